@@ -1,0 +1,118 @@
+//===- PTrainBase.td - ptrain dialect, op base class, enums -*- tablegen -*-===//
+//
+// The ptrain dialect: communication-compressed 3D-parallel training.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_DIALECT_PTRAIN_IR_PTRAINBASE_TD
+#define PTRAIN_DIALECT_PTRAIN_IR_PTRAINBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "ptrain/Dialect/PTrain/IR/PTrainInterfaces.td"
+
+def PTrain_Dialect : Dialect {
+  let name = "ptrain";
+  let cppNamespace = "::mlir::ptrain";
+  let summary = "Communication-compressed 3D-parallel training of transformers.";
+  let description = [{
+    The `ptrain` dialect describes one training step of a transformer split over data (DP), tensor (TP) and
+    pipeline (PP) parallelism, with the communication made explicit and asynchronous, codecs that compress
+    that communication as ops with explicit semantics, and module-level keyed state (parameters, optimizer
+    moments, codec residuals) used as SSA values inside the step.
+
+    Ops are split by topic:
+
+    * grid and communication: `grid`, `distribute`, `send_start`, `recv_start`, `all_reduce_start`,
+      `all_gather_start`, `reduce_scatter_start`, `broadcast_start`, `wait`;
+    * codecs: `compress`, `decompress`, `compressed_all_reduce_start`, with the codec attributes
+      `#ptrain.powersgd`, `#ptrain.topk`, `#ptrain.randk`, `#ptrain.quant`, `#ptrain.cast`,
+      `#ptrain.linear_ae`;
+    * state: `state`, `state_read`, `state_write`.
+
+    The rationale for each choice is in `docs/RationalePTrain.md`.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+  let usePropertiesForAttributes = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+    void registerTypes();
+  }];
+}
+
+class PTrain_Op<string mnemonic, list<Trait> traits = []>
+    : Op<PTrain_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Side-effect resources
+//===----------------------------------------------------------------------===//
+
+/// The network: every communication op reads and writes it, so DCE never deletes a send and CSE never merges
+/// two all-reduces (DESIGN decision 3).
+def PTrain_CommResource : Resource<"::mlir::ptrain::CommResource">;
+
+/// Module-level state symbols (parameters, optimizer moments, codec state).
+def PTrain_StateResource : Resource<"::mlir::ptrain::StateResource">;
+
+/// Base of the ops that start a collective over named axes of a `ptrain.grid`.
+///
+/// Constraints every collective shares (checked by `verifyGridAxes`):
+/// * (C1) `grid` names a `ptrain.grid`;
+/// * (C2) every axis in `grid_axes` is an axis of that grid;
+/// * (C3) no axis appears twice; at least one axis is given.
+class PTrain_CollectiveStartOp<string mnemonic, list<Trait> traits = []>
+    : PTrain_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        PTrain_AsyncStartOpInterface,
+        MemoryEffects<[MemRead<PTrain_CommResource>, MemWrite<PTrain_CommResource>]>])> {
+  dag gridArgs = (ins FlatSymbolRefAttr:$grid, StrArrayAttr:$grid_axes);
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def PTrain_ReductionKind : I32EnumAttr<"ReductionKind",
+    "reduction applied by a collective", [
+      I32EnumAttrCase<"Sum", 0, "sum">,
+      I32EnumAttrCase<"Avg", 1, "avg">,
+      I32EnumAttrCase<"Max", 2, "max">,
+      I32EnumAttrCase<"Min", 3, "min">,
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ptrain";
+}
+def PTrain_ReductionKindAttr : EnumAttr<PTrain_Dialect, PTrain_ReductionKind, "reduction">;
+
+def PTrain_StateKind : I32EnumAttr<"StateKind",
+    "what a module-level state symbol holds", [
+      I32EnumAttrCase<"Parameter", 0, "parameter">,
+      I32EnumAttrCase<"OptimizerMoment", 1, "optimizer_moment">,
+      I32EnumAttrCase<"CodecResidual", 2, "codec_residual">,
+      I32EnumAttrCase<"CodecWarmStart", 3, "codec_warm_start">,
+      I32EnumAttrCase<"CodecSeed", 4, "codec_seed">,
+      I32EnumAttrCase<"StepCounter", 5, "step_counter">,
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ptrain";
+}
+def PTrain_StateKindAttr : EnumAttr<PTrain_Dialect, PTrain_StateKind, "state_kind">;
+
+def PTrain_QuantGranularity : I32EnumAttr<"QuantGranularity",
+    "how many values share one quantization scale", [
+      I32EnumAttrCase<"Tensor", 0, "tensor">,
+      I32EnumAttrCase<"Channel", 1, "channel">,
+      I32EnumAttrCase<"Block", 2, "block">,
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ptrain";
+}
+def PTrain_QuantGranularityAttr
+    : EnumAttr<PTrain_Dialect, PTrain_QuantGranularity, "granularity">;
+
+#endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINBASE_TD

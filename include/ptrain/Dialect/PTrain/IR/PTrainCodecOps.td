@@ -1,0 +1,134 @@
+//===- PTrainCodecOps.td - compress, decompress, compressed collectives -*- tablegen -*-===//
+//
+// Codecs as ops with explicit semantics (DESIGN decision 4). State (error-feedback residual, warm-start
+// factors, counters) and trainable codec parameters are SSA operands; updated state is returned.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_DIALECT_PTRAIN_IR_PTRAINCODECOPS_TD
+#define PTRAIN_DIALECT_PTRAIN_IR_PTRAINCODECOPS_TD
+
+include "ptrain/Dialect/PTrain/IR/PTrainBase.td"
+include "ptrain/Dialect/PTrain/IR/PTrainTypes.td"
+include "ptrain/Dialect/PTrain/IR/PTrainAttrs.td"
+
+def PTrain_CodecAttr : Attr<CPred<"::llvm::isa<::mlir::ptrain::CodecAttrInterface>($_self)">,
+                            "codec attribute"> {
+  let storageType = "::mlir::ptrain::CodecAttrInterface";
+  let returnType = "::mlir::ptrain::CodecAttrInterface";
+  let convertFromStorage = "$_self";
+}
+
+def PTrain_CompressOp : PTrain_Op<"compress", [Pure, AttrSizedOperandSegments, AttrSizedResultSegments]> {
+  let summary = "Encodes a tensor with a codec, optionally with error feedback.";
+  let description = [{
+    Encodes `input` into the code tensors of `codec`. With `error_feedback`, the first `state` operand is the
+    residual e (same type as the input) and the op encodes g + e and returns e' = g + e - decode(code) as the
+    first new state (Karimireddy et al., "Error Feedback Fixes SignSGD", ICML 2019; Optimus-CC's lazy error
+    propagation, section 4.2, keys e by link). The remaining `state` operands are the codec's own encoder
+    state (e.g. PowerSGD's warm-start Q), updated in `new_state`; `params` are trainable codec parameters
+    (the linear autoencoder's W_e). Pure: all state is SSA.
+
+    Constraints:
+    * (C1) the codec accepts the input type (the codec attribute's own constraints, e.g. PowerSGD rank
+      <= min(n, m), k <= number of elements);
+    * (C2) with `error_feedback`, the residual type equals the input type;
+    * (C3) the state operands are the residual (with `error_feedback`) followed by the codec's encoder state,
+      with those types;
+    * (C4) `new_state` has the types of `state`;
+    * (C5) `params` have the types of the codec's encoder parameters;
+    * (C6) the codes have the types the codec gives for the input type.
+
+    ```mlir
+    %p, %q, %e1, %q1 = ptrain.compress %g state(%e, %q0) {codec = #ptrain.powersgd<rank = 4>, error_feedback}
+        : tensor<256x128xf32>, state(tensor<256x128xf32>, tensor<128x4xf32>)
+        -> (tensor<256x4xf32>, tensor<128x4xf32>), state(tensor<256x128xf32>, tensor<128x4xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Variadic<AnyRankedTensor>:$state,
+                       Variadic<AnyRankedTensor>:$params, PTrain_CodecAttr:$codec, UnitAttr:$error_feedback);
+  let results = (outs Variadic<AnyRankedTensor>:$codes, Variadic<AnyRankedTensor>:$new_state);
+  let assemblyFormat = [{
+    $input (`state` `(` $state^ `)`)? (`params` `(` $params^ `)`)? attr-dict
+    `:` type($input) (`,` `state` `(` type($state)^ `)`)? (`,` `params` `(` type($params)^ `)`)?
+    `->` `(` type($codes) `)` (`,` `state` `(` type($new_state)^ `)`)?
+  }];
+  let hasVerifier = 1;
+}
+
+def PTrain_DecompressOp : PTrain_Op<"decompress", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Decodes code tensors produced by `compress` with the same codec.";
+  let description = [{
+    The receiving side of a compressed transfer: rebuilds a tensor of the result type from `codes`.
+    `state` is the codec's decoder state (rand-k's call counter), updated in `new_state`; `params` are the
+    codec's decoder parameters (the linear autoencoder's W_d).
+
+    Constraints:
+    * (C1) the codec accepts the result type;
+    * (C2) the codes have the types the codec gives for the result type;
+    * (C3) when the codes come straight from a `ptrain.compress`, its codec is this op's codec and its input
+      type is this op's result type;
+    * (C4) `state` and `new_state` have the types of the codec's decoder state;
+    * (C5) `params` have the types of the codec's decoder parameters.
+
+    ```mlir
+    %g2 = ptrain.decompress %p, %q {codec = #ptrain.powersgd<rank = 4>}
+        : (tensor<256x4xf32>, tensor<128x4xf32>) -> tensor<256x128xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$codes, Variadic<AnyRankedTensor>:$state,
+                       Variadic<AnyRankedTensor>:$params, PTrain_CodecAttr:$codec);
+  let results = (outs AnyRankedTensor:$result, Variadic<AnyRankedTensor>:$new_state);
+  let assemblyFormat = [{
+    $codes (`state` `(` $state^ `)`)? (`params` `(` $params^ `)`)? attr-dict
+    `:` `(` type($codes) `)` (`,` `state` `(` type($state)^ `)`)? (`,` `params` `(` type($params)^ `)`)?
+    `->` type($result) (`,` `state` `(` type($new_state)^ `)`)?
+  }];
+  let hasVerifier = 1;
+}
+
+def PTrain_CompressedAllReduceStartOp : PTrain_CollectiveStartOp<"compressed_all_reduce_start", [
+    AttrSizedOperandSegments,
+    TypesMatchWith<"the request yields the input type", "input", "request",
+                   "::mlir::ptrain::RequestType::get($_self.getContext(), $_self)">]> {
+  let summary = "Starts an all-reduce whose traffic is compressed by a codec, with error feedback.";
+  let description = [{
+    High-level compressed collective for data- and tensor-parallel traffic; `--ptrain-expand-codecs` turns it
+    into its phases. For a summable codec the codes are all-reduced in compressed form (PowerSGD: all-reduce P,
+    orthogonalize, Q = M^T P, all-reduce Q; Optimus-CC section 4.4); otherwise they are all-gathered, decoded
+    and summed. The wait yields the decoded reduction. `state` and `params` are as for `ptrain.compress`.
+
+    Constraints: (C1)-(C3) of every collective, and
+    * (C4) the reduction is `sum` or `avg`;
+    * (C5) the codec accepts the input type;
+    * (C6) state, new state and params have the types `ptrain.compress` requires;
+    * (C7) the request yields the input type.
+
+    ```mlir
+    %r, %e1, %q1 = ptrain.compressed_all_reduce_start %g state(%e, %q) on @grid axes [dp] reduction = avg
+        {codec = #ptrain.powersgd<rank = 8>, error_feedback}
+        : tensor<512x128xf32>, state(tensor<512x128xf32>, tensor<128x8xf32>)
+        -> state(tensor<512x128xf32>, tensor<128x8xf32>)
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$input, Variadic<AnyRankedTensor>:$state,
+                            Variadic<AnyRankedTensor>:$params),
+                       gridArgs,
+                       (ins PTrain_ReductionKindAttr:$reduction, PTrain_CodecAttr:$codec,
+                            UnitAttr:$error_feedback));
+  let results = (outs PTrain_ValueRequestType:$request, Variadic<AnyRankedTensor>:$new_state);
+  let assemblyFormat = [{
+    $input (`state` `(` $state^ `)`)? (`params` `(` $params^ `)`)? `on` $grid `axes` custom<GridAxes>($grid_axes)
+    `reduction` `=` `` $reduction attr-dict
+    `:` type($input) (`,` `state` `(` type($state)^ `)`)? (`,` `params` `(` type($params)^ `)`)?
+    (`->` `state` `(` type($new_state)^ `)`)?
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::ValueRange":$state, "::mlir::ValueRange":$params,
+                   "::llvm::StringRef":$grid, "::llvm::ArrayRef<::llvm::StringRef>":$gridAxes,
+                   "::mlir::ptrain::ReductionKind":$reduction, "::mlir::ptrain::CodecAttrInterface":$codec,
+                   "bool":$errorFeedback)>
+  ];
+}
+
+#endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINCODECOPS_TD

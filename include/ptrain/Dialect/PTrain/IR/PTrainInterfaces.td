@@ -1,0 +1,61 @@
+//===- PTrainInterfaces.td - ptrain interfaces -------------*- tablegen -*-===//
+
+#ifndef PTRAIN_DIALECT_PTRAIN_IR_PTRAININTERFACES_TD
+#define PTRAIN_DIALECT_PTRAIN_IR_PTRAININTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def PTrain_CodecAttrInterface : AttrInterface<"CodecAttrInterface"> {
+  let cppNamespace = "::mlir::ptrain";
+  let description = [{
+    A codec: how a tensor is encoded into smaller "code" tensors and decoded back (DESIGN decision 4). The
+    interface gives everything the verifier, the compression passes and the lowering need to know without
+    knowing the algorithm: the code tensors and their types, the state each side keeps besides an optional
+    error-feedback residual, trainable parameters, and whether codes from several ranks may be summed before
+    decoding (a linear code: decode(sum c_i) = sum decode(c_i)).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Checks that the codec can encode a tensor of type `type` (ranks and counts against the tensor's matrix
+        view and element count). Reports through `emitError` and fails otherwise.
+      }], "::llvm::LogicalResult", "verifyForType", (ins
+        "::llvm::function_ref<::mlir::InFlightDiagnostic()>":$emitError,
+        "::mlir::RankedTensorType":$type)>,
+    InterfaceMethod<[{
+        Types of the code tensors that encode a tensor of type `type`, in the order `compress` returns them
+        and `decompress` takes them. Requires `verifyForType` to succeed.
+      }], "::llvm::SmallVector<::mlir::Type>", "getCodeTypes", (ins "::mlir::RankedTensorType":$type)>,
+    InterfaceMethod<[{
+        Types of the codec's own state on the encoding side (e.g. PowerSGD's warm-start Q), not counting the
+        error-feedback residual.
+      }], "::llvm::SmallVector<::mlir::Type>", "getEncoderStateTypes",
+        (ins "::mlir::RankedTensorType":$type), [{}], [{ return {}; }]>,
+    InterfaceMethod<[{ Types of the codec's own state on the decoding side. }],
+      "::llvm::SmallVector<::mlir::Type>", "getDecoderStateTypes", (ins "::mlir::RankedTensorType":$type), [{}], [{ return {}; }]>,
+    InterfaceMethod<[{ Types of trainable parameters the encoder reads (the linear autoencoder's W_e). }],
+      "::llvm::SmallVector<::mlir::Type>", "getEncoderParamTypes", (ins "::mlir::RankedTensorType":$type), [{}], [{ return {}; }]>,
+    InterfaceMethod<[{ Types of trainable parameters the decoder reads (the linear autoencoder's W_d). }],
+      "::llvm::SmallVector<::mlir::Type>", "getDecoderParamTypes", (ins "::mlir::RankedTensorType":$type), [{}], [{ return {}; }]>,
+    InterfaceMethod<[{
+        True when codes from several ranks may be summed in compressed form (PowerSGD factors, linear
+        autoencoder, rand-k with a shared seed, casts); false when they must be gathered, decoded and summed
+        (top-k, quantization). Source: Bian et al., MLSys 2024, section "Where they apply".
+      }], "bool", "isSummable", (ins)>,
+  ];
+}
+
+def PTrain_AsyncStartOpInterface : OpInterface<"AsyncStartOpInterface"> {
+  let cppNamespace = "::mlir::ptrain";
+  let description = [{
+    An op that starts an asynchronous communication and returns its `!ptrain.request`; exactly one
+    `ptrain.wait` completes the request (DESIGN decision 3).
+  }];
+  let methods = [
+    InterfaceMethod<"The request this op returns.", "::mlir::TypedValue<::mlir::ptrain::RequestType>",
+      "getRequest", (ins), [{}], [{
+        return ::llvm::cast<::mlir::TypedValue<::mlir::ptrain::RequestType>>($_op->getResult(0));
+      }]>,
+  ];
+}
+
+#endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAININTERFACES_TD

@@ -1,0 +1,131 @@
+//===- PTrainCodecOps.cpp - compress, decompress, compressed collectives -*- C++ -*-===//
+
+#include "PTrainGridAxes.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+#define GET_OP_CLASSES
+#include "ptrain/Dialect/PTrain/IR/PTrainCodecOps.cpp.inc"
+
+/// Fails with "<what> must have types (expected), got (actual)" unless the types agree.
+static LogicalResult expectTypes(Operation *op, StringRef what, CodecAttrInterface codec, TypeRange actual,
+                                 ArrayRef<Type> expected) {
+  if (TypeRange(expected) == actual)
+    return success();
+  InFlightDiagnostic diag = op->emitOpError() << what << " must have types (";
+  llvm::interleaveComma(expected, diag);
+  diag << ") for codec " << Attribute(codec) << ", got (";
+  llvm::interleaveComma(actual, diag);
+  return diag << ")";
+}
+
+/// The encoding side shared by `compress` and `compressed_all_reduce_start`: (C1)-(C5) of `compress`.
+static LogicalResult verifyEncoder(Operation *op, CodecAttrInterface codec, RankedTensorType type,
+                                   bool errorFeedback, TypeRange state, TypeRange newState, TypeRange params) {
+  // (C1)
+  if (failed(codec.verifyForType([&] { return op->emitOpError(); }, type)))
+    return failure();
+  SmallVector<Type> expectedState;
+  if (errorFeedback) {
+    // (C2)
+    if (state.empty())
+      return op->emitOpError("with error_feedback the first state operand is the residual, but there is none");
+    if (state.front() != type)
+      return op->emitOpError() << "residual type " << state.front() << " must equal the input type " << type;
+    expectedState.push_back(type);
+  }
+  llvm::append_range(expectedState, codec.getEncoderStateTypes(type));
+  // (C3), (C4), (C5)
+  if (failed(expectTypes(op, errorFeedback ? "state (residual, then codec state)" : "state", codec, state,
+                         expectedState)) ||
+      failed(expectTypes(op, "new state", codec, newState, expectedState)) ||
+      failed(expectTypes(op, "params", codec, params, codec.getEncoderParamTypes(type))))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CompressOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CompressOp::verify() {
+  auto type = getInput().getType();
+  if (failed(verifyEncoder(*this, getCodec(), type, getErrorFeedback(), getState().getTypes(),
+                           getNewState().getTypes(), getParams().getTypes())))
+    return failure();
+  // (C6)
+  return expectTypes(*this, "codes", getCodec(), getCodes().getTypes(), getCodec().getCodeTypes(type));
+}
+
+//===----------------------------------------------------------------------===//
+// DecompressOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DecompressOp::verify() {
+  auto type = getResult().getType();
+  CodecAttrInterface codec = getCodec();
+  // (C1)
+  if (failed(codec.verifyForType([&] { return emitOpError(); }, type)))
+    return failure();
+  // (C2)
+  if (failed(expectTypes(*this, "codes", codec, getCodes().getTypes(), codec.getCodeTypes(type))))
+    return failure();
+  // (C3) codes straight from a compress: same codec, same tensor type.
+  if (auto producer = getCodes().empty() ? CompressOp() : getCodes().front().getDefiningOp<CompressOp>()) {
+    if (producer.getCodec() != codec)
+      return emitOpError() << "codec " << Attribute(codec) << " does not match the codec "
+                           << Attribute(producer.getCodec()) << " of the compress that produced its codes";
+    if (producer.getInput().getType() != type)
+      return emitOpError() << "result type " << type << " does not match the type "
+                           << producer.getInput().getType() << " compressed by its compress";
+  }
+  // (C4), (C5)
+  SmallVector<Type> stateTypes = codec.getDecoderStateTypes(type);
+  if (failed(expectTypes(*this, "state", codec, getState().getTypes(), stateTypes)) ||
+      failed(expectTypes(*this, "new state", codec, getNewState().getTypes(), stateTypes)) ||
+      failed(expectTypes(*this, "params", codec, getParams().getTypes(), codec.getDecoderParamTypes(type))))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CompressedAllReduceStartOp
+//===----------------------------------------------------------------------===//
+
+void CompressedAllReduceStartOp::build(OpBuilder &builder, OperationState &state, Value input,
+                                       ValueRange codecState, ValueRange params, StringRef grid,
+                                       ArrayRef<StringRef> gridAxes, ReductionKind reduction,
+                                       CodecAttrInterface codec, bool errorFeedback) {
+  auto requestType = RequestType::get(builder.getContext(), input.getType());
+  build(builder, state, requestType, codecState.getTypes(), input, codecState, params,
+        FlatSymbolRefAttr::get(builder.getContext(), grid), builder.getStrArrayAttr(gridAxes),
+        ReductionKindAttr::get(builder.getContext(), reduction), codec,
+        errorFeedback ? builder.getUnitAttr() : UnitAttr());
+}
+
+LogicalResult CompressedAllReduceStartOp::verify() {
+  if (failed(verifyAxesUnique(*this, getGridAxes(), "collective axes")))
+    return failure();
+  // (C4)
+  if (getReduction() != ReductionKind::Sum && getReduction() != ReductionKind::Avg)
+    return emitOpError() << "a compressed all-reduce sums codes: reduction must be sum or avg, got "
+                         << stringifyReductionKind(getReduction());
+  auto type = getInput().getType();
+  // (C5), (C6)
+  if (failed(verifyEncoder(*this, getCodec(), type, getErrorFeedback(), getState().getTypes(),
+                           getNewState().getTypes(), getParams().getTypes())))
+    return failure();
+  // (C7)
+  if (getRequest().getType().getValueType() != type)
+    return emitOpError() << "request must yield the input type " << type << ", got "
+                         << getRequest().getType();
+  return success();
+}
+
+LogicalResult CompressedAllReduceStartOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyCollectiveGroup(*this, symbolTable, getGridAttr(), getGridAxes());
+}

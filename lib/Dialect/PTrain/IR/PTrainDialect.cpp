@@ -1,0 +1,34 @@
+//===- PTrainDialect.cpp - the ptrain dialect --------------------*- C++ -*-===//
+
+#include "ptrain/Dialect/PTrain/IR/PTrainDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainTypes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+#include "ptrain/Dialect/PTrain/IR/PTrainDialect.cpp.inc"
+#include "ptrain/Dialect/PTrain/IR/PTrainEnums.cpp.inc"
+#include "ptrain/Dialect/PTrain/IR/PTrainOpInterfaces.cpp.inc"
+
+void PTrainDialect::initialize() {
+  registerAttributes();
+  registerTypes();
+  addOperations<
+#define GET_OP_LIST
+#include "ptrain/Dialect/PTrain/IR/PTrainParallelOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "ptrain/Dialect/PTrain/IR/PTrainCodecOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "ptrain/Dialect/PTrain/IR/PTrainStateOps.cpp.inc"
+      >();
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every system package ptrain needs on Debian 12 (bookworm), non-interactively and idempotently.
+# Usage: sudo bash scripts/setup.sh   (as root; CI runs it as root)
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+PKGS=(
+  # MLIR / LLVM 22 (bookworm-security), lit and FileCheck
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  # build
+  cmake ninja-build ccache g++ python3 python3-pip
+  # tests
+  libgtest-dev libbenchmark-dev
+  # ONNX import
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  # CPU target: MPI and BLAS
+  libopenmpi-dev openmpi-bin libopenblas-dev
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all system packages present"
+fi
