@@ -274,10 +274,17 @@ LogicalResult WaitOp::verify() {
   // (C1)
   if (!getRequest().getDefiningOp<AsyncStartOpInterface>())
     return emitOpError("waits on a request that was never started: it is not the result of a *_start op");
-  // (C2)
-  unsigned waits = llvm::count_if(getRequest().getUsers(), [](Operation *user) { return isa<WaitOp>(user); });
-  if (waits > 1)
-    return emitOpError() << "waits on a request that is waited on " << waits
+  // (C2) Reported on every wait but the first one in block order.
+  SmallVector<Operation *> waits;
+  for (Operation *user : getRequest().getUsers())
+    if (isa<WaitOp>(user))
+      waits.push_back(user);
+  Operation *self = getOperation();
+  bool isFirst = llvm::all_of(waits, [&](Operation *other) {
+    return other == self || (other->getBlock() == self->getBlock() && self->isBeforeInBlock(other));
+  });
+  if (!isFirst)
+    return emitOpError() << "waits on a request that is waited on " << waits.size()
                          << " times; each request is waited on exactly once";
   // (C3)
   Type valueType = getRequest().getType().getValueType();

@@ -41,8 +41,8 @@ def PTrain_CompressOp : PTrain_Op<"compress", [Pure, AttrSizedOperandSegments, A
 
     ```mlir
     %p, %q, %e1, %q1 = ptrain.compress %g state(%e, %q0) {codec = #ptrain.powersgd<rank = 4>, error_feedback}
-        : tensor<256x128xf32>, state(tensor<256x128xf32>, tensor<128x4xf32>)
-        -> (tensor<256x4xf32>, tensor<128x4xf32>), state(tensor<256x128xf32>, tensor<128x4xf32>)
+        : tensor<256x128xf32> state(tensor<256x128xf32>, tensor<128x4xf32>)
+        -> (tensor<256x4xf32>, tensor<128x4xf32>) state(tensor<256x128xf32>, tensor<128x4xf32>)
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, Variadic<AnyRankedTensor>:$state,
@@ -50,8 +50,8 @@ def PTrain_CompressOp : PTrain_Op<"compress", [Pure, AttrSizedOperandSegments, A
   let results = (outs Variadic<AnyRankedTensor>:$codes, Variadic<AnyRankedTensor>:$new_state);
   let assemblyFormat = [{
     $input (`state` `(` $state^ `)`)? (`params` `(` $params^ `)`)? attr-dict
-    `:` type($input) (`,` `state` `(` type($state)^ `)`)? (`,` `params` `(` type($params)^ `)`)?
-    `->` `(` type($codes) `)` (`,` `state` `(` type($new_state)^ `)`)?
+    `:` type($input) (`state` `(` type($state)^ `)`)? (`params` `(` type($params)^ `)`)?
+    `->` `(` type($codes) `)` (`state` `(` type($new_state)^ `)`)?
   }];
   let hasVerifier = 1;
 }
@@ -81,8 +81,8 @@ def PTrain_DecompressOp : PTrain_Op<"decompress", [Pure, AttrSizedOperandSegment
   let results = (outs AnyRankedTensor:$result, Variadic<AnyRankedTensor>:$new_state);
   let assemblyFormat = [{
     $codes (`state` `(` $state^ `)`)? (`params` `(` $params^ `)`)? attr-dict
-    `:` `(` type($codes) `)` (`,` `state` `(` type($state)^ `)`)? (`,` `params` `(` type($params)^ `)`)?
-    `->` type($result) (`,` `state` `(` type($new_state)^ `)`)?
+    `:` `(` type($codes) `)` (`state` `(` type($state)^ `)`)? (`params` `(` type($params)^ `)`)?
+    `->` type($result) (`state` `(` type($new_state)^ `)`)?
   }];
   let hasVerifier = 1;
 }
@@ -107,7 +107,7 @@ def PTrain_CompressedAllReduceStartOp : PTrain_CollectiveStartOp<"compressed_all
     ```mlir
     %r, %e1, %q1 = ptrain.compressed_all_reduce_start %g state(%e, %q) on @grid axes [dp] reduction = avg
         {codec = #ptrain.powersgd<rank = 8>, error_feedback}
-        : tensor<512x128xf32>, state(tensor<512x128xf32>, tensor<128x8xf32>)
+        : tensor<512x128xf32> state(tensor<512x128xf32>, tensor<128x8xf32>)
         -> state(tensor<512x128xf32>, tensor<128x8xf32>)
     ```
   }];
@@ -120,7 +120,7 @@ def PTrain_CompressedAllReduceStartOp : PTrain_CollectiveStartOp<"compressed_all
   let assemblyFormat = [{
     $input (`state` `(` $state^ `)`)? (`params` `(` $params^ `)`)? `on` $grid `axes` custom<GridAxes>($grid_axes)
     `reduction` `=` `` $reduction attr-dict
-    `:` type($input) (`,` `state` `(` type($state)^ `)`)? (`,` `params` `(` type($params)^ `)`)?
+    `:` type($input) (`state` `(` type($state)^ `)`)? (`params` `(` type($params)^ `)`)?
     (`->` `state` `(` type($new_state)^ `)`)?
   }];
   let builders = [

@@ -1,0 +1,271 @@
+// RUN: ptrain-opt %s --split-input-file --verify-diagnostics
+
+// Codec constraints that depend on the tensor, and the compress / decompress / compressed all-reduce
+// constraints.
+
+// PowerSGD (C2): rank <= min(n, m) of the matrix view.
+func.func @powersgd_c2(%g: tensor<4x8x16xf32>) {
+  // expected-error@+1 {{PowerSGD rank 40 exceeds min(n, m) = 16 of the 32x16 matrix view of 'tensor<4x8x16xf32>'}}
+  %p, %q = ptrain.compress %g {codec = #ptrain.powersgd<rank = 40, warm_start = false>} : tensor<4x8x16xf32> -> (tensor<32x40xf32>, tensor<16x40xf32>)
+  return
+}
+
+// -----
+
+// PowerSGD (C3): a float element type.
+func.func @powersgd_c3(%g: tensor<32x16xi32>) {
+  // expected-error@+1 {{PowerSGD needs a float element type, got 'tensor<32x16xi32>'}}
+  %p, %q = ptrain.compress %g {codec = #ptrain.powersgd<rank = 2, warm_start = false>} : tensor<32x16xi32> -> (tensor<32x2xi32>, tensor<16x2xi32>)
+  return
+}
+
+// -----
+
+// Codecs need a static shape.
+func.func @static_shape(%g: tensor<?x16xf32>) {
+  // expected-error@+1 {{PowerSGD needs a static shape, got 'tensor<?x16xf32>'}}
+  %p, %q = ptrain.compress %g {codec = #ptrain.powersgd<rank = 2, warm_start = false>} : tensor<?x16xf32> -> (tensor<?x2xf32>, tensor<16x2xf32>)
+  return
+}
+
+// -----
+
+// MatrixView (C3): the view covers every dimension of the tensor.
+func.func @matrix_view_c3(%g: tensor<4x8x16xf32>) {
+  // expected-error@+1 {{matrix view #ptrain.matrix_view<rows = [0], cols = [2]> does not cover the 3 dimensions of 'tensor<4x8x16xf32>'}}
+  %p, %q = ptrain.compress %g {codec = #ptrain.powersgd<rank = 2, warm_start = false, view = #ptrain.matrix_view<rows = [0], cols = [2]>>} : tensor<4x8x16xf32> -> (tensor<4x2xf32>, tensor<16x2xf32>)
+  return
+}
+
+// -----
+
+// MatrixView (C3): dimensions in range.
+func.func @matrix_view_c3_range(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{matrix view dimension 2 is out of range for 'tensor<8x16xf32>'}}
+  %c = ptrain.compress %g {codec = #ptrain.linear_ae<dim = 4, view = #ptrain.matrix_view<rows = [0], cols = [2]>>} : tensor<8x16xf32> -> (tensor<8x4xf32>)
+  return
+}
+
+// -----
+
+// TopK (C2): k <= number of elements.
+func.func @topk_c2(%g: tensor<4x8xf32>) {
+  // expected-error@+1 {{top-k k = 33 exceeds the 32 elements of 'tensor<4x8xf32>'}}
+  %v, %i = ptrain.compress %g {codec = #ptrain.topk<k = 33>} : tensor<4x8xf32> -> (tensor<33xf32>, tensor<33xi32>)
+  return
+}
+
+// -----
+
+// RandK (C2): k <= number of elements.
+func.func @randk_c2(%g: tensor<4x8xf32>, %n: tensor<i64>) {
+  // expected-error@+1 {{rand-k k = 64 exceeds the 32 elements of 'tensor<4x8xf32>'}}
+  %v, %n1 = ptrain.compress %g state(%n) {codec = #ptrain.randk<k = 64, seed = 3>} : tensor<4x8xf32> state(tensor<i64>) -> (tensor<64xf32>) state(tensor<i64>)
+  return
+}
+
+// -----
+
+// Quant (C3): a float element type.
+func.func @quant_c3(%g: tensor<4x8xi32>) {
+  // expected-error@+1 {{quantization needs a float element type, got 'tensor<4x8xi32>'}}
+  %p, %s = ptrain.compress %g {codec = #ptrain.quant<bits = 8>} : tensor<4x8xi32> -> (tensor<32xi8>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Cast (C2): a float element type.
+func.func @cast_c2(%g: tensor<4x8xi32>) {
+  // expected-error@+1 {{cast needs a float element type, got 'tensor<4x8xi32>'}}
+  %c = ptrain.compress %g {codec = #ptrain.cast<f16>} : tensor<4x8xi32> -> (tensor<4x8xf16>)
+  return
+}
+
+// -----
+
+// LinearAE (C2): dim <= m of the matrix view.
+func.func @linear_ae_c2(%g: tensor<8x16xf32>, %we: tensor<16x32xf32>) {
+  // expected-error@+1 {{linear autoencoder dim 32 exceeds m = 16 of the matrix view of 'tensor<8x16xf32>'}}
+  %c = ptrain.compress %g params(%we) {codec = #ptrain.linear_ae<dim = 32>} : tensor<8x16xf32> params(tensor<16x32xf32>) -> (tensor<8x32xf32>)
+  return
+}
+
+// -----
+
+// Compress (C2): the residual type equals the input type.
+func.func @compress_c2(%g: tensor<8x16xf32>, %e: tensor<8x16xf16>) {
+  // expected-error@+1 {{residual type 'tensor<8x16xf16>' must equal the input type 'tensor<8x16xf32>'}}
+  %c, %e1 = ptrain.compress %g state(%e) {codec = #ptrain.cast<bf16>, error_feedback} : tensor<8x16xf32> state(tensor<8x16xf16>) -> (tensor<8x16xbf16>) state(tensor<8x16xf16>)
+  return
+}
+
+// -----
+
+// Compress (C2): error feedback needs the residual.
+func.func @compress_c2_missing(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{with error_feedback the first state operand is the residual, but there is none}}
+  %c = ptrain.compress %g {codec = #ptrain.cast<bf16>, error_feedback} : tensor<8x16xf32> -> (tensor<8x16xbf16>)
+  return
+}
+
+// -----
+
+// Compress (C3): the codec's own state follows the residual (PowerSGD's warm-start Q is missing).
+func.func @compress_c3(%g: tensor<8x16xf32>, %e: tensor<8x16xf32>) {
+  // expected-error@+1 {{state (residual, then codec state) must have types ('tensor<8x16xf32>', 'tensor<16x2xf32>') for codec #ptrain.powersgd<rank = 2>, got ('tensor<8x16xf32>')}}
+  %p, %q, %e1 = ptrain.compress %g state(%e) {codec = #ptrain.powersgd<rank = 2>, error_feedback} : tensor<8x16xf32> state(tensor<8x16xf32>) -> (tensor<8x2xf32>, tensor<16x2xf32>) state(tensor<8x16xf32>)
+  return
+}
+
+// -----
+
+// Compress (C4): the new state has the state's types.
+func.func @compress_c4(%g: tensor<8x16xf32>, %q: tensor<16x2xf32>) {
+  // expected-error@+1 {{new state must have types ('tensor<16x2xf32>') for codec #ptrain.powersgd<rank = 2>, got ()}}
+  %p, %qn = ptrain.compress %g state(%q) {codec = #ptrain.powersgd<rank = 2>} : tensor<8x16xf32> state(tensor<16x2xf32>) -> (tensor<8x2xf32>, tensor<16x2xf32>)
+  return
+}
+
+// -----
+
+// Compress (C5): the linear autoencoder's encoder weight is a param.
+func.func @compress_c5(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{params must have types ('tensor<16x4xf32>') for codec #ptrain.linear_ae<dim = 4>, got ()}}
+  %c = ptrain.compress %g {codec = #ptrain.linear_ae<dim = 4>} : tensor<8x16xf32> -> (tensor<8x4xf32>)
+  return
+}
+
+// -----
+
+// Compress (C6): the codes have the codec's types.
+func.func @compress_c6(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{codes must have types ('tensor<4xf32>', 'tensor<4xi32>') for codec #ptrain.topk<k = 4>, got ('tensor<4xf32>', 'tensor<4xi64>')}}
+  %v, %i = ptrain.compress %g {codec = #ptrain.topk<k = 4>} : tensor<8x16xf32> -> (tensor<4xf32>, tensor<4xi64>)
+  return
+}
+
+// -----
+
+// Decompress (C1): the codec accepts the result type.
+func.func @decompress_c1(%v: tensor<200xf32>, %i: tensor<200xi32>) {
+  // expected-error@+1 {{top-k k = 200 exceeds the 128 elements of 'tensor<8x16xf32>'}}
+  %d = ptrain.decompress %v, %i {codec = #ptrain.topk<k = 200>} : (tensor<200xf32>, tensor<200xi32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Decompress (C2): the codes have the types the codec gives for the result type.
+func.func @decompress_c2(%p: tensor<8x2xf32>, %q: tensor<32x2xf32>) {
+  // expected-error@+1 {{codes must have types ('tensor<8x2xf32>', 'tensor<16x2xf32>') for codec #ptrain.powersgd<rank = 2>, got ('tensor<8x2xf32>', 'tensor<32x2xf32>')}}
+  %d = ptrain.decompress %p, %q {codec = #ptrain.powersgd<rank = 2>} : (tensor<8x2xf32>, tensor<32x2xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Decompress (C3): the codec of the compress that produced the codes.
+func.func @decompress_c3_codec(%g: tensor<8x16xf32>) {
+  %p, %q = ptrain.compress %g {codec = #ptrain.powersgd<rank = 2, warm_start = false>} : tensor<8x16xf32> -> (tensor<8x2xf32>, tensor<16x2xf32>)
+  // expected-error@+1 {{codec #ptrain.powersgd<rank = 2> does not match the codec #ptrain.powersgd<rank = 2, warm_start = false> of the compress that produced its codes}}
+  %d = ptrain.decompress %p, %q {codec = #ptrain.powersgd<rank = 2>} : (tensor<8x2xf32>, tensor<16x2xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Decompress (C3): the type the compress encoded (same codes, another shape).
+func.func @decompress_c3_type(%g: tensor<8x16xf32>) {
+  %v, %i = ptrain.compress %g {codec = #ptrain.topk<k = 4>} : tensor<8x16xf32> -> (tensor<4xf32>, tensor<4xi32>)
+  // expected-error@+1 {{result type 'tensor<16x8xf32>' does not match the type 'tensor<8x16xf32>' compressed by its compress}}
+  %d = ptrain.decompress %v, %i {codec = #ptrain.topk<k = 4>} : (tensor<4xf32>, tensor<4xi32>) -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+// Decompress (C4): rand-k's decoder keeps a call counter.
+func.func @decompress_c4(%v: tensor<4xf32>) {
+  // expected-error@+1 {{state must have types ('tensor<i64>') for codec #ptrain.randk<k = 4, seed = 1>, got ()}}
+  %d = ptrain.decompress %v {codec = #ptrain.randk<k = 4, seed = 1>} : (tensor<4xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Decompress (C5): the linear autoencoder's decoder weight is a param.
+func.func @decompress_c5(%c: tensor<8x4xf32>, %we: tensor<16x4xf32>) {
+  // expected-error@+1 {{params must have types ('tensor<4x16xf32>') for codec #ptrain.linear_ae<dim = 4>, got ('tensor<16x4xf32>')}}
+  %d = ptrain.decompress %c params(%we) {codec = #ptrain.linear_ae<dim = 4>} : (tensor<8x4xf32>) params(tensor<16x4xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Compressed all-reduce (C1): the grid exists.
+func.func @compressed_all_reduce_c1(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{@grid does not name a ptrain.grid}}
+  %r = ptrain.compressed_all_reduce_start %g on @grid axes [dp] reduction = sum {codec = #ptrain.cast<bf16>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Compressed all-reduce (C2): the axes exist.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_all_reduce_c2(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{collective axes name axis 'tp', but grid @grid has axes ["dp"]}}
+  %r = ptrain.compressed_all_reduce_start %g on @grid axes [tp] reduction = sum {codec = #ptrain.cast<bf16>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Compressed all-reduce (C3): no axis twice.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_all_reduce_c3(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{collective axes name grid axis 'dp' twice}}
+  %r = ptrain.compressed_all_reduce_start %g on @grid axes [dp, dp] reduction = sum {codec = #ptrain.cast<bf16>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Compressed all-reduce (C4): codes are summed, so the reduction is sum or avg.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_all_reduce_c4(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{a compressed all-reduce sums codes: reduction must be sum or avg, got max}}
+  %r = ptrain.compressed_all_reduce_start %g on @grid axes [dp] reduction = max {codec = #ptrain.cast<bf16>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Compressed all-reduce (C5): the codec accepts the input type.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_all_reduce_c5(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{PowerSGD rank 9 exceeds min(n, m) = 8 of the 8x16 matrix view of 'tensor<8x16xf32>'}}
+  %r = ptrain.compressed_all_reduce_start %g on @grid axes [dp] reduction = sum {codec = #ptrain.powersgd<rank = 9, warm_start = false>} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Compressed all-reduce (C6): error feedback needs its residual.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_all_reduce_c6(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{with error_feedback the first state operand is the residual, but there is none}}
+  %r = ptrain.compressed_all_reduce_start %g on @grid axes [dp] reduction = sum {codec = #ptrain.topk<k = 8>, error_feedback} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Compressed all-reduce (C7): the request yields the input type (only reachable in generic form).
+ptrain.grid @grid(dp = 2)
+func.func @compressed_all_reduce_c7(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{the request yields the input type}}
+  %r = "ptrain.compressed_all_reduce_start"(%g) <{codec = #ptrain.cast<bf16>, grid = @grid, grid_axes = ["dp"], operandSegmentSizes = array<i32: 1, 0, 0>, reduction = #ptrain<reduction sum>}> : (tensor<8x16xf32>) -> !ptrain.request<tensor<8x8xf32>>
+  return
+}

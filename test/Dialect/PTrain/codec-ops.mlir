@@ -1,0 +1,109 @@
+// RUN: ptrain-opt %s | ptrain-opt | FileCheck %s
+// RUN: ptrain-opt %s --mlir-print-op-generic | ptrain-opt | FileCheck %s
+
+// Every codec on compress/decompress and on a compressed all-reduce, with the code, state and parameter
+// types the codec derives from the tensor type.
+
+ptrain.grid @grid(dp = 4, pp = 2)
+
+// Optimus-CC compressed backpropagation: PowerSGD rank 4 with error feedback and a warm-started Q.
+// CHECK-LABEL: func.func @powersgd_error_feedback
+func.func @powersgd_error_feedback(%g: tensor<4x64x128xf32>, %e: tensor<4x64x128xf32>, %q: tensor<128x4xf32>)
+    -> (tensor<4x64x128xf32>, tensor<4x64x128xf32>, tensor<128x4xf32>) {
+  // CHECK: %[[C:.*]]:2, %[[S:.*]]:2 = ptrain.compress %{{.*}} state(%{{.*}}, %{{.*}}) {codec = #ptrain.powersgd<rank = 4>, error_feedback} : tensor<4x64x128xf32> state(tensor<4x64x128xf32>, tensor<128x4xf32>) -> (tensor<256x4xf32>, tensor<128x4xf32>) state(tensor<4x64x128xf32>, tensor<128x4xf32>)
+  %p, %qn, %e1, %q1 = ptrain.compress %g state(%e, %q) {codec = #ptrain.powersgd<rank = 4>, error_feedback}
+      : tensor<4x64x128xf32> state(tensor<4x64x128xf32>, tensor<128x4xf32>)
+      -> (tensor<256x4xf32>, tensor<128x4xf32>) state(tensor<4x64x128xf32>, tensor<128x4xf32>)
+  // CHECK: ptrain.decompress %[[C]]#0, %[[C]]#1 {codec = #ptrain.powersgd<rank = 4>} : (tensor<256x4xf32>, tensor<128x4xf32>) -> tensor<4x64x128xf32>
+  %d = ptrain.decompress %p, %qn {codec = #ptrain.powersgd<rank = 4>}
+      : (tensor<256x4xf32>, tensor<128x4xf32>) -> tensor<4x64x128xf32>
+  return %d, %e1, %q1 : tensor<4x64x128xf32>, tensor<4x64x128xf32>, tensor<128x4xf32>
+}
+
+// A matrix view other than the default, and no warm start: no codec state.
+// CHECK-LABEL: func.func @powersgd_view
+func.func @powersgd_view(%g: tensor<4x64x128xf32>) -> tensor<4x64x128xf32> {
+  // CHECK: #ptrain.powersgd<rank = 2, warm_start = false, view = <rows = [0], cols = [1, 2]>>
+  %p, %q = ptrain.compress %g {codec = #ptrain.powersgd<rank = 2, warm_start = false, view = #ptrain.matrix_view<rows = [0], cols = [1, 2]>>}
+      : tensor<4x64x128xf32> -> (tensor<4x2xf32>, tensor<8192x2xf32>)
+  %d = ptrain.decompress %p, %q {codec = #ptrain.powersgd<rank = 2, warm_start = false, view = #ptrain.matrix_view<rows = [0], cols = [1, 2]>>}
+      : (tensor<4x2xf32>, tensor<8192x2xf32>) -> tensor<4x64x128xf32>
+  return %d : tensor<4x64x128xf32>
+}
+
+// Top-k by count and by ratio: values and int32 indices.
+// CHECK-LABEL: func.func @topk
+func.func @topk(%g: tensor<64x128xf32>) {
+  // CHECK: ptrain.compress %{{.*}} {codec = #ptrain.topk<k = 100>} : tensor<64x128xf32> -> (tensor<100xf32>, tensor<100xi32>)
+  %v, %i = ptrain.compress %g {codec = #ptrain.topk<k = 100>} : tensor<64x128xf32> -> (tensor<100xf32>, tensor<100xi32>)
+  // ceil(0.01 * 8192) = 82 kept values.
+  // CHECK: #ptrain.topk<ratio = 1.000000e-02 : f64>} : tensor<64x128xf32> -> (tensor<82xf32>, tensor<82xi32>)
+  %v2, %i2 = ptrain.compress %g {codec = #ptrain.topk<ratio = 0.01>} : tensor<64x128xf32> -> (tensor<82xf32>, tensor<82xi32>)
+  %d = ptrain.decompress %v, %i {codec = #ptrain.topk<k = 100>} : (tensor<100xf32>, tensor<100xi32>) -> tensor<64x128xf32>
+  return
+}
+
+// Rand-k with a shared seed: values only; both sides keep a call counter.
+// CHECK-LABEL: func.func @randk
+func.func @randk(%g: tensor<64x128xf32>, %n: tensor<i64>, %m: tensor<i64>) {
+  // CHECK: ptrain.compress %{{.*}} state(%{{.*}}) {codec = #ptrain.randk<k = 512, seed = 7>} : tensor<64x128xf32> state(tensor<i64>) -> (tensor<512xf32>) state(tensor<i64>)
+  %v, %n1 = ptrain.compress %g state(%n) {codec = #ptrain.randk<k = 512, seed = 7>}
+      : tensor<64x128xf32> state(tensor<i64>) -> (tensor<512xf32>) state(tensor<i64>)
+  // CHECK: ptrain.decompress %{{.*}} state(%{{.*}}) {codec = #ptrain.randk<k = 512, seed = 7>} : (tensor<512xf32>) state(tensor<i64>) -> tensor<64x128xf32> state(tensor<i64>)
+  %d, %m1 = ptrain.decompress %v state(%m) {codec = #ptrain.randk<k = 512, seed = 7>}
+      : (tensor<512xf32>) state(tensor<i64>) -> tensor<64x128xf32> state(tensor<i64>)
+  return
+}
+
+// Quantization: per channel (default), per tensor, per block, asymmetric adds zero points.
+// CHECK-LABEL: func.func @quant
+func.func @quant(%a: tensor<4x64x128xf32>) {
+  // 4 * 64 * 128 elements * 4 bits = 16384 bytes; one scale per hidden channel.
+  // CHECK: {codec = #ptrain.quant<bits = 4>} : tensor<4x64x128xf32> -> (tensor<16384xi8>, tensor<128xf32>)
+  %p, %s = ptrain.compress %a {codec = #ptrain.quant<bits = 4>} : tensor<4x64x128xf32> -> (tensor<16384xi8>, tensor<128xf32>)
+  // CHECK: {codec = #ptrain.quant<bits = 2, granularity = tensor>} : tensor<4x64x128xf32> -> (tensor<8192xi8>, tensor<1xf32>)
+  %p2, %s2 = ptrain.compress %a {codec = #ptrain.quant<bits = 2, granularity = tensor>} : tensor<4x64x128xf32> -> (tensor<8192xi8>, tensor<1xf32>)
+  // 32768 elements in blocks of 100: 328 scales, the last block short.
+  // CHECK: {codec = #ptrain.quant<bits = 8, granularity = block, block_size = 100, symmetric = false>} : tensor<4x64x128xf32> -> (tensor<32768xi8>, tensor<328xf32>, tensor<328xf32>)
+  %p3, %s3, %z3 = ptrain.compress %a {codec = #ptrain.quant<bits = 8, granularity = block, block_size = 100, symmetric = false>}
+      : tensor<4x64x128xf32> -> (tensor<32768xi8>, tensor<328xf32>, tensor<328xf32>)
+  %d = ptrain.decompress %p, %s {codec = #ptrain.quant<bits = 4>} : (tensor<16384xi8>, tensor<128xf32>) -> tensor<4x64x128xf32>
+  return
+}
+
+// Casts to 16-bit floats keep the shape.
+// CHECK-LABEL: func.func @cast
+func.func @cast(%a: tensor<4x64x128xf32>) {
+  // CHECK: {codec = #ptrain.cast<bf16>} : tensor<4x64x128xf32> -> (tensor<4x64x128xbf16>)
+  %c = ptrain.compress %a {codec = #ptrain.cast<bf16>} : tensor<4x64x128xf32> -> (tensor<4x64x128xbf16>)
+  // CHECK: {codec = #ptrain.cast<f16>} : tensor<4x64x128xf32> -> (tensor<4x64x128xf16>)
+  %h = ptrain.compress %a {codec = #ptrain.cast<f16>} : tensor<4x64x128xf32> -> (tensor<4x64x128xf16>)
+  %d = ptrain.decompress %c {codec = #ptrain.cast<bf16>} : (tensor<4x64x128xbf16>) -> tensor<4x64x128xf32>
+  return
+}
+
+// Linear autoencoder: trainable encoder and decoder weights as params.
+// CHECK-LABEL: func.func @linear_ae
+func.func @linear_ae(%a: tensor<4x64x128xf32>, %we: tensor<128x50xf32>, %wd: tensor<50x128xf32>) {
+  // CHECK: ptrain.compress %{{.*}} params(%{{.*}}) {codec = #ptrain.linear_ae<dim = 50>} : tensor<4x64x128xf32> params(tensor<128x50xf32>) -> (tensor<256x50xf32>)
+  %c = ptrain.compress %a params(%we) {codec = #ptrain.linear_ae<dim = 50>}
+      : tensor<4x64x128xf32> params(tensor<128x50xf32>) -> (tensor<256x50xf32>)
+  // CHECK: ptrain.decompress %{{.*}} params(%{{.*}}) {codec = #ptrain.linear_ae<dim = 50>} : (tensor<256x50xf32>) params(tensor<50x128xf32>) -> tensor<4x64x128xf32>
+  %d = ptrain.decompress %c params(%wd) {codec = #ptrain.linear_ae<dim = 50>}
+      : (tensor<256x50xf32>) params(tensor<50x128xf32>) -> tensor<4x64x128xf32>
+  return
+}
+
+// Optimus-CC selective stage compression: DP PowerSGD rank 8 with per-parameter error feedback.
+// CHECK-LABEL: func.func @compressed_all_reduce
+func.func @compressed_all_reduce(%g: tensor<512x128xf32>, %e: tensor<512x128xf32>, %q: tensor<128x8xf32>)
+    -> tensor<512x128xf32> {
+  // CHECK: %[[R:.*]], %{{.*}}:2 = ptrain.compressed_all_reduce_start %{{.*}} state(%{{.*}}, %{{.*}}) on @grid axes [dp] reduction = avg {codec = #ptrain.powersgd<rank = 8>, error_feedback} : tensor<512x128xf32> state(tensor<512x128xf32>, tensor<128x8xf32>) -> state(tensor<512x128xf32>, tensor<128x8xf32>)
+  %r, %e1, %q1 = ptrain.compressed_all_reduce_start %g state(%e, %q) on @grid axes [dp] reduction = avg
+      {codec = #ptrain.powersgd<rank = 8>, error_feedback}
+      : tensor<512x128xf32> state(tensor<512x128xf32>, tensor<128x8xf32>)
+      -> state(tensor<512x128xf32>, tensor<128x8xf32>)
+  // CHECK: ptrain.wait %[[R]] : !ptrain.request<tensor<512x128xf32>>
+  %v = ptrain.wait %r : !ptrain.request<tensor<512x128xf32>>
+  return %v : tensor<512x128xf32>
+}
