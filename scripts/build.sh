@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Configures (once) and builds ptrain with Ninja and ccache. Installs system packages first.
+# Usage: bash scripts/build.sh [build-dir]     (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${1:-build}
+
+bash scripts/setup.sh
+
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  cmake -G Ninja -S . -B "$BUILD_DIR" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DPython3_EXECUTABLE=/usr/bin/python3
+fi
+ninja -C "$BUILD_DIR"
