@@ -237,6 +237,22 @@ The input text:
 {text}
 ```
 
+## Export notes
+
+- `do_constant_folding=False` alone is not enough with torch 1.13: in eval mode its initializer
+  de-duplication merges parameters that are equal BY VALUE (the freshly initialized LayerNorm
+  weights and the zero biases) into one initializer plus `Identity` nodes. The script exports with
+  `training=TrainingMode.TRAINING`, where only parameters sharing storage (the real tie) are merged.
+  The model has no dropout or batch norm, so the function is the same.
+- The model turns traced sizes into Python ints, so every `Reshape` takes a `Constant` shape (no
+  Shape/Gather/Unsqueeze/Concat chains). `Constant` nodes (shapes, split sizes, the 64x64 causal
+  mask, the attention scale, GELU's constants, the position ids) stay inline in `gpt.onnx`; only
+  initializers go to `gpt.onnx.data`.
+- Each `Linear` is `Transpose(weight) -> MatMul -> Add(bias)` (3-D input, no Gemm).
+- `python/tests/test_bundled_gpt.py` (skipped without torch) checks the structure, that the
+  model reproduces the logits, loss and gradients, and the gradients by central finite differences
+  in float64.
+
 ## Op types in gpt.onnx ({len(m.graph.node)} nodes)
 
 | op | count |
