@@ -18,6 +18,8 @@ PKGS=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   # CPU target: MPI and BLAS
   libopenmpi-dev openmpi-bin libopenblas-dev
+  # Python side: tests of the data and export helpers (torch-dependent ones skip without python3-torch)
+  python3-pytest python3-numpy
 )
 
 missing=()
