@@ -21,6 +21,10 @@ void PTrainDialect::initialize() {
   registerTypes();
   addOperations<
 #define GET_OP_LIST
+#include "ptrain/Dialect/PTrain/IR/PTrainModelOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
 #include "ptrain/Dialect/PTrain/IR/PTrainParallelOps.cpp.inc"
       >();
   addOperations<

@@ -103,6 +103,48 @@ def PTrain_StateKind : I32EnumAttr<"StateKind",
 }
 def PTrain_StateKindAttr : EnumAttr<PTrain_Dialect, PTrain_StateKind, "state_kind">;
 
+def PTrain_BinaryKind : I32EnumAttr<"BinaryKind",
+    "elementwise binary operation with numpy broadcasting", [
+      I32EnumAttrCase<"Add", 0, "add">,
+      I32EnumAttrCase<"Sub", 1, "sub">,
+      I32EnumAttrCase<"Mul", 2, "mul">,
+      I32EnumAttrCase<"Div", 3, "div">,
+      I32EnumAttrCase<"Pow", 4, "pow">,
+      I32EnumAttrCase<"Max", 5, "max">,
+      I32EnumAttrCase<"Min", 6, "min">,
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ptrain";
+}
+def PTrain_BinaryKindAttr : EnumAttr<PTrain_Dialect, PTrain_BinaryKind, "binary_kind">;
+
+def PTrain_UnaryKind : I32EnumAttr<"UnaryKind", "elementwise unary operation", [
+      I32EnumAttrCase<"Neg", 0, "neg">,
+      I32EnumAttrCase<"Exp", 1, "exp">,
+      I32EnumAttrCase<"Log", 2, "log">,
+      I32EnumAttrCase<"Sqrt", 3, "sqrt">,
+      I32EnumAttrCase<"Rsqrt", 4, "rsqrt">,
+      I32EnumAttrCase<"Reciprocal", 5, "reciprocal">,
+      I32EnumAttrCase<"Erf", 6, "erf">,
+      I32EnumAttrCase<"Tanh", 7, "tanh">,
+      I32EnumAttrCase<"Relu", 8, "relu">,
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ptrain";
+}
+def PTrain_UnaryKindAttr : EnumAttr<PTrain_Dialect, PTrain_UnaryKind, "unary_kind">;
+
+def PTrain_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "how GELU evaluates the Gaussian CDF", [
+      I32EnumAttrCase<"None", 0, "none">,
+      I32EnumAttrCase<"Tanh", 1, "tanh">,
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ptrain";
+}
+def PTrain_GeluApproximationAttr
+    : EnumAttr<PTrain_Dialect, PTrain_GeluApproximation, "gelu_approximation">;
+
 def PTrain_QuantGranularity : I32EnumAttr<"QuantGranularity",
     "how many values share one quantization scale", [
       I32EnumAttrCase<"Tensor", 0, "tensor">,

@@ -17,6 +17,8 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOpInterfaces.h.inc"
 
 #define GET_OP_CLASSES
+#include "ptrain/Dialect/PTrain/IR/PTrainModelOps.h.inc"
+#define GET_OP_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainParallelOps.h.inc"
 #define GET_OP_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainCodecOps.h.inc"

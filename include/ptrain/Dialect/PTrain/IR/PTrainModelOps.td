@@ -1,0 +1,242 @@
+//===- PTrainModelOps.td - tensor-level model ops ----------*- tablegen -*-===//
+//
+// The small documented set of model ops an imported graph is legalized into (DESIGN decision 2). Every op
+// infers its result type from its operands and attributes; shape errors name the op and the offending
+// shapes. Static shapes only: symbolic dimensions are bound at import.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_DIALECT_PTRAIN_IR_PTRAINMODELOPS_TD
+#define PTRAIN_DIALECT_PTRAIN_IR_PTRAINMODELOPS_TD
+
+include "ptrain/Dialect/PTrain/IR/PTrainBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+/// A model op: pure, with its result type inferred (InferTypeOpAdaptor, or SameOperandsAndResultType).
+class PTrain_ModelOp<string mnemonic, list<Trait> traits = [InferTypeOpAdaptor]>
+    : PTrain_Op<mnemonic, !listconcat(traits, [Pure])>;
+
+def PTrain_FloatTensor : RankedTensorOf<[AnyFloat]>;
+
+def PTrain_EmbeddingOp : PTrain_ModelOp<"embedding"> {
+  let summary = "Looks up rows of an embedding table: out[i..., :] = table[ids[i...], :].";
+  let description = [{
+    ONNX `Gather` with axis 0 on a 2-D table (token and position embeddings). Ids out of [0, V) are a runtime
+    error of the interpreter and the kernels.
+
+    Constraints:
+    * (C1) the table is 2-D, V x H;
+    * (C2) the ids are integers;
+    * (C3) the result is ids.shape x H with the table's element type (inferred).
+
+    ```mlir
+    %x = ptrain.embedding %wte, %ids : tensor<256x128xf32>, tensor<4x64xi64>
+    // %x : tensor<4x64x128xf32>
+    ```
+  }];
+  let arguments = (ins PTrain_FloatTensor:$table, RankedTensorOf<[AnySignlessInteger]>:$ids);
+  let results = (outs PTrain_FloatTensor:$result);
+  let assemblyFormat = "$table `,` $ids attr-dict `:` type($table) `,` type($ids)";
+}
+
+def PTrain_BinaryOp : PTrain_ModelOp<"binary"> {
+  let summary = "Elementwise binary operation with numpy broadcasting.";
+  let description = [{
+    `add`, `sub`, `mul`, `div`, `pow`, `max`, `min` of two tensors broadcast against each other (numpy rules,
+    trailing dimensions aligned; ONNX multidirectional broadcasting).
+
+    Constraints:
+    * (C1) both operands have the same element type;
+    * (C2) the shapes broadcast: aligned from the last dimension, each pair is equal or one of them is 1;
+    * (C3) the result has the broadcast shape (inferred).
+
+    ```mlir
+    %y = ptrain.binary add %x, %bias : tensor<4x64x128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins PTrain_BinaryKindAttr:$kind, AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$kind $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def PTrain_UnaryOp : PTrain_ModelOp<"unary", [SameOperandsAndResultType]> {
+  let summary = "Elementwise unary operation on a float tensor.";
+  let description = [{
+    `neg`, `exp`, `log`, `sqrt`, `rsqrt`, `reciprocal`, `erf`, `tanh`, `relu`; the result has the operand's
+    type.
+
+    ```mlir
+    %y = ptrain.unary erf %x : tensor<4x64x512xf32>
+    ```
+  }];
+  let arguments = (ins PTrain_UnaryKindAttr:$kind, PTrain_FloatTensor:$input);
+  let results = (outs PTrain_FloatTensor:$result);
+  let assemblyFormat = "$kind $input attr-dict `:` type($input)";
+}
+
+def PTrain_MatmulOp : PTrain_ModelOp<"matmul"> {
+  let summary = "Batched matrix product with broadcast batch dimensions (ONNX MatMul, rank >= 2).";
+  let description = [{
+    lhs [..., n, k] x rhs [..., k, m] -> [..., n, m]; the batch dimensions broadcast (numpy rules). FLOPs:
+    2 * n * k * m per batch element.
+
+    Constraints:
+    * (C1) both operands have rank >= 2 and the same element type;
+    * (C2) the contracted dimensions are equal (k);
+    * (C3) the batch dimensions broadcast;
+    * (C4) the result is [broadcast batch..., n, m] (inferred).
+
+    ```mlir
+    %y = ptrain.matmul %x, %w : tensor<4x64x128xf32>, tensor<128x384xf32>
+    // %y : tensor<4x64x384xf32>
+    ```
+  }];
+  let arguments = (ins PTrain_FloatTensor:$lhs, PTrain_FloatTensor:$rhs);
+  let results = (outs PTrain_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def PTrain_LayerNormOp : PTrain_ModelOp<"layer_norm"> {
+  let summary = "Layer normalization over the trailing dimensions from `axis`, with scale and bias.";
+  let description = [{
+    y = (x - mean) / sqrt(var + epsilon) * scale + bias, mean and (biased) variance over dimensions
+    [axis, rank) (Ba et al., 2016; ONNX LayerNormalization-17).
+
+    Constraints:
+    * (C1) -rank <= axis < rank;
+    * (C2) scale (and bias, when given) have the shape x.shape[axis:] and x's element type;
+    * (C3) epsilon > 0;
+    * (C4) the result has x's type (inferred).
+
+    ```mlir
+    %y = ptrain.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f64}
+        : tensor<4x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins PTrain_FloatTensor:$input, PTrain_FloatTensor:$scale, Optional<PTrain_FloatTensor>:$bias,
+                       I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs PTrain_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? attr-dict `:` type($input) `,` type($scale) (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `axis` as a non-negative dimension.
+    int64_t getNormalizedAxis() {
+      int64_t axis = getAxisAttr().getInt();
+      return axis < 0 ? axis + getInput().getType().getRank() : axis;
+    }
+  }];
+}
+
+def PTrain_SoftmaxOp : PTrain_ModelOp<"softmax", [SameOperandsAndResultType]> {
+  let summary = "Softmax along one dimension.";
+  let description = [{
+    y = exp(x - max(x)) / sum(exp(x - max(x))) along `axis` (ONNX Softmax-13 semantics; the importer rewrites
+    the 2-D coercion of opsets < 13 into this form).
+
+    Constraints:
+    * (C1) -rank <= axis < rank.
+
+    ```mlir
+    %p = ptrain.softmax %scores {axis = -1 : i64} : tensor<4x4x64x64xf32>
+    ```
+  }];
+  let arguments = (ins PTrain_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs PTrain_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def PTrain_GeluOp : PTrain_ModelOp<"gelu", [SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit, exact (erf) or tanh-approximated.";
+  let description = [{
+    none: y = x * 0.5 * (1 + erf(x / sqrt(2))); tanh: y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    (Hendrycks & Gimpel, 2016). The importer recognizes both expansions exporters emit.
+
+    ```mlir
+    %y = ptrain.gelu %x {approximate = #ptrain<gelu_approximation none>} : tensor<4x64x512xf32>
+    ```
+  }];
+  let arguments = (ins PTrain_FloatTensor:$input,
+                       DefaultValuedAttr<PTrain_GeluApproximationAttr, "GeluApproximation::None">:$approximate);
+  let results = (outs PTrain_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def PTrain_ReshapeOp : PTrain_Op<"reshape", [Pure]> {
+  let summary = "Reinterprets a tensor with another static shape of the same element count.";
+  let description = [{
+    Row-major: the elements keep their order.
+
+    Constraints:
+    * (C1) both shapes are static with the same number of elements and the same element type.
+
+    ```mlir
+    %h = ptrain.reshape %q : tensor<4x64x128xf32> -> tensor<4x64x4x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def PTrain_TransposeOp : PTrain_ModelOp<"transpose"> {
+  let summary = "Permutes dimensions: result dimension i is input dimension perm[i].";
+  let description = [{
+    Constraints:
+    * (C1) `perm` is a permutation of [0, rank);
+    * (C2) the result shape is the permuted input shape (inferred).
+
+    ```mlir
+    %t = ptrain.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<4x64x4x32xf32> -> tensor<4x4x64x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs AnyRankedTensor:$result);
+  // Result types are printed: a custom parser cannot infer from properties before they are set.
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def PTrain_SplitOp : PTrain_ModelOp<"split"> {
+  let summary = "Splits a tensor along `axis` into consecutive pieces of the given sizes.";
+  let description = [{
+    The fused QKV projection's output is split into Q, K and V this way.
+
+    Constraints:
+    * (C1) -rank <= axis < rank;
+    * (C2) every size is >= 0 and the sizes add up to the dimension;
+    * (C3) one result per size, of the input shape with `axis` set to that size (inferred).
+
+    ```mlir
+    %q, %k, %v = ptrain.split %qkv {axis = 2 : i64, sizes = array<i64: 128, 128, 128>} : tensor<4x64x384xf32>
+        -> tensor<4x64x128xf32>, tensor<4x64x128xf32>, tensor<4x64x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+}
+
+def PTrain_CrossEntropyOp : PTrain_ModelOp<"cross_entropy"> {
+  let summary = "Mean softmax cross-entropy of logits against integer labels (next-token loss).";
+  let description = [{
+    loss = mean over all positions of (logsumexp(logits[p, :]) - logits[p, label[p]]), in nats; the class
+    dimension is the last one.
+
+    Constraints:
+    * (C1) logits are [..., C] and labels [...] with the same leading shape;
+    * (C2) labels are integers;
+    * (C3) the result is a scalar of the logits' element type (inferred).
+
+    ```mlir
+    %loss = ptrain.cross_entropy %logits, %labels : tensor<4x63x256xf32>, tensor<4x63xi64>
+    ```
+  }];
+  let arguments = (ins PTrain_FloatTensor:$logits, RankedTensorOf<[AnySignlessInteger]>:$labels);
+  let results = (outs PTrain_FloatTensor:$loss);
+  let assemblyFormat = "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels)";
+}
+
+#endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINMODELOPS_TD
