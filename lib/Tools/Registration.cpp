@@ -15,6 +15,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllTranslations.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainDialect.h"
+#include "ptrain/Import/ONNX/ImportONNX.h"
 
 void mlir::ptrain::registerPTrainDialects(DialectRegistry &registry) {
   registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect, math::MathDialect,
@@ -25,5 +26,7 @@ void mlir::ptrain::registerPTrainDialects(DialectRegistry &registry) {
 void mlir::ptrain::registerPTrainTranslations() {
   // EmitC -> C++ (DESIGN: the CPU target emits C++ through EmitC where it fits). The ONNX importer and the
   // ptrain emitters register here as they land.
+  // ONNX -> ptrain model graph (--import-onnx, --import-onnx-faithful).
   registerToCppTranslation();
+  registerImportONNXTranslations();
 }

@@ -56,7 +56,7 @@ def PTrain_BinaryOp : PTrain_ModelOp<"binary"> {
   }];
   let arguments = (ins PTrain_BinaryKindAttr:$kind, AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
   let results = (outs AnyRankedTensor:$result);
-  let assemblyFormat = "$kind $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let assemblyFormat = "`` $kind $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
 def PTrain_UnaryOp : PTrain_ModelOp<"unary", [SameOperandsAndResultType]> {
@@ -71,7 +71,7 @@ def PTrain_UnaryOp : PTrain_ModelOp<"unary", [SameOperandsAndResultType]> {
   }];
   let arguments = (ins PTrain_UnaryKindAttr:$kind, PTrain_FloatTensor:$input);
   let results = (outs PTrain_FloatTensor:$result);
-  let assemblyFormat = "$kind $input attr-dict `:` type($input)";
+  let assemblyFormat = "`` $kind $input attr-dict `:` type($input)";
 }
 
 def PTrain_MatmulOp : PTrain_ModelOp<"matmul"> {

@@ -1,0 +1,45 @@
+//===- ImportONNX.h - ONNX model to ptrain model graph -----------*- C++ -*-===//
+//
+// `ptrain-translate --import-onnx model.onnx` turns an exported model into the L0 model graph (DESIGN "IR
+// levels"): `func.func @forward` of ptrain model ops whose weights are `ptrain.state` parameter symbols keyed
+// by initializer name. Two layers (STYLE habit 11): a faithful import into `ptrain.onnx_node` ops, then one
+// legalization pattern per (op type, opset). Weights are never read: the runtime and the interpreter load
+// them by key from the file named in the module attribute `ptrain.onnx_file`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_IMPORT_ONNX_IMPORTONNX_H
+#define PTRAIN_IMPORT_ONNX_IMPORTONNX_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::ptrain {
+
+struct ImportONNXOptions {
+  /// Legalize `ptrain.onnx_node` ops into model ops (off: the faithful layer only, for tests).
+  bool legalize = true;
+  /// Name of the function that holds the graph.
+  std::string entry = "forward";
+};
+
+/// Imports the serialized ONNX model `bytes`, read from `path` (used for locations and recorded as the
+/// weights' source). Emits diagnostics naming the file, node name, op type and opset, and returns null on
+/// any error (malformed protobuf, unsupported op or opset, shapes ONNX shape inference cannot make static).
+OwningOpRef<ModuleOp> importONNX(llvm::StringRef bytes, llvm::StringRef path, MLIRContext *context,
+                                 const ImportONNXOptions &options = {});
+
+/// Legalizes every `ptrain.onnx_node` in `module` into model ops, then recognizes exporter expansions (GELU
+/// as Erf). Fails, with a diagnostic at the node, on the first node it cannot legalize.
+LogicalResult legalizeONNX(ModuleOp module);
+
+/// The per-node step of legalizeONNX: one pattern per (op type, opset), in graph order.
+LogicalResult legalizeONNXNodes(ModuleOp module);
+
+/// Registers `--import-onnx` (faithful + legalized) and `--import-onnx-faithful` with mlir-translate.
+void registerImportONNXTranslations();
+
+} // namespace mlir::ptrain
+
+#endif // PTRAIN_IMPORT_ONNX_IMPORTONNX_H

@@ -1,0 +1,368 @@
+//===- FaithfulImport.cpp - ONNX protobuf to ptrain.onnx_node ops -*- C++ -*-===//
+
+#include "FaithfulImport.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::onnx_import;
+
+/// The MLIR element type of an ONNX data type, or null when ptrain does not handle it (strings, complex).
+static Type convertElementType(int32_t dataType, MLIRContext *ctx) {
+  Builder b(ctx);
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto::DOUBLE:
+    return b.getF64Type();
+  case onnx::TensorProto::FLOAT16:
+    return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return b.getBF16Type();
+  case onnx::TensorProto::BOOL:
+    return b.getI1Type();
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+    return b.getIntegerType(8);
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+    return b.getIntegerType(16);
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+    return b.getIntegerType(32);
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+    return b.getIntegerType(64);
+  default:
+    return nullptr;
+  }
+}
+
+FailureOr<DenseElementsAttr> mlir::ptrain::onnx_import::convertTensor(const onnx::TensorProto &tensor,
+                                                                     MLIRContext *ctx, std::string &error) {
+  Type elt = convertElementType(tensor.data_type(), ctx);
+  if (!elt) {
+    error = "element type " + std::to_string(tensor.data_type()) + " is not supported";
+    return failure();
+  }
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    error = "its data is external; only parameters may live in external data";
+    return failure();
+  }
+  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  auto type = RankedTensorType::get(shape, elt);
+  int64_t count = type.getNumElements();
+  unsigned bytesPerElement = elt.isInteger(1) ? 1 : llvm::divideCeil(elt.getIntOrFloatBitWidth(), 8);
+
+  // Collect little-endian bytes from raw_data or the typed field.
+  std::string bytes;
+  if (tensor.has_raw_data()) {
+    bytes = tensor.raw_data();
+  } else if (tensor.float_data_size()) {
+    bytes.assign(reinterpret_cast<const char *>(tensor.float_data().data()), tensor.float_data_size() * 4);
+  } else if (tensor.int64_data_size()) {
+    bytes.assign(reinterpret_cast<const char *>(tensor.int64_data().data()), tensor.int64_data_size() * 8);
+  } else if (tensor.double_data_size()) {
+    bytes.assign(reinterpret_cast<const char *>(tensor.double_data().data()), tensor.double_data_size() * 8);
+  } else if (tensor.int32_data_size()) {
+    // int32_data holds int32 values, and the bits of narrower types (int8/16, bool, f16, bf16).
+    for (int32_t v : tensor.int32_data())
+      bytes.append(reinterpret_cast<const char *>(&v), bytesPerElement);
+  }
+  if (static_cast<int64_t>(bytes.size()) != count * bytesPerElement) {
+    error = "it holds " + std::to_string(bytes.size()) + " bytes of data, but its shape needs " +
+            std::to_string(count * bytesPerElement);
+    return failure();
+  }
+  if (elt.isInteger(1)) {
+    SmallVector<bool> values;
+    for (char c : bytes)
+      values.push_back(c != 0);
+    return DenseElementsAttr::get(type, ArrayRef<bool>(values));
+  }
+  return DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes.data(), bytes.size()));
+}
+
+namespace {
+
+/// Builds the faithful module; one instance per import.
+class FaithfulImporter {
+public:
+  FaithfulImporter(const onnx::ModelProto &model, StringRef path, MLIRContext *ctx)
+      : model(model), path(path), ctx(ctx), builder(ctx) {}
+
+  OwningOpRef<ModuleOp> run(StringRef entry);
+
+private:
+  Location fileLoc() { return FileLineColLoc::get(ctx, path, 0, 0); }
+  /// The location of node `index`: its name (or op type and index) inside the file; the line is the node's
+  /// 1-based position in the graph.
+  Location nodeLoc(const onnx::NodeProto &node, int index) {
+    std::string name = node.name().empty() ? node.op_type() + "#" + std::to_string(index) : node.name();
+    return NameLoc::get(StringAttr::get(ctx, name), FileLineColLoc::get(ctx, path, index + 1, 0));
+  }
+  /// The static tensor type of value `name`, from inputs, outputs and value_info; fails with `why` set.
+  FailureOr<RankedTensorType> valueType(const std::string &name, std::string &why);
+  FailureOr<RankedTensorType> convertType(const onnx::TypeProto &type, std::string &why);
+  FailureOr<NamedAttribute> convertAttribute(const onnx::AttributeProto &attr, std::string &why);
+  /// The opset the model imports for `domain` ("" and "ai.onnx" are the default domain); 0 when none.
+  int64_t opsetFor(const std::string &domain);
+
+  const onnx::ModelProto &model;
+  std::string path;
+  MLIRContext *ctx;
+  OpBuilder builder;
+  llvm::StringMap<const onnx::TypeProto *> types;
+  llvm::StringMap<Value> values;
+};
+
+} // namespace
+
+int64_t FaithfulImporter::opsetFor(const std::string &domain) {
+  bool isDefault = domain.empty() || domain == "ai.onnx";
+  for (const onnx::OperatorSetIdProto &opset : model.opset_import()) {
+    bool opsetDefault = opset.domain().empty() || opset.domain() == "ai.onnx";
+    if ((isDefault && opsetDefault) || (!isDefault && opset.domain() == domain))
+      return opset.version();
+  }
+  return 0;
+}
+
+FailureOr<RankedTensorType> FaithfulImporter::convertType(const onnx::TypeProto &type, std::string &why) {
+  if (!type.has_tensor_type()) {
+    why = "it is not a tensor (sequences, maps and optionals are not supported)";
+    return failure();
+  }
+  const onnx::TypeProto::Tensor &tensor = type.tensor_type();
+  Type elt = convertElementType(tensor.elem_type(), ctx);
+  if (!elt) {
+    why = "its element type " + std::to_string(tensor.elem_type()) + " is not supported";
+    return failure();
+  }
+  if (!tensor.has_shape()) {
+    why = "it has no shape (ONNX shape inference could not infer its rank)";
+    return failure();
+  }
+  SmallVector<int64_t> shape;
+  for (const onnx::TensorShapeProto::Dimension &dim : tensor.shape().dim()) {
+    if (dim.has_dim_value()) {
+      shape.push_back(dim.dim_value());
+      continue;
+    }
+    why = dim.has_dim_param() ? "its dimension '" + dim.dim_param() + "' is symbolic; export with static shapes"
+                              : "one of its dimensions is unknown";
+    return failure();
+  }
+  return RankedTensorType::get(shape, elt);
+}
+
+FailureOr<RankedTensorType> FaithfulImporter::valueType(const std::string &name, std::string &why) {
+  auto it = types.find(name);
+  if (it == types.end()) {
+    why = "ONNX shape inference gave it no type";
+    return failure();
+  }
+  return convertType(*it->second, why);
+}
+
+FailureOr<NamedAttribute> FaithfulImporter::convertAttribute(const onnx::AttributeProto &attr,
+                                                             std::string &why) {
+  Builder b(ctx);
+  Attribute value;
+  switch (attr.type()) {
+  case onnx::AttributeProto::INT:
+    value = b.getI64IntegerAttr(attr.i());
+    break;
+  case onnx::AttributeProto::FLOAT:
+    value = b.getF32FloatAttr(attr.f());
+    break;
+  case onnx::AttributeProto::STRING:
+    value = b.getStringAttr(attr.s());
+    break;
+  case onnx::AttributeProto::INTS:
+    value = b.getDenseI64ArrayAttr(SmallVector<int64_t>(attr.ints().begin(), attr.ints().end()));
+    break;
+  case onnx::AttributeProto::FLOATS:
+    value = b.getDenseF32ArrayAttr(SmallVector<float>(attr.floats().begin(), attr.floats().end()));
+    break;
+  case onnx::AttributeProto::STRINGS: {
+    SmallVector<Attribute> strings;
+    for (const std::string &s : attr.strings())
+      strings.push_back(b.getStringAttr(s));
+    value = b.getArrayAttr(strings);
+    break;
+  }
+  case onnx::AttributeProto::TENSOR: {
+    FailureOr<DenseElementsAttr> tensor = convertTensor(attr.t(), ctx, why);
+    if (failed(tensor))
+      return failure();
+    value = *tensor;
+    break;
+  }
+  default:
+    why = "attribute '" + attr.name() + "' has a type ptrain does not import (graphs, sparse tensors, type protos)";
+    return failure();
+  }
+  return NamedAttribute(b.getStringAttr(attr.name()), value);
+}
+
+OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
+  const onnx::GraphProto &graph = model.graph();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc());
+  (*module)->setAttr("ptrain.onnx_file", builder.getStringAttr(path));
+  builder.setInsertionPointToEnd(module->getBody());
+
+  for (const onnx::ValueInfoProto &info : graph.input())
+    types[info.name()] = &info.type();
+  for (const onnx::ValueInfoProto &info : graph.value_info())
+    types[info.name()] = &info.type();
+  for (const onnx::ValueInfoProto &info : graph.output())
+    types[info.name()] = &info.type();
+
+  // Float initializers are parameters: state symbols keyed by their name. Others are small constants.
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+  SmallVector<std::pair<StateOp, const onnx::TensorProto *>> parameters;
+  for (const onnx::TensorProto &init : graph.initializer()) {
+    initializers[init.name()] = &init;
+    Type elt = convertElementType(init.data_type(), ctx);
+    if (!elt || !isa<FloatType>(elt))
+      continue;
+    auto type = RankedTensorType::get(SmallVector<int64_t>(init.dims().begin(), init.dims().end()), elt);
+    auto state = StateOp::create(builder, NameLoc::get(builder.getStringAttr(init.name()), fileLoc()),
+                                 init.name(), init.name(), StateKind::Parameter, type);
+    parameters.push_back({state, &init});
+  }
+
+  // Graph inputs that are not initializers are the function's arguments.
+  SmallVector<Type> argTypes;
+  SmallVector<const onnx::ValueInfoProto *> args;
+  for (const onnx::ValueInfoProto &info : graph.input()) {
+    if (initializers.count(info.name()))
+      continue;
+    std::string why;
+    FailureOr<RankedTensorType> type = convertType(info.type(), why);
+    if (failed(type)) {
+      emitError(fileLoc()) << "graph input '" << info.name() << "': " << why;
+      return nullptr;
+    }
+    argTypes.push_back(*type);
+    args.push_back(&info);
+  }
+  SmallVector<Type> resultTypes;
+  for (const onnx::ValueInfoProto &info : graph.output()) {
+    std::string why;
+    FailureOr<RankedTensorType> type = convertType(info.type(), why);
+    if (failed(type)) {
+      emitError(fileLoc()) << "graph output '" << info.name() << "': " << why;
+      return nullptr;
+    }
+    resultTypes.push_back(*type);
+  }
+
+  auto fn = func::FuncOp::create(builder, fileLoc(), entry, builder.getFunctionType(argTypes, resultTypes));
+  for (auto [i, info] : llvm::enumerate(args))
+    fn.setArgAttr(i, "ptrain.onnx_name", builder.getStringAttr(info->name()));
+  for (auto [i, info] : llvm::enumerate(graph.output()))
+    fn.setResultAttr(i, "ptrain.onnx_name", builder.getStringAttr(info.name()));
+  Block *body = fn.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  for (auto [i, info] : llvm::enumerate(args))
+    values[info->name()] = body->getArgument(i);
+  for (auto [state, init] : parameters)
+    values[init->name()] = StateReadOp::create(builder, state.getLoc(), state.getType(), state.getSymName());
+  for (auto &[name, init] : initializers) {
+    if (values.count(name))
+      continue;
+    std::string why;
+    FailureOr<DenseElementsAttr> value = convertTensor(*init, ctx, why);
+    if (failed(value)) {
+      emitError(fileLoc()) << "initializer '" << name.str() << "': " << why;
+      return nullptr;
+    }
+    values[name] = arith::ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(name), fileLoc()), *value);
+  }
+
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    Location loc = nodeLoc(node, index);
+    int64_t opset = opsetFor(node.domain());
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      emitError(loc) << "op '" << node.op_type() << "' of domain '" << node.domain()
+                     << "' is not supported: ptrain imports the default ONNX domain only; re-export without "
+                        "runtime-specific fusions (e.g. onnxruntime's com.microsoft ops)";
+      return nullptr;
+    }
+    SmallVector<Value> inputs;
+    for (auto [i, name] : llvm::enumerate(node.input())) {
+      if (name.empty()) {
+        bool trailing = llvm::all_of(llvm::drop_begin(node.input(), i + 1),
+                                     [](const std::string &n) { return n.empty(); });
+        if (trailing)
+          break;
+        emitError(loc) << node.op_type() << " input #" << i
+                       << " is omitted while later inputs are given; not supported";
+        return nullptr;
+      }
+      auto it = values.find(name);
+      if (it == values.end()) {
+        emitError(loc) << node.op_type() << " input '" << name
+                       << "' is defined by no graph input, initializer or earlier node (the graph is not "
+                          "topologically sorted, or it uses an outer scope)";
+        return nullptr;
+      }
+      inputs.push_back(it->second);
+    }
+    SmallVector<Type> outputTypes;
+    for (const std::string &name : node.output()) {
+      if (name.empty()) {
+        outputTypes.push_back(builder.getNoneType());
+        continue;
+      }
+      std::string why;
+      FailureOr<RankedTensorType> type = valueType(name, why);
+      if (failed(type)) {
+        emitError(loc) << node.op_type() << " output '" << name << "': " << why;
+        return nullptr;
+      }
+      outputTypes.push_back(*type);
+    }
+    SmallVector<NamedAttribute> attrs;
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      std::string why;
+      FailureOr<NamedAttribute> converted = convertAttribute(attr, why);
+      if (failed(converted)) {
+        emitError(loc) << node.op_type() << " attribute '" << attr.name() << "': " << why;
+        return nullptr;
+      }
+      attrs.push_back(*converted);
+    }
+    auto op = OnnxNodeOp::create(builder, loc, outputTypes, inputs, node.op_type(), node.domain(),
+                                 static_cast<uint64_t>(opset), builder.getDictionaryAttr(attrs));
+    for (auto [name, result] : llvm::zip(node.output(), op.getOutputs()))
+      if (!name.empty())
+        values[name] = result;
+  }
+
+  SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &info : graph.output()) {
+    auto it = values.find(info.name());
+    if (it == values.end()) {
+      emitError(fileLoc()) << "graph output '" << info.name() << "' is produced by no node";
+      return nullptr;
+    }
+    results.push_back(it->second);
+  }
+  func::ReturnOp::create(builder, fileLoc(), results);
+  return module;
+}
+
+OwningOpRef<ModuleOp> mlir::ptrain::onnx_import::importFaithful(const onnx::ModelProto &model, StringRef path,
+                                                               MLIRContext *context, StringRef entry) {
+  context->loadDialect<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
+  return FaithfulImporter(model, path, context).run(entry);
+}

@@ -1,0 +1,30 @@
+//===- FaithfulImport.h - ONNX protobuf to ptrain.onnx_node ops ---*- C++ -*-===//
+//
+// The first importer layer: a module with one `ptrain.state` parameter per float initializer and a function
+// whose body has one `ptrain.onnx_node` per ONNX node, typed by ONNX shape inference. No op semantics here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_LIB_IMPORT_ONNX_FAITHFULIMPORT_H
+#define PTRAIN_LIB_IMPORT_ONNX_FAITHFULIMPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "onnx/onnx_pb.h"
+
+namespace mlir::ptrain::onnx_import {
+
+/// Builds the faithful module for `model` (already shape-inferred), read from `path`. Emits a diagnostic and
+/// returns null on what the faithful layer cannot express: symbolic input dimensions, values without a static
+/// type, non-tensor types, graph attributes, unsupported element types.
+OwningOpRef<ModuleOp> importFaithful(const onnx::ModelProto &model, llvm::StringRef path,
+                                     MLIRContext *context, llvm::StringRef entry);
+
+/// Converts an ONNX tensor (Constant values, small integer initializers) into a dense attribute. Fails with
+/// `error` set on external data, unsupported element types or a size mismatch.
+FailureOr<DenseElementsAttr> convertTensor(const onnx::TensorProto &tensor, MLIRContext *context,
+                                           std::string &error);
+
+} // namespace mlir::ptrain::onnx_import
+
+#endif // PTRAIN_LIB_IMPORT_ONNX_FAITHFULIMPORT_H

@@ -1,0 +1,76 @@
+//===- ImportONNX.cpp - the importer's entry points ---------------*- C++ -*-===//
+
+#include "ptrain/Import/ONNX/ImportONNX.h"
+
+#include "FaithfulImport.h"
+#include "ModelProtoLoader.h"
+#include "RecognizeGelu.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, MLIRContext *context,
+                                               const ImportONNXOptions &options) {
+  onnx::ModelProto model;
+  std::string error = onnx_import::loadModelProto(bytes.str(), model);
+  if (!error.empty()) {
+    emitError(FileLineColLoc::get(context, path, 0, 0)) << error;
+    return nullptr;
+  }
+  OwningOpRef<ModuleOp> module = onnx_import::importFaithful(model, path, context, options.entry);
+  if (!module)
+    return nullptr;
+  if (options.legalize && failed(legalizeONNX(*module)))
+    return nullptr;
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+LogicalResult mlir::ptrain::legalizeONNX(ModuleOp module) {
+  if (failed(legalizeONNXNodes(module)))
+    return failure();
+  RewritePatternSet patterns(module.getContext());
+  onnx_import::populateRecognizeGeluPatterns(patterns);
+  // Folding is off so that constants stay where the exporter put them; dead expansion ops are removed.
+  return applyPatternsGreedily(module, std::move(patterns), GreedyRewriteConfig().enableFolding(false));
+}
+
+/// Reads the main buffer of `sourceMgr` as an ONNX model; the buffer's name is the file path.
+static OwningOpRef<Operation *> translateImport(llvm::SourceMgr &sourceMgr, MLIRContext *context,
+                                                bool legalize) {
+  const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  ImportONNXOptions options;
+  options.legalize = legalize;
+  OwningOpRef<ModuleOp> module = importONNX(buffer->getBuffer(), buffer->getBufferIdentifier(), context, options);
+  if (!module)
+    return nullptr;
+  return OwningOpRef<Operation *>(module.release().getOperation());
+}
+
+void mlir::ptrain::registerImportONNXTranslations() {
+  TranslateToMLIRRegistration importLegal(
+      "import-onnx", "import an ONNX model as a ptrain model graph (faithful import, then legalization)",
+      [](llvm::SourceMgr &sourceMgr, MLIRContext *context) {
+        return translateImport(sourceMgr, context, /*legalize=*/true);
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
+      });
+  TranslateToMLIRRegistration importFaithful(
+      "import-onnx-faithful", "import an ONNX model as ptrain.onnx_node ops, without legalization",
+      [](llvm::SourceMgr &sourceMgr, MLIRContext *context) {
+        return translateImport(sourceMgr, context, /*legalize=*/false);
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
+      });
+}

@@ -1,0 +1,355 @@
+//===- LegalizeONNX.cpp - ptrain.onnx_node to model ops -----------*- C++ -*-===//
+//
+// The second importer layer: one pattern per (ONNX op type, first opset with these semantics), in the style
+// of torch-mlir's `onOp("Abs", 1, ...)`. Nodes are visited in graph order, so constant inputs (Reshape's
+// shape, Split's sizes) are already `arith.constant` when their consumer is legalized. Each new model op is
+// built with the result type ONNX shape inference gave and then verified, so a disagreement between ONNX
+// and ptrain semantics is an error at the node, never silent.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Import/ONNX/ImportONNX.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+namespace {
+
+/// Legalizes one node; on failure it has emitted a diagnostic at the node.
+using Legalizer = LogicalResult (*)(OnnxNodeOp node, IRRewriter &rewriter);
+
+struct LegalizationPattern {
+  /// The first opset in which the op has the semantics this pattern implements.
+  int64_t sinceOpset;
+  Legalizer legalize;
+};
+
+/// The patterns by op type, each list sorted by `sinceOpset`.
+class PatternTable {
+public:
+  void onOp(StringRef opType, int64_t sinceOpset, Legalizer legalize) {
+    table[opType].push_back({sinceOpset, legalize});
+  }
+  /// The pattern for `opType` at `opset`: the one with the greatest sinceOpset <= opset.
+  const LegalizationPattern *lookup(StringRef opType, int64_t opset) const {
+    auto it = table.find(opType);
+    if (it == table.end())
+      return nullptr;
+    const LegalizationPattern *best = nullptr;
+    for (const LegalizationPattern &p : it->second)
+      if (p.sinceOpset <= opset && (!best || p.sinceOpset > best->sinceOpset))
+        best = &p;
+    return best;
+  }
+
+private:
+  llvm::StringMap<SmallVector<LegalizationPattern, 2>> table;
+};
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+InFlightDiagnostic nodeError(OnnxNodeOp node) {
+  return emitError(node.getLoc()) << "ONNX " << node.getOpType() << " (opset "
+                                  << static_cast<int64_t>(node.getOpset()) << "): ";
+}
+
+int64_t intAttr(OnnxNodeOp node, StringRef name, int64_t defaultValue) {
+  if (auto attr = node.getOnnxAttrs().getAs<IntegerAttr>(name))
+    return attr.getInt();
+  return defaultValue;
+}
+
+double floatAttr(OnnxNodeOp node, StringRef name, double defaultValue) {
+  if (auto attr = node.getOnnxAttrs().getAs<FloatAttr>(name))
+    return attr.getValueAsDouble();
+  return defaultValue;
+}
+
+LogicalResult expectArity(OnnxNodeOp node, unsigned minInputs, unsigned maxInputs) {
+  unsigned n = node.getInputs().size();
+  if (n < minInputs || n > maxInputs)
+    return nodeError(node) << "expects " << minInputs << (minInputs == maxInputs ? "" : " to ")
+                           << (minInputs == maxInputs ? "" : std::to_string(maxInputs)) << " inputs, got " << n;
+  return success();
+}
+
+/// The integer values of a constant input, or failure with a diagnostic naming the input.
+FailureOr<SmallVector<int64_t>> constantInts(OnnxNodeOp node, unsigned index, StringRef what) {
+  DenseIntElementsAttr attr;
+  if (!matchPattern(node.getInputs()[index], m_Constant(&attr))) {
+    nodeError(node) << what << " (input #" << index
+                    << ") must be a constant; computed shapes are not supported yet";
+    return failure();
+  }
+  return llvm::to_vector(llvm::map_range(attr.getValues<APInt>(), [](APInt v) { return v.getSExtValue(); }));
+}
+
+/// Replaces `node` by `newOp` after checking that `newOp` verifies and produces the types ONNX inferred.
+LogicalResult replaceChecked(OnnxNodeOp node, Operation *newOp, IRRewriter &rewriter) {
+  if (failed(verify(newOp, /*verifyRecursively=*/false))) {
+    rewriter.eraseOp(newOp);
+    return nodeError(node) << "the node does not satisfy ptrain's " << newOp->getName() << " (see above)";
+  }
+  rewriter.replaceOp(node, newOp->getResults());
+  return success();
+}
+
+/// Builds `OpTy` with the node's result types and attributes, then checks and replaces.
+template <typename OpTy, typename... Args>
+LogicalResult replaceWith(OnnxNodeOp node, IRRewriter &rewriter, Args &&...args) {
+  auto op = OpTy::create(rewriter, node.getLoc(), node->getResultTypes(), std::forward<Args>(args)...);
+  return replaceChecked(node, op, rewriter);
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+LogicalResult legalizeConstant(OnnxNodeOp node, IRRewriter &rewriter) {
+  DictionaryAttr attrs = node.getOnnxAttrs();
+  TypedAttr value;
+  auto type = dyn_cast<RankedTensorType>(node->getResultTypes().front());
+  if (auto dense = attrs.getAs<DenseElementsAttr>("value"))
+    value = dense;
+  else if (auto f = attrs.getAs<FloatAttr>("value_float"))
+    value = DenseElementsAttr::get(RankedTensorType::get({}, rewriter.getF32Type()), f.getValue());
+  else if (auto i = attrs.getAs<IntegerAttr>("value_int"))
+    value = DenseElementsAttr::get(RankedTensorType::get({}, rewriter.getI64Type()), i.getValue());
+  else if (auto ints = attrs.getAs<DenseI64ArrayAttr>("value_ints"))
+    value = DenseElementsAttr::get(RankedTensorType::get({ints.size()}, rewriter.getI64Type()),
+                                   ints.asArrayRef());
+  else if (auto floats = attrs.getAs<DenseF32ArrayAttr>("value_floats"))
+    value = DenseElementsAttr::get(RankedTensorType::get({floats.size()}, rewriter.getF32Type()),
+                                   floats.asArrayRef());
+  if (!value)
+    return nodeError(node) << "only tensor, float, int and int/float list values are supported";
+  if (type && value.getType() != type)
+    return nodeError(node) << "its value has type " << value.getType() << " but ONNX inferred " << type;
+  rewriter.replaceOp(node, arith::ConstantOp::create(rewriter, node.getLoc(), value)->getResults());
+  return success();
+}
+
+LogicalResult legalizeIdentity(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, 1)))
+    return failure();
+  rewriter.replaceOp(node, node.getInputs());
+  return success();
+}
+
+template <BinaryKind kind>
+LogicalResult legalizeBinary(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 2, 2)))
+    return failure();
+  return replaceWith<BinaryOp>(node, rewriter, kind, node.getInputs()[0], node.getInputs()[1]);
+}
+
+template <UnaryKind kind>
+LogicalResult legalizeUnary(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, 1)))
+    return failure();
+  return replaceWith<UnaryOp>(node, rewriter, kind, node.getInputs()[0]);
+}
+
+LogicalResult legalizeMatMul(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 2, 2)))
+    return failure();
+  return replaceWith<MatmulOp>(node, rewriter, node.getInputs()[0], node.getInputs()[1]);
+}
+
+/// Gather on axis 0 of a 2-D table is an embedding lookup; other gathers are not supported yet.
+LogicalResult legalizeGather(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 2, 2)))
+    return failure();
+  auto data = cast<RankedTensorType>(node.getInputs()[0].getType());
+  int64_t axis = intAttr(node, "axis", 0);
+  if (axis != 0 || data.getRank() != 2)
+    return nodeError(node) << "Gather is supported as an embedding lookup (axis 0 of a 2-D table), got axis "
+                           << axis << " of " << data;
+  return replaceWith<EmbeddingOp>(node, rewriter, node.getInputs()[0], node.getInputs()[1]);
+}
+
+LogicalResult legalizeTranspose(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, 1)))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(node.getInputs()[0].getType()).getRank();
+  SmallVector<int64_t> perm;
+  if (auto attr = node.getOnnxAttrs().getAs<DenseI64ArrayAttr>("perm"))
+    perm.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
+  else
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  return replaceWith<TransposeOp>(node, rewriter, node.getInputs()[0], rewriter.getDenseI64ArrayAttr(perm));
+}
+
+/// Reshape-5 (shape as input) and -14 (`allowzero`): 0 copies the input dimension unless allowzero, -1 is
+/// inferred from the element count.
+LogicalResult legalizeReshape(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 2, 2)))
+    return failure();
+  FailureOr<SmallVector<int64_t>> shape = constantInts(node, 1, "the target shape");
+  if (failed(shape))
+    return failure();
+  auto inType = cast<RankedTensorType>(node.getInputs()[0].getType());
+  bool allowZero = intAttr(node, "allowzero", 0) != 0;
+  int64_t known = 1, inferIndex = -1;
+  for (auto [i, d] : llvm::enumerate(*shape)) {
+    if (d == 0 && !allowZero) {
+      if (static_cast<int64_t>(i) >= inType.getRank())
+        return nodeError(node) << "target dimension " << i << " is 0 (copy) but the input has rank "
+                               << inType.getRank();
+      d = inType.getDimSize(i);
+    }
+    if (d == -1) {
+      if (inferIndex >= 0)
+        return nodeError(node) << "the target shape has more than one -1";
+      inferIndex = i;
+      continue;
+    }
+    if (d < 0)
+      return nodeError(node) << "target dimension " << i << " is " << d;
+    known *= d;
+  }
+  if (inferIndex >= 0) {
+    if (known == 0 || inType.getNumElements() % known != 0)
+      return nodeError(node) << "cannot infer the -1 dimension of a reshape of " << inType;
+    (*shape)[inferIndex] = inType.getNumElements() / known;
+  }
+  auto resultType = inType.clone(*shape);
+  if (resultType != node->getResultTypes().front())
+    return nodeError(node) << "the target shape gives " << resultType << " but ONNX inferred "
+                           << node->getResultTypes().front();
+  return replaceWith<ReshapeOp>(node, rewriter, node.getInputs()[0]);
+}
+
+/// Split-2 (`split` attribute) and Split-13 (sizes as an optional input); without sizes, equal parts.
+LogicalResult legalizeSplit(OnnxNodeOp node, IRRewriter &rewriter) {
+  auto type = cast<RankedTensorType>(node.getInputs()[0].getType());
+  int64_t axis = intAttr(node, "axis", 0);
+  int64_t dim = type.getDimSize(axis < 0 ? axis + type.getRank() : axis);
+  SmallVector<int64_t> sizes;
+  if (node.getInputs().size() > 1) {
+    FailureOr<SmallVector<int64_t>> given = constantInts(node, 1, "the split sizes");
+    if (failed(given))
+      return failure();
+    sizes = *given;
+  } else if (auto attr = node.getOnnxAttrs().getAs<DenseI64ArrayAttr>("split")) {
+    sizes.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
+  } else {
+    int64_t parts = node.getNumResults();
+    if (dim % parts != 0)
+      return nodeError(node) << "cannot split dimension of size " << dim << " into " << parts << " equal parts";
+    sizes.assign(parts, dim / parts);
+  }
+  return replaceWith<SplitOp>(node, rewriter, node.getInputs()[0], rewriter.getI64IntegerAttr(axis),
+                              rewriter.getDenseI64ArrayAttr(sizes));
+}
+
+/// Softmax-13: along `axis` (default -1).
+LogicalResult legalizeSoftmax13(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, 1)))
+    return failure();
+  return replaceWith<SoftmaxOp>(node, rewriter, node.getInputs()[0],
+                                rewriter.getI64IntegerAttr(intAttr(node, "axis", -1)));
+}
+
+/// Softmax-1/11: the input is coerced to 2-D at `axis` (default 1) and normalized over all dimensions from
+/// `axis`; that equals Softmax-13 only when `axis` is the last dimension.
+LogicalResult legalizeSoftmax1(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, 1)))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(node.getInputs()[0].getType()).getRank();
+  int64_t axis = intAttr(node, "axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis != rank - 1)
+    return nodeError(node) << "before opset 13 Softmax normalizes over all dimensions from axis " << axis
+                           << " of a rank-" << rank << " input; only the last axis is supported";
+  return replaceWith<SoftmaxOp>(node, rewriter, node.getInputs()[0], rewriter.getI64IntegerAttr(axis));
+}
+
+/// LayerNormalization-17: Y from X, Scale and optional B over [axis, rank); Mean and InvStdDev must be unused.
+LogicalResult legalizeLayerNormalization(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 2, 3)))
+    return failure();
+  for (Value extra : llvm::drop_begin(node.getOutputs()))
+    if (!extra.use_empty())
+      return nodeError(node) << "its Mean and InvStdDev outputs are used; only Y is supported";
+  int64_t axis = intAttr(node, "axis", -1);
+  if (intAttr(node, "stash_type", 1) != 1)
+    return nodeError(node) << "stash_type other than float is not supported";
+  Value bias = node.getInputs().size() > 2 ? node.getInputs()[2] : Value();
+  auto op = LayerNormOp::create(rewriter, node.getLoc(), node->getResultTypes().front(), node.getInputs()[0],
+                                node.getInputs()[1], bias, rewriter.getI64IntegerAttr(axis),
+                                rewriter.getF64FloatAttr(floatAttr(node, "epsilon", 1e-5)));
+  if (failed(verify(op, /*verifyRecursively=*/false))) {
+    rewriter.eraseOp(op);
+    return nodeError(node) << "the node does not satisfy ptrain's layer_norm (see above)";
+  }
+  // Mean and InvStdDev are unused (checked above): only Y has uses to move.
+  node.getOutputs().front().replaceAllUsesWith(op.getResult());
+  rewriter.eraseOp(node);
+  return success();
+}
+
+const PatternTable &patterns() {
+  static const PatternTable table = [] {
+    PatternTable t;
+    t.onOp("Constant", 1, legalizeConstant);
+    t.onOp("Identity", 1, legalizeIdentity);
+    t.onOp("Add", 7, legalizeBinary<BinaryKind::Add>);
+    t.onOp("Sub", 7, legalizeBinary<BinaryKind::Sub>);
+    t.onOp("Mul", 7, legalizeBinary<BinaryKind::Mul>);
+    t.onOp("Div", 7, legalizeBinary<BinaryKind::Div>);
+    t.onOp("Pow", 7, legalizeBinary<BinaryKind::Pow>);
+    t.onOp("Max", 8, legalizeBinary<BinaryKind::Max>);
+    t.onOp("Min", 8, legalizeBinary<BinaryKind::Min>);
+    t.onOp("Neg", 6, legalizeUnary<UnaryKind::Neg>);
+    t.onOp("Exp", 6, legalizeUnary<UnaryKind::Exp>);
+    t.onOp("Log", 6, legalizeUnary<UnaryKind::Log>);
+    t.onOp("Sqrt", 6, legalizeUnary<UnaryKind::Sqrt>);
+    t.onOp("Reciprocal", 6, legalizeUnary<UnaryKind::Reciprocal>);
+    t.onOp("Erf", 9, legalizeUnary<UnaryKind::Erf>);
+    t.onOp("Tanh", 6, legalizeUnary<UnaryKind::Tanh>);
+    t.onOp("Relu", 6, legalizeUnary<UnaryKind::Relu>);
+    t.onOp("MatMul", 1, legalizeMatMul);
+    t.onOp("Gather", 1, legalizeGather);
+    t.onOp("Transpose", 1, legalizeTranspose);
+    t.onOp("Reshape", 5, legalizeReshape);
+    t.onOp("Split", 2, legalizeSplit);
+    t.onOp("Softmax", 1, legalizeSoftmax1);
+    t.onOp("Softmax", 13, legalizeSoftmax13);
+    t.onOp("LayerNormalization", 17, legalizeLayerNormalization);
+    return t;
+  }();
+  return table;
+}
+
+} // namespace
+
+LogicalResult mlir::ptrain::legalizeONNXNodes(ModuleOp module) {
+  SmallVector<OnnxNodeOp> nodes;
+  module.walk([&](OnnxNodeOp node) { nodes.push_back(node); });
+  IRRewriter rewriter(module.getContext());
+  for (OnnxNodeOp node : nodes) {
+    int64_t opset = static_cast<int64_t>(node.getOpset());
+    const LegalizationPattern *pattern = patterns().lookup(node.getOpType(), opset);
+    if (!pattern)
+      return nodeError(node) << "op type '" << node.getOpType() << "' at opset " << opset
+                             << " is not supported by ptrain's importer";
+    rewriter.setInsertionPoint(node);
+    if (failed(pattern->legalize(node, rewriter)))
+      return failure();
+  }
+  return success();
+}

@@ -1,0 +1,24 @@
+//===- ModelProtoLoader.h - parse an ONNX model and infer shapes --*- C++ -*-===//
+//
+// The only part of the importer that calls into libraries that throw (ONNX shape inference). It lives in
+// one translation unit built with -fexceptions and turns every exception into an error string (ENV.md,
+// "Exceptions").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_LIB_IMPORT_ONNX_MODELPROTOLOADER_H
+#define PTRAIN_LIB_IMPORT_ONNX_MODELPROTOLOADER_H
+
+#include "onnx/onnx_pb.h"
+
+#include <string>
+
+namespace mlir::ptrain::onnx_import {
+
+/// Parses `bytes` into `model` with protobuf's bool-returning API and runs ONNX shape inference on it, so
+/// that every value with a static shape gets a value_info. Returns "" on success, else what went wrong.
+std::string loadModelProto(const std::string &bytes, onnx::ModelProto &model);
+
+} // namespace mlir::ptrain::onnx_import
+
+#endif // PTRAIN_LIB_IMPORT_ONNX_MODELPROTOLOADER_H
