@@ -1,0 +1,244 @@
+/*===- ptrain_runtime.h - The ptrain C ABI runtime ----------------*- C -*-===//
+//
+// The runtime every compiled ptrain training step links (DESIGN.md decision 9).
+// It depends on no LLVM or MLIR; the CPU target uses CBLAS and MPI.
+//
+// Conventions (docs/Runtime.md has the rationale):
+//  - Every call is `extern "C"`, prefixed `ptrain_`, and returns a
+//    ptrain_status_t (0 = PTRAIN_OK), except ptrain_last_error and
+//    ptrain_status_string, which return strings.
+//  - On failure a call returns a nonzero status and sets a thread-local
+//    message, read with ptrain_last_error(); the message names the call and the
+//    cause. Successful calls leave the message untouched. Nothing is printed.
+//  - Outputs are `out_*` parameters; the caller owns all memory. Tensors are
+//    dense, row-major (C order), fp32 unless the name ends otherwise; a shape
+//    [A, B] means B is the fastest-varying index. Sizes are element counts
+//    unless a name says bytes. Time is in seconds.
+//  - Unless documented otherwise, outputs must not alias inputs. Gradient
+//    kernels OVERWRITE their outputs, except the embedding scatter-add, which
+//    accumulates (the tied embedding gets two contributions).
+//  - The declarations below are generated from RuntimeCalls.def, the call
+//    table shared with the compiler's lowering; this header documents them.
+//
+//===----------------------------------------------------------------------===*/
+
+#ifndef PTRAIN_RUNTIME_PTRAIN_RUNTIME_H
+#define PTRAIN_RUNTIME_PTRAIN_RUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define PTRAIN_RUNTIME_API
+#else
+#define PTRAIN_RUNTIME_API __attribute__((visibility("default")))
+#endif
+
+/*===----------------------------------------------------------------------===//
+// Status and errors
+//===----------------------------------------------------------------------===*/
+
+/// The result of every call: PTRAIN_OK (0) or one of the error codes below.
+typedef int32_t ptrain_status_t;
+enum {
+  PTRAIN_OK = 0,
+  /// A null pointer, a negative or inconsistent size, an index out of range.
+  PTRAIN_ERROR_INVALID_ARGUMENT = 1,
+  /// A host allocation failed.
+  PTRAIN_ERROR_OUT_OF_MEMORY = 2,
+  /// The communication library (MPI) returned an error; its text is included.
+  PTRAIN_ERROR_COMM = 3,
+  /// A communication did not complete before the deadline (PTRAIN_COMM_TIMEOUT_S).
+  PTRAIN_ERROR_DEADLINE_EXCEEDED = 4,
+  /// A message arrived with a different size than the receiver expected.
+  PTRAIN_ERROR_MISMATCH = 5,
+  /// A broken internal invariant.
+  PTRAIN_ERROR_INTERNAL = 6,
+};
+
+/// Element types of collective buffers.
+typedef int32_t ptrain_dtype_t;
+enum { PTRAIN_DTYPE_F32 = 0, PTRAIN_DTYPE_F64 = 1 };
+
+/// Reductions of ptrain_all_reduce_start. AVG is SUM divided by the
+/// communicator size, applied when the request completes in ptrain_wait.
+typedef int32_t ptrain_reduce_op_t;
+enum { PTRAIN_REDUCE_SUM = 0, PTRAIN_REDUCE_AVG = 1 };
+
+/// A communicator: MPI_COMM_WORLD's duplicate or a group of its ranks.
+typedef struct ptrain_comm *ptrain_comm_t;
+/// An outstanding nonblocking operation; completed and freed by ptrain_wait.
+typedef struct ptrain_request *ptrain_request_t;
+
+/*===----------------------------------------------------------------------===//
+// Call reference. Every call below returns PTRAIN_ERROR_INVALID_ARGUMENT for a
+// null required pointer or a negative size.
+//
+// ptrain_last_error() -> const char *
+//   The message of the last failed call on this thread ("" if none). Valid
+//   until the next failing call on the same thread.
+// ptrain_status_string(status) -> const char *
+//   A static name for a status code ("PTRAIN_ERROR_COMM", ...).
+//
+// --- Elementwise and layout ---
+// ptrain_fill_f32(out[n], n, value)                 out[i] = value
+// ptrain_add_f32(a[n], b[n], n, out[n])             out = a + b; out may alias a or b
+// ptrain_scale_f32(x[n], n, alpha, out[n])          out = alpha * x; out may alias x
+// ptrain_sum_squares_f32(x[n], n, out_sum)          sum of x[i]^2 accumulated in fp64
+//                                                   (global-norm clipping)
+// ptrain_bias_add_f32(x[rows, cols], bias[cols], rows, cols, out[rows, cols])
+//                                                   out = x + bias (broadcast over rows);
+//                                                   out may alias x
+// ptrain_bias_add_bwd_f32(dy[rows, cols], rows, cols, out_dbias[cols])
+//                                                   dbias[j] = sum_i dy[i, j]
+// ptrain_permute_f32(x, rank, dims[rank], perm[rank], out)
+//   out = transpose(x, perm) as numpy: out.shape[i] = dims[perm[i]]; rank in
+//   [1, 8]; perm must be a permutation. Splitting heads [B, S, H, D] ->
+//   [B, H, S, D] is perm {0, 2, 1, 3}; the backward is the inverse permutation.
+//
+// --- GEMM (cpu: cblas_sgemm, one call per batch entry) ---
+// ptrain_gemm_f32(trans_a, trans_b, batch, m, n, k, alpha, a, stride_a, b,
+//                 stride_b, beta, c, stride_c)
+//   For p in [0, batch): C_p = alpha * op(A_p) * op(B_p) + beta * C_p with
+//   A_p = a + p*stride_a, op(A_p) [m, k] (A_p stored [k, m] when trans_a),
+//   B_p = b + p*stride_b, op(B_p) [k, n] (B_p stored [n, k] when trans_b),
+//   C_p = c + p*stride_c, [m, n]. Strides are in elements; a stride of 0
+//   broadcasts one matrix over the batch (stride_c must be >= m*n when
+//   batch > 1). beta = 0 ignores C's old contents (NaNs included).
+//   A linear layer y = x W^T + b with W [out, in] is
+//   gemm(0, 1, 1, rows, out, in, 1, x, 0, W, 0, 0, y, 0) then bias_add;
+//   its backward is dx = dy W (gemm(0,0,...)), dW = dy^T x (gemm(1,0,...)).
+//
+// --- Layer norm (Ba, Kiros, Hinton 2016, "Layer Normalization", eq. 4) ---
+// ptrain_layer_norm_fwd_f32(x[rows, cols], gamma[cols], beta[cols], rows, cols,
+//                           eps, out_y[rows, cols], out_mean[rows], out_rstd[rows])
+//   y = (x - mean) * rstd * gamma + beta over the last dim, with the biased
+//   variance and rstd = 1 / sqrt(var + eps); mean and rstd are saved for the
+//   backward.
+// ptrain_layer_norm_bwd_f32(dy, x, gamma, mean, rstd, rows, cols,
+//                           out_dx[rows, cols], out_dgamma[cols], out_dbeta[cols])
+//   xhat = (x - mean) * rstd, g = dy * gamma;
+//   dx = rstd * (g - mean_j(g) - xhat * mean_j(g * xhat));
+//   dgamma = sum_rows(dy * xhat), dbeta = sum_rows(dy).
+//
+// --- GELU, exact erf form (Hendrycks, Gimpel 2016, "GELUs", sec. 2) ---
+// ptrain_gelu_fwd_f32(x[n], n, out_y[n])      y = x * Phi(x), Phi(x) = (1 + erf(x/sqrt 2)) / 2
+// ptrain_gelu_bwd_f32(dy[n], x[n], n, out_dx[n])
+//                                             dx = dy * (Phi(x) + x * phi(x)), phi the normal pdf
+//
+// --- Softmax over the last dim ---
+// ptrain_softmax_fwd_f32(x[rows, cols], rows, cols, causal, out_y[rows, cols])
+//   y = exp(x - max) / sum exp(x - max) per row (max-subtracted for
+//   stability). With causal != 0, x is [..., S, S] with S = cols (rows a
+//   multiple of cols); row r is query q = r mod S and keys j > q get y = 0
+//   (the autoregressive mask of Vaswani et al. 2017, sec. 3.2.3).
+// ptrain_softmax_bwd_f32(dy, y, rows, cols, out_dx)
+//   dx = y * (dy - sum_j(dy * y)); masked entries have y = 0, so dx = 0.
+//
+// --- Embedding ---
+// ptrain_embedding_fwd_f32(table[vocab, dim], ids[n], n, vocab, dim, out_y[n, dim])
+//   y[i] = table[ids[i]]; an id outside [0, vocab) is an INVALID_ARGUMENT
+//   error naming the position (out_y is then unspecified).
+// ptrain_embedding_bwd_f32(dy[n, dim], ids[n], n, vocab, dim, out_dtable[vocab, dim])
+//   Scatter-add: dtable[ids[i]] += dy[i]. ACCUMULATES into out_dtable, so the
+//   caller zeroes it (ptrain_fill_f32) once per step, and tied weights (token
+//   embedding and LM head) can add both contributions.
+//
+// --- Multi-head attention, composed from GEMM and softmax ---
+// ptrain_attention_fwd_f32(q, k, v, batch, heads, seq, head_dim, scale, causal,
+//                          out_o, out_probs)
+//   q, k, v, out_o: [batch, heads, seq, head_dim]; out_probs: [batch, heads,
+//   seq, seq], saved for the backward. P = softmax(scale * Q K^T [+ causal
+//   mask]), O = P V (Vaswani et al. 2017, eq. 1; scale is usually
+//   1/sqrt(head_dim)).
+// ptrain_attention_bwd_f32(d_o, q, k, v, probs, batch, heads, seq, head_dim,
+//                          scale, workspace, out_dq, out_dk, out_dv)
+//   workspace: [batch, heads, seq, seq] scratch. dV = P^T dO; dP = dO V^T;
+//   dS = softmax_bwd(dP, P); dQ = scale * dS K; dK = scale * dS^T Q. The mask
+//   is carried by P (masked P = 0), so no causal flag is needed.
+//
+// --- Cross-entropy over the vocabulary ---
+// ptrain_cross_entropy_fwd_f32(logits[n, vocab], targets[n], n, vocab,
+//                              out_loss, out_lse[n])
+//   loss = mean over rows with targets[i] >= 0 of (lse_i - logits[i, t_i]),
+//   lse_i = log sum_j exp(logits[i, j]) (saved). A negative target is ignored
+//   (padding); a target >= vocab is an INVALID_ARGUMENT error. With no counted
+//   row the loss is 0. Accumulated in fp64.
+// ptrain_cross_entropy_bwd_f32(dloss, logits, targets, lse, n, vocab,
+//                              out_dlogits[n, vocab])
+//   dlogits[i] = dloss * (softmax(logits[i]) - onehot(t_i)) / count for
+//   counted rows, 0 for ignored rows.
+//
+// --- Optimizers, in place ---
+// ptrain_adamw_step_f32(param[n], grad[n], exp_avg[n], exp_avg_sq[n], n, step,
+//                       lr, beta1, beta2, eps, weight_decay)
+//   AdamW (Loshchilov, Hutter 2019, "Decoupled Weight Decay Regularization",
+//   Algorithm 2), in the form of torch.optim.AdamW: step t >= 1 (1-based);
+//   p -= lr * wd * p; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+//   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
+// ptrain_sgd_step_f32(param[n], grad[n], momentum_buf[n] or NULL, n, lr,
+//                     momentum, weight_decay)
+//   g' = g + wd * p; with momentum_buf: buf = momentum * buf + g', p -= lr * buf
+//   (buf starts at 0, so step 1 uses buf = g', as torch.optim.SGD without
+//   dampening); without: p -= lr * g'. momentum_buf may be NULL only when
+//   momentum == 0.
+// ptrain_lr_warmup_cosine(step, warmup_steps, total_steps, max_lr, min_lr, out_lr)
+//   step is 0-based. step < warmup: lr = max_lr * (step + 1) / warmup (linear
+//   warm-up, Goyal et al. 2017); else progress p = (step - warmup) / (total -
+//   warmup) clamped to [0, 1] and lr = min_lr + (max_lr - min_lr) * (1 +
+//   cos(pi p)) / 2 (cosine decay, Loshchilov, Hutter 2017, "SGDR", eq. 5).
+//   Requires 0 <= warmup <= total, total > 0.
+//
+// --- Communicators (cpu: MPI) ---
+// ptrain_comm_init(out_comm)
+//   Initializes MPI if needed (MPI_THREAD_FUNNELED) and returns a duplicate of
+//   MPI_COMM_WORLD with MPI_ERRORS_RETURN. Reads the deadline from the
+//   environment variable PTRAIN_COMM_TIMEOUT_S (seconds, > 0; default 300); a
+//   malformed value is an INVALID_ARGUMENT error. Collective over the world.
+// ptrain_comm_create_group(parent, ranks[num_ranks], num_ranks, out_comm)
+//   A sub-communicator of the listed parent ranks, in that order (the new rank
+//   of parent rank ranks[i] is i), via MPI_Comm_create_group. Collective over
+//   the listed ranks only; the caller must be one of them and every member
+//   must pass the same list. Create them all up front: the call blocks.
+//   Inherits the parent's deadline.
+// ptrain_comm_destroy(comm)
+//   Frees the communicator. When the last communicator is destroyed and
+//   ptrain_comm_init initialized MPI, MPI is finalized. Requests must have
+//   completed.
+// ptrain_comm_rank / ptrain_comm_size(comm, out)      this process's rank / the size
+// ptrain_comm_timeout / ptrain_comm_set_timeout(comm, seconds)
+//                                                     read / override the deadline (> 0)
+// ptrain_comm_abort(comm, error_code)
+//   MPI_Abort: ends every rank of the job. The recovery after a deadline
+//   error (the role of ncclCommAbort on GPU).
+//
+// --- Nonblocking operations and the deadline ---
+// ptrain_send_start(comm, buf, num_bytes, peer, tag, out_request)
+// ptrain_recv_start(comm, buf, num_bytes, peer, tag, out_request)
+//   Point-to-point transfer of num_bytes bytes (<= INT32_MAX) to/from rank
+//   peer of comm. buf must stay valid until ptrain_wait returns. A received
+//   message of another size is a MISMATCH error at wait (shorter) or a COMM
+//   error (longer: MPI truncation).
+// ptrain_all_reduce_start(comm, send_buf, recv_buf, count, dtype, op, out_request)
+//   recv_buf[count] = reduction over comm's ranks of send_buf[count];
+//   send_buf == recv_buf reduces in place. AVG divides by the size at wait.
+// ptrain_barrier_start(comm, out_request)               nonblocking barrier
+// ptrain_wait(request)
+//   Completes the request and frees it, whatever the outcome. It polls
+//   MPI_Test until the communicator's deadline; past it, it cancels what MPI
+//   can cancel (receives) and returns PTRAIN_ERROR_DEADLINE_EXCEEDED with a
+//   message naming the operation, the peer (or communicator size), the tag and
+//   the byte count. Never hangs longer than the deadline; never prints.
+//===----------------------------------------------------------------------===*/
+
+#define PTRAIN_RUNTIME_CALL(name, ret, params) PTRAIN_RUNTIME_API ret name params;
+#include "ptrain/Runtime/RuntimeCalls.def"
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PTRAIN_RUNTIME_PTRAIN_RUNTIME_H */

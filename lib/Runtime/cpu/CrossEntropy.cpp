@@ -1,0 +1,91 @@
+//===- CrossEntropy.cpp - Softmax cross-entropy over the vocabulary -------===//
+//
+// loss = mean_i (logsumexp(logits_i) - logits_i[t_i]) over rows with t_i >= 0
+// (torch.nn.functional.cross_entropy with ignore_index < 0, reduction
+// 'mean'); the log-sum-exp is max-subtracted and accumulated in fp64.
+//
+//===----------------------------------------------------------------------===//
+
+#include "common/Status.h"
+
+#include <cmath>
+
+namespace {
+/// Checks every target and counts the rows that take part.
+ptrain_status_t countTargets(const char *call, const int32_t *targets,
+                             int64_t n, int64_t vocab, int64_t &count) {
+  count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (targets[i] >= vocab)
+      return ptrain::runtime::fail(
+          PTRAIN_ERROR_INVALID_ARGUMENT, call,
+          "targets[%lld] = %d is outside the vocabulary [0, %lld)",
+          static_cast<long long>(i), targets[i],
+          static_cast<long long>(vocab));
+    if (targets[i] >= 0)
+      ++count;
+  }
+  return PTRAIN_OK;
+}
+} // namespace
+
+extern "C" ptrain_status_t
+ptrain_cross_entropy_fwd_f32(const float *logits, const int32_t *targets,
+                             int64_t n, int64_t vocab, float *out_loss,
+                             float *out_lse) {
+  PTRAIN_CHECK_SIZE(n);
+  PTRAIN_CHECK_ARG(vocab > 0, "vocab must be > 0, got %lld",
+                   static_cast<long long>(vocab));
+  PTRAIN_CHECK_PTR(logits);
+  PTRAIN_CHECK_PTR(targets);
+  PTRAIN_CHECK_PTR(out_loss);
+  PTRAIN_CHECK_PTR(out_lse);
+  int64_t count = 0;
+  PTRAIN_RETURN_IF_ERROR(countTargets(__func__, targets, n, vocab, count));
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float *row = logits + i * vocab;
+    float maxVal = row[0];
+    for (int64_t j = 1; j < vocab; ++j)
+      maxVal = row[j] > maxVal ? row[j] : maxVal;
+    double sum = 0.0;
+    for (int64_t j = 0; j < vocab; ++j)
+      sum += std::exp(static_cast<double>(row[j]) - maxVal);
+    const double lse = maxVal + std::log(sum);
+    out_lse[i] = static_cast<float>(lse);
+    if (targets[i] >= 0)
+      total += lse - row[targets[i]];
+  }
+  *out_loss = count == 0 ? 0.0f : static_cast<float>(total / count);
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t
+ptrain_cross_entropy_bwd_f32(float dloss, const float *logits,
+                             const int32_t *targets, const float *lse,
+                             int64_t n, int64_t vocab, float *out_dlogits) {
+  PTRAIN_CHECK_SIZE(n);
+  PTRAIN_CHECK_ARG(vocab > 0, "vocab must be > 0, got %lld",
+                   static_cast<long long>(vocab));
+  PTRAIN_CHECK_PTR(logits);
+  PTRAIN_CHECK_PTR(targets);
+  PTRAIN_CHECK_PTR(lse);
+  PTRAIN_CHECK_PTR(out_dlogits);
+  int64_t count = 0;
+  PTRAIN_RETURN_IF_ERROR(countTargets(__func__, targets, n, vocab, count));
+  const double coef = count == 0 ? 0.0 : static_cast<double>(dloss) / count;
+  for (int64_t i = 0; i < n; ++i) {
+    const float *row = logits + i * vocab;
+    float *drow = out_dlogits + i * vocab;
+    if (targets[i] < 0) {
+      for (int64_t j = 0; j < vocab; ++j)
+        drow[j] = 0.0f;
+      continue;
+    }
+    const double l = lse[i];
+    for (int64_t j = 0; j < vocab; ++j)
+      drow[j] = static_cast<float>(coef * std::exp(row[j] - l));
+    drow[targets[i]] -= static_cast<float>(coef);
+  }
+  return PTRAIN_OK;
+}

@@ -1,0 +1,66 @@
+//===- Gemm.cpp - Batched fp32 GEMM through CBLAS -------------------------===//
+//
+// C_p = alpha op(A_p) op(B_p) + beta C_p for each batch entry p, one
+// cblas_sgemm per entry (row-major). See ptrain_runtime.h for the layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "common/Status.h"
+
+#include <cblas.h>
+#include <climits>
+
+extern "C" ptrain_status_t
+ptrain_gemm_f32(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
+                int64_t n, int64_t k, float alpha, const float *a,
+                int64_t stride_a, const float *b, int64_t stride_b, float beta,
+                float *c, int64_t stride_c) {
+  PTRAIN_CHECK_SIZE(batch);
+  PTRAIN_CHECK_SIZE(m);
+  PTRAIN_CHECK_SIZE(n);
+  PTRAIN_CHECK_SIZE(k);
+  PTRAIN_CHECK_SIZE(stride_a);
+  PTRAIN_CHECK_SIZE(stride_b);
+  PTRAIN_CHECK_SIZE(stride_c);
+  PTRAIN_CHECK_ARG(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX,
+                   "m, n, k must fit CBLAS's int, got %lld x %lld x %lld",
+                   static_cast<long long>(m), static_cast<long long>(n),
+                   static_cast<long long>(k));
+  if (batch == 0 || m == 0 || n == 0)
+    return PTRAIN_OK;
+  PTRAIN_CHECK_PTR(c);
+  PTRAIN_CHECK_ARG(batch == 1 || stride_c >= m * n,
+                   "stride_c (%lld) must be >= m*n (%lld) when batch > 1: "
+                   "batch entries would overwrite each other",
+                   static_cast<long long>(stride_c),
+                   static_cast<long long>(m * n));
+  if (k > 0) {
+    PTRAIN_CHECK_PTR(a);
+    PTRAIN_CHECK_PTR(b);
+  }
+  // Leading dimensions of the stored (row-major) matrices.
+  const int lda = static_cast<int>(trans_a ? m : k);
+  const int ldb = static_cast<int>(trans_b ? k : n);
+  const int ldc = static_cast<int>(n);
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  for (int64_t p = 0; p < batch; ++p) {
+    float *cp = c + p * stride_c;
+    if (k == 0) {
+      // BLAS leaves C * beta; make beta = 0 ignore NaNs as documented.
+      for (int64_t i = 0; i < m * n; ++i)
+        cp[i] = beta == 0.0f ? 0.0f : beta * cp[i];
+      continue;
+    }
+    if (beta == 0.0f) {
+      // OpenBLAS honours beta = 0, but the reference BLAS semantics only
+      // promise it; clear C so a NaN in uninitialized memory cannot leak.
+      for (int64_t i = 0; i < m * n; ++i)
+        cp[i] = 0.0f;
+    }
+    cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m),
+                static_cast<int>(n), static_cast<int>(k), alpha,
+                a + p * stride_a, lda, b + p * stride_b, ldb, beta, cp, ldc);
+  }
+  return PTRAIN_OK;
+}

@@ -1,0 +1,296 @@
+//===- Request.cpp - Nonblocking p2p, all-reduce and the deadline ---------===//
+//
+// Every operation starts nonblocking (MPI_Isend, MPI_Irecv, MPI_Iallreduce,
+// MPI_Ibarrier) and completes in ptrain_wait, which polls MPI_Test until the
+// communicator's deadline and then returns PTRAIN_ERROR_DEADLINE_EXCEEDED with
+// the operation, the peer and the byte count instead of hanging (DESIGN.md
+// decision 9: the watchdog; the CPU counterpart of ncclCommGetAsyncError).
+//
+//===----------------------------------------------------------------------===//
+
+#include "cpu/Comm.h"
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <new>
+#include <thread>
+
+using ptrain::runtime::fail;
+
+namespace {
+using Clock = std::chrono::steady_clock;
+/// Polls before the waiter starts sleeping between tests, and the sleep: a
+/// spinning rank steals the core of the peer it waits for when ranks
+/// outnumber cores (ENV.md, "Many MPI ranks on 2 cores").
+constexpr int kSpinPolls = 64;
+constexpr std::chrono::microseconds kPollSleep{50};
+/// How long a cancelled receive may take to report its cancellation.
+constexpr std::chrono::seconds kCancelGrace{1};
+
+const char *dtypeName(ptrain_dtype_t dtype) {
+  return dtype == PTRAIN_DTYPE_F64 ? "f64" : "f32";
+}
+
+/// "recv from peer 1 of comm size 2 (tag 7, 64 bytes)" and the like.
+void describe(const ptrain_request &req, char *buf, size_t size) {
+  using Kind = ptrain_request::Kind;
+  const long long bytes = static_cast<long long>(req.bytes);
+  switch (req.kind) {
+  case Kind::Send:
+  case Kind::Recv:
+    std::snprintf(buf, size, "%s peer %d of comm size %d (tag %d, %lld bytes)",
+                  req.kind == Kind::Send ? "send to" : "recv from", req.peer,
+                  req.comm->size, req.tag, bytes);
+    return;
+  case Kind::AllReduce:
+    std::snprintf(buf, size,
+                  "all_reduce (%s, %s, %lld elements, %lld bytes) over %d "
+                  "ranks as rank %d",
+                  req.op == PTRAIN_REDUCE_AVG ? "avg" : "sum",
+                  dtypeName(req.dtype), static_cast<long long>(req.count),
+                  bytes, req.comm->size, req.comm->rank);
+    return;
+  case Kind::Barrier:
+    std::snprintf(buf, size, "barrier over %d ranks as rank %d",
+                  req.comm->size, req.comm->rank);
+    return;
+  }
+}
+
+ptrain_status_t checkComm(const char *call, ptrain_comm_t comm) {
+  if (!comm)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'comm' must not be null");
+  if (comm->broken)
+    return fail(PTRAIN_ERROR_COMM, call,
+                "the communicator is broken by an earlier deadline error; "
+                "abort or destroy it");
+  return PTRAIN_OK;
+}
+
+ptrain_status_t checkP2P(const char *call, ptrain_comm_t comm, const void *buf,
+                         int64_t numBytes, int32_t peer, int32_t tag,
+                         ptrain_request_t *out) {
+  if (!out)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                "'out_request' must not be null");
+  *out = nullptr;
+  PTRAIN_RETURN_IF_ERROR(checkComm(call, comm));
+  if (numBytes < 0 || numBytes > INT_MAX)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                "num_bytes must be in [0, %d], got %lld", INT_MAX,
+                static_cast<long long>(numBytes));
+  if (!buf && numBytes > 0)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'buf' must not be null");
+  if (peer < 0 || peer >= comm->size)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                "peer %d is not a rank of the communicator (size %d)", peer,
+                comm->size);
+  if (tag < 0)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "tag must be >= 0, got %d",
+                tag);
+  return PTRAIN_OK;
+}
+
+ptrain_request *newRequest(ptrain_request::Kind kind, ptrain_comm_t comm) {
+  auto *req = new (std::nothrow) ptrain_request();
+  if (req) {
+    req->kind = kind;
+    req->comm = comm;
+  }
+  return req;
+}
+
+/// Divides an AVG all-reduce result by the communicator size.
+void finishAllReduce(const ptrain_request &req) {
+  if (req.op != PTRAIN_REDUCE_AVG)
+    return;
+  if (req.dtype == PTRAIN_DTYPE_F64) {
+    auto *data = static_cast<double *>(req.recvBuf);
+    const double inv = 1.0 / req.comm->size;
+    for (int64_t i = 0; i < req.count; ++i)
+      data[i] *= inv;
+  } else {
+    auto *data = static_cast<float *>(req.recvBuf);
+    const float inv = 1.0f / static_cast<float>(req.comm->size);
+    for (int64_t i = 0; i < req.count; ++i)
+      data[i] *= inv;
+  }
+}
+} // namespace
+
+extern "C" ptrain_status_t ptrain_send_start(ptrain_comm_t comm,
+                                             const void *buf, int64_t num_bytes,
+                                             int32_t peer, int32_t tag,
+                                             ptrain_request_t *out_request) {
+  PTRAIN_RETURN_IF_ERROR(
+      checkP2P(__func__, comm, buf, num_bytes, peer, tag, out_request));
+  ptrain_request *req = newRequest(ptrain_request::Kind::Send, comm);
+  if (!req)
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
+                "cannot allocate a request");
+  req->peer = peer;
+  req->tag = tag;
+  req->bytes = num_bytes;
+  int err = MPI_Isend(buf, static_cast<int>(num_bytes), MPI_BYTE, peer, tag,
+                      comm->mpi, &req->mpi);
+  if (err != MPI_SUCCESS) {
+    delete req;
+    return ptrain::runtime::failMpi(__func__, err, "MPI_Isend");
+  }
+  *out_request = req;
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_recv_start(ptrain_comm_t comm, void *buf,
+                                             int64_t num_bytes, int32_t peer,
+                                             int32_t tag,
+                                             ptrain_request_t *out_request) {
+  PTRAIN_RETURN_IF_ERROR(
+      checkP2P(__func__, comm, buf, num_bytes, peer, tag, out_request));
+  ptrain_request *req = newRequest(ptrain_request::Kind::Recv, comm);
+  if (!req)
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
+                "cannot allocate a request");
+  req->peer = peer;
+  req->tag = tag;
+  req->bytes = num_bytes;
+  int err = MPI_Irecv(buf, static_cast<int>(num_bytes), MPI_BYTE, peer, tag,
+                      comm->mpi, &req->mpi);
+  if (err != MPI_SUCCESS) {
+    delete req;
+    return ptrain::runtime::failMpi(__func__, err, "MPI_Irecv");
+  }
+  *out_request = req;
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t
+ptrain_all_reduce_start(ptrain_comm_t comm, const void *send_buf,
+                        void *recv_buf, int64_t count, ptrain_dtype_t dtype,
+                        ptrain_reduce_op_t op, ptrain_request_t *out_request) {
+  PTRAIN_CHECK_PTR(out_request);
+  *out_request = nullptr;
+  PTRAIN_RETURN_IF_ERROR(checkComm(__func__, comm));
+  PTRAIN_CHECK_ARG(count >= 0 && count <= INT_MAX,
+                   "count must be in [0, %d], got %lld", INT_MAX,
+                   static_cast<long long>(count));
+  PTRAIN_CHECK_ARG(dtype == PTRAIN_DTYPE_F32 || dtype == PTRAIN_DTYPE_F64,
+                   "unsupported dtype %d (f32 = 0, f64 = 1)", dtype);
+  PTRAIN_CHECK_ARG(op == PTRAIN_REDUCE_SUM || op == PTRAIN_REDUCE_AVG,
+                   "unsupported reduction %d (sum = 0, avg = 1)", op);
+  PTRAIN_CHECK_ARG(count == 0 || (send_buf && recv_buf),
+                   "'send_buf' and 'recv_buf' must not be null");
+  ptrain_request *req = newRequest(ptrain_request::Kind::AllReduce, comm);
+  if (!req)
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
+                "cannot allocate a request");
+  const int64_t elemBytes = dtype == PTRAIN_DTYPE_F64 ? 8 : 4;
+  req->bytes = count * elemBytes;
+  req->recvBuf = recv_buf;
+  req->count = count;
+  req->dtype = dtype;
+  req->op = op;
+  const void *sendArg = send_buf == recv_buf ? MPI_IN_PLACE : send_buf;
+  int err = MPI_Iallreduce(sendArg, recv_buf, static_cast<int>(count),
+                           dtype == PTRAIN_DTYPE_F64 ? MPI_DOUBLE : MPI_FLOAT,
+                           MPI_SUM, comm->mpi, &req->mpi);
+  if (err != MPI_SUCCESS) {
+    delete req;
+    return ptrain::runtime::failMpi(__func__, err, "MPI_Iallreduce");
+  }
+  *out_request = req;
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_barrier_start(ptrain_comm_t comm,
+                                                ptrain_request_t *out_request) {
+  PTRAIN_CHECK_PTR(out_request);
+  *out_request = nullptr;
+  PTRAIN_RETURN_IF_ERROR(checkComm(__func__, comm));
+  ptrain_request *req = newRequest(ptrain_request::Kind::Barrier, comm);
+  if (!req)
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
+                "cannot allocate a request");
+  int err = MPI_Ibarrier(comm->mpi, &req->mpi);
+  if (err != MPI_SUCCESS) {
+    delete req;
+    return ptrain::runtime::failMpi(__func__, err, "MPI_Ibarrier");
+  }
+  *out_request = req;
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
+  PTRAIN_CHECK_PTR(request);
+  ptrain_request &req = *request;
+  char what[256];
+  describe(req, what, sizeof(what));
+  const auto start = Clock::now();
+  const auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(
+                  std::chrono::duration<double>(req.comm->timeoutS));
+  for (int poll = 0;; ++poll) {
+    int done = 0;
+    MPI_Status status;
+    int err = MPI_Test(&req.mpi, &done, &status);
+    if (err != MPI_SUCCESS) {
+      // MPI completed (and freed) the request with an error.
+      ptrain_status_t result = ptrain::runtime::failMpi(__func__, err, what);
+      delete request;
+      return result;
+    }
+    if (done) {
+      ptrain_status_t result = PTRAIN_OK;
+      if (req.kind == ptrain_request::Kind::Recv) {
+        int received = 0;
+        MPI_Get_count(&status, MPI_BYTE, &received);
+        if (received != req.bytes)
+          result = fail(PTRAIN_ERROR_MISMATCH, __func__,
+                        "%s: received %d bytes, expected %lld; the peer sent "
+                        "a message of another size",
+                        what, received, static_cast<long long>(req.bytes));
+      } else if (req.kind == ptrain_request::Kind::AllReduce) {
+        finishAllReduce(req);
+      }
+      delete request;
+      return result;
+    }
+    const auto now = Clock::now();
+    if (now >= deadline)
+      break;
+    if (poll >= kSpinPolls)
+      std::this_thread::sleep_for(kPollSleep);
+  }
+
+  // Past the deadline. A receive can be cancelled, and then the caller's
+  // buffer is free again; anything else stays posted inside MPI, so the
+  // communicator is marked broken (only abort or destroy remain).
+  bool released = false;
+  if (req.kind == ptrain_request::Kind::Recv &&
+      MPI_Cancel(&req.mpi) == MPI_SUCCESS) {
+    const auto graceEnd = Clock::now() + kCancelGrace;
+    while (Clock::now() < graceEnd) {
+      int done = 0;
+      MPI_Status status;
+      if (MPI_Test(&req.mpi, &done, &status) != MPI_SUCCESS)
+        break;
+      if (done) {
+        // Either cancelled, or matched at the last moment; both release the
+        // buffer, and the caller gets the deadline error either way.
+        released = true;
+        break;
+      }
+      std::this_thread::sleep_for(kPollSleep);
+    }
+  }
+  if (!released)
+    req.comm->broken = true;
+  const double timeoutS = req.comm->timeoutS;
+  delete request;
+  return fail(PTRAIN_ERROR_DEADLINE_EXCEEDED, __func__,
+              "%s did not complete within %g s (PTRAIN_COMM_TIMEOUT_S): the "
+              "peer(s) never posted the matching operation or are stuck%s",
+              what, timeoutS,
+              released ? "" : "; the communicator is now broken");
+}

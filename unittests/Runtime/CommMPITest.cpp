@@ -1,0 +1,240 @@
+//===- CommMPITest.cpp - Communicators, p2p, all-reduce, the deadline -----===//
+//
+// Runs under `mpirun -np N` (N >= 2) with PTRAIN_COMM_TIMEOUT_S=2; every rank
+// runs every test. A rank that fails an assertion cannot hang the others: their
+// waits end at the deadline with an error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GradCheck.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace {
+
+ptrain_comm_t world = nullptr;
+int32_t rank = -1, size = 0;
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// A barrier with a generous deadline, so a rank that just sat out a 2 s
+/// deadline test does not make the others miss theirs.
+void patientBarrier() {
+  double saved = 0.0;
+  ASSERT_PTRAIN_OK(ptrain_comm_timeout(world, &saved));
+  ASSERT_PTRAIN_OK(ptrain_comm_set_timeout(world, 60.0));
+  ptrain_request_t req;
+  ASSERT_PTRAIN_OK(ptrain_barrier_start(world, &req));
+  ASSERT_PTRAIN_OK(ptrain_wait(req));
+  ASSERT_PTRAIN_OK(ptrain_comm_set_timeout(world, saved));
+}
+
+TEST(Comm, RankSizeAndTheDeadlineFromTheEnvironment) {
+  EXPECT_GE(size, 2);
+  EXPECT_GE(rank, 0);
+  EXPECT_LT(rank, size);
+  double timeout = 0.0;
+  ASSERT_PTRAIN_OK(ptrain_comm_timeout(world, &timeout));
+  EXPECT_EQ(timeout, 2.0) << "run with PTRAIN_COMM_TIMEOUT_S=2";
+}
+
+TEST(Comm, SendRecvRoundTrip) {
+  // Rank 0 sends 1000 floats to rank 1, which adds 1 and sends them back.
+  const int64_t n = 1000, bytes = n * sizeof(float);
+  std::vector<float> buf(n);
+  ptrain_request_t req;
+  if (rank == 0) {
+    for (int64_t i = 0; i < n; ++i)
+      buf[i] = static_cast<float>(i);
+    ASSERT_PTRAIN_OK(ptrain_send_start(world, buf.data(), bytes, 1, 7, &req));
+    ASSERT_PTRAIN_OK(ptrain_wait(req));
+    std::vector<float> back(n, -1.0f);
+    ASSERT_PTRAIN_OK(ptrain_recv_start(world, back.data(), bytes, 1, 8, &req));
+    ASSERT_PTRAIN_OK(ptrain_wait(req));
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(back[i], static_cast<float>(i) + 1.0f) << i;
+  } else if (rank == 1) {
+    ASSERT_PTRAIN_OK(ptrain_recv_start(world, buf.data(), bytes, 0, 7, &req));
+    ASSERT_PTRAIN_OK(ptrain_wait(req));
+    for (float &v : buf)
+      v += 1.0f;
+    ASSERT_PTRAIN_OK(ptrain_send_start(world, buf.data(), bytes, 0, 8, &req));
+    ASSERT_PTRAIN_OK(ptrain_wait(req));
+  }
+  patientBarrier();
+}
+
+TEST(Comm, AllReduceSumAndAvgInF32AndF64) {
+  const int64_t n = 257;
+  std::vector<float> send(n), recv(n, -1.0f);
+  std::vector<double> inPlace(n);
+  for (int64_t i = 0; i < n; ++i) {
+    send[i] = static_cast<float>(rank + 1) * i;
+    inPlace[i] = static_cast<double>(rank + 1) + 0.25 * i;
+  }
+  const double rankSum = size * (size + 1) / 2.0; // sum of (rank + 1)
+  ptrain_request_t req;
+  ASSERT_PTRAIN_OK(ptrain_all_reduce_start(world, send.data(), recv.data(), n,
+                                           PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM,
+                                           &req));
+  ASSERT_PTRAIN_OK(ptrain_wait(req));
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(recv[i], static_cast<float>(rankSum * i)) << i;
+  // In place, fp64, averaged: mean(rank + 1) + 0.25 i.
+  ASSERT_PTRAIN_OK(ptrain_all_reduce_start(world, inPlace.data(),
+                                           inPlace.data(), n, PTRAIN_DTYPE_F64,
+                                           PTRAIN_REDUCE_AVG, &req));
+  ASSERT_PTRAIN_OK(ptrain_wait(req));
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_DOUBLE_EQ(inPlace[i], rankSum / size + 0.25 * i) << i;
+}
+
+TEST(Comm, AllReduceOverAGroupOfRanks) {
+  // Group {size - 1, 0}, listed out of order: its ranks are list positions,
+  // and ranks outside it (rank 1 when size > 2) do not take part.
+  const int32_t members[2] = {size - 1, 0};
+  const bool member = rank == 0 || rank == size - 1;
+  if (member) {
+    ptrain_comm_t group = nullptr;
+    ASSERT_PTRAIN_OK(ptrain_comm_create_group(world, members, 2, &group));
+    int32_t groupRank = -1, groupSize = 0;
+    ASSERT_PTRAIN_OK(ptrain_comm_rank(group, &groupRank));
+    ASSERT_PTRAIN_OK(ptrain_comm_size(group, &groupSize));
+    EXPECT_EQ(groupSize, 2);
+    EXPECT_EQ(groupRank, rank == 0 ? 1 : 0);
+    float value = static_cast<float>(rank + 1);
+    ptrain_request_t req;
+    ASSERT_PTRAIN_OK(ptrain_all_reduce_start(group, &value, &value, 1,
+                                             PTRAIN_DTYPE_F32,
+                                             PTRAIN_REDUCE_SUM, &req));
+    ASSERT_PTRAIN_OK(ptrain_wait(req));
+    EXPECT_EQ(value, static_cast<float>(1 + size));
+    ASSERT_PTRAIN_OK(ptrain_comm_destroy(group));
+  } else {
+    // A non-member may not create it.
+    ptrain_comm_t group = nullptr;
+    EXPECT_EQ(ptrain_comm_create_group(world, members, 2, &group),
+              PTRAIN_ERROR_INVALID_ARGUMENT);
+  }
+  // A group of one: the reduction is the identity.
+  ptrain_comm_t self = nullptr;
+  ASSERT_PTRAIN_OK(ptrain_comm_create_group(world, &rank, 1, &self));
+  double x = 3.5 * rank;
+  ptrain_request_t req;
+  ASSERT_PTRAIN_OK(ptrain_all_reduce_start(self, &x, &x, 1, PTRAIN_DTYPE_F64,
+                                           PTRAIN_REDUCE_AVG, &req));
+  ASSERT_PTRAIN_OK(ptrain_wait(req));
+  EXPECT_EQ(x, 3.5 * rank);
+  ASSERT_PTRAIN_OK(ptrain_comm_destroy(self));
+  patientBarrier();
+}
+
+TEST(Comm, RecvWithoutASendFailsAtTheDeadline) {
+  if (rank == 0) {
+    float buf[4];
+    ptrain_request_t req;
+    ASSERT_PTRAIN_OK(
+        ptrain_recv_start(world, buf, sizeof(buf), 1, 4242, &req));
+    const auto start = Clock::now();
+    EXPECT_EQ(ptrain_wait(req), PTRAIN_ERROR_DEADLINE_EXCEEDED);
+    const double elapsed = secondsSince(start);
+    EXPECT_GE(elapsed, 2.0);
+    EXPECT_LT(elapsed, 10.0);
+    const std::string message = ptrain_last_error();
+    for (const char *part :
+         {"ptrain_wait", "recv from peer 1", "tag 4242", "16 bytes", "2 s"})
+      EXPECT_NE(message.find(part), std::string::npos)
+          << "'" << part << "' missing from: " << message;
+    // The receive was cancelled, so the communicator still works.
+    EXPECT_EQ(message.find("broken"), std::string::npos) << message;
+  }
+  patientBarrier();
+}
+
+TEST(Comm, ShortMessageIsAMismatch) {
+  ptrain_request_t req;
+  if (rank == 1) {
+    double payload = 1.0;
+    ASSERT_PTRAIN_OK(ptrain_send_start(world, &payload, 8, 0, 5, &req));
+    ASSERT_PTRAIN_OK(ptrain_wait(req));
+  } else if (rank == 0) {
+    double buf[2];
+    ASSERT_PTRAIN_OK(ptrain_recv_start(world, buf, 16, 1, 5, &req));
+    EXPECT_EQ(ptrain_wait(req), PTRAIN_ERROR_MISMATCH);
+    EXPECT_NE(std::string(ptrain_last_error())
+                  .find("received 8 bytes, expected 16"),
+              std::string::npos)
+        << ptrain_last_error();
+  }
+  patientBarrier();
+}
+
+TEST(Comm, CollectiveMissingARankBreaksOnlyItsCommunicator) {
+  // Every rank but 0 starts an all-reduce on a copy of the world; rank 0
+  // joins only after the others hit the deadline. A collective cannot be
+  // cancelled, so their copy is marked broken; the world is unaffected.
+  std::vector<int32_t> all(size);
+  for (int32_t i = 0; i < size; ++i)
+    all[i] = i;
+  ptrain_comm_t copy = nullptr;
+  ASSERT_PTRAIN_OK(ptrain_comm_create_group(world, all.data(), size, &copy));
+  float value = 1.0f;
+  ptrain_request_t req;
+  if (rank != 0) {
+    ASSERT_PTRAIN_OK(ptrain_all_reduce_start(copy, &value, &value, 1,
+                                             PTRAIN_DTYPE_F32,
+                                             PTRAIN_REDUCE_SUM, &req));
+    EXPECT_EQ(ptrain_wait(req), PTRAIN_ERROR_DEADLINE_EXCEEDED);
+    const std::string message = ptrain_last_error();
+    EXPECT_NE(message.find("all_reduce (sum, f32, 1 elements, 4 bytes)"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("broken"), std::string::npos) << message;
+    EXPECT_EQ(ptrain_barrier_start(copy, &req), PTRAIN_ERROR_COMM);
+  }
+  patientBarrier();
+  if (rank == 0) {
+    // Late, but it completes the collective the others left posted.
+    ASSERT_PTRAIN_OK(ptrain_comm_set_timeout(copy, 30.0));
+    ASSERT_PTRAIN_OK(ptrain_all_reduce_start(copy, &value, &value, 1,
+                                             PTRAIN_DTYPE_F32,
+                                             PTRAIN_REDUCE_SUM, &req));
+    ASSERT_PTRAIN_OK(ptrain_wait(req));
+    EXPECT_EQ(value, static_cast<float>(size));
+  }
+  ASSERT_PTRAIN_OK(ptrain_comm_destroy(copy));
+  patientBarrier();
+}
+
+TEST(Comm, InvalidPeerIsRejectedBeforeMPI) {
+  float buf = 0.0f;
+  ptrain_request_t req = nullptr;
+  EXPECT_EQ(ptrain_send_start(world, &buf, 4, size, 0, &req),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(req, nullptr);
+  EXPECT_NE(std::string(ptrain_last_error()).find("peer"), std::string::npos);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (ptrain_comm_init(&world) != PTRAIN_OK ||
+      ptrain_comm_rank(world, &rank) != PTRAIN_OK ||
+      ptrain_comm_size(world, &size) != PTRAIN_OK) {
+    std::fprintf(stderr, "ptrain_comm_init: %s\n", ptrain_last_error());
+    return 1;
+  }
+  int failed = RUN_ALL_TESTS();
+  if (ptrain_comm_destroy(world) != PTRAIN_OK) {
+    std::fprintf(stderr, "ptrain_comm_destroy: %s\n", ptrain_last_error());
+    return 1;
+  }
+  return failed;
+}

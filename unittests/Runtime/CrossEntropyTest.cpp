@@ -1,0 +1,65 @@
+//===- CrossEntropyTest.cpp - Cross-entropy vs an fp64 reference ----------===//
+
+#include "GradCheck.h"
+
+#include <cmath>
+#include <string>
+
+using namespace ptrain::testing;
+
+namespace {
+
+constexpr int64_t kN = 5, kV = 7;
+
+TEST(CrossEntropy, LossAndGradientMatchTheReference) {
+  auto logits = randomFloats(kN * kV, 71, -3.0f, 3.0f);
+  const int32_t targets[kN] = {3, -1, 0, 6, 3}; // Row 1 is padding.
+  RefFn ref = [&](const std::vector<Vec> &v) {
+    double total = 0.0;
+    int count = 0;
+    for (int64_t i = 0; i < kN; ++i) {
+      if (targets[i] < 0)
+        continue;
+      double sum = 0.0;
+      for (int64_t j = 0; j < kV; ++j)
+        sum += std::exp(v[0][i * kV + j]);
+      total += std::log(sum) - v[0][i * kV + targets[i]];
+      ++count;
+    }
+    return Vec{total / count};
+  };
+  float loss = 0.0f;
+  std::vector<float> lse(kN), dlogits(kN * kV);
+  ASSERT_PTRAIN_OK(ptrain_cross_entropy_fwd_f32(logits.data(), targets, kN, kV,
+                                                &loss, lse.data()));
+  EXPECT_NEAR(loss, ref({toDouble(logits)})[0], 1e-6);
+  const float dloss = 0.75f;
+  ASSERT_PTRAIN_OK(ptrain_cross_entropy_bwd_f32(dloss, logits.data(), targets,
+                                                lse.data(), kN, kV,
+                                                dlogits.data()));
+  expectClose(dlogits, numericGrad(ref, {toDouble(logits)}, 0, Vec{dloss}),
+              1e-6, 1e-4, "dlogits");
+}
+
+TEST(CrossEntropy, UniformLogitsGiveLogVocab) {
+  std::vector<float> logits(2 * 256, 0.0f), lse(2);
+  const int32_t targets[2] = {17, 255};
+  float loss = 0.0f;
+  ASSERT_PTRAIN_OK(ptrain_cross_entropy_fwd_f32(logits.data(), targets, 2, 256,
+                                                &loss, lse.data()));
+  EXPECT_NEAR(loss, std::log(256.0), 1e-6);
+}
+
+TEST(CrossEntropy, TargetBeyondTheVocabularyIsAnError) {
+  std::vector<float> logits(4), lse(2);
+  const int32_t targets[2] = {1, 2};
+  float loss = 0.0f;
+  EXPECT_EQ(ptrain_cross_entropy_fwd_f32(logits.data(), targets, 2, 2, &loss,
+                                         lse.data()),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ptrain_last_error()).find("targets[1] = 2"),
+            std::string::npos)
+      << ptrain_last_error();
+}
+
+} // namespace

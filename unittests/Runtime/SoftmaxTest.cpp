@@ -1,0 +1,65 @@
+//===- SoftmaxTest.cpp - Softmax (optionally causal) vs fp64 reference ----===//
+
+#include "GradCheck.h"
+
+#include <cmath>
+
+using namespace ptrain::testing;
+
+namespace {
+
+/// Softmax over rows of `cols`; with `causal`, row r keeps keys <= r mod cols.
+Vec softmaxRef(const Vec &x, int64_t rows, int64_t cols, bool causal) {
+  Vec y(rows * cols, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t valid = causal ? r % cols + 1 : cols;
+    double mx = -INFINITY, sum = 0.0;
+    for (int64_t c = 0; c < valid; ++c)
+      mx = std::fmax(mx, x[r * cols + c]);
+    for (int64_t c = 0; c < valid; ++c)
+      sum += std::exp(x[r * cols + c] - mx);
+    for (int64_t c = 0; c < valid; ++c)
+      y[r * cols + c] = std::exp(x[r * cols + c] - mx) / sum;
+  }
+  return y;
+}
+
+class SoftmaxMask : public ::testing::TestWithParam<bool> {};
+
+TEST_P(SoftmaxMask, ForwardAndBackwardMatchTheReference) {
+  const bool causal = GetParam();
+  const int64_t rows = 8, cols = 4; // Two [4, 4] score matrices.
+  auto x = randomFloats(rows * cols, 41, -3.0f, 3.0f);
+  auto dy = randomFloats(rows * cols, 42);
+  RefFn ref = [&](const std::vector<Vec> &v) {
+    return softmaxRef(v[0], rows, cols, causal);
+  };
+  std::vector<float> y(rows * cols), dx(rows * cols);
+  ASSERT_PTRAIN_OK(
+      ptrain_softmax_fwd_f32(x.data(), rows, cols, causal, y.data()));
+  expectClose(y, ref({toDouble(x)}), 1e-6, 1e-5, "y");
+  ASSERT_PTRAIN_OK(
+      ptrain_softmax_bwd_f32(dy.data(), y.data(), rows, cols, dx.data()));
+  expectClose(dx, numericGrad(ref, {toDouble(x)}, 0, toDouble(dy)), 1e-5, 1e-4,
+              "dx");
+  if (causal) { // Row 5 is query 1 of the second matrix: keys 2, 3 masked.
+    EXPECT_EQ(y[5 * cols + 2] + y[5 * cols + 3], 0.0f);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CausalAndFull, SoftmaxMask,
+                         ::testing::Values(false, true));
+
+TEST(Softmax, LargeLogitsDoNotOverflow) {
+  std::vector<float> x = {1000.0f, 1000.0f}, y(2);
+  ASSERT_PTRAIN_OK(ptrain_softmax_fwd_f32(x.data(), 1, 2, 0, y.data()));
+  expectClose(y, Vec{0.5, 0.5}, 0, 0, "y");
+}
+
+TEST(Softmax, CausalNeedsSquareTrailingDims) {
+  std::vector<float> x(6), y(6);
+  EXPECT_EQ(ptrain_softmax_fwd_f32(x.data(), 3, 2, 1, y.data()),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+}
+
+} // namespace
