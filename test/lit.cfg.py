@@ -18,6 +18,8 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%shared", os.path.join(config.ptrain_src_root, "..", "shared")))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
+# FileCheck, not, count and split-file come from Debian's llvm-22-tools.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.ptrain_tools_dir, config.llvm_tools_dir]
 tools = [

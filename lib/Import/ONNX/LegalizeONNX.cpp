@@ -59,9 +59,13 @@ private:
 // Helpers
 //===----------------------------------------------------------------------===//
 
+/// "ONNX <op> node '<name>' (opset N): ", at the node's location (its 1-based index in the graph as line).
 InFlightDiagnostic nodeError(OnnxNodeOp node) {
-  return emitError(node.getLoc()) << "ONNX " << node.getOpType() << " (opset "
-                                  << static_cast<int64_t>(node.getOpset()) << "): ";
+  InFlightDiagnostic diag = emitError(node.getLoc()) << "ONNX " << node.getOpType();
+  if (auto name = dyn_cast<NameLoc>(node.getLoc()))
+    diag << " node '" << name.getName().getValue() << "'";
+  diag << " (opset " << static_cast<int64_t>(node.getOpset()) << "): ";
+  return diag;
 }
 
 int64_t intAttr(OnnxNodeOp node, StringRef name, int64_t defaultValue) {
