@@ -24,6 +24,8 @@ tools = [
     "ptrain-opt",
     "ptrain-translate",
     "ptrain-interpret",
+    "split-file",
+    "not",
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

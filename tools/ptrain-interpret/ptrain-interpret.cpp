@@ -52,6 +52,7 @@ static llvm::cl::opt<bool> printSummary("print-summary",
                                         llvm::cl::desc("print the ops evaluated and the states loaded"));
 
 static int fail(const llvm::Twine &message) {
+  llvm::outs().flush(); // Keep the error after what was printed before it.
   llvm::errs() << "ptrain-interpret: error: " << message << "\n";
   return 1;
 }
@@ -150,8 +151,10 @@ int main(int argc, char **argv) {
     for (const auto &[key, type] : stats.statesRead)
       llvm::outs() << "  '" << key << "' " << type << "\n";
   }
-  if (mismatch)
-    return fail("a result differs from its expectation by more than --atol " +
-                std::to_string(absoluteTolerance.getValue()));
+  if (mismatch) {
+    std::string tolerance;
+    llvm::raw_string_ostream(tolerance) << llvm::format("%g", absoluteTolerance.getValue());
+    return fail("a result differs from its expectation by more than --atol " + tolerance);
+  }
   return 0;
 }
