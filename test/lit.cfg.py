@@ -25,6 +25,9 @@ tool_dirs = [config.ptrain_tools_dir, config.llvm_tools_dir]
 tools = [
     "ptrain-opt",
     "ptrain-translate",
+    "ptrain-interpret",
+    "split-file",
+    "not",
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

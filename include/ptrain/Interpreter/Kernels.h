@@ -1,0 +1,71 @@
+//===- Kernels.h - reference kernels of the ptrain model ops ------*- C++ -*-===//
+//
+// One function per model op of PTrainModelOps.td, on host tensors, with exactly the semantics the op's
+// description gives. Floats are computed in double (sums, dot products and variances accumulate in double) and
+// the result is rounded once to its element type. Every kernel checks its operands itself (shapes, ranges of
+// ids and labels) and returns an error that says what is wrong, so a kernel called on unverified IR or on bad
+// runtime data never crashes; the interpreter prefixes the op and its location.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_INTERPRETER_KERNELS_H
+#define PTRAIN_INTERPRETER_KERNELS_H
+
+#include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h"
+#include "ptrain/Interpreter/Tensor.h"
+
+#include <vector>
+
+namespace mlir::ptrain::interp {
+
+//===--- Broadcasting (numpy rules) ---------------------------------------===//
+
+/// The numpy broadcast of two shapes (aligned from the last dimension; each pair equal or one of them 1), or
+/// an error naming both shapes.
+llvm::Expected<llvm::SmallVector<int64_t>> broadcastShapes(llvm::ArrayRef<int64_t> lhs,
+                                                           llvm::ArrayRef<int64_t> rhs);
+/// For each element of `outShape` (row-major), the flat index of the element of `inShape` broadcast to it.
+/// Precondition: `inShape` broadcasts to `outShape`.
+std::vector<int64_t> broadcastIndexMap(llvm::ArrayRef<int64_t> outShape, llvm::ArrayRef<int64_t> inShape);
+
+//===--- Elementwise (Elementwise.cpp) ------------------------------------===//
+
+/// `ptrain.binary`: lhs <kind> rhs with numpy broadcasting. Integer tensors: add, sub, mul, max, min, div
+/// (truncating; division by zero is an error) and pow (exponent >= 0).
+llvm::Expected<Tensor> evalBinary(BinaryKind kind, const Tensor &lhs, const Tensor &rhs);
+/// `ptrain.unary` on a float tensor (IEEE results: log(-1) is NaN, 1/0 is inf).
+llvm::Expected<Tensor> evalUnary(UnaryKind kind, const Tensor &input);
+/// `ptrain.gelu`: x/2 (1 + erf(x/sqrt 2)), or 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Hendrycks &
+/// Gimpel, 2016).
+llvm::Expected<Tensor> evalGelu(GeluApproximation approximation, const Tensor &input);
+
+//===--- Linear algebra and lookup (LinearAlgebra.cpp) --------------------===//
+
+/// `ptrain.matmul`: [..., n, k] x [..., k, m] -> [broadcast batch..., n, m], dot products in double.
+llvm::Expected<Tensor> evalMatmul(const Tensor &lhs, const Tensor &rhs);
+/// `ptrain.embedding`: out[i..., :] = table[ids[i...], :]; an id outside [0, V) is an error naming it.
+llvm::Expected<Tensor> evalEmbedding(const Tensor &table, const Tensor &ids);
+
+//===--- Normalization and loss (Normalization.cpp) -----------------------===//
+
+/// `ptrain.layer_norm`: mean and biased variance over dimensions [axis, rank), in double; `bias` may be null.
+llvm::Expected<Tensor> evalLayerNorm(const Tensor &input, const Tensor &scale, const Tensor *bias, int64_t axis,
+                                     double epsilon);
+/// `ptrain.softmax` along `axis` (negative counts from the end), with max subtraction.
+llvm::Expected<Tensor> evalSoftmax(const Tensor &input, int64_t axis);
+/// `ptrain.cross_entropy`: mean over positions of logsumexp(logits[p, :]) - logits[p, label[p]], in nats; a
+/// rank-0 tensor of the logits' element type. A label outside [0, C) is an error naming it.
+llvm::Expected<Tensor> evalCrossEntropy(const Tensor &logits, const Tensor &labels);
+
+//===--- Data movement (DataMovement.cpp) ---------------------------------===//
+
+/// `ptrain.reshape`: the same elements in row-major order under `shape` (same element count).
+llvm::Expected<Tensor> evalReshape(const Tensor &input, llvm::ArrayRef<int64_t> shape);
+/// `ptrain.transpose`: result dimension i is input dimension perm[i].
+llvm::Expected<Tensor> evalTranspose(const Tensor &input, llvm::ArrayRef<int64_t> perm);
+/// `ptrain.split`: consecutive pieces of `sizes` along `axis` (negative counts from the end).
+llvm::Expected<std::vector<Tensor>> evalSplit(const Tensor &input, int64_t axis, llvm::ArrayRef<int64_t> sizes);
+
+} // namespace mlir::ptrain::interp
+
+#endif // PTRAIN_INTERPRETER_KERNELS_H

@@ -1,0 +1,240 @@
+//===- Initializers.cpp - ONNX tensor data: .pb files and initializers ---===//
+//
+// TensorProto decoding (inline and external data) with protobuf's bool-returning parser; no exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Import/ONNX/Initializers.h"
+
+#include "onnx/onnx_pb.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::onnx_data;
+using interp::DType;
+using interp::makeError;
+using interp::Tensor;
+
+/// The interpreter element type of an ONNX TensorProto data type.
+static llvm::Expected<DType> dtypeFromONNX(int32_t dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT:
+    return DType::F32;
+  case onnx::TensorProto::DOUBLE:
+    return DType::F64;
+  case onnx::TensorProto::INT32:
+    return DType::I32;
+  case onnx::TensorProto::INT64:
+    return DType::I64;
+  default:
+    return makeError("unsupported data type " + llvm::Twine(dataType) + " (" +
+                     onnx::TensorProto::DataType_Name(dataType) + "); supported: FLOAT, DOUBLE, INT32, INT64");
+  }
+}
+
+static size_t elementBytes(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::I32 ? 4 : 8;
+}
+
+/// Decodes little-endian bytes (raw_data or external data) into a tensor.
+static llvm::Expected<Tensor> fromBytes(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::StringRef bytes) {
+  int64_t n = interp::numElements(shape);
+  if (bytes.size() != static_cast<size_t>(n) * elementBytes(dtype))
+    return makeError("holds " + llvm::Twine(bytes.size()) + " bytes, the shape " + interp::formatShape(shape) +
+                     " of " + interp::stringifyDType(dtype) + " needs " +
+                     llvm::Twine(static_cast<size_t>(n) * elementBytes(dtype)));
+  const char *p = bytes.data();
+  using namespace llvm::support;
+  switch (dtype) {
+  case DType::F32: {
+    std::vector<double> values(n);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits = endian::read32le(p + 4 * i);
+      float f;
+      std::memcpy(&f, &bits, 4);
+      values[i] = f;
+    }
+    return Tensor::fromFloats(dtype, shape, values);
+  }
+  case DType::F64: {
+    std::vector<double> values(n);
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t bits = endian::read64le(p + 8 * i);
+      std::memcpy(&values[i], &bits, 8);
+    }
+    return Tensor::fromFloats(dtype, shape, values);
+  }
+  case DType::I32: {
+    std::vector<int64_t> values(n);
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = static_cast<int32_t>(endian::read32le(p + 4 * i));
+    return Tensor::fromInts(dtype, shape, values);
+  }
+  case DType::I64: {
+    std::vector<int64_t> values(n);
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = static_cast<int64_t>(endian::read64le(p + 8 * i));
+    return Tensor::fromInts(dtype, shape, values);
+  }
+  }
+  return makeError("unknown element type");
+}
+
+/// Decodes the typed repeated fields (float_data, double_data, int32_data, int64_data).
+template <typename Field>
+static llvm::Expected<Tensor> fromField(DType dtype, llvm::ArrayRef<int64_t> shape, const Field &field) {
+  int64_t n = interp::numElements(shape);
+  if (field.size() != n)
+    return makeError("holds " + llvm::Twine(field.size()) + " values, the shape " + interp::formatShape(shape) +
+                     " needs " + llvm::Twine(n));
+  if (interp::isFloatDType(dtype))
+    return Tensor::fromFloats(dtype, shape, std::vector<double>(field.begin(), field.end()));
+  return Tensor::fromInts(dtype, shape, std::vector<int64_t>(field.begin(), field.end()));
+}
+
+/// Decodes a TensorProto whose data is inline; `external` supplies the bytes of EXTERNAL data.
+static llvm::Expected<Tensor>
+decodeTensor(const onnx::TensorProto &proto,
+             llvm::function_ref<llvm::Expected<llvm::StringRef>(const onnx::TensorProto &)> external) {
+  llvm::Expected<DType> dtype = dtypeFromONNX(proto.data_type());
+  if (!dtype)
+    return dtype.takeError();
+  llvm::SmallVector<int64_t> shape;
+  for (int64_t d : proto.dims()) {
+    if (d < 0)
+      return makeError("has a negative dimension " + llvm::Twine(d));
+    shape.push_back(d);
+  }
+  if (proto.has_segment())
+    return makeError("is segmented, which is not supported");
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    llvm::Expected<llvm::StringRef> bytes = external(proto);
+    if (!bytes)
+      return bytes.takeError();
+    return fromBytes(*dtype, shape, *bytes);
+  }
+  if (proto.has_raw_data())
+    return fromBytes(*dtype, shape, proto.raw_data());
+  switch (*dtype) {
+  case DType::F32:
+    return fromField(*dtype, shape, proto.float_data());
+  case DType::F64:
+    return fromField(*dtype, shape, proto.double_data());
+  case DType::I32:
+    return fromField(*dtype, shape, proto.int32_data());
+  case DType::I64:
+    return fromField(*dtype, shape, proto.int64_data());
+  }
+  return makeError("unknown element type");
+}
+
+template <typename Message>
+static llvm::Error parseFile(llvm::StringRef path, Message &message, llvm::StringRef what) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return makeError(path + ": cannot read: " + buffer.getError().message());
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  if (bytes.size() > static_cast<size_t>(INT32_MAX))
+    return makeError(path + ": file of " + llvm::Twine(bytes.size()) + " bytes is too large to parse");
+  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return makeError(path + ": not a valid ONNX " + what + " (protobuf parse failed)");
+  return llvm::Error::success();
+}
+
+llvm::Expected<Tensor> mlir::ptrain::onnx_data::readTensorProtoFile(llvm::StringRef path) {
+  onnx::TensorProto proto;
+  if (llvm::Error error = parseFile(path, proto, "TensorProto"))
+    return std::move(error);
+  auto noExternal = [&](const onnx::TensorProto &) -> llvm::Expected<llvm::StringRef> {
+    return makeError("uses external data, which a standalone TensorProto file cannot resolve");
+  };
+  llvm::Expected<Tensor> tensor = decodeTensor(proto, noExternal);
+  if (!tensor)
+    return makeError(path + ": tensor '" + proto.name() + "' " + llvm::toString(tensor.takeError()));
+  return tensor;
+}
+
+ONNXInitializers::ONNXInitializers() : model(std::make_unique<onnx::ModelProto>()) {}
+ONNXInitializers::~ONNXInitializers() = default;
+ONNXInitializers::ONNXInitializers(ONNXInitializers &&) = default;
+ONNXInitializers &ONNXInitializers::operator=(ONNXInitializers &&) = default;
+
+llvm::Expected<ONNXInitializers> ONNXInitializers::open(llvm::StringRef modelPath) {
+  ONNXInitializers result;
+  result.modelPath = modelPath.str();
+  if (llvm::Error error = parseFile(modelPath, *result.model, "model"))
+    return std::move(error);
+  for (const onnx::TensorProto &init : result.model->graph().initializer())
+    if (!result.byName.try_emplace(init.name(), &init).second)
+      return makeError(modelPath + ": initializer '" + init.name() + "' appears twice");
+  return std::move(result);
+}
+
+bool ONNXInitializers::contains(llvm::StringRef name) const { return byName.count(name); }
+
+std::vector<std::string> ONNXInitializers::getNames() const {
+  std::vector<std::string> names;
+  for (const onnx::TensorProto &init : model->graph().initializer())
+    names.push_back(init.name());
+  return names;
+}
+
+llvm::Expected<Tensor> ONNXInitializers::read(llvm::StringRef name) {
+  auto it = byName.find(name);
+  if (it == byName.end())
+    return makeError(modelPath + ": no initializer named '" + name + "'");
+  const onnx::TensorProto &proto = *it->second;
+
+  auto external = [&](const onnx::TensorProto &t) -> llvm::Expected<llvm::StringRef> {
+    std::string location;
+    uint64_t offset = 0;
+    std::optional<uint64_t> length;
+    for (const onnx::StringStringEntryProto &entry : t.external_data()) {
+      llvm::StringRef key = entry.key(), value = entry.value();
+      if (key == "location") {
+        location = value.str();
+      } else if (key == "offset" || key == "length") {
+        uint64_t number;
+        if (value.getAsInteger(10, number))
+          return makeError("has a bad external data " + key + " '" + value + "'");
+        if (key == "offset")
+          offset = number;
+        else
+          length = number;
+      }
+    }
+    if (location.empty())
+      return makeError("has external data without a location");
+    if (llvm::sys::path::is_absolute(location))
+      return makeError("has an absolute external data location '" + location + "'");
+    llvm::SmallString<256> path(llvm::sys::path::parent_path(modelPath));
+    llvm::sys::path::append(path, location);
+    auto cached = externalFiles.find(path);
+    if (cached == externalFiles.end()) {
+      llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+          llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+      if (!buffer)
+        return makeError("has external data in '" + path + "', which cannot be read: " +
+                         buffer.getError().message());
+      cached = externalFiles.try_emplace(path, std::move(*buffer)).first;
+    }
+    llvm::StringRef data = cached->second->getBuffer();
+    uint64_t size = length ? *length : (offset <= data.size() ? data.size() - offset : 0);
+    if (offset > data.size() || size > data.size() - offset)
+      return makeError("has external data [" + llvm::Twine(offset) + ", " + llvm::Twine(offset + size) +
+                       ") past the end of '" + path + "' (" + llvm::Twine(data.size()) + " bytes)");
+    return data.substr(offset, size);
+  };
+
+  llvm::Expected<Tensor> tensor = decodeTensor(proto, external);
+  if (!tensor)
+    return makeError(modelPath + ": initializer '" + name + "' " + llvm::toString(tensor.takeError()));
+  return tensor;
+}

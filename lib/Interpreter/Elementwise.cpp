@@ -1,0 +1,181 @@
+//===- Elementwise.cpp - binary, unary and gelu kernels ------------------===//
+//
+// ptrain.binary (numpy broadcasting), ptrain.unary and ptrain.gelu on host tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Interpreter/Kernels.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::interp;
+
+llvm::Expected<llvm::SmallVector<int64_t>>
+mlir::ptrain::interp::broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs) {
+  size_t rank = std::max(lhs.size(), rhs.size());
+  llvm::SmallVector<int64_t> out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t l = i < lhs.size() ? lhs[lhs.size() - 1 - i] : 1;
+    int64_t r = i < rhs.size() ? rhs[rhs.size() - 1 - i] : 1;
+    if (l != r && l != 1 && r != 1)
+      return makeError("shapes " + formatShape(lhs) + " and " + formatShape(rhs) + " do not broadcast");
+    out[rank - 1 - i] = l == 1 ? r : l;
+  }
+  return out;
+}
+
+std::vector<int64_t> mlir::ptrain::interp::broadcastIndexMap(llvm::ArrayRef<int64_t> outShape,
+                                                             llvm::ArrayRef<int64_t> inShape) {
+  // Stride of each output dimension into the input: 0 where the input dimension is absent or 1.
+  size_t rank = outShape.size(), offset = rank - inShape.size();
+  llvm::SmallVector<int64_t> inStrides = rowMajorStrides(inShape);
+  llvm::SmallVector<int64_t> strides(rank, 0);
+  for (size_t d = offset; d < rank; ++d)
+    strides[d] = inShape[d - offset] == 1 ? 0 : inStrides[d - offset];
+
+  int64_t n = numElements(outShape);
+  std::vector<int64_t> map(n);
+  llvm::SmallVector<int64_t> index(rank, 0);
+  int64_t source = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    map[j] = source;
+    // Row-major increment of the multi-index, keeping `source` in step.
+    for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+      source += strides[d];
+      if (++index[d] < outShape[d])
+        break;
+      source -= strides[d] * outShape[d];
+      index[d] = 0;
+    }
+  }
+  return map;
+}
+
+static double applyFloat(BinaryKind kind, double a, double b) {
+  switch (kind) {
+  case BinaryKind::Add:
+    return a + b;
+  case BinaryKind::Sub:
+    return a - b;
+  case BinaryKind::Mul:
+    return a * b;
+  case BinaryKind::Div:
+    return a / b;
+  case BinaryKind::Pow:
+    return std::pow(a, b);
+  case BinaryKind::Max:
+    // NaN propagates (torch.maximum, ONNX Max).
+    return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+  case BinaryKind::Min:
+    return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+  }
+  return NAN;
+}
+
+static llvm::Expected<int64_t> applyInt(BinaryKind kind, int64_t a, int64_t b) {
+  switch (kind) {
+  case BinaryKind::Add:
+    return a + b;
+  case BinaryKind::Sub:
+    return a - b;
+  case BinaryKind::Mul:
+    return a * b;
+  case BinaryKind::Div:
+    if (b == 0)
+      return makeError("integer division by zero");
+    return a / b;
+  case BinaryKind::Pow: {
+    if (b < 0)
+      return makeError("integer pow with negative exponent " + llvm::Twine(b));
+    int64_t result = 1, base = a;
+    for (uint64_t e = static_cast<uint64_t>(b); e; e >>= 1, base *= base)
+      if (e & 1)
+        result *= base;
+    return result;
+  }
+  case BinaryKind::Max:
+    return std::max(a, b);
+  case BinaryKind::Min:
+    return std::min(a, b);
+  }
+  return makeError("unknown binary kind");
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalBinary(BinaryKind kind, const Tensor &lhs, const Tensor &rhs) {
+  if (lhs.getDType() != rhs.getDType())
+    return makeError("operand element types differ: " + lhs.getTypeString() + " vs " + rhs.getTypeString());
+  llvm::Expected<llvm::SmallVector<int64_t>> shape = broadcastShapes(lhs.getShape(), rhs.getShape());
+  if (!shape)
+    return shape.takeError();
+  std::vector<int64_t> lmap = broadcastIndexMap(*shape, lhs.getShape());
+  std::vector<int64_t> rmap = broadcastIndexMap(*shape, rhs.getShape());
+  Tensor out(lhs.getDType(), *shape);
+  if (lhs.isFloat()) {
+    llvm::MutableArrayRef<double> o = out.floats();
+    for (size_t j = 0; j < o.size(); ++j)
+      o[j] = applyFloat(kind, lhs.floats()[lmap[j]], rhs.floats()[rmap[j]]);
+    out.roundToDType();
+    return out;
+  }
+  llvm::MutableArrayRef<int64_t> o = out.ints();
+  for (size_t j = 0; j < o.size(); ++j) {
+    llvm::Expected<int64_t> v = applyInt(kind, lhs.ints()[lmap[j]], rhs.ints()[rmap[j]]);
+    if (!v)
+      return v.takeError();
+    o[j] = *v;
+  }
+  return Tensor::fromInts(out.getDType(), out.getShape(), out.ints());
+}
+
+static double applyUnary(UnaryKind kind, double x) {
+  switch (kind) {
+  case UnaryKind::Neg:
+    return -x;
+  case UnaryKind::Exp:
+    return std::exp(x);
+  case UnaryKind::Log:
+    return std::log(x);
+  case UnaryKind::Sqrt:
+    return std::sqrt(x);
+  case UnaryKind::Rsqrt:
+    return 1.0 / std::sqrt(x);
+  case UnaryKind::Reciprocal:
+    return 1.0 / x;
+  case UnaryKind::Erf:
+    return std::erf(x);
+  case UnaryKind::Tanh:
+    return std::tanh(x);
+  case UnaryKind::Relu:
+    return x > 0.0 ? x : (std::isnan(x) ? x : 0.0);
+  }
+  return NAN;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalUnary(UnaryKind kind, const Tensor &input) {
+  if (!input.isFloat())
+    return makeError("unary " + stringifyUnaryKind(kind) + " needs a float tensor, got " +
+                     input.getTypeString());
+  Tensor out = input;
+  for (double &v : out.floats())
+    v = applyUnary(kind, v);
+  out.roundToDType();
+  return out;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalGelu(GeluApproximation approximation, const Tensor &input) {
+  if (!input.isFloat())
+    return makeError("gelu needs a float tensor, got " + input.getTypeString());
+  Tensor out = input;
+  const double invSqrt2 = 1.0 / std::sqrt(2.0);
+  const double sqrt2OverPi = std::sqrt(2.0 / M_PI);
+  for (double &x : out.floats()) {
+    if (approximation == GeluApproximation::Tanh)
+      x = 0.5 * x * (1.0 + std::tanh(sqrt2OverPi * (x + 0.044715 * x * x * x)));
+    else
+      x = x * 0.5 * (1.0 + std::erf(x * invSqrt2));
+  }
+  out.roundToDType();
+  return out;
+}

@@ -1,0 +1,218 @@
+//===- Interpreter.cpp - reference interpreter driver --------------------===//
+//
+// Walks the entry function's single block in order, keeps one Tensor per SSA value, and dispatches each op to
+// its kernel (Kernels.h). Errors are prefixed with the op's location and name.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Interpreter/Interpreter.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Interpreter/Kernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::interp;
+
+StateProvider mlir::ptrain::interp::makeMapStateProvider(llvm::StringMap<Tensor> values) {
+  return [values = std::move(values)](llvm::StringRef key, RankedTensorType) -> llvm::Expected<Tensor> {
+    auto it = values.find(key);
+    if (it == values.end())
+      return makeError("no value for state key '" + key + "'");
+    return it->second;
+  };
+}
+
+/// `file:line:col` for file locations (looking through names and call sites), else MLIR's spelling.
+static std::string formatLocation(Location loc) {
+  if (auto file = llvm::dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().getValue() + ":" + llvm::Twine(file.getLine()) + ":" +
+            llvm::Twine(file.getColumn()))
+        .str();
+  if (auto name = llvm::dyn_cast<NameLoc>(loc)) {
+    std::string inner = llvm::isa<UnknownLoc>(name.getChildLoc()) ? "" : formatLocation(name.getChildLoc());
+    return inner.empty() ? "\"" + name.getName().str() + "\"" : inner + " (\"" + name.getName().str() + "\")";
+  }
+  if (auto fused = llvm::dyn_cast<FusedLoc>(loc)) {
+    for (Location child : fused.getLocations())
+      if (!llvm::isa<UnknownLoc>(child))
+        return formatLocation(child);
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << loc;
+  return text;
+}
+
+/// Prefixes `error` with the op's location and name.
+static llvm::Error opError(Operation *op, llvm::Error error) {
+  std::string message = llvm::toString(std::move(error));
+  return makeError(formatLocation(op->getLoc()) + ": '" + op->getName().getStringRef() + "': " + message);
+}
+
+static std::string typeString(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
+namespace {
+/// The state of one run: SSA values, loaded states, statistics.
+class Evaluation {
+public:
+  Evaluation(const StateProvider &states, RunStatistics &statistics)
+      : states(states), statistics(statistics) {}
+
+  void bind(Value value, Tensor tensor) { values[value] = std::move(tensor); }
+  const Tensor &get(Value value) { return values.find(value)->second; }
+
+  /// Evaluates `op`, binding its results; `func.return` fills `returned`.
+  llvm::Error eval(Operation *op, std::vector<Tensor> &returned);
+
+private:
+  llvm::Expected<std::vector<Tensor>> dispatch(Operation *op, std::vector<Tensor> &returned);
+  llvm::Expected<Tensor> readState(StateReadOp op);
+
+  const StateProvider &states;
+  RunStatistics &statistics;
+  llvm::DenseMap<Value, Tensor> values;
+  llvm::StringMap<Tensor> loaded;
+};
+} // namespace
+
+/// Wraps a single-result kernel's value into a result list.
+static llvm::Expected<std::vector<Tensor>> one(llvm::Expected<Tensor> result) {
+  if (!result)
+    return result.takeError();
+  std::vector<Tensor> results;
+  results.push_back(std::move(*result));
+  return results;
+}
+
+llvm::Expected<Tensor> Evaluation::readState(StateReadOp op) {
+  auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(op, op.getStateAttr());
+  if (!state)
+    return makeError("'" + op.getState() + "' does not name a ptrain.state");
+  llvm::StringRef key = state.getKey();
+  auto cached = loaded.find(key);
+  if (cached != loaded.end())
+    return cached->second;
+  RankedTensorType type = state.getTensorType();
+  llvm::Expected<Tensor> value = states(key, type);
+  if (!value)
+    return makeError("state @" + op.getState() + " (key '" + key + "'): " + llvm::toString(value.takeError()));
+  if (!value->hasType(type))
+    return makeError("state @" + op.getState() + " (key '" + key + "') is declared " + typeString(type) +
+                     " but its value is " + value->getTypeString());
+  statistics.statesRead.emplace_back(key.str(), typeString(type));
+  loaded[key] = *value;
+  return std::move(*value);
+}
+
+llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vector<Tensor> &returned) {
+  using Result = llvm::Expected<std::vector<Tensor>>;
+  return llvm::TypeSwitch<Operation *, Result>(op)
+      .Case([&](arith::ConstantOp c) -> Result {
+        auto dense = llvm::dyn_cast<DenseElementsAttr>(c.getValue());
+        if (!dense)
+          return makeError("only dense tensor constants are supported");
+        return one(tensorFromDenseElements(dense));
+      })
+      .Case([&](StateReadOp r) -> Result { return one(readState(r)); })
+      .Case([&](EmbeddingOp e) -> Result { return one(evalEmbedding(get(e.getTable()), get(e.getIds()))); })
+      .Case([&](BinaryOp b) -> Result {
+        return one(evalBinary(b.getKind(), get(b.getLhs()), get(b.getRhs())));
+      })
+      .Case([&](UnaryOp u) -> Result { return one(evalUnary(u.getKind(), get(u.getInput()))); })
+      .Case([&](MatmulOp m) -> Result { return one(evalMatmul(get(m.getLhs()), get(m.getRhs()))); })
+      .Case([&](LayerNormOp l) -> Result {
+        const Tensor *bias = l.getBias() ? &get(l.getBias()) : nullptr;
+        return one(evalLayerNorm(get(l.getInput()), get(l.getScale()), bias, l.getAxisAttr().getInt(),
+                                 l.getEpsilonAttr().getValueAsDouble()));
+      })
+      .Case([&](SoftmaxOp s) -> Result {
+        return one(evalSoftmax(get(s.getInput()), s.getAxisAttr().getInt()));
+      })
+      .Case([&](GeluOp g) -> Result { return one(evalGelu(g.getApproximate(), get(g.getInput()))); })
+      .Case([&](ReshapeOp r) -> Result {
+        return one(evalReshape(get(r.getInput()), r.getResult().getType().getShape()));
+      })
+      .Case([&](TransposeOp t) -> Result { return one(evalTranspose(get(t.getInput()), t.getPerm())); })
+      .Case([&](SplitOp s) -> Result {
+        return evalSplit(get(s.getInput()), s.getAxisAttr().getInt(), s.getSizes());
+      })
+      .Case([&](CrossEntropyOp c) -> Result {
+        return one(evalCrossEntropy(get(c.getLogits()), get(c.getLabels())));
+      })
+      .Case([&](func::ReturnOp r) -> Result {
+        for (Value v : r.getOperands())
+          returned.push_back(get(v));
+        return std::vector<Tensor>();
+      })
+      .Default([&](Operation *) -> Result {
+        return makeError("the reference interpreter has no rule for this op");
+      });
+}
+
+llvm::Error Evaluation::eval(Operation *op, std::vector<Tensor> &returned) {
+  if (op->getNumRegions() != 0 && !isa<func::ReturnOp>(op))
+    return opError(op, makeError("ops with regions are not supported"));
+  for (Value operand : op->getOperands())
+    if (!values.count(operand))
+      return opError(op, makeError("an operand has no value (defined outside the function?)"));
+  statistics.opCounts[op->getName().getStringRef().str()]++;
+  llvm::Expected<std::vector<Tensor>> results = dispatch(op, returned);
+  if (!results)
+    return opError(op, results.takeError());
+  if (results->size() != op->getNumResults())
+    return opError(op, makeError("produced " + llvm::Twine(results->size()) + " values for " +
+                                 llvm::Twine(op->getNumResults()) + " results"));
+  for (auto [value, tensor] : llvm::zip(op->getResults(), *results)) {
+    // Guards the kernels against disagreeing with the op's (verified) result type.
+    auto type = llvm::dyn_cast<RankedTensorType>(value.getType());
+    if (!type || !tensor.hasType(type))
+      return opError(op, makeError("computed " + tensor.getTypeString() + " but the result type is " +
+                                   typeString(value.getType())));
+    bind(value, std::move(tensor));
+  }
+  return llvm::Error::success();
+}
+
+Interpreter::Interpreter(ModuleOp module, StateProvider states) : module(module), states(std::move(states)) {}
+
+llvm::Expected<std::vector<Tensor>> Interpreter::run(llvm::StringRef entry, llvm::ArrayRef<Tensor> arguments) {
+  statistics = RunStatistics();
+  auto func = module.lookupSymbol<func::FuncOp>(entry);
+  if (!func)
+    return makeError("no func.func @" + entry + " in the module");
+  if (func.isExternal())
+    return makeError("@" + entry + " has no body");
+  if (!func.getBody().hasOneBlock())
+    return makeError("@" + entry + " has more than one block; control flow is not supported");
+  if (arguments.size() != func.getNumArguments())
+    return makeError("@" + entry + " takes " + llvm::Twine(func.getNumArguments()) + " arguments, got " +
+                     llvm::Twine(arguments.size()));
+
+  Evaluation evaluation(states, statistics);
+  Block &block = func.getBody().front();
+  for (auto [i, argument] : llvm::enumerate(block.getArguments())) {
+    auto type = llvm::dyn_cast<RankedTensorType>(argument.getType());
+    if (!type || !arguments[i].hasType(type))
+      return makeError("argument " + llvm::Twine(i) + " of @" + entry + " is " + typeString(argument.getType()) +
+                       ", got " + arguments[i].getTypeString());
+    evaluation.bind(argument, arguments[i]);
+  }
+  std::vector<Tensor> returned;
+  for (Operation &op : block)
+    if (llvm::Error error = evaluation.eval(&op, returned))
+      return std::move(error);
+  return returned;
+}

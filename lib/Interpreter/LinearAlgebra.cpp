@@ -1,0 +1,78 @@
+//===- LinearAlgebra.cpp - matmul and embedding kernels ------------------===//
+//
+// ptrain.matmul (batched, broadcast batch dimensions, dot products accumulated in double) and
+// ptrain.embedding (row lookup with a range check on every id).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Interpreter/Kernels.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::interp;
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalMatmul(const Tensor &lhs, const Tensor &rhs) {
+  if (!lhs.isFloat() || lhs.getDType() != rhs.getDType())
+    return makeError("matmul needs two float tensors of one element type, got " + lhs.getTypeString() +
+                     " and " + rhs.getTypeString());
+  // (C1) rank >= 2; (C2) equal contracted dimensions; (C3) broadcast batch dimensions.
+  if (lhs.getRank() < 2 || rhs.getRank() < 2)
+    return makeError("matmul needs operands of rank >= 2, got " + lhs.getTypeString() + " and " +
+                     rhs.getTypeString());
+  llvm::ArrayRef<int64_t> ls = lhs.getShape(), rs = rhs.getShape();
+  int64_t n = ls[ls.size() - 2], k = ls.back(), m = rs.back();
+  if (rs[rs.size() - 2] != k)
+    return makeError("matmul contracted dimensions differ: " + formatShape(ls) + " x " + formatShape(rs));
+  llvm::ArrayRef<int64_t> lbatch = ls.drop_back(2), rbatch = rs.drop_back(2);
+  llvm::Expected<llvm::SmallVector<int64_t>> batch = broadcastShapes(lbatch, rbatch);
+  if (!batch)
+    return batch.takeError();
+  std::vector<int64_t> lmap = broadcastIndexMap(*batch, lbatch);
+  std::vector<int64_t> rmap = broadcastIndexMap(*batch, rbatch);
+
+  llvm::SmallVector<int64_t> shape(*batch);
+  shape.push_back(n);
+  shape.push_back(m);
+  Tensor out(lhs.getDType(), shape);
+  llvm::ArrayRef<double> a = lhs.floats(), b = rhs.floats();
+  llvm::MutableArrayRef<double> o = out.floats();
+  std::vector<double> row(m);
+  for (size_t bi = 0; bi < lmap.size(); ++bi) {
+    const double *abase = a.data() + lmap[bi] * n * k;
+    const double *bbase = b.data() + rmap[bi] * k * m;
+    double *obase = o.data() + static_cast<int64_t>(bi) * n * m;
+    for (int64_t i = 0; i < n; ++i) {
+      std::fill(row.begin(), row.end(), 0.0);
+      for (int64_t p = 0; p < k; ++p) {
+        double x = abase[i * k + p];
+        const double *brow = bbase + p * m;
+        for (int64_t j = 0; j < m; ++j)
+          row[j] += x * brow[j];
+      }
+      std::copy(row.begin(), row.end(), obase + i * m);
+    }
+  }
+  out.roundToDType();
+  return out;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalEmbedding(const Tensor &table, const Tensor &ids) {
+  // (C1) a 2-D float table; (C2) integer ids.
+  if (!table.isFloat() || table.getRank() != 2)
+    return makeError("embedding table must be a 2-D float tensor, got " + table.getTypeString());
+  if (ids.isFloat())
+    return makeError("embedding ids must be integers, got " + ids.getTypeString());
+  int64_t vocab = table.getShape()[0], hidden = table.getShape()[1];
+  llvm::SmallVector<int64_t> shape(ids.getShape());
+  shape.push_back(hidden);
+  Tensor out(table.getDType(), shape);
+  llvm::MutableArrayRef<double> o = out.floats();
+  for (int64_t p = 0, e = ids.getNumElements(); p < e; ++p) {
+    int64_t id = ids.ints()[p];
+    if (id < 0 || id >= vocab)
+      return makeError("id " + llvm::Twine(id) + " at flat position " + llvm::Twine(p) + " is out of range [0, " +
+                       llvm::Twine(vocab) + ")");
+    std::copy_n(table.floats().begin() + id * hidden, hidden, o.begin() + p * hidden);
+  }
+  return out;
+}

@@ -1,0 +1,129 @@
+//===- Normalization.cpp - layer_norm, softmax and cross_entropy kernels --===//
+//
+// Reductions over a trailing range of dimensions (layer_norm) or one dimension (softmax, cross_entropy's class
+// dimension), all accumulated in double.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Interpreter/Kernels.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::interp;
+
+/// `axis` in [-rank, rank) as a non-negative dimension, or an error.
+static llvm::Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank, llvm::StringRef what) {
+  if (axis < -rank || axis >= rank)
+    return makeError(what + " axis " + llvm::Twine(axis) + " is out of range for rank " + llvm::Twine(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalLayerNorm(const Tensor &input, const Tensor &scale,
+                                                           const Tensor *bias, int64_t axis, double epsilon) {
+  if (!input.isFloat())
+    return makeError("layer_norm needs a float tensor, got " + input.getTypeString());
+  // (C1) -rank <= axis < rank.
+  llvm::Expected<int64_t> dim = normalizeAxis(axis, input.getRank(), "layer_norm");
+  if (!dim)
+    return dim.takeError();
+  // (C2) scale and bias have the shape x.shape[axis:] and x's element type.
+  llvm::ArrayRef<int64_t> normShape = input.getShape().drop_front(*dim);
+  for (const Tensor *t : {&scale, bias}) {
+    if (t && (t->getShape() != normShape || t->getDType() != input.getDType()))
+      return makeError("layer_norm scale/bias " + t->getTypeString() + " does not match the normalized shape " +
+                       formatShape(normShape) + " of " + input.getTypeString());
+  }
+  // (C3) epsilon > 0.
+  if (!(epsilon > 0.0))
+    return makeError("layer_norm epsilon must be > 0, got " + std::to_string(epsilon));
+
+  int64_t inner = numElements(normShape);
+  int64_t outer = inner == 0 ? 0 : input.getNumElements() / inner;
+  Tensor out(input.getDType(), input.getShape());
+  llvm::ArrayRef<double> x = input.floats(), g = scale.floats();
+  llvm::MutableArrayRef<double> y = out.floats();
+  for (int64_t r = 0; r < outer; ++r) {
+    const double *row = x.data() + r * inner;
+    double mean = 0.0;
+    for (int64_t j = 0; j < inner; ++j)
+      mean += row[j];
+    mean /= static_cast<double>(inner);
+    double var = 0.0; // Biased (population) variance, as in Ba et al. and ONNX LayerNormalization.
+    for (int64_t j = 0; j < inner; ++j)
+      var += (row[j] - mean) * (row[j] - mean);
+    var /= static_cast<double>(inner);
+    double invStd = 1.0 / std::sqrt(var + epsilon);
+    for (int64_t j = 0; j < inner; ++j)
+      y[r * inner + j] = (row[j] - mean) * invStd * g[j] + (bias ? bias->floats()[j] : 0.0);
+  }
+  out.roundToDType();
+  return out;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalSoftmax(const Tensor &input, int64_t axis) {
+  if (!input.isFloat())
+    return makeError("softmax needs a float tensor, got " + input.getTypeString());
+  llvm::Expected<int64_t> dim = normalizeAxis(axis, input.getRank(), "softmax");
+  if (!dim)
+    return dim.takeError();
+  llvm::ArrayRef<int64_t> shape = input.getShape();
+  int64_t len = shape[*dim];
+  int64_t inner = numElements(shape.drop_front(*dim + 1));
+  int64_t outer = numElements(shape.take_front(*dim));
+  Tensor out(input.getDType(), shape);
+  llvm::ArrayRef<double> x = input.floats();
+  llvm::MutableArrayRef<double> y = out.floats();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t base = o * len * inner + i;
+      double maxValue = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < len; ++j)
+        maxValue = std::max(maxValue, x[base + j * inner]);
+      double sum = 0.0;
+      for (int64_t j = 0; j < len; ++j) {
+        double e = std::exp(x[base + j * inner] - maxValue);
+        y[base + j * inner] = e;
+        sum += e;
+      }
+      for (int64_t j = 0; j < len; ++j)
+        y[base + j * inner] /= sum;
+    }
+  }
+  out.roundToDType();
+  return out;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalCrossEntropy(const Tensor &logits, const Tensor &labels) {
+  // (C1) logits [..., C], labels [...]; (C2) integer labels.
+  if (!logits.isFloat() || logits.getRank() < 1)
+    return makeError("cross_entropy logits must be a float tensor of rank >= 1, got " + logits.getTypeString());
+  if (labels.isFloat())
+    return makeError("cross_entropy labels must be integers, got " + labels.getTypeString());
+  if (logits.getShape().drop_back() != labels.getShape())
+    return makeError("cross_entropy labels " + labels.getTypeString() + " do not match the leading shape of " +
+                     logits.getTypeString());
+  int64_t classes = logits.getShape().back();
+  int64_t positions = labels.getNumElements();
+  llvm::ArrayRef<double> x = logits.floats();
+  double total = 0.0;
+  for (int64_t p = 0; p < positions; ++p) {
+    int64_t label = labels.ints()[p];
+    if (label < 0 || label >= classes)
+      return makeError("label " + llvm::Twine(label) + " at flat position " + llvm::Twine(p) +
+                       " is out of range [0, " + llvm::Twine(classes) + ")");
+    const double *row = x.data() + p * classes;
+    double maxValue = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < classes; ++c)
+      maxValue = std::max(maxValue, row[c]);
+    double sum = 0.0;
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(row[c] - maxValue);
+    total += maxValue + std::log(sum) - row[label];
+  }
+  // The mean over no positions is NaN, as in PyTorch.
+  double loss = positions == 0 ? std::numeric_limits<double>::quiet_NaN() : total / positions;
+  return Tensor::fromFloats(logits.getDType(), {}, {loss});
+}

@@ -1,0 +1,96 @@
+// ptrain-interpret on a hand-written linear layer whose two parameters come from Inputs/linear.onnx (`w` as
+// float_data, `b` as raw_data); inputs and reference outputs are TensorProto files written by
+// Inputs/make_inputs.py.
+// RUN: split-file %s %t
+
+// The result matches the numpy reference; weights default to the module's ptrain.onnx_file (relative to the
+// current directory).
+// RUN: cd %S && ptrain-interpret %t/linear.mlir --input Inputs/linear_input.pb \
+// RUN:   --expect Inputs/linear_output.pb --atol 1e-6 --print-summary | FileCheck %s --check-prefix=LINEAR
+// y = [[-2.375, 6.75], [-6.625, 13.375]] (x @ w + b by hand).
+// LINEAR: @forward: 1 result(s)
+// LINEAR-NEXT: result 0: tensor<2x2xf32> max|x| = 1.337500e+01
+// LINEAR-NEXT: max|x - expected| = 0.000000e+00 (atol 1.0e-06): ok
+// LINEAR: summary: ops evaluated
+// LINEAR-DAG: ptrain.matmul 1
+// LINEAR-DAG: ptrain.state_read 2
+// LINEAR: summary: states loaded from Inputs/linear.onnx
+// LINEAR-NEXT: 'w' tensor<3x2xf32>
+// LINEAR-NEXT: 'b' tensor<2xf32>
+
+// Without --expect only the shapes and magnitudes are printed; --weights overrides the attribute.
+// RUN: ptrain-interpret %t/linear.mlir --weights %S/Inputs/linear.onnx --input %S/Inputs/linear_input.pb \
+// RUN:   | FileCheck %s --check-prefix=NOEXPECT
+// NOEXPECT: result 0: tensor<2x2xf32> max|x| = 1.337500e+01
+// NOEXPECT-NOT: expected
+
+// A reference that differs by more than --atol fails with exit code 1 (@shifted adds 1).
+// RUN: not ptrain-interpret %t/linear.mlir --weights %S/Inputs/linear.onnx --input %S/Inputs/linear_input.pb \
+// RUN:   --expect %S/Inputs/linear_input.pb 2>&1 | FileCheck %s --check-prefix=SHAPE
+// SHAPE: error: result 0 is tensor<2x2xf32> but '{{.*}}linear_input.pb' holds tensor<2x3xf32>
+// RUN: not ptrain-interpret %t/linear.mlir --weights %S/Inputs/linear.onnx --input %S/Inputs/linear_input.pb \
+// RUN:   --expect %S/Inputs/linear_output.pb --atol 0 --entry shifted 2>&1 | FileCheck %s --check-prefix=MISMATCH
+// MISMATCH: max|x - expected| = 1.000000e+00 (atol 0.0e+00): MISMATCH
+// MISMATCH: error: a result differs from its expectation by more than --atol 0{{$}}
+
+// Bad inputs: a wrongly shaped argument, a missing argument, a missing file.
+// RUN: not ptrain-interpret %t/linear.mlir --weights %S/Inputs/linear.onnx --input %S/Inputs/linear_bad_input.pb \
+// RUN:   2>&1 | FileCheck %s --check-prefix=BADSHAPE
+// BADSHAPE: error: argument 0 of @forward is tensor<2x3xf32>, got tensor<3x3xf32>
+// RUN: not ptrain-interpret %t/linear.mlir --weights %S/Inputs/linear.onnx 2>&1 | FileCheck %s --check-prefix=NOARG
+// NOARG: error: @forward takes 1 arguments, got 0
+// RUN: not ptrain-interpret %t/linear.mlir --weights %S/Inputs/linear.onnx --input %t/nonexistent.pb 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=NOFILE
+// NOFILE: error: {{.*}}nonexistent.pb: cannot read:
+// RUN: not ptrain-interpret %t/linear.mlir --weights %t/nonexistent.onnx 2>&1 | FileCheck %s --check-prefix=NOMODEL
+// NOMODEL: error: {{.*}}nonexistent.onnx: cannot read:
+// A file that is not protobuf.
+// RUN: not ptrain-interpret %t/linear.mlir --weights %t/linear.mlir 2>&1 | FileCheck %s --check-prefix=NOTONNX
+// NOTONNX: error: {{.*}}linear.mlir: not a valid ONNX model (protobuf parse failed)
+
+// A state whose key is not an initializer: the error names the op, its location, the model and the key.
+// RUN: not ptrain-interpret %t/missing-key.mlir --input %S/Inputs/linear_input.pb 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=MISSING
+// MISSING: error: {{.*}}missing-key.mlir:{{[0-9]+}}:10: 'ptrain.state_read': state @w (key 'lin.w'): Inputs/linear.onnx: no initializer named 'lin.w'
+
+// An op the interpreter does not know.
+// RUN: not ptrain-interpret %t/unknown-op.mlir --weights %S/Inputs/linear.onnx --input %S/Inputs/linear_input.pb \
+// RUN:   2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// UNKNOWN: error: {{.*}}unknown-op.mlir:{{[0-9]+}}:8: 'math.absf': the reference interpreter has no rule for this op
+
+//--- linear.mlir
+module attributes {ptrain.onnx_file = "Inputs/linear.onnx"} {
+  ptrain.state @w key "w" kind parameter : tensor<3x2xf32>
+  ptrain.state @b key "b" kind parameter : tensor<2xf32>
+  func.func @forward(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
+    %w = ptrain.state_read @w : tensor<3x2xf32>
+    %b = ptrain.state_read @b : tensor<2xf32>
+    %xw = ptrain.matmul %x, %w : tensor<2x3xf32>, tensor<3x2xf32>
+    %y = ptrain.binary add %xw, %b : tensor<2x2xf32>, tensor<2xf32>
+    return %y : tensor<2x2xf32>
+  }
+  func.func @shifted(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
+    %w = ptrain.state_read @w : tensor<3x2xf32>
+    %b = ptrain.state_read @b : tensor<2xf32>
+    %xw = ptrain.matmul %x, %w : tensor<2x3xf32>, tensor<3x2xf32>
+    %y = ptrain.binary add %xw, %b : tensor<2x2xf32>, tensor<2xf32>
+    %one = arith.constant dense<1.0> : tensor<f32>
+    %s = ptrain.binary add %y, %one : tensor<2x2xf32>, tensor<f32>
+    return %s : tensor<2x2xf32>
+  }
+}
+
+//--- missing-key.mlir
+module attributes {ptrain.onnx_file = "Inputs/linear.onnx"} {
+  ptrain.state @w key "lin.w" kind parameter : tensor<3x2xf32>
+  func.func @forward(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    %w = ptrain.state_read @w : tensor<3x2xf32>
+    return %x : tensor<2x3xf32>
+  }
+}
+
+//--- unknown-op.mlir
+func.func @forward(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %y = math.absf %x : tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
