@@ -25,6 +25,10 @@ void PTrainDialect::initialize() {
       >();
   addOperations<
 #define GET_OP_LIST
+#include "ptrain/Dialect/PTrain/IR/PTrainGradientOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
 #include "ptrain/Dialect/PTrain/IR/PTrainImportOps.cpp.inc"
       >();
   addOperations<

@@ -248,3 +248,58 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *ctx, std::optional<L
   inferred.push_back(RankedTensorType::get({}, logits.getElementType()));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  auto type = cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> offsets = adaptor.getOffsets(), sizes = adaptor.getSizes();
+  // (C1)
+  if (static_cast<int64_t>(offsets.size()) != type.getRank() || static_cast<int64_t>(sizes.size()) != type.getRank())
+    return emitOptionalError(loc, "'ptrain.slice' op needs one offset and one size per dimension of ", type);
+  // (C2)
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (offsets[d] < 0 || sizes[d] < 0 || offsets[d] + sizes[d] > type.getDimSize(d))
+      return emitOptionalError(loc, "'ptrain.slice' op slice [", offsets[d], ", ", offsets[d] + sizes[d],
+                               ") of dimension ", d, " is out of bounds for ", type);
+  // (C3)
+  inferred.push_back(type.clone(sizes));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConcatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  // (C1)
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(loc, "'ptrain.concat' op needs at least one input");
+  auto first = cast<RankedTensorType>(adaptor.getInputs().front().getType());
+  // (C2)
+  int64_t axisValue = adaptor.getAxisAttr().getInt();
+  std::optional<int64_t> axis = normalizeAxis(axisValue, first.getRank());
+  if (!axis)
+    return emitOptionalError(loc, "'ptrain.concat' op axis ", axisValue, " is out of range for rank ",
+                             first.getRank());
+  SmallVector<int64_t> shape(first.getShape());
+  shape[*axis] = 0;
+  for (Value input : adaptor.getInputs()) {
+    auto type = cast<RankedTensorType>(input.getType());
+    // (C1), (C3)
+    if (type.getRank() != first.getRank() || type.getElementType() != first.getElementType())
+      return emitOptionalError(loc, "'ptrain.concat' op inputs must have one rank and element type, got ", first,
+                               " and ", type);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != *axis && type.getDimSize(d) != first.getDimSize(d))
+        return emitOptionalError(loc, "'ptrain.concat' op inputs differ in dimension ", d, ": ", first, " and ",
+                                 type);
+    shape[*axis] += type.getDimSize(*axis);
+  }
+  inferred.push_back(first.clone(shape));
+  return success();
+}

@@ -58,4 +58,24 @@ def PTrain_AsyncStartOpInterface : OpInterface<"AsyncStartOpInterface"> {
   ];
 }
 
+def PTrain_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::mlir::ptrain";
+  let description = [{
+    The op's gradient rule for reverse-mode automatic differentiation (DESIGN "L1 training step"): given the
+    gradients of the loss with respect to the op's results, build ops that compute the gradients with respect
+    to its operands. Rules only build model ops and gradient ops, so the backward pass is ordinary IR that
+    every later pass (stage split, TP sharding, lowering) handles like the forward.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Builds the operand gradients at the builder's insertion point. `resultGrads[i]` is the gradient of the
+        loss with respect to result i, or null when no gradient flows into it. Fills `operandGrads` with one
+        entry per operand: the gradient (with the operand's type), or null for operands that have no gradient
+        (integer ids, labels). Fails, with a diagnostic at the op, when the op has no rule (e.g. `pow`).
+      }], "::llvm::LogicalResult", "buildGradients", (ins "::mlir::OpBuilder &":$builder,
+        "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+        "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAININTERFACES_TD

@@ -12,9 +12,11 @@
 include "ptrain/Dialect/PTrain/IR/PTrainBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 
-/// A model op: pure, with its result type inferred (InferTypeOpAdaptor, or SameOperandsAndResultType).
+/// A model op: pure, with a gradient rule, and its result type inferred (InferTypeOpAdaptor, or
+/// SameOperandsAndResultType).
 class PTrain_ModelOp<string mnemonic, list<Trait> traits = [InferTypeOpAdaptor]>
-    : PTrain_Op<mnemonic, !listconcat(traits, [Pure])>;
+    : PTrain_Op<mnemonic, !listconcat(traits, [Pure,
+        DeclareOpInterfaceMethods<PTrain_GradientOpInterface>])>;
 
 def PTrain_FloatTensor : RankedTensorOf<[AnyFloat]>;
 
@@ -164,7 +166,8 @@ def PTrain_GeluOp : PTrain_ModelOp<"gelu", [SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def PTrain_ReshapeOp : PTrain_Op<"reshape", [Pure]> {
+def PTrain_ReshapeOp : PTrain_Op<"reshape", [Pure,
+    DeclareOpInterfaceMethods<PTrain_GradientOpInterface>]> {
   let summary = "Reinterprets a tensor with another static shape of the same element count.";
   let description = [{
     Row-major: the elements keep their order.
@@ -237,6 +240,42 @@ def PTrain_CrossEntropyOp : PTrain_ModelOp<"cross_entropy"> {
   let arguments = (ins PTrain_FloatTensor:$logits, RankedTensorOf<[AnySignlessInteger]>:$labels);
   let results = (outs PTrain_FloatTensor:$loss);
   let assemblyFormat = "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels)";
+}
+
+def PTrain_SliceOp : PTrain_ModelOp<"slice"> {
+  let summary = "A static, unit-stride slice: result[i] = input[offsets + i] for i < sizes.";
+  let description = [{
+    Constraints:
+    * (C1) `offsets` and `sizes` have one entry per input dimension;
+    * (C2) 0 <= offset and offset + size <= dimension, for every dimension;
+    * (C3) the result shape is `sizes` (inferred).
+
+    ```mlir
+    %h = ptrain.slice %logits {offsets = array<i64: 0, 0, 0>, sizes = array<i64: 4, 63, 256>}
+        : tensor<4x64x256xf32> -> tensor<4x63x256xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$offsets, DenseI64ArrayAttr:$sizes);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def PTrain_ConcatOp : PTrain_ModelOp<"concat"> {
+  let summary = "Concatenates tensors along `axis`.";
+  let description = [{
+    Constraints:
+    * (C1) at least one input; all have the same rank and element type;
+    * (C2) -rank <= axis < rank;
+    * (C3) all dimensions but `axis` are equal; the result's `axis` is their sum (inferred).
+
+    ```mlir
+    %qkv = ptrain.concat %q, %k, %v {axis = 2 : i64}
+        : tensor<4x64x128xf32>, tensor<4x64x128xf32>, tensor<4x64x128xf32> -> tensor<4x64x384xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
 }
 
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINMODELOPS_TD

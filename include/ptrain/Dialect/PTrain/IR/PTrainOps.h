@@ -19,6 +19,8 @@
 #define GET_OP_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainModelOps.h.inc"
 #define GET_OP_CLASSES
+#include "ptrain/Dialect/PTrain/IR/PTrainGradientOps.h.inc"
+#define GET_OP_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainImportOps.h.inc"
 #define GET_OP_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainParallelOps.h.inc"
