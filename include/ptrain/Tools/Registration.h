@@ -14,6 +14,9 @@ class DialectRegistry;
 
 namespace mlir::ptrain {
 
+/// (ptrain's passes register through the generated mlir::ptrain::registerPTrainPasses() in
+/// ptrain/Transforms/Passes.h.)
+
 /// Registers the ptrain dialect and the upstream dialects ptrain's IR uses (func, arith, math, tensor,
 /// linalg, scf, memref, bufferization, emitc, dlti).
 void registerPTrainDialects(DialectRegistry &registry);

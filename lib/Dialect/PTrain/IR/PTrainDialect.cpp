@@ -29,6 +29,10 @@ void PTrainDialect::initialize() {
       >();
   addOperations<
 #define GET_OP_LIST
+#include "ptrain/Dialect/PTrain/IR/PTrainOptimizerOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
 #include "ptrain/Dialect/PTrain/IR/PTrainImportOps.cpp.inc"
       >();
   addOperations<

@@ -10,5 +10,6 @@
 include "ptrain/Dialect/PTrain/IR/PTrainBase.td"
 include "ptrain/Dialect/PTrain/IR/PTrainTypes.td"
 include "ptrain/Dialect/PTrain/IR/PTrainAttrs.td"
+include "ptrain/Dialect/PTrain/IR/PTrainOptimizerOps.td"
 
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINDIALECT_TD

@@ -21,6 +21,8 @@
 #define GET_OP_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainGradientOps.h.inc"
 #define GET_OP_CLASSES
+#include "ptrain/Dialect/PTrain/IR/PTrainOptimizerOps.h.inc"
+#define GET_OP_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainImportOps.h.inc"
 #define GET_OP_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainParallelOps.h.inc"

@@ -1,0 +1,61 @@
+//===- Passes.td - ptrain's passes -------------------------*- tablegen -*-===//
+
+#ifndef PTRAIN_TRANSFORMS_PASSES_TD
+#define PTRAIN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp"> {
+  let summary = "Builds the training step: next-token loss, reverse-mode gradients, optimizer update.";
+  let description = [{
+    From the L0 model graph `@forward(%tokens: tensor<B x S x int>) -> tensor<B x S x V x float>` (logits),
+    builds `@train_step(%tokens)`:
+
+    1. the forward, cloned;
+    2. the next-token cross-entropy: logits at positions 0..S-2 against tokens 1..S-1, mean in nats;
+    3. reverse-mode automatic differentiation from the loss through each op's gradient rule
+       (GradientOpInterface) to every `ptrain.state` parameter read; a parameter read twice (a tied
+       embedding) gets the sum of both gradients;
+    4. the optimizer: `adamw` (default) keeps two moments per parameter and a step counter as new
+       `ptrain.state` symbols (keys `<param>/adam_m`, `<param>/adam_v`, `step`, initialized to zero by the
+       runtime) and writes the updated parameters back; weight decay applies to parameters of rank >= 2
+       only (biases and layer-norm scales are not decayed, as in GPT-2 / Megatron); `none` returns the
+       loss followed by one gradient per parameter (result attribute `ptrain.grad_of` = the parameter key)
+       and updates nothing, for gradient checks.
+
+    The step returns the loss (rank-0). Fails, naming the function, when `@forward` does not have that
+    signature or an op on the path to the loss has no gradient rule.
+
+    ```mlir
+    // ptrain-opt gpt.mlir --ptrain-build-training-step="optimizer=adamw lr=3e-4 warmup-steps=100 total-steps=2000"
+    func.func @train_step(%tokens: tensor<4x64xi64>) -> tensor<f32> {
+      ...
+      %loss = ptrain.cross_entropy %logits, %labels : tensor<4x63x256xf32>, tensor<4x63xi64>
+      ...
+      %p1, %m1, %v1 = ptrain.adamw %p, %g, %m, %v, %t {...} : tensor<256x128xf32>
+      ptrain.state_write %p1 to @wte.weight : tensor<256x128xf32>
+      ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+                           "::mlir::ptrain::PTrainDialect"];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"", "The forward function.">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"", "adamw or none.">,
+    Option<"lr", "lr", "double", /*default=*/"3e-4", "Peak learning rate.">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"100", "Linear warm-up steps.">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"2000", "Steps of the cosine schedule.">,
+    Option<"minLrRatio", "min-lr-ratio", "double", /*default=*/"0.1", "Final learning rate / peak.">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1.">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.95", "AdamW beta2.">,
+    Option<"epsilon", "epsilon", "double", /*default=*/"1e-8", "AdamW epsilon.">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.1", "AdamW decoupled weight decay.">,
+  ];
+  let statistics = [
+    Statistic<"numParameters", "parameters", "Parameters differentiated">,
+    Statistic<"numBackwardOps", "backward-ops", "Ops built by gradient rules">,
+  ];
+}
+
+#endif // PTRAIN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,35 @@
+// RUN: ptrain-opt %s --split-input-file --verify-diagnostics --allow-unregistered-dialect --ptrain-build-training-step
+
+// The forward must take token ids [batch, seq] and return logits [batch, seq, vocab].
+// expected-error@+1 {{the training step needs @forward to take token ids [batch, seq] and return logits [batch, seq, vocab], got '(tensor<2x5xf32>) -> tensor<2x5x16xf32>'}}
+func.func @forward(%x: tensor<2x5xf32>) -> tensor<2x5x16xf32> {
+  %0 = ptrain.reshape %x : tensor<2x5xf32> -> tensor<2x5x1xf32>
+  %1 = ptrain.binary add %0, %0 : tensor<2x5x1xf32>, tensor<2x5x1xf32>
+  %2 = "test.unreachable"() : () -> tensor<2x5x16xf32>
+  return %2 : tensor<2x5x16xf32>
+}
+
+// -----
+
+// There is a forward to differentiate.
+// expected-error@+1 {{--ptrain-build-training-step: no function @forward}}
+module {
+  func.func @model(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
+    %0 = "test.unreachable"() : () -> tensor<2x5x16xf32>
+    return %0 : tensor<2x5x16xf32>
+  }
+}
+
+// -----
+
+// An op on the path from a parameter to the loss without a gradient rule.
+ptrain.state @w key "w" kind parameter : tensor<16x8xf32>
+func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
+  %w = ptrain.state_read @w : tensor<16x8xf32>
+  %x = ptrain.embedding %w, %ids : tensor<16x8xf32>, tensor<2x5xi64>
+  // expected-error@+1 {{has no gradient rule for 'pow'}}
+  %y = ptrain.binary pow %x, %x : tensor<2x5x8xf32>, tensor<2x5x8xf32>
+  %wt = ptrain.transpose %w {perm = array<i64: 1, 0>} : tensor<16x8xf32> -> tensor<8x16xf32>
+  %logits = ptrain.matmul %y, %wt : tensor<2x5x8xf32>, tensor<8x16xf32>
+  return %logits : tensor<2x5x16xf32>
+}
