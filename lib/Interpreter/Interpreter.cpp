@@ -1,7 +1,8 @@
 //===- Interpreter.cpp - reference interpreter driver --------------------===//
 //
 // Walks the entry function's single block in order, keeps one Tensor per SSA value, and dispatches each op to
-// its kernel (Kernels.h): model ops and the backward ops their gradient rules build. Errors are prefixed with the op's location and name.
+// its kernel (Kernels.h): model ops and the backward ops their gradient rules build. Errors are prefixed with
+// the op's location and name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -165,8 +166,9 @@ llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vec
       })
       .Case([&](PadOp p) -> Result { return one(evalPad(get(p.getInput()), p.getLow(), p.getHigh())); })
       .Case([&](LayerNormGradOp l) -> Result {
+        bool withBias = static_cast<bool>(l.getBiasGrad());
         return evalLayerNormGrad(get(l.getGrad()), get(l.getInput()), get(l.getScale()), l.getAxisAttr().getInt(),
-                                 l.getEpsilonAttr().getValueAsDouble(), /*withBias=*/static_cast<bool>(l.getBiasGrad()));
+                                 l.getEpsilonAttr().getValueAsDouble(), withBias);
       })
       .Case([&](SoftmaxGradOp s) -> Result {
         return one(evalSoftmaxGrad(get(s.getGrad()), get(s.getOutput()), s.getAxisAttr().getInt()));

@@ -1,8 +1,9 @@
-//===- Kernels.h - reference kernels of the ptrain model ops ------*- C++ -*-===//
+//===- Kernels.h - reference kernels of the ptrain model and grad ops -*- C++ -*-===//
 //
 // One function per model op of PTrainModelOps.td and per backward op of PTrainGradientOps.td, on host tensors,
-// with exactly the semantics the op's description gives. Each backward kernel sits beside its forward kernel. Floats are computed in double (sums, dot products and variances accumulate in double) and
-// the result is rounded once to its element type. Every kernel checks its operands itself (shapes, ranges of
+// with exactly the semantics the op's description gives; each backward kernel sits beside its forward kernel.
+// Floats are computed in double (sums, dot products and variances accumulate in double) and the result is
+// rounded once to its element type. Every kernel checks its operands itself (shapes, ranges of
 // ids and labels) and returns an error that says what is wrong, so a kernel called on unverified IR or on bad
 // runtime data never crashes; the interpreter prefixes the op and its location.
 //
