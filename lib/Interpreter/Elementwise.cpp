@@ -1,6 +1,7 @@
-//===- Elementwise.cpp - binary, unary and gelu kernels ------------------===//
+//===- Elementwise.cpp - binary, unary and gelu kernels and their adjoints ===//
 //
-// ptrain.binary (numpy broadcasting), ptrain.unary and ptrain.gelu on host tensors.
+// ptrain.binary (numpy broadcasting), ptrain.unary and ptrain.gelu on host tensors, with the backward ops that
+// belong to them: ptrain.sum_to (the adjoint of broadcasting) and ptrain.gelu_grad.
 //
 //===----------------------------------------------------------------------===//
 
@@ -176,6 +177,54 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalGelu(GeluApproximation approxim
     else
       x = x * 0.5 * (1.0 + std::erf(x * invSqrt2));
   }
+  out.roundToDType();
+  return out;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalGeluGrad(GeluApproximation approximation, const Tensor &grad,
+                                                          const Tensor &input) {
+  if (!input.isFloat() || grad.getDType() != input.getDType() || grad.getShape() != input.getShape())
+    return makeError("gelu_grad needs a gradient and an input of one float type, got " + grad.getTypeString() +
+                     " and " + input.getTypeString());
+  Tensor out(input.getDType(), input.getShape());
+  const double invSqrt2 = 1.0 / std::sqrt(2.0);
+  const double invSqrt2Pi = 1.0 / std::sqrt(2.0 * M_PI);
+  const double sqrt2OverPi = std::sqrt(2.0 / M_PI);
+  const double cubic = 0.044715;
+  for (int64_t i = 0, e = input.getNumElements(); i < e; ++i) {
+    double x = input.floats()[i];
+    double derivative;
+    if (approximation == GeluApproximation::Tanh) {
+      // d/dx 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+      double t = std::tanh(sqrt2OverPi * (x + cubic * x * x * x));
+      derivative = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * sqrt2OverPi * (1.0 + 3.0 * cubic * x * x);
+    } else {
+      // d/dx x Phi(x) = Phi(x) + x phi(x).
+      derivative = 0.5 * (1.0 + std::erf(x * invSqrt2)) + x * invSqrt2Pi * std::exp(-0.5 * x * x);
+    }
+    out.floats()[i] = grad.floats()[i] * derivative;
+  }
+  out.roundToDType();
+  return out;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalSumTo(const Tensor &input, llvm::ArrayRef<int64_t> shape) {
+  if (!input.isFloat())
+    return makeError("sum_to needs a float tensor, got " + input.getTypeString());
+  // (C1) the result shape broadcasts to the input shape.
+  for (int64_t d : shape)
+    if (d < 0)
+      return makeError("sum_to target shape " + formatShape(shape) + " is not static");
+  llvm::Expected<llvm::SmallVector<int64_t>> broadcast = broadcastShapes(shape, input.getShape());
+  if (!broadcast)
+    return broadcast.takeError();
+  if (llvm::ArrayRef<int64_t>(*broadcast) != input.getShape())
+    return makeError("sum_to target shape " + formatShape(shape) + " does not broadcast to " +
+                     input.getTypeString());
+  Tensor out(input.getDType(), shape);
+  std::vector<int64_t> map = broadcastIndexMap(input.getShape(), shape);
+  for (size_t j = 0; j < map.size(); ++j)
+    out.floats()[map[j]] += input.floats()[j];
   out.roundToDType();
   return out;
 }

@@ -1,7 +1,8 @@
 //===- Interpreter.cpp - reference interpreter driver --------------------===//
 //
 // Walks the entry function's single block in order, keeps one Tensor per SSA value, and dispatches each op to
-// its kernel (Kernels.h). Errors are prefixed with the op's location and name.
+// its kernel (Kernels.h): model ops and the backward ops their gradient rules build. Errors are prefixed with
+// the op's location and name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -151,6 +152,38 @@ llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vec
       })
       .Case([&](CrossEntropyOp c) -> Result {
         return one(evalCrossEntropy(get(c.getLogits()), get(c.getLabels())));
+      })
+      .Case([&](SliceOp s) -> Result { return one(evalSlice(get(s.getInput()), s.getOffsets(), s.getSizes())); })
+      .Case([&](ConcatOp c) -> Result {
+        std::vector<const Tensor *> inputs;
+        for (Value v : c.getInputs())
+          inputs.push_back(&get(v));
+        return one(evalConcat(inputs, c.getAxisAttr().getInt()));
+      })
+      // Backward ops (PTrainGradientOps.td).
+      .Case([&](SumToOp s) -> Result {
+        return one(evalSumTo(get(s.getInput()), s.getResult().getType().getShape()));
+      })
+      .Case([&](PadOp p) -> Result { return one(evalPad(get(p.getInput()), p.getLow(), p.getHigh())); })
+      .Case([&](LayerNormGradOp l) -> Result {
+        bool withBias = static_cast<bool>(l.getBiasGrad());
+        return evalLayerNormGrad(get(l.getGrad()), get(l.getInput()), get(l.getScale()), l.getAxisAttr().getInt(),
+                                 l.getEpsilonAttr().getValueAsDouble(), withBias);
+      })
+      .Case([&](SoftmaxGradOp s) -> Result {
+        return one(evalSoftmaxGrad(get(s.getGrad()), get(s.getOutput()), s.getAxisAttr().getInt()));
+      })
+      .Case([&](GeluGradOp g) -> Result {
+        return one(evalGeluGrad(g.getApproximate(), get(g.getGrad()), get(g.getInput())));
+      })
+      .Case([&](EmbeddingGradOp e) -> Result {
+        RankedTensorType table = e.getResult().getType();
+        if (table.getRank() != 2 || table.isDynamicDim(0))
+          return makeError("embedding_grad needs a static V x H result type");
+        return one(evalEmbeddingGrad(get(e.getGrad()), get(e.getIds()), table.getDimSize(0)));
+      })
+      .Case([&](CrossEntropyGradOp c) -> Result {
+        return one(evalCrossEntropyGrad(get(c.getGrad()), get(c.getLogits()), get(c.getLabels())));
       })
       .Case([&](func::ReturnOp r) -> Result {
         for (Value v : r.getOperands())

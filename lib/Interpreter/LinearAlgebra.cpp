@@ -1,7 +1,8 @@
 //===- LinearAlgebra.cpp - matmul and embedding kernels ------------------===//
 //
 // ptrain.matmul (batched, broadcast batch dimensions, dot products accumulated in double) and
-// ptrain.embedding (row lookup with a range check on every id).
+// ptrain.embedding (row lookup with a range check on every id) and its adjoint ptrain.embedding_grad
+// (scatter-add of gradient rows).
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,5 +75,31 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalEmbedding(const Tensor &table, 
                        llvm::Twine(vocab) + ")");
     std::copy_n(table.floats().begin() + id * hidden, hidden, o.begin() + p * hidden);
   }
+  return out;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalEmbeddingGrad(const Tensor &grad, const Tensor &ids,
+                                                               int64_t vocab) {
+  // (C1) the result is a V x H table, grad is ids.shape x H, ids are integers.
+  if (ids.isFloat())
+    return makeError("embedding_grad ids must be integers, got " + ids.getTypeString());
+  if (!grad.isFloat() || grad.getRank() != ids.getRank() + 1 || grad.getShape().drop_back() != ids.getShape())
+    return makeError("embedding_grad gradient " + grad.getTypeString() + " must be a float tensor of shape ids x H" +
+                     " for ids " + ids.getTypeString());
+  if (vocab < 0)
+    return makeError("embedding_grad vocabulary size " + llvm::Twine(vocab) + " is negative");
+  int64_t hidden = grad.getShape().back();
+  Tensor out(grad.getDType(), {vocab, hidden});
+  llvm::MutableArrayRef<double> o = out.floats();
+  for (int64_t p = 0, e = ids.getNumElements(); p < e; ++p) {
+    int64_t id = ids.ints()[p];
+    if (id < 0 || id >= vocab)
+      return makeError("id " + llvm::Twine(id) + " at flat position " + llvm::Twine(p) + " is out of range [0, " +
+                       llvm::Twine(vocab) + ")");
+    const double *row = grad.floats().data() + p * hidden;
+    for (int64_t h = 0; h < hidden; ++h)
+      o[id * hidden + h] += row[h];
+  }
+  out.roundToDType();
   return out;
 }

@@ -1,7 +1,8 @@
-//===- Normalization.cpp - layer_norm, softmax and cross_entropy kernels --===//
+//===- Normalization.cpp - layer_norm, softmax, cross_entropy and grads --===//
 //
 // Reductions over a trailing range of dimensions (layer_norm) or one dimension (softmax, cross_entropy's class
-// dimension), all accumulated in double.
+// dimension), all accumulated in double, and their backward ops (layer_norm_grad, softmax_grad,
+// cross_entropy_grad), which recompute what they need from the forward's inputs or output.
 //
 //===----------------------------------------------------------------------===//
 
@@ -126,4 +127,135 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalCrossEntropy(const Tensor &logi
   // The mean over no positions is NaN, as in PyTorch.
   double loss = positions == 0 ? std::numeric_limits<double>::quiet_NaN() : total / positions;
   return Tensor::fromFloats(logits.getDType(), {}, {loss});
+}
+
+llvm::Expected<std::vector<Tensor>> mlir::ptrain::interp::evalLayerNormGrad(const Tensor &grad, const Tensor &input,
+                                                                            const Tensor &scale, int64_t axis,
+                                                                            double epsilon, bool withBias) {
+  if (!input.isFloat())
+    return makeError("layer_norm_grad needs a float tensor, got " + input.getTypeString());
+  llvm::Expected<int64_t> dim = normalizeAxis(axis, input.getRank(), "layer_norm_grad");
+  if (!dim)
+    return dim.takeError();
+  // (C1) grad has the input's type; scale has the shape input.shape[axis:] (and the input's element type).
+  llvm::ArrayRef<int64_t> normShape = input.getShape().drop_front(*dim);
+  if (grad.getShape() != input.getShape() || grad.getDType() != input.getDType())
+    return makeError("layer_norm_grad gradient " + grad.getTypeString() + " does not match the input " +
+                     input.getTypeString());
+  if (scale.getShape() != normShape || scale.getDType() != input.getDType())
+    return makeError("layer_norm_grad scale " + scale.getTypeString() + " does not match the normalized shape " +
+                     formatShape(normShape) + " of " + input.getTypeString());
+  if (!(epsilon > 0.0))
+    return makeError("layer_norm_grad epsilon must be > 0, got " + std::to_string(epsilon));
+
+  int64_t inner = numElements(normShape);
+  int64_t outer = inner == 0 ? 0 : input.getNumElements() / inner;
+  Tensor dx(input.getDType(), input.getShape());
+  Tensor dscale(input.getDType(), normShape);
+  Tensor dbias(input.getDType(), normShape);
+  llvm::ArrayRef<double> x = input.floats(), dy = grad.floats(), g = scale.floats();
+  std::vector<double> xhat(inner);
+  for (int64_t r = 0; r < outer; ++r) {
+    const double *row = x.data() + r * inner;
+    const double *dyRow = dy.data() + r * inner;
+    // The forward's statistics, recomputed exactly as evalLayerNorm does.
+    double mean = 0.0;
+    for (int64_t j = 0; j < inner; ++j)
+      mean += row[j];
+    mean /= static_cast<double>(inner);
+    double var = 0.0;
+    for (int64_t j = 0; j < inner; ++j)
+      var += (row[j] - mean) * (row[j] - mean);
+    var /= static_cast<double>(inner);
+    double rstd = 1.0 / std::sqrt(var + epsilon);
+    double meanGy = 0.0, meanGyXhat = 0.0;
+    for (int64_t j = 0; j < inner; ++j) {
+      xhat[j] = (row[j] - mean) * rstd;
+      double gy = dyRow[j] * g[j];
+      meanGy += gy;
+      meanGyXhat += gy * xhat[j];
+      dscale.floats()[j] += dyRow[j] * xhat[j];
+      dbias.floats()[j] += dyRow[j];
+    }
+    meanGy /= static_cast<double>(inner);
+    meanGyXhat /= static_cast<double>(inner);
+    for (int64_t j = 0; j < inner; ++j)
+      dx.floats()[r * inner + j] = rstd * (dyRow[j] * g[j] - meanGy - xhat[j] * meanGyXhat);
+  }
+  std::vector<Tensor> results;
+  results.push_back(std::move(dx));
+  results.push_back(std::move(dscale));
+  if (withBias)
+    results.push_back(std::move(dbias));
+  for (Tensor &t : results)
+    t.roundToDType();
+  return results;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalSoftmaxGrad(const Tensor &grad, const Tensor &output,
+                                                             int64_t axis) {
+  if (!output.isFloat() || grad.getDType() != output.getDType() || grad.getShape() != output.getShape())
+    return makeError("softmax_grad needs a gradient and an output of one float type, got " +
+                     grad.getTypeString() + " and " + output.getTypeString());
+  llvm::Expected<int64_t> dim = normalizeAxis(axis, output.getRank(), "softmax_grad");
+  if (!dim)
+    return dim.takeError();
+  llvm::ArrayRef<int64_t> shape = output.getShape();
+  int64_t len = shape[*dim];
+  int64_t inner = numElements(shape.drop_front(*dim + 1));
+  int64_t outer = numElements(shape.take_front(*dim));
+  Tensor out(output.getDType(), shape);
+  llvm::ArrayRef<double> y = output.floats(), dy = grad.floats();
+  llvm::MutableArrayRef<double> dx = out.floats();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t base = o * len * inner + i;
+      double dot = 0.0;
+      for (int64_t j = 0; j < len; ++j)
+        dot += dy[base + j * inner] * y[base + j * inner];
+      for (int64_t j = 0; j < len; ++j)
+        dx[base + j * inner] = y[base + j * inner] * (dy[base + j * inner] - dot);
+    }
+  }
+  out.roundToDType();
+  return out;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalCrossEntropyGrad(const Tensor &grad, const Tensor &logits,
+                                                                  const Tensor &labels) {
+  // (C1) grad is a scalar; logits [..., C] and labels [...] as for cross_entropy.
+  if (!grad.isFloat() || grad.getRank() != 0)
+    return makeError("cross_entropy_grad gradient must be a float scalar, got " + grad.getTypeString());
+  if (!logits.isFloat() || logits.getRank() < 1)
+    return makeError("cross_entropy_grad logits must be a float tensor of rank >= 1, got " +
+                     logits.getTypeString());
+  if (labels.isFloat())
+    return makeError("cross_entropy_grad labels must be integers, got " + labels.getTypeString());
+  if (logits.getShape().drop_back() != labels.getShape())
+    return makeError("cross_entropy_grad labels " + labels.getTypeString() +
+                     " do not match the leading shape of " + logits.getTypeString());
+  int64_t classes = logits.getShape().back();
+  int64_t positions = labels.getNumElements();
+  // The forward loss is the mean over positions, so each position's gradient carries 1 / positions.
+  double factor = positions == 0 ? 0.0 : grad.floats()[0] / static_cast<double>(positions);
+  Tensor out(logits.getDType(), logits.getShape());
+  llvm::ArrayRef<double> x = logits.floats();
+  llvm::MutableArrayRef<double> dx = out.floats();
+  for (int64_t p = 0; p < positions; ++p) {
+    int64_t label = labels.ints()[p];
+    if (label < 0 || label >= classes)
+      return makeError("label " + llvm::Twine(label) + " at flat position " + llvm::Twine(p) +
+                       " is out of range [0, " + llvm::Twine(classes) + ")");
+    const double *row = x.data() + p * classes;
+    double maxValue = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < classes; ++c)
+      maxValue = std::max(maxValue, row[c]);
+    double sum = 0.0;
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(row[c] - maxValue);
+    for (int64_t c = 0; c < classes; ++c)
+      dx[p * classes + c] = factor * (std::exp(row[c] - maxValue) / sum - (c == label ? 1.0 : 0.0));
+  }
+  out.roundToDType();
+  return out;
 }

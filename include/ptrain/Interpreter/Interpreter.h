@@ -36,7 +36,8 @@ struct RunStatistics {
   std::vector<std::pair<std::string, std::string>> statesRead;
 };
 
-/// Evaluates functions of one module. Supported ops: every ptrain model op, `ptrain.state_read`,
+/// Evaluates functions of one module. Supported ops: every ptrain model op, every backward op of
+/// PTrainGradientOps.td (so a forward + backward step built by the gradient rules runs), `ptrain.state_read`,
 /// `arith.constant` with a DenseElementsAttr, and `func.return`; anything else is an error naming the op.
 class Interpreter {
 public:

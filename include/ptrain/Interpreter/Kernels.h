@@ -1,8 +1,9 @@
-//===- Kernels.h - reference kernels of the ptrain model ops ------*- C++ -*-===//
+//===- Kernels.h - reference kernels of the ptrain model and grad ops -*- C++ -*-===//
 //
-// One function per model op of PTrainModelOps.td, on host tensors, with exactly the semantics the op's
-// description gives. Floats are computed in double (sums, dot products and variances accumulate in double) and
-// the result is rounded once to its element type. Every kernel checks its operands itself (shapes, ranges of
+// One function per model op of PTrainModelOps.td and per backward op of PTrainGradientOps.td, on host tensors,
+// with exactly the semantics the op's description gives; each backward kernel sits beside its forward kernel.
+// Floats are computed in double (sums, dot products and variances accumulate in double) and the result is
+// rounded once to its element type. Every kernel checks its operands itself (shapes, ranges of
 // ids and labels) and returns an error that says what is wrong, so a kernel called on unverified IR or on bad
 // runtime data never crashes; the interpreter prefixes the op and its location.
 //
@@ -38,6 +39,13 @@ llvm::Expected<Tensor> evalUnary(UnaryKind kind, const Tensor &input);
 /// `ptrain.gelu`: x/2 (1 + erf(x/sqrt 2)), or 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Hendrycks &
 /// Gimpel, 2016).
 llvm::Expected<Tensor> evalGelu(GeluApproximation approximation, const Tensor &input);
+/// `ptrain.gelu_grad`: dx = dy * gelu'(x). `none`: gelu'(x) = Phi(x) + x phi(x) (standard normal CDF and
+/// density); `tanh`: the exact derivative of the tanh form, 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi)
+/// (1 + 3 * 0.044715 x^2) with t = tanh(sqrt(2/pi) (x + 0.044715 x^3)). `grad` and `input` have one float type.
+llvm::Expected<Tensor> evalGeluGrad(GeluApproximation approximation, const Tensor &grad, const Tensor &input);
+/// `ptrain.sum_to`: sums a float `input` down to `shape`, which must broadcast to the input's shape (numpy
+/// rules): every dimension that broadcasting added or stretched from 1 is summed away, in double.
+llvm::Expected<Tensor> evalSumTo(const Tensor &input, llvm::ArrayRef<int64_t> shape);
 
 //===--- Linear algebra and lookup (LinearAlgebra.cpp) --------------------===//
 
@@ -45,6 +53,9 @@ llvm::Expected<Tensor> evalGelu(GeluApproximation approximation, const Tensor &i
 llvm::Expected<Tensor> evalMatmul(const Tensor &lhs, const Tensor &rhs);
 /// `ptrain.embedding`: out[i..., :] = table[ids[i...], :]; an id outside [0, V) is an error naming it.
 llvm::Expected<Tensor> evalEmbedding(const Tensor &table, const Tensor &ids);
+/// `ptrain.embedding_grad`: a zero `vocab` x H table into which row grad[i..., :] is added at row ids[i...]
+/// (repeated ids accumulate, in double). `grad` is ids.shape x H; an id outside [0, vocab) is an error naming it.
+llvm::Expected<Tensor> evalEmbeddingGrad(const Tensor &grad, const Tensor &ids, int64_t vocab);
 
 //===--- Normalization and loss (Normalization.cpp) -----------------------===//
 
@@ -53,9 +64,23 @@ llvm::Expected<Tensor> evalLayerNorm(const Tensor &input, const Tensor &scale, c
                                      double epsilon);
 /// `ptrain.softmax` along `axis` (negative counts from the end), with max subtraction.
 llvm::Expected<Tensor> evalSoftmax(const Tensor &input, int64_t axis);
+/// `ptrain.softmax_grad` from the forward output y: dx = y * (dy - sum(dy * y, axis)); `grad` and `output` have
+/// one float type.
+llvm::Expected<Tensor> evalSoftmaxGrad(const Tensor &grad, const Tensor &output, int64_t axis);
 /// `ptrain.cross_entropy`: mean over positions of logsumexp(logits[p, :]) - logits[p, label[p]], in nats; a
 /// rank-0 tensor of the logits' element type. A label outside [0, C) is an error naming it.
 llvm::Expected<Tensor> evalCrossEntropy(const Tensor &logits, const Tensor &labels);
+/// `ptrain.cross_entropy_grad`: dlogits = dloss * (softmax(logits) - onehot(labels)) / N, N the number of
+/// positions (labels.size), because the forward loss is the mean over positions. `grad` (dloss) is a float
+/// scalar; the result has the logits' type; a label outside [0, C) is an error naming it.
+llvm::Expected<Tensor> evalCrossEntropyGrad(const Tensor &grad, const Tensor &logits, const Tensor &labels);
+/// `ptrain.layer_norm_grad`: recomputes mean and rstd = 1/sqrt(var + epsilon) of `input` over [axis, rank) in
+/// double and returns {dx, dscale} or, with `withBias`, {dx, dscale, dbias}, where per normalized row
+/// xhat = (x - mean) rstd, gy = dy * scale, dx = rstd (gy - mean(gy) - xhat mean(gy xhat)), and
+/// dscale = sum(dy xhat), dbias = sum(dy) over the leading dimensions (Ba et al., 2016; PyTorch's
+/// layer_norm_backward). `grad` has the input's type, `scale` the shape input.shape[axis:].
+llvm::Expected<std::vector<Tensor>> evalLayerNormGrad(const Tensor &grad, const Tensor &input, const Tensor &scale,
+                                                      int64_t axis, double epsilon, bool withBias);
 
 //===--- Data movement (DataMovement.cpp) ---------------------------------===//
 
@@ -65,6 +90,16 @@ llvm::Expected<Tensor> evalReshape(const Tensor &input, llvm::ArrayRef<int64_t> 
 llvm::Expected<Tensor> evalTranspose(const Tensor &input, llvm::ArrayRef<int64_t> perm);
 /// `ptrain.split`: consecutive pieces of `sizes` along `axis` (negative counts from the end).
 llvm::Expected<std::vector<Tensor>> evalSplit(const Tensor &input, int64_t axis, llvm::ArrayRef<int64_t> sizes);
+/// `ptrain.slice`: result[i] = input[offsets + i] for i < sizes (static, unit stride); offsets and sizes have
+/// one entry per dimension with 0 <= offset and offset + size <= dimension.
+llvm::Expected<Tensor> evalSlice(const Tensor &input, llvm::ArrayRef<int64_t> offsets,
+                                 llvm::ArrayRef<int64_t> sizes);
+/// `ptrain.concat`: the inputs (at least one, one rank and element type, equal dimensions but `axis`) joined
+/// along `axis` (negative counts from the end).
+llvm::Expected<Tensor> evalConcat(llvm::ArrayRef<const Tensor *> inputs, int64_t axis);
+/// `ptrain.pad`: `input` surrounded by zeros, low[d] before and high[d] after dimension d (both >= 0, one entry
+/// per dimension); the adjoint of `ptrain.slice`. Any element type.
+llvm::Expected<Tensor> evalPad(const Tensor &input, llvm::ArrayRef<int64_t> low, llvm::ArrayRef<int64_t> high);
 
 } // namespace mlir::ptrain::interp
 
