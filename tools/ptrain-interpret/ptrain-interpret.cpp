@@ -16,6 +16,7 @@
 #include "ptrain/Interpreter/Interpreter.h"
 #include "ptrain/Tools/Registration.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -46,6 +47,14 @@ static llvm::cl::list<std::string>
 static llvm::cl::opt<double> absoluteTolerance("atol",
                                                llvm::cl::desc("largest accepted |result - expected|"),
                                                llvm::cl::init(1e-5));
+static llvm::cl::opt<std::string> expectGrads(
+    "expect-grads",
+    llvm::cl::desc("ONNX file whose initializers are the expected gradients: each result with a "
+                   "ptrain.grad_of attribute is compared with the initializer of that name"),
+    llvm::cl::value_desc("reference_grads.onnx"));
+static llvm::cl::opt<double> relativeTolerance(
+    "rtol", llvm::cl::desc("largest accepted max|result - expected| / max|expected| for --expect-grads"),
+    llvm::cl::init(1e-4));
 static llvm::cl::opt<std::string> entryName("entry", llvm::cl::desc("function to run"),
                                             llvm::cl::init("forward"));
 static llvm::cl::opt<bool> printSummary("print-summary",
@@ -121,11 +130,39 @@ int main(int argc, char **argv) {
     return fail("@" + entryName + " has " + llvm::Twine(results->size()) + " results but " +
                 llvm::Twine(expectFiles.size()) + " --expect files were given");
 
+  std::optional<onnx_data::ONNXInitializers> referenceGrads;
+  if (!expectGrads.empty()) {
+    llvm::Expected<onnx_data::ONNXInitializers> opened = onnx_data::ONNXInitializers::open(expectGrads);
+    if (!opened)
+      return fail(llvm::toString(opened.takeError()));
+    referenceGrads.emplace(std::move(*opened));
+  }
+  auto entry = module->lookupSymbol<func::FuncOp>(entryName);
+
   bool mismatch = false;
   llvm::outs() << "@" << entryName << ": " << results->size() << " result(s)\n";
   for (auto [i, result] : llvm::enumerate(*results)) {
     llvm::outs() << "result " << i << ": " << result.getTypeString()
-                 << llvm::format(" max|x| = %.6e", result.maxAbs()) << "\n";
+                 << llvm::format(" max|x| = %.6e", result.maxAbs());
+    if (result.getNumElements() == 1)
+      llvm::outs() << llvm::format(" value = %.9g", result.getAsDouble(0));
+    llvm::outs() << "\n";
+    auto gradOf = entry ? entry.getResultAttrOfType<StringAttr>(i, "ptrain.grad_of") : StringAttr();
+    if (referenceGrads && gradOf) {
+      llvm::Expected<interp::Tensor> expected = referenceGrads->read(gradOf.getValue());
+      if (!expected)
+        return fail(llvm::toString(expected.takeError()));
+      if (expected->getShape() != result.getShape())
+        return fail("gradient of '" + gradOf.getValue() + "' is " + result.getTypeString() + " but '" +
+                    expectGrads + "' holds " + expected->getTypeString());
+      double scale = expected->maxAbs();
+      double rel = maxAbsDiff(result, *expected) / (scale > 0 ? scale : 1.0);
+      bool ok = rel <= relativeTolerance; // False for NaN.
+      mismatch |= !ok;
+      llvm::outs() << "  grad of '" << gradOf.getValue() << "': max|x - expected| / max|expected| = "
+                   << llvm::format("%.3e", rel) << llvm::format(" (rtol %.1e): ", relativeTolerance.getValue())
+                   << (ok ? "ok" : "MISMATCH") << "\n";
+    }
     if (expectFiles.empty())
       continue;
     llvm::Expected<interp::Tensor> expected = onnx_data::readTensorProtoFile(expectFiles[i]);
@@ -154,7 +191,7 @@ int main(int argc, char **argv) {
   if (mismatch) {
     std::string tolerance;
     llvm::raw_string_ostream(tolerance) << llvm::format("%g", absoluteTolerance.getValue());
-    return fail("a result differs from its expectation by more than --atol " + tolerance);
+    return fail("a result differs from its expectation by more than --atol " + tolerance + " or --rtol");
   }
   return 0;
 }
