@@ -191,7 +191,8 @@ int main(int argc, char **argv) {
   if (mismatch) {
     std::string tolerance;
     llvm::raw_string_ostream(tolerance) << llvm::format("%g", absoluteTolerance.getValue());
-    return fail("a result differs from its expectation by more than --atol " + tolerance + " or --rtol");
+    return fail(expectGrads.empty() ? "a result differs from its expectation by more than --atol " + tolerance
+                                    : "a result differs from its expectation (--atol " + tolerance + ", --rtol)");
   }
   return 0;
 }
