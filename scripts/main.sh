@@ -1,11 +1,39 @@
 #!/usr/bin/env bash
-# Set-up, build, and the main job on the bundled example: ptrain-opt verifies and prints a compressed
-# two-stage pipeline training step (examples/optimus-cc-step.mlir), then shows that the canonicalizer keeps
-# every communication and the codec state updates.
-# Usage: bash scripts/main.sh [build-dir]
+# Set-up, build, and the main job on the bundled real model (models/gpt: a tied GPT exported from PyTorch at
+# opset 17, weights in ONNX external data):
+#   1. ptrain-translate --import-onnx: faithful import + legalization into ptrain model ops;
+#   2. ptrain-interpret: the reference interpreter's logits against the export's reference logits;
+#   3. ptrain-opt --ptrain-build-training-step: next-token loss + reverse-mode gradients, checked against
+#      PyTorch autograd's gradients of the same export;
+#   4. the AdamW training step the compiler builds from it.
+# Usage: bash scripts/main.sh [build-dir]        Outputs go to out/main/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
+BIN="$BUILD_DIR/bin"
+MODEL=models/gpt/gpt.onnx
+OUT=out/main
+mkdir -p "$OUT"
 
 bash scripts/build.sh "$BUILD_DIR" > /dev/null
-"$BUILD_DIR/bin/ptrain-opt" examples/optimus-cc-step.mlir --canonicalize --cse
+
+echo "== 1. import $MODEL"
+"$BIN/ptrain-translate" --import-onnx "$MODEL" -o "$OUT/gpt.mlir"
+echo "   $(grep -c 'ptrain.state @' "$OUT/gpt.mlir") parameter symbols; ops in @forward:"
+grep -oE '= ptrain\.[a-z_]+' "$OUT/gpt.mlir" | sed 's/= //' | sort | uniq -c | sort -rn | sed 's/^/   /'
+
+echo "== 2. interpret @forward, compare with the export's reference logits"
+"$BIN/ptrain-interpret" "$OUT/gpt.mlir" --input models/gpt/test_data_set_0/input_0.pb \
+  --expect models/gpt/test_data_set_0/output_0.pb --atol 1e-5
+
+echo "== 3. training step (optimizer=none): loss and gradients vs PyTorch autograd"
+"$BIN/ptrain-opt" "$OUT/gpt.mlir" --ptrain-build-training-step="optimizer=none" -o "$OUT/gpt-grads.mlir"
+"$BIN/ptrain-interpret" "$OUT/gpt-grads.mlir" --entry train_step --input models/gpt/test_data_set_0/input_0.pb \
+  --expect-grads models/gpt/reference_grads.onnx --rtol 1e-4 > "$OUT/gradients.txt"
+echo "   loss: $(grep -m1 'value =' "$OUT/gradients.txt" | sed 's/.*value = //') (PyTorch: $(cat models/gpt/reference_loss.txt))"
+echo "   gradients within 1e-4 relative of PyTorch: $(grep -c ': ok' "$OUT/gradients.txt") of $(grep -c 'grad of' "$OUT/gradients.txt")"
+grep 'grad of' "$OUT/gradients.txt" | sort -t= -k2 -g | tail -1 | sed 's/^ */   worst: /'
+
+echo "== 4. training step with AdamW (warm-up + cosine schedule)"
+"$BIN/ptrain-opt" "$OUT/gpt.mlir" --ptrain-build-training-step -o "$OUT/gpt-train.mlir"
+echo "   $OUT/gpt-train.mlir: $(grep -c 'ptrain.adamw' "$OUT/gpt-train.mlir") AdamW updates, $(grep -c 'kind optimizer_moment' "$OUT/gpt-train.mlir") moment states"
