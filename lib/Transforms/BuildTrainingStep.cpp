@@ -42,7 +42,7 @@ private:
 LogicalResult BuildTrainingStepPass::checkForward(func::FuncOp forward) {
   FunctionType type = forward.getFunctionType();
   auto fail = [&]() {
-    return forward.emitError() << "the training step needs @" << forward.getSymName()
+    return emitError(forward.getLoc()) << "the training step needs @" << forward.getSymName()
                                << " to take token ids [batch, seq] and return logits [batch, seq, vocab], got "
                                << type;
   };
@@ -67,18 +67,18 @@ void BuildTrainingStepPass::runOnOperation() {
   SymbolTable symbols(module);
   auto forward = symbols.lookup<func::FuncOp>(entry);
   if (!forward) {
-    module.emitError() << "--ptrain-build-training-step: no function @" << entry;
+    emitError(module.getLoc()) << "--ptrain-build-training-step: no function @" << entry;
     return signalPassFailure();
   }
   if (failed(checkForward(forward)))
     return signalPassFailure();
   if (optimizer != "adamw" && optimizer != "none") {
-    module.emitError() << "--ptrain-build-training-step: optimizer must be adamw or none, got '" << optimizer
+    emitError(module.getLoc()) << "--ptrain-build-training-step: optimizer must be adamw or none, got '" << optimizer
                        << "'";
     return signalPassFailure();
   }
   if (symbols.lookup("train_step")) {
-    module.emitError() << "--ptrain-build-training-step: the module already has a @train_step";
+    emitError(module.getLoc()) << "--ptrain-build-training-step: the module already has a @train_step";
     return signalPassFailure();
   }
 

@@ -55,6 +55,10 @@ static llvm::cl::opt<std::string> expectGrads(
 static llvm::cl::opt<double> relativeTolerance(
     "rtol", llvm::cl::desc("largest accepted max|result - expected| / max|expected| for --expect-grads"),
     llvm::cl::init(1e-4));
+static llvm::cl::opt<bool> runPipeline(
+    "pipeline",
+    llvm::cl::desc("run the stages named by the module's ptrain.pipeline attribute in order, each on the "
+                   "previous stage's results (the inputs go to stage 0), instead of --entry"));
 static llvm::cl::opt<std::string> entryName("entry", llvm::cl::desc("function to run"),
                                             llvm::cl::init("forward"));
 static llvm::cl::opt<bool> printSummary("print-summary",
@@ -122,7 +126,26 @@ int main(int argc, char **argv) {
   interp::Interpreter interpreter(*module, [&](llvm::StringRef key, RankedTensorType) {
     return initializers->read(key);
   });
-  llvm::Expected<std::vector<interp::Tensor>> results = interpreter.run(entryName, arguments);
+  llvm::Expected<std::vector<interp::Tensor>> results = std::vector<interp::Tensor>();
+  if (runPipeline) {
+    auto pipeline = (*module)->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
+    auto stages = pipeline ? pipeline.getAs<ArrayAttr>("stages") : ArrayAttr();
+    if (!stages)
+      return fail("--pipeline: the module has no ptrain.pipeline attribute with stages (run "
+                  "--ptrain-split-stages first)");
+    std::vector<interp::Tensor> values = std::move(arguments);
+    for (Attribute stage : stages) {
+      std::string name = cast<FlatSymbolRefAttr>(stage).getValue().str();
+      results = interpreter.run(name, values);
+      if (!results)
+        return fail(llvm::toString(results.takeError()));
+      values = *results;
+      llvm::outs() << "stage @" << name << ": " << values.size() << " result(s)\n";
+    }
+    entryName = cast<FlatSymbolRefAttr>(stages[stages.size() - 1]).getValue().str();
+  } else {
+    results = interpreter.run(entryName, arguments);
+  }
   if (!results)
     return fail(llvm::toString(results.takeError()));
 

@@ -58,4 +58,38 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
   ];
 }
 
+def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
+  let summary = "Cuts the forward into pipeline stages where only the residual stream crosses.";
+  let description = [{
+    Splits `@forward` (L0) into `pp` stage functions `@forward_stage<i>` such that exactly one tensor (the
+    residual stream, e.g. micro-batch x sequence x hidden) flows from stage i to stage i + 1 and the stages
+    are balanced by cost (FLOPs: 2 n k m per matmul, one per output element elsewhere; the critical-path
+    issue replaces this with the cost interface's time and memory). Values that need no input (parameter
+    reads, constants, and ops on them only, such as a transposed weight) are not sent but recomputed in every
+    stage that uses them: the tied embedding is read by the first stage (token embedding) and the last (LM
+    head), each from the same `ptrain.state` symbol. Cuts are at layer boundaries: a cut must start a
+    segment that holds an attention (a softmax) before the next single-tensor cut, and have a layer before
+    it, so each stage holds whole layers and each layer is placed exactly once (until `--ptrain-raise` names
+    layers, a layer is recognized by its attention). `@forward` is kept as the reference; the module gets
+    `ptrain.pipeline = {pp = P, stages = [...]}`.
+
+    Fails when `pp` is below 1, or when the forward has fewer than `pp - 1` layer boundaries (more stages
+    than layers), naming how many there are.
+
+    ```mlir
+    // ptrain-opt gpt.mlir --ptrain-split-stages="pp=2"
+    func.func @forward_stage0(%tokens: tensor<4x64xi64>) -> tensor<4x64x128xf32> attributes {ptrain.stage = 0 : i64}
+    func.func @forward_stage1(%h: tensor<4x64x128xf32>) -> tensor<4x64x256xf32> attributes {ptrain.stage = 1 : i64}
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::ptrain::PTrainDialect"];
+  let options = [
+    Option<"pp", "pp", "int64_t", /*default=*/"2", "Number of pipeline stages.">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"", "The forward function.">,
+  ];
+  let statistics = [
+    Statistic<"numCutPoints", "cut-points", "Layer boundaries where a single tensor crosses">,
+  ];
+}
+
 #endif // PTRAIN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,221 @@
+//===- SplitStages.cpp - pipeline stages from the forward ---------*- C++ -*-===//
+//
+// --ptrain-split-stages: see the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Transforms/Passes.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
+
+#define DEBUG_TYPE "ptrain-split-stages"
+
+namespace mlir::ptrain {
+#define GEN_PASS_DEF_SPLITSTAGESPASS
+#include "ptrain/Transforms/Passes.h.inc"
+} // namespace mlir::ptrain
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+/// FLOPs of `op`: 2 n k m per matmul output batch element, one per output element otherwise.
+static double opCost(Operation *op) {
+  if (auto mm = dyn_cast<MatmulOp>(op)) {
+    auto lhs = mm.getLhs().getType();
+    return 2.0 * static_cast<double>(mm.getResult().getType().getNumElements()) * lhs.getShape().back();
+  }
+  double cost = 0;
+  for (Value r : op->getResults())
+    if (auto t = dyn_cast<RankedTensorType>(r.getType()))
+      cost += t.getNumElements();
+  return cost;
+}
+
+namespace {
+
+struct SplitStagesPass : public ptrain::impl::SplitStagesPassBase<SplitStagesPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+} // namespace
+
+void SplitStagesPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  SymbolTable symbols(module);
+  auto forward = symbols.lookup<func::FuncOp>(entry);
+  if (!forward) {
+    emitError(module.getLoc()) << "--ptrain-split-stages: no function @" << entry;
+    return signalPassFailure();
+  }
+  if (pp < 1) {
+    emitError(module.getLoc()) << "--ptrain-split-stages: pp must be >= 1, got " << pp.getValue();
+    return signalPassFailure();
+  }
+  Block &body = forward.getBody().front();
+  if (forward.getNumResults() != 1) {
+    emitError(forward.getLoc()) << "--ptrain-split-stages: @" << entry << " must have one result (the logits)";
+    return signalPassFailure();
+  }
+
+  // Rematerializable values need no input: parameter reads, constants and ops on them only.
+  llvm::DenseSet<Operation *> remat;
+  SmallVector<Operation *> work; // The ops that compute from inputs, in order.
+  for (Operation &op : body.without_terminator()) {
+    bool fromInputsOnly = llvm::all_of(op.getOperands(), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && remat.contains(def);
+    });
+    if (isa<StateReadOp, arith::ConstantOp>(op) || (isPure(&op) && fromInputsOnly && op.getNumOperands() > 0))
+      remat.insert(&op);
+    else
+      work.push_back(&op);
+  }
+
+  // After work[i], which non-rematerializable values are still used later? A cut after i is valid when that
+  // set is exactly one value and the function's arguments are dead.
+  auto isCrossing = [&](Value v, size_t i) {
+    if (Operation *def = v.getDefiningOp()) {
+      if (remat.contains(def))
+        return false;
+      auto it = llvm::find(work, def);
+      if (static_cast<size_t>(it - work.begin()) > i)
+        return false;
+    }
+    return llvm::any_of(v.getUsers(), [&](Operation *user) {
+      if (isa<func::ReturnOp>(user))
+        return true;
+      auto it = llvm::find(work, user);
+      return it != work.end() && static_cast<size_t>(it - work.begin()) > i;
+    });
+  };
+  SmallVector<Value> candidates; // Candidate values crossing each valid cut.
+  SmallVector<size_t> cutAfter;
+  for (size_t i = 0; i + 1 < work.size(); ++i) {
+    SmallVector<Value> crossing;
+    for (Value arg : forward.getArguments())
+      if (isCrossing(arg, i))
+        crossing.push_back(arg);
+    for (size_t j = 0; j <= i; ++j)
+      for (Value r : work[j]->getResults())
+        if (isCrossing(r, i))
+          crossing.push_back(r);
+    if (crossing.size() == 1 && crossing.front().getDefiningOp()) {
+      cutAfter.push_back(i);
+      candidates.push_back(crossing.front());
+    }
+  }
+  // Layer granularity: keep the cuts that start a layer, i.e. whose segment up to the next single-tensor cut
+  // holds an attention (a softmax), and that have a layer before them. Sub-layer cuts (between attention and
+  // MLP) and a stage with no layer are not offered. (--ptrain-raise will name layers explicitly.)
+  auto hasSoftmax = [&](size_t from, size_t to) { // work ops in [from, to)
+    for (size_t i = from; i < to; ++i)
+      if (isa<SoftmaxOp>(work[i]))
+        return true;
+    return false;
+  };
+  {
+    SmallVector<Value> layerCandidates;
+    SmallVector<size_t> layerCuts;
+    for (size_t c = 0; c < cutAfter.size(); ++c) {
+      size_t next = c + 1 < cutAfter.size() ? cutAfter[c + 1] + 1 : work.size();
+      if (hasSoftmax(0, cutAfter[c] + 1) && hasSoftmax(cutAfter[c] + 1, next)) {
+        layerCuts.push_back(cutAfter[c]);
+        layerCandidates.push_back(candidates[c]);
+      }
+    }
+    cutAfter = std::move(layerCuts);
+    candidates = std::move(layerCandidates);
+  }
+  numCutPoints = cutAfter.size();
+  if (static_cast<int64_t>(cutAfter.size()) < pp - 1) {
+    emitError(forward.getLoc()) << "--ptrain-split-stages: pp = " << pp.getValue() << " needs " << pp - 1
+                        << " cut points but @" << entry << " has only " << cutAfter.size()
+                        << " layer boundaries where a single tensor crosses (more stages than layers)";
+    return signalPassFailure();
+  }
+
+  // Balance: choose pp - 1 cuts minimizing the most expensive stage (exhaustive DP over candidate cuts).
+  SmallVector<double> prefix = {0};
+  for (Operation *op : work)
+    prefix.push_back(prefix.back() + opCost(op));
+  auto stageCost = [&](int64_t from, int64_t to) { return prefix[to] - prefix[from]; }; // ops [from, to)
+  size_t n = cutAfter.size();
+  // best[k][c]: minimal max-cost of stages 0..k when stage k ends right after cut c.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(pp, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int64_t>> from(pp, std::vector<int64_t>(n + 1, -1));
+  auto endOf = [&](size_t c) { return c == n ? work.size() : cutAfter[c] + 1; };
+  for (size_t c = 0; c <= n; ++c)
+    best[0][c] = stageCost(0, endOf(c));
+  for (int64_t k = 1; k < pp; ++k)
+    for (size_t c = 0; c <= n; ++c)
+      for (size_t prev = 0; prev < c; ++prev) {
+        double cost = std::max(best[k - 1][prev], stageCost(endOf(prev), endOf(c)));
+        if (cost < best[k][c]) {
+          best[k][c] = cost;
+          from[k][c] = prev;
+        }
+      }
+  SmallVector<size_t> cuts; // indices into cutAfter, in order
+  for (int64_t k = pp - 1, c = n; k > 0; --k) {
+    c = from[k][c];
+    cuts.insert(cuts.begin(), c);
+  }
+
+  // Build the stage functions.
+  OpBuilder b(module.getContext());
+  b.setInsertionPointAfter(forward);
+  SmallVector<Attribute> stageRefs;
+  size_t begin = 0;
+  Value input = forward.getArgument(0);
+  for (int64_t k = 0; k < pp; ++k) {
+    size_t end = k + 1 < pp ? cutAfter[cuts[k]] + 1 : work.size();
+    Value output = k + 1 < pp ? candidates[cuts[k]] : cast<func::ReturnOp>(body.getTerminator()).getOperand(0);
+    std::string name = (entry + "_stage" + std::to_string(k));
+    auto fn = func::FuncOp::create(b, forward.getLoc(), name,
+                                   b.getFunctionType({k == 0 ? forward.getArgumentTypes()[0] : input.getType()},
+                                                     {output.getType()}));
+    fn->setAttr("ptrain.stage", b.getI64IntegerAttr(k));
+    if (k == 0 && forward.getArgAttr(0, "ptrain.onnx_name"))
+      fn.setArgAttr(0, "ptrain.onnx_name", forward.getArgAttr(0, "ptrain.onnx_name"));
+    Block *stageBody = fn.addEntryBlock();
+    OpBuilder sb = OpBuilder::atBlockEnd(stageBody);
+    IRMapping mapping;
+    mapping.map(input, stageBody->getArgument(0));
+    // Clone the rematerializable ops the stage uses (in order), then its work ops.
+    llvm::DenseSet<Operation *> needed;
+    for (size_t i = begin; i < end; ++i)
+      for (Value v : work[i]->getOperands())
+        if (Operation *def = v.getDefiningOp(); def && remat.contains(def)) {
+          SmallVector<Operation *> stack = {def};
+          while (!stack.empty()) {
+            Operation *op = stack.pop_back_val();
+            if (!needed.insert(op).second)
+              continue;
+            for (Value operand : op->getOperands())
+              if (Operation *d = operand.getDefiningOp())
+                stack.push_back(d);
+          }
+        }
+    for (Operation &op : body.without_terminator())
+      if (needed.contains(&op))
+        sb.clone(op, mapping);
+    for (size_t i = begin; i < end; ++i)
+      sb.clone(*work[i], mapping);
+    func::ReturnOp::create(sb, forward.getLoc(), mapping.lookup(output));
+    b.setInsertionPointAfter(fn);
+    stageRefs.push_back(FlatSymbolRefAttr::get(fn.getSymNameAttr()));
+    begin = end;
+    input = output;
+  }
+  module->setAttr("ptrain.pipeline",
+                  b.getDictionaryAttr({b.getNamedAttr("pp", b.getI64IntegerAttr(pp)),
+                                       b.getNamedAttr("stages", b.getArrayAttr(stageRefs))}));
+}
