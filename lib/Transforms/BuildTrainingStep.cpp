@@ -1,6 +1,7 @@
 //===- BuildTrainingStep.cpp - loss, gradients, optimizer ---------*- C++ -*-===//
 //
-// --ptrain-build-training-step: see the pass description in Passes.td.
+// --ptrain-build-training-step: see the pass description in Passes.td. One function for a single stage
+// (@train_step), or per pipeline stage after --ptrain-split-stages.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringMap.h"
 
 #define DEBUG_TYPE "ptrain-build-training-step"
 
@@ -33,8 +35,29 @@ struct BuildTrainingStepPass : public ptrain::impl::BuildTrainingStepPassBase<Bu
 private:
   /// Checks `@entry(%tokens: B x S x int) -> B x S x V x float`.
   LogicalResult checkForward(func::FuncOp forward);
-  /// Adds `ptrain.state` @name key `key` kind `kind` of `type` after `anchor`.
-  StateOp addState(OpBuilder &b, Location loc, StringRef name, StringRef key, StateKind kind, RankedTensorType type);
+  /// Clones `from`'s body (without its return) into `b`'s block, with `args` for its arguments; returns the
+  /// clones of the returned values.
+  SmallVector<Value> cloneBody(OpBuilder &b, func::FuncOp from, ValueRange args);
+  /// The next-token cross-entropy of `logits` [B, S, V] against `tokens` [B, S].
+  Value buildNextTokenLoss(OpBuilder &b, Location loc, Value logits, Value tokens);
+  /// The reads of parameter states in `block`.
+  SmallVector<StateReadOp> parameterReads(Block *block);
+  /// Differentiates `target` (seeded with `seed`) with respect to the parameter reads and `extraWrt`;
+  /// returns the gradients in that order.
+  FailureOr<SmallVector<Value>> differentiate(OpBuilder &b, Value target, Value seed, ArrayRef<StateReadOp> reads,
+                                              ArrayRef<Value> extraWrt);
+  /// A state symbol `name` (inserted before `anchor` and into the symbol table) unless it exists.
+  StateOp getOrAddState(OpBuilder &b, Operation *anchor, StringRef name, StringRef key, StateKind kind,
+                        RankedTensorType type);
+  /// step = step + 1 on the `step` counter; returns the new value.
+  Value incrementStep(OpBuilder &b, Location loc, Operation *anchor);
+  /// AdamW on parameter `param` with gradient `grad` at step `t`; writes parameter and moments back.
+  void buildAdamW(OpBuilder &b, Location loc, Operation *anchor, StateOp param, Value value, Value grad, Value t);
+
+  void buildSingleStage(func::FuncOp forward);
+  void buildPipeline(DictionaryAttr pipeline);
+
+  SymbolTable *symbols = nullptr;
 };
 
 } // namespace
@@ -43,8 +66,8 @@ LogicalResult BuildTrainingStepPass::checkForward(func::FuncOp forward) {
   FunctionType type = forward.getFunctionType();
   auto fail = [&]() {
     return emitError(forward.getLoc()) << "the training step needs @" << forward.getSymName()
-                               << " to take token ids [batch, seq] and return logits [batch, seq, vocab], got "
-                               << type;
+                                       << " to take token ids [batch, seq] and return logits [batch, seq, vocab], got "
+                                       << type;
   };
   if (type.getNumInputs() != 1 || type.getNumResults() != 1)
     return fail();
@@ -57,122 +80,300 @@ LogicalResult BuildTrainingStepPass::checkForward(func::FuncOp forward) {
   return success();
 }
 
-StateOp BuildTrainingStepPass::addState(OpBuilder &b, Location loc, StringRef name, StringRef key,
-                                        StateKind kind, RankedTensorType type) {
-  return StateOp::create(b, loc, name, key, kind, type);
-}
-
-void BuildTrainingStepPass::runOnOperation() {
-  ModuleOp module = getOperation();
-  SymbolTable symbols(module);
-  auto forward = symbols.lookup<func::FuncOp>(entry);
-  if (!forward) {
-    emitError(module.getLoc()) << "--ptrain-build-training-step: no function @" << entry;
-    return signalPassFailure();
-  }
-  if (failed(checkForward(forward)))
-    return signalPassFailure();
-  if (optimizer != "adamw" && optimizer != "none") {
-    emitError(module.getLoc()) << "--ptrain-build-training-step: optimizer must be adamw or none, got '" << optimizer
-                       << "'";
-    return signalPassFailure();
-  }
-  if (symbols.lookup("train_step")) {
-    emitError(module.getLoc()) << "--ptrain-build-training-step: the module already has a @train_step";
-    return signalPassFailure();
-  }
-
-  Location loc = forward.getLoc();
-  OpBuilder b(module.getContext());
-  auto tokensType = cast<RankedTensorType>(forward.getArgumentTypes()[0]);
-  auto logitsType = cast<RankedTensorType>(forward.getResultTypes()[0]);
-  Type f32 = logitsType.getElementType();
-
-  // @train_step(%tokens) with the forward cloned into it.
-  b.setInsertionPointAfter(forward);
-  auto step = func::FuncOp::create(b, loc, "train_step", b.getFunctionType({tokensType}, {}));
-  step.setArgAttr(0, "ptrain.onnx_name", forward.getArgAttr(0, "ptrain.onnx_name"));
-  Block *body = step.addEntryBlock();
+SmallVector<Value> BuildTrainingStepPass::cloneBody(OpBuilder &b, func::FuncOp from, ValueRange args) {
   IRMapping mapping;
-  mapping.map(forward.getArgument(0), body->getArgument(0));
-  b.setInsertionPointToStart(body);
-  Value logits;
-  for (Operation &op : forward.getBody().front()) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      logits = mapping.lookup(ret.getOperand(0));
-      break;
-    }
+  mapping.map(from.getArguments(), args);
+  for (Operation &op : from.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op))
+      return llvm::to_vector(llvm::map_range(ret.getOperands(), [&](Value v) { return mapping.lookup(v); }));
     b.clone(op, mapping);
   }
+  return {};
+}
 
-  // Next-token loss: positions 0..S-2 predict tokens 1..S-1.
-  int64_t batch = tokensType.getDimSize(0), seq = tokensType.getDimSize(1), vocab = logitsType.getDimSize(2);
+Value BuildTrainingStepPass::buildNextTokenLoss(OpBuilder &b, Location loc, Value logits, Value tokens) {
+  auto logitsType = cast<RankedTensorType>(logits.getType());
+  int64_t batch = logitsType.getDimSize(0), seq = logitsType.getDimSize(1), vocab = logitsType.getDimSize(2);
+  // Positions 0..S-2 predict tokens 1..S-1.
   Value predicted = SliceOp::create(b, loc, logits, b.getDenseI64ArrayAttr({0, 0, 0}),
                                     b.getDenseI64ArrayAttr({batch, seq - 1, vocab}));
-  Value labels = SliceOp::create(b, loc, body->getArgument(0), b.getDenseI64ArrayAttr({0, 1}),
+  Value labels = SliceOp::create(b, loc, tokens, b.getDenseI64ArrayAttr({0, 1}),
                                  b.getDenseI64ArrayAttr({batch, seq - 1}));
-  Value loss = CrossEntropyOp::create(b, loc, predicted, labels);
+  return CrossEntropyOp::create(b, loc, predicted, labels);
+}
 
-  // Parameters: every read of a parameter state (the tied embedding is one symbol, read once per step).
+SmallVector<StateReadOp> BuildTrainingStepPass::parameterReads(Block *block) {
   SmallVector<StateReadOp> reads;
-  body->walk([&](StateReadOp read) {
-    auto state = symbols.lookup<StateOp>(read.getState());
+  block->walk([&](StateReadOp read) {
+    auto state = symbols->lookup<StateOp>(read.getState());
     if (state && state.getKind() == StateKind::Parameter)
       reads.push_back(read);
   });
-  SmallVector<Value> params = llvm::to_vector(llvm::map_range(reads, [](StateReadOp r) -> Value { return r; }));
+  return reads;
+}
+
+FailureOr<SmallVector<Value>> BuildTrainingStepPass::differentiate(OpBuilder &b, Value target, Value seed,
+                                                                   ArrayRef<StateReadOp> reads,
+                                                                   ArrayRef<Value> extraWrt) {
+  SmallVector<Value> wrt = llvm::to_vector(llvm::map_range(reads, [](StateReadOp r) -> Value { return r; }));
+  llvm::append_range(wrt, extraWrt);
+  int64_t built = 0;
+  FailureOr<SmallVector<Value>> grads = buildGradients(b, target, seed, wrt, &built);
+  numBackwardOps += built;
+  return grads;
+}
+
+StateOp BuildTrainingStepPass::getOrAddState(OpBuilder &b, Operation *anchor, StringRef name, StringRef key,
+                                             StateKind kind, RankedTensorType type) {
+  if (auto existing = symbols->lookup<StateOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(anchor);
+  auto state = StateOp::create(b, anchor->getLoc(), name, key, kind, type);
+  symbols->insert(state);
+  return state;
+}
+
+Value BuildTrainingStepPass::incrementStep(OpBuilder &b, Location loc, Operation *anchor) {
+  auto counterType = RankedTensorType::get({}, b.getI64Type());
+  StateOp counter = getOrAddState(b, anchor, "step", "step", StateKind::StepCounter, counterType);
+  Value t = StateReadOp::create(b, loc, counterType, counter.getSymName());
+  Value one = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1)));
+  Value next = BinaryOp::create(b, loc, BinaryKind::Add, t, one);
+  StateWriteOp::create(b, loc, next, counter.getSymName());
+  return next;
+}
+
+void BuildTrainingStepPass::buildAdamW(OpBuilder &b, Location loc, Operation *anchor, StateOp param, Value value,
+                                       Value grad, Value t) {
+  auto type = param.getTensorType();
+  StateOp m = getOrAddState(b, anchor, (param.getSymName() + ".adam_m").str(), (param.getKey() + "/adam_m").str(),
+                            StateKind::OptimizerMoment, type);
+  StateOp v = getOrAddState(b, anchor, (param.getSymName() + ".adam_v").str(), (param.getKey() + "/adam_v").str(),
+                            StateKind::OptimizerMoment, type);
+  Value mv = StateReadOp::create(b, loc, type, m.getSymName());
+  Value vv = StateReadOp::create(b, loc, type, v.getSymName());
+  auto schedule = LRScheduleAttr::get(b.getContext(), b.getF64FloatAttr(lr), warmupSteps, totalSteps,
+                                      b.getF64FloatAttr(minLrRatio));
+  // Weight decay on matrices only: biases and layer-norm scales are not decayed (GPT-2, Megatron).
+  double decay = type.getRank() >= 2 ? static_cast<double>(weightDecay) : 0.0;
+  auto update = AdamWOp::create(b, param.getLoc(), type, type, type, value, grad, mv, vv, t, schedule,
+                                b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon),
+                                b.getF64FloatAttr(decay));
+  StateWriteOp::create(b, loc, update.getNewParam(), param.getSymName());
+  StateWriteOp::create(b, loc, update.getNewM(), m.getSymName());
+  StateWriteOp::create(b, loc, update.getNewV(), v.getSymName());
+}
+
+void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
+  Location loc = forward.getLoc();
+  OpBuilder b(forward.getContext());
+  auto tokensType = cast<RankedTensorType>(forward.getArgumentTypes()[0]);
+  Type f32 = cast<RankedTensorType>(forward.getResultTypes()[0]).getElementType();
+
+  b.setInsertionPointAfter(forward);
+  auto step = func::FuncOp::create(b, loc, "train_step", b.getFunctionType({tokensType}, {}));
+  if (Attribute name = forward.getArgAttr(0, "ptrain.onnx_name"))
+    step.setArgAttr(0, "ptrain.onnx_name", name);
+  Block *body = step.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  Value logits = cloneBody(b, forward, body->getArguments()).front();
+  Value loss = buildNextTokenLoss(b, loc, logits, body->getArgument(0));
+
+  SmallVector<StateReadOp> reads = parameterReads(body);
   auto seedType = RankedTensorType::get({}, f32);
   Value seed = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(seedType, b.getFloatAttr(f32, 1.0)));
-  int64_t built = 0;
-  FailureOr<SmallVector<Value>> grads = buildGradients(b, loss, seed, params, &built);
+  FailureOr<SmallVector<Value>> grads = differentiate(b, loss, seed, reads, {});
   if (failed(grads))
     return signalPassFailure();
-  numParameters = params.size();
-  numBackwardOps = built;
+  numParameters = reads.size();
 
   if (optimizer == "none") {
     SmallVector<Value> results = {loss};
     llvm::append_range(results, *grads);
     func::ReturnOp::create(b, loc, results);
     step.setType(b.getFunctionType({tokensType}, ValueRange(results).getTypes()));
-    for (auto [i, read] : llvm::enumerate(reads)) {
-      auto state = symbols.lookup<StateOp>(read.getState());
-      step.setResultAttr(i + 1, "ptrain.grad_of", state.getKeyAttr());
-    }
+    for (auto [i, read] : llvm::enumerate(reads))
+      step.setResultAttr(i + 1, "ptrain.grad_of", symbols->lookup<StateOp>(read.getState()).getKeyAttr());
     return;
   }
-
-  // AdamW: moments per parameter and one step counter, new state symbols beside the parameters.
-  OpBuilder stateBuilder(module.getContext());
-  stateBuilder.setInsertionPoint(forward);
-  auto counterType = RankedTensorType::get({}, b.getI64Type());
-  StateOp counter = addState(stateBuilder, loc, "step", "step", StateKind::StepCounter, counterType);
-  symbols.insert(counter);
-  Value t = StateReadOp::create(b, loc, counterType, counter.getSymName());
-  Value one = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1)));
-  Value next = BinaryOp::create(b, loc, BinaryKind::Add, t, one);
-  StateWriteOp::create(b, loc, next, counter.getSymName());
-  auto schedule = LRScheduleAttr::get(module.getContext(), b.getF64FloatAttr(lr), warmupSteps, totalSteps,
-                                      b.getF64FloatAttr(minLrRatio));
-  for (auto [read, grad] : llvm::zip(reads, *grads)) {
-    auto param = symbols.lookup<StateOp>(read.getState());
-    auto type = param.getTensorType();
-    StateOp m = addState(stateBuilder, param.getLoc(), (param.getSymName() + ".adam_m").str(),
-                         (param.getKey() + "/adam_m").str(), StateKind::OptimizerMoment, type);
-    symbols.insert(m);
-    StateOp v = addState(stateBuilder, param.getLoc(), (param.getSymName() + ".adam_v").str(),
-                         (param.getKey() + "/adam_v").str(), StateKind::OptimizerMoment, type);
-    symbols.insert(v);
-    Value mv = StateReadOp::create(b, loc, type, m.getSymName());
-    Value vv = StateReadOp::create(b, loc, type, v.getSymName());
-    double decay = type.getRank() >= 2 ? static_cast<double>(weightDecay) : 0.0;
-    auto update = AdamWOp::create(b, read.getLoc(), type, type, type, read, grad, mv, vv, next, schedule,
-                                  b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon),
-                                  b.getF64FloatAttr(decay));
-    StateWriteOp::create(b, loc, update.getNewParam(), param.getSymName());
-    StateWriteOp::create(b, loc, update.getNewM(), m.getSymName());
-    StateWriteOp::create(b, loc, update.getNewV(), v.getSymName());
-  }
+  Value t = incrementStep(b, loc, forward);
+  for (auto [read, grad] : llvm::zip(reads, *grads))
+    buildAdamW(b, loc, forward, symbols->lookup<StateOp>(read.getState()), read, grad, t);
   func::ReturnOp::create(b, loc, loss);
   step.setType(b.getFunctionType({tokensType}, {loss.getType()}));
+}
+
+void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
+  ModuleOp module = getOperation();
+  auto stages = pipeline.getAs<ArrayAttr>("stages");
+  if (!stages || stages.empty()) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: ptrain.pipeline has no stages";
+    return signalPassFailure();
+  }
+  if (optimizer != "adamw") {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: a pipeline needs optimizer=adamw";
+    return signalPassFailure();
+  }
+  if (microBatches < 1) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: micro-batches must be >= 1, got "
+                               << microBatches.getValue();
+    return signalPassFailure();
+  }
+  int64_t numStages = stages.size();
+  SmallVector<func::FuncOp> forwards;
+  for (Attribute stage : stages) {
+    auto fn = symbols->lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stage).getValue());
+    if (!fn || fn.getNumArguments() != 1 || fn.getNumResults() != 1) {
+      emitError(module.getLoc()) << "--ptrain-build-training-step: pipeline stage " << stage
+                                 << " is not a one-input, one-output function";
+      return signalPassFailure();
+    }
+    forwards.push_back(fn);
+  }
+  OpBuilder b(module.getContext());
+  Operation *anchor = &module.getBody()->front();
+  Location loc = forwards.front().getLoc();
+  auto tokensType = cast<RankedTensorType>(forwards.front().getArgumentTypes()[0]);
+  auto logitsType = dyn_cast<RankedTensorType>(forwards.back().getResultTypes()[0]);
+  if (!logitsType || logitsType.getRank() != 3) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: the last stage must return logits";
+    return signalPassFailure();
+  }
+  Type f32 = logitsType.getElementType();
+
+  // The grid: an existing one with a `pp` axis of the right size, or a new one.
+  GridOp grid;
+  for (auto g : module.getOps<GridOp>())
+    if (g.getAxisIndex("pp") && g.getAxisSize("pp") == numStages)
+      grid = g;
+  if (!grid) {
+    b.setInsertionPoint(anchor);
+    grid = GridOp::create(b, loc, "grid", b.getStrArrayAttr({"pp"}), b.getDenseI64ArrayAttr({numStages}));
+    symbols->insert(grid);
+  }
+
+  // Which stages read each parameter: a parameter read by several stages (the tied embedding) is synced.
+  llvm::StringMap<SmallVector<int64_t>> readers;
+  for (auto [s, fn] : llvm::enumerate(forwards))
+    for (StateReadOp read : parameterReads(&fn.getBody().front()))
+      if (!llvm::is_contained(readers[read.getState()], static_cast<int64_t>(s)))
+        readers[read.getState()].push_back(s);
+
+  auto gradState = [&](StateOp param) {
+    return getOrAddState(b, anchor, (param.getSymName() + ".grad").str(), (param.getKey() + "/grad").str(),
+                         StateKind::Gradient, param.getTensorType());
+  };
+
+  for (auto [s, forward] : llvm::enumerate(forwards)) {
+    bool last = static_cast<int64_t>(s) == numStages - 1;
+    Type inType = forward.getArgumentTypes()[0], outType = forward.getResultTypes()[0];
+    b.setInsertionPointAfter(forward);
+    std::string prefix = "stage" + std::to_string(s);
+
+    // Backward (or, on the last stage, forward + loss + backward) with recomputation.
+    SmallVector<Type> args = {inType};
+    args.push_back(last ? Type(tokensType) : outType);
+    SmallVector<Type> results;
+    if (last)
+      results.push_back(RankedTensorType::get({}, f32));
+    if (s > 0)
+      results.push_back(inType);
+    auto bwd = func::FuncOp::create(b, loc, prefix + (last ? "_forward_backward" : "_backward"),
+                                    b.getFunctionType(args, results));
+    bwd->setAttr("ptrain.stage", b.getI64IntegerAttr(s));
+    Block *body = bwd.addEntryBlock();
+    OpBuilder fb = OpBuilder::atBlockEnd(body);
+    Value out = cloneBody(fb, forward, body->getArgument(0)).front();
+    Value target = out, seed = body->getArgument(1);
+    SmallVector<Value> returned;
+    if (last) {
+      target = buildNextTokenLoss(fb, loc, out, body->getArgument(1));
+      auto seedType = RankedTensorType::get({}, f32);
+      seed = arith::ConstantOp::create(
+          fb, loc, DenseElementsAttr::get(seedType, fb.getFloatAttr(f32, 1.0 / static_cast<double>(microBatches))));
+      returned.push_back(target);
+    }
+    SmallVector<StateReadOp> reads = parameterReads(body);
+    SmallVector<Value> extra;
+    if (s > 0)
+      extra.push_back(body->getArgument(0));
+    FailureOr<SmallVector<Value>> grads = differentiate(fb, target, seed, reads, extra);
+    if (failed(grads))
+      return signalPassFailure();
+    numParameters += reads.size();
+    for (auto [read, grad] : llvm::zip(reads, *grads)) {
+      StateOp acc = gradState(symbols->lookup<StateOp>(read.getState()));
+      Value old = StateReadOp::create(fb, loc, acc.getTensorType(), acc.getSymName());
+      StateWriteOp::create(fb, loc, BinaryOp::create(fb, loc, BinaryKind::Add, old, grad), acc.getSymName());
+    }
+    if (s > 0)
+      returned.push_back(grads->back());
+    func::ReturnOp::create(fb, loc, returned);
+
+    // Optimizer step: tied-parameter sync, AdamW, zeroed accumulators.
+    b.setInsertionPointAfter(bwd);
+    auto opt = func::FuncOp::create(b, loc, prefix + "_optimizer_step", b.getFunctionType({}, {}));
+    opt->setAttr("ptrain.stage", b.getI64IntegerAttr(s));
+    OpBuilder ob = OpBuilder::atBlockEnd(opt.addEntryBlock());
+    Value t = incrementStep(ob, loc, anchor);
+    for (auto &[name, stagesReading] : readers) {
+      if (stagesReading.size() < 2)
+        continue;
+      auto param = symbols->lookup<StateOp>(name);
+      auto type = param.getTensorType();
+      bool holds = llvm::is_contained(stagesReading, static_cast<int64_t>(s));
+      Value local = holds ? Value(StateReadOp::create(ob, loc, type, gradState(param).getSymName()))
+                          : Value(arith::ConstantOp::create(
+                                ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0))));
+      auto request = AllReduceStartOp::create(ob, param.getLoc(), local, grid.getSymName(),
+                                              ob.getStrArrayAttr({"pp"}), ReductionKind::Sum);
+      Value summed = WaitOp::create(ob, param.getLoc(), request.getRequest()).getResult();
+      if (holds)
+        StateWriteOp::create(ob, loc, summed, gradState(param).getSymName());
+    }
+    for (auto &[name, stagesReading] : readers) {
+      if (!llvm::is_contained(stagesReading, static_cast<int64_t>(s)))
+        continue;
+      auto param = symbols->lookup<StateOp>(name);
+      auto type = param.getTensorType();
+      StateOp acc = gradState(param);
+      Value value = StateReadOp::create(ob, loc, type, param.getSymName());
+      Value grad = StateReadOp::create(ob, loc, type, acc.getSymName());
+      buildAdamW(ob, loc, anchor, param, value, grad, t);
+      Value zero = arith::ConstantOp::create(
+          ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0)));
+      StateWriteOp::create(ob, loc, zero, acc.getSymName());
+    }
+    func::ReturnOp::create(ob, loc);
+  }
+  SmallVector<NamedAttribute> attrs(pipeline.getValue());
+  attrs.push_back(b.getNamedAttr("micro_batches", b.getI64IntegerAttr(microBatches)));
+  module->setAttr("ptrain.pipeline", b.getDictionaryAttr(attrs));
+}
+
+void BuildTrainingStepPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  SymbolTable symbolTable(module);
+  symbols = &symbolTable;
+  if (optimizer != "adamw" && optimizer != "none") {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: optimizer must be adamw or none, got '"
+                               << optimizer << "'";
+    return signalPassFailure();
+  }
+  if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline"))
+    return buildPipeline(pipeline);
+
+  auto forward = symbols->lookup<func::FuncOp>(entry);
+  if (!forward) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: no function @" << entry;
+    return signalPassFailure();
+  }
+  if (failed(checkForward(forward)))
+    return signalPassFailure();
+  if (symbols->lookup("train_step")) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: the module already has a @train_step";
+    return signalPassFailure();
+  }
+  buildSingleStage(forward);
 }

@@ -26,6 +26,20 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     The step returns the loss (rank-0). Fails, naming the function, when `@forward` does not have that
     signature or an op on the path to the loss has no gradient rule.
 
+    After `--ptrain-split-stages` (the module has `ptrain.pipeline`), it builds per stage s of P instead, on
+    the grid `@grid` (created with one axis `pp` = P when the module has none):
+    * `@stage<s>_backward(%in, %dout) -> %din` for s < P - 1 (no %din for stage 0, whose input is token
+      ids): recomputes the stage's forward (activation recomputation) and back-propagates `%dout`;
+    * `@stage<P-1>_forward_backward(%h, %tokens) -> (%loss, %dh)`: forward, loss, backward, with the loss
+      gradient seeded with 1 / micro-batches so that accumulated gradients are the mean over micro-batches;
+    * both add their parameter gradients into `ptrain.state` accumulators (kind `gradient`, key
+      `<param>/grad`);
+    * `@stage<s>_optimizer_step()`: the tied-parameter gradient sync, then AdamW on the stage's parameters
+      and zeroed accumulators. A parameter read by several stages (the tied embedding) is summed with an
+      all-reduce over `pp` in which every stage takes part (stages without it contribute zeros; Optimus-CC's
+      fused embedding sync, a first/last-stage group, replaces this in the compression passes).
+    `@forward_stage<s>` stays the stage's forward.
+
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-build-training-step="optimizer=adamw lr=3e-4 warmup-steps=100 total-steps=2000"
     func.func @train_step(%tokens: tensor<4x64xi64>) -> tensor<f32> {
@@ -43,6 +57,8 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"forward\"", "The forward function.">,
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"", "adamw or none.">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Micro-batches per step (pipeline mode): the loss gradient is seeded with 1 / micro-batches.">,
     Option<"lr", "lr", "double", /*default=*/"3e-4", "Peak learning rate.">,
     Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"100", "Linear warm-up steps.">,
     Option<"totalSteps", "total-steps", "int64_t", /*default=*/"2000", "Steps of the cosine schedule.">,

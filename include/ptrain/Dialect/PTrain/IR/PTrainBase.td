@@ -97,6 +97,7 @@ def PTrain_StateKind : I32EnumAttr<"StateKind",
       I32EnumAttrCase<"CodecWarmStart", 3, "codec_warm_start">,
       I32EnumAttrCase<"CodecSeed", 4, "codec_seed">,
       I32EnumAttrCase<"StepCounter", 5, "step_counter">,
+      I32EnumAttrCase<"Gradient", 6, "gradient">,
     ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::ptrain";
