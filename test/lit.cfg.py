@@ -15,6 +15,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ptrain_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%ptrain_include", os.path.join(config.ptrain_src_root, "include")))
 config.substitutions.append(("%shared", os.path.join(config.ptrain_src_root, "..", "shared")))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
@@ -26,6 +27,7 @@ tools = [
     "ptrain-opt",
     "ptrain-translate",
     "ptrain-interpret",
+    "ptrain-compile",
     "split-file",
     "not",
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),

@@ -16,6 +16,7 @@
 #include "mlir/InitAllTranslations.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainDialect.h"
 #include "ptrain/Import/ONNX/ImportONNX.h"
+#include "ptrain/Target/Cpp/EmitCpp.h"
 
 void mlir::ptrain::registerPTrainDialects(DialectRegistry &registry) {
   registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect, math::MathDialect,
@@ -29,4 +30,6 @@ void mlir::ptrain::registerPTrainTranslations() {
   // ONNX -> ptrain model graph (--import-onnx, --import-onnx-faithful).
   registerToCppTranslation();
   registerImportONNXTranslations();
+  // ptrain -> C++ calling the runtime (--emit-cpp, docs/CodegenCpu.md).
+  registerEmitCppTranslation();
 }

@@ -61,12 +61,60 @@ enum {
 
 /// Element types of collective buffers.
 typedef int32_t ptrain_dtype_t;
-enum { PTRAIN_DTYPE_F32 = 0, PTRAIN_DTYPE_F64 = 1 };
+enum { PTRAIN_DTYPE_F32 = 0, PTRAIN_DTYPE_F64 = 1, PTRAIN_DTYPE_I64 = 2 };
+/* Collectives accept F32 and F64; state descriptors F32 and I64. */
 
 /// Reductions of ptrain_all_reduce_start. AVG is SUM divided by the
 /// communicator size, applied when the request completes in ptrain_wait.
 typedef int32_t ptrain_reduce_op_t;
 enum { PTRAIN_REDUCE_SUM = 0, PTRAIN_REDUCE_AVG = 1 };
+
+/// Operations of ptrain_binary_f32 (the order of the dialect's BinaryKind).
+enum {
+  PTRAIN_BINARY_ADD = 0,
+  PTRAIN_BINARY_SUB = 1,
+  PTRAIN_BINARY_MUL = 2,
+  PTRAIN_BINARY_DIV = 3,
+  PTRAIN_BINARY_POW = 4,
+  PTRAIN_BINARY_MAX = 5,
+  PTRAIN_BINARY_MIN = 6,
+};
+
+/// Operations of ptrain_unary_f32 (the order of the dialect's UnaryKind).
+enum {
+  PTRAIN_UNARY_NEG = 0,
+  PTRAIN_UNARY_EXP = 1,
+  PTRAIN_UNARY_LOG = 2,
+  PTRAIN_UNARY_SQRT = 3,
+  PTRAIN_UNARY_RSQRT = 4,
+  PTRAIN_UNARY_RECIPROCAL = 5,
+  PTRAIN_UNARY_ERF = 6,
+  PTRAIN_UNARY_TANH = 7,
+  PTRAIN_UNARY_RELU = 8,
+};
+
+/// What a state tensor holds (the order of the dialect's StateKind).
+enum {
+  PTRAIN_STATE_PARAMETER = 0,
+  PTRAIN_STATE_OPTIMIZER_MOMENT = 1,
+  PTRAIN_STATE_CODEC_RESIDUAL = 2,
+  PTRAIN_STATE_CODEC_WARM_START = 3,
+  PTRAIN_STATE_CODEC_SEED = 4,
+  PTRAIN_STATE_STEP_COUNTER = 5,
+};
+
+/// One keyed state tensor of a compiled step (DESIGN.md decision 5): the
+/// generated code owns `data` (dense, row-major, `dims[rank]` elements of
+/// `dtype`, PTRAIN_DTYPE_F32 or PTRAIN_DTYPE_I64); the runtime loads and saves
+/// it by `key`.
+typedef struct ptrain_state_desc {
+  const char *key;
+  void *data;
+  ptrain_dtype_t dtype;
+  int32_t kind;
+  int32_t rank;
+  const int64_t *dims;
+} ptrain_state_desc_t;
 
 /// A communicator: MPI_COMM_WORLD's duplicate or a group of its ranks.
 typedef struct ptrain_comm *ptrain_comm_t;
@@ -98,6 +146,31 @@ typedef struct ptrain_request *ptrain_request_t;
 //   out = transpose(x, perm) as numpy: out.shape[i] = dims[perm[i]]; rank in
 //   [1, 8]; perm must be a permutation. Splitting heads [B, S, H, D] ->
 //   [B, H, S, D] is perm {0, 2, 1, 3}; the backward is the inverse permutation.
+//
+// --- Broadcasting elementwise, reductions, casts ---
+// ptrain_binary_f32(kind, a, a_rank, a_dims, b, b_rank, b_dims, out_rank, out_dims, out)
+//   out = a <kind> b with numpy broadcasting (trailing dims aligned, each
+//   pair equal or 1); out_dims must be the broadcast shape; ranks in [0, 8].
+//   Computed in fp64, rounded once. pow is std::pow; max/min propagate NaN.
+// ptrain_sum_to_f32(x, rank, dims, out_rank, out_dims, out)
+//   The adjoint of broadcasting: out (whose shape broadcasts to dims) is the
+//   sum of x over every dim broadcasting added or stretched from 1; fp64 sums.
+// ptrain_unary_f32(kind, x[n], n, out[n])     neg, exp, log, sqrt, rsqrt,
+//   reciprocal, erf, tanh, relu, computed in fp64; out may alias x.
+// ptrain_add_i64(a[n], b[n], n, out[n])      out = a + b (the step counter);
+//   out may alias a or b; signed overflow is an INVALID_ARGUMENT error.
+// ptrain_cast_i64_i32(x[n], n, out[n])       token ids and labels to the
+//   kernels' int32; a value outside int32 is an INVALID_ARGUMENT error.
+//
+// --- Data movement of any element type (elem_bytes in {1, 2, 4, 8}) ---
+// ptrain_copy_bytes(src, num_bytes, out)      memmove (a reshape's copy, state writes)
+// ptrain_zero_bytes(out, num_bytes)           all bits zero (0.0f, 0)
+// ptrain_slice(x, elem_bytes, rank, dims, offsets, out_dims, out)
+//   out[i] = x[offsets + i] for i < out_dims (unit stride); rank in [0, 8];
+//   offsets[d] + out_dims[d] <= dims[d].
+// ptrain_insert_slice(x, elem_bytes, rank, x_dims, offsets, out_dims, out)
+//   out[offsets + i] = x[i] for i < x_dims; the rest of out is untouched
+//   (pad = zero_bytes + insert_slice; concat = one insert per input).
 //
 // --- GEMM (cpu: cblas_sgemm, one call per batch entry) ---
 // ptrain_gemm_f32(trans_a, trans_b, batch, m, n, k, alpha, a, stride_a, b,
@@ -191,6 +264,24 @@ typedef struct ptrain_request *ptrain_request_t;
 //   warmup) clamped to [0, 1] and lr = min_lr + (max_lr - min_lr) * (1 +
 //   cos(pi p)) / 2 (cosine decay, Loshchilov, Hutter 2017, "SGDR", eq. 5).
 //   Requires 0 <= warmup <= total, total > 0.
+//
+// --- Keyed state: ONNX initial values and checkpoints ---
+// ptrain_state_init_onnx(states[n], n, onnx_path)
+//   Every PTRAIN_STATE_PARAMETER state is read from the initializer named by
+//   its key in the ONNX model at onnx_path (inline data or external data
+//   relative to the model's folder), which must have the state's element type
+//   (FLOAT for F32, INT64 for I64) and shape; every other state is zeroed.
+//   Parsed with protobuf's bool-returning API. Errors name the file and key;
+//   on error no state is modified.
+// ptrain_checkpoint_save(states[n], n, path)
+//   Writes every state by key (format in docs/CodegenCpu.md: magic
+//   "PTRNCKPT", version, a header of (key, dtype, kind, shape, byte offset,
+//   byte size), the data, and an FNV-1a 64 checksum of all preceding bytes).
+//   Written to path + ".tmp" and renamed, so a failure leaves no partial file.
+// ptrain_checkpoint_load(states[n], n, path)
+//   Reads a checkpoint written by ptrain_checkpoint_save: the checksum must
+//   match, every state must be present with its dtype and shape, and the file
+//   must hold no other key. On error no state is modified.
 //
 // --- Communicators (cpu: MPI) ---
 // ptrain_comm_init(out_comm)

@@ -1,0 +1,935 @@
+//===- EmitCpp.cpp - The CPU code generator (--emit-cpp) ------------------===//
+//
+// One C++17 translation unit per module (docs/CodegenCpu.md):
+//   1. static storage for every ptrain.state and the keyed state table;
+//   2. per function, a memory plan: arguments and state reads are used in
+//      place, reshapes alias their input, constants are static arrays, and
+//      every other tensor (and every kernel's scratch) gets an offset in one
+//      static arena, reused by liveness (MemoryPlan.h);
+//   3. per op, calls of the runtime's call table (RuntimeCallTable.h) whose
+//      status is checked and returned, under a comment with the op's location;
+//   4. the C ABI: ptrain_step_<func>, ptrain_step_init/save/load and the state
+//      table accessors.
+// The unit is built in memory and written only when every op was emitted.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Target/Cpp/EmitCpp.h"
+
+#include "MemoryPlan.h"
+#include "RuntimeCallTable.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <type_traits>
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::cpp;
+
+namespace {
+
+constexpr int64_t kArenaAlignment = 64;
+
+//===----------------------------------------------------------------------===//
+// Small formatting helpers
+//===----------------------------------------------------------------------===//
+
+/// A C++ float literal that reads back as exactly `value` rounded to float.
+std::string floatLiteral(double value) {
+  float f = static_cast<float>(value);
+  if (std::isnan(f))
+    return "__builtin_nanf(\"\")";
+  if (std::isinf(f))
+    return f > 0 ? "__builtin_inff()" : "-__builtin_inff()";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(f));
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
+  return s + "f";
+}
+
+std::string int64Literal(int64_t v) {
+  if (v == INT64_MIN)
+    return "INT64_MIN";
+  return std::to_string(v) + (v > INT32_MAX || v < INT32_MIN ? "LL" : "");
+}
+
+std::string joinInts(ArrayRef<int64_t> values) {
+  std::string s;
+  for (auto [i, v] : llvm::enumerate(values))
+    s += (i ? ", " : "") + std::to_string(v);
+  return s;
+}
+
+int64_t numElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// A location for a comment: ONNX node names in quotes, files as file:line:col.
+void formatLoc(Location loc, llvm::raw_ostream &os) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    os << '"' << name.getName().getValue() << '"';
+    if (!isa<UnknownLoc>(name.getChildLoc())) {
+      os << " (";
+      formatLoc(name.getChildLoc(), os);
+      os << ")";
+    }
+  } else if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
+  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    llvm::interleave(fused.getLocations(), os, [&](Location l) { formatLoc(l, os); }, ", ");
+  } else if (isa<UnknownLoc>(loc)) {
+    os << "unknown location";
+  } else {
+    loc.print(os);
+  }
+}
+
+/// Text safe inside a // comment: no newlines.
+std::string commentSafe(std::string s) {
+  for (char &c : s)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  return s;
+}
+
+/// A C identifier fragment from a state key or symbol.
+std::string identifierFrom(StringRef s) {
+  std::string id;
+  for (char c : s)
+    id += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  return id;
+}
+
+/// A C string literal.
+std::string stringLiteral(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\%03o", static_cast<unsigned char>(c));
+      out += buf;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+/// The static-shape f32/i64 tensor type of `value`, or an error at `op`.
+FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine &what) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor) {
+    op->emitError("--emit-cpp: ") << what << " has type " << type << "; only ranked tensors are supported";
+    return failure();
+  }
+  if (!tensor.hasStaticShape()) {
+    op->emitError("--emit-cpp: ") << what << " has the dynamic shape " << type
+                                  << "; only static shapes are supported";
+    return failure();
+  }
+  Type elem = tensor.getElementType();
+  if (!elem.isF32() && !elem.isInteger(64)) {
+    op->emitError("--emit-cpp: ") << what << " has element type " << elem << "; only f32 and i64 are supported";
+    return failure();
+  }
+  return tensor;
+}
+
+bool isF32(Value v) { return cast<RankedTensorType>(v.getType()).getElementType().isF32(); }
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+int64_t countOf(Value v) { return numElements(shapeOf(v)); }
+int64_t elemBytes(Value v) { return isF32(v) ? 4 : 8; }
+int64_t bytesOf(Value v) { return countOf(v) * elemBytes(v); }
+const char *cType(Value v) { return isF32(v) ? "float" : "int64_t"; }
+
+//===----------------------------------------------------------------------===//
+// The module
+//===----------------------------------------------------------------------===//
+
+struct StateInfo {
+  StateOp op;
+  int64_t index;   ///< position in the state table
+  std::string var; ///< the static storage
+};
+
+/// Where a function's SSA value lives.
+struct Storage {
+  enum Kind { Argument, State, Constant, Arena, Alias } kind = Arena;
+  Value root;             ///< Alias: the value whose memory this is
+  int64_t buffer = -1;    ///< Arena: index into the plan
+  bool isConst = false;   ///< argument or constant: read-only memory
+  std::string name;       ///< the local pointer variable
+};
+
+class CppEmitter {
+public:
+  explicit CppEmitter(ModuleOp module) : module(module) {}
+  LogicalResult emit(raw_ostream &os);
+
+private:
+  LogicalResult collectStates();
+  LogicalResult emitFunction(func::FuncOp func, std::string &code, int64_t &arenaBytes);
+
+  ModuleOp module;
+  llvm::DenseMap<StringAttr, StateInfo> states;
+  SmallVector<StateOp> stateOrder;
+  std::string constants; ///< static constant arrays of every function
+  int64_t numConstants = 0;
+};
+
+LogicalResult CppEmitter::collectStates() {
+  for (auto state : module.getOps<StateOp>()) {
+    FailureOr<RankedTensorType> type = supportedType(state, state.getType(), "the state");
+    if (failed(type))
+      return failure();
+    StateInfo info{state, static_cast<int64_t>(stateOrder.size()),
+                   "state_" + std::to_string(stateOrder.size()) + "_" + identifierFrom(state.getKey())};
+    states[state.getSymNameAttr()] = info;
+    stateOrder.push_back(state);
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// One function
+//===----------------------------------------------------------------------===//
+
+/// Emits one function: plans its memory, then writes its body op by op.
+class FunctionEmitter {
+public:
+  FunctionEmitter(func::FuncOp func, llvm::DenseMap<StringAttr, StateInfo> &states, std::string &constants,
+                  int64_t &numConstants)
+      : func(func), states(states), constants(constants), numConstants(numConstants) {}
+
+  LogicalResult run(std::string &code, int64_t &arenaBytes);
+
+private:
+  LogicalResult checkOps();
+  void planStorage();
+  int64_t scratch(int64_t bytes);
+  LogicalResult emitOp(Operation *op);
+  LogicalResult emitConstant(arith::ConstantOp op);
+
+  // Helpers writing into `body`.
+  std::string ptr(Value v) const { return storage.lookup(v).name; }
+  std::string scratchPtr(int64_t buffer, StringRef type) const {
+    return "reinterpret_cast<" + type.str() + " *>(ptrain_arena + " + std::to_string(plan[buffer].offset) + ")";
+  }
+  /// A `static const int64_t` array declared in the current op's block; its name, or "nullptr" when empty.
+  std::string dims(ArrayRef<int64_t> values, StringRef name);
+  std::string perm32(ArrayRef<int64_t> values, StringRef name);
+  /// One runtime call, its status checked; fails (an emitter bug) on a parameter-count mismatch.
+  LogicalResult call(RuntimeCall callee, ArrayRef<std::string> args);
+
+  func::FuncOp func;
+  llvm::DenseMap<StringAttr, StateInfo> &states;
+  std::string &constants;
+  int64_t &numConstants;
+
+  SmallVector<Operation *> ops;
+  llvm::DenseMap<Operation *, int64_t> opIndex;
+  llvm::DenseMap<Value, Storage> storage;
+  std::vector<BufferInterval> plan;
+  /// Scratch buffers per op, in the order the op's emitter asks for them.
+  llvm::DenseMap<Operation *, SmallVector<int64_t>> scratchOf;
+  SmallVector<int64_t> scratchPlanned; ///< sizes requested while planning
+  Operation *current = nullptr;
+  size_t nextScratch = 0;
+  std::string block;     ///< the current op's declarations and calls
+  std::string constantDecl; ///< a constant's pointer, declared at function scope
+  std::string body;
+  int64_t valueCount = 0;
+};
+
+std::string FunctionEmitter::dims(ArrayRef<int64_t> values, StringRef name) {
+  if (values.empty())
+    return "nullptr";
+  block += "    static const int64_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" +
+           joinInts(values) + "};\n";
+  return name.str();
+}
+
+std::string FunctionEmitter::perm32(ArrayRef<int64_t> values, StringRef name) {
+  block += "    static const int32_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" +
+           joinInts(values) + "};\n";
+  return name.str();
+}
+
+LogicalResult FunctionEmitter::call(RuntimeCall callee, ArrayRef<std::string> args) {
+  const RuntimeCallInfo &info = getRuntimeCallInfo(callee);
+  if (args.size() != info.arity)
+    return current->emitError("--emit-cpp internal error: ")
+           << info.name << " takes " << info.arity << " arguments, the emitter passed " << args.size();
+  block += "    PTRAIN_STEP_CALL(" + std::string(info.name) + "(";
+  for (auto [i, a] : llvm::enumerate(args))
+    block += (i ? ", " : "") + a;
+  block += "));\n";
+  return success();
+}
+
+/// The ops the emitter handles and the types it accepts.
+LogicalResult FunctionEmitter::checkOps() {
+  if (!func.getBody().hasOneBlock())
+    return func.emitError("--emit-cpp: function @") << func.getSymName() << " has control flow (more than one block)";
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+    if (failed(supportedType(func, type, "argument #" + Twine(i))))
+      return failure();
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
+    if (failed(supportedType(func, type, "result #" + Twine(i))))
+      return failure();
+  for (Operation &op : func.getBody().front()) {
+    if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
+             SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
+             LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp,
+             func::ReturnOp>(op))
+      return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
+    for (auto [i, v] : llvm::enumerate(op.getOperands()))
+      if (failed(supportedType(&op, v.getType(), "operand #" + Twine(i))))
+        return failure();
+    for (auto [i, v] : llvm::enumerate(op.getResults()))
+      if (failed(supportedType(&op, v.getType(), "result #" + Twine(i))))
+        return failure();
+    opIndex[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  return success();
+}
+
+int64_t FunctionEmitter::scratch(int64_t bytes) {
+  // Called in emission order; the sizes were planned by the same code path in planning mode.
+  SmallVector<int64_t> &list = scratchOf[current];
+  if (nextScratch < list.size())
+    return list[nextScratch++];
+  int64_t i = current ? opIndex.lookup(current) : 0;
+  plan.push_back({i, i, bytes});
+  list.push_back(plan.size() - 1);
+  ++nextScratch;
+  return plan.size() - 1;
+}
+
+/// Decides where every value lives (see the file comment) and the arena intervals of the Arena values.
+void FunctionEmitter::planStorage() {
+  Block &entry = func.getBody().front();
+  for (BlockArgument arg : entry.getArguments()) {
+    Storage s;
+    s.kind = Storage::Argument;
+    s.isConst = true;
+    s.name = "arg" + std::to_string(arg.getArgNumber());
+    storage[arg] = s;
+  }
+  // The first write of each state after a given op index.
+  llvm::DenseMap<StringAttr, SmallVector<int64_t>> writesOf;
+  for (Operation *op : ops)
+    if (auto write = dyn_cast<StateWriteOp>(op))
+      writesOf[write.getStateAttr().getAttr()].push_back(opIndex[op]);
+
+  // Values sharing memory with a root (reshape aliases) extend the root's liveness.
+  llvm::DenseMap<Value, int64_t> lastUse;
+  auto rootOf = [&](Value v) {
+    while (storage.count(v) && storage[v].kind == Storage::Alias)
+      v = storage[v].root;
+    return v;
+  };
+  for (Operation *op : ops) {
+    int64_t i = opIndex[op];
+    for (Value operand : op->getOperands()) {
+      Value root = rootOf(operand);
+      lastUse[root] = std::max(lastUse.lookup(root), i);
+    }
+    for (Value result : op->getResults()) {
+      Storage s;
+      s.name = "v" + std::to_string(valueCount++);
+      if (isa<arith::ConstantOp>(op)) {
+        s.kind = Storage::Constant;
+        s.isConst = true;
+      } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+        s.kind = Storage::Alias;
+        s.root = reshape.getInput();
+        s.isConst = storage[rootOf(reshape.getInput())].isConst;
+      } else if (isa<StateReadOp>(op)) {
+        s.kind = Storage::State; // may be demoted to Arena below
+      }
+      storage[result] = s;
+      lastUse[result] = std::max(lastUse.lookup(result), i);
+    }
+  }
+  // A state read is used in place unless a write of that state comes before one of its (alias) uses.
+  for (Operation *op : ops) {
+    auto read = dyn_cast<StateReadOp>(op);
+    if (!read)
+      continue;
+    int64_t i = opIndex[op];
+    int64_t firstWrite = INT64_MAX;
+    for (int64_t w : writesOf.lookup(read.getStateAttr().getAttr()))
+      if (w > i)
+        firstWrite = std::min(firstWrite, w);
+    // Writes before the read do not matter: it reads the storage after them.
+    if (lastUse[read.getResult()] > firstWrite)
+      storage[read.getResult()].kind = Storage::Arena;
+  }
+  for (Operation *op : ops)
+    for (Value result : op->getResults()) {
+      Storage &s = storage[result];
+      if (s.kind != Storage::Arena)
+        continue;
+      plan.push_back({opIndex[op], lastUse[result], bytesOf(result)});
+      s.buffer = plan.size() - 1;
+    }
+}
+
+LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
+  auto attr = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!attr)
+    return op.emitError("--emit-cpp: only dense tensor constants are supported");
+  Value result = op.getResult();
+  const std::string name = "constant_" + std::to_string(numConstants++);
+  const int64_t n = countOf(result);
+  std::string values;
+  if (isF32(result)) {
+    auto vals = attr.getValues<float>();
+    for (int64_t i = 0; i < n; ++i)
+      values += (i ? (i % 8 ? ", " : ",\n    ") : "") + floatLiteral(attr.isSplat() ? vals[0] : vals[i]);
+  } else {
+    auto vals = attr.getValues<int64_t>();
+    for (int64_t i = 0; i < n; ++i)
+      values += (i ? (i % 8 ? ", " : ",\n    ") : "") + int64Literal(attr.isSplat() ? vals[0] : vals[i]);
+  }
+  std::string loc;
+  llvm::raw_string_ostream locOs(loc);
+  formatLoc(op.getLoc(), locOs);
+  constants += "// " + commentSafe(loc) + ": " + std::to_string(n) + " x " + cType(result) + "\n";
+  constants += "alignas(64) const " + std::string(cType(result)) + " " + name + "[" +
+               std::to_string(std::max<int64_t>(n, 1)) + "] = {\n    " + values + "};\n\n";
+  constantDecl = "  const " + std::string(cType(result)) + " *" + ptr(result) + " = " + name + ";\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitOp(Operation *op) {
+  current = op;
+  nextScratch = 0;
+  block.clear();
+  // Declare the results' pointers.
+  std::string decls;
+  for (Value result : op->getResults()) {
+    const Storage &s = storage[result];
+    std::string type = cType(result);
+    switch (s.kind) {
+    case Storage::Arena:
+      decls += "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(ptrain_arena + " +
+               std::to_string(plan[s.buffer].offset) + ");\n";
+      break;
+    case Storage::State: {
+      auto read = cast<StateReadOp>(op);
+      decls += "  " + type + " *" + s.name + " = " + states[read.getStateAttr().getAttr()].var + ";\n";
+      break;
+    }
+    case Storage::Alias:
+      decls += "  " + std::string(s.isConst ? "const " : "") + type + " *" + s.name + " = " + ptr(s.root) + ";\n";
+      break;
+    case Storage::Argument:
+    case Storage::Constant:
+      break;
+    }
+  }
+
+  auto f32 = [](Value v) { return isF32(v); };
+  LogicalResult result =
+      llvm::TypeSwitch<Operation *, LogicalResult>(op)
+          .Case<arith::ConstantOp>([&](auto c) { return emitConstant(c); })
+          .Case<StateReadOp>([&](StateReadOp read) -> LogicalResult {
+            Value v = read.getResult();
+            if (storage[v].kind != Storage::Arena)
+              return success();
+            return call(RuntimeCall::ptrain_copy_bytes,
+                        {states[read.getStateAttr().getAttr()].var, std::to_string(bytesOf(v)), ptr(v)});
+          })
+          .Case<StateWriteOp>([&](StateWriteOp write) -> LogicalResult {
+            const StateInfo &state = states[write.getStateAttr().getAttr()];
+            Value v = write.getValue();
+            return call(RuntimeCall::ptrain_copy_bytes, {ptr(v), std::to_string(bytesOf(v)), state.var});
+          })
+          .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
+          .Case<EmbeddingOp>([&](EmbeddingOp e) -> LogicalResult {
+            Value ids = e.getIds();
+            if (isF32(ids))
+              return e.emitError("--emit-cpp: embedding ids must be i64");
+            ArrayRef<int64_t> table = shapeOf(e.getTable());
+            int64_t n = countOf(ids);
+            std::string ids32 = scratchPtr(scratch(4 * n), "int32_t");
+            if (failed(call(RuntimeCall::ptrain_cast_i64_i32, {ptr(ids), std::to_string(n), ids32})))
+              return failure();
+            return call(RuntimeCall::ptrain_embedding_fwd_f32,
+                        {ptr(e.getTable()), ids32, std::to_string(n), std::to_string(table[0]),
+                         std::to_string(table[1]), ptr(e.getResult())});
+          })
+          .Case<EmbeddingGradOp>([&](EmbeddingGradOp e) -> LogicalResult {
+            Value ids = e.getIds();
+            ArrayRef<int64_t> table = shapeOf(e.getResult());
+            int64_t n = countOf(ids);
+            std::string ids32 = scratchPtr(scratch(4 * n), "int32_t");
+            if (failed(call(RuntimeCall::ptrain_cast_i64_i32, {ptr(ids), std::to_string(n), ids32})) ||
+                failed(call(RuntimeCall::ptrain_zero_bytes, {ptr(e.getResult()), std::to_string(bytesOf(e.getResult()))})))
+              return failure();
+            return call(RuntimeCall::ptrain_embedding_bwd_f32,
+                        {ptr(e.getGrad()), ids32, std::to_string(n), std::to_string(table[0]),
+                         std::to_string(table[1]), ptr(e.getResult())});
+          })
+          .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
+            Value lhs = b.getLhs(), rhs = b.getRhs(), out = b.getResult();
+            if (!f32(out)) {
+              if (b.getKind() != BinaryKind::Add || shapeOf(lhs) != shapeOf(rhs))
+                return b.emitError("--emit-cpp: i64 'ptrain.binary' supports only add of equal shapes");
+              return call(RuntimeCall::ptrain_add_i64, {ptr(lhs), ptr(rhs), std::to_string(countOf(out)), ptr(out)});
+            }
+            static const char *kinds[] = {"PTRAIN_BINARY_ADD", "PTRAIN_BINARY_SUB", "PTRAIN_BINARY_MUL",
+                                          "PTRAIN_BINARY_DIV", "PTRAIN_BINARY_POW", "PTRAIN_BINARY_MAX",
+                                          "PTRAIN_BINARY_MIN"};
+            std::string ad = dims(shapeOf(lhs), "a_dims"), bd = dims(shapeOf(rhs), "b_dims"),
+                        od = dims(shapeOf(out), "out_dims");
+            return call(RuntimeCall::ptrain_binary_f32,
+                        {kinds[static_cast<int>(b.getKind())], ptr(lhs), std::to_string(shapeOf(lhs).size()), ad,
+                         ptr(rhs), std::to_string(shapeOf(rhs).size()), bd, std::to_string(shapeOf(out).size()), od,
+                         ptr(out)});
+          })
+          .Case<UnaryOp>([&](UnaryOp u) -> LogicalResult {
+            static const char *kinds[] = {"PTRAIN_UNARY_NEG",  "PTRAIN_UNARY_EXP",        "PTRAIN_UNARY_LOG",
+                                          "PTRAIN_UNARY_SQRT", "PTRAIN_UNARY_RSQRT",      "PTRAIN_UNARY_RECIPROCAL",
+                                          "PTRAIN_UNARY_ERF",  "PTRAIN_UNARY_TANH",       "PTRAIN_UNARY_RELU"};
+            return call(RuntimeCall::ptrain_unary_f32, {kinds[static_cast<int>(u.getKind())], ptr(u.getInput()),
+                                                        std::to_string(countOf(u.getInput())), ptr(u.getResult())});
+          })
+          .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {
+            ArrayRef<int64_t> a = shapeOf(m.getLhs()), b = shapeOf(m.getRhs()), c = shapeOf(m.getResult());
+            int64_t n = a[a.size() - 2], k = a.back(), mm = b.back();
+            ArrayRef<int64_t> outBatch = c.drop_back(2);
+            int64_t batch = numElements(outBatch);
+            // An operand's batch is either the whole result batch (strided) or broadcast (stride 0).
+            auto strideOf = [&](ArrayRef<int64_t> shape, int64_t matrix, int64_t &stride) {
+              ArrayRef<int64_t> own = shape.drop_back(2);
+              if (numElements(own) == 1) {
+                stride = 0;
+                return true;
+              }
+              SmallVector<int64_t> padded(outBatch.size() - own.size(), 1);
+              padded.append(own.begin(), own.end());
+              stride = matrix;
+              return ArrayRef<int64_t>(padded) == outBatch;
+            };
+            int64_t sa, sb;
+            if (!strideOf(a, n * k, sa) || !strideOf(b, k * mm, sb))
+              return m.emitError("--emit-cpp: 'ptrain.matmul' with partially broadcast batch dimensions (")
+                     << m.getLhs().getType() << " x " << m.getRhs().getType() << ") is not supported";
+            return call(RuntimeCall::ptrain_gemm_f32,
+                        {"0", "0", std::to_string(batch), std::to_string(n), std::to_string(mm), std::to_string(k),
+                         "1.0f", ptr(m.getLhs()), std::to_string(sa), ptr(m.getRhs()), std::to_string(sb), "0.0f",
+                         ptr(m.getResult()), std::to_string(n * mm)});
+          })
+          .Case<LayerNormOp>([&](LayerNormOp ln) -> LogicalResult {
+            ArrayRef<int64_t> x = shapeOf(ln.getInput());
+            int64_t axis = ln.getNormalizedAxis();
+            int64_t rows = numElements(x.take_front(axis)), cols = numElements(x.drop_front(axis));
+            std::string beta;
+            if (ln.getBias()) {
+              beta = ptr(ln.getBias());
+            } else {
+              beta = scratchPtr(scratch(4 * cols), "float");
+              if (failed(call(RuntimeCall::ptrain_zero_bytes, {beta, std::to_string(4 * cols)})))
+                return failure();
+            }
+            std::string mean = scratchPtr(scratch(4 * rows), "float"), rstd = scratchPtr(scratch(4 * rows), "float");
+            return call(RuntimeCall::ptrain_layer_norm_fwd_f32,
+                        {ptr(ln.getInput()), ptr(ln.getScale()), beta, std::to_string(rows), std::to_string(cols),
+                         floatLiteral(ln.getEpsilonAttr().getValueAsDouble()), ptr(ln.getResult()), mean, rstd});
+          })
+          .Case<LayerNormGradOp>([&](LayerNormGradOp g) -> LogicalResult {
+            ArrayRef<int64_t> x = shapeOf(g.getInput());
+            int64_t axis = g.getAxisAttr().getInt();
+            if (axis < 0)
+              axis += x.size();
+            int64_t rows = numElements(x.take_front(axis)), cols = numElements(x.drop_front(axis));
+            // Recompute mean and rstd with a forward into scratch (the op recomputes them by definition).
+            std::string zeros = scratchPtr(scratch(4 * cols), "float");
+            std::string y = scratchPtr(scratch(4 * rows * cols), "float");
+            std::string mean = scratchPtr(scratch(4 * rows), "float"), rstd = scratchPtr(scratch(4 * rows), "float");
+            std::string dbeta = g.getBiasGrad() ? ptr(g.getBiasGrad()) : scratchPtr(scratch(4 * cols), "float");
+            if (failed(call(RuntimeCall::ptrain_zero_bytes, {zeros, std::to_string(4 * cols)})) ||
+                failed(call(RuntimeCall::ptrain_layer_norm_fwd_f32,
+                            {ptr(g.getInput()), ptr(g.getScale()), zeros, std::to_string(rows), std::to_string(cols),
+                             floatLiteral(g.getEpsilonAttr().getValueAsDouble()), y, mean, rstd})))
+              return failure();
+            return call(RuntimeCall::ptrain_layer_norm_bwd_f32,
+                        {ptr(g.getGrad()), ptr(g.getInput()), ptr(g.getScale()), mean, rstd, std::to_string(rows),
+                         std::to_string(cols), ptr(g.getInputGrad()), ptr(g.getScaleGrad()), dbeta});
+          })
+          .Case<SoftmaxOp, SoftmaxGradOp>([&](auto s) -> LogicalResult {
+            Value x = s->getOperand(0);
+            int64_t rank = shapeOf(x).size();
+            int64_t axis = s.getAxisAttr().getInt();
+            if (axis != -1 && axis != rank - 1)
+              return s.emitError("--emit-cpp: softmax is supported over the last axis only, got axis ") << axis;
+            int64_t cols = shapeOf(x).back(), rows = countOf(x) / std::max<int64_t>(cols, 1);
+            if constexpr (std::is_same_v<decltype(s), SoftmaxOp>)
+              return call(RuntimeCall::ptrain_softmax_fwd_f32,
+                          {ptr(x), std::to_string(rows), std::to_string(cols), "0", ptr(s.getResult())});
+            else
+              return call(RuntimeCall::ptrain_softmax_bwd_f32, {ptr(s.getGrad()), ptr(s.getOutput()),
+                                                                 std::to_string(rows), std::to_string(cols),
+                                                                 ptr(s.getResult())});
+          })
+          .Case<GeluOp>([&](GeluOp g) -> LogicalResult {
+            if (g.getApproximate() != GeluApproximation::None)
+              return g.emitError("--emit-cpp: tanh-approximated GELU has no runtime kernel");
+            return call(RuntimeCall::ptrain_gelu_fwd_f32,
+                        {ptr(g.getInput()), std::to_string(countOf(g.getInput())), ptr(g.getResult())});
+          })
+          .Case<GeluGradOp>([&](GeluGradOp g) -> LogicalResult {
+            if (g.getApproximate() != GeluApproximation::None)
+              return g.emitError("--emit-cpp: tanh-approximated GELU has no runtime kernel");
+            return call(RuntimeCall::ptrain_gelu_bwd_f32, {ptr(g.getGrad()), ptr(g.getInput()),
+                                                           std::to_string(countOf(g.getInput())), ptr(g.getResult())});
+          })
+          .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
+            ArrayRef<int64_t> x = shapeOf(t.getInput());
+            if (x.size() <= 1)
+              return call(RuntimeCall::ptrain_copy_bytes,
+                          {ptr(t.getInput()), std::to_string(bytesOf(t.getInput())), ptr(t.getResult())});
+            if (!f32(t.getInput()))
+              return t.emitError("--emit-cpp: transpose supports f32 tensors of rank >= 2");
+            std::string d = dims(x, "dims"), p = perm32(t.getPerm(), "perm");
+            return call(RuntimeCall::ptrain_permute_f32,
+                        {ptr(t.getInput()), std::to_string(x.size()), d, p, ptr(t.getResult())});
+          })
+          .Case<SliceOp>([&](SliceOp s) -> LogicalResult {
+            Value x = s.getInput();
+            std::string d = dims(shapeOf(x), "dims"), o = dims(s.getOffsets(), "offsets"),
+                        od = dims(shapeOf(s.getResult()), "out_dims");
+            return call(RuntimeCall::ptrain_slice, {ptr(x), std::to_string(elemBytes(x)),
+                                                     std::to_string(shapeOf(x).size()), d, o, od, ptr(s.getResult())});
+          })
+          .Case<SplitOp>([&](SplitOp s) -> LogicalResult {
+            Value x = s.getInput();
+            int64_t rank = shapeOf(x).size(), axis = s.getAxisAttr().getInt();
+            if (axis < 0)
+              axis += rank;
+            std::string d = dims(shapeOf(x), "dims");
+            int64_t start = 0;
+            for (auto [i, piece] : llvm::enumerate(s.getResults())) {
+              SmallVector<int64_t> offsets(rank, 0);
+              offsets[axis] = start;
+              start += shapeOf(piece)[axis];
+              std::string o = dims(offsets, "offsets_" + std::to_string(i)),
+                          od = dims(shapeOf(piece), "out_dims_" + std::to_string(i));
+              if (failed(call(RuntimeCall::ptrain_slice, {ptr(x), std::to_string(elemBytes(x)),
+                                                           std::to_string(rank), d, o, od, ptr(piece)})))
+                return failure();
+            }
+            return success();
+          })
+          .Case<ConcatOp>([&](ConcatOp c) -> LogicalResult {
+            Value out = c.getResult();
+            int64_t rank = shapeOf(out).size(), axis = c.getAxisAttr().getInt();
+            if (axis < 0)
+              axis += rank;
+            std::string od = dims(shapeOf(out), "out_dims");
+            int64_t start = 0;
+            for (auto [i, in] : llvm::enumerate(c.getInputs())) {
+              SmallVector<int64_t> offsets(rank, 0);
+              offsets[axis] = start;
+              start += shapeOf(in)[axis];
+              std::string o = dims(offsets, "offsets_" + std::to_string(i)),
+                          xd = dims(shapeOf(in), "x_dims_" + std::to_string(i));
+              if (failed(call(RuntimeCall::ptrain_insert_slice, {ptr(in), std::to_string(elemBytes(in)),
+                                                                  std::to_string(rank), xd, o, od, ptr(out)})))
+                return failure();
+            }
+            return success();
+          })
+          .Case<PadOp>([&](PadOp p) -> LogicalResult {
+            Value x = p.getInput(), out = p.getResult();
+            std::string xd = dims(shapeOf(x), "x_dims"), o = dims(p.getLow(), "offsets"),
+                        od = dims(shapeOf(out), "out_dims");
+            if (failed(call(RuntimeCall::ptrain_zero_bytes, {ptr(out), std::to_string(bytesOf(out))})))
+              return failure();
+            return call(RuntimeCall::ptrain_insert_slice, {ptr(x), std::to_string(elemBytes(x)),
+                                                            std::to_string(shapeOf(x).size()), xd, o, od, ptr(out)});
+          })
+          .Case<SumToOp>([&](SumToOp s) -> LogicalResult {
+            Value x = s.getInput(), out = s.getResult();
+            std::string xd = dims(shapeOf(x), "dims"), od = dims(shapeOf(out), "out_dims");
+            return call(RuntimeCall::ptrain_sum_to_f32, {ptr(x), std::to_string(shapeOf(x).size()), xd,
+                                                          std::to_string(shapeOf(out).size()), od, ptr(out)});
+          })
+          .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto ce) -> LogicalResult {
+            Value logits = ce.getLogits(), labels = ce.getLabels();
+            int64_t classes = shapeOf(logits).back(), n = countOf(labels);
+            std::string ids32 = scratchPtr(scratch(4 * n), "int32_t");
+            std::string lse = scratchPtr(scratch(4 * n), "float");
+            if (failed(call(RuntimeCall::ptrain_cast_i64_i32, {ptr(labels), std::to_string(n), ids32})))
+              return failure();
+            if constexpr (std::is_same_v<decltype(ce), CrossEntropyOp>) {
+              return call(RuntimeCall::ptrain_cross_entropy_fwd_f32,
+                          {ptr(logits), ids32, std::to_string(n), std::to_string(classes), ptr(ce.getLoss()), lse});
+            } else {
+              // The backward needs the log-sum-exp: recompute it (the loss itself goes to scratch).
+              std::string loss = scratchPtr(scratch(4), "float");
+              if (failed(call(RuntimeCall::ptrain_cross_entropy_fwd_f32,
+                              {ptr(logits), ids32, std::to_string(n), std::to_string(classes), loss, lse})))
+                return failure();
+              return call(RuntimeCall::ptrain_cross_entropy_bwd_f32,
+                          {ptr(ce.getGrad()) + "[0]", ptr(logits), ids32, lse, std::to_string(n),
+                           std::to_string(classes), ptr(ce.getResult())});
+            }
+          })
+          .Case<AdamWOp>([&](AdamWOp a) -> LogicalResult {
+            Value p = a.getParam();
+            std::string bytes = std::to_string(bytesOf(p)), n = std::to_string(countOf(p));
+            LRScheduleAttr schedule = a.getSchedule();
+            double peak = schedule.getPeak().getValueAsDouble();
+            double minLr = peak * schedule.getMinRatio().getValueAsDouble();
+            int64_t warmup = schedule.getWarmup(), total = schedule.getTotal();
+            // The op's 1-based step t; the runtime's schedule takes a 0-based step during warm-up
+            // (lr = peak (s + 1) / warmup) and the cosine progress (s - warmup) / (total - warmup)
+            // afterwards, so s = t - 1 while t <= warmup and s = t after it.
+            block += "    const int64_t t = " + ptr(a.getStep()) + "[0];\n";
+            block += "    float lr = 0.0f;\n";
+            if (failed(call(RuntimeCall::ptrain_lr_warmup_cosine,
+                            {"t <= " + std::to_string(warmup) + " ? t - 1 : t", std::to_string(warmup),
+                             std::to_string(total), floatLiteral(peak), floatLiteral(minLr), "&lr"})) ||
+                failed(call(RuntimeCall::ptrain_copy_bytes, {ptr(p), bytes, ptr(a.getNewParam())})) ||
+                failed(call(RuntimeCall::ptrain_copy_bytes, {ptr(a.getM()), bytes, ptr(a.getNewM())})) ||
+                failed(call(RuntimeCall::ptrain_copy_bytes, {ptr(a.getV()), bytes, ptr(a.getNewV())})))
+              return failure();
+            return call(RuntimeCall::ptrain_adamw_step_f32,
+                        {ptr(a.getNewParam()), ptr(a.getGrad()), ptr(a.getNewM()), ptr(a.getNewV()), n, "t", "lr",
+                         floatLiteral(a.getBeta1Attr().getValueAsDouble()),
+                         floatLiteral(a.getBeta2Attr().getValueAsDouble()),
+                         floatLiteral(a.getEpsilonAttr().getValueAsDouble()),
+                         floatLiteral(a.getWeightDecayAttr().getValueAsDouble())});
+          })
+          .Case<func::ReturnOp>([&](func::ReturnOp r) -> LogicalResult {
+            for (auto [i, v] : llvm::enumerate(r.getOperands()))
+              if (failed(call(RuntimeCall::ptrain_copy_bytes,
+                              {ptr(v), std::to_string(bytesOf(v)), "out_" + std::to_string(i)})))
+                return failure();
+            return success();
+          })
+          .Default([&](Operation *other) {
+            return other->emitError("--emit-cpp: '") << other->getName() << "' is not supported";
+          });
+  if (failed(result))
+    return failure();
+
+  std::string loc;
+  llvm::raw_string_ostream locOs(loc);
+  formatLoc(op->getLoc(), locOs);
+  body += "\n  // " + commentSafe(loc) + "\n";
+  body += "  // " + op->getName().getStringRef().str() + "\n";
+  body += decls + constantDecl;
+  constantDecl.clear();
+  if (!block.empty())
+    body += "  {\n" + block + "  }\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
+  if (failed(checkOps()))
+    return failure();
+  planStorage();
+  // Dry run: every op's emitter requests its scratch, which is planned like any buffer. The text of this
+  // pass is discarded; the constant arrays it wrote are too.
+  std::string savedConstants = constants;
+  int64_t savedNumConstants = numConstants, savedValues = valueCount;
+  for (Operation *op : ops)
+    if (failed(emitOp(op)))
+      return failure();
+  constants = savedConstants;
+  numConstants = savedNumConstants;
+  valueCount = savedValues;
+  arenaBytes = planArena(plan, kArenaAlignment);
+  body.clear();
+  for (Operation *op : ops)
+    if (failed(emitOp(op)))
+      return failure();
+
+  // The signature: arguments as const pointers, results as out pointers.
+  std::string sig = "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_" + func.getSymName().str() + "(";
+  std::string doc = "/// @" + func.getSymName().str() + ":\n";
+  Block &entry = func.getBody().front();
+  int64_t params = 0;
+  for (BlockArgument arg : entry.getArguments()) {
+    sig += (params++ ? ", " : "") + std::string("const ") + cType(arg) + " *" + ptr(arg);
+    std::string type;
+    llvm::raw_string_ostream ts(type);
+    ts << arg.getType();
+    doc += "///   " + ptr(arg) + ": " + type + "\n";
+  }
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
+    bool f = cast<RankedTensorType>(type).getElementType().isF32();
+    sig += (params++ ? ", " : "") + std::string(f ? "float" : "int64_t") + " *out_" + std::to_string(i);
+    std::string t;
+    llvm::raw_string_ostream ts(t);
+    ts << type;
+    if (auto key = func.getResultAttrOfType<StringAttr>(i, "ptrain.grad_of"))
+      t += ", the gradient of state '" + key.getValue().str() + "'";
+    doc += "///   out_" + std::to_string(i) + ": " + t + "\n";
+  }
+  if (params == 0)
+    sig += "void";
+  sig += ") {";
+  code += doc + "/// Arena: " + std::to_string(arenaBytes) + " bytes for " + std::to_string(plan.size()) +
+          " buffers (tensors and kernel scratch) planned by liveness.\n" + sig + body + "  return PTRAIN_OK;\n}\n\n";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The translation unit
+//===----------------------------------------------------------------------===//
+
+LogicalResult CppEmitter::emit(raw_ostream &os) {
+  if (failed(collectStates()))
+    return failure();
+  std::string functions;
+  int64_t arenaBytes = 0;
+  SmallVector<std::string> entryNames;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      return func.emitError("--emit-cpp: function @") << func.getSymName() << " has no body";
+    int64_t bytes = 0;
+    FunctionEmitter emitter(func, states, constants, numConstants);
+    if (failed(emitter.run(functions, bytes)))
+      return failure();
+    arenaBytes = std::max(arenaBytes, bytes);
+    entryNames.push_back("ptrain_step_" + func.getSymName().str());
+  }
+  for (Operation &op : module.getBody()->getOperations())
+    if (!isa<func::FuncOp, StateOp>(op))
+      return op.emitError("--emit-cpp: '") << op.getName() << "' at module level is not supported";
+
+  std::string onnxFile;
+  if (auto file = module->getAttrOfType<StringAttr>("ptrain.onnx_file"))
+    onnxFile = file.getValue().str();
+
+  std::string out;
+  llvm::raw_string_ostream s(out);
+  s << "// Generated by ptrain-translate --emit-cpp. Do not edit.\n"
+       "//\n"
+       "// A compiled ptrain training step for the CPU (docs/CodegenCpu.md): static state storage with a keyed\n"
+       "// table, one static arena planned by liveness, and calls of the ptrain runtime's call table only\n"
+       "// (include/ptrain/Runtime/RuntimeCalls.def). Every call's status is checked and returned; the cause is\n"
+       "// in ptrain_last_error(). The entry points share the arena and the state: they are not reentrant.\n"
+       "//\n"
+       "// Entry points: ";
+  llvm::interleave(entryNames, s, ", ");
+  s << "\n\n"
+       "#include \"ptrain/Runtime/ptrain_runtime.h\"\n\n"
+       "#include <cstdint>\n\n"
+       "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
+       "#define PTRAIN_STEP_CALL(call)                                                 \\\n"
+       "  do {                                                                         \\\n"
+       "    const ptrain_status_t ptrain_status_ = (call);                             \\\n"
+       "    if (ptrain_status_ != PTRAIN_OK)                                           \\\n"
+       "      return ptrain_status_;                                                   \\\n"
+       "  } while (0)\n\n"
+       "namespace {\n\n"
+       "//===--- State storage (";
+  s << stateOrder.size() << " states) ---===//\n\n";
+  for (StateOp state : stateOrder) {
+    const StateInfo &info = states[state.getSymNameAttr()];
+    RankedTensorType type = state.getTensorType();
+    bool f = type.getElementType().isF32();
+    s << "// @" << state.getSymName() << " key \"" << state.getKey() << "\" kind " << stringifyStateKind(state.getKind())
+      << " : " << type << "\n";
+    s << "alignas(64) " << (f ? "float " : "int64_t ") << info.var << "["
+      << std::max<int64_t>(numElements(type.getShape()), 1) << "];\n";
+    if (type.getRank() > 0)
+      s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape())
+        << "};\n";
+  }
+  s << "\nconst ptrain_state_desc_t kStates[] = {\n";
+  for (StateOp state : stateOrder) {
+    const StateInfo &info = states[state.getSymNameAttr()];
+    RankedTensorType type = state.getTensorType();
+    static const char *kinds[] = {"PTRAIN_STATE_PARAMETER",     "PTRAIN_STATE_OPTIMIZER_MOMENT",
+                                  "PTRAIN_STATE_CODEC_RESIDUAL", "PTRAIN_STATE_CODEC_WARM_START",
+                                  "PTRAIN_STATE_CODEC_SEED",     "PTRAIN_STATE_STEP_COUNTER"};
+    s << "    {" << stringLiteral(state.getKey()) << ", " << info.var << ", "
+      << (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") << ", "
+      << kinds[static_cast<int>(state.getKind())] << ", " << type.getRank() << ", "
+      << (type.getRank() > 0 ? info.var + "_dims" : std::string("nullptr")) << "},\n";
+  }
+  if (stateOrder.empty())
+    s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr},\n";
+  s << "};\nconstexpr int64_t kNumStates = " << stateOrder.size() << ";\n\n";
+  s << "//===--- Constants ---===//\n\n" << constants;
+  s << "//===--- The arena: every intermediate tensor and kernel scratch, offsets planned by liveness ---===//\n\n";
+  s << "alignas(64) unsigned char ptrain_arena[" << std::max<int64_t>(arenaBytes, kArenaAlignment) << "];\n\n";
+  s << "} // namespace\n\n";
+  s << "//===--- State management ---===//\n\n";
+  s << "/// Loads every parameter by key from the ONNX model at `weights_onnx_path` (and its external data) and\n"
+       "/// zeroes every other state (optimizer moments, step counter). NULL means the model this step was\n"
+       "/// compiled from: "
+    << (onnxFile.empty() ? std::string("(none recorded)") : onnxFile) << ".\n";
+  s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n";
+  s << "  const char *path = weights_onnx_path ? weights_onnx_path : "
+    << (onnxFile.empty() ? std::string("nullptr") : stringLiteral(onnxFile)) << ";\n";
+  s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_state_init_onnx).name
+    << "(kStates, kNumStates, path));\n  return PTRAIN_OK;\n}\n\n";
+  s << "/// Writes every state by key to a checkpoint (format: docs/CodegenCpu.md).\n";
+  s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n";
+  s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_checkpoint_save).name
+    << "(kStates, kNumStates, path));\n  return PTRAIN_OK;\n}\n\n";
+  s << "/// Reads every state by key from a checkpoint written by ptrain_step_save.\n";
+  s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_load(const char *path) {\n";
+  s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_checkpoint_load).name
+    << "(kStates, kNumStates, path));\n  return PTRAIN_OK;\n}\n\n";
+  s << "/// The state table: key, storage, dtype, kind and shape of every state.\n";
+  s << "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_states(void) { return kNumStates; }\n";
+  s << "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return kStates; }\n\n";
+  s << "//===--- Entry points ---===//\n\n" << functions;
+  os << out;
+  return success();
+}
+
+} // namespace
+
+LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os) {
+  return CppEmitter(module).emit(os);
+}
+
+void mlir::ptrain::registerEmitCppTranslation() {
+  TranslateFromMLIRRegistration reg(
+      "emit-cpp", "emit a ptrain training step as C++ calling the ptrain runtime (CPU target)",
+      [](Operation *op, raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return op->emitError("--emit-cpp: expected a builtin.module");
+        return emitCpp(module, os);
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
+      });
+}

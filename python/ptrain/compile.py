@@ -1,0 +1,157 @@
+"""ptrain-compile: an ONNX model to a compiled training step (DESIGN.md, L4).
+
+    ptrain-compile model.onnx [--optimizer adamw|none] [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
+                   --target cpu -o out/
+
+runs, writing every intermediate into out/:
+
+    ptrain-translate --import-onnx model.onnx            -> out/forward.mlir   (L0 model graph)
+    ptrain-opt --ptrain-build-training-step=...          -> out/step.mlir      (L1 training step)
+    ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
+    c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
+    out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys
+
+The tools, the runtime library and the headers are found from this file's install location (the wrapper
+tools/ptrain-compile/ptrain-compile, configured into <build>/bin by CMake, passes them in) or from
+--build-dir/--source-dir. Every failing step ends the run with its tool's message and a nonzero status;
+the pipeline split (--pp > 1, --micro-batches > 1) is not supported yet.
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+
+class CompileError(Exception):
+    pass
+
+
+def run(cmd, what):
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        raise CompileError(
+            f"{what} failed (exit {proc.returncode}): {' '.join(shlex.quote(c) for c in cmd)}\n"
+            f"{proc.stderr.strip()}")
+    return proc.stdout
+
+
+TENSOR = r"tensor<([0-9x]*?)x?(f32|i64)>"
+
+
+def parse_dims(text):
+    m = re.fullmatch(r"tensor<(?:([0-9x]+)x)?(f32|i64|i32)>", text.strip())
+    if not m:
+        raise CompileError(f"cannot read the tensor type '{text}'")
+    dims = [int(d) for d in m.group(1).split("x")] if m.group(1) else []
+    return dims, m.group(2)
+
+
+def describe(text, step_mlir):
+    """Reads what plan.json records from the training-step IR (printed without locations)."""
+    states = []
+    for m in re.finditer(r'ptrain\.state @(\S+) key "([^"]*)" kind (\w+) : (tensor<[^>]*>)', text):
+        dims, dtype = parse_dims(m.group(4))
+        states.append({"symbol": m.group(1), "key": m.group(2), "kind": m.group(3), "shape": dims,
+                       "dtype": dtype})
+    def signature(name):
+        m = re.search(r"func\.func @" + name + r"\((.*?)\) -> (.*?) \{\n", text)
+        if not m:
+            return None
+        args = [parse_dims(t) for t in re.findall(r"tensor<[^>]*>", m.group(1))]
+        results = [(parse_dims(t), g) for t, g in
+                   re.findall(r'(tensor<[^>]*>)(?: \{[^}]*?(?:ptrain\.grad_of = "([^"]*)")?[^}]*\})?', m.group(2))]
+        return args, results
+
+    fwd = signature("forward")
+    if not fwd or len(fwd[0]) != 1 or len(fwd[1]) != 1:
+        raise CompileError(f"{step_mlir}: no @forward(tokens) -> logits function")
+    tokens, logits = fwd[0][0][0], fwd[1][0][0][0]
+    step = signature("train_step")
+    if not step:
+        raise CompileError(f"{step_mlir}: no @train_step function")
+    results = []
+    for (dims, dtype), grad_of in step[1]:
+        entry = {"shape": dims, "dtype": dtype}
+        entry.update({"grad_of": grad_of} if grad_of else {"name": "loss"})
+        results.append(entry)
+    return {"batch": tokens[0], "seq": tokens[1], "vocab": logits[-1], "states": states,
+            "train_step_results": results}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="ptrain-compile", description=__doc__.split("\n\n")[0])
+    p.add_argument("model", help="ONNX model (its external data next to it)")
+    p.add_argument("-o", "--output", required=True, help="output folder")
+    p.add_argument("--target", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--optimizer", default="adamw", choices=["adamw", "none"])
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--warmup-steps", type=int, default=100)
+    p.add_argument("--total-steps", type=int, default=2000)
+    p.add_argument("--min-lr-ratio", type=float, default=0.1)
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--pp", type=int, default=1, help="pipeline stages (only 1 for now)")
+    p.add_argument("--micro-batches", type=int, default=1, help="micro-batches (only 1 for now)")
+    p.add_argument("--cxx", default=os.environ.get("CXX", "c++"), help="host C++ compiler")
+    p.add_argument("--build-dir", default=os.environ.get("PTRAIN_BUILD_DIR"))
+    p.add_argument("--source-dir", default=os.environ.get("PTRAIN_SOURCE_DIR"))
+    args = p.parse_args(argv)
+    try:
+        compile_model(args)
+    except CompileError as e:
+        print(f"ptrain-compile: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def compile_model(args):
+    if args.pp != 1 or args.micro_batches != 1:
+        raise CompileError(f"--pp {args.pp} --micro-batches {args.micro_batches}: the pipeline split is not "
+                           "yet supported; only --pp 1 --micro-batches 1 compiles today")
+    if args.target != "cpu":
+        raise CompileError(f"--target {args.target} is not yet supported; use --target cpu")
+    if not args.build_dir or not args.source_dir:
+        raise CompileError("cannot locate the ptrain build: run the ptrain-compile in <build>/bin or pass "
+                           "--build-dir and --source-dir")
+    bin_dir = os.path.join(args.build_dir, "bin")
+    runtime_dir = os.path.join(args.build_dir, "lib", "Runtime")
+    include_dir = os.path.join(args.source_dir, "include")
+    if not os.path.isfile(args.model):
+        raise CompileError(f"{args.model}: no such file")
+    out = args.output
+    os.makedirs(out, exist_ok=True)
+    forward = os.path.join(out, "forward.mlir")
+    step = os.path.join(out, "step.mlir")
+    cpp = os.path.join(out, "step.cpp")
+    lib = os.path.join(out, "libstep.so")
+
+    run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", args.model, "--mlir-print-debuginfo", "-o",
+         forward],
+        "ONNX import")
+    options = (f"optimizer={args.optimizer} lr={args.lr!r} warmup-steps={args.warmup_steps} "
+               f"total-steps={args.total_steps} min-lr-ratio={args.min_lr_ratio!r} "
+               f"weight-decay={args.weight_decay!r}")
+    run([os.path.join(bin_dir, "ptrain-opt"), forward, f"--ptrain-build-training-step={options}",
+         "--mlir-print-debuginfo", "-o", step],
+        "building the training step")
+    run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", step, "-o", cpp], "C++ emission")
+    run([args.cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", f"-I{include_dir}", cpp,
+         "-o", lib, f"-L{runtime_dir}", "-lptrain_runtime", f"-Wl,-rpath,{runtime_dir}", "-Wl,--no-undefined"],
+        "compiling step.cpp")
+    plan = {"model": os.path.abspath(args.model), "target": args.target, "optimizer": args.optimizer,
+            "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
+            "library": os.path.abspath(lib),
+            "entry_points": {"train_step": "ptrain_step_train_step", "forward": "ptrain_step_forward",
+                             "init": "ptrain_step_init", "save": "ptrain_step_save", "load": "ptrain_step_load"}}
+    plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
+    plan.update(describe(plain, step))
+    with open(os.path.join(out, "plan.json"), "w") as f:
+        json.dump(plan, f, indent=2)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
