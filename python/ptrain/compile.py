@@ -1,20 +1,22 @@
 """ptrain-compile: an ONNX model to a compiled training step (DESIGN.md, L4).
 
     ptrain-compile model.onnx [--optimizer adamw|none] [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
-                   --target cpu -o out/
+                   [--pp P --micro-batches M [--schedule 1f1b|gpipe]] --target cpu -o out/
 
 runs, writing every intermediate into out/:
 
     ptrain-translate --import-onnx model.onnx            -> out/forward.mlir   (L0 model graph)
     ptrain-opt --ptrain-build-training-step=...          -> out/step.mlir      (L1 training step)
+      with --pp P > 1 or --micro-batches M > 1 (the pipeline): --ptrain-split-stages="pp=P"
+      --ptrain-build-training-step="micro-batches=M ..." --ptrain-schedule="micro-batches=M schedule=1f1b"
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
     out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys
 
 The tools, the runtime library and the headers are found from this file's install location (the wrapper
 tools/ptrain-compile/ptrain-compile, configured into <build>/bin by CMake, passes them in) or from
---build-dir/--source-dir. Every failing step ends the run with its tool's message and a nonzero status;
-the pipeline split (--pp > 1, --micro-batches > 1) is not supported yet.
+--build-dir/--source-dir. Every failing step ends the run with its tool's message and a nonzero status.
+A pipeline step runs under mpirun with P ranks (ptrain-run, python/ptrain/run.py).
 """
 
 import argparse
@@ -82,6 +84,49 @@ def describe(text, step_mlir):
             "train_step_results": results}
 
 
+def schedule_table(kind, pp, micro_batches):
+    """The schedule rows of --ptrain-schedule (used while that pass is not in this build): per stage a list
+    of "F<i>", "B<i>", "FB<i>" (the last stage's fused forward+backward) and "O" (optimizer, last).
+    1F1B (PipeDream-Flush, Narayanan et al. 2021, sec. 2): stage s runs min(P-1-s, M) warm-up forwards, then
+    alternates one forward and one backward, then the cool-down backwards. GPipe: all forwards, then all
+    backwards."""
+    rows = []
+    for s in range(pp):
+        if s == pp - 1:
+            row = [f"FB{i}" for i in range(micro_batches)]
+        elif kind == "gpipe":
+            row = [f"F{i}" for i in range(micro_batches)] + [f"B{i}" for i in range(micro_batches)]
+        else:
+            warm = min(pp - 1 - s, micro_batches)
+            row = [f"F{i}" for i in range(warm)]
+            for i in range(micro_batches - warm):
+                row += [f"F{warm + i}", f"B{i}"]
+            row += [f"B{i}" for i in range(micro_batches - warm, micro_batches)]
+        rows.append(row + ["O"])
+    return rows
+
+
+def schedule_attr(kind, pp, micro_batches):
+    rows = ", ".join("[" + ", ".join(f'"{x}"' for x in row) + "]" for row in schedule_table(kind, pp, micro_batches))
+    return f'ptrain.schedule = {{kind = "{kind}", micro_batches = {micro_batches} : i64, table = [{rows}]}}'
+
+
+def describe_pipeline(text, step_mlir):
+    """plan.json's model facts of a pipeline step: shapes from @forward_stage0 and the last stage's forward."""
+    states = []
+    for m in re.finditer(r'ptrain\.state @(\S+) key "([^"]*)" kind (\w+) : (tensor<[^>]*>)', text):
+        dims, dtype = parse_dims(m.group(4))
+        states.append({"symbol": m.group(1), "key": m.group(2), "kind": m.group(3), "shape": dims,
+                       "dtype": dtype})
+    stages = re.findall(r"func\.func @forward_stage(\d+)\((.*?)\) -> (.*?) (?:attributes |\{)", text)
+    if not stages:
+        raise CompileError(f"{step_mlir}: no @forward_stage<s> functions")
+    by_stage = {int(s): (a, r) for s, a, r in stages}
+    tokens, _ = parse_dims(re.findall(r"tensor<[^>]*>", by_stage[0][0])[0])
+    logits, _ = parse_dims(re.findall(r"tensor<[^>]*>", by_stage[max(by_stage)][1])[0])
+    return {"batch": tokens[0], "seq": tokens[1], "vocab": logits[-1], "states": states}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="ptrain-compile", description=__doc__.split("\n\n")[0])
     p.add_argument("model", help="ONNX model (its external data next to it)")
@@ -93,8 +138,9 @@ def main(argv=None):
     p.add_argument("--total-steps", type=int, default=2000)
     p.add_argument("--min-lr-ratio", type=float, default=0.1)
     p.add_argument("--weight-decay", type=float, default=0.1)
-    p.add_argument("--pp", type=int, default=1, help="pipeline stages (only 1 for now)")
-    p.add_argument("--micro-batches", type=int, default=1, help="micro-batches (only 1 for now)")
+    p.add_argument("--pp", type=int, default=1, help="pipeline stages (ranks under mpirun)")
+    p.add_argument("--micro-batches", type=int, default=1, help="micro-batches per step")
+    p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe"], help="pipeline schedule")
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"), help="host C++ compiler")
     p.add_argument("--build-dir", default=os.environ.get("PTRAIN_BUILD_DIR"))
     p.add_argument("--source-dir", default=os.environ.get("PTRAIN_SOURCE_DIR"))
@@ -108,9 +154,12 @@ def main(argv=None):
 
 
 def compile_model(args):
-    if args.pp != 1 or args.micro_batches != 1:
-        raise CompileError(f"--pp {args.pp} --micro-batches {args.micro_batches}: the pipeline split is not "
-                           "yet supported; only --pp 1 --micro-batches 1 compiles today")
+    if args.pp < 1 or args.micro_batches < 1:
+        raise CompileError(f"--pp {args.pp} --micro-batches {args.micro_batches}: both must be at least 1")
+    pipeline = args.pp > 1 or args.micro_batches > 1
+    if pipeline and args.optimizer != "adamw":
+        raise CompileError(f"--optimizer {args.optimizer}: a pipeline step (--pp/--micro-batches > 1) needs "
+                           "--optimizer adamw")
     if args.target != "cpu":
         raise CompileError(f"--target {args.target} is not yet supported; use --target cpu")
     if not args.build_dir or not args.source_dir:
@@ -134,13 +183,47 @@ def compile_model(args):
     options = (f"optimizer={args.optimizer} lr={args.lr!r} warmup-steps={args.warmup_steps} "
                f"total-steps={args.total_steps} min-lr-ratio={args.min_lr_ratio!r} "
                f"weight-decay={args.weight_decay!r}")
-    run([os.path.join(bin_dir, "ptrain-opt"), forward, f"--ptrain-build-training-step={options}",
-         "--mlir-print-debuginfo", "-o", step],
-        "building the training step")
+    opt = os.path.join(bin_dir, "ptrain-opt")
+    if not pipeline:
+        run([opt, forward, f"--ptrain-build-training-step={options}", "--mlir-print-debuginfo", "-o", step],
+            "building the training step")
+    else:
+        passes = [f"--ptrain-split-stages=pp={args.pp}",
+                  f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}"]
+        has_schedule_pass = "ptrain-schedule" in run([opt, "--help"], "ptrain-opt --help")
+        if has_schedule_pass:
+            passes.append(f"--ptrain-schedule=micro-batches={args.micro_batches} schedule={args.schedule}")
+        run([opt, forward, *passes, "--mlir-print-debuginfo", "-o", step], "building the pipeline training step")
+        if not has_schedule_pass:
+            # This build has no --ptrain-schedule yet: write its attribute (same table) into the module.
+            with open(step) as f:
+                text = f.read()
+            if not text.startswith("module attributes {"):
+                raise CompileError(f"{step}: unexpected module header")
+            text = text.replace("module attributes {",
+                                "module attributes {" + schedule_attr(args.schedule, args.pp, args.micro_batches)
+                                + ", ", 1)
+            with open(step, "w") as f:
+                f.write(text)
     run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", step, "-o", cpp], "C++ emission")
     run([args.cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", f"-I{include_dir}", cpp,
          "-o", lib, f"-L{runtime_dir}", "-lptrain_runtime", f"-Wl,-rpath,{runtime_dir}", "-Wl,--no-undefined"],
         "compiling step.cpp")
+    if pipeline:
+        plan = {"model": os.path.abspath(args.model), "target": args.target, "optimizer": args.optimizer,
+                "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
+                "library": os.path.abspath(lib), "pp": args.pp, "micro_batches": args.micro_batches,
+                "schedule": args.schedule,
+                "entry_points": {"train": "ptrain_step_train", "eval": "ptrain_step_eval",
+                                 "init": "ptrain_step_init", "save": "ptrain_step_save", "load": "ptrain_step_load",
+                                 "finalize": "ptrain_step_finalize", "error": "ptrain_step_last_error"}}
+        plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
+        plan.update(describe_pipeline(plain, step))
+        plan["global_batch"] = plan["batch"] * args.micro_batches
+        with open(os.path.join(out, "plan.json"), "w") as f:
+            json.dump(plan, f, indent=2)
+            f.write("\n")
+        return
     plan = {"model": os.path.abspath(args.model), "target": args.target, "optimizer": args.optimizer,
             "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
             "library": os.path.abspath(lib),

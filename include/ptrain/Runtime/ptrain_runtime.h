@@ -101,6 +101,8 @@ enum {
   PTRAIN_STATE_CODEC_WARM_START = 3,
   PTRAIN_STATE_CODEC_SEED = 4,
   PTRAIN_STATE_STEP_COUNTER = 5,
+  /// A gradient accumulator of the pipeline (micro-batches add into it; zeroed by the optimizer step).
+  PTRAIN_STATE_GRADIENT = 6,
 };
 
 /// One keyed state tensor of a compiled step (DESIGN.md decision 5): the

@@ -17,15 +17,18 @@
 #include "ptrain/Target/Cpp/EmitCpp.h"
 
 #include "MemoryPlan.h"
+#include "PipelineDriver.h"
 #include "RuntimeCallTable.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
@@ -33,6 +36,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <type_traits>
 
 using namespace mlir;
@@ -141,6 +145,13 @@ std::string stringLiteral(StringRef s) {
 
 /// The static-shape f32/i64 tensor type of `value`, or an error at `op`.
 FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine &what) {
+  if (auto request = dyn_cast<RequestType>(type)) {
+    if (!request.getValueType()) {
+      op->emitError("--emit-cpp: ") << what << " is a request without a value; only all-reduce requests are supported";
+      return failure();
+    }
+    type = request.getValueType();
+  }
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor) {
     op->emitError("--emit-cpp: ") << what << " has type " << type << "; only ranked tensors are supported";
@@ -159,8 +170,15 @@ FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine 
   return tensor;
 }
 
-bool isF32(Value v) { return cast<RankedTensorType>(v.getType()).getElementType().isF32(); }
-ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+/// The tensor a value holds: its own type, or the value a request yields (the receive/reduce buffer).
+RankedTensorType tensorOf(Value v) {
+  Type t = v.getType();
+  if (auto request = dyn_cast<RequestType>(t))
+    t = request.getValueType();
+  return cast<RankedTensorType>(t);
+}
+bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
+ArrayRef<int64_t> shapeOf(Value v) { return tensorOf(v).getShape(); }
 int64_t countOf(Value v) { return numElements(shapeOf(v)); }
 int64_t elemBytes(Value v) { return isF32(v) ? 4 : 8; }
 int64_t bytesOf(Value v) { return countOf(v) * elemBytes(v); }
@@ -185,6 +203,50 @@ struct Storage {
   std::string name;       ///< the local pointer variable
 };
 
+/// The communicators of the step: one per (grid, set of axes) a collective names, created by
+/// ptrain_step_init over MPI_COMM_WORLD (rank = row-major grid coordinate).
+class CommGroups {
+public:
+  struct Group {
+    std::string var;     ///< the static ptrain_comm_t
+    GridOp grid;
+    SmallVector<bool> inGroup; ///< per grid axis: the group spans it
+  };
+
+  /// The variable of the communicator over `axes` of `grid`, registered on first use.
+  FailureOr<std::string> lookup(Operation *op, StringRef gridName, ArrayAttr axes) {
+    auto grid = SymbolTable::lookupNearestSymbolFrom<GridOp>(op, StringAttr::get(op->getContext(), gridName));
+    if (!grid)
+      return op->emitError("--emit-cpp: no ptrain.grid @") << gridName;
+    if (theGrid && theGrid != grid)
+      return op->emitError("--emit-cpp: only one ptrain.grid per module is supported");
+    theGrid = grid;
+    SmallVector<bool> in(grid.getAxisNames().size(), false);
+    std::string var = "comm_" + identifierFrom(gridName);
+    for (Attribute a : axes) {
+      auto name = dyn_cast<StringAttr>(a);
+      if (!name)
+        return op->emitError("--emit-cpp: grid axes must be names");
+      bool found = false;
+      for (auto [d, axis] : llvm::enumerate(grid.getAxisNames()))
+        if (cast<StringAttr>(axis) == name) {
+          in[d] = found = true;
+        }
+      if (!found)
+        return op->emitError("--emit-cpp: grid @") << gridName << " has no axis " << name;
+      var += "_" + identifierFrom(name.getValue());
+    }
+    for (const Group &g : groups)
+      if (g.var == var)
+        return var;
+    groups.push_back({var, grid, in});
+    return var;
+  }
+
+  std::vector<Group> groups;
+  GridOp theGrid;
+};
+
 class CppEmitter {
 public:
   explicit CppEmitter(ModuleOp module) : module(module) {}
@@ -197,6 +259,9 @@ private:
   ModuleOp module;
   llvm::DenseMap<StringAttr, StateInfo> states;
   SmallVector<StateOp> stateOrder;
+  /// Pipeline modules: the states each stage's functions (attribute ptrain.stage) use, in table order.
+  std::map<int64_t, llvm::SetVector<StateOp>> stageStates;
+  CommGroups comms;
   std::string constants; ///< static constant arrays of every function
   int64_t numConstants = 0;
 };
@@ -221,9 +286,9 @@ LogicalResult CppEmitter::collectStates() {
 /// Emits one function: plans its memory, then writes its body op by op.
 class FunctionEmitter {
 public:
-  FunctionEmitter(func::FuncOp func, llvm::DenseMap<StringAttr, StateInfo> &states, std::string &constants,
-                  int64_t &numConstants)
-      : func(func), states(states), constants(constants), numConstants(numConstants) {}
+  FunctionEmitter(func::FuncOp func, llvm::DenseMap<StringAttr, StateInfo> &states, CommGroups &comms,
+                  std::string &constants, int64_t &numConstants)
+      : func(func), states(states), comms(comms), constants(constants), numConstants(numConstants) {}
 
   LogicalResult run(std::string &code, int64_t &arenaBytes);
 
@@ -247,6 +312,7 @@ private:
 
   func::FuncOp func;
   llvm::DenseMap<StringAttr, StateInfo> &states;
+  CommGroups &comms;
   std::string &constants;
   int64_t &numConstants;
 
@@ -305,7 +371,7 @@ LogicalResult FunctionEmitter::checkOps() {
     if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
              SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
              LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp,
-             func::ReturnOp>(op))
+             AllReduceStartOp, WaitOp, func::ReturnOp>(op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
       if (failed(supportedType(&op, v.getType(), "operand #" + Twine(i))))
@@ -372,6 +438,10 @@ void FunctionEmitter::planStorage() {
         s.isConst = storage[rootOf(reshape.getInput())].isConst;
       } else if (isa<StateReadOp>(op)) {
         s.kind = Storage::State; // may be demoted to Arena below
+      } else if (auto wait = dyn_cast<WaitOp>(op)) {
+        // The wait yields the buffer its start op reduced into.
+        s.kind = Storage::Alias;
+        s.root = wait.getRequest();
       }
       storage[result] = s;
       lastUse[result] = std::max(lastUse.lookup(result), i);
@@ -454,6 +524,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     case Storage::Constant:
       break;
     }
+    if (isa<RequestType>(result.getType()))
+      decls += "  ptrain_request_t " + s.name + "_request = nullptr;\n";
   }
 
   auto f32 = [](Value v) { return isF32(v); };
@@ -730,6 +802,34 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                          floatLiteral(a.getEpsilonAttr().getValueAsDouble()),
                          floatLiteral(a.getWeightDecayAttr().getValueAsDouble())});
           })
+          .Case<AllReduceStartOp>([&](AllReduceStartOp a) -> LogicalResult {
+            Value in = a.getInput(), req = a.getRequest();
+            if (!isF32(in))
+              return a.emitError("--emit-cpp: all-reduce of a non-f32 tensor is not supported");
+            const char *op = nullptr;
+            switch (a.getReduction()) {
+            case ReductionKind::Sum:
+              op = "PTRAIN_REDUCE_SUM";
+              break;
+            case ReductionKind::Avg:
+              op = "PTRAIN_REDUCE_AVG";
+              break;
+            default:
+              return a.emitError("--emit-cpp: only sum and avg all-reduces are supported");
+            }
+            FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes());
+            if (failed(comm))
+              return failure();
+            return call(RuntimeCall::ptrain_all_reduce_start,
+                        {*comm, ptr(in), ptr(req), std::to_string(countOf(in)), "PTRAIN_DTYPE_F32", op,
+                         "&" + ptr(req) + "_request"});
+          })
+          .Case<WaitOp>([&](WaitOp w) -> LogicalResult {
+            // A failing wait frees the request too (ptrain_wait), so the handle is cleared either way.
+            std::string request = ptr(w.getRequest()) + "_request";
+            block += "    ptrain_request_t request = " + request + ";\n    " + request + " = nullptr;\n";
+            return call(RuntimeCall::ptrain_wait, {"request"});
+          })
           .Case<func::ReturnOp>([&](func::ReturnOp r) -> LogicalResult {
             for (auto [i, v] : llvm::enumerate(r.getOperands()))
               if (failed(call(RuntimeCall::ptrain_copy_bytes,
@@ -819,15 +919,65 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     if (func.isExternal())
       return func.emitError("--emit-cpp: function @") << func.getSymName() << " has no body";
     int64_t bytes = 0;
-    FunctionEmitter emitter(func, states, constants, numConstants);
+    FunctionEmitter emitter(func, states, comms, constants, numConstants);
     if (failed(emitter.run(functions, bytes)))
       return failure();
     arenaBytes = std::max(arenaBytes, bytes);
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
+    if (auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage")) {
+      llvm::SetVector<StateOp> &used = stageStates[stage.getInt()];
+      func.walk([&](Operation *op) {
+        StringAttr sym;
+        if (auto read = dyn_cast<StateReadOp>(op))
+          sym = read.getStateAttr().getAttr();
+        else if (auto write = dyn_cast<StateWriteOp>(op))
+          sym = write.getStateAttr().getAttr();
+        if (sym)
+          used.insert(states[sym].op);
+      });
+    }
   }
   for (Operation &op : module.getBody()->getOperations())
-    if (!isa<func::FuncOp, StateOp>(op))
+    if (!isa<func::FuncOp, StateOp, GridOp>(op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' at module level is not supported";
+
+  // Pipeline modules: the driver, and the pipeline axis's communicator (rank i = stage i).
+  const bool pipeline = module->hasAttr("ptrain.pipeline");
+  PipelineShape pipelineShape;
+  std::string driverGlobals, driverCode;
+  if (pipeline) {
+    FailureOr<PipelineShape> shape = readPipelineShape(module);
+    if (failed(shape))
+      return failure();
+    pipelineShape = *shape;
+    GridOp grid;
+    for (auto g : module.getOps<GridOp>())
+      grid = g;
+    if (!grid || !llvm::is_contained(grid.getAxisNames(), StringAttr::get(module.getContext(), "pp")))
+      return module.emitError("--emit-cpp: a pipeline module needs a ptrain.grid with an axis pp");
+    FailureOr<std::string> ppComm =
+        comms.lookup(grid, grid.getSymName(), ArrayAttr::get(module.getContext(),
+                                                             {StringAttr::get(module.getContext(), "pp")}));
+    if (failed(ppComm))
+      return failure();
+    for (int64_t s = 0; s < pipelineShape.pp; ++s)
+      if (!stageStates.count(s))
+        return module.emitError("--emit-cpp: no function of stage ") << s << " (attribute ptrain.stage)";
+    if (failed(emitPipelineDriver(module, pipelineShape, *ppComm, "ptrain_stage", driverGlobals, driverCode)))
+      return failure();
+    entryNames.push_back("ptrain_step_train");
+    entryNames.push_back("ptrain_step_eval");
+  }
+  const bool hasComm = !comms.groups.empty();
+  int64_t worldSize = 1;
+  int64_t ppAxis = -1;
+  if (hasComm) {
+    for (auto [d, size] : llvm::enumerate(comms.theGrid.getShape())) {
+      worldSize *= size;
+      if (cast<StringAttr>(comms.theGrid.getAxisNames()[d]).getValue() == "pp")
+        ppAxis = d;
+    }
+  }
 
   std::string onnxFile;
   if (auto file = module->getAttrOfType<StringAttr>("ptrain.onnx_file"))
@@ -840,21 +990,36 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "// A compiled ptrain training step for the CPU (docs/CodegenCpu.md): static state storage with a keyed\n"
        "// table, one static arena planned by liveness, and calls of the ptrain runtime's call table only\n"
        "// (include/ptrain/Runtime/RuntimeCalls.def). Every call's status is checked and returned; the cause is\n"
-       "// in ptrain_last_error(). The entry points share the arena and the state: they are not reentrant.\n"
+       "// in ptrain_step_last_error(). The entry points share the arena and the state: they are not reentrant.\n"
        "//\n"
        "// Entry points: ";
   llvm::interleave(entryNames, s, ", ");
   s << "\n\n"
        "#include \"ptrain/Runtime/ptrain_runtime.h\"\n\n"
-       "#include <cstdint>\n\n"
+       "#include <cstdarg>\n"
+       "#include <cstdint>\n"
+       "#include <cstdio>\n\n"
        "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
        "#define PTRAIN_STEP_CALL(call)                                                 \\\n"
        "  do {                                                                         \\\n"
        "    const ptrain_status_t ptrain_status_ = (call);                             \\\n"
-       "    if (ptrain_status_ != PTRAIN_OK)                                           \\\n"
+       "    if (ptrain_status_ != PTRAIN_OK) {                                         \\\n"
+       "      step_error_own = false;                                                  \\\n"
        "      return ptrain_status_;                                                   \\\n"
+       "    }                                                                          \\\n"
        "  } while (0)\n\n"
        "namespace {\n\n"
+       "/// Errors the step itself detects (the runtime's are in ptrain_last_error()).\n"
+       "char step_error[512];\n"
+       "bool step_error_own = false;\n"
+       "__attribute__((format(printf, 1, 2))) ptrain_status_t stepError(const char *format, ...) {\n"
+       "  va_list args;\n"
+       "  va_start(args, format);\n"
+       "  std::vsnprintf(step_error, sizeof(step_error), format, args);\n"
+       "  va_end(args);\n"
+       "  step_error_own = true;\n"
+       "  return PTRAIN_ERROR_INVALID_ARGUMENT;\n"
+       "}\n\n"
        "//===--- State storage (";
   s << stateOrder.size() << " states) ---===//\n\n";
   for (StateOp state : stateOrder) {
@@ -869,47 +1034,160 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
       s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape())
         << "};\n";
   }
-  s << "\nconst ptrain_state_desc_t kStates[] = {\n";
-  for (StateOp state : stateOrder) {
-    const StateInfo &info = states[state.getSymNameAttr()];
-    RankedTensorType type = state.getTensorType();
-    static const char *kinds[] = {"PTRAIN_STATE_PARAMETER",     "PTRAIN_STATE_OPTIMIZER_MOMENT",
-                                  "PTRAIN_STATE_CODEC_RESIDUAL", "PTRAIN_STATE_CODEC_WARM_START",
-                                  "PTRAIN_STATE_CODEC_SEED",     "PTRAIN_STATE_STEP_COUNTER"};
-    s << "    {" << stringLiteral(state.getKey()) << ", " << info.var << ", "
-      << (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") << ", "
-      << kinds[static_cast<int>(state.getKind())] << ", " << type.getRank() << ", "
-      << (type.getRank() > 0 ? info.var + "_dims" : std::string("nullptr")) << "},\n";
+  auto stateTable = [&](StringRef name, ArrayRef<StateOp> list) {
+    s << "\nconst ptrain_state_desc_t " << name << "[] = {\n";
+    for (StateOp state : list) {
+      const StateInfo &info = states[state.getSymNameAttr()];
+      RankedTensorType type = state.getTensorType();
+      static const char *kinds[] = {"PTRAIN_STATE_PARAMETER",     "PTRAIN_STATE_OPTIMIZER_MOMENT",
+                                    "PTRAIN_STATE_CODEC_RESIDUAL", "PTRAIN_STATE_CODEC_WARM_START",
+                                    "PTRAIN_STATE_CODEC_SEED",     "PTRAIN_STATE_STEP_COUNTER",
+                                    "PTRAIN_STATE_GRADIENT"};
+      s << "    {" << stringLiteral(state.getKey()) << ", " << info.var << ", "
+        << (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") << ", "
+        << kinds[static_cast<int>(state.getKind())] << ", " << type.getRank() << ", "
+        << (type.getRank() > 0 ? info.var + "_dims" : std::string("nullptr")) << "},\n";
+    }
+    if (list.empty())
+      s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr},\n";
+    s << "};\n";
+  };
+  stateTable("kStates", stateOrder);
+  s << "constexpr int64_t kNumStates = " << stateOrder.size() << ";\n";
+  if (pipeline) {
+    s << "\n// The states each pipeline stage's functions use: a rank initializes, saves and loads its stage's.\n";
+    for (auto &[stage, list] : stageStates) {
+      stateTable("kStage" + std::to_string(stage) + "States", list.getArrayRef());
+      s << "constexpr int64_t kNumStage" << stage << "States = " << list.size() << ";\n";
+    }
   }
-  if (stateOrder.empty())
-    s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr},\n";
-  s << "};\nconstexpr int64_t kNumStates = " << stateOrder.size() << ";\n\n";
+  s << "/// The states this process owns (the stage's in a pipeline; set by ptrain_step_init).\n";
+  s << "const ptrain_state_desc_t *active_states = kStates;\nint64_t num_active_states = kNumStates;\n\n";
   s << "//===--- Constants ---===//\n\n" << constants;
   s << "//===--- The arena: every intermediate tensor and kernel scratch, offsets planned by liveness ---===//\n\n";
   s << "alignas(64) unsigned char ptrain_arena[" << std::max<int64_t>(arenaBytes, kArenaAlignment) << "];\n\n";
-  s << "} // namespace\n\n";
+  if (hasComm) {
+    s << "//===--- Communicators: MPI_COMM_WORLD's duplicate and one group per (grid, axes), created by "
+         "ptrain_step_init ---===//\n\n";
+    s << "ptrain_comm_t ptrain_world = nullptr;\nint32_t ptrain_rank = 0;\n";
+    s << "/// @" << comms.theGrid.getSymName() << ": rank = row-major coordinate over (";
+    llvm::interleave(comms.theGrid.getAxisNames(), s, [&](Attribute a) { s << cast<StringAttr>(a).getValue(); },
+                     ", ");
+    s << ").\nconstexpr int32_t kGridRank = " << comms.theGrid.getShape().size() << ";\n";
+    s << "const int64_t kGridShape[kGridRank] = {" << joinInts(comms.theGrid.getShape()) << "};\n";
+    s << "constexpr int32_t kWorldSize = " << worldSize << ";\n";
+    s << "int32_t ptrain_stage = 0; ///< the coordinate on axis pp\n";
+    for (const CommGroups::Group &g : comms.groups)
+      s << "ptrain_comm_t " << g.var << " = nullptr;\n";
+    s << "\n/// The coordinate of `rank` on grid axis `axis`.\n"
+         "int64_t gridCoordinate(int32_t rank, int32_t axis) {\n"
+         "  int64_t stride = 1;\n"
+         "  for (int32_t d = kGridRank - 1; d > axis; --d)\n"
+         "    stride *= kGridShape[d];\n"
+         "  return (rank / stride) % kGridShape[axis];\n"
+         "}\n\n"
+         "/// The group of this rank over the axes with in_group[d]: the ranks equal to it on every other axis,\n"
+         "/// in increasing order (row-major over the group's axes).\n"
+         "ptrain_status_t createGroup(const bool *in_group, ptrain_comm_t *out) {\n"
+         "  int32_t ranks[kWorldSize];\n"
+         "  int32_t n = 0;\n"
+         "  for (int32_t q = 0; q < kWorldSize; ++q) {\n"
+         "    bool member = true;\n"
+         "    for (int32_t d = 0; d < kGridRank; ++d)\n"
+         "      member = member && (in_group[d] || gridCoordinate(q, d) == gridCoordinate(ptrain_rank, d));\n"
+         "    if (member)\n"
+         "      ranks[n++] = q;\n"
+         "  }\n"
+         "  PTRAIN_STEP_CALL("
+      << getRuntimeCallInfo(RuntimeCall::ptrain_comm_create_group).name
+      << "(ptrain_world, ranks, n, out));\n"
+         "  return PTRAIN_OK;\n"
+         "}\n\n";
+  }
+  s << driverGlobals;
+  s << "\n} // namespace\n\n";
   s << "//===--- State management ---===//\n\n";
+  s << "/// The message of the last failed entry point: the step's own or the runtime's (ptrain_last_error()).\n";
+  s << "extern \"C\" PTRAIN_STEP_API const char *ptrain_step_last_error(void) {\n"
+       "  return step_error_own ? step_error : ptrain_last_error();\n}\n\n";
   s << "/// Loads every parameter by key from the ONNX model at `weights_onnx_path` (and its external data) and\n"
        "/// zeroes every other state (optimizer moments, step counter). NULL means the model this step was\n"
        "/// compiled from: "
     << (onnxFile.empty() ? std::string("(none recorded)") : onnxFile) << ".\n";
+  if (hasComm)
+    s << "/// First initializes MPI (ptrain_comm_init) and creates the communicators; the world must have "
+      << worldSize << " ranks.\n";
+  if (pipeline)
+    s << "/// A rank owns the states of its pipeline stage (its coordinate on pp).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n";
   s << "  const char *path = weights_onnx_path ? weights_onnx_path : "
     << (onnxFile.empty() ? std::string("nullptr") : stringLiteral(onnxFile)) << ";\n";
+  if (hasComm) {
+    s << "  if (!ptrain_world) {\n";
+    s << "    ptrain_comm_t world = nullptr;\n";
+    s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_init).name << "(&world));\n";
+    s << "    int32_t size = 0;\n";
+    s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_size).name << "(world, &size));\n";
+    s << "    if (size != kWorldSize) {\n";
+    s << "      " << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name << "(world);\n";
+    s << "      return stepError(\"ptrain_step_init: the step was compiled for " << worldSize
+      << " ranks (grid @" << comms.theGrid.getSymName()
+      << ") but MPI_COMM_WORLD has %d; launch it with mpirun -np " << worldSize << "\", static_cast<int>(size));\n";
+    s << "    }\n";
+    s << "    ptrain_world = world;\n";
+    s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_rank).name
+      << "(ptrain_world, &ptrain_rank));\n";
+    for (const CommGroups::Group &g : comms.groups) {
+      s << "    {\n      static const bool in_group[kGridRank] = {";
+      llvm::interleave(g.inGroup, s, [&](bool b) { s << (b ? "true" : "false"); }, ", ");
+      s << "};\n      PTRAIN_STEP_CALL(createGroup(in_group, &" << g.var << "));\n    }\n";
+    }
+    if (ppAxis >= 0)
+      s << "    ptrain_stage = static_cast<int32_t>(gridCoordinate(ptrain_rank, " << ppAxis << "));\n";
+    if (pipeline) {
+      s << "    switch (ptrain_stage) {\n";
+      for (auto &entry : stageStates)
+        s << "    case " << entry.first << ":\n      active_states = kStage" << entry.first
+          << "States;\n      num_active_states = kNumStage" << entry.first << "States;\n      break;\n";
+      s << "    }\n";
+    }
+    s << "  }\n";
+  }
   s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_state_init_onnx).name
-    << "(kStates, kNumStates, path));\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Writes every state by key to a checkpoint (format: docs/CodegenCpu.md).\n";
+    << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
+  if (hasComm) {
+    s << "/// This process's rank in MPI_COMM_WORLD and its pipeline stage (valid after ptrain_step_init).\n";
+    s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_rank(int32_t *out_rank, int32_t *out_stage) {\n"
+         "  if (!ptrain_world)\n    return stepError(\"ptrain_step_rank: call ptrain_step_init first\");\n"
+         "  *out_rank = ptrain_rank;\n  *out_stage = ptrain_stage;\n  return PTRAIN_OK;\n}\n\n";
+    s << "/// Destroys the communicators (and finalizes MPI if ptrain_step_init initialized it).\n";
+    s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_finalize(void) {\n";
+    for (const CommGroups::Group &g : llvm::reverse(comms.groups))
+      s << "  if (" << g.var << ") {\n    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name
+        << "(" << g.var << "));\n    " << g.var << " = nullptr;\n  }\n";
+    s << "  if (ptrain_world) {\n    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name
+      << "(ptrain_world));\n    ptrain_world = nullptr;\n  }\n  return PTRAIN_OK;\n}\n\n";
+    s << "/// Ends every rank of the job (MPI_Abort): the recovery after a communication error.\n";
+    s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_abort(int32_t error_code) {\n"
+         "  if (!ptrain_world)\n    return PTRAIN_OK;\n"
+         "  PTRAIN_STEP_CALL("
+      << getRuntimeCallInfo(RuntimeCall::ptrain_comm_abort).name << "(ptrain_world, error_code));\n"
+         "  return PTRAIN_OK;\n}\n\n";
+  }
+  s << "/// Writes every state this process owns by key to a checkpoint (format: docs/CodegenCpu.md).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n";
   s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_checkpoint_save).name
-    << "(kStates, kNumStates, path));\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Reads every state by key from a checkpoint written by ptrain_step_save.\n";
+    << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
+  s << "/// Reads every state this process owns by key from a checkpoint written by ptrain_step_save.\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_load(const char *path) {\n";
   s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_checkpoint_load).name
-    << "(kStates, kNumStates, path));\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// The state table: key, storage, dtype, kind and shape of every state.\n";
-  s << "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_states(void) { return kNumStates; }\n";
-  s << "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return kStates; }\n\n";
+    << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
+  s << "/// The state table this process owns: key, storage, dtype, kind and shape of every state.\n";
+  s << "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_states(void) { return num_active_states; }\n";
+  s << "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return active_states; }"
+       "\n\n";
   s << "//===--- Entry points ---===//\n\n" << functions;
+  s << driverCode;
   os << out;
   return success();
 }

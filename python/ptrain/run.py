@@ -1,0 +1,304 @@
+"""ptrain-run: train a compiled step (ptrain-compile's out/) under mpirun, one process per pipeline stage.
+
+    ptrain-run out/ --data DIR_OR_FILE --steps N [--val-every K] [--val-batches V] [--np P]
+               [--checkpoint PATH] [--seed S] [--log run.json] [--timeout SECONDS]
+
+The launcher checks its inputs (out/plan.json, out/libstep.so, the data, the world size), then starts
+`mpirun -np <pp of plan.json> --oversubscribe --mca mpi_yield_when_idle 1` (as root with
+OMPI_ALLOW_RUN_AS_ROOT{,_CONFIRM}=1; OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1 per rank) running this file with
+--worker. Each worker loads libstep.so with ctypes, calls ptrain_step_init (weights from the ONNX model named
+in plan.json; MPI and the pipeline communicator), and for every step draws the same batch of micro_batches x
+batch windows of seq bytes (data.py's byte-level corpus; window starts from random.Random(seed * 1000003 +
+step)) and calls ptrain_step_train; its stage runs its row of the schedule. Rank 0 shows a progress bar (tqdm
+when importable, else one plain line) with the loss and tokens/s (tokens = micro_batches x batch x seq per
+step). Every K steps and after the last, the validation loss is the mean of ptrain_step_eval over V fixed
+batches of the held-out data. At the end, ptrain_step_save writes the checkpoint (one file per stage:
+PATH.stage<s> when pp > 1). --log writes the losses as JSON (rank 0).
+
+Errors are messages and a nonzero exit, never a hang: every communication has the runtime's deadline
+(PTRAIN_COMM_TIMEOUT_S, --timeout); a rank that fails exits nonzero without finalizing MPI, and mpirun then
+ends the job.
+"""
+
+import argparse
+import ctypes
+import ctypes.util
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+PLAN_KEYS = ("pp", "micro_batches", "batch", "seq", "vocab", "model", "library")
+
+
+class RunError(Exception):
+    pass
+
+
+def load_plan(out_dir):
+    if not os.path.isdir(out_dir):
+        raise RunError(f"{out_dir}: no such directory (the -o folder of ptrain-compile)")
+    path = os.path.join(out_dir, "plan.json")
+    try:
+        with open(path) as f:
+            plan = json.load(f)
+    except FileNotFoundError:
+        raise RunError(f"{path}: no such file; compile with ptrain-compile --pp P --micro-batches M -o {out_dir}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise RunError(f"{path}: not valid JSON ({e})")
+    if not isinstance(plan, dict):
+        raise RunError(f"{path}: expected a JSON object")
+    missing = [k for k in PLAN_KEYS if k not in plan]
+    if missing:
+        raise RunError(f"{path}: missing {', '.join(missing)} (a pipeline plan of ptrain-compile is needed: "
+                       "--pp or --micro-batches)")
+    for k in ("pp", "micro_batches", "batch", "seq", "vocab"):
+        if not isinstance(plan[k], int) or plan[k] < 1:
+            raise RunError(f"{path}: '{k}' must be a positive integer, not {plan[k]!r}")
+    lib = os.path.join(out_dir, "libstep.so")
+    if not os.path.isfile(lib):
+        raise RunError(f"{lib}: no such file")
+    plan["library"] = os.path.abspath(lib)
+    if not os.path.isfile(plan["model"]):
+        raise RunError(f"{path}: the model {plan['model']} does not exist")
+    return plan
+
+
+def data_files(data):
+    """(train, val) paths: a folder holds train.bin and val.bin (data.py); a file is the training data and
+    its folder's val.bin, if any, the held-out data (else the file's last 10%)."""
+    if os.path.isdir(data):
+        train, val = os.path.join(data, "train.bin"), os.path.join(data, "val.bin")
+        for p in (train, val):
+            if not os.path.isfile(p):
+                raise RunError(f"{p}: no such file (make the corpus with python3 python/ptrain/data.py --out {data})")
+        return train, val
+    if not os.path.isfile(data):
+        raise RunError(f"--data {data}: no such file or directory")
+    val = os.path.join(os.path.dirname(os.path.abspath(data)), "val.bin")
+    return data, (val if os.path.isfile(val) and os.path.abspath(val) != os.path.abspath(data) else None)
+
+
+def read_data(train_path, val_path, seq):
+    with open(train_path, "rb") as f:
+        train = f.read()
+    if val_path:
+        with open(val_path, "rb") as f:
+            val = f.read()
+    else:
+        cut = len(train) * 9 // 10
+        train, val = train[:cut], train[cut:]
+    for name, d in (("training", train), ("validation", val)):
+        if len(d) < seq + 1:
+            raise RunError(f"the {name} data has {len(d)} bytes, fewer than one window of {seq + 1}")
+    return train, val
+
+
+def batch(data, rows, seq, seed):
+    """rows windows of seq consecutive bytes as int64 [rows, seq]; starts from random.Random(seed)."""
+    import numpy as np
+
+    rng = random.Random(seed)
+    d = np.frombuffer(data, dtype=np.uint8)
+    starts = [rng.randrange(len(data) - seq) for _ in range(rows)]
+    return np.ascontiguousarray(np.stack([d[o:o + seq] for o in starts]).astype(np.int64))
+
+
+# --- the launcher -------------------------------------------------------------------------------------------
+
+def launch(args):
+    plan = load_plan(args.out)
+    data_files(args.data)
+    np_ = plan["pp"] if args.np is None else args.np
+    if np_ != plan["pp"]:
+        raise RunError(f"--np {np_}: the step in {args.out} was compiled for pp = {plan['pp']} ranks "
+                       f"(one per pipeline stage); use --np {plan['pp']}")
+    if args.steps < 0 or (args.val_every is not None and args.val_every < 1):
+        raise RunError("--steps must be >= 0 and --val-every >= 1")
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        raise RunError("mpirun not found (Debian: openmpi-bin)")
+    env = dict(os.environ)
+    env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+                "PTRAIN_COMM_TIMEOUT_S": str(args.timeout)})
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    cmd = [mpirun, "-np", str(np_), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1",
+           "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS", "-x", "PTRAIN_COMM_TIMEOUT_S",
+           sys.executable, os.path.abspath(__file__), "--worker", *args.argv]
+    return subprocess.call(cmd, env=env)
+
+
+# --- the worker (one per rank) ------------------------------------------------------------------------------
+
+class Step:
+    """libstep.so through ctypes."""
+
+    def __init__(self, path):
+        # OpenMPI's components resolve libmpi's symbols: load it globally first.
+        for name in ("libmpi.so.40", ctypes.util.find_library("mpi")):
+            if name:
+                try:
+                    ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+                    break
+                except OSError:
+                    pass
+        self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        L = self.lib
+        L.ptrain_step_last_error.restype = ctypes.c_char_p
+        for name in ("ptrain_step_train", "ptrain_step_eval"):
+            getattr(L, name).argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_float)]
+        L.ptrain_step_init.argtypes = [ctypes.c_char_p]
+        L.ptrain_step_save.argtypes = [ctypes.c_char_p]
+        L.ptrain_step_rank.argtypes = [ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]
+        L.ptrain_step_abort.argtypes = [ctypes.c_int32]
+
+    def check(self, status, what):
+        if status != 0:
+            raise RunError(f"{what} failed (status {status}): {self.lib.ptrain_step_last_error().decode()}")
+
+    def loss(self, fn, tokens):
+        out = ctypes.c_float()
+        self.check(getattr(self.lib, fn)(tokens.ctypes.data, ctypes.byref(out)), fn)
+        return float(out.value)
+
+
+class Bar:
+    """tqdm when importable, else a one-line bar redrawn with \\r."""
+
+    def __init__(self, total, enabled):
+        self.total, self.enabled, self.n = total, enabled, 0
+        self.tqdm = None
+        if enabled:
+            try:
+                from tqdm import tqdm
+                self.tqdm = tqdm(total=total, unit="step", dynamic_ncols=True)
+            except ImportError:
+                pass
+
+    def update(self, text):
+        self.n += 1
+        if not self.enabled:
+            return
+        if self.tqdm is not None:
+            self.tqdm.set_postfix_str(text, refresh=False)
+            self.tqdm.update(1)
+            return
+        width = 30
+        fill = width * self.n // max(self.total, 1)
+        sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {self.n}/{self.total} {text}")
+        sys.stderr.flush()
+
+    def write(self, text):
+        if not self.enabled:
+            return
+        if self.tqdm is not None:
+            self.tqdm.write(text)
+        else:
+            sys.stderr.write("\n" + text + "\n")
+            sys.stderr.flush()
+
+    def close(self):
+        if self.tqdm is not None:
+            self.tqdm.close()
+        elif self.enabled:
+            sys.stderr.write("\n")
+
+
+def work(args):
+    plan = load_plan(args.out)
+    train_path, val_path = data_files(args.data)
+    rows, seq = plan["micro_batches"] * plan["batch"], plan["seq"]
+    train, val = read_data(train_path, val_path, seq)
+    step = Step(plan["library"])
+    step.check(step.lib.ptrain_step_init(plan["model"].encode()), "ptrain_step_init")
+    rank, stage = ctypes.c_int32(), ctypes.c_int32()
+    step.check(step.lib.ptrain_step_rank(ctypes.byref(rank), ctypes.byref(stage)), "ptrain_step_rank")
+    rank0 = rank.value == 0
+    val_batches = [batch(val, rows, seq, 7919 * (args.seed + 1) + j) for j in range(args.val_batches)]
+
+    def validate():
+        return sum(step.loss("ptrain_step_eval", b) for b in val_batches) / len(val_batches)
+
+    log = {"plan": {k: plan[k] for k in PLAN_KEYS if k not in ("library",)}, "steps": args.steps,
+           "seed": args.seed, "tokens_per_step": rows * seq, "train_loss": [], "val_loss": []}
+    bar = Bar(args.steps, rank0)
+    v = validate()
+    log["val_loss"].append([0, v])
+    bar.write(f"step 0: val loss {v:.4f}")
+    elapsed = 0.0
+    for i in range(args.steps):
+        tokens = batch(train, rows, seq, args.seed * 1000003 + i)
+        t0 = time.perf_counter()
+        loss = step.loss("ptrain_step_train", tokens)
+        dt = time.perf_counter() - t0
+        elapsed += dt
+        if not math.isfinite(loss):
+            raise RunError(f"step {i + 1}: the loss is {loss}")
+        log["train_loss"].append(loss)
+        bar.update(f"loss {loss:.4f} {rows * seq / dt:,.0f} tok/s")
+        if args.val_every and (i + 1) % args.val_every == 0 and i + 1 != args.steps:
+            v = validate()
+            log["val_loss"].append([i + 1, v])
+            bar.write(f"step {i + 1}: val loss {v:.4f}")
+    if args.steps:
+        v = validate()
+        log["val_loss"].append([args.steps, v])
+        bar.close()
+        log["tokens_per_s"] = rows * seq * args.steps / elapsed
+        if rank0:
+            print(f"step {args.steps}: train loss {log['train_loss'][-1]:.4f}, val loss {v:.4f}, "
+                  f"{log['tokens_per_s']:,.0f} tok/s", flush=True)
+    if args.checkpoint:
+        path = args.checkpoint if plan["pp"] == 1 else f"{args.checkpoint}.stage{stage.value}"
+        step.check(step.lib.ptrain_step_save(path.encode()), f"ptrain_step_save({path})")
+        if rank0:
+            print(f"checkpoint: {args.checkpoint}" + ("" if plan["pp"] == 1 else ".stage<s>"), flush=True)
+    if args.log and rank0:
+        with open(args.log, "w") as f:
+            json.dump(log, f, indent=1)
+    step.check(step.lib.ptrain_step_finalize(), "ptrain_step_finalize")
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="ptrain-run", description=__doc__.split("\n\n")[0])
+    p.add_argument("out", help="the output folder of ptrain-compile (plan.json, libstep.so)")
+    p.add_argument("--data", required=True, help="a folder with train.bin and val.bin (data.py), or a file")
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--val-every", type=int, default=None)
+    p.add_argument("--val-batches", type=int, default=4, help="held-out batches per validation")
+    p.add_argument("--np", type=int, default=None, help="ranks (default and only value: pp of plan.json)")
+    p.add_argument("--checkpoint", default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--log", default=None, help="write the losses as JSON (rank 0)")
+    p.add_argument("--timeout", type=float, default=120.0, help="communication deadline in seconds")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser().parse_args(argv)
+    args.argv = [a for a in argv if a != "--worker"]
+    try:
+        if not args.worker:
+            return launch(args)
+        work(args)
+        return 0
+    except RunError as e:
+        print(f"ptrain-run: error: {e}", file=sys.stderr, flush=True)
+        # A worker leaves without finalizing MPI: mpirun then ends the other ranks (no hang).
+        if args.worker:
+            os._exit(1)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
