@@ -108,4 +108,36 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
   ];
 }
 
+def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
+  let summary = "Writes the per-stage pipeline schedule table (GPipe or 1F1B).";
+  let description = [{
+    For a module built by `--ptrain-build-training-step` after `--ptrain-split-stages`, writes the module
+    attribute `ptrain.schedule = {kind, micro_batches, table}`: per stage s of P, the ordered steps
+    `"F<i>"` (forward of micro-batch i; stage s > 0 receives its input from s - 1, stage s < P - 1 sends its
+    output to s + 1), `"B<i>"` (backward of micro-batch i, receiving the gradient from s + 1 and sending the
+    input gradient to s - 1), `"FB<i>"` (the last stage's fused forward, loss and backward) and `"O"` (the
+    optimizer step, last).
+
+    * `gpipe`: all forwards, then all backwards (Huang et al., "GPipe", NeurIPS 2019).
+    * `1f1b`: stage s runs min(P - s - 1, M) warm-up forwards, then alternates one forward and one backward,
+      then the cool-down backwards (Narayanan et al., "PipeDream-Flush", ICML 2021; Megatron-LM); its bubble
+      is (P - 1) / M of the ideal time.
+
+    The table is checked by executing all stages with rendezvous semantics (a forward on s > 0 waits for the
+    same micro-batch's forward on s - 1, a backward on s < P - 1 for its backward on s + 1): a table that
+    would deadlock is an error naming the stuck steps.
+
+    ```mlir
+    // ptrain-opt step.mlir --ptrain-schedule="schedule=1f1b"   (pp = 2, 4 micro-batches)
+    module attributes {ptrain.schedule = {kind = "1f1b", micro_batches = 4 : i64,
+        table = [["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3", "O"], ["FB0", "FB1", "FB2", "FB3", "O"]]}}
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"", "gpipe or 1f1b.">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"0",
+           "Micro-batches per step; 0 takes ptrain.pipeline's micro_batches.">,
+  ];
+}
+
 #endif // PTRAIN_TRANSFORMS_PASSES_TD

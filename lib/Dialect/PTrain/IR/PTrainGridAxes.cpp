@@ -79,16 +79,10 @@ void mlir::ptrain::printGridShape(OpAsmPrinter &printer, Operation *op, ArrayAtt
 ParseResult mlir::ptrain::parseSplitAxes(OpAsmParser &parser, ArrayAttr &split) {
   SmallVector<Attribute> dims;
   if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&]() -> ParseResult {
-        SmallVector<Attribute> names;
-        if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&]() -> ParseResult {
-              std::string name;
-              if (parser.parseKeywordOrString(&name))
-                return failure();
-              names.push_back(parser.getBuilder().getStringAttr(name));
-              return success();
-            }))
+        ArrayAttr axes;
+        if (parseGridAxes(parser, axes))
           return failure();
-        dims.push_back(parser.getBuilder().getArrayAttr(names));
+        dims.push_back(axes);
         return success();
       }))
     return failure();
