@@ -102,13 +102,14 @@ def read_data(train_path, val_path, seq):
 
 
 def batch(data, rows, seq, seed):
-    """rows windows of seq consecutive bytes as int64 [rows, seq]; starts from random.Random(seed)."""
-    import numpy as np
-
+    """rows windows of seq consecutive bytes as a ctypes int64 [rows, seq] buffer; starts from
+    random.Random(seed). No numpy needed."""
     rng = random.Random(seed)
-    d = np.frombuffer(data, dtype=np.uint8)
-    starts = [rng.randrange(len(data) - seq) for _ in range(rows)]
-    return np.ascontiguousarray(np.stack([d[o:o + seq] for o in starts]).astype(np.int64))
+    tokens = []
+    for _ in range(rows):
+        o = rng.randrange(len(data) - seq)
+        tokens.extend(data[o:o + seq])
+    return (ctypes.c_int64 * len(tokens))(*tokens)
 
 
 # --- the launcher -------------------------------------------------------------------------------------------
@@ -166,7 +167,7 @@ class Step:
 
     def loss(self, fn, tokens):
         out = ctypes.c_float()
-        self.check(getattr(self.lib, fn)(tokens.ctypes.data, ctypes.byref(out)), fn)
+        self.check(getattr(self.lib, fn)(ctypes.addressof(tokens), ctypes.byref(out)), fn)
         return float(out.value)
 
 
