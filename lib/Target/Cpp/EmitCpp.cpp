@@ -900,6 +900,10 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   if (params == 0)
     sig += "void";
   sig += ") {";
+  // An argument the function does not read (a backward that ignores its tokens) is not a warning.
+  for (BlockArgument arg : entry.getArguments())
+    if (arg.use_empty())
+      sig += "\n  (void)" + ptr(arg) + ";";
   code += doc + "/// Arena: " + std::to_string(arenaBytes) + " bytes for " + std::to_string(plan.size()) +
           " buffers (tensors and kernel scratch) planned by liveness.\n" + sig + body + "  return PTRAIN_OK;\n}\n\n";
   return success();

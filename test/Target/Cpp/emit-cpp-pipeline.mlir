@@ -6,18 +6,18 @@
 // RUN: not ptrain-translate --emit-cpp %t/bad-step.mlir 2>&1 | FileCheck %s --check-prefix=BADSTEP
 // RUN: not ptrain-translate --emit-cpp %t/twice.mlir 2>&1 | FileCheck %s --check-prefix=TWICE
 
-// A two-stage pipeline (stage functions reduced to a linear map of the activation) scheduled 1F1B with two
+// A two-stage pipeline (stage functions reduced to copies) scheduled 1F1B with two
 // micro-batches: the all-reduce and its wait become runtime calls on the pp communicator, and the driver
 // runs each stage's row of the table.
-// CHECK-LABEL: ptrain_status_t ptrain_step_stage0_optimizer_step(void) {
-// CHECK: ptrain_request_t [[REQ:v[0-9]+]]_request = nullptr;
-// CHECK: PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm_grid_pp, {{v[0-9]+}}, [[REQ]], 4, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM, &[[REQ]]_request));
-// CHECK: PTRAIN_STEP_CALL(ptrain_wait(request));
 // CHECK-LABEL: ptrain_status_t ptrain_step_init(
 // CHECK: PTRAIN_STEP_CALL(ptrain_comm_init(&world));
 // CHECK: return stepError("ptrain_step_init: the step was compiled for 2 ranks (grid @grid) but MPI_COMM_WORLD has %d
 // CHECK: PTRAIN_STEP_CALL(createGroup(in_group, &comm_grid_pp));
 // CHECK: active_states = kStage0States;
+// CHECK-LABEL: ptrain_status_t ptrain_step_stage0_optimizer_step(void) {
+// CHECK: ptrain_request_t [[REQ:v[0-9]+]]_request = nullptr;
+// CHECK: PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm_grid_pp, {{v[0-9]+}}, [[REQ]], 16, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM, &[[REQ]]_request));
+// CHECK: PTRAIN_STEP_CALL(ptrain_wait(request));
 // CHECK-LABEL: /// Stage 0 of 2, the schedule row: F0 F1 B0 B1 O
 // CHECK-NEXT: ptrain_status_t trainStage0(const int64_t *tokens, float *out_loss) {
 // CHECK: { // F0
@@ -48,25 +48,21 @@
 module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]},
     ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
   ptrain.grid @grid(pp = 2)
-  ptrain.state @w key "w" kind parameter : tensor<4xf32>
-  ptrain.state @w.grad key "w/grad" kind gradient : tensor<4xf32>
+  ptrain.state @w key "w" kind parameter : tensor<1x4x4xf32>
+  ptrain.state @w.grad key "w/grad" kind gradient : tensor<1x4x4xf32>
   func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 0 : i64} {
-    %w = ptrain.state_read @w : tensor<4xf32>
-    %h = ptrain.reshape %w : tensor<4xf32> -> tensor<1x1x4xf32>
-    %z = arith.constant dense<0.0> : tensor<1x4x4xf32>
-    %o = ptrain.binary add %z, %h : tensor<1x4x4xf32>, tensor<1x1x4xf32> -> tensor<1x4x4xf32>
-    return %o : tensor<1x4x4xf32>
+    %w = ptrain.state_read @w : tensor<1x4x4xf32>
+    return %w : tensor<1x4x4xf32>
   }
   func.func @stage0_backward(%t: tensor<1x4xi64>, %d: tensor<1x4x4xf32>) attributes {ptrain.stage = 0 : i64} {
-    %g = ptrain.sum_to %d : tensor<1x4x4xf32> -> tensor<4xf32>
-    ptrain.state_write %g to @w.grad : tensor<4xf32>
+    ptrain.state_write %d to @w.grad : tensor<1x4x4xf32>
     return
   }
   func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
-    %g = ptrain.state_read @w.grad : tensor<4xf32>
-    %r = ptrain.all_reduce_start %g on @grid axes [pp] reduction = sum : tensor<4xf32>
-    %s = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
-    ptrain.state_write %s to @w : tensor<4xf32>
+    %g = ptrain.state_read @w.grad : tensor<1x4x4xf32>
+    %r = ptrain.all_reduce_start %g on @grid axes [pp] reduction = sum : tensor<1x4x4xf32>
+    %s = ptrain.wait %r : !ptrain.request<tensor<1x4x4xf32>>
+    ptrain.state_write %s to @w : tensor<1x4x4xf32>
     return
   }
   func.func @forward_stage1(%h: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 1 : i64} {
@@ -78,10 +74,10 @@ module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, sta
     return %l, %h : tensor<f32>, tensor<1x4x4xf32>
   }
   func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
-    %g = ptrain.state_read @w.grad : tensor<4xf32>
-    %r = ptrain.all_reduce_start %g on @grid axes [pp] reduction = sum : tensor<4xf32>
-    %s = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
-    ptrain.state_write %s to @w : tensor<4xf32>
+    %g = ptrain.state_read @w.grad : tensor<1x4x4xf32>
+    %r = ptrain.all_reduce_start %g on @grid axes [pp] reduction = sum : tensor<1x4x4xf32>
+    %s = ptrain.wait %r : !ptrain.request<tensor<1x4x4xf32>>
+    ptrain.state_write %s to @w : tensor<1x4x4xf32>
     return
   }
 }

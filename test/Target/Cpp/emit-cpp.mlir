@@ -54,11 +54,11 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
 // Initial values by key from the ONNX file the module names; checkpoints by key.
 // CHECK-LABEL: ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {
 // CHECK: weights_onnx_path ? weights_onnx_path : "model.onnx";
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_state_init_onnx(kStates, kNumStates, path));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_state_init_onnx(active_states, num_active_states, path));
 // CHECK-LABEL: ptrain_status_t ptrain_step_save(const char *path) {
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_checkpoint_save(kStates, kNumStates, path));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_checkpoint_save(active_states, num_active_states, path));
 // CHECK-LABEL: ptrain_status_t ptrain_step_load(const char *path) {
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_checkpoint_load(kStates, kNumStates, path));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_checkpoint_load(active_states, num_active_states, path));
 
 // The entry point: tokens in, loss out; state reads use the state in place; every call is checked.
 // CHECK: /// Arena: [[ARENA]] bytes
