@@ -1016,7 +1016,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "/// Errors the step itself detects (the runtime's are in ptrain_last_error()).\n"
        "char step_error[512];\n"
        "bool step_error_own = false;\n"
-       "__attribute__((format(printf, 1, 2))) ptrain_status_t stepError(const char *format, ...) {\n"
+       "[[maybe_unused]] __attribute__((format(printf, 1, 2))) ptrain_status_t stepError(const char *format, ...) {\n"
        "  va_list args;\n"
        "  va_start(args, format);\n"
        "  std::vsnprintf(step_error, sizeof(step_error), format, args);\n"
