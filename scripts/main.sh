@@ -5,11 +5,15 @@
 #   2. ptrain-interpret: the reference interpreter's logits against the export's reference logits;
 #   3. ptrain-opt --ptrain-build-training-step: next-token loss + reverse-mode gradients, checked against
 #      PyTorch autograd's gradients of the same export;
-#   4. the AdamW training step the compiler builds from it.
-# Usage: bash scripts/main.sh [build-dir]        Outputs go to out/main/.
+#   4. the AdamW training step the compiler builds from it;
+#   5. ptrain-compile: 2 pipeline stages, 4 micro-batches, 1F1B, compiled to C++ with MPI (out/main/pp2/);
+#   6. ptrain-run: trains it under mpirun -np 2 on byte-level Python standard-library source (offline), with
+#      validation on held-out files, and saves a checkpoint.
+# Usage: bash scripts/main.sh [build-dir] [steps]        Outputs go to out/main/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
+STEPS=${2:-150}
 BIN="$BUILD_DIR/bin"
 MODEL=models/gpt/gpt.onnx
 OUT=out/main
@@ -37,3 +41,13 @@ grep 'grad of' "$OUT/gradients.txt" | sort -t= -k2 -g | tail -1 | sed 's/^ */   
 echo "== 4. training step with AdamW (warm-up + cosine schedule)"
 "$BIN/ptrain-opt" "$OUT/gpt.mlir" --ptrain-build-training-step -o "$OUT/gpt-train.mlir"
 echo "   $OUT/gpt-train.mlir: $(grep -c 'ptrain.adamw' "$OUT/gpt-train.mlir") AdamW updates, $(grep -c 'kind optimizer_moment' "$OUT/gpt-train.mlir") moment states"
+
+echo "== 5. compile: pp=2, 4 micro-batches, 1F1B, CPU target"
+"$BIN/ptrain-compile" "$MODEL" --pp 2 --micro-batches 4 --schedule 1f1b --lr 3e-3 --warmup-steps 10 \
+  --total-steps "$STEPS" --target cpu -o "$OUT/pp2"
+echo "   $OUT/pp2: $(ls "$OUT/pp2" | tr '\n' ' ')"
+
+echo "== 6. train under mpirun -np 2 on Python standard-library source"
+/usr/bin/python3 python/ptrain/data.py --out "$OUT/data" --max-bytes 2000000
+"$BIN/ptrain-run" "$OUT/pp2" --data "$OUT/data" --steps "$STEPS" --val-every 50 --checkpoint "$OUT/pp2/checkpoint" \
+  --log "$OUT/pp2/train-log.json"
