@@ -1,4 +1,4 @@
-// RUN: ptrain-opt %s --split-input-file --ptrain-build-training-step="optimizer=none" | FileCheck %s --check-prefix=GRADS
+// RUN: ptrain-opt %s --split-input-file --ptrain-build-training-step="optimizer=none" | FileCheck %s --check-prefix=CHECK
 // RUN: ptrain-opt %s --split-input-file --ptrain-build-training-step="lr=1e-3 warmup-steps=10 total-steps=100" | FileCheck %s --check-prefix=ADAMW
 
 // A tied embedding: one parameter read once, used by the token embedding and, transposed, by the LM head.
@@ -18,23 +18,23 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
   return %logits : tensor<2x5x16xf32>
 }
 
-// GRADS-LABEL: func.func @train_step
-// GRADS-SAME: (%[[T:.*]]: tensor<2x5xi64>) -> (tensor<f32>, tensor<16x8xf32> {ptrain.grad_of = "wte"}, tensor<8xf32> {ptrain.grad_of = "ln.weight"})
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: (%[[T:.*]]: tensor<2x5xi64>) -> (tensor<f32>, tensor<16x8xf32> {ptrain.grad_of = "wte"}, tensor<8xf32> {ptrain.grad_of = "ln.weight"})
 // Next-token loss over positions 0..3 against tokens 1..4.
-// GRADS: %[[P:.*]] = ptrain.slice %{{.*}} {offsets = array<i64: 0, 0, 0>, sizes = array<i64: 2, 4, 16>}
-// GRADS: %[[L:.*]] = ptrain.slice %[[T]] {offsets = array<i64: 0, 1>, sizes = array<i64: 2, 4>}
-// GRADS: %[[LOSS:.*]] = ptrain.cross_entropy %[[P]], %[[L]]
-// GRADS: ptrain.cross_entropy_grad %{{.*}}, %[[P]], %[[L]]
-// GRADS: ptrain.pad
+// CHECK: %[[P:.*]] = ptrain.slice %{{.*}} {offsets = array<i64: 0, 0, 0>, sizes = array<i64: 2, 4, 16>}
+// CHECK: %[[L:.*]] = ptrain.slice %[[T]] {offsets = array<i64: 0, 1>, sizes = array<i64: 2, 4>}
+// CHECK: %[[LOSS:.*]] = ptrain.cross_entropy %[[P]], %[[L]]
+// CHECK: ptrain.cross_entropy_grad %{{.*}}, %[[P]], %[[L]]
+// CHECK: ptrain.pad
 // The LM head's gradient flows back through the transpose...
-// GRADS: %[[DWT:.*]] = ptrain.sum_to %{{.*}} : tensor<2x8x16xf32> -> tensor<8x16xf32>
-// GRADS: %[[HEAD:.*]] = ptrain.transpose %[[DWT]] {perm = array<i64: 1, 0>} : tensor<8x16xf32> -> tensor<16x8xf32>
-// GRADS: ptrain.gelu_grad
-// GRADS: %[[DX:.*]], %[[DG:.*]] = ptrain.layer_norm_grad
+// CHECK: %[[DWT:.*]] = ptrain.sum_to %{{.*}} : tensor<2x8x16xf32> -> tensor<8x16xf32>
+// CHECK: %[[HEAD:.*]] = ptrain.transpose %[[DWT]] {perm = array<i64: 1, 0>} : tensor<8x16xf32> -> tensor<16x8xf32>
+// CHECK: ptrain.gelu_grad
+// CHECK: %[[DX:.*]], %[[DG:.*]] = ptrain.layer_norm_grad
 // ...and the embedding's through a scatter-add; both are summed.
-// GRADS: %[[EMB:.*]] = ptrain.embedding_grad %[[DX]], %[[T]] : tensor<2x5x8xf32>, tensor<2x5xi64> -> tensor<16x8xf32>
-// GRADS: %[[WTE:.*]] = ptrain.binary add %[[HEAD]], %[[EMB]] : tensor<16x8xf32>, tensor<16x8xf32>
-// GRADS: return %[[LOSS]], %[[WTE]], %[[DG]]
+// CHECK: %[[EMB:.*]] = ptrain.embedding_grad %[[DX]], %[[T]] : tensor<2x5x8xf32>, tensor<2x5xi64> -> tensor<16x8xf32>
+// CHECK: %[[WTE:.*]] = ptrain.binary add %[[HEAD]], %[[EMB]] : tensor<16x8xf32>, tensor<16x8xf32>
+// CHECK: return %[[LOSS]], %[[WTE]], %[[DG]]
 
 // ADAMW-DAG: ptrain.state @step key "step" kind step_counter : tensor<i64>
 // ADAMW-DAG: ptrain.state @wte.adam_m key "wte/adam_m" kind optimizer_moment : tensor<16x8xf32>
