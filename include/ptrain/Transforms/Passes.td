@@ -140,4 +140,56 @@ def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
   ];
 }
 
+def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Lowers the pipeline schedule table into per-stage step functions with explicit communication.";
+  let description = [{
+    For a module with `ptrain.pipeline` and `ptrain.schedule` (after `--ptrain-schedule`), builds per stage s
+    of P the function `@stage<s>_train_step(%tokens: tensor<(M*B) x S x i64>) -> tensor<f32>` (attributes
+    `ptrain.stage = s`, `ptrain.entry = "train"`): the stage's table row unrolled, step by step:
+
+    * `F<i>`: `ptrain.slice` of micro-batch i's tokens (rows [i*B, (i+1)*B)) on stage 0, or a
+      `ptrain.recv_start` from `@grid axis pp offset -1` and its `ptrain.wait` on s > 0; `func.call
+      @forward_stage<s>`; `ptrain.send_start` of the output to offset +1, waited at `B<i>` (the buffer is
+      then free) or before the optimizer step;
+    * `B<i>`: receive the output gradient from offset +1 and wait; wait on the `F<i>` send; `func.call
+      @stage<s>_backward`; send the input gradient to offset -1 (s > 0);
+    * `FB<i>` (last stage): receive the input (s > 0); `func.call @stage<s>_forward_backward`; add the loss;
+      send the input gradient to offset -1 (s > 0);
+    * `O`: wait on every outstanding send, then `func.call @stage<s>_optimizer_step`.
+
+    The loss is the sum over the micro-batches divided by M on the last stage and 0 elsewhere, all-reduced
+    (sum) over `pp` so that every rank returns the mean loss. Transfers carry the tag `ptrain.tag` (2i for
+    activations, 2i + 1 for gradients of micro-batch i). With `eval` (default), also builds
+    `@stage<s>_eval_step` (`ptrain.entry = "eval"`): the forward of every micro-batch in order, the
+    next-token loss on the last stage (as the training step), no backward, no state change.
+
+    Fails when the module has no `ptrain.pipeline` or no `ptrain.schedule` (run `--ptrain-schedule`), no
+    `ptrain.grid` with an axis `pp`, a stage function is missing, or a table step is malformed.
+
+    ```mlir
+    // ptrain-opt step.mlir --ptrain-lower-to-runtime   (pp = 2, 1F1B; stage 1, micro-batch 0)
+    func.func @stage1_train_step(%tokens: tensor<8x64xi64>) -> tensor<f32>
+        attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+      %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<2x64x128xf32>>
+      %h = ptrain.wait %r : !ptrain.request<tensor<2x64x128xf32>>
+      %t = ptrain.slice %tokens {offsets = array<i64: 0, 0>, sizes = array<i64: 2, 64>} : tensor<8x64xi64> -> tensor<2x64xi64>
+      %loss, %dh = func.call @stage1_forward_backward(%h, %t) : (...) -> (tensor<f32>, tensor<2x64x128xf32>)
+      %s = ptrain.send_start %dh to @grid axis pp offset -1 {ptrain.tag = 1 : i64} : tensor<2x64x128xf32>
+      ...
+      ptrain.wait %s : !ptrain.request
+      func.call @stage1_optimizer_step() : () -> ()
+      ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+                           "::mlir::ptrain::PTrainDialect"];
+  let options = [
+    Option<"eval", "eval", "bool", /*default=*/"true", "Also build @stage<s>_eval_step (forward and loss).">,
+  ];
+  let statistics = [
+    Statistic<"numTransfers", "transfers", "Point-to-point transfers started">,
+  ];
+}
+
 #endif // PTRAIN_TRANSFORMS_PASSES_TD

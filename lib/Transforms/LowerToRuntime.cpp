@@ -1,0 +1,339 @@
+//===- LowerToRuntime.cpp - the schedule table as step functions ---*- C++ -*-===//
+//
+// --ptrain-lower-to-runtime: see the pass description in Passes.td. Each stage's
+// row of `ptrain.schedule` becomes straight-line IR: token slices, calls of
+// the stage functions, point-to-point transfers on the pipeline axis with
+// their waits, the loss all-reduce and the optimizer call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Transforms/Passes.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+#define DEBUG_TYPE "ptrain-lower-to-runtime"
+
+namespace mlir::ptrain {
+#define GEN_PASS_DEF_LOWERTORUNTIMEPASS
+#include "ptrain/Transforms/Passes.h.inc"
+} // namespace mlir::ptrain
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+namespace {
+
+struct Step {
+  enum Kind { Forward, Backward, ForwardBackward, Optimizer } kind;
+  int64_t microBatch = -1;
+};
+
+/// The schedule rows, checked: every micro-batch forward and backward exactly once per stage (F before B), or
+/// FB once on the last stage, and "O" last.
+FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t pp, int64_t m) {
+  auto schedule = module->getAttrOfType<DictionaryAttr>("ptrain.schedule");
+  if (!schedule)
+    return module.emitError("--ptrain-lower-to-runtime: no ptrain.schedule attribute; run --ptrain-schedule first");
+  auto mb = schedule.getAs<IntegerAttr>("micro_batches");
+  if (!mb || mb.getInt() != m)
+    return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule's micro_batches ")
+           << (mb ? std::to_string(mb.getInt()) : std::string("(missing)")) << " differs from ptrain.pipeline's "
+           << m;
+  auto table = schedule.getAs<ArrayAttr>("table");
+  if (!table || static_cast<int64_t>(table.size()) != pp)
+    return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule's table must have one row per stage (")
+           << pp << ")";
+  SmallVector<SmallVector<Step>> rows;
+  for (auto [s, rowAttr] : llvm::enumerate(table)) {
+    auto row = dyn_cast<ArrayAttr>(rowAttr);
+    if (!row)
+      return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: row ") << s << " is not an array";
+    bool last = static_cast<int64_t>(s) == pp - 1;
+    SmallVector<int> forwards(m), backwards(m);
+    SmallVector<Step> steps;
+    for (auto [k, stepAttr] : llvm::enumerate(row)) {
+      auto str = dyn_cast<StringAttr>(stepAttr);
+      auto bad = [&](const Twine &why) {
+        return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: stage ")
+               << s << " step " << k << " '" << (str ? str.getValue() : StringRef("?")) << "': " << why;
+      };
+      if (!str)
+        return bad("not a string");
+      StringRef text = str.getValue();
+      Step step;
+      StringRef number;
+      if (text == "O") {
+        step.kind = Step::Optimizer;
+      } else if (text.consume_front("FB")) {
+        step.kind = Step::ForwardBackward;
+        number = text;
+      } else if (text.consume_front("F")) {
+        step.kind = Step::Forward;
+        number = text;
+      } else if (text.consume_front("B")) {
+        step.kind = Step::Backward;
+        number = text;
+      } else {
+        return bad("expected F<i>, B<i>, FB<i> or O");
+      }
+      if (step.kind != Step::Optimizer) {
+        if (number.getAsInteger(10, step.microBatch) || step.microBatch < 0 || step.microBatch >= m)
+          return bad("the micro-batch must be in [0, " + Twine(m) + ")");
+        if ((step.kind == Step::ForwardBackward) != last)
+          return bad(last ? "the last stage runs FB<i> steps only" : "FB<i> belongs to the last stage");
+        int &seen = step.kind == Step::Backward ? backwards[step.microBatch] : forwards[step.microBatch];
+        if (seen++)
+          return bad("micro-batch scheduled twice");
+        if (step.kind == Step::Backward && !forwards[step.microBatch])
+          return bad("backward before the forward of its micro-batch");
+      } else if (k + 1 != row.size()) {
+        return bad("the optimizer step must be the last step");
+      }
+      steps.push_back(step);
+    }
+    if (steps.empty() || steps.back().kind != Step::Optimizer)
+      return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: stage ")
+             << s << " does not end with \"O\"";
+    for (int64_t i = 0; i < m; ++i)
+      if (!forwards[i] || (!last && !backwards[i]))
+        return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: stage ")
+               << s << " never runs the " << (!forwards[i] ? "forward" : "backward") << " of micro-batch " << i;
+    rows.push_back(std::move(steps));
+  }
+  return rows;
+}
+
+/// Builds the step functions of one module.
+class Lowering {
+public:
+  Lowering(ModuleOp module, GridOp grid, int64_t pp, int64_t m)
+      : module(module), grid(grid), pp(pp), m(m), b(module.getContext()) {}
+
+  FailureOr<func::FuncOp> lookup(const std::string &name, unsigned numArgs, unsigned numResults) {
+    auto func = module.lookupSymbol<func::FuncOp>(name);
+    if (!func)
+      return module.emitError("--ptrain-lower-to-runtime: the pipeline module has no function @") << name;
+    if (func.getNumArguments() != numArgs || func.getNumResults() != numResults)
+      return func.emitError("--ptrain-lower-to-runtime: @")
+             << name << " must take " << numArgs << " argument(s) and return " << numResults << " result(s)";
+    return func;
+  }
+
+  /// Checks the stage functions and reads the token and logits shapes.
+  LogicalResult init() {
+    FailureOr<func::FuncOp> first = lookup("forward_stage0", 1, 1);
+    FailureOr<func::FuncOp> lastFwd = lookup("forward_stage" + std::to_string(pp - 1), 1, 1);
+    if (failed(first) || failed(lastFwd))
+      return failure();
+    tokens = dyn_cast<RankedTensorType>(first->getArgumentTypes()[0]);
+    logits = dyn_cast<RankedTensorType>(lastFwd->getResultTypes()[0]);
+    if (!tokens || tokens.getRank() != 2 || !tokens.hasStaticShape() || !tokens.getElementType().isInteger(64) ||
+        !logits || logits.getRank() != 3 || !logits.getElementType().isF32())
+      return first->emitError("--ptrain-lower-to-runtime: needs @forward_stage0(tensor<BxSxi64>) and a last stage "
+                              "returning logits tensor<BxSxVxf32>");
+    for (int64_t s = 0; s < pp; ++s) {
+      const std::string ss = std::to_string(s);
+      bool isFirst = s == 0, isLast = s == pp - 1;
+      if (failed(lookup("forward_stage" + ss, 1, 1)) || failed(lookup("stage" + ss + "_optimizer_step", 0, 0)))
+        return failure();
+      if (isLast ? failed(lookup("stage" + ss + "_forward_backward", 2, isFirst ? 1 : 2))
+                 : failed(lookup("stage" + ss + "_backward", 2, isFirst ? 0 : 1)))
+        return failure();
+    }
+    return success();
+  }
+
+  func::FuncOp build(int64_t s, ArrayRef<Step> row, bool train);
+  int64_t numTransfers = 0;
+
+private:
+  func::FuncOp func(const std::string &name) { return module.lookupSymbol<func::FuncOp>(name); }
+  Value tokensOf(Location loc, int64_t i) {
+    int64_t batch = tokens.getDimSize(0), seq = tokens.getDimSize(1);
+    return SliceOp::create(b, loc, allTokens, b.getDenseI64ArrayAttr({i * batch, 0}),
+                           b.getDenseI64ArrayAttr({batch, seq}));
+  }
+  Value receive(Location loc, Type type, int64_t offset, int64_t tag) {
+    auto recv = RecvStartOp::create(b, loc, RequestType::get(b.getContext(), type), grid.getSymName(), "pp", offset);
+    recv->setAttr("ptrain.tag", b.getI64IntegerAttr(tag));
+    ++numTransfers;
+    return WaitOp::create(b, loc, recv.getRequest()).getResult();
+  }
+  Value send(Location loc, Value value, int64_t offset, int64_t tag) {
+    auto send = SendStartOp::create(b, loc, RequestType::get(b.getContext()), value, grid.getSymName(), "pp", offset);
+    send->setAttr("ptrain.tag", b.getI64IntegerAttr(tag));
+    ++numTransfers;
+    return send.getRequest();
+  }
+  Value call(Location loc, const std::string &callee, ValueRange args, SmallVectorImpl<Value> *results = nullptr) {
+    auto op = func::CallOp::create(b, loc, func(callee), args);
+    if (results)
+      results->assign(op.getResults().begin(), op.getResults().end());
+    return op.getNumResults() ? op.getResult(0) : Value();
+  }
+  Value scalar(Location loc, double v) {
+    auto type = RankedTensorType::get({}, b.getF32Type());
+    return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+  }
+
+  ModuleOp module;
+  GridOp grid;
+  int64_t pp, m;
+  OpBuilder b;
+  RankedTensorType tokens, logits;
+  Value allTokens;
+};
+
+func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
+  const std::string ss = std::to_string(s);
+  const bool isFirst = s == 0, isLast = s == pp - 1;
+  Location loc = NameLoc::get(b.getStringAttr("stage" + ss + (train ? "_train_step" : "_eval_step")));
+  int64_t batch = tokens.getDimSize(0), seq = tokens.getDimSize(1);
+  auto allType = RankedTensorType::get({m * batch, seq}, tokens.getElementType());
+  auto lossType = RankedTensorType::get({}, b.getF32Type());
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, loc, "stage" + ss + (train ? "_train_step" : "_eval_step"),
+                                 b.getFunctionType({allType}, {lossType}));
+  fn->setAttr("ptrain.stage", b.getI64IntegerAttr(s));
+  fn->setAttr("ptrain.entry", b.getStringAttr(train ? "train" : "eval"));
+  b.setInsertionPointToStart(fn.addEntryBlock());
+  allTokens = fn.getArgument(0);
+  Type inType = func("forward_stage" + ss).getArgumentTypes()[0];
+  Type outType = func("forward_stage" + ss).getResultTypes()[0];
+
+  SmallVector<Value> inputs(m), forwardSends(m);
+  SmallVector<Value> pending; // sends not yet waited, in start order
+  Value lossSum;
+  auto addLoss = [&](Value loss) {
+    lossSum = lossSum ? BinaryOp::create(b, loc, BinaryKind::Add, lossSum, loss).getResult() : loss;
+  };
+  auto inputOf = [&](int64_t i) {
+    if (isFirst)
+      return tokensOf(loc, i);
+    return receive(loc, inType, -1, 2 * i);
+  };
+  auto waitSend = [&](Value request) {
+    WaitOp::create(b, loc, request);
+    llvm::erase(pending, request);
+  };
+
+  if (train) {
+    for (const Step &step : row) {
+      const int64_t i = step.microBatch;
+      switch (step.kind) {
+      case Step::Forward: {
+        inputs[i] = inputOf(i);
+        Value out = call(loc, "forward_stage" + ss, {inputs[i]});
+        forwardSends[i] = send(loc, out, +1, 2 * i);
+        pending.push_back(forwardSends[i]);
+        break;
+      }
+      case Step::Backward: {
+        Value dout = receive(loc, outType, +1, 2 * i + 1);
+        waitSend(forwardSends[i]); // the forward output was received
+        Value din = call(loc, "stage" + ss + "_backward", {inputs[i], dout});
+        if (!isFirst)
+          pending.push_back(send(loc, din, -1, 2 * i + 1));
+        break;
+      }
+      case Step::ForwardBackward: {
+        Value in = inputOf(i);
+        SmallVector<Value> results;
+        call(loc, "stage" + ss + "_forward_backward", {in, isFirst ? in : tokensOf(loc, i)}, &results);
+        addLoss(results[0]);
+        if (!isFirst)
+          pending.push_back(send(loc, results[1], -1, 2 * i + 1));
+        break;
+      }
+      case Step::Optimizer:
+        for (Value request : SmallVector<Value>(pending))
+          waitSend(request);
+        call(loc, "stage" + ss + "_optimizer_step", {});
+        break;
+      }
+    }
+  } else {
+    for (int64_t i = 0; i < m; ++i) {
+      Value in = inputOf(i);
+      Value out = call(loc, "forward_stage" + ss, {in});
+      if (!isLast) {
+        pending.push_back(send(loc, out, +1, 2 * i));
+        continue;
+      }
+      // The next-token loss: logits at positions 0..S-2 against tokens 1..S-1 (as the training step).
+      int64_t vocab = logits.getDimSize(2);
+      Value predicted = SliceOp::create(b, loc, out, b.getDenseI64ArrayAttr({0, 0, 0}),
+                                        b.getDenseI64ArrayAttr({batch, seq - 1, vocab}));
+      Value labels = SliceOp::create(b, loc, tokensOf(loc, i), b.getDenseI64ArrayAttr({0, 1}),
+                                     b.getDenseI64ArrayAttr({batch, seq - 1}));
+      addLoss(CrossEntropyOp::create(b, loc, predicted, labels));
+    }
+    for (Value request : SmallVector<Value>(pending))
+      waitSend(request);
+  }
+  // The mean loss over the micro-batches on the last stage, 0 elsewhere, summed over pp onto every rank.
+  Value loss = isLast ? BinaryOp::create(b, loc, BinaryKind::Div, lossSum, scalar(loc, double(m))).getResult()
+                      : scalar(loc, 0.0);
+  auto reduce = AllReduceStartOp::create(b, loc, loss, grid.getSymName(), b.getStrArrayAttr({"pp"}),
+                                         ReductionKind::Sum);
+  Value shared = WaitOp::create(b, loc, reduce.getRequest()).getResult();
+  func::ReturnOp::create(b, loc, shared);
+  return fn;
+}
+
+struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimePass> {
+  using LowerToRuntimePassBase::LowerToRuntimePassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
+    if (!pipeline) {
+      module.emitError("--ptrain-lower-to-runtime: no ptrain.pipeline attribute; run --ptrain-split-stages, "
+                       "--ptrain-build-training-step and --ptrain-schedule first");
+      return signalPassFailure();
+    }
+    auto ppAttr = pipeline.getAs<IntegerAttr>("pp");
+    auto mbAttr = pipeline.getAs<IntegerAttr>("micro_batches");
+    if (!ppAttr || !mbAttr || ppAttr.getInt() < 1 || mbAttr.getInt() < 1) {
+      module.emitError("--ptrain-lower-to-runtime: ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
+      return signalPassFailure();
+    }
+    GridOp grid;
+    for (auto g : module.getOps<GridOp>())
+      if (llvm::is_contained(g.getAxisNames(), StringAttr::get(module.getContext(), "pp")))
+        grid = g;
+    if (!grid) {
+      module.emitError("--ptrain-lower-to-runtime: no ptrain.grid with an axis pp");
+      return signalPassFailure();
+    }
+    const int64_t pp = ppAttr.getInt(), m = mbAttr.getInt();
+    FailureOr<SmallVector<SmallVector<Step>>> rows = readSchedule(module, pp, m);
+    if (failed(rows))
+      return signalPassFailure();
+    for (int64_t s = 0; s < pp; ++s)
+      for (StringRef kind : {"_train_step", "_eval_step"})
+        if (module.lookupSymbol("stage" + std::to_string(s) + kind.str())) {
+          module.emitError("--ptrain-lower-to-runtime: the module already has @stage")
+              << s << kind << " (lowered twice?)";
+          return signalPassFailure();
+        }
+    Lowering lowering(module, grid, pp, m);
+    if (failed(lowering.init()))
+      return signalPassFailure();
+    for (int64_t s = 0; s < pp; ++s) {
+      lowering.build(s, (*rows)[s], /*train=*/true);
+      if (eval)
+        lowering.build(s, (*rows)[s], /*train=*/false);
+    }
+    numTransfers += lowering.numTransfers;
+  }
+};
+
+} // namespace
