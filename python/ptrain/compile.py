@@ -9,6 +9,7 @@ runs, writing every intermediate into out/:
     ptrain-opt --ptrain-build-training-step=...          -> out/step.mlir      (L1 training step)
       with --pp P > 1 or --micro-batches M > 1 (the pipeline): --ptrain-split-stages="pp=P"
       --ptrain-build-training-step="micro-batches=M ..." --ptrain-schedule="micro-batches=M schedule=1f1b"
+        --ptrain-lower-to-runtime (per-stage @stage<s>_train_step / _eval_step with explicit sends and receives)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
     out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys
@@ -82,33 +83,6 @@ def describe(text, step_mlir):
         results.append(entry)
     return {"batch": tokens[0], "seq": tokens[1], "vocab": logits[-1], "states": states,
             "train_step_results": results}
-
-
-def schedule_table(kind, pp, micro_batches):
-    """The schedule rows of --ptrain-schedule (used while that pass is not in this build): per stage a list
-    of "F<i>", "B<i>", "FB<i>" (the last stage's fused forward+backward) and "O" (optimizer, last).
-    1F1B (PipeDream-Flush, Narayanan et al. 2021, sec. 2): stage s runs min(P-1-s, M) warm-up forwards, then
-    alternates one forward and one backward, then the cool-down backwards. GPipe: all forwards, then all
-    backwards."""
-    rows = []
-    for s in range(pp):
-        if s == pp - 1:
-            row = [f"FB{i}" for i in range(micro_batches)]
-        elif kind == "gpipe":
-            row = [f"F{i}" for i in range(micro_batches)] + [f"B{i}" for i in range(micro_batches)]
-        else:
-            warm = min(pp - 1 - s, micro_batches)
-            row = [f"F{i}" for i in range(warm)]
-            for i in range(micro_batches - warm):
-                row += [f"F{warm + i}", f"B{i}"]
-            row += [f"B{i}" for i in range(micro_batches - warm, micro_batches)]
-        rows.append(row + ["O"])
-    return rows
-
-
-def schedule_attr(kind, pp, micro_batches):
-    rows = ", ".join("[" + ", ".join(f'"{x}"' for x in row) + "]" for row in schedule_table(kind, pp, micro_batches))
-    return f'ptrain.schedule = {{kind = "{kind}", micro_batches = {micro_batches} : i64, table = [{rows}]}}'
 
 
 def describe_pipeline(text, step_mlir):
@@ -190,21 +164,9 @@ def compile_model(args):
     else:
         passes = [f"--ptrain-split-stages=pp={args.pp}",
                   f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}"]
-        has_schedule_pass = "ptrain-schedule" in run([opt, "--help"], "ptrain-opt --help")
-        if has_schedule_pass:
-            passes.append(f"--ptrain-schedule=micro-batches={args.micro_batches} schedule={args.schedule}")
+        passes.append(f"--ptrain-schedule=micro-batches={args.micro_batches} schedule={args.schedule}")
+        passes.append("--ptrain-lower-to-runtime")
         run([opt, forward, *passes, "--mlir-print-debuginfo", "-o", step], "building the pipeline training step")
-        if not has_schedule_pass:
-            # This build has no --ptrain-schedule yet: write its attribute (same table) into the module.
-            with open(step) as f:
-                text = f.read()
-            if not text.startswith("module attributes {"):
-                raise CompileError(f"{step}: unexpected module header")
-            text = text.replace("module attributes {",
-                                "module attributes {" + schedule_attr(args.schedule, args.pp, args.micro_batches)
-                                + ", ", 1)
-            with open(step, "w") as f:
-                f.write(text)
     run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", step, "-o", cpp], "C++ emission")
     run([args.cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", f"-I{include_dir}", cpp,
          "-o", lib, f"-L{runtime_dir}", "-lptrain_runtime", f"-Wl,-rpath,{runtime_dir}", "-Wl,--no-undefined"],

@@ -17,7 +17,6 @@
 #include "ptrain/Target/Cpp/EmitCpp.h"
 
 #include "MemoryPlan.h"
-#include "PipelineDriver.h"
 #include "RuntimeCallTable.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -146,10 +145,8 @@ std::string stringLiteral(StringRef s) {
 /// The static-shape f32/i64 tensor type of `value`, or an error at `op`.
 FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine &what) {
   if (auto request = dyn_cast<RequestType>(type)) {
-    if (!request.getValueType()) {
-      op->emitError("--emit-cpp: ") << what << " is a request without a value; only all-reduce requests are supported";
-      return failure();
-    }
+    if (!request.getValueType())
+      return RankedTensorType(); // a send's request: no buffer of its own
     type = request.getValueType();
   }
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -287,8 +284,9 @@ LogicalResult CppEmitter::collectStates() {
 class FunctionEmitter {
 public:
   FunctionEmitter(func::FuncOp func, llvm::DenseMap<StringAttr, StateInfo> &states, CommGroups &comms,
-                  std::string &constants, int64_t &numConstants)
-      : func(func), states(states), comms(comms), constants(constants), numConstants(numConstants) {}
+                  std::string &constants, int64_t &numConstants, std::string arena)
+      : func(func), states(states), comms(comms), constants(constants), numConstants(numConstants),
+        arena(std::move(arena)) {}
 
   LogicalResult run(std::string &code, int64_t &arenaBytes);
 
@@ -302,19 +300,23 @@ private:
   // Helpers writing into `body`.
   std::string ptr(Value v) const { return storage.lookup(v).name; }
   std::string scratchPtr(int64_t buffer, StringRef type) const {
-    return "reinterpret_cast<" + type.str() + " *>(ptrain_arena + " + std::to_string(plan[buffer].offset) + ")";
+    return "reinterpret_cast<" + type.str() + " *>(" + arena + " + " + std::to_string(plan[buffer].offset) + ")";
   }
   /// A `static const int64_t` array declared in the current op's block; its name, or "nullptr" when empty.
   std::string dims(ArrayRef<int64_t> values, StringRef name);
   std::string perm32(ArrayRef<int64_t> values, StringRef name);
   /// One runtime call, its status checked; fails (an emitter bug) on a parameter-count mismatch.
   LogicalResult call(RuntimeCall callee, ArrayRef<std::string> args);
+  /// A send or receive on the pipeline axis: the peer is this function's stage (ptrain.stage) + offset.
+  LogicalResult pointToPoint(Operation *op, RuntimeCall callee, Value buffer, Value request, StringRef grid,
+                             StringRef axis, int64_t offset);
 
   func::FuncOp func;
   llvm::DenseMap<StringAttr, StateInfo> &states;
   CommGroups &comms;
   std::string &constants;
   int64_t &numConstants;
+  std::string arena; ///< the C array this function's buffers live in
 
   SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, int64_t> opIndex;
@@ -345,6 +347,22 @@ std::string FunctionEmitter::perm32(ArrayRef<int64_t> values, StringRef name) {
   return name.str();
 }
 
+LogicalResult FunctionEmitter::pointToPoint(Operation *op, RuntimeCall callee, Value buffer, Value request,
+                                           StringRef grid, StringRef axis, int64_t offset) {
+  auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+  if (!stage)
+    return op->emitError("--emit-cpp: a send or receive needs its function's ptrain.stage (the pp coordinate)");
+  if (axis != "pp")
+    return op->emitError("--emit-cpp: point-to-point transfers are supported on the axis pp only");
+  FailureOr<std::string> comm =
+      comms.lookup(op, grid, ArrayAttr::get(op->getContext(), {StringAttr::get(op->getContext(), axis)}));
+  if (failed(comm))
+    return failure();
+  auto tag = op->getAttrOfType<IntegerAttr>("ptrain.tag");
+  return call(callee, {*comm, ptr(buffer), std::to_string(bytesOf(buffer)), std::to_string(stage.getInt() + offset),
+                       std::to_string(tag ? tag.getInt() : 0), "&" + ptr(request) + "_request"});
+}
+
 LogicalResult FunctionEmitter::call(RuntimeCall callee, ArrayRef<std::string> args) {
   const RuntimeCallInfo &info = getRuntimeCallInfo(callee);
   if (args.size() != info.arity)
@@ -371,7 +389,7 @@ LogicalResult FunctionEmitter::checkOps() {
     if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
              SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
              LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp,
-             AllReduceStartOp, WaitOp, func::ReturnOp>(op))
+             AllReduceStartOp, SendStartOp, RecvStartOp, WaitOp, func::CallOp, func::ReturnOp>(op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
       if (failed(supportedType(&op, v.getType(), "operand #" + Twine(i))))
@@ -438,6 +456,10 @@ void FunctionEmitter::planStorage() {
         s.isConst = storage[rootOf(reshape.getInput())].isConst;
       } else if (isa<StateReadOp>(op)) {
         s.kind = Storage::State; // may be demoted to Arena below
+      } else if (auto send = dyn_cast<SendStartOp>(op)) {
+        // The request holds the sent buffer until its wait.
+        s.kind = Storage::Alias;
+        s.root = send.getInput();
       } else if (auto wait = dyn_cast<WaitOp>(op)) {
         // The wait yields the buffer its start op reduced into.
         s.kind = Storage::Alias;
@@ -506,10 +528,14 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   std::string decls;
   for (Value result : op->getResults()) {
     const Storage &s = storage[result];
+    if (auto request = dyn_cast<RequestType>(result.getType()); request && !request.getValueType()) {
+      decls += "  ptrain_request_t " + s.name + "_request = nullptr;\n";
+      continue;
+    }
     std::string type = cType(result);
     switch (s.kind) {
     case Storage::Arena:
-      decls += "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(ptrain_arena + " +
+      decls += "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(" + arena + " + " +
                std::to_string(plan[s.buffer].offset) + ");\n";
       break;
     case Storage::State: {
@@ -824,6 +850,24 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                         {*comm, ptr(in), ptr(req), std::to_string(countOf(in)), "PTRAIN_DTYPE_F32", op,
                          "&" + ptr(req) + "_request"});
           })
+          .Case<SendStartOp>([&](SendStartOp send) -> LogicalResult {
+            return pointToPoint(send, RuntimeCall::ptrain_send_start, send.getInput(), send.getRequest(),
+                                send.getGridAttr().getValue(), send.getAxis(), send.getOffset());
+          })
+          .Case<RecvStartOp>([&](RecvStartOp recv) -> LogicalResult {
+            return pointToPoint(recv, RuntimeCall::ptrain_recv_start, recv.getRequest(), recv.getRequest(),
+                                recv.getGridAttr().getValue(), recv.getAxis(), recv.getOffset());
+          })
+          .Case<func::CallOp>([&](func::CallOp c) -> LogicalResult {
+            // Another function of the step: it runs in the shared arena, the caller in its own.
+            std::string args;
+            for (Value v : c.getOperands())
+              args += (args.empty() ? "" : ", ") + ptr(v);
+            for (Value v : c.getResults())
+              args += (args.empty() ? "" : ", ") + ptr(v);
+            block += "    PTRAIN_STEP_CALL(ptrain_step_" + c.getCallee().str() + "(" + args + "));\n";
+            return success();
+          })
           .Case<WaitOp>([&](WaitOp w) -> LogicalResult {
             // A failing wait frees the request too (ptrain_wait), so the handle is cleared either way.
             std::string request = ptr(w.getRequest()) + "_request";
@@ -919,14 +963,22 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   std::string functions;
   int64_t arenaBytes = 0;
   SmallVector<std::string> entryNames;
+  SmallVector<std::pair<std::string, int64_t>> callerArenas;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       return func.emitError("--emit-cpp: function @") << func.getSymName() << " has no body";
     int64_t bytes = 0;
-    FunctionEmitter emitter(func, states, comms, constants, numConstants);
+    // A function that calls others (a lowered pipeline step) keeps its values in its own arena, since its
+    // callees use the shared one.
+    bool calls = !func.getOps<func::CallOp>().empty();
+    std::string arena = calls ? "ptrain_arena_" + identifierFrom(func.getSymName()) : "ptrain_arena";
+    FunctionEmitter emitter(func, states, comms, constants, numConstants, arena);
     if (failed(emitter.run(functions, bytes)))
       return failure();
-    arenaBytes = std::max(arenaBytes, bytes);
+    if (calls)
+      callerArenas.push_back({arena, bytes});
+    else
+      arenaBytes = std::max(arenaBytes, bytes);
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
     if (auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage")) {
       llvm::SetVector<StateOp> &used = stageStates[stage.getInt()];
@@ -945,15 +997,17 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     if (!isa<func::FuncOp, StateOp, GridOp>(op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' at module level is not supported";
 
-  // Pipeline modules: the driver, and the pipeline axis's communicator (rank i = stage i).
+  // Pipeline modules: ptrain_step_train / ptrain_step_eval dispatch to this rank's lowered step
+  // (--ptrain-lower-to-runtime: functions with ptrain.entry and ptrain.stage).
   const bool pipeline = module->hasAttr("ptrain.pipeline");
-  PipelineShape pipelineShape;
-  std::string driverGlobals, driverCode;
+  std::string driverCode;
   if (pipeline) {
-    FailureOr<PipelineShape> shape = readPipelineShape(module);
-    if (failed(shape))
-      return failure();
-    pipelineShape = *shape;
+    auto pipelineAttr = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
+    auto ppAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("pp") : IntegerAttr();
+    auto mbAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("micro_batches") : IntegerAttr();
+    if (!ppAttr || !mbAttr || ppAttr.getInt() < 1 || mbAttr.getInt() < 1)
+      return module.emitError("--emit-cpp: ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
+    const int64_t pp = ppAttr.getInt();
     GridOp grid;
     for (auto g : module.getOps<GridOp>())
       grid = g;
@@ -964,13 +1018,57 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
                                                              {StringAttr::get(module.getContext(), "pp")}));
     if (failed(ppComm))
       return failure();
-    for (int64_t s = 0; s < pipelineShape.pp; ++s)
+    for (int64_t s = 0; s < pp; ++s)
       if (!stageStates.count(s))
         return module.emitError("--emit-cpp: no function of stage ") << s << " (attribute ptrain.stage)";
-    if (failed(emitPipelineDriver(module, pipelineShape, *ppComm, "ptrain_stage", driverGlobals, driverCode)))
-      return failure();
-    entryNames.push_back("ptrain_step_train");
-    entryNames.push_back("ptrain_step_eval");
+    // entry kind -> stage -> the lowered step.
+    std::map<std::string, std::map<int64_t, func::FuncOp>> steps;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto entry = func->getAttrOfType<StringAttr>("ptrain.entry");
+      auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+      if (!entry || !stage)
+        continue;
+      auto type = func.getFunctionType();
+      auto tokens = type.getNumInputs() == 1 ? dyn_cast<RankedTensorType>(type.getInput(0)) : RankedTensorType();
+      auto loss = type.getNumResults() == 1 ? dyn_cast<RankedTensorType>(type.getResult(0)) : RankedTensorType();
+      if (!tokens || tokens.getRank() != 2 || !tokens.getElementType().isInteger(64) || !loss ||
+          loss.getRank() != 0 || !loss.getElementType().isF32())
+        return func.emitError("--emit-cpp: the step @") << func.getSymName()
+                                                        << " must map tensor<NxSxi64> tokens to a tensor<f32> loss";
+      steps[entry.getValue().str()][stage.getInt()] = func;
+    }
+    for (StringRef kind : {"train", "eval"}) {
+      for (int64_t s = 0; s < pp; ++s)
+        if (!steps[kind.str()].count(s))
+          return module.emitError("--emit-cpp: the pipeline module has no ")
+                 << kind << " step of stage " << s
+                 << " (a function with ptrain.entry = \"" << kind
+                 << "\"); run --ptrain-lower-to-runtime before --emit-cpp";
+      std::string dispatch;
+      for (auto &[stage, func] : steps[kind.str()])
+        dispatch += "  case " + std::to_string(stage) + ":\n    return ptrain_step_" + func.getSymName().str() +
+                    "(tokens, out_loss);\n";
+      RankedTensorType tokens = cast<RankedTensorType>(steps[kind.str()][0].getFunctionType().getInput(0));
+      const std::string shape =
+          "[" + std::to_string(tokens.getDimSize(0)) + ", " + std::to_string(tokens.getDimSize(1)) + "]";
+      driverCode += kind == "train"
+                        ? "/// One training step on tokens " + shape +
+                              " (M micro-batches of B rows): this rank's stage runs its schedule row; *out_loss = "
+                              "the mean loss over the micro-batches, on every rank. Every rank must pass the same "
+                              "tokens.\n"
+                        : "/// The mean loss over the micro-batches of tokens " + shape +
+                              " without backward or optimizer (no state changes), on every rank.\n";
+      const std::string name = "ptrain_step_" + kind.str();
+      driverCode += "extern \"C\" PTRAIN_STEP_API ptrain_status_t " + name +
+                    "(const int64_t *tokens, float *out_loss) {\n";
+      driverCode += "  if (!ptrain_world)\n    return stepError(\"" + name + ": call ptrain_step_init first\");\n";
+      driverCode += "  if (!tokens || !out_loss)\n    return stepError(\"" + name + ": null tokens or out_loss\");\n";
+      driverCode += "  switch (ptrain_stage) {\n" + dispatch + "  default:\n    return stepError(\"" + name +
+                    ": no stage %d\", static_cast<int>(ptrain_stage));\n  }\n}\n\n";
+      entryNames.push_back(name);
+    }
+  } else if (module->hasAttr("ptrain.schedule")) {
+    return module.emitError("--emit-cpp: ptrain.schedule without ptrain.pipeline");
   }
   const bool hasComm = !comms.groups.empty();
   int64_t worldSize = 1;
@@ -1069,7 +1167,11 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   s << "const ptrain_state_desc_t *active_states = kStates;\nint64_t num_active_states = kNumStates;\n\n";
   s << "//===--- Constants ---===//\n\n" << constants;
   s << "//===--- The arena: every intermediate tensor and kernel scratch, offsets planned by liveness ---===//\n\n";
-  s << "alignas(64) unsigned char ptrain_arena[" << std::max<int64_t>(arenaBytes, kArenaAlignment) << "];\n\n";
+  s << "alignas(64) unsigned char ptrain_arena[" << std::max<int64_t>(arenaBytes, kArenaAlignment) << "];\n";
+  for (auto &[name, bytes] : callerArenas)
+    s << "/// The buffers of a function that calls others (its callees use ptrain_arena).\nalignas(64) unsigned char "
+      << name << "[" << std::max<int64_t>(bytes, kArenaAlignment) << "];\n";
+  s << "\n";
   if (hasComm) {
     s << "//===--- Communicators: MPI_COMM_WORLD's duplicate and one group per (grid, axes), created by "
          "ptrain_step_init ---===//\n\n";
@@ -1108,7 +1210,6 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
          "  return PTRAIN_OK;\n"
          "}\n\n";
   }
-  s << driverGlobals;
   s << "\n} // namespace\n\n";
   s << "//===--- State management ---===//\n\n";
   s << "/// The message of the last failed entry point: the step's own or the runtime's (ptrain_last_error()).\n";
