@@ -1,14 +1,13 @@
 // RUN: split-file %s %t
-// RUN: ptrain-translate --emit-cpp %t/pp2.mlir -o %t/pp2.cpp
+// RUN: ptrain-opt --ptrain-lower-to-runtime %t/pp2.mlir | ptrain-translate --emit-cpp -o %t/pp2.cpp
 // RUN: FileCheck %s --input-file %t/pp2.cpp
 // RUN: c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I%S/../../../include %t/pp2.cpp
-// RUN: not ptrain-translate --emit-cpp %t/no-schedule.mlir 2>&1 | FileCheck %s --check-prefix=NOSCHED
-// RUN: not ptrain-translate --emit-cpp %t/bad-step.mlir 2>&1 | FileCheck %s --check-prefix=BADSTEP
-// RUN: not ptrain-translate --emit-cpp %t/twice.mlir 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not ptrain-translate --emit-cpp %t/pp2.mlir 2>&1 | FileCheck %s --check-prefix=NOTLOWERED
 
-// A two-stage pipeline (stage functions reduced to copies) scheduled 1F1B with two
-// micro-batches: the all-reduce and its wait become runtime calls on the pp communicator, and the driver
-// runs each stage's row of the table.
+// A two-stage pipeline (stage functions reduced to copies) scheduled 1F1B with two micro-batches and lowered by
+// --ptrain-lower-to-runtime: the all-reduce, sends, receives and waits become runtime calls on the pp
+// communicator, calls of stage functions become calls of their entry points, and ptrain_step_train/eval
+// dispatch to this rank's lowered step.
 // CHECK-LABEL: ptrain_status_t ptrain_step_init(
 // CHECK: PTRAIN_STEP_CALL(ptrain_comm_init(&world));
 // CHECK: return stepError("ptrain_step_init: the step was compiled for 2 ranks (grid @grid) but MPI_COMM_WORLD has %d
@@ -18,31 +17,32 @@
 // CHECK: ptrain_request_t [[REQ:v[0-9]+]]_request = nullptr;
 // CHECK: PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm_grid_pp, {{v[0-9]+}}, [[REQ]], 16, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM, &[[REQ]]_request));
 // CHECK: PTRAIN_STEP_CALL(ptrain_wait(request));
-// CHECK-LABEL: /// Stage 0 of 2, the schedule row: F0 F1 B0 B1 O
-// CHECK-NEXT: ptrain_status_t trainStage0(const int64_t *tokens, float *out_loss) {
-// CHECK: { // F0
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_step_forward_stage0(tokens + 0 * kTokensPerMicroBatch, stage0_out[0]));
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_send_start(comm_grid_pp, stage0_out[0], 64, 1, 2 * 0, &sends[2 * 0]));
-// CHECK: { // B0
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_recv_start(comm_grid_pp, stage0_dout, 64, 1, 2 * 0 + 1, &recv));
-// CHECK-NEXT: PTRAIN_STEP_CALL(waitRequest(&recv));
-// CHECK-NEXT: PTRAIN_STEP_CALL(waitRequest(&sends[2 * 0]));
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_step_stage0_backward(tokens + 0 * kTokensPerMicroBatch, stage0_dout));
-// CHECK: { // O
-// CHECK: PTRAIN_STEP_CALL(ptrain_step_stage0_optimizer_step());
-// CHECK-LABEL: /// Stage 1 of 2, the schedule row: FB0 FB1 O
-// CHECK: { // FB0
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_recv_start(comm_grid_pp, stage1_in[0], 64, 0, 2 * 0, &recv));
-// CHECK-NEXT: PTRAIN_STEP_CALL(waitRequest(&recv));
-// CHECK-NEXT: float loss = 0.0f;
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_step_stage1_forward_backward(stage1_in[0], tokens + 0 * kTokensPerMicroBatch, &loss, stage1_din[0]));
-// CHECK-NEXT: loss_sum += loss;
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_send_start(comm_grid_pp, stage1_din[0], 64, 0, 2 * 0 + 1, &sends[2 * 0 + 1]));
-// CHECK: *out_loss = static_cast<float>(loss_sum / kMicroBatches);
+// Stage 0: F0 F1 B0 B1 O. The forward's send is waited on before its backward.
+// CHECK-LABEL: ptrain_status_t ptrain_step_stage0_train_step(const int64_t *arg0, float *out_0) {
+// CHECK: PTRAIN_STEP_CALL(ptrain_slice(arg0,
+// CHECK: PTRAIN_STEP_CALL(ptrain_step_forward_stage0([[T0:v[0-9]+]], [[OUT0:v[0-9]+]]));
+// CHECK: PTRAIN_STEP_CALL(ptrain_send_start(comm_grid_pp, [[OUT0]], 64, 1, 0, &[[S0:v[0-9]+]]_request));
+// CHECK: PTRAIN_STEP_CALL(ptrain_send_start(comm_grid_pp, {{v[0-9]+}}, 64, 1, 2, &[[S1:v[0-9]+]]_request));
+// CHECK: PTRAIN_STEP_CALL(ptrain_recv_start(comm_grid_pp, [[DOUT:v[0-9]+]], 64, 1, 1, &[[DOUT]]_request));
+// CHECK: ptrain_request_t request = [[DOUT]]_request;
+// CHECK: ptrain_request_t request = [[S0]]_request;
+// CHECK: PTRAIN_STEP_CALL(ptrain_step_stage0_backward([[T0]], {{v[0-9]+}}));
+// CHECK: PTRAIN_STEP_CALL(ptrain_step_optimizer_step
+// Stage 1: FB0 FB1 O.
+// CHECK-LABEL: ptrain_status_t ptrain_step_stage1_train_step(const int64_t *arg0, float *out_0) {
+// CHECK: PTRAIN_STEP_CALL(ptrain_recv_start(comm_grid_pp, [[H:v[0-9]+]], 64, 0, 0, &[[H]]_request));
+// CHECK: PTRAIN_STEP_CALL(ptrain_step_stage1_forward_backward([[H]], {{v[0-9]+}}, [[L:v[0-9]+]], [[DH:v[0-9]+]]));
+// CHECK: PTRAIN_STEP_CALL(ptrain_send_start(comm_grid_pp, [[DH]], 64, 0, 1, &{{v[0-9]+}}_request));
+// CHECK: PTRAIN_STEP_CALL(ptrain_step_stage1_optimizer_step());
+// CHECK: PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm_grid_pp,
 // CHECK-LABEL: ptrain_step_train(const int64_t *tokens, float *out_loss) {
-// CHECK: return trainStage0(tokens, out_loss);
+// CHECK: return ptrain_step_stage0_train_step(tokens, out_loss);
+// CHECK: return ptrain_step_stage1_train_step(tokens, out_loss);
 // CHECK-LABEL: ptrain_step_eval(const int64_t *tokens, float *out_loss) {
-// CHECK: return evalStage1(tokens, out_loss);
+// CHECK: return ptrain_step_stage1_eval_step(tokens, out_loss);
+
+// A scheduled but not lowered module is refused.
+// NOTLOWERED: error: --emit-cpp: the pipeline module has no train step of stage 0 (a function with ptrain.entry = "train"); run --ptrain-lower-to-runtime before --emit-cpp
 
 //--- pp2.mlir
 module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]},
@@ -82,31 +82,3 @@ module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, sta
   }
 }
 
-//--- no-schedule.mlir
-// NOSCHED: error: --emit-cpp: a pipeline module (ptrain.pipeline) needs the schedule attribute ptrain.schedule; run --ptrain-schedule first
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]}} {
-  ptrain.grid @grid(pp = 1)
-  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4xi64> attributes {ptrain.stage = 0 : i64} {
-    return %t : tensor<1x4xi64>
-  }
-}
-
-//--- bad-step.mlir
-// BADSTEP: error: --emit-cpp: ptrain.schedule: stage 0 step 0 'X0': expected F<i>, B<i>, FB<i> or O
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
-    ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["X0", "O"]]}} {
-  ptrain.grid @grid(pp = 1)
-  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4xi64> attributes {ptrain.stage = 0 : i64} {
-    return %t : tensor<1x4xi64>
-  }
-}
-
-//--- twice.mlir
-// TWICE: error: --emit-cpp: ptrain.schedule: stage 0 step 1 'FB0': micro-batch scheduled twice
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
-    ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["FB0", "FB0", "O"]]}} {
-  ptrain.grid @grid(pp = 1)
-  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4xi64> attributes {ptrain.stage = 0 : i64} {
-    return %t : tensor<1x4xi64>
-  }
-}

@@ -1,0 +1,72 @@
+// RUN: ptrain-opt %s --split-input-file --verify-diagnostics --ptrain-lower-to-runtime
+
+// Only a pipeline module (after --ptrain-split-stages) has a schedule to lower.
+// expected-error@+1 {{--ptrain-lower-to-runtime: no ptrain.pipeline attribute; run --ptrain-split-stages, --ptrain-build-training-step and --ptrain-schedule first}}
+module {
+  func.func @forward(%t: tensor<1x4xi64>) -> tensor<1x4xi64> {
+    return %t : tensor<1x4xi64>
+  }
+}
+
+// -----
+
+// The transfers need a grid with the pipeline axis pp.
+// expected-error@+1 {{--ptrain-lower-to-runtime: no ptrain.grid with an axis pp}}
+module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
+    ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["FB0", "O"]]}} {
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 0 : i64} {
+    %c = arith.constant dense<0.0> : tensor<1x4x4xf32>
+    return %c : tensor<1x4x4xf32>
+  }
+}
+
+// -----
+
+// A pipeline module without its schedule table.
+// expected-error@+1 {{--ptrain-lower-to-runtime: no ptrain.schedule attribute; run --ptrain-schedule first}}
+module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]}} {
+  ptrain.grid @grid(pp = 1)
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 0 : i64} {
+    %c = arith.constant dense<0.0> : tensor<1x4x4xf32>
+    return %c : tensor<1x4x4xf32>
+  }
+}
+
+// -----
+
+// A table step that is not F<i>, B<i>, FB<i> or O.
+// expected-error@+1 {{--ptrain-lower-to-runtime: ptrain.schedule: stage 0 step 0 'X0': expected F<i>, B<i>, FB<i> or O}}
+module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
+    ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["X0", "O"]]}} {
+  ptrain.grid @grid(pp = 1)
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 0 : i64} {
+    %c = arith.constant dense<0.0> : tensor<1x4x4xf32>
+    return %c : tensor<1x4x4xf32>
+  }
+}
+
+// -----
+
+// A micro-batch scheduled twice on one stage.
+// expected-error@+1 {{--ptrain-lower-to-runtime: ptrain.schedule: stage 0 step 1 'FB0': micro-batch scheduled twice}}
+module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
+    ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["FB0", "FB0", "O"]]}} {
+  ptrain.grid @grid(pp = 1)
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 0 : i64} {
+    %c = arith.constant dense<0.0> : tensor<1x4x4xf32>
+    return %c : tensor<1x4x4xf32>
+  }
+}
+
+// -----
+
+// The stage functions of --ptrain-build-training-step must be there.
+// expected-error@+1 {{--ptrain-lower-to-runtime: the pipeline module has no function @stage0_optimizer_step}}
+module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
+    ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["FB0", "O"]]}} {
+  ptrain.grid @grid(pp = 1)
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 0 : i64} {
+    %c = arith.constant dense<0.0> : tensor<1x4x4xf32>
+    return %c : tensor<1x4x4xf32>
+  }
+}
