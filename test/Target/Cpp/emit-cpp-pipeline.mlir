@@ -27,11 +27,14 @@
 // CHECK: ptrain_request_t request = [[DOUT]]_request;
 // CHECK: ptrain_request_t request = [[S0]]_request;
 // CHECK: PTRAIN_STEP_CALL(ptrain_step_stage0_backward([[T0]], {{v[0-9]+}}));
-// CHECK: PTRAIN_STEP_CALL(ptrain_step_optimizer_step
+// CHECK: PTRAIN_STEP_CALL(ptrain_step_stage0_optimizer_step());
+// CHECK: PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm_grid_pp, {{v[0-9]+}}, {{v[0-9]+}}, 1, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM,
+// CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes({{v[0-9]+}}, 4, out_0));
 // Stage 1: FB0 FB1 O.
 // CHECK-LABEL: ptrain_status_t ptrain_step_stage1_train_step(const int64_t *arg0, float *out_0) {
 // CHECK: PTRAIN_STEP_CALL(ptrain_recv_start(comm_grid_pp, [[H:v[0-9]+]], 64, 0, 0, &[[H]]_request));
-// CHECK: PTRAIN_STEP_CALL(ptrain_step_stage1_forward_backward([[H]], {{v[0-9]+}}, [[L:v[0-9]+]], [[DH:v[0-9]+]]));
+// CHECK: ptrain_request_t request = [[H]]_request;
+// CHECK: PTRAIN_STEP_CALL(ptrain_step_stage1_forward_backward({{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, [[DH:v[0-9]+]]));
 // CHECK: PTRAIN_STEP_CALL(ptrain_send_start(comm_grid_pp, [[DH]], 64, 0, 1, &{{v[0-9]+}}_request));
 // CHECK: PTRAIN_STEP_CALL(ptrain_step_stage1_optimizer_step());
 // CHECK: PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm_grid_pp,
