@@ -9,6 +9,8 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Transforms/ScheduleTable.h"
+
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,10 +32,7 @@ using namespace mlir::ptrain;
 
 namespace {
 
-struct Step {
-  enum Kind { Forward, Backward, ForwardBackward, Optimizer } kind;
-  int64_t microBatch = -1;
-};
+using Step = ScheduleStep;
 
 /// The schedule rows, checked: every micro-batch forward and backward exactly once per stage (F before B), or
 /// FB once on the last stage, and "O" last.
@@ -66,25 +65,12 @@ FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t 
       };
       if (!str)
         return bad("not a string");
-      StringRef text = str.getValue();
-      Step step;
-      StringRef number;
-      if (text == "O") {
-        step.kind = Step::Optimizer;
-      } else if (text.consume_front("FB")) {
-        step.kind = Step::ForwardBackward;
-        number = text;
-      } else if (text.consume_front("F")) {
-        step.kind = Step::Forward;
-        number = text;
-      } else if (text.consume_front("B")) {
-        step.kind = Step::Backward;
-        number = text;
-      } else {
+      std::optional<Step> parsed = Step::parse(str.getValue());
+      if (!parsed)
         return bad("expected F<i>, B<i>, FB<i> or O");
-      }
+      Step step = *parsed;
       if (step.kind != Step::Optimizer) {
-        if (number.getAsInteger(10, step.microBatch) || step.microBatch < 0 || step.microBatch >= m)
+        if (step.microBatch < 0 || step.microBatch >= m)
           return bad("the micro-batch must be in [0, " + Twine(m) + ")");
         if ((step.kind == Step::ForwardBackward) != last)
           return bad(last ? "the last stage runs FB<i> steps only" : "FB<i> belongs to the last stage");

@@ -6,6 +6,8 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Transforms/ScheduleTable.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -24,25 +26,7 @@ using namespace mlir::ptrain;
 
 namespace {
 
-/// One step of a stage's table.
-struct Step {
-  enum Kind { Forward, Backward, ForwardBackward, Optimizer } kind;
-  int64_t microBatch;
-  std::string str() const {
-    switch (kind) {
-    case Forward:
-      return "F" + std::to_string(microBatch);
-    case Backward:
-      return "B" + std::to_string(microBatch);
-    case ForwardBackward:
-      return "FB" + std::to_string(microBatch);
-    case Optimizer:
-      return "O";
-    }
-    return "";
-  }
-};
-
+using Step = ScheduleStep;
 using Table = std::vector<std::vector<Step>>;
 
 /// GPipe or 1F1B tables for `p` stages and `m` micro-batches.
