@@ -7,6 +7,10 @@ BUILD_DIR=${1:-build}
 
 bash scripts/setup.sh
 
+# ccache keys on absolute paths; with the checkout as base directory, clones in other folders (CI's fresh
+# clone) hit the same cache entries (ENV.md).
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -G Ninja -S . -B "$BUILD_DIR" \
     -DCMAKE_BUILD_TYPE=Release \
