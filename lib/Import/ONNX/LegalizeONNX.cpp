@@ -10,57 +10,24 @@
 
 #include "ptrain/Import/ONNX/ImportONNX.h"
 
+#include "LegalizePatterns.h"
+
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/IR/Verifier.h"
-#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
-
-namespace {
-
-/// Legalizes one node; on failure it has emitted a diagnostic at the node.
-using Legalizer = LogicalResult (*)(OnnxNodeOp node, IRRewriter &rewriter);
-
-struct LegalizationPattern {
-  /// The first opset in which the op has the semantics this pattern implements.
-  int64_t sinceOpset;
-  Legalizer legalize;
-};
-
-/// The patterns by op type, each list sorted by `sinceOpset`.
-class PatternTable {
-public:
-  void onOp(StringRef opType, int64_t sinceOpset, Legalizer legalize) {
-    table[opType].push_back({sinceOpset, legalize});
-  }
-  /// The pattern for `opType` at `opset`: the one with the greatest sinceOpset <= opset.
-  const LegalizationPattern *lookup(StringRef opType, int64_t opset) const {
-    auto it = table.find(opType);
-    if (it == table.end())
-      return nullptr;
-    const LegalizationPattern *best = nullptr;
-    for (const LegalizationPattern &p : it->second)
-      if (p.sinceOpset <= opset && (!best || p.sinceOpset > best->sinceOpset))
-        best = &p;
-    return best;
-  }
-
-private:
-  llvm::StringMap<SmallVector<LegalizationPattern, 2>> table;
-};
+using namespace mlir::ptrain::onnx_import;
 
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
 
 /// "ONNX <op> node '<name>' (opset N): ", at the node's location (its 1-based index in the graph as line).
-InFlightDiagnostic nodeError(OnnxNodeOp node) {
+InFlightDiagnostic onnx_import::nodeError(OnnxNodeOp node) {
   InFlightDiagnostic diag = emitError(node.getLoc()) << "ONNX " << node.getOpType();
   if (auto name = dyn_cast<NameLoc>(node.getLoc()))
     diag << " node '" << name.getName().getValue() << "'";
@@ -68,19 +35,19 @@ InFlightDiagnostic nodeError(OnnxNodeOp node) {
   return diag;
 }
 
-int64_t intAttr(OnnxNodeOp node, StringRef name, int64_t defaultValue) {
+int64_t onnx_import::intAttr(OnnxNodeOp node, StringRef name, int64_t defaultValue) {
   if (auto attr = node.getOnnxAttrs().getAs<IntegerAttr>(name))
     return attr.getInt();
   return defaultValue;
 }
 
-double floatAttr(OnnxNodeOp node, StringRef name, double defaultValue) {
+double onnx_import::floatAttr(OnnxNodeOp node, StringRef name, double defaultValue) {
   if (auto attr = node.getOnnxAttrs().getAs<FloatAttr>(name))
     return attr.getValueAsDouble();
   return defaultValue;
 }
 
-LogicalResult expectArity(OnnxNodeOp node, unsigned minInputs, unsigned maxInputs) {
+LogicalResult onnx_import::expectArity(OnnxNodeOp node, unsigned minInputs, unsigned maxInputs) {
   unsigned n = node.getInputs().size();
   if (n < minInputs || n > maxInputs)
     return nodeError(node) << "expects " << minInputs << (minInputs == maxInputs ? "" : " to ")
@@ -89,7 +56,7 @@ LogicalResult expectArity(OnnxNodeOp node, unsigned minInputs, unsigned maxInput
 }
 
 /// The integer values of a constant input, or failure with a diagnostic naming the input.
-FailureOr<SmallVector<int64_t>> constantInts(OnnxNodeOp node, unsigned index, StringRef what) {
+FailureOr<SmallVector<int64_t>> onnx_import::constantInts(OnnxNodeOp node, unsigned index, StringRef what) {
   DenseIntElementsAttr attr;
   if (!matchPattern(node.getInputs()[index], m_Constant(&attr))) {
     nodeError(node) << what << " (input #" << index
@@ -100,7 +67,7 @@ FailureOr<SmallVector<int64_t>> constantInts(OnnxNodeOp node, unsigned index, St
 }
 
 /// Replaces `node` by `newOp` after checking that `newOp` verifies and produces the types ONNX inferred.
-LogicalResult replaceChecked(OnnxNodeOp node, Operation *newOp, IRRewriter &rewriter) {
+LogicalResult onnx_import::replaceChecked(OnnxNodeOp node, Operation *newOp, IRRewriter &rewriter) {
   if (failed(verify(newOp, /*verifyRecursively=*/false))) {
     rewriter.eraseOp(newOp);
     return nodeError(node) << "the node does not satisfy ptrain's " << newOp->getName() << " (see above)";
@@ -109,12 +76,20 @@ LogicalResult replaceChecked(OnnxNodeOp node, Operation *newOp, IRRewriter &rewr
   return success();
 }
 
-/// Builds `OpTy` with the node's result types and attributes, then checks and replaces.
-template <typename OpTy, typename... Args>
-LogicalResult replaceWith(OnnxNodeOp node, IRRewriter &rewriter, Args &&...args) {
-  auto op = OpTy::create(rewriter, node.getLoc(), node->getResultTypes(), std::forward<Args>(args)...);
-  return replaceChecked(node, op, rewriter);
+InFlightDiagnostic onnx_import::attrError(OnnxNodeOp node, StringRef attr) {
+  return nodeError(node) << "attribute '" << attr << "' ";
 }
+
+LogicalResult onnx_import::replaceFirstOutput(OnnxNodeOp node, Value value, IRRewriter &rewriter) {
+  Type expected = node->getResultTypes().front();
+  if (value.getType() != expected)
+    return nodeError(node) << "the result has type " << value.getType() << " but ONNX inferred " << expected;
+  node.getOutputs().front().replaceAllUsesWith(value);
+  rewriter.eraseOp(node);
+  return success();
+}
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // Patterns
@@ -334,6 +309,8 @@ const PatternTable &patterns() {
     t.onOp("Softmax", 1, legalizeSoftmax1);
     t.onOp("Softmax", 13, legalizeSoftmax13);
     t.onOp("LayerNormalization", 17, legalizeLayerNormalization);
+    populateShapePatterns(t);
+    populateMiscPatterns(t);
     return t;
   }();
   return table;

@@ -1,8 +1,10 @@
 //===- RecognizeGelu.cpp - exporters' GELU expansions to ptrain.gelu -*- C++ -*-===//
 //
 // PyTorch exports nn.GELU() before opset 20 as x * 0.5 * (1 + erf(x / sqrt(2))) (in any association of the
-// three factors, with x / sqrt(2) possibly as x * (1 / sqrt(2))). Recognizing it gives the training step one
-// op with one gradient rule instead of six.
+// three factors, with x / sqrt(2) possibly as x * (1 / sqrt(2))). Hugging Face GPT-2's NewGELUActivation
+// exports the tanh approximation (Hendrycks & Gimpel 2016, eq. in section 2):
+// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), with x^3 as Pow(x, 3) or x * x * x. Recognizing
+// either gives the training step one op with one gradient rule instead of six to ten.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <array>
 #include <cmath>
 
 using namespace mlir;
@@ -33,27 +36,86 @@ static BinaryOp binaryOf(Value v, BinaryKind kind) {
   return op && op.getKind() == kind ? op : BinaryOp();
 }
 
-/// If `v` is 1 + erf(x / sqrt(2)) (either operand order, division or multiplication by 1/sqrt(2)), returns x.
-static Value matchOnePlusErf(Value v) {
+/// The operands of `op` in both orders, for matching commutative binaries.
+static std::array<std::pair<Value, Value>, 2> bothOrders(BinaryOp op) {
+  return {std::pair{op.getLhs(), op.getRhs()}, std::pair{op.getRhs(), op.getLhs()}};
+}
+
+/// If `v` is erf's argument x / sqrt(2) or x * (1 / sqrt(2)), returns x.
+static Value matchErfArgument(Value v) {
+  if (BinaryOp div = binaryOf(v, BinaryKind::Div); div && isSplatConstant(div.getRhs(), M_SQRT2))
+    return div.getLhs();
+  if (BinaryOp mul = binaryOf(v, BinaryKind::Mul))
+    for (auto [c, x] : bothOrders(mul))
+      if (isSplatConstant(c, M_SQRT1_2))
+        return x;
+  return nullptr;
+}
+
+/// True when `v` is x^3: pow(x, 3), mul(mul(x, x), x) or mul(x, mul(x, x)).
+static bool isCube(Value v, Value x) {
+  if (BinaryOp pow = binaryOf(v, BinaryKind::Pow))
+    return pow.getLhs() == x && isSplatConstant(pow.getRhs(), 3.0);
+  BinaryOp mul = binaryOf(v, BinaryKind::Mul);
+  if (!mul)
+    return false;
+  for (auto [square, single] : bothOrders(mul)) {
+    BinaryOp sq = binaryOf(square, BinaryKind::Mul);
+    if (single == x && sq && sq.getLhs() == x && sq.getRhs() == x)
+      return true;
+  }
+  return false;
+}
+
+/// If `v` is tanh's argument sqrt(2/pi) * (x + 0.044715 * x^3) (any operand order), returns x.
+static Value matchTanhArgument(Value v) {
+  constexpr double kSqrt2OverPi = 0.7978845608028654, kCubeCoefficient = 0.044715;
+  BinaryOp outer = binaryOf(v, BinaryKind::Mul);
+  if (!outer)
+    return nullptr;
+  for (auto [c, sum] : bothOrders(outer)) {
+    BinaryOp add = binaryOf(sum, BinaryKind::Add);
+    if (!isSplatConstant(c, kSqrt2OverPi) || !add)
+      continue;
+    for (auto [x, term] : bothOrders(add)) {
+      BinaryOp scaledCube = binaryOf(term, BinaryKind::Mul);
+      if (!scaledCube)
+        continue;
+      for (auto [k, cube] : bothOrders(scaledCube))
+        if (isSplatConstant(k, kCubeCoefficient) && isCube(cube, x))
+          return x;
+    }
+  }
+  return nullptr;
+}
+
+/// If `v` is 1 + erf(x / sqrt(2)) or 1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)) (either operand order),
+/// returns x and sets `approximate` to the form found.
+static Value matchOnePlusCdf(Value v, GeluApproximation &approximate) {
   BinaryOp add = binaryOf(v, BinaryKind::Add);
   if (!add)
     return nullptr;
-  for (auto [one, other] : {std::pair{add.getLhs(), add.getRhs()}, std::pair{add.getRhs(), add.getLhs()}}) {
-    auto erf = other.getDefiningOp<UnaryOp>();
-    if (!isSplatConstant(one, 1.0) || !erf || erf.getKind() != UnaryKind::Erf)
+  for (auto [one, other] : bothOrders(add)) {
+    auto unary = other.getDefiningOp<UnaryOp>();
+    if (!isSplatConstant(one, 1.0) || !unary)
       continue;
-    if (BinaryOp div = binaryOf(erf.getInput(), BinaryKind::Div); div && isSplatConstant(div.getRhs(), M_SQRT2))
-      return div.getLhs();
-    if (BinaryOp mul = binaryOf(erf.getInput(), BinaryKind::Mul); mul && isSplatConstant(mul.getRhs(), M_SQRT1_2))
-      return mul.getLhs();
+    if (unary.getKind() == UnaryKind::Erf) {
+      approximate = GeluApproximation::None;
+      return matchErfArgument(unary.getInput());
+    }
+    if (unary.getKind() == UnaryKind::Tanh) {
+      approximate = GeluApproximation::Tanh;
+      return matchTanhArgument(unary.getInput());
+    }
   }
   return nullptr;
 }
 
 namespace {
 
-/// mul(mul(a, b), c) or mul(a, mul(b, c)) whose three factors are x, 0.5 and 1 + erf(x / sqrt(2)).
-struct ErfGeluPattern : OpRewritePattern<BinaryOp> {
+/// mul(mul(a, b), c) or mul(a, mul(b, c)) whose three factors are x, 0.5 and 1 + erf(x / sqrt(2)) or
+/// 1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)).
+struct GeluPattern : OpRewritePattern<BinaryOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(BinaryOp root, PatternRewriter &rewriter) const override {
@@ -70,27 +132,28 @@ struct ErfGeluPattern : OpRewritePattern<BinaryOp> {
     }
     if (factors.size() != 3)
       return rewriter.notifyMatchFailure(root, "not a product of three factors");
-    // Try each factor as the 0.5, each other as 1 + erf(x / sqrt(2)); the remaining one must be x.
+    // Try each factor as the 0.5, each other as 1 + erf(...) or 1 + tanh(...); the remaining one must be x.
     for (int half = 0; half < 3; ++half) {
       if (!isSplatConstant(factors[half], 0.5))
         continue;
       for (int cdf = 0; cdf < 3; ++cdf) {
         if (cdf == half)
           continue;
-        Value x = matchOnePlusErf(factors[cdf]);
+        GeluApproximation approximate = GeluApproximation::None;
+        Value x = matchOnePlusCdf(factors[cdf], approximate);
         Value rest = factors[3 - half - cdf];
         if (x && x == rest && x.getType() == root.getType()) {
-          rewriter.replaceOpWithNewOp<GeluOp>(root, x.getType(), x, GeluApproximation::None);
+          rewriter.replaceOpWithNewOp<GeluOp>(root, x.getType(), x, approximate);
           return success();
         }
       }
     }
-    return rewriter.notifyMatchFailure(root, "not x * 0.5 * (1 + erf(x / sqrt(2)))");
+    return rewriter.notifyMatchFailure(root, "not x * 0.5 * (1 + erf(...)) or x * 0.5 * (1 + tanh(...))");
   }
 };
 
 } // namespace
 
 void mlir::ptrain::onnx_import::populateRecognizeGeluPatterns(RewritePatternSet &patterns) {
-  patterns.add<ErfGeluPattern>(patterns.getContext());
+  patterns.add<GeluPattern>(patterns.getContext());
 }

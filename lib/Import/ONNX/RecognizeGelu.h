@@ -9,7 +9,8 @@ class RewritePatternSet;
 
 namespace mlir::ptrain::onnx_import {
 
-/// Rewrites x * 0.5 * (1 + erf(x / sqrt(2))) built from ptrain.binary / ptrain.unary into ptrain.gelu.
+/// Rewrites x * 0.5 * (1 + erf(x / sqrt(2))) and its tanh approximation, built from ptrain.binary /
+/// ptrain.unary, into ptrain.gelu.
 void populateRecognizeGeluPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::ptrain::onnx_import

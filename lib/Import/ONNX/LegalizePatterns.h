@@ -1,0 +1,91 @@
+//===- LegalizePatterns.h - shared by the ONNX legalization files -*- C++ -*-===//
+//
+// Internal to lib/Import/ONNX: the pattern table of the second importer layer (STYLE habit 11) and the
+// helpers every pattern uses. Patterns live in files by concept (LegalizeONNX.cpp: elementwise, matmul,
+// normalization; LegalizeShapeOps.cpp: reshape-like, concat, slice; LegalizeMiscOps.cpp: Gemm, Dropout,
+// Cast), each registering its patterns through one `populate*` function.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_LIB_IMPORT_ONNX_LEGALIZEPATTERNS_H
+#define PTRAIN_LIB_IMPORT_ONNX_LEGALIZEPATTERNS_H
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::ptrain::onnx_import {
+
+/// Legalizes one node; on failure it has emitted a diagnostic at the node.
+using Legalizer = LogicalResult (*)(OnnxNodeOp node, IRRewriter &rewriter);
+
+struct LegalizationPattern {
+  /// The first opset in which the op has the semantics this pattern implements.
+  int64_t sinceOpset;
+  Legalizer legalize;
+};
+
+/// The patterns by op type, each list sorted by `sinceOpset`.
+class PatternTable {
+public:
+  void onOp(StringRef opType, int64_t sinceOpset, Legalizer legalize) {
+    table[opType].push_back({sinceOpset, legalize});
+  }
+  /// The pattern for `opType` at `opset`: the one with the greatest sinceOpset <= opset.
+  const LegalizationPattern *lookup(StringRef opType, int64_t opset) const {
+    auto it = table.find(opType);
+    if (it == table.end())
+      return nullptr;
+    const LegalizationPattern *best = nullptr;
+    for (const LegalizationPattern &p : it->second)
+      if (p.sinceOpset <= opset && (!best || p.sinceOpset > best->sinceOpset))
+        best = &p;
+    return best;
+  }
+
+private:
+  llvm::StringMap<SmallVector<LegalizationPattern, 2>> table;
+};
+
+/// Unsqueeze, Squeeze, Concat, Slice (LegalizeShapeOps.cpp).
+void populateShapePatterns(PatternTable &table);
+/// Gemm, Dropout, Cast (LegalizeMiscOps.cpp).
+void populateMiscPatterns(PatternTable &table);
+
+//===----------------------------------------------------------------------===//
+// Helpers (LegalizeONNX.cpp)
+//===----------------------------------------------------------------------===//
+
+/// "ONNX <op> node '<name>' (opset N): ", at the node's location (its 1-based index in the graph as line).
+InFlightDiagnostic nodeError(OnnxNodeOp node);
+
+/// "ONNX <op> node '<name>' (opset N): attribute '<attr>' ", for an unsupported attribute value.
+InFlightDiagnostic attrError(OnnxNodeOp node, StringRef attr);
+
+int64_t intAttr(OnnxNodeOp node, StringRef name, int64_t defaultValue);
+double floatAttr(OnnxNodeOp node, StringRef name, double defaultValue);
+
+LogicalResult expectArity(OnnxNodeOp node, unsigned minInputs, unsigned maxInputs);
+
+/// The integer values of a constant input, or failure with a diagnostic naming the input.
+FailureOr<SmallVector<int64_t>> constantInts(OnnxNodeOp node, unsigned index, StringRef what);
+
+/// Replaces `node` by `newOp` after checking that `newOp` verifies and produces the types ONNX inferred.
+LogicalResult replaceChecked(OnnxNodeOp node, Operation *newOp, IRRewriter &rewriter);
+
+/// Builds `OpTy` with the node's result types and attributes, then checks and replaces.
+template <typename OpTy, typename... Args>
+LogicalResult replaceWith(OnnxNodeOp node, IRRewriter &rewriter, Args &&...args) {
+  auto op = OpTy::create(rewriter, node.getLoc(), node->getResultTypes(), std::forward<Args>(args)...);
+  return replaceChecked(node, op, rewriter);
+}
+
+/// Replaces the node's first output by `value` when its type is the one ONNX inferred; every other output
+/// must be unused (checked by the caller).
+LogicalResult replaceFirstOutput(OnnxNodeOp node, Value value, IRRewriter &rewriter);
+
+} // namespace mlir::ptrain::onnx_import
+
+#endif // PTRAIN_LIB_IMPORT_ONNX_LEGALIZEPATTERNS_H
