@@ -22,15 +22,14 @@ Value scaled(Value value, double scale, IRRewriter &rewriter, Location loc) {
   if (scale == 1.0)
     return value;
   Type elementType = cast<RankedTensorType>(value.getType()).getElementType();
-  auto splat = DenseElementsAttr::get(RankedTensorType::get({}, elementType),
-                                      rewriter.getFloatAttr(elementType, scale));
+  auto splat =
+      DenseElementsAttr::get(RankedTensorType::get({}, elementType), rewriter.getFloatAttr(elementType, scale));
   Value constant = arith::ConstantOp::create(rewriter, loc, splat);
   return BinaryOp::create(rewriter, loc, BinaryKind::Mul, value, constant);
 }
 
 /// Builds an op whose result type is inferred; on a verifier failure, erases it and returns null.
-template <typename OpTy, typename... Args>
-Value buildChecked(OnnxNodeOp node, IRRewriter &rewriter, Args &&...args) {
+template <typename OpTy, typename... Args> Value buildChecked(OnnxNodeOp node, IRRewriter &rewriter, Args &&...args) {
   auto op = OpTy::create(rewriter, node.getLoc(), std::forward<Args>(args)...);
   if (failed(verify(op, /*verifyRecursively=*/false))) {
     rewriter.eraseOp(op);
@@ -56,8 +55,8 @@ LogicalResult legalizeGemm(OnnxNodeOp node, IRRewriter &rewriter) {
     int64_t trans = intAttr(node, attr, 0);
     if (trans != 0 && trans != 1)
       return attrError(node, attr) << "is " << trans << "; expected 0 or 1";
-    if (trans && !(*operand = buildChecked<TransposeOp>(node, rewriter, *operand,
-                                                        rewriter.getDenseI64ArrayAttr({1, 0}))))
+    if (trans &&
+        !(*operand = buildChecked<TransposeOp>(node, rewriter, *operand, rewriter.getDenseI64ArrayAttr({1, 0}))))
       return failure();
   }
   Value y = buildChecked<MatmulOp>(node, rewriter, a, b);
@@ -105,8 +104,7 @@ LogicalResult legalizeCast(OnnxNodeOp node, IRRewriter &rewriter) {
   Type from = cast<RankedTensorType>(node.getInputs()[0].getType()).getElementType();
   Type to = cast<RankedTensorType>(node->getResultTypes().front()).getElementType();
   if (from != to)
-    return nodeError(node) << "cast from " << from << " to " << to
-                           << " (attribute 'to' = " << intAttr(node, "to", -1)
+    return nodeError(node) << "cast from " << from << " to " << to << " (attribute 'to' = " << intAttr(node, "to", -1)
                            << ") is not supported; only casts between identical types are";
   return replaceFirstOutput(node, node.getInputs()[0], rewriter);
 }

@@ -57,15 +57,13 @@ StringRef axesName(bool fromInput) { return fromInput ? "input 'axes'" : "attrib
 LogicalResult reshapeTo(OnnxNodeOp node, ArrayRef<int64_t> shape, IRRewriter &rewriter) {
   auto resultType = cast<RankedTensorType>(node.getInputs()[0].getType()).clone(shape);
   if (resultType != node->getResultTypes().front())
-    return nodeError(node) << "the axes give " << resultType << " but ONNX inferred "
-                           << node->getResultTypes().front();
+    return nodeError(node) << "the axes give " << resultType << " but ONNX inferred " << node->getResultTypes().front();
   return replaceWith<ReshapeOp>(node, rewriter, node.getInputs()[0]);
 }
 
 /// Unsqueeze-1/11 (`axes` attribute) and -13 (`axes` input): inserts size-1 dimensions at `axes`, which
 /// index the output (rank + number of axes).
-template <bool axesAsInput>
-LogicalResult legalizeUnsqueeze(OnnxNodeOp node, IRRewriter &rewriter) {
+template <bool axesAsInput> LogicalResult legalizeUnsqueeze(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, axesAsInput ? 2 : 1, axesAsInput ? 2 : 1)))
     return failure();
   bool present;
@@ -87,8 +85,7 @@ LogicalResult legalizeUnsqueeze(OnnxNodeOp node, IRRewriter &rewriter) {
 
 /// Squeeze-1/11 (`axes` attribute) and -13 (optional `axes` input): removes the size-1 dimensions at
 /// `axes`, or every size-1 dimension without axes.
-template <bool axesAsInput>
-LogicalResult legalizeSqueeze(OnnxNodeOp node, IRRewriter &rewriter) {
+template <bool axesAsInput> LogicalResult legalizeSqueeze(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 1, axesAsInput ? 2 : 1)))
     return failure();
   bool present;
@@ -102,7 +99,8 @@ LogicalResult legalizeSqueeze(OnnxNodeOp node, IRRewriter &rewriter) {
   for (auto [i, d] : llvm::enumerate(inType.getShape())) {
     bool listed = llvm::is_contained(*axes, static_cast<int64_t>(i));
     if (listed && d != 1)
-      return nodeError(node) << axesName(axesAsInput) << " names dimension " << i << " of size " << d << "; only size 1 squeezes";
+      return nodeError(node) << axesName(axesAsInput) << " names dimension " << i << " of size " << d
+                             << "; only size 1 squeezes";
     if (listed || (!present && d == 1))
       continue;
     shape.push_back(d);

@@ -31,7 +31,8 @@ OwningOpRef<ModuleOp> importONNX(llvm::StringRef bytes, llvm::StringRef path, ML
                                  const ImportONNXOptions &options = {});
 
 /// Legalizes every `ptrain.onnx_node` in `module` into model ops, then recognizes exporter expansions (GELU
-/// as Erf). Fails, with a diagnostic at the node, on the first node it cannot legalize.
+/// as Erf or as its tanh approximation). Fails, with a diagnostic at the node, on the first node it cannot
+/// legalize.
 LogicalResult legalizeONNX(ModuleOp module);
 
 /// The per-node step of legalizeONNX: one pattern per (op type, opset), in graph order.
