@@ -12,6 +12,18 @@
 #include <limits>
 
 using namespace mlir;
+
+/// log(sum(exp(row))) over `n` values, shifted by the maximum for stability (shared by cross-entropy and its
+/// gradient, so both use the same softmax normalizer).
+static double logSumExp(const double *row, int64_t n) {
+  double maxValue = -std::numeric_limits<double>::infinity();
+  for (int64_t c = 0; c < n; ++c)
+    maxValue = std::max(maxValue, row[c]);
+  double sum = 0.0;
+  for (int64_t c = 0; c < n; ++c)
+    sum += std::exp(row[c] - maxValue);
+  return maxValue + std::log(sum);
+}
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::interp;
 
@@ -116,13 +128,7 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalCrossEntropy(const Tensor &logi
       return makeError("label " + llvm::Twine(label) + " at flat position " + llvm::Twine(p) +
                        " is out of range [0, " + llvm::Twine(classes) + ")");
     const double *row = x.data() + p * classes;
-    double maxValue = -std::numeric_limits<double>::infinity();
-    for (int64_t c = 0; c < classes; ++c)
-      maxValue = std::max(maxValue, row[c]);
-    double sum = 0.0;
-    for (int64_t c = 0; c < classes; ++c)
-      sum += std::exp(row[c] - maxValue);
-    total += maxValue + std::log(sum) - row[label];
+    total += logSumExp(row, classes) - row[label];
   }
   // The mean over no positions is NaN, as in PyTorch.
   double loss = positions == 0 ? std::numeric_limits<double>::quiet_NaN() : total / positions;
@@ -247,14 +253,9 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalCrossEntropyGrad(const Tensor &
       return makeError("label " + llvm::Twine(label) + " at flat position " + llvm::Twine(p) +
                        " is out of range [0, " + llvm::Twine(classes) + ")");
     const double *row = x.data() + p * classes;
-    double maxValue = -std::numeric_limits<double>::infinity();
+    double lse = logSumExp(row, classes);
     for (int64_t c = 0; c < classes; ++c)
-      maxValue = std::max(maxValue, row[c]);
-    double sum = 0.0;
-    for (int64_t c = 0; c < classes; ++c)
-      sum += std::exp(row[c] - maxValue);
-    for (int64_t c = 0; c < classes; ++c)
-      dx[p * classes + c] = factor * (std::exp(row[c] - maxValue) / sum - (c == label ? 1.0 : 0.0));
+      dx[p * classes + c] = factor * (std::exp(row[c] - lse) - (c == label ? 1.0 : 0.0));
   }
   out.roundToDType();
   return out;

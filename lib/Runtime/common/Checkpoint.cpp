@@ -85,15 +85,9 @@ extern "C" ptrain_status_t
 ptrain_checkpoint_save(const ptrain_state_desc_t *states, int64_t num_states,
                        const char *path) {
   PTRAIN_CHECK_PTR(path);
-  int64_t *bytes = ptrain::runtime::allocArray<int64_t>(num_states);
-  if (bytes == nullptr)
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "state table");
-  struct FreeBytes {
-    int64_t *p;
-    ~FreeBytes() { std::free(p); }
-  } freeBytes{bytes};
-  PTRAIN_RETURN_IF_ERROR(
-      ptrain::runtime::checkStateTable(__func__, states, num_states, bytes));
+  ptrain::runtime::StateBytes bytesOwner;
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkStateTable(__func__, states, num_states, bytesOwner));
+  const int64_t *bytes = bytesOwner.get();
 
   char tmpPath[4096];
   if (std::snprintf(tmpPath, sizeof(tmpPath), "%s.tmp", path) >=
@@ -150,20 +144,14 @@ extern "C" ptrain_status_t
 ptrain_checkpoint_load(const ptrain_state_desc_t *states, int64_t num_states,
                        const char *path) {
   PTRAIN_CHECK_PTR(path);
-  int64_t *bytes = ptrain::runtime::allocArray<int64_t>(num_states);
+  ptrain::runtime::StateBytes bytesOwner;
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkStateTable(__func__, states, num_states, bytesOwner));
+  const int64_t *bytes = bytesOwner.get();
   // For each table state: where its bytes are in the file (-1: not seen).
-  int64_t *found = ptrain::runtime::allocArray<int64_t>(num_states);
-  struct FreeBoth {
-    int64_t *a, *b;
-    ~FreeBoth() {
-      std::free(a);
-      std::free(b);
-    }
-  } freeBoth{bytes, found};
-  if (bytes == nullptr || found == nullptr)
+  ptrain::runtime::StateBytes foundOwner(ptrain::runtime::allocArray<int64_t>(num_states));
+  int64_t *found = foundOwner.get();
+  if (found == nullptr)
     return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "state table");
-  PTRAIN_RETURN_IF_ERROR(
-      ptrain::runtime::checkStateTable(__func__, states, num_states, bytes));
   for (int64_t i = 0; i < num_states; ++i)
     found[i] = -1;
 

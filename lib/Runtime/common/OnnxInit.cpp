@@ -156,15 +156,9 @@ extern "C" ptrain_status_t
 ptrain_state_init_onnx(const ptrain_state_desc_t *states, int64_t num_states,
                        const char *onnx_path) {
   PTRAIN_CHECK_PTR(onnx_path);
-  int64_t *bytes = ptrain::runtime::allocArray<int64_t>(num_states);
-  if (bytes == nullptr)
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "state table");
-  struct FreeBytes {
-    int64_t *p;
-    ~FreeBytes() { std::free(p); }
-  } freeBytes{bytes};
-  PTRAIN_RETURN_IF_ERROR(
-      ptrain::runtime::checkStateTable(__func__, states, num_states, bytes));
+  ptrain::runtime::StateBytes bytesOwner;
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkStateTable(__func__, states, num_states, bytesOwner));
+  const int64_t *bytes = bytesOwner.get();
 
   FileBytes modelFile;
   PTRAIN_RETURN_IF_ERROR(readFile(__func__, onnx_path, modelFile));

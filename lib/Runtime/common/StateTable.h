@@ -10,6 +10,9 @@
 
 #include "common/Status.h"
 
+#include <cstdlib>
+#include <memory>
+
 namespace ptrain::runtime {
 
 /// Bytes of one element of a state dtype (F32: 4, I64: 8); 0 if unsupported.
@@ -22,6 +25,21 @@ inline int64_t stateElemBytes(ptrain_dtype_t dtype) {
 ptrain_status_t checkStateTable(const char *call,
                                 const ptrain_state_desc_t *states,
                                 int64_t numStates, int64_t *outBytes);
+
+/// Per-state byte sizes, freed with std::free (allocArray's memory).
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
+using StateBytes = std::unique_ptr<int64_t[], FreeDeleter>;
+
+/// Allocates `outBytes` and runs checkStateTable into it: the start of every call that walks the table.
+inline ptrain_status_t checkStateTable(const char *call, const ptrain_state_desc_t *states, int64_t numStates,
+                                       StateBytes &outBytes) {
+  outBytes.reset(allocArray<int64_t>(numStates));
+  if (outBytes == nullptr)
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "state table");
+  return checkStateTable(call, states, numStates, outBytes.get());
+}
 
 } // namespace ptrain::runtime
 

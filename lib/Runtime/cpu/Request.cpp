@@ -119,50 +119,48 @@ void finishAllReduce(const ptrain_request &req) {
 }
 } // namespace
 
+namespace {
+/// Starts a point-to-point transfer of `num_bytes` with `peer`: the checks and request bookkeeping shared by
+/// send and receive; `post` is MPI_Isend or MPI_Irecv (named `mpiName` in errors).
+template <typename PostFn>
+ptrain_status_t startP2P(const char *call, ptrain_request::Kind kind, ptrain_comm_t comm, const void *buf,
+                         int64_t num_bytes, int32_t peer, int32_t tag, ptrain_request_t *out_request,
+                         const char *mpiName, PostFn post) {
+  PTRAIN_RETURN_IF_ERROR(checkP2P(call, comm, buf, num_bytes, peer, tag, out_request));
+  ptrain_request *req = newRequest(kind, comm);
+  if (!req)
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "cannot allocate a request");
+  req->peer = peer;
+  req->tag = tag;
+  req->bytes = num_bytes;
+  int err = post(&req->mpi);
+  if (err != MPI_SUCCESS) {
+    delete req;
+    return ptrain::runtime::failMpi(call, err, mpiName);
+  }
+  *out_request = req;
+  return PTRAIN_OK;
+}
+} // namespace
+
 extern "C" ptrain_status_t ptrain_send_start(ptrain_comm_t comm,
                                              const void *buf, int64_t num_bytes,
                                              int32_t peer, int32_t tag,
                                              ptrain_request_t *out_request) {
-  PTRAIN_RETURN_IF_ERROR(
-      checkP2P(__func__, comm, buf, num_bytes, peer, tag, out_request));
-  ptrain_request *req = newRequest(ptrain_request::Kind::Send, comm);
-  if (!req)
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
-                "cannot allocate a request");
-  req->peer = peer;
-  req->tag = tag;
-  req->bytes = num_bytes;
-  int err = MPI_Isend(buf, static_cast<int>(num_bytes), MPI_BYTE, peer, tag,
-                      comm->mpi, &req->mpi);
-  if (err != MPI_SUCCESS) {
-    delete req;
-    return ptrain::runtime::failMpi(__func__, err, "MPI_Isend");
-  }
-  *out_request = req;
-  return PTRAIN_OK;
+  return startP2P(__func__, ptrain_request::Kind::Send, comm, buf, num_bytes, peer, tag, out_request,
+                  "MPI_Isend", [&](MPI_Request *r) {
+                    return MPI_Isend(buf, static_cast<int>(num_bytes), MPI_BYTE, peer, tag, comm->mpi, r);
+                  });
 }
 
 extern "C" ptrain_status_t ptrain_recv_start(ptrain_comm_t comm, void *buf,
                                              int64_t num_bytes, int32_t peer,
                                              int32_t tag,
                                              ptrain_request_t *out_request) {
-  PTRAIN_RETURN_IF_ERROR(
-      checkP2P(__func__, comm, buf, num_bytes, peer, tag, out_request));
-  ptrain_request *req = newRequest(ptrain_request::Kind::Recv, comm);
-  if (!req)
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
-                "cannot allocate a request");
-  req->peer = peer;
-  req->tag = tag;
-  req->bytes = num_bytes;
-  int err = MPI_Irecv(buf, static_cast<int>(num_bytes), MPI_BYTE, peer, tag,
-                      comm->mpi, &req->mpi);
-  if (err != MPI_SUCCESS) {
-    delete req;
-    return ptrain::runtime::failMpi(__func__, err, "MPI_Irecv");
-  }
-  *out_request = req;
-  return PTRAIN_OK;
+  return startP2P(__func__, ptrain_request::Kind::Recv, comm, buf, num_bytes, peer, tag, out_request,
+                  "MPI_Irecv", [&](MPI_Request *r) {
+                    return MPI_Irecv(buf, static_cast<int>(num_bytes), MPI_BYTE, peer, tag, comm->mpi, r);
+                  });
 }
 
 extern "C" ptrain_status_t
