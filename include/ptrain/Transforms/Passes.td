@@ -79,8 +79,8 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
   let description = [{
     Splits `@forward` (L0) into `pp` stage functions `@forward_stage<i>` such that exactly one tensor (the
     residual stream, e.g. micro-batch x sequence x hidden) flows from stage i to stage i + 1 and the stages
-    are balanced by cost (FLOPs: 2 n k m per matmul, one per output element elsewhere; the critical-path
-    issue replaces this with the cost interface's time and memory). Values that need no input (parameter
+    are balanced by FLOPs from the cost interface (`CostOpInterface`: 2 n k m per matmul; ops without it
+    count one FLOP per result element). Values that need no input (parameter
     reads, constants, and ops on them only, such as a transposed weight) are not sent but recomputed in every
     stage that uses them: the tied embedding is read by the first stage (token embedding) and the last (LM
     head), each from the same `ptrain.state` symbol. Cuts are at layer boundaries: a cut must start a
