@@ -88,10 +88,10 @@ public:
 };
 } // namespace
 
-#define TRY(var, expr)                                                                                       \
-  auto var##OrErr = (expr);                                                                                 \
-  if (!var##OrErr)                                                                                           \
-    return var##OrErr.takeError();                                                                           \
+#define TRY(var, expr)                                                                                                 \
+  auto var##OrErr = (expr);                                                                                            \
+  if (!var##OrErr)                                                                                                     \
+    return var##OrErr.takeError();                                                                                     \
   auto var = std::move(*var##OrErr);
 
 static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name) {
@@ -175,8 +175,8 @@ Expected<ClusterSpec> mlir::ptrain::parseCluster(const json::Value &value) {
 Expected<ClusterSpec> mlir::ptrain::loadCluster(StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
-    return llvm::createStringError(buffer.getError(), "cannot read cluster file '" + path + "': " +
-                                                          buffer.getError().message());
+    return llvm::createStringError(buffer.getError(),
+                                   "cannot read cluster file '" + path + "': " + buffer.getError().message());
   auto value = json::parse((*buffer)->getBuffer());
   if (!value)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -211,8 +211,8 @@ Expected<Placement> Placement::create(const ClusterSpec &cluster,
   }
   if (p.numRanks > cluster.nodes * cluster.gpusPerNode)
     return fieldError("nodes", "the grid needs " + std::to_string(p.numRanks) + " GPUs but the cluster has " +
-                                   std::to_string(cluster.nodes) + " x " + std::to_string(cluster.gpusPerNode) +
-                                   " = " + std::to_string(cluster.nodes * cluster.gpusPerNode));
+                                   std::to_string(cluster.nodes) + " x " + std::to_string(cluster.gpusPerNode) + " = " +
+                                   std::to_string(cluster.nodes * cluster.gpusPerNode));
   // Innermost first: the axes of axis_order present in the grid, then the others in the grid's order
   // reversed (the grid's last axis varies fastest).
   std::vector<size_t> order;

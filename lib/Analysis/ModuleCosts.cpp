@@ -71,8 +71,7 @@ public:
         error = peak.takeError();
         return WalkResult::interrupt();
       }
-      total.seconds +=
-          std::max(cost.flops / *peak, cost.bytes / cluster.memoryBandwidth) / cluster.efficiency;
+      total.seconds += std::max(cost.flops / *peak, cost.bytes / cluster.memoryBandwidth) / cluster.efficiency;
       total.flops += cost.flops;
       for (Value r : op->getResults())
         total.resultBytes += getTensorBytes(r.getType());
@@ -136,8 +135,7 @@ static void collectStates(func::FuncOp fn, SymbolTable &symbols, llvm::StringSet
   });
 }
 
-llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp module,
-                                                                     const ClusterSpec &cluster) {
+llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp module, const ClusterSpec &cluster) {
   ModuleTimingModel model;
   auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
   ArrayAttr stageRefs = pipeline ? pipeline.getAs<ArrayAttr>("stages") : ArrayAttr();
@@ -155,8 +153,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
   if (auto m = schedule.getAs<IntegerAttr>("micro_batches"))
     model.microBatches = m.getInt();
   if (static_cast<int64_t>(rows.size()) != p)
-    return costError("ptrain.schedule has " + llvm::Twine(rows.size()) + " rows for " + llvm::Twine(p) +
-                     " stages");
+    return costError("ptrain.schedule has " + llvm::Twine(rows.size()) + " rows for " + llvm::Twine(p) + " stages");
 
   GridOp grid;
   for (auto g : module.getOps<GridOp>())

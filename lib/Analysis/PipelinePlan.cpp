@@ -17,8 +17,8 @@ static llvm::Error planError(const llvm::Twine &what) {
 llvm::Expected<Plan> mlir::ptrain::buildPipelinePlan(const PipelineCosts &costs, PipelinePlanIndex &index) {
   int p = costs.stages.size();
   if (p < 1 || static_cast<int>(costs.table.size()) != p)
-    return planError("the schedule table has " + llvm::Twine(costs.table.size()) + " rows for " +
-                     llvm::Twine(p) + " stages");
+    return planError("the schedule table has " + llvm::Twine(costs.table.size()) + " rows for " + llvm::Twine(p) +
+                     " stages");
   Plan plan;
   plan.numRanks = p;
   plan.computeOrder.resize(p);

@@ -76,8 +76,8 @@ void TimingAnalysis::printReport(llvm::raw_ostream &os) const {
   os << "stage    compute  exposed-comm   bubble/idle   F step     B step\n";
   for (int64_t s = 0; s < model.pp; ++s) {
     const StageCosts &c = model.costs.stages[s];
-    os << llvm::format("%5d", static_cast<int>(s)) << " " << ms(t.computeTime[s]) << "   "
-       << ms(t.exposedCommTime[s]) << "    " << ms(t.idleTime[s]) << " " << ms(c.forward) << " "
+    os << llvm::format("%5d", static_cast<int>(s)) << " " << ms(t.computeTime[s]) << "   " << ms(t.exposedCommTime[s])
+       << "    " << ms(t.idleTime[s]) << " " << ms(c.forward) << " "
        << ms(s + 1 == model.pp ? c.forwardBackward : c.backward) << "\n";
   }
   os << "\nbytes sent per iteration by one GPU of each stage\n";
@@ -146,12 +146,11 @@ json::Value TimingAnalysis::toJSON() const {
                        {"idle_s", t.idleTime[s]},
                        {"intra_node_bytes", traffic[s].intra},
                        {"inter_node_bytes", traffic[s].inter},
-                       {"memory",
-                        json::Object{{"states_bytes", d.stateBytes},
-                                     {"activations_bytes", d.activationBytes},
-                                     {"working_bytes", d.workingBytes},
-                                     {"peak_bytes", c.peakMemory},
-                                     {"fits", c.peakMemory <= cluster.memoryCapacity}}}};
+                       {"memory", json::Object{{"states_bytes", d.stateBytes},
+                                               {"activations_bytes", d.activationBytes},
+                                               {"working_bytes", d.workingBytes},
+                                               {"peak_bytes", c.peakMemory},
+                                               {"fits", c.peakMemory <= cluster.memoryCapacity}}}};
     if (int id = index.dataParallelSteps[s]; id >= 0)
       stage["dp_all_reduce"] = json::Object{{"bytes", plan.steps[id].bytes},
                                             {"seconds", plan.steps[id].duration},
@@ -199,17 +198,20 @@ json::Value TimingAnalysis::toTrace() const {
   enum { ComputeTid = 0, CommTid = 1, SendNextTid = 2, SendPrevTid = 3 };
   json::Array events;
   for (int64_t s = 0; s < model.pp; ++s) {
-    events.push_back(json::Object{{"name", "process_name"},
-                                  {"ph", "M"},
-                                  {"pid", s},
-                                  {"args", json::Object{{"name", "stage " + std::to_string(s) + " (one of " +
-                                                                      std::to_string(model.dp * model.tp) +
-                                                                      " dp x tp ranks)"}}}});
+    events.push_back(
+        json::Object{{"name", "process_name"},
+                     {"ph", "M"},
+                     {"pid", s},
+                     {"args", json::Object{{"name", "stage " + std::to_string(s) + " (one of " +
+                                                        std::to_string(model.dp * model.tp) + " dp x tp ranks)"}}}});
     const char *names[] = {"compute stream", "comm stream (collectives)", "sends to next stage",
                            "sends to previous stage"};
     for (int tid = 0; tid < 4; ++tid)
-      events.push_back(json::Object{
-          {"name", "thread_name"}, {"ph", "M"}, {"pid", s}, {"tid", tid}, {"args", json::Object{{"name", names[tid]}}}});
+      events.push_back(json::Object{{"name", "thread_name"},
+                                    {"ph", "M"},
+                                    {"pid", s},
+                                    {"tid", tid},
+                                    {"args", json::Object{{"name", names[tid]}}}});
   }
   auto add = [&](int id, int64_t pid, int tid) {
     const PlanStep &s = plan.steps[id];

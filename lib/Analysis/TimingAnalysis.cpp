@@ -42,8 +42,7 @@ std::optional<StepTiming> TimingAnalysis::lookupSend(int64_t stage, int64_t i) c
 }
 
 std::optional<StepTiming> TimingAnalysis::lookupDataParallel(int64_t stage) const {
-  if (stage < 0 || stage >= static_cast<int64_t>(index.dataParallelSteps.size()) ||
-      index.dataParallelSteps[stage] < 0)
+  if (stage < 0 || stage >= static_cast<int64_t>(index.dataParallelSteps.size()) || index.dataParallelSteps[stage] < 0)
     return std::nullopt;
   return timingOf(index.dataParallelSteps[stage]);
 }

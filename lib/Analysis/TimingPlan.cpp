@@ -64,9 +64,8 @@ struct Simulator {
       return computePos[r] < plan.computeOrder[r].size() && plan.computeOrder[r][computePos[r]] == id;
     }
     if (s.kind == PlanStep::Collective)
-      return llvm::all_of(s.ranks, [&](int r) {
-        return commPos[r] < plan.commOrder[r].size() && plan.commOrder[r][commPos[r]] == id;
-      });
+      return llvm::all_of(
+          s.ranks, [&](int r) { return commPos[r] < plan.commOrder[r].size() && plan.commOrder[r][commPos[r]] == id; });
     return true;
   }
 
@@ -225,9 +224,8 @@ bool mlir::ptrain::simulate(const Plan &plan, Timeline &out, std::string &error)
   double pipelineEnd = 0;
   for (size_t i = 0; i < n; ++i) {
     const PlanStep &s = plan.steps[i];
-    if (s.kind == PlanStep::Compute &&
-        (s.category == PlanStep::Forward || s.category == PlanStep::Backward ||
-         s.category == PlanStep::ForwardBackward)) {
+    if (s.kind == PlanStep::Compute && (s.category == PlanStep::Forward || s.category == PlanStep::Backward ||
+                                        s.category == PlanStep::ForwardBackward)) {
       busy[s.ranks.front()] += s.duration;
       pipelineEnd = std::max(pipelineEnd, out.end[i]);
     }
