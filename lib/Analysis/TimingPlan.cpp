@@ -203,10 +203,11 @@ bool mlir::ptrain::simulate(const Plan &plan, Timeline &out, std::string &error)
     out.slack[i] = std::max(0.0, lateEnd[i] - out.end[i]);
     out.critical[i] = out.slack[i] <= eps;
   }
-  // One critical path: from a step ending last, back through critical predecessors ending at its start.
+  // One critical path: from the step ending last (the latest-starting one of those, so that zero-length
+  // steps at the end are included), back through critical predecessors ending at its start.
   int cur = -1;
   for (size_t i = 0; i < n; ++i)
-    if (out.end[i] >= t - eps && (cur < 0 || out.start[i] < out.start[cur]))
+    if (out.end[i] >= t - eps && (cur < 0 || out.start[i] >= out.start[cur]))
       cur = i;
   while (cur >= 0) {
     out.criticalPath.push_back(cur);
