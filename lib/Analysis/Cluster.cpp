@@ -172,7 +172,7 @@ Expected<ClusterSpec> mlir::ptrain::parseCluster(const json::Value &value) {
   return c;
 }
 
-Expected<ClusterSpec> mlir::ptrain::loadCluster(StringRef path) {
+static Expected<json::Value> readClusterFile(StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return llvm::createStringError(buffer.getError(),
@@ -181,7 +181,16 @@ Expected<ClusterSpec> mlir::ptrain::loadCluster(StringRef path) {
   if (!value)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "cluster file '" + path + "': " + llvm::toString(value.takeError()));
+  return value;
+}
+
+Expected<ClusterSpec> mlir::ptrain::loadCluster(StringRef path, json::Value *jsonOut) {
+  auto value = readClusterFile(path);
+  if (!value)
+    return value.takeError();
   auto cluster = parseCluster(*value);
+  if (jsonOut)
+    *jsonOut = std::move(*value);
   if (!cluster)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "cluster file '" + path + "': " + llvm::toString(cluster.takeError()));

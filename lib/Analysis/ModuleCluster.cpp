@@ -4,7 +4,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -63,19 +62,10 @@ json::Value mlir::ptrain::attributeToJSON(Attribute attr) {
 
 llvm::Expected<ClusterSpec> mlir::ptrain::getModuleCluster(ModuleOp module, StringRef path) {
   if (!path.empty()) {
-    auto buffer = llvm::MemoryBuffer::getFile(path);
-    if (!buffer)
-      return llvm::createStringError(buffer.getError(),
-                                     "cannot read cluster file '" + path + "': " + buffer.getError().message());
-    auto value = json::parse((*buffer)->getBuffer());
-    if (!value)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "cluster file '" + path + "': " + llvm::toString(value.takeError()));
-    auto cluster = parseCluster(*value);
-    if (!cluster)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "cluster file '" + path + "': " + llvm::toString(cluster.takeError()));
-    module->setAttr("ptrain.cluster", jsonToAttribute(module.getContext(), *value));
+    json::Value value = nullptr;
+    auto cluster = loadCluster(path, &value);
+    if (cluster)
+      module->setAttr("ptrain.cluster", jsonToAttribute(module.getContext(), value));
     return cluster;
   }
   Attribute attr = module->getAttr("ptrain.cluster");

@@ -90,56 +90,45 @@ llvm::Expected<Plan> mlir::ptrain::buildPipelinePlan(const PipelineCosts &costs,
     return deps;
   };
 
-  // 2. Transfers: activations s -> s + 1, gradients s + 1 -> s.
+  // 2. Transfers: activations s -> s + 1, gradients s + 1 -> s. `producers` are the sender's steps per
+  // micro-batch, `consumers` the receiver's.
   std::vector<std::vector<int>> sends(p);
-  for (int s = 0; s + 1 < p; ++s) {
-    for (auto [mb, producer] : fwd[s]) {
-      auto consumer = fwd[s + 1].find(mb);
-      if (consumer == fwd[s + 1].end())
-        return planError("stage " + llvm::Twine(s) + " runs the forward of micro-batch " + llvm::Twine(mb) +
-                         " but stage " + llvm::Twine(s + 1) + " does not");
-      const CommCost &cc = costs.stages[s].sendForward;
+  auto addTransfers = [&](int src, int dst, PlanStep::Category category, const std::map<int64_t, int> &producers,
+                          const std::map<int64_t, int> &consumers, const CommCost &cost) -> llvm::Error {
+    bool forward = category == PlanStep::SendForward;
+    for (auto [mb, producer] : producers) {
+      auto consumer = consumers.find(mb);
+      if (consumer == consumers.end())
+        return planError("stage " + llvm::Twine(src) + " runs the " + (forward ? "forward" : "backward") +
+                         " of micro-batch " + llvm::Twine(mb) + " but stage " + llvm::Twine(dst) + " does not");
       PlanStep t;
       t.kind = PlanStep::Transfer;
-      t.category = PlanStep::SendForward;
-      t.ranks = {s, s + 1};
-      t.duration = cc.seconds;
-      t.bytes = cc.bytes;
-      t.interNode = cc.interNode;
+      t.category = category;
+      t.ranks = {src, dst};
+      t.duration = cost.seconds;
+      t.bytes = cost.bytes;
+      t.interNode = cost.interNode;
       t.deps = posted(producer, consumer->second);
-      t.name = "send F" + std::to_string(mb) + " " + std::to_string(s) + "->" + std::to_string(s + 1);
-      t.stage = s;
+      t.name = std::string(forward ? "send F" : "send B") + std::to_string(mb) + " " + std::to_string(src) + "->" +
+               std::to_string(dst);
+      t.stage = src;
       t.microBatch = mb;
       int id = plan.add(t);
       plan.steps[consumer->second].deps.push_back(id);
-      index.sendSteps[s][plan.steps[producer].tableIndex] = id;
-      sends[s].push_back(id);
+      index.sendSteps[src][plan.steps[producer].tableIndex] = id;
+      sends[src].push_back(id);
       // The lowering waits on the activation send at the micro-batch's backward.
-      if (auto b = bwd[s].find(mb); b != bwd[s].end())
+      if (auto b = bwd[src].find(mb); forward && b != bwd[src].end())
         plan.steps[b->second].deps.push_back(id);
     }
-    for (auto [mb, producer] : bwd[s + 1]) {
-      auto consumer = bwd[s].find(mb);
-      if (consumer == bwd[s].end())
-        return planError("stage " + llvm::Twine(s + 1) + " runs the backward of micro-batch " + llvm::Twine(mb) +
-                         " but stage " + llvm::Twine(s) + " does not");
-      const CommCost &cc = costs.stages[s + 1].sendBackward;
-      PlanStep t;
-      t.kind = PlanStep::Transfer;
-      t.category = PlanStep::SendBackward;
-      t.ranks = {s + 1, s};
-      t.duration = cc.seconds;
-      t.bytes = cc.bytes;
-      t.interNode = cc.interNode;
-      t.deps = posted(producer, consumer->second);
-      t.name = "send B" + std::to_string(mb) + " " + std::to_string(s + 1) + "->" + std::to_string(s);
-      t.stage = s + 1;
-      t.microBatch = mb;
-      int id = plan.add(t);
-      plan.steps[consumer->second].deps.push_back(id);
-      index.sendSteps[s + 1][plan.steps[producer].tableIndex] = id;
-      sends[s + 1].push_back(id);
-    }
+    return llvm::Error::success();
+  };
+  for (int s = 0; s + 1 < p; ++s) {
+    if (llvm::Error e = addTransfers(s, s + 1, PlanStep::SendForward, fwd[s], fwd[s + 1], costs.stages[s].sendForward))
+      return std::move(e);
+    if (llvm::Error e =
+            addTransfers(s + 1, s, PlanStep::SendBackward, bwd[s + 1], bwd[s], costs.stages[s + 1].sendBackward))
+      return std::move(e);
   }
 
   // 3. Gradient all-reduce over dp after each stage's last backward, then the tied all-reduce over pp.

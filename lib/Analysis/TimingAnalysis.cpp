@@ -6,6 +6,8 @@
 
 #include "ptrain/Analysis/TimingAnalysis.h"
 
+#include "ptrain/Analysis/ModuleCluster.h"
+
 using namespace mlir;
 using namespace mlir::ptrain;
 
@@ -48,3 +50,13 @@ std::optional<StepTiming> TimingAnalysis::lookupDataParallel(int64_t stage) cons
 }
 
 void TimingAnalysis::print(llvm::raw_ostream &os) const { printTimeline(plan, timeline, os); }
+
+llvm::Expected<TimingAnalysis> mlir::ptrain::analyzeModule(ModuleOp module, StringRef clusterPath) {
+  auto cluster = getModuleCluster(module, clusterPath);
+  if (!cluster)
+    return cluster.takeError();
+  TimingAnalysis analysis(module, std::move(*cluster));
+  if (llvm::Error e = analysis.run())
+    return std::move(e);
+  return analysis;
+}

@@ -6,7 +6,6 @@
 
 #include "ptrain/Transforms/Passes.h"
 
-#include "ptrain/Analysis/ModuleCluster.h"
 #include "ptrain/Analysis/TimingAnalysis.h"
 
 #include "mlir/IR/Builders.h"
@@ -31,26 +30,21 @@ struct CriticalPathPass : public ptrain::impl::CriticalPathPassBase<CriticalPath
 
 void CriticalPathPass::runOnOperation() {
   ModuleOp module = getOperation();
-  auto clusterSpec = getModuleCluster(module, cluster);
-  if (!clusterSpec) {
-    emitError(module.getLoc()) << "--ptrain-critical-path: " << llvm::toString(clusterSpec.takeError());
-    return signalPassFailure();
-  }
-  TimingAnalysis analysis(module, *clusterSpec);
-  if (llvm::Error e = analysis.run()) {
-    emitError(module.getLoc()) << "--ptrain-critical-path: " << llvm::toString(std::move(e));
+  auto analysis = analyzeModule(module, cluster);
+  if (!analysis) {
+    emitError(module.getLoc()) << "--ptrain-critical-path: " << llvm::toString(analysis.takeError());
     return signalPassFailure();
   }
   Builder b(module.getContext());
-  const ModuleTimingModel &model = analysis.getModel();
+  const ModuleTimingModel &model = analysis->getModel();
   SmallVector<Attribute> slack, critical, sendSlack, sendCritical;
   for (int64_t s = 0; s < model.pp; ++s) {
     SmallVector<Attribute> sl, cr, ssl, scr;
     for (size_t i = 0; i < model.costs.table[s].size(); ++i) {
-      StepTiming t = *analysis.lookup(s, i);
+      StepTiming t = *analysis->lookup(s, i);
       sl.push_back(b.getF64FloatAttr(t.slack));
       cr.push_back(b.getBoolAttr(t.critical));
-      std::optional<StepTiming> send = analysis.lookupSend(s, i);
+      std::optional<StepTiming> send = analysis->lookupSend(s, i);
       ssl.push_back(b.getF64FloatAttr(send ? send->slack : -1.0));
       scr.push_back(b.getBoolAttr(send && send->critical));
     }
@@ -64,7 +58,7 @@ void CriticalPathPass::runOnOperation() {
                                                     model.costs.stages[s].peakMemory / (1 << 30),
                                                     model.costs.memoryCapacity / (1 << 30));
       emitWarning(module.getLoc()) << "--ptrain-critical-path: stage " << s << " needs about " << gib
-                                   << clusterSpec->gpuName;
+                                   << analysis->getCluster().gpuName;
     }
   }
   NamedAttrList entries(module->getAttrOfType<DictionaryAttr>("ptrain.schedule"));
@@ -75,14 +69,14 @@ void CriticalPathPass::runOnOperation() {
   if (model.dp > 1) {
     SmallVector<Attribute> dpSlack, dpCritical;
     for (int64_t s = 0; s < model.pp; ++s) {
-      std::optional<StepTiming> t = analysis.lookupDataParallel(s);
+      std::optional<StepTiming> t = analysis->lookupDataParallel(s);
       dpSlack.push_back(b.getF64FloatAttr(t ? t->slack : -1.0));
       dpCritical.push_back(b.getBoolAttr(t && t->critical));
     }
     entries.set("dp_all_reduce_slack", b.getArrayAttr(dpSlack));
     entries.set("dp_all_reduce_critical", b.getArrayAttr(dpCritical));
   }
-  entries.set("iteration_time", b.getF64FloatAttr(analysis.getTimeline().iterationTime));
-  entries.set("bubble", b.getF64FloatAttr(analysis.getTimeline().bubble));
+  entries.set("iteration_time", b.getF64FloatAttr(analysis->getTimeline().iterationTime));
+  entries.set("bubble", b.getF64FloatAttr(analysis->getTimeline().bubble));
   module->setAttr("ptrain.schedule", entries.getDictionary(module.getContext()));
 }

@@ -6,7 +6,6 @@
 
 #include "ptrain/Transforms/Passes.h"
 
-#include "ptrain/Analysis/ModuleCluster.h"
 #include "ptrain/Analysis/TimingAnalysis.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -44,19 +43,14 @@ static bool writeJSON(ModuleOp module, StringRef path, StringRef what, const llv
 
 void ReportPass::runOnOperation() {
   ModuleOp module = getOperation();
-  auto clusterSpec = getModuleCluster(module, cluster);
-  if (!clusterSpec) {
-    emitError(module.getLoc()) << "--ptrain-report: " << llvm::toString(clusterSpec.takeError());
+  auto analysis = analyzeModule(module, cluster);
+  if (!analysis) {
+    emitError(module.getLoc()) << "--ptrain-report: " << llvm::toString(analysis.takeError());
     return signalPassFailure();
   }
-  TimingAnalysis analysis(module, *clusterSpec);
-  if (llvm::Error e = analysis.run()) {
-    emitError(module.getLoc()) << "--ptrain-report: " << llvm::toString(std::move(e));
+  analysis->printReport(llvm::errs());
+  if (!json.empty() && !writeJSON(module, json, "report", analysis->toJSON()))
     return signalPassFailure();
-  }
-  analysis.printReport(llvm::errs());
-  if (!json.empty() && !writeJSON(module, json, "report", analysis.toJSON()))
-    return signalPassFailure();
-  if (!trace.empty() && !writeJSON(module, trace, "trace", analysis.toTrace()))
+  if (!trace.empty() && !writeJSON(module, trace, "trace", analysis->toTrace()))
     return signalPassFailure();
 }

@@ -6,7 +6,6 @@
 
 #include "ptrain/Transforms/Passes.h"
 
-#include "ptrain/Analysis/ModuleCluster.h"
 #include "ptrain/Analysis/TimingAnalysis.h"
 
 #include "mlir/IR/Builders.h"
@@ -30,17 +29,12 @@ struct TestTimingAnalysisPass : public ptrain::impl::TestTimingAnalysisPassBase<
 
 void TestTimingAnalysisPass::runOnOperation() {
   ModuleOp module = getOperation();
-  auto clusterSpec = getModuleCluster(module, cluster);
-  if (!clusterSpec) {
-    emitError(module.getLoc()) << "--test-ptrain-timing: " << llvm::toString(clusterSpec.takeError());
+  auto analysis = analyzeModule(module, cluster);
+  if (!analysis) {
+    emitError(module.getLoc()) << "--test-ptrain-timing: " << llvm::toString(analysis.takeError());
     return signalPassFailure();
   }
-  TimingAnalysis analysis(module, *clusterSpec);
-  if (llvm::Error e = analysis.run()) {
-    emitError(module.getLoc()) << "--test-ptrain-timing: " << llvm::toString(std::move(e));
-    return signalPassFailure();
-  }
-  analysis.print(llvm::outs());
+  analysis->print(llvm::outs());
   module->setAttr("ptrain.test.iteration_time",
-                  Builder(module.getContext()).getF64FloatAttr(analysis.getTimeline().iterationTime));
+                  Builder(module.getContext()).getF64FloatAttr(analysis->getTimeline().iterationTime));
 }

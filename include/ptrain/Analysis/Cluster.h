@@ -60,8 +60,9 @@ struct ClusterSpec {
 /// Parses a cluster description. Errors name the field (`gpu.memory_bandwidth: must be > 0`, `nodes:
 /// missing`); unknown fields are errors too, except `description` and `sources` (free-form).
 llvm::Expected<ClusterSpec> parseCluster(const llvm::json::Value &json);
-/// Reads and parses the file at `path`; errors are prefixed with the path.
-llvm::Expected<ClusterSpec> loadCluster(llvm::StringRef path);
+/// Reads and parses the file at `path`; errors are prefixed with the path. With `json`, also returns the
+/// file's JSON value there.
+llvm::Expected<ClusterSpec> loadCluster(llvm::StringRef path, llvm::json::Value *json = nullptr);
 
 /// Where the ranks of a process grid sit on a cluster.
 class Placement {

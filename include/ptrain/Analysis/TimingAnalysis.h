@@ -64,6 +64,10 @@ private:
   Timeline timeline;
 };
 
+/// The passes' entry point: the cluster from `clusterPath` (attached to the module) or from the module's
+/// `ptrain.cluster` (ModuleCluster.h), then TimingAnalysis::run(). Errors as there.
+llvm::Expected<TimingAnalysis> analyzeModule(ModuleOp module, llvm::StringRef clusterPath);
+
 } // namespace mlir::ptrain
 
 #endif // PTRAIN_ANALYSIS_TIMINGANALYSIS_H
