@@ -9,7 +9,6 @@
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
-#include <map>
 #include <queue>
 
 using namespace mlir::ptrain;
@@ -45,8 +44,9 @@ struct Simulator {
   std::vector<std::vector<int>> dependents;
   std::vector<size_t> computePos, commPos;
   std::vector<double> computeFree, commFree;
-  std::map<std::pair<int, int>, double> linkFree;
-  std::map<std::pair<int, int>, int> linkLast;
+  /// Per link direction (src * ranks + dst): when it is free and its last transfer.
+  std::vector<double> linkFree;
+  std::vector<int> linkLast;
   std::vector<bool> done, queued;
   /// Realized predecessors (dependencies, stream and link predecessors) for the slack pass.
   std::vector<std::vector<int>> preds;
@@ -56,6 +56,8 @@ struct Simulator {
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
 
   Simulator(const Plan &plan, Timeline &out) : plan(plan), out(out), n(plan.steps.size()) {}
+
+  size_t link(const PlanStep &s) const { return static_cast<size_t>(s.ranks[0]) * plan.numRanks + s.ranks[1]; }
 
   bool isHead(int id) const {
     const PlanStep &s = plan.steps[id];
@@ -77,8 +79,8 @@ struct Simulator {
     else if (s.kind == PlanStep::Collective)
       for (int r : s.ranks)
         t = std::max(t, commFree[r]);
-    else if (auto it = linkFree.find({s.ranks[0], s.ranks[1]}); it != linkFree.end())
-      t = std::max(t, it->second);
+    else
+      t = std::max(t, linkFree[link(s)]);
     return t;
   }
 
@@ -118,11 +120,11 @@ struct Simulator {
         if (commPos[r] < plan.commOrder[r].size())
           tryQueue(plan.commOrder[r][commPos[r]]);
     } else {
-      std::pair<int, int> link = {s.ranks[0], s.ranks[1]};
-      if (auto it = linkLast.find(link); it != linkLast.end())
-        preds[id].push_back(it->second);
-      linkLast[link] = id;
-      linkFree[link] = out.end[id];
+      size_t l = link(s);
+      if (linkLast[l] >= 0)
+        preds[id].push_back(linkLast[l]);
+      linkLast[l] = id;
+      linkFree[l] = out.end[id];
     }
     for (int d : dependents[id]) {
       depsEnd[d] = std::max(depsEnd[d], out.end[id]);
@@ -142,6 +144,8 @@ struct Simulator {
     commFree.assign(ranks, 0);
     lastOnCompute.assign(ranks, -1);
     lastOnComm.assign(ranks, -1);
+    linkFree.assign(static_cast<size_t>(ranks) * ranks, 0);
+    linkLast.assign(static_cast<size_t>(ranks) * ranks, -1);
     done.assign(n, false);
     queued.assign(n, false);
     preds.assign(n, {});
