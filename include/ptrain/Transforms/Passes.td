@@ -215,10 +215,14 @@ def CriticalPathPass : Pass<"ptrain-critical-path", "::mlir::ModuleOp"> {
 
     ```mlir
     // ptrain-opt step.mlir --ptrain-critical-path="cluster=clusters/h200-node.json"   (pp = 2, 2 micro-batches)
-    module attributes {ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64,
-        table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]],
-        slack = [[0.0, 1.2e-05, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
-        critical = [[true, false, true, true, true], [true, true, true]], ...}}
+    // (the bundled GPT; slack in seconds)
+    module attributes {ptrain.schedule = {bubble = 0.3789 : f64,
+        critical = [[true, false, false, true, true], [true, true, false]],
+        iteration_time = 1.8379E-4 : f64, kind = "1f1b", micro_batches = 2 : i64,
+        send_critical = [[true, true, false, false, false], [false, true, false]],
+        send_slack = [[0.0, 0.0, -1.0, -1.0, -1.0], [2.74E-6, 0.0, -1.0]],
+        slack = [[0.0, 3.80E-5, 2.74E-6, 0.0, 0.0], [0.0, 0.0, 9.26E-8]],
+        table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}}
     ```
   }];
   let options = [
