@@ -29,35 +29,6 @@ namespace {
 using Step = ScheduleStep;
 using Table = std::vector<std::vector<Step>>;
 
-/// GPipe or 1F1B tables for `p` stages and `m` micro-batches.
-Table buildTable(StringRef kind, int64_t p, int64_t m) {
-  Table table(p);
-  for (int64_t s = 0; s < p; ++s) {
-    std::vector<Step> &steps = table[s];
-    if (s == p - 1) {
-      for (int64_t i = 0; i < m; ++i)
-        steps.push_back({Step::ForwardBackward, i});
-    } else if (kind == "gpipe") {
-      for (int64_t i = 0; i < m; ++i)
-        steps.push_back({Step::Forward, i});
-      for (int64_t i = 0; i < m; ++i)
-        steps.push_back({Step::Backward, i});
-    } else {
-      int64_t warmup = std::min(p - s - 1, m);
-      for (int64_t i = 0; i < warmup; ++i)
-        steps.push_back({Step::Forward, i});
-      for (int64_t i = 0; i < m - warmup; ++i) {
-        steps.push_back({Step::Forward, warmup + i});
-        steps.push_back({Step::Backward, i});
-      }
-      for (int64_t i = m - warmup; i < m; ++i)
-        steps.push_back({Step::Backward, i});
-    }
-    steps.push_back({Step::Optimizer, -1});
-  }
-  return table;
-}
-
 /// Executes the table with rendezvous semantics; returns "" or a description of the stuck steps.
 std::string findDeadlock(const Table &table, int64_t m) {
   int64_t p = table.size();
@@ -134,13 +105,12 @@ void SchedulePass::runOnOperation() {
     return signalPassFailure();
   }
   if (auto built = pipeline.getAs<IntegerAttr>("micro_batches"); built && built.getInt() != m) {
-    emitError(module.getLoc()) << "--ptrain-schedule: micro-batches = " << m
-                               << " differs from the training step's " << built.getInt()
-                               << " (its loss gradient is seeded with 1 / micro-batches)";
+    emitError(module.getLoc()) << "--ptrain-schedule: micro-batches = " << m << " differs from the training step's "
+                               << built.getInt() << " (its loss gradient is seeded with 1 / micro-batches)";
     return signalPassFailure();
   }
   int64_t p = stages.size();
-  Table table = buildTable(schedule, p, m);
+  Table table = buildScheduleTable(schedule, p, m);
   if (std::string stuck = findDeadlock(table, m); !stuck.empty()) {
     emitError(module.getLoc()) << "--ptrain-schedule: the " << schedule << " table deadlocks: " << stuck;
     return signalPassFailure();

@@ -24,18 +24,9 @@ namespace mlir::ptrain {
 using namespace mlir;
 using namespace mlir::ptrain;
 
-/// FLOPs of `op`: 2 n k m per matmul output batch element, one per output element otherwise.
-static double opCost(Operation *op) {
-  if (auto mm = dyn_cast<MatmulOp>(op)) {
-    auto lhs = mm.getLhs().getType();
-    return 2.0 * static_cast<double>(mm.getResult().getType().getNumElements()) * lhs.getShape().back();
-  }
-  double cost = 0;
-  for (Value r : op->getResults())
-    if (auto t = dyn_cast<RankedTensorType>(r.getType()))
-      cost += t.getNumElements();
-  return cost;
-}
+/// Balance cost of `op`: its FLOPs from the cost interface (PTrainCost.h; ops without it count one FLOP per
+/// result element).
+static double opCost(Operation *op) { return getOpCost(op).flops; }
 
 namespace {
 
@@ -136,8 +127,8 @@ void SplitStagesPass::runOnOperation() {
   numCutPoints = cutAfter.size();
   if (static_cast<int64_t>(cutAfter.size()) < pp - 1) {
     emitError(forward.getLoc()) << "--ptrain-split-stages: pp = " << pp.getValue() << " needs " << pp - 1
-                        << " cut points but @" << entry << " has only " << cutAfter.size()
-                        << " layer boundaries where a single tensor crosses (more stages than layers)";
+                                << " cut points but @" << entry << " has only " << cutAfter.size()
+                                << " layer boundaries where a single tensor crosses (more stages than layers)";
     return signalPassFailure();
   }
 
@@ -179,9 +170,9 @@ void SplitStagesPass::runOnOperation() {
     size_t end = k + 1 < pp ? cutAfter[cuts[k]] + 1 : work.size();
     Value output = k + 1 < pp ? candidates[cuts[k]] : cast<func::ReturnOp>(body.getTerminator()).getOperand(0);
     std::string name = (entry + "_stage" + std::to_string(k));
-    auto fn = func::FuncOp::create(b, forward.getLoc(), name,
-                                   b.getFunctionType({k == 0 ? forward.getArgumentTypes()[0] : input.getType()},
-                                                     {output.getType()}));
+    auto fn = func::FuncOp::create(
+        b, forward.getLoc(), name,
+        b.getFunctionType({k == 0 ? forward.getArgumentTypes()[0] : input.getType()}, {output.getType()}));
     fn->setAttr("ptrain.stage", b.getI64IntegerAttr(k));
     if (k == 0 && forward.getArgAttr(0, "ptrain.onnx_name"))
       fn.setArgAttr(0, "ptrain.onnx_name", forward.getArgAttr(0, "ptrain.onnx_name"));
@@ -215,7 +206,6 @@ void SplitStagesPass::runOnOperation() {
     begin = end;
     input = output;
   }
-  module->setAttr("ptrain.pipeline",
-                  b.getDictionaryAttr({b.getNamedAttr("pp", b.getI64IntegerAttr(pp)),
-                                       b.getNamedAttr("stages", b.getArrayAttr(stageRefs))}));
+  module->setAttr("ptrain.pipeline", b.getDictionaryAttr({b.getNamedAttr("pp", b.getI64IntegerAttr(pp)),
+                                                          b.getNamedAttr("stages", b.getArrayAttr(stageRefs))}));
 }

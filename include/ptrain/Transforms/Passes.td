@@ -79,8 +79,8 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
   let description = [{
     Splits `@forward` (L0) into `pp` stage functions `@forward_stage<i>` such that exactly one tensor (the
     residual stream, e.g. micro-batch x sequence x hidden) flows from stage i to stage i + 1 and the stages
-    are balanced by cost (FLOPs: 2 n k m per matmul, one per output element elsewhere; the critical-path
-    issue replaces this with the cost interface's time and memory). Values that need no input (parameter
+    are balanced by FLOPs from the cost interface (`CostOpInterface`: 2 n k m per matmul; ops without it
+    count one FLOP per result element). Values that need no input (parameter
     reads, constants, and ops on them only, such as a transposed weight) are not sent but recomputed in every
     stage that uses them: the tied embedding is read by the first stage (token embedding) and the last (LM
     head), each from the same `ptrain.state` symbol. Cuts are at layer boundaries: a cut must start a
@@ -189,6 +189,86 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
   ];
   let statistics = [
     Statistic<"numTransfers", "transfers", "Point-to-point transfers started">,
+  ];
+}
+
+def CriticalPathPass : Pass<"ptrain-critical-path", "::mlir::ModuleOp"> {
+  let summary = "Times the pipeline schedule on a cluster and writes each step's slack and critical flag.";
+  let description = [{
+    Runs the timing analysis (docs/TimingModel.md) on a module after `--ptrain-schedule`: builds the timed
+    plan of one iteration from the schedule table, the stage functions' costs (CostOpInterface) and the
+    cluster description, simulates it (per rank a compute and a communication stream; transfers start when
+    both sides posted and the link direction is free; collectives when all members posted) and computes every
+    step's slack (seconds its duration can grow before the iteration time grows) and the critical path.
+
+    Writes, next to `table` in `ptrain.schedule`, arrays of the table's shape: `slack` (f64 seconds) and
+    `critical` (bool) of each step; `send_slack` and `send_critical` of the transfer the step sends (the
+    activation of `F<i>`, the gradient of `B<i>`/`FB<i>`; -1.0 and false when it sends none); and per stage
+    `dp_all_reduce_slack` / `dp_all_reduce_critical` (when dp > 1), plus `iteration_time` (f64 seconds) and
+    `bubble` ((pipeline time - ideal time) / ideal time). The cluster is read from `cluster=FILE` and
+    attached to the module as `ptrain.cluster` (the file's JSON as a dictionary), or taken from that
+    attribute when no file is given, so a module carries its machine. Warns when a stage's modelled peak
+    memory exceeds the device capacity.
+
+    Fails, naming the field, on a bad cluster file (missing field, negative bandwidth, fewer GPUs than the
+    grid needs), and on a module without `ptrain.pipeline`, `ptrain.schedule` or a grid with axis `pp`.
+
+    ```mlir
+    // ptrain-opt step.mlir --ptrain-critical-path="cluster=clusters/h200-node.json"   (pp = 2, 2 micro-batches)
+    // (the bundled GPT; slack in seconds)
+    module attributes {ptrain.schedule = {bubble = 0.3789 : f64,
+        critical = [[true, false, false, true, true], [true, true, false]],
+        iteration_time = 1.8379E-4 : f64, kind = "1f1b", micro_batches = 2 : i64,
+        send_critical = [[true, true, false, false, false], [false, true, false]],
+        send_slack = [[0.0, 0.0, -1.0, -1.0, -1.0], [2.74E-6, 0.0, -1.0]],
+        slack = [[0.0, 3.80E-5, 2.74E-6, 0.0, 0.0], [0.0, 0.0, 9.26E-8]],
+        table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}}
+    ```
+  }];
+  let options = [
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "Cluster description (JSON, docs/TimingModel.md); empty: the module's ptrain.cluster.">,
+  ];
+}
+
+def ReportPass : Pass<"ptrain-report", "::mlir::ModuleOp"> {
+  let summary = "Prints the plan report and writes it as JSON and as a Perfetto (Chrome trace) timeline.";
+  let description = [{
+    Runs the timing analysis of `--ptrain-critical-path` (docs/TimingModel.md) and prints, on stderr, a
+    readable report: the configuration, the modelled iteration time and bubble, per stage the time split
+    into compute, exposed communication and bubble (idle), the bytes one GPU of each stage sends per
+    iteration on intra- and inter-node links, the critical path, the critical backward sends and dp
+    all-reduces, and memory per device against the capacity. With `json=FILE` writes the report as JSON;
+    with `trace=FILE` a Chrome trace event file (open it in ui.perfetto.dev): one process per stage rank,
+    threads for its compute stream, communication stream and sends, each event with its slack. The IR is not
+    changed (besides `ptrain.cluster` when `cluster=` is given).
+
+    ```
+    // ptrain-opt step.mlir --ptrain-report="cluster=clusters/optimus-cc-a100.json json=r.json trace=t.json"
+    === ptrain plan report ===
+    grid dp=4 tp=8 pp=4, schedule 1f1b, 16 micro-batches
+    iteration time ... ms, bubble ...
+    ```
+  }];
+  let options = [
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "Cluster description (JSON); empty: the module's ptrain.cluster.">,
+    Option<"json", "json", "std::string", /*default=*/"\"\"", "Write the report as JSON to this file.">,
+    Option<"trace", "trace", "std::string", /*default=*/"\"\"", "Write the Chrome trace (Perfetto) to this file.">,
+  ];
+}
+
+def TestTimingAnalysisPass : Pass<"test-ptrain-timing", "::mlir::ModuleOp"> {
+  let summary = "Test only: prints every step of the timed plan with start, end and slack.";
+  let description = [{
+    Exposes the timing analysis (TimingAnalysis::print) to lit: one line per plan step (compute steps,
+    transfers, collectives) with its ranks, start, end and slack in microseconds, critical steps marked `*`,
+    after a line with the iteration time and bubble. Also writes `ptrain.test.iteration_time` (f64 seconds)
+    on the module.
+  }];
+  let options = [
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "Cluster description (JSON); empty: the module's ptrain.cluster.">,
   ];
 }
 

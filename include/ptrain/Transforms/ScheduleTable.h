@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::ptrain {
 
@@ -28,6 +29,10 @@ struct ScheduleStep {
   /// range-checked here).
   static std::optional<ScheduleStep> parse(llvm::StringRef text);
 };
+
+/// The per-stage rows of a `gpipe` or `1f1b` table (any other kind is taken as 1f1b) for `p` stages and `m`
+/// micro-batches, as --ptrain-schedule writes them (its pass description gives the orders).
+std::vector<std::vector<ScheduleStep>> buildScheduleTable(llvm::StringRef kind, int64_t p, int64_t m);
 
 } // namespace mlir::ptrain
 

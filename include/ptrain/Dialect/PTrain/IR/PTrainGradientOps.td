@@ -57,7 +57,7 @@ def PTrain_PadOp : PTrain_GradOp<"pad"> {
   let hasVerifier = 1;
 }
 
-def PTrain_LayerNormGradOp : PTrain_GradOp<"layer_norm_grad"> {
+def PTrain_LayerNormGradOp : PTrain_GradOp<"layer_norm_grad", [DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
   let summary = "Gradients of layer normalization with respect to input, scale and bias.";
   let description = [{
     Recomputes mean and 1/std of `input` over [axis, rank) and returns dx, dscale = sum(dy * xhat) and,
@@ -83,7 +83,7 @@ def PTrain_LayerNormGradOp : PTrain_GradOp<"layer_norm_grad"> {
   let hasVerifier = 1;
 }
 
-def PTrain_SoftmaxGradOp : PTrain_GradOp<"softmax_grad", [SameOperandsAndResultType]> {
+def PTrain_SoftmaxGradOp : PTrain_GradOp<"softmax_grad", [SameOperandsAndResultType, DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
   let summary = "Softmax backward from its output: dx = y * (dy - sum(dy * y, axis)).";
   let description = [{
     ```mlir
@@ -95,7 +95,7 @@ def PTrain_SoftmaxGradOp : PTrain_GradOp<"softmax_grad", [SameOperandsAndResultT
   let assemblyFormat = "$grad `,` $output attr-dict `:` type($grad)";
 }
 
-def PTrain_GeluGradOp : PTrain_GradOp<"gelu_grad", [SameOperandsAndResultType]> {
+def PTrain_GeluGradOp : PTrain_GradOp<"gelu_grad", [SameOperandsAndResultType, DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
   let summary = "GELU backward: dx = dy * gelu'(x), exact or tanh form.";
   let description = [{
     ```mlir
@@ -108,7 +108,7 @@ def PTrain_GeluGradOp : PTrain_GradOp<"gelu_grad", [SameOperandsAndResultType]> 
   let assemblyFormat = "$grad `,` $input attr-dict `:` type($grad)";
 }
 
-def PTrain_EmbeddingGradOp : PTrain_GradOp<"embedding_grad"> {
+def PTrain_EmbeddingGradOp : PTrain_GradOp<"embedding_grad", [DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
   let summary = "Embedding backward: scatter-adds rows of the output gradient into a zero table.";
   let description = [{
     Constraints:
@@ -124,7 +124,7 @@ def PTrain_EmbeddingGradOp : PTrain_GradOp<"embedding_grad"> {
   let hasVerifier = 1;
 }
 
-def PTrain_CrossEntropyGradOp : PTrain_GradOp<"cross_entropy_grad", [AllTypesMatch<["logits", "result"]>]> {
+def PTrain_CrossEntropyGradOp : PTrain_GradOp<"cross_entropy_grad", [AllTypesMatch<["logits", "result"]>, DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
   let summary = "Cross-entropy backward: dlogits = dloss * (softmax(logits) - onehot(labels)) / positions.";
   let description = [{
     Constraints:

@@ -78,4 +78,30 @@ def PTrain_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+
+def PTrain_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::mlir::ptrain";
+  let description = [{
+    The work of one execution of the op on one device, for the timing model (docs/TimingModel.md): floating
+    point operations (FLOPs; a multiply-add counts 2) and bytes read plus written in device memory, for the
+    op's full (unsharded) static shapes. The model turns them into seconds with
+    max(FLOPs / peak FLOP/s, bytes / memory bandwidth) / efficiency.
+
+    Ops that do not implement it get the fallback of `getOpCost` (`PTrainCost.h`): one FLOP per result
+    element and the bytes of all tensor operands and results; structural ops (function calls and returns,
+    constants, state reads and writes) and communication ops (modelled as transfers, not kernels) cost zero.
+
+    Counts per op (elements n of the result unless said; sources: the reference kernels in lib/Runtime):
+    matmul 2 n k (k contracted); layer_norm 8 n; softmax 5 n; gelu 8 n; cross_entropy 5 n of the logits;
+    embedding 0 (a gather; bytes: ids + 2 x result); reshape 0 FLOPs and 0 bytes (a view); transpose 0
+    FLOPs; layer_norm_grad 12 n; softmax_grad 4 n; gelu_grad 12 n; embedding_grad n of the incoming
+    gradient (a scatter-add); cross_entropy_grad 6 n of the logits; adamw 14 n of the parameter.
+  }];
+  let methods = [
+    InterfaceMethod<"FLOPs of one execution of the op.", "double", "getFlops", (ins)>,
+    InterfaceMethod<"Bytes read and written in device memory by one execution of the op.", "double",
+      "getBytesAccessed", (ins), [{}], [{ return ::mlir::ptrain::getOperandAndResultBytes($_op); }]>,
+  ];
+}
+
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAININTERFACES_TD

@@ -20,7 +20,7 @@ class PTrain_ModelOp<string mnemonic, list<Trait> traits = [InferTypeOpAdaptor]>
 
 def PTrain_FloatTensor : RankedTensorOf<[AnyFloat]>;
 
-def PTrain_EmbeddingOp : PTrain_ModelOp<"embedding"> {
+def PTrain_EmbeddingOp : PTrain_ModelOp<"embedding", [InferTypeOpAdaptor, DeclareOpInterfaceMethods<PTrain_CostOpInterface, ["getFlops", "getBytesAccessed"]>]> {
   let summary = "Looks up rows of an embedding table: out[i..., :] = table[ids[i...], :].";
   let description = [{
     ONNX `Gather` with axis 0 on a 2-D table (token and position embeddings). Ids out of [0, V) are a runtime
@@ -76,7 +76,7 @@ def PTrain_UnaryOp : PTrain_ModelOp<"unary", [SameOperandsAndResultType]> {
   let assemblyFormat = "`` $kind $input attr-dict `:` type($input)";
 }
 
-def PTrain_MatmulOp : PTrain_ModelOp<"matmul"> {
+def PTrain_MatmulOp : PTrain_ModelOp<"matmul", [InferTypeOpAdaptor, DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
   let summary = "Batched matrix product with broadcast batch dimensions (ONNX MatMul, rank >= 2).";
   let description = [{
     lhs [..., n, k] x rhs [..., k, m] -> [..., n, m]; the batch dimensions broadcast (numpy rules). FLOPs:
@@ -98,7 +98,7 @@ def PTrain_MatmulOp : PTrain_ModelOp<"matmul"> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
-def PTrain_LayerNormOp : PTrain_ModelOp<"layer_norm"> {
+def PTrain_LayerNormOp : PTrain_ModelOp<"layer_norm", [InferTypeOpAdaptor, DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
   let summary = "Layer normalization over the trailing dimensions from `axis`, with scale and bias.";
   let description = [{
     y = (x - mean) / sqrt(var + epsilon) * scale + bias, mean and (biased) variance over dimensions
@@ -131,7 +131,7 @@ def PTrain_LayerNormOp : PTrain_ModelOp<"layer_norm"> {
   }];
 }
 
-def PTrain_SoftmaxOp : PTrain_ModelOp<"softmax", [SameOperandsAndResultType]> {
+def PTrain_SoftmaxOp : PTrain_ModelOp<"softmax", [SameOperandsAndResultType, DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
   let summary = "Softmax along one dimension.";
   let description = [{
     y = exp(x - max(x)) / sum(exp(x - max(x))) along `axis` (ONNX Softmax-13 semantics; the importer rewrites
@@ -150,7 +150,7 @@ def PTrain_SoftmaxOp : PTrain_ModelOp<"softmax", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def PTrain_GeluOp : PTrain_ModelOp<"gelu", [SameOperandsAndResultType]> {
+def PTrain_GeluOp : PTrain_ModelOp<"gelu", [SameOperandsAndResultType, DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
   let summary = "Gaussian error linear unit, exact (erf) or tanh-approximated.";
   let description = [{
     none: y = x * 0.5 * (1 + erf(x / sqrt(2))); tanh: y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
@@ -167,7 +167,7 @@ def PTrain_GeluOp : PTrain_ModelOp<"gelu", [SameOperandsAndResultType]> {
 }
 
 def PTrain_ReshapeOp : PTrain_Op<"reshape", [Pure,
-    DeclareOpInterfaceMethods<PTrain_GradientOpInterface>]> {
+    DeclareOpInterfaceMethods<PTrain_GradientOpInterface>, DeclareOpInterfaceMethods<PTrain_CostOpInterface, ["getFlops", "getBytesAccessed"]>]> {
   let summary = "Reinterprets a tensor with another static shape of the same element count.";
   let description = [{
     Row-major: the elements keep their order.
@@ -185,7 +185,7 @@ def PTrain_ReshapeOp : PTrain_Op<"reshape", [Pure,
   let hasVerifier = 1;
 }
 
-def PTrain_TransposeOp : PTrain_ModelOp<"transpose"> {
+def PTrain_TransposeOp : PTrain_ModelOp<"transpose", [InferTypeOpAdaptor, DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
   let summary = "Permutes dimensions: result dimension i is input dimension perm[i].";
   let description = [{
     Constraints:
@@ -222,7 +222,7 @@ def PTrain_SplitOp : PTrain_ModelOp<"split"> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
 }
 
-def PTrain_CrossEntropyOp : PTrain_ModelOp<"cross_entropy"> {
+def PTrain_CrossEntropyOp : PTrain_ModelOp<"cross_entropy", [InferTypeOpAdaptor, DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
   let summary = "Mean softmax cross-entropy of logits against integer labels (next-token loss).";
   let description = [{
     loss = mean over all positions of (logsumexp(logits[p, :]) - logits[p, label[p]]), in nats; the class

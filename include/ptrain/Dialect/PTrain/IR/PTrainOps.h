@@ -11,6 +11,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainCost.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainDialect.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTypes.h"
 

@@ -28,7 +28,7 @@ def PTrain_LRScheduleAttr : AttrDef<PTrain_Dialect, "LRSchedule"> {
   let genVerifyDecl = 1;
 }
 
-def PTrain_AdamWOp : PTrain_Op<"adamw", [Pure, AllTypesMatch<["param", "grad", "m", "v", "new_param", "new_m", "new_v"]>]> {
+def PTrain_AdamWOp : PTrain_Op<"adamw", [Pure, DeclareOpInterfaceMethods<PTrain_CostOpInterface>, AllTypesMatch<["param", "grad", "m", "v", "new_param", "new_m", "new_v"]>]> {
   let summary = "One AdamW step of a parameter with its moments; returns the new parameter and moments.";
   let description = [{
     Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019, Algorithm 2, with bias

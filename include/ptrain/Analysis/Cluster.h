@@ -1,0 +1,97 @@
+//===- Cluster.h - the cluster description of the timing model ---*- C++ -*-===//
+//
+// The machine a plan is timed on (DESIGN decision 11): nodes, GPUs per node, per-GPU peak FLOP/s per dtype,
+// memory bandwidth and capacity, intra- and inter-node links, and how the axes of the process grid are laid
+// out over the ranks. Read from a JSON file whose schema is documented in docs/TimingModel.md; shipped
+// files are in clusters/.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_ANALYSIS_CLUSTER_H
+#define PTRAIN_ANALYSIS_CLUSTER_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir::ptrain {
+
+/// One kind of link, per direction.
+struct LinkSpec {
+  /// Bytes per second in one direction (intra-node: per GPU; inter-node: per node, all NICs together).
+  double bandwidth = 0;
+  /// Seconds per message (the alpha of alpha-beta), > 0 not required (0 is allowed).
+  double latency = 0;
+};
+
+/// A parsed and checked cluster description.
+struct ClusterSpec {
+  std::string name;
+  int64_t nodes = 0;
+  int64_t gpusPerNode = 0;
+  std::string gpuName;
+  /// Peak FLOP/s per dtype key ("f32", "tf32", "f16", "bf16", "f64", ...).
+  llvm::StringMap<double> peakFlops;
+  /// The peak_flops key used by f32 matmuls (e.g. "tf32" where the framework runs f32 GEMMs on TF32 tensor
+  /// cores); "f32" by default.
+  std::string f32MatmulDtype = "f32";
+  /// Device memory bandwidth (bytes/s) and capacity (bytes).
+  double memoryBandwidth = 0;
+  double memoryCapacity = 0;
+  /// Fraction of the roofline an op reaches: op time = max(FLOPs / peak, bytes / bandwidth) / efficiency.
+  double efficiency = 1;
+  LinkSpec intraNode, interNode;
+  /// Grid axes from the innermost (neighbouring ranks, same node) to the outermost. Grid axes not listed
+  /// come after, in the grid's order. Default: tp, dp, pp (Megatron-LM's rank order).
+  std::vector<std::string> axisOrder = {"tp", "dp", "pp"};
+
+  /// Peak FLOP/s for results of element type `dtype` ("f32", "bf16", ...); `matmul` selects
+  /// f32MatmulDtype for f32. Fails naming the missing field gpu.peak_flops.<key>.
+  llvm::Expected<double> getPeakFlops(llvm::StringRef dtype, bool matmul) const;
+};
+
+/// Parses a cluster description. Errors name the field (`gpu.memory_bandwidth: must be > 0`, `nodes:
+/// missing`); unknown fields are errors too, except `description` and `sources` (free-form).
+llvm::Expected<ClusterSpec> parseCluster(const llvm::json::Value &json);
+/// Reads and parses the file at `path`; errors are prefixed with the path. With `json`, also returns the
+/// file's JSON value there.
+llvm::Expected<ClusterSpec> loadCluster(llvm::StringRef path, llvm::json::Value *json = nullptr);
+
+/// Where the ranks of a process grid sit on a cluster.
+class Placement {
+public:
+  /// `axes`: the grid's (name, size) pairs in the grid's order. Fails when the grid has more ranks than the
+  /// cluster has GPUs (naming both counts), or a name in the cluster's axis_order appears twice.
+  static llvm::Expected<Placement> create(const ClusterSpec &cluster,
+                                          llvm::ArrayRef<std::pair<std::string, int64_t>> axes);
+
+  /// Size of axis `name`; 1 when the grid has no such axis.
+  int64_t getAxisSize(llvm::StringRef name) const;
+  int64_t getNumRanks() const { return numRanks; }
+  /// The node of the rank with the given coordinate per axis (in the grid's axis order).
+  int64_t getNode(llvm::ArrayRef<int64_t> coords) const;
+  /// True when some pair of ranks that differ only in the coordinates of `axes` sits on different nodes.
+  bool crossesNodes(llvm::ArrayRef<std::string> axes) const;
+  /// Largest number of ranks on one node that share their coordinate on axis `axis` (the GPUs of a node that
+  /// run the same pipeline stage and so use the node's NICs at the same time).
+  int64_t getMaxRanksPerNodeWithSame(llvm::StringRef axis) const;
+
+private:
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides; // linear rank = sum coords[i] * strides[i]
+  int64_t gpusPerNode = 1;
+  int64_t numRanks = 1;
+  void forEachRank(llvm::function_ref<void(llvm::ArrayRef<int64_t>)> fn) const;
+};
+
+} // namespace mlir::ptrain
+
+#endif // PTRAIN_ANALYSIS_CLUSTER_H

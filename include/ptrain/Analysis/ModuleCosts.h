@@ -1,0 +1,78 @@
+//===- ModuleCosts.h - per-stage costs of a scheduled module -------*- C++ -*-===//
+//
+// Reads a module after --ptrain-schedule (grid, `ptrain.pipeline`, `ptrain.schedule`, the stage functions
+// of --ptrain-build-training-step) and a cluster, and derives the PipelineCosts the plan is built from
+// (docs/TimingModel.md):
+//
+// * op time = max(FLOPs / peak FLOP/s of its dtype, bytes / memory bandwidth) / efficiency (CostOpInterface,
+//   PTrainCost.h), summed over a function (callees included);
+// * tensor parallelism is not sharded in the IR yet: a stage's compute is divided by tp, and each layer
+//   (one attention, i.e. one softmax) adds Megatron's all-reduces of the b x s x h activation: 2 per forward,
+//   4 per backward (recomputed forward + backward), 4 per fused forward-backward (Shoeybi et al.,
+//   "Megatron-LM", 2019, section 3). This is replaced by the IR's own collectives once --ptrain-shard-tp
+//   exists;
+// * messages: latency + bytes / bandwidth; NCCL ring collectives over n ranks: 2(n-1) latencies +
+//   2(n-1)/n bytes / bandwidth for all-reduce (NCCL's bus-bandwidth factor; docs/performance in
+//   nccl-tests); inter-node bandwidth per GPU = the node's bandwidth / the GPUs of the node holding the
+//   same stage (they communicate at the same time);
+// * memory per device: parameters, gradient accumulators and optimizer moments the stage's functions use
+//   (/ tp), the stage inputs kept for micro-batches in flight (forward done, backward not yet), and the sum of
+//   all op results of the stage's backward (an upper bound on the working set of one recomputed micro-batch,
+//   / tp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_ANALYSIS_MODULECOSTS_H
+#define PTRAIN_ANALYSIS_MODULECOSTS_H
+
+#include "ptrain/Analysis/Cluster.h"
+#include "ptrain/Analysis/PipelinePlan.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::ptrain {
+
+/// What a stage costs, with the details the report shows.
+struct StageDetails {
+  std::string forwardFunction;
+  int64_t layers = 0;
+  /// FLOPs per micro-batch of the stage's forward and backward (full, unsharded).
+  double forwardFlops = 0, backwardFlops = 0;
+  /// Seconds of the TP all-reduces inside one F and one B (or FB) step.
+  double tpForwardSeconds = 0, tpBackwardSeconds = 0;
+  /// Bytes each GPU sends in the TP all-reduces of one F and one B (or FB) step (2(tp-1)/tp of the data per
+  /// all-reduce), and whether the TP group crosses nodes.
+  double tpForwardBytes = 0, tpBackwardBytes = 0;
+  bool tpInterNode = false;
+  /// Bytes per device: parameters; parameters + gradients + moments; in-flight stage inputs; working set.
+  double parameterBytes = 0, stateBytes = 0, activationBytes = 0, workingBytes = 0;
+  /// Micro-batches in flight at the peak (forward done, backward not yet).
+  int64_t inFlight = 0;
+};
+
+/// The timing model of a scheduled module.
+struct ModuleTimingModel {
+  int64_t dp = 1, tp = 1, pp = 1, microBatches = 0;
+  std::string scheduleKind;
+  PipelineCosts costs;
+  std::vector<StageDetails> stages;
+};
+
+/// Derives the timing model of `module` on `cluster`. Fails, naming what is missing, when the module has
+/// no `ptrain.pipeline` or `ptrain.schedule`, no grid with an axis pp of the pipeline's size, a stage
+/// function is missing, a table entry is malformed, the cluster has fewer GPUs than the grid, or a peak
+/// FLOP/s the ops need is missing from the cluster.
+llvm::Expected<ModuleTimingModel> buildModuleTimingModel(ModuleOp module, const ClusterSpec &cluster);
+
+/// Seconds of an all-reduce of `bytes` per rank over `n` ranks on a link (NCCL ring: 2(n-1) latencies and
+/// 2(n-1)/n of the bytes at `bandwidth`); 0 when n <= 1.
+double allReduceSeconds(double bytes, int64_t n, double bandwidth, double latency);
+/// Seconds of a reduce-scatter or all-gather ((n-1) latencies, (n-1)/n of the bytes); 0 when n <= 1.
+double reduceScatterSeconds(double bytes, int64_t n, double bandwidth, double latency);
+
+} // namespace mlir::ptrain
+
+#endif // PTRAIN_ANALYSIS_MODULECOSTS_H

@@ -1,0 +1,73 @@
+//===- TimingAnalysis.h - iteration time, slack and critical path -*- C++ -*-===//
+//
+// The analysis of a scheduled module on a cluster (STYLE habit 8): builds the timing model
+// (ModuleCosts.h), the plan (PipelinePlan.h) and simulates it (TimingPlan.h). Used by
+// --ptrain-critical-path, --ptrain-report and --test-ptrain-timing (docs/TimingModel.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_ANALYSIS_TIMINGANALYSIS_H
+#define PTRAIN_ANALYSIS_TIMINGANALYSIS_H
+
+#include "ptrain/Analysis/ModuleCosts.h"
+#include "ptrain/Analysis/PipelinePlan.h"
+#include "ptrain/Analysis/TimingPlan.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+namespace mlir::ptrain {
+
+/// Timing of one step, in seconds.
+struct StepTiming {
+  double start = 0, end = 0, slack = 0;
+  bool critical = false;
+};
+
+class TimingAnalysis {
+public:
+  TimingAnalysis(ModuleOp module, ClusterSpec cluster) : module(module), cluster(std::move(cluster)) {}
+
+  /// Builds and simulates the plan. Errors name what is missing in the module or the cluster.
+  llvm::Error run();
+
+  /// The table entry `index` of stage `stage`; std::nullopt when out of range.
+  std::optional<StepTiming> lookup(int64_t stage, int64_t index) const;
+  /// The transfer the table entry sends (activation or gradient); std::nullopt when it sends none.
+  std::optional<StepTiming> lookupSend(int64_t stage, int64_t index) const;
+  /// The stage's dp all-reduce; std::nullopt when dp = 1.
+  std::optional<StepTiming> lookupDataParallel(int64_t stage) const;
+
+  /// Every step with start, end and slack (microseconds), critical steps marked `*`.
+  void print(llvm::raw_ostream &os) const;
+  /// The readable report: configuration, time split, traffic per link kind, critical path, memory.
+  void printReport(llvm::raw_ostream &os) const;
+  /// The report as JSON (schema in docs/TimingModel.md).
+  llvm::json::Value toJSON() const;
+  /// A Chrome trace (Perfetto) with one process per stage rank and one thread per stream.
+  llvm::json::Value toTrace() const;
+
+  const ModuleTimingModel &getModel() const { return model; }
+  const Plan &getPlan() const { return plan; }
+  const Timeline &getTimeline() const { return timeline; }
+  const PipelinePlanIndex &getIndex() const { return index; }
+  const ClusterSpec &getCluster() const { return cluster; }
+
+private:
+  StepTiming timingOf(int id) const;
+
+  ModuleOp module;
+  ClusterSpec cluster;
+  ModuleTimingModel model;
+  Plan plan;
+  PipelinePlanIndex index;
+  Timeline timeline;
+};
+
+/// The passes' entry point: the cluster from `clusterPath` (attached to the module) or from the module's
+/// `ptrain.cluster` (ModuleCluster.h), then TimingAnalysis::run(). Errors as there.
+llvm::Expected<TimingAnalysis> analyzeModule(ModuleOp module, llvm::StringRef clusterPath);
+
+} // namespace mlir::ptrain
+
+#endif // PTRAIN_ANALYSIS_TIMINGANALYSIS_H

@@ -1,0 +1,98 @@
+//===- TimingPlan.h - plan of timed steps and its event simulation -*- C++ -*-===//
+//
+// The timing model of DESIGN decision 6 on a plain C++ plan, independent of the IR so that tests build
+// synthetic plans (docs/TimingModel.md):
+//
+// * every rank has a compute stream and a communication stream, each running its steps in order;
+// * a compute step starts when the previous step of its stream has ended and its dependencies have ended;
+// * a point-to-point transfer starts when both sides have posted (its dependencies, which include the
+//   sender's producing step and the receiver's step before the consumer, have ended) and its link direction
+//   (src -> dst) is free; transfers ready on one link go in order of readiness;
+// * a collective starts when all members have posted: it is at the head of every member's communication
+//   stream and its dependencies have ended.
+//
+// After simulate(): start and end of every step, the iteration time, each step's slack (how much its
+// duration can grow before the iteration time grows, with the order on every stream and link fixed) and the
+// critical steps (slack 0).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_ANALYSIS_TIMINGPLAN_H
+#define PTRAIN_ANALYSIS_TIMINGPLAN_H
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::ptrain {
+
+/// One timed step of a plan.
+struct PlanStep {
+  enum Kind { Compute, Transfer, Collective };
+  /// What the step is, for reports and tests.
+  enum Category { Forward, Backward, ForwardBackward, Optimizer, SendForward, SendBackward, DataParallel, Tied };
+
+  Kind kind = Compute;
+  Category category = Forward;
+  /// Compute: {rank}; Transfer: {src, dst}; Collective: its members (the ranks whose comm stream it uses).
+  std::vector<int> ranks;
+  /// Seconds.
+  double duration = 0;
+  /// Steps that must end before this one can start (indices into Plan::steps).
+  std::vector<int> deps;
+  /// Report data: name ("F3", "send F3 0->1", "dp all-reduce"), bytes moved per rank (communication),
+  /// whether the traffic crosses nodes, the schedule position (stage, index in the stage's table row, -1
+  /// when the step is not a table entry) and the micro-batch (-1 if none).
+  std::string name;
+  double bytes = 0;
+  bool interNode = false;
+  int stage = -1;
+  int tableIndex = -1;
+  int microBatch = -1;
+};
+
+/// A plan: steps, the stream order per rank, and memory per rank.
+struct Plan {
+  int numRanks = 0;
+  std::vector<PlanStep> steps;
+  /// Per rank, the compute steps and the collectives (communication stream) in stream order.
+  std::vector<std::vector<int>> computeOrder, commOrder;
+  /// Per rank: peak device memory in bytes (see PlanBuilder.h for what is counted); capacity of one device.
+  std::vector<double> peakMemory;
+  double memoryCapacity = 0;
+
+  /// Appends a step and, for compute steps and collectives, puts it at the end of its streams. Returns its
+  /// index.
+  int add(PlanStep step);
+};
+
+/// The result of simulating a plan.
+struct Timeline {
+  std::vector<double> start, end, slack;
+  std::vector<bool> critical;
+  /// Seconds from the first start (0) to the last end.
+  double iterationTime = 0;
+  /// One critical path, first step to last (a chain of steps each starting when its predecessor ends).
+  std::vector<int> criticalPath;
+  /// Bubble: (end of the last F/B/FB step on any rank - the largest per-rank F/B/FB busy time) / that busy
+  /// time. (p - 1) / m for 1F1B and GPipe with uniform stages and free communication.
+  double bubble = 0;
+  /// Per rank, seconds over [0, iterationTime]: compute busy, compute idle while waiting for a transfer or a
+  /// collective it depends on (exposed communication), other idle time (bubble).
+  std::vector<double> computeTime, exposedCommTime, idleTime;
+  /// Number of events processed (steps scheduled plus stale queue entries), for the benchmark.
+  int64_t events = 0;
+};
+
+/// Simulates `plan`. Fails (returns false, with `error` set) when the plan deadlocks: some step can never
+/// start (a dependency cycle through the stream orders), naming the first such step.
+bool simulate(const Plan &plan, Timeline &out, std::string &error);
+
+/// Prints every step: name, ranks, start, end, slack in microseconds, and a `*` for critical steps.
+void printTimeline(const Plan &plan, const Timeline &timeline, llvm::raw_ostream &os);
+
+} // namespace mlir::ptrain
+
+#endif // PTRAIN_ANALYSIS_TIMINGPLAN_H

@@ -1,0 +1,296 @@
+//===- Cluster.cpp - the cluster description of the timing model -*- C++ -*-===//
+
+#include "ptrain/Analysis/Cluster.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <map>
+
+using namespace mlir::ptrain;
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+namespace json = llvm::json;
+
+static Error fieldError(const llvm::Twine &field, const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), field + ": " + what);
+}
+
+namespace {
+/// Reads the fields of one JSON object, tracking which were used so that unknown ones are errors.
+class ObjectReader {
+public:
+  ObjectReader(const json::Object &object, std::string path) : object(object), path(std::move(path)) {}
+
+  std::string field(StringRef name) const { return path.empty() ? name.str() : path + "." + name.str(); }
+
+  Expected<const json::Value *> get(StringRef name, bool optional = false) {
+    used.insert(name);
+    const json::Value *v = object.get(name);
+    if (!v && !optional)
+      return fieldError(field(name), "missing");
+    return v;
+  }
+  /// A number > 0 (or >= 0 with `allowZero`).
+  Expected<double> positive(StringRef name, bool allowZero = false) {
+    auto v = get(name);
+    if (!v)
+      return v.takeError();
+    std::optional<double> d = (*v)->getAsNumber();
+    if (!d)
+      return fieldError(field(name), "must be a number");
+    if (allowZero ? *d < 0 : *d <= 0)
+      return fieldError(field(name), allowZero ? "must be >= 0, got " + std::to_string(*d)
+                                               : "must be > 0, got " + std::to_string(*d));
+    return *d;
+  }
+  Expected<int64_t> positiveInt(StringRef name) {
+    auto v = get(name);
+    if (!v)
+      return v.takeError();
+    std::optional<int64_t> i = (*v)->getAsInteger();
+    if (!i || *i < 1)
+      return fieldError(field(name), "must be an integer >= 1");
+    return *i;
+  }
+  Expected<std::string> string(StringRef name, bool optional = false, std::string def = "") {
+    auto v = get(name, optional);
+    if (!v)
+      return v.takeError();
+    if (!*v)
+      return def;
+    std::optional<StringRef> s = (*v)->getAsString();
+    if (!s)
+      return fieldError(field(name), "must be a string");
+    return s->str();
+  }
+  Expected<ObjectReader> object_(StringRef name) {
+    auto v = get(name);
+    if (!v)
+      return v.takeError();
+    const json::Object *o = (*v)->getAsObject();
+    if (!o)
+      return fieldError(field(name), "must be an object");
+    return ObjectReader(*o, field(name));
+  }
+  Error checkNoUnknown() const {
+    for (const auto &kv : object)
+      if (!used.contains(kv.first))
+        return fieldError(field(kv.first), "unknown field");
+    return Error::success();
+  }
+
+  const json::Object &object;
+  std::string path;
+  llvm::StringSet<> used;
+};
+} // namespace
+
+#define TRY(var, expr)                                                                                                 \
+  auto var##OrErr = (expr);                                                                                            \
+  if (!var##OrErr)                                                                                                     \
+    return var##OrErr.takeError();                                                                                     \
+  auto var = std::move(*var##OrErr);
+
+static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name) {
+  TRY(reader, parent.object_(name));
+  LinkSpec link;
+  TRY(bandwidth, reader.positive("bandwidth"));
+  TRY(latency, reader.positive("latency", /*allowZero=*/true));
+  link.bandwidth = bandwidth;
+  link.latency = latency;
+  if (Error e = reader.checkNoUnknown())
+    return std::move(e);
+  return link;
+}
+
+Expected<ClusterSpec> mlir::ptrain::parseCluster(const json::Value &value) {
+  const json::Object *root = value.getAsObject();
+  if (!root)
+    return fieldError("cluster", "must be a JSON object");
+  ObjectReader reader(*root, "");
+  ClusterSpec c;
+  reader.used.insert("description");
+  reader.used.insert("sources");
+  TRY(name, reader.string("name", /*optional=*/true, "cluster"));
+  c.name = name;
+  TRY(nodes, reader.positiveInt("nodes"));
+  c.nodes = nodes;
+  TRY(gpusPerNode, reader.positiveInt("gpus_per_node"));
+  c.gpusPerNode = gpusPerNode;
+
+  TRY(gpu, reader.object_("gpu"));
+  TRY(gpuName, gpu.string("name", /*optional=*/true, "gpu"));
+  c.gpuName = gpuName;
+  TRY(peak, gpu.object_("peak_flops"));
+  if (peak.object.empty())
+    return fieldError(peak.path, "needs at least one dtype (e.g. \"f32\")");
+  for (const auto &kv : peak.object) {
+    TRY(flops, peak.positive(kv.first));
+    c.peakFlops[kv.first.str()] = flops;
+  }
+  TRY(f32Matmul, gpu.string("f32_matmul_dtype", /*optional=*/true, "f32"));
+  c.f32MatmulDtype = f32Matmul;
+  if (!c.peakFlops.count(c.f32MatmulDtype))
+    return fieldError(gpu.field("f32_matmul_dtype"), "'" + c.f32MatmulDtype + "' is not a key of gpu.peak_flops");
+  TRY(memoryBandwidth, gpu.positive("memory_bandwidth"));
+  c.memoryBandwidth = memoryBandwidth;
+  TRY(memoryCapacity, gpu.positive("memory_capacity"));
+  c.memoryCapacity = memoryCapacity;
+  TRY(efficiency, gpu.positive("efficiency"));
+  if (efficiency > 1)
+    return fieldError(gpu.field("efficiency"), "must be in (0, 1], got " + std::to_string(efficiency));
+  c.efficiency = efficiency;
+  if (Error e = gpu.checkNoUnknown())
+    return std::move(e);
+
+  TRY(intra, parseLink(reader, "intra_node"));
+  c.intraNode = intra;
+  TRY(inter, parseLink(reader, "inter_node"));
+  c.interNode = inter;
+
+  TRY(order, reader.get("axis_order", /*optional=*/true));
+  if (order) {
+    const json::Array *axes = order->getAsArray();
+    if (!axes)
+      return fieldError("axis_order", "must be an array of grid axis names, innermost first");
+    c.axisOrder.clear();
+    llvm::StringSet<> seen;
+    for (const json::Value &axis : *axes) {
+      std::optional<StringRef> s = axis.getAsString();
+      if (!s)
+        return fieldError("axis_order", "must be an array of grid axis names, innermost first");
+      if (!seen.insert(*s).second)
+        return fieldError("axis_order", "axis '" + *s + "' appears twice");
+      c.axisOrder.push_back(s->str());
+    }
+  }
+  if (Error e = reader.checkNoUnknown())
+    return std::move(e);
+  return c;
+}
+
+static Expected<json::Value> readClusterFile(StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(),
+                                   "cannot read cluster file '" + path + "': " + buffer.getError().message());
+  auto value = json::parse((*buffer)->getBuffer());
+  if (!value)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cluster file '" + path + "': " + llvm::toString(value.takeError()));
+  return value;
+}
+
+Expected<ClusterSpec> mlir::ptrain::loadCluster(StringRef path, json::Value *jsonOut) {
+  auto value = readClusterFile(path);
+  if (!value)
+    return value.takeError();
+  auto cluster = parseCluster(*value);
+  if (jsonOut)
+    *jsonOut = std::move(*value);
+  if (!cluster)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cluster file '" + path + "': " + llvm::toString(cluster.takeError()));
+  return cluster;
+}
+
+Expected<double> ClusterSpec::getPeakFlops(StringRef dtype, bool matmul) const {
+  std::string key = matmul && dtype == "f32" ? f32MatmulDtype : dtype.str();
+  auto it = peakFlops.find(key);
+  if (it == peakFlops.end())
+    return fieldError("gpu.peak_flops." + key, "missing (needed for " + dtype + (matmul ? " matmuls)" : " ops)"));
+  return it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// Placement
+//===----------------------------------------------------------------------===//
+
+Expected<Placement> Placement::create(const ClusterSpec &cluster,
+                                      llvm::ArrayRef<std::pair<std::string, int64_t>> axes) {
+  Placement p;
+  p.gpusPerNode = cluster.gpusPerNode;
+  for (const auto &[name, size] : axes) {
+    p.names.push_back(name);
+    p.sizes.push_back(size);
+    p.numRanks *= size;
+  }
+  if (p.numRanks > cluster.nodes * cluster.gpusPerNode)
+    return fieldError("nodes", "the grid needs " + std::to_string(p.numRanks) + " GPUs but the cluster has " +
+                                   std::to_string(cluster.nodes) + " x " + std::to_string(cluster.gpusPerNode) + " = " +
+                                   std::to_string(cluster.nodes * cluster.gpusPerNode));
+  // Innermost first: the axes of axis_order present in the grid, then the others in the grid's order
+  // reversed (the grid's last axis varies fastest).
+  std::vector<size_t> order;
+  for (const std::string &name : cluster.axisOrder)
+    for (size_t i = 0; i < p.names.size(); ++i)
+      if (p.names[i] == name)
+        order.push_back(i);
+  for (size_t i = p.names.size(); i-- > 0;)
+    if (!llvm::is_contained(order, i))
+      order.push_back(i);
+  p.strides.assign(p.names.size(), 0);
+  int64_t stride = 1;
+  for (size_t i : order) {
+    p.strides[i] = stride;
+    stride *= p.sizes[i];
+  }
+  return p;
+}
+
+int64_t Placement::getAxisSize(StringRef name) const {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name)
+      return sizes[i];
+  return 1;
+}
+
+int64_t Placement::getNode(llvm::ArrayRef<int64_t> coords) const {
+  int64_t rank = 0;
+  for (size_t i = 0; i < coords.size(); ++i)
+    rank += coords[i] * strides[i];
+  return rank / gpusPerNode;
+}
+
+void Placement::forEachRank(llvm::function_ref<void(llvm::ArrayRef<int64_t>)> fn) const {
+  std::vector<int64_t> coords(names.size(), 0);
+  for (int64_t r = 0; r < numRanks; ++r) {
+    fn(coords);
+    for (size_t i = coords.size(); i-- > 0;) {
+      if (++coords[i] < sizes[i])
+        break;
+      coords[i] = 0;
+    }
+  }
+}
+
+bool Placement::crossesNodes(llvm::ArrayRef<std::string> axes) const {
+  // A group is the set of ranks sharing the coordinates of the other axes: compare each rank's node with the
+  // node of its group's first member.
+  bool crosses = false;
+  forEachRank([&](llvm::ArrayRef<int64_t> coords) {
+    std::vector<int64_t> first(coords.begin(), coords.end());
+    for (size_t i = 0; i < names.size(); ++i)
+      if (llvm::is_contained(axes, names[i]))
+        first[i] = 0;
+    crosses |= getNode(coords) != getNode(first);
+  });
+  return crosses;
+}
+
+int64_t Placement::getMaxRanksPerNodeWithSame(StringRef axis) const {
+  std::map<std::pair<int64_t, int64_t>, int64_t> count; // (node, coordinate) -> ranks
+  int64_t axisIndex = -1;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == axis)
+      axisIndex = i;
+  int64_t best = 0;
+  forEachRank([&](llvm::ArrayRef<int64_t> coords) {
+    int64_t c = axisIndex < 0 ? 0 : coords[axisIndex];
+    best = std::max(best, ++count[{getNode(coords), c}]);
+  });
+  return best;
+}

@@ -1,0 +1,62 @@
+//===- TimingAnalysis.cpp - iteration time, slack and critical path -*- C++ -*-===//
+//
+// See TimingAnalysis.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Analysis/TimingAnalysis.h"
+
+#include "ptrain/Analysis/ModuleCluster.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+llvm::Error TimingAnalysis::run() {
+  auto built = buildModuleTimingModel(module, cluster);
+  if (!built)
+    return built.takeError();
+  model = std::move(*built);
+  auto p = buildPipelinePlan(model.costs, index);
+  if (!p)
+    return p.takeError();
+  plan = std::move(*p);
+  std::string error;
+  if (!simulate(plan, timeline, error))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), error);
+  return llvm::Error::success();
+}
+
+StepTiming TimingAnalysis::timingOf(int id) const {
+  return {timeline.start[id], timeline.end[id], timeline.slack[id], static_cast<bool>(timeline.critical[id])};
+}
+
+std::optional<StepTiming> TimingAnalysis::lookup(int64_t stage, int64_t i) const {
+  if (stage < 0 || stage >= static_cast<int64_t>(index.tableSteps.size()) || i < 0 ||
+      i >= static_cast<int64_t>(index.tableSteps[stage].size()))
+    return std::nullopt;
+  return timingOf(index.tableSteps[stage][i]);
+}
+
+std::optional<StepTiming> TimingAnalysis::lookupSend(int64_t stage, int64_t i) const {
+  if (!lookup(stage, i) || index.sendSteps[stage][i] < 0)
+    return std::nullopt;
+  return timingOf(index.sendSteps[stage][i]);
+}
+
+std::optional<StepTiming> TimingAnalysis::lookupDataParallel(int64_t stage) const {
+  if (stage < 0 || stage >= static_cast<int64_t>(index.dataParallelSteps.size()) || index.dataParallelSteps[stage] < 0)
+    return std::nullopt;
+  return timingOf(index.dataParallelSteps[stage]);
+}
+
+void TimingAnalysis::print(llvm::raw_ostream &os) const { printTimeline(plan, timeline, os); }
+
+llvm::Expected<TimingAnalysis> mlir::ptrain::analyzeModule(ModuleOp module, StringRef clusterPath) {
+  auto cluster = getModuleCluster(module, clusterPath);
+  if (!cluster)
+    return cluster.takeError();
+  TimingAnalysis analysis(module, std::move(*cluster));
+  if (llvm::Error e = analysis.run())
+    return std::move(e);
+  return analysis;
+}

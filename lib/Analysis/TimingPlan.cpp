@@ -1,0 +1,276 @@
+//===- TimingPlan.cpp - event simulation of a timed plan -----------*- C++ -*-===//
+//
+// See TimingPlan.h and docs/TimingModel.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Analysis/TimingPlan.h"
+
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+#include <queue>
+
+using namespace mlir::ptrain;
+
+int Plan::add(PlanStep step) {
+  int id = steps.size();
+  int maxRank = numRanks - 1;
+  for (int r : step.ranks)
+    maxRank = std::max(maxRank, r);
+  if (maxRank >= numRanks) {
+    numRanks = maxRank + 1;
+    computeOrder.resize(numRanks);
+    commOrder.resize(numRanks);
+    peakMemory.resize(numRanks, 0);
+  }
+  if (step.kind == PlanStep::Compute)
+    computeOrder[step.ranks.front()].push_back(id);
+  else if (step.kind == PlanStep::Collective)
+    for (int r : step.ranks)
+      commOrder[r].push_back(id);
+  steps.push_back(std::move(step));
+  return id;
+}
+
+namespace {
+/// The state of one simulation.
+struct Simulator {
+  const Plan &plan;
+  Timeline &out;
+  size_t n;
+  std::vector<int> depsLeft;
+  std::vector<double> depsEnd;
+  std::vector<std::vector<int>> dependents;
+  std::vector<size_t> computePos, commPos;
+  std::vector<double> computeFree, commFree;
+  /// Per link direction (src * ranks + dst): when it is free and its last transfer.
+  std::vector<double> linkFree;
+  std::vector<int> linkLast;
+  std::vector<bool> done, queued;
+  /// Realized predecessors (dependencies, stream and link predecessors) for the slack pass.
+  std::vector<std::vector<int>> preds;
+  std::vector<int> lastOnCompute, lastOnComm;
+  std::vector<int> order; // scheduling order
+  using Entry = std::pair<double, int>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+
+  Simulator(const Plan &plan, Timeline &out) : plan(plan), out(out), n(plan.steps.size()) {}
+
+  size_t link(const PlanStep &s) const { return static_cast<size_t>(s.ranks[0]) * plan.numRanks + s.ranks[1]; }
+
+  bool isHead(int id) const {
+    const PlanStep &s = plan.steps[id];
+    if (s.kind == PlanStep::Compute) {
+      int r = s.ranks.front();
+      return computePos[r] < plan.computeOrder[r].size() && plan.computeOrder[r][computePos[r]] == id;
+    }
+    if (s.kind == PlanStep::Collective)
+      return llvm::all_of(
+          s.ranks, [&](int r) { return commPos[r] < plan.commOrder[r].size() && plan.commOrder[r][commPos[r]] == id; });
+    return true;
+  }
+
+  double earliestStart(int id) const {
+    const PlanStep &s = plan.steps[id];
+    double t = depsEnd[id];
+    if (s.kind == PlanStep::Compute)
+      t = std::max(t, computeFree[s.ranks.front()]);
+    else if (s.kind == PlanStep::Collective)
+      for (int r : s.ranks)
+        t = std::max(t, commFree[r]);
+    else
+      t = std::max(t, linkFree[link(s)]);
+    return t;
+  }
+
+  void tryQueue(int id) {
+    if (done[id] || queued[id] || depsLeft[id] > 0 || !isHead(id))
+      return;
+    queued[id] = true;
+    queue.push({earliestStart(id), id});
+  }
+
+  void schedule(int id, double start) {
+    const PlanStep &s = plan.steps[id];
+    out.start[id] = start;
+    out.end[id] = start + s.duration;
+    done[id] = true;
+    order.push_back(id);
+    for (int d : s.deps)
+      preds[id].push_back(d);
+    if (s.kind == PlanStep::Compute) {
+      int r = s.ranks.front();
+      if (lastOnCompute[r] >= 0)
+        preds[id].push_back(lastOnCompute[r]);
+      lastOnCompute[r] = id;
+      computeFree[r] = out.end[id];
+      ++computePos[r];
+      if (computePos[r] < plan.computeOrder[r].size())
+        tryQueue(plan.computeOrder[r][computePos[r]]);
+    } else if (s.kind == PlanStep::Collective) {
+      for (int r : s.ranks) {
+        if (lastOnComm[r] >= 0)
+          preds[id].push_back(lastOnComm[r]);
+        lastOnComm[r] = id;
+        commFree[r] = out.end[id];
+        ++commPos[r];
+      }
+      for (int r : s.ranks)
+        if (commPos[r] < plan.commOrder[r].size())
+          tryQueue(plan.commOrder[r][commPos[r]]);
+    } else {
+      size_t l = link(s);
+      if (linkLast[l] >= 0)
+        preds[id].push_back(linkLast[l]);
+      linkLast[l] = id;
+      linkFree[l] = out.end[id];
+    }
+    for (int d : dependents[id]) {
+      depsEnd[d] = std::max(depsEnd[d], out.end[id]);
+      --depsLeft[d];
+      tryQueue(d);
+    }
+  }
+
+  bool run(std::string &error) {
+    int ranks = plan.numRanks;
+    depsLeft.assign(n, 0);
+    depsEnd.assign(n, 0);
+    dependents.assign(n, {});
+    computePos.assign(ranks, 0);
+    commPos.assign(ranks, 0);
+    computeFree.assign(ranks, 0);
+    commFree.assign(ranks, 0);
+    lastOnCompute.assign(ranks, -1);
+    lastOnComm.assign(ranks, -1);
+    linkFree.assign(static_cast<size_t>(ranks) * ranks, 0);
+    linkLast.assign(static_cast<size_t>(ranks) * ranks, -1);
+    done.assign(n, false);
+    queued.assign(n, false);
+    preds.assign(n, {});
+    out = Timeline();
+    out.start.assign(n, 0);
+    out.end.assign(n, 0);
+    for (size_t i = 0; i < n; ++i)
+      for (int d : plan.steps[i].deps) {
+        ++depsLeft[i];
+        dependents[d].push_back(i);
+      }
+    for (size_t i = 0; i < n; ++i)
+      tryQueue(i);
+    while (!queue.empty()) {
+      auto [key, id] = queue.top();
+      queue.pop();
+      ++out.events;
+      double start = earliestStart(id);
+      if (start > key) { // a resource became busy since it was queued
+        queue.push({start, id});
+        continue;
+      }
+      schedule(id, start);
+    }
+    if (order.size() != n) {
+      for (size_t i = 0; i < n; ++i)
+        if (!done[i]) {
+          error = "the plan deadlocks: step '" + plan.steps[i].name + "' never starts";
+          return false;
+        }
+    }
+    return true;
+  }
+};
+} // namespace
+
+bool mlir::ptrain::simulate(const Plan &plan, Timeline &out, std::string &error) {
+  Simulator sim(plan, out);
+  if (!sim.run(error))
+    return false;
+  size_t n = plan.steps.size();
+  double t = 0;
+  for (size_t i = 0; i < n; ++i)
+    t = std::max(t, out.end[i]);
+  out.iterationTime = t;
+
+  // Slack: latest end without delaying the iteration, backwards over the realized predecessor graph.
+  std::vector<double> lateEnd(n, t);
+  for (auto it = sim.order.rbegin(); it != sim.order.rend(); ++it) {
+    int id = *it;
+    double lateStart = lateEnd[id] - plan.steps[id].duration;
+    for (int p : sim.preds[id])
+      lateEnd[p] = std::min(lateEnd[p], lateStart);
+  }
+  double eps = 1e-9 * std::max(t, 1e-12);
+  out.slack.resize(n);
+  out.critical.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    out.slack[i] = std::max(0.0, lateEnd[i] - out.end[i]);
+    out.critical[i] = out.slack[i] <= eps;
+  }
+  // One critical path: from the step ending last (the latest-starting one of those, so that zero-length
+  // steps at the end are included), back through critical predecessors ending at its start.
+  int cur = -1;
+  for (size_t i = 0; i < n; ++i)
+    if (out.end[i] >= t - eps && (cur < 0 || out.start[i] >= out.start[cur]))
+      cur = i;
+  while (cur >= 0) {
+    out.criticalPath.push_back(cur);
+    int next = -1;
+    for (int p : sim.preds[cur])
+      if (out.critical[p] && std::abs(out.end[p] - out.start[cur]) <= eps && (next < 0 || p < next))
+        next = p;
+    cur = next;
+  }
+  std::reverse(out.criticalPath.begin(), out.criticalPath.end());
+
+  // Bubble and the per-rank time split.
+  int ranks = plan.numRanks;
+  std::vector<double> busy(ranks, 0);
+  double pipelineEnd = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const PlanStep &s = plan.steps[i];
+    if (s.kind == PlanStep::Compute && (s.category == PlanStep::Forward || s.category == PlanStep::Backward ||
+                                        s.category == PlanStep::ForwardBackward)) {
+      busy[s.ranks.front()] += s.duration;
+      pipelineEnd = std::max(pipelineEnd, out.end[i]);
+    }
+  }
+  double maxBusy = ranks ? *std::max_element(busy.begin(), busy.end()) : 0;
+  out.bubble = maxBusy > 0 ? (pipelineEnd - maxBusy) / maxBusy : 0;
+  out.computeTime.assign(ranks, 0);
+  out.exposedCommTime.assign(ranks, 0);
+  out.idleTime.assign(ranks, 0);
+  for (int r = 0; r < ranks; ++r) {
+    double prevEnd = 0;
+    for (int id : plan.computeOrder[r]) {
+      double gap = out.start[id] - prevEnd;
+      double exposed = 0;
+      for (int d : plan.steps[id].deps)
+        if (plan.steps[d].kind != PlanStep::Compute) {
+          double overlap = std::min(out.start[id], out.end[d]) - std::max(prevEnd, out.start[d]);
+          exposed = std::max(exposed, overlap);
+        }
+      exposed = std::min(std::max(exposed, 0.0), gap);
+      out.exposedCommTime[r] += exposed;
+      out.idleTime[r] += gap - exposed;
+      out.computeTime[r] += plan.steps[id].duration;
+      prevEnd = out.end[id];
+    }
+    out.idleTime[r] += t - prevEnd;
+  }
+  return true;
+}
+
+void mlir::ptrain::printTimeline(const Plan &plan, const Timeline &timeline, llvm::raw_ostream &os) {
+  os << "iteration " << llvm::format("%.3f", timeline.iterationTime * 1e6) << " us, bubble "
+     << llvm::format("%.4f", timeline.bubble) << "\n";
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep &s = plan.steps[i];
+    os << (timeline.critical[i] ? "* " : "  ") << s.name << " ranks";
+    for (int r : s.ranks)
+      os << " " << r;
+    os << " start " << llvm::format("%.3f", timeline.start[i] * 1e6) << " end "
+       << llvm::format("%.3f", timeline.end[i] * 1e6) << " slack " << llvm::format("%.3f", timeline.slack[i] * 1e6)
+       << "\n";
+  }
+}

@@ -1,0 +1,200 @@
+//===- TimingPlanTest.cpp - the event simulation and its slack -------------===//
+//
+// Synthetic pipeline plans (PipelinePlan.h) with known answers: the bubble of 1F1B and GPipe with uniform
+// stages and free communication is (p - 1) / m; on random stage costs, a step's slack is exactly how much
+// its duration can grow before the iteration time grows (checked by re-simulating).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Analysis/TimingPlan.h"
+#include "ptrain/Analysis/ModuleCosts.h"
+#include "ptrain/Analysis/PipelinePlan.h"
+
+#include "gtest/gtest.h"
+
+#include <random>
+
+using namespace mlir::ptrain;
+
+namespace {
+
+PipelineCosts uniformCosts(const char *kind, int p, int m, double f, double b) {
+  PipelineCosts costs;
+  costs.table = buildScheduleTable(kind, p, m);
+  costs.stages.resize(p);
+  for (StageCosts &c : costs.stages) {
+    c.forward = f;
+    c.backward = b;
+    c.forwardBackward = f + b;
+  }
+  return costs;
+}
+
+Timeline simulateOrDie(const Plan &plan) {
+  Timeline t;
+  std::string error;
+  EXPECT_TRUE(simulate(plan, t, error)) << error;
+  return t;
+}
+
+Plan planOrDie(const PipelineCosts &costs, PipelinePlanIndex &index) {
+  auto plan = buildPipelinePlan(costs, index);
+  EXPECT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
+  return std::move(*plan);
+}
+
+TEST(TimingPlanTest, OneFOneBBubbleIsPMinusOneOverM) {
+  for (const char *kind : {"1f1b", "gpipe"})
+    for (int p : {1, 2, 4, 8})
+      for (int m : {1, 3, 8, 16, 64}) {
+        if (std::string(kind) == "1f1b" && m < p)
+          continue; // 1F1B without a steady state is GPipe-like; the formula assumes m >= p
+        PipelinePlanIndex index;
+        Plan plan = planOrDie(uniformCosts(kind, p, m, 1.0, 2.0), index);
+        Timeline t = simulateOrDie(plan);
+        EXPECT_NEAR(t.bubble, (p - 1.0) / m, 1e-12) << kind << " p=" << p << " m=" << m;
+        // The pipeline takes (m + p - 1)(f + b); the optimizer steps are free here.
+        EXPECT_NEAR(t.iterationTime, (m + p - 1) * 3.0, 1e-9) << kind << " p=" << p << " m=" << m;
+      }
+}
+
+TEST(TimingPlanTest, CommunicationDelaysTheWarmUp) {
+  // Two stages, one micro-batch, transfers of 0.5 s each way: F0, send, FB0, send, B0.
+  PipelineCosts costs = uniformCosts("1f1b", 2, 1, 1.0, 2.0);
+  costs.stages[0].sendForward.seconds = 0.5;
+  costs.stages[1].sendBackward.seconds = 0.5;
+  PipelinePlanIndex index;
+  Plan plan = planOrDie(costs, index);
+  Timeline t = simulateOrDie(plan);
+  EXPECT_DOUBLE_EQ(t.iterationTime, 1.0 + 0.5 + 3.0 + 0.5 + 2.0);
+  std::vector<std::string> path;
+  for (int id : t.criticalPath)
+    path.push_back(plan.steps[id].name);
+  EXPECT_EQ(path, (std::vector<std::string>{"F0", "send F0 0->1", "FB0", "send B0 1->0", "B0", "O"}));
+  // Stage 1's optimizer step (free, after its send ended at 5) could wait until 7.
+  EXPECT_DOUBLE_EQ(t.slack[index.tableSteps[1][1]], 2.0);
+  // Stage 1 waits 1.5 s for its input (0.5 of it the transfer), then its optimizer step waits 0.5 s for its
+  // gradient send to end (the lowering waits on every send before the optimizer): 1 s exposed.
+  EXPECT_DOUBLE_EQ(t.exposedCommTime[1], 1.0);
+  EXPECT_DOUBLE_EQ(t.computeTime[1], 3.0);
+}
+
+TEST(TimingPlanTest, LinkDirectionCarriesOneTransferAtATime) {
+  // Two transfers on one link, both ready at 1: the second starts when the first ends.
+  Plan plan;
+  plan.numRanks = 2;
+  plan.computeOrder.resize(2);
+  plan.commOrder.resize(2);
+  plan.peakMemory.resize(2);
+  PlanStep a;
+  a.ranks = {0};
+  a.duration = 1;
+  a.name = "a";
+  int ia = plan.add(a);
+  for (int k = 0; k < 2; ++k) {
+    PlanStep t;
+    t.kind = PlanStep::Transfer;
+    t.ranks = {0, 1};
+    t.duration = 2;
+    t.deps = {ia};
+    t.name = "t" + std::to_string(k);
+    plan.add(t);
+  }
+  Timeline t = simulateOrDie(plan);
+  EXPECT_DOUBLE_EQ(t.start[1], 1);
+  EXPECT_DOUBLE_EQ(t.start[2], 3);
+  EXPECT_DOUBLE_EQ(t.iterationTime, 5);
+}
+
+TEST(TimingPlanTest, CollectiveWaitsForAllMembers) {
+  Plan plan;
+  for (int r = 0; r < 3; ++r) {
+    PlanStep c;
+    c.ranks = {r};
+    c.duration = r + 1.0;
+    c.name = "c" + std::to_string(r);
+    plan.add(c);
+  }
+  PlanStep ar;
+  ar.kind = PlanStep::Collective;
+  ar.ranks = {0, 1, 2};
+  ar.deps = {0, 1, 2};
+  ar.duration = 0.5;
+  ar.name = "ar";
+  int id = plan.add(ar);
+  Timeline t = simulateOrDie(plan);
+  EXPECT_DOUBLE_EQ(t.start[id], 3.0);
+  EXPECT_DOUBLE_EQ(t.slack[0], 2.0);
+  EXPECT_DOUBLE_EQ(t.slack[1], 1.0);
+  EXPECT_TRUE(t.critical[2]);
+}
+
+TEST(TimingPlanTest, DeadlockIsAnError) {
+  Plan plan;
+  PlanStep a, b;
+  a.ranks = {0};
+  a.name = "a";
+  b.ranks = {0};
+  b.name = "b";
+  a.deps = {1}; // a waits for b, which runs after a on the same stream
+  plan.add(a);
+  plan.add(b);
+  Timeline t;
+  std::string error;
+  EXPECT_FALSE(simulate(plan, t, error));
+  EXPECT_NE(error.find("never starts"), std::string::npos) << error;
+}
+
+/// Slack against brute force: growing a step by a bit less than its slack keeps the iteration time; growing
+/// it by a bit more makes it grow.
+TEST(TimingPlanTest, SlackMatchesResimulation) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> cost(0.5, 3.0), comm(0.0, 1.0);
+  for (int trial = 0; trial < 12; ++trial) {
+    int p = 2 + trial % 4, m = 2 + (trial * 5) % 7;
+    PipelineCosts costs = uniformCosts(trial % 3 == 2 ? "gpipe" : "1f1b", p, m, 1, 1);
+    for (StageCosts &c : costs.stages) {
+      c.forward = cost(rng);
+      c.backward = cost(rng);
+      c.forwardBackward = c.forward + c.backward;
+      c.optimizer = cost(rng) / 4;
+      c.sendForward.seconds = comm(rng);
+      c.sendBackward.seconds = comm(rng);
+      c.dataParallel = {comm(rng) * 4, 1.0, true};
+    }
+    costs.tied = {comm(rng), 1.0, true};
+    PipelinePlanIndex index;
+    Plan plan = planOrDie(costs, index);
+    Timeline base = simulateOrDie(plan);
+    double delta = 1e-6 * base.iterationTime;
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      Plan grown = plan;
+      grown.steps[i].duration += base.slack[i] + delta;
+      Timeline more = simulateOrDie(grown);
+      EXPECT_GT(more.iterationTime, base.iterationTime + delta / 2)
+          << "trial " << trial << " step " << plan.steps[i].name;
+      if (base.slack[i] > 2 * delta) {
+        grown.steps[i].duration = plan.steps[i].duration + base.slack[i] - delta;
+        Timeline less = simulateOrDie(grown);
+        EXPECT_NEAR(less.iterationTime, base.iterationTime, 1e-9 * base.iterationTime)
+            << "trial " << trial << " step " << plan.steps[i].name;
+      }
+    }
+    // The critical path is a chain of critical steps from time 0 to the end.
+    ASSERT_FALSE(base.criticalPath.empty());
+    EXPECT_DOUBLE_EQ(base.start[base.criticalPath.front()], 0);
+    EXPECT_DOUBLE_EQ(base.end[base.criticalPath.back()], base.iterationTime);
+    for (int id : base.criticalPath)
+      EXPECT_TRUE(base.critical[id]);
+  }
+}
+
+TEST(TimingPlanTest, NcclBusBandwidthFactors) {
+  // 8 ranks, 1 GB at 100 GB/s, no latency: all-reduce moves 2 * 7/8 GB, reduce-scatter 7/8 GB.
+  EXPECT_DOUBLE_EQ(allReduceSeconds(1e9, 8, 1e11, 0), 2.0 * 7 / 8 * 1e-2);
+  EXPECT_DOUBLE_EQ(reduceScatterSeconds(1e9, 8, 1e11, 0), 7.0 / 8 * 1e-2);
+  EXPECT_DOUBLE_EQ(allReduceSeconds(1e9, 1, 1e11, 1), 0);
+  EXPECT_DOUBLE_EQ(allReduceSeconds(0, 4, 1e11, 1e-5), 6e-5);
+}
+
+} // namespace
