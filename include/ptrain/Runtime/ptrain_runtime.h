@@ -59,10 +59,19 @@ enum {
   PTRAIN_ERROR_INTERNAL = 6,
 };
 
-/// Element types of collective buffers.
+/// Element types of collective buffers and codes.
 typedef int32_t ptrain_dtype_t;
-enum { PTRAIN_DTYPE_F32 = 0, PTRAIN_DTYPE_F64 = 1, PTRAIN_DTYPE_I64 = 2 };
-/* Collectives accept F32 and F64; state descriptors F32 and I64. */
+enum {
+  PTRAIN_DTYPE_F32 = 0,
+  PTRAIN_DTYPE_F64 = 1,
+  PTRAIN_DTYPE_I64 = 2,
+  /// IEEE 754 binary16, stored as uint16_t.
+  PTRAIN_DTYPE_F16 = 3,
+  /// bfloat16 (the upper half of an fp32), stored as uint16_t.
+  PTRAIN_DTYPE_BF16 = 4,
+};
+/* All-reduce and reduce-scatter accept F32, F64, F16 and BF16; all-gather
+   also I64; state descriptors F32 and I64. */
 
 /// Reductions of ptrain_all_reduce_start. AVG is SUM divided by the
 /// communicator size, applied when the request completes in ptrain_wait.
@@ -104,6 +113,41 @@ enum {
   /// A gradient accumulator of the pipeline (micro-batches add into it; zeroed by the optimizer step).
   PTRAIN_STATE_GRADIENT = 6,
 };
+
+/// Codecs (the order of the dialect's codec attributes; DESIGN.md decision 4).
+typedef int32_t ptrain_codec_kind_t;
+enum {
+  PTRAIN_CODEC_POWERSGD = 0,
+  PTRAIN_CODEC_TOPK = 1,
+  PTRAIN_CODEC_RANDK = 2,
+  PTRAIN_CODEC_QUANT = 3,
+  PTRAIN_CODEC_CAST = 4,
+};
+
+/// Quantization granularities (the order of the dialect's QuantGranularity).
+enum {
+  PTRAIN_QUANT_TENSOR = 0,
+  PTRAIN_QUANT_CHANNEL = 1,
+  PTRAIN_QUANT_BLOCK = 2,
+};
+
+/// One codec instance: the parameters of its #ptrain.<codec> attribute and
+/// the tensor it encodes, seen as `batch` matrices of `rows` x `cols` (the
+/// attribute's matrix view; numel = batch * rows * cols). Fields a codec does
+/// not use are ignored. See "Codecs" in the call reference below.
+typedef struct ptrain_codec {
+  ptrain_codec_kind_t kind;
+  int32_t bits;            /* quant: 2, 4 or 8 */
+  int32_t granularity;     /* quant: PTRAIN_QUANT_* */
+  int32_t symmetric;       /* quant: nonzero = symmetric (no zero points) */
+  int32_t warm_start;      /* powersgd: nonzero = the state is the previous Q */
+  ptrain_dtype_t cast_dtype; /* cast: PTRAIN_DTYPE_F16 or PTRAIN_DTYPE_BF16 */
+  int64_t batch, rows, cols; /* the tensor: batch x rows x cols, all >= 1 */
+  int64_t rank;            /* powersgd: in [1, min(rows, cols)] */
+  int64_t k;               /* topk, randk: kept values, in [1, numel] */
+  int64_t block_size;      /* quant, block granularity: >= 1 */
+  uint64_t seed;           /* randk: positions; powersgd: initial Q */
+} ptrain_codec_t;
 
 /// One keyed state tensor of a compiled step (DESIGN.md decision 5): the
 /// generated code owns `data` (dense, row-major, `dims[rank]` elements of

@@ -1,0 +1,127 @@
+//===- TopK.cpp - Top-k sparsification with error feedback ----------------===//
+//
+// #ptrain.topk (Bian et al., MLSys 2024, "The compressors": global top-k by
+// magnitude over the whole tensor; the receiver scatters the values into a
+// zero tensor). The k kept positions are those of the k largest |v|; ties
+// at the k-th magnitude go to the smaller index, so the code is a function of
+// the input alone (the same on every rank and target). Magnitudes are ordered
+// by their fp32 bit patterns with the sign cleared, a total order in which
+// NaN ranks above +inf.
+//
+// Encode: two passes over memory. Pass 1 forms v = g + e (written into e)
+// and the keys; std::nth_element finds the k-th largest key T; pass 2 keeps
+// every key > T and the first (k - #{key > T}) keys == T in index order,
+// writing values and indices in ascending index order and zeroing e at the
+// kept positions (e = v - decode(code)).
+//
+//===----------------------------------------------------------------------===//
+
+#include "common/Status.h"
+#include "cpu/codecs/Cast.h"
+#include "cpu/codecs/Scratch.h"
+
+#include <algorithm>
+#include <climits>
+
+using ptrain::runtime::fail;
+
+namespace {
+inline uint32_t magnitudeKey(float v) {
+  return ptrain::runtime::floatBits(v) & 0x7fffffffu;
+}
+} // namespace
+
+extern "C" ptrain_status_t ptrain_topk_encode_f32(const float *g,
+                                                  float *residual, int64_t n,
+                                                  int64_t k,
+                                                  float *out_values,
+                                                  int32_t *out_indices) {
+  PTRAIN_CHECK_PTR(g);
+  PTRAIN_CHECK_PTR(out_values);
+  PTRAIN_CHECK_PTR(out_indices);
+  PTRAIN_CHECK_ARG(n >= 1 && n <= INT32_MAX,
+                   "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
+                   static_cast<long long>(n));
+  PTRAIN_CHECK_ARG(k >= 1 && k <= n, "k must be in [1, n = %lld], got %lld",
+                   static_cast<long long>(n), static_cast<long long>(k));
+  uint32_t *keys =
+      ptrain::runtime::scratchArray<uint32_t>(ptrain::runtime::ScratchSlot::Keys, n);
+  if (!keys)
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
+                "cannot allocate %lld selection keys", static_cast<long long>(n));
+  const float *v = g;
+  if (residual) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float x = g[i] + residual[i];
+      residual[i] = x;
+      keys[i] = magnitudeKey(x);
+    }
+    v = residual;
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      keys[i] = magnitudeKey(g[i]);
+  }
+  // The k-th largest key: nth_element at position n - k of ascending order.
+  std::nth_element(keys, keys + (n - k), keys + n);
+  const uint32_t threshold = keys[n - k];
+  int64_t above = 0;
+  for (int64_t i = n - k + 1; i < n; ++i)
+    above += keys[i] > threshold;
+  int64_t tiesLeft = k - above;
+  int64_t out = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t key = magnitudeKey(v[i]);
+    if (key < threshold)
+      continue;
+    if (key == threshold) {
+      if (tiesLeft == 0)
+        continue;
+      --tiesLeft;
+    }
+    out_values[out] = v[i];
+    out_indices[out] = static_cast<int32_t>(i);
+    ++out;
+    if (residual)
+      residual[i] = 0.0f;
+  }
+  if (out != k)
+    return fail(PTRAIN_ERROR_INTERNAL, __func__,
+                "selected %lld values instead of k = %lld",
+                static_cast<long long>(out), static_cast<long long>(k));
+  return PTRAIN_OK;
+}
+
+namespace ptrain::runtime {
+/// Scatters (or, with `accumulate`, scatter-adds) top-k codes into out[n].
+ptrain_status_t topkScatter(const char *call, const float *values,
+                            const int32_t *indices, int64_t k, int64_t n,
+                            float *out, bool accumulate) {
+  if (!accumulate)
+    std::fill(out, out + n, 0.0f);
+  for (int64_t j = 0; j < k; ++j) {
+    const int32_t i = indices[j];
+    if (i < 0 || i >= n)
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                  "indices[%lld] = %d is outside [0, n = %lld)",
+                  static_cast<long long>(j), i, static_cast<long long>(n));
+    out[i] = accumulate ? out[i] + values[j] : values[j];
+  }
+  return PTRAIN_OK;
+}
+} // namespace ptrain::runtime
+
+extern "C" ptrain_status_t ptrain_topk_decode_f32(const float *values,
+                                                  const int32_t *indices,
+                                                  int64_t k, int64_t n,
+                                                  float *out) {
+  PTRAIN_CHECK_PTR(values);
+  PTRAIN_CHECK_PTR(indices);
+  PTRAIN_CHECK_PTR(out);
+  PTRAIN_CHECK_ARG(n >= 1 && n <= INT32_MAX,
+                   "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
+                   static_cast<long long>(n));
+  PTRAIN_CHECK_ARG(k >= 1 && k <= n, "k must be in [1, n = %lld], got %lld",
+                   static_cast<long long>(n), static_cast<long long>(k));
+  return ptrain::runtime::topkScatter(__func__, values, indices, k, n, out,
+                                      /*accumulate=*/false);
+}
