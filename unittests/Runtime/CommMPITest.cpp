@@ -6,34 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GradCheck.h"
+#include "MPITest.h"
 
-#include <chrono>
 #include <string>
 #include <vector>
 
 namespace {
 
-ptrain_comm_t world = nullptr;
-int32_t rank = -1, size = 0;
-
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-/// A barrier with a generous deadline, so a rank that just sat out a 2 s
-/// deadline test does not make the others miss theirs.
-void patientBarrier() {
-  double saved = 0.0;
-  ASSERT_PTRAIN_OK(ptrain_comm_timeout(world, &saved));
-  ASSERT_PTRAIN_OK(ptrain_comm_set_timeout(world, 60.0));
-  ptrain_request_t req;
-  ASSERT_PTRAIN_OK(ptrain_barrier_start(world, &req));
-  ASSERT_PTRAIN_OK(ptrain_wait(req));
-  ASSERT_PTRAIN_OK(ptrain_comm_set_timeout(world, saved));
-}
+using namespace ptrain::testing;
 
 TEST(Comm, RankSizeAndTheDeadlineFromTheEnvironment) {
   EXPECT_GE(size, 2);
@@ -223,18 +203,4 @@ TEST(Comm, InvalidPeerIsRejectedBeforeMPI) {
 
 } // namespace
 
-int main(int argc, char **argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (ptrain_comm_init(&world) != PTRAIN_OK ||
-      ptrain_comm_rank(world, &rank) != PTRAIN_OK ||
-      ptrain_comm_size(world, &size) != PTRAIN_OK) {
-    std::fprintf(stderr, "ptrain_comm_init: %s\n", ptrain_last_error());
-    return 1;
-  }
-  int failed = RUN_ALL_TESTS();
-  if (ptrain_comm_destroy(world) != PTRAIN_OK) {
-    std::fprintf(stderr, "ptrain_comm_destroy: %s\n", ptrain_last_error());
-    return 1;
-  }
-  return failed;
-}
+PTRAIN_MPI_TEST_MAIN

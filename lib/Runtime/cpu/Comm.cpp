@@ -66,6 +66,12 @@ ptrain_status_t finishComm(const char *call, MPI_Comm mpi, double timeoutS,
     delete comm;
     return ptrain::runtime::failMpi(call, err, "setting up the communicator");
   }
+  ptrain_status_t debug = ptrain::runtime::initDebug(call, comm);
+  if (debug != PTRAIN_OK) {
+    MPI_Comm_free(&comm->mpi);
+    delete comm;
+    return debug;
+  }
   ++liveComms;
   *out = comm;
   return PTRAIN_OK;
@@ -152,6 +158,7 @@ extern "C" ptrain_status_t ptrain_comm_create_group(ptrain_comm_t parent,
 
 extern "C" ptrain_status_t ptrain_comm_destroy(ptrain_comm_t comm) {
   PTRAIN_CHECK_PTR(comm);
+  ptrain::runtime::freeDebug(comm);
   int err = MPI_Comm_free(&comm->mpi);
   delete comm;
   --liveComms;
@@ -159,6 +166,7 @@ extern "C" ptrain_status_t ptrain_comm_destroy(ptrain_comm_t comm) {
     return ptrain::runtime::failMpi(__func__, err, "MPI_Comm_free");
   if (liveComms == 0 && initializedMpi) {
     initializedMpi = false;
+    ptrain::runtime::freeUserOps();
     PTRAIN_MPI_RETURN_IF_ERROR(MPI_Finalize());
   }
   return PTRAIN_OK;
