@@ -172,6 +172,15 @@ TEST(QuantCodec, BadArgumentsAndNonFiniteValuesAreErrors) {
             PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ptrain_last_error()).find("element 6 of the input is not finite"), std::string::npos)
       << ptrain_last_error();
+  // The one-pass block kernel finds it too, with the residual added.
+  std::vector<float> e(8, 0.0f);
+  g[6] = NAN;
+  EXPECT_EQ(ptrain_quant_encode_f32(g.data(), e.data(), 1, 8, 4, PTRAIN_QUANT_BLOCK, 4, 1, packed.data(), scales,
+                                    nullptr),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ptrain_last_error()).find("element 6 of the input plus residual is not finite"),
+            std::string::npos)
+      << ptrain_last_error();
 }
 
 } // namespace

@@ -67,11 +67,12 @@ struct QuantLayout {
 };
 
 /// Round to nearest, ties to even, for |t| <= 2^22 (code values are at most
-/// 255): adding and subtracting 1.5 * 2^23 leaves the rounded integer.
+/// 255): adding and subtracting 1.5 * 2^23 leaves the rounded integer (IEEE
+/// arithmetic in the default rounding mode; the project never builds with
+/// -ffast-math, which would fold it away).
 inline float roundEven(float t) {
-  volatile float magic = 12582912.0f; // keeps the compiler from folding
-  const float m = magic;
-  return (t + m) - m;
+  const float magic = 12582912.0f;
+  return (t + magic) - magic;
 }
 
 /// One group's quantizer: everything the formulas above need.
@@ -276,6 +277,65 @@ void quantPackRange(const QuantLayout &l, const float *v, float *residual,
   }
 }
 
+/// Codes of one group's elements [begin, begin + count) into u8[count], and
+/// with error feedback e = v - decode(u): the arithmetic of QuantGroup, with
+/// r = rn(clamp(t)) and u = r + offset, so decode(u) = r * scale (+ zero when
+/// asymmetric) exactly (small integers are exact in fp32). Branch-free, so
+/// the loop vectorizes.
+template <bool Symmetric, bool Feedback>
+void quantCodes(const QuantGroup &group, const float *v, float *residual,
+                int64_t count, uint8_t *u8) {
+  const float zero = group.zero, inv = group.inv, scale = group.scale;
+  const float minCode = group.minCode, maxCode = group.maxCode;
+  const float offset = group.offset;
+  const float add = Symmetric ? 0.0f : zero;
+  for (int64_t i = 0; i < count; ++i) {
+    const float x = v[i];
+    float t = (x - zero) * inv;
+    t = std::min(std::max(t, minCode), maxCode);
+    const float r = roundEven(t);
+    u8[i] = static_cast<uint8_t>(static_cast<int32_t>(r + offset));
+    if (Feedback)
+      residual[i] = x - (r * scale + add);
+  }
+}
+
+/// Packs one group's elements [begin, end) (begin a multiple of 8 / Bits),
+/// in chunks of 256 codes kept in a stack buffer.
+template <int Bits>
+void quantPackGroupAny(const QuantGroup &q, const float *v, float *residual,
+                       int64_t begin, int64_t end, uint8_t *packed) {
+  constexpr int kPerByte = 8 / Bits;
+  constexpr int64_t kChunk = 256;
+  uint8_t u8[kChunk];
+  for (int64_t c = begin; c < end; c += kChunk) {
+    const int64_t count = std::min(kChunk, end - c);
+    uint8_t *dst = Bits == 8 ? packed + c : u8;
+    float *res = residual ? residual + c : nullptr;
+    if (q.symmetric)
+      res ? quantCodes<true, true>(q, v + c, res, count, dst)
+          : quantCodes<true, false>(q, v + c, res, count, dst);
+    else
+      res ? quantCodes<false, true>(q, v + c, res, count, dst)
+          : quantCodes<false, false>(q, v + c, res, count, dst);
+    if (Bits == 8)
+      continue;
+    int64_t i = 0;
+    for (; i + kPerByte <= count; i += kPerByte) {
+      uint32_t byte = 0;
+      for (int j = 0; j < kPerByte; ++j)
+        byte |= static_cast<uint32_t>(u8[i + j]) << (j * Bits);
+      packed[(c + i) / kPerByte] = static_cast<uint8_t>(byte);
+    }
+    if (i < count) {
+      uint32_t byte = 0;
+      for (int j = 0; i + j < count; ++j)
+        byte |= static_cast<uint32_t>(u8[i + j]) << (j * Bits);
+      packed[(c + i) / kPerByte] = static_cast<uint8_t>(byte);
+    }
+  }
+}
+
 /// Encodes with Bits fixed. `groups` and `loScratch` are scratch for
 /// numScales() quantizers and floats.
 /// Returns the first non-finite element or -1 (then outputs are unspecified).
@@ -292,19 +352,26 @@ int64_t quantEncode(const QuantLayout &l, const float *g, float *residual,
     for (int64_t s = 0; s < blocks; ++s) {
       const int64_t begin = s * l.block;
       const int64_t end = std::min<int64_t>(begin + l.block, l.numel);
-      float lo = FLT_MAX, hi = -FLT_MAX;
-      bool bad = false;
-      for (int64_t i = begin; i < end; ++i) {
-        float x = v[i];
-        if (residual) {
-          x += g[i];
+      // probe = sum of x * 0 is NaN exactly when some x is inf or NaN, and
+      // unlike a flag it keeps the loop vectorizable.
+      float lo = FLT_MAX, hi = -FLT_MAX, probe = 0.0f;
+      if (residual) {
+        for (int64_t i = begin; i < end; ++i) {
+          const float x = v[i] + g[i];
           residual[i] = x;
+          probe += x * 0.0f;
+          lo = std::min(lo, x);
+          hi = std::max(hi, x);
         }
-        bad |= !(std::fabs(x) <= FLT_MAX);
-        lo = x < lo ? x : lo;
-        hi = x > hi ? x : hi;
+      } else {
+        for (int64_t i = begin; i < end; ++i) {
+          const float x = g[i];
+          probe += x * 0.0f;
+          lo = std::min(lo, x);
+          hi = std::max(hi, x);
+        }
       }
-      if (bad)
+      if (probe != 0.0f)
         for (int64_t i = begin; i < end; ++i)
           if (!(std::fabs(v[i]) <= FLT_MAX))
             return i;
@@ -312,8 +379,7 @@ int64_t quantEncode(const QuantLayout &l, const float *g, float *residual,
       scales[s] = q.scale;
       if (zeros)
         zeros[s] = q.zero;
-      quantPackRange<Bits>(
-          l, v, residual, &q, [](int64_t) { return 0; }, begin, end, packed);
+      quantPackGroupAny<Bits>(q, v, residual, begin, end, packed);
     }
     return -1;
   }
@@ -325,8 +391,7 @@ int64_t quantEncode(const QuantLayout &l, const float *g, float *residual,
   for (int64_t s = 0; s < l.numScales(); ++s)
     groups[s] = quantGroupFromScale(l, scales[s], lo[s]);
   if (l.granularity == PTRAIN_QUANT_TENSOR) {
-    quantPackRange<Bits>(
-        l, v, residual, groups, [](int64_t) { return 0; }, 0, l.numel, packed);
+    quantPackGroupAny<Bits>(groups[0], v, residual, 0, l.numel, packed);
   } else if (l.granularity == PTRAIN_QUANT_CHANNEL && l.cols % kPerByte == 0) {
     // Row by row, so the group is the column without a division.
     for (int64_t base = 0; base < l.numel; base += l.cols)
@@ -357,15 +422,37 @@ void quantDecode(const QuantLayout &l, const uint8_t *packed,
   };
   if (l.granularity == PTRAIN_QUANT_TENSOR ||
       (l.granularity == PTRAIN_QUANT_BLOCK && l.block % kPerByte == 0)) {
+    // Whole bytes of one group at a time: decode is code * scale + bias.
     const int64_t span = l.granularity == PTRAIN_QUANT_TENSOR ? l.numel : l.block;
     for (int64_t s = 0; s < l.numScales(); ++s) {
       const QuantGroup q = groupAt(s);
+      const float scale = q.scale;
+      const float bias = q.symmetric ? -q.offset * q.scale : q.zero;
       const int64_t begin = s * span;
       const int64_t end = std::min<int64_t>(begin + span, l.numel);
-      for (int64_t i = begin; i < end; ++i) {
-        const uint32_t u = (packed[i / kPerByte] >> ((i % kPerByte) * Bits)) & kMask;
-        out[i] = q.decode(u);
+      // Whole bytes with a fixed count, then the tail of the group.
+      const float offset = q.symmetric ? q.offset : 0.0f;
+      const float add = q.symmetric ? 0.0f : bias;
+      auto decodeOne = [&](uint32_t u) {
+        return q.symmetric ? (static_cast<float>(u) - offset) * scale
+                           : static_cast<float>(u) * scale + add;
+      };
+      int64_t i = begin;
+      if (q.symmetric) {
+        for (; i + kPerByte <= end; i += kPerByte) {
+          const uint32_t byte = packed[i / kPerByte];
+          for (int j = 0; j < kPerByte; ++j)
+            out[i + j] = (static_cast<float>((byte >> (j * Bits)) & kMask) - offset) * scale;
+        }
+      } else {
+        for (; i + kPerByte <= end; i += kPerByte) {
+          const uint32_t byte = packed[i / kPerByte];
+          for (int j = 0; j < kPerByte; ++j)
+            out[i + j] = static_cast<float>((byte >> (j * Bits)) & kMask) * scale + add;
+        }
       }
+      for (; i < end; ++i)
+        out[i] = decodeOne((packed[i / kPerByte] >> ((i % kPerByte) * Bits)) & kMask);
     }
     return;
   }

@@ -8,11 +8,13 @@
 // by their fp32 bit patterns with the sign cleared, a total order in which
 // NaN ranks above +inf.
 //
-// Encode: two passes over memory. Pass 1 forms v = g + e (written into e)
-// and the keys; std::nth_element finds the k-th largest key T; pass 2 keeps
-// every key > T and the first (k - #{key > T}) keys == T in index order,
-// writing values and indices in ascending index order and zeroing e at the
-// kept positions (e = v - decode(code)).
+// Encode: three passes over memory and no scratch of the tensor's size.
+// Pass 1 forms v = g + e (written into e) and a histogram of the keys' top
+// 11 bits; pass 2 collects the keys of the bin that holds the k-th largest,
+// where std::nth_element finds the k-th largest key T (a radix select);
+// pass 3 keeps every key > T and the first (k - #{key > T}) keys == T in
+// index order, writing values and indices in ascending index order and
+// zeroing e at the kept positions (e = v - decode(code)).
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,28 +46,45 @@ extern "C" ptrain_status_t ptrain_topk_encode_f32(const float *g,
                    static_cast<long long>(n));
   PTRAIN_CHECK_ARG(k >= 1 && k <= n, "k must be in [1, n = %lld], got %lld",
                    static_cast<long long>(n), static_cast<long long>(k));
-  uint32_t *keys =
-      ptrain::runtime::scratchArray<uint32_t>(ptrain::runtime::ScratchSlot::Keys, n);
-  if (!keys)
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
-                "cannot allocate %lld selection keys", static_cast<long long>(n));
+  // Pass 1: v = g + e (into e) and a histogram of the keys' top 11 bits.
+  constexpr int kShift = 20, kBins = 1 << (31 - kShift);
+  int64_t hist[kBins] = {};
   const float *v = g;
   if (residual) {
     for (int64_t i = 0; i < n; ++i) {
       const float x = g[i] + residual[i];
       residual[i] = x;
-      keys[i] = magnitudeKey(x);
+      ++hist[magnitudeKey(x) >> kShift];
     }
     v = residual;
   } else {
     for (int64_t i = 0; i < n; ++i)
-      keys[i] = magnitudeKey(g[i]);
+      ++hist[magnitudeKey(g[i]) >> kShift];
   }
-  // The k-th largest key: nth_element at position n - k of ascending order.
-  std::nth_element(keys, keys + (n - k), keys + n);
-  const uint32_t threshold = keys[n - k];
+  // The bin holding the k-th largest key, and how many keys lie above it.
+  int bin = kBins - 1;
   int64_t above = 0;
-  for (int64_t i = n - k + 1; i < n; ++i)
+  while (above + hist[bin] < k)
+    above += hist[bin--];
+  // Pass 2: the keys of that bin; the threshold T is their (k - above)-th
+  // largest (radix select, then std::nth_element on one bin).
+  const int64_t inBin = hist[bin];
+  uint32_t *keys = ptrain::runtime::scratchArray<uint32_t>(
+      ptrain::runtime::ScratchSlot::Keys, inBin);
+  if (!keys)
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
+                "cannot allocate %lld selection keys",
+                static_cast<long long>(inBin));
+  int64_t fill = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t key = magnitudeKey(v[i]);
+    if (static_cast<int>(key >> kShift) == bin)
+      keys[fill++] = key;
+  }
+  const int64_t rankInBin = k - above; // 1-based from the top
+  std::nth_element(keys, keys + (inBin - rankInBin), keys + inBin);
+  const uint32_t threshold = keys[inBin - rankInBin];
+  for (int64_t i = inBin - rankInBin + 1; i < inBin; ++i)
     above += keys[i] > threshold;
   int64_t tiesLeft = k - above;
   int64_t out = 0;
