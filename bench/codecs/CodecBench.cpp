@@ -35,7 +35,7 @@
 
 namespace {
 
-constexpr int64_t kN = int64_t(1) << 23; // 32 MiB per fp32 array: past the 32 MiB L3 with two arrays
+constexpr int64_t kN = int64_t(1) << 23;     // 32 MiB per fp32 array: past the 32 MiB L3 with two arrays
 constexpr double kLinkBytesPerS = 200e9 / 8; // 200 Gb/s
 constexpr int kRanks = 8;
 
@@ -126,8 +126,8 @@ void BM_QuantEncodeEF(benchmark::State &state) {
   std::vector<float> g = randomFloats(kN, 2), e(kN, 0.0f), s(scales);
   std::vector<uint8_t> packed(kN * bits / 8);
   for (auto _ : state)
-    check(ptrain_quant_encode_f32(g.data(), e.data(), rows, cols, bits, granularity, block, 1, packed.data(),
-                                  s.data(), nullptr),
+    check(ptrain_quant_encode_f32(g.data(), e.data(), rows, cols, bits, granularity, block, 1, packed.data(), s.data(),
+                                  nullptr),
           state);
   report(state, 12.0 * kN + kN * bits / 8.0 + 4.0 * scales, kN);
 }
@@ -138,8 +138,7 @@ void BM_QuantDecode(benchmark::State &state) {
   std::vector<float> s(scales, 0.5f), out(kN);
   std::vector<uint8_t> packed(kN * bits / 8, 0x5a);
   for (auto _ : state)
-    check(ptrain_quant_decode_f32(packed.data(), s.data(), nullptr, 1, kN, bits, PTRAIN_QUANT_BLOCK, 64, 1,
-                                  out.data()),
+    check(ptrain_quant_decode_f32(packed.data(), s.data(), nullptr, 1, kN, bits, PTRAIN_QUANT_BLOCK, 64, 1, out.data()),
           state);
   report(state, 4.0 * kN + kN * bits / 8.0 + 4.0 * scales, kN);
 }
@@ -164,8 +163,8 @@ void BM_TopKEncodeEF(benchmark::State &state) {
 
 void BM_PowerSGDEncodeDecode(benchmark::State &state) {
   const int64_t n = state.range(0), m = state.range(1), r = state.range(2);
-  std::vector<float> g = randomFloats(n * m, 5), e(n * m, 0.0f), q = randomFloats(m * r, 6), p(n * r),
-                     qc(m * r), out(n * m);
+  std::vector<float> g = randomFloats(n * m, 5), e(n * m, 0.0f), q = randomFloats(m * r, 6), p(n * r), qc(m * r),
+                     out(n * m);
   const double t0 = processCpuSeconds();
   for (auto _ : state) {
     check(ptrain_powersgd_encode_f32(g.data(), e.data(), q.data(), 1, n, m, r, 1, p.data(), qc.data()), state);
@@ -189,8 +188,7 @@ BENCHMARK(BM_QuantEncodeEF)
     ->Args({4, PTRAIN_QUANT_BLOCK})
     ->Args({2, PTRAIN_QUANT_BLOCK})
     ->Args({4, PTRAIN_QUANT_CHANNEL})
-    ->Unit(benchmark::kMillisecond)
-    ;
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_QuantDecode)->Arg(8)->Arg(4)->Arg(2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RandKEncodeEF)->Arg(100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TopKEncodeEF)->Arg(100)->Unit(benchmark::kMillisecond);
@@ -201,8 +199,7 @@ BENCHMARK(BM_PowerSGDEncodeDecode)
     ->Args({7680, 1920, 128})
     ->Args({1920, 1920, 128})
     ->Args({1024, 1920, 16})
-    ->Unit(benchmark::kMillisecond)
-    ;
+    ->Unit(benchmark::kMillisecond);
 
 } // namespace
 

@@ -34,8 +34,7 @@ uint16_t refBf16(float f) {
   const uint32_t hi = lo + 0x10000u;
   const double dl = std::fabs(static_cast<double>(f) - bitsFloat(lo));
   const double dh = std::isinf(bitsFloat(hi)) && !std::isinf(f)
-                        ? std::fabs(static_cast<double>(f) -
-                                    std::ldexp(1.0, 128) * (f < 0 ? -1 : 1))
+                        ? std::fabs(static_cast<double>(f) - std::ldexp(1.0, 128) * (f < 0 ? -1 : 1))
                         : std::fabs(static_cast<double>(f) - bitsFloat(hi));
   if (dl < dh || (dl == dh && ((lo >> 16) & 1u) == 0))
     return static_cast<uint16_t>(lo >> 16);
@@ -75,8 +74,8 @@ TEST(CastCodec, HalfAndBf16MatchTheReferencesOnRandomFloats) {
     ASSERT_EQ(floatToHalf(f), refHalf(f)) << f;
     ASSERT_EQ(floatToBf16(f), refBf16(f)) << f;
   }
-  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00u); // rounds up to inf
-  EXPECT_EQ(floatToHalf(65519.0f), 0x7bffu); // 65504
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00u);         // rounds up to inf
+  EXPECT_EQ(floatToHalf(65519.0f), 0x7bffu);         // 65504
   EXPECT_EQ(floatToBf16(1.0f + 0x1.0p-8f), 0x3f80u); // tie to even (down)
   EXPECT_EQ(floatToBf16(1.0f + 0x3.0p-8f), 0x3f82u); // tie to even (up)
 }
@@ -107,8 +106,7 @@ TEST(CastCodec, FusedErrorFeedbackKeepsWhatTheCodeLost) {
 TEST(CastCodec, RejectsOtherTargetTypes) {
   float g = 1.0f;
   uint16_t code;
-  EXPECT_EQ(ptrain_cast_encode_f32(&g, nullptr, 1, PTRAIN_DTYPE_F64, &code),
-            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ptrain_cast_encode_f32(&g, nullptr, 1, PTRAIN_DTYPE_F64, &code), PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ptrain_last_error()).find("f16 (3) or bf16 (4)"), std::string::npos);
 }
 

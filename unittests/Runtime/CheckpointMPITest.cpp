@@ -42,8 +42,7 @@ struct TrainingRun {
         {"data_position", &dataPos, PTRAIN_DTYPE_I64, PTRAIN_STATE_STEP_COUNTER, 1, kOne},
     };
     if (withResidual)
-      s.push_back({"w/powersgd/residual", residual.data(), PTRAIN_DTYPE_F32, PTRAIN_STATE_CODEC_RESIDUAL, 2,
-                   kMatDims});
+      s.push_back({"w/powersgd/residual", residual.data(), PTRAIN_DTYPE_F32, PTRAIN_STATE_CODEC_RESIDUAL, 2, kMatDims});
     return s;
   }
 
@@ -61,12 +60,11 @@ struct TrainingRun {
     c.warm_start = 1;
     c.seed = 42;
     ptrain_request_t req;
-    ASSERT_PTRAIN_OK(
-        ptrain_compressed_all_reduce_start(world, &c, g.data(), residual.data(), q.data(), avg.data(),
-                                           PTRAIN_REDUCE_AVG, &req));
+    ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &c, g.data(), residual.data(), q.data(), avg.data(),
+                                                        PTRAIN_REDUCE_AVG, &req));
     ASSERT_PTRAIN_OK(ptrain_wait(req));
-    ASSERT_PTRAIN_OK(
-        ptrain_adamw_step_f32(w.data(), avg.data(), m.data(), v.data(), kN, step + 1, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f));
+    ASSERT_PTRAIN_OK(ptrain_adamw_step_f32(w.data(), avg.data(), m.data(), v.data(), kN, step + 1, 1e-2f, 0.9f, 0.999f,
+                                           1e-8f, 0.01f));
     ++step;
     ++dataPos;
   }

@@ -55,8 +55,8 @@ TEST(CodecDescriptor, EncodeDecodeMatchesTheTypedCalls) {
     int64_t encCounter = 0, decCounter = 0;
     void *state = kind == PTRAIN_CODEC_RANDK ? static_cast<void *>(&encCounter) : nullptr;
     ASSERT_PTRAIN_OK(ptrain_codec_encode(&c, g.data(), e.data(), state, code.data()));
-    ASSERT_PTRAIN_OK(ptrain_codec_decode(&c, code.data(), kind == PTRAIN_CODEC_RANDK ? &decCounter : nullptr,
-                                         out.data()));
+    ASSERT_PTRAIN_OK(
+        ptrain_codec_decode(&c, code.data(), kind == PTRAIN_CODEC_RANDK ? &decCounter : nullptr, out.data()));
     // e' = (g + e) - decode(code) for every codec.
     for (int64_t i = 0; i < 300; ++i)
       ASSERT_NEAR(e[i], g[i] + 0.25f - out[i], 1e-5) << "codec " << kind << " at " << i;
@@ -65,8 +65,7 @@ TEST(CodecDescriptor, EncodeDecodeMatchesTheTypedCalls) {
   bad.rank = 11;
   int64_t bytes;
   EXPECT_EQ(ptrain_codec_code_bytes(&bad, &bytes), PTRAIN_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(ptrain_last_error()).find("rank 11 must be in [1, min(rows, cols) = 10]"),
-            std::string::npos);
+  EXPECT_NE(std::string(ptrain_last_error()).find("rank 11 must be in [1, min(rows, cols) = 10]"), std::string::npos);
 }
 
 } // namespace

@@ -23,9 +23,7 @@ namespace {
 using namespace ptrain::testing;
 
 /// Rank r's input of n elements (seeded by r; values in [-1, 1)).
-std::vector<float> inputOf(int32_t r, int64_t n, unsigned salt = 0) {
-  return randomFloats(n, 1000 + 17 * r + salt);
-}
+std::vector<float> inputOf(int32_t r, int64_t n, unsigned salt = 0) { return randomFloats(n, 1000 + 17 * r + salt); }
 
 void waitOk(ptrain_request_t req) { ASSERT_PTRAIN_OK(ptrain_wait(req)); }
 
@@ -56,8 +54,7 @@ TEST(Collective, AllGatherAndReduceScatter) {
   for (int64_t i = 0; i < n * size; ++i)
     send[i] = static_cast<float>(rank + i);
   for (ptrain_reduce_op_t op : {PTRAIN_REDUCE_SUM, PTRAIN_REDUCE_AVG}) {
-    ASSERT_PTRAIN_OK(
-        ptrain_reduce_scatter_start(world, send.data(), recv.data(), n, PTRAIN_DTYPE_F32, op, &req));
+    ASSERT_PTRAIN_OK(ptrain_reduce_scatter_start(world, send.data(), recv.data(), n, PTRAIN_DTYPE_F32, op, &req));
     waitOk(req);
     for (int64_t i = 0; i < n; ++i) {
       const double sum = size * (size - 1) / 2.0 + static_cast<double>(size) * (rank * n + i);
@@ -79,8 +76,8 @@ TEST(Collective, SixteenBitAllReducesAddInFp32) {
     ASSERT_PTRAIN_OK(ptrain_all_reduce_start(world, buf.data(), buf.data(), n, dtype, PTRAIN_REDUCE_SUM, &req));
     waitOk(req);
     for (int64_t i = 0; i < n; ++i) {
-      const float got = dtype == PTRAIN_DTYPE_F16 ? ptrain::runtime::halfToFloat(buf[i])
-                                                  : ptrain::runtime::bf16ToFloat(buf[i]);
+      const float got =
+          dtype == PTRAIN_DTYPE_F16 ? ptrain::runtime::halfToFloat(buf[i]) : ptrain::runtime::bf16ToFloat(buf[i]);
       ASSERT_EQ(got, static_cast<float>(size * (size - 1) / 2 + size * i)) << i;
     }
   }
@@ -123,8 +120,8 @@ TEST(CompressedCollective, CastWithErrorFeedbackKeepsEachRanksRoundingError) {
   ptrain_codec_t c = codecOf(PTRAIN_CODEC_CAST, 7, 143);
   c.cast_dtype = PTRAIN_DTYPE_BF16;
   ptrain_request_t req;
-  ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &c, inputOf(rank, n).data(), e.data(), nullptr,
-                                                      out.data(), PTRAIN_REDUCE_SUM, &req));
+  ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &c, inputOf(rank, n).data(), e.data(), nullptr, out.data(),
+                                                      PTRAIN_REDUCE_SUM, &req));
   waitOk(req);
   for (int64_t i = 0; i < n; ++i) {
     float sum = 0.0f;
@@ -145,8 +142,8 @@ TEST(CompressedCollective, QuantizedAllGatherOf1000ElementsInBlocksOf64) {
   c.symmetric = 1;
   std::vector<float> out(n);
   ptrain_request_t req;
-  ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &c, inputOf(rank, n).data(), nullptr, nullptr,
-                                                      out.data(), PTRAIN_REDUCE_SUM, &req));
+  ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &c, inputOf(rank, n).data(), nullptr, nullptr, out.data(),
+                                                      PTRAIN_REDUCE_SUM, &req));
   waitOk(req);
   // Reference: decode(encode(g_r)) summed in rank order, and within the
   // quantization error of the exact sum.
@@ -178,8 +175,8 @@ TEST(CompressedCollective, TopKGathersAndScatterAdds) {
   c.k = k;
   std::vector<float> e(n, 0.0f), out(n);
   ptrain_request_t req;
-  ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &c, inputOf(rank, n).data(), e.data(), nullptr,
-                                                      out.data(), PTRAIN_REDUCE_AVG, &req));
+  ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &c, inputOf(rank, n).data(), e.data(), nullptr, out.data(),
+                                                      PTRAIN_REDUCE_AVG, &req));
   waitOk(req);
   std::vector<float> want(n, 0.0f), values(k);
   std::vector<int32_t> idx(k);
@@ -206,8 +203,8 @@ TEST(CompressedCollective, RandKReducesTheSharedPositions) {
     g[i] = static_cast<float>(rank * n + i); // integers: any order is exact
   int64_t counter = 5;
   ptrain_request_t req;
-  ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &c, g.data(), nullptr, &counter, out.data(),
-                                                      PTRAIN_REDUCE_SUM, &req));
+  ASSERT_PTRAIN_OK(
+      ptrain_compressed_all_reduce_start(world, &c, g.data(), nullptr, &counter, out.data(), PTRAIN_REDUCE_SUM, &req));
   waitOk(req);
   EXPECT_EQ(counter, 6);
   std::vector<int32_t> idx(k);
@@ -226,8 +223,8 @@ TEST(CompressedCollective, PowerSGDReducesPThenQ) {
   std::vector<float> q0 = randomFloats(m * r, 5); // the same on every rank
   std::vector<float> qState = q0, e(n * m, 0.0f), out(n * m);
   ptrain_request_t req;
-  ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &c, inputOf(rank, n * m).data(), e.data(),
-                                                      qState.data(), out.data(), PTRAIN_REDUCE_AVG, &req));
+  ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &c, inputOf(rank, n * m).data(), e.data(), qState.data(),
+                                                      out.data(), PTRAIN_REDUCE_AVG, &req));
   waitOk(req);
   // fp64 reference: P = sum_r M_r Q0, Gram-Schmidt, Q = sum_r M_r^T P,
   // out = P Q^T / N; e = M_me - P Q^T / N; the warm-start Q is Q / N.
@@ -281,8 +278,8 @@ TEST(CompressedCollective, PowerSGDOnA1DTensorIsExact) {
   for (int64_t i = 0; i < n; ++i)
     g[i] = static_cast<float>(rank - i);
   ptrain_request_t req;
-  ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &c, g.data(), e.data(), nullptr, out.data(),
-                                                      PTRAIN_REDUCE_SUM, &req));
+  ASSERT_PTRAIN_OK(
+      ptrain_compressed_all_reduce_start(world, &c, g.data(), e.data(), nullptr, out.data(), PTRAIN_REDUCE_SUM, &req));
   waitOk(req);
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(out[i], static_cast<float>(size * (size - 1) / 2 - size * i)) << i;

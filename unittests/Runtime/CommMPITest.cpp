@@ -60,16 +60,14 @@ TEST(Comm, AllReduceSumAndAvgInF32AndF64) {
   }
   const double rankSum = size * (size + 1) / 2.0; // sum of (rank + 1)
   ptrain_request_t req;
-  ASSERT_PTRAIN_OK(ptrain_all_reduce_start(world, send.data(), recv.data(), n,
-                                           PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM,
-                                           &req));
+  ASSERT_PTRAIN_OK(
+      ptrain_all_reduce_start(world, send.data(), recv.data(), n, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM, &req));
   ASSERT_PTRAIN_OK(ptrain_wait(req));
   for (int64_t i = 0; i < n; ++i)
     ASSERT_EQ(recv[i], static_cast<float>(rankSum * i)) << i;
   // In place, fp64, averaged: mean(rank + 1) + 0.25 i.
-  ASSERT_PTRAIN_OK(ptrain_all_reduce_start(world, inPlace.data(),
-                                           inPlace.data(), n, PTRAIN_DTYPE_F64,
-                                           PTRAIN_REDUCE_AVG, &req));
+  ASSERT_PTRAIN_OK(
+      ptrain_all_reduce_start(world, inPlace.data(), inPlace.data(), n, PTRAIN_DTYPE_F64, PTRAIN_REDUCE_AVG, &req));
   ASSERT_PTRAIN_OK(ptrain_wait(req));
   for (int64_t i = 0; i < n; ++i)
     ASSERT_DOUBLE_EQ(inPlace[i], rankSum / size + 0.25 * i) << i;
@@ -90,25 +88,21 @@ TEST(Comm, AllReduceOverAGroupOfRanks) {
     EXPECT_EQ(groupRank, rank == 0 ? 1 : 0);
     float value = static_cast<float>(rank + 1);
     ptrain_request_t req;
-    ASSERT_PTRAIN_OK(ptrain_all_reduce_start(group, &value, &value, 1,
-                                             PTRAIN_DTYPE_F32,
-                                             PTRAIN_REDUCE_SUM, &req));
+    ASSERT_PTRAIN_OK(ptrain_all_reduce_start(group, &value, &value, 1, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM, &req));
     ASSERT_PTRAIN_OK(ptrain_wait(req));
     EXPECT_EQ(value, static_cast<float>(1 + size));
     ASSERT_PTRAIN_OK(ptrain_comm_destroy(group));
   } else {
     // A non-member may not create it.
     ptrain_comm_t group = nullptr;
-    EXPECT_EQ(ptrain_comm_create_group(world, members, 2, &group),
-              PTRAIN_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(ptrain_comm_create_group(world, members, 2, &group), PTRAIN_ERROR_INVALID_ARGUMENT);
   }
   // A group of one: the reduction is the identity.
   ptrain_comm_t self = nullptr;
   ASSERT_PTRAIN_OK(ptrain_comm_create_group(world, &rank, 1, &self));
   double x = 3.5 * rank;
   ptrain_request_t req;
-  ASSERT_PTRAIN_OK(ptrain_all_reduce_start(self, &x, &x, 1, PTRAIN_DTYPE_F64,
-                                           PTRAIN_REDUCE_AVG, &req));
+  ASSERT_PTRAIN_OK(ptrain_all_reduce_start(self, &x, &x, 1, PTRAIN_DTYPE_F64, PTRAIN_REDUCE_AVG, &req));
   ASSERT_PTRAIN_OK(ptrain_wait(req));
   EXPECT_EQ(x, 3.5 * rank);
   ASSERT_PTRAIN_OK(ptrain_comm_destroy(self));
@@ -119,18 +113,15 @@ TEST(Comm, RecvWithoutASendFailsAtTheDeadline) {
   if (rank == 0) {
     float buf[4];
     ptrain_request_t req;
-    ASSERT_PTRAIN_OK(
-        ptrain_recv_start(world, buf, sizeof(buf), 1, 4242, &req));
+    ASSERT_PTRAIN_OK(ptrain_recv_start(world, buf, sizeof(buf), 1, 4242, &req));
     const auto start = Clock::now();
     EXPECT_EQ(ptrain_wait(req), PTRAIN_ERROR_DEADLINE_EXCEEDED);
     const double elapsed = secondsSince(start);
     EXPECT_GE(elapsed, 2.0);
     EXPECT_LT(elapsed, 10.0);
     const std::string message = ptrain_last_error();
-    for (const char *part :
-         {"ptrain_wait", "recv from peer 1", "tag 4242", "16 bytes", "2 s"})
-      EXPECT_NE(message.find(part), std::string::npos)
-          << "'" << part << "' missing from: " << message;
+    for (const char *part : {"ptrain_wait", "recv from peer 1", "tag 4242", "16 bytes", "2 s"})
+      EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' missing from: " << message;
     // The receive was cancelled, so the communicator still works.
     EXPECT_EQ(message.find("broken"), std::string::npos) << message;
   }
@@ -147,9 +138,7 @@ TEST(Comm, ShortMessageIsAMismatch) {
     double buf[2];
     ASSERT_PTRAIN_OK(ptrain_recv_start(world, buf, 16, 1, 5, &req));
     EXPECT_EQ(ptrain_wait(req), PTRAIN_ERROR_MISMATCH);
-    EXPECT_NE(std::string(ptrain_last_error())
-                  .find("received 8 bytes, expected 16"),
-              std::string::npos)
+    EXPECT_NE(std::string(ptrain_last_error()).find("received 8 bytes, expected 16"), std::string::npos)
         << ptrain_last_error();
   }
   patientBarrier();
@@ -167,14 +156,10 @@ TEST(Comm, CollectiveMissingARankBreaksOnlyItsCommunicator) {
   float value = 1.0f;
   ptrain_request_t req;
   if (rank != 0) {
-    ASSERT_PTRAIN_OK(ptrain_all_reduce_start(copy, &value, &value, 1,
-                                             PTRAIN_DTYPE_F32,
-                                             PTRAIN_REDUCE_SUM, &req));
+    ASSERT_PTRAIN_OK(ptrain_all_reduce_start(copy, &value, &value, 1, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM, &req));
     EXPECT_EQ(ptrain_wait(req), PTRAIN_ERROR_DEADLINE_EXCEEDED);
     const std::string message = ptrain_last_error();
-    EXPECT_NE(message.find("all_reduce (sum, f32, 1 elements, 4 bytes)"),
-              std::string::npos)
-        << message;
+    EXPECT_NE(message.find("all_reduce (sum, f32, 1 elements, 4 bytes)"), std::string::npos) << message;
     EXPECT_NE(message.find("broken"), std::string::npos) << message;
     EXPECT_EQ(ptrain_barrier_start(copy, &req), PTRAIN_ERROR_COMM);
   }
@@ -182,9 +167,7 @@ TEST(Comm, CollectiveMissingARankBreaksOnlyItsCommunicator) {
   if (rank == 0) {
     // Late, but it completes the collective the others left posted.
     ASSERT_PTRAIN_OK(ptrain_comm_set_timeout(copy, 30.0));
-    ASSERT_PTRAIN_OK(ptrain_all_reduce_start(copy, &value, &value, 1,
-                                             PTRAIN_DTYPE_F32,
-                                             PTRAIN_REDUCE_SUM, &req));
+    ASSERT_PTRAIN_OK(ptrain_all_reduce_start(copy, &value, &value, 1, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM, &req));
     ASSERT_PTRAIN_OK(ptrain_wait(req));
     EXPECT_EQ(value, static_cast<float>(size));
   }
@@ -195,8 +178,7 @@ TEST(Comm, CollectiveMissingARankBreaksOnlyItsCommunicator) {
 TEST(Comm, InvalidPeerIsRejectedBeforeMPI) {
   float buf = 0.0f;
   ptrain_request_t req = nullptr;
-  EXPECT_EQ(ptrain_send_start(world, &buf, 4, size, 0, &req),
-            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ptrain_send_start(world, &buf, 4, size, 0, &req), PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(req, nullptr);
   EXPECT_NE(std::string(ptrain_last_error()).find("peer"), std::string::npos);
 }

@@ -45,8 +45,8 @@ TEST(DebugMode, ARankPostingAnotherCountIsNamed) {
             PTRAIN_ERROR_MISMATCH);
   EXPECT_EQ(req, nullptr);
   const std::string last = std::to_string(size - 1);
-  expectParts(ptrain_last_error(), {"rank 0 posts all_reduce", "(count 8, f32", ("rank " + last).c_str(),
-                                    "(count 9, f32", "debug mode"});
+  expectParts(ptrain_last_error(),
+              {"rank 0 posts all_reduce", "(count 8, f32", ("rank " + last).c_str(), "(count 9, f32", "debug mode"});
   patientBarrier();
 }
 
@@ -54,8 +54,9 @@ TEST(DebugMode, ARankPostingAnotherOperationIsNamed) {
   // Rank 1 starts a barrier where the others start an all-gather.
   std::vector<float> x(4, 0.0f), all(4 * size);
   ptrain_request_t req = nullptr;
-  const ptrain_status_t st = rank == 1 ? ptrain_barrier_start(world, &req)
-                                       : ptrain_all_gather_start(world, x.data(), all.data(), 4, PTRAIN_DTYPE_F32, &req);
+  const ptrain_status_t st = rank == 1
+                                 ? ptrain_barrier_start(world, &req)
+                                 : ptrain_all_gather_start(world, x.data(), all.data(), 4, PTRAIN_DTYPE_F32, &req);
   EXPECT_EQ(st, PTRAIN_ERROR_MISMATCH);
   expectParts(ptrain_last_error(), {"rank 0 posts all_gather", "rank 1 posts barrier"});
   patientBarrier();
@@ -74,8 +75,8 @@ TEST(DebugMode, ASendOfAnotherSizeIsNamedByTheReceiver) {
     EXPECT_TRUE(st == PTRAIN_OK || st == PTRAIN_ERROR_DEADLINE_EXCEEDED) << ptrain_last_error();
   } else if (rank == 1) {
     EXPECT_EQ(ptrain_recv_start(copy, buf.data(), 8, 0, 5, &req), PTRAIN_ERROR_MISMATCH);
-    expectParts(ptrain_last_error(),
-                {"rank 0 posted send #0 to rank 1 (tag 5, 16 bytes)", "rank 1 posts recv #0 from rank 0 (tag 5, 8 bytes)"});
+    expectParts(ptrain_last_error(), {"rank 0 posted send #0 to rank 1 (tag 5, 16 bytes)",
+                                      "rank 1 posts recv #0 from rank 0 (tag 5, 8 bytes)"});
   }
   patientBarrier();
   ASSERT_PTRAIN_OK(ptrain_comm_destroy(copy));

@@ -64,7 +64,7 @@ inline int runMpiTests(int argc, char **argv) {
 
 } // namespace ptrain::testing
 
-#define PTRAIN_MPI_TEST_MAIN                                                                                   \
+#define PTRAIN_MPI_TEST_MAIN                                                                                           \
   int main(int argc, char **argv) { return ptrain::testing::runMpiTests(argc, argv); }
 
 #endif // PTRAIN_UNITTESTS_RUNTIME_MPITEST_H

@@ -17,8 +17,8 @@ namespace {
 using Vec = std::vector<double>;
 
 /// fp64 reference: P = M Q0, Gram-Schmidt, Q = M^T P, M' = P Q^T.
-void referenceStep(const std::vector<float> &m, const std::vector<float> &q0, int64_t n, int64_t cols,
-                   int64_t r, Vec &p, Vec &q, Vec &approx) {
+void referenceStep(const std::vector<float> &m, const std::vector<float> &q0, int64_t n, int64_t cols, int64_t r,
+                   Vec &p, Vec &q, Vec &approx) {
   p.assign(n * r, 0.0);
   q.assign(cols * r, 0.0);
   approx.assign(n * cols, 0.0);
@@ -78,8 +78,7 @@ TEST(PowerSGDCodec, Rank2On64x64MatchesTheReference) {
   std::vector<float> g = ptrain::testing::randomFloats(n * m, 71);
   std::vector<float> q0 = ptrain::testing::randomFloats(m * r, 72);
   std::vector<float> qState = q0, e(n * m, 0.0f), p(n * r), q(m * r), out(n * m);
-  ASSERT_PTRAIN_OK(
-      ptrain_powersgd_encode_f32(g.data(), e.data(), qState.data(), 1, n, m, r, 0, p.data(), q.data()));
+  ASSERT_PTRAIN_OK(ptrain_powersgd_encode_f32(g.data(), e.data(), qState.data(), 1, n, m, r, 0, p.data(), q.data()));
   ASSERT_PTRAIN_OK(ptrain_powersgd_decode_f32(p.data(), q.data(), 1, n, m, r, out.data()));
   Vec rp, rq, approx;
   referenceStep(g, q0, n, m, r, rp, rq, approx);
@@ -125,10 +124,9 @@ TEST(PowerSGDCodec, LowRankMatricesAreRecoveredAndBatchesAreIndependent) {
     qBatch[i] = static_cast<float>((i * 37) % 11) - 5.0f;
   std::vector<float> qAlone(qBatch.begin() + m * r, qBatch.begin() + 2 * m * r);
   std::vector<float> pAlone(n * r), qOut(m * r);
-  ASSERT_PTRAIN_OK(ptrain_powersgd_encode_f32(g.data(), nullptr, qBatch.data(), batch, n, m, r, 0, p.data(),
-                                              q.data()));
-  ASSERT_PTRAIN_OK(ptrain_powersgd_encode_f32(g.data() + n * m, nullptr, qAlone.data(), 1, n, m, r, 0,
-                                              pAlone.data(), qOut.data()));
+  ASSERT_PTRAIN_OK(ptrain_powersgd_encode_f32(g.data(), nullptr, qBatch.data(), batch, n, m, r, 0, p.data(), q.data()));
+  ASSERT_PTRAIN_OK(
+      ptrain_powersgd_encode_f32(g.data() + n * m, nullptr, qAlone.data(), 1, n, m, r, 0, pAlone.data(), qOut.data()));
   for (int64_t i = 0; i < n * r; ++i)
     ASSERT_EQ(pAlone[i], p[n * r + i]) << i;
 }
@@ -146,8 +144,7 @@ TEST(PowerSGDCodec, AllZeroGradientGivesZerosNotNaN) {
   const int64_t n = 16, m = 8, r = 3;
   std::vector<float> g(n * m, 0.0f), e(n * m, 0.0f), qState(m * r, 0.0f), p(n * r), q(m * r), out(n * m);
   for (int step = 0; step < 2; ++step) {
-    ASSERT_PTRAIN_OK(
-        ptrain_powersgd_encode_f32(g.data(), e.data(), qState.data(), 1, n, m, r, 3, p.data(), q.data()));
+    ASSERT_PTRAIN_OK(ptrain_powersgd_encode_f32(g.data(), e.data(), qState.data(), 1, n, m, r, 3, p.data(), q.data()));
     ASSERT_PTRAIN_OK(ptrain_powersgd_decode_f32(p.data(), q.data(), 1, n, m, r, out.data()));
     for (float x : p)
       ASSERT_EQ(x, 0.0f);
@@ -158,8 +155,7 @@ TEST(PowerSGDCodec, AllZeroGradientGivesZerosNotNaN) {
   }
   // The zero Q state is redrawn, so a later non-zero gradient is not lost.
   std::vector<float> g2 = ptrain::testing::randomFloats(n * m, 91);
-  ASSERT_PTRAIN_OK(
-      ptrain_powersgd_encode_f32(g2.data(), nullptr, qState.data(), 1, n, m, r, 3, p.data(), q.data()));
+  ASSERT_PTRAIN_OK(ptrain_powersgd_encode_f32(g2.data(), nullptr, qState.data(), 1, n, m, r, 3, p.data(), q.data()));
   EXPECT_GT(maxAbs(q), 0.0);
 }
 

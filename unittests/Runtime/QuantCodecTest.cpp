@@ -22,8 +22,7 @@ struct Encoded {
   std::vector<float> scales, zeros, residual, decoded;
 };
 
-Encoded runInstance(const QuantLayout &l, const std::vector<float> &g, const std::vector<float> *e,
-                    bool generic) {
+Encoded runInstance(const QuantLayout &l, const std::vector<float> &g, const std::vector<float> *e, bool generic) {
   Encoded out;
   out.packed.assign(l.packedBytes(), 0xAB);
   out.scales.assign(l.numScales(), -1.0f);
@@ -83,10 +82,9 @@ TEST(QuantCodec, EveryInstanceMatchesTheGenericKernel) {
               l.symmetric = symmetric;
               std::vector<float> g = ptrain::testing::randomFloats(l.numel, 31 + bits, -3, 5);
               std::vector<float> e = ptrain::testing::randomFloats(l.numel, 32, -0.2f, 0.2f);
-              SCOPED_TRACE(::testing::Message() << "bits " << bits << " granularity " << granularity
-                                                << " symmetric " << symmetric << " feedback " << feedback
-                                                << " shape " << shape.rows << "x" << shape.cols
-                                                << " block " << block);
+              SCOPED_TRACE(::testing::Message() << "bits " << bits << " granularity " << granularity << " symmetric "
+                                                << symmetric << " feedback " << feedback << " shape " << shape.rows
+                                                << "x" << shape.cols << " block " << block);
               const Encoded want = runInstance(l, g, feedback ? &e : nullptr, true);
               const Encoded got = runInstance(l, g, feedback ? &e : nullptr, false);
               ASSERT_EQ(got.packed, want.packed);
@@ -107,10 +105,10 @@ TEST(QuantCodec, DecodedValuesLieOnTheGridWithinHalfAStep) {
     g[r * cols + 7] = 0.0f; // an all-zero column: scale 0, decodes to 0
   std::vector<uint8_t> packed((rows * cols * 4 + 7) / 8);
   std::vector<float> scales(cols), out(rows * cols);
-  ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), nullptr, rows, cols, 4, PTRAIN_QUANT_CHANNEL, 0, 1,
-                                           packed.data(), scales.data(), nullptr));
-  ASSERT_PTRAIN_OK(ptrain_quant_decode_f32(packed.data(), scales.data(), nullptr, rows, cols, 4,
-                                           PTRAIN_QUANT_CHANNEL, 0, 1, out.data()));
+  ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), nullptr, rows, cols, 4, PTRAIN_QUANT_CHANNEL, 0, 1, packed.data(),
+                                           scales.data(), nullptr));
+  ASSERT_PTRAIN_OK(ptrain_quant_decode_f32(packed.data(), scales.data(), nullptr, rows, cols, 4, PTRAIN_QUANT_CHANNEL,
+                                           0, 1, out.data()));
   for (int64_t c = 0; c < cols; ++c) {
     float amax = 0.0f;
     for (int64_t r = 0; r < rows; ++r)
@@ -135,10 +133,10 @@ TEST(QuantCodec, AsymmetricBlocksHitTheirMinimumAndMaximum) {
   const int64_t blocks = (n + block - 1) / block;
   std::vector<uint8_t> packed(n);
   std::vector<float> scales(blocks), zeros(blocks), out(n);
-  ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), nullptr, 1, n, 8, PTRAIN_QUANT_BLOCK, block, 0,
-                                           packed.data(), scales.data(), zeros.data()));
-  ASSERT_PTRAIN_OK(ptrain_quant_decode_f32(packed.data(), scales.data(), zeros.data(), 1, n, 8,
-                                           PTRAIN_QUANT_BLOCK, block, 0, out.data()));
+  ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), nullptr, 1, n, 8, PTRAIN_QUANT_BLOCK, block, 0, packed.data(),
+                                           scales.data(), zeros.data()));
+  ASSERT_PTRAIN_OK(ptrain_quant_decode_f32(packed.data(), scales.data(), zeros.data(), 1, n, 8, PTRAIN_QUANT_BLOCK,
+                                           block, 0, out.data()));
   for (int64_t b = 0; b < blocks; ++b) {
     float lo = 1e30f, hi = -1e30f;
     for (int64_t i = b * block; i < std::min(n, (b + 1) * block); ++i) {
@@ -155,29 +153,29 @@ TEST(QuantCodec, BadArgumentsAndNonFiniteValuesAreErrors) {
   std::vector<float> g(8, 1.0f);
   std::vector<uint8_t> packed(8);
   float scales[8], zeros[8];
-  EXPECT_EQ(ptrain_quant_encode_f32(g.data(), nullptr, 1, 8, 3, PTRAIN_QUANT_TENSOR, 0, 1, packed.data(),
-                                    scales, nullptr),
-            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      ptrain_quant_encode_f32(g.data(), nullptr, 1, 8, 3, PTRAIN_QUANT_TENSOR, 0, 1, packed.data(), scales, nullptr),
+      PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ptrain_last_error()).find("bits must be 2, 4 or 8, got 3"), std::string::npos);
-  EXPECT_EQ(ptrain_quant_encode_f32(g.data(), nullptr, 1, 8, 8, PTRAIN_QUANT_BLOCK, 0, 1, packed.data(),
-                                    scales, nullptr),
-            PTRAIN_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(ptrain_quant_encode_f32(g.data(), nullptr, 1, 8, 8, PTRAIN_QUANT_TENSOR, 0, 0, packed.data(),
-                                    scales, nullptr),
-            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      ptrain_quant_encode_f32(g.data(), nullptr, 1, 8, 8, PTRAIN_QUANT_BLOCK, 0, 1, packed.data(), scales, nullptr),
+      PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      ptrain_quant_encode_f32(g.data(), nullptr, 1, 8, 8, PTRAIN_QUANT_TENSOR, 0, 0, packed.data(), scales, nullptr),
+      PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ptrain_last_error()).find("out_zero_points"), std::string::npos);
   g[6] = INFINITY;
-  EXPECT_EQ(ptrain_quant_encode_f32(g.data(), nullptr, 2, 4, 8, PTRAIN_QUANT_CHANNEL, 0, 0, packed.data(),
-                                    scales, zeros),
-            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      ptrain_quant_encode_f32(g.data(), nullptr, 2, 4, 8, PTRAIN_QUANT_CHANNEL, 0, 0, packed.data(), scales, zeros),
+      PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ptrain_last_error()).find("element 6 of the input is not finite"), std::string::npos)
       << ptrain_last_error();
   // The one-pass block kernel finds it too, with the residual added.
   std::vector<float> e(8, 0.0f);
   g[6] = NAN;
-  EXPECT_EQ(ptrain_quant_encode_f32(g.data(), e.data(), 1, 8, 4, PTRAIN_QUANT_BLOCK, 4, 1, packed.data(), scales,
-                                    nullptr),
-            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      ptrain_quant_encode_f32(g.data(), e.data(), 1, 8, 4, PTRAIN_QUANT_BLOCK, 4, 1, packed.data(), scales, nullptr),
+      PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ptrain_last_error()).find("element 6 of the input plus residual is not finite"),
             std::string::npos)
       << ptrain_last_error();

@@ -13,9 +13,7 @@ namespace {
 std::vector<int32_t> referenceTopK(const std::vector<float> &v, int64_t k) {
   std::vector<int32_t> order(v.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return std::fabs(v[a]) > std::fabs(v[b]);
-  });
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return std::fabs(v[a]) > std::fabs(v[b]); });
   order.resize(k);
   std::sort(order.begin(), order.end());
   return order;

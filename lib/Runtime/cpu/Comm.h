@@ -27,8 +27,7 @@ public:
   virtual ~Continuation() = default;
   /// Runs the local work after `req.mpi` completed with `status`, then either
   /// posts the next MPI request into `req.mpi` and sets `*more`, or finishes.
-  virtual ptrain_status_t step(ptrain_request &req, const MPI_Status &status,
-                               bool *more) = 0;
+  virtual ptrain_status_t step(ptrain_request &req, const MPI_Status &status, bool *more) = 0;
   /// The operation and its current phase, for error messages.
   virtual void describe(char *buf, size_t size) const = 0;
   /// Whether the posted MPI request is a receive (cancellable at a deadline).
@@ -56,15 +55,7 @@ struct ptrain_comm {
 };
 
 struct ptrain_request {
-  enum class Kind {
-    Send,
-    Recv,
-    AllReduce,
-    Barrier,
-    AllGather,
-    ReduceScatter,
-    Compressed
-  };
+  enum class Kind { Send, Recv, AllReduce, Barrier, AllGather, ReduceScatter, Compressed };
   MPI_Request mpi = MPI_REQUEST_NULL;
   Kind kind = Kind::Send;
   ptrain_comm *comm = nullptr;
@@ -104,8 +95,7 @@ Clock::time_point deadlineIn(double seconds);
 /// Polls `*req` until it completes (1), the deadline passes (0, the request
 /// still posted) or MPI fails (-1, *mpiError set). Sleeps between polls once
 /// it has spun a little, so oversubscribed ranks do not starve their peers.
-int pollUntil(MPI_Request *req, Clock::time_point deadline, MPI_Status *status,
-              int *mpiError);
+int pollUntil(MPI_Request *req, Clock::time_point deadline, MPI_Status *status, int *mpiError);
 
 /// Bytes of one element of a collective dtype (0 if unknown) and its name.
 int64_t dtypeBytes(ptrain_dtype_t dtype);
@@ -113,8 +103,7 @@ const char *dtypeName(ptrain_dtype_t dtype);
 
 /// The MPI datatype and reduction for summing `dtype` (16-bit floats: a
 /// user-defined MPI_Op adding in fp32, see Collectives.cpp).
-ptrain_status_t sumOp(const char *call, ptrain_dtype_t dtype,
-                      MPI_Datatype *outType, MPI_Op *outOp);
+ptrain_status_t sumOp(const char *call, ptrain_dtype_t dtype, MPI_Datatype *outType, MPI_Op *outOp);
 
 /// data[i] *= factor for 16-bit floats (computed in fp32, rounded to nearest
 /// even), the AVG of a 16-bit all-reduce.
@@ -127,17 +116,13 @@ void freeUserOps();
 /// `comm` exchanges (operation, count, dtype, reduction) before the operation
 /// and a mismatch is a MISMATCH error naming both ranks' operations. No-ops
 /// when debug mode is off.
-ptrain_status_t checkCollectiveFingerprint(const char *call, ptrain_comm_t comm,
-                                           const char *opName, int64_t count,
+ptrain_status_t checkCollectiveFingerprint(const char *call, ptrain_comm_t comm, const char *opName, int64_t count,
                                            ptrain_dtype_t dtype, int32_t extra);
 /// Point-to-point: the sender posts its fingerprint (kept in req->debugMpi),
 /// the receiver waits for it (until the deadline) and compares.
-ptrain_status_t postSendFingerprint(const char *call, ptrain_comm_t comm,
-                                    const char *opName, int64_t bytes,
-                                    int32_t peer, int32_t tag,
-                                    ptrain_request *req);
-ptrain_status_t checkRecvFingerprint(const char *call, ptrain_comm_t comm,
-                                     const char *opName, int64_t bytes,
+ptrain_status_t postSendFingerprint(const char *call, ptrain_comm_t comm, const char *opName, int64_t bytes,
+                                    int32_t peer, int32_t tag, ptrain_request *req);
+ptrain_status_t checkRecvFingerprint(const char *call, ptrain_comm_t comm, const char *opName, int64_t bytes,
                                      int32_t peer, int32_t tag);
 /// Sets up / frees a communicator's debug state (reads PTRAIN_COMM_DEBUG).
 ptrain_status_t initDebug(const char *call, ptrain_comm_t comm);
@@ -145,11 +130,11 @@ void freeDebug(ptrain_comm_t comm);
 } // namespace ptrain::runtime
 
 /// Propagates a failing MPI call as PTRAIN_ERROR_COMM with MPI's error text.
-#define PTRAIN_MPI_RETURN_IF_ERROR(expr)                                       \
-  do {                                                                         \
-    int ptrainMpiError_ = (expr);                                              \
-    if (ptrainMpiError_ != MPI_SUCCESS)                                        \
-      return ::ptrain::runtime::failMpi(__func__, ptrainMpiError_, #expr);     \
+#define PTRAIN_MPI_RETURN_IF_ERROR(expr)                                                                               \
+  do {                                                                                                                 \
+    int ptrainMpiError_ = (expr);                                                                                      \
+    if (ptrainMpiError_ != MPI_SUCCESS)                                                                                \
+      return ::ptrain::runtime::failMpi(__func__, ptrainMpiError_, #expr);                                             \
   } while (0)
 
 #endif // PTRAIN_RUNTIME_CPU_COMM_H

@@ -43,8 +43,8 @@ struct Fingerprint {
   int32_t pad;
 };
 
-Fingerprint make(const char *op, int64_t seq, int64_t count, int32_t dtype,
-                 int32_t extra, int32_t peer, int32_t tag, int32_t rank) {
+Fingerprint make(const char *op, int64_t seq, int64_t count, int32_t dtype, int32_t extra, int32_t peer, int32_t tag,
+                 int32_t rank) {
   Fingerprint fp;
   std::memset(&fp, 0, sizeof(fp));
   std::snprintf(fp.op, sizeof(fp.op), "%s", op);
@@ -59,25 +59,20 @@ Fingerprint make(const char *op, int64_t seq, int64_t count, int32_t dtype,
 }
 
 bool sameCollective(const Fingerprint &a, const Fingerprint &b) {
-  return std::strcmp(a.op, b.op) == 0 && a.seq == b.seq &&
-         a.count == b.count && a.dtype == b.dtype && a.extra == b.extra;
+  return std::strcmp(a.op, b.op) == 0 && a.seq == b.seq && a.count == b.count && a.dtype == b.dtype &&
+         a.extra == b.extra;
 }
 
 /// "all_reduce #3 (count 100, f32, extra 0)"
 void show(const Fingerprint &fp, char *buf, size_t size) {
-  std::snprintf(buf, size, "%s #%lld (count %lld, %s, %s %d)", fp.op,
-                static_cast<long long>(fp.seq),
-                static_cast<long long>(fp.count),
-                ptrain::runtime::dtypeName(fp.dtype),
-                std::strstr(fp.op, "compressed") ? "codec" : "reduction",
-                fp.extra);
+  std::snprintf(buf, size, "%s #%lld (count %lld, %s, %s %d)", fp.op, static_cast<long long>(fp.seq),
+                static_cast<long long>(fp.count), ptrain::runtime::dtypeName(fp.dtype),
+                std::strstr(fp.op, "compressed") ? "codec" : "reduction", fp.extra);
 }
 
 void showP2P(const Fingerprint &fp, char *buf, size_t size) {
-  std::snprintf(buf, size, "%s #%lld %s rank %d (tag %d, %lld bytes)", fp.op,
-                static_cast<long long>(fp.seq),
-                std::strstr(fp.op, "send") ? "to" : "from", fp.peer, fp.tag,
-                static_cast<long long>(fp.count));
+  std::snprintf(buf, size, "%s #%lld %s rank %d (tag %d, %lld bytes)", fp.op, static_cast<long long>(fp.seq),
+                std::strstr(fp.op, "send") ? "to" : "from", fp.peer, fp.tag, static_cast<long long>(fp.count));
 }
 } // namespace
 
@@ -88,8 +83,7 @@ ptrain_status_t initDebug(const char *call, ptrain_comm_t comm) {
   if (!flag || !*flag || std::strcmp(flag, "0") == 0)
     return PTRAIN_OK;
   if (std::strcmp(flag, "1") != 0)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "PTRAIN_COMM_DEBUG must be 0 or 1, got '%s'", flag);
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "PTRAIN_COMM_DEBUG must be 0 or 1, got '%s'", flag);
   comm->sendSeq = new (std::nothrow) int64_t[comm->size]();
   comm->recvSeq = new (std::nothrow) int64_t[comm->size]();
   if (!comm->sendSeq || !comm->recvSeq) {
@@ -114,10 +108,8 @@ void freeDebug(ptrain_comm_t comm) {
   comm->sendSeq = comm->recvSeq = nullptr;
 }
 
-ptrain_status_t checkCollectiveFingerprint(const char *call, ptrain_comm_t comm,
-                                           const char *opName, int64_t count,
-                                           ptrain_dtype_t dtype,
-                                           int32_t extra) {
+ptrain_status_t checkCollectiveFingerprint(const char *call, ptrain_comm_t comm, const char *opName, int64_t count,
+                                           ptrain_dtype_t dtype, int32_t extra) {
   if (comm->debugMpi == MPI_COMM_NULL)
     return PTRAIN_OK;
   // Every rank's fingerprint, then this rank's own (the send buffer): both
@@ -126,13 +118,12 @@ ptrain_status_t checkCollectiveFingerprint(const char *call, ptrain_comm_t comm,
   if (!all)
     return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "debug fingerprints");
   Fingerprint &mine = all[comm->size];
-  mine = make(opName, comm->collectiveSeq++, count, dtype, extra, -1, 0,
-              comm->rank);
+  mine = make(opName, comm->collectiveSeq++, count, dtype, extra, -1, 0, comm->rank);
   char me[160];
   show(mine, me, sizeof(me));
   MPI_Request req = MPI_REQUEST_NULL;
-  int err = MPI_Iallgather(&mine, sizeof(Fingerprint), MPI_BYTE, all,
-                           sizeof(Fingerprint), MPI_BYTE, comm->debugMpi, &req);
+  int err =
+      MPI_Iallgather(&mine, sizeof(Fingerprint), MPI_BYTE, all, sizeof(Fingerprint), MPI_BYTE, comm->debugMpi, &req);
   if (err != MPI_SUCCESS) {
     delete[] all;
     return failMpi(call, err, "MPI_Iallgather of the debug fingerprints");
@@ -164,46 +155,38 @@ ptrain_status_t checkCollectiveFingerprint(const char *call, ptrain_comm_t comm,
                   "debug mode: ranks disagree on the next collective of a "
                   "communicator of %d ranks: rank %d posts %s but rank %d "
                   "posts %s (this is rank %d)",
-                  comm->size, all[0].rank, first, all[r].rank, other,
-                  comm->rank);
+                  comm->size, all[0].rank, first, all[r].rank, other, comm->rank);
     break;
   }
   delete[] all;
   return result;
 }
 
-ptrain_status_t postSendFingerprint(const char *call, ptrain_comm_t comm,
-                                    const char *opName, int64_t bytes,
-                                    int32_t peer, int32_t tag,
-                                    ptrain_request *req) {
+ptrain_status_t postSendFingerprint(const char *call, ptrain_comm_t comm, const char *opName, int64_t bytes,
+                                    int32_t peer, int32_t tag, ptrain_request *req) {
   if (comm->debugMpi == MPI_COMM_NULL)
     return PTRAIN_OK;
   // The fingerprint lives in the request: it must outlive the MPI_Isend.
-  static_assert(sizeof(Fingerprint) <= sizeof(req->debugPayload),
-                "the request's fingerprint buffer is too small");
-  const Fingerprint fp = make(opName, comm->sendSeq[peer]++, bytes, 0, 0,
-                              peer, tag, comm->rank);
+  static_assert(sizeof(Fingerprint) <= sizeof(req->debugPayload), "the request's fingerprint buffer is too small");
+  const Fingerprint fp = make(opName, comm->sendSeq[peer]++, bytes, 0, 0, peer, tag, comm->rank);
   std::memcpy(req->debugPayload, &fp, sizeof(fp));
-  int err = MPI_Isend(req->debugPayload, sizeof(Fingerprint), MPI_BYTE, peer,
-                      kFingerprintTag, comm->debugMpi, &req->debugMpi);
+  int err = MPI_Isend(req->debugPayload, sizeof(Fingerprint), MPI_BYTE, peer, kFingerprintTag, comm->debugMpi,
+                      &req->debugMpi);
   if (err != MPI_SUCCESS)
     return failMpi(call, err, "MPI_Isend of the debug fingerprint");
   return PTRAIN_OK;
 }
 
-ptrain_status_t checkRecvFingerprint(const char *call, ptrain_comm_t comm,
-                                     const char *opName, int64_t bytes,
+ptrain_status_t checkRecvFingerprint(const char *call, ptrain_comm_t comm, const char *opName, int64_t bytes,
                                      int32_t peer, int32_t tag) {
   if (comm->debugMpi == MPI_COMM_NULL)
     return PTRAIN_OK;
-  const Fingerprint mine = make(opName, comm->recvSeq[peer]++, bytes, 0, 0,
-                                peer, tag, comm->rank);
+  const Fingerprint mine = make(opName, comm->recvSeq[peer]++, bytes, 0, 0, peer, tag, comm->rank);
   char me[160];
   showP2P(mine, me, sizeof(me));
   Fingerprint theirs;
   MPI_Request req = MPI_REQUEST_NULL;
-  int err = MPI_Irecv(&theirs, sizeof(Fingerprint), MPI_BYTE, peer,
-                      kFingerprintTag, comm->debugMpi, &req);
+  int err = MPI_Irecv(&theirs, sizeof(Fingerprint), MPI_BYTE, peer, kFingerprintTag, comm->debugMpi, &req);
   if (err != MPI_SUCCESS)
     return failMpi(call, err, "MPI_Irecv of the debug fingerprint");
   MPI_Status status;
@@ -224,14 +207,12 @@ ptrain_status_t checkRecvFingerprint(const char *call, ptrain_comm_t comm,
   std::snprintf(expected, sizeof(expected), "%s", opName);
   if (char *at = std::strstr(expected, "recv"))
     std::memcpy(at, "send", 4);
-  if (std::strcmp(theirs.op, expected) == 0 && theirs.seq == mine.seq &&
-      theirs.count == bytes && theirs.tag == tag)
+  if (std::strcmp(theirs.op, expected) == 0 && theirs.seq == mine.seq && theirs.count == bytes && theirs.tag == tag)
     return PTRAIN_OK;
   char other[160];
   showP2P(theirs, other, sizeof(other));
-  return fail(PTRAIN_ERROR_MISMATCH, call,
-              "debug mode: rank %d posted %s but rank %d posts %s",
-              peer, other, comm->rank, me);
+  return fail(PTRAIN_ERROR_MISMATCH, call, "debug mode: rank %d posted %s but rank %d posts %s", peer, other,
+              comm->rank, me);
 }
 
 } // namespace ptrain::runtime

@@ -32,52 +32,42 @@ using ptrain::runtime::fail;
 namespace {
 constexpr const char *kManifestMagic = "ptrain-checkpoint-manifest";
 
-ptrain_status_t joinPath(const char *call, const char *dir, const char *name,
-                         char *out, size_t size) {
+ptrain_status_t joinPath(const char *call, const char *dir, const char *name, char *out, size_t size) {
   if (std::snprintf(out, size, "%s/%s", dir, name) >= static_cast<int>(size))
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "path too long: %s/%s",
-                dir, name);
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "path too long: %s/%s", dir, name);
   return PTRAIN_OK;
 }
 
 /// The size and stored checksum (the last 8 bytes) of a checkpoint file.
-ptrain_status_t fileSummary(const char *call, const char *path,
-                            int64_t *outBytes, uint64_t *outChecksum) {
+ptrain_status_t fileSummary(const char *call, const char *path, int64_t *outBytes, uint64_t *outChecksum) {
   FILE *f = std::fopen(path, "rb");
   if (!f)
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: cannot open", path);
   bool ok = std::fseek(f, 0, SEEK_END) == 0;
   const long size = ok ? std::ftell(f) : -1;
-  ok = ok && size >= 8 && std::fseek(f, size - 8, SEEK_SET) == 0 &&
-       std::fread(outChecksum, 1, 8, f) == 8;
+  ok = ok && size >= 8 && std::fseek(f, size - 8, SEEK_SET) == 0 && std::fread(outChecksum, 1, 8, f) == 8;
   std::fclose(f);
   if (!ok)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "%s: cannot read its checksum (truncated?)", path);
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: cannot read its checksum (truncated?)", path);
   *outBytes = size;
   return PTRAIN_OK;
 }
 
 /// All-gathers (bytes, checksum) of every rank's file.
-ptrain_status_t gatherSummaries(ptrain_comm_t comm, int64_t bytes,
-                                uint64_t checksum, int64_t *all) {
+ptrain_status_t gatherSummaries(ptrain_comm_t comm, int64_t bytes, uint64_t checksum, int64_t *all) {
   int64_t mine[2] = {bytes, static_cast<int64_t>(checksum)};
   ptrain_request_t req = nullptr;
-  PTRAIN_RETURN_IF_ERROR(
-      ptrain_all_gather_start(comm, mine, all, 2, PTRAIN_DTYPE_I64, &req));
+  PTRAIN_RETURN_IF_ERROR(ptrain_all_gather_start(comm, mine, all, 2, PTRAIN_DTYPE_I64, &req));
   return ptrain_wait(req);
 }
 } // namespace
 
-extern "C" ptrain_status_t
-ptrain_checkpoint_save_ranks(ptrain_comm_t comm,
-                             const ptrain_state_desc_t *states,
-                             int64_t num_states, const char *dir) {
+extern "C" ptrain_status_t ptrain_checkpoint_save_ranks(ptrain_comm_t comm, const ptrain_state_desc_t *states,
+                                                        int64_t num_states, const char *dir) {
   PTRAIN_CHECK_PTR(comm);
   PTRAIN_CHECK_PTR(dir);
   if (::mkdir(dir, 0777) != 0 && errno != EEXIST)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                "%s: cannot create the directory: %s", dir,
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "%s: cannot create the directory: %s", dir,
                 std::strerror(errno));
   char name[32], path[4096];
   std::snprintf(name, sizeof(name), "rank-%05d.ckpt", comm->rank);
@@ -112,21 +102,16 @@ ptrain_checkpoint_save_ranks(ptrain_comm_t comm,
     std::snprintf(tmp, sizeof(tmp), "%s.tmp", manifest);
     FILE *f = st == PTRAIN_OK ? std::fopen(tmp, "w") : nullptr;
     if (st == PTRAIN_OK && !f)
-      st = fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                "%s: cannot open for writing", tmp);
+      st = fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "%s: cannot open for writing", tmp);
     if (f) {
-      bool ok = std::fprintf(f, "%s 1\nranks %d\n", kManifestMagic,
-                             comm->size) > 0;
+      bool ok = std::fprintf(f, "%s 1\nranks %d\n", kManifestMagic, comm->size) > 0;
       for (int r = 0; r < comm->size; ++r)
-        ok = ok && std::fprintf(f, "rank %d rank-%05d.ckpt %lld %016llx\n", r,
-                                r, static_cast<long long>(all[2 * r]),
-                                static_cast<unsigned long long>(
-                                    static_cast<uint64_t>(all[2 * r + 1]))) > 0;
+        ok = ok && std::fprintf(f, "rank %d rank-%05d.ckpt %lld %016llx\n", r, r, static_cast<long long>(all[2 * r]),
+                                static_cast<unsigned long long>(static_cast<uint64_t>(all[2 * r + 1]))) > 0;
       ok = std::fclose(f) == 0 && ok;
       if (!ok || std::rename(tmp, manifest) != 0) {
         std::remove(tmp);
-        st = fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                  "%s: cannot write the manifest", manifest);
+        st = fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "%s: cannot write the manifest", manifest);
       }
     }
   }
@@ -139,19 +124,15 @@ ptrain_checkpoint_save_ranks(ptrain_comm_t comm,
   return ptrain_wait(req);
 }
 
-extern "C" ptrain_status_t
-ptrain_checkpoint_load_ranks(ptrain_comm_t comm,
-                             const ptrain_state_desc_t *states,
-                             int64_t num_states, const char *dir) {
+extern "C" ptrain_status_t ptrain_checkpoint_load_ranks(ptrain_comm_t comm, const ptrain_state_desc_t *states,
+                                                        int64_t num_states, const char *dir) {
   PTRAIN_CHECK_PTR(comm);
   PTRAIN_CHECK_PTR(dir);
   char manifest[4096];
-  PTRAIN_RETURN_IF_ERROR(
-      joinPath(__func__, dir, "manifest", manifest, sizeof(manifest)));
+  PTRAIN_RETURN_IF_ERROR(joinPath(__func__, dir, "manifest", manifest, sizeof(manifest)));
   FILE *f = std::fopen(manifest, "r");
   if (!f)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                "%s: cannot open (not a complete checkpoint directory?)",
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "%s: cannot open (not a complete checkpoint directory?)",
                 manifest);
   char magic[64] = "";
   int version = 0, ranks = 0;
@@ -166,9 +147,7 @@ ptrain_checkpoint_load_ranks(ptrain_comm_t comm,
     char entryFile[256];
     long long entryBytes;
     unsigned long long entrySum;
-    ok = std::fscanf(f, " rank %d %255s %lld %llx", &listed, entryFile,
-                     &entryBytes, &entrySum) == 4 &&
-         listed == r;
+    ok = std::fscanf(f, " rank %d %255s %lld %llx", &listed, entryFile, &entryBytes, &entrySum) == 4 && listed == r;
     if (ok && r == comm->rank) {
       std::snprintf(file, sizeof(file), "%s", entryFile);
       bytes = entryBytes;
@@ -178,8 +157,7 @@ ptrain_checkpoint_load_ranks(ptrain_comm_t comm,
   }
   std::fclose(f);
   if (!ok)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                "%s: malformed manifest", manifest);
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "%s: malformed manifest", manifest);
   if (ranks != comm->size || !found)
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
                 "%s: written by %d ranks, loaded by %d; this call restores "
@@ -196,7 +174,6 @@ ptrain_checkpoint_load_ranks(ptrain_comm_t comm,
                 "%s: %lld bytes with checksum %016llx, but the manifest "
                 "lists %lld bytes with checksum %016llx: the file is not the "
                 "one this checkpoint wrote",
-                path, static_cast<long long>(actualBytes),
-                static_cast<unsigned long long>(actualSum), bytes, checksum);
+                path, static_cast<long long>(actualBytes), static_cast<unsigned long long>(actualSum), bytes, checksum);
   return ptrain_checkpoint_load(states, num_states, path);
 }

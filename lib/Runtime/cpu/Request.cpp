@@ -30,9 +30,7 @@ constexpr std::chrono::microseconds kPollSleep{50};
 /// How long a cancelled receive may take to report its cancellation.
 constexpr std::chrono::seconds kCancelGrace{1};
 
-const char *reduceName(ptrain_reduce_op_t op) {
-  return op == PTRAIN_REDUCE_AVG ? "avg" : "sum";
-}
+const char *reduceName(ptrain_reduce_op_t op) { return op == PTRAIN_REDUCE_AVG ? "avg" : "sum"; }
 
 /// "recv from peer 1 of comm size 2 (tag 7, 64 bytes)" and the like.
 void describe(const ptrain_request &req, char *buf, size_t size) {
@@ -44,33 +42,28 @@ void describe(const ptrain_request &req, char *buf, size_t size) {
   case Kind::Send:
   case Kind::Recv:
     std::snprintf(buf, size, "%s peer %d of comm size %d (tag %d, %lld bytes)",
-                  req.kind == Kind::Send ? "send to" : "recv from", req.peer,
-                  req.comm->size, req.tag, bytes);
+                  req.kind == Kind::Send ? "send to" : "recv from", req.peer, req.comm->size, req.tag, bytes);
     return;
   case Kind::AllReduce:
     std::snprintf(buf, size,
                   "all_reduce (%s, %s, %lld elements, %lld bytes) over %d "
                   "ranks as rank %d",
-                  reduceName(req.op), dtypeName(req.dtype), count, bytes,
-                  req.comm->size, req.comm->rank);
+                  reduceName(req.op), dtypeName(req.dtype), count, bytes, req.comm->size, req.comm->rank);
     return;
   case Kind::AllGather:
     std::snprintf(buf, size,
                   "all_gather (%s, %lld elements per rank, %lld bytes) over "
                   "%d ranks as rank %d",
-                  dtypeName(req.dtype), count, bytes, req.comm->size,
-                  req.comm->rank);
+                  dtypeName(req.dtype), count, bytes, req.comm->size, req.comm->rank);
     return;
   case Kind::ReduceScatter:
     std::snprintf(buf, size,
                   "reduce_scatter (%s, %s, %lld elements per rank, %lld "
                   "bytes) over %d ranks as rank %d",
-                  reduceName(req.op), dtypeName(req.dtype), count, bytes,
-                  req.comm->size, req.comm->rank);
+                  reduceName(req.op), dtypeName(req.dtype), count, bytes, req.comm->size, req.comm->rank);
     return;
   case Kind::Barrier:
-    std::snprintf(buf, size, "barrier over %d ranks as rank %d",
-                  req.comm->size, req.comm->rank);
+    std::snprintf(buf, size, "barrier over %d ranks as rank %d", req.comm->size, req.comm->rank);
     return;
   case Kind::Compressed:
     req.next->describe(buf, size);
@@ -78,27 +71,22 @@ void describe(const ptrain_request &req, char *buf, size_t size) {
   }
 }
 
-ptrain_status_t checkP2P(const char *call, ptrain_comm_t comm, const void *buf,
-                         int64_t numBytes, int32_t peer, int32_t tag,
-                         ptrain_request_t *out) {
+ptrain_status_t checkP2P(const char *call, ptrain_comm_t comm, const void *buf, int64_t numBytes, int32_t peer,
+                         int32_t tag, ptrain_request_t *out) {
   if (!out)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "'out_request' must not be null");
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'out_request' must not be null");
   *out = nullptr;
   PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkComm(call, comm));
   if (numBytes < 0 || numBytes > INT_MAX)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "num_bytes must be in [0, %d], got %lld", INT_MAX,
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "num_bytes must be in [0, %d], got %lld", INT_MAX,
                 static_cast<long long>(numBytes));
   if (!buf && numBytes > 0)
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'buf' must not be null");
   if (peer < 0 || peer >= comm->size)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "peer %d is not a rank of the communicator (size %d)", peer,
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "peer %d is not a rank of the communicator (size %d)", peer,
                 comm->size);
   if (tag < 0)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "tag must be >= 0, got %d",
-                tag);
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "tag must be >= 0, got %d", tag);
   return PTRAIN_OK;
 }
 
@@ -117,8 +105,7 @@ void finishAllReduce(const ptrain_request &req) {
     for (int64_t i = 0; i < req.count; ++i)
       data[i] *= inv;
   } else {
-    ptrain::runtime::scaleHalf(req.dtype, req.recvBuf, req.count,
-                               1.0f / static_cast<float>(req.comm->size));
+    ptrain::runtime::scaleHalf(req.dtype, req.recvBuf, req.count, 1.0f / static_cast<float>(req.comm->size));
   }
 }
 } // namespace
@@ -151,12 +138,10 @@ void deleteRequest(ptrain_request *req) {
 }
 
 Clock::time_point deadlineIn(double seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(seconds));
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-int pollUntil(MPI_Request *req, Clock::time_point deadline, MPI_Status *status,
-              int *mpiError) {
+int pollUntil(MPI_Request *req, Clock::time_point deadline, MPI_Status *status, int *mpiError) {
   for (int poll = 0;; ++poll) {
     int done = 0;
     int err = MPI_Test(req, &done, status);
@@ -221,9 +206,8 @@ ptrain_status_t startP2P(const char *call, ptrain_request::Kind kind, ptrain_com
   req->tag = tag;
   req->bytes = num_bytes;
   const bool send = kind == ptrain_request::Kind::Send;
-  ptrain_status_t st =
-      send ? ptrain::runtime::postSendFingerprint(call, comm, "send", num_bytes, peer, tag, req)
-           : ptrain::runtime::checkRecvFingerprint(call, comm, "recv", num_bytes, peer, tag);
+  ptrain_status_t st = send ? ptrain::runtime::postSendFingerprint(call, comm, "send", num_bytes, peer, tag, req)
+                            : ptrain::runtime::checkRecvFingerprint(call, comm, "recv", num_bytes, peer, tag);
   if (st != PTRAIN_OK) {
     ptrain::runtime::deleteRequest(req);
     return st;
@@ -238,58 +222,45 @@ ptrain_status_t startP2P(const char *call, ptrain_request::Kind kind, ptrain_com
 }
 } // namespace
 
-extern "C" ptrain_status_t ptrain_send_start(ptrain_comm_t comm,
-                                             const void *buf, int64_t num_bytes,
-                                             int32_t peer, int32_t tag,
-                                             ptrain_request_t *out_request) {
-  return startP2P(__func__, ptrain_request::Kind::Send, comm, buf, num_bytes, peer, tag, out_request,
-                  "MPI_Isend", [&](MPI_Request *r) {
-                    return MPI_Isend(buf, static_cast<int>(num_bytes), MPI_BYTE, peer, tag, comm->mpi, r);
-                  });
+extern "C" ptrain_status_t ptrain_send_start(ptrain_comm_t comm, const void *buf, int64_t num_bytes, int32_t peer,
+                                             int32_t tag, ptrain_request_t *out_request) {
+  return startP2P(
+      __func__, ptrain_request::Kind::Send, comm, buf, num_bytes, peer, tag, out_request, "MPI_Isend",
+      [&](MPI_Request *r) { return MPI_Isend(buf, static_cast<int>(num_bytes), MPI_BYTE, peer, tag, comm->mpi, r); });
 }
 
-extern "C" ptrain_status_t ptrain_recv_start(ptrain_comm_t comm, void *buf,
-                                             int64_t num_bytes, int32_t peer,
-                                             int32_t tag,
-                                             ptrain_request_t *out_request) {
-  return startP2P(__func__, ptrain_request::Kind::Recv, comm, buf, num_bytes, peer, tag, out_request,
-                  "MPI_Irecv", [&](MPI_Request *r) {
-                    return MPI_Irecv(buf, static_cast<int>(num_bytes), MPI_BYTE, peer, tag, comm->mpi, r);
-                  });
+extern "C" ptrain_status_t ptrain_recv_start(ptrain_comm_t comm, void *buf, int64_t num_bytes, int32_t peer,
+                                             int32_t tag, ptrain_request_t *out_request) {
+  return startP2P(
+      __func__, ptrain_request::Kind::Recv, comm, buf, num_bytes, peer, tag, out_request, "MPI_Irecv",
+      [&](MPI_Request *r) { return MPI_Irecv(buf, static_cast<int>(num_bytes), MPI_BYTE, peer, tag, comm->mpi, r); });
 }
 
-extern "C" ptrain_status_t
-ptrain_all_reduce_start(ptrain_comm_t comm, const void *send_buf,
-                        void *recv_buf, int64_t count, ptrain_dtype_t dtype,
-                        ptrain_reduce_op_t op, ptrain_request_t *out_request) {
+extern "C" ptrain_status_t ptrain_all_reduce_start(ptrain_comm_t comm, const void *send_buf, void *recv_buf,
+                                                   int64_t count, ptrain_dtype_t dtype, ptrain_reduce_op_t op,
+                                                   ptrain_request_t *out_request) {
   PTRAIN_CHECK_PTR(out_request);
   *out_request = nullptr;
   PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkComm(__func__, comm));
-  PTRAIN_CHECK_ARG(count >= 0 && count <= INT_MAX,
-                   "count must be in [0, %d], got %lld", INT_MAX,
+  PTRAIN_CHECK_ARG(count >= 0 && count <= INT_MAX, "count must be in [0, %d], got %lld", INT_MAX,
                    static_cast<long long>(count));
-  PTRAIN_CHECK_ARG(op == PTRAIN_REDUCE_SUM || op == PTRAIN_REDUCE_AVG,
-                   "unsupported reduction %d (sum = 0, avg = 1)", op);
-  PTRAIN_CHECK_ARG(count == 0 || (send_buf && recv_buf),
-                   "'send_buf' and 'recv_buf' must not be null");
+  PTRAIN_CHECK_ARG(op == PTRAIN_REDUCE_SUM || op == PTRAIN_REDUCE_AVG, "unsupported reduction %d (sum = 0, avg = 1)",
+                   op);
+  PTRAIN_CHECK_ARG(count == 0 || (send_buf && recv_buf), "'send_buf' and 'recv_buf' must not be null");
   MPI_Datatype type;
   MPI_Op mpiOp;
   PTRAIN_RETURN_IF_ERROR(ptrain::runtime::sumOp(__func__, dtype, &type, &mpiOp));
-  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkCollectiveFingerprint(
-      __func__, comm, "all_reduce", count, dtype, op));
-  ptrain_request *req =
-      ptrain::runtime::newRequest(ptrain_request::Kind::AllReduce, comm);
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkCollectiveFingerprint(__func__, comm, "all_reduce", count, dtype, op));
+  ptrain_request *req = ptrain::runtime::newRequest(ptrain_request::Kind::AllReduce, comm);
   if (!req)
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
-                "cannot allocate a request");
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate a request");
   req->bytes = count * ptrain::runtime::dtypeBytes(dtype);
   req->recvBuf = recv_buf;
   req->count = count;
   req->dtype = dtype;
   req->op = op;
   const void *sendArg = send_buf == recv_buf ? MPI_IN_PLACE : send_buf;
-  int err = MPI_Iallreduce(sendArg, recv_buf, static_cast<int>(count), type,
-                           mpiOp, comm->mpi, &req->mpi);
+  int err = MPI_Iallreduce(sendArg, recv_buf, static_cast<int>(count), type, mpiOp, comm->mpi, &req->mpi);
   if (err != MPI_SUCCESS) {
     ptrain::runtime::deleteRequest(req);
     return ptrain::runtime::failMpi(__func__, err, "MPI_Iallreduce");
@@ -298,18 +269,15 @@ ptrain_all_reduce_start(ptrain_comm_t comm, const void *send_buf,
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t ptrain_barrier_start(ptrain_comm_t comm,
-                                                ptrain_request_t *out_request) {
+extern "C" ptrain_status_t ptrain_barrier_start(ptrain_comm_t comm, ptrain_request_t *out_request) {
   PTRAIN_CHECK_PTR(out_request);
   *out_request = nullptr;
   PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkComm(__func__, comm));
-  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkCollectiveFingerprint(
-      __func__, comm, "barrier", 0, PTRAIN_DTYPE_F32, 0));
-  ptrain_request *req =
-      ptrain::runtime::newRequest(ptrain_request::Kind::Barrier, comm);
+  PTRAIN_RETURN_IF_ERROR(
+      ptrain::runtime::checkCollectiveFingerprint(__func__, comm, "barrier", 0, PTRAIN_DTYPE_F32, 0));
+  ptrain_request *req = ptrain::runtime::newRequest(ptrain_request::Kind::Barrier, comm);
   if (!req)
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
-                "cannot allocate a request");
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate a request");
   int err = MPI_Ibarrier(comm->mpi, &req->mpi);
   if (err != MPI_SUCCESS) {
     ptrain::runtime::deleteRequest(req);
@@ -328,12 +296,10 @@ extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
   for (;;) {
     MPI_Status status;
     int mpiError = MPI_SUCCESS;
-    const int polled =
-        ptrain::runtime::pollUntil(&req.mpi, deadline, &status, &mpiError);
+    const int polled = ptrain::runtime::pollUntil(&req.mpi, deadline, &status, &mpiError);
     if (polled < 0) {
       // MPI completed (and freed) the request with an error.
-      ptrain_status_t result =
-          ptrain::runtime::failMpi(__func__, mpiError, what);
+      ptrain_status_t result = ptrain::runtime::failMpi(__func__, mpiError, what);
       ptrain::runtime::deleteRequest(request);
       return result;
     }
@@ -348,8 +314,7 @@ extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
                       "%s: received %d bytes, expected %lld; the peer sent "
                       "a message of another size",
                       what, received, static_cast<long long>(req.bytes));
-    } else if (req.kind == ptrain_request::Kind::AllReduce ||
-               req.kind == ptrain_request::Kind::ReduceScatter) {
+    } else if (req.kind == ptrain_request::Kind::AllReduce || req.kind == ptrain_request::Kind::ReduceScatter) {
       finishAllReduce(req);
     } else if (req.next) {
       bool more = false;
@@ -363,8 +328,7 @@ extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
     }
     // Debug mode: the fingerprint of a send completes with the send.
     if (result == PTRAIN_OK && req.debugMpi != MPI_REQUEST_NULL) {
-      int polledFp = ptrain::runtime::pollUntil(&req.debugMpi, deadline,
-                                                &status, &mpiError);
+      int polledFp = ptrain::runtime::pollUntil(&req.debugMpi, deadline, &status, &mpiError);
       if (polledFp == 0) {
         req.comm->broken = true;
         req.debugMpi = MPI_REQUEST_NULL; // left posted inside MPI
@@ -386,8 +350,7 @@ extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
   // buffer is free again; anything else stays posted inside MPI, so the
   // communicator is marked broken (only abort or destroy remain).
   bool released = false;
-  const bool receive = req.kind == ptrain_request::Kind::Recv ||
-                       (req.next && req.next->isReceive());
+  const bool receive = req.kind == ptrain_request::Kind::Recv || (req.next && req.next->isReceive());
   if (receive && MPI_Cancel(&req.mpi) == MPI_SUCCESS) {
     const auto graceEnd = Clock::now() + kCancelGrace;
     while (Clock::now() < graceEnd) {
@@ -417,6 +380,5 @@ extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
   return fail(PTRAIN_ERROR_DEADLINE_EXCEEDED, __func__,
               "%s did not complete within %g s (PTRAIN_COMM_TIMEOUT_S): the "
               "peer(s) never posted the matching operation or are stuck%s",
-              what, timeoutS,
-              released ? "" : "; the communicator is now broken");
+              what, timeoutS, released ? "" : "; the communicator is now broken");
 }

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "common/Status.h"
 #include "cpu/codecs/Cast.h"
+#include "common/Status.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -21,8 +21,7 @@ namespace {
 /// (round to nearest even) gives the same codes as floatToHalf, eight at a
 /// time; the tail uses the portable conversion. Checked against the
 /// portable kernel and _Float16 by CastCodecTest through the C API.
-__attribute__((target("avx2,f16c"))) void
-halfEncodeF16C(const float *g, float *residual, int64_t n, uint16_t *code) {
+__attribute__((target("avx2,f16c"))) void halfEncodeF16C(const float *g, float *residual, int64_t n, uint16_t *code) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 v = _mm256_loadu_ps(g + i);
@@ -50,13 +49,11 @@ bool hasF16C() {
 #endif
 } // namespace
 
-extern "C" ptrain_status_t ptrain_cast_encode_f32(const float *g,
-                                                  float *residual, int64_t n,
-                                                  ptrain_dtype_t dtype,
+extern "C" ptrain_status_t ptrain_cast_encode_f32(const float *g, float *residual, int64_t n, ptrain_dtype_t dtype,
                                                   uint16_t *out_code) {
   PTRAIN_CHECK_SIZE(n);
-  PTRAIN_CHECK_ARG(dtype == PTRAIN_DTYPE_F16 || dtype == PTRAIN_DTYPE_BF16,
-                   "dtype must be f16 (3) or bf16 (4), got %d", dtype);
+  PTRAIN_CHECK_ARG(dtype == PTRAIN_DTYPE_F16 || dtype == PTRAIN_DTYPE_BF16, "dtype must be f16 (3) or bf16 (4), got %d",
+                   dtype);
   if (n == 0)
     return PTRAIN_OK;
   PTRAIN_CHECK_PTR(g);
@@ -74,13 +71,10 @@ extern "C" ptrain_status_t ptrain_cast_encode_f32(const float *g,
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t ptrain_cast_decode_f32(const uint16_t *code,
-                                                  int64_t n,
-                                                  ptrain_dtype_t dtype,
-                                                  float *out) {
+extern "C" ptrain_status_t ptrain_cast_decode_f32(const uint16_t *code, int64_t n, ptrain_dtype_t dtype, float *out) {
   PTRAIN_CHECK_SIZE(n);
-  PTRAIN_CHECK_ARG(dtype == PTRAIN_DTYPE_F16 || dtype == PTRAIN_DTYPE_BF16,
-                   "dtype must be f16 (3) or bf16 (4), got %d", dtype);
+  PTRAIN_CHECK_ARG(dtype == PTRAIN_DTYPE_F16 || dtype == PTRAIN_DTYPE_BF16, "dtype must be f16 (3) or bf16 (4), got %d",
+                   dtype);
   if (n == 0)
     return PTRAIN_OK;
   PTRAIN_CHECK_PTR(code);

@@ -77,9 +77,7 @@ inline uint16_t floatToBf16(float f) {
 }
 
 /// bfloat16 -> fp32, exact.
-inline float bf16ToFloat(uint16_t b) {
-  return bitsFloat(static_cast<uint32_t>(b) << 16);
-}
+inline float bf16ToFloat(uint16_t b) { return bitsFloat(static_cast<uint32_t>(b) << 16); }
 
 /// The conversions of one 16-bit type, for templates over the cast target.
 template <ptrain_dtype_t Dtype> struct Half16;
@@ -94,8 +92,7 @@ template <> struct Half16<PTRAIN_DTYPE_BF16> {
 
 /// The fused cast encode of one template instance: code = cast(v) and, with
 /// a residual, v = g + e and e = v - decode(code), one pass over memory.
-template <ptrain_dtype_t Dtype>
-void castEncode(const float *g, float *residual, int64_t n, uint16_t *code) {
+template <ptrain_dtype_t Dtype> void castEncode(const float *g, float *residual, int64_t n, uint16_t *code) {
   using H = Half16<Dtype>;
   if (residual) {
     for (int64_t i = 0; i < n; ++i) {
@@ -110,8 +107,7 @@ void castEncode(const float *g, float *residual, int64_t n, uint16_t *code) {
   }
 }
 
-template <ptrain_dtype_t Dtype>
-void castDecode(const uint16_t *code, int64_t n, float *out) {
+template <ptrain_dtype_t Dtype> void castDecode(const uint16_t *code, int64_t n, float *out) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = Half16<Dtype>::decode(code[i]);
 }

@@ -30,15 +30,13 @@ struct CodeLayout {
 };
 
 /// Validates `codec` (naming the bad field) and computes its code layout.
-ptrain_status_t codecLayout(const char *call, const ptrain_codec_t *codec,
-                            CodeLayout &out);
+ptrain_status_t codecLayout(const char *call, const ptrain_codec_t *codec, CodeLayout &out);
 
 /// Whether the codec's codes can be summed in compressed form (PowerSGD
 /// factors, rand-k with a shared seed, casts) or must be gathered, decoded
 /// and summed (top-k, quantization); Bian et al., MLSys 2024.
 inline bool codecIsSummable(const ptrain_codec_t &codec) {
-  return codec.kind == PTRAIN_CODEC_POWERSGD ||
-         codec.kind == PTRAIN_CODEC_RANDK || codec.kind == PTRAIN_CODEC_CAST;
+  return codec.kind == PTRAIN_CODEC_POWERSGD || codec.kind == PTRAIN_CODEC_RANDK || codec.kind == PTRAIN_CODEC_CAST;
 }
 
 /// A short description for error messages: "powersgd rank 4 on 1x64x64".

@@ -39,21 +39,17 @@ ptrain_status_t powersgdCheck(const char *call, const PowerSgdShape &s);
 /// the warm-start `qState` (zero columns redrawn from the seed) or, without
 /// one, drawn from `seed`. Exact path: M into p and q. `outM` is M's storage
 /// (residual, or g without error feedback).
-ptrain_status_t powersgdPhaseP(const char *call, const PowerSgdShape &s,
-                               const float *g, float *residual, float *qState,
-                               uint64_t seed, float *p, float *q,
-                               const float **outM);
+ptrain_status_t powersgdPhaseP(const char *call, const PowerSgdShape &s, const float *g, float *residual, float *qState,
+                               uint64_t seed, float *p, float *q, const float **outM);
 
 /// P = orth(P) (modified Gram-Schmidt per batch entry; a zero column stays
 /// zero, so an all-zero gradient gives no NaN), then Q = M^T P.
-ptrain_status_t powersgdPhaseQ(const char *call, const PowerSgdShape &s,
-                               const float *m, float *p, float *q);
+ptrain_status_t powersgdPhaseQ(const char *call, const PowerSgdShape &s, const float *m, float *p, float *q);
 
 /// out = alpha P Q^T (exact path: alpha times the carried M); when given,
 /// residual = M - beta P Q^T (exact path: 0); when given, qState = beta Q.
-void powersgdFinish(const PowerSgdShape &s, const float *p, const float *q,
-                    float alpha, float *out, float *residual, float beta,
-                    float *qState);
+void powersgdFinish(const PowerSgdShape &s, const float *p, const float *q, float alpha, float *out, float *residual,
+                    float beta, float *qState);
 
 } // namespace ptrain::runtime
 

@@ -60,9 +60,7 @@ struct QuantLayout {
   }
   int64_t packedBytes() const { return (numel * bits + 7) / 8; }
   int64_t group(int64_t i) const {
-    return granularity == PTRAIN_QUANT_TENSOR    ? 0
-           : granularity == PTRAIN_QUANT_CHANNEL ? i % cols
-                                                 : i / block;
+    return granularity == PTRAIN_QUANT_TENSOR ? 0 : granularity == PTRAIN_QUANT_CHANNEL ? i % cols : i / block;
   }
 };
 
@@ -78,9 +76,9 @@ inline float roundEven(float t) {
 /// One group's quantizer: everything the formulas above need.
 struct QuantGroup {
   float scale, inv, zero;
-  float maxCode;   // 2^bits - 1 (asymmetric) or q (symmetric)
-  float minCode;   // 0 (asymmetric) or -q (symmetric)
-  float offset;    // 2^(bits-1) (symmetric) or 0
+  float maxCode; // 2^bits - 1 (asymmetric) or q (symmetric)
+  float minCode; // 0 (asymmetric) or -q (symmetric)
+  float offset;  // 2^(bits-1) (symmetric) or 0
   bool symmetric;
 
   static QuantGroup make(int bits, bool symmetric, float lo, float hi) {
@@ -110,8 +108,7 @@ struct QuantGroup {
     return static_cast<uint32_t>(static_cast<int32_t>(roundEven(t) + offset));
   }
   float decode(uint32_t u) const {
-    return symmetric ? (static_cast<float>(u) - offset) * scale
-                     : static_cast<float>(u) * scale + zero;
+    return symmetric ? (static_cast<float>(u) - offset) * scale : static_cast<float>(u) * scale + zero;
   }
   /// The stored zero point (asymmetric codes only).
   float zeroPoint() const { return zero; }
@@ -120,8 +117,7 @@ struct QuantGroup {
 /// Group statistics, shared by both implementations: min and max of every
 /// group into lo[numScales], hi[numScales]; with a residual, v = g + e is
 /// written back into it first. Returns the first non-finite element or -1.
-inline int64_t quantStats(const QuantLayout &l, const float *g, float *residual,
-                          float *lo, float *hi) {
+inline int64_t quantStats(const QuantLayout &l, const float *g, float *residual, float *lo, float *hi) {
   const int64_t groups = l.numScales();
   for (int64_t s = 0; s < groups; ++s) {
     lo[s] = FLT_MAX;
@@ -183,8 +179,7 @@ inline void quantFinishScales(const QuantLayout &l, float *lo, float *hi) {
 }
 
 /// The group quantizer from stored scales (and zero points when asymmetric).
-inline QuantGroup quantGroupFromScale(const QuantLayout &l, float scale,
-                                      float zero) {
+inline QuantGroup quantGroupFromScale(const QuantLayout &l, float scale, float zero) {
   QuantGroup q;
   if (l.symmetric) {
     q = QuantGroup::make(l.bits, true, 0.0f, 0.0f);
@@ -203,13 +198,10 @@ inline QuantGroup quantGroupFromScale(const QuantLayout &l, float scale,
 
 /// The reference encoder: statistics, scales, then quantizePackGeneric.
 /// `loScratch` holds numScales() floats when there are no zero points.
-inline void quantPackGeneric(const QuantLayout &l, const float *g,
-                             float *residual, const float *scales,
+inline void quantPackGeneric(const QuantLayout &l, const float *g, float *residual, const float *scales,
                              const float *zeros, uint8_t *packed);
-inline int64_t quantEncodeGeneric(const QuantLayout &l, const float *g,
-                                  float *residual, uint8_t *packed,
-                                  float *scales, float *zeros,
-                                  float *loScratch) {
+inline int64_t quantEncodeGeneric(const QuantLayout &l, const float *g, float *residual, uint8_t *packed, float *scales,
+                                  float *zeros, float *loScratch) {
   float *lo = zeros ? zeros : loScratch;
   const int64_t badAt = quantStats(l, g, residual, lo, scales);
   if (badAt >= 0)
@@ -221,15 +213,13 @@ inline int64_t quantEncodeGeneric(const QuantLayout &l, const float *g,
 
 /// Quantizes v = g (+ e) with already computed scales / zero points and
 /// packs; with a residual (holding v), writes e = v - decode(u).
-inline void quantPackGeneric(const QuantLayout &l, const float *g,
-                             float *residual, const float *scales,
+inline void quantPackGeneric(const QuantLayout &l, const float *g, float *residual, const float *scales,
                              const float *zeros, uint8_t *packed) {
   std::memset(packed, 0, static_cast<size_t>(l.packedBytes()));
   const float *v = residual ? residual : g;
   for (int64_t i = 0; i < l.numel; ++i) {
     const int64_t s = l.group(i);
-    const QuantGroup q =
-        quantGroupFromScale(l, scales[s], zeros ? zeros[s] : 0.0f);
+    const QuantGroup q = quantGroupFromScale(l, scales[s], zeros ? zeros[s] : 0.0f);
     const uint32_t u = q.encode(v[i]);
     const int64_t bit = i * l.bits;
     packed[bit / 8] |= static_cast<uint8_t>(u << (bit % 8));
@@ -238,14 +228,12 @@ inline void quantPackGeneric(const QuantLayout &l, const float *g,
   }
 }
 
-inline void quantDecodeGeneric(const QuantLayout &l, const uint8_t *packed,
-                               const float *scales, const float *zeros,
+inline void quantDecodeGeneric(const QuantLayout &l, const uint8_t *packed, const float *scales, const float *zeros,
                                float *out) {
   const uint32_t mask = (1u << l.bits) - 1u;
   for (int64_t i = 0; i < l.numel; ++i) {
     const int64_t s = l.group(i);
-    const QuantGroup q =
-        quantGroupFromScale(l, scales[s], zeros ? zeros[s] : 0.0f);
+    const QuantGroup q = quantGroupFromScale(l, scales[s], zeros ? zeros[s] : 0.0f);
     const int64_t bit = i * l.bits;
     out[i] = q.decode((packed[bit / 8] >> (bit % 8)) & mask);
   }
@@ -258,9 +246,8 @@ inline void quantDecodeGeneric(const QuantLayout &l, const uint8_t *packed,
 /// Packs elements [begin, end) (begin a multiple of 8 / Bits) whose groups
 /// are given by `groupOf`, from v (== residual when error feedback is on).
 template <int Bits, typename GroupOf>
-void quantPackRange(const QuantLayout &l, const float *v, float *residual,
-                    const QuantGroup *groups, GroupOf groupOf, int64_t begin,
-                    int64_t end, uint8_t *packed) {
+void quantPackRange(const QuantLayout &l, const float *v, float *residual, const QuantGroup *groups, GroupOf groupOf,
+                    int64_t begin, int64_t end, uint8_t *packed) {
   constexpr int kPerByte = 8 / Bits;
   for (int64_t i = begin; i < end; i += kPerByte) {
     uint32_t byte = 0;
@@ -283,8 +270,7 @@ void quantPackRange(const QuantLayout &l, const float *v, float *residual,
 /// asymmetric) exactly (small integers are exact in fp32). Branch-free, so
 /// the loop vectorizes.
 template <bool Symmetric, bool Feedback>
-void quantCodes(const QuantGroup &group, const float *v, float *residual,
-                int64_t count, uint8_t *u8) {
+void quantCodes(const QuantGroup &group, const float *v, float *residual, int64_t count, uint8_t *u8) {
   const float zero = group.zero, inv = group.inv, scale = group.scale;
   const float minCode = group.minCode, maxCode = group.maxCode;
   const float offset = group.offset;
@@ -303,8 +289,8 @@ void quantCodes(const QuantGroup &group, const float *v, float *residual,
 /// Packs one group's elements [begin, end) (begin a multiple of 8 / Bits),
 /// in chunks of 256 codes kept in a stack buffer.
 template <int Bits>
-void quantPackGroupAny(const QuantGroup &q, const float *v, float *residual,
-                       int64_t begin, int64_t end, uint8_t *packed) {
+void quantPackGroupAny(const QuantGroup &q, const float *v, float *residual, int64_t begin, int64_t end,
+                       uint8_t *packed) {
   constexpr int kPerByte = 8 / Bits;
   constexpr int64_t kChunk = 256;
   uint8_t u8[kChunk];
@@ -313,11 +299,9 @@ void quantPackGroupAny(const QuantGroup &q, const float *v, float *residual,
     uint8_t *dst = Bits == 8 ? packed + c : u8;
     float *res = residual ? residual + c : nullptr;
     if (q.symmetric)
-      res ? quantCodes<true, true>(q, v + c, res, count, dst)
-          : quantCodes<true, false>(q, v + c, res, count, dst);
+      res ? quantCodes<true, true>(q, v + c, res, count, dst) : quantCodes<true, false>(q, v + c, res, count, dst);
     else
-      res ? quantCodes<false, true>(q, v + c, res, count, dst)
-          : quantCodes<false, false>(q, v + c, res, count, dst);
+      res ? quantCodes<false, true>(q, v + c, res, count, dst) : quantCodes<false, false>(q, v + c, res, count, dst);
     if (Bits == 8)
       continue;
     int64_t i = 0;
@@ -340,8 +324,7 @@ void quantPackGroupAny(const QuantGroup &q, const float *v, float *residual,
 /// numScales() quantizers and floats.
 /// Returns the first non-finite element or -1 (then outputs are unspecified).
 template <int Bits>
-int64_t quantEncode(const QuantLayout &l, const float *g, float *residual,
-                    uint8_t *packed, float *scales, float *zeros,
+int64_t quantEncode(const QuantLayout &l, const float *g, float *residual, uint8_t *packed, float *scales, float *zeros,
                     QuantGroup *groups, float *loScratch) {
   static_assert(Bits == 2 || Bits == 4 || Bits == 8, "bits is 2, 4 or 8");
   constexpr int kPerByte = 8 / Bits;
@@ -396,32 +379,25 @@ int64_t quantEncode(const QuantLayout &l, const float *g, float *residual,
     // Row by row, so the group is the column without a division.
     for (int64_t base = 0; base < l.numel; base += l.cols)
       quantPackRange<Bits>(
-          l, v, residual, groups, [base](int64_t i) { return i - base; }, base,
-          base + l.cols, packed);
+          l, v, residual, groups, [base](int64_t i) { return i - base; }, base, base + l.cols, packed);
   } else if (l.granularity == PTRAIN_QUANT_CHANNEL) {
     const int64_t cols = l.cols;
     quantPackRange<Bits>(
-        l, v, residual, groups, [cols](int64_t i) { return i % cols; }, 0,
-        l.numel, packed);
+        l, v, residual, groups, [cols](int64_t i) { return i % cols; }, 0, l.numel, packed);
   } else {
     const int64_t block = l.block;
     quantPackRange<Bits>(
-        l, v, residual, groups, [block](int64_t i) { return i / block; }, 0,
-        l.numel, packed);
+        l, v, residual, groups, [block](int64_t i) { return i / block; }, 0, l.numel, packed);
   }
   return -1;
 }
 
 template <int Bits>
-void quantDecode(const QuantLayout &l, const uint8_t *packed,
-                 const float *scales, const float *zeros, float *out) {
+void quantDecode(const QuantLayout &l, const uint8_t *packed, const float *scales, const float *zeros, float *out) {
   constexpr int kPerByte = 8 / Bits;
   constexpr uint32_t kMask = (1u << Bits) - 1u;
-  auto groupAt = [&](int64_t s) {
-    return quantGroupFromScale(l, scales[s], zeros ? zeros[s] : 0.0f);
-  };
-  if (l.granularity == PTRAIN_QUANT_TENSOR ||
-      (l.granularity == PTRAIN_QUANT_BLOCK && l.block % kPerByte == 0)) {
+  auto groupAt = [&](int64_t s) { return quantGroupFromScale(l, scales[s], zeros ? zeros[s] : 0.0f); };
+  if (l.granularity == PTRAIN_QUANT_TENSOR || (l.granularity == PTRAIN_QUANT_BLOCK && l.block % kPerByte == 0)) {
     // Whole bytes of one group at a time: decode is code * scale + bias.
     const int64_t span = l.granularity == PTRAIN_QUANT_TENSOR ? l.numel : l.block;
     for (int64_t s = 0; s < l.numScales(); ++s) {
@@ -434,8 +410,7 @@ void quantDecode(const QuantLayout &l, const uint8_t *packed,
       const float offset = q.symmetric ? q.offset : 0.0f;
       const float add = q.symmetric ? 0.0f : bias;
       auto decodeOne = [&](uint32_t u) {
-        return q.symmetric ? (static_cast<float>(u) - offset) * scale
-                           : static_cast<float>(u) * scale + add;
+        return q.symmetric ? (static_cast<float>(u) - offset) * scale : static_cast<float>(u) * scale + add;
       };
       int64_t i = begin;
       if (q.symmetric) {

@@ -34,38 +34,29 @@ using ptrain::runtime::fail;
 namespace {
 ptrain_status_t checkShape(const char *call, int64_t n, int64_t k) {
   if (n < 1 || n > INT32_MAX)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
                 static_cast<long long>(n));
   if (k < 1 || k > n)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "k must be in [1, n = %lld], got %lld",
-                static_cast<long long>(n), static_cast<long long>(k));
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "k must be in [1, n = %lld], got %lld", static_cast<long long>(n),
+                static_cast<long long>(k));
   return PTRAIN_OK;
 }
 } // namespace
 
 namespace ptrain::runtime {
 /// The k positions of (seed, counter) in ascending order into `indices`.
-ptrain_status_t randkPositions(const char *call, uint64_t seed,
-                               int64_t counter, int64_t n, int64_t k,
+ptrain_status_t randkPositions(const char *call, uint64_t seed, int64_t counter, int64_t n, int64_t k,
                                int32_t *indices) {
   const int64_t words = (n + 63) / 64;
   uint64_t *taken = scratchArray<uint64_t>(ScratchSlot::Bitmap, words);
   if (!taken)
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call,
-                "cannot allocate a bitmap of %lld bits",
-                static_cast<long long>(n));
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "cannot allocate a bitmap of %lld bits", static_cast<long long>(n));
   std::memset(taken, 0, static_cast<size_t>(words) * 8);
-  SplitMix64 gen =
-      SplitMix64::forStream(seed, static_cast<uint64_t>(counter));
+  SplitMix64 gen = SplitMix64::forStream(seed, static_cast<uint64_t>(counter));
   for (int64_t j = n - k; j < n; ++j) {
-    const uint64_t t = static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(gen.next()) *
-         static_cast<uint64_t>(j + 1)) >>
-        64);
-    const uint64_t pick =
-        (taken[t / 64] >> (t % 64)) & 1u ? static_cast<uint64_t>(j) : t;
+    const uint64_t t =
+        static_cast<uint64_t>((static_cast<unsigned __int128>(gen.next()) * static_cast<uint64_t>(j + 1)) >> 64);
+    const uint64_t pick = (taken[t / 64] >> (t % 64)) & 1u ? static_cast<uint64_t>(j) : t;
     taken[pick / 64] |= 1ull << (pick % 64);
   }
   int64_t out = 0;
@@ -73,37 +64,29 @@ ptrain_status_t randkPositions(const char *call, uint64_t seed,
     for (uint64_t bits = taken[w]; bits != 0; bits &= bits - 1)
       indices[out++] = static_cast<int32_t>(w * 64 + __builtin_ctzll(bits));
   if (out != k)
-    return fail(PTRAIN_ERROR_INTERNAL, call,
-                "drew %lld positions instead of k = %lld",
-                static_cast<long long>(out), static_cast<long long>(k));
+    return fail(PTRAIN_ERROR_INTERNAL, call, "drew %lld positions instead of k = %lld", static_cast<long long>(out),
+                static_cast<long long>(k));
   return PTRAIN_OK;
 }
 } // namespace ptrain::runtime
 
-extern "C" ptrain_status_t ptrain_randk_indices(uint64_t seed, int64_t counter,
-                                                int64_t n, int64_t k,
+extern "C" ptrain_status_t ptrain_randk_indices(uint64_t seed, int64_t counter, int64_t n, int64_t k,
                                                 int32_t *out_indices) {
   PTRAIN_CHECK_PTR(out_indices);
   PTRAIN_RETURN_IF_ERROR(checkShape(__func__, n, k));
-  return ptrain::runtime::randkPositions(__func__, seed, counter, n, k,
-                                         out_indices);
+  return ptrain::runtime::randkPositions(__func__, seed, counter, n, k, out_indices);
 }
 
-extern "C" ptrain_status_t ptrain_randk_encode_f32(const float *g,
-                                                   float *residual, int64_t n,
-                                                   int64_t k, uint64_t seed,
-                                                   int64_t *counter,
-                                                   float *out_values) {
+extern "C" ptrain_status_t ptrain_randk_encode_f32(const float *g, float *residual, int64_t n, int64_t k, uint64_t seed,
+                                                   int64_t *counter, float *out_values) {
   PTRAIN_CHECK_PTR(g);
   PTRAIN_CHECK_PTR(counter);
   PTRAIN_CHECK_PTR(out_values);
   PTRAIN_RETURN_IF_ERROR(checkShape(__func__, n, k));
-  int32_t *idx = ptrain::runtime::scratchArray<int32_t>(
-      ptrain::runtime::ScratchSlot::Keys, k);
+  int32_t *idx = ptrain::runtime::scratchArray<int32_t>(ptrain::runtime::ScratchSlot::Keys, k);
   if (!idx)
     return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate indices");
-  PTRAIN_RETURN_IF_ERROR(
-      ptrain::runtime::randkPositions(__func__, seed, *counter, n, k, idx));
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::randkPositions(__func__, seed, *counter, n, k, idx));
   if (residual) {
     // e = g + e everywhere (one pass), then the kept values leave e.
     for (int64_t i = 0; i < n; ++i)
@@ -120,21 +103,16 @@ extern "C" ptrain_status_t ptrain_randk_encode_f32(const float *g,
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t ptrain_randk_decode_f32(const float *values,
-                                                   int64_t n, int64_t k,
-                                                   uint64_t seed,
-                                                   int64_t *counter,
-                                                   float *out) {
+extern "C" ptrain_status_t ptrain_randk_decode_f32(const float *values, int64_t n, int64_t k, uint64_t seed,
+                                                   int64_t *counter, float *out) {
   PTRAIN_CHECK_PTR(values);
   PTRAIN_CHECK_PTR(counter);
   PTRAIN_CHECK_PTR(out);
   PTRAIN_RETURN_IF_ERROR(checkShape(__func__, n, k));
-  int32_t *idx = ptrain::runtime::scratchArray<int32_t>(
-      ptrain::runtime::ScratchSlot::Keys, k);
+  int32_t *idx = ptrain::runtime::scratchArray<int32_t>(ptrain::runtime::ScratchSlot::Keys, k);
   if (!idx)
     return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate indices");
-  PTRAIN_RETURN_IF_ERROR(
-      ptrain::runtime::randkPositions(__func__, seed, *counter, n, k, idx));
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::randkPositions(__func__, seed, *counter, n, k, idx));
   std::memset(out, 0, static_cast<size_t>(n) * sizeof(float));
   for (int64_t j = 0; j < k; ++j)
     out[idx[j]] = values[j];

@@ -30,9 +30,7 @@ struct SplitMix64 {
     return z ^ (z >> 31);
   }
   /// Uniform in (0, 1] from the top 53 bits.
-  double unitOpen() {
-    return (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53;
-  }
+  double unitOpen() { return (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53; }
 };
 
 } // namespace ptrain::runtime

@@ -28,24 +28,18 @@
 using ptrain::runtime::fail;
 
 namespace {
-inline uint32_t magnitudeKey(float v) {
-  return ptrain::runtime::floatBits(v) & 0x7fffffffu;
-}
+inline uint32_t magnitudeKey(float v) { return ptrain::runtime::floatBits(v) & 0x7fffffffu; }
 } // namespace
 
-extern "C" ptrain_status_t ptrain_topk_encode_f32(const float *g,
-                                                  float *residual, int64_t n,
-                                                  int64_t k,
-                                                  float *out_values,
-                                                  int32_t *out_indices) {
+extern "C" ptrain_status_t ptrain_topk_encode_f32(const float *g, float *residual, int64_t n, int64_t k,
+                                                  float *out_values, int32_t *out_indices) {
   PTRAIN_CHECK_PTR(g);
   PTRAIN_CHECK_PTR(out_values);
   PTRAIN_CHECK_PTR(out_indices);
-  PTRAIN_CHECK_ARG(n >= 1 && n <= INT32_MAX,
-                   "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
+  PTRAIN_CHECK_ARG(n >= 1 && n <= INT32_MAX, "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
                    static_cast<long long>(n));
-  PTRAIN_CHECK_ARG(k >= 1 && k <= n, "k must be in [1, n = %lld], got %lld",
-                   static_cast<long long>(n), static_cast<long long>(k));
+  PTRAIN_CHECK_ARG(k >= 1 && k <= n, "k must be in [1, n = %lld], got %lld", static_cast<long long>(n),
+                   static_cast<long long>(k));
   // Pass 1: v = g + e (into e) and a histogram of the keys' top 11 bits.
   constexpr int kShift = 20, kBins = 1 << (31 - kShift);
   int64_t hist[kBins] = {};
@@ -69,11 +63,9 @@ extern "C" ptrain_status_t ptrain_topk_encode_f32(const float *g,
   // Pass 2: the keys of that bin; the threshold T is their (k - above)-th
   // largest (radix select, then std::nth_element on one bin).
   const int64_t inBin = hist[bin];
-  uint32_t *keys = ptrain::runtime::scratchArray<uint32_t>(
-      ptrain::runtime::ScratchSlot::Keys, inBin);
+  uint32_t *keys = ptrain::runtime::scratchArray<uint32_t>(ptrain::runtime::ScratchSlot::Keys, inBin);
   if (!keys)
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
-                "cannot allocate %lld selection keys",
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate %lld selection keys",
                 static_cast<long long>(inBin));
   int64_t fill = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -104,24 +96,21 @@ extern "C" ptrain_status_t ptrain_topk_encode_f32(const float *g,
       residual[i] = 0.0f;
   }
   if (out != k)
-    return fail(PTRAIN_ERROR_INTERNAL, __func__,
-                "selected %lld values instead of k = %lld",
+    return fail(PTRAIN_ERROR_INTERNAL, __func__, "selected %lld values instead of k = %lld",
                 static_cast<long long>(out), static_cast<long long>(k));
   return PTRAIN_OK;
 }
 
 namespace ptrain::runtime {
 /// Scatters (or, with `accumulate`, scatter-adds) top-k codes into out[n].
-ptrain_status_t topkScatter(const char *call, const float *values,
-                            const int32_t *indices, int64_t k, int64_t n,
+ptrain_status_t topkScatter(const char *call, const float *values, const int32_t *indices, int64_t k, int64_t n,
                             float *out, bool accumulate) {
   if (!accumulate)
     std::fill(out, out + n, 0.0f);
   for (int64_t j = 0; j < k; ++j) {
     const int32_t i = indices[j];
     if (i < 0 || i >= n)
-      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                  "indices[%lld] = %d is outside [0, n = %lld)",
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "indices[%lld] = %d is outside [0, n = %lld)",
                   static_cast<long long>(j), i, static_cast<long long>(n));
     out[i] = accumulate ? out[i] + values[j] : values[j];
   }
@@ -129,18 +118,15 @@ ptrain_status_t topkScatter(const char *call, const float *values,
 }
 } // namespace ptrain::runtime
 
-extern "C" ptrain_status_t ptrain_topk_decode_f32(const float *values,
-                                                  const int32_t *indices,
-                                                  int64_t k, int64_t n,
+extern "C" ptrain_status_t ptrain_topk_decode_f32(const float *values, const int32_t *indices, int64_t k, int64_t n,
                                                   float *out) {
   PTRAIN_CHECK_PTR(values);
   PTRAIN_CHECK_PTR(indices);
   PTRAIN_CHECK_PTR(out);
-  PTRAIN_CHECK_ARG(n >= 1 && n <= INT32_MAX,
-                   "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
+  PTRAIN_CHECK_ARG(n >= 1 && n <= INT32_MAX, "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
                    static_cast<long long>(n));
-  PTRAIN_CHECK_ARG(k >= 1 && k <= n, "k must be in [1, n = %lld], got %lld",
-                   static_cast<long long>(n), static_cast<long long>(k));
+  PTRAIN_CHECK_ARG(k >= 1 && k <= n, "k must be in [1, n = %lld], got %lld", static_cast<long long>(n),
+                   static_cast<long long>(k));
   return ptrain::runtime::topkScatter(__func__, values, indices, k, n, out,
                                       /*accumulate=*/false);
 }
