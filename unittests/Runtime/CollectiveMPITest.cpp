@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MPITest.h"
+#include "PowerSGDReference.h"
 #include "cpu/codecs/Cast.h"
 
 #include <cmath>
@@ -234,28 +235,7 @@ TEST(CompressedCollective, PowerSGDReducesPThenQ) {
     for (int64_t i = 0; i < n * m; ++i)
       sum[i] += g[i];
   }
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < r; ++j)
-      for (int64_t t = 0; t < m; ++t)
-        p[i * r + j] += sum[i * m + t] * q0[t * r + j];
-  for (int64_t j = 0; j < r; ++j) {
-    for (int64_t prev = 0; prev < j; ++prev) {
-      double dot = 0;
-      for (int64_t i = 0; i < n; ++i)
-        dot += p[i * r + j] * p[i * r + prev];
-      for (int64_t i = 0; i < n; ++i)
-        p[i * r + j] -= dot * p[i * r + prev];
-    }
-    double norm = 0;
-    for (int64_t i = 0; i < n; ++i)
-      norm += p[i * r + j] * p[i * r + j];
-    for (int64_t i = 0; i < n; ++i)
-      p[i * r + j] /= std::sqrt(norm);
-  }
-  for (int64_t t = 0; t < m; ++t)
-    for (int64_t j = 0; j < r; ++j)
-      for (int64_t i = 0; i < n; ++i)
-        q[t * r + j] += sum[i * m + t] * p[i * r + j];
+  referencePowerStep(sum, q0, n, m, r, p, q);
   const std::vector<float> mine = inputOf(rank, n * m);
   const double tol = 1e-4 * size;
   for (int64_t i = 0; i < n; ++i)

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GradCheck.h"
+#include "PowerSGDReference.h"
 
 #include <cmath>
 #include <string>
@@ -16,35 +17,11 @@ namespace {
 
 using Vec = std::vector<double>;
 
-/// fp64 reference: P = M Q0, Gram-Schmidt, Q = M^T P, M' = P Q^T.
+/// fp64 reference: the power step of PowerSGDReference.h, then M' = P Q^T.
 void referenceStep(const std::vector<float> &m, const std::vector<float> &q0, int64_t n, int64_t cols, int64_t r,
                    Vec &p, Vec &q, Vec &approx) {
-  p.assign(n * r, 0.0);
-  q.assign(cols * r, 0.0);
+  ptrain::testing::referencePowerStep(Vec(m.begin(), m.end()), q0, n, cols, r, p, q);
   approx.assign(n * cols, 0.0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < r; ++j)
-      for (int64_t t = 0; t < cols; ++t)
-        p[i * r + j] += double(m[i * cols + t]) * q0[t * r + j];
-  for (int64_t j = 0; j < r; ++j) {
-    for (int64_t prev = 0; prev < j; ++prev) {
-      double dot = 0;
-      for (int64_t i = 0; i < n; ++i)
-        dot += p[i * r + j] * p[i * r + prev];
-      for (int64_t i = 0; i < n; ++i)
-        p[i * r + j] -= dot * p[i * r + prev];
-    }
-    double norm = 0;
-    for (int64_t i = 0; i < n; ++i)
-      norm += p[i * r + j] * p[i * r + j];
-    norm = std::sqrt(norm);
-    for (int64_t i = 0; i < n; ++i)
-      p[i * r + j] = norm > 0 ? p[i * r + j] / norm : 0.0;
-  }
-  for (int64_t t = 0; t < cols; ++t)
-    for (int64_t j = 0; j < r; ++j)
-      for (int64_t i = 0; i < n; ++i)
-        q[t * r + j] += double(m[i * cols + t]) * p[i * r + j];
   for (int64_t i = 0; i < n; ++i)
     for (int64_t t = 0; t < cols; ++t)
       for (int64_t j = 0; j < r; ++j)

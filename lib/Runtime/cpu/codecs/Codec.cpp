@@ -20,6 +20,16 @@ const char *kCodecNames[] = {"powersgd", "topk", "randk", "quant", "cast"};
 
 namespace ptrain::runtime {
 
+ptrain_status_t checkSparsity(const char *call, int64_t n, int64_t k) {
+  if (n < 1 || n > INT32_MAX)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
+                static_cast<long long>(n));
+  if (k < 1 || k > n)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "k must be in [1, n = %lld], got %lld", static_cast<long long>(n),
+                static_cast<long long>(k));
+  return PTRAIN_OK;
+}
+
 void describeCodec(const ptrain_codec_t &c, char *buf, size_t size) {
   const char *name = c.kind >= 0 && c.kind <= PTRAIN_CODEC_CAST ? kCodecNames[c.kind] : "unknown codec";
   char param[64] = "";

@@ -39,6 +39,10 @@ inline bool codecIsSummable(const ptrain_codec_t &codec) {
   return codec.kind == PTRAIN_CODEC_POWERSGD || codec.kind == PTRAIN_CODEC_RANDK || codec.kind == PTRAIN_CODEC_CAST;
 }
 
+/// Checks a sparsifier's sizes: n in [1, INT32_MAX] (int32 indices), k in
+/// [1, n]; shared by top-k and rand-k.
+ptrain_status_t checkSparsity(const char *call, int64_t n, int64_t k);
+
 /// A short description for error messages: "powersgd rank 4 on 1x64x64".
 void describeCodec(const ptrain_codec_t &codec, char *buf, size_t size);
 

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common/Status.h"
+#include "cpu/codecs/Codec.h"
 #include "cpu/codecs/Random.h"
 #include "cpu/codecs/Scratch.h"
 
@@ -30,18 +31,6 @@
 #include <cstring>
 
 using ptrain::runtime::fail;
-
-namespace {
-ptrain_status_t checkShape(const char *call, int64_t n, int64_t k) {
-  if (n < 1 || n > INT32_MAX)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
-                static_cast<long long>(n));
-  if (k < 1 || k > n)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "k must be in [1, n = %lld], got %lld", static_cast<long long>(n),
-                static_cast<long long>(k));
-  return PTRAIN_OK;
-}
-} // namespace
 
 namespace ptrain::runtime {
 /// The k positions of (seed, counter) in ascending order into `indices`.
@@ -73,7 +62,7 @@ ptrain_status_t randkPositions(const char *call, uint64_t seed, int64_t counter,
 extern "C" ptrain_status_t ptrain_randk_indices(uint64_t seed, int64_t counter, int64_t n, int64_t k,
                                                 int32_t *out_indices) {
   PTRAIN_CHECK_PTR(out_indices);
-  PTRAIN_RETURN_IF_ERROR(checkShape(__func__, n, k));
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkSparsity(__func__, n, k));
   return ptrain::runtime::randkPositions(__func__, seed, counter, n, k, out_indices);
 }
 
@@ -82,7 +71,7 @@ extern "C" ptrain_status_t ptrain_randk_encode_f32(const float *g, float *residu
   PTRAIN_CHECK_PTR(g);
   PTRAIN_CHECK_PTR(counter);
   PTRAIN_CHECK_PTR(out_values);
-  PTRAIN_RETURN_IF_ERROR(checkShape(__func__, n, k));
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkSparsity(__func__, n, k));
   int32_t *idx = ptrain::runtime::scratchArray<int32_t>(ptrain::runtime::ScratchSlot::Keys, k);
   if (!idx)
     return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate indices");
@@ -108,7 +97,7 @@ extern "C" ptrain_status_t ptrain_randk_decode_f32(const float *values, int64_t 
   PTRAIN_CHECK_PTR(values);
   PTRAIN_CHECK_PTR(counter);
   PTRAIN_CHECK_PTR(out);
-  PTRAIN_RETURN_IF_ERROR(checkShape(__func__, n, k));
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkSparsity(__func__, n, k));
   int32_t *idx = ptrain::runtime::scratchArray<int32_t>(ptrain::runtime::ScratchSlot::Keys, k);
   if (!idx)
     return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate indices");

@@ -20,6 +20,7 @@
 
 #include "common/Status.h"
 #include "cpu/codecs/Cast.h"
+#include "cpu/codecs/Codec.h"
 #include "cpu/codecs/Scratch.h"
 
 #include <algorithm>
@@ -36,10 +37,7 @@ extern "C" ptrain_status_t ptrain_topk_encode_f32(const float *g, float *residua
   PTRAIN_CHECK_PTR(g);
   PTRAIN_CHECK_PTR(out_values);
   PTRAIN_CHECK_PTR(out_indices);
-  PTRAIN_CHECK_ARG(n >= 1 && n <= INT32_MAX, "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
-                   static_cast<long long>(n));
-  PTRAIN_CHECK_ARG(k >= 1 && k <= n, "k must be in [1, n = %lld], got %lld", static_cast<long long>(n),
-                   static_cast<long long>(k));
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkSparsity(__func__, n, k));
   // Pass 1: v = g + e (into e) and a histogram of the keys' top 11 bits.
   constexpr int kShift = 20, kBins = 1 << (31 - kShift);
   int64_t hist[kBins] = {};
@@ -123,10 +121,7 @@ extern "C" ptrain_status_t ptrain_topk_decode_f32(const float *values, const int
   PTRAIN_CHECK_PTR(values);
   PTRAIN_CHECK_PTR(indices);
   PTRAIN_CHECK_PTR(out);
-  PTRAIN_CHECK_ARG(n >= 1 && n <= INT32_MAX, "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
-                   static_cast<long long>(n));
-  PTRAIN_CHECK_ARG(k >= 1 && k <= n, "k must be in [1, n = %lld], got %lld", static_cast<long long>(n),
-                   static_cast<long long>(k));
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkSparsity(__func__, n, k));
   return ptrain::runtime::topkScatter(__func__, values, indices, k, n, out,
                                       /*accumulate=*/false);
 }
