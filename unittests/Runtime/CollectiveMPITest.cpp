@@ -299,6 +299,26 @@ TEST(CompressedP2P, EveryCodecAroundTheRing) {
   }
 }
 
+TEST(CompressedP2P, ACodeOfAnotherSizeIsAMismatch) {
+  // Rank 0 sends a top-k code with k = 10, rank 1 expects k = 20.
+  ptrain_codec_t c = codecOf(PTRAIN_CODEC_TOPK, 1, 100);
+  std::vector<float> g = inputOf(rank, 100), out(100);
+  ptrain_request_t req;
+  if (rank == 0) {
+    c.k = 10;
+    ASSERT_PTRAIN_OK(ptrain_compressed_send_start(world, &c, g.data(), nullptr, nullptr, 1, 12, &req));
+    waitOk(req);
+  } else if (rank == 1) {
+    c.k = 20;
+    ASSERT_PTRAIN_OK(ptrain_compressed_recv_start(world, &c, nullptr, out.data(), 0, 12, &req));
+    EXPECT_EQ(ptrain_wait(req), PTRAIN_ERROR_MISMATCH);
+    const std::string message = ptrain_last_error();
+    EXPECT_NE(message.find("compressed recv from peer 0"), std::string::npos) << message;
+    EXPECT_NE(message.find("received 80 bytes, expected 160"), std::string::npos) << message;
+  }
+  patientBarrier();
+}
+
 TEST(CompressedCollective, AMissingRankIsADeadlineErrorNamingTheOperation) {
   ptrain_comm_t copy = copyOfWorld();
   ASSERT_NE(copy, nullptr);

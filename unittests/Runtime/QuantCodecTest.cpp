@@ -28,7 +28,7 @@ Encoded runInstance(const QuantLayout &l, const std::vector<float> &g, const std
   out.scales.assign(l.numScales(), -1.0f);
   out.zeros.assign(l.numScales(), -1.0f);
   std::vector<float> lo(l.numScales());
-  std::vector<QuantGroup> groups(l.numScales());
+  std::vector<float> inv(l.numScales());
   if (e)
     out.residual = *e;
   float *res = e ? out.residual.data() : nullptr;
@@ -37,11 +37,11 @@ Encoded runInstance(const QuantLayout &l, const std::vector<float> &g, const std
   if (generic)
     bad = quantEncodeGeneric(l, g.data(), res, out.packed.data(), out.scales.data(), zeros, lo.data());
   else if (l.bits == 2)
-    bad = quantEncode<2>(l, g.data(), res, out.packed.data(), out.scales.data(), zeros, groups.data(), lo.data());
+    bad = quantEncode<2>(l, g.data(), res, out.packed.data(), out.scales.data(), zeros, lo.data(), inv.data());
   else if (l.bits == 4)
-    bad = quantEncode<4>(l, g.data(), res, out.packed.data(), out.scales.data(), zeros, groups.data(), lo.data());
+    bad = quantEncode<4>(l, g.data(), res, out.packed.data(), out.scales.data(), zeros, lo.data(), inv.data());
   else
-    bad = quantEncode<8>(l, g.data(), res, out.packed.data(), out.scales.data(), zeros, groups.data(), lo.data());
+    bad = quantEncode<8>(l, g.data(), res, out.packed.data(), out.scales.data(), zeros, lo.data(), inv.data());
   EXPECT_EQ(bad, -1);
   out.decoded.assign(l.numel, NAN);
   if (generic)

@@ -49,22 +49,22 @@ extern "C" ptrain_status_t ptrain_quant_encode_f32(const float *g, float *residu
   PTRAIN_CHECK_PTR(out_scales);
   PTRAIN_CHECK_ARG(l.symmetric || out_zero_points, "'out_zero_points' must not be null when asymmetric");
   using namespace ptrain::runtime;
-  auto *groups = scratchArray<QuantGroup>(ScratchSlot::Keys, l.numScales());
+  float *inv = scratchArray<float>(ScratchSlot::Keys, l.numScales());
   float *lo = scratchArray<float>(ScratchSlot::Bitmap, l.numScales());
-  if (!groups || !lo)
+  if (!inv || !lo)
     return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate %lld group quantizers",
                 static_cast<long long>(l.numScales()));
   float *zeros = l.symmetric ? nullptr : out_zero_points;
   int64_t badAt = -1;
   switch (bits) {
   case 2:
-    badAt = quantEncode<2>(l, g, residual, out_packed, out_scales, zeros, groups, lo);
+    badAt = quantEncode<2>(l, g, residual, out_packed, out_scales, zeros, lo, inv);
     break;
   case 4:
-    badAt = quantEncode<4>(l, g, residual, out_packed, out_scales, zeros, groups, lo);
+    badAt = quantEncode<4>(l, g, residual, out_packed, out_scales, zeros, lo, inv);
     break;
   default:
-    badAt = quantEncode<8>(l, g, residual, out_packed, out_scales, zeros, groups, lo);
+    badAt = quantEncode<8>(l, g, residual, out_packed, out_scales, zeros, lo, inv);
     break;
   }
   if (badAt >= 0)

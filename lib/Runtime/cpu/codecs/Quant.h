@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace ptrain::runtime {
 
@@ -123,44 +124,50 @@ inline int64_t quantStats(const QuantLayout &l, const float *g, float *residual,
     lo[s] = FLT_MAX;
     hi[s] = -FLT_MAX;
   }
-  bool bad = false;
+  // probe = sum of x * 0 is NaN exactly when some x is inf or NaN; unlike a
+  // flag it keeps the loops vectorizable. The caller's arrays do not overlap.
+  float probe = 0.0f;
   const float *v = residual ? residual : g;
-  auto visit = [&](int64_t begin, int64_t end, int64_t s) {
-    float a = lo[s], b = hi[s];
-    for (int64_t i = begin; i < end; ++i) {
-      float x = v[i];
-      if (residual) {
-        x += g[i];
-        residual[i] = x;
+  // x = g + e (stored back into e) or g, for elements [begin, end) of group
+  // s (fixed) or of the groups begin - base (per channel).
+  auto visit = [&](int64_t begin, int64_t end, int64_t base, bool channel) {
+    const float *__restrict gg = g;
+    float *__restrict res = residual;
+    float *__restrict a = lo;
+    float *__restrict b = hi;
+    if (channel) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float x = res ? res[i] + gg[i] : gg[i];
+        if (res)
+          res[i] = x;
+        probe += x * 0.0f;
+        a[i - base] = std::min(a[i - base], x);
+        b[i - base] = std::max(b[i - base], x);
       }
-      bad |= !(std::fabs(x) <= FLT_MAX);
-      a = x < a ? x : a;
-      b = x > b ? x : b;
+      return;
     }
-    lo[s] = a;
-    hi[s] = b;
+    float mn = a[base], mx = b[base];
+    for (int64_t i = begin; i < end; ++i) {
+      const float x = res ? res[i] + gg[i] : gg[i];
+      if (res)
+        res[i] = x;
+      probe += x * 0.0f;
+      mn = std::min(mn, x);
+      mx = std::max(mx, x);
+    }
+    a[base] = mn;
+    b[base] = mx;
   };
   if (l.granularity == PTRAIN_QUANT_CHANNEL) {
-    for (int64_t r = 0; r < l.numel / l.cols; ++r) {
-      const int64_t base = r * l.cols;
-      for (int64_t c = 0; c < l.cols; ++c) {
-        float x = v[base + c];
-        if (residual) {
-          x += g[base + c];
-          residual[base + c] = x;
-        }
-        bad |= !(std::fabs(x) <= FLT_MAX);
-        lo[c] = x < lo[c] ? x : lo[c];
-        hi[c] = x > hi[c] ? x : hi[c];
-      }
-    }
+    for (int64_t r = 0; r < l.numel / l.cols; ++r)
+      visit(r * l.cols, (r + 1) * l.cols, r * l.cols, true);
   } else if (l.granularity == PTRAIN_QUANT_TENSOR) {
-    visit(0, l.numel, 0);
+    visit(0, l.numel, 0, false);
   } else {
     for (int64_t s = 0; s < groups; ++s)
-      visit(s * l.block, std::min<int64_t>((s + 1) * l.block, l.numel), s);
+      visit(s * l.block, std::min<int64_t>((s + 1) * l.block, l.numel), s, false);
   }
-  if (!bad)
+  if (probe == 0.0f)
     return -1;
   for (int64_t i = 0; i < l.numel; ++i)
     if (!(std::fabs(v[i]) <= FLT_MAX))
@@ -243,89 +250,105 @@ inline void quantDecodeGeneric(const QuantLayout &l, const uint8_t *packed, cons
 // The specialized kernels: Bits fixed, whole bytes at a time.
 //===----------------------------------------------------------------------===//
 
-/// Packs elements [begin, end) (begin a multiple of 8 / Bits) whose groups
-/// are given by `groupOf`, from v (== residual when error feedback is on).
-template <int Bits, typename GroupOf>
-void quantPackRange(const QuantLayout &l, const float *v, float *residual, const QuantGroup *groups, GroupOf groupOf,
-                    int64_t begin, int64_t end, uint8_t *packed) {
+/// Writes codes u8[0, count) at the flat positions [start, start + count) of
+/// `packed`. Positions are written in increasing order across calls: a byte
+/// a call ends inside is assigned, and the next call ORs the rest into it.
+template <int Bits> void packCodes(const uint8_t *u8, int64_t start, int64_t count, uint8_t *packed) {
   constexpr int kPerByte = 8 / Bits;
-  for (int64_t i = begin; i < end; i += kPerByte) {
+  if (Bits == 8) {
+    std::memcpy(packed + start, u8, static_cast<size_t>(count));
+    return;
+  }
+  int64_t i = 0;
+  for (; i < count && (start + i) % kPerByte != 0; ++i)
+    packed[(start + i) / kPerByte] |= static_cast<uint8_t>(u8[i] << (((start + i) % kPerByte) * Bits));
+  // Whole bytes, spelled out per width so the loop vectorizes.
+  uint8_t *__restrict out = packed + (start + i) / kPerByte;
+  const uint8_t *__restrict in = u8 + i;
+  const int64_t bytes = (count - i) / kPerByte;
+  if constexpr (Bits == 4) {
+    for (int64_t b = 0; b < bytes; ++b)
+      out[b] = static_cast<uint8_t>(in[2 * b] | (in[2 * b + 1] << 4));
+  } else {
+    for (int64_t b = 0; b < bytes; ++b)
+      out[b] = static_cast<uint8_t>(in[4 * b] | (in[4 * b + 1] << 2) | (in[4 * b + 2] << 4) | (in[4 * b + 3] << 6));
+  }
+  i += bytes * kPerByte;
+  if (i < count) {
     uint32_t byte = 0;
-    const int count = static_cast<int>(std::min<int64_t>(kPerByte, end - i));
-    for (int j = 0; j < count; ++j) {
-      const QuantGroup &q = groups[groupOf(i + j)];
-      const float x = v[i + j];
-      const uint32_t u = q.encode(x);
-      byte |= u << (j * Bits);
-      if (residual)
-        residual[i + j] = x - q.decode(u);
-    }
-    packed[i / kPerByte] = static_cast<uint8_t>(byte);
+    for (int j = 0; i + j < count; ++j)
+      byte |= static_cast<uint32_t>(u8[i + j]) << (j * Bits);
+    packed[(start + i) / kPerByte] = static_cast<uint8_t>(byte);
   }
 }
 
-/// Codes of one group's elements [begin, begin + count) into u8[count], and
-/// with error feedback e = v - decode(u): the arithmetic of QuantGroup, with
-/// r = rn(clamp(t)) and u = r + offset, so decode(u) = r * scale (+ zero when
-/// asymmetric) exactly (small integers are exact in fp32). Branch-free, so
-/// the loop vectorizes.
+/// Codes of `count` elements into u8, each with its own group's zero, 1 / s
+/// and s (per channel: the column's), and with error feedback
+/// e = v - decode(u): the arithmetic of QuantGroup, with r = rn(clamp(t)) and
+/// u = r + offset, so decode(u) = r * s (+ zero when asymmetric) exactly
+/// (small integers are exact in fp32). Branch-free, so the loop vectorizes.
 template <bool Symmetric, bool Feedback>
-void quantCodes(const QuantGroup &group, const float *v, float *residual, int64_t count, uint8_t *u8) {
-  const float zero = group.zero, inv = group.inv, scale = group.scale;
-  const float minCode = group.minCode, maxCode = group.maxCode;
-  const float offset = group.offset;
-  const float add = Symmetric ? 0.0f : zero;
+void quantCodes(const float *zero, const float *inv, const float *scale, const QuantGroup &shape, const float *v,
+                float *residual, int64_t count, uint8_t *u8) {
+  const float minCode = shape.minCode, maxCode = shape.maxCode, offset = shape.offset;
   for (int64_t i = 0; i < count; ++i) {
     const float x = v[i];
-    float t = (x - zero) * inv;
-    t = std::min(std::max(t, minCode), maxCode);
+    const float z = Symmetric ? 0.0f : zero[i];
+    const float t = std::min(std::max((x - z) * inv[i], minCode), maxCode);
     const float r = roundEven(t);
     u8[i] = static_cast<uint8_t>(static_cast<int32_t>(r + offset));
     if (Feedback)
-      residual[i] = x - (r * scale + add);
+      residual[i] = x - (r * scale[i] + z);
   }
 }
 
-/// Packs one group's elements [begin, end) (begin a multiple of 8 / Bits),
-/// in chunks of 256 codes kept in a stack buffer.
+/// The same with one group's numbers for every element.
+template <bool Symmetric, bool Feedback>
+void quantCodes(const QuantGroup &group, const float *v, float *residual, int64_t count, uint8_t *u8) {
+  const float zero = Symmetric ? 0.0f : group.zero, inv = group.inv, scale = group.scale;
+  const float minCode = group.minCode, maxCode = group.maxCode, offset = group.offset;
+  for (int64_t i = 0; i < count; ++i) {
+    const float x = v[i];
+    const float t = std::min(std::max((x - zero) * inv, minCode), maxCode);
+    const float r = roundEven(t);
+    u8[i] = static_cast<uint8_t>(static_cast<int32_t>(r + offset));
+    if (Feedback)
+      residual[i] = x - (r * scale + zero);
+  }
+}
+
+/// Calls `f.template operator()<Symmetric, Feedback>()` for the run-time pair.
+template <typename F> void dispatchCodes(bool symmetric, bool feedback, F &&f) {
+  if (symmetric)
+    feedback ? f(std::true_type(), std::true_type()) : f(std::true_type(), std::false_type());
+  else
+    feedback ? f(std::false_type(), std::true_type()) : f(std::false_type(), std::false_type());
+}
+
+constexpr int64_t kQuantChunk = 256;
+
+/// Quantizes and packs one group's elements [begin, end) (any alignment), in
+/// chunks of kQuantChunk codes staged on the stack.
 template <int Bits>
 void quantPackGroupAny(const QuantGroup &q, const float *v, float *residual, int64_t begin, int64_t end,
                        uint8_t *packed) {
-  constexpr int kPerByte = 8 / Bits;
-  constexpr int64_t kChunk = 256;
-  uint8_t u8[kChunk];
-  for (int64_t c = begin; c < end; c += kChunk) {
-    const int64_t count = std::min(kChunk, end - c);
-    uint8_t *dst = Bits == 8 ? packed + c : u8;
+  uint8_t u8[kQuantChunk];
+  for (int64_t c = begin; c < end; c += kQuantChunk) {
+    const int64_t count = std::min(kQuantChunk, end - c);
     float *res = residual ? residual + c : nullptr;
-    if (q.symmetric)
-      res ? quantCodes<true, true>(q, v + c, res, count, dst) : quantCodes<true, false>(q, v + c, res, count, dst);
-    else
-      res ? quantCodes<false, true>(q, v + c, res, count, dst) : quantCodes<false, false>(q, v + c, res, count, dst);
-    if (Bits == 8)
-      continue;
-    int64_t i = 0;
-    for (; i + kPerByte <= count; i += kPerByte) {
-      uint32_t byte = 0;
-      for (int j = 0; j < kPerByte; ++j)
-        byte |= static_cast<uint32_t>(u8[i + j]) << (j * Bits);
-      packed[(c + i) / kPerByte] = static_cast<uint8_t>(byte);
-    }
-    if (i < count) {
-      uint32_t byte = 0;
-      for (int j = 0; i + j < count; ++j)
-        byte |= static_cast<uint32_t>(u8[i + j]) << (j * Bits);
-      packed[(c + i) / kPerByte] = static_cast<uint8_t>(byte);
-    }
+    dispatchCodes(q.symmetric, res != nullptr, [&](auto sym, auto fb) {
+      quantCodes<decltype(sym)::value, decltype(fb)::value>(q, v + c, res, count, u8);
+    });
+    packCodes<Bits>(u8, c, count, packed);
   }
 }
 
-/// Encodes with Bits fixed. `groups` and `loScratch` are scratch for
-/// numScales() quantizers and floats.
-/// Returns the first non-finite element or -1 (then outputs are unspecified).
+/// Encodes with Bits fixed. `loScratch` and `invScratch` hold numScales()
+/// floats. Returns the first non-finite element or -1 (then outputs are
+/// unspecified).
 template <int Bits>
 int64_t quantEncode(const QuantLayout &l, const float *g, float *residual, uint8_t *packed, float *scales, float *zeros,
-                    QuantGroup *groups, float *loScratch) {
+                    float *loScratch, float *invScratch) {
   static_assert(Bits == 2 || Bits == 4 || Bits == 8, "bits is 2, 4 or 8");
   constexpr int kPerByte = 8 / Bits;
   const float *v = residual ? residual : g;
@@ -366,29 +389,36 @@ int64_t quantEncode(const QuantLayout &l, const float *g, float *residual, uint8
     }
     return -1;
   }
+  // Two passes: statistics of every group, then codes.
   float *lo = zeros ? zeros : loScratch;
   const int64_t badAt = quantStats(l, g, residual, lo, scales);
   if (badAt >= 0)
     return badAt;
   quantFinishScales(l, lo, scales);
-  for (int64_t s = 0; s < l.numScales(); ++s)
-    groups[s] = quantGroupFromScale(l, scales[s], lo[s]);
-  if (l.granularity == PTRAIN_QUANT_TENSOR) {
-    quantPackGroupAny<Bits>(groups[0], v, residual, 0, l.numel, packed);
-  } else if (l.granularity == PTRAIN_QUANT_CHANNEL && l.cols % kPerByte == 0) {
-    // Row by row, so the group is the column without a division.
-    for (int64_t base = 0; base < l.numel; base += l.cols)
-      quantPackRange<Bits>(
-          l, v, residual, groups, [base](int64_t i) { return i - base; }, base, base + l.cols, packed);
-  } else if (l.granularity == PTRAIN_QUANT_CHANNEL) {
-    const int64_t cols = l.cols;
-    quantPackRange<Bits>(
-        l, v, residual, groups, [cols](int64_t i) { return i % cols; }, 0, l.numel, packed);
-  } else {
-    const int64_t block = l.block;
-    quantPackRange<Bits>(
-        l, v, residual, groups, [block](int64_t i) { return i / block; }, 0, l.numel, packed);
+  if (l.granularity != PTRAIN_QUANT_CHANNEL) {
+    for (int64_t s = 0; s < l.numScales(); ++s) {
+      const int64_t span = l.granularity == PTRAIN_QUANT_TENSOR ? l.numel : l.block;
+      quantPackGroupAny<Bits>(quantGroupFromScale(l, scales[s], lo[s]), v, residual, s * span,
+                              std::min<int64_t>((s + 1) * span, l.numel), packed);
+    }
+    return -1;
   }
+  // Per channel: row by row, each column with its own numbers (arrays, so
+  // the code loop still vectorizes).
+  for (int64_t c = 0; c < l.cols; ++c)
+    invScratch[c] = quantGroupFromScale(l, scales[c], lo[c]).inv;
+  const QuantGroup shape = QuantGroup::make(Bits, l.symmetric, 0.0f, 0.0f);
+  uint8_t u8[kQuantChunk];
+  for (int64_t base = 0; base < l.numel; base += l.cols)
+    for (int64_t c = 0; c < l.cols; c += kQuantChunk) {
+      const int64_t count = std::min(kQuantChunk, l.cols - c);
+      float *res = residual ? residual + base + c : nullptr;
+      dispatchCodes(l.symmetric, res != nullptr, [&](auto sym, auto fb) {
+        quantCodes<decltype(sym)::value, decltype(fb)::value>(lo + c, invScratch + c, scales + c, shape, v + base + c,
+                                                              res, count, u8);
+      });
+      packCodes<Bits>(u8, base + c, count, packed);
+    }
   return -1;
 }
 
