@@ -442,19 +442,39 @@ void quantDecode(const QuantLayout &l, const uint8_t *packed, const float *scale
       auto decodeOne = [&](uint32_t u) {
         return q.symmetric ? (static_cast<float>(u) - offset) * scale : static_cast<float>(u) * scale + add;
       };
+      // Unpack whole bytes into codes (spelled out per width), then convert
+      // them: both loops vectorize.
       int64_t i = begin;
-      if (q.symmetric) {
-        for (; i + kPerByte <= end; i += kPerByte) {
-          const uint32_t byte = packed[i / kPerByte];
-          for (int j = 0; j < kPerByte; ++j)
-            out[i + j] = (static_cast<float>((byte >> (j * Bits)) & kMask) - offset) * scale;
+      uint8_t u8[kQuantChunk];
+      while (i + kPerByte <= end) {
+        const int64_t bytes = std::min<int64_t>((end - i) / kPerByte, kQuantChunk / kPerByte);
+        const uint8_t *__restrict in = packed + i / kPerByte;
+        const uint8_t *codes = u8;
+        if constexpr (Bits == 8) {
+          codes = in;
+        } else if constexpr (Bits == 4) {
+          for (int64_t b = 0; b < bytes; ++b) {
+            u8[2 * b] = in[b] & 0xf;
+            u8[2 * b + 1] = in[b] >> 4;
+          }
+        } else {
+          for (int64_t b = 0; b < bytes; ++b) {
+            u8[4 * b] = in[b] & 3;
+            u8[4 * b + 1] = (in[b] >> 2) & 3;
+            u8[4 * b + 2] = (in[b] >> 4) & 3;
+            u8[4 * b + 3] = in[b] >> 6;
+          }
         }
-      } else {
-        for (; i + kPerByte <= end; i += kPerByte) {
-          const uint32_t byte = packed[i / kPerByte];
-          for (int j = 0; j < kPerByte; ++j)
-            out[i + j] = static_cast<float>((byte >> (j * Bits)) & kMask) * scale + add;
-        }
+        const int64_t count = bytes * kPerByte;
+        const uint8_t *__restrict c = codes;
+        float *__restrict o = out + i;
+        if (q.symmetric)
+          for (int64_t j = 0; j < count; ++j)
+            o[j] = (static_cast<float>(c[j]) - offset) * scale;
+        else
+          for (int64_t j = 0; j < count; ++j)
+            o[j] = static_cast<float>(c[j]) * scale + add;
+        i += count;
       }
       for (; i < end; ++i)
         out[i] = decodeOne((packed[i / kPerByte] >> ((i % kPerByte) * Bits)) & kMask);
