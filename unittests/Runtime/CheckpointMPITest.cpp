@@ -50,12 +50,7 @@ struct TrainingRun {
     std::vector<float> g = randomFloats(kN, static_cast<unsigned>(rank * 100003 + dataPos)), avg(kN);
     for (int64_t i = 0; i < kN; ++i)
       g[i] += 0.01f * w[i];
-    ptrain_codec_t c;
-    std::memset(&c, 0, sizeof(c));
-    c.kind = PTRAIN_CODEC_POWERSGD;
-    c.batch = 1;
-    c.rows = kRows;
-    c.cols = kCols;
+    ptrain_codec_t c = codecOf(PTRAIN_CODEC_POWERSGD, kRows, kCols);
     c.rank = kRank;
     c.warm_start = 1;
     c.seed = 42;

@@ -13,6 +13,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <initializer_list>
+#include <string>
 
 namespace ptrain::testing {
 
@@ -35,6 +38,32 @@ inline void patientBarrier(ptrain_comm_t comm = world) {
   ASSERT_PTRAIN_OK(ptrain_barrier_start(comm, &req));
   ASSERT_PTRAIN_OK(ptrain_wait(req));
   ASSERT_PTRAIN_OK(ptrain_comm_set_timeout(comm, saved));
+}
+
+/// Waits on `req`, which must fail with DEADLINE_EXCEEDED after the 2 s
+/// deadline (and well before 10 s), with a message holding every part;
+/// returns the message.
+inline std::string expectDeadline(ptrain_request_t req, std::initializer_list<const char *> parts) {
+  const auto start = Clock::now();
+  EXPECT_EQ(ptrain_wait(req), PTRAIN_ERROR_DEADLINE_EXCEEDED);
+  const double elapsed = secondsSince(start);
+  EXPECT_GE(elapsed, 2.0);
+  EXPECT_LT(elapsed, 10.0);
+  const std::string message = ptrain_last_error();
+  for (const char *part : parts)
+    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' missing from: " << message;
+  return message;
+}
+
+/// A codec descriptor of `kind` on a rows x cols tensor, other fields zero.
+inline ptrain_codec_t codecOf(ptrain_codec_kind_t kind, int64_t rows, int64_t cols) {
+  ptrain_codec_t c;
+  std::memset(&c, 0, sizeof(c));
+  c.kind = kind;
+  c.batch = 1;
+  c.rows = rows;
+  c.cols = cols;
+  return c;
 }
 
 /// A copy of the world (for tests that break a communicator on purpose).
