@@ -339,6 +339,22 @@ typedef struct ptrain_request *ptrain_request_t;
 //   of an fp64 reference).
 // ptrain_powersgd_decode_f32(p, q, batch, n, m, rank, out[batch, n, m])
 //   out = P Q^T per batch entry (exact path: the carried M).
+// ptrain_powersgd_phase_p_f32(g, residual, q_state, batch, n, m, rank, seed,
+//                             out_p, out_q)
+// ptrain_powersgd_phase_q_f32(mat, batch, n, m, rank, p, out_q)
+// ptrain_powersgd_finish_f32(p, q, batch, n, m, rank, alpha, beta, out,
+//                            residual, q_state)
+//   The encode split where data-parallel PowerSGD all-reduces (Vogels et
+//   al., Algorithm 2), for a lowering that expands a compressed all-reduce
+//   into phases: phase_p forms M = g + e (into residual, when given) and
+//   P = M Q0 (exact path: M into out_p and out_q); [all-reduce P];
+//   phase_q orthogonalizes P in place and computes out_q = M^T P, with `mat`
+//   M's storage (residual, or g without error feedback; untouched on the
+//   exact path); [all-reduce Q]; finish writes out = alpha P Q^T (when out is
+//   not NULL), residual = M - beta P Q^T (exact path: 0) and q_state = beta Q
+//   (not on the exact path). Data-parallel: beta = 1 / N, alpha = 1 (sum) or
+//   1 / N (avg); one party: alpha = beta = 1 gives ptrain_powersgd_encode_f32
+//   followed by ptrain_powersgd_decode_f32.
 // ptrain_topk_encode_f32(g[n], residual, n, k, out_values[k], out_indices[k])
 //   Global top-k by magnitude (Bian et al., MLSys 2024): the k largest |v|,
 //   ties at the k-th magnitude to the smaller index (NaN ranks above inf);

@@ -196,3 +196,38 @@ extern "C" ptrain_status_t ptrain_powersgd_decode_f32(const float *p, const floa
   ptrain::runtime::powersgdFinish(s, p, q, 1.0f, out, nullptr, 1.0f, nullptr);
   return PTRAIN_OK;
 }
+
+// The phases, for a lowering that expands a compressed all-reduce itself
+// (--ptrain-expand-codecs): p -> all-reduce P -> q -> all-reduce Q -> finish.
+extern "C" ptrain_status_t ptrain_powersgd_phase_p_f32(const float *g, float *residual, float *q_state, int64_t batch,
+                                                       int64_t n, int64_t m, int64_t rank, uint64_t seed, float *out_p,
+                                                       float *out_q) {
+  const PowerSgdShape s{batch, n, m, rank};
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::powersgdCheck(__func__, s));
+  PTRAIN_CHECK_PTR(g);
+  PTRAIN_CHECK_PTR(out_p);
+  PTRAIN_CHECK_PTR(out_q);
+  const float *mat = nullptr;
+  return ptrain::runtime::powersgdPhaseP(__func__, s, g, residual, q_state, seed, out_p, out_q, &mat);
+}
+
+extern "C" ptrain_status_t ptrain_powersgd_phase_q_f32(const float *mat, int64_t batch, int64_t n, int64_t m,
+                                                       int64_t rank, float *p, float *out_q) {
+  const PowerSgdShape s{batch, n, m, rank};
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::powersgdCheck(__func__, s));
+  PTRAIN_CHECK_PTR(mat);
+  PTRAIN_CHECK_PTR(p);
+  PTRAIN_CHECK_PTR(out_q);
+  return ptrain::runtime::powersgdPhaseQ(__func__, s, mat, p, out_q);
+}
+
+extern "C" ptrain_status_t ptrain_powersgd_finish_f32(const float *p, const float *q, int64_t batch, int64_t n,
+                                                      int64_t m, int64_t rank, float alpha, float beta, float *out,
+                                                      float *residual, float *q_state) {
+  const PowerSgdShape s{batch, n, m, rank};
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::powersgdCheck(__func__, s));
+  PTRAIN_CHECK_PTR(p);
+  PTRAIN_CHECK_PTR(q);
+  ptrain::runtime::powersgdFinish(s, p, q, alpha, out, residual, beta, s.exact() ? nullptr : q_state);
+  return PTRAIN_OK;
+}
