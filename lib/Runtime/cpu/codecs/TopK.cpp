@@ -38,21 +38,30 @@ extern "C" ptrain_status_t ptrain_topk_encode_f32(const float *g, float *residua
   PTRAIN_CHECK_PTR(out_values);
   PTRAIN_CHECK_PTR(out_indices);
   PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkSparsity(__func__, n, k));
-  // Pass 1: v = g + e (into e) and a histogram of the keys' top 11 bits.
+  // Pass 1: v = g + e (into e) and a histogram of the keys' top 11 bits,
+  // counted in four interleaved histograms so that equal neighbouring keys
+  // (the common case: magnitudes cluster in a few bins) do not serialize on
+  // one counter.
   constexpr int kShift = 20, kBins = 1 << (31 - kShift);
-  int64_t hist[kBins] = {};
-  const float *v = g;
-  if (residual) {
-    for (int64_t i = 0; i < n; ++i) {
-      const float x = g[i] + residual[i];
+  uint32_t partial[4][kBins] = {};
+  const float *v = residual ? residual : g;
+  auto count = [&](int64_t i, int j) {
+    float x = g[i];
+    if (residual) {
+      x += residual[i];
       residual[i] = x;
-      ++hist[magnitudeKey(x) >> kShift];
     }
-    v = residual;
-  } else {
-    for (int64_t i = 0; i < n; ++i)
-      ++hist[magnitudeKey(g[i]) >> kShift];
-  }
+    ++partial[j][magnitudeKey(x) >> kShift];
+  };
+  int64_t i4 = 0;
+  for (; i4 + 4 <= n; i4 += 4)
+    for (int j = 0; j < 4; ++j)
+      count(i4 + j, j);
+  for (; i4 < n; ++i4)
+    count(i4, 0);
+  int64_t hist[kBins];
+  for (int b = 0; b < kBins; ++b)
+    hist[b] = static_cast<int64_t>(partial[0][b]) + partial[1][b] + partial[2][b] + partial[3][b];
   // The bin holding the k-th largest key, and how many keys lie above it.
   int bin = kBins - 1;
   int64_t above = 0;
