@@ -1,7 +1,8 @@
 //===- FingerprintMPITest.cpp - The debug mode names mismatched operations ===//
 //
-// Runs under `mpirun -np N` (N >= 3) with PTRAIN_COMM_DEBUG=1 and
-// PTRAIN_COMM_TIMEOUT_S=2: real ranks post different operations, and every
+// Runs under `mpirun -np N` (N >= 3) with PTRAIN_COMM_DEBUG=1 and a generous
+// PTRAIN_COMM_TIMEOUT_S (30; the tests that wait for a deadline set 2 s on
+// their own communicator): real ranks post different operations, and every
 // rank must get an error that names both ranks' operations instead of a hang.
 //
 //===----------------------------------------------------------------------===//
@@ -65,6 +66,7 @@ TEST(DebugMode, ARankPostingAnotherOperationIsNamed) {
 TEST(DebugMode, ASendOfAnotherSizeIsNamedByTheReceiver) {
   ptrain_comm_t copy = copyOfWorld();
   ASSERT_NE(copy, nullptr);
+  ASSERT_PTRAIN_OK(ptrain_comm_set_timeout(copy, 2.0));
   std::vector<char> buf(16);
   ptrain_request_t req = nullptr;
   if (rank == 0) {
@@ -85,6 +87,7 @@ TEST(DebugMode, ASendOfAnotherSizeIsNamedByTheReceiver) {
 TEST(DebugMode, ARankThatNeverPostsIsADeadlineErrorNamingTheOperation) {
   ptrain_comm_t copy = copyOfWorld();
   ASSERT_NE(copy, nullptr);
+  ASSERT_PTRAIN_OK(ptrain_comm_set_timeout(copy, 2.0));
   if (rank != 0) {
     std::vector<float> x(3, 1.0f);
     ptrain_request_t req = nullptr;
