@@ -59,10 +59,19 @@ enum {
   PTRAIN_ERROR_INTERNAL = 6,
 };
 
-/// Element types of collective buffers.
+/// Element types of collective buffers and codes.
 typedef int32_t ptrain_dtype_t;
-enum { PTRAIN_DTYPE_F32 = 0, PTRAIN_DTYPE_F64 = 1, PTRAIN_DTYPE_I64 = 2 };
-/* Collectives accept F32 and F64; state descriptors F32 and I64. */
+enum {
+  PTRAIN_DTYPE_F32 = 0,
+  PTRAIN_DTYPE_F64 = 1,
+  PTRAIN_DTYPE_I64 = 2,
+  /// IEEE 754 binary16, stored as uint16_t.
+  PTRAIN_DTYPE_F16 = 3,
+  /// bfloat16 (the upper half of an fp32), stored as uint16_t.
+  PTRAIN_DTYPE_BF16 = 4,
+};
+/* All-reduce and reduce-scatter accept F32, F64, F16 and BF16; all-gather
+   also I64; state descriptors F32 and I64. */
 
 /// Reductions of ptrain_all_reduce_start. AVG is SUM divided by the
 /// communicator size, applied when the request completes in ptrain_wait.
@@ -104,6 +113,41 @@ enum {
   /// A gradient accumulator of the pipeline (micro-batches add into it; zeroed by the optimizer step).
   PTRAIN_STATE_GRADIENT = 6,
 };
+
+/// Codecs (the order of the dialect's codec attributes; DESIGN.md decision 4).
+typedef int32_t ptrain_codec_kind_t;
+enum {
+  PTRAIN_CODEC_POWERSGD = 0,
+  PTRAIN_CODEC_TOPK = 1,
+  PTRAIN_CODEC_RANDK = 2,
+  PTRAIN_CODEC_QUANT = 3,
+  PTRAIN_CODEC_CAST = 4,
+};
+
+/// Quantization granularities (the order of the dialect's QuantGranularity).
+enum {
+  PTRAIN_QUANT_TENSOR = 0,
+  PTRAIN_QUANT_CHANNEL = 1,
+  PTRAIN_QUANT_BLOCK = 2,
+};
+
+/// One codec instance: the parameters of its #ptrain.<codec> attribute and
+/// the tensor it encodes, seen as `batch` matrices of `rows` x `cols` (the
+/// attribute's matrix view; numel = batch * rows * cols). Fields a codec does
+/// not use are ignored. See "Codecs" in the call reference below.
+typedef struct ptrain_codec {
+  ptrain_codec_kind_t kind;
+  int32_t bits;              /* quant: 2, 4 or 8 */
+  int32_t granularity;       /* quant: PTRAIN_QUANT_* */
+  int32_t symmetric;         /* quant: nonzero = symmetric (no zero points) */
+  int32_t warm_start;        /* powersgd: nonzero = the state is the previous Q */
+  ptrain_dtype_t cast_dtype; /* cast: PTRAIN_DTYPE_F16 or PTRAIN_DTYPE_BF16 */
+  int64_t batch, rows, cols; /* the tensor: batch x rows x cols, all >= 1 */
+  int64_t rank;              /* powersgd: in [1, min(rows, cols)] */
+  int64_t k;                 /* topk, randk: kept values, in [1, numel] */
+  int64_t block_size;        /* quant, block granularity: >= 1 */
+  uint64_t seed;             /* randk: positions; powersgd: initial Q */
+} ptrain_codec_t;
 
 /// One keyed state tensor of a compiled step (DESIGN.md decision 5): the
 /// generated code owns `data` (dense, row-major, `dims[rank]` elements of
@@ -267,6 +311,106 @@ typedef struct ptrain_request *ptrain_request_t;
 //   cos(pi p)) / 2 (cosine decay, Loshchilov, Hutter 2017, "SGDR", eq. 5).
 //   Requires 0 <= warmup <= total, total > 0.
 //
+// --- Codecs with fused error feedback (cpu/codecs/; DESIGN.md decision 4) ---
+// Every encoder takes an optional `residual` (the error-feedback state e, the
+// input's shape; NULL = no error feedback). With it, the encoder codes
+// v = g + e and leaves e = v - decode(code) (Karimireddy et al., ICML 2019;
+// Optimus-CC's lazy error propagation, sec. 4.2), in the same pass over
+// memory where the codec allows; without it, it codes g. On an error return
+// the residual may hold g + e. Parameters match the dialect's codec
+// attributes (PTrainAttrs.td); sizes are element counts.
+//
+// ptrain_powersgd_encode_f32(g, residual, q_state, batch, n, m, rank, seed,
+//                            out_p, out_q)
+//   PowerSGD, one power step (Vogels et al., NeurIPS 2019, Algorithm 1) on
+//   each of `batch` n x m matrices (g [batch, n, m], row-major):
+//   P = M Q0, P = orth(P) (modified Gram-Schmidt; a zero column stays zero,
+//   so an all-zero gradient gives zeros, not NaN), Q = M^T P; codes
+//   out_p [batch, n, rank], out_q [batch, m, rank]; decode M' = P Q^T.
+//   q_state [batch, m, rank] is the warm-start Q (#ptrain.powersgd
+//   warm_start): Q0 = q_state, updated to the new Q (out_q may alias it);
+//   an all-zero column of it (a fresh state) is redrawn N(0, 1) from `seed`.
+//   With q_state NULL, Q0 is drawn from `seed` on every call. rank must be in
+//   [1, min(n, m)] (INVALID_ARGUMENT otherwise: 4 on a 4 x 3 matrix is
+//   rejected). Exact path: when (n + m) rank >= n m (1-D tensors, n = 1,
+//   included) the codes carry M itself, row-major, in P's storage and then
+//   Q's (rest zero); decode returns it exactly, e becomes 0, q_state is
+//   untouched. GEMMs through cblas_sgemm (fp32; tested within 1e-4 relative
+//   of an fp64 reference).
+// ptrain_powersgd_decode_f32(p, q, batch, n, m, rank, out[batch, n, m])
+//   out = P Q^T per batch entry (exact path: the carried M).
+// ptrain_powersgd_phase_p_f32(g, residual, q_state, batch, n, m, rank, seed,
+//                             out_p, out_q)
+// ptrain_powersgd_phase_q_f32(mat, batch, n, m, rank, p, out_q)
+// ptrain_powersgd_finish_f32(p, q, batch, n, m, rank, alpha, beta, out,
+//                            residual, q_state)
+//   The encode split where data-parallel PowerSGD all-reduces (Vogels et
+//   al., Algorithm 2), for a lowering that expands a compressed all-reduce
+//   into phases: phase_p forms M = g + e (into residual, when given) and
+//   P = M Q0 (exact path: M into out_p and out_q); [all-reduce P];
+//   phase_q orthogonalizes P in place and computes out_q = M^T P, with `mat`
+//   M's storage (residual, or g without error feedback; untouched on the
+//   exact path); [all-reduce Q]; finish writes out = alpha P Q^T (when out is
+//   not NULL), residual = M - beta P Q^T (exact path: 0) and q_state = beta Q
+//   (not on the exact path). Data-parallel: beta = 1 / N, alpha = 1 (sum) or
+//   1 / N (avg); one party: alpha = beta = 1 gives ptrain_powersgd_encode_f32
+//   followed by ptrain_powersgd_decode_f32.
+// ptrain_topk_encode_f32(g[n], residual, n, k, out_values[k], out_indices[k])
+//   Global top-k by magnitude (Bian et al., MLSys 2024): the k largest |v|,
+//   ties at the k-th magnitude to the smaller index (NaN ranks above inf);
+//   indices (int32, n <= INT32_MAX) ascending. Radix select on the fp32 bit
+//   patterns, three passes over memory. 1 <= k <= n.
+// ptrain_topk_decode_f32(values[k], indices[k], k, n, out[n])
+//   out = 0, out[indices[j]] = values[j]; an index outside [0, n) is an
+//   INVALID_ARGUMENT error naming it.
+// ptrain_randk_indices(seed, counter, n, k, out_indices[k])
+//   The k distinct positions rand-k keeps for (seed, counter), ascending:
+//   SplitMix64 seeded with seed ^ (0x9E3779B97F4A7C15 * (counter + 1)),
+//   uniform integers by Lemire's multiply-shift, Floyd's sampling
+//   (cpu/codecs/RandK.cpp has the exact rule, for other targets).
+// ptrain_randk_encode_f32(g[n], residual, n, k, seed, counter, out_values[k])
+// ptrain_randk_decode_f32(values[k], n, k, seed, counter, out[n])
+//   Rand-k with a seed shared by sender and receiver: only values travel.
+//   `counter` (int64, the codec's state on both sides) selects the
+//   positions and is incremented by one. Decode zero-fills the rest.
+// ptrain_quant_encode_f32(g, residual, rows, cols, bits, granularity,
+//                         block_size, symmetric, out_packed, out_scales,
+//                         out_zero_points)
+//   Uniform round-to-nearest-even quantization of the rows x cols tensor to
+//   bits in {2, 4, 8}, one scale per tensor, per column (channel) or per
+//   block_size consecutive elements (block_size >= 1 exactly for block);
+//   S = 1, cols or ceil(rows cols / block_size) scales. Symmetric: s =
+//   amax / (2^(bits-1) - 1), code u = rn(v / s) + 2^(bits-1), decode
+//   (u - 2^(bits-1)) s. Asymmetric: s = (max - min) / (2^bits - 1), zero
+//   point min, u = rn((v - min) / s), decode u s + min (out_zero_points [S],
+//   NULL when symmetric). v / s is v * (1 / s); s = 0 codes a constant group
+//   exactly. Packed LSB first, element i at bit (i bits) % 8 of byte
+//   (i bits) / 8: out_packed has ceil(rows cols bits / 8) bytes. A
+//   non-finite value is an INVALID_ARGUMENT error naming its index.
+// ptrain_quant_decode_f32(packed, scales, zero_points, rows, cols, bits,
+//                         granularity, block_size, symmetric, out)
+// ptrain_cast_encode_f32(g[n], residual, n, dtype, out_code[n])
+// ptrain_cast_decode_f32(code[n], n, dtype, out[n])
+//   fp32 <-> PTRAIN_DTYPE_F16 or PTRAIN_DTYPE_BF16 (uint16_t codes), round
+//   to nearest even; overflow gives inf, NaN stays NaN (payload may differ).
+//   F16C instructions when the CPU has them, identical codes otherwise.
+//
+// --- Any codec through a descriptor (cpu/codecs/Codec.cpp) ---
+// A ptrain_codec_t names a codec instance; its codes are serialized back to
+// back into one byte buffer, each section 8-byte aligned: powersgd P then
+// Q; topk values then int32 indices; randk values; quant packed bytes,
+// scales, zero points (asymmetric); cast the 16-bit codes. `state` is the
+// PowerSGD warm-start Q (float [batch, cols, rank]; required when
+// warm_start) or the rand-k counter (int64_t *); NULL for the others.
+// Summable codes (powersgd, randk, cast) are reduced in compressed form by
+// ptrain_compressed_all_reduce_start; topk and quant are gathered.
+// ptrain_codec_code_bytes(codec, out_bytes)     the serialized code size
+// ptrain_codec_encode(codec, input, residual, state, out_code)
+// ptrain_codec_decode(codec, code, state, out)
+//   The per-codec calls above on the descriptor's tensor (numel = batch
+//   rows cols); an invalid descriptor is an INVALID_ARGUMENT error naming
+//   the field.
+//
 // --- Keyed state: ONNX initial values and checkpoints ---
 // ptrain_state_init_onnx(states[n], n, onnx_path)
 //   Every PTRAIN_STATE_PARAMETER state is read from the initializer named by
@@ -284,6 +428,18 @@ typedef struct ptrain_request *ptrain_request_t;
 //   Reads a checkpoint written by ptrain_checkpoint_save: the checksum must
 //   match, every state must be present with its dtype and shape, and the file
 //   must hold no other key. On error no state is modified.
+// ptrain_checkpoint_save_ranks(comm, states[n], n, dir)
+//   Collective over comm: every rank writes dir/rank-<5-digit rank>.ckpt with
+//   ptrain_checkpoint_save (its parameters, moments, codec residuals and
+//   warm-start Q, counters, data position: every state it passes), then
+//   rank 0 writes dir/manifest (text: "ptrain-checkpoint-manifest 1",
+//   "ranks N", one "rank r file bytes checksum" line per rank) through a
+//   temporary file and a rename, after an all-gather shows every file
+//   complete. dir is created if missing. A rank that fails reports to all.
+// ptrain_checkpoint_load_ranks(comm, states[n], n, dir)
+//   Reads the manifest (same number of ranks, else an INVALID_ARGUMENT error:
+//   resharding, DESIGN.md decision 5, is the driver's), checks this rank's
+//   file against its listed size and checksum, then ptrain_checkpoint_load.
 //
 // --- Communicators (cpu: MPI) ---
 // ptrain_comm_init(out_comm)
@@ -318,6 +474,17 @@ typedef struct ptrain_request *ptrain_request_t;
 // ptrain_all_reduce_start(comm, send_buf, recv_buf, count, dtype, op, out_request)
 //   recv_buf[count] = reduction over comm's ranks of send_buf[count];
 //   send_buf == recv_buf reduces in place. AVG divides by the size at wait.
+// ptrain_all_reduce_start also sums PTRAIN_DTYPE_F16 and PTRAIN_DTYPE_BF16
+//   buffers (uint16_t): OpenMPI has no 16-bit float type, so a user-defined
+//   MPI_Op adds each pair in fp32 and rounds once to nearest even (partial
+//   sums are 16-bit; a sum past the type's range is inf).
+// ptrain_all_gather_start(comm, send_buf, recv_buf, count, dtype, out_request)
+//   recv_buf[size * count] = every rank's send_buf[count] in rank order; any
+//   dtype (moved as bytes).
+// ptrain_reduce_scatter_start(comm, send_buf, recv_buf, count, dtype, op,
+//                             out_request)
+//   recv_buf[count] = block `rank` of the reduction of send_buf[size *
+//   count] (MPI_Ireduce_scatter_block); dtypes and AVG as all-reduce.
 // ptrain_barrier_start(comm, out_request)               nonblocking barrier
 // ptrain_wait(request)
 //   Completes the request and frees it, whatever the outcome. It polls

@@ -36,8 +36,7 @@ ptrain_status_t readTimeout(const char *call, double &seconds) {
   char *end = nullptr;
   errno = 0;
   double value = std::strtod(text, &end);
-  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(value) ||
-      value <= 0.0)
+  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(value) || value <= 0.0)
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                 "PTRAIN_COMM_TIMEOUT_S must be a positive number of seconds, "
                 "got '%s'",
@@ -47,8 +46,7 @@ ptrain_status_t readTimeout(const char *call, double &seconds) {
 }
 
 /// Fills rank and size, sets MPI_ERRORS_RETURN; frees `mpi` on failure.
-ptrain_status_t finishComm(const char *call, MPI_Comm mpi, double timeoutS,
-                           ptrain_comm_t *out) {
+ptrain_status_t finishComm(const char *call, MPI_Comm mpi, double timeoutS, ptrain_comm_t *out) {
   auto *comm = new (std::nothrow) ptrain_comm();
   if (!comm) {
     MPI_Comm_free(&mpi);
@@ -66,6 +64,12 @@ ptrain_status_t finishComm(const char *call, MPI_Comm mpi, double timeoutS,
     delete comm;
     return ptrain::runtime::failMpi(call, err, "setting up the communicator");
   }
+  ptrain_status_t debug = ptrain::runtime::initDebug(call, comm);
+  if (debug != PTRAIN_OK) {
+    MPI_Comm_free(&comm->mpi);
+    delete comm;
+    return debug;
+  }
   ++liveComms;
   *out = comm;
   return PTRAIN_OK;
@@ -78,8 +82,7 @@ ptrain_status_t failMpi(const char *call, int mpiError, const char *what) {
   int length = 0;
   if (MPI_Error_string(mpiError, text, &length) != MPI_SUCCESS)
     text[0] = '\0';
-  return fail(PTRAIN_ERROR_COMM, call, "%s failed with MPI error %d: %s", what,
-              mpiError, text);
+  return fail(PTRAIN_ERROR_COMM, call, "%s failed with MPI error %d: %s", what, mpiError, text);
 }
 } // namespace ptrain::runtime
 
@@ -92,50 +95,40 @@ extern "C" ptrain_status_t ptrain_comm_init(ptrain_comm_t *out_comm) {
   PTRAIN_MPI_RETURN_IF_ERROR(MPI_Initialized(&initialized));
   PTRAIN_MPI_RETURN_IF_ERROR(MPI_Finalized(&finalized));
   if (finalized)
-    return fail(PTRAIN_ERROR_COMM, __func__,
-                "MPI is already finalized; it cannot be initialized again");
+    return fail(PTRAIN_ERROR_COMM, __func__, "MPI is already finalized; it cannot be initialized again");
   if (!initialized) {
     int provided = 0;
-    PTRAIN_MPI_RETURN_IF_ERROR(
-        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+    PTRAIN_MPI_RETURN_IF_ERROR(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
     initializedMpi = true;
   }
-  PTRAIN_MPI_RETURN_IF_ERROR(
-      MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  PTRAIN_MPI_RETURN_IF_ERROR(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   MPI_Comm dup = MPI_COMM_NULL;
   PTRAIN_MPI_RETURN_IF_ERROR(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
   return finishComm(__func__, dup, timeoutS, out_comm);
 }
 
-extern "C" ptrain_status_t ptrain_comm_create_group(ptrain_comm_t parent,
-                                                    const int32_t *ranks,
-                                                    int32_t num_ranks,
+extern "C" ptrain_status_t ptrain_comm_create_group(ptrain_comm_t parent, const int32_t *ranks, int32_t num_ranks,
                                                     ptrain_comm_t *out_comm) {
   PTRAIN_CHECK_PTR(parent);
   PTRAIN_CHECK_PTR(ranks);
   PTRAIN_CHECK_PTR(out_comm);
   *out_comm = nullptr;
-  PTRAIN_CHECK_ARG(num_ranks > 0 && num_ranks <= parent->size,
-                   "num_ranks must be in [1, %d], got %d", parent->size,
+  PTRAIN_CHECK_ARG(num_ranks > 0 && num_ranks <= parent->size, "num_ranks must be in [1, %d], got %d", parent->size,
                    num_ranks);
   bool member = false;
   for (int32_t i = 0; i < num_ranks; ++i) {
-    PTRAIN_CHECK_ARG(ranks[i] >= 0 && ranks[i] < parent->size,
-                     "ranks[%d] = %d is not a rank of the parent (size %d)", i,
-                     ranks[i], parent->size);
+    PTRAIN_CHECK_ARG(ranks[i] >= 0 && ranks[i] < parent->size, "ranks[%d] = %d is not a rank of the parent (size %d)",
+                     i, ranks[i], parent->size);
     for (int32_t j = 0; j < i; ++j)
-      PTRAIN_CHECK_ARG(ranks[j] != ranks[i],
-                       "rank %d is listed twice (at %d and %d)", ranks[i], j,
-                       i);
+      PTRAIN_CHECK_ARG(ranks[j] != ranks[i], "rank %d is listed twice (at %d and %d)", ranks[i], j, i);
     member |= ranks[i] == parent->rank;
   }
   PTRAIN_CHECK_ARG(member,
                    "the calling rank %d is not in the list: only members call "
                    "ptrain_comm_create_group",
                    parent->rank);
-  PTRAIN_CHECK_ARG(!parent->broken,
-                   "the parent communicator is broken by an earlier deadline "
-                   "error");
+  PTRAIN_CHECK_ARG(!parent->broken, "the parent communicator is broken by an earlier deadline "
+                                    "error");
   MPI_Group parentGroup = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
   PTRAIN_MPI_RETURN_IF_ERROR(MPI_Comm_group(parent->mpi, &parentGroup));
   int err = MPI_Group_incl(parentGroup, num_ranks, ranks, &group);
@@ -152,6 +145,7 @@ extern "C" ptrain_status_t ptrain_comm_create_group(ptrain_comm_t parent,
 
 extern "C" ptrain_status_t ptrain_comm_destroy(ptrain_comm_t comm) {
   PTRAIN_CHECK_PTR(comm);
+  ptrain::runtime::freeDebug(comm);
   int err = MPI_Comm_free(&comm->mpi);
   delete comm;
   --liveComms;
@@ -159,47 +153,42 @@ extern "C" ptrain_status_t ptrain_comm_destroy(ptrain_comm_t comm) {
     return ptrain::runtime::failMpi(__func__, err, "MPI_Comm_free");
   if (liveComms == 0 && initializedMpi) {
     initializedMpi = false;
+    ptrain::runtime::freeUserOps();
     PTRAIN_MPI_RETURN_IF_ERROR(MPI_Finalize());
   }
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t ptrain_comm_rank(ptrain_comm_t comm,
-                                            int32_t *out_rank) {
+extern "C" ptrain_status_t ptrain_comm_rank(ptrain_comm_t comm, int32_t *out_rank) {
   PTRAIN_CHECK_PTR(comm);
   PTRAIN_CHECK_PTR(out_rank);
   *out_rank = comm->rank;
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t ptrain_comm_size(ptrain_comm_t comm,
-                                            int32_t *out_size) {
+extern "C" ptrain_status_t ptrain_comm_size(ptrain_comm_t comm, int32_t *out_size) {
   PTRAIN_CHECK_PTR(comm);
   PTRAIN_CHECK_PTR(out_size);
   *out_size = comm->size;
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t ptrain_comm_timeout(ptrain_comm_t comm,
-                                               double *out_seconds) {
+extern "C" ptrain_status_t ptrain_comm_timeout(ptrain_comm_t comm, double *out_seconds) {
   PTRAIN_CHECK_PTR(comm);
   PTRAIN_CHECK_PTR(out_seconds);
   *out_seconds = comm->timeoutS;
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t ptrain_comm_set_timeout(ptrain_comm_t comm,
-                                                   double seconds) {
+extern "C" ptrain_status_t ptrain_comm_set_timeout(ptrain_comm_t comm, double seconds) {
   PTRAIN_CHECK_PTR(comm);
-  PTRAIN_CHECK_ARG(std::isfinite(seconds) && seconds > 0.0,
-                   "the deadline must be a positive number of seconds, got %g",
+  PTRAIN_CHECK_ARG(std::isfinite(seconds) && seconds > 0.0, "the deadline must be a positive number of seconds, got %g",
                    seconds);
   comm->timeoutS = seconds;
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t ptrain_comm_abort(ptrain_comm_t comm,
-                                             int32_t error_code) {
+extern "C" ptrain_status_t ptrain_comm_abort(ptrain_comm_t comm, int32_t error_code) {
   PTRAIN_CHECK_PTR(comm);
   // MPI_Abort does not return when it succeeds.
   PTRAIN_MPI_RETURN_IF_ERROR(MPI_Abort(comm->mpi, error_code));

@@ -1,0 +1,184 @@
+//===- Codec.cpp - Any codec through its descriptor -----------------------===//
+//
+// ptrain_codec_code_bytes / encode / decode: the serialized form of every
+// codec (layout in Codec.h), dispatching to the per-codec entry points.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cpu/codecs/Codec.h"
+#include "cpu/codecs/Quant.h"
+
+#include <cstdio>
+
+using ptrain::runtime::CodeLayout;
+using ptrain::runtime::fail;
+
+namespace {
+int64_t align8(int64_t bytes) { return (bytes + 7) / 8 * 8; }
+const char *kCodecNames[] = {"powersgd", "topk", "randk", "quant", "cast"};
+} // namespace
+
+namespace ptrain::runtime {
+
+ptrain_status_t checkSparsity(const char *call, int64_t n, int64_t k) {
+  if (n < 1 || n > INT32_MAX)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
+                static_cast<long long>(n));
+  if (k < 1 || k > n)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "k must be in [1, n = %lld], got %lld", static_cast<long long>(n),
+                static_cast<long long>(k));
+  return PTRAIN_OK;
+}
+
+void describeCodec(const ptrain_codec_t &c, char *buf, size_t size) {
+  const char *name = c.kind >= 0 && c.kind <= PTRAIN_CODEC_CAST ? kCodecNames[c.kind] : "unknown codec";
+  char param[64] = "";
+  switch (c.kind) {
+  case PTRAIN_CODEC_POWERSGD:
+    std::snprintf(param, sizeof(param), " rank %lld", static_cast<long long>(c.rank));
+    break;
+  case PTRAIN_CODEC_TOPK:
+  case PTRAIN_CODEC_RANDK:
+    std::snprintf(param, sizeof(param), " k %lld", static_cast<long long>(c.k));
+    break;
+  case PTRAIN_CODEC_QUANT:
+    std::snprintf(param, sizeof(param), " %d-bit", c.bits);
+    break;
+  case PTRAIN_CODEC_CAST:
+    std::snprintf(param, sizeof(param), " to %s", c.cast_dtype == PTRAIN_DTYPE_BF16 ? "bf16" : "f16");
+    break;
+  default:
+    break;
+  }
+  std::snprintf(buf, size, "%s%s on %lldx%lldx%lld", name, param, static_cast<long long>(c.batch),
+                static_cast<long long>(c.rows), static_cast<long long>(c.cols));
+}
+
+ptrain_status_t codecLayout(const char *call, const ptrain_codec_t *codec, CodeLayout &out) {
+  if (!codec)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'codec' must not be null");
+  const ptrain_codec_t &c = *codec;
+  if (c.batch < 1 || c.rows < 1 || c.cols < 1 || c.rows > INT64_MAX / c.cols / c.batch)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                "the codec's tensor batch x rows x cols must be >= 1 each and "
+                "fit int64, got %lld x %lld x %lld",
+                static_cast<long long>(c.batch), static_cast<long long>(c.rows), static_cast<long long>(c.cols));
+  out = CodeLayout();
+  out.numel = c.batch * c.rows * c.cols;
+  switch (c.kind) {
+  case PTRAIN_CODEC_POWERSGD: {
+    const int64_t minNM = c.rows < c.cols ? c.rows : c.cols;
+    if (c.rank < 1 || c.rank > minNM)
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "PowerSGD rank %lld must be in [1, min(rows, cols) = %lld]",
+                  static_cast<long long>(c.rank), static_cast<long long>(minNM));
+    out.offset[1] = align8(c.batch * c.rows * c.rank * 4);
+    out.total = out.offset[1] + align8(c.batch * c.cols * c.rank * 4);
+    return PTRAIN_OK;
+  }
+  case PTRAIN_CODEC_TOPK:
+  case PTRAIN_CODEC_RANDK:
+    if (c.k < 1 || c.k > out.numel || out.numel > INT32_MAX)
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                  "%s: k = %lld must be in [1, numel = %lld] and numel must "
+                  "fit int32 indices",
+                  kCodecNames[c.kind], static_cast<long long>(c.k), static_cast<long long>(out.numel));
+    out.offset[1] = align8(c.k * 4);
+    out.total = c.kind == PTRAIN_CODEC_TOPK ? out.offset[1] + align8(c.k * 4) : out.offset[1];
+    return PTRAIN_OK;
+  case PTRAIN_CODEC_QUANT: {
+    if (c.bits != 2 && c.bits != 4 && c.bits != 8)
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "quant: bits must be 2, 4 or 8, got %d", c.bits);
+    if (c.granularity < PTRAIN_QUANT_TENSOR || c.granularity > PTRAIN_QUANT_BLOCK ||
+        (c.granularity == PTRAIN_QUANT_BLOCK) != (c.block_size >= 1))
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                  "quant: granularity %d with block_size %lld (block "
+                  "granularity, 2, needs block_size >= 1; the others 0)",
+                  c.granularity, static_cast<long long>(c.block_size));
+    QuantLayout l;
+    l.numel = out.numel;
+    l.cols = c.cols;
+    l.bits = c.bits;
+    l.granularity = c.granularity;
+    l.block = c.block_size;
+    l.symmetric = c.symmetric != 0;
+    out.offset[1] = align8(l.packedBytes());
+    out.offset[2] = out.offset[1] + align8(l.numScales() * 4);
+    out.total = l.symmetric ? out.offset[2] : out.offset[2] + align8(l.numScales() * 4);
+    return PTRAIN_OK;
+  }
+  case PTRAIN_CODEC_CAST:
+    if (c.cast_dtype != PTRAIN_DTYPE_F16 && c.cast_dtype != PTRAIN_DTYPE_BF16)
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "cast: cast_dtype must be f16 (3) or bf16 (4), got %d",
+                  c.cast_dtype);
+    out.total = align8(out.numel * 2);
+    return PTRAIN_OK;
+  default:
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                "unknown codec kind %d (powersgd = 0, topk = 1, randk = 2, "
+                "quant = 3, cast = 4)",
+                c.kind);
+  }
+}
+
+} // namespace ptrain::runtime
+
+extern "C" ptrain_status_t ptrain_codec_code_bytes(const ptrain_codec_t *codec, int64_t *out_bytes) {
+  PTRAIN_CHECK_PTR(out_bytes);
+  CodeLayout l;
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::codecLayout(__func__, codec, l));
+  *out_bytes = l.total;
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_codec_encode(const ptrain_codec_t *codec, const float *input, float *residual,
+                                               void *state, void *out_code) {
+  CodeLayout l;
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::codecLayout(__func__, codec, l));
+  PTRAIN_CHECK_PTR(input);
+  PTRAIN_CHECK_PTR(out_code);
+  const ptrain_codec_t &c = *codec;
+  char *code = static_cast<char *>(out_code);
+  auto f32 = [&](int section) { return reinterpret_cast<float *>(code + l.offset[section]); };
+  switch (c.kind) {
+  case PTRAIN_CODEC_POWERSGD:
+    PTRAIN_CHECK_ARG(!c.warm_start || state, "powersgd with warm_start needs the Q state");
+    return ptrain_powersgd_encode_f32(input, residual, c.warm_start ? static_cast<float *>(state) : nullptr, c.batch,
+                                      c.rows, c.cols, c.rank, c.seed, f32(0), f32(1));
+  case PTRAIN_CODEC_TOPK:
+    return ptrain_topk_encode_f32(input, residual, l.numel, c.k, f32(0), reinterpret_cast<int32_t *>(f32(1)));
+  case PTRAIN_CODEC_RANDK:
+    PTRAIN_CHECK_ARG(state != nullptr, "randk needs its counter state");
+    return ptrain_randk_encode_f32(input, residual, l.numel, c.k, c.seed, static_cast<int64_t *>(state), f32(0));
+  case PTRAIN_CODEC_QUANT:
+    return ptrain_quant_encode_f32(input, residual, c.batch * c.rows, c.cols, c.bits, c.granularity, c.block_size,
+                                   c.symmetric, reinterpret_cast<uint8_t *>(code), f32(1),
+                                   c.symmetric ? nullptr : f32(2));
+  default:
+    return ptrain_cast_encode_f32(input, residual, l.numel, c.cast_dtype, reinterpret_cast<uint16_t *>(code));
+  }
+}
+
+extern "C" ptrain_status_t ptrain_codec_decode(const ptrain_codec_t *codec, const void *code_bytes, void *state,
+                                               float *out) {
+  CodeLayout l;
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::codecLayout(__func__, codec, l));
+  PTRAIN_CHECK_PTR(code_bytes);
+  PTRAIN_CHECK_PTR(out);
+  const ptrain_codec_t &c = *codec;
+  const char *code = static_cast<const char *>(code_bytes);
+  auto f32 = [&](int section) { return reinterpret_cast<const float *>(code + l.offset[section]); };
+  switch (c.kind) {
+  case PTRAIN_CODEC_POWERSGD:
+    return ptrain_powersgd_decode_f32(f32(0), f32(1), c.batch, c.rows, c.cols, c.rank, out);
+  case PTRAIN_CODEC_TOPK:
+    return ptrain_topk_decode_f32(f32(0), reinterpret_cast<const int32_t *>(f32(1)), c.k, l.numel, out);
+  case PTRAIN_CODEC_RANDK:
+    PTRAIN_CHECK_ARG(state != nullptr, "randk needs its counter state");
+    return ptrain_randk_decode_f32(f32(0), l.numel, c.k, c.seed, static_cast<int64_t *>(state), out);
+  case PTRAIN_CODEC_QUANT:
+    return ptrain_quant_decode_f32(reinterpret_cast<const uint8_t *>(code), f32(1), c.symmetric ? nullptr : f32(2),
+                                   c.batch * c.rows, c.cols, c.bits, c.granularity, c.block_size, c.symmetric, out);
+  default:
+    return ptrain_cast_decode_f32(reinterpret_cast<const uint16_t *>(code), l.numel, c.cast_dtype, out);
+  }
+}

@@ -1,0 +1,100 @@
+//===- Quant.cpp - Uniform quantization: the C entry points ---------------===//
+//
+// Checks the arguments and dispatches to the quantEncode<Bits> /
+// quantDecode<Bits> instances of Quant.h (formulas and packing there).
+//
+//===----------------------------------------------------------------------===//
+
+#include "cpu/codecs/Quant.h"
+#include "common/Status.h"
+#include "cpu/codecs/Scratch.h"
+
+using ptrain::runtime::fail;
+using ptrain::runtime::QuantLayout;
+
+namespace {
+ptrain_status_t makeLayout(const char *call, int64_t rows, int64_t cols, int32_t bits, int32_t granularity,
+                           int64_t blockSize, int32_t symmetric, QuantLayout &l) {
+  if (rows < 1 || cols < 1 || rows > INT64_MAX / cols)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "rows and cols must be >= 1, got %lld x %lld",
+                static_cast<long long>(rows), static_cast<long long>(cols));
+  if (bits != 2 && bits != 4 && bits != 8)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "bits must be 2, 4 or 8, got %d", bits);
+  if (granularity < PTRAIN_QUANT_TENSOR || granularity > PTRAIN_QUANT_BLOCK)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "unknown granularity %d (tensor = 0, channel = 1, block = 2)",
+                granularity);
+  if ((granularity == PTRAIN_QUANT_BLOCK) != (blockSize >= 1))
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                "block_size must be >= 1 exactly for block granularity, got "
+                "%lld",
+                static_cast<long long>(blockSize));
+  l.numel = rows * cols;
+  l.cols = cols;
+  l.bits = bits;
+  l.granularity = granularity;
+  l.block = blockSize;
+  l.symmetric = symmetric != 0;
+  return PTRAIN_OK;
+}
+} // namespace
+
+extern "C" ptrain_status_t ptrain_quant_encode_f32(const float *g, float *residual, int64_t rows, int64_t cols,
+                                                   int32_t bits, int32_t granularity, int64_t block_size,
+                                                   int32_t symmetric, uint8_t *out_packed, float *out_scales,
+                                                   float *out_zero_points) {
+  QuantLayout l;
+  PTRAIN_RETURN_IF_ERROR(makeLayout(__func__, rows, cols, bits, granularity, block_size, symmetric, l));
+  PTRAIN_CHECK_PTR(g);
+  PTRAIN_CHECK_PTR(out_packed);
+  PTRAIN_CHECK_PTR(out_scales);
+  PTRAIN_CHECK_ARG(l.symmetric || out_zero_points, "'out_zero_points' must not be null when asymmetric");
+  using namespace ptrain::runtime;
+  float *inv = scratchArray<float>(ScratchSlot::Keys, l.numScales());
+  float *lo = scratchArray<float>(ScratchSlot::Bitmap, l.numScales());
+  if (!inv || !lo)
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate %lld group quantizers",
+                static_cast<long long>(l.numScales()));
+  float *zeros = l.symmetric ? nullptr : out_zero_points;
+  int64_t badAt = -1;
+  switch (bits) {
+  case 2:
+    badAt = quantEncode<2>(l, g, residual, out_packed, out_scales, zeros, lo, inv);
+    break;
+  case 4:
+    badAt = quantEncode<4>(l, g, residual, out_packed, out_scales, zeros, lo, inv);
+    break;
+  default:
+    badAt = quantEncode<8>(l, g, residual, out_packed, out_scales, zeros, lo, inv);
+    break;
+  }
+  if (badAt >= 0)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+                "element %lld of the %s is not finite; a quantization scale "
+                "needs finite values",
+                static_cast<long long>(badAt), residual ? "input plus residual" : "input");
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_quant_decode_f32(const uint8_t *packed, const float *scales, const float *zero_points,
+                                                   int64_t rows, int64_t cols, int32_t bits, int32_t granularity,
+                                                   int64_t block_size, int32_t symmetric, float *out) {
+  QuantLayout l;
+  PTRAIN_RETURN_IF_ERROR(makeLayout(__func__, rows, cols, bits, granularity, block_size, symmetric, l));
+  PTRAIN_CHECK_PTR(packed);
+  PTRAIN_CHECK_PTR(scales);
+  PTRAIN_CHECK_PTR(out);
+  PTRAIN_CHECK_ARG(l.symmetric || zero_points, "'zero_points' must not be null when asymmetric");
+  const float *zeros = l.symmetric ? nullptr : zero_points;
+  switch (bits) {
+  case 2:
+    ptrain::runtime::quantDecode<2>(l, packed, scales, zeros, out);
+    break;
+  case 4:
+    ptrain::runtime::quantDecode<4>(l, packed, scales, zeros, out);
+    break;
+  default:
+    ptrain::runtime::quantDecode<8>(l, packed, scales, zeros, out);
+    break;
+  }
+  return PTRAIN_OK;
+}

@@ -1,0 +1,492 @@
+//===- Quant.h - Uniform 2/4/8-bit quantization kernels ----------*- C++ -*-===//
+//
+// The quantization codec (#ptrain.quant; Bian et al., MLSys 2024, "The
+// compressors"): round-to-nearest-even uniform quantization of a tensor seen
+// as `rows x cols` (the matrix view), one scale per tensor, per column
+// (channel) or per `block` consecutive elements, packed 8 / bits values per
+// byte, element i at bits [(i * bits) % 8, ...) of byte (i * bits) / 8 (LSB
+// first).
+//
+//   symmetric:  q = 2^(bits-1) - 1, s = amax / q, code u = rn(v / s) + 2^(bits-1)
+//               in [1, 2^bits - 1], decode (u - 2^(bits-1)) * s;
+//   asymmetric: s = (max - min) / (2^bits - 1), zero point z = min,
+//               u = rn((v - z) / s) in [0, 2^bits - 1], decode u * s + z;
+//
+// where v / s is computed as v * (1 / s) and clamped to the code range before
+// rounding, and s = 0 (a constant group) encodes every value as the zero code.
+// With error feedback the encoder quantizes v = g + e and leaves
+// e = v - decode(u).
+//
+// Two implementations share these formulas: quantEncodeGeneric /
+// quantDecodeGeneric (bits at run time, one element at a time: the
+// reference), and quantEncode<Bits> / quantDecode<Bits> (whole bytes at a
+// time; block granularity with blocks a multiple of 8 / bits elements runs in
+// one pass over memory, computing each block's scale while it is in cache).
+// The tests check every instance against the generic kernel bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_RUNTIME_CPU_CODECS_QUANT_H
+#define PTRAIN_RUNTIME_CPU_CODECS_QUANT_H
+
+#include "ptrain/Runtime/ptrain_runtime.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace ptrain::runtime {
+
+/// What a quantization call quantizes: `numel` = rows * cols elements.
+struct QuantLayout {
+  int64_t numel = 0;
+  int64_t cols = 1;
+  int32_t bits = 8;
+  int32_t granularity = PTRAIN_QUANT_CHANNEL;
+  int64_t block = 0;
+  bool symmetric = true;
+
+  int64_t numScales() const {
+    switch (granularity) {
+    case PTRAIN_QUANT_TENSOR:
+      return numel > 0 ? 1 : 0;
+    case PTRAIN_QUANT_CHANNEL:
+      return cols;
+    default:
+      return (numel + block - 1) / block;
+    }
+  }
+  int64_t packedBytes() const { return (numel * bits + 7) / 8; }
+  int64_t group(int64_t i) const {
+    return granularity == PTRAIN_QUANT_TENSOR ? 0 : granularity == PTRAIN_QUANT_CHANNEL ? i % cols : i / block;
+  }
+};
+
+/// Round to nearest, ties to even, for |t| <= 2^22 (code values are at most
+/// 255): adding and subtracting 1.5 * 2^23 leaves the rounded integer (IEEE
+/// arithmetic in the default rounding mode; the project never builds with
+/// -ffast-math, which would fold it away).
+inline float roundEven(float t) {
+  const float magic = 12582912.0f;
+  return (t + magic) - magic;
+}
+
+/// One group's quantizer: everything the formulas above need.
+struct QuantGroup {
+  float scale, inv, zero;
+  float maxCode; // 2^bits - 1 (asymmetric) or q (symmetric)
+  float minCode; // 0 (asymmetric) or -q (symmetric)
+  float offset;  // 2^(bits-1) (symmetric) or 0
+  bool symmetric;
+
+  static QuantGroup make(int bits, bool symmetric, float lo, float hi) {
+    QuantGroup g;
+    g.symmetric = symmetric;
+    if (symmetric) {
+      const float q = static_cast<float>((1 << (bits - 1)) - 1);
+      const float amax = std::fmax(std::fabs(lo), std::fabs(hi));
+      g.scale = amax / q;
+      g.zero = 0.0f;
+      g.maxCode = q;
+      g.minCode = -q;
+      g.offset = static_cast<float>(1 << (bits - 1));
+    } else {
+      g.scale = (hi - lo) / static_cast<float>((1 << bits) - 1);
+      g.zero = lo;
+      g.maxCode = static_cast<float>((1 << bits) - 1);
+      g.minCode = 0.0f;
+      g.offset = 0.0f;
+    }
+    g.inv = g.scale > 0.0f ? 1.0f / g.scale : 0.0f;
+    return g;
+  }
+  uint32_t encode(float v) const {
+    float t = (v - zero) * inv;
+    t = t < minCode ? minCode : (t > maxCode ? maxCode : t);
+    return static_cast<uint32_t>(static_cast<int32_t>(roundEven(t) + offset));
+  }
+  float decode(uint32_t u) const {
+    return symmetric ? (static_cast<float>(u) - offset) * scale : static_cast<float>(u) * scale + zero;
+  }
+  /// The stored zero point (asymmetric codes only).
+  float zeroPoint() const { return zero; }
+};
+
+/// Group statistics, shared by both implementations: min and max of every
+/// group into lo[numScales], hi[numScales]; with a residual, v = g + e is
+/// written back into it first. Returns the first non-finite element or -1.
+inline int64_t quantStats(const QuantLayout &l, const float *g, float *residual, float *lo, float *hi) {
+  const int64_t groups = l.numScales();
+  for (int64_t s = 0; s < groups; ++s) {
+    lo[s] = FLT_MAX;
+    hi[s] = -FLT_MAX;
+  }
+  // probe = sum of x * 0 is NaN exactly when some x is inf or NaN; unlike a
+  // flag it keeps the loops vectorizable. The caller's arrays do not overlap.
+  float probe = 0.0f;
+  const float *v = residual ? residual : g;
+  // x = g + e (stored back into e) or g, for elements [begin, end) of group
+  // s (fixed) or of the groups begin - base (per channel).
+  auto visit = [&](int64_t begin, int64_t end, int64_t base, bool channel) {
+    const float *__restrict gg = g;
+    float *__restrict res = residual;
+    float *__restrict a = lo;
+    float *__restrict b = hi;
+    if (channel) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float x = res ? res[i] + gg[i] : gg[i];
+        if (res)
+          res[i] = x;
+        probe += x * 0.0f;
+        a[i - base] = std::min(a[i - base], x);
+        b[i - base] = std::max(b[i - base], x);
+      }
+      return;
+    }
+    float mn = a[base], mx = b[base];
+    for (int64_t i = begin; i < end; ++i) {
+      const float x = res ? res[i] + gg[i] : gg[i];
+      if (res)
+        res[i] = x;
+      probe += x * 0.0f;
+      mn = std::min(mn, x);
+      mx = std::max(mx, x);
+    }
+    a[base] = mn;
+    b[base] = mx;
+  };
+  if (l.granularity == PTRAIN_QUANT_CHANNEL) {
+    for (int64_t r = 0; r < l.numel / l.cols; ++r)
+      visit(r * l.cols, (r + 1) * l.cols, r * l.cols, true);
+  } else if (l.granularity == PTRAIN_QUANT_TENSOR) {
+    visit(0, l.numel, 0, false);
+  } else {
+    for (int64_t s = 0; s < groups; ++s)
+      visit(s * l.block, std::min<int64_t>((s + 1) * l.block, l.numel), s, false);
+  }
+  if (probe == 0.0f)
+    return -1;
+  for (int64_t i = 0; i < l.numel; ++i)
+    if (!(std::fabs(v[i]) <= FLT_MAX))
+      return i;
+  return -1;
+}
+
+/// Turns (lo, hi) into the stored scales and zero points (in place: lo
+/// becomes the zero point, hi the scale).
+inline void quantFinishScales(const QuantLayout &l, float *lo, float *hi) {
+  for (int64_t s = 0; s < l.numScales(); ++s) {
+    const QuantGroup q = QuantGroup::make(l.bits, l.symmetric, lo[s], hi[s]);
+    hi[s] = q.scale;
+    lo[s] = q.zero;
+  }
+}
+
+/// The group quantizer from stored scales (and zero points when asymmetric).
+inline QuantGroup quantGroupFromScale(const QuantLayout &l, float scale, float zero) {
+  QuantGroup q;
+  if (l.symmetric) {
+    q = QuantGroup::make(l.bits, true, 0.0f, 0.0f);
+  } else {
+    q = QuantGroup::make(l.bits, false, 0.0f, 0.0f);
+    q.zero = zero;
+  }
+  q.scale = scale;
+  q.inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+  return q;
+}
+
+//===----------------------------------------------------------------------===//
+// The generic (reference) kernels: bits at run time, one element at a time.
+//===----------------------------------------------------------------------===//
+
+/// The reference encoder: statistics, scales, then quantizePackGeneric.
+/// `loScratch` holds numScales() floats when there are no zero points.
+inline void quantPackGeneric(const QuantLayout &l, const float *g, float *residual, const float *scales,
+                             const float *zeros, uint8_t *packed);
+inline int64_t quantEncodeGeneric(const QuantLayout &l, const float *g, float *residual, uint8_t *packed, float *scales,
+                                  float *zeros, float *loScratch) {
+  float *lo = zeros ? zeros : loScratch;
+  const int64_t badAt = quantStats(l, g, residual, lo, scales);
+  if (badAt >= 0)
+    return badAt;
+  quantFinishScales(l, lo, scales);
+  quantPackGeneric(l, g, residual, scales, zeros, packed);
+  return -1;
+}
+
+/// Quantizes v = g (+ e) with already computed scales / zero points and
+/// packs; with a residual (holding v), writes e = v - decode(u).
+inline void quantPackGeneric(const QuantLayout &l, const float *g, float *residual, const float *scales,
+                             const float *zeros, uint8_t *packed) {
+  std::memset(packed, 0, static_cast<size_t>(l.packedBytes()));
+  const float *v = residual ? residual : g;
+  for (int64_t i = 0; i < l.numel; ++i) {
+    const int64_t s = l.group(i);
+    const QuantGroup q = quantGroupFromScale(l, scales[s], zeros ? zeros[s] : 0.0f);
+    const uint32_t u = q.encode(v[i]);
+    const int64_t bit = i * l.bits;
+    packed[bit / 8] |= static_cast<uint8_t>(u << (bit % 8));
+    if (residual)
+      residual[i] = v[i] - q.decode(u);
+  }
+}
+
+inline void quantDecodeGeneric(const QuantLayout &l, const uint8_t *packed, const float *scales, const float *zeros,
+                               float *out) {
+  const uint32_t mask = (1u << l.bits) - 1u;
+  for (int64_t i = 0; i < l.numel; ++i) {
+    const int64_t s = l.group(i);
+    const QuantGroup q = quantGroupFromScale(l, scales[s], zeros ? zeros[s] : 0.0f);
+    const int64_t bit = i * l.bits;
+    out[i] = q.decode((packed[bit / 8] >> (bit % 8)) & mask);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The specialized kernels: Bits fixed, whole bytes at a time.
+//===----------------------------------------------------------------------===//
+
+/// Writes codes u8[0, count) at the flat positions [start, start + count) of
+/// `packed`. Positions are written in increasing order across calls: a byte
+/// a call ends inside is assigned, and the next call ORs the rest into it.
+template <int Bits> void packCodes(const uint8_t *u8, int64_t start, int64_t count, uint8_t *packed) {
+  constexpr int kPerByte = 8 / Bits;
+  if (Bits == 8) {
+    std::memcpy(packed + start, u8, static_cast<size_t>(count));
+    return;
+  }
+  int64_t i = 0;
+  for (; i < count && (start + i) % kPerByte != 0; ++i)
+    packed[(start + i) / kPerByte] |= static_cast<uint8_t>(u8[i] << (((start + i) % kPerByte) * Bits));
+  // Whole bytes, spelled out per width so the loop vectorizes.
+  uint8_t *__restrict out = packed + (start + i) / kPerByte;
+  const uint8_t *__restrict in = u8 + i;
+  const int64_t bytes = (count - i) / kPerByte;
+  if constexpr (Bits == 4) {
+    for (int64_t b = 0; b < bytes; ++b)
+      out[b] = static_cast<uint8_t>(in[2 * b] | (in[2 * b + 1] << 4));
+  } else {
+    for (int64_t b = 0; b < bytes; ++b)
+      out[b] = static_cast<uint8_t>(in[4 * b] | (in[4 * b + 1] << 2) | (in[4 * b + 2] << 4) | (in[4 * b + 3] << 6));
+  }
+  i += bytes * kPerByte;
+  if (i < count) {
+    uint32_t byte = 0;
+    for (int j = 0; i + j < count; ++j)
+      byte |= static_cast<uint32_t>(u8[i + j]) << (j * Bits);
+    packed[(start + i) / kPerByte] = static_cast<uint8_t>(byte);
+  }
+}
+
+/// Codes of `count` elements into u8, each with its own group's zero, 1 / s
+/// and s (per channel: the column's), and with error feedback
+/// e = v - decode(u): the arithmetic of QuantGroup, with r = rn(clamp(t)) and
+/// u = r + offset, so decode(u) = r * s (+ zero when asymmetric) exactly
+/// (small integers are exact in fp32). Branch-free, so the loop vectorizes.
+template <bool Symmetric, bool Feedback>
+void quantCodes(const float *zero, const float *inv, const float *scale, const QuantGroup &shape, const float *v,
+                float *residual, int64_t count, uint8_t *u8) {
+  const float minCode = shape.minCode, maxCode = shape.maxCode, offset = shape.offset;
+  for (int64_t i = 0; i < count; ++i) {
+    const float x = v[i];
+    const float z = Symmetric ? 0.0f : zero[i];
+    const float t = std::min(std::max((x - z) * inv[i], minCode), maxCode);
+    const float r = roundEven(t);
+    u8[i] = static_cast<uint8_t>(static_cast<int32_t>(r + offset));
+    if (Feedback)
+      residual[i] = x - (r * scale[i] + z);
+  }
+}
+
+/// The same with one group's numbers for every element.
+template <bool Symmetric, bool Feedback>
+void quantCodes(const QuantGroup &group, const float *v, float *residual, int64_t count, uint8_t *u8) {
+  const float zero = Symmetric ? 0.0f : group.zero, inv = group.inv, scale = group.scale;
+  const float minCode = group.minCode, maxCode = group.maxCode, offset = group.offset;
+  for (int64_t i = 0; i < count; ++i) {
+    const float x = v[i];
+    const float t = std::min(std::max((x - zero) * inv, minCode), maxCode);
+    const float r = roundEven(t);
+    u8[i] = static_cast<uint8_t>(static_cast<int32_t>(r + offset));
+    if (Feedback)
+      residual[i] = x - (r * scale + zero);
+  }
+}
+
+/// Calls `f.template operator()<Symmetric, Feedback>()` for the run-time pair.
+template <typename F> void dispatchCodes(bool symmetric, bool feedback, F &&f) {
+  if (symmetric)
+    feedback ? f(std::true_type(), std::true_type()) : f(std::true_type(), std::false_type());
+  else
+    feedback ? f(std::false_type(), std::true_type()) : f(std::false_type(), std::false_type());
+}
+
+constexpr int64_t kQuantChunk = 256;
+
+/// Quantizes and packs one group's elements [begin, end) (any alignment), in
+/// chunks of kQuantChunk codes staged on the stack.
+template <int Bits>
+void quantPackGroupAny(const QuantGroup &q, const float *v, float *residual, int64_t begin, int64_t end,
+                       uint8_t *packed) {
+  uint8_t u8[kQuantChunk];
+  for (int64_t c = begin; c < end; c += kQuantChunk) {
+    const int64_t count = std::min(kQuantChunk, end - c);
+    float *res = residual ? residual + c : nullptr;
+    dispatchCodes(q.symmetric, res != nullptr, [&](auto sym, auto fb) {
+      quantCodes<decltype(sym)::value, decltype(fb)::value>(q, v + c, res, count, u8);
+    });
+    packCodes<Bits>(u8, c, count, packed);
+  }
+}
+
+/// Encodes with Bits fixed. `loScratch` and `invScratch` hold numScales()
+/// floats. Returns the first non-finite element or -1 (then outputs are
+/// unspecified).
+template <int Bits>
+int64_t quantEncode(const QuantLayout &l, const float *g, float *residual, uint8_t *packed, float *scales, float *zeros,
+                    float *loScratch, float *invScratch) {
+  static_assert(Bits == 2 || Bits == 4 || Bits == 8, "bits is 2, 4 or 8");
+  constexpr int kPerByte = 8 / Bits;
+  const float *v = residual ? residual : g;
+  if (l.granularity == PTRAIN_QUANT_BLOCK && l.block % kPerByte == 0) {
+    // One pass: each block's statistics, scale and codes while it is in cache.
+    const int64_t blocks = l.numScales();
+    for (int64_t s = 0; s < blocks; ++s) {
+      const int64_t begin = s * l.block;
+      const int64_t end = std::min<int64_t>(begin + l.block, l.numel);
+      // probe = sum of x * 0 is NaN exactly when some x is inf or NaN, and
+      // unlike a flag it keeps the loop vectorizable.
+      float lo = FLT_MAX, hi = -FLT_MAX, probe = 0.0f;
+      if (residual) {
+        for (int64_t i = begin; i < end; ++i) {
+          const float x = v[i] + g[i];
+          residual[i] = x;
+          probe += x * 0.0f;
+          lo = std::min(lo, x);
+          hi = std::max(hi, x);
+        }
+      } else {
+        for (int64_t i = begin; i < end; ++i) {
+          const float x = g[i];
+          probe += x * 0.0f;
+          lo = std::min(lo, x);
+          hi = std::max(hi, x);
+        }
+      }
+      if (probe != 0.0f)
+        for (int64_t i = begin; i < end; ++i)
+          if (!(std::fabs(v[i]) <= FLT_MAX))
+            return i;
+      const QuantGroup q = QuantGroup::make(Bits, l.symmetric, lo, hi);
+      scales[s] = q.scale;
+      if (zeros)
+        zeros[s] = q.zero;
+      quantPackGroupAny<Bits>(q, v, residual, begin, end, packed);
+    }
+    return -1;
+  }
+  // Two passes: statistics of every group, then codes.
+  float *lo = zeros ? zeros : loScratch;
+  const int64_t badAt = quantStats(l, g, residual, lo, scales);
+  if (badAt >= 0)
+    return badAt;
+  quantFinishScales(l, lo, scales);
+  if (l.granularity != PTRAIN_QUANT_CHANNEL) {
+    for (int64_t s = 0; s < l.numScales(); ++s) {
+      const int64_t span = l.granularity == PTRAIN_QUANT_TENSOR ? l.numel : l.block;
+      quantPackGroupAny<Bits>(quantGroupFromScale(l, scales[s], lo[s]), v, residual, s * span,
+                              std::min<int64_t>((s + 1) * span, l.numel), packed);
+    }
+    return -1;
+  }
+  // Per channel: row by row, each column with its own numbers (arrays, so
+  // the code loop still vectorizes).
+  for (int64_t c = 0; c < l.cols; ++c)
+    invScratch[c] = quantGroupFromScale(l, scales[c], lo[c]).inv;
+  const QuantGroup shape = QuantGroup::make(Bits, l.symmetric, 0.0f, 0.0f);
+  uint8_t u8[kQuantChunk];
+  for (int64_t base = 0; base < l.numel; base += l.cols)
+    for (int64_t c = 0; c < l.cols; c += kQuantChunk) {
+      const int64_t count = std::min(kQuantChunk, l.cols - c);
+      float *res = residual ? residual + base + c : nullptr;
+      dispatchCodes(l.symmetric, res != nullptr, [&](auto sym, auto fb) {
+        quantCodes<decltype(sym)::value, decltype(fb)::value>(lo + c, invScratch + c, scales + c, shape, v + base + c,
+                                                              res, count, u8);
+      });
+      packCodes<Bits>(u8, base + c, count, packed);
+    }
+  return -1;
+}
+
+template <int Bits>
+void quantDecode(const QuantLayout &l, const uint8_t *packed, const float *scales, const float *zeros, float *out) {
+  constexpr int kPerByte = 8 / Bits;
+  constexpr uint32_t kMask = (1u << Bits) - 1u;
+  auto groupAt = [&](int64_t s) { return quantGroupFromScale(l, scales[s], zeros ? zeros[s] : 0.0f); };
+  if (l.granularity == PTRAIN_QUANT_TENSOR || (l.granularity == PTRAIN_QUANT_BLOCK && l.block % kPerByte == 0)) {
+    // Whole bytes of one group at a time: decode is code * scale + bias.
+    const int64_t span = l.granularity == PTRAIN_QUANT_TENSOR ? l.numel : l.block;
+    for (int64_t s = 0; s < l.numScales(); ++s) {
+      const QuantGroup q = groupAt(s);
+      const float scale = q.scale;
+      const float bias = q.symmetric ? -q.offset * q.scale : q.zero;
+      const int64_t begin = s * span;
+      const int64_t end = std::min<int64_t>(begin + span, l.numel);
+      // Whole bytes with a fixed count, then the tail of the group.
+      const float offset = q.symmetric ? q.offset : 0.0f;
+      const float add = q.symmetric ? 0.0f : bias;
+      auto decodeOne = [&](uint32_t u) {
+        return q.symmetric ? (static_cast<float>(u) - offset) * scale : static_cast<float>(u) * scale + add;
+      };
+      // Unpack whole bytes into codes (spelled out per width), then convert
+      // them: both loops vectorize.
+      int64_t i = begin;
+      uint8_t u8[kQuantChunk];
+      while (i + kPerByte <= end) {
+        const int64_t bytes = std::min<int64_t>((end - i) / kPerByte, kQuantChunk / kPerByte);
+        const uint8_t *__restrict in = packed + i / kPerByte;
+        const uint8_t *codes = u8;
+        if constexpr (Bits == 8) {
+          codes = in;
+        } else if constexpr (Bits == 4) {
+          for (int64_t b = 0; b < bytes; ++b) {
+            u8[2 * b] = in[b] & 0xf;
+            u8[2 * b + 1] = in[b] >> 4;
+          }
+        } else {
+          for (int64_t b = 0; b < bytes; ++b) {
+            u8[4 * b] = in[b] & 3;
+            u8[4 * b + 1] = (in[b] >> 2) & 3;
+            u8[4 * b + 2] = (in[b] >> 4) & 3;
+            u8[4 * b + 3] = in[b] >> 6;
+          }
+        }
+        const int64_t count = bytes * kPerByte;
+        const uint8_t *__restrict c = codes;
+        float *__restrict o = out + i;
+        if (q.symmetric)
+          for (int64_t j = 0; j < count; ++j)
+            o[j] = (static_cast<float>(c[j]) - offset) * scale;
+        else
+          for (int64_t j = 0; j < count; ++j)
+            o[j] = static_cast<float>(c[j]) * scale + add;
+        i += count;
+      }
+      for (; i < end; ++i)
+        out[i] = decodeOne((packed[i / kPerByte] >> ((i % kPerByte) * Bits)) & kMask);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < l.numel; ++i) {
+    const QuantGroup q = groupAt(l.group(i));
+    out[i] = q.decode((packed[i / kPerByte] >> ((i % kPerByte) * Bits)) & kMask);
+  }
+}
+
+} // namespace ptrain::runtime
+
+#endif // PTRAIN_RUNTIME_CPU_CODECS_QUANT_H

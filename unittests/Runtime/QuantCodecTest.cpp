@@ -1,0 +1,184 @@
+//===- QuantCodecTest.cpp - Uniform quantization: instances and grids -----===//
+//
+// Every quantEncode<Bits> / quantDecode<Bits> instance against the generic
+// kernel, bit for bit, over granularities, symmetry, error feedback and
+// shapes whose blocks and rows do not fill whole bytes; the grid itself
+// against an independent reference; errors through the C API.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GradCheck.h"
+#include "cpu/codecs/Cast.h"
+#include "cpu/codecs/Quant.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace {
+using namespace ptrain::runtime;
+
+struct Encoded {
+  std::vector<uint8_t> packed;
+  std::vector<float> scales, zeros, residual, decoded;
+};
+
+Encoded runInstance(const QuantLayout &l, const std::vector<float> &g, const std::vector<float> *e, bool generic) {
+  Encoded out;
+  out.packed.assign(l.packedBytes(), 0xAB);
+  out.scales.assign(l.numScales(), -1.0f);
+  out.zeros.assign(l.numScales(), -1.0f);
+  std::vector<float> lo(l.numScales());
+  std::vector<float> inv(l.numScales());
+  if (e)
+    out.residual = *e;
+  float *res = e ? out.residual.data() : nullptr;
+  float *zeros = l.symmetric ? nullptr : out.zeros.data();
+  int64_t bad = -1;
+  if (generic)
+    bad = quantEncodeGeneric(l, g.data(), res, out.packed.data(), out.scales.data(), zeros, lo.data());
+  else if (l.bits == 2)
+    bad = quantEncode<2>(l, g.data(), res, out.packed.data(), out.scales.data(), zeros, lo.data(), inv.data());
+  else if (l.bits == 4)
+    bad = quantEncode<4>(l, g.data(), res, out.packed.data(), out.scales.data(), zeros, lo.data(), inv.data());
+  else
+    bad = quantEncode<8>(l, g.data(), res, out.packed.data(), out.scales.data(), zeros, lo.data(), inv.data());
+  EXPECT_EQ(bad, -1);
+  out.decoded.assign(l.numel, NAN);
+  if (generic)
+    quantDecodeGeneric(l, out.packed.data(), out.scales.data(), zeros, out.decoded.data());
+  else if (l.bits == 2)
+    quantDecode<2>(l, out.packed.data(), out.scales.data(), zeros, out.decoded.data());
+  else if (l.bits == 4)
+    quantDecode<4>(l, out.packed.data(), out.scales.data(), zeros, out.decoded.data());
+  else
+    quantDecode<8>(l, out.packed.data(), out.scales.data(), zeros, out.decoded.data());
+  return out;
+}
+
+void expectBitEqual(const std::vector<float> &a, const std::vector<float> &b, const char *what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(ptrain::runtime::floatBits(a[i]), ptrain::runtime::floatBits(b[i])) << what << "[" << i << "]";
+}
+
+TEST(QuantCodec, EveryInstanceMatchesTheGenericKernel) {
+  struct Shape {
+    int64_t rows, cols;
+  };
+  for (int bits : {2, 4, 8})
+    for (int granularity : {PTRAIN_QUANT_TENSOR, PTRAIN_QUANT_CHANNEL, PTRAIN_QUANT_BLOCK})
+      for (bool symmetric : {true, false})
+        for (bool feedback : {false, true})
+          for (Shape shape : {Shape{1, 1}, Shape{3, 5}, Shape{16, 64}, Shape{7, 129}})
+            for (int64_t block : {int64_t(1), int64_t(3), int64_t(64)}) {
+              if (granularity != PTRAIN_QUANT_BLOCK && block != 1)
+                continue;
+              QuantLayout l;
+              l.numel = shape.rows * shape.cols;
+              l.cols = shape.cols;
+              l.bits = bits;
+              l.granularity = granularity;
+              l.block = granularity == PTRAIN_QUANT_BLOCK ? block : 0;
+              l.symmetric = symmetric;
+              std::vector<float> g = ptrain::testing::randomFloats(l.numel, 31 + bits, -3, 5);
+              std::vector<float> e = ptrain::testing::randomFloats(l.numel, 32, -0.2f, 0.2f);
+              SCOPED_TRACE(::testing::Message() << "bits " << bits << " granularity " << granularity << " symmetric "
+                                                << symmetric << " feedback " << feedback << " shape " << shape.rows
+                                                << "x" << shape.cols << " block " << block);
+              const Encoded want = runInstance(l, g, feedback ? &e : nullptr, true);
+              const Encoded got = runInstance(l, g, feedback ? &e : nullptr, false);
+              ASSERT_EQ(got.packed, want.packed);
+              expectBitEqual(got.scales, want.scales, "scales");
+              if (!symmetric)
+                expectBitEqual(got.zeros, want.zeros, "zeros");
+              expectBitEqual(got.residual, want.residual, "residual");
+              expectBitEqual(got.decoded, want.decoded, "decoded");
+            }
+}
+
+TEST(QuantCodec, DecodedValuesLieOnTheGridWithinHalfAStep) {
+  // An independent reference of the grid: per-channel symmetric 4-bit.
+  const int64_t rows = 33, cols = 10;
+  std::vector<float> g = ptrain::testing::randomFloats(rows * cols, 41, -2, 2);
+  g[5] = 0.0f; // column 5 keeps a zero
+  for (int64_t r = 0; r < rows; ++r)
+    g[r * cols + 7] = 0.0f; // an all-zero column: scale 0, decodes to 0
+  std::vector<uint8_t> packed((rows * cols * 4 + 7) / 8);
+  std::vector<float> scales(cols), out(rows * cols);
+  ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), nullptr, rows, cols, 4, PTRAIN_QUANT_CHANNEL, 0, 1, packed.data(),
+                                           scales.data(), nullptr));
+  ASSERT_PTRAIN_OK(ptrain_quant_decode_f32(packed.data(), scales.data(), nullptr, rows, cols, 4, PTRAIN_QUANT_CHANNEL,
+                                           0, 1, out.data()));
+  for (int64_t c = 0; c < cols; ++c) {
+    float amax = 0.0f;
+    for (int64_t r = 0; r < rows; ++r)
+      amax = std::max(amax, std::fabs(g[r * cols + c]));
+    ASSERT_EQ(scales[c], amax / 7.0f) << c;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = r * cols + c;
+      const int code = (packed[i / 2] >> ((i % 2) * 4)) & 0xf;
+      ASSERT_GE(code, 1);
+      ASSERT_EQ(out[i], (static_cast<float>(code) - 8.0f) * scales[c]) << i;
+      ASSERT_LE(std::fabs(out[i] - g[i]), scales[c] * 0.5f * (1 + 1e-5f)) << i;
+    }
+  }
+  EXPECT_EQ(out[5], 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    ASSERT_EQ(out[r * cols + 7], 0.0f);
+}
+
+TEST(QuantCodec, AsymmetricBlocksHitTheirMinimumAndMaximum) {
+  const int64_t n = 1000, block = 64;
+  std::vector<float> g = ptrain::testing::randomFloats(n, 51, 1, 9);
+  const int64_t blocks = (n + block - 1) / block;
+  std::vector<uint8_t> packed(n);
+  std::vector<float> scales(blocks), zeros(blocks), out(n);
+  ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), nullptr, 1, n, 8, PTRAIN_QUANT_BLOCK, block, 0, packed.data(),
+                                           scales.data(), zeros.data()));
+  ASSERT_PTRAIN_OK(ptrain_quant_decode_f32(packed.data(), scales.data(), zeros.data(), 1, n, 8, PTRAIN_QUANT_BLOCK,
+                                           block, 0, out.data()));
+  for (int64_t b = 0; b < blocks; ++b) {
+    float lo = 1e30f, hi = -1e30f;
+    for (int64_t i = b * block; i < std::min(n, (b + 1) * block); ++i) {
+      lo = std::min(lo, g[i]);
+      hi = std::max(hi, g[i]);
+      ASSERT_EQ(out[i], static_cast<float>(packed[i]) * scales[b] + zeros[b]);
+    }
+    ASSERT_EQ(zeros[b], lo);
+    ASSERT_EQ(scales[b], (hi - lo) / 255.0f);
+  }
+}
+
+TEST(QuantCodec, BadArgumentsAndNonFiniteValuesAreErrors) {
+  std::vector<float> g(8, 1.0f);
+  std::vector<uint8_t> packed(8);
+  float scales[8], zeros[8];
+  EXPECT_EQ(
+      ptrain_quant_encode_f32(g.data(), nullptr, 1, 8, 3, PTRAIN_QUANT_TENSOR, 0, 1, packed.data(), scales, nullptr),
+      PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ptrain_last_error()).find("bits must be 2, 4 or 8, got 3"), std::string::npos);
+  EXPECT_EQ(
+      ptrain_quant_encode_f32(g.data(), nullptr, 1, 8, 8, PTRAIN_QUANT_BLOCK, 0, 1, packed.data(), scales, nullptr),
+      PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      ptrain_quant_encode_f32(g.data(), nullptr, 1, 8, 8, PTRAIN_QUANT_TENSOR, 0, 0, packed.data(), scales, nullptr),
+      PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ptrain_last_error()).find("out_zero_points"), std::string::npos);
+  g[6] = INFINITY;
+  EXPECT_EQ(
+      ptrain_quant_encode_f32(g.data(), nullptr, 2, 4, 8, PTRAIN_QUANT_CHANNEL, 0, 0, packed.data(), scales, zeros),
+      PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ptrain_last_error()).find("element 6 of the input is not finite"), std::string::npos)
+      << ptrain_last_error();
+  // The one-pass block kernel finds it too, with the residual added.
+  std::vector<float> e(8, 0.0f);
+  g[6] = NAN;
+  EXPECT_EQ(
+      ptrain_quant_encode_f32(g.data(), e.data(), 1, 8, 4, PTRAIN_QUANT_BLOCK, 4, 1, packed.data(), scales, nullptr),
+      PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ptrain_last_error()).find("element 6 of the input plus residual is not finite"),
+            std::string::npos)
+      << ptrain_last_error();
+}
+
+} // namespace
