@@ -31,8 +31,7 @@ StateProvider mlir::ptrain::interp::makeMapStateProvider(llvm::StringMap<Tensor>
   };
 }
 
-/// `file:line:col` for file locations (looking through names and call sites), else MLIR's spelling.
-static std::string formatLocation(Location loc) {
+std::string mlir::ptrain::interp::formatLocation(Location loc) {
   if (auto file = llvm::dyn_cast<FileLineColLoc>(loc))
     return (file.getFilename().getValue() + ":" + llvm::Twine(file.getLine()) + ":" +
             llvm::Twine(file.getColumn()))
@@ -52,13 +51,12 @@ static std::string formatLocation(Location loc) {
   return text;
 }
 
-/// Prefixes `error` with the op's location and name.
-static llvm::Error opError(Operation *op, llvm::Error error) {
+llvm::Error mlir::ptrain::interp::opError(Operation *op, llvm::Error error) {
   std::string message = llvm::toString(std::move(error));
   return makeError(formatLocation(op->getLoc()) + ": '" + op->getName().getStringRef() + "': " + message);
 }
 
-static std::string typeString(Type type) {
+std::string mlir::ptrain::interp::typeString(Type type) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << type;
@@ -79,7 +77,6 @@ public:
   llvm::Error eval(Operation *op, std::vector<Tensor> &returned);
 
 private:
-  llvm::Expected<std::vector<Tensor>> dispatch(Operation *op, std::vector<Tensor> &returned);
   llvm::Expected<Tensor> readState(StateReadOp op);
 
   const StateProvider &states;
@@ -118,8 +115,9 @@ llvm::Expected<Tensor> Evaluation::readState(StateReadOp op) {
   return std::move(*value);
 }
 
-llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vector<Tensor> &returned) {
-  using Result = llvm::Expected<std::vector<Tensor>>;
+std::optional<llvm::Expected<std::vector<Tensor>>>
+mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor &(Value)> get) {
+  using Result = std::optional<llvm::Expected<std::vector<Tensor>>>;
   return llvm::TypeSwitch<Operation *, Result>(op)
       .Case([&](arith::ConstantOp c) -> Result {
         auto dense = llvm::dyn_cast<DenseElementsAttr>(c.getValue());
@@ -127,7 +125,6 @@ llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vec
           return makeError("only dense tensor constants are supported");
         return one(tensorFromDenseElements(dense));
       })
-      .Case([&](StateReadOp r) -> Result { return one(readState(r)); })
       .Case([&](EmbeddingOp e) -> Result { return one(evalEmbedding(get(e.getTable()), get(e.getIds()))); })
       .Case([&](BinaryOp b) -> Result {
         return one(evalBinary(b.getKind(), get(b.getLhs()), get(b.getRhs())));
@@ -185,14 +182,19 @@ llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vec
       .Case([&](CrossEntropyGradOp c) -> Result {
         return one(evalCrossEntropyGrad(get(c.getGrad()), get(c.getLogits()), get(c.getLabels())));
       })
-      .Case([&](func::ReturnOp r) -> Result {
-        for (Value v : r.getOperands())
-          returned.push_back(get(v));
-        return std::vector<Tensor>();
+      .Case([&](AdamWOp a) -> Result {
+        auto schedule = a.getSchedule();
+        AdamWHyperparameters h{schedule.getPeak().getValueAsDouble(),
+                               schedule.getWarmup(),
+                               schedule.getTotal(),
+                               schedule.getMinRatio().getValueAsDouble(),
+                               a.getBeta1().convertToDouble(),
+                               a.getBeta2().convertToDouble(),
+                               a.getEpsilon().convertToDouble(),
+                               a.getWeightDecay().convertToDouble()};
+        return evalAdamW(get(a.getParam()), get(a.getGrad()), get(a.getM()), get(a.getV()), get(a.getStep()), h);
       })
-      .Default([&](Operation *) -> Result {
-        return makeError("the reference interpreter has no rule for this op");
-      });
+      .Default([&](Operation *) -> Result { return std::nullopt; });
 }
 
 llvm::Error Evaluation::eval(Operation *op, std::vector<Tensor> &returned) {
@@ -202,7 +204,19 @@ llvm::Error Evaluation::eval(Operation *op, std::vector<Tensor> &returned) {
     if (!values.count(operand))
       return opError(op, makeError("an operand has no value (defined outside the function?)"));
   statistics.opCounts[op->getName().getStringRef().str()]++;
-  llvm::Expected<std::vector<Tensor>> results = dispatch(op, returned);
+  std::optional<llvm::Expected<std::vector<Tensor>>> evaluated;
+  if (auto read = dyn_cast<StateReadOp>(op)) {
+    evaluated.emplace(one(readState(read)));
+  } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    for (Value v : ret.getOperands())
+      returned.push_back(get(v));
+    evaluated.emplace(std::vector<Tensor>());
+  } else {
+    evaluated = evaluateOp(op, [&](Value v) -> const Tensor & { return get(v); });
+    if (!evaluated)
+      return opError(op, makeError("the reference interpreter has no rule for this op"));
+  }
+  llvm::Expected<std::vector<Tensor>> results = std::move(*evaluated);
   if (!results)
     return opError(op, results.takeError());
   if (results->size() != op->getNumResults())
