@@ -54,6 +54,11 @@ private:
   /// AdamW on parameter `param` with gradient `grad` at step `t`; writes parameter and moments back.
   void buildAdamW(OpBuilder &b, Location loc, Operation *anchor, StateOp param, Value value, Value grad, Value t);
 
+  /// Averages the gradient accumulators of `params` over the grid axis dp in buckets of at most bucket-bytes
+  /// (in the order given), all started before the first wait, and writes the averages back.
+  void buildDataParallelAllReduce(OpBuilder &b, Location loc, GridOp grid, ArrayRef<StateOp> params,
+                                  llvm::function_ref<StateOp(StateOp)> gradState);
+
   void buildSingleStage(func::FuncOp forward);
   void buildPipeline(DictionaryAttr pipeline);
 
@@ -165,6 +170,66 @@ void BuildTrainingStepPass::buildAdamW(OpBuilder &b, Location loc, Operation *an
   StateWriteOp::create(b, loc, update.getNewV(), v.getSymName());
 }
 
+void BuildTrainingStepPass::buildDataParallelAllReduce(OpBuilder &b, Location loc, GridOp grid,
+                                                       ArrayRef<StateOp> params,
+                                                       llvm::function_ref<StateOp(StateOp)> gradState) {
+  // Buckets of consecutive parameters, at most bucketBytes each (a larger parameter alone).
+  SmallVector<SmallVector<StateOp>> buckets;
+  int64_t filled = 0;
+  for (StateOp param : params) {
+    RankedTensorType type = param.getTensorType();
+    int64_t bytes = type.getNumElements() * static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
+    if (buckets.empty() || filled + bytes > bucketBytes) {
+      buckets.emplace_back();
+      filled = 0;
+    }
+    buckets.back().push_back(param);
+    filled += bytes;
+  }
+  numBuckets += buckets.size();
+  SmallVector<Value> requests;
+  for (SmallVector<StateOp> &bucket : buckets) {
+    Value flat;
+    if (bucket.size() == 1) {
+      flat = StateReadOp::create(b, loc, bucket[0].getTensorType(), gradState(bucket[0]).getSymName());
+    } else {
+      SmallVector<Value> pieces;
+      int64_t total = 0;
+      for (StateOp param : bucket) {
+        RankedTensorType type = param.getTensorType();
+        Value grad = StateReadOp::create(b, loc, type, gradState(param).getSymName());
+        auto flatType = RankedTensorType::get({type.getNumElements()}, type.getElementType());
+        pieces.push_back(ReshapeOp::create(b, loc, flatType, grad));
+        total += type.getNumElements();
+      }
+      auto bucketType = RankedTensorType::get({total}, bucket[0].getTensorType().getElementType());
+      flat = ConcatOp::create(b, loc, bucketType, pieces, b.getI64IntegerAttr(0));
+    }
+    auto start = AllReduceStartOp::create(b, bucket[0].getLoc(), flat, grid.getSymName(), b.getStrArrayAttr({"dp"}),
+                                          ReductionKind::Avg);
+    requests.push_back(start.getRequest());
+  }
+  for (auto [bucket, request] : llvm::zip(buckets, requests)) {
+    Value averaged = WaitOp::create(b, loc, request).getResult();
+    if (bucket.size() == 1) {
+      StateWriteOp::create(b, loc, averaged, gradState(bucket[0]).getSymName());
+      continue;
+    }
+    SmallVector<Type> flatTypes;
+    SmallVector<int64_t> sizes;
+    for (StateOp param : bucket) {
+      RankedTensorType type = param.getTensorType();
+      flatTypes.push_back(RankedTensorType::get({type.getNumElements()}, type.getElementType()));
+      sizes.push_back(type.getNumElements());
+    }
+    auto split = SplitOp::create(b, loc, flatTypes, averaged, b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(sizes));
+    for (auto [param, piece] : llvm::zip(bucket, split.getResults())) {
+      Value shaped = ReshapeOp::create(b, loc, param.getTensorType(), piece);
+      StateWriteOp::create(b, loc, shaped, gradState(param).getSymName());
+    }
+  }
+}
+
 void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
   Location loc = forward.getLoc();
   OpBuilder b(forward.getContext());
@@ -242,14 +307,22 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
   }
   Type f32 = logitsType.getElementType();
 
-  // The grid: an existing one with a `pp` axis of the right size, or a new one.
+  if (dp < 1 || bucketBytes < 0) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: dp must be >= 1 and bucket-bytes >= 0, got dp = "
+                               << dp.getValue() << ", bucket-bytes = " << bucketBytes.getValue();
+    return signalPassFailure();
+  }
+  // The grid: an existing one with a `pp` axis (and a `dp` axis when dp > 1) of the right sizes, or a new one.
   GridOp grid;
   for (auto g : module.getOps<GridOp>())
-    if (g.getAxisIndex("pp") && g.getAxisSize("pp") == numStages)
+    if (g.getAxisIndex("pp") && g.getAxisSize("pp") == numStages &&
+        (dp == 1 || (g.getAxisIndex("dp") && g.getAxisSize("dp") == dp)))
       grid = g;
   if (!grid) {
     b.setInsertionPoint(anchor);
-    grid = GridOp::create(b, loc, "grid", b.getStrArrayAttr({"pp"}), b.getDenseI64ArrayAttr({numStages}));
+    grid = dp > 1 ? GridOp::create(b, loc, "grid", b.getStrArrayAttr({"dp", "pp"}),
+                                   b.getDenseI64ArrayAttr({dp, numStages}))
+                  : GridOp::create(b, loc, "grid", b.getStrArrayAttr({"pp"}), b.getDenseI64ArrayAttr({numStages}));
     symbols->insert(grid);
   }
 
@@ -317,6 +390,15 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
     opt->setAttr("ptrain.stage", b.getI64IntegerAttr(s));
     OpBuilder ob = OpBuilder::atBlockEnd(opt.addEntryBlock());
     Value t = incrementStep(ob, loc, anchor);
+    if (dp > 1) {
+      SmallVector<StateOp> held;
+      for (StateReadOp read : parameterReads(&forward.getBody().front())) {
+        auto param = symbols->lookup<StateOp>(read.getState());
+        if (!llvm::is_contained(held, param))
+          held.push_back(param);
+      }
+      buildDataParallelAllReduce(ob, loc, grid, llvm::to_vector(llvm::reverse(held)), gradState);
+    }
     for (auto &[name, stagesReading] : readers) {
       if (stagesReading.size() < 2)
         continue;
@@ -371,6 +453,12 @@ void BuildTrainingStepPass::runOnOperation() {
   }
   if (failed(checkForward(forward)))
     return signalPassFailure();
+  if (dp != 1) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: dp = " << dp.getValue()
+                               << " needs a pipeline module (run --ptrain-split-stages, with pp=1 for data "
+                                  "parallelism alone)";
+    return signalPassFailure();
+  }
   if (symbols->lookup("train_step")) {
     emitError(module.getLoc()) << "--ptrain-build-training-step: the module already has a @train_step";
     return signalPassFailure();

@@ -264,10 +264,14 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
     for (Value request : SmallVector<Value>(pending))
       waitSend(request);
   }
-  // The mean loss over the micro-batches on the last stage, 0 elsewhere, summed over pp onto every rank.
-  Value loss = isLast ? BinaryOp::create(b, loc, BinaryKind::Div, lossSum, scalar(loc, double(m))).getResult()
+  // The mean loss over the micro-batches (and the dp replicas) on the last stage, 0 elsewhere, summed over pp
+  // (and dp) onto every rank.
+  std::optional<unsigned> dpAxis = grid.getAxisIndex("dp");
+  int64_t dp = dpAxis ? grid.getAxisSize("dp") : 1;
+  Value loss = isLast ? BinaryOp::create(b, loc, BinaryKind::Div, lossSum, scalar(loc, double(m * dp))).getResult()
                       : scalar(loc, 0.0);
-  auto reduce = AllReduceStartOp::create(b, loc, loss, grid.getSymName(), b.getStrArrayAttr({"pp"}),
+  auto reduce = AllReduceStartOp::create(b, loc, loss, grid.getSymName(),
+                                         dp > 1 ? b.getStrArrayAttr({"dp", "pp"}) : b.getStrArrayAttr({"pp"}),
                                          ReductionKind::Sum);
   Value shared = WaitOp::create(b, loc, reduce.getRequest()).getResult();
   func::ReturnOp::create(b, loc, shared);

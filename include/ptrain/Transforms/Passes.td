@@ -40,6 +40,20 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
       fused embedding sync, a first/last-stage group, replaces this in the compression passes).
     `@forward_stage<s>` stays the stage's forward.
 
+    Data parallelism (`dp` = D > 1, pipeline mode only): the grid is `@grid(dp = D, pp = P)` (row-major, so
+    the D replicas of a stage are P ranks apart) and each replica runs the same step on its own rows of the
+    global batch (the driver gives replica d rows [d R, (d + 1) R) of D R). Before the tied-parameter sync,
+    `@stage<s>_optimizer_step` averages every gradient accumulator of the stage over `dp` with
+    `ptrain.all_reduce_start ... axes [dp] reduction = avg`, bucketed like PyTorch DDP (Li et al., "PyTorch
+    Distributed", VLDB 2020, sec. 3.2.3): the stage's parameters in reverse order of first use (the order their
+    gradients become final in a backward pass) fill buckets of at most `bucket-bytes` (a larger parameter gets
+    its own bucket); a bucket of several gradients is flattened and concatenated into one 1-D tensor, reduced,
+    and split back. All buckets are started before the first is waited on, so they are in flight together.
+    The tied sync then sums the dp-averaged gradients over `pp`, so every replica of the first and of the last
+    stage holds the same full gradient and updates its copy of the tied weight identically. The averaged
+    gradient of D replicas of M micro-batches each is the mean over D M micro-batches: the step equals a
+    one-rank step over the global batch.
+
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-build-training-step="optimizer=adamw lr=3e-4 warmup-steps=100 total-steps=2000"
     func.func @train_step(%tokens: tensor<4x64xi64>) -> tensor<f32> {
@@ -67,8 +81,14 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     Option<"beta2", "beta2", "double", /*default=*/"0.95", "AdamW beta2.">,
     Option<"epsilon", "epsilon", "double", /*default=*/"1e-8", "AdamW epsilon.">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.1", "AdamW decoupled weight decay.">,
+    Option<"dp", "dp", "int64_t", /*default=*/"1",
+           "Data-parallel replicas (pipeline mode): gradients are averaged over the grid axis dp.">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "Largest data-parallel all-reduce bucket in bytes (default 25 MiB, PyTorch DDP's bucket_cap_mb = 25); "
+           "0 reduces every gradient on its own.">,
   ];
   let statistics = [
+    Statistic<"numBuckets", "dp-buckets", "Data-parallel gradient all-reduce buckets">,
     Statistic<"numParameters", "parameters", "Parameters differentiated">,
     Statistic<"numBackwardOps", "backward-ops", "Ops built by gradient rules">,
   ];
@@ -157,8 +177,10 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
       send the input gradient to offset -1 (s > 0);
     * `O`: wait on every outstanding send, then `func.call @stage<s>_optimizer_step`.
 
-    The loss is the sum over the micro-batches divided by M on the last stage and 0 elsewhere, all-reduced
-    (sum) over `pp` so that every rank returns the mean loss. Transfers carry the tag `ptrain.tag` (2i for
+    The loss is the sum over the micro-batches divided by M (times D with a data-parallel axis `dp` of size
+    D) on the last stage and 0 elsewhere, all-reduced (sum) over `pp` (over `[dp, pp]` with `dp`) so that every
+    rank returns the mean loss of the global batch. With `dp`, every replica runs the same step on its own
+    rows of the global batch, passed by the driver. Transfers carry the tag `ptrain.tag` (2i for
     activations, 2i + 1 for gradients of micro-batch i). With `eval` (default), also builds
     `@stage<s>_eval_step` (`ptrain.entry = "eval"`): the forward of every micro-batch in order, the
     next-token loss on the last stage (as the training step), no backward, no state change.
