@@ -25,6 +25,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -78,6 +79,11 @@ static llvm::cl::opt<int> randomTokens(
     llvm::cl::desc("--multi-rank without --input: a global batch of token ids drawn uniformly from the "
                    "vocabulary (the embedding table's rows) with this seed, new for every step"),
     llvm::cl::init(-1));
+static llvm::cl::opt<std::string> tokensFile(
+    "tokens-file",
+    llvm::cl::desc("--multi-rank: raw little-endian int64 token ids, --steps global batches one after the "
+                   "other (step k reads the k-th [dp*R, S] block)"),
+    llvm::cl::value_desc("tokens.bin"));
 static llvm::cl::opt<bool> printStates("print-states",
                                        llvm::cl::desc("--multi-rank: after the last step, print every rank's "
                                                       "parameters (type, max|x|, FNV-1a of the f32 bits)"));
@@ -166,8 +172,21 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
                   ", " + llvm::Twine(seq) + "] (dp = " + llvm::Twine(dp) + " replicas of " + llvm::Twine(rows) +
                   " rows), got " + (arguments.empty() ? std::string("none") : arguments[0].getTypeString()));
     global = arguments[0];
-  } else if (randomTokens < 0) {
-    return fail("--multi-rank needs --input (the global batch of token ids) or --random-tokens SEED");
+  } else if (randomTokens < 0 && tokensFile.empty()) {
+    return fail("--multi-rank needs --input (the global batch of token ids), --tokens-file or --random-tokens SEED");
+  }
+  std::vector<int64_t> fileTokens;
+  if (!tokensFile.empty()) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getFile(tokensFile);
+    if (!buffer)
+      return fail("cannot read '" + tokensFile + "': " + buffer.getError().message());
+    const int64_t want = static_cast<int64_t>(numSteps) * dp * rows * seq;
+    if (static_cast<int64_t>((*buffer)->getBufferSize()) != want * 8)
+      return fail("'" + tokensFile + "' has " + llvm::Twine((*buffer)->getBufferSize()) + " bytes; " +
+                  llvm::Twine(numSteps) + " step(s) of [" + llvm::Twine(dp * rows) + ", " + llvm::Twine(seq) +
+                  "] int64 token ids are " + llvm::Twine(want * 8));
+    fileTokens.resize(want);
+    std::memcpy(fileTokens.data(), (*buffer)->getBufferStart(), want * 8);
   }
   int64_t vocab = 0;
   module.walk([&](EmbeddingOp e) { vocab = e.getTable().getType().getDimSize(0); });
@@ -175,7 +194,14 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
     return fail("--random-tokens: no ptrain.embedding gives the vocabulary size");
 
   for (int step = 1; step <= numSteps; ++step) {
-    if (arguments.empty()) {
+    if (!fileTokens.empty()) {
+      const int64_t block = dp * rows * seq;
+      std::vector<int64_t> ids(fileTokens.begin() + (step - 1) * block, fileTokens.begin() + step * block);
+      llvm::Expected<interp::Tensor> read = interp::Tensor::fromInts(interp::DType::I64, {dp * rows, seq}, ids);
+      if (!read)
+        return fail(llvm::toString(read.takeError()));
+      global = std::move(*read);
+    } else if (arguments.empty()) {
       std::vector<int64_t> ids(dp * rows * seq);
       uint64_t x = 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(randomTokens) * 1000003ull + step);
       for (int64_t &id : ids) { // splitmix64

@@ -97,7 +97,7 @@ rc, out = run([runner, os.path.join(work, "pp2"), "--data", os.path.join(work, "
               timeout=60)
 check(rc != 0 and "no such file" in out, "missing data")
 rc, out = run([runner, os.path.join(work, "pp2"), "--data", data, "--steps", "1", "--np", "3"], timeout=60)
-check(rc != 0 and "compiled for pp = 2" in out, "--np 3 for a pp=2 step")
+check(rc != 0 and "compiled for dp * pp = 1 * 2 = 2 ranks" in out, "--np 3 for a pp=2 step")
 # The step's own check: the pp=2 library on a world of 1 rank.
 env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OPENBLAS_NUM_THREADS="1",
            PTRAIN_COMM_TIMEOUT_S="10")
