@@ -665,6 +665,17 @@ MultiRankExecutor::Impl::run(std::function<std::string(int64_t)> entryOf,
       return makeError(message);
     }
   }
+  // Every rank returned: a transfer or collective still unmatched was started but never waited on.
+  for (auto *unmatched : {&unmatchedSends, &unmatchedRecvs})
+    for (auto &[channel, posts] : *unmatched)
+      if (!posts.empty())
+        return makeError(describeRank(posts.front()->rank) + " returned with " + describeRequest(*posts.front()) +
+                         " (never waited on)");
+  for (auto &[key, comm] : communicators)
+    for (auto [i, posts] : llvm::enumerate(comm.posted))
+      if (!posts.empty())
+        return makeError(describeRank(comm.members[i]) + " returned with " + describeRequest(*posts.front()) +
+                         " on the communicator " + comm.name + " (never waited on)");
   std::vector<std::vector<Tensor>> results;
   for (RankProcess &process : ranks)
     results.push_back(std::move(process.results));

@@ -1,7 +1,7 @@
 """ptrain-compile: an ONNX model to a compiled training step (DESIGN.md, L4).
 
     ptrain-compile model.onnx [--optimizer adamw|none] [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
-                   [--pp P --micro-batches M [--schedule 1f1b|gpipe]] --target cpu -o out/
+                   [--dp D] [--pp P --micro-batches M [--schedule 1f1b|gpipe]] --target cpu -o out/
 
 runs, writing every intermediate into out/:
 
@@ -10,6 +10,8 @@ runs, writing every intermediate into out/:
       with --pp P > 1 or --micro-batches M > 1 (the pipeline): --ptrain-split-stages="pp=P"
       --ptrain-build-training-step="micro-batches=M ..." --ptrain-schedule="micro-batches=M schedule=1f1b"
         --ptrain-lower-to-runtime (per-stage @stage<s>_train_step / _eval_step with explicit sends and receives)
+        --ptrain-verify-plan (abstract execution of every rank: no deadlock, no mismatched communication)
+      with --dp D > 1: --ptrain-build-training-step="dp=D [bucket-bytes=N]" (gradients averaged over dp)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
     out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys
@@ -176,6 +178,7 @@ def compile_model(args):
                   f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}{data_parallel}"]
         passes.append(f"--ptrain-schedule=micro-batches={args.micro_batches} schedule={args.schedule}")
         passes.append("--ptrain-lower-to-runtime")
+        passes.append("--ptrain-verify-plan")  # Every rank's steps run abstractly: no deadlock, no mismatch.
         run([opt, forward, *passes, "--mlir-print-debuginfo", "-o", step], "building the pipeline training step")
     run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", step, "-o", cpp], "C++ emission")
     run([args.cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", f"-I{include_dir}", cpp,

@@ -160,6 +160,44 @@ def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
   ];
 }
 
+def VerifyPlanPass : Pass<"ptrain-verify-plan", "::mlir::ModuleOp"> {
+  let summary = "Executes every rank of the plan abstractly and rejects deadlocks and mismatched communication.";
+  let description = [{
+    Runs the lowered steps (`ptrain.entry = "train"` and `"eval"`, one per pipeline stage, after
+    `--ptrain-lower-to-runtime`) of every rank of the module's `ptrain.grid` at once in the multi-rank
+    executor's abstract mode (include/ptrain/Interpreter/MultiRankExecutor.h): types instead of values, calls
+    followed, communication matched with rendezvous semantics (a transfer's wait completes once both sides
+    have posted; a collective's once every member of its communicator has). It is DESIGN.md's timing simulator
+    at zero cost. The module is rejected, with the conflicting operations named (rank, op, location,
+    function and op index), when
+    * the ranks deadlock (no rank can progress): every blocked rank's wait and the transfer or collective it
+      waits for, e.g. a receive whose send is never posted (a dropped send), or two ranks that both wait for
+      a receive before they send;
+    * a send and its receive (matched by grid axis, source, destination and `ptrain.tag`) disagree on the
+      tensor type (shape or element type);
+    * the k-th collectives of the members of one communicator differ (op, types, reduction, dimension or
+      root), i.e. the ranks issue collectives in different orders;
+    * a rank returns with a transfer or collective it started and never waited on (a send without its
+      receive);
+    * a peer is outside the grid.
+    Two collectives of the same kind and type issued in swapped order on two ranks cannot be told apart by
+    types and are accepted (their values would be swapped, not hung). Cost: one walk of every rank's steps,
+    O(ranks x ops), no arithmetic.
+
+    ```mlir
+    // ptrain-opt plan.mlir --ptrain-verify-plan
+    error: --ptrain-verify-plan: train step: deadlock: no rank can progress
+      rank 0 (pp=0) waits at 'ptrain.wait' at plan.mlir:16:10 in @stage0_train_step (op 2) for
+        'ptrain.recv_start' (tag 1) at plan.mlir:15:10 in @stage0_train_step (op 1), a receive from rank 1
+        (pp=1) that has not posted the matching send
+      rank 1 (pp=1) waits at ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numRanks", "ranks", "Ranks executed">,
+  ];
+}
+
 def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
   let summary = "Lowers the pipeline schedule table into per-stage step functions with explicit communication.";
   let description = [{
