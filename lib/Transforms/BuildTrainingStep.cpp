@@ -285,7 +285,17 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
                                << microBatches.getValue();
     return signalPassFailure();
   }
-  int64_t numStages = stages.size();
+  // Virtual stages (chunks) of the interleaved schedule: chunk c runs on rank c mod pp.
+  int64_t numChunks = stages.size();
+  int64_t numStages = numChunks;
+  if (auto ppAttr = pipeline.getAs<IntegerAttr>("pp"))
+    numStages = ppAttr.getInt();
+  if (numStages < 1 || numChunks % numStages != 0) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: ptrain.pipeline has " << numChunks
+                               << " stage functions, not a multiple of pp = " << numStages;
+    return signalPassFailure();
+  }
+  const bool interleaved = numChunks > numStages;
   SmallVector<func::FuncOp> forwards;
   for (Attribute stage : stages) {
     auto fn = symbols->lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stage).getValue());
@@ -326,20 +336,29 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
     symbols->insert(grid);
   }
 
-  // Which stages read each parameter: a parameter read by several stages (the tied embedding) is synced.
+  // Which stages (ranks) read each parameter: a parameter read by several stages (the tied embedding) is
+  // synced; the parameters of each stage in order of first use over its chunks.
   llvm::StringMap<SmallVector<int64_t>> readers;
-  for (auto [s, fn] : llvm::enumerate(forwards))
-    for (StateReadOp read : parameterReads(&fn.getBody().front()))
-      if (!llvm::is_contained(readers[read.getState()], static_cast<int64_t>(s)))
+  SmallVector<SmallVector<StateOp>> held(numStages);
+  for (auto [c, fn] : llvm::enumerate(forwards)) {
+    int64_t s = static_cast<int64_t>(c) % numStages;
+    for (StateReadOp read : parameterReads(&fn.getBody().front())) {
+      if (!llvm::is_contained(readers[read.getState()], s))
         readers[read.getState()].push_back(s);
+      auto param = symbols->lookup<StateOp>(read.getState());
+      if (!llvm::is_contained(held[s], param))
+        held[s].push_back(param);
+    }
+  }
 
   auto gradState = [&](StateOp param) {
     return getOrAddState(b, anchor, (param.getSymName() + ".grad").str(), (param.getKey() + "/grad").str(),
                          StateKind::Gradient, param.getTensorType());
   };
 
+  SmallVector<func::FuncOp> backwards;
   for (auto [s, forward] : llvm::enumerate(forwards)) {
-    bool last = static_cast<int64_t>(s) == numStages - 1;
+    bool last = static_cast<int64_t>(s) == numChunks - 1;
     Type inType = forward.getArgumentTypes()[0], outType = forward.getResultTypes()[0];
     b.setInsertionPointAfter(forward);
     std::string prefix = "stage" + std::to_string(s);
@@ -354,7 +373,10 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
       results.push_back(inType);
     auto bwd = func::FuncOp::create(b, loc, prefix + (last ? "_forward_backward" : "_backward"),
                                     b.getFunctionType(args, results));
-    bwd->setAttr("ptrain.stage", b.getI64IntegerAttr(s));
+    bwd->setAttr("ptrain.stage", b.getI64IntegerAttr(static_cast<int64_t>(s) % numStages));
+    if (interleaved)
+      bwd->setAttr("ptrain.virtual_stage", b.getI64IntegerAttr(s));
+    backwards.push_back(bwd);
     Block *body = bwd.addEntryBlock();
     OpBuilder fb = OpBuilder::atBlockEnd(body);
     Value out = cloneBody(fb, forward, body->getArgument(0)).front();
@@ -383,28 +405,25 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
     if (s > 0)
       returned.push_back(grads->back());
     func::ReturnOp::create(fb, loc, returned);
+  }
 
-    // Optimizer step: tied-parameter sync, AdamW, zeroed accumulators.
-    b.setInsertionPointAfter(bwd);
+  // Per stage (rank), after its last chunk: the optimizer step (dp gradient average, tied-parameter sync,
+  // AdamW, zeroed accumulators).
+  for (int64_t s = 0; s < numStages; ++s) {
+    std::string prefix = "stage" + std::to_string(s);
+    b.setInsertionPointAfter(backwards[numChunks - numStages + s]);
     auto opt = func::FuncOp::create(b, loc, prefix + "_optimizer_step", b.getFunctionType({}, {}));
     opt->setAttr("ptrain.stage", b.getI64IntegerAttr(s));
     OpBuilder ob = OpBuilder::atBlockEnd(opt.addEntryBlock());
     Value t = incrementStep(ob, loc, anchor);
-    if (dp > 1) {
-      SmallVector<StateOp> held;
-      for (StateReadOp read : parameterReads(&forward.getBody().front())) {
-        auto param = symbols->lookup<StateOp>(read.getState());
-        if (!llvm::is_contained(held, param))
-          held.push_back(param);
-      }
-      buildDataParallelAllReduce(ob, loc, grid, llvm::to_vector(llvm::reverse(held)), gradState);
-    }
+    if (dp > 1)
+      buildDataParallelAllReduce(ob, loc, grid, llvm::to_vector(llvm::reverse(held[s])), gradState);
     for (auto &[name, stagesReading] : readers) {
       if (stagesReading.size() < 2)
         continue;
       auto param = symbols->lookup<StateOp>(name);
       auto type = param.getTensorType();
-      bool holds = llvm::is_contained(stagesReading, static_cast<int64_t>(s));
+      bool holds = llvm::is_contained(stagesReading, s);
       Value local = holds ? Value(StateReadOp::create(ob, loc, type, gradState(param).getSymName()))
                           : Value(arith::ConstantOp::create(
                                 ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0))));
@@ -415,7 +434,7 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
         StateWriteOp::create(ob, loc, summed, gradState(param).getSymName());
     }
     for (auto &[name, stagesReading] : readers) {
-      if (!llvm::is_contained(stagesReading, static_cast<int64_t>(s)))
+      if (!llvm::is_contained(stagesReading, s))
         continue;
       auto param = symbols->lookup<StateOp>(name);
       auto type = param.getTensorType();

@@ -1,7 +1,8 @@
 """ptrain-compile: an ONNX model to a compiled training step (DESIGN.md, L4).
 
     ptrain-compile model.onnx [--optimizer adamw|none] [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
-                   [--dp D] [--pp P --micro-batches M [--schedule 1f1b|gpipe]] --target cpu -o out/
+                   [--dp D] [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved
+                   [--virtual-stages V]]] --target cpu -o out/
 
 runs, writing every intermediate into out/:
 
@@ -120,7 +121,9 @@ def main(argv=None):
                    help="data-parallel replicas (ranks under mpirun: dp * pp; gradients averaged over dp)")
     p.add_argument("--bucket-bytes", type=int, default=None,
                    help="largest data-parallel all-reduce bucket in bytes (default: the pass's, 25 MiB)")
-    p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe"], help="pipeline schedule")
+    p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"], help="pipeline schedule")
+    p.add_argument("--virtual-stages", type=int, default=1,
+                   help="model chunks per pipeline stage (--schedule interleaved; micro-batches a multiple of pp)")
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"), help="host C++ compiler")
     p.add_argument("--build-dir", default=os.environ.get("PTRAIN_BUILD_DIR"))
     p.add_argument("--source-dir", default=os.environ.get("PTRAIN_SOURCE_DIR"))
@@ -174,7 +177,7 @@ def compile_model(args):
         data_parallel = f" dp={args.dp}"
         if args.bucket_bytes is not None:
             data_parallel += f" bucket-bytes={args.bucket_bytes}"
-        passes = [f"--ptrain-split-stages=pp={args.pp}",
+        passes = [f"--ptrain-split-stages=pp={args.pp} virtual-stages={args.virtual_stages}",
                   f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}{data_parallel}"]
         passes.append(f"--ptrain-schedule=micro-batches={args.micro_batches} schedule={args.schedule}")
         passes.append("--ptrain-lower-to-runtime")
@@ -189,7 +192,7 @@ def compile_model(args):
                 "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
                 "library": os.path.abspath(lib), "dp": args.dp, "pp": args.pp,
                 "micro_batches": args.micro_batches,
-                "schedule": args.schedule,
+                "schedule": args.schedule, "virtual_stages": args.virtual_stages,
                 "entry_points": {"train": "ptrain_step_train", "eval": "ptrain_step_eval",
                                  "init": "ptrain_step_init", "save": "ptrain_step_save", "load": "ptrain_step_load",
                                  "finalize": "ptrain_step_finalize", "error": "ptrain_step_last_error"}}

@@ -109,8 +109,14 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
     layers, a layer is recognized by its attention). `@forward` is kept as the reference; the module gets
     `ptrain.pipeline = {pp = P, stages = [...]}`.
 
-    Fails when `pp` is below 1, or when the forward has fewer than `pp - 1` layer boundaries (more stages
-    than layers), naming how many there are.
+    With `virtual-stages` = v > 1 (the interleaved schedule, Narayanan et al., "Efficient Large-Scale Language
+    Model Training on GPU Clusters Using Megatron-LM", SC'21, sec. 2.2.2), the forward is cut into P v
+    virtual stages `@forward_stage<c>`, c in [0, P v); virtual stage c runs on rank (pipeline stage) c mod P,
+    so rank r holds the v model chunks r, r + P, ..., each with `ptrain.stage = c mod P` and
+    `ptrain.virtual_stage = c`; the pipeline attribute gets `virtual_stages = v`.
+
+    Fails when `pp` is below 1, `virtual-stages` below 1 or above 1 with pp < 2, or when the forward has
+    fewer than `pp v - 1` layer boundaries (more stages than layers), naming how many there are.
 
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-split-stages="pp=2"
@@ -121,6 +127,8 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::ptrain::PTrainDialect"];
   let options = [
     Option<"pp", "pp", "int64_t", /*default=*/"2", "Number of pipeline stages.">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "Model chunks per pipeline stage (interleaved 1F1B): pp * virtual-stages virtual stages.">,
     Option<"entry", "entry", "std::string", /*default=*/"\"forward\"", "The forward function.">,
   ];
   let statistics = [
@@ -129,7 +137,7 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
 }
 
 def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
-  let summary = "Writes the per-stage pipeline schedule table (GPipe or 1F1B).";
+  let summary = "Writes the per-stage pipeline schedule table (GPipe, 1F1B or interleaved 1F1B).";
   let description = [{
     For a module built by `--ptrain-build-training-step` after `--ptrain-split-stages`, writes the module
     attribute `ptrain.schedule = {kind, micro_batches, table}`: per stage s of P, the ordered steps
@@ -141,7 +149,17 @@ def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
     * `gpipe`: all forwards, then all backwards (Huang et al., "GPipe", NeurIPS 2019).
     * `1f1b`: stage s runs min(P - s - 1, M) warm-up forwards, then alternates one forward and one backward,
       then the cool-down backwards (Narayanan et al., "PipeDream-Flush", ICML 2021; Megatron-LM); its bubble
-      is (P - 1) / M of the ideal time.
+      is (P - 1) / M of the ideal time. Fewer micro-batches than stages (M < P - 1) is the degenerate case:
+      every stage runs all its forwards, then all its backwards, which is correct and deadlock-free.
+    * `interleaved` (after `--ptrain-split-stages="pp=P virtual-stages=V"`): Megatron-LM's interleaved 1F1B
+      (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM",
+      SC'21, sec. 2.2.2): each stage holds V model chunks (virtual stages k P + s); of its M V
+      chunk-micro-batches, (P - s - 1) 2 + (V - 1) P are warm-up forwards (all when M = P), then one forward
+      and one backward alternate; forwards go through the chunks in groups of P micro-batches, backwards
+      through the chunks in reverse. Steps name the chunk after a dot: `"F<i>.<k>"`, `"B<i>.<k>"`,
+      `"FB<i>.<k>"` (chunk 0 without the suffix, so GPipe and 1F1B tables read as before). The last virtual
+      stage runs FB at its forward's slot. Needs P >= 2, V >= 2 and M a multiple of P (else an error saying
+      so); the bubble is (P - 1) / (V M). The attribute gets `virtual_stages = V`.
 
     The table is checked by executing all stages with rendezvous semantics (a forward on s > 0 waits for the
     same micro-batch's forward on s - 1, a backward on s < P - 1 for its backward on s + 1): a table that
@@ -154,10 +172,33 @@ def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"", "gpipe or 1f1b.">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"", "gpipe, 1f1b or interleaved.">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"0",
            "Micro-batches per step; 0 takes ptrain.pipeline's micro_batches.">,
   ];
+}
+
+def PrintSchedulePass : Pass<"ptrain-print-schedule", "::mlir::ModuleOp"> {
+  let summary = "Prints the schedule table per rank with its unit-cost timing and bubble.";
+  let description = [{
+    Prints `ptrain.schedule` (after `--ptrain-schedule`) to standard output: one line per pipeline stage
+    (rank) with its steps in order (`F<i>`, `B<i>`, `FB<i>`, `O`; `.<k>` names model chunk k > 0 of the
+    interleaved schedule), then the table executed with unit costs (a chunk's forward 1, backward 2, the fused
+    FB 3; communication free; ScheduleTable.h's simulateScheduleTable): the makespan and, per stage, its busy
+    and idle time before the makespan and the bubble idle / busy. For 1F1B with equal stages the bubble is
+    (P - 1) / M (Narayanan et al., SC'21, sec. 2.2.1); interleaved with v chunks, (P - 1) / (v M) (sec. 2.2.2).
+    The module is unchanged. Fails when there is no schedule or a step is malformed.
+
+    ```
+    // ptrain-opt step.mlir --ptrain-schedule="schedule=1f1b" --ptrain-print-schedule -o /dev/null
+    schedule 1f1b: pp = 2, virtual stages = 1, micro-batches = 4
+    stage 0: F0 F1 B0 F2 B1 F3 B2 B3 O
+    stage 1: FB0 FB1 FB2 FB3 O
+    unit costs (forward 1, backward 2 per model chunk, free communication): makespan 15
+    stage 0: busy 12, idle 3, bubble (idle / busy) 0.2500
+    stage 1: busy 12, idle 3, bubble (idle / busy) 0.2500
+    ```
+  }];
 }
 
 def VerifyPlanPass : Pass<"ptrain-verify-plan", "::mlir::ModuleOp"> {
