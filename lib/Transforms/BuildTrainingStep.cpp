@@ -199,7 +199,7 @@ void BuildTrainingStepPass::buildDataParallelAllReduce(OpBuilder &b, Location lo
         RankedTensorType type = param.getTensorType();
         Value grad = StateReadOp::create(b, loc, type, gradState(param).getSymName());
         auto flatType = RankedTensorType::get({type.getNumElements()}, type.getElementType());
-        pieces.push_back(ReshapeOp::create(b, loc, flatType, grad));
+        pieces.push_back(type.getRank() == 1 ? grad : Value(ReshapeOp::create(b, loc, flatType, grad)));
         total += type.getNumElements();
       }
       auto bucketType = RankedTensorType::get({total}, bucket[0].getTensorType().getElementType());
@@ -224,7 +224,9 @@ void BuildTrainingStepPass::buildDataParallelAllReduce(OpBuilder &b, Location lo
     }
     auto split = SplitOp::create(b, loc, flatTypes, averaged, b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(sizes));
     for (auto [param, piece] : llvm::zip(bucket, split.getResults())) {
-      Value shaped = ReshapeOp::create(b, loc, param.getTensorType(), piece);
+      Value shaped = param.getTensorType().getRank() == 1
+                         ? Value(piece)
+                         : Value(ReshapeOp::create(b, loc, param.getTensorType(), piece));
       StateWriteOp::create(b, loc, shaped, gradState(param).getSymName());
     }
   }
