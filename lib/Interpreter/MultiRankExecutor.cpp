@@ -28,13 +28,13 @@ namespace {
 
 /// One posted communication operation on one rank.
 struct Request {
-  Operation *op = nullptr;  ///< the *_start op
-  int64_t rank = -1;        ///< the posting rank
-  int64_t peer = -1;        ///< point-to-point: the other side
+  Operation *op = nullptr; ///< the *_start op
+  int64_t rank = -1;       ///< the posting rank
+  int64_t peer = -1;       ///< point-to-point: the other side
   bool complete = false;
-  bool hasInput = false;    ///< concrete mode: `input` holds the sent or contributed tensor
+  bool hasInput = false; ///< concrete mode: `input` holds the sent or contributed tensor
   Tensor input;
-  bool hasResult = false;   ///< concrete mode: `result` holds the received or reduced tensor
+  bool hasResult = false; ///< concrete mode: `result` holds the received or reduced tensor
   Tensor result;
   Request *matched = nullptr; ///< point-to-point: the other side's request once matched
 };
@@ -59,10 +59,10 @@ struct RankProcess {
 
 /// The members of one collective group and what each has posted, in order.
 struct Communicator {
-  std::string name;                        ///< `[pp] of ranks {0, 1}`
-  std::vector<int64_t> members;            ///< ranks, in group-rank order
+  std::string name;                          ///< `[pp] of ranks {0, 1}`
+  std::vector<int64_t> members;              ///< ranks, in group-rank order
   std::vector<std::deque<Request *>> posted; ///< per member index
-  int64_t completed = 0;                   ///< collectives completed so far
+  int64_t completed = 0;                     ///< collectives completed so far
 };
 
 } // namespace
@@ -138,8 +138,8 @@ llvm::Error MultiRankExecutor::Impl::init() {
   GridOp grid;
   for (GridOp g : module.getOps<GridOp>()) {
     if (grid)
-      return makeError("the module has more than one ptrain.grid (@" + grid.getSymName() + ", @" +
-                       g.getSymName() + "); the executor runs one grid");
+      return makeError("the module has more than one ptrain.grid (@" + grid.getSymName() + ", @" + g.getSymName() +
+                       "); the executor runs one grid");
     grid = g;
   }
   if (grid) {
@@ -227,8 +227,8 @@ llvm::Error MultiRankExecutor::Impl::pointToPoint(int64_t rank, Operation *op, R
   int64_t c = coordinate(rank, *d);
   if (c + offset < 0 || c + offset >= sizes[*d])
     return makeError(describeOp(op) + ": the peer at " + axis + " offset " + std::to_string(offset) +
-                               " is outside the grid (" + axis + " = " + std::to_string(c) + " of " +
-                               std::to_string(sizes[*d]) + ")");
+                     " is outside the grid (" + axis + " = " + std::to_string(c) + " of " + std::to_string(sizes[*d]) +
+                     ")");
   int64_t stride = 1;
   for (size_t e = sizes.size(); e-- > *d + 1;)
     stride *= sizes[e];
@@ -237,8 +237,8 @@ llvm::Error MultiRankExecutor::Impl::pointToPoint(int64_t rank, Operation *op, R
   if (auto attr = op->getAttrOfType<IntegerAttr>("ptrain.tag"))
     tag = attr.getInt();
   int64_t source = isSend ? rank : request->peer, destination = isSend ? request->peer : rank;
-  std::string channel = (grid + "/" + axis + "/" + std::to_string(source) + "->" + std::to_string(destination) +
-                         "/" + std::to_string(tag))
+  std::string channel = (grid + "/" + axis + "/" + std::to_string(source) + "->" + std::to_string(destination) + "/" +
+                         std::to_string(tag))
                             .str();
   std::deque<Request *> &others = isSend ? unmatchedRecvs[channel] : unmatchedSends[channel];
   if (others.empty()) {
@@ -253,8 +253,8 @@ llvm::Error MultiRankExecutor::Impl::pointToPoint(int64_t rank, Operation *op, R
   Type expected = cast<RequestType>(cast<RecvStartOp>(recv->op).getRequest().getType()).getValueType();
   if (sent != expected)
     return makeError("mismatched transfer: " + describeRank(send->rank) + " sends " + typeString(sent) + " with " +
-                     describeOp(send->op) + " but " + describeRank(recv->rank) + " receives " +
-                     typeString(expected) + " with " + describeOp(recv->op));
+                     describeOp(send->op) + " but " + describeRank(recv->rank) + " receives " + typeString(expected) +
+                     " with " + describeOp(recv->op));
   if (concrete()) {
     recv->result = send->input;
     recv->hasResult = true;
@@ -378,10 +378,9 @@ llvm::Error MultiRankExecutor::Impl::complete(Communicator &comm) {
   for (Request *other : llvm::ArrayRef(posts).drop_front())
     if (collectiveSignature(other->op) != signature)
       return makeError("mismatched collectives: collective #" + std::to_string(index) + " on the communicator " +
-                       comm.name + " is " + collectiveSignature(posts[0]->op) + " on " +
-                       describeRank(posts[0]->rank) + " (" + describeOp(posts[0]->op) + ") but " +
-                       collectiveSignature(other->op) + " on " + describeRank(other->rank) + " (" +
-                       describeOp(other->op) + ")");
+                       comm.name + " is " + collectiveSignature(posts[0]->op) + " on " + describeRank(posts[0]->rank) +
+                       " (" + describeOp(posts[0]->op) + ") but " + collectiveSignature(other->op) + " on " +
+                       describeRank(other->rank) + " (" + describeOp(other->op) + ")");
   if (concrete()) {
     std::vector<const Tensor *> inputs;
     for (Request *r : posts)
@@ -570,8 +569,8 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
   for (auto [v, tensor] : llvm::zip(op->getResults(), results)) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
     if (!type || !tensor.hasType(type))
-      return opError(op, makeError("computed " + tensor.getTypeString() + " but the result type is " +
-                                   typeString(v.getType())));
+      return opError(
+          op, makeError("computed " + tensor.getTypeString() + " but the result type is " + typeString(v.getType())));
     frame.values[v] = std::move(tensor);
   }
   return llvm::Error::success();
@@ -621,8 +620,8 @@ MultiRankExecutor::Impl::run(std::function<std::string(int64_t)> entryOf,
       for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
         auto type = dyn_cast<RankedTensorType>(arg.getType());
         if (!type || !arguments[i].hasType(type))
-          return rankError(r, "argument " + std::to_string(i) + " of @" + entry + " is " +
-                                  typeString(arg.getType()) + ", got " + arguments[i].getTypeString());
+          return rankError(r, "argument " + std::to_string(i) + " of @" + entry + " is " + typeString(arg.getType()) +
+                                  ", got " + arguments[i].getTypeString());
         frame.values[arg] = std::move(arguments[i]);
       }
     }
@@ -719,8 +718,7 @@ llvm::Expected<std::string> MultiRankExecutor::entryForRank(int64_t rank, llvm::
   if (!fallback.empty() && impl->symbols.lookup<func::FuncOp>(fallback))
     return fallback.str();
   return makeError("no function with ptrain.entry = \"" + kind + "\" for stage " + llvm::Twine(stage) +
-                   (fallback.empty() ? llvm::Twine("") : " and no @" + fallback) +
-                   " (run --ptrain-lower-to-runtime)");
+                   (fallback.empty() ? llvm::Twine("") : " and no @" + fallback) + " (run --ptrain-lower-to-runtime)");
 }
 
 const llvm::StringMap<Tensor> &MultiRankExecutor::getStates(int64_t rank) const { return impl->ranks[rank].states; }

@@ -25,8 +25,7 @@ double mlir::ptrain::interp::learningRate(const AdamWHyperparameters &h, int64_t
 
 llvm::Expected<std::vector<Tensor>> mlir::ptrain::interp::evalAdamW(const Tensor &param, const Tensor &grad,
                                                                     const Tensor &m, const Tensor &v,
-                                                                    const Tensor &step,
-                                                                    const AdamWHyperparameters &h) {
+                                                                    const Tensor &step, const AdamWHyperparameters &h) {
   for (const Tensor *t : {&grad, &m, &v})
     if (t->getDType() != param.getDType() || t->getShape() != param.getShape() || !param.isFloat())
       return makeError("param, grad, m and v must have one float type, got " + param.getTypeString() + " and " +

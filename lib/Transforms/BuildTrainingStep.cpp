@@ -102,8 +102,8 @@ Value BuildTrainingStepPass::buildNextTokenLoss(OpBuilder &b, Location loc, Valu
   // Positions 0..S-2 predict tokens 1..S-1.
   Value predicted = SliceOp::create(b, loc, logits, b.getDenseI64ArrayAttr({0, 0, 0}),
                                     b.getDenseI64ArrayAttr({batch, seq - 1, vocab}));
-  Value labels = SliceOp::create(b, loc, tokens, b.getDenseI64ArrayAttr({0, 1}),
-                                 b.getDenseI64ArrayAttr({batch, seq - 1}));
+  Value labels =
+      SliceOp::create(b, loc, tokens, b.getDenseI64ArrayAttr({0, 1}), b.getDenseI64ArrayAttr({batch, seq - 1}));
   return CrossEntropyOp::create(b, loc, predicted, labels);
 }
 
@@ -162,9 +162,9 @@ void BuildTrainingStepPass::buildAdamW(OpBuilder &b, Location loc, Operation *an
                                       b.getF64FloatAttr(minLrRatio));
   // Weight decay on matrices only: biases and layer-norm scales are not decayed (GPT-2, Megatron).
   double decay = type.getRank() >= 2 ? static_cast<double>(weightDecay) : 0.0;
-  auto update = AdamWOp::create(b, param.getLoc(), type, type, type, value, grad, mv, vv, t, schedule,
-                                b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon),
-                                b.getF64FloatAttr(decay));
+  auto update =
+      AdamWOp::create(b, param.getLoc(), type, type, type, value, grad, mv, vv, t, schedule, b.getF64FloatAttr(beta1),
+                      b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon), b.getF64FloatAttr(decay));
   StateWriteOp::create(b, loc, update.getNewParam(), param.getSymName());
   StateWriteOp::create(b, loc, update.getNewM(), m.getSymName());
   StateWriteOp::create(b, loc, update.getNewV(), v.getSymName());
@@ -429,8 +429,8 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
       Value local = holds ? Value(StateReadOp::create(ob, loc, type, gradState(param).getSymName()))
                           : Value(arith::ConstantOp::create(
                                 ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0))));
-      auto request = AllReduceStartOp::create(ob, param.getLoc(), local, grid.getSymName(),
-                                              ob.getStrArrayAttr({"pp"}), ReductionKind::Sum);
+      auto request = AllReduceStartOp::create(ob, param.getLoc(), local, grid.getSymName(), ob.getStrArrayAttr({"pp"}),
+                                              ReductionKind::Sum);
       Value summed = WaitOp::create(ob, param.getLoc(), request.getRequest()).getResult();
       if (holds)
         StateWriteOp::create(ob, loc, summed, gradState(param).getSymName());
@@ -444,8 +444,8 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
       Value value = StateReadOp::create(ob, loc, type, param.getSymName());
       Value grad = StateReadOp::create(ob, loc, type, acc.getSymName());
       buildAdamW(ob, loc, anchor, param, value, grad, t);
-      Value zero = arith::ConstantOp::create(
-          ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0)));
+      Value zero =
+          arith::ConstantOp::create(ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0)));
       StateWriteOp::create(ob, loc, zero, acc.getSymName());
     }
     func::ReturnOp::create(ob, loc);
@@ -460,8 +460,8 @@ void BuildTrainingStepPass::runOnOperation() {
   SymbolTable symbolTable(module);
   symbols = &symbolTable;
   if (optimizer != "adamw" && optimizer != "none") {
-    emitError(module.getLoc()) << "--ptrain-build-training-step: optimizer must be adamw or none, got '"
-                               << optimizer << "'";
+    emitError(module.getLoc()) << "--ptrain-build-training-step: optimizer must be adamw or none, got '" << optimizer
+                               << "'";
     return signalPassFailure();
   }
   if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline"))

@@ -43,8 +43,7 @@ FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t 
   auto mb = schedule.getAs<IntegerAttr>("micro_batches");
   if (!mb || mb.getInt() != m)
     return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule's micro_batches ")
-           << (mb ? std::to_string(mb.getInt()) : std::string("(missing)")) << " differs from ptrain.pipeline's "
-           << m;
+           << (mb ? std::to_string(mb.getInt()) : std::string("(missing)")) << " differs from ptrain.pipeline's " << m;
   auto table = schedule.getAs<ArrayAttr>("table");
   if (!table || static_cast<int64_t>(table.size()) != pp)
     return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule's table must have one row per stage (")
@@ -89,8 +88,7 @@ FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t 
       steps.push_back(step);
     }
     if (steps.empty() || steps.back().kind != Step::Optimizer)
-      return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: stage ")
-             << s << " does not end with \"O\"";
+      return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: stage ") << s << " does not end with \"O\"";
     for (int64_t k = 0; k < v; ++k) {
       bool last = k * pp + static_cast<int64_t>(s) == pp * v - 1;
       for (int64_t i = 0; i < m; ++i)

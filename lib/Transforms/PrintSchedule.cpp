@@ -67,8 +67,7 @@ struct PrintSchedulePass : ptrain::impl::PrintSchedulePassBase<PrintSchedulePass
     // Unit costs: a forward of one model chunk takes 1, its backward 2 (Narayanan et al. 2021's t_b = 2 t_f),
     // the fused FB 3; communication is free.
     std::string stuck;
-    std::optional<ScheduleTiming> timing =
-        simulateScheduleTable(rows, p, v, m.getInt(), 1.0, 2.0, 3.0, stuck);
+    std::optional<ScheduleTiming> timing = simulateScheduleTable(rows, p, v, m.getInt(), 1.0, 2.0, 3.0, stuck);
     if (!timing) {
       module.emitError("--ptrain-print-schedule: the table deadlocks: ") << stuck;
       return signalPassFailure();

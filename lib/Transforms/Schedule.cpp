@@ -55,9 +55,8 @@ void SchedulePass::runOnOperation() {
     return signalPassFailure();
   }
   if (auto built = pipeline.getAs<IntegerAttr>("micro_batches"); built && built.getInt() != m) {
-    emitError(module.getLoc()) << "--ptrain-schedule: micro-batches = " << m
-                               << " differs from the training step's " << built.getInt()
-                               << " (its loss gradient is seeded with 1 / micro-batches)";
+    emitError(module.getLoc()) << "--ptrain-schedule: micro-batches = " << m << " differs from the training step's "
+                               << built.getInt() << " (its loss gradient is seeded with 1 / micro-batches)";
     return signalPassFailure();
   }
   int64_t p = stages.size(), v = 1;

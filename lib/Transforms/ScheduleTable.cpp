@@ -42,8 +42,8 @@ std::optional<ScheduleStep> ScheduleStep::parse(llvm::StringRef text) {
   return step;
 }
 
-std::optional<ScheduleTableRows> mlir::ptrain::buildScheduleTable(llvm::StringRef kind, int64_t p, int64_t v,
-                                                                  int64_t m, std::string &error) {
+std::optional<ScheduleTableRows> mlir::ptrain::buildScheduleTable(llvm::StringRef kind, int64_t p, int64_t v, int64_t m,
+                                                                  std::string &error) {
   if (p < 1 || v < 1 || m < 1) {
     error = "stages, virtual stages and micro-batches must be >= 1, got " + std::to_string(p) + ", " +
             std::to_string(v) + ", " + std::to_string(m);
@@ -121,10 +121,9 @@ std::optional<ScheduleTableRows> mlir::ptrain::buildScheduleTable(llvm::StringRe
   return table;
 }
 
-std::optional<ScheduleTiming> mlir::ptrain::simulateScheduleTable(const ScheduleTableRows &table, int64_t p,
-                                                                  int64_t v, int64_t m, double forwardCost,
-                                                                  double backwardCost, double forwardBackwardCost,
-                                                                  std::string &stuck) {
+std::optional<ScheduleTiming> mlir::ptrain::simulateScheduleTable(const ScheduleTableRows &table, int64_t p, int64_t v,
+                                                                  int64_t m, double forwardCost, double backwardCost,
+                                                                  double forwardBackwardCost, std::string &stuck) {
   using Step = ScheduleStep;
   const int64_t c = p * v;
   const double never = std::numeric_limits<double>::infinity();
@@ -176,10 +175,10 @@ std::optional<ScheduleTiming> mlir::ptrain::simulateScheduleTable(const Schedule
         if (ready == never)
           break;
         double begin = std::max(clock[s], ready);
-        double cost = step.kind == Step::Forward            ? forwardCost
-                      : step.kind == Step::Backward         ? backwardCost
+        double cost = step.kind == Step::Forward           ? forwardCost
+                      : step.kind == Step::Backward        ? backwardCost
                       : step.kind == Step::ForwardBackward ? forwardBackwardCost
-                                                            : 0.0;
+                                                           : 0.0;
         double finish = begin + cost;
         int64_t vs = step.chunk * p + s;
         if (step.kind == Step::Forward || step.kind == Step::ForwardBackward)

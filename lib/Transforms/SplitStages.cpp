@@ -189,9 +189,9 @@ void SplitStagesPass::runOnOperation() {
     size_t end = k + 1 < pieces ? cutAfter[cuts[k]] + 1 : work.size();
     Value output = k + 1 < pieces ? candidates[cuts[k]] : cast<func::ReturnOp>(body.getTerminator()).getOperand(0);
     std::string name = (entry + "_stage" + std::to_string(k));
-    auto fn = func::FuncOp::create(b, forward.getLoc(), name,
-                                   b.getFunctionType({k == 0 ? forward.getArgumentTypes()[0] : input.getType()},
-                                                     {output.getType()}));
+    auto fn = func::FuncOp::create(
+        b, forward.getLoc(), name,
+        b.getFunctionType({k == 0 ? forward.getArgumentTypes()[0] : input.getType()}, {output.getType()}));
     fn->setAttr("ptrain.stage", b.getI64IntegerAttr(k % pp));
     if (virtualStages > 1)
       fn->setAttr("ptrain.virtual_stage", b.getI64IntegerAttr(k));

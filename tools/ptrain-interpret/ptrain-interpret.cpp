@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Import/ONNX/Initializers.h"
 #include "ptrain/Interpreter/Interpreter.h"
 #include "ptrain/Interpreter/MultiRankExecutor.h"
-#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Tools/Registration.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,60 +35,55 @@
 using namespace mlir;
 using namespace mlir::ptrain;
 
-static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional, llvm::cl::desc("<model.mlir>"),
-                                            llvm::cl::Required);
+static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional, llvm::cl::desc("<model.mlir>"), llvm::cl::Required);
 static llvm::cl::opt<std::string>
     weightsFile("weights",
                 llvm::cl::desc("ONNX model whose initializers give the state values by key (default: the "
                                "module attribute ptrain.onnx_file, relative to the current directory)"),
                 llvm::cl::value_desc("model.onnx"));
-static llvm::cl::list<std::string> argumentFiles("input",
-                                                 llvm::cl::desc("TensorProto file for the next argument"),
+static llvm::cl::list<std::string> argumentFiles("input", llvm::cl::desc("TensorProto file for the next argument"),
                                                  llvm::cl::value_desc("file.pb"));
 static llvm::cl::list<std::string>
     expectFiles("expect", llvm::cl::desc("TensorProto file with the expected value of the next result"),
                 llvm::cl::value_desc("file.pb"));
-static llvm::cl::opt<double> absoluteTolerance("atol",
-                                               llvm::cl::desc("largest accepted |result - expected|"),
+static llvm::cl::opt<double> absoluteTolerance("atol", llvm::cl::desc("largest accepted |result - expected|"),
                                                llvm::cl::init(1e-5));
-static llvm::cl::opt<std::string> expectGrads(
-    "expect-grads",
-    llvm::cl::desc("ONNX file whose initializers are the expected gradients: each result with a "
-                   "ptrain.grad_of attribute is compared with the initializer of that name"),
-    llvm::cl::value_desc("reference_grads.onnx"));
-static llvm::cl::opt<double> relativeTolerance(
-    "rtol", llvm::cl::desc("largest accepted max|result - expected| / max|expected| for --expect-grads"),
-    llvm::cl::init(1e-4));
-static llvm::cl::opt<bool> runPipeline(
-    "pipeline",
-    llvm::cl::desc("run the stages named by the module's ptrain.pipeline attribute in order, each on the "
-                   "previous stage's results (the inputs go to stage 0), instead of --entry"));
+static llvm::cl::opt<std::string>
+    expectGrads("expect-grads",
+                llvm::cl::desc("ONNX file whose initializers are the expected gradients: each result with a "
+                               "ptrain.grad_of attribute is compared with the initializer of that name"),
+                llvm::cl::value_desc("reference_grads.onnx"));
+static llvm::cl::opt<double>
+    relativeTolerance("rtol",
+                      llvm::cl::desc("largest accepted max|result - expected| / max|expected| for --expect-grads"),
+                      llvm::cl::init(1e-4));
+static llvm::cl::opt<bool>
+    runPipeline("pipeline",
+                llvm::cl::desc("run the stages named by the module's ptrain.pipeline attribute in order, each on the "
+                               "previous stage's results (the inputs go to stage 0), instead of --entry"));
 static llvm::cl::opt<bool> multiRank(
     "multi-rank",
     llvm::cl::desc("run every rank of the module's ptrain.grid in process (the multi-rank executor): each rank "
                    "runs its stage's function with ptrain.entry = --entry-kind (the steps of "
                    "--ptrain-lower-to-runtime; @train_step without a pipeline) --steps times; --input is the "
                    "global batch, of which data-parallel replica d reads rows [d*R, (d+1)*R)"));
-static llvm::cl::opt<std::string> entryKind("entry-kind",
-                                            llvm::cl::desc("--multi-rank: train or eval (default train)"),
+static llvm::cl::opt<std::string> entryKind("entry-kind", llvm::cl::desc("--multi-rank: train or eval (default train)"),
                                             llvm::cl::init("train"));
-static llvm::cl::opt<int> numSteps("steps", llvm::cl::desc("--multi-rank: how many steps to run"),
-                                   llvm::cl::init(1));
-static llvm::cl::opt<int> randomTokens(
-    "random-tokens",
-    llvm::cl::desc("--multi-rank without --input: a global batch of token ids drawn uniformly from the "
-                   "vocabulary (the embedding table's rows) with this seed, new for every step"),
-    llvm::cl::init(-1));
-static llvm::cl::opt<std::string> tokensFile(
-    "tokens-file",
-    llvm::cl::desc("--multi-rank: raw little-endian int64 token ids, --steps global batches one after the "
-                   "other (step k reads the k-th [dp*R, S] block)"),
-    llvm::cl::value_desc("tokens.bin"));
+static llvm::cl::opt<int> numSteps("steps", llvm::cl::desc("--multi-rank: how many steps to run"), llvm::cl::init(1));
+static llvm::cl::opt<int>
+    randomTokens("random-tokens",
+                 llvm::cl::desc("--multi-rank without --input: a global batch of token ids drawn uniformly from the "
+                                "vocabulary (the embedding table's rows) with this seed, new for every step"),
+                 llvm::cl::init(-1));
+static llvm::cl::opt<std::string>
+    tokensFile("tokens-file",
+               llvm::cl::desc("--multi-rank: raw little-endian int64 token ids, --steps global batches one after the "
+                              "other (step k reads the k-th [dp*R, S] block)"),
+               llvm::cl::value_desc("tokens.bin"));
 static llvm::cl::opt<bool> printStates("print-states",
                                        llvm::cl::desc("--multi-rank: after the last step, print every rank's "
                                                       "parameters (type, max|x|, FNV-1a of the f32 bits)"));
-static llvm::cl::opt<std::string> entryName("entry", llvm::cl::desc("function to run"),
-                                            llvm::cl::init("forward"));
+static llvm::cl::opt<std::string> entryName("entry", llvm::cl::desc("function to run"), llvm::cl::init("forward"));
 static llvm::cl::opt<bool> printSummary("print-summary",
                                         llvm::cl::desc("print the ops evaluated and the states loaded"));
 
@@ -219,10 +214,8 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
           std::vector<int64_t> rowIds(rows * seq);
           for (int64_t i = 0; i < rows * seq; ++i)
             rowIds[i] = global.ints()[d * rows * seq + i];
-          return std::vector<interp::Tensor>{
-              cantFail(interp::Tensor::fromInts(local.getElementType().isInteger(64) ? interp::DType::I64
-                                                                                     : interp::DType::I32,
-                                                {rows, seq}, rowIds))};
+          return std::vector<interp::Tensor>{cantFail(interp::Tensor::fromInts(
+              local.getElementType().isInteger(64) ? interp::DType::I64 : interp::DType::I32, {rows, seq}, rowIds))};
         });
     if (!results)
       return fail(llvm::toString(results.takeError()));
@@ -292,9 +285,7 @@ int main(int argc, char **argv) {
     arguments.push_back(std::move(*tensor));
   }
 
-  interp::StateProvider provider = [&](llvm::StringRef key, RankedTensorType) {
-    return initializers->read(key);
-  };
+  interp::StateProvider provider = [&](llvm::StringRef key, RankedTensorType) { return initializers->read(key); };
   if (multiRank)
     return runMultiRank(*module, provider, std::move(arguments));
   interp::Interpreter interpreter(*module, provider);
@@ -337,8 +328,7 @@ int main(int argc, char **argv) {
   bool mismatch = false;
   llvm::outs() << "@" << entryName << ": " << results->size() << " result(s)\n";
   for (auto [i, result] : llvm::enumerate(*results)) {
-    llvm::outs() << "result " << i << ": " << result.getTypeString()
-                 << llvm::format(" max|x| = %.6e", result.maxAbs());
+    llvm::outs() << "result " << i << ": " << result.getTypeString() << llvm::format(" max|x| = %.6e", result.maxAbs());
     if (result.getNumElements() == 1)
       llvm::outs() << llvm::format(" value = %.9g", result.getAsDouble(0));
     llvm::outs() << "\n";
@@ -348,15 +338,15 @@ int main(int argc, char **argv) {
       if (!expected)
         return fail(llvm::toString(expected.takeError()));
       if (expected->getShape() != result.getShape())
-        return fail("gradient of '" + gradOf.getValue() + "' is " + result.getTypeString() + " but '" +
-                    expectGrads + "' holds " + expected->getTypeString());
+        return fail("gradient of '" + gradOf.getValue() + "' is " + result.getTypeString() + " but '" + expectGrads +
+                    "' holds " + expected->getTypeString());
       double scale = expected->maxAbs();
       double rel = maxAbsDiff(result, *expected) / (scale > 0 ? scale : 1.0);
       bool ok = rel <= relativeTolerance; // False for NaN.
       mismatch |= !ok;
-      llvm::outs() << "  grad of '" << gradOf.getValue() << "': max|x - expected| / max|expected| = "
-                   << llvm::format("%.3e", rel) << llvm::format(" (rtol %.1e): ", relativeTolerance.getValue())
-                   << (ok ? "ok" : "MISMATCH") << "\n";
+      llvm::outs() << "  grad of '" << gradOf.getValue()
+                   << "': max|x - expected| / max|expected| = " << llvm::format("%.3e", rel)
+                   << llvm::format(" (rtol %.1e): ", relativeTolerance.getValue()) << (ok ? "ok" : "MISMATCH") << "\n";
     }
     if (expectFiles.empty())
       continue;
@@ -370,8 +360,7 @@ int main(int argc, char **argv) {
     bool ok = diff <= absoluteTolerance; // False for NaN.
     mismatch |= !ok;
     llvm::outs() << "  max|x - expected| = " << llvm::format("%.6e", diff)
-                 << llvm::format(" (atol %.1e): ", absoluteTolerance.getValue()) << (ok ? "ok" : "MISMATCH")
-                 << "\n";
+                 << llvm::format(" (atol %.1e): ", absoluteTolerance.getValue()) << (ok ? "ok" : "MISMATCH") << "\n";
   }
 
   if (printSummary) {

@@ -40,8 +40,8 @@ struct Plan {
 };
 
 std::string planName(const Plan &p) {
-  return "dp" + std::to_string(p.dp) + "_pp" + std::to_string(p.pp) + "_m" + std::to_string(p.m) + "_" +
-         p.schedule + (p.v > 1 ? "_v" + std::to_string(p.v) : "");
+  return "dp" + std::to_string(p.dp) + "_pp" + std::to_string(p.pp) + "_m" + std::to_string(p.m) + "_" + p.schedule +
+         (p.v > 1 ? "_v" + std::to_string(p.v) : "");
 }
 
 /// What one run of a plan leaves: the step losses and every rank's states after the last step.
@@ -71,17 +71,14 @@ public:
     return mlir::ptrain::importONNX((*buffer)->getBuffer(), path, &context);
   }
 
-  OwningOpRef<ModuleOp> parseFile(const std::string &path) {
-    return parseSourceFile<ModuleOp>(path, &context);
-  }
+  OwningOpRef<ModuleOp> parseFile(const std::string &path) { return parseSourceFile<ModuleOp>(path, &context); }
 
   /// Splits, builds, schedules, lowers and verifies `plan` on a clone of `l0`.
   OwningOpRef<ModuleOp> lower(ModuleOp l0, const Plan &plan, double lr) {
     OwningOpRef<ModuleOp> module(cast<ModuleOp>(l0->clone()));
     std::string pipeline =
-        "ptrain-split-stages{pp=" + std::to_string(plan.pp) +
-        " virtual-stages=" + std::to_string(plan.v) + "}, ptrain-build-training-step{micro-batches=" +
-        std::to_string(plan.m) + " dp=" + std::to_string(plan.dp) +
+        "ptrain-split-stages{pp=" + std::to_string(plan.pp) + " virtual-stages=" + std::to_string(plan.v) +
+        "}, ptrain-build-training-step{micro-batches=" + std::to_string(plan.m) + " dp=" + std::to_string(plan.dp) +
         " bucket-bytes=100000 warmup-steps=1 lr=" + std::to_string(lr) +
         "}, ptrain-schedule{schedule=" + plan.schedule + "}, ptrain-lower-to-runtime, ptrain-verify-plan";
     PassManager pm(&context);
@@ -99,7 +96,7 @@ public:
   /// Runs `steps` train steps of every rank; step k's global batch is `batches[k]` ([dp R, S]), of which
   /// replica d gets rows [d R, (d + 1) R). `afterStep` sees the executor after every step.
   PlanRun run(ModuleOp module, StateProvider provider, const std::vector<Tensor> &batches,
-          std::function<void(MultiRankExecutor &, int64_t step)> afterStep = nullptr) {
+              std::function<void(MultiRankExecutor &, int64_t step)> afterStep = nullptr) {
     PlanRun result;
     auto created = MultiRankExecutor::create(module, provider);
     if (!created) {
@@ -122,14 +119,14 @@ public:
         if (axis == "dp")
           dp = executor.getCoordinate(executor.getNumRanks() - 1, "dp") + 1;
       const int64_t rows = global.getShape()[0] / dp, seq = global.getShape()[1];
-      auto results = executor.run([&](int64_t r) { return entries[r]; },
-                                  [&](int64_t r) {
-                                    int64_t d = executor.getCoordinate(r, "dp");
-                                    std::vector<int64_t> ids(global.ints().begin() + d * rows * seq,
-                                                             global.ints().begin() + (d + 1) * rows * seq);
-                                    return std::vector<Tensor>{
-                                        llvm::cantFail(Tensor::fromInts(DType::I64, {rows, seq}, ids))};
-                                  });
+      auto results =
+          executor.run([&](int64_t r) { return entries[r]; },
+                       [&](int64_t r) {
+                         int64_t d = executor.getCoordinate(r, "dp");
+                         std::vector<int64_t> ids(global.ints().begin() + d * rows * seq,
+                                                  global.ints().begin() + (d + 1) * rows * seq);
+                         return std::vector<Tensor>{llvm::cantFail(Tensor::fromInts(DType::I64, {rows, seq}, ids))};
+                       });
       if (!results) {
         ADD_FAILURE() << llvm::toString(results.takeError());
         return result;
@@ -195,7 +192,8 @@ TEST_P(BundledGptPlan, OneStepMatchesTheOneRankStep) {
   Plans plans;
   OwningOpRef<ModuleOp> l0 = plans.importBundledGpt();
   ASSERT_TRUE(l0);
-  auto initializers = mlir::ptrain::onnx_data::ONNXInitializers::open(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
+  auto initializers =
+      mlir::ptrain::onnx_data::ONNXInitializers::open(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
   ASSERT_TRUE(static_cast<bool>(initializers)) << llvm::toString(initializers.takeError());
   StateProvider provider = [&](llvm::StringRef key, RankedTensorType) { return initializers->read(key); };
   std::vector<Tensor> batches = randomBatches(1, 16, 64, 256, 42);
@@ -230,14 +228,14 @@ TEST_P(BundledGptPlan, OneStepMatchesTheOneRankStep) {
               actual.losses[0], expected.losses[0], worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Plans, BundledGptPlan,
-    ::testing::Values(Plan{2, 1, 2, "1f1b"}, Plan{4, 1, 1, "1f1b"}, Plan{1, 2, 4, "1f1b"}, Plan{1, 2, 4, "gpipe"},
-                      Plan{2, 2, 2, "1f1b"}, Plan{2, 2, 2, "gpipe"}, Plan{4, 2, 1, "1f1b"}, Plan{4, 2, 1, "gpipe"},
-                      Plan{1, 4, 4, "1f1b"}, Plan{1, 4, 4, "gpipe"}, Plan{2, 4, 2, "1f1b"}, Plan{2, 4, 2, "gpipe"},
-                      Plan{4, 4, 1, "1f1b"}, Plan{4, 4, 1, "gpipe"}, Plan{1, 2, 4, "interleaved", 2},
-                      Plan{2, 2, 2, "interleaved", 2}),
-    [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
+INSTANTIATE_TEST_SUITE_P(Plans, BundledGptPlan,
+                         ::testing::Values(Plan{2, 1, 2, "1f1b"}, Plan{4, 1, 1, "1f1b"}, Plan{1, 2, 4, "1f1b"},
+                                           Plan{1, 2, 4, "gpipe"}, Plan{2, 2, 2, "1f1b"}, Plan{2, 2, 2, "gpipe"},
+                                           Plan{4, 2, 1, "1f1b"}, Plan{4, 2, 1, "gpipe"}, Plan{1, 4, 4, "1f1b"},
+                                           Plan{1, 4, 4, "gpipe"}, Plan{2, 4, 2, "1f1b"}, Plan{2, 4, 2, "gpipe"},
+                                           Plan{4, 4, 1, "1f1b"}, Plan{4, 4, 1, "gpipe"},
+                                           Plan{1, 2, 4, "interleaved", 2}, Plan{2, 2, 2, "interleaved", 2}),
+                         [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
 
 //===----------------------------------------------------------------------===//
 // A tiny tied-embedding model (vocabulary 8, hidden 4) on PP=2 x DP=2.
@@ -260,8 +258,8 @@ StateProvider randomParameters() {
 
 TEST(TiedEmbedding, Pp2Dp2ReplicasHoldTheFullGradientAndBitEqualCopies) {
   Plans plans;
-  OwningOpRef<ModuleOp> l0 = plans.parseFile(std::string(PTRAIN_SOURCE_DIR) +
-                                             "/unittests/Interpreter/Inputs/tiny-tied-gpt.mlir");
+  OwningOpRef<ModuleOp> l0 =
+      plans.parseFile(std::string(PTRAIN_SOURCE_DIR) + "/unittests/Interpreter/Inputs/tiny-tied-gpt.mlir");
   ASSERT_TRUE(l0);
   const double lr = 1e-2;
   const int64_t steps = 3;
@@ -363,8 +361,8 @@ TEST(MultiRankExecutor, BothSidesSendingFirstIsADeadlockNamingBothWaits) {
 
 TEST(MultiRankExecutor, RunsAreDeterministic) {
   Plans plans;
-  OwningOpRef<ModuleOp> l0 = plans.parseFile(std::string(PTRAIN_SOURCE_DIR) +
-                                             "/unittests/Interpreter/Inputs/tiny-tied-gpt.mlir");
+  OwningOpRef<ModuleOp> l0 =
+      plans.parseFile(std::string(PTRAIN_SOURCE_DIR) + "/unittests/Interpreter/Inputs/tiny-tied-gpt.mlir");
   ASSERT_TRUE(l0);
   OwningOpRef<ModuleOp> planned = plans.lower(*l0, Plan{2, 2, 2, "gpipe"}, 1e-2);
   ASSERT_TRUE(planned);

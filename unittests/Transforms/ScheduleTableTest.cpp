@@ -104,8 +104,9 @@ TEST(ScheduleTable, RefusedTables) {
 
 TEST(ScheduleTable, ADeadlockingTableIsReported) {
   // Stage 0 runs the backward of micro-batch 0 before any forward: nothing can run it.
-  ScheduleTableRows table = {{{ScheduleStep::Backward, 0, 0}, {ScheduleStep::Forward, 0, 0}, {ScheduleStep::Optimizer, -1, 0}},
-                             {{ScheduleStep::ForwardBackward, 0, 0}, {ScheduleStep::Optimizer, -1, 0}}};
+  ScheduleTableRows table = {
+      {{ScheduleStep::Backward, 0, 0}, {ScheduleStep::Forward, 0, 0}, {ScheduleStep::Optimizer, -1, 0}},
+      {{ScheduleStep::ForwardBackward, 0, 0}, {ScheduleStep::Optimizer, -1, 0}}};
   std::string stuck;
   EXPECT_FALSE(simulateScheduleTable(table, 2, 1, 1, 1, 2, 3, stuck).has_value());
   EXPECT_EQ(stuck, "stage 0 at B0, stage 1 at FB0");

@@ -67,9 +67,8 @@ public:
   /// results (indexed by rank). Errors: an op the interpreter cannot evaluate, a transfer or collective whose
   /// sides disagree (naming both ops), a peer outside the grid, a deadlock (naming each blocked rank's wait).
   /// After an error the executor's communication state is undefined: make a new executor.
-  llvm::Expected<std::vector<std::vector<Tensor>>>
-  run(std::function<std::string(int64_t rank)> entryOf,
-      std::function<std::vector<Tensor>(int64_t rank)> argumentsOf);
+  llvm::Expected<std::vector<std::vector<Tensor>>> run(std::function<std::string(int64_t rank)> entryOf,
+                                                       std::function<std::vector<Tensor>(int64_t rank)> argumentsOf);
 
   /// The name of the function with attribute `ptrain.entry = kind` ("train", "eval") whose `ptrain.stage` is
   /// `rank`'s coordinate on `pp` (the lowered steps of --ptrain-lower-to-runtime); without a pipeline, `@fallback`

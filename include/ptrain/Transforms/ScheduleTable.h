@@ -70,9 +70,9 @@ struct ScheduleTiming {
 
 /// Executes `table` (p stages, v chunks, m micro-batches) with costs per forward, backward and fused FB step;
 /// std::nullopt with `stuck` naming the first blocked step of every stuck stage when it deadlocks.
-std::optional<ScheduleTiming> simulateScheduleTable(const ScheduleTableRows &table, int64_t p, int64_t v,
-                                                    int64_t m, double forwardCost, double backwardCost,
-                                                    double forwardBackwardCost, std::string &stuck);
+std::optional<ScheduleTiming> simulateScheduleTable(const ScheduleTableRows &table, int64_t p, int64_t v, int64_t m,
+                                                    double forwardCost, double backwardCost, double forwardBackwardCost,
+                                                    std::string &stuck);
 
 } // namespace mlir::ptrain
 
