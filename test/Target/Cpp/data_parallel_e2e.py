@@ -24,36 +24,15 @@
 
 import json
 import os
-import random
-import shutil
 import struct
-import subprocess
 import sys
 
-build, source, work = sys.argv[1:4]
-BIN = os.path.join(build, "bin")
-MODEL = os.path.join(source, "models", "gpt", "gpt.onnx")
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-failures = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
+
+build, source, work, BIN, MODEL = setup(sys.argv)
 STEPS, SEED = 3, 3
-
-
-def run(cmd, timeout=600):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
-    return p.returncode, p.stdout
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-data = os.path.join(work, "data")
-rc, out = run([sys.executable, os.path.join(source, "python", "ptrain", "data.py"), "--out", data,
-               "--max-bytes", "400000"])
-check(rc == 0, "data.py")
+data = corpus(source, work)
 
 common = ["--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100", "--target", "cpu"]
 configs = {"dp2pp2": ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--bucket-bytes", "1000000"],
@@ -72,7 +51,8 @@ logs = {}
 for name in configs:
     log = os.path.join(work, f"{name}.json")
     rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, name), "--data", data, "--steps",
-                   str(STEPS), "--val-batches", "1", "--seed", str(SEED), "--log", log, "--timeout", "120"])
+                   str(STEPS), "--val-batches", "1", "--seed", str(SEED), "--log", log, "--timeout", "120"],
+                  timeout=600)
     check(rc == 0, f"ptrain-run {name} {STEPS} steps" + ("" if rc == 0 else ":\n" + out))
     if rc == 0:
         logs[name] = json.load(open(log))
@@ -103,7 +83,7 @@ if len(logs) == 3:
             ids = list(ptrain_run.batch(train, 16, 64, SEED * 1000003 + i))
             f.write(struct.pack(f"<{len(ids)}q", *ids))
     rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, "dp2pp2", "step.mlir"),
-                   "--weights", MODEL, "--multi-rank", "--steps", str(STEPS), "--tokens-file", tokens])
+                   "--weights", MODEL, "--multi-rank", "--steps", str(STEPS), "--tokens-file", tokens], timeout=600)
     check(rc == 0, "ptrain-interpret --multi-rank on dp2pp2/step.mlir" + ("" if rc == 0 else ":\n" + out))
     if rc == 0:
         executor = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
@@ -116,7 +96,4 @@ rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, "dp2pp2"), "-
                "--np", "3"], timeout=60)
 check(rc != 0 and "compiled for dp * pp = 2 * 2 = 4 ranks" in out, "--np 3 for a dp=2 x pp=2 step")
 
-if failures:
-    print(f"{len(failures)} check(s) failed: {failures}")
-    sys.exit(1)
-print("all checks passed")
+finish()
