@@ -312,6 +312,35 @@ TEST(TiedEmbedding, Pp2Dp2ReplicasHoldTheFullGradientAndBitEqualCopies) {
     }
 }
 
+// Two tied groups met in different orders: stage 0 reads wte then shared, stage 1 shared then wte. The tied
+// syncs follow one order on every stage (the parameters' symbols, not the reads), so the plan verifies, and
+// after every step both weights are bit-equal on all four ranks and the loss follows the one-rank step.
+TEST(TiedEmbedding, TwoTiedGroupsInDifferentOrdersOnTwoStages) {
+  Plans plans;
+  OwningOpRef<ModuleOp> l0 = plans.parseFile(std::string(PTRAIN_SOURCE_DIR) +
+                                             "/unittests/Interpreter/Inputs/tiny-two-tied.mlir");
+  ASSERT_TRUE(l0);
+  std::vector<Tensor> batches = randomBatches(3, 8, 4, 8, 5);
+  OwningOpRef<ModuleOp> planned = plans.lower(*l0, Plan{2, 2, 2, "1f1b"}, 1e-2);
+  OwningOpRef<ModuleOp> reference = plans.lower(*l0, Plan{1, 1, 4, "1f1b"}, 1e-2);
+  ASSERT_TRUE(planned && reference);
+  int64_t checked = 0;
+  PlanRun actual = plans.run(*planned, randomParameters(), batches, [&](MultiRankExecutor &executor, int64_t step) {
+    for (llvm::StringRef key : {"wte", "shared"}) {
+      Tensor first = llvm::cantFail(executor.readState(0, key));
+      for (int64_t r = 1; r < executor.getNumRanks(); ++r)
+        EXPECT_TRUE(bitEqual(first, llvm::cantFail(executor.readState(r, key))))
+            << "'" << key.str() << "' differs on " << executor.describeRank(r) << " after step " << step + 1;
+    }
+    ++checked;
+  });
+  EXPECT_EQ(checked, 3);
+  PlanRun expected = plans.run(*reference, randomParameters(), batches);
+  ASSERT_EQ(actual.losses.size(), expected.losses.size());
+  for (size_t k = 0; k < actual.losses.size(); ++k)
+    EXPECT_NEAR(actual.losses[k], expected.losses[k], 1e-5 * std::fabs(expected.losses[k])) << "step " << k + 1;
+}
+
 //===----------------------------------------------------------------------===//
 // The executor's errors and determinism through the C++ API.
 //===----------------------------------------------------------------------===//
