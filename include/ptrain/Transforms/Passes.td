@@ -40,6 +40,11 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
       fused embedding sync, a first/last-stage group, replaces this in the compression passes).
     `@forward_stage<s>` stays the stage's forward.
 
+    With virtual stages (`--ptrain-split-stages="virtual-stages=V"`, the interleaved schedule), the forward,
+    backward and forward-backward functions are built per virtual stage c in [0, P V) (`ptrain.stage` = the
+    rank c mod P, `ptrain.virtual_stage` = c; the last virtual stage has the loss), and one
+    `@stage<s>_optimizer_step` per rank s covers the parameters of all its chunks.
+
     Data parallelism (`dp` = D > 1, pipeline mode only): the grid is `@grid(dp = D, pp = P)` (row-major, so
     the D replicas of a stage are P ranks apart) and each replica runs the same step on its own rows of the
     global batch (the driver gives replica d rows [d R, (d + 1) R) of D R). Before the tied-parameter sync,
@@ -263,6 +268,13 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     activations, 2i + 1 for gradients of micro-batch i). With `eval` (default), also builds
     `@stage<s>_eval_step` (`ptrain.entry = "eval"`): the forward of every micro-batch in order, the
     next-token loss on the last stage (as the training step), no backward, no state change.
+
+    With virtual stages (`virtual_stages` = V in `ptrain.pipeline`, steps `F<i>.<k>` of model chunk k), a
+    step of chunk k on stage s runs virtual stage c = k P + s; the input of c comes from the rank of c - 1
+    (offset -1, or P - 1 from stage 0, wrapping around) and the output goes to the rank of c + 1 (offset +1, or
+    -(P - 1) from the last stage); the transfer between c and c + 1 of micro-batch i has tag 2 (i V + c / P)
+    (+1 for the gradient), unique per source and destination. The eval step runs micro-batch by micro-batch
+    through the stage's chunks.
 
     Fails when the module has no `ptrain.pipeline` or no `ptrain.schedule` (run `--ptrain-schedule`), no
     `ptrain.grid` with an axis `pp`, a stage function is missing, or a table step is malformed.
