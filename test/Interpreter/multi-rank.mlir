@@ -3,6 +3,10 @@
 // RUN: not ptrain-interpret %t/both-recv.mlir --multi-rank --random-tokens 1 --weights %S/Inputs/linear.onnx 2>&1 | FileCheck %s --check-prefix=DEADLOCK
 // RUN: not ptrain-interpret %t/shape.mlir --multi-rank --random-tokens 1 --weights %S/Inputs/linear.onnx 2>&1 | FileCheck %s --check-prefix=SHAPE
 // RUN: not ptrain-interpret %t/order.mlir --multi-rank --random-tokens 1 --weights %S/Inputs/linear.onnx 2>&1 | FileCheck %s --check-prefix=ORDER
+// RUN: not ptrain-interpret %t/ring.mlir --multi-rank --weights %S/Inputs/linear.onnx 2>&1 | FileCheck %s --check-prefix=NOTOKENS
+// RUN: printf 'abc' > %t/short.bin
+// RUN: not ptrain-interpret %t/ring.mlir --multi-rank --tokens-file %t/short.bin --weights %S/Inputs/linear.onnx 2>&1 | FileCheck %s --check-prefix=SHORT
+// RUN: not ptrain-interpret %t/ring.mlir --multi-rank --entry-kind eval --random-tokens 1 --weights %S/Inputs/linear.onnx 2>&1 | FileCheck %s --check-prefix=NOEVAL
 // RUN: not ptrain-interpret %t/peer.mlir --multi-rank --random-tokens 1 --weights %S/Inputs/linear.onnx 2>&1 | FileCheck %s --check-prefix=PEER
 
 // The multi-rank executor on hand-written two-rank plans: a data exchange with an all-reduce whose result every
@@ -25,6 +29,10 @@
 // ORDER: error: rank 1 (pp=1): mismatched collectives: collective #0 on the communicator [pp] of ranks {0, 1} is ptrain.all_reduce_start of tensor<2xf32> -> tensor<2xf32> reduction sum on rank 0 (pp=0) ('ptrain.all_reduce_start' at {{.*}}order.mlir:15:10 in @stage0_train_step (op 1)) but ptrain.broadcast_start of tensor<2xf32> -> tensor<2xf32> root 0 on rank 1 (pp=1) ('ptrain.broadcast_start' at {{.*}}order.mlir:24:10 in @stage1_train_step (op 1))
 
 // PEER: error: rank 1 (pp=1): 'ptrain.send_start' (tag 7) at {{.*}}peer.mlir:24:10 in @stage1_train_step (op 1): the peer at pp offset 1 is outside the grid (pp = 1 of 2)
+
+// NOTOKENS: error: --multi-rank needs --input (the global batch of token ids), --tokens-file or --random-tokens SEED
+// SHORT: error: '{{.*}}short.bin' has 3 bytes; 1 step(s) of [1, 2] int64 token ids are 16
+// NOEVAL: error: no function with ptrain.entry = "eval" for stage 0 (run --ptrain-lower-to-runtime)
 
 //--- ring.mlir
 // Each rank sends its first embedded token to the other, accumulates what it receives into a state, counts
