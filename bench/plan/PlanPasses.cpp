@@ -97,7 +97,11 @@ static void BM_PlanPasses(benchmark::State &state) {
     }
   }
 }
-BENCHMARK(BM_PlanPasses)->Args({2, 8, 1})->Args({2, 64, 1})->Args({2, 64, 2})->Args({4, 64, 1})->Unit(
-    benchmark::kMillisecond);
+BENCHMARK(BM_PlanPasses)
+    ->Args({2, 8, 1})
+    ->Args({2, 64, 1})
+    ->Args({2, 64, 2})
+    ->Args({4, 64, 1})
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

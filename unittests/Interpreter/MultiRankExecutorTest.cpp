@@ -317,8 +317,8 @@ TEST(TiedEmbedding, Pp2Dp2ReplicasHoldTheFullGradientAndBitEqualCopies) {
 // after every step both weights are bit-equal on all four ranks and the loss follows the one-rank step.
 TEST(TiedEmbedding, TwoTiedGroupsInDifferentOrdersOnTwoStages) {
   Plans plans;
-  OwningOpRef<ModuleOp> l0 = plans.parseFile(std::string(PTRAIN_SOURCE_DIR) +
-                                             "/unittests/Interpreter/Inputs/tiny-two-tied.mlir");
+  OwningOpRef<ModuleOp> l0 =
+      plans.parseFile(std::string(PTRAIN_SOURCE_DIR) + "/unittests/Interpreter/Inputs/tiny-two-tied.mlir");
   ASSERT_TRUE(l0);
   std::vector<Tensor> batches = randomBatches(3, 8, 4, 8, 5);
   OwningOpRef<ModuleOp> planned = plans.lower(*l0, Plan{2, 2, 2, "1f1b"}, 1e-2);
