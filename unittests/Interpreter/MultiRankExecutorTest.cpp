@@ -25,6 +25,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <ostream>
 #include <random>
 
 using namespace mlir;
@@ -43,6 +44,9 @@ std::string planName(const Plan &p) {
   return "dp" + std::to_string(p.dp) + "_pp" + std::to_string(p.pp) + "_m" + std::to_string(p.m) + "_" + p.schedule +
          (p.v > 1 ? "_v" + std::to_string(p.v) : "");
 }
+
+/// gtest's name of a plan in messages and CTest (instead of its bytes).
+void PrintTo(const Plan &p, std::ostream *os) { *os << planName(p); }
 
 /// What one run of a plan leaves: the step losses and every rank's states after the last step.
 struct PlanRun {
