@@ -146,6 +146,9 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
   ArrayAttr rows = schedule ? schedule.getAs<ArrayAttr>("table") : ArrayAttr();
   if (!rows)
     return costError("the module has no ptrain.schedule table (run --ptrain-schedule)");
+  if (auto v = pipeline.getAs<IntegerAttr>("virtual_stages"); v && v.getInt() > 1)
+    return costError("the pipeline has " + llvm::Twine(v.getInt()) +
+                     " virtual stages per stage (interleaved 1F1B), which the timing model does not cover yet");
   int64_t p = stageRefs.size();
   model.pp = p;
   if (auto kind = schedule.getAs<StringAttr>("kind"))

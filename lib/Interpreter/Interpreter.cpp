@@ -31,11 +31,9 @@ StateProvider mlir::ptrain::interp::makeMapStateProvider(llvm::StringMap<Tensor>
   };
 }
 
-/// `file:line:col` for file locations (looking through names and call sites), else MLIR's spelling.
-static std::string formatLocation(Location loc) {
+std::string mlir::ptrain::interp::formatLocation(Location loc) {
   if (auto file = llvm::dyn_cast<FileLineColLoc>(loc))
-    return (file.getFilename().getValue() + ":" + llvm::Twine(file.getLine()) + ":" +
-            llvm::Twine(file.getColumn()))
+    return (file.getFilename().getValue() + ":" + llvm::Twine(file.getLine()) + ":" + llvm::Twine(file.getColumn()))
         .str();
   if (auto name = llvm::dyn_cast<NameLoc>(loc)) {
     std::string inner = llvm::isa<UnknownLoc>(name.getChildLoc()) ? "" : formatLocation(name.getChildLoc());
@@ -52,13 +50,12 @@ static std::string formatLocation(Location loc) {
   return text;
 }
 
-/// Prefixes `error` with the op's location and name.
-static llvm::Error opError(Operation *op, llvm::Error error) {
+llvm::Error mlir::ptrain::interp::opError(Operation *op, llvm::Error error) {
   std::string message = llvm::toString(std::move(error));
   return makeError(formatLocation(op->getLoc()) + ": '" + op->getName().getStringRef() + "': " + message);
 }
 
-static std::string typeString(Type type) {
+std::string mlir::ptrain::interp::typeString(Type type) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << type;
@@ -69,8 +66,7 @@ namespace {
 /// The state of one run: SSA values, loaded states, statistics.
 class Evaluation {
 public:
-  Evaluation(const StateProvider &states, RunStatistics &statistics)
-      : states(states), statistics(statistics) {}
+  Evaluation(const StateProvider &states, RunStatistics &statistics) : states(states), statistics(statistics) {}
 
   void bind(Value value, Tensor tensor) { values[value] = std::move(tensor); }
   const Tensor &get(Value value) { return values.find(value)->second; }
@@ -79,7 +75,6 @@ public:
   llvm::Error eval(Operation *op, std::vector<Tensor> &returned);
 
 private:
-  llvm::Expected<std::vector<Tensor>> dispatch(Operation *op, std::vector<Tensor> &returned);
   llvm::Expected<Tensor> readState(StateReadOp op);
 
   const StateProvider &states;
@@ -118,8 +113,9 @@ llvm::Expected<Tensor> Evaluation::readState(StateReadOp op) {
   return std::move(*value);
 }
 
-llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vector<Tensor> &returned) {
-  using Result = llvm::Expected<std::vector<Tensor>>;
+std::optional<llvm::Expected<std::vector<Tensor>>>
+mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor &(Value)> get) {
+  using Result = std::optional<llvm::Expected<std::vector<Tensor>>>;
   return llvm::TypeSwitch<Operation *, Result>(op)
       .Case([&](arith::ConstantOp c) -> Result {
         auto dense = llvm::dyn_cast<DenseElementsAttr>(c.getValue());
@@ -127,11 +123,8 @@ llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vec
           return makeError("only dense tensor constants are supported");
         return one(tensorFromDenseElements(dense));
       })
-      .Case([&](StateReadOp r) -> Result { return one(readState(r)); })
       .Case([&](EmbeddingOp e) -> Result { return one(evalEmbedding(get(e.getTable()), get(e.getIds()))); })
-      .Case([&](BinaryOp b) -> Result {
-        return one(evalBinary(b.getKind(), get(b.getLhs()), get(b.getRhs())));
-      })
+      .Case([&](BinaryOp b) -> Result { return one(evalBinary(b.getKind(), get(b.getLhs()), get(b.getRhs()))); })
       .Case([&](UnaryOp u) -> Result { return one(evalUnary(u.getKind(), get(u.getInput()))); })
       .Case([&](MatmulOp m) -> Result { return one(evalMatmul(get(m.getLhs()), get(m.getRhs()))); })
       .Case([&](LayerNormOp l) -> Result {
@@ -139,20 +132,14 @@ llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vec
         return one(evalLayerNorm(get(l.getInput()), get(l.getScale()), bias, l.getAxisAttr().getInt(),
                                  l.getEpsilonAttr().getValueAsDouble()));
       })
-      .Case([&](SoftmaxOp s) -> Result {
-        return one(evalSoftmax(get(s.getInput()), s.getAxisAttr().getInt()));
-      })
+      .Case([&](SoftmaxOp s) -> Result { return one(evalSoftmax(get(s.getInput()), s.getAxisAttr().getInt())); })
       .Case([&](GeluOp g) -> Result { return one(evalGelu(g.getApproximate(), get(g.getInput()))); })
       .Case([&](ReshapeOp r) -> Result {
         return one(evalReshape(get(r.getInput()), r.getResult().getType().getShape()));
       })
       .Case([&](TransposeOp t) -> Result { return one(evalTranspose(get(t.getInput()), t.getPerm())); })
-      .Case([&](SplitOp s) -> Result {
-        return evalSplit(get(s.getInput()), s.getAxisAttr().getInt(), s.getSizes());
-      })
-      .Case([&](CrossEntropyOp c) -> Result {
-        return one(evalCrossEntropy(get(c.getLogits()), get(c.getLabels())));
-      })
+      .Case([&](SplitOp s) -> Result { return evalSplit(get(s.getInput()), s.getAxisAttr().getInt(), s.getSizes()); })
+      .Case([&](CrossEntropyOp c) -> Result { return one(evalCrossEntropy(get(c.getLogits()), get(c.getLabels()))); })
       .Case([&](SliceOp s) -> Result { return one(evalSlice(get(s.getInput()), s.getOffsets(), s.getSizes())); })
       .Case([&](ConcatOp c) -> Result {
         std::vector<const Tensor *> inputs;
@@ -161,9 +148,7 @@ llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vec
         return one(evalConcat(inputs, c.getAxisAttr().getInt()));
       })
       // Backward ops (PTrainGradientOps.td).
-      .Case([&](SumToOp s) -> Result {
-        return one(evalSumTo(get(s.getInput()), s.getResult().getType().getShape()));
-      })
+      .Case([&](SumToOp s) -> Result { return one(evalSumTo(get(s.getInput()), s.getResult().getType().getShape())); })
       .Case([&](PadOp p) -> Result { return one(evalPad(get(p.getInput()), p.getLow(), p.getHigh())); })
       .Case([&](LayerNormGradOp l) -> Result {
         bool withBias = static_cast<bool>(l.getBiasGrad());
@@ -185,14 +170,19 @@ llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vec
       .Case([&](CrossEntropyGradOp c) -> Result {
         return one(evalCrossEntropyGrad(get(c.getGrad()), get(c.getLogits()), get(c.getLabels())));
       })
-      .Case([&](func::ReturnOp r) -> Result {
-        for (Value v : r.getOperands())
-          returned.push_back(get(v));
-        return std::vector<Tensor>();
+      .Case([&](AdamWOp a) -> Result {
+        auto schedule = a.getSchedule();
+        AdamWHyperparameters h{schedule.getPeak().getValueAsDouble(),
+                               schedule.getWarmup(),
+                               schedule.getTotal(),
+                               schedule.getMinRatio().getValueAsDouble(),
+                               a.getBeta1().convertToDouble(),
+                               a.getBeta2().convertToDouble(),
+                               a.getEpsilon().convertToDouble(),
+                               a.getWeightDecay().convertToDouble()};
+        return evalAdamW(get(a.getParam()), get(a.getGrad()), get(a.getM()), get(a.getV()), get(a.getStep()), h);
       })
-      .Default([&](Operation *) -> Result {
-        return makeError("the reference interpreter has no rule for this op");
-      });
+      .Default([&](Operation *) -> Result { return std::nullopt; });
 }
 
 llvm::Error Evaluation::eval(Operation *op, std::vector<Tensor> &returned) {
@@ -202,7 +192,19 @@ llvm::Error Evaluation::eval(Operation *op, std::vector<Tensor> &returned) {
     if (!values.count(operand))
       return opError(op, makeError("an operand has no value (defined outside the function?)"));
   statistics.opCounts[op->getName().getStringRef().str()]++;
-  llvm::Expected<std::vector<Tensor>> results = dispatch(op, returned);
+  std::optional<llvm::Expected<std::vector<Tensor>>> evaluated;
+  if (auto read = dyn_cast<StateReadOp>(op)) {
+    evaluated.emplace(one(readState(read)));
+  } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    for (Value v : ret.getOperands())
+      returned.push_back(get(v));
+    evaluated.emplace(std::vector<Tensor>());
+  } else {
+    evaluated = evaluateOp(op, [&](Value v) -> const Tensor & { return get(v); });
+    if (!evaluated)
+      return opError(op, makeError("the reference interpreter has no rule for this op"));
+  }
+  llvm::Expected<std::vector<Tensor>> results = std::move(*evaluated);
   if (!results)
     return opError(op, results.takeError());
   if (results->size() != op->getNumResults())

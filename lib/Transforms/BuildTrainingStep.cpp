@@ -54,6 +54,11 @@ private:
   /// AdamW on parameter `param` with gradient `grad` at step `t`; writes parameter and moments back.
   void buildAdamW(OpBuilder &b, Location loc, Operation *anchor, StateOp param, Value value, Value grad, Value t);
 
+  /// Averages the gradient accumulators of `params` over the grid axis dp in buckets of at most bucket-bytes
+  /// (in the order given), all started before the first wait, and writes the averages back.
+  void buildDataParallelAllReduce(OpBuilder &b, Location loc, GridOp grid, ArrayRef<StateOp> params,
+                                  llvm::function_ref<StateOp(StateOp)> gradState);
+
   void buildSingleStage(func::FuncOp forward);
   void buildPipeline(DictionaryAttr pipeline);
 
@@ -97,8 +102,8 @@ Value BuildTrainingStepPass::buildNextTokenLoss(OpBuilder &b, Location loc, Valu
   // Positions 0..S-2 predict tokens 1..S-1.
   Value predicted = SliceOp::create(b, loc, logits, b.getDenseI64ArrayAttr({0, 0, 0}),
                                     b.getDenseI64ArrayAttr({batch, seq - 1, vocab}));
-  Value labels = SliceOp::create(b, loc, tokens, b.getDenseI64ArrayAttr({0, 1}),
-                                 b.getDenseI64ArrayAttr({batch, seq - 1}));
+  Value labels =
+      SliceOp::create(b, loc, tokens, b.getDenseI64ArrayAttr({0, 1}), b.getDenseI64ArrayAttr({batch, seq - 1}));
   return CrossEntropyOp::create(b, loc, predicted, labels);
 }
 
@@ -157,12 +162,74 @@ void BuildTrainingStepPass::buildAdamW(OpBuilder &b, Location loc, Operation *an
                                       b.getF64FloatAttr(minLrRatio));
   // Weight decay on matrices only: biases and layer-norm scales are not decayed (GPT-2, Megatron).
   double decay = type.getRank() >= 2 ? static_cast<double>(weightDecay) : 0.0;
-  auto update = AdamWOp::create(b, param.getLoc(), type, type, type, value, grad, mv, vv, t, schedule,
-                                b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon),
-                                b.getF64FloatAttr(decay));
+  auto update =
+      AdamWOp::create(b, param.getLoc(), type, type, type, value, grad, mv, vv, t, schedule, b.getF64FloatAttr(beta1),
+                      b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon), b.getF64FloatAttr(decay));
   StateWriteOp::create(b, loc, update.getNewParam(), param.getSymName());
   StateWriteOp::create(b, loc, update.getNewM(), m.getSymName());
   StateWriteOp::create(b, loc, update.getNewV(), v.getSymName());
+}
+
+void BuildTrainingStepPass::buildDataParallelAllReduce(OpBuilder &b, Location loc, GridOp grid,
+                                                       ArrayRef<StateOp> params,
+                                                       llvm::function_ref<StateOp(StateOp)> gradState) {
+  // Buckets of consecutive parameters, at most bucketBytes each (a larger parameter alone).
+  SmallVector<SmallVector<StateOp>> buckets;
+  int64_t filled = 0;
+  for (StateOp param : params) {
+    RankedTensorType type = param.getTensorType();
+    int64_t bytes = type.getNumElements() * static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
+    if (buckets.empty() || filled + bytes > bucketBytes) {
+      buckets.emplace_back();
+      filled = 0;
+    }
+    buckets.back().push_back(param);
+    filled += bytes;
+  }
+  numBuckets += buckets.size();
+  SmallVector<Value> requests;
+  for (SmallVector<StateOp> &bucket : buckets) {
+    Value flat;
+    if (bucket.size() == 1) {
+      flat = StateReadOp::create(b, loc, bucket[0].getTensorType(), gradState(bucket[0]).getSymName());
+    } else {
+      SmallVector<Value> pieces;
+      int64_t total = 0;
+      for (StateOp param : bucket) {
+        RankedTensorType type = param.getTensorType();
+        Value grad = StateReadOp::create(b, loc, type, gradState(param).getSymName());
+        auto flatType = RankedTensorType::get({type.getNumElements()}, type.getElementType());
+        pieces.push_back(type.getRank() == 1 ? grad : Value(ReshapeOp::create(b, loc, flatType, grad)));
+        total += type.getNumElements();
+      }
+      auto bucketType = RankedTensorType::get({total}, bucket[0].getTensorType().getElementType());
+      flat = ConcatOp::create(b, loc, bucketType, pieces, b.getI64IntegerAttr(0));
+    }
+    auto start = AllReduceStartOp::create(b, bucket[0].getLoc(), flat, grid.getSymName(), b.getStrArrayAttr({"dp"}),
+                                          ReductionKind::Avg);
+    requests.push_back(start.getRequest());
+  }
+  for (auto [bucket, request] : llvm::zip(buckets, requests)) {
+    Value averaged = WaitOp::create(b, loc, request).getResult();
+    if (bucket.size() == 1) {
+      StateWriteOp::create(b, loc, averaged, gradState(bucket[0]).getSymName());
+      continue;
+    }
+    SmallVector<Type> flatTypes;
+    SmallVector<int64_t> sizes;
+    for (StateOp param : bucket) {
+      RankedTensorType type = param.getTensorType();
+      flatTypes.push_back(RankedTensorType::get({type.getNumElements()}, type.getElementType()));
+      sizes.push_back(type.getNumElements());
+    }
+    auto split = SplitOp::create(b, loc, flatTypes, averaged, b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(sizes));
+    for (auto [param, piece] : llvm::zip(bucket, split.getResults())) {
+      Value shaped = param.getTensorType().getRank() == 1
+                         ? Value(piece)
+                         : Value(ReshapeOp::create(b, loc, param.getTensorType(), piece));
+      StateWriteOp::create(b, loc, shaped, gradState(param).getSymName());
+    }
+  }
 }
 
 void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
@@ -220,7 +287,17 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
                                << microBatches.getValue();
     return signalPassFailure();
   }
-  int64_t numStages = stages.size();
+  // Virtual stages (chunks) of the interleaved schedule: chunk c runs on rank c mod pp.
+  int64_t numChunks = stages.size();
+  int64_t numStages = numChunks;
+  if (auto ppAttr = pipeline.getAs<IntegerAttr>("pp"))
+    numStages = ppAttr.getInt();
+  if (numStages < 1 || numChunks % numStages != 0) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: ptrain.pipeline has " << numChunks
+                               << " stage functions, not a multiple of pp = " << numStages;
+    return signalPassFailure();
+  }
+  const bool interleaved = numChunks > numStages;
   SmallVector<func::FuncOp> forwards;
   for (Attribute stage : stages) {
     auto fn = symbols->lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stage).getValue());
@@ -242,31 +319,48 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
   }
   Type f32 = logitsType.getElementType();
 
-  // The grid: an existing one with a `pp` axis of the right size, or a new one.
+  if (dp < 1 || bucketBytes < 0) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: dp must be >= 1 and bucket-bytes >= 0, got dp = "
+                               << dp.getValue() << ", bucket-bytes = " << bucketBytes.getValue();
+    return signalPassFailure();
+  }
+  // The grid: an existing one with a `pp` axis (and a `dp` axis when dp > 1) of the right sizes, or a new one.
   GridOp grid;
   for (auto g : module.getOps<GridOp>())
-    if (g.getAxisIndex("pp") && g.getAxisSize("pp") == numStages)
+    if (g.getAxisIndex("pp") && g.getAxisSize("pp") == numStages &&
+        (dp == 1 || (g.getAxisIndex("dp") && g.getAxisSize("dp") == dp)))
       grid = g;
   if (!grid) {
     b.setInsertionPoint(anchor);
-    grid = GridOp::create(b, loc, "grid", b.getStrArrayAttr({"pp"}), b.getDenseI64ArrayAttr({numStages}));
+    grid = dp > 1 ? GridOp::create(b, loc, "grid", b.getStrArrayAttr({"dp", "pp"}),
+                                   b.getDenseI64ArrayAttr({dp, numStages}))
+                  : GridOp::create(b, loc, "grid", b.getStrArrayAttr({"pp"}), b.getDenseI64ArrayAttr({numStages}));
     symbols->insert(grid);
   }
 
-  // Which stages read each parameter: a parameter read by several stages (the tied embedding) is synced.
+  // Which stages (ranks) read each parameter: a parameter read by several stages (the tied embedding) is
+  // synced; the parameters of each stage in order of first use over its chunks.
   llvm::StringMap<SmallVector<int64_t>> readers;
-  for (auto [s, fn] : llvm::enumerate(forwards))
-    for (StateReadOp read : parameterReads(&fn.getBody().front()))
-      if (!llvm::is_contained(readers[read.getState()], static_cast<int64_t>(s)))
+  SmallVector<SmallVector<StateOp>> held(numStages);
+  for (auto [c, fn] : llvm::enumerate(forwards)) {
+    int64_t s = static_cast<int64_t>(c) % numStages;
+    for (StateReadOp read : parameterReads(&fn.getBody().front())) {
+      if (!llvm::is_contained(readers[read.getState()], s))
         readers[read.getState()].push_back(s);
+      auto param = symbols->lookup<StateOp>(read.getState());
+      if (!llvm::is_contained(held[s], param))
+        held[s].push_back(param);
+    }
+  }
 
   auto gradState = [&](StateOp param) {
     return getOrAddState(b, anchor, (param.getSymName() + ".grad").str(), (param.getKey() + "/grad").str(),
                          StateKind::Gradient, param.getTensorType());
   };
 
+  SmallVector<func::FuncOp> backwards;
   for (auto [s, forward] : llvm::enumerate(forwards)) {
-    bool last = static_cast<int64_t>(s) == numStages - 1;
+    bool last = static_cast<int64_t>(s) == numChunks - 1;
     Type inType = forward.getArgumentTypes()[0], outType = forward.getResultTypes()[0];
     b.setInsertionPointAfter(forward);
     std::string prefix = "stage" + std::to_string(s);
@@ -281,7 +375,10 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
       results.push_back(inType);
     auto bwd = func::FuncOp::create(b, loc, prefix + (last ? "_forward_backward" : "_backward"),
                                     b.getFunctionType(args, results));
-    bwd->setAttr("ptrain.stage", b.getI64IntegerAttr(s));
+    bwd->setAttr("ptrain.stage", b.getI64IntegerAttr(static_cast<int64_t>(s) % numStages));
+    if (interleaved)
+      bwd->setAttr("ptrain.virtual_stage", b.getI64IntegerAttr(s));
+    backwards.push_back(bwd);
     Block *body = bwd.addEntryBlock();
     OpBuilder fb = OpBuilder::atBlockEnd(body);
     Value out = cloneBody(fb, forward, body->getArgument(0)).front();
@@ -310,30 +407,36 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
     if (s > 0)
       returned.push_back(grads->back());
     func::ReturnOp::create(fb, loc, returned);
+  }
 
-    // Optimizer step: tied-parameter sync, AdamW, zeroed accumulators.
-    b.setInsertionPointAfter(bwd);
+  // Per stage (rank), after its last chunk: the optimizer step (dp gradient average, tied-parameter sync,
+  // AdamW, zeroed accumulators).
+  for (int64_t s = 0; s < numStages; ++s) {
+    std::string prefix = "stage" + std::to_string(s);
+    b.setInsertionPointAfter(backwards[numChunks - numStages + s]);
     auto opt = func::FuncOp::create(b, loc, prefix + "_optimizer_step", b.getFunctionType({}, {}));
     opt->setAttr("ptrain.stage", b.getI64IntegerAttr(s));
     OpBuilder ob = OpBuilder::atBlockEnd(opt.addEntryBlock());
     Value t = incrementStep(ob, loc, anchor);
+    if (dp > 1)
+      buildDataParallelAllReduce(ob, loc, grid, llvm::to_vector(llvm::reverse(held[s])), gradState);
     for (auto &[name, stagesReading] : readers) {
       if (stagesReading.size() < 2)
         continue;
       auto param = symbols->lookup<StateOp>(name);
       auto type = param.getTensorType();
-      bool holds = llvm::is_contained(stagesReading, static_cast<int64_t>(s));
+      bool holds = llvm::is_contained(stagesReading, s);
       Value local = holds ? Value(StateReadOp::create(ob, loc, type, gradState(param).getSymName()))
                           : Value(arith::ConstantOp::create(
                                 ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0))));
-      auto request = AllReduceStartOp::create(ob, param.getLoc(), local, grid.getSymName(),
-                                              ob.getStrArrayAttr({"pp"}), ReductionKind::Sum);
+      auto request = AllReduceStartOp::create(ob, param.getLoc(), local, grid.getSymName(), ob.getStrArrayAttr({"pp"}),
+                                              ReductionKind::Sum);
       Value summed = WaitOp::create(ob, param.getLoc(), request.getRequest()).getResult();
       if (holds)
         StateWriteOp::create(ob, loc, summed, gradState(param).getSymName());
     }
     for (auto &[name, stagesReading] : readers) {
-      if (!llvm::is_contained(stagesReading, static_cast<int64_t>(s)))
+      if (!llvm::is_contained(stagesReading, s))
         continue;
       auto param = symbols->lookup<StateOp>(name);
       auto type = param.getTensorType();
@@ -341,8 +444,8 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
       Value value = StateReadOp::create(ob, loc, type, param.getSymName());
       Value grad = StateReadOp::create(ob, loc, type, acc.getSymName());
       buildAdamW(ob, loc, anchor, param, value, grad, t);
-      Value zero = arith::ConstantOp::create(
-          ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0)));
+      Value zero =
+          arith::ConstantOp::create(ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0)));
       StateWriteOp::create(ob, loc, zero, acc.getSymName());
     }
     func::ReturnOp::create(ob, loc);
@@ -357,8 +460,8 @@ void BuildTrainingStepPass::runOnOperation() {
   SymbolTable symbolTable(module);
   symbols = &symbolTable;
   if (optimizer != "adamw" && optimizer != "none") {
-    emitError(module.getLoc()) << "--ptrain-build-training-step: optimizer must be adamw or none, got '"
-                               << optimizer << "'";
+    emitError(module.getLoc()) << "--ptrain-build-training-step: optimizer must be adamw or none, got '" << optimizer
+                               << "'";
     return signalPassFailure();
   }
   if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline"))
@@ -371,6 +474,12 @@ void BuildTrainingStepPass::runOnOperation() {
   }
   if (failed(checkForward(forward)))
     return signalPassFailure();
+  if (dp != 1) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: dp = " << dp.getValue()
+                               << " needs a pipeline module (run --ptrain-split-stages, with pp=1 for data "
+                                  "parallelism alone)";
+    return signalPassFailure();
+  }
   if (symbols->lookup("train_step")) {
     emitError(module.getLoc()) << "--ptrain-build-training-step: the module already has a @train_step";
     return signalPassFailure();

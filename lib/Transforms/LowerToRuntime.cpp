@@ -36,15 +36,14 @@ using Step = ScheduleStep;
 
 /// The schedule rows, checked: every micro-batch forward and backward exactly once per stage (F before B), or
 /// FB once on the last stage, and "O" last.
-FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t pp, int64_t m) {
+FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t pp, int64_t v, int64_t m) {
   auto schedule = module->getAttrOfType<DictionaryAttr>("ptrain.schedule");
   if (!schedule)
     return module.emitError("--ptrain-lower-to-runtime: no ptrain.schedule attribute; run --ptrain-schedule first");
   auto mb = schedule.getAs<IntegerAttr>("micro_batches");
   if (!mb || mb.getInt() != m)
     return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule's micro_batches ")
-           << (mb ? std::to_string(mb.getInt()) : std::string("(missing)")) << " differs from ptrain.pipeline's "
-           << m;
+           << (mb ? std::to_string(mb.getInt()) : std::string("(missing)")) << " differs from ptrain.pipeline's " << m;
   auto table = schedule.getAs<ArrayAttr>("table");
   if (!table || static_cast<int64_t>(table.size()) != pp)
     return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule's table must have one row per stage (")
@@ -54,8 +53,8 @@ FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t 
     auto row = dyn_cast<ArrayAttr>(rowAttr);
     if (!row)
       return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: row ") << s << " is not an array";
-    bool last = static_cast<int64_t>(s) == pp - 1;
-    SmallVector<int> forwards(m), backwards(m);
+    // Per model chunk k of this stage (virtual stage k pp + s): which micro-batches ran forward and backward.
+    SmallVector<SmallVector<int>> forwards(v, SmallVector<int>(m)), backwards(v, SmallVector<int>(m));
     SmallVector<Step> steps;
     for (auto [k, stepAttr] : llvm::enumerate(row)) {
       auto str = dyn_cast<StringAttr>(stepAttr);
@@ -72,12 +71,16 @@ FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t 
       if (step.kind != Step::Optimizer) {
         if (step.microBatch < 0 || step.microBatch >= m)
           return bad("the micro-batch must be in [0, " + Twine(m) + ")");
+        if (step.chunk < 0 || step.chunk >= v)
+          return bad("the model chunk must be in [0, " + Twine(v) + ")");
+        bool last = step.chunk * pp + static_cast<int64_t>(s) == pp * v - 1;
         if ((step.kind == Step::ForwardBackward) != last)
           return bad(last ? "the last stage runs FB<i> steps only" : "FB<i> belongs to the last stage");
-        int &seen = step.kind == Step::Backward ? backwards[step.microBatch] : forwards[step.microBatch];
+        int &seen = step.kind == Step::Backward ? backwards[step.chunk][step.microBatch]
+                                                : forwards[step.chunk][step.microBatch];
         if (seen++)
           return bad("micro-batch scheduled twice");
-        if (step.kind == Step::Backward && !forwards[step.microBatch])
+        if (step.kind == Step::Backward && !forwards[step.chunk][step.microBatch])
           return bad("backward before the forward of its micro-batch");
       } else if (k + 1 != row.size()) {
         return bad("the optimizer step must be the last step");
@@ -85,12 +88,19 @@ FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t 
       steps.push_back(step);
     }
     if (steps.empty() || steps.back().kind != Step::Optimizer)
-      return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: stage ")
-             << s << " does not end with \"O\"";
-    for (int64_t i = 0; i < m; ++i)
-      if (!forwards[i] || (!last && !backwards[i]))
-        return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: stage ")
-               << s << " never runs the " << (!forwards[i] ? "forward" : "backward") << " of micro-batch " << i;
+      return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: stage ") << s << " does not end with \"O\"";
+    for (int64_t k = 0; k < v; ++k) {
+      bool last = k * pp + static_cast<int64_t>(s) == pp * v - 1;
+      for (int64_t i = 0; i < m; ++i)
+        if (!forwards[k][i] || (!last && !backwards[k][i])) {
+          auto diag = module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: stage ")
+                      << s << " never runs the " << (!forwards[k][i] ? "forward" : "backward") << " of micro-batch "
+                      << i;
+          if (v > 1)
+            diag << " on its model chunk " << k;
+          return diag;
+        }
+    }
     rows.push_back(std::move(steps));
   }
   return rows;
@@ -99,8 +109,8 @@ FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t 
 /// Builds the step functions of one module.
 class Lowering {
 public:
-  Lowering(ModuleOp module, GridOp grid, int64_t pp, int64_t m)
-      : module(module), grid(grid), pp(pp), m(m), b(module.getContext()) {}
+  Lowering(ModuleOp module, GridOp grid, int64_t pp, int64_t v, int64_t m)
+      : module(module), grid(grid), pp(pp), v(v), m(m), b(module.getContext()) {}
 
   FailureOr<func::FuncOp> lookup(const std::string &name, unsigned numArgs, unsigned numResults) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
@@ -114,8 +124,9 @@ public:
 
   /// Checks the stage functions and reads the token and logits shapes.
   LogicalResult init() {
+    const int64_t chunks = pp * v;
     FailureOr<func::FuncOp> first = lookup("forward_stage0", 1, 1);
-    FailureOr<func::FuncOp> lastFwd = lookup("forward_stage" + std::to_string(pp - 1), 1, 1);
+    FailureOr<func::FuncOp> lastFwd = lookup("forward_stage" + std::to_string(chunks - 1), 1, 1);
     if (failed(first) || failed(lastFwd))
       return failure();
     tokens = dyn_cast<RankedTensorType>(first->getArgumentTypes()[0]);
@@ -124,10 +135,13 @@ public:
         !logits || logits.getRank() != 3 || !logits.getElementType().isF32())
       return first->emitError("--ptrain-lower-to-runtime: needs @forward_stage0(tensor<BxSxi64>) and a last stage "
                               "returning logits tensor<BxSxVxf32>");
-    for (int64_t s = 0; s < pp; ++s) {
+    for (int64_t s = 0; s < pp; ++s)
+      if (failed(lookup("stage" + std::to_string(s) + "_optimizer_step", 0, 0)))
+        return failure();
+    for (int64_t s = 0; s < chunks; ++s) {
       const std::string ss = std::to_string(s);
-      bool isFirst = s == 0, isLast = s == pp - 1;
-      if (failed(lookup("forward_stage" + ss, 1, 1)) || failed(lookup("stage" + ss + "_optimizer_step", 0, 0)))
+      bool isFirst = s == 0, isLast = s == chunks - 1;
+      if (failed(lookup("forward_stage" + ss, 1, 1)))
         return failure();
       if (isLast ? failed(lookup("stage" + ss + "_forward_backward", 2, isFirst ? 1 : 2))
                  : failed(lookup("stage" + ss + "_backward", 2, isFirst ? 0 : 1)))
@@ -146,6 +160,12 @@ private:
     return SliceOp::create(b, loc, allTokens, b.getDenseI64ArrayAttr({i * batch, 0}),
                            b.getDenseI64ArrayAttr({batch, seq}));
   }
+  /// The pp offset from rank `s` to the rank of virtual stage `c` +- 1 (wrapping around between chunks).
+  int64_t nextOffset(int64_t s) const { return s == pp - 1 ? -(pp - 1) : 1; }
+  int64_t previousOffset(int64_t s) const { return s == 0 ? pp - 1 : -1; }
+  /// The tag of the transfer between virtual stages c and c + 1 of micro-batch i: 2 (i v + c / pp) for the
+  /// activation, + 1 for the gradient (2i, 2i + 1 without virtual stages). Unique per (source, destination).
+  int64_t tagOf(int64_t i, int64_t c, bool gradient) const { return 2 * (i * v + c / pp) + (gradient ? 1 : 0); }
   Value receive(Location loc, Type type, int64_t offset, int64_t tag) {
     auto recv = RecvStartOp::create(b, loc, RequestType::get(b.getContext(), type), grid.getSymName(), "pp", offset);
     recv->setAttr("ptrain.tag", b.getI64IntegerAttr(tag));
@@ -171,7 +191,7 @@ private:
 
   ModuleOp module;
   GridOp grid;
-  int64_t pp, m;
+  int64_t pp, v, m;
   OpBuilder b;
   RankedTensorType tokens, logits;
   Value allTokens;
@@ -179,7 +199,8 @@ private:
 
 func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
   const std::string ss = std::to_string(s);
-  const bool isFirst = s == 0, isLast = s == pp - 1;
+  const int64_t chunks = pp * v;
+  const bool isLast = s == pp - 1; // holds the last virtual stage: the loss
   Location loc = NameLoc::get(b.getStringAttr("stage" + ss + (train ? "_train_step" : "_eval_step")));
   int64_t batch = tokens.getDimSize(0), seq = tokens.getDimSize(1);
   auto allType = RankedTensorType::get({m * batch, seq}, tokens.getElementType());
@@ -191,19 +212,19 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
   fn->setAttr("ptrain.entry", b.getStringAttr(train ? "train" : "eval"));
   b.setInsertionPointToStart(fn.addEntryBlock());
   allTokens = fn.getArgument(0);
-  Type inType = func("forward_stage" + ss).getArgumentTypes()[0];
-  Type outType = func("forward_stage" + ss).getResultTypes()[0];
 
-  SmallVector<Value> inputs(m), forwardSends(m);
+  // Per model chunk k (virtual stage c = k pp + s) and micro-batch i: the input and the forward's send.
+  SmallVector<SmallVector<Value>> inputs(v, SmallVector<Value>(m)), forwardSends(v, SmallVector<Value>(m));
   SmallVector<Value> pending; // sends not yet waited, in start order
   Value lossSum;
   auto addLoss = [&](Value loss) {
     lossSum = lossSum ? BinaryOp::create(b, loc, BinaryKind::Add, lossSum, loss).getResult() : loss;
   };
-  auto inputOf = [&](int64_t i) {
-    if (isFirst)
+  auto inputOf = [&](int64_t c, int64_t i) {
+    if (c == 0)
       return tokensOf(loc, i);
-    return receive(loc, inType, -1, 2 * i);
+    Type inType = func("forward_stage" + std::to_string(c)).getArgumentTypes()[0];
+    return receive(loc, inType, previousOffset(s), tagOf(i, c - 1, /*gradient=*/false));
   };
   auto waitSend = [&](Value request) {
     WaitOp::create(b, loc, request);
@@ -212,30 +233,32 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
 
   if (train) {
     for (const Step &step : row) {
-      const int64_t i = step.microBatch;
+      const int64_t i = step.microBatch, k = step.chunk, c = k * pp + s;
+      const std::string cs = std::to_string(c);
       switch (step.kind) {
       case Step::Forward: {
-        inputs[i] = inputOf(i);
-        Value out = call(loc, "forward_stage" + ss, {inputs[i]});
-        forwardSends[i] = send(loc, out, +1, 2 * i);
-        pending.push_back(forwardSends[i]);
+        inputs[k][i] = inputOf(c, i);
+        Value out = call(loc, "forward_stage" + cs, {inputs[k][i]});
+        forwardSends[k][i] = send(loc, out, nextOffset(s), tagOf(i, c, /*gradient=*/false));
+        pending.push_back(forwardSends[k][i]);
         break;
       }
       case Step::Backward: {
-        Value dout = receive(loc, outType, +1, 2 * i + 1);
-        waitSend(forwardSends[i]); // the forward output was received
-        Value din = call(loc, "stage" + ss + "_backward", {inputs[i], dout});
-        if (!isFirst)
-          pending.push_back(send(loc, din, -1, 2 * i + 1));
+        Type outType = func("forward_stage" + cs).getResultTypes()[0];
+        Value dout = receive(loc, outType, nextOffset(s), tagOf(i, c, /*gradient=*/true));
+        waitSend(forwardSends[k][i]); // the forward output was received
+        Value din = call(loc, "stage" + cs + "_backward", {inputs[k][i], dout});
+        if (c > 0)
+          pending.push_back(send(loc, din, previousOffset(s), tagOf(i, c - 1, /*gradient=*/true)));
         break;
       }
       case Step::ForwardBackward: {
-        Value in = inputOf(i);
+        Value in = inputOf(c, i);
         SmallVector<Value> results;
-        call(loc, "stage" + ss + "_forward_backward", {in, isFirst ? in : tokensOf(loc, i)}, &results);
+        call(loc, "stage" + cs + "_forward_backward", {in, c == 0 ? in : tokensOf(loc, i)}, &results);
         addLoss(results[0]);
-        if (!isFirst)
-          pending.push_back(send(loc, results[1], -1, 2 * i + 1));
+        if (c > 0)
+          pending.push_back(send(loc, results[1], previousOffset(s), tagOf(i, c - 1, /*gradient=*/true)));
         break;
       }
       case Step::Optimizer:
@@ -246,28 +269,36 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
       }
     }
   } else {
-    for (int64_t i = 0; i < m; ++i) {
-      Value in = inputOf(i);
-      Value out = call(loc, "forward_stage" + ss, {in});
-      if (!isLast) {
-        pending.push_back(send(loc, out, +1, 2 * i));
-        continue;
+    // Forwards only, micro-batch by micro-batch through the stage's chunks (deadlock-free: every transfer goes
+    // from (i, c) to (i, c + 1), which comes later in every rank's order).
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t k = 0; k < v; ++k) {
+        const int64_t c = k * pp + s;
+        Value in = inputOf(c, i);
+        Value out = call(loc, "forward_stage" + std::to_string(c), {in});
+        if (c != chunks - 1) {
+          pending.push_back(send(loc, out, nextOffset(s), tagOf(i, c, /*gradient=*/false)));
+          continue;
+        }
+        // The next-token loss: logits at positions 0..S-2 against tokens 1..S-1 (as the training step).
+        int64_t vocab = logits.getDimSize(2);
+        Value predicted = SliceOp::create(b, loc, out, b.getDenseI64ArrayAttr({0, 0, 0}),
+                                          b.getDenseI64ArrayAttr({batch, seq - 1, vocab}));
+        Value labels = SliceOp::create(b, loc, tokensOf(loc, i), b.getDenseI64ArrayAttr({0, 1}),
+                                       b.getDenseI64ArrayAttr({batch, seq - 1}));
+        addLoss(CrossEntropyOp::create(b, loc, predicted, labels));
       }
-      // The next-token loss: logits at positions 0..S-2 against tokens 1..S-1 (as the training step).
-      int64_t vocab = logits.getDimSize(2);
-      Value predicted = SliceOp::create(b, loc, out, b.getDenseI64ArrayAttr({0, 0, 0}),
-                                        b.getDenseI64ArrayAttr({batch, seq - 1, vocab}));
-      Value labels = SliceOp::create(b, loc, tokensOf(loc, i), b.getDenseI64ArrayAttr({0, 1}),
-                                     b.getDenseI64ArrayAttr({batch, seq - 1}));
-      addLoss(CrossEntropyOp::create(b, loc, predicted, labels));
-    }
     for (Value request : SmallVector<Value>(pending))
       waitSend(request);
   }
-  // The mean loss over the micro-batches on the last stage, 0 elsewhere, summed over pp onto every rank.
-  Value loss = isLast ? BinaryOp::create(b, loc, BinaryKind::Div, lossSum, scalar(loc, double(m))).getResult()
+  // The mean loss over the micro-batches (and the dp replicas) on the last stage, 0 elsewhere, summed over pp
+  // (and dp) onto every rank.
+  std::optional<unsigned> dpAxis = grid.getAxisIndex("dp");
+  int64_t dp = dpAxis ? grid.getAxisSize("dp") : 1;
+  Value loss = isLast ? BinaryOp::create(b, loc, BinaryKind::Div, lossSum, scalar(loc, double(m * dp))).getResult()
                       : scalar(loc, 0.0);
-  auto reduce = AllReduceStartOp::create(b, loc, loss, grid.getSymName(), b.getStrArrayAttr({"pp"}),
+  auto reduce = AllReduceStartOp::create(b, loc, loss, grid.getSymName(),
+                                         dp > 1 ? b.getStrArrayAttr({"dp", "pp"}) : b.getStrArrayAttr({"pp"}),
                                          ReductionKind::Sum);
   Value shared = WaitOp::create(b, loc, reduce.getRequest()).getResult();
   func::ReturnOp::create(b, loc, shared);
@@ -300,7 +331,14 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
       return signalPassFailure();
     }
     const int64_t pp = ppAttr.getInt(), m = mbAttr.getInt();
-    FailureOr<SmallVector<SmallVector<Step>>> rows = readSchedule(module, pp, m);
+    int64_t v = 1;
+    if (auto attr = pipeline.getAs<IntegerAttr>("virtual_stages"))
+      v = attr.getInt();
+    if (v < 1 || (v > 1 && pp < 2)) {
+      module.emitError("--ptrain-lower-to-runtime: ptrain.pipeline's virtual_stages must be >= 1, and 1 when pp < 2");
+      return signalPassFailure();
+    }
+    FailureOr<SmallVector<SmallVector<Step>>> rows = readSchedule(module, pp, v, m);
     if (failed(rows))
       return signalPassFailure();
     for (int64_t s = 0; s < pp; ++s)
@@ -310,7 +348,7 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
               << s << kind << " (lowered twice?)";
           return signalPassFailure();
         }
-    Lowering lowering(module, grid, pp, m);
+    Lowering lowering(module, grid, pp, v, m);
     if (failed(lowering.init()))
       return signalPassFailure();
     for (int64_t s = 0; s < pp; ++s) {

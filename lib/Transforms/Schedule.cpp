@@ -11,8 +11,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <optional>
 #include <string>
-#include <vector>
 
 #define DEBUG_TYPE "ptrain-schedule"
 
@@ -27,52 +27,6 @@ using namespace mlir::ptrain;
 namespace {
 
 using Step = ScheduleStep;
-using Table = std::vector<std::vector<Step>>;
-
-/// Executes the table with rendezvous semantics; returns "" or a description of the stuck steps.
-std::string findDeadlock(const Table &table, int64_t m) {
-  int64_t p = table.size();
-  std::vector<size_t> next(p, 0);
-  // forwardDone[s][i], backwardDone[s][i]
-  std::vector<std::vector<bool>> fwd(p, std::vector<bool>(m, false)), bwd(p, std::vector<bool>(m, false));
-  auto ready = [&](int64_t s, const Step &step) {
-    switch (step.kind) {
-    case Step::Forward:
-      return s == 0 || fwd[s - 1][step.microBatch];
-    case Step::Backward:
-      return s == p - 1 || bwd[s + 1][step.microBatch];
-    case Step::ForwardBackward:
-      return s == 0 || fwd[s - 1][step.microBatch];
-    case Step::Optimizer:
-      // The optimizer's collectives need every stage there: all stages must have finished their micro-batches.
-      for (int64_t t = 0; t < p; ++t)
-        if (next[t] + 1 < table[t].size())
-          return false;
-      return true;
-    }
-    return false;
-  };
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int64_t s = 0; s < p; ++s) {
-      while (next[s] < table[s].size() && ready(s, table[s][next[s]])) {
-        const Step &step = table[s][next[s]];
-        if (step.kind == Step::Forward || step.kind == Step::ForwardBackward)
-          fwd[s][step.microBatch] = true;
-        if (step.kind == Step::Backward || step.kind == Step::ForwardBackward)
-          bwd[s][step.microBatch] = true;
-        ++next[s];
-        progress = true;
-      }
-    }
-  }
-  std::string stuck;
-  for (int64_t s = 0; s < p; ++s)
-    if (next[s] < table[s].size())
-      stuck += (stuck.empty() ? "" : ", ") + ("stage " + std::to_string(s) + " at " + table[s][next[s]].str());
-  return stuck;
-}
 
 struct SchedulePass : public ptrain::impl::SchedulePassBase<SchedulePass> {
   using Base::Base;
@@ -90,10 +44,6 @@ void SchedulePass::runOnOperation() {
                                   "--ptrain-build-training-step first)";
     return signalPassFailure();
   }
-  if (schedule != "1f1b" && schedule != "gpipe") {
-    emitError(module.getLoc()) << "--ptrain-schedule: schedule must be gpipe or 1f1b, got '" << schedule << "'";
-    return signalPassFailure();
-  }
   int64_t m = microBatches;
   if (m == 0)
     if (auto attr = pipeline.getAs<IntegerAttr>("micro_batches"))
@@ -109,21 +59,35 @@ void SchedulePass::runOnOperation() {
                                << built.getInt() << " (its loss gradient is seeded with 1 / micro-batches)";
     return signalPassFailure();
   }
-  int64_t p = stages.size();
-  Table table = buildScheduleTable(schedule, p, m);
-  if (std::string stuck = findDeadlock(table, m); !stuck.empty()) {
+  int64_t p = stages.size(), v = 1;
+  if (auto pp = pipeline.getAs<IntegerAttr>("pp"))
+    p = pp.getInt();
+  if (auto virtualStages = pipeline.getAs<IntegerAttr>("virtual_stages"))
+    v = virtualStages.getInt();
+  std::string error;
+  std::optional<ScheduleTableRows> table = buildScheduleTable(schedule, p, v, m, error);
+  if (!table) {
+    emitError(module.getLoc()) << "--ptrain-schedule: " << error;
+    return signalPassFailure();
+  }
+  // Unit costs (backward twice the forward): only whether every step runs matters here.
+  std::string stuck;
+  if (!simulateScheduleTable(*table, p, v, m, 1.0, 2.0, 3.0, stuck)) {
     emitError(module.getLoc()) << "--ptrain-schedule: the " << schedule << " table deadlocks: " << stuck;
     return signalPassFailure();
   }
   Builder b(module.getContext());
   SmallVector<Attribute> rows;
-  for (const std::vector<Step> &steps : table) {
+  for (const std::vector<Step> &steps : *table) {
     SmallVector<Attribute> row;
     for (const Step &step : steps)
       row.push_back(b.getStringAttr(step.str()));
     rows.push_back(b.getArrayAttr(row));
   }
-  module->setAttr("ptrain.schedule", b.getDictionaryAttr({b.getNamedAttr("kind", b.getStringAttr(schedule)),
-                                                          b.getNamedAttr("micro_batches", b.getI64IntegerAttr(m)),
-                                                          b.getNamedAttr("table", b.getArrayAttr(rows))}));
+  SmallVector<NamedAttribute> attrs = {b.getNamedAttr("kind", b.getStringAttr(schedule)),
+                                       b.getNamedAttr("micro_batches", b.getI64IntegerAttr(m)),
+                                       b.getNamedAttr("table", b.getArrayAttr(rows))};
+  if (v > 1)
+    attrs.push_back(b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(v)));
+  module->setAttr("ptrain.schedule", b.getDictionaryAttr(attrs));
 }

@@ -45,6 +45,12 @@ void SplitStagesPass::runOnOperation() {
     emitError(module.getLoc()) << "--ptrain-split-stages: no function @" << entry;
     return signalPassFailure();
   }
+  if (virtualStages < 1 || (virtualStages > 1 && pp < 2)) {
+    emitError(module.getLoc()) << "--ptrain-split-stages: virtual-stages must be >= 1, and 1 when pp < 2 (the "
+                                  "chunks of a rank exchange activations with other ranks), got virtual-stages = "
+                               << virtualStages.getValue() << " with pp = " << pp.getValue();
+    return signalPassFailure();
+  }
   if (pp < 1) {
     emitError(module.getLoc()) << "--ptrain-split-stages: pp must be >= 1, got " << pp.getValue();
     return signalPassFailure();
@@ -125,14 +131,18 @@ void SplitStagesPass::runOnOperation() {
     candidates = std::move(layerCandidates);
   }
   numCutPoints = cutAfter.size();
-  if (static_cast<int64_t>(cutAfter.size()) < pp - 1) {
-    emitError(forward.getLoc()) << "--ptrain-split-stages: pp = " << pp.getValue() << " needs " << pp - 1
-                                << " cut points but @" << entry << " has only " << cutAfter.size()
-                                << " layer boundaries where a single tensor crosses (more stages than layers)";
+  // The pieces: pp stages, each of virtual-stages chunks (virtual stage c runs on rank c mod pp).
+  const int64_t pieces = pp * virtualStages;
+  if (static_cast<int64_t>(cutAfter.size()) < pieces - 1) {
+    auto diag = emitError(forward.getLoc()) << "--ptrain-split-stages: pp = " << pp.getValue();
+    if (virtualStages > 1)
+      diag << " x virtual-stages = " << virtualStages.getValue();
+    diag << " needs " << pieces - 1 << " cut points but @" << entry << " has only " << cutAfter.size()
+         << " layer boundaries where a single tensor crosses (more stages than layers)";
     return signalPassFailure();
   }
 
-  // Balance: choose pp - 1 cuts minimizing the most expensive stage (exhaustive DP over candidate cuts).
+  // Balance: choose pieces - 1 cuts minimizing the most expensive stage (exhaustive DP over candidate cuts).
   SmallVector<double> prefix = {0};
   for (Operation *op : work)
     prefix.push_back(prefix.back() + opCost(op));
@@ -140,12 +150,12 @@ void SplitStagesPass::runOnOperation() {
   size_t n = cutAfter.size();
   // best[k][c]: minimal max-cost of stages 0..k when stage k ends right after cut c.
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> best(pp, std::vector<double>(n + 1, inf));
-  std::vector<std::vector<int64_t>> from(pp, std::vector<int64_t>(n + 1, -1));
+  std::vector<std::vector<double>> best(pieces, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int64_t>> from(pieces, std::vector<int64_t>(n + 1, -1));
   auto endOf = [&](size_t c) { return c == n ? work.size() : cutAfter[c] + 1; };
   for (size_t c = 0; c <= n; ++c)
     best[0][c] = stageCost(0, endOf(c));
-  for (int64_t k = 1; k < pp; ++k)
+  for (int64_t k = 1; k < pieces; ++k)
     for (size_t c = 0; c <= n; ++c)
       for (size_t prev = 0; prev < c; ++prev) {
         double cost = std::max(best[k - 1][prev], stageCost(endOf(prev), endOf(c)));
@@ -155,7 +165,7 @@ void SplitStagesPass::runOnOperation() {
         }
       }
   SmallVector<size_t> cuts; // indices into cutAfter, in order
-  for (int64_t k = pp - 1, c = n; k > 0; --k) {
+  for (int64_t k = pieces - 1, c = n; k > 0; --k) {
     c = from[k][c];
     cuts.insert(cuts.begin(), c);
   }
@@ -166,14 +176,16 @@ void SplitStagesPass::runOnOperation() {
   SmallVector<Attribute> stageRefs;
   size_t begin = 0;
   Value input = forward.getArgument(0);
-  for (int64_t k = 0; k < pp; ++k) {
-    size_t end = k + 1 < pp ? cutAfter[cuts[k]] + 1 : work.size();
-    Value output = k + 1 < pp ? candidates[cuts[k]] : cast<func::ReturnOp>(body.getTerminator()).getOperand(0);
+  for (int64_t k = 0; k < pieces; ++k) {
+    size_t end = k + 1 < pieces ? cutAfter[cuts[k]] + 1 : work.size();
+    Value output = k + 1 < pieces ? candidates[cuts[k]] : cast<func::ReturnOp>(body.getTerminator()).getOperand(0);
     std::string name = (entry + "_stage" + std::to_string(k));
     auto fn = func::FuncOp::create(
         b, forward.getLoc(), name,
         b.getFunctionType({k == 0 ? forward.getArgumentTypes()[0] : input.getType()}, {output.getType()}));
-    fn->setAttr("ptrain.stage", b.getI64IntegerAttr(k));
+    fn->setAttr("ptrain.stage", b.getI64IntegerAttr(k % pp));
+    if (virtualStages > 1)
+      fn->setAttr("ptrain.virtual_stage", b.getI64IntegerAttr(k));
     if (k == 0 && forward.getArgAttr(0, "ptrain.onnx_name"))
       fn.setArgAttr(0, "ptrain.onnx_name", forward.getArgAttr(0, "ptrain.onnx_name"));
     Block *stageBody = fn.addEntryBlock();
@@ -206,6 +218,9 @@ void SplitStagesPass::runOnOperation() {
     begin = end;
     input = output;
   }
-  module->setAttr("ptrain.pipeline", b.getDictionaryAttr({b.getNamedAttr("pp", b.getI64IntegerAttr(pp)),
-                                                          b.getNamedAttr("stages", b.getArrayAttr(stageRefs))}));
+  SmallVector<NamedAttribute> attrs = {b.getNamedAttr("pp", b.getI64IntegerAttr(pp)),
+                                       b.getNamedAttr("stages", b.getArrayAttr(stageRefs))};
+  if (virtualStages > 1)
+    attrs.push_back(b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(virtualStages)));
+  module->setAttr("ptrain.pipeline", b.getDictionaryAttr(attrs));
 }

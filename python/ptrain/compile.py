@@ -1,7 +1,8 @@
 """ptrain-compile: an ONNX model to a compiled training step (DESIGN.md, L4).
 
     ptrain-compile model.onnx [--optimizer adamw|none] [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
-                   [--pp P --micro-batches M [--schedule 1f1b|gpipe]] --target cpu -o out/
+                   [--dp D] [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved
+                   [--virtual-stages V]]] --target cpu -o out/
 
 runs, writing every intermediate into out/:
 
@@ -10,6 +11,8 @@ runs, writing every intermediate into out/:
       with --pp P > 1 or --micro-batches M > 1 (the pipeline): --ptrain-split-stages="pp=P"
       --ptrain-build-training-step="micro-batches=M ..." --ptrain-schedule="micro-batches=M schedule=1f1b"
         --ptrain-lower-to-runtime (per-stage @stage<s>_train_step / _eval_step with explicit sends and receives)
+        --ptrain-verify-plan (abstract execution of every rank: no deadlock, no mismatched communication)
+      with --dp D > 1: --ptrain-build-training-step="dp=D [bucket-bytes=N]" (gradients averaged over dp)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
     out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys
@@ -114,7 +117,13 @@ def main(argv=None):
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--pp", type=int, default=1, help="pipeline stages (ranks under mpirun)")
     p.add_argument("--micro-batches", type=int, default=1, help="micro-batches per step")
-    p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe"], help="pipeline schedule")
+    p.add_argument("--dp", type=int, default=1,
+                   help="data-parallel replicas (ranks under mpirun: dp * pp; gradients averaged over dp)")
+    p.add_argument("--bucket-bytes", type=int, default=None,
+                   help="largest data-parallel all-reduce bucket in bytes (default: the pass's, 25 MiB)")
+    p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"], help="pipeline schedule")
+    p.add_argument("--virtual-stages", type=int, default=1,
+                   help="model chunks per pipeline stage (--schedule interleaved; micro-batches a multiple of pp)")
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"), help="host C++ compiler")
     p.add_argument("--build-dir", default=os.environ.get("PTRAIN_BUILD_DIR"))
     p.add_argument("--source-dir", default=os.environ.get("PTRAIN_SOURCE_DIR"))
@@ -128,12 +137,15 @@ def main(argv=None):
 
 
 def compile_model(args):
-    if args.pp < 1 or args.micro_batches < 1:
-        raise CompileError(f"--pp {args.pp} --micro-batches {args.micro_batches}: both must be at least 1")
-    pipeline = args.pp > 1 or args.micro_batches > 1
+    if args.pp < 1 or args.micro_batches < 1 or args.dp < 1:
+        raise CompileError(f"--dp {args.dp} --pp {args.pp} --micro-batches {args.micro_batches}: each must be at "
+                           "least 1")
+    if args.bucket_bytes is not None and args.bucket_bytes < 0:
+        raise CompileError(f"--bucket-bytes {args.bucket_bytes}: must be at least 0")
+    pipeline = args.pp > 1 or args.micro_batches > 1 or args.dp > 1
     if pipeline and args.optimizer != "adamw":
-        raise CompileError(f"--optimizer {args.optimizer}: a pipeline step (--pp/--micro-batches > 1) needs "
-                           "--optimizer adamw")
+        raise CompileError(f"--optimizer {args.optimizer}: a pipeline or data-parallel step (--dp/--pp/"
+                           "--micro-batches > 1) needs --optimizer adamw")
     if args.target != "cpu":
         raise CompileError(f"--target {args.target} is not yet supported; use --target cpu")
     if not args.build_dir or not args.source_dir:
@@ -162,10 +174,14 @@ def compile_model(args):
         run([opt, forward, f"--ptrain-build-training-step={options}", "--mlir-print-debuginfo", "-o", step],
             "building the training step")
     else:
-        passes = [f"--ptrain-split-stages=pp={args.pp}",
-                  f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}"]
+        data_parallel = f" dp={args.dp}"
+        if args.bucket_bytes is not None:
+            data_parallel += f" bucket-bytes={args.bucket_bytes}"
+        passes = [f"--ptrain-split-stages=pp={args.pp} virtual-stages={args.virtual_stages}",
+                  f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}{data_parallel}"]
         passes.append(f"--ptrain-schedule=micro-batches={args.micro_batches} schedule={args.schedule}")
         passes.append("--ptrain-lower-to-runtime")
+        passes.append("--ptrain-verify-plan")  # Every rank's steps run abstractly: no deadlock, no mismatch.
         run([opt, forward, *passes, "--mlir-print-debuginfo", "-o", step], "building the pipeline training step")
     run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", step, "-o", cpp], "C++ emission")
     run([args.cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", f"-I{include_dir}", cpp,
@@ -174,14 +190,17 @@ def compile_model(args):
     if pipeline:
         plan = {"model": os.path.abspath(args.model), "target": args.target, "optimizer": args.optimizer,
                 "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
-                "library": os.path.abspath(lib), "pp": args.pp, "micro_batches": args.micro_batches,
-                "schedule": args.schedule,
+                "library": os.path.abspath(lib), "dp": args.dp, "pp": args.pp,
+                "micro_batches": args.micro_batches,
+                "schedule": args.schedule, "virtual_stages": args.virtual_stages,
                 "entry_points": {"train": "ptrain_step_train", "eval": "ptrain_step_eval",
                                  "init": "ptrain_step_init", "save": "ptrain_step_save", "load": "ptrain_step_load",
                                  "finalize": "ptrain_step_finalize", "error": "ptrain_step_last_error"}}
         plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
         plan.update(describe_pipeline(plain, step))
-        plan["global_batch"] = plan["batch"] * args.micro_batches
+        # One replica's rows per step; the global batch stacks dp replicas (replica d reads rows [d R, (d+1) R)).
+        plan["replica_batch"] = plan["batch"] * args.micro_batches
+        plan["global_batch"] = plan["replica_batch"] * args.dp
         with open(os.path.join(out, "plan.json"), "w") as f:
             json.dump(plan, f, indent=2)
             f.write("\n")

@@ -1,15 +1,17 @@
-"""ptrain-run: train a compiled step (ptrain-compile's out/) under mpirun, one process per pipeline stage.
+"""ptrain-run: train a compiled step (ptrain-compile's out/) under mpirun, one process per grid rank (dp x pp).
 
     ptrain-run out/ --data DIR_OR_FILE --steps N [--val-every K] [--val-batches V] [--np P]
                [--checkpoint PATH] [--seed S] [--log run.json] [--timeout SECONDS]
 
 The launcher checks its inputs (out/plan.json, out/libstep.so, the data, the world size), then starts
-`mpirun -np <pp of plan.json> --oversubscribe --mca mpi_yield_when_idle 1` (as root with
+`mpirun -np <dp * pp of plan.json> --oversubscribe --mca mpi_yield_when_idle 1` (as root with
 OMPI_ALLOW_RUN_AS_ROOT{,_CONFIRM}=1; OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1 per rank) running this file with
 --worker. Each worker loads libstep.so with ctypes, calls ptrain_step_init (weights from the ONNX model named
 in plan.json; MPI and the pipeline communicator), and for every step draws the same batch of micro_batches x
 batch windows of seq bytes (data.py's byte-level corpus; window starts from random.Random(seed * 1000003 +
-step)) and calls ptrain_step_train; its stage runs its row of the schedule. Rank 0 shows a progress bar (tqdm
+step)) and calls ptrain_step_train; its stage runs its row of the schedule. With dp > 1 the drawn batch is
+the global one, dp times as many windows, of which data-parallel replica d (rank // pp) takes rows
+[d R, (d + 1) R). Rank 0 shows a progress bar (tqdm
 when importable, else one plain line) with the loss and tokens/s (tokens = micro_batches x batch x seq per
 step). Every K steps and after the last, the validation loss is the mean of ptrain_step_eval over V fixed
 batches of the held-out data. At the end, ptrain_step_save writes the checkpoint (one file per stage:
@@ -101,14 +103,16 @@ def read_data(train_path, val_path, seq):
     return train, val
 
 
-def batch(data, rows, seq, seed):
-    """rows windows of seq consecutive bytes as a ctypes int64 [rows, seq] buffer; starts from
-    random.Random(seed). No numpy needed."""
+def batch(data, rows, seq, seed, replica=0, replicas=1):
+    """Data-parallel replica `replica`'s rows of a global batch of replicas * rows windows of seq consecutive
+    bytes (window starts from random.Random(seed)), as a ctypes int64 [rows, seq] buffer: rows
+    [replica * rows, (replica + 1) * rows) of the global batch. No numpy needed."""
     rng = random.Random(seed)
     tokens = []
-    for _ in range(rows):
+    for r in range(replicas * rows):
         o = rng.randrange(len(data) - seq)
-        tokens.extend(data[o:o + seq])
+        if r // rows == replica:
+            tokens.extend(data[o:o + seq])
     return (ctypes.c_int64 * len(tokens))(*tokens)
 
 
@@ -117,10 +121,12 @@ def batch(data, rows, seq, seed):
 def launch(args):
     plan = load_plan(args.out)
     data_files(args.data)
-    np_ = plan["pp"] if args.np is None else args.np
-    if np_ != plan["pp"]:
-        raise RunError(f"--np {np_}: the step in {args.out} was compiled for pp = {plan['pp']} ranks "
-                       f"(one per pipeline stage); use --np {plan['pp']}")
+    world = plan.get("dp", 1) * plan["pp"]
+    np_ = world if args.np is None else args.np
+    if np_ != world:
+        raise RunError(f"--np {np_}: the step in {args.out} was compiled for dp * pp = {plan.get('dp', 1)} * "
+                       f"{plan['pp']} = {world} ranks (one per pipeline stage and data-parallel replica); use "
+                       f"--np {world}")
     if args.steps < 0 or (args.val_every is not None and args.val_every < 1):
         raise RunError("--steps must be >= 0 and --val-every >= 1")
     mpirun = shutil.which("mpirun")
@@ -223,20 +229,23 @@ def work(args):
     rank, stage = ctypes.c_int32(), ctypes.c_int32()
     step.check(step.lib.ptrain_step_rank(ctypes.byref(rank), ctypes.byref(stage)), "ptrain_step_rank")
     rank0 = rank.value == 0
-    val_batches = [batch(val, rows, seq, 7919 * (args.seed + 1) + j) for j in range(args.val_batches)]
+    # The grid is (dp, pp), row-major: this rank's replica is its rank divided by pp.
+    dp, replica = plan.get("dp", 1), rank.value // plan["pp"]
+    val_batches = [batch(val, rows, seq, 7919 * (args.seed + 1) + j, replica, dp) for j in range(args.val_batches)]
 
     def validate():
         return sum(step.loss("ptrain_step_eval", b) for b in val_batches) / len(val_batches)
 
     log = {"plan": {k: plan[k] for k in PLAN_KEYS if k not in ("library",)}, "steps": args.steps,
-           "seed": args.seed, "tokens_per_step": rows * seq, "train_loss": [], "val_loss": []}
+           "seed": args.seed, "tokens_per_step": dp * rows * seq, "train_loss": [], "val_loss": []}
+    log["plan"]["dp"] = dp
     bar = Bar(args.steps, rank0)
     v = validate()
     log["val_loss"].append([0, v])
     bar.write(f"step 0: val loss {v:.4f}")
     elapsed = 0.0
     for i in range(args.steps):
-        tokens = batch(train, rows, seq, args.seed * 1000003 + i)
+        tokens = batch(train, rows, seq, args.seed * 1000003 + i, replica, dp)
         t0 = time.perf_counter()
         loss = step.loss("ptrain_step_train", tokens)
         dt = time.perf_counter() - t0
@@ -244,7 +253,7 @@ def work(args):
         if not math.isfinite(loss):
             raise RunError(f"step {i + 1}: the loss is {loss}")
         log["train_loss"].append(loss)
-        bar.update(f"loss {loss:.4f} {rows * seq / dt:,.0f} tok/s")
+        bar.update(f"loss {loss:.4f} {dp * rows * seq / dt:,.0f} tok/s")
         if args.val_every and (i + 1) % args.val_every == 0 and i + 1 != args.steps:
             v = validate()
             log["val_loss"].append([i + 1, v])
@@ -253,11 +262,11 @@ def work(args):
         v = validate()
         log["val_loss"].append([args.steps, v])
         bar.close()
-        log["tokens_per_s"] = rows * seq * args.steps / elapsed
+        log["tokens_per_s"] = dp * rows * seq * args.steps / elapsed
         if rank0:
             print(f"step {args.steps}: train loss {log['train_loss'][-1]:.4f}, val loss {v:.4f}, "
                   f"{log['tokens_per_s']:,.0f} tok/s", flush=True)
-    if args.checkpoint:
+    if args.checkpoint and replica == 0:  # The dp replicas hold the same states: replica 0 saves them.
         path = args.checkpoint if plan["pp"] == 1 else f"{args.checkpoint}.stage{stage.value}"
         step.check(step.lib.ptrain_step_save(path.encode()), f"ptrain_step_save({path})")
         if rank0:

@@ -1,6 +1,7 @@
 // RUN: ptrain-translate --import-onnx %S/../../models/gpt/gpt.onnx -o %t.mlir
 // RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=4" --ptrain-schedule="schedule=1f1b" --ptrain-lower-to-runtime | FileCheck %s
 // RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=4" --ptrain-schedule="schedule=1f1b" --ptrain-lower-to-runtime="eval=false" | FileCheck %s --check-prefix=NOEVAL
+// RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2 virtual-stages=2" --ptrain-build-training-step="micro-batches=4" --ptrain-schedule="schedule=interleaved" --ptrain-lower-to-runtime="eval=false" | FileCheck %s --check-prefix=IL
 
 // The bundled GPT, pp = 2, 4 micro-batches of [4, 64] tokens, 1F1B. Stage 0's row is F0 F1 B0 F2 B1 F3 B2 B3 O:
 // each forward sends its output to stage 1 (tag 2i); each backward receives the gradient (tag 2i+1), then waits
@@ -71,3 +72,26 @@
 
 // NOEVAL-LABEL: func.func @stage0_train_step(
 // NOEVAL-NOT: _eval_step
+
+// Interleaved 1F1B (pp = 2, 2 chunks): stage 0 runs virtual stages 0 and 2, so the input of virtual stage 2
+// comes from stage 1 (offset +1, wrapping around). The transfer between virtual stages c and c + 1 of
+// micro-batch i has tag 2 (i v + c / pp) (+ 1 for the gradient), unique per (source, destination);
+// stage 1's last chunk (virtual stage 3) runs the fused forward-backward and sends its input gradient back.
+// IL-LABEL: func.func @stage0_train_step
+// IL: call @forward_stage0
+// IL: ptrain.send_start {{.*}} to @grid axis pp offset 1 {ptrain.tag = 0 : i64}
+// IL: call @forward_stage0
+// IL: ptrain.send_start {{.*}} to @grid axis pp offset 1 {ptrain.tag = 4 : i64}
+// IL: ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 0 : i64}
+// IL: call @forward_stage2
+// IL: ptrain.send_start {{.*}} to @grid axis pp offset 1 {ptrain.tag = 2 : i64}
+// IL: call @stage2_backward
+// IL: call @stage0_backward
+// IL: call @stage0_optimizer_step
+// IL-LABEL: func.func @stage1_train_step
+// IL: ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64}
+// IL: call @forward_stage1
+// IL: ptrain.send_start {{.*}} to @grid axis pp offset -1 {ptrain.tag = 0 : i64}
+// IL: call @stage3_forward_backward
+// IL: call @stage1_backward
+// IL: call @stage1_optimizer_step

@@ -12,8 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Import/ONNX/Initializers.h"
 #include "ptrain/Interpreter/Interpreter.h"
+#include "ptrain/Interpreter/MultiRankExecutor.h"
 #include "ptrain/Tools/Registration.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,44 +25,65 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace mlir;
 using namespace mlir::ptrain;
 
-static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional, llvm::cl::desc("<model.mlir>"),
-                                            llvm::cl::Required);
+static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional, llvm::cl::desc("<model.mlir>"), llvm::cl::Required);
 static llvm::cl::opt<std::string>
     weightsFile("weights",
                 llvm::cl::desc("ONNX model whose initializers give the state values by key (default: the "
                                "module attribute ptrain.onnx_file, relative to the current directory)"),
                 llvm::cl::value_desc("model.onnx"));
-static llvm::cl::list<std::string> argumentFiles("input",
-                                                 llvm::cl::desc("TensorProto file for the next argument"),
+static llvm::cl::list<std::string> argumentFiles("input", llvm::cl::desc("TensorProto file for the next argument"),
                                                  llvm::cl::value_desc("file.pb"));
 static llvm::cl::list<std::string>
     expectFiles("expect", llvm::cl::desc("TensorProto file with the expected value of the next result"),
                 llvm::cl::value_desc("file.pb"));
-static llvm::cl::opt<double> absoluteTolerance("atol",
-                                               llvm::cl::desc("largest accepted |result - expected|"),
+static llvm::cl::opt<double> absoluteTolerance("atol", llvm::cl::desc("largest accepted |result - expected|"),
                                                llvm::cl::init(1e-5));
-static llvm::cl::opt<std::string> expectGrads(
-    "expect-grads",
-    llvm::cl::desc("ONNX file whose initializers are the expected gradients: each result with a "
-                   "ptrain.grad_of attribute is compared with the initializer of that name"),
-    llvm::cl::value_desc("reference_grads.onnx"));
-static llvm::cl::opt<double> relativeTolerance(
-    "rtol", llvm::cl::desc("largest accepted max|result - expected| / max|expected| for --expect-grads"),
-    llvm::cl::init(1e-4));
-static llvm::cl::opt<bool> runPipeline(
-    "pipeline",
-    llvm::cl::desc("run the stages named by the module's ptrain.pipeline attribute in order, each on the "
-                   "previous stage's results (the inputs go to stage 0), instead of --entry"));
-static llvm::cl::opt<std::string> entryName("entry", llvm::cl::desc("function to run"),
-                                            llvm::cl::init("forward"));
+static llvm::cl::opt<std::string>
+    expectGrads("expect-grads",
+                llvm::cl::desc("ONNX file whose initializers are the expected gradients: each result with a "
+                               "ptrain.grad_of attribute is compared with the initializer of that name"),
+                llvm::cl::value_desc("reference_grads.onnx"));
+static llvm::cl::opt<double>
+    relativeTolerance("rtol",
+                      llvm::cl::desc("largest accepted max|result - expected| / max|expected| for --expect-grads"),
+                      llvm::cl::init(1e-4));
+static llvm::cl::opt<bool>
+    runPipeline("pipeline",
+                llvm::cl::desc("run the stages named by the module's ptrain.pipeline attribute in order, each on the "
+                               "previous stage's results (the inputs go to stage 0), instead of --entry"));
+static llvm::cl::opt<bool> multiRank(
+    "multi-rank",
+    llvm::cl::desc("run every rank of the module's ptrain.grid in process (the multi-rank executor): each rank "
+                   "runs its stage's function with ptrain.entry = --entry-kind (the steps of "
+                   "--ptrain-lower-to-runtime; @train_step without a pipeline) --steps times; --input is the "
+                   "global batch, of which data-parallel replica d reads rows [d*R, (d+1)*R)"));
+static llvm::cl::opt<std::string> entryKind("entry-kind", llvm::cl::desc("--multi-rank: train or eval (default train)"),
+                                            llvm::cl::init("train"));
+static llvm::cl::opt<int> numSteps("steps", llvm::cl::desc("--multi-rank: how many steps to run"), llvm::cl::init(1));
+static llvm::cl::opt<int>
+    randomTokens("random-tokens",
+                 llvm::cl::desc("--multi-rank without --input: a global batch of token ids drawn uniformly from the "
+                                "vocabulary (the embedding table's rows) with this seed, new for every step"),
+                 llvm::cl::init(-1));
+static llvm::cl::opt<std::string>
+    tokensFile("tokens-file",
+               llvm::cl::desc("--multi-rank: raw little-endian int64 token ids, --steps global batches one after the "
+                              "other (step k reads the k-th [dp*R, S] block)"),
+               llvm::cl::value_desc("tokens.bin"));
+static llvm::cl::opt<bool> printStates("print-states",
+                                       llvm::cl::desc("--multi-rank: after the last step, print every rank's "
+                                                      "parameters (type, max|x|, FNV-1a of the f32 bits)"));
+static llvm::cl::opt<std::string> entryName("entry", llvm::cl::desc("function to run"), llvm::cl::init("forward"));
 static llvm::cl::opt<bool> printSummary("print-summary",
                                         llvm::cl::desc("print the ops evaluated and the states loaded"));
 
@@ -85,6 +108,145 @@ static double maxAbsDiff(const interp::Tensor &a, const interp::Tensor &b) {
     worst = std::max(worst, std::fabs(x - y));
   }
   return worst;
+}
+
+/// FNV-1a 64 of the f32 bit patterns (floats) or int64 values (integers) of `t`.
+static uint64_t fingerprint(const interp::Tensor &t) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int64_t i = 0, e = t.getNumElements(); i < e; ++i) {
+    uint64_t bits;
+    if (t.getDType() == interp::DType::F32) {
+      float f = static_cast<float>(t.floats()[i]);
+      uint32_t b;
+      std::memcpy(&b, &f, sizeof b);
+      bits = b;
+    } else if (t.isFloat()) {
+      double d = t.floats()[i];
+      std::memcpy(&bits, &d, sizeof bits);
+    } else {
+      bits = static_cast<uint64_t>(t.ints()[i]);
+    }
+    for (int k = 0; k < 8; ++k) {
+      h ^= (bits >> (8 * k)) & 0xff;
+      h *= 0x100000001b3ull;
+    }
+  }
+  return h;
+}
+
+/// --multi-rank: the steps of every rank of the grid, in process.
+static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vector<interp::Tensor> arguments) {
+  llvm::Expected<std::unique_ptr<interp::MultiRankExecutor>> created =
+      interp::MultiRankExecutor::create(module, std::move(states));
+  if (!created)
+    return fail(llvm::toString(created.takeError()));
+  interp::MultiRankExecutor &executor = **created;
+  const int64_t n = executor.getNumRanks();
+  std::vector<std::string> entries;
+  for (int64_t r = 0; r < n; ++r) {
+    llvm::Expected<std::string> entry = executor.entryForRank(r, entryKind, entryKind == "train" ? "train_step" : "");
+    if (!entry)
+      return fail(llvm::toString(entry.takeError()));
+    entries.push_back(*entry);
+  }
+  // The local batch of a replica: the entry's token argument; the global batch stacks dp replicas.
+  auto fn = module.lookupSymbol<func::FuncOp>(entries[0]);
+  auto local = fn.getNumArguments() == 1 ? dyn_cast<RankedTensorType>(fn.getArgumentTypes()[0]) : nullptr;
+  if (!local || local.getRank() != 2 || !local.hasStaticShape() || !local.getElementType().isInteger(64))
+    return fail("--multi-rank: @" + entries[0] + " must take one tensor<RxSxi64> of token ids");
+  int64_t dp = 1;
+  for (const std::string &axis : executor.getAxisNames())
+    if (axis == "dp")
+      dp = executor.getCoordinate(n - 1, "dp") + 1;
+  const int64_t rows = local.getDimSize(0), seq = local.getDimSize(1);
+  interp::Tensor global;
+  if (!arguments.empty()) {
+    if (arguments.size() != 1 || arguments[0].isFloat() || arguments[0].getRank() != 2 ||
+        arguments[0].getShape()[0] != dp * rows || arguments[0].getShape()[1] != seq)
+      return fail("--multi-rank: --input must be one integer tensor of the global batch [" + llvm::Twine(dp * rows) +
+                  ", " + llvm::Twine(seq) + "] (dp = " + llvm::Twine(dp) + " replicas of " + llvm::Twine(rows) +
+                  " rows), got " + (arguments.empty() ? std::string("none") : arguments[0].getTypeString()));
+    global = arguments[0];
+  } else if (randomTokens < 0 && tokensFile.empty()) {
+    return fail("--multi-rank needs --input (the global batch of token ids), --tokens-file or --random-tokens SEED");
+  }
+  std::vector<int64_t> fileTokens;
+  if (!tokensFile.empty()) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getFile(tokensFile);
+    if (!buffer)
+      return fail("cannot read '" + tokensFile + "': " + buffer.getError().message());
+    const int64_t want = static_cast<int64_t>(numSteps) * dp * rows * seq;
+    if (static_cast<int64_t>((*buffer)->getBufferSize()) != want * 8)
+      return fail("'" + tokensFile + "' has " + llvm::Twine((*buffer)->getBufferSize()) + " bytes; " +
+                  llvm::Twine(numSteps) + " step(s) of [" + llvm::Twine(dp * rows) + ", " + llvm::Twine(seq) +
+                  "] int64 token ids are " + llvm::Twine(want * 8));
+    fileTokens.resize(want);
+    std::memcpy(fileTokens.data(), (*buffer)->getBufferStart(), want * 8);
+  }
+  int64_t vocab = 0;
+  module.walk([&](EmbeddingOp e) { vocab = e.getTable().getType().getDimSize(0); });
+  if (global.getNumElements() == 0 && vocab <= 0)
+    return fail("--random-tokens: no ptrain.embedding gives the vocabulary size");
+
+  for (int step = 1; step <= numSteps; ++step) {
+    if (!fileTokens.empty()) {
+      const int64_t block = dp * rows * seq;
+      std::vector<int64_t> ids(fileTokens.begin() + (step - 1) * block, fileTokens.begin() + step * block);
+      llvm::Expected<interp::Tensor> read = interp::Tensor::fromInts(interp::DType::I64, {dp * rows, seq}, ids);
+      if (!read)
+        return fail(llvm::toString(read.takeError()));
+      global = std::move(*read);
+    } else if (arguments.empty()) {
+      std::vector<int64_t> ids(dp * rows * seq);
+      uint64_t x = 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(randomTokens) * 1000003ull + step);
+      for (int64_t &id : ids) { // splitmix64
+        uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        id = static_cast<int64_t>((z ^ (z >> 31)) % static_cast<uint64_t>(vocab));
+      }
+      global = cantFail(interp::Tensor::fromInts(interp::DType::I64, {dp * rows, seq}, ids));
+    }
+    llvm::Expected<std::vector<std::vector<interp::Tensor>>> results = executor.run(
+        [&](int64_t r) { return entries[r]; },
+        [&](int64_t r) {
+          int64_t d = executor.getCoordinate(r, "dp");
+          std::vector<int64_t> rowIds(rows * seq);
+          for (int64_t i = 0; i < rows * seq; ++i)
+            rowIds[i] = global.ints()[d * rows * seq + i];
+          return std::vector<interp::Tensor>{cantFail(interp::Tensor::fromInts(
+              local.getElementType().isInteger(64) ? interp::DType::I64 : interp::DType::I32, {rows, seq}, rowIds))};
+        });
+    if (!results)
+      return fail(llvm::toString(results.takeError()));
+    const interp::Tensor &loss0 = (*results)[0].at(0);
+    bool agree = true;
+    for (const std::vector<interp::Tensor> &rank : *results)
+      agree &= !rank.empty() && rank[0].getNumElements() == 1 && rank[0].getAsDouble(0) == loss0.getAsDouble(0);
+    if (!agree) {
+      for (auto [r, rank] : llvm::enumerate(*results))
+        llvm::outs() << executor.describeRank(r) << ": loss "
+                     << llvm::format("%.9g", rank.empty() ? NAN : rank[0].getAsDouble(0)) << "\n";
+      return fail("step " + llvm::Twine(step) + ": the ranks return different losses");
+    }
+    llvm::outs() << "step " << step << ": loss " << llvm::format("%.9g", loss0.getAsDouble(0)) << " on all " << n
+                 << " rank(s)\n";
+  }
+  if (printStates)
+    for (int64_t r = 0; r < n; ++r) {
+      std::vector<std::string> keys;
+      for (auto &entry : executor.getStates(r))
+        keys.push_back(entry.getKey().str());
+      llvm::sort(keys);
+      for (const std::string &key : keys) {
+        const interp::Tensor &t = executor.getStates(r).find(key)->second;
+        llvm::outs() << "rank " << r << " '" << key << "' " << t.getTypeString()
+                     << llvm::format(" max|x| = %.6e fnv1a = %016llx", t.maxAbs(),
+                                     static_cast<unsigned long long>(fingerprint(t)))
+                     << "\n";
+      }
+    }
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -123,9 +285,10 @@ int main(int argc, char **argv) {
     arguments.push_back(std::move(*tensor));
   }
 
-  interp::Interpreter interpreter(*module, [&](llvm::StringRef key, RankedTensorType) {
-    return initializers->read(key);
-  });
+  interp::StateProvider provider = [&](llvm::StringRef key, RankedTensorType) { return initializers->read(key); };
+  if (multiRank)
+    return runMultiRank(*module, provider, std::move(arguments));
+  interp::Interpreter interpreter(*module, provider);
   llvm::Expected<std::vector<interp::Tensor>> results = std::vector<interp::Tensor>();
   if (runPipeline) {
     auto pipeline = (*module)->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
@@ -165,8 +328,7 @@ int main(int argc, char **argv) {
   bool mismatch = false;
   llvm::outs() << "@" << entryName << ": " << results->size() << " result(s)\n";
   for (auto [i, result] : llvm::enumerate(*results)) {
-    llvm::outs() << "result " << i << ": " << result.getTypeString()
-                 << llvm::format(" max|x| = %.6e", result.maxAbs());
+    llvm::outs() << "result " << i << ": " << result.getTypeString() << llvm::format(" max|x| = %.6e", result.maxAbs());
     if (result.getNumElements() == 1)
       llvm::outs() << llvm::format(" value = %.9g", result.getAsDouble(0));
     llvm::outs() << "\n";
@@ -176,15 +338,15 @@ int main(int argc, char **argv) {
       if (!expected)
         return fail(llvm::toString(expected.takeError()));
       if (expected->getShape() != result.getShape())
-        return fail("gradient of '" + gradOf.getValue() + "' is " + result.getTypeString() + " but '" +
-                    expectGrads + "' holds " + expected->getTypeString());
+        return fail("gradient of '" + gradOf.getValue() + "' is " + result.getTypeString() + " but '" + expectGrads +
+                    "' holds " + expected->getTypeString());
       double scale = expected->maxAbs();
       double rel = maxAbsDiff(result, *expected) / (scale > 0 ? scale : 1.0);
       bool ok = rel <= relativeTolerance; // False for NaN.
       mismatch |= !ok;
-      llvm::outs() << "  grad of '" << gradOf.getValue() << "': max|x - expected| / max|expected| = "
-                   << llvm::format("%.3e", rel) << llvm::format(" (rtol %.1e): ", relativeTolerance.getValue())
-                   << (ok ? "ok" : "MISMATCH") << "\n";
+      llvm::outs() << "  grad of '" << gradOf.getValue()
+                   << "': max|x - expected| / max|expected| = " << llvm::format("%.3e", rel)
+                   << llvm::format(" (rtol %.1e): ", relativeTolerance.getValue()) << (ok ? "ok" : "MISMATCH") << "\n";
     }
     if (expectFiles.empty())
       continue;
@@ -198,8 +360,7 @@ int main(int argc, char **argv) {
     bool ok = diff <= absoluteTolerance; // False for NaN.
     mismatch |= !ok;
     llvm::outs() << "  max|x - expected| = " << llvm::format("%.6e", diff)
-                 << llvm::format(" (atol %.1e): ", absoluteTolerance.getValue()) << (ok ? "ok" : "MISMATCH")
-                 << "\n";
+                 << llvm::format(" (atol %.1e): ", absoluteTolerance.getValue()) << (ok ? "ok" : "MISMATCH") << "\n";
   }
 
   if (printSummary) {

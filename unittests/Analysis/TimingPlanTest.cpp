@@ -20,7 +20,8 @@ namespace {
 
 PipelineCosts uniformCosts(const char *kind, int p, int m, double f, double b) {
   PipelineCosts costs;
-  costs.table = buildScheduleTable(kind, p, m);
+  std::string error;
+  costs.table = *buildScheduleTable(kind, p, /*v=*/1, m, error);
   costs.stages.resize(p);
   for (StageCosts &c : costs.stages) {
     c.forward = f;

@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace mlir::ptrain::interp {
@@ -36,8 +37,26 @@ struct RunStatistics {
   std::vector<std::pair<std::string, std::string>> statesRead;
 };
 
+/// `file:line:col` for file locations (looking through names, call sites and fused locations), else MLIR's
+/// spelling of `loc`; used to name ops in every interpreter and executor message.
+std::string formatLocation(Location loc);
+
+/// Prefixes `error` with `op`'s location and name: `file:7:10: 'ptrain.embedding': <message>`.
+llvm::Error opError(Operation *op, llvm::Error error);
+
+/// MLIR's spelling of `type` (`tensor<4x64xf32>`), for messages.
+std::string typeString(Type type);
+
+/// Evaluates one side-effect-free op of the reference interpreter's set (every model and backward op,
+/// `ptrain.adamw`, `arith.constant`) on the operand values that `get` returns; std::nullopt when the op is not
+/// one of them (state access, communication, calls and returns are the caller's: Interpreter, MultiRankExecutor).
+/// The error, when there is one, is the kernel's message without the op's location.
+std::optional<llvm::Expected<std::vector<Tensor>>> evaluateOp(Operation *op,
+                                                              llvm::function_ref<const Tensor &(Value)> get);
+
 /// Evaluates functions of one module. Supported ops: every ptrain model op, every backward op of
-/// PTrainGradientOps.td (so a forward + backward step built by the gradient rules runs), `ptrain.state_read`,
+/// PTrainGradientOps.td (so a forward + backward step built by the gradient rules runs), `ptrain.adamw`,
+/// `ptrain.state_read`,
 /// `arith.constant` with a DenseElementsAttr, and `func.return`; anything else is an error naming the op.
 class Interpreter {
 public:

@@ -23,8 +23,7 @@ namespace mlir::ptrain::interp {
 
 /// The numpy broadcast of two shapes (aligned from the last dimension; each pair equal or one of them 1), or
 /// an error naming both shapes.
-llvm::Expected<llvm::SmallVector<int64_t>> broadcastShapes(llvm::ArrayRef<int64_t> lhs,
-                                                           llvm::ArrayRef<int64_t> rhs);
+llvm::Expected<llvm::SmallVector<int64_t>> broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
 /// For each element of `outShape` (row-major), the flat index of the element of `inShape` broadcast to it.
 /// Precondition: `inShape` broadcasts to `outShape`.
 std::vector<int64_t> broadcastIndexMap(llvm::ArrayRef<int64_t> outShape, llvm::ArrayRef<int64_t> inShape);
@@ -92,14 +91,38 @@ llvm::Expected<Tensor> evalTranspose(const Tensor &input, llvm::ArrayRef<int64_t
 llvm::Expected<std::vector<Tensor>> evalSplit(const Tensor &input, int64_t axis, llvm::ArrayRef<int64_t> sizes);
 /// `ptrain.slice`: result[i] = input[offsets + i] for i < sizes (static, unit stride); offsets and sizes have
 /// one entry per dimension with 0 <= offset and offset + size <= dimension.
-llvm::Expected<Tensor> evalSlice(const Tensor &input, llvm::ArrayRef<int64_t> offsets,
-                                 llvm::ArrayRef<int64_t> sizes);
+llvm::Expected<Tensor> evalSlice(const Tensor &input, llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> sizes);
 /// `ptrain.concat`: the inputs (at least one, one rank and element type, equal dimensions but `axis`) joined
 /// along `axis` (negative counts from the end).
 llvm::Expected<Tensor> evalConcat(llvm::ArrayRef<const Tensor *> inputs, int64_t axis);
 /// `ptrain.pad`: `input` surrounded by zeros, low[d] before and high[d] after dimension d (both >= 0, one entry
 /// per dimension); the adjoint of `ptrain.slice`. Any element type.
 llvm::Expected<Tensor> evalPad(const Tensor &input, llvm::ArrayRef<int64_t> low, llvm::ArrayRef<int64_t> high);
+
+//===--- Optimizers (Optimizer.cpp) ---------------------------------------===//
+
+/// The attributes of one `ptrain.adamw` op: the learning-rate schedule (#ptrain.lr_schedule) and AdamW's
+/// hyperparameters.
+struct AdamWHyperparameters {
+  double peak;     ///< peak learning rate
+  int64_t warmup;  ///< linear warm-up steps
+  int64_t total;   ///< steps after which the rate stays at peak * minRatio
+  double minRatio; ///< the cosine's floor as a fraction of the peak
+  double beta1, beta2, epsilon, weightDecay;
+};
+
+/// The learning rate of `ptrain.lr_schedule` at the 1-based step `t`: peak * t / warmup for t <= warmup, then
+/// min + (peak - min) * 0.5 * (1 + cos(pi * min(1, (t - warmup) / (total - warmup)))) with min = peak *
+/// minRatio (Goyal et al. 2017, sec. 2.2; Loshchilov & Hutter, "SGDR", ICLR 2017, eq. 5), in double.
+double learningRate(const AdamWHyperparameters &h, int64_t t);
+
+/// `ptrain.adamw`: {new_param, new_m, new_v} of one AdamW step (Loshchilov & Hutter, ICLR 2019, Algorithm 2,
+/// torch.optim.AdamW's parameterization): m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+/// p = p (1 - lr wd) - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), with lr = learningRate(t).
+/// Each element is computed in double from the f32 operands and each result rounded once to f32. `param`,
+/// `grad`, `m`, `v` share one f32 type; `step` is a rank-0 integer tensor t >= 1.
+llvm::Expected<std::vector<Tensor>> evalAdamW(const Tensor &param, const Tensor &grad, const Tensor &m, const Tensor &v,
+                                              const Tensor &step, const AdamWHyperparameters &h);
 
 } // namespace mlir::ptrain::interp
 

@@ -40,6 +40,25 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
       fused embedding sync, a first/last-stage group, replaces this in the compression passes).
     `@forward_stage<s>` stays the stage's forward.
 
+    With virtual stages (`--ptrain-split-stages="virtual-stages=V"`, the interleaved schedule), the forward,
+    backward and forward-backward functions are built per virtual stage c in [0, P V) (`ptrain.stage` = the
+    rank c mod P, `ptrain.virtual_stage` = c; the last virtual stage has the loss), and one
+    `@stage<s>_optimizer_step` per rank s covers the parameters of all its chunks.
+
+    Data parallelism (`dp` = D > 1, pipeline mode only): the grid is `@grid(dp = D, pp = P)` (row-major, so
+    the D replicas of a stage are P ranks apart) and each replica runs the same step on its own rows of the
+    global batch (the driver gives replica d rows [d R, (d + 1) R) of D R). Before the tied-parameter sync,
+    `@stage<s>_optimizer_step` averages every gradient accumulator of the stage over `dp` with
+    `ptrain.all_reduce_start ... axes [dp] reduction = avg`, bucketed like PyTorch DDP (Li et al., "PyTorch
+    Distributed", VLDB 2020, sec. 3.2.3): the stage's parameters in reverse order of first use (the order their
+    gradients become final in a backward pass) fill buckets of at most `bucket-bytes` (a larger parameter gets
+    its own bucket); a bucket of several gradients is flattened and concatenated into one 1-D tensor, reduced,
+    and split back. All buckets are started before the first is waited on, so they are in flight together.
+    The tied sync then sums the dp-averaged gradients over `pp`, so every replica of the first and of the last
+    stage holds the same full gradient and updates its copy of the tied weight identically. The averaged
+    gradient of D replicas of M micro-batches each is the mean over D M micro-batches: the step equals a
+    one-rank step over the global batch.
+
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-build-training-step="optimizer=adamw lr=3e-4 warmup-steps=100 total-steps=2000"
     func.func @train_step(%tokens: tensor<4x64xi64>) -> tensor<f32> {
@@ -67,8 +86,14 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     Option<"beta2", "beta2", "double", /*default=*/"0.95", "AdamW beta2.">,
     Option<"epsilon", "epsilon", "double", /*default=*/"1e-8", "AdamW epsilon.">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.1", "AdamW decoupled weight decay.">,
+    Option<"dp", "dp", "int64_t", /*default=*/"1",
+           "Data-parallel replicas (pipeline mode): gradients are averaged over the grid axis dp.">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "Largest data-parallel all-reduce bucket in bytes (default 25 MiB, PyTorch DDP's bucket_cap_mb = 25); "
+           "0 reduces every gradient on its own.">,
   ];
   let statistics = [
+    Statistic<"numBuckets", "dp-buckets", "Data-parallel gradient all-reduce buckets">,
     Statistic<"numParameters", "parameters", "Parameters differentiated">,
     Statistic<"numBackwardOps", "backward-ops", "Ops built by gradient rules">,
   ];
@@ -89,8 +114,14 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
     layers, a layer is recognized by its attention). `@forward` is kept as the reference; the module gets
     `ptrain.pipeline = {pp = P, stages = [...]}`.
 
-    Fails when `pp` is below 1, or when the forward has fewer than `pp - 1` layer boundaries (more stages
-    than layers), naming how many there are.
+    With `virtual-stages` = v > 1 (the interleaved schedule, Narayanan et al., "Efficient Large-Scale Language
+    Model Training on GPU Clusters Using Megatron-LM", SC'21, sec. 2.2.2), the forward is cut into P v
+    virtual stages `@forward_stage<c>`, c in [0, P v); virtual stage c runs on rank (pipeline stage) c mod P,
+    so rank r holds the v model chunks r, r + P, ..., each with `ptrain.stage = c mod P` and
+    `ptrain.virtual_stage = c`; the pipeline attribute gets `virtual_stages = v`.
+
+    Fails when `pp` is below 1, `virtual-stages` below 1 or above 1 with pp < 2, or when the forward has
+    fewer than `pp v - 1` layer boundaries (more stages than layers), naming how many there are.
 
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-split-stages="pp=2"
@@ -101,6 +132,8 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::ptrain::PTrainDialect"];
   let options = [
     Option<"pp", "pp", "int64_t", /*default=*/"2", "Number of pipeline stages.">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "Model chunks per pipeline stage (interleaved 1F1B): pp * virtual-stages virtual stages.">,
     Option<"entry", "entry", "std::string", /*default=*/"\"forward\"", "The forward function.">,
   ];
   let statistics = [
@@ -109,7 +142,7 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
 }
 
 def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
-  let summary = "Writes the per-stage pipeline schedule table (GPipe or 1F1B).";
+  let summary = "Writes the per-stage pipeline schedule table (GPipe, 1F1B or interleaved 1F1B).";
   let description = [{
     For a module built by `--ptrain-build-training-step` after `--ptrain-split-stages`, writes the module
     attribute `ptrain.schedule = {kind, micro_batches, table}`: per stage s of P, the ordered steps
@@ -121,7 +154,17 @@ def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
     * `gpipe`: all forwards, then all backwards (Huang et al., "GPipe", NeurIPS 2019).
     * `1f1b`: stage s runs min(P - s - 1, M) warm-up forwards, then alternates one forward and one backward,
       then the cool-down backwards (Narayanan et al., "PipeDream-Flush", ICML 2021; Megatron-LM); its bubble
-      is (P - 1) / M of the ideal time.
+      is (P - 1) / M of the ideal time. Fewer micro-batches than stages (M < P - 1) is the degenerate case:
+      every stage runs all its forwards, then all its backwards, which is correct and deadlock-free.
+    * `interleaved` (after `--ptrain-split-stages="pp=P virtual-stages=V"`): Megatron-LM's interleaved 1F1B
+      (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM",
+      SC'21, sec. 2.2.2): each stage holds V model chunks (virtual stages k P + s); of its M V
+      chunk-micro-batches, (P - s - 1) 2 + (V - 1) P are warm-up forwards (all when M = P), then one forward
+      and one backward alternate; forwards go through the chunks in groups of P micro-batches, backwards
+      through the chunks in reverse. Steps name the chunk after a dot: `"F<i>.<k>"`, `"B<i>.<k>"`,
+      `"FB<i>.<k>"` (chunk 0 without the suffix, so GPipe and 1F1B tables read as before). The last virtual
+      stage runs FB at its forward's slot. Needs P >= 2, V >= 2 and M a multiple of P (else an error saying
+      so); the bubble is (P - 1) / (V M). The attribute gets `virtual_stages = V`.
 
     The table is checked by executing all stages with rendezvous semantics (a forward on s > 0 waits for the
     same micro-batch's forward on s - 1, a backward on s < P - 1 for its backward on s + 1): a table that
@@ -134,9 +177,70 @@ def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"", "gpipe or 1f1b.">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"", "gpipe, 1f1b or interleaved.">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"0",
            "Micro-batches per step; 0 takes ptrain.pipeline's micro_batches.">,
+  ];
+}
+
+def PrintSchedulePass : Pass<"ptrain-print-schedule", "::mlir::ModuleOp"> {
+  let summary = "Prints the schedule table per rank with its unit-cost timing and bubble.";
+  let description = [{
+    Prints `ptrain.schedule` (after `--ptrain-schedule`) to standard output: one line per pipeline stage
+    (rank) with its steps in order (`F<i>`, `B<i>`, `FB<i>`, `O`; `.<k>` names model chunk k > 0 of the
+    interleaved schedule), then the table executed with unit costs (a chunk's forward 1, backward 2, the fused
+    FB 3; communication free; ScheduleTable.h's simulateScheduleTable): the makespan and, per stage, its busy
+    and idle time before the makespan and the bubble idle / busy. For 1F1B with equal stages the bubble is
+    (P - 1) / M (Narayanan et al., SC'21, sec. 2.2.1); interleaved with v chunks, (P - 1) / (v M) (sec. 2.2.2).
+    The module is unchanged. Fails when there is no schedule or a step is malformed.
+
+    ```
+    // ptrain-opt step.mlir --ptrain-schedule="schedule=1f1b" --ptrain-print-schedule -o /dev/null
+    schedule 1f1b: pp = 2, virtual stages = 1, micro-batches = 4
+    stage 0: F0 F1 B0 F2 B1 F3 B2 B3 O
+    stage 1: FB0 FB1 FB2 FB3 O
+    unit costs (forward 1, backward 2 per model chunk, free communication): makespan 15
+    stage 0: busy 12, idle 3, bubble (idle / busy) 0.2500
+    stage 1: busy 12, idle 3, bubble (idle / busy) 0.2500
+    ```
+  }];
+}
+
+def VerifyPlanPass : Pass<"ptrain-verify-plan", "::mlir::ModuleOp"> {
+  let summary = "Executes every rank of the plan abstractly and rejects deadlocks and mismatched communication.";
+  let description = [{
+    Runs the lowered steps (`ptrain.entry = "train"` and `"eval"`, one per pipeline stage, after
+    `--ptrain-lower-to-runtime`) of every rank of the module's `ptrain.grid` at once in the multi-rank
+    executor's abstract mode (include/ptrain/Interpreter/MultiRankExecutor.h): types instead of values, calls
+    followed, communication matched with rendezvous semantics (a transfer's wait completes once both sides
+    have posted; a collective's once every member of its communicator has). It is DESIGN.md's timing simulator
+    at zero cost. The module is rejected, with the conflicting operations named (rank, op, location,
+    function and op index), when
+    * the ranks deadlock (no rank can progress): every blocked rank's wait and the transfer or collective it
+      waits for, e.g. a receive whose send is never posted (a dropped send), or two ranks that both wait for
+      a receive before they send;
+    * a send and its receive (matched by grid axis, source, destination and `ptrain.tag`) disagree on the
+      tensor type (shape or element type);
+    * the k-th collectives of the members of one communicator differ (op, types, reduction, dimension or
+      root), i.e. the ranks issue collectives in different orders;
+    * a rank returns with a transfer or collective it started and never waited on (a send without its
+      receive);
+    * a peer is outside the grid.
+    Two collectives of the same kind and type issued in swapped order on two ranks cannot be told apart by
+    types and are accepted (their values would be swapped, not hung). Cost: one walk of every rank's steps,
+    O(ranks x ops), no arithmetic.
+
+    ```mlir
+    // ptrain-opt plan.mlir --ptrain-verify-plan
+    error: --ptrain-verify-plan: train step: deadlock: no rank can progress
+      rank 0 (pp=0) waits at 'ptrain.wait' at plan.mlir:16:10 in @stage0_train_step (op 2) for
+        'ptrain.recv_start' (tag 1) at plan.mlir:15:10 in @stage0_train_step (op 1), a receive from rank 1
+        (pp=1) that has not posted the matching send
+      rank 1 (pp=1) waits at ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numRanks", "ranks", "Ranks executed">,
   ];
 }
 
@@ -157,11 +261,20 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
       send the input gradient to offset -1 (s > 0);
     * `O`: wait on every outstanding send, then `func.call @stage<s>_optimizer_step`.
 
-    The loss is the sum over the micro-batches divided by M on the last stage and 0 elsewhere, all-reduced
-    (sum) over `pp` so that every rank returns the mean loss. Transfers carry the tag `ptrain.tag` (2i for
+    The loss is the sum over the micro-batches divided by M (times D with a data-parallel axis `dp` of size
+    D) on the last stage and 0 elsewhere, all-reduced (sum) over `pp` (over `[dp, pp]` with `dp`) so that every
+    rank returns the mean loss of the global batch. With `dp`, every replica runs the same step on its own
+    rows of the global batch, passed by the driver. Transfers carry the tag `ptrain.tag` (2i for
     activations, 2i + 1 for gradients of micro-batch i). With `eval` (default), also builds
     `@stage<s>_eval_step` (`ptrain.entry = "eval"`): the forward of every micro-batch in order, the
     next-token loss on the last stage (as the training step), no backward, no state change.
+
+    With virtual stages (`virtual_stages` = V in `ptrain.pipeline`, steps `F<i>.<k>` of model chunk k), a
+    step of chunk k on stage s runs virtual stage c = k P + s; the input of c comes from the rank of c - 1
+    (offset -1, or P - 1 from stage 0, wrapping around) and the output goes to the rank of c + 1 (offset +1, or
+    -(P - 1) from the last stage); the transfer between c and c + 1 of micro-batch i has tag 2 (i V + c / P)
+    (+1 for the gradient), unique per source and destination. The eval step runs micro-batch by micro-batch
+    through the stage's chunks.
 
     Fails when the module has no `ptrain.pipeline` or no `ptrain.schedule` (run `--ptrain-schedule`), no
     `ptrain.grid` with an axis `pp`, a stage function is missing, or a table step is malformed.

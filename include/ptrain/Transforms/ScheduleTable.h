@@ -1,8 +1,12 @@
 //===- ScheduleTable.h - steps of a per-stage pipeline schedule ---*- C++ -*-===//
 //
 // The steps of the `ptrain.schedule` table (docs/TrainingStep.md): "F<i>" forward of micro-batch i, "B<i>"
-// its backward, "FB<i>" the last stage's fused forward and backward, "O" the optimizer step. Written by
-// --ptrain-schedule, read by --ptrain-lower-to-runtime.
+// its backward, "FB<i>" the last stage's fused forward and backward, "O" the optimizer step. With virtual
+// stages (the interleaved schedule) a step names the rank's model chunk k after a dot, "F<i>.<k>", "B<i>.<k>",
+// "FB<i>.<k>"; chunk 0 is written without the suffix, so every table of the non-interleaved schedules reads
+// as before. Chunk k of rank (stage) s is virtual stage k P + s (Narayanan et al., SC'21, sec. 2.2.2).
+// Written by --ptrain-schedule, read by --ptrain-lower-to-runtime, --ptrain-print-schedule and the timing
+// simulator. Also here: building the GPipe, 1F1B and interleaved tables and executing a table with unit costs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,17 +26,53 @@ struct ScheduleStep {
   enum Kind { Forward, Backward, ForwardBackward, Optimizer } kind;
   /// The micro-batch; -1 for the optimizer step.
   int64_t microBatch = -1;
+  /// The rank's model chunk (0 without virtual stages).
+  int64_t chunk = 0;
 
-  /// The step's table entry ("F3", "B0", "FB2", "O").
+  /// The step's table entry ("F3", "B0", "FB2", "O"; "F3.1" for chunk 1).
   std::string str() const;
-  /// Parses a table entry; std::nullopt when it is none of the four forms (the micro-batch is not
+  /// Parses a table entry; std::nullopt when it is none of the forms (the micro-batch and chunk are not
   /// range-checked here).
   static std::optional<ScheduleStep> parse(llvm::StringRef text);
 };
 
-/// The per-stage rows of a `gpipe` or `1f1b` table (any other kind is taken as 1f1b) for `p` stages and `m`
-/// micro-batches, as --ptrain-schedule writes them (its pass description gives the orders).
-std::vector<std::vector<ScheduleStep>> buildScheduleTable(llvm::StringRef kind, int64_t p, int64_t m);
+/// Per stage (rank) the ordered steps.
+using ScheduleTableRows = std::vector<std::vector<ScheduleStep>>;
+
+/// The table of `kind` ("gpipe", "1f1b", "interleaved") for `p` stages, `v` model chunks per stage (1 unless
+/// interleaved) and `m` micro-batches; the last virtual stage fuses forward and backward (FB). Errors (as a
+/// message): an unknown kind, p, v or m below 1, v > 1 for gpipe/1f1b, v = 1 or p < 2 for interleaved, and
+/// m not a multiple of p for interleaved (Megatron-LM's requirement: chunks advance in groups of p
+/// micro-batches).
+///  * gpipe: all forwards, then all backwards (Huang et al., NeurIPS 2019).
+///  * 1f1b: min(p - s - 1, m) warm-up forwards, alternating forward/backward, cool-down backwards (Narayanan
+///    et al., "PipeDream-Flush", ICML 2021).
+///  * interleaved: Megatron-LM's forward_backward_pipelining_with_interleaving (Narayanan et al., SC'21,
+///    sec. 2.2.2): of the m v chunk-micro-batches of stage s, (p - s - 1) 2 + (v - 1) p warm-up forwards
+///    (all of them when m = p), then one forward and one backward alternately; the k-th forward is chunk
+///    (k mod p v) / p of micro-batch (k / p v) p + k mod p, the k-th backward the same with the chunk
+///    reversed. The last virtual stage runs FB at its forward's slot and skips its backward slot.
+std::optional<ScheduleTableRows> buildScheduleTable(llvm::StringRef kind, int64_t p, int64_t v, int64_t m,
+                                                    std::string &error);
+
+/// The times of a table executed with the given step costs (in any time unit) and free, instantaneous
+/// communication: a step starts when its stage has finished its previous step and its dependency is done
+/// (a forward of virtual stage c > 0 waits for the same micro-batch's forward on c - 1, a backward of
+/// c < P v - 1 for its backward on c + 1, the optimizer for every stage's last micro-batch step).
+struct ScheduleTiming {
+  /// Per stage, per step: start and end times.
+  std::vector<std::vector<double>> start, end;
+  /// The end of the last micro-batch step over all stages (optimizer steps excluded).
+  double makespan = 0;
+  /// Per stage, the time not spent in micro-batch steps before the makespan.
+  std::vector<double> idle;
+};
+
+/// Executes `table` (p stages, v chunks, m micro-batches) with costs per forward, backward and fused FB step;
+/// std::nullopt with `stuck` naming the first blocked step of every stuck stage when it deadlocks.
+std::optional<ScheduleTiming> simulateScheduleTable(const ScheduleTableRows &table, int64_t p, int64_t v, int64_t m,
+                                                    double forwardCost, double backwardCost, double forwardBackwardCost,
+                                                    std::string &stuck);
 
 } // namespace mlir::ptrain
 

@@ -24,30 +24,11 @@ import shutil
 import subprocess
 import sys
 
-build, source, work = sys.argv[1:4]
-BIN = os.path.join(build, "bin")
-MODEL = os.path.join(source, "models", "gpt", "gpt.onnx")
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-failures = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
 
-
-def run(cmd, timeout=300):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
-    return p.returncode, p.stdout
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-# A small corpus: data.py over the stdlib, capped.
-data = os.path.join(work, "data")
-rc, out = run([sys.executable, os.path.join(source, "python", "ptrain", "data.py"), "--out", data,
-               "--max-bytes", "400000"])
-check(rc == 0, "data.py")
+build, source, work, BIN, MODEL = setup(sys.argv)
+data = corpus(source, work)
 
 common = ["--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100", "--micro-batches", "4",
           "--target", "cpu"]
@@ -97,7 +78,7 @@ rc, out = run([runner, os.path.join(work, "pp2"), "--data", os.path.join(work, "
               timeout=60)
 check(rc != 0 and "no such file" in out, "missing data")
 rc, out = run([runner, os.path.join(work, "pp2"), "--data", data, "--steps", "1", "--np", "3"], timeout=60)
-check(rc != 0 and "compiled for pp = 2" in out, "--np 3 for a pp=2 step")
+check(rc != 0 and "compiled for dp * pp = 1 * 2 = 2 ranks" in out, "--np 3 for a pp=2 step")
 # The step's own check: the pp=2 library on a world of 1 rank.
 env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OPENBLAS_NUM_THREADS="1",
            PTRAIN_COMM_TIMEOUT_S="10")
@@ -107,5 +88,4 @@ p = subprocess.run(["mpirun", "-np", "1", "--oversubscribe", sys.executable,
                    timeout=120, env=env)
 check(p.returncode != 0 and "compiled for 2 ranks" in p.stdout, "world-size mismatch inside the step")
 
-print(f"{len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+finish()

@@ -1,0 +1,107 @@
+//===- PlanPasses.cpp - time of the plan passes and schedule tables -------===//
+//
+// How the plan-level work grows with the pipeline and the micro-batches (issue 6, "Speed"):
+//  * BM_ScheduleTable: building and executing (unit costs) the 1F1B / interleaved table of p stages and m
+//    micro-batches, the model-independent part of --ptrain-schedule, --ptrain-print-schedule and the timing
+//    simulator; GPT-3's plan shape is p = 16, m = 64.
+//  * BM_PlanPasses: --ptrain-split-stages, --ptrain-build-training-step (dp = 2), --ptrain-schedule,
+//    --ptrain-lower-to-runtime and --ptrain-verify-plan on an L0 module: $PTRAIN_BENCH_MODEL (an .mlir file,
+//    e.g. a generated many-layer GPT) or else the bundled GPT (4 layers, imported from ONNX).
+// Reports time per iteration; bench/README.md has the ratios (m = 64 against m = 8, interleaved against 1F1B).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Import/ONNX/ImportONNX.h"
+#include "ptrain/Tools/Registration.h"
+#include "ptrain/Transforms/Passes.h"
+#include "ptrain/Transforms/ScheduleTable.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+
+using namespace mlir;
+
+static void BM_ScheduleTable(benchmark::State &state) {
+  const int64_t p = state.range(0), m = state.range(1), v = state.range(2);
+  const char *kind = v > 1 ? "interleaved" : "1f1b";
+  for (auto _ : state) {
+    std::string error, stuck;
+    auto table = ptrain::buildScheduleTable(kind, p, v, m, error);
+    if (!table) {
+      state.SkipWithError(error.c_str());
+      return;
+    }
+    auto timing = ptrain::simulateScheduleTable(*table, p, v, m, 1.0, 2.0, 3.0, stuck);
+    benchmark::DoNotOptimize(timing);
+  }
+  state.counters["steps"] = static_cast<double>(p * (2 * m * v + 1));
+}
+BENCHMARK(BM_ScheduleTable)
+    ->Args({4, 8, 1})
+    ->Args({16, 64, 1})
+    ->Args({16, 64, 2})
+    ->Args({16, 512, 1})
+    ->Unit(benchmark::kMicrosecond);
+
+namespace {
+struct Model {
+  Model() {
+    DialectRegistry registry;
+    ptrain::registerPTrainDialects(registry);
+    context.appendDialectRegistry(registry);
+    context.loadAllAvailableDialects();
+    ptrain::registerPTrainPasses();
+    if (const char *path = std::getenv("PTRAIN_BENCH_MODEL")) {
+      module = parseSourceFile<ModuleOp>(path, &context);
+    } else {
+      std::string onnx = std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx";
+      if (auto buffer = llvm::MemoryBuffer::getFile(onnx))
+        module = ptrain::importONNX((*buffer)->getBuffer(), onnx, &context);
+    }
+  }
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+};
+} // namespace
+
+static void BM_PlanPasses(benchmark::State &state) {
+  static Model model;
+  if (!model.module) {
+    state.SkipWithError("cannot load the model ($PTRAIN_BENCH_MODEL or models/gpt/gpt.onnx)");
+    return;
+  }
+  const int64_t pp = state.range(0), m = state.range(1), v = state.range(2);
+  std::string pipeline = "ptrain-split-stages{pp=" + std::to_string(pp) + " virtual-stages=" + std::to_string(v) +
+                         "}, ptrain-build-training-step{micro-batches=" + std::to_string(m) +
+                         " dp=2}, ptrain-schedule{schedule=" + (v > 1 ? "interleaved" : "1f1b") +
+                         "}, ptrain-lower-to-runtime, ptrain-verify-plan";
+  for (auto _ : state) {
+    state.PauseTiming();
+    OwningOpRef<ModuleOp> copy(cast<ModuleOp>(model.module->clone()));
+    PassManager pm(&model.context);
+    if (failed(parsePassPipeline(pipeline, pm))) {
+      state.SkipWithError("bad pipeline");
+      return;
+    }
+    state.ResumeTiming();
+    if (failed(pm.run(*copy))) {
+      state.SkipWithError("a pass failed");
+      return;
+    }
+  }
+}
+BENCHMARK(BM_PlanPasses)
+    ->Args({2, 8, 1})
+    ->Args({2, 64, 1})
+    ->Args({2, 64, 2})
+    ->Args({4, 64, 1})
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,731 @@
+//===- MultiRankExecutor.cpp - every rank of a plan in one process ------===//
+//
+// One RankProcess per grid rank: a stack of frames (function, next op, SSA values, requests) that the
+// round-robin driver advances until the rank blocks on a wait or returns. Communication posts go into
+// in-memory channels (point-to-point) and communicators (collectives), which complete requests when both
+// sides, or every member, have posted. See MultiRankExecutor.h for the semantics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Interpreter/MultiRankExecutor.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Interpreter/Kernels.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <deque>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::interp;
+
+namespace {
+
+/// One posted communication operation on one rank.
+struct Request {
+  Operation *op = nullptr; ///< the *_start op
+  int64_t rank = -1;       ///< the posting rank
+  int64_t peer = -1;       ///< point-to-point: the other side
+  bool complete = false;
+  bool hasInput = false; ///< concrete mode: `input` holds the sent or contributed tensor
+  Tensor input;
+  bool hasResult = false; ///< concrete mode: `result` holds the received or reduced tensor
+  Tensor result;
+  Request *matched = nullptr; ///< point-to-point: the other side's request once matched
+};
+
+/// A function activation on one rank.
+struct Frame {
+  func::FuncOp fn;
+  Block::iterator it;
+  llvm::DenseMap<Value, Tensor> values;
+  llvm::DenseMap<Value, Request *> requests;
+  Operation *caller = nullptr; ///< the func.call whose results this frame's return binds
+};
+
+struct RankProcess {
+  std::vector<Frame> stack;
+  bool done = true;
+  std::vector<Tensor> results;
+  llvm::StringMap<Tensor> states;
+  Operation *blockedAt = nullptr; ///< the wait this rank is blocked on
+  Request *blockedOn = nullptr;
+};
+
+/// The members of one collective group and what each has posted, in order.
+struct Communicator {
+  std::string name;                          ///< `[pp] of ranks {0, 1}`
+  std::vector<int64_t> members;              ///< ranks, in group-rank order
+  std::vector<std::deque<Request *>> posted; ///< per member index
+  int64_t completed = 0;                     ///< collectives completed so far
+};
+
+} // namespace
+
+class mlir::ptrain::interp::MultiRankExecutor::Impl {
+public:
+  Impl(ModuleOp module, StateProvider initial, ExecutionMode mode)
+      : module(module), symbols(module), initial(std::move(initial)), mode(mode) {}
+
+  llvm::Error init();
+  int64_t numRanks() const { return static_cast<int64_t>(ranks.size()); }
+  int64_t coordinate(int64_t rank, size_t axis) const {
+    int64_t stride = 1;
+    for (size_t d = sizes.size(); d-- > axis + 1;)
+      stride *= sizes[d];
+    return (rank / stride) % sizes[axis];
+  }
+  std::optional<size_t> axisIndex(StringRef name) const {
+    for (auto [i, n] : llvm::enumerate(axisNames))
+      if (n == name)
+        return i;
+    return std::nullopt;
+  }
+  std::string describeRank(int64_t rank) const {
+    std::string text = "rank " + std::to_string(rank);
+    if (axisNames.empty())
+      return text;
+    text += " (";
+    for (auto [d, name] : llvm::enumerate(axisNames))
+      text += (d ? ", " : "") + name + "=" + std::to_string(coordinate(rank, d));
+    return text + ")";
+  }
+
+  llvm::Expected<std::vector<std::vector<Tensor>>> run(std::function<std::string(int64_t)> entryOf,
+                                                       std::function<std::vector<Tensor>(int64_t)> argumentsOf);
+  llvm::Expected<Tensor> loadState(int64_t rank, StateOp state);
+
+  ModuleOp module;
+  SymbolTable symbols;
+  StateProvider initial;
+  ExecutionMode mode;
+  std::string gridName;
+  std::vector<std::string> axisNames;
+  std::vector<int64_t> sizes;
+  std::vector<RankProcess> ranks;
+
+private:
+  /// Advances `rank` until it blocks or returns; returns whether it executed at least one op.
+  llvm::Expected<bool> advance(int64_t rank);
+  llvm::Error step(int64_t rank, Operation *op, bool &blocked);
+  llvm::Error pointToPoint(int64_t rank, Operation *op, Request *request, StringRef grid, StringRef axis,
+                           int64_t offset, bool isSend);
+  llvm::Error collective(int64_t rank, Operation *op, Request *request, StringRef grid, ArrayAttr axes);
+  llvm::Error complete(Communicator &comm);
+  std::string describeOp(Operation *op) const;
+  std::string describeRequest(const Request &request) const;
+  llvm::Error rankError(int64_t rank, const llvm::Twine &message) const {
+    return makeError(describeRank(rank) + ": " + message);
+  }
+
+  bool concrete() const { return mode == ExecutionMode::Concrete; }
+
+  std::deque<std::unique_ptr<Request>> requests;
+  /// Point-to-point posts not yet matched, by channel (grid, axis, source, destination, tag).
+  std::map<std::string, std::deque<Request *>> unmatchedSends, unmatchedRecvs;
+  std::map<std::string, Communicator> communicators;
+};
+
+MultiRankExecutor::MultiRankExecutor(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+MultiRankExecutor::~MultiRankExecutor() = default;
+
+llvm::Error MultiRankExecutor::Impl::init() {
+  GridOp grid;
+  for (GridOp g : module.getOps<GridOp>()) {
+    if (grid)
+      return makeError("the module has more than one ptrain.grid (@" + grid.getSymName() + ", @" + g.getSymName() +
+                       "); the executor runs one grid");
+    grid = g;
+  }
+  if (grid) {
+    gridName = grid.getSymName().str();
+    for (Attribute name : grid.getAxisNames())
+      axisNames.push_back(cast<StringAttr>(name).getValue().str());
+    sizes.assign(grid.getShape().begin(), grid.getShape().end());
+  }
+  int64_t n = 1;
+  for (int64_t s : sizes)
+    n *= s;
+  ranks.resize(n);
+  return llvm::Error::success();
+}
+
+std::string MultiRankExecutor::Impl::describeOp(Operation *op) const {
+  auto fn = op->getParentOfType<func::FuncOp>();
+  int64_t index = 0;
+  for (Operation &other : op->getBlock()->getOperations()) {
+    if (&other == op)
+      break;
+    ++index;
+  }
+  std::string text = "'" + op->getName().getStringRef().str() + "'";
+  if (auto tag = op->getAttrOfType<IntegerAttr>("ptrain.tag"))
+    text += " (tag " + std::to_string(tag.getInt()) + ")";
+  text += " at " + formatLocation(op->getLoc());
+  if (fn)
+    text += " in @" + fn.getSymName().str() + " (op " + std::to_string(index) + ")";
+  return text;
+}
+
+std::string MultiRankExecutor::Impl::describeRequest(const Request &request) const {
+  std::string text = describeOp(request.op);
+  if (isa<SendStartOp>(request.op))
+    text += ", a send to " + describeRank(request.peer) + " that has not posted the matching receive";
+  else if (isa<RecvStartOp>(request.op))
+    text += ", a receive from " + describeRank(request.peer) + " that has not posted the matching send";
+  else
+    text += ", a collective that not every member of its group has posted";
+  return text;
+}
+
+llvm::Expected<Tensor> MultiRankExecutor::Impl::loadState(int64_t rank, StateOp state) {
+  llvm::StringMap<Tensor> &stored = ranks[rank].states;
+  StringRef key = state.getKey();
+  auto it = stored.find(key);
+  if (it != stored.end())
+    return it->second;
+  RankedTensorType type = state.getTensorType();
+  Tensor value;
+  if (state.getKind() == StateKind::Parameter) {
+    llvm::Expected<Tensor> loaded = initial(key, type);
+    if (!loaded)
+      return makeError("state @" + state.getSymName() + " (key '" + key + "'): " + toString(loaded.takeError()));
+    value = std::move(*loaded);
+  } else {
+    llvm::Expected<DType> dtype = dtypeFromMLIR(type.getElementType());
+    if (!dtype)
+      return dtype.takeError();
+    value = Tensor(*dtype, type.getShape());
+  }
+  if (!value.hasType(type))
+    return makeError("state @" + state.getSymName() + " (key '" + key + "') is declared " + typeString(type) +
+                     " but its value is " + value.getTypeString());
+  stored[key] = value;
+  return value;
+}
+
+/// `[dp, pp]` for messages.
+static std::string axesText(ArrayAttr axes) {
+  std::string text = "[";
+  for (auto [i, a] : llvm::enumerate(axes))
+    text += (i ? ", " : "") + cast<StringAttr>(a).getValue().str();
+  return text + "]";
+}
+
+llvm::Error MultiRankExecutor::Impl::pointToPoint(int64_t rank, Operation *op, Request *request, StringRef grid,
+                                                  StringRef axis, int64_t offset, bool isSend) {
+  if (grid != gridName)
+    return makeError(describeOp(op) + ": grid @" + grid + " is not the module's grid");
+  std::optional<size_t> d = axisIndex(axis);
+  if (!d)
+    return makeError(describeOp(op) + ": the grid has no axis " + axis);
+  int64_t c = coordinate(rank, *d);
+  if (c + offset < 0 || c + offset >= sizes[*d])
+    return makeError(describeOp(op) + ": the peer at " + axis + " offset " + std::to_string(offset) +
+                     " is outside the grid (" + axis + " = " + std::to_string(c) + " of " + std::to_string(sizes[*d]) +
+                     ")");
+  int64_t stride = 1;
+  for (size_t e = sizes.size(); e-- > *d + 1;)
+    stride *= sizes[e];
+  request->peer = rank + offset * stride;
+  int64_t tag = 0;
+  if (auto attr = op->getAttrOfType<IntegerAttr>("ptrain.tag"))
+    tag = attr.getInt();
+  int64_t source = isSend ? rank : request->peer, destination = isSend ? request->peer : rank;
+  std::string channel = (grid + "/" + axis + "/" + std::to_string(source) + "->" + std::to_string(destination) + "/" +
+                         std::to_string(tag))
+                            .str();
+  std::deque<Request *> &others = isSend ? unmatchedRecvs[channel] : unmatchedSends[channel];
+  if (others.empty()) {
+    (isSend ? unmatchedSends : unmatchedRecvs)[channel].push_back(request);
+    return llvm::Error::success();
+  }
+  Request *other = others.front();
+  others.pop_front();
+  Request *send = isSend ? request : other, *recv = isSend ? other : request;
+  // The sent tensor's type must be the one the receive expects.
+  Type sent = cast<SendStartOp>(send->op).getInput().getType();
+  Type expected = cast<RequestType>(cast<RecvStartOp>(recv->op).getRequest().getType()).getValueType();
+  if (sent != expected)
+    return makeError("mismatched transfer: " + describeRank(send->rank) + " sends " + typeString(sent) + " with " +
+                     describeOp(send->op) + " but " + describeRank(recv->rank) + " receives " + typeString(expected) +
+                     " with " + describeOp(recv->op));
+  if (concrete()) {
+    recv->result = send->input;
+    recv->hasResult = true;
+  }
+  send->matched = recv;
+  recv->matched = send;
+  send->complete = recv->complete = true;
+  return llvm::Error::success();
+}
+
+llvm::Error MultiRankExecutor::Impl::collective(int64_t rank, Operation *op, Request *request, StringRef grid,
+                                                ArrayAttr axes) {
+  if (grid != gridName)
+    return makeError(describeOp(op) + ": grid @" + grid + " is not the module's grid");
+  std::vector<size_t> dims;
+  for (Attribute a : axes) {
+    std::optional<size_t> d = axisIndex(cast<StringAttr>(a).getValue());
+    if (!d)
+      return makeError(describeOp(op) + ": the grid has no axis " + cast<StringAttr>(a).getValue());
+    dims.push_back(*d);
+  }
+  // The communicator: the axes (as a set) and this rank's coordinates on the other axes.
+  std::vector<bool> inGroup(sizes.size(), false);
+  for (size_t d : dims)
+    inGroup[d] = true;
+  std::string key = grid.str() + "/";
+  for (size_t d = 0; d < sizes.size(); ++d)
+    key += inGroup[d] ? "*," : std::to_string(coordinate(rank, d)) + ",";
+  Communicator &comm = communicators[key];
+  if (comm.members.empty()) {
+    // Members in group-rank order: row-major over the op's axes in the order listed.
+    int64_t groupSize = 1;
+    for (size_t d : dims)
+      groupSize *= sizes[d];
+    for (int64_t g = 0; g < groupSize; ++g) {
+      int64_t rest = g, member = 0, stride = 1;
+      std::vector<int64_t> coords(sizes.size());
+      for (size_t d = 0; d < sizes.size(); ++d)
+        coords[d] = coordinate(rank, d);
+      for (size_t i = dims.size(); i-- > 0;) {
+        coords[dims[i]] = rest % sizes[dims[i]];
+        rest /= sizes[dims[i]];
+      }
+      for (size_t d = sizes.size(); d-- > 0;) {
+        member += coords[d] * stride;
+        stride *= sizes[d];
+      }
+      comm.members.push_back(member);
+    }
+    comm.posted.resize(groupSize);
+    comm.name = axesText(axes) + " of ranks {";
+    for (auto [i, m] : llvm::enumerate(comm.members))
+      comm.name += (i ? ", " : "") + std::to_string(m);
+    comm.name += "}";
+  }
+  auto self = llvm::find(comm.members, rank);
+  comm.posted[self - comm.members.begin()].push_back(request);
+  while (llvm::all_of(comm.posted, [](const std::deque<Request *> &q) { return !q.empty(); }))
+    if (llvm::Error error = complete(comm))
+      return error;
+  return llvm::Error::success();
+}
+
+/// What two members' collectives must agree on: op name, input and result types, reduction, dims, root.
+static std::string collectiveSignature(Operation *op) {
+  std::string text = op->getName().getStringRef().str();
+  text += " of " + typeString(op->getOperand(0).getType()) + " -> " +
+          typeString(cast<RequestType>(op->getResult(0).getType()).getValueType());
+  if (auto a = dyn_cast<AllReduceStartOp>(op))
+    text += " reduction " + stringifyReductionKind(a.getReduction()).str();
+  if (auto r = dyn_cast<ReduceScatterStartOp>(op))
+    text += " reduction " + stringifyReductionKind(r.getReduction()).str() + " scatter_dim " +
+            std::to_string(r.getScatterDim());
+  if (auto g = dyn_cast<AllGatherStartOp>(op))
+    text += " gather_dim " + std::to_string(g.getGatherDim());
+  if (auto b = dyn_cast<BroadcastStartOp>(op))
+    text += " root " + std::to_string(b.getRoot());
+  return text;
+}
+
+/// The elementwise reduction of `inputs` in order, in double, rounded once.
+static Tensor reduce(llvm::ArrayRef<const Tensor *> inputs, ReductionKind kind) {
+  Tensor out(inputs[0]->getDType(), inputs[0]->getShape());
+  const int64_t n = out.getNumElements();
+  for (int64_t i = 0; i < n; ++i) {
+    double acc = inputs[0]->getAsDouble(i);
+    for (const Tensor *t : inputs.drop_front()) {
+      double x = t->getAsDouble(i);
+      switch (kind) {
+      case ReductionKind::Sum:
+      case ReductionKind::Avg:
+        acc += x;
+        break;
+      case ReductionKind::Max:
+        acc = std::max(acc, x);
+        break;
+      case ReductionKind::Min:
+        acc = std::min(acc, x);
+        break;
+      }
+    }
+    if (kind == ReductionKind::Avg)
+      acc /= static_cast<double>(inputs.size());
+    if (out.isFloat())
+      out.floats()[i] = acc;
+    else
+      out.ints()[i] = static_cast<int64_t>(acc);
+  }
+  out.roundToDType();
+  return out;
+}
+
+llvm::Error MultiRankExecutor::Impl::complete(Communicator &comm) {
+  std::vector<Request *> posts;
+  for (std::deque<Request *> &q : comm.posted) {
+    posts.push_back(q.front());
+    q.pop_front();
+  }
+  const int64_t index = comm.completed++;
+  std::string signature = collectiveSignature(posts[0]->op);
+  for (Request *other : llvm::ArrayRef(posts).drop_front())
+    if (collectiveSignature(other->op) != signature)
+      return makeError("mismatched collectives: collective #" + std::to_string(index) + " on the communicator " +
+                       comm.name + " is " + collectiveSignature(posts[0]->op) + " on " + describeRank(posts[0]->rank) +
+                       " (" + describeOp(posts[0]->op) + ") but " + collectiveSignature(other->op) + " on " +
+                       describeRank(other->rank) + " (" + describeOp(other->op) + ")");
+  if (concrete()) {
+    std::vector<const Tensor *> inputs;
+    for (Request *r : posts)
+      inputs.push_back(&r->input);
+    Operation *op = posts[0]->op;
+    const size_t n = posts.size();
+    std::vector<Tensor> results(n);
+    if (auto a = dyn_cast<AllReduceStartOp>(op)) {
+      Tensor reduced = reduce(inputs, a.getReduction());
+      for (Tensor &r : results)
+        r = reduced;
+    } else if (auto r = dyn_cast<ReduceScatterStartOp>(op)) {
+      Tensor reduced = reduce(inputs, r.getReduction());
+      int64_t dim = r.getScatterDim();
+      std::vector<int64_t> pieces(n, reduced.getShape()[dim] / static_cast<int64_t>(n));
+      llvm::Expected<std::vector<Tensor>> split = evalSplit(reduced, dim, pieces);
+      if (!split)
+        return opError(op, split.takeError());
+      results = std::move(*split);
+    } else if (auto g = dyn_cast<AllGatherStartOp>(op)) {
+      llvm::Expected<Tensor> gathered = evalConcat(inputs, g.getGatherDim());
+      if (!gathered)
+        return opError(op, gathered.takeError());
+      for (Tensor &r : results)
+        r = *gathered;
+    } else if (auto b = dyn_cast<BroadcastStartOp>(op)) {
+      for (Tensor &r : results)
+        r = *inputs[b.getRoot()];
+    } else {
+      return opError(op, makeError("the executor has no rule for this collective"));
+    }
+    for (auto [post, result] : llvm::zip(posts, results)) {
+      post->result = std::move(result);
+      post->hasResult = true;
+    }
+  }
+  for (Request *r : posts)
+    r->complete = true;
+  return llvm::Error::success();
+}
+
+llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blocked) {
+  RankProcess &process = ranks[rank];
+  Frame &frame = process.stack.back();
+  auto value = [&](Value v) -> const Tensor & { return frame.values.find(v)->second; };
+  auto haveOperands = [&]() -> llvm::Error {
+    if (!concrete())
+      return llvm::Error::success();
+    for (Value operand : op->getOperands())
+      if (!isa<RequestType>(operand.getType()) && !frame.values.count(operand))
+        return opError(op, makeError("an operand has no value (defined outside the function?)"));
+    return llvm::Error::success();
+  };
+  if (llvm::Error error = haveOperands())
+    return error;
+
+  if (auto wait = dyn_cast<WaitOp>(op)) {
+    Request *request = frame.requests.lookup(wait.getRequest());
+    if (!request)
+      return opError(op, makeError("waits on a request that no *_start of this function returned"));
+    if (!request->complete) {
+      blocked = true;
+      process.blockedAt = op;
+      process.blockedOn = request;
+      return llvm::Error::success();
+    }
+    if (concrete() && wait.getResult()) {
+      if (!request->hasResult || !request->result.hasType(cast<RankedTensorType>(wait.getResult().getType())))
+        return opError(op, makeError("the completed communication yields no value of type " +
+                                     typeString(wait.getResult().getType())));
+      frame.values[wait.getResult()] = request->result;
+    }
+    frame.requests.erase(wait.getRequest());
+    ++frame.it;
+    return llvm::Error::success();
+  }
+
+  auto post = [&](Value result) {
+    requests.push_back(std::make_unique<Request>());
+    Request *request = requests.back().get();
+    request->op = op;
+    request->rank = rank;
+    frame.requests[result] = request;
+    return request;
+  };
+  if (auto send = dyn_cast<SendStartOp>(op)) {
+    Request *request = post(send.getRequest());
+    if (concrete()) {
+      request->input = value(send.getInput());
+      request->hasInput = true;
+    }
+    ++frame.it;
+    return pointToPoint(rank, op, request, send.getGrid(), send.getAxis(), send.getOffset(), /*isSend=*/true);
+  }
+  if (auto recv = dyn_cast<RecvStartOp>(op)) {
+    Request *request = post(recv.getRequest());
+    ++frame.it;
+    return pointToPoint(rank, op, request, recv.getGrid(), recv.getAxis(), recv.getOffset(), /*isSend=*/false);
+  }
+  if (isa<AllReduceStartOp, AllGatherStartOp, ReduceScatterStartOp, BroadcastStartOp>(op)) {
+    Request *request = post(op->getResult(0));
+    if (concrete()) {
+      request->input = value(op->getOperand(0));
+      request->hasInput = true;
+    }
+    ++frame.it;
+    auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+    auto axes = op->getAttrOfType<ArrayAttr>("grid_axes");
+    if (!grid || !axes)
+      return opError(op, makeError("a collective needs its grid and grid_axes"));
+    return collective(rank, op, request, grid.getValue(), axes);
+  }
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee || callee.isExternal() || !callee.getBody().hasOneBlock())
+      return opError(op, makeError("@" + call.getCallee() + " is not a function with one block"));
+    if (process.stack.size() > 64)
+      return opError(op, makeError("calls nest more than 64 deep (recursion?)"));
+    Frame next;
+    next.fn = callee;
+    next.it = callee.getBody().front().begin();
+    next.caller = op;
+    if (concrete())
+      for (auto [arg, operand] : llvm::zip(callee.getArguments(), call.getOperands()))
+        next.values[arg] = value(operand);
+    ++frame.it;
+    process.stack.push_back(std::move(next)); // `frame` is invalid from here on.
+    return llvm::Error::success();
+  }
+  if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+    std::vector<Tensor> results;
+    if (concrete())
+      for (Value v : ret.getOperands())
+        results.push_back(value(v));
+    Operation *caller = frame.caller;
+    process.stack.pop_back(); // `frame` is invalid from here on.
+    if (!caller) {
+      process.done = true;
+      process.results = std::move(results);
+      return llvm::Error::success();
+    }
+    if (concrete())
+      for (auto [result, tensor] : llvm::zip(caller->getResults(), results))
+        process.stack.back().values[result] = std::move(tensor);
+    return llvm::Error::success();
+  }
+  if (auto read = dyn_cast<StateReadOp>(op)) {
+    ++frame.it;
+    if (!concrete())
+      return llvm::Error::success();
+    auto state = symbols.lookup<StateOp>(read.getState());
+    if (!state)
+      return opError(op, makeError("'" + read.getState() + "' does not name a ptrain.state"));
+    llvm::Expected<Tensor> loaded = loadState(rank, state);
+    if (!loaded)
+      return opError(op, loaded.takeError());
+    frame.values[read.getResult()] = std::move(*loaded);
+    return llvm::Error::success();
+  }
+  if (auto write = dyn_cast<StateWriteOp>(op)) {
+    ++frame.it;
+    if (!concrete())
+      return llvm::Error::success();
+    auto state = symbols.lookup<StateOp>(write.getState());
+    if (!state)
+      return opError(op, makeError("'" + write.getState() + "' does not name a ptrain.state"));
+    const Tensor &written = value(write.getValue());
+    if (!written.hasType(state.getTensorType()))
+      return opError(op, makeError("writes " + written.getTypeString() + " to a state of type " +
+                                   typeString(state.getTensorType())));
+    process.states[state.getKey()] = written;
+    return llvm::Error::success();
+  }
+  ++frame.it;
+  if (!concrete())
+    return llvm::Error::success();
+  std::optional<llvm::Expected<std::vector<Tensor>>> evaluated = evaluateOp(op, value);
+  if (!evaluated)
+    return opError(op, makeError("the reference interpreter has no rule for this op"));
+  if (!*evaluated)
+    return opError(op, evaluated->takeError());
+  std::vector<Tensor> &results = **evaluated;
+  if (results.size() != op->getNumResults())
+    return opError(op, makeError("produced " + llvm::Twine(results.size()) + " values for " +
+                                 llvm::Twine(op->getNumResults()) + " results"));
+  for (auto [v, tensor] : llvm::zip(op->getResults(), results)) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type || !tensor.hasType(type))
+      return opError(
+          op, makeError("computed " + tensor.getTypeString() + " but the result type is " + typeString(v.getType())));
+    frame.values[v] = std::move(tensor);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<bool> MultiRankExecutor::Impl::advance(int64_t rank) {
+  RankProcess &process = ranks[rank];
+  bool progress = false;
+  while (!process.done) {
+    Frame &frame = process.stack.back();
+    Operation *op = &*frame.it;
+    bool blocked = false;
+    if (llvm::Error error = step(rank, op, blocked))
+      return rankError(rank, toString(std::move(error)));
+    if (blocked)
+      return progress;
+    process.blockedAt = nullptr;
+    process.blockedOn = nullptr;
+    progress = true;
+  }
+  return progress;
+}
+
+llvm::Expected<std::vector<std::vector<Tensor>>>
+MultiRankExecutor::Impl::run(std::function<std::string(int64_t)> entryOf,
+                             std::function<std::vector<Tensor>(int64_t)> argumentsOf) {
+  requests.clear();
+  unmatchedSends.clear();
+  unmatchedRecvs.clear();
+  communicators.clear();
+  for (int64_t r = 0; r < numRanks(); ++r) {
+    RankProcess &process = ranks[r];
+    std::string entry = entryOf(r);
+    auto fn = symbols.lookup<func::FuncOp>(entry);
+    if (!fn || fn.isExternal())
+      return rankError(r, "no func.func @" + entry + " with a body in the module");
+    if (!fn.getBody().hasOneBlock())
+      return rankError(r, "@" + entry + " has more than one block; control flow is not supported");
+    Frame frame;
+    frame.fn = fn;
+    frame.it = fn.getBody().front().begin();
+    if (concrete()) {
+      std::vector<Tensor> arguments = argumentsOf(r);
+      if (arguments.size() != fn.getNumArguments())
+        return rankError(r, "@" + entry + " takes " + std::to_string(fn.getNumArguments()) + " arguments, got " +
+                                std::to_string(arguments.size()));
+      for (auto [i, arg] : llvm::enumerate(fn.getArguments())) {
+        auto type = dyn_cast<RankedTensorType>(arg.getType());
+        if (!type || !arguments[i].hasType(type))
+          return rankError(r, "argument " + std::to_string(i) + " of @" + entry + " is " + typeString(arg.getType()) +
+                                  ", got " + arguments[i].getTypeString());
+        frame.values[arg] = std::move(arguments[i]);
+      }
+    }
+    process.stack.clear();
+    process.stack.push_back(std::move(frame));
+    process.done = false;
+    process.results.clear();
+    process.blockedAt = nullptr;
+    process.blockedOn = nullptr;
+  }
+  while (true) {
+    bool allDone = true, progress = false;
+    for (int64_t r = 0; r < numRanks(); ++r) {
+      if (ranks[r].done)
+        continue;
+      llvm::Expected<bool> moved = advance(r);
+      if (!moved) {
+        for (RankProcess &process : ranks) {
+          process.stack.clear();
+          process.done = true;
+        }
+        return moved.takeError();
+      }
+      progress |= *moved;
+      allDone &= ranks[r].done;
+    }
+    if (allDone)
+      break;
+    if (!progress) {
+      std::string message = "deadlock: no rank can progress";
+      for (int64_t r = 0; r < numRanks(); ++r) {
+        RankProcess &process = ranks[r];
+        if (process.done)
+          continue;
+        message += "\n  " + describeRank(r) + " waits at " + describeOp(process.blockedAt) + " for " +
+                   describeRequest(*process.blockedOn);
+        process.stack.clear();
+        process.done = true;
+      }
+      return makeError(message);
+    }
+  }
+  // Every rank returned: a transfer or collective still unmatched was started but never waited on.
+  for (auto *unmatched : {&unmatchedSends, &unmatchedRecvs})
+    for (auto &[channel, posts] : *unmatched)
+      if (!posts.empty())
+        return makeError(describeRank(posts.front()->rank) + " returned with " + describeRequest(*posts.front()) +
+                         " (never waited on)");
+  for (auto &[key, comm] : communicators)
+    for (auto [i, posts] : llvm::enumerate(comm.posted))
+      if (!posts.empty())
+        return makeError(describeRank(comm.members[i]) + " returned with " + describeRequest(*posts.front()) +
+                         " on the communicator " + comm.name + " (never waited on)");
+  std::vector<std::vector<Tensor>> results;
+  for (RankProcess &process : ranks)
+    results.push_back(std::move(process.results));
+  return results;
+}
+
+llvm::Expected<std::unique_ptr<MultiRankExecutor>> MultiRankExecutor::create(ModuleOp module, StateProvider initial,
+                                                                             ExecutionMode mode) {
+  auto impl = std::make_unique<Impl>(module, std::move(initial), mode);
+  if (llvm::Error error = impl->init())
+    return std::move(error);
+  return std::unique_ptr<MultiRankExecutor>(new MultiRankExecutor(std::move(impl)));
+}
+
+int64_t MultiRankExecutor::getNumRanks() const { return impl->numRanks(); }
+
+llvm::ArrayRef<std::string> MultiRankExecutor::getAxisNames() const { return impl->axisNames; }
+
+int64_t MultiRankExecutor::getCoordinate(int64_t rank, llvm::StringRef axis) const {
+  std::optional<size_t> d = impl->axisIndex(axis);
+  return d ? impl->coordinate(rank, *d) : 0;
+}
+
+std::string MultiRankExecutor::describeRank(int64_t rank) const { return impl->describeRank(rank); }
+
+llvm::Expected<std::vector<std::vector<Tensor>>>
+MultiRankExecutor::run(std::function<std::string(int64_t)> entryOf,
+                       std::function<std::vector<Tensor>(int64_t)> argumentsOf) {
+  return impl->run(std::move(entryOf), std::move(argumentsOf));
+}
+
+llvm::Expected<std::string> MultiRankExecutor::entryForRank(int64_t rank, llvm::StringRef kind,
+                                                            llvm::StringRef fallback) const {
+  int64_t stage = getCoordinate(rank, "pp");
+  for (auto fn : impl->module.getOps<func::FuncOp>()) {
+    auto entry = fn->getAttrOfType<StringAttr>("ptrain.entry");
+    auto s = fn->getAttrOfType<IntegerAttr>("ptrain.stage");
+    if (entry && entry.getValue() == kind && s && s.getInt() == stage)
+      return fn.getSymName().str();
+  }
+  if (!fallback.empty() && impl->symbols.lookup<func::FuncOp>(fallback))
+    return fallback.str();
+  return makeError("no function with ptrain.entry = \"" + kind + "\" for stage " + llvm::Twine(stage) +
+                   (fallback.empty() ? llvm::Twine("") : " and no @" + fallback) + " (run --ptrain-lower-to-runtime)");
+}
+
+const llvm::StringMap<Tensor> &MultiRankExecutor::getStates(int64_t rank) const { return impl->ranks[rank].states; }
+
+llvm::Expected<Tensor> MultiRankExecutor::readState(int64_t rank, llvm::StringRef key) {
+  for (StateOp state : impl->module.getOps<StateOp>())
+    if (state.getKey() == key)
+      return impl->loadState(rank, state);
+  return makeError("the module has no state with key '" + key + "'");
+}

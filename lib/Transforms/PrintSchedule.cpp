@@ -1,0 +1,85 @@
+//===- PrintSchedule.cpp - the schedule table per rank -------------*- C++ -*-===//
+//
+// --ptrain-print-schedule: see the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Transforms/Passes.h"
+
+#include "ptrain/Transforms/ScheduleTable.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#define DEBUG_TYPE "ptrain-print-schedule"
+
+namespace mlir::ptrain {
+#define GEN_PASS_DEF_PRINTSCHEDULEPASS
+#include "ptrain/Transforms/Passes.h.inc"
+} // namespace mlir::ptrain
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+namespace {
+
+struct PrintSchedulePass : ptrain::impl::PrintSchedulePassBase<PrintSchedulePass> {
+  using PrintSchedulePassBase::PrintSchedulePassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto schedule = module->getAttrOfType<DictionaryAttr>("ptrain.schedule");
+    auto kind = schedule ? schedule.getAs<StringAttr>("kind") : StringAttr();
+    auto m = schedule ? schedule.getAs<IntegerAttr>("micro_batches") : IntegerAttr();
+    auto table = schedule ? schedule.getAs<ArrayAttr>("table") : ArrayAttr();
+    if (!kind || !m || !table) {
+      module.emitError("--ptrain-print-schedule: no ptrain.schedule {kind, micro_batches, table}; run "
+                       "--ptrain-schedule first");
+      return signalPassFailure();
+    }
+    int64_t v = 1;
+    if (auto attr = schedule.getAs<IntegerAttr>("virtual_stages"))
+      v = attr.getInt();
+    const int64_t p = table.size();
+    ScheduleTableRows rows(p);
+    for (auto [s, rowAttr] : llvm::enumerate(table)) {
+      auto row = dyn_cast<ArrayAttr>(rowAttr);
+      for (Attribute entry : row ? row : ArrayAttr::get(module.getContext(), {})) {
+        auto text = dyn_cast<StringAttr>(entry);
+        std::optional<ScheduleStep> step = text ? ScheduleStep::parse(text.getValue()) : std::nullopt;
+        if (!step) {
+          module.emitError("--ptrain-print-schedule: stage ") << s << ": malformed step " << entry;
+          return signalPassFailure();
+        }
+        rows[s].push_back(*step);
+      }
+    }
+    llvm::raw_ostream &os = llvm::outs();
+    os << "schedule " << kind.getValue() << ": pp = " << p << ", virtual stages = " << v
+       << ", micro-batches = " << m.getInt() << "\n";
+    for (int64_t s = 0; s < p; ++s) {
+      os << "stage " << s << ":";
+      for (const ScheduleStep &step : rows[s])
+        os << " " << step.str();
+      os << "\n";
+    }
+    // Unit costs: a forward of one model chunk takes 1, its backward 2 (Narayanan et al. 2021's t_b = 2 t_f),
+    // the fused FB 3; communication is free.
+    std::string stuck;
+    std::optional<ScheduleTiming> timing = simulateScheduleTable(rows, p, v, m.getInt(), 1.0, 2.0, 3.0, stuck);
+    if (!timing) {
+      module.emitError("--ptrain-print-schedule: the table deadlocks: ") << stuck;
+      return signalPassFailure();
+    }
+    os << "unit costs (forward 1, backward 2 per model chunk, free communication): makespan "
+       << llvm::format("%g", timing->makespan) << "\n";
+    for (int64_t s = 0; s < p; ++s) {
+      double busy = timing->makespan - timing->idle[s];
+      os << "stage " << s << ": busy " << llvm::format("%g", busy) << ", idle " << llvm::format("%g", timing->idle[s])
+         << ", bubble (idle / busy) " << llvm::format("%.4f", busy > 0 ? timing->idle[s] / busy : 0.0) << "\n";
+    }
+  }
+};
+
+} // namespace
