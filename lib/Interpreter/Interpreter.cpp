@@ -119,7 +119,31 @@ llvm::Expected<Tensor> Evaluation::readState(StateReadOp op) {
 }
 
 llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vector<Tensor> &returned) {
+  if (auto r = dyn_cast<StateReadOp>(op))
+    return one(readState(r));
+  if (auto r = dyn_cast<func::ReturnOp>(op)) {
+    for (Value v : r.getOperands())
+      returned.push_back(get(v));
+    return std::vector<Tensor>();
+  }
+  std::vector<const Tensor *> operands;
+  for (Value v : op->getOperands())
+    operands.push_back(&get(v));
+  return evaluateOp(op, operands);
+}
+
+llvm::Expected<std::vector<Tensor>> mlir::ptrain::interp::evaluateOp(Operation *op,
+                                                                     llvm::ArrayRef<const Tensor *> operands) {
   using Result = llvm::Expected<std::vector<Tensor>>;
+  if (operands.size() != op->getNumOperands())
+    return makeError("got " + llvm::Twine(operands.size()) + " operand values for " +
+                     llvm::Twine(op->getNumOperands()) + " operands");
+  auto get = [&](Value v) -> const Tensor & {
+    for (auto [operand, tensor] : llvm::zip(op->getOperands(), operands))
+      if (operand == v)
+        return *tensor;
+    llvm_unreachable("not an operand of the op");
+  };
   return llvm::TypeSwitch<Operation *, Result>(op)
       .Case([&](arith::ConstantOp c) -> Result {
         auto dense = llvm::dyn_cast<DenseElementsAttr>(c.getValue());
@@ -127,7 +151,6 @@ llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vec
           return makeError("only dense tensor constants are supported");
         return one(tensorFromDenseElements(dense));
       })
-      .Case([&](StateReadOp r) -> Result { return one(readState(r)); })
       .Case([&](EmbeddingOp e) -> Result { return one(evalEmbedding(get(e.getTable()), get(e.getIds()))); })
       .Case([&](BinaryOp b) -> Result {
         return one(evalBinary(b.getKind(), get(b.getLhs()), get(b.getRhs())));
@@ -185,11 +208,27 @@ llvm::Expected<std::vector<Tensor>> Evaluation::dispatch(Operation *op, std::vec
       .Case([&](CrossEntropyGradOp c) -> Result {
         return one(evalCrossEntropyGrad(get(c.getGrad()), get(c.getLogits()), get(c.getLabels())));
       })
-      .Case([&](func::ReturnOp r) -> Result {
-        for (Value v : r.getOperands())
-          returned.push_back(get(v));
-        return std::vector<Tensor>();
+      // Model ops of the importer's breadth (Selection.cpp, Reduction.cpp).
+      .Case([&](CompareOp c) -> Result { return one(evalCompare(c.getKind(), get(c.getLhs()), get(c.getRhs()))); })
+      .Case([&](SelectOp s) -> Result {
+        return one(evalSelect(get(s.getCondition()), get(s.getLhs()), get(s.getRhs())));
       })
+      .Case([&](ReduceOp r) -> Result {
+        return one(evalReduce(r.getKind(), get(r.getInput()), r.getAxes(), r.getKeepdims()));
+      })
+      .Case([&](CastOp c) -> Result {
+        llvm::Expected<DType> to = dtypeFromMLIR(c.getResult().getType().getElementType());
+        if (!to)
+          return to.takeError();
+        return one(evalCast(get(c.getInput()), *to));
+      })
+      .Case([&](BroadcastToOp b) -> Result {
+        return one(evalBroadcastTo(get(b.getInput()), b.getResult().getType().getShape()));
+      })
+      .Case([&](GatherOp g) -> Result {
+        return one(evalGather(get(g.getData()), get(g.getIndices()), g.getAxisAttr().getInt()));
+      })
+      .Case([&](LogSoftmaxOp l) -> Result { return one(evalLogSoftmax(get(l.getInput()), l.getAxisAttr().getInt())); })
       .Default([&](Operation *) -> Result {
         return makeError("the reference interpreter has no rule for this op");
       });

@@ -36,6 +36,11 @@ struct RunStatistics {
   std::vector<std::pair<std::string, std::string>> statesRead;
 };
 
+/// Evaluates one side-effect-free op (a model op, a backward op, `arith.constant`) on operand values, one per
+/// operand in order, and returns one tensor per result. The importer folds shape computations with it, so
+/// folding and interpretation share one semantics. Errors name what is wrong, not the op.
+llvm::Expected<std::vector<Tensor>> evaluateOp(Operation *op, llvm::ArrayRef<const Tensor *> operands);
+
 /// Evaluates functions of one module. Supported ops: every ptrain model op, every backward op of
 /// PTrainGradientOps.td (so a forward + backward step built by the gradient rules runs), `ptrain.state_read`,
 /// `arith.constant` with a DenseElementsAttr, and `func.return`; anything else is an error naming the op.

@@ -238,3 +238,97 @@ LogicalResult CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> resul
   operandGrads.push_back(nullptr);
   return success();
 }
+
+LogicalResult CompareOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  // Piecewise constant: no gradient reaches either operand.
+  operandGrads.append({nullptr, nullptr});
+  return success();
+}
+
+LogicalResult SelectOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value dy = resultGrads[0];
+  operandGrads.push_back(nullptr);
+  if (!isa<FloatType>(getResult().getType().getElementType())) {
+    operandGrads.append({nullptr, nullptr});
+    return success();
+  }
+  Value zero = scalar(b, loc, getResult().getType().getElementType(), 0.0);
+  // dy flows to lhs where the condition holds and to rhs elsewhere.
+  Value dl = SelectOp::create(b, loc, getCondition(), dy, zero);
+  Value dr = SelectOp::create(b, loc, getCondition(), zero, dy);
+  operandGrads.push_back(sumTo(b, loc, dl, getLhs().getType()));
+  operandGrads.push_back(sumTo(b, loc, dr, getRhs().getType()));
+  return success();
+}
+
+LogicalResult ReduceOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  RankedTensorType inType = getInput().getType();
+  if (!isa<FloatType>(inType.getElementType())) {
+    operandGrads.push_back(nullptr);
+    return success();
+  }
+  if (getKind() == ReduceKind::Max)
+    return emitOpError() << "has no gradient rule for 'max' (ties make the subgradient ambiguous)";
+  // dy with the reduced dimensions kept as 1, broadcast back to the input.
+  SmallVector<int64_t> axes = getNormalizedAxes(), kept;
+  int64_t count = 1;
+  for (int64_t d = 0; d < inType.getRank(); ++d) {
+    bool reduced = llvm::is_contained(axes, d);
+    kept.push_back(reduced ? 1 : inType.getDimSize(d));
+    if (reduced)
+      count *= inType.getDimSize(d);
+  }
+  Value dy = resultGrads[0];
+  if (cast<RankedTensorType>(dy.getType()).getShape() != ArrayRef<int64_t>(kept))
+    dy = ReshapeOp::create(b, loc, inType.clone(kept), dy);
+  if (getKind() == ReduceKind::Mean)
+    dy = binary(b, loc, BinaryKind::Mul, dy, scalar(b, loc, inType.getElementType(), 1.0 / std::max<int64_t>(count, 1)));
+  operandGrads.push_back(BroadcastToOp::create(b, loc, inType, dy));
+  return success();
+}
+
+LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  bool floatIn = isa<FloatType>(getInput().getType().getElementType());
+  bool floatOut = isa<FloatType>(getResult().getType().getElementType());
+  // Through an integer or i1 side no gradient flows.
+  operandGrads.push_back(floatIn && floatOut ? CastOp::create(b, getLoc(), getInput().getType(), resultGrads[0])
+                                             : Value());
+  return success();
+}
+
+LogicalResult BroadcastToOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                            SmallVectorImpl<Value> &operandGrads) {
+  if (!isa<FloatType>(getInput().getType().getElementType())) {
+    operandGrads.push_back(nullptr);
+    return success();
+  }
+  operandGrads.push_back(sumTo(b, getLoc(), resultGrads[0], getInput().getType()));
+  return success();
+}
+
+LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  if (!isa<FloatType>(getData().getType().getElementType())) {
+    operandGrads.append({nullptr, nullptr});
+    return success();
+  }
+  return emitOpError() << "has no gradient rule (only the embedding form, ptrain.embedding, has one)";
+}
+
+LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                           SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value dy = resultGrads[0];
+  // y = x - logsumexp(x): dx = dy - softmax(x) * sum(dy, axis) with softmax(x) = exp(y).
+  Value sum = ReduceOp::create(b, loc, ReduceKind::Sum, dy, ArrayRef<int64_t>{getAxisAttr().getInt()},
+                               /*keepdims=*/true);
+  Value probs = UnaryOp::create(b, loc, UnaryKind::Exp, getResult());
+  operandGrads.push_back(binary(b, loc, BinaryKind::Sub, dy, binary(b, loc, BinaryKind::Mul, probs, sum)));
+  return success();
+}
