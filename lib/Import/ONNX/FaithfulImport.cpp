@@ -152,9 +152,10 @@ private:
     std::string name = node.name().empty() ? node.op_type() + "#" + std::to_string(index) : node.name();
     return NameLoc::get(StringAttr::get(ctx, name), FileLineColLoc::get(ctx, path, index + 1, 0));
   }
-  /// The tensor type of value `name`, from inputs, outputs and value_info: static when ONNX shape inference
-  /// made it so, else unranked with the element type; fails with `why` set without an element type.
-  FailureOr<TensorType> valueType(const std::string &name, std::string &why);
+  /// The type of value `name`, from inputs, outputs and value_info: a static tensor type when ONNX shape
+  /// inference made it so, else unranked with the element type, else `none` when ONNX inferred nothing
+  /// (the legalization then infers the type); fails with `why` set on types ptrain cannot represent.
+  FailureOr<Type> valueType(const std::string &name, std::string &why);
   FailureOr<RankedTensorType> convertType(const onnx::TypeProto &type, std::string &why);
   FailureOr<NamedAttribute> convertAttribute(const onnx::AttributeProto &attr, std::string &why);
   /// The opset the model imports for `domain` ("" and "ai.onnx" are the default domain); 0 when none.
@@ -208,7 +209,7 @@ FailureOr<RankedTensorType> FaithfulImporter::convertType(const onnx::TypeProto 
   return RankedTensorType::get(shape, elt);
 }
 
-FailureOr<TensorType> FaithfulImporter::valueType(const std::string &name, std::string &why) {
+FailureOr<Type> FaithfulImporter::valueType(const std::string &name, std::string &why) {
   auto it = types.find(name);
   if (it == types.end()) {
     why = "ONNX shape inference gave it no type";
@@ -216,14 +217,17 @@ FailureOr<TensorType> FaithfulImporter::valueType(const std::string &name, std::
   }
   FailureOr<RankedTensorType> ranked = convertType(*it->second, why);
   if (succeeded(ranked))
-    return TensorType(*ranked);
+    return Type(*ranked);
   // ONNX shape inference could not make the shape static (e.g. a Reshape whose target shape is computed):
   // the element type suffices, the legalization infers the shape from its already static operands.
   const onnx::TypeProto &type = *it->second;
+  if (type.value_case() == onnx::TypeProto::VALUE_NOT_SET ||
+      (type.has_tensor_type() && type.tensor_type().elem_type() == onnx::TensorProto::UNDEFINED))
+    return Type(NoneType::get(ctx)); // Not inferred at all: the legalization infers the whole type.
   Type elt = type.has_tensor_type() ? convertElementType(type.tensor_type().elem_type(), ctx) : Type();
   if (!elt)
     return failure();
-  return TensorType(UnrankedTensorType::get(elt));
+  return Type(UnrankedTensorType::get(elt));
 }
 
 FailureOr<NamedAttribute> FaithfulImporter::convertAttribute(const onnx::AttributeProto &attr,
@@ -315,7 +319,7 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
   SmallVector<Type> resultTypes;
   for (const onnx::ValueInfoProto &info : graph.output()) {
     std::string why;
-    FailureOr<TensorType> type = valueType(info.name(), why);
+    FailureOr<Type> type = valueType(info.name(), why);
     if (failed(type)) {
       emitError(fileLoc()) << "graph output '" << info.name() << "': " << why;
       return nullptr;
@@ -383,7 +387,7 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
         continue;
       }
       std::string why;
-      FailureOr<TensorType> type = valueType(name, why);
+      FailureOr<Type> type = valueType(name, why);
       if (failed(type)) {
         emitError(loc) << node.op_type() << " output '" << name << "': " << why;
         return nullptr;

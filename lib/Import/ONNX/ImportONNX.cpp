@@ -32,10 +32,11 @@ OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, 
   OwningOpRef<ModuleOp> module = onnx_import::importFaithful(model, path, context, options.entry);
   if (!module)
     return nullptr;
-  if (options.applySignature && failed(onnx_import::applyTrainingSignature(*module, options.entry,
-                                                                            options.signature)))
-    return nullptr;
   if (options.legalize && failed(legalizeONNX(*module)))
+    return nullptr;
+  // After legalization: the outputs' shapes (which picks the logits) may be known only then.
+  if (options.applySignature &&
+      failed(onnx_import::applyTrainingSignature(*module, options.entry, options.signature)))
     return nullptr;
   if (failed(verify(*module)))
     return nullptr;

@@ -69,7 +69,7 @@ FailureOr<SmallVector<int64_t>> onnx_import::constantInts(OnnxNodeOp node, unsig
 }
 
 bool onnx_import::matchesONNXType(Type type, Type onnxType) {
-  if (type == onnxType)
+  if (type == onnxType || isa<NoneType>(onnxType))
     return true;
   auto unranked = dyn_cast<UnrankedTensorType>(onnxType);
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -79,7 +79,7 @@ bool onnx_import::matchesONNXType(Type type, Type onnxType) {
 bool onnx_import::hasStaticResultTypes(OnnxNodeOp node) {
   return llvm::all_of(node->getResultTypes(), [](Type t) {
     auto ranked = dyn_cast<RankedTensorType>(t);
-    return !isa<TensorType>(t) || (ranked && ranked.hasStaticShape());
+    return ranked && ranked.hasStaticShape();
   });
 }
 

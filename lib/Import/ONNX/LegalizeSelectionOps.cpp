@@ -20,9 +20,10 @@ using namespace mlir::ptrain::onnx_import;
 
 namespace {
 
-/// The element type ONNX gave result `i`.
-Type resultElementType(OnnxNodeOp node, unsigned i = 0) {
-  return cast<TensorType>(node->getResultTypes()[i]).getElementType();
+/// The element type ONNX gave result `i`, or `fallback` when ONNX inferred none.
+Type resultElementType(OnnxNodeOp node, unsigned i = 0, Type fallback = {}) {
+  auto type = dyn_cast<TensorType>(node->getResultTypes()[i]);
+  return type ? type.getElementType() : fallback;
 }
 
 /// Equal-11/13/19, Less/Greater-9/13, LessOrEqual/GreaterOrEqual-12/16, And/Or/Xor-7.
@@ -57,9 +58,12 @@ LogicalResult legalizeCast(OnnxNodeOp node, IRRewriter &rewriter) {
     return failure();
   Value x = node.getInputs()[0];
   auto type = cast<RankedTensorType>(x.getType());
-  if (type.getElementType() == resultElementType(node))
+  Type to = resultElementType(node);
+  if (!to)
+    return nodeError(node) << "ONNX shape inference gave the result no element type";
+  if (type.getElementType() == to)
     return replaceFirstOutput(node, x, rewriter);
-  auto op = CastOp::create(rewriter, node.getLoc(), type.clone(resultElementType(node)), x);
+  auto op = CastOp::create(rewriter, node.getLoc(), type.clone(to), x);
   return replaceChecked(node, op, rewriter);
 }
 
@@ -141,7 +145,7 @@ LogicalResult legalizeRange(OnnxNodeOp node, IRRewriter &rewriter) {
   if (*delta == 0)
     return nodeError(node) << "delta is 0";
   int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((*limit - *start) / *delta)));
-  Type elt = resultElementType(node);
+  Type elt = resultElementType(node, 0, cast<TensorType>(node.getInputs()[0].getType()).getElementType());
   auto type = RankedTensorType::get({count}, elt);
   if (!matchesONNXType(type, node->getResultTypes().front()))
     return nodeError(node) << "the range has " << count << " elements but ONNX inferred "
@@ -165,7 +169,9 @@ LogicalResult legalizeConstantOfShape(OnnxNodeOp node, IRRewriter &rewriter) {
   FailureOr<SmallVector<int64_t>> shape = constantInts(node, 0, "the shape");
   if (failed(shape))
     return failure();
-  auto type = RankedTensorType::get(*shape, resultElementType(node));
+  auto given = node.getOnnxAttrs().getAs<DenseElementsAttr>("value");
+  auto type = RankedTensorType::get(
+      *shape, resultElementType(node, 0, given ? given.getElementType() : Type(rewriter.getF32Type())));
   if (!matchesONNXType(type, node->getResultTypes().front()))
     return nodeError(node) << "the shape input gives " << type << " but ONNX inferred "
                            << node->getResultTypes().front();

@@ -37,8 +37,8 @@ namespace mlir::ptrain::onnx_import {
 /// success, else a message naming the bad entry or the unknown role.
 std::string parseSignature(const std::string &text, std::map<std::string, std::string> &roles);
 
-/// Applies the training signature to function `entry` of the faithful `module` (before legalization, so
-/// that generated constants fold into the exporter's shape chains). `roles` are the explicit roles by ONNX
+/// Applies the training signature to function `entry` of the legalized `module` (after legalization, which
+/// gives every output its static type). `roles` are the explicit roles by ONNX
 /// name; the rest are inferred. Emits an error naming the input or output and fails when a role cannot be
 /// inferred, a given name is neither an input nor an output, or an input does not fit its role.
 LogicalResult applyTrainingSignature(ModuleOp module, llvm::StringRef entry,

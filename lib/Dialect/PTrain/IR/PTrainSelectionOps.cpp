@@ -35,17 +35,22 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locati
   if (lhs.getElementType() != rhs.getElementType())
     return emitOptionalError(loc, "'ptrain.compare' op operands must have the same element type, got ", lhs,
                              " and ", rhs);
-  CompareKind kind = adaptor.getKind();
-  bool logical = kind == CompareKind::And || kind == CompareKind::Or || kind == CompareKind::Xor;
-  if (logical && !lhs.getElementType().isInteger(1))
-    return emitOptionalError(loc, "'ptrain.compare' op '", stringifyCompareKind(kind),
-                             "' needs i1 operands, got ", lhs);
   // (C2), (C3)
   SmallVector<int64_t> shape;
   if (!OpTrait::util::getBroadcastedShape(lhs.getShape(), rhs.getShape(), shape))
     return emitOptionalError(loc, "'ptrain.compare' op shapes ", formatDims(lhs.getShape()), " and ",
                              formatDims(rhs.getShape()), " do not broadcast");
   inferred.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult CompareOp::verify() {
+  // (C1) The kind is a property: checked here, not in inferReturnTypes, which the parser calls before
+  // properties are set.
+  CompareKind kind = getKind();
+  bool logical = kind == CompareKind::And || kind == CompareKind::Or || kind == CompareKind::Xor;
+  if (logical && !getLhs().getType().getElementType().isInteger(1))
+    return emitOpError() << "'" << stringifyCompareKind(kind) << "' needs i1 operands, got " << getLhs().getType();
   return success();
 }
 

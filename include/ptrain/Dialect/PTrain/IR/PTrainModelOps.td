@@ -299,6 +299,7 @@ def PTrain_CompareOp : PTrain_ModelOp<"compare"> {
   let arguments = (ins PTrain_CompareKindAttr:$kind, AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
   let results = (outs RankedTensorOf<[I1]>:$result);
   let assemblyFormat = "`` $kind $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasVerifier = 1;
 }
 
 def PTrain_SelectOp : PTrain_ModelOp<"select"> {
@@ -337,13 +338,14 @@ def PTrain_ReduceOp : PTrain_ModelOp<"reduce"> {
 
     ```mlir
     %mean = ptrain.reduce mean %x {axes = array<i64: -1>, keepdims = true} : tensor<4x64x128xf32>
-    // %mean : tensor<4x64x1xf32>
+        -> tensor<4x64x1xf32>
     ```
   }];
   let arguments = (ins PTrain_ReduceKindAttr:$kind, AnyRankedTensor:$input, DenseI64ArrayAttr:$axes,
                        BoolAttr:$keepdims);
   let results = (outs AnyRankedTensor:$result);
-  let assemblyFormat = "`` $kind $input attr-dict `:` type($input)";
+  // Result types are printed: a custom parser cannot infer from properties before they are set.
+  let assemblyFormat = "`` $kind $input attr-dict `:` type($input) `->` type($result)";
   let extraClassDeclaration = [{
     /// The axes normalized into [0, rank), in the given order.
     ::llvm::SmallVector<int64_t> getNormalizedAxes();
@@ -404,13 +406,13 @@ def PTrain_GatherOp : PTrain_ModelOp<"gather"> {
     * (C2) the result is data.shape[:axis] + indices.shape + data.shape[axis+1:] (inferred).
 
     ```mlir
-    %cls = ptrain.gather %h, %zero {axis = 1 : i64} : tensor<4x64x32xf32>, tensor<i64>
-    // %cls : tensor<4x32xf32>
+    %cls = ptrain.gather %h, %zero {axis = 1 : i64} : tensor<4x64x32xf32>, tensor<i64> -> tensor<4x32xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$data, RankedTensorOf<[AnySignlessInteger]>:$indices, I64Attr:$axis);
   let results = (outs AnyRankedTensor:$result);
-  let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices)";
+  // Result types are printed: a custom parser cannot infer from properties before they are set.
+  let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices) `->` type($result)";
 }
 
 def PTrain_LogSoftmaxOp : PTrain_ModelOp<"log_softmax", [SameOperandsAndResultType]> {
