@@ -34,8 +34,7 @@ StateProvider mlir::ptrain::interp::makeMapStateProvider(llvm::StringMap<Tensor>
 /// `file:line:col` for file locations (looking through names and call sites), else MLIR's spelling.
 static std::string formatLocation(Location loc) {
   if (auto file = llvm::dyn_cast<FileLineColLoc>(loc))
-    return (file.getFilename().getValue() + ":" + llvm::Twine(file.getLine()) + ":" +
-            llvm::Twine(file.getColumn()))
+    return (file.getFilename().getValue() + ":" + llvm::Twine(file.getLine()) + ":" + llvm::Twine(file.getColumn()))
         .str();
   if (auto name = llvm::dyn_cast<NameLoc>(loc)) {
     std::string inner = llvm::isa<UnknownLoc>(name.getChildLoc()) ? "" : formatLocation(name.getChildLoc());
@@ -69,8 +68,7 @@ namespace {
 /// The state of one run: SSA values, loaded states, statistics.
 class Evaluation {
 public:
-  Evaluation(const StateProvider &states, RunStatistics &statistics)
-      : states(states), statistics(statistics) {}
+  Evaluation(const StateProvider &states, RunStatistics &statistics) : states(states), statistics(statistics) {}
 
   void bind(Value value, Tensor tensor) { values[value] = std::move(tensor); }
   const Tensor &get(Value value) { return values.find(value)->second; }
@@ -152,9 +150,7 @@ llvm::Expected<std::vector<Tensor>> mlir::ptrain::interp::evaluateOp(Operation *
         return one(tensorFromDenseElements(dense));
       })
       .Case([&](EmbeddingOp e) -> Result { return one(evalEmbedding(get(e.getTable()), get(e.getIds()))); })
-      .Case([&](BinaryOp b) -> Result {
-        return one(evalBinary(b.getKind(), get(b.getLhs()), get(b.getRhs())));
-      })
+      .Case([&](BinaryOp b) -> Result { return one(evalBinary(b.getKind(), get(b.getLhs()), get(b.getRhs()))); })
       .Case([&](UnaryOp u) -> Result { return one(evalUnary(u.getKind(), get(u.getInput()))); })
       .Case([&](MatmulOp m) -> Result { return one(evalMatmul(get(m.getLhs()), get(m.getRhs()))); })
       .Case([&](LayerNormOp l) -> Result {
@@ -162,20 +158,14 @@ llvm::Expected<std::vector<Tensor>> mlir::ptrain::interp::evaluateOp(Operation *
         return one(evalLayerNorm(get(l.getInput()), get(l.getScale()), bias, l.getAxisAttr().getInt(),
                                  l.getEpsilonAttr().getValueAsDouble()));
       })
-      .Case([&](SoftmaxOp s) -> Result {
-        return one(evalSoftmax(get(s.getInput()), s.getAxisAttr().getInt()));
-      })
+      .Case([&](SoftmaxOp s) -> Result { return one(evalSoftmax(get(s.getInput()), s.getAxisAttr().getInt())); })
       .Case([&](GeluOp g) -> Result { return one(evalGelu(g.getApproximate(), get(g.getInput()))); })
       .Case([&](ReshapeOp r) -> Result {
         return one(evalReshape(get(r.getInput()), r.getResult().getType().getShape()));
       })
       .Case([&](TransposeOp t) -> Result { return one(evalTranspose(get(t.getInput()), t.getPerm())); })
-      .Case([&](SplitOp s) -> Result {
-        return evalSplit(get(s.getInput()), s.getAxisAttr().getInt(), s.getSizes());
-      })
-      .Case([&](CrossEntropyOp c) -> Result {
-        return one(evalCrossEntropy(get(c.getLogits()), get(c.getLabels())));
-      })
+      .Case([&](SplitOp s) -> Result { return evalSplit(get(s.getInput()), s.getAxisAttr().getInt(), s.getSizes()); })
+      .Case([&](CrossEntropyOp c) -> Result { return one(evalCrossEntropy(get(c.getLogits()), get(c.getLabels()))); })
       .Case([&](SliceOp s) -> Result { return one(evalSlice(get(s.getInput()), s.getOffsets(), s.getSizes())); })
       .Case([&](ConcatOp c) -> Result {
         std::vector<const Tensor *> inputs;
@@ -184,9 +174,7 @@ llvm::Expected<std::vector<Tensor>> mlir::ptrain::interp::evaluateOp(Operation *
         return one(evalConcat(inputs, c.getAxisAttr().getInt()));
       })
       // Backward ops (PTrainGradientOps.td).
-      .Case([&](SumToOp s) -> Result {
-        return one(evalSumTo(get(s.getInput()), s.getResult().getType().getShape()));
-      })
+      .Case([&](SumToOp s) -> Result { return one(evalSumTo(get(s.getInput()), s.getResult().getType().getShape())); })
       .Case([&](PadOp p) -> Result { return one(evalPad(get(p.getInput()), p.getLow(), p.getHigh())); })
       .Case([&](LayerNormGradOp l) -> Result {
         bool withBias = static_cast<bool>(l.getBiasGrad());
@@ -229,9 +217,7 @@ llvm::Expected<std::vector<Tensor>> mlir::ptrain::interp::evaluateOp(Operation *
         return one(evalGather(get(g.getData()), get(g.getIndices()), g.getAxisAttr().getInt()));
       })
       .Case([&](LogSoftmaxOp l) -> Result { return one(evalLogSoftmax(get(l.getInput()), l.getAxisAttr().getInt())); })
-      .Default([&](Operation *) -> Result {
-        return makeError("the reference interpreter has no rule for this op");
-      });
+      .Default([&](Operation *) -> Result { return makeError("the reference interpreter has no rule for this op"); });
 }
 
 llvm::Error Evaluation::eval(Operation *op, std::vector<Tensor> &returned) {

@@ -61,13 +61,11 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalCompare(CompareKind kind, const
   return out;
 }
 
-llvm::Expected<Tensor> mlir::ptrain::interp::evalSelect(const Tensor &condition, const Tensor &lhs,
-                                                        const Tensor &rhs) {
+llvm::Expected<Tensor> mlir::ptrain::interp::evalSelect(const Tensor &condition, const Tensor &lhs, const Tensor &rhs) {
   if (condition.getDType() != DType::I1)
     return makeError("select needs an i1 condition, got " + condition.getTypeString());
   if (lhs.getDType() != rhs.getDType())
-    return makeError("select operands differ in element type: " + lhs.getTypeString() + " vs " +
-                     rhs.getTypeString());
+    return makeError("select operands differ in element type: " + lhs.getTypeString() + " vs " + rhs.getTypeString());
   llvm::Expected<llvm::SmallVector<int64_t>> partial = broadcastShapes(condition.getShape(), lhs.getShape());
   if (!partial)
     return partial.takeError();

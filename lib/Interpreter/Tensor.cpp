@@ -117,8 +117,7 @@ Tensor Tensor::fromFloats(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::Arra
   return t;
 }
 
-llvm::Expected<Tensor> Tensor::fromInts(DType dtype, llvm::ArrayRef<int64_t> shape,
-                                        llvm::ArrayRef<int64_t> values) {
+llvm::Expected<Tensor> Tensor::fromInts(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> values) {
   if (dtype == DType::I32) {
     for (int64_t v : values)
       if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
@@ -163,8 +162,7 @@ double mlir::ptrain::interp::roundToFloatDType(DType dtype, double value) {
   case DType::BF16: {
     APFloat f(value);
     bool lostInfo;
-    f.convert(dtype == DType::F16 ? APFloat::IEEEhalf() : APFloat::BFloat(), APFloat::rmNearestTiesToEven,
-              &lostInfo);
+    f.convert(dtype == DType::F16 ? APFloat::IEEEhalf() : APFloat::BFloat(), APFloat::rmNearestTiesToEven, &lostInfo);
     f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lostInfo);
     return f.convertToDouble();
   }
@@ -235,7 +233,9 @@ llvm::Expected<Tensor> mlir::ptrain::interp::tensorFromDenseElements(DenseElemen
   std::vector<int64_t> values;
   values.reserve(n);
   // i1 is read unsigned (1, not -1).
-  auto toInt = [&](const APInt &v) { return *dtype == DType::I1 ? static_cast<int64_t>(v.getZExtValue()) : v.getSExtValue(); };
+  auto toInt = [&](const APInt &v) {
+    return *dtype == DType::I1 ? static_cast<int64_t>(v.getZExtValue()) : v.getSExtValue();
+  };
   if (attr.isSplat()) {
     values.assign(n, toInt(attr.getSplatValue<APInt>()));
   } else {

@@ -31,41 +31,38 @@
 using namespace mlir;
 using namespace mlir::ptrain;
 
-static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional, llvm::cl::desc("<model.mlir>"),
-                                            llvm::cl::Required);
+static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional, llvm::cl::desc("<model.mlir>"), llvm::cl::Required);
 static llvm::cl::opt<std::string>
     weightsFile("weights",
                 llvm::cl::desc("ONNX model whose initializers give the state values by key (default: the "
                                "module attribute ptrain.onnx_file, relative to the current directory)"),
                 llvm::cl::value_desc("model.onnx"));
-static llvm::cl::list<std::string> argumentFiles("input",
-                                                 llvm::cl::desc("TensorProto file for the next argument"),
+static llvm::cl::list<std::string> argumentFiles("input", llvm::cl::desc("TensorProto file for the next argument"),
                                                  llvm::cl::value_desc("file.pb"));
 static llvm::cl::list<std::string>
     expectFiles("expect", llvm::cl::desc("TensorProto file with the expected value of the next result"),
                 llvm::cl::value_desc("file.pb"));
-static llvm::cl::opt<double> absoluteTolerance("atol",
-                                               llvm::cl::desc("largest accepted |result - expected|"),
+static llvm::cl::opt<double> absoluteTolerance("atol", llvm::cl::desc("largest accepted |result - expected|"),
                                                llvm::cl::init(1e-5));
 static llvm::cl::opt<double> expectRelativeTolerance(
     "expect-rtol",
     llvm::cl::desc("for --expect: also accept |result - expected| up to this fraction of max|expected| (default "
                    "0: --atol alone)"),
     llvm::cl::init(0.0));
-static llvm::cl::opt<std::string> expectGrads(
-    "expect-grads",
-    llvm::cl::desc("ONNX file whose initializers are the expected gradients: each result with a "
-                   "ptrain.grad_of attribute is compared with the initializer of that name"),
-    llvm::cl::value_desc("reference_grads.onnx"));
-static llvm::cl::opt<double> relativeTolerance(
-    "rtol", llvm::cl::desc("largest accepted max|result - expected| / max|expected| for --expect-grads"),
-    llvm::cl::init(1e-4));
-static llvm::cl::opt<bool> runPipeline(
-    "pipeline",
-    llvm::cl::desc("run the stages named by the module's ptrain.pipeline attribute in order, each on the "
-                   "previous stage's results (the inputs go to stage 0), instead of --entry"));
-static llvm::cl::opt<std::string> entryName("entry", llvm::cl::desc("function to run"),
-                                            llvm::cl::init("forward"));
+static llvm::cl::opt<std::string>
+    expectGrads("expect-grads",
+                llvm::cl::desc("ONNX file whose initializers are the expected gradients: each result with a "
+                               "ptrain.grad_of attribute is compared with the initializer of that name"),
+                llvm::cl::value_desc("reference_grads.onnx"));
+static llvm::cl::opt<double>
+    relativeTolerance("rtol",
+                      llvm::cl::desc("largest accepted max|result - expected| / max|expected| for --expect-grads"),
+                      llvm::cl::init(1e-4));
+static llvm::cl::opt<bool>
+    runPipeline("pipeline",
+                llvm::cl::desc("run the stages named by the module's ptrain.pipeline attribute in order, each on the "
+                               "previous stage's results (the inputs go to stage 0), instead of --entry"));
+static llvm::cl::opt<std::string> entryName("entry", llvm::cl::desc("function to run"), llvm::cl::init("forward"));
 static llvm::cl::opt<bool> printSummary("print-summary",
                                         llvm::cl::desc("print the ops evaluated and the states loaded"));
 
@@ -128,9 +125,8 @@ int main(int argc, char **argv) {
     arguments.push_back(std::move(*tensor));
   }
 
-  interp::Interpreter interpreter(*module, [&](llvm::StringRef key, RankedTensorType) {
-    return initializers->read(key);
-  });
+  interp::Interpreter interpreter(*module,
+                                  [&](llvm::StringRef key, RankedTensorType) { return initializers->read(key); });
   llvm::Expected<std::vector<interp::Tensor>> results = std::vector<interp::Tensor>();
   if (runPipeline) {
     auto pipeline = (*module)->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
@@ -170,8 +166,7 @@ int main(int argc, char **argv) {
   bool mismatch = false;
   llvm::outs() << "@" << entryName << ": " << results->size() << " result(s)\n";
   for (auto [i, result] : llvm::enumerate(*results)) {
-    llvm::outs() << "result " << i << ": " << result.getTypeString()
-                 << llvm::format(" max|x| = %.6e", result.maxAbs());
+    llvm::outs() << "result " << i << ": " << result.getTypeString() << llvm::format(" max|x| = %.6e", result.maxAbs());
     if (result.getNumElements() == 1)
       llvm::outs() << llvm::format(" value = %.9g", result.getAsDouble(0));
     llvm::outs() << "\n";
@@ -181,15 +176,15 @@ int main(int argc, char **argv) {
       if (!expected)
         return fail(llvm::toString(expected.takeError()));
       if (expected->getShape() != result.getShape())
-        return fail("gradient of '" + gradOf.getValue() + "' is " + result.getTypeString() + " but '" +
-                    expectGrads + "' holds " + expected->getTypeString());
+        return fail("gradient of '" + gradOf.getValue() + "' is " + result.getTypeString() + " but '" + expectGrads +
+                    "' holds " + expected->getTypeString());
       double scale = expected->maxAbs();
       double rel = maxAbsDiff(result, *expected) / (scale > 0 ? scale : 1.0);
       bool ok = rel <= relativeTolerance; // False for NaN.
       mismatch |= !ok;
-      llvm::outs() << "  grad of '" << gradOf.getValue() << "': max|x - expected| / max|expected| = "
-                   << llvm::format("%.3e", rel) << llvm::format(" (rtol %.1e): ", relativeTolerance.getValue())
-                   << (ok ? "ok" : "MISMATCH") << "\n";
+      llvm::outs() << "  grad of '" << gradOf.getValue()
+                   << "': max|x - expected| / max|expected| = " << llvm::format("%.3e", rel)
+                   << llvm::format(" (rtol %.1e): ", relativeTolerance.getValue()) << (ok ? "ok" : "MISMATCH") << "\n";
     }
     if (expectFiles.empty())
       continue;
@@ -204,8 +199,7 @@ int main(int argc, char **argv) {
     bool ok = diff <= absoluteTolerance + expectRelativeTolerance * scale; // False for NaN.
     mismatch |= !ok;
     llvm::outs() << "  max|x - expected| = " << llvm::format("%.6e", diff)
-                 << llvm::format(" (atol %.1e): ", absoluteTolerance.getValue()) << (ok ? "ok" : "MISMATCH")
-                 << "\n";
+                 << llvm::format(" (atol %.1e): ", absoluteTolerance.getValue()) << (ok ? "ok" : "MISMATCH") << "\n";
   }
 
   if (printSummary) {

@@ -23,8 +23,7 @@ namespace mlir::ptrain::interp {
 
 /// The numpy broadcast of two shapes (aligned from the last dimension; each pair equal or one of them 1), or
 /// an error naming both shapes.
-llvm::Expected<llvm::SmallVector<int64_t>> broadcastShapes(llvm::ArrayRef<int64_t> lhs,
-                                                           llvm::ArrayRef<int64_t> rhs);
+llvm::Expected<llvm::SmallVector<int64_t>> broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
 /// For each element of `outShape` (row-major), the flat index of the element of `inShape` broadcast to it.
 /// Precondition: `inShape` broadcasts to `outShape`.
 std::vector<int64_t> broadcastIndexMap(llvm::ArrayRef<int64_t> outShape, llvm::ArrayRef<int64_t> inShape);
@@ -92,8 +91,7 @@ llvm::Expected<Tensor> evalTranspose(const Tensor &input, llvm::ArrayRef<int64_t
 llvm::Expected<std::vector<Tensor>> evalSplit(const Tensor &input, int64_t axis, llvm::ArrayRef<int64_t> sizes);
 /// `ptrain.slice`: result[i] = input[offsets + i] for i < sizes (static, unit stride); offsets and sizes have
 /// one entry per dimension with 0 <= offset and offset + size <= dimension.
-llvm::Expected<Tensor> evalSlice(const Tensor &input, llvm::ArrayRef<int64_t> offsets,
-                                 llvm::ArrayRef<int64_t> sizes);
+llvm::Expected<Tensor> evalSlice(const Tensor &input, llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> sizes);
 /// `ptrain.concat`: the inputs (at least one, one rank and element type, equal dimensions but `axis`) joined
 /// along `axis` (negative counts from the end).
 llvm::Expected<Tensor> evalConcat(llvm::ArrayRef<const Tensor *> inputs, int64_t axis);
@@ -120,8 +118,7 @@ llvm::Expected<Tensor> evalGather(const Tensor &data, const Tensor &indices, int
 
 /// `ptrain.reduce`: sum, mean or max over `axes` (negative counts from the end), in double; `keepdims` keeps
 /// the reduced dimensions as 1. Integer tensors: sum and max only.
-llvm::Expected<Tensor> evalReduce(ReduceKind kind, const Tensor &input, llvm::ArrayRef<int64_t> axes,
-                                  bool keepdims);
+llvm::Expected<Tensor> evalReduce(ReduceKind kind, const Tensor &input, llvm::ArrayRef<int64_t> axes, bool keepdims);
 /// `ptrain.log_softmax` along `axis`: x - max - log(sum(exp(x - max))), in double.
 llvm::Expected<Tensor> evalLogSoftmax(const Tensor &input, int64_t axis);
 

@@ -58,8 +58,7 @@ public:
   static Tensor fromFloats(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<double> values);
   /// An integer tensor from values (I32, I64 or I1); an I32 value out of range, or an I1 value other than 0
   /// and 1, is an error.
-  static llvm::Expected<Tensor> fromInts(DType dtype, llvm::ArrayRef<int64_t> shape,
-                                         llvm::ArrayRef<int64_t> values);
+  static llvm::Expected<Tensor> fromInts(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> values);
 
   DType getDType() const { return dtype; }
   bool isFloat() const { return isFloatDType(dtype); }
@@ -79,9 +78,7 @@ public:
   llvm::MutableArrayRef<int64_t> ints() { return intData; }
 
   /// Element `i` in row-major order as a double, whatever the element type.
-  double getAsDouble(int64_t i) const {
-    return isFloat() ? floatData[i] : static_cast<double>(intData[i]);
-  }
+  double getAsDouble(int64_t i) const { return isFloat() ? floatData[i] : static_cast<double>(intData[i]); }
   /// Rounds every float element to the element type (a no-op for f64 and integers).
   void roundToDType();
 

@@ -10,7 +10,7 @@
 using namespace mlir::ptrain::onnx_import;
 
 std::string mlir::ptrain::onnx_import::parseBindings(const std::string &text,
-                                                      std::map<std::string, int64_t> &bindings) {
+                                                     std::map<std::string, int64_t> &bindings) {
   llvm::SmallVector<llvm::StringRef> entries;
   llvm::StringRef(text).split(entries, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
   for (llvm::StringRef entry : entries) {
@@ -43,7 +43,7 @@ static void forgetSymbolicType(onnx::ValueInfoProto &info) {
 }
 
 std::string mlir::ptrain::onnx_import::bindSymbolicDimensions(onnx::ModelProto &model,
-                                                               const std::map<std::string, int64_t> &bindings) {
+                                                              const std::map<std::string, int64_t> &bindings) {
   onnx::GraphProto &graph = *model.mutable_graph();
   llvm::StringSet<> initializers, used;
   for (const onnx::TensorProto &init : graph.initializer())
@@ -70,8 +70,7 @@ std::string mlir::ptrain::onnx_import::bindSymbolicDimensions(onnx::ModelProto &
   }
   for (const auto &[name, size] : bindings)
     if (!used.contains(name))
-      return "--bind " + name + "=" + std::to_string(size) +
-             ": no graph input has a dimension named '" + name + "'";
+      return "--bind " + name + "=" + std::to_string(size) + ": no graph input has a dimension named '" + name + "'";
   if (bindings.empty())
     return "";
   for (onnx::ValueInfoProto &output : *graph.mutable_output())

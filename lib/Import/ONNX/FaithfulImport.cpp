@@ -47,8 +47,8 @@ static Type convertElementType(int32_t dataType, MLIRContext *ctx) {
   }
 }
 
-FailureOr<DenseElementsAttr> mlir::ptrain::onnx_import::convertTensor(const onnx::TensorProto &tensor,
-                                                                     MLIRContext *ctx, std::string &error) {
+FailureOr<DenseElementsAttr> mlir::ptrain::onnx_import::convertTensor(const onnx::TensorProto &tensor, MLIRContext *ctx,
+                                                                      std::string &error) {
   Type elt = convertElementType(tensor.data_type(), ctx);
   if (!elt) {
     error = "element type " + std::to_string(tensor.data_type()) + " is not supported";
@@ -230,8 +230,7 @@ FailureOr<Type> FaithfulImporter::valueType(const std::string &name, std::string
   return Type(UnrankedTensorType::get(elt));
 }
 
-FailureOr<NamedAttribute> FaithfulImporter::convertAttribute(const onnx::AttributeProto &attr,
-                                                             std::string &why) {
+FailureOr<NamedAttribute> FaithfulImporter::convertAttribute(const onnx::AttributeProto &attr, std::string &why) {
   Builder b(ctx);
   Attribute value;
   switch (attr.type()) {
@@ -296,8 +295,8 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
     if (!elt || !isa<FloatType>(elt))
       continue;
     auto type = RankedTensorType::get(SmallVector<int64_t>(init.dims().begin(), init.dims().end()), elt);
-    auto state = StateOp::create(builder, NameLoc::get(builder.getStringAttr(init.name()), fileLoc()),
-                                 init.name(), init.name(), StateKind::Parameter, type);
+    auto state = StateOp::create(builder, NameLoc::get(builder.getStringAttr(init.name()), fileLoc()), init.name(),
+                                 init.name(), StateKind::Parameter, type);
     parameters.push_back({state, &init});
   }
 
@@ -363,8 +362,8 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
     SmallVector<Value> inputs;
     for (auto [i, name] : llvm::enumerate(node.input())) {
       if (name.empty()) {
-        bool trailing = llvm::all_of(llvm::drop_begin(node.input(), i + 1),
-                                     [](const std::string &n) { return n.empty(); });
+        bool trailing =
+            llvm::all_of(llvm::drop_begin(node.input(), i + 1), [](const std::string &n) { return n.empty(); });
         if (trailing)
           break;
         emitError(loc) << node.op_type() << " input #" << i
@@ -425,7 +424,7 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
 }
 
 OwningOpRef<ModuleOp> mlir::ptrain::onnx_import::importFaithful(const onnx::ModelProto &model, StringRef path,
-                                                               MLIRContext *context, StringRef entry) {
+                                                                MLIRContext *context, StringRef entry) {
   context->loadDialect<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
   return FaithfulImporter(model, path, context).run(entry);
 }

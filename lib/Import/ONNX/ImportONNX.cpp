@@ -35,8 +35,7 @@ OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, 
   if (options.legalize && failed(legalizeONNX(*module)))
     return nullptr;
   // After legalization: the outputs' shapes (which picks the logits) may be known only then.
-  if (options.applySignature &&
-      failed(onnx_import::applyTrainingSignature(*module, options.entry, options.signature)))
+  if (options.applySignature && failed(onnx_import::applyTrainingSignature(*module, options.entry, options.signature)))
     return nullptr;
   if (failed(verify(*module)))
     return nullptr;
@@ -70,8 +69,7 @@ static llvm::cl::opt<std::string> signatureOption(
     llvm::cl::value_desc("role=name,...|auto"), llvm::cl::cat(importCategory));
 
 /// Reads the main buffer of `sourceMgr` as an ONNX model; the buffer's name is the file path.
-static OwningOpRef<Operation *> translateImport(llvm::SourceMgr &sourceMgr, MLIRContext *context,
-                                                bool legalize) {
+static OwningOpRef<Operation *> translateImport(llvm::SourceMgr &sourceMgr, MLIRContext *context, bool legalize) {
   const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
   ImportONNXOptions options;
   options.legalize = legalize;
@@ -99,15 +97,11 @@ void mlir::ptrain::registerImportONNXTranslations() {
       [](llvm::SourceMgr &sourceMgr, MLIRContext *context) {
         return translateImport(sourceMgr, context, /*legalize=*/true);
       },
-      [](DialectRegistry &registry) {
-        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
-      });
+      [](DialectRegistry &registry) { registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>(); });
   TranslateToMLIRRegistration importFaithful(
       "import-onnx-faithful", "import an ONNX model as ptrain.onnx_node ops, without legalization",
       [](llvm::SourceMgr &sourceMgr, MLIRContext *context) {
         return translateImport(sourceMgr, context, /*legalize=*/false);
       },
-      [](DialectRegistry &registry) {
-        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
-      });
+      [](DialectRegistry &registry) { registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>(); });
 }

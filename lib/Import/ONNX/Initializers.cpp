@@ -75,8 +75,8 @@ static double halfBitsToDouble(DType dtype, uint16_t bits) {
 static llvm::Expected<Tensor> fromBytes(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::StringRef bytes) {
   int64_t n = interp::numElements(shape);
   if (bytes.size() != static_cast<size_t>(n) * elementBytes(dtype))
-    return makeError("holds " + llvm::Twine(bytes.size()) + " bytes, the shape " + interp::formatShape(shape) +
-                     " of " + interp::stringifyDType(dtype) + " needs " +
+    return makeError("holds " + llvm::Twine(bytes.size()) + " bytes, the shape " + interp::formatShape(shape) + " of " +
+                     interp::stringifyDType(dtype) + " needs " +
                      llvm::Twine(static_cast<size_t>(n) * elementBytes(dtype)));
   const char *p = bytes.data();
   using namespace llvm::support;
@@ -189,8 +189,7 @@ decodeTensor(const onnx::TensorProto &proto,
   return makeError("unknown element type");
 }
 
-template <typename Message>
-static llvm::Error parseFile(llvm::StringRef path, Message &message, llvm::StringRef what) {
+template <typename Message> static llvm::Error parseFile(llvm::StringRef path, Message &message, llvm::StringRef what) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer)
@@ -276,8 +275,7 @@ llvm::Expected<Tensor> ONNXInitializers::read(llvm::StringRef name) {
       llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
           llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
       if (!buffer)
-        return makeError("has external data in '" + path + "', which cannot be read: " +
-                         buffer.getError().message());
+        return makeError("has external data in '" + path + "', which cannot be read: " + buffer.getError().message());
       cached = externalFiles.try_emplace(path, std::move(*buffer)).first;
     }
     llvm::StringRef data = cached->second->getBuffer();

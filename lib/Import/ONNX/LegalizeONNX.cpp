@@ -61,8 +61,7 @@ LogicalResult onnx_import::expectArity(OnnxNodeOp node, unsigned minInputs, unsi
 FailureOr<SmallVector<int64_t>> onnx_import::constantInts(OnnxNodeOp node, unsigned index, StringRef what) {
   DenseIntElementsAttr attr;
   if (!matchPattern(node.getInputs()[index], m_Constant(&attr))) {
-    nodeError(node) << what << " (input #" << index
-                    << ") must be a constant; computed shapes are not supported yet";
+    nodeError(node) << what << " (input #" << index << ") must be a constant; computed shapes are not supported yet";
     return failure();
   }
   return llvm::to_vector(llvm::map_range(attr.getValues<APInt>(), [](APInt v) { return v.getSExtValue(); }));
@@ -147,8 +146,8 @@ void onnx_import::foldConstantOps(Block::iterator begin, Block::iterator end, IR
     rewriter.setInsertionPoint(&op);
     SmallVector<Value> constants;
     for (const interp::Tensor &result : *results)
-      constants.push_back(arith::ConstantOp::create(rewriter, op.getLoc(),
-                                                    interp::denseElementsFromTensor(result, op.getContext())));
+      constants.push_back(
+          arith::ConstantOp::create(rewriter, op.getLoc(), interp::denseElementsFromTensor(result, op.getContext())));
     rewriter.replaceOp(&op, constants);
   }
 }
@@ -182,11 +181,9 @@ LogicalResult legalizeConstant(OnnxNodeOp node, IRRewriter &rewriter) {
   else if (auto i = attrs.getAs<IntegerAttr>("value_int"))
     value = DenseElementsAttr::get(RankedTensorType::get({}, rewriter.getI64Type()), i.getValue());
   else if (auto ints = attrs.getAs<DenseI64ArrayAttr>("value_ints"))
-    value = DenseElementsAttr::get(RankedTensorType::get({ints.size()}, rewriter.getI64Type()),
-                                   ints.asArrayRef());
+    value = DenseElementsAttr::get(RankedTensorType::get({ints.size()}, rewriter.getI64Type()), ints.asArrayRef());
   else if (auto floats = attrs.getAs<DenseF32ArrayAttr>("value_floats"))
-    value = DenseElementsAttr::get(RankedTensorType::get({floats.size()}, rewriter.getF32Type()),
-                                   floats.asArrayRef());
+    value = DenseElementsAttr::get(RankedTensorType::get({floats.size()}, rewriter.getF32Type()), floats.asArrayRef());
   if (!value)
     return nodeError(node) << "only tensor, float, int and int/float list values are supported";
   if (!matchesONNXType(value.getType(), node->getResultTypes().front()))
@@ -203,15 +200,13 @@ LogicalResult legalizeIdentity(OnnxNodeOp node, IRRewriter &rewriter) {
   return success();
 }
 
-template <BinaryKind kind>
-LogicalResult legalizeBinary(OnnxNodeOp node, IRRewriter &rewriter) {
+template <BinaryKind kind> LogicalResult legalizeBinary(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 2, 2)))
     return failure();
   return replaceWith<BinaryOp>(node, rewriter, kind, node.getInputs()[0], node.getInputs()[1]);
 }
 
-template <UnaryKind kind>
-LogicalResult legalizeUnary(OnnxNodeOp node, IRRewriter &rewriter) {
+template <UnaryKind kind> LogicalResult legalizeUnary(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 1, 1)))
     return failure();
   return replaceWith<UnaryOp>(node, rewriter, kind, node.getInputs()[0]);

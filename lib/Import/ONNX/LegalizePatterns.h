@@ -13,8 +13,8 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::ptrain::onnx_import {

@@ -112,8 +112,7 @@ LogicalResult legalizeShape(OnnxNodeOp node, IRRewriter &rewriter) {
   SmallVector<int64_t> dims;
   for (int64_t d = start; d < end; ++d)
     dims.push_back(type.getDimSize(d));
-  auto attr = DenseElementsAttr::get(RankedTensorType::get({static_cast<int64_t>(dims.size())},
-                                                           rewriter.getI64Type()),
+  auto attr = DenseElementsAttr::get(RankedTensorType::get({static_cast<int64_t>(dims.size())}, rewriter.getI64Type()),
                                      ArrayRef<int64_t>(dims));
   if (!matchesONNXType(attr.getType(), node->getResultTypes().front()))
     return nodeError(node) << "the shape has type " << attr.getType() << " but ONNX inferred "
@@ -156,9 +155,8 @@ LogicalResult legalizeRange(OnnxNodeOp node, IRRewriter &rewriter) {
     values.push_back(isa<FloatType>(elt) ? Attribute(rewriter.getFloatAttr(elt, v))
                                          : Attribute(rewriter.getIntegerAttr(elt, static_cast<int64_t>(v))));
   }
-  rewriter.replaceOp(node,
-                     arith::ConstantOp::create(rewriter, node.getLoc(), DenseElementsAttr::get(type, values))
-                         ->getResults());
+  rewriter.replaceOp(
+      node, arith::ConstantOp::create(rewriter, node.getLoc(), DenseElementsAttr::get(type, values))->getResults());
   return success();
 }
 
@@ -187,8 +185,8 @@ LogicalResult legalizeConstantOfShape(OnnxNodeOp node, IRRewriter &rewriter) {
   if (!typed || typed.getType() != type.getElementType())
     return attrError(node, "value") << "has element type " << (typed ? typed.getType() : Type())
                                     << " but ONNX inferred " << type;
-  rewriter.replaceOp(node, arith::ConstantOp::create(rewriter, node.getLoc(), DenseElementsAttr::get(type, element))
-                               ->getResults());
+  rewriter.replaceOp(
+      node, arith::ConstantOp::create(rewriter, node.getLoc(), DenseElementsAttr::get(type, element))->getResults());
   return success();
 }
 

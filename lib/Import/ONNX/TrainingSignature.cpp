@@ -13,11 +13,11 @@
 using namespace mlir;
 using namespace mlir::ptrain;
 
-static const char *const kRoles[] = {"tokens",       "logits",      "position_ids", "padding_mask",
+static const char *const kRoles[] = {"tokens",      "logits",         "position_ids", "padding_mask",
                                      "causal_mask", "token_type_ids", "empty"};
 
 std::string mlir::ptrain::onnx_import::parseSignature(const std::string &text,
-                                                       std::map<std::string, std::string> &roles) {
+                                                      std::map<std::string, std::string> &roles) {
   if (llvm::StringRef(text).trim() == "auto")
     return "";
   llvm::SmallVector<llvm::StringRef> entries;
@@ -65,7 +65,9 @@ static Value generate(OpBuilder &b, Location loc, RankedTensorType type,
     if (isa<FloatType>(elt))
       elements.push_back(b.getFloatAttr(elt, v));
     else
-      elements.push_back(b.getIntegerAttr(elt, elt.isInteger(1) ? APInt(1, v != 0) : APInt(elt.getIntOrFloatBitWidth(), static_cast<int64_t>(v), true)));
+      elements.push_back(
+          b.getIntegerAttr(elt, elt.isInteger(1) ? APInt(1, v != 0)
+                                                 : APInt(elt.getIntOrFloatBitWidth(), static_cast<int64_t>(v), true)));
     for (int64_t d = type.getRank() - 1; d >= 0; --d) {
       if (++index[d] < type.getDimSize(d))
         break;

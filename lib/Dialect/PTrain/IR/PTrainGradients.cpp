@@ -46,7 +46,8 @@ static Value transposeLast2(OpBuilder &b, Location loc, Value x) {
 
 static Value zeros(OpBuilder &b, Location loc, Type type) {
   auto tensor = cast<RankedTensorType>(type);
-  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
+  return arith::ConstantOp::create(b, loc,
+                                   DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
 }
 
 LogicalResult EmbeddingOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -93,8 +94,7 @@ LogicalResult BinaryOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads
   return success();
 }
 
-LogicalResult UnaryOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
-                                      SmallVectorImpl<Value> &operandGrads) {
+LogicalResult UnaryOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads, SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
   Value dy = resultGrads[0], x = getInput(), y = getResult();
   Type elt = getResult().getType().getElementType();
@@ -116,7 +116,8 @@ LogicalResult UnaryOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
   case UnaryKind::Rsqrt:
     // d x^-1/2 = -1/2 x^-3/2 = -1/2 y^3.
     dx = binary(b, loc, BinaryKind::Mul, dy,
-                binary(b, loc, BinaryKind::Mul, binary(b, loc, BinaryKind::Mul, y, binary(b, loc, BinaryKind::Mul, y, y)),
+                binary(b, loc, BinaryKind::Mul,
+                       binary(b, loc, BinaryKind::Mul, y, binary(b, loc, BinaryKind::Mul, y, y)),
                        scalar(b, loc, elt, -0.5)));
     break;
   case UnaryKind::Reciprocal:
@@ -158,8 +159,8 @@ LogicalResult MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads
 LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                           SmallVectorImpl<Value> &operandGrads) {
   Type biasType = getBias() ? getBias().getType() : Type();
-  auto grad = LayerNormGradOp::create(b, getLoc(), getInput().getType(), getScale().getType(), biasType,
-                                      resultGrads[0], getInput(), getScale(), getAxisAttr(), getEpsilonAttr());
+  auto grad = LayerNormGradOp::create(b, getLoc(), getInput().getType(), getScale().getType(), biasType, resultGrads[0],
+                                      getInput(), getScale(), getAxisAttr(), getEpsilonAttr());
   operandGrads.push_back(grad.getInputGrad());
   operandGrads.push_back(grad.getScaleGrad());
   if (getBias())
@@ -173,8 +174,7 @@ LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrad
   return success();
 }
 
-LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
-                                     SmallVectorImpl<Value> &operandGrads) {
+LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(GeluGradOp::create(b, getLoc(), resultGrads[0], getInput(), getApproximateAttr()));
   return success();
 }
@@ -194,8 +194,7 @@ LogicalResult TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGr
   return success();
 }
 
-LogicalResult SplitOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
-                                      SmallVectorImpl<Value> &operandGrads) {
+LogicalResult SplitOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads, SmallVectorImpl<Value> &operandGrads) {
   SmallVector<Value> pieces;
   for (auto [grad, result] : llvm::zip(resultGrads, getResults()))
     pieces.push_back(grad ? grad : zeros(b, getLoc(), result.getType()));
@@ -203,14 +202,13 @@ LogicalResult SplitOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
-LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
-                                      SmallVectorImpl<Value> &operandGrads) {
+LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads, SmallVectorImpl<Value> &operandGrads) {
   auto type = getInput().getType();
   SmallVector<int64_t> high;
   for (int64_t d = 0; d < type.getRank(); ++d)
     high.push_back(type.getDimSize(d) - getOffsets()[d] - getSizes()[d]);
-  operandGrads.push_back(PadOp::create(b, getLoc(), type, resultGrads[0], getOffsetsAttr(),
-                                       b.getDenseI64ArrayAttr(high)));
+  operandGrads.push_back(
+      PadOp::create(b, getLoc(), type, resultGrads[0], getOffsetsAttr(), b.getDenseI64ArrayAttr(high)));
   return success();
 }
 
@@ -287,13 +285,13 @@ LogicalResult ReduceOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads
   if (cast<RankedTensorType>(dy.getType()).getShape() != ArrayRef<int64_t>(kept))
     dy = ReshapeOp::create(b, loc, inType.clone(kept), dy);
   if (getKind() == ReduceKind::Mean)
-    dy = binary(b, loc, BinaryKind::Mul, dy, scalar(b, loc, inType.getElementType(), 1.0 / std::max<int64_t>(count, 1)));
+    dy =
+        binary(b, loc, BinaryKind::Mul, dy, scalar(b, loc, inType.getElementType(), 1.0 / std::max<int64_t>(count, 1)));
   operandGrads.push_back(BroadcastToOp::create(b, loc, inType, dy));
   return success();
 }
 
-LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
-                                     SmallVectorImpl<Value> &operandGrads) {
+LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads, SmallVectorImpl<Value> &operandGrads) {
   bool floatIn = isa<FloatType>(getInput().getType().getElementType());
   bool floatOut = isa<FloatType>(getResult().getType().getElementType());
   // Through an integer or i1 side no gradient flows.

@@ -33,8 +33,8 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locati
   auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
   // (C1)
   if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "'ptrain.compare' op operands must have the same element type, got ", lhs,
-                             " and ", rhs);
+    return emitOptionalError(loc, "'ptrain.compare' op operands must have the same element type, got ", lhs, " and ",
+                             rhs);
   // (C2), (C3)
   SmallVector<int64_t> shape;
   if (!OpTrait::util::getBroadcastedShape(lhs.getShape(), rhs.getShape(), shape))
@@ -65,8 +65,8 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locatio
   auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
   // (C1)
   if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "'ptrain.select' op lhs and rhs must have the same element type, got ", lhs,
-                             " and ", rhs);
+    return emitOptionalError(loc, "'ptrain.select' op lhs and rhs must have the same element type, got ", lhs, " and ",
+                             rhs);
   // (C2), (C3)
   SmallVector<int64_t> partial, shape;
   if (!OpTrait::util::getBroadcastedShape(cond.getShape(), lhs.getShape(), partial) ||
