@@ -7,6 +7,7 @@
 #include "ModelProtoLoader.h"
 #include "RecognizeGelu.h"
 #include "RecognizeLayerNorm.h"
+#include "TiedWeights.h"
 #include "TrainingSignature.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -34,6 +35,8 @@ OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, 
     return nullptr;
   if (options.legalize && failed(legalizeONNX(*module)))
     return nullptr;
+  if (options.legalize)
+    onnx_import::reportTiedWeights(*module);
   // After legalization: the outputs' shapes (which picks the logits) may be known only then.
   if (options.applySignature && failed(onnx_import::applyTrainingSignature(*module, options.entry, options.signature)))
     return nullptr;
