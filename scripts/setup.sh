@@ -16,6 +16,8 @@ PKGS=(
   libgtest-dev libbenchmark-dev
   # ONNX import
   libonnx-dev libprotobuf-dev protobuf-compiler
+  # ONNX backend node tests (conformance: test/Conformance)
+  libonnx-testdata
   # CPU target: MPI and BLAS
   libopenmpi-dev openmpi-bin libopenblas-dev
   # Python side: tests of the data and export helpers (torch-dependent ones skip without python3-torch),

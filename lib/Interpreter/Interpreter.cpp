@@ -170,6 +170,27 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
       .Case([&](CrossEntropyGradOp c) -> Result {
         return one(evalCrossEntropyGrad(get(c.getGrad()), get(c.getLogits()), get(c.getLabels())));
       })
+      // Model ops of the importer's breadth (Selection.cpp, Reduction.cpp).
+      .Case([&](CompareOp c) -> Result { return one(evalCompare(c.getKind(), get(c.getLhs()), get(c.getRhs()))); })
+      .Case([&](SelectOp s) -> Result {
+        return one(evalSelect(get(s.getCondition()), get(s.getLhs()), get(s.getRhs())));
+      })
+      .Case([&](ReduceOp r) -> Result {
+        return one(evalReduce(r.getKind(), get(r.getInput()), r.getAxes(), r.getKeepdims()));
+      })
+      .Case([&](CastOp c) -> Result {
+        llvm::Expected<DType> to = dtypeFromMLIR(c.getResult().getType().getElementType());
+        if (!to)
+          return to.takeError();
+        return one(evalCast(get(c.getInput()), *to));
+      })
+      .Case([&](BroadcastToOp b) -> Result {
+        return one(evalBroadcastTo(get(b.getInput()), b.getResult().getType().getShape()));
+      })
+      .Case([&](GatherOp g) -> Result {
+        return one(evalGather(get(g.getData()), get(g.getIndices()), g.getAxisAttr().getInt()));
+      })
+      .Case([&](LogSoftmaxOp l) -> Result { return one(evalLogSoftmax(get(l.getInput()), l.getAxisAttr().getInt())); })
       .Case([&](AdamWOp a) -> Result {
         auto schedule = a.getSchedule();
         AdamWHyperparameters h{schedule.getPeak().getValueAsDouble(),
@@ -183,6 +204,22 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
         return evalAdamW(get(a.getParam()), get(a.getGrad()), get(a.getM()), get(a.getV()), get(a.getStep()), h);
       })
       .Default([&](Operation *) -> Result { return std::nullopt; });
+}
+
+llvm::Expected<std::vector<Tensor>> mlir::ptrain::interp::evaluateOp(Operation *op,
+                                                                     llvm::ArrayRef<const Tensor *> operands) {
+  if (operands.size() != op->getNumOperands())
+    return makeError("got " + llvm::Twine(operands.size()) + " operand values for " +
+                     llvm::Twine(op->getNumOperands()) + " operands");
+  std::optional<llvm::Expected<std::vector<Tensor>>> evaluated = evaluateOp(op, [&](Value v) -> const Tensor & {
+    for (auto [operand, tensor] : llvm::zip(op->getOperands(), operands))
+      if (operand == v)
+        return *tensor;
+    llvm_unreachable("not an operand of the op");
+  });
+  if (!evaluated)
+    return makeError("the reference interpreter has no rule for this op");
+  return std::move(*evaluated);
 }
 
 llvm::Error Evaluation::eval(Operation *op, std::vector<Tensor> &returned) {

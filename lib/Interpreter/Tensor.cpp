@@ -26,6 +26,12 @@ llvm::StringRef mlir::ptrain::interp::stringifyDType(DType dtype) {
     return "i32";
   case DType::I64:
     return "i64";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::I1:
+    return "i1";
   }
   return "?";
 }
@@ -39,9 +45,16 @@ llvm::Expected<DType> mlir::ptrain::interp::dtypeFromMLIR(Type elementType) {
     return DType::I64;
   if (elementType.isSignlessInteger(32) || elementType.isSignedInteger(32))
     return DType::I32;
+  if (elementType.isF16())
+    return DType::F16;
+  if (elementType.isBF16())
+    return DType::BF16;
+  if (elementType.isInteger(1))
+    return DType::I1;
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "unsupported element type " << elementType << " (the interpreter evaluates f32, f64, i32 and i64)";
+  os << "unsupported element type " << elementType
+     << " (the interpreter evaluates f32, f64, f16, bf16, i32, i64 and i1)";
   return makeError(text);
 }
 
@@ -55,6 +68,12 @@ Type mlir::ptrain::interp::dtypeToMLIR(DType dtype, MLIRContext *ctx) {
     return IntegerType::get(ctx, 32);
   case DType::I64:
     return IntegerType::get(ctx, 64);
+  case DType::F16:
+    return Float16Type::get(ctx);
+  case DType::BF16:
+    return BFloat16Type::get(ctx);
+  case DType::I1:
+    return IntegerType::get(ctx, 1);
   }
   return {};
 }
@@ -98,12 +117,16 @@ Tensor Tensor::fromFloats(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::Arra
   return t;
 }
 
-llvm::Expected<Tensor> Tensor::fromInts(DType dtype, llvm::ArrayRef<int64_t> shape,
-                                        llvm::ArrayRef<int64_t> values) {
+llvm::Expected<Tensor> Tensor::fromInts(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> values) {
   if (dtype == DType::I32) {
     for (int64_t v : values)
       if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
         return makeError("value " + llvm::Twine(v) + " does not fit in i32");
+  }
+  if (dtype == DType::I1) {
+    for (int64_t v : values)
+      if (v != 0 && v != 1)
+        return makeError("value " + llvm::Twine(v) + " is not an i1 (0 or 1)");
   }
   Tensor t;
   t.dtype = dtype;
@@ -131,11 +154,28 @@ bool Tensor::hasType(RankedTensorType type) const {
   return *expected == dtype;
 }
 
+double mlir::ptrain::interp::roundToFloatDType(DType dtype, double value) {
+  switch (dtype) {
+  case DType::F32:
+    return static_cast<double>(static_cast<float>(value));
+  case DType::F16:
+  case DType::BF16: {
+    APFloat f(value);
+    bool lostInfo;
+    f.convert(dtype == DType::F16 ? APFloat::IEEEhalf() : APFloat::BFloat(), APFloat::rmNearestTiesToEven, &lostInfo);
+    f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lostInfo);
+    return f.convertToDouble();
+  }
+  default:
+    return value;
+  }
+}
+
 void Tensor::roundToDType() {
-  if (dtype != DType::F32)
+  if (!isFloat() || dtype == DType::F64)
     return;
   for (double &v : floatData)
-    v = static_cast<double>(static_cast<float>(v));
+    v = roundToFloatDType(dtype, v);
 }
 
 Tensor Tensor::reshaped(llvm::ArrayRef<int64_t> newShape) const {
@@ -192,11 +232,42 @@ llvm::Expected<Tensor> mlir::ptrain::interp::tensorFromDenseElements(DenseElemen
   }
   std::vector<int64_t> values;
   values.reserve(n);
+  // i1 is read unsigned (1, not -1).
+  auto toInt = [&](const APInt &v) {
+    return *dtype == DType::I1 ? static_cast<int64_t>(v.getZExtValue()) : v.getSExtValue();
+  };
   if (attr.isSplat()) {
-    values.assign(n, attr.getSplatValue<APInt>().getSExtValue());
+    values.assign(n, toInt(attr.getSplatValue<APInt>()));
   } else {
     for (const APInt &v : attr.getValues<APInt>())
-      values.push_back(v.getSExtValue());
+      values.push_back(toInt(v));
   }
   return Tensor::fromInts(*dtype, type.getShape(), values);
+}
+
+DenseElementsAttr mlir::ptrain::interp::denseElementsFromTensor(const Tensor &tensor, MLIRContext *ctx) {
+  Type elt = dtypeToMLIR(tensor.getDType(), ctx);
+  auto type = RankedTensorType::get(tensor.getShape(), elt);
+  if (tensor.getDType() == DType::I1) {
+    llvm::SmallVector<bool> values(llvm::map_range(tensor.ints(), [](int64_t v) { return v != 0; }));
+    return DenseElementsAttr::get(type, llvm::ArrayRef<bool>(values));
+  }
+  if (tensor.isFloat()) {
+    auto floatType = llvm::cast<FloatType>(elt);
+    llvm::SmallVector<APFloat> values;
+    values.reserve(tensor.getNumElements());
+    for (double v : tensor.floats()) {
+      APFloat f(v);
+      bool lostInfo;
+      f.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lostInfo);
+      values.push_back(f);
+    }
+    return DenseElementsAttr::get(type, values);
+  }
+  unsigned width = elt.getIntOrFloatBitWidth();
+  llvm::SmallVector<APInt> values;
+  values.reserve(tensor.getNumElements());
+  for (int64_t v : tensor.ints())
+    values.push_back(APInt(width, static_cast<uint64_t>(v), /*isSigned=*/true, /*implicitTrunc=*/true));
+  return DenseElementsAttr::get(type, values);
 }

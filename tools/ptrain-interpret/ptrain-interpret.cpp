@@ -48,6 +48,11 @@ static llvm::cl::list<std::string>
                 llvm::cl::value_desc("file.pb"));
 static llvm::cl::opt<double> absoluteTolerance("atol", llvm::cl::desc("largest accepted |result - expected|"),
                                                llvm::cl::init(1e-5));
+static llvm::cl::opt<double> expectRelativeTolerance(
+    "expect-rtol",
+    llvm::cl::desc("for --expect: also accept |result - expected| up to this fraction of max|expected| (default "
+                   "0: --atol alone)"),
+    llvm::cl::init(0.0));
 static llvm::cl::opt<std::string>
     expectGrads("expect-grads",
                 llvm::cl::desc("ONNX file whose initializers are the expected gradients: each result with a "
@@ -357,7 +362,8 @@ int main(int argc, char **argv) {
       return fail("result " + llvm::Twine(i) + " is " + result.getTypeString() + " but '" + expectFiles[i] +
                   "' holds " + expected->getTypeString());
     double diff = maxAbsDiff(result, *expected);
-    bool ok = diff <= absoluteTolerance; // False for NaN.
+    double scale = std::isfinite(expected->maxAbs()) ? expected->maxAbs() : 0.0;
+    bool ok = diff <= absoluteTolerance + expectRelativeTolerance * scale; // False for NaN.
     mismatch |= !ok;
     llvm::outs() << "  max|x - expected| = " << llvm::format("%.6e", diff)
                  << llvm::format(" (atol %.1e): ", absoluteTolerance.getValue()) << (ok ? "ok" : "MISMATCH") << "\n";

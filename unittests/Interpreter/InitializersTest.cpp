@@ -89,8 +89,8 @@ protected:
     };
     auto external = [](onnx::TensorProto *t, const std::string &location, const char *offset, const char *length) {
       t->set_data_location(onnx::TensorProto::EXTERNAL);
-      for (auto [key, value] : {std::pair<const char *, std::string>{"location", location}, {"offset", offset},
-                                {"length", length}}) {
+      for (auto [key, value] :
+           {std::pair<const char *, std::string>{"location", location}, {"offset", offset}, {"length", length}}) {
         onnx::StringStringEntryProto *e = t->add_external_data();
         e->set_key(key);
         e->set_value(value);
@@ -100,7 +100,13 @@ protected:
     external(add("past_end", onnx::TensorProto::FLOAT, {4}), "w.bin", "8", "16");
     external(add("absolute", onnx::TensorProto::FLOAT, {1}), "/etc/passwd", "0", "4");
     external(add("no_file", onnx::TensorProto::FLOAT, {1}), "missing.bin", "0", "4");
-    add("half", onnx::TensorProto::FLOAT16, {1})->set_raw_data(std::string(2, '\0'));
+    add("bytes", onnx::TensorProto::UINT8, {1})->set_raw_data(std::string(1, '\0'));
+    // 1.5 as bfloat16 (0x3FC0) and as IEEE half (0x3E00): in raw_data (little-endian) and in int32_data.
+    add("bf16_raw", onnx::TensorProto::BFLOAT16, {1})->set_raw_data(std::string("\xC0\x3F", 2));
+    add("bf16_int32", onnx::TensorProto::BFLOAT16, {1})->add_int32_data(0x3FC0);
+    add("half_raw", onnx::TensorProto::FLOAT16, {1})->set_raw_data(std::string("\x00\x3E", 2));
+    onnx::TensorProto *mask = add("mask", onnx::TensorProto::BOOL, {2});
+    mask->set_raw_data(std::string("\x01\x00", 2));
     onnx::TensorProto *shortData = add("short", onnx::TensorProto::INT64, {3});
     shortData->add_int64_data(1);
     shortData->add_int64_data(2);
@@ -147,6 +153,18 @@ TEST_F(MalformedInitializers, GoodEntriesDecode) {
   interp::Tensor ints = llvm::cantFail(inits.read("ints"));
   EXPECT_EQ(ints.getTypeString(), "tensor<2xi32>");
   EXPECT_EQ(ints.ints()[0], -7);
+  // bf16 in raw_data and in int32_data decode to the same value.
+  interp::Tensor raw = llvm::cantFail(inits.read("bf16_raw")), bits = llvm::cantFail(inits.read("bf16_int32"));
+  EXPECT_EQ(raw.getTypeString(), "tensor<1xbf16>");
+  EXPECT_EQ(raw.floats()[0], 1.5);
+  EXPECT_EQ(bits.floats()[0], 1.5);
+  interp::Tensor half = llvm::cantFail(inits.read("half_raw"));
+  EXPECT_EQ(half.getTypeString(), "tensor<1xf16>");
+  EXPECT_EQ(half.floats()[0], 1.5);
+  interp::Tensor mask = llvm::cantFail(inits.read("mask"));
+  EXPECT_EQ(mask.getTypeString(), "tensor<2xi1>");
+  EXPECT_EQ(mask.ints()[0], 1);
+  EXPECT_EQ(mask.ints()[1], 0);
 }
 
 TEST_F(MalformedInitializers, ErrorsNameTheProblem) {
@@ -154,7 +172,7 @@ TEST_F(MalformedInitializers, ErrorsNameTheProblem) {
             std::string::npos);
   EXPECT_NE(errorOf("absolute").find("absolute external data location"), std::string::npos);
   EXPECT_NE(errorOf("no_file").find("missing.bin', which cannot be read"), std::string::npos);
-  EXPECT_NE(errorOf("half").find("unsupported data type 10 (FLOAT16)"), std::string::npos);
+  EXPECT_NE(errorOf("bytes").find("unsupported data type 2 (UINT8)"), std::string::npos);
   EXPECT_NE(errorOf("short").find("initializer 'short' holds 2 values, the shape 3 needs 3"), std::string::npos);
 }
 

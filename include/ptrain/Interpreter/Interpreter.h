@@ -54,6 +54,11 @@ std::string typeString(Type type);
 std::optional<llvm::Expected<std::vector<Tensor>>> evaluateOp(Operation *op,
                                                               llvm::function_ref<const Tensor &(Value)> get);
 
+/// evaluateOp on operand values given one per operand in order; returns one tensor per result. The importer
+/// folds shape computations with it, so folding and interpretation share one semantics. Errors name what is
+/// wrong (also an op without a rule), not the op.
+llvm::Expected<std::vector<Tensor>> evaluateOp(Operation *op, llvm::ArrayRef<const Tensor *> operands);
+
 /// Evaluates functions of one module. Supported ops: every ptrain model op, every backward op of
 /// PTrainGradientOps.td (so a forward + backward step built by the gradient rules runs), `ptrain.adamw`,
 /// `ptrain.state_read`,

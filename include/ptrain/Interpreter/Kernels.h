@@ -124,6 +124,29 @@ double learningRate(const AdamWHyperparameters &h, int64_t t);
 llvm::Expected<std::vector<Tensor>> evalAdamW(const Tensor &param, const Tensor &grad, const Tensor &m, const Tensor &v,
                                               const Tensor &step, const AdamWHyperparameters &h);
 
+//===--- Masks, selection, casts (Selection.cpp) ---------------------------===//
+
+/// `ptrain.compare`: an i1 tensor of lhs <kind> rhs with numpy broadcasting; `and`, `or`, `xor` need i1.
+llvm::Expected<Tensor> evalCompare(CompareKind kind, const Tensor &lhs, const Tensor &rhs);
+/// `ptrain.select`: condition (i1) ? lhs : rhs, the three broadcast against each other.
+llvm::Expected<Tensor> evalSelect(const Tensor &condition, const Tensor &lhs, const Tensor &rhs);
+/// `ptrain.cast` to `to`: float rounding to nearest even, float to integer truncation toward zero (NaN or out
+/// of range is an error), anything to i1 as `!= 0`.
+llvm::Expected<Tensor> evalCast(const Tensor &input, DType to);
+/// `ptrain.broadcast_to`: `input` broadcast to `shape` (numpy rules).
+llvm::Expected<Tensor> evalBroadcastTo(const Tensor &input, llvm::ArrayRef<int64_t> shape);
+/// `ptrain.gather`: data[i..., indices[j...], k...] along `axis`; negative indices count from the end; an
+/// index out of [-n, n) is an error naming it.
+llvm::Expected<Tensor> evalGather(const Tensor &data, const Tensor &indices, int64_t axis);
+
+//===--- Reductions (Reduction.cpp) ----------------------------------------===//
+
+/// `ptrain.reduce`: sum, mean or max over `axes` (negative counts from the end), in double; `keepdims` keeps
+/// the reduced dimensions as 1. Integer tensors: sum and max only.
+llvm::Expected<Tensor> evalReduce(ReduceKind kind, const Tensor &input, llvm::ArrayRef<int64_t> axes, bool keepdims);
+/// `ptrain.log_softmax` along `axis`: x - max - log(sum(exp(x - max))), in double.
+llvm::Expected<Tensor> evalLogSoftmax(const Tensor &input, int64_t axis);
+
 } // namespace mlir::ptrain::interp
 
 #endif // PTRAIN_INTERPRETER_KERNELS_H

@@ -22,14 +22,19 @@
 
 namespace mlir::ptrain::interp {
 
-/// The element types the interpreter evaluates. f32 and f64 are computed in double and rounded to the element
-/// type; i32 and i64 are kept as int64 (i32 values are range-checked on creation).
-enum class DType { F32, F64, I32, I64 };
+/// The element types the interpreter evaluates. Floats (f32, f64, f16, bf16) are computed in double and
+/// rounded to the element type (round to nearest even); i32 and i64 are kept as int64 (i32 values are
+/// range-checked on creation); i1 (masks, ONNX BOOL) is kept as int64 0 or 1.
+enum class DType { F32, F64, I32, I64, F16, BF16, I1 };
 
-/// Returns "f32", "f64", "i32" or "i64".
+/// Returns "f32", "f64", "i32", "i64", "f16", "bf16" or "i1".
 llvm::StringRef stringifyDType(DType dtype);
-/// Whether `dtype` is f32 or f64.
-inline bool isFloatDType(DType dtype) { return dtype == DType::F32 || dtype == DType::F64; }
+/// Whether `dtype` is a float type (f32, f64, f16, bf16).
+inline bool isFloatDType(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F64 || dtype == DType::F16 || dtype == DType::BF16;
+}
+/// Rounds `value` to the nearest value of the float `dtype` (ties to even); unchanged for f64.
+double roundToFloatDType(DType dtype, double value);
 /// The DType of an MLIR element type, or an error naming the unsupported type.
 llvm::Expected<DType> dtypeFromMLIR(Type elementType);
 /// The MLIR element type of `dtype`.
@@ -51,9 +56,9 @@ public:
 
   /// A float tensor from values; each value is rounded to `dtype` (F32 or F64).
   static Tensor fromFloats(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<double> values);
-  /// An integer tensor from values (I32 or I64); an I32 value out of range is an error.
-  static llvm::Expected<Tensor> fromInts(DType dtype, llvm::ArrayRef<int64_t> shape,
-                                         llvm::ArrayRef<int64_t> values);
+  /// An integer tensor from values (I32, I64 or I1); an I32 value out of range, or an I1 value other than 0
+  /// and 1, is an error.
+  static llvm::Expected<Tensor> fromInts(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> values);
 
   DType getDType() const { return dtype; }
   bool isFloat() const { return isFloatDType(dtype); }
@@ -73,9 +78,7 @@ public:
   llvm::MutableArrayRef<int64_t> ints() { return intData; }
 
   /// Element `i` in row-major order as a double, whatever the element type.
-  double getAsDouble(int64_t i) const {
-    return isFloat() ? floatData[i] : static_cast<double>(intData[i]);
-  }
+  double getAsDouble(int64_t i) const { return isFloat() ? floatData[i] : static_cast<double>(intData[i]); }
   /// Rounds every float element to the element type (a no-op for f64 and integers).
   void roundToDType();
 
@@ -97,6 +100,10 @@ private:
 /// The value of a dense elements attribute (splats included, `-inf` and NaN kept): its shape must be static
 /// and its element type one of the DTypes.
 llvm::Expected<Tensor> tensorFromDenseElements(DenseElementsAttr attr);
+
+/// The dense elements attribute holding `tensor`'s values (the inverse of tensorFromDenseElements); its type is
+/// the tensor's shape and element type.
+DenseElementsAttr denseElementsFromTensor(const Tensor &tensor, MLIRContext *ctx);
 
 /// Makes an llvm::StringError with `message` (the interpreter's error category is inconvertibleErrorCode).
 llvm::Error makeError(const llvm::Twine &message);

@@ -9,6 +9,9 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <functional>
+#include <queue>
+
 using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::onnx_import;
@@ -44,8 +47,8 @@ static Type convertElementType(int32_t dataType, MLIRContext *ctx) {
   }
 }
 
-FailureOr<DenseElementsAttr> mlir::ptrain::onnx_import::convertTensor(const onnx::TensorProto &tensor,
-                                                                     MLIRContext *ctx, std::string &error) {
+FailureOr<DenseElementsAttr> mlir::ptrain::onnx_import::convertTensor(const onnx::TensorProto &tensor, MLIRContext *ctx,
+                                                                      std::string &error) {
   Type elt = convertElementType(tensor.data_type(), ctx);
   if (!elt) {
     error = "element type " + std::to_string(tensor.data_type()) + " is not supported";
@@ -89,6 +92,48 @@ FailureOr<DenseElementsAttr> mlir::ptrain::onnx_import::convertTensor(const onnx
   return DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes.data(), bytes.size()));
 }
 
+/// The node indices of `graph` in a topological order that keeps the file's order wherever it is already
+/// valid (some optimizers append nodes whose outputs earlier nodes read, e.g. onnxruntime's
+/// bert_toy_optimized.onnx). Kahn's algorithm with the smallest ready index first. Nodes on a cycle, or
+/// reading a name nothing defines, stay at the end in file order; the import then reports the missing input.
+static SmallVector<int> topologicalOrder(const onnx::GraphProto &graph) {
+  int n = graph.node_size();
+  llvm::StringMap<int> producer;
+  for (int i = 0; i < n; ++i)
+    for (const std::string &name : graph.node(i).output())
+      if (!name.empty())
+        producer.try_emplace(name, i);
+  SmallVector<int> pending(n, 0);
+  SmallVector<SmallVector<int>> consumers(n);
+  for (int i = 0; i < n; ++i)
+    for (const std::string &name : graph.node(i).input()) {
+      auto it = producer.find(name);
+      if (name.empty() || it == producer.end() || it->second == i)
+        continue;
+      ++pending[i];
+      consumers[it->second].push_back(i);
+    }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i)
+    if (pending[i] == 0)
+      ready.push(i);
+  SmallVector<int> order;
+  SmallVector<bool> placed(n, false);
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    placed[i] = true;
+    for (int c : consumers[i])
+      if (--pending[c] == 0)
+        ready.push(c);
+  }
+  for (int i = 0; i < n; ++i)
+    if (!placed[i])
+      order.push_back(i);
+  return order;
+}
+
 namespace {
 
 /// Builds the faithful module; one instance per import.
@@ -107,8 +152,10 @@ private:
     std::string name = node.name().empty() ? node.op_type() + "#" + std::to_string(index) : node.name();
     return NameLoc::get(StringAttr::get(ctx, name), FileLineColLoc::get(ctx, path, index + 1, 0));
   }
-  /// The static tensor type of value `name`, from inputs, outputs and value_info; fails with `why` set.
-  FailureOr<RankedTensorType> valueType(const std::string &name, std::string &why);
+  /// The type of value `name`, from inputs, outputs and value_info: a static tensor type when ONNX shape
+  /// inference made it so, else unranked with the element type, else `none` when ONNX inferred nothing
+  /// (the legalization then infers the type); fails with `why` set on types ptrain cannot represent.
+  FailureOr<Type> valueType(const std::string &name, std::string &why);
   FailureOr<RankedTensorType> convertType(const onnx::TypeProto &type, std::string &why);
   FailureOr<NamedAttribute> convertAttribute(const onnx::AttributeProto &attr, std::string &why);
   /// The opset the model imports for `domain` ("" and "ai.onnx" are the default domain); 0 when none.
@@ -162,17 +209,28 @@ FailureOr<RankedTensorType> FaithfulImporter::convertType(const onnx::TypeProto 
   return RankedTensorType::get(shape, elt);
 }
 
-FailureOr<RankedTensorType> FaithfulImporter::valueType(const std::string &name, std::string &why) {
+FailureOr<Type> FaithfulImporter::valueType(const std::string &name, std::string &why) {
   auto it = types.find(name);
   if (it == types.end()) {
     why = "ONNX shape inference gave it no type";
     return failure();
   }
-  return convertType(*it->second, why);
+  FailureOr<RankedTensorType> ranked = convertType(*it->second, why);
+  if (succeeded(ranked))
+    return Type(*ranked);
+  // ONNX shape inference could not make the shape static (e.g. a Reshape whose target shape is computed):
+  // the element type suffices, the legalization infers the shape from its already static operands.
+  const onnx::TypeProto &type = *it->second;
+  if (type.value_case() == onnx::TypeProto::VALUE_NOT_SET ||
+      (type.has_tensor_type() && type.tensor_type().elem_type() == onnx::TensorProto::UNDEFINED))
+    return Type(NoneType::get(ctx)); // Not inferred at all: the legalization infers the whole type.
+  Type elt = type.has_tensor_type() ? convertElementType(type.tensor_type().elem_type(), ctx) : Type();
+  if (!elt)
+    return failure();
+  return Type(UnrankedTensorType::get(elt));
 }
 
-FailureOr<NamedAttribute> FaithfulImporter::convertAttribute(const onnx::AttributeProto &attr,
-                                                             std::string &why) {
+FailureOr<NamedAttribute> FaithfulImporter::convertAttribute(const onnx::AttributeProto &attr, std::string &why) {
   Builder b(ctx);
   Attribute value;
   switch (attr.type()) {
@@ -218,12 +276,15 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
   (*module)->setAttr("ptrain.onnx_file", builder.getStringAttr(path));
   builder.setInsertionPointToEnd(module->getBody());
 
+  // Inferred value_info wins over a declared output type (which --bind may have dropped).
   for (const onnx::ValueInfoProto &info : graph.input())
     types[info.name()] = &info.type();
-  for (const onnx::ValueInfoProto &info : graph.value_info())
-    types[info.name()] = &info.type();
   for (const onnx::ValueInfoProto &info : graph.output())
-    types[info.name()] = &info.type();
+    if (info.has_type())
+      types[info.name()] = &info.type();
+  for (const onnx::ValueInfoProto &info : graph.value_info())
+    if (info.has_type())
+      types[info.name()] = &info.type();
 
   // Float initializers are parameters: state symbols keyed by their name. Others are small constants.
   llvm::StringMap<const onnx::TensorProto *> initializers;
@@ -234,8 +295,8 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
     if (!elt || !isa<FloatType>(elt))
       continue;
     auto type = RankedTensorType::get(SmallVector<int64_t>(init.dims().begin(), init.dims().end()), elt);
-    auto state = StateOp::create(builder, NameLoc::get(builder.getStringAttr(init.name()), fileLoc()),
-                                 init.name(), init.name(), StateKind::Parameter, type);
+    auto state = StateOp::create(builder, NameLoc::get(builder.getStringAttr(init.name()), fileLoc()), init.name(),
+                                 init.name(), StateKind::Parameter, type);
     parameters.push_back({state, &init});
   }
 
@@ -257,7 +318,7 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
   SmallVector<Type> resultTypes;
   for (const onnx::ValueInfoProto &info : graph.output()) {
     std::string why;
-    FailureOr<RankedTensorType> type = convertType(info.type(), why);
+    FailureOr<Type> type = valueType(info.name(), why);
     if (failed(type)) {
       emitError(fileLoc()) << "graph output '" << info.name() << "': " << why;
       return nullptr;
@@ -288,7 +349,8 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
     values[name] = arith::ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(name), fileLoc()), *value);
   }
 
-  for (auto [index, node] : llvm::enumerate(graph.node())) {
+  for (int index : topologicalOrder(graph)) {
+    const onnx::NodeProto &node = graph.node(index);
     Location loc = nodeLoc(node, index);
     int64_t opset = opsetFor(node.domain());
     if (!node.domain().empty() && node.domain() != "ai.onnx") {
@@ -300,8 +362,8 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
     SmallVector<Value> inputs;
     for (auto [i, name] : llvm::enumerate(node.input())) {
       if (name.empty()) {
-        bool trailing = llvm::all_of(llvm::drop_begin(node.input(), i + 1),
-                                     [](const std::string &n) { return n.empty(); });
+        bool trailing =
+            llvm::all_of(llvm::drop_begin(node.input(), i + 1), [](const std::string &n) { return n.empty(); });
         if (trailing)
           break;
         emitError(loc) << node.op_type() << " input #" << i
@@ -324,7 +386,7 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
         continue;
       }
       std::string why;
-      FailureOr<RankedTensorType> type = valueType(name, why);
+      FailureOr<Type> type = valueType(name, why);
       if (failed(type)) {
         emitError(loc) << node.op_type() << " output '" << name << "': " << why;
         return nullptr;
@@ -362,7 +424,7 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
 }
 
 OwningOpRef<ModuleOp> mlir::ptrain::onnx_import::importFaithful(const onnx::ModelProto &model, StringRef path,
-                                                               MLIRContext *context, StringRef entry) {
+                                                                MLIRContext *context, StringRef entry) {
   context->loadDialect<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
   return FaithfulImporter(model, path, context).run(entry);
 }

@@ -2,9 +2,13 @@
 
 #include "ptrain/Import/ONNX/ImportONNX.h"
 
+#include "BindDimensions.h"
 #include "FaithfulImport.h"
 #include "ModelProtoLoader.h"
 #include "RecognizeGelu.h"
+#include "RecognizeLayerNorm.h"
+#include "TiedWeights.h"
+#include "TrainingSignature.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -12,6 +16,7 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
@@ -20,7 +25,7 @@ using namespace mlir::ptrain;
 OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, MLIRContext *context,
                                                const ImportONNXOptions &options) {
   onnx::ModelProto model;
-  std::string error = onnx_import::loadModelProto(bytes.str(), model);
+  std::string error = onnx_import::loadModelProto(bytes.str(), model, options.bindings);
   if (!error.empty()) {
     emitError(FileLineColLoc::get(context, path, 0, 0)) << error;
     return nullptr;
@@ -29,6 +34,11 @@ OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, 
   if (!module)
     return nullptr;
   if (options.legalize && failed(legalizeONNX(*module)))
+    return nullptr;
+  if (options.legalize)
+    onnx_import::reportTiedWeights(*module);
+  // After legalization: the outputs' shapes (which picks the logits) may be known only then.
+  if (options.applySignature && failed(onnx_import::applyTrainingSignature(*module, options.entry, options.signature)))
     return nullptr;
   if (failed(verify(*module)))
     return nullptr;
@@ -40,16 +50,44 @@ LogicalResult mlir::ptrain::legalizeONNX(ModuleOp module) {
     return failure();
   RewritePatternSet patterns(module.getContext());
   onnx_import::populateRecognizeGeluPatterns(patterns);
+  onnx_import::populateRecognizeLayerNormPatterns(patterns);
   // Folding is off so that constants stay where the exporter put them; dead expansion ops are removed.
   return applyPatternsGreedily(module, std::move(patterns), GreedyRewriteConfig().enableFolding(false));
 }
 
+static llvm::cl::OptionCategory importCategory("ONNX import options (--import-onnx, --import-onnx-faithful)");
+
+static llvm::cl::opt<std::string>
+    bindOption("bind",
+               llvm::cl::desc("sizes of the graph inputs' symbolic dimensions, e.g. --bind batch=8,seq=64 (every "
+                              "symbolic dimension must be bound; 0 makes zero-size tensors)"),
+               llvm::cl::value_desc("name=size,..."), llvm::cl::cat(importCategory));
+
+static llvm::cl::opt<std::string> signatureOption(
+    "signature",
+    llvm::cl::desc("import for training: roles of graph inputs and outputs (tokens, logits, labels, "
+                   "position_ids, padding_mask, causal_mask, token_type_ids, empty) as role=onnx_name,...; "
+                   "'auto' infers all of them. Generated inputs become constants, empty ones zero-size "
+                   "constants; the function keeps the token input and the logits output"),
+    llvm::cl::value_desc("role=name,...|auto"), llvm::cl::cat(importCategory));
+
 /// Reads the main buffer of `sourceMgr` as an ONNX model; the buffer's name is the file path.
-static OwningOpRef<Operation *> translateImport(llvm::SourceMgr &sourceMgr, MLIRContext *context,
-                                                bool legalize) {
+static OwningOpRef<Operation *> translateImport(llvm::SourceMgr &sourceMgr, MLIRContext *context, bool legalize) {
   const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
   ImportONNXOptions options;
   options.legalize = legalize;
+  Location fileLoc = FileLineColLoc::get(context, buffer->getBufferIdentifier(), 0, 0);
+  if (std::string error = onnx_import::parseBindings(bindOption, options.bindings); !error.empty()) {
+    emitError(fileLoc) << error;
+    return nullptr;
+  }
+  if (!signatureOption.empty()) {
+    options.applySignature = true;
+    if (std::string error = onnx_import::parseSignature(signatureOption, options.signature); !error.empty()) {
+      emitError(fileLoc) << error;
+      return nullptr;
+    }
+  }
   OwningOpRef<ModuleOp> module = importONNX(buffer->getBuffer(), buffer->getBufferIdentifier(), context, options);
   if (!module)
     return nullptr;
@@ -62,15 +100,11 @@ void mlir::ptrain::registerImportONNXTranslations() {
       [](llvm::SourceMgr &sourceMgr, MLIRContext *context) {
         return translateImport(sourceMgr, context, /*legalize=*/true);
       },
-      [](DialectRegistry &registry) {
-        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
-      });
+      [](DialectRegistry &registry) { registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>(); });
   TranslateToMLIRRegistration importFaithful(
       "import-onnx-faithful", "import an ONNX model as ptrain.onnx_node ops, without legalization",
       [](llvm::SourceMgr &sourceMgr, MLIRContext *context) {
         return translateImport(sourceMgr, context, /*legalize=*/false);
       },
-      [](DialectRegistry &registry) {
-        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
-      });
+      [](DialectRegistry &registry) { registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>(); });
 }

@@ -8,6 +8,7 @@
 
 #include "onnx/onnx_pb.h"
 
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/Path.h"
@@ -32,22 +33,50 @@ static llvm::Expected<DType> dtypeFromONNX(int32_t dataType) {
     return DType::I32;
   case onnx::TensorProto::INT64:
     return DType::I64;
+  case onnx::TensorProto::FLOAT16:
+    return DType::F16;
+  case onnx::TensorProto::BFLOAT16:
+    return DType::BF16;
+  case onnx::TensorProto::BOOL:
+    return DType::I1;
   default:
     return makeError("unsupported data type " + llvm::Twine(dataType) + " (" +
-                     onnx::TensorProto::DataType_Name(dataType) + "); supported: FLOAT, DOUBLE, INT32, INT64");
+                     onnx::TensorProto::DataType_Name(dataType) +
+                     "); supported: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT32, INT64, BOOL");
   }
 }
 
 static size_t elementBytes(DType dtype) {
-  return dtype == DType::F32 || dtype == DType::I32 ? 4 : 8;
+  switch (dtype) {
+  case DType::I1:
+    return 1;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  }
+  return 8;
+}
+
+/// The value of the 16-bit float `bits` (IEEE half or bfloat16).
+static double halfBitsToDouble(DType dtype, uint16_t bits) {
+  llvm::APFloat f(dtype == DType::F16 ? llvm::APFloat::IEEEhalf() : llvm::APFloat::BFloat(), llvm::APInt(16, bits));
+  bool lostInfo;
+  f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lostInfo);
+  return f.convertToDouble();
 }
 
 /// Decodes little-endian bytes (raw_data or external data) into a tensor.
 static llvm::Expected<Tensor> fromBytes(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::StringRef bytes) {
   int64_t n = interp::numElements(shape);
   if (bytes.size() != static_cast<size_t>(n) * elementBytes(dtype))
-    return makeError("holds " + llvm::Twine(bytes.size()) + " bytes, the shape " + interp::formatShape(shape) +
-                     " of " + interp::stringifyDType(dtype) + " needs " +
+    return makeError("holds " + llvm::Twine(bytes.size()) + " bytes, the shape " + interp::formatShape(shape) + " of " +
+                     interp::stringifyDType(dtype) + " needs " +
                      llvm::Twine(static_cast<size_t>(n) * elementBytes(dtype)));
   const char *p = bytes.data();
   using namespace llvm::support;
@@ -80,6 +109,19 @@ static llvm::Expected<Tensor> fromBytes(DType dtype, llvm::ArrayRef<int64_t> sha
     std::vector<int64_t> values(n);
     for (int64_t i = 0; i < n; ++i)
       values[i] = static_cast<int64_t>(endian::read64le(p + 8 * i));
+    return Tensor::fromInts(dtype, shape, values);
+  }
+  case DType::F16:
+  case DType::BF16: {
+    std::vector<double> values(n);
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = halfBitsToDouble(dtype, endian::read16le(p + 2 * i));
+    return Tensor::fromFloats(dtype, shape, values);
+  }
+  case DType::I1: {
+    std::vector<int64_t> values(n);
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = p[i] != 0;
     return Tensor::fromInts(dtype, shape, values);
   }
   }
@@ -130,12 +172,24 @@ decodeTensor(const onnx::TensorProto &proto,
     return fromField(*dtype, shape, proto.int32_data());
   case DType::I64:
     return fromField(*dtype, shape, proto.int64_data());
+  case DType::I1:
+    return fromField(*dtype, shape, proto.int32_data());
+  case DType::F16:
+  case DType::BF16: {
+    // int32_data holds the 16-bit patterns (onnx.proto, TensorProto.int32_data).
+    if (proto.int32_data_size() != interp::numElements(shape))
+      return makeError("holds " + llvm::Twine(proto.int32_data_size()) + " values, the shape " +
+                       interp::formatShape(shape) + " needs " + llvm::Twine(interp::numElements(shape)));
+    std::vector<double> values;
+    for (int32_t bits : proto.int32_data())
+      values.push_back(halfBitsToDouble(*dtype, static_cast<uint16_t>(bits)));
+    return Tensor::fromFloats(*dtype, shape, values);
+  }
   }
   return makeError("unknown element type");
 }
 
-template <typename Message>
-static llvm::Error parseFile(llvm::StringRef path, Message &message, llvm::StringRef what) {
+template <typename Message> static llvm::Error parseFile(llvm::StringRef path, Message &message, llvm::StringRef what) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer)
@@ -221,8 +275,7 @@ llvm::Expected<Tensor> ONNXInitializers::read(llvm::StringRef name) {
       llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
           llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
       if (!buffer)
-        return makeError("has external data in '" + path + "', which cannot be read: " +
-                         buffer.getError().message());
+        return makeError("has external data in '" + path + "', which cannot be read: " + buffer.getError().message());
       cached = externalFiles.try_emplace(path, std::move(*buffer)).first;
     }
     llvm::StringRef data = cached->second->getBuffer();

@@ -1,7 +1,7 @@
-//===- LegalizeMiscOps.cpp - ONNX Gemm, Dropout, Cast to model ops -*- C++ -*-===//
+//===- LegalizeMiscOps.cpp - ONNX Gemm and Dropout to model ops -*- C++ -*-===//
 //
-// Gemm-7/11 becomes transposes, a matmul and elementwise mul/add; inference-mode Dropout-12 and
-// same-type Cast are identities. Semantics from the ONNX operator definitions
+// Gemm-7/11 becomes transposes, a matmul and elementwise mul/add; inference-mode Dropout-12 is the
+// identity. Semantics from the ONNX operator definitions
 // (https://onnx.ai/onnx/operators/).
 //
 //===----------------------------------------------------------------------===//
@@ -97,23 +97,10 @@ LogicalResult legalizeDropout(OnnxNodeOp node, IRRewriter &rewriter) {
   return replaceFirstOutput(node, node.getInputs()[0], rewriter);
 }
 
-/// Cast-6/9/13/19/21: only a cast to the input's own element type (an identity) is supported.
-LogicalResult legalizeCast(OnnxNodeOp node, IRRewriter &rewriter) {
-  if (failed(expectArity(node, 1, 1)))
-    return failure();
-  Type from = cast<RankedTensorType>(node.getInputs()[0].getType()).getElementType();
-  Type to = cast<RankedTensorType>(node->getResultTypes().front()).getElementType();
-  if (from != to)
-    return nodeError(node) << "cast from " << from << " to " << to << " (attribute 'to' = " << intAttr(node, "to", -1)
-                           << ") is not supported; only casts between identical types are";
-  return replaceFirstOutput(node, node.getInputs()[0], rewriter);
-}
-
 } // namespace
 
 void onnx_import::populateMiscPatterns(PatternTable &t) {
   t.onOp("Gemm", 7, legalizeGemm7);
   t.onOp("Gemm", 11, legalizeGemm);
   t.onOp("Dropout", 12, legalizeDropout);
-  t.onOp("Cast", 6, legalizeCast);
 }

@@ -13,10 +13,12 @@
 #include "LegalizePatterns.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Interpreter/Interpreter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -59,11 +61,25 @@ LogicalResult onnx_import::expectArity(OnnxNodeOp node, unsigned minInputs, unsi
 FailureOr<SmallVector<int64_t>> onnx_import::constantInts(OnnxNodeOp node, unsigned index, StringRef what) {
   DenseIntElementsAttr attr;
   if (!matchPattern(node.getInputs()[index], m_Constant(&attr))) {
-    nodeError(node) << what << " (input #" << index
-                    << ") must be a constant; computed shapes are not supported yet";
+    nodeError(node) << what << " (input #" << index << ") must be a constant; computed shapes are not supported yet";
     return failure();
   }
   return llvm::to_vector(llvm::map_range(attr.getValues<APInt>(), [](APInt v) { return v.getSExtValue(); }));
+}
+
+bool onnx_import::matchesONNXType(Type type, Type onnxType) {
+  if (type == onnxType || isa<NoneType>(onnxType))
+    return true;
+  auto unranked = dyn_cast<UnrankedTensorType>(onnxType);
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return unranked && tensor && unranked.getElementType() == tensor.getElementType();
+}
+
+bool onnx_import::hasStaticResultTypes(OnnxNodeOp node) {
+  return llvm::all_of(node->getResultTypes(), [](Type t) {
+    auto ranked = dyn_cast<RankedTensorType>(t);
+    return ranked && ranked.hasStaticShape();
+  });
 }
 
 /// Replaces `node` by `newOp` after checking that `newOp` verifies and produces the types ONNX inferred.
@@ -72,8 +88,68 @@ LogicalResult onnx_import::replaceChecked(OnnxNodeOp node, Operation *newOp, IRR
     rewriter.eraseOp(newOp);
     return nodeError(node) << "the node does not satisfy ptrain's " << newOp->getName() << " (see above)";
   }
+  for (auto [result, onnxType] : llvm::zip(newOp->getResults(), node->getResultTypes()))
+    if (!matchesONNXType(result.getType(), onnxType)) {
+      Type type = result.getType();
+      rewriter.eraseOp(newOp);
+      return nodeError(node) << "the result has type " << type << " but ONNX inferred " << onnxType;
+    }
   rewriter.replaceOp(node, newOp->getResults());
   return success();
+}
+
+Value onnx_import::scalarConstant(OpBuilder &builder, Location loc, Type elementType, double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  Attribute element = isa<FloatType>(elementType)
+                          ? Attribute(builder.getFloatAttr(elementType, value))
+                          : Attribute(builder.getIntegerAttr(elementType, static_cast<int64_t>(value)));
+  return arith::ConstantOp::create(builder, loc, DenseElementsAttr::get(type, element));
+}
+
+void onnx_import::foldConstantOps(Block::iterator begin, Block::iterator end, IRRewriter &rewriter) {
+  constexpr int64_t kMaxFoldedElements = int64_t(1) << 20;
+  for (Operation &op : llvm::make_early_inc_range(llvm::make_range(begin, end))) {
+    if (isa<arith::ConstantOp>(op) || op.getDialect() != op.getContext()->getLoadedDialect<PTrainDialect>() ||
+        !isPure(&op) || op.getNumResults() == 0)
+      continue;
+    std::vector<interp::Tensor> values;
+    bool foldable = true;
+    for (Value operand : op.getOperands()) {
+      DenseElementsAttr attr;
+      if (!matchPattern(operand, m_Constant(&attr))) {
+        foldable = false;
+        break;
+      }
+      llvm::Expected<interp::Tensor> tensor = interp::tensorFromDenseElements(attr);
+      if (!tensor) {
+        llvm::consumeError(tensor.takeError());
+        foldable = false;
+        break;
+      }
+      values.push_back(std::move(*tensor));
+    }
+    for (Type type : op.getResultTypes()) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      foldable &= tensor && tensor.hasStaticShape() && tensor.getNumElements() <= kMaxFoldedElements;
+    }
+    if (!foldable)
+      continue;
+    std::vector<const interp::Tensor *> operands;
+    for (const interp::Tensor &value : values)
+      operands.push_back(&value);
+    llvm::Expected<std::vector<interp::Tensor>> results = interp::evaluateOp(&op, operands);
+    if (!results) {
+      // Left to run time, where the interpreter reports the same error at the op.
+      llvm::consumeError(results.takeError());
+      continue;
+    }
+    rewriter.setInsertionPoint(&op);
+    SmallVector<Value> constants;
+    for (const interp::Tensor &result : *results)
+      constants.push_back(
+          arith::ConstantOp::create(rewriter, op.getLoc(), interp::denseElementsFromTensor(result, op.getContext())));
+    rewriter.replaceOp(&op, constants);
+  }
 }
 
 InFlightDiagnostic onnx_import::attrError(OnnxNodeOp node, StringRef attr) {
@@ -82,7 +158,7 @@ InFlightDiagnostic onnx_import::attrError(OnnxNodeOp node, StringRef attr) {
 
 LogicalResult onnx_import::replaceFirstOutput(OnnxNodeOp node, Value value, IRRewriter &rewriter) {
   Type expected = node->getResultTypes().front();
-  if (value.getType() != expected)
+  if (!matchesONNXType(value.getType(), expected))
     return nodeError(node) << "the result has type " << value.getType() << " but ONNX inferred " << expected;
   node.getOutputs().front().replaceAllUsesWith(value);
   rewriter.eraseOp(node);
@@ -98,7 +174,6 @@ namespace {
 LogicalResult legalizeConstant(OnnxNodeOp node, IRRewriter &rewriter) {
   DictionaryAttr attrs = node.getOnnxAttrs();
   TypedAttr value;
-  auto type = dyn_cast<RankedTensorType>(node->getResultTypes().front());
   if (auto dense = attrs.getAs<DenseElementsAttr>("value"))
     value = dense;
   else if (auto f = attrs.getAs<FloatAttr>("value_float"))
@@ -106,15 +181,14 @@ LogicalResult legalizeConstant(OnnxNodeOp node, IRRewriter &rewriter) {
   else if (auto i = attrs.getAs<IntegerAttr>("value_int"))
     value = DenseElementsAttr::get(RankedTensorType::get({}, rewriter.getI64Type()), i.getValue());
   else if (auto ints = attrs.getAs<DenseI64ArrayAttr>("value_ints"))
-    value = DenseElementsAttr::get(RankedTensorType::get({ints.size()}, rewriter.getI64Type()),
-                                   ints.asArrayRef());
+    value = DenseElementsAttr::get(RankedTensorType::get({ints.size()}, rewriter.getI64Type()), ints.asArrayRef());
   else if (auto floats = attrs.getAs<DenseF32ArrayAttr>("value_floats"))
-    value = DenseElementsAttr::get(RankedTensorType::get({floats.size()}, rewriter.getF32Type()),
-                                   floats.asArrayRef());
+    value = DenseElementsAttr::get(RankedTensorType::get({floats.size()}, rewriter.getF32Type()), floats.asArrayRef());
   if (!value)
     return nodeError(node) << "only tensor, float, int and int/float list values are supported";
-  if (type && value.getType() != type)
-    return nodeError(node) << "its value has type " << value.getType() << " but ONNX inferred " << type;
+  if (!matchesONNXType(value.getType(), node->getResultTypes().front()))
+    return nodeError(node) << "its value has type " << value.getType() << " but ONNX inferred "
+                           << node->getResultTypes().front();
   rewriter.replaceOp(node, arith::ConstantOp::create(rewriter, node.getLoc(), value)->getResults());
   return success();
 }
@@ -126,15 +200,13 @@ LogicalResult legalizeIdentity(OnnxNodeOp node, IRRewriter &rewriter) {
   return success();
 }
 
-template <BinaryKind kind>
-LogicalResult legalizeBinary(OnnxNodeOp node, IRRewriter &rewriter) {
+template <BinaryKind kind> LogicalResult legalizeBinary(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 2, 2)))
     return failure();
   return replaceWith<BinaryOp>(node, rewriter, kind, node.getInputs()[0], node.getInputs()[1]);
 }
 
-template <UnaryKind kind>
-LogicalResult legalizeUnary(OnnxNodeOp node, IRRewriter &rewriter) {
+template <UnaryKind kind> LogicalResult legalizeUnary(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 1, 1)))
     return failure();
   return replaceWith<UnaryOp>(node, rewriter, kind, node.getInputs()[0]);
@@ -144,18 +216,6 @@ LogicalResult legalizeMatMul(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 2, 2)))
     return failure();
   return replaceWith<MatmulOp>(node, rewriter, node.getInputs()[0], node.getInputs()[1]);
-}
-
-/// Gather on axis 0 of a 2-D table is an embedding lookup; other gathers are not supported yet.
-LogicalResult legalizeGather(OnnxNodeOp node, IRRewriter &rewriter) {
-  if (failed(expectArity(node, 2, 2)))
-    return failure();
-  auto data = cast<RankedTensorType>(node.getInputs()[0].getType());
-  int64_t axis = intAttr(node, "axis", 0);
-  if (axis != 0 || data.getRank() != 2)
-    return nodeError(node) << "Gather is supported as an embedding lookup (axis 0 of a 2-D table), got axis "
-                           << axis << " of " << data;
-  return replaceWith<EmbeddingOp>(node, rewriter, node.getInputs()[0], node.getInputs()[1]);
 }
 
 LogicalResult legalizeTranspose(OnnxNodeOp node, IRRewriter &rewriter) {
@@ -205,10 +265,10 @@ LogicalResult legalizeReshape(OnnxNodeOp node, IRRewriter &rewriter) {
     (*shape)[inferIndex] = inType.getNumElements() / known;
   }
   auto resultType = inType.clone(*shape);
-  if (resultType != node->getResultTypes().front())
+  if (!matchesONNXType(resultType, node->getResultTypes().front()))
     return nodeError(node) << "the target shape gives " << resultType << " but ONNX inferred "
                            << node->getResultTypes().front();
-  return replaceWith<ReshapeOp>(node, rewriter, node.getInputs()[0]);
+  return replaceChecked(node, ReshapeOp::create(rewriter, node.getLoc(), resultType, node.getInputs()[0]), rewriter);
 }
 
 /// Split-2 (`split` attribute) and Split-13 (sizes as an optional input); without sizes, equal parts.
@@ -234,29 +294,6 @@ LogicalResult legalizeSplit(OnnxNodeOp node, IRRewriter &rewriter) {
                               rewriter.getDenseI64ArrayAttr(sizes));
 }
 
-/// Softmax-13: along `axis` (default -1).
-LogicalResult legalizeSoftmax13(OnnxNodeOp node, IRRewriter &rewriter) {
-  if (failed(expectArity(node, 1, 1)))
-    return failure();
-  return replaceWith<SoftmaxOp>(node, rewriter, node.getInputs()[0],
-                                rewriter.getI64IntegerAttr(intAttr(node, "axis", -1)));
-}
-
-/// Softmax-1/11: the input is coerced to 2-D at `axis` (default 1) and normalized over all dimensions from
-/// `axis`; that equals Softmax-13 only when `axis` is the last dimension.
-LogicalResult legalizeSoftmax1(OnnxNodeOp node, IRRewriter &rewriter) {
-  if (failed(expectArity(node, 1, 1)))
-    return failure();
-  int64_t rank = cast<RankedTensorType>(node.getInputs()[0].getType()).getRank();
-  int64_t axis = intAttr(node, "axis", 1);
-  if (axis < 0)
-    axis += rank;
-  if (axis != rank - 1)
-    return nodeError(node) << "before opset 13 Softmax normalizes over all dimensions from axis " << axis
-                           << " of a rank-" << rank << " input; only the last axis is supported";
-  return replaceWith<SoftmaxOp>(node, rewriter, node.getInputs()[0], rewriter.getI64IntegerAttr(axis));
-}
-
 /// LayerNormalization-17: Y from X, Scale and optional B over [axis, rank); Mean and InvStdDev must be unused.
 LogicalResult legalizeLayerNormalization(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 2, 3)))
@@ -268,7 +305,7 @@ LogicalResult legalizeLayerNormalization(OnnxNodeOp node, IRRewriter &rewriter) 
   if (intAttr(node, "stash_type", 1) != 1)
     return nodeError(node) << "stash_type other than float is not supported";
   Value bias = node.getInputs().size() > 2 ? node.getInputs()[2] : Value();
-  auto op = LayerNormOp::create(rewriter, node.getLoc(), node->getResultTypes().front(), node.getInputs()[0],
+  auto op = LayerNormOp::create(rewriter, node.getLoc(), node.getInputs()[0].getType(), node.getInputs()[0],
                                 node.getInputs()[1], bias, rewriter.getI64IntegerAttr(axis),
                                 rewriter.getF64FloatAttr(floatAttr(node, "epsilon", 1e-5)));
   if (failed(verify(op, /*verifyRecursively=*/false))) {
@@ -302,15 +339,14 @@ const PatternTable &patterns() {
     t.onOp("Tanh", 6, legalizeUnary<UnaryKind::Tanh>);
     t.onOp("Relu", 6, legalizeUnary<UnaryKind::Relu>);
     t.onOp("MatMul", 1, legalizeMatMul);
-    t.onOp("Gather", 1, legalizeGather);
     t.onOp("Transpose", 1, legalizeTranspose);
     t.onOp("Reshape", 5, legalizeReshape);
     t.onOp("Split", 2, legalizeSplit);
-    t.onOp("Softmax", 1, legalizeSoftmax1);
-    t.onOp("Softmax", 13, legalizeSoftmax13);
     t.onOp("LayerNormalization", 17, legalizeLayerNormalization);
     populateShapePatterns(t);
     populateMiscPatterns(t);
+    populateSelectionPatterns(t);
+    populateReductionPatterns(t);
     return t;
   }();
   return table;
@@ -329,8 +365,19 @@ LogicalResult mlir::ptrain::legalizeONNXNodes(ModuleOp module) {
       return nodeError(node) << "op type '" << node.getOpType() << "' at opset " << opset
                              << " is not supported by ptrain's importer";
     rewriter.setInsertionPoint(node);
+    Block *block = node->getBlock();
+    Operation *prev = node->getPrevNode(), *next = node->getNextNode();
     if (failed(pattern->legalize(node, rewriter)))
       return failure();
+    foldConstantOps(prev ? std::next(Block::iterator(prev)) : block->begin(),
+                    next ? Block::iterator(next) : block->end(), rewriter);
   }
+  // Results whose shape ONNX could not infer now have the static types the legalization computed.
+  module.walk([](func::FuncOp fn) {
+    if (fn.isExternal())
+      return;
+    Operation *terminator = fn.getBody().front().getTerminator();
+    fn.setType(FunctionType::get(fn.getContext(), fn.getArgumentTypes(), terminator->getOperandTypes()));
+  });
   return success();
 }

@@ -14,6 +14,7 @@
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::ptrain::onnx_import {
@@ -51,8 +52,19 @@ private:
 
 /// Unsqueeze, Squeeze, Concat, Slice (LegalizeShapeOps.cpp).
 void populateShapePatterns(PatternTable &table);
-/// Gemm, Dropout, Cast (LegalizeMiscOps.cpp).
+/// Gemm, Dropout (LegalizeMiscOps.cpp).
 void populateMiscPatterns(PatternTable &table);
+/// Masks and selection: Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor, Where, Cast,
+/// Expand, Gather, Shape, Range, ConstantOfShape, Trilu (LegalizeSelectionOps.cpp).
+void populateSelectionPatterns(PatternTable &table);
+/// ReduceSum, ReduceMean, ReduceMax, Softmax, LogSoftmax, SoftmaxCrossEntropyLoss (LegalizeReductions.cpp).
+void populateReductionPatterns(PatternTable &table);
+
+/// Replaces every op in [`begin`, `end`) of one block whose operands are all `arith.constant` by constants
+/// computed with the reference interpreter (interp::evaluateOp), in order, so that the exporters'
+/// Shape -> Gather -> Unsqueeze -> Concat chains become the constant shapes later patterns read. Results
+/// over 2^20 elements are left unfolded.
+void foldConstantOps(Block::iterator begin, Block::iterator end, IRRewriter &rewriter);
 
 //===----------------------------------------------------------------------===//
 // Helpers (LegalizeONNX.cpp)
@@ -72,12 +84,28 @@ LogicalResult expectArity(OnnxNodeOp node, unsigned minInputs, unsigned maxInput
 /// The integer values of a constant input, or failure with a diagnostic naming the input.
 FailureOr<SmallVector<int64_t>> constantInts(OnnxNodeOp node, unsigned index, StringRef what);
 
-/// Replaces `node` by `newOp` after checking that `newOp` verifies and produces the types ONNX inferred.
+/// A rank-0 constant of `elementType` (float or integer) holding `value`.
+Value scalarConstant(OpBuilder &builder, Location loc, Type elementType, double value);
+
+/// Whether `type`, computed by ptrain, agrees with `onnxType`, the node's result type from ONNX shape
+/// inference: equal, or `onnxType` is unranked (ONNX could not infer the shape) with the same element type.
+bool matchesONNXType(Type type, Type onnxType);
+
+/// Whether ONNX shape inference gave every result of `node` a static type.
+bool hasStaticResultTypes(OnnxNodeOp node);
+
+/// Replaces `node` by `newOp` after checking that `newOp` verifies and produces the types ONNX inferred
+/// (matchesONNXType).
 LogicalResult replaceChecked(OnnxNodeOp node, Operation *newOp, IRRewriter &rewriter);
 
-/// Builds `OpTy` with the node's result types and attributes, then checks and replaces.
+/// Builds `OpTy` with the node's result types (or, where ONNX left a shape unknown and `OpTy` infers its
+/// types, with the inferred ones) and attributes, then checks and replaces.
 template <typename OpTy, typename... Args>
 LogicalResult replaceWith(OnnxNodeOp node, IRRewriter &rewriter, Args &&...args) {
+  if constexpr (OpTy::template hasTrait<InferTypeOpInterface::Trait>()) {
+    if (!hasStaticResultTypes(node))
+      return replaceChecked(node, OpTy::create(rewriter, node.getLoc(), std::forward<Args>(args)...), rewriter);
+  }
   auto op = OpTy::create(rewriter, node.getLoc(), node->getResultTypes(), std::forward<Args>(args)...);
   return replaceChecked(node, op, rewriter);
 }

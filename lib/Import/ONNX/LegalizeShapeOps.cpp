@@ -56,9 +56,9 @@ StringRef axesName(bool fromInput) { return fromInput ? "input 'axes'" : "attrib
 /// A reshape of the input to `shape` after checking it against ONNX's inferred type.
 LogicalResult reshapeTo(OnnxNodeOp node, ArrayRef<int64_t> shape, IRRewriter &rewriter) {
   auto resultType = cast<RankedTensorType>(node.getInputs()[0].getType()).clone(shape);
-  if (resultType != node->getResultTypes().front())
+  if (!matchesONNXType(resultType, node->getResultTypes().front()))
     return nodeError(node) << "the axes give " << resultType << " but ONNX inferred " << node->getResultTypes().front();
-  return replaceWith<ReshapeOp>(node, rewriter, node.getInputs()[0]);
+  return replaceChecked(node, ReshapeOp::create(rewriter, node.getLoc(), resultType, node.getInputs()[0]), rewriter);
 }
 
 /// Unsqueeze-1/11 (`axes` attribute) and -13 (`axes` input): inserts size-1 dimensions at `axes`, which

@@ -6,15 +6,20 @@
 
 #include "ModelProtoLoader.h"
 
+#include "BindDimensions.h"
+
 #include "onnx/shape_inference/implementation.h"
 
 #include <exception>
 
-std::string mlir::ptrain::onnx_import::loadModelProto(const std::string &bytes, onnx::ModelProto &model) {
+std::string mlir::ptrain::onnx_import::loadModelProto(const std::string &bytes, onnx::ModelProto &model,
+                                                      const std::map<std::string, int64_t> &bindings) {
   if (!model.ParseFromString(bytes))
     return "not a valid ONNX model (the protobuf does not parse)";
   if (!model.has_graph())
     return "the ONNX model has no graph";
+  if (std::string error = bindSymbolicDimensions(model, bindings); !error.empty())
+    return error;
   try {
     // Node-level inference errors are reported by the legalization, which knows the node; data propagation
     // folds the exporters' Shape -> Gather -> Concat chains when shapes are static.

@@ -11,13 +11,17 @@
 
 #include "onnx/onnx_pb.h"
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 namespace mlir::ptrain::onnx_import {
 
-/// Parses `bytes` into `model` with protobuf's bool-returning API and runs ONNX shape inference on it, so
-/// that every value with a static shape gets a value_info. Returns "" on success, else what went wrong.
-std::string loadModelProto(const std::string &bytes, onnx::ModelProto &model);
+/// Parses `bytes` into `model` with protobuf's bool-returning API, binds the graph inputs' symbolic
+/// dimensions (BindDimensions.h) and runs ONNX shape inference on it, so that every value with a static shape
+/// gets a value_info. Returns "" on success, else what went wrong.
+std::string loadModelProto(const std::string &bytes, onnx::ModelProto &model,
+                           const std::map<std::string, int64_t> &bindings);
 
 } // namespace mlir::ptrain::onnx_import
 

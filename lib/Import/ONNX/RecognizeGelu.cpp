@@ -3,7 +3,8 @@
 // PyTorch exports nn.GELU() before opset 20 as x * 0.5 * (1 + erf(x / sqrt(2))) (in any association of the
 // three factors, with x / sqrt(2) possibly as x * (1 / sqrt(2))). Hugging Face GPT-2's NewGELUActivation
 // exports the tanh approximation (Hendrycks & Gimpel 2016, eq. in section 2):
-// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), with x^3 as Pow(x, 3) or x * x * x. Recognizing
+// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), with x^3 as Pow(x, 3) or x * x * x; Megatron-LM
+// factors the argument as (sqrt(2/pi) * x) * (1 + 0.044715 * x * x). Recognizing
 // either gives the training step one op with one gradient rule instead of six to ten.
 //
 //===----------------------------------------------------------------------===//
@@ -67,12 +68,41 @@ static bool isCube(Value v, Value x) {
   return false;
 }
 
-/// If `v` is tanh's argument sqrt(2/pi) * (x + 0.044715 * x^3) (any operand order), returns x.
+/// True when `v` is 0.044715 * x^2 as (x * k) * x, (k * x) * x, k * (x * x) or x * (x * k).
+static bool isScaledSquare(Value v, Value x, double k) {
+  BinaryOp mul = binaryOf(v, BinaryKind::Mul);
+  if (!mul)
+    return false;
+  for (auto [p, q] : bothOrders(mul)) {
+    if (BinaryOp sq = binaryOf(q, BinaryKind::Mul); isSplatConstant(p, k) && sq && sq.getLhs() == x && sq.getRhs() == x)
+      return true;
+    if (BinaryOp scaled = binaryOf(p, BinaryKind::Mul); q == x && scaled)
+      for (auto [c, y] : bothOrders(scaled))
+        if (y == x && isSplatConstant(c, k))
+          return true;
+  }
+  return false;
+}
+
+/// If `v` is tanh's argument sqrt(2/pi) * (x + 0.044715 * x^3) (any operand order), or Megatron-LM's
+/// factored form (sqrt(2/pi) * x) * (1 + 0.044715 * x^2), returns x.
 static Value matchTanhArgument(Value v) {
   constexpr double kSqrt2OverPi = 0.7978845608028654, kCubeCoefficient = 0.044715;
   BinaryOp outer = binaryOf(v, BinaryKind::Mul);
   if (!outer)
     return nullptr;
+  for (auto [scaledX, poly] : bothOrders(outer)) {
+    BinaryOp scale = binaryOf(scaledX, BinaryKind::Mul), add = binaryOf(poly, BinaryKind::Add);
+    if (!scale || !add)
+      continue;
+    for (auto [c, x] : bothOrders(scale)) {
+      if (!isSplatConstant(c, kSqrt2OverPi))
+        continue;
+      for (auto [one, term] : bothOrders(add))
+        if (isSplatConstant(one, 1.0) && isScaledSquare(term, x, kCubeCoefficient))
+          return x;
+    }
+  }
   for (auto [c, sum] : bothOrders(outer)) {
     BinaryOp add = binaryOf(sum, BinaryKind::Add);
     if (!isSplatConstant(c, kSqrt2OverPi) || !add)

@@ -5,7 +5,7 @@
 // symbols keyed by initializer name and never in the IR; the tied embedding is ONE symbol read once and used
 // by the token embedding and, transposed, by the LM head; every GELU expansion is recognized.
 
-// CHECK: module attributes {ptrain.onnx_file = "{{.*}}models/gpt/gpt.onnx"}
+// CHECK: module attributes {ptrain.onnx_file = "{{.*}}models/gpt/gpt.onnx", ptrain.tied_parameters = ["wte.weight"]}
 // CHECK-COUNT-1: ptrain.state @wte.weight key "wte.weight" kind parameter : tensor<256x128xf32>
 // CHECK-NOT: dense_resource
 // CHECK-LABEL: func.func @forward

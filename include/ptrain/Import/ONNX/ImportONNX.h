@@ -15,6 +15,10 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <cstdint>
+#include <map>
+#include <string>
+
 namespace mlir::ptrain {
 
 struct ImportONNXOptions {
@@ -22,6 +26,15 @@ struct ImportONNXOptions {
   bool legalize = true;
   /// Name of the function that holds the graph.
   std::string entry = "forward";
+  /// Sizes of the graph inputs' symbolic dimensions, by name (`--bind batch=8,seq=64`). Every symbolic
+  /// dimension must be bound and every binding must name one.
+  std::map<std::string, int64_t> bindings;
+  /// The training signature given on the command line (`--signature input_ids=tokens,logits=logits`), as
+  /// ONNX name -> role; roles not given are inferred (lib/Import/ONNX/TrainingSignature.h).
+  std::map<std::string, std::string> signature;
+  /// Apply the training signature: generated inputs become constants, empty ones zero-size constants, and
+  /// the function keeps only the token input and the logits output (see TrainingSignature.h).
+  bool applySignature = false;
 };
 
 /// Imports the serialized ONNX model `bytes`, read from `path` (used for locations and recorded as the

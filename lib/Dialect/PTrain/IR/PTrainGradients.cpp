@@ -46,7 +46,8 @@ static Value transposeLast2(OpBuilder &b, Location loc, Value x) {
 
 static Value zeros(OpBuilder &b, Location loc, Type type) {
   auto tensor = cast<RankedTensorType>(type);
-  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
+  return arith::ConstantOp::create(b, loc,
+                                   DenseElementsAttr::get(tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
 }
 
 LogicalResult EmbeddingOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
@@ -93,8 +94,7 @@ LogicalResult BinaryOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads
   return success();
 }
 
-LogicalResult UnaryOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
-                                      SmallVectorImpl<Value> &operandGrads) {
+LogicalResult UnaryOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads, SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
   Value dy = resultGrads[0], x = getInput(), y = getResult();
   Type elt = getResult().getType().getElementType();
@@ -116,7 +116,8 @@ LogicalResult UnaryOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
   case UnaryKind::Rsqrt:
     // d x^-1/2 = -1/2 x^-3/2 = -1/2 y^3.
     dx = binary(b, loc, BinaryKind::Mul, dy,
-                binary(b, loc, BinaryKind::Mul, binary(b, loc, BinaryKind::Mul, y, binary(b, loc, BinaryKind::Mul, y, y)),
+                binary(b, loc, BinaryKind::Mul,
+                       binary(b, loc, BinaryKind::Mul, y, binary(b, loc, BinaryKind::Mul, y, y)),
                        scalar(b, loc, elt, -0.5)));
     break;
   case UnaryKind::Reciprocal:
@@ -158,8 +159,8 @@ LogicalResult MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads
 LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                           SmallVectorImpl<Value> &operandGrads) {
   Type biasType = getBias() ? getBias().getType() : Type();
-  auto grad = LayerNormGradOp::create(b, getLoc(), getInput().getType(), getScale().getType(), biasType,
-                                      resultGrads[0], getInput(), getScale(), getAxisAttr(), getEpsilonAttr());
+  auto grad = LayerNormGradOp::create(b, getLoc(), getInput().getType(), getScale().getType(), biasType, resultGrads[0],
+                                      getInput(), getScale(), getAxisAttr(), getEpsilonAttr());
   operandGrads.push_back(grad.getInputGrad());
   operandGrads.push_back(grad.getScaleGrad());
   if (getBias())
@@ -173,8 +174,7 @@ LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrad
   return success();
 }
 
-LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
-                                     SmallVectorImpl<Value> &operandGrads) {
+LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads, SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(GeluGradOp::create(b, getLoc(), resultGrads[0], getInput(), getApproximateAttr()));
   return success();
 }
@@ -194,8 +194,7 @@ LogicalResult TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGr
   return success();
 }
 
-LogicalResult SplitOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
-                                      SmallVectorImpl<Value> &operandGrads) {
+LogicalResult SplitOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads, SmallVectorImpl<Value> &operandGrads) {
   SmallVector<Value> pieces;
   for (auto [grad, result] : llvm::zip(resultGrads, getResults()))
     pieces.push_back(grad ? grad : zeros(b, getLoc(), result.getType()));
@@ -203,14 +202,13 @@ LogicalResult SplitOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
-LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
-                                      SmallVectorImpl<Value> &operandGrads) {
+LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads, SmallVectorImpl<Value> &operandGrads) {
   auto type = getInput().getType();
   SmallVector<int64_t> high;
   for (int64_t d = 0; d < type.getRank(); ++d)
     high.push_back(type.getDimSize(d) - getOffsets()[d] - getSizes()[d]);
-  operandGrads.push_back(PadOp::create(b, getLoc(), type, resultGrads[0], getOffsetsAttr(),
-                                       b.getDenseI64ArrayAttr(high)));
+  operandGrads.push_back(
+      PadOp::create(b, getLoc(), type, resultGrads[0], getOffsetsAttr(), b.getDenseI64ArrayAttr(high)));
   return success();
 }
 
@@ -236,5 +234,99 @@ LogicalResult CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> resul
                                              SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(CrossEntropyGradOp::create(b, getLoc(), resultGrads[0], getLogits(), getLabels()));
   operandGrads.push_back(nullptr);
+  return success();
+}
+
+LogicalResult CompareOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  // Piecewise constant: no gradient reaches either operand.
+  operandGrads.append({nullptr, nullptr});
+  return success();
+}
+
+LogicalResult SelectOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value dy = resultGrads[0];
+  operandGrads.push_back(nullptr);
+  if (!isa<FloatType>(getResult().getType().getElementType())) {
+    operandGrads.append({nullptr, nullptr});
+    return success();
+  }
+  Value zero = scalar(b, loc, getResult().getType().getElementType(), 0.0);
+  // dy flows to lhs where the condition holds and to rhs elsewhere.
+  Value dl = SelectOp::create(b, loc, getCondition(), dy, zero);
+  Value dr = SelectOp::create(b, loc, getCondition(), zero, dy);
+  operandGrads.push_back(sumTo(b, loc, dl, getLhs().getType()));
+  operandGrads.push_back(sumTo(b, loc, dr, getRhs().getType()));
+  return success();
+}
+
+LogicalResult ReduceOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  RankedTensorType inType = getInput().getType();
+  if (!isa<FloatType>(inType.getElementType())) {
+    operandGrads.push_back(nullptr);
+    return success();
+  }
+  if (getKind() == ReduceKind::Max)
+    return emitOpError() << "has no gradient rule for 'max' (ties make the subgradient ambiguous)";
+  // dy with the reduced dimensions kept as 1, broadcast back to the input.
+  SmallVector<int64_t> axes = getNormalizedAxes(), kept;
+  int64_t count = 1;
+  for (int64_t d = 0; d < inType.getRank(); ++d) {
+    bool reduced = llvm::is_contained(axes, d);
+    kept.push_back(reduced ? 1 : inType.getDimSize(d));
+    if (reduced)
+      count *= inType.getDimSize(d);
+  }
+  Value dy = resultGrads[0];
+  if (cast<RankedTensorType>(dy.getType()).getShape() != ArrayRef<int64_t>(kept))
+    dy = ReshapeOp::create(b, loc, inType.clone(kept), dy);
+  if (getKind() == ReduceKind::Mean)
+    dy =
+        binary(b, loc, BinaryKind::Mul, dy, scalar(b, loc, inType.getElementType(), 1.0 / std::max<int64_t>(count, 1)));
+  operandGrads.push_back(BroadcastToOp::create(b, loc, inType, dy));
+  return success();
+}
+
+LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads, SmallVectorImpl<Value> &operandGrads) {
+  bool floatIn = isa<FloatType>(getInput().getType().getElementType());
+  bool floatOut = isa<FloatType>(getResult().getType().getElementType());
+  // Through an integer or i1 side no gradient flows.
+  operandGrads.push_back(floatIn && floatOut ? CastOp::create(b, getLoc(), getInput().getType(), resultGrads[0])
+                                             : Value());
+  return success();
+}
+
+LogicalResult BroadcastToOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                            SmallVectorImpl<Value> &operandGrads) {
+  if (!isa<FloatType>(getInput().getType().getElementType())) {
+    operandGrads.push_back(nullptr);
+    return success();
+  }
+  operandGrads.push_back(sumTo(b, getLoc(), resultGrads[0], getInput().getType()));
+  return success();
+}
+
+LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  if (!isa<FloatType>(getData().getType().getElementType())) {
+    operandGrads.append({nullptr, nullptr});
+    return success();
+  }
+  return emitOpError() << "has no gradient rule (only the embedding form, ptrain.embedding, has one)";
+}
+
+LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                           SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value dy = resultGrads[0];
+  // y = x - logsumexp(x): dx = dy - softmax(x) * sum(dy, axis) with softmax(x) = exp(y).
+  Value sum = ReduceOp::create(b, loc, ReduceKind::Sum, dy, ArrayRef<int64_t>{getAxisAttr().getInt()},
+                               /*keepdims=*/true);
+  Value probs = UnaryOp::create(b, loc, UnaryKind::Exp, getResult());
+  operandGrads.push_back(binary(b, loc, BinaryKind::Sub, dy, binary(b, loc, BinaryKind::Mul, probs, sum)));
   return success();
 }

@@ -146,6 +146,31 @@ def PTrain_GeluApproximation : I32EnumAttr<"GeluApproximation",
 def PTrain_GeluApproximationAttr
     : EnumAttr<PTrain_Dialect, PTrain_GeluApproximation, "gelu_approximation">;
 
+def PTrain_CompareKind : I32EnumAttr<"CompareKind", "elementwise comparison with numpy broadcasting", [
+      I32EnumAttrCase<"Eq", 0, "eq">,
+      I32EnumAttrCase<"Lt", 1, "lt">,
+      I32EnumAttrCase<"Le", 2, "le">,
+      I32EnumAttrCase<"Gt", 3, "gt">,
+      I32EnumAttrCase<"Ge", 4, "ge">,
+      I32EnumAttrCase<"And", 5, "and">,
+      I32EnumAttrCase<"Or", 6, "or">,
+      I32EnumAttrCase<"Xor", 7, "xor">,
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ptrain";
+}
+def PTrain_CompareKindAttr : EnumAttr<PTrain_Dialect, PTrain_CompareKind, "compare_kind">;
+
+def PTrain_ReduceKind : I32EnumAttr<"ReduceKind", "reduction over a set of dimensions", [
+      I32EnumAttrCase<"Sum", 0, "sum">,
+      I32EnumAttrCase<"Mean", 1, "mean">,
+      I32EnumAttrCase<"Max", 2, "max">,
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ptrain";
+}
+def PTrain_ReduceKindAttr : EnumAttr<PTrain_Dialect, PTrain_ReduceKind, "reduce_kind">;
+
 def PTrain_QuantGranularity : I32EnumAttr<"QuantGranularity",
     "how many values share one quantization scale", [
       I32EnumAttrCase<"Tensor", 0, "tensor">,

@@ -278,4 +278,160 @@ def PTrain_ConcatOp : PTrain_ModelOp<"concat"> {
   let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
 }
 
+def PTrain_CompareOp : PTrain_ModelOp<"compare"> {
+  let summary = "Elementwise comparison or logical operation with numpy broadcasting, giving an i1 mask.";
+  let description = [{
+    `eq`, `lt`, `le`, `gt`, `ge` compare two tensors of one element type (ONNX Equal, Less, LessOrEqual,
+    Greater, GreaterOrEqual); `and`, `or`, `xor` combine two i1 masks (ONNX And, Or, Xor; Not is `xor` with a
+    true splat). Masks are `i1` tensors (ONNX BOOL); attention masks select with `ptrain.select`. Not
+    differentiable: the gradient rule gives no operand gradient (the result is piecewise constant).
+
+    Constraints:
+    * (C1) both operands have the same element type; `and`, `or`, `xor` need i1;
+    * (C2) the shapes broadcast (numpy rules);
+    * (C3) the result is i1 with the broadcast shape (inferred).
+
+    ```mlir
+    %m = ptrain.compare lt %pos, %len : tensor<64xi64>, tensor<1xi64>
+    // %m : tensor<64xi1>
+    ```
+  }];
+  let arguments = (ins PTrain_CompareKindAttr:$kind, AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs RankedTensorOf<[I1]>:$result);
+  let assemblyFormat = "`` $kind $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasVerifier = 1;
+}
+
+def PTrain_SelectOp : PTrain_ModelOp<"select"> {
+  let summary = "Elementwise choice between two tensors by an i1 mask, with numpy broadcasting (ONNX Where).";
+  let description = [{
+    result = condition ? lhs : rhs, the three operands broadcast against each other (numpy rules). Attention
+    masks: `select(mask, scores, -inf)`. Gradient: dy where the condition holds to `lhs`, elsewhere to `rhs`,
+    each summed back to its operand's shape; none to the condition.
+
+    Constraints:
+    * (C1) the condition is i1; lhs and rhs have the same element type;
+    * (C2) the three shapes broadcast;
+    * (C3) the result has the broadcast shape and lhs's element type (inferred).
+
+    ```mlir
+    %s = ptrain.select %causal, %scores, %neg_inf : tensor<64x64xi1>, tensor<4x4x64x64xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I1]>:$condition, AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,` type($rhs)";
+}
+
+def PTrain_ReduceOp : PTrain_ModelOp<"reduce"> {
+  let summary = "Sum, mean or maximum over a set of dimensions (ONNX ReduceSum, ReduceMean, ReduceMax).";
+  let description = [{
+    Reduces `input` over `axes` (negative counts from the end; empty: no dimension, the identity, as ONNX
+    `noop_with_empty_axes`); `keepdims` keeps the reduced dimensions with size 1. Sums and means accumulate
+    in double in the interpreter. Gradient: `sum` broadcasts dy back, `mean` also divides by the number of
+    reduced elements; `max` has no gradient rule (ties make it ambiguous) and building one is an error.
+
+    Constraints:
+    * (C1) every axis is in [-rank, rank) and none repeats;
+    * (C2) `max` of a zero-size reduction is rejected (no identity);
+    * (C3) the result has the input's shape without (or, with keepdims, with size 1 at) the axes (inferred).
+
+    ```mlir
+    %mean = ptrain.reduce mean %x {axes = array<i64: -1>, keepdims = true} : tensor<4x64x128xf32>
+        -> tensor<4x64x1xf32>
+    ```
+  }];
+  let arguments = (ins PTrain_ReduceKindAttr:$kind, AnyRankedTensor:$input, DenseI64ArrayAttr:$axes,
+                       BoolAttr:$keepdims);
+  let results = (outs AnyRankedTensor:$result);
+  // Result types are printed: a custom parser cannot infer from properties before they are set.
+  let assemblyFormat = "`` $kind $input attr-dict `:` type($input) `->` type($result)";
+  let extraClassDeclaration = [{
+    /// The axes normalized into [0, rank), in the given order.
+    ::llvm::SmallVector<int64_t> getNormalizedAxes();
+  }];
+}
+
+def PTrain_CastOp : PTrain_Op<"cast", [Pure, DeclareOpInterfaceMethods<PTrain_GradientOpInterface>]> {
+  let summary = "Converts each element to another element type (ONNX Cast): f32, f64, f16, bf16, integers, i1.";
+  let description = [{
+    Float to float rounds to nearest even; float to integer truncates toward zero (NaN and out-of-range
+    values are an interpreter error); integer to float rounds; anything to i1 is `!= 0`; i1 to a number is 0
+    or 1. Gradient: float to float casts dy back to the input type; no gradient flows through an integer or
+    i1 side.
+
+    Constraints:
+    * (C1) the result has the input's shape (the element type is the result's).
+
+    ```mlir
+    %h = ptrain.cast %x : tensor<4x64xf32> -> tensor<4x64xbf16>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def PTrain_BroadcastToOp : PTrain_Op<"broadcast_to", [Pure,
+    DeclareOpInterfaceMethods<PTrain_GradientOpInterface>]> {
+  let summary = "Broadcasts a tensor to a larger static shape (numpy rules; ONNX Expand).";
+  let description = [{
+    Gradient: `ptrain.sum_to` back to the input shape.
+
+    Constraints:
+    * (C1) the input's shape broadcasts to the result's (aligned from the last dimension, each input
+      dimension equal or 1), with the same element type.
+
+    ```mlir
+    %p = ptrain.broadcast_to %pos : tensor<1x64xi64> -> tensor<4x64xi64>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def PTrain_GatherOp : PTrain_ModelOp<"gather"> {
+  let summary = "Gathers slices along `axis` by integer indices (ONNX Gather; embeddings use ptrain.embedding).";
+  let description = [{
+    result[i..., j..., k...] = data[i..., indices[j...], k...] with i over data.shape[:axis] and k over
+    data.shape[axis+1:]; a negative index counts from the end of the axis; an index out of [-n, n) is an
+    interpreter error naming it. No gradient rule yet (only the embedding form, `ptrain.embedding`, has one);
+    building one is an error.
+
+    Constraints:
+    * (C1) -rank <= axis < rank of data; indices are integers;
+    * (C2) the result is data.shape[:axis] + indices.shape + data.shape[axis+1:] (inferred).
+
+    ```mlir
+    %cls = ptrain.gather %h, %zero {axis = 1 : i64} : tensor<4x64x32xf32>, tensor<i64> -> tensor<4x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, RankedTensorOf<[AnySignlessInteger]>:$indices, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  // Result types are printed: a custom parser cannot infer from properties before they are set.
+  let assemblyFormat = "$data `,` $indices attr-dict `:` type($data) `,` type($indices) `->` type($result)";
+}
+
+def PTrain_LogSoftmaxOp : PTrain_ModelOp<"log_softmax", [SameOperandsAndResultType]> {
+  let summary = "Log of softmax along one dimension: x - max - log(sum(exp(x - max))).";
+  let description = [{
+    ONNX LogSoftmax-13 semantics (the importer rewrites the 2-D coercion of opsets < 13 into this form).
+    Gradient: dx = dy - exp(y) * sum(dy, axis).
+
+    Constraints:
+    * (C1) -rank <= axis < rank.
+
+    ```mlir
+    %lp = ptrain.log_softmax %logits {axis = -1 : i64} : tensor<4x64x256xf32>
+    ```
+  }];
+  let arguments = (ins PTrain_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs PTrain_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINMODELOPS_TD

@@ -1,0 +1,260 @@
+//===- TrainingSignature.cpp - roles of an export's inputs and outputs -*- C++ -*-===//
+
+#include "TrainingSignature.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+static const char *const kRoles[] = {"tokens",      "logits",         "position_ids", "padding_mask",
+                                     "causal_mask", "token_type_ids", "empty"};
+
+std::string mlir::ptrain::onnx_import::parseSignature(const std::string &text,
+                                                      std::map<std::string, std::string> &roles) {
+  if (llvm::StringRef(text).trim() == "auto")
+    return "";
+  llvm::SmallVector<llvm::StringRef> entries;
+  llvm::StringRef(text).split(entries, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (llvm::StringRef entry : entries) {
+    auto [name, role] = entry.trim().split('=');
+    name = name.trim();
+    role = role.trim();
+    if (name.empty() || role.empty())
+      return "--signature entry '" + entry.str() + "' is not of the form onnx_name=role";
+    if (!llvm::is_contained(kRoles, role))
+      return "--signature entry '" + entry.str() + "': unknown role '" + role.str() +
+             "' (roles: tokens, logits, position_ids, padding_mask, causal_mask, token_type_ids, empty)";
+    if (!roles.emplace(name.str(), role.str()).second)
+      return "--signature names '" + name.str() + "' twice";
+  }
+  return "";
+}
+
+/// The role inferred for graph input `name` of `type`, or "" when the name does not say.
+static std::string inferInputRole(StringRef name, RankedTensorType type) {
+  std::string lower = name.lower();
+  StringRef n(lower);
+  if (n.contains("past"))
+    return "empty";
+  if (n.contains("position"))
+    return "position_ids";
+  if (n.contains("token_type") || n.contains("segment"))
+    return "token_type_ids";
+  if (n.contains("mask"))
+    return type.getRank() == 2 ? "padding_mask" : "causal_mask";
+  if (n == "input_ids" || n == "tokens")
+    return "tokens";
+  return "";
+}
+
+/// A dense constant of `type` whose element at multi-index `index` is `value(index)`.
+static Value generate(OpBuilder &b, Location loc, RankedTensorType type,
+                      llvm::function_ref<double(ArrayRef<int64_t>)> value) {
+  Type elt = type.getElementType();
+  SmallVector<Attribute> elements;
+  SmallVector<int64_t> index(type.getRank(), 0);
+  for (int64_t i = 0, e = type.getNumElements(); i < e; ++i) {
+    double v = value(index);
+    if (isa<FloatType>(elt))
+      elements.push_back(b.getFloatAttr(elt, v));
+    else
+      elements.push_back(
+          b.getIntegerAttr(elt, elt.isInteger(1) ? APInt(1, v != 0)
+                                                 : APInt(elt.getIntOrFloatBitWidth(), static_cast<int64_t>(v), true)));
+    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+      if (++index[d] < type.getDimSize(d))
+        break;
+      index[d] = 0;
+    }
+  }
+  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, elements));
+}
+
+LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module, StringRef entry,
+                                                                const std::map<std::string, std::string> &roles) {
+  auto fn = module.lookupSymbol<func::FuncOp>(entry);
+  if (!fn)
+    return emitError(module.getLoc()) << "--signature: no function @" << entry;
+  Location loc = fn.getLoc();
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(&fn.getBody().front());
+
+  std::map<std::string, bool> used;
+  for (const auto &[name, role] : roles)
+    used[name] = false;
+  auto explicitRole = [&](StringRef name) -> std::string {
+    auto it = roles.find(name.str());
+    if (it == roles.end())
+      return "";
+    used[it->first] = true;
+    return it->second;
+  };
+
+  // Inputs.
+  int tokenIndex = -1;
+  SmallVector<NamedAttribute> generated;
+  SmallVector<Attribute> empty;
+  SmallVector<std::pair<unsigned, std::string>> pending; // Arguments without a name-based role.
+  SmallVector<std::string> argRoles(fn.getNumArguments());
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    auto name = fn.getArgAttrOfType<StringAttr>(i, "ptrain.onnx_name");
+    StringRef onnxName = name ? name.getValue() : StringRef();
+    auto type = cast<RankedTensorType>(fn.getArgument(i).getType());
+    std::string role = explicitRole(onnxName);
+    if (role.empty())
+      role = inferInputRole(onnxName, type);
+    if (role == "logits")
+      return emitError(loc) << "--signature: '" << onnxName << "' is a graph input; 'logits' names an output";
+    argRoles[i] = role;
+  }
+  // The tokens: the one input so named, else the one integer [B, S] input without a role.
+  for (unsigned i = 0; i < argRoles.size(); ++i)
+    if (argRoles[i] == "tokens") {
+      if (tokenIndex >= 0)
+        return emitError(loc) << "--signature: two graph inputs have the role 'tokens'";
+      tokenIndex = i;
+    }
+  if (tokenIndex < 0) {
+    for (unsigned i = 0; i < argRoles.size(); ++i) {
+      auto type = cast<RankedTensorType>(fn.getArgument(i).getType());
+      if (argRoles[i].empty() && type.getRank() == 2 && type.getElementType().isSignlessInteger() &&
+          !type.getElementType().isInteger(1)) {
+        if (tokenIndex >= 0)
+          return emitError(loc) << "--signature: cannot tell which integer [batch, seq] input holds the token ids; "
+                                   "give it with --signature <name>=tokens";
+        tokenIndex = i;
+      }
+    }
+    if (tokenIndex >= 0)
+      argRoles[tokenIndex] = "tokens";
+  }
+  if (tokenIndex < 0)
+    return emitError(loc) << "--signature: no graph input holds the token ids (an integer [batch, seq] input); "
+                             "give it with --signature <name>=tokens";
+  auto tokensType = cast<RankedTensorType>(fn.getArgument(tokenIndex).getType());
+  if (tokensType.getRank() != 2 || !tokensType.getElementType().isSignlessInteger())
+    return emitError(loc) << "--signature: the token input must be an integer [batch, seq] tensor, got " << tokensType;
+  int64_t seq = tokensType.getDimSize(1);
+
+  llvm::BitVector eraseArgs(fn.getNumArguments());
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    if (static_cast<int>(i) == tokenIndex)
+      continue;
+    auto name = fn.getArgAttrOfType<StringAttr>(i, "ptrain.onnx_name");
+    std::string onnxName = name ? name.getValue().str() : ("#" + std::to_string(i));
+    auto type = cast<RankedTensorType>(fn.getArgument(i).getType());
+    const std::string &role = argRoles[i];
+    auto bad = [&](StringRef why) {
+      return emitError(loc) << "--signature: graph input '" << onnxName << "' (" << type << ") as " << role << ": "
+                            << why;
+    };
+    Value replacement;
+    if (role.empty())
+      return emitError(loc) << "--signature: cannot infer the role of graph input '" << onnxName << "' (" << type
+                            << "); give it with --signature " << onnxName
+                            << "=<tokens|position_ids|padding_mask|causal_mask|token_type_ids|empty>";
+    if (role == "empty") {
+      if (type.getNumElements() != 0)
+        return bad("it is bound empty but has elements; bind its past length to 0 (e.g. --bind past_seq_len=0)");
+      replacement = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, ArrayRef<Attribute>()));
+      empty.push_back(b.getStringAttr(onnxName));
+    } else if (role == "position_ids" || role == "token_type_ids" || role == "padding_mask") {
+      if (type.getRank() != 2 || type.getShape() != tokensType.getShape())
+        return bad("it must have the token ids' shape " + std::to_string(tokensType.getDimSize(0)) + "x" +
+                   std::to_string(seq));
+      if (role == "position_ids" && !type.getElementType().isSignlessInteger())
+        return bad("position ids must be integers");
+      replacement = generate(b, loc, type, [&](ArrayRef<int64_t> index) -> double {
+        return role == "position_ids" ? index[1] : role == "padding_mask" ? 1.0 : 0.0;
+      });
+    } else if (role == "causal_mask") {
+      if (type.getRank() < 2)
+        return bad("a causal mask needs rank >= 2");
+      int64_t queries = type.getDimSize(type.getRank() - 2), keys = type.getDimSize(type.getRank() - 1);
+      if (keys < queries)
+        return bad("it has fewer key positions than query positions");
+      // The export may reserve more positions than the sequence (a max-length buffer the graph slices).
+      int64_t offset = keys - queries;
+      replacement = generate(b, loc, type, [&](ArrayRef<int64_t> index) -> double {
+        return index[index.size() - 1] <= index[index.size() - 2] + offset ? 1.0 : 0.0;
+      });
+    } else {
+      return bad("this role is not supported for an input");
+    }
+    generated.push_back(b.getNamedAttr(onnxName, b.getStringAttr(role)));
+    fn.getArgument(i).replaceAllUsesWith(replacement);
+    eraseArgs.set(i);
+  }
+
+  // Outputs: logits stays, the rest goes.
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  int logitsIndex = -1;
+  for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+    auto name = fn.getResultAttrOfType<StringAttr>(i, "ptrain.onnx_name");
+    std::string role = name ? explicitRole(name.getValue()) : "";
+    if (role.empty() && name && name.getValue() == "logits")
+      role = "logits";
+    if (role == "logits") {
+      if (logitsIndex >= 0)
+        return emitError(loc) << "--signature: two graph outputs have the role 'logits'";
+      logitsIndex = i;
+    } else if (!role.empty()) {
+      return emitError(loc) << "--signature: '" << name.getValue() << "' is a graph output; only 'logits' names one";
+    }
+  }
+  if (logitsIndex < 0)
+    for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+      auto type = dyn_cast<RankedTensorType>(fn.getResultTypes()[i]);
+      if (type && type.getRank() == 3 && isa<FloatType>(type.getElementType())) {
+        if (logitsIndex >= 0)
+          return emitError(loc) << "--signature: several float [batch, seq, vocab] outputs; give the logits with "
+                                   "--signature <name>=logits";
+        logitsIndex = i;
+      }
+    }
+  if (logitsIndex < 0)
+    return emitError(loc) << "--signature: no graph output is the logits (a float [batch, seq, vocab] tensor); "
+                             "give it with --signature <name>=logits";
+  auto logitsType = cast<RankedTensorType>(fn.getResultTypes()[logitsIndex]);
+  if (logitsType.getRank() != 3 || logitsType.getShape().drop_back() != tokensType.getShape())
+    return emitError(loc) << "--signature: the logits must be [batch, seq, vocab] for tokens " << tokensType << ", got "
+                          << logitsType;
+  for (const auto &[name, wasUsed] : used)
+    if (!wasUsed)
+      return emitError(loc) << "--signature: '" << name << "' is neither a graph input nor a graph output";
+
+  SmallVector<Attribute> dropped;
+  llvm::BitVector eraseResults(fn.getNumResults());
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    if (static_cast<int>(i) != logitsIndex) {
+      eraseResults.set(i);
+      if (auto name = fn.getResultAttrOfType<StringAttr>(i, "ptrain.onnx_name"))
+        dropped.push_back(name);
+    }
+  auto tokensName = fn.getArgAttrOfType<StringAttr>(tokenIndex, "ptrain.onnx_name");
+  auto logitsName = fn.getResultAttrOfType<StringAttr>(logitsIndex, "ptrain.onnx_name");
+  Value logits = ret.getOperand(logitsIndex);
+  ret->setOperands(ValueRange{logits});
+  if (failed(fn.eraseResults(eraseResults)) || failed(fn.eraseArguments(eraseArgs)))
+    return emitError(loc) << "--signature: could not rewrite the function signature";
+  fn.setArgAttr(0, "ptrain.role", b.getStringAttr("tokens"));
+  fn.setResultAttr(0, "ptrain.role", b.getStringAttr("logits"));
+
+  SmallVector<NamedAttribute> signature = {
+      b.getNamedAttr("tokens", tokensName ? Attribute(tokensName) : b.getStringAttr("")),
+      b.getNamedAttr("logits", logitsName ? Attribute(logitsName) : b.getStringAttr("")),
+      b.getNamedAttr("generated", b.getDictionaryAttr(generated)),
+      b.getNamedAttr("empty", b.getArrayAttr(empty)),
+      b.getNamedAttr("dropped_outputs", b.getArrayAttr(dropped)),
+  };
+  module->setAttr("ptrain.signature", b.getDictionaryAttr(signature));
+  return success();
+}
