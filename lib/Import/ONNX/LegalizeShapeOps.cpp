@@ -1,7 +1,7 @@
 //===- LegalizeShapeOps.cpp - ONNX shape ops to model ops ---------*- C++ -*-===//
 //
-// Unsqueeze and Squeeze (axes as an attribute before opset 13, as a constant input from 13) become
-// ptrain.reshape; Concat becomes ptrain.concat; Slice-10 with constant starts/ends/axes and unit steps
+// Unsqueeze and Squeeze (axes as an attribute before opset 13, as a constant input from 13) and Flatten
+// become ptrain.reshape; Concat becomes ptrain.concat; Slice-10 with constant starts/ends/axes and unit steps
 // becomes ptrain.slice. Each pattern computes the result shape from the ONNX operator definition
 // (https://onnx.ai/onnx/operators/) and checks it against the type ONNX shape inference gave.
 //
@@ -108,6 +108,28 @@ template <bool axesAsInput> LogicalResult legalizeSqueeze(OnnxNodeOp node, IRRew
   return reshapeTo(node, shape, rewriter);
 }
 
+/// Flatten-1/9/11/13: [d0 .. d(axis-1), d(axis) .. d(r-1)] -> [d0 * .. * d(axis-1), d(axis) * .. * d(r-1)];
+/// `axis` (default 1) in [-r, r] from opset 11 (negative counts from the end), [0, r] before; an empty
+/// product is 1, so axis 0 gives [1, all].
+LogicalResult legalizeFlatten(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, 1)))
+    return failure();
+  auto inType = cast<RankedTensorType>(node.getInputs()[0].getType());
+  int64_t rank = inType.getRank();
+  int64_t axis = 1;
+  if (auto attr = node.getOnnxAttrs().getAs<IntegerAttr>("axis"))
+    axis = attr.getInt();
+  int64_t given = axis;
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis > rank)
+    return attrError(node, "axis") << "is " << given << ", out of range for rank " << rank;
+  int64_t outer = 1, inner = 1;
+  for (auto [i, d] : llvm::enumerate(inType.getShape()))
+    (static_cast<int64_t>(i) < axis ? outer : inner) *= d;
+  return reshapeTo(node, {outer, inner}, rewriter);
+}
+
 /// Concat-4/11/13: along `axis` (required; negative from opset 11).
 LogicalResult legalizeConcat(OnnxNodeOp node, IRRewriter &rewriter) {
   if (node.getInputs().empty())
@@ -177,6 +199,7 @@ void onnx_import::populateShapePatterns(PatternTable &t) {
   t.onOp("Unsqueeze", 13, legalizeUnsqueeze</*axesAsInput=*/true>);
   t.onOp("Squeeze", 1, legalizeSqueeze</*axesAsInput=*/false>);
   t.onOp("Squeeze", 13, legalizeSqueeze</*axesAsInput=*/true>);
+  t.onOp("Flatten", 1, legalizeFlatten);
   t.onOp("Concat", 4, legalizeConcat);
   t.onOp("Slice", 10, legalizeSlice);
 }
