@@ -203,6 +203,8 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
                                a.getWeightDecay().convertToDouble()};
         return evalAdamW(get(a.getParam()), get(a.getGrad()), get(a.getM()), get(a.getV()), get(a.getStep()), h);
       })
+      .Case([&](CompressOp c) -> Result { return evalCompress(c, get); })
+      .Case([&](DecompressOp d) -> Result { return evalDecompress(d, get); })
       .Default([&](Operation *) -> Result { return std::nullopt; });
 }
 

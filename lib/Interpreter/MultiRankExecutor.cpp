@@ -36,7 +36,9 @@ struct Request {
   Tensor input;
   bool hasResult = false; ///< concrete mode: `result` holds the received or reduced tensor
   Tensor result;
-  Request *matched = nullptr; ///< point-to-point: the other side's request once matched
+  Request *matched = nullptr;    ///< point-to-point: the other side's request once matched
+  std::vector<Tensor> states;    ///< compressed all-reduce, concrete mode: the codec state operands
+  std::vector<Tensor> newStates; ///< compressed all-reduce, concrete mode: the codec's new state
 };
 
 /// A function activation on one rank.
@@ -409,6 +411,17 @@ llvm::Error MultiRankExecutor::Impl::complete(Communicator &comm) {
     } else if (auto b = dyn_cast<BroadcastStartOp>(op)) {
       for (Tensor &r : results)
         r = *inputs[b.getRoot()];
+    } else if (auto c = dyn_cast<CompressedAllReduceStartOp>(op)) {
+      std::vector<std::vector<Tensor>> states;
+      for (Request *post : posts)
+        states.push_back(post->states);
+      auto reduced = evalCompressedAllReduce(c, inputs, states);
+      if (!reduced)
+        return opError(op, reduced.takeError());
+      for (auto [post, result, member] : llvm::zip(posts, results, *reduced)) {
+        result = std::move(member.first);
+        post->newStates = std::move(member.second);
+      }
     } else {
       return opError(op, makeError("the executor has no rule for this collective"));
     }
@@ -479,6 +492,33 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
     Request *request = post(recv.getRequest());
     ++frame.it;
     return pointToPoint(rank, op, request, recv.getGrid(), recv.getAxis(), recv.getOffset(), /*isSend=*/false);
+  }
+  // A compressed all-reduce returns its new codec state with the request, so the executor completes it at the
+  // start: the rank blocks there until every member has posted.
+  if (auto c = dyn_cast<CompressedAllReduceStartOp>(op)) {
+    Request *request = frame.requests.lookup(c.getRequest());
+    if (!request) {
+      request = post(c.getRequest());
+      if (concrete()) {
+        request->input = value(c.getInput());
+        request->hasInput = true;
+        for (Value state : c.getState())
+          request->states.push_back(value(state));
+      }
+      if (llvm::Error error = collective(rank, op, request, c.getGrid(), c.getGridAxes()))
+        return error;
+    }
+    if (!request->complete) {
+      blocked = true;
+      process.blockedAt = op;
+      process.blockedOn = request;
+      return llvm::Error::success();
+    }
+    if (concrete())
+      for (auto [v, tensor] : llvm::zip(c.getNewState(), request->newStates))
+        frame.values[v] = tensor;
+    ++frame.it;
+    return llvm::Error::success();
   }
   if (isa<AllReduceStartOp, AllGatherStartOp, ReduceScatterStartOp, BroadcastStartOp>(op)) {
     Request *request = post(op->getResult(0));

@@ -9,6 +9,7 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Transforms/CompressionPlan.h"
 #include "ptrain/Transforms/ScheduleTable.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
@@ -109,8 +110,8 @@ FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t 
 /// Builds the step functions of one module.
 class Lowering {
 public:
-  Lowering(ModuleOp module, GridOp grid, int64_t pp, int64_t v, int64_t m)
-      : module(module), grid(grid), pp(pp), v(v), m(m), b(module.getContext()) {}
+  Lowering(ModuleOp module, GridOp grid, int64_t pp, int64_t v, int64_t m, std::optional<CompressionPlan> plan)
+      : module(module), grid(grid), pp(pp), v(v), m(m), plan(std::move(plan)), b(module.getContext()) {}
 
   FailureOr<func::FuncOp> lookup(const std::string &name, unsigned numArgs, unsigned numResults) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
@@ -178,6 +179,59 @@ private:
     ++numTransfers;
     return send.getRequest();
   }
+  /// Sends the gradient of virtual stage c's input (micro-batch i, on rank s) to offset -1: as is, or, when
+  /// `ptrain.compression` says so, its PowerSGD codes (tags `tag` and `tag` + 2 M V) after a compress with the
+  /// link's keyed residual (LEP) and warm-start Q. Appends the requests to `requests`.
+  void sendGradient(Location loc, int64_t s, int64_t c, int64_t i, Value grad, SmallVectorImpl<Value> &requests) {
+    int64_t tag = tagOf(i, c - 1, /*gradient=*/true);
+    if (!plan || !plan->compressesSend(s, i)) {
+      requests.push_back(send(loc, grad, previousOffset(s), tag));
+      return;
+    }
+    auto type = cast<RankedTensorType>(grad.getType());
+    auto codec = cast<CodecAttrInterface>(plan->cbCodec);
+    SmallVector<StateOp> states;
+    if (plan->lep)
+      states.push_back(linkState(s, "residual", StateKind::CodecResidual, type));
+    for (Type t : codec.getEncoderStateTypes(type))
+      states.push_back(linkState(s, "warm_start_q", StateKind::CodecWarmStart, cast<RankedTensorType>(t)));
+    SmallVector<Value> stateValues;
+    SmallVector<Type> stateTypes;
+    for (StateOp state : states) {
+      stateValues.push_back(StateReadOp::create(b, loc, state.getTensorType(), state.getSymName()));
+      stateTypes.push_back(state.getTensorType());
+    }
+    auto compress = CompressOp::create(b, loc, codec.getCodeTypes(type), stateTypes, grad, stateValues, ValueRange(),
+                                       codec, plan->lep);
+    for (auto [state, value] : llvm::zip(states, compress.getNewState()))
+      StateWriteOp::create(b, loc, value, state.getSymName());
+    for (auto [j, code] : llvm::enumerate(compress.getCodes()))
+      requests.push_back(send(loc, code, previousOffset(s), tag + static_cast<int64_t>(j) * 2 * m * v));
+  }
+  /// Receives the gradient of virtual stage c's output (micro-batch i) from offset +1: as is, or its codes and
+  /// a decompress when the sender (rank s + 1) compresses it.
+  Value receiveGradient(Location loc, int64_t s, int64_t c, int64_t i, Type type) {
+    int64_t tag = tagOf(i, c, /*gradient=*/true);
+    int64_t sender = s == pp - 1 ? 0 : s + 1;
+    if (!plan || !plan->compressesSend(sender, i))
+      return receive(loc, type, nextOffset(s), tag);
+    auto codec = cast<CodecAttrInterface>(plan->cbCodec);
+    SmallVector<Value> codes;
+    for (auto [j, codeType] : llvm::enumerate(codec.getCodeTypes(cast<RankedTensorType>(type))))
+      codes.push_back(receive(loc, codeType, nextOffset(s), tag + static_cast<int64_t>(j) * 2 * m * v));
+    return DecompressOp::create(b, loc, type, TypeRange(), codes, ValueRange(), ValueRange(), codec).getResult();
+  }
+  /// The keyed state `what` of the backward link s -> s - 1, created on first use.
+  StateOp linkState(int64_t s, StringRef what, StateKind kind, RankedTensorType type) {
+    std::string key = backwardLinkStateKey(s, what);
+    for (auto state : module.getOps<StateOp>())
+      if (state.getKey() == key)
+        return state;
+    OpBuilder sb(grid);
+    sb.setInsertionPointAfter(grid);
+    return StateOp::create(sb, grid.getLoc(), uniqueSymbolName(module, "cb_pp" + std::to_string(s) + "_" + what.str()),
+                           key, kind, type);
+  }
   Value call(Location loc, const std::string &callee, ValueRange args, SmallVectorImpl<Value> *results = nullptr) {
     auto op = func::CallOp::create(b, loc, func(callee), args);
     if (results)
@@ -192,6 +246,7 @@ private:
   ModuleOp module;
   GridOp grid;
   int64_t pp, v, m;
+  std::optional<CompressionPlan> plan;
   OpBuilder b;
   RankedTensorType tokens, logits;
   Value allTokens;
@@ -245,11 +300,11 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
       }
       case Step::Backward: {
         Type outType = func("forward_stage" + cs).getResultTypes()[0];
-        Value dout = receive(loc, outType, nextOffset(s), tagOf(i, c, /*gradient=*/true));
+        Value dout = receiveGradient(loc, s, c, i, outType);
         waitSend(forwardSends[k][i]); // the forward output was received
         Value din = call(loc, "stage" + cs + "_backward", {inputs[k][i], dout});
         if (c > 0)
-          pending.push_back(send(loc, din, previousOffset(s), tagOf(i, c - 1, /*gradient=*/true)));
+          sendGradient(loc, s, c, i, din, pending);
         break;
       }
       case Step::ForwardBackward: {
@@ -258,7 +313,7 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
         call(loc, "stage" + cs + "_forward_backward", {in, c == 0 ? in : tokensOf(loc, i)}, &results);
         addLoss(results[0]);
         if (c > 0)
-          pending.push_back(send(loc, results[1], previousOffset(s), tagOf(i, c - 1, /*gradient=*/true)));
+          sendGradient(loc, s, c, i, results[1], pending);
         break;
       }
       case Step::Optimizer:
@@ -348,9 +403,22 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
               << s << kind << " (lowered twice?)";
           return signalPassFailure();
         }
-    Lowering lowering(module, grid, pp, v, m);
+    FailureOr<std::optional<CompressionPlan>> plan = readCompressionPlan(module, pp, m, "--ptrain-lower-to-runtime");
+    if (failed(plan))
+      return signalPassFailure();
+    if (*plan && v > 1) {
+      module.emitError("--ptrain-lower-to-runtime: ptrain.compression with virtual stages is not supported");
+      return signalPassFailure();
+    }
+    Lowering lowering(module, grid, pp, v, m, *plan);
     if (failed(lowering.init()))
       return signalPassFailure();
+    if (*plan)
+      for (int64_t s = 0; s < pp; ++s)
+        if ((**plan).dpAllReduce[s] &&
+            failed(compressDataParallelAllReduces(
+                module, module.lookupSymbol<func::FuncOp>("stage" + std::to_string(s) + "_optimizer_step"), **plan)))
+          return signalPassFailure();
     for (int64_t s = 0; s < pp; ++s) {
       lowering.build(s, (*rows)[s], /*train=*/true);
       if (eval)

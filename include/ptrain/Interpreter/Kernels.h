@@ -13,6 +13,7 @@
 #define PTRAIN_INTERPRETER_KERNELS_H
 
 #include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Interpreter/Tensor.h"
 
 #include <vector>
@@ -146,6 +147,23 @@ llvm::Expected<Tensor> evalGather(const Tensor &data, const Tensor &indices, int
 llvm::Expected<Tensor> evalReduce(ReduceKind kind, const Tensor &input, llvm::ArrayRef<int64_t> axes, bool keepdims);
 /// `ptrain.log_softmax` along `axis`: x - max - log(sum(exp(x - max))), in double.
 llvm::Expected<Tensor> evalLogSoftmax(const Tensor &input, int64_t axis);
+
+//===--- Codecs (lib/Interpreter/Codecs.cpp) ------------------------------===//
+/// `ptrain.compress` with #ptrain.powersgd: {P (n x r), Q (m x r), new residual (with error_feedback), new
+/// warm-start Q (with warm start)} from the runtime's ptrain_powersgd_encode_f32 (Vogels et al., NeurIPS
+/// 2019, Algorithm 1) on the fp32 input, batch 1, seed 0. Other codecs: an error.
+llvm::Expected<std::vector<Tensor>> evalCompress(CompressOp op, llvm::function_ref<const Tensor &(Value)> get);
+/// `ptrain.decompress` with #ptrain.powersgd: P Q^T in the result's shape (ptrain_powersgd_decode_f32).
+llvm::Expected<std::vector<Tensor>> evalDecompress(DecompressOp op, llvm::function_ref<const Tensor &(Value)> get);
+/// `ptrain.compressed_all_reduce_start` with #ptrain.powersgd over the members' `inputs` and their `states`
+/// (residual with error_feedback, then the warm-start Q): per member {the reduced tensor, the new states},
+/// data-parallel PowerSGD (Vogels et al., NeurIPS 2019, Algorithm 2; Optimus-CC section 4.4) with the
+/// runtime's phase kernels exactly as lib/Runtime/cpu/CompressedCollectives.cpp runs them: P = M Q0, sum of
+/// P, orthogonalize, Q = M^T P, sum of Q, out = alpha P Q^T (alpha 1 for sum, 1/N for avg), residual =
+/// M - P Q^T / N, warm-start Q = Q / N; the exact path sums M itself. Sums are fp32 in member order.
+llvm::Expected<std::vector<std::pair<Tensor, std::vector<Tensor>>>>
+evalCompressedAllReduce(CompressedAllReduceStartOp op, llvm::ArrayRef<const Tensor *> inputs,
+                        llvm::ArrayRef<std::vector<Tensor>> states);
 
 } // namespace mlir::ptrain::interp
 

@@ -276,8 +276,15 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     (+1 for the gradient), unique per source and destination. The eval step runs micro-batch by micro-batch
     through the stage's chunks.
 
+    With `ptrain.compression` (written by `--ptrain-compress`, docs/Compression.md), a compressed backward
+    send becomes `ptrain.state_read`s of the link's residual and warm-start Q, a `ptrain.compress`, their
+    `ptrain.state_write`s and one send per code (tag 2i + 1, then 2i + 1 + 2 M for the second code); the
+    receiver receives the codes and `ptrain.decompress`es them. A stage marked in `dp_all_reduce` gets its
+    dp gradient all-reduce buckets rewritten into per-parameter `ptrain.compressed_all_reduce_start`s.
+
     Fails when the module has no `ptrain.pipeline` or no `ptrain.schedule` (run `--ptrain-schedule`), no
-    `ptrain.grid` with an axis `pp`, a stage function is missing, or a table step is malformed.
+    `ptrain.grid` with an axis `pp`, a stage function is missing, a table step is malformed, or
+    `ptrain.compression` is malformed or used with virtual stages.
 
     ```mlir
     // ptrain-opt step.mlir --ptrain-lower-to-runtime   (pp = 2, 1F1B; stage 1, micro-batch 0)
@@ -341,6 +348,70 @@ def CriticalPathPass : Pass<"ptrain-critical-path", "::mlir::ModuleOp"> {
   let options = [
     Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
            "Cluster description (JSON, docs/TimingModel.md); empty: the module's ptrain.cluster.">,
+  ];
+}
+
+def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
+  let summary = "Decides which pipeline and data-parallel transfers to compress (Optimus-CC) and records it.";
+  let description = [{
+    Runs after `--ptrain-critical-path` and before `--ptrain-lower-to-runtime` on a non-interleaved pipeline
+    module. With `policy=optimus-cc` (Song et al., "Optimus-CC", ASPLOS 2023; docs/Compression.md) it decides:
+
+    * CB (section 4.1): the backward sends to compress with PowerSGD (`cb-rank`, default 16, warm-started Q;
+      matrix view of the activation gradient B x S x H: rows = B S, cols = H). `cb-sends=cooldown` (default)
+      picks the 1F1B cool-down of the receiver: on the link s -> s-1 the last min(P - s, M) micro-batches
+      (stage s-1 has P - s warm-up forwards, so its last P - s backwards wait on these sends);
+      `cb-sends=critical` the sends `--ptrain-critical-path` marks critical (`send_critical`);
+      `cb-sends=all` every backward send.
+    * LEP (section 4.2, `lep`, default on): one error-feedback residual per link s -> s-1, carried across
+      micro-batches and iterations; `lep=false` is the ablation (no residual).
+    * SC (section 4.4, `sc`, default on): the data-parallel gradient all-reduce of the stages whose all-reduce
+      `--ptrain-critical-path` marks critical (`dp_all_reduce_critical`; none when dp = 1) is compressed per
+      parameter with PowerSGD of rank `sc-rank` (default 128) clamped to min(n, m) of the parameter's matrix
+      view, with per-parameter error feedback (`sc-error-feedback`, default on). Matrices where
+      (n + m) r >= n m (1-D tensors included) take the codec's exact path. `sc-all` compresses every stage.
+    * FE (section 4.3) is not done here (docs/Compression.md).
+
+    Writes the decisions as the module attribute `ptrain.compression` (a dictionary): `policy`,
+    `backward_sends` (per stage s, per micro-batch i: whether B<i>/FB<i> of s sends its gradient
+    compressed; all false on stage 0), `cb_codec` (the PowerSGD attribute), `lep`, `dp_all_reduce` (per
+    stage), `sc_rank`, `sc_error_feedback`. `--ptrain-lower-to-runtime` materializes them: `ptrain.compress`
+    before the send (codes sent with tags 2 i + 1 and 2 i + 1 + 2 M), `ptrain.decompress` after the
+    receive, and keyed `ptrain.state`s for the residual ("cb/pp<s>-><s-1>/residual") and the warm-start Q
+    ("cb/pp<s>-><s-1>/warm_start_q"), read and written around the compress; for SC, each dp all-reduce
+    bucket of the optimizer step becomes one `ptrain.compressed_all_reduce_start` per parameter with states
+    "sc/<gradient key>/residual" and "sc/<gradient key>/warm_start_q".
+
+    Fails on: an unknown policy, no `ptrain.pipeline`/`ptrain.schedule` (run `--ptrain-schedule`), a
+    schedule without critical-path information (run `--ptrain-critical-path`), virtual stages, a module
+    compressed twice, `cb-rank` or `sc-rank` below 1, `cb-rank` above min(n, m) of an activation gradient
+    (rank too large), an unknown `cb-sends`.
+
+    ```mlir
+    // ptrain-opt step.mlir --ptrain-critical-path="cluster=clusters/h200-node.json" --ptrain-compress="policy=optimus-cc"
+    // (pp = 2, 4 micro-batches, dp = 1)
+    module attributes {ptrain.compression = {backward_sends = [[false, false, false, false],
+        [false, false, false, true]], cb_codec = #ptrain.powersgd<rank = 16, view = #ptrain.matrix_view<rows = [0, 1],
+        cols = [2]>>, dp_all_reduce = [false, false], lep = true, policy = "optimus-cc", sc_error_feedback = true,
+        sc_rank = 128 : i64}, ...}
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"optimus-cc\"", "Compression policy: optimus-cc.">,
+    Option<"cb", "cb", "bool", /*default=*/"true", "Compress backward sends (CB).">,
+    Option<"cbSends", "cb-sends", "std::string", /*default=*/"\"cooldown\"",
+           "Which backward sends CB compresses: cooldown, critical or all.">,
+    Option<"cbRank", "cb-rank", "int64_t", /*default=*/"16", "PowerSGD rank of CB.">,
+    Option<"lep", "lep", "bool", /*default=*/"true", "Lazy error propagation: a residual per link (LEP).">,
+    Option<"sc", "sc", "bool", /*default=*/"true", "Compress the critical dp gradient all-reduces (SC).">,
+    Option<"scAll", "sc-all", "bool", /*default=*/"false", "SC on every stage, critical or not.">,
+    Option<"scRank", "sc-rank", "int64_t", /*default=*/"128", "PowerSGD rank of SC (clamped per parameter).">,
+    Option<"scErrorFeedback", "sc-error-feedback", "bool", /*default=*/"true",
+           "Per-parameter error feedback for SC.">,
+  ];
+  let statistics = [
+    Statistic<"numCompressedSends", "compressed-sends", "Backward sends marked for compression">,
+    Statistic<"numCompressedStages", "compressed-dp-stages", "Stages whose dp all-reduce is compressed">,
   ];
 }
 
