@@ -28,17 +28,6 @@ Value scaled(Value value, double scale, IRRewriter &rewriter, Location loc) {
   return BinaryOp::create(rewriter, loc, BinaryKind::Mul, value, constant);
 }
 
-/// Builds an op whose result type is inferred; on a verifier failure, erases it and returns null.
-template <typename OpTy, typename... Args> Value buildChecked(OnnxNodeOp node, IRRewriter &rewriter, Args &&...args) {
-  auto op = OpTy::create(rewriter, node.getLoc(), std::forward<Args>(args)...);
-  if (failed(verify(op, /*verifyRecursively=*/false))) {
-    rewriter.eraseOp(op);
-    nodeError(node) << "the node does not satisfy ptrain's " << op->getName() << " (see above)";
-    return nullptr;
-  }
-  return op->getResult(0);
-}
-
 /// Gemm-11/13: Y = alpha * A' * B' + beta * C, with A' = transpose(A) when transA (likewise B), A and B
 /// 2-D, and C optional and unidirectionally broadcast to [M, N].
 LogicalResult legalizeGemm(OnnxNodeOp node, IRRewriter &rewriter) {

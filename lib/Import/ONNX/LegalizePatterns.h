@@ -110,6 +110,18 @@ LogicalResult replaceWith(OnnxNodeOp node, IRRewriter &rewriter, Args &&...args)
   return replaceChecked(node, op, rewriter);
 }
 
+/// Builds an op whose result type is inferred, at the node's location; on a verifier failure, erases it,
+/// reports on the node and returns null.
+template <typename OpTy, typename... Args> Value buildChecked(OnnxNodeOp node, IRRewriter &rewriter, Args &&...args) {
+  auto op = OpTy::create(rewriter, node.getLoc(), std::forward<Args>(args)...);
+  if (failed(verify(op, /*verifyRecursively=*/false))) {
+    rewriter.eraseOp(op);
+    nodeError(node) << "the node does not satisfy ptrain's " << op->getName() << " (see above)";
+    return nullptr;
+  }
+  return op->getResult(0);
+}
+
 /// Replaces the node's first output by `value` when its type is the one ONNX inferred; every other output
 /// must be unused (checked by the caller).
 LogicalResult replaceFirstOutput(OnnxNodeOp node, Value value, IRRewriter &rewriter);

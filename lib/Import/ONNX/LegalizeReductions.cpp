@@ -18,17 +18,6 @@ using namespace mlir::ptrain::onnx_import;
 
 namespace {
 
-/// Builds an op whose result type is inferred; on a verifier failure, erases it, reports and returns null.
-template <typename OpTy, typename... Args> Value build(OnnxNodeOp node, IRRewriter &rewriter, Args &&...args) {
-  auto op = OpTy::create(rewriter, node.getLoc(), std::forward<Args>(args)...);
-  if (failed(verify(op, /*verifyRecursively=*/false))) {
-    rewriter.eraseOp(op);
-    nodeError(node) << "the node does not satisfy ptrain's " << op->getName() << " (see above)";
-    return nullptr;
-  }
-  return op->getResult(0);
-}
-
 /// ReduceSum/Mean/Max: axes from the attribute (`axesAsInput` false) or the optional constant input #1;
 /// without axes every dimension is reduced, unless `noop_with_empty_axes` (opset 13+ ReduceSum) makes it
 /// the identity.
@@ -87,7 +76,7 @@ template <typename OpTy> LogicalResult legalizeSoftmax1(OnnxNodeOp node, IRRewri
     (d < axis ? outer : inner) *= type.getDimSize(d);
   auto flatType = type.clone({outer, inner});
   Value flat = ReshapeOp::create(rewriter, node.getLoc(), flatType, x);
-  Value normalized = build<OpTy>(node, rewriter, flat, rewriter.getI64IntegerAttr(1));
+  Value normalized = buildChecked<OpTy>(node, rewriter, flat, rewriter.getI64IntegerAttr(1));
   if (!normalized)
     return failure();
   Value back = ReshapeOp::create(rewriter, node.getLoc(), type, normalized);
@@ -120,11 +109,11 @@ LogicalResult legalizeSoftmaxCrossEntropyLoss(OnnxNodeOp node, IRRewriter &rewri
     for (int64_t d = 2; d < type.getRank(); ++d)
       perm.push_back(d);
     perm.push_back(1);
-    logits = build<TransposeOp>(node, rewriter, scores, rewriter.getDenseI64ArrayAttr(perm));
+    logits = buildChecked<TransposeOp>(node, rewriter, scores, rewriter.getDenseI64ArrayAttr(perm));
     if (!logits)
       return failure();
   }
-  Value loss = build<CrossEntropyOp>(node, rewriter, logits, labels);
+  Value loss = buildChecked<CrossEntropyOp>(node, rewriter, logits, labels);
   if (!loss)
     return failure();
   if (mode == "sum") {
@@ -133,7 +122,7 @@ LogicalResult legalizeSoftmaxCrossEntropyLoss(OnnxNodeOp node, IRRewriter &rewri
                             scalarConstant(rewriter, loc, type.getElementType(), static_cast<double>(positions)));
   }
   if (node.getNumResults() > 1 && !node.getOutputs()[1].use_empty()) {
-    Value logProb = build<LogSoftmaxOp>(node, rewriter, scores, rewriter.getI64IntegerAttr(1));
+    Value logProb = buildChecked<LogSoftmaxOp>(node, rewriter, scores, rewriter.getI64IntegerAttr(1));
     if (!logProb)
       return failure();
     if (!matchesONNXType(logProb.getType(), node->getResultTypes()[1]))
