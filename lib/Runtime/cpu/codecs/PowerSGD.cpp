@@ -197,8 +197,8 @@ extern "C" ptrain_status_t ptrain_powersgd_decode_f32(const float *p, const floa
   return PTRAIN_OK;
 }
 
-// The phases, for a lowering that expands a compressed all-reduce itself
-// (--ptrain-expand-codecs): p -> all-reduce P -> q -> all-reduce Q -> finish.
+// The phases, for a caller that runs the all-reduces of a compressed all-reduce itself (the multi-rank
+// executor, lib/Interpreter/Codecs.cpp): p -> all-reduce P -> q -> all-reduce Q -> finish.
 extern "C" ptrain_status_t ptrain_powersgd_phase_p_f32(const float *g, float *residual, float *q_state, int64_t batch,
                                                        int64_t n, int64_t m, int64_t rank, uint64_t seed, float *out_p,
                                                        float *out_q) {

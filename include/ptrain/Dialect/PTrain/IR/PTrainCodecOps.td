@@ -93,10 +93,10 @@ def PTrain_CompressedAllReduceStartOp : PTrain_CollectiveStartOp<"compressed_all
                    "::mlir::ptrain::RequestType::get($_self.getContext(), $_self)">]> {
   let summary = "Starts an all-reduce whose traffic is compressed by a codec, with error feedback.";
   let description = [{
-    High-level compressed collective for data- and tensor-parallel traffic; `--ptrain-expand-codecs` turns it
-    into its phases. For a summable codec the codes are all-reduced in compressed form (PowerSGD: all-reduce P,
-    orthogonalize, Q = M^T P, all-reduce Q; Optimus-CC section 4.4); otherwise they are all-gathered, decoded
-    and summed. The wait yields the decoded reduction. `state` and `params` are as for `ptrain.compress`.
+    High-level compressed collective for data- and tensor-parallel traffic; the runtime and the multi-rank
+    executor run it as its phases. For a summable codec the codes are all-reduced in compressed form
+    (PowerSGD: all-reduce P, orthogonalize, Q = M^T P, all-reduce Q; Optimus-CC section 4.4); otherwise they
+    are all-gathered, decoded and summed. The wait yields the decoded reduction. `state` and `params` are as for `ptrain.compress`.
 
     Constraints: (C1)-(C3) of every collective, and
     * (C4) the reduction is `sum` or `avg`;
