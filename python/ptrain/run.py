@@ -17,6 +17,12 @@ step). Every K steps and after the last, the validation loss is the mean of ptra
 batches of the held-out data. At the end, ptrain_step_save writes the checkpoint (one file per stage:
 PATH.stage<s> when pp > 1). --log writes the losses as JSON (rank 0).
 
+Traffic: the runtime counts the bytes every rank hands to MPI (docs/Runtime.md, "Traffic counters"). Rank 0
+prints, after training, the bytes per training step on each link: the inter-stage forward (stage s -> s + 1)
+and backward (s -> s - 1) point-to-point traffic summed over data-parallel replicas, and the collectives of
+each communicator (dp gradients, pp loss and tied embedding) summed over ranks; validation is not counted.
+The log's "traffic" has the totals over all training steps.
+
 Errors are messages and a nonzero exit, never a hang: every communication has the runtime's deadline
 (PTRAIN_COMM_TIMEOUT_S, --timeout); a rank that fails exits nonzero without finalizing MPI, and mpirun then
 ends the job.
@@ -166,6 +172,12 @@ class Step:
         L.ptrain_step_save.argtypes = [ctypes.c_char_p]
         L.ptrain_step_rank.argtypes = [ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]
         L.ptrain_step_abort.argtypes = [ctypes.c_int32]
+        self.has_traffic = hasattr(L, "ptrain_step_traffic")
+        if self.has_traffic:
+            L.ptrain_step_num_links.restype = ctypes.c_int64
+            L.ptrain_step_link_name.restype = ctypes.c_char_p
+            L.ptrain_step_link_name.argtypes = [ctypes.c_int64]
+            L.ptrain_step_traffic.argtypes = [ctypes.POINTER(ctypes.c_int64)]
 
     def check(self, status, what):
         if status != 0:
@@ -175,6 +187,56 @@ class Step:
         out = ctypes.c_float()
         self.check(getattr(self.lib, fn)(ctypes.addressof(tokens), ctypes.byref(out)), fn)
         return float(out.value)
+
+
+class Traffic:
+    """The runtime's byte counters of every rank, accumulated over training steps only: pause() before a
+    validation adds what was sent since the last resume(), resume() after it zeroes the counters. Both are
+    called by every rank at the same point (ptrain_step_traffic is collective)."""
+
+    def __init__(self, step, world):
+        self.step, self.world = step, world
+        self.links = [step.lib.ptrain_step_link_name(i).decode() for i in range(step.lib.ptrain_step_num_links())]
+        self.totals = [0] * (world * len(self.links) * 2)
+
+    def pause(self):
+        counts = (ctypes.c_int64 * len(self.totals))()
+        self.step.check(self.step.lib.ptrain_step_traffic(counts), "ptrain_step_traffic")
+        self.totals = [a + b for a, b in zip(self.totals, counts)]
+
+    def resume(self):
+        self.step.check(self.step.lib.ptrain_step_reset_traffic(), "ptrain_step_reset_traffic")
+
+    def per_link(self, pp):
+        """{label: {"bytes", "messages"}}: point-to-point links per stage pair (summed over dp replicas),
+        collectives per communicator (summed over ranks). Rank r is stage r % pp (grid (dp, pp), row-major)."""
+        out = {}
+        for r in range(self.world):
+            s = r % pp
+            for i, link in enumerate(self.links):
+                if link == "pp forward":
+                    label = f"pp forward {s}->{s + 1}" if s + 1 < pp else None
+                elif link == "pp backward":
+                    label = f"pp backward {s}->{s - 1}" if s > 0 else None
+                else:
+                    label = link
+                if label is None:
+                    continue
+                entry = out.setdefault(label, {"bytes": 0, "messages": 0})
+                base = (r * len(self.links) + i) * 2
+                entry["bytes"] += self.totals[base]
+                entry["messages"] += self.totals[base + 1]
+        order = lambda label: (0 if " forward " in label else 1 if " backward " in label else 2, label)
+        return {k: out[k] for k in sorted(out, key=order)}
+
+
+def print_traffic(per_link, steps):
+    width = max(len(k) for k in per_link)
+    print(f"traffic per training step (bytes handed to MPI, all ranks; runtime counters, {steps} steps):",
+          flush=True)
+    for label, entry in per_link.items():
+        print(f"  {label:<{width}}  {entry['bytes'] / steps:>14,.0f} B  {entry['messages'] / steps:>6.1f} "
+              f"{'messages' if ' forward' in label or ' backward' in label else 'operations'}", flush=True)
 
 
 class Bar:
@@ -233,12 +295,20 @@ def work(args):
     dp, replica = plan.get("dp", 1), rank.value // plan["pp"]
     val_batches = [batch(val, rows, seq, 7919 * (args.seed + 1) + j, replica, dp) for j in range(args.val_batches)]
 
+    traffic = Traffic(step, dp * plan["pp"]) if step.has_traffic else None
+
     def validate():
-        return sum(step.loss("ptrain_step_eval", b) for b in val_batches) / len(val_batches)
+        if traffic:
+            traffic.pause()
+        v = sum(step.loss("ptrain_step_eval", b) for b in val_batches) / len(val_batches)
+        if traffic:
+            traffic.resume()
+        return v
 
     log = {"plan": {k: plan[k] for k in PLAN_KEYS if k not in ("library",)}, "steps": args.steps,
            "seed": args.seed, "tokens_per_step": dp * rows * seq, "train_loss": [], "val_loss": []}
     log["plan"]["dp"] = dp
+    log["plan"]["policy"] = plan.get("policy", "none")
     bar = Bar(args.steps, rank0)
     v = validate()
     log["val_loss"].append([0, v])
@@ -266,6 +336,10 @@ def work(args):
         if rank0:
             print(f"step {args.steps}: train loss {log['train_loss'][-1]:.4f}, val loss {v:.4f}, "
                   f"{log['tokens_per_s']:,.0f} tok/s", flush=True)
+        if traffic:
+            log["traffic"] = traffic.per_link(plan["pp"])
+            if rank0:
+                print_traffic(log["traffic"], args.steps)
     if args.checkpoint and replica == 0:  # The dp replicas hold the same states: replica 0 saves them.
         path = args.checkpoint if plan["pp"] == 1 else f"{args.checkpoint}.stage{stage.value}"
         step.check(step.lib.ptrain_step_save(path.encode()), f"ptrain_step_save({path})")

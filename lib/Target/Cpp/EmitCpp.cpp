@@ -18,6 +18,7 @@
 
 #include "CppTypes.h"
 #include "EmitCodecs.h"
+#include "EmitTraffic.h"
 #include "MemoryPlan.h"
 #include "RuntimeCallTable.h"
 
@@ -1354,6 +1355,15 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
         << "(" << g.var << "));\n    " << g.var << " = nullptr;\n  }\n";
     s << "  if (ptrain_world) {\n    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name
       << "(ptrain_world));\n    ptrain_world = nullptr;\n  }\n  return PTRAIN_OK;\n}\n\n";
+    SmallVector<TrafficGroup> traffic;
+    for (const CommGroups::Group &g : comms.groups) {
+      TrafficGroup t{g.var, {}};
+      for (auto [d, in] : llvm::enumerate(g.inGroup))
+        if (in)
+          t.axes.push_back(cast<StringAttr>(comms.theGrid.getAxisNames()[d]).getValue().str());
+      traffic.push_back(t);
+    }
+    emitTrafficEntryPoints(traffic, s);
     s << "/// Ends every rank of the job (MPI_Abort): the recovery after a communication error.\n";
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_abort(int32_t error_code) {\n"
          "  if (!ptrain_world)\n    return PTRAIN_OK;\n"
