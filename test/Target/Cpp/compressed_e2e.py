@@ -14,7 +14,9 @@ The bundled GPT, AdamW (lr 1e-3, warm-up 1), the same global batches of 16 x 64 
    itself) is bit-equal to the uncompressed plan.
 3. The runtime's byte counters: forward 0->1 = 4 x 4 x 64 x 128 x 4 bytes per step in both plans; backward 1->0
    = the same uncompressed, and (3 x 4 x 64 x 128 + (256 + 128) x 16) x 4 bytes (5 messages: P and Q) with
-   optimus-cc.
+   optimus-cc. SC's dp collectives: for every ptrain.compressed_all_reduce_start of step.mlir, (n + m) r x 4
+   bytes (P, then Q), or the exact path's code (n r and m r floats, each padded to 8 bytes, when (n + m) r >= n m),
+   per dp replica and step; the uncompressed all-reduce would send n m x 4.
 4. Checkpoint after 3 steps, resume to 5 (ptrain-run --resume): losses and every stage's final checkpoint
    (parameters, moments, step, the link residual and warm-start Q) bit-identical to a straight 5-step run; the
    codec states are in stage 1's checkpoint and nonzero.
@@ -24,6 +26,7 @@ The bundled GPT, AdamW (lr 1e-3, warm-up 1), the same global batches of 16 x 64 
 import json
 import math
 import os
+import re
 import struct
 import sys
 
@@ -109,6 +112,19 @@ for name, (bytes_, messages) in expected.items():
     check(t["pp forward 0->1"]["bytes"] == steps * M * full, f"{name}: forward 0->1 = {M * full} bytes per step")
     check(t["pp backward 1->0"]["bytes"] == steps * bytes_ and t["pp backward 1->0"]["messages"] == steps * messages,
           f"{name}: backward 1->0 = {bytes_} bytes in {messages} messages per step")
+
+sc_ops = re.findall(r"ptrain\.compressed_all_reduce_start .*?#ptrain\.powersgd<rank = (\d+)>.*? : tensor<([0-9x]+)xf32>",
+                    open(os.path.join(work, "sc", "step.mlir")).read())
+code = full_sc = 0
+for rank, shape in sc_ops:
+    dims = [int(d) for d in shape.split("x")]
+    n, m, r = math.prod(dims[:-1]), dims[-1], int(rank)
+    code += -(-n * r * 4 // 8) * 8 + -(-m * r * 4 // 8) * 8 if (n + m) * r >= n * m else (n + m) * r * 4
+    full_sc += n * m * 4
+dp_bytes = logs["sc"]["traffic"]["dp collectives"]["bytes"] / 3
+print(f"sc: {len(sc_ops)} compressed all-reduces per replica and step; dp collectives {dp_bytes:,.0f} B per step, "
+      f"uncompressed {2 * full_sc:,} ({dp_bytes / (2 * full_sc):.4f})")
+check(len(sc_ops) > 0 and dp_bytes == 2 * code, f"sc: dp collectives = 2 replicas x {code:,} code bytes per step")
 
 # 4. Resume: 3 steps with a checkpoint, then --resume to step 5, against the straight 5-step run above.
 def read_checkpoint(path):
