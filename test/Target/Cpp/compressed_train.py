@@ -48,7 +48,7 @@ for name, flags in (("none", []), ("optimus-cc", occ_flags)):
     check(rc == 0, f"ptrain-run {name} {STEPS} steps" + ("" if rc == 0 else ":\n" + out))
     if rc == 0:
         logs[name] = json.load(open(log))
-        print("\n".join(line for line in out.splitlines() if "step/s" not in line and "it/s" not in line))
+        print("\n".join(line for line in re.split(r"[\r\n]", out) if line.strip() and "step/s" not in line))
 if len(logs) != 2:
     finish()
 
@@ -63,8 +63,10 @@ check(abs(b - a) <= 0.02 * a, "optimus-cc's final validation loss within 2% of u
 check(a < entropy and b < entropy, f"both below the unigram entropy {entropy:.4f}")
 
 step_mlir = open(os.path.join(work, "optimus-cc", "step.mlir")).read()
-body = re.search(r"func\.func @stage1_train_step.*?\n  \}\n", step_mlir, re.S)
-c = len(re.findall(r"= ptrain\.compress ", body.group(0))) if body else -1
+begin = step_mlir.find("func.func @stage1_train_step")
+end = step_mlir.find("func.func ", begin + 1)
+body = step_mlir[begin:end if end > 0 else len(step_mlir)] if begin >= 0 else ""
+c = len(re.findall(r"= ptrain\.compress ", body)) if body else -1
 n, m, r, M = 4 * 64, 128, 16, 4
 expected = ((M - c) * n * m + c * (n + m) * r) / (M * n * m)
 fwd = (none["traffic"]["pp forward 0->1"]["bytes"], occ["traffic"]["pp forward 0->1"]["bytes"])
