@@ -18,11 +18,13 @@ using namespace mlir::ptrain;
 
 namespace {
 
-PipelineCosts uniformCosts(const char *kind, int p, int m, double f, double b) {
+PipelineCosts uniformCosts(const char *kind, int p, int m, double f, double b, int v = 1) {
   PipelineCosts costs;
   std::string error;
-  costs.table = *buildScheduleTable(kind, p, /*v=*/1, m, error);
-  costs.stages.resize(p);
+  costs.table = *buildScheduleTable(kind, p, v, m, error);
+  costs.virtualStages = v;
+  costs.stages.resize(p * v);
+  costs.ranks.resize(p);
   for (StageCosts &c : costs.stages) {
     c.forward = f;
     c.backward = b;
@@ -154,14 +156,28 @@ TEST(TimingPlanTest, SlackMatchesResimulation) {
   for (int trial = 0; trial < 12; ++trial) {
     int p = 2 + trial % 4, m = 2 + (trial * 5) % 7;
     PipelineCosts costs = uniformCosts(trial % 3 == 2 ? "gpipe" : "1f1b", p, m, 1, 1);
-    for (StageCosts &c : costs.stages) {
+    for (int s = 0; s < p; ++s) {
+      StageCosts &c = costs.stages[s];
       c.forward = cost(rng);
       c.backward = cost(rng);
       c.forwardBackward = c.forward + c.backward;
-      c.optimizer = cost(rng) / 4;
+      costs.ranks[s].optimizer = cost(rng) / 4;
       c.sendForward.seconds = comm(rng);
       c.sendBackward.seconds = comm(rng);
-      c.dataParallel = {comm(rng) * 4, 1.0, true};
+      costs.ranks[s].dataParallel = {comm(rng) * 4, 1.0, true};
+      // Compressed gradient sends and a compressed dp all-reduce on some stages: their codec steps obey the
+      // same slack rule.
+      if (s > 0 && trial % 2 == 1)
+        c.compressedBackward[m - 1] = {comm(rng), comm(rng), {comm(rng) / 4, 0.1, true}, "test"};
+      if (s == 0 && trial % 4 == 3) {
+        CompressedAllReduce ca;
+        ca.phasePSeconds = comm(rng);
+        ca.phaseQSeconds = comm(rng);
+        ca.finishSeconds = comm(rng);
+        ca.first = {comm(rng), 0.1, true};
+        ca.second = {comm(rng), 0.1, true};
+        costs.ranks[s].compressedDataParallel = ca;
+      }
     }
     costs.tied = {comm(rng), 1.0, true};
     PipelinePlanIndex index;
