@@ -174,6 +174,8 @@ static llvm::Error addCompressedSends(ModuleTimingModel &model, const Compressio
                                       bool ppInter) {
   auto [bw, lat] = links.get(ppInter);
   for (int64_t s = 1; s < model.pp; ++s) {
+    if (s >= static_cast<int64_t>(plan.backwardSends.size()) || !llvm::is_contained(plan.backwardSends[s], true))
+      continue;
     auto fwd = symbols.lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stageRefs[s]).getValue());
     auto type = dyn_cast<RankedTensorType>(fwd.getArgumentTypes()[0]);
     auto codec = dyn_cast_or_null<CodecAttrInterface>(plan.cbCodec);

@@ -304,3 +304,18 @@ llvm::Expected<Plan> PipelinePlanBuilder::build() {
 llvm::Expected<Plan> mlir::ptrain::buildPipelinePlan(const PipelineCosts &costs, PipelinePlanIndex &index) {
   return PipelinePlanBuilder(costs, index).build();
 }
+
+PipelineCosts mlir::ptrain::getUniformPipelineCosts(const ScheduleTableRows &table, int64_t v, double forward,
+                                                    double backward, double forwardBackward) {
+  PipelineCosts costs;
+  costs.table = table;
+  costs.virtualStages = v;
+  costs.stages.resize(table.size() * v);
+  costs.ranks.resize(table.size());
+  for (StageCosts &c : costs.stages) {
+    c.forward = forward;
+    c.backward = backward;
+    c.forwardBackward = forwardBackward;
+  }
+  return costs;
+}

@@ -190,9 +190,14 @@ struct Simulator {
     if (order.size() != n) {
       for (size_t i = 0; i < n; ++i)
         if (!done[i]) {
-          error = "the plan deadlocks: step '" + plan.steps[i].name + "' never starts";
-          return false;
+          error = "the plan deadlocks: step '" + plan.steps[i].name + "' never starts (compute streams stuck at:";
+          break;
         }
+      for (int r = 0; r < plan.numRanks; ++r)
+        if (computePos[r] < plan.computeOrder[r].size())
+          error += " rank " + std::to_string(r) + " at " + plan.steps[plan.computeOrder[r][computePos[r]]].name + ",";
+      error.back() = ')';
+      return false;
     }
     return true;
   }

@@ -130,6 +130,12 @@ struct PipelinePlanIndex {
 /// no matching entry on its neighbour.
 llvm::Expected<Plan> buildPipelinePlan(const PipelineCosts &costs, PipelinePlanIndex &index);
 
+/// Costs for executing `table` (P rows, `v` model chunks per rank) with the same `forward`, `backward` and
+/// fused `forwardBackward` time on every virtual stage, free communication, free optimizer steps and no dp
+/// or tied all-reduce: the unit costs of --ptrain-schedule's deadlock check and --ptrain-print-schedule.
+PipelineCosts getUniformPipelineCosts(const ScheduleTableRows &table, int64_t v, double forward, double backward,
+                                      double forwardBackward);
+
 } // namespace mlir::ptrain
 
 #endif // PTRAIN_ANALYSIS_PIPELINEPLAN_H

@@ -189,7 +189,8 @@ def PrintSchedulePass : Pass<"ptrain-print-schedule", "::mlir::ModuleOp"> {
     Prints `ptrain.schedule` (after `--ptrain-schedule`) to standard output: one line per pipeline stage
     (rank) with its steps in order (`F<i>`, `B<i>`, `FB<i>`, `O`; `.<k>` names model chunk k > 0 of the
     interleaved schedule), then the table executed with unit costs (a chunk's forward 1, backward 2, the fused
-    FB 3; communication free; ScheduleTable.h's simulateScheduleTable): the makespan and, per stage, its busy
+    FB 3; communication and optimizer free; the timing model's plan and simulation, PipelinePlan.h and
+    docs/TimingModel.md): the makespan and, per stage, its busy
     and idle time before the makespan and the bubble idle / busy. For 1F1B with equal stages the bubble is
     (P - 1) / M (Narayanan et al., SC'21, sec. 2.2.1); interleaved with v chunks, (P - 1) / (v M) (sec. 2.2.2).
     The module is unchanged. Fails when there is no schedule or a step is malformed.
