@@ -153,11 +153,18 @@ void TimingAnalysis::printReport(llvm::raw_ostream &os) const {
       any = true;
     }
   os << (any ? "" : " none") << "\n";
-  for (int64_t s = 0; s < model.pp; ++s)
-    if (int id = index.dataParallelSteps[s]; id >= 0)
-      os << "  stage " << s << " dp all-reduce " << fmtBytes(plan.steps[id].bytes) << ": "
-         << llvm::format("%.3f", plan.steps[id].duration * 1e3) << " ms, slack "
-         << llvm::format("%.3f", t.slack[id] * 1e3) << " ms\n";
+  for (int64_t s = 0; s < model.pp; ++s) {
+    int id = index.dataParallelSteps[s];
+    if (id < 0)
+      continue;
+    // A compressed one: both all-reduces, and the time from its first phase's start to its last one's end.
+    const std::vector<int> &phases = index.dataParallelPhases[s];
+    double bytes = phases.empty() ? plan.steps[id].bytes : plan.steps[phases[1]].bytes + plan.steps[phases[3]].bytes;
+    double seconds = phases.empty() ? plan.steps[id].duration : t.end[phases.back()] - t.start[phases.front()];
+    os << "  stage " << s << " dp all-reduce " << fmtBytes(bytes) << (phases.empty() ? "" : " (PowerSGD P and Q)")
+       << ": " << llvm::format("%.3f", seconds * 1e3) << " ms, slack " << llvm::format("%.3f", t.slack[id] * 1e3)
+       << " ms\n";
+  }
 
   os << "\nmemory per device (capacity " << fmtBytes(cluster.memoryCapacity) << ")\n";
   os << "stage            states       activations           working              peak\n";
