@@ -8,7 +8,7 @@ fp32, 1F1B, on clusters/optimus-cc-a100.json; runs --ptrain-critical-path once, 
 modelled iteration time, the speedup over the uncompressed plan, the bytes one GPU sends per iteration
 across nodes and on the compressed links, and the codec kernel time.
 
-    python3 bench/compression/ablation.py [--bin build/bin] [--out DIR] [--rows none,cb,...]
+    python3 bench/compression/ablation.py [--bin build/bin | --opt PATH] [--out DIR] [--rows none,CB,...]
 
 A row whose policy or option the compiler does not know yet is printed as "not available" with the
 compiler's message, so ROWS can name policies before they exist (FE, mcbench, auto).
@@ -48,12 +48,15 @@ def run(cmd):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"), help="folder of ptrain-opt")
+    ap.add_argument("--opt", default="", help="ptrain-opt itself (overrides --bin)")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "bench-compression"))
     ap.add_argument("--rows", default="", help="comma-separated row names (default: all)")
+    ap.add_argument("--row", action="append", default=[], metavar="NAME:OPTIONS",
+                    help="an extra row: its name and --ptrain-compress options (repeatable)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    opt = os.path.join(args.bin, "ptrain-opt")
+    opt = args.opt or os.path.join(args.bin, "ptrain-opt")
     c = CONFIG
     model = os.path.join(args.out, "gpt-2.5b.mlir")
     gen = run([sys.executable, os.path.join(ROOT, "python", "ptrain", "gen_gpt_mlir.py"), "--layers", str(c["layers"]),
@@ -69,8 +72,10 @@ def main():
         sys.exit("ptrain-opt (plan) failed:\n" + r.stderr)
 
     wanted = [w.strip() for w in args.rows.split(",") if w.strip()]
+    extra = [tuple(r.split(":", 1)) for r in args.row]
+    wanted += [name for name, _ in extra] if wanted else []
     results = []
-    for name, options in ROWS:
+    for name, options in ROWS + extra:
         if wanted and name not in wanted:
             continue
         path = os.path.join(args.out, name.replace(" ", "_").replace("+", "-").replace("(", "").replace(")", "") +
