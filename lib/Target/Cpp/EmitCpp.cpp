@@ -7,9 +7,11 @@
 //      every other tensor (and every kernel's scratch) gets an offset in one
 //      static arena, reused by liveness (MemoryPlan.h);
 //   3. per op, calls of the runtime's call table (RuntimeCallTable.h) whose
-//      status is checked and returned, under a comment with the op's location;
-//   4. the C ABI: ptrain_step_<func>, ptrain_step_init/save/load and the state
-//      table accessors.
+//      status is checked and returned, under a comment with the op's location
+//      (codec ops: EmitCodecs.h);
+//   4. the C ABI: ptrain_step_<func>, ptrain_step_init/save/load, the state
+//      table accessors and, with communicators, the traffic per link
+//      (EmitTraffic.h).
 // The unit is built in memory and written only when every op was emitted.
 //
 //===----------------------------------------------------------------------===//
