@@ -12,7 +12,8 @@ architecture) and bert (python/ptrain/models/bert.py, BertForMaskedLM architectu
   MODEL-opsetN-folded.onnx   the same with do_constant_folding=True
   MODEL/input_K.pb           TensorProto inputs (int64 [2, 8]) in the graph's input order
   MODEL/output_0.pb          TensorProto f32 [2, 8, 64]: PyTorch's output (eval mode)
-for N in 13, 14, 17. Each file is well under 1 MB (weights inline). Rerunning with the same torch and
+for N in 13, 14, 17, and gpt2-opset17-training.onnx, exported with training=TrainingMode.TRAINING (its
+dropouts become Dropout nodes with training_mode true; no reference output, the masks are random). Each file is well under 1 MB (weights inline). Rerunning with the same torch and
 onnx versions gives byte-identical files (checked by --check, which exports to a temporary folder
 and compares).
 """
@@ -89,23 +90,28 @@ def export(out: str) -> list[str]:
             save_tensor(written[-1], a, n)
         written.append(os.path.join(out, name, "output_0.pb"))
         save_tensor(written[-1], ref, output_name)
-        for opset in OPSETS:
-            for folded in (False, True):
-                buf = io.BytesIO()
-                with torch.no_grad(), warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    torch.onnx.export(
-                        model, args, buf, opset_version=opset, do_constant_folding=folded,
-                        input_names=input_names, output_names=[output_name], export_params=True,
-                    )
-                m = onnx.load_model_from_string(buf.getvalue())
-                onnx.checker.check_model(m)
-                path = os.path.join(out, f"{name}-opset{opset}{'-folded' if folded else ''}.onnx")
-                onnx.save_model(m, path)
-                written.append(path)
-                ops = sorted({n.op_type for n in m.graph.node})
-                print(f"{path}: {os.path.getsize(path)} bytes, {len(m.graph.node)} nodes, "
-                      f"{len(m.graph.initializer)} initializers; ops {' '.join(ops)}")
+        variants = [(opset, folded, False) for opset in OPSETS for folded in (False, True)]
+        if name == "gpt2":
+            variants.append((17, False, True))  # training mode: Dropout nodes with training_mode true
+        for opset, folded, training in variants:
+            buf = io.BytesIO()
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(
+                    model, args, buf, opset_version=opset, do_constant_folding=folded,
+                    input_names=input_names, output_names=[output_name], export_params=True,
+                    training=torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL,
+                )
+            model.eval()  # a training-mode export leaves the module in training mode
+            m = onnx.load_model_from_string(buf.getvalue())
+            onnx.checker.check_model(m)
+            suffix = "-training" if training else "-folded" if folded else ""
+            path = os.path.join(out, f"{name}-opset{opset}{suffix}.onnx")
+            onnx.save_model(m, path)
+            written.append(path)
+            ops = sorted({n.op_type for n in m.graph.node})
+            print(f"{path}: {os.path.getsize(path)} bytes, {len(m.graph.node)} nodes, "
+                  f"{len(m.graph.initializer)} initializers; ops {' '.join(ops)}")
     return written
 
 
@@ -119,10 +125,13 @@ def main(argv=None) -> int:
         export(args.out)
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        differ = [p for p in export(tmp)
-                  if not filecmp.cmp(p, os.path.join(args.out, os.path.relpath(p, tmp)), shallow=False)]
+        def same(p):
+            committed = os.path.join(args.out, os.path.relpath(p, tmp))
+            return os.path.exists(committed) and filecmp.cmp(p, committed, shallow=False)
+
+        differ = [p for p in export(tmp) if not same(p)]
     for p in differ:
-        print(f"differs from the checked-in fixture: {os.path.relpath(p, tmp)}")
+        print(f"missing or different from the checked-in fixture: {os.path.relpath(p, tmp)}")
     return 1 if differ else 0
 
 

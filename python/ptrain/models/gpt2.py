@@ -11,6 +11,8 @@ structure, parameter names and forward computation follow `transformers`' `GPT2L
 - a causal mask taken from a bool buffer `bias` [1, 1, P, P] by slicing with traced sizes, applied
   with `where(mask, w, finfo.min)`; attention scale `w / sqrt(Dh)` as a Div by a full([]) tensor;
 - "gelu_new", the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));
+- dropout (p = 0.1) on the embeddings, the attention probabilities and both residual branches, as in
+  GPT-2 (identities in eval mode; ONNX Dropout with training_mode true in a training-mode export);
 - pre-LayerNorm blocks, final `ln_f`, and an LM head `lm_head` (Linear without bias) whose weight IS
   `transformer.wte.weight` (tied).
 
@@ -49,6 +51,9 @@ class GPT2Config:
     n_layer: int = 2
     n_head: int = 2
     layer_norm_epsilon: float = 1e-5
+    resid_pdrop: float = 0.1
+    embd_pdrop: float = 0.1
+    attn_pdrop: float = 0.1
 
 
 class Conv1D(nn.Module):
@@ -83,6 +88,8 @@ class GPT2Attention(nn.Module):
         self.head_dim = cfg.n_embd // cfg.n_head
         self.c_attn = Conv1D(3 * cfg.n_embd, cfg.n_embd)
         self.c_proj = Conv1D(cfg.n_embd, cfg.n_embd)
+        self.attn_dropout = nn.Dropout(cfg.attn_pdrop)
+        self.resid_dropout = nn.Dropout(cfg.resid_pdrop)
 
     def _split_heads(self, t: torch.Tensor) -> torch.Tensor:
         new_shape = t.size()[:-1] + (self.num_heads, self.head_dim)
@@ -105,9 +112,9 @@ class GPT2Attention(nn.Module):
         mask_value = torch.finfo(attn_weights.dtype).min
         mask_value = torch.full([], mask_value, dtype=attn_weights.dtype, device=attn_weights.device)
         attn_weights = torch.where(causal_mask, attn_weights, mask_value)
-        attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+        attn_weights = self.attn_dropout(nn.functional.softmax(attn_weights, dim=-1))
         attn_output = self._merge_heads(torch.matmul(attn_weights, value))
-        return self.c_proj(attn_output)
+        return self.resid_dropout(self.c_proj(attn_output))
 
 
 class GPT2MLP(nn.Module):
@@ -115,9 +122,10 @@ class GPT2MLP(nn.Module):
         super().__init__()
         self.c_fc = Conv1D(4 * cfg.n_embd, cfg.n_embd)
         self.c_proj = Conv1D(cfg.n_embd, 4 * cfg.n_embd)
+        self.dropout = nn.Dropout(cfg.resid_pdrop)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.c_proj(gelu_new(self.c_fc(x)))
+        return self.dropout(self.c_proj(gelu_new(self.c_fc(x))))
 
 
 class GPT2Block(nn.Module):
@@ -138,6 +146,7 @@ class GPT2Model(nn.Module):
         super().__init__()
         self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
         self.wpe = nn.Embedding(cfg.n_positions, cfg.n_embd)
+        self.drop = nn.Dropout(cfg.embd_pdrop)
         self.h = nn.ModuleList([GPT2Block(cfg) for _ in range(cfg.n_layer)])
         self.ln_f = nn.LayerNorm(cfg.n_embd, eps=cfg.layer_norm_epsilon)
 
@@ -148,7 +157,7 @@ class GPT2Model(nn.Module):
         position_ids = torch.arange(
             past_length, input_shape[-1] + past_length, dtype=torch.long, device=input_ids.device
         ).unsqueeze(0)
-        h = self.wte(input_ids) + self.wpe(position_ids)
+        h = self.drop(self.wte(input_ids) + self.wpe(position_ids))
         for block in self.h:
             h = block(h)
         h = self.ln_f(h)
