@@ -57,11 +57,22 @@ LogicalResult onnx_import::expectArity(OnnxNodeOp node, unsigned minInputs, unsi
   return success();
 }
 
+void onnx_import::explainNotConstant(InFlightDiagnostic &&diag, Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  auto fn = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (auto name = fn ? fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "ptrain.onnx_name") : nullptr)
+    diag << "; it is graph input '" << name.getValue()
+         << "' and ptrain's IR is static: give its value with --constant-input " << name.getValue() << "=<tensor.pb>";
+  else
+    diag << "; it is computed from values only known at run time (graph inputs that are not constants)";
+}
+
 /// The integer values of a constant input, or failure with a diagnostic naming the input.
 FailureOr<SmallVector<int64_t>> onnx_import::constantInts(OnnxNodeOp node, unsigned index, StringRef what) {
   DenseIntElementsAttr attr;
   if (!matchPattern(node.getInputs()[index], m_Constant(&attr))) {
-    nodeError(node) << what << " (input #" << index << ") must be a constant; computed shapes are not supported yet";
+    explainNotConstant(nodeError(node) << what << " (input #" << index << ") must be a constant",
+                       node.getInputs()[index]);
     return failure();
   }
   return llvm::to_vector(llvm::map_range(attr.getValues<APInt>(), [](APInt v) { return v.getSExtValue(); }));

@@ -124,7 +124,12 @@ LogicalResult legalizeShape(OnnxNodeOp node, IRRewriter &rewriter) {
 /// The value of a rank-0 (or one-element) constant input as a double.
 FailureOr<double> constantScalar(OnnxNodeOp node, unsigned index, StringRef what) {
   DenseElementsAttr attr;
-  if (!matchPattern(node.getInputs()[index], m_Constant(&attr)) || attr.getNumElements() != 1) {
+  if (!matchPattern(node.getInputs()[index], m_Constant(&attr))) {
+    explainNotConstant(nodeError(node) << what << " (input #" << index << ") must be a one-element constant",
+                       node.getInputs()[index]);
+    return failure();
+  }
+  if (attr.getNumElements() != 1) {
     nodeError(node) << what << " (input #" << index << ") must be a one-element constant";
     return failure();
   }
