@@ -37,7 +37,7 @@ OPS = [
     "matmul", "gemm", "transpose", "reshape", "flatten", "squeeze", "unsqueeze", "concat", "split", "slice",
     "gather", "where", "equal", "less", "greater", "not", "and", "or", "xor", "cast", "softmax", "logsoftmax",
     "reduce_mean", "reduce_sum", "reduce_max", "layer_normalization", "dropout", "expand", "range",
-    "constantofshape", "trilu", "sce", "identity", "shape", "min", "max", "constant",
+    "constantofshape", "trilu", "sce", "identity", "shape", "size", "min", "max", "constant",
 ]
 # Other ops that share a prefix with a listed op but are not that op.
 EXCLUDE = re.compile(r"^test_(reduce_sum_square|maxpool|maxunpool|matmulinteger|gather_elements|gathernd|"
