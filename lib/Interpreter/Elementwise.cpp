@@ -1,7 +1,7 @@
 //===- Elementwise.cpp - binary, unary and gelu kernels and their adjoints ===//
 //
-// ptrain.binary (numpy broadcasting), ptrain.unary and ptrain.gelu on host tensors, with the backward ops that
-// belong to them: ptrain.sum_to (the adjoint of broadcasting) and ptrain.gelu_grad.
+// ptrain.binary (numpy broadcasting), ptrain.unary, ptrain.gelu and ptrain.dropout on host tensors, with the backward
+// ops that belong to them: ptrain.sum_to (the adjoint of broadcasting) and ptrain.gelu_grad.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,8 +13,8 @@ using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::interp;
 
-llvm::Expected<llvm::SmallVector<int64_t>>
-mlir::ptrain::interp::broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs) {
+llvm::Expected<llvm::SmallVector<int64_t>> mlir::ptrain::interp::broadcastShapes(llvm::ArrayRef<int64_t> lhs,
+                                                                                 llvm::ArrayRef<int64_t> rhs) {
   size_t rank = std::max(lhs.size(), rhs.size());
   llvm::SmallVector<int64_t> out(rank, 1);
   for (size_t i = 0; i < rank; ++i) {
@@ -156,8 +156,7 @@ static double applyUnary(UnaryKind kind, double x) {
 
 llvm::Expected<Tensor> mlir::ptrain::interp::evalUnary(UnaryKind kind, const Tensor &input) {
   if (!input.isFloat())
-    return makeError("unary " + stringifyUnaryKind(kind) + " needs a float tensor, got " +
-                     input.getTypeString());
+    return makeError("unary " + stringifyUnaryKind(kind) + " needs a float tensor, got " + input.getTypeString());
   Tensor out = input;
   for (double &v : out.floats())
     v = applyUnary(kind, v);
@@ -219,12 +218,44 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalSumTo(const Tensor &input, llvm
   if (!broadcast)
     return broadcast.takeError();
   if (llvm::ArrayRef<int64_t>(*broadcast) != input.getShape())
-    return makeError("sum_to target shape " + formatShape(shape) + " does not broadcast to " +
-                     input.getTypeString());
+    return makeError("sum_to target shape " + formatShape(shape) + " does not broadcast to " + input.getTypeString());
   Tensor out(input.getDType(), shape);
   std::vector<int64_t> map = broadcastIndexMap(input.getShape(), shape);
   for (size_t j = 0; j < map.size(); ++j)
     out.floats()[map[j]] += input.floats()[j];
+  out.roundToDType();
+  return out;
+}
+
+/// SplitMix64's output function (Steele, Lea and Flood, "Fast splittable pseudorandom number generators",
+/// OOPSLA 2014).
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+bool mlir::ptrain::interp::dropoutKeeps(int64_t seed, int64_t counter, int64_t index, double ratio) {
+  constexpr uint64_t golden = 0x9E3779B97F4A7C15ULL;
+  uint64_t key = mix64(static_cast<uint64_t>(seed) ^ mix64(static_cast<uint64_t>(counter) + golden));
+  uint64_t bits = mix64(key + (static_cast<uint64_t>(index) + 1) * golden);
+  double u = static_cast<double>(bits >> 11) * 0x1.0p-53;
+  return u >= ratio;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalDropout(const Tensor &input, const Tensor &counter, double ratio,
+                                                         int64_t seed) {
+  if (!input.isFloat())
+    return makeError("dropout needs a float tensor, got " + input.getTypeString());
+  if (counter.getDType() != DType::I64 || counter.getNumElements() != 1 || !counter.getShape().empty())
+    return makeError("dropout's counter must be a rank-0 i64 tensor, got " + counter.getTypeString());
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    return makeError("dropout ratio " + std::to_string(ratio) + " is not in [0, 1)");
+  int64_t step = counter.ints()[0];
+  double scale = 1.0 / (1.0 - ratio);
+  Tensor out = input;
+  for (int64_t i = 0, e = out.getNumElements(); i < e; ++i)
+    out.floats()[i] = dropoutKeeps(seed, step, i, ratio) ? out.floats()[i] * scale : 0.0;
   out.roundToDType();
   return out;
 }

@@ -102,6 +102,13 @@ llvm::Expected<Tensor> Evaluation::readState(StateReadOp op) {
   if (cached != loaded.end())
     return cached->second;
   RankedTensorType type = state.getTensorType();
+  if (state.getKind() == StateKind::StepCounter) {
+    llvm::Expected<DType> dtype = dtypeFromMLIR(type.getElementType());
+    if (!dtype)
+      return makeError("state @" + op.getState() + " (key '" + key + "'): " + llvm::toString(dtype.takeError()));
+    statistics.statesRead.emplace_back(key.str(), typeString(type));
+    return loaded[key] = Tensor(*dtype, type.getShape());
+  }
   llvm::Expected<Tensor> value = states(key, type);
   if (!value)
     return makeError("state @" + op.getState() + " (key '" + key + "'): " + llvm::toString(value.takeError()));
@@ -134,6 +141,10 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
       })
       .Case([&](SoftmaxOp s) -> Result { return one(evalSoftmax(get(s.getInput()), s.getAxisAttr().getInt())); })
       .Case([&](GeluOp g) -> Result { return one(evalGelu(g.getApproximate(), get(g.getInput()))); })
+      .Case([&](DropoutOp d) -> Result {
+        return one(evalDropout(get(d.getInput()), get(d.getCounter()), d.getRatio().convertToDouble(),
+                               d.getSeedAttr().getInt()));
+      })
       .Case([&](ReshapeOp r) -> Result {
         return one(evalReshape(get(r.getInput()), r.getResult().getType().getShape()));
       })

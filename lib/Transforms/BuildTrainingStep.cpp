@@ -33,7 +33,8 @@ struct BuildTrainingStepPass : public ptrain::impl::BuildTrainingStepPassBase<Bu
   void runOnOperation() override;
 
 private:
-  /// Checks `@entry(%tokens: B x S x int) -> B x S x V x float`.
+  /// Checks `@entry(%tokens: B x S x int [, %labels: B x S x int]) -> B x S x V x float`, the labels marked
+  /// `ptrain.role = "labels"` (the importer's --signature).
   LogicalResult checkForward(func::FuncOp forward);
   /// Clones `from`'s body (without its return) into `b`'s block, with `args` for its arguments; returns the
   /// clones of the returned values.
@@ -74,7 +75,20 @@ LogicalResult BuildTrainingStepPass::checkForward(func::FuncOp forward) {
                                        << " to take token ids [batch, seq] and return logits [batch, seq, vocab], got "
                                        << type;
   };
-  if (type.getNumInputs() != 1 || type.getNumResults() != 1)
+  if (type.getNumInputs() == 2) {
+    auto role = forward.getArgAttrOfType<StringAttr>(1, "ptrain.role");
+    auto labels = dyn_cast<RankedTensorType>(type.getInput(1));
+    if (!role || role.getValue() != "labels")
+      return fail();
+    if (!labels || !labels.getElementType().isSignlessInteger() || labels.getElementType().isInteger(1) ||
+        labels.getShape() != cast<RankedTensorType>(type.getInput(0)).getShape())
+      return emitError(forward.getLoc()) << "the training step needs @" << forward.getSymName()
+                                         << "'s labels to be integer class ids of the token ids' shape "
+                                         << type.getInput(0) << ", got " << type.getInput(1);
+  } else if (type.getNumInputs() != 1) {
+    return fail();
+  }
+  if (type.getNumResults() != 1)
     return fail();
   auto tokens = dyn_cast<RankedTensorType>(type.getInput(0));
   auto logits = dyn_cast<RankedTensorType>(type.getResult(0));
@@ -235,17 +249,20 @@ void BuildTrainingStepPass::buildDataParallelAllReduce(OpBuilder &b, Location lo
 void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
   Location loc = forward.getLoc();
   OpBuilder b(forward.getContext());
-  auto tokensType = cast<RankedTensorType>(forward.getArgumentTypes()[0]);
+  TypeRange inputTypes = forward.getArgumentTypes();
   Type f32 = cast<RankedTensorType>(forward.getResultTypes()[0]).getElementType();
 
   b.setInsertionPointAfter(forward);
-  auto step = func::FuncOp::create(b, loc, "train_step", b.getFunctionType({tokensType}, {}));
-  if (Attribute name = forward.getArgAttr(0, "ptrain.onnx_name"))
-    step.setArgAttr(0, "ptrain.onnx_name", name);
+  auto step = func::FuncOp::create(b, loc, "train_step", b.getFunctionType(inputTypes, {}));
+  for (unsigned i = 0; i < inputTypes.size(); ++i)
+    if (Attribute name = forward.getArgAttr(i, "ptrain.onnx_name"))
+      step.setArgAttr(i, "ptrain.onnx_name", name);
   Block *body = step.addEntryBlock();
   b.setInsertionPointToStart(body);
   Value logits = cloneBody(b, forward, body->getArguments()).front();
-  Value loss = buildNextTokenLoss(b, loc, logits, body->getArgument(0));
+  // With labels, every position is scored against its label; otherwise position i predicts token i + 1.
+  Value loss = body->getNumArguments() == 2 ? Value(CrossEntropyOp::create(b, loc, logits, body->getArgument(1)))
+                                            : buildNextTokenLoss(b, loc, logits, body->getArgument(0));
 
   SmallVector<StateReadOp> reads = parameterReads(body);
   auto seedType = RankedTensorType::get({}, f32);
@@ -259,7 +276,7 @@ void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
     SmallVector<Value> results = {loss};
     llvm::append_range(results, *grads);
     func::ReturnOp::create(b, loc, results);
-    step.setType(b.getFunctionType({tokensType}, ValueRange(results).getTypes()));
+    step.setType(b.getFunctionType(inputTypes, ValueRange(results).getTypes()));
     for (auto [i, read] : llvm::enumerate(reads))
       step.setResultAttr(i + 1, "ptrain.grad_of", symbols->lookup<StateOp>(read.getState()).getKeyAttr());
     return;
@@ -268,7 +285,7 @@ void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
   for (auto [read, grad] : llvm::zip(reads, *grads))
     buildAdamW(b, loc, forward, symbols->lookup<StateOp>(read.getState()), read, grad, t);
   func::ReturnOp::create(b, loc, loss);
-  step.setType(b.getFunctionType({tokensType}, {loss.getType()}));
+  step.setType(b.getFunctionType(inputTypes, {loss.getType()}));
 }
 
 void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
@@ -464,8 +481,15 @@ void BuildTrainingStepPass::runOnOperation() {
                                << "'";
     return signalPassFailure();
   }
-  if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline"))
+  if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline")) {
+    auto signature = module->getAttrOfType<DictionaryAttr>("ptrain.signature");
+    if (signature && signature.get("labels")) {
+      emitError(module.getLoc()) << "--ptrain-build-training-step: labels (--signature ...=labels) are not "
+                                    "supported with pipeline stages yet; the last stage scores the shifted tokens";
+      return signalPassFailure();
+    }
     return buildPipeline(pipeline);
+  }
 
   auto forward = symbols->lookup<func::FuncOp>(entry);
   if (!forward) {

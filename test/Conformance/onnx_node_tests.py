@@ -4,7 +4,10 @@ interpreter and compares every output with the reference .pb within tolerance.
 
 For each test folder (model.onnx + test_data_set_*/input_*.pb, output_*.pb):
   ptrain-translate --import-onnx model.onnx          -> passed on, or "unsupported" when the importer
-                                                        rejects the model with a clean error (exit 1)
+                                                        rejects the model with a clean error (exit 1);
+                                                        a shape operand fed as a graph input is given its
+                                                        value with --constant-input NAME=input_<i>.pb (the
+                                                        importer's error names it) and the import retried
   ptrain-interpret --weights model.onnx --input ... --expect ... --atol A --expect-rtol R
                                                      -> "passed" or "failed"
 A crash (a signal, or any exit status but 0 and 1) is "failed" in every case: unsupported input must be a
@@ -34,7 +37,7 @@ OPS = [
     "matmul", "gemm", "transpose", "reshape", "flatten", "squeeze", "unsqueeze", "concat", "split", "slice",
     "gather", "where", "equal", "less", "greater", "not", "and", "or", "xor", "cast", "softmax", "logsoftmax",
     "reduce_mean", "reduce_sum", "reduce_max", "layer_normalization", "dropout", "expand", "range",
-    "constantofshape", "trilu", "sce", "identity", "shape", "min", "max", "constant",
+    "constantofshape", "trilu", "sce", "identity", "shape", "size", "min", "max", "constant",
 ]
 # Other ops that share a prefix with a listed op but are not that op.
 EXCLUDE = re.compile(r"^test_(reduce_sum_square|maxpool|maxunpool|matmulinteger|gather_elements|gathernd|"
@@ -49,25 +52,58 @@ def candidates():
     return sorted(set(chosen))
 
 
+def graph_inputs(model):
+    """Names of the graph inputs that are not initializers, in order: input_<i>.pb feeds the i-th."""
+    import onnx
+    m = onnx.load(model, load_external_data=False)
+    inits = {t.name for t in m.graph.initializer}
+    return [i.name for i in m.graph.input if i.name not in inits]
+
+
+CONSTANT_HINT = re.compile(r"--constant-input (\S+)=<tensor\.pb>")
+
+
 def run_one(name, bindir, atol, rtol):
-    """Returns ("passed" | "failed" | "unsupported", detail)."""
+    """Returns ("passed" | "failed" | "unsupported", detail).
+
+    A shape operand fed as a graph input is an error naming it (ptrain's IR is static); the runner then
+    gives that input's value from the data set with --constant-input and imports again, once per data set.
+    """
     folder = os.path.join(DATA, name)
     model = os.path.join(folder, "model.onnx")
+    inputs = graph_inputs(model)
+    data_sets = sorted(glob.glob(os.path.join(folder, "test_data_set_*")))
+    constants = []  # names of inputs given as constants, in the order the importer asked for them
     with tempfile.TemporaryDirectory() as tmp:
         mlir = os.path.join(tmp, "model.mlir")
-        imp = subprocess.run([os.path.join(bindir, "ptrain-translate"), "--import-onnx", model, "-o", mlir],
-                             capture_output=True, text=True, timeout=60)
-        if imp.returncode == 1:
-            first = (imp.stderr.strip().splitlines() or ["(no message)"])[0]
-            return "unsupported", first.replace(model, "model.onnx")
-        if imp.returncode != 0:
-            return "failed", "importer crashed (exit %d): %s" % (imp.returncode, imp.stderr.strip()[-300:])
-        for data_set in sorted(glob.glob(os.path.join(folder, "test_data_set_*"))):
+
+        def import_model(data_set):
+            args = [os.path.join(bindir, "ptrain-translate"), "--import-onnx", model, "-o", mlir]
+            if constants:
+                args += ["--constant-input", ",".join(
+                    "%s=%s" % (n, os.path.join(data_set, "input_%d.pb" % inputs.index(n))) for n in constants)]
+            return subprocess.run(args, capture_output=True, text=True, timeout=60)
+
+        for k, data_set in enumerate(data_sets or [folder]):
+            while True:
+                imp = import_model(data_set)
+                hint = CONSTANT_HINT.search(imp.stderr) if imp.returncode == 1 else None
+                if k > 0 or not hint or hint.group(1) not in inputs or hint.group(1) in constants:
+                    break
+                constants.append(hint.group(1))
+            if imp.returncode == 1:
+                first = (imp.stderr.strip().splitlines() or ["(no message)"])[0]
+                return "unsupported", first.replace(model, "model.onnx")
+            if imp.returncode != 0:
+                return "failed", "importer crashed (exit %d): %s" % (imp.returncode, imp.stderr.strip()[-300:])
+            if not data_sets:
+                break
             count = lambda kind: len(glob.glob(os.path.join(data_set, kind + "_*.pb")))
             args = [os.path.join(bindir, "ptrain-interpret"), mlir, "--weights", model,
                     "--atol", str(atol), "--expect-rtol", str(rtol)]
             for i in range(count("input")):
-                args += ["--input", os.path.join(data_set, "input_%d.pb" % i)]
+                if i >= len(inputs) or inputs[i] not in constants:
+                    args += ["--input", os.path.join(data_set, "input_%d.pb" % i)]
             for i in range(count("output")):
                 args += ["--expect", os.path.join(data_set, "output_%d.pb" % i)]
             run = subprocess.run(args, capture_output=True, text=True, timeout=60)

@@ -2,7 +2,9 @@
 //
 // Evaluates a `func.func` of ptrain model ops on the host, so that an imported model's outputs can be compared
 // with the exporter's reference outputs (docs/Interpreter.md). Weights are not in the IR (DESIGN decision 10):
-// each `ptrain.state_read` asks a StateProvider for the state's value by its key, once per run.
+// each `ptrain.state_read` asks a StateProvider for the state's value by its key, once per run. A step counter
+// (kind `step_counter`, e.g. the `step` that dropout masks are keyed to) reads as 0, the first step, like the
+// multi-rank executor's zero-initialized non-parameter states.
 //
 //===----------------------------------------------------------------------===//
 

@@ -47,6 +47,13 @@ llvm::Expected<Tensor> evalGeluGrad(GeluApproximation approximation, const Tenso
 /// rules): every dimension that broadcasting added or stretched from 1 is summed away, in double.
 llvm::Expected<Tensor> evalSumTo(const Tensor &input, llvm::ArrayRef<int64_t> shape);
 
+/// Whether `ptrain.dropout` keeps element `index` (row-major) at site `seed` and step `counter`: the
+/// counter-based hash of the op's description, u = (mix(key + (index + 1) G) >> 11) 2^-53 >= ratio.
+bool dropoutKeeps(int64_t seed, int64_t counter, int64_t index, double ratio);
+/// `ptrain.dropout`: x / (1 - ratio) where dropoutKeeps, else 0. `counter` is a rank-0 i64 tensor; its own
+/// gradient (the same mask on dy) is this kernel applied to dy.
+llvm::Expected<Tensor> evalDropout(const Tensor &input, const Tensor &counter, double ratio, int64_t seed);
+
 //===--- Linear algebra and lookup (LinearAlgebra.cpp) --------------------===//
 
 /// `ptrain.matmul`: [..., n, k] x [..., k, m] -> [broadcast batch..., n, m], dot products in double.

@@ -23,6 +23,10 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
        loss followed by one gradient per parameter (result attribute `ptrain.grad_of` = the parameter key)
        and updates nothing, for gradient checks.
 
+    When `@forward` takes a second argument with `ptrain.role = "labels"` (integer class ids of the tokens'
+    shape; the importer's `--signature <name>=labels`), `@train_step(%tokens, %labels)` scores every position
+    against its label instead (mean cross-entropy over B x S positions; single stage only).
+
     The step returns the loss (rank-0). Fails, naming the function, when `@forward` does not have that
     signature or an op on the path to the loss has no gradient rule.
 

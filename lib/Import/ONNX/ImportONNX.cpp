@@ -3,6 +3,7 @@
 #include "ptrain/Import/ONNX/ImportONNX.h"
 
 #include "BindDimensions.h"
+#include "ConstantInputs.h"
 #include "FaithfulImport.h"
 #include "ModelProtoLoader.h"
 #include "RecognizeGelu.h"
@@ -32,6 +33,9 @@ OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, 
   }
   OwningOpRef<ModuleOp> module = onnx_import::importFaithful(model, path, context, options.entry);
   if (!module)
+    return nullptr;
+  if (!options.constantInputs.empty() &&
+      failed(onnx_import::applyConstantInputs(*module, options.entry, options.constantInputs)))
     return nullptr;
   if (options.legalize && failed(legalizeONNX(*module)))
     return nullptr;
@@ -63,6 +67,12 @@ static llvm::cl::opt<std::string>
                               "symbolic dimension must be bound; 0 makes zero-size tensors)"),
                llvm::cl::value_desc("name=size,..."), llvm::cl::cat(importCategory));
 
+static llvm::cl::opt<std::string> constantInputOption(
+    "constant-input",
+    llvm::cl::desc("give graph inputs constant values from TensorProto files, e.g. --constant-input "
+                   "shape=shape.pb (for shape operands fed as inputs: ptrain's IR is static)"),
+    llvm::cl::value_desc("name=file.pb,..."), llvm::cl::cat(importCategory));
+
 static llvm::cl::opt<std::string> signatureOption(
     "signature",
     llvm::cl::desc("import for training: roles of graph inputs and outputs (tokens, logits, labels, "
@@ -78,6 +88,11 @@ static OwningOpRef<Operation *> translateImport(llvm::SourceMgr &sourceMgr, MLIR
   options.legalize = legalize;
   Location fileLoc = FileLineColLoc::get(context, buffer->getBufferIdentifier(), 0, 0);
   if (std::string error = onnx_import::parseBindings(bindOption, options.bindings); !error.empty()) {
+    emitError(fileLoc) << error;
+    return nullptr;
+  }
+  if (std::string error = onnx_import::parseConstantInputs(constantInputOption, options.constantInputs);
+      !error.empty()) {
     emitError(fileLoc) << error;
     return nullptr;
   }

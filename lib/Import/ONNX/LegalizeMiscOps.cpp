@@ -1,15 +1,17 @@
 //===- LegalizeMiscOps.cpp - ONNX Gemm and Dropout to model ops -*- C++ -*-===//
 //
 // Gemm-7/11 becomes transposes, a matmul and elementwise mul/add; inference-mode Dropout-12 is the
-// identity. Semantics from the ONNX operator definitions
-// (https://onnx.ai/onnx/operators/).
+// identity, training-mode Dropout `ptrain.dropout` keyed to the step counter. Semantics from the ONNX operator
+// definitions (https://onnx.ai/onnx/operators/).
 //
 //===----------------------------------------------------------------------===//
 
 #include "LegalizePatterns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/Support/xxhash.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -68,22 +70,65 @@ LogicalResult legalizeGemm7(OnnxNodeOp node, IRRewriter &rewriter) {
   return legalizeGemm(node, rewriter);
 }
 
-/// Dropout-12/13/22 in inference mode (training_mode absent or constant false) is the identity; its mask
-/// output must be unused.
+/// The module's training step counter `@step` (key "step", kind step_counter, tensor<i64>), declared on
+/// first use; --ptrain-build-training-step's optimizer increments the same symbol once per step.
+FailureOr<StateOp> stepCounter(OnnxNodeOp node, IRRewriter &rewriter) {
+  auto module = node->getParentOfType<ModuleOp>();
+  auto type = RankedTensorType::get({}, rewriter.getI64Type());
+  if (Operation *existing = SymbolTable::lookupSymbolIn(module, "step")) {
+    auto state = dyn_cast<StateOp>(existing);
+    if (!state || state.getKind() != StateKind::StepCounter || state.getType() != type) {
+      nodeError(node) << "the symbol @step (an initializer named 'step'?) is not the tensor<i64> step counter "
+                         "that training-mode dropout is keyed to";
+      return failure();
+    }
+    return state;
+  }
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(node->getParentOfType<func::FuncOp>());
+  return StateOp::create(rewriter, node.getLoc(), "step", "step", StateKind::StepCounter, type);
+}
+
+/// Dropout-12/13/22: in inference mode (training_mode absent or constant false) the identity; in training
+/// mode (training_mode constant true) `ptrain.dropout` with the constant `ratio` (default 0.5), keyed to the
+/// step counter and to the node's `seed` attribute or, without one, a hash of the node name. A ratio of 0
+/// is the identity in both modes. The mask output must be unused.
 LogicalResult legalizeDropout(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 1, 3)))
     return failure();
+  bool training = false;
   if (node.getInputs().size() > 2) {
     DenseIntElementsAttr mode;
     if (!matchPattern(node.getInputs()[2], m_Constant(&mode)) || !mode.isSplat())
-      return nodeError(node) << "input 'training_mode' must be a constant false; only inference-mode Dropout "
-                                "is supported";
-    if (!mode.getSplatValue<APInt>().isZero())
-      return nodeError(node) << "input 'training_mode' is true; only inference-mode Dropout is supported";
+      return nodeError(node) << "input 'training_mode' (input #2) must be a constant; ptrain's IR is static";
+    training = !mode.getSplatValue<APInt>().isZero();
   }
   if (node.getNumResults() > 1 && !node.getOutputs()[1].use_empty())
     return nodeError(node) << "its mask output is used; only the data output is supported";
-  return replaceFirstOutput(node, node.getInputs()[0], rewriter);
+  double ratio = 0.5;
+  if (training && node.getInputs().size() > 1) {
+    DenseFPElementsAttr value;
+    if (!matchPattern(node.getInputs()[1], m_Constant(&value)) || !value.isSplat())
+      return nodeError(node) << "input 'ratio' (input #1) must be a constant in training mode";
+    ratio = value.getSplatValue<APFloat>().convertToDouble();
+  }
+  if (!training || ratio == 0.0)
+    return replaceFirstOutput(node, node.getInputs()[0], rewriter);
+  if (!(ratio > 0.0 && ratio < 1.0))
+    return nodeError(node) << "ratio " << ratio << " is not in [0, 1)";
+  FailureOr<StateOp> counter = stepCounter(node, rewriter);
+  if (failed(counter))
+    return failure();
+  // Every node has a NameLoc (the importer names unnamed nodes "<op>#<index>").
+  auto name = dyn_cast<NameLoc>(node.getLoc());
+  int64_t seed = intAttr(node, "seed", name ? static_cast<int64_t>(llvm::xxh3_64bits(name.getName().getValue())) : 0);
+  Location loc = node.getLoc();
+  Value step = StateReadOp::create(rewriter, loc, counter->getTensorType(), counter->getSymName());
+  Value y = buildChecked<DropoutOp>(node, rewriter, node.getInputs()[0], step, rewriter.getF64FloatAttr(ratio),
+                                    rewriter.getI64IntegerAttr(seed));
+  if (!y)
+    return failure();
+  return replaceFirstOutput(node, y, rewriter);
 }
 
 } // namespace

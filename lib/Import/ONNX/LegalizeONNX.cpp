@@ -57,11 +57,22 @@ LogicalResult onnx_import::expectArity(OnnxNodeOp node, unsigned minInputs, unsi
   return success();
 }
 
+void onnx_import::explainNotConstant(InFlightDiagnostic &&diag, Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  auto fn = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (auto name = fn ? fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "ptrain.onnx_name") : nullptr)
+    diag << "; it is graph input '" << name.getValue()
+         << "' and ptrain's IR is static: give its value with --constant-input " << name.getValue() << "=<tensor.pb>";
+  else
+    diag << "; it is computed from values only known at run time (graph inputs that are not constants)";
+}
+
 /// The integer values of a constant input, or failure with a diagnostic naming the input.
 FailureOr<SmallVector<int64_t>> onnx_import::constantInts(OnnxNodeOp node, unsigned index, StringRef what) {
   DenseIntElementsAttr attr;
   if (!matchPattern(node.getInputs()[index], m_Constant(&attr))) {
-    nodeError(node) << what << " (input #" << index << ") must be a constant; computed shapes are not supported yet";
+    explainNotConstant(nodeError(node) << what << " (input #" << index << ") must be a constant",
+                       node.getInputs()[index]);
     return failure();
   }
   return llvm::to_vector(llvm::map_range(attr.getValues<APInt>(), [](APInt v) { return v.getSExtValue(); }));
@@ -294,25 +305,51 @@ LogicalResult legalizeSplit(OnnxNodeOp node, IRRewriter &rewriter) {
                               rewriter.getDenseI64ArrayAttr(sizes));
 }
 
-/// LayerNormalization-17: Y from X, Scale and optional B over [axis, rank); Mean and InvStdDev must be unused.
+/// LayerNormalization-17: Y from X, Scale and optional B over [axis, rank). The optional Mean and InvStdDev
+/// outputs (f32, X's shape with 1 at the normalized dimensions), where used, are built from reductions:
+/// mean(x) and 1 / sqrt(mean((x - mean)^2) + epsilon), for f32 X.
 LogicalResult legalizeLayerNormalization(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 2, 3)))
     return failure();
-  for (Value extra : llvm::drop_begin(node.getOutputs()))
-    if (!extra.use_empty())
-      return nodeError(node) << "its Mean and InvStdDev outputs are used; only Y is supported";
   int64_t axis = intAttr(node, "axis", -1);
   if (intAttr(node, "stash_type", 1) != 1)
     return nodeError(node) << "stash_type other than float is not supported";
+  double epsilon = floatAttr(node, "epsilon", 1e-5);
+  Value x = node.getInputs()[0];
   Value bias = node.getInputs().size() > 2 ? node.getInputs()[2] : Value();
-  auto op = LayerNormOp::create(rewriter, node.getLoc(), node.getInputs()[0].getType(), node.getInputs()[0],
-                                node.getInputs()[1], bias, rewriter.getI64IntegerAttr(axis),
-                                rewriter.getF64FloatAttr(floatAttr(node, "epsilon", 1e-5)));
+  auto op = LayerNormOp::create(rewriter, node.getLoc(), x.getType(), x, node.getInputs()[1], bias,
+                                rewriter.getI64IntegerAttr(axis), rewriter.getF64FloatAttr(epsilon));
   if (failed(verify(op, /*verifyRecursively=*/false))) {
     rewriter.eraseOp(op);
     return nodeError(node) << "the node does not satisfy ptrain's layer_norm (see above)";
   }
-  // Mean and InvStdDev are unused (checked above): only Y has uses to move.
+  bool statistics = llvm::any_of(llvm::drop_begin(node.getOutputs()), [](Value v) { return !v.use_empty(); });
+  if (statistics) {
+    auto type = cast<RankedTensorType>(x.getType());
+    if (!type.getElementType().isF32())
+      return nodeError(node) << "its Mean and InvStdDev outputs are used; they are supported for f32 X only, got "
+                             << type;
+    int64_t first = axis < 0 ? axis + type.getRank() : axis;
+    SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(first, type.getRank()));
+    Location loc = node.getLoc();
+    Value mean = buildChecked<ReduceOp>(node, rewriter, ReduceKind::Mean, x, ArrayRef<int64_t>(axes), true);
+    if (!mean)
+      return failure();
+    Value centered = BinaryOp::create(rewriter, loc, BinaryKind::Sub, x, mean);
+    Value squared = BinaryOp::create(rewriter, loc, BinaryKind::Mul, centered, centered);
+    Value variance = ReduceOp::create(rewriter, loc, ReduceKind::Mean, squared, ArrayRef<int64_t>(axes), true);
+    Value shifted = BinaryOp::create(rewriter, loc, BinaryKind::Add, variance,
+                                     scalarConstant(rewriter, loc, type.getElementType(), epsilon));
+    Value invStdDev =
+        UnaryOp::create(rewriter, loc, UnaryKind::Reciprocal, UnaryOp::create(rewriter, loc, UnaryKind::Sqrt, shifted));
+    Value statisticValues[] = {mean, invStdDev};
+    for (auto [output, value] : llvm::zip(llvm::drop_begin(node.getOutputs()), statisticValues)) {
+      if (!matchesONNXType(value.getType(), output.getType()))
+        return nodeError(node) << "its statistics have type " << value.getType() << " but ONNX inferred "
+                               << output.getType();
+      output.replaceAllUsesWith(value);
+    }
+  }
   node.getOutputs().front().replaceAllUsesWith(op.getResult());
   rewriter.eraseOp(node);
   return success();

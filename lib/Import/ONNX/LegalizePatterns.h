@@ -81,6 +81,10 @@ double floatAttr(OnnxNodeOp node, StringRef name, double defaultValue);
 
 LogicalResult expectArity(OnnxNodeOp node, unsigned minInputs, unsigned maxInputs);
 
+/// Appends to `diag` why `value` (a shape operand that must be constant) is not: a graph input (named, with
+/// the --constant-input hint) or a value computed from such inputs.
+void explainNotConstant(InFlightDiagnostic &&diag, Value value);
+
 /// The integer values of a constant input, or failure with a diagnostic naming the input.
 FailureOr<SmallVector<int64_t>> constantInts(OnnxNodeOp node, unsigned index, StringRef what);
 

@@ -121,10 +121,28 @@ LogicalResult legalizeShape(OnnxNodeOp node, IRRewriter &rewriter) {
   return success();
 }
 
+/// Size-1/13: the number of elements of the (static) input, a rank-0 i64 constant.
+LogicalResult legalizeSize(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, 1)))
+    return failure();
+  auto type = cast<RankedTensorType>(node.getInputs()[0].getType());
+  auto attr = DenseElementsAttr::get(RankedTensorType::get({}, rewriter.getI64Type()), type.getNumElements());
+  if (!matchesONNXType(attr.getType(), node->getResultTypes().front()))
+    return nodeError(node) << "the size has type " << attr.getType() << " but ONNX inferred "
+                           << node->getResultTypes().front();
+  rewriter.replaceOp(node, arith::ConstantOp::create(rewriter, node.getLoc(), attr)->getResults());
+  return success();
+}
+
 /// The value of a rank-0 (or one-element) constant input as a double.
 FailureOr<double> constantScalar(OnnxNodeOp node, unsigned index, StringRef what) {
   DenseElementsAttr attr;
-  if (!matchPattern(node.getInputs()[index], m_Constant(&attr)) || attr.getNumElements() != 1) {
+  if (!matchPattern(node.getInputs()[index], m_Constant(&attr))) {
+    explainNotConstant(nodeError(node) << what << " (input #" << index << ") must be a one-element constant",
+                       node.getInputs()[index]);
+    return failure();
+  }
+  if (attr.getNumElements() != 1) {
     nodeError(node) << what << " (input #" << index << ") must be a one-element constant";
     return failure();
   }
@@ -236,6 +254,7 @@ void onnx_import::populateSelectionPatterns(PatternTable &t) {
   t.onOp("Expand", 8, legalizeExpand);
   t.onOp("Gather", 1, legalizeGather);
   t.onOp("Shape", 1, legalizeShape);
+  t.onOp("Size", 1, legalizeSize);
   t.onOp("Range", 11, legalizeRange);
   t.onOp("ConstantOfShape", 9, legalizeConstantOfShape);
   t.onOp("Trilu", 14, legalizeTrilu);

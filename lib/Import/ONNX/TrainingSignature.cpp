@@ -7,14 +7,15 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
 
-static const char *const kRoles[] = {"tokens",      "logits",         "position_ids", "padding_mask",
-                                     "causal_mask", "token_type_ids", "empty"};
+static const char *const kRoles[] = {"tokens",       "labels",      "logits",         "position_ids",
+                                     "padding_mask", "causal_mask", "token_type_ids", "empty"};
 
 std::string mlir::ptrain::onnx_import::parseSignature(const std::string &text,
                                                       std::map<std::string, std::string> &roles) {
@@ -30,7 +31,7 @@ std::string mlir::ptrain::onnx_import::parseSignature(const std::string &text,
       return "--signature entry '" + entry.str() + "' is not of the form onnx_name=role";
     if (!llvm::is_contained(kRoles, role))
       return "--signature entry '" + entry.str() + "': unknown role '" + role.str() +
-             "' (roles: tokens, logits, position_ids, padding_mask, causal_mask, token_type_ids, empty)";
+             "' (roles: tokens, labels, logits, position_ids, padding_mask, causal_mask, token_type_ids, empty)";
     if (!roles.emplace(name.str(), role.str()).second)
       return "--signature names '" + name.str() + "' twice";
   }
@@ -41,6 +42,8 @@ std::string mlir::ptrain::onnx_import::parseSignature(const std::string &text,
 static std::string inferInputRole(StringRef name, RankedTensorType type) {
   std::string lower = name.lower();
   StringRef n(lower);
+  if (n.contains("label")) // before "mask": masked_lm_labels
+    return "labels";
   if (n.contains("past"))
     return "empty";
   if (n.contains("position"))
@@ -145,6 +148,7 @@ LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module,
   int64_t seq = tokensType.getDimSize(1);
 
   llvm::BitVector eraseArgs(fn.getNumArguments());
+  int labelsIndex = -1;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     if (static_cast<int>(i) == tokenIndex)
       continue;
@@ -160,7 +164,19 @@ LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module,
     if (role.empty())
       return emitError(loc) << "--signature: cannot infer the role of graph input '" << onnxName << "' (" << type
                             << "); give it with --signature " << onnxName
-                            << "=<tokens|position_ids|padding_mask|causal_mask|token_type_ids|empty>";
+                            << "=<tokens|labels|position_ids|padding_mask|causal_mask|token_type_ids|empty>";
+    if (role == "labels") {
+      // Class ids per position, used by --ptrain-build-training-step instead of the shifted tokens.
+      if (labelsIndex >= 0)
+        return emitError(loc) << "--signature: two graph inputs have the role 'labels'";
+      if (!type.getElementType().isSignlessInteger() || type.getElementType().isInteger(1))
+        return bad("labels must be integer class ids");
+      if (type.getShape() != tokensType.getShape())
+        return bad("labels must have the token ids' shape " + std::to_string(tokensType.getDimSize(0)) + "x" +
+                   std::to_string(seq));
+      labelsIndex = i;
+      continue;
+    }
     if (role == "empty") {
       if (type.getNumElements() != 0)
         return bad("it is bound empty but has elements; bind its past length to 0 (e.g. --bind past_seq_len=0)");
@@ -241,12 +257,31 @@ LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module,
     }
   auto tokensName = fn.getArgAttrOfType<StringAttr>(tokenIndex, "ptrain.onnx_name");
   auto logitsName = fn.getResultAttrOfType<StringAttr>(logitsIndex, "ptrain.onnx_name");
+  auto labelsName = labelsIndex >= 0 ? fn.getArgAttrOfType<StringAttr>(labelsIndex, "ptrain.onnx_name") : nullptr;
   Value logits = ret.getOperand(logitsIndex);
   ret->setOperands(ValueRange{logits});
+  if (labelsIndex >= 0 && labelsIndex < tokenIndex) {
+    // The labels go after the tokens: a new last argument takes the labels' uses.
+    BlockArgument old = fn.getArgument(labelsIndex);
+    if (failed(fn.insertArgument(fn.getNumArguments(), old.getType(), fn.getArgAttrDict(labelsIndex), old.getLoc())))
+      return emitError(loc) << "--signature: could not rewrite the function signature";
+    old.replaceAllUsesWith(fn.getArgument(fn.getNumArguments() - 1));
+    eraseArgs.resize(fn.getNumArguments());
+    eraseArgs.set(labelsIndex);
+  }
   if (failed(fn.eraseResults(eraseResults)) || failed(fn.eraseArguments(eraseArgs)))
     return emitError(loc) << "--signature: could not rewrite the function signature";
   fn.setArgAttr(0, "ptrain.role", b.getStringAttr("tokens"));
+  if (labelsIndex >= 0)
+    fn.setArgAttr(1, "ptrain.role", b.getStringAttr("labels"));
   fn.setResultAttr(0, "ptrain.role", b.getStringAttr("logits"));
+  // What only the dropped outputs needed (e.g. the export's own loss from the labels) goes too.
+  SmallVector<Operation *> ops;
+  for (Operation &op : fn.getBody().front().without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (op->use_empty() && isPure(op))
+      op->erase();
 
   SmallVector<NamedAttribute> signature = {
       b.getNamedAttr("tokens", tokensName ? Attribute(tokensName) : b.getStringAttr("")),
@@ -255,6 +290,8 @@ LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module,
       b.getNamedAttr("empty", b.getArrayAttr(empty)),
       b.getNamedAttr("dropped_outputs", b.getArrayAttr(dropped)),
   };
+  if (labelsIndex >= 0)
+    signature.push_back(b.getNamedAttr("labels", labelsName ? Attribute(labelsName) : b.getStringAttr("")));
   module->setAttr("ptrain.signature", b.getDictionaryAttr(signature));
   return success();
 }

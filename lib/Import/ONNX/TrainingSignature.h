@@ -8,7 +8,10 @@
 // faithful function into that form and records it as the module attribute `ptrain.signature`.
 //
 // Roles and what applying them does (shapes are static after --bind; past length 0):
-//   tokens          int [B, S]: the function's only argument (`ptrain.role = "tokens"`).
+//   tokens          int [B, S]: the function's first argument (`ptrain.role = "tokens"`).
+//   labels          int [B, S]: the class id of every position (e.g. masked-LM targets); the second argument
+//                   (`ptrain.role = "labels"`), which --ptrain-build-training-step uses instead of the
+//                   shifted tokens. Optional; not an integer or not the tokens' shape is an error.
 //   logits          float [B, S, V]: the function's only result (`ptrain.role = "logits"`); other outputs
 //                   (present_*, pooled scores) are dropped and listed under `dropped_outputs`.
 //   position_ids    int [B, S]: the constant p[b, s] = s.
@@ -16,7 +19,7 @@
 //   causal_mask     [..., S, T]: 1 where key j <= query i + (T - S), else 0 (lower triangle).
 //   token_type_ids  int [B, S]: zeros (a single segment).
 //   empty           a zero-size input (past_* with past length 0): a zero-size constant.
-// Inference: names containing "past" are empty, "position" position_ids, "token_type" or "segment"
+// Inference: names containing "label" are labels, "past" empty, "position" position_ids, "token_type" or "segment"
 // token_type_ids, "mask" padding_mask (rank 2) or causal_mask (rank >= 3, last two dimensions
 // [S, T]); the tokens are "input_ids" or the one remaining integer [B, S] input; the logits are "logits" or
 // the one float rank-3 output. Anything else is an error naming the input and asking for --signature.

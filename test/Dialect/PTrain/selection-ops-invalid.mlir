@@ -129,3 +129,40 @@ func.func @log_softmax_c1(%x: tensor<4x8xf32>) {
   %0 = ptrain.log_softmax %x {axis = 2 : i64} : tensor<4x8xf32>
   return
 }
+
+// -----
+
+// Dropout (C1): the ratio is in [0, 1).
+func.func @dropout_c1(%x: tensor<4x8xf32>, %t: tensor<i64>) {
+  // expected-error@+1 {{ratio 1.000000e+00 is not in [0, 1)}}
+  %0 = ptrain.dropout %x, %t {ratio = 1.0 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
+  return
+}
+
+// -----
+
+// Dropout (C1): a negative ratio.
+func.func @dropout_c1_negative(%x: tensor<4x8xf32>, %t: tensor<i64>) {
+  // expected-error@+1 {{ratio -5.000000e-01 is not in [0, 1)}}
+  %0 = ptrain.dropout %x, %t {ratio = -0.5 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
+  return
+}
+
+// -----
+
+// Dropout (C2): the counter is a rank-0 i64 tensor.
+func.func @dropout_c2(%x: tensor<4x8xf32>, %t: tensor<1xi64>) {
+  // expected-error@+1 {{counter must be a rank-0 i64 tensor (the step counter), got 'tensor<1xi64>'}}
+  %0 = ptrain.dropout %x, %t {ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<1xi64>
+  return
+}
+
+// -----
+
+// Dropout (C3): the result has the input's type.
+func.func @dropout_c3(%x: tensor<4x8xf32>, %t: tensor<i64>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{inferred type(s) 'tensor<4x8xf32>' are incompatible with return type(s) of operation 'tensor<4x8xf16>'}}
+  %0 = "ptrain.dropout"(%x, %t) {ratio = 0.1 : f64, seed = 7 : i64} : (tensor<4x8xf32>, tensor<i64>) -> tensor<4x8xf16>
+  return
+}

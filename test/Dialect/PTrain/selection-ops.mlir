@@ -1,8 +1,8 @@
 // RUN: ptrain-opt %s | ptrain-opt | FileCheck %s
 // RUN: ptrain-opt %s --mlir-print-op-generic | ptrain-opt | FileCheck %s
 
-// Round trip of the masks, selection, reduction, cast, broadcast, gather and log-softmax model ops, in the
-// custom and the generic form.
+// Round trip of the masks, selection, reduction, cast, broadcast, gather, log-softmax and dropout model ops, in
+// the custom and the generic form.
 
 // CHECK-LABEL: func.func @masks
 func.func @masks(%pos: tensor<64xi64>, %len: tensor<1xi64>, %s: tensor<4x64xf32>, %m: tensor<64xi1>)
@@ -38,4 +38,11 @@ func.func @conversions(%x: tensor<4x64xf32>, %p: tensor<1x64xi64>, %h: tensor<4x
   // CHECK: ptrain.gather %{{.*}}, %{{.*}} {axis = 1 : i64} : tensor<4x64x32xf32>, tensor<i64> -> tensor<4x32xf32>
   %g = ptrain.gather %h, %i {axis = 1 : i64} : tensor<4x64x32xf32>, tensor<i64> -> tensor<4x32xf32>
   return %b, %e, %g : tensor<4x64xbf16>, tensor<4x64xi64>, tensor<4x32xf32>
+}
+
+// CHECK-LABEL: func.func @dropout
+func.func @dropout(%x: tensor<4x64x128xf32>, %t: tensor<i64>) -> tensor<4x64x128xf32> {
+  // CHECK: ptrain.dropout %{{.*}}, %{{.*}} {ratio = 1.000000e-01 : f64, seed = 7 : i64} : tensor<4x64x128xf32>, tensor<i64>
+  %y = ptrain.dropout %x, %t {ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x64x128xf32>, tensor<i64>
+  return %y : tensor<4x64x128xf32>
 }

@@ -29,6 +29,9 @@ struct ImportONNXOptions {
   /// Sizes of the graph inputs' symbolic dimensions, by name (`--bind batch=8,seq=64`). Every symbolic
   /// dimension must be bound and every binding must name one.
   std::map<std::string, int64_t> bindings;
+  /// Graph inputs given constant values (`--constant-input shape=shape.pb`), as ONNX name -> TensorProto
+  /// file: each becomes an `arith.constant` before legalization (lib/Import/ONNX/ConstantInputs.h).
+  std::map<std::string, std::string> constantInputs;
   /// The training signature given on the command line (`--signature input_ids=tokens,logits=logits`), as
   /// ONNX name -> role; roles not given are inferred (lib/Import/ONNX/TrainingSignature.h).
   std::map<std::string, std::string> signature;

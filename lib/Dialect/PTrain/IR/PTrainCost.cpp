@@ -61,6 +61,7 @@ double SoftmaxOp::getFlops() { return 5.0 * numElements(getResult().getType()); 
 double GeluOp::getFlops() { return 8.0 * numElements(getResult().getType()); }
 double CrossEntropyOp::getFlops() { return 5.0 * numElements(getLogits().getType()); }
 double TransposeOp::getFlops() { return 0; }
+double DropoutOp::getFlops() { return 2.0 * numElements(getResult().getType()); }
 
 double EmbeddingOp::getFlops() { return 0; }
 double EmbeddingOp::getBytesAccessed() {

@@ -179,6 +179,15 @@ LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads, 
   return success();
 }
 
+LogicalResult DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  // The mask is a function of (seed, counter, index): the same op on dy applies the same mask and scale.
+  operandGrads.push_back(
+      DropoutOp::create(b, getLoc(), resultGrads[0], getCounter(), getRatioAttr(), getSeedAttr()).getResult());
+  operandGrads.push_back(nullptr);
+  return success();
+}
+
 LogicalResult ReshapeOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(ReshapeOp::create(b, getLoc(), getInput().getType(), resultGrads[0]));

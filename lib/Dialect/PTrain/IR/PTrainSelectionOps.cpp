@@ -1,7 +1,8 @@
 //===- PTrainSelectionOps.cpp - masks, selection, reductions, casts -*- C++ -*-===//
 //
 // Shape inference and verifiers of the model ops the ONNX importer needs beyond the transformer core:
-// compare (i1 masks), select (ONNX Where), reduce, cast, broadcast_to (ONNX Expand), gather and log_softmax.
+// compare (i1 masks), select (ONNX Where), reduce, cast, broadcast_to (ONNX Expand), gather, log_softmax
+// and dropout.
 // The op classes are generated into PTrainModelOps.cpp; their semantics are in PTrainModelOps.td.
 //
 //===----------------------------------------------------------------------===//
@@ -189,5 +190,28 @@ LogicalResult LogSoftmaxOp::verify() {
   int64_t axis = getAxisAttr().getInt();
   if (axis < -rank || axis >= rank)
     return emitOpError() << "axis " << axis << " is out of range for rank " << rank;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DropoutOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  // (C3)
+  inferred.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  // (C1)
+  double ratio = getRatio().convertToDouble();
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    return emitOpError() << "ratio " << ratio << " is not in [0, 1)";
+  // (C2)
+  auto counter = cast<RankedTensorType>(getCounter().getType());
+  if (counter.getRank() != 0 || !counter.getElementType().isSignlessInteger(64))
+    return emitOpError() << "counter must be a rank-0 i64 tensor (the step counter), got " << counter;
   return success();
 }

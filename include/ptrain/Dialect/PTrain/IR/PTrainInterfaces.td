@@ -93,7 +93,8 @@ def PTrain_CostOpInterface : OpInterface<"CostOpInterface"> {
 
     Counts per op (elements n of the result unless said; sources: the reference kernels in lib/Runtime):
     matmul 2 n k (k contracted); layer_norm 8 n; softmax 5 n; gelu 8 n; cross_entropy 5 n of the logits;
-    embedding 0 (a gather; bytes: ids + 2 x result); reshape 0 FLOPs and 0 bytes (a view); transpose 0
+    embedding 0 (a gather; bytes: ids + 2 x result); dropout 2 n (the compare and the scale; the
+    integer hash is not counted); reshape 0 FLOPs and 0 bytes (a view); transpose 0
     FLOPs; layer_norm_grad 12 n; softmax_grad 4 n; gelu_grad 12 n; embedding_grad n of the incoming
     gradient (a scatter-add); cross_entropy_grad 6 n of the logits; adamw 14 n of the parameter.
   }];

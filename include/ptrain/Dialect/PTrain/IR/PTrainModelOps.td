@@ -434,4 +434,40 @@ def PTrain_LogSoftmaxOp : PTrain_ModelOp<"log_softmax", [SameOperandsAndResultTy
   let hasVerifier = 1;
 }
 
+def PTrain_DropoutOp : PTrain_ModelOp<"dropout", [InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
+  let summary = "Training-mode dropout with a counter-based random mask: y = keep ? x / (1 - ratio) : 0.";
+  let description = [{
+    Inverted dropout (Srivastava et al., JMLR 2014; ONNX Dropout-12 with `training_mode` true). The mask is a
+    pure function of the site's `seed`, the `counter` operand and the element's row-major index i, so a
+    step, its recomputation and its gradient see the same mask, and a run is reproducible:
+
+        mix(z)  = SplitMix64's finalizer: z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27;
+                  z *= 0x94D049BB133111EB; z ^= z >> 31            (Steele et al., OOPSLA 2014)
+        key     = mix(seed ^ mix(counter + G)),      G = 0x9E3779B97F4A7C15
+        u_i     = (mix(key + (i + 1) G) >> 11) * 2^-53       (uniform in [0, 1), 53 bits)
+        keep_i  = u_i >= ratio
+
+    (unsigned 64-bit arithmetic, wrapping). The importer gives every Dropout node its own `seed` (ONNX's
+    `seed` attribute, else a hash of the node name) and passes the training step counter (the `step`
+    state, kind `step_counter`, that the optimizer increments), so masks differ per site and per step.
+    Gradient: dx = dropout(dy) with the same counter, ratio and seed, i.e. dy through the same mask and
+    scale; none to the counter.
+
+    Constraints:
+    * (C1) 0 <= ratio < 1;
+    * (C2) the counter is a rank-0 i64 tensor;
+    * (C3) the result has the input's type (inferred).
+
+    ```mlir
+    %t = ptrain.state_read @step : tensor<i64>
+    %y = ptrain.dropout %x, %t {ratio = 1.000000e-01 : f64, seed = 7 : i64} : tensor<4x64x128xf32>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins PTrain_FloatTensor:$input, AnyRankedTensor:$counter, F64Attr:$ratio, I64Attr:$seed);
+  let results = (outs PTrain_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $counter attr-dict `:` type($input) `,` type($counter)";
+  let hasVerifier = 1;
+}
+
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINMODELOPS_TD

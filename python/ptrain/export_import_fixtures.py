@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Export the importer's real-export fixtures: GPT-2 and BERT at opsets 13, 14, 17, with and without
+constant folding, with PyTorch reference inputs and outputs.
+
+Usage (from the repository root, with Debian's python3-torch 1.13 and python3-onnx):
+
+    /usr/bin/python3 python/ptrain/export_import_fixtures.py [--out test/Import/ONNX/Inputs/exports]
+
+Writes into OUT, for MODEL in gpt2 (python/ptrain/models/gpt2.py, Hugging Face GPT2LMHeadModel
+architecture) and bert (python/ptrain/models/bert.py, BertForMaskedLM architecture):
+  MODEL-opsetN.onnx          torch.onnx.export(..., opset_version=N, do_constant_folding=False)
+  MODEL-opsetN-folded.onnx   the same with do_constant_folding=True
+  MODEL/input_K.pb           TensorProto inputs (int64 [2, 8]) in the graph's input order
+  MODEL/output_0.pb          TensorProto f32 [2, 8, 64]: PyTorch's output (eval mode)
+for N in 13, 14, 17, and gpt2-opset17-training.onnx, exported with training=TrainingMode.TRAINING (its
+dropouts become Dropout nodes with training_mode true; no reference output, the masks are random). Each file is well under 1 MB (weights inline). Rerunning with the same torch and
+onnx versions gives byte-identical files (checked by --check, which exports to a temporary folder
+and compares).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import filecmp
+import io
+import os
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ptrain.models.bert import BertConfig, BertForMaskedLM  # noqa: E402
+from ptrain.models.gpt2 import GPT2Config, GPT2LMHeadModel  # noqa: E402
+
+OPSETS = (13, 14, 17)
+BATCH, SEQ = 2, 8
+
+
+def zen_ids(n: int, vocab: int) -> np.ndarray:
+    """n token ids from real text that every Python ships: the Zen of Python's bytes modulo vocab."""
+    import codecs
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        import this  # noqa: F401
+    text = codecs.decode(this.s, "rot13").encode("ascii")[:n]
+    return np.frombuffer(text, dtype=np.uint8).astype(np.int64) % vocab
+
+
+def models():
+    """(name, module, input names, inputs, output name) of each fixture model."""
+    gcfg = GPT2Config()
+    gpt2 = GPT2LMHeadModel(gcfg, seed=0).eval()
+    ids = zen_ids(BATCH * SEQ, gcfg.vocab_size).reshape(BATCH, SEQ)
+    yield "gpt2", gpt2, ["input_ids"], [ids], "logits"
+
+    bcfg = BertConfig()
+    bert = BertForMaskedLM(bcfg, seed=1).eval()
+    ids = zen_ids(BATCH * SEQ, bcfg.vocab_size).reshape(BATCH, SEQ)[::-1].copy()
+    token_types = np.zeros((BATCH, SEQ), np.int64)
+    token_types[:, SEQ // 2 :] = 1  # sentence A | sentence B
+    mask = np.ones((BATCH, SEQ), np.int64)
+    mask[1, SEQ - 3 :] = 0  # the second row is padded at the end
+    names = ["input_ids", "token_type_ids", "attention_mask"]
+    yield "bert", bert, names, [ids, token_types, mask], "prediction_scores"
+
+
+def save_tensor(path: str, arr: np.ndarray, name: str) -> None:
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(arr, name).SerializeToString())
+
+
+def export(out: str) -> list[str]:
+    torch.manual_seed(0)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    written = []
+    for name, model, input_names, inputs, output_name in models():
+        args = tuple(torch.from_numpy(a) for a in inputs)
+        with torch.no_grad():
+            ref = model(*args).numpy().astype(np.float32)
+        os.makedirs(os.path.join(out, name), exist_ok=True)
+        for k, (n, a) in enumerate(zip(input_names, inputs)):
+            written.append(os.path.join(out, name, f"input_{k}.pb"))
+            save_tensor(written[-1], a, n)
+        written.append(os.path.join(out, name, "output_0.pb"))
+        save_tensor(written[-1], ref, output_name)
+        variants = [(opset, folded, False) for opset in OPSETS for folded in (False, True)]
+        if name == "gpt2":
+            variants.append((17, False, True))  # training mode: Dropout nodes with training_mode true
+        for opset, folded, training in variants:
+            buf = io.BytesIO()
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(
+                    model, args, buf, opset_version=opset, do_constant_folding=folded,
+                    input_names=input_names, output_names=[output_name], export_params=True,
+                    training=torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL,
+                )
+            model.eval()  # a training-mode export leaves the module in training mode
+            m = onnx.load_model_from_string(buf.getvalue())
+            onnx.checker.check_model(m)
+            suffix = "-training" if training else "-folded" if folded else ""
+            path = os.path.join(out, f"{name}-opset{opset}{suffix}.onnx")
+            onnx.save_model(m, path)
+            written.append(path)
+            ops = sorted({n.op_type for n in m.graph.node})
+            print(f"{path}: {os.path.getsize(path)} bytes, {len(m.graph.node)} nodes, "
+                  f"{len(m.graph.initializer)} initializers; ops {' '.join(ops)}")
+    return written
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="test/Import/ONNX/Inputs/exports")
+    ap.add_argument("--check", action="store_true",
+                    help="export to a temporary folder and compare byte for byte with --out")
+    args = ap.parse_args(argv)
+    if not args.check:
+        export(args.out)
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        def same(p):
+            committed = os.path.join(args.out, os.path.relpath(p, tmp))
+            return os.path.exists(committed) and filecmp.cmp(p, committed, shallow=False)
+
+        differ = [p for p in export(tmp) if not same(p)]
+    for p in differ:
+        print(f"missing or different from the checked-in fixture: {os.path.relpath(p, tmp)}")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

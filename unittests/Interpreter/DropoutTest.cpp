@@ -1,0 +1,135 @@
+//===- DropoutTest.cpp - ptrain.dropout's mask statistics and gradient ----===//
+//
+// The counter-based mask of `ptrain.dropout` (PTrainModelOps.td): the fraction dropped matches the ratio,
+// kept values are scaled by 1 / (1 - ratio), the mask is a function of (seed, counter) only and independent
+// across steps and sites, and the gradient rule applies the same mask to dy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Interpreter/Interpreter.h"
+#include "ptrain/Interpreter/Kernels.h"
+#include "ptrain/Tools/Registration.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::interp;
+
+namespace {
+
+Tensor counter(int64_t step) { return llvm::cantFail(Tensor::fromInts(DType::I64, {}, {step})); }
+
+Tensor ones(int64_t n) { return Tensor::fromFloats(DType::F64, {n}, std::vector<double>(n, 1.0)); }
+
+/// The fraction of zeros of `t`.
+double droppedFraction(const Tensor &t) {
+  int64_t zeros = 0;
+  for (double v : t.floats())
+    zeros += v == 0.0;
+  return static_cast<double>(zeros) / t.getNumElements();
+}
+
+TEST(Dropout, MaskStatisticsMatchTheRatio) {
+  constexpr int64_t n = 1 << 20;
+  for (double ratio : {0.1, 0.5, 0.9}) {
+    Tensor y = llvm::cantFail(evalDropout(ones(n), counter(3), ratio, /*seed=*/11));
+    // Binomial: the dropped fraction is within 6 standard deviations of the ratio.
+    double sigma = std::sqrt(ratio * (1 - ratio) / n);
+    EXPECT_NEAR(droppedFraction(y), ratio, 6 * sigma) << "ratio " << ratio;
+    for (double v : y.floats()) {
+      if (v != 0.0) {
+        ASSERT_DOUBLE_EQ(v, 1.0 / (1.0 - ratio));
+      }
+    }
+  }
+}
+
+TEST(Dropout, MaskDependsOnSeedAndCounterOnly) {
+  constexpr int64_t n = 1 << 18;
+  constexpr double ratio = 0.5;
+  Tensor a = llvm::cantFail(evalDropout(ones(n), counter(7), ratio, 5));
+  Tensor again = llvm::cantFail(evalDropout(ones(n), counter(7), ratio, 5));
+  EXPECT_EQ(a.floats(), again.floats());
+  // Other steps and other sites: independent masks, so both drop an element with probability ratio^2.
+  Tensor nextStep = llvm::cantFail(evalDropout(ones(n), counter(8), ratio, 5));
+  Tensor otherSite = llvm::cantFail(evalDropout(ones(n), counter(7), ratio, 6));
+  double sigma = std::sqrt(0.25 * 0.75 / n);
+  for (const Tensor *other : {&nextStep, &otherSite}) {
+    int64_t both = 0;
+    for (int64_t i = 0; i < n; ++i)
+      both += a.floats()[i] == 0.0 && other->floats()[i] == 0.0;
+    EXPECT_NEAR(static_cast<double>(both) / n, ratio * ratio, 6 * sigma);
+  }
+  // A float32 tensor is rounded once: the kept value is float(2.0 x).
+  Tensor f = Tensor::fromFloats(DType::F32, {4}, {0.1, 0.2, 0.3, 0.4});
+  Tensor g = llvm::cantFail(evalDropout(f, counter(0), ratio, 1));
+  for (int64_t i = 0; i < 4; ++i)
+    EXPECT_TRUE(g.floats()[i] == 0.0 || g.floats()[i] == static_cast<double>(static_cast<float>(2.0 * f.floats()[i])));
+}
+
+TEST(Dropout, KernelErrors) {
+  auto message = [](llvm::Expected<Tensor> r) { return r ? std::string("no error") : llvm::toString(r.takeError()); };
+  EXPECT_EQ(message(evalDropout(ones(2), counter(0), 1.0, 0)), "dropout ratio 1.000000 is not in [0, 1)");
+  EXPECT_EQ(message(evalDropout(ones(2), ones(1), 0.5, 0)),
+            "dropout's counter must be a rank-0 i64 tensor, got tensor<1xf64>");
+  EXPECT_EQ(message(evalDropout(counter(1), counter(0), 0.5, 0)), "dropout needs a float tensor, got tensor<i64>");
+}
+
+/// The gradient rule, built through GradientOpInterface and run by the interpreter: dx is dy where the
+/// forward kept the element (scaled by 1 / (1 - ratio)) and 0 where it dropped it.
+TEST(Dropout, GradientAppliesTheSameMask) {
+  DialectRegistry registry;
+  registerPTrainDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  OpBuilder b(&context);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  constexpr int64_t n = 4096;
+  constexpr double ratio = 0.3;
+  auto type = RankedTensorType::get({n}, b.getF32Type());
+  auto counterType = RankedTensorType::get({}, b.getI64Type());
+  auto fn = func::FuncOp::create(b, loc, "forward", b.getFunctionType({type, type, counterType}, {type, type}));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto dropout = DropoutOp::create(b, loc, body->getArgument(0), body->getArgument(2), b.getF64FloatAttr(ratio),
+                                   b.getI64IntegerAttr(99));
+  SmallVector<Value> grads;
+  ASSERT_TRUE(
+      succeeded(cast<GradientOpInterface>(dropout.getOperation()).buildGradients(b, {body->getArgument(1)}, grads)));
+  ASSERT_EQ(grads.size(), 2u);
+  EXPECT_FALSE(grads[1]) << "no gradient reaches the counter";
+  func::ReturnOp::create(b, loc, ValueRange{dropout.getResult(), grads[0]});
+  ASSERT_TRUE(succeeded(verify(*module)));
+
+  std::vector<double> x(n), dy(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = 1.0 + 0.001 * i; // never 0, so a zero in y is a dropped element
+    dy[i] = std::sin(0.1 * i) + 2.0;
+  }
+  Interpreter interpreter(*module, makeMapStateProvider({}));
+  std::vector<Tensor> results = llvm::cantFail(interpreter.run(
+      "forward", {Tensor::fromFloats(DType::F32, {n}, x), Tensor::fromFloats(DType::F32, {n}, dy), counter(12)}));
+  const Tensor &y = results[0], &dx = results[1];
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    bool kept = y.floats()[i] != 0.0;
+    dropped += !kept;
+    double expected = kept ? static_cast<float>(static_cast<float>(dy[i]) / (1.0 - ratio)) : 0.0;
+    ASSERT_EQ(dx.floats()[i], expected) << "element " << i;
+  }
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(dropped, n);
+}
+
+} // namespace
