@@ -240,6 +240,16 @@ void CompressPass::runOnOperation() {
     error("ptrain.schedule's table and send_critical need one row per stage (") << pp << ")";
     return signalPassFailure();
   }
+  // Options of one policy given to another would be ignored silently: an error instead.
+  bool mcbenchOptions = fwdCodec != "none" || bwdCodec != "none" || skipStages != 0 || errorFeedback;
+  bool optimusOptions = !cb || cbSends != "cooldown" || cbRank != 16 || !lep || !fe || !sc || scAll || scRank != 128;
+  if ((policy != "mcbench" && mcbenchOptions) || (policy != "optimus-cc" && optimusOptions)) {
+    error("policy=") << policy.getValue() << " does not take "
+                     << (policy != "mcbench" && mcbenchOptions
+                             ? "fwd-codec, bwd-codec, skip-stages or error-feedback (policy=mcbench)"
+                             : "cb, cb-sends, cb-rank, lep, fe, sc, sc-all or sc-rank (policy=optimus-cc)");
+    return signalPassFailure();
+  }
   CompressionEdges edges;
   if (failed(readEdges(module, pp, m, table, edges)))
     return signalPassFailure();
