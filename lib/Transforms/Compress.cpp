@@ -9,6 +9,7 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Transforms/CompressionConfig.h"
 #include "ptrain/Transforms/CompressionPlan.h"
 #include "ptrain/Transforms/ScheduleTable.h"
@@ -89,23 +90,9 @@ LogicalResult CompressPass::readEdges(ModuleOp module, int64_t pp, int64_t m, Ar
     if (edges.dp < 2)
       continue;
     if (auto opt = module.lookupSymbol<func::FuncOp>("stage" + std::to_string(s) + "_optimizer_step"))
-      opt.walk([&](AllReduceStartOp op) {
-        if (!llvm::equal(op.getGridAxes().getAsValueRange<StringAttr>(), ArrayRef<StringRef>{"dp"}))
-          return;
-        // The bucket's gradient reads (through the flattening reshapes and the concatenation).
-        SmallVector<Value> pieces;
-        if (auto concat = op.getInput().getDefiningOp<ConcatOp>())
-          pieces.append(concat->operand_begin(), concat->operand_end());
-        else
-          pieces.push_back(op.getInput());
-        for (Value piece : pieces) {
-          if (auto reshape = piece.getDefiningOp<ReshapeOp>())
-            piece = reshape->getOperand(0);
-          if (auto read = piece.getDefiningOp<StateReadOp>())
-            if (auto state = module.lookupSymbol<StateOp>(read.getState()))
-              edges.gradients[s].push_back({state.getKey().str(), state.getTensorType()});
-        }
-      });
+      for (StateReadOp read : dataParallelGradientReads(opt))
+        if (auto state = module.lookupSymbol<StateOp>(read.getState()))
+          edges.gradients[s].push_back({state.getKey().str(), state.getTensorType()});
   }
   return success();
 }

@@ -26,19 +26,27 @@ struct Bucket {
   SmallVector<StateReadOp> reads;
 };
 
+/// The bucket's operands: the concatenated pieces, or the one input.
+SmallVector<Value> bucketPieces(AllReduceStartOp start) {
+  Value input = start.getInput();
+  if (auto concat = input.getDefiningOp<ConcatOp>())
+    return SmallVector<Value>(concat->operand_begin(), concat->operand_end());
+  return {input};
+}
+
+/// The gradient read behind a piece (through its flattening reshape), or null.
+StateReadOp readOf(Value piece) {
+  if (auto reshape = piece.getDefiningOp<ReshapeOp>())
+    piece = reshape->getOperand(0);
+  return piece.getDefiningOp<StateReadOp>();
+}
+
 FailureOr<Bucket> readBucket(AllReduceStartOp start) {
   Bucket bucket;
   bucket.start = start;
-  Value input = start.getInput();
-  if (auto concat = input.getDefiningOp<ConcatOp>())
-    bucket.pieces.append(concat->operand_begin(), concat->operand_end());
-  else
-    bucket.pieces.push_back(input);
+  bucket.pieces = bucketPieces(start);
   for (Value piece : bucket.pieces) {
-    Value read = piece;
-    if (auto reshape = read.getDefiningOp<ReshapeOp>())
-      read = reshape->getOperand(0);
-    auto op = read.getDefiningOp<StateReadOp>();
+    StateReadOp op = readOf(piece);
     if (!op)
       return start.emitError("--ptrain-lower-to-runtime: the dp all-reduce to rewrite must reduce gradient reads "
                              "(ptrain.state_read, flattened and concatenated), got ")
@@ -82,6 +90,15 @@ RankedTensorType flatOf(ArrayRef<Value> values) {
   return RankedTensorType::get({total}, cast<RankedTensorType>(values[0].getType()).getElementType());
 }
 } // namespace
+
+SmallVector<StateReadOp> mlir::ptrain::dataParallelGradientReads(func::FuncOp optimizerStep) {
+  SmallVector<StateReadOp> reads;
+  for (AllReduceStartOp op : allReducesOver(optimizerStep, {"dp"}))
+    for (Value piece : bucketPieces(op))
+      if (StateReadOp read = readOf(piece))
+        reads.push_back(read);
+  return reads;
+}
 
 CodecAttrInterface mlir::ptrain::dataParallelCodecOf(const CompressionPlan &plan, int64_t stage, StringRef key,
                                                      RankedTensorType type) {

@@ -21,6 +21,10 @@ namespace mlir::ptrain {
 CodecAttrInterface dataParallelCodecOf(const CompressionPlan &plan, int64_t stage, llvm::StringRef key,
                                        RankedTensorType type);
 
+/// The gradient reads the `ptrain.all_reduce_start`s over `[dp]` of `optimizerStep` reduce (a bucket is one
+/// read, or the concatenation of flattened reads), in bucket order; operands of another form are skipped.
+llvm::SmallVector<StateReadOp> dataParallelGradientReads(func::FuncOp optimizerStep);
+
 /// Rewrites every `ptrain.all_reduce_start` over `[dp]` in `optimizerStep` of `stage` (a bucket: one
 /// gradient read, or the concatenation of flattened gradient reads) in which some gradient has a codec
 /// (dataParallelCodecOf) into one collective per gradient: a `ptrain.compressed_all_reduce_start` with error
