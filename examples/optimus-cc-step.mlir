@@ -14,8 +14,8 @@
 ptrain.grid @grid(dp = 2, pp = 2)
 
 ptrain.state @wte key "transformer.wte.weight" kind parameter : tensor<256x128xf32>
-ptrain.state @cb_resid key "cb/pp1->0/residual" kind codec_residual : tensor<4x64x128xf32>
-ptrain.state @cb_q key "cb/pp1->0/warm_start_q" kind codec_warm_start : tensor<128x16xf32>
+ptrain.state @cb_resid key "pp1->0/residual" kind codec_residual : tensor<4x64x128xf32>
+ptrain.state @cb_q key "pp1->0/warm_start_q" kind codec_warm_start : tensor<128x16xf32>
 ptrain.state @sc_resid key "sc/transformer.h.0.mlp.c_fc.weight/residual" kind codec_residual : tensor<128x512xf32>
 ptrain.state @sc_q key "sc/transformer.h.0.mlp.c_fc.weight/warm_start_q" kind codec_warm_start : tensor<512x64xf32>
 

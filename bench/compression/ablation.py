@@ -25,16 +25,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # (row name, --ptrain-compress options or None for no compression). Extend here.
 ROWS = [
     ("none", None),
-    ("CB", "policy=optimus-cc sc=false"),
-    ("CB without LEP", "policy=optimus-cc sc=false lep=false"),
-    ("CB+FE", "policy=optimus-cc sc=false fe=true"),
-    ("CB+SC", "policy=optimus-cc"),
-    ("CB+FE+SC", "policy=optimus-cc fe=true"),
-    ("CB (critical sends)+SC", "policy=optimus-cc cb-sends=critical"),
-    ("CB (every backward send)+SC", "policy=optimus-cc cb-sends=all"),
-    ("SC (critical stages)", "policy=optimus-cc cb=false"),
-    ("SC on every stage", "policy=optimus-cc cb=false sc-all=true"),
-    ("mcbench", "policy=mcbench"),
+    ("CB", "policy=optimus-cc sc=false fe=false"),
+    ("CB without LEP", "policy=optimus-cc sc=false lep=false fe=false"),
+    ("CB+FE", "policy=optimus-cc sc=false"),
+    ("CB+SC", "policy=optimus-cc fe=false"),
+    ("CB+FE+SC", "policy=optimus-cc"),
+    ("CB (critical sends)+SC", "policy=optimus-cc cb-sends=critical fe=false"),
+    ("CB (every backward send)+SC", "policy=optimus-cc cb-sends=all fe=false"),
+    ("SC (critical stages)", "policy=optimus-cc cb=false fe=false"),
+    ("SC on every stage", "policy=optimus-cc cb=false sc-all=true fe=false"),
+    ("mcbench", "policy=mcbench fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1 skip-stages=2"),
     ("auto", "policy=auto"),
 ]
 

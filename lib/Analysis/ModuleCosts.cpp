@@ -168,38 +168,37 @@ struct Links {
 };
 } // namespace
 
-/// The compressed gradient sends of `plan` into costs.stages[s].compressedBackward.
+/// The compressed gradient sends of `plan` into costs.stages[s].compressedBackward (each send with its own
+/// codec: the policy's or an override's). Compressed forward sends (mcbench) are not modelled yet.
 static llvm::Error addCompressedSends(ModuleTimingModel &model, const CompressionPlan &plan, SymbolTable &symbols,
                                       ArrayAttr stageRefs, const ClusterSpec &cluster, const Links &links,
                                       bool ppInter) {
   auto [bw, lat] = links.get(ppInter);
-  for (int64_t s = 1; s < model.pp; ++s) {
-    if (s >= static_cast<int64_t>(plan.backwardSends.size()) || !llvm::is_contained(plan.backwardSends[s], true))
-      continue;
+  for (int64_t s = 1; s < model.pp && s < static_cast<int64_t>(plan.backwardSends.size()); ++s) {
     auto fwd = symbols.lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stageRefs[s]).getValue());
     auto type = dyn_cast<RankedTensorType>(fwd.getArgumentTypes()[0]);
-    auto codec = dyn_cast_or_null<CodecAttrInterface>(plan.cbCodec);
-    if (!codec || !type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
-      return costError("ptrain.compression: the backward-send codec cannot encode stage " + llvm::Twine(s) +
-                       "'s gradient");
-    CodecWork work = getCodecWork(codec, type, plan.lep);
-    auto encode = getCodecSeconds(work.encode, cluster);
-    if (!encode)
-      return encode.takeError();
-    auto decode = getCodecSeconds(work.decode, cluster);
-    if (!decode)
-      return decode.takeError();
-    CompressedTransfer t;
-    t.encodeSeconds = *encode;
-    t.decodeSeconds = *decode;
-    double messages = codec.getCodeTypes(type).size();
-    t.codes = {messages * lat + work.codeBytes / bw, work.codeBytes, ppInter};
-    std::string text;
-    llvm::raw_string_ostream(text) << plan.cbCodec;
-    t.codec = text;
-    for (int64_t i = 0; i < model.microBatches; ++i)
-      if (plan.compressesSend(s, i))
-        model.costs.stages[s].compressedBackward[i] = t;
+    for (int64_t i = 0; i < model.microBatches; ++i) {
+      CodecAttrInterface codec = plan.backwardCodecOf(s, i);
+      if (!codec)
+        continue;
+      if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
+        return costError("ptrain.compression: the backward-send codec cannot encode stage " + llvm::Twine(s) +
+                         "'s gradient");
+      CodecWork work = getCodecWork(codec, type, plan.backwardErrorFeedback);
+      auto encode = getCodecSeconds(work.encode, cluster);
+      if (!encode)
+        return encode.takeError();
+      auto decode = getCodecSeconds(work.decode, cluster);
+      if (!decode)
+        return decode.takeError();
+      CompressedTransfer t;
+      t.encodeSeconds = *encode;
+      t.decodeSeconds = *decode;
+      double messages = codec.getCodeTypes(type).size();
+      t.codes = {messages * lat + work.codeBytes / bw, work.codeBytes, ppInter};
+      llvm::raw_string_ostream(t.codec) << Attribute(codec);
+      model.costs.stages[s].compressedBackward[i] = t;
+    }
   }
   return llvm::Error::success();
 }

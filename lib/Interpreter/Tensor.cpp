@@ -32,6 +32,8 @@ llvm::StringRef mlir::ptrain::interp::stringifyDType(DType dtype) {
     return "bf16";
   case DType::I1:
     return "i1";
+  case DType::I8:
+    return "i8";
   }
   return "?";
 }
@@ -51,10 +53,12 @@ llvm::Expected<DType> mlir::ptrain::interp::dtypeFromMLIR(Type elementType) {
     return DType::BF16;
   if (elementType.isInteger(1))
     return DType::I1;
+  if (elementType.isSignlessInteger(8) || elementType.isSignedInteger(8))
+    return DType::I8;
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "unsupported element type " << elementType
-     << " (the interpreter evaluates f32, f64, f16, bf16, i32, i64 and i1)";
+     << " (the interpreter evaluates f32, f64, f16, bf16, i8, i32, i64 and i1)";
   return makeError(text);
 }
 
@@ -74,6 +78,8 @@ Type mlir::ptrain::interp::dtypeToMLIR(DType dtype, MLIRContext *ctx) {
     return BFloat16Type::get(ctx);
   case DType::I1:
     return IntegerType::get(ctx, 1);
+  case DType::I8:
+    return IntegerType::get(ctx, 8);
   }
   return {};
 }
@@ -122,6 +128,11 @@ llvm::Expected<Tensor> Tensor::fromInts(DType dtype, llvm::ArrayRef<int64_t> sha
     for (int64_t v : values)
       if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
         return makeError("value " + llvm::Twine(v) + " does not fit in i32");
+  }
+  if (dtype == DType::I8) {
+    for (int64_t v : values)
+      if (v < std::numeric_limits<int8_t>::min() || v > std::numeric_limits<int8_t>::max())
+        return makeError("value " + llvm::Twine(v) + " does not fit in i8");
   }
   if (dtype == DType::I1) {
     for (int64_t v : values)

@@ -1,13 +1,16 @@
-//===- Compress.cpp - compression decisions (Optimus-CC) ------------*- C++ -*-===//
+//===- Compress.cpp - compression decisions (Optimus-CC, MCBench) ----*- C++ -*-===//
 //
 // --ptrain-compress: see the pass description in Passes.td and docs/Compression.md. Decides, from the
-// schedule and the critical-path flags, which backward sends and which stages' data-parallel all-reduces
-// are compressed, and records it as `ptrain.compression`; --ptrain-lower-to-runtime materializes it.
+// schedule and the critical-path flags, which pipeline sends (with which codec) and which stages'
+// data-parallel all-reduces are compressed, applies the per-edge override file, and records it as
+// `ptrain.compression`; --ptrain-lower-to-runtime materializes it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Transforms/CompressDataParallel.h"
+#include "ptrain/Transforms/CompressionConfig.h"
 #include "ptrain/Transforms/CompressionPlan.h"
 #include "ptrain/Transforms/ScheduleTable.h"
 
@@ -33,13 +36,163 @@ private:
   InFlightDiagnostic error(const Twine &message) {
     return emitError(getOperation().getLoc()) << "--ptrain-compress: " << message;
   }
+  /// Reads the edges the plan can compress: schedule rows, send types, dp gradients.
+  LogicalResult readEdges(ModuleOp module, int64_t pp, int64_t m, ArrayAttr table, CompressionEdges &edges);
+  LogicalResult optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
+                          DictionaryAttr schedule, CompressionPlan &plan);
+  LogicalResult mcbench(const CompressionEdges &edges, CompressionPlan &plan);
 };
 } // namespace
 
+LogicalResult CompressPass::readEdges(ModuleOp module, int64_t pp, int64_t m, ArrayAttr table,
+                                      CompressionEdges &edges) {
+  edges.pp = pp;
+  edges.m = m;
+  for (auto grid : module.getOps<GridOp>())
+    if (grid.getAxisIndex("pp") && grid.getAxisIndex("dp"))
+      edges.dp = grid.getAxisSize("dp");
+  edges.forwardTypes.assign(pp, RankedTensorType());
+  edges.backwardTypes.assign(pp, RankedTensorType());
+  edges.gradients.resize(pp);
+  for (int64_t s = 0; s < pp; ++s) {
+    auto row = dyn_cast<ArrayAttr>(table[s]);
+    if (!row) {
+      error("ptrain.schedule: row ") << s << " of table is not an array";
+      return failure();
+    }
+    edges.steps.emplace_back();
+    for (Attribute stepAttr : row) {
+      auto text = dyn_cast<StringAttr>(stepAttr);
+      std::optional<ScheduleStep> step = text ? ScheduleStep::parse(text.getValue()) : std::nullopt;
+      if (!step || (step->kind != ScheduleStep::Optimizer && (step->microBatch < 0 || step->microBatch >= m))) {
+        error("ptrain.schedule: stage ") << s << ": malformed step " << stepAttr;
+        return failure();
+      }
+      edges.steps.back().push_back(text.getValue().str());
+    }
+    auto forward = module.lookupSymbol<func::FuncOp>("forward_stage" + std::to_string(s));
+    if (!forward || forward.getNumArguments() != 1 || forward.getNumResults() != 1) {
+      error("@forward_stage") << s << " must take one argument and return one result";
+      return failure();
+    }
+    auto staticType = [](Type t) {
+      auto type = dyn_cast<RankedTensorType>(t);
+      return type && type.hasStaticShape() ? type : RankedTensorType();
+    };
+    if (s > 0 && !(edges.backwardTypes[s] = staticType(forward.getArgumentTypes()[0]))) {
+      error("@forward_stage") << s << " must take one statically shaped activation";
+      return failure();
+    }
+    if (s + 1 < pp && !(edges.forwardTypes[s] = staticType(forward.getResultTypes()[0]))) {
+      error("@forward_stage") << s << " must return one statically shaped activation";
+      return failure();
+    }
+    if (edges.dp < 2)
+      continue;
+    if (auto opt = module.lookupSymbol<func::FuncOp>("stage" + std::to_string(s) + "_optimizer_step"))
+      for (StateReadOp read : dataParallelGradientReads(opt))
+        if (auto state = module.lookupSymbol<StateOp>(read.getState()))
+          edges.gradients[s].push_back({state.getKey().str(), state.getTensorType()});
+  }
+  return success();
+}
+
+LogicalResult CompressPass::optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
+                                      DictionaryAttr schedule, CompressionPlan &plan) {
+  const int64_t pp = edges.pp, m = edges.m;
+  if (cbRank < 1 || scRank < 1) {
+    error("cb-rank and sc-rank must be >= 1, got cb-rank = ")
+        << cbRank.getValue() << ", sc-rank = " << scRank.getValue();
+    return failure();
+  }
+  if (cbSends != "cooldown" && cbSends != "critical" && cbSends != "all") {
+    error("unknown cb-sends '") << cbSends.getValue() << "' (known: cooldown, critical, all)";
+    return failure();
+  }
+  plan.backwardErrorFeedback = lep;
+  if (cb && pp > 1) {
+    plan.backwardCodec = PowerSGDAttr::get(module.getContext(), cbRank.getValue(), BoolAttr(), MatrixViewAttr());
+    for (int64_t s = 1; s < pp; ++s) {
+      // Rank too large: an error, not a clamp, since the user asked for this rank on this link.
+      if (failed(plan.backwardCodec.verifyForType([&] { return error("cb-rank: "); }, edges.backwardTypes[s])))
+        return failure();
+      auto flags = dyn_cast<ArrayAttr>(sendCritical[s]);
+      if (!flags || flags.size() != edges.steps[s].size()) {
+        error("ptrain.schedule: row ") << s << " of table and send_critical differ in length";
+        return failure();
+      }
+      for (auto [text, flagAttr] : llvm::zip(edges.steps[s], flags)) {
+        ScheduleStep step = *ScheduleStep::parse(text);
+        if (step.kind != ScheduleStep::Backward && step.kind != ScheduleStep::ForwardBackward)
+          continue;
+        bool critical = isa<BoolAttr>(flagAttr) && cast<BoolAttr>(flagAttr).getValue();
+        if (cbSends == "all" || (cbSends == "critical" && critical) ||
+            (cbSends == "cooldown" && step.microBatch >= m - std::min(pp - s, m)))
+          plan.backwardSends[s][step.microBatch] = plan.backwardCodec;
+      }
+    }
+  }
+  if (sc) {
+    auto dpCritical = schedule.getAs<ArrayAttr>("dp_all_reduce_critical");
+    for (int64_t s = 0; s < pp && dpCritical; ++s) {
+      auto flag = s < static_cast<int64_t>(dpCritical.size()) ? dyn_cast<BoolAttr>(dpCritical[s]) : BoolAttr();
+      plan.dpAllReduce[s] = scAll || (flag && flag.getValue());
+    }
+  }
+  // FE needs data parallelism and a tied parameter, whose sync is an all-reduce over [pp] in an optimizer step.
+  bool tiedSync = false;
+  module.walk([&](AllReduceStartOp op) {
+    auto fn = op->getParentOfType<func::FuncOp>();
+    tiedSync |= fn && fn.getSymName().ends_with("_optimizer_step") &&
+                llvm::equal(op.getGridAxes().getAsValueRange<StringAttr>(), ArrayRef<StringRef>{"pp"});
+  });
+  plan.fusedEmbedding = fe && edges.dp > 1 && tiedSync;
+  return success();
+}
+
+LogicalResult CompressPass::mcbench(const CompressionEdges &edges, CompressionPlan &plan) {
+  if (skipStages < 0) {
+    error("skip-stages must be >= 0, got ") << skipStages.getValue();
+    return failure();
+  }
+  MLIRContext *context = &getContext();
+  auto parse = [&](StringRef option, StringRef spec) {
+    return parseCodecSpec(context, spec, option, [&] { return error(""); });
+  };
+  FailureOr<CodecAttrInterface> fwd = parse("fwd-codec", fwdCodec), bwd = parse("bwd-codec", bwdCodec);
+  if (failed(fwd) || failed(bwd))
+    return failure();
+  plan.forwardCodec = *fwd;
+  plan.backwardCodec = *bwd;
+  plan.forwardErrorFeedback = plan.backwardErrorFeedback = errorFeedback;
+  plan.skipStages = skipStages;
+  for (int64_t s = 0; s < edges.pp; ++s) {
+    // The boundary after stage b carries F sends of b and B sends of b + 1; the first `skip-stages`
+    // boundaries stay uncompressed.
+    bool forward = *fwd && s + 1 < edges.pp && s >= skipStages;
+    bool backward = *bwd && s > 0 && s - 1 >= skipStages;
+    if (forward &&
+        failed(checkCodecForEdge(*fwd, edges.forwardTypes[s], "the forward sends of stage " + Twine(s) + " (fwd-codec)",
+                                 [&] { return error(""); })))
+      return failure();
+    if (backward && failed(checkCodecForEdge(*bwd, edges.backwardTypes[s],
+                                             "the backward sends of stage " + Twine(s) + " (bwd-codec)",
+                                             [&] { return error(""); })))
+      return failure();
+    for (int64_t i = 0; i < edges.m; ++i) {
+      if (forward)
+        plan.forwardSends[s][i] = *fwd;
+      if (backward)
+        plan.backwardSends[s][i] = *bwd;
+    }
+  }
+  return success();
+}
+
 void CompressPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (policy != "optimus-cc") {
-    error("unknown policy '") << policy.getValue() << "' (known: optimus-cc)";
+  if (policy != "optimus-cc" && policy != "mcbench" && policy != "none") {
+    error("unknown policy '") << policy.getValue() << "' (known: optimus-cc, mcbench, none)";
     return signalPassFailure();
   }
   if (module->hasAttr("ptrain.compression")) {
@@ -74,74 +227,43 @@ void CompressPass::runOnOperation() {
     error("ptrain.schedule's table and send_critical need one row per stage (") << pp << ")";
     return signalPassFailure();
   }
-  if (cbRank < 1 || scRank < 1) {
-    error("cb-rank and sc-rank must be >= 1, got cb-rank = ")
-        << cbRank.getValue() << ", sc-rank = " << scRank.getValue();
+  // Options of one policy given to another would be ignored silently: an error instead.
+  bool mcbenchOptions = fwdCodec != "none" || bwdCodec != "none" || skipStages != 0 || errorFeedback;
+  bool optimusOptions = !cb || cbSends != "cooldown" || cbRank != 16 || !lep || !fe || !sc || scAll || scRank != 128;
+  if ((policy != "mcbench" && mcbenchOptions) || (policy != "optimus-cc" && optimusOptions)) {
+    error("policy=") << policy.getValue() << " does not take "
+                     << (policy != "mcbench" && mcbenchOptions
+                             ? "fwd-codec, bwd-codec, skip-stages or error-feedback (policy=mcbench)"
+                             : "cb, cb-sends, cb-rank, lep, fe, sc, sc-all or sc-rank (policy=optimus-cc)");
     return signalPassFailure();
   }
-  if (cbSends != "cooldown" && cbSends != "critical" && cbSends != "all") {
-    error("unknown cb-sends '") << cbSends.getValue() << "' (known: cooldown, critical, all)";
+  CompressionEdges edges;
+  if (failed(readEdges(module, pp, m, table, edges)))
     return signalPassFailure();
-  }
 
   CompressionPlan plan;
   plan.policy = policy.getValue();
-  plan.lep = lep;
   plan.scRank = scRank.getValue();
   plan.scErrorFeedback = scErrorFeedback;
-  plan.backwardSends.assign(pp, std::vector<bool>(m, false));
+  plan.backwardSends.assign(pp, std::vector<CodecAttrInterface>(m));
+  plan.forwardSends.assign(pp, std::vector<CodecAttrInterface>(m));
   plan.dpAllReduce.assign(pp, false);
-  MLIRContext *context = module.getContext();
-  if (cb && pp > 1) {
-    plan.cbCodec = PowerSGDAttr::get(context, cbRank.getValue(), BoolAttr(), MatrixViewAttr());
-    for (int64_t s = 1; s < pp; ++s) {
-      // The gradient stage s sends: its input activation's type.
-      auto forward = module.lookupSymbol<func::FuncOp>("forward_stage" + std::to_string(s));
-      auto type = forward && forward.getNumArguments() == 1 ? dyn_cast<RankedTensorType>(forward.getArgumentTypes()[0])
-                                                            : RankedTensorType();
-      if (!type || !type.hasStaticShape()) {
-        error("@forward_stage") << s << " must take one statically shaped activation";
-        return signalPassFailure();
-      }
-      // Rank too large: an error, not a clamp, since the user asked for this rank on this link.
-      if (failed(plan.cbCodec.verifyForType([&] { return error("cb-rank: "); }, type)))
-        return signalPassFailure();
-      auto row = dyn_cast<ArrayAttr>(table[s]);
-      auto flags = dyn_cast<ArrayAttr>(sendCritical[s]);
-      if (!row || !flags || flags.size() != row.size()) {
-        error("ptrain.schedule: row ") << s << " of table and send_critical differ in length";
-        return signalPassFailure();
-      }
-      for (auto [stepAttr, flagAttr] : llvm::zip(row, flags)) {
-        auto text = dyn_cast<StringAttr>(stepAttr);
-        std::optional<ScheduleStep> step = text ? ScheduleStep::parse(text.getValue()) : std::nullopt;
-        if (!step) {
-          error("ptrain.schedule: stage ") << s << ": malformed step " << stepAttr;
-          return signalPassFailure();
-        }
-        if (step->kind != ScheduleStep::Backward && step->kind != ScheduleStep::ForwardBackward)
-          continue;
-        if (step->microBatch < 0 || step->microBatch >= m) {
-          error("ptrain.schedule: stage ") << s << ": micro-batch of " << stepAttr << " out of range";
-          return signalPassFailure();
-        }
-        bool critical = isa<BoolAttr>(flagAttr) && cast<BoolAttr>(flagAttr).getValue();
-        bool pick = cbSends == "all" || (cbSends == "critical" && critical) ||
-                    (cbSends == "cooldown" && step->microBatch >= m - std::min(pp - s, m));
-        if (pick) {
-          plan.backwardSends[s][step->microBatch] = true;
-          ++numCompressedSends;
-        }
-      }
-    }
+  if (policy == "optimus-cc" && failed(optimusCC(module, edges, sendCritical, schedule, plan)))
+    return signalPassFailure();
+  if (policy == "mcbench" && failed(mcbench(edges, plan)))
+    return signalPassFailure();
+  if (policy == "none")
+    plan.backwardErrorFeedback = false;
+  if (!overrides.empty()) {
+    int64_t count = 0;
+    if (failed(applyCompressionOverrides(
+            overrides, edges, plan, &getContext(), [&] { return error(""); }, count)))
+      return signalPassFailure();
+    numOverridden += count;
   }
-  if (sc) {
-    auto dpCritical = schedule.getAs<ArrayAttr>("dp_all_reduce_critical");
-    for (int64_t s = 0; s < pp && dpCritical; ++s) {
-      auto flag = s < static_cast<int64_t>(dpCritical.size()) ? dyn_cast<BoolAttr>(dpCritical[s]) : BoolAttr();
-      plan.dpAllReduce[s] = scAll || (flag && flag.getValue());
-      numCompressedStages += plan.dpAllReduce[s];
-    }
-  }
-  module->setAttr("ptrain.compression", plan.toAttr(context));
+  for (const auto *rows : {&plan.backwardSends, &plan.forwardSends})
+    for (const std::vector<CodecAttrInterface> &row : *rows)
+      numCompressedSends += llvm::count_if(row, [](CodecAttrInterface c) { return bool(c); });
+  numCompressedStages += llvm::count(plan.dpAllReduce, true);
+  module->setAttr("ptrain.compression", plan.toAttr(&getContext()));
 }

@@ -6,13 +6,20 @@
 
 #include "ptrain/Transforms/CompressionPlan.h"
 
-#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
-
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
+
+namespace {
+/// One row of sends: `false` (uncompressed), `true` (the direction's codec) or a codec attribute.
+ArrayAttr sendRow(Builder &b, ArrayRef<CodecAttrInterface> row, CodecAttrInterface codec) {
+  SmallVector<Attribute> attrs;
+  for (CodecAttrInterface c : row)
+    attrs.push_back(!c ? Attribute(b.getBoolAttr(false)) : c == codec ? Attribute(b.getBoolAttr(true)) : Attribute(c));
+  return b.getArrayAttr(attrs);
+}
+} // namespace
 
 DictionaryAttr CompressionPlan::toAttr(MLIRContext *context) const {
   Builder b(context);
@@ -22,18 +29,34 @@ DictionaryAttr CompressionPlan::toAttr(MLIRContext *context) const {
       attrs.push_back(b.getBoolAttr(flag));
     return b.getArrayAttr(attrs);
   };
-  SmallVector<Attribute> sends;
-  for (const std::vector<bool> &row : backwardSends)
-    sends.push_back(bools(row));
+  auto rows = [&](const std::vector<std::vector<CodecAttrInterface>> &sends, CodecAttrInterface codec) {
+    SmallVector<Attribute> attrs;
+    for (const std::vector<CodecAttrInterface> &row : sends)
+      attrs.push_back(sendRow(b, row, codec));
+    return b.getArrayAttr(attrs);
+  };
   NamedAttrList entries;
   entries.set("policy", b.getStringAttr(policy));
-  entries.set("backward_sends", b.getArrayAttr(sends));
-  if (cbCodec)
-    entries.set("cb_codec", cbCodec);
-  entries.set("lep", b.getBoolAttr(lep));
+  entries.set("backward_sends", rows(backwardSends, backwardCodec));
+  if (backwardCodec)
+    entries.set("backward_codec", backwardCodec);
+  entries.set("backward_error_feedback", b.getBoolAttr(backwardErrorFeedback));
+  entries.set("forward_sends", rows(forwardSends, forwardCodec));
+  if (forwardCodec)
+    entries.set("forward_codec", forwardCodec);
+  entries.set("forward_error_feedback", b.getBoolAttr(forwardErrorFeedback));
   entries.set("dp_all_reduce", bools(dpAllReduce));
   entries.set("sc_rank", b.getI64IntegerAttr(scRank));
   entries.set("sc_error_feedback", b.getBoolAttr(scErrorFeedback));
+  if (!dpCodecs.empty()) {
+    NamedAttrList codecs;
+    for (const auto &[key, codec] : dpCodecs)
+      codecs.set(key, codec ? Attribute(codec) : Attribute(b.getBoolAttr(false)));
+    entries.set("dp_codecs", codecs.getDictionary(context));
+  }
+  entries.set("fused_embedding", b.getBoolAttr(fusedEmbedding));
+  if (skipStages)
+    entries.set("skip_stages", b.getI64IntegerAttr(skipStages));
   return entries.getDictionary(context);
 }
 
@@ -62,35 +85,81 @@ FailureOr<std::optional<CompressionPlan>> mlir::ptrain::readCompressionPlan(Modu
     }
     return success();
   };
-  auto sends = dict.getAs<ArrayAttr>("backward_sends");
-  if (!sends || static_cast<int64_t>(sends.size()) != pp)
-    return bad("`backward_sends` needs one row per stage (" + Twine(pp) + ")");
-  for (Attribute row : sends) {
-    plan.backwardSends.emplace_back();
-    if (failed(readFlags(dyn_cast<ArrayAttr>(row), m, plan.backwardSends.back())))
-      return bad("every `backward_sends` row needs one bool per micro-batch (" + Twine(m) + ")");
-  }
-  if (!plan.backwardSends.empty() && llvm::is_contained(plan.backwardSends[0], true))
+  // The rows of one direction: per stage, per micro-batch false, true (the direction's codec) or a codec.
+  auto readSends = [&](StringRef name, StringRef codecName, std::vector<std::vector<CodecAttrInterface>> &out,
+                       CodecAttrInterface &codec) -> LogicalResult {
+    codec = dict.getAs<CodecAttrInterface>(codecName);
+    if (dict.get(codecName) && !codec)
+      return bad("`" + codecName + "` must be a codec attribute");
+    auto sends = dict.getAs<ArrayAttr>(name);
+    if (!sends && name == "forward_sends") { // optional: no forward compression
+      out.assign(pp, std::vector<CodecAttrInterface>(m));
+      return success();
+    }
+    if (!sends || static_cast<int64_t>(sends.size()) != pp)
+      return bad("`" + name + "` needs one row per stage (" + Twine(pp) + ")");
+    for (Attribute rowAttr : sends) {
+      auto row = dyn_cast<ArrayAttr>(rowAttr);
+      if (!row || static_cast<int64_t>(row.size()) != m)
+        return bad("every `" + name + "` row needs one entry per micro-batch (" + Twine(m) + ")");
+      out.emplace_back();
+      for (Attribute entry : row) {
+        if (auto flag = dyn_cast<BoolAttr>(entry)) {
+          if (flag.getValue() && !codec)
+            return bad("`" + name + "` marks a send `true` but there is no `" + codecName + "`");
+          out.back().push_back(flag.getValue() ? codec : CodecAttrInterface());
+        } else if (auto c = dyn_cast<CodecAttrInterface>(entry)) {
+          out.back().push_back(c);
+        } else {
+          return bad("a `" + name + "` entry must be a bool or a codec attribute");
+        }
+      }
+    }
+    return success();
+  };
+  if (failed(readSends("backward_sends", "backward_codec", plan.backwardSends, plan.backwardCodec)) ||
+      failed(readSends("forward_sends", "forward_codec", plan.forwardSends, plan.forwardCodec)))
+    return failure();
+  if (!plan.backwardSends.empty() && llvm::any_of(plan.backwardSends[0], [](auto c) { return bool(c); }))
     return bad("stage 0 sends no gradient backward");
-  plan.cbCodec = dict.getAs<PowerSGDAttr>("cb_codec");
-  bool anySend = llvm::any_of(plan.backwardSends, [](auto &row) { return llvm::is_contained(row, true); });
-  if (anySend && !plan.cbCodec)
-    return bad("compressed backward sends need a #ptrain.powersgd `cb_codec`");
-  auto lep = dict.getAs<BoolAttr>("lep");
-  plan.lep = !lep || lep.getValue();
+  if (!plan.forwardSends.empty() && llvm::any_of(plan.forwardSends.back(), [](auto c) { return bool(c); }))
+    return bad("the last stage sends no activation forward");
+  auto flag = [&](StringRef name, bool byDefault) {
+    auto value = dict.getAs<BoolAttr>(name);
+    return value ? value.getValue() : byDefault;
+  };
+  plan.backwardErrorFeedback = flag("backward_error_feedback", true);
+  plan.forwardErrorFeedback = flag("forward_error_feedback", false);
   if (failed(readFlags(dict.getAs<ArrayAttr>("dp_all_reduce"), pp, plan.dpAllReduce)))
     return bad("`dp_all_reduce` needs one bool per stage (" + Twine(pp) + ")");
   if (auto rank = dict.getAs<IntegerAttr>("sc_rank"))
     plan.scRank = rank.getInt();
   if (plan.scRank < 1)
     return bad("`sc_rank` must be >= 1");
-  auto ef = dict.getAs<BoolAttr>("sc_error_feedback");
-  plan.scErrorFeedback = !ef || ef.getValue();
+  plan.scErrorFeedback = flag("sc_error_feedback", true);
+  if (auto codecs = dict.getAs<DictionaryAttr>("dp_codecs")) {
+    for (NamedAttribute entry : codecs) {
+      auto codec = dyn_cast<CodecAttrInterface>(entry.getValue());
+      auto off = dyn_cast<BoolAttr>(entry.getValue());
+      if (!codec && !(off && !off.getValue()))
+        return bad("a `dp_codecs` entry must be a codec attribute or false");
+      plan.dpCodecs[entry.getName().str()] = codec;
+    }
+  }
+  plan.fusedEmbedding = flag("fused_embedding", false);
+  if (auto skip = dict.getAs<IntegerAttr>("skip_stages"))
+    plan.skipStages = skip.getInt();
   return std::optional<CompressionPlan>(std::move(plan));
 }
 
-std::string mlir::ptrain::backwardLinkStateKey(int64_t stage, StringRef what) {
-  return "cb/pp" + std::to_string(stage) + "->" + std::to_string(stage - 1) + "/" + what.str();
+std::string mlir::ptrain::linkStateKey(int64_t from, int64_t to, StringRef what) {
+  return "pp" + std::to_string(from) + "->" + std::to_string(to) + "/" + what.str();
+}
+
+std::pair<StringRef, StateKind> mlir::ptrain::codecStateNameAndKind(CodecAttrInterface codec) {
+  if (isa<RandKAttr>(codec))
+    return {"counter", StateKind::CodecSeed};
+  return {"warm_start_q", StateKind::CodecWarmStart};
 }
 
 std::string mlir::ptrain::uniqueSymbolName(ModuleOp module, StringRef base) {
@@ -100,108 +169,17 @@ std::string mlir::ptrain::uniqueSymbolName(ModuleOp module, StringRef base) {
   return name;
 }
 
-namespace {
-/// The module-level state `key`: the existing one (a parameter held by two stages, such as a tied embedding,
-/// shares it: each rank keeps its own value), or a new one of `kind` and `type` placed before `anchor`, with
-/// a unique symbol name.
-StateOp addState(ModuleOp module, Operation *anchor, StringRef name, StringRef key, StateKind kind,
-                 RankedTensorType type) {
-  for (auto state : module.getOps<StateOp>())
-    if (state.getKey() == key)
-      return state;
+FailureOr<StateOp> mlir::ptrain::getOrAddCodecState(ModuleOp module, Operation *anchor, StringRef name, StringRef key,
+                                                    StateKind kind, RankedTensorType type) {
+  for (auto state : module.getOps<StateOp>()) {
+    if (state.getKey() != key)
+      continue;
+    if (state.getTensorType() != type)
+      return anchor->emitError("--ptrain-lower-to-runtime: the codec state \"")
+             << key << "\" is needed as " << type << " but exists as " << state.getTensorType()
+             << " (two codecs with different states on one link or parameter)";
+    return state;
+  }
   OpBuilder b(anchor);
   return StateOp::create(b, anchor->getLoc(), uniqueSymbolName(module, name), key, kind, type);
-}
-} // namespace
-
-LogicalResult mlir::ptrain::compressDataParallelAllReduces(ModuleOp module, func::FuncOp optimizerStep,
-                                                           const CompressionPlan &plan, int64_t *numCompressed) {
-  SmallVector<AllReduceStartOp> buckets;
-  optimizerStep.walk([&](AllReduceStartOp op) {
-    if (op.getGridAxes().size() == 1 && cast<StringAttr>(op.getGridAxes()[0]).getValue() == "dp")
-      buckets.push_back(op);
-  });
-  SymbolTable symbols(module);
-  for (AllReduceStartOp bucket : buckets) {
-    // The gradients of the bucket, each with its flattening reshape (or none).
-    SmallVector<StateReadOp> grads;
-    Value input = bucket.getInput();
-    SmallVector<Value> pieces;
-    if (auto concat = input.getDefiningOp<ConcatOp>())
-      pieces.append(concat->operand_begin(), concat->operand_end());
-    else
-      pieces.push_back(input);
-    for (Value piece : pieces) {
-      if (auto reshape = piece.getDefiningOp<ReshapeOp>())
-        piece = reshape->getOperand(0);
-      auto read = piece.getDefiningOp<StateReadOp>();
-      if (!read)
-        return bucket.emitError("--ptrain-lower-to-runtime: the dp all-reduce to compress must reduce gradient "
-                                "reads (ptrain.state_read, flattened and concatenated), got ")
-               << piece;
-      grads.push_back(read);
-    }
-    if (!bucket.getRequest().hasOneUse() || !isa<WaitOp>(*bucket.getRequest().getUsers().begin()))
-      return bucket.emitError("--ptrain-lower-to-runtime: the dp all-reduce to compress needs exactly one wait");
-    auto oldWait = cast<WaitOp>(*bucket.getRequest().getUsers().begin());
-
-    OpBuilder b(bucket);
-    Location loc = bucket.getLoc();
-    SmallVector<Value> requests;
-    for (StateReadOp read : grads) {
-      auto type = cast<RankedTensorType>(read.getType());
-      auto gradState = symbols.lookup<StateOp>(read.getState());
-      std::string key = gradState ? gradState.getKey().str() : read.getState().str();
-      auto [n, mm] = *MatrixViewAttr::getMatrixShape(MatrixViewAttr(), type, nullptr);
-      auto codec = PowerSGDAttr::get(b.getContext(), std::min({plan.scRank, n, mm}), BoolAttr(), MatrixViewAttr());
-      SmallVector<Value> state;
-      SmallVector<StateOp> stateOps;
-      if (plan.scErrorFeedback) {
-        stateOps.push_back(
-            addState(module, optimizerStep, "sc_residual", "sc/" + key + "/residual", StateKind::CodecResidual, type));
-      }
-      for (Type t : codec.getEncoderStateTypes(type))
-        stateOps.push_back(addState(module, optimizerStep, "sc_warm_start_q", "sc/" + key + "/warm_start_q",
-                                    StateKind::CodecWarmStart, cast<RankedTensorType>(t)));
-      for (StateOp s : stateOps)
-        state.push_back(StateReadOp::create(b, loc, s.getTensorType(), s.getSymName()));
-      auto start = CompressedAllReduceStartOp::create(b, loc, read.getResult(), state, ValueRange(), bucket.getGrid(),
-                                                      {StringRef("dp")}, bucket.getReduction(),
-                                                      cast<CodecAttrInterface>(codec), plan.scErrorFeedback);
-      for (auto [s, value] : llvm::zip(stateOps, start.getNewState()))
-        StateWriteOp::create(b, loc, value, s.getSymName());
-      requests.push_back(start.getRequest());
-      if (numCompressed)
-        ++*numCompressed;
-    }
-    b.setInsertionPoint(oldWait);
-    SmallVector<Value> results;
-    for (Value request : requests) {
-      Value reduced = WaitOp::create(b, loc, request).getResult();
-      auto type = cast<RankedTensorType>(reduced.getType());
-      if (grads.size() > 1 && type.getRank() != 1)
-        reduced =
-            ReshapeOp::create(b, loc, RankedTensorType::get({type.getNumElements()}, type.getElementType()), reduced);
-      results.push_back(reduced);
-    }
-    Value replacement = results.size() == 1
-                            ? results[0]
-                            : Value(ConcatOp::create(b, loc, input.getType(), results, b.getI64IntegerAttr(0)));
-    oldWait.getResult().replaceAllUsesWith(replacement);
-    oldWait.erase();
-    Operation *dead = input.getDefiningOp();
-    bucket.erase();
-    // The concatenation and reshapes that fed the bucket, now unused.
-    if (auto concat = dyn_cast_or_null<ConcatOp>(dead)) {
-      SmallVector<Operation *> feeders;
-      for (Value operand : concat->getOperands())
-        if (auto reshape = operand.getDefiningOp<ReshapeOp>())
-          feeders.push_back(reshape);
-      concat.erase();
-      for (Operation *op : feeders)
-        if (op->use_empty())
-          op->erase();
-    }
-  }
-  return success();
 }

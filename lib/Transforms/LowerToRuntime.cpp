@@ -9,6 +9,7 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Transforms/CompressionPlan.h"
 #include "ptrain/Transforms/ScheduleTable.h"
 
@@ -179,59 +180,97 @@ private:
     ++numTransfers;
     return send.getRequest();
   }
-  /// Sends the gradient of virtual stage c's input (micro-batch i, on rank s) to offset -1: as is, or, when
-  /// `ptrain.compression` says so, its PowerSGD codes (tags `tag` and `tag` + 2 M V) after a compress with the
-  /// link's keyed residual (LEP) and warm-start Q. Appends the requests to `requests`.
-  void sendGradient(Location loc, int64_t s, int64_t c, int64_t i, Value grad, SmallVectorImpl<Value> &requests) {
-    int64_t tag = tagOf(i, c - 1, /*gradient=*/true);
-    if (!plan || !plan->compressesSend(s, i)) {
-      requests.push_back(send(loc, grad, previousOffset(s), tag));
+  /// Sends `value` from rank `from` to rank `to` (pp offset `offset`, tag `tag`): as is, or, with `codec`
+  /// (the `ptrain.compression` decision of this send), its codes (tags `tag`, `tag` + 2 M V, ...) after a
+  /// compress with the link's keyed states: the residual (with `errorFeedback`) and the codec's own state
+  /// (linkStateKey(from, to, ...)). Appends the requests to `requests`.
+  void sendCompressible(Location loc, int64_t from, int64_t to, int64_t offset, int64_t tag, Value value,
+                        CodecAttrInterface codec, bool errorFeedback, SmallVectorImpl<Value> &requests) {
+    if (!codec) {
+      requests.push_back(send(loc, value, offset, tag));
       return;
     }
-    auto type = cast<RankedTensorType>(grad.getType());
-    auto codec = cast<CodecAttrInterface>(plan->cbCodec);
+    auto type = cast<RankedTensorType>(value.getType());
     SmallVector<StateOp> states;
-    if (plan->lep)
-      states.push_back(linkState(s, "residual", StateKind::CodecResidual, type));
+    if (errorFeedback)
+      states.push_back(linkState(from, to, "residual", StateKind::CodecResidual, type));
+    auto [stateName, stateKind] = codecStateNameAndKind(codec);
     for (Type t : codec.getEncoderStateTypes(type))
-      states.push_back(linkState(s, "warm_start_q", StateKind::CodecWarmStart, cast<RankedTensorType>(t)));
+      states.push_back(linkState(from, to, stateName, stateKind, cast<RankedTensorType>(t)));
+    if (llvm::is_contained(states, StateOp())) {
+      requests.push_back(send(loc, value, offset, tag));
+      return;
+    }
     SmallVector<Value> stateValues;
     SmallVector<Type> stateTypes;
     for (StateOp state : states) {
       stateValues.push_back(StateReadOp::create(b, loc, state.getTensorType(), state.getSymName()));
       stateTypes.push_back(state.getTensorType());
     }
-    auto compress = CompressOp::create(b, loc, codec.getCodeTypes(type), stateTypes, grad, stateValues, ValueRange(),
-                                       codec, plan->lep);
-    for (auto [state, value] : llvm::zip(states, compress.getNewState()))
-      StateWriteOp::create(b, loc, value, state.getSymName());
+    auto compress = CompressOp::create(b, loc, codec.getCodeTypes(type), stateTypes, value, stateValues, ValueRange(),
+                                       codec, errorFeedback);
+    for (auto [state, newValue] : llvm::zip(states, compress.getNewState()))
+      StateWriteOp::create(b, loc, newValue, state.getSymName());
     for (auto [j, code] : llvm::enumerate(compress.getCodes()))
-      requests.push_back(send(loc, code, previousOffset(s), tag + static_cast<int64_t>(j) * 2 * m * v));
+      requests.push_back(send(loc, code, offset, tag + static_cast<int64_t>(j) * 2 * m * v));
   }
-  /// Receives the gradient of virtual stage c's output (micro-batch i) from offset +1: as is, or its codes and
-  /// a decompress when the sender (rank s + 1) compresses it.
-  Value receiveGradient(Location loc, int64_t s, int64_t c, int64_t i, Type type) {
-    int64_t tag = tagOf(i, c, /*gradient=*/true);
-    int64_t sender = s == pp - 1 ? 0 : s + 1;
-    if (!plan || !plan->compressesSend(sender, i))
-      return receive(loc, type, nextOffset(s), tag);
-    auto codec = cast<CodecAttrInterface>(plan->cbCodec);
+  /// Receives a tensor of `type` sent by sendCompressible from rank `from` to rank `to`: as is, or its codes
+  /// and a decompress (with the codec's decoder state on this side of the link, e.g. rand-k's counter).
+  Value receiveCompressible(Location loc, int64_t from, int64_t to, int64_t offset, int64_t tag, Type type,
+                            CodecAttrInterface codec) {
+    if (!codec)
+      return receive(loc, type, offset, tag);
+    auto tensorType = cast<RankedTensorType>(type);
     SmallVector<Value> codes;
-    for (auto [j, codeType] : llvm::enumerate(codec.getCodeTypes(cast<RankedTensorType>(type))))
-      codes.push_back(receive(loc, codeType, nextOffset(s), tag + static_cast<int64_t>(j) * 2 * m * v));
-    return DecompressOp::create(b, loc, type, TypeRange(), codes, ValueRange(), ValueRange(), codec).getResult();
+    for (auto [j, codeType] : llvm::enumerate(codec.getCodeTypes(tensorType)))
+      codes.push_back(receive(loc, codeType, offset, tag + static_cast<int64_t>(j) * 2 * m * v));
+    SmallVector<StateOp> states;
+    auto [stateName, stateKind] = codecStateNameAndKind(codec);
+    for (Type t : codec.getDecoderStateTypes(tensorType))
+      states.push_back(linkState(from, to, stateName, stateKind, cast<RankedTensorType>(t)));
+    SmallVector<Value> stateValues;
+    for (StateOp state : states)
+      stateValues.push_back(state ? Value(StateReadOp::create(b, loc, state.getTensorType(), state.getSymName()))
+                                  : Value());
+    if (llvm::is_contained(stateValues, Value()))
+      return receive(loc, type, offset, tag);
+    auto decompress =
+        DecompressOp::create(b, loc, type, ValueRange(stateValues).getTypes(), codes, stateValues, ValueRange(), codec);
+    for (auto [state, newValue] : llvm::zip(states, decompress.getNewState()))
+      StateWriteOp::create(b, loc, newValue, state.getSymName());
+    return decompress.getResult();
   }
-  /// The keyed state `what` of the backward link s -> s - 1, created on first use.
-  StateOp linkState(int64_t s, StringRef what, StateKind kind, RankedTensorType type) {
-    std::string key = backwardLinkStateKey(s, what);
-    for (auto state : module.getOps<StateOp>())
-      if (state.getKey() == key)
-        return state;
-    OpBuilder sb(grid);
-    sb.setInsertionPointAfter(grid);
-    return StateOp::create(sb, grid.getLoc(), uniqueSymbolName(module, "cb_pp" + std::to_string(s) + "_" + what.str()),
-                           key, kind, type);
+  /// Sends the gradient of virtual stage c's input (micro-batch i, on rank s) to offset -1, compressed when
+  /// `ptrain.compression` says so.
+  void sendGradient(Location loc, int64_t s, int64_t c, int64_t i, Value grad, SmallVectorImpl<Value> &requests) {
+    CodecAttrInterface codec = plan ? plan->backwardCodecOf(s, i) : CodecAttrInterface();
+    sendCompressible(loc, s, s - 1, previousOffset(s), tagOf(i, c - 1, /*gradient=*/true), grad, codec,
+                     plan && plan->backwardErrorFeedback, requests);
   }
+  /// Receives the gradient of virtual stage c's output (micro-batch i) from offset +1 (rank s + 1).
+  Value receiveGradient(Location loc, int64_t s, int64_t c, int64_t i, Type type) {
+    int64_t sender = s == pp - 1 ? 0 : s + 1;
+    CodecAttrInterface codec = plan ? plan->backwardCodecOf(sender, i) : CodecAttrInterface();
+    return receiveCompressible(loc, sender, s, nextOffset(s), tagOf(i, c, /*gradient=*/true), type, codec);
+  }
+  /// The keyed state `what` of the pipeline link `from` -> `to`, created on first use; null (with an error,
+  /// recorded in `stateError`) when it exists with another type.
+  StateOp linkState(int64_t from, int64_t to, StringRef what, StateKind kind, RankedTensorType type) {
+    std::string name = "pp" + std::to_string(from) + "to" + std::to_string(to) + "_" + what.str();
+    FailureOr<StateOp> state =
+        getOrAddCodecState(module, grid->getNextNode(), name, linkStateKey(from, to, what), kind, type);
+    if (failed(state)) {
+      stateError = true;
+      return StateOp();
+    }
+    return *state;
+  }
+
+public:
+  /// Set when a link's codec state could not be created (reported).
+  bool stateError = false;
+
+private:
   Value call(Location loc, const std::string &callee, ValueRange args, SmallVectorImpl<Value> *results = nullptr) {
     auto op = func::CallOp::create(b, loc, func(callee), args);
     if (results)
@@ -269,17 +308,21 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
   allTokens = fn.getArgument(0);
 
   // Per model chunk k (virtual stage c = k pp + s) and micro-batch i: the input and the forward's send.
-  SmallVector<SmallVector<Value>> inputs(v, SmallVector<Value>(m)), forwardSends(v, SmallVector<Value>(m));
+  SmallVector<SmallVector<Value>> inputs(v, SmallVector<Value>(m));
+  SmallVector<SmallVector<SmallVector<Value>>> forwardSends(v, SmallVector<SmallVector<Value>>(m));
   SmallVector<Value> pending; // sends not yet waited, in start order
   Value lossSum;
   auto addLoss = [&](Value loss) {
     lossSum = lossSum ? BinaryOp::create(b, loc, BinaryKind::Add, lossSum, loss).getResult() : loss;
   };
+  // Forward activations are compressed in training steps only (evaluation runs uncompressed).
   auto inputOf = [&](int64_t c, int64_t i) {
     if (c == 0)
       return tokensOf(loc, i);
     Type inType = func("forward_stage" + std::to_string(c)).getArgumentTypes()[0];
-    return receive(loc, inType, previousOffset(s), tagOf(i, c - 1, /*gradient=*/false));
+    int64_t sender = s == 0 ? pp - 1 : s - 1;
+    CodecAttrInterface codec = plan && train ? plan->forwardCodecOf(sender, i) : CodecAttrInterface();
+    return receiveCompressible(loc, sender, s, previousOffset(s), tagOf(i, c - 1, /*gradient=*/false), inType, codec);
   };
   auto waitSend = [&](Value request) {
     WaitOp::create(b, loc, request);
@@ -294,14 +337,17 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
       case Step::Forward: {
         inputs[k][i] = inputOf(c, i);
         Value out = call(loc, "forward_stage" + cs, {inputs[k][i]});
-        forwardSends[k][i] = send(loc, out, nextOffset(s), tagOf(i, c, /*gradient=*/false));
-        pending.push_back(forwardSends[k][i]);
+        sendCompressible(loc, s, s == pp - 1 ? 0 : s + 1, nextOffset(s), tagOf(i, c, /*gradient=*/false), out,
+                         plan ? plan->forwardCodecOf(s, i) : CodecAttrInterface(), plan && plan->forwardErrorFeedback,
+                         forwardSends[k][i]);
+        pending.append(forwardSends[k][i]);
         break;
       }
       case Step::Backward: {
         Type outType = func("forward_stage" + cs).getResultTypes()[0];
         Value dout = receiveGradient(loc, s, c, i, outType);
-        waitSend(forwardSends[k][i]); // the forward output was received
+        for (Value request : forwardSends[k][i]) // the forward output was received
+          waitSend(request);
         Value din = call(loc, "stage" + cs + "_backward", {inputs[k][i], dout});
         if (c > 0)
           sendGradient(loc, s, c, i, din, pending);
@@ -413,17 +459,22 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
     Lowering lowering(module, grid, pp, v, m, *plan);
     if (failed(lowering.init()))
       return signalPassFailure();
+    // The optimizer steps' rewrites: fused embedding sync first (it takes the tied gradient out of the dp
+    // buckets), then the dp compression of what the buckets still hold.
     if (*plan)
-      for (int64_t s = 0; s < pp; ++s)
-        if ((**plan).dpAllReduce[s] &&
-            failed(compressDataParallelAllReduces(
-                module, module.lookupSymbol<func::FuncOp>("stage" + std::to_string(s) + "_optimizer_step"), **plan)))
+      for (int64_t s = 0; s < pp; ++s) {
+        auto opt = module.lookupSymbol<func::FuncOp>("stage" + std::to_string(s) + "_optimizer_step");
+        if (((**plan).fusedEmbedding && failed(fuseEmbeddingSync(module, opt, grid))) ||
+            failed(compressDataParallelAllReduces(module, opt, s, **plan)))
           return signalPassFailure();
+      }
     for (int64_t s = 0; s < pp; ++s) {
       lowering.build(s, (*rows)[s], /*train=*/true);
       if (eval)
         lowering.build(s, (*rows)[s], /*train=*/false);
     }
+    if (lowering.stateError)
+      return signalPassFailure();
     numTransfers += lowering.numTransfers;
   }
 };

@@ -156,18 +156,22 @@ llvm::Expected<Tensor> evalReduce(ReduceKind kind, const Tensor &input, llvm::Ar
 llvm::Expected<Tensor> evalLogSoftmax(const Tensor &input, int64_t axis);
 
 //===--- Codecs (lib/Interpreter/Codecs.cpp) ------------------------------===//
-/// `ptrain.compress` with #ptrain.powersgd: {P (n x r), Q (m x r), new residual (with error_feedback), new
-/// warm-start Q (with warm start)} from the runtime's ptrain_powersgd_encode_f32 (Vogels et al., NeurIPS
-/// 2019, Algorithm 1) on the fp32 input, batch 1, seed 0. Other codecs: an error.
+/// `ptrain.compress` with any codec the runtime has a kernel for (#ptrain.powersgd, topk, randk, quant,
+/// cast): {the codes, new residual (with error_feedback), the codec's new state (PowerSGD's warm-start Q,
+/// rand-k's counter)} from the runtime's ptrain_codec_encode on the fp32 input (batch 1; PowerSGD seed 0).
+/// The linear autoencoder, non-f32 tensors and matrix views that are not a reshape are errors.
 llvm::Expected<std::vector<Tensor>> evalCompress(CompressOp op, llvm::function_ref<const Tensor &(Value)> get);
-/// `ptrain.decompress` with #ptrain.powersgd: P Q^T in the result's shape (ptrain_powersgd_decode_f32).
+/// `ptrain.decompress`: {the decoded tensor, the codec's new decoder state} (ptrain_codec_decode).
 llvm::Expected<std::vector<Tensor>> evalDecompress(DecompressOp op, llvm::function_ref<const Tensor &(Value)> get);
-/// `ptrain.compressed_all_reduce_start` with #ptrain.powersgd over the members' `inputs` and their `states`
-/// (residual with error_feedback, then the warm-start Q): per member {the reduced tensor, the new states},
-/// data-parallel PowerSGD (Vogels et al., NeurIPS 2019, Algorithm 2; Optimus-CC section 4.4) with the
-/// runtime's phase kernels exactly as lib/Runtime/cpu/CompressedCollectives.cpp runs them: P = M Q0, sum of
-/// P, orthogonalize, Q = M^T P, sum of Q, out = alpha P Q^T (alpha 1 for sum, 1/N for avg), residual =
-/// M - P Q^T / N, warm-start Q = Q / N; the exact path sums M itself. Sums are fp32 in member order.
+/// `ptrain.compressed_all_reduce_start` over the members' `inputs` and their `states` (residual with
+/// error_feedback, then the codec's encoder state): per member {the reduced tensor, the new states}, exactly
+/// as lib/Runtime/cpu/CompressedCollectives.cpp runs it. PowerSGD: data-parallel PowerSGD (Vogels et al.,
+/// NeurIPS 2019, Algorithm 2; Optimus-CC section 4.4) with the runtime's phase kernels: P = M Q0, sum of P,
+/// orthogonalize, Q = M^T P, sum of Q, out = alpha P Q^T (alpha 1 for sum, 1/N for avg), residual =
+/// M - P Q^T / N, warm-start Q = Q / N; the exact path sums M itself. Rand-k: the k values summed, scaled
+/// by alpha, decoded; cast: the 16-bit codes summed in fp32, scaled; top-k and quantization: every member's
+/// code decoded and added, then scaled. Error feedback is local (e = v - decode(own code) for the codes
+/// that are not reduced in compressed form). Sums are fp32 in member order.
 llvm::Expected<std::vector<std::pair<Tensor, std::vector<Tensor>>>>
 evalCompressedAllReduce(CompressedAllReduceStartOp op, llvm::ArrayRef<const Tensor *> inputs,
                         llvm::ArrayRef<std::vector<Tensor>> states);

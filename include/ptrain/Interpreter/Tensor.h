@@ -23,11 +23,12 @@
 namespace mlir::ptrain::interp {
 
 /// The element types the interpreter evaluates. Floats (f32, f64, f16, bf16) are computed in double and
-/// rounded to the element type (round to nearest even); i32 and i64 are kept as int64 (i32 values are
-/// range-checked on creation); i1 (masks, ONNX BOOL) is kept as int64 0 or 1.
-enum class DType { F32, F64, I32, I64, F16, BF16, I1 };
+/// rounded to the element type (round to nearest even); i8, i32 and i64 are kept as int64 (i8 and i32 values
+/// are range-checked on creation); i1 (masks, ONNX BOOL) is kept as int64 0 or 1. i8 holds packed codec bytes
+/// (quantization codes), as signed values.
+enum class DType { F32, F64, I32, I64, F16, BF16, I1, I8 };
 
-/// Returns "f32", "f64", "i32", "i64", "f16", "bf16" or "i1".
+/// Returns "f32", "f64", "i32", "i64", "f16", "bf16", "i1" or "i8".
 llvm::StringRef stringifyDType(DType dtype);
 /// Whether `dtype` is a float type (f32, f64, f16, bf16).
 inline bool isFloatDType(DType dtype) {
@@ -56,8 +57,8 @@ public:
 
   /// A float tensor from values; each value is rounded to `dtype` (F32 or F64).
   static Tensor fromFloats(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<double> values);
-  /// An integer tensor from values (I32, I64 or I1); an I32 value out of range, or an I1 value other than 0
-  /// and 1, is an error.
+  /// An integer tensor from values (I8, I32, I64 or I1); an I8 or I32 value out of range, or an I1 value
+  /// other than 0 and 1, is an error.
   static llvm::Expected<Tensor> fromInts(DType dtype, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> values);
 
   DType getDType() const { return dtype; }

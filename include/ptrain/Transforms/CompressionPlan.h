@@ -1,20 +1,20 @@
 //===- CompressionPlan.h - the decisions of --ptrain-compress -----*- C++ -*-===//
 //
 // The module attribute `ptrain.compression` that --ptrain-compress writes and --ptrain-lower-to-runtime
-// reads (docs/Compression.md), and the rewrite of a stage's data-parallel gradient all-reduce into
-// per-parameter compressed all-reduces (Optimus-CC's selective stage compression, Song et al., ASPLOS 2023,
-// section 4.4).
+// reads (docs/Compression.md): per pipeline edge (stage, direction, micro-batch) the codec of its transfer,
+// per stage whether its data-parallel gradient all-reduce is compressed, per-parameter data-parallel codec
+// overrides, and fused embedding synchronization. The data-parallel rewrites are in CompressDataParallel.h.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PTRAIN_TRANSFORMS_COMPRESSIONPLAN_H
 #define PTRAIN_TRANSFORMS_COMPRESSIONPLAN_H
 
-#include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,21 +24,37 @@ namespace mlir::ptrain {
 /// The decisions of one compression policy for a pipeline of `pp` stages and `m` micro-batches.
 struct CompressionPlan {
   std::string policy;
-  /// Per stage s, per micro-batch i: the gradient s sends to s - 1 after B<i>/FB<i> is compressed with
-  /// `cbCodec` (all false on stage 0).
-  std::vector<std::vector<bool>> backwardSends;
-  /// The codec of the compressed backward sends (PowerSGD).
-  PowerSGDAttr cbCodec;
-  /// One error-feedback residual per link (lazy error propagation).
-  bool lep = true;
-  /// Per stage: its dp gradient all-reduce is compressed per parameter.
+  /// Per stage s, per micro-batch i: the codec of the gradient s sends to s - 1 after B<i>/FB<i>, or null
+  /// (sent as is; always null on stage 0).
+  std::vector<std::vector<CodecAttrInterface>> backwardSends;
+  /// Per stage s, per micro-batch i: the codec of the activation s sends to s + 1 after F<i>, or null (always
+  /// null on the last stage).
+  std::vector<std::vector<CodecAttrInterface>> forwardSends;
+  /// The policy's codec of each direction (the record writes `true` for a send with it); may be null.
+  CodecAttrInterface backwardCodec, forwardCodec;
+  /// Error feedback with one residual per link and direction (backward: Optimus-CC's lazy error
+  /// propagation).
+  bool backwardErrorFeedback = true;
+  bool forwardErrorFeedback = false;
+  /// Per stage: its dp gradient all-reduce is compressed per parameter (selective stage compression).
   std::vector<bool> dpAllReduce;
   /// PowerSGD rank of the dp compression before clamping to min(n, m).
   int64_t scRank = 128;
   bool scErrorFeedback = true;
+  /// Per gradient key ("<parameter>/grad"): its dp all-reduce's codec, overriding `dpAllReduce`; null
+  /// reduces it exactly.
+  std::map<std::string, CodecAttrInterface> dpCodecs;
+  /// Fused embedding synchronization (Optimus-CC section 4.3): a parameter held by several stages (the tied
+  /// embedding) leaves the dp all-reduce and is reduced once over dp x pp.
+  bool fusedEmbedding = false;
+  /// The stages whose outgoing edges are never compressed (mcbench: the first L stages), for the record.
+  int64_t skipStages = 0;
 
-  bool compressesSend(int64_t stage, int64_t microBatch) const {
-    return stage < static_cast<int64_t>(backwardSends.size()) && backwardSends[stage][static_cast<size_t>(microBatch)];
+  CodecAttrInterface backwardCodecOf(int64_t stage, int64_t microBatch) const {
+    return stage < static_cast<int64_t>(backwardSends.size()) ? backwardSends[stage][microBatch] : CodecAttrInterface();
+  }
+  CodecAttrInterface forwardCodecOf(int64_t stage, int64_t microBatch) const {
+    return stage < static_cast<int64_t>(forwardSends.size()) ? forwardSends[stage][microBatch] : CodecAttrInterface();
   }
 
   /// The plan as the `ptrain.compression` dictionary.
@@ -50,20 +66,22 @@ struct CompressionPlan {
 FailureOr<std::optional<CompressionPlan>> readCompressionPlan(ModuleOp module, int64_t pp, int64_t m,
                                                               llvm::StringRef pass);
 
-/// The key of the state `what` ("residual", "warm_start_q") of the backward link `stage` -> `stage` - 1.
-std::string backwardLinkStateKey(int64_t stage, llvm::StringRef what);
+/// The key of the state `what` ("residual", "warm_start_q", "counter") of the pipeline link `from` -> `to`:
+/// "pp<from>-><to>/<what>".
+std::string linkStateKey(int64_t from, int64_t to, llvm::StringRef what);
+
+/// The name in state keys ("warm_start_q" for PowerSGD, "counter" for rand-k) and the kind of a codec's own
+/// state (its encoder state; rand-k's decoder keeps the same counter).
+std::pair<llvm::StringRef, StateKind> codecStateNameAndKind(CodecAttrInterface codec);
 
 /// `base`, or `base`_1, `base`_2, ... : the first name no symbol of `module` has.
 std::string uniqueSymbolName(ModuleOp module, llvm::StringRef base);
 
-/// Rewrites every `ptrain.all_reduce_start` over `[dp]` in `optimizerStep` (a bucket: one gradient read, or
-/// the concatenation of flattened gradient reads) into one `ptrain.compressed_all_reduce_start` per
-/// gradient with PowerSGD of rank min(plan.scRank, n, m), error feedback when plan.scErrorFeedback, and the
-/// keyed states "sc/<gradient key>/residual" and "sc/<gradient key>/warm_start_q" (created before
-/// `optimizerStep`); the bucket's wait becomes the waits of those collectives, flattened and concatenated.
-/// Fails (with an error) on a bucket of another form.
-LogicalResult compressDataParallelAllReduces(ModuleOp module, func::FuncOp optimizerStep, const CompressionPlan &plan,
-                                             int64_t *numCompressed = nullptr);
+/// The module-level state `key`: the existing one (each rank keeps its own value), or a new one of `kind` and
+/// `type` placed before `anchor` with a unique symbol name from `name`. Fails, with an error at `anchor`,
+/// when the existing state has another type.
+FailureOr<StateOp> getOrAddCodecState(ModuleOp module, Operation *anchor, llvm::StringRef name, llvm::StringRef key,
+                                      StateKind kind, RankedTensorType type);
 
 } // namespace mlir::ptrain
 

@@ -281,11 +281,14 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     (+1 for the gradient), unique per source and destination. The eval step runs micro-batch by micro-batch
     through the stage's chunks.
 
-    With `ptrain.compression` (written by `--ptrain-compress`, docs/Compression.md), a compressed backward
-    send becomes `ptrain.state_read`s of the link's residual and warm-start Q, a `ptrain.compress`, their
-    `ptrain.state_write`s and one send per code (tag 2i + 1, then 2i + 1 + 2 M for the second code); the
-    receiver receives the codes and `ptrain.decompress`es them. A stage marked in `dp_all_reduce` gets its
-    dp gradient all-reduce buckets rewritten into per-parameter `ptrain.compressed_all_reduce_start`s.
+    With `ptrain.compression` (written by `--ptrain-compress`, docs/Compression.md), a compressed send
+    (backward gradient or, in training steps, forward activation) becomes `ptrain.state_read`s of the link's
+    keyed states (residual with error feedback, the codec's own state: PowerSGD's warm-start Q, rand-k's
+    counter), a `ptrain.compress`, their `ptrain.state_write`s and one send per code (tag t, then t + 2 M,
+    ...); the receiver receives the codes and `ptrain.decompress`es them (with its side's codec state). In
+    each optimizer step, `fused_embedding` fuses the tied sync into one all-reduce over [dp, pp], and the
+    dp all-reduce buckets whose gradients have a codec (a stage in `dp_all_reduce`, or `dp_codecs`) become
+    per-parameter `ptrain.compressed_all_reduce_start`s.
 
     Fails when the module has no `ptrain.pipeline` or no `ptrain.schedule` (run `--ptrain-schedule`), no
     `ptrain.grid` with an axis `pp`, a stage function is missing, a table step is malformed, or
@@ -358,66 +361,100 @@ def CriticalPathPass : Pass<"ptrain-critical-path", "::mlir::ModuleOp"> {
 }
 
 def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
-  let summary = "Decides which pipeline and data-parallel transfers to compress (Optimus-CC) and records it.";
+  let summary = "Decides which pipeline and data-parallel transfers to compress, with which codec, and records it.";
   let description = [{
     Runs after `--ptrain-critical-path` and before `--ptrain-lower-to-runtime` on a non-interleaved pipeline
-    module. With `policy=optimus-cc` (Song et al., "Optimus-CC", ASPLOS 2023; docs/Compression.md) it decides:
+    module, and writes its decisions as the module attribute `ptrain.compression` (docs/Compression.md). The
+    policies:
 
-    * CB (section 4.1): the backward sends to compress with PowerSGD (`cb-rank`, default 16, warm-started Q;
-      matrix view of the activation gradient B x S x H: rows = B S, cols = H). `cb-sends=cooldown` (default)
-      picks the 1F1B cool-down of the receiver: on the link s -> s-1 the last min(P - s, M) micro-batches
-      (stage s-1 has P - s warm-up forwards, so its last P - s backwards wait on these sends);
-      `cb-sends=critical` the sends `--ptrain-critical-path` marks critical (`send_critical`);
-      `cb-sends=all` every backward send.
-    * LEP (section 4.2, `lep`, default on): one error-feedback residual per link s -> s-1, carried across
-      micro-batches and iterations; `lep=false` is the ablation (no residual).
-    * SC (section 4.4, `sc`, default on): the data-parallel gradient all-reduce of the stages whose all-reduce
-      `--ptrain-critical-path` marks critical (`dp_all_reduce_critical`; none when dp = 1) is compressed per
-      parameter with PowerSGD of rank `sc-rank` (default 128) clamped to min(n, m) of the parameter's matrix
-      view, with per-parameter error feedback (`sc-error-feedback`, default on). Matrices where
-      (n + m) r >= n m (1-D tensors included) take the codec's exact path. `sc-all` compresses every stage.
-    * FE (section 4.3) is not done here (docs/Compression.md).
+    * `optimus-cc` (Song et al., "Optimus-CC", ASPLOS 2023), each technique switchable:
+      * CB (section 4.1, `cb`): the backward sends to compress with PowerSGD (`cb-rank`, default 16,
+        warm-started Q; matrix view of the activation gradient B x S x H: rows = B S, cols = H).
+        `cb-sends=cooldown` (default) picks the 1F1B cool-down of the receiver: on the link s -> s-1 the last
+        min(P - s, M) micro-batches; `cb-sends=critical` the sends `--ptrain-critical-path` marks critical
+        (`send_critical`); `cb-sends=all` every backward send.
+      * LEP (section 4.2, `lep`, default on): one error-feedback residual per link s -> s-1, carried across
+        micro-batches and iterations; `lep=false` is the ablation.
+      * FE (section 4.3, `fe`, default on): with dp > 1, the tied-embedding gradient leaves the dp
+        all-reduce and is reduced once over dp x pp (divided by dp) instead of dp and then pp.
+      * SC (section 4.4, `sc`, default on): the dp gradient all-reduce of the stages whose all-reduce
+        `--ptrain-critical-path` marks critical (`dp_all_reduce_critical`; `sc-all`: every stage) is
+        compressed per parameter with PowerSGD of rank `sc-rank` (128) clamped to min(n, m), with
+        per-parameter error feedback (`sc-error-feedback`); (n + m) r >= n m takes the exact path.
+    * `mcbench` (Bian et al., "Does compressing activations help model parallel training?", MLSys 2024):
+      every forward send (activation) with `fwd-codec` and every backward send (activation gradient) with
+      `bwd-codec`, chosen separately, except on the boundaries of the first `skip-stages` stages (the paper
+      leaves the early layers uncompressed); `error-feedback` adds one residual per link and direction.
+    * `none`: nothing compressed (the record says so; with `overrides` a fully manual plan).
 
-    Writes the decisions as the module attribute `ptrain.compression` (a dictionary): `policy`,
-    `backward_sends` (per stage s, per micro-batch i: whether B<i>/FB<i> of s sends its gradient
-    compressed; all false on stage 0), `cb_codec` (the PowerSGD attribute), `lep`, `dp_all_reduce` (per
-    stage), `sc_rank`, `sc_error_feedback`. `--ptrain-lower-to-runtime` materializes them: `ptrain.compress`
-    before the send (codes sent with tags 2 i + 1 and 2 i + 1 + 2 M), `ptrain.decompress` after the
-    receive, and keyed `ptrain.state`s for the residual ("cb/pp<s>-><s-1>/residual") and the warm-start Q
-    ("cb/pp<s>-><s-1>/warm_start_q"), read and written around the compress; for SC, each dp all-reduce
-    bucket of the optimizer step becomes one `ptrain.compressed_all_reduce_start` per parameter with states
-    "sc/<gradient key>/residual" and "sc/<gradient key>/warm_start_q".
+    A codec spec (`fwd-codec`, `bwd-codec`, and the override file) is `none`, `fp16`, `bf16`,
+    `powersgd:rank=R[,warm-start=false]`, `topk:k=K` or `topk:ratio=X`, `randk:k=K|ratio=X[,seed=S]`,
+    `quant:bits=B[,granularity=tensor|channel|block][,block-size=N][,symmetric=false]`, or a codec attribute.
+    `overrides=FILE` (JSON, after the policy, any policy) sets the codec of edges named by stage and
+    direction, link ("1->0"), schedule step (stage 1, "FB3") or parameter (its dp all-reduce).
+
+    The record: `policy`; `backward_sends` and `forward_sends` (per stage s, per micro-batch i: `false`,
+    `true` for the direction's codec `backward_codec` / `forward_codec`, or a codec attribute of an override);
+    `backward_error_feedback`, `forward_error_feedback`; `dp_all_reduce` (per stage), `sc_rank`,
+    `sc_error_feedback`, `dp_codecs` (gradient key -> codec or false, from overrides); `fused_embedding`;
+    `skip_stages` (mcbench). `--ptrain-lower-to-runtime` materializes it: `ptrain.compress` before the send
+    (codes with tags t, t + 2 M, ...), `ptrain.decompress` after the receive, keyed states per link
+    ("pp<s>-><t>/residual", "pp<s>-><t>/warm_start_q", "pp<s>-><t>/counter"), per-parameter
+    `ptrain.compressed_all_reduce_start`s with states "sc/<gradient key>/...", and the fused sync.
 
     Fails on: an unknown policy, no `ptrain.pipeline`/`ptrain.schedule` (run `--ptrain-schedule`), a
     schedule without critical-path information (run `--ptrain-critical-path`), virtual stages, a module
-    compressed twice, `cb-rank` or `sc-rank` below 1, `cb-rank` above min(n, m) of an activation gradient
-    (rank too large), an unknown `cb-sends`.
+    compressed twice, options of another policy (e.g. `fwd-codec` with `policy=optimus-cc`), `cb-rank` or
+    `sc-rank` below 1, an unknown `cb-sends`, a malformed codec spec or an
+    invalid codec (rank <= 0, bits not in {2, 4, 8}), a codec that cannot serve its edge (PowerSGD rank above
+    min(n, m), k above the element count, the linear autoencoder), a negative `skip-stages`, and a bad
+    override file (naming an edge, step or parameter that does not exist).
 
     ```mlir
     // ptrain-opt step.mlir --ptrain-critical-path="cluster=clusters/h200-node.json" --ptrain-compress="policy=optimus-cc"
     // (pp = 2, 4 micro-batches, dp = 1)
-    module attributes {ptrain.compression = {backward_sends = [[false, false, false, false],
-        [false, false, false, true]], cb_codec = #ptrain.powersgd<rank = 16, view = #ptrain.matrix_view<rows = [0, 1],
-        cols = [2]>>, dp_all_reduce = [false, false], lep = true, policy = "optimus-cc", sc_error_feedback = true,
-        sc_rank = 128 : i64}, ...}
+    module attributes {ptrain.compression = {backward_codec = #ptrain.powersgd<rank = 16>,
+        backward_error_feedback = true, backward_sends = [[false, false, false, false], [false, false, false, true]],
+        dp_all_reduce = [false, false], forward_error_feedback = false,
+        forward_sends = [[false, false, false, false], [false, false, false, false]], fused_embedding = false,
+        policy = "optimus-cc", sc_error_feedback = true, sc_rank = 128 : i64}, ...}
+    // --ptrain-compress="policy=mcbench fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1"
+    module attributes {ptrain.compression = {backward_codec = #ptrain.topk<ratio = 1.000000e-01>, ...,
+        forward_codec = #ptrain.quant<bits = 8>, forward_sends = [[true, true, true, true], [false, ...]], ...}}
     ```
   }];
   let options = [
-    Option<"policy", "policy", "std::string", /*default=*/"\"optimus-cc\"", "Compression policy: optimus-cc.">,
-    Option<"cb", "cb", "bool", /*default=*/"true", "Compress backward sends (CB).">,
+    Option<"policy", "policy", "std::string", /*default=*/"\"optimus-cc\"",
+           "Compression policy: optimus-cc, mcbench or none.">,
+    Option<"cb", "cb", "bool", /*default=*/"true", "optimus-cc: compress backward sends (CB).">,
     Option<"cbSends", "cb-sends", "std::string", /*default=*/"\"cooldown\"",
-           "Which backward sends CB compresses: cooldown, critical or all.">,
-    Option<"cbRank", "cb-rank", "int64_t", /*default=*/"16", "PowerSGD rank of CB.">,
-    Option<"lep", "lep", "bool", /*default=*/"true", "Lazy error propagation: a residual per link (LEP).">,
-    Option<"sc", "sc", "bool", /*default=*/"true", "Compress the critical dp gradient all-reduces (SC).">,
-    Option<"scAll", "sc-all", "bool", /*default=*/"false", "SC on every stage, critical or not.">,
-    Option<"scRank", "sc-rank", "int64_t", /*default=*/"128", "PowerSGD rank of SC (clamped per parameter).">,
+           "optimus-cc: which backward sends CB compresses: cooldown, critical or all.">,
+    Option<"cbRank", "cb-rank", "int64_t", /*default=*/"16", "optimus-cc: PowerSGD rank of CB.">,
+    Option<"lep", "lep", "bool", /*default=*/"true",
+           "optimus-cc: lazy error propagation, a residual per link (LEP).">,
+    Option<"fe", "fe", "bool", /*default=*/"true",
+           "optimus-cc: fused embedding synchronization (FE; with dp > 1 and a tied parameter).">,
+    Option<"sc", "sc", "bool", /*default=*/"true", "optimus-cc: compress the critical dp gradient all-reduces (SC).">,
+    Option<"scAll", "sc-all", "bool", /*default=*/"false", "optimus-cc: SC on every stage, critical or not.">,
+    Option<"scRank", "sc-rank", "int64_t", /*default=*/"128",
+           "optimus-cc: PowerSGD rank of SC (clamped per parameter).">,
     Option<"scErrorFeedback", "sc-error-feedback", "bool", /*default=*/"true",
-           "Per-parameter error feedback for SC.">,
+           "Per-parameter error feedback of the dp compression (SC and parameter overrides).">,
+    Option<"fwdCodec", "fwd-codec", "std::string", /*default=*/"\"none\"",
+           "mcbench: the codec spec of forward sends (activations).">,
+    Option<"bwdCodec", "bwd-codec", "std::string", /*default=*/"\"none\"",
+           "mcbench: the codec spec of backward sends (activation gradients).">,
+    Option<"skipStages", "skip-stages", "int64_t", /*default=*/"0",
+           "mcbench: leave the edges of the first L stages' outputs uncompressed.">,
+    Option<"errorFeedback", "error-feedback", "bool", /*default=*/"false",
+           "mcbench: error feedback with one residual per link and direction.">,
+    Option<"overrides", "overrides", "std::string", /*default=*/"\"\"",
+           "JSON file of per-edge codec overrides (stage, link, step or parameter).">,
   ];
   let statistics = [
-    Statistic<"numCompressedSends", "compressed-sends", "Backward sends marked for compression">,
+    Statistic<"numCompressedSends", "compressed-sends", "Pipeline sends marked for compression">,
     Statistic<"numCompressedStages", "compressed-dp-stages", "Stages whose dp all-reduce is compressed">,
+    Statistic<"numOverridden", "overridden-edges", "Edges set by the override file">,
   ];
 }
 

@@ -49,6 +49,7 @@ static llvm::Expected<DType> dtypeFromONNX(int32_t dataType) {
 static size_t elementBytes(DType dtype) {
   switch (dtype) {
   case DType::I1:
+  case DType::I8:
     return 1;
   case DType::F16:
   case DType::BF16:
@@ -124,6 +125,8 @@ static llvm::Expected<Tensor> fromBytes(DType dtype, llvm::ArrayRef<int64_t> sha
       values[i] = p[i] != 0;
     return Tensor::fromInts(dtype, shape, values);
   }
+  case DType::I8: // no ONNX data type maps to it (codec codes only)
+    break;
   }
   return makeError("unknown element type");
 }
@@ -185,6 +188,8 @@ decodeTensor(const onnx::TensorProto &proto,
       values.push_back(halfBitsToDouble(*dtype, static_cast<uint16_t>(bits)));
     return Tensor::fromFloats(*dtype, shape, values);
   }
+  case DType::I8: // no ONNX data type maps to it (codec codes only)
+    break;
   }
   return makeError("unknown element type");
 }

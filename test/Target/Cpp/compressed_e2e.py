@@ -52,7 +52,7 @@ if failures:
 
 plan = json.load(open(os.path.join(work, "occ", "plan.json")))
 keys = sorted(s["key"] for s in plan["codec_states"])
-check(plan["policy"] == "optimus-cc" and keys == ["cb/pp1->0/residual", "cb/pp1->0/warm_start_q"],
+check(plan["policy"] == "optimus-cc" and keys == ["pp1->0/residual", "pp1->0/warm_start_q"],
       f"plan.json records the policy and the codec states: {plan['policy']}, {keys}")
 sc_plan = json.load(open(os.path.join(work, "sc", "plan.json")))
 check(any(s["key"].startswith("sc/") for s in sc_plan["codec_states"]), "plan.json of SC: per-gradient sc/ states")
@@ -154,7 +154,7 @@ if short and again:
         b = open(os.path.join(work, f"resumed.stage{s}"), "rb").read()
         check(a == b, f"stage {s}: the resumed run's final checkpoint equals the straight run's, byte for byte")
     states = read_checkpoint(os.path.join(work, "straight.stage1"))
-    for key in ("cb/pp1->0/residual", "cb/pp1->0/warm_start_q"):
+    for key in ("pp1->0/residual", "pp1->0/warm_start_q"):
         values = struct.unpack(f"<{len(states.get(key, b'')) // 4}f", states.get(key, b""))
         norm = math.sqrt(sum(v * v for v in values))
         print(f"{key}: {len(values)} values, norm {norm:.4f}")

@@ -1,0 +1,47 @@
+//===- CompressDataParallel.h - dp gradient compression and FE ----*- C++ -*-===//
+//
+// The rewrites of a stage's optimizer step that --ptrain-lower-to-runtime applies for `ptrain.compression`
+// (docs/Compression.md): the data-parallel gradient all-reduce compressed per parameter (Optimus-CC's
+// selective stage compression, Song et al., ASPLOS 2023, section 4.4, and per-parameter overrides), and the
+// fused embedding synchronization (section 4.3).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TRANSFORMS_COMPRESSDATAPARALLEL_H
+#define PTRAIN_TRANSFORMS_COMPRESSDATAPARALLEL_H
+
+#include "ptrain/Transforms/CompressionPlan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::ptrain {
+
+/// The codec of the dp all-reduce of the gradient `key` of `type` on `stage`: the plan's `dp_codecs`
+/// override, else PowerSGD of rank min(scRank, n, m) when the stage is in `dp_all_reduce`, else null (exact).
+CodecAttrInterface dataParallelCodecOf(const CompressionPlan &plan, int64_t stage, llvm::StringRef key,
+                                       RankedTensorType type);
+
+/// The gradient reads the `ptrain.all_reduce_start`s over `[dp]` of `optimizerStep` reduce (a bucket is one
+/// read, or the concatenation of flattened reads), in bucket order; operands of another form are skipped.
+llvm::SmallVector<StateReadOp> dataParallelGradientReads(func::FuncOp optimizerStep);
+
+/// Rewrites every `ptrain.all_reduce_start` over `[dp]` in `optimizerStep` of `stage` (a bucket: one
+/// gradient read, or the concatenation of flattened gradient reads) in which some gradient has a codec
+/// (dataParallelCodecOf) into one collective per gradient: a `ptrain.compressed_all_reduce_start` with error
+/// feedback when plan.scErrorFeedback and the keyed states "sc/<gradient key>/residual" and
+/// "sc/<gradient key>/<codec state>" (created before `optimizerStep`), or a plain all-reduce for the
+/// gradients without a codec; the bucket's wait becomes their waits, flattened and concatenated. Fails (with
+/// an error) on a bucket of another form.
+LogicalResult compressDataParallelAllReduces(ModuleOp module, func::FuncOp optimizerStep, int64_t stage,
+                                             const CompressionPlan &plan, int64_t *numCompressed = nullptr);
+
+/// Fused embedding synchronization (Optimus-CC section 4.3) in `optimizerStep`: every gradient the tied
+/// sync (`ptrain.all_reduce_start` over `[pp]`, sum) reduces leaves this stage's dp all-reduce buckets, and
+/// the sync runs once over `[dp, pp]` (sum), divided by the dp size: sum over the stages of the dp average,
+/// in one collective instead of two. Stages that do not hold the parameter contribute zeros, as before. A
+/// no-op without a `dp` axis. Fails (with an error) on a tied sync or bucket of another form.
+LogicalResult fuseEmbeddingSync(ModuleOp module, func::FuncOp optimizerStep, GridOp grid);
+
+} // namespace mlir::ptrain
+
+#endif // PTRAIN_TRANSFORMS_COMPRESSDATAPARALLEL_H

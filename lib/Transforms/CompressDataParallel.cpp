@@ -1,0 +1,246 @@
+//===- CompressDataParallel.cpp - dp gradient compression and FE ---*- C++ -*-===//
+//
+// See include/ptrain/Transforms/CompressDataParallel.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Transforms/CompressDataParallel.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+namespace {
+/// A dp all-reduce bucket of an optimizer step: its pieces (gradient reads, flattened when the bucket
+/// concatenates several) and its one wait.
+struct Bucket {
+  AllReduceStartOp start;
+  WaitOp wait;
+  /// The bucket's operands (a reshape of a read, or a read), and the reads behind them.
+  SmallVector<Value> pieces;
+  SmallVector<StateReadOp> reads;
+};
+
+/// The bucket's operands: the concatenated pieces, or the one input.
+SmallVector<Value> bucketPieces(AllReduceStartOp start) {
+  Value input = start.getInput();
+  if (auto concat = input.getDefiningOp<ConcatOp>())
+    return SmallVector<Value>(concat->operand_begin(), concat->operand_end());
+  return {input};
+}
+
+/// The gradient read behind a piece (through its flattening reshape), or null.
+StateReadOp readOf(Value piece) {
+  if (auto reshape = piece.getDefiningOp<ReshapeOp>())
+    piece = reshape->getOperand(0);
+  return piece.getDefiningOp<StateReadOp>();
+}
+
+FailureOr<Bucket> readBucket(AllReduceStartOp start) {
+  Bucket bucket;
+  bucket.start = start;
+  bucket.pieces = bucketPieces(start);
+  for (Value piece : bucket.pieces) {
+    StateReadOp op = readOf(piece);
+    if (!op)
+      return start.emitError("--ptrain-lower-to-runtime: the dp all-reduce to rewrite must reduce gradient reads "
+                             "(ptrain.state_read, flattened and concatenated), got ")
+             << piece;
+    bucket.reads.push_back(op);
+  }
+  if (!start.getRequest().hasOneUse() || !isa<WaitOp>(*start.getRequest().getUsers().begin()))
+    return start.emitError("--ptrain-lower-to-runtime: the dp all-reduce to rewrite needs exactly one wait");
+  bucket.wait = cast<WaitOp>(*start.getRequest().getUsers().begin());
+  return bucket;
+}
+
+SmallVector<AllReduceStartOp> allReducesOver(func::FuncOp fn, ArrayRef<StringRef> axes) {
+  SmallVector<AllReduceStartOp> ops;
+  fn.walk([&](AllReduceStartOp op) {
+    if (llvm::equal(op.getGridAxes().getAsValueRange<StringAttr>(), axes))
+      ops.push_back(op);
+  });
+  return ops;
+}
+
+/// Replaces the bucket's wait with `replacement` and erases the bucket and the concatenation feeding it.
+void replaceBucket(Bucket &bucket, Value replacement) {
+  bucket.wait.getResult().replaceAllUsesWith(replacement);
+  bucket.wait.erase();
+  Operation *feeder = bucket.start.getInput().getDefiningOp();
+  bucket.start.erase();
+  if (auto concat = dyn_cast_or_null<ConcatOp>(feeder); concat && concat->use_empty())
+    concat.erase();
+}
+
+/// The flattened, concatenated `parts` in the bucket's input type (or the one part).
+Value concatenate(OpBuilder &b, Location loc, Type type, ArrayRef<Value> parts) {
+  return parts.size() == 1 ? parts[0] : Value(ConcatOp::create(b, loc, type, parts, b.getI64IntegerAttr(0)));
+}
+
+RankedTensorType flatOf(ArrayRef<Value> values) {
+  int64_t total = 0;
+  for (Value v : values)
+    total += cast<RankedTensorType>(v.getType()).getNumElements();
+  return RankedTensorType::get({total}, cast<RankedTensorType>(values[0].getType()).getElementType());
+}
+} // namespace
+
+SmallVector<StateReadOp> mlir::ptrain::dataParallelGradientReads(func::FuncOp optimizerStep) {
+  SmallVector<StateReadOp> reads;
+  for (AllReduceStartOp op : allReducesOver(optimizerStep, {"dp"}))
+    for (Value piece : bucketPieces(op))
+      if (StateReadOp read = readOf(piece))
+        reads.push_back(read);
+  return reads;
+}
+
+CodecAttrInterface mlir::ptrain::dataParallelCodecOf(const CompressionPlan &plan, int64_t stage, StringRef key,
+                                                     RankedTensorType type) {
+  if (auto it = plan.dpCodecs.find(key.str()); it != plan.dpCodecs.end())
+    return it->second;
+  if (stage >= static_cast<int64_t>(plan.dpAllReduce.size()) || !plan.dpAllReduce[stage])
+    return CodecAttrInterface();
+  auto [n, m] = *MatrixViewAttr::getMatrixShape(MatrixViewAttr(), type, nullptr);
+  return PowerSGDAttr::get(type.getContext(), std::min({plan.scRank, n, m}), BoolAttr(), MatrixViewAttr());
+}
+
+LogicalResult mlir::ptrain::compressDataParallelAllReduces(ModuleOp module, func::FuncOp optimizerStep, int64_t stage,
+                                                           const CompressionPlan &plan, int64_t *numCompressed) {
+  SymbolTable symbols(module);
+  for (AllReduceStartOp op : allReducesOver(optimizerStep, {"dp"})) {
+    FailureOr<Bucket> bucket = readBucket(op);
+    if (failed(bucket))
+      return failure();
+    SmallVector<CodecAttrInterface> codecs;
+    SmallVector<std::string> keys;
+    for (StateReadOp read : bucket->reads) {
+      auto gradState = symbols.lookup<StateOp>(read.getState());
+      keys.push_back(gradState ? gradState.getKey().str() : read.getState().str());
+      codecs.push_back(dataParallelCodecOf(plan, stage, keys.back(), cast<RankedTensorType>(read.getType())));
+    }
+    if (llvm::none_of(codecs, [](CodecAttrInterface c) { return bool(c); }))
+      continue;
+
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<Value> requests;
+    for (auto [read, key, codec] : llvm::zip(bucket->reads, keys, codecs)) {
+      auto type = cast<RankedTensorType>(read.getType());
+      if (!codec) {
+        requests.push_back(
+            AllReduceStartOp::create(b, loc, read.getResult(), op.getGrid(), op.getGridAxes(), op.getReduction())
+                .getRequest());
+        continue;
+      }
+      SmallVector<StateOp> stateOps;
+      auto addState = [&](StringRef name, StringRef what, StateKind kind, RankedTensorType t) -> LogicalResult {
+        FailureOr<StateOp> s = getOrAddCodecState(module, optimizerStep, name, "sc/" + key + "/" + what.str(), kind, t);
+        if (failed(s))
+          return failure();
+        stateOps.push_back(*s);
+        return success();
+      };
+      if (plan.scErrorFeedback && failed(addState("sc_residual", "residual", StateKind::CodecResidual, type)))
+        return failure();
+      auto [stateName, stateKind] = codecStateNameAndKind(codec);
+      for (Type t : codec.getEncoderStateTypes(type))
+        if (failed(addState(("sc_" + stateName).str(), stateName, stateKind, cast<RankedTensorType>(t))))
+          return failure();
+      SmallVector<Value> state;
+      for (StateOp s : stateOps)
+        state.push_back(StateReadOp::create(b, loc, s.getTensorType(), s.getSymName()));
+      auto start =
+          CompressedAllReduceStartOp::create(b, loc, read.getResult(), state, ValueRange(), op.getGrid(),
+                                             {StringRef("dp")}, op.getReduction(), codec, plan.scErrorFeedback);
+      for (auto [s, value] : llvm::zip(stateOps, start.getNewState()))
+        StateWriteOp::create(b, loc, value, s.getSymName());
+      requests.push_back(start.getRequest());
+      if (numCompressed)
+        ++*numCompressed;
+    }
+    b.setInsertionPoint(bucket->wait);
+    SmallVector<Value> results;
+    for (auto [request, piece] : llvm::zip(requests, bucket->pieces)) {
+      Value reduced = WaitOp::create(b, loc, request).getResult();
+      if (reduced.getType() != piece.getType())
+        reduced = ReshapeOp::create(b, loc, piece.getType(), reduced);
+      results.push_back(reduced);
+    }
+    replaceBucket(*bucket, concatenate(b, loc, op.getInput().getType(), results));
+  }
+  return success();
+}
+
+LogicalResult mlir::ptrain::fuseEmbeddingSync(ModuleOp module, func::FuncOp optimizerStep, GridOp grid) {
+  std::optional<unsigned> dpAxis = grid.getAxisIndex("dp");
+  if (!dpAxis)
+    return success();
+  const int64_t dp = grid.getAxisSize("dp");
+  for (AllReduceStartOp sync : allReducesOver(optimizerStep, {"pp"})) {
+    if (sync.getReduction() != ReductionKind::Sum || !sync.getRequest().hasOneUse() ||
+        !isa<WaitOp>(*sync.getRequest().getUsers().begin()))
+      return sync.emitError("--ptrain-lower-to-runtime: fused embedding sync: the tied sync must be a sum over [pp] "
+                            "with one wait");
+    // On a stage holding the parameter: its gradient leaves the dp buckets (reduced locally, kept in place).
+    if (auto read = sync.getInput().getDefiningOp<StateReadOp>()) {
+      for (AllReduceStartOp op : allReducesOver(optimizerStep, {"dp"})) {
+        FailureOr<Bucket> bucket = readBucket(op);
+        if (failed(bucket))
+          return failure();
+        auto it = llvm::find_if(bucket->reads, [&](StateReadOp r) { return r.getState() == read.getState(); });
+        if (it == bucket->reads.end())
+          continue;
+        size_t j = it - bucket->reads.begin();
+        OpBuilder b(op);
+        Location loc = op.getLoc();
+        if (bucket->pieces.size() == 1) {
+          replaceBucket(*bucket, bucket->pieces[0]);
+          continue;
+        }
+        SmallVector<Value> rest(bucket->pieces);
+        rest.erase(rest.begin() + j);
+        Value restInput = concatenate(b, loc, flatOf(rest), rest);
+        auto start =
+            AllReduceStartOp::create(b, op.getLoc(), restInput, op.getGrid(), op.getGridAxes(), op.getReduction());
+        b.setInsertionPoint(bucket->wait);
+        Value reduced = WaitOp::create(b, loc, start.getRequest()).getResult();
+        SmallVector<Value> parts = {reduced};
+        if (rest.size() > 1) {
+          SmallVector<Type> types;
+          SmallVector<int64_t> sizes;
+          for (Value piece : rest) {
+            types.push_back(piece.getType());
+            sizes.push_back(cast<RankedTensorType>(piece.getType()).getNumElements());
+          }
+          auto split = SplitOp::create(b, loc, types, reduced, b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(sizes));
+          parts.assign(split.getResults().begin(), split.getResults().end());
+        }
+        parts.insert(parts.begin() + j, bucket->pieces[j]);
+        replaceBucket(*bucket, concatenate(b, loc, op.getInput().getType(), parts));
+      }
+    }
+    // One reduction over dp x pp, divided by dp on the stages that keep the result.
+    OpBuilder b(sync);
+    auto fused = AllReduceStartOp::create(b, sync.getLoc(), sync.getInput(), sync.getGrid(),
+                                          b.getStrArrayAttr({"dp", "pp"}), ReductionKind::Sum);
+    auto wait = cast<WaitOp>(*sync.getRequest().getUsers().begin());
+    b.setInsertionPoint(wait);
+    Value summed = WaitOp::create(b, wait.getLoc(), fused.getRequest()).getResult();
+    if (!wait.getResult().use_empty()) {
+      auto scalarType = RankedTensorType::get({}, b.getF32Type());
+      Value size = arith::ConstantOp::create(
+          b, wait.getLoc(), DenseElementsAttr::get(scalarType, b.getF32FloatAttr(static_cast<float>(dp))));
+      summed = BinaryOp::create(b, wait.getLoc(), BinaryKind::Div, summed, size);
+    }
+    wait.getResult().replaceAllUsesWith(summed);
+    wait.erase();
+    sync.erase();
+  }
+  return success();
+}
