@@ -9,6 +9,8 @@
 
 #include "ptrain/Interpreter/MultiRankExecutor.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
 #include "ptrain/Import/ONNX/ImportONNX.h"
 #include "ptrain/Import/ONNX/Initializers.h"
 #include "ptrain/Tools/Registration.h"
@@ -33,16 +35,18 @@ using namespace mlir::ptrain::interp;
 
 namespace {
 
-/// One plan: data-parallel replicas, pipeline stages, micro-batches per replica, schedule, chunks per stage.
+/// One plan: data-parallel replicas, pipeline stages, micro-batches per replica, schedule, chunks per stage,
+/// tensor-parallel ranks.
 struct Plan {
   int64_t dp, pp, m;
   std::string schedule;
   int64_t v = 1;
+  int64_t tp = 1;
 };
 
 std::string planName(const Plan &p) {
   return "dp" + std::to_string(p.dp) + "_pp" + std::to_string(p.pp) + "_m" + std::to_string(p.m) + "_" + p.schedule +
-         (p.v > 1 ? "_v" + std::to_string(p.v) : "");
+         (p.v > 1 ? "_v" + std::to_string(p.v) : "") + (p.tp > 1 ? "_tp" + std::to_string(p.tp) : "");
 }
 
 /// gtest's name of a plan in messages and CTest (instead of its bytes).
@@ -77,11 +81,13 @@ public:
 
   OwningOpRef<ModuleOp> parseFile(const std::string &path) { return parseSourceFile<ModuleOp>(path, &context); }
 
-  /// Splits, builds, schedules, lowers and verifies `plan` on a clone of `l0`; with `compress` (the options of
-  /// --ptrain-compress), times the schedule on the H200 node and compresses before lowering.
+  /// Splits, builds, schedules, lowers and verifies `plan` on a clone of `l0` (raised and sharded first when
+  /// plan.tp > 1); with `compress` (the options of --ptrain-compress), times the schedule on the H200 node and
+  /// compresses before lowering.
   OwningOpRef<ModuleOp> lower(ModuleOp l0, const Plan &plan, double lr, const std::string &compress = "") {
     OwningOpRef<ModuleOp> module(cast<ModuleOp>(l0->clone()));
     std::string pipeline =
+        (plan.tp > 1 ? "ptrain-raise, ptrain-shard-tp{tp=" + std::to_string(plan.tp) + "}, " : std::string()) +
         "ptrain-split-stages{pp=" + std::to_string(plan.pp) + " virtual-stages=" + std::to_string(plan.v) +
         "}, ptrain-build-training-step{micro-batches=" + std::to_string(plan.m) + " dp=" + std::to_string(plan.dp) +
         " bucket-bytes=100000 warmup-steps=1 lr=" + std::to_string(lr) +
@@ -244,6 +250,82 @@ INSTANTIATE_TEST_SUITE_P(Plans, BundledGptPlan,
                                            Plan{1, 4, 4, "gpipe"}, Plan{2, 4, 2, "1f1b"}, Plan{2, 4, 2, "gpipe"},
                                            Plan{4, 4, 1, "1f1b"}, Plan{4, 4, 1, "gpipe"},
                                            Plan{1, 2, 4, "interleaved", 2}, Plan{2, 2, 2, "interleaved", 2}),
+                         [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
+
+//===----------------------------------------------------------------------===//
+// Tensor parallelism (--ptrain-raise, --ptrain-shard-tp; docs/Plan.md) on the bundled GPT.
+//===----------------------------------------------------------------------===//
+
+class BundledGptTensorParallelPlan : public ::testing::TestWithParam<Plan> {};
+
+// The global batch and the reference are those of BundledGptPlan: the one-rank step over 16 sequences. Each tp
+// rank holds its slice of the 24 sliced parameters (per layer: the fused Q|K|V weight and bias per head, the
+// attention's output weight by rows, the MLP's up weight and bias by columns, its down weight by rows) and
+// the whole of the other 28; every one is compared with the matching slice of the reference's update, within
+// the tolerances of BundledGptPlan (loss 1e-6 relative, parameters 1e-5 absolute): the row-parallel linears
+// and the f all-reduce of activation gradients sum in another order than one rank's matmul (in double, over
+// tp parts, rounded once). Replicated parameters must be bit-equal on the tp ranks of a (dp, pp) coordinate:
+// f hands every rank the same whole activation gradient, so each computes the same whole gradient.
+TEST_P(BundledGptTensorParallelPlan, OneStepMatchesTheOneRankStep) {
+  const Plan plan = GetParam();
+  const double lr = 1e-3;
+  Plans plans;
+  OwningOpRef<ModuleOp> l0 = plans.importBundledGpt();
+  ASSERT_TRUE(l0);
+  auto initializers =
+      mlir::ptrain::onnx_data::ONNXInitializers::open(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
+  ASSERT_TRUE(static_cast<bool>(initializers)) << llvm::toString(initializers.takeError());
+  StateProvider provider = [&](llvm::StringRef key, RankedTensorType) { return initializers->read(key); };
+  std::vector<Tensor> batches = randomBatches(1, 16, 64, 256, 42);
+
+  OwningOpRef<ModuleOp> reference = plans.lower(*l0, Plan{1, 1, 4, "1f1b"}, lr);
+  OwningOpRef<ModuleOp> planned = plans.lower(*l0, plan, lr);
+  ASSERT_TRUE(reference && planned);
+  llvm::StringMap<DictionaryAttr> slices;
+  for (auto state : planned->getOps<mlir::ptrain::StateOp>())
+    if (auto slice = state->getAttrOfType<DictionaryAttr>("ptrain.tp_slice"))
+      slices[state.getKey()] = slice;
+  EXPECT_EQ(slices.size(), 24u);
+  PlanRun expected = plans.run(*reference, provider, batches);
+  PlanRun actual = plans.run(*planned, provider, batches);
+  ASSERT_EQ(expected.losses.size(), 1u);
+  ASSERT_EQ(actual.losses.size(), 1u);
+  EXPECT_NEAR(actual.losses[0], expected.losses[0], 1e-6 * std::fabs(expected.losses[0]));
+
+  int64_t compared = 0;
+  double worst = 0;
+  for (auto [r, states] : llvm::enumerate(actual.states)) {
+    const int64_t part = static_cast<int64_t>(r) % plan.tp; // tp is the grid's last (fastest) axis
+    for (const auto &entry : states) {
+      if (entry.getKey().contains('/'))
+        continue;
+      auto it = expected.states[0].find(entry.getKey());
+      if (it == expected.states[0].end())
+        continue;
+      Tensor want = it->second;
+      if (DictionaryAttr slice = slices.lookup(entry.getKey())) {
+        want = llvm::cantFail(tensorParallelSlice(want, cast<IntegerAttr>(slice.get("dim")).getInt(),
+                                                  cast<IntegerAttr>(slice.get("groups")).getInt(), plan.tp, part));
+      } else if (part > 0) {
+        EXPECT_TRUE(bitEqual(entry.getValue(), actual.states[r - part].lookup(entry.getKey())))
+            << "replicated parameter " << entry.getKey().str() << " differs between tp ranks " << r - part << " and "
+            << r;
+      }
+      ASSERT_EQ(entry.getValue().getShape(), want.getShape()) << entry.getKey().str();
+      double diff = maxAbsDiff(entry.getValue(), want);
+      worst = std::max(worst, diff);
+      EXPECT_LE(diff, 1e-5) << "parameter " << entry.getKey().str() << " on rank " << r;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 52 * plan.dp * plan.tp);
+  std::printf("%s: loss %.9g (one rank %.9g), worst parameter difference %.3g\n", planName(plan).c_str(),
+              actual.losses[0], expected.losses[0], worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, BundledGptTensorParallelPlan,
+                         ::testing::Values(Plan{1, 1, 4, "1f1b", 1, 2}, Plan{1, 1, 4, "1f1b", 1, 4},
+                                           Plan{1, 2, 4, "1f1b", 1, 2}, Plan{2, 1, 2, "1f1b", 1, 2}),
                          [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
 
 //===----------------------------------------------------------------------===//
