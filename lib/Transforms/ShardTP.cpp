@@ -161,6 +161,36 @@ LogicalResult Sharder::propagateElementwise(Operation *op) {
 LogicalResult Sharder::propagate(Operation *op, int64_t groups) {
   if (isa<BinaryOp, SelectOp, CompareOp>(op))
     return propagateElementwise(op);
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    // Appending to an empty key/value cache (the past of an export with one): the empty operand gets the
+    // local shape; every other operand must be sharded alike.
+    std::optional<Sharding> s;
+    RankedTensorType inType;
+    for (Value operand : op->getOperands())
+      if (auto it = sharded.find(operand); it != sharded.end() && !s) {
+        s = it->second;
+        inType = cast<RankedTensorType>(operand.getType());
+      }
+    int64_t axis = normalizeAxis(static_cast<int64_t>(concat.getAxis()), inType.getRank());
+    if (axis == s->dim)
+      return emitNodeError(op, "--ptrain-shard-tp") << "concatenates along the sharded dimension";
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto it = sharded.find(operand.get());
+      if (it != sharded.end() && it->second.dim == s->dim && it->second.groups == s->groups)
+        continue;
+      auto type = cast<RankedTensorType>(operand.get().getType());
+      if (it != sharded.end() || type.getNumElements() != 0)
+        return emitNodeError(op, "--ptrain-shard-tp")
+               << "operand " << operand.getOperandNumber() << " is neither sharded like the others nor empty";
+      SmallVector<int64_t> shape(type.getShape());
+      shape[s->dim] = inType.getShape()[s->dim];
+      auto local = RankedTensorType::get(shape, type.getElementType());
+      b.setInsertionPoint(op);
+      operand.set(arith::ConstantOp::create(b, op->getLoc(), DenseElementsAttr::get(local, ArrayRef<Attribute>{})));
+    }
+    sharded[concat.getResult()] = *s;
+    return reinfer(op);
+  }
   Value in = op->getOperand(0);
   auto found = sharded.find(in);
   if (found == sharded.end())
@@ -226,29 +256,6 @@ LogicalResult Sharder::propagate(Operation *op, int64_t groups) {
     reshape.getResult().setType(RankedTensorType::get(outShape, inType.getElementType()));
     sharded[reshape.getResult()] = {j, 1};
     return success();
-  }
-  if (auto concat = dyn_cast<ConcatOp>(op)) {
-    // Appending to an empty key/value cache (the past of an export with one): the empty operand gets the
-    // local shape; every other operand must be sharded alike.
-    int64_t axis = normalizeAxis(static_cast<int64_t>(concat.getAxis()), inType.getRank());
-    if (axis == s.dim)
-      return emitNodeError(op, "--ptrain-shard-tp") << "concatenates along the sharded dimension";
-    for (OpOperand &operand : op->getOpOperands()) {
-      auto it = sharded.find(operand.get());
-      if (it != sharded.end() && it->second.dim == s.dim && it->second.groups == s.groups)
-        continue;
-      auto type = cast<RankedTensorType>(operand.get().getType());
-      if (it != sharded.end() || type.getNumElements() != 0)
-        return emitNodeError(op, "--ptrain-shard-tp")
-               << "operand " << operand.getOperandNumber() << " is neither sharded like operand 0 nor empty";
-      SmallVector<int64_t> shape(type.getShape());
-      shape[s.dim] = inType.getShape()[s.dim];
-      auto local = RankedTensorType::get(shape, type.getElementType());
-      b.setInsertionPoint(op);
-      operand.set(arith::ConstantOp::create(b, op->getLoc(), DenseElementsAttr::get(local, ArrayRef<Attribute>{})));
-    }
-    sharded[concat.getResult()] = s;
-    return reinfer(op);
   }
   if (auto mm = dyn_cast<MatmulOp>(op)) {
     // A batched matmul over the heads (scores, context): both sides sharded along the same batch dimension.

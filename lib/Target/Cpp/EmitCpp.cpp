@@ -1013,11 +1013,6 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
       grid = g;
     if (!grid || !llvm::is_contained(grid.getAxisNames(), StringAttr::get(module.getContext(), "pp")))
       return module.emitError("--emit-cpp: a pipeline module needs a ptrain.grid with an axis pp");
-    if (grid.getAxisIndex("tp") && grid.getAxisSize("tp") > 1)
-      return module.emitError("--emit-cpp: tensor parallelism (grid axis tp = ")
-             << grid.getAxisSize("tp")
-             << ") is not yet supported by the C++ target; run the plan on the multi-rank executor "
-                "(ptrain-interpret --multi-rank)";
     FailureOr<std::string> ppComm =
         comms.lookup(grid, grid.getSymName(), ArrayAttr::get(module.getContext(),
                                                              {StringAttr::get(module.getContext(), "pp")}));
