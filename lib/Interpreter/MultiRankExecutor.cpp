@@ -248,8 +248,8 @@ llvm::Expected<Tensor> MultiRankExecutor::Impl::loadTensorParallelSlice(int64_t 
 llvm::Expected<Tensor> mlir::ptrain::interp::tensorParallelSlice(const Tensor &global, int64_t dim, int64_t groups,
                                                                  int64_t parts, int64_t index) {
   ArrayRef<int64_t> shape = global.getShape();
-  if (dim < 0 || dim >= static_cast<int64_t>(shape.size()) || groups < 1 || parts < 1 || index < 0 ||
-      index >= parts || shape[dim] % (groups * parts) != 0)
+  if (dim < 0 || dim >= static_cast<int64_t>(shape.size()) || groups < 1 || parts < 1 || index < 0 || index >= parts ||
+      shape[dim] % (groups * parts) != 0)
     return makeError("cannot take part " + std::to_string(index) + " of " + std::to_string(parts) + " in " +
                      std::to_string(groups) + " group(s) along dimension " + std::to_string(dim) + " of " +
                      global.getTypeString());
@@ -558,29 +558,40 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
     ++frame.it;
     return pointToPoint(rank, op, request, recv.getGrid(), recv.getAxis(), recv.getOffset(), /*isSend=*/false);
   }
-  // A compressed all-reduce returns its new codec state with the request, so the executor completes it at the
-  // start: the rank blocks there until every member has posted.
-  if (auto c = dyn_cast<CompressedAllReduceStartOp>(op)) {
-    Request *request = frame.requests.lookup(c.getRequest());
+  // A collective that completes in place: posted on the first visit (`contribute` fills in this rank's
+  // part), the rank blocks at the op until every member has posted; null while it waits.
+  auto inPlace = [&](Value key, StringRef grid, ArrayAttr axes,
+                     llvm::function_ref<void(Request &)> contribute) -> llvm::Expected<Request *> {
+    Request *request = frame.requests.lookup(key);
     if (!request) {
-      request = post(c.getRequest());
+      request = post(key);
       if (concrete()) {
-        request->input = value(c.getInput());
+        contribute(*request);
         request->hasInput = true;
-        for (Value state : c.getState())
-          request->states.push_back(value(state));
       }
-      if (llvm::Error error = collective(rank, op, request, c.getGrid(), c.getGridAxes()))
-        return error;
+      if (llvm::Error error = collective(rank, op, request, grid, axes))
+        return std::move(error);
     }
     if (!request->complete) {
       blocked = true;
       process.blockedAt = op;
       process.blockedOn = request;
-      return llvm::Error::success();
+      return nullptr;
     }
+    return request;
+  };
+  // A compressed all-reduce returns its new codec state with the request, so the executor completes it at the
+  // start: the rank blocks there until every member has posted.
+  if (auto c = dyn_cast<CompressedAllReduceStartOp>(op)) {
+    llvm::Expected<Request *> request = inPlace(c.getRequest(), c.getGrid(), c.getGridAxes(), [&](Request &r) {
+      r.input = value(c.getInput());
+      for (Value state : c.getState())
+        r.states.push_back(value(state));
+    });
+    if (!request || !*request)
+      return request.takeError();
     if (concrete())
-      for (auto [v, tensor] : llvm::zip(c.getNewState(), request->newStates))
+      for (auto [v, tensor] : llvm::zip(c.getNewState(), (*request)->newStates))
         frame.values[v] = tensor;
     ++frame.it;
     return llvm::Error::success();
@@ -592,28 +603,15 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
     ++frame.it;
     return llvm::Error::success();
   }
-  // Megatron's g completes in place: the rank blocks at it until every member of its tp group has posted.
+  // Megatron's g completes in place, like the compressed all-reduce.
   if (auto g = dyn_cast<TPAllReduceOp>(op)) {
-    Request *request = frame.requests.lookup(g.getResult());
-    if (!request) {
-      request = post(g.getResult());
-      if (concrete()) {
-        request->input = value(g.getInput());
-        request->hasInput = true;
-      }
-      if (llvm::Error error =
-              collective(rank, op, request, g.getGrid(), ArrayAttr::get(op->getContext(), {g.getAxisAttr()})))
-        return error;
-    }
-    if (!request->complete) {
-      blocked = true;
-      process.blockedAt = op;
-      process.blockedOn = request;
-      return llvm::Error::success();
-    }
+    llvm::Expected<Request *> request =
+        inPlace(g.getResult(), g.getGrid(), ArrayAttr::get(op->getContext(), {g.getAxisAttr()}),
+                [&](Request &r) { r.input = value(g.getInput()); });
+    if (!request || !*request)
+      return request.takeError();
     if (concrete())
-      frame.values[g.getResult()] = request->result;
-    frame.requests.erase(g.getResult());
+      frame.values[g.getResult()] = (*request)->result;
     ++frame.it;
     return llvm::Error::success();
   }

@@ -112,6 +112,9 @@ MatmulOp Raiser::producerMatmul(Value v, bool throughSplits) {
       for (Value operand : def->getOperands())
         if (!isInputFree(operand, inputFree))
           dependent.push_back(operand);
+      // A mask computed from an input (BERT's attention_mask) broadcasts; the scores have the result's shape.
+      if (dependent.size() > 1)
+        llvm::erase_if(dependent, [&](Value operand) { return operand.getType() != def->getResult(0).getType(); });
       if (dependent.size() != 1)
         return nullptr;
       v = dependent.front();

@@ -1,5 +1,6 @@
 // RUN: ptrain-translate --import-onnx %S/../../models/gpt/gpt.onnx | ptrain-opt --ptrain-raise | FileCheck %s
 // RUN: ptrain-translate --import-onnx %shared/data/onnx/gpt2_megatron.onnx --bind batch_size=2,seq_len=8,past_seq_len=0 --signature auto | ptrain-opt --ptrain-raise | FileCheck %s --check-prefix=MEGATRON
+// RUN: ptrain-translate --import-onnx %shared/data/onnx/bert_toy_optimized.onnx --bind batch=2,max_seq_len_in_batch=7 --mlir-print-debuginfo | not ptrain-opt --ptrain-raise 2>&1 | FileCheck %s --check-prefix=BERT
 
 // The bundled GPT (models/gpt, torch Linear weights transposed in the graph): 4 layers, each a fused Q|K|V
 // projection, an attention of 4 heads of 32, its output projection and an MLP of 512; the tied LM head.
@@ -31,3 +32,7 @@
 // MEGATRON: {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x8x8xf32>, tensor<8x32xf32>
 // MEGATRON: {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x8x32xf32>, tensor<32x8xf32>
 // MEGATRON: {ptrain.linear = {layer = 1 : i64, role = "lm_head"}} : tensor<2x8x8xf32>, tensor<8x10xf32>
+
+// onnxruntime's BERT (bert_toy_optimized.onnx) has separate Q, K and V projections and a mask computed from
+// its attention_mask input: the error names the scores' ONNX node (kept with --mlir-print-debuginfo).
+// BERT: bert_toy_optimized.onnx:{{[0-9]+}}:0: error: --ptrain-raise: ONNX node 'MatMul_81' ('ptrain.matmul'): Q, K and V of the attention do not come from one fused projection with a parameter weight (separate Q/K/V projections are not supported)

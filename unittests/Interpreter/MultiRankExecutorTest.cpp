@@ -81,6 +81,18 @@ public:
 
   OwningOpRef<ModuleOp> parseFile(const std::string &path) { return parseSourceFile<ModuleOp>(path, &context); }
 
+  /// The initial values in the ONNX file `path` (kept open by this object), or null after a failure.
+  StateProvider openInitialValues(const std::string &path) {
+    auto opened = mlir::ptrain::onnx_data::ONNXInitializers::open(path);
+    if (!opened) {
+      ADD_FAILURE() << llvm::toString(opened.takeError());
+      return nullptr;
+    }
+    initializers.push_back(std::make_unique<mlir::ptrain::onnx_data::ONNXInitializers>(std::move(*opened)));
+    mlir::ptrain::onnx_data::ONNXInitializers *values = initializers.back().get();
+    return [values](llvm::StringRef key, RankedTensorType) { return values->read(key); };
+  }
+
   /// Splits, builds, schedules, lowers and verifies `plan` on a clone of `l0` (raised and sharded first when
   /// plan.tp > 1); with `compress` (the options of --ptrain-compress), times the schedule on the H200 node and
   /// compresses before lowering.
@@ -158,6 +170,7 @@ public:
   }
 
   MLIRContext context;
+  std::vector<std::unique_ptr<mlir::ptrain::onnx_data::ONNXInitializers>> initializers;
 };
 
 /// `count` global batches of `rows` x `seq` token ids below `vocab`, from a fixed seed.
@@ -345,11 +358,8 @@ void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const StateProvi
 TEST_P(BundledGptTensorParallelPlan, OneStepMatchesTheOneRankStep) {
   Plans plans;
   OwningOpRef<ModuleOp> l0 = plans.importBundledGpt();
-  ASSERT_TRUE(l0);
-  auto initializers =
-      mlir::ptrain::onnx_data::ONNXInitializers::open(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
-  ASSERT_TRUE(static_cast<bool>(initializers)) << llvm::toString(initializers.takeError());
-  StateProvider provider = [&](llvm::StringRef key, RankedTensorType) { return initializers->read(key); };
+  StateProvider provider = plans.openInitialValues(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
+  ASSERT_TRUE(l0 && provider);
   expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 16, 64, 256, 42), GetParam(), 24, 52);
 }
 
@@ -371,10 +381,8 @@ TEST(TensorParallel, Gpt2MegatronTp2MatchesTheOneRankStep) {
   options.bindings = {{"batch_size", 2}, {"seq_len", 8}, {"past_seq_len", 0}};
   options.applySignature = true;
   OwningOpRef<ModuleOp> l0 = mlir::ptrain::importONNX((*buffer)->getBuffer(), path, &plans.context, options);
-  ASSERT_TRUE(l0);
-  auto initializers = mlir::ptrain::onnx_data::ONNXInitializers::open(path);
-  ASSERT_TRUE(static_cast<bool>(initializers)) << llvm::toString(initializers.takeError());
-  StateProvider provider = [&](llvm::StringRef key, RankedTensorType) { return initializers->read(key); };
+  StateProvider provider = plans.openInitialValues(path);
+  ASSERT_TRUE(l0 && provider);
   expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 4, 8, 10, 5), Plan{1, 1, 2, "1f1b", 1, 2}, 6,
                                   17);
 }

@@ -121,7 +121,8 @@ def RaisePass : Pass<"ptrain-raise", "::mlir::ModuleOp"> {
     gpt2_megatron.onnx, MatMul + Split into Q/K/V) are recognised.
 
     Fails with an error at the ONNX node (its name is the op's location) when a softmax's scores are not
-    a matmul, when Q, K and V do not come from one fused projection with a parameter weight, when the
+    a matmul, when Q, K and V do not come from one fused projection with a parameter weight (BERT's separate
+    Q, K and V projections, onnxruntime's bert_toy_optimized.onnx, are such an error today), when the
     context does not reach a linear with a parameter weight through reshapes and transposes, when an MLP's
     GELU is not between two such linears, or when the forward has no attention at all.
 
