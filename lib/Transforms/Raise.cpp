@@ -26,13 +26,13 @@ namespace mlir::ptrain {
 using namespace mlir;
 using namespace mlir::ptrain;
 
-StateReadOp mlir::ptrain::getParameterRead(Value weight) {
+StateReadOp mlir::ptrain::getParameterRead(Value weight, SymbolTable &symbols) {
   if (auto transpose = weight.getDefiningOp<TransposeOp>())
     weight = transpose.getInput();
   auto read = weight.getDefiningOp<StateReadOp>();
   if (!read)
     return nullptr;
-  auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(read, read.getStateAttr());
+  auto state = symbols.lookup<StateOp>(read.getState());
   return state && state.getKind() == StateKind::Parameter ? read : nullptr;
 }
 
@@ -73,7 +73,7 @@ namespace {
 
 class Raiser {
 public:
-  explicit Raiser(func::FuncOp fn) : fn(fn), b(fn.getContext()) {}
+  Raiser(func::FuncOp fn, SymbolTable &symbols) : fn(fn), symbols(symbols), b(fn.getContext()) {}
 
   LogicalResult run(int64_t &numLayers, int64_t &numLinears);
 
@@ -90,6 +90,7 @@ private:
   }
 
   func::FuncOp fn;
+  SymbolTable &symbols;
   OpBuilder b;
   llvm::DenseMap<Value, bool> inputFree;
   int64_t linears = 0;
@@ -165,12 +166,12 @@ LogicalResult Raiser::run(int64_t &numLayers, int64_t &numLinears) {
       return emitNodeError(softmax, "--ptrain-raise") << ("the attention's probabilities do not feed a matmul with V");
     MatmulOp projQ = producerMatmul(scores.getLhs(), true), projK = producerMatmul(scores.getRhs(), true),
              projV = producerMatmul(context.getRhs(), true);
-    if (!projQ || projQ != projK || projQ != projV || !getParameterRead(projQ.getRhs()))
+    if (!projQ || projQ != projK || projQ != projV || !getParameterRead(projQ.getRhs(), symbols))
       return emitNodeError(scores, "--ptrain-raise")
              << ("Q, K and V of the attention do not come from one fused projection "
                  "with a parameter weight (separate Q/K/V projections are not supported)");
     MatmulOp out = consumerMatmul(context.getResult());
-    if (!out || !getParameterRead(out.getRhs()))
+    if (!out || !getParameterRead(out.getRhs(), symbols))
       return emitNodeError(context, "--ptrain-raise")
              << ("the attention's context does not reach an output projection with a "
                  "parameter weight through reshapes and transposes");
@@ -199,7 +200,7 @@ LogicalResult Raiser::run(int64_t &numLayers, int64_t &numLinears) {
       return emitNodeError(gelu, "--ptrain-raise") << ("layer ") << layer << " has a second GELU";
     MatmulOp up = producerMatmul(gelu.getInput(), /*throughSplits=*/false);
     MatmulOp down = consumerMatmul(gelu.getResult());
-    if (!up || !getParameterRead(up.getRhs()) || !down || !getParameterRead(down.getRhs()))
+    if (!up || !getParameterRead(up.getRhs(), symbols) || !down || !getParameterRead(down.getRhs(), symbols))
       return emitNodeError(gelu, "--ptrain-raise")
              << ("the MLP's GELU is not between two linears with parameter weights");
     mark(up, layer, "mlp_up");
@@ -210,7 +211,7 @@ LogicalResult Raiser::run(int64_t &numLayers, int64_t &numLinears) {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   if (ret.getNumOperands() > 0)
     if (auto head = ret.getOperand(0).getDefiningOp<MatmulOp>())
-      if (getParameterRead(head.getRhs()))
+      if (getParameterRead(head.getRhs(), symbols))
         mark(head, static_cast<int64_t>(softmaxes.size()), "lm_head");
   fn->setAttr(kLayersAttr, b.getI64IntegerAttr(static_cast<int64_t>(softmaxes.size())));
   numLayers = static_cast<int64_t>(softmaxes.size());
@@ -223,13 +224,14 @@ struct RaisePass : public ptrain::impl::RaisePassBase<RaisePass> {
   using RaisePassBase::RaisePassBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto fn = SymbolTable(module).lookup<func::FuncOp>(entry);
+    SymbolTable symbols(module);
+    auto fn = symbols.lookup<func::FuncOp>(entry);
     if (!fn || fn.isExternal() || !fn.getBody().hasOneBlock()) {
       emitError(module.getLoc()) << "--ptrain-raise: no function @" << entry << " with one block";
       return signalPassFailure();
     }
     int64_t layers = 0, linears = 0;
-    if (failed(Raiser(fn).run(layers, linears)))
+    if (failed(Raiser(fn, symbols).run(layers, linears)))
       return signalPassFailure();
     numLayers = layers;
     numLinears = linears;

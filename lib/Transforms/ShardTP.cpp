@@ -38,7 +38,8 @@ struct Sharding {
 
 class Sharder {
 public:
-  Sharder(ModuleOp module, func::FuncOp fn, int64_t tp) : module(module), fn(fn), tp(tp), b(fn.getContext()) {
+  Sharder(ModuleOp module, func::FuncOp fn, int64_t tp)
+      : module(module), fn(fn), tp(tp), b(fn.getContext()), symbols(module) {
     module.walk([&](StateReadOp read) { ++readsOf[read.getState()]; });
   }
 
@@ -62,6 +63,7 @@ private:
   func::FuncOp fn;
   int64_t tp;
   OpBuilder b;
+  SymbolTable symbols;
   llvm::StringMap<int64_t> readsOf;
   llvm::DenseMap<Value, Sharding> sharded;
 };
@@ -80,7 +82,7 @@ LogicalResult Sharder::sliceParameter(Value weight, int64_t dim, int64_t groups,
     return reinfer(transpose);
   }
   auto read = weight.getDefiningOp<StateReadOp>();
-  auto state = read ? SymbolTable::lookupNearestSymbolFrom<StateOp>(read, read.getStateAttr()) : StateOp();
+  auto state = read ? symbols.lookup<StateOp>(read.getState()) : StateOp();
   if (!state || state.getKind() != StateKind::Parameter)
     return emitNodeError(user, "--ptrain-shard-tp")
            << ("operand is not a parameter (a ptrain.state_read of a parameter, "
@@ -148,7 +150,7 @@ LogicalResult Sharder::propagateElementwise(Operation *op) {
     int64_t aligned = out->dim - (rank - type.getRank());
     if (aligned < 0 || type.getShape()[aligned] == 1)
       continue; // broadcast along the sharded dimension: a scale or a mask
-    if (!getParameterRead(operand.get()))
+    if (!getParameterRead(operand.get(), symbols))
       return emitNodeError(op, "--ptrain-shard-tp") << ("operand ") << operand.getOperandNumber()
                                                     << " is full-size along the sharded dimension and not a parameter";
     if (failed(sliceParameter(operand.get(), aligned, out->groups, op)))

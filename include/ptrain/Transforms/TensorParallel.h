@@ -24,8 +24,8 @@ inline constexpr llvm::StringLiteral kLayersAttr = "ptrain.layers";
 inline constexpr llvm::StringLiteral kTPSliceAttr = "ptrain.tp_slice";
 
 /// The `ptrain.state_read` of a parameter that `weight` is, directly or through one `ptrain.transpose`
-/// (a torch Linear's [out, in] weight); null otherwise.
-StateReadOp getParameterRead(Value weight);
+/// (a torch Linear's [out, in] weight); null otherwise. `symbols` is the module's symbol table.
+StateReadOp getParameterRead(Value weight, SymbolTable &symbols);
 
 /// An error at `op` that names its ONNX node (the NameLoc the importer gives every op):
 /// `<pass>: ONNX node '/blocks.0/attn/MatMul' ('ptrain.matmul'): ...`.
