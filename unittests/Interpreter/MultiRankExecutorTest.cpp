@@ -365,7 +365,8 @@ TEST_P(BundledGptTensorParallelPlan, OneStepMatchesTheOneRankStep) {
 
 INSTANTIATE_TEST_SUITE_P(Plans, BundledGptTensorParallelPlan,
                          ::testing::Values(Plan{1, 1, 4, "1f1b", 1, 2}, Plan{1, 1, 4, "1f1b", 1, 4},
-                                           Plan{1, 2, 4, "1f1b", 1, 2}, Plan{2, 1, 2, "1f1b", 1, 2}),
+                                           Plan{1, 2, 4, "1f1b", 1, 2}, Plan{2, 1, 2, "1f1b", 1, 2},
+                                           Plan{1, 2, 4, "interleaved", 2, 2}),
                          [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
 
 // The Megatron/Hugging Face GPT-2 export (onnxruntime's gpt2_megatron.onnx, 1 layer, 2 heads, bound to batch 2,
