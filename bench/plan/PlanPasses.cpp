@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ptrain/Analysis/PipelinePlan.h"
 #include "ptrain/Import/ONNX/ImportONNX.h"
 #include "ptrain/Tools/Registration.h"
 #include "ptrain/Transforms/Passes.h"
@@ -38,7 +39,17 @@ static void BM_ScheduleTable(benchmark::State &state) {
       state.SkipWithError(error.c_str());
       return;
     }
-    auto timing = ptrain::simulateScheduleTable(*table, p, v, m, 1.0, 2.0, 3.0, stuck);
+    ptrain::PipelinePlanIndex index;
+    auto plan = ptrain::buildPipelinePlan(ptrain::getUniformPipelineCosts(*table, v, 1.0, 2.0, 3.0), index);
+    if (!plan) {
+      state.SkipWithError(llvm::toString(plan.takeError()).c_str());
+      return;
+    }
+    ptrain::Timeline timing;
+    if (!ptrain::simulate(*plan, timing, stuck)) {
+      state.SkipWithError(stuck.c_str());
+      return;
+    }
     benchmark::DoNotOptimize(timing);
   }
   state.counters["steps"] = static_cast<double>(p * (2 * m * v + 1));

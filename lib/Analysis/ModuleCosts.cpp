@@ -6,7 +6,9 @@
 
 #include "ptrain/Analysis/ModuleCosts.h"
 
+#include "ptrain/Analysis/CodecCosts.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Transforms/CompressionPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -110,8 +112,9 @@ private:
 };
 } // namespace
 
-/// The state symbols of `kinds` that `fn` (and its callees) read or write.
-static void collectStates(func::FuncOp fn, SymbolTable &symbols, llvm::StringSet<> &seen, double &bytes,
+/// The state symbols of `kinds` that `fn` (and its callees) read or write, each once over the calls that
+/// share `seen`.
+static void collectStates(func::FuncOp fn, SymbolTable &symbols, llvm::StringSet<> &seen, std::vector<StateOp> &states,
                           llvm::ArrayRef<StateKind> kinds, llvm::DenseSet<Operation *> &visited) {
   if (!visited.insert(fn).second)
     return;
@@ -123,7 +126,7 @@ static void collectStates(func::FuncOp fn, SymbolTable &symbols, llvm::StringSet
       ref = write.getStateAttr();
     else if (auto call = dyn_cast<func::CallOp>(op)) {
       if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
-        collectStates(callee, symbols, seen, bytes, kinds, visited);
+        collectStates(callee, symbols, seen, states, kinds, visited);
       return;
     }
     if (!ref)
@@ -131,11 +134,118 @@ static void collectStates(func::FuncOp fn, SymbolTable &symbols, llvm::StringSet
     auto state = symbols.lookup<StateOp>(ref.getValue());
     if (!state || !llvm::is_contained(kinds, state.getKind()) || !seen.insert(ref.getValue()).second)
       return;
-    bytes += getTensorBytes(state.getTensorType());
+    states.push_back(state);
   });
 }
 
-llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp module, const ClusterSpec &cluster) {
+static double bytesOf(llvm::ArrayRef<StateOp> states) {
+  double bytes = 0;
+  for (StateOp state : states)
+    bytes += getTensorBytes(state.getTensorType());
+  return bytes;
+}
+
+/// The TP shard of a parameter: Megatron splits the larger dimension of a matrix (column-parallel QKV and
+/// MLP-up, row-parallel projections, the vocabulary of the embedding) and 1-D tensors by tp.
+static RankedTensorType tpShard(RankedTensorType type, int64_t tp) {
+  SmallVector<int64_t> shape(type.getShape());
+  if (shape.empty() || tp <= 1)
+    return type;
+  auto largest = std::max_element(shape.begin(), shape.end());
+  *largest = (*largest + tp - 1) / tp;
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+namespace {
+/// The link figures the costs use: per GPU bandwidth and latency of intra- or inter-node links.
+struct Links {
+  const ClusterSpec &cluster;
+  int64_t sharers;
+  std::pair<double, double> get(bool inter) const {
+    return inter ? std::make_pair(cluster.interNode.bandwidth / sharers, cluster.interNode.latency)
+                 : std::make_pair(cluster.intraNode.bandwidth, cluster.intraNode.latency);
+  }
+};
+} // namespace
+
+/// The compressed gradient sends of `plan` into costs.stages[s].compressedBackward.
+static llvm::Error addCompressedSends(ModuleTimingModel &model, const CompressionPlan &plan, SymbolTable &symbols,
+                                      ArrayAttr stageRefs, const ClusterSpec &cluster, const Links &links,
+                                      bool ppInter) {
+  auto [bw, lat] = links.get(ppInter);
+  for (int64_t s = 1; s < model.pp; ++s) {
+    if (s >= static_cast<int64_t>(plan.backwardSends.size()) || !llvm::is_contained(plan.backwardSends[s], true))
+      continue;
+    auto fwd = symbols.lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stageRefs[s]).getValue());
+    auto type = dyn_cast<RankedTensorType>(fwd.getArgumentTypes()[0]);
+    auto codec = dyn_cast_or_null<CodecAttrInterface>(plan.cbCodec);
+    if (!codec || !type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
+      return costError("ptrain.compression: the backward-send codec cannot encode stage " + llvm::Twine(s) +
+                       "'s gradient");
+    CodecWork work = getCodecWork(codec, type, plan.lep);
+    auto encode = getCodecSeconds(work.encode, cluster);
+    if (!encode)
+      return encode.takeError();
+    auto decode = getCodecSeconds(work.decode, cluster);
+    if (!decode)
+      return decode.takeError();
+    CompressedTransfer t;
+    t.encodeSeconds = *encode;
+    t.decodeSeconds = *decode;
+    double messages = codec.getCodeTypes(type).size();
+    t.codes = {messages * lat + work.codeBytes / bw, work.codeBytes, ppInter};
+    std::string text;
+    llvm::raw_string_ostream(text) << plan.cbCodec;
+    t.codec = text;
+    for (int64_t i = 0; i < model.microBatches; ++i)
+      if (plan.compressesSend(s, i))
+        model.costs.stages[s].compressedBackward[i] = t;
+  }
+  return llvm::Error::success();
+}
+
+/// Data-parallel PowerSGD of rank `s`'s parameter gradients (TP shards) into costs.ranks[s].
+static llvm::Error addCompressedDataParallel(ModuleTimingModel &model, int64_t s, const CompressionPlan &plan,
+                                             llvm::ArrayRef<StateOp> parameters, const ClusterSpec &cluster,
+                                             const Links &links, bool dpInter) {
+  auto [bw, lat] = links.get(dpInter);
+  CompressedAllReduce ca;
+  std::vector<CodecPhase> phaseP, phaseQ, finish;
+  for (StateOp param : parameters) {
+    RankedTensorType shard = tpShard(param.getTensorType(), model.tp);
+    auto nm = MatrixViewAttr::getMatrixShape(MatrixViewAttr(), shard, nullptr);
+    if (failed(nm))
+      continue;
+    auto [n, m] = *nm;
+    int64_t r = std::min({plan.scRank, n, m});
+    DataParallelPowerSGDWork w = getDataParallelPowerSGDWork(n, m, r, plan.scErrorFeedback);
+    (w.exact ? ca.exact : ca.compressed) += 1;
+    phaseP.insert(phaseP.end(), w.phaseP.begin(), w.phaseP.end());
+    phaseQ.insert(phaseQ.end(), w.phaseQ.begin(), w.phaseQ.end());
+    finish.insert(finish.end(), w.finish.begin(), w.finish.end());
+    // One NCCL all-reduce per gradient and round (the lowering's per-gradient compressed all-reduces).
+    ca.first.seconds += allReduceSeconds(w.firstBytes, model.dp, bw, lat);
+    ca.first.bytes += w.firstBytes;
+    if (!w.exact) {
+      ca.second.seconds += allReduceSeconds(w.secondBytes, model.dp, bw, lat);
+      ca.second.bytes += w.secondBytes;
+    }
+  }
+  ca.first.interNode = ca.second.interNode = dpInter;
+  for (auto [phases, out] : {std::make_pair(&phaseP, &ca.phasePSeconds), std::make_pair(&phaseQ, &ca.phaseQSeconds),
+                             std::make_pair(&finish, &ca.finishSeconds)}) {
+    auto seconds = getCodecSeconds(*phases, cluster);
+    if (!seconds)
+      return seconds.takeError();
+    *out = *seconds;
+  }
+  ca.codec = "#ptrain.powersgd<rank = " + std::to_string(plan.scRank) + "> (clamped to min(n, m))";
+  model.costs.ranks[s].compressedDataParallel = ca;
+  return llvm::Error::success();
+}
+
+llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp module, const ClusterSpec &cluster,
+                                                                       bool applyCompression) {
   ModuleTimingModel model;
   auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
   ArrayAttr stageRefs = pipeline ? pipeline.getAs<ArrayAttr>("stages") : ArrayAttr();
@@ -146,11 +256,17 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
   ArrayAttr rows = schedule ? schedule.getAs<ArrayAttr>("table") : ArrayAttr();
   if (!rows)
     return costError("the module has no ptrain.schedule table (run --ptrain-schedule)");
-  if (auto v = pipeline.getAs<IntegerAttr>("virtual_stages"); v && v.getInt() > 1)
-    return costError("the pipeline has " + llvm::Twine(v.getInt()) +
-                     " virtual stages per stage (interleaved 1F1B), which the timing model does not cover yet");
-  int64_t p = stageRefs.size();
+  int64_t v = 1;
+  if (auto attr = pipeline.getAs<IntegerAttr>("virtual_stages"))
+    v = attr.getInt();
+  int64_t numChunks = stageRefs.size();
+  if (v < 1 || numChunks % v != 0)
+    return costError("ptrain.pipeline has " + llvm::Twine(numChunks) + " stage functions, not a multiple of " +
+                     llvm::Twine(v) + " virtual stages");
+  int64_t p = numChunks / v;
   model.pp = p;
+  model.virtualStages = v;
+  model.costs.virtualStages = v;
   if (auto kind = schedule.getAs<StringAttr>("kind"))
     model.scheduleKind = kind.str();
   if (auto m = schedule.getAs<IntegerAttr>("micro_batches"))
@@ -175,70 +291,79 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
   double tp = model.tp;
 
   // Bandwidth per GPU of each link kind.
-  int64_t sharers = std::max<int64_t>(1, placement->getMaxRanksPerNodeWithSame("pp"));
-  auto link = [&](bool inter) -> std::pair<double, double> {
-    return inter ? std::make_pair(cluster.interNode.bandwidth / sharers, cluster.interNode.latency)
-                 : std::make_pair(cluster.intraNode.bandwidth, cluster.intraNode.latency);
-  };
+  Links links{cluster, std::max<int64_t>(1, placement->getMaxRanksPerNodeWithSame("pp"))};
+  auto link = [&](bool inter) { return links.get(inter); };
   bool ppInter = placement->crossesNodes({"pp"});
   bool dpInter = placement->crossesNodes({"dp"});
   bool tpInter = placement->crossesNodes({"tp"});
+  // The node of each stage's first GPU (link contention between stages sharing a node).
+  for (int64_t s = 0; s < p; ++s) {
+    std::vector<int64_t> coords;
+    for (const auto &[name, size] : axes)
+      coords.push_back(name == "pp" ? s : 0);
+    model.costs.rankNodes.push_back(placement->getNode(coords));
+  }
 
   SymbolTable symbols(module);
   FunctionCosts costs(symbols, cluster);
   model.costs.memoryCapacity = cluster.memoryCapacity;
-  model.costs.stages.resize(p);
+  model.costs.stages.resize(p * v);
+  model.costs.ranks.resize(p);
+  model.costs.table.resize(p);
   model.stages.resize(p);
-  for (int64_t s = 0; s < p; ++s) {
-    StageCosts &c = model.costs.stages[s];
+  std::vector<llvm::StringSet<>> seenParams(p), seenStates(p);
+  std::vector<llvm::DenseSet<Operation *>> visitedParams(p), visitedStates(p);
+  std::vector<std::vector<StateOp>> params(p), states(p);
+  std::vector<double> inputBytes(p, 0);
+  for (int64_t vs = 0; vs < p * v; ++vs) {
+    int64_t s = vs % p;
+    StageCosts &c = model.costs.stages[vs];
     StageDetails &d = model.stages[s];
-    bool last = s == p - 1;
-    auto fwd = symbols.lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stageRefs[s]).getValue());
-    std::string prefix = "stage" + std::to_string(s);
-    auto bwd = symbols.lookup<func::FuncOp>(prefix + (last ? "_forward_backward" : "_backward"));
-    auto opt = symbols.lookup<func::FuncOp>(prefix + "_optimizer_step");
-    if (!fwd || !bwd || !opt)
-      return costError("stage " + llvm::Twine(s) + ": missing @" +
-                       (!fwd ? cast<FlatSymbolRefAttr>(stageRefs[s]).getValue().str()
-                             : prefix + (!bwd ? (last ? "_forward_backward" : "_backward") : "_optimizer_step")) +
+    bool last = vs == p * v - 1;
+    auto fwd = symbols.lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stageRefs[vs]).getValue());
+    std::string bwdName = "stage" + std::to_string(vs) + (last ? "_forward_backward" : "_backward");
+    auto bwd = symbols.lookup<func::FuncOp>(bwdName);
+    if (!fwd || !bwd)
+      return costError("stage " + llvm::Twine(vs) + ": missing @" +
+                       (!fwd ? cast<FlatSymbolRefAttr>(stageRefs[vs]).getValue().str() : bwdName) +
                        " (run --ptrain-build-training-step)");
-    d.forwardFunction = fwd.getSymName().str();
+    if (vs < p)
+      d.forwardFunction = fwd.getSymName().str();
     auto fc = costs.get(fwd);
     if (!fc)
       return fc.takeError();
     auto bc = costs.get(bwd);
     if (!bc)
       return bc.takeError();
-    auto oc = costs.get(opt);
-    if (!oc)
-      return oc.takeError();
-    d.forwardFlops = fc->flops;
-    d.backwardFlops = bc->flops;
+    d.forwardFlops += fc->flops;
+    d.backwardFlops += bc->flops;
 
     // Tensor parallelism, analytically: compute / tp plus Megatron's activation all-reduces per layer.
+    int64_t layers = 0;
     double residualBytes = 0;
     fwd.walk([&](Operation *op) {
       if (isa<SoftmaxOp>(op))
-        ++d.layers;
+        ++layers;
       if (auto ln = dyn_cast<LayerNormOp>(op); ln && residualBytes == 0)
         residualBytes = getTensorBytes(ln.getInput().getType());
     });
+    d.layers += layers;
     auto [tpBw, tpLat] = link(tpInter);
     double tpAllReduce = allReduceSeconds(residualBytes, model.tp, tpBw, tpLat);
-    d.tpForwardSeconds = 2 * d.layers * tpAllReduce;
-    d.tpBackwardSeconds = 4 * d.layers * tpAllReduce;
+    double tpForwardSeconds = 2 * layers * tpAllReduce, tpBackwardSeconds = 4 * layers * tpAllReduce;
+    d.tpForwardSeconds += tpForwardSeconds / v;
+    d.tpBackwardSeconds += tpBackwardSeconds / v;
     if (model.tp > 1) {
       double busBytes = 2.0 * (model.tp - 1) / model.tp * residualBytes;
-      d.tpForwardBytes = 2 * d.layers * busBytes;
-      d.tpBackwardBytes = 4 * d.layers * busBytes;
+      d.tpForwardBytes += 2 * layers * busBytes / v;
+      d.tpBackwardBytes += 4 * layers * busBytes / v;
       d.tpInterNode = tpInter;
     }
-    c.forward = fc->seconds / tp + d.tpForwardSeconds;
+    c.forward = fc->seconds / tp + tpForwardSeconds;
     if (last)
-      c.forwardBackward = bc->seconds / tp + d.tpBackwardSeconds;
+      c.forwardBackward = bc->seconds / tp + tpBackwardSeconds;
     else
-      c.backward = bc->seconds / tp + d.tpBackwardSeconds;
-    c.optimizer = oc->seconds / tp;
+      c.backward = bc->seconds / tp + tpBackwardSeconds;
 
     // Pipeline transfers: every TP rank sends the whole (replicated) boundary tensor.
     auto [ppBw, ppLat] = link(ppInter);
@@ -246,19 +371,38 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       double bytes = getTensorBytes(fwd.getResultTypes()[0]);
       c.sendForward = {ppLat + bytes / ppBw, bytes, ppInter};
     }
-    if (s > 0) {
+    if (vs > 0) {
       double bytes = getTensorBytes(fwd.getArgumentTypes()[0]);
       c.sendBackward = {ppLat + bytes / ppBw, bytes, ppInter};
     }
+    if (vs == s && fwd.getNumArguments() > 0)
+      inputBytes[s] = getTensorBytes(fwd.getArgumentTypes()[0]);
+
+    // The rank's parameters (for dp) and states (for memory), each counted once over its chunks.
+    collectStates(fwd, symbols, seenParams[s], params[s], {StateKind::Parameter}, visitedParams[s]);
+    for (func::FuncOp fn : {fwd, bwd})
+      collectStates(fn, symbols, seenStates[s], states[s],
+                    {StateKind::Parameter, StateKind::Gradient, StateKind::OptimizerMoment}, visitedStates[s]);
+    d.workingBytes = std::max(d.workingBytes, bc->resultBytes / tp);
+  }
+
+  for (int64_t s = 0; s < p; ++s) {
+    RankCosts &rc = model.costs.ranks[s];
+    StageDetails &d = model.stages[s];
+    std::string optName = "stage" + std::to_string(s) + "_optimizer_step";
+    auto opt = symbols.lookup<func::FuncOp>(optName);
+    if (!opt)
+      return costError("stage " + llvm::Twine(s) + ": missing @" + optName + " (run --ptrain-build-training-step)");
+    auto oc = costs.get(opt);
+    if (!oc)
+      return oc.takeError();
+    rc.optimizer = oc->seconds / tp;
 
     // Data parallelism: the stage's parameter gradients (its TP shard).
-    llvm::StringSet<> seen;
-    llvm::DenseSet<Operation *> visited;
-    collectStates(fwd, symbols, seen, d.parameterBytes, {StateKind::Parameter}, visited);
-    d.parameterBytes /= tp;
+    d.parameterBytes = bytesOf(params[s]) / tp;
     if (model.dp > 1) {
       auto [dpBw, dpLat] = link(dpInter);
-      c.dataParallel = {allReduceSeconds(d.parameterBytes, model.dp, dpBw, dpLat), d.parameterBytes, dpInter};
+      rc.dataParallel = {allReduceSeconds(d.parameterBytes, model.dp, dpBw, dpLat), d.parameterBytes, dpInter};
     }
 
     // The tied-parameter all-reduces of the optimizer step: every stage joins the same ones, so stage 0's
@@ -272,6 +416,8 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
         std::vector<std::string> arAxes;
         for (Attribute a : ar.getGridAxes())
           arAxes.push_back(cast<StringAttr>(a).str());
+        if (arAxes == std::vector<std::string>{"dp"})
+          return; // the dp gradient all-reduce, modelled above
         bool inter = placement->crossesNodes(arAxes);
         auto [bw, lat] = link(inter);
         double bytes = getTensorBytes(ar.getInput().getType()) / tp;
@@ -281,12 +427,9 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       });
 
     // Memory.
-    llvm::StringSet<> seenStates;
-    llvm::DenseSet<Operation *> visitedStates;
-    for (func::FuncOp fn : {fwd, bwd, opt})
-      collectStates(fn, symbols, seenStates, d.stateBytes,
-                    {StateKind::Parameter, StateKind::Gradient, StateKind::OptimizerMoment}, visitedStates);
-    d.stateBytes /= tp;
+    collectStates(opt, symbols, seenStates[s], states[s],
+                  {StateKind::Parameter, StateKind::Gradient, StateKind::OptimizerMoment}, visitedStates[s]);
+    d.stateBytes = bytesOf(states[s]) / tp;
     int64_t inFlight = 0;
     for (Attribute entry : cast<ArrayAttr>(rows[s])) {
       auto str = dyn_cast<StringAttr>(entry);
@@ -294,7 +437,6 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       if (!step)
         return costError("stage " + llvm::Twine(s) + ": malformed schedule entry " +
                          (str ? "'" + str.str() + "'" : std::string("(not a string)")));
-      model.costs.table.resize(p);
       model.costs.table[s].push_back(*step);
       if (step->kind == ScheduleStep::Forward)
         d.inFlight = std::max(d.inFlight, ++inFlight);
@@ -303,9 +445,25 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       else if (step->kind == ScheduleStep::ForwardBackward)
         d.inFlight = std::max<int64_t>(d.inFlight, 1);
     }
-    d.activationBytes = d.inFlight * getTensorBytes(fwd.getArgumentTypes()[0]);
-    d.workingBytes = bc->resultBytes / tp;
-    c.peakMemory = d.stateBytes + d.activationBytes + d.workingBytes;
+    d.activationBytes = d.inFlight * inputBytes[s];
+    rc.peakMemory = d.stateBytes + d.activationBytes + d.workingBytes;
   }
+
+  // Compression decisions of --ptrain-compress.
+  if (!applyCompression || !module->hasAttr("ptrain.compression"))
+    return model;
+  if (v > 1)
+    return costError("ptrain.compression with virtual stages (interleaved 1F1B) is not modelled");
+  FailureOr<std::optional<CompressionPlan>> plan =
+      readCompressionPlan(module, p, model.microBatches, "the timing model");
+  if (failed(plan) || !*plan)
+    return costError("malformed ptrain.compression");
+  model.compressionPolicy = (*plan)->policy;
+  if (llvm::Error e = addCompressedSends(model, **plan, symbols, stageRefs, cluster, links, ppInter))
+    return std::move(e);
+  for (int64_t s = 0; s < p && model.dp > 1; ++s)
+    if (s < static_cast<int64_t>((*plan)->dpAllReduce.size()) && (*plan)->dpAllReduce[s])
+      if (llvm::Error e = addCompressedDataParallel(model, s, **plan, params[s], cluster, links, dpInter))
+        return std::move(e);
   return model;
 }

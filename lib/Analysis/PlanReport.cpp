@@ -8,6 +8,8 @@
 
 #include "llvm/Support/Format.h"
 
+#include <array>
+
 using namespace mlir;
 using namespace mlir::ptrain;
 namespace json = llvm::json;
@@ -42,6 +44,43 @@ std::vector<Traffic> trafficPerStage(const ModuleTimingModel &model, const Plan 
   return traffic;
 }
 
+/// Bytes one GPU sends per iteration on each link of the plan (collectives at the ring's 2(n-1)/n), by a
+/// readable link name, in first-use order.
+std::vector<std::pair<std::string, double>> linkTraffic(const ModuleTimingModel &model, const Plan &plan) {
+  std::vector<std::pair<std::string, double>> links;
+  auto add = [&](std::string name, double bytes) {
+    for (auto &[n, b] : links)
+      if (n == name) {
+        b += bytes;
+        return;
+      }
+    links.push_back({std::move(name), bytes});
+  };
+  for (const PlanStep &s : plan.steps) {
+    if (s.kind == PlanStep::Transfer) {
+      std::string dir = std::to_string(s.ranks[0]) + "->" + std::to_string(s.ranks[1]);
+      add((s.category == PlanStep::SendForward ? "activations " : "gradients ") + dir, s.bytes);
+    } else if (s.kind == PlanStep::Collective) {
+      bool dp = s.category == PlanStep::DataParallel;
+      int64_t n = dp ? model.dp : model.pp;
+      add(dp ? "dp all-reduce stage " + std::to_string(s.stage) : "tied all-reduce",
+          n > 1 ? 2.0 * (n - 1) / n * s.bytes : 0);
+    }
+  }
+  return links;
+}
+
+/// Sum over the rank's chunks of the forward and of the backward (or fused FB) step time.
+std::pair<double, double> rankStepTimes(const ModuleTimingModel &model, int64_t s) {
+  double f = 0, b = 0;
+  for (int64_t k = 0; k < model.virtualStages; ++k) {
+    const StageCosts &c = model.costs.stages[k * model.pp + s];
+    f += c.forward;
+    b += c.backward + c.forwardBackward;
+  }
+  return {f, b};
+}
+
 std::string stepLabel(const PlanStep &s) {
   if (s.kind == PlanStep::Compute)
     return s.name + "@" + std::to_string(s.stage);
@@ -68,17 +107,20 @@ void TimingAnalysis::printReport(llvm::raw_ostream &os) const {
   os << "cluster " << cluster.name << ": " << cluster.nodes << " nodes x " << cluster.gpusPerNode << " "
      << cluster.gpuName << "\n";
   os << "grid dp=" << model.dp << " tp=" << model.tp << " pp=" << model.pp << ", schedule " << model.scheduleKind
-     << ", " << model.microBatches << " micro-batches\n";
+     << ", " << model.microBatches << " micro-batches";
+  if (model.virtualStages > 1)
+    os << ", " << model.virtualStages << " virtual stages per stage";
+  os << "\n";
+  double idealBubble = model.microBatches ? (model.pp - 1.0) / (model.virtualStages * model.microBatches) : 0.0;
   os << "iteration time " << llvm::format("%.3f", t.iterationTime * 1e3) << " ms, bubble "
-     << llvm::format("%.4f", t.bubble) << " (bubble time / ideal time; (p-1)/m = "
-     << llvm::format("%.4f", model.microBatches ? (model.pp - 1.0) / model.microBatches : 0.0) << ")\n";
+     << llvm::format("%.4f", t.bubble) << " (bubble time / ideal time; (p-1)/"
+     << (model.virtualStages > 1 ? "(v m)" : "m") << " = " << llvm::format("%.4f", idealBubble) << ")\n";
   os << "\ntime split per stage (ms)\n";
   os << "stage    compute  exposed-comm   bubble/idle   F step     B step\n";
   for (int64_t s = 0; s < model.pp; ++s) {
-    const StageCosts &c = model.costs.stages[s];
+    auto [f, b] = rankStepTimes(model, s);
     os << llvm::format("%5d", static_cast<int>(s)) << " " << ms(t.computeTime[s]) << "   " << ms(t.exposedCommTime[s])
-       << "    " << ms(t.idleTime[s]) << " " << ms(c.forward) << " "
-       << ms(s + 1 == model.pp ? c.forwardBackward : c.backward) << "\n";
+       << "    " << ms(t.idleTime[s]) << " " << ms(f) << " " << ms(b) << "\n";
   }
   os << "\nbytes sent per iteration by one GPU of each stage\n";
   os << "stage        intra-node        inter-node\n";
@@ -111,22 +153,31 @@ void TimingAnalysis::printReport(llvm::raw_ostream &os) const {
       any = true;
     }
   os << (any ? "" : " none") << "\n";
-  for (int64_t s = 0; s < model.pp; ++s)
-    if (int id = index.dataParallelSteps[s]; id >= 0)
-      os << "  stage " << s << " dp all-reduce " << fmtBytes(plan.steps[id].bytes) << ": "
-         << llvm::format("%.3f", plan.steps[id].duration * 1e3) << " ms, slack "
-         << llvm::format("%.3f", t.slack[id] * 1e3) << " ms\n";
+  for (int64_t s = 0; s < model.pp; ++s) {
+    int id = index.dataParallelSteps[s];
+    if (id < 0)
+      continue;
+    // A compressed one: both all-reduces, and the time from its first phase's start to its last one's end.
+    const std::vector<int> &phases = index.dataParallelPhases[s];
+    double bytes = phases.empty() ? plan.steps[id].bytes : plan.steps[phases[1]].bytes + plan.steps[phases[3]].bytes;
+    double seconds = phases.empty() ? plan.steps[id].duration : t.end[phases.back()] - t.start[phases.front()];
+    os << "  stage " << s << " dp all-reduce " << fmtBytes(bytes) << (phases.empty() ? "" : " (PowerSGD P and Q)")
+       << ": " << llvm::format("%.3f", seconds * 1e3) << " ms, slack " << llvm::format("%.3f", t.slack[id] * 1e3)
+       << " ms\n";
+  }
 
   os << "\nmemory per device (capacity " << fmtBytes(cluster.memoryCapacity) << ")\n";
   os << "stage            states       activations           working              peak\n";
   for (int64_t s = 0; s < model.pp; ++s) {
     const StageDetails &d = model.stages[s];
-    double peak = model.costs.stages[s].peakMemory;
+    double peak = model.costs.ranks[s].peakMemory;
     os << llvm::format("%5d", static_cast<int>(s)) << llvm::format("%18s", fmtBytes(d.stateBytes).c_str())
        << llvm::format("%18s", fmtBytes(d.activationBytes).c_str())
        << llvm::format("%18s", fmtBytes(d.workingBytes).c_str()) << llvm::format("%18s", fmtBytes(peak).c_str())
        << (peak > cluster.memoryCapacity ? "  EXCEEDS CAPACITY" : "") << "\n";
   }
+  if (baseline)
+    printCompression(os);
 }
 
 json::Value TimingAnalysis::toJSON() const {
@@ -135,11 +186,12 @@ json::Value TimingAnalysis::toJSON() const {
   json::Array stages;
   for (int64_t s = 0; s < model.pp; ++s) {
     const StageDetails &d = model.stages[s];
-    const StageCosts &c = model.costs.stages[s];
+    const RankCosts &c = model.costs.ranks[s];
+    auto [f, b] = rankStepTimes(model, s);
     json::Object stage{{"stage", s},
                        {"layers", d.layers},
-                       {"forward_s", c.forward},
-                       {"backward_s", s + 1 == model.pp ? c.forwardBackward : c.backward},
+                       {"forward_s", f},
+                       {"backward_s", b},
                        {"optimizer_s", c.optimizer},
                        {"compute_s", t.computeTime[s]},
                        {"exposed_comm_s", t.exposedCommTime[s]},
@@ -179,9 +231,10 @@ json::Value TimingAnalysis::toJSON() const {
   for (int64_t s = 0; s < model.pp; ++s)
     if (index.dataParallelSteps[s] >= 0 && t.critical[index.dataParallelSteps[s]])
       dpCritical.push_back(s);
-  return json::Object{{"cluster", cluster.name},
+  json::Object report{{"cluster", cluster.name},
                       {"grid", json::Object{{"dp", model.dp}, {"tp", model.tp}, {"pp", model.pp}}},
                       {"schedule", model.scheduleKind},
+                      {"virtual_stages", model.virtualStages},
                       {"micro_batches", model.microBatches},
                       {"iteration_time_s", t.iterationTime},
                       {"bubble", t.bubble},
@@ -190,6 +243,9 @@ json::Value TimingAnalysis::toJSON() const {
                       {"critical_backward_sends", std::move(sends)},
                       {"critical_dp_all_reduces", std::move(dpCritical)},
                       {"steps", std::move(steps)}};
+  if (baseline)
+    report["compression"] = compressionToJSON();
+  return report;
 }
 
 json::Value TimingAnalysis::toTrace() const {
@@ -237,4 +293,151 @@ json::Value TimingAnalysis::toTrace() const {
       add(i, s.ranks[0], s.ranks[1] > s.ranks[0] ? SendNextTid : SendPrevTid);
   }
   return json::Object{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+namespace {
+/// One compressed edge of the plan: its transfer (or first dp all-reduce) in the compressed plan and in
+/// the baseline.
+struct CompressedEdge {
+  std::string name, kind, codec;
+  int64_t stage = -1, microBatch = -1;
+  double bytesBefore = 0, bytesAfter = 0, encode = 0, decode = 0, commBefore = 0, commAfter = 0;
+  int step = -1;
+};
+
+std::vector<CompressedEdge> compressedEdges(const ModuleTimingModel &model, const Plan &plan,
+                                            const PipelinePlanIndex &index, const TimingAnalysis::Baseline &base) {
+  std::vector<CompressedEdge> edges;
+  for (int64_t s = 0; s < model.pp; ++s) {
+    const StageCosts &sc = model.costs.stages[s];
+    for (size_t i = 0; i < model.costs.table[s].size(); ++i) {
+      const ScheduleStep &e = model.costs.table[s][i];
+      auto it = sc.compressedBackward.find(e.microBatch);
+      bool isB = e.kind == ScheduleStep::Backward || e.kind == ScheduleStep::ForwardBackward;
+      if (!isB || it == sc.compressedBackward.end() || index.sendSteps[s][i] < 0)
+        continue;
+      CompressedEdge edge;
+      edge.step = index.sendSteps[s][i];
+      edge.name = plan.steps[edge.step].name;
+      edge.kind = "backward_send";
+      edge.codec = it->second.codec;
+      edge.stage = s;
+      edge.microBatch = e.microBatch;
+      const PlanStep &before = base.plan.steps[base.index.sendSteps[s][i]];
+      edge.bytesBefore = before.bytes;
+      edge.commBefore = before.duration;
+      edge.bytesAfter = it->second.codes.bytes;
+      edge.commAfter = it->second.codes.seconds;
+      edge.encode = it->second.encodeSeconds;
+      edge.decode = it->second.decodeSeconds;
+      edges.push_back(edge);
+    }
+    const RankCosts &rc = model.costs.ranks[s];
+    if (!rc.compressedDataParallel || base.index.dataParallelSteps[s] < 0)
+      continue;
+    const CompressedAllReduce &ca = *rc.compressedDataParallel;
+    CompressedEdge edge;
+    edge.step = index.dataParallelSteps[s];
+    edge.name = "dp all-reduce stage " + std::to_string(s);
+    edge.kind = "dp_all_reduce";
+    edge.codec =
+        ca.codec + " on " + std::to_string(ca.compressed) + " gradients, " + std::to_string(ca.exact) + " exact";
+    edge.stage = s;
+    const PlanStep &before = base.plan.steps[base.index.dataParallelSteps[s]];
+    edge.bytesBefore = before.bytes;
+    edge.commBefore = before.duration;
+    edge.bytesAfter = ca.first.bytes + ca.second.bytes;
+    edge.commAfter = ca.first.seconds + ca.second.seconds;
+    edge.encode = ca.phasePSeconds + ca.phaseQSeconds;
+    edge.decode = ca.finishSeconds;
+    edges.push_back(edge);
+  }
+  return edges;
+}
+
+/// Per rank: seconds of encode, decode and dp codec steps.
+std::vector<std::array<double, 3>> codecSeconds(const ModuleTimingModel &model, const Plan &plan) {
+  std::vector<std::array<double, 3>> out(model.pp, {0, 0, 0});
+  for (const PlanStep &s : plan.steps) {
+    int k = s.category == PlanStep::Encode              ? 0
+            : s.category == PlanStep::Decode            ? 1
+            : s.category == PlanStep::DataParallelCodec ? 2
+                                                        : -1;
+    if (k >= 0)
+      out[s.ranks.front()][k] += s.duration;
+  }
+  return out;
+}
+} // namespace
+
+void TimingAnalysis::printCompression(llvm::raw_ostream &os) const {
+  const Baseline &base = *baseline;
+  double before = base.timeline.iterationTime, after = timeline.iterationTime;
+  os << "\ncompression (policy " << model.compressionPolicy << "): iteration time "
+     << llvm::format("%.3f", before * 1e3) << " ms uncompressed, " << llvm::format("%.3f", after * 1e3)
+     << " ms compressed, modelled speedup " << llvm::format("%.4f", after > 0 ? before / after : 0.0) << "x\n";
+  os << "bytes sent per iteration by one GPU, per link\n";
+  os << "link                               before             after\n";
+  auto beforeLinks = linkTraffic(base.model, base.plan), afterLinks = linkTraffic(model, plan);
+  for (auto &[name, bytes] : beforeLinks) {
+    double a = 0;
+    for (auto &[n, b] : afterLinks)
+      if (n == name)
+        a = b;
+    os << llvm::format("%-26s", name.c_str()) << llvm::format("%16s", fmtBytes(bytes).c_str())
+       << llvm::format("%18s", fmtBytes(a).c_str()) << "\n";
+  }
+  os << "codec kernel time per iteration (ms, compute stream)\n";
+  os << "stage     encode     decode   dp codec\n";
+  auto codec = codecSeconds(model, plan);
+  for (int64_t s = 0; s < model.pp; ++s)
+    os << llvm::format("%5d", static_cast<int>(s))
+       << llvm::format(" %10.3f %10.3f %10.3f", codec[s][0] * 1e3, codec[s][1] * 1e3, codec[s][2] * 1e3) << "\n";
+  std::vector<CompressedEdge> edges = compressedEdges(model, plan, index, base);
+  os << "compressed edges (" << edges.size() << ")\n";
+  for (const CompressedEdge &e : edges)
+    os << "  " << e.name << ": " << e.codec << ", " << fmtBytes(e.bytesBefore) << " -> " << fmtBytes(e.bytesAfter)
+       << ", comm " << llvm::format("%.3f", e.commBefore * 1e3) << " -> " << llvm::format("%.3f", e.commAfter * 1e3)
+       << " ms, encode " << llvm::format("%.3f", e.encode * 1e3) << " ms, decode "
+       << llvm::format("%.3f", e.decode * 1e3) << " ms, slack " << llvm::format("%.3f", timeline.slack[e.step] * 1e3)
+       << " ms" << (timeline.critical[e.step] ? " (critical)" : "") << "\n";
+}
+
+json::Value TimingAnalysis::compressionToJSON() const {
+  const Baseline &base = *baseline;
+  json::Array links, codec, decisions;
+  auto afterLinks = linkTraffic(model, plan);
+  for (auto &[name, bytes] : linkTraffic(base.model, base.plan)) {
+    double a = 0;
+    for (auto &[n, b] : afterLinks)
+      if (n == name)
+        a = b;
+    links.push_back(json::Object{{"link", name}, {"bytes_before", bytes}, {"bytes_after", a}});
+  }
+  auto seconds = codecSeconds(model, plan);
+  for (int64_t s = 0; s < model.pp; ++s)
+    codec.push_back(json::Object{
+        {"stage", s}, {"encode_s", seconds[s][0]}, {"decode_s", seconds[s][1]}, {"dp_codec_s", seconds[s][2]}});
+  for (const CompressedEdge &e : compressedEdges(model, plan, index, base)) {
+    json::Object d{{"edge", e.name},
+                   {"kind", e.kind},
+                   {"stage", e.stage},
+                   {"codec", e.codec},
+                   {"bytes_before", e.bytesBefore},
+                   {"bytes_after", e.bytesAfter},
+                   {"comm_before_s", e.commBefore},
+                   {"comm_after_s", e.commAfter},
+                   {"encode_s", e.encode},
+                   {"decode_s", e.decode},
+                   {"slack_s", timeline.slack[e.step]},
+                   {"critical", static_cast<bool>(timeline.critical[e.step])}};
+    if (e.microBatch >= 0)
+      d["micro_batch"] = e.microBatch;
+    decisions.push_back(std::move(d));
+  }
+  double before = base.timeline.iterationTime, after = timeline.iterationTime;
+  return json::Object{{"policy", model.compressionPolicy}, {"iteration_time_uncompressed_s", before},
+                      {"iteration_time_s", after},         {"speedup", after > 0 ? before / after : 0.0},
+                      {"links", std::move(links)},         {"codec_seconds", std::move(codec)},
+                      {"decisions", std::move(decisions)}};
 }

@@ -11,8 +11,10 @@
 using namespace mlir;
 using namespace mlir::ptrain;
 
-llvm::Error TimingAnalysis::run() {
-  auto built = buildModuleTimingModel(module, cluster);
+/// Builds the model, the plan and its timeline.
+static llvm::Error analyze(ModuleOp module, const ClusterSpec &cluster, bool applyCompression, ModuleTimingModel &model,
+                           Plan &plan, PipelinePlanIndex &index, Timeline &timeline) {
+  auto built = buildModuleTimingModel(module, cluster, applyCompression);
   if (!built)
     return built.takeError();
   model = std::move(*built);
@@ -24,6 +26,17 @@ llvm::Error TimingAnalysis::run() {
   if (!simulate(plan, timeline, error))
     return llvm::createStringError(llvm::inconvertibleErrorCode(), error);
   return llvm::Error::success();
+}
+
+llvm::Error TimingAnalysis::run() {
+  if (llvm::Error e = analyze(module, cluster, /*applyCompression=*/true, model, plan, index, timeline))
+    return e;
+  baseline.reset();
+  if (model.compressionPolicy.empty())
+    return llvm::Error::success();
+  baseline = std::make_shared<Baseline>();
+  return analyze(module, cluster, /*applyCompression=*/false, baseline->model, baseline->plan, baseline->index,
+                 baseline->timeline);
 }
 
 StepTiming TimingAnalysis::timingOf(int id) const {

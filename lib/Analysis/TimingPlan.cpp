@@ -6,6 +6,7 @@
 
 #include "ptrain/Analysis/TimingPlan.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
@@ -57,7 +58,17 @@ struct Simulator {
 
   Simulator(const Plan &plan, Timeline &out) : plan(plan), out(out), n(plan.steps.size()) {}
 
-  size_t link(const PlanStep &s) const { return static_cast<size_t>(s.ranks[0]) * plan.numRanks + s.ranks[1]; }
+  /// The link resources of a transfer: its direction src -> dst, or the plan's shared resources (numbered
+  /// after the ranks x ranks directions).
+  llvm::SmallVector<size_t, 2> links(const PlanStep &s) const {
+    size_t directions = static_cast<size_t>(plan.numRanks) * plan.numRanks;
+    if (s.links.empty())
+      return {static_cast<size_t>(s.ranks[0]) * plan.numRanks + s.ranks[1]};
+    llvm::SmallVector<size_t, 2> out;
+    for (int l : s.links)
+      out.push_back(directions + l);
+    return out;
+  }
 
   bool isHead(int id) const {
     const PlanStep &s = plan.steps[id];
@@ -80,7 +91,8 @@ struct Simulator {
       for (int r : s.ranks)
         t = std::max(t, commFree[r]);
     else
-      t = std::max(t, linkFree[link(s)]);
+      for (size_t l : links(s))
+        t = std::max(t, linkFree[l]);
     return t;
   }
 
@@ -120,11 +132,12 @@ struct Simulator {
         if (commPos[r] < plan.commOrder[r].size())
           tryQueue(plan.commOrder[r][commPos[r]]);
     } else {
-      size_t l = link(s);
-      if (linkLast[l] >= 0)
-        preds[id].push_back(linkLast[l]);
-      linkLast[l] = id;
-      linkFree[l] = out.end[id];
+      for (size_t l : links(s)) {
+        if (linkLast[l] >= 0)
+          preds[id].push_back(linkLast[l]);
+        linkLast[l] = id;
+        linkFree[l] = out.end[id];
+      }
     }
     for (int d : dependents[id]) {
       depsEnd[d] = std::max(depsEnd[d], out.end[id]);
@@ -144,8 +157,12 @@ struct Simulator {
     commFree.assign(ranks, 0);
     lastOnCompute.assign(ranks, -1);
     lastOnComm.assign(ranks, -1);
-    linkFree.assign(static_cast<size_t>(ranks) * ranks, 0);
-    linkLast.assign(static_cast<size_t>(ranks) * ranks, -1);
+    size_t numLinks = static_cast<size_t>(ranks) * ranks;
+    for (const PlanStep &s : plan.steps)
+      for (int l : s.links)
+        numLinks = std::max(numLinks, static_cast<size_t>(ranks) * ranks + l + 1);
+    linkFree.assign(numLinks, 0);
+    linkLast.assign(numLinks, -1);
     done.assign(n, false);
     queued.assign(n, false);
     preds.assign(n, {});
@@ -173,9 +190,14 @@ struct Simulator {
     if (order.size() != n) {
       for (size_t i = 0; i < n; ++i)
         if (!done[i]) {
-          error = "the plan deadlocks: step '" + plan.steps[i].name + "' never starts";
-          return false;
+          error = "the plan deadlocks: step '" + plan.steps[i].name + "' never starts (compute streams stuck at:";
+          break;
         }
+      for (int r = 0; r < plan.numRanks; ++r)
+        if (computePos[r] < plan.computeOrder[r].size())
+          error += " rank " + std::to_string(r) + " at " + plan.steps[plan.computeOrder[r][computePos[r]]].name + ",";
+      error.back() = ')';
+      return false;
     }
     return true;
   }
@@ -229,8 +251,9 @@ bool mlir::ptrain::simulate(const Plan &plan, Timeline &out, std::string &error)
   double pipelineEnd = 0;
   for (size_t i = 0; i < n; ++i) {
     const PlanStep &s = plan.steps[i];
-    if (s.kind == PlanStep::Compute && (s.category == PlanStep::Forward || s.category == PlanStep::Backward ||
-                                        s.category == PlanStep::ForwardBackward)) {
+    if (s.kind == PlanStep::Compute &&
+        (s.category == PlanStep::Forward || s.category == PlanStep::Backward ||
+         s.category == PlanStep::ForwardBackward || s.category == PlanStep::Encode || s.category == PlanStep::Decode)) {
       busy[s.ranks.front()] += s.duration;
       pipelineEnd = std::max(pipelineEnd, out.end[i]);
     }

@@ -52,10 +52,10 @@ void CriticalPathPass::runOnOperation() {
     critical.push_back(b.getArrayAttr(cr));
     sendSlack.push_back(b.getArrayAttr(ssl));
     sendCritical.push_back(b.getArrayAttr(scr));
-    if (model.costs.stages[s].peakMemory > model.costs.memoryCapacity) {
+    if (model.costs.ranks[s].peakMemory > model.costs.memoryCapacity) {
       std::string gib;
       llvm::raw_string_ostream(gib) << llvm::format("%.2f GiB per device, more than the %.2f GiB of ",
-                                                    model.costs.stages[s].peakMemory / (1 << 30),
+                                                    model.costs.ranks[s].peakMemory / (1 << 30),
                                                     model.costs.memoryCapacity / (1 << 30));
       emitWarning(module.getLoc()) << "--ptrain-critical-path: stage " << s << " needs about " << gib
                                    << analysis->getCluster().gpuName;

@@ -6,6 +6,7 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Analysis/PipelinePlan.h"
 #include "ptrain/Transforms/ScheduleTable.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -64,20 +65,24 @@ struct PrintSchedulePass : ptrain::impl::PrintSchedulePassBase<PrintSchedulePass
         os << " " << step.str();
       os << "\n";
     }
-    // Unit costs: a forward of one model chunk takes 1, its backward 2 (Narayanan et al. 2021's t_b = 2 t_f),
-    // the fused FB 3; communication is free.
+    // The timing model with unit costs: a forward of one model chunk takes 1, its backward 2 (Narayanan et al.
+    // 2021's t_b = 2 t_f), the fused FB 3; communication and the optimizer step are free.
+    PipelinePlanIndex index;
+    llvm::Expected<Plan> plan = buildPipelinePlan(getUniformPipelineCosts(rows, v, 1.0, 2.0, 3.0), index);
+    Timeline timing;
     std::string stuck;
-    std::optional<ScheduleTiming> timing = simulateScheduleTable(rows, p, v, m.getInt(), 1.0, 2.0, 3.0, stuck);
-    if (!timing) {
+    bool ok = plan ? simulate(*plan, timing, stuck) : (stuck = llvm::toString(plan.takeError()), false);
+    if (!ok) {
       module.emitError("--ptrain-print-schedule: the table deadlocks: ") << stuck;
       return signalPassFailure();
     }
+    double makespan = timing.iterationTime;
     os << "unit costs (forward 1, backward 2 per model chunk, free communication): makespan "
-       << llvm::format("%g", timing->makespan) << "\n";
+       << llvm::format("%g", makespan) << "\n";
     for (int64_t s = 0; s < p; ++s) {
-      double busy = timing->makespan - timing->idle[s];
-      os << "stage " << s << ": busy " << llvm::format("%g", busy) << ", idle " << llvm::format("%g", timing->idle[s])
-         << ", bubble (idle / busy) " << llvm::format("%.4f", busy > 0 ? timing->idle[s] / busy : 0.0) << "\n";
+      double busy = timing.computeTime[s], idle = makespan - busy;
+      os << "stage " << s << ": busy " << llvm::format("%g", busy) << ", idle " << llvm::format("%g", idle)
+         << ", bubble (idle / busy) " << llvm::format("%.4f", busy > 0 ? idle / busy : 0.0) << "\n";
     }
   }
 };

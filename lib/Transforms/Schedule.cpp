@@ -6,6 +6,7 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Analysis/PipelinePlan.h"
 #include "ptrain/Transforms/ScheduleTable.h"
 
 #include "mlir/IR/Builders.h"
@@ -70,9 +71,13 @@ void SchedulePass::runOnOperation() {
     emitError(module.getLoc()) << "--ptrain-schedule: " << error;
     return signalPassFailure();
   }
-  // Unit costs (backward twice the forward): only whether every step runs matters here.
+  // The timing model with unit costs (backward twice the forward): only whether every step runs matters here.
+  PipelinePlanIndex index;
+  llvm::Expected<Plan> plan = buildPipelinePlan(getUniformPipelineCosts(*table, v, 1.0, 2.0, 3.0), index);
+  Timeline timeline;
   std::string stuck;
-  if (!simulateScheduleTable(*table, p, v, m, 1.0, 2.0, 3.0, stuck)) {
+  bool ok = plan ? simulate(*plan, timeline, stuck) : (stuck = llvm::toString(plan.takeError()), false);
+  if (!ok) {
     emitError(module.getLoc()) << "--ptrain-schedule: the " << schedule << " table deadlocks: " << stuck;
     return signalPassFailure();
   }

@@ -3,7 +3,6 @@
 #include "ptrain/Transforms/ScheduleTable.h"
 
 #include <algorithm>
-#include <limits>
 
 using namespace mlir::ptrain;
 
@@ -119,90 +118,4 @@ std::optional<ScheduleTableRows> mlir::ptrain::buildScheduleTable(llvm::StringRe
     steps.push_back({Step::Optimizer, -1, 0});
   }
   return table;
-}
-
-std::optional<ScheduleTiming> mlir::ptrain::simulateScheduleTable(const ScheduleTableRows &table, int64_t p, int64_t v,
-                                                                  int64_t m, double forwardCost, double backwardCost,
-                                                                  double forwardBackwardCost, std::string &stuck) {
-  using Step = ScheduleStep;
-  const int64_t c = p * v;
-  const double never = std::numeric_limits<double>::infinity();
-  // forwardEnd[vs][i], backwardEnd[vs][i]: when virtual stage vs finished micro-batch i (infinity: not yet).
-  std::vector<std::vector<double>> forwardEnd(c, std::vector<double>(m, never)),
-      backwardEnd(c, std::vector<double>(m, never));
-  ScheduleTiming timing;
-  timing.start.resize(p);
-  timing.end.resize(p);
-  timing.idle.assign(p, 0.0);
-  std::vector<size_t> next(p, 0);
-  std::vector<double> clock(p, 0.0), busy(p, 0.0);
-  auto inRange = [&](const Step &step) {
-    return step.kind == Step::Optimizer ||
-           (step.microBatch >= 0 && step.microBatch < m && step.chunk >= 0 && step.chunk < v);
-  };
-  // When the step's dependency is done, or infinity.
-  auto readyAt = [&](int64_t s, const Step &step) -> double {
-    int64_t vs = step.chunk * p + s;
-    switch (step.kind) {
-    case Step::Forward:
-    case Step::ForwardBackward:
-      return vs == 0 ? 0.0 : forwardEnd[vs - 1][step.microBatch];
-    case Step::Backward:
-      return vs == c - 1 ? forwardEnd[vs][step.microBatch] : backwardEnd[vs + 1][step.microBatch];
-    case Step::Optimizer: {
-      double all = 0;
-      for (int64_t t = 0; t < p; ++t) {
-        if (next[t] + 1 < table[t].size())
-          return never;
-        all = std::max(all, clock[t]);
-      }
-      return all;
-    }
-    }
-    return never;
-  };
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int64_t s = 0; s < p; ++s) {
-      while (next[s] < table[s].size()) {
-        const Step &step = table[s][next[s]];
-        if (!inRange(step)) {
-          stuck = "stage " + std::to_string(s) + " step " + step.str() + " is out of range";
-          return std::nullopt;
-        }
-        double ready = readyAt(s, step);
-        if (ready == never)
-          break;
-        double begin = std::max(clock[s], ready);
-        double cost = step.kind == Step::Forward           ? forwardCost
-                      : step.kind == Step::Backward        ? backwardCost
-                      : step.kind == Step::ForwardBackward ? forwardBackwardCost
-                                                           : 0.0;
-        double finish = begin + cost;
-        int64_t vs = step.chunk * p + s;
-        if (step.kind == Step::Forward || step.kind == Step::ForwardBackward)
-          forwardEnd[vs][step.microBatch] = finish;
-        if (step.kind == Step::Backward || step.kind == Step::ForwardBackward)
-          backwardEnd[vs][step.microBatch] = finish;
-        if (step.kind != Step::Optimizer) {
-          busy[s] += cost;
-          timing.makespan = std::max(timing.makespan, finish);
-        }
-        timing.start[s].push_back(begin);
-        timing.end[s].push_back(finish);
-        clock[s] = finish;
-        ++next[s];
-        progress = true;
-      }
-    }
-  }
-  for (int64_t s = 0; s < p; ++s)
-    if (next[s] < table[s].size())
-      stuck += (stuck.empty() ? "" : ", ") + ("stage " + std::to_string(s) + " at " + table[s][next[s]].str());
-  if (!stuck.empty())
-    return std::nullopt;
-  for (int64_t s = 0; s < p; ++s)
-    timing.idle[s] = timing.makespan - busy[s];
-  return timing;
 }

@@ -18,11 +18,13 @@ using namespace mlir::ptrain;
 
 namespace {
 
-PipelineCosts uniformCosts(const char *kind, int p, int m, double f, double b) {
+PipelineCosts uniformCosts(const char *kind, int p, int m, double f, double b, int v = 1) {
   PipelineCosts costs;
   std::string error;
-  costs.table = *buildScheduleTable(kind, p, /*v=*/1, m, error);
-  costs.stages.resize(p);
+  costs.table = *buildScheduleTable(kind, p, v, m, error);
+  costs.virtualStages = v;
+  costs.stages.resize(p * v);
+  costs.ranks.resize(p);
   for (StageCosts &c : costs.stages) {
     c.forward = f;
     c.backward = b;
@@ -154,14 +156,28 @@ TEST(TimingPlanTest, SlackMatchesResimulation) {
   for (int trial = 0; trial < 12; ++trial) {
     int p = 2 + trial % 4, m = 2 + (trial * 5) % 7;
     PipelineCosts costs = uniformCosts(trial % 3 == 2 ? "gpipe" : "1f1b", p, m, 1, 1);
-    for (StageCosts &c : costs.stages) {
+    for (int s = 0; s < p; ++s) {
+      StageCosts &c = costs.stages[s];
       c.forward = cost(rng);
       c.backward = cost(rng);
       c.forwardBackward = c.forward + c.backward;
-      c.optimizer = cost(rng) / 4;
+      costs.ranks[s].optimizer = cost(rng) / 4;
       c.sendForward.seconds = comm(rng);
       c.sendBackward.seconds = comm(rng);
-      c.dataParallel = {comm(rng) * 4, 1.0, true};
+      costs.ranks[s].dataParallel = {comm(rng) * 4, 1.0, true};
+      // Compressed gradient sends and a compressed dp all-reduce on some stages: their codec steps obey the
+      // same slack rule.
+      if (s > 0 && trial % 2 == 1)
+        c.compressedBackward[m - 1] = {comm(rng), comm(rng), {comm(rng) / 4, 0.1, true}, "test"};
+      if (s == 0 && trial % 4 == 3) {
+        CompressedAllReduce ca;
+        ca.phasePSeconds = comm(rng);
+        ca.phaseQSeconds = comm(rng);
+        ca.finishSeconds = comm(rng);
+        ca.first = {comm(rng), 0.1, true};
+        ca.second = {comm(rng), 0.1, true};
+        costs.ranks[s].compressedDataParallel = ca;
+      }
     }
     costs.tied = {comm(rng), 1.0, true};
     PipelinePlanIndex index;
@@ -188,6 +204,106 @@ TEST(TimingPlanTest, SlackMatchesResimulation) {
     for (int id : base.criticalPath)
       EXPECT_TRUE(base.critical[id]);
   }
+}
+
+TEST(TimingPlanTest, CompressedSendRunsCodecKernelsOnBothComputeStreams) {
+  // Two stages, one micro-batch: F0 (1), send (0.5), FB0 (3), encode (0.25) on stage 1, the codes (0.125),
+  // decode (0.375) on stage 0, B0 (2).
+  PipelineCosts costs = uniformCosts("1f1b", 2, 1, 1.0, 2.0);
+  costs.stages[0].sendForward.seconds = 0.5;
+  costs.stages[1].sendBackward = {4.0, 1000, true};
+  costs.stages[1].compressedBackward[0] = {0.25, 0.375, {0.125, 10, true}, "#ptrain.powersgd<rank = 1>"};
+  PipelinePlanIndex index;
+  Plan plan = planOrDie(costs, index);
+  Timeline t = simulateOrDie(plan);
+  EXPECT_DOUBLE_EQ(t.iterationTime, 1.0 + 0.5 + 3.0 + 0.25 + 0.125 + 0.375 + 2.0);
+  std::vector<std::string> path;
+  for (int id : t.criticalPath)
+    path.push_back(plan.steps[id].name);
+  EXPECT_EQ(path, (std::vector<std::string>{"F0", "send F0 0->1", "FB0", "encode B0", "send B0 1->0", "decode B0", "B0",
+                                            "O"}));
+  // The transfer carries the codes; the encode is on stage 1's compute stream after FB0, the decode on stage
+  // 0's before B0.
+  const PlanStep &send = plan.steps[index.sendSteps[1][0]];
+  EXPECT_EQ(send.bytes, 10);
+  EXPECT_EQ(plan.steps[index.encodeSteps[1][0]].category, PlanStep::Encode);
+  EXPECT_EQ(plan.computeOrder[1],
+            (std::vector<int>{index.tableSteps[1][0], index.encodeSteps[1][0], index.tableSteps[1][1]}));
+  ASSERT_EQ(plan.computeOrder[0].size(), 4u);
+  EXPECT_EQ(plan.steps[plan.computeOrder[0][1]].category, PlanStep::Decode);
+  // Codec kernels count as busy compute, not as bubble.
+  EXPECT_DOUBLE_EQ(t.computeTime[1], 3.25);
+}
+
+TEST(TimingPlanTest, CompressedDataParallelRunsItsPhasesBeforeTheOptimizer) {
+  // One stage, dp PowerSGD: phase P (1), all-reduce P (2), phase Q (3), all-reduce Q (4), finish (5), O.
+  PipelineCosts costs = uniformCosts("1f1b", 1, 2, 1.0, 2.0);
+  costs.ranks[0].optimizer = 0.5;
+  CompressedAllReduce ca;
+  ca.phasePSeconds = 1;
+  ca.first = {2, 100, true};
+  ca.phaseQSeconds = 3;
+  ca.second = {4, 100, true};
+  ca.finishSeconds = 5;
+  costs.ranks[0].compressedDataParallel = ca;
+  PipelinePlanIndex index;
+  Plan plan = planOrDie(costs, index);
+  Timeline t = simulateOrDie(plan);
+  EXPECT_DOUBLE_EQ(t.iterationTime, 2 * 3.0 + 1 + 2 + 3 + 4 + 5 + 0.5);
+  ASSERT_EQ(index.dataParallelPhases[0].size(), 5u);
+  EXPECT_EQ(index.dataParallelSteps[0], index.dataParallelPhases[0][1]);
+  // O is last on the compute stream, after the three codec phases.
+  EXPECT_EQ(plan.computeOrder[0].back(), index.tableSteps[0].back());
+  EXPECT_EQ(plan.steps[plan.computeOrder[0][2]].category, PlanStep::DataParallelCodec);
+}
+
+TEST(TimingPlanTest, TransfersThroughOneNicGoOneAtATime) {
+  // Two transfers between different rank pairs, both ready at 0, through the same NIC resource (link 0):
+  // the second waits for the first; without the shared resource they overlap.
+  for (bool shared : {true, false}) {
+    Plan plan;
+    for (int k = 0; k < 2; ++k) {
+      PlanStep t;
+      t.kind = PlanStep::Transfer;
+      t.ranks = {2 * k, 2 * k + 1};
+      t.duration = 1;
+      t.name = "t" + std::to_string(k);
+      if (shared)
+        t.links = {0, 1 + k};
+      plan.add(t);
+    }
+    Timeline t = simulateOrDie(plan);
+    EXPECT_DOUBLE_EQ(t.iterationTime, shared ? 2 : 1);
+  }
+  // Stages alternating between two nodes (axis order with pp innermost): 0 -> 1 and 2 -> 3 leave node 0
+  // through its egress (resource 0) and enter node 1 (resource 3); 1 -> 2 goes the other way.
+  PipelineCosts costs = uniformCosts("1f1b", 4, 4, 1.0, 2.0);
+  costs.rankNodes = {0, 1, 0, 1};
+  PipelinePlanIndex index;
+  Plan plan = planOrDie(costs, index);
+  for (const PlanStep &s : plan.steps) {
+    if (s.kind != PlanStep::Transfer)
+      continue;
+    int src = s.ranks[0], dst = s.ranks[1];
+    EXPECT_EQ(s.links, (std::vector<int>{2 * (src % 2), 2 * (dst % 2) + 1})) << s.name;
+  }
+  // On one node, no NIC: each direction is its own link.
+  costs.rankNodes = {0, 0, 0, 0};
+  plan = planOrDie(costs, index);
+  for (const PlanStep &s : plan.steps)
+    EXPECT_TRUE(s.links.empty()) << s.name;
+}
+
+TEST(TimingPlanTest, InterleavedBubbleIsDividedByTheChunks) {
+  // Equal chunk costs, free communication: (p - 1) / (v m) (Narayanan et al., SC'21, sec. 2.2.2).
+  for (int p : {2, 4})
+    for (int v : {2, 3})
+      for (int m : {p, 2 * p, 4 * p}) {
+        PipelinePlanIndex index;
+        Plan plan = planOrDie(uniformCosts("interleaved", p, m, 1.0, 2.0, v), index);
+        Timeline t = simulateOrDie(plan);
+        EXPECT_NEAR(t.bubble, (p - 1.0) / (v * m), 1e-12) << "p=" << p << " v=" << v << " m=" << m;
+      }
 }
 
 TEST(TimingPlanTest, NcclBusBandwidthFactors) {

@@ -18,7 +18,16 @@
 // * memory per device: parameters, gradient accumulators and optimizer moments the stage's functions use
 //   (/ tp), the stage inputs kept for micro-batches in flight (forward done, backward not yet), and the sum of
 //   all op results of the stage's backward (an upper bound on the working set of one recomputed micro-batch,
-//   / tp).
+//   / tp);
+// * interleaved 1F1B: one StageCosts per virtual stage (its @forward_stage<c> and @stage<c>_backward), one
+//   RankCosts per rank (its @stage<s>_optimizer_step, dp all-reduce and memory over all its chunks);
+// * compression (`ptrain.compression` of --ptrain-compress, unless `applyCompression` is false): compressed
+//   backward sends carry the codec's codes and add its kernels (CodecCosts.h) to the sender's and the
+//   receiver's compute streams; a compressed dp all-reduce becomes data-parallel PowerSGD per gradient of the
+//   rank's TP shard (the larger dimension divided by tp, Megatron's column/row/vocabulary split), rank
+//   min(sc_rank, n, m), exact where (n + m) r >= n m;
+// * link contention: each rank's node (its first GPU's) is recorded, so that transfers of stages sharing a
+//   node share its NIC (PipelinePlan.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +45,8 @@
 namespace mlir::ptrain {
 
 /// What a stage costs, with the details the report shows.
+/// Per rank; with virtual stages, sums over the rank's chunks (the TP figures per step are the chunks'
+/// average).
 struct StageDetails {
   std::string forwardFunction;
   int64_t layers = 0;
@@ -55,8 +66,10 @@ struct StageDetails {
 
 /// The timing model of a scheduled module.
 struct ModuleTimingModel {
-  int64_t dp = 1, tp = 1, pp = 1, microBatches = 0;
+  int64_t dp = 1, tp = 1, pp = 1, virtualStages = 1, microBatches = 0;
   std::string scheduleKind;
+  /// The `ptrain.compression` policy the costs include; empty when uncompressed.
+  std::string compressionPolicy;
   PipelineCosts costs;
   std::vector<StageDetails> stages;
 };
@@ -65,7 +78,10 @@ struct ModuleTimingModel {
 /// no `ptrain.pipeline` or `ptrain.schedule`, no grid with an axis pp of the pipeline's size, a stage
 /// function is missing, a table entry is malformed, the cluster has fewer GPUs than the grid, or a peak
 /// FLOP/s the ops need is missing from the cluster.
-llvm::Expected<ModuleTimingModel> buildModuleTimingModel(ModuleOp module, const ClusterSpec &cluster);
+/// With `applyCompression` false, `ptrain.compression` is ignored (the uncompressed baseline); a malformed
+/// `ptrain.compression` is an error otherwise.
+llvm::Expected<ModuleTimingModel> buildModuleTimingModel(ModuleOp module, const ClusterSpec &cluster,
+                                                         bool applyCompression = true);
 
 /// Seconds of an all-reduce of `bytes` per rank over `n` ranks on a link (NCCL ring: 2(n-1) latencies and
 /// 2(n-1)/n of the bytes at `bandwidth`); 0 when n <= 1.

@@ -5,15 +5,24 @@
 //
 // * one rank per pipeline stage stands for all its data- and tensor-parallel replicas (SPMD: they run the
 //   same steps at the same time; the costs already account for their sharing of links);
-// * F<i> on stage s > 0 needs micro-batch i's activation from s - 1; that transfer starts when s - 1 has
-//   finished F<i> and s has finished the step before F<i> (it posts its receive then);
-// * B<i> / FB<i> on stage s < P - 1 needs the gradient from s + 1 (sent by its B<i> or FB<i>) and the end of
-//   its own F<i> send (the lowering waits on it there);
-// * after its last backward, a stage all-reduces its gradients over dp on its communication stream; then
-//   every stage joins the tied-parameter all-reduce over pp (when the model has tied parameters); the
-//   optimizer step O runs after both and after every send of the stage has ended.
-//
-// The table is taken entry by entry, so new step kinds (interleaved 1F1B's chunks) add cases in one place.
+// * with V virtual stages per rank (interleaved 1F1B) the table names the rank's chunk k; chunk k of rank s
+//   is virtual stage c = k P + s (Narayanan et al., SC'21, sec. 2.2.2), and transfers go between virtual
+//   stages c and c + 1, i.e. from rank c mod P to rank (c + 1) mod P (the last rank's chunk k sends to the
+//   first rank's chunk k + 1);
+// * F<i> of virtual stage c > 0 needs micro-batch i's activation from c - 1; that transfer starts when c - 1
+//   has finished F<i> and the receiving rank has finished the step before F<i> (it posts its receive then);
+// * B<i> / FB<i> of c < P V - 1 needs the gradient from c + 1 (sent by its B<i> or FB<i>) and the end of its
+//   own F<i> send (the lowering waits on it there);
+// * a compressed gradient send has an encode step on the sender's compute stream right after the producing
+//   step (the transfer starts after it) and a decode step on the receiver's compute stream right before the
+//   consuming step (after the transfer); the transfer carries the codes;
+// * after its last backward, a rank all-reduces its gradients over dp on its communication stream (or, when
+//   compressed, runs data-parallel PowerSGD: phase P on the compute stream, all-reduce of P, phase Q,
+//   all-reduce of Q, finish); then every rank joins the tied-parameter all-reduce over pp (when the model has
+//   tied parameters); the optimizer step O runs after both and after every send of the rank has ended;
+// * link contention: transfers between ranks on different nodes occupy the sending node's NIC egress and the
+//   receiving node's ingress (`rankNodes`), so transfers of different stages sharing a node go one at a time;
+//   without `rankNodes`, each link direction between two ranks is its own resource.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +34,9 @@
 
 #include "llvm/Support/Error.h"
 
+#include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace mlir::ptrain {
@@ -36,46 +48,93 @@ struct CommCost {
   bool interNode = false;
 };
 
-/// Costs of one stage, per micro-batch where it applies, in seconds.
+/// A compressed point-to-point message: codec kernels on the sender's and the receiver's compute streams
+/// and the transfer of the codes.
+struct CompressedTransfer {
+  double encodeSeconds = 0, decodeSeconds = 0;
+  CommCost codes;
+  /// The codec, for reports (e.g. "#ptrain.powersgd<rank = 16>").
+  std::string codec;
+};
+
+/// A rank's data-parallel gradient all-reduce compressed per gradient with PowerSGD (Optimus-CC's selective
+/// stage compression): seconds of the phases on the compute stream and the two all-reduces (the first also
+/// carries the exact-path gradients).
+struct CompressedAllReduce {
+  double phasePSeconds = 0, phaseQSeconds = 0, finishSeconds = 0;
+  CommCost first, second;
+  /// Gradients compressed and reduced exactly (1-D, or (n + m) r >= n m).
+  int64_t compressed = 0, exact = 0;
+  std::string codec;
+};
+
+/// Costs of one (virtual) stage, per micro-batch where it applies, in seconds.
 struct StageCosts {
   double forward = 0;
-  /// Backward of a stage s < P - 1 (with activation recomputation: includes the recomputed forward).
+  /// Backward of a stage c < P V - 1 (with activation recomputation: includes the recomputed forward).
   double backward = 0;
   /// The last stage's fused forward, loss and backward.
   double forwardBackward = 0;
-  double optimizer = 0;
-  /// Activation to s + 1 and gradient to s - 1.
+  /// Activation to c + 1 and gradient to c - 1.
   CommCost sendForward, sendBackward;
-  /// The stage's gradient all-reduce over dp; none when bytes == 0.
+  /// Micro-batches whose gradient send to c - 1 is compressed (replacing sendBackward for them).
+  std::map<int64_t, CompressedTransfer> compressedBackward;
+};
+
+/// Costs of one rank (pipeline stage with all its chunks).
+struct RankCosts {
+  double optimizer = 0;
+  /// The rank's gradient all-reduce over dp; none when bytes == 0.
   CommCost dataParallel;
+  /// When set, the dp all-reduce is compressed (replacing dataParallel).
+  std::optional<CompressedAllReduce> compressedDataParallel;
   /// Peak device memory (bytes).
   double peakMemory = 0;
 };
 
 struct PipelineCosts {
+  /// Model chunks per rank (1 unless interleaved).
+  int64_t virtualStages = 1;
+  /// Per virtual stage c = k P + s: P V entries.
   std::vector<StageCosts> stages;
-  /// Per stage, the table row (docs/TrainingStep.md).
+  /// Per rank: P entries.
+  std::vector<RankCosts> ranks;
+  /// Per rank, the table row (docs/TrainingStep.md).
   std::vector<std::vector<ScheduleStep>> table;
   /// The tied-parameter all-reduce over pp before the optimizer step; none when bytes == 0.
   CommCost tied;
   double memoryCapacity = 0;
+  /// Per rank, the node holding its (first) GPU; empty: no NIC sharing between ranks is modelled.
+  std::vector<int64_t> rankNodes;
 };
 
 /// Where the plan steps of the table went.
 struct PipelinePlanIndex {
-  /// [stage][table index] -> the compute step.
+  /// [rank][table index] -> the compute step.
   std::vector<std::vector<int>> tableSteps;
-  /// [stage][table index] -> the transfer the entry sends (activation of F<i>, gradient of B<i>/FB<i>), -1.
+  /// [rank][table index] -> the transfer the entry sends (activation of F<i>, gradient of B<i>/FB<i>), -1.
   std::vector<std::vector<int>> sendSteps;
-  /// [stage] -> the dp all-reduce, -1.
+  /// [rank][table index] -> the encode step of the entry's compressed send, -1.
+  std::vector<std::vector<int>> encodeSteps;
+  /// [rank] -> the dp all-reduce (compressed: its first all-reduce), -1.
   std::vector<int> dataParallelSteps;
+  /// [rank] -> the steps of the compressed dp all-reduce (phase P, all-reduce P, phase Q, all-reduce Q,
+  /// finish); empty when not compressed.
+  std::vector<std::vector<int>> dataParallelPhases;
   /// The tied-parameter all-reduce, -1.
   int tiedStep = -1;
 };
 
-/// Builds the plan. Fails when the table does not have one row per stage, a micro-batch is out of range or
-/// appears twice in a row, or a stage's forward (backward) has no matching entry on its neighbour.
+/// Builds the plan. Fails when the table does not have one row per rank, the stage costs are not P V
+/// entries, a micro-batch is out of range or appears twice for a chunk, or a stage's forward (backward) has
+/// no matching entry on its neighbour.
 llvm::Expected<Plan> buildPipelinePlan(const PipelineCosts &costs, PipelinePlanIndex &index);
+
+/// Costs for executing `table` (P rows, `v` model chunks per rank) with the same `forward`, `backward` and
+/// fused `forwardBackward` time on every virtual stage, free communication, free optimizer steps and no dp
+/// or tied all-reduce: the unit costs of --ptrain-schedule's deadlock check and --ptrain-print-schedule.
+PipelineCosts getUniformPipelineCosts(const ScheduleTableRows &table, int64_t v, double forward, double backward,
+                                      double forwardBackward);
 
 } // namespace mlir::ptrain
 

@@ -16,6 +16,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 
+#include <memory>
+
 namespace mlir::ptrain {
 
 /// Timing of one step, in seconds.
@@ -53,8 +55,21 @@ public:
   const PipelinePlanIndex &getIndex() const { return index; }
   const ClusterSpec &getCluster() const { return cluster; }
 
+  /// With `ptrain.compression`: the same plan without compression, simulated alongside (the report's
+  /// baseline and modelled speedup); null otherwise.
+  struct Baseline {
+    ModuleTimingModel model;
+    Plan plan;
+    PipelinePlanIndex index;
+    Timeline timeline;
+  };
+  const Baseline *getBaseline() const { return baseline.get(); }
+
 private:
   StepTiming timingOf(int id) const;
+  /// The compression section of the report (printReport) and its JSON (toJSON).
+  void printCompression(llvm::raw_ostream &os) const;
+  llvm::json::Value compressionToJSON() const;
 
   ModuleOp module;
   ClusterSpec cluster;
@@ -62,6 +77,7 @@ private:
   Plan plan;
   PipelinePlanIndex index;
   Timeline timeline;
+  std::shared_ptr<Baseline> baseline;
 };
 
 /// The passes' entry point: the cluster from `clusterPath` (attached to the module) or from the module's

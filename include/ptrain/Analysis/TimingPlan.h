@@ -6,8 +6,9 @@
 // * every rank has a compute stream and a communication stream, each running its steps in order;
 // * a compute step starts when the previous step of its stream has ended and its dependencies have ended;
 // * a point-to-point transfer starts when both sides have posted (its dependencies, which include the
-//   sender's producing step and the receiver's step before the consumer, have ended) and its link direction
-//   (src -> dst) is free; transfers ready on one link go in order of readiness;
+//   sender's producing step and the receiver's step before the consumer, have ended) and every link
+//   resource it uses is free (by default its link direction src -> dst; a plan may name shared resources
+//   instead, such as a node's NIC); transfers ready on one resource go in order of readiness;
 // * a collective starts when all members have posted: it is at the head of every member's communication
 //   stream and its dependencies have ended.
 //
@@ -32,7 +33,21 @@ namespace mlir::ptrain {
 struct PlanStep {
   enum Kind { Compute, Transfer, Collective };
   /// What the step is, for reports and tests.
-  enum Category { Forward, Backward, ForwardBackward, Optimizer, SendForward, SendBackward, DataParallel, Tied };
+  /// Encode / Decode: codec kernels of a compressed transfer; DataParallelCodec: the compute phases of a
+  /// compressed dp all-reduce.
+  enum Category {
+    Forward,
+    Backward,
+    ForwardBackward,
+    Optimizer,
+    SendForward,
+    SendBackward,
+    DataParallel,
+    Tied,
+    Encode,
+    Decode,
+    DataParallelCodec
+  };
 
   Kind kind = Compute;
   Category category = Forward;
@@ -42,6 +57,9 @@ struct PlanStep {
   double duration = 0;
   /// Steps that must end before this one can start (indices into Plan::steps).
   std::vector<int> deps;
+  /// Transfers: the shared link resources (ids >= 0, e.g. a node's NIC egress and the peer node's ingress)
+  /// the transfer occupies; empty: its own link direction src -> dst.
+  std::vector<int> links;
   /// Report data: name ("F3", "send F3 0->1", "dp all-reduce"), bytes moved per rank (communication),
   /// whether the traffic crosses nodes, the schedule position (stage, index in the stage's table row, -1
   /// when the step is not a table entry) and the micro-batch (-1 if none).
@@ -77,7 +95,8 @@ struct Timeline {
   /// One critical path, first step to last (a chain of steps each starting when its predecessor ends).
   std::vector<int> criticalPath;
   /// Bubble: (end of the last F/B/FB step on any rank - the largest per-rank F/B/FB busy time) / that busy
-  /// time. (p - 1) / m for 1F1B and GPipe with uniform stages and free communication.
+  /// time, codec kernels of compressed transfers counted as busy. (p - 1) / m for 1F1B and GPipe with
+  /// uniform stages and free communication, (p - 1) / (v m) for interleaved 1F1B with v chunks.
   double bubble = 0;
   /// Per rank, seconds over [0, iterationTime]: compute busy, compute idle while waiting for a transfer or a
   /// collective it depends on (exposed communication), other idle time (bubble).

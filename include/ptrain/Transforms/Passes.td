@@ -285,7 +285,8 @@ def PrintSchedulePass : Pass<"ptrain-print-schedule", "::mlir::ModuleOp"> {
     Prints `ptrain.schedule` (after `--ptrain-schedule`) to standard output: one line per pipeline stage
     (rank) with its steps in order (`F<i>`, `B<i>`, `FB<i>`, `O`; `.<k>` names model chunk k > 0 of the
     interleaved schedule), then the table executed with unit costs (a chunk's forward 1, backward 2, the fused
-    FB 3; communication free; ScheduleTable.h's simulateScheduleTable): the makespan and, per stage, its busy
+    FB 3; communication and optimizer free; the timing model's plan and simulation, PipelinePlan.h and
+    docs/TimingModel.md): the makespan and, per stage, its busy
     and idle time before the makespan and the bubble idle / busy. For 1F1B with equal stages the bubble is
     (P - 1) / M (Narayanan et al., SC'21, sec. 2.2.1); interleaved with v chunks, (P - 1) / (v M) (sec. 2.2.2).
     The module is unchanged. Fails when there is no schedule or a step is malformed.
@@ -414,7 +415,8 @@ def CriticalPathPass : Pass<"ptrain-critical-path", "::mlir::ModuleOp"> {
     Runs the timing analysis (docs/TimingModel.md) on a module after `--ptrain-schedule`: builds the timed
     plan of one iteration from the schedule table, the stage functions' costs (CostOpInterface) and the
     cluster description, simulates it (per rank a compute and a communication stream; transfers start when
-    both sides posted and the link direction is free; collectives when all members posted) and computes every
+    both sides posted and the link direction, or the NIC of a node several stages share, is free;
+    collectives when all members posted; interleaved 1F1B with its virtual stages) and computes every
     step's slack (seconds its duration can grow before the iteration time grows) and the critical path.
 
     Writes, next to `table` in `ptrain.schedule`, arrays of the table's shape: `slack` (f64 seconds) and
@@ -518,16 +520,25 @@ def ReportPass : Pass<"ptrain-report", "::mlir::ModuleOp"> {
     readable report: the configuration, the modelled iteration time and bubble, per stage the time split
     into compute, exposed communication and bubble (idle), the bytes one GPU of each stage sends per
     iteration on intra- and inter-node links, the critical path, the critical backward sends and dp
-    all-reduces, and memory per device against the capacity. With `json=FILE` writes the report as JSON;
+    all-reduces, and memory per device against the capacity. On a module with `ptrain.compression` (after
+    `--ptrain-compress`) the plan is timed with its codecs (codec kernels on the compute streams, the codes
+    on the links) and without them, and the report adds a compression section: both iteration times and
+    the modelled speedup, the bytes before and after compression per link, the codec kernel time per stage
+    and every compressed edge (codec, bytes, communication time before and after, encode and decode time,
+    slack). With `json=FILE` writes the report as JSON (the section as `compression`);
     with `trace=FILE` a Chrome trace event file (open it in ui.perfetto.dev): one process per stage rank,
     threads for its compute stream, communication stream and sends, each event with its slack. The IR is not
     changed (besides `ptrain.cluster` when `cluster=` is given).
 
     ```
-    // ptrain-opt step.mlir --ptrain-report="cluster=clusters/optimus-cc-a100.json json=r.json trace=t.json"
+    // ptrain-opt step.mlir --ptrain-compress --ptrain-report="cluster=clusters/optimus-cc-a100.json json=r.json"
     === ptrain plan report ===
     grid dp=4 tp=8 pp=4, schedule 1f1b, 16 micro-batches
     iteration time ... ms, bubble ...
+    ...
+    compression (policy optimus-cc): iteration time 4437.701 ms uncompressed, 4270.408 ms compressed, modelled speedup 1.0392x
+    ...
+      send B15 1->0: #ptrain.powersgd<rank = 16>, 60.00 MiB -> 632.00 KiB, comm 20.143 -> 0.227 ms, encode 0.570 ms, ...
     ```
   }];
   let options = [

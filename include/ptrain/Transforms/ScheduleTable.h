@@ -6,7 +6,8 @@
 // "FB<i>.<k>"; chunk 0 is written without the suffix, so every table of the non-interleaved schedules reads
 // as before. Chunk k of rank (stage) s is virtual stage k P + s (Narayanan et al., SC'21, sec. 2.2.2).
 // Written by --ptrain-schedule, read by --ptrain-lower-to-runtime, --ptrain-print-schedule and the timing
-// simulator. Also here: building the GPipe, 1F1B and interleaved tables and executing a table with unit costs.
+// simulator. Also here: building the GPipe, 1F1B and interleaved tables. Executing a table (with unit or real
+// costs) is the timing model's job: lib/Analysis/PipelinePlan.h, getUniformPipelineCosts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,25 +55,6 @@ using ScheduleTableRows = std::vector<std::vector<ScheduleStep>>;
 ///    reversed. The last virtual stage runs FB at its forward's slot and skips its backward slot.
 std::optional<ScheduleTableRows> buildScheduleTable(llvm::StringRef kind, int64_t p, int64_t v, int64_t m,
                                                     std::string &error);
-
-/// The times of a table executed with the given step costs (in any time unit) and free, instantaneous
-/// communication: a step starts when its stage has finished its previous step and its dependency is done
-/// (a forward of virtual stage c > 0 waits for the same micro-batch's forward on c - 1, a backward of
-/// c < P v - 1 for its backward on c + 1, the optimizer for every stage's last micro-batch step).
-struct ScheduleTiming {
-  /// Per stage, per step: start and end times.
-  std::vector<std::vector<double>> start, end;
-  /// The end of the last micro-batch step over all stages (optimizer steps excluded).
-  double makespan = 0;
-  /// Per stage, the time not spent in micro-batch steps before the makespan.
-  std::vector<double> idle;
-};
-
-/// Executes `table` (p stages, v chunks, m micro-batches) with costs per forward, backward and fused FB step;
-/// std::nullopt with `stuck` naming the first blocked step of every stuck stage when it deadlocks.
-std::optional<ScheduleTiming> simulateScheduleTable(const ScheduleTableRows &table, int64_t p, int64_t v, int64_t m,
-                                                    double forwardCost, double backwardCost, double forwardBackwardCost,
-                                                    std::string &stuck);
 
 } // namespace mlir::ptrain
 

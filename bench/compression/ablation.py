@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The modelled compression ablation of the Optimus-CC configuration (issue 8, "Report").
+
+Builds the configuration of Song et al., ASPLOS 2023 (shared/papers/optimus-cc.md): GPT-2.5B shape (52
+layers, hidden 1920, 24 heads, sequence 1024, vocabulary 51200), TP 8, PP 4, DP 4, 16 micro-batches of 8,
+fp32, 1F1B, on clusters/optimus-cc-a100.json; runs --ptrain-critical-path once, then for every row of ROWS
+--ptrain-compress with the row's options and --ptrain-report, and prints one table (markdown) of the
+modelled iteration time, the speedup over the uncompressed plan, the bytes one GPU sends per iteration
+across nodes and on the compressed links, and the codec kernel time.
+
+    python3 bench/compression/ablation.py [--bin build/bin | --opt PATH] [--out DIR] [--rows none,CB,...]
+
+A row whose policy or option the compiler does not know yet is printed as "not available" with the
+compiler's message, so ROWS can name policies before they exist (FE, mcbench, auto).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# (row name, --ptrain-compress options or None for no compression). Extend here.
+ROWS = [
+    ("none", None),
+    ("CB", "policy=optimus-cc sc=false"),
+    ("CB without LEP", "policy=optimus-cc sc=false lep=false"),
+    ("CB+FE", "policy=optimus-cc sc=false fe=true"),
+    ("CB+SC", "policy=optimus-cc"),
+    ("CB+FE+SC", "policy=optimus-cc fe=true"),
+    ("CB (critical sends)+SC", "policy=optimus-cc cb-sends=critical"),
+    ("CB (every backward send)+SC", "policy=optimus-cc cb-sends=all"),
+    ("SC (critical stages)", "policy=optimus-cc cb=false"),
+    ("SC on every stage", "policy=optimus-cc cb=false sc-all=true"),
+    ("mcbench", "policy=mcbench"),
+    ("auto", "policy=auto"),
+]
+
+CONFIG = dict(layers=52, hidden=1920, heads=24, seq=1024, vocab=51200, micro_batch=8, grid="dp=4,pp=4,tp=8",
+              pp=4, micro_batches=16, cluster=os.path.join(ROOT, "clusters", "optimus-cc-a100.json"))
+
+
+def run(cmd):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"), help="folder of ptrain-opt")
+    ap.add_argument("--opt", default="", help="ptrain-opt itself (overrides --bin)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "out", "bench-compression"))
+    ap.add_argument("--rows", default="", help="comma-separated row names (default: all)")
+    ap.add_argument("--row", action="append", default=[], metavar="NAME:OPTIONS",
+                    help="an extra row: its name and --ptrain-compress options (repeatable)")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    opt = args.opt or os.path.join(args.bin, "ptrain-opt")
+    c = CONFIG
+    model = os.path.join(args.out, "gpt-2.5b.mlir")
+    gen = run([sys.executable, os.path.join(ROOT, "python", "ptrain", "gen_gpt_mlir.py"), "--layers", str(c["layers"]),
+               "--hidden", str(c["hidden"]), "--heads", str(c["heads"]), "--seq", str(c["seq"]), "--vocab",
+               str(c["vocab"]), "--micro-batch", str(c["micro_batch"]), "--grid", c["grid"], "-o", model])
+    if gen.returncode:
+        sys.exit("gen_gpt_mlir.py failed:\n" + gen.stderr)
+    planned = os.path.join(args.out, "gpt-2.5b.plan.mlir")
+    r = run([opt, model, f"--ptrain-split-stages=pp={c['pp']}",
+             f"--ptrain-build-training-step=micro-batches={c['micro_batches']}", "--ptrain-schedule",
+             f"--ptrain-critical-path=cluster={c['cluster']}", "-o", planned])
+    if r.returncode:
+        sys.exit("ptrain-opt (plan) failed:\n" + r.stderr)
+
+    wanted = [w.strip() for w in args.rows.split(",") if w.strip()]
+    extra = [tuple(r.split(":", 1)) for r in args.row]
+    wanted += [name for name, _ in extra] if wanted else []
+    results = []
+    for name, options in ROWS + extra:
+        if wanted and name not in wanted:
+            continue
+        path = os.path.join(args.out, name.replace(" ", "_").replace("+", "-").replace("(", "").replace(")", "") +
+                            ".json")
+        passes = ([f"--ptrain-compress={options}"] if options else []) + [f"--ptrain-report=json={path}"]
+        r = run([opt, planned] + passes + ["-o", os.devnull])
+        if r.returncode:
+            msg = next((l for l in r.stderr.splitlines() if "error" in l), r.stderr.strip()[:200])
+            results.append((name, options, None, msg.split("error: ")[-1]))
+            continue
+        with open(path) as f:
+            results.append((name, options, json.load(f), None))
+
+    base = next((rep for name, _, rep, _ in results if name == "none" and rep), None)
+    print(f"Optimus-CC configuration: GPT-2.5B shape, grid {c['grid']}, {c['micro_batches']} micro-batches of "
+          f"{c['micro_batch']} x {c['seq']}, 1F1B, {os.path.basename(c['cluster'])}\n")
+    print("| row | --ptrain-compress | iteration (ms) | speedup | inter-node bytes / GPU (GiB) | compressed "
+          "edges | codec time, slowest stage (ms) |")
+    print("|---|---|---|---|---|---|---|")
+    for name, options, rep, err in results:
+        if rep is None:
+            print(f"| {name} | `{options}` | not available: {err} | | | | |")
+            continue
+        t = rep["iteration_time_s"]
+        inter = sum(s["inter_node_bytes"] for s in rep["stages"]) / 2**30
+        comp = rep.get("compression")
+        edges = len(comp["decisions"]) if comp else 0
+        codec = max((x["encode_s"] + x["decode_s"] + x["dp_codec_s"] for x in comp["codec_seconds"]),
+                    default=0) if comp else 0
+        speedup = base["iteration_time_s"] / t if base else float("nan")
+        print(f"| {name} | `{options or '(none)'}` | {t * 1e3:.1f} | {speedup:.4f} | {inter:.3f} | {edges} | "
+              f"{codec * 1e3:.3f} |")
+    # The critical edges of the uncompressed plan: what a critical-path rule may compress.
+    if base:
+        print("\ncritical backward sends (uncompressed):", ", ".join(base["critical_backward_sends"]) or "none")
+        print("critical dp all-reduces (stages):", base["critical_dp_all_reduces"])
+
+
+if __name__ == "__main__":
+    main()

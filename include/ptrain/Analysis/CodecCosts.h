@@ -1,0 +1,65 @@
+//===- CodecCosts.h - FLOPs and bytes of codec kernels --------------*- C++ -*-===//
+//
+// The work of the codec kernels the lowering puts on a rank's compute stream (DESIGN decision 6,
+// docs/TimingModel.md "Codec kernels"), counted from what the runtime's kernels do (lib/Runtime/cpu/codecs):
+//
+// * PowerSGD on the n x m matrix view, rank r (Vogels et al., "PowerSGD", NeurIPS 2019, Algorithm 1; the
+//   runtime's phases in lib/Runtime/cpu/codecs/PowerSGD.h): phase P (error feedback M = g + e, then P = M Q:
+//   2 n m r FLOPs), phase Q (modified Gram-Schmidt of P, 2 n r^2 FLOPs, then Q = M^T P: 2 n m r), finish
+//   (the decode P Q^T: 2 n m r; with error feedback the residual e = M - P Q^T: another 2 n m r). Exact path
+//   ((n + m) r >= n m, 1-D tensors included): the codes carry M, one copy each way.
+// * top-k, rand-k, quantization, casts: memory-bound passes; encode reads g (and with error feedback e,
+//   writing e) and writes the code, decode reads the code and writes the tensor (the byte counts of
+//   bench/codecs); top-k reads its input twice more (histogram and candidate passes of the radix select).
+// * linear autoencoder: the GEMMs X W_e (2 n m dim) and code W_d (2 n dim m).
+//
+// Seconds follow the op-time rule: max(FLOPs / peak, bytes / memory bandwidth) / efficiency, GEMM phases at
+// the cluster's f32 matmul peak, elementwise ones at the f32 peak.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_ANALYSIS_CODECCOSTS_H
+#define PTRAIN_ANALYSIS_CODECCOSTS_H
+
+#include "ptrain/Analysis/Cluster.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainCost.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace mlir::ptrain {
+
+/// Work of one codec kernel phase: GEMM-like (matmul peak) or elementwise.
+struct CodecPhase {
+  OpCost cost;
+  bool matmul = false;
+};
+
+/// Encoding and decoding one tensor, and the bytes of its codes.
+struct CodecWork {
+  /// On the sender (encode, with error feedback when asked) and on the receiver (decode).
+  std::vector<CodecPhase> encode, decode;
+  /// Bytes of all code tensors (what goes on the wire) and of the tensor itself.
+  double codeBytes = 0, tensorBytes = 0;
+};
+
+/// The work of `codec` on a tensor of `type` (the codec must accept the type: verifyForType).
+CodecWork getCodecWork(CodecAttrInterface codec, RankedTensorType type, bool errorFeedback);
+
+/// Data-parallel PowerSGD of one n x m gradient at rank r (the runtime's compressed all-reduce, Optimus-CC
+/// section 4.4): phase P before the all-reduce of P, phase Q between it and the all-reduce of Q, the
+/// finish after it. On the exact path only `firstBytes` is set (one all-reduce of M) and the phases are
+/// copies.
+struct DataParallelPowerSGDWork {
+  std::vector<CodecPhase> phaseP, phaseQ, finish;
+  double firstBytes = 0, secondBytes = 0, tensorBytes = 0;
+  bool exact = false;
+};
+DataParallelPowerSGDWork getDataParallelPowerSGDWork(int64_t n, int64_t m, int64_t rank, bool errorFeedback);
+
+/// Seconds of `phases` on one device of `cluster` (the op-time rule above). Fails naming a missing peak.
+llvm::Expected<double> getCodecSeconds(llvm::ArrayRef<CodecPhase> phases, const ClusterSpec &cluster);
+
+} // namespace mlir::ptrain
+
+#endif // PTRAIN_ANALYSIS_CODECCOSTS_H

@@ -1,0 +1,127 @@
+//===- CodecCosts.cpp - FLOPs and bytes of codec kernels ------------*- C++ -*-===//
+//
+// See CodecCosts.h and docs/TimingModel.md ("Codec kernels").
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Analysis/CodecCosts.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+namespace {
+constexpr double kF32 = 4; // bytes per element of the f32 tensors the codecs read and write
+
+CodecPhase gemm(double n, double k, double m) {
+  // C (n x m) = A (n x k) B (k x m): 2 n k m FLOPs, A, B read and C written once.
+  return {{2 * n * k * m, kF32 * (n * k + k * m + n * m)}, true};
+}
+
+CodecPhase pass(double flops, double bytes) { return {{flops, bytes}, false}; }
+
+/// The PowerSGD phases of the runtime (PowerSGD.h) on an n x m matrix at rank r.
+struct PowerSGDPhases {
+  std::vector<CodecPhase> p, q, decode, residual;
+};
+
+PowerSGDPhases powerSGDPhases(double n, double m, double r, bool errorFeedback) {
+  PowerSGDPhases ph;
+  double nm = n * m;
+  if (errorFeedback) // M = g + e, written into the residual buffer
+    ph.p.push_back(pass(nm, 3 * kF32 * nm));
+  ph.p.push_back(gemm(n, m, r)); // P = M Q
+  // Modified Gram-Schmidt of P: for column j, j dot products and axpys of length n; P stays in cache.
+  ph.q.push_back(pass(2 * n * r * r, 2 * kF32 * n * r));
+  ph.q.push_back(gemm(m, n, r));      // Q = M^T P
+  ph.decode.push_back(gemm(n, r, m)); // P Q^T
+  if (errorFeedback) {
+    CodecPhase e = gemm(n, r, m); // e = M - P Q^T (a GEMM with beta = 1 over the residual)
+    e.cost.bytes += kF32 * nm;
+    ph.residual.push_back(e);
+  }
+  return ph;
+}
+
+void append(std::vector<CodecPhase> &to, const std::vector<CodecPhase> &from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+} // namespace
+
+CodecWork mlir::ptrain::getCodecWork(CodecAttrInterface codec, RankedTensorType type, bool errorFeedback) {
+  CodecWork work;
+  double numel = type.getNumElements();
+  work.tensorBytes = getTensorBytes(type);
+  for (Type t : codec.getCodeTypes(type))
+    work.codeBytes += getTensorBytes(t);
+  // The memory-bound pattern: encode reads g (and e, writing e back) and writes the codes; decode reads the
+  // codes and writes the tensor.
+  double encodeBytes = (errorFeedback ? 3 : 1) * kF32 * numel + work.codeBytes;
+  double decodeBytes = work.codeBytes + kF32 * numel;
+  llvm::TypeSwitch<Attribute>(codec)
+      .Case([&](PowerSGDAttr a) {
+        auto [n, m] = *MatrixViewAttr::getMatrixShape(a.getView(), type, nullptr);
+        double r = a.getRank();
+        if ((n + m) * r >= static_cast<double>(n) * m) { // the exact path: the codes carry M
+          work.encode.push_back(pass(errorFeedback ? numel : 0, encodeBytes));
+          work.decode.push_back(pass(0, decodeBytes));
+          return;
+        }
+        PowerSGDPhases ph = powerSGDPhases(n, m, r, errorFeedback);
+        append(work.encode, ph.p);
+        append(work.encode, ph.q);
+        append(work.encode, ph.residual);
+        append(work.decode, ph.decode);
+      })
+      .Case([&](TopKAttr) {
+        // Radix select: a histogram pass and a candidate pass over |g| before the selecting pass.
+        work.encode.push_back(pass(3 * numel, encodeBytes + 2 * kF32 * numel));
+        work.decode.push_back(pass(0, decodeBytes));
+      })
+      .Case([&](LinearAEAttr a) {
+        auto [n, m] = *MatrixViewAttr::getMatrixShape(a.getView(), type, nullptr);
+        work.encode.push_back(gemm(n, m, a.getDim()));
+        work.decode.push_back(gemm(n, a.getDim(), m));
+        if (errorFeedback)
+          work.encode.push_back(pass(2 * numel, 3 * kF32 * numel));
+      })
+      .Default([&](Attribute) { // rand-k, quantization, casts: one elementwise pass each way
+        work.encode.push_back(pass(2 * numel, encodeBytes));
+        work.decode.push_back(pass(numel, decodeBytes));
+      });
+  return work;
+}
+
+DataParallelPowerSGDWork mlir::ptrain::getDataParallelPowerSGDWork(int64_t n, int64_t m, int64_t rank,
+                                                                   bool errorFeedback) {
+  DataParallelPowerSGDWork work;
+  double nm = static_cast<double>(n) * m;
+  work.tensorBytes = kF32 * nm;
+  if ((n + m) * static_cast<double>(rank) >= nm) {
+    work.exact = true;
+    work.firstBytes = kF32 * nm;
+    work.phaseP = {pass(0, 2 * kF32 * nm)};
+    work.finish = {pass(0, 2 * kF32 * nm)};
+    return work;
+  }
+  PowerSGDPhases ph = powerSGDPhases(n, m, rank, errorFeedback);
+  work.phaseP = ph.p;
+  work.phaseQ = ph.q;
+  work.finish = ph.decode;
+  append(work.finish, ph.residual);
+  work.firstBytes = kF32 * n * rank;
+  work.secondBytes = kF32 * m * rank;
+  return work;
+}
+
+llvm::Expected<double> mlir::ptrain::getCodecSeconds(llvm::ArrayRef<CodecPhase> phases, const ClusterSpec &cluster) {
+  double seconds = 0;
+  for (const CodecPhase &p : phases) {
+    auto peak = cluster.getPeakFlops("f32", p.matmul);
+    if (!peak)
+      return peak.takeError();
+    seconds += std::max(p.cost.flops / *peak, p.cost.bytes / cluster.memoryBandwidth) / cluster.efficiency;
+  }
+  return seconds;
+}

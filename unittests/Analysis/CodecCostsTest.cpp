@@ -1,0 +1,108 @@
+//===- CodecCostsTest.cpp - FLOPs and bytes of the codec kernels -----------===//
+//
+// The counts of CodecCosts.h against the formulas of docs/TimingModel.md ("Codec kernels"): PowerSGD's GEMMs
+// and Gram-Schmidt, its exact path, the memory-bound passes of the elementwise codecs, and data-parallel
+// PowerSGD's message sizes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Analysis/CodecCosts.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainDialect.h"
+
+#include <cmath>
+
+#include "mlir/IR/MLIRContext.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+namespace {
+
+double flops(llvm::ArrayRef<CodecPhase> phases) {
+  double f = 0;
+  for (const CodecPhase &p : phases)
+    f += p.cost.flops;
+  return f;
+}
+
+class CodecCostsTest : public ::testing::Test {
+protected:
+  CodecCostsTest() { context.loadDialect<PTrainDialect>(); }
+  MLIRContext context;
+};
+
+TEST_F(CodecCostsTest, PowerSGDCountsItsGemmsAndGramSchmidt) {
+  // An activation gradient of 8 x 1024 x 1920 (n = 8192, m = 1920) at rank 16.
+  double n = 8192, m = 1920, r = 16;
+  auto type = RankedTensorType::get({8, 1024, 1920}, Float32Type::get(&context));
+  auto codec = cast<CodecAttrInterface>(PowerSGDAttr::get(&context, 16, BoolAttr(), MatrixViewAttr()));
+  CodecWork ef = getCodecWork(codec, type, /*errorFeedback=*/true);
+  // P = M Q, Q = M^T P and the residual's P Q^T: 3 x 2 n m r; Gram-Schmidt 2 n r^2; M = g + e: n m.
+  EXPECT_DOUBLE_EQ(flops(ef.encode), 3 * 2 * n * m * r + 2 * n * r * r + n * m);
+  EXPECT_DOUBLE_EQ(flops(ef.decode), 2 * n * m * r);
+  EXPECT_DOUBLE_EQ(ef.codeBytes, 4 * r * (n + m));
+  EXPECT_DOUBLE_EQ(ef.tensorBytes, 4 * n * m);
+  CodecWork plain = getCodecWork(codec, type, /*errorFeedback=*/false);
+  EXPECT_DOUBLE_EQ(flops(plain.encode), 2 * 2 * n * m * r + 2 * n * r * r);
+  // On an A100 (fp32 19.5 TFLOP/s, 1.555 TB/s, efficiency 0.5) every phase is memory-bound (the skinny GEMMs
+  // do about r / 2 = 8 FLOP per byte, below 19.5 / 1.555 = 12.5): the time is the bytes at half the bandwidth.
+  ClusterSpec cluster;
+  cluster.peakFlops["f32"] = 19.5e12;
+  cluster.memoryBandwidth = 1.555e12;
+  cluster.efficiency = 0.5;
+  double bytes = 0;
+  for (const CodecPhase &p : ef.encode)
+    bytes += p.cost.bytes;
+  double seconds = cantFail(getCodecSeconds(ef.encode, cluster));
+  EXPECT_NEAR(seconds, bytes / (1.555e12 * 0.5), 1e-12 * seconds);
+  // With TF32-free but slow matmuls (1 TFLOP/s) the GEMMs become compute-bound and take longer.
+  cluster.peakFlops["f32"] = 1e12;
+  EXPECT_GT(cantFail(getCodecSeconds(ef.encode, cluster)), 2 * seconds);
+}
+
+TEST_F(CodecCostsTest, PowerSGDExactPathIsACopy) {
+  // 4 x 4 at rank 2: (4 + 4) 2 >= 16, the codes carry the matrix.
+  auto type = RankedTensorType::get({4, 4}, Float32Type::get(&context));
+  auto codec = cast<CodecAttrInterface>(PowerSGDAttr::get(&context, 2, BoolAttr(), MatrixViewAttr()));
+  CodecWork w = getCodecWork(codec, type, false);
+  EXPECT_DOUBLE_EQ(flops(w.encode), 0);
+  ASSERT_EQ(w.encode.size(), 1u);
+  EXPECT_FALSE(w.encode[0].matmul);
+  DataParallelPowerSGDWork dp = getDataParallelPowerSGDWork(4, 4, 2, true);
+  EXPECT_TRUE(dp.exact);
+  EXPECT_DOUBLE_EQ(dp.firstBytes, 64);
+  EXPECT_DOUBLE_EQ(dp.secondBytes, 0);
+  // 1-D: n = 1, rank 1: (1 + m) >= m.
+  EXPECT_TRUE(getDataParallelPowerSGDWork(1, 1920, 1, true).exact);
+}
+
+TEST_F(CodecCostsTest, DataParallelPowerSGDSendsPThenQ) {
+  DataParallelPowerSGDWork w = getDataParallelPowerSGDWork(1920, 5760, 128, true);
+  EXPECT_FALSE(w.exact);
+  EXPECT_DOUBLE_EQ(w.firstBytes, 4.0 * 1920 * 128);
+  EXPECT_DOUBLE_EQ(w.secondBytes, 4.0 * 5760 * 128);
+  EXPECT_DOUBLE_EQ(flops(w.phaseP), 1920.0 * 5760 + 2.0 * 1920 * 5760 * 128);
+  EXPECT_DOUBLE_EQ(flops(w.finish), 2 * 2.0 * 1920 * 5760 * 128);
+}
+
+TEST_F(CodecCostsTest, ElementwiseCodecsAreMemoryPasses) {
+  auto f32 = Float32Type::get(&context);
+  auto type = RankedTensorType::get({1024, 256}, f32);
+  double numel = 1024 * 256;
+  // bf16 cast with error feedback: reads g and e, writes e (12 B) and the 2-byte code; decode 2 + 4 B.
+  auto cast16 = cast<CodecAttrInterface>(CastAttr::get(&context, BFloat16Type::get(&context)));
+  CodecWork c = getCodecWork(cast16, type, true);
+  EXPECT_DOUBLE_EQ(c.codeBytes, 2 * numel);
+  EXPECT_DOUBLE_EQ(c.encode[0].cost.bytes, 14 * numel);
+  EXPECT_DOUBLE_EQ(c.decode[0].cost.bytes, 6 * numel);
+  // top-k 1%: values and int32 indices; two more reads of the input for the radix select.
+  auto topk = cast<CodecAttrInterface>(TopKAttr::get(&context, 0, FloatAttr::get(Float64Type::get(&context), 0.01)));
+  CodecWork t = getCodecWork(topk, type, false);
+  double k = std::ceil(0.01 * numel);
+  EXPECT_DOUBLE_EQ(t.codeBytes, 8 * k);
+  EXPECT_DOUBLE_EQ(t.encode[0].cost.bytes, 4 * numel + 8 * k + 8 * numel);
+}
+
+} // namespace
