@@ -38,8 +38,7 @@ struct Sharding {
 
 class Sharder {
 public:
-  Sharder(ModuleOp module, func::FuncOp fn, int64_t tp)
-      : module(module), fn(fn), tp(tp), b(fn.getContext()), symbols(module) {
+  Sharder(ModuleOp module, int64_t tp) : tp(tp), b(module.getContext()), symbols(module) {
     module.walk([&](StateReadOp read) { ++readsOf[read.getState()]; });
   }
 
@@ -55,12 +54,10 @@ private:
   /// Gives `op` the result types its (new) operands imply.
   LogicalResult reinfer(Operation *op);
   /// The local shapes of `op`, one of whose operands is sharded; records its sharded results.
-  LogicalResult propagate(Operation *op, int64_t groups);
+  LogicalResult propagate(Operation *op);
   /// Broadcasting elementwise ops (binary, select, compare): slices full-size parameter operands.
   LogicalResult propagateElementwise(Operation *op);
 
-  ModuleOp module;
-  func::FuncOp fn;
   int64_t tp;
   OpBuilder b;
   SymbolTable symbols;
@@ -160,7 +157,7 @@ LogicalResult Sharder::propagateElementwise(Operation *op) {
   return reinfer(op);
 }
 
-LogicalResult Sharder::propagate(Operation *op, int64_t groups) {
+LogicalResult Sharder::propagate(Operation *op) {
   if (isa<BinaryOp, SelectOp, CompareOp>(op))
     return propagateElementwise(op);
   if (auto concat = dyn_cast<ConcatOp>(op)) {
@@ -281,7 +278,6 @@ LogicalResult Sharder::propagate(Operation *op, int64_t groups) {
     sharded[mm.getResult()] = {*dl, 1};
     return reinfer(op);
   }
-  (void)groups;
   return emitNodeError(op, "--ptrain-shard-tp") << ("cannot shard through this op");
 }
 
@@ -332,7 +328,7 @@ LogicalResult Sharder::shardPair(MatmulOp column, MatmulOp row, int64_t groups) 
     }
     if (isa<func::ReturnOp>(op))
       break;
-    if (failed(propagate(op, groups)))
+    if (failed(propagate(op)))
       return failure();
   }
   return emitNodeError(row, "--ptrain-shard-tp")
@@ -399,7 +395,7 @@ struct ShardTPPass : public ptrain::impl::ShardTPPassBase<ShardTPPass> {
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(fn.getBody().front())))
       if (isOpTriviallyDead(&op))
         op.erase();
-    Sharder sharder(module, fn, tp);
+    Sharder sharder(module, tp);
     for (auto &[index, layer] : layers) {
       if (layer.attention) {
         auto attr = layer.attention->getAttrOfType<DictionaryAttr>(kAttentionAttr);
