@@ -168,8 +168,10 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
       (dp, pp, tp), tp varying fastest.
 
     `tp = 1` changes nothing. Fails, naming the ONNX node, when the module was not raised, when the heads
-    or the MLP width are not divisible by tp, when a sliced weight is read elsewhere (a tied weight), or when
-    a sharded value leaves the layer by another way than its row-parallel linear. The vocabulary-parallel
+    or the MLP width are not divisible by tp, when a sliced weight is read elsewhere (a tied weight), when an
+    op between the two linears cannot be sharded (e.g. Q, K and V taken apart by `ptrain.slice` instead of
+    `ptrain.split`, a reduction, a softmax over the heads), or when a sharded value leaves the layer by
+    another way than its row-parallel linear. The vocabulary-parallel
     embedding and LM head are not implemented: both stay replicated.
 
     ```mlir
