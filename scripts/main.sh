@@ -6,9 +6,12 @@
 #   3. ptrain-opt --ptrain-build-training-step: next-token loss + reverse-mode gradients, checked against
 #      PyTorch autograd's gradients of the same export;
 #   4. the AdamW training step the compiler builds from it;
-#   5. ptrain-compile: 2 pipeline stages, 4 micro-batches, 1F1B, compiled to C++ with MPI (out/main/pp2/);
+#   5. ptrain-compile: 2 pipeline stages, 4 micro-batches, 1F1B, compressed with optimus-cc (the critical path on
+#      clusters/h200-node.json, PowerSGD with a per-link residual on the cool-down backward send), compiled to C++
+#      with MPI (out/main/pp2/);
 #   6. ptrain-run: trains it under mpirun -np 2 on byte-level Python standard-library source (offline), with
-#      validation on held-out files, and saves a checkpoint.
+#      validation on held-out files, prints the bytes per link from the runtime's counters, saves a checkpoint;
+#   7. the same plan without compression, one step, for its bytes per link: the reduction CB achieves.
 # Usage: bash scripts/main.sh [build-dir] [steps]        Outputs go to out/main/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,12 +45,32 @@ echo "== 4. training step with AdamW (warm-up + cosine schedule)"
 "$BIN/ptrain-opt" "$OUT/gpt.mlir" --ptrain-build-training-step -o "$OUT/gpt-train.mlir"
 echo "   $OUT/gpt-train.mlir: $(grep -c 'ptrain.adamw' "$OUT/gpt-train.mlir") AdamW updates, $(grep -c 'kind optimizer_moment' "$OUT/gpt-train.mlir") moment states"
 
-echo "== 5. compile: pp=2, 4 micro-batches, 1F1B, CPU target"
-"$BIN/ptrain-compile" "$MODEL" --pp 2 --micro-batches 4 --schedule 1f1b --lr 3e-3 --warmup-steps 10 \
-  --total-steps "$STEPS" --target cpu -o "$OUT/pp2"
+echo "== 5. compile: pp=2, 4 micro-batches, 1F1B, policy optimus-cc, CPU target"
+COMPILE=("$BIN/ptrain-compile" "$MODEL" --pp 2 --micro-batches 4 --schedule 1f1b --lr 3e-3 --warmup-steps 10
+  --total-steps "$STEPS" --target cpu)
+"${COMPILE[@]}" --policy optimus-cc -o "$OUT/pp2"
 echo "   $OUT/pp2: $(ls "$OUT/pp2" | tr '\n' ' ')"
+/usr/bin/python3 - "$OUT/pp2/plan.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+print(f"   policy {plan['policy']}; codec states: " +
+      ", ".join(f"{s['key']} {'x'.join(map(str, s['shape']))}" for s in plan["codec_states"]))
+PY
 
 echo "== 6. train under mpirun -np 2 on Python standard-library source"
 /usr/bin/python3 python/ptrain/data.py --out "$OUT/data" --max-bytes 2000000
 "$BIN/ptrain-run" "$OUT/pp2" --data "$OUT/data" --steps "$STEPS" --val-every 50 --checkpoint "$OUT/pp2/checkpoint" \
   --log "$OUT/pp2/train-log.json"
+
+echo "== 7. bytes per link against the same plan without compression (one step)"
+"${COMPILE[@]}" -o "$OUT/pp2-none"
+"$BIN/ptrain-run" "$OUT/pp2-none" --data "$OUT/data" --steps 1 --val-batches 1 --log "$OUT/pp2-none/log.json" \
+  > "$OUT/pp2-none/run.txt" 2>&1
+/usr/bin/python3 - "$OUT/pp2/train-log.json" "$OUT/pp2-none/log.json" <<'PY'
+import json, sys
+occ, none = (json.load(open(p)) for p in sys.argv[1:3])
+per_step = lambda log, link: log["traffic"][link]["bytes"] / (log["steps"] - log["start_step"])
+for link in occ["traffic"]:
+    a, b = per_step(occ, link), per_step(none, link)
+    print(f"   {link:<18} {b:>10,.0f} B/step uncompressed -> {a:>10,.0f} B/step optimus-cc ({a / b:.3f}x)")
+PY

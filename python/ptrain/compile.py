@@ -2,7 +2,8 @@
 
     ptrain-compile model.onnx [--optimizer adamw|none] [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
                    [--dp D] [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved
-                   [--virtual-stages V]]] --target cpu -o out/
+                   [--virtual-stages V]]] [--policy none|optimus-cc|... [--cluster FILE]
+                   [--compress-options "cb-rank=8 sc=false"]] --target cpu -o out/
 
 runs, writing every intermediate into out/:
 
@@ -10,12 +11,16 @@ runs, writing every intermediate into out/:
     ptrain-opt --ptrain-build-training-step=...          -> out/step.mlir      (L1 training step)
       with --pp P > 1 or --micro-batches M > 1 (the pipeline): --ptrain-split-stages="pp=P"
       --ptrain-build-training-step="micro-batches=M ..." --ptrain-schedule="micro-batches=M schedule=1f1b"
-        --ptrain-lower-to-runtime (per-stage @stage<s>_train_step / _eval_step with explicit sends and receives)
+      with --policy P other than none (docs/Compression.md), between the schedule and the lowering:
+        --ptrain-critical-path="cluster=FILE" (default clusters/h200-node.json) --ptrain-compress="policy=P OPTIONS"
+        --ptrain-lower-to-runtime (per-stage @stage<s>_train_step / _eval_step with explicit sends and receives;
+          compress/decompress and compressed all-reduces with keyed codec states where the policy put them)
         --ptrain-verify-plan (abstract execution of every rank: no deadlock, no mismatched communication)
       with --dp D > 1: --ptrain-build-training-step="dp=D [bucket-bytes=N]" (gradients averaged over dp)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
-    out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys
+    out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys, the policy, its
+                   options and cluster, and the codec states (residuals, warm-start Q) the policy added
 
 The tools, the runtime library and the headers are found from this file's install location (the wrapper
 tools/ptrain-compile/ptrain-compile, configured into <build>/bin by CMake, passes them in) or from
@@ -124,6 +129,13 @@ def main(argv=None):
     p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"], help="pipeline schedule")
     p.add_argument("--virtual-stages", type=int, default=1,
                    help="model chunks per pipeline stage (--schedule interleaved; micro-batches a multiple of pp)")
+    p.add_argument("--policy", default="none",
+                   help="compression policy of --ptrain-compress (none, optimus-cc, or any policy the pass knows); "
+                        "needs a pipeline or data-parallel step")
+    p.add_argument("--cluster", default=None,
+                   help="cluster description for --ptrain-critical-path (default: clusters/h200-node.json)")
+    p.add_argument("--compress-options", default="",
+                   help='more --ptrain-compress options, e.g. "cb-rank=8 sc=false cb-sends=all"')
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"), help="host C++ compiler")
     p.add_argument("--build-dir", default=os.environ.get("PTRAIN_BUILD_DIR"))
     p.add_argument("--source-dir", default=os.environ.get("PTRAIN_SOURCE_DIR"))
@@ -146,6 +158,11 @@ def compile_model(args):
     if pipeline and args.optimizer != "adamw":
         raise CompileError(f"--optimizer {args.optimizer}: a pipeline or data-parallel step (--dp/--pp/"
                            "--micro-batches > 1) needs --optimizer adamw")
+    if args.policy != "none" and not pipeline:
+        raise CompileError(f"--policy {args.policy}: compression needs a pipeline or data-parallel step (--pp, "
+                           "--dp or --micro-batches > 1)")
+    if args.policy == "none" and args.compress_options.strip():
+        raise CompileError(f"--compress-options '{args.compress_options}' without --policy")
     if args.target != "cpu":
         raise CompileError(f"--target {args.target} is not yet supported; use --target cpu")
     if not args.build_dir or not args.source_dir:
@@ -156,6 +173,11 @@ def compile_model(args):
     include_dir = os.path.join(args.source_dir, "include")
     if not os.path.isfile(args.model):
         raise CompileError(f"{args.model}: no such file")
+    cluster = None
+    if args.policy != "none":
+        cluster = os.path.abspath(args.cluster or os.path.join(args.source_dir, "clusters", "h200-node.json"))
+        if not os.path.isfile(cluster):
+            raise CompileError(f"--cluster {cluster}: no such file")
     out = args.output
     os.makedirs(out, exist_ok=True)
     forward = os.path.join(out, "forward.mlir")
@@ -180,6 +202,9 @@ def compile_model(args):
         passes = [f"--ptrain-split-stages=pp={args.pp} virtual-stages={args.virtual_stages}",
                   f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}{data_parallel}"]
         passes.append(f"--ptrain-schedule=micro-batches={args.micro_batches} schedule={args.schedule}")
+        if args.policy != "none":
+            passes.append(f"--ptrain-critical-path=cluster={cluster}")
+            passes.append(f"--ptrain-compress=policy={args.policy} {args.compress_options.strip()}".rstrip())
         passes.append("--ptrain-lower-to-runtime")
         passes.append("--ptrain-verify-plan")  # Every rank's steps run abstractly: no deadlock, no mismatch.
         run([opt, forward, *passes, "--mlir-print-debuginfo", "-o", step], "building the pipeline training step")
@@ -193,11 +218,13 @@ def compile_model(args):
                 "library": os.path.abspath(lib), "dp": args.dp, "pp": args.pp,
                 "micro_batches": args.micro_batches,
                 "schedule": args.schedule, "virtual_stages": args.virtual_stages,
+                "policy": args.policy, "compress_options": args.compress_options.strip(), "cluster": cluster,
                 "entry_points": {"train": "ptrain_step_train", "eval": "ptrain_step_eval",
                                  "init": "ptrain_step_init", "save": "ptrain_step_save", "load": "ptrain_step_load",
                                  "finalize": "ptrain_step_finalize", "error": "ptrain_step_last_error"}}
         plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
         plan.update(describe_pipeline(plain, step))
+        plan["codec_states"] = [s for s in plan["states"] if s["kind"].startswith("codec_")]
         # One replica's rows per step; the global batch stacks dp replicas (replica d reads rows [d R, (d+1) R)).
         plan["replica_batch"] = plan["batch"] * args.micro_batches
         plan["global_batch"] = plan["replica_batch"] * args.dp

@@ -1,7 +1,7 @@
 """ptrain-run: train a compiled step (ptrain-compile's out/) under mpirun, one process per grid rank (dp x pp).
 
     ptrain-run out/ --data DIR_OR_FILE --steps N [--val-every K] [--val-batches V] [--np P]
-               [--checkpoint PATH] [--seed S] [--log run.json] [--timeout SECONDS]
+               [--checkpoint PATH] [--resume PATH] [--seed S] [--log run.json] [--timeout SECONDS]
 
 The launcher checks its inputs (out/plan.json, out/libstep.so, the data, the world size), then starts
 `mpirun -np <dp * pp of plan.json> --oversubscribe --mca mpi_yield_when_idle 1` (as root with
@@ -15,7 +15,16 @@ the global one, dp times as many windows, of which data-parallel replica d (rank
 when importable, else one plain line) with the loss and tokens/s (tokens = micro_batches x batch x seq per
 step). Every K steps and after the last, the validation loss is the mean of ptrain_step_eval over V fixed
 batches of the held-out data. At the end, ptrain_step_save writes the checkpoint (one file per stage:
-PATH.stage<s> when pp > 1). --log writes the losses as JSON (rank 0).
+PATH.stage<s> when pp > 1) and PATH.json, the data position (steps done, seed). --resume PATH loads such a
+checkpoint (every state by key: parameters, AdamW moments and step, codec residuals and warm-start Q) and
+continues from its step to step N with the batches a straight run would draw: the result equals the
+uninterrupted run's. --log writes the losses as JSON (rank 0).
+
+Traffic: the runtime counts the bytes every rank hands to MPI (docs/Runtime.md, "Traffic counters"). Rank 0
+prints, after training, the bytes per training step on each link: the inter-stage forward (stage s -> s + 1)
+and backward (s -> s - 1) point-to-point traffic summed over data-parallel replicas, and the collectives of
+each communicator (dp gradients, pp loss and tied embedding) summed over ranks; validation is not counted.
+The log's "traffic" has the totals over all training steps.
 
 Errors are messages and a nonzero exit, never a hang: every communication has the runtime's deadline
 (PTRAIN_COMM_TIMEOUT_S, --timeout); a rank that fails exits nonzero without finalizing MPI, and mpirun then
@@ -127,6 +136,8 @@ def launch(args):
         raise RunError(f"--np {np_}: the step in {args.out} was compiled for dp * pp = {plan.get('dp', 1)} * "
                        f"{plan['pp']} = {world} ranks (one per pipeline stage and data-parallel replica); use "
                        f"--np {world}")
+    if args.resume:
+        resume_position(args, plan)
     if args.steps < 0 or (args.val_every is not None and args.val_every < 1):
         raise RunError("--steps must be >= 0 and --val-every >= 1")
     mpirun = shutil.which("mpirun")
@@ -141,6 +152,30 @@ def launch(args):
            "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS", "-x", "PTRAIN_COMM_TIMEOUT_S",
            sys.executable, os.path.abspath(__file__), "--worker", *args.argv]
     return subprocess.call(cmd, env=env)
+
+
+def stage_path(path, plan, stage):
+    """The checkpoint file of a pipeline stage: PATH itself at pp = 1, else PATH.stage<s>."""
+    return path if plan["pp"] == 1 else f"{path}.stage{stage}"
+
+
+def resume_position(args, plan):
+    """The step a checkpoint was saved after (PATH.json); checks its files and the seed."""
+    for s in range(plan["pp"]):
+        if not os.path.isfile(stage_path(args.resume, plan, s)):
+            raise RunError(f"--resume {args.resume}: no checkpoint file {stage_path(args.resume, plan, s)}")
+    meta = args.resume + ".json"
+    try:
+        with open(meta) as f:
+            position = json.load(f)
+        start, seed = int(position["step"]), int(position["seed"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise RunError(f"--resume {args.resume}: cannot read the data position {meta} ({e})")
+    if seed != args.seed:
+        raise RunError(f"--resume {args.resume}: the checkpoint was trained with --seed {seed}, not {args.seed}")
+    if start > args.steps:
+        raise RunError(f"--resume {args.resume}: the checkpoint is after step {start}, beyond --steps {args.steps}")
+    return start
 
 
 # --- the worker (one per rank) ------------------------------------------------------------------------------
@@ -166,6 +201,12 @@ class Step:
         L.ptrain_step_save.argtypes = [ctypes.c_char_p]
         L.ptrain_step_rank.argtypes = [ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]
         L.ptrain_step_abort.argtypes = [ctypes.c_int32]
+        self.has_traffic = hasattr(L, "ptrain_step_traffic")
+        if self.has_traffic:
+            L.ptrain_step_num_links.restype = ctypes.c_int64
+            L.ptrain_step_link_name.restype = ctypes.c_char_p
+            L.ptrain_step_link_name.argtypes = [ctypes.c_int64]
+            L.ptrain_step_traffic.argtypes = [ctypes.POINTER(ctypes.c_int64)]
 
     def check(self, status, what):
         if status != 0:
@@ -175,6 +216,56 @@ class Step:
         out = ctypes.c_float()
         self.check(getattr(self.lib, fn)(ctypes.addressof(tokens), ctypes.byref(out)), fn)
         return float(out.value)
+
+
+class Traffic:
+    """The runtime's byte counters of every rank, accumulated over training steps only: pause() before a
+    validation adds what was sent since the last resume(), resume() after it zeroes the counters. Both are
+    called by every rank at the same point (ptrain_step_traffic is collective)."""
+
+    def __init__(self, step, world):
+        self.step, self.world = step, world
+        self.links = [step.lib.ptrain_step_link_name(i).decode() for i in range(step.lib.ptrain_step_num_links())]
+        self.totals = [0] * (world * len(self.links) * 2)
+
+    def pause(self):
+        counts = (ctypes.c_int64 * len(self.totals))()
+        self.step.check(self.step.lib.ptrain_step_traffic(counts), "ptrain_step_traffic")
+        self.totals = [a + b for a, b in zip(self.totals, counts)]
+
+    def resume(self):
+        self.step.check(self.step.lib.ptrain_step_reset_traffic(), "ptrain_step_reset_traffic")
+
+    def per_link(self, pp):
+        """{label: {"bytes", "messages"}}: point-to-point links per stage pair (summed over dp replicas),
+        collectives per communicator (summed over ranks). Rank r is stage r % pp (grid (dp, pp), row-major)."""
+        out = {}
+        for r in range(self.world):
+            s = r % pp
+            for i, link in enumerate(self.links):
+                if link == "pp forward":
+                    label = f"pp forward {s}->{s + 1}" if s + 1 < pp else None
+                elif link == "pp backward":
+                    label = f"pp backward {s}->{s - 1}" if s > 0 else None
+                else:
+                    label = link
+                if label is None:
+                    continue
+                entry = out.setdefault(label, {"bytes": 0, "messages": 0})
+                base = (r * len(self.links) + i) * 2
+                entry["bytes"] += self.totals[base]
+                entry["messages"] += self.totals[base + 1]
+        order = lambda label: (0 if " forward " in label else 1 if " backward " in label else 2, label)
+        return {k: out[k] for k in sorted(out, key=order)}
+
+
+def print_traffic(per_link, steps):
+    width = max(len(k) for k in per_link)
+    print(f"traffic per training step (bytes handed to MPI, all ranks; runtime counters, {steps} steps):",
+          flush=True)
+    for label, entry in per_link.items():
+        print(f"  {label:<{width}}  {entry['bytes'] / steps:>14,.0f} B  {entry['messages'] / steps:>6.1f} "
+              f"{'messages' if ' forward' in label or ' backward' in label else 'operations'}", flush=True)
 
 
 class Bar:
@@ -233,18 +324,31 @@ def work(args):
     dp, replica = plan.get("dp", 1), rank.value // plan["pp"]
     val_batches = [batch(val, rows, seq, 7919 * (args.seed + 1) + j, replica, dp) for j in range(args.val_batches)]
 
-    def validate():
-        return sum(step.loss("ptrain_step_eval", b) for b in val_batches) / len(val_batches)
+    start = 0
+    if args.resume:
+        start = resume_position(args, plan)
+        path = stage_path(args.resume, plan, stage.value)
+        step.check(step.lib.ptrain_step_load(path.encode()), f"ptrain_step_load({path})")
+    traffic = Traffic(step, dp * plan["pp"]) if step.has_traffic else None
 
-    log = {"plan": {k: plan[k] for k in PLAN_KEYS if k not in ("library",)}, "steps": args.steps,
+    def validate():
+        if traffic:
+            traffic.pause()
+        v = sum(step.loss("ptrain_step_eval", b) for b in val_batches) / len(val_batches)
+        if traffic:
+            traffic.resume()
+        return v
+
+    log = {"plan": {k: plan[k] for k in PLAN_KEYS if k not in ("library",)}, "steps": args.steps, "start_step": start,
            "seed": args.seed, "tokens_per_step": dp * rows * seq, "train_loss": [], "val_loss": []}
     log["plan"]["dp"] = dp
-    bar = Bar(args.steps, rank0)
+    log["plan"]["policy"] = plan.get("policy", "none")
+    bar = Bar(args.steps - start, rank0)
     v = validate()
-    log["val_loss"].append([0, v])
-    bar.write(f"step 0: val loss {v:.4f}")
+    log["val_loss"].append([start, v])
+    bar.write(f"step {start}: val loss {v:.4f}")
     elapsed = 0.0
-    for i in range(args.steps):
+    for i in range(start, args.steps):
         tokens = batch(train, rows, seq, args.seed * 1000003 + i, replica, dp)
         t0 = time.perf_counter()
         loss = step.loss("ptrain_step_train", tokens)
@@ -258,18 +362,24 @@ def work(args):
             v = validate()
             log["val_loss"].append([i + 1, v])
             bar.write(f"step {i + 1}: val loss {v:.4f}")
-    if args.steps:
+    if args.steps > start:
         v = validate()
         log["val_loss"].append([args.steps, v])
         bar.close()
-        log["tokens_per_s"] = dp * rows * seq * args.steps / elapsed
+        log["tokens_per_s"] = dp * rows * seq * (args.steps - start) / elapsed
         if rank0:
             print(f"step {args.steps}: train loss {log['train_loss'][-1]:.4f}, val loss {v:.4f}, "
                   f"{log['tokens_per_s']:,.0f} tok/s", flush=True)
+        if traffic:
+            log["traffic"] = traffic.per_link(plan["pp"])
+            if rank0:
+                print_traffic(log["traffic"], args.steps - start)
     if args.checkpoint and replica == 0:  # The dp replicas hold the same states: replica 0 saves them.
-        path = args.checkpoint if plan["pp"] == 1 else f"{args.checkpoint}.stage{stage.value}"
+        path = stage_path(args.checkpoint, plan, stage.value)
         step.check(step.lib.ptrain_step_save(path.encode()), f"ptrain_step_save({path})")
         if rank0:
+            with open(args.checkpoint + ".json", "w") as f:
+                json.dump({"step": args.steps, "seed": args.seed}, f)
             print(f"checkpoint: {args.checkpoint}" + ("" if plan["pp"] == 1 else ".stage<s>"), flush=True)
     if args.log and rank0:
         with open(args.log, "w") as f:
@@ -286,6 +396,8 @@ def parser():
     p.add_argument("--val-batches", type=int, default=4, help="held-out batches per validation")
     p.add_argument("--np", type=int, default=None, help="ranks (default and only value: pp of plan.json)")
     p.add_argument("--checkpoint", default=None)
+    p.add_argument("--resume", default=None,
+                   help="continue from a checkpoint of --checkpoint (its step and seed are in PATH.json)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log", default=None, help="write the losses as JSON (rank 0)")
     p.add_argument("--timeout", type=float, default=120.0, help="communication deadline in seconds")

@@ -176,6 +176,54 @@ TEST(Comm, InvalidPeerIsRejectedBeforeMPI) {
   EXPECT_NE(std::string(ptrain_last_error()).find("peer"), std::string::npos);
 }
 
+TEST(Comm, TrafficCountersCountSendsAndCollectivePayload) {
+  // Rank 0 sends 1000 bytes to rank 1 twice; every rank all-reduces 257 floats and runs a PowerSGD rank-2
+  // compressed all-reduce of an 8 x 16 matrix (P: 8 x 2, Q: 16 x 2 floats on the wire).
+  ASSERT_PTRAIN_OK(ptrain_comm_reset_traffic(world));
+  std::vector<char> bytes(1000, 1);
+  ptrain_request_t req;
+  for (int i = 0; i < 2; ++i) {
+    if (rank == 0)
+      ASSERT_PTRAIN_OK(ptrain_send_start(world, bytes.data(), 1000, 1, 40 + i, &req));
+    else if (rank == 1)
+      ASSERT_PTRAIN_OK(ptrain_recv_start(world, bytes.data(), 1000, 0, 40 + i, &req));
+    if (rank <= 1)
+      ASSERT_PTRAIN_OK(ptrain_wait(req));
+  }
+  std::vector<float> values(257, 1.0f);
+  ASSERT_PTRAIN_OK(
+      ptrain_all_reduce_start(world, values.data(), values.data(), 257, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM, &req));
+  ASSERT_PTRAIN_OK(ptrain_wait(req));
+  ptrain_codec_t codec = {};
+  codec.kind = PTRAIN_CODEC_POWERSGD;
+  codec.batch = 1;
+  codec.rows = 8;
+  codec.cols = 16;
+  codec.rank = 2;
+  std::vector<float> g(128), out(128);
+  for (int i = 0; i < 128; ++i)
+    g[i] = static_cast<float>((i * 7 + rank) % 11) - 5.0f;
+  ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &codec, g.data(), nullptr, nullptr, out.data(),
+                                                      PTRAIN_REDUCE_SUM, &req));
+  ASSERT_PTRAIN_OK(ptrain_wait(req));
+  int64_t sent = -1, messages = -1;
+  ASSERT_PTRAIN_OK(ptrain_comm_p2p_traffic(world, 1, &sent, &messages));
+  EXPECT_EQ(sent, rank == 0 ? 2000 : 0);
+  EXPECT_EQ(messages, rank == 0 ? 2 : 0);
+  ASSERT_PTRAIN_OK(ptrain_comm_p2p_traffic(world, 0, &sent, &messages));
+  EXPECT_EQ(sent, 0) << "rank 1 only received";
+  int64_t collective = -1, operations = -1;
+  ASSERT_PTRAIN_OK(ptrain_comm_collective_traffic(world, &collective, &operations));
+  EXPECT_EQ(collective, 257 * 4 + (8 * 2 + 16 * 2) * 4);
+  EXPECT_EQ(operations, 2);
+  EXPECT_EQ(ptrain_comm_p2p_traffic(world, size, &sent, &messages), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ptrain_last_error()).find("peer"), std::string::npos);
+  ASSERT_PTRAIN_OK(ptrain_comm_reset_traffic(world));
+  ASSERT_PTRAIN_OK(ptrain_comm_collective_traffic(world, &collective, &operations));
+  EXPECT_EQ(collective, 0);
+  patientBarrier();
+}
+
 } // namespace
 
 PTRAIN_MPI_TEST_MAIN

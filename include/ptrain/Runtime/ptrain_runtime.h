@@ -463,6 +463,17 @@ typedef struct ptrain_request *ptrain_request_t;
 // ptrain_comm_abort(comm, error_code)
 //   MPI_Abort: ends every rank of the job. The recovery after a deadline
 //   error (the role of ncclCommAbort on GPU).
+// ptrain_comm_p2p_traffic(comm, peer, out_bytes, out_messages)
+//   The bytes and messages this rank has sent to rank `peer` of comm since
+//   its creation or the last reset: every ptrain_send_start and
+//   ptrain_compressed_send_start (its serialized code), counted when posted.
+// ptrain_comm_collective_traffic(comm, out_bytes, out_operations)
+//   The bytes of this rank's buffer in every collective MPI call on comm
+//   (all-reduce count x element size, all-gather its send count; each phase
+//   of a compressed all-reduce: P, Q or the gathered codes) and the number of
+//   collective operations started. A ring all-reduce moves 2 (N - 1) / N of
+//   its count in each direction, an all-gather (N - 1) / N of the result.
+// ptrain_comm_reset_traffic(comm)                     zeroes both counters
 //
 // --- Nonblocking operations and the deadline ---
 // ptrain_send_start(comm, buf, num_bytes, peer, tag, out_request)

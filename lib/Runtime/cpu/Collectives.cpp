@@ -115,6 +115,7 @@ extern "C" ptrain_status_t ptrain_all_gather_start(ptrain_comm_t comm, const voi
     ptrain::runtime::deleteRequest(req);
     return ptrain::runtime::failMpi(__func__, err, "MPI_Iallgather");
   }
+  ptrain::runtime::countCollective(comm, req->bytes, true);
   *out_request = req;
   return PTRAIN_OK;
 }
@@ -143,6 +144,7 @@ extern "C" ptrain_status_t ptrain_reduce_scatter_start(ptrain_comm_t comm, const
     ptrain::runtime::deleteRequest(req);
     return ptrain::runtime::failMpi(__func__, err, "MPI_Ireduce_scatter_block");
   }
+  ptrain::runtime::countCollective(comm, req->bytes * comm->size, true);
   *out_request = req;
   return PTRAIN_OK;
 }

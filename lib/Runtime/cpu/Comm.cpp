@@ -64,8 +64,15 @@ ptrain_status_t finishComm(const char *call, MPI_Comm mpi, double timeoutS, ptra
     delete comm;
     return ptrain::runtime::failMpi(call, err, "setting up the communicator");
   }
+  comm->p2pTraffic = new (std::nothrow) int64_t[2 * static_cast<size_t>(comm->size)]();
+  if (!comm->p2pTraffic) {
+    MPI_Comm_free(&comm->mpi);
+    delete comm;
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "cannot allocate the traffic counters");
+  }
   ptrain_status_t debug = ptrain::runtime::initDebug(call, comm);
   if (debug != PTRAIN_OK) {
+    delete[] comm->p2pTraffic;
     MPI_Comm_free(&comm->mpi);
     delete comm;
     return debug;
@@ -147,6 +154,7 @@ extern "C" ptrain_status_t ptrain_comm_destroy(ptrain_comm_t comm) {
   PTRAIN_CHECK_PTR(comm);
   ptrain::runtime::freeDebug(comm);
   int err = MPI_Comm_free(&comm->mpi);
+  delete[] comm->p2pTraffic;
   delete comm;
   --liveComms;
   if (err != MPI_SUCCESS)

@@ -52,6 +52,12 @@ struct ptrain_comm {
   int64_t collectiveSeq = 0;
   int64_t *sendSeq = nullptr;
   int64_t *recvSeq = nullptr;
+  /// Traffic counters (Traffic.cpp, ptrain_comm_p2p_traffic): per peer, the bytes and messages this rank sent
+  /// (`size` entries each, one allocation: bytes then messages); the payload bytes this rank handed to the
+  /// collectives' MPI calls and the number of collective operations it started.
+  int64_t *p2pTraffic = nullptr;
+  int64_t collectiveBytes = 0;
+  int64_t collectiveCalls = 0;
 };
 
 struct ptrain_request {
@@ -124,6 +130,11 @@ ptrain_status_t postSendFingerprint(const char *call, ptrain_comm_t comm, const 
                                     int32_t peer, int32_t tag, ptrain_request *req);
 ptrain_status_t checkRecvFingerprint(const char *call, ptrain_comm_t comm, const char *opName, int64_t bytes,
                                      int32_t peer, int32_t tag);
+/// Traffic counters (Traffic.cpp): `bytes` sent to `peer` by one point-to-point message; `bytes` of this
+/// rank's buffer in one MPI collective call, `newOperation` for the first call of a ptrain_*_start operation.
+void countSend(ptrain_comm_t comm, int peer, int64_t bytes);
+void countCollective(ptrain_comm_t comm, int64_t bytes, bool newOperation);
+
 /// Sets up / frees a communicator's debug state (reads PTRAIN_COMM_DEBUG).
 ptrain_status_t initDebug(const char *call, ptrain_comm_t comm);
 void freeDebug(ptrain_comm_t comm);

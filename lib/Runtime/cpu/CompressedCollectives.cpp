@@ -89,6 +89,7 @@ public:
   }
 
   int allReduceF32(float *data, int64_t count, MPI_Request *req) {
+    ptrain::runtime::countCollective(comm, count * 4, false);
     return MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm->mpi, req);
   }
 
@@ -143,6 +144,7 @@ public:
           ptrain_cast_encode_f32(input, residual, layout.numel, codec.cast_dtype, reinterpret_cast<uint16_t *>(code)));
       phase = 1;
       phaseName = "all-to-all of the 16-bit chunks";
+      ptrain::runtime::countCollective(comm, chunk * size * 2, false);
       err = MPI_Ialltoall(code, static_cast<int>(chunk), MPI_UINT16_T, gathered, static_cast<int>(chunk), MPI_UINT16_T,
                           comm->mpi, &req.mpi);
       break;
@@ -159,6 +161,7 @@ public:
       PTRAIN_RETURN_IF_ERROR(ptrain_codec_encode(&codec, input, residual, state, code));
       phase = 2;
       phaseName = "all-gather of the codes";
+      ptrain::runtime::countCollective(comm, layout.total, false);
       err = MPI_Iallgather(code, static_cast<int>(layout.total), MPI_BYTE, gathered, static_cast<int>(layout.total),
                            MPI_BYTE, comm->mpi, &req.mpi);
       break;
@@ -193,6 +196,7 @@ public:
           reduced[j] = sum * a;
         }
         phaseName = "all-gather of the fp32 chunks";
+        ptrain::runtime::countCollective(comm, chunk * 4, false);
         err = MPI_Iallgather(reduced, static_cast<int>(chunk), MPI_FLOAT, gathered, static_cast<int>(chunk), MPI_FLOAT,
                              comm->mpi, &req.mpi);
       }
@@ -342,6 +346,7 @@ extern "C" ptrain_status_t ptrain_compressed_all_reduce_start(ptrain_comm_t comm
     ptrain::runtime::deleteRequest(req);
     return st;
   }
+  ptrain::runtime::countCollective(comm, 0, true);
   *out_request = req;
   return PTRAIN_OK;
 }
@@ -384,6 +389,8 @@ ptrain_status_t startCompressedP2P(const char *call, bool receive, ptrain_comm_t
                       : MPI_Isend(cont->code, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm->mpi, &req->mpi);
     if (err != MPI_SUCCESS)
       st = ptrain::runtime::failMpi(call, err, receive ? "MPI_Irecv" : "MPI_Isend");
+    else if (!receive)
+      ptrain::runtime::countSend(comm, peer, bytes);
   }
   if (st != PTRAIN_OK) {
     ptrain::runtime::deleteRequest(req);

@@ -217,6 +217,8 @@ ptrain_status_t startP2P(const char *call, ptrain_request::Kind kind, ptrain_com
     ptrain::runtime::deleteRequest(req);
     return ptrain::runtime::failMpi(call, err, mpiName);
   }
+  if (send)
+    ptrain::runtime::countSend(comm, peer, num_bytes);
   *out_request = req;
   return PTRAIN_OK;
 }
@@ -265,6 +267,7 @@ extern "C" ptrain_status_t ptrain_all_reduce_start(ptrain_comm_t comm, const voi
     ptrain::runtime::deleteRequest(req);
     return ptrain::runtime::failMpi(__func__, err, "MPI_Iallreduce");
   }
+  ptrain::runtime::countCollective(comm, req->bytes, true);
   *out_request = req;
   return PTRAIN_OK;
 }

@@ -7,15 +7,20 @@
 //      every other tensor (and every kernel's scratch) gets an offset in one
 //      static arena, reused by liveness (MemoryPlan.h);
 //   3. per op, calls of the runtime's call table (RuntimeCallTable.h) whose
-//      status is checked and returned, under a comment with the op's location;
-//   4. the C ABI: ptrain_step_<func>, ptrain_step_init/save/load and the state
-//      table accessors.
+//      status is checked and returned, under a comment with the op's location
+//      (codec ops: EmitCodecs.h);
+//   4. the C ABI: ptrain_step_<func>, ptrain_step_init/save/load, the state
+//      table accessors and, with communicators, the traffic per link
+//      (EmitTraffic.h).
 // The unit is built in memory and written only when every op was emitted.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Target/Cpp/EmitCpp.h"
 
+#include "CppTypes.h"
+#include "EmitCodecs.h"
+#include "EmitTraffic.h"
 #include "MemoryPlan.h"
 #include "RuntimeCallTable.h"
 
@@ -27,8 +32,9 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -76,13 +82,6 @@ std::string joinInts(ArrayRef<int64_t> values) {
   for (auto [i, v] : llvm::enumerate(values))
     s += (i ? ", " : "") + std::to_string(v);
   return s;
-}
-
-int64_t numElements(ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
 }
 
 /// A location for a comment: ONNX node names in quotes, files as file:line:col.
@@ -142,8 +141,9 @@ std::string stringLiteral(StringRef s) {
 // Types
 //===----------------------------------------------------------------------===//
 
-/// The static-shape f32/i64 tensor type of `value`, or an error at `op`.
-FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine &what) {
+/// The static-shape f32/i64 tensor type of `value` (with `codes`, also the codecs' i32, i8, f16 and bf16), or an
+/// error at `op`.
+FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine &what, bool codes = false) {
   if (auto request = dyn_cast<RequestType>(type)) {
     if (!request.getValueType())
       return RankedTensorType(); // a send's request: no buffer of its own
@@ -160,26 +160,19 @@ FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine 
     return failure();
   }
   Type elem = tensor.getElementType();
-  if (!elem.isF32() && !elem.isInteger(64)) {
-    op->emitError("--emit-cpp: ") << what << " has element type " << elem << "; only f32 and i64 are supported";
+  if (!isModelElementType(elem) && !(codes && isCodeElementType(elem))) {
+    op->emitError("--emit-cpp: ") << what << " has element type " << elem
+                                  << (codes ? "; only f32, i64 and the codec codes' i32, i8, f16 and bf16 are supported"
+                                            : "; only f32 and i64 are supported");
     return failure();
   }
   return tensor;
 }
 
-/// The tensor a value holds: its own type, or the value a request yields (the receive/reduce buffer).
-RankedTensorType tensorOf(Value v) {
-  Type t = v.getType();
-  if (auto request = dyn_cast<RequestType>(t))
-    t = request.getValueType();
-  return cast<RankedTensorType>(t);
-}
 bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
 ArrayRef<int64_t> shapeOf(Value v) { return tensorOf(v).getShape(); }
-int64_t countOf(Value v) { return numElements(shapeOf(v)); }
-int64_t elemBytes(Value v) { return isF32(v) ? 4 : 8; }
-int64_t bytesOf(Value v) { return countOf(v) * elemBytes(v); }
-const char *cType(Value v) { return isF32(v) ? "float" : "int64_t"; }
+const char *cType(Value v) { return elementCType(tensorOf(v).getElementType()); }
+int64_t elemBytes(Value v) { return elementBytes(tensorOf(v).getElementType()); }
 
 //===----------------------------------------------------------------------===//
 // The module
@@ -281,7 +274,7 @@ LogicalResult CppEmitter::collectStates() {
 //===----------------------------------------------------------------------===//
 
 /// Emits one function: plans its memory, then writes its body op by op.
-class FunctionEmitter {
+class FunctionEmitter final : public CallWriter {
 public:
   FunctionEmitter(func::FuncOp func, llvm::DenseMap<StringAttr, StateInfo> &states, CommGroups &comms,
                   std::string &constants, int64_t &numConstants, std::string arena)
@@ -292,13 +285,15 @@ public:
 
 private:
   LogicalResult checkOps();
+  LogicalResult deferCompressedStateWrites();
   void planStorage();
   int64_t scratch(int64_t bytes);
   LogicalResult emitOp(Operation *op);
   LogicalResult emitConstant(arith::ConstantOp op);
 
   // Helpers writing into `body`.
-  std::string ptr(Value v) const { return storage.lookup(v).name; }
+  std::string ptr(Value v) const override { return storage.lookup(v).name; }
+  void line(const std::string &code) override { block += "    " + code + "\n"; }
   std::string scratchPtr(int64_t buffer, StringRef type) const {
     return "reinterpret_cast<" + type.str() + " *>(" + arena + " + " + std::to_string(plan[buffer].offset) + ")";
   }
@@ -306,7 +301,7 @@ private:
   std::string dims(ArrayRef<int64_t> values, StringRef name);
   std::string perm32(ArrayRef<int64_t> values, StringRef name);
   /// One runtime call, its status checked; fails (an emitter bug) on a parameter-count mismatch.
-  LogicalResult call(RuntimeCall callee, ArrayRef<std::string> args);
+  LogicalResult call(RuntimeCall callee, ArrayRef<std::string> args) override;
   /// A send or receive on the pipeline axis: the peer is this function's stage (ptrain.stage) + offset.
   LogicalResult pointToPoint(Operation *op, RuntimeCall callee, Value buffer, Value request, StringRef grid,
                              StringRef axis, int64_t offset);
@@ -325,6 +320,10 @@ private:
   /// Scratch buffers per op, in the order the op's emitter asks for them.
   llvm::DenseMap<Operation *, SmallVector<int64_t>> scratchOf;
   SmallVector<int64_t> scratchPlanned; ///< sizes requested while planning
+  /// State writes of a compressed all-reduce's new state: the runtime completes the state at the request's
+  /// wait, so the copy into the state's storage is emitted after that wait instead of at the write.
+  llvm::DenseMap<Operation *, SmallVector<StateWriteOp>> writesAfterWait;
+  llvm::DenseSet<Operation *> deferredWrites;
   Operation *current = nullptr;
   size_t nextScratch = 0;
   std::string block;     ///< the current op's declarations and calls
@@ -388,17 +387,61 @@ LogicalResult FunctionEmitter::checkOps() {
   for (Operation &op : func.getBody().front()) {
     if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
              SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
-             LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp,
-             AllReduceStartOp, SendStartOp, RecvStartOp, WaitOp, func::CallOp, func::ReturnOp>(op))
+             LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
+             SendStartOp, RecvStartOp, WaitOp, CompressOp, DecompressOp, CompressedAllReduceStartOp, func::CallOp,
+             func::ReturnOp>(op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
+    if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCodecOp(&op)))
+      return failure();
+    // Codes (and the transfers and waits that carry them) may have the codecs' element types.
+    const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op);
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
-      if (failed(supportedType(&op, v.getType(), "operand #" + Twine(i))))
+      if (failed(supportedType(&op, v.getType(), "operand #" + Twine(i), codes)))
         return failure();
     for (auto [i, v] : llvm::enumerate(op.getResults()))
-      if (failed(supportedType(&op, v.getType(), "result #" + Twine(i))))
+      if (failed(supportedType(&op, v.getType(), "result #" + Twine(i), codes)))
         return failure();
     opIndex[&op] = ops.size();
     ops.push_back(&op);
+  }
+  return deferCompressedStateWrites();
+}
+
+/// A compressed all-reduce's new codec state is final only when its request completes (the runtime runs the
+/// phases in ptrain_wait), while the IR writes it to its state symbol right after the start: the write moves
+/// after the request's wait. Anything that would see the difference is an error.
+LogicalResult FunctionEmitter::deferCompressedStateWrites() {
+  for (Operation *op : ops) {
+    auto start = dyn_cast<CompressedAllReduceStartOp>(op);
+    if (!start || start.getNewState().empty())
+      continue;
+    Value request = start.getRequest();
+    if (!request.hasOneUse() || !isa<WaitOp>(*request.getUsers().begin()))
+      return start.emitError("--emit-cpp: a compressed all-reduce with codec state needs exactly one ptrain.wait "
+                             "of its request in the same function");
+    Operation *wait = *request.getUsers().begin();
+    llvm::DenseSet<StringAttr> symbols;
+    for (Value v : start.getNewState())
+      for (Operation *user : v.getUsers()) {
+        auto write = dyn_cast<StateWriteOp>(user);
+        if (!write)
+          return start.emitError("--emit-cpp: the new codec state of a compressed all-reduce is complete only at "
+                                 "its wait; it may only be written to a state (ptrain.state_write), not used by '")
+                 << user->getName() << "'";
+        writesAfterWait[wait].push_back(write);
+        deferredWrites.insert(write);
+        symbols.insert(write.getStateAttr().getAttr());
+      }
+    for (int64_t i = opIndex[start] + 1; i < opIndex[wait]; ++i) {
+      StringAttr sym;
+      if (auto read = dyn_cast<StateReadOp>(ops[i]))
+        sym = read.getStateAttr().getAttr();
+      else if (auto write = dyn_cast<StateWriteOp>(ops[i]); write && !deferredWrites.contains(write))
+        sym = write.getStateAttr().getAttr();
+      if (sym && symbols.contains(sym))
+        return ops[i]->emitError("--emit-cpp: the state @")
+               << sym.getValue() << " is accessed while the compressed all-reduce that updates it is in flight";
+    }
   }
   return success();
 }
@@ -467,6 +510,27 @@ void FunctionEmitter::planStorage() {
       }
       storage[result] = s;
       lastUse[result] = std::max(lastUse.lookup(result), i);
+    }
+  }
+  // A collective reads its input until its wait (MPI holds the buffer; a compressed all-reduce without error
+  // feedback reads it again in its second phase), and a compressed all-reduce's new states are written back
+  // after its wait (deferCompressedStateWrites).
+  for (Operation *op : ops) {
+    auto wait = dyn_cast<WaitOp>(op);
+    if (!wait)
+      continue;
+    int64_t i = opIndex[op];
+    Operation *start = wait.getRequest().getDefiningOp();
+    SmallVector<Value> held;
+    if (auto a = dyn_cast_or_null<AllReduceStartOp>(start))
+      held.push_back(a.getInput());
+    if (auto c = dyn_cast_or_null<CompressedAllReduceStartOp>(start)) {
+      held.push_back(c.getInput());
+      held.append(c.getNewState().begin(), c.getNewState().end());
+    }
+    for (Value v : held) {
+      Value root = rootOf(v);
+      lastUse[root] = std::max(lastUse.lookup(root), i);
     }
   }
   // A state read is used in place unless a write of that state comes before one of its (alias) uses.
@@ -566,6 +630,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                         {states[read.getStateAttr().getAttr()].var, std::to_string(bytesOf(v)), ptr(v)});
           })
           .Case<StateWriteOp>([&](StateWriteOp write) -> LogicalResult {
+            if (deferredWrites.contains(write)) {
+              line("// after the wait of its compressed all-reduce, which completes this codec state");
+              return success();
+            }
             const StateInfo &state = states[write.getStateAttr().getAttr()];
             Value v = write.getValue();
             return call(RuntimeCall::ptrain_copy_bytes, {ptr(v), std::to_string(bytesOf(v)), state.var});
@@ -872,7 +940,24 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             // A failing wait frees the request too (ptrain_wait), so the handle is cleared either way.
             std::string request = ptr(w.getRequest()) + "_request";
             block += "    ptrain_request_t request = " + request + ";\n    " + request + " = nullptr;\n";
-            return call(RuntimeCall::ptrain_wait, {"request"});
+            if (failed(call(RuntimeCall::ptrain_wait, {"request"})))
+              return failure();
+            // The codec states a compressed all-reduce completed (deferCompressedStateWrites).
+            for (StateWriteOp write : writesAfterWait.lookup(w)) {
+              Value v = write.getValue();
+              if (failed(call(RuntimeCall::ptrain_copy_bytes,
+                              {ptr(v), std::to_string(bytesOf(v)), states[write.getStateAttr().getAttr()].var})))
+                return failure();
+            }
+            return success();
+          })
+          .Case<CompressOp>([&](CompressOp c) { return emitCompress(c, *this); })
+          .Case<DecompressOp>([&](DecompressOp d) { return emitDecompress(d, *this); })
+          .Case<CompressedAllReduceStartOp>([&](CompressedAllReduceStartOp c) -> LogicalResult {
+            FailureOr<std::string> comm = comms.lookup(c, c.getGridAttr().getValue(), c.getGridAxes());
+            if (failed(comm))
+              return failure();
+            return emitCompressedAllReduceStart(c, *comm, *this);
           })
           .Case<func::ReturnOp>([&](func::ReturnOp r) -> LogicalResult {
             for (auto [i, v] : llvm::enumerate(r.getOperands()))
@@ -1272,6 +1357,15 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
         << "(" << g.var << "));\n    " << g.var << " = nullptr;\n  }\n";
     s << "  if (ptrain_world) {\n    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name
       << "(ptrain_world));\n    ptrain_world = nullptr;\n  }\n  return PTRAIN_OK;\n}\n\n";
+    SmallVector<TrafficGroup> traffic;
+    for (const CommGroups::Group &g : comms.groups) {
+      TrafficGroup t{g.var, {}};
+      for (auto [d, in] : llvm::enumerate(g.inGroup))
+        if (in)
+          t.axes.push_back(cast<StringAttr>(comms.theGrid.getAxisNames()[d]).getValue().str());
+      traffic.push_back(t);
+    }
+    emitTrafficEntryPoints(traffic, s);
     s << "/// Ends every rank of the job (MPI_Abort): the recovery after a communication error.\n";
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_abort(int32_t error_code) {\n"
          "  if (!ptrain_world)\n    return PTRAIN_OK;\n"

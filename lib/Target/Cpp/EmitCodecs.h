@@ -1,0 +1,55 @@
+//===- EmitCodecs.h - Codec ops in the CPU code generator -------*- C++ -*-===//
+//
+// --emit-cpp of ptrain.compress, ptrain.decompress and
+// ptrain.compressed_all_reduce_start: per op (not per policy), onto the
+// runtime's codec kernels with fused error feedback and its compressed
+// all-reduce (docs/CodegenCpu.md, "Codecs"). The function emitter owns the
+// memory plan; these functions only write an op's calls through a CallWriter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TARGET_CPP_EMITCODECS_H
+#define PTRAIN_TARGET_CPP_EMITCODECS_H
+
+#include "RuntimeCallTable.h"
+
+#include "mlir/Support/LogicalResult.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include <string>
+
+namespace mlir::ptrain::cpp {
+
+/// What the codec emitters need from the function being emitted.
+class CallWriter {
+public:
+  virtual ~CallWriter() = default;
+  /// The C pointer variable of `v` (a request: the buffer it yields).
+  virtual std::string ptr(Value v) const = 0;
+  /// One runtime call, its status checked.
+  virtual LogicalResult call(RuntimeCall callee, ArrayRef<std::string> args) = 0;
+  /// A line of C++ in the current op's block (indented, without its newline).
+  virtual void line(const std::string &code) = 0;
+};
+
+/// Fails, at the op, when the emitter has no runtime kernel for the op's codec or the op's shape (the linear
+/// autoencoder; a matrix view that is not a leading/trailing split of the dimensions). Called before any code is
+/// written, so the error names the op's location.
+LogicalResult checkCodecOp(Operation *op);
+
+/// ptrain.compress: the new states are copied from the old ones, then the encoder updates them in place
+/// (the residual with error feedback, PowerSGD's warm-start Q, rand-k's counter) and writes the codes.
+LogicalResult emitCompress(CompressOp op, CallWriter &w);
+
+/// ptrain.decompress: the decoder writes the result (rand-k: its counter, copied into the new state first).
+LogicalResult emitDecompress(DecompressOp op, CallWriter &w);
+
+/// ptrain.compressed_all_reduce_start over the communicator variable `comm`: a static ptrain_codec_t of the
+/// op's codec and shape, the new states copied from the old ones, and ptrain_compressed_all_reduce_start,
+/// which updates them in place until the request's wait completes (the emitter writes them back to their
+/// state symbols after that wait).
+LogicalResult emitCompressedAllReduceStart(CompressedAllReduceStartOp op, const std::string &comm, CallWriter &w);
+
+} // namespace mlir::ptrain::cpp
+
+#endif // PTRAIN_TARGET_CPP_EMITCODECS_H

@@ -1,0 +1,37 @@
+//===- EmitTraffic.h - Bytes per link in the generated step -----*- C++ -*-===//
+//
+// The traffic entry points of a generated step with communicators
+// (docs/CodegenCpu.md, "Traffic per link"): the runtime counts what each
+// communicator sends (ptrain_comm_p2p_traffic, ptrain_comm_collective_traffic);
+// the step names its links and gathers every rank's counters.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TARGET_CPP_EMITTRAFFIC_H
+#define PTRAIN_TARGET_CPP_EMITTRAFFIC_H
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir::ptrain::cpp {
+
+/// One communicator of the step: its static variable and the grid axes it spans.
+struct TrafficGroup {
+  std::string var;
+  SmallVector<std::string> axes;
+};
+
+/// Writes the link table (a group over exactly the axis pp has the links "pp forward" (to stage + 1),
+/// "pp backward" (to stage - 1) and "pp collectives"; any other group "<axes> collectives") and the entry points
+/// ptrain_step_num_links, ptrain_step_link_name, ptrain_step_traffic (collective over every rank) and
+/// ptrain_step_reset_traffic. Uses the generated unit's ptrain_world, ptrain_stage, kWorldSize and
+/// PTRAIN_STEP_CALL.
+void emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, llvm::raw_ostream &s);
+
+} // namespace mlir::ptrain::cpp
+
+#endif // PTRAIN_TARGET_CPP_EMITTRAFFIC_H
