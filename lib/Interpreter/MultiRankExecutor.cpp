@@ -101,6 +101,10 @@ public:
   llvm::Expected<std::vector<std::vector<Tensor>>> run(std::function<std::string(int64_t)> entryOf,
                                                        std::function<std::vector<Tensor>(int64_t)> argumentsOf);
   llvm::Expected<Tensor> loadState(int64_t rank, StateOp state);
+  /// The rank's slice of a parameter that --ptrain-shard-tp sliced (`ptrain.tp_slice = {axis, dim, groups,
+  /// shape}`): dimension `dim` of the global value viewed as groups x axis-size x chunk, entry [:, c, :] for the
+  /// rank's coordinate c on `axis`.
+  llvm::Expected<Tensor> loadTensorParallelSlice(int64_t rank, StateOp state, DictionaryAttr slice);
 
   ModuleOp module;
   SymbolTable symbols;
@@ -194,7 +198,8 @@ llvm::Expected<Tensor> MultiRankExecutor::Impl::loadState(int64_t rank, StateOp 
   RankedTensorType type = state.getTensorType();
   Tensor value;
   if (state.getKind() == StateKind::Parameter) {
-    llvm::Expected<Tensor> loaded = initial(key, type);
+    auto slice = state->getAttrOfType<DictionaryAttr>("ptrain.tp_slice");
+    llvm::Expected<Tensor> loaded = slice ? loadTensorParallelSlice(rank, state, slice) : initial(key, type);
     if (!loaded)
       return makeError("state @" + state.getSymName() + " (key '" + key + "'): " + toString(loaded.takeError()));
     value = std::move(*loaded);
@@ -209,6 +214,60 @@ llvm::Expected<Tensor> MultiRankExecutor::Impl::loadState(int64_t rank, StateOp 
                      " but its value is " + value.getTypeString());
   stored[key] = value;
   return value;
+}
+
+static std::string attributeString(Attribute attr) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << attr;
+  return text;
+}
+
+llvm::Expected<Tensor> MultiRankExecutor::Impl::loadTensorParallelSlice(int64_t rank, StateOp state,
+                                                                        DictionaryAttr slice) {
+  auto axis = slice.getAs<StringAttr>("axis");
+  auto dimAttr = slice.getAs<IntegerAttr>("dim"), groupsAttr = slice.getAs<IntegerAttr>("groups");
+  auto shape = slice.getAs<DenseI64ArrayAttr>("shape");
+  std::optional<size_t> found = axis ? axisIndex(axis.getValue()) : std::nullopt;
+  if (!dimAttr || !groupsAttr || !shape || !found)
+    return makeError("ptrain.tp_slice " + attributeString(slice) +
+                     " needs axis (an axis of the grid), dim, groups and shape");
+  const size_t d = *found;
+  const int64_t dim = dimAttr.getInt(), groups = groupsAttr.getInt(), parts = sizes[d];
+  RankedTensorType local = state.getTensorType();
+  if (dim < 0 || dim >= local.getRank() || groups < 1 || static_cast<int64_t>(shape.size()) != local.getRank() ||
+      shape[dim] != local.getShape()[dim] * parts || local.getShape()[dim] % groups != 0)
+    return makeError("ptrain.tp_slice " + attributeString(slice) + " does not fit the local type " + typeString(local) +
+                     " on " + std::to_string(parts) + " ranks");
+  llvm::Expected<Tensor> global = initial(state.getKey(), RankedTensorType::get(shape, local.getElementType()));
+  if (!global)
+    return global.takeError();
+  return tensorParallelSlice(*global, dim, groups, parts, coordinate(rank, d));
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::tensorParallelSlice(const Tensor &global, int64_t dim, int64_t groups,
+                                                                 int64_t parts, int64_t index) {
+  ArrayRef<int64_t> shape = global.getShape();
+  if (dim < 0 || dim >= static_cast<int64_t>(shape.size()) || groups < 1 || parts < 1 || index < 0 || index >= parts ||
+      shape[dim] % (groups * parts) != 0)
+    return makeError("cannot take part " + std::to_string(index) + " of " + std::to_string(parts) + " in " +
+                     std::to_string(groups) + " group(s) along dimension " + std::to_string(dim) + " of " +
+                     global.getTypeString());
+  const int64_t chunk = shape[dim] / (groups * parts);
+  std::vector<Tensor> pieces;
+  for (int64_t g = 0; g < groups; ++g) {
+    SmallVector<int64_t> offsets(shape.size(), 0), extent(shape);
+    offsets[dim] = (g * parts + index) * chunk;
+    extent[dim] = chunk;
+    llvm::Expected<Tensor> piece = evalSlice(global, offsets, extent);
+    if (!piece)
+      return piece.takeError();
+    pieces.push_back(std::move(*piece));
+  }
+  std::vector<const Tensor *> inputs;
+  for (const Tensor &piece : pieces)
+    inputs.push_back(&piece);
+  return evalConcat(inputs, dim);
 }
 
 /// `[dp, pp]` for messages.
@@ -323,8 +382,10 @@ llvm::Error MultiRankExecutor::Impl::collective(int64_t rank, Operation *op, Req
 /// What two members' collectives must agree on: op name, input and result types, reduction, dims, root.
 static std::string collectiveSignature(Operation *op) {
   std::string text = op->getName().getStringRef().str();
-  text += " of " + typeString(op->getOperand(0).getType()) + " -> " +
-          typeString(cast<RequestType>(op->getResult(0).getType()).getValueType());
+  Type result = op->getResult(0).getType();
+  if (auto request = dyn_cast<RequestType>(result))
+    result = request.getValueType();
+  text += " of " + typeString(op->getOperand(0).getType()) + " -> " + typeString(result);
   if (auto a = dyn_cast<AllReduceStartOp>(op))
     text += " reduction " + stringifyReductionKind(a.getReduction()).str();
   if (auto r = dyn_cast<ReduceScatterStartOp>(op))
@@ -390,7 +451,11 @@ llvm::Error MultiRankExecutor::Impl::complete(Communicator &comm) {
     Operation *op = posts[0]->op;
     const size_t n = posts.size();
     std::vector<Tensor> results(n);
-    if (auto a = dyn_cast<AllReduceStartOp>(op)) {
+    if (isa<TPAllReduceOp>(op)) {
+      Tensor reduced = reduce(inputs, ReductionKind::Sum);
+      for (Tensor &r : results)
+        r = reduced;
+    } else if (auto a = dyn_cast<AllReduceStartOp>(op)) {
       Tensor reduced = reduce(inputs, a.getReduction());
       for (Tensor &r : results)
         r = reduced;
@@ -493,30 +558,60 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
     ++frame.it;
     return pointToPoint(rank, op, request, recv.getGrid(), recv.getAxis(), recv.getOffset(), /*isSend=*/false);
   }
-  // A compressed all-reduce returns its new codec state with the request, so the executor completes it at the
-  // start: the rank blocks there until every member has posted.
-  if (auto c = dyn_cast<CompressedAllReduceStartOp>(op)) {
-    Request *request = frame.requests.lookup(c.getRequest());
+  // A collective that completes in place: posted on the first visit (`contribute` fills in this rank's
+  // part), the rank blocks at the op until every member has posted; null while it waits.
+  auto inPlace = [&](Value key, StringRef grid, ArrayAttr axes,
+                     llvm::function_ref<void(Request &)> contribute) -> llvm::Expected<Request *> {
+    Request *request = frame.requests.lookup(key);
     if (!request) {
-      request = post(c.getRequest());
+      request = post(key);
       if (concrete()) {
-        request->input = value(c.getInput());
+        contribute(*request);
         request->hasInput = true;
-        for (Value state : c.getState())
-          request->states.push_back(value(state));
       }
-      if (llvm::Error error = collective(rank, op, request, c.getGrid(), c.getGridAxes()))
-        return error;
+      if (llvm::Error error = collective(rank, op, request, grid, axes))
+        return std::move(error);
     }
     if (!request->complete) {
       blocked = true;
       process.blockedAt = op;
       process.blockedOn = request;
-      return llvm::Error::success();
+      return nullptr;
     }
+    return request;
+  };
+  // A compressed all-reduce returns its new codec state with the request, so the executor completes it at the
+  // start: the rank blocks there until every member has posted.
+  if (auto c = dyn_cast<CompressedAllReduceStartOp>(op)) {
+    llvm::Expected<Request *> request = inPlace(c.getRequest(), c.getGrid(), c.getGridAxes(), [&](Request &r) {
+      r.input = value(c.getInput());
+      for (Value state : c.getState())
+        r.states.push_back(value(state));
+    });
+    if (!request || !*request)
+      return request.takeError();
     if (concrete())
-      for (auto [v, tensor] : llvm::zip(c.getNewState(), request->newStates))
+      for (auto [v, tensor] : llvm::zip(c.getNewState(), (*request)->newStates))
         frame.values[v] = tensor;
+    ++frame.it;
+    return llvm::Error::success();
+  }
+  // Megatron's f is the identity forward; its all-reduce is in the backward, as a tp_all_reduce.
+  if (auto f = dyn_cast<TPCopyOp>(op)) {
+    if (concrete())
+      frame.values[f.getResult()] = value(f.getInput());
+    ++frame.it;
+    return llvm::Error::success();
+  }
+  // Megatron's g completes in place, like the compressed all-reduce.
+  if (auto g = dyn_cast<TPAllReduceOp>(op)) {
+    llvm::Expected<Request *> request =
+        inPlace(g.getResult(), g.getGrid(), ArrayAttr::get(op->getContext(), {g.getAxisAttr()}),
+                [&](Request &r) { r.input = value(g.getInput()); });
+    if (!request || !*request)
+      return request.takeError();
+    if (concrete())
+      frame.values[g.getResult()] = (*request)->result;
     ++frame.it;
     return llvm::Error::success();
   }

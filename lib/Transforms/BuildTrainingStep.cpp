@@ -342,16 +342,44 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
     return signalPassFailure();
   }
   // The grid: an existing one with a `pp` axis (and a `dp` axis when dp > 1) of the right sizes, or a new one.
+  // After --ptrain-shard-tp the module has @grid(tp = T): it becomes @grid(dp = D, pp = P, tp = T), tp varying
+  // fastest, and the tp collectives of the forward keep naming @grid.
+  GridOp tpGrid;
+  int64_t tp = 1;
+  for (auto g : module.getOps<GridOp>())
+    if (g.getAxisIndex("tp")) {
+      tpGrid = g;
+      tp = g.getAxisSize("tp");
+    }
   GridOp grid;
   for (auto g : module.getOps<GridOp>())
     if (g.getAxisIndex("pp") && g.getAxisSize("pp") == numStages &&
-        (dp == 1 || (g.getAxisIndex("dp") && g.getAxisSize("dp") == dp)))
+        (dp == 1 || (g.getAxisIndex("dp") && g.getAxisSize("dp") == dp)) &&
+        (tp == 1 || (g.getAxisIndex("tp") && g.getAxisSize("tp") == tp)))
       grid = g;
   if (!grid) {
+    if (tpGrid) {
+      if (tpGrid.getAxisNames().size() != 1 || tpGrid.getSymName() != "grid") {
+        tpGrid.emitError("--ptrain-build-training-step: expected the @grid(tp = N) of --ptrain-shard-tp");
+        return signalPassFailure();
+      }
+      symbols->erase(tpGrid);
+      anchor = &module.getBody()->front();
+    }
+    SmallVector<StringRef> names;
+    SmallVector<int64_t> shape;
+    if (dp > 1) {
+      names.push_back("dp");
+      shape.push_back(dp);
+    }
+    names.push_back("pp");
+    shape.push_back(numStages);
+    if (tp > 1) {
+      names.push_back("tp");
+      shape.push_back(tp);
+    }
     b.setInsertionPoint(anchor);
-    grid = dp > 1 ? GridOp::create(b, loc, "grid", b.getStrArrayAttr({"dp", "pp"}),
-                                   b.getDenseI64ArrayAttr({dp, numStages}))
-                  : GridOp::create(b, loc, "grid", b.getStrArrayAttr({"pp"}), b.getDenseI64ArrayAttr({numStages}));
+    grid = GridOp::create(b, loc, "grid", b.getStrArrayAttr(names), b.getDenseI64ArrayAttr(shape));
     symbols->insert(grid);
   }
 

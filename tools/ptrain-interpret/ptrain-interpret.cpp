@@ -190,7 +190,7 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
   }
   int64_t vocab = 0;
   module.walk([&](EmbeddingOp e) { vocab = e.getTable().getType().getDimSize(0); });
-  if (global.getNumElements() == 0 && vocab <= 0)
+  if (randomTokens >= 0 && arguments.empty() && fileTokens.empty() && vocab <= 0)
     return fail("--random-tokens: no ptrain.embedding gives the vocabulary size");
 
   for (int step = 1; step <= numSteps; ++step) {

@@ -9,6 +9,8 @@
 
 #include "ptrain/Interpreter/MultiRankExecutor.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
 #include "ptrain/Import/ONNX/ImportONNX.h"
 #include "ptrain/Import/ONNX/Initializers.h"
 #include "ptrain/Tools/Registration.h"
@@ -33,16 +35,18 @@ using namespace mlir::ptrain::interp;
 
 namespace {
 
-/// One plan: data-parallel replicas, pipeline stages, micro-batches per replica, schedule, chunks per stage.
+/// One plan: data-parallel replicas, pipeline stages, micro-batches per replica, schedule, chunks per stage,
+/// tensor-parallel ranks.
 struct Plan {
   int64_t dp, pp, m;
   std::string schedule;
   int64_t v = 1;
+  int64_t tp = 1;
 };
 
 std::string planName(const Plan &p) {
   return "dp" + std::to_string(p.dp) + "_pp" + std::to_string(p.pp) + "_m" + std::to_string(p.m) + "_" + p.schedule +
-         (p.v > 1 ? "_v" + std::to_string(p.v) : "");
+         (p.v > 1 ? "_v" + std::to_string(p.v) : "") + (p.tp > 1 ? "_tp" + std::to_string(p.tp) : "");
 }
 
 /// gtest's name of a plan in messages and CTest (instead of its bytes).
@@ -77,11 +81,25 @@ public:
 
   OwningOpRef<ModuleOp> parseFile(const std::string &path) { return parseSourceFile<ModuleOp>(path, &context); }
 
-  /// Splits, builds, schedules, lowers and verifies `plan` on a clone of `l0`; with `compress` (the options of
-  /// --ptrain-compress), times the schedule on the H200 node and compresses before lowering.
+  /// The initial values in the ONNX file `path` (kept open by this object), or null after a failure.
+  StateProvider openInitialValues(const std::string &path) {
+    auto opened = mlir::ptrain::onnx_data::ONNXInitializers::open(path);
+    if (!opened) {
+      ADD_FAILURE() << llvm::toString(opened.takeError());
+      return nullptr;
+    }
+    initializers.push_back(std::make_unique<mlir::ptrain::onnx_data::ONNXInitializers>(std::move(*opened)));
+    mlir::ptrain::onnx_data::ONNXInitializers *values = initializers.back().get();
+    return [values](llvm::StringRef key, RankedTensorType) { return values->read(key); };
+  }
+
+  /// Splits, builds, schedules, lowers and verifies `plan` on a clone of `l0` (raised and sharded first when
+  /// plan.tp > 1); with `compress` (the options of --ptrain-compress), times the schedule on the H200 node and
+  /// compresses before lowering.
   OwningOpRef<ModuleOp> lower(ModuleOp l0, const Plan &plan, double lr, const std::string &compress = "") {
     OwningOpRef<ModuleOp> module(cast<ModuleOp>(l0->clone()));
     std::string pipeline =
+        (plan.tp > 1 ? "ptrain-raise, ptrain-shard-tp{tp=" + std::to_string(plan.tp) + "}, " : std::string()) +
         "ptrain-split-stages{pp=" + std::to_string(plan.pp) + " virtual-stages=" + std::to_string(plan.v) +
         "}, ptrain-build-training-step{micro-batches=" + std::to_string(plan.m) + " dp=" + std::to_string(plan.dp) +
         " bucket-bytes=100000 warmup-steps=1 lr=" + std::to_string(lr) +
@@ -152,6 +170,7 @@ public:
   }
 
   MLIRContext context;
+  std::vector<std::unique_ptr<mlir::ptrain::onnx_data::ONNXInitializers>> initializers;
 };
 
 /// `count` global batches of `rows` x `seq` token ids below `vocab`, from a fixed seed.
@@ -245,6 +264,129 @@ INSTANTIATE_TEST_SUITE_P(Plans, BundledGptPlan,
                                            Plan{4, 4, 1, "1f1b"}, Plan{4, 4, 1, "gpipe"},
                                            Plan{1, 2, 4, "interleaved", 2}, Plan{2, 2, 2, "interleaved", 2}),
                          [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
+
+//===----------------------------------------------------------------------===//
+// Tensor parallelism (--ptrain-raise, --ptrain-shard-tp; docs/Plan.md) on the bundled GPT.
+//===----------------------------------------------------------------------===//
+
+class BundledGptTensorParallelPlan : public ::testing::TestWithParam<Plan> {};
+
+/// One step of `plan` (tp > 1) on `l0` against the one-rank step over the same global batch `batches[0]`
+/// ([16 or more rows, S]), with `slicedParams` parameters sliced over tp and `params` parameters in all. Each
+/// tp rank's slice of a sliced parameter (and of its first moment) is compared with the same slice of the
+/// reference's; replicated parameters must be bit-equal on the tp ranks of a (dp, pp) coordinate: f hands
+/// every rank the same whole activation gradient, so each computes the same whole gradient.
+///
+/// Tolerances (f32, lr 1e-3): the loss within 1e-6 relative; every gradient, read as AdamW's first moment
+/// after one step ((1 - beta1) g), within 1e-4 of its tensor's max |g| (measured: 2.6e-7 at most on the
+/// bundled GPT); every parameter within 2e-5 absolute (2e-2 of lr). The row-parallel linears and the f
+/// all-reduces sum over tp parts in another order than one rank's matmul; AdamW's first step,
+/// g / (|g| + eps), amplifies those f32 ulps where |g| is near eps = 1e-8 (measured: 9.7e-6 at most, in
+/// blocks.2.mlp.proj.weight).
+void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const StateProvider &provider,
+                                     const std::vector<Tensor> &batches, const Plan &plan, size_t slicedParams,
+                                     int64_t params) {
+  const double lr = 1e-3;
+  OwningOpRef<ModuleOp> reference = plans.lower(l0, Plan{1, 1, plan.m * plan.dp, "1f1b"}, lr);
+  OwningOpRef<ModuleOp> planned = plans.lower(l0, plan, lr);
+  ASSERT_TRUE(reference && planned);
+  llvm::StringMap<DictionaryAttr> slices;
+  for (auto state : planned->getOps<mlir::ptrain::StateOp>())
+    if (auto slice = state->getAttrOfType<DictionaryAttr>("ptrain.tp_slice"))
+      slices[state.getKey()] = slice;
+  EXPECT_EQ(slices.size(), slicedParams);
+  PlanRun expected = plans.run(*reference, provider, batches);
+  PlanRun actual = plans.run(*planned, provider, batches);
+  ASSERT_EQ(expected.losses.size(), 1u);
+  ASSERT_EQ(actual.losses.size(), 1u);
+  EXPECT_NEAR(actual.losses[0], expected.losses[0], 1e-6 * std::fabs(expected.losses[0]));
+  int64_t compared = 0, comparedMoments = 0;
+  double worst = 0, worstMoment = 0;
+  std::string worstKey;
+  for (auto [r, states] : llvm::enumerate(actual.states)) {
+    const int64_t part = static_cast<int64_t>(r) % plan.tp; // tp is the grid's last (fastest) axis
+    for (const auto &entry : states) {
+      auto it = expected.states[0].find(entry.getKey());
+      if (it == expected.states[0].end())
+        continue;
+      Tensor want = it->second;
+      // The first moment after one step is (1 - beta1) g: the gradient itself, free of AdamW's amplification.
+      if (entry.getKey().ends_with("/adam_m")) {
+        llvm::StringRef param = entry.getKey().drop_back(strlen("/adam_m"));
+        if (DictionaryAttr slice = slices.lookup(param))
+          want = llvm::cantFail(tensorParallelSlice(want, cast<IntegerAttr>(slice.get("dim")).getInt(),
+                                                    cast<IntegerAttr>(slice.get("groups")).getInt(), plan.tp, part));
+        double scale = 0;
+        for (int64_t i = 0, e = want.getNumElements(); i < e; ++i)
+          scale = std::max(scale, std::fabs(want.getAsDouble(i)));
+        double relative = maxAbsDiff(entry.getValue(), want) / std::max(scale, 1e-30);
+        worstMoment = std::max(worstMoment, relative);
+        EXPECT_LE(relative, 1e-4) << "gradient (first moment) of " << param.str() << " on rank " << r;
+        ++comparedMoments;
+        continue;
+      }
+      if (entry.getKey().contains('/'))
+        continue;
+      if (DictionaryAttr slice = slices.lookup(entry.getKey())) {
+        want = llvm::cantFail(tensorParallelSlice(want, cast<IntegerAttr>(slice.get("dim")).getInt(),
+                                                  cast<IntegerAttr>(slice.get("groups")).getInt(), plan.tp, part));
+      } else if (part > 0) {
+        EXPECT_TRUE(bitEqual(entry.getValue(), actual.states[r - part].lookup(entry.getKey())))
+            << "replicated parameter " << entry.getKey().str() << " differs between tp ranks " << r - part << " and "
+            << r;
+      }
+      ASSERT_EQ(entry.getValue().getShape(), want.getShape()) << entry.getKey().str();
+      double diff = maxAbsDiff(entry.getValue(), want);
+      if (diff > worst) {
+        worst = diff;
+        worstKey = entry.getKey().str();
+      }
+      EXPECT_LE(diff, 2e-5) << "parameter " << entry.getKey().str() << " on rank " << r;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, params * plan.dp * plan.tp);
+  EXPECT_GE(comparedMoments, params * plan.dp * plan.tp);
+  std::printf("%s: loss %.9g (one rank %.9g), worst parameter difference %.3g (%s), worst gradient difference "
+              "%.3g of its max |g|\n",
+              planName(plan).c_str(), actual.losses[0], expected.losses[0], worst, worstKey.c_str(), worstMoment);
+}
+
+// The global batch is that of BundledGptPlan; 24 sliced parameters (per layer: the fused Q|K|V weight and bias
+// per head, the attention's output weight by input columns, the MLP's up weight and bias by outputs, its down
+// weight by inputs) and 28 whole ones.
+TEST_P(BundledGptTensorParallelPlan, OneStepMatchesTheOneRankStep) {
+  Plans plans;
+  OwningOpRef<ModuleOp> l0 = plans.importBundledGpt();
+  StateProvider provider = plans.openInitialValues(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
+  ASSERT_TRUE(l0 && provider);
+  expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 16, 64, 256, 42), GetParam(), 24, 52);
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, BundledGptTensorParallelPlan,
+                         ::testing::Values(Plan{1, 1, 4, "1f1b", 1, 2}, Plan{1, 1, 4, "1f1b", 1, 4},
+                                           Plan{1, 2, 4, "1f1b", 1, 2}, Plan{2, 1, 2, "1f1b", 1, 2},
+                                           Plan{1, 2, 4, "interleaved", 2, 2}),
+                         [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
+
+// The Megatron/Hugging Face GPT-2 export (onnxruntime's gpt2_megatron.onnx, 1 layer, 2 heads, bound to batch 2,
+// sequence 8, empty past; the training signature applied): tp = 2, one head per rank, against the one-rank step
+// over 4 sequences; 6 sliced parameters (Q|K|V weight and bias, output weight, MLP up weight and bias, down
+// weight) of 17.
+TEST(TensorParallel, Gpt2MegatronTp2MatchesTheOneRankStep) {
+  Plans plans;
+  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/../shared/data/onnx/gpt2_megatron.onnx";
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  ASSERT_TRUE(static_cast<bool>(buffer)) << "cannot read " << path;
+  mlir::ptrain::ImportONNXOptions options;
+  options.bindings = {{"batch_size", 2}, {"seq_len", 8}, {"past_seq_len", 0}};
+  options.applySignature = true;
+  OwningOpRef<ModuleOp> l0 = mlir::ptrain::importONNX((*buffer)->getBuffer(), path, &plans.context, options);
+  StateProvider provider = plans.openInitialValues(path);
+  ASSERT_TRUE(l0 && provider);
+  expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 4, 8, 10, 5), Plan{1, 1, 2, "1f1b", 1, 2}, 6,
+                                  17);
+}
 
 //===----------------------------------------------------------------------===//
 // Compressed plans (--ptrain-compress, docs/Compression.md) on the bundled GPT.

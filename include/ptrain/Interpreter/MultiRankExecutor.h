@@ -44,6 +44,12 @@ enum class ExecutionMode {
   Abstract,
 };
 
+/// Part `index` of `parts` of `global` in the layout of --ptrain-shard-tp's `ptrain.tp_slice`: dimension `dim`
+/// viewed as groups x parts x chunk, entry [:, index, :] (a fused Q|K|V weight has groups = 3: each part holds
+/// its heads of Q, of K and of V). An error when the dimension is not divisible by groups x parts.
+llvm::Expected<Tensor> tensorParallelSlice(const Tensor &global, int64_t dim, int64_t groups, int64_t parts,
+                                           int64_t index);
+
 class MultiRankExecutor {
 public:
   /// Runs the ranks of `module`'s `ptrain.grid` (one rank when the module has none; an error when it has more

@@ -103,6 +103,104 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
   ];
 }
 
+def RaisePass : Pass<"ptrain-raise", "::mlir::ModuleOp"> {
+  let summary = "Recognises linear, attention and transformer-layer structure in the imported forward graph.";
+  let description = [{
+    Marks the structure of the L0 forward (`@forward`) that `--ptrain-shard-tp` consumes, as discardable
+    attributes on the imported ops (each keeps its ONNX node name as location):
+
+    * `ptrain.attention = {layer, heads, head_dim}` on each attention's `ptrain.softmax`: the scores are a
+      `ptrain.matmul` of Q [..., heads, S, head_dim] and K^T, optionally scaled and masked (binary ops,
+      `ptrain.select`), and the softmax feeds the context matmul with V;
+    * `ptrain.linear = {layer, role}` on the matmuls with a parameter weight (a `ptrain.state_read`,
+      possibly through `ptrain.transpose`): `role = "qkv"` for the fused Q|K|V projection that Q, K and V
+      are split from (`ptrain.split` or `ptrain.slice` of its last dimension), `"attn_out"` for the
+      projection of the attention's context (after the heads are merged back), `"mlp_up"` and
+      `"mlp_down"` for the two linears around the MLP's `ptrain.gelu`, `"lm_head"` for the linear that
+      produces the function's first result (the logits);
+    * `ptrain.layers = N` on the function: the number of transformer layers (attentions).
+
+    Layer i is the i-th attention in program order; its MLP is the first GELU after it. Both the bundled GPT
+    (models/gpt, fused `qkv` Linear) and the Megatron/Hugging Face GPT-2 export (onnxruntime's
+    gpt2_megatron.onnx, MatMul + Split into Q/K/V) are recognised.
+
+    Fails with an error at the ONNX node (its name is the op's location) when a softmax's scores are not
+    a matmul, when Q, K and V do not come from one fused projection with a parameter weight (BERT's separate
+    Q, K and V projections, onnxruntime's bert_toy_optimized.onnx, are such an error today), when the
+    context does not reach a linear with a parameter weight through reshapes and transposes, when an MLP's
+    GELU is not between two such linears, or when the forward has no attention at all.
+
+    ```mlir
+    // ptrain-opt gpt.mlir --ptrain-raise
+    %qkv = ptrain.matmul %x, %w {ptrain.linear = {layer = 0 : i64, role = "qkv"}}
+        : tensor<4x64x128xf32>, tensor<128x384xf32>
+    %p = ptrain.softmax %s {axis = -1 : i64, ptrain.attention = {head_dim = 32 : i64, heads = 4 : i64,
+        layer = 0 : i64}} : tensor<4x4x64x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::ptrain::PTrainDialect"];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"", "The forward function.">,
+  ];
+  let statistics = [
+    Statistic<"numLayers", "layers", "Transformer layers recognised">,
+    Statistic<"numLinears", "linears", "Linears given a role">,
+  ];
+}
+
+def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
+  let summary = "Megatron tensor parallelism on the forward graph: column- and row-parallel linears with f/g.";
+  let description = [{
+    After `--ptrain-raise`, shards every transformer layer of `@forward` over `tp` ranks as in Megatron-LM
+    (Shoeybi et al. 2019, section 3): SPMD, every rank runs the same forward on its slice of the weights.
+
+    * Attention: the fused Q|K|V projection becomes column-parallel per head: rank r holds the columns of
+      heads [r H/tp, (r + 1) H/tp) of Q, of K and of V (the weight's output dimension viewed as
+      3 x tp x (H/tp) head_dim); the split, the per-head reshapes, scores, mask, softmax and context then run
+      on H/tp heads; the output projection is row-parallel (the rows of the rank's heads).
+    * MLP: the up-projection is column-parallel (its bias sliced alike), the down-projection row-parallel.
+    * Before each column-parallel linear, `ptrain.tp_copy` (f); after each row-parallel one, before its
+      bias, `ptrain.tp_all_reduce` (g). Their gradient rules make autodiff emit the backward all-reduces.
+    * Each sliced parameter's `ptrain.state` gets its local type and `ptrain.tp_slice = {axis = "tp",
+      dim = d, groups = k, shape = array<...>}`: the initial value has the global `shape`; dimension d is
+      viewed as k x tp x chunk and rank r (its coordinate on `tp`) loads [:, r, :] (k = 3 for the fused
+      Q|K|V weight and bias, 1 otherwise). Gradients, moments and accumulators are made with the local type.
+    * Everything else (embeddings, layer norms, the LM head, the biases after a row-parallel linear) stays
+      replicated: every rank holds the whole parameter and, because f all-reduces the activation gradients,
+      computes the same whole gradient, so each is counted once.
+    * The module gets `ptrain.grid @grid(tp = N)`; `--ptrain-build-training-step` extends it to
+      (dp, pp, tp), tp varying fastest.
+
+    `tp = 1` changes nothing. Fails, naming the ONNX node, when the module was not raised, when the heads
+    or the MLP width are not divisible by tp, when a sliced weight is read elsewhere (a tied weight), when an
+    op between the two linears cannot be sharded (e.g. Q, K and V taken apart by `ptrain.slice` instead of
+    `ptrain.split`, a reduction, a softmax over the heads), or when a sharded value leaves the layer by
+    another way than its row-parallel linear. The vocabulary-parallel
+    embedding and LM head are not implemented: both stay replicated.
+
+    ```mlir
+    // ptrain-opt gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=2"
+    ptrain.grid @grid(tp = 2)
+    ptrain.state @w key "h.0.attn.qkv.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64,
+        groups = 3 : i64, shape = array<i64: 384, 128>}} : tensor<192x128xf32>
+    %x = ptrain.tp_copy %ln on @grid axis tp : tensor<4x64x128xf32>
+    %qkv = ptrain.matmul %x, %wt : tensor<4x64x128xf32>, tensor<128x192xf32>
+    ...
+    %part = ptrain.matmul %ctx, %wo : tensor<4x64x64xf32>, tensor<64x128xf32>
+    %out = ptrain.tp_all_reduce %part on @grid axis tp : tensor<4x64x128xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::ptrain::PTrainDialect"];
+  let options = [
+    Option<"tp", "tp", "int64_t", /*default=*/"2", "Tensor-parallel ranks.">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"forward\"", "The forward function.">,
+  ];
+  let statistics = [
+    Statistic<"numSliced", "sliced-parameters", "Parameters sliced over tp">,
+    Statistic<"numCollectives", "tp-collectives", "f and g ops inserted">,
+  ];
+}
+
 def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
   let summary = "Cuts the forward into pipeline stages where only the residual stream crosses.";
   let description = [{

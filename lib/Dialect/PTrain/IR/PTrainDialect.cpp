@@ -47,4 +47,8 @@ void PTrainDialect::initialize() {
 #define GET_OP_LIST
 #include "ptrain/Dialect/PTrain/IR/PTrainStateOps.cpp.inc"
       >();
+  addOperations<
+#define GET_OP_LIST
+#include "ptrain/Dialect/PTrain/IR/PTrainTensorParallelOps.cpp.inc"
+      >();
 }

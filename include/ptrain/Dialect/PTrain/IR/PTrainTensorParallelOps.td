@@ -1,0 +1,69 @@
+//===- PTrainTensorParallelOps.td - Megatron's f/g pair ----*- tablegen -*-===//
+//
+// The tensor-parallel collectives of the forward graph (DESIGN "IR levels", --ptrain-shard-tp): Megatron-LM's
+// conjugate pair f and g (Shoeybi et al., "Megatron-LM: Training Multi-Billion Parameter Language Models Using
+// Model Parallelism", 2019, section 3, figure 3). They are model-level ops with gradient rules, so the
+// backward all-reduces of tensor parallelism come out of reverse-mode autodiff instead of being placed by hand.
+// Unlike the asynchronous collectives of PTrainParallelOps.td they complete in place: a tensor-parallel
+// all-reduce sits on the critical path of every layer and has nothing to overlap with.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_DIALECT_PTRAIN_IR_PTRAINTENSORPARALLELOPS_TD
+#define PTRAIN_DIALECT_PTRAIN_IR_PTRAINTENSORPARALLELOPS_TD
+
+include "ptrain/Dialect/PTrain/IR/PTrainBase.td"
+include "ptrain/Dialect/PTrain/IR/PTrainInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+/// A tensor-parallel collective over one axis of a grid: same operand and result type, a gradient rule, and
+/// side effects on the network (never deleted, moved or merged; DESIGN decision 3).
+///
+/// Constraints both ops share (checked in `verifySymbolUses`):
+/// * (C1) `grid` names a `ptrain.grid`;
+/// * (C2) `axis` is an axis of that grid.
+class PTrain_TensorParallelOp<string mnemonic>
+    : PTrain_Op<mnemonic, [SameOperandsAndResultType, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        DeclareOpInterfaceMethods<PTrain_GradientOpInterface>,
+        MemoryEffects<[MemRead<PTrain_CommResource>, MemWrite<PTrain_CommResource>]>]> {
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$grid, StrAttr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `on` $grid `axis` custom<AxisName>($axis) attr-dict `:` type($input)";
+}
+
+def PTrain_TPCopyOp : PTrain_TensorParallelOp<"tp_copy"> {
+  let summary = "Megatron's f: identity forward, all-reduce (sum) over the tensor-parallel axis backward.";
+  let description = [{
+    Marks where a replicated activation enters a column-parallel linear: every rank of the `axis` group holds
+    the same `input` and the op returns it unchanged. Each rank's backward produces only its part of the
+    input's gradient (from its columns), so the gradient rule sums the parts: the gradient of `input` is
+    `ptrain.tp_all_reduce` of the result's gradient over the same axis.
+
+    Constraints: (C1) `grid` names a `ptrain.grid`; (C2) `axis` is one of its axes; the result has the
+    input's type.
+
+    ```mlir
+    %x = ptrain.tp_copy %ln on @grid axis tp : tensor<4x64x128xf32>
+    %qkv = ptrain.matmul %x, %w_local : tensor<4x64x128xf32>, tensor<128x192xf32>
+    ```
+  }];
+}
+
+def PTrain_TPAllReduceOp : PTrain_TensorParallelOp<"tp_all_reduce"> {
+  let summary = "Megatron's g: all-reduce (sum) over the tensor-parallel axis forward, identity backward.";
+  let description = [{
+    Sums the partial outputs of a row-parallel linear over the ranks of the `axis` group (group-rank order;
+    every member gets the same sum). The sum is replicated, so its gradient reaches every rank whole and
+    the gradient rule is the identity. NCCL moves 2(n-1)/n of the tensor per rank.
+
+    Constraints: (C1) `grid` names a `ptrain.grid`; (C2) `axis` is one of its axes; the result has the
+    input's type.
+
+    ```mlir
+    %part = ptrain.matmul %ctx, %wo_local : tensor<4x64x64xf32>, tensor<64x128xf32>
+    %out = ptrain.tp_all_reduce %part on @grid axis tp : tensor<4x64x128xf32>
+    ```
+  }];
+}
+
+#endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINTENSORPARALLELOPS_TD

@@ -1,0 +1,36 @@
+//===- TensorParallel.h - what --ptrain-raise records for --ptrain-shard-tp --*- C++ -*-===//
+//
+// The discardable attributes through which --ptrain-raise hands the structure of the forward graph to
+// --ptrain-shard-tp, and the slicing record that --ptrain-shard-tp leaves on a sliced parameter for the
+// executor and the runtime (docs/Plan.md, "Tensor parallelism").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TRANSFORMS_TENSORPARALLEL_H
+#define PTRAIN_TRANSFORMS_TENSORPARALLEL_H
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+namespace mlir::ptrain {
+
+/// On a `ptrain.matmul`: `{layer, role}`, role one of qkv, attn_out, mlp_up, mlp_down, lm_head.
+inline constexpr llvm::StringLiteral kLinearAttr = "ptrain.linear";
+/// On an attention's `ptrain.softmax`: `{layer, heads, head_dim}`.
+inline constexpr llvm::StringLiteral kAttentionAttr = "ptrain.attention";
+/// On the raised function: the number of transformer layers.
+inline constexpr llvm::StringLiteral kLayersAttr = "ptrain.layers";
+/// On a sliced `ptrain.state`: `{axis, dim, groups, shape}` (--ptrain-shard-tp's description); the executor
+/// reads it through mlir::ptrain::interp's loadState.
+inline constexpr llvm::StringLiteral kTPSliceAttr = "ptrain.tp_slice";
+
+/// The `ptrain.state_read` of a parameter that `weight` is, directly or through one `ptrain.transpose`
+/// (a torch Linear's [out, in] weight); null otherwise. `symbols` is the module's symbol table.
+StateReadOp getParameterRead(Value weight, SymbolTable &symbols);
+
+/// An error at `op` that names its ONNX node (the NameLoc the importer gives every op):
+/// `<pass>: ONNX node '/blocks.0/attn/MatMul' ('ptrain.matmul'): ...`.
+InFlightDiagnostic emitNodeError(Operation *op, llvm::StringRef pass);
+
+} // namespace mlir::ptrain
+
+#endif // PTRAIN_TRANSFORMS_TENSORPARALLEL_H

@@ -1,0 +1,420 @@
+//===- ShardTP.cpp - Megatron tensor parallelism on the forward graph ----===//
+//
+// --ptrain-shard-tp: for each column-parallel / row-parallel pair that --ptrain-raise marked (the attention's
+// fused Q|K|V and output projections, the MLP's up and down projections), inserts f before the column-parallel
+// linear, slices both weights (and the column-parallel bias), propagates the local shapes through the ops
+// between them (split, per-head reshapes, transposes, scores, mask, softmax, context, GELU), and inserts g
+// after the row-parallel linear. Shoeybi et al. 2019, section 3.
+//
+// Propagation tracks, per value, which dimension is sharded and in how many groups the rank's slices of that
+// dimension lie (3 for the output of the fused Q|K|V projection: Q, K and V each hold the rank's heads).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Transforms/TensorParallel.h"
+
+#include "ptrain/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+
+namespace mlir::ptrain {
+#define GEN_PASS_DEF_SHARDTPPASS
+#include "ptrain/Transforms/Passes.h.inc"
+} // namespace mlir::ptrain
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+namespace {
+
+/// A sharded value: its sharded dimension and the number of groups the rank's slices of it form.
+struct Sharding {
+  int64_t dim;
+  int64_t groups;
+};
+
+class Sharder {
+public:
+  Sharder(ModuleOp module, int64_t tp) : tp(tp), b(module.getContext()), symbols(module) {
+    module.walk([&](StateReadOp read) { ++readsOf[read.getState()]; });
+  }
+
+  /// Shards the region from `column` to `row`; `groups` = 3 for a fused Q|K|V projection.
+  LogicalResult shardPair(MatmulOp column, MatmulOp row, int64_t groups);
+
+  int64_t numSliced = 0, numCollectives = 0;
+
+private:
+  /// Slices the parameter that `weight` reads (directly or through a transpose) along `dim` of `weight` in
+  /// `groups` groups, and updates the types on the way. `user` is the op for messages.
+  LogicalResult sliceParameter(Value weight, int64_t dim, int64_t groups, Operation *user);
+  /// Gives `op` the result types its (new) operands imply.
+  LogicalResult reinfer(Operation *op);
+  /// The local shapes of `op`, one of whose operands is sharded; records its sharded results.
+  LogicalResult propagate(Operation *op);
+  /// Broadcasting elementwise ops (binary, select, compare): slices full-size parameter operands.
+  LogicalResult propagateElementwise(Operation *op);
+
+  int64_t tp;
+  OpBuilder b;
+  SymbolTable symbols;
+  llvm::StringMap<int64_t> readsOf;
+  llvm::DenseMap<Value, Sharding> sharded;
+};
+
+} // namespace
+
+/// `axis` in [0, rank) (a negative axis counts from the end).
+static int64_t normalizeAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+LogicalResult Sharder::sliceParameter(Value weight, int64_t dim, int64_t groups, Operation *user) {
+  if (auto transpose = weight.getDefiningOp<TransposeOp>()) {
+    if (!transpose->hasOneUse())
+      return emitNodeError(user, "--ptrain-shard-tp") << ("the transposed weight has more than one use");
+    if (failed(sliceParameter(transpose.getInput(), transpose.getPerm()[dim], groups, user)))
+      return failure();
+    return reinfer(transpose);
+  }
+  auto read = weight.getDefiningOp<StateReadOp>();
+  auto state = read ? symbols.lookup<StateOp>(read.getState()) : StateOp();
+  if (!state || state.getKind() != StateKind::Parameter)
+    return emitNodeError(user, "--ptrain-shard-tp")
+           << ("operand is not a parameter (a ptrain.state_read of a parameter, "
+               "possibly transposed), so it cannot be sliced over tp");
+  if (readsOf[read.getState()] != 1 || !read->hasOneUse())
+    return emitNodeError(user, "--ptrain-shard-tp")
+           << ("parameter '") << state.getKey()
+           << "' is read elsewhere too (a tied weight); it cannot be sliced over tp";
+  if (state->hasAttr(kTPSliceAttr))
+    return emitNodeError(user, "--ptrain-shard-tp") << ("parameter '") << state.getKey() << "' is already sliced";
+  RankedTensorType type = state.getTensorType();
+  int64_t size = type.getShape()[dim];
+  if (size % (groups * tp) != 0)
+    return emitNodeError(user, "--ptrain-shard-tp")
+           << ("dimension ") << dim << " of parameter '" << state.getKey() << "' (" << type << ") has size " << size
+           << ", not divisible by " << (groups > 1 ? std::to_string(groups) + " x " : std::string()) << "tp = " << tp;
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] /= tp;
+  auto local = RankedTensorType::get(shape, type.getElementType());
+  state->setAttr(kTPSliceAttr, b.getDictionaryAttr({b.getNamedAttr("axis", b.getStringAttr("tp")),
+                                                    b.getNamedAttr("dim", b.getI64IntegerAttr(dim)),
+                                                    b.getNamedAttr("groups", b.getI64IntegerAttr(groups)),
+                                                    b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape()))}));
+  state.setTypeAttr(TypeAttr::get(local));
+  read.getResult().setType(local);
+  ++numSliced;
+  return success();
+}
+
+LogicalResult Sharder::reinfer(Operation *op) {
+  auto infer = dyn_cast<InferTypeOpInterface>(op);
+  if (!infer) {
+    // SameOperandsAndResultType ops (unary, softmax, gelu, cast keeps the shape).
+    auto in = cast<RankedTensorType>(op->getOperand(0).getType());
+    for (Value r : op->getResults())
+      r.setType(in.clone(cast<RankedTensorType>(r.getType()).getElementType()));
+    return success();
+  }
+  SmallVector<Type> types;
+  if (failed(infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(), op->getRawDictionaryAttrs(),
+                                    op->getPropertiesStorage(), op->getRegions(), types)))
+    return emitNodeError(op, "--ptrain-shard-tp") << ("the op's local shapes do not fit together");
+  for (auto [r, t] : llvm::zip(op->getResults(), types))
+    r.setType(t);
+  return success();
+}
+
+LogicalResult Sharder::propagateElementwise(Operation *op) {
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  const int64_t rank = resultType.getRank();
+  std::optional<Sharding> out;
+  for (Value operand : op->getOperands()) {
+    auto it = sharded.find(operand);
+    if (it == sharded.end())
+      continue;
+    Sharding s = {it->second.dim + rank - cast<RankedTensorType>(operand.getType()).getRank(), it->second.groups};
+    if (out && (out->dim != s.dim || out->groups != s.groups))
+      return emitNodeError(op, "--ptrain-shard-tp") << ("two operands are sharded along different dimensions");
+    out = s;
+  }
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (sharded.count(operand.get()))
+      continue;
+    auto type = cast<RankedTensorType>(operand.get().getType());
+    int64_t aligned = out->dim - (rank - type.getRank());
+    if (aligned < 0 || type.getShape()[aligned] == 1)
+      continue; // broadcast along the sharded dimension: a scale or a mask
+    if (!getParameterRead(operand.get(), symbols))
+      return emitNodeError(op, "--ptrain-shard-tp") << ("operand ") << operand.getOperandNumber()
+                                                    << " is full-size along the sharded dimension and not a parameter";
+    if (failed(sliceParameter(operand.get(), aligned, out->groups, op)))
+      return failure();
+  }
+  sharded[op->getResult(0)] = *out;
+  return reinfer(op);
+}
+
+LogicalResult Sharder::propagate(Operation *op) {
+  if (isa<BinaryOp, SelectOp, CompareOp>(op))
+    return propagateElementwise(op);
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    // Appending to an empty key/value cache (the past of an export with one): the empty operand gets the
+    // local shape; every other operand must be sharded alike.
+    std::optional<Sharding> s;
+    RankedTensorType inType;
+    for (Value operand : op->getOperands())
+      if (auto it = sharded.find(operand); it != sharded.end() && !s) {
+        s = it->second;
+        inType = cast<RankedTensorType>(operand.getType());
+      }
+    int64_t axis = normalizeAxis(static_cast<int64_t>(concat.getAxis()), inType.getRank());
+    if (axis == s->dim)
+      return emitNodeError(op, "--ptrain-shard-tp") << "concatenates along the sharded dimension";
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto it = sharded.find(operand.get());
+      if (it != sharded.end() && it->second.dim == s->dim && it->second.groups == s->groups)
+        continue;
+      auto type = cast<RankedTensorType>(operand.get().getType());
+      if (it != sharded.end() || type.getNumElements() != 0)
+        return emitNodeError(op, "--ptrain-shard-tp")
+               << "operand " << operand.getOperandNumber() << " is neither sharded like the others nor empty";
+      SmallVector<int64_t> shape(type.getShape());
+      shape[s->dim] = inType.getShape()[s->dim];
+      auto local = RankedTensorType::get(shape, type.getElementType());
+      b.setInsertionPoint(op);
+      operand.set(arith::ConstantOp::create(b, op->getLoc(), DenseElementsAttr::get(local, ArrayRef<Attribute>{})));
+    }
+    sharded[concat.getResult()] = *s;
+    return reinfer(op);
+  }
+  Value in = op->getOperand(0);
+  auto found = sharded.find(in);
+  if (found == sharded.end())
+    return emitNodeError(op, "--ptrain-shard-tp") << ("only the first operand of this op may be sharded");
+  Sharding s = found->second;
+  auto inType = cast<RankedTensorType>(in.getType());
+  if (isa<UnaryOp, GeluOp, CastOp>(op)) {
+    sharded[op->getResult(0)] = s;
+    return reinfer(op);
+  }
+  if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+    int64_t axis = normalizeAxis(static_cast<int64_t>(softmax.getAxis()), inType.getRank());
+    if (axis == s.dim)
+      return emitNodeError(op, "--ptrain-shard-tp") << ("the softmax normalizes along the sharded dimension");
+    sharded[op->getResult(0)] = s;
+    return reinfer(op);
+  }
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    ArrayRef<int64_t> perm = transpose.getPerm();
+    sharded[op->getResult(0)] = {static_cast<int64_t>(llvm::find(perm, s.dim) - perm.begin()), s.groups};
+    return reinfer(op);
+  }
+  if (auto split = dyn_cast<SplitOp>(op)) {
+    int64_t axis = normalizeAxis(static_cast<int64_t>(split.getAxis()), inType.getRank());
+    if (axis != s.dim) {
+      for (Value r : split.getResults())
+        sharded[r] = s;
+      return reinfer(op);
+    }
+    // Splitting the groups apart (Q, K and V of a fused projection): each part holds one group.
+    ArrayRef<int64_t> sizes = split.getSizes();
+    if (static_cast<int64_t>(sizes.size()) != s.groups || !llvm::all_equal(sizes))
+      return emitNodeError(op, "--ptrain-shard-tp") << ("splits the sharded dimension into ") << sizes.size()
+                                                    << " parts, but it holds " << s.groups << " equal groups (Q, K, V)";
+    SmallVector<int64_t> local(sizes.size(), sizes.front() / tp);
+    split.setSizes(local);
+    for (Value r : split.getResults())
+      sharded[r] = {s.dim, 1};
+    return reinfer(op);
+  }
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    if (s.groups != 1)
+      return emitNodeError(op, "--ptrain-shard-tp")
+             << ("reshapes a dimension that holds ") << s.groups << " groups (split Q, K and V first)";
+    // The dimension of the result that starts at the same linear offset as the sharded one: its leading
+    // index then walks the rank's slice (heads are the outer part of the hidden dimension).
+    SmallVector<int64_t> outShape(cast<RankedTensorType>(reshape.getType()).getShape());
+    SmallVector<int64_t> globalIn(inType.getShape());
+    globalIn[s.dim] *= tp;
+    int64_t prefix = 1;
+    for (int64_t d = 0; d < s.dim; ++d)
+      prefix *= globalIn[d];
+    int64_t outPrefix = 1, j = 0;
+    while (j < static_cast<int64_t>(outShape.size()) && outPrefix < prefix)
+      outPrefix *= outShape[j++];
+    while (j < static_cast<int64_t>(outShape.size()) && outShape[j] == 1 && globalIn[s.dim] != 1)
+      ++j;
+    if (outPrefix != prefix || j >= static_cast<int64_t>(outShape.size()) || outShape[j] % tp != 0)
+      return emitNodeError(op, "--ptrain-shard-tp")
+             << ("the reshape to ") << reshape.getType() << " does not keep the sharded dimension " << s.dim << " of "
+             << inType << " (global) as the outer part of one result dimension divisible by tp = " << tp;
+    outShape[j] /= tp;
+    reshape.getResult().setType(RankedTensorType::get(outShape, inType.getElementType()));
+    sharded[reshape.getResult()] = {j, 1};
+    return success();
+  }
+  if (auto mm = dyn_cast<MatmulOp>(op)) {
+    // A batched matmul over the heads (scores, context): both sides sharded along the same batch dimension.
+    auto lhs = sharded.find(mm.getLhs()), rhs = sharded.find(mm.getRhs());
+    auto resultType = cast<RankedTensorType>(mm.getType());
+    auto batchDim = [&](Value v, Sharding sv) -> std::optional<int64_t> {
+      int64_t r = cast<RankedTensorType>(v.getType()).getRank();
+      if (sv.dim >= r - 2 || sv.groups != 1)
+        return std::nullopt;
+      return sv.dim + resultType.getRank() - r;
+    };
+    std::optional<int64_t> dl, dr;
+    if (lhs != sharded.end() && rhs != sharded.end()) {
+      dl = batchDim(mm.getLhs(), lhs->second);
+      dr = batchDim(mm.getRhs(), rhs->second);
+    }
+    if (!dl || !dr || *dl != *dr)
+      return emitNodeError(op, "--ptrain-shard-tp")
+             << ("a matmul inside the tensor-parallel region must be batched over "
+                 "the sharded heads on both sides");
+    sharded[mm.getResult()] = {*dl, 1};
+    return reinfer(op);
+  }
+  return emitNodeError(op, "--ptrain-shard-tp") << ("cannot shard through this op");
+}
+
+LogicalResult Sharder::shardPair(MatmulOp column, MatmulOp row, int64_t groups) {
+  sharded.clear();
+  auto weight = cast<RankedTensorType>(column.getRhs().getType());
+  if (weight.getRank() != 2)
+    return emitNodeError(column, "--ptrain-shard-tp")
+           << ("a column-parallel linear needs a 2-D weight, got ") << weight;
+  // f: the replicated input enters the column-parallel linear.
+  b.setInsertionPoint(column);
+  auto f = TPCopyOp::create(b, column.getLoc(), column.getLhs(), "grid", "tp");
+  column.getLhsMutable().assign(f.getResult());
+  ++numCollectives;
+  if (failed(sliceParameter(column.getRhs(), 1, groups, column)) || failed(reinfer(column)))
+    return failure();
+  auto out = cast<RankedTensorType>(column.getType());
+  sharded[column.getResult()] = {out.getRank() - 1, groups};
+
+  for (Operation *op = column->getNextNode(); op; op = op->getNextNode()) {
+    if (!llvm::any_of(op->getOperands(), [&](Value v) { return sharded.count(v); }))
+      continue;
+    if (op == row.getOperation()) {
+      auto lhs = sharded.find(row.getLhs());
+      auto lhsType = cast<RankedTensorType>(row.getLhs().getType());
+      if (lhs == sharded.end() || lhs->second.dim != lhsType.getRank() - 1 || lhs->second.groups != 1 ||
+          sharded.count(row.getRhs()))
+        return emitNodeError(row, "--ptrain-shard-tp")
+               << ("the row-parallel linear's input is not sharded along its last "
+                   "(contracted) dimension");
+      Type before = row.getType();
+      if (failed(sliceParameter(row.getRhs(), 0, 1, row)) || failed(reinfer(row)))
+        return failure();
+      if (row.getType() != before)
+        return emitNodeError(row, "--ptrain-shard-tp") << ("the row-parallel linear's result changed type");
+      // g: the partial sums of the ranks are added before the (replicated) bias.
+      b.setInsertionPointAfter(row);
+      auto g = TPAllReduceOp::create(b, row.getLoc(), row.getResult(), "grid", "tp");
+      row.getResult().replaceAllUsesExcept(g.getResult(), g);
+      ++numCollectives;
+      // Nothing sharded may leave the region by another way.
+      for (auto &[value, s] : sharded)
+        for (Operation *user : value.getUsers())
+          if (user->isBeforeInBlock(column) || (user != row.getOperation() && row->isBeforeInBlock(user)))
+            return emitNodeError(user, "--ptrain-shard-tp")
+                   << ("uses a tensor-parallel value of layer region ") << column->getLoc() << " outside that region";
+      return success();
+    }
+    if (isa<func::ReturnOp>(op))
+      break;
+    if (failed(propagate(op)))
+      return failure();
+  }
+  return emitNodeError(row, "--ptrain-shard-tp")
+         << ("the row-parallel linear is not reached from its column-parallel one");
+}
+
+namespace {
+struct ShardTPPass : public ptrain::impl::ShardTPPassBase<ShardTPPass> {
+  using ShardTPPassBase::ShardTPPassBase;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (tp < 1) {
+      emitError(module.getLoc()) << "--ptrain-shard-tp: tp must be >= 1, got " << tp.getValue();
+      return signalPassFailure();
+    }
+    auto fn = SymbolTable(module).lookup<func::FuncOp>(entry);
+    if (!fn || fn.isExternal() || !fn.getBody().hasOneBlock()) {
+      emitError(module.getLoc()) << "--ptrain-shard-tp: no function @" << entry << " with one block";
+      return signalPassFailure();
+    }
+    if (!fn->hasAttr(kLayersAttr)) {
+      fn.emitError("--ptrain-shard-tp: @") << entry << " has no ptrain.layers: run --ptrain-raise first";
+      return signalPassFailure();
+    }
+    if (tp == 1)
+      return;
+    // Per layer: the column- and row-parallel linears by role, and the attention's head count.
+    struct Layer {
+      MatmulOp qkv, attnOut, mlpUp, mlpDown;
+      SoftmaxOp attention;
+    };
+    std::map<int64_t, Layer> layers;
+    for (Operation &op : fn.getBody().front()) {
+      if (auto attr = op.getAttrOfType<DictionaryAttr>(kAttentionAttr))
+        layers[cast<IntegerAttr>(attr.get("layer")).getInt()].attention = cast<SoftmaxOp>(op);
+      auto attr = op.getAttrOfType<DictionaryAttr>(kLinearAttr);
+      if (!attr)
+        continue;
+      Layer &layer = layers[cast<IntegerAttr>(attr.get("layer")).getInt()];
+      StringRef role = cast<StringAttr>(attr.get("role")).getValue();
+      auto mm = cast<MatmulOp>(op);
+      if (role == "qkv")
+        layer.qkv = mm;
+      else if (role == "attn_out")
+        layer.attnOut = mm;
+      else if (role == "mlp_up")
+        layer.mlpUp = mm;
+      else if (role == "mlp_down")
+        layer.mlpDown = mm;
+    }
+    GridOp grid;
+    for (GridOp g : module.getOps<GridOp>())
+      grid = g;
+    if (grid && (grid.getSymName() != "grid" || !grid.getAxisIndex("tp") || grid.getAxisSize("tp") != tp)) {
+      grid.emitError("--ptrain-shard-tp: the module already has a grid without axis tp = ") << tp.getValue();
+      return signalPassFailure();
+    }
+    if (!grid) {
+      OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+      GridOp::create(b, module.getLoc(), "grid", b.getStrArrayAttr({"tp"}), b.getDenseI64ArrayAttr({tp}));
+    }
+    // Dead ops (a dropped output's computation, e.g. the present key/value cache) would otherwise count as
+    // tensor-parallel values leaving their layer.
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(fn.getBody().front())))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+    Sharder sharder(module, tp);
+    for (auto &[index, layer] : layers) {
+      if (layer.attention) {
+        auto attr = layer.attention->getAttrOfType<DictionaryAttr>(kAttentionAttr);
+        int64_t heads = cast<IntegerAttr>(attr.get("heads")).getInt();
+        if (heads % tp != 0) {
+          emitNodeError(layer.attention, "--ptrain-shard-tp")
+              << ("layer ") << index << " has " << heads << " attention heads, not divisible by tp = " << tp.getValue();
+          return signalPassFailure();
+        }
+        if (!layer.qkv || !layer.attnOut || failed(sharder.shardPair(layer.qkv, layer.attnOut, /*groups=*/3)))
+          return signalPassFailure();
+      }
+      if (layer.mlpUp || layer.mlpDown) {
+        if (!layer.mlpUp || !layer.mlpDown || failed(sharder.shardPair(layer.mlpUp, layer.mlpDown, /*groups=*/1)))
+          return signalPassFailure();
+      }
+    }
+    numSliced = sharder.numSliced;
+    numCollectives = sharder.numCollectives;
+  }
+};
+} // namespace

@@ -1,0 +1,48 @@
+// RUN: ptrain-opt %s --split-input-file --verify-diagnostics
+
+// tp_copy (C1): the grid is a ptrain.grid.
+func.func @tp_copy_c1(%x: tensor<8xf32>) {
+  // expected-error@+1 {{@grid does not name a ptrain.grid}}
+  %0 = ptrain.tp_copy %x on @grid axis tp : tensor<8xf32>
+  return
+}
+
+// -----
+
+// tp_copy (C2): the axis is an axis of the grid.
+ptrain.grid @grid(dp = 2, pp = 2)
+func.func @tp_copy_c2(%x: tensor<8xf32>) {
+  // expected-error@+1 {{collective axes name axis 'tp', but grid @grid has axes ["dp", "pp"]}}
+  %0 = ptrain.tp_copy %x on @grid axis tp : tensor<8xf32>
+  return
+}
+
+// -----
+
+// tp_all_reduce (C1): the grid is a ptrain.grid.
+ptrain.state @grid key "grid" kind parameter : tensor<8xf32>
+func.func @tp_all_reduce_c1(%x: tensor<8xf32>) {
+  // expected-error@+1 {{@grid does not name a ptrain.grid}}
+  %0 = ptrain.tp_all_reduce %x on @grid axis tp : tensor<8xf32>
+  return
+}
+
+// -----
+
+// tp_all_reduce (C2): the axis is an axis of the grid.
+ptrain.grid @grid(tp = 2)
+func.func @tp_all_reduce_c2(%x: tensor<8xf32>) {
+  // expected-error@+1 {{collective axes name axis 'pp', but grid @grid has axes ["tp"]}}
+  %0 = ptrain.tp_all_reduce %x on @grid axis pp : tensor<8xf32>
+  return
+}
+
+// -----
+
+// Both: the result has the input's type.
+ptrain.grid @grid(tp = 2)
+func.func @tp_all_reduce_type(%x: tensor<8xf32>) {
+  // expected-error@+1 {{requires the same type for all operands and results}}
+  %0 = "ptrain.tp_all_reduce"(%x) <{grid = @grid, axis = "tp"}> : (tensor<8xf32>) -> tensor<4xf32>
+  return
+}
