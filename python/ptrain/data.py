@@ -5,7 +5,8 @@
 
 Collects every ``*.py`` file under the standard library of the interpreter that runs it
 (``sysconfig.get_paths()['stdlib']``, or ``--stdlib``), excluding test directories, site-packages /
-dist-packages and machine-generated files, and writes two raw uint8 files:
+dist-packages, the Tk packages that Debian ships apart (tkinter, idlelib, turtledemo) and machine-generated
+files, and writes two raw uint8 files:
 
   OUT/train.bin   about 95% of the bytes
   OUT/val.bin     about 5% of the bytes
@@ -39,8 +40,11 @@ VAL_MODULUS = 20  # 1 file in 20 goes to val: ~95/5
 VAL_FRACTION = 1.0 / VAL_MODULUS
 DEFAULT_MAX_BYTES = 8_000_000
 
+# tkinter, idlelib and turtledemo come with Debian's optional python3-tk / idle packages (python3-matplotlib
+# pulls python3-tk in): excluded so that the corpus does not depend on what else is installed.
 EXCLUDED_DIRS = frozenset(
-    {"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__"}
+    {"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__", "tkinter", "idlelib",
+     "turtledemo"}
 )
 
 
