@@ -52,6 +52,9 @@ private:
                         RankedTensorType type);
   /// step = step + 1 on the `step` counter; returns the new value.
   Value incrementStep(OpBuilder &b, Location loc, Operation *anchor);
+  /// Rejects AdamW options that make no optimizer: the schedule (lr, warm-up, total, min ratio), the betas,
+  /// epsilon and weight decay; the error names the option.
+  LogicalResult checkAdamWOptions(ModuleOp module);
   /// AdamW on parameter `param` with gradient `grad` at step `t`; writes parameter and moments back.
   void buildAdamW(OpBuilder &b, Location loc, Operation *anchor, StateOp param, Value value, Value grad, Value t);
 
@@ -500,6 +503,25 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
   module->setAttr("ptrain.pipeline", b.getDictionaryAttr(attrs));
 }
 
+LogicalResult BuildTrainingStepPass::checkAdamWOptions(ModuleOp module) {
+  auto error = [&]() { return emitError(module.getLoc()) << "--ptrain-build-training-step: "; };
+  // The schedule attribute's own verifier (lr, warmup-steps, total-steps, min-lr-ratio): LRScheduleAttr::get
+  // does not run it, and an unchecked attribute prints IR that no parser accepts.
+  auto f64 = Float64Type::get(&getContext());
+  auto scheduleError = [&]() { return error() << "lr, warmup-steps, total-steps, min-lr-ratio: "; };
+  if (!LRScheduleAttr::getChecked(scheduleError, &getContext(), FloatAttr::get(f64, lr), warmupSteps.getValue(),
+                                  totalSteps.getValue(), FloatAttr::get(f64, minLrRatio)))
+    return failure();
+  // Loshchilov & Hutter (ICLR 2019), Algorithm 2: beta1, beta2 in [0, 1) (1 - beta^t is a divisor), eps > 0.
+  if (!(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0))
+    return error() << "beta1 and beta2 must be in [0, 1), got beta1 = " << beta1.getValue()
+                   << ", beta2 = " << beta2.getValue();
+  if (!(epsilon > 0.0) || !(weightDecay >= 0.0))
+    return error() << "epsilon must be > 0 and weight-decay >= 0, got epsilon = " << epsilon.getValue()
+                   << ", weight-decay = " << weightDecay.getValue();
+  return success();
+}
+
 void BuildTrainingStepPass::runOnOperation() {
   ModuleOp module = getOperation();
   SymbolTable symbolTable(module);
@@ -509,6 +531,8 @@ void BuildTrainingStepPass::runOnOperation() {
                                << "'";
     return signalPassFailure();
   }
+  if (optimizer == "adamw" && failed(checkAdamWOptions(module)))
+    return signalPassFailure();
   if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline")) {
     auto signature = module->getAttrOfType<DictionaryAttr>("ptrain.signature");
     if (signature && signature.get("labels")) {

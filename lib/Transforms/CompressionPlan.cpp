@@ -66,7 +66,7 @@ FailureOr<std::optional<CompressionPlan>> mlir::ptrain::readCompressionPlan(Modu
   if (!dict)
     return std::optional<CompressionPlan>();
   auto bad = [&](const Twine &why) {
-    module.emitError() << pass << ": ptrain.compression: " << why;
+    emitError(module.getLoc()) << pass << ": ptrain.compression: " << why;
     return failure();
   };
   CompressionPlan plan;

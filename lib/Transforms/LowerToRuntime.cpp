@@ -41,27 +41,29 @@ using Step = ScheduleStep;
 FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t pp, int64_t v, int64_t m) {
   auto schedule = module->getAttrOfType<DictionaryAttr>("ptrain.schedule");
   if (!schedule)
-    return module.emitError("--ptrain-lower-to-runtime: no ptrain.schedule attribute; run --ptrain-schedule first");
+    return emitError(module.getLoc(),
+                     "--ptrain-lower-to-runtime: no ptrain.schedule attribute; run --ptrain-schedule first");
   auto mb = schedule.getAs<IntegerAttr>("micro_batches");
   if (!mb || mb.getInt() != m)
-    return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule's micro_batches ")
+    return emitError(module.getLoc(), "--ptrain-lower-to-runtime: ptrain.schedule's micro_batches ")
            << (mb ? std::to_string(mb.getInt()) : std::string("(missing)")) << " differs from ptrain.pipeline's " << m;
   auto table = schedule.getAs<ArrayAttr>("table");
   if (!table || static_cast<int64_t>(table.size()) != pp)
-    return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule's table must have one row per stage (")
+    return emitError(module.getLoc(),
+                     "--ptrain-lower-to-runtime: ptrain.schedule's table must have one row per stage (")
            << pp << ")";
   SmallVector<SmallVector<Step>> rows;
   for (auto [s, rowAttr] : llvm::enumerate(table)) {
     auto row = dyn_cast<ArrayAttr>(rowAttr);
     if (!row)
-      return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: row ") << s << " is not an array";
+      return emitError(module.getLoc(), "--ptrain-lower-to-runtime: ptrain.schedule: row ") << s << " is not an array";
     // Per model chunk k of this stage (virtual stage k pp + s): which micro-batches ran forward and backward.
     SmallVector<SmallVector<int>> forwards(v, SmallVector<int>(m)), backwards(v, SmallVector<int>(m));
     SmallVector<Step> steps;
     for (auto [k, stepAttr] : llvm::enumerate(row)) {
       auto str = dyn_cast<StringAttr>(stepAttr);
       auto bad = [&](const Twine &why) {
-        return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: stage ")
+        return emitError(module.getLoc(), "--ptrain-lower-to-runtime: ptrain.schedule: stage ")
                << s << " step " << k << " '" << (str ? str.getValue() : StringRef("?")) << "': " << why;
       };
       if (!str)
@@ -90,12 +92,13 @@ FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t 
       steps.push_back(step);
     }
     if (steps.empty() || steps.back().kind != Step::Optimizer)
-      return module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: stage ") << s << " does not end with \"O\"";
+      return emitError(module.getLoc(), "--ptrain-lower-to-runtime: ptrain.schedule: stage ")
+             << s << " does not end with \"O\"";
     for (int64_t k = 0; k < v; ++k) {
       bool last = k * pp + static_cast<int64_t>(s) == pp * v - 1;
       for (int64_t i = 0; i < m; ++i)
         if (!forwards[k][i] || (!last && !backwards[k][i])) {
-          auto diag = module.emitError("--ptrain-lower-to-runtime: ptrain.schedule: stage ")
+          auto diag = emitError(module.getLoc(), "--ptrain-lower-to-runtime: ptrain.schedule: stage ")
                       << s << " never runs the " << (!forwards[k][i] ? "forward" : "backward") << " of micro-batch "
                       << i;
           if (v > 1)
@@ -117,7 +120,7 @@ public:
   FailureOr<func::FuncOp> lookup(const std::string &name, unsigned numArgs, unsigned numResults) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
     if (!func)
-      return module.emitError("--ptrain-lower-to-runtime: the pipeline module has no function @") << name;
+      return emitError(module.getLoc(), "--ptrain-lower-to-runtime: the pipeline module has no function @") << name;
     if (func.getNumArguments() != numArgs || func.getNumResults() != numResults)
       return func.emitError("--ptrain-lower-to-runtime: @")
              << name << " must take " << numArgs << " argument(s) and return " << numResults << " result(s)";
@@ -413,14 +416,15 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
     ModuleOp module = getOperation();
     auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
     if (!pipeline) {
-      module.emitError("--ptrain-lower-to-runtime: no ptrain.pipeline attribute; run --ptrain-split-stages, "
-                       "--ptrain-build-training-step and --ptrain-schedule first");
+      emitError(module.getLoc(), "--ptrain-lower-to-runtime: no ptrain.pipeline attribute; run --ptrain-split-stages, "
+                                 "--ptrain-build-training-step and --ptrain-schedule first");
       return signalPassFailure();
     }
     auto ppAttr = pipeline.getAs<IntegerAttr>("pp");
     auto mbAttr = pipeline.getAs<IntegerAttr>("micro_batches");
     if (!ppAttr || !mbAttr || ppAttr.getInt() < 1 || mbAttr.getInt() < 1) {
-      module.emitError("--ptrain-lower-to-runtime: ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
+      emitError(module.getLoc(),
+                "--ptrain-lower-to-runtime: ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
       return signalPassFailure();
     }
     GridOp grid;
@@ -428,7 +432,7 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
       if (llvm::is_contained(g.getAxisNames(), StringAttr::get(module.getContext(), "pp")))
         grid = g;
     if (!grid) {
-      module.emitError("--ptrain-lower-to-runtime: no ptrain.grid with an axis pp");
+      emitError(module.getLoc(), "--ptrain-lower-to-runtime: no ptrain.grid with an axis pp");
       return signalPassFailure();
     }
     const int64_t pp = ppAttr.getInt(), m = mbAttr.getInt();
@@ -436,7 +440,8 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
     if (auto attr = pipeline.getAs<IntegerAttr>("virtual_stages"))
       v = attr.getInt();
     if (v < 1 || (v > 1 && pp < 2)) {
-      module.emitError("--ptrain-lower-to-runtime: ptrain.pipeline's virtual_stages must be >= 1, and 1 when pp < 2");
+      emitError(module.getLoc(),
+                "--ptrain-lower-to-runtime: ptrain.pipeline's virtual_stages must be >= 1, and 1 when pp < 2");
       return signalPassFailure();
     }
     FailureOr<SmallVector<SmallVector<Step>>> rows = readSchedule(module, pp, v, m);
@@ -445,7 +450,7 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
     for (int64_t s = 0; s < pp; ++s)
       for (StringRef kind : {"_train_step", "_eval_step"})
         if (module.lookupSymbol("stage" + std::to_string(s) + kind.str())) {
-          module.emitError("--ptrain-lower-to-runtime: the module already has @stage")
+          emitError(module.getLoc(), "--ptrain-lower-to-runtime: the module already has @stage")
               << s << kind << " (lowered twice?)";
           return signalPassFailure();
         }
@@ -453,7 +458,7 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
     if (failed(plan))
       return signalPassFailure();
     if (*plan && v > 1) {
-      module.emitError("--ptrain-lower-to-runtime: ptrain.compression with virtual stages is not supported");
+      emitError(module.getLoc(), "--ptrain-lower-to-runtime: ptrain.compression with virtual stages is not supported");
       return signalPassFailure();
     }
     Lowering lowering(module, grid, pp, v, m, *plan);

@@ -35,8 +35,8 @@ struct PrintSchedulePass : ptrain::impl::PrintSchedulePassBase<PrintSchedulePass
     auto m = schedule ? schedule.getAs<IntegerAttr>("micro_batches") : IntegerAttr();
     auto table = schedule ? schedule.getAs<ArrayAttr>("table") : ArrayAttr();
     if (!kind || !m || !table) {
-      module.emitError("--ptrain-print-schedule: no ptrain.schedule {kind, micro_batches, table}; run "
-                       "--ptrain-schedule first");
+      emitError(module.getLoc(), "--ptrain-print-schedule: no ptrain.schedule {kind, micro_batches, table}; run "
+                                 "--ptrain-schedule first");
       return signalPassFailure();
     }
     int64_t v = 1;
@@ -50,7 +50,7 @@ struct PrintSchedulePass : ptrain::impl::PrintSchedulePassBase<PrintSchedulePass
         auto text = dyn_cast<StringAttr>(entry);
         std::optional<ScheduleStep> step = text ? ScheduleStep::parse(text.getValue()) : std::nullopt;
         if (!step) {
-          module.emitError("--ptrain-print-schedule: stage ") << s << ": malformed step " << entry;
+          emitError(module.getLoc(), "--ptrain-print-schedule: stage ") << s << ": malformed step " << entry;
           return signalPassFailure();
         }
         rows[s].push_back(*step);
@@ -73,7 +73,7 @@ struct PrintSchedulePass : ptrain::impl::PrintSchedulePassBase<PrintSchedulePass
     std::string stuck;
     bool ok = plan ? simulate(*plan, timing, stuck) : (stuck = llvm::toString(plan.takeError()), false);
     if (!ok) {
-      module.emitError("--ptrain-print-schedule: the table deadlocks: ") << stuck;
+      emitError(module.getLoc(), "--ptrain-print-schedule: the table deadlocks: ") << stuck;
       return signalPassFailure();
     }
     double makespan = timing.iterationTime;

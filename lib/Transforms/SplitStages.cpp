@@ -55,6 +55,17 @@ void SplitStagesPass::runOnOperation() {
     emitError(module.getLoc()) << "--ptrain-split-stages: pp must be >= 1, got " << pp.getValue();
     return signalPassFailure();
   }
+  // The split runs once, on the model graph: a second split redefined @forward_stage<s>; a split after
+  // --ptrain-build-training-step left a @train_step of the whole model beside the stages.
+  if (module->hasAttr("ptrain.pipeline")) {
+    emitError(module.getLoc()) << "--ptrain-split-stages: the module is already split (it has ptrain.pipeline)";
+    return signalPassFailure();
+  }
+  if (symbols.lookup("train_step")) {
+    emitError(module.getLoc()) << "--ptrain-split-stages: the module already has a @train_step; split the "
+                                  "forward before --ptrain-build-training-step";
+    return signalPassFailure();
+  }
   Block &body = forward.getBody().front();
   if (forward.getNumResults() != 1) {
     emitError(forward.getLoc()) << "--ptrain-split-stages: @" << entry << " must have one result (the logits)";

@@ -44,14 +44,14 @@ struct VerifyPlanPass : ptrain::impl::VerifyPlanPassBase<VerifyPlanPass> {
       llvm::Expected<std::unique_ptr<interp::MultiRankExecutor>> executor =
           interp::MultiRankExecutor::create(module, noState, interp::ExecutionMode::Abstract);
       if (!executor) {
-        module.emitError("--ptrain-verify-plan: ") << llvm::toString(executor.takeError());
+        emitError(module.getLoc(), "--ptrain-verify-plan: ") << llvm::toString(executor.takeError());
         return signalPassFailure();
       }
       std::vector<std::string> entries;
       for (int64_t r = 0, n = (*executor)->getNumRanks(); r < n; ++r) {
         llvm::Expected<std::string> entry = (*executor)->entryForRank(r, kind);
         if (!entry) {
-          module.emitError("--ptrain-verify-plan: ")
+          emitError(module.getLoc(), "--ptrain-verify-plan: ")
               << kind << " step: " << (*executor)->describeRank(r) << ": " << llvm::toString(entry.takeError());
           return signalPassFailure();
         }
@@ -60,14 +60,14 @@ struct VerifyPlanPass : ptrain::impl::VerifyPlanPassBase<VerifyPlanPass> {
       llvm::Expected<std::vector<std::vector<interp::Tensor>>> ran = (*executor)->run(
           [&](int64_t r) { return entries[r]; }, [](int64_t) { return std::vector<interp::Tensor>(); });
       if (!ran) {
-        module.emitError("--ptrain-verify-plan: ") << kind << " step: " << llvm::toString(ran.takeError());
+        emitError(module.getLoc(), "--ptrain-verify-plan: ") << kind << " step: " << llvm::toString(ran.takeError());
         return signalPassFailure();
       }
       numRanks = (*executor)->getNumRanks();
     }
     if (!any) {
-      module.emitError("--ptrain-verify-plan: no function with ptrain.entry = \"train\" or \"eval\" (run "
-                       "--ptrain-lower-to-runtime first)");
+      emitError(module.getLoc(), "--ptrain-verify-plan: no function with ptrain.entry = \"train\" or \"eval\" (run "
+                                 "--ptrain-lower-to-runtime first)");
       return signalPassFailure();
     }
   }

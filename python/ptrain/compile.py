@@ -24,7 +24,9 @@ runs, writing every intermediate into out/:
 
 The tools, the runtime library and the headers are found from this file's install location (the wrapper
 tools/ptrain-compile/ptrain-compile, configured into <build>/bin by CMake, passes them in) or from
---build-dir/--source-dir. Every failing step ends the run with its tool's message and a nonzero status.
+--build-dir/--source-dir. Every failing step ends the run with its tool's message and a nonzero status, and
+leaves no output: the five files above, this run's or an earlier run's, are removed from out/ (other files
+stay), and out/ itself if this run made it.
 A pipeline step runs under mpirun with P ranks (ptrain-run, python/ptrain/run.py).
 """
 
@@ -163,6 +165,9 @@ def compile_model(args):
                            "--dp or --micro-batches > 1)")
     if args.policy == "none" and args.compress_options.strip():
         raise CompileError(f"--compress-options '{args.compress_options}' without --policy")
+    if args.policy == "none" and args.cluster is not None:
+        raise CompileError(f"--cluster {args.cluster} without --policy (only --ptrain-critical-path, run for a "
+                           "compression policy, reads the cluster)")
     if args.target != "cpu":
         raise CompileError(f"--target {args.target} is not yet supported; use --target cpu")
     if not args.build_dir or not args.source_dir:
@@ -179,7 +184,30 @@ def compile_model(args):
         if not os.path.isfile(cluster):
             raise CompileError(f"--cluster {cluster}: no such file")
     out = args.output
+    created = not os.path.isdir(out)
     os.makedirs(out, exist_ok=True)
+    # A failed run leaves no output: neither half of a plan nor an older run's files beside this run's.
+    remove_outputs(out)
+    try:
+        write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_dir)
+    except BaseException:
+        remove_outputs(out)
+        if created and not os.listdir(out):
+            os.rmdir(out)
+        raise
+
+
+OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "libstep.so", "plan.json")
+
+
+def remove_outputs(out):
+    for name in OUTPUTS:
+        path = os.path.join(out, name)
+        if os.path.lexists(path):
+            os.remove(path)
+
+
+def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_dir):
     forward = os.path.join(out, "forward.mlir")
     step = os.path.join(out, "step.mlir")
     cpp = os.path.join(out, "step.cpp")

@@ -39,6 +39,7 @@ import math
 import os
 import random
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -76,10 +77,35 @@ def load_plan(out_dir):
     lib = os.path.join(out_dir, "libstep.so")
     if not os.path.isfile(lib):
         raise RunError(f"{lib}: no such file")
+    check_library(lib)
     plan["library"] = os.path.abspath(lib)
     if not os.path.isfile(plan["model"]):
         raise RunError(f"{path}: the model {plan['model']} does not exist")
     return plan
+
+
+def check_library(lib):
+    """Rejects a libstep.so that is not a whole 64-bit little-endian ELF file before any rank loads it: dlopen
+    fails on garbage with a traceback per rank, and on a truncated library it maps pages past the end of the
+    file and the rank dies of SIGBUS. Whole means every segment and the section header table lie inside it."""
+    size = os.path.getsize(lib)
+    with open(lib, "rb") as f:
+        head = f.read(64)
+        if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+            raise RunError(f"{lib}: not a 64-bit little-endian ELF shared library; compile it again with "
+                           "ptrain-compile")
+        phoff, shoff = struct.unpack_from("<QQ", head, 0x20)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", head, 0x36)
+        end = max(phoff + phnum * phentsize, shoff + shnum * shentsize)
+        if end <= size and phentsize >= 56:
+            f.seek(phoff)
+            table = f.read(phnum * phentsize)
+            for i in range(phnum):  # Elf64_Phdr: p_type, p_flags, p_offset, p_vaddr, p_paddr, p_filesz, ...
+                _, _, offset, _, _, filesz = struct.unpack_from("<IIQQQQ", table, i * phentsize)
+                end = max(end, offset + filesz)
+    if end > size:
+        raise RunError(f"{lib}: truncated ({size} bytes, its ELF headers need {end}); compile it again with "
+                       "ptrain-compile")
 
 
 def data_files(data):
@@ -129,7 +155,7 @@ def batch(data, rows, seq, seed, replica=0, replicas=1):
 
 def launch(args):
     plan = load_plan(args.out)
-    data_files(args.data)
+    read_data(*data_files(args.data), plan["seq"])  # Too little data is the launcher's error, not every rank's.
     world = plan.get("dp", 1) * plan["pp"]
     np_ = world if args.np is None else args.np
     if np_ != world:
@@ -138,6 +164,12 @@ def launch(args):
                        f"--np {world}")
     if args.resume:
         resume_position(args, plan)
+    if args.checkpoint:
+        # Checked before training, not found out by ptrain_step_save after the last step.
+        folder = os.path.dirname(os.path.abspath(args.checkpoint))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise RunError(f"--checkpoint {args.checkpoint}: the folder {folder} does not exist or is not "
+                           "writable")
     if args.steps < 0 or (args.val_every is not None and args.val_every < 1):
         raise RunError("--steps must be >= 0 and --val-every >= 1")
     mpirun = shutil.which("mpirun")
@@ -192,7 +224,10 @@ class Step:
                     break
                 except OSError:
                     pass
-        self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        try:
+            self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        except OSError as e:  # e.g. libptrain_runtime.so moved away: dlopen's message, not a traceback.
+            raise RunError(f"cannot load {path}: {e}")
         L = self.lib
         L.ptrain_step_last_error.restype = ctypes.c_char_p
         for name in ("ptrain_step_train", "ptrain_step_eval"):

@@ -23,3 +23,26 @@ func.func @forward(%x: tensor<2x8x8xf32>) -> tensor<2x8x8xf32> {
 }
 
 // PP0: error: --ptrain-split-stages: pp must be >= 1, got 0
+
+// -----
+
+// The split runs once: a module that is already split is refused, not split again into clashing symbols.
+// expected-error@+1 {{--ptrain-split-stages: the module is already split (it has ptrain.pipeline)}}
+module attributes {ptrain.pipeline = {pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}} {
+  func.func @forward(%x: tensor<2xf32>) -> tensor<2xf32> {
+    return %x : tensor<2xf32>
+  }
+}
+
+// -----
+
+// The split comes before the training step: a @train_step of the whole model would stay beside the stages.
+// expected-error@+1 {{--ptrain-split-stages: the module already has a @train_step; split the forward before --ptrain-build-training-step}}
+module {
+  func.func @forward(%x: tensor<2xf32>) -> tensor<2xf32> {
+    return %x : tensor<2xf32>
+  }
+  func.func @train_step(%x: tensor<2xf32>) -> tensor<2xf32> {
+    return %x : tensor<2xf32>
+  }
+}

@@ -1,0 +1,77 @@
+"""ptrain-run's launcher rejects bad input before mpirun starts (python/ptrain/run.py): a libstep.so that is
+not a whole ELF library (a truncated one made every rank die of SIGBUS in dlopen), data shorter than one
+window (every rank reported it after mpirun started), and a --checkpoint folder that does not exist (found
+out by ptrain_step_save after the last training step)."""
+
+import json
+import os
+import shutil
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from ptrain import run  # noqa: E402
+
+# Any whole ELF shared library stands in for libstep.so: the launcher reads headers, it does not load it.
+ELF = next((p for p in ("/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6")
+            if os.path.isfile(p)), None)
+
+
+@pytest.fixture
+def plan_dir(tmp_path):
+    if ELF is None:
+        pytest.skip("no libm.so.6 to stand in for libstep.so")
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.copy(ELF, out / "libstep.so")
+    plan = {"pp": 2, "micro_batches": 4, "batch": 4, "seq": 64, "vocab": 256, "library": "libstep.so",
+            "model": os.path.join(ROOT, "models", "gpt", "gpt.onnx")}
+    (out / "plan.json").write_text(json.dumps(plan))
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.bin").write_bytes(bytes(range(256)) * 4)
+    (data / "val.bin").write_bytes(bytes(range(256)))
+    return out, data
+
+
+def launch(*argv):
+    args = run.parser().parse_args([str(a) for a in argv])
+    args.argv = list(argv)
+    return run.launch(args)
+
+
+def test_whole_library_passes(plan_dir):
+    out, _ = plan_dir
+    assert run.load_plan(str(out))["pp"] == 2
+
+
+@pytest.mark.parametrize("keep", [0, 10, 100, 5000, -100])
+def test_truncated_library(plan_dir, keep):
+    out, data = plan_dir
+    lib = out / "libstep.so"
+    whole = lib.read_bytes()
+    lib.write_bytes(whole[:keep] if keep >= 0 else whole[:len(whole) + keep])
+    with pytest.raises(run.RunError, match=r"libstep.so: (truncated|not a 64-bit little-endian ELF)"):
+        launch(out, "--data", data, "--steps", "1")
+
+
+def test_garbage_library(plan_dir):
+    out, data = plan_dir
+    (out / "libstep.so").write_text("garbage\n" * 100)
+    with pytest.raises(run.RunError, match="libstep.so: not a 64-bit little-endian ELF shared library"):
+        launch(out, "--data", data, "--steps", "1")
+
+
+def test_data_shorter_than_a_window(plan_dir):
+    out, data = plan_dir
+    (data / "val.bin").write_bytes(b"x" * 64)
+    with pytest.raises(run.RunError, match="the validation data has 64 bytes, fewer than one window of 65"):
+        launch(out, "--data", data, "--steps", "1")
+
+
+def test_checkpoint_folder_missing(plan_dir, tmp_path):
+    out, data = plan_dir
+    with pytest.raises(run.RunError, match=r"--checkpoint .*/nope/ck: the folder .*/nope does not exist"):
+        launch(out, "--data", data, "--steps", "1", "--checkpoint", tmp_path / "nope" / "ck")

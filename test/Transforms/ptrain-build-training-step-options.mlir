@@ -1,0 +1,30 @@
+// Bad AdamW options of --ptrain-build-training-step are pass errors that name the option, not IR whose
+// lr_schedule attribute no parser accepts.
+// RUN: not ptrain-opt %s --ptrain-build-training-step="lr=-1" 2>&1 | FileCheck %s --check-prefix=LR
+// RUN: not ptrain-opt %s --ptrain-build-training-step="warmup-steps=-5" 2>&1 | FileCheck %s --check-prefix=WARMUP
+// RUN: not ptrain-opt %s --ptrain-build-training-step="total-steps=0 warmup-steps=0" 2>&1 | FileCheck %s --check-prefix=TOTAL
+// RUN: not ptrain-opt %s --ptrain-build-training-step="min-lr-ratio=2" 2>&1 | FileCheck %s --check-prefix=RATIO
+// RUN: not ptrain-opt %s --ptrain-build-training-step="beta1=1" 2>&1 | FileCheck %s --check-prefix=BETA
+// RUN: not ptrain-opt %s --ptrain-build-training-step="epsilon=0" 2>&1 | FileCheck %s --check-prefix=EPS
+// RUN: not ptrain-opt %s --ptrain-build-training-step="weight-decay=-0.1" 2>&1 | FileCheck %s --check-prefix=WD
+// Without an optimizer the AdamW options are unused and not checked.
+// RUN: ptrain-opt %s --ptrain-build-training-step="optimizer=none lr=-1" | FileCheck %s --check-prefix=NONE
+
+// LR: error: --ptrain-build-training-step: lr, warmup-steps, total-steps, min-lr-ratio: learning-rate peak must be > 0
+// WARMUP: error: --ptrain-build-training-step: lr, warmup-steps, total-steps, min-lr-ratio: learning-rate schedule needs 0 <= warmup <= total and total >= 1, got warmup -5 and total 2000
+// TOTAL: error: --ptrain-build-training-step: lr, warmup-steps, total-steps, min-lr-ratio: learning-rate schedule needs 0 <= warmup <= total and total >= 1, got warmup 0 and total 0
+// RATIO: error: --ptrain-build-training-step: lr, warmup-steps, total-steps, min-lr-ratio: learning-rate min_ratio must be in [0, 1], got 2.000000e+00
+// BETA: error: --ptrain-build-training-step: beta1 and beta2 must be in [0, 1), got beta1 = 1.000000e+00, beta2 = 9.500000e-01
+// EPS: error: --ptrain-build-training-step: epsilon must be > 0 and weight-decay >= 0, got epsilon = 0.000000e+00, weight-decay = 1.000000e-01
+// WD: error: --ptrain-build-training-step: epsilon must be > 0 and weight-decay >= 0, got epsilon = 1.000000e-08, weight-decay = -1.000000e-01
+// NONE: func.func @train_step
+
+ptrain.state @wte key "wte" kind parameter : tensor<16x8xf32>
+
+func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
+  %w = ptrain.state_read @wte : tensor<16x8xf32>
+  %x = ptrain.embedding %w, %ids : tensor<16x8xf32>, tensor<2x5xi64>
+  %wt = ptrain.transpose %w {perm = array<i64: 1, 0>} : tensor<16x8xf32> -> tensor<8x16xf32>
+  %logits = ptrain.matmul %x, %wt : tensor<2x5x8xf32>, tensor<8x16xf32>
+  return %logits : tensor<2x5x16xf32>
+}
