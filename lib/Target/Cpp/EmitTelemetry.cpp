@@ -29,33 +29,23 @@ constexpr const char *kFields[] = {"compressions",      "error (mean)", "residua
 constexpr int64_t kNumFields = sizeof(kFields) / sizeof(kFields[0]);
 } // namespace
 
-LogicalResult CodecSites::collect(ModuleOp module) {
+void CodecSites::collect(ModuleOp module) {
   llvm::StringMap<int64_t> byKey;
-  WalkResult result = module.walk([&](CompressOp op) {
+  module.walk([&](CompressOp op) {
     if (!op.getErrorFeedback() || op.getState().empty())
-      return WalkResult::advance();
+      return;
     auto read = op.getState()[0].getDefiningOp<StateReadOp>();
-    if (!read)
-      return WalkResult::advance();
-    auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(op, read.getStateAttr());
+    auto state = read ? SymbolTable::lookupNearestSymbolFrom<StateOp>(op, read.getStateAttr()) : StateOp();
     if (!state)
-      return WalkResult::advance();
-    std::string key = state.getKey().str();
-    StringRef site = key;
+      return;
+    StringRef site = state.getKey();
     site.consume_back("/residual");
-    const int64_t numel = cast<RankedTensorType>(op.getInput().getType()).getNumElements();
-    auto [it, inserted] = byKey.try_emplace(key, static_cast<int64_t>(sites.size()));
+    // The residual has the input's type (the op's verifier), so every op of one residual codes as many elements.
+    auto [it, inserted] = byKey.try_emplace(state.getKey(), static_cast<int64_t>(sites.size()));
     if (inserted)
-      sites.push_back({site.str(), numel});
-    else if (sites[it->second].numel != numel) {
-      op.emitError("--emit-cpp: the codec site '")
-          << site << "' codes " << sites[it->second].numel << " elements elsewhere, " << numel << " here";
-      return WalkResult::interrupt();
-    }
+      sites.push_back({site.str(), cast<RankedTensorType>(op.getInput().getType()).getNumElements()});
     siteOf[op] = it->second + 1;
-    return WalkResult::advance();
   });
-  return failure(result.wasInterrupted());
 }
 
 void mlir::ptrain::cpp::emitCompressTelemetry(CompressOp op, const CodecSites &sites, CallWriter &w) {

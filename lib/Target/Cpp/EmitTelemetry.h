@@ -33,9 +33,8 @@ struct CodecSite {
 /// The codec sites of a module: every ptrain.compress with error feedback whose residual is a state read.
 class CodecSites {
 public:
-  /// Registers the module's sites in walk order; fails when two compress ops of one residual code tensors of
-  /// different sizes.
-  LogicalResult collect(ModuleOp module);
+  /// Registers the module's sites in walk order.
+  void collect(ModuleOp module);
   /// The site of a ptrain.compress, or -1 (no error feedback, or its residual is not a state).
   int64_t lookup(Operation *op) const { return siteOf.lookup(op) - 1; }
 
