@@ -511,9 +511,9 @@ def work(args):
                 "traffic": log.get("traffic", {})})
         run_log.close()
         print(f"run log: {run_log.name}", flush=True)
-        if not args.no_plots:
-            write_plots(run_log.name)
     step.check(step.lib.ptrain_step_finalize(), "ptrain_step_finalize")
+    if run_log and not args.no_plots:  # After finalize: the other ranks do not wait on rank 0's plotting.
+        write_plots(run_log.name)
 
 
 def parser():
