@@ -39,8 +39,10 @@ VAL_MODULUS = 20  # 1 file in 20 goes to val: ~95/5
 VAL_FRACTION = 1.0 / VAL_MODULUS
 DEFAULT_MAX_BYTES = 8_000_000
 
+# tkinter is shipped by Debian's python3-tk (a dependency of python3-matplotlib, which ptrain-run's plots use),
+# not by every Python: excluded, so the corpus does not change with it.
 EXCLUDED_DIRS = frozenset(
-    {"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__"}
+    {"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__", "tkinter"}
 )
 
 
