@@ -60,12 +60,12 @@ PY
 echo "== 6. train under mpirun -np 2 on Python standard-library source"
 /usr/bin/python3 python/ptrain/data.py --out "$OUT/data" --max-bytes 2000000
 "$BIN/ptrain-run" "$OUT/pp2" --data "$OUT/data" --steps "$STEPS" --val-every 50 --checkpoint "$OUT/pp2/checkpoint" \
-  --log "$OUT/pp2/train-log.json"
+  --log "$OUT/pp2/train-log.json" --telemetry-every 10
 
 echo "== 7. bytes per link against the same plan without compression (one step)"
 "${COMPILE[@]}" -o "$OUT/pp2-none"
 "$BIN/ptrain-run" "$OUT/pp2-none" --data "$OUT/data" --steps 1 --val-batches 1 --log "$OUT/pp2-none/log.json" \
-  > "$OUT/pp2-none/run.txt" 2>&1
+  --no-plots > "$OUT/pp2-none/run.txt" 2>&1
 /usr/bin/python3 - "$OUT/pp2/train-log.json" "$OUT/pp2-none/log.json" <<'PY'
 import json, sys
 occ, none = (json.load(open(p)) for p in sys.argv[1:3])
@@ -74,3 +74,7 @@ for link in occ["traffic"]:
     a, b = per_step(occ, link), per_step(none, link)
     print(f"   {link:<18} {b:>10,.0f} B/step uncompressed -> {a:>10,.0f} B/step optimus-cc ({a / b:.3f}x)")
 PY
+
+echo "== run log (JSON lines: loss, val loss, bytes per link, codec telemetry per site) and plots"
+echo "   $OUT/pp2/run.jsonl"
+ls "$OUT"/pp2/run-*.png 2>/dev/null | sed 's/^/   /' || true

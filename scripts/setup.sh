@@ -23,6 +23,8 @@ PKGS=(
   # Python side: tests of the data and export helpers (torch-dependent ones skip without python3-torch),
   # .onnxtext importer tests and the compiled-GPT check (python3-onnx); pkg-config finds OpenBLAS
   python3-pytest python3-numpy python3-onnx pkg-config python3-tqdm
+  # ptrain-run's plots of the run log (loss, bytes per link, codec telemetry)
+  python3-matplotlib
 )
 
 missing=()

@@ -2,6 +2,7 @@
 
     ptrain-run out/ --data DIR_OR_FILE --steps N [--val-every K] [--val-batches V] [--np P]
                [--checkpoint PATH] [--resume PATH] [--seed S] [--log run.json] [--timeout SECONDS]
+               [--telemetry-every N] [--run-log RUN.jsonl] [--no-plots]
 
 The launcher checks its inputs (out/plan.json, out/libstep.so, the data, the world size), then starts
 `mpirun -np <dp * pp of plan.json> --oversubscribe --mca mpi_yield_when_idle 1` (as root with
@@ -25,6 +26,13 @@ prints, after training, the bytes per training step on each link: the inter-stag
 and backward (s -> s - 1) point-to-point traffic summed over data-parallel replicas, and the collectives of
 each communicator (dp gradients, pp loss and tied embedding) summed over ranks; validation is not counted.
 The log's "traffic" has the totals over all training steps.
+
+Run log and plots (docs/CodegenCpu.md, "Run log and plots"): rank 0 writes a JSON-lines run log (--run-log;
+default run.jsonl beside the checkpoint, else in out/): a "run" record (plan, links, codec sites), one "step"
+record per training step (train loss, val loss where validated, bytes per link of that step, and on measured
+steps the codec telemetry per site: error, residual norm, LEP cosine) and an "end" record. --telemetry-every N
+measures every N-th step (0, the default: off; the step before a measured one keeps each site's input for the
+LEP cosine). At the end, python/ptrain/plots.py draws the PNGs beside the log (a missing matplotlib is a message).
 
 Errors are messages and a nonzero exit, never a hang: every communication has the runtime's deadline
 (PTRAIN_COMM_TIMEOUT_S, --timeout); a rank that fails exits nonzero without finalizing MPI, and mpirun then
@@ -172,6 +180,8 @@ def launch(args):
                            "writable")
     if args.steps < 0 or (args.val_every is not None and args.val_every < 1):
         raise RunError("--steps must be >= 0 and --val-every >= 1")
+    if args.telemetry_every < 0:
+        raise RunError(f"--telemetry-every {args.telemetry_every}: must be >= 0 (0: off)")
     mpirun = shutil.which("mpirun")
     if not mpirun:
         raise RunError("mpirun not found (Debian: openmpi-bin)")
@@ -242,6 +252,13 @@ class Step:
             L.ptrain_step_link_name.restype = ctypes.c_char_p
             L.ptrain_step_link_name.argtypes = [ctypes.c_int64]
             L.ptrain_step_traffic.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+        self.has_telemetry = hasattr(L, "ptrain_step_codec_telemetry")
+        if self.has_telemetry:
+            L.ptrain_step_num_codec_sites.restype = ctypes.c_int64
+            L.ptrain_step_codec_site_name.restype = ctypes.c_char_p
+            L.ptrain_step_codec_site_name.argtypes = [ctypes.c_int64]
+            L.ptrain_step_set_telemetry.argtypes = [ctypes.c_int32]
+            L.ptrain_step_codec_telemetry.argtypes = [ctypes.POINTER(ctypes.c_double)]
 
     def check(self, status, what):
         if status != 0:
@@ -264,16 +281,26 @@ class Traffic:
         self.totals = [0] * (world * len(self.links) * 2)
 
     def pause(self):
+        """Adds the counts since the last resume() to the totals; returns them."""
         counts = (ctypes.c_int64 * len(self.totals))()
         self.step.check(self.step.lib.ptrain_step_traffic(counts), "ptrain_step_traffic")
         self.totals = [a + b for a, b in zip(self.totals, counts)]
+        return list(counts)
+
+    def take(self, pp):
+        """The bytes per link label of the training step just done (pause() then resume())."""
+        counts = self.pause()
+        self.resume()
+        return {label: entry["bytes"] for label, entry in self.per_link(pp, counts).items()}
 
     def resume(self):
         self.step.check(self.step.lib.ptrain_step_reset_traffic(), "ptrain_step_reset_traffic")
 
-    def per_link(self, pp):
-        """{label: {"bytes", "messages"}}: point-to-point links per stage pair (summed over dp replicas),
-        collectives per communicator (summed over ranks). Rank r is stage r % pp (grid (dp, pp), row-major)."""
+    def per_link(self, pp, counts=None):
+        """{label: {"bytes", "messages"}} of `counts` (default: the totals): point-to-point links per stage pair
+        (summed over dp replicas), collectives per communicator (summed over ranks). Rank r is stage r % pp
+        (grid (dp, pp), row-major)."""
+        counts = self.totals if counts is None else counts
         out = {}
         for r in range(self.world):
             s = r % pp
@@ -288,10 +315,73 @@ class Traffic:
                     continue
                 entry = out.setdefault(label, {"bytes": 0, "messages": 0})
                 base = (r * len(self.links) + i) * 2
-                entry["bytes"] += self.totals[base]
-                entry["messages"] += self.totals[base + 1]
+                entry["bytes"] += counts[base]
+                entry["messages"] += counts[base + 1]
         order = lambda label: (0 if " forward " in label else 1 if " backward " in label else 2, label)
         return {k: out[k] for k in sorted(out, key=order)}
+
+
+class Telemetry:
+    """Codec telemetry of the generated step (docs/CodegenCpu.md, "Codec telemetry"): mode(i) before training
+    step i (0-based) measures steps i + 1 = N, 2N, ... and captures the step before each (the LEP cosine needs the
+    previous input at each site); read() after a measured step gathers every rank's sites (collective)."""
+
+    FIELDS = 6  # compressions, error, residual norm, LEP cosine, cosines, input norm (EmitTelemetry.cpp)
+
+    def __init__(self, step, world, every):
+        self.step, self.world, self.every = step, world, every
+        self.sites = [step.lib.ptrain_step_codec_site_name(i).decode()
+                      for i in range(step.lib.ptrain_step_num_codec_sites())]
+
+    def measured(self, i):
+        return self.every > 0 and (i + 1) % self.every == 0
+
+    def set_mode(self, i):
+        mode = 2 if self.measured(i) else 1 if self.measured(i + 1) else 0
+        self.set(mode)
+
+    def set(self, mode):
+        self.step.check(self.step.lib.ptrain_step_set_telemetry(mode), "ptrain_step_set_telemetry")
+
+    def read(self):
+        """{site: {compressions, error, residual_norm, lep_cos (None without a cosine), input_norm}}, the mean
+        over the ranks that compressed at the site (data-parallel replicas)."""
+        n = len(self.sites) * self.FIELDS
+        out = (ctypes.c_double * (self.world * n))()
+        self.step.check(self.step.lib.ptrain_step_codec_telemetry(out), "ptrain_step_codec_telemetry")
+        result = {}
+        for j, site in enumerate(self.sites):
+            rows = [out[r * n + j * self.FIELDS:r * n + (j + 1) * self.FIELDS] for r in range(self.world)]
+            rows = [f for f in rows if f[0] > 0]
+            if not rows:
+                continue
+            cos = [f for f in rows if f[4] > 0]
+            mean = lambda k, fs=rows: sum(f[k] for f in fs) / len(fs)
+            result[site] = {"compressions": int(sum(f[0] for f in rows)), "error": mean(1), "residual_norm": mean(2),
+                            "lep_cos": mean(3, cos) if cos else None, "input_norm": mean(5)}
+        return result
+
+
+def run_log_path(args):
+    """--run-log, else run.jsonl beside the checkpoint, else in out/."""
+    if args.run_log:
+        return args.run_log
+    if args.checkpoint:
+        return os.path.join(os.path.dirname(os.path.abspath(args.checkpoint)), "run.jsonl")
+    return os.path.join(args.out, "run.jsonl")
+
+
+def write_plots(path):
+    try:
+        from ptrain.plots import PlotError, plot_run
+    except ImportError as e:
+        print(f"ptrain-run: plots skipped: {e}", flush=True)
+        return
+    try:
+        for p in plot_run(path):
+            print(f"plot: {p}", flush=True)
+    except PlotError as e:
+        print(f"ptrain-run: plots skipped: {e}", flush=True)
 
 
 def print_traffic(per_link, steps):
@@ -365,26 +455,49 @@ def work(args):
         path = stage_path(args.resume, plan, stage.value)
         step.check(step.lib.ptrain_step_load(path.encode()), f"ptrain_step_load({path})")
     traffic = Traffic(step, dp * plan["pp"]) if step.has_traffic else None
+    telemetry = Telemetry(step, dp * plan["pp"], args.telemetry_every) if step.has_telemetry else None
+    if args.telemetry_every and not telemetry and rank0:
+        print("ptrain-run: --telemetry-every: the step has no codec site (compile with --policy)", flush=True)
 
     def validate():
         if traffic:
             traffic.pause()
+        if telemetry:
+            telemetry.set(0)  # Validation's compressions (forward codecs) are not training's.
         v = sum(step.loss("ptrain_step_eval", b) for b in val_batches) / len(val_batches)
         if traffic:
             traffic.resume()
         return v
 
+    run_log = None
+    if rank0:
+        path = run_log_path(args)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        run_log = open(path, "w")
+
+    def record(rec):
+        if run_log:
+            run_log.write(json.dumps(rec) + "\n")
+            run_log.flush()
+
     log = {"plan": {k: plan[k] for k in PLAN_KEYS if k not in ("library",)}, "steps": args.steps, "start_step": start,
            "seed": args.seed, "tokens_per_step": dp * rows * seq, "train_loss": [], "val_loss": []}
     log["plan"]["dp"] = dp
     log["plan"]["policy"] = plan.get("policy", "none")
+    record({"record": "run", "plan": log["plan"], "steps": args.steps, "start_step": start, "seed": args.seed,
+            "tokens_per_step": log["tokens_per_step"], "telemetry_every": args.telemetry_every,
+            "links": list(traffic.per_link(plan["pp"]).keys()) if traffic else [],
+            "codec_sites": telemetry.sites if telemetry else []})
     bar = Bar(args.steps - start, rank0)
     v = validate()
     log["val_loss"].append([start, v])
+    record({"record": "step", "step": start, "val_loss": v})
     bar.write(f"step {start}: val loss {v:.4f}")
     elapsed = 0.0
     for i in range(start, args.steps):
         tokens = batch(train, rows, seq, args.seed * 1000003 + i, replica, dp)
+        if telemetry:
+            telemetry.set_mode(i)
         t0 = time.perf_counter()
         loss = step.loss("ptrain_step_train", tokens)
         dt = time.perf_counter() - t0
@@ -392,14 +505,23 @@ def work(args):
         if not math.isfinite(loss):
             raise RunError(f"step {i + 1}: the loss is {loss}")
         log["train_loss"].append(loss)
+        rec = {"record": "step", "step": i + 1, "train_loss": loss}
+        if traffic:
+            rec["bytes"] = traffic.take(plan["pp"])
+        if telemetry and telemetry.measured(i):
+            rec["codec"] = telemetry.read()
         bar.update(f"loss {loss:.4f} {dp * rows * seq / dt:,.0f} tok/s")
         if args.val_every and (i + 1) % args.val_every == 0 and i + 1 != args.steps:
             v = validate()
             log["val_loss"].append([i + 1, v])
+            rec["val_loss"] = v
             bar.write(f"step {i + 1}: val loss {v:.4f}")
+        if i + 1 == args.steps:
+            v = validate()
+            log["val_loss"].append([args.steps, v])
+            rec["val_loss"] = v
+        record(rec)
     if args.steps > start:
-        v = validate()
-        log["val_loss"].append([args.steps, v])
         bar.close()
         log["tokens_per_s"] = dp * rows * seq * (args.steps - start) / elapsed
         if rank0:
@@ -419,7 +541,14 @@ def work(args):
     if args.log and rank0:
         with open(args.log, "w") as f:
             json.dump(log, f, indent=1)
+    if run_log:
+        record({"record": "end", "steps": args.steps, "tokens_per_s": log.get("tokens_per_s"),
+                "traffic": log.get("traffic", {})})
+        run_log.close()
+        print(f"run log: {run_log.name}", flush=True)
     step.check(step.lib.ptrain_step_finalize(), "ptrain_step_finalize")
+    if run_log and not args.no_plots:  # After finalize: the other ranks do not wait on rank 0's plotting.
+        write_plots(run_log.name)
 
 
 def parser():
@@ -436,6 +565,11 @@ def parser():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log", default=None, help="write the losses as JSON (rank 0)")
     p.add_argument("--timeout", type=float, default=120.0, help="communication deadline in seconds")
+    p.add_argument("--telemetry-every", type=int, default=0,
+                   help="measure the codec telemetry every N training steps (0: off)")
+    p.add_argument("--run-log", default=None,
+                   help="the JSON-lines run log (default: run.jsonl beside the checkpoint, else in out/)")
+    p.add_argument("--no-plots", action="store_true", help="do not draw the run log's PNGs at the end")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p
 

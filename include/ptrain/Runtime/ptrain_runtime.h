@@ -149,6 +149,16 @@ typedef struct ptrain_codec {
   uint64_t seed;             /* randk: positions; powersgd: initial Q */
 } ptrain_codec_t;
 
+/// Telemetry of one encode at a codec site (ptrain_codec_metrics_f32; docs/Runtime.md, "Codec telemetry").
+/// v is the codec's input: g + e (the gradient plus the old residual) with error feedback, g without.
+typedef struct ptrain_codec_metrics {
+  double input_norm;    /* ||v||_2 */
+  double error;         /* ||v - decode(encode(v))||_2 / ||v||_2; 0 when v = 0 */
+  double residual_norm; /* ||e_new||_2, the residual after the update; 0 without error feedback */
+  double lep_cos;       /* cos(e_old, g_prev - g) (Optimus-CC section 4.2); 0 unless has_lep_cos */
+  int32_t has_lep_cos;  /* 1 when e_old and g_prev were given and both vectors are nonzero */
+} ptrain_codec_metrics_t;
+
 /// One keyed state tensor of a compiled step (DESIGN.md decision 5): the
 /// generated code owns `data` (dense, row-major, `dims[rank]` elements of
 /// `dtype`, PTRAIN_DTYPE_F32 or PTRAIN_DTYPE_I64); the runtime loads and saves
@@ -410,6 +420,22 @@ typedef struct ptrain_request *ptrain_request_t;
 //   The per-codec calls above on the descriptor's tensor (numel = batch
 //   rows cols); an invalid descriptor is an INVALID_ARGUMENT error naming
 //   the field.
+//
+// --- Codec telemetry (cpu/codecs/Metrics.cpp) ---
+// ptrain_codec_metrics_f32(g[n], residual[n], new_residual[n], decoded[n],
+//                          previous_g[n], n, out_g_copy[n], out_metrics)
+//   One fused pass (fp64 sums) over what a codec site's encode read and
+//   wrote: g its gradient input, residual the error-feedback residual before
+//   the encode (e_old; NULL without error feedback), and exactly one of
+//   new_residual (e_new, with error feedback: v - decode = e_new) or decoded
+//   (decode(encode(g)), without). previous_g (may be NULL) is g of the
+//   site's previous encode; out_g_copy (may be NULL, may equal previous_g:
+//   element i is read before it is written) receives g for the next call.
+//   out_metrics: ||v||, the relative codec error, ||e_new|| and the lazy
+//   error propagation health metric cos(e_old, previous_g - g) (Optimus-CC,
+//   Song et al. 2023, section 4.2: e_old is e_k, the residual the previous
+//   encode left; previous_g - g is x_k - x_{k+1}). None of the pointers but
+//   out_g_copy / previous_g may alias.
 //
 // --- Keyed state: ONNX initial values and checkpoints ---
 // ptrain_state_init_onnx(states[n], n, onnx_path)

@@ -20,6 +20,7 @@
 
 #include "CppTypes.h"
 #include "EmitCodecs.h"
+#include "EmitTelemetry.h"
 #include "EmitTraffic.h"
 #include "MemoryPlan.h"
 #include "RuntimeCallTable.h"
@@ -252,6 +253,7 @@ private:
   /// Pipeline modules: the states each stage's functions (attribute ptrain.stage) use, in table order.
   std::map<int64_t, llvm::SetVector<StateOp>> stageStates;
   CommGroups comms;
+  CodecSites sites; ///< codec telemetry (EmitTelemetry.h)
   std::string constants; ///< static constant arrays of every function
   int64_t numConstants = 0;
 };
@@ -277,8 +279,8 @@ LogicalResult CppEmitter::collectStates() {
 class FunctionEmitter final : public CallWriter {
 public:
   FunctionEmitter(func::FuncOp func, llvm::DenseMap<StringAttr, StateInfo> &states, CommGroups &comms,
-                  std::string &constants, int64_t &numConstants, std::string arena)
-      : func(func), states(states), comms(comms), constants(constants), numConstants(numConstants),
+                  const CodecSites &sites, std::string &constants, int64_t &numConstants, std::string arena)
+      : func(func), states(states), comms(comms), sites(sites), constants(constants), numConstants(numConstants),
         arena(std::move(arena)) {}
 
   LogicalResult run(std::string &code, int64_t &arenaBytes);
@@ -309,6 +311,7 @@ private:
   func::FuncOp func;
   llvm::DenseMap<StringAttr, StateInfo> &states;
   CommGroups &comms;
+  const CodecSites &sites;
   std::string &constants;
   int64_t &numConstants;
   std::string arena; ///< the C array this function's buffers live in
@@ -951,7 +954,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             }
             return success();
           })
-          .Case<CompressOp>([&](CompressOp c) { return emitCompress(c, *this); })
+          .Case<CompressOp>([&](CompressOp c) -> LogicalResult {
+            if (failed(emitCompress(c, *this)))
+              return failure();
+            emitCompressTelemetry(c, sites, *this);
+            return success();
+          })
           .Case<DecompressOp>([&](DecompressOp d) { return emitDecompress(d, *this); })
           .Case<CompressedAllReduceStartOp>([&](CompressedAllReduceStartOp c) -> LogicalResult {
             FailureOr<std::string> comm = comms.lookup(c, c.getGridAttr().getValue(), c.getGridAxes());
@@ -1045,6 +1053,7 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
 LogicalResult CppEmitter::emit(raw_ostream &os) {
   if (failed(collectStates()))
     return failure();
+  sites.collect(module);
   std::string functions;
   int64_t arenaBytes = 0;
   SmallVector<std::string> entryNames;
@@ -1057,7 +1066,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     // callees use the shared one.
     bool calls = !func.getOps<func::CallOp>().empty();
     std::string arena = calls ? "ptrain_arena_" + identifierFrom(func.getSymName()) : "ptrain_arena";
-    FunctionEmitter emitter(func, states, comms, constants, numConstants, arena);
+    FunctionEmitter emitter(func, states, comms, sites, constants, numConstants, arena);
     if (failed(emitter.run(functions, bytes)))
       return failure();
     if (calls)
@@ -1295,6 +1304,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
          "  return PTRAIN_OK;\n"
          "}\n\n";
   }
+  emitTelemetryState(sites, s);
   s << "\n} // namespace\n\n";
   s << "//===--- State management ---===//\n\n";
   s << "/// The message of the last failed entry point: the step's own or the runtime's (ptrain_last_error()).\n";
@@ -1385,6 +1395,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   s << "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_states(void) { return num_active_states; }\n";
   s << "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return active_states; }"
        "\n\n";
+  emitTelemetryEntryPoints(sites, hasComm, s);
   s << "//===--- Entry points ---===//\n\n" << functions;
   s << driverCode;
   os << out;

@@ -1,6 +1,34 @@
 // RUN: ptrain-translate --emit-cpp %s -o %t.cpp
 // RUN: FileCheck %s --input-file %t.cpp
+// RUN: FileCheck %s --check-prefix=TELEMETRY --input-file %t.cpp
 // RUN: c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t.cpp
+
+// Codec telemetry (lib/Target/Cpp/EmitTelemetry.cpp): one site per error-feedback residual state, named by its key
+// without "/residual" (PowerSGD and the bf16 cast share @e: one site); top-k and rand-k have no error feedback
+// and no site; the data-parallel all-reduce is not measured. After each encode, when the driver turned it on,
+// the site's record call gets the input, the old residual (the state) and the new one (the kernel's).
+// TELEMETRY: constexpr int64_t kNumCodecSites = 1;
+// TELEMETRY: const char *const kCodecSiteNames[kNumCodecSites] = {"link"};
+// TELEMETRY: alignas(64) float codec_site_0_previous_g[32768];
+// TELEMETRY: ptrain_codec_metrics_f32(g, residual, newResidual, nullptr, t.hasPrevious ? t.previousG : nullptr, t.numel,
+// TELEMETRY: ptrain_step_set_telemetry(int32_t mode)
+// TELEMETRY: ptrain_step_codec_telemetry(double *out_metrics)
+// TELEMETRY: ptrain_all_gather_start(ptrain_world, local, out_metrics, kNumCodecSites * kNumCodecFields, PTRAIN_DTYPE_F64, &request)
+// TELEMETRY-LABEL: ptrain_step_powersgd(
+// TELEMETRY: ptrain_copy_bytes([[OLD:v[0-9]+]], 131072, [[NEW:v[0-9]+]])
+// TELEMETRY: ptrain_powersgd_encode_f32(arg0, [[NEW]],
+// TELEMETRY-NEXT: // Codec telemetry of site "link"
+// TELEMETRY-NEXT: if (ptrain_telemetry_mode != 0)
+// TELEMETRY-NEXT: PTRAIN_STEP_CALL(recordCodecSite(0, arg0, [[OLD]], [[NEW]]));
+// TELEMETRY-LABEL: ptrain_step_topk(
+// TELEMETRY-NOT: recordCodecSite
+// TELEMETRY-LABEL: ptrain_step_cast(
+// TELEMETRY: ptrain_cast_encode_f32(arg0, [[E:v[0-9]+]],
+// TELEMETRY-NEXT: // Codec telemetry of site "link"
+// TELEMETRY-NEXT: if (ptrain_telemetry_mode != 0)
+// TELEMETRY-NEXT: PTRAIN_STEP_CALL(recordCodecSite(0, arg0, {{v[0-9]+}}, [[E]]));
+// TELEMETRY-LABEL: ptrain_step_dp(
+// TELEMETRY-NOT: recordCodecSite
 
 // Every codec op onto the runtime's codec kernels (lib/Target/Cpp/EmitCodecs.cpp): codec parameters as literal
 // arguments, error feedback through the kernel's residual, each new state a copy of the old one that the kernel

@@ -1,0 +1,62 @@
+//===- EmitTelemetry.h - Codec telemetry in the generated step --*- C++ -*-===//
+//
+// Per codec site, what training does to it, measured by the generated step
+// with the runtime's ptrain_codec_metrics_f32 (docs/CodegenCpu.md, "Codec
+// telemetry"): the codec error, the residual norm after the update and the
+// lazy error propagation cosine of Optimus-CC (section 4.2). A site is one
+// error-feedback residual: every ptrain.compress that updates it (the
+// compressed sends of one pipeline link) feeds the same site. Off unless a
+// driver turns it on (ptrain_step_set_telemetry).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TARGET_CPP_EMITTELEMETRY_H
+#define PTRAIN_TARGET_CPP_EMITTELEMETRY_H
+
+#include "EmitCodecs.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::ptrain::cpp {
+
+/// One codec site: the key of its residual state without "/residual" (`cb/pp1->0`) and the residual's elements.
+struct CodecSite {
+  std::string name;
+  int64_t numel = 0;
+};
+
+/// The codec sites of a module: every ptrain.compress with error feedback whose residual is a state read.
+class CodecSites {
+public:
+  /// Registers the module's sites in walk order.
+  void collect(ModuleOp module);
+  /// The site of a ptrain.compress, or -1 (no error feedback, or its residual is not a state).
+  int64_t lookup(Operation *op) const { return siteOf.lookup(op) - 1; }
+
+  std::vector<CodecSite> sites;
+
+private:
+  llvm::DenseMap<Operation *, int64_t> siteOf; ///< site + 1
+};
+
+/// After a ptrain.compress's encode: when telemetry is on, the site's record call on the op's input, old residual
+/// and new residual. Nothing for an op without a site.
+void emitCompressTelemetry(CompressOp op, const CodecSites &sites, CallWriter &w);
+
+/// The site table, the telemetry mode, the per-site buffers and the record helper (before the functions, inside
+/// the generated unit's anonymous namespace). Nothing for a module without sites.
+void emitTelemetryState(const CodecSites &sites, llvm::raw_ostream &s);
+
+/// ptrain_step_num_codec_sites, ptrain_step_codec_site_name, ptrain_step_set_telemetry and
+/// ptrain_step_codec_telemetry (an all-gather over ptrain_world when `hasWorld`, this process's sites otherwise).
+/// Nothing for a module without sites.
+void emitTelemetryEntryPoints(const CodecSites &sites, bool hasWorld, llvm::raw_ostream &s);
+
+} // namespace mlir::ptrain::cpp
+
+#endif // PTRAIN_TARGET_CPP_EMITTELEMETRY_H
