@@ -9,6 +9,7 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Transforms/CompressAuto.h"
 #include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Transforms/CompressionConfig.h"
 #include "ptrain/Transforms/CompressionPlan.h"
@@ -16,6 +17,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/Format.h"
 
 #define DEBUG_TYPE "ptrain-compress"
 
@@ -41,6 +43,7 @@ private:
   LogicalResult optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
                           DictionaryAttr schedule, CompressionPlan &plan);
   LogicalResult mcbench(const CompressionEdges &edges, CompressionPlan &plan);
+  LogicalResult autoSearch(ModuleOp module, const CompressionEdges &edges, CompressionPlan &plan);
 };
 } // namespace
 
@@ -189,10 +192,48 @@ LogicalResult CompressPass::mcbench(const CompressionEdges &edges, CompressionPl
   return success();
 }
 
+LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &edges, CompressionPlan &plan) {
+  AutoSearchOptions options;
+  options.ranks.assign(autoRanks.begin(), autoRanks.end());
+  if (options.ranks.empty())
+    options.ranks = {4, 8, 16, 32, 64, 128};
+  for (int64_t r : options.ranks)
+    if (r < 1)
+      return error("auto-ranks must be >= 1, got ") << r, failure();
+  if (!(autoMinGain >= 0))
+    return error("auto-min-gain must be >= 0, got ") << autoMinGain.getValue(), failure();
+  if (!(autoErrorBudget > 0 && autoErrorBudget <= 1))
+    return error("auto-error-budget must be in (0, 1], got ") << autoErrorBudget.getValue(), failure();
+  if (autoMaxPicks < 1)
+    return error("auto-max-picks must be >= 1, got ") << autoMaxPicks.getValue(), failure();
+  options.minGain = autoMinGain;
+  options.errorBudget = autoErrorBudget;
+  options.maxPicks = autoMaxPicks;
+  std::vector<AutoDecision> decisions;
+  double uncompressed = 0;
+  if (failed(searchAutoCompression(module, edges, options, plan, decisions, uncompressed, [&] { return error(""); })))
+    return failure();
+  auto ms = [](double seconds) {
+    std::string text;
+    llvm::raw_string_ostream(text) << llvm::format("%.3f", seconds * 1e3) << " ms";
+    return text;
+  };
+  for (auto [n, d] : llvm::enumerate(decisions))
+    emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: pick " << n + 1 << ": " << d.edge << " -> "
+                                << d.codec << ", saves " << ms(d.savedSeconds) << " (iteration "
+                                << ms(d.iterationSeconds) << ")";
+  emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: " << decisions.size()
+                              << " changes, modelled iteration " << ms(uncompressed) << " uncompressed, "
+                              << ms(decisions.empty() ? uncompressed : decisions.back().iterationSeconds)
+                              << " with auto";
+  numAutoPicks += decisions.size();
+  return success();
+}
+
 void CompressPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (policy != "optimus-cc" && policy != "mcbench" && policy != "none") {
-    error("unknown policy '") << policy.getValue() << "' (known: optimus-cc, mcbench, none)";
+  if (policy != "optimus-cc" && policy != "mcbench" && policy != "none" && policy != "auto") {
+    error("unknown policy '") << policy.getValue() << "' (known: optimus-cc, mcbench, none, auto)";
     return signalPassFailure();
   }
   if (module->hasAttr("ptrain.compression")) {
@@ -230,6 +271,12 @@ void CompressPass::runOnOperation() {
   // Options of one policy given to another would be ignored silently: an error instead.
   bool mcbenchOptions = fwdCodec != "none" || bwdCodec != "none" || skipStages != 0 || errorFeedback;
   bool optimusOptions = !cb || cbSends != "cooldown" || cbRank != 16 || !lep || !fe || !sc || scAll || scRank != 128;
+  bool autoOptions = !autoRanks.empty() || autoMinGain != 0.001 || autoErrorBudget != 1.0 || autoMaxPicks != 256;
+  if (policy != "auto" && autoOptions) {
+    error("policy=") << policy.getValue()
+                     << " does not take auto-ranks, auto-min-gain, auto-error-budget or auto-max-picks (policy=auto)";
+    return signalPassFailure();
+  }
   if ((policy != "mcbench" && mcbenchOptions) || (policy != "optimus-cc" && optimusOptions)) {
     error("policy=") << policy.getValue() << " does not take "
                      << (policy != "mcbench" && mcbenchOptions
@@ -254,6 +301,8 @@ void CompressPass::runOnOperation() {
     return signalPassFailure();
   if (policy == "none")
     plan.backwardErrorFeedback = false;
+  if (policy == "auto" && failed(autoSearch(module, edges, plan)))
+    return signalPassFailure();
   if (!overrides.empty()) {
     int64_t count = 0;
     if (failed(applyCompressionOverrides(

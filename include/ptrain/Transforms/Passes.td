@@ -484,6 +484,17 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
       `bwd-codec`, chosen separately, except on the boundaries of the first `skip-stages` stages (the paper
       leaves the early layers uncompressed); `error-feedback` adds one residual per link and direction.
     * `none`: nothing compressed (the record says so; with `overrides` a fully manual plan).
+    * `auto`: a greedy search by re-simulation on the module's `ptrain.cluster`. Candidates are the edges
+      the timing model prices: every backward send (stage, micro-batch) and every stage's dp gradient
+      all-reduce, each with PowerSGD at the ranks `auto-ranks` (default 4, 8, 16, 32, 64, 128, clamped to
+      min(n, m)). Starting uncompressed, it repeatedly applies the single (edge, codec) change that lowers the
+      modelled iteration time most (re-simulating the whole plan per candidate; ties go to the dp
+      all-reduces by stage, then sends by stage and micro-batch, the larger rank first), and stops when no
+      change saves more than `auto-min-gain` (a fraction of the uncompressed iteration, default 0.001) or
+      after `auto-max-picks` changes. A codec whose error proxy sqrt(1 - r / min(n, m)) (PowerSGD rank r on
+      the n x m view, worst case of a flat spectrum) exceeds `auto-error-budget` (default 1: no limit) is
+      never a candidate. The first dp pick fixes `sc_rank` (the record has one). Each pick is reported as
+      a remark: the edge, the codec, the modelled saving and the iteration time after it.
 
     A codec spec (`fwd-codec`, `bwd-codec`, and the override file) is `none`, `fp16`, `bf16`,
     `powersgd:rank=R[,warm-start=false]`, `topk:k=K` or `topk:ratio=X`, `randk:k=K|ratio=X[,seed=S]`,
@@ -523,7 +534,7 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"optimus-cc\"",
-           "Compression policy: optimus-cc, mcbench or none.">,
+           "Compression policy: optimus-cc, mcbench, none or auto.">,
     Option<"cb", "cb", "bool", /*default=*/"true", "optimus-cc: compress backward sends (CB).">,
     Option<"cbSends", "cb-sends", "std::string", /*default=*/"\"cooldown\"",
            "optimus-cc: which backward sends CB compresses: cooldown, critical or all.">,
@@ -548,11 +559,19 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
            "mcbench: error feedback with one residual per link and direction.">,
     Option<"overrides", "overrides", "std::string", /*default=*/"\"\"",
            "JSON file of per-edge codec overrides (stage, link, step or parameter).">,
+    ListOption<"autoRanks", "auto-ranks", "int64_t",
+               "auto: PowerSGD ranks to try (default 4,8,16,32,64,128; clamped to min(n, m)).">,
+    Option<"autoMinGain", "auto-min-gain", "double", /*default=*/"0.001",
+           "auto: stop when no change saves more than this fraction of the uncompressed iteration time.">,
+    Option<"autoErrorBudget", "auto-error-budget", "double", /*default=*/"1.0",
+           "auto: the largest error proxy sqrt(1 - r / min(n, m)) a codec may have, in (0, 1].">,
+    Option<"autoMaxPicks", "auto-max-picks", "int64_t", /*default=*/"256", "auto: at most this many changes.">,
   ];
   let statistics = [
     Statistic<"numCompressedSends", "compressed-sends", "Pipeline sends marked for compression">,
     Statistic<"numCompressedStages", "compressed-dp-stages", "Stages whose dp all-reduce is compressed">,
     Statistic<"numOverridden", "overridden-edges", "Edges set by the override file">,
+    Statistic<"numAutoPicks", "auto-picks", "Changes the auto search applied">,
   ];
 }
 
