@@ -611,7 +611,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       break;
     }
     case Storage::Alias:
-      decls += "  " + std::string(s.isConst ? "const " : "") + type + " *" + s.name + " = " + ptr(s.root) + ";\n";
+      // `(void)`: a reshape whose uses a later rewrite dropped (e.g. a compressed bucket) is still declared.
+      decls += "  " + std::string(s.isConst ? "const " : "") + type + " *" + s.name + " = " + ptr(s.root) + ";\n" +
+               "  (void)" + s.name + ";\n";
       break;
     case Storage::Argument:
     case Storage::Constant:

@@ -5,7 +5,7 @@
 
 The bundled GPT at pp=2 (1F1B, 4 micro-batches of 4 rows), AdamW lr 1e-3, seed 3, under mpirun:
 1. --policy optimus-cc (CB: PowerSGD rank 16 with LEP on the cool-down send of link 1 -> 0, one compression per
-   step at site cb/pp1->0), 10 steps with --telemetry-every 1: the run log (JSON lines) has a run record naming
+   step at site pp1->0), 10 steps with --telemetry-every 1: the run log (JSON lines) has a run record naming
    the site and the links, one step record per step with the train loss, the bytes of every link (forward
    524,288 B and backward 417,792 B per step, the counters' exact values) and the site's metrics: one
    compression, codec error in (0, 1] (a projection loses at most the whole input), a positive residual norm,
@@ -31,7 +31,7 @@ from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 data = corpus(source, work)
-SITE = "cb/pp1->0"
+SITE = "pp1->0"
 FORWARD, BACKWARD = "pp forward 0->1", "pp backward 1->0"
 
 common = ["--pp", "2", "--micro-batches", "4", "--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100",
