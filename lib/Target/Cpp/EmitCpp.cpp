@@ -98,8 +98,7 @@ void formatLoc(Location loc, llvm::raw_ostream &os) {
   } else if (auto file = dyn_cast<FileLineColLoc>(loc)) {
     os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
   } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    llvm::interleave(
-        fused.getLocations(), os, [&](Location l) { formatLoc(l, os); }, ", ");
+    llvm::interleave(fused.getLocations(), os, [&](Location l) { formatLoc(l, os); }, ", ");
   } else if (isa<UnknownLoc>(loc)) {
     os << "unknown location";
   } else {
@@ -158,7 +157,8 @@ FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine 
     return failure();
   }
   if (!tensor.hasStaticShape()) {
-    op->emitError("--emit-cpp: ") << what << " has the dynamic shape " << type << "; only static shapes are supported";
+    op->emitError("--emit-cpp: ") << what << " has the dynamic shape " << type
+                                  << "; only static shapes are supported";
     return failure();
   }
   Type elem = tensor.getElementType();
@@ -189,10 +189,10 @@ struct StateInfo {
 /// Where a function's SSA value lives.
 struct Storage {
   enum Kind { Argument, State, Constant, Arena, Alias } kind = Arena;
-  Value root;           ///< Alias: the value whose memory this is
-  int64_t buffer = -1;  ///< Arena: index into the plan
-  bool isConst = false; ///< argument or constant: read-only memory
-  std::string name;     ///< the local pointer variable
+  Value root;             ///< Alias: the value whose memory this is
+  int64_t buffer = -1;    ///< Arena: index into the plan
+  bool isConst = false;   ///< argument or constant: read-only memory
+  std::string name;       ///< the local pointer variable
 };
 
 /// The communicators of the step: one per (grid, set of axes) a collective names, created by
@@ -200,7 +200,7 @@ struct Storage {
 class CommGroups {
 public:
   struct Group {
-    std::string var; ///< the static ptrain_comm_t
+    std::string var;     ///< the static ptrain_comm_t
     GridOp grid;
     SmallVector<bool> inGroup; ///< per grid axis: the group spans it
   };
@@ -254,7 +254,7 @@ private:
   /// Pipeline modules: the states each stage's functions (attribute ptrain.stage) use, in table order.
   std::map<int64_t, llvm::SetVector<StateOp>> stageStates;
   CommGroups comms;
-  CodecSites sites;      ///< codec telemetry (EmitTelemetry.h)
+  CodecSites sites; ///< codec telemetry (EmitTelemetry.h)
   std::string constants; ///< static constant arrays of every function
   int64_t numConstants = 0;
 };
@@ -330,7 +330,7 @@ private:
   llvm::DenseSet<Operation *> deferredWrites;
   Operation *current = nullptr;
   size_t nextScratch = 0;
-  std::string block;        ///< the current op's declarations and calls
+  std::string block;     ///< the current op's declarations and calls
   std::string constantDecl; ///< a constant's pointer, declared at function scope
   std::string body;
   int64_t valueCount = 0;
@@ -339,19 +339,19 @@ private:
 std::string FunctionEmitter::dims(ArrayRef<int64_t> values, StringRef name) {
   if (values.empty())
     return "nullptr";
-  block += "    static const int64_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" + joinInts(values) +
-           "};\n";
+  block += "    static const int64_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" +
+           joinInts(values) + "};\n";
   return name.str();
 }
 
 std::string FunctionEmitter::perm32(ArrayRef<int64_t> values, StringRef name) {
-  block += "    static const int32_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" + joinInts(values) +
-           "};\n";
+  block += "    static const int32_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" +
+           joinInts(values) + "};\n";
   return name.str();
 }
 
 LogicalResult FunctionEmitter::pointToPoint(Operation *op, RuntimeCall callee, Value buffer, Value request,
-                                            StringRef grid, StringRef axis, int64_t offset) {
+                                           StringRef grid, StringRef axis, int64_t offset) {
   auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
   if (!stage)
     return op->emitError("--emit-cpp: a send or receive needs its function's ptrain.stage (the pp coordinate)");
@@ -665,12 +665,11 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             int64_t n = countOf(ids);
             std::string ids32 = scratchPtr(scratch(4 * n), "int32_t");
             if (failed(call(RuntimeCall::ptrain_cast_i64_i32, {ptr(ids), std::to_string(n), ids32})) ||
-                failed(
-                    call(RuntimeCall::ptrain_zero_bytes, {ptr(e.getResult()), std::to_string(bytesOf(e.getResult()))})))
+                failed(call(RuntimeCall::ptrain_zero_bytes, {ptr(e.getResult()), std::to_string(bytesOf(e.getResult()))})))
               return failure();
             return call(RuntimeCall::ptrain_embedding_bwd_f32,
-                        {ptr(e.getGrad()), ids32, std::to_string(n), std::to_string(table[0]), std::to_string(table[1]),
-                         ptr(e.getResult())});
+                        {ptr(e.getGrad()), ids32, std::to_string(n), std::to_string(table[0]),
+                         std::to_string(table[1]), ptr(e.getResult())});
           })
           .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
             Value lhs = b.getLhs(), rhs = b.getRhs(), out = b.getResult();
@@ -690,9 +689,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                          ptr(out)});
           })
           .Case<UnaryOp>([&](UnaryOp u) -> LogicalResult {
-            static const char *kinds[] = {"PTRAIN_UNARY_NEG",  "PTRAIN_UNARY_EXP",   "PTRAIN_UNARY_LOG",
-                                          "PTRAIN_UNARY_SQRT", "PTRAIN_UNARY_RSQRT", "PTRAIN_UNARY_RECIPROCAL",
-                                          "PTRAIN_UNARY_ERF",  "PTRAIN_UNARY_TANH",  "PTRAIN_UNARY_RELU"};
+            static const char *kinds[] = {"PTRAIN_UNARY_NEG",  "PTRAIN_UNARY_EXP",        "PTRAIN_UNARY_LOG",
+                                          "PTRAIN_UNARY_SQRT", "PTRAIN_UNARY_RSQRT",      "PTRAIN_UNARY_RECIPROCAL",
+                                          "PTRAIN_UNARY_ERF",  "PTRAIN_UNARY_TANH",       "PTRAIN_UNARY_RELU"};
             return call(RuntimeCall::ptrain_unary_f32, {kinds[static_cast<int>(u.getKind())], ptr(u.getInput()),
                                                         std::to_string(countOf(u.getInput())), ptr(u.getResult())});
           })
@@ -770,9 +769,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               return call(RuntimeCall::ptrain_softmax_fwd_f32,
                           {ptr(x), std::to_string(rows), std::to_string(cols), "0", ptr(s.getResult())});
             else
-              return call(RuntimeCall::ptrain_softmax_bwd_f32,
-                          {ptr(s.getGrad()), ptr(s.getOutput()), std::to_string(rows), std::to_string(cols),
-                           ptr(s.getResult())});
+              return call(RuntimeCall::ptrain_softmax_bwd_f32, {ptr(s.getGrad()), ptr(s.getOutput()),
+                                                                 std::to_string(rows), std::to_string(cols),
+                                                                 ptr(s.getResult())});
           })
           .Case<GeluOp>([&](GeluOp g) -> LogicalResult {
             if (g.getApproximate() != GeluApproximation::None)
@@ -802,7 +801,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             std::string d = dims(shapeOf(x), "dims"), o = dims(s.getOffsets(), "offsets"),
                         od = dims(shapeOf(s.getResult()), "out_dims");
             return call(RuntimeCall::ptrain_slice, {ptr(x), std::to_string(elemBytes(x)),
-                                                    std::to_string(shapeOf(x).size()), d, o, od, ptr(s.getResult())});
+                                                     std::to_string(shapeOf(x).size()), d, o, od, ptr(s.getResult())});
           })
           .Case<SplitOp>([&](SplitOp s) -> LogicalResult {
             Value x = s.getInput();
@@ -817,8 +816,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               start += shapeOf(piece)[axis];
               std::string o = dims(offsets, "offsets_" + std::to_string(i)),
                           od = dims(shapeOf(piece), "out_dims_" + std::to_string(i));
-              if (failed(call(RuntimeCall::ptrain_slice,
-                              {ptr(x), std::to_string(elemBytes(x)), std::to_string(rank), d, o, od, ptr(piece)})))
+              if (failed(call(RuntimeCall::ptrain_slice, {ptr(x), std::to_string(elemBytes(x)),
+                                                           std::to_string(rank), d, o, od, ptr(piece)})))
                 return failure();
             }
             return success();
@@ -836,8 +835,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               start += shapeOf(in)[axis];
               std::string o = dims(offsets, "offsets_" + std::to_string(i)),
                           xd = dims(shapeOf(in), "x_dims_" + std::to_string(i));
-              if (failed(call(RuntimeCall::ptrain_insert_slice,
-                              {ptr(in), std::to_string(elemBytes(in)), std::to_string(rank), xd, o, od, ptr(out)})))
+              if (failed(call(RuntimeCall::ptrain_insert_slice, {ptr(in), std::to_string(elemBytes(in)),
+                                                                  std::to_string(rank), xd, o, od, ptr(out)})))
                 return failure();
             }
             return success();
@@ -848,14 +847,14 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                         od = dims(shapeOf(out), "out_dims");
             if (failed(call(RuntimeCall::ptrain_zero_bytes, {ptr(out), std::to_string(bytesOf(out))})))
               return failure();
-            return call(RuntimeCall::ptrain_insert_slice,
-                        {ptr(x), std::to_string(elemBytes(x)), std::to_string(shapeOf(x).size()), xd, o, od, ptr(out)});
+            return call(RuntimeCall::ptrain_insert_slice, {ptr(x), std::to_string(elemBytes(x)),
+                                                            std::to_string(shapeOf(x).size()), xd, o, od, ptr(out)});
           })
           .Case<SumToOp>([&](SumToOp s) -> LogicalResult {
             Value x = s.getInput(), out = s.getResult();
             std::string xd = dims(shapeOf(x), "dims"), od = dims(shapeOf(out), "out_dims");
             return call(RuntimeCall::ptrain_sum_to_f32, {ptr(x), std::to_string(shapeOf(x).size()), xd,
-                                                         std::to_string(shapeOf(out).size()), od, ptr(out)});
+                                                          std::to_string(shapeOf(out).size()), od, ptr(out)});
           })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto ce) -> LogicalResult {
             Value logits = ce.getLogits(), labels = ce.getLabels();
@@ -922,8 +921,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes());
             if (failed(comm))
               return failure();
-            return call(RuntimeCall::ptrain_all_reduce_start, {*comm, ptr(in), ptr(req), std::to_string(countOf(in)),
-                                                               "PTRAIN_DTYPE_F32", op, "&" + ptr(req) + "_request"});
+            return call(RuntimeCall::ptrain_all_reduce_start,
+                        {*comm, ptr(in), ptr(req), std::to_string(countOf(in)), "PTRAIN_DTYPE_F32", op,
+                         "&" + ptr(req) + "_request"});
           })
           .Case<SendStartOp>([&](SendStartOp send) -> LogicalResult {
             return pointToPoint(send, RuntimeCall::ptrain_send_start, send.getInput(), send.getRequest(),
@@ -1117,8 +1117,9 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
       grid = g;
     if (!grid || !llvm::is_contained(grid.getAxisNames(), StringAttr::get(module.getContext(), "pp")))
       return module.emitError("--emit-cpp: a pipeline module needs a ptrain.grid with an axis pp");
-    FailureOr<std::string> ppComm = comms.lookup(
-        grid, grid.getSymName(), ArrayAttr::get(module.getContext(), {StringAttr::get(module.getContext(), "pp")}));
+    FailureOr<std::string> ppComm =
+        comms.lookup(grid, grid.getSymName(), ArrayAttr::get(module.getContext(),
+                                                             {StringAttr::get(module.getContext(), "pp")}));
     if (failed(ppComm))
       return failure();
     for (int64_t s = 0; s < pp; ++s)
@@ -1134,17 +1135,18 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
       auto type = func.getFunctionType();
       auto tokens = type.getNumInputs() == 1 ? dyn_cast<RankedTensorType>(type.getInput(0)) : RankedTensorType();
       auto loss = type.getNumResults() == 1 ? dyn_cast<RankedTensorType>(type.getResult(0)) : RankedTensorType();
-      if (!tokens || tokens.getRank() != 2 || !tokens.getElementType().isInteger(64) || !loss || loss.getRank() != 0 ||
-          !loss.getElementType().isF32())
-        return func.emitError("--emit-cpp: the step @")
-               << func.getSymName() << " must map tensor<NxSxi64> tokens to a tensor<f32> loss";
+      if (!tokens || tokens.getRank() != 2 || !tokens.getElementType().isInteger(64) || !loss ||
+          loss.getRank() != 0 || !loss.getElementType().isF32())
+        return func.emitError("--emit-cpp: the step @") << func.getSymName()
+                                                        << " must map tensor<NxSxi64> tokens to a tensor<f32> loss";
       steps[entry.getValue().str()][stage.getInt()] = func;
     }
     for (StringRef kind : {"train", "eval"}) {
       for (int64_t s = 0; s < pp; ++s)
         if (!steps[kind.str()].count(s))
           return module.emitError("--emit-cpp: the pipeline module has no ")
-                 << kind << " step of stage " << s << " (a function with ptrain.entry = \"" << kind
+                 << kind << " step of stage " << s
+                 << " (a function with ptrain.entry = \"" << kind
                  << "\"); run --ptrain-lower-to-runtime before --emit-cpp";
       std::string dispatch;
       for (auto &[stage, func] : steps[kind.str()])
@@ -1161,8 +1163,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
                         : "/// The mean loss over the micro-batches of tokens " + shape +
                               " without backward or optimizer (no state changes), on every rank.\n";
       const std::string name = "ptrain_step_" + kind.str();
-      driverCode +=
-          "extern \"C\" PTRAIN_STEP_API ptrain_status_t " + name + "(const int64_t *tokens, float *out_loss) {\n";
+      driverCode += "extern \"C\" PTRAIN_STEP_API ptrain_status_t " + name +
+                    "(const int64_t *tokens, float *out_loss) {\n";
       driverCode += "  if (!ptrain_world)\n    return stepError(\"" + name + ": call ptrain_step_init first\");\n";
       driverCode += "  if (!tokens || !out_loss)\n    return stepError(\"" + name + ": null tokens or out_loss\");\n";
       driverCode += "  switch (ptrain_stage) {\n" + dispatch + "  default:\n    return stepError(\"" + name +
@@ -1231,19 +1233,20 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     const StateInfo &info = states[state.getSymNameAttr()];
     RankedTensorType type = state.getTensorType();
     bool f = type.getElementType().isF32();
-    s << "// @" << state.getSymName() << " key \"" << state.getKey() << "\" kind "
-      << stringifyStateKind(state.getKind()) << " : " << type << "\n";
+    s << "// @" << state.getSymName() << " key \"" << state.getKey() << "\" kind " << stringifyStateKind(state.getKind())
+      << " : " << type << "\n";
     s << "alignas(64) " << (f ? "float " : "int64_t ") << info.var << "["
       << std::max<int64_t>(numElements(type.getShape()), 1) << "];\n";
     if (type.getRank() > 0)
-      s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape()) << "};\n";
+      s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape())
+        << "};\n";
   }
   auto stateTable = [&](StringRef name, ArrayRef<StateOp> list) {
     s << "\nconst ptrain_state_desc_t " << name << "[] = {\n";
     for (StateOp state : list) {
       const StateInfo &info = states[state.getSymNameAttr()];
       RankedTensorType type = state.getTensorType();
-      static const char *kinds[] = {"PTRAIN_STATE_PARAMETER",      "PTRAIN_STATE_OPTIMIZER_MOMENT",
+      static const char *kinds[] = {"PTRAIN_STATE_PARAMETER",     "PTRAIN_STATE_OPTIMIZER_MOMENT",
                                     "PTRAIN_STATE_CODEC_RESIDUAL", "PTRAIN_STATE_CODEC_WARM_START",
                                     "PTRAIN_STATE_CODEC_SEED",     "PTRAIN_STATE_STEP_COUNTER",
                                     "PTRAIN_STATE_GRADIENT"};
@@ -1279,8 +1282,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
          "ptrain_step_init ---===//\n\n";
     s << "ptrain_comm_t ptrain_world = nullptr;\nint32_t ptrain_rank = 0;\n";
     s << "/// @" << comms.theGrid.getSymName() << ": rank = row-major coordinate over (";
-    llvm::interleave(
-        comms.theGrid.getAxisNames(), s, [&](Attribute a) { s << cast<StringAttr>(a).getValue(); }, ", ");
+    llvm::interleave(comms.theGrid.getAxisNames(), s, [&](Attribute a) { s << cast<StringAttr>(a).getValue(); },
+                     ", ");
     s << ").\nconstexpr int32_t kGridRank = " << comms.theGrid.getShape().size() << ";\n";
     s << "const int64_t kGridShape[kGridRank] = {" << joinInts(comms.theGrid.getShape()) << "};\n";
     s << "constexpr int32_t kWorldSize = " << worldSize << ";\n";
@@ -1335,8 +1338,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "/// compiled from: "
     << (onnxFile.empty() ? std::string("(none recorded)") : onnxFile) << ".\n";
   if (hasComm)
-    s << "/// First initializes MPI (ptrain_comm_init) and creates the communicators; the world must have " << worldSize
-      << " ranks.\n";
+    s << "/// First initializes MPI (ptrain_comm_init) and creates the communicators; the world must have "
+      << worldSize << " ranks.\n";
   if (pipeline)
     s << "/// A rank owns the states of its pipeline stage (its coordinate on pp).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n";
@@ -1350,17 +1353,16 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_size).name << "(world, &size));\n";
     s << "    if (size != kWorldSize) {\n";
     s << "      " << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name << "(world);\n";
-    s << "      return stepError(\"ptrain_step_init: the step was compiled for " << worldSize << " ranks (grid @"
-      << comms.theGrid.getSymName() << ") but MPI_COMM_WORLD has %d; launch it with mpirun -np " << worldSize
-      << "\", static_cast<int>(size));\n";
+    s << "      return stepError(\"ptrain_step_init: the step was compiled for " << worldSize
+      << " ranks (grid @" << comms.theGrid.getSymName()
+      << ") but MPI_COMM_WORLD has %d; launch it with mpirun -np " << worldSize << "\", static_cast<int>(size));\n";
     s << "    }\n";
     s << "    ptrain_world = world;\n";
     s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_rank).name
       << "(ptrain_world, &ptrain_rank));\n";
     for (const CommGroups::Group &g : comms.groups) {
       s << "    {\n      static const bool in_group[kGridRank] = {";
-      llvm::interleave(
-          g.inGroup, s, [&](bool b) { s << (b ? "true" : "false"); }, ", ");
+      llvm::interleave(g.inGroup, s, [&](bool b) { s << (b ? "true" : "false"); }, ", ");
       s << "};\n      PTRAIN_STEP_CALL(createGroup(in_group, &" << g.var << "));\n    }\n";
     }
     if (ppAxis >= 0)
@@ -1387,9 +1389,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "/// Destroys the communicators (and finalizes MPI if ptrain_step_init initialized it).\n";
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_finalize(void) {\n";
     for (const CommGroups::Group &g : llvm::reverse(comms.groups))
-      s << "  if (" << g.var << ") {\n    PTRAIN_STEP_CALL("
-        << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name << "(" << g.var << "));\n    " << g.var
-        << " = nullptr;\n  }\n";
+      s << "  if (" << g.var << ") {\n    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name
+        << "(" << g.var << "));\n    " << g.var << " = nullptr;\n  }\n";
     s << "  if (ptrain_world) {\n    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name
       << "(ptrain_world));\n    ptrain_world = nullptr;\n  }\n  return PTRAIN_OK;\n}\n\n";
     SmallVector<TrafficGroup> traffic;
@@ -1405,8 +1406,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_abort(int32_t error_code) {\n"
          "  if (!ptrain_world)\n    return PTRAIN_OK;\n"
          "  PTRAIN_STEP_CALL("
-      << getRuntimeCallInfo(RuntimeCall::ptrain_comm_abort).name
-      << "(ptrain_world, error_code));\n"
+      << getRuntimeCallInfo(RuntimeCall::ptrain_comm_abort).name << "(ptrain_world, error_code));\n"
          "  return PTRAIN_OK;\n}\n\n";
   }
   s << "/// Writes every state this process owns by key to a checkpoint (format: docs/CodegenCpu.md).\n";
@@ -1430,7 +1430,9 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
 
 } // namespace
 
-LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os) { return CppEmitter(module).emit(os); }
+LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os) {
+  return CppEmitter(module).emit(os);
+}
 
 void mlir::ptrain::registerEmitCppTranslation() {
   TranslateFromMLIRRegistration reg(
@@ -1441,5 +1443,7 @@ void mlir::ptrain::registerEmitCppTranslation() {
           return op->emitError("--emit-cpp: expected a builtin.module");
         return emitCpp(module, os);
       },
-      [](DialectRegistry &registry) { registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>(); });
+      [](DialectRegistry &registry) {
+        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
+      });
 }
