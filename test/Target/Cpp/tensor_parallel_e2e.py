@@ -9,7 +9,7 @@
 2. ptrain-run each for 3 steps (mpirun --oversubscribe, OPENBLAS_NUM_THREADS=1, mpi_yield_when_idle) with a
    checkpoint. Against the reference: the validation loss before training and the step losses within LOSS_TOL
    relative; every parameter of every rank's checkpoint (a sliced one against the same slice of the reference's
-   parameter, the layout of --ptrain-shard-tp) within PARAM_TOL of the reference tensor's largest |value|; the
+   parameter, the layout of --ptrain-shard-tp) within PARAM_TOL absolute; the
    replicated parameters bit-equal on the tp ranks of a stage. What differs from one rank is the order of sums:
    the row-parallel linears and f's backward add the tp parts after each rank's partial matmul, and AdamW's
    normalized update turns a few f32 ulps of a gradient near eps into lr-sized changes (docs/Plan.md).
@@ -30,7 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
 
 LOSS_TOL = 1e-5    # relative, step losses vs one rank
-PARAM_TOL = 1e-4   # |diff| / max |reference| per tensor after 3 AdamW steps (lr 1e-3: parameters move ~3e-3)
+PARAM_TOL = 2e-5   # absolute, every parameter after 3 AdamW steps: lr / 50 (lr 1e-3; a zero-initialized bias
+                   # has moved 3e-3 by then), the multi-rank executor's tolerance for the same plans (docs/Plan.md)
 EXEC_TOL = 1e-5    # relative, MPI step losses vs the executor (f64 ops rounded to f32 vs f32 kernels)
 
 build, source, work, BIN, MODEL = setup(sys.argv)
@@ -107,7 +108,7 @@ def tp_part(values, shape, dim, groups, parts, index):
 
 
 def compare_parameters(name, ref):
-    """The worst |diff| / max |ref| over every parameter of every rank of `name`'s checkpoint."""
+    """The worst |diff| over every parameter of every rank of `name`'s checkpoint."""
     plan = plans[name]
     states = {s["key"]: s for s in plan["states"]}
     worst, worst_key, replicated_equal, seen = 0.0, None, True, set()
@@ -121,7 +122,6 @@ def compare_parameters(name, ref):
             if state["kind"] != "parameter":
                 continue
             seen.add(key)
-            scale = max(abs(v) for v in ref[key]) or 1.0
             for t, part in enumerate(parts):
                 if "tp_slice" in state:
                     sl = state["tp_slice"]
@@ -133,13 +133,13 @@ def compare_parameters(name, ref):
                     check(False, f"{name}: parameter {key} of tp rank {t} has {len(part[key])} values, expected "
                                  f"{len(expected)}")
                     return 1.0
-                diff = max(abs(a - b) for a, b in zip(part[key], expected)) / scale
+                diff = max(abs(a - b) for a, b in zip(part[key], expected))
                 if diff > worst:
                     worst, worst_key = diff, key
     missing = {k for k, v in ref.items() if states.get(k, {}).get("kind") == "parameter"} - seen
     check(not missing, f"{name}: every parameter of the reference is in some rank's checkpoint")
     check(replicated_equal, f"{name}: the replicated parameters are bit-equal on the tp ranks of each stage")
-    print(f"{name}: worst parameter difference {worst:.3e} of the tensor's max |value| ({worst_key})")
+    print(f"{name}: worst absolute parameter difference {worst:.3e} ({worst_key})")
     return worst
 
 
@@ -158,7 +158,7 @@ if logs["ref"]:
         print(f"{name}: eval before training {val:.3e}, worst relative step-loss difference {worst:.3e}")
         check(val <= LOSS_TOL and worst <= LOSS_TOL and len(b["train_loss"]) == STEPS,
               f"{name}: eval and {STEPS} step losses within {LOSS_TOL} relative of one rank")
-        check(compare_parameters(name, ref) <= PARAM_TOL, f"{name}: parameters within {PARAM_TOL} of one rank's")
+        check(compare_parameters(name, ref) <= PARAM_TOL, f"{name}: parameters within {PARAM_TOL} absolute of one rank's")
 
 # 3 + 4: the executor on the same IR and the same global batches (run.py's batch()).
 sys.path.insert(0, os.path.join(source, "python"))
