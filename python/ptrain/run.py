@@ -13,14 +13,15 @@ batch windows of seq bytes (data.py's byte-level corpus; window starts from rand
 step)) and calls ptrain_step_train; its stage runs its row of the schedule. With dp > 1 the drawn batch is
 the global one, dp times as many windows, of which data-parallel replica d takes rows [d R, (d + 1) R).
 Rank r is the grid coordinate (d, s, t) = (r // (pp * tp), (r // tp) % pp, r % tp) over (dp, pp, tp): tp
-innermost (Megatron-LM's order); the tp ranks of a stage train on the same rows, each on its parameter slices. Rank 0 shows a progress bar (tqdm
+innermost (Megatron-LM's order); the tp ranks of a stage train on the same rows, each on its parameter
+slices. Rank 0 shows a progress bar (tqdm
 when importable, else one plain line) with the loss and tokens/s (tokens = micro_batches x batch x seq per
 step). Every K steps and after the last, the validation loss is the mean of ptrain_step_eval over V fixed
 batches of the held-out data. At the end, ptrain_step_save writes the checkpoint (one file per stage:
-PATH.stage<s> when pp > 1; PATH[.stage<s>].tp<t>, the part of rank t, when tp > 1) and PATH.json, the data position (steps done, seed). --resume PATH loads such a
-checkpoint (every state by key: parameters, AdamW moments and step, codec residuals and warm-start Q) and
-continues from its step to step N with the batches a straight run would draw: the result equals the
-uninterrupted run's. --log writes the losses as JSON (rank 0).
+PATH.stage<s> when pp > 1; PATH[.stage<s>].tp<t>, tp rank t's part, when tp > 1) and PATH.json, the data
+position (steps done, seed). --resume PATH loads such a checkpoint (every state by key: parameters, AdamW
+moments and step, codec residuals and warm-start Q) and continues from its step to step N with the batches a
+straight run would draw: the result equals the uninterrupted run's. --log writes the losses as JSON (rank 0).
 
 Traffic: the runtime counts the bytes every rank hands to MPI (docs/Runtime.md, "Traffic counters"). Rank 0
 prints, after training, the bytes per training step on each link: the inter-stage forward (stage s -> s + 1)

@@ -16,8 +16,9 @@
    normalized update turns a few f32 ulps of a gradient near eps into lr-sized changes (docs/Plan.md).
 3. The multi-rank executor (ptrain-interpret --multi-rank) runs the 8-rank step.mlir on the same 3 global batches:
    its step losses within EXEC_TOL relative of the MPI run.
-4. --tp 2 --pp 2 --policy optimus-cc --compress-options cb-sends=all (CB with LEP on every backward send):
-   the generated code under mpirun against the executor on the same IR, 3 steps, within EXEC_TOL relative.
+4. dp2 x tp2 x pp2 with --policy optimus-cc --compress-options "cb-sends=all sc-all=true" (CB with LEP on every
+   backward send, SC's PowerSGD all-reduce of every stage's dp gradients, each of a tp slice): the generated code
+   under mpirun against the executor on the same IR, 3 steps, within EXEC_TOL relative.
 5. Resume: tp2 x pp2 for 2 steps with a checkpoint (one file per stage and tp rank), then --resume to step 3:
    the final checkpoint of every (stage, tp rank) equals the straight 3-step run's, byte for byte.
 6. --np 3 for the 8-rank step is refused by ptrain-run, naming dp * pp * tp.
@@ -49,8 +50,8 @@ configs = {"ref": ["--micro-batches", "4"],
            "tp2": ["--tp", "2", "--micro-batches", "4"],
            "tp2pp2": ["--tp", "2", "--pp", "2", "--micro-batches", "4"],
            "dp2tp2pp2": ["--dp", "2", "--tp", "2", "--pp", "2", "--micro-batches", "2", "--bucket-bytes", "1000000"],
-           "tp2pp2occ": ["--tp", "2", "--pp", "2", "--micro-batches", "4", "--policy", "optimus-cc",
-                         "--compress-options", "cb-sends=all"]}
+           "dp2tp2pp2occ": ["--dp", "2", "--tp", "2", "--pp", "2", "--micro-batches", "2", "--bucket-bytes",
+                            "1000000", "--policy", "optimus-cc", "--compress-options", "cb-sends=all sc-all=true"]}
 plans = {}
 for name, flags in configs.items():
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, "-o", os.path.join(work, name)])
@@ -174,8 +175,8 @@ if logs["ref"]:
 
 # 3 + 4: the executor on the same IR and the same global batches (run.py's batch()).
 tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), STEPS, SEED)
-logs["tp2pp2occ"] = train("tp2pp2occ")
-for name in ("dp2tp2pp2", "tp2pp2occ"):
+logs["dp2tp2pp2occ"] = train("dp2tp2pp2occ")
+for name in ("dp2tp2pp2", "dp2tp2pp2occ"):
     if not logs[name]:
         continue
     rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, name, "step.mlir"), "--weights", MODEL,
@@ -187,8 +188,8 @@ for name in ("dp2tp2pp2", "tp2pp2occ"):
     worst = max(abs(x - y) / abs(x) for x, y in zip(executor, logs[name]["train_loss"]))
     print(f"{name}: executor train {executor}; MPI {logs[name]['train_loss']}; worst relative {worst:.3e}")
     check(len(executor) == STEPS and worst <= EXEC_TOL, f"{name}: MPI run within {EXEC_TOL} relative of the executor")
-if logs["tp2pp2occ"] and logs["tp2pp2"]:
-    check(logs["tp2pp2occ"]["train_loss"][0] == logs["tp2pp2"]["train_loss"][0],
+if logs["dp2tp2pp2occ"] and logs["dp2tp2pp2"]:
+    check(logs["dp2tp2pp2occ"]["train_loss"][0] == logs["dp2tp2pp2"]["train_loss"][0],
           "optimus-cc x tp: the first step's loss equals uncompressed (compression acts on its backward)")
 
 if logs["tp2pp2"] and train("tp2pp2", 2, "after2"):
@@ -202,6 +203,7 @@ if logs["tp2pp2"] and train("tp2pp2", 2, "after2"):
 
 rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, "dp2tp2pp2"), "--data", data, "--steps", "1",
                "--np", "3"], timeout=60)
-check(rc != 0 and "compiled for dp * pp * tp = 2 * 2 * 2 = 8 ranks" in out, "--np 3 for a dp2 x tp2 x pp2 step")
+check(rc != 0 and "compiled for dp * pp * tp = 2 * 2 * 2 = 8 ranks" in out,
+      "--np 3 for a dp2 x tp2 x pp2 step")
 
 finish()
