@@ -1,7 +1,7 @@
 """ptrain-compile: an ONNX model to a compiled training step (DESIGN.md, L4).
 
     ptrain-compile model.onnx [--optimizer adamw|none] [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
-                   [--dp D] [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved
+                   [--dp D] [--tp T] [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved
                    [--virtual-stages V]]] [--policy none|optimus-cc|... [--cluster FILE]
                    [--compress-options "cb-rank=8 sc=false"]] --target cpu -o out/
 
@@ -17,6 +17,8 @@ runs, writing every intermediate into out/:
           compress/decompress and compressed all-reduces with keyed codec states where the policy put them)
         --ptrain-verify-plan (abstract execution of every rank: no deadlock, no mismatched communication)
       with --dp D > 1: --ptrain-build-training-step="dp=D [bucket-bytes=N]" (gradients averaged over dp)
+      with --tp T > 1, first: --ptrain-raise --ptrain-shard-tp="tp=T" (Megatron's column/row-parallel layers;
+        a head count or width that T does not divide is the pass's error naming the ONNX node)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
     out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys, the policy, its
@@ -27,7 +29,8 @@ tools/ptrain-compile/ptrain-compile, configured into <build>/bin by CMake, passe
 --build-dir/--source-dir. Every failing step ends the run with its tool's message and a nonzero status, and
 leaves no output: the five files above, this run's or an earlier run's, are removed from out/ (other files
 stay), and out/ itself if this run made it.
-A pipeline step runs under mpirun with P ranks (ptrain-run, python/ptrain/run.py).
+A pipeline step runs under mpirun with dp * pp * tp ranks (ptrain-run, python/ptrain/run.py); rank r is the
+grid coordinate (r // (pp * tp), (r // tp) % pp, r % tp) over (dp, pp, tp): tp innermost, as in Megatron-LM.
 """
 
 import argparse
@@ -95,13 +98,25 @@ def describe(text, step_mlir):
             "train_step_results": results}
 
 
+def tp_slice(attrs):
+    """The ptrain.tp_slice of a state's printed attributes (--ptrain-shard-tp), or None."""
+    m = re.search(r'ptrain\.tp_slice = \{axis = "(\w+)", dim = (\d+) : i64, groups = (\d+) : i64, '
+                  r'shape = array<i64: ([0-9, ]+)>\}', attrs)
+    if not m:
+        return None
+    return {"axis": m.group(1), "dim": int(m.group(2)), "groups": int(m.group(3)),
+            "global_shape": [int(d) for d in m.group(4).split(",")]}
+
+
 def describe_pipeline(text, step_mlir):
     """plan.json's model facts of a pipeline step: shapes from @forward_stage0 and the last stage's forward."""
     states = []
-    for m in re.finditer(r'ptrain\.state @(\S+) key "([^"]*)" kind (\w+) : (tensor<[^>]*>)', text):
-        dims, dtype = parse_dims(m.group(4))
+    for m in re.finditer(r'ptrain\.state @(\S+) key "([^"]*)" kind (\w+)(.*?) : (tensor<[^>]*>)$', text, re.M):
+        dims, dtype = parse_dims(m.group(5))
         states.append({"symbol": m.group(1), "key": m.group(2), "kind": m.group(3), "shape": dims,
                        "dtype": dtype})
+        if tp_slice(m.group(4)):  # the rank's part: shape is local, global_shape the ONNX initializer's
+            states[-1]["tp_slice"] = tp_slice(m.group(4))
     stages = re.findall(r"func\.func @forward_stage(\d+)\((.*?)\) -> (.*?) (?:attributes |\{)", text)
     if not stages:
         raise CompileError(f"{step_mlir}: no @forward_stage<s> functions")
@@ -126,6 +141,8 @@ def main(argv=None):
     p.add_argument("--micro-batches", type=int, default=1, help="micro-batches per step")
     p.add_argument("--dp", type=int, default=1,
                    help="data-parallel replicas (ranks under mpirun: dp * pp; gradients averaged over dp)")
+    p.add_argument("--tp", type=int, default=1,
+                   help="tensor-parallel ranks per layer (Megatron-LM; ranks under mpirun: dp * pp * tp)")
     p.add_argument("--bucket-bytes", type=int, default=None,
                    help="largest data-parallel all-reduce bucket in bytes (default: the pass's, 25 MiB)")
     p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"], help="pipeline schedule")
@@ -151,14 +168,14 @@ def main(argv=None):
 
 
 def compile_model(args):
-    if args.pp < 1 or args.micro_batches < 1 or args.dp < 1:
-        raise CompileError(f"--dp {args.dp} --pp {args.pp} --micro-batches {args.micro_batches}: each must be at "
-                           "least 1")
+    if args.pp < 1 or args.micro_batches < 1 or args.dp < 1 or args.tp < 1:
+        raise CompileError(f"--dp {args.dp} --tp {args.tp} --pp {args.pp} --micro-batches {args.micro_batches}: "
+                           "each must be at least 1")
     if args.bucket_bytes is not None and args.bucket_bytes < 0:
         raise CompileError(f"--bucket-bytes {args.bucket_bytes}: must be at least 0")
-    pipeline = args.pp > 1 or args.micro_batches > 1 or args.dp > 1
+    pipeline = args.pp > 1 or args.micro_batches > 1 or args.dp > 1 or args.tp > 1
     if pipeline and args.optimizer != "adamw":
-        raise CompileError(f"--optimizer {args.optimizer}: a pipeline or data-parallel step (--dp/--pp/"
+        raise CompileError(f"--optimizer {args.optimizer}: a pipeline or parallel step (--dp/--tp/--pp/"
                            "--micro-batches > 1) needs --optimizer adamw")
     if args.policy != "none" and not pipeline:
         raise CompileError(f"--policy {args.policy}: compression needs a pipeline or data-parallel step (--pp, "
@@ -227,7 +244,9 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         data_parallel = f" dp={args.dp}"
         if args.bucket_bytes is not None:
             data_parallel += f" bucket-bytes={args.bucket_bytes}"
-        passes = [f"--ptrain-split-stages=pp={args.pp} virtual-stages={args.virtual_stages}",
+        # Tensor parallelism shards the forward graph first: raise finds the layers, shard-tp slices them.
+        passes = ["--ptrain-raise", f"--ptrain-shard-tp=tp={args.tp}"] if args.tp > 1 else []
+        passes += [f"--ptrain-split-stages=pp={args.pp} virtual-stages={args.virtual_stages}",
                   f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}{data_parallel}"]
         passes.append(f"--ptrain-schedule=micro-batches={args.micro_batches} schedule={args.schedule}")
         if args.policy != "none":
@@ -243,7 +262,7 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     if pipeline:
         plan = {"model": os.path.abspath(args.model), "target": args.target, "optimizer": args.optimizer,
                 "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
-                "library": os.path.abspath(lib), "dp": args.dp, "pp": args.pp,
+                "library": os.path.abspath(lib), "dp": args.dp, "pp": args.pp, "tp": args.tp,
                 "micro_batches": args.micro_batches,
                 "schedule": args.schedule, "virtual_stages": args.virtual_stages,
                 "policy": args.policy, "compress_options": args.compress_options.strip(), "cluster": cluster,

@@ -1,25 +1,27 @@
-"""ptrain-run: train a compiled step (ptrain-compile's out/) under mpirun, one process per grid rank (dp x pp).
+"""ptrain-run: train a compiled step (ptrain-compile's out/) under mpirun, one process per grid rank (dp x pp x tp).
 
     ptrain-run out/ --data DIR_OR_FILE --steps N [--val-every K] [--val-batches V] [--np P]
                [--checkpoint PATH] [--resume PATH] [--seed S] [--log run.json] [--timeout SECONDS]
                [--telemetry-every N] [--run-log RUN.jsonl] [--no-plots]
 
 The launcher checks its inputs (out/plan.json, out/libstep.so, the data, the world size), then starts
-`mpirun -np <dp * pp of plan.json> --oversubscribe --mca mpi_yield_when_idle 1` (as root with
+`mpirun -np <dp * pp * tp of plan.json> --oversubscribe --mca mpi_yield_when_idle 1` (as root with
 OMPI_ALLOW_RUN_AS_ROOT{,_CONFIRM}=1; OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1 per rank) running this file with
 --worker. Each worker loads libstep.so with ctypes, calls ptrain_step_init (weights from the ONNX model named
 in plan.json; MPI and the pipeline communicator), and for every step draws the same batch of micro_batches x
 batch windows of seq bytes (data.py's byte-level corpus; window starts from random.Random(seed * 1000003 +
 step)) and calls ptrain_step_train; its stage runs its row of the schedule. With dp > 1 the drawn batch is
-the global one, dp times as many windows, of which data-parallel replica d (rank // pp) takes rows
-[d R, (d + 1) R). Rank 0 shows a progress bar (tqdm
+the global one, dp times as many windows, of which data-parallel replica d takes rows [d R, (d + 1) R).
+Rank r is the grid coordinate (d, s, t) = (r // (pp * tp), (r // tp) % pp, r % tp) over (dp, pp, tp): tp
+innermost (Megatron-LM's order); the tp ranks of a stage train on the same rows, each on its parameter
+slices. Rank 0 shows a progress bar (tqdm
 when importable, else one plain line) with the loss and tokens/s (tokens = micro_batches x batch x seq per
 step). Every K steps and after the last, the validation loss is the mean of ptrain_step_eval over V fixed
 batches of the held-out data. At the end, ptrain_step_save writes the checkpoint (one file per stage:
-PATH.stage<s> when pp > 1) and PATH.json, the data position (steps done, seed). --resume PATH loads such a
-checkpoint (every state by key: parameters, AdamW moments and step, codec residuals and warm-start Q) and
-continues from its step to step N with the batches a straight run would draw: the result equals the
-uninterrupted run's. --log writes the losses as JSON (rank 0).
+PATH.stage<s> when pp > 1; PATH[.stage<s>].tp<t>, tp rank t's part, when tp > 1) and PATH.json, the data
+position (steps done, seed). --resume PATH loads such a checkpoint (every state by key: parameters, AdamW
+moments and step, codec residuals and warm-start Q) and continues from its step to step N with the batches a
+straight run would draw: the result equals the uninterrupted run's. --log writes the losses as JSON (rank 0).
 
 Traffic: the runtime counts the bytes every rank hands to MPI (docs/Runtime.md, "Traffic counters"). Rank 0
 prints, after training, the bytes per training step on each link: the inter-stage forward (stage s -> s + 1)
@@ -164,12 +166,13 @@ def batch(data, rows, seq, seed, replica=0, replicas=1):
 def launch(args):
     plan = load_plan(args.out)
     read_data(*data_files(args.data), plan["seq"])  # Too little data is the launcher's error, not every rank's.
-    world = plan.get("dp", 1) * plan["pp"]
+    dp, tp = plan.get("dp", 1), plan.get("tp", 1)
+    world = dp * plan["pp"] * tp
     np_ = world if args.np is None else args.np
     if np_ != world:
-        raise RunError(f"--np {np_}: the step in {args.out} was compiled for dp * pp = {plan.get('dp', 1)} * "
-                       f"{plan['pp']} = {world} ranks (one per pipeline stage and data-parallel replica); use "
-                       f"--np {world}")
+        grid = (f"dp * pp = {dp} * {plan['pp']}" if tp == 1 else f"dp * pp * tp = {dp} * {plan['pp']} * {tp}")
+        raise RunError(f"--np {np_}: the step in {args.out} was compiled for {grid} = {world} ranks (one per "
+                       f"pipeline stage, data-parallel replica and tensor-parallel part); use --np {world}")
     if args.resume:
         resume_position(args, plan)
     if args.checkpoint:
@@ -196,16 +199,19 @@ def launch(args):
     return subprocess.call(cmd, env=env)
 
 
-def stage_path(path, plan, stage):
-    """The checkpoint file of a pipeline stage: PATH itself at pp = 1, else PATH.stage<s>."""
-    return path if plan["pp"] == 1 else f"{path}.stage{stage}"
+def stage_path(path, plan, stage, tp_rank=0):
+    """The checkpoint file of a pipeline stage: PATH itself at pp = 1, else PATH.stage<s>; with tp > 1 each
+    tensor-parallel rank's part of it, PATH[.stage<s>].tp<t>."""
+    path = path if plan["pp"] == 1 else f"{path}.stage{stage}"
+    return path if plan.get("tp", 1) == 1 else f"{path}.tp{tp_rank}"
 
 
 def resume_position(args, plan):
     """The step a checkpoint was saved after (PATH.json); checks its files and the seed."""
     for s in range(plan["pp"]):
-        if not os.path.isfile(stage_path(args.resume, plan, s)):
-            raise RunError(f"--resume {args.resume}: no checkpoint file {stage_path(args.resume, plan, s)}")
+        for t in range(plan.get("tp", 1)):
+            if not os.path.isfile(stage_path(args.resume, plan, s, t)):
+                raise RunError(f"--resume {args.resume}: no checkpoint file {stage_path(args.resume, plan, s, t)}")
     meta = args.resume + ".json"
     try:
         with open(meta) as f:
@@ -275,8 +281,8 @@ class Traffic:
     validation adds what was sent since the last resume(), resume() after it zeroes the counters. Both are
     called by every rank at the same point (ptrain_step_traffic is collective)."""
 
-    def __init__(self, step, world):
-        self.step, self.world = step, world
+    def __init__(self, step, world, tp=1):
+        self.step, self.world, self.tp = step, world, tp
         self.links = [step.lib.ptrain_step_link_name(i).decode() for i in range(step.lib.ptrain_step_num_links())]
         self.totals = [0] * (world * len(self.links) * 2)
 
@@ -298,12 +304,12 @@ class Traffic:
 
     def per_link(self, pp, counts=None):
         """{label: {"bytes", "messages"}} of `counts` (default: the totals): point-to-point links per stage pair
-        (summed over dp replicas), collectives per communicator (summed over ranks). Rank r is stage r % pp
-        (grid (dp, pp), row-major)."""
+        (summed over dp replicas and tp ranks), collectives per communicator (summed over ranks). Rank r is
+        stage (r // tp) % pp (grid (dp, pp, tp), row-major)."""
         counts = self.totals if counts is None else counts
         out = {}
         for r in range(self.world):
-            s = r % pp
+            s = (r // self.tp) % pp
             for i, link in enumerate(self.links):
                 if link == "pp forward":
                     label = f"pp forward {s}->{s + 1}" if s + 1 < pp else None
@@ -445,17 +451,18 @@ def work(args):
     rank, stage = ctypes.c_int32(), ctypes.c_int32()
     step.check(step.lib.ptrain_step_rank(ctypes.byref(rank), ctypes.byref(stage)), "ptrain_step_rank")
     rank0 = rank.value == 0
-    # The grid is (dp, pp), row-major: this rank's replica is its rank divided by pp.
-    dp, replica = plan.get("dp", 1), rank.value // plan["pp"]
+    # The grid is (dp, pp, tp), row-major (tp innermost): replica rank // (pp * tp), tp part rank % tp.
+    dp, tp = plan.get("dp", 1), plan.get("tp", 1)
+    replica, tp_rank = rank.value // (plan["pp"] * tp), rank.value % tp
     val_batches = [batch(val, rows, seq, 7919 * (args.seed + 1) + j, replica, dp) for j in range(args.val_batches)]
 
     start = 0
     if args.resume:
         start = resume_position(args, plan)
-        path = stage_path(args.resume, plan, stage.value)
+        path = stage_path(args.resume, plan, stage.value, tp_rank)
         step.check(step.lib.ptrain_step_load(path.encode()), f"ptrain_step_load({path})")
-    traffic = Traffic(step, dp * plan["pp"]) if step.has_traffic else None
-    telemetry = Telemetry(step, dp * plan["pp"], args.telemetry_every) if step.has_telemetry else None
+    traffic = Traffic(step, dp * plan["pp"] * tp, tp) if step.has_traffic else None
+    telemetry = Telemetry(step, dp * plan["pp"] * tp, args.telemetry_every) if step.has_telemetry else None
     if args.telemetry_every and not telemetry and rank0:
         print("ptrain-run: --telemetry-every: the step has no codec site (compile with --policy)", flush=True)
 
@@ -483,6 +490,7 @@ def work(args):
     log = {"plan": {k: plan[k] for k in PLAN_KEYS if k not in ("library",)}, "steps": args.steps, "start_step": start,
            "seed": args.seed, "tokens_per_step": dp * rows * seq, "train_loss": [], "val_loss": []}
     log["plan"]["dp"] = dp
+    log["plan"]["tp"] = tp
     log["plan"]["policy"] = plan.get("policy", "none")
     record({"record": "run", "plan": log["plan"], "steps": args.steps, "start_step": start, "seed": args.seed,
             "tokens_per_step": log["tokens_per_step"], "telemetry_every": args.telemetry_every,
@@ -532,12 +540,13 @@ def work(args):
             if rank0:
                 print_traffic(log["traffic"], args.steps - start)
     if args.checkpoint and replica == 0:  # The dp replicas hold the same states: replica 0 saves them.
-        path = stage_path(args.checkpoint, plan, stage.value)
+        path = stage_path(args.checkpoint, plan, stage.value, tp_rank)
         step.check(step.lib.ptrain_step_save(path.encode()), f"ptrain_step_save({path})")
         if rank0:
             with open(args.checkpoint + ".json", "w") as f:
                 json.dump({"step": args.steps, "seed": args.seed}, f)
-            print(f"checkpoint: {args.checkpoint}" + ("" if plan["pp"] == 1 else ".stage<s>"), flush=True)
+            print(f"checkpoint: {args.checkpoint}" + ("" if plan["pp"] == 1 else ".stage<s>") +
+                  ("" if tp == 1 else ".tp<t>"), flush=True)
     if args.log and rank0:
         with open(args.log, "w") as f:
             json.dump(log, f, indent=1)

@@ -10,7 +10,7 @@
 // RUN: not ptrain-opt %t.megatron.mlir --ptrain-raise --ptrain-shard-tp="tp=4" 2>&1 | FileCheck %s --check-prefix=MEGATRON-HEADS
 // RUN: ptrain-opt %t.gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=2" --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule="schedule=1f1b" --ptrain-lower-to-runtime --ptrain-verify-plan -o %t.plan.mlir
 // RUN: FileCheck %s --check-prefix=PLAN < %t.plan.mlir
-// RUN: not ptrain-translate --emit-cpp %t.plan.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=EMIT
+// RUN: ptrain-translate --emit-cpp %t.plan.mlir | FileCheck %s --check-prefix=EMIT
 
 // The bundled GPT over tp = 2: per layer, the fused Q|K|V weight keeps rows (torch's [out, in] layout) of its
 // 2 of 4 heads from each of Q, K and V (groups = 3), the output projection keeps the matching input columns,
@@ -93,4 +93,9 @@
 // PLAN-NOT: ptrain.tp_all_reduce
 // PLAN: ptrain.embedding_grad
 // PLAN-LABEL: func.func @stage0_optimizer_step
-// EMIT: error: --emit-cpp: 'ptrain.tp_copy' is not supported by the CPU code generator
+// --emit-cpp lowers it (docs/CodegenCpu.md, "Tensor parallelism"): the 24 sliced parameters are cut at init,
+// g runs on the tp communicator.
+// EMIT: constexpr int64_t kNumTPSlices = 24;
+// EMIT: PTRAIN_STEP_CALL(createGroup(in_group, &comm_grid_tp));
+// EMIT: PTRAIN_STEP_CALL(initStates(path));
+// EMIT: PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm_grid_tp,

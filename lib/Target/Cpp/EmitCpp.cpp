@@ -20,6 +20,7 @@
 
 #include "CppTypes.h"
 #include "EmitCodecs.h"
+#include "EmitCollectives.h"
 #include "EmitTelemetry.h"
 #include "EmitTraffic.h"
 #include "MemoryPlan.h"
@@ -391,8 +392,8 @@ LogicalResult FunctionEmitter::checkOps() {
     if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
              SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
              LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
-             SendStartOp, RecvStartOp, WaitOp, CompressOp, DecompressOp, CompressedAllReduceStartOp, func::CallOp,
-             func::ReturnOp>(op))
+             SendStartOp, RecvStartOp, WaitOp, CompressOp, DecompressOp, CompressedAllReduceStartOp, TPCopyOp,
+             TPAllReduceOp, func::CallOp, func::ReturnOp>(op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
     if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCodecOp(&op)))
       return failure();
@@ -496,10 +497,11 @@ void FunctionEmitter::planStorage() {
       if (isa<arith::ConstantOp>(op)) {
         s.kind = Storage::Constant;
         s.isConst = true;
-      } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      } else if (isa<ReshapeOp, TPCopyOp>(op)) {
+        // A reshape, and Megatron's f (identity forward, EmitCollectives.h): an alias of the input.
         s.kind = Storage::Alias;
-        s.root = reshape.getInput();
-        s.isConst = storage[rootOf(reshape.getInput())].isConst;
+        s.root = op->getOperand(0);
+        s.isConst = storage[rootOf(s.root)].isConst;
       } else if (isa<StateReadOp>(op)) {
         s.kind = Storage::State; // may be demoted to Arena below
       } else if (auto send = dyn_cast<SendStartOp>(op)) {
@@ -963,6 +965,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             return success();
           })
           .Case<DecompressOp>([&](DecompressOp d) { return emitDecompress(d, *this); })
+          .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
+          .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
+            FailureOr<std::string> comm = comms.lookup(
+                t, t.getGrid(), ArrayAttr::get(t.getContext(), {StringAttr::get(t.getContext(), t.getAxis())}));
+            return failed(comm) ? failure() : emitTPAllReduce(t, *comm, *this);
+          })
           .Case<CompressedAllReduceStartOp>([&](CompressedAllReduceStartOp c) -> LogicalResult {
             FailureOr<std::string> comm = comms.lookup(c, c.getGridAttr().getValue(), c.getGridAxes());
             if (failed(comm))
@@ -1196,7 +1204,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "#include \"ptrain/Runtime/ptrain_runtime.h\"\n\n"
        "#include <cstdarg>\n"
        "#include <cstdint>\n"
-       "#include <cstdio>\n\n"
+       "#include <cstdio>\n"
+       "#include <vector>\n\n"
        "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
        "#define PTRAIN_STEP_CALL(call)                                                 \\\n"
        "  do {                                                                         \\\n"
@@ -1306,6 +1315,18 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
          "  return PTRAIN_OK;\n"
          "}\n\n";
   }
+  // Parameters --ptrain-shard-tp sliced: ptrain_step_init loads them through initStates (EmitCollectives.h).
+  SmallVector<TPSlice> slices;
+  for (StateOp state : stateOrder) {
+    FailureOr<std::optional<TPSlice>> slice =
+        readTPSlice(state, hasComm ? comms.theGrid : GridOp(), states[state.getSymNameAttr()].var);
+    if (failed(slice))
+      return failure();
+    if (*slice)
+      slices.push_back(std::move(**slice));
+  }
+  if (!slices.empty())
+    emitTPStateInit(slices, s);
   emitTelemetryState(sites, s);
   s << "\n} // namespace\n\n";
   s << "//===--- State management ---===//\n\n";
@@ -1355,8 +1376,11 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     }
     s << "  }\n";
   }
-  s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_state_init_onnx).name
-    << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
+  if (slices.empty())
+    s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_state_init_onnx).name
+      << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
+  else
+    s << "  PTRAIN_STEP_CALL(initStates(path));\n  return PTRAIN_OK;\n}\n\n";
   if (hasComm) {
     s << "/// This process's rank in MPI_COMM_WORLD and its pipeline stage (valid after ptrain_step_init).\n";
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_rank(int32_t *out_rank, int32_t *out_stage) {\n"

@@ -31,7 +31,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, global_batches, read_checkpoint, run, setup  # noqa: E402
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 SEED = 3
@@ -74,14 +74,7 @@ for name, log in logs.items():
     print(f"{name}: train {log['train_loss']} val {log['val_loss']}")
 
 # 1. Against the multi-rank executor on the same tokens (run.py's batches).
-sys.path.insert(0, os.path.join(source, "python"))
-from ptrain import run as ptrain_run  # noqa: E402
-train_bytes, _ = ptrain_run.read_data(*ptrain_run.data_files(data), 64)
-tokens = os.path.join(work, "tokens.bin")
-with open(tokens, "wb") as f:
-    for i in range(3):
-        ids = list(ptrain_run.batch(train_bytes, 16, 64, SEED * 1000003 + i))
-        f.write(struct.pack(f"<{len(ids)}q", *ids))
+tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), 3, SEED)
 for name in ("occ", "sc"):
     rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, name, "step.mlir"), "--weights", MODEL,
                    "--multi-rank", "--steps", "3", "--tokens-file", tokens], timeout=600)
@@ -127,23 +120,6 @@ print(f"sc: {len(sc_ops)} compressed all-reduces per replica and step; dp collec
 check(len(sc_ops) > 0 and dp_bytes == 2 * code, f"sc: dp collectives = 2 replicas x {code:,} code bytes per step")
 
 # 4. Resume: 3 steps with a checkpoint, then --resume to step 5, against the straight 5-step run above.
-def read_checkpoint(path):
-    """{key: bytes} of a checkpoint (docs/CodegenCpu.md, version 1)."""
-    blob = open(path, "rb").read()
-    count, data_offset = struct.unpack_from("<I", blob, 12)[0], struct.unpack_from("<Q", blob, 16)[0]
-    pos, states = 24, {}
-    for _ in range(count):
-        n = struct.unpack_from("<I", blob, pos)[0]
-        key = blob[pos + 4:pos + 4 + n].decode()
-        pos += 4 + n
-        _, _, rank = struct.unpack_from("<iii", blob, pos)
-        pos += 12 + 8 * rank
-        offset, size = struct.unpack_from("<QQ", blob, pos)
-        pos += 16
-        states[key] = blob[data_offset + offset:data_offset + offset + size]
-    return states
-
-
 short = train("occ", 3, ["--checkpoint", os.path.join(work, "after3")])
 again = train("occ", 5, ["--resume", os.path.join(work, "after3"), "--checkpoint", os.path.join(work, "resumed")])
 if short and again:

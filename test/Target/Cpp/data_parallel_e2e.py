@@ -24,11 +24,10 @@
 
 import json
 import os
-import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, global_batches, run, setup  # noqa: E402
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 STEPS, SEED = 3, 3
@@ -74,14 +73,7 @@ if len(logs) == 3:
 
     # The same global batches as ptrain-run's workers draw (run.py's batch(): random.Random(seed * 1000003 + i),
     # 16 windows of 64 bytes), as raw int64 for the executor.
-    sys.path.insert(0, os.path.join(source, "python"))
-    from ptrain import run as ptrain_run  # noqa: E402
-    train, _ = ptrain_run.read_data(*ptrain_run.data_files(data), 64)
-    tokens = os.path.join(work, "tokens.bin")
-    with open(tokens, "wb") as f:
-        for i in range(STEPS):
-            ids = list(ptrain_run.batch(train, 16, 64, SEED * 1000003 + i))
-            f.write(struct.pack(f"<{len(ids)}q", *ids))
+    tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), STEPS, SEED)
     rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, "dp2pp2", "step.mlir"),
                    "--weights", MODEL, "--multi-rank", "--steps", str(STEPS), "--tokens-file", tokens], timeout=600)
     check(rc == 0, "ptrain-interpret --multi-rank on dp2pp2/step.mlir" + ("" if rc == 0 else ":\n" + out))

@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -35,6 +36,37 @@ def corpus(source, work, max_bytes=400000):
                  "--max-bytes", str(max_bytes)])
     check(rc == 0, "data.py")
     return data
+
+
+def global_batches(source, data, path, steps, seed, rows=16, seq=64):
+    """Writes the global batches ptrain-run's workers draw in steps 0..steps-1 (run.py's batch():
+    random.Random(seed * 1000003 + i), `rows` windows of `seq` bytes) as raw int64 for ptrain-interpret
+    --tokens-file; returns `path`."""
+    sys.path.insert(0, os.path.join(source, "python"))
+    from ptrain import run as ptrain_run
+    train, _ = ptrain_run.read_data(*ptrain_run.data_files(data), seq)
+    with open(path, "wb") as f:
+        for i in range(steps):
+            ids = list(ptrain_run.batch(train, rows, seq, seed * 1000003 + i))
+            f.write(struct.pack(f"<{len(ids)}q", *ids))
+    return path
+
+
+def read_checkpoint(path):
+    """{key: bytes} of a checkpoint (docs/CodegenCpu.md, version 1)."""
+    blob = open(path, "rb").read()
+    count, data_offset = struct.unpack_from("<I", blob, 12)[0], struct.unpack_from("<Q", blob, 16)[0]
+    pos, states = 24, {}
+    for _ in range(count):
+        n = struct.unpack_from("<I", blob, pos)[0]
+        key = blob[pos + 4:pos + 4 + n].decode()
+        pos += 4 + n
+        _, _, rank = struct.unpack_from("<iii", blob, pos)
+        pos += 12 + 8 * rank
+        offset, size = struct.unpack_from("<QQ", blob, pos)
+        pos += 16
+        states[key] = blob[data_offset + offset:data_offset + offset + size]
+    return states
 
 
 def finish():

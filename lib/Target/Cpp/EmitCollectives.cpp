@@ -1,0 +1,153 @@
+//===- EmitCollectives.cpp - Tensor parallelism in the CPU code generator ===//
+//
+// Megatron's f/g pair (Shoeybi et al. 2019, section 3) and the sliced parameters of --ptrain-shard-tp in
+// generated code. f (ptrain.tp_copy) needs no code: the function emitter aliases its result to its input.
+// g (ptrain.tp_all_reduce) is one all-reduce (sum) over the communicator of the tp axis, started and waited
+// at once. The tp communicator is one of the groups ptrain_step_init creates up front from the grid (the
+// ranks equal to this one on every other axis; rank = row-major coordinate over (dp, pp, tp), tp fastest).
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmitCollectives.h"
+
+#include "CppTypes.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "ptrain/Transforms/TensorParallel.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::cpp;
+
+LogicalResult mlir::ptrain::cpp::emitTPAllReduce(TPAllReduceOp op, const std::string &comm, CallWriter &w) {
+  Value in = op.getInput(), out = op.getResult();
+  if (!tensorOf(in).getElementType().isF32())
+    return op.emitError("--emit-cpp: a tensor-parallel all-reduce of a non-f32 tensor is not supported");
+  // A failing start leaves no request; a failing wait frees it (ptrain_wait).
+  w.line("ptrain_request_t tp_request = nullptr;");
+  if (failed(w.call(RuntimeCall::ptrain_all_reduce_start, {comm, w.ptr(in), w.ptr(out), std::to_string(countOf(in)),
+                                                           "PTRAIN_DTYPE_F32", "PTRAIN_REDUCE_SUM", "&tp_request"})))
+    return failure();
+  return w.call(RuntimeCall::ptrain_wait, {"tp_request"});
+}
+
+FailureOr<std::optional<TPSlice>> mlir::ptrain::cpp::readTPSlice(StateOp state, GridOp grid, std::string var) {
+  auto slice = state->getAttrOfType<DictionaryAttr>(kTPSliceAttr);
+  if (!slice)
+    return std::optional<TPSlice>();
+  auto axis = slice.getAs<StringAttr>("axis");
+  auto dim = slice.getAs<IntegerAttr>("dim"), groups = slice.getAs<IntegerAttr>("groups");
+  auto shape = slice.getAs<DenseI64ArrayAttr>("shape");
+  if (!axis || !dim || !groups || !shape)
+    return state.emitError("--emit-cpp: ") << kTPSliceAttr << " needs axis, dim, groups and shape, got " << slice;
+  if (!grid)
+    return state.emitError("--emit-cpp: a parameter sliced over axis ")
+           << axis << " needs a ptrain.grid with that axis and a collective on it";
+  std::optional<unsigned> index = grid.getAxisIndex(axis.getValue());
+  if (!index)
+    return state.emitError("--emit-cpp: the grid @")
+           << grid.getSymName() << " has no axis " << axis << " for the parameter's " << kTPSliceAttr;
+  TPSlice s;
+  s.var = std::move(var);
+  s.key = state.getKey().str();
+  s.local = state.getTensorType();
+  s.global.assign(shape.asArrayRef().begin(), shape.asArrayRef().end());
+  s.dim = dim.getInt();
+  s.groups = groups.getInt();
+  s.axis = *index;
+  s.parts = grid.getShape()[*index];
+  const int64_t rank = s.local.getRank();
+  if (!s.local.getElementType().isF32() || s.dim < 0 || s.dim >= rank || s.groups < 1 ||
+      static_cast<int64_t>(s.global.size()) != rank || s.local.getShape()[s.dim] % s.groups != 0 ||
+      s.global[s.dim] != s.local.getShape()[s.dim] * s.parts || rank > 8)
+    return state.emitError("--emit-cpp: ") << kTPSliceAttr << " " << slice << " does not fit the f32 state type "
+                                           << s.local << " on " << s.parts << " ranks of axis " << axis;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != s.dim && s.global[d] != s.local.getShape()[d])
+      return state.emitError("--emit-cpp: ")
+             << kTPSliceAttr << " " << slice << ": dimension " << d << " differs from the state type " << s.local;
+  return std::optional<TPSlice>(std::move(s));
+}
+
+void mlir::ptrain::cpp::emitTPStateInit(ArrayRef<TPSlice> slices, llvm::raw_ostream &os) {
+  os << "//===--- Tensor-parallel parameters: loaded at their global shape, cut to this rank's part ---===//\n\n"
+        "/// A parameter --ptrain-shard-tp sliced: dimension `dim` of the ONNX initializer (global_dims) is\n"
+        "/// viewed as groups x parts x chunk; the rank with coordinate c on grid axis `axis` holds [:, c, :].\n"
+        "struct TPSlice {\n"
+        "  void *local;\n"
+        "  const int64_t *local_dims;\n"
+        "  const int64_t *global_dims;\n"
+        "  int64_t global_count;\n"
+        "  int32_t rank;\n"
+        "  int32_t dim;\n"
+        "  int64_t groups;\n"
+        "  int32_t axis;\n"
+        "  int64_t parts;\n"
+        "};\n\n";
+  for (auto [i, s] : llvm::enumerate(slices)) {
+    os << "// \"" << s.key << "\": " << s.local << " of " << s.global.size() << "-D global [";
+    llvm::interleave(s.global, os, "x");
+    os << "], dim " << s.dim << ", " << s.groups << " group(s)\n";
+    os << "const int64_t tp_slice_" << i << "_global[" << s.global.size() << "] = {";
+    llvm::interleaveComma(s.global, os);
+    os << "};\n";
+  }
+  os << "const TPSlice kTPSlices[] = {\n";
+  for (auto [i, s] : llvm::enumerate(slices))
+    os << "    {" << s.var << ", " << s.var << "_dims, tp_slice_" << i << "_global, " << numElements(s.global) << ", "
+       << s.global.size() << ", " << s.dim << ", " << s.groups << ", " << s.axis << ", " << s.parts << "},\n";
+  os << "};\nconstexpr int64_t kNumTPSlices = " << slices.size() << ";\n\n";
+  const char *init = getRuntimeCallInfo(RuntimeCall::ptrain_state_init_onnx).name;
+  const char *slice = getRuntimeCallInfo(RuntimeCall::ptrain_slice).name;
+  const char *insert = getRuntimeCallInfo(RuntimeCall::ptrain_insert_slice).name;
+  os << "/// " << init
+     << " of the active states, a sliced parameter read at its global shape into a temporary\n"
+        "/// buffer and then cut: no state changes when the model cannot be read.\n"
+        "ptrain_status_t initStates(const char *path) {\n"
+        "  std::vector<ptrain_state_desc_t> descs(active_states, active_states + num_active_states);\n"
+        "  std::vector<std::vector<float>> globals(kNumTPSlices);\n"
+        "  for (ptrain_state_desc_t &d : descs)\n"
+        "    for (int64_t j = 0; j < kNumTPSlices; ++j)\n"
+        "      if (d.data == kTPSlices[j].local) {\n"
+        "        globals[j].resize(kTPSlices[j].global_count);\n"
+        "        d.data = globals[j].data();\n"
+        "        d.dims = kTPSlices[j].global_dims;\n"
+        "      }\n"
+        "  PTRAIN_STEP_CALL("
+     << init
+     << "(descs.data(), num_active_states, path));\n"
+        "  for (int64_t j = 0; j < kNumTPSlices; ++j) {\n"
+        "    if (globals[j].empty())\n"
+        "      continue; // another stage's parameter\n"
+        "    const TPSlice &s = kTPSlices[j];\n"
+        "    const int64_t c = gridCoordinate(ptrain_rank, s.axis);\n"
+        "    const int64_t chunk = s.global_dims[s.dim] / (s.groups * s.parts);\n"
+        "    int64_t piece_dims[8], offsets[8], at[8];\n"
+        "    for (int32_t d = 0; d < s.rank; ++d) {\n"
+        "      piece_dims[d] = s.global_dims[d];\n"
+        "      offsets[d] = at[d] = 0;\n"
+        "    }\n"
+        "    piece_dims[s.dim] = chunk;\n"
+        "    std::vector<float> piece(s.groups > 1 ? s.global_count / (s.groups * s.parts) : 0);\n"
+        "    for (int64_t g = 0; g < s.groups; ++g) {\n"
+        "      offsets[s.dim] = (g * s.parts + c) * chunk;\n"
+        "      if (s.groups == 1) {\n"
+        "        PTRAIN_STEP_CALL("
+     << slice
+     << "(globals[j].data(), 4, s.rank, s.global_dims, offsets, piece_dims, s.local));\n"
+        "        continue;\n"
+        "      }\n"
+        "      PTRAIN_STEP_CALL("
+     << slice
+     << "(globals[j].data(), 4, s.rank, s.global_dims, offsets, piece_dims, piece.data()));\n"
+        "      at[s.dim] = g * chunk;\n"
+        "      PTRAIN_STEP_CALL("
+     << insert
+     << "(piece.data(), 4, s.rank, piece_dims, at, s.local_dims, s.local));\n"
+        "    }\n"
+        "  }\n"
+        "  return PTRAIN_OK;\n"
+        "}\n\n";
+}
