@@ -33,7 +33,7 @@ struct ptrain_nccl_comm {
   int32_t rank = 0, size = 0;
   double timeout = 300.0;
   bool aborted = false;
-  char abortReason[512] = "";
+  char abortReason[1024] = "";
   cudaEvent_t event = nullptr;
   /// What was enqueued since the last wait ("all_reduce(count 4 f32 sum), ...").
   char pending[512] = "";
@@ -413,8 +413,8 @@ extern "C" ptrain_status_t ptrain_nccl_all_reduce(ptrain_nccl_comm_t comm, const
   PTRAIN_CUDA_RETURN_IF_ERROR(checkUsable(__func__, comm));
   PTRAIN_CUDA_CHECK_SIZE(count);
   PTRAIN_CUDA_CHECK_ARG(count == 0 || (send_buf && recv_buf), "'send_buf' and 'recv_buf' must not be null");
-  ncclDataType_t type;
-  ncclRedOp_t red;
+  ncclDataType_t type = ncclFloat32;
+  ncclRedOp_t red = ncclSum;
   PTRAIN_CUDA_RETURN_IF_ERROR(ncclType(__func__, dtype, true, &type));
   PTRAIN_CUDA_RETURN_IF_ERROR(ncclOp(__func__, op, &red));
   PTRAIN_CUDA_RETURN_IF_ERROR(checkResult(
@@ -432,7 +432,7 @@ extern "C" ptrain_status_t ptrain_nccl_all_gather(ptrain_nccl_comm_t comm, const
   PTRAIN_CUDA_RETURN_IF_ERROR(checkUsable(__func__, comm));
   PTRAIN_CUDA_CHECK_SIZE(count);
   PTRAIN_CUDA_CHECK_ARG(count == 0 || (send_buf && recv_buf), "'send_buf' and 'recv_buf' must not be null");
-  ncclDataType_t type;
+  ncclDataType_t type = ncclFloat32;
   PTRAIN_CUDA_RETURN_IF_ERROR(ncclType(__func__, dtype, false, &type));
   PTRAIN_CUDA_RETURN_IF_ERROR(checkResult(
       __func__, comm->comm,
@@ -448,8 +448,8 @@ extern "C" ptrain_status_t ptrain_nccl_reduce_scatter(ptrain_nccl_comm_t comm, c
   PTRAIN_CUDA_RETURN_IF_ERROR(checkUsable(__func__, comm));
   PTRAIN_CUDA_CHECK_SIZE(count);
   PTRAIN_CUDA_CHECK_ARG(count == 0 || (send_buf && recv_buf), "'send_buf' and 'recv_buf' must not be null");
-  ncclDataType_t type;
-  ncclRedOp_t red;
+  ncclDataType_t type = ncclFloat32;
+  ncclRedOp_t red = ncclSum;
   PTRAIN_CUDA_RETURN_IF_ERROR(ncclType(__func__, dtype, true, &type));
   PTRAIN_CUDA_RETURN_IF_ERROR(ncclOp(__func__, op, &red));
   PTRAIN_CUDA_RETURN_IF_ERROR(checkResult(
