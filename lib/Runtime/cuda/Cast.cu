@@ -64,7 +64,8 @@ template <bool Half> __device__ __forceinline__ float decodeOne(uint16_t c) {
 
 template <bool Half>
 __global__ void __launch_bounds__(ptrain::cuda::kThreads)
-    castEncodeKernel(const float *__restrict__ g, float *__restrict__ residual, int64_t n, uint16_t *__restrict__ code) {
+    castEncodeKernel(const float *__restrict__ g, float *__restrict__ residual, int64_t n,
+                     uint16_t *__restrict__ code) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     if (residual) {

@@ -54,30 +54,26 @@ inline unsigned gridFor(int64_t n) {
 } // namespace ptrain::cuda
 
 /// Returns INVALID_ARGUMENT from the enclosing call when `cond` does not hold.
-#define PTRAIN_CUDA_CHECK_ARG(cond, ...)                                       \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      return ::ptrain::cuda::fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,     \
-                                  __VA_ARGS__);                                \
+#define PTRAIN_CUDA_CHECK_ARG(cond, ...)                                                                               \
+  do {                                                                                                                 \
+    if (!(cond))                                                                                                       \
+      return ::ptrain::cuda::fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, __VA_ARGS__);                               \
   } while (0)
 
-#define PTRAIN_CUDA_CHECK_PTR(ptr)                                             \
-  PTRAIN_CUDA_CHECK_ARG((ptr) != nullptr, "'%s' must not be null", #ptr)
+#define PTRAIN_CUDA_CHECK_PTR(ptr) PTRAIN_CUDA_CHECK_ARG((ptr) != nullptr, "'%s' must not be null", #ptr)
 
-#define PTRAIN_CUDA_CHECK_SIZE(size)                                           \
-  PTRAIN_CUDA_CHECK_ARG((size) >= 0, "'%s' must be >= 0, got %lld", #size,     \
-                        static_cast<long long>(size))
+#define PTRAIN_CUDA_CHECK_SIZE(size)                                                                                   \
+  PTRAIN_CUDA_CHECK_ARG((size) >= 0, "'%s' must be >= 0, got %lld", #size, static_cast<long long>(size))
 
 /// Propagates a failing status (its message stays).
-#define PTRAIN_CUDA_RETURN_IF_ERROR(expr)                                      \
-  do {                                                                         \
-    ptrain_status_t ptrainStatus_ = (expr);                                    \
-    if (ptrainStatus_ != PTRAIN_OK)                                            \
-      return ptrainStatus_;                                                    \
+#define PTRAIN_CUDA_RETURN_IF_ERROR(expr)                                                                              \
+  do {                                                                                                                 \
+    ptrain_status_t ptrainStatus_ = (expr);                                                                            \
+    if (ptrainStatus_ != PTRAIN_OK)                                                                                    \
+      return ptrainStatus_;                                                                                            \
   } while (0)
 
 /// Checks a CUDA runtime call (or the last launch: cudaGetLastError()).
-#define PTRAIN_CUDA_TRY(expr)                                                  \
-  PTRAIN_CUDA_RETURN_IF_ERROR(::ptrain::cuda::check(__func__, (expr), #expr))
+#define PTRAIN_CUDA_TRY(expr) PTRAIN_CUDA_RETURN_IF_ERROR(::ptrain::cuda::check(__func__, (expr), #expr))
 
 #endif // PTRAIN_RUNTIME_CUDA_DEVICE_H

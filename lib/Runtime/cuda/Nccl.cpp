@@ -300,8 +300,8 @@ extern "C" ptrain_status_t ptrain_nccl_comm_split(ptrain_nccl_comm_t parent, int
   c->timeout = parent->timeout;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  ptrain_status_t st = checkResult(__func__, parent->comm,
-                                   ncclCommSplit(parent->comm, color, key, &c->comm, &config), "ncclCommSplit");
+  ptrain_status_t st =
+      checkResult(__func__, parent->comm, ncclCommSplit(parent->comm, color, key, &c->comm, &config), "ncclCommSplit");
   if (st == PTRAIN_OK)
     st = settle(__func__, parent, "ncclCommSplit");
   if (st == PTRAIN_OK && c->comm)
@@ -381,15 +381,14 @@ extern "C" ptrain_status_t ptrain_nccl_group_end(void) {
   return st;
 }
 
-extern "C" ptrain_status_t ptrain_nccl_send(ptrain_nccl_comm_t comm, const void *buf, int64_t num_bytes,
-                                            int32_t peer) {
+extern "C" ptrain_status_t ptrain_nccl_send(ptrain_nccl_comm_t comm, const void *buf, int64_t num_bytes, int32_t peer) {
   PTRAIN_CUDA_RETURN_IF_ERROR(checkUsable(__func__, comm));
   PTRAIN_CUDA_CHECK_SIZE(num_bytes);
   PTRAIN_CUDA_CHECK_ARG(num_bytes == 0 || buf, "'buf' must not be null");
   PTRAIN_CUDA_CHECK_ARG(peer >= 0 && peer < comm->size, "peer %d is outside [0, %d)", peer, comm->size);
   PTRAIN_CUDA_RETURN_IF_ERROR(checkResult(
-      __func__, comm->comm,
-      ncclSend(buf, static_cast<size_t>(num_bytes), ncclUint8, peer, comm->comm, currentStream()), "ncclSend"));
+      __func__, comm->comm, ncclSend(buf, static_cast<size_t>(num_bytes), ncclUint8, peer, comm->comm, currentStream()),
+      "ncclSend"));
   char what[96];
   std::snprintf(what, sizeof(what), "send(%lld bytes to %d)", static_cast<long long>(num_bytes), peer);
   return enqueued(__func__, comm, what);
@@ -401,8 +400,8 @@ extern "C" ptrain_status_t ptrain_nccl_recv(ptrain_nccl_comm_t comm, void *buf, 
   PTRAIN_CUDA_CHECK_ARG(num_bytes == 0 || buf, "'buf' must not be null");
   PTRAIN_CUDA_CHECK_ARG(peer >= 0 && peer < comm->size, "peer %d is outside [0, %d)", peer, comm->size);
   PTRAIN_CUDA_RETURN_IF_ERROR(checkResult(
-      __func__, comm->comm,
-      ncclRecv(buf, static_cast<size_t>(num_bytes), ncclUint8, peer, comm->comm, currentStream()), "ncclRecv"));
+      __func__, comm->comm, ncclRecv(buf, static_cast<size_t>(num_bytes), ncclUint8, peer, comm->comm, currentStream()),
+      "ncclRecv"));
   char what[96];
   std::snprintf(what, sizeof(what), "recv(%lld bytes from %d)", static_cast<long long>(num_bytes), peer);
   return enqueued(__func__, comm, what);
@@ -417,10 +416,10 @@ extern "C" ptrain_status_t ptrain_nccl_all_reduce(ptrain_nccl_comm_t comm, const
   ncclRedOp_t red = ncclSum;
   PTRAIN_CUDA_RETURN_IF_ERROR(ncclType(__func__, dtype, true, &type));
   PTRAIN_CUDA_RETURN_IF_ERROR(ncclOp(__func__, op, &red));
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkResult(
-      __func__, comm->comm,
-      ncclAllReduce(send_buf, recv_buf, static_cast<size_t>(count), type, red, comm->comm, currentStream()),
-      "ncclAllReduce"));
+  PTRAIN_CUDA_RETURN_IF_ERROR(
+      checkResult(__func__, comm->comm,
+                  ncclAllReduce(send_buf, recv_buf, static_cast<size_t>(count), type, red, comm->comm, currentStream()),
+                  "ncclAllReduce"));
   char what[96];
   std::snprintf(what, sizeof(what), "all_reduce(count %lld %s %s)", static_cast<long long>(count), dtypeName(dtype),
                 op == PTRAIN_REDUCE_SUM ? "sum" : "avg");
@@ -434,10 +433,10 @@ extern "C" ptrain_status_t ptrain_nccl_all_gather(ptrain_nccl_comm_t comm, const
   PTRAIN_CUDA_CHECK_ARG(count == 0 || (send_buf && recv_buf), "'send_buf' and 'recv_buf' must not be null");
   ncclDataType_t type = ncclFloat32;
   PTRAIN_CUDA_RETURN_IF_ERROR(ncclType(__func__, dtype, false, &type));
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkResult(
-      __func__, comm->comm,
-      ncclAllGather(send_buf, recv_buf, static_cast<size_t>(count), type, comm->comm, currentStream()),
-      "ncclAllGather"));
+  PTRAIN_CUDA_RETURN_IF_ERROR(
+      checkResult(__func__, comm->comm,
+                  ncclAllGather(send_buf, recv_buf, static_cast<size_t>(count), type, comm->comm, currentStream()),
+                  "ncclAllGather"));
   char what[96];
   std::snprintf(what, sizeof(what), "all_gather(count %lld %s)", static_cast<long long>(count), dtypeName(dtype));
   return enqueued(__func__, comm, what);
@@ -457,8 +456,8 @@ extern "C" ptrain_status_t ptrain_nccl_reduce_scatter(ptrain_nccl_comm_t comm, c
       ncclReduceScatter(send_buf, recv_buf, static_cast<size_t>(count), type, red, comm->comm, currentStream()),
       "ncclReduceScatter"));
   char what[96];
-  std::snprintf(what, sizeof(what), "reduce_scatter(count %lld %s %s)", static_cast<long long>(count),
-                dtypeName(dtype), op == PTRAIN_REDUCE_SUM ? "sum" : "avg");
+  std::snprintf(what, sizeof(what), "reduce_scatter(count %lld %s %s)", static_cast<long long>(count), dtypeName(dtype),
+                op == PTRAIN_REDUCE_SUM ? "sum" : "avg");
   return enqueued(__func__, comm, what);
 }
 

@@ -46,9 +46,8 @@ ptrain_status_t checkShape(const char *call, const Shape &s) {
   const int64_t minNM = s.n < s.m ? s.n : s.m;
   if (s.rank < 1 || s.rank > minNM)
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "rank %lld must be in [1, min(n, m) = %lld] for the %lld x %lld matrix",
-                static_cast<long long>(s.rank), static_cast<long long>(minNM), static_cast<long long>(s.n),
-                static_cast<long long>(s.m));
+                "rank %lld must be in [1, min(n, m) = %lld] for the %lld x %lld matrix", static_cast<long long>(s.rank),
+                static_cast<long long>(minNM), static_cast<long long>(s.n), static_cast<long long>(s.m));
   return PTRAIN_OK;
 }
 
@@ -94,9 +93,8 @@ __device__ __forceinline__ uint64_t splitMix(uint64_t z) {
 /// N(0, 1) into every element of a column with redraw[column] != 0 (all
 /// columns when redraw is null): SplitMix64 stream b * rank + j of the seed,
 /// draw t (1-based) = mix(x0 + t * gamma), Box-Muller in fp64.
-__global__ void __launch_bounds__(kThreads)
-    drawColumns(float *__restrict__ q, int64_t count, int64_t m, int64_t rank, uint64_t seed,
-                const int *__restrict__ redraw) {
+__global__ void __launch_bounds__(kThreads) drawColumns(float *__restrict__ q, int64_t count, int64_t m, int64_t rank,
+                                                        uint64_t seed, const int *__restrict__ redraw) {
   constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += stride) {
@@ -172,13 +170,13 @@ ptrain_status_t carryExact(const char *call, const Shape &s, const float *mat, f
   const cudaStream_t st = currentStream();
   const int64_t numel = s.numel();
   const int64_t inP = numel < s.pCount() ? numel : s.pCount();
-  PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaMemcpyAsync(p, mat, inP * sizeof(float), cudaMemcpyDeviceToDevice, st),
-                                    "cudaMemcpyAsync(P)"));
+  PTRAIN_CUDA_RETURN_IF_ERROR(
+      check(call, cudaMemcpyAsync(p, mat, inP * sizeof(float), cudaMemcpyDeviceToDevice, st), "cudaMemcpyAsync(P)"));
   PTRAIN_CUDA_RETURN_IF_ERROR(
       check(call, cudaMemsetAsync(p + inP, 0, (s.pCount() - inP) * sizeof(float), st), "cudaMemsetAsync(P)"));
-  PTRAIN_CUDA_RETURN_IF_ERROR(check(
-      call, cudaMemcpyAsync(q, mat + inP, (numel - inP) * sizeof(float), cudaMemcpyDeviceToDevice, st),
-      "cudaMemcpyAsync(Q)"));
+  PTRAIN_CUDA_RETURN_IF_ERROR(
+      check(call, cudaMemcpyAsync(q, mat + inP, (numel - inP) * sizeof(float), cudaMemcpyDeviceToDevice, st),
+            "cudaMemcpyAsync(Q)"));
   return check(call, cudaMemsetAsync(q + (numel - inP), 0, (s.qCount() - (numel - inP)) * sizeof(float), st),
                "cudaMemsetAsync(Q)");
 }
@@ -231,8 +229,8 @@ extern "C" ptrain_status_t ptrain_cuda_powersgd_encode_f32(const float *g, float
   const int b = static_cast<int>(s.batch);
   const float one = 1.0f, zero = 0.0f;
   // P^T = Q0^T M^T: column-major r x n = (r x m) (m x n).
-  PTRAIN_BLAS_TRY(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, r, ni, mi, &one, q0, r, s.m * s.rank, mat,
-                                            mi, s.n * s.m, &zero, out_p, r, s.n * s.rank, b));
+  PTRAIN_BLAS_TRY(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, r, ni, mi, &one, q0, r, s.m * s.rank, mat, mi,
+                                            s.n * s.m, &zero, out_p, r, s.n * s.rank, b));
   orthogonalize<<<b, kThreads, 0, st>>>(out_p, s.n, s.rank);
   PTRAIN_CUDA_TRY(cudaGetLastError());
   // Q^T = P^T M: column-major r x m = (r x n) (n x m).

@@ -55,8 +55,8 @@ ptrain_status_t makeLayout(const char *call, int64_t rows, int64_t cols, int32_t
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "unknown granularity %d (tensor = 0, channel = 1, block = 2)",
                 granularity);
   if ((granularity == PTRAIN_QUANT_BLOCK) != (blockSize >= 1))
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "block_size must be >= 1 exactly for block granularity, got %lld", static_cast<long long>(blockSize));
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "block_size must be >= 1 exactly for block granularity, got %lld",
+                static_cast<long long>(blockSize));
   if (rows * cols > INT64_MAX / 8)
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%lld x %lld elements are too many to pack",
                 static_cast<long long>(rows), static_cast<long long>(cols));
@@ -66,7 +66,7 @@ ptrain_status_t makeLayout(const char *call, int64_t rows, int64_t cols, int32_t
   l.granularity = granularity;
   l.block = blockSize;
   l.symmetric = symmetric != 0;
-  l.groups = granularity == PTRAIN_QUANT_TENSOR ? 1
+  l.groups = granularity == PTRAIN_QUANT_TENSOR    ? 1
              : granularity == PTRAIN_QUANT_CHANNEL ? cols
                                                    : (l.numel + blockSize - 1) / blockSize;
   l.span = granularity == PTRAIN_QUANT_TENSOR ? l.numel : granularity == PTRAIN_QUANT_BLOCK ? blockSize : 0;
@@ -108,8 +108,7 @@ __global__ void __launch_bounds__(kThreads)
                     uint32_t *__restrict__ loKey, uint32_t *__restrict__ hiKey, unsigned long long *bad) {
   const int lane = threadIdx.x & 31;
   const int64_t warpsInGrid = static_cast<int64_t>(gridDim.x) * kWarps;
-  for (int64_t item = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; item < items;
-       item += warpsInGrid) {
+  for (int64_t item = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; item < items; item += warpsInGrid) {
     const int64_t s = item / chunks, c = item % chunks;
     const int64_t begin = s * l.span + c * kChunk;
     int64_t end = begin + kChunk;
@@ -178,9 +177,11 @@ __device__ __forceinline__ float roundEven(float t) {
   return __fsub_rn(__fadd_rn(t, magic), magic);
 }
 
+/// v is the residual (holding g + e) with error feedback: no __restrict__ on
+/// the two; each element is read before it is written, by the same thread.
 template <int Bits, bool Symmetric>
 __global__ void __launch_bounds__(kThreads)
-    packKernel(const float *__restrict__ v, float *__restrict__ residual, Layout l, const float *__restrict__ scales,
+    packKernel(const float *v, float *residual, Layout l, const float *__restrict__ scales,
                const float *__restrict__ zeros, const float *__restrict__ inv, uint8_t *__restrict__ packed) {
   constexpr int kPerByte = 8 / Bits;
   const float minCode = Symmetric ? -static_cast<float>((1 << (Bits - 1)) - 1) : 0.0f;
@@ -275,7 +276,8 @@ extern "C" ptrain_status_t ptrain_cuda_quant_encode_f32(const float *g, float *r
     const int64_t colBlocks = (l.cols + kThreads - 1) / kThreads;
     PTRAIN_CUDA_CHECK_ARG(colBlocks <= INT32_MAX, "%lld columns are too many for one grid",
                           static_cast<long long>(l.cols));
-    const dim3 grid(static_cast<unsigned>(colBlocks), static_cast<unsigned>((rowsTotal + rowsPerBlock - 1) / rowsPerBlock));
+    const dim3 grid(static_cast<unsigned>(colBlocks),
+                    static_cast<unsigned>((rowsTotal + rowsPerBlock - 1) / rowsPerBlock));
     statsChannel<<<grid, kThreads, 0, st>>>(g, residual, l, rowsPerBlock, lo, hi, bad);
   } else {
     const int64_t chunks = (l.span + kChunk - 1) / kChunk;

@@ -32,8 +32,8 @@ ptrain_status_t checkSparsity(const char *call, int64_t n, int64_t k) {
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "n must be in [1, %d] (int32 indices), got %lld", INT32_MAX,
                 static_cast<long long>(n));
   if (k < 1 || k > n)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "k must be in [1, n = %lld], got %lld",
-                static_cast<long long>(n), static_cast<long long>(k));
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "k must be in [1, n = %lld], got %lld", static_cast<long long>(n),
+                static_cast<long long>(k));
   return PTRAIN_OK;
 }
 
@@ -55,8 +55,8 @@ __global__ void __launch_bounds__(kThreads)
 /// values[j] = v[idx[j]], indices[j] = idx[j] and, with error feedback,
 /// e[idx[j]] = 0 (the kept positions are distinct).
 __global__ void __launch_bounds__(kThreads)
-    gatherKept(const float *v, float *residual, const uint32_t *__restrict__ idx, int64_t k,
-               float *__restrict__ values, int32_t *__restrict__ indices) {
+    gatherKept(const float *v, float *residual, const uint32_t *__restrict__ idx, int64_t k, float *__restrict__ values,
+               int32_t *__restrict__ indices) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < k; j += stride) {
     const uint32_t i = idx[j];
@@ -128,10 +128,9 @@ extern "C" ptrain_status_t ptrain_cuda_topk_encode_f32(const float *g, float *re
   const cudaStream_t st = currentStream();
   const int items = static_cast<int>(n), kept = static_cast<int>(k);
   size_t sortBytes = 0, keepBytes = 0;
-  PTRAIN_CUDA_TRY(cub::DeviceRadixSort::SortPairsDescending(nullptr, sortBytes, static_cast<const uint32_t *>(nullptr),
-                                                            static_cast<uint32_t *>(nullptr),
-                                                            static_cast<const uint32_t *>(nullptr),
-                                                            static_cast<uint32_t *>(nullptr), items, 0, 31, st));
+  PTRAIN_CUDA_TRY(cub::DeviceRadixSort::SortPairsDescending(
+      nullptr, sortBytes, static_cast<const uint32_t *>(nullptr), static_cast<uint32_t *>(nullptr),
+      static_cast<const uint32_t *>(nullptr), static_cast<uint32_t *>(nullptr), items, 0, 31, st));
   PTRAIN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(nullptr, keepBytes, static_cast<const uint32_t *>(nullptr),
                                                  static_cast<uint32_t *>(nullptr), kept, 0, 31, st));
   const size_t tempBytes = sortBytes > keepBytes ? sortBytes : keepBytes;

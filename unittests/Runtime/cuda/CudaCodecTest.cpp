@@ -47,9 +47,9 @@ std::vector<float> castInputs() {
   std::vector<float> v = randomValues(4099, 1, 100.0f);
   // Binary16 corners: the largest finite, the overflow midpoint, subnormals,
   // their midpoints, signed zeros, inf, NaN; bfloat16 rounding ties.
-  const float corners[] = {65504.0f, 65519.0f, 65520.0f,  70000.0f,  5.9604645e-8f, 2.9802322e-8f, 8.940697e-8f,
-                           6.1035156e-5f, 6.097555e-5f, -0.0f, 0.0f, INFINITY, -INFINITY, NAN,
-                           1.0039062f, 1.01171875f, 3.3895314e38f, -1.0e-40f};
+  const float corners[] = {65504.0f,     65519.0f,      65520.0f,     70000.0f,    5.9604645e-8f, 2.9802322e-8f,
+                           8.940697e-8f, 6.1035156e-5f, 6.097555e-5f, -0.0f,       0.0f,          INFINITY,
+                           -INFINITY,    NAN,           1.0039062f,   1.01171875f, 3.3895314e38f, -1.0e-40f};
   v.insert(v.end(), std::begin(corners), std::end(corners));
   for (int i = 0; i < 2000; ++i) // every scale from 2^-30 to 2^30
     v.push_back(std::ldexp(1.0f + i / 2000.0f, i % 61 - 30));
@@ -125,9 +125,9 @@ std::string describe(const QuantCase &c) {
 void checkQuant(const QuantCase &c) {
   SCOPED_TRACE(describe(c));
   const int64_t numel = c.rows * c.cols;
-  const int64_t scales = c.granularity == PTRAIN_QUANT_TENSOR ? 1
+  const int64_t scales = c.granularity == PTRAIN_QUANT_TENSOR    ? 1
                          : c.granularity == PTRAIN_QUANT_CHANNEL ? c.cols
-                                                                  : (numel + c.block - 1) / c.block;
+                                                                 : (numel + c.block - 1) / c.block;
   const int64_t bytes = (numel * c.bits + 7) / 8;
   std::vector<float> g = randomValues(numel, 7 + c.bits);
   for (int64_t i = 0; i < numel; i += 97) // constant stretches: groups with s = 0
@@ -135,8 +135,8 @@ void checkQuant(const QuantCase &c) {
   const std::vector<float> e = randomValues(numel, 11, 0.05f);
   std::vector<float> cpuE = e, cpuScales(scales), cpuZeros(scales);
   std::vector<uint8_t> cpuPacked(bytes);
-  ASSERT_EQ(ptrain_quant_encode_f32(g.data(), c.feedback ? cpuE.data() : nullptr, c.rows, c.cols, c.bits,
-                                    c.granularity, c.block, c.symmetric, cpuPacked.data(), cpuScales.data(),
+  ASSERT_EQ(ptrain_quant_encode_f32(g.data(), c.feedback ? cpuE.data() : nullptr, c.rows, c.cols, c.bits, c.granularity,
+                                    c.block, c.symmetric, cpuPacked.data(), cpuScales.data(),
                                     c.symmetric ? nullptr : cpuZeros.data()),
             PTRAIN_OK)
       << ptrain_last_error();
@@ -222,8 +222,7 @@ void checkTopk(const std::vector<float> &g, int64_t k, bool feedback) {
   std::vector<float> cpuOut(n);
   ASSERT_EQ(ptrain_topk_decode_f32(cpuValues.data(), cpuIdx.data(), k, n, cpuOut.data()), PTRAIN_OK);
   DeviceArray<float> dOut(n);
-  ASSERT_EQ(ptrain_cuda_topk_decode_f32(dValues.get(), dIdx.get(), k, n, dOut.get()), PTRAIN_OK)
-      << ptrain_last_error();
+  ASSERT_EQ(ptrain_cuda_topk_decode_f32(dValues.get(), dIdx.get(), k, n, dOut.get()), PTRAIN_OK) << ptrain_last_error();
   expectSameBits(cpuOut, dOut.download(), "decoded");
 }
 
@@ -317,9 +316,9 @@ TEST(PowerSGDCodec, Rank2On64x64WithWarmStartMatchesTheCpu) {
   for (int step = 0; step < 2; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     std::vector<float> cpuE = e, cpuQ = q0, cpuP(batch * n * r), cpuOutQ(batch * m * r);
-    ASSERT_EQ(ptrain_powersgd_encode_f32(g.data(), cpuE.data(), cpuQ.data(), batch, n, m, r, 99, cpuP.data(),
-                                         cpuOutQ.data()),
-              PTRAIN_OK);
+    ASSERT_EQ(
+        ptrain_powersgd_encode_f32(g.data(), cpuE.data(), cpuQ.data(), batch, n, m, r, 99, cpuP.data(), cpuOutQ.data()),
+        PTRAIN_OK);
     DeviceArray<float> dg(g), de(e), dq(q0), dp(batch * n * r), doq(batch * m * r);
     ASSERT_EQ(ptrain_cuda_powersgd_encode_f32(dg.get(), de.get(), dq.get(), batch, n, m, r, 99, dp.get(), doq.get()),
               PTRAIN_OK)
@@ -341,8 +340,7 @@ TEST(PowerSGDCodec, WithoutStateTheSeedDrawsTheCpusQ) {
   const int64_t n = 96, m = 40, r = 4;
   const std::vector<float> g = randomValues(n * m, 31);
   std::vector<float> cpuP(n * r), cpuQ(m * r);
-  ASSERT_EQ(ptrain_powersgd_encode_f32(g.data(), nullptr, nullptr, 1, n, m, r, 7, cpuP.data(), cpuQ.data()),
-            PTRAIN_OK);
+  ASSERT_EQ(ptrain_powersgd_encode_f32(g.data(), nullptr, nullptr, 1, n, m, r, 7, cpuP.data(), cpuQ.data()), PTRAIN_OK);
   DeviceArray<float> dg(g), dp(n * r), dq(m * r);
   ASSERT_EQ(ptrain_cuda_powersgd_encode_f32(dg.get(), nullptr, nullptr, 1, n, m, r, 7, dp.get(), dq.get()), PTRAIN_OK)
       << ptrain_last_error();

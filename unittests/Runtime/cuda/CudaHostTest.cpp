@@ -67,12 +67,11 @@ TEST(CudaArguments, CodecsRejectBadArgumentsByName) {
       << ptrain_last_error();
   EXPECT_EQ(ptrain_cuda_cast_decode_f32(nullptr, 4, PTRAIN_DTYPE_F16, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(lastErrorHas("'code' must not be null")) << ptrain_last_error();
-  EXPECT_EQ(ptrain_cuda_quant_encode_f32(dummy, nullptr, 2, 8, 3, PTRAIN_QUANT_TENSOR, 0, 1, dummyBytes, dummy,
-                                         nullptr),
-            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      ptrain_cuda_quant_encode_f32(dummy, nullptr, 2, 8, 3, PTRAIN_QUANT_TENSOR, 0, 1, dummyBytes, dummy, nullptr),
+      PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(lastErrorHas("bits must be 2, 4 or 8, got 3")) << ptrain_last_error();
-  EXPECT_EQ(ptrain_cuda_quant_encode_f32(dummy, nullptr, 2, 8, 8, PTRAIN_QUANT_BLOCK, 0, 1, dummyBytes, dummy,
-                                         nullptr),
+  EXPECT_EQ(ptrain_cuda_quant_encode_f32(dummy, nullptr, 2, 8, 8, PTRAIN_QUANT_BLOCK, 0, 1, dummyBytes, dummy, nullptr),
             PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(lastErrorHas("block_size must be >= 1 exactly for block granularity")) << ptrain_last_error();
   EXPECT_EQ(ptrain_cuda_quant_decode_f32(dummyBytes, dummy, nullptr, 2, 8, 8, PTRAIN_QUANT_TENSOR, 0, 0, dummy),

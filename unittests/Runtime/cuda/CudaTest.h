@@ -97,15 +97,15 @@ template <typename T> void expectEqualArrays(const std::vector<T> &cpu, const st
 } // namespace ptrain::testing
 
 /// main() of a GPU test binary: exit 77 (skipped) without a usable device.
-#define PTRAIN_CUDA_TEST_MAIN()                                                \
-  int main(int argc, char **argv) {                                            \
-    const std::string reason = ptrain::testing::noDeviceReason();              \
-    if (!reason.empty()) {                                                     \
-      std::printf("SKIPPED: no usable CUDA device (%s)\n", reason.c_str());    \
-      return ptrain::testing::kSkipReturnCode;                                 \
-    }                                                                          \
-    ::testing::InitGoogleTest(&argc, argv);                                    \
-    return RUN_ALL_TESTS();                                                    \
+#define PTRAIN_CUDA_TEST_MAIN()                                                                                        \
+  int main(int argc, char **argv) {                                                                                    \
+    const std::string reason = ptrain::testing::noDeviceReason();                                                      \
+    if (!reason.empty()) {                                                                                             \
+      std::printf("SKIPPED: no usable CUDA device (%s)\n", reason.c_str());                                            \
+      return ptrain::testing::kSkipReturnCode;                                                                         \
+    }                                                                                                                  \
+    ::testing::InitGoogleTest(&argc, argv);                                                                            \
+    return RUN_ALL_TESTS();                                                                                            \
   }
 
 #endif // PTRAIN_UNITTESTS_RUNTIME_CUDA_CUDATEST_H

@@ -129,8 +129,8 @@ int main(int argc, char **argv) {
   if (!reason.empty()) {
     const ptrain_status_t st = ptrain_nccl_comm_init(world, &nccl);
     const bool clean = st == PTRAIN_ERROR_DEVICE && nccl == nullptr && lastErrorHas("cudaGetDeviceCount");
-    std::printf("no usable CUDA device (%s); ptrain_nccl_comm_init: %s: %s\n", reason.c_str(),
-                ptrain_status_string(st), ptrain_last_error());
+    std::printf("no usable CUDA device (%s); ptrain_nccl_comm_init: %s: %s\n", reason.c_str(), ptrain_status_string(st),
+                ptrain_last_error());
     ptrain_comm_destroy(world);
     if (!clean) {
       std::printf("FAILED: expected a PTRAIN_ERROR_DEVICE naming cudaGetDeviceCount\n");
