@@ -407,58 +407,58 @@ extern "C" ptrain_status_t ptrain_nccl_recv(ptrain_nccl_comm_t comm, void *buf, 
   return enqueued(__func__, comm, what);
 }
 
-extern "C" ptrain_status_t ptrain_nccl_all_reduce(ptrain_nccl_comm_t comm, const void *send_buf, void *recv_buf,
-                                                  int64_t count, ptrain_dtype_t dtype, ptrain_reduce_op_t op) {
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkUsable(__func__, comm));
-  PTRAIN_CUDA_CHECK_SIZE(count);
-  PTRAIN_CUDA_CHECK_ARG(count == 0 || (send_buf && recv_buf), "'send_buf' and 'recv_buf' must not be null");
+namespace {
+/// The checks, the NCCL call (`post(type, red)`) and the watchdog record shared
+/// by the collectives; `reduction` admits only floating types and needs `op`.
+template <typename Post>
+ptrain_status_t collective(const char *call, ptrain_nccl_comm *comm, const void *send_buf, void *recv_buf,
+                           int64_t count, ptrain_dtype_t dtype, bool reduction, ptrain_reduce_op_t op, const char *name,
+                           Post post) {
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkUsable(call, comm));
+  if (count < 0)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'count' must be >= 0, got %lld", static_cast<long long>(count));
+  if (count > 0 && (!send_buf || !recv_buf))
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'send_buf' and 'recv_buf' must not be null");
   ncclDataType_t type = ncclFloat32;
   ncclRedOp_t red = ncclSum;
-  PTRAIN_CUDA_RETURN_IF_ERROR(ncclType(__func__, dtype, true, &type));
-  PTRAIN_CUDA_RETURN_IF_ERROR(ncclOp(__func__, op, &red));
-  PTRAIN_CUDA_RETURN_IF_ERROR(
-      checkResult(__func__, comm->comm,
-                  ncclAllReduce(send_buf, recv_buf, static_cast<size_t>(count), type, red, comm->comm, currentStream()),
-                  "ncclAllReduce"));
+  PTRAIN_CUDA_RETURN_IF_ERROR(ncclType(call, dtype, reduction, &type));
+  if (reduction)
+    PTRAIN_CUDA_RETURN_IF_ERROR(ncclOp(call, op, &red));
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkResult(call, comm->comm, post(type, red), name));
   char what[96];
-  std::snprintf(what, sizeof(what), "all_reduce(count %lld %s %s)", static_cast<long long>(count), dtypeName(dtype),
-                op == PTRAIN_REDUCE_SUM ? "sum" : "avg");
-  return enqueued(__func__, comm, what);
+  std::snprintf(what, sizeof(what), "%s(count %lld %s%s)", name, static_cast<long long>(count), dtypeName(dtype),
+                !reduction                ? ""
+                : op == PTRAIN_REDUCE_SUM ? " sum"
+                                          : " avg");
+  return enqueued(call, comm, what);
+}
+} // namespace
+
+extern "C" ptrain_status_t ptrain_nccl_all_reduce(ptrain_nccl_comm_t comm, const void *send_buf, void *recv_buf,
+                                                  int64_t count, ptrain_dtype_t dtype, ptrain_reduce_op_t op) {
+  return collective(__func__, comm, send_buf, recv_buf, count, dtype, true, op, "all_reduce",
+                    [&](ncclDataType_t type, ncclRedOp_t red) {
+                      return ncclAllReduce(send_buf, recv_buf, static_cast<size_t>(count), type, red, comm->comm,
+                                           currentStream());
+                    });
 }
 
 extern "C" ptrain_status_t ptrain_nccl_all_gather(ptrain_nccl_comm_t comm, const void *send_buf, void *recv_buf,
                                                   int64_t count, ptrain_dtype_t dtype) {
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkUsable(__func__, comm));
-  PTRAIN_CUDA_CHECK_SIZE(count);
-  PTRAIN_CUDA_CHECK_ARG(count == 0 || (send_buf && recv_buf), "'send_buf' and 'recv_buf' must not be null");
-  ncclDataType_t type = ncclFloat32;
-  PTRAIN_CUDA_RETURN_IF_ERROR(ncclType(__func__, dtype, false, &type));
-  PTRAIN_CUDA_RETURN_IF_ERROR(
-      checkResult(__func__, comm->comm,
-                  ncclAllGather(send_buf, recv_buf, static_cast<size_t>(count), type, comm->comm, currentStream()),
-                  "ncclAllGather"));
-  char what[96];
-  std::snprintf(what, sizeof(what), "all_gather(count %lld %s)", static_cast<long long>(count), dtypeName(dtype));
-  return enqueued(__func__, comm, what);
+  return collective(__func__, comm, send_buf, recv_buf, count, dtype, false, PTRAIN_REDUCE_SUM, "all_gather",
+                    [&](ncclDataType_t type, ncclRedOp_t) {
+                      return ncclAllGather(send_buf, recv_buf, static_cast<size_t>(count), type, comm->comm,
+                                           currentStream());
+                    });
 }
 
 extern "C" ptrain_status_t ptrain_nccl_reduce_scatter(ptrain_nccl_comm_t comm, const void *send_buf, void *recv_buf,
                                                       int64_t count, ptrain_dtype_t dtype, ptrain_reduce_op_t op) {
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkUsable(__func__, comm));
-  PTRAIN_CUDA_CHECK_SIZE(count);
-  PTRAIN_CUDA_CHECK_ARG(count == 0 || (send_buf && recv_buf), "'send_buf' and 'recv_buf' must not be null");
-  ncclDataType_t type = ncclFloat32;
-  ncclRedOp_t red = ncclSum;
-  PTRAIN_CUDA_RETURN_IF_ERROR(ncclType(__func__, dtype, true, &type));
-  PTRAIN_CUDA_RETURN_IF_ERROR(ncclOp(__func__, op, &red));
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkResult(
-      __func__, comm->comm,
-      ncclReduceScatter(send_buf, recv_buf, static_cast<size_t>(count), type, red, comm->comm, currentStream()),
-      "ncclReduceScatter"));
-  char what[96];
-  std::snprintf(what, sizeof(what), "reduce_scatter(count %lld %s %s)", static_cast<long long>(count), dtypeName(dtype),
-                op == PTRAIN_REDUCE_SUM ? "sum" : "avg");
-  return enqueued(__func__, comm, what);
+  return collective(__func__, comm, send_buf, recv_buf, count, dtype, true, op, "reduce_scatter",
+                    [&](ncclDataType_t type, ncclRedOp_t red) {
+                      return ncclReduceScatter(send_buf, recv_buf, static_cast<size_t>(count), type, red, comm->comm,
+                                               currentStream());
+                    });
 }
 
 extern "C" ptrain_status_t ptrain_nccl_wait(ptrain_nccl_comm_t comm) {
