@@ -57,6 +57,8 @@ enum {
   PTRAIN_ERROR_MISMATCH = 5,
   /// A broken internal invariant.
   PTRAIN_ERROR_INTERNAL = 6,
+  /// The CUDA runtime, cuBLAS or NCCL returned an error, or no device is usable; its text is included.
+  PTRAIN_ERROR_DEVICE = 7,
 };
 
 /// Element types of collective buffers and codes.
@@ -186,6 +188,10 @@ typedef struct ptrain_request *ptrain_request_t;
 //   until the next failing call on the same thread.
 // ptrain_status_string(status) -> const char *
 //   A static name for a status code ("PTRAIN_ERROR_COMM", ...).
+// ptrain_record_error(status, call, message) -> status
+//   Sets this thread's last error to "<call>: <message>" (truncated to 1023
+//   bytes) and returns status: the one error buffer shared with libraries
+//   built on this runtime (libptrain_runtime_cuda, ptrain_runtime_cuda.h).
 //
 // --- Elementwise and layout ---
 // ptrain_fill_f32(out[n], n, value)                 out[i] = value

@@ -33,6 +33,10 @@ void *allocBytes(size_t bytes) { return std::malloc(bytes == 0 ? 1 : bytes); }
 
 extern "C" const char *ptrain_last_error(void) { return lastError; }
 
+extern "C" ptrain_status_t ptrain_record_error(ptrain_status_t status, const char *call, const char *message) {
+  return ptrain::runtime::fail(status, call ? call : "(unknown call)", "%s", message ? message : "");
+}
+
 extern "C" const char *ptrain_status_string(ptrain_status_t status) {
   switch (status) {
   case PTRAIN_OK:
@@ -49,6 +53,8 @@ extern "C" const char *ptrain_status_string(ptrain_status_t status) {
     return "PTRAIN_ERROR_MISMATCH";
   case PTRAIN_ERROR_INTERNAL:
     return "PTRAIN_ERROR_INTERNAL";
+  case PTRAIN_ERROR_DEVICE:
+    return "PTRAIN_ERROR_DEVICE";
   }
   return "PTRAIN_ERROR_UNKNOWN";
 }

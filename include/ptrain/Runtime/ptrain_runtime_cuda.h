@@ -1,0 +1,87 @@
+/*===- ptrain_runtime_cuda.h - The ptrain CUDA runtime ------------*- C -*-===//
+//
+// libptrain_runtime_cuda: the CUDA half of the runtime (DESIGN.md decision 9),
+// built when PTRAIN_ENABLE_CUDA is ON (docs/Runtime.md, "The CUDA runtime").
+// It links libptrain_runtime (the error buffer, MPI for the NCCL bootstrap,
+// rand-k's position rule) and follows its conventions: every call returns a
+// ptrain_status_t and, on failure, sets the message read with
+// ptrain_last_error(); a CUDA, cuBLAS or NCCL failure is PTRAIN_ERROR_DEVICE
+// naming the call and the library's error string.
+//
+// Memory: every tensor argument is a DEVICE pointer unless listed below as a
+// host pointer. Kernels run on this thread's current stream
+// (ptrain_cuda_set_stream; default the legacy stream 0) in order, so the caller
+// never synchronizes between runtime calls on one stream.
+//
+// ptrain_cuda_device_count(out_count)     cudaGetDeviceCount; without a driver
+//                                         it is a DEVICE error (no crash)
+// ptrain_cuda_set_stream(stream)          a cudaStream_t (NULL: stream 0) for
+//                                         this thread's later calls
+// ptrain_cuda_synchronize()               waits for the current stream
+//
+// --- Codecs: the CPU calls' parameter lists, semantics and codes -----------
+// ptrain_cuda_cast_encode/decode_f32, ptrain_cuda_quant_encode/decode_f32,
+// ptrain_cuda_topk_encode/decode_f32, ptrain_cuda_randk_encode/decode_f32,
+// ptrain_cuda_powersgd_encode/decode_f32 compute what ptrain_cast_encode_f32
+// etc. compute (ptrain_runtime.h, "Codecs with fused error feedback"), with
+// the same codes: bit for bit for casts, quantization (codes, scales, zero
+// points and residuals), top-k and rand-k; PowerSGD within a stated tolerance
+// (cuBLAS GEMMs, a different summation order). Host pointers: rand-k's
+// `counter` (the int64 codec state; its positions are drawn on the host by
+// the CPU rule and copied). Calls whose errors depend on the data (a
+// non-finite value in quantization, an index out of range in top-k decode, a
+// rand-k draw) synchronize the stream to report them.
+//
+// --- NCCL communicators (cuda/Nccl.cpp) ------------------------------------
+// ptrain_nccl_comm_init(bootstrap, out_comm)
+//   Collective over the MPI communicator `bootstrap` (ptrain_comm_init): rank 0
+//   draws an ncclUniqueId, an all-gather through `bootstrap` hands it to every
+//   rank, and each calls ncclCommInitRankConfig (nonblocking) with its
+//   bootstrap rank and size, on device LOCAL_RANK (or
+//   OMPI_COMM_WORLD_LOCAL_RANK) modulo the device count, else rank modulo
+//   the device count. The deadline is the bootstrap's (PTRAIN_COMM_TIMEOUT_S).
+// ptrain_nccl_comm_split(parent, color, key, out_comm)
+//   ncclCommSplit: one sub-communicator per grid axis group. Collective over
+//   every rank of the parent; ranks with the same color form one
+//   communicator, ordered by key; color -1 (NCCL_SPLIT_NOCOLOR) joins none
+//   and gets NULL. Inherits the parent's deadline.
+// ptrain_nccl_comm_destroy(comm)            finalize + destroy (abort if aborted)
+// ptrain_nccl_comm_rank / _size / _set_timeout(comm, ...)
+// ptrain_nccl_group_start(), ptrain_nccl_group_end()
+//   ncclGroupStart / ncclGroupEnd: the sends and receives between them are
+//   posted together (a pipeline edge's send and receive of one step).
+// ptrain_nccl_send / ptrain_nccl_recv(comm, buf, num_bytes, peer)
+// ptrain_nccl_all_reduce(comm, send, recv, count, dtype, op)
+// ptrain_nccl_all_gather(comm, send, recv[size * count], count, dtype)
+// ptrain_nccl_reduce_scatter(comm, send[size * count], recv[count], count, dtype, op)
+//   Enqueued on the current stream (send == recv reduces in place). Sums
+//   take F32, F64, F16, BF16 (AVG is ncclAvg); all-gather any dtype.
+// ptrain_nccl_wait(comm)
+//   The watchdog: waits for everything enqueued on comm since the last wait,
+//   polling cudaEventQuery and ncclCommGetAsyncError. An asynchronous NCCL
+//   error, or the deadline passing, calls ncclCommAbort and returns COMM or
+//   DEADLINE_EXCEEDED with a message naming the pending operations (op,
+//   count, dtype, peer); the communicator is then unusable (every later call
+//   on it is a COMM error naming the abort). Never hangs past the deadline.
+//===----------------------------------------------------------------------===*/
+
+#ifndef PTRAIN_RUNTIME_PTRAIN_RUNTIME_CUDA_H
+#define PTRAIN_RUNTIME_PTRAIN_RUNTIME_CUDA_H
+
+#include "ptrain/Runtime/ptrain_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// An NCCL communicator with its deadline and the operations pending on it.
+typedef struct ptrain_nccl_comm *ptrain_nccl_comm_t;
+
+#define PTRAIN_RUNTIME_CALL(name, ret, params) PTRAIN_RUNTIME_API ret name params;
+#include "ptrain/Runtime/RuntimeCallsCuda.def"
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PTRAIN_RUNTIME_PTRAIN_RUNTIME_CUDA_H */

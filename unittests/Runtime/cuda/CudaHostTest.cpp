@@ -1,0 +1,108 @@
+//===- CudaHostTest.cpp - The CUDA runtime's ABI, without a device --------===//
+//
+// What holds on any machine, GPU or not (these run in CI without one): every
+// entry of RuntimeCallsCuda.def is exported with C linkage; argument errors
+// are reported before any CUDA call, naming the bad argument; the device
+// count agrees with the CUDA runtime and, without a driver, is a DEVICE error
+// naming cudaGetDeviceCount instead of a crash; the shared error buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Runtime/ptrain_runtime_cuda.h"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+bool lastErrorHas(const char *text) { return std::string(ptrain_last_error()).find(text) != std::string::npos; }
+
+TEST(CudaCallTable, EveryEntryIsExportedWithCLinkage) {
+  const char *names[] = {
+#define PTRAIN_RUNTIME_CALL(name, ret, params) #name,
+#include "ptrain/Runtime/RuntimeCallsCuda.def"
+  };
+  EXPECT_GE(sizeof(names) / sizeof(names[0]), 26u);
+  for (const char *name : names) {
+    EXPECT_NE(dlsym(RTLD_DEFAULT, name), nullptr) << name << " is not exported: " << dlerror();
+    EXPECT_EQ(std::string(name).rfind("ptrain_", 0), 0u) << name;
+  }
+}
+
+TEST(CudaErrors, DeviceStatusHasAName) {
+  EXPECT_STREQ(ptrain_status_string(PTRAIN_ERROR_DEVICE), "PTRAIN_ERROR_DEVICE");
+  EXPECT_EQ(ptrain_record_error(PTRAIN_ERROR_DEVICE, "some_call", "what failed"), PTRAIN_ERROR_DEVICE);
+  EXPECT_STREQ(ptrain_last_error(), "some_call: what failed");
+}
+
+TEST(CudaErrors, DeviceCountAgreesWithTheCudaRuntime) {
+  int expected = 0;
+  const cudaError_t err = cudaGetDeviceCount(&expected);
+  int32_t count = -1;
+  const ptrain_status_t st = ptrain_cuda_device_count(&count);
+  if (err == cudaSuccess) {
+    EXPECT_EQ(st, PTRAIN_OK);
+    EXPECT_EQ(count, expected);
+  } else {
+    EXPECT_EQ(st, PTRAIN_ERROR_DEVICE);
+    EXPECT_TRUE(lastErrorHas("ptrain_cuda_device_count: cudaGetDeviceCount")) << ptrain_last_error();
+    EXPECT_TRUE(lastErrorHas(cudaGetErrorName(err))) << ptrain_last_error();
+  }
+  EXPECT_EQ(ptrain_cuda_device_count(nullptr), PTRAIN_ERROR_INVALID_ARGUMENT);
+}
+
+// Argument checks come before any device work: the pointers below are never
+// dereferenced.
+float dummy[16];
+uint16_t dummyCode[16];
+uint8_t dummyBytes[16];
+int32_t dummyIdx[16];
+
+TEST(CudaArguments, CodecsRejectBadArgumentsByName) {
+  EXPECT_EQ(ptrain_cuda_cast_encode_f32(dummy, nullptr, 4, PTRAIN_DTYPE_I64, dummyCode), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_cast_encode_f32: dtype must be f16 (3) or bf16 (4), got 2"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_cast_decode_f32(nullptr, 4, PTRAIN_DTYPE_F16, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'code' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(
+      ptrain_cuda_quant_encode_f32(dummy, nullptr, 2, 8, 3, PTRAIN_QUANT_TENSOR, 0, 1, dummyBytes, dummy, nullptr),
+      PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("bits must be 2, 4 or 8, got 3")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_quant_encode_f32(dummy, nullptr, 2, 8, 8, PTRAIN_QUANT_BLOCK, 0, 1, dummyBytes, dummy, nullptr),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("block_size must be >= 1 exactly for block granularity")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_quant_decode_f32(dummyBytes, dummy, nullptr, 2, 8, 8, PTRAIN_QUANT_TENSOR, 0, 0, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'zero_points' must not be null when asymmetric")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_topk_encode_f32(dummy, nullptr, 8, 9, dummy, dummyIdx), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("k must be in [1, n = 8], got 9")) << ptrain_last_error();
+  int64_t counter = 0;
+  EXPECT_EQ(ptrain_cuda_randk_encode_f32(dummy, nullptr, 8, 0, 1, &counter, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_randk_encode_f32: k must be in [1, n = 8], got 0")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_randk_decode_f32(dummy, 8, 2, 1, nullptr, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'counter' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_powersgd_encode_f32(dummy, nullptr, nullptr, 1, 4, 3, 4, 1, dummy, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("rank 4 must be in [1, min(n, m) = 3] for the 4 x 3 matrix")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_powersgd_decode_f32(dummy, dummy, 0, 4, 3, 1, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("batch, n and m must be >= 1")) << ptrain_last_error();
+}
+
+TEST(CudaArguments, NcclCallsRejectBadArgumentsByName) {
+  ptrain_nccl_comm_t out = nullptr;
+  EXPECT_EQ(ptrain_nccl_comm_init(nullptr, &out), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'bootstrap' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_nccl_comm_split(nullptr, 0, 0, &out), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ptrain_nccl_all_reduce(nullptr, dummy, dummy, 4, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_nccl_all_reduce: 'comm' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_nccl_wait(nullptr), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ptrain_nccl_group_end(), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("no group is open")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_nccl_comm_destroy(nullptr), PTRAIN_OK);
+}
+
+} // namespace
