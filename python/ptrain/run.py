@@ -35,11 +35,11 @@ measures every N-th step (0, the default: off; the step before a measured one ke
 LEP cosine). At the end, python/ptrain/plots.py draws the PNGs beside the log (a missing matplotlib is a message).
 
 Errors are messages and a nonzero exit, never a hang: every communication has the runtime's deadline
-(PTRAIN_COMM_TIMEOUT_S, --timeout) and names the operation, the peer or group, the size, the dtype and the
-training step (ptrain_comm_set_step before each step); a rank that fails prints its error, then ends every
-rank with ptrain_step_abort (MPI_Abort) and exits nonzero, so a rank that stalls instead of failing cannot
-keep the job alive. PTRAIN_RUN_STALL=RANK:STEP (for the tests) makes that rank sleep before that training
-step (1-based) instead of posting its operations, a real stalled rank.
+(PTRAIN_COMM_TIMEOUT_S, --timeout) and names the operation, the peer or group, the size (and a collective's
+dtype) and the training step (ptrain_comm_set_step before each step); a rank that fails prints its error,
+then ends every rank with ptrain_step_abort (MPI_Abort) and exits nonzero, so a rank that stalls instead of
+failing cannot keep the job alive. PTRAIN_RUN_STALL=RANK:STEP (for the tests) makes that rank sleep before
+that training step (1-based) instead of posting its operations, a real stalled rank.
 """
 
 import argparse

@@ -69,8 +69,6 @@ ptrain_status_t finishComm(const char *call, MPI_Comm mpi, double timeoutS, ptra
 } // namespace
 
 namespace ptrain::runtime {
-int64_t currentStep() { return trainingStep; }
-
 void appendStep(char *buf, size_t size) {
   if (trainingStep < 0)
     return;

@@ -103,11 +103,9 @@ Clock::time_point deadlineIn(double seconds);
 /// it has spun a little, so oversubscribed ranks do not starve their peers.
 int pollUntil(MPI_Request *req, Clock::time_point deadline, MPI_Status *status, int *mpiError);
 
-/// The training step the driver set with ptrain_comm_set_step (-1: none),
-/// named by every message of ptrain_wait and the debug mode.
-int64_t currentStep();
-
-/// Appends " at step N" to `buf` (of `size` bytes) when a step is set.
+/// Appends " at step N" to `buf` (of `size` bytes) when the driver set a
+/// training step with ptrain_comm_set_step: every message of ptrain_wait and
+/// of the debug mode names it.
 void appendStep(char *buf, size_t size);
 
 /// Bytes of one element of a collective dtype (0 if unknown) and its name.
