@@ -37,8 +37,11 @@ measures every N-th step (0, the default: off; the step before a measured one ke
 LEP cosine). At the end, python/ptrain/plots.py draws the PNGs beside the log (a missing matplotlib is a message).
 
 Errors are messages and a nonzero exit, never a hang: every communication has the runtime's deadline
-(PTRAIN_COMM_TIMEOUT_S, --timeout); a rank that fails exits nonzero without finalizing MPI, and mpirun then
-ends the job.
+(PTRAIN_COMM_TIMEOUT_S, --timeout) and names the operation, the peer or group, the size (and a collective's
+dtype) and the training step (ptrain_comm_set_step before each step); a rank that fails prints its error,
+then ends every rank with ptrain_step_abort (MPI_Abort) and exits nonzero, so a rank that stalls instead of
+failing cannot keep the job alive. PTRAIN_RUN_STALL=RANK:STEP (for the tests) makes that rank sleep before
+that training step (1-based) instead of posting its operations, a real stalled rank.
 """
 
 import argparse
@@ -252,6 +255,10 @@ class Step:
         L.ptrain_step_save.argtypes = [ctypes.c_char_p]
         L.ptrain_step_rank.argtypes = [ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]
         L.ptrain_step_abort.argtypes = [ctypes.c_int32]
+        # The runtime's (libstep.so's dependency): names the training step in communication errors.
+        self.set_step = getattr(L, "ptrain_comm_set_step", None)
+        if self.set_step is not None:
+            self.set_step.argtypes = [ctypes.c_int64]
         self.has_traffic = hasattr(L, "ptrain_step_traffic")
         if self.has_traffic:
             L.ptrain_step_num_links.restype = ctypes.c_int64
@@ -441,12 +448,32 @@ class Bar:
             sys.stderr.write("\n")
 
 
+_STEP = None  # the worker's Step, for ptrain_step_abort after an error
+
+
+def stall(rank, step):
+    """PTRAIN_RUN_STALL=RANK:STEP: that rank sleeps before that training step (a stalled rank, for the tests)."""
+    spec = os.environ.get("PTRAIN_RUN_STALL")
+    if not spec:
+        return
+    try:
+        stall_rank, stall_step = (int(x) for x in spec.split(":"))
+    except ValueError:
+        raise RunError(f"PTRAIN_RUN_STALL={spec!r}: expected RANK:STEP")
+    if (rank, step) == (stall_rank, stall_step):
+        print(f"ptrain-run: rank {rank} stalls before step {step} at t={time.time():.3f} (PTRAIN_RUN_STALL)",
+              file=sys.stderr, flush=True)
+        time.sleep(3600)
+
+
 def work(args):
     plan = load_plan(args.out)
     train_path, val_path = data_files(args.data)
     rows, seq = plan["micro_batches"] * plan["batch"], plan["seq"]
     train, val = read_data(train_path, val_path, seq)
     step = Step(plan["library"])
+    global _STEP
+    _STEP = step
     step.check(step.lib.ptrain_step_init(plan["model"].encode()), "ptrain_step_init")
     rank, stage = ctypes.c_int32(), ctypes.c_int32()
     step.check(step.lib.ptrain_step_rank(ctypes.byref(rank), ctypes.byref(stage)), "ptrain_step_rank")
@@ -506,6 +533,9 @@ def work(args):
         tokens = batch(train, rows, seq, args.seed * 1000003 + i, replica, dp)
         if telemetry:
             telemetry.set_mode(i)
+        if step.set_step is not None:
+            step.set_step(i + 1)
+        stall(rank.value, i + 1)
         t0 = time.perf_counter()
         loss = step.loss("ptrain_step_train", tokens)
         dt = time.perf_counter() - t0
@@ -594,8 +624,11 @@ def main(argv=None):
         return 0
     except RunError as e:
         print(f"ptrain-run: error: {e}", file=sys.stderr, flush=True)
-        # A worker leaves without finalizing MPI: mpirun then ends the other ranks (no hang).
+        # A worker ends every rank (MPI_Abort), also those stalled in compute or a sleep; if that is not
+        # possible it leaves without finalizing MPI, and mpirun then ends the other ranks (no hang).
         if args.worker:
+            if _STEP is not None:
+                _STEP.lib.ptrain_step_abort(1)
             os._exit(1)
         return 1
 

@@ -114,7 +114,12 @@ TEST(Comm, RecvWithoutASendFailsAtTheDeadline) {
     float buf[4];
     ptrain_request_t req;
     ASSERT_PTRAIN_OK(ptrain_recv_start(world, buf, sizeof(buf), 1, 4242, &req));
-    const std::string message = expectDeadline(req, {"ptrain_wait", "recv from peer 1", "tag 4242", "16 bytes", "2 s"});
+    // The step the driver set is named (ptrain_comm_set_step); -1 clears it.
+    ASSERT_PTRAIN_OK(ptrain_comm_set_step(7));
+    const std::string message = expectDeadline(
+        req, {"ptrain_wait: recv from peer 1", "tag 4242", "16 bytes) at step 7 did not complete within 2 s"});
+    ASSERT_PTRAIN_OK(ptrain_comm_set_step(-1));
+    EXPECT_EQ(ptrain_comm_set_step(-2), PTRAIN_ERROR_INVALID_ARGUMENT);
     // The receive was cancelled, so the communicator still works.
     EXPECT_EQ(message.find("broken"), std::string::npos) << message;
   }

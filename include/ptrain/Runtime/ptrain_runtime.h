@@ -178,6 +178,8 @@ typedef struct ptrain_state_desc {
 typedef struct ptrain_comm *ptrain_comm_t;
 /// An outstanding nonblocking operation; completed and freed by ptrain_wait.
 typedef struct ptrain_request *ptrain_request_t;
+/// A torchrun-style TCP rendezvous (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
+typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 
 /*===----------------------------------------------------------------------===//
 // Call reference. Every call below returns PTRAIN_ERROR_INVALID_ARGUMENT for a
@@ -469,9 +471,21 @@ typedef struct ptrain_request *ptrain_request_t;
 //   temporary file and a rename, after an all-gather shows every file
 //   complete. dir is created if missing. A rank that fails reports to all.
 // ptrain_checkpoint_load_ranks(comm, states[n], n, dir)
-//   Reads the manifest (same number of ranks, else an INVALID_ARGUMENT error:
-//   resharding, DESIGN.md decision 5, is the driver's), checks this rank's
+//   Reads the manifest (same number of ranks, else an INVALID_ARGUMENT error
+//   pointing to ptrain_checkpoint_load_resharded), checks this rank's
 //   file against its listed size and checksum, then ptrain_checkpoint_load.
+// ptrain_checkpoint_load_resharded(comm, states[n], n, dir, pp, out_report,
+//                                  report_bytes)
+//   Loads a ranked checkpoint written over (dp, pp) into this rank of a
+//   (dp', pp) grid, rank = replica * pp + stage (DESIGN.md decision 5):
+//   states replicated across replicas (parameters, moments, counters, data
+//   position, codec seeds, warm-start Q) come from the stage's old replica 0;
+//   a data-parallel codec residual becomes the mean of the old replicas'; a
+//   pipeline-link codec residual (key "pp<s>-><t>/...") is reset to zero.
+//   out_report[report_bytes] receives one line per state not copied verbatim
+//   (NUL-terminated, may be NULL with 0 bytes): the driver prints it. Same
+//   degree: exactly ptrain_checkpoint_load_ranks. Every file is checked
+//   against the manifest; on error no state is modified.
 //
 // --- Communicators (cpu: MPI) ---
 // ptrain_comm_init(out_comm)
@@ -495,6 +509,10 @@ typedef struct ptrain_request *ptrain_request_t;
 // ptrain_comm_abort(comm, error_code)
 //   MPI_Abort: ends every rank of the job. The recovery after a deadline
 //   error (the role of ncclCommAbort on GPU).
+// ptrain_comm_set_step(step)
+//   The training step the driver is in (>= 0; -1: none, the default), for
+//   the process: every deadline, MPI and size-mismatch message of ptrain_wait
+//   and every debug-mode mismatch then ends its operation with " at step N".
 // ptrain_comm_p2p_traffic(comm, peer, out_bytes, out_messages)
 //   The bytes and messages this rank has sent to rank `peer` of comm since
 //   its creation or the last reset: every ptrain_send_start and
@@ -506,6 +524,28 @@ typedef struct ptrain_request *ptrain_request_t;
 //   collective operations started. A ring all-reduce moves 2 (N - 1) / N of
 //   its count in each direction, an all-gather (N - 1) / N of the result.
 // ptrain_comm_reset_traffic(comm)                     zeroes both counters
+//
+// --- torchrun-style rendezvous (no MPI; docs/Runtime.md, "Rendezvous") ---
+// ptrain_rendezvous_init(rank, world_size, master_addr, master_port,
+//                        timeout_s, out_rendezvous)
+//   Rank 0 listens on master_port (every IPv4 interface) until the other
+//   world_size - 1 ranks have connected to master_addr:master_port; they
+//   retry a refused connection until timeout_s. Errors: an unreachable master
+//   or a missing rank past timeout_s (DEADLINE_EXCEEDED naming the address or
+//   the missing ranks), another WORLD_SIZE or a rank seen twice (MISMATCH,
+//   reported to the master and to every rank that joined).
+// ptrain_rendezvous_init_env(timeout_s, out_rendezvous)
+//   The same from torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; a
+//   missing or malformed variable is INVALID_ARGUMENT naming it. timeout_s <= 0
+//   reads PTRAIN_COMM_TIMEOUT_S (default 300).
+// ptrain_rendezvous_rank(rendezvous, out_rank, out_world_size)
+// ptrain_rendezvous_all_gather(rendezvous, data, num_bytes, out)
+//   out[world_size * num_bytes] = every rank's data in rank order; every rank
+//   passes the same num_bytes (else MISMATCH on all ranks). Collective; each
+//   call is bounded by the timeout.
+// ptrain_rendezvous_broadcast(rendezvous, data, num_bytes, root)
+//   data = root's data on every rank (the NCCL unique id from rank 0).
+// ptrain_rendezvous_destroy(rendezvous)               closes the connections
 //
 // --- Nonblocking operations and the deadline ---
 // ptrain_send_start(comm, buf, num_bytes, peer, tag, out_request)

@@ -9,9 +9,11 @@
 
 #include "cpu/Comm.h"
 
-#include <cerrno>
+#include "common/Env.h"
+
 #include <cmath>
-#include <cstdlib>
+#include <cstdio>
+#include <cstring>
 #include <new>
 
 using ptrain::runtime::fail;
@@ -25,25 +27,8 @@ bool initializedMpi = false;
 /// in the same order by every member (documented in the header).
 constexpr int kCreateGroupTag = 0x7074;
 constexpr double kDefaultTimeoutS = 300.0;
-
-/// Reads PTRAIN_COMM_TIMEOUT_S: unset means the default, anything but a
-/// finite positive number is an error.
-ptrain_status_t readTimeout(const char *call, double &seconds) {
-  seconds = kDefaultTimeoutS;
-  const char *text = std::getenv("PTRAIN_COMM_TIMEOUT_S");
-  if (!text || !*text)
-    return PTRAIN_OK;
-  char *end = nullptr;
-  errno = 0;
-  double value = std::strtod(text, &end);
-  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(value) || value <= 0.0)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "PTRAIN_COMM_TIMEOUT_S must be a positive number of seconds, "
-                "got '%s'",
-                text);
-  seconds = value;
-  return PTRAIN_OK;
-}
+/// The driver's training step (ptrain_comm_set_step), for error messages.
+int64_t trainingStep = -1;
 
 /// Fills rank and size, sets MPI_ERRORS_RETURN; frees `mpi` on failure.
 ptrain_status_t finishComm(const char *call, MPI_Comm mpi, double timeoutS, ptrain_comm_t *out) {
@@ -84,6 +69,14 @@ ptrain_status_t finishComm(const char *call, MPI_Comm mpi, double timeoutS, ptra
 } // namespace
 
 namespace ptrain::runtime {
+void appendStep(char *buf, size_t size) {
+  if (trainingStep < 0)
+    return;
+  const size_t used = std::strlen(buf);
+  if (used + 1 < size)
+    std::snprintf(buf + used, size - used, " at step %lld", static_cast<long long>(trainingStep));
+}
+
 ptrain_status_t failMpi(const char *call, int mpiError, const char *what) {
   char text[MPI_MAX_ERROR_STRING] = "";
   int length = 0;
@@ -97,7 +90,8 @@ extern "C" ptrain_status_t ptrain_comm_init(ptrain_comm_t *out_comm) {
   PTRAIN_CHECK_PTR(out_comm);
   *out_comm = nullptr;
   double timeoutS = 0.0;
-  PTRAIN_RETURN_IF_ERROR(readTimeout(__func__, timeoutS));
+  PTRAIN_RETURN_IF_ERROR(
+      ptrain::runtime::readEnvSeconds(__func__, "PTRAIN_COMM_TIMEOUT_S", kDefaultTimeoutS, timeoutS));
   int initialized = 0, finalized = 0;
   PTRAIN_MPI_RETURN_IF_ERROR(MPI_Initialized(&initialized));
   PTRAIN_MPI_RETURN_IF_ERROR(MPI_Finalized(&finalized));
@@ -200,5 +194,11 @@ extern "C" ptrain_status_t ptrain_comm_abort(ptrain_comm_t comm, int32_t error_c
   PTRAIN_CHECK_PTR(comm);
   // MPI_Abort does not return when it succeeds.
   PTRAIN_MPI_RETURN_IF_ERROR(MPI_Abort(comm->mpi, error_code));
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_comm_set_step(int64_t step) {
+  PTRAIN_CHECK_ARG(step >= -1, "step must be >= 0, or -1 for none; got %lld", static_cast<long long>(step));
+  trainingStep = step;
   return PTRAIN_OK;
 }

@@ -103,6 +103,11 @@ Clock::time_point deadlineIn(double seconds);
 /// it has spun a little, so oversubscribed ranks do not starve their peers.
 int pollUntil(MPI_Request *req, Clock::time_point deadline, MPI_Status *status, int *mpiError);
 
+/// Appends " at step N" to `buf` (of `size` bytes) when the driver set a
+/// training step with ptrain_comm_set_step: every message of ptrain_wait and
+/// of the debug mode names it.
+void appendStep(char *buf, size_t size);
+
 /// Bytes of one element of a collective dtype (0 if unknown) and its name.
 int64_t dtypeBytes(ptrain_dtype_t dtype);
 const char *dtypeName(ptrain_dtype_t dtype);

@@ -151,11 +151,13 @@ ptrain_status_t checkCollectiveFingerprint(const char *call, ptrain_comm_t comm,
     char first[160], other[160];
     show(all[0], first, sizeof(first));
     show(all[r], other, sizeof(other));
+    char at[40] = "";
+    appendStep(at, sizeof(at));
     result = fail(PTRAIN_ERROR_MISMATCH, call,
                   "debug mode: ranks disagree on the next collective of a "
                   "communicator of %d ranks: rank %d posts %s but rank %d "
-                  "posts %s (this is rank %d)",
-                  comm->size, all[0].rank, first, all[r].rank, other, comm->rank);
+                  "posts %s (this is rank %d%s)",
+                  comm->size, all[0].rank, first, all[r].rank, other, comm->rank, at);
     break;
   }
   delete[] all;
@@ -182,8 +184,9 @@ ptrain_status_t checkRecvFingerprint(const char *call, ptrain_comm_t comm, const
   if (comm->debugMpi == MPI_COMM_NULL)
     return PTRAIN_OK;
   const Fingerprint mine = make(opName, comm->recvSeq[peer]++, bytes, 0, 0, peer, tag, comm->rank);
-  char me[160];
+  char me[200];
   showP2P(mine, me, sizeof(me));
+  appendStep(me, sizeof(me));
   Fingerprint theirs;
   MPI_Request req = MPI_REQUEST_NULL;
   int err = MPI_Irecv(&theirs, sizeof(Fingerprint), MPI_BYTE, peer, kFingerprintTag, comm->debugMpi, &req);

@@ -19,7 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "cpu/Comm.h"
+#include "cpu/RankedCheckpoint.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -124,23 +124,19 @@ extern "C" ptrain_status_t ptrain_checkpoint_save_ranks(ptrain_comm_t comm, cons
   return ptrain_wait(req);
 }
 
-extern "C" ptrain_status_t ptrain_checkpoint_load_ranks(ptrain_comm_t comm, const ptrain_state_desc_t *states,
-                                                        int64_t num_states, const char *dir) {
-  PTRAIN_CHECK_PTR(comm);
-  PTRAIN_CHECK_PTR(dir);
+namespace ptrain::runtime {
+ptrain_status_t readManifest(const char *call, const char *dir, int rankOfInterest, int *outRanks,
+                             ManifestEntry *outEntry) {
   char manifest[4096];
-  PTRAIN_RETURN_IF_ERROR(joinPath(__func__, dir, "manifest", manifest, sizeof(manifest)));
+  PTRAIN_RETURN_IF_ERROR(joinPath(call, dir, "manifest", manifest, sizeof(manifest)));
   FILE *f = std::fopen(manifest, "r");
   if (!f)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "%s: cannot open (not a complete checkpoint directory?)",
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: cannot open (not a complete checkpoint directory?)",
                 manifest);
   char magic[64] = "";
   int version = 0, ranks = 0;
   bool ok = std::fscanf(f, "%63s %d ranks %d", magic, &version, &ranks) == 3 &&
-            std::strcmp(magic, kManifestMagic) == 0 && version == 1;
-  char file[256] = "";
-  long long bytes = -1;
-  unsigned long long checksum = 0;
+            std::strcmp(magic, kManifestMagic) == 0 && version == 1 && ranks > 0;
   bool found = false;
   for (int r = 0; ok && r < ranks; ++r) {
     int listed = -1;
@@ -148,32 +144,55 @@ extern "C" ptrain_status_t ptrain_checkpoint_load_ranks(ptrain_comm_t comm, cons
     long long entryBytes;
     unsigned long long entrySum;
     ok = std::fscanf(f, " rank %d %255s %lld %llx", &listed, entryFile, &entryBytes, &entrySum) == 4 && listed == r;
-    if (ok && r == comm->rank) {
-      std::snprintf(file, sizeof(file), "%s", entryFile);
-      bytes = entryBytes;
-      checksum = entrySum;
+    if (ok && r == rankOfInterest) {
+      std::snprintf(outEntry->file, sizeof(outEntry->file), "%s", entryFile);
+      outEntry->bytes = entryBytes;
+      outEntry->checksum = entrySum;
       found = true;
     }
   }
   std::fclose(f);
   if (!ok)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "%s: malformed manifest", manifest);
-  if (ranks != comm->size || !found)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                "%s: written by %d ranks, loaded by %d; this call restores "
-                "the same layout (resharding, DESIGN.md decision 5, is the "
-                "driver's job)",
-                manifest, ranks, comm->size);
-  char path[4096];
-  PTRAIN_RETURN_IF_ERROR(joinPath(__func__, dir, file, path, sizeof(path)));
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: malformed manifest", manifest);
+  *outRanks = ranks;
+  if (rankOfInterest >= 0 && !found)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: written by %d ranks, has no rank %d", manifest, ranks,
+                rankOfInterest);
+  return PTRAIN_OK;
+}
+
+ptrain_status_t checkRankFile(const char *call, const char *dir, const ManifestEntry &entry, char *outPath,
+                              size_t pathSize) {
+  PTRAIN_RETURN_IF_ERROR(joinPath(call, dir, entry.file, outPath, pathSize));
   int64_t actualBytes = 0;
   uint64_t actualSum = 0;
-  PTRAIN_RETURN_IF_ERROR(fileSummary(__func__, path, &actualBytes, &actualSum));
-  if (actualBytes != bytes || actualSum != checksum)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+  PTRAIN_RETURN_IF_ERROR(fileSummary(call, outPath, &actualBytes, &actualSum));
+  if (actualBytes != entry.bytes || actualSum != entry.checksum)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                 "%s: %lld bytes with checksum %016llx, but the manifest "
                 "lists %lld bytes with checksum %016llx: the file is not the "
                 "one this checkpoint wrote",
-                path, static_cast<long long>(actualBytes), static_cast<unsigned long long>(actualSum), bytes, checksum);
+                outPath, static_cast<long long>(actualBytes), static_cast<unsigned long long>(actualSum),
+                static_cast<long long>(entry.bytes), static_cast<unsigned long long>(entry.checksum));
+  return PTRAIN_OK;
+}
+} // namespace ptrain::runtime
+
+extern "C" ptrain_status_t ptrain_checkpoint_load_ranks(ptrain_comm_t comm, const ptrain_state_desc_t *states,
+                                                        int64_t num_states, const char *dir) {
+  PTRAIN_CHECK_PTR(comm);
+  PTRAIN_CHECK_PTR(dir);
+  int ranks = 0;
+  ptrain::runtime::ManifestEntry entry;
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::readManifest(__func__, dir, -1, &ranks, &entry));
+  if (ranks != comm->size)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+                "%s/manifest: written by %d ranks, loaded by %d; this call restores "
+                "the same layout (another data-parallel degree: "
+                "ptrain_checkpoint_load_resharded)",
+                dir, ranks, comm->size);
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::readManifest(__func__, dir, comm->rank, &ranks, &entry));
+  char path[4096];
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkRankFile(__func__, dir, entry, path, sizeof(path)));
   return ptrain_checkpoint_load(states, num_states, path);
 }

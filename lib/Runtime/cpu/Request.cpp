@@ -71,6 +71,12 @@ void describe(const ptrain_request &req, char *buf, size_t size) {
   }
 }
 
+/// describe() and, when the driver set one, " at step N".
+void describeAtStep(const ptrain_request &req, char *buf, size_t size) {
+  describe(req, buf, size);
+  ptrain::runtime::appendStep(buf, size);
+}
+
 ptrain_status_t checkP2P(const char *call, ptrain_comm_t comm, const void *buf, int64_t numBytes, int32_t peer,
                          int32_t tag, ptrain_request_t *out) {
   if (!out)
@@ -293,8 +299,14 @@ extern "C" ptrain_status_t ptrain_barrier_start(ptrain_comm_t comm, ptrain_reque
 extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
   PTRAIN_CHECK_PTR(request);
   ptrain_request &req = *request;
+  // The operation's description is formatted only when a message needs it
+  // (a wait that succeeds pays nothing for it), always before the request is
+  // freed, and for a multi-phase operation names the phase that failed.
   char what[512];
-  describe(req, what, sizeof(what));
+  auto describeNow = [&]() -> const char * {
+    describeAtStep(req, what, sizeof(what));
+    return what;
+  };
   auto deadline = ptrain::runtime::deadlineIn(req.comm->timeoutS);
   for (;;) {
     MPI_Status status;
@@ -302,7 +314,7 @@ extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
     const int polled = ptrain::runtime::pollUntil(&req.mpi, deadline, &status, &mpiError);
     if (polled < 0) {
       // MPI completed (and freed) the request with an error.
-      ptrain_status_t result = ptrain::runtime::failMpi(__func__, mpiError, what);
+      ptrain_status_t result = ptrain::runtime::failMpi(__func__, mpiError, describeNow());
       ptrain::runtime::deleteRequest(request);
       return result;
     }
@@ -316,15 +328,14 @@ extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
         result = fail(PTRAIN_ERROR_MISMATCH, __func__,
                       "%s: received %d bytes, expected %lld; the peer sent "
                       "a message of another size",
-                      what, received, static_cast<long long>(req.bytes));
+                      describeNow(), received, static_cast<long long>(req.bytes));
     } else if (req.kind == ptrain_request::Kind::AllReduce || req.kind == ptrain_request::Kind::ReduceScatter) {
       finishAllReduce(req);
     } else if (req.next) {
       bool more = false;
       result = req.next->step(req, status, &more);
       if (result == PTRAIN_OK && more) {
-        // The next phase is posted: describe it and give it the deadline.
-        describe(req, what, sizeof(what));
+        // The next phase is posted: it gets the full deadline.
         deadline = ptrain::runtime::deadlineIn(req.comm->timeoutS);
         continue;
       }
@@ -339,10 +350,10 @@ extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
                       "%s: its debug fingerprint was not received within %g "
                       "s (PTRAIN_COMM_TIMEOUT_S); the communicator is now "
                       "broken",
-                      what, req.comm->timeoutS);
+                      describeNow(), req.comm->timeoutS);
       } else if (polledFp < 0) {
         req.debugMpi = MPI_REQUEST_NULL;
-        result = ptrain::runtime::failMpi(__func__, mpiError, what);
+        result = ptrain::runtime::failMpi(__func__, mpiError, describeNow());
       }
     }
     ptrain::runtime::deleteRequest(request);
@@ -352,6 +363,7 @@ extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
   // Past the deadline. A receive can be cancelled, and then the caller's
   // buffer is free again; anything else stays posted inside MPI, so the
   // communicator is marked broken (only abort or destroy remain).
+  describeNow();
   bool released = false;
   const bool receive = req.kind == ptrain_request::Kind::Recv || (req.next && req.next->isReceive());
   if (receive && MPI_Cancel(&req.mpi) == MPI_SUCCESS) {
