@@ -18,6 +18,9 @@ import subprocess
 SECTION = ".ptrain_plan"
 # plan.json fields that may differ from the embedded ones: paths (moving out/ or the model is fine).
 UNBOUND = ("model", "library", "cluster")
+# Compared first: the buffer shapes and the grid, so that a difference shows where it starts (global_batch
+# follows from batch and micro_batches).
+FIRST = ("seq", "batch", "micro_batches", "vocab", "dp", "pp", "tp")
 
 
 class PlanError(Exception):
@@ -91,7 +94,8 @@ def check(plan, plan_path, lib):
     fingerprint = want.pop("fingerprint", None)
     if bound_fields(want).get("fingerprint") != fingerprint:
         raise PlanError(f"{lib}: its embedded plan does not match its fingerprint; compile it again")
-    for key in sorted(set(want) | {k for k in plan if k not in UNBOUND}):
+    keys = set(want) | {k for k in plan if k not in UNBOUND}
+    for key in sorted(keys, key=lambda k: (FIRST.index(k) if k in FIRST else len(FIRST), k)):
         if key not in plan:
             raise PlanError(f"{plan_path}: '{key}' is missing; {lib} was compiled for {key} = "
                             f"{json.dumps(want[key])}")
@@ -116,7 +120,8 @@ def describe_difference(got, want, path=""):
     if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
         for i, (a, b) in enumerate(zip(got, want)):
             if a != b:
-                return describe_difference(a, b, f"{path}[{i}]")
+                named = isinstance(a, dict) and "key" in a and a.get("key") == (b or {}).get("key")
+                return describe_difference(a, b, f"{path}[{i}]" + (f" (key {a['key']})" if named else ""))
     if isinstance(got, list) and isinstance(want, list):
         return f"a list of {len(got)} entries", f"{len(want)} entries"
     return f"{json.dumps(got)} at {path or '.'}", json.dumps(want)
