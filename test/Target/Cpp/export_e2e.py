@@ -7,6 +7,8 @@
    did change), and every parameter of trained.onnx equals the checkpoint's.
 3. ptrain re-imports it: ptrain-compile trained.onnx (--optimizer none) and its forward matches onnxruntime's
    logits on trained.onnx within 1e-5.
+   The same for dp = 2 (pp = 1): replica 0's checkpoint exported, onnxruntime over both replicas' rows gives
+   the run's final validation loss (the eval step averages the loss over dp).
 4. Errors, each exit 1 with a message naming what: a missing stage file, a corrupt checkpoint (checksum), a
    mismatched model (--model gpt2_megatron's), a plan.json edited after compiling, a missing output folder.
 
@@ -71,14 +73,16 @@ rows, seq, b = plan["micro_batches"] * plan["batch"], plan["seq"], plan["batch"]
 _, val = ptrain_run.read_data(*ptrain_run.data_files(data), seq)
 
 
-def val_loss(model):
+def val_loss(model, rows=rows, dp=1):
+    """The mean loss over run.py's validation batches (seeds 7919 * (seed + 1) + j; with dp, the global batch of
+    dp replicas' rows, averaged over the replicas like the eval step's loss all-reduce)."""
     sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
     losses = []
-    for j in range(VAL_BATCHES):  # run.py's validation batches: seeds 7919 * (seed + 1) + j, replica 0 of 1.
-        tokens = np.ctypeslib.as_array(ptrain_run.batch(val, rows, seq, 7919 * (SEED + 1) + j)).reshape(rows, seq)
+    for j in range(VAL_BATCHES):
+        tokens = np.ctypeslib.as_array(ptrain_run.batch(val, dp * rows, seq, 7919 * (SEED + 1) + j)).reshape(-1, seq)
         micro = []
-        for m in range(0, rows, b):  # the eval step's micro-batches, the loss averaged over them
+        for m in range(0, len(tokens), b):  # the eval steps' micro-batches, the loss averaged over them
             t = tokens[m:m + b]
             z = sess.run(None, {name: t})[0][:, :-1].astype(np.float64)
             z = z - z.max(-1, keepdims=True)
@@ -131,6 +135,27 @@ if rc == 0:
     print(f"re-imported export: forward vs onnxruntime max|a - b| / max|b| = {err:.2e}")
     check(err <= TOLERANCE, f"the re-imported export's forward matches onnxruntime within {TOLERANCE}")
 
+
+# --- gathering over data-parallel ranks: dp = 2 (pp = 1, one checkpoint file, replica 0's), 2 steps.
+dp2 = os.path.join(work, "dp2")
+rc, text = run([os.path.join(BIN, "ptrain-compile"), MODEL, "--dp", "2", "--micro-batches", "2", "--lr", "3e-3",
+                "--warmup-steps", "1", "--total-steps", "100", "--target", "cpu", "-o", dp2])
+check(rc == 0, "ptrain-compile --dp 2 --micro-batches 2" + ("" if rc == 0 else ":\n" + text))
+rc, text = run([os.path.join(BIN, "ptrain-run"), dp2, "--data", data, "--steps", "2", "--val-batches",
+                str(VAL_BATCHES), "--seed", str(SEED), "--checkpoint", os.path.join(work, "dp2.ckpt"), "--log",
+                os.path.join(work, "dp2.json"), "--no-plots", "--timeout", "60"], timeout=600)
+check(rc == 0, "ptrain-run --dp 2, 2 steps" + ("" if rc == 0 else ":\n" + text))
+if rc == 0:
+    dp_trained = os.path.join(work, "export", "dp2.onnx")
+    rc, text = run([os.path.join(BIN, "ptrain-export"), dp2, "--checkpoint", os.path.join(work, "dp2.ckpt"), "-o",
+                    dp_trained])
+    check(rc == 0, "ptrain-export of the dp = 2 run" + ("" if rc == 0 else ":\n" + text))
+    final = json.load(open(os.path.join(work, "dp2.json")))["val_loss"][-1][1]
+    if rc == 0:
+        got = val_loss(dp_trained, dp=2)
+        rel = abs(got - final) / abs(final)
+        print(f"dp = 2: final validation loss {final:.8f}, onnxruntime on dp2.onnx {got:.8f} (relative {rel:.2e})")
+        check(rel <= TOLERANCE, f"dp = 2: onnxruntime on the export gives the final validation loss within {TOLERANCE}")
 
 # --- 4. errors.
 def expect_error(cmd, needle, what):
