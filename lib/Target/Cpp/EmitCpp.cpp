@@ -778,9 +778,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Case<GeluGradOp>([&](GeluGradOp g) -> LogicalResult {
             bool tanh = g.getApproximate() == GeluApproximation::Tanh;
-            return call(tanh ? RuntimeCall::ptrain_gelu_tanh_bwd_f32 : RuntimeCall::ptrain_gelu_bwd_f32,
-                        {ptr(g.getGrad()), ptr(g.getInput()), std::to_string(countOf(g.getInput())),
-                         ptr(g.getResult())});
+            return call(
+                tanh ? RuntimeCall::ptrain_gelu_tanh_bwd_f32 : RuntimeCall::ptrain_gelu_bwd_f32,
+                {ptr(g.getGrad()), ptr(g.getInput()), std::to_string(countOf(g.getInput())), ptr(g.getResult())});
           })
           .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
             ArrayRef<int64_t> x = shapeOf(t.getInput());
