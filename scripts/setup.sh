@@ -25,6 +25,8 @@ PKGS=(
   python3-pytest python3-numpy python3-onnx pkg-config python3-tqdm
   # ptrain-run's plots of the run log (loss, bytes per link, codec telemetry)
   python3-matplotlib
+  # scripts/setup-python.sh's .venv (python3 -m venv)
+  python3-venv
 )
 
 missing=()
@@ -41,3 +43,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
 else
   echo "setup: all system packages present"
 fi
+
+# The .venv with onnx >= 1.15 and onnxruntime (python/requirements-test.txt) for the tests that need them.
+bash "$(dirname "$0")/setup-python.sh"

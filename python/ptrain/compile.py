@@ -7,7 +7,7 @@
 
 runs, writing every intermediate into out/:
 
-    ptrain-translate --import-onnx model.onnx            -> out/forward.mlir   (L0 model graph)
+    ptrain-translate --import-onnx model.onnx [--import-options]  -> out/forward.mlir   (L0 model graph)
     ptrain-opt --ptrain-build-training-step=...          -> out/step.mlir      (L1 training step)
       with --pp P > 1 or --micro-batches M > 1 (the pipeline): --ptrain-split-stages="pp=P"
       --ptrain-build-training-step="micro-batches=M ..." --ptrain-schedule="micro-batches=M schedule=1f1b"
@@ -22,7 +22,9 @@ runs, writing every intermediate into out/:
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
     out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys, the policy, its
-                   options and cluster, and the codec states (residuals, warm-start Q) the policy added
+                   options and cluster, and the codec states (residuals, warm-start Q) the policy added;
+                   the same facts (without the paths) and their SHA-256 fingerprint are embedded in libstep.so
+                   as the ELF section .ptrain_plan (plan_abi.py), which ptrain-run compares with plan.json
 
 The tools, the runtime library and the headers are found from this file's install location (the wrapper
 tools/ptrain-compile/ptrain-compile, configured into <build>/bin by CMake, passes them in) or from
@@ -40,6 +42,9 @@ import re
 import shlex
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from ptrain import plan_abi  # noqa: E402
 
 
 class CompileError(Exception):
@@ -155,6 +160,9 @@ def main(argv=None):
                    help="cluster description for --ptrain-critical-path (default: clusters/h200-node.json)")
     p.add_argument("--compress-options", default="",
                    help='more --ptrain-compress options, e.g. "cb-rank=8 sc=false cb-sends=all"')
+    p.add_argument("--import-options", default="",
+                   help='more ptrain-translate --import-onnx options, e.g. "--bind batch_size=2,seq_len=8 '
+                        '--signature auto" for an export with symbolic dims and extra inputs')
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"), help="host C++ compiler")
     p.add_argument("--build-dir", default=os.environ.get("PTRAIN_BUILD_DIR"))
     p.add_argument("--source-dir", default=os.environ.get("PTRAIN_SOURCE_DIR"))
@@ -230,8 +238,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     cpp = os.path.join(out, "step.cpp")
     lib = os.path.join(out, "libstep.so")
 
-    run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", args.model, "--mlir-print-debuginfo", "-o",
-         forward],
+    run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", args.model, *shlex.split(args.import_options),
+         "--mlir-print-debuginfo", "-o", forward],
         "ONNX import")
     options = (f"optimizer={args.optimizer} lr={args.lr!r} warmup-steps={args.warmup_steps} "
                f"total-steps={args.total_steps} min-lr-ratio={args.min_lr_ratio!r} "
@@ -275,9 +283,7 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         # One replica's rows per step; the global batch stacks dp replicas (replica d reads rows [d R, (d+1) R)).
         plan["replica_batch"] = plan["batch"] * args.micro_batches
         plan["global_batch"] = plan["replica_batch"] * args.dp
-        with open(os.path.join(out, "plan.json"), "w") as f:
-            json.dump(plan, f, indent=2)
-            f.write("\n")
+        write_plan(out, lib, plan)
         return
     plan = {"model": os.path.abspath(args.model), "target": args.target, "optimizer": args.optimizer,
             "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
@@ -286,6 +292,15 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
                              "init": "ptrain_step_init", "save": "ptrain_step_save", "load": "ptrain_step_load"}}
     plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
     plan.update(describe(plain, step))
+    write_plan(out, lib, plan)
+
+
+def write_plan(out, lib, plan):
+    """out/plan.json, and the same facts embedded in libstep.so (plan_abi.py) for ptrain-run to check."""
+    try:
+        plan_abi.embed(lib, plan)
+    except plan_abi.PlanError as e:
+        raise CompileError(str(e))
     with open(os.path.join(out, "plan.json"), "w") as f:
         json.dump(plan, f, indent=2)
         f.write("\n")

@@ -4,7 +4,8 @@
                [--checkpoint PATH] [--resume PATH] [--seed S] [--log run.json] [--timeout SECONDS]
                [--telemetry-every N] [--run-log RUN.jsonl] [--no-plots]
 
-The launcher checks its inputs (out/plan.json, out/libstep.so, the data, the world size), then starts
+The launcher checks its inputs (out/plan.json, out/libstep.so, the data, the world size; plan.json must equal
+the plan embedded in libstep.so, field by field: plan_abi.py), then starts
 `mpirun -np <dp * pp * tp of plan.json> --oversubscribe --mca mpi_yield_when_idle 1` (as root with
 OMPI_ALLOW_RUN_AS_ROOT{,_CONFIRM}=1; OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1 per rank) running this file with
 --worker. Each worker loads libstep.so with ctypes, calls ptrain_step_init (weights from the ONNX model named
@@ -59,6 +60,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+from ptrain import plan_abi  # noqa: E402
 
 PLAN_KEYS = ("pp", "micro_batches", "batch", "seq", "vocab", "model", "library")
 
@@ -91,6 +93,10 @@ def load_plan(out_dir):
     if not os.path.isfile(lib):
         raise RunError(f"{lib}: no such file")
     check_library(lib)
+    try:  # plan.json against the plan embedded in libstep.so: a hand-edited seq must not read past a buffer.
+        plan_abi.check(plan, path, lib)
+    except plan_abi.PlanError as e:
+        raise RunError(str(e))
     plan["library"] = os.path.abspath(lib)
     if not os.path.isfile(plan["model"]):
         raise RunError(f"{path}: the model {plan['model']} does not exist")

@@ -1,7 +1,8 @@
 """ptrain-run's launcher rejects bad input before mpirun starts (python/ptrain/run.py): a libstep.so that is
 not a whole ELF library (a truncated one made every rank die of SIGBUS in dlopen), data shorter than one
 window (every rank reported it after mpirun started), and a --checkpoint folder that does not exist (found
-out by ptrain_step_save after the last training step)."""
+out by ptrain_step_save after the last training step), and a plan.json that is not the plan embedded in
+libstep.so (a hand-edited seq made every rank read past its token buffer)."""
 
 import json
 import os
@@ -12,7 +13,7 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python"))
-from ptrain import run  # noqa: E402
+from ptrain import plan_abi, run  # noqa: E402
 
 # Any whole ELF shared library stands in for libstep.so: the launcher reads headers, it does not load it.
 ELF = next((p for p in ("/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6")
@@ -29,6 +30,7 @@ def plan_dir(tmp_path):
     plan = {"pp": 2, "micro_batches": 4, "batch": 4, "seq": 64, "vocab": 256, "library": "libstep.so",
             "model": os.path.join(ROOT, "models", "gpt", "gpt.onnx")}
     (out / "plan.json").write_text(json.dumps(plan))
+    plan_abi.embed(str(out / "libstep.so"), plan)  # What ptrain-compile does (plan_abi.py).
     data = tmp_path / "data"
     data.mkdir()
     (data / "train.bin").write_bytes(bytes(range(256)) * 4)
@@ -75,3 +77,19 @@ def test_checkpoint_folder_missing(plan_dir, tmp_path):
     out, data = plan_dir
     with pytest.raises(run.RunError, match=r"--checkpoint .*/nope/ck: the folder .*/nope does not exist"):
         launch(out, "--data", data, "--steps", "1", "--checkpoint", tmp_path / "nope" / "ck")
+
+
+def test_plan_edited_after_compiling(plan_dir):
+    out, data = plan_dir
+    plan = json.loads((out / "plan.json").read_text())
+    plan["seq"] = 32
+    (out / "plan.json").write_text(json.dumps(plan))
+    with pytest.raises(run.RunError, match=r"plan.json: 'seq' is 32 but .*libstep.so was compiled for 64"):
+        launch(out, "--data", data, "--steps", "1")
+
+
+def test_library_without_embedded_plan(plan_dir):
+    out, data = plan_dir
+    shutil.copy(ELF, out / "libstep.so")
+    with pytest.raises(run.RunError, match=r"libstep.so: no embedded plan \(section .ptrain_plan\)"):
+        launch(out, "--data", data, "--steps", "1")

@@ -266,6 +266,10 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 // ptrain_gelu_bwd_f32(dy[n], x[n], n, out_dx[n])
 //                                             dx = dy * (Phi(x) + x * phi(x)), phi the normal pdf
 //
+// --- GELU, tanh approximation (same paper, sec. 2; GPT-2's gelu_new) ---
+// ptrain_gelu_tanh_fwd_f32(x[n], n, out_y[n])  y = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// ptrain_gelu_tanh_bwd_f32(dy[n], x[n], n, out_dx[n])
+//
 // --- Softmax over the last dim ---
 // ptrain_softmax_fwd_f32(x[rows, cols], rows, cols, causal, out_y[rows, cols])
 //   y = exp(x - max) / sum exp(x - max) per row (max-subtracted for

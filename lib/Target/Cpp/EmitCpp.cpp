@@ -774,16 +774,15 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                                                                  ptr(s.getResult())});
           })
           .Case<GeluOp>([&](GeluOp g) -> LogicalResult {
-            if (g.getApproximate() != GeluApproximation::None)
-              return g.emitError("--emit-cpp: tanh-approximated GELU has no runtime kernel");
-            return call(RuntimeCall::ptrain_gelu_fwd_f32,
+            bool tanh = g.getApproximate() == GeluApproximation::Tanh;
+            return call(tanh ? RuntimeCall::ptrain_gelu_tanh_fwd_f32 : RuntimeCall::ptrain_gelu_fwd_f32,
                         {ptr(g.getInput()), std::to_string(countOf(g.getInput())), ptr(g.getResult())});
           })
           .Case<GeluGradOp>([&](GeluGradOp g) -> LogicalResult {
-            if (g.getApproximate() != GeluApproximation::None)
-              return g.emitError("--emit-cpp: tanh-approximated GELU has no runtime kernel");
-            return call(RuntimeCall::ptrain_gelu_bwd_f32, {ptr(g.getGrad()), ptr(g.getInput()),
-                                                           std::to_string(countOf(g.getInput())), ptr(g.getResult())});
+            bool tanh = g.getApproximate() == GeluApproximation::Tanh;
+            return call(
+                tanh ? RuntimeCall::ptrain_gelu_tanh_bwd_f32 : RuntimeCall::ptrain_gelu_bwd_f32,
+                {ptr(g.getGrad()), ptr(g.getInput()), std::to_string(countOf(g.getInput())), ptr(g.getResult())});
           })
           .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
             ArrayRef<int64_t> x = shapeOf(t.getInput());

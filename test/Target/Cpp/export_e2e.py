@@ -1,0 +1,190 @@
+"""Export of trained weights back to ONNX (CTest `codegen-cpu-export`).
+
+1. ptrain-compile the bundled GPT at pp = 2 (2 micro-batches), ptrain-run 4 steps with --checkpoint (one file
+   per stage), ptrain-export the checkpoint to trained.onnx (external data, like the original).
+2. onnxruntime on trained.onnx over the validation batches ptrain-run drew (run.py's batch(), the same seeds)
+   gives the run's final validation loss within 1e-5 relative; the untrained model's loss differs (the weights
+   did change), and every parameter of trained.onnx equals the checkpoint's.
+3. ptrain re-imports it: ptrain-compile trained.onnx (--optimizer none) and its forward matches onnxruntime's
+   logits on trained.onnx within 1e-5.
+   The same for dp = 2 (pp = 1): replica 0's checkpoint exported, onnxruntime over both replicas' rows gives
+   the run's final validation loss (the eval step averages the loss over dp).
+4. Errors, each exit 1 with a message naming what: a missing stage file, a corrupt checkpoint (checksum), a
+   mismatched model (--model gpt2_megatron's), a plan.json edited after compiling, a missing output folder.
+
+Runs under .venv/bin/python (ort_venv.py). Usage: export_e2e.py <build-dir> <source-dir> <scratch-dir>
+"""
+
+import json
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ort_venv  # noqa: E402
+
+ort_venv.require(sys.argv[2])
+
+import ctypes  # noqa: E402
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+
+from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
+
+TOLERANCE = 1e-5
+build, source, work, BIN, MODEL = setup(sys.argv)
+sys.path.insert(0, os.path.join(source, "python"))
+from ptrain import export as ptrain_export  # noqa: E402
+from ptrain import run as ptrain_run  # noqa: E402
+
+data = corpus(source, work)
+out = os.path.join(work, "pp2")
+rc, text = run([os.path.join(BIN, "ptrain-compile"), MODEL, "--pp", "2", "--micro-batches", "2", "--lr", "3e-3",
+                "--warmup-steps", "1", "--total-steps", "100", "--target", "cpu", "-o", out])
+check(rc == 0, "ptrain-compile --pp 2 --micro-batches 2" + ("" if rc == 0 else ":\n" + text))
+if failures:
+    finish()
+ckpt, log = os.path.join(work, "ckpt"), os.path.join(work, "run.json")
+SEED, VAL_BATCHES = 5, 2
+rc, text = run([os.path.join(BIN, "ptrain-run"), out, "--data", data, "--steps", "4", "--val-batches",
+                str(VAL_BATCHES), "--seed", str(SEED), "--checkpoint", ckpt, "--log", log, "--no-plots",
+                "--timeout", "60"], timeout=600)
+check(rc == 0, "ptrain-run 4 steps with --checkpoint" + ("" if rc == 0 else ":\n" + text))
+if failures:
+    finish()
+final = json.load(open(log))["val_loss"][-1][1]
+
+# --- 1. export.
+trained = os.path.join(work, "export", "trained.onnx")
+os.makedirs(os.path.dirname(trained))
+rc, text = run([os.path.join(BIN, "ptrain-export"), out, "--checkpoint", ckpt, "-o", trained])
+print(text.strip())
+check(rc == 0 and os.path.isfile(trained) and os.path.isfile(trained + ".data"),
+      "ptrain-export writes trained.onnx and trained.onnx.data" + ("" if rc == 0 else ":\n" + text))
+if failures:
+    finish()
+
+# --- 2. onnxruntime on the exported model gives the run's final validation loss.
+plan = json.load(open(os.path.join(out, "plan.json")))
+rows, seq, b = plan["micro_batches"] * plan["batch"], plan["seq"], plan["batch"]
+_, val = ptrain_run.read_data(*ptrain_run.data_files(data), seq)
+
+
+def val_loss(model, rows=rows, dp=1):
+    """The mean loss over run.py's validation batches (seeds 7919 * (seed + 1) + j; with dp, the global batch of
+    dp replicas' rows, averaged over the replicas like the eval step's loss all-reduce)."""
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    losses = []
+    for j in range(VAL_BATCHES):
+        tokens = np.ctypeslib.as_array(ptrain_run.batch(val, dp * rows, seq, 7919 * (SEED + 1) + j)).reshape(-1, seq)
+        micro = []
+        for m in range(0, len(tokens), b):  # the eval steps' micro-batches, the loss averaged over them
+            t = tokens[m:m + b]
+            z = sess.run(None, {name: t})[0][:, :-1].astype(np.float64)
+            z = z - z.max(-1, keepdims=True)
+            logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+            micro.append(-np.take_along_axis(logp, t[:, 1:, None], -1).mean())
+        losses.append(np.mean(micro))
+    return float(np.mean(losses))
+
+
+got = val_loss(trained)
+untrained = val_loss(MODEL)
+rel = abs(got - final) / abs(final)
+print(f"final validation loss: ptrain-run {final:.8f}, onnxruntime on trained.onnx {got:.8f} (relative "
+      f"{rel:.2e}); the untrained model {untrained:.8f}")
+check(rel <= TOLERANCE, f"onnxruntime on the export: the run's final validation loss within {TOLERANCE}")
+check(abs(untrained - final) > 1e-3, "the untrained model's loss differs from it (training changed the weights)")
+
+runtime = ctypes.CDLL(os.path.join(build, "lib/Runtime/libptrain_runtime.so"))
+runtime.ptrain_last_error.restype = ctypes.c_char_p
+params = {}
+for s in range(2):
+    for key, (kind, a) in ptrain_export.load_checkpoint(runtime, f"{ckpt}.stage{s}").items():
+        if kind == ptrain_export.PARAMETER:
+            params[key] = a
+exported = {i.name: numpy_helper.to_array(i) for i in onnx.load(trained).graph.initializer}
+original = onnx.load(MODEL)
+check(sorted(exported) == sorted(i.name for i in original.graph.initializer),
+      "the export has the original's initializers")
+check(all(np.array_equal(exported[k], v) for k, v in params.items()) and len(params) == len(plan["states"]) - len(
+    [s for s in plan["states"] if s["kind"] != "parameter"]),
+      f"its {len(params)} parameters equal the checkpoint's, bit for bit")
+check([n.op_type for n in onnx.load(trained).graph.node] == [n.op_type for n in original.graph.node],
+      "the graph is the original's")
+
+# --- 3. ptrain re-imports the export.
+again = os.path.join(work, "reimport")
+rc, text = run([os.path.join(BIN, "ptrain-compile"), trained, "--optimizer", "none", "--target", "cpu", "-o", again])
+check(rc == 0, "ptrain-compile trained.onnx" + ("" if rc == 0 else ":\n" + text))
+if rc == 0:
+    p1 = json.load(open(os.path.join(again, "plan.json")))
+    lib = ctypes.CDLL(os.path.join(again, "libstep.so"))
+    check(lib.ptrain_step_init(trained.encode()) == 0, "ptrain_step_init(trained.onnx)")
+    tokens = np.ctypeslib.as_array(ptrain_run.batch(val, b, seq, 99)).reshape(b, seq)
+    logits = np.zeros((b, seq, p1["vocab"]), np.float32)
+    check(lib.ptrain_step_forward(tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)),
+                                  logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float))) == 0, "forward")
+    sess = ort.InferenceSession(trained, providers=["CPUExecutionProvider"])
+    want = sess.run(None, {sess.get_inputs()[0].name: tokens})[0]
+    err = float(np.max(np.abs(logits - want)) / np.max(np.abs(want)))
+    print(f"re-imported export: forward vs onnxruntime max|a - b| / max|b| = {err:.2e}")
+    check(err <= TOLERANCE, f"the re-imported export's forward matches onnxruntime within {TOLERANCE}")
+
+
+# --- gathering over data-parallel ranks: dp = 2 (pp = 1, one checkpoint file, replica 0's), 2 steps.
+dp2 = os.path.join(work, "dp2")
+rc, text = run([os.path.join(BIN, "ptrain-compile"), MODEL, "--dp", "2", "--micro-batches", "2", "--lr", "3e-3",
+                "--warmup-steps", "1", "--total-steps", "100", "--target", "cpu", "-o", dp2])
+check(rc == 0, "ptrain-compile --dp 2 --micro-batches 2" + ("" if rc == 0 else ":\n" + text))
+rc, text = run([os.path.join(BIN, "ptrain-run"), dp2, "--data", data, "--steps", "2", "--val-batches",
+                str(VAL_BATCHES), "--seed", str(SEED), "--checkpoint", os.path.join(work, "dp2.ckpt"), "--log",
+                os.path.join(work, "dp2.json"), "--no-plots", "--timeout", "60"], timeout=600)
+check(rc == 0, "ptrain-run --dp 2, 2 steps" + ("" if rc == 0 else ":\n" + text))
+if rc == 0:
+    dp_trained = os.path.join(work, "export", "dp2.onnx")
+    rc, text = run([os.path.join(BIN, "ptrain-export"), dp2, "--checkpoint", os.path.join(work, "dp2.ckpt"), "-o",
+                    dp_trained])
+    check(rc == 0, "ptrain-export of the dp = 2 run" + ("" if rc == 0 else ":\n" + text))
+    final = json.load(open(os.path.join(work, "dp2.json")))["val_loss"][-1][1]
+    if rc == 0:
+        got = val_loss(dp_trained, dp=2)
+        rel = abs(got - final) / abs(final)
+        print(f"dp = 2: final validation loss {final:.8f}, onnxruntime on dp2.onnx {got:.8f} (relative {rel:.2e})")
+        check(rel <= TOLERANCE, f"dp = 2: onnxruntime on the export gives the final validation loss within {TOLERANCE}")
+
+# --- 4. errors.
+def expect_error(cmd, needle, what):
+    rc, text = run(cmd)
+    ok = rc == 1 and needle in text and "Traceback" not in text
+    check(ok, f"{what}: exit 1, '{needle}'" + ("" if ok else f" (exit {rc}):\n{text}"))
+
+
+export = [os.path.join(BIN, "ptrain-export"), out, "-o", os.path.join(work, "bad.onnx")]
+expect_error(export + ["--checkpoint", os.path.join(work, "nothing")], "no checkpoint file " +
+             os.path.join(work, "nothing") + ".stage0", "a missing checkpoint")
+corrupt = os.path.join(work, "corrupt")
+for s in range(2):
+    shutil.copy(f"{ckpt}.stage{s}", f"{corrupt}.stage{s}")
+with open(f"{corrupt}.stage1", "r+b") as f:
+    f.seek(-100, os.SEEK_END)
+    byte = f.read(1)
+    f.seek(-100, os.SEEK_END)
+    f.write(bytes([byte[0] ^ 0xFF]))
+expect_error(export + ["--checkpoint", corrupt], "checksum", "a corrupt checkpoint")
+megatron = os.path.normpath(os.path.join(source, "..", "shared", "data", "onnx", "gpt2_megatron.onnx"))
+expect_error(export + ["--checkpoint", ckpt, "--model", megatron], "the checkpoint is not of this model",
+             "a mismatched model")
+edited = os.path.join(work, "edited")
+shutil.copytree(out, edited)
+plan["seq"] = 32
+json.dump(plan, open(os.path.join(edited, "plan.json"), "w"))
+expect_error([os.path.join(BIN, "ptrain-export"), edited, "--checkpoint", ckpt, "-o", os.path.join(work, "x.onnx")],
+             "'seq' is 32 but", "a hand-edited plan.json")
+expect_error(export[:2] + ["--checkpoint", ckpt, "-o", os.path.join(work, "no", "such", "x.onnx")],
+             "does not exist", "a missing output folder")
+finish()
