@@ -25,6 +25,8 @@ PKGS=(
   python3-pytest python3-numpy python3-onnx pkg-config python3-tqdm
   # ptrain-run's plots of the run log (loss, bytes per link, codec telemetry)
   python3-matplotlib
+  # the project venv (.venv: PyPI onnx for opsets 18-23, onnxruntime; scripts/setup-python.sh)
+  python3-venv
 )
 
 missing=()
@@ -41,3 +43,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
 else
   echo "setup: all system packages present"
 fi
+
+# The Python venv with the pinned PyPI packages (python/requirements-test.txt).
+bash "$(dirname "${BASH_SOURCE[0]}")/setup-python.sh"
