@@ -25,7 +25,7 @@ PKGS=(
   python3-pytest python3-numpy python3-onnx pkg-config python3-tqdm
   # ptrain-run's plots of the run log (loss, bytes per link, codec telemetry)
   python3-matplotlib
-  # scripts/setup-python.sh's .venv (python3 -m venv)
+  # the project venv (.venv: PyPI onnx for opsets 18-23, onnxruntime; scripts/setup-python.sh)
   python3-venv
 )
 
@@ -44,5 +44,5 @@ else
   echo "setup: all system packages present"
 fi
 
-# The .venv with onnx >= 1.15 and onnxruntime (python/requirements-test.txt) for the tests that need them.
-bash "$(dirname "$0")/setup-python.sh"
+# The Python venv with the pinned PyPI packages (python/requirements-test.txt).
+bash "$(dirname "${BASH_SOURCE[0]}")/setup-python.sh"

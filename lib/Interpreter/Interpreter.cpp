@@ -8,8 +8,9 @@
 
 #include "ptrain/Interpreter/Interpreter.h"
 
-#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Interpreter/Kernels.h"
+#include "ptrain/Interpreter/TransformerKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -140,6 +141,14 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
                                  l.getEpsilonAttr().getValueAsDouble()));
       })
       .Case([&](SoftmaxOp s) -> Result { return one(evalSoftmax(get(s.getInput()), s.getAxisAttr().getInt())); })
+      .Case([&](RmsNormOp r) -> Result {
+        return one(evalRmsNorm(get(r.getInput()), get(r.getScale()), r.getAxisAttr().getInt(),
+                               r.getEpsilon().convertToDouble()));
+      })
+      .Case([&](RotaryEmbeddingOp r) -> Result {
+        return one(evalRotaryEmbedding(get(r.getInput()), get(r.getCos()), get(r.getSin()), r.getInterleaved(),
+                                       r.getRotaryDim()));
+      })
       .Case([&](GeluOp g) -> Result { return one(evalGelu(g.getApproximate(), get(g.getInput()))); })
       .Case([&](DropoutOp d) -> Result {
         return one(evalDropout(get(d.getInput()), get(d.getCounter()), d.getRatio().convertToDouble(),

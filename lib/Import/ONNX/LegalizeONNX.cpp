@@ -10,6 +10,7 @@
 
 #include "ptrain/Import/ONNX/ImportONNX.h"
 
+#include "LegalizeNewestOpsets.h"
 #include "LegalizePatterns.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
@@ -384,6 +385,8 @@ const PatternTable &patterns() {
     populateMiscPatterns(t);
     populateSelectionPatterns(t);
     populateReductionPatterns(t);
+    populateOpset18Patterns(t);
+    populateOpset23Patterns(t);
     return t;
   }();
   return table;

@@ -5,7 +5,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h"
-#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTypes.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -50,5 +50,9 @@ void PTrainDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "ptrain/Dialect/PTrain/IR/PTrainTensorParallelOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.cpp.inc"
       >();
 }
