@@ -78,7 +78,7 @@ ModuleOp prepare(int64_t layers, int64_t m) {
   }
   PassManager pm(p.context.get());
   std::string pipeline = "ptrain-split-stages{pp=" + std::to_string(kStages) +
-                         "},ptrain-build-training-step{micro-batches=" + std::to_string(m) + "},ptrain-schedule";
+                         "},ptrain-build-training-step{micro-batches=" + std::to_string(m) + " dp=8},ptrain-schedule";
   if (failed(parsePassPipeline(pipeline, pm)) || failed(pm.run(*p.module))) {
     std::fprintf(stderr, "the pipeline failed on %s\n", path.c_str());
     std::exit(1);

@@ -39,7 +39,7 @@ ROWS = [
 ]
 
 CONFIG = dict(layers=52, hidden=1920, heads=24, seq=1024, vocab=51200, micro_batch=8, grid="dp=4,pp=4,tp=8",
-              pp=4, micro_batches=16, cluster=os.path.join(ROOT, "clusters", "optimus-cc-a100.json"))
+              pp=4, dp=4, micro_batches=16, cluster=os.path.join(ROOT, "clusters", "optimus-cc-a100.json"))
 
 
 def run(cmd):
@@ -66,7 +66,7 @@ def main():
         sys.exit("gen_gpt_mlir.py failed:\n" + gen.stderr)
     planned = os.path.join(args.out, "gpt-2.5b.plan.mlir")
     r = run([opt, model, f"--ptrain-split-stages=pp={c['pp']}",
-             f"--ptrain-build-training-step=micro-batches={c['micro_batches']}", "--ptrain-schedule",
+             f"--ptrain-build-training-step=micro-batches={c['micro_batches']} dp={c['dp']}", "--ptrain-schedule",
              f"--ptrain-critical-path=cluster={c['cluster']}", "-o", planned])
     if r.returncode:
         sys.exit("ptrain-opt (plan) failed:\n" + r.stderr)

@@ -125,3 +125,49 @@ llvm::Expected<double> mlir::ptrain::getCodecSeconds(llvm::ArrayRef<CodecPhase> 
   }
   return seconds;
 }
+
+CodecCollective mlir::ptrain::ringAllReduce(double bytes, int64_t n) {
+  if (n <= 1)
+    return {0, 0, bytes};
+  return {2.0 * (n - 1), 2.0 * (n - 1) / n * bytes, bytes};
+}
+
+llvm::Expected<DataParallelCodecWork>
+mlir::ptrain::getDataParallelCodecWork(CodecAttrInterface codec, RankedTensorType type, int64_t n, bool errorFeedback) {
+  DataParallelCodecWork work;
+  double numel = type.getNumElements(), size = std::max<int64_t>(n, 1);
+  // (n-1) latencies and (n-1) x `each` bytes: an all-gather in which every rank contributes `each` bytes.
+  auto allGather = [&](double each) { return CodecCollective{size - 1, (size - 1) * each, each}; };
+  if (auto powerSGD = dyn_cast<PowerSGDAttr>(codec)) {
+    auto [rows, cols] = *MatrixViewAttr::getMatrixShape(powerSGD.getView(), type, nullptr);
+    int64_t r = std::min({static_cast<int64_t>(powerSGD.getRank()), rows, cols});
+    DataParallelPowerSGDWork w = getDataParallelPowerSGDWork(rows, cols, r, errorFeedback);
+    work.phaseP = w.phaseP;
+    work.phaseQ = w.phaseQ;
+    work.finish = w.finish;
+    work.exact = w.exact;
+    work.first.push_back(ringAllReduce(w.firstBytes, n));
+    if (!w.exact)
+      work.second.push_back(ringAllReduce(w.secondBytes, n));
+    return work;
+  }
+  if (isa<LinearAEAttr>(codec))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the linear autoencoder has no compressed all-reduce (dp codec)");
+  CodecWork w = getCodecWork(codec, type, errorFeedback);
+  work.phaseP = w.encode;
+  if (isa<RandKAttr>(codec)) {
+    work.first.push_back(ringAllReduce(w.codeBytes, n));
+    work.finish = w.decode;
+  } else if (isa<CastAttr>(codec)) {
+    work.first.push_back({size - 1, (size - 1) / size * w.codeBytes, w.codeBytes});
+    work.phaseQ.push_back(pass(numel, w.codeBytes + kF32 * numel / size));
+    work.second.push_back(allGather(kF32 * numel / size));
+    work.finish.push_back(pass(0, 2 * kF32 * numel));
+  } else { // top-k, quantization: gathered, each rank's code decoded and added
+    work.first.push_back(allGather(w.codeBytes));
+    for (int64_t r = 0; r < size; ++r)
+      append(work.finish, w.decode);
+  }
+  return work;
+}

@@ -8,11 +8,13 @@
 
 #include "ptrain/Analysis/CodecCosts.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Transforms/CompressionPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -168,78 +170,157 @@ struct Links {
 };
 } // namespace
 
-/// The compressed gradient sends of `plan` into costs.stages[s].compressedBackward (each send with its own
-/// codec: the policy's or an override's). Compressed forward sends (mcbench) are not modelled yet.
+/// The compressed sends of `plan` into costs.stages[s].compressedBackward (the gradient s sends to s - 1)
+/// and compressedForward (the activation s sends to s + 1), each send with its own codec (the policy's or an
+/// override's); the lowering compresses activations in training steps only, which is what the model times.
 static llvm::Error addCompressedSends(ModuleTimingModel &model, const CompressionPlan &plan, SymbolTable &symbols,
                                       ArrayAttr stageRefs, const ClusterSpec &cluster, const Links &links,
                                       bool ppInter) {
   auto [bw, lat] = links.get(ppInter);
-  for (int64_t s = 1; s < model.pp && s < static_cast<int64_t>(plan.backwardSends.size()); ++s) {
-    auto fwd = symbols.lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stageRefs[s]).getValue());
-    auto type = dyn_cast<RankedTensorType>(fwd.getArgumentTypes()[0]);
-    for (int64_t i = 0; i < model.microBatches; ++i) {
-      CodecAttrInterface codec = plan.backwardCodecOf(s, i);
-      if (!codec)
-        continue;
-      if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
-        return costError("ptrain.compression: the backward-send codec cannot encode stage " + llvm::Twine(s) +
-                         "'s gradient");
-      CodecWork work = getCodecWork(codec, type, plan.backwardErrorFeedback);
-      auto encode = getCodecSeconds(work.encode, cluster);
-      if (!encode)
-        return encode.takeError();
-      auto decode = getCodecSeconds(work.decode, cluster);
-      if (!decode)
-        return decode.takeError();
-      CompressedTransfer t;
-      t.encodeSeconds = *encode;
-      t.decodeSeconds = *decode;
-      double messages = codec.getCodeTypes(type).size();
-      t.codes = {messages * lat + work.codeBytes / bw, work.codeBytes, ppInter};
-      llvm::raw_string_ostream(t.codec) << Attribute(codec);
-      model.costs.stages[s].compressedBackward[i] = t;
+  for (bool forward : {false, true})
+    for (int64_t s = forward ? 0 : 1; s < (forward ? model.pp - 1 : model.pp); ++s) {
+      auto fwd = symbols.lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stageRefs[s]).getValue());
+      auto type = dyn_cast<RankedTensorType>(forward ? fwd.getResultTypes()[0] : fwd.getArgumentTypes()[0]);
+      for (int64_t i = 0; i < model.microBatches; ++i) {
+        CodecAttrInterface codec = forward ? plan.forwardCodecOf(s, i) : plan.backwardCodecOf(s, i);
+        if (!codec)
+          continue;
+        if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
+          return costError("ptrain.compression: the " + llvm::Twine(forward ? "forward" : "backward") +
+                           "-send codec cannot encode stage " + llvm::Twine(s) + "'s " +
+                           (forward ? "activation" : "gradient"));
+        CodecWork work = getCodecWork(codec, type, forward ? plan.forwardErrorFeedback : plan.backwardErrorFeedback);
+        auto encode = getCodecSeconds(work.encode, cluster);
+        if (!encode)
+          return encode.takeError();
+        auto decode = getCodecSeconds(work.decode, cluster);
+        if (!decode)
+          return decode.takeError();
+        CompressedTransfer t;
+        t.encodeSeconds = *encode;
+        t.decodeSeconds = *decode;
+        double messages = codec.getCodeTypes(type).size();
+        t.codes = {messages * lat + work.codeBytes / bw, work.codeBytes, ppInter};
+        llvm::raw_string_ostream(t.codec) << Attribute(codec);
+        (forward ? model.costs.stages[s].compressedForward : model.costs.stages[s].compressedBackward)[i] = t;
+      }
     }
-  }
   return llvm::Error::success();
 }
 
-/// Data-parallel PowerSGD of rank `s`'s parameter gradients (TP shards) into costs.ranks[s].
-static llvm::Error addCompressedDataParallel(ModuleTimingModel &model, int64_t s, const CompressionPlan &plan,
-                                             llvm::ArrayRef<StateOp> parameters, const ClusterSpec &cluster,
-                                             const Links &links, bool dpInter) {
+/// The gradient all-reduces over dp of rank `s` as the lowering runs them (docs/TimingModel.md, "Data
+/// parallelism"): one ring all-reduce per bucket of its optimizer step `opt` (the TP shard: bytes / tp);
+/// with fused embedding sync the tied gradients leave their buckets; a bucket holding a gradient with a dp
+/// codec (SC's PowerSGD or a `dp_codecs` override, dataParallelCodecOf) becomes one collective per gradient
+/// (compressDataParallelAllReduces): the exact ones join the first round, the compressed ones add their
+/// codec phases (getDataParallelCodecWork; PowerSGD on the TP shard, the other codecs on the full gradient
+/// scaled by 1 / tp) and rounds.
+static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::FuncOp opt, SymbolTable &symbols,
+                                   const CompressionPlan *plan, const ClusterSpec &cluster, const Links &links,
+                                   bool dpInter) {
   auto [bw, lat] = links.get(dpInter);
+  const int64_t n = model.dp;
+  const double tp = model.tp;
+  llvm::StringSet<> tied;
+  if (plan && plan->fusedEmbedding)
+    opt.walk([&](AllReduceStartOp ar) {
+      auto axes = ar.getGridAxes().getAsValueRange<StringAttr>();
+      if (llvm::equal(axes, llvm::ArrayRef<StringRef>{"pp"}))
+        if (auto read = ar.getInput().getDefiningOp<StateReadOp>())
+          tied.insert(read.getState());
+    });
+  auto addRound = [&](CommCost &to, const CodecCollective &c, double scale) {
+    to.seconds += c.latencies * lat + scale * c.sentBytes / bw;
+    to.bytes += scale * c.bytes;
+    to.sentBytes = std::max(0.0, to.sentBytes) + scale * c.sentBytes;
+    to.interNode = dpInter;
+  };
+  RankCosts &rc = model.costs.ranks[s];
   CompressedAllReduce ca;
-  std::vector<CodecPhase> phaseP, phaseQ, finish;
-  for (StateOp param : parameters) {
-    RankedTensorType shard = tpShard(param.getTensorType(), model.tp);
-    auto nm = MatrixViewAttr::getMatrixShape(MatrixViewAttr(), shard, nullptr);
-    if (failed(nm))
+  std::vector<CodecPhase> phases[3];
+  std::vector<std::string> codecNames;
+  bool compressed = false;
+  for (const SmallVector<StateReadOp> &bucket : dataParallelBuckets(opt)) {
+    struct Gradient {
+      StateReadOp read;
+      CodecAttrInterface codec;
+      bool override;
+    };
+    SmallVector<Gradient> grads;
+    for (StateReadOp read : bucket) {
+      if (tied.contains(read.getState()))
+        continue;
+      auto state = symbols.lookup<StateOp>(read.getState());
+      std::string key = state ? state.getKey().str() : read.getState().str();
+      auto type = cast<RankedTensorType>(read.getType());
+      grads.push_back({read, plan ? dataParallelCodecOf(*plan, s, key, type) : CodecAttrInterface(),
+                       plan && plan->dpCodecs.count(key)});
+    }
+    if (grads.empty())
       continue;
-    auto [n, m] = *nm;
-    int64_t r = std::min({plan.scRank, n, m});
-    DataParallelPowerSGDWork w = getDataParallelPowerSGDWork(n, m, r, plan.scErrorFeedback);
-    (w.exact ? ca.exact : ca.compressed) += 1;
-    phaseP.insert(phaseP.end(), w.phaseP.begin(), w.phaseP.end());
-    phaseQ.insert(phaseQ.end(), w.phaseQ.begin(), w.phaseQ.end());
-    finish.insert(finish.end(), w.finish.begin(), w.finish.end());
-    // One NCCL all-reduce per gradient and round (the lowering's per-gradient compressed all-reduces).
-    ca.first.seconds += allReduceSeconds(w.firstBytes, model.dp, bw, lat);
-    ca.first.bytes += w.firstBytes;
-    if (!w.exact) {
-      ca.second.seconds += allReduceSeconds(w.secondBytes, model.dp, bw, lat);
-      ca.second.bytes += w.secondBytes;
+    if (llvm::none_of(grads, [](const Gradient &g) { return bool(g.codec); })) {
+      double bytes = 0;
+      for (Gradient &g : grads)
+        bytes += getTensorBytes(g.read.getType());
+      addRound(rc.dataParallel, ringAllReduce(bytes / tp, n), 1);
+      ++rc.dataParallelBuckets;
+      continue;
+    }
+    compressed = true;
+    for (const Gradient &g : grads) {
+      StateReadOp read = g.read;
+      CodecAttrInterface codec = g.codec;
+      auto type = cast<RankedTensorType>(read.getType());
+      if (!codec) {
+        addRound(ca.first, ringAllReduce(getTensorBytes(type) / tp, n), 1);
+        ++ca.exact;
+        continue;
+      }
+      bool powerSGD = isa<PowerSGDAttr>(codec);
+      auto work = getDataParallelCodecWork(codec, powerSGD ? tpShard(type, model.tp) : type, n, plan->scErrorFeedback);
+      if (!work)
+        return costError("stage " + llvm::Twine(s) + ", gradient @" + read.getState() + ": " +
+                         llvm::toString(work.takeError()));
+      double scale = powerSGD ? 1 : 1 / tp;
+      for (auto [to, from] : {std::make_pair(&phases[0], &work->phaseP), std::make_pair(&phases[1], &work->phaseQ),
+                              std::make_pair(&phases[2], &work->finish)})
+        for (CodecPhase ph : *from) {
+          ph.cost.flops *= scale;
+          ph.cost.bytes *= scale;
+          to->push_back(ph);
+        }
+      for (const CodecCollective &c : work->first)
+        addRound(ca.first, c, scale);
+      for (const CodecCollective &c : work->second)
+        addRound(ca.second, c, scale);
+      (work->exact ? ca.exact : ca.compressed) += 1;
+      std::string name;
+      llvm::raw_string_ostream(name) << Attribute(codec);
+      if ((!powerSGD || g.override) && !llvm::is_contained(codecNames, name))
+        codecNames.push_back(name);
     }
   }
-  ca.first.interNode = ca.second.interNode = dpInter;
-  for (auto [phases, out] : {std::make_pair(&phaseP, &ca.phasePSeconds), std::make_pair(&phaseQ, &ca.phaseQSeconds),
-                             std::make_pair(&finish, &ca.finishSeconds)}) {
-    auto seconds = getCodecSeconds(*phases, cluster);
+  if (!compressed)
+    return llvm::Error::success();
+  // The exact buckets of a compressed reduction go in its first round.
+  if (rc.dataParallel.bytes > 0) {
+    ca.first.seconds += rc.dataParallel.seconds;
+    ca.first.bytes += rc.dataParallel.bytes;
+    ca.first.sentBytes = std::max(0.0, ca.first.sentBytes) + rc.dataParallel.sentBytes;
+    ca.first.interNode = dpInter;
+  }
+  for (auto [ph, out] : {std::make_pair(&phases[0], &ca.phasePSeconds), std::make_pair(&phases[1], &ca.phaseQSeconds),
+                         std::make_pair(&phases[2], &ca.finishSeconds)}) {
+    auto seconds = getCodecSeconds(*ph, cluster);
     if (!seconds)
       return seconds.takeError();
     *out = *seconds;
   }
-  ca.codec = "#ptrain.powersgd<rank = " + std::to_string(plan.scRank) + "> (clamped to min(n, m))";
-  model.costs.ranks[s].compressedDataParallel = ca;
+  if (s < static_cast<int64_t>(plan->dpAllReduce.size()) && plan->dpAllReduce[s])
+    codecNames.insert(codecNames.begin(),
+                      "#ptrain.powersgd<rank = " + std::to_string(plan->scRank) + "> (clamped to min(n, m))");
+  ca.codec = llvm::join(codecNames, ", ");
+  rc.compressedDataParallel = ca;
   return llvm::Error::success();
 }
 
@@ -302,6 +383,21 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       coords.push_back(name == "pp" ? s : 0);
     model.costs.rankNodes.push_back(placement->getNode(coords));
   }
+
+  // Compression decisions of --ptrain-compress.
+  std::optional<CompressionPlan> plan;
+  if (applyCompression && module->hasAttr("ptrain.compression")) {
+    if (v > 1)
+      return costError("ptrain.compression with virtual stages (interleaved 1F1B) is not modelled");
+    FailureOr<std::optional<CompressionPlan>> read =
+        readCompressionPlan(module, p, model.microBatches, "the timing model");
+    if (failed(read) || !*read)
+      return costError("malformed ptrain.compression");
+    plan = std::move(*read);
+    model.compressionPolicy = plan->policy;
+  }
+  // Fused embedding sync reduces the tied gradients once over dp x pp (CompressDataParallel.h).
+  const bool fusedEmbedding = plan && plan->fusedEmbedding && grid.getAxisIndex("dp");
 
   SymbolTable symbols(module);
   FunctionCosts costs(symbols, cluster);
@@ -397,12 +493,11 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       return oc.takeError();
     rc.optimizer = oc->seconds / tp;
 
-    // Data parallelism: the stage's parameter gradients (its TP shard).
+    // Data parallelism: the stage's parameter gradients (its TP shard), one all-reduce per bucket.
     d.parameterBytes = bytesOf(params[s]) / tp;
-    if (model.dp > 1) {
-      auto [dpBw, dpLat] = link(dpInter);
-      rc.dataParallel = {allReduceSeconds(d.parameterBytes, model.dp, dpBw, dpLat), d.parameterBytes, dpInter};
-    }
+    if (model.dp > 1)
+      if (llvm::Error e = addDataParallel(model, s, opt, symbols, plan ? &*plan : nullptr, cluster, links, dpInter))
+        return std::move(e);
 
     // The tied-parameter all-reduces of the optimizer step: every stage joins the same ones, so stage 0's
     // give the collective's size and time.
@@ -417,11 +512,17 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
           arAxes.push_back(cast<StringAttr>(a).str());
         if (arAxes == std::vector<std::string>{"dp"})
           return; // the dp gradient all-reduce, modelled above
+        if (fusedEmbedding && arAxes == std::vector<std::string>{"pp"}) {
+          arAxes = {"dp", "pp"};
+          n *= model.dp;
+        }
         bool inter = placement->crossesNodes(arAxes);
         auto [bw, lat] = link(inter);
         double bytes = getTensorBytes(ar.getInput().getType()) / tp;
         model.costs.tied.bytes += bytes;
         model.costs.tied.seconds += allReduceSeconds(bytes, n, bw, lat);
+        model.costs.tied.sentBytes =
+            std::max(0.0, model.costs.tied.sentBytes) + (n > 1 ? 2.0 * (n - 1) / n * bytes : 0.0);
         model.costs.tied.interNode |= inter;
       });
 
@@ -448,21 +549,22 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     rc.peakMemory = d.stateBytes + d.activationBytes + d.workingBytes;
   }
 
-  // Compression decisions of --ptrain-compress.
-  if (!applyCompression || !module->hasAttr("ptrain.compression"))
-    return model;
-  if (v > 1)
-    return costError("ptrain.compression with virtual stages (interleaved 1F1B) is not modelled");
-  FailureOr<std::optional<CompressionPlan>> plan =
-      readCompressionPlan(module, p, model.microBatches, "the timing model");
-  if (failed(plan) || !*plan)
-    return costError("malformed ptrain.compression");
-  model.compressionPolicy = (*plan)->policy;
-  if (llvm::Error e = addCompressedSends(model, **plan, symbols, stageRefs, cluster, links, ppInter))
-    return std::move(e);
-  for (int64_t s = 0; s < p && model.dp > 1; ++s)
-    if (s < static_cast<int64_t>((*plan)->dpAllReduce.size()) && (*plan)->dpAllReduce[s])
-      if (llvm::Error e = addCompressedDataParallel(model, s, **plan, params[s], cluster, links, dpInter))
-        return std::move(e);
+  // The loss all-reduce at the end of every rank's train step: the f32 mean loss over dp x pp
+  // (LowerToRuntime.cpp).
+  {
+    std::vector<std::string> lossAxes = {"pp"};
+    if (grid.getAxisIndex("dp"))
+      lossAxes.insert(lossAxes.begin(), "dp");
+    int64_t n = model.dp * p;
+    if (n > 1) {
+      bool inter = placement->crossesNodes(lossAxes);
+      auto [bw, lat] = link(inter);
+      model.costs.loss = {allReduceSeconds(4, n, bw, lat), 4, inter, 2.0 * (n - 1) / n * 4};
+    }
+  }
+
+  if (plan)
+    if (llvm::Error e = addCompressedSends(model, *plan, symbols, stageRefs, cluster, links, ppInter))
+      return std::move(e);
   return model;
 }

@@ -52,9 +52,9 @@ private:
   const int64_t v;
   Plan plan;
   /// Per virtual stage: the step consuming (forward) / producing (backward) micro-batch i, and per
-  /// micro-batch the decode step before the consumer of a compressed gradient and the encode step after
-  /// its producer.
-  std::vector<std::map<int64_t, int>> fwd, bwd, decode, encode;
+  /// direction (0 forward, 1 backward) and micro-batch the decode step before the consumer of a compressed
+  /// transfer and the encode step after its producer.
+  std::vector<std::map<int64_t, int>> fwd, bwd, decode[2], encode[2];
   std::vector<int> lastBackward, optimizerStep;
   std::vector<std::vector<int>> sends;
 };
@@ -79,12 +79,19 @@ llvm::Error PipelinePlanBuilder::addTableSteps() {
       const StageCosts &sc = costs.stages[vs];
       bool isF = e.kind == ScheduleStep::Forward || e.kind == ScheduleStep::ForwardBackward;
       bool isB = e.kind == ScheduleStep::Backward || e.kind == ScheduleStep::ForwardBackward;
-      // The decode of a compressed gradient from vs + 1 runs right before its consumer.
+      // The decode of a compressed gradient from vs + 1 (activation from vs - 1) runs right before its
+      // consumer.
       if (e.kind == ScheduleStep::Backward && vs + 1 < c) {
         const auto &in = costs.stages[vs + 1].compressedBackward;
         if (auto it = in.find(e.microBatch); it != in.end())
-          decode[vs][e.microBatch] = addCompute(s, PlanStep::Decode, it->second.decodeSeconds,
-                                                "decode B" + std::to_string(e.microBatch), e.microBatch, {});
+          decode[1][vs][e.microBatch] = addCompute(s, PlanStep::Decode, it->second.decodeSeconds,
+                                                   "decode B" + std::to_string(e.microBatch), e.microBatch, {});
+      }
+      if (isF && vs > 0) {
+        const auto &in = costs.stages[vs - 1].compressedForward;
+        if (auto it = in.find(e.microBatch); it != in.end())
+          decode[0][vs][e.microBatch] = addCompute(s, PlanStep::Decode, it->second.decodeSeconds,
+                                                   "decode F" + std::to_string(e.microBatch), e.microBatch, {});
       }
       PlanStep step;
       step.kind = PlanStep::Compute;
@@ -123,11 +130,18 @@ llvm::Error PipelinePlanBuilder::addTableSteps() {
         return planError("stage " + llvm::Twine(s) + ": " + e.str() + " appears twice");
       if (isB)
         lastBackward[s] = id;
-      // The encode of a compressed gradient to vs - 1 runs right after its producer.
+      // The encode of a compressed gradient to vs - 1 (activation to vs + 1) runs right after its producer.
       if (auto it = sc.compressedBackward.find(e.microBatch); isB && vs > 0 && it != sc.compressedBackward.end()) {
         int enc = addCompute(s, PlanStep::Encode, it->second.encodeSeconds, "encode B" + std::to_string(e.microBatch),
                              e.microBatch, {id});
-        encode[vs][e.microBatch] = enc;
+        encode[1][vs][e.microBatch] = enc;
+        index.encodeSteps[s].back() = enc;
+      }
+      if (auto it = sc.compressedForward.find(e.microBatch);
+          e.kind == ScheduleStep::Forward && vs + 1 < c && it != sc.compressedForward.end()) {
+        int enc = addCompute(s, PlanStep::Encode, it->second.encodeSeconds, "encode F" + std::to_string(e.microBatch),
+                             e.microBatch, {id});
+        encode[0][vs][e.microBatch] = enc;
         index.encodeSteps[s].back() = enc;
       }
     }
@@ -150,9 +164,9 @@ llvm::Error PipelinePlanBuilder::addTransfers(int64_t from, bool forward) {
                        (v > 1 ? " (virtual stages " + std::to_string(srcStage) + " -> " + std::to_string(dstStage) + ")"
                               : std::string()));
     const CompressedTransfer *compressed = nullptr;
-    if (!forward)
-      if (auto it = sc.compressedBackward.find(mb); it != sc.compressedBackward.end())
-        compressed = &it->second;
+    const auto &compressedSends = forward ? sc.compressedForward : sc.compressedBackward;
+    if (auto it = compressedSends.find(mb); it != compressedSends.end())
+      compressed = &it->second;
     const CommCost &cost = compressed ? compressed->codes : forward ? sc.sendForward : sc.sendBackward;
     PlanStep t;
     t.kind = PlanStep::Transfer;
@@ -164,7 +178,7 @@ llvm::Error PipelinePlanBuilder::addTransfers(int64_t from, bool forward) {
     t.interNode = cost.interNode;
     // Posted by the sender when the producer (its encode) ends, by the receiver when the step before the
     // consumer ends.
-    t.deps = {compressed ? encode[srcStage].at(mb) : producer};
+    t.deps = {compressed ? encode[!forward][srcStage].at(mb) : producer};
     const PlanStep &consumerStep = plan.steps[consumer->second];
     if (consumerStep.tableIndex > 0)
       t.deps.push_back(index.tableSteps[dst][consumerStep.tableIndex - 1]);
@@ -174,7 +188,7 @@ llvm::Error PipelinePlanBuilder::addTransfers(int64_t from, bool forward) {
     t.stage = src;
     t.microBatch = mb;
     int id = plan.add(t);
-    int receiver = compressed ? decode[dstStage].at(mb) : consumer->second;
+    int receiver = compressed ? decode[!forward][dstStage].at(mb) : consumer->second;
     plan.steps[receiver].deps.push_back(id);
     index.sendSteps[src][plan.steps[producer].tableIndex] = id;
     sends[src].push_back(id);
@@ -194,6 +208,7 @@ void PipelinePlanBuilder::addDataParallel(int s) {
     c.ranks = {s};
     c.duration = cc.seconds;
     c.bytes = cc.bytes;
+    c.sentBytes = cc.sentBytes;
     c.interNode = cc.interNode;
     c.deps = std::move(deps);
     c.name = std::move(name);
@@ -201,15 +216,18 @@ void PipelinePlanBuilder::addDataParallel(int s) {
     return plan.add(c);
   };
   std::string name = "dp all-reduce stage " + std::to_string(s);
+  // Posted by the optimizer step, which the lowering calls once the rank's sends have ended.
+  std::vector<int> deps = {lastBackward[s]};
+  deps.insert(deps.end(), sends[s].begin(), sends[s].end());
   if (!rc.compressedDataParallel) {
-    index.dataParallelSteps[s] = collective(rc.dataParallel, name, {lastBackward[s]});
+    index.dataParallelSteps[s] = collective(rc.dataParallel, name, deps);
     return;
   }
   // Data-parallel PowerSGD: phase P, all-reduce P, phase Q, all-reduce Q, finish.
   const CompressedAllReduce &ca = *rc.compressedDataParallel;
   std::vector<int> &phases = index.dataParallelPhases[s];
   phases.push_back(
-      addCompute(s, PlanStep::DataParallelCodec, ca.phasePSeconds, "dp PowerSGD P = M Q", -1, {lastBackward[s]}));
+      addCompute(s, PlanStep::DataParallelCodec, ca.phasePSeconds, "dp PowerSGD P = M Q", -1, std::move(deps)));
   phases.push_back(collective(ca.first, name + " (P)", {phases.back()}));
   phases.push_back(
       addCompute(s, PlanStep::DataParallelCodec, ca.phaseQSeconds, "dp PowerSGD Q = M^T orth(P)", -1, {phases.back()}));
@@ -243,8 +261,10 @@ llvm::Expected<Plan> PipelinePlanBuilder::build() {
   int64_t c = p * v;
   fwd.resize(c);
   bwd.resize(c);
-  decode.resize(c);
-  encode.resize(c);
+  for (int d = 0; d < 2; ++d) {
+    decode[d].resize(c);
+    encode[d].resize(c);
+  }
   lastBackward.assign(p, -1);
   optimizerStep.assign(p, -1);
   sends.resize(p);
@@ -281,6 +301,7 @@ llvm::Expected<Plan> PipelinePlanBuilder::build() {
     }
     t.duration = costs.tied.seconds;
     t.bytes = costs.tied.bytes;
+    t.sentBytes = costs.tied.sentBytes;
     t.interNode = costs.tied.interNode;
     t.name = "tied all-reduce";
     index.tiedStep = plan.add(t);
@@ -297,6 +318,23 @@ llvm::Expected<Plan> PipelinePlanBuilder::build() {
     // The dp codec phases were added after the table's O: O runs last on the compute stream.
     std::vector<int> &order = plan.computeOrder[s];
     std::stable_partition(order.begin(), order.end(), [&](int id) { return id != optimizerStep[s]; });
+  }
+  // 4. The loss all-reduce over dp x pp after every rank's optimizer step (the end of the train step).
+  if (costs.loss.bytes > 0) {
+    PlanStep l;
+    l.kind = PlanStep::Collective;
+    l.category = PlanStep::Loss;
+    for (int s = 0; s < p; ++s) {
+      l.ranks.push_back(s);
+      if (optimizerStep[s] >= 0)
+        l.deps.push_back(optimizerStep[s]);
+    }
+    l.duration = costs.loss.seconds;
+    l.bytes = costs.loss.bytes;
+    l.sentBytes = costs.loss.sentBytes;
+    l.interNode = costs.loss.interNode;
+    l.name = "loss all-reduce";
+    index.lossStep = plan.add(l);
   }
   return std::move(plan);
 }

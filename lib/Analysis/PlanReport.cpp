@@ -21,18 +21,23 @@ struct Traffic {
   void add(double bytes, bool interNode) { (interNode ? inter : intra) += bytes; }
 };
 
+/// Bytes one member of a collective sends: the plan's figure, else a ring all-reduce's 2(n-1)/n of the data
+/// with n = dp (dp all-reduces) or pp.
+double sentBytes(const ModuleTimingModel &model, const PlanStep &s) {
+  if (s.sentBytes >= 0)
+    return s.sentBytes;
+  int64_t n = s.category == PlanStep::DataParallel ? model.dp : model.pp;
+  return n > 1 ? 2.0 * (n - 1) / n * s.bytes : 0;
+}
+
 std::vector<Traffic> trafficPerStage(const ModuleTimingModel &model, const Plan &plan) {
   std::vector<Traffic> traffic(model.pp);
   for (const PlanStep &s : plan.steps) {
     if (s.kind == PlanStep::Transfer) {
       traffic[s.ranks.front()].add(s.bytes, s.interNode);
     } else if (s.kind == PlanStep::Collective) {
-      // Ring all-reduce: each GPU sends 2(n-1)/n of the data; n is not in the plan, so count the data once
-      // per direction of the ring as NCCL's bus bandwidth does: bytes x 2(n-1)/n with n = dp or pp.
-      int64_t n = s.category == PlanStep::DataParallel ? model.dp : model.pp;
-      double bus = n > 1 ? 2.0 * (n - 1) / n * s.bytes : 0;
       for (int r : s.ranks)
-        traffic[r].add(bus, s.interNode);
+        traffic[r].add(sentBytes(model, s), s.interNode);
     } else if (s.kind == PlanStep::Compute) {
       const StageDetails &d = model.stages[s.stage];
       if (s.category == PlanStep::Forward)
@@ -62,9 +67,10 @@ std::vector<std::pair<std::string, double>> linkTraffic(const ModuleTimingModel 
       add((s.category == PlanStep::SendForward ? "activations " : "gradients ") + dir, s.bytes);
     } else if (s.kind == PlanStep::Collective) {
       bool dp = s.category == PlanStep::DataParallel;
-      int64_t n = dp ? model.dp : model.pp;
-      add(dp ? "dp all-reduce stage " + std::to_string(s.stage) : "tied all-reduce",
-          n > 1 ? 2.0 * (n - 1) / n * s.bytes : 0);
+      add(dp                             ? "dp all-reduce stage " + std::to_string(s.stage)
+          : s.category == PlanStep::Loss ? "loss all-reduce"
+                                         : "tied all-reduce",
+          sentBytes(model, s));
     }
   }
   return links;
@@ -312,14 +318,15 @@ std::vector<CompressedEdge> compressedEdges(const ModuleTimingModel &model, cons
     const StageCosts &sc = model.costs.stages[s];
     for (size_t i = 0; i < model.costs.table[s].size(); ++i) {
       const ScheduleStep &e = model.costs.table[s][i];
-      auto it = sc.compressedBackward.find(e.microBatch);
       bool isB = e.kind == ScheduleStep::Backward || e.kind == ScheduleStep::ForwardBackward;
-      if (!isB || it == sc.compressedBackward.end() || index.sendSteps[s][i] < 0)
+      const auto &sends = isB ? sc.compressedBackward : sc.compressedForward;
+      auto it = sends.find(e.microBatch);
+      if (e.kind == ScheduleStep::Optimizer || it == sends.end() || index.sendSteps[s][i] < 0)
         continue;
       CompressedEdge edge;
       edge.step = index.sendSteps[s][i];
       edge.name = plan.steps[edge.step].name;
-      edge.kind = "backward_send";
+      edge.kind = isB ? "backward_send" : "forward_send";
       edge.codec = it->second.codec;
       edge.stage = s;
       edge.microBatch = e.microBatch;

@@ -279,7 +279,13 @@ bool mlir::ptrain::simulate(const Plan &plan, Timeline &out, std::string &error)
       out.computeTime[r] += plan.steps[id].duration;
       prevEnd = out.end[id];
     }
-    out.idleTime[r] += t - prevEnd;
+    // After the last compute step: the rank's collectives still running (the loss all-reduce) are exposed.
+    double tail = t - prevEnd, tailExposed = 0;
+    for (int id : plan.commOrder[r])
+      tailExposed += std::max(0.0, std::min(t, out.end[id]) - std::max(prevEnd, out.start[id]));
+    tailExposed = std::min(tailExposed, tail);
+    out.exposedCommTime[r] += tailExposed;
+    out.idleTime[r] += tail - tailExposed;
   }
   return true;
 }
@@ -294,6 +300,6 @@ void mlir::ptrain::printTimeline(const Plan &plan, const Timeline &timeline, llv
       os << " " << r;
     os << " start " << llvm::format("%.3f", timeline.start[i] * 1e6) << " end "
        << llvm::format("%.3f", timeline.end[i] * 1e6) << " slack " << llvm::format("%.3f", timeline.slack[i] * 1e6)
-       << "\n";
+       << " duration " << llvm::format("%.3f", s.duration * 1e6) << "\n";
   }
 }

@@ -9,6 +9,8 @@
 
 #include "ptrain/Interpreter/MultiRankExecutor.h"
 
+#include "AbstractSteps.h"
+
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Interpreter/Kernels.h"
 
@@ -72,7 +74,7 @@ struct Communicator {
 class mlir::ptrain::interp::MultiRankExecutor::Impl {
 public:
   Impl(ModuleOp module, StateProvider initial, ExecutionMode mode)
-      : module(module), symbols(module), initial(std::move(initial)), mode(mode) {}
+      : module(module), symbols(module), initial(std::move(initial)), mode(mode), abstractSteps(symbols) {}
 
   llvm::Error init();
   int64_t numRanks() const { return static_cast<int64_t>(ranks.size()); }
@@ -131,10 +133,13 @@ private:
 
   bool concrete() const { return mode == ExecutionMode::Concrete; }
 
+  /// Abstract mode jumps over the ops that do nothing there (AbstractSteps.h).
+  AbstractSteps abstractSteps;
   std::deque<std::unique_ptr<Request>> requests;
   /// Point-to-point posts not yet matched, by channel (grid, axis, source, destination, tag).
   std::map<std::string, std::deque<Request *>> unmatchedSends, unmatchedRecvs;
   std::map<std::string, Communicator> communicators;
+  llvm::DenseMap<std::pair<Attribute, int64_t>, Communicator *> communicatorOf;
 };
 
 MultiRankExecutor::MultiRankExecutor(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -337,14 +342,19 @@ llvm::Error MultiRankExecutor::Impl::collective(int64_t rank, Operation *op, Req
       return makeError(describeOp(op) + ": the grid has no axis " + cast<StringAttr>(a).getValue());
     dims.push_back(*d);
   }
-  // The communicator: the axes (as a set) and this rank's coordinates on the other axes.
-  std::vector<bool> inGroup(sizes.size(), false);
-  for (size_t d : dims)
-    inGroup[d] = true;
-  std::string key = grid.str() + "/";
-  for (size_t d = 0; d < sizes.size(); ++d)
-    key += inGroup[d] ? "*," : std::to_string(coordinate(rank, d)) + ",";
-  Communicator &comm = communicators[key];
+  // The communicator: the axes (as a set) and this rank's coordinates on the other axes (cached per axes
+  // attribute and rank: the key is built once).
+  Communicator *&cached = communicatorOf[{axes, rank}];
+  if (!cached) {
+    std::vector<bool> inGroup(sizes.size(), false);
+    for (size_t d : dims)
+      inGroup[d] = true;
+    std::string key = grid.str() + "/";
+    for (size_t d = 0; d < sizes.size(); ++d)
+      key += inGroup[d] ? "*," : std::to_string(coordinate(rank, d)) + ",";
+    cached = &communicators[key];
+  }
+  Communicator &comm = *cached;
   if (comm.members.empty()) {
     // Members in group-rank order: row-major over the op's axes in the order listed.
     int64_t groupSize = 1;
@@ -398,6 +408,17 @@ static std::string collectiveSignature(Operation *op) {
   return text;
 }
 
+/// Whether two members' collectives agree (collectiveSignature): the same op trivially (the replicas of a
+/// stage run one function), else compared without printing unless the types match.
+static bool sameCollective(Operation *a, Operation *b) {
+  if (a == b)
+    return true;
+  if (a->getName() != b->getName() || a->getOperand(0).getType() != b->getOperand(0).getType() ||
+      a->getResult(0).getType() != b->getResult(0).getType())
+    return false;
+  return collectiveSignature(a) == collectiveSignature(b);
+}
+
 /// The elementwise reduction of `inputs` in order, in double, rounded once.
 static Tensor reduce(llvm::ArrayRef<const Tensor *> inputs, ReductionKind kind) {
   Tensor out(inputs[0]->getDType(), inputs[0]->getShape());
@@ -437,9 +458,8 @@ llvm::Error MultiRankExecutor::Impl::complete(Communicator &comm) {
     q.pop_front();
   }
   const int64_t index = comm.completed++;
-  std::string signature = collectiveSignature(posts[0]->op);
   for (Request *other : llvm::ArrayRef(posts).drop_front())
-    if (collectiveSignature(other->op) != signature)
+    if (!sameCollective(posts[0]->op, other->op))
       return makeError("mismatched collectives: collective #" + std::to_string(index) + " on the communicator " +
                        comm.name + " is " + collectiveSignature(posts[0]->op) + " on " + describeRank(posts[0]->rank) +
                        " (" + describeOp(posts[0]->op) + ") but " + collectiveSignature(other->op) + " on " +
@@ -717,6 +737,9 @@ llvm::Expected<bool> MultiRankExecutor::Impl::advance(int64_t rank) {
   while (!process.done) {
     Frame &frame = process.stack.back();
     Operation *op = &*frame.it;
+    if (!concrete())
+      if (Operation *next = abstractSteps.nextToStep(op); next != op)
+        frame.it = Block::iterator(op = next);
     bool blocked = false;
     if (llvm::Error error = step(rank, op, blocked))
       return rankError(rank, toString(std::move(error)));
@@ -736,6 +759,7 @@ MultiRankExecutor::Impl::run(std::function<std::string(int64_t)> entryOf,
   unmatchedSends.clear();
   unmatchedRecvs.clear();
   communicators.clear();
+  communicatorOf.clear();
   for (int64_t r = 0; r < numRanks(); ++r) {
     RankProcess &process = ranks[r];
     std::string entry = entryOf(r);

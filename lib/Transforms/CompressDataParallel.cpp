@@ -100,6 +100,17 @@ SmallVector<StateReadOp> mlir::ptrain::dataParallelGradientReads(func::FuncOp op
   return reads;
 }
 
+SmallVector<SmallVector<StateReadOp>> mlir::ptrain::dataParallelBuckets(func::FuncOp optimizerStep) {
+  SmallVector<SmallVector<StateReadOp>> buckets;
+  for (AllReduceStartOp op : allReducesOver(optimizerStep, {"dp"})) {
+    buckets.emplace_back();
+    for (Value piece : bucketPieces(op))
+      if (StateReadOp read = readOf(piece))
+        buckets.back().push_back(read);
+  }
+  return buckets;
+}
+
 CodecAttrInterface mlir::ptrain::dataParallelCodecOf(const CompressionPlan &plan, int64_t stage, StringRef key,
                                                      RankedTensorType type) {
   if (auto it = plan.dpCodecs.find(key.str()); it != plan.dpCodecs.end())

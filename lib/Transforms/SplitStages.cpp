@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
 #define DEBUG_TYPE "ptrain-split-stages"
@@ -87,36 +88,48 @@ void SplitStagesPass::runOnOperation() {
   }
 
   // After work[i], which non-rematerializable values are still used later? A cut after i is valid when that
-  // set is exactly one value and the function's arguments are dead.
-  auto isCrossing = [&](Value v, size_t i) {
-    if (Operation *def = v.getDefiningOp()) {
-      if (remat.contains(def))
-        return false;
-      auto it = llvm::find(work, def);
-      if (static_cast<size_t>(it - work.begin()) > i)
-        return false;
-    }
-    return llvm::any_of(v.getUsers(), [&](Operation *user) {
+  // set is exactly one value and the function's arguments are dead. A value defined by work[d] (an argument:
+  // d = -1) whose last user in `work` is work[u] (the return: u = work.size()) crosses exactly the cuts
+  // d <= i < u, so one sweep over difference arrays of the count and of the sum of value ids finds every
+  // cut's crossing count and, where it is one, the value (linear in the ops and uses).
+  llvm::DenseMap<Operation *, int64_t> workIndex;
+  for (auto [i, op] : llvm::enumerate(work))
+    workIndex[op] = i;
+  const int64_t numWork = work.size();
+  SmallVector<Value> values;
+  SmallVector<int64_t> countDelta(numWork + 1, 0), idDelta(numWork + 1, 0);
+  auto addValue = [&](Value v, int64_t def) {
+    int64_t last = -1;
+    for (Operation *user : v.getUsers()) {
       if (isa<func::ReturnOp>(user))
-        return true;
-      auto it = llvm::find(work, user);
-      return it != work.end() && static_cast<size_t>(it - work.begin()) > i;
-    });
+        last = numWork;
+      else if (auto it = workIndex.find(user); it != workIndex.end())
+        last = std::max(last, it->second);
+    }
+    int64_t first = std::max<int64_t>(def, 0); // cuts i in [first, last)
+    if (last <= first)
+      return;
+    int64_t id = values.size();
+    values.push_back(v);
+    countDelta[first] += 1;
+    countDelta[last] -= 1;
+    idDelta[first] += id;
+    idDelta[last] -= id;
   };
+  for (Value arg : forward.getArguments())
+    addValue(arg, -1);
+  for (auto [j, op] : llvm::enumerate(work))
+    for (Value r : op->getResults())
+      addValue(r, j);
   SmallVector<Value> candidates; // Candidate values crossing each valid cut.
   SmallVector<size_t> cutAfter;
-  for (size_t i = 0; i + 1 < work.size(); ++i) {
-    SmallVector<Value> crossing;
-    for (Value arg : forward.getArguments())
-      if (isCrossing(arg, i))
-        crossing.push_back(arg);
-    for (size_t j = 0; j <= i; ++j)
-      for (Value r : work[j]->getResults())
-        if (isCrossing(r, i))
-          crossing.push_back(r);
-    if (crossing.size() == 1 && crossing.front().getDefiningOp()) {
+  int64_t count = 0, idSum = 0;
+  for (int64_t i = 0; i + 1 < numWork; ++i) {
+    count += countDelta[i];
+    idSum += idDelta[i];
+    if (count == 1 && values[idSum].getDefiningOp()) {
       cutAfter.push_back(i);
-      candidates.push_back(crossing.front());
+      candidates.push_back(values[idSum]);
     }
   }
   // Layer granularity: keep the cuts that start a layer, i.e. whose segment up to the next single-tensor cut

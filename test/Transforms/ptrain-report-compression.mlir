@@ -11,7 +11,7 @@
 // CHECK: === ptrain plan report ===
 // The compressed dp all-reduce is PowerSGD's two rounds with its phases around them.
 // CHECK: critical path ({{[0-9]+}} steps): {{.*}} encode B3@1 send B3 1->0 decode B3@0 B3@0 dp PowerSGD P = M Q@0 dp all-reduce stage 0 (P) dp PowerSGD Q = M^T orth(P)@0
-// CHECK: stage 0 dp all-reduce 1.67 MiB (PowerSGD P and Q):
+// CHECK: stage 0 dp all-reduce 1.54 MiB (PowerSGD P and Q):
 
 // At this size compression does not pay: NVLink moves the 128 KiB gradient in 0.3 us plus 3 us latency,
 // and the two PowerSGD codes pay that latency twice; every matrix of the 128-wide model takes PowerSGD's
@@ -23,15 +23,18 @@
 // Four gradients of 4 x 64 x 128 f32 (128 KiB) on link 1 -> 0, one of them as P (256 x 16) and Q (128 x 16).
 // CHECK-NEXT: activations 0->1 512.00 KiB 512.00 KiB
 // CHECK-NEXT: gradients 1->0 512.00 KiB 408.00 KiB
-// CHECK-NEXT: dp all-reduce stage 0 1.67 MiB 1.67 MiB
-// CHECK-NEXT: dp all-reduce stage 1 1.64 MiB 1.64 MiB
-// CHECK-NEXT: tied all-reduce 128.00 KiB 128.00 KiB
+// Fused embedding sync (on by default): the tied embedding gradient (256 x 128 f32, 128 KiB) leaves both
+// stages' dp all-reduces, and the tied all-reduce runs over dp x pp (4 ranks: 2 x 3/4 of 128 KiB sent).
+// CHECK-NEXT: dp all-reduce stage 0 1.67 MiB 1.54 MiB
+// CHECK-NEXT: dp all-reduce stage 1 1.64 MiB 1.51 MiB
+// CHECK-NEXT: tied all-reduce 128.00 KiB 192.00 KiB
+// CHECK-NEXT: loss all-reduce 6.00 B 6.00 B
 // CHECK-NEXT: codec kernel time per iteration (ms, compute stream)
 // CHECK-NEXT: stage encode decode dp codec
 // CHECK-NEXT: 0 0.000 0.000 0.003
 // CHECK-NEXT: 1 0.000 0.000 0.000
 // CHECK-NEXT: compressed edges (2)
-// CHECK-NEXT: dp all-reduce stage 0: #ptrain.powersgd<rank = 128> (clamped to min(n, m)) on 0 gradients, 26 exact, 1.67 MiB -> 1.67 MiB, comm {{.*}} (critical)
+// CHECK-NEXT: dp all-reduce stage 0: #ptrain.powersgd<rank = 128> (clamped to min(n, m)) on 0 gradients, 25 exact, 1.67 MiB -> 1.54 MiB, comm {{.*}} (critical)
 // CHECK-NEXT: send B3 1->0: #ptrain.powersgd<rank = 16>, 128.00 KiB -> 24.00 KiB, comm 0.003 -> 0.006 ms, encode {{.*}} (critical)
 
 // JSON: "compression": {

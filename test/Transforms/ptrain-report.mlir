@@ -2,7 +2,7 @@
 // RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=4" --ptrain-build-training-step="micro-batches=8" --ptrain-schedule --ptrain-report="cluster=%S/../../clusters/h200-node.json json=%t.json trace=%t.trace.json" -o /dev/null 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=JSON < %t.json
 // RUN: FileCheck %s --check-prefix=TRACE < %t.trace.json
-// RUN: %PYTHON -c "import json,sys; t=json.load(open(sys.argv[1])); ev=[e for e in t['traceEvents'] if e['ph']=='X']; assert len(ev)==3*17+9+2*3*8+4, len(ev); print('events', len(ev))" %t.trace.json | FileCheck %s --check-prefix=COUNT
+// RUN: %PYTHON -c "import json,sys; t=json.load(open(sys.argv[1])); ev=[e for e in t['traceEvents'] if e['ph']=='X']; assert len(ev)==3*17+9+2*3*8+4+4, len(ev); print('events', len(ev))" %t.trace.json | FileCheck %s --check-prefix=COUNT
 // RUN: not ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2" --ptrain-schedule --ptrain-report="cluster=%S/../../clusters/h200-node.json json=%t.nodir/r.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOWRITE
 
 // The readable report on stderr: configuration, iteration time and bubble, time split, traffic per link
@@ -56,7 +56,7 @@
 // TRACE-NEXT: "ts": 0
 
 // 17 compute steps on stages 0-2 (8 F, 8 B, O), 9 on stage 3 (8 FB, O), 8 transfers each way on 3 links,
-// and the tied-embedding all-reduce on each of the 4 ranks' communication streams.
-// COUNT: events 112
+// and the tied-embedding and loss all-reduces on each of the 4 ranks' communication streams.
+// COUNT: events 116
 
 // NOWRITE: error: --ptrain-report: cannot write the report to '{{.*}}r.json'

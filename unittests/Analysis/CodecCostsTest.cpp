@@ -2,7 +2,7 @@
 //
 // The counts of CodecCosts.h against the formulas of docs/TimingModel.md ("Codec kernels"): PowerSGD's GEMMs
 // and Gram-Schmidt, its exact path, the memory-bound passes of the elementwise codecs, and data-parallel
-// PowerSGD's message sizes.
+// PowerSGD's message sizes; the compressed dp all-reduce of every codec as the runtime runs it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +11,7 @@
 
 #include <cmath>
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/MLIRContext.h"
 
 #include "gtest/gtest.h"
@@ -103,6 +104,57 @@ TEST_F(CodecCostsTest, ElementwiseCodecsAreMemoryPasses) {
   double k = std::ceil(0.01 * numel);
   EXPECT_DOUBLE_EQ(t.codeBytes, 8 * k);
   EXPECT_DOUBLE_EQ(t.encode[0].cost.bytes, 4 * numel + 8 * k + 8 * numel);
+}
+
+TEST_F(CodecCostsTest, DataParallelCodecsFollowTheRuntimesRounds) {
+  auto type = RankedTensorType::get({1024, 256}, Float32Type::get(&context));
+  double numel = 1024 * 256;
+  auto codec = [&](const char *text) { return cast<CodecAttrInterface>(parseAttribute(text, &context)); };
+  auto sent = [](const std::vector<CodecCollective> &round) {
+    double s = 0;
+    for (const CodecCollective &c : round)
+      s += c.sentBytes;
+    return s;
+  };
+  // rand-k over 4 ranks: one ring all-reduce of the k values (6 latencies, 2 x 3/4 of 4 k bytes); encode
+  // before it, decode after it.
+  auto randk = getDataParallelCodecWork(codec("#ptrain.randk<k = 1000, seed = 1>"), type, 4, true);
+  ASSERT_TRUE(static_cast<bool>(randk));
+  ASSERT_EQ(randk->first.size(), 1u);
+  EXPECT_DOUBLE_EQ(randk->first[0].latencies, 6);
+  EXPECT_DOUBLE_EQ(randk->first[0].sentBytes, 1.5 * 4000);
+  EXPECT_TRUE(randk->second.empty());
+  EXPECT_EQ(randk->phaseP.size(), 1u);
+  EXPECT_EQ(randk->finish.size(), 1u);
+  // bf16 cast over 4 ranks: all-to-all of the 2-byte codes (3 latencies, 3/4 of 2 N), the fp32 sum of this
+  // rank's chunk, all-gather of the 4 N / 4 fp32 chunks (3 latencies, 3 x N bytes), a copy of 4 N.
+  auto cast16 = getDataParallelCodecWork(codec("#ptrain.cast<bf16>"), type, 4, false);
+  ASSERT_TRUE(static_cast<bool>(cast16));
+  EXPECT_DOUBLE_EQ(cast16->first[0].latencies, 3);
+  EXPECT_DOUBLE_EQ(sent(cast16->first), 0.75 * 2 * numel);
+  EXPECT_DOUBLE_EQ(cast16->second[0].latencies, 3);
+  EXPECT_DOUBLE_EQ(sent(cast16->second), 3 * numel);
+  EXPECT_DOUBLE_EQ(cast16->phaseQ[0].cost.bytes, 2 * numel + numel);
+  EXPECT_DOUBLE_EQ(cast16->finish[0].cost.bytes, 8 * numel);
+  // 8-bit quantization over 4 ranks: all-gather of the codes (3 latencies, 3 x the code bytes), then 4
+  // decodes (every rank's code), each reading the code and writing 4 N bytes.
+  auto quant = getDataParallelCodecWork(codec("#ptrain.quant<bits = 8>"), type, 4, true);
+  ASSERT_TRUE(static_cast<bool>(quant));
+  double code = getCodecWork(codec("#ptrain.quant<bits = 8>"), type, true).codeBytes;
+  EXPECT_DOUBLE_EQ(quant->first[0].latencies, 3);
+  EXPECT_DOUBLE_EQ(sent(quant->first), 3 * code);
+  ASSERT_EQ(quant->finish.size(), 4u);
+  EXPECT_DOUBLE_EQ(quant->finish[3].cost.bytes, code + 4 * numel);
+  // PowerSGD: the rank clamps to the matrix; two all-reduces of P (n x r) and Q (m x r).
+  auto psgd = getDataParallelCodecWork(codec("#ptrain.powersgd<rank = 16>"), type, 2, true);
+  ASSERT_TRUE(static_cast<bool>(psgd));
+  EXPECT_DOUBLE_EQ(psgd->first[0].sentBytes, 4.0 * 1024 * 16);
+  EXPECT_DOUBLE_EQ(psgd->second[0].sentBytes, 4.0 * 256 * 16);
+  EXPECT_DOUBLE_EQ(psgd->second[0].latencies, 2);
+  // The linear autoencoder has no compressed all-reduce in the runtime.
+  auto ae = getDataParallelCodecWork(codec("#ptrain.linear_ae<dim = 8>"), type, 2, true);
+  ASSERT_FALSE(static_cast<bool>(ae));
+  EXPECT_NE(llvm::toString(ae.takeError()).find("linear autoencoder"), std::string::npos);
 }
 
 } // namespace

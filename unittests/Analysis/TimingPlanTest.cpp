@@ -257,6 +257,60 @@ TEST(TimingPlanTest, CompressedDataParallelRunsItsPhasesBeforeTheOptimizer) {
   EXPECT_EQ(plan.steps[plan.computeOrder[0][2]].category, PlanStep::DataParallelCodec);
 }
 
+TEST(TimingPlanTest, CompressedForwardSendDecodesBeforeTheConsumer) {
+  // Two stages, one micro-batch: F0 (1), encode F0 (0.25) on stage 0, the codes (0.125), decode F0 (0.375)
+  // on stage 1, FB0 (3), the gradient back (0.5), B0 (2), O.
+  PipelineCosts costs = uniformCosts("1f1b", 2, 1, 1.0, 2.0);
+  costs.stages[0].sendForward = {4.0, 1000, true};
+  costs.stages[1].sendBackward.seconds = 0.5;
+  costs.stages[0].compressedForward[0] = {0.25, 0.375, {0.125, 10, true}, "#ptrain.quant<bits = 8>"};
+  PipelinePlanIndex index;
+  Plan plan = planOrDie(costs, index);
+  Timeline t = simulateOrDie(plan);
+  EXPECT_DOUBLE_EQ(t.iterationTime, 1.0 + 0.25 + 0.125 + 0.375 + 3.0 + 0.5 + 2.0);
+  std::vector<std::string> path;
+  for (int id : t.criticalPath)
+    path.push_back(plan.steps[id].name);
+  EXPECT_EQ(path, (std::vector<std::string>{"F0", "encode F0", "send F0 0->1", "decode F0", "FB0", "send B0 1->0", "B0",
+                                            "O"}));
+  EXPECT_EQ(plan.steps[index.sendSteps[0][0]].bytes, 10);
+  EXPECT_EQ(plan.steps[index.encodeSteps[0][0]].name, "encode F0");
+  ASSERT_EQ(plan.computeOrder[1].size(), 3u);
+  EXPECT_EQ(plan.steps[plan.computeOrder[1][0]].name, "decode F0");
+}
+
+TEST(TimingPlanTest, DataParallelWaitsForTheSendsAndTheLossEndsTheIteration) {
+  // Two stages, one micro-batch. Stage 1 sends its gradient (5) after FB0; the lowering waits on it before
+  // the optimizer step posts the dp all-reduce (0.5), so stage 1's all-reduce starts at the end of the send,
+  // not at the end of FB0. After both optimizer steps (0.25) the loss all-reduce (0.125) joins the ranks.
+  PipelineCosts costs = uniformCosts("1f1b", 2, 1, 1.0, 2.0);
+  costs.stages[1].sendBackward.seconds = 5.0;
+  for (RankCosts &rc : costs.ranks) {
+    rc.dataParallel = {0.5, 100, true, 150};
+    rc.optimizer = 0.25;
+  }
+  costs.loss = {0.125, 4, true, 6};
+  PipelinePlanIndex index;
+  Plan plan = planOrDie(costs, index);
+  Timeline t = simulateOrDie(plan);
+  const double fb0End = 1.0 + 3.0, sendEnd = fb0End + 5.0;
+  EXPECT_DOUBLE_EQ(t.start[index.dataParallelSteps[1]], sendEnd);
+  // Stage 0: B0 after the gradient (ends 11), its all-reduce, O; stage 1's O ends earlier.
+  EXPECT_DOUBLE_EQ(t.start[index.dataParallelSteps[0]], sendEnd + 2.0);
+  ASSERT_GE(index.lossStep, 0);
+  const PlanStep &loss = plan.steps[index.lossStep];
+  EXPECT_EQ(loss.category, PlanStep::Loss);
+  EXPECT_EQ(loss.ranks, (std::vector<int>{0, 1}));
+  EXPECT_DOUBLE_EQ(loss.sentBytes, 6);
+  EXPECT_DOUBLE_EQ(t.start[index.lossStep], sendEnd + 2.0 + 0.5 + 0.25);
+  EXPECT_DOUBLE_EQ(t.iterationTime, sendEnd + 2.0 + 0.5 + 0.25 + 0.125);
+  EXPECT_TRUE(t.critical[index.lossStep]);
+  // Stage 0's exposed communication: B0 waits for the gradient (5), O for the dp all-reduce (0.5), and the
+  // loss all-reduce after the last compute step (0.125) counts as exposed, not as idle time.
+  EXPECT_DOUBLE_EQ(t.exposedCommTime[0], 5.0 + 0.5 + 0.125);
+  EXPECT_DOUBLE_EQ(t.idleTime[0], 3.0); // while stage 1 runs FB0
+}
+
 TEST(TimingPlanTest, TransfersThroughOneNicGoOneAtATime) {
   // Two transfers between different rank pairs, both ready at 0, through the same NIC resource (link 0):
   // the second waits for the first; without the shared resource they overlap.

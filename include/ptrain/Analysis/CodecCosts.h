@@ -57,6 +57,36 @@ struct DataParallelPowerSGDWork {
 };
 DataParallelPowerSGDWork getDataParallelPowerSGDWork(int64_t n, int64_t m, int64_t rank, bool errorFeedback);
 
+/// One collective round of a compressed dp all-reduce over n ranks: it pays `latencies` message latencies and
+/// each rank sends `sentBytes` (time = latencies x latency + sentBytes / bandwidth). `bytes` is the data per
+/// rank it reduces or contributes (for reports).
+struct CodecCollective {
+  double latencies = 0, sentBytes = 0, bytes = 0;
+};
+/// A ring all-reduce of `bytes` per rank: 2(n-1) latencies, 2(n-1)/n of the bytes sent.
+CodecCollective ringAllReduce(double bytes, int64_t n);
+
+/// The compressed dp all-reduce of one gradient with `codec` over n ranks, as the runtime's
+/// ptrain_compressed_all_reduce_start runs it (lib/Runtime/cpu/CompressedCollectives.cpp): phase P before the
+/// first round, phase Q between the rounds, finish after the last round.
+/// * PowerSGD (rank clamped to min(rank, n_rows, m)): getDataParallelPowerSGDWork; rounds: all-reduce of P
+///   (the exact path: of M), all-reduce of Q.
+/// * rand-k: encode; all-reduce of the k values; decode.
+/// * casts: encode; all-to-all of the 16-bit chunks ((n-1) latencies, (n-1)/n of the codes); the fp32 sum
+///   of this rank's chunk (reads the n chunks, writes 4 N / n bytes); all-gather of the fp32 chunks ((n-1)
+///   latencies, (n-1) x 4 N / n bytes); a copy into the output.
+/// * top-k and quantization: encode; all-gather of the codes ((n-1) latencies, (n-1) x the code bytes);
+///   n decodes (one per rank's code, summed).
+/// The linear autoencoder has no compressed all-reduce in the runtime: an error.
+struct DataParallelCodecWork {
+  std::vector<CodecPhase> phaseP, phaseQ, finish;
+  std::vector<CodecCollective> first, second;
+  /// PowerSGD's exact path ((n + m) r >= n m): one all-reduce of M.
+  bool exact = false;
+};
+llvm::Expected<DataParallelCodecWork> getDataParallelCodecWork(CodecAttrInterface codec, RankedTensorType type,
+                                                               int64_t n, bool errorFeedback);
+
 /// Seconds of `phases` on one device of `cluster` (the op-time rule above). Fails naming a missing peak.
 llvm::Expected<double> getCodecSeconds(llvm::ArrayRef<CodecPhase> phases, const ClusterSpec &cluster);
 

@@ -13,13 +13,15 @@
 //   has finished F<i> and the receiving rank has finished the step before F<i> (it posts its receive then);
 // * B<i> / FB<i> of c < P V - 1 needs the gradient from c + 1 (sent by its B<i> or FB<i>) and the end of its
 //   own F<i> send (the lowering waits on it there);
-// * a compressed gradient send has an encode step on the sender's compute stream right after the producing
-//   step (the transfer starts after it) and a decode step on the receiver's compute stream right before the
-//   consuming step (after the transfer); the transfer carries the codes;
-// * after its last backward, a rank all-reduces its gradients over dp on its communication stream (or, when
-//   compressed, runs data-parallel PowerSGD: phase P on the compute stream, all-reduce of P, phase Q,
-//   all-reduce of Q, finish); then every rank joins the tied-parameter all-reduce over pp (when the model has
-//   tied parameters); the optimizer step O runs after both and after every send of the rank has ended;
+// * a compressed send (gradient or activation) has an encode step on the sender's compute stream right after
+//   the producing step (the transfer starts after it) and a decode step on the receiver's compute stream
+//   right before the consuming step (after the transfer); the transfer carries the codes;
+// * after its last backward and once every send of the rank has ended (the lowering waits on the pending
+//   sends before it calls the optimizer step, which posts the dp all-reduces), a rank all-reduces its
+//   gradients over dp on its communication stream, one NCCL all-reduce per bucket (or, when some gradients
+//   have dp codecs: the codec phases on the compute stream around one or two rounds of collectives); then
+//   every rank joins the tied-parameter all-reduce (over pp, or dp x pp with fused embedding sync); the
+//   optimizer step O runs after both; after O every rank joins the all-reduce of the loss over dp x pp;
 // * link contention: transfers between ranks on different nodes occupy the sending node's NIC egress and the
 //   receiving node's ingress (`rankNodes`), so transfers of different stages sharing a node go one at a time;
 //   without `rankNodes`, each link direction between two ranks is its own resource.
@@ -46,6 +48,8 @@ struct CommCost {
   double seconds = 0;
   double bytes = 0;
   bool interNode = false;
+  /// Collectives: bytes each member sends on the wire (PlanStep::sentBytes); < 0: not given.
+  double sentBytes = -1;
 };
 
 /// A compressed point-to-point message: codec kernels on the sender's and the receiver's compute streams
@@ -57,9 +61,11 @@ struct CompressedTransfer {
   std::string codec;
 };
 
-/// A rank's data-parallel gradient all-reduce compressed per gradient with PowerSGD (Optimus-CC's selective
-/// stage compression): seconds of the phases on the compute stream and the two all-reduces (the first also
-/// carries the exact-path gradients).
+/// A rank's data-parallel gradient reduction with codecs on some gradients (Optimus-CC's selective stage
+/// compression with PowerSGD, or per-gradient dp codecs): seconds of the phases on the compute stream (P:
+/// PowerSGD's P = M Q and every other codec's encode; Q: PowerSGD's Q = M^T orth(P) and the casts' fp32
+/// chunk sums; finish: the decodes) and the two rounds of collectives (the first also carries the exact
+/// buckets and gradients).
 struct CompressedAllReduce {
   double phasePSeconds = 0, phaseQSeconds = 0, finishSeconds = 0;
   CommCost first, second;
@@ -77,15 +83,18 @@ struct StageCosts {
   double forwardBackward = 0;
   /// Activation to c + 1 and gradient to c - 1.
   CommCost sendForward, sendBackward;
-  /// Micro-batches whose gradient send to c - 1 is compressed (replacing sendBackward for them).
-  std::map<int64_t, CompressedTransfer> compressedBackward;
+  /// Micro-batches whose gradient send to c - 1 (activation send to c + 1) is compressed, replacing
+  /// sendBackward (sendForward) for them.
+  std::map<int64_t, CompressedTransfer> compressedBackward, compressedForward;
 };
 
 /// Costs of one rank (pipeline stage with all its chunks).
 struct RankCosts {
   double optimizer = 0;
-  /// The rank's gradient all-reduce over dp; none when bytes == 0.
+  /// The rank's gradient all-reduces over dp (all its buckets, one after the other); none when bytes == 0.
   CommCost dataParallel;
+  /// NCCL all-reduces the dp reduction consists of (buckets), for reports.
+  int64_t dataParallelBuckets = 0;
   /// When set, the dp all-reduce is compressed (replacing dataParallel).
   std::optional<CompressedAllReduce> compressedDataParallel;
   /// Peak device memory (bytes).
@@ -101,8 +110,11 @@ struct PipelineCosts {
   std::vector<RankCosts> ranks;
   /// Per rank, the table row (docs/TrainingStep.md).
   std::vector<std::vector<ScheduleStep>> table;
-  /// The tied-parameter all-reduce over pp before the optimizer step; none when bytes == 0.
+  /// The tied-parameter all-reduce over pp (dp x pp with fused embedding sync) before the optimizer step;
+  /// none when bytes == 0.
   CommCost tied;
+  /// The all-reduce of the loss over dp x pp after the optimizer step; none when bytes == 0.
+  CommCost loss;
   double memoryCapacity = 0;
   /// Per rank, the node holding its (first) GPU; empty: no NIC sharing between ranks is modelled.
   std::vector<int64_t> rankNodes;
@@ -123,6 +135,8 @@ struct PipelinePlanIndex {
   std::vector<std::vector<int>> dataParallelPhases;
   /// The tied-parameter all-reduce, -1.
   int tiedStep = -1;
+  /// The loss all-reduce, -1.
+  int lossStep = -1;
 };
 
 /// Builds the plan. Fails when the table does not have one row per rank, the stage costs are not P V

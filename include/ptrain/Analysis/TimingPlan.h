@@ -34,7 +34,7 @@ struct PlanStep {
   enum Kind { Compute, Transfer, Collective };
   /// What the step is, for reports and tests.
   /// Encode / Decode: codec kernels of a compressed transfer; DataParallelCodec: the compute phases of a
-  /// compressed dp all-reduce.
+  /// compressed dp all-reduce; Loss: the all-reduce of the mean loss over dp x pp after the optimizer step.
   enum Category {
     Forward,
     Backward,
@@ -46,7 +46,8 @@ struct PlanStep {
     Tied,
     Encode,
     Decode,
-    DataParallelCodec
+    DataParallelCodec,
+    Loss
   };
 
   Kind kind = Compute;
@@ -65,6 +66,9 @@ struct PlanStep {
   /// when the step is not a table entry) and the micro-batch (-1 if none).
   std::string name;
   double bytes = 0;
+  /// Collectives: bytes each member sends on the wire (a ring all-reduce 2(n-1)/n of `bytes`, an all-gather
+  /// (n-1) x its per-rank part); < 0: not given (reports use 2(n-1)/n of `bytes` with n = dp or pp).
+  double sentBytes = -1;
   bool interNode = false;
   int stage = -1;
   int tableIndex = -1;
@@ -109,7 +113,8 @@ struct Timeline {
 /// start (a dependency cycle through the stream orders), naming the first such step.
 bool simulate(const Plan &plan, Timeline &out, std::string &error);
 
-/// Prints every step: name, ranks, start, end, slack in microseconds, and a `*` for critical steps.
+/// Prints every step: name, ranks, start, end, slack and duration in microseconds, and a `*` for critical
+/// steps.
 void printTimeline(const Plan &plan, const Timeline &timeline, llvm::raw_ostream &os);
 
 } // namespace mlir::ptrain

@@ -25,6 +25,10 @@ CodecAttrInterface dataParallelCodecOf(const CompressionPlan &plan, int64_t stag
 /// read, or the concatenation of flattened reads), in bucket order; operands of another form are skipped.
 llvm::SmallVector<StateReadOp> dataParallelGradientReads(func::FuncOp optimizerStep);
 
+/// The same reads per bucket: one list per `ptrain.all_reduce_start` over `[dp]`, in bucket order (the
+/// timing model prices one all-reduce per bucket).
+llvm::SmallVector<llvm::SmallVector<StateReadOp>> dataParallelBuckets(func::FuncOp optimizerStep);
+
 /// Rewrites every `ptrain.all_reduce_start` over `[dp]` in `optimizerStep` of `stage` (a bucket: one
 /// gradient read, or the concatenation of flattened gradient reads) in which some gradient has a codec
 /// (dataParallelCodecOf) into one collective per gradient: a `ptrain.compressed_all_reduce_start` with error
