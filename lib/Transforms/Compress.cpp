@@ -230,7 +230,7 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   for (const char *sends : {"cooldown", "critical", "all"}) {
     OptimusCCRule rule;
     rule.cbSends = sends;
-    rule.cbRank = smallest; // the rule's 16, clamped so that every link can take it
+    rule.cbRank = smallest; // the rule's 16, clamped so that every link can take it (the search clamps per link)
     rule.fe = false;
     AutoSeed seed;
     seed.name = std::string("optimus-cc") + (rule.cbSends == "cooldown" ? "" : " cb-sends=" + rule.cbSends);
@@ -262,12 +262,15 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
                                 << ms(d.iterationSeconds) << ")";
   // The comparison with the paper's rule (the first seed after none).
   double rule = summary.seeds.size() > 1 ? summary.seeds[1].second : -1;
-  emitRemark(module.getLoc())
-      << "--ptrain-compress policy=auto: " << decisions.size() << " moves, modelled iteration "
-      << ms(summary.uncompressedSeconds) << " uncompressed, " << ms(summary.finalSeconds) << " with auto ("
-      << llvm::formatv("{0:F4}", summary.uncompressedSeconds / summary.finalSeconds).str() << "x), optimus-cc "
-      << (rule < 0 ? std::string("not expressible")
-                   : ms(rule) + " (" + llvm::formatv("{0:F4}", summary.uncompressedSeconds / rule).str() + "x)");
+  emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: " << decisions.size() << " moves, modelled iteration "
+                              << ms(summary.uncompressedSeconds) << " uncompressed, " << ms(summary.finalSeconds)
+                              << " with auto ("
+                              << llvm::formatv("{0:F4}", summary.uncompressedSeconds / summary.finalSeconds).str()
+                              << "x), " << summary.seeds[1].first << " "
+                              << (rule < 0
+                                      ? std::string("not expressible")
+                                      : ms(rule) + " (" +
+                                            llvm::formatv("{0:F4}", summary.uncompressedSeconds / rule).str() + "x)");
   numAutoPicks += decisions.size();
   return success();
 }

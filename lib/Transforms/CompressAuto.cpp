@@ -190,10 +190,10 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     bool expressible = true;
     for (int64_t s = 1; s < pp && s < static_cast<int64_t>(seed.plan.backwardSends.size()); ++s)
       for (int64_t i = 0; i < m; ++i)
-        if (auto codec = dyn_cast_or_null<PowerSGDAttr>(seed.plan.backwardSends[s][i])) {
-          // The seed's rank at the nearest candidate, clamped to min(n, m) as the probes clamp it.
+        if (isa_and_nonnull<PowerSGDAttr>(seed.plan.backwardSends[s][i])) {
+          // The rule's rank at the nearest candidate, clamped to min(n, m) as the probes clamp it.
           auto nm = MatrixViewAttr::getMatrixShape(MatrixViewAttr(), edges.backwardTypes[s], nullptr);
-          int64_t rank = succeeded(nm) ? std::min({nearestRank(codec.getRank()), nm->first, nm->second}) : 0;
+          int64_t rank = succeeded(nm) ? std::min({nearestRank(seed.cbRank), nm->first, nm->second}) : 0;
           state.send[s][i] = findSend(s, i, rank) ? rank : 0;
           expressible &= state.send[s][i] != 0;
         } else if (seed.plan.backwardSends[s][i]) {
@@ -204,14 +204,19 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
         state.dp[s] = nearestRank(seed.plan.scRank);
         expressible &= dpOptions[s].count(state.dp[s]) != 0;
       }
+    // A seed whose ranks are not candidates runs at the nearest ones: the name says so.
+    std::string name = seed.name;
+    for (auto [what, rank] : {std::pair<const char *, int64_t>{"CB", seed.cbRank}, {"SC", seed.plan.scRank}})
+      if (nearestRank(rank) != rank)
+        name += std::string(" (") + what + " at rank " + std::to_string(nearestRank(rank)) + ")";
     if (!expressible) {
-      summary.seeds.push_back({seed.name, -1});
+      summary.seeds.push_back({name, -1});
       continue;
     }
     auto t = timeOf(state);
     if (!t)
       return modelError(t.takeError());
-    summary.seeds.push_back({seed.name, *t});
+    summary.seeds.push_back({name, *t});
     if (*t < *now) {
       *now = *t;
       current = state;

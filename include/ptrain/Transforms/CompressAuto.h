@@ -38,6 +38,8 @@ struct AutoSeed {
   std::string name;
   /// backwardSends (PowerSGD codecs or null) and dpAllReduce / scRank; the other fields are ignored.
   CompressionPlan plan;
+  /// The rule's CB rank (before any clamp to the links' min(n, m)), for the report.
+  int64_t cbRank = 16;
 };
 
 /// How each seed was modelled and which one the search started from.
