@@ -299,7 +299,10 @@ void CompressPass::runOnOperation() {
     return signalPassFailure();
   }
   if (auto v = pipeline.getAs<IntegerAttr>("virtual_stages"); v && v.getInt() != 1) {
-    error("virtual stages (the interleaved schedule) are not supported");
+    error("virtual stages are not supported (virtual_stages = ")
+        << v.getInt()
+        << ", the interleaved schedule): the record, the codec state keys and the timing of policy=auto are per "
+           "pipeline stage and link; split with virtual-stages=1 (schedule 1f1b or gpipe) to compress";
     return signalPassFailure();
   }
   const int64_t pp = ppAttr.getInt(), m = mbAttr.getInt();

@@ -236,8 +236,21 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   };
   auto moves = [&](const State &from) {
     std::vector<Move> out;
+    // The codec state (PowerSGD's warm-start Q) is keyed by the link, so the compressed sends of a link
+    // share one rank: a move that would mix ranks on a link is not a candidate.
+    auto oneRankPerLink = [&](const State &state) {
+      for (int64_t s = 1; s < pp; ++s) {
+        int64_t rank = 0;
+        for (int64_t r : state.send[s])
+          if (r && rank && r != rank)
+            return false;
+          else
+            rank = r ? r : rank;
+      }
+      return true;
+    };
     auto add = [&](State state, std::string edge, std::string codec) {
-      if (!(state == from))
+      if (!(state == from) && oneRankPerLink(state))
         out.push_back({std::move(state), std::move(edge), std::move(codec)});
     };
     std::vector<int64_t> requested(ranks.rbegin(), ranks.rend());
@@ -294,6 +307,20 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
             }
         if (!codec.empty())
           add(state, edge, codec + (r && pp > 2 ? " (clamped per link)" : ""));
+      }
+      // The compressed sends of the set at another rank (the uncompressed ones stay so).
+      for (int64_t r : requested) {
+        State state = from;
+        std::string codec;
+        for (int64_t s = 1; s < pp && r; ++s)
+          for (int64_t i = 0; i < m; ++i)
+            if (member(s, i) && from.send[s][i]) {
+              state.send[s][i] = sendRankFor(s, i, r);
+              if (codec.empty())
+                codec = sendCodec(s, i, state.send[s][i]);
+            }
+        if (!codec.empty())
+          add(state, edge + " (the compressed ones)", codec + (pp > 2 ? " (clamped per link)" : ""));
       }
     };
     for (int64_t l = 1; l < pp; ++l)
