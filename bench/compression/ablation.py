@@ -9,6 +9,12 @@ modelled iteration time, the speedup over the uncompressed plan, the bytes one G
 across nodes and on the compressed links, and the codec kernel time.
 
     python3 bench/compression/ablation.py [--bin build/bin | --opt PATH] [--out DIR] [--rows none,CB,...]
+                                          [--config optimus-cc|small] [--check-auto]
+
+`--config small` is a small plan of the same shape family (4 layers, hidden 256, TP 1, PP 2, DP 2, 4
+micro-batches) on the same cluster. `--check-auto` fails (exit 1) unless the auto row is modelled no slower
+than every other row that printed a time (the search starts from the best of none and the Optimus-CC rule's
+plans, so it must never lose to them).
 
 A row whose policy or option the compiler does not know yet is printed as "not available" with the
 compiler's message, so ROWS can name policies before they exist (FE, mcbench, auto).
@@ -38,8 +44,14 @@ ROWS = [
     ("auto", "policy=auto"),
 ]
 
-CONFIG = dict(layers=52, hidden=1920, heads=24, seq=1024, vocab=51200, micro_batch=8, grid="dp=4,pp=4,tp=8",
-              pp=4, dp=4, micro_batches=16, cluster=os.path.join(ROOT, "clusters", "optimus-cc-a100.json"))
+CONFIGS = {
+    "optimus-cc": dict(name="Optimus-CC configuration: GPT-2.5B shape", file="gpt-2.5b", layers=52, hidden=1920,
+                       heads=24, seq=1024, vocab=51200, micro_batch=8, grid="dp=4,pp=4,tp=8", pp=4, dp=4,
+                       micro_batches=16, cluster=os.path.join(ROOT, "clusters", "optimus-cc-a100.json")),
+    "small": dict(name="Small configuration", file="gpt-small", layers=8, hidden=512, heads=8, seq=256, vocab=8192,
+                  micro_batch=4, grid="dp=4,pp=4", pp=4, dp=4, micro_batches=8,
+                  cluster=os.path.join(ROOT, "clusters", "optimus-cc-a100.json")),
+}
 
 
 def run(cmd):
@@ -52,19 +64,22 @@ def main():
     ap.add_argument("--opt", default="", help="ptrain-opt itself (overrides --bin)")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "bench-compression"))
     ap.add_argument("--rows", default="", help="comma-separated row names (default: all)")
+    ap.add_argument("--config", default="optimus-cc", choices=sorted(CONFIGS), help="the plan (default optimus-cc)")
+    ap.add_argument("--check-auto", action="store_true",
+                    help="exit 1 unless the auto row is modelled no slower than every other row")
     ap.add_argument("--row", action="append", default=[], metavar="NAME:OPTIONS",
                     help="an extra row: its name and --ptrain-compress options (repeatable)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     opt = args.opt or os.path.join(args.bin, "ptrain-opt")
-    c = CONFIG
-    model = os.path.join(args.out, "gpt-2.5b.mlir")
+    c = CONFIGS[args.config]
+    model = os.path.join(args.out, c["file"] + ".mlir")
     gen = run([sys.executable, os.path.join(ROOT, "python", "ptrain", "gen_gpt_mlir.py"), "--layers", str(c["layers"]),
                "--hidden", str(c["hidden"]), "--heads", str(c["heads"]), "--seq", str(c["seq"]), "--vocab",
                str(c["vocab"]), "--micro-batch", str(c["micro_batch"]), "--grid", c["grid"], "-o", model])
     if gen.returncode:
         sys.exit("gen_gpt_mlir.py failed:\n" + gen.stderr)
-    planned = os.path.join(args.out, "gpt-2.5b.plan.mlir")
+    planned = os.path.join(args.out, c["file"] + ".plan.mlir")
     r = run([opt, model, f"--ptrain-split-stages=pp={c['pp']}",
              f"--ptrain-build-training-step=micro-batches={c['micro_batches']} dp={c['dp']}", "--ptrain-schedule",
              f"--ptrain-critical-path=cluster={c['cluster']}", "-o", planned])
@@ -78,7 +93,7 @@ def main():
     for name, options in ROWS + extra:
         if wanted and name not in wanted:
             continue
-        path = os.path.join(args.out, name.replace(" ", "_").replace("+", "-").replace("(", "").replace(")", "") +
+        path = os.path.join(args.out, c["file"] + "-" + name.replace(" ", "_").replace("+", "-").replace("(", "").replace(")", "") +
                             ".json")
         passes = ([f"--ptrain-compress={options}"] if options else []) + [f"--ptrain-report=json={path}"]
         r = run([opt, planned] + passes + ["-o", os.devnull])
@@ -90,7 +105,7 @@ def main():
             results.append((name, options, json.load(f), None))
 
     base = next((rep for name, _, rep, _ in results if name == "none" and rep), None)
-    print(f"Optimus-CC configuration: GPT-2.5B shape, grid {c['grid']}, {c['micro_batches']} micro-batches of "
+    print(f"{c['name']}, grid {c['grid']}, {c['micro_batches']} micro-batches of "
           f"{c['micro_batch']} x {c['seq']}, 1F1B, {os.path.basename(c['cluster'])}\n")
     print("| row | --ptrain-compress | iteration (ms) | speedup | inter-node bytes / GPU (GiB) | compressed "
           "edges | codec time, slowest stage (ms) |")
@@ -112,6 +127,16 @@ def main():
     if base:
         print("\ncritical backward sends (uncompressed):", ", ".join(base["critical_backward_sends"]) or "none")
         print("critical dp all-reduces (stages):", base["critical_dp_all_reduces"])
+    if args.check_auto:
+        timed = [(rep["iteration_time_s"], name) for name, _, rep, _ in results if rep]
+        auto = next((rep["iteration_time_s"] for name, _, rep, _ in results if name == "auto" and rep), None)
+        others = [(t, name) for t, name in timed if name != "auto"]
+        if auto is None or not others:
+            sys.exit("--check-auto needs the auto row and another row with a time")
+        best, best_name = min(others)
+        if auto > best * (1 + 1e-12):
+            sys.exit(f"auto check FAILED: auto {auto * 1e3:.3f} ms is slower than {best_name} {best * 1e3:.3f} ms")
+        print(f"\nauto check: auto {auto * 1e3:.3f} ms <= the best other row, {best_name}, {best * 1e3:.3f} ms")
 
 
 if __name__ == "__main__":

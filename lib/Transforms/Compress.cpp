@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #define DEBUG_TYPE "ptrain-compress"
 
@@ -30,6 +31,13 @@ using namespace mlir;
 using namespace mlir::ptrain;
 
 namespace {
+/// The switches of the Optimus-CC rule (the policy's options; policy=auto seeds its search with variants).
+struct OptimusCCRule {
+  bool cb = true, lep = true, fe = true, sc = true, scAll = false;
+  std::string cbSends = "cooldown";
+  int64_t cbRank = 16, scRank = 128;
+};
+
 struct CompressPass : public ptrain::impl::CompressPassBase<CompressPass> {
   using Base::Base;
   void runOnOperation() override;
@@ -41,9 +49,10 @@ private:
   /// Reads the edges the plan can compress: schedule rows, send types, dp gradients.
   LogicalResult readEdges(ModuleOp module, int64_t pp, int64_t m, ArrayAttr table, CompressionEdges &edges);
   LogicalResult optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
-                          DictionaryAttr schedule, CompressionPlan &plan);
+                          DictionaryAttr schedule, const OptimusCCRule &rule, CompressionPlan &plan);
   LogicalResult mcbench(const CompressionEdges &edges, CompressionPlan &plan);
-  LogicalResult autoSearch(ModuleOp module, const CompressionEdges &edges, CompressionPlan &plan);
+  LogicalResult autoSearch(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
+                           DictionaryAttr schedule, CompressionPlan &plan);
 };
 } // namespace
 
@@ -101,20 +110,20 @@ LogicalResult CompressPass::readEdges(ModuleOp module, int64_t pp, int64_t m, Ar
 }
 
 LogicalResult CompressPass::optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
-                                      DictionaryAttr schedule, CompressionPlan &plan) {
+                                      DictionaryAttr schedule, const OptimusCCRule &rule, CompressionPlan &plan) {
   const int64_t pp = edges.pp, m = edges.m;
-  if (cbRank < 1 || scRank < 1) {
-    error("cb-rank and sc-rank must be >= 1, got cb-rank = ")
-        << cbRank.getValue() << ", sc-rank = " << scRank.getValue();
+  const std::string &cbSends = rule.cbSends;
+  if (rule.cbRank < 1 || rule.scRank < 1) {
+    error("cb-rank and sc-rank must be >= 1, got cb-rank = ") << rule.cbRank << ", sc-rank = " << rule.scRank;
     return failure();
   }
   if (cbSends != "cooldown" && cbSends != "critical" && cbSends != "all") {
-    error("unknown cb-sends '") << cbSends.getValue() << "' (known: cooldown, critical, all)";
+    error("unknown cb-sends '") << cbSends << "' (known: cooldown, critical, all)";
     return failure();
   }
-  plan.backwardErrorFeedback = lep;
-  if (cb && pp > 1) {
-    plan.backwardCodec = PowerSGDAttr::get(module.getContext(), cbRank.getValue(), BoolAttr(), MatrixViewAttr());
+  plan.backwardErrorFeedback = rule.lep;
+  if (rule.cb && pp > 1) {
+    plan.backwardCodec = PowerSGDAttr::get(module.getContext(), rule.cbRank, BoolAttr(), MatrixViewAttr());
     for (int64_t s = 1; s < pp; ++s) {
       // Rank too large: an error, not a clamp, since the user asked for this rank on this link.
       if (failed(plan.backwardCodec.verifyForType([&] { return error("cb-rank: "); }, edges.backwardTypes[s])))
@@ -135,11 +144,12 @@ LogicalResult CompressPass::optimusCC(ModuleOp module, const CompressionEdges &e
       }
     }
   }
-  if (sc) {
+  plan.scRank = rule.scRank;
+  if (rule.sc) {
     auto dpCritical = schedule.getAs<ArrayAttr>("dp_all_reduce_critical");
     for (int64_t s = 0; s < pp && dpCritical; ++s) {
       auto flag = s < static_cast<int64_t>(dpCritical.size()) ? dyn_cast<BoolAttr>(dpCritical[s]) : BoolAttr();
-      plan.dpAllReduce[s] = scAll || (flag && flag.getValue());
+      plan.dpAllReduce[s] = rule.scAll || (flag && flag.getValue());
     }
   }
   // FE needs data parallelism and a tied parameter, whose sync is an all-reduce over [pp] in an optimizer step.
@@ -149,7 +159,7 @@ LogicalResult CompressPass::optimusCC(ModuleOp module, const CompressionEdges &e
     tiedSync |= fn && fn.getSymName().ends_with("_optimizer_step") &&
                 llvm::equal(op.getGridAxes().getAsValueRange<StringAttr>(), ArrayRef<StringRef>{"pp"});
   });
-  plan.fusedEmbedding = fe && edges.dp > 1 && tiedSync;
+  plan.fusedEmbedding = rule.fe && edges.dp > 1 && tiedSync;
   return success();
 }
 
@@ -192,7 +202,8 @@ LogicalResult CompressPass::mcbench(const CompressionEdges &edges, CompressionPl
   return success();
 }
 
-LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &edges, CompressionPlan &plan) {
+LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
+                                       DictionaryAttr schedule, CompressionPlan &plan) {
   AutoSearchOptions options;
   options.ranks.assign(autoRanks.begin(), autoRanks.end());
   if (options.ranks.empty())
@@ -209,23 +220,57 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   options.minGain = autoMinGain;
   options.errorBudget = autoErrorBudget;
   options.maxPicks = autoMaxPicks;
+  // The seeds: the Optimus-CC rule (CB on the cool-down sends and SC on the critical stages), and the same
+  // with CB on the critical sends and on every backward send. FE is not priced by the timing model: off.
+  std::vector<AutoSeed> seeds;
+  int64_t smallest = OptimusCCRule().cbRank;
+  for (int64_t s = 1; s < edges.pp; ++s)
+    if (auto nm = MatrixViewAttr::getMatrixShape(MatrixViewAttr(), edges.backwardTypes[s], nullptr); succeeded(nm))
+      smallest = std::min({smallest, nm->first, nm->second});
+  for (const char *sends : {"cooldown", "critical", "all"}) {
+    OptimusCCRule rule;
+    rule.cbSends = sends;
+    rule.cbRank = smallest; // the rule's 16, clamped so that every link can take it (the search clamps per link)
+    rule.fe = false;
+    AutoSeed seed;
+    seed.name = std::string("optimus-cc") + (rule.cbSends == "cooldown" ? "" : " cb-sends=" + rule.cbSends);
+    seed.plan = plan;
+    if (failed(optimusCC(module, edges, sendCritical, schedule, rule, seed.plan)))
+      return failure();
+    seeds.push_back(std::move(seed));
+  }
   std::vector<AutoDecision> decisions;
-  double uncompressed = 0;
-  if (failed(searchAutoCompression(module, edges, options, plan, decisions, uncompressed, [&] { return error(""); })))
+  AutoSummary summary;
+  if (failed(searchAutoCompression(module, edges, options, seeds, plan, decisions, summary, [&] { return error(""); })))
     return failure();
   auto ms = [](double seconds) {
     std::string text;
     llvm::raw_string_ostream(text) << llvm::format("%.3f", seconds * 1e3) << " ms";
     return text;
   };
+  {
+    InFlightDiagnostic remark = emitRemark(module.getLoc());
+    remark << "--ptrain-compress policy=auto: seeds";
+    for (auto [n, seed] : llvm::enumerate(summary.seeds))
+      remark << (n ? ", " : " ") << seed.first << " "
+             << (seed.second < 0 ? std::string("(not expressible with the candidates)") : ms(seed.second));
+    remark << "; starting from " << summary.seeds[summary.start].first;
+  }
   for (auto [n, d] : llvm::enumerate(decisions))
-    emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: pick " << n + 1 << ": " << d.edge << " -> "
+    emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: move " << n + 1 << ": " << d.edge << " -> "
                                 << d.codec << ", saves " << ms(d.savedSeconds) << " (iteration "
                                 << ms(d.iterationSeconds) << ")";
-  emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: " << decisions.size()
-                              << " changes, modelled iteration " << ms(uncompressed) << " uncompressed, "
-                              << ms(decisions.empty() ? uncompressed : decisions.back().iterationSeconds)
-                              << " with auto";
+  // The comparison with the paper's rule (the first seed after none).
+  double rule = summary.seeds.size() > 1 ? summary.seeds[1].second : -1;
+  emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: " << decisions.size() << " moves, modelled iteration "
+                              << ms(summary.uncompressedSeconds) << " uncompressed, " << ms(summary.finalSeconds)
+                              << " with auto ("
+                              << llvm::formatv("{0:F4}", summary.uncompressedSeconds / summary.finalSeconds).str()
+                              << "x), " << summary.seeds[1].first << " "
+                              << (rule < 0
+                                      ? std::string("not expressible")
+                                      : ms(rule) + " (" +
+                                            llvm::formatv("{0:F4}", summary.uncompressedSeconds / rule).str() + "x)");
   numAutoPicks += decisions.size();
   return success();
 }
@@ -254,7 +299,10 @@ void CompressPass::runOnOperation() {
     return signalPassFailure();
   }
   if (auto v = pipeline.getAs<IntegerAttr>("virtual_stages"); v && v.getInt() != 1) {
-    error("virtual stages (the interleaved schedule) are not supported");
+    error("virtual stages are not supported (virtual_stages = ")
+        << v.getInt()
+        << ", the interleaved schedule): the record, the codec state keys and the timing of policy=auto are per "
+           "pipeline stage and link; split with virtual-stages=1 (schedule 1f1b or gpipe) to compress";
     return signalPassFailure();
   }
   const int64_t pp = ppAttr.getInt(), m = mbAttr.getInt();
@@ -295,13 +343,22 @@ void CompressPass::runOnOperation() {
   plan.backwardSends.assign(pp, std::vector<CodecAttrInterface>(m));
   plan.forwardSends.assign(pp, std::vector<CodecAttrInterface>(m));
   plan.dpAllReduce.assign(pp, false);
-  if (policy == "optimus-cc" && failed(optimusCC(module, edges, sendCritical, schedule, plan)))
+  OptimusCCRule rule;
+  rule.cb = cb;
+  rule.lep = lep;
+  rule.fe = fe;
+  rule.sc = sc;
+  rule.scAll = scAll;
+  rule.cbSends = cbSends.getValue();
+  rule.cbRank = cbRank.getValue();
+  rule.scRank = scRank.getValue();
+  if (policy == "optimus-cc" && failed(optimusCC(module, edges, sendCritical, schedule, rule, plan)))
     return signalPassFailure();
   if (policy == "mcbench" && failed(mcbench(edges, plan)))
     return signalPassFailure();
   if (policy == "none")
     plan.backwardErrorFeedback = false;
-  if (policy == "auto" && failed(autoSearch(module, edges, plan)))
+  if (policy == "auto" && failed(autoSearch(module, edges, sendCritical, schedule, plan)))
     return signalPassFailure();
   if (!overrides.empty()) {
     int64_t count = 0;

@@ -1,10 +1,13 @@
 //===- CompressAuto.h - policy=auto: greedy search by re-simulation -*- C++ -*-===//
 //
-// --ptrain-compress="policy=auto" (docs/Compression.md, "policy=auto"): starting from the uncompressed
-// plan, repeatedly applies the single (edge, codec) change that lowers the modelled iteration time most,
-// re-simulating the whole plan for every candidate (1F1B has many tied critical paths, so slack alone
-// misleads). Candidates are the edges the timing model prices: each backward send (stage, micro-batch) and
+// --ptrain-compress="policy=auto" (docs/Compression.md, "policy=auto"): starting from the best of its
+// seeds (the uncompressed plan and the Optimus-CC rule's plans), repeatedly applies the move that lowers the
+// modelled iteration time most, re-simulating the whole plan for every candidate (1F1B has many tied
+// critical paths, so slack alone misleads). A move sets one edge, or a group of edges (every backward send
+// of a link, of a micro-batch, of the pipeline; every stage's dp all-reduce), to a codec or back to
+// uncompressed. Edges are the ones the timing model prices: each backward send (stage, micro-batch) and
 // each stage's dp gradient all-reduce, with PowerSGD at the ranks of `auto-ranks` (clamped to min(n, m)).
+// Every applied move lowers the modelled time, so auto is never modelled slower than its best seed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,10 +32,34 @@ struct AutoSearchOptions {
   int64_t maxPicks = 256;
 };
 
-/// One change the search applied, in order.
+/// A plan the search may start from (its PowerSGD ranks are mapped to the nearest candidate rank).
+struct AutoSeed {
+  /// For the report: "none", "optimus-cc", "optimus-cc cb-sends=critical", ...
+  std::string name;
+  /// backwardSends (PowerSGD codecs or null) and dpAllReduce / scRank; the other fields are ignored.
+  CompressionPlan plan;
+  /// The rule's CB rank (before any clamp to the links' min(n, m)), for the report.
+  int64_t cbRank = 16;
+};
+
+/// How each seed was modelled and which one the search started from.
+struct AutoSummary {
+  double uncompressedSeconds = 0;
+  /// Per seed, in order: its name and modelled iteration seconds, or a negative time when the seed is not
+  /// expressible with the candidates (a rank beyond the error budget).
+  std::vector<std::pair<std::string, double>> seeds;
+  /// The index into `seeds` the search started from.
+  size_t start = 0;
+  /// The modelled iteration seconds of the final plan.
+  double finalSeconds = 0;
+};
+
+/// One move the search applied, in order.
 struct AutoDecision {
-  /// "backward send stage 2 B15" or "dp all-reduce stage 0".
+  /// "backward send stage 2 B15", "backward sends of link 3 -> 2", "backward sends of micro-batch 4",
+  /// "every backward send", "dp all-reduce stage 0" or "every dp all-reduce".
   std::string edge;
+  /// The codec, or "none" for a removal.
   std::string codec;
   /// Modelled seconds the change saved and the iteration time after it.
   double savedSeconds = 0, iterationSeconds = 0;
@@ -45,11 +72,13 @@ struct AutoDecision {
 double estimatePowerSGDError(int64_t n, int64_t m, int64_t r);
 
 /// Fills `plan` (backwardSends, dpAllReduce, scRank; the caller set the shapes) by the greedy search on the
-/// module's `ptrain.cluster`; `decisions` explains each pick. Errors (through `emitError`) say what is
-/// missing: no cluster, or a timing model that cannot be built.
+/// module's `ptrain.cluster`, started from the best of the uncompressed plan and `seeds`; `decisions`
+/// explains each move and `summary` the seeds. Errors (through `emitError`) say what is missing: no
+/// cluster, or a timing model that cannot be built.
 LogicalResult searchAutoCompression(ModuleOp module, const CompressionEdges &edges, const AutoSearchOptions &options,
-                                    CompressionPlan &plan, std::vector<AutoDecision> &decisions,
-                                    double &uncompressedSeconds, llvm::function_ref<InFlightDiagnostic()> emitError);
+                                    llvm::ArrayRef<AutoSeed> seeds, CompressionPlan &plan,
+                                    std::vector<AutoDecision> &decisions, AutoSummary &summary,
+                                    llvm::function_ref<InFlightDiagnostic()> emitError);
 
 } // namespace mlir::ptrain
 

@@ -487,14 +487,18 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     * `auto`: a greedy search by re-simulation on the module's `ptrain.cluster`. Candidates are the edges
       the timing model prices: every backward send (stage, micro-batch) and every stage's dp gradient
       all-reduce, each with PowerSGD at the ranks `auto-ranks` (default 4, 8, 16, 32, 64, 128, clamped to
-      min(n, m)). Starting uncompressed, it repeatedly applies the single (edge, codec) change that lowers the
-      modelled iteration time most (re-simulating the whole plan per candidate; ties go to the dp
-      all-reduces by stage, then sends by stage and micro-batch, the larger rank first), and stops when no
-      change saves more than `auto-min-gain` (a fraction of the uncompressed iteration, default 0.001) or
-      after `auto-max-picks` changes. A codec whose error proxy sqrt(1 - r / min(n, m)) (PowerSGD rank r on
-      the n x m view, worst case of a flat spectrum) exceeds `auto-error-budget` (default 1: no limit) is
-      never a candidate. The first dp pick fixes `sc_rank` (the record has one). Each pick is reported as
-      a remark: the edge, the codec, the modelled saving and the iteration time after it.
+      min(n, m)). It starts from the fastest of its seeds: the uncompressed plan and the Optimus-CC rule
+      with CB on the cool-down, the critical and every backward send (SC on the critical stages). Then it
+      repeatedly applies the move that lowers the modelled iteration time most (re-simulating the whole
+      plan per move): one edge, or a group (every send of a link, of a micro-batch, of the pipeline; every
+      stage's dp all-reduce), set to a rank or back to uncompressed; the compressed sends of a link share
+      one rank (the codec state is keyed by the link) and the compressed dp all-reduces one `sc_rank`.
+      Ties go to the dp all-reduces, then single sends, then groups, the larger rank first. It stops when
+      no move saves more than `auto-min-gain` (a fraction of the uncompressed iteration, default 0.001) or
+      after `auto-max-picks` moves, so it is never modelled slower than its best seed. A codec whose error
+      proxy sqrt(1 - r / min(n, m)) (PowerSGD rank r on the n x m view, worst case of a flat spectrum)
+      exceeds `auto-error-budget` (default 1: no limit) is never a candidate. Remarks list the seeds' times,
+      each move (edges, codec, saving, iteration time after it) and compare auto with optimus-cc.
 
     A codec spec (`fwd-codec`, `bwd-codec`, and the override file) is `none`, `fp16`, `bf16`,
     `powersgd:rank=R[,warm-start=false]`, `topk:k=K` or `topk:ratio=X`, `randk:k=K|ratio=X[,seed=S]`,
@@ -565,7 +569,7 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
            "auto: stop when no change saves more than this fraction of the uncompressed iteration time.">,
     Option<"autoErrorBudget", "auto-error-budget", "double", /*default=*/"1.0",
            "auto: the largest error proxy sqrt(1 - r / min(n, m)) a codec may have, in (0, 1].">,
-    Option<"autoMaxPicks", "auto-max-picks", "int64_t", /*default=*/"256", "auto: at most this many changes.">,
+    Option<"autoMaxPicks", "auto-max-picks", "int64_t", /*default=*/"256", "auto: at most this many moves.">,
   ];
   let statistics = [
     Statistic<"numCompressedSends", "compressed-sends", "Pipeline sends marked for compression">,
