@@ -223,6 +223,21 @@ template <UnaryKind kind> LogicalResult legalizeUnary(OnnxNodeOp node, IRRewrite
   return replaceWith<UnaryOp>(node, rewriter, kind, node.getInputs()[0]);
 }
 
+/// Neg-6/13: `ptrain.unary neg` on floats; on signed integers (the expanded LayerNormalization negates an i64
+/// axis) `ptrain.binary sub` from a zero of the element type.
+LogicalResult legalizeNeg(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, 1)))
+    return failure();
+  Value x = node.getInputs()[0];
+  Type elementType = cast<RankedTensorType>(x.getType()).getElementType();
+  if (isa<FloatType>(elementType))
+    return replaceWith<UnaryOp>(node, rewriter, UnaryKind::Neg, x);
+  if (!elementType.isSignlessInteger() || elementType.isInteger(1))
+    return nodeError(node) << "Neg of " << x.getType() << " is not supported (float or signed integers)";
+  return replaceWith<BinaryOp>(node, rewriter, BinaryKind::Sub,
+                               scalarConstant(rewriter, node.getLoc(), elementType, 0.0), x);
+}
+
 LogicalResult legalizeMatMul(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 2, 2)))
     return failure();
@@ -367,7 +382,7 @@ const PatternTable &patterns() {
     t.onOp("Pow", 7, legalizeBinary<BinaryKind::Pow>);
     t.onOp("Max", 8, legalizeBinary<BinaryKind::Max>);
     t.onOp("Min", 8, legalizeBinary<BinaryKind::Min>);
-    t.onOp("Neg", 6, legalizeUnary<UnaryKind::Neg>);
+    t.onOp("Neg", 6, legalizeNeg);
     t.onOp("Exp", 6, legalizeUnary<UnaryKind::Exp>);
     t.onOp("Log", 6, legalizeUnary<UnaryKind::Log>);
     t.onOp("Sqrt", 6, legalizeUnary<UnaryKind::Sqrt>);
@@ -384,6 +399,7 @@ const PatternTable &patterns() {
     populateMiscPatterns(t);
     populateSelectionPatterns(t);
     populateReductionPatterns(t);
+    populateLossPatterns(t);
     return t;
   }();
   return table;
