@@ -52,6 +52,8 @@ EXCLUDED = {
     "test_training_dropout_default": "reference mask drawn from numpy's RNG (as test_training_dropout)",
     "test_training_dropout_default_mask": "reference mask drawn from numpy's RNG (as test_training_dropout)",
     "test_training_dropout_mask": "reference mask drawn from numpy's RNG (as test_training_dropout)",
+    "test_cast_FLOAT_to_BFLOAT16": "onnx 1.12's reference truncates to bfloat16 (all 12 values are the truncated "
+                                   "bits); ptrain rounds to nearest even, as later ONNX references do",
 }
 
 

@@ -128,15 +128,21 @@ LogicalResult legalizeDropout(OnnxNodeOp node, IRRewriter &rewriter) {
   bool training = false;
   if (node.getInputs().size() > 2) {
     DenseIntElementsAttr mode;
-    if (!matchPattern(node.getInputs()[2], m_Constant(&mode)) || !mode.isSplat())
-      return nodeError(node) << "input 'training_mode' (input #2) must be a constant; ptrain's IR is static";
+    if (!matchPattern(node.getInputs()[2], m_Constant(&mode)) || !mode.isSplat()) {
+      explainNotConstant(nodeError(node) << "input 'training_mode' (input #2) must be a constant",
+                         node.getInputs()[2]);
+      return failure();
+    }
     training = !mode.getSplatValue<APInt>().isZero();
   }
   double ratio = 0.5;
   if (training && node.getInputs().size() > 1) {
     DenseFPElementsAttr value;
-    if (!matchPattern(node.getInputs()[1], m_Constant(&value)) || !value.isSplat())
-      return nodeError(node) << "input 'ratio' (input #1) must be a constant in training mode";
+    if (!matchPattern(node.getInputs()[1], m_Constant(&value)) || !value.isSplat()) {
+      explainNotConstant(nodeError(node) << "input 'ratio' (input #1) must be a constant in training mode",
+                         node.getInputs()[1]);
+      return failure();
+    }
     ratio = value.getSplatValue<APFloat>().convertToDouble();
   }
   Value x = node.getInputs()[0];

@@ -223,6 +223,32 @@ template <UnaryKind kind> LogicalResult legalizeUnary(OnnxNodeOp node, IRRewrite
   return replaceWith<UnaryOp>(node, rewriter, kind, node.getInputs()[0]);
 }
 
+/// Pow-7/12/13/15: one element type is `ptrain.binary pow`; from opset 12 the exponent may have another type:
+/// a float base takes the exponent cast to its type, an integer base is raised in the float exponent's type
+/// and the result cast back (ONNX: the result has the base's type).
+LogicalResult legalizePow(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 2, 2)))
+    return failure();
+  Value base = node.getInputs()[0], exponent = node.getInputs()[1];
+  auto baseType = cast<RankedTensorType>(base.getType()), expType = cast<RankedTensorType>(exponent.getType());
+  if (baseType.getElementType() == expType.getElementType())
+    return replaceWith<BinaryOp>(node, rewriter, BinaryKind::Pow, base, exponent);
+  Location loc = node.getLoc();
+  if (isa<FloatType>(baseType.getElementType())) {
+    Value converted = CastOp::create(rewriter, loc, expType.clone(baseType.getElementType()), exponent);
+    return replaceWith<BinaryOp>(node, rewriter, BinaryKind::Pow, base, converted);
+  }
+  if (!isa<FloatType>(expType.getElementType()))
+    return nodeError(node) << "Pow of " << baseType << " by " << expType
+                           << " is not supported (one element type, or a float base or exponent)";
+  Value converted = CastOp::create(rewriter, loc, baseType.clone(expType.getElementType()), base);
+  Value y = buildChecked<BinaryOp>(node, rewriter, BinaryKind::Pow, converted, exponent);
+  if (!y)
+    return failure();
+  auto yType = cast<RankedTensorType>(y.getType());
+  return replaceFirstOutput(node, CastOp::create(rewriter, loc, yType.clone(baseType.getElementType()), y), rewriter);
+}
+
 /// Neg-6/13: `ptrain.unary neg` on floats; on signed integers (the expanded LayerNormalization negates an i64
 /// axis) `ptrain.binary sub` from a zero of the element type.
 LogicalResult legalizeNeg(OnnxNodeOp node, IRRewriter &rewriter) {
@@ -379,7 +405,7 @@ const PatternTable &patterns() {
     t.onOp("Sub", 7, legalizeBinary<BinaryKind::Sub>);
     t.onOp("Mul", 7, legalizeBinary<BinaryKind::Mul>);
     t.onOp("Div", 7, legalizeBinary<BinaryKind::Div>);
-    t.onOp("Pow", 7, legalizeBinary<BinaryKind::Pow>);
+    t.onOp("Pow", 7, legalizePow);
     t.onOp("Max", 8, legalizeBinary<BinaryKind::Max>);
     t.onOp("Min", 8, legalizeBinary<BinaryKind::Min>);
     t.onOp("Neg", 6, legalizeNeg);
