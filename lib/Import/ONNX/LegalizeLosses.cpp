@@ -41,8 +41,7 @@ LogicalResult checkOperands(OnnxNodeOp node, RankedTensorType scores, RankedTens
   SmallVector<int64_t> expected = {scores.getDimSize(0)};
   llvm::append_range(expected, scores.getShape().drop_front(2));
   if (!labels.getElementType().isInteger() || labels.getShape() != ArrayRef<int64_t>(expected))
-    return nodeError(node) << "labels must be integers of shape [N, d...] for scores " << scores << ", got "
-                           << labels;
+    return nodeError(node) << "labels must be integers of shape [N, d...] for scores " << scores << ", got " << labels;
   if (weights) {
     auto type = cast<RankedTensorType>(weights.getType());
     if (type.getRank() != 1 || type.getDimSize(0) != scores.getDimSize(1) ||

@@ -129,8 +129,7 @@ LogicalResult legalizeDropout(OnnxNodeOp node, IRRewriter &rewriter) {
   if (node.getInputs().size() > 2) {
     DenseIntElementsAttr mode;
     if (!matchPattern(node.getInputs()[2], m_Constant(&mode)) || !mode.isSplat()) {
-      explainNotConstant(nodeError(node) << "input 'training_mode' (input #2) must be a constant",
-                         node.getInputs()[2]);
+      explainNotConstant(nodeError(node) << "input 'training_mode' (input #2) must be a constant", node.getInputs()[2]);
       return failure();
     }
     training = !mode.getSplatValue<APInt>().isZero();

@@ -3,7 +3,8 @@
 // ReduceSum (axes as attribute before opset 13, as an optional input from 13), ReduceMean and ReduceMax
 // (axes as attribute, opsets 1-17) become ptrain.reduce; Softmax and LogSoftmax (the 2-D coercion at `axis`
 // before opset 13, one axis from 13) become ptrain.softmax / ptrain.log_softmax, with reshapes around them for
-// the coercion (the losses are in LegalizeLosses.cpp). Semantics from the ONNX operator definitions (https://onnx.ai/onnx/operators/).
+// the coercion (the losses are in LegalizeLosses.cpp). Semantics from the ONNX operator definitions
+// (https://onnx.ai/onnx/operators/).
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,8 +2,9 @@
 //
 // Unsqueeze and Squeeze (axes as an attribute before opset 13, as a constant input from 13) and Flatten
 // become ptrain.reshape; Concat becomes ptrain.concat; Slice-10 with constant starts/ends/axes/steps becomes
-// ptrain.slice (unit steps) and ptrain.gather of constant indices (other steps, negative ones included). Each pattern computes the result shape from the ONNX operator definition
-// (https://onnx.ai/onnx/operators/) and checks it against the type ONNX shape inference gave.
+// ptrain.slice (unit steps) and ptrain.gather of constant indices (other steps, negative ones included). Each pattern
+// computes the result shape from the ONNX operator definition (https://onnx.ai/onnx/operators/) and checks it against
+// the type ONNX shape inference gave.
 //
 //===----------------------------------------------------------------------===//
 
@@ -220,7 +221,8 @@ LogicalResult legalizeSlice(OnnxNodeOp node, IRRewriter &rewriter) {
     auto type = cast<RankedTensorType>(result.getType());
     SmallVector<int64_t> shape(type.getShape());
     shape[axis] = static_cast<int64_t>(indices.size());
-    result = buildChecked<GatherOp>(node, rewriter, type.clone(shape), result, constant, rewriter.getI64IntegerAttr(axis));
+    result =
+        buildChecked<GatherOp>(node, rewriter, type.clone(shape), result, constant, rewriter.getI64IntegerAttr(axis));
   }
   if (!result)
     return failure();
