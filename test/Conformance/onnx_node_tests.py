@@ -57,6 +57,22 @@ EXCLUDED = {
 }
 
 
+# Why an "unsupported" test is (the first matching pattern of its clean error), for the generated document.
+REASONS = [
+    ("unsupported data type", "test data in an element type ptrain does not represent (its tensors are f64, f32, "
+                              "f16, bf16, i64, i32 and i1; ids and shapes are i32/i64)"),
+    ("element type 8", "strings are not a tensor type ptrain represents"),
+    ("'Loop'", "the expansion uses Loop (control flow), outside ptrain's static IR"),
+    ("Loop attribute", "the expansion uses Loop (control flow), outside ptrain's static IR"),
+    ("GatherElements", "the expansion uses GatherElements, which ptrain does not import"),
+    ("not a tensor", "sequence and optional types are not tensors"),
+]
+
+
+def reason(detail):
+    return next((why for pattern, why in REASONS if pattern in detail), "")
+
+
 def test_ops():
     """{test name: ONNX op} for every node test: the op of a one-node model; an `_expanded` test (the op's
     function body) counts for the op of the test it expands."""
@@ -218,7 +234,9 @@ def write_doc(path, ops, results, details):
     for op in order:
         for n in by_op[op]:
             if status.get(n) != "passed":
-                lines.append("- %s `%s` (%s): %s" % (op, n, status.get(n), details.get(n, "")))
+                why = EXCLUDED.get(n) or reason(details.get(n, ""))
+                error = "" if n in EXCLUDED else " Error: `%s`" % details.get(n, "").split(": ", 1)[-1][:160]
+                lines.append("- %s `%s` (%s): %s.%s" % (op, n, status.get(n), why or "see the error", error))
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -20,6 +20,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::onnx_import;
@@ -223,6 +225,18 @@ template <UnaryKind kind> LogicalResult legalizeUnary(OnnxNodeOp node, IRRewrite
   return replaceWith<UnaryOp>(node, rewriter, kind, node.getInputs()[0]);
 }
 
+/// Max/Min-8/12/13 are variadic: one input is the identity, more fold left into binary max/min (numpy
+/// broadcasting at every step, as ONNX's multidirectional broadcast).
+template <BinaryKind kind> LogicalResult legalizeVariadic(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, std::numeric_limits<unsigned>::max())))
+    return failure();
+  Value result = node.getInputs()[0];
+  for (Value next : node.getInputs().drop_front())
+    if (!(result = buildChecked<BinaryOp>(node, rewriter, kind, result, next)))
+      return failure();
+  return replaceFirstOutput(node, result, rewriter);
+}
+
 /// Pow-7/12/13/15: one element type is `ptrain.binary pow`; from opset 12 the exponent may have another type:
 /// a float base takes the exponent cast to its type, an integer base is raised in the float exponent's type
 /// and the result cast back (ONNX: the result has the base's type).
@@ -406,8 +420,8 @@ const PatternTable &patterns() {
     t.onOp("Mul", 7, legalizeBinary<BinaryKind::Mul>);
     t.onOp("Div", 7, legalizeBinary<BinaryKind::Div>);
     t.onOp("Pow", 7, legalizePow);
-    t.onOp("Max", 8, legalizeBinary<BinaryKind::Max>);
-    t.onOp("Min", 8, legalizeBinary<BinaryKind::Min>);
+    t.onOp("Max", 8, legalizeVariadic<BinaryKind::Max>);
+    t.onOp("Min", 8, legalizeVariadic<BinaryKind::Min>);
     t.onOp("Neg", 6, legalizeNeg);
     t.onOp("Exp", 6, legalizeUnary<UnaryKind::Exp>);
     t.onOp("Log", 6, legalizeUnary<UnaryKind::Log>);
