@@ -197,6 +197,10 @@ LogicalResult legalizeSlice(OnnxNodeOp node, IRRewriter &rewriter) {
       sizes[axis] = std::max<int64_t>(0, last - first);
       continue;
     }
+    if (dim == 0) {
+      strided.push_back({axis, {}});
+      continue;
+    }
     int64_t first = step > 0 ? std::clamp<int64_t>(wrap(start), 0, dim) : std::clamp<int64_t>(wrap(start), 0, dim - 1);
     int64_t last = step > 0 ? std::clamp<int64_t>(wrap(end), 0, dim) : std::clamp<int64_t>(wrap(end), -1, dim - 1);
     SmallVector<int64_t> indices;
