@@ -354,7 +354,9 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
     Location loc = nodeLoc(node, index);
     int64_t opset = opsetFor(node.domain());
     if (!node.domain().empty() && node.domain() != "ai.onnx") {
-      emitError(loc) << "op '" << node.op_type() << "' of domain '" << node.domain()
+      emitError(loc) << "ONNX " << node.op_type() << " node '" << cast<NameLoc>(loc).getName().getValue()
+                     << "' (domain '" << node.domain() << "', opset " << opset << "): op '" << node.op_type()
+                     << "' of domain '" << node.domain()
                      << "' is not supported: ptrain imports the default ONNX domain only; re-export without "
                         "runtime-specific fusions (e.g. onnxruntime's com.microsoft ops)";
       return nullptr;

@@ -89,45 +89,99 @@ FailureOr<StateOp> stepCounter(OnnxNodeOp node, IRRewriter &rewriter) {
   return StateOp::create(rewriter, node.getLoc(), "step", "step", StateKind::StepCounter, type);
 }
 
-/// Dropout-12/13/22: in inference mode (training_mode absent or constant false) the identity; in training
+/// The seed of a training-mode dropout without a `seed` attribute: a hash of the node name, and of the
+/// node's line (its 1-based index in the graph) too when another node of the function has the same name, so
+/// that nodes with duplicate names never share a mask. (Unnamed nodes are named "<op>#<index>".)
+int64_t dropoutSeed(OnnxNodeOp node) {
+  auto name = dyn_cast<NameLoc>(node.getLoc());
+  if (!name)
+    return 0;
+  auto line = [](Location loc) -> int64_t {
+    auto named = dyn_cast<NameLoc>(loc);
+    auto file = named ? dyn_cast<FileLineColLoc>(named.getChildLoc()) : nullptr;
+    return file ? static_cast<int64_t>(file.getLine()) : -1;
+  };
+  int64_t own = line(name);
+  bool duplicate = false;
+  node->getParentOfType<func::FuncOp>().walk([&](Operation *op) {
+    auto other = dyn_cast<NameLoc>(op->getLoc());
+    if (other && other.getName() == name.getName() && line(other) != own)
+      duplicate = true;
+  });
+  std::string key = name.getName().getValue().str();
+  if (duplicate)
+    key += "#" + std::to_string(own);
+  return static_cast<int64_t>(llvm::xxh3_64bits(key));
+}
+
+/// Dropout-7/10 (a `ratio` attribute, no training mode: the identity in inference, which ONNX runtimes run)
+/// and Dropout-12/13/22: in inference mode (training_mode absent or constant false) the identity; in training
 /// mode (training_mode constant true) `ptrain.dropout` with the constant `ratio` (default 0.5), keyed to the
-/// step counter and to the node's `seed` attribute or, without one, a hash of the node name. A ratio of 0
-/// is the identity in both modes. The mask output must be unused.
+/// step counter and to the node's `seed` attribute or, without one, dropoutSeed. A ratio of 0 is the
+/// identity in both modes. The optional mask output (true where an element is kept) is an all-true constant
+/// in inference mode or at ratio 0; in training mode it is `compare gt` of the same dropout (same ratio, seed
+/// and step) applied to ones against 0: the mask is a function of (seed, step, element index) only, so it is
+/// exactly the one that dropped the data.
 LogicalResult legalizeDropout(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 1, 3)))
     return failure();
   bool training = false;
   if (node.getInputs().size() > 2) {
     DenseIntElementsAttr mode;
-    if (!matchPattern(node.getInputs()[2], m_Constant(&mode)) || !mode.isSplat())
-      return nodeError(node) << "input 'training_mode' (input #2) must be a constant; ptrain's IR is static";
+    if (!matchPattern(node.getInputs()[2], m_Constant(&mode)) || !mode.isSplat()) {
+      explainNotConstant(nodeError(node) << "input 'training_mode' (input #2) must be a constant", node.getInputs()[2]);
+      return failure();
+    }
     training = !mode.getSplatValue<APInt>().isZero();
   }
-  if (node.getNumResults() > 1 && !node.getOutputs()[1].use_empty())
-    return nodeError(node) << "its mask output is used; only the data output is supported";
   double ratio = 0.5;
   if (training && node.getInputs().size() > 1) {
     DenseFPElementsAttr value;
-    if (!matchPattern(node.getInputs()[1], m_Constant(&value)) || !value.isSplat())
-      return nodeError(node) << "input 'ratio' (input #1) must be a constant in training mode";
+    if (!matchPattern(node.getInputs()[1], m_Constant(&value)) || !value.isSplat()) {
+      explainNotConstant(nodeError(node) << "input 'ratio' (input #1) must be a constant in training mode",
+                         node.getInputs()[1]);
+      return failure();
+    }
     ratio = value.getSplatValue<APFloat>().convertToDouble();
   }
-  if (!training || ratio == 0.0)
-    return replaceFirstOutput(node, node.getInputs()[0], rewriter);
+  Value x = node.getInputs()[0];
+  auto type = cast<RankedTensorType>(x.getType());
+  Location loc = node.getLoc();
+  bool maskUsed = node.getNumResults() > 1 && !node.getOutputs()[1].use_empty();
+  auto maskType = RankedTensorType::get(type.getShape(), rewriter.getI1Type());
+  if (maskUsed && !matchesONNXType(maskType, node.getOutputs()[1].getType()))
+    return nodeError(node) << "the mask output has type " << maskType << " but ONNX inferred "
+                           << node.getOutputs()[1].getType();
+  if (!training || ratio == 0.0) {
+    if (maskUsed)
+      node.getOutputs()[1].replaceAllUsesWith(
+          arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(maskType, true)));
+    return replaceFirstOutput(node, x, rewriter);
+  }
   if (!(ratio > 0.0 && ratio < 1.0))
     return nodeError(node) << "ratio " << ratio << " is not in [0, 1)";
   FailureOr<StateOp> counter = stepCounter(node, rewriter);
   if (failed(counter))
     return failure();
-  // Every node has a NameLoc (the importer names unnamed nodes "<op>#<index>").
-  auto name = dyn_cast<NameLoc>(node.getLoc());
-  int64_t seed = intAttr(node, "seed", name ? static_cast<int64_t>(llvm::xxh3_64bits(name.getName().getValue())) : 0);
-  Location loc = node.getLoc();
-  Value step = StateReadOp::create(rewriter, loc, counter->getTensorType(), counter->getSymName());
-  Value y = buildChecked<DropoutOp>(node, rewriter, node.getInputs()[0], step, rewriter.getF64FloatAttr(ratio),
-                                    rewriter.getI64IntegerAttr(seed));
+  int64_t seed = intAttr(node, "seed", dropoutSeed(node));
+  auto dropout = [&](Value input) {
+    Value step = StateReadOp::create(rewriter, loc, counter->getTensorType(), counter->getSymName());
+    return buildChecked<DropoutOp>(node, rewriter, input, step, rewriter.getF64FloatAttr(ratio),
+                                   rewriter.getI64IntegerAttr(seed));
+  };
+  Value y = dropout(x);
   if (!y)
     return failure();
+  if (maskUsed) {
+    Value ones = arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(type, rewriter.getFloatAttr(type.getElementType(), 1.0)));
+    Value kept = dropout(ones);
+    if (!kept)
+      return failure();
+    Value mask = CompareOp::create(rewriter, loc, CompareKind::Gt, kept,
+                                   scalarConstant(rewriter, loc, type.getElementType(), 0.0));
+    node.getOutputs()[1].replaceAllUsesWith(mask);
+  }
   return replaceFirstOutput(node, y, rewriter);
 }
 
@@ -136,5 +190,6 @@ LogicalResult legalizeDropout(OnnxNodeOp node, IRRewriter &rewriter) {
 void onnx_import::populateMiscPatterns(PatternTable &t) {
   t.onOp("Gemm", 7, legalizeGemm7);
   t.onOp("Gemm", 11, legalizeGemm);
+  t.onOp("Dropout", 7, legalizeDropout);
   t.onOp("Dropout", 12, legalizeDropout);
 }

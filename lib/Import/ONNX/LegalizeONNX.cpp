@@ -21,6 +21,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::onnx_import;
@@ -224,6 +226,59 @@ template <UnaryKind kind> LogicalResult legalizeUnary(OnnxNodeOp node, IRRewrite
   return replaceWith<UnaryOp>(node, rewriter, kind, node.getInputs()[0]);
 }
 
+/// Max/Min-8/12/13 are variadic: one input is the identity, more fold left into binary max/min (numpy
+/// broadcasting at every step, as ONNX's multidirectional broadcast).
+template <BinaryKind kind> LogicalResult legalizeVariadic(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, std::numeric_limits<unsigned>::max())))
+    return failure();
+  Value result = node.getInputs()[0];
+  for (Value next : node.getInputs().drop_front())
+    if (!(result = buildChecked<BinaryOp>(node, rewriter, kind, result, next)))
+      return failure();
+  return replaceFirstOutput(node, result, rewriter);
+}
+
+/// Pow-7/12/13/15: one element type is `ptrain.binary pow`; from opset 12 the exponent may have another type:
+/// a float base takes the exponent cast to its type, an integer base is raised in the float exponent's type
+/// and the result cast back (ONNX: the result has the base's type).
+LogicalResult legalizePow(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 2, 2)))
+    return failure();
+  Value base = node.getInputs()[0], exponent = node.getInputs()[1];
+  auto baseType = cast<RankedTensorType>(base.getType()), expType = cast<RankedTensorType>(exponent.getType());
+  if (baseType.getElementType() == expType.getElementType())
+    return replaceWith<BinaryOp>(node, rewriter, BinaryKind::Pow, base, exponent);
+  Location loc = node.getLoc();
+  if (isa<FloatType>(baseType.getElementType())) {
+    Value converted = CastOp::create(rewriter, loc, expType.clone(baseType.getElementType()), exponent);
+    return replaceWith<BinaryOp>(node, rewriter, BinaryKind::Pow, base, converted);
+  }
+  if (!isa<FloatType>(expType.getElementType()))
+    return nodeError(node) << "Pow of " << baseType << " by " << expType
+                           << " is not supported (one element type, or a float base or exponent)";
+  Value converted = CastOp::create(rewriter, loc, baseType.clone(expType.getElementType()), base);
+  Value y = buildChecked<BinaryOp>(node, rewriter, BinaryKind::Pow, converted, exponent);
+  if (!y)
+    return failure();
+  auto yType = cast<RankedTensorType>(y.getType());
+  return replaceFirstOutput(node, CastOp::create(rewriter, loc, yType.clone(baseType.getElementType()), y), rewriter);
+}
+
+/// Neg-6/13: `ptrain.unary neg` on floats; on signed integers (the expanded LayerNormalization negates an i64
+/// axis) `ptrain.binary sub` from a zero of the element type.
+LogicalResult legalizeNeg(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, 1)))
+    return failure();
+  Value x = node.getInputs()[0];
+  Type elementType = cast<RankedTensorType>(x.getType()).getElementType();
+  if (isa<FloatType>(elementType))
+    return replaceWith<UnaryOp>(node, rewriter, UnaryKind::Neg, x);
+  if (!elementType.isSignlessInteger() || elementType.isInteger(1))
+    return nodeError(node) << "Neg of " << x.getType() << " is not supported (float or signed integers)";
+  return replaceWith<BinaryOp>(node, rewriter, BinaryKind::Sub,
+                               scalarConstant(rewriter, node.getLoc(), elementType, 0.0), x);
+}
+
 LogicalResult legalizeMatMul(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 2, 2)))
     return failure();
@@ -365,10 +420,10 @@ const PatternTable &patterns() {
     t.onOp("Sub", 7, legalizeBinary<BinaryKind::Sub>);
     t.onOp("Mul", 7, legalizeBinary<BinaryKind::Mul>);
     t.onOp("Div", 7, legalizeBinary<BinaryKind::Div>);
-    t.onOp("Pow", 7, legalizeBinary<BinaryKind::Pow>);
-    t.onOp("Max", 8, legalizeBinary<BinaryKind::Max>);
-    t.onOp("Min", 8, legalizeBinary<BinaryKind::Min>);
-    t.onOp("Neg", 6, legalizeUnary<UnaryKind::Neg>);
+    t.onOp("Pow", 7, legalizePow);
+    t.onOp("Max", 8, legalizeVariadic<BinaryKind::Max>);
+    t.onOp("Min", 8, legalizeVariadic<BinaryKind::Min>);
+    t.onOp("Neg", 6, legalizeNeg);
     t.onOp("Exp", 6, legalizeUnary<UnaryKind::Exp>);
     t.onOp("Log", 6, legalizeUnary<UnaryKind::Log>);
     t.onOp("Sqrt", 6, legalizeUnary<UnaryKind::Sqrt>);
@@ -385,6 +440,7 @@ const PatternTable &patterns() {
     populateMiscPatterns(t);
     populateSelectionPatterns(t);
     populateReductionPatterns(t);
+    populateLossPatterns(t);
     populateOpset18Patterns(t);
     populateOpset23Patterns(t);
     return t;

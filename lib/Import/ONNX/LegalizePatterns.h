@@ -57,8 +57,10 @@ void populateMiscPatterns(PatternTable &table);
 /// Masks and selection: Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor, Where, Cast,
 /// Expand, Gather, Shape, Range, ConstantOfShape, Trilu (LegalizeSelectionOps.cpp).
 void populateSelectionPatterns(PatternTable &table);
-/// ReduceSum, ReduceMean, ReduceMax, Softmax, LogSoftmax, SoftmaxCrossEntropyLoss (LegalizeReductions.cpp).
+/// ReduceSum, ReduceMean, ReduceMax, Softmax, LogSoftmax (LegalizeReductions.cpp).
 void populateReductionPatterns(PatternTable &table);
+/// SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss (LegalizeLosses.cpp).
+void populateLossPatterns(PatternTable &table);
 
 /// Replaces every op in [`begin`, `end`) of one block whose operands are all `arith.constant` by constants
 /// computed with the reference interpreter (interp::evaluateOp), in order, so that the exporters'

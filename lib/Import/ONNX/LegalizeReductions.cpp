@@ -1,10 +1,10 @@
-//===- LegalizeReductions.cpp - ONNX reductions, softmax and loss -*- C++ -*-===//
+//===- LegalizeReductions.cpp - ONNX reductions and softmax -*- C++ -*-===//
 //
 // ReduceSum (axes as attribute before opset 13, as an optional input from 13), ReduceMean and ReduceMax
 // (axes as attribute, opsets 1-17) become ptrain.reduce; Softmax and LogSoftmax (the 2-D coercion at `axis`
 // before opset 13, one axis from 13) become ptrain.softmax / ptrain.log_softmax, with reshapes around them for
-// the coercion; SoftmaxCrossEntropyLoss-12/13 (mean or sum, no weights, no ignore_index) becomes
-// ptrain.cross_entropy. Semantics from the ONNX operator definitions (https://onnx.ai/onnx/operators/).
+// the coercion (the losses are in LegalizeLosses.cpp). Semantics from the ONNX operator definitions
+// (https://onnx.ai/onnx/operators/).
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,56 +83,6 @@ template <typename OpTy> LogicalResult legalizeSoftmax1(OnnxNodeOp node, IRRewri
   return replaceFirstOutput(node, back, rewriter);
 }
 
-/// SoftmaxCrossEntropyLoss-12/13: scores [N, C, d...] against labels [N, d...]; `reduction` mean (default)
-/// or sum; weights and ignore_index are not supported. The optional log_prob output is log_softmax on
-/// the class axis 1.
-LogicalResult legalizeSoftmaxCrossEntropyLoss(OnnxNodeOp node, IRRewriter &rewriter) {
-  if (failed(expectArity(node, 2, 3)))
-    return failure();
-  if (node.getInputs().size() > 2)
-    return nodeError(node) << "class weights (input #2) are not supported";
-  if (node.getOnnxAttrs().get("ignore_index"))
-    return attrError(node, "ignore_index") << "is not supported";
-  Value scores = node.getInputs()[0], labels = node.getInputs()[1];
-  auto type = cast<RankedTensorType>(scores.getType());
-  if (type.getRank() < 2)
-    return nodeError(node) << "scores must be [N, C, ...], got " << type;
-  auto reduction = node.getOnnxAttrs().getAs<StringAttr>("reduction");
-  StringRef mode = reduction ? reduction.getValue() : "mean";
-  if (mode != "mean" && mode != "sum")
-    return attrError(node, "reduction") << "is '" << mode << "'; only 'mean' and 'sum' are supported";
-  Location loc = node.getLoc();
-  // The class dimension moves last: [N, d..., C].
-  Value logits = scores;
-  if (type.getRank() > 2) {
-    SmallVector<int64_t> perm = {0};
-    for (int64_t d = 2; d < type.getRank(); ++d)
-      perm.push_back(d);
-    perm.push_back(1);
-    logits = buildChecked<TransposeOp>(node, rewriter, scores, rewriter.getDenseI64ArrayAttr(perm));
-    if (!logits)
-      return failure();
-  }
-  Value loss = buildChecked<CrossEntropyOp>(node, rewriter, logits, labels);
-  if (!loss)
-    return failure();
-  if (mode == "sum") {
-    int64_t positions = cast<RankedTensorType>(labels.getType()).getNumElements();
-    loss = BinaryOp::create(rewriter, loc, BinaryKind::Mul, loss,
-                            scalarConstant(rewriter, loc, type.getElementType(), static_cast<double>(positions)));
-  }
-  if (node.getNumResults() > 1 && !node.getOutputs()[1].use_empty()) {
-    Value logProb = buildChecked<LogSoftmaxOp>(node, rewriter, scores, rewriter.getI64IntegerAttr(1));
-    if (!logProb)
-      return failure();
-    if (!matchesONNXType(logProb.getType(), node->getResultTypes()[1]))
-      return nodeError(node) << "log_prob has type " << logProb.getType() << " but ONNX inferred "
-                             << node->getResultTypes()[1];
-    node.getOutputs()[1].replaceAllUsesWith(logProb);
-  }
-  return replaceFirstOutput(node, loss, rewriter);
-}
-
 } // namespace
 
 void onnx_import::populateReductionPatterns(PatternTable &t) {
@@ -146,5 +96,4 @@ void onnx_import::populateReductionPatterns(PatternTable &t) {
   t.onOp("Softmax", 13, legalizeSoftmax13<SoftmaxOp>);
   t.onOp("LogSoftmax", 1, legalizeSoftmax1<LogSoftmaxOp>);
   t.onOp("LogSoftmax", 13, legalizeSoftmax13<LogSoftmaxOp>);
-  t.onOp("SoftmaxCrossEntropyLoss", 12, legalizeSoftmaxCrossEntropyLoss);
 }

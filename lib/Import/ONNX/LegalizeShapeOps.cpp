@@ -1,13 +1,16 @@
 //===- LegalizeShapeOps.cpp - ONNX shape ops to model ops ---------*- C++ -*-===//
 //
 // Unsqueeze and Squeeze (axes as an attribute before opset 13, as a constant input from 13) and Flatten
-// become ptrain.reshape; Concat becomes ptrain.concat; Slice-10 with constant starts/ends/axes and unit steps
-// becomes ptrain.slice. Each pattern computes the result shape from the ONNX operator definition
-// (https://onnx.ai/onnx/operators/) and checks it against the type ONNX shape inference gave.
+// become ptrain.reshape; Concat becomes ptrain.concat; Slice-10 with constant starts/ends/axes/steps becomes
+// ptrain.slice (unit steps) and ptrain.gather of constant indices (other steps, negative ones included). Each pattern
+// computes the result shape from the ONNX operator definition (https://onnx.ai/onnx/operators/) and checks it against
+// the type ONNX shape inference gave.
 //
 //===----------------------------------------------------------------------===//
 
 #include "LegalizePatterns.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 
 #include "llvm/ADT/DenseSet.h"
 
@@ -169,27 +172,65 @@ LogicalResult legalizeSlice(OnnxNodeOp node, IRRewriter &rewriter) {
                            << axes.size() << " entries; they must agree";
   if (failed(normalizeAxes(node, axes, rank, "input 'axes'")))
     return failure();
+  SmallVector<int64_t> steps(starts->size(), 1);
   if (node.getInputs().size() > 4) {
-    FailureOr<SmallVector<int64_t>> steps = constantInts(node, 4, "the steps");
-    if (failed(steps))
+    FailureOr<SmallVector<int64_t>> given = constantInts(node, 4, "the steps");
+    if (failed(given))
       return failure();
-    if (steps->size() != starts->size())
-      return nodeError(node) << "steps has " << steps->size() << " entries, starts has " << starts->size();
-    for (auto [i, step] : llvm::enumerate(*steps))
-      if (step != 1)
-        return nodeError(node) << "input 'steps' has step " << step << " on axis " << axes[i]
-                               << "; only unit steps are supported";
+    if (given->size() != starts->size())
+      return nodeError(node) << "steps has " << given->size() << " entries, starts has " << starts->size();
+    steps = *given;
   }
+  // Unit-step axes become one ptrain.slice; every other axis a ptrain.gather of the constant indices
+  // start, start + step, ... (ONNX clamping: [0, dim] for positive steps, start in [0, dim - 1] and end in
+  // [-1, dim - 1] for negative ones).
   SmallVector<int64_t> offsets(rank, 0), sizes(inType.getShape());
-  for (auto [axis, start, end] : llvm::zip(axes, *starts, *ends)) {
+  SmallVector<std::pair<int64_t, SmallVector<int64_t>>> strided;
+  for (auto [axis, start, end, step] : llvm::zip(axes, *starts, *ends, steps)) {
     int64_t dim = inType.getDimSize(axis);
-    auto clampIndex = [dim](int64_t index) { return std::clamp<int64_t>(index < 0 ? index + dim : index, 0, dim); };
-    int64_t first = clampIndex(start), last = clampIndex(end);
-    offsets[axis] = first;
-    sizes[axis] = std::max<int64_t>(0, last - first);
+    if (step == 0)
+      return nodeError(node) << "input 'steps' is 0 on axis " << axis;
+    auto wrap = [dim](int64_t index) { return index < 0 ? index + dim : index; };
+    if (step == 1) {
+      int64_t first = std::clamp<int64_t>(wrap(start), 0, dim), last = std::clamp<int64_t>(wrap(end), 0, dim);
+      offsets[axis] = first;
+      sizes[axis] = std::max<int64_t>(0, last - first);
+      continue;
+    }
+    if (dim == 0) {
+      strided.push_back({axis, {}});
+      continue;
+    }
+    int64_t first = step > 0 ? std::clamp<int64_t>(wrap(start), 0, dim) : std::clamp<int64_t>(wrap(start), 0, dim - 1);
+    int64_t last = step > 0 ? std::clamp<int64_t>(wrap(end), 0, dim) : std::clamp<int64_t>(wrap(end), -1, dim - 1);
+    SmallVector<int64_t> indices;
+    for (int64_t i = first; step > 0 ? i < last : i > last; i += step)
+      indices.push_back(i);
+    strided.push_back({axis, indices});
   }
-  return replaceWith<SliceOp>(node, rewriter, node.getInputs()[0], rewriter.getDenseI64ArrayAttr(offsets),
-                              rewriter.getDenseI64ArrayAttr(sizes));
+  if (strided.empty())
+    return replaceWith<SliceOp>(node, rewriter, node.getInputs()[0], rewriter.getDenseI64ArrayAttr(offsets),
+                                rewriter.getDenseI64ArrayAttr(sizes));
+  Value result = node.getInputs()[0];
+  if (llvm::any_of(llvm::zip(offsets, sizes, inType.getShape()),
+                   [](auto t) { return std::get<0>(t) != 0 || std::get<1>(t) != std::get<2>(t); }))
+    result = buildChecked<SliceOp>(node, rewriter, inType.clone(sizes), result, rewriter.getDenseI64ArrayAttr(offsets),
+                                   rewriter.getDenseI64ArrayAttr(sizes));
+  for (auto &[axis, indices] : strided) {
+    if (!result)
+      return failure();
+    auto indexType = RankedTensorType::get({static_cast<int64_t>(indices.size())}, rewriter.getI64Type());
+    Value constant = arith::ConstantOp::create(rewriter, node.getLoc(),
+                                               DenseElementsAttr::get(indexType, ArrayRef<int64_t>(indices)));
+    auto type = cast<RankedTensorType>(result.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[axis] = static_cast<int64_t>(indices.size());
+    result =
+        buildChecked<GatherOp>(node, rewriter, type.clone(shape), result, constant, rewriter.getI64IntegerAttr(axis));
+  }
+  if (!result)
+    return failure();
+  return replaceFirstOutput(node, result, rewriter);
 }
 
 } // namespace

@@ -1,24 +1,35 @@
 #!/usr/bin/env python3
 """Converts an ONNX text-format model (onnx.parser syntax) into a binary .onnx file for the importer tests.
 
-Usage: onnxtext-to-onnx.py INPUT.onnxtext OUTPUT.onnx [--split N]
+Usage: onnxtext-to-onnx.py INPUT.onnxtext OUTPUT.onnx [--split N] [--node-names NAME0,NAME1,...]
 Lines starting with '//' are lit directives and comments, dropped before parsing. With --split N, the input
-is split at lines '// -----' (like mlir's --split-input-file) and chunk N (0-based) is converted.
+is split at lines '// -----' (like mlir's --split-input-file) and chunk N (0-based) is converted. onnx 1.12's
+text format cannot name nodes: --node-names gives node i the i-th name (an empty entry leaves it unnamed).
 """
-import sys
+import argparse
 
 import onnx
 import onnx.parser
 
 
 def main():
-    src, dst = sys.argv[1], sys.argv[2]
-    chunk = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--split" else 0
-    with open(src) as f:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("src")
+    parser.add_argument("dst")
+    parser.add_argument("--split", type=int, default=0)
+    parser.add_argument("--node-names")
+    args = parser.parse_args()
+    with open(args.src) as f:
         chunks = f.read().split("// -----")
-    lines = [l for l in chunks[chunk].splitlines() if not l.lstrip().startswith("//")]
+    lines = [l for l in chunks[args.split].splitlines() if not l.lstrip().startswith("//")]
     model = onnx.parser.parse_model("\n".join(lines))
-    onnx.save_model(model, dst)
+    if args.node_names is not None:
+        names = args.node_names.split(",")
+        if len(names) != len(model.graph.node):
+            raise SystemExit("--node-names: %d names for %d nodes" % (len(names), len(model.graph.node)))
+        for node, name in zip(model.graph.node, names):
+            node.name = name
+    onnx.save_model(model, args.dst)
 
 
 if __name__ == "__main__":
