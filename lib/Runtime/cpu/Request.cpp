@@ -179,22 +179,6 @@ int64_t dtypeBytes(ptrain_dtype_t dtype) {
   }
 }
 
-const char *dtypeName(ptrain_dtype_t dtype) {
-  switch (dtype) {
-  case PTRAIN_DTYPE_F32:
-    return "f32";
-  case PTRAIN_DTYPE_F64:
-    return "f64";
-  case PTRAIN_DTYPE_I64:
-    return "i64";
-  case PTRAIN_DTYPE_F16:
-    return "f16";
-  case PTRAIN_DTYPE_BF16:
-    return "bf16";
-  default:
-    return "unknown dtype";
-  }
-}
 } // namespace ptrain::runtime
 
 namespace {

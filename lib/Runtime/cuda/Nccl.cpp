@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/Dtype.h"
 #include "cuda/Device.h"
 
 #include <nccl.h>
@@ -46,22 +47,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-const char *dtypeName(ptrain_dtype_t dtype) {
-  switch (dtype) {
-  case PTRAIN_DTYPE_F32:
-    return "f32";
-  case PTRAIN_DTYPE_F64:
-    return "f64";
-  case PTRAIN_DTYPE_I64:
-    return "i64";
-  case PTRAIN_DTYPE_F16:
-    return "f16";
-  case PTRAIN_DTYPE_BF16:
-    return "bf16";
-  }
-  return "?";
-}
 
 /// The NCCL type of a dtype; `reduction` admits only the floating types.
 ptrain_status_t ncclType(const char *call, ptrain_dtype_t dtype, bool reduction, ncclDataType_t *out) {
@@ -426,7 +411,8 @@ ptrain_status_t collective(const char *call, ptrain_nccl_comm *comm, const void 
     PTRAIN_CUDA_RETURN_IF_ERROR(ncclOp(call, op, &red));
   PTRAIN_CUDA_RETURN_IF_ERROR(checkResult(call, comm->comm, post(type, red), name));
   char what[96];
-  std::snprintf(what, sizeof(what), "%s(count %lld %s%s)", name, static_cast<long long>(count), dtypeName(dtype),
+  std::snprintf(what, sizeof(what), "%s(count %lld %s%s)", name, static_cast<long long>(count),
+                ptrain::runtime::dtypeName(dtype),
                 !reduction                ? ""
                 : op == PTRAIN_REDUCE_SUM ? " sum"
                                           : " avg");
