@@ -51,6 +51,7 @@ def parser():
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--core", type=int, default=1, help="the core both run on")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--nice", type=int, default=0, help="niceness of both (e.g. -10 on a machine loaded by others)")
     p.add_argument("--check-args", action="store_true", help=argparse.SUPPRESS)
     return p
 
@@ -62,6 +63,8 @@ def check_args(args):
     if args.warmup < 0 or args.steps < args.warmup + 3:
         raise BenchError(f"--steps {args.steps} --warmup {args.warmup}: need warmup >= 0 and at least 3 measured "
                          "steps")
+    if not -20 <= args.nice <= 19:
+        raise BenchError(f"--nice {args.nice}: between -20 and 19")
     if args.repeats < 1:
         raise BenchError(f"--repeats {args.repeats}: at least 1")
     if args.core not in os.sched_getaffinity(0):
@@ -201,6 +204,7 @@ def bench(args):
     runs = {"ptrain": [], "pytorch": []}
     losses = {}
     os.sched_setaffinity(0, {args.core})
+    os.nice(args.nice)  # PyTorch here; ptrain-run (a child) inherits it
     for r in range(args.repeats):
         for name in ("ptrain", "pytorch"):
             times, loss = ptrain_run(args, plan, data) if name == "ptrain" else \
