@@ -169,11 +169,33 @@ def main(argv=None):
         check_args(args)
         if args.check_args:
             return 0
+        pin(args)
         bench(args)
     except BenchError as e:
         print(f"bench/pytorch: error: {e}", file=sys.stderr, flush=True)
         return 2 if args.check_args else 1
     return 0
+
+
+def pin(args):
+    """Before torch is imported (its BLAS starts its threads at load, with the affinity of that moment): one
+    thread, this core, and with --nice a session of our own whose scheduler autogroup gets that niceness (with
+    autogroups, Debian's default, a nice value only weighs within its session). ptrain-run, a child, inherits
+    all of it."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    os.sched_setaffinity(0, {args.core})
+    if args.nice:
+        try:
+            os.setsid()
+        except OSError:
+            pass  # already a session leader
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write(str(args.nice))
+        except OSError as e:
+            print(f"bench/pytorch: note: /proc/self/autogroup: {e}", flush=True)
+        os.nice(args.nice)
 
 
 def bench(args):
@@ -203,8 +225,6 @@ def bench(args):
           f"{args.core}, one thread; torch {torch.__version__}; load {os.getloadavg()[0]:.1f}", flush=True)
     runs = {"ptrain": [], "pytorch": []}
     losses = {}
-    os.sched_setaffinity(0, {args.core})
-    os.nice(args.nice)  # PyTorch here; ptrain-run (a child) inherits it
     for r in range(args.repeats):
         for name in ("ptrain", "pytorch"):
             times, loss = ptrain_run(args, plan, data) if name == "ptrain" else \
