@@ -4,7 +4,7 @@
 The model is the bundled GPT (models/gpt): its configuration is read from models/gpt/README.md and checked
 against the ONNX initializers' shapes, and the PyTorch model (python/ptrain/models/gpt.py) is loaded with the
 ONNX file's weights, so both start from the same parameters. Both run on one core (pinned), one thread
-(OPENBLAS_NUM_THREADS=1 for ptrain, torch.set_num_threads(1)), AdamW (beta 0.9/0.95, eps 1e-8, weight decay 0.1
+(OPENBLAS/OMP/MKL_NUM_THREADS=1 set before torch loads, and torch.set_num_threads(1)), AdamW (beta 0.9/0.95, eps 1e-8, weight decay 0.1
 on matrices, warm-up + cosine: the compiled step's), M micro-batches of the model's batch per step with
 gradients accumulated over them (the compiled step's --micro-batches M), on the same batches (ptrain-run's
 windows of the same corpus). Each framework runs --repeats times, alternating (ptrain, PyTorch, ptrain, ...);
@@ -13,7 +13,7 @@ is the median step after --warmup steps, and tokens/s = M x batch x seq / that m
 both (before any update) must agree: it shows the two run the same model on the same data.
 
     /usr/bin/python3 bench/pytorch/tokens_per_s.py [--build build] [--out out/bench-pytorch] [--micro-batches 4]
-                                                   [--steps 30] [--warmup 5] [--repeats 2] [--core 1]
+                                                   [--steps 30] [--warmup 5] [--repeats 2] [--core 1] [--nice N]
 
 Needs torch (Debian's python3-torch 1.13 is visible to /usr/bin/python3 only) and onnx (python3-onnx).
 """
