@@ -16,6 +16,7 @@ config.test_exec_root = os.path.join(config.ptrain_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%ptrain_include", os.path.join(config.ptrain_src_root, "include")))
+config.substitutions.append(("%ptrain_build", config.ptrain_obj_root))  # bench scripts' --build
 config.substitutions.append(("%shared", os.path.join(config.ptrain_src_root, "..", "shared")))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

@@ -3,7 +3,7 @@
     ptrain-compile model.onnx [--optimizer adamw|none] [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
                    [--dp D] [--tp T] [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved
                    [--virtual-stages V]]] [--policy none|optimus-cc|... [--cluster FILE]
-                   [--compress-options "cb-rank=8 sc=false"]] --target cpu -o out/
+                   [--compress-options "cb-rank=8 sc=false"]] [--report REPORT.json] --target cpu -o out/
 
 runs, writing every intermediate into out/:
 
@@ -16,6 +16,9 @@ runs, writing every intermediate into out/:
         --ptrain-lower-to-runtime (per-stage @stage<s>_train_step / _eval_step with explicit sends and receives;
           compress/decompress and compressed all-reduces with keyed codec states where the policy put them)
         --ptrain-verify-plan (abstract execution of every rank: no deadlock, no mismatched communication)
+      with --report FILE (a pipeline or parallel step): --ptrain-report="json=FILE" before the lowering, the timing
+        analysis' prediction of this plan on the cluster (docs/TimingModel.md); with --policy none it runs
+        --ptrain-critical-path itself (bench/cluster: the predicted iteration time of each compiled plan)
       with --dp D > 1: --ptrain-build-training-step="dp=D [bucket-bytes=N]" (gradients averaged over dp)
       with --tp T > 1, first: --ptrain-raise --ptrain-shard-tp="tp=T" (Megatron's column/row-parallel layers;
         a head count or width that T does not divide is the pass's error naming the ONNX node)
@@ -160,6 +163,8 @@ def main(argv=None):
                    help="cluster description for --ptrain-critical-path (default: clusters/h200-node.json)")
     p.add_argument("--compress-options", default="",
                    help='more --ptrain-compress options, e.g. "cb-rank=8 sc=false cb-sends=all"')
+    p.add_argument("--report", default=None,
+                   help="also write the timing analysis' report (JSON) of the compiled plan on --cluster")
     p.add_argument("--import-options", default="",
                    help='more ptrain-translate --import-onnx options, e.g. "--bind batch_size=2,seq_len=8 '
                         '--signature auto" for an export with symbolic dims and extra inputs')
@@ -190,9 +195,12 @@ def compile_model(args):
                            "--dp or --micro-batches > 1)")
     if args.policy == "none" and args.compress_options.strip():
         raise CompileError(f"--compress-options '{args.compress_options}' without --policy")
-    if args.policy == "none" and args.cluster is not None:
-        raise CompileError(f"--cluster {args.cluster} without --policy (only --ptrain-critical-path, run for a "
-                           "compression policy, reads the cluster)")
+    if args.policy == "none" and args.cluster is not None and args.report is None:
+        raise CompileError(f"--cluster {args.cluster} without --policy or --report (only --ptrain-critical-path, "
+                           "run for a compression policy or a report, reads the cluster)")
+    if args.report is not None and not pipeline:
+        raise CompileError(f"--report {args.report}: the timing analysis needs a pipeline or parallel step (--pp, "
+                           "--dp, --tp or --micro-batches > 1)")
     if args.target != "cpu":
         raise CompileError(f"--target {args.target} is not yet supported; use --target cpu")
     if not args.build_dir or not args.source_dir:
@@ -204,7 +212,7 @@ def compile_model(args):
     if not os.path.isfile(args.model):
         raise CompileError(f"{args.model}: no such file")
     cluster = None
-    if args.policy != "none":
+    if args.policy != "none" or args.report is not None:
         cluster = os.path.abspath(args.cluster or os.path.join(args.source_dir, "clusters", "h200-node.json"))
         if not os.path.isfile(cluster):
             raise CompileError(f"--cluster {cluster}: no such file")
@@ -257,9 +265,12 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         passes += [f"--ptrain-split-stages=pp={args.pp} virtual-stages={args.virtual_stages}",
                   f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}{data_parallel}"]
         passes.append(f"--ptrain-schedule=micro-batches={args.micro_batches} schedule={args.schedule}")
-        if args.policy != "none":
+        if args.policy != "none" or args.report is not None:
             passes.append(f"--ptrain-critical-path=cluster={cluster}")
+        if args.policy != "none":
             passes.append(f"--ptrain-compress=policy={args.policy} {args.compress_options.strip()}".rstrip())
+        if args.report is not None:
+            passes.append(f"--ptrain-report=json={os.path.abspath(args.report)}")
         passes.append("--ptrain-lower-to-runtime")
         passes.append("--ptrain-verify-plan")  # Every rank's steps run abstractly: no deadlock, no mismatch.
         run([opt, forward, *passes, "--mlir-print-debuginfo", "-o", step], "building the pipeline training step")

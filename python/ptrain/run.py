@@ -2,7 +2,7 @@
 
     ptrain-run out/ --data DIR_OR_FILE --steps N [--val-every K] [--val-batches V] [--np P]
                [--checkpoint PATH] [--resume PATH] [--seed S] [--log run.json] [--timeout SECONDS]
-               [--telemetry-every N] [--run-log RUN.jsonl] [--no-plots]
+               [--telemetry-every N] [--run-log RUN.jsonl] [--no-plots] [--mpirun-args "ARGS"]
 
 The launcher checks its inputs (out/plan.json, out/libstep.so, the data, the world size; plan.json must equal
 the plan embedded in libstep.so, field by field: plan_abi.py), then starts
@@ -37,6 +37,10 @@ steps the codec telemetry per site: error, residual norm, LEP cosine) and an "en
 measures every N-th step (0, the default: off; the step before a measured one keeps each site's input for the
 LEP cosine). At the end, python/ptrain/plots.py draws the PNGs beside the log (a missing matplotlib is a message).
 
+--mpirun-args adds options to the mpirun command after the defaults (e.g. the hosts, rsh agent and TCP interfaces
+of the emulated two-node cluster, bench/cluster/run.sh). The log (--log) also has "step_seconds", each training
+step's wall time on rank 0 (ptrain_step_train alone), for medians.
+
 Errors are messages and a nonzero exit, never a hang: every communication has the runtime's deadline
 (PTRAIN_COMM_TIMEOUT_S, --timeout) and names the operation, the peer or group, the size (and a collective's
 dtype) and the training step (ptrain_comm_set_step before each step); a rank that fails prints its error,
@@ -52,6 +56,7 @@ import json
 import math
 import os
 import random
+import shlex
 import shutil
 import struct
 import subprocess
@@ -204,7 +209,7 @@ def launch(args):
         env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
     cmd = [mpirun, "-np", str(np_), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1",
            "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS", "-x", "PTRAIN_COMM_TIMEOUT_S",
-           sys.executable, os.path.abspath(__file__), "--worker", *args.argv]
+           *shlex.split(args.mpirun_args), sys.executable, os.path.abspath(__file__), "--worker", *args.argv]
     return subprocess.call(cmd, env=env)
 
 
@@ -521,7 +526,7 @@ def work(args):
             run_log.flush()
 
     log = {"plan": {k: plan[k] for k in PLAN_KEYS if k not in ("library",)}, "steps": args.steps, "start_step": start,
-           "seed": args.seed, "tokens_per_step": dp * rows * seq, "train_loss": [], "val_loss": []}
+           "seed": args.seed, "tokens_per_step": dp * rows * seq, "train_loss": [], "val_loss": [], "step_seconds": []}
     log["plan"]["dp"] = dp
     log["plan"]["tp"] = tp
     log["plan"]["policy"] = plan.get("policy", "none")
@@ -549,6 +554,7 @@ def work(args):
         if not math.isfinite(loss):
             raise RunError(f"step {i + 1}: the loss is {loss}")
         log["train_loss"].append(loss)
+        log["step_seconds"].append(dt)
         rec = {"record": "step", "step": i + 1, "train_loss": loss}
         if traffic:
             rec["bytes"] = traffic.take(plan["pp"])
@@ -615,6 +621,8 @@ def parser():
     p.add_argument("--run-log", default=None,
                    help="the JSON-lines run log (default: run.jsonl beside the checkpoint, else in out/)")
     p.add_argument("--no-plots", action="store_true", help="do not draw the run log's PNGs at the end")
+    p.add_argument("--mpirun-args", default="",
+                   help='more mpirun options, after the defaults (e.g. "--host a:1,b:1 --mca btl tcp,self")')
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p
 

@@ -1,0 +1,62 @@
+// MPI ping-pong between ranks 0 and 1 (bench/cluster): the link's latency (half the round trip of a 1-byte
+// message, median) and its rate (bytes / half the round trip of a large message, median), over whatever
+// transport mpirun chose (the emulated cluster: TCP over the shaped veth pair). Prints one JSON line on rank 0.
+//   pingpong [large_bytes] [reps]
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double medianRoundTrip(int rank, char *buf, int bytes, int reps) {
+  double *t = malloc(sizeof(double) * reps);
+  for (int i = -2; i < reps; ++i) {  // two warm-up round trips
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (rank == 0) {
+      MPI_Send(buf, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+      MPI_Recv(buf, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(buf, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+    }
+    if (i >= 0)
+      t[i] = MPI_Wtime() - t0;
+  }
+  qsort(t, reps, sizeof(double), cmp);
+  double m = t[reps / 2];
+  free(t);
+  return m;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != 2) {
+    if (rank == 0)
+      fprintf(stderr, "pingpong: needs exactly 2 ranks, got %d\n", size);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  int large = argc > 1 ? atoi(argv[1]) : 4 << 20;
+  int reps = argc > 2 ? atoi(argv[2]) : 10;
+  if (large < 1 || reps < 1) {
+    if (rank == 0)
+      fprintf(stderr, "pingpong: large_bytes and reps must be >= 1\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  char *buf = calloc(large, 1);
+  double small = medianRoundTrip(rank, buf, 1, 5 * reps) / 2;
+  double big = medianRoundTrip(rank, buf, large, reps) / 2;
+  if (rank == 0)
+    printf("{\"latency_s\": %.9g, \"large_bytes\": %d, \"large_one_way_s\": %.9g, \"rate_bytes_per_s\": %.9g}\n",
+           small, large, big, large / (big - small > 0 ? big - small : big));
+  free(buf);
+  MPI_Finalize();
+  return 0;
+}
