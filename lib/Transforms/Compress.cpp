@@ -109,6 +109,17 @@ LogicalResult CompressPass::readEdges(ModuleOp module, int64_t pp, int64_t m, Ar
   return success();
 }
 
+/// FE needs data parallelism and a tied parameter, whose sync is an all-reduce over [pp] in an optimizer step.
+static bool canFuseEmbeddingSync(ModuleOp module, const CompressionEdges &edges) {
+  bool tiedSync = false;
+  module.walk([&](AllReduceStartOp op) {
+    auto fn = op->getParentOfType<func::FuncOp>();
+    tiedSync |= fn && fn.getSymName().ends_with("_optimizer_step") &&
+                llvm::equal(op.getGridAxes().getAsValueRange<StringAttr>(), ArrayRef<StringRef>{"pp"});
+  });
+  return edges.dp > 1 && tiedSync;
+}
+
 LogicalResult CompressPass::optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
                                       DictionaryAttr schedule, const OptimusCCRule &rule, CompressionPlan &plan) {
   const int64_t pp = edges.pp, m = edges.m;
@@ -152,14 +163,7 @@ LogicalResult CompressPass::optimusCC(ModuleOp module, const CompressionEdges &e
       plan.dpAllReduce[s] = rule.scAll || (flag && flag.getValue());
     }
   }
-  // FE needs data parallelism and a tied parameter, whose sync is an all-reduce over [pp] in an optimizer step.
-  bool tiedSync = false;
-  module.walk([&](AllReduceStartOp op) {
-    auto fn = op->getParentOfType<func::FuncOp>();
-    tiedSync |= fn && fn.getSymName().ends_with("_optimizer_step") &&
-                llvm::equal(op.getGridAxes().getAsValueRange<StringAttr>(), ArrayRef<StringRef>{"pp"});
-  });
-  plan.fusedEmbedding = rule.fe && edges.dp > 1 && tiedSync;
+  plan.fusedEmbedding = rule.fe && canFuseEmbeddingSync(module, edges);
   return success();
 }
 
@@ -220,8 +224,22 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   options.minGain = autoMinGain;
   options.errorBudget = autoErrorBudget;
   options.maxPicks = autoMaxPicks;
+  // The forward candidates: codec specs separated by ';' (a spec's own parameters use ',').
+  SmallVector<StringRef> specs;
+  StringRef(autoForwardCodecs).split(specs, ';', -1, /*KeepEmpty=*/false);
+  for (StringRef spec : specs) {
+    FailureOr<CodecAttrInterface> codec =
+        parseCodecSpec(&getContext(), spec, "auto-forward-codecs", [&] { return error(""); });
+    if (failed(codec))
+      return failure();
+    if (!*codec)
+      return error("auto-forward-codecs: 'none' is not a codec (leave the option out for no forward candidates)"),
+             failure();
+    options.forwardCodecs.push_back(*codec);
+  }
+  options.fusedEmbedding = canFuseEmbeddingSync(module, edges);
   // The seeds: the Optimus-CC rule (CB on the cool-down sends and SC on the critical stages), and the same
-  // with CB on the critical sends and on every backward send. FE is not priced by the timing model: off.
+  // with CB on the critical sends and on every backward send, each with FE where it applies.
   std::vector<AutoSeed> seeds;
   int64_t smallest = OptimusCCRule().cbRank;
   for (int64_t s = 1; s < edges.pp; ++s)
@@ -231,7 +249,6 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
     OptimusCCRule rule;
     rule.cbSends = sends;
     rule.cbRank = smallest; // the rule's 16, clamped so that every link can take it (the search clamps per link)
-    rule.fe = false;
     AutoSeed seed;
     seed.name = std::string("optimus-cc") + (rule.cbSends == "cooldown" ? "" : " cb-sends=" + rule.cbSends);
     seed.plan = plan;
@@ -319,10 +336,12 @@ void CompressPass::runOnOperation() {
   // Options of one policy given to another would be ignored silently: an error instead.
   bool mcbenchOptions = fwdCodec != "none" || bwdCodec != "none" || skipStages != 0 || errorFeedback;
   bool optimusOptions = !cb || cbSends != "cooldown" || cbRank != 16 || !lep || !fe || !sc || scAll || scRank != 128;
-  bool autoOptions = !autoRanks.empty() || autoMinGain != 0.001 || autoErrorBudget != 1.0 || autoMaxPicks != 256;
+  bool autoOptions = !autoRanks.empty() || autoMinGain != 0.001 || autoErrorBudget != 1.0 || autoMaxPicks != 256 ||
+                     !autoForwardCodecs.empty();
   if (policy != "auto" && autoOptions) {
     error("policy=") << policy.getValue()
-                     << " does not take auto-ranks, auto-min-gain, auto-error-budget or auto-max-picks (policy=auto)";
+                     << " does not take auto-ranks, auto-min-gain, auto-error-budget, auto-max-picks or "
+                        "auto-forward-codecs (policy=auto)";
     return signalPassFailure();
   }
   if ((policy != "mcbench" && mcbenchOptions) || (policy != "optimus-cc" && optimusOptions)) {

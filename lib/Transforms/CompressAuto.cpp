@@ -27,10 +27,40 @@ double mlir::ptrain::estimatePowerSGDError(int64_t n, int64_t m, int64_t r) {
   return r >= k ? 0.0 : std::sqrt(1.0 - static_cast<double>(r) / static_cast<double>(k));
 }
 
+std::optional<double> mlir::ptrain::estimateCodecError(CodecAttrInterface codec, RankedTensorType type) {
+  if (!type || !type.hasStaticShape())
+    return std::nullopt;
+  const int64_t n = type.getNumElements();
+  auto keep = [&](int64_t k) {
+    return k >= n ? 0.0 : std::sqrt(1.0 - static_cast<double>(k) / static_cast<double>(n));
+  };
+  if (auto powersgd = dyn_cast<PowerSGDAttr>(codec)) {
+    auto nm = MatrixViewAttr::getMatrixShape(powersgd.getView(), type, nullptr);
+    if (failed(nm))
+      return std::nullopt;
+    return estimatePowerSGDError(nm->first, nm->second, powersgd.getRank());
+  }
+  if (auto quant = dyn_cast<QuantAttr>(codec))
+    return 1.0 / (std::ldexp(1.0, quant.getBits()) - 1.0);
+  if (auto cast = dyn_cast<CastAttr>(codec))
+    return cast.getType().isBF16() ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  if (auto topk = dyn_cast<TopKAttr>(codec))
+    return keep(topk.getKFor(n));
+  if (auto randk = dyn_cast<RandKAttr>(codec))
+    return keep(randk.getKFor(n));
+  return std::nullopt;
+}
+
 namespace {
 /// One codec a backward send can take, with its modelled cost.
 struct SendOption {
   int64_t rank = 0;
+  CodecAttrInterface codec;
+  CompressedTransfer transfer;
+};
+/// One codec a forward send can take (the index into AutoSearchOptions::forwardCodecs), with its cost.
+struct ForwardOption {
+  int64_t index = 0;
   CodecAttrInterface codec;
   CompressedTransfer transfer;
 };
@@ -73,20 +103,47 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     return failure();
   }
 
-  // Probe models: per rank, every edge within the error budget compressed at that rank (clamped to
-  // min(n, m); a clamp that repeats a smaller option's rank is dropped).
   MLIRContext *context = module.getContext();
-  std::vector<int64_t> ranks = options.ranks;
-  llvm::sort(ranks);
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::vector<std::vector<std::vector<SendOption>>> sendOptions(pp, std::vector<std::vector<SendOption>>(m));
-  std::vector<std::map<int64_t, CompressedAllReduce>> dpOptions(pp);
-  for (int64_t r : ranks) {
+  auto emptyProbe = [&] {
     CompressionPlan probe;
     probe.policy = "auto";
     probe.backwardSends.assign(pp, std::vector<CodecAttrInterface>(m));
     probe.forwardSends.assign(pp, std::vector<CodecAttrInterface>(m));
     probe.dpAllReduce.assign(pp, false);
+    return probe;
+  };
+  auto modelOf = [&](const CompressionPlan &probe) {
+    module->setAttr("ptrain.compression", probe.toAttr(context));
+    auto model = buildModuleTimingModel(module, *cluster, /*applyCompression=*/true);
+    module->removeAttr("ptrain.compression");
+    return model;
+  };
+  // The costs without codecs, per FE mode: with fused embedding sync the tied gradients leave the dp
+  // buckets and are reduced once over dp x pp (costs.tied and ranks[].dataParallel change).
+  std::vector<bool> feModes = {false};
+  if (options.fusedEmbedding)
+    feModes.push_back(true);
+  std::vector<PipelineCosts> baseCosts = {base->costs};
+  if (options.fusedEmbedding) {
+    CompressionPlan probe = emptyProbe();
+    probe.fusedEmbedding = true;
+    auto model = modelOf(probe);
+    if (!model)
+      return modelError(model.takeError());
+    baseCosts.push_back(model->costs);
+  }
+
+  // Probe models: per rank (and FE mode), every edge within the error budget compressed at that rank
+  // (clamped to min(n, m); a clamp that repeats a smaller option's rank is dropped).
+  std::vector<int64_t> ranks = options.ranks;
+  llvm::sort(ranks);
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::vector<std::vector<std::vector<SendOption>>> sendOptions(pp, std::vector<std::vector<SendOption>>(m));
+  // [FE mode][stage]: requested rank -> the compressed dp all-reduce.
+  std::vector<std::vector<std::map<int64_t, CompressedAllReduce>>> dpOptions(
+      feModes.size(), std::vector<std::map<int64_t, CompressedAllReduce>>(pp));
+  for (int64_t r : ranks) {
+    CompressionPlan probe = emptyProbe();
     probe.scRank = r;
     std::vector<int64_t> stageRank(pp, 0);
     bool any = false;
@@ -118,28 +175,59 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     }
     if (!any)
       continue;
-    module->setAttr("ptrain.compression", probe.toAttr(context));
-    auto model = buildModuleTimingModel(module, *cluster, /*applyCompression=*/true);
-    module->removeAttr("ptrain.compression");
+    for (bool fe : feModes) {
+      probe.fusedEmbedding = fe;
+      auto model = modelOf(probe);
+      if (!model)
+        return modelError(model.takeError());
+      // The sends' costs do not depend on FE: taken from the first mode.
+      for (int64_t s = 1; s < pp && !fe; ++s)
+        for (int64_t i = 0; i < m && stageRank[s]; ++i)
+          if (auto it = model->costs.stages[s].compressedBackward.find(i);
+              it != model->costs.stages[s].compressedBackward.end())
+            sendOptions[s][i].push_back({stageRank[s], probe.backwardSends[s][i], it->second});
+      for (int64_t s = 0; s < pp; ++s)
+        if (probe.dpAllReduce[s] && model->costs.ranks[s].compressedDataParallel)
+          dpOptions[fe][s][r] = *model->costs.ranks[s].compressedDataParallel;
+    }
+  }
+  // Forward probes: per codec of `forwardCodecs`, every forward send it can encode within the error budget.
+  std::vector<std::vector<std::vector<ForwardOption>>> forwardOptions(pp, std::vector<std::vector<ForwardOption>>(m));
+  for (auto [j, codec] : llvm::enumerate(options.forwardCodecs)) {
+    CompressionPlan probe = emptyProbe();
+    bool any = false;
+    for (int64_t s = 0; s + 1 < pp; ++s) {
+      RankedTensorType type = edges.forwardTypes[s];
+      if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
+        continue;
+      std::optional<double> error = estimateCodecError(codec, type);
+      if (!error || *error > options.errorBudget)
+        continue;
+      for (int64_t i = 0; i < m; ++i)
+        probe.forwardSends[s][i] = codec;
+      any = true;
+    }
+    if (!any)
+      continue;
+    auto model = modelOf(probe);
     if (!model)
       return modelError(model.takeError());
-    for (int64_t s = 1; s < pp; ++s)
-      for (int64_t i = 0; i < m && stageRank[s]; ++i)
-        if (auto it = model->costs.stages[s].compressedBackward.find(i);
-            it != model->costs.stages[s].compressedBackward.end())
-          sendOptions[s][i].push_back({stageRank[s], probe.backwardSends[s][i], it->second});
-    for (int64_t s = 0; s < pp; ++s)
-      if (probe.dpAllReduce[s] && model->costs.ranks[s].compressedDataParallel)
-        dpOptions[s][r] = *model->costs.ranks[s].compressedDataParallel;
+    for (int64_t s = 0; s + 1 < pp; ++s)
+      for (int64_t i = 0; i < m; ++i)
+        if (auto it = model->costs.stages[s].compressedForward.find(i);
+            probe.forwardSends[s][i] && it != model->costs.stages[s].compressedForward.end())
+          forwardOptions[s][i].push_back({static_cast<int64_t>(j), codec, it->second});
   }
 
-  // The search state: per (stage, micro-batch) the rank of the backward send's option and per stage the
-  // requested rank of its dp all-reduce; 0 = uncompressed. The record has one sc_rank, so every compressed
-  // dp all-reduce has the same requested rank.
+  // The search state: per (stage, micro-batch) the rank of the backward send's option and 1 + the index of
+  // the forward send's codec, per stage the requested rank of its dp all-reduce (0 = uncompressed), and
+  // whether FE is on. The record has one sc_rank, so every compressed dp all-reduce has the same requested
+  // rank.
   struct State {
-    std::vector<std::vector<int64_t>> send;
+    std::vector<std::vector<int64_t>> send, fwd;
     std::vector<int64_t> dp;
-    bool operator==(const State &o) const { return send == o.send && dp == o.dp; }
+    bool fe = false;
+    bool operator==(const State &o) const { return send == o.send && fwd == o.fwd && dp == o.dp && fe == o.fe; }
   };
   auto findSend = [&](int64_t s, int64_t i, int64_t rank) -> const SendOption * {
     for (const SendOption &option : sendOptions[s][i])
@@ -147,15 +235,25 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
         return &option;
     return nullptr;
   };
+  auto findForward = [&](int64_t s, int64_t i, int64_t code) -> const ForwardOption * {
+    for (const ForwardOption &option : forwardOptions[s][i])
+      if (option.index + 1 == code)
+        return &option;
+    return nullptr;
+  };
   auto costsOf = [&](const State &state) {
-    PipelineCosts costs = base->costs;
+    PipelineCosts costs = baseCosts[state.fe];
     for (int64_t s = 1; s < pp; ++s)
       for (int64_t i = 0; i < m; ++i)
         if (state.send[s][i])
           costs.stages[s].compressedBackward[i] = findSend(s, i, state.send[s][i])->transfer;
+    for (int64_t s = 0; s + 1 < pp; ++s)
+      for (int64_t i = 0; i < m; ++i)
+        if (state.fwd[s][i])
+          costs.stages[s].compressedForward[i] = findForward(s, i, state.fwd[s][i])->transfer;
     for (int64_t s = 0; s < pp; ++s)
       if (state.dp[s])
-        costs.ranks[s].compressedDataParallel = dpOptions[s].at(state.dp[s]);
+        costs.ranks[s].compressedDataParallel = dpOptions[state.fe][s].at(state.dp[s]);
     return costs;
   };
   auto timeOf = [&](const State &state) { return iterationSeconds(costsOf(state)); };
@@ -177,7 +275,8 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     return best;
   };
 
-  const State empty{std::vector<std::vector<int64_t>>(pp, std::vector<int64_t>(m, 0)), std::vector<int64_t>(pp, 0)};
+  const std::vector<std::vector<int64_t>> none(pp, std::vector<int64_t>(m, 0));
+  const State empty{none, none, std::vector<int64_t>(pp, 0), false};
   State current = empty;
   auto now = timeOf(current);
   if (!now)
@@ -187,6 +286,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   summary.start = 0;
   for (const AutoSeed &seed : seeds) {
     State state = empty;
+    state.fe = options.fusedEmbedding && seed.plan.fusedEmbedding;
     bool expressible = true;
     for (int64_t s = 1; s < pp && s < static_cast<int64_t>(seed.plan.backwardSends.size()); ++s)
       for (int64_t i = 0; i < m; ++i)
@@ -202,7 +302,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     for (int64_t s = 0; s < pp && s < static_cast<int64_t>(seed.plan.dpAllReduce.size()); ++s)
       if (seed.plan.dpAllReduce[s]) {
         state.dp[s] = nearestRank(seed.plan.scRank);
-        expressible &= dpOptions[s].count(state.dp[s]) != 0;
+        expressible &= dpOptions[state.fe][s].count(state.dp[s]) != 0;
       }
     // A seed whose ranks are not candidates runs at the nearest ones: the name says so.
     std::string name = seed.name;
@@ -249,10 +349,30 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       }
       return true;
     };
+    // A link's compressed forward sends share one codec likewise.
+    auto oneCodecPerLink = [&](const State &state) {
+      for (int64_t s = 0; s + 1 < pp; ++s)
+        for (int64_t code : state.fwd[s])
+          if (code && llvm::any_of(state.fwd[s], [&](int64_t c) { return c && c != code; }))
+            return false;
+      return true;
+    };
+    // Every compressed dp all-reduce must have an option in the state's FE mode.
+    auto dpPriced = [&](const State &state) {
+      for (int64_t s = 0; s < pp; ++s)
+        if (state.dp[s] && !dpOptions[state.fe][s].count(state.dp[s]))
+          return false;
+      return true;
+    };
     auto add = [&](State state, std::string edge, std::string codec) {
-      if (!(state == from) && oneRankPerLink(state))
+      if (!(state == from) && oneRankPerLink(state) && oneCodecPerLink(state) && dpPriced(state))
         out.push_back({std::move(state), std::move(edge), std::move(codec)});
     };
+    if (options.fusedEmbedding) {
+      State state = from;
+      state.fe = !from.fe;
+      add(state, "fused embedding sync", state.fe ? "on" : "off");
+    }
     std::vector<int64_t> requested(ranks.rbegin(), ranks.rend());
     requested.push_back(0);
     int64_t scRank = 0;
@@ -262,18 +382,20 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     for (int64_t s = 0; s < pp; ++s)
       for (int64_t r : requested) {
         // One stage at another rank only when it is the only compressed one (one sc_rank).
-        if ((r && !dpOptions[s].count(r)) || (r && scRank && r != scRank && !(compressedStages == 1 && from.dp[s])))
+        const auto &stageOptions = dpOptions[from.fe][s];
+        if ((r && !stageOptions.count(r)) || (r && scRank && r != scRank && !(compressedStages == 1 && from.dp[s])))
           continue;
         State state = from;
         state.dp[s] = r;
-        add(state, "dp all-reduce stage " + std::to_string(s), r ? dpOptions[s].at(r).codec : "none");
+        add(state, "dp all-reduce stage " + std::to_string(s), r ? stageOptions.at(r).codec : "none");
       }
     for (int64_t r : requested) {
       State state = from;
       bool possible = true;
       for (int64_t s = 0; s < pp; ++s) {
-        state.dp[s] = dpOptions[s].count(r) ? r : 0;
-        possible &= !r || dpOptions[s].count(r) || dpOptions[s].empty();
+        const auto &stageOptions = dpOptions[from.fe][s];
+        state.dp[s] = stageOptions.count(r) ? r : 0;
+        possible &= !r || stageOptions.count(r) || stageOptions.empty();
       }
       if (possible && edges.dp > 1)
         add(state, "every dp all-reduce",
@@ -330,6 +452,38 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       group("backward sends of micro-batch " + std::to_string(k), [&](int64_t, int64_t i) { return i == k; });
     if (m > 1)
       group("every backward send", [](int64_t, int64_t) { return true; });
+    // Forward sends: each send, each link's sends and every send set to one codec, or uncompressed.
+    for (int64_t s = 0; s + 1 < pp; ++s)
+      for (int64_t i = 0; i < m; ++i) {
+        for (const ForwardOption &option : forwardOptions[s][i]) {
+          State state = from;
+          state.fwd[s][i] = option.index + 1;
+          add(state, "forward send stage " + std::to_string(s) + " F" + std::to_string(i), option.transfer.codec);
+        }
+        State state = from;
+        state.fwd[s][i] = 0;
+        add(state, "forward send stage " + std::to_string(s) + " F" + std::to_string(i), "none");
+      }
+    auto forwardGroup = [&](std::string edge, auto member) {
+      for (int64_t code = 0; code <= static_cast<int64_t>(options.forwardCodecs.size()); ++code) {
+        State state = from;
+        std::string codec = code ? "" : "none";
+        for (int64_t s = 0; s + 1 < pp; ++s)
+          for (int64_t i = 0; i < m; ++i)
+            if (member(s) && (!code || findForward(s, i, code))) {
+              state.fwd[s][i] = code;
+              if (codec.empty())
+                codec = findForward(s, i, code)->transfer.codec;
+            }
+        if (!codec.empty())
+          add(state, edge, codec);
+      }
+    };
+    for (int64_t l = 0; l + 1 < pp && m > 1; ++l)
+      forwardGroup("forward sends of link " + std::to_string(l) + " -> " + std::to_string(l + 1),
+                   [&](int64_t s) { return s == l; });
+    if (pp > 2)
+      forwardGroup("every forward send", [](int64_t) { return true; });
     return out;
   };
 
@@ -357,6 +511,12 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     for (int64_t i = 0; i < m; ++i)
       if (current.send[s][i])
         plan.backwardSends[s][i] = findSend(s, i, current.send[s][i])->codec;
+  for (int64_t s = 0; s + 1 < pp; ++s)
+    for (int64_t i = 0; i < m; ++i)
+      if (current.fwd[s][i])
+        plan.forwardSends[s][i] = findForward(s, i, current.fwd[s][i])->codec;
+  plan.forwardErrorFeedback = false;
+  plan.fusedEmbedding = current.fe;
   int64_t scRank = 0;
   for (int64_t s = 0; s < pp; ++s) {
     plan.dpAllReduce[s] = current.dp[s] != 0;

@@ -6,7 +6,28 @@
 // RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null
 // RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=DP
 // DP: move 1: every dp all-reduce -> #ptrain.powersgd<rank = 4> (clamped per gradient)
+// With the tied gradient's dp all-reduce compressed, FE (reducing it exactly over dp x pp) costs more than
+// it saves: the search turns the seed's FE off.
+// DP: move 2: fused embedding sync -> off
 // DP: with auto
+// A budget no PowerSGD rank meets leaves FE (exact) as the only move: on.
+// RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-error-budget=0.001" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=FE
+// FE: seeds none {{[0-9.]+}} ms, optimus-cc (not expressible with the candidates)
+// FE: move 1: fused embedding sync -> on, saves {{[0-9.]+}} ms
+// FE: 1 moves
+
+// Forward sends with the user's codecs (auto-forward-codecs): on the slow link the 128 KiB activation is as
+// costly as the gradient; 8-bit quantization of every forward send of the link is the best first move, then
+// the backward link at rank 4. The plan lowers and verifies.
+// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-forward-codecs=fp16;quant:bits=8" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=FWD
+// FWD: move 1: forward sends of link 0 -> 1 -> #ptrain.quant<bits = 8>, saves {{[0-9.]+}} ms
+// FWD: move 2: backward sends of link 1 -> 0 -> #ptrain.powersgd<rank = 4>
+// FWD: 2 moves, modelled iteration 1.079 ms uncompressed, 0.539 ms with auto (2.0029x)
+// The error budget keeps fp16 (proxy 2^-11) and drops 8-bit quantization (1/255) and every PowerSGD rank.
+// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-forward-codecs=fp16;quant:bits=8 auto-error-budget=0.001" 2>&1 | FileCheck %s --check-prefix=FWDBUDGET
+// FWDBUDGET: move 1: forward sends of link 0 -> 1 -> #ptrain.cast<f16>
+// FWDBUDGET-NOT: move 2
+// FWDBUDGET: forward_error_feedback = false, forward_sends = {{\[}}[#ptrain.cast<f16>, #ptrain.cast<f16>, #ptrain.cast<f16>, #ptrain.cast<f16>], [false, false, false, false]]
 
 // policy=auto: the greedy search by re-simulation (docs/Compression.md, "Policy auto").
 // On a 1 GB/s link the 128 KiB gradient takes 131 us and dominates. The seeds: the paper's rule (the

@@ -4,9 +4,11 @@
 // seeds (the uncompressed plan and the Optimus-CC rule's plans), repeatedly applies the move that lowers the
 // modelled iteration time most, re-simulating the whole plan for every candidate (1F1B has many tied
 // critical paths, so slack alone misleads). A move sets one edge, or a group of edges (every backward send
-// of a link, of a micro-batch, of the pipeline; every stage's dp all-reduce), to a codec or back to
-// uncompressed. Edges are the ones the timing model prices: each backward send (stage, micro-batch) and
-// each stage's dp gradient all-reduce, with PowerSGD at the ranks of `auto-ranks` (clamped to min(n, m)).
+// of a link, of a micro-batch, of the pipeline; every forward send of a link or of the pipeline; every
+// stage's dp all-reduce), to a codec or back to uncompressed, or turns fused embedding sync (FE) on or off.
+// Edges are the ones the timing model prices: each backward send (stage, micro-batch) and each stage's dp
+// gradient all-reduce with PowerSGD at the ranks of `auto-ranks` (clamped to min(n, m)), each forward send
+// with the codecs of `auto-forward-codecs`, and FE where the plan has a tied parameter and dp > 1.
 // Every applied move lowers the modelled time, so auto is never modelled slower than its best seed.
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +18,7 @@
 
 #include "ptrain/Transforms/CompressionConfig.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,13 +33,18 @@ struct AutoSearchOptions {
   double errorBudget = 1.0;
   /// At most this many changes.
   int64_t maxPicks = 256;
+  /// Codecs to try on the forward (activation) sends; empty: forward sends are not candidates.
+  std::vector<CodecAttrInterface> forwardCodecs;
+  /// Fused embedding sync (Optimus-CC section 4.3) is a candidate: dp > 1 and a tied-parameter sync.
+  bool fusedEmbedding = false;
 };
 
 /// A plan the search may start from (its PowerSGD ranks are mapped to the nearest candidate rank).
 struct AutoSeed {
   /// For the report: "none", "optimus-cc", "optimus-cc cb-sends=critical", ...
   std::string name;
-  /// backwardSends (PowerSGD codecs or null) and dpAllReduce / scRank; the other fields are ignored.
+  /// backwardSends (PowerSGD codecs or null), dpAllReduce / scRank and fusedEmbedding (used when FE is a
+  /// candidate); the other fields are ignored.
   CompressionPlan plan;
   /// The rule's CB rank (before any clamp to the links' min(n, m)), for the report.
   int64_t cbRank = 16;
@@ -57,9 +65,10 @@ struct AutoSummary {
 /// One move the search applied, in order.
 struct AutoDecision {
   /// "backward send stage 2 B15", "backward sends of link 3 -> 2", "backward sends of micro-batch 4",
-  /// "every backward send", "dp all-reduce stage 0" or "every dp all-reduce".
+  /// "every backward send", "forward send stage 0 F2", "forward sends of link 0 -> 1", "every forward send",
+  /// "dp all-reduce stage 0", "every dp all-reduce" or "fused embedding sync".
   std::string edge;
-  /// The codec, or "none" for a removal.
+  /// The codec, or "none" for a removal ("on" / "off" for fused embedding sync).
   std::string codec;
   /// Modelled seconds the change saved and the iteration time after it.
   double savedSeconds = 0, iterationSeconds = 0;
@@ -70,10 +79,18 @@ struct AutoDecision {
 /// a given rank; real gradients, with decaying spectra, do better, and error feedback re-sends the rest).
 /// 0 when r >= min(n, m) (exact).
 double estimatePowerSGDError(int64_t n, int64_t m, int64_t r);
+/// The error proxy of `codec` on a tensor of `type` (relative Frobenius error, worst case or uniform data):
+///  - PowerSGD: estimatePowerSGDError on the codec's matrix view;
+///  - uniform quantization to b bits: 1 / (2^b - 1), the rms rounding error step / sqrt(12) of a step
+///    2a / (2^b - 1) over data uniform in [-a, a] (rms a / sqrt(3));
+///  - fp16 / bf16 casts: the unit roundoff 2^-11 / 2^-8;
+///  - top-k / rand-k keeping k of n elements: sqrt(1 - k / n) (equal magnitudes, the worst case of top-k).
+/// Returns std::nullopt for a codec it has no proxy for.
+std::optional<double> estimateCodecError(CodecAttrInterface codec, RankedTensorType type);
 
-/// Fills `plan` (backwardSends, dpAllReduce, scRank; the caller set the shapes) by the greedy search on the
-/// module's `ptrain.cluster`, started from the best of the uncompressed plan and `seeds`; `decisions`
-/// explains each move and `summary` the seeds. Errors (through `emitError`) say what is missing: no
+/// Fills `plan` (backwardSends, forwardSends, dpAllReduce, scRank, fusedEmbedding; the caller set the shapes) by the
+/// greedy search on the module's `ptrain.cluster`, started from the best of the uncompressed plan and `seeds`;
+/// `decisions` explains each move and `summary` the seeds. Errors (through `emitError`) say what is missing: no
 /// cluster, or a timing model that cannot be built.
 LogicalResult searchAutoCompression(ModuleOp module, const CompressionEdges &edges, const AutoSearchOptions &options,
                                     llvm::ArrayRef<AutoSeed> seeds, CompressionPlan &plan,

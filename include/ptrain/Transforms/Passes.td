@@ -487,17 +487,22 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     * `auto`: a greedy search by re-simulation on the module's `ptrain.cluster`. Candidates are the edges
       the timing model prices: every backward send (stage, micro-batch) and every stage's dp gradient
       all-reduce, each with PowerSGD at the ranks `auto-ranks` (default 4, 8, 16, 32, 64, 128, clamped to
-      min(n, m)). It starts from the fastest of its seeds: the uncompressed plan and the Optimus-CC rule
-      with CB on the cool-down, the critical and every backward send (SC on the critical stages). Then it
+      min(n, m)); every forward send with each codec of `auto-forward-codecs` (default none: a compressed
+      activation changes the forward itself, without error feedback); and fused embedding sync (FE) where
+      dp > 1 and a tied parameter is synced. It starts from the fastest of its seeds: the uncompressed plan
+      and the Optimus-CC rule with CB on the cool-down, the critical and every backward send (SC on the
+      critical stages, FE where it applies). Then it
       repeatedly applies the move that lowers the modelled iteration time most (re-simulating the whole
       plan per move): one edge, or a group (every send of a link, of a micro-batch, of the pipeline; every
-      stage's dp all-reduce), set to a rank or back to uncompressed; the compressed sends of a link share
-      one rank (the codec state is keyed by the link) and the compressed dp all-reduces one `sc_rank`.
+      stage's dp all-reduce), set to a rank or codec or back to uncompressed, or FE on or off; the compressed
+      sends of a link share one rank or codec (the codec state is keyed by the link) and the compressed dp
+      all-reduces one `sc_rank`.
       Ties go to the dp all-reduces, then single sends, then groups, the larger rank first. It stops when
       no move saves more than `auto-min-gain` (a fraction of the uncompressed iteration, default 0.001) or
       after `auto-max-picks` moves, so it is never modelled slower than its best seed. A codec whose error
-      proxy sqrt(1 - r / min(n, m)) (PowerSGD rank r on the n x m view, worst case of a flat spectrum)
-      exceeds `auto-error-budget` (default 1: no limit) is never a candidate. Remarks list the seeds' times,
+      proxy exceeds `auto-error-budget` (default 1: no limit) is never a candidate: sqrt(1 - r / min(n, m))
+      for PowerSGD rank r on the n x m view (worst case of a flat spectrum), 1 / (2^b - 1) for b-bit
+      quantization (uniform data), 2^-11 / 2^-8 for fp16 / bf16, sqrt(1 - k / n) for top-k / rand-k. Remarks list the seeds' times,
       each move (edges, codec, saving, iteration time after it) and compare auto with optimus-cc.
 
     A codec spec (`fwd-codec`, `bwd-codec`, and the override file) is `none`, `fp16`, `bf16`,
@@ -570,6 +575,9 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     Option<"autoErrorBudget", "auto-error-budget", "double", /*default=*/"1.0",
            "auto: the largest error proxy sqrt(1 - r / min(n, m)) a codec may have, in (0, 1].">,
     Option<"autoMaxPicks", "auto-max-picks", "int64_t", /*default=*/"256", "auto: at most this many moves.">,
+    Option<"autoForwardCodecs", "auto-forward-codecs", "std::string", /*default=*/"\"\"",
+           "auto: codecs to try on the forward sends, ';'-separated specs (e.g. 'fp16;quant:bits=8'); "
+           "empty: forward sends are not candidates.">,
   ];
   let statistics = [
     Statistic<"numCompressedSends", "compressed-sends", "Pipeline sends marked for compression">,
