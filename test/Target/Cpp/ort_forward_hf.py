@@ -6,7 +6,8 @@
      Hugging Face GPT2LMHeadModel (python/ptrain/models/gpt2.py), whose bool causal-mask buffer is an i1 constant
      applied with ptrain.select;
    - test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx: RMSNormalization-23, RotaryEmbedding-23 on q and k,
-     grouped-query Attention-23, SwiGLU (onnxruntime gets position ids 0..S-1, which --signature auto fixes);
+     grouped-query Attention-23, SwiGLU (ptrain-compile --import-options "--signature auto" fixes its position
+   ids to 0..S-1; onnxruntime gets those);
    criterion max|a - b| / max|b| <= 1e-5 for the logits, |a - b| / |b| <= 1e-5 for the loss.
 2. Training against the reference: ptrain-compile with AdamW runs 3 steps (ptrain_step_train_step) on fixed
    random batches, and the multi-rank executor (ptrain-interpret --multi-rank --steps 3, one rank) runs the
@@ -35,9 +36,15 @@ TOLERANCE = 1e-5
 STEPS = 3
 
 
+def import_options(name):
+    """The LLaMA fixture has a position-ids input, which --signature auto fixes to 0..S-1."""
+    return ("--import-options", "--signature auto") if name.startswith("llama_tiny") else ()
+
+
 def train_steps(build, model, out, tokens):
     """The compiled AdamW step's losses on `tokens` [steps, B, S], and the multi-rank executor's."""
-    subprocess.run([os.path.join(build, "bin", "ptrain-compile"), model, "--target", "cpu", "-o", out], check=True)
+    subprocess.run([os.path.join(build, "bin", "ptrain-compile"), model, "--target", "cpu", "-o", out,
+                    *import_options(os.path.basename(model))], check=True)
     lib = ctypes.CDLL(os.path.join(out, "libstep.so"))
     lib.ptrain_step_last_error.restype = ctypes.c_char_p
     if lib.ptrain_step_init(model.encode()) != 0:
@@ -68,7 +75,7 @@ def main(build, source, scratch):
     llama = os.path.join(source, "test", "Import", "ONNX", "opset18+", "Inputs", "llama_tiny.onnx")
     for name in ("gpt2-opset17", "gpt2-opset13-folded", "llama_tiny"):
         model = llama if name == "llama_tiny" else os.path.join(exports, name + ".onnx")
-        plan, lib, check = ort_forward.compiled(build, model, os.path.join(scratch, name))
+        plan, lib, check = ort_forward.compiled(build, model, os.path.join(scratch, name), *import_options(name))
         sess = ort_forward.session(model)
         b, s = plan["batch"], plan["seq"]
         for seed in (21, 22):
