@@ -13,11 +13,13 @@
    random batches, and the multi-rank executor (ptrain-interpret --multi-rank --steps 3, one rank) runs the
    same out/step.mlir on the same batches: every step's loss within 1e-5 relative, for the LLaMA fixture and
    for gpt2-opset17-training.onnx, the GPT-2 exported in training mode with 7 dropouts (the compiled masks are
-   the interpreter's bit for bit, so the losses agree as closely as without dropout).
+   the interpreter's bit for bit, so the losses agree as closely as without dropout), and for
+   ../shared/data/onnx/gpt2_megatron.onnx with ort_forward.py's --bind/--signature options.
 Runs under .venv/bin/python (ort_venv.py). Usage: ort_forward_hf.py <build-dir> <source-dir> <scratch-dir>
 """
 
 import ctypes
+import json
 import os
 import subprocess
 import sys
@@ -36,15 +38,25 @@ TOLERANCE = 1e-5
 STEPS = 3
 
 
+MEGATRON_OPTIONS = ("--import-options", "--bind batch_size=2,seq_len=8,past_seq_len=0 --signature auto")
+
+
 def import_options(name):
-    """The LLaMA fixture has a position-ids input, which --signature auto fixes to 0..S-1."""
+    """The LLaMA fixture has a position-ids input, which --signature auto fixes to 0..S-1; gpt2_megatron also
+    has symbolic dimensions, an attention-mask and a past input (ort_forward.py)."""
+    if name.startswith("gpt2_megatron"):
+        return MEGATRON_OPTIONS
     return ("--import-options", "--signature auto") if name.startswith("llama_tiny") else ()
 
 
-def train_steps(build, model, out, tokens):
-    """The compiled AdamW step's losses on `tokens` [steps, B, S], and the multi-rank executor's."""
+def train_steps(build, model, out):
+    """The compiled AdamW step's losses on STEPS random batches of the plan's shape, and the multi-rank
+    executor's on the same batches."""
     subprocess.run([os.path.join(build, "bin", "ptrain-compile"), model, "--target", "cpu", "-o", out,
                     *import_options(os.path.basename(model))], check=True)
+    with open(os.path.join(out, "plan.json")) as f:
+        plan = json.load(f)
+    tokens = np.random.default_rng(23).integers(0, plan["vocab"], (STEPS, plan["batch"], plan["seq"]), dtype=np.int64)
     lib = ctypes.CDLL(os.path.join(out, "libstep.so"))
     lib.ptrain_step_last_error.restype = ctypes.c_char_p
     if lib.ptrain_step_init(model.encode()) != 0:
@@ -85,11 +97,14 @@ def main(build, source, scratch):
                 feeds["position_ids"] = np.tile(np.arange(s, dtype=np.int64), (b, 1))
             failures += ort_forward.compare(f"{name}, random seed {seed}", plan, lib, check, tokens, feeds, sess)
 
-    for name, model in (("llama_tiny", llama), ("gpt2-opset17-training", os.path.join(exports, "gpt2-opset17-training.onnx"))):
+    megatron = os.path.normpath(os.path.join(source, "..", "shared", "data", "onnx", "gpt2_megatron.onnx"))
+    for name, model in (("llama_tiny", llama), ("gpt2-opset17-training", os.path.join(exports, "gpt2-opset17-training.onnx")),
+                        ("gpt2_megatron", megatron)):
+        if not os.path.isfile(model):
+            failures.append(f"{model}: missing (the shared/ folder beside the checkout)")
+            continue
         out = os.path.join(scratch, name + "-adamw")
-        probe = ort_forward.session(model).get_inputs()[0].shape
-        tokens = np.random.default_rng(23).integers(0, 64, (STEPS, *probe), dtype=np.int64)
-        compiled, executor = train_steps(build, model, out, tokens)
+        compiled, executor = train_steps(build, model, out)
         worst = max(abs(a - e) / abs(e) for a, e in zip(compiled, executor)) if len(executor) == STEPS else float("inf")
         print(f"{name}: {STEPS} AdamW steps, compiled {compiled}, executor {executor}, worst relative {worst:.2e}")
         if not worst <= TOLERANCE:
