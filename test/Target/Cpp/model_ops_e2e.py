@@ -29,27 +29,11 @@ ort_venv.require(sys.argv[2])
 import numpy as np  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
-from e2e import check, failures, finish, run, setup  # noqa: E402
+from e2e import check, emitted_library, finish, run, setup  # noqa: E402
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 mlir = os.path.join(source, "test", "Target", "Cpp", "Inputs", "model-ops.mlir")
-cpp, lib = os.path.join(work, "step.cpp"), os.path.join(work, "libstep.so")
-rc, out = run([os.path.join(BIN, "ptrain-translate"), "--emit-cpp", mlir, "-o", cpp])
-check(rc == 0, "ptrain-translate --emit-cpp Inputs/model-ops.mlir" + ("" if rc == 0 else ":\n" + out))
-runtime = os.path.join(build, "lib", "Runtime")
-rc, out = run([os.environ.get("CXX", "c++"), "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror",
-               "-I" + os.path.join(source, "include"), cpp, "-o", lib, "-L" + runtime, "-lptrain_runtime",
-               "-Wl,-rpath," + runtime, "-Wl,--no-undefined"])
-check(rc == 0, "compiling step.cpp" + ("" if rc == 0 else ":\n" + out))
-if failures:
-    finish()
-for name in ("libmpi.so.40",):  # the runtime links MPI; its components need libmpi's symbols globally
-    try:
-        ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
-    except OSError:
-        pass
-L = ctypes.CDLL(lib)
-L.ptrain_step_last_error.restype = ctypes.c_char_p
+L = emitted_library(build, source, work, BIN, "model-ops.mlir", "-Wextra")
 status = L.ptrain_step_init(MODEL.encode())  # no states
 check(status == 0, "ptrain_step_init")
 rng = np.random.default_rng(2026)
