@@ -104,6 +104,26 @@ enum {
   PTRAIN_UNARY_RELU = 8,
 };
 
+/// Kinds of ptrain_compare_f32 / _i64 and ptrain_logical_u8 (the order of
+/// the dialect's CompareKind); and, or, xor only for masks (uint8_t 0/1).
+enum {
+  PTRAIN_COMPARE_EQ = 0,
+  PTRAIN_COMPARE_LT = 1,
+  PTRAIN_COMPARE_LE = 2,
+  PTRAIN_COMPARE_GT = 3,
+  PTRAIN_COMPARE_GE = 4,
+  PTRAIN_COMPARE_AND = 5,
+  PTRAIN_COMPARE_OR = 6,
+  PTRAIN_COMPARE_XOR = 7,
+};
+
+/// Kinds of ptrain_reduce_f32 (the order of the dialect's ReduceKind).
+enum {
+  PTRAIN_REDUCE_KIND_SUM = 0,
+  PTRAIN_REDUCE_KIND_MEAN = 1,
+  PTRAIN_REDUCE_KIND_MAX = 2,
+};
+
 /// What a state tensor holds (the order of the dialect's StateKind).
 enum {
   PTRAIN_STATE_PARAMETER = 0,
@@ -225,6 +245,22 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   out may alias a or b; signed overflow is an INVALID_ARGUMENT error.
 // ptrain_cast_i64_i32(x[n], n, out[n])       token ids and labels to the
 //   kernels' int32; a value outside int32 is an INVALID_ARGUMENT error.
+// ptrain_reduce_f32(kind, x, rank, dims, out_rank, out_dims, out)
+//   sum, mean or max of x over the dims where out (whose shape broadcasts to
+//   dims: the keepdims shape) has size 1 and x does not; fp64 accumulation,
+//   mean divided once; max propagates NaN, an empty max is an error.
+// Masks are i1 tensors stored as one uint8_t (0 or 1) per element:
+// ptrain_compare_f32 / ptrain_compare_i64(kind, a, a_rank, a_dims, b, b_rank,
+//                     b_dims, out_rank, out_dims, out_mask)
+//   out = a <kind> b (PTRAIN_COMPARE_EQ..GE) with numpy broadcasting.
+// ptrain_logical_u8(kind, a, ..., out_mask)   and, or, xor of masks (also
+//   eq..ge of masks as 0/1 numbers); ONNX Not is xor with a true mask.
+// ptrain_select(cond, c_rank, c_dims, a, a_rank, a_dims, b, b_rank, b_dims,
+//               elem_bytes, out_rank, out_dims, out)
+//   out = cond ? a : b elementwise, the three broadcast (ONNX Where); any
+//   element type of elem_bytes in {1, 2, 4, 8}, copied bit for bit.
+// ptrain_broadcast_to(x, elem_bytes, rank, dims, out_rank, out_dims, out)
+//   out = x broadcast to out_dims (numpy rules, ONNX Expand), bit for bit.
 //
 // --- Data movement of any element type (elem_bytes in {1, 2, 4, 8}) ---
 // ptrain_copy_bytes(src, num_bytes, out)      memmove (a reshape's copy, state writes)
@@ -269,6 +305,28 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 // --- GELU, tanh approximation (same paper, sec. 2; GPT-2's gelu_new) ---
 // ptrain_gelu_tanh_fwd_f32(x[n], n, out_y[n])  y = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 // ptrain_gelu_tanh_bwd_f32(dy[n], x[n], n, out_dx[n])
+//
+// --- RMS norm and rotary embedding (LLaMA-style ops, cpu/Transformer.cpp) ---
+// ptrain_rms_norm_fwd_f32(x[rows, cols], scale[cols], rows, cols, eps, out_y)
+//   y = x / sqrt(mean_j(x^2) + eps) * scale (Zhang, Sennrich 2019, eq. 4);
+//   x r and its product with scale each computed in fp64, rounded once (the
+//   reference interpreter's ptrain.rms_norm). Its gradient is built from
+//   binary/unary/reduce ops (PTrainTransformerOps.td).
+// ptrain_rotary_embedding_f32(x[b, h, s, d], cos[b, s, r/2], sin[b, s, r/2],
+//                             batch, heads, seq, head_dim, rotary_dim,
+//                             interleaved, out[b, h, s, d])
+//   RoPE (Su et al., RoFormer, eq. 34): pairs (x[i], x[i + r/2]) (or
+//   (x[2i], x[2i+1]) when interleaved) of the first r channels become
+//   (x1 c - x2 s, x2 c + x1 s), fp64, rounded once; channels >= r pass
+//   through. The gradient is the same call with -sin. out may not alias x.
+//
+// --- Dropout with a counter-based mask (cpu/Dropout.cpp) ---
+// ptrain_dropout_f32(x[n], n, ratio, seed, counter, out[n])
+//   out[i] = keep_i ? x[i] / (1 - ratio) : 0 (fp64 product, rounded once),
+//   keep_i = u_i >= ratio with u_i = (mix(key + (i + 1) G) >> 11) 2^-53,
+//   key = mix(seed ^ mix(counter + G)), G = 0x9E3779B97F4A7C15, mix
+//   SplitMix64's finalizer: the mask of ptrain.dropout (PTrainModelOps.td),
+//   bit for bit the reference interpreter's. 0 <= ratio < 1; out may alias x.
 //
 // --- Softmax over the last dim ---
 // ptrain_softmax_fwd_f32(x[rows, cols], rows, cols, causal, out_y[rows, cols])

@@ -172,3 +172,213 @@ extern "C" ptrain_status_t ptrain_sum_to_f32(const float *x, int32_t rank,
   std::free(acc);
   return PTRAIN_OK;
 }
+
+//===----------------------------------------------------------------------===//
+// Masks, selection, broadcast copies and reductions (ptrain.compare,
+// ptrain.select, ptrain.broadcast_to, ptrain.reduce). Masks are i1 tensors
+// stored one byte per element (0 or 1).
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Walks the result of shape outDims[outRank] in row-major order and calls
+/// f(o, i[0], ..., i[N-1]) with the element offsets of the N operands read
+/// with strides[k] (broadcastStrides).
+template <int N, typename F>
+void walkBroadcast(int32_t outRank, const int64_t *outDims, int64_t n, const int64_t (&strides)[N][kMaxRank], F f) {
+  int64_t index[kMaxRank] = {};
+  int64_t at[N] = {};
+  for (int64_t o = 0; o < n; ++o) {
+    if constexpr (N == 1)
+      f(o, at[0]);
+    else if constexpr (N == 2)
+      f(o, at[0], at[1]);
+    else
+      f(o, at[0], at[1], at[2]);
+    for (int32_t d = outRank - 1; d >= 0; --d) {
+      if (++index[d] < outDims[d]) {
+        for (int k = 0; k < N; ++k)
+          at[k] += strides[k][d];
+        break;
+      }
+      for (int k = 0; k < N; ++k)
+        at[k] -= strides[k][d] * (outDims[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
+/// The shapes and strides of a two-operand broadcast into out; n = |out|.
+ptrain_status_t twoOperands(const char *call, int32_t a_rank, const int64_t *a_dims, int32_t b_rank,
+                            const int64_t *b_dims, int32_t out_rank, const int64_t *out_dims,
+                            int64_t (&strides)[2][kMaxRank], int64_t &n) {
+  int64_t aCount, bCount;
+  PTRAIN_RETURN_IF_ERROR(checkShape(call, "a", a_rank, a_dims, aCount));
+  PTRAIN_RETURN_IF_ERROR(checkShape(call, "b", b_rank, b_dims, bCount));
+  PTRAIN_RETURN_IF_ERROR(checkShape(call, "out", out_rank, out_dims, n));
+  PTRAIN_RETURN_IF_ERROR(broadcastStrides(call, "a", a_rank, a_dims, out_rank, out_dims, strides[0]));
+  return broadcastStrides(call, "b", b_rank, b_dims, out_rank, out_dims, strides[1]);
+}
+
+template <typename T> bool compareValues(int32_t kind, T a, T b) {
+  switch (kind) {
+  case PTRAIN_COMPARE_EQ:
+    return a == b;
+  case PTRAIN_COMPARE_LT:
+    return a < b;
+  case PTRAIN_COMPARE_LE:
+    return a <= b;
+  case PTRAIN_COMPARE_GT:
+    return a > b;
+  default: // PTRAIN_COMPARE_GE, checked by the caller.
+    return a >= b;
+  }
+}
+
+template <typename T>
+ptrain_status_t compareTensors(const char *call, int32_t kind, const T *a, int32_t a_rank, const int64_t *a_dims,
+                               const T *b, int32_t b_rank, const int64_t *b_dims, int32_t out_rank,
+                               const int64_t *out_dims, uint8_t *out) {
+  if (kind < PTRAIN_COMPARE_EQ || kind > PTRAIN_COMPARE_GE)
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                                 "unknown comparison kind %d (eq, lt, le, gt, "
+                                 "ge are 0..4)",
+                                 kind);
+  int64_t strides[2][kMaxRank] = {}, n;
+  PTRAIN_RETURN_IF_ERROR(twoOperands(call, a_rank, a_dims, b_rank, b_dims, out_rank, out_dims, strides, n));
+  if (n == 0)
+    return PTRAIN_OK;
+  if (a == nullptr || b == nullptr || out == nullptr)
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "a, b and out must not be null");
+  walkBroadcast<2>(out_rank, out_dims, n, strides,
+                   [&](int64_t o, int64_t i, int64_t j) { out[o] = compareValues(kind, a[i], b[j]) ? 1 : 0; });
+  return PTRAIN_OK;
+}
+
+} // namespace
+
+extern "C" ptrain_status_t ptrain_compare_f32(int32_t kind, const float *a, int32_t a_rank, const int64_t *a_dims,
+                                              const float *b, int32_t b_rank, const int64_t *b_dims, int32_t out_rank,
+                                              const int64_t *out_dims, uint8_t *out) {
+  return compareTensors(__func__, kind, a, a_rank, a_dims, b, b_rank, b_dims, out_rank, out_dims, out);
+}
+
+extern "C" ptrain_status_t ptrain_compare_i64(int32_t kind, const int64_t *a, int32_t a_rank, const int64_t *a_dims,
+                                              const int64_t *b, int32_t b_rank, const int64_t *b_dims, int32_t out_rank,
+                                              const int64_t *out_dims, uint8_t *out) {
+  return compareTensors(__func__, kind, a, a_rank, a_dims, b, b_rank, b_dims, out_rank, out_dims, out);
+}
+
+extern "C" ptrain_status_t ptrain_logical_u8(int32_t kind, const uint8_t *a, int32_t a_rank, const int64_t *a_dims,
+                                             const uint8_t *b, int32_t b_rank, const int64_t *b_dims, int32_t out_rank,
+                                             const int64_t *out_dims, uint8_t *out) {
+  if (kind >= PTRAIN_COMPARE_EQ && kind <= PTRAIN_COMPARE_GE)
+    return compareTensors(__func__, kind, a, a_rank, a_dims, b, b_rank, b_dims, out_rank, out_dims, out);
+  PTRAIN_CHECK_ARG(kind >= PTRAIN_COMPARE_AND && kind <= PTRAIN_COMPARE_XOR,
+                   "unknown logical kind %d (and, or, xor are 5..7)", kind);
+  int64_t strides[2][kMaxRank] = {}, n;
+  PTRAIN_RETURN_IF_ERROR(twoOperands(__func__, a_rank, a_dims, b_rank, b_dims, out_rank, out_dims, strides, n));
+  if (n == 0)
+    return PTRAIN_OK;
+  PTRAIN_CHECK_PTR(a);
+  PTRAIN_CHECK_PTR(b);
+  PTRAIN_CHECK_PTR(out);
+  walkBroadcast<2>(out_rank, out_dims, n, strides, [&](int64_t o, int64_t i, int64_t j) {
+    const bool x = a[i] != 0, y = b[j] != 0;
+    out[o] = kind == PTRAIN_COMPARE_AND ? (x && y) : kind == PTRAIN_COMPARE_OR ? (x || y) : (x != y);
+  });
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_select(const uint8_t *cond, int32_t c_rank, const int64_t *c_dims, const void *a,
+                                         int32_t a_rank, const int64_t *a_dims, const void *b, int32_t b_rank,
+                                         const int64_t *b_dims, int64_t elem_bytes, int32_t out_rank,
+                                         const int64_t *out_dims, void *out) {
+  PTRAIN_CHECK_ARG(elem_bytes == 1 || elem_bytes == 2 || elem_bytes == 4 || elem_bytes == 8,
+                   "elem_bytes must be 1, 2, 4 or 8, got %lld", static_cast<long long>(elem_bytes));
+  int64_t count, n;
+  int64_t strides[3][kMaxRank] = {};
+  PTRAIN_RETURN_IF_ERROR(checkShape(__func__, "cond", c_rank, c_dims, count));
+  PTRAIN_RETURN_IF_ERROR(checkShape(__func__, "a", a_rank, a_dims, count));
+  PTRAIN_RETURN_IF_ERROR(checkShape(__func__, "b", b_rank, b_dims, count));
+  PTRAIN_RETURN_IF_ERROR(checkShape(__func__, "out", out_rank, out_dims, n));
+  PTRAIN_RETURN_IF_ERROR(broadcastStrides(__func__, "cond", c_rank, c_dims, out_rank, out_dims, strides[0]));
+  PTRAIN_RETURN_IF_ERROR(broadcastStrides(__func__, "a", a_rank, a_dims, out_rank, out_dims, strides[1]));
+  PTRAIN_RETURN_IF_ERROR(broadcastStrides(__func__, "b", b_rank, b_dims, out_rank, out_dims, strides[2]));
+  if (n == 0)
+    return PTRAIN_OK;
+  PTRAIN_CHECK_PTR(cond);
+  PTRAIN_CHECK_PTR(a);
+  PTRAIN_CHECK_PTR(b);
+  PTRAIN_CHECK_PTR(out);
+  const auto *pa = static_cast<const unsigned char *>(a);
+  const auto *pb = static_cast<const unsigned char *>(b);
+  auto *po = static_cast<unsigned char *>(out);
+  walkBroadcast<3>(out_rank, out_dims, n, strides, [&](int64_t o, int64_t c, int64_t i, int64_t j) {
+    const unsigned char *src = cond[c] ? pa + i * elem_bytes : pb + j * elem_bytes;
+    for (int64_t k = 0; k < elem_bytes; ++k)
+      po[o * elem_bytes + k] = src[k];
+  });
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_broadcast_to(const void *x, int64_t elem_bytes, int32_t rank, const int64_t *dims,
+                                               int32_t out_rank, const int64_t *out_dims, void *out) {
+  PTRAIN_CHECK_ARG(elem_bytes >= 1 && elem_bytes <= 8, "elem_bytes must be in [1, 8], got %lld",
+                   static_cast<long long>(elem_bytes));
+  int64_t count, n;
+  int64_t strides[1][kMaxRank] = {};
+  PTRAIN_RETURN_IF_ERROR(checkShape(__func__, "x", rank, dims, count));
+  PTRAIN_RETURN_IF_ERROR(checkShape(__func__, "out", out_rank, out_dims, n));
+  PTRAIN_RETURN_IF_ERROR(broadcastStrides(__func__, "x", rank, dims, out_rank, out_dims, strides[0]));
+  if (n == 0)
+    return PTRAIN_OK;
+  PTRAIN_CHECK_PTR(x);
+  PTRAIN_CHECK_PTR(out);
+  const auto *px = static_cast<const unsigned char *>(x);
+  auto *po = static_cast<unsigned char *>(out);
+  walkBroadcast<1>(out_rank, out_dims, n, strides, [&](int64_t o, int64_t i) {
+    for (int64_t k = 0; k < elem_bytes; ++k)
+      po[o * elem_bytes + k] = px[i * elem_bytes + k];
+  });
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_reduce_f32(int32_t kind, const float *x, int32_t rank, const int64_t *dims,
+                                             int32_t out_rank, const int64_t *out_dims, float *out) {
+  PTRAIN_CHECK_ARG(kind >= PTRAIN_REDUCE_KIND_SUM && kind <= PTRAIN_REDUCE_KIND_MAX,
+                   "unknown reduction kind %d (sum, mean, max are 0..2)", kind);
+  int64_t n, outCount;
+  PTRAIN_RETURN_IF_ERROR(checkShape(__func__, "x", rank, dims, n));
+  PTRAIN_RETURN_IF_ERROR(checkShape(__func__, "out", out_rank, out_dims, outCount));
+  PTRAIN_CHECK_ARG(kind != PTRAIN_REDUCE_KIND_MAX || outCount == 0 || n > 0,
+                   "max of an empty reduction has no identity");
+  if (kind == PTRAIN_REDUCE_KIND_SUM)
+    return ptrain_sum_to_f32(x, rank, dims, out_rank, out_dims, out);
+  // Mean: the fp64 sum divided once and rounded, as the reference
+  // interpreter does.
+  if (outCount == 0)
+    return PTRAIN_OK;
+  PTRAIN_CHECK_PTR(x);
+  PTRAIN_CHECK_PTR(out);
+  int64_t strides[1][kMaxRank] = {};
+  PTRAIN_RETURN_IF_ERROR(broadcastStrides(__func__, "out", out_rank, out_dims, rank, dims, strides[0]));
+  double *acc = ptrain::runtime::allocArray<double>(outCount);
+  if (acc == nullptr)
+    return ptrain::runtime::fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate %lld accumulators",
+                                 static_cast<long long>(outCount));
+  const bool max = kind == PTRAIN_REDUCE_KIND_MAX;
+  for (int64_t i = 0; i < outCount; ++i)
+    acc[i] = max ? -INFINITY : 0.0;
+  walkBroadcast<1>(rank, dims, n, strides, [&](int64_t i, int64_t o) {
+    if (!max)
+      acc[o] += x[i];
+    else if (std::isnan(x[i]) || x[i] > acc[o])
+      acc[o] = std::isnan(acc[o]) ? acc[o] : x[i];
+  });
+  const double per = outCount == 0 ? 1.0 : static_cast<double>(n / outCount);
+  for (int64_t i = 0; i < outCount; ++i)
+    out[i] = static_cast<float>(max ? acc[i] : acc[i] / per);
+  std::free(acc);
+  return PTRAIN_OK;
+}

@@ -1,7 +1,8 @@
 //===- CppTypes.h - Tensor types as C buffers in the CPU code generator -*- C++ -*-===//
 //
 // How --emit-cpp stores a tensor: a dense row-major buffer of one C element
-// type per MLIR element type. Model tensors are f32 or i64; codec codes add
+// type per MLIR element type. Model tensors are f32 or i64 (inside a function
+// also i1 masks, stored as uint8_t 0 or 1); codec codes add
 // i32 (top-k indices), i8 (packed quantization codes, stored as uint8_t) and
 // f16 / bf16 (cast codes, stored as uint16_t bit patterns, as the runtime's
 // ptrain_cast_* calls take them).
@@ -23,11 +24,14 @@ inline bool isModelElementType(Type t) { return t.isF32() || t.isInteger(64); }
 /// Element types of codec codes, beside the model's.
 inline bool isCodeElementType(Type t) { return t.isInteger(32) || t.isInteger(8) || t.isF16() || t.isBF16(); }
 
+/// Element type of masks (ptrain.compare, ptrain.select's condition): one uint8_t, 0 or 1, per element.
+inline bool isMaskElementType(Type t) { return t.isInteger(1); }
+
 /// Bytes of one element of a supported element type.
 inline int64_t elementBytes(Type t) {
   if (t.isInteger(64))
     return 8;
-  if (t.isInteger(8))
+  if (t.isInteger(8) || t.isInteger(1))
     return 1;
   if (t.isF16() || t.isBF16())
     return 2;
@@ -42,7 +46,7 @@ inline const char *elementCType(Type t) {
     return "int64_t";
   if (t.isInteger(32))
     return "int32_t";
-  if (t.isInteger(8))
+  if (t.isInteger(8) || t.isInteger(1))
     return "uint8_t";
   return "uint16_t"; // f16, bf16: bit patterns
 }

@@ -21,6 +21,7 @@
 #include "CppTypes.h"
 #include "EmitCodecs.h"
 #include "EmitCollectives.h"
+#include "EmitModelOps.h"
 #include "EmitTelemetry.h"
 #include "EmitTraffic.h"
 #include "MemoryPlan.h"
@@ -32,6 +33,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -145,7 +147,9 @@ std::string stringLiteral(StringRef s) {
 
 /// The static-shape f32/i64 tensor type of `value` (with `codes`, also the codecs' i32, i8, f16 and bf16), or an
 /// error at `op`.
-FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine &what, bool codes = false) {
+/// With `masks`, also i1 (a value inside a function, never a state, argument or result).
+FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine &what, bool codes = false,
+                                          bool masks = false) {
   if (auto request = dyn_cast<RequestType>(type)) {
     if (!request.getValueType())
       return RankedTensorType(); // a send's request: no buffer of its own
@@ -162,10 +166,11 @@ FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine 
     return failure();
   }
   Type elem = tensor.getElementType();
-  if (!isModelElementType(elem) && !(codes && isCodeElementType(elem))) {
+  if (!isModelElementType(elem) && !(codes && isCodeElementType(elem)) && !(masks && isMaskElementType(elem))) {
     op->emitError("--emit-cpp: ") << what << " has element type " << elem
                                   << (codes ? "; only f32, i64 and the codec codes' i32, i8, f16 and bf16 are supported"
-                                            : "; only f32 and i64 are supported");
+                                      : masks ? "; only f32, i64 and i1 (masks) are supported"
+                                              : "; only f32 and i64 are supported");
     return failure();
   }
   return tensor;
@@ -393,17 +398,18 @@ LogicalResult FunctionEmitter::checkOps() {
              SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
              LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
              SendStartOp, RecvStartOp, WaitOp, CompressOp, DecompressOp, CompressedAllReduceStartOp, TPCopyOp,
-             TPAllReduceOp, func::CallOp, func::ReturnOp>(op))
+             TPAllReduceOp, CompareOp, SelectOp, BroadcastToOp, ReduceOp, RmsNormOp, RotaryEmbeddingOp, DropoutOp,
+             func::CallOp, func::ReturnOp>(op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
     if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCodecOp(&op)))
       return failure();
     // Codes (and the transfers and waits that carry them) may have the codecs' element types.
     const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op);
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
-      if (failed(supportedType(&op, v.getType(), "operand #" + Twine(i), codes)))
+      if (failed(supportedType(&op, v.getType(), "operand #" + Twine(i), codes, /*masks=*/true)))
         return failure();
     for (auto [i, v] : llvm::enumerate(op.getResults()))
-      if (failed(supportedType(&op, v.getType(), "result #" + Twine(i), codes)))
+      if (failed(supportedType(&op, v.getType(), "result #" + Twine(i), codes, /*masks=*/true)))
         return failure();
     opIndex[&op] = ops.size();
     ops.push_back(&op);
@@ -574,6 +580,10 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
     auto vals = attr.getValues<float>();
     for (int64_t i = 0; i < n; ++i)
       values += (i ? (i % 8 ? ", " : ",\n    ") : "") + floatLiteral(attr.isSplat() ? vals[0] : vals[i]);
+  } else if (isMaskElementType(tensorOf(result).getElementType())) {
+    auto vals = attr.getValues<bool>();
+    for (int64_t i = 0; i < n; ++i)
+      values += (i ? (i % 32 ? ", " : ",\n    ") : "") + std::string((attr.isSplat() ? vals[0] : vals[i]) ? "1" : "0");
   } else {
     auto vals = attr.getValues<int64_t>();
     for (int64_t i = 0; i < n; ++i)
@@ -964,6 +974,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             return success();
           })
           .Case<DecompressOp>([&](DecompressOp d) { return emitDecompress(d, *this); })
+          .Case<CompareOp, SelectOp, BroadcastToOp, ReduceOp>([&](Operation *o) { return emitBroadcastOp(o, *this); })
+          .Case<RmsNormOp, RotaryEmbeddingOp, DropoutOp>([&](Operation *o) { return emitTransformerOp(o, *this); })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
           .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
             FailureOr<std::string> comm = comms.lookup(

@@ -23,28 +23,10 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, failures, finish, run, setup  # noqa: E402
+from e2e import check, emitted_library, finish, setup  # noqa: E402
 
 build, source, work, BIN, MODEL = setup(sys.argv)
-cpp, lib = os.path.join(work, "step.cpp"), os.path.join(work, "libstep.so")
-rc, out = run([os.path.join(BIN, "ptrain-translate"), "--emit-cpp",
-               os.path.join(source, "test", "Target", "Cpp", "Inputs", "codecs-roundtrip.mlir"), "-o", cpp])
-check(rc == 0, "ptrain-translate --emit-cpp Inputs/codecs-roundtrip.mlir" + ("" if rc == 0 else ":\n" + out))
-runtime = os.path.join(build, "lib", "Runtime")
-rc, out = run([os.environ.get("CXX", "c++"), "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror",
-               "-I" + os.path.join(source, "include"), cpp, "-o", lib, "-L" + runtime, "-lptrain_runtime",
-               "-Wl,-rpath," + runtime, "-Wl,--no-undefined"])
-check(rc == 0, "compiling step.cpp" + ("" if rc == 0 else ":\n" + out))
-if failures:
-    finish()
-
-for name in ("libmpi.so.40",):  # the runtime links MPI; its components need libmpi's symbols globally
-    try:
-        ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
-    except OSError:
-        pass
-L = ctypes.CDLL(lib)
-L.ptrain_step_last_error.restype = ctypes.c_char_p
+L = emitted_library(build, source, work, BIN, "codecs-roundtrip.mlir")
 N = 256
 F = ctypes.c_float * N
 

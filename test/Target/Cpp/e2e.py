@@ -29,6 +29,32 @@ def check(cond, what):
         failures.append(what)
 
 
+def emitted_library(build, source, work, bin_dir, mlir_name, *cxx_flags):
+    """Emits test/Target/Cpp/Inputs/<mlir_name> with ptrain-translate --emit-cpp, builds it against the runtime
+    (-Wall -Werror and `cxx_flags`) and loads it with ctypes (ptrain_step_last_error's restype set); finishes
+    the test on a failure."""
+    import ctypes
+    cpp, lib = os.path.join(work, "step.cpp"), os.path.join(work, "libstep.so")
+    rc, out = run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp",
+                   os.path.join(source, "test", "Target", "Cpp", "Inputs", mlir_name), "-o", cpp])
+    check(rc == 0, f"ptrain-translate --emit-cpp Inputs/{mlir_name}" + ("" if rc == 0 else ":\n" + out))
+    runtime = os.path.join(build, "lib", "Runtime")
+    rc, out = run([os.environ.get("CXX", "c++"), "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror",
+                   *cxx_flags, "-I" + os.path.join(source, "include"), cpp, "-o", lib, "-L" + runtime,
+                   "-lptrain_runtime", "-Wl,-rpath," + runtime, "-Wl,--no-undefined"])
+    check(rc == 0, "compiling step.cpp" + ("" if rc == 0 else ":\n" + out))
+    if failures:
+        finish()
+    for name in ("libmpi.so.40",):  # the runtime links MPI; its components need libmpi's symbols globally
+        try:
+            ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+        except OSError:
+            pass
+    library = ctypes.CDLL(lib)
+    library.ptrain_step_last_error.restype = ctypes.c_char_p
+    return library
+
+
 def corpus(source, work, max_bytes=400000):
     """A small byte-level corpus: data.py over the Python standard library, capped; returns its folder."""
     data = os.path.join(work, "data")

@@ -45,3 +45,43 @@ func.func @f(%a: tensor<2x1x3x4xf32>, %b: tensor<1x5x4x6xf32>) -> tensor<2x5x3x6
   return %y : tensor<2x5x3x6xf32>
 }
 // MATMUL: error: loc("/MatMul"): --emit-cpp: 'ptrain.matmul' with partially broadcast batch dimensions
+
+// RUN: not ptrain-translate --emit-cpp %t/mask-arg.mlir -o %t/m.cpp 2>&1 | FileCheck %s --check-prefix=MASK-ARG
+// RUN: not test -e %t/m.cpp
+// RUN: not ptrain-translate --emit-cpp %t/cast.mlir 2>&1 | FileCheck %s --check-prefix=CAST
+// RUN: not ptrain-translate --emit-cpp %t/mask-state.mlir 2>&1 | FileCheck %s --check-prefix=MASK-STATE
+// RUN: not ptrain-translate --emit-cpp %t/reduce-i64.mlir 2>&1 | FileCheck %s --check-prefix=REDUCE-I64
+
+// i1 masks live inside a function only: an i1 argument (or result, or state) is refused.
+//--- mask-arg.mlir
+func.func @f(%m: tensor<4xi1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = ptrain.select %m, %x, %x : tensor<4xi1>, tensor<4xf32>, tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+// MASK-ARG: error: --emit-cpp: argument #0 has element type 'i1'; only f32 and i64 are supported
+
+// ptrain.cast (e.g. a bool mask to float) has no kernel yet: named with its location.
+//--- cast.mlir
+func.func @f(%x: tensor<4xi64>) -> tensor<4xf32> {
+  %one = arith.constant dense<1> : tensor<i64>
+  %m = ptrain.compare eq %x, %one : tensor<4xi64>, tensor<i64>
+  %y = ptrain.cast %m : tensor<4xi1> -> tensor<4xf32> loc("/model/Cast_3")
+  return %y : tensor<4xf32>
+}
+// CAST: error: loc("/model/Cast_3"): --emit-cpp: 'ptrain.cast' is not supported by the CPU code generator
+
+// Nor is an i1 state.
+//--- mask-state.mlir
+ptrain.state @m key "mask" kind parameter : tensor<4xi1>
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+// MASK-STATE: error: --emit-cpp: the state has element type 'i1'; only f32 and i64 are supported
+
+// reduce of i64: f32 only.
+//--- reduce-i64.mlir
+func.func @f(%x: tensor<2x8xi64>) -> tensor<2xi64> {
+  %y = ptrain.reduce sum %x {axes = array<i64: 1>, keepdims = false} : tensor<2x8xi64> -> tensor<2xi64> loc("/ReduceSum")
+  return %y : tensor<2xi64>
+}
+// REDUCE-I64: error: loc("/ReduceSum"): --emit-cpp: 'ptrain.reduce' supports f32 tensors only

@@ -1,0 +1,40 @@
+//===- Dropout.cpp - Inverted dropout with a counter-based mask -----------===//
+//
+// Srivastava et al. 2014, "Dropout" (JMLR 15), in the inverted form of ONNX
+// Dropout-12: out = keep ? x / (1 - ratio) : 0. The mask is the pure function
+// of (seed, counter, index) that ptrain.dropout defines (PTrainModelOps.td)
+// on SplitMix64's finalizer (Steele, Lea, Flood 2014, "Fast splittable
+// pseudorandom number generators", OOPSLA), so a compiled step draws the same
+// mask bit for bit as the reference interpreter (dropoutKeeps in
+// lib/Interpreter/Elementwise.cpp), and a step, its recomputation and its
+// gradient see one mask.
+//
+//===----------------------------------------------------------------------===//
+
+#include "common/Status.h"
+
+namespace {
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+} // namespace
+
+extern "C" ptrain_status_t ptrain_dropout_f32(const float *x, int64_t n, double ratio, int64_t seed, int64_t counter,
+                                              float *out) {
+  PTRAIN_CHECK_SIZE(n);
+  PTRAIN_CHECK_ARG(ratio >= 0.0 && ratio < 1.0, "ratio must be in [0, 1), got %g", ratio);
+  PTRAIN_CHECK_PTR(x);
+  PTRAIN_CHECK_PTR(out);
+  const uint64_t key = mix64(static_cast<uint64_t>(seed) ^ mix64(static_cast<uint64_t>(counter) + kGolden));
+  const double scale = 1.0 / (1.0 - ratio);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t bits = mix64(key + (static_cast<uint64_t>(i) + 1) * kGolden);
+    const double u = static_cast<double>(bits >> 11) * 0x1.0p-53;
+    out[i] = u >= ratio ? static_cast<float>(x[i] * scale) : 0.0f;
+  }
+  return PTRAIN_OK;
+}

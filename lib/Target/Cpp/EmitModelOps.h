@@ -1,0 +1,36 @@
+//===- EmitModelOps.h - Mask, broadcast and LLaMA-style ops in --emit-cpp -*- C++ -*-===//
+//
+// --emit-cpp of the model ops beyond the GPT core (docs/CodegenCpu.md, "Masks and broadcasting" and
+// "LLaMA-style ops and dropout"), each onto one runtime kernel through a CallWriter:
+//   - EmitBroadcast.cpp: ptrain.compare (i1 masks, stored one uint8_t per element), ptrain.select,
+//     ptrain.broadcast_to and ptrain.reduce, with numpy broadcasting;
+//   - EmitTransformer.cpp: ptrain.rms_norm, ptrain.rotary_embedding and ptrain.dropout (the interpreter's
+//     counter-based mask, bit for bit). Their gradients are ops of these two lists (rotary with -sin,
+//     dropout of dy) or of the core (rms_norm's binary/unary/reduce).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TARGET_CPP_EMITMODELOPS_H
+#define PTRAIN_TARGET_CPP_EMITMODELOPS_H
+
+#include "EmitCodecs.h"
+
+#include "mlir/Support/LogicalResult.h"
+
+#include <string>
+
+namespace mlir::ptrain::cpp {
+
+/// A `static const int64_t name[] = {...}` line in the op's block; its name, or "nullptr" when empty.
+std::string emitDimsArray(CallWriter &w, ArrayRef<int64_t> values, const std::string &name);
+
+/// ptrain.compare, ptrain.select, ptrain.broadcast_to or ptrain.reduce; an error at the op for what the
+/// kernels do not cover (e.g. compare of another element type).
+LogicalResult emitBroadcastOp(Operation *op, CallWriter &w);
+
+/// ptrain.rms_norm, ptrain.rotary_embedding or ptrain.dropout on f32 tensors.
+LogicalResult emitTransformerOp(Operation *op, CallWriter &w);
+
+} // namespace mlir::ptrain::cpp
+
+#endif // PTRAIN_TARGET_CPP_EMITMODELOPS_H

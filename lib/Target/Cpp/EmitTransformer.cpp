@@ -1,0 +1,82 @@
+//===- EmitTransformer.cpp - rms_norm, rotary_embedding, dropout in --emit-cpp ---===//
+//
+// The LLaMA-style ops onto cpu/Transformer.cpp and ptrain.dropout onto cpu/Dropout.cpp. Like layer_norm's
+// emitter, rms_norm views its input as rows x cols (cols = the normalized trailing dimensions); unlike it,
+// no statistics are saved: the gradient is built from core ops that recompute them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CppTypes.h"
+#include "EmitModelOps.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cstdio>
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::cpp;
+
+namespace {
+
+/// A C++ double literal that reads back as exactly `value`.
+std::string doubleLiteral(double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", value);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+/// An int64_t expression of any seed (INT64_MIN has no decimal literal).
+std::string seedLiteral(int64_t seed) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "static_cast<int64_t>(0x%016llxULL)",
+                static_cast<unsigned long long>(static_cast<uint64_t>(seed)));
+  return buf;
+}
+
+LogicalResult emitRmsNorm(RmsNormOp op, CallWriter &w) {
+  ArrayRef<int64_t> x = tensorOf(op.getInput()).getShape();
+  int64_t axis = op.getNormalizedAxis();
+  int64_t rows = numElements(x.take_front(axis)), cols = numElements(x.drop_front(axis));
+  return w.call(RuntimeCall::ptrain_rms_norm_fwd_f32,
+                {w.ptr(op.getInput()), w.ptr(op.getScale()), std::to_string(rows), std::to_string(cols),
+                 doubleLiteral(op.getEpsilonAttr().getValueAsDouble()), w.ptr(op.getResult())});
+}
+
+LogicalResult emitRotary(RotaryEmbeddingOp op, CallWriter &w) {
+  ArrayRef<int64_t> x = tensorOf(op.getInput()).getShape();
+  return w.call(RuntimeCall::ptrain_rotary_embedding_f32,
+                {w.ptr(op.getInput()), w.ptr(op.getCos()), w.ptr(op.getSin()), std::to_string(x[0]),
+                 std::to_string(x[1]), std::to_string(x[2]), std::to_string(x[3]),
+                 std::to_string(op.getRotatedChannels()), op.getInterleaved() ? "1" : "0", w.ptr(op.getResult())});
+}
+
+LogicalResult emitDropout(DropoutOp op, CallWriter &w) {
+  RankedTensorType counter = tensorOf(op.getCounter());
+  if (counter.getRank() != 0 || !counter.getElementType().isInteger(64))
+    return op.emitError("--emit-cpp: the dropout counter must be tensor<i64>, got ") << counter;
+  return w.call(RuntimeCall::ptrain_dropout_f32,
+                {w.ptr(op.getInput()), std::to_string(countOf(op.getInput())),
+                 doubleLiteral(op.getRatio().convertToDouble()), seedLiteral(op.getSeedAttr().getInt()),
+                 w.ptr(op.getCounter()) + "[0]", w.ptr(op.getResult())});
+}
+
+} // namespace
+
+LogicalResult mlir::ptrain::cpp::emitTransformerOp(Operation *op, CallWriter &w) {
+  // Operands and results are f32 (model floats; the ops' verifiers require float types and the emitter's
+  // type check admits f32 only), the dropout counter i64.
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<RmsNormOp>([&](RmsNormOp r) { return emitRmsNorm(r, w); })
+      .Case<RotaryEmbeddingOp>([&](RotaryEmbeddingOp r) { return emitRotary(r, w); })
+      .Case<DropoutOp>([&](DropoutOp d) { return emitDropout(d, w); })
+      .Default([](Operation *other) {
+        return other->emitError("--emit-cpp internal error: '") << other->getName() << "' is not a transformer op";
+      });
+}
