@@ -656,27 +656,18 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
     ++frame.it;
     return llvm::Error::success();
   }
-  // Megatron's g completes in place, like the compressed all-reduce.
-  if (auto g = dyn_cast<TPAllReduceOp>(op)) {
+  // Megatron's g, and the vocabulary-parallel gather (PTrainVocabParallelOps.td), complete in place, like the
+  // compressed all-reduce.
+  if (isa<TPAllReduceOp, TPAllGatherOp>(op)) {
+    auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+    auto axis = op->getAttrOfType<StringAttr>("axis");
     llvm::Expected<Request *> request =
-        inPlace(g.getResult(), g.getGrid(), ArrayAttr::get(op->getContext(), {g.getAxisAttr()}),
-                [&](Request &r) { r.input = value(g.getInput()); });
+        inPlace(op->getResult(0), grid.getValue(), ArrayAttr::get(op->getContext(), {axis}),
+                [&](Request &r) { r.input = value(op->getOperand(0)); });
     if (!request || !*request)
       return request.takeError();
     if (concrete())
-      frame.values[g.getResult()] = (*request)->result;
-    ++frame.it;
-    return llvm::Error::success();
-  }
-  // The vocabulary-parallel gather (PTrainVocabParallelOps.td) completes in place too.
-  if (auto t = dyn_cast<TPAllGatherOp>(op)) {
-    llvm::Expected<Request *> request =
-        inPlace(t.getResult(), t.getGrid(), ArrayAttr::get(op->getContext(), {t.getAxisAttr()}),
-                [&](Request &r) { r.input = value(t.getInput()); });
-    if (!request || !*request)
-      return request.takeError();
-    if (concrete())
-      frame.values[t.getResult()] = (*request)->result;
+      frame.values[op->getResult(0)] = (*request)->result;
     ++frame.it;
     return llvm::Error::success();
   }
