@@ -14,8 +14,8 @@ using namespace mlir::ptrain::interp;
 
 /// The ops the executor treats as communication (MultiRankExecutor::Impl::step).
 static bool isCommunication(Operation *op) {
-  return isa<WaitOp, SendStartOp, RecvStartOp, CompressedAllReduceStartOp, TPAllReduceOp, AllReduceStartOp,
-             AllGatherStartOp, ReduceScatterStartOp, BroadcastStartOp>(op);
+  return isa<WaitOp, SendStartOp, RecvStartOp, CompressedAllReduceStartOp, TPAllReduceOp, TPAllGatherOp,
+             AllReduceStartOp, AllGatherStartOp, ReduceScatterStartOp, BroadcastStartOp>(op);
 }
 
 func::FuncOp AbstractSteps::calleeOf(func::CallOp call) {

@@ -13,6 +13,7 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Interpreter/Kernels.h"
+#include "ptrain/Interpreter/VocabParallelKernels.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -240,14 +241,38 @@ llvm::Expected<Tensor> MultiRankExecutor::Impl::loadTensorParallelSlice(int64_t 
   const size_t d = *found;
   const int64_t dim = dimAttr.getInt(), groups = groupsAttr.getInt(), parts = sizes[d];
   RankedTensorType local = state.getTensorType();
+  // A vocabulary padded to a multiple of tp: the initial value has `shape`, the ranks split `padded` entries.
+  auto padded = slice.getAs<IntegerAttr>("padded");
+  const int64_t split = padded                                                 ? padded.getInt()
+                        : dim >= 0 && dim < static_cast<int64_t>(shape.size()) ? shape[dim]
+                                                                               : 0;
   if (dim < 0 || dim >= local.getRank() || groups < 1 || static_cast<int64_t>(shape.size()) != local.getRank() ||
-      shape[dim] != local.getShape()[dim] * parts || local.getShape()[dim] % groups != 0)
+      split != local.getShape()[dim] * parts || local.getShape()[dim] % groups != 0)
     return makeError("ptrain.tp_slice " + attributeString(slice) + " does not fit the local type " + typeString(local) +
                      " on " + std::to_string(parts) + " ranks");
   llvm::Expected<Tensor> global = initial(state.getKey(), RankedTensorType::get(shape, local.getElementType()));
   if (!global)
     return global.takeError();
+  if (padded) {
+    global = padTensorParallel(*global, dim, split);
+    if (!global)
+      return global.takeError();
+  }
   return tensorParallelSlice(*global, dim, groups, parts, coordinate(rank, d));
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::padTensorParallel(const Tensor &global, int64_t dim, int64_t padded) {
+  ArrayRef<int64_t> shape = global.getShape();
+  if (dim < 0 || dim >= static_cast<int64_t>(shape.size()) || padded < shape[dim])
+    return makeError("cannot pad dimension " + std::to_string(dim) + " of " + global.getTypeString() + " to " +
+                     std::to_string(padded));
+  if (padded == shape[dim])
+    return global;
+  SmallVector<int64_t> zerosShape(shape);
+  zerosShape[dim] = padded - shape[dim];
+  Tensor zeros(global.getDType(), zerosShape);
+  std::vector<const Tensor *> inputs = {&global, &zeros};
+  return evalConcat(inputs, dim);
 }
 
 llvm::Expected<Tensor> mlir::ptrain::interp::tensorParallelSlice(const Tensor &global, int64_t dim, int64_t groups,
@@ -403,6 +428,8 @@ static std::string collectiveSignature(Operation *op) {
             std::to_string(r.getScatterDim());
   if (auto g = dyn_cast<AllGatherStartOp>(op))
     text += " gather_dim " + std::to_string(g.getGatherDim());
+  if (auto t = dyn_cast<TPAllGatherOp>(op))
+    text += " dim " + std::to_string(t.getDimAttr().getInt());
   if (auto b = dyn_cast<BroadcastStartOp>(op))
     text += " root " + std::to_string(b.getRoot());
   return text;
@@ -475,6 +502,12 @@ llvm::Error MultiRankExecutor::Impl::complete(Communicator &comm) {
       Tensor reduced = reduce(inputs, ReductionKind::Sum);
       for (Tensor &r : results)
         r = reduced;
+    } else if (auto t = dyn_cast<TPAllGatherOp>(op)) {
+      llvm::Expected<Tensor> gathered = evalConcat(inputs, t.getDimAttr().getInt());
+      if (!gathered)
+        return opError(op, gathered.takeError());
+      for (Tensor &r : results)
+        r = *gathered;
     } else if (auto a = dyn_cast<AllReduceStartOp>(op)) {
       Tensor reduced = reduce(inputs, a.getReduction());
       for (Tensor &r : results)
@@ -623,15 +656,18 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
     ++frame.it;
     return llvm::Error::success();
   }
-  // Megatron's g completes in place, like the compressed all-reduce.
-  if (auto g = dyn_cast<TPAllReduceOp>(op)) {
+  // Megatron's g, and the vocabulary-parallel gather (PTrainVocabParallelOps.td), complete in place, like the
+  // compressed all-reduce.
+  if (isa<TPAllReduceOp, TPAllGatherOp>(op)) {
+    auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+    auto axis = op->getAttrOfType<StringAttr>("axis");
     llvm::Expected<Request *> request =
-        inPlace(g.getResult(), g.getGrid(), ArrayAttr::get(op->getContext(), {g.getAxisAttr()}),
-                [&](Request &r) { r.input = value(g.getInput()); });
+        inPlace(op->getResult(0), grid.getValue(), ArrayAttr::get(op->getContext(), {axis}),
+                [&](Request &r) { r.input = value(op->getOperand(0)); });
     if (!request || !*request)
       return request.takeError();
     if (concrete())
-      frame.values[g.getResult()] = (*request)->result;
+      frame.values[op->getResult(0)] = (*request)->result;
     ++frame.it;
     return llvm::Error::success();
   }
@@ -712,7 +748,16 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
   ++frame.it;
   if (!concrete())
     return llvm::Error::success();
-  std::optional<llvm::Expected<std::vector<Tensor>>> evaluated = evaluateOp(op, value);
+  // The vocabulary-parallel ops depend on the rank's coordinate on their axis; everything else is rank-free.
+  std::optional<llvm::Expected<std::vector<Tensor>>> evaluated =
+      evaluateVocabParallelOp(op, value, [&](StringRef axis) -> std::optional<std::pair<int64_t, int64_t>> {
+        std::optional<size_t> d = axisIndex(axis);
+        if (!d)
+          return std::nullopt;
+        return std::make_pair(coordinate(rank, *d), sizes[*d]);
+      });
+  if (!evaluated)
+    evaluated = evaluateOp(op, value);
   if (!evaluated)
     return opError(op, makeError("the reference interpreter has no rule for this op"));
   if (!*evaluated)

@@ -9,6 +9,7 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Transforms/Autodiff.h"
+#include "ptrain/Transforms/TensorParallel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -121,7 +122,7 @@ Value BuildTrainingStepPass::buildNextTokenLoss(OpBuilder &b, Location loc, Valu
                                     b.getDenseI64ArrayAttr({batch, seq - 1, vocab}));
   Value labels =
       SliceOp::create(b, loc, tokens, b.getDenseI64ArrayAttr({0, 1}), b.getDenseI64ArrayAttr({batch, seq - 1}));
-  return CrossEntropyOp::create(b, loc, predicted, labels);
+  return createCrossEntropy(b, loc, predicted, labels);
 }
 
 SmallVector<StateReadOp> BuildTrainingStepPass::parameterReads(Block *block) {
@@ -264,7 +265,7 @@ void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
   b.setInsertionPointToStart(body);
   Value logits = cloneBody(b, forward, body->getArguments()).front();
   // With labels, every position is scored against its label; otherwise position i predicts token i + 1.
-  Value loss = body->getNumArguments() == 2 ? Value(CrossEntropyOp::create(b, loc, logits, body->getArgument(1)))
+  Value loss = body->getNumArguments() == 2 ? createCrossEntropy(b, loc, logits, body->getArgument(1))
                                             : buildNextTokenLoss(b, loc, logits, body->getArgument(0));
 
   SmallVector<StateReadOp> reads = parameterReads(body);

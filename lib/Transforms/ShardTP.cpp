@@ -415,6 +415,9 @@ struct ShardTPPass : public ptrain::impl::ShardTPPassBase<ShardTPPass> {
     }
     numSliced = sharder.numSliced;
     numCollectives = sharder.numCollectives;
+    // The vocabulary-parallel embedding, LM head and loss (lib/Transforms/VocabParallel.cpp).
+    if (vocabParallel && failed(shardVocabParallel(module, fn, tp, vocabMultiple)))
+      return signalPassFailure();
   }
 };
 } // namespace

@@ -44,11 +44,14 @@ struct Plan {
   std::string schedule;
   int64_t v = 1;
   int64_t tp = 1;
+  /// More options of --ptrain-shard-tp (e.g. "vocab-parallel=true").
+  std::string tpOptions = "";
 };
 
 std::string planName(const Plan &p) {
   return "dp" + std::to_string(p.dp) + "_pp" + std::to_string(p.pp) + "_m" + std::to_string(p.m) + "_" + p.schedule +
-         (p.v > 1 ? "_v" + std::to_string(p.v) : "") + (p.tp > 1 ? "_tp" + std::to_string(p.tp) : "");
+         (p.v > 1 ? "_v" + std::to_string(p.v) : "") + (p.tp > 1 ? "_tp" + std::to_string(p.tp) : "") +
+         (p.tpOptions.find("vocab-parallel=true") != std::string::npos ? "_vocab" : "");
 }
 
 /// gtest's name of a plan in messages and CTest (instead of its bytes).
@@ -104,7 +107,8 @@ public:
                               std::function<void(ModuleOp)> edit = nullptr) {
     OwningOpRef<ModuleOp> module(cast<ModuleOp>(l0->clone()));
     std::string pipeline =
-        (plan.tp > 1 ? "ptrain-raise, ptrain-shard-tp{tp=" + std::to_string(plan.tp) + "}, " : std::string()) +
+        (plan.tp > 1 ? "ptrain-raise, ptrain-shard-tp{tp=" + std::to_string(plan.tp) + " " + plan.tpOptions + "}, "
+                     : std::string()) +
         "ptrain-split-stages{pp=" + std::to_string(plan.pp) + " virtual-stages=" + std::to_string(plan.v) +
         "}, ptrain-build-training-step{micro-batches=" + std::to_string(plan.m) + " dp=" + std::to_string(plan.dp) +
         " bucket-bytes=100000 warmup-steps=1 lr=" + std::to_string(lr) +
@@ -293,6 +297,15 @@ class BundledGptTensorParallelPlan : public ::testing::TestWithParam<Plan> {};
 /// all-reduces sum over tp parts in another order than one rank's matmul; AdamW's first step,
 /// g / (|g| + eps), amplifies those f32 ulps where |g| is near eps = 1e-8 (measured: 9.7e-6 at most, in
 /// blocks.2.mlp.proj.weight).
+/// Part `part` of `global` in the layout of the state's `ptrain.tp_slice` (padded first when it is).
+Tensor sliceLike(const Tensor &global, DictionaryAttr slice, int64_t parts, int64_t part) {
+  const int64_t dim = cast<IntegerAttr>(slice.get("dim")).getInt();
+  Tensor padded = global;
+  if (auto to = slice.getAs<IntegerAttr>("padded"))
+    padded = llvm::cantFail(padTensorParallel(global, dim, to.getInt()));
+  return llvm::cantFail(tensorParallelSlice(padded, dim, cast<IntegerAttr>(slice.get("groups")).getInt(), parts, part));
+}
+
 void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const StateProvider &provider,
                                      const std::vector<Tensor> &batches, const Plan &plan, size_t slicedParams,
                                      int64_t params) {
@@ -324,8 +337,7 @@ void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const StateProvi
       if (entry.getKey().ends_with("/adam_m")) {
         llvm::StringRef param = entry.getKey().drop_back(strlen("/adam_m"));
         if (DictionaryAttr slice = slices.lookup(param))
-          want = llvm::cantFail(tensorParallelSlice(want, cast<IntegerAttr>(slice.get("dim")).getInt(),
-                                                    cast<IntegerAttr>(slice.get("groups")).getInt(), plan.tp, part));
+          want = sliceLike(want, slice, plan.tp, part);
         double scale = 0;
         for (int64_t i = 0, e = want.getNumElements(); i < e; ++i)
           scale = std::max(scale, std::fabs(want.getAsDouble(i)));
@@ -338,8 +350,7 @@ void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const StateProvi
       if (entry.getKey().contains('/'))
         continue;
       if (DictionaryAttr slice = slices.lookup(entry.getKey())) {
-        want = llvm::cantFail(tensorParallelSlice(want, cast<IntegerAttr>(slice.get("dim")).getInt(),
-                                                  cast<IntegerAttr>(slice.get("groups")).getInt(), plan.tp, part));
+        want = sliceLike(want, slice, plan.tp, part);
       } else if (part > 0) {
         EXPECT_TRUE(bitEqual(entry.getValue(), actual.states[r - part].lookup(entry.getKey())))
             << "replicated parameter " << entry.getKey().str() << " differs between tp ranks " << r - part << " and "
@@ -370,13 +381,20 @@ TEST_P(BundledGptTensorParallelPlan, OneStepMatchesTheOneRankStep) {
   OwningOpRef<ModuleOp> l0 = plans.importBundledGpt();
   StateProvider provider = plans.openInitialValues(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
   ASSERT_TRUE(l0 && provider);
-  expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 16, 64, 256, 42), GetParam(), 24, 52);
+  // With vocab-parallel=true the tied wte.weight is sliced too (256 rows, 256 / tp per rank).
+  const size_t sliced = GetParam().tpOptions.empty() ? 24 : 25;
+  expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 16, 64, 256, 42), GetParam(), sliced, 52);
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, BundledGptTensorParallelPlan,
                          ::testing::Values(Plan{1, 1, 4, "1f1b", 1, 2}, Plan{1, 1, 4, "1f1b", 1, 4},
                                            Plan{1, 2, 4, "1f1b", 1, 2}, Plan{2, 1, 2, "1f1b", 1, 2},
-                                           Plan{1, 2, 4, "interleaved", 2, 2}),
+                                           Plan{1, 2, 4, "interleaved", 2, 2},
+                                           // The vocabulary-parallel embedding, tied LM head and loss.
+                                           Plan{1, 1, 4, "1f1b", 1, 2, "vocab-parallel=true"},
+                                           Plan{1, 1, 4, "1f1b", 1, 4, "vocab-parallel=true"},
+                                           Plan{1, 2, 4, "1f1b", 1, 2, "vocab-parallel=true"},
+                                           Plan{2, 1, 2, "1f1b", 1, 2, "vocab-parallel=true"}),
                          [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
 
 // The Megatron/Hugging Face GPT-2 export (onnxruntime's gpt2_megatron.onnx, 1 layer, 2 heads, bound to batch 2,
@@ -396,6 +414,24 @@ TEST(TensorParallel, Gpt2MegatronTp2MatchesTheOneRankStep) {
   ASSERT_TRUE(l0 && provider);
   expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 4, 8, 10, 5), Plan{1, 1, 2, "1f1b", 1, 2}, 6,
                                   17);
+}
+
+// gpt2_megatron with the vocabulary-parallel embedding and (untied) LM head at tp = 2, the vocabulary of 10
+// padded to 16 (vocab-multiple=4: a multiple of 8): 8 rows per rank, rank 1's last 6 zero and masked out of the
+// loss; 8 sliced parameters (the 6 above, the word embeddings and the head's [8, 10] weight by columns) of 17.
+TEST(TensorParallel, Gpt2MegatronVocabParallelPaddedMatchesTheOneRankStep) {
+  Plans plans;
+  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/../shared/data/onnx/gpt2_megatron.onnx";
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  ASSERT_TRUE(static_cast<bool>(buffer)) << "cannot read " << path;
+  mlir::ptrain::ImportONNXOptions options;
+  options.bindings = {{"batch_size", 2}, {"seq_len", 8}, {"past_seq_len", 0}};
+  options.applySignature = true;
+  OwningOpRef<ModuleOp> l0 = mlir::ptrain::importONNX((*buffer)->getBuffer(), path, &plans.context, options);
+  StateProvider provider = plans.openInitialValues(path);
+  ASSERT_TRUE(l0 && provider);
+  expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 4, 8, 10, 5),
+                                  Plan{1, 1, 2, "1f1b", 1, 2, "vocab-parallel=true vocab-multiple=4"}, 8, 17);
 }
 
 //===----------------------------------------------------------------------===//

@@ -50,6 +50,11 @@ enum class ExecutionMode {
 llvm::Expected<Tensor> tensorParallelSlice(const Tensor &global, int64_t dim, int64_t groups, int64_t parts,
                                            int64_t index);
 
+/// `global` padded with zeros along `dim` to `padded` entries (a vocabulary-parallel table whose vocabulary
+/// --ptrain-shard-tp padded to a multiple of tp: `ptrain.tp_slice = {..., padded = Vp}`); an error when
+/// `padded` is smaller than the dimension.
+llvm::Expected<Tensor> padTensorParallel(const Tensor &global, int64_t dim, int64_t padded);
+
 class MultiRankExecutor {
 public:
   /// Runs the ranks of `module`'s `ptrain.grid` (one rank when the module has none; an error when it has more

@@ -175,8 +175,20 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
     or the MLP width are not divisible by tp, when a sliced weight is read elsewhere (a tied weight), when an
     op between the two linears cannot be sharded (e.g. Q, K and V taken apart by `ptrain.slice` instead of
     `ptrain.split`, a reduction, a softmax over the heads), or when a sharded value leaves the layer by
-    another way than its row-parallel linear. The vocabulary-parallel
-    embedding and LM head are not implemented: both stay replicated.
+    another way than its row-parallel linear.
+
+    With `vocab-parallel=true` (Megatron's VocabParallelEmbedding and parallel cross-entropy; off by
+    default, so that `ptrain-compile --tp`, whose C++ has no kernels for it yet, keeps working), the token
+    embedding and the LM head (tied or not) are split over the vocabulary V, padded with zero rows to Vp, a
+    multiple of tp x `vocab-multiple`: rank r keeps rows [r Vp/tp, (r + 1) Vp/tp) of the table and of the
+    head's weight (`ptrain.tp_slice = {..., padded = Vp}` when padded; a tied weight stays one sharded
+    symbol). The embedding becomes `ptrain.vocab_parallel_embedding` (the rank's rows, 0 elsewhere) and a
+    `ptrain.tp_all_reduce`; the head gets f before it and makes the rank's Vp/tp logits, which the forward
+    returns through `ptrain.tp_all_gather` (cut back to V). `--ptrain-build-training-step` then computes the
+    loss from the local logits with the parallel cross-entropy (max over tp, exp-sums and target logits
+    summed over tp, padded logits masked out): the step never gathers the logits. Fails, naming the op,
+    when there is no LM head or token embedding, when the head's weight or the table is not a parameter,
+    when the logits have another use than the forward's result, or when the weight is read elsewhere too.
 
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=2"
@@ -194,6 +206,10 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
   let options = [
     Option<"tp", "tp", "int64_t", /*default=*/"2", "Tensor-parallel ranks.">,
     Option<"entry", "entry", "std::string", /*default=*/"\"forward\"", "The forward function.">,
+    Option<"vocabParallel", "vocab-parallel", "bool", /*default=*/"false",
+           "Split the token embedding, the LM head and the loss over the vocabulary (Megatron).">,
+    Option<"vocabMultiple", "vocab-multiple", "int64_t", /*default=*/"1",
+           "With vocab-parallel: pad the vocabulary to a multiple of tp x this.">,
   ];
   let statistics = [
     Statistic<"numSliced", "sliced-parameters", "Parameters sliced over tp">,

@@ -11,6 +11,8 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 namespace mlir::ptrain {
 
 /// On a `ptrain.matmul`: `{layer, role}`, role one of qkv, attn_out, mlp_up, mlp_down, lm_head.
@@ -30,6 +32,16 @@ StateReadOp getParameterRead(Value weight, SymbolTable &symbols);
 /// An error at `op` that names its ONNX node (the NameLoc the importer gives every op):
 /// `<pass>: ONNX node '/blocks.0/attn/MatMul' ('ptrain.matmul'): ...`.
 InFlightDiagnostic emitNodeError(Operation *op, llvm::StringRef pass);
+
+/// --ptrain-shard-tp's vocabulary-parallel part (lib/Transforms/VocabParallel.cpp): splits the token embedding
+/// of `fn` and its LM head (tied or not) over the vocabulary, padded to a multiple of tp x `multiple`; the
+/// forward returns the gathered logits. Errors name the op where the split cannot apply.
+LogicalResult shardVocabParallel(ModuleOp module, func::FuncOp fn, int64_t tp, int64_t multiple);
+
+/// The training step's cross-entropy of `logits` against `labels`: `ptrain.cross_entropy`, or, when the
+/// logits are vocabulary-parallel logits gathered by --ptrain-shard-tp (possibly sliced along the positions),
+/// the parallel cross-entropy of the rank's local logits (the gather then dead and removed).
+Value createCrossEntropy(OpBuilder &b, Location loc, Value logits, Value labels);
 
 } // namespace mlir::ptrain
 

@@ -53,6 +53,10 @@ void PTrainDialect::initialize() {
       >();
   addOperations<
 #define GET_OP_LIST
+#include "ptrain/Dialect/PTrain/IR/PTrainVocabParallelOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.cpp.inc"
       >();
 }

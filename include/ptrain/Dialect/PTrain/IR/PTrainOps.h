@@ -33,5 +33,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainStateOps.h.inc"
 #define GET_OP_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainTensorParallelOps.h.inc"
+#define GET_OP_CLASSES
+#include "ptrain/Dialect/PTrain/IR/PTrainVocabParallelOps.h.inc"
 
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINOPS_H
