@@ -8,8 +8,10 @@
 
 #include "ptrain/Interpreter/Interpreter.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Interpreter/Kernels.h"
+#include "ptrain/Interpreter/StepKernels.h"
 #include "ptrain/Interpreter/TransformerKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -222,6 +224,24 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
                                a.getEpsilon().convertToDouble(),
                                a.getWeightDecay().convertToDouble()};
         return evalAdamW(get(a.getParam()), get(a.getGrad()), get(a.getM()), get(a.getV()), get(a.getStep()), h);
+      })
+      .Case([&](SumSquaresOp s) -> Result { return one(evalSumSquares(get(s.getInput()))); })
+      .Case([&](ClipScaleOp c) -> Result {
+        return one(evalClipScale(get(c.getSumSquares()), c.getMaxNorm().convertToDouble()));
+      })
+      .Case([&](SGDOp o) -> Result {
+        auto schedule = o.getSchedule();
+        AdamWHyperparameters h{schedule.getPeak().getValueAsDouble(),
+                               schedule.getWarmup(),
+                               schedule.getTotal(),
+                               schedule.getMinRatio().getValueAsDouble(),
+                               0.0,
+                               0.0,
+                               0.0,
+                               0.0};
+        const Tensor *buf = o.getMomentumBuf() ? &get(o.getMomentumBuf()) : nullptr;
+        return evalSGD(get(o.getParam()), get(o.getGrad()), get(o.getStep()), buf, h, o.getMomentum().convertToDouble(),
+                       o.getWeightDecay().convertToDouble());
       })
       .Case([&](CompressOp c) -> Result { return evalCompress(c, get); })
       .Case([&](DecompressOp d) -> Result { return evalDecompress(d, get); })
