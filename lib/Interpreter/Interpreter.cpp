@@ -123,6 +123,18 @@ llvm::Expected<Tensor> Evaluation::readState(StateReadOp op) {
   return std::move(*value);
 }
 
+/// The learning-rate schedule of an optimizer op (AdamW's other hyperparameters zero).
+static AdamWHyperparameters scheduleOf(LRScheduleAttr schedule) {
+  return AdamWHyperparameters{schedule.getPeak().getValueAsDouble(),
+                              schedule.getWarmup(),
+                              schedule.getTotal(),
+                              schedule.getMinRatio().getValueAsDouble(),
+                              0.0,
+                              0.0,
+                              0.0,
+                              0.0};
+}
+
 std::optional<llvm::Expected<std::vector<Tensor>>>
 mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor &(Value)> get) {
   using Result = std::optional<llvm::Expected<std::vector<Tensor>>>;
@@ -214,15 +226,11 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
       })
       .Case([&](LogSoftmaxOp l) -> Result { return one(evalLogSoftmax(get(l.getInput()), l.getAxisAttr().getInt())); })
       .Case([&](AdamWOp a) -> Result {
-        auto schedule = a.getSchedule();
-        AdamWHyperparameters h{schedule.getPeak().getValueAsDouble(),
-                               schedule.getWarmup(),
-                               schedule.getTotal(),
-                               schedule.getMinRatio().getValueAsDouble(),
-                               a.getBeta1().convertToDouble(),
-                               a.getBeta2().convertToDouble(),
-                               a.getEpsilon().convertToDouble(),
-                               a.getWeightDecay().convertToDouble()};
+        AdamWHyperparameters h = scheduleOf(a.getSchedule());
+        h.beta1 = a.getBeta1().convertToDouble();
+        h.beta2 = a.getBeta2().convertToDouble();
+        h.epsilon = a.getEpsilon().convertToDouble();
+        h.weightDecay = a.getWeightDecay().convertToDouble();
         return evalAdamW(get(a.getParam()), get(a.getGrad()), get(a.getM()), get(a.getV()), get(a.getStep()), h);
       })
       .Case([&](SumSquaresOp s) -> Result { return one(evalSumSquares(get(s.getInput()))); })
@@ -230,18 +238,9 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
         return one(evalClipScale(get(c.getSumSquares()), c.getMaxNorm().convertToDouble()));
       })
       .Case([&](SGDOp o) -> Result {
-        auto schedule = o.getSchedule();
-        AdamWHyperparameters h{schedule.getPeak().getValueAsDouble(),
-                               schedule.getWarmup(),
-                               schedule.getTotal(),
-                               schedule.getMinRatio().getValueAsDouble(),
-                               0.0,
-                               0.0,
-                               0.0,
-                               0.0};
         const Tensor *buf = o.getMomentumBuf() ? &get(o.getMomentumBuf()) : nullptr;
-        return evalSGD(get(o.getParam()), get(o.getGrad()), get(o.getStep()), buf, h, o.getMomentum().convertToDouble(),
-                       o.getWeightDecay().convertToDouble());
+        return evalSGD(get(o.getParam()), get(o.getGrad()), get(o.getStep()), buf, scheduleOf(o.getSchedule()),
+                       o.getMomentum().convertToDouble(), o.getWeightDecay().convertToDouble());
       })
       .Case([&](CompressOp c) -> Result { return evalCompress(c, get); })
       .Case([&](DecompressOp d) -> Result { return evalDecompress(d, get); })
