@@ -10,6 +10,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Transforms/CompressionPlan.h"
+#include "ptrain/Transforms/GradientClipping.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -512,7 +513,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
           arAxes.push_back(cast<StringAttr>(a).str());
         if (arAxes == std::vector<std::string>{"dp"})
           return; // the dp gradient all-reduce, modelled above
-        if (fusedEmbedding && arAxes == std::vector<std::string>{"pp"}) {
+        if (fusedEmbedding && arAxes == std::vector<std::string>{"pp"} && !ar->hasAttr(kGlobalNormAttr)) {
           arAxes = {"dp", "pp"};
           n *= model.dp;
         }

@@ -8,8 +8,10 @@
 
 #include "ptrain/Interpreter/Interpreter.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Interpreter/Kernels.h"
+#include "ptrain/Interpreter/StepKernels.h"
 #include "ptrain/Interpreter/TransformerKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -121,6 +123,18 @@ llvm::Expected<Tensor> Evaluation::readState(StateReadOp op) {
   return std::move(*value);
 }
 
+/// The learning-rate schedule of an optimizer op (AdamW's other hyperparameters zero).
+static AdamWHyperparameters scheduleOf(LRScheduleAttr schedule) {
+  return AdamWHyperparameters{schedule.getPeak().getValueAsDouble(),
+                              schedule.getWarmup(),
+                              schedule.getTotal(),
+                              schedule.getMinRatio().getValueAsDouble(),
+                              0.0,
+                              0.0,
+                              0.0,
+                              0.0};
+}
+
 std::optional<llvm::Expected<std::vector<Tensor>>>
 mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor &(Value)> get) {
   using Result = std::optional<llvm::Expected<std::vector<Tensor>>>;
@@ -212,16 +226,21 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
       })
       .Case([&](LogSoftmaxOp l) -> Result { return one(evalLogSoftmax(get(l.getInput()), l.getAxisAttr().getInt())); })
       .Case([&](AdamWOp a) -> Result {
-        auto schedule = a.getSchedule();
-        AdamWHyperparameters h{schedule.getPeak().getValueAsDouble(),
-                               schedule.getWarmup(),
-                               schedule.getTotal(),
-                               schedule.getMinRatio().getValueAsDouble(),
-                               a.getBeta1().convertToDouble(),
-                               a.getBeta2().convertToDouble(),
-                               a.getEpsilon().convertToDouble(),
-                               a.getWeightDecay().convertToDouble()};
+        AdamWHyperparameters h = scheduleOf(a.getSchedule());
+        h.beta1 = a.getBeta1().convertToDouble();
+        h.beta2 = a.getBeta2().convertToDouble();
+        h.epsilon = a.getEpsilon().convertToDouble();
+        h.weightDecay = a.getWeightDecay().convertToDouble();
         return evalAdamW(get(a.getParam()), get(a.getGrad()), get(a.getM()), get(a.getV()), get(a.getStep()), h);
+      })
+      .Case([&](SumSquaresOp s) -> Result { return one(evalSumSquares(get(s.getInput()))); })
+      .Case([&](ClipScaleOp c) -> Result {
+        return one(evalClipScale(get(c.getSumSquares()), c.getMaxNorm().convertToDouble()));
+      })
+      .Case([&](SGDOp o) -> Result {
+        const Tensor *buf = o.getMomentumBuf() ? &get(o.getMomentumBuf()) : nullptr;
+        return evalSGD(get(o.getParam()), get(o.getGrad()), get(o.getStep()), buf, scheduleOf(o.getSchedule()),
+                       o.getMomentum().convertToDouble(), o.getWeightDecay().convertToDouble());
       })
       .Case([&](CompressOp c) -> Result { return evalCompress(c, get); })
       .Case([&](DecompressOp d) -> Result { return evalDecompress(d, get); })

@@ -8,7 +8,9 @@
 #include "ptrain/Transforms/Passes.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Transforms/Autodiff.h"
+#include "ptrain/Transforms/GradientClipping.h"
 #include "ptrain/Transforms/TensorParallel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -16,6 +18,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringMap.h"
+
+#include <cmath>
 
 #define DEBUG_TYPE "ptrain-build-training-step"
 
@@ -53,11 +57,29 @@ private:
                         RankedTensorType type);
   /// step = step + 1 on the `step` counter; returns the new value.
   Value incrementStep(OpBuilder &b, Location loc, Operation *anchor);
-  /// Rejects AdamW options that make no optimizer: the schedule (lr, warm-up, total, min ratio), the betas,
-  /// epsilon and weight decay; the error names the option.
-  LogicalResult checkAdamWOptions(ModuleOp module);
+  /// Rejects optimizer options that make no optimizer: the schedule (lr, warm-up, total, min ratio) and weight
+  /// decay; AdamW's betas and epsilon; SGD's momentum. The error names the option.
+  LogicalResult checkOptimizerOptions(ModuleOp module);
+  /// The clip scale of the gradients `grads` of `params`, the parameters this rank counts (global-norm
+  /// clipping, clip-norm > 0), over the grid axes `axes`: a tp-sliced parameter (or any, when tp = 1) counts
+  /// in full, a replicated one 1 / tp.
+  Value buildClipScale(OpBuilder &b, Location loc, ArrayRef<StateOp> params, ArrayRef<Value> grads, int64_t tp,
+                       GridOp grid, ArrayRef<StringRef> axes);
   /// AdamW on parameter `param` with gradient `grad` at step `t`; writes parameter and moments back.
   void buildAdamW(OpBuilder &b, Location loc, Operation *anchor, StateOp param, Value value, Value grad, Value t);
+  /// SGD (momentum > 0: with a momentum buffer state `<param>/sgd_momentum`) on `param`; writes them back.
+  void buildSGD(OpBuilder &b, Location loc, Operation *anchor, StateOp param, Value value, Value grad, Value t);
+  /// The optimizer's update (adamw or sgd) of `param` with gradient `grad` at step `t`.
+  void buildUpdate(OpBuilder &b, Location loc, Operation *anchor, StateOp param, Value value, Value grad, Value t) {
+    if (optimizer == "sgd")
+      return buildSGD(b, loc, anchor, param, value, grad, t);
+    buildAdamW(b, loc, anchor, param, value, grad, t);
+  }
+  /// The learning-rate schedule of the options.
+  LRScheduleAttr schedule(OpBuilder &b) {
+    return LRScheduleAttr::get(b.getContext(), b.getF64FloatAttr(lr), warmupSteps, totalSteps,
+                               b.getF64FloatAttr(minLrRatio));
+  }
 
   /// Averages the gradient accumulators of `params` over the grid axis dp in buckets of at most bucket-bytes
   /// (in the order given), all started before the first wait, and writes the averages back.
@@ -176,16 +198,37 @@ void BuildTrainingStepPass::buildAdamW(OpBuilder &b, Location loc, Operation *an
                             StateKind::OptimizerMoment, type);
   Value mv = StateReadOp::create(b, loc, type, m.getSymName());
   Value vv = StateReadOp::create(b, loc, type, v.getSymName());
-  auto schedule = LRScheduleAttr::get(b.getContext(), b.getF64FloatAttr(lr), warmupSteps, totalSteps,
-                                      b.getF64FloatAttr(minLrRatio));
   // Weight decay on matrices only: biases and layer-norm scales are not decayed (GPT-2, Megatron).
   double decay = type.getRank() >= 2 ? static_cast<double>(weightDecay) : 0.0;
-  auto update =
-      AdamWOp::create(b, param.getLoc(), type, type, type, value, grad, mv, vv, t, schedule, b.getF64FloatAttr(beta1),
-                      b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon), b.getF64FloatAttr(decay));
+  auto update = AdamWOp::create(b, param.getLoc(), type, type, type, value, grad, mv, vv, t, schedule(b),
+                                b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon),
+                                b.getF64FloatAttr(decay));
   StateWriteOp::create(b, loc, update.getNewParam(), param.getSymName());
   StateWriteOp::create(b, loc, update.getNewM(), m.getSymName());
   StateWriteOp::create(b, loc, update.getNewV(), v.getSymName());
+}
+
+void BuildTrainingStepPass::buildSGD(OpBuilder &b, Location loc, Operation *anchor, StateOp param, Value value,
+                                     Value grad, Value t) {
+  auto type = param.getTensorType();
+  SmallVector<Value> operands = {value, grad, t};
+  SmallVector<Type> results = {type};
+  StateOp buf;
+  if (momentum > 0.0) {
+    buf = getOrAddState(b, anchor, (param.getSymName() + ".sgd_momentum").str(),
+                        (param.getKey() + "/sgd_momentum").str(), StateKind::OptimizerMoment, type);
+    operands.push_back(StateReadOp::create(b, loc, type, buf.getSymName()));
+    results.push_back(type);
+  }
+  // Weight decay (L2) on matrices only, as for AdamW.
+  double decay = type.getRank() >= 2 ? static_cast<double>(weightDecay) : 0.0;
+  SmallVector<NamedAttribute> attrs = {b.getNamedAttr("schedule", schedule(b)),
+                                       b.getNamedAttr("momentum", b.getF64FloatAttr(momentum)),
+                                       b.getNamedAttr("weight_decay", b.getF64FloatAttr(decay))};
+  auto update = SGDOp::create(b, param.getLoc(), TypeRange(results), ValueRange(operands), attrs);
+  StateWriteOp::create(b, loc, update.getNewParam(), param.getSymName());
+  if (buf)
+    StateWriteOp::create(b, loc, update.getNewMomentumBuf(), buf.getSymName());
 }
 
 void BuildTrainingStepPass::buildDataParallelAllReduce(OpBuilder &b, Location loc, GridOp grid,
@@ -285,9 +328,25 @@ void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
       step.setResultAttr(i + 1, "ptrain.grad_of", symbols->lookup<StateOp>(read.getState()).getKeyAttr());
     return;
   }
+  SmallVector<StateOp> params = llvm::to_vector(
+      llvm::map_range(reads, [&](StateReadOp read) { return symbols->lookup<StateOp>(read.getState()); }));
+  if (clipNorm > 0.0) {
+    // One stage: only tp (after --ptrain-shard-tp) partitions the model.
+    GridOp tpGrid;
+    for (auto g : getOperation().getOps<GridOp>())
+      if (g.getAxisIndex("tp"))
+        tpGrid = g;
+    int64_t tp = tpGrid ? tpGrid.getAxisSize("tp") : 1;
+    SmallVector<StringRef> axes;
+    if (tp > 1)
+      axes.push_back("tp");
+    Value scale = buildClipScale(b, loc, params, *grads, tp, tpGrid, axes);
+    for (Value &grad : *grads)
+      grad = scaleGradient(b, loc, grad, scale);
+  }
   Value t = incrementStep(b, loc, forward);
-  for (auto [read, grad] : llvm::zip(reads, *grads))
-    buildAdamW(b, loc, forward, symbols->lookup<StateOp>(read.getState()), read, grad, t);
+  for (auto [read, param, grad] : llvm::zip(reads, params, *grads))
+    buildUpdate(b, loc, forward, param, read, grad, t);
   func::ReturnOp::create(b, loc, loss);
   step.setType(b.getFunctionType(inputTypes, {loss.getType()}));
 }
@@ -299,8 +358,8 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
     emitError(module.getLoc()) << "--ptrain-build-training-step: ptrain.pipeline has no stages";
     return signalPassFailure();
   }
-  if (optimizer != "adamw") {
-    emitError(module.getLoc()) << "--ptrain-build-training-step: a pipeline needs optimizer=adamw";
+  if (optimizer != "adamw" && optimizer != "sgd") {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: a pipeline needs optimizer=adamw or sgd";
     return signalPassFailure();
   }
   if (microBatches < 1) {
@@ -484,6 +543,24 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
       if (holds)
         StateWriteOp::create(ob, loc, summed, gradState(param).getSymName());
     }
+    // Global-norm clipping of the synced gradients: every parameter of the stage, a tied one on the first
+    // stage holding it only, summed over pp (and tp) and the same scale on every rank.
+    Value scale;
+    if (clipNorm > 0.0) {
+      SmallVector<StateOp> counted;
+      SmallVector<Value> grads;
+      for (StateOp param : held[s])
+        if (readers[param.getSymName()].front() == s) {
+          counted.push_back(param);
+          grads.push_back(StateReadOp::create(ob, loc, param.getTensorType(), gradState(param).getSymName()));
+        }
+      SmallVector<StringRef> axes;
+      if (numStages > 1)
+        axes.push_back("pp");
+      if (tp > 1)
+        axes.push_back("tp");
+      scale = buildClipScale(ob, loc, counted, grads, tp, grid, axes);
+    }
     for (auto &[name, stagesReading] : readers) {
       if (!llvm::is_contained(stagesReading, s))
         continue;
@@ -492,7 +569,9 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
       StateOp acc = gradState(param);
       Value value = StateReadOp::create(ob, loc, type, param.getSymName());
       Value grad = StateReadOp::create(ob, loc, type, acc.getSymName());
-      buildAdamW(ob, loc, anchor, param, value, grad, t);
+      if (scale)
+        grad = scaleGradient(ob, loc, grad, scale);
+      buildUpdate(ob, loc, anchor, param, value, grad, t);
       Value zero =
           arith::ConstantOp::create(ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0)));
       StateWriteOp::create(ob, loc, zero, acc.getSymName());
@@ -504,7 +583,19 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
   module->setAttr("ptrain.pipeline", b.getDictionaryAttr(attrs));
 }
 
-LogicalResult BuildTrainingStepPass::checkAdamWOptions(ModuleOp module) {
+Value BuildTrainingStepPass::buildClipScale(OpBuilder &b, Location loc, ArrayRef<StateOp> params, ArrayRef<Value> grads,
+                                            int64_t tp, GridOp grid, ArrayRef<StringRef> axes) {
+  GlobalNormTerms terms;
+  for (auto [param, grad] : llvm::zip(params, grads)) {
+    if (tp > 1 && !param->hasAttr(kTPSliceAttr))
+      terms.replicated.push_back(grad);
+    else
+      terms.owned.push_back(grad);
+  }
+  return buildGlobalNormClipScale(b, loc, terms, tp, grid, axes, clipNorm);
+}
+
+LogicalResult BuildTrainingStepPass::checkOptimizerOptions(ModuleOp module) {
   auto error = [&]() { return emitError(module.getLoc()) << "--ptrain-build-training-step: "; };
   // The schedule attribute's own verifier (lr, warmup-steps, total-steps, min-lr-ratio): LRScheduleAttr::get
   // does not run it, and an unchecked attribute prints IR that no parser accepts.
@@ -513,6 +604,17 @@ LogicalResult BuildTrainingStepPass::checkAdamWOptions(ModuleOp module) {
   if (!LRScheduleAttr::getChecked(scheduleError, &getContext(), FloatAttr::get(f64, lr), warmupSteps.getValue(),
                                   totalSteps.getValue(), FloatAttr::get(f64, minLrRatio)))
     return failure();
+  if (optimizer == "sgd") {
+    // Heavy-ball momentum (torch.optim.SGD): a buffer that would not decay (momentum >= 1) diverges.
+    if (!(momentum >= 0.0 && momentum < 1.0) || !std::isfinite(static_cast<double>(weightDecay)) ||
+        !(weightDecay >= 0.0))
+      return error() << "optimizer=sgd needs momentum in [0, 1) and weight-decay >= 0, got momentum = "
+                     << momentum.getValue() << ", weight-decay = " << weightDecay.getValue();
+    return success();
+  }
+  if (momentum != 0.0)
+    return error() << "momentum is an option of optimizer=sgd (AdamW has beta1), got momentum = " << momentum.getValue()
+                   << " with optimizer=" << optimizer;
   // Loshchilov & Hutter (ICLR 2019), Algorithm 2: beta1, beta2 in [0, 1) (1 - beta^t is a divisor), eps > 0.
   if (!(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0))
     return error() << "beta1 and beta2 must be in [0, 1), got beta1 = " << beta1.getValue()
@@ -527,13 +629,25 @@ void BuildTrainingStepPass::runOnOperation() {
   ModuleOp module = getOperation();
   SymbolTable symbolTable(module);
   symbols = &symbolTable;
-  if (optimizer != "adamw" && optimizer != "none") {
-    emitError(module.getLoc()) << "--ptrain-build-training-step: optimizer must be adamw or none, got '" << optimizer
-                               << "'";
+  if (optimizer != "adamw" && optimizer != "sgd" && optimizer != "none") {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: optimizer must be adamw, sgd or none, got '"
+                               << optimizer << "'";
     return signalPassFailure();
   }
-  if (optimizer == "adamw" && failed(checkAdamWOptions(module)))
+  if (optimizer != "none" && failed(checkOptimizerOptions(module)))
     return signalPassFailure();
+  // 0 is off; anything else must be a norm (Megatron's --clip-grad, torch's max_norm).
+  if (!std::isfinite(static_cast<double>(clipNorm)) || clipNorm < 0.0) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: clip-norm must be a finite norm > 0 (or 0 for no "
+                                  "clipping), got "
+                               << clipNorm.getValue();
+    return signalPassFailure();
+  }
+  if (clipNorm > 0.0 && optimizer == "none") {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: clip-norm needs an optimizer (optimizer=none returns "
+                                  "the raw gradients)";
+    return signalPassFailure();
+  }
   if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline")) {
     auto signature = module->getAttrOfType<DictionaryAttr>("ptrain.signature");
     if (signature && signature.get("labels")) {

@@ -13,6 +13,7 @@
 #include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Transforms/CompressionConfig.h"
 #include "ptrain/Transforms/CompressionPlan.h"
+#include "ptrain/Transforms/GradientClipping.h"
 #include "ptrain/Transforms/ScheduleTable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -114,7 +115,7 @@ static bool canFuseEmbeddingSync(ModuleOp module, const CompressionEdges &edges)
   bool tiedSync = false;
   module.walk([&](AllReduceStartOp op) {
     auto fn = op->getParentOfType<func::FuncOp>();
-    tiedSync |= fn && fn.getSymName().ends_with("_optimizer_step") &&
+    tiedSync |= fn && fn.getSymName().ends_with("_optimizer_step") && !op->hasAttr(kGlobalNormAttr) &&
                 llvm::equal(op.getGridAxes().getAsValueRange<StringAttr>(), ArrayRef<StringRef>{"pp"});
   });
   return edges.dp > 1 && tiedSync;

@@ -7,6 +7,7 @@
 #include "ptrain/Transforms/CompressDataParallel.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Transforms/GradientClipping.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -194,6 +195,8 @@ LogicalResult mlir::ptrain::fuseEmbeddingSync(ModuleOp module, func::FuncOp opti
     return success();
   const int64_t dp = grid.getAxisSize("dp");
   for (AllReduceStartOp sync : allReducesOver(optimizerStep, {"pp"})) {
+    if (sync->hasAttr(kGlobalNormAttr))
+      continue; // the global gradient norm (clip-norm): the same on every replica already
     if (sync.getReduction() != ReductionKind::Sum || !sync.getRequest().hasOneUse() ||
         !isa<WaitOp>(*sync.getRequest().getUsers().begin()))
       return sync.emitError("--ptrain-lower-to-runtime: fused embedding sync: the tied sync must be a sum over [pp] "

@@ -1,6 +1,7 @@
 """ptrain-compile: an ONNX model to a compiled training step (DESIGN.md, L4).
 
-    ptrain-compile model.onnx [--optimizer adamw|none] [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
+    ptrain-compile model.onnx [--optimizer adamw|sgd|none [--momentum MU]] [--clip-norm C]
+                   [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
                    [--dp D] [--tp T] [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved
                    [--virtual-stages V]]] [--policy none|optimus-cc|... [--cluster FILE]
                    [--compress-options "cb-rank=8 sc=false"]] [--report REPORT.json] --target cpu -o out/
@@ -139,7 +140,10 @@ def main(argv=None):
     p.add_argument("model", help="ONNX model (its external data next to it)")
     p.add_argument("-o", "--output", required=True, help="output folder")
     p.add_argument("--target", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--optimizer", default="adamw", choices=["adamw", "none"])
+    p.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd", "none"])
+    p.add_argument("--momentum", type=float, default=0.0, help="SGD heavy-ball momentum in [0, 1)")
+    p.add_argument("--clip-norm", type=float, default=0.0,
+                   help="global-norm gradient clipping (Megatron-LM clip_grad); 0: off")
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--warmup-steps", type=int, default=100)
     p.add_argument("--total-steps", type=int, default=2000)
@@ -187,9 +191,12 @@ def compile_model(args):
     if args.bucket_bytes is not None and args.bucket_bytes < 0:
         raise CompileError(f"--bucket-bytes {args.bucket_bytes}: must be at least 0")
     pipeline = args.pp > 1 or args.micro_batches > 1 or args.dp > 1 or args.tp > 1
-    if pipeline and args.optimizer != "adamw":
+    if args.momentum != 0.0 and args.optimizer != "sgd":
+        raise CompileError(f"--momentum {args.momentum}: an option of --optimizer sgd (got --optimizer "
+                           f"{args.optimizer})")
+    if pipeline and args.optimizer == "none":
         raise CompileError(f"--optimizer {args.optimizer}: a pipeline or parallel step (--dp/--tp/--pp/"
-                           "--micro-batches > 1) needs --optimizer adamw")
+                           "--micro-batches > 1) needs --optimizer adamw or sgd")
     if args.policy != "none" and not pipeline:
         raise CompileError(f"--policy {args.policy}: compression needs a pipeline or data-parallel step (--pp, "
                            "--dp or --micro-batches > 1)")
@@ -252,6 +259,10 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     options = (f"optimizer={args.optimizer} lr={args.lr!r} warmup-steps={args.warmup_steps} "
                f"total-steps={args.total_steps} min-lr-ratio={args.min_lr_ratio!r} "
                f"weight-decay={args.weight_decay!r}")
+    if args.optimizer == "sgd":
+        options += f" momentum={args.momentum!r}"
+    if args.clip_norm != 0.0:
+        options += f" clip-norm={args.clip_norm!r}"
     opt = os.path.join(bin_dir, "ptrain-opt")
     if not pipeline:
         run([opt, forward, f"--ptrain-build-training-step={options}", "--mlir-print-debuginfo", "-o", step],

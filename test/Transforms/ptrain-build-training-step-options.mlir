@@ -1,4 +1,4 @@
-// Bad AdamW options of --ptrain-build-training-step are pass errors that name the option, not IR whose
+// Bad optimizer options (AdamW, SGD) of --ptrain-build-training-step are pass errors that name the option, not IR whose
 // lr_schedule attribute no parser accepts.
 // RUN: not ptrain-opt %s --ptrain-build-training-step="lr=-1" 2>&1 | FileCheck %s --check-prefix=LR
 // RUN: not ptrain-opt %s --ptrain-build-training-step="warmup-steps=-5" 2>&1 | FileCheck %s --check-prefix=WARMUP
@@ -7,6 +7,11 @@
 // RUN: not ptrain-opt %s --ptrain-build-training-step="beta1=1" 2>&1 | FileCheck %s --check-prefix=BETA
 // RUN: not ptrain-opt %s --ptrain-build-training-step="epsilon=0" 2>&1 | FileCheck %s --check-prefix=EPS
 // RUN: not ptrain-opt %s --ptrain-build-training-step="weight-decay=-0.1" 2>&1 | FileCheck %s --check-prefix=WD
+// SGD: momentum in [0, 1), weight decay >= 0; momentum is no AdamW option; an unknown optimizer.
+// RUN: not ptrain-opt %s --ptrain-build-training-step="optimizer=sgd momentum=1" 2>&1 | FileCheck %s --check-prefix=MOM
+// RUN: not ptrain-opt %s --ptrain-build-training-step="optimizer=sgd weight-decay=-1" 2>&1 | FileCheck %s --check-prefix=SGDWD
+// RUN: not ptrain-opt %s --ptrain-build-training-step="momentum=0.9" 2>&1 | FileCheck %s --check-prefix=ADAMMOM
+// RUN: not ptrain-opt %s --ptrain-build-training-step="optimizer=lamb" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // Without an optimizer the AdamW options are unused and not checked.
 // RUN: ptrain-opt %s --ptrain-build-training-step="optimizer=none lr=-1" | FileCheck %s --check-prefix=NONE
 
@@ -17,6 +22,10 @@
 // BETA: error: --ptrain-build-training-step: beta1 and beta2 must be in [0, 1), got beta1 = 1.000000e+00, beta2 = 9.500000e-01
 // EPS: error: --ptrain-build-training-step: epsilon must be > 0 and weight-decay >= 0, got epsilon = 0.000000e+00, weight-decay = 1.000000e-01
 // WD: error: --ptrain-build-training-step: epsilon must be > 0 and weight-decay >= 0, got epsilon = 1.000000e-08, weight-decay = -1.000000e-01
+// MOM: error: --ptrain-build-training-step: optimizer=sgd needs momentum in [0, 1) and weight-decay >= 0, got momentum = 1.000000e+00, weight-decay = 1.000000e-01
+// SGDWD: error: --ptrain-build-training-step: optimizer=sgd needs momentum in [0, 1) and weight-decay >= 0, got momentum = 0.000000e+00, weight-decay = -1.000000e+00
+// ADAMMOM: error: --ptrain-build-training-step: momentum is an option of optimizer=sgd (AdamW has beta1), got momentum = 9.000000e-01 with optimizer=adamw
+// UNKNOWN: error: --ptrain-build-training-step: optimizer must be adamw, sgd or none, got 'lamb'
 // NONE: func.func @train_step
 
 ptrain.state @wte key "wte" kind parameter : tensor<16x8xf32>

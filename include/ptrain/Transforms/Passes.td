@@ -19,7 +19,9 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     4. the optimizer: `adamw` (default) keeps two moments per parameter and a step counter as new
        `ptrain.state` symbols (keys `<param>/adam_m`, `<param>/adam_v`, `step`, initialized to zero by the
        runtime) and writes the updated parameters back; weight decay applies to parameters of rank >= 2
-       only (biases and layer-norm scales are not decayed, as in GPT-2 / Megatron); `none` returns the
+       only (biases and layer-norm scales are not decayed, as in GPT-2 / Megatron); `sgd` is torch.optim.SGD
+       (`ptrain.sgd`: L2 weight decay on the same parameters, with `momentum` > 0 a heavy-ball buffer per
+       parameter, key `<param>/sgd_momentum`), with the same schedule; `none` returns the
        loss followed by one gradient per parameter (result attribute `ptrain.grad_of` = the parameter key)
        and updates nothing, for gradient checks.
 
@@ -63,6 +65,24 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     gradient of D replicas of M micro-batches each is the mean over D M micro-batches: the step equals a
     one-rank step over the global batch.
 
+    Global-norm clipping (`clip-norm` = C > 0; 0, the default, is off; Megatron-LM's clip_grad_norm_fp32,
+    torch.nn.utils.clip_grad_norm_): after the dp average and the tied sync, each rank sums the squared norms
+    of its gradients (`ptrain.sum_squares`), a tied parameter on the first stage holding it only and, after
+    --ptrain-shard-tp, a replicated (not tp-sliced) parameter weighted 1 / tp; the sums are all-reduced over
+    `[pp]` / `[pp, tp]` / `[tp]` (the axes that partition the model; dp replicas hold equal gradients), and
+    every gradient is multiplied by `ptrain.clip_scale` = min(1, C / (norm + 1e-6)) before the optimizer.
+    A negative, infinite or NaN clip-norm is an error naming the option.
+
+    ```mlir
+    // clip-norm=1.0, pp = 2: stage 0's optimizer step
+    %sq = ptrain.sum_squares %g0 : tensor<256x128xf32> -> tensor<f32>
+    ...
+    %r = ptrain.all_reduce_start %sum on @grid axes ["pp"] reduction = sum {ptrain.global_norm} : tensor<f32>
+    %total = ptrain.wait %r : !ptrain.request<tensor<f32>>
+    %scale = ptrain.clip_scale %total {max_norm = 1.0 : f64} : tensor<f32>
+    %g0c = ptrain.binary mul %g0, %scale : tensor<256x128xf32>, tensor<f32>
+    ```
+
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-build-training-step="optimizer=adamw lr=3e-4 warmup-steps=100 total-steps=2000"
     func.func @train_step(%tokens: tensor<4x64xi64>) -> tensor<f32> {
@@ -79,7 +99,7 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
                            "::mlir::ptrain::PTrainDialect"];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"forward\"", "The forward function.">,
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"", "adamw or none.">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"", "adamw, sgd or none.">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "Micro-batches per step (pipeline mode): the loss gradient is seeded with 1 / micro-batches.">,
     Option<"lr", "lr", "double", /*default=*/"3e-4", "Peak learning rate.">,
@@ -95,6 +115,10 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
            "Largest data-parallel all-reduce bucket in bytes (default 25 MiB, PyTorch DDP's bucket_cap_mb = 25); "
            "0 reduces every gradient on its own.">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD heavy-ball momentum in [0, 1) (optimizer=sgd; 0: no momentum buffer).">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Global-norm gradient clipping: scale every gradient by min(1, C / (norm + 1e-6)); 0 (default) is off.">,
   ];
   let statistics = [
     Statistic<"numBuckets", "dp-buckets", "Data-parallel gradient all-reduce buckets">,

@@ -22,6 +22,7 @@
 #include "EmitCodecs.h"
 #include "EmitCollectives.h"
 #include "EmitModelOps.h"
+#include "EmitOptimizer.h"
 #include "EmitTelemetry.h"
 #include "EmitTraffic.h"
 #include "MemoryPlan.h"
@@ -59,21 +60,6 @@ constexpr int64_t kArenaAlignment = 64;
 //===----------------------------------------------------------------------===//
 // Small formatting helpers
 //===----------------------------------------------------------------------===//
-
-/// A C++ float literal that reads back as exactly `value` rounded to float.
-std::string floatLiteral(double value) {
-  float f = static_cast<float>(value);
-  if (std::isnan(f))
-    return "__builtin_nanf(\"\")";
-  if (std::isinf(f))
-    return f > 0 ? "__builtin_inff()" : "-__builtin_inff()";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(f));
-  std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos)
-    s += ".0";
-  return s + "f";
-}
 
 std::string int64Literal(int64_t v) {
   if (v == INT64_MIN)
@@ -399,7 +385,8 @@ LogicalResult FunctionEmitter::checkOps() {
              LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
              SendStartOp, RecvStartOp, WaitOp, CompressOp, DecompressOp, CompressedAllReduceStartOp, TPCopyOp,
              TPAllReduceOp, CompareOp, SelectOp, BroadcastToOp, ReduceOp, RmsNormOp, RotaryEmbeddingOp, DropoutOp,
-             func::CallOp, func::ReturnOp>(op))
+             func::CallOp, func::ReturnOp>(op) &&
+        !isa<SumSquaresOp, ClipScaleOp, SGDOp>(op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
     if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCodecOp(&op)))
       return failure();
@@ -889,18 +876,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<AdamWOp>([&](AdamWOp a) -> LogicalResult {
             Value p = a.getParam();
             std::string bytes = std::to_string(bytesOf(p)), n = std::to_string(countOf(p));
-            LRScheduleAttr schedule = a.getSchedule();
-            double peak = schedule.getPeak().getValueAsDouble();
-            double minLr = peak * schedule.getMinRatio().getValueAsDouble();
-            int64_t warmup = schedule.getWarmup(), total = schedule.getTotal();
-            // The op's 1-based step t; the runtime's schedule takes a 0-based step during warm-up
-            // (lr = peak (s + 1) / warmup) and the cosine progress (s - warmup) / (total - warmup)
-            // afterwards, so s = t - 1 while t <= warmup and s = t after it.
-            block += "    const int64_t t = " + ptr(a.getStep()) + "[0];\n";
-            block += "    float lr = 0.0f;\n";
-            if (failed(call(RuntimeCall::ptrain_lr_warmup_cosine,
-                            {"t <= " + std::to_string(warmup) + " ? t - 1 : t", std::to_string(warmup),
-                             std::to_string(total), floatLiteral(peak), floatLiteral(minLr), "&lr"})) ||
+            if (failed(emitLearningRate(a.getSchedule(), a.getStep(), *this)) ||
                 failed(call(RuntimeCall::ptrain_copy_bytes, {ptr(p), bytes, ptr(a.getNewParam())})) ||
                 failed(call(RuntimeCall::ptrain_copy_bytes, {ptr(a.getM()), bytes, ptr(a.getNewM())})) ||
                 failed(call(RuntimeCall::ptrain_copy_bytes, {ptr(a.getV()), bytes, ptr(a.getNewV())})))
@@ -912,6 +888,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                          floatLiteral(a.getEpsilonAttr().getValueAsDouble()),
                          floatLiteral(a.getWeightDecayAttr().getValueAsDouble())});
           })
+          .Case<SumSquaresOp>([&](SumSquaresOp s) { return emitSumSquares(s, *this); })
+          .Case<ClipScaleOp>([&](ClipScaleOp c) { return emitClipScale(c, *this); })
+          .Case<SGDOp>([&](SGDOp o) { return emitSGD(o, *this); })
           .Case<AllReduceStartOp>([&](AllReduceStartOp a) -> LogicalResult {
             Value in = a.getInput(), req = a.getRequest();
             if (!isF32(in))

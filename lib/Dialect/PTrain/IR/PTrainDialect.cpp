@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTypes.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -58,5 +59,9 @@ void PTrainDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "ptrain/Dialect/PTrain/IR/PTrainStepOps.cpp.inc"
       >();
 }
