@@ -20,7 +20,7 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DPTRAIN_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="80;90"
 fi
 time ninja -C "$BUILD_DIR" ptrain_runtime_cuda PTrainCudaHostTests PTrainCudaCodecTests PTrainNcclTests \
-  ptrain-bench-gpu ptrain-translate ptrain-opt ptrain_runtime
+  PTrainCudaModelKernelTests ptrain-bench-gpu ptrain-translate ptrain-opt ptrain_runtime
 # A skipped GPU test here is a failure: this script is for a machine with a device.
 status=0
 ctest --test-dir "$BUILD_DIR" -R 'Cuda|runtime-cuda|runtime-nccl|codegen-cuda' --output-on-failure --timeout 300 \

@@ -256,16 +256,17 @@ ptrain_status_t sliceLayout(const char *call, int32_t rank, const int64_t *dims,
   int64_t full = 0;
   PTRAIN_CUDA_RETURN_IF_ERROR(checkDims(call, "full", rank, dims, full));
   PTRAIN_CUDA_RETURN_IF_ERROR(checkDims(call, "slice", rank, sliceDims, count));
-  PTRAIN_CUDA_CHECK_ARG(rank == 0 || offsets, "'offsets' must not be null");
+  if (rank > 0 && !offsets)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'offsets' must not be null");
   int64_t strides[kMaxRank];
   rowMajor(rank, dims, strides);
   l.rank = rank;
   base = 0;
   for (int32_t d = 0; d < rank; ++d) {
-    PTRAIN_CUDA_CHECK_ARG(offsets[d] >= 0 && offsets[d] + sliceDims[d] <= dims[d],
-                          "axis %d: offset %lld + size %lld exceeds the dimension %lld", d,
-                          static_cast<long long>(offsets[d]), static_cast<long long>(sliceDims[d]),
-                          static_cast<long long>(dims[d]));
+    if (offsets[d] < 0 || offsets[d] + sliceDims[d] > dims[d])
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "axis %d: offset %lld + size %lld exceeds the dimension %lld", d,
+                  static_cast<long long>(offsets[d]), static_cast<long long>(sliceDims[d]),
+                  static_cast<long long>(dims[d]));
     l.dims[d] = sliceDims[d];
     l.strides[d] = strides[d];
     base += offsets[d] * strides[d];
@@ -343,10 +344,12 @@ extern "C" ptrain_status_t ptrain_cuda_unary_f32(int32_t kind, const float *x, i
 
 namespace {
 ptrain_status_t gelu(const char *call, bool tanhForm, const float *dy, const float *x, int64_t n, float *out) {
-  PTRAIN_CUDA_CHECK_ARG(n >= 0, "'n' must be >= 0, got %lld", static_cast<long long>(n));
+  if (n < 0)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'n' must be >= 0, got %lld", static_cast<long long>(n));
   if (n == 0)
     return PTRAIN_OK;
-  PTRAIN_CUDA_CHECK_ARG(x && out, "x and out must not be null");
+  if (!x || !out)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "x and out must not be null");
   geluKernel<<<gridFor(n), kThreads, 0, currentStream()>>>(tanhForm, dy, x, n, out);
   return check(call, cudaGetLastError(), "kernel launch");
 }

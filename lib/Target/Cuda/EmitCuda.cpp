@@ -22,6 +22,7 @@
 #include "Cpp/CppTypes.h"
 #include "Cpp/EmitHelpers.h"
 #include "Cpp/MemoryPlan.h"
+#include "Cpp/OpGeometry.h"
 #include "Cpp/RuntimeCallTable.h"
 #include "CudaCallTable.h"
 
@@ -357,43 +358,24 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                 return b.emitError("--emit-cuda: i64 'ptrain.binary' supports only add of equal shapes");
               return call(CudaCall::ptrain_cuda_add_i64, {ptr(lhs), ptr(rhs), n(out), ptr(out)});
             }
-            static const char *kinds[] = {"PTRAIN_BINARY_ADD", "PTRAIN_BINARY_SUB", "PTRAIN_BINARY_MUL",
-                                          "PTRAIN_BINARY_DIV", "PTRAIN_BINARY_POW", "PTRAIN_BINARY_MAX",
-                                          "PTRAIN_BINARY_MIN"};
             std::string ad = hostArray(shapeOf(lhs), "a_dims"), bd = hostArray(shapeOf(rhs), "b_dims"),
                         od = hostArray(shapeOf(out), "out_dims");
             return call(CudaCall::ptrain_cuda_binary_f32,
-                        {kinds[static_cast<int>(b.getKind())], ptr(lhs), std::to_string(shapeOf(lhs).size()), ad,
-                         ptr(rhs), std::to_string(shapeOf(rhs).size()), bd, std::to_string(shapeOf(out).size()), od,
-                         ptr(out)});
+                        {binaryKindEnum(b.getKind()), ptr(lhs), std::to_string(shapeOf(lhs).size()), ad, ptr(rhs),
+                         std::to_string(shapeOf(rhs).size()), bd, std::to_string(shapeOf(out).size()), od, ptr(out)});
           })
           .Case<UnaryOp>([&](UnaryOp u) {
-            static const char *kinds[] = {"PTRAIN_UNARY_NEG",  "PTRAIN_UNARY_EXP",   "PTRAIN_UNARY_LOG",
-                                          "PTRAIN_UNARY_SQRT", "PTRAIN_UNARY_RSQRT", "PTRAIN_UNARY_RECIPROCAL",
-                                          "PTRAIN_UNARY_ERF",  "PTRAIN_UNARY_TANH",  "PTRAIN_UNARY_RELU"};
             return call(CudaCall::ptrain_cuda_unary_f32,
-                        {kinds[static_cast<int>(u.getKind())], ptr(u.getInput()), n(u.getInput()), ptr(u.getResult())});
+                        {unaryKindEnum(u.getKind()), ptr(u.getInput()), n(u.getInput()), ptr(u.getResult())});
           })
           .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {
-            ArrayRef<int64_t> a = shapeOf(m.getLhs()), b = shapeOf(m.getRhs()), c = shapeOf(m.getResult());
-            int64_t rows = a[a.size() - 2], k = a.back(), cols = b.back();
-            ArrayRef<int64_t> outBatch = c.drop_back(2);
-            // An operand's batch is the whole result batch (strided) or broadcast (stride 0), as on the CPU.
-            auto strideOf = [&](ArrayRef<int64_t> shape, int64_t matrix, int64_t &stride) {
-              ArrayRef<int64_t> own = shape.drop_back(2);
-              stride = numElements(own) == 1 ? 0 : matrix;
-              SmallVector<int64_t> padded(outBatch.size() - own.size(), 1);
-              padded.append(own.begin(), own.end());
-              return stride == 0 || ArrayRef<int64_t>(padded) == outBatch;
-            };
-            int64_t sa, sb;
-            if (!strideOf(a, rows * k, sa) || !strideOf(b, k * cols, sb))
-              return m.emitError("--emit-cuda: 'ptrain.matmul' with partially broadcast batch dimensions (")
-                     << m.getLhs().getType() << " x " << m.getRhs().getType() << ") is not supported";
+            FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cuda");
+            if (failed(g))
+              return failure();
             return call(CudaCall::ptrain_cuda_gemm_f32,
-                        {"0", "0", std::to_string(numElements(outBatch)), std::to_string(rows), std::to_string(cols),
-                         std::to_string(k), "1.0f", ptr(m.getLhs()), std::to_string(sa), ptr(m.getRhs()),
-                         std::to_string(sb), "0.0f", ptr(m.getResult()), std::to_string(rows * cols)});
+                        {"0", "0", std::to_string(g->batch), std::to_string(g->rows), std::to_string(g->cols),
+                         std::to_string(g->k), "1.0f", ptr(m.getLhs()), std::to_string(g->strideA), ptr(m.getRhs()),
+                         std::to_string(g->strideB), "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
           })
           .Case<LayerNormOp>([&](LayerNormOp ln) -> LogicalResult {
             ArrayRef<int64_t> x = shapeOf(ln.getInput());
@@ -413,11 +395,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                          floatLiteral(ln.getEpsilonAttr().getValueAsDouble()), ptr(ln.getResult()), mean, rstd});
           })
           .Case<LayerNormGradOp>([&](LayerNormGradOp g) -> LogicalResult {
-            ArrayRef<int64_t> x = shapeOf(g.getInput());
-            int64_t axis = g.getAxisAttr().getInt();
-            if (axis < 0)
-              axis += x.size();
-            int64_t rows = numElements(x.take_front(axis)), cols = numElements(x.drop_front(axis));
+            auto [rows, cols] = rowsCols(shapeOf(g.getInput()), g.getAxisAttr().getInt());
             // Mean and rstd are recomputed by a forward into scratch (the op recomputes them by definition).
             std::string zeros = scratchPtr(4 * cols, "float"), y = scratchPtr(4 * rows * cols, "float");
             std::string mean = scratchPtr(4 * rows, "float"), rstd = scratchPtr(4 * rows, "float");
@@ -476,16 +454,11 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Case<SplitOp>([&](SplitOp s) -> LogicalResult {
             Value x = s.getInput();
-            int64_t rank = shapeOf(x).size(), axis = s.getAxisAttr().getInt();
-            if (axis < 0)
-              axis += rank;
+            int64_t rank = shapeOf(x).size();
             std::string d = hostArray(shapeOf(x), "dims");
-            int64_t start = 0;
+            SmallVector<SmallVector<int64_t>> offsets = pieceOffsets(rank, s.getAxisAttr().getInt(), s.getResults());
             for (auto [i, piece] : llvm::enumerate(s.getResults())) {
-              SmallVector<int64_t> offsets(rank, 0);
-              offsets[axis] = start;
-              start += shapeOf(piece)[axis];
-              std::string o = hostArray(offsets, "offsets_" + std::to_string(i)),
+              std::string o = hostArray(offsets[i], "offsets_" + std::to_string(i)),
                           od = hostArray(shapeOf(piece), "out_dims_" + std::to_string(i));
               if (failed(call(CudaCall::ptrain_cuda_slice,
                               {ptr(x), std::to_string(elementBytes(tensorOf(x).getElementType())), std::to_string(rank),
@@ -496,16 +469,11 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Case<ConcatOp>([&](ConcatOp c) -> LogicalResult {
             Value out = c.getResult();
-            int64_t rank = shapeOf(out).size(), axis = c.getAxisAttr().getInt();
-            if (axis < 0)
-              axis += rank;
+            int64_t rank = shapeOf(out).size();
             std::string od = hostArray(shapeOf(out), "out_dims");
-            int64_t start = 0;
+            SmallVector<SmallVector<int64_t>> offsets = pieceOffsets(rank, c.getAxisAttr().getInt(), c.getInputs());
             for (auto [i, in] : llvm::enumerate(c.getInputs())) {
-              SmallVector<int64_t> offsets(rank, 0);
-              offsets[axis] = start;
-              start += shapeOf(in)[axis];
-              std::string o = hostArray(offsets, "offsets_" + std::to_string(i)),
+              std::string o = hostArray(offsets[i], "offsets_" + std::to_string(i)),
                           xd = hostArray(shapeOf(in), "x_dims_" + std::to_string(i));
               if (failed(call(CudaCall::ptrain_cuda_insert_slice,
                               {ptr(in), std::to_string(elementBytes(tensorOf(in).getElementType())),
@@ -723,17 +691,13 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     if (type.getRank() > 0)
       s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape()) << "};\n";
   }
-  static const char *kinds[] = {"PTRAIN_STATE_PARAMETER",      "PTRAIN_STATE_OPTIMIZER_MOMENT",
-                                "PTRAIN_STATE_CODEC_RESIDUAL", "PTRAIN_STATE_CODEC_WARM_START",
-                                "PTRAIN_STATE_CODEC_SEED",     "PTRAIN_STATE_STEP_COUNTER",
-                                "PTRAIN_STATE_GRADIENT"};
   s << "\nconst ptrain_state_desc_t kStates[] = {\n";
   for (StateOp state : storage.stateOrder) {
     const StateInfo &info = storage.states[state.getSymNameAttr()];
     RankedTensorType type = state.getTensorType();
     s << "    {" << stringLiteral(state.getKey()) << ", " << info.var << ", "
       << (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") << ", "
-      << kinds[static_cast<int>(state.getKind())] << ", " << type.getRank() << ", "
+      << stateKindEnum(state.getKind()) << ", " << type.getRank() << ", "
       << (type.getRank() > 0 ? info.var + "_dims" : std::string("nullptr")) << "},\n";
   }
   if (storage.stateOrder.empty())
