@@ -200,7 +200,7 @@ def compile_model(args):
         raise CompileError(f"--cluster {args.cluster} without --policy (only --ptrain-critical-path, run for a "
                            "compression policy, reads the cluster)")
     if args.target == "cuda":
-        check_cuda_options(args, pipeline)
+        check_cuda_options(args)
     if not args.build_dir or not args.source_dir:
         raise CompileError("cannot locate the ptrain build: run the ptrain-compile in <build>/bin or pass "
                            "--build-dir and --source-dir")
@@ -234,7 +234,7 @@ OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.cu", "libstep.so", "pl
 CUDA_ARCHS = ("80", "90")
 
 
-def check_cuda_options(args, pipeline):
+def check_cuda_options(args):
     """--target cuda compiles the single-rank step (docs/CodegenCuda.md): every multi-rank option is refused
     by name before anything runs."""
     for flag, value in (("--dp", args.dp), ("--tp", args.tp), ("--pp", args.pp),

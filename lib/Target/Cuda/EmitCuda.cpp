@@ -282,6 +282,8 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
   }
   body += "  const " + std::string(cType(result)) + " *" + ptr(result) + " = reinterpret_cast<const " + cType(result) +
           " *>(d_constants + " + std::to_string(offset) + "); // " + name + "\n";
+  if (result.use_empty())
+    body += "  (void)" + ptr(result) + ";\n";
   return success();
 }
 

@@ -17,15 +17,6 @@
 namespace {
 using namespace ptrain::testing;
 
-std::vector<float> randomValues(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
-
 void expectClose(const std::vector<float> &cpu, const std::vector<float> &gpu, const char *what,
                  double tolerance = 1e-5) {
   ASSERT_EQ(cpu.size(), gpu.size()) << what;
