@@ -679,7 +679,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "  std::vsnprintf(step_error, sizeof(step_error), format, args);\n"
        "  va_end(args);\n"
        "  step_error_own = true;\n"
-       "  return PTRAIN_ERROR_DEVICE;\n"
+       "  return PTRAIN_ERROR_INVALID_ARGUMENT;\n"
        "}\n\n";
   s << "//===--- States (" << storage.stateOrder.size()
     << "): host mirrors (init, checkpoints) and offsets in the device block d_states ---===//\n\n";
@@ -742,9 +742,11 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "  PTRAIN_STEP_CALL("
     << cudaCall(CudaCall::ptrain_cuda_device_count)
     << "(&devices));\n"
-       "  if (devices < 1)\n"
-       "    return stepError(\"ptrain_step_init: no CUDA device (cudaGetDeviceCount = 0): this step was compiled with "
+       "  if (devices < 1) {\n"
+       "    stepError(\"ptrain_step_init: no CUDA device (cudaGetDeviceCount = 0): this step was compiled with "
        "--target cuda\");\n"
+       "    return PTRAIN_ERROR_DEVICE;\n"
+       "  }\n"
        "  void *p = nullptr;\n";
   s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_stream_create) << "(&stream));\n";
   s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream) << "(stream));\n";
