@@ -2,7 +2,8 @@
 # The CUDA checks on a machine with one GPU (issue 9), in under 6 minutes on 16 cores with the project's
 # packages installed (scripts/setup.sh): configures build-gpu with PTRAIN_ENABLE_CUDA=ON (sm_80 and sm_90),
 # builds only the CUDA runtime, its tests and the kernel benchmark, runs the tests (the GPU codec kernels
-# against the CPU's, NCCL on one rank with self send/recv and the watchdog), then the benchmark.
+# against the CPU's, NCCL on one rank with self send/recv and the watchdog, and the compiled step of the
+# bundled GPT: --emit-cuda + nvcc against the CPU step, docs/CodegenCuda.md), then the benchmark.
 # Usage: bash bench/gpu/run.sh [build-dir]      (default: build-gpu)
 # Output: the CTest summary and the benchmark's Markdown tables (copy them into bench/README.md).
 set -euo pipefail
@@ -19,10 +20,10 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DPTRAIN_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="80;90"
 fi
 time ninja -C "$BUILD_DIR" ptrain_runtime_cuda PTrainCudaHostTests PTrainCudaCodecTests PTrainNcclTests \
-  ptrain-bench-gpu
+  PTrainCudaModelKernelTests ptrain-bench-gpu ptrain-translate ptrain-opt ptrain_runtime
 # A skipped GPU test here is a failure: this script is for a machine with a device.
 status=0
-ctest --test-dir "$BUILD_DIR" -R 'Cuda|runtime-cuda|runtime-nccl' --output-on-failure --timeout 300 \
+ctest --test-dir "$BUILD_DIR" -R 'Cuda|runtime-cuda|runtime-nccl|codegen-cuda' --output-on-failure --timeout 300 \
   | tee "$BUILD_DIR/cuda-tests.log" || status=1
 if grep -q 'Skipped' "$BUILD_DIR/cuda-tests.log"; then
   echo "bench/gpu/run.sh: a CUDA test was skipped on a machine with a GPU" >&2

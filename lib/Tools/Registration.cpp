@@ -17,6 +17,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainDialect.h"
 #include "ptrain/Import/ONNX/ImportONNX.h"
 #include "ptrain/Target/Cpp/EmitCpp.h"
+#include "ptrain/Target/Cuda/EmitCuda.h"
 
 void mlir::ptrain::registerPTrainDialects(DialectRegistry &registry) {
   registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect, math::MathDialect,
@@ -32,4 +33,6 @@ void mlir::ptrain::registerPTrainTranslations() {
   registerImportONNXTranslations();
   // ptrain -> C++ calling the runtime (--emit-cpp, docs/CodegenCpu.md).
   registerEmitCppTranslation();
+  // ptrain -> CUDA calling libptrain_runtime_cuda (--emit-cuda, docs/CodegenCuda.md).
+  registerEmitCudaTranslation();
 }

@@ -25,6 +25,9 @@ runs, writing every intermediate into out/:
         a head count or width that T does not divide is the pass's error naming the ONNX node)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
+    with --target cuda (single-rank steps only; docs/CodegenCuda.md) instead of the two lines above:
+      ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu
+      nvcc -std=c++17 -O2 -shared sm_80 + sm_90 step.cu -lptrain_runtime_cuda -lcublas -lcudart -> out/libstep.so
     out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys, the policy, its
                    options and cluster, and the codec states (residuals, warm-start Q) the policy added;
                    the same facts (without the paths) and their SHA-256 fingerprint are embedded in libstep.so
@@ -33,7 +36,7 @@ runs, writing every intermediate into out/:
 The tools, the runtime library and the headers are found from this file's install location (the wrapper
 tools/ptrain-compile/ptrain-compile, configured into <build>/bin by CMake, passes them in) or from
 --build-dir/--source-dir. Every failing step ends the run with its tool's message and a nonzero status, and
-leaves no output: the five files above, this run's or an earlier run's, are removed from out/ (other files
+leaves no output: the files above, this run's or an earlier run's, are removed from out/ (other files
 stay), and out/ itself if this run made it.
 A pipeline step runs under mpirun with dp * pp * tp ranks (ptrain-run, python/ptrain/run.py); rank r is the
 grid coordinate (r // (pp * tp), (r // tp) % pp, r % tp) over (dp, pp, tp): tp innermost, as in Megatron-LM.
@@ -44,6 +47,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -173,6 +177,8 @@ def main(argv=None):
                    help='more ptrain-translate --import-onnx options, e.g. "--bind batch_size=2,seq_len=8 '
                         '--signature auto" for an export with symbolic dims and extra inputs')
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"), help="host C++ compiler")
+    p.add_argument("--nvcc", default=os.environ.get("NVCC"),
+                   help="CUDA compiler for --target cuda (default: $NVCC, nvcc on PATH, /usr/local/cuda/bin/nvcc)")
     p.add_argument("--build-dir", default=os.environ.get("PTRAIN_BUILD_DIR"))
     p.add_argument("--source-dir", default=os.environ.get("PTRAIN_SOURCE_DIR"))
     args = p.parse_args(argv)
@@ -208,8 +214,8 @@ def compile_model(args):
     if args.report is not None and not pipeline:
         raise CompileError(f"--report {args.report}: the timing analysis needs a pipeline or parallel step (--pp, "
                            "--dp, --tp or --micro-batches > 1)")
-    if args.target != "cpu":
-        raise CompileError(f"--target {args.target} is not yet supported; use --target cpu")
+    if args.target == "cuda":
+        check_cuda_options(args)
     if not args.build_dir or not args.source_dir:
         raise CompileError("cannot locate the ptrain build: run the ptrain-compile in <build>/bin or pass "
                            "--build-dir and --source-dir")
@@ -237,7 +243,49 @@ def compile_model(args):
         raise
 
 
-OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "libstep.so", "plan.json")
+OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.cu", "libstep.so", "plan.json")
+
+# The GPU architectures of --target cuda (docs/CodegenCuda.md): A100 and H100/H200.
+CUDA_ARCHS = ("80", "90")
+
+
+def check_cuda_options(args):
+    """--target cuda compiles the single-rank step (docs/CodegenCuda.md): every multi-rank option is refused
+    by name before anything runs."""
+    for flag, value in (("--dp", args.dp), ("--tp", args.tp), ("--pp", args.pp),
+                        ("--micro-batches", args.micro_batches)):
+        if value != 1:
+            raise CompileError(f"--target cuda: {flag} {value} is not yet supported (the CUDA target compiles "
+                               "single-rank steps; pipeline, data- and tensor-parallel steps over NCCL are not "
+                               "yet supported); use --target cpu")
+    if args.policy != "none":
+        raise CompileError(f"--target cuda: --policy {args.policy} is not yet supported; use --target cpu")
+
+
+def find_nvcc(args):
+    for candidate in (args.nvcc, shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise CompileError("--target cuda: nvcc not found (pass --nvcc, set NVCC, or install the CUDA toolkit under "
+                       "/usr/local/cuda)")
+
+
+def build_cuda_library(args, source, lib, runtime_dir, include_dir):
+    """nvcc of step.cu into libstep.so: C++17, -O2, sm_80 and sm_90, linking libptrain_runtime_cuda (and through
+    it libptrain_runtime), cuBLAS and cudart."""
+    cuda_runtime_dir = os.path.join(runtime_dir, "cuda")
+    if not os.path.isfile(os.path.join(cuda_runtime_dir, "libptrain_runtime_cuda.so")):
+        raise CompileError(f"--target cuda: {cuda_runtime_dir}/libptrain_runtime_cuda.so not found; configure "
+                           "ptrain with -DPTRAIN_ENABLE_CUDA=ON (needs the CUDA toolkit)")
+    nvcc = find_nvcc(args)
+    cuda_lib_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "lib64")
+    gencode = [f"--generate-code=arch=compute_{a},code=sm_{a}" for a in CUDA_ARCHS]
+    run([nvcc, "-std=c++17", "-O2", "-shared", "-Xcompiler=-fPIC,-Wall,-Werror", "-Werror", "all-warnings",
+         *gencode, f"-I{include_dir}", source, "-o", lib,
+         f"-L{cuda_runtime_dir}", "-lptrain_runtime_cuda", f"-L{runtime_dir}", "-lptrain_runtime", "-lcublas",
+         "-lcudart", f"-Xlinker=-rpath,{cuda_runtime_dir}", f"-Xlinker=-rpath,{runtime_dir}",
+         f"-Xlinker=-rpath,{cuda_lib_dir}", "-Xlinker=--no-undefined"],
+        "compiling step.cu with nvcc")
 
 
 def remove_outputs(out):
@@ -285,10 +333,15 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         passes.append("--ptrain-lower-to-runtime")
         passes.append("--ptrain-verify-plan")  # Every rank's steps run abstractly: no deadlock, no mismatch.
         run([opt, forward, *passes, "--mlir-print-debuginfo", "-o", step], "building the pipeline training step")
-    run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", step, "-o", cpp], "C++ emission")
-    run([args.cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", f"-I{include_dir}", cpp,
-         "-o", lib, f"-L{runtime_dir}", "-lptrain_runtime", f"-Wl,-rpath,{runtime_dir}", "-Wl,--no-undefined"],
-        "compiling step.cpp")
+    if args.target == "cuda":
+        source = os.path.join(out, "step.cu")
+        run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cuda", step, "-o", source], "CUDA emission")
+        build_cuda_library(args, source, lib, runtime_dir, include_dir)
+    else:
+        run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", step, "-o", cpp], "C++ emission")
+        run([args.cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", f"-I{include_dir}", cpp,
+             "-o", lib, f"-L{runtime_dir}", "-lptrain_runtime", f"-Wl,-rpath,{runtime_dir}", "-Wl,--no-undefined"],
+            "compiling step.cpp")
     if pipeline:
         plan = {"model": os.path.abspath(args.model), "target": args.target, "optimizer": args.optimizer,
                 "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
@@ -312,6 +365,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
             "library": os.path.abspath(lib),
             "entry_points": {"train_step": "ptrain_step_train_step", "forward": "ptrain_step_forward",
                              "init": "ptrain_step_init", "save": "ptrain_step_save", "load": "ptrain_step_load"}}
+    if args.target == "cuda":
+        plan["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
     plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
     plan.update(describe(plain, step))
     write_plan(out, lib, plan)

@@ -87,6 +87,8 @@ def load_plan(out_dir):
         raise RunError(f"{path}: not valid JSON ({e})")
     if not isinstance(plan, dict):
         raise RunError(f"{path}: expected a JSON object")
+    if plan.get("target") == "cuda":
+        check_cuda_plan(out_dir)
     missing = [k for k in PLAN_KEYS if k not in plan]
     if missing:
         raise RunError(f"{path}: missing {', '.join(missing)} (a pipeline plan of ptrain-compile is needed: "
@@ -106,6 +108,37 @@ def load_plan(out_dir):
     if not os.path.isfile(plan["model"]):
         raise RunError(f"{path}: the model {plan['model']} does not exist")
     return plan
+
+
+# Loads a --target cuda libstep.so and calls ptrain_step_init in a child process (a broken library must not take
+# the launcher down); prints the step's error and exits 1 when it fails.
+CUDA_PROBE = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.ptrain_step_last_error.restype = ctypes.c_char_p
+lib.ptrain_step_init.argtypes = [ctypes.c_char_p]
+status = lib.ptrain_step_init(None)
+if status != 0:
+    print(f"ptrain_step_init failed (status {status}): {lib.ptrain_step_last_error().decode()}")
+    sys.exit(1)
+"""
+
+
+def check_cuda_plan(out_dir):
+    """A --target cuda step (docs/CodegenCuda.md): without a usable GPU, the device error of its
+    ptrain_step_init (cudaErrorInsufficientDriver without a driver, no device); with one, the CUDA step is not
+    yet trained by ptrain-run (it is single-rank: drive its entry points through ctypes)."""
+    lib = os.path.join(out_dir, "libstep.so")
+    if not os.path.isfile(lib):
+        raise RunError(f"{lib}: no such file")
+    check_library(lib)
+    probe = subprocess.run([sys.executable, "-c", CUDA_PROBE, os.path.abspath(lib)], capture_output=True, text=True)
+    if probe.returncode != 0:
+        detail = (probe.stdout + probe.stderr).strip().splitlines()
+        raise RunError(f"{lib}: this step was compiled with --target cuda and cannot start on this machine: "
+                       f"{detail[-1] if detail else f'exit status {probe.returncode}'}")
+    raise RunError(f"{lib}: training a --target cuda step with ptrain-run is not yet supported (the CUDA target "
+                   "compiles single-rank steps; call ptrain_step_train_step through ctypes, docs/CodegenCuda.md)")
 
 
 def check_library(lib):

@@ -63,6 +63,36 @@
 //   DEADLINE_EXCEEDED with a message naming the pending operations (op,
 //   count, dtype, peer); the communicator is then unusable (every later call
 //   on it is a COMM error naming the abort). Never hangs past the deadline.
+//
+// --- Compiled steps (--emit-cuda, docs/CodegenCuda.md) ---------------------
+// ptrain_cuda_malloc(num_bytes, out_ptr) / ptrain_cuda_free(ptr)
+//                                         cudaMalloc / cudaFree
+// ptrain_cuda_stream_create(out_stream)   a non-blocking cudaStream_t
+// ptrain_cuda_copy_to_device(host_src, num_bytes, out)   H2D on the stream
+// ptrain_cuda_copy_to_host(src, num_bytes, host_out)     D2H, then waits for
+//                                         the stream: host_out is valid
+// ptrain_cuda_copy_bytes(src, num_bytes, out) / ptrain_cuda_zero_bytes(out, n)
+//                                         D2D copy / memset on the stream
+// ptrain_cuda_gemm_f32, _binary_f32, _sum_to_f32, _unary_f32, _add_i64,
+// _cast_i64_i32, _gelu{,_tanh}_{fwd,bwd}_f32, _permute_f32, _slice,
+// _insert_slice, _layer_norm_{fwd,bwd}_f32, _softmax_{fwd,bwd}_f32,
+// _embedding_{fwd,bwd}_f32, _cross_entropy_fwd_f32
+//   The parameter lists and semantics of the CPU calls without the _cuda
+//   (ptrain_runtime.h): tensors are DEVICE pointers, every dims / offsets /
+//   perm array is a HOST array. GEMM: cuBLAS, fp32 compute (no TF32). Row
+//   statistics in double. Embedding backward accumulates (atomicAdd).
+// ptrain_cuda_cross_entropy_bwd_f32(dloss, ...)   dloss is a DEVICE pointer
+//   to the upstream gradient (the CPU call takes the float).
+// ptrain_cuda_adamw_step_f32(param, grad, m, v, n, step, warmup, total,
+//     max_lr, min_lr, beta1, beta2, eps, wd, out_param, out_m, out_v)
+//   ptrain_adamw_step_f32 at the lr of ptrain_lr_warmup_cosine, both read
+//   from the DEVICE step counter `step` (1-based t; the schedule is taken at
+//   t - 1 while t <= warmup, else t); out of place (outputs may alias inputs).
+// ptrain_cuda_check_indices()
+//   Waits for the stream and reports the first id / target outside the
+//   vocabulary that an embedding or cross-entropy kernel met since the last
+//   check (INVALID_ARGUMENT naming the call, position, value and bound);
+//   the kernels skip such elements instead of reading out of bounds.
 //===----------------------------------------------------------------------===*/
 
 #ifndef PTRAIN_RUNTIME_PTRAIN_RUNTIME_CUDA_H

@@ -17,9 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "cuda/Device.h"
+#include "cuda/Blas.h"
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <climits>
@@ -48,23 +47,6 @@ ptrain_status_t checkShape(const char *call, const Shape &s) {
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                 "rank %lld must be in [1, min(n, m) = %lld] for the %lld x %lld matrix", static_cast<long long>(s.rank),
                 static_cast<long long>(minNM), static_cast<long long>(s.n), static_cast<long long>(s.m));
-  return PTRAIN_OK;
-}
-
-ptrain_status_t checkBlas(const char *call, cublasStatus_t st, const char *what) {
-  if (st == CUBLAS_STATUS_SUCCESS)
-    return PTRAIN_OK;
-  return fail(PTRAIN_ERROR_DEVICE, call, "%s: %s", what, cublasGetStatusString(st));
-}
-#define PTRAIN_BLAS_TRY(expr) PTRAIN_CUDA_RETURN_IF_ERROR(checkBlas(__func__, (expr), #expr))
-
-/// This thread's cuBLAS handle, bound to the current stream.
-ptrain_status_t blasHandle(const char *call, cublasHandle_t *out) {
-  thread_local cublasHandle_t handle = nullptr;
-  if (!handle)
-    PTRAIN_CUDA_RETURN_IF_ERROR(checkBlas(call, cublasCreate(&handle), "cublasCreate"));
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkBlas(call, cublasSetStream(handle, currentStream()), "cublasSetStream"));
-  *out = handle;
   return PTRAIN_OK;
 }
 

@@ -16,26 +16,13 @@
 #include "mlir/IR/Value.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTypes.h"
 
+#include "EmitHelpers.h"
+
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 namespace mlir::ptrain::cpp {
-
-/// A C++ float literal that reads back as exactly `value` rounded to float.
-inline std::string floatLiteral(double value) {
-  float f = static_cast<float>(value);
-  if (std::isnan(f))
-    return "__builtin_nanf(\"\")";
-  if (std::isinf(f))
-    return f > 0 ? "__builtin_inff()" : "-__builtin_inff()";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(f));
-  std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos)
-    s += ".0";
-  return s + "f";
-}
 
 /// Element types of model tensors (arguments, states, model ops).
 inline bool isModelElementType(Type t) { return t.isF32() || t.isInteger(64); }

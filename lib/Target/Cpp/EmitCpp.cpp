@@ -19,6 +19,7 @@
 #include "ptrain/Target/Cpp/EmitCpp.h"
 
 #include "CppTypes.h"
+#include "EmitHelpers.h"
 #include "EmitCodecs.h"
 #include "EmitCollectives.h"
 #include "EmitModelOps.h"
@@ -26,6 +27,7 @@
 #include "EmitTelemetry.h"
 #include "EmitTraffic.h"
 #include "MemoryPlan.h"
+#include "OpGeometry.h"
 #include "RuntimeCallTable.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -56,76 +58,6 @@ using namespace mlir::ptrain::cpp;
 namespace {
 
 constexpr int64_t kArenaAlignment = 64;
-
-//===----------------------------------------------------------------------===//
-// Small formatting helpers
-//===----------------------------------------------------------------------===//
-
-std::string int64Literal(int64_t v) {
-  if (v == INT64_MIN)
-    return "INT64_MIN";
-  return std::to_string(v) + (v > INT32_MAX || v < INT32_MIN ? "LL" : "");
-}
-
-std::string joinInts(ArrayRef<int64_t> values) {
-  std::string s;
-  for (auto [i, v] : llvm::enumerate(values))
-    s += (i ? ", " : "") + std::to_string(v);
-  return s;
-}
-
-/// A location for a comment: ONNX node names in quotes, files as file:line:col.
-void formatLoc(Location loc, llvm::raw_ostream &os) {
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    os << '"' << name.getName().getValue() << '"';
-    if (!isa<UnknownLoc>(name.getChildLoc())) {
-      os << " (";
-      formatLoc(name.getChildLoc(), os);
-      os << ")";
-    }
-  } else if (auto file = dyn_cast<FileLineColLoc>(loc)) {
-    os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
-  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    llvm::interleave(fused.getLocations(), os, [&](Location l) { formatLoc(l, os); }, ", ");
-  } else if (isa<UnknownLoc>(loc)) {
-    os << "unknown location";
-  } else {
-    loc.print(os);
-  }
-}
-
-/// Text safe inside a // comment: no newlines.
-std::string commentSafe(std::string s) {
-  for (char &c : s)
-    if (c == '\n' || c == '\r')
-      c = ' ';
-  return s;
-}
-
-/// A C identifier fragment from a state key or symbol.
-std::string identifierFrom(StringRef s) {
-  std::string id;
-  for (char c : s)
-    id += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-  return id;
-}
-
-/// A C string literal.
-std::string stringLiteral(StringRef s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\%03o", static_cast<unsigned char>(c));
-      out += buf;
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
 
 //===----------------------------------------------------------------------===//
 // Types
@@ -675,48 +607,26 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                 return b.emitError("--emit-cpp: i64 'ptrain.binary' supports only add of equal shapes");
               return call(RuntimeCall::ptrain_add_i64, {ptr(lhs), ptr(rhs), std::to_string(countOf(out)), ptr(out)});
             }
-            static const char *kinds[] = {"PTRAIN_BINARY_ADD", "PTRAIN_BINARY_SUB", "PTRAIN_BINARY_MUL",
-                                          "PTRAIN_BINARY_DIV", "PTRAIN_BINARY_POW", "PTRAIN_BINARY_MAX",
-                                          "PTRAIN_BINARY_MIN"};
             std::string ad = dims(shapeOf(lhs), "a_dims"), bd = dims(shapeOf(rhs), "b_dims"),
                         od = dims(shapeOf(out), "out_dims");
             return call(RuntimeCall::ptrain_binary_f32,
-                        {kinds[static_cast<int>(b.getKind())], ptr(lhs), std::to_string(shapeOf(lhs).size()), ad,
+                        {binaryKindEnum(b.getKind()), ptr(lhs), std::to_string(shapeOf(lhs).size()), ad,
                          ptr(rhs), std::to_string(shapeOf(rhs).size()), bd, std::to_string(shapeOf(out).size()), od,
                          ptr(out)});
           })
           .Case<UnaryOp>([&](UnaryOp u) -> LogicalResult {
-            static const char *kinds[] = {"PTRAIN_UNARY_NEG",  "PTRAIN_UNARY_EXP",        "PTRAIN_UNARY_LOG",
-                                          "PTRAIN_UNARY_SQRT", "PTRAIN_UNARY_RSQRT",      "PTRAIN_UNARY_RECIPROCAL",
-                                          "PTRAIN_UNARY_ERF",  "PTRAIN_UNARY_TANH",       "PTRAIN_UNARY_RELU"};
-            return call(RuntimeCall::ptrain_unary_f32, {kinds[static_cast<int>(u.getKind())], ptr(u.getInput()),
+            return call(RuntimeCall::ptrain_unary_f32, {unaryKindEnum(u.getKind()), ptr(u.getInput()),
                                                         std::to_string(countOf(u.getInput())), ptr(u.getResult())});
           })
           .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {
-            ArrayRef<int64_t> a = shapeOf(m.getLhs()), b = shapeOf(m.getRhs()), c = shapeOf(m.getResult());
-            int64_t n = a[a.size() - 2], k = a.back(), mm = b.back();
-            ArrayRef<int64_t> outBatch = c.drop_back(2);
-            int64_t batch = numElements(outBatch);
-            // An operand's batch is either the whole result batch (strided) or broadcast (stride 0).
-            auto strideOf = [&](ArrayRef<int64_t> shape, int64_t matrix, int64_t &stride) {
-              ArrayRef<int64_t> own = shape.drop_back(2);
-              if (numElements(own) == 1) {
-                stride = 0;
-                return true;
-              }
-              SmallVector<int64_t> padded(outBatch.size() - own.size(), 1);
-              padded.append(own.begin(), own.end());
-              stride = matrix;
-              return ArrayRef<int64_t>(padded) == outBatch;
-            };
-            int64_t sa, sb;
-            if (!strideOf(a, n * k, sa) || !strideOf(b, k * mm, sb))
-              return m.emitError("--emit-cpp: 'ptrain.matmul' with partially broadcast batch dimensions (")
-                     << m.getLhs().getType() << " x " << m.getRhs().getType() << ") is not supported";
+            FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cpp");
+            if (failed(g))
+              return failure();
             return call(RuntimeCall::ptrain_gemm_f32,
-                        {"0", "0", std::to_string(batch), std::to_string(n), std::to_string(mm), std::to_string(k),
-                         "1.0f", ptr(m.getLhs()), std::to_string(sa), ptr(m.getRhs()), std::to_string(sb), "0.0f",
-                         ptr(m.getResult()), std::to_string(n * mm)});
+                        {"0", "0", std::to_string(g->batch), std::to_string(g->rows), std::to_string(g->cols),
+                         std::to_string(g->k), "1.0f", ptr(m.getLhs()), std::to_string(g->strideA),
+                         ptr(m.getRhs()), std::to_string(g->strideB), "0.0f", ptr(m.getResult()),
+                         std::to_string(g->rows * g->cols)});
           })
           .Case<LayerNormOp>([&](LayerNormOp ln) -> LogicalResult {
             ArrayRef<int64_t> x = shapeOf(ln.getInput());
@@ -736,11 +646,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                          floatLiteral(ln.getEpsilonAttr().getValueAsDouble()), ptr(ln.getResult()), mean, rstd});
           })
           .Case<LayerNormGradOp>([&](LayerNormGradOp g) -> LogicalResult {
-            ArrayRef<int64_t> x = shapeOf(g.getInput());
-            int64_t axis = g.getAxisAttr().getInt();
-            if (axis < 0)
-              axis += x.size();
-            int64_t rows = numElements(x.take_front(axis)), cols = numElements(x.drop_front(axis));
+            auto [rows, cols] = rowsCols(shapeOf(g.getInput()), g.getAxisAttr().getInt());
             // Recompute mean and rstd with a forward into scratch (the op recomputes them by definition).
             std::string zeros = scratchPtr(scratch(4 * cols), "float");
             std::string y = scratchPtr(scratch(4 * rows * cols), "float");
@@ -801,16 +707,11 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Case<SplitOp>([&](SplitOp s) -> LogicalResult {
             Value x = s.getInput();
-            int64_t rank = shapeOf(x).size(), axis = s.getAxisAttr().getInt();
-            if (axis < 0)
-              axis += rank;
+            int64_t rank = shapeOf(x).size();
             std::string d = dims(shapeOf(x), "dims");
-            int64_t start = 0;
+            SmallVector<SmallVector<int64_t>> offsets = pieceOffsets(rank, s.getAxisAttr().getInt(), s.getResults());
             for (auto [i, piece] : llvm::enumerate(s.getResults())) {
-              SmallVector<int64_t> offsets(rank, 0);
-              offsets[axis] = start;
-              start += shapeOf(piece)[axis];
-              std::string o = dims(offsets, "offsets_" + std::to_string(i)),
+              std::string o = dims(offsets[i], "offsets_" + std::to_string(i)),
                           od = dims(shapeOf(piece), "out_dims_" + std::to_string(i));
               if (failed(call(RuntimeCall::ptrain_slice, {ptr(x), std::to_string(elemBytes(x)),
                                                            std::to_string(rank), d, o, od, ptr(piece)})))
@@ -820,16 +721,11 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Case<ConcatOp>([&](ConcatOp c) -> LogicalResult {
             Value out = c.getResult();
-            int64_t rank = shapeOf(out).size(), axis = c.getAxisAttr().getInt();
-            if (axis < 0)
-              axis += rank;
+            int64_t rank = shapeOf(out).size();
             std::string od = dims(shapeOf(out), "out_dims");
-            int64_t start = 0;
+            SmallVector<SmallVector<int64_t>> offsets = pieceOffsets(rank, c.getAxisAttr().getInt(), c.getInputs());
             for (auto [i, in] : llvm::enumerate(c.getInputs())) {
-              SmallVector<int64_t> offsets(rank, 0);
-              offsets[axis] = start;
-              start += shapeOf(in)[axis];
-              std::string o = dims(offsets, "offsets_" + std::to_string(i)),
+              std::string o = dims(offsets[i], "offsets_" + std::to_string(i)),
                           xd = dims(shapeOf(in), "x_dims_" + std::to_string(i));
               if (failed(call(RuntimeCall::ptrain_insert_slice, {ptr(in), std::to_string(elemBytes(in)),
                                                                   std::to_string(rank), xd, o, od, ptr(out)})))
@@ -1236,13 +1132,9 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     for (StateOp state : list) {
       const StateInfo &info = states[state.getSymNameAttr()];
       RankedTensorType type = state.getTensorType();
-      static const char *kinds[] = {"PTRAIN_STATE_PARAMETER",     "PTRAIN_STATE_OPTIMIZER_MOMENT",
-                                    "PTRAIN_STATE_CODEC_RESIDUAL", "PTRAIN_STATE_CODEC_WARM_START",
-                                    "PTRAIN_STATE_CODEC_SEED",     "PTRAIN_STATE_STEP_COUNTER",
-                                    "PTRAIN_STATE_GRADIENT"};
       s << "    {" << stringLiteral(state.getKey()) << ", " << info.var << ", "
         << (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") << ", "
-        << kinds[static_cast<int>(state.getKind())] << ", " << type.getRank() << ", "
+        << stateKindEnum(state.getKind()) << ", " << type.getRank() << ", "
         << (type.getRank() > 0 ? info.var + "_dims" : std::string("nullptr")) << "},\n";
     }
     if (list.empty())

@@ -20,15 +20,6 @@
 namespace {
 using namespace ptrain::testing;
 
-std::vector<float> randomValues(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
-
 /// Values with many exact ties in magnitude (top-k's tie rule).
 std::vector<float> tiedValues(size_t n, uint32_t seed) {
   std::mt19937 gen(seed);

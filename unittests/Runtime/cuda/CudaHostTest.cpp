@@ -91,6 +91,47 @@ TEST(CudaArguments, CodecsRejectBadArgumentsByName) {
   EXPECT_TRUE(lastErrorHas("batch, n and m must be >= 1")) << ptrain_last_error();
 }
 
+TEST(CudaArguments, ModelKernelsRejectBadArgumentsByName) {
+  const int64_t dims2[2] = {2, 3}, dims3[2] = {3, 3}, offsets[2] = {1, 1}, sliceDims[2] = {1, 3};
+  const int32_t badPerm[2] = {0, 0};
+  EXPECT_EQ(ptrain_cuda_binary_f32(9, dummy, 2, dims2, dummy, 2, dims2, 2, dims2, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_binary_f32: unknown binary kind 9")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_binary_f32(PTRAIN_BINARY_ADD, dummy, 2, dims3, dummy, 2, dims2, 2, dims2, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("a dim 0 of size 3 does not broadcast to result dim 0 of size 2")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_sum_to_f32(dummy, 2, dims2, 2, dims3, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_sum_to_f32: out dim 0 of size 3")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_permute_f32(dummy, 2, dims2, badPerm, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_permute_f32: perm is not a permutation of [0, 2)")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_slice(dummy, 4, 2, dims2, offsets, sliceDims, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_slice: axis 1: offset 1 + size 3 exceeds the dimension 3"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_insert_slice(dummy, 3, 2, sliceDims, offsets, dims3, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("axis 1: offset 1 + size 3 exceeds the dimension 3")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_softmax_fwd_f32(dummy, 5, 4, 1, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("causal softmax needs x of shape [..., S, S]: rows (5) must be a multiple of cols (4)"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_layer_norm_fwd_f32(dummy, dummy, dummy, 2, 0, 1e-5f, dummy, dummy, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_layer_norm_fwd_f32: need 0 <= rows")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_cross_entropy_fwd_f32(dummy, nullptr, 4, 8, dummy, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_cross_entropy_fwd_f32: a tensor pointer is null")) << ptrain_last_error();
+  int64_t step = 1;
+  EXPECT_EQ(ptrain_cuda_adamw_step_f32(dummy, dummy, dummy, dummy, 4, &step, 20, 10, 1e-3f, 1e-4f, 0.9f, 0.95f, 1e-8f,
+                                       0.1f, dummy, dummy, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("need 0 <= warmup_steps (20) <= total_steps (10)")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_gemm_f32(0, 0, 1, 2, 2, -1, 1.0f, dummy, 0, dummy, 0, 0.0f, dummy, 0),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_gemm_f32: 'k' must be >= 0, got -1")) << ptrain_last_error();
+  void *p = nullptr;
+  EXPECT_EQ(ptrain_cuda_malloc(-1, &p), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_malloc: 'num_bytes' must be >= 0, got -1")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_copy_to_host(nullptr, 4, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_copy_to_host: 'src' must not be null")) << ptrain_last_error();
+}
+
 TEST(CudaArguments, NcclCallsRejectBadArgumentsByName) {
   ptrain_nccl_comm_t out = nullptr;
   EXPECT_EQ(ptrain_nccl_comm_init(nullptr, &out), PTRAIN_ERROR_INVALID_ARGUMENT);

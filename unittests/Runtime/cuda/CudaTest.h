@@ -1,8 +1,8 @@
 //===- CudaTest.h - Shared helpers of the CUDA runtime tests ----*- C++ -*-===//
 //
-// Device buffers filled from and read back into std::vector, bit-level
-// comparisons, and the main function of the GPU test binaries: without a
-// usable device (any CUDA error, e.g. cudaErrorInsufficientDriver without a
+// Device buffers filled from and read back into std::vector, seeded random
+// inputs, bit-level comparisons, and the main function of the GPU test
+// binaries: without a usable device (any CUDA error, e.g. cudaErrorInsufficientDriver without a
 // driver, or zero devices) it prints why and exits 77, CTest's
 // SKIP_RETURN_CODE.
 //
@@ -18,6 +18,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <vector>
 
 namespace ptrain::testing {
@@ -63,6 +64,16 @@ private:
   T *ptr_ = nullptr;
   size_t n_;
 };
+
+/// n normal(0, scale) floats from seed (the same on every run).
+inline std::vector<float> randomValues(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
 
 inline uint32_t bitsOf(float f) {
   uint32_t u;

@@ -1,0 +1,77 @@
+//===- Memory.cpp - Device memory, copies and the stream of a compiled step ===//
+//
+// What a step compiled with --emit-cuda (docs/CodegenCuda.md) needs besides
+// kernels: its device blocks (states, constants, arena: cudaMalloc once at
+// ptrain_step_init), its stream, and copies between host and device on the
+// current stream. A copy to the host synchronizes the stream, so its bytes
+// are valid on return.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/Device.h"
+
+#include <cuda_runtime.h>
+
+using namespace ptrain::cuda;
+
+extern "C" ptrain_status_t ptrain_cuda_malloc(int64_t num_bytes, void **out_ptr) {
+  PTRAIN_CUDA_CHECK_SIZE(num_bytes);
+  PTRAIN_CUDA_CHECK_PTR(out_ptr);
+  *out_ptr = nullptr;
+  PTRAIN_CUDA_TRY(cudaMalloc(out_ptr, num_bytes > 0 ? static_cast<size_t>(num_bytes) : 1));
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_free(void *ptr) {
+  if (ptr)
+    PTRAIN_CUDA_TRY(cudaFree(ptr));
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_stream_create(void **out_stream) {
+  PTRAIN_CUDA_CHECK_PTR(out_stream);
+  cudaStream_t s = nullptr;
+  PTRAIN_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  *out_stream = s;
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_copy_to_device(const void *host_src, int64_t num_bytes, void *out) {
+  PTRAIN_CUDA_CHECK_SIZE(num_bytes);
+  if (num_bytes == 0)
+    return PTRAIN_OK;
+  PTRAIN_CUDA_CHECK_PTR(host_src);
+  PTRAIN_CUDA_CHECK_PTR(out);
+  PTRAIN_CUDA_TRY(cudaMemcpyAsync(out, host_src, num_bytes, cudaMemcpyHostToDevice, currentStream()));
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_copy_to_host(const void *src, int64_t num_bytes, void *host_out) {
+  PTRAIN_CUDA_CHECK_SIZE(num_bytes);
+  if (num_bytes == 0)
+    return PTRAIN_OK;
+  PTRAIN_CUDA_CHECK_PTR(src);
+  PTRAIN_CUDA_CHECK_PTR(host_out);
+  PTRAIN_CUDA_TRY(cudaMemcpyAsync(host_out, src, num_bytes, cudaMemcpyDeviceToHost, currentStream()));
+  PTRAIN_CUDA_TRY(cudaStreamSynchronize(currentStream()));
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_copy_bytes(const void *src, int64_t num_bytes, void *out) {
+  PTRAIN_CUDA_CHECK_SIZE(num_bytes);
+  if (num_bytes == 0)
+    return PTRAIN_OK;
+  PTRAIN_CUDA_CHECK_PTR(src);
+  PTRAIN_CUDA_CHECK_PTR(out);
+  PTRAIN_CUDA_TRY(cudaMemcpyAsync(out, src, num_bytes, cudaMemcpyDeviceToDevice, currentStream()));
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_zero_bytes(void *out, int64_t num_bytes) {
+  PTRAIN_CUDA_CHECK_SIZE(num_bytes);
+  if (num_bytes == 0)
+    return PTRAIN_OK;
+  PTRAIN_CUDA_CHECK_PTR(out);
+  PTRAIN_CUDA_TRY(cudaMemsetAsync(out, 0, num_bytes, currentStream()));
+  return PTRAIN_OK;
+}

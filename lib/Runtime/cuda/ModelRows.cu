@@ -1,0 +1,399 @@
+//===- ModelRows.cu - Row-wise kernels of the model: norms, softmax, loss --===//
+//
+// The GPU versions of cpu/LayerNorm.cpp, cpu/Softmax.cpp, cpu/CrossEntropy.cpp
+// and cpu/Embedding.cpp for steps compiled with --emit-cuda: one thread block
+// per row, row statistics (mean, variance, softmax sums, log-sum-exp, the
+// softmax-backward dot product) summed in double as on the CPU, then rounded
+// once. Column reductions (layer norm's dgamma / dbeta) use one thread per
+// column over the rows, in double. Embedding backward is a scatter-add with
+// atomicAdd (accumulates, like the CPU's; the order of the float additions
+// differs).
+//
+// Data-dependent errors (an id or target outside the vocabulary) cannot stop
+// a kernel: the kernel skips the element and records the first bad one in a
+// device flag; ptrain_cuda_check_indices() (the compiled step calls it once
+// at the end of each entry point) synchronizes, reports it by name and
+// index, and clears it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/Device.h"
+
+#include <cuda_runtime.h>
+
+using namespace ptrain::cuda;
+
+namespace {
+
+constexpr int kRowThreads = 256;
+
+/// The first out-of-range index seen by a kernel: which call, where, the value and the bound.
+struct IndexError {
+  int32_t call; ///< 0: none, else an IndexCall
+  int32_t value;
+  int64_t position;
+  int64_t bound;
+};
+enum IndexCall : int32_t { kNone = 0, kEmbeddingFwd = 1, kEmbeddingBwd = 2, kCrossEntropy = 3 };
+__device__ IndexError gIndexError;
+__device__ int32_t gIndexErrorClaimed;
+
+__device__ void recordIndexError(IndexCall call, int64_t position, int32_t value, int64_t bound) {
+  if (atomicCAS(&gIndexErrorClaimed, 0, 1) == 0) {
+    gIndexError.position = position;
+    gIndexError.value = value;
+    gIndexError.bound = bound;
+    __threadfence();
+    gIndexError.call = call;
+  }
+}
+
+/// The sum of `v` over the block (every thread gets it); `shared` holds kRowThreads doubles.
+__device__ double blockSum(double v, double *shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s)
+      shared[threadIdx.x] += shared[threadIdx.x + s];
+    __syncthreads();
+  }
+  const double r = shared[0];
+  __syncthreads();
+  return r;
+}
+
+__device__ float blockMax(float v, float *shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s)
+      shared[threadIdx.x] = fmaxf(shared[threadIdx.x], shared[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const float r = shared[0];
+  __syncthreads();
+  return r;
+}
+
+__global__ void __launch_bounds__(kRowThreads)
+    layerNormFwd(const float *x, const float *gamma, const float *beta, int64_t cols, float eps, float *y,
+                 float *outMean, float *outRstd) {
+  __shared__ double shared[kRowThreads];
+  const float *xr = x + blockIdx.x * cols;
+  double sum = 0.0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    sum += xr[c];
+  const double mean = blockSum(sum, shared) / static_cast<double>(cols);
+  double sq = 0.0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const double d = xr[c] - mean;
+    sq += d * d;
+  }
+  const double var = blockSum(sq, shared) / static_cast<double>(cols);
+  const double rstd = 1.0 / sqrt(var + static_cast<double>(eps));
+  float *yr = y + blockIdx.x * cols;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    yr[c] = __fadd_rn(__fmul_rn(static_cast<float>((xr[c] - mean) * rstd), gamma[c]), beta[c]);
+  if (threadIdx.x == 0) {
+    outMean[blockIdx.x] = static_cast<float>(mean);
+    outRstd[blockIdx.x] = static_cast<float>(rstd);
+  }
+}
+
+__global__ void __launch_bounds__(kRowThreads)
+    layerNormBwdRows(const float *dy, const float *x, const float *gamma, const float *mean, const float *rstd,
+                     int64_t cols, float *dx) {
+  __shared__ double shared[kRowThreads];
+  const int64_t r = blockIdx.x;
+  const float *xr = x + r * cols, *dyr = dy + r * cols;
+  const double mu = mean[r], rs = rstd[r];
+  double sumG = 0.0, sumGX = 0.0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const double xhat = (xr[c] - mu) * rs;
+    const double g = static_cast<double>(dyr[c]) * gamma[c];
+    sumG += g;
+    sumGX += g * xhat;
+  }
+  const double meanG = blockSum(sumG, shared) / static_cast<double>(cols);
+  const double meanGX = blockSum(sumGX, shared) / static_cast<double>(cols);
+  float *dxr = dx + r * cols;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const double xhat = (xr[c] - mu) * rs;
+    const double g = static_cast<double>(dyr[c]) * gamma[c];
+    dxr[c] = static_cast<float>(rs * (g - meanG - xhat * meanGX));
+  }
+}
+
+__global__ void layerNormBwdCols(const float *dy, const float *x, const float *mean, const float *rstd, int64_t rows,
+                                 int64_t cols, float *dgamma, float *dbeta) {
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < cols;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double dg = 0.0, db = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const double d = dy[r * cols + c];
+      dg += d * ((x[r * cols + c] - static_cast<double>(mean[r])) * static_cast<double>(rstd[r]));
+      db += d;
+    }
+    dgamma[c] = static_cast<float>(dg);
+    dbeta[c] = static_cast<float>(db);
+  }
+}
+
+__global__ void __launch_bounds__(kRowThreads) softmaxFwd(const float *x, int64_t cols, int32_t causal, float *y) {
+  __shared__ double shared[kRowThreads];
+  __shared__ float sharedMax[kRowThreads];
+  const int64_t r = blockIdx.x;
+  const float *xr = x + r * cols;
+  float *yr = y + r * cols;
+  const int64_t valid = causal ? (r % cols) + 1 : cols;
+  float m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < valid; c += blockDim.x)
+    m = fmaxf(m, xr[c]);
+  m = blockMax(m, sharedMax);
+  double sum = 0.0;
+  for (int64_t c = threadIdx.x; c < valid; c += blockDim.x) {
+    const float e = expf(__fsub_rn(xr[c], m));
+    yr[c] = e;
+    sum += e;
+  }
+  const float inv = static_cast<float>(1.0 / blockSum(sum, shared));
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    yr[c] = c < valid ? __fmul_rn(yr[c], inv) : 0.0f;
+}
+
+__global__ void __launch_bounds__(kRowThreads) softmaxBwd(const float *dy, const float *y, int64_t cols, float *dx) {
+  __shared__ double shared[kRowThreads];
+  const int64_t r = blockIdx.x;
+  const float *dyr = dy + r * cols, *yr = y + r * cols;
+  double dot = 0.0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    dot += static_cast<double>(dyr[c]) * yr[c];
+  dot = blockSum(dot, shared);
+  float *dxr = dx + r * cols;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    dxr[c] = static_cast<float>(yr[c] * (dyr[c] - dot));
+}
+
+/// Per row: lse[i] = log-sum-exp of the logits; rowLoss[i] = lse - logit[target] (0 for an ignored row).
+__global__ void __launch_bounds__(kRowThreads)
+    crossEntropyRows(const float *logits, const int32_t *targets, int64_t vocab, float *lse, double *rowLoss) {
+  __shared__ double shared[kRowThreads];
+  __shared__ float sharedMax[kRowThreads];
+  const int64_t i = blockIdx.x;
+  const float *row = logits + i * vocab;
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x)
+    m = fmaxf(m, row[j]);
+  m = blockMax(m, sharedMax);
+  double sum = 0.0;
+  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x)
+    sum += exp(static_cast<double>(row[j]) - m);
+  sum = blockSum(sum, shared);
+  if (threadIdx.x == 0) {
+    const double l = m + log(sum);
+    lse[i] = static_cast<float>(l);
+    const int32_t t = targets[i];
+    if (t >= vocab)
+      recordIndexError(kCrossEntropy, i, t, vocab);
+    rowLoss[i] = t >= 0 && t < vocab ? l - row[t] : 0.0;
+  }
+}
+
+/// loss = the mean of rowLoss over the rows with a target (one block).
+__global__ void __launch_bounds__(kRowThreads)
+    crossEntropyMean(const double *rowLoss, const int32_t *targets, int64_t n, int64_t vocab, float *loss) {
+  __shared__ double shared[kRowThreads];
+  double total = 0.0, count = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    total += rowLoss[i];
+    count += targets[i] >= 0 && targets[i] < vocab ? 1.0 : 0.0;
+  }
+  total = blockSum(total, shared);
+  count = blockSum(count, shared);
+  if (threadIdx.x == 0)
+    *loss = count == 0.0 ? 0.0f : static_cast<float>(total / count);
+}
+
+__global__ void crossEntropyBwd(const float *dloss, const float *logits, const int32_t *targets, const float *lse,
+                                int64_t n, int64_t vocab, float *dlogits) {
+  __shared__ double shared[kRowThreads];
+  // The count of rows with a target, per block (n is small next to n * vocab).
+  double count = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    count += targets[i] >= 0 && targets[i] < vocab ? 1.0 : 0.0;
+  count = blockSum(count, shared);
+  const double coef = count == 0.0 ? 0.0 : static_cast<double>(*dloss) / count;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n * vocab;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e / vocab, j = e - i * vocab;
+    const int32_t t = targets[i];
+    if (t < 0 || t >= vocab) {
+      dlogits[e] = 0.0f;
+      continue;
+    }
+    const float p = static_cast<float>(coef * exp(logits[e] - static_cast<double>(lse[i])));
+    dlogits[e] = j == t ? __fsub_rn(p, static_cast<float>(coef)) : p;
+  }
+}
+
+__global__ void embeddingFwd(const float *table, const int32_t *ids, int64_t n, int64_t vocab, int64_t dim, float *y) {
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n * dim;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e / dim, d = e - i * dim;
+    const int32_t id = ids[i];
+    if (id < 0 || id >= vocab) {
+      if (d == 0)
+        recordIndexError(kEmbeddingFwd, i, id, vocab);
+      y[e] = 0.0f;
+      continue;
+    }
+    y[e] = table[static_cast<int64_t>(id) * dim + d];
+  }
+}
+
+__global__ void embeddingBwd(const float *dy, const int32_t *ids, int64_t n, int64_t vocab, int64_t dim,
+                             float *dtable) {
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n * dim;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e / dim, d = e - i * dim;
+    const int32_t id = ids[i];
+    if (id < 0 || id >= vocab) {
+      if (d == 0)
+        recordIndexError(kEmbeddingBwd, i, id, vocab);
+      continue;
+    }
+    atomicAdd(dtable + static_cast<int64_t>(id) * dim + d, dy[e]);
+  }
+}
+
+ptrain_status_t checkRows(const char *call, int64_t rows, int64_t cols) {
+  if (rows < 0 || cols < 1 || rows > INT32_MAX)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "need 0 <= rows <= 2^31 - 1 and cols >= 1, got %lld and %lld",
+                static_cast<long long>(rows), static_cast<long long>(cols));
+  return PTRAIN_OK;
+}
+
+} // namespace
+
+extern "C" ptrain_status_t ptrain_cuda_layer_norm_fwd_f32(const float *x, const float *gamma, const float *beta,
+                                                          int64_t rows, int64_t cols, float eps, float *out_y,
+                                                          float *out_mean, float *out_rstd) {
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkRows(__func__, rows, cols));
+  PTRAIN_CUDA_CHECK_ARG(eps >= 0.0f, "eps must be >= 0, got %g", static_cast<double>(eps));
+  if (rows == 0)
+    return PTRAIN_OK;
+  PTRAIN_CUDA_CHECK_ARG(x && gamma && beta && out_y && out_mean && out_rstd, "a tensor pointer is null");
+  layerNormFwd<<<static_cast<unsigned>(rows), kRowThreads, 0, currentStream()>>>(x, gamma, beta, cols, eps, out_y,
+                                                                                 out_mean, out_rstd);
+  PTRAIN_CUDA_TRY(cudaGetLastError());
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_layer_norm_bwd_f32(const float *dy, const float *x, const float *gamma,
+                                                          const float *mean, const float *rstd, int64_t rows,
+                                                          int64_t cols, float *out_dx, float *out_dgamma,
+                                                          float *out_dbeta) {
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkRows(__func__, rows, cols));
+  PTRAIN_CUDA_CHECK_ARG(dy && x && gamma && mean && rstd && out_dx && out_dgamma && out_dbeta,
+                        "a tensor pointer is null");
+  if (rows > 0)
+    layerNormBwdRows<<<static_cast<unsigned>(rows), kRowThreads, 0, currentStream()>>>(dy, x, gamma, mean, rstd, cols,
+                                                                                       out_dx);
+  layerNormBwdCols<<<gridFor(cols), kThreads, 0, currentStream()>>>(dy, x, mean, rstd, rows, cols, out_dgamma,
+                                                                    out_dbeta);
+  PTRAIN_CUDA_TRY(cudaGetLastError());
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_softmax_fwd_f32(const float *x, int64_t rows, int64_t cols, int32_t causal,
+                                                       float *out_y) {
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkRows(__func__, rows, cols));
+  PTRAIN_CUDA_CHECK_ARG(!causal || rows % cols == 0,
+                        "causal softmax needs x of shape [..., S, S]: rows (%lld) must be a multiple of cols (%lld)",
+                        static_cast<long long>(rows), static_cast<long long>(cols));
+  if (rows == 0)
+    return PTRAIN_OK;
+  PTRAIN_CUDA_CHECK_ARG(x && out_y, "x and out_y must not be null");
+  softmaxFwd<<<static_cast<unsigned>(rows), kRowThreads, 0, currentStream()>>>(x, cols, causal, out_y);
+  PTRAIN_CUDA_TRY(cudaGetLastError());
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_softmax_bwd_f32(const float *dy, const float *y, int64_t rows, int64_t cols,
+                                                       float *out_dx) {
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkRows(__func__, rows, cols));
+  if (rows == 0)
+    return PTRAIN_OK;
+  PTRAIN_CUDA_CHECK_ARG(dy && y && out_dx, "dy, y and out_dx must not be null");
+  softmaxBwd<<<static_cast<unsigned>(rows), kRowThreads, 0, currentStream()>>>(dy, y, cols, out_dx);
+  PTRAIN_CUDA_TRY(cudaGetLastError());
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_cross_entropy_fwd_f32(const float *logits, const int32_t *targets, int64_t n,
+                                                             int64_t vocab, float *out_loss, float *out_lse) {
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkRows(__func__, n, vocab));
+  PTRAIN_CUDA_CHECK_ARG(logits && targets && out_loss && out_lse, "a tensor pointer is null");
+  if (n == 0)
+    return ptrain_cuda_zero_bytes(out_loss, sizeof(float));
+  auto *rowLoss = static_cast<double *>(deviceScratch(__func__, DeviceSlot::Temp, sizeof(double) * n));
+  if (!rowLoss)
+    return PTRAIN_ERROR_DEVICE;
+  crossEntropyRows<<<static_cast<unsigned>(n), kRowThreads, 0, currentStream()>>>(logits, targets, vocab, out_lse,
+                                                                                  rowLoss);
+  crossEntropyMean<<<1, kRowThreads, 0, currentStream()>>>(rowLoss, targets, n, vocab, out_loss);
+  PTRAIN_CUDA_TRY(cudaGetLastError());
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_cross_entropy_bwd_f32(const float *dloss, const float *logits,
+                                                             const int32_t *targets, const float *lse, int64_t n,
+                                                             int64_t vocab, float *out_dlogits) {
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkRows(__func__, n, vocab));
+  if (n == 0)
+    return PTRAIN_OK;
+  PTRAIN_CUDA_CHECK_ARG(dloss && logits && targets && lse && out_dlogits, "a tensor pointer is null");
+  crossEntropyBwd<<<gridFor(n * vocab), kRowThreads, 0, currentStream()>>>(dloss, logits, targets, lse, n, vocab,
+                                                                           out_dlogits);
+  PTRAIN_CUDA_TRY(cudaGetLastError());
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_embedding_fwd_f32(const float *table, const int32_t *ids, int64_t n,
+                                                         int64_t vocab, int64_t dim, float *out_y) {
+  PTRAIN_CUDA_CHECK_ARG(n >= 0 && vocab >= 1 && dim >= 1, "need n >= 0, vocab >= 1, dim >= 1");
+  if (n == 0)
+    return PTRAIN_OK;
+  PTRAIN_CUDA_CHECK_ARG(table && ids && out_y, "table, ids and out_y must not be null");
+  embeddingFwd<<<gridFor(n * dim), kThreads, 0, currentStream()>>>(table, ids, n, vocab, dim, out_y);
+  PTRAIN_CUDA_TRY(cudaGetLastError());
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_embedding_bwd_f32(const float *dy, const int32_t *ids, int64_t n, int64_t vocab,
+                                                         int64_t dim, float *out_dtable) {
+  PTRAIN_CUDA_CHECK_ARG(n >= 0 && vocab >= 1 && dim >= 1, "need n >= 0, vocab >= 1, dim >= 1");
+  if (n == 0)
+    return PTRAIN_OK;
+  PTRAIN_CUDA_CHECK_ARG(dy && ids && out_dtable, "dy, ids and out_dtable must not be null");
+  embeddingBwd<<<gridFor(n * dim), kThreads, 0, currentStream()>>>(dy, ids, n, vocab, dim, out_dtable);
+  PTRAIN_CUDA_TRY(cudaGetLastError());
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_check_indices(void) {
+  PTRAIN_CUDA_TRY(cudaStreamSynchronize(currentStream()));
+  IndexError e{};
+  PTRAIN_CUDA_TRY(cudaMemcpyFromSymbol(&e, gIndexError, sizeof(e)));
+  if (e.call == kNone)
+    return PTRAIN_OK;
+  const IndexError none{};
+  const int32_t zero = 0;
+  PTRAIN_CUDA_TRY(cudaMemcpyToSymbol(gIndexError, &none, sizeof(none)));
+  PTRAIN_CUDA_TRY(cudaMemcpyToSymbol(gIndexErrorClaimed, &zero, sizeof(zero)));
+  static const char *calls[] = {"", "ptrain_cuda_embedding_fwd_f32", "ptrain_cuda_embedding_bwd_f32",
+                                "ptrain_cuda_cross_entropy_fwd_f32"};
+  return fail(PTRAIN_ERROR_INVALID_ARGUMENT, calls[e.call], "%s[%lld] = %d is outside the vocabulary [0, %lld)",
+              e.call == kCrossEntropy ? "targets" : "ids", static_cast<long long>(e.position), e.value,
+              static_cast<long long>(e.bound));
+}

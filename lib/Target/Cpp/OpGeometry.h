@@ -1,0 +1,93 @@
+//===- OpGeometry.h - Op shapes as runtime-call arguments, for both targets -*- C++ -*-===//
+//
+// What --emit-cpp (EmitCpp.cpp) and --emit-cuda (lib/Target/Cuda) both derive
+// from an op before naming their own runtime call: the enum spellings of the
+// runtime header for op kinds, a matmul's strided-batch GEMM geometry, the
+// rows x cols view of a normalization, and the offsets of split / concat
+// pieces. One definition each; the call names stay the emitters'.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TARGET_CPP_OPGEOMETRY_H
+#define PTRAIN_TARGET_CPP_OPGEOMETRY_H
+
+#include "CppTypes.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+namespace mlir::ptrain::cpp {
+
+/// PTRAIN_BINARY_* / PTRAIN_UNARY_* / PTRAIN_STATE_* of ptrain_runtime.h.
+inline const char *binaryKindEnum(BinaryKind kind) {
+  static const char *names[] = {"PTRAIN_BINARY_ADD", "PTRAIN_BINARY_SUB", "PTRAIN_BINARY_MUL", "PTRAIN_BINARY_DIV",
+                                "PTRAIN_BINARY_POW", "PTRAIN_BINARY_MAX", "PTRAIN_BINARY_MIN"};
+  return names[static_cast<int>(kind)];
+}
+inline const char *unaryKindEnum(UnaryKind kind) {
+  static const char *names[] = {"PTRAIN_UNARY_NEG",  "PTRAIN_UNARY_EXP",   "PTRAIN_UNARY_LOG",
+                                "PTRAIN_UNARY_SQRT", "PTRAIN_UNARY_RSQRT", "PTRAIN_UNARY_RECIPROCAL",
+                                "PTRAIN_UNARY_ERF",  "PTRAIN_UNARY_TANH",  "PTRAIN_UNARY_RELU"};
+  return names[static_cast<int>(kind)];
+}
+inline const char *stateKindEnum(StateKind kind) {
+  static const char *names[] = {"PTRAIN_STATE_PARAMETER",      "PTRAIN_STATE_OPTIMIZER_MOMENT",
+                                "PTRAIN_STATE_CODEC_RESIDUAL", "PTRAIN_STATE_CODEC_WARM_START",
+                                "PTRAIN_STATE_CODEC_SEED",     "PTRAIN_STATE_STEP_COUNTER",
+                                "PTRAIN_STATE_GRADIENT"};
+  return names[static_cast<int>(kind)];
+}
+
+/// A ptrain.matmul as one strided-batched row-major GEMM: C[batch] = A[batch] (rows x k) B[batch] (k x cols),
+/// each operand's batch stride its matrix size, or 0 when its batch is all 1 (broadcast).
+struct GemmGeometry {
+  int64_t batch, rows, cols, k, strideA, strideB;
+};
+
+/// The geometry of `m`, or an error at `m` (prefixed by `emitter`, e.g. "--emit-cpp") when an operand's batch
+/// is neither the whole result batch nor all 1.
+inline FailureOr<GemmGeometry> gemmGeometry(MatmulOp m, StringRef emitter) {
+  ArrayRef<int64_t> a = tensorOf(m.getLhs()).getShape(), b = tensorOf(m.getRhs()).getShape();
+  ArrayRef<int64_t> outBatch = tensorOf(m.getResult()).getShape().drop_back(2);
+  GemmGeometry g{numElements(outBatch), a[a.size() - 2], b.back(), a.back(), 0, 0};
+  auto strideOf = [&](ArrayRef<int64_t> shape, int64_t matrix, int64_t &stride) {
+    ArrayRef<int64_t> own = shape.drop_back(2);
+    if (numElements(own) == 1) {
+      stride = 0;
+      return true;
+    }
+    SmallVector<int64_t> padded(outBatch.size() - own.size(), 1);
+    padded.append(own.begin(), own.end());
+    stride = matrix;
+    return ArrayRef<int64_t>(padded) == outBatch;
+  };
+  if (!strideOf(a, g.rows * g.k, g.strideA) || !strideOf(b, g.k * g.cols, g.strideB))
+    return m.emitError(emitter) << ": 'ptrain.matmul' with partially broadcast batch dimensions ("
+                                << m.getLhs().getType() << " x " << m.getRhs().getType() << ") is not supported";
+  return g;
+}
+
+/// A tensor of `shape` as rows x cols split before dimension `axis` (negative: from the end).
+inline std::pair<int64_t, int64_t> rowsCols(ArrayRef<int64_t> shape, int64_t axis) {
+  if (axis < 0)
+    axis += shape.size();
+  return {numElements(shape.take_front(axis)), numElements(shape.drop_front(axis))};
+}
+
+/// The offsets of consecutive pieces along `axis` (negative: from the end) of a rank-`rank` tensor, the
+/// pieces' sizes along it taken from `pieces` (split results or concat inputs).
+inline SmallVector<SmallVector<int64_t>> pieceOffsets(int64_t rank, int64_t axis, ValueRange pieces) {
+  if (axis < 0)
+    axis += rank;
+  SmallVector<SmallVector<int64_t>> offsets;
+  int64_t start = 0;
+  for (Value piece : pieces) {
+    offsets.emplace_back(rank, 0);
+    offsets.back()[axis] = start;
+    start += tensorOf(piece).getShape()[axis];
+  }
+  return offsets;
+}
+
+} // namespace mlir::ptrain::cpp
+
+#endif // PTRAIN_TARGET_CPP_OPGEOMETRY_H

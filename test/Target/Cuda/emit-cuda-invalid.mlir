@@ -1,0 +1,77 @@
+// RUN: split-file %s %t
+// RUN: not ptrain-translate --emit-cuda %t/unsupported-op.mlir -o %t/a.cu 2>&1 | FileCheck %s --check-prefix=OP
+// RUN: not test -e %t/a.cu
+// RUN: not ptrain-translate --emit-cuda %t/collective.mlir -o %t/b.cu 2>&1 | FileCheck %s --check-prefix=COMM
+// RUN: not test -e %t/b.cu
+// RUN: not ptrain-translate --emit-cuda %t/pipeline.mlir 2>&1 | FileCheck %s --check-prefix=PIPE
+// RUN: not ptrain-translate --emit-cuda %t/dynamic.mlir 2>&1 | FileCheck %s --check-prefix=DYN
+// RUN: not ptrain-translate --emit-cuda %t/f16.mlir 2>&1 | FileCheck %s --check-prefix=F16
+// RUN: not ptrain-translate --emit-cuda %t/axis.mlir 2>&1 | FileCheck %s --check-prefix=AXIS
+// RUN: not ptrain-translate --emit-cuda %t/matmul.mlir 2>&1 | FileCheck %s --check-prefix=MATMUL
+// RUN: not ptrain-translate --emit-cuda %t/external.mlir 2>&1 | FileCheck %s --check-prefix=EXT
+
+// An op the CUDA code generator has no rule for: named, with its ONNX node location; no output file.
+//--- unsupported-op.mlir
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = arith.addf %x, %x : tensor<4xf32> loc("/model/Add_7")
+  return %y : tensor<4xf32>
+}
+// OP: error: loc("/model/Add_7"): --emit-cuda: 'arith.addf' is not supported by the CUDA code generator (single-rank steps only: communication, codecs and pipelines are not yet supported)
+
+// Communication (here a data-parallel all-reduce on a grid) is not yet supported: the grid is named first.
+//--- collective.mlir
+module {
+  ptrain.grid @grid(dp = 2)
+  func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %r = ptrain.all_reduce_start %x on @grid axes [dp] reduction = sum : tensor<4xf32> loc("/grad/AllReduce")
+    %y = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+    return %y : tensor<4xf32>
+  }
+}
+// COMM: error: --emit-cuda: 'ptrain.grid' (a multi-rank step) is not yet supported by the CUDA code generator: it compiles single-rank steps
+
+// A pipeline module is refused as a whole.
+//--- pipeline.mlir
+module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 2 : i64}} {
+  func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    return %x : tensor<4xf32>
+  }
+}
+// PIPE: error: --emit-cuda: pipeline modules (ptrain.pipeline / ptrain.schedule) are not yet supported by the CUDA code generator; compile them with --emit-cpp
+
+// Dynamic shapes are rejected.
+//--- dynamic.mlir
+func.func @f(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  return %x : tensor<?x4xf32>
+}
+// DYN: error: --emit-cuda: argument #0 has the dynamic shape 'tensor<?x4xf32>'; only static shapes are supported
+
+// Element types other than f32 and i64 are rejected.
+//--- f16.mlir
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %h = ptrain.unary neg %x : tensor<4xf32> loc("/neg")
+  %c = arith.constant dense<1.0> : tensor<4xf16> loc("/half")
+  return %h : tensor<4xf32>
+}
+// F16: error: loc("/half"): --emit-cuda: result #0 has element type 'f16'; only f32 and i64 are supported
+
+// Softmax runs over the last axis only.
+//--- axis.mlir
+func.func @f(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = ptrain.softmax %x {axis = 0 : i64} : tensor<4x8xf32> loc("/Softmax")
+  return %y : tensor<4x8xf32>
+}
+// AXIS: error: loc("/Softmax"): --emit-cuda: softmax is supported over the last axis only, got axis 0
+
+// A batch that broadcasts only partly (2x3 against 3) has no strided-batched GEMM.
+//--- matmul.mlir
+func.func @f(%a: tensor<2x3x4x5xf32>, %b: tensor<1x3x5x6xf32>) -> tensor<2x3x4x6xf32> {
+  %c = ptrain.matmul %a, %b : tensor<2x3x4x5xf32>, tensor<1x3x5x6xf32> loc("/MatMul")
+  return %c : tensor<2x3x4x6xf32>
+}
+// MATMUL: error: loc("/MatMul"): --emit-cuda: 'ptrain.matmul' with partially broadcast batch dimensions
+
+// A declaration without a body.
+//--- external.mlir
+func.func private @f(%x: tensor<4xf32>) -> tensor<4xf32>
+// EXT: error: --emit-cuda: function @f has no body

@@ -1,0 +1,157 @@
+"""One training step of the bundled GPT on a GPU against the CPU step (CTest `codegen-cuda-gpu`; exits 77, a
+skip, without a usable GPU; docs/CodegenCuda.md).
+
+1. --optimizer none: the CUDA step's loss and all 52 gradients against the CPU step's on
+   models/gpt/test_data_set_0/input_0.pb, within 1e-4 relative (max|a - b| / max|b| per tensor).
+2. --optimizer adamw (lr 1e-3, warm-up 1): three steps on that batch, each loss within 1e-4 relative of the
+   CPU's; the parameters after them (ptrain_step_pull_states) within 1e-4 relative; a checkpoint saved before
+   the steps and loaded back reproduces the first step's loss exactly; a corrupt checkpoint is refused.
+
+Usage: gpu_e2e.py <build-dir> <source-dir> <scratch-dir>
+"""
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+TOLERANCE = 1e-4
+SKIP = 77
+
+
+class StateDesc(ctypes.Structure):
+    _fields_ = [("key", ctypes.c_char_p), ("data", ctypes.c_void_p), ("dtype", ctypes.c_int32),
+                ("kind", ctypes.c_int32), ("rank", ctypes.c_int32), ("dims", ctypes.POINTER(ctypes.c_int64))]
+
+
+def gpu_count(build):
+    rt = ctypes.CDLL(os.path.join(build, "lib/Runtime/cuda/libptrain_runtime_cuda.so"))
+    count = ctypes.c_int32(0)
+    return count.value if rt.ptrain_cuda_device_count(ctypes.byref(count)) == 0 else 0
+
+
+def compile_step(build, source, out, target, *extra):
+    subprocess.run([os.path.join(build, "bin", "ptrain-compile"), os.path.join(source, "models/gpt/gpt.onnx"),
+                    "--target", target, "-o", out, *extra], check=True)
+    with open(os.path.join(out, "plan.json")) as f:
+        plan = json.load(f)
+    lib = ctypes.CDLL(os.path.join(out, "libstep.so"))
+    lib.ptrain_step_last_error.restype = ctypes.c_char_p
+    lib.ptrain_step_states.restype = ctypes.POINTER(StateDesc)
+    lib.ptrain_step_num_states.restype = ctypes.c_int64
+    return plan, lib
+
+
+def check(lib, status, what):
+    if status != 0:
+        raise SystemExit(f"FAIL: {what}: status {status}: {lib.ptrain_step_last_error().decode()}")
+
+
+def f32p(a):
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+
+
+def relative(got, want):
+    scale = float(np.max(np.abs(want)))
+    return float(np.max(np.abs(got - want))) / (scale if scale > 0 else 1.0)
+
+
+def parameters(lib):
+    """Every f32 parameter of the step's state table (a copy), by key."""
+    table = lib.ptrain_step_states()
+    out = {}
+    for i in range(lib.ptrain_step_num_states()):
+        d = table[i]
+        if d.kind != 0 or d.dtype != 0:
+            continue
+        n = int(np.prod([d.dims[j] for j in range(d.rank)])) if d.rank else 1
+        out[d.key.decode()] = np.ctypeslib.as_array(ctypes.cast(d.data, ctypes.POINTER(ctypes.c_float)),
+                                                    shape=(n,)).copy()
+    return out
+
+
+def main(build, source, scratch):
+    if gpu_count(build) < 1:
+        print("SKIP: no usable CUDA device (ptrain_cuda_device_count failed or found none)")
+        return SKIP
+    gpt = os.path.join(source, "models/gpt")
+    tokens = numpy_helper.to_array(onnx.load_tensor(os.path.join(gpt, "test_data_set_0/input_0.pb")))
+    tokens = np.ascontiguousarray(tokens.astype(np.int64))
+    tok_p = tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+    failures = []
+
+    # --- 1. optimizer=none: loss and gradients, CUDA against CPU.
+    results = {}
+    for target in ("cpu", "cuda"):
+        plan, lib = compile_step(build, source, os.path.join(scratch, f"none-{target}"), target, "--optimizer", "none")
+        check(lib, lib.ptrain_step_init(None), f"{target} init")
+        outs = [np.zeros(r["shape"], np.float32) for r in plan["train_step_results"]]
+        check(lib, lib.ptrain_step_train_step(tok_p, *[f32p(o) for o in outs]), f"{target} train_step")
+        results[target] = (plan, outs)
+    plan, cpu = results["cpu"]
+    cuda = results["cuda"][1]
+    loss_err = relative(cuda[0], cpu[0])
+    print(f"loss: cuda {float(cuda[0]):.8f} cpu {float(cpu[0]):.8f} relative {loss_err:.2e}")
+    if not loss_err <= TOLERANCE:
+        failures.append(f"loss relative error {loss_err:.2e}")
+    worst, worst_key = 0.0, ""
+    for r, got, want in zip(plan["train_step_results"][1:], cuda[1:], cpu[1:]):
+        err = relative(got, want)
+        if err > worst:
+            worst, worst_key = err, r["grad_of"]
+        if not err <= TOLERANCE:
+            failures.append(f"gradient of {r['grad_of']}: relative error {err:.2e}")
+    print(f"{len(cpu) - 1} gradients: max relative error {worst:.2e} ({worst_key})")
+
+    # --- 2. optimizer=adamw: three steps, CUDA against CPU; checkpoints.
+    losses, params = {}, {}
+    for target in ("cpu", "cuda"):
+        _, lib = compile_step(build, source, os.path.join(scratch, f"adamw-{target}"), target, "--optimizer", "adamw",
+                              "--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100")
+        check(lib, lib.ptrain_step_init(None), f"{target} init")
+        ckpt = os.path.join(scratch, f"adamw-{target}", "before.ckpt").encode()
+        check(lib, lib.ptrain_step_save(ckpt), f"{target} save")
+        losses[target] = []
+        for _ in range(3):
+            out = np.zeros((), np.float32)
+            check(lib, lib.ptrain_step_train_step(tok_p, f32p(out)), f"{target} adamw step")
+            losses[target].append(float(out))
+        if target == "cuda":
+            check(lib, lib.ptrain_step_pull_states(), "cuda pull_states")
+        params[target] = parameters(lib)
+        if target == "cuda":
+            check(lib, lib.ptrain_step_load(ckpt), "cuda load")
+            out = np.zeros((), np.float32)
+            check(lib, lib.ptrain_step_train_step(tok_p, f32p(out)), "cuda step after load")
+            if float(out) != losses["cuda"][0]:
+                failures.append(f"after loading the checkpoint the CUDA step gave {float(out)}, not "
+                                f"{losses['cuda'][0]}")
+            data = bytearray(open(ckpt, "rb").read())
+            data[len(data) // 2] ^= 0xFF
+            open(ckpt, "wb").write(bytes(data))
+            if lib.ptrain_step_load(ckpt) == 0:
+                failures.append("a corrupt checkpoint was accepted")
+    print("adamw losses: cuda " + " ".join(f"{v:.6f}" for v in losses["cuda"]) + ", cpu " +
+          " ".join(f"{v:.6f}" for v in losses["cpu"]))
+    for step, (a, b) in enumerate(zip(losses["cuda"], losses["cpu"])):
+        if not abs(a - b) <= TOLERANCE * abs(b):
+            failures.append(f"adamw step {step + 1}: loss {a} vs the CPU's {b}")
+    param_err = max(relative(params["cuda"][k], params["cpu"][k]) for k in params["cpu"])
+    print(f"parameters after 3 steps: max relative error {param_err:.2e} over {len(params['cpu'])} tensors")
+    if not param_err <= TOLERANCE or sorted(params["cuda"]) != sorted(params["cpu"]):
+        failures.append(f"parameters after 3 steps: relative error {param_err:.2e}")
+
+    if failures:
+        print("FAIL:\n  " + "\n  ".join(failures))
+        return 1
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))
