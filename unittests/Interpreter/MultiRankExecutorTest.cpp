@@ -104,7 +104,8 @@ public:
                               std::function<void(ModuleOp)> edit = nullptr) {
     OwningOpRef<ModuleOp> module(cast<ModuleOp>(l0->clone()));
     std::string pipeline =
-        (plan.tp > 1 ? "ptrain-raise, ptrain-shard-tp{tp=" + std::to_string(plan.tp) + "}, " : std::string()) +
+        (plan.tp > 1 ? "ptrain-raise, ptrain-shard-tp{tp=" + std::to_string(plan.tp) + shardOptions + "}, "
+                     : std::string()) +
         "ptrain-split-stages{pp=" + std::to_string(plan.pp) + " virtual-stages=" + std::to_string(plan.v) +
         "}, ptrain-build-training-step{micro-batches=" + std::to_string(plan.m) + " dp=" + std::to_string(plan.dp) +
         " bucket-bytes=100000 warmup-steps=1 lr=" + std::to_string(lr) +
@@ -179,8 +180,23 @@ public:
     return result;
   }
 
+  /// The L0 module of the ONNX file `path` with the training signature applied and `bindings` bound.
+  OwningOpRef<ModuleOp> importWithSignature(const std::string &path, std::map<std::string, int64_t> bindings = {}) {
+    auto buffer = llvm::MemoryBuffer::getFile(path);
+    if (!buffer) {
+      ADD_FAILURE() << "cannot read " << path;
+      return nullptr;
+    }
+    mlir::ptrain::ImportONNXOptions options;
+    options.bindings = std::move(bindings);
+    options.applySignature = true;
+    return mlir::ptrain::importONNX((*buffer)->getBuffer(), path, &context, options);
+  }
+
   MLIRContext context;
   std::vector<std::unique_ptr<mlir::ptrain::onnx_data::ONNXInitializers>> initializers;
+  /// More options of --ptrain-shard-tp for plans with tp > 1 (" replicate-indivisible-mlp=true").
+  std::string shardOptions;
 };
 
 /// `count` global batches of `rows` x `seq` token ids below `vocab`, from a fixed seed.
@@ -288,11 +304,11 @@ class BundledGptTensorParallelPlan : public ::testing::TestWithParam<Plan> {};
 /// every rank the same whole activation gradient, so each computes the same whole gradient.
 ///
 /// Tolerances (f32, lr 1e-3): the loss within 1e-6 relative; every gradient, read as AdamW's first moment
-/// after one step ((1 - beta1) g), within 1e-4 of its tensor's max |g| (measured: 2.6e-7 at most on the
-/// bundled GPT); every parameter within 2e-5 absolute (2e-2 of lr). The row-parallel linears and the f
-/// all-reduces sum over tp parts in another order than one rank's matmul; AdamW's first step,
-/// g / (|g| + eps), amplifies those f32 ulps where |g| is near eps = 1e-8 (measured: 9.7e-6 at most, in
-/// blocks.2.mlp.proj.weight).
+/// after one step ((1 - beta1) g), within 1e-4 of its tensor's max |g|, or of 1e-3 of the model's largest
+/// |g| where that is more (measured: 2.6e-7 at most on the bundled GPT); every parameter within 2e-5 absolute (2e-2 of
+/// lr). The row-parallel linears and the f all-reduces sum over tp parts in another order than one rank's matmul;
+/// AdamW's first step, g / (|g| + eps), amplifies those f32 ulps where |g| is near eps = 1e-8 (measured: 9.7e-6 at
+/// most, in blocks.2.mlp.proj.weight).
 void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const StateProvider &provider,
                                      const std::vector<Tensor> &batches, const Plan &plan, size_t slicedParams,
                                      int64_t params) {
@@ -313,6 +329,13 @@ void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const StateProvi
   int64_t compared = 0, comparedMoments = 0;
   double worst = 0, worstMoment = 0;
   std::string worstKey;
+  // A gradient that is zero up to rounding (BERT's attention key biases: the softmax does not see a shift
+  // of every score of a row) is compared against 1e-3 of the largest gradient of the model instead of its own.
+  double modelScale = 0;
+  for (const auto &entry : expected.states[0])
+    if (entry.getKey().ends_with("/adam_m"))
+      for (int64_t i = 0, e = entry.getValue().getNumElements(); i < e; ++i)
+        modelScale = std::max(modelScale, std::fabs(entry.getValue().getAsDouble(i)));
   for (auto [r, states] : llvm::enumerate(actual.states)) {
     const int64_t part = static_cast<int64_t>(r) % plan.tp; // tp is the grid's last (fastest) axis
     for (const auto &entry : states) {
@@ -329,7 +352,7 @@ void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const StateProvi
         double scale = 0;
         for (int64_t i = 0, e = want.getNumElements(); i < e; ++i)
           scale = std::max(scale, std::fabs(want.getAsDouble(i)));
-        double relative = maxAbsDiff(entry.getValue(), want) / std::max(scale, 1e-30);
+        double relative = maxAbsDiff(entry.getValue(), want) / std::max({scale, 1e-3 * modelScale, 1e-30});
         worstMoment = std::max(worstMoment, relative);
         EXPECT_LE(relative, 1e-4) << "gradient (first moment) of " << param.str() << " on rank " << r;
         ++comparedMoments;
@@ -397,6 +420,80 @@ TEST(TensorParallel, Gpt2MegatronTp2MatchesTheOneRankStep) {
   expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 4, 8, 10, 5), Plan{1, 1, 2, "1f1b", 1, 2}, 6,
                                   17);
 }
+
+/// The number of parameters of `module`.
+int64_t countParameters(ModuleOp module) {
+  int64_t params = 0;
+  for (auto state : module.getOps<mlir::ptrain::StateOp>())
+    params += state.getKind() == mlir::ptrain::StateKind::Parameter;
+  return params;
+}
+
+// onnxruntime's BERT (bert_toy_optimized.onnx: 5 post-LN layers, separate Q, K and V projections with biases, 4
+// heads of 8, MLP width 37, the word embedding tied to the MLM head; bound to batch 2, sequence 7, the padding
+// mask generated): per layer Q, K, V (weights and biases) column-parallel per head and the output projection
+// row-parallel, 7 x 5 = 35 sliced parameters; the MLP of width 37 stays replicated (replicate-indivisible-mlp).
+// tp = 2 and dp = 2 x tp = 2 against the one-rank step over 8 sequences. (pp = 2 is not compared: the pipeline
+// step of this BERT differs from the one-rank step already without tp, docs/Plan.md.)
+class BertTensorParallelPlan : public ::testing::TestWithParam<Plan> {};
+
+TEST_P(BertTensorParallelPlan, OneStepMatchesTheOneRankStep) {
+  Plans plans;
+  plans.shardOptions = " replicate-indivisible-mlp=true";
+  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/../shared/data/onnx/bert_toy_optimized.onnx";
+  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path, {{"batch", 2}, {"max_seq_len_in_batch", 7}});
+  StateProvider provider = plans.openInitialValues(path);
+  ASSERT_TRUE(l0 && provider);
+  // 94 parameters, of which the 4 of the dropped next-sentence output (pooler, seq_relationship) are not trained.
+  EXPECT_EQ(countParameters(*l0), 94);
+  expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 8, 7, 99, 11), GetParam(), 35, 90);
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, BertTensorParallelPlan,
+                         ::testing::Values(Plan{1, 1, 4, "1f1b", 1, 2}, Plan{2, 1, 2, "1f1b", 1, 2}),
+                         [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
+
+// The LLaMA-style model of python/ptrain/export_newest.py (2 layers, RMSNorm, rotary q/k, grouped-query
+// attention with 4 query heads on 2 key/value heads, SwiGLU), fused at opset 23 and unfused at opset 17 (raised
+// to the same ops): tp = 2, one key/value head and its two query heads per rank; per layer Q, K, V, the gate and
+// up projections column-parallel, the output and down projections row-parallel: 14 sliced parameters of 23
+// (the RMSNorm scales, the embedding, the LM head and the rotary tables stay whole).
+class LlamaTensorParallel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LlamaTensorParallel, Tp2MatchesTheOneRankStep) {
+  Plans plans;
+  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/opset18+/Inputs/" + GetParam() + ".onnx";
+  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
+  StateProvider provider = plans.openInitialValues(path);
+  ASSERT_TRUE(l0 && provider);
+  // The one-rank reference is not raised by Plans::lower, and the unfused RMSNorm's pow has no gradient rule.
+  PassManager pm(&plans.context);
+  ASSERT_TRUE(succeeded(parsePassPipeline("ptrain-raise", pm)) && succeeded(pm.run(*l0)));
+  expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 4, 16, 128, 3), Plan{1, 1, 2, "1f1b", 1, 2},
+                                  14, 23);
+}
+
+INSTANTIATE_TEST_SUITE_P(Exports, LlamaTensorParallel, ::testing::Values("llama_tiny", "llama_tiny_unfused"));
+
+// A Hugging Face GPT2LMHeadModel exported by torch 1.13 at opset 17 (test/Import/ONNX/Inputs/exports: Conv1D
+// linears as Gemm on [B S, hidden] with the batch dimensions restored by reshapes, the fused c_attn split into
+// Q, K, V after the reshape, a Where causal mask, the tied LM head): per layer c_attn (weight and bias, 3
+// groups), c_proj, c_fc (weight and bias) and the MLP's c_proj: 12 sliced parameters. tp = 2 and pp = 2 x tp = 2.
+class HuggingFaceGpt2TensorParallelPlan : public ::testing::TestWithParam<Plan> {};
+
+TEST_P(HuggingFaceGpt2TensorParallelPlan, OneStepMatchesTheOneRankStep) {
+  Plans plans;
+  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/Inputs/exports/gpt2-opset17.onnx";
+  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
+  StateProvider provider = plans.openInitialValues(path);
+  ASSERT_TRUE(l0 && provider);
+  expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 8, 8, 64, 7), GetParam(), 12,
+                                  countParameters(*l0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, HuggingFaceGpt2TensorParallelPlan,
+                         ::testing::Values(Plan{1, 1, 4, "1f1b", 1, 2}, Plan{1, 2, 4, "1f1b", 1, 2}),
+                         [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
 
 //===----------------------------------------------------------------------===//
 // Compressed plans (--ptrain-compress, docs/Compression.md) on the bundled GPT.
