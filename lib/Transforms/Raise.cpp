@@ -186,18 +186,23 @@ static bool isSigmoidOf(Value s, Value x) {
   return false;
 }
 
-/// Whether `mul` is silu(x) = x * sigmoid(x).
-static bool isSilu(BinaryOp mul) {
-  return mul.getKind() == BinaryKind::Mul &&
-         (isSigmoidOf(mul.getRhs(), mul.getLhs()) || isSigmoidOf(mul.getLhs(), mul.getRhs()));
+/// x if `mul` is silu(x) = x * sigmoid(x) (either order), else null.
+static Value siluInput(BinaryOp mul) {
+  if (mul.getKind() != BinaryKind::Mul)
+    return nullptr;
+  if (isSigmoidOf(mul.getRhs(), mul.getLhs()))
+    return mul.getLhs();
+  return isSigmoidOf(mul.getLhs(), mul.getRhs()) ? mul.getRhs() : Value();
 }
+
+static bool isSilu(BinaryOp mul) { return static_cast<bool>(siluInput(mul)); }
 
 BinaryOp Raiser::swigluOf(Operation *op) {
   auto mul = dyn_cast<BinaryOp>(op);
   if (!mul || mul.getKind() != BinaryKind::Mul || isSilu(mul))
     return nullptr;
   for (Value side : {mul.getLhs(), mul.getRhs()})
-    if (auto silu = side.getDefiningOp<BinaryOp>(); silu && isSilu(silu) && producerMatmul(silu.getLhs(), false))
+    if (auto silu = side.getDefiningOp<BinaryOp>(); silu && isSilu(silu) && producerMatmul(siluInput(silu), false))
       return mul;
   return nullptr;
 }
@@ -299,7 +304,7 @@ LogicalResult Raiser::run(int64_t &numLayers, int64_t &numLinears) {
         silu = swiglu.getRhs().getDefiningOp<BinaryOp>();
         upValue = swiglu.getLhs();
       }
-      MatmulOp gate = producerMatmul(silu.getLhs(), false), up = producerMatmul(upValue, false);
+      MatmulOp gate = producerMatmul(siluInput(silu), false), up = producerMatmul(upValue, false);
       if (!isLinear(gate) || !isLinear(up) || !isLinear(down) || gate == up ||
           throughReshapes(gate.getLhs()) != throughReshapes(up.getLhs()))
         return emitNodeError(swiglu, "--ptrain-raise")
