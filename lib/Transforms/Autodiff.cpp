@@ -32,10 +32,17 @@ FailureOr<SmallVector<Value>> mlir::ptrain::buildGradients(OpBuilder &builder, V
   };
   grads[loss] = seed;
 
+  // The ops up to the loss, listed before any gradient op is built: when the loss is the block's last op
+  // (a pipeline stage's output), the gradient ops are appended right after it, and a reverse walk over the
+  // live block would meet them and then the loss's op a second time (doubling its gradient).
   Operation *lossOp = loss.getDefiningOp();
   Block::iterator end = lossOp ? std::next(lossOp->getIterator()) : block->begin();
+  SmallVector<Operation *> forward;
+  for (Operation &op : llvm::make_range(block->begin(), end))
+    forward.push_back(&op);
   int64_t built = 0;
-  for (Operation &op : llvm::reverse(llvm::make_range(block->begin(), end))) {
+  for (Operation *opPtr : llvm::reverse(forward)) {
+    Operation &op = *opPtr;
     if (!active.contains(&op))
       continue;
     SmallVector<Value> resultGrads;

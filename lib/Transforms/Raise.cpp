@@ -11,11 +11,14 @@
 #include "ptrain/Transforms/TensorParallel.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Transforms/Passes.h"
+#include "ptrain/Transforms/RaiseTransformerOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::ptrain {
@@ -81,6 +84,12 @@ private:
   /// The matmul that `v` comes from through data movement and elementwise ops with input-free operands (a
   /// scale, a mask, a bias), or null.
   MatmulOp producerMatmul(Value v, bool throughSplits);
+  /// Separate Q, K and V projections of one input (BERT, LLaMA): marks them "q", "k", "v" and sets `kvHeads`
+  /// (fewer than the query heads under grouped-query attention); an error naming `scores` otherwise.
+  LogicalResult raiseSeparateQKV(MatmulOp scores, MatmulOp q, MatmulOp k, MatmulOp v, int64_t layer, int64_t headDim,
+                                 int64_t &kvHeads);
+  /// `op` if it is SwiGLU's product silu(gate) * up (gate a matmul), else null.
+  BinaryOp swigluOf(Operation *op);
   /// The first matmul that uses `v` as its lhs through reshapes and transposes, or null.
   MatmulOp consumerMatmul(Value v);
   void mark(MatmulOp mm, int64_t layer, StringRef role) {
@@ -102,7 +111,9 @@ MatmulOp Raiser::producerMatmul(Value v, bool throughSplits) {
   while (Operation *def = v.getDefiningOp()) {
     if (auto mm = dyn_cast<MatmulOp>(def))
       return mm;
-    if (isa<ReshapeOp, TransposeOp, CastOp>(def) || (throughSplits && isa<SplitOp, SliceOp>(def))) {
+    // Grouped-query attention repeats each K/V head (broadcast_to); rotary embeddings rotate Q and K.
+    if (isa<ReshapeOp, TransposeOp, CastOp>(def) ||
+        (throughSplits && isa<SplitOp, SliceOp, BroadcastToOp, RotaryEmbeddingOp>(def))) {
       v = def->getOperand(0);
       continue;
     }
@@ -123,6 +134,76 @@ MatmulOp Raiser::producerMatmul(Value v, bool throughSplits) {
     }
     return nullptr;
   }
+  return nullptr;
+}
+
+/// `v` without the reshapes that flatten or restore the batch dimensions around a 2-D linear (HF GPT-2's Gemm).
+static Value throughReshapes(Value v) {
+  while (auto reshape = v.getDefiningOp<ReshapeOp>())
+    v = reshape.getInput();
+  return v;
+}
+
+LogicalResult Raiser::raiseSeparateQKV(MatmulOp scores, MatmulOp q, MatmulOp k, MatmulOp v, int64_t layer,
+                                       int64_t headDim, int64_t &kvHeads) {
+  auto isProjection = [&](MatmulOp mm) { return mm && getParameterRead(mm.getRhs(), symbols); };
+  if (!isProjection(q) || !isProjection(k) || !isProjection(v) || q == k || q == v || k == v)
+    return emitNodeError(scores, "--ptrain-raise")
+           << ("Q, K and V of the attention come neither from one fused projection nor from three "
+               "projections with parameter weights");
+  if (throughReshapes(q.getLhs()) != throughReshapes(k.getLhs()) ||
+      throughReshapes(q.getLhs()) != throughReshapes(v.getLhs()))
+    return emitNodeError(scores, "--ptrain-raise")
+           << ("the attention's Q, K and V projections do not read the same input (cross attention is not "
+               "supported)");
+  auto columns = [](MatmulOp mm) { return cast<RankedTensorType>(mm.getRhs().getType()).getShape().back(); };
+  if (columns(k) != columns(v) || columns(k) % headDim != 0)
+    return emitNodeError(k, "--ptrain-raise") << "the K and V projections have " << columns(k) << " and " << columns(v)
+                                              << " outputs; expected the same multiple of head_dim = " << headDim;
+  kvHeads = columns(k) / headDim;
+  mark(q, layer, "q");
+  mark(k, layer, "k");
+  mark(v, layer, "v");
+  return success();
+}
+
+/// Whether `s` is the logistic sigmoid of `x` as the importer writes ONNX Sigmoid: 1 / (exp(-x) + 1).
+static bool isSigmoidOf(Value s, Value x) {
+  auto reciprocal = s.getDefiningOp<UnaryOp>();
+  if (!reciprocal || reciprocal.getKind() != UnaryKind::Reciprocal)
+    return false;
+  auto add = reciprocal.getInput().getDefiningOp<BinaryOp>();
+  if (!add || add.getKind() != BinaryKind::Add)
+    return false;
+  for (auto [e, one] : {std::pair{add.getLhs(), add.getRhs()}, std::pair{add.getRhs(), add.getLhs()}}) {
+    DenseFPElementsAttr c;
+    auto exp = e.getDefiningOp<UnaryOp>();
+    auto neg = exp ? exp.getInput().getDefiningOp<UnaryOp>() : UnaryOp();
+    if (exp && exp.getKind() == UnaryKind::Exp && neg && neg.getKind() == UnaryKind::Neg && neg.getInput() == x &&
+        matchPattern(one, m_Constant(&c)) && c.isSplat() && c.getSplatValue<APFloat>().convertToDouble() == 1.0)
+      return true;
+  }
+  return false;
+}
+
+/// x if `mul` is silu(x) = x * sigmoid(x) (either order), else null.
+static Value siluInput(BinaryOp mul) {
+  if (mul.getKind() != BinaryKind::Mul)
+    return nullptr;
+  if (isSigmoidOf(mul.getRhs(), mul.getLhs()))
+    return mul.getLhs();
+  return isSigmoidOf(mul.getLhs(), mul.getRhs()) ? mul.getRhs() : Value();
+}
+
+static bool isSilu(BinaryOp mul) { return static_cast<bool>(siluInput(mul)); }
+
+BinaryOp Raiser::swigluOf(Operation *op) {
+  auto mul = dyn_cast<BinaryOp>(op);
+  if (!mul || mul.getKind() != BinaryKind::Mul || isSilu(mul))
+    return nullptr;
+  for (Value side : {mul.getLhs(), mul.getRhs()})
+    if (auto silu = side.getDefiningOp<BinaryOp>(); silu && isSilu(silu) && producerMatmul(siluInput(silu), false))
+      return mul;
   return nullptr;
 }
 
@@ -166,44 +247,72 @@ LogicalResult Raiser::run(int64_t &numLayers, int64_t &numLinears) {
       return emitNodeError(softmax, "--ptrain-raise") << ("the attention's probabilities do not feed a matmul with V");
     MatmulOp projQ = producerMatmul(scores.getLhs(), true), projK = producerMatmul(scores.getRhs(), true),
              projV = producerMatmul(context.getRhs(), true);
-    if (!projQ || projQ != projK || projQ != projV || !getParameterRead(projQ.getRhs(), symbols))
-      return emitNodeError(scores, "--ptrain-raise")
-             << ("Q, K and V of the attention do not come from one fused projection "
-                 "with a parameter weight (separate Q/K/V projections are not supported)");
+    const int64_t heads = q.getShape()[q.getRank() - 3], headDim = q.getShape().back();
+    int64_t kvHeads = heads;
+    if (projQ && projQ == projK && projQ == projV && getParameterRead(projQ.getRhs(), symbols)) {
+      mark(projQ, l, "qkv"); // one fused Q|K|V projection (GPT, Megatron GPT-2)
+    } else if (failed(raiseSeparateQKV(scores, projQ, projK, projV, l, headDim, kvHeads))) {
+      return failure();
+    }
     MatmulOp out = consumerMatmul(context.getResult());
     if (!out || !getParameterRead(out.getRhs(), symbols))
       return emitNodeError(context, "--ptrain-raise")
              << ("the attention's context does not reach an output projection with a "
                  "parameter weight through reshapes and transposes");
-    softmax->setAttr(kAttentionAttr,
-                     b.getDictionaryAttr({b.getNamedAttr("layer", b.getI64IntegerAttr(l)),
-                                          b.getNamedAttr("heads", b.getI64IntegerAttr(q.getShape()[q.getRank() - 3])),
-                                          b.getNamedAttr("head_dim", b.getI64IntegerAttr(q.getShape().back()))}));
-    mark(projQ, l, "qkv");
+    softmax->setAttr(kAttentionAttr, b.getDictionaryAttr({b.getNamedAttr("layer", b.getI64IntegerAttr(l)),
+                                                          b.getNamedAttr("heads", b.getI64IntegerAttr(heads)),
+                                                          b.getNamedAttr("kv_heads", b.getI64IntegerAttr(kvHeads)),
+                                                          b.getNamedAttr("head_dim", b.getI64IntegerAttr(headDim))}));
     mark(out, l, "attn_out");
     layerOfOp[softmax] = l;
   }
 
-  // Each GELU belongs to the last attention before it; one MLP per layer.
+  // Each MLP activation (a GELU, or SwiGLU's silu(gate) * up) belongs to the last attention before it; one
+  // MLP per layer.
   int64_t layer = -1;
   llvm::DenseSet<int64_t> withMlp;
   for (Operation &op : body) {
     if (layerOfOp.count(&op))
       layer = layerOfOp[&op];
     auto gelu = dyn_cast<GeluOp>(&op);
-    if (!gelu)
+    BinaryOp swiglu = gelu ? BinaryOp() : swigluOf(&op);
+    if (!gelu && !swiglu)
       continue;
+    StringRef what = gelu ? "GELU" : "SwiGLU";
     if (layer < 0)
-      return emitNodeError(gelu, "--ptrain-raise")
-             << ("a GELU before the first attention is not part of a transformer layer");
+      return emitNodeError(&op, "--ptrain-raise")
+             << ("a ") << what << " before the first attention is not part of a transformer layer";
+    MatmulOp down = consumerMatmul(op.getResult(0));
+    // After the last layer's MLP, an activation that feeds no linear directly is the output head's transform
+    // (BERT's cls.predictions.transform: dense, GELU, LayerNorm): not a layer's, it stays replicated.
+    if (withMlp.count(layer) && !down && layer + 1 == static_cast<int64_t>(softmaxes.size()))
+      continue;
     if (!withMlp.insert(layer).second)
-      return emitNodeError(gelu, "--ptrain-raise") << ("layer ") << layer << " has a second GELU";
-    MatmulOp up = producerMatmul(gelu.getInput(), /*throughSplits=*/false);
-    MatmulOp down = consumerMatmul(gelu.getResult());
-    if (!up || !getParameterRead(up.getRhs(), symbols) || !down || !getParameterRead(down.getRhs(), symbols))
-      return emitNodeError(gelu, "--ptrain-raise")
-             << ("the MLP's GELU is not between two linears with parameter weights");
-    mark(up, layer, "mlp_up");
+      return emitNodeError(&op, "--ptrain-raise") << ("layer ") << layer << " has a second MLP activation";
+    auto isLinear = [&](MatmulOp mm) { return mm && getParameterRead(mm.getRhs(), symbols); };
+    if (gelu) {
+      MatmulOp up = producerMatmul(gelu.getInput(), /*throughSplits=*/false);
+      if (!isLinear(up) || !isLinear(down))
+        return emitNodeError(gelu, "--ptrain-raise")
+               << ("the MLP's GELU is not between two linears with parameter weights");
+      mark(up, layer, "mlp_up");
+    } else {
+      // swiglu = silu(gate) * up, either order; silu(gate) = gate * sigmoid(gate).
+      auto silu = swiglu.getLhs().getDefiningOp<BinaryOp>();
+      Value upValue = swiglu.getRhs();
+      if (!silu || !isSilu(silu)) {
+        silu = swiglu.getRhs().getDefiningOp<BinaryOp>();
+        upValue = swiglu.getLhs();
+      }
+      MatmulOp gate = producerMatmul(siluInput(silu), false), up = producerMatmul(upValue, false);
+      if (!isLinear(gate) || !isLinear(up) || !isLinear(down) || gate == up ||
+          throughReshapes(gate.getLhs()) != throughReshapes(up.getLhs()))
+        return emitNodeError(swiglu, "--ptrain-raise")
+               << ("the SwiGLU silu(gate) * up is not between a gate and an up linear of one input and a down "
+                   "linear, all with parameter weights");
+      mark(gate, layer, "mlp_gate");
+      mark(up, layer, "mlp_up");
+    }
     mark(down, layer, "mlp_down");
   }
 
@@ -230,7 +339,11 @@ struct RaisePass : public ptrain::impl::RaisePassBase<RaisePass> {
       emitError(module.getLoc()) << "--ptrain-raise: no function @" << entry << " with one block";
       return signalPassFailure();
     }
-    int64_t layers = 0, linears = 0;
+    int64_t layers = 0, linears = 0, rmsNorms = 0, rotaries = 0;
+    if (failed(raiseTransformerOps(fn, rmsNorms, rotaries)))
+      return signalPassFailure();
+    numRmsNorms = rmsNorms;
+    numRotaries = rotaries;
     if (failed(Raiser(fn, symbols).run(layers, linears)))
       return signalPassFailure();
     numLayers = layers;

@@ -13,6 +13,7 @@
 
 #include "ptrain/Transforms/TensorParallel.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -42,8 +43,9 @@ public:
     module.walk([&](StateReadOp read) { ++readsOf[read.getState()]; });
   }
 
-  /// Shards the region from `column` to `row`; `groups` = 3 for a fused Q|K|V projection.
-  LogicalResult shardPair(MatmulOp column, MatmulOp row, int64_t groups);
+  /// Shards the region from the column-parallel linears `columns` (in program order; one fused Q|K|V with
+  /// `groups` = 3, or separate Q, K, V / SwiGLU's gate and up with `groups` = 1) to the row-parallel `row`.
+  LogicalResult shardRegion(ArrayRef<MatmulOp> columns, MatmulOp row, int64_t groups);
 
   int64_t numSliced = 0, numCollectives = 0;
 
@@ -207,6 +209,23 @@ LogicalResult Sharder::propagate(Operation *op) {
     sharded[op->getResult(0)] = s;
     return reinfer(op);
   }
+  if (auto rotary = dyn_cast<RotaryEmbeddingOp>(op)) {
+    // Q or K [B, heads, S, head_dim] sharded over the heads; cos and sin are per position.
+    if (s.dim >= inType.getRank() - 2 || s.groups != 1)
+      return emitNodeError(op, "--ptrain-shard-tp") << ("the rotary embedding's input is not sharded over its heads");
+    sharded[op->getResult(0)] = s;
+    return reinfer(op);
+  }
+  if (auto broadcast = dyn_cast<BroadcastToOp>(op)) {
+    // Grouped-query attention repeats each of the rank's K/V heads for its query heads: the sharded
+    // dimension keeps its local size (it cannot be a broadcast one: its global size is a multiple of tp).
+    SmallVector<int64_t> shape(cast<RankedTensorType>(broadcast.getType()).getShape());
+    int64_t dim = s.dim + static_cast<int64_t>(shape.size()) - inType.getRank();
+    shape[dim] = inType.getShape()[s.dim];
+    broadcast.getResult().setType(RankedTensorType::get(shape, inType.getElementType()));
+    sharded[broadcast.getResult()] = {dim, s.groups};
+    return success();
+  }
   if (auto transpose = dyn_cast<TransposeOp>(op)) {
     ArrayRef<int64_t> perm = transpose.getPerm();
     sharded[op->getResult(0)] = {static_cast<int64_t>(llvm::find(perm, s.dim) - perm.begin()), s.groups};
@@ -231,9 +250,6 @@ LogicalResult Sharder::propagate(Operation *op) {
     return reinfer(op);
   }
   if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-    if (s.groups != 1)
-      return emitNodeError(op, "--ptrain-shard-tp")
-             << ("reshapes a dimension that holds ") << s.groups << " groups (split Q, K and V first)";
     // The dimension of the result that starts at the same linear offset as the sharded one: its leading
     // index then walks the rank's slice (heads are the outer part of the hidden dimension).
     SmallVector<int64_t> outShape(cast<RankedTensorType>(reshape.getType()).getShape());
@@ -251,9 +267,14 @@ LogicalResult Sharder::propagate(Operation *op) {
       return emitNodeError(op, "--ptrain-shard-tp")
              << ("the reshape to ") << reshape.getType() << " does not keep the sharded dimension " << s.dim << " of "
              << inType << " (global) as the outer part of one result dimension divisible by tp = " << tp;
+    // A dimension that holds groups (a fused Q|K|V) may only pass through whole (HF GPT-2 restores the batch
+    // dimensions around its 2-D Gemm).
+    if (s.groups != 1 && outShape[j] != globalIn[s.dim])
+      return emitNodeError(op, "--ptrain-shard-tp")
+             << ("reshapes a dimension that holds ") << s.groups << " groups (split Q, K and V first)";
     outShape[j] /= tp;
     reshape.getResult().setType(RankedTensorType::get(outShape, inType.getElementType()));
-    sharded[reshape.getResult()] = {j, 1};
+    sharded[reshape.getResult()] = {j, s.groups};
     return success();
   }
   if (auto mm = dyn_cast<MatmulOp>(op)) {
@@ -281,21 +302,27 @@ LogicalResult Sharder::propagate(Operation *op) {
   return emitNodeError(op, "--ptrain-shard-tp") << ("cannot shard through this op");
 }
 
-LogicalResult Sharder::shardPair(MatmulOp column, MatmulOp row, int64_t groups) {
+LogicalResult Sharder::shardRegion(ArrayRef<MatmulOp> columns, MatmulOp row, int64_t groups) {
   sharded.clear();
-  auto weight = cast<RankedTensorType>(column.getRhs().getType());
-  if (weight.getRank() != 2)
-    return emitNodeError(column, "--ptrain-shard-tp")
-           << ("a column-parallel linear needs a 2-D weight, got ") << weight;
-  // f: the replicated input enters the column-parallel linear.
-  b.setInsertionPoint(column);
-  auto f = TPCopyOp::create(b, column.getLoc(), column.getLhs(), "grid", "tp");
-  column.getLhsMutable().assign(f.getResult());
-  ++numCollectives;
-  if (failed(sliceParameter(column.getRhs(), 1, groups, column)) || failed(reinfer(column)))
-    return failure();
-  auto out = cast<RankedTensorType>(column.getType());
-  sharded[column.getResult()] = {out.getRank() - 1, groups};
+  MatmulOp column = columns.front();
+  // f: the replicated input enters the column-parallel linears, one f per distinct input.
+  llvm::DenseMap<Value, Value> copies;
+  for (MatmulOp mm : columns) {
+    auto weight = cast<RankedTensorType>(mm.getRhs().getType());
+    if (weight.getRank() != 2)
+      return emitNodeError(mm, "--ptrain-shard-tp") << ("a column-parallel linear needs a 2-D weight, got ") << weight;
+    Value &copy = copies[mm.getLhs()];
+    if (!copy) {
+      b.setInsertionPoint(mm);
+      copy = TPCopyOp::create(b, mm.getLoc(), mm.getLhs(), "grid", "tp").getResult();
+      ++numCollectives;
+    }
+    mm.getLhsMutable().assign(copy);
+    if (failed(sliceParameter(mm.getRhs(), 1, groups, mm)) || failed(reinfer(mm)))
+      return failure();
+    auto out = cast<RankedTensorType>(mm.getType());
+    sharded[mm.getResult()] = {out.getRank() - 1, groups};
+  }
 
   for (Operation *op = column->getNextNode(); op; op = op->getNextNode()) {
     if (!llvm::any_of(op->getOperands(), [&](Value v) { return sharded.count(v); }))
@@ -338,6 +365,46 @@ LogicalResult Sharder::shardPair(MatmulOp column, MatmulOp row, int64_t groups) 
 namespace {
 struct ShardTPPass : public ptrain::impl::ShardTPPassBase<ShardTPPass> {
   using ShardTPPassBase::ShardTPPassBase;
+
+  /// Layer `index`'s attention: the heads (and the K/V heads of grouped-query attention) over tp, then the
+  /// region from its Q|K|V projection(s) (`fused`: one, else Q, K and V) to its output projection.
+  LogicalResult shardAttention(Sharder &sharder, int64_t index, SoftmaxOp attention, ArrayRef<MatmulOp> columns,
+                               MatmulOp out, bool fused) {
+    auto attr = attention->getAttrOfType<DictionaryAttr>(kAttentionAttr);
+    int64_t heads = cast<IntegerAttr>(attr.get("heads")).getInt();
+    auto kvAttr = attr.getAs<IntegerAttr>("kv_heads");
+    int64_t kvHeads = kvAttr ? kvAttr.getInt() : heads;
+    if (heads % tp != 0)
+      return emitNodeError(attention, "--ptrain-shard-tp")
+             << ("layer ") << index << " has " << heads << " attention heads, not divisible by tp = " << tp.getValue();
+    if (kvHeads % tp != 0)
+      return emitNodeError(attention, "--ptrain-shard-tp")
+             << ("layer ") << index << " has " << kvHeads
+             << " key/value heads (grouped-query attention), not divisible by tp = " << tp.getValue();
+    if (columns.size() != (fused ? 1u : 3u) || !out)
+      return emitNodeError(attention, "--ptrain-shard-tp")
+             << ("layer ") << index << " has no " << (fused ? "fused Q|K|V" : "Q, K and V")
+             << " projection or no output projection marked by --ptrain-raise";
+    return sharder.shardRegion(columns, out, fused ? 3 : 1);
+  }
+
+  /// Layer `index`'s MLP (up, or SwiGLU's gate and up, to down); with replicate-indivisible-mlp, an MLP whose
+  /// width tp does not divide stays replicated (a remark says so).
+  LogicalResult shardMlp(Sharder &sharder, int64_t index, ArrayRef<MatmulOp> columns, MatmulOp down) {
+    if (columns.empty() && !down)
+      return success();
+    MatmulOp first = columns.empty() ? down : columns.front();
+    if (columns.empty() || !down)
+      return emitNodeError(first, "--ptrain-shard-tp")
+             << ("layer ") << index << "'s MLP has no " << (columns.empty() ? "up" : "down") << " projection";
+    int64_t width = cast<RankedTensorType>(first.getRhs().getType()).getShape().back();
+    if (replicateIndivisibleMlp && width % tp != 0) {
+      emitRemark(down.getLoc()) << "--ptrain-shard-tp: layer " << index << "'s MLP (width " << width
+                                << ") is not divisible by tp = " << tp.getValue() << "; it stays replicated";
+      return success();
+    }
+    return sharder.shardRegion(columns, down, 1);
+  }
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (tp < 1) {
@@ -357,7 +424,9 @@ struct ShardTPPass : public ptrain::impl::ShardTPPassBase<ShardTPPass> {
       return;
     // Per layer: the column- and row-parallel linears by role, and the attention's head count.
     struct Layer {
-      MatmulOp qkv, attnOut, mlpUp, mlpDown;
+      SmallVector<MatmulOp, 3> attnColumns, mlpColumns; // program order
+      MatmulOp attnOut, mlpDown;
+      bool fusedQKV = false;
       SoftmaxOp attention;
     };
     std::map<int64_t, Layer> layers;
@@ -370,12 +439,13 @@ struct ShardTPPass : public ptrain::impl::ShardTPPassBase<ShardTPPass> {
       Layer &layer = layers[cast<IntegerAttr>(attr.get("layer")).getInt()];
       StringRef role = cast<StringAttr>(attr.get("role")).getValue();
       auto mm = cast<MatmulOp>(op);
-      if (role == "qkv")
-        layer.qkv = mm;
-      else if (role == "attn_out")
+      if (role == "qkv" || role == "q" || role == "k" || role == "v")
+        layer.attnColumns.push_back(mm);
+      layer.fusedQKV |= role == "qkv";
+      if (role == "attn_out")
         layer.attnOut = mm;
-      else if (role == "mlp_up")
-        layer.mlpUp = mm;
+      else if (role == "mlp_up" || role == "mlp_gate")
+        layer.mlpColumns.push_back(mm);
       else if (role == "mlp_down")
         layer.mlpDown = mm;
     }
@@ -396,23 +466,11 @@ struct ShardTPPass : public ptrain::impl::ShardTPPassBase<ShardTPPass> {
       if (isOpTriviallyDead(&op))
         op.erase();
     Sharder sharder(module, tp);
-    for (auto &[index, layer] : layers) {
-      if (layer.attention) {
-        auto attr = layer.attention->getAttrOfType<DictionaryAttr>(kAttentionAttr);
-        int64_t heads = cast<IntegerAttr>(attr.get("heads")).getInt();
-        if (heads % tp != 0) {
-          emitNodeError(layer.attention, "--ptrain-shard-tp")
-              << ("layer ") << index << " has " << heads << " attention heads, not divisible by tp = " << tp.getValue();
-          return signalPassFailure();
-        }
-        if (!layer.qkv || !layer.attnOut || failed(sharder.shardPair(layer.qkv, layer.attnOut, /*groups=*/3)))
-          return signalPassFailure();
-      }
-      if (layer.mlpUp || layer.mlpDown) {
-        if (!layer.mlpUp || !layer.mlpDown || failed(sharder.shardPair(layer.mlpUp, layer.mlpDown, /*groups=*/1)))
-          return signalPassFailure();
-      }
-    }
+    for (auto &[index, layer] : layers)
+      if ((layer.attention &&
+           failed(shardAttention(sharder, index, layer.attention, layer.attnColumns, layer.attnOut, layer.fusedQKV))) ||
+          failed(shardMlp(sharder, index, layer.mlpColumns, layer.mlpDown)))
+        return signalPassFailure();
     numSliced = sharder.numSliced;
     numCollectives = sharder.numCollectives;
     // The vocabulary-parallel embedding, LM head and loss (lib/Transforms/VocabParallel.cpp).

@@ -174,9 +174,14 @@ def attention(rng):
 LLAMA = dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=128, seq=16, batch=2, eps=1e-5)
 
 
-def llama_tiny(rng):
+def llama_tiny(rng, unfused=False):
     """A LLaMA-style decoder (Touvron et al., 2023): token embedding, pre-norm RMSNorm, rotary q/k,
-    grouped-query causal attention, SwiGLU MLP (silu(x W_gate) * x W_up) W_down, final RMSNorm, LM head."""
+    grouped-query causal attention, SwiGLU MLP (silu(x W_gate) * x W_up) W_down, final RMSNorm, LM head.
+
+    unfused: the same model (same seed, same weights) at opset 17, as exporters write it below opset 23 (Hugging
+    Face LlamaForCausalLM through the TorchScript exporter): RMSNorm as x * 1/sqrt(mean(x^2) + eps) * w, rotary
+    embeddings in the rotate-half form x * cos + rotate_half(x) * sin with cos = cat(c, c) gathered by position,
+    attention as MatMul/Softmax with K and V repeated per query head (Expand) and a Where causal mask."""
     c = LLAMA
     h, hd, kvh = c["hidden"], c["hidden"] // c["heads"], c["kv_heads"]
     inits, nodes = [], []
@@ -193,33 +198,87 @@ def llama_tiny(rng):
         nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
         return out
 
+    def const(name, array):
+        nodes.append(helper.make_node("Constant", [], [name], name=name, value=init(name, array)))
+        return name
+
+    def rms_norm(x, w, out):
+        if not unfused:
+            return node("RMSNormalization", [x, w], out, epsilon=c["eps"])
+        square = node("Pow", [x, const(out + "/two", np.float32(2))], out + "/Pow")
+        mean = node("ReduceMean", [square], out + "/ReduceMean", axes=[-1], keepdims=1)
+        std = node("Sqrt", [node("Add", [mean, const(out + "/eps", np.float32(c["eps"]))], out + "/Add")], out + "/Sqrt")
+        normed = node("Mul", [x, node("Reciprocal", [std], out + "/Reciprocal")], out + "/Mul")
+        return node("Mul", [w, normed], out)
+
+    def heads_first(x, heads, out):  # [B, S, heads * hd] -> [B, heads, S, hd]
+        shape = const(out + "/shape", np.array([c["batch"], c["seq"], heads, hd], np.int64))
+        return node("Transpose", [node("Reshape", [x, shape], out + "/Reshape")], out, perm=[0, 2, 1, 3])
+
+    def rotate_half(x, out):  # cat(-x[..., hd/2:], x[..., :hd/2])
+        half, last = const(out + "/half", np.array([hd // 2], np.int64)), const(out + "/axis", np.array([-1], np.int64))
+        x1 = node("Slice", [x, const(out + "/zero", np.array([0], np.int64)), half, last], out + "/Slice")
+        x2 = node("Slice", [x, half, const(out + "/end", np.array([hd], np.int64)), last], out + "/Slice_1")
+        return node("Concat", [node("Neg", [x2], out + "/Neg"), x1], out, axis=-1)
+
+    def rotary(x, heads, out):
+        if not unfused:
+            return node("RotaryEmbedding", [x, "rope.cos", "rope.sin", "position_ids"], out, num_heads=heads)
+        x = heads_first(x, heads, out + "/heads")
+        rotated = node("Mul", [rotate_half(x, out + "/rotate_half"), "rope/sin_full"], out + "/Mul_1")
+        return node("Add", [node("Mul", [x, "rope/cos_full"], out + "/Mul"), rotated], out)
+
+    def repeat_kv(x, out):  # [B, kvh, S, hd] -> [B, heads, S, hd]: each kv head repeated for its query heads
+        b, s, rep = c["batch"], c["seq"], c["heads"] // kvh
+        x = node("Reshape", [x, const(out + "/shape5", np.array([b, kvh, 1, s, hd], np.int64))], out + "/Unsqueeze")
+        x = node("Expand", [x, const(out + "/expand", np.array([b, kvh, rep, s, hd], np.int64))], out + "/Expand")
+        return node("Reshape", [x, const(out + "/shape4", np.array([b, c["heads"], s, hd], np.int64))], out)
+
+    def attention(q, k, v, out):
+        if not unfused:
+            return node("Attention", [q, k, v], out, q_num_heads=c["heads"], kv_num_heads=kvh, is_causal=1)
+        k, v = repeat_kv(k, out + "/repeat_k"), repeat_kv(heads_first(v, kvh, out + "/v_heads"), out + "/repeat_v")
+        scores = node("MatMul", [q, node("Transpose", [k], out + "/k_t", perm=[0, 1, 3, 2])], out + "/MatMul")
+        scores = node("Mul", [scores, const(out + "/scale", np.float32(1 / np.sqrt(hd)))], out + "/Mul")
+        causal = np.tril(np.ones((c["seq"], c["seq"]), bool))
+        scores = node("Where", [const(out + "/causal", causal), scores, const(out + "/neg_inf", np.float32(-np.inf))],
+                      out + "/Where")
+        ctx = node("MatMul", [node("Softmax", [scores], out + "/Softmax", axis=-1), v], out + "/MatMul_1")
+        ctx = node("Transpose", [ctx], out + "/Transpose", perm=[0, 2, 1, 3])
+        return node("Reshape", [ctx, const(out + "/merge", np.array([c["batch"], c["seq"], h], np.int64))], out)
+
     cos, sin = rope_cache(c["seq"], hd)
     inits += [init("rope.cos", cos), init("rope.sin", sin)]
+    if unfused:  # Hugging Face's cos = cat(freqs, freqs).cos(), gathered by position and given a heads axis
+        for table in ("cos", "sin"):
+            half = node("Gather", ["rope." + table, "position_ids"], f"rope/{table}")
+            full = node("Concat", [half, half], f"rope/{table}_cat", axis=-1)
+            node("Unsqueeze", [full, const(f"rope/{table}_axes", np.array([1], np.int64))], f"rope/{table}_full")
     x = node("Gather", [weight("embed_tokens.weight", (c["vocab"], h), 1.0), "input_ids"], "embed")
     for i in range(c["layers"]):
         p = f"layers.{i}."
-        n = node("RMSNormalization", [x, norm_weight(p + "input_layernorm.weight")], p + "attn_norm", epsilon=c["eps"])
+        n = rms_norm(x, norm_weight(p + "input_layernorm.weight"), p + "attn_norm")
         q = node("MatMul", [n, weight(p + "q_proj.weight", (h, h))], p + "q")
         k = node("MatMul", [n, weight(p + "k_proj.weight", (h, kvh * hd))], p + "k")
         v = node("MatMul", [n, weight(p + "v_proj.weight", (h, kvh * hd))], p + "v")
-        q = node("RotaryEmbedding", [q, "rope.cos", "rope.sin", "position_ids"], p + "q_rope", num_heads=c["heads"])
-        k = node("RotaryEmbedding", [k, "rope.cos", "rope.sin", "position_ids"], p + "k_rope", num_heads=kvh)
-        a = node("Attention", [q, k, v], p + "attn", q_num_heads=c["heads"], kv_num_heads=kvh, is_causal=1)
+        q = rotary(q, c["heads"], p + "q_rope")
+        k = rotary(k, kvh, p + "k_rope")
+        a = attention(q, k, v, p + "attn")
         o = node("MatMul", [a, weight(p + "o_proj.weight", (h, h))], p + "o")
         x = node("Add", [x, o], p + "attn_residual")
-        n = node("RMSNormalization", [x, norm_weight(p + "post_attention_layernorm.weight")], p + "mlp_norm",
-                 epsilon=c["eps"])
+        n = rms_norm(x, norm_weight(p + "post_attention_layernorm.weight"), p + "mlp_norm")
         gate = node("MatMul", [n, weight(p + "gate_proj.weight", (h, c["ffn"]))], p + "gate")
         silu = node("Mul", [gate, node("Sigmoid", [gate], p + "gate_sigmoid")], p + "silu")
         up = node("MatMul", [n, weight(p + "up_proj.weight", (h, c["ffn"]))], p + "up")
         down = node("MatMul", [node("Mul", [silu, up], p + "swiglu"), weight(p + "down_proj.weight", (c["ffn"], h))],
                     p + "down")
         x = node("Add", [x, down], p + "mlp_residual")
-    n = node("RMSNormalization", [x, norm_weight("norm.weight")], "final_norm", epsilon=c["eps"])
+    n = rms_norm(x, norm_weight("norm.weight"), "final_norm")
     node("MatMul", [n, weight("lm_head.weight", (h, c["vocab"]))], "logits")
     b, s = c["batch"], c["seq"]
     inputs = [vi("input_ids", I64, [b, s]), vi("position_ids", I64, [b, s])]
-    m = model(nodes, inputs, [vi("logits", F, [b, s, c["vocab"]])], inits, 23, "llama_tiny")
+    m = model(nodes, inputs, [vi("logits", F, [b, s, c["vocab"]])], inits, 17 if unfused else 23,
+              "llama_tiny_unfused" if unfused else "llama_tiny")
     ids = rng.integers(0, c["vocab"], (b, s)).astype(np.int64)
     pos = np.tile(np.arange(s, dtype=np.int64), (b, 1))
     return m, {"input_ids": ids, "position_ids": pos}
@@ -235,6 +294,12 @@ def main():
         m, feeds = build(np.random.default_rng(seed))
         outputs = save(args.out, m.graph.name, m, feeds)
     llama_gradients(args.out, m, feeds, outputs[0])
+    # The same model (seed 4, the same weights) unfused at opset 17: onnxruntime gives the fused logits.
+    unfused, unfused_feeds = llama_tiny(np.random.default_rng(4), unfused=True)
+    unfused_logits = save(args.out, unfused.graph.name, unfused, unfused_feeds)[0]
+    err = float(np.max(np.abs(unfused_logits - outputs[0])))
+    assert err < 1e-5, f"unfused LLaMA logits differ from the fused model's by {err}"
+    print(f"llama_tiny_unfused: logits vs the fused model {err:.2e}")
 
 
 def llama_gradients(out_dir, m, feeds, ort_logits):

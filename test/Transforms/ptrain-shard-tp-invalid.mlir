@@ -104,3 +104,41 @@ func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x4xf32> attributes {ptrain.la
   %down = ptrain.matmul %g, %w2 {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x8xf32>, tensor<8x4xf32> loc("/mlp/proj/MatMul")
   return %down : tensor<2x4xf32>
 }
+
+// -----
+
+// The attention carries ptrain.attention but no projection of its layer was marked.
+func.func @forward(%s: tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32> attributes {ptrain.layers = 1 : i64} {
+  // expected-error@unknown {{--ptrain-shard-tp: ONNX node '/attn/Softmax' ('ptrain.softmax'): layer 0 has no Q, K and V projection or no output projection marked by --ptrain-raise}}
+  %p = ptrain.softmax %s {axis = -1 : i64, ptrain.attention = {head_dim = 2 : i64, heads = 4 : i64, kv_heads = 4 : i64, layer = 0 : i64}} : tensor<1x4x2x2xf32> loc("/attn/Softmax")
+  return %p : tensor<1x4x2x2xf32>
+}
+
+// -----
+
+// An MLP up projection without its down projection.
+ptrain.state @w1 key "w1" kind parameter : tensor<4x8xf32>
+func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x8xf32> attributes {ptrain.layers = 1 : i64} {
+  %w1 = ptrain.state_read @w1 : tensor<4x8xf32>
+  // expected-error@unknown {{--ptrain-shard-tp: ONNX node '/mlp/fc/MatMul' ('ptrain.matmul'): layer 0's MLP has no down projection}}
+  %up = ptrain.matmul %x, %w1 {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x4xf32>, tensor<4x8xf32> loc("/mlp/fc/MatMul")
+  return %up : tensor<2x8xf32>
+}
+
+// -----
+
+// A rotary embedding applied after the heads were folded back into the last dimension.
+ptrain.state @w1 key "w1" kind parameter : tensor<4x32xf32>
+ptrain.state @w2 key "w2" kind parameter : tensor<32x4xf32>
+func.func @forward(%x: tensor<2x4xf32>, %cos: tensor<2x1x16xf32>) -> tensor<2x4xf32> attributes {ptrain.layers = 1 : i64} {
+  %w1 = ptrain.state_read @w1 : tensor<4x32xf32>
+  %w2 = ptrain.state_read @w2 : tensor<32x4xf32>
+  %up = ptrain.matmul %x, %w1 {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x4xf32>, tensor<4x32xf32>
+  %g = ptrain.gelu %up : tensor<2x32xf32>
+  %h = ptrain.reshape %g : tensor<2x32xf32> -> tensor<2x1x1x32xf32>
+  // expected-error@+1 {{the rotary embedding's input is not sharded over its heads}}
+  %r = ptrain.rotary_embedding %h, %cos, %cos : tensor<2x1x1x32xf32>, tensor<2x1x16xf32>, tensor<2x1x16xf32>
+  %f = ptrain.reshape %r : tensor<2x1x1x32xf32> -> tensor<2x32xf32>
+  %down = ptrain.matmul %f, %w2 {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x32xf32>, tensor<32x4xf32>
+  return %down : tensor<2x4xf32>
+}

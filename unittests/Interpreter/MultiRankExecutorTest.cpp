@@ -100,6 +100,7 @@ class BundledGptTensorParallelPlan : public ::testing::TestWithParam<Plan> {};
 /// every rank the same whole activation gradient, so each computes the same whole gradient.
 ///
 /// Tolerances (f32, lr 1e-3): the loss within 1e-6 relative; every gradient, read as AdamW's first moment
+<<<<<<< HEAD
 /// after one step ((1 - beta1) g), within 1e-4 of its tensor's max |g| (measured: 2.6e-7 at most on the
 /// bundled GPT); every parameter within 2e-5 absolute (2e-2 of lr). The row-parallel linears and the f
 /// all-reduces sum over tp parts in another order than one rank's matmul; AdamW's first step,
@@ -114,6 +115,13 @@ Tensor sliceLike(const Tensor &global, DictionaryAttr slice, int64_t parts, int6
   return llvm::cantFail(tensorParallelSlice(padded, dim, cast<IntegerAttr>(slice.get("groups")).getInt(), parts, part));
 }
 
+=======
+/// after one step ((1 - beta1) g), within 1e-4 of its tensor's max |g|, or of 1e-3 of the model's largest
+/// |g| where that is more (measured: 2.6e-7 at most on the bundled GPT); every parameter within 2e-5 absolute (2e-2 of
+/// lr). The row-parallel linears and the f all-reduces sum over tp parts in another order than one rank's matmul;
+/// AdamW's first step, g / (|g| + eps), amplifies those f32 ulps where |g| is near eps = 1e-8 (measured: 9.7e-6 at
+/// most, in blocks.2.mlp.proj.weight).
+>>>>>>> raise6
 void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const StateProvider &provider,
                                      const std::vector<Tensor> &batches, const Plan &plan, size_t slicedParams,
                                      int64_t params) {
@@ -134,6 +142,13 @@ void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const StateProvi
   int64_t compared = 0, comparedMoments = 0;
   double worst = 0, worstMoment = 0;
   std::string worstKey;
+  // A gradient that is zero up to rounding (BERT's attention key biases: the softmax does not see a shift
+  // of every score of a row) is compared against 1e-3 of the largest gradient of the model instead of its own.
+  double modelScale = 0;
+  for (const auto &entry : expected.states[0])
+    if (entry.getKey().ends_with("/adam_m"))
+      for (int64_t i = 0, e = entry.getValue().getNumElements(); i < e; ++i)
+        modelScale = std::max(modelScale, std::fabs(entry.getValue().getAsDouble(i)));
   for (auto [r, states] : llvm::enumerate(actual.states)) {
     const int64_t part = static_cast<int64_t>(r) % plan.tp; // tp is the grid's last (fastest) axis
     for (const auto &entry : states) {
@@ -149,7 +164,7 @@ void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const StateProvi
         double scale = 0;
         for (int64_t i = 0, e = want.getNumElements(); i < e; ++i)
           scale = std::max(scale, std::fabs(want.getAsDouble(i)));
-        double relative = maxAbsDiff(entry.getValue(), want) / std::max(scale, 1e-30);
+        double relative = maxAbsDiff(entry.getValue(), want) / std::max({scale, 1e-3 * modelScale, 1e-30});
         worstMoment = std::max(worstMoment, relative);
         EXPECT_LE(relative, 1e-4) << "gradient (first moment) of " << param.str() << " on rank " << r;
         ++comparedMoments;
@@ -224,6 +239,7 @@ TEST(TensorParallel, Gpt2MegatronTp2MatchesTheOneRankStep) {
                                   17);
 }
 
+<<<<<<< HEAD
 // gpt2_megatron with the vocabulary-parallel embedding and (untied) LM head at tp = 2, the vocabulary of 10
 // padded to 16 (vocab-multiple=4: a multiple of 8): 8 rows per rank, rank 1's last 6 zero and masked out of the
 // loss; 8 sliced parameters (the 6 above, the word embeddings and the head's [8, 10] weight by columns) of 17.
@@ -242,6 +258,84 @@ TEST(TensorParallel, Gpt2MegatronVocabParallelPaddedMatchesTheOneRankStep) {
                                   Plan{1, 1, 2, "1f1b", 1, 2, "", "vocab-parallel=true vocab-multiple=4"}, 8, 17);
 }
 
+=======
+/// The number of parameters of `module`.
+int64_t countParameters(ModuleOp module) {
+  int64_t params = 0;
+  for (auto state : module.getOps<mlir::ptrain::StateOp>())
+    params += state.getKind() == mlir::ptrain::StateKind::Parameter;
+  return params;
+}
+
+// onnxruntime's BERT (bert_toy_optimized.onnx: 5 post-LN layers, separate Q, K and V projections with biases, 4
+// heads of 8, MLP width 37, the word embedding tied to the MLM head; bound to batch 2, sequence 7, the padding
+// mask generated): per layer Q, K, V (weights and biases) column-parallel per head and the output projection
+// row-parallel, 7 x 5 = 35 sliced parameters; the MLP of width 37 stays replicated (replicate-indivisible-mlp).
+// tp = 2, dp = 2 x tp = 2 and pp = 2 x tp = 2 against the one-rank step over 8 sequences. Stage 0 of the pp plan
+// ends with a layer norm, whose gradient autodiff once built twice (Autodiff.cpp): pp = 2 x tp = 2 checks it.
+class BertTensorParallelPlan : public ::testing::TestWithParam<Plan> {};
+
+TEST_P(BertTensorParallelPlan, OneStepMatchesTheOneRankStep) {
+  Plans plans;
+  plans.shardOptions = " replicate-indivisible-mlp=true";
+  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/../shared/data/onnx/bert_toy_optimized.onnx";
+  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path, {{"batch", 2}, {"max_seq_len_in_batch", 7}});
+  StateProvider provider = plans.openInitialValues(path);
+  ASSERT_TRUE(l0 && provider);
+  // 94 parameters, of which the 4 of the dropped next-sentence output (pooler, seq_relationship) are not trained.
+  EXPECT_EQ(countParameters(*l0), 94);
+  expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 8, 7, 99, 11), GetParam(), 35, 90);
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, BertTensorParallelPlan,
+                         ::testing::Values(Plan{1, 1, 4, "1f1b", 1, 2}, Plan{2, 1, 2, "1f1b", 1, 2},
+                                           Plan{1, 2, 4, "1f1b", 1, 2}),
+                         [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
+
+// The LLaMA-style model of python/ptrain/export_newest.py (2 layers, RMSNorm, rotary q/k, grouped-query
+// attention with 4 query heads on 2 key/value heads, SwiGLU), fused at opset 23 and unfused at opset 17 (raised
+// to the same ops): tp = 2, one key/value head and its two query heads per rank; per layer Q, K, V, the gate and
+// up projections column-parallel, the output and down projections row-parallel: 14 sliced parameters of 23
+// (the RMSNorm scales, the embedding, the LM head and the rotary tables stay whole).
+class LlamaTensorParallel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LlamaTensorParallel, Tp2MatchesTheOneRankStep) {
+  Plans plans;
+  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/opset18+/Inputs/" + GetParam() + ".onnx";
+  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
+  StateProvider provider = plans.openInitialValues(path);
+  ASSERT_TRUE(l0 && provider);
+  // The one-rank reference is not raised by Plans::lower, and the unfused RMSNorm's pow has no gradient rule.
+  PassManager pm(&plans.context);
+  ASSERT_TRUE(succeeded(parsePassPipeline("ptrain-raise", pm)) && succeeded(pm.run(*l0)));
+  expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 4, 16, 128, 3), Plan{1, 1, 2, "1f1b", 1, 2},
+                                  14, 23);
+}
+
+INSTANTIATE_TEST_SUITE_P(Exports, LlamaTensorParallel, ::testing::Values("llama_tiny", "llama_tiny_unfused"),
+                         [](const ::testing::TestParamInfo<std::string> &info) { return info.param; });
+
+// A Hugging Face GPT2LMHeadModel exported by torch 1.13 at opset 17 (test/Import/ONNX/Inputs/exports: Conv1D
+// linears as Gemm on [B S, hidden] with the batch dimensions restored by reshapes, the fused c_attn split into
+// Q, K, V after the reshape, a Where causal mask, the tied LM head): per layer c_attn (weight and bias, 3
+// groups), c_proj, c_fc (weight and bias) and the MLP's c_proj: 12 sliced parameters. tp = 2 and pp = 2 x tp = 2.
+class HuggingFaceGpt2TensorParallelPlan : public ::testing::TestWithParam<Plan> {};
+
+TEST_P(HuggingFaceGpt2TensorParallelPlan, OneStepMatchesTheOneRankStep) {
+  Plans plans;
+  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/Inputs/exports/gpt2-opset17.onnx";
+  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
+  StateProvider provider = plans.openInitialValues(path);
+  ASSERT_TRUE(l0 && provider);
+  expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 8, 8, 64, 7), GetParam(), 12,
+                                  countParameters(*l0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, HuggingFaceGpt2TensorParallelPlan,
+                         ::testing::Values(Plan{1, 1, 4, "1f1b", 1, 2}, Plan{1, 2, 4, "1f1b", 1, 2}),
+                         [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
+
+>>>>>>> raise6
 //===----------------------------------------------------------------------===//
 // Compressed plans (--ptrain-compress, docs/Compression.md) on the bundled GPT.
 //===----------------------------------------------------------------------===//

@@ -27,6 +27,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <ostream>
 #include <random>
 
@@ -86,6 +87,22 @@ public:
 
   OwningOpRef<ModuleOp> parseFile(const std::string &path) { return parseSourceFile<ModuleOp>(path, &context); }
 
+  /// The L0 module of the ONNX file `path` with the training signature applied and `bindings` bound.
+  OwningOpRef<ModuleOp> importWithSignature(const std::string &path, std::map<std::string, int64_t> bindings = {}) {
+    auto buffer = llvm::MemoryBuffer::getFile(path);
+    if (!buffer) {
+      ADD_FAILURE() << "cannot read " << path;
+      return nullptr;
+    }
+    mlir::ptrain::ImportONNXOptions options;
+    options.bindings = std::move(bindings);
+    options.applySignature = true;
+    return mlir::ptrain::importONNX((*buffer)->getBuffer(), path, &context, options);
+  }
+
+  /// More options of --ptrain-shard-tp for plans with tp > 1 (" replicate-indivisible-mlp=true").
+  std::string shardOptions;
+
   /// The initial values in the ONNX file `path` (kept open by this object), or null after a failure.
   StateProvider openInitialValues(const std::string &path) {
     auto opened = mlir::ptrain::onnx_data::ONNXInitializers::open(path);
@@ -107,7 +124,8 @@ public:
                               std::function<void(ModuleOp)> edit = nullptr) {
     OwningOpRef<ModuleOp> module(cast<ModuleOp>(l0->clone()));
     std::string pipeline =
-        (plan.tp > 1 ? "ptrain-raise, ptrain-shard-tp{tp=" + std::to_string(plan.tp) + " " + plan.tpOptions + "}, "
+        (plan.tp > 1 ? "ptrain-raise, ptrain-shard-tp{tp=" + std::to_string(plan.tp) + " " + plan.tpOptions +
+                           shardOptions + "}, "
                      : std::string()) +
         "ptrain-split-stages{pp=" + std::to_string(plan.pp) + " virtual-stages=" + std::to_string(plan.v) +
         "}, ptrain-build-training-step{micro-batches=" + std::to_string(plan.m) + " dp=" + std::to_string(plan.dp) +

@@ -133,26 +133,38 @@ def RaisePass : Pass<"ptrain-raise", "::mlir::ModuleOp"> {
     Marks the structure of the L0 forward (`@forward`) that `--ptrain-shard-tp` consumes, as discardable
     attributes on the imported ops (each keeps its ONNX node name as location):
 
-    * `ptrain.attention = {layer, heads, head_dim}` on each attention's `ptrain.softmax`: the scores are a
-      `ptrain.matmul` of Q [..., heads, S, head_dim] and K^T, optionally scaled and masked (binary ops,
-      `ptrain.select`), and the softmax feeds the context matmul with V;
+    First it folds the unfused forms of exporters below opset 23 into model ops: w * (x * rsqrt(mean(x^2) +
+    eps)) into `ptrain.rms_norm`, and the rotate-half form x * cat(c, c) + rotate_half(x) * cat(s, s) into
+    `ptrain.rotary_embedding` (lib/Transforms/RaiseTransformerOps.cpp; a rotate-half form whose tables are not
+    cat(c, c) is an error). Then:
+
+    * `ptrain.attention = {layer, heads, kv_heads, head_dim}` on each attention's `ptrain.softmax`: the scores
+      are a `ptrain.matmul` of Q [..., heads, S, head_dim] and K^T, optionally scaled and masked (binary ops,
+      `ptrain.select`), and the softmax feeds the context matmul with V; `kv_heads` < `heads` under
+      grouped-query attention (K and V repeated by `ptrain.broadcast_to`);
     * `ptrain.linear = {layer, role}` on the matmuls with a parameter weight (a `ptrain.state_read`,
       possibly through `ptrain.transpose`): `role = "qkv"` for the fused Q|K|V projection that Q, K and V
-      are split from (`ptrain.split` or `ptrain.slice` of its last dimension), `"attn_out"` for the
-      projection of the attention's context (after the heads are merged back), `"mlp_up"` and
-      `"mlp_down"` for the two linears around the MLP's `ptrain.gelu`, `"lm_head"` for the linear that
-      produces the function's first result (the logits);
+      are split from (`ptrain.split` or `ptrain.slice` of its last dimension), `"q"`, `"k"`, `"v"` for
+      separate projections of one input (BERT, LLaMA; Q and K possibly through `ptrain.rotary_embedding`),
+      `"attn_out"` for the projection of the attention's context (after the heads are merged back),
+      `"mlp_up"` and `"mlp_down"` for the two linears around the MLP's `ptrain.gelu`, `"mlp_gate"`,
+      `"mlp_up"` and `"mlp_down"` for SwiGLU's silu(x W_gate) * (x W_up) W_down, `"lm_head"` for the linear
+      that produces the function's first result (the logits);
     * `ptrain.layers = N` on the function: the number of transformer layers (attentions).
 
-    Layer i is the i-th attention in program order; its MLP is the first GELU after it. Both the bundled GPT
-    (models/gpt, fused `qkv` Linear) and the Megatron/Hugging Face GPT-2 export (onnxruntime's
-    gpt2_megatron.onnx, MatMul + Split into Q/K/V) are recognised.
+    Layer i is the i-th attention in program order; its MLP is the first GELU or SwiGLU after it (after the
+    last layer's MLP, a GELU that feeds no linear is the output head's transform, BERT's, and is left alone).
+    Recognised: the bundled GPT (models/gpt, fused `qkv` Linear), the Megatron/Hugging Face GPT-2 export
+    (onnxruntime's gpt2_megatron.onnx, MatMul + Split into Q/K/V), onnxruntime's bert_toy_optimized.onnx
+    (separate Q, K, V), torch exports of Hugging Face GPT-2 (Gemm) and BERT, and the LLaMA-style model fused
+    (opset 23) and unfused (opset 17).
 
     Fails with an error at the ONNX node (its name is the op's location) when a softmax's scores are not
-    a matmul, when Q, K and V do not come from one fused projection with a parameter weight (BERT's separate
-    Q, K and V projections, onnxruntime's bert_toy_optimized.onnx, are such an error today), when the
-    context does not reach a linear with a parameter weight through reshapes and transposes, when an MLP's
-    GELU is not between two such linears, or when the forward has no attention at all.
+    a matmul, when Q, K and V come neither from one fused projection nor from three projections with
+    parameter weights, when separate Q, K, V read different inputs (cross attention) or K and V differ in
+    width, when the context does not reach a linear with a parameter weight through reshapes and
+    transposes, when an MLP's GELU is not between two such linears or a SwiGLU's gate, up and down are not
+    linears of one input, when a layer has a second MLP, or when the forward has no attention at all.
 
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-raise
@@ -169,6 +181,8 @@ def RaisePass : Pass<"ptrain-raise", "::mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numLayers", "layers", "Transformer layers recognised">,
     Statistic<"numLinears", "linears", "Linears given a role">,
+    Statistic<"numRmsNorms", "rms-norms", "Decomposed RMSNorms folded into ptrain.rms_norm">,
+    Statistic<"numRotaries", "rotary-embeddings", "Rotate-half forms folded into ptrain.rotary_embedding">,
   ];
 }
 
@@ -182,7 +196,11 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
       heads [r H/tp, (r + 1) H/tp) of Q, of K and of V (the weight's output dimension viewed as
       3 x tp x (H/tp) head_dim); the split, the per-head reshapes, scores, mask, softmax and context then run
       on H/tp heads; the output projection is row-parallel (the rows of the rank's heads).
-    * MLP: the up-projection is column-parallel (its bias sliced alike), the down-projection row-parallel.
+    * Separate Q, K and V projections are each column-parallel by heads behind one f (grouped-query
+      attention: rank r keeps key/value heads [r KV/tp, (r + 1) KV/tp), the ones its query heads read).
+    * MLP: the up-projection is column-parallel (its bias sliced alike), the down-projection row-parallel;
+      SwiGLU's gate and up are both column-parallel. With `replicate-indivisible-mlp`, an MLP whose width tp
+      does not divide stays replicated (a remark names the layer) instead of failing.
     * Before each column-parallel linear, `ptrain.tp_copy` (f); after each row-parallel one, before its
       bias, `ptrain.tp_all_reduce` (g). Their gradient rules make autodiff emit the backward all-reduces.
     * Each sliced parameter's `ptrain.state` gets its local type and `ptrain.tp_slice = {axis = "tp",
@@ -195,8 +213,9 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
     * The module gets `ptrain.grid @grid(tp = N)`; `--ptrain-build-training-step` extends it to
       (dp, pp, tp), tp varying fastest.
 
-    `tp = 1` changes nothing. Fails, naming the ONNX node, when the module was not raised, when the heads
-    or the MLP width are not divisible by tp, when a sliced weight is read elsewhere (a tied weight), when an
+    `tp = 1` changes nothing. Fails, naming the ONNX node, when the module was not raised, when the heads,
+    the key/value heads or the MLP width are not divisible by tp, when a layer's projections are not all
+    marked, when a sliced weight is read elsewhere (a tied weight), when an
     op between the two linears cannot be sharded (e.g. Q, K and V taken apart by `ptrain.slice` instead of
     `ptrain.split`, a reduction, a softmax over the heads), or when a sharded value leaves the layer by
     another way than its row-parallel linear.
@@ -234,6 +253,9 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
            "Split the token embedding, the LM head and the loss over the vocabulary (Megatron).">,
     Option<"vocabMultiple", "vocab-multiple", "int64_t", /*default=*/"1",
            "With vocab-parallel: pad the vocabulary to a multiple of tp x this.">,
+
+    Option<"replicateIndivisibleMlp", "replicate-indivisible-mlp", "bool", /*default=*/"false",
+           "Keep an MLP whose width tp does not divide replicated (a remark) instead of failing.">,
   ];
   let statistics = [
     Statistic<"numSliced", "sliced-parameters", "Parameters sliced over tp">,
