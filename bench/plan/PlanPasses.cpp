@@ -10,7 +10,8 @@
 //  * BM_Gpt3Plan/layers:L: issue 6's speed target, every pass of the plan pipeline on the GPT-3-shaped graph
 //    of L layers (hidden 12288, bench/analysis generates it) with tp 8, pp 16, dp 8 and 64 micro-batches
 //    (1,024 ranks): raise, shard-tp, split-stages, build-training-step, schedule, lower-to-runtime,
-//    verify-plan, each pass timed alone (counters in seconds), and the peak RSS of the process after it.
+//    verify-plan, each pass timed alone (counters `<pass>_s` wall and `<pass>_cpu_s` CPU seconds, `all_*`
+//    their sums), and the peak RSS of the process after it.
 // Reports time per iteration; bench/README.md has the ratios (m = 64 against m = 8, interleaved against 1F1B).
 //
 //===----------------------------------------------------------------------===//
@@ -150,7 +151,15 @@ static void BM_Gpt3Plan(benchmark::State &state) {
       {"lower", "ptrain-lower-to-runtime"},
       {"verify", "ptrain-verify-plan"},
   };
-  std::vector<double> seconds(passes.size(), 0.0);
+  // Per pass: wall seconds and CPU seconds of the process (user + system; the shared machine's load inflates
+  // the wall time, not the CPU time).
+  std::vector<double> seconds(passes.size(), 0.0), cpuSeconds(passes.size(), 0.0);
+  auto cpuNow = [] {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    auto s = [](const timeval &t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+    return s(usage.ru_utime) + s(usage.ru_stime);
+  };
   for (auto _ : state) {
     state.PauseTiming();
     OwningOpRef<ModuleOp> copy(cast<ModuleOp>(model->clone()));
@@ -162,18 +171,28 @@ static void BM_Gpt3Plan(benchmark::State &state) {
         return;
       }
       auto start = std::chrono::steady_clock::now();
+      double cpuStart = cpuNow();
       if (failed(pm.run(*copy))) {
         state.SkipWithError((pass.second + " failed").c_str());
         return;
       }
       seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      cpuSeconds[i] += cpuNow() - cpuStart;
     }
     state.PauseTiming();
     copy = nullptr; // freeing the lowered module is not a pass
     state.ResumeTiming();
   }
-  for (auto [i, pass] : llvm::enumerate(passes))
-    state.counters[pass.first + "_s"] = seconds[i] / static_cast<double>(state.iterations());
+  const double n = static_cast<double>(state.iterations());
+  double total = 0.0, totalCpu = 0.0;
+  for (auto [i, pass] : llvm::enumerate(passes)) {
+    state.counters[pass.first + "_s"] = seconds[i] / n;
+    state.counters[pass.first + "_cpu_s"] = cpuSeconds[i] / n;
+    total += seconds[i] / n;
+    totalCpu += cpuSeconds[i] / n;
+  }
+  state.counters["all_s"] = total;
+  state.counters["all_cpu_s"] = totalCpu;
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
   state.counters["peak_rss_MiB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
