@@ -7,6 +7,11 @@
 //  * BM_PlanPasses: --ptrain-split-stages, --ptrain-build-training-step (dp = 2), --ptrain-schedule,
 //    --ptrain-lower-to-runtime and --ptrain-verify-plan on an L0 module: $PTRAIN_BENCH_MODEL (an .mlir file,
 //    e.g. a generated many-layer GPT) or else the bundled GPT (4 layers, imported from ONNX).
+//  * BM_Gpt3Plan/layers:L: issue 6's speed target, every pass of the plan pipeline on the GPT-3-shaped graph
+//    of L layers (hidden 12288, bench/analysis generates it) with tp 8, pp 16, dp 8 and 64 micro-batches
+//    (1,024 ranks): raise, shard-tp, split-stages, build-training-step, schedule, lower-to-runtime,
+//    verify-plan, each pass timed alone (counters `<pass>_s` wall and `<pass>_cpu_s` CPU seconds, `all_*`
+//    their sums), and the peak RSS of the process after it.
 // Reports time per iteration; bench/README.md has the ratios (m = 64 against m = 8, interleaved against 1F1B).
 //
 //===----------------------------------------------------------------------===//
@@ -25,6 +30,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include <map>
+
+#include <sys/resource.h>
+
+#include <chrono>
 #include <cstdlib>
 
 using namespace mlir;
@@ -114,5 +124,79 @@ BENCHMARK(BM_PlanPasses)
     ->Args({2, 64, 2})
     ->Args({4, 64, 1})
     ->Unit(benchmark::kMillisecond);
+
+/// The GPT-3-shaped L0 model of `layers` layers, parsed once per layer count.
+static ModuleOp gpt3Model(int64_t layers) {
+  static Model context; // for the registry; its own module is not used
+  static std::map<int64_t, OwningOpRef<ModuleOp>> models;
+  OwningOpRef<ModuleOp> &model = models[layers];
+  if (!model)
+    model =
+        parseSourceFile<ModuleOp>(PTRAIN_BENCH_GPT3_DIR "/gpt3-L" + std::to_string(layers) + ".mlir", &context.context);
+  return model ? *model : ModuleOp();
+}
+
+static void BM_Gpt3Plan(benchmark::State &state) {
+  ModuleOp model = gpt3Model(state.range(0));
+  if (!model) {
+    state.SkipWithError("cannot parse " PTRAIN_BENCH_GPT3_DIR "/gpt3-L<layers>.mlir (ninja ptrain-bench-gpt3-models)");
+    return;
+  }
+  const std::vector<std::pair<std::string, std::string>> passes = {
+      {"raise", "ptrain-raise"},
+      {"shard_tp", "ptrain-shard-tp{tp=8}"},
+      {"split", "ptrain-split-stages{pp=16}"},
+      {"training_step", "ptrain-build-training-step{micro-batches=64 dp=8}"},
+      {"schedule", "ptrain-schedule{schedule=1f1b}"},
+      {"lower", "ptrain-lower-to-runtime"},
+      {"verify", "ptrain-verify-plan"},
+  };
+  // Per pass: wall seconds and CPU seconds of the process (user + system; the shared machine's load inflates
+  // the wall time, not the CPU time).
+  std::vector<double> seconds(passes.size(), 0.0), cpuSeconds(passes.size(), 0.0);
+  auto cpuNow = [] {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    auto s = [](const timeval &t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+    return s(usage.ru_utime) + s(usage.ru_stime);
+  };
+  for (auto _ : state) {
+    state.PauseTiming();
+    OwningOpRef<ModuleOp> copy(cast<ModuleOp>(model->clone()));
+    state.ResumeTiming();
+    for (auto [i, pass] : llvm::enumerate(passes)) {
+      PassManager pm(model->getContext());
+      if (failed(parsePassPipeline(pass.second, pm))) {
+        state.SkipWithError(("bad pipeline " + pass.second).c_str());
+        return;
+      }
+      auto start = std::chrono::steady_clock::now();
+      double cpuStart = cpuNow();
+      if (failed(pm.run(*copy))) {
+        state.SkipWithError((pass.second + " failed").c_str());
+        return;
+      }
+      seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      cpuSeconds[i] += cpuNow() - cpuStart;
+    }
+    state.PauseTiming();
+    copy = nullptr; // freeing the lowered module is not a pass
+    state.ResumeTiming();
+  }
+  const double n = static_cast<double>(state.iterations());
+  double total = 0.0, totalCpu = 0.0;
+  for (auto [i, pass] : llvm::enumerate(passes)) {
+    state.counters[pass.first + "_s"] = seconds[i] / n;
+    state.counters[pass.first + "_cpu_s"] = cpuSeconds[i] / n;
+    total += seconds[i] / n;
+    totalCpu += cpuSeconds[i] / n;
+  }
+  state.counters["all_s"] = total;
+  state.counters["all_cpu_s"] = totalCpu;
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["peak_rss_MiB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+BENCHMARK(BM_Gpt3Plan)->ArgName("layers")->Arg(24)->Arg(48)->Arg(96)->Iterations(1)->Unit(benchmark::kSecond);
 
 BENCHMARK_MAIN();

@@ -20,6 +20,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <array>
 #include <deque>
 #include <map>
 
@@ -67,8 +68,19 @@ struct Communicator {
   std::string name;                          ///< `[pp] of ranks {0, 1}`
   std::vector<int64_t> members;              ///< ranks, in group-rank order
   std::vector<std::deque<Request *>> posted; ///< per member index
+  int64_t waiting = 0;                       ///< members whose `posted` queue is empty
   int64_t completed = 0;                     ///< collectives completed so far
 };
+
+/// A communicator as one rank sees it: the group and the rank's index in it.
+struct Membership {
+  Communicator *comm = nullptr;
+  int64_t index = -1;
+};
+
+/// A point-to-point channel: (axis index, source rank, destination rank, tag). Integers, not strings: the
+/// 96-layer plan posts millions of transfers (bench/README.md, "plan").
+using Channel = std::array<int64_t, 4>;
 
 } // namespace
 
@@ -103,6 +115,9 @@ public:
 
   llvm::Expected<std::vector<std::vector<Tensor>>> run(std::function<std::string(int64_t)> entryOf,
                                                        std::function<std::vector<Tensor>(int64_t)> argumentsOf);
+  llvm::Error setSymmetricAxes(llvm::ArrayRef<std::string> axes);
+  /// The size of axis `d` as the run sees it: 1 for an axis collapsed by setSymmetricAxes.
+  int64_t runSize(size_t d) const { return collapsed[d] ? 1 : sizes[d]; }
   llvm::Expected<Tensor> loadState(int64_t rank, StateOp state);
   /// The rank's slice of a parameter that --ptrain-shard-tp sliced (`ptrain.tp_slice = {axis, dim, groups,
   /// shape}`): dimension `dim` of the global value viewed as groups x axis-size x chunk, entry [:, c, :] for the
@@ -117,6 +132,10 @@ public:
   std::vector<std::string> axisNames;
   std::vector<int64_t> sizes;
   std::vector<RankProcess> ranks;
+  /// Per axis: collapsed by setSymmetricAxes (only coordinate 0 runs).
+  std::vector<bool> collapsed;
+  /// The ranks that run, in rank order (all of them unless axes are collapsed).
+  std::vector<int64_t> active;
 
 private:
   /// Advances `rank` until it blocks or returns; returns whether it executed at least one op.
@@ -137,10 +156,10 @@ private:
   /// Abstract mode jumps over the ops that do nothing there (AbstractSteps.h).
   AbstractSteps abstractSteps;
   std::deque<std::unique_ptr<Request>> requests;
-  /// Point-to-point posts not yet matched, by channel (grid, axis, source, destination, tag).
-  std::map<std::string, std::deque<Request *>> unmatchedSends, unmatchedRecvs;
+  /// Point-to-point posts not yet matched, by channel (of the module's one grid); an emptied channel is erased.
+  std::map<Channel, std::deque<Request *>> unmatchedSends, unmatchedRecvs;
   std::map<std::string, Communicator> communicators;
-  llvm::DenseMap<std::pair<Attribute, int64_t>, Communicator *> communicatorOf;
+  llvm::DenseMap<std::pair<Attribute, int64_t>, Membership> communicatorOf;
 };
 
 MultiRankExecutor::MultiRankExecutor(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -164,6 +183,26 @@ llvm::Error MultiRankExecutor::Impl::init() {
   for (int64_t s : sizes)
     n *= s;
   ranks.resize(n);
+  collapsed.assign(sizes.size(), false);
+  for (int64_t r = 0; r < n; ++r)
+    active.push_back(r);
+  return llvm::Error::success();
+}
+
+llvm::Error MultiRankExecutor::Impl::setSymmetricAxes(llvm::ArrayRef<std::string> axes) {
+  if (concrete() && !axes.empty())
+    return makeError("symmetric axes need the abstract mode (concrete ranks hold different values)");
+  collapsed.assign(sizes.size(), false);
+  for (const std::string &axis : axes) {
+    std::optional<size_t> d = axisIndex(axis);
+    if (!d)
+      return makeError("the grid has no axis " + axis + " to treat as symmetric");
+    collapsed[*d] = true;
+  }
+  active.clear();
+  for (int64_t r = 0; r < numRanks(); ++r)
+    if (llvm::all_of(llvm::seq<size_t>(0, sizes.size()), [&](size_t d) { return !collapsed[d] || !coordinate(r, d); }))
+      active.push_back(r);
   return llvm::Error::success();
 }
 
@@ -327,17 +366,21 @@ llvm::Error MultiRankExecutor::Impl::pointToPoint(int64_t rank, Operation *op, R
   int64_t tag = 0;
   if (auto attr = op->getAttrOfType<IntegerAttr>("ptrain.tag"))
     tag = attr.getInt();
+  if (collapsed[*d])
+    return makeError(describeOp(op) + ": a transfer on axis " + axis +
+                     ", which the run treats as symmetric (verify every rank instead)");
   int64_t source = isSend ? rank : request->peer, destination = isSend ? request->peer : rank;
-  std::string channel = (grid + "/" + axis + "/" + std::to_string(source) + "->" + std::to_string(destination) + "/" +
-                         std::to_string(tag))
-                            .str();
-  std::deque<Request *> &others = isSend ? unmatchedRecvs[channel] : unmatchedSends[channel];
-  if (others.empty()) {
+  Channel channel = {static_cast<int64_t>(*d), source, destination, tag};
+  auto &otherSide = isSend ? unmatchedRecvs : unmatchedSends;
+  auto others = otherSide.find(channel);
+  if (others == otherSide.end()) {
     (isSend ? unmatchedSends : unmatchedRecvs)[channel].push_back(request);
     return llvm::Error::success();
   }
-  Request *other = others.front();
-  others.pop_front();
+  Request *other = others->second.front();
+  others->second.pop_front();
+  if (others->second.empty())
+    otherSide.erase(others);
   Request *send = isSend ? request : other, *recv = isSend ? other : request;
   // The sent tensor's type must be the one the receive expects.
   Type sent = cast<SendStartOp>(send->op).getInput().getType();
@@ -369,30 +412,38 @@ llvm::Error MultiRankExecutor::Impl::collective(int64_t rank, Operation *op, Req
   }
   // The communicator: the axes (as a set) and this rank's coordinates on the other axes (cached per axes
   // attribute and rank: the key is built once).
-  Communicator *&cached = communicatorOf[{axes, rank}];
-  if (!cached) {
+  Membership &cached = communicatorOf[{axes, rank}];
+  if (!cached.comm) {
     std::vector<bool> inGroup(sizes.size(), false);
     for (size_t d : dims)
       inGroup[d] = true;
     std::string key = grid.str() + "/";
     for (size_t d = 0; d < sizes.size(); ++d)
       key += inGroup[d] ? "*," : std::to_string(coordinate(rank, d)) + ",";
-    cached = &communicators[key];
-  }
-  Communicator &comm = *cached;
-  if (comm.members.empty()) {
-    // Members in group-rank order: row-major over the op's axes in the order listed.
-    int64_t groupSize = 1;
+    cached.comm = &communicators[key];
+    // The rank's group rank: row-major over the op's axes in the order listed (collapsed axes have size 1).
+    cached.index = 0;
     for (size_t d : dims)
-      groupSize *= sizes[d];
+      cached.index = cached.index * runSize(d) + (collapsed[d] ? 0 : coordinate(rank, d));
+  }
+  Communicator &comm = *cached.comm;
+  if (comm.members.empty()) {
+    // Members in group-rank order: row-major over the op's axes in the order listed; of a collapsed axis only
+    // coordinate 0 runs (its other coordinates are replicas, setSymmetricAxes).
+    int64_t groupSize = 1;
+    bool representatives = false;
+    for (size_t d : dims) {
+      groupSize *= runSize(d);
+      representatives |= collapsed[d] && sizes[d] > 1;
+    }
     for (int64_t g = 0; g < groupSize; ++g) {
       int64_t rest = g, member = 0, stride = 1;
       std::vector<int64_t> coords(sizes.size());
       for (size_t d = 0; d < sizes.size(); ++d)
         coords[d] = coordinate(rank, d);
       for (size_t i = dims.size(); i-- > 0;) {
-        coords[dims[i]] = rest % sizes[dims[i]];
-        rest /= sizes[dims[i]];
+        coords[dims[i]] = rest % runSize(dims[i]);
+        rest /= runSize(dims[i]);
       }
       for (size_t d = sizes.size(); d-- > 0;) {
         member += coords[d] * stride;
@@ -401,14 +452,17 @@ llvm::Error MultiRankExecutor::Impl::collective(int64_t rank, Operation *op, Req
       comm.members.push_back(member);
     }
     comm.posted.resize(groupSize);
+    comm.waiting = groupSize;
     comm.name = axesText(axes) + " of ranks {";
     for (auto [i, m] : llvm::enumerate(comm.members))
       comm.name += (i ? ", " : "") + std::to_string(m);
-    comm.name += "}";
+    comm.name += representatives ? "} (the representatives of its symmetric replicas)" : "}";
   }
-  auto self = llvm::find(comm.members, rank);
-  comm.posted[self - comm.members.begin()].push_back(request);
-  while (llvm::all_of(comm.posted, [](const std::deque<Request *> &q) { return !q.empty(); }))
+  std::deque<Request *> &mine = comm.posted[cached.index];
+  if (mine.empty())
+    --comm.waiting;
+  mine.push_back(request);
+  while (comm.waiting == 0)
     if (llvm::Error error = complete(comm))
       return error;
   return llvm::Error::success();
@@ -483,6 +537,8 @@ llvm::Error MultiRankExecutor::Impl::complete(Communicator &comm) {
   for (std::deque<Request *> &q : comm.posted) {
     posts.push_back(q.front());
     q.pop_front();
+    if (q.empty())
+      ++comm.waiting;
   }
   const int64_t index = comm.completed++;
   for (Request *other : llvm::ArrayRef(posts).drop_front())
@@ -805,7 +861,12 @@ MultiRankExecutor::Impl::run(std::function<std::string(int64_t)> entryOf,
   unmatchedRecvs.clear();
   communicators.clear();
   communicatorOf.clear();
-  for (int64_t r = 0; r < numRanks(); ++r) {
+  for (RankProcess &process : ranks) {
+    process.stack.clear();
+    process.done = true;
+    process.results.clear();
+  }
+  for (int64_t r : active) {
     RankProcess &process = ranks[r];
     std::string entry = entryOf(r);
     auto fn = symbols.lookup<func::FuncOp>(entry);
@@ -838,7 +899,7 @@ MultiRankExecutor::Impl::run(std::function<std::string(int64_t)> entryOf,
   }
   while (true) {
     bool allDone = true, progress = false;
-    for (int64_t r = 0; r < numRanks(); ++r) {
+    for (int64_t r : active) {
       if (ranks[r].done)
         continue;
       llvm::Expected<bool> moved = advance(r);
@@ -856,7 +917,7 @@ MultiRankExecutor::Impl::run(std::function<std::string(int64_t)> entryOf,
       break;
     if (!progress) {
       std::string message = "deadlock: no rank can progress";
-      for (int64_t r = 0; r < numRanks(); ++r) {
+      for (int64_t r : active) {
         RankProcess &process = ranks[r];
         if (process.done)
           continue;
@@ -897,12 +958,23 @@ int64_t MultiRankExecutor::getNumRanks() const { return impl->numRanks(); }
 
 llvm::ArrayRef<std::string> MultiRankExecutor::getAxisNames() const { return impl->axisNames; }
 
+int64_t MultiRankExecutor::getAxisSize(llvm::StringRef axis) const {
+  std::optional<size_t> d = impl->axisIndex(axis);
+  return d ? impl->sizes[*d] : 1;
+}
+
 int64_t MultiRankExecutor::getCoordinate(int64_t rank, llvm::StringRef axis) const {
   std::optional<size_t> d = impl->axisIndex(axis);
   return d ? impl->coordinate(rank, *d) : 0;
 }
 
 std::string MultiRankExecutor::describeRank(int64_t rank) const { return impl->describeRank(rank); }
+
+llvm::Error MultiRankExecutor::setSymmetricAxes(llvm::ArrayRef<std::string> axes) {
+  return impl->setSymmetricAxes(axes);
+}
+
+int64_t MultiRankExecutor::getNumActiveRanks() const { return static_cast<int64_t>(impl->active.size()); }
 
 llvm::Expected<std::vector<std::vector<Tensor>>>
 MultiRankExecutor::run(std::function<std::string(int64_t)> entryOf,

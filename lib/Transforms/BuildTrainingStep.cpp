@@ -86,6 +86,28 @@ private:
   void buildDataParallelAllReduce(OpBuilder &b, Location loc, GridOp grid, ArrayRef<StateOp> params,
                                   llvm::function_ref<StateOp(StateOp)> gradState);
 
+  /// The transfers of the tied-parameter sync among holders that one stage has posted (buildHolderSync).
+  struct HolderSync {
+    struct Param {
+      StateOp param;
+      SmallVector<int64_t> holders; ///< the stages that hold it, in increasing order
+      SmallVector<Value> received;  ///< per holder: the receive's request, or the local gradient (this stage)
+      SmallVector<Value> sends;     ///< the send requests
+    };
+    SmallVector<Param> params;
+  };
+  /// Stage `stage`'s part of summing each tied parameter's gradient among the stages that hold it (`syncs`,
+  /// the same list in the same order on every stage): point-to-point along pp, each holder sends its
+  /// gradient to every other holder and receives theirs (tag kHolderSyncTag + the parameter's index in
+  /// `syncs`), all posted before any wait, so the stages may sync several groups in any order.
+  HolderSync buildHolderSync(OpBuilder &b, Location loc, GridOp grid, int64_t stage,
+                             ArrayRef<std::pair<StateOp, SmallVector<int64_t>>> syncs,
+                             llvm::function_ref<StateOp(StateOp)> gradState);
+  /// Waits on `posted`'s transfers and writes each gradient as the sum over its holders in holder order
+  /// (the same additions on every holder: the copies stay bit-equal).
+  void finishHolderSync(OpBuilder &b, Location loc, const HolderSync &posted,
+                        llvm::function_ref<StateOp(StateOp)> gradState);
+
   void buildSingleStage(func::FuncOp forward);
   void buildPipeline(DictionaryAttr pipeline);
 
@@ -290,6 +312,60 @@ void BuildTrainingStepPass::buildDataParallelAllReduce(OpBuilder &b, Location lo
                          : Value(ReshapeOp::create(b, loc, param.getTensorType(), piece));
       StateWriteOp::create(b, loc, shaped, gradState(param).getSymName());
     }
+  }
+}
+
+/// Tags of the tied-parameter transfers among holders: above the pipeline's activation and gradient tags
+/// (2 (i V + c / P) + 1 for micro-batch i, chunk c) and below MPI's smallest guaranteed MPI_TAG_UB (32767).
+static constexpr int64_t kHolderSyncTag = 16384;
+
+BuildTrainingStepPass::HolderSync
+BuildTrainingStepPass::buildHolderSync(OpBuilder &b, Location loc, GridOp grid, int64_t stage,
+                                       ArrayRef<std::pair<StateOp, SmallVector<int64_t>>> syncs,
+                                       llvm::function_ref<StateOp(StateOp)> gradState) {
+  HolderSync posted;
+  for (auto [index, sync] : llvm::enumerate(syncs)) {
+    StateOp param = sync.first;
+    const SmallVector<int64_t> &holders = sync.second;
+    if (!llvm::is_contained(holders, stage))
+      continue;
+    HolderSync::Param p{param, llvm::to_vector(holders), {}, {}};
+    llvm::sort(p.holders);
+    auto type = param.getTensorType();
+    Value local = StateReadOp::create(b, loc, type, gradState(param).getSymName());
+    auto tag = b.getI64IntegerAttr(kHolderSyncTag + static_cast<int64_t>(index));
+    for (int64_t h : p.holders) {
+      if (h == stage) {
+        p.received.push_back(local);
+        continue;
+      }
+      auto send = SendStartOp::create(b, param.getLoc(), RequestType::get(b.getContext()), local, grid.getSymName(),
+                                      "pp", h - stage);
+      send->setAttr("ptrain.tag", tag);
+      p.sends.push_back(send.getRequest());
+      auto recv = RecvStartOp::create(b, param.getLoc(), RequestType::get(b.getContext(), type), grid.getSymName(),
+                                      "pp", h - stage);
+      recv->setAttr("ptrain.tag", tag);
+      p.received.push_back(recv.getRequest());
+    }
+    posted.params.push_back(std::move(p));
+  }
+  return posted;
+}
+
+void BuildTrainingStepPass::finishHolderSync(OpBuilder &b, Location loc, const HolderSync &posted,
+                                             llvm::function_ref<StateOp(StateOp)> gradState) {
+  for (const HolderSync::Param &p : posted.params) {
+    StateOp param = p.param;
+    Value sum;
+    for (Value part : p.received) {
+      if (isa<RequestType>(part.getType()))
+        part = WaitOp::create(b, param.getLoc(), part).getResult();
+      sum = sum ? Value(BinaryOp::create(b, loc, BinaryKind::Add, sum, part)) : part;
+    }
+    for (Value send : p.sends)
+      WaitOp::create(b, param.getLoc(), send);
+    StateWriteOp::create(b, loc, sum, gradState(param).getSymName());
   }
 }
 
@@ -528,8 +604,20 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
     Value t = incrementStep(ob, loc, anchor);
     if (dp > 1)
       buildDataParallelAllReduce(ob, loc, grid, llvm::to_vector(llvm::reverse(held[s])), gradState);
+    // Tied parameters whose holders are neither all stages nor just the first and the last: summed among
+    // the holders only (buildHolderSync); their transfers are posted before the all-reduces below.
+    auto amongHolders = [&](ArrayRef<int64_t> stagesReading) {
+      return static_cast<int64_t>(stagesReading.size()) < numStages &&
+             !(stagesReading.size() == 2 && llvm::is_contained(stagesReading, 0) &&
+               llvm::is_contained(stagesReading, numStages - 1));
+    };
+    SmallVector<std::pair<StateOp, SmallVector<int64_t>>> holderSyncs;
+    for (auto &[name, stagesReading] : readers)
+      if (stagesReading.size() >= 2 && amongHolders(stagesReading))
+        holderSyncs.push_back({symbols->lookup<StateOp>(name), llvm::to_vector(stagesReading)});
+    HolderSync posted = buildHolderSync(ob, loc, grid, s, holderSyncs, gradState);
     for (auto &[name, stagesReading] : readers) {
-      if (stagesReading.size() < 2)
+      if (stagesReading.size() < 2 || amongHolders(stagesReading))
         continue;
       auto param = symbols->lookup<StateOp>(name);
       auto type = param.getTensorType();
@@ -543,6 +631,7 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
       if (holds)
         StateWriteOp::create(ob, loc, summed, gradState(param).getSymName());
     }
+    finishHolderSync(ob, loc, posted, gradState);
     // Global-norm clipping of the synced gradients: every parameter of the stage, a tied one on the first
     // stage holding it only, summed over pp (and tp) and the same scale on every rank.
     Value scale;

@@ -29,14 +29,110 @@ using namespace mlir::ptrain;
 /// result element).
 static double opCost(Operation *op) { return getOpCost(op).flops; }
 
+/// The ONNX node name in `loc` (the importer's NameLoc, possibly inside a FusedLoc), or "".
+static StringRef onnxNodeName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().getValue();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location child : fused.getLocations())
+      if (StringRef name = onnxNodeName(child); !name.empty())
+        return name;
+  return "";
+}
+
+/// Whether cut name `name` names the op `node`: the node name itself, or a scope of it (`/blocks.2` names
+/// `/blocks.2/attn/qkv/MatMul`, not `/blocks.20/...`).
+static bool namesNode(StringRef name, StringRef node) {
+  return node.consume_front(name) && (node.empty() || node.front() == '/' || name.ends_with("/"));
+}
+
+/// Balance: the pieces - 1 layer boundaries (indices into `cutAfter`, in order) that minimize the most
+/// expensive stage (exhaustive DP over the boundaries).
+static void balanceCuts(ArrayRef<Operation *> work, ArrayRef<size_t> cutAfter, int64_t pieces,
+                        SmallVectorImpl<size_t> &cuts) {
+  SmallVector<double> prefix = {0};
+  for (Operation *op : work)
+    prefix.push_back(prefix.back() + opCost(op));
+  auto stageCost = [&](int64_t from, int64_t to) { return prefix[to] - prefix[from]; }; // ops [from, to)
+  size_t n = cutAfter.size();
+  // best[k][c]: minimal max-cost of stages 0..k when stage k ends right after cut c.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(pieces, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int64_t>> from(pieces, std::vector<int64_t>(n + 1, -1));
+  auto endOf = [&](size_t c) { return c == n ? work.size() : cutAfter[c] + 1; };
+  for (size_t c = 0; c <= n; ++c)
+    best[0][c] = stageCost(0, endOf(c));
+  for (int64_t k = 1; k < pieces; ++k)
+    for (size_t c = 0; c <= n; ++c)
+      for (size_t prev = 0; prev < c; ++prev) {
+        double cost = std::max(best[k - 1][prev], stageCost(endOf(prev), endOf(c)));
+        if (cost < best[k][c]) {
+          best[k][c] = cost;
+          from[k][c] = prev;
+        }
+      }
+  for (int64_t k = pieces - 1, c = n; k > 0; --k) {
+    c = from[k][c];
+    cuts.insert(cuts.begin(), c);
+  }
+}
+
 namespace {
 
 struct SplitStagesPass : public ptrain::impl::SplitStagesPassBase<SplitStagesPass> {
   using Base::Base;
   void runOnOperation() override;
+  /// The user's cuts (the `cuts` option) as indices into `cutAfter` (the layer boundaries), in order: each
+  /// name's first work op starts the next stage at the boundary before its layer. Fails with an error naming
+  /// the cut that names nothing, only recomputed ops, the first layer, or a layer another cut already starts.
+  FailureOr<SmallVector<size_t>> userCutIndices(func::FuncOp forward, ArrayRef<Operation *> work,
+                                                ArrayRef<size_t> cutAfter, int64_t pieces);
 };
 
 } // namespace
+
+FailureOr<SmallVector<size_t>> SplitStagesPass::userCutIndices(func::FuncOp forward, ArrayRef<Operation *> work,
+                                                               ArrayRef<size_t> cutAfter, int64_t pieces) {
+  auto error = [&]() { return emitError(forward.getLoc()) << "--ptrain-split-stages: "; };
+  if (static_cast<int64_t>(userCuts.size()) != pieces - 1) { // (C1)
+    error() << "cuts= names " << userCuts.size() << " cut(s) but pp = " << pp.getValue()
+            << (virtualStages > 1 ? " x virtual-stages = " + std::to_string(virtualStages) : std::string())
+            << " needs exactly " << pieces - 1;
+    return failure();
+  }
+  SmallVector<size_t> chosen;           // indices into cutAfter
+  llvm::DenseMap<size_t, StringRef> by; // which name chose each boundary
+  for (const std::string &name : userCuts) {
+    auto first = llvm::find_if(work, [&](Operation *op) { return namesNode(name, onnxNodeName(op->getLoc())); });
+    if (first == work.end()) { // (C3) or (C2)
+      bool recomputed = false;
+      forward.walk([&](Operation *op) { recomputed |= namesNode(name, onnxNodeName(op->getLoc())); });
+      if (recomputed)
+        error() << "cut '" << name << "' names only parameter reads, constants and ops on them, which every stage "
+                << "recomputes; name an op of the layer that starts the stage";
+      else
+        error() << "cut '" << name << "' names no op of @" << entry
+                << " (an ONNX node name, or a scope such as /blocks.2, in the ops' locations)";
+      return failure();
+    }
+    const size_t index = first - work.begin();
+    // The boundary before the layer holding work[index]: the last one that ends before it.
+    auto after = llvm::lower_bound(cutAfter, index); // first boundary at or after index
+    if (after == cutAfter.begin()) {                 // (C4)
+      error() << "cut '" << name << "' (ONNX node '" << onnxNodeName((*first)->getLoc())
+              << "') is in the first layer; a cut starts a stage at a later layer";
+      return failure();
+    }
+    size_t c = (after - cutAfter.begin()) - 1;
+    if (auto [it, inserted] = by.try_emplace(c, name); !inserted) { // (C5)
+      error() << "cuts '" << it->second << "' and '" << name << "' start the same layer (each stage needs one)";
+      return failure();
+    }
+    chosen.push_back(c);
+  }
+  llvm::sort(chosen);
+  return chosen;
+}
 
 void SplitStagesPass::runOnOperation() {
   ModuleOp module = getOperation();
@@ -166,32 +262,14 @@ void SplitStagesPass::runOnOperation() {
     return signalPassFailure();
   }
 
-  // Balance: choose pieces - 1 cuts minimizing the most expensive stage (exhaustive DP over candidate cuts).
-  SmallVector<double> prefix = {0};
-  for (Operation *op : work)
-    prefix.push_back(prefix.back() + opCost(op));
-  auto stageCost = [&](int64_t from, int64_t to) { return prefix[to] - prefix[from]; }; // ops [from, to)
-  size_t n = cutAfter.size();
-  // best[k][c]: minimal max-cost of stages 0..k when stage k ends right after cut c.
-  const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> best(pieces, std::vector<double>(n + 1, inf));
-  std::vector<std::vector<int64_t>> from(pieces, std::vector<int64_t>(n + 1, -1));
-  auto endOf = [&](size_t c) { return c == n ? work.size() : cutAfter[c] + 1; };
-  for (size_t c = 0; c <= n; ++c)
-    best[0][c] = stageCost(0, endOf(c));
-  for (int64_t k = 1; k < pieces; ++k)
-    for (size_t c = 0; c <= n; ++c)
-      for (size_t prev = 0; prev < c; ++prev) {
-        double cost = std::max(best[k - 1][prev], stageCost(endOf(prev), endOf(c)));
-        if (cost < best[k][c]) {
-          best[k][c] = cost;
-          from[k][c] = prev;
-        }
-      }
   SmallVector<size_t> cuts; // indices into cutAfter, in order
-  for (int64_t k = pieces - 1, c = n; k > 0; --k) {
-    c = from[k][c];
-    cuts.insert(cuts.begin(), c);
+  if (!userCuts.empty()) {
+    FailureOr<SmallVector<size_t>> chosen = userCutIndices(forward, work, cutAfter, pieces);
+    if (failed(chosen))
+      return signalPassFailure();
+    cuts = std::move(*chosen);
+  } else {
+    balanceCuts(work, cutAfter, pieces, cuts);
   }
 
   // Build the stage functions.

@@ -69,15 +69,28 @@ public:
   int64_t getNumRanks() const;
   /// The grid's axis names in order (empty without a grid).
   llvm::ArrayRef<std::string> getAxisNames() const;
+  /// Size of axis `axis` (1 when the grid has no such axis).
+  int64_t getAxisSize(llvm::StringRef axis) const;
   /// Coordinate of `rank` on axis `axis` (0 when the grid has no such axis).
   int64_t getCoordinate(int64_t rank, llvm::StringRef axis) const;
   /// `rank 3 (dp=1, pp=1)`, for messages.
   std::string describeRank(int64_t rank) const;
 
+  /// Abstract mode: treats every axis of `axes` as symmetric and runs only the ranks whose coordinate on each
+  /// is 0. Sound when the ranks that differ only on those axes run the same function and no transfer uses
+  /// them (the caller checks; --ptrain-verify-plan does): without values, such replicas post the same
+  /// operations in the same order, so every collective over a symmetric axis matches on all its members iff
+  /// it matches on the representative, and a deadlock or mismatch of a replica is one of its representative.
+  /// A collective's group then holds the representatives only; a transfer on a symmetric axis is an error.
+  /// An empty list runs every rank again. An error in concrete mode or for an axis the grid does not have.
+  llvm::Error setSymmetricAxes(llvm::ArrayRef<std::string> axes);
+  /// The ranks run() executes: all of them, or the representatives after setSymmetricAxes.
+  int64_t getNumActiveRanks() const;
+
   /// Runs the function `entryOf(rank)` on `argumentsOf(rank)` on every rank at once, and returns each rank's
-  /// results (indexed by rank). Errors: an op the interpreter cannot evaluate, a transfer or collective whose
-  /// sides disagree (naming both ops), a peer outside the grid, a deadlock (naming each blocked rank's wait).
-  /// After an error the executor's communication state is undefined: make a new executor.
+  /// results (indexed by rank; empty for ranks setSymmetricAxes skips). Errors: an op the interpreter cannot evaluate,
+  /// a transfer or collective whose sides disagree (naming both ops), a peer outside the grid, a deadlock (naming each
+  /// blocked rank's wait). After an error the executor's communication state is undefined: make a new executor.
   llvm::Expected<std::vector<std::vector<Tensor>>> run(std::function<std::string(int64_t rank)> entryOf,
                                                        std::function<std::vector<Tensor>(int64_t rank)> argumentsOf);
 

@@ -42,8 +42,13 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
       `<param>/grad`);
     * `@stage<s>_optimizer_step()`: the tied-parameter gradient sync, then AdamW on the stage's parameters
       and zeroed accumulators. A parameter read by several stages (the tied embedding) is summed with an
-      all-reduce over `pp` in which every stage takes part (stages without it contribute zeros; Optimus-CC's
-      fused embedding sync, a first/last-stage group, replaces this in the compression passes).
+      all-reduce over `pp` in which every stage takes part when its holders are the first and the last
+      stage or all stages (stages without it contribute zeros; Optimus-CC's fused embedding sync, a
+      first/last-stage group, replaces this in the compression passes). Any other holder set (a weight
+      shared by middle stages, or by more than two) is summed among its holders only: each holder sends its
+      gradient to every other holder along `pp` and receives theirs (tag 16384 + the parameter's index),
+      all such transfers posted before any wait, then adds the parts in holder order, so the copies stay
+      bit-equal and two groups may be synced in any order.
     `@forward_stage<s>` stays the stage's forward.
 
     With virtual stages (`--ptrain-split-stages="virtual-stages=V"`, the interleaved schedule), the forward,
@@ -284,6 +289,15 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
     so rank r holds the v model chunks r, r + P, ..., each with `ptrain.stage = c mod P` and
     `ptrain.virtual_stage = c`; the pipeline attribute gets `virtual_stages = v`.
 
+    User cuts: `cuts=name1,name2,...` (exactly P v - 1 names) places the stage boundaries instead of the
+    balance. Each name is an ONNX node name in the ops' locations (the importer's NameLoc, e.g.
+    `/blocks.2/attn/qkv/MatMul`) or a scope of such names (`/blocks.2` names every node under `/blocks.2/`,
+    not `/blocks.20/`); the stage boundary goes before the layer (the segment between two layer boundaries)
+    that holds the first op it names, so each layer is still placed exactly once. Errors, each naming the
+    cut: (C1) the number of names is not P v - 1; (C2) a name names no op of the forward; (C3) it names
+    only recomputed ops (parameter reads, constants and ops on them); (C4) its op is in the first layer;
+    (C5) two names start the same layer.
+
     Fails when `pp` is below 1, `virtual-stages` below 1 or above 1 with pp < 2, or when the forward has
     fewer than `pp v - 1` layer boundaries (more stages than layers), naming how many there are.
 
@@ -299,6 +313,9 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
     Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
            "Model chunks per pipeline stage (interleaved 1F1B): pp * virtual-stages virtual stages.">,
     Option<"entry", "entry", "std::string", /*default=*/"\"forward\"", "The forward function.">,
+    ListOption<"userCuts", "cuts", "std::string",
+               "ONNX node names (or scopes, e.g. /blocks.2) whose layers start stages 1, 2, ...; default: "
+               "balanced by cost.">,
   ];
   let statistics = [
     Statistic<"numCutPoints", "cut-points", "Layer boundaries where a single tensor crosses">,
@@ -395,6 +412,15 @@ def VerifyPlanPass : Pass<"ptrain-verify-plan", "::mlir::ModuleOp"> {
     types and are accepted (their values would be swapped, not hung). Cost: one walk of every rank's steps,
     O(ranks x ops), no arithmetic.
 
+    Symmetry: an axis other than `pp` (dp, tp) on which every rank runs the same entry function as its
+    coordinate-0 replica and that no `ptrain.send_start` / `recv_start` uses is symmetric: without values
+    the replicas post the same operations in the same order, so the pass runs one representative rank per
+    coordinate of the other axes (coordinate 0 on the symmetric ones), and each collective over a symmetric
+    axis among the representatives (MultiRankExecutor::setSymmetricAxes). The dp 8 x tp 8 x pp 16 plan runs
+    16 of its 1,024 ranks. An error then says which axes were treated as symmetric; `all-ranks=true` runs
+    every rank (the same verdict, slower). Statistics: `ranks` executed, `symmetric-ranks` covered by
+    symmetry without running.
+
     ```mlir
     // ptrain-opt plan.mlir --ptrain-verify-plan
     error: --ptrain-verify-plan: train step: deadlock: no rank can progress
@@ -404,8 +430,13 @@ def VerifyPlanPass : Pass<"ptrain-verify-plan", "::mlir::ModuleOp"> {
       rank 1 (pp=1) waits at ...
     ```
   }];
+  let options = [
+    Option<"allRanks", "all-ranks", "bool", /*default=*/"false",
+           "Run every rank, also the replicas over symmetric axes (dp, tp).">,
+  ];
   let statistics = [
     Statistic<"numRanks", "ranks", "Ranks executed">,
+    Statistic<"numSymmetricRanks", "symmetric-ranks", "Ranks covered by symmetry (replicas of an executed rank)">,
   ];
 }
 
