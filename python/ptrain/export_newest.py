@@ -171,6 +171,40 @@ def attention(rng):
 
 # The LLaMA-style model's shape: 2 layers, hidden 64, 4 query heads and 2 kv heads of 16, SwiGLU 128,
 # vocabulary 128, sequences of 16.
+def reductions(rng, opset):
+    """ReduceMin and ReduceProd at `opset` (13: axes attribute, 18: axes input), with keepdims 0 and 1, all
+    axes, a minimum tied twice, and a product over a zero; ReduceMax beside them."""
+    x = rng.standard_normal((2, 5, 3)).astype(np.float32)
+    x[1, :, 2] = [0.5, -1.5, 2.0, -1.5, 1.0]  # a tied minimum
+    x[0, 3, 1] = 0.0  # a product through a zero
+    def axes(name, values, **attrs):
+        if opset >= 18:
+            return [name], attrs
+        return [], dict(attrs, axes=values)
+    nodes, inits = [], []
+    for op, out, name, values, keepdims in [("ReduceMin", "min_1", "axes_1", [1], 0),
+                                            ("ReduceMin", "min_02", "axes_02", [0, -1], 1),
+                                            ("ReduceProd", "prod_1", "axes_1", [1], 1),
+                                            ("ReduceProd", "prod_2", "axes_2", [-1], 0),
+                                            ("ReduceMax", "max_1", "axes_1", [1], 0)]:
+        extra, attrs = axes(name, values, keepdims=keepdims)
+        nodes.append(helper.make_node(op, ["x"] + extra, [out], name=out, **attrs))
+        if extra and name not in [t.name for t in inits]:
+            inits.append(init(name, np.array(values, np.int64)))
+    nodes.append(helper.make_node("ReduceProd", ["x"], ["prod_all"], name="prod_all", keepdims=0))
+    outs = [vi("min_1", F, [2, 3]), vi("min_02", F, [1, 5, 1]), vi("prod_1", F, [2, 1, 3]), vi("prod_2", F, [2, 5]),
+            vi("max_1", F, [2, 3]), vi("prod_all", F, [])]
+    return model(nodes, [vi("x", F, [2, 5, 3])], outs, inits, opset, f"reductions{opset}"), {"x": x}
+
+
+def reductions13(rng):
+    return reductions(rng, 13)
+
+
+def reductions18(rng):
+    return reductions(rng, 18)
+
+
 LLAMA = dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=128, seq=16, batch=2, eps=1e-5)
 
 
@@ -290,14 +324,16 @@ def main():
                                                       "opset18+", "Inputs"))
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for seed, build in enumerate([opset18_ops, rms_norm, rotary, attention, llama_tiny]):
+    for seed, build in enumerate([opset18_ops, rms_norm, rotary, attention, llama_tiny, reductions13, reductions18]):
         m, feeds = build(np.random.default_rng(seed))
         outputs = save(args.out, m.graph.name, m, feeds)
-    llama_gradients(args.out, m, feeds, outputs[0])
+        if build is llama_tiny:
+            llama_gradients(args.out, m, feeds, outputs[0])
+            llama_outputs = outputs
     # The same model (seed 4, the same weights) unfused at opset 17: onnxruntime gives the fused logits.
     unfused, unfused_feeds = llama_tiny(np.random.default_rng(4), unfused=True)
     unfused_logits = save(args.out, unfused.graph.name, unfused, unfused_feeds)[0]
-    err = float(np.max(np.abs(unfused_logits - outputs[0])))
+    err = float(np.max(np.abs(unfused_logits - llama_outputs[0])))
     assert err < 1e-5, f"unfused LLaMA logits differ from the fused model's by {err}"
     print(f"llama_tiny_unfused: logits vs the fused model {err:.2e}")
 

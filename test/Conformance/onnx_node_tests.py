@@ -43,7 +43,8 @@ ISSUE_OPS = [
 ]
 OTHER_OPS = [
     "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Identity", "Shape", "Size",
-    "Min", "Max", "Constant", "NegativeLogLikelihoodLoss",
+    "Min", "Max", "Constant", "NegativeLogLikelihoodLoss", "ReduceMin", "ReduceProd",
+    "ReduceL2", "Clip", "GatherND", "CastLike",
 ]
 # Node tests of these ops that cannot match, with the reason (listed in the generated document).
 EXCLUDED = {

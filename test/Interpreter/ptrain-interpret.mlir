@@ -46,7 +46,7 @@
 // NOMODEL: error: {{.*}}nonexistent.onnx: cannot read:
 // A file that is not protobuf.
 // RUN: not ptrain-interpret %t/linear.mlir --weights %t/linear.mlir 2>&1 | FileCheck %s --check-prefix=NOTONNX
-// NOTONNX: error: {{.*}}linear.mlir: not a valid ONNX model (protobuf parse failed)
+// NOTONNX: error: {{.*}}linear.mlir: not a valid ONNX model: the ModelProto at byte {{[0-9]+}} has
 
 // A state whose key is not an initializer: the error names the op, its location, the model and the key.
 // RUN: not ptrain-interpret %t/missing-key.mlir --input %S/Inputs/linear_input.pb 2>&1 \

@@ -13,12 +13,17 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -26,7 +31,7 @@ using namespace mlir::ptrain;
 OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, MLIRContext *context,
                                                const ImportONNXOptions &options) {
   onnx::ModelProto model;
-  std::string error = onnx_import::loadModelProto(bytes.str(), model, options.bindings);
+  std::string error = onnx_import::loadModelProto(bytes, path, model, options.bindings);
   if (!error.empty()) {
     emitError(FileLineColLoc::get(context, path, 0, 0)) << error;
     return nullptr;
@@ -107,6 +112,60 @@ static OwningOpRef<Operation *> translateImport(llvm::SourceMgr &sourceMgr, MLIR
   if (!module)
     return nullptr;
   return OwningOpRef<Operation *>(module.release().getOperation());
+}
+
+std::optional<int> mlir::ptrain::importONNXMain(int argc, char **argv) {
+  bool legalize = false, onnx = false;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = llvm::StringRef(argv[i]).ltrim('-');
+    if (arg == "import-onnx" || arg == "import-onnx-faithful") {
+      onnx = true;
+      legalize = arg == "import-onnx";
+    }
+  }
+  if (!onnx)
+    return std::nullopt;
+  // The options mlirTranslateMain would give (input, -o, the translation), plus the printer's and the
+  // import's own (--bind, --constant-input, --signature, above).
+  static llvm::cl::opt<std::string> input(llvm::cl::Positional, llvm::cl::desc("<input file>"), llvm::cl::init("-"));
+  static llvm::cl::opt<std::string> output("o", llvm::cl::desc("Output filename"), llvm::cl::value_desc("filename"),
+                                           llvm::cl::init("-"));
+  static llvm::cl::opt<bool> legal("import-onnx", llvm::cl::desc("import an ONNX model as a ptrain model graph"));
+  static llvm::cl::opt<bool> faithful("import-onnx-faithful",
+                                      llvm::cl::desc("import an ONNX model as ptrain.onnx_node ops"));
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  llvm::cl::ParseCommandLineOptions(argc, argv, "ptrain ONNX importer\n");
+  if (legal && faithful) {
+    llvm::errs() << "error: give one of --import-onnx and --import-onnx-faithful\n";
+    return 1;
+  }
+  // Memory-mapped, never copied (no null terminator needed): the scan of EmbeddedWeights.h touches only the
+  // pages with field headers.
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFileOrSTDIN(input, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    llvm::errs() << "error: cannot open input file '" << input << "': " << buffer.getError().message() << "\n";
+    return 1;
+  }
+  MLIRContext context;
+  context.loadDialect<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<Operation *> module = translateImport(sourceMgr, &context, legalize);
+  if (!module)
+    return 1;
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(output, &error);
+  if (!file) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  module->print(file->os());
+  file->os() << "\n";
+  file->keep();
+  return 0;
 }
 
 void mlir::ptrain::registerImportONNXTranslations() {

@@ -6,6 +6,8 @@
 
 #include "ptrain/Import/ONNX/Initializers.h"
 
+#include "ptrain/Import/ONNX/EmbeddedWeights.h"
+
 #include "onnx/onnx_pb.h"
 
 #include "llvm/ADT/APFloat.h"
@@ -225,11 +227,32 @@ ONNXInitializers::~ONNXInitializers() = default;
 ONNXInitializers::ONNXInitializers(ONNXInitializers &&) = default;
 ONNXInitializers &ONNXInitializers::operator=(ONNXInitializers &&) = default;
 
+/// The path external data at `location` (relative to the model's folder) has.
+static llvm::SmallString<256> externalPath(llvm::StringRef modelPath, llvm::StringRef location) {
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(modelPath));
+  llvm::sys::path::append(path, location);
+  return path;
+}
+
 llvm::Expected<ONNXInitializers> ONNXInitializers::open(llvm::StringRef modelPath) {
   ONNXInitializers result;
   result.modelPath = modelPath.str();
-  if (llvm::Error error = parseFile(modelPath, *result.model, "model"))
-    return std::move(error);
+  // The model file is memory-mapped and its embedded float weights are not parsed (copied) but become
+  // external data in the file itself (EmbeddedWeights.h): read() decodes them from the mapping.
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(modelPath, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return makeError(modelPath + ": cannot read: " + buffer.getError().message());
+  llvm::StringRef self = llvm::sys::path::filename(modelPath);
+  llvm::Expected<ExternalizedWeights> stripped = externalizeEmbeddedWeights((*buffer)->getBuffer(), self);
+  if (!stripped)
+    return makeError(modelPath + ": " + llvm::toString(stripped.takeError()));
+  if (stripped->model.size() > static_cast<size_t>(INT32_MAX))
+    return makeError(modelPath + ": a model of " + llvm::Twine(stripped->model.size()) +
+                     " bytes without its embedded weights is too large to parse");
+  if (!result.model->ParseFromString(stripped->model))
+    return makeError(modelPath + ": not a valid ONNX model (protobuf parse failed)");
+  result.externalFiles.try_emplace(externalPath(modelPath, self), std::move(*buffer));
   for (const onnx::TensorProto &init : result.model->graph().initializer())
     if (!result.byName.try_emplace(init.name(), &init).second)
       return makeError(modelPath + ": initializer '" + init.name() + "' appears twice");
@@ -273,8 +296,7 @@ llvm::Expected<Tensor> ONNXInitializers::read(llvm::StringRef name) {
       return makeError("has external data without a location");
     if (llvm::sys::path::is_absolute(location))
       return makeError("has an absolute external data location '" + location + "'");
-    llvm::SmallString<256> path(llvm::sys::path::parent_path(modelPath));
-    llvm::sys::path::append(path, location);
+    llvm::SmallString<256> path = externalPath(modelPath, location);
     auto cached = externalFiles.find(path);
     if (cached == externalFiles.end()) {
       llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =

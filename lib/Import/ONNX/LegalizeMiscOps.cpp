@@ -1,8 +1,8 @@
 //===- LegalizeMiscOps.cpp - ONNX Gemm and Dropout to model ops -*- C++ -*-===//
 //
-// Gemm-7/11 becomes transposes, a matmul and elementwise mul/add; inference-mode Dropout-12 is the
-// identity, training-mode Dropout `ptrain.dropout` keyed to the step counter. Semantics from the ONNX operator
-// definitions (https://onnx.ai/onnx/operators/).
+// Gemm-7/11 becomes transposes, a matmul and elementwise mul/add; Clip binary max/min with its bounds;
+// inference-mode Dropout-12 is the identity, training-mode Dropout `ptrain.dropout` keyed to the step counter.
+// Semantics from the ONNX operator definitions (https://onnx.ai/onnx/operators/).
 //
 //===----------------------------------------------------------------------===//
 
@@ -185,9 +185,35 @@ LogicalResult legalizeDropout(OnnxNodeOp node, IRRewriter &rewriter) {
   return replaceFirstOutput(node, y, rewriter);
 }
 
+/// Clip-6 (min/max attributes) and Clip-11+ (optional min/max inputs): binary max with min, then binary min
+/// with max.
+template <bool asInputs> LogicalResult legalizeClip(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, asInputs ? 3 : 1)))
+    return failure();
+  Location loc = node.getLoc();
+  Value y = node.getInputs()[0];
+  Type elt = cast<RankedTensorType>(y.getType()).getElementType();
+  auto bound = [&](unsigned input, StringRef attr) -> Value {
+    if (asInputs)
+      return node.getInputs().size() > input ? node.getInputs()[input] : Value();
+    if (auto value = node.getOnnxAttrs().getAs<FloatAttr>(attr))
+      return scalarConstant(rewriter, loc, elt, value.getValueAsDouble());
+    return Value();
+  };
+  if (Value lo = bound(1, "min"))
+    y = buildChecked<BinaryOp>(node, rewriter, BinaryKind::Max, y, lo);
+  if (Value hi = y ? bound(2, "max") : Value())
+    y = buildChecked<BinaryOp>(node, rewriter, BinaryKind::Min, y, hi);
+  if (!y)
+    return failure();
+  return replaceFirstOutput(node, y, rewriter);
+}
+
 } // namespace
 
 void onnx_import::populateMiscPatterns(PatternTable &t) {
+  t.onOp("Clip", 6, legalizeClip</*asInputs=*/false>);
+  t.onOp("Clip", 11, legalizeClip</*asInputs=*/true>);
   t.onOp("Gemm", 7, legalizeGemm7);
   t.onOp("Gemm", 11, legalizeGemm);
   t.onOp("Dropout", 7, legalizeDropout);

@@ -120,6 +120,15 @@ Value onnx_import::scalarConstant(OpBuilder &builder, Location loc, Type element
   return arith::ConstantOp::create(builder, loc, DenseElementsAttr::get(type, element));
 }
 
+Value onnx_import::negate(OpBuilder &builder, Location loc, Value x) {
+  Type elementType = cast<RankedTensorType>(x.getType()).getElementType();
+  if (isa<FloatType>(elementType))
+    return UnaryOp::create(builder, loc, UnaryKind::Neg, x);
+  if (!elementType.isSignlessInteger() || elementType.isInteger(1))
+    return nullptr;
+  return BinaryOp::create(builder, loc, BinaryKind::Sub, scalarConstant(builder, loc, elementType, 0.0), x);
+}
+
 void onnx_import::foldConstantOps(Block::iterator begin, Block::iterator end, IRRewriter &rewriter) {
   constexpr int64_t kMaxFoldedElements = int64_t(1) << 20;
   for (Operation &op : llvm::make_early_inc_range(llvm::make_range(begin, end))) {
@@ -270,13 +279,10 @@ LogicalResult legalizeNeg(OnnxNodeOp node, IRRewriter &rewriter) {
   if (failed(expectArity(node, 1, 1)))
     return failure();
   Value x = node.getInputs()[0];
-  Type elementType = cast<RankedTensorType>(x.getType()).getElementType();
-  if (isa<FloatType>(elementType))
-    return replaceWith<UnaryOp>(node, rewriter, UnaryKind::Neg, x);
-  if (!elementType.isSignlessInteger() || elementType.isInteger(1))
+  Value y = negate(rewriter, node.getLoc(), x);
+  if (!y)
     return nodeError(node) << "Neg of " << x.getType() << " is not supported (float or signed integers)";
-  return replaceWith<BinaryOp>(node, rewriter, BinaryKind::Sub,
-                               scalarConstant(rewriter, node.getLoc(), elementType, 0.0), x);
+  return replaceFirstOutput(node, y, rewriter);
 }
 
 LogicalResult legalizeMatMul(OnnxNodeOp node, IRRewriter &rewriter) {

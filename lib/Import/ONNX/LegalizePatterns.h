@@ -57,7 +57,7 @@ void populateMiscPatterns(PatternTable &table);
 /// Masks and selection: Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor, Where, Cast,
 /// Expand, Gather, Shape, Range, ConstantOfShape, Trilu (LegalizeSelectionOps.cpp).
 void populateSelectionPatterns(PatternTable &table);
-/// ReduceSum, ReduceMean, ReduceMax, Softmax, LogSoftmax (LegalizeReductions.cpp).
+/// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, Softmax, LogSoftmax (LegalizeReductions.cpp).
 void populateReductionPatterns(PatternTable &table);
 /// SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss (LegalizeLosses.cpp).
 void populateLossPatterns(PatternTable &table);
@@ -92,6 +92,9 @@ FailureOr<SmallVector<int64_t>> constantInts(OnnxNodeOp node, unsigned index, St
 
 /// A rank-0 constant of `elementType` (float or integer) holding `value`.
 Value scalarConstant(OpBuilder &builder, Location loc, Type elementType, double value);
+
+/// -x: `ptrain.unary neg` on floats, `ptrain.binary sub` from 0 on signed integers; null on other types.
+Value negate(OpBuilder &builder, Location loc, Value x);
 
 /// Whether `type`, computed by ptrain, agrees with `onnxType`, the node's result type from ONNX shape
 /// inference: equal, or `onnxType` is unranked (ONNX could not infer the shape) with the same element type.

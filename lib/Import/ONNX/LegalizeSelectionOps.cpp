@@ -1,10 +1,11 @@
 //===- LegalizeSelectionOps.cpp - ONNX masks, casts, gathers, generators -*- C++ -*-===//
 //
 // Comparisons and logical ops become ptrain.compare (i1 masks; ONNX BOOL is i1), Where becomes
-// ptrain.select, Cast ptrain.cast, Expand ptrain.broadcast_to, Gather ptrain.embedding (axis 0 of a 2-D float
-// table) or ptrain.gather. Shape, Range and ConstantOfShape become constants (shapes are static after --bind);
-// Trilu becomes a select with a constant triangular mask. Semantics from the ONNX operator definitions
-// (https://onnx.ai/onnx/operators/); constant operands fold afterwards (foldConstantOps).
+// ptrain.select, Cast and CastLike ptrain.cast, Expand ptrain.broadcast_to, Gather ptrain.embedding (axis 0 of a
+// 2-D float table) or ptrain.gather, GatherND with constant indices ptrain.gather on the flattened data. Shape, Range
+// and ConstantOfShape become constants (shapes are static after --bind); Trilu becomes a select with a constant
+// triangular mask. Semantics from the ONNX operator definitions (https://onnx.ai/onnx/operators/); constant operands
+// fold afterwards (foldConstantOps).
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,6 +100,66 @@ LogicalResult legalizeGather(OnnxNodeOp node, IRRewriter &rewriter) {
       !matchPattern(data, m_Constant()))
     return replaceWith<EmbeddingOp>(node, rewriter, data, indices);
   return replaceWith<GatherOp>(node, rewriter, data, indices, rewriter.getI64IntegerAttr(axis));
+}
+
+/// CastLike-15/19: Cast to the element type of the second input.
+LogicalResult legalizeCastLike(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 2, 2)))
+    return failure();
+  Value x = node.getInputs()[0];
+  auto type = cast<RankedTensorType>(x.getType());
+  Type to = cast<RankedTensorType>(node.getInputs()[1].getType()).getElementType();
+  if (type.getElementType() == to)
+    return replaceFirstOutput(node, x, rewriter);
+  auto op = CastOp::create(rewriter, node.getLoc(), type.clone(to), x);
+  return replaceChecked(node, op, rewriter);
+}
+
+/// GatherND-11/12/13 with constant indices and batch_dims 0 (the newest exporters index masks with it):
+/// data reshaped to [d0 * ... * d(q-1), d(q)...], the index tuples turned into flat constant indices, then
+/// ptrain.gather on axis 0, giving indices.shape[:-1] + data.shape[q:].
+LogicalResult legalizeGatherND(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 2, 2)))
+    return failure();
+  if (intAttr(node, "batch_dims", 0) != 0)
+    return attrError(node, "batch_dims") << "is " << intAttr(node, "batch_dims", 0) << "; only 0 is supported";
+  Value data = node.getInputs()[0];
+  auto dataType = cast<RankedTensorType>(data.getType());
+  auto indicesType = cast<RankedTensorType>(node.getInputs()[1].getType());
+  FailureOr<SmallVector<int64_t>> indices = constantInts(node, 1, "the indices");
+  if (failed(indices))
+    return failure();
+  int64_t q = indicesType.getRank() ? indicesType.getShape().back() : 0;
+  if (indicesType.getRank() == 0 || q < 1 || q > dataType.getRank())
+    return nodeError(node) << "the indices " << indicesType << " must end in a dimension of 1 to the rank of the data "
+                           << dataType;
+  int64_t outer = 1;
+  for (int64_t d = 0; d < q; ++d)
+    outer *= dataType.getDimSize(d);
+  SmallVector<int64_t> flatShape = {outer}, outShape(indicesType.getShape().drop_back());
+  for (int64_t d = q; d < dataType.getRank(); ++d)
+    flatShape.push_back(dataType.getDimSize(d));
+  SmallVector<int64_t> flat;
+  for (size_t t = 0; t < indices->size(); t += q) {
+    int64_t index = 0;
+    for (int64_t d = 0; d < q; ++d) {
+      int64_t i = (*indices)[t + d], size = dataType.getDimSize(d);
+      if (i < -size || i >= size)
+        return nodeError(node) << "index " << i << " is out of range for dimension " << d << " of " << dataType;
+      index = index * size + (i < 0 ? i + size : i);
+    }
+    flat.push_back(index);
+  }
+  Location loc = node.getLoc();
+  Value flatData = data;
+  if (ArrayRef<int64_t>(flatShape) != dataType.getShape())
+    flatData = ReshapeOp::create(rewriter, loc, dataType.clone(flatShape), data);
+  auto idxType = RankedTensorType::get(outShape, rewriter.getI64Type());
+  Value idx = arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(idxType, ArrayRef<int64_t>(flat)));
+  Value gathered = buildChecked<GatherOp>(node, rewriter, flatData, idx, rewriter.getI64IntegerAttr(0));
+  if (!gathered)
+    return failure();
+  return replaceFirstOutput(node, gathered, rewriter);
 }
 
 /// Shape-1/13/15: the (static) shape of the input as an i64 constant, sliced by `start`/`end` from 15.
@@ -253,6 +314,8 @@ void onnx_import::populateSelectionPatterns(PatternTable &t) {
   t.onOp("Cast", 6, legalizeCast);
   t.onOp("Expand", 8, legalizeExpand);
   t.onOp("Gather", 1, legalizeGather);
+  t.onOp("CastLike", 15, legalizeCastLike);
+  t.onOp("GatherND", 11, legalizeGatherND);
   t.onOp("Shape", 1, legalizeShape);
   t.onOp("Size", 1, legalizeSize);
   t.onOp("Range", 11, legalizeRange);

@@ -7,14 +7,33 @@
 #include "ModelProtoLoader.h"
 
 #include "BindDimensions.h"
+#include "ptrain/Import/ONNX/EmbeddedWeights.h"
 
 #include "onnx/shape_inference/implementation.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include <exception>
 
-std::string mlir::ptrain::onnx_import::loadModelProto(const std::string &bytes, onnx::ModelProto &model,
+std::string mlir::ptrain::onnx_import::loadModelProto(llvm::StringRef bytes, llvm::StringRef path,
+                                                      onnx::ModelProto &model,
                                                       const std::map<std::string, int64_t> &bindings) {
-  if (!model.ParseFromString(bytes))
+  // When `bytes` is the file at `path`, its embedded float weights stay there (EmbeddedWeights.h): only the
+  // rest of the model is copied and parsed. Otherwise (e.g. standard input) the whole message is parsed.
+  uint64_t fileSize = 0;
+  std::string stripped;
+  if (!llvm::sys::fs::file_size(path, fileSize) && fileSize == bytes.size()) {
+    llvm::Expected<onnx_data::ExternalizedWeights> result =
+        onnx_data::externalizeEmbeddedWeights(bytes, llvm::sys::path::filename(path));
+    if (!result)
+      return llvm::toString(result.takeError());
+    stripped = std::move(result->model);
+    bytes = stripped;
+  }
+  if (bytes.size() > static_cast<size_t>(INT32_MAX))
+    return "the model is too large for protobuf (" + std::to_string(bytes.size()) +
+           " bytes beside its embedded float weights; store the weights as external data)";
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return "not a valid ONNX model (the protobuf does not parse)";
   if (!model.has_graph())
     return "the ONNX model has no graph";

@@ -10,6 +10,7 @@
 #define PTRAIN_LIB_IMPORT_ONNX_MODELPROTOLOADER_H
 
 #include "onnx/onnx_pb.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
 #include <map>
@@ -17,10 +18,11 @@
 
 namespace mlir::ptrain::onnx_import {
 
-/// Parses `bytes` into `model` with protobuf's bool-returning API, binds the graph inputs' symbolic
-/// dimensions (BindDimensions.h) and runs ONNX shape inference on it, so that every value with a static shape
-/// gets a value_info. Returns "" on success, else what went wrong.
-std::string loadModelProto(const std::string &bytes, onnx::ModelProto &model,
+/// Parses `bytes` (the content of the model file `path`) into `model` with protobuf's bool-returning API,
+/// leaving embedded float weights in the file (EmbeddedWeights.h: they become external data of `path`),
+/// binds the graph inputs' symbolic dimensions (BindDimensions.h) and runs ONNX shape inference on it, so
+/// that every value with a static shape gets a value_info. Returns "" on success, else what went wrong.
+std::string loadModelProto(llvm::StringRef bytes, llvm::StringRef path, onnx::ModelProto &model,
                            const std::map<std::string, int64_t> &bindings);
 
 } // namespace mlir::ptrain::onnx_import

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace mlir::ptrain {
@@ -56,6 +57,12 @@ LogicalResult legalizeONNXNodes(ModuleOp module);
 
 /// Registers `--import-onnx` (faithful + legalized) and `--import-onnx-faithful` with mlir-translate.
 void registerImportONNXTranslations();
+
+/// ptrain-translate's path for `--import-onnx` and `--import-onnx-faithful` (nullopt for any other
+/// translation): the same options and output as mlirTranslateMain, but the model file is memory-mapped,
+/// where mlirTranslateMain would first copy the whole input (for a GPT-2 124M export with embedded weights,
+/// 500 MB) into memory. Returns the exit status.
+std::optional<int> importONNXMain(int argc, char **argv);
 
 } // namespace mlir::ptrain
 

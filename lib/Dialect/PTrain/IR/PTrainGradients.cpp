@@ -279,8 +279,6 @@ LogicalResult ReduceOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads
     operandGrads.push_back(nullptr);
     return success();
   }
-  if (getKind() == ReduceKind::Max)
-    return emitOpError() << "has no gradient rule for 'max' (ties make the subgradient ambiguous)";
   // dy with the reduced dimensions kept as 1, broadcast back to the input.
   SmallVector<int64_t> axes = getNormalizedAxes(), kept;
   int64_t count = 1;
@@ -293,6 +291,17 @@ LogicalResult ReduceOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads
   Value dy = resultGrads[0];
   if (cast<RankedTensorType>(dy.getType()).getShape() != ArrayRef<int64_t>(kept))
     dy = ReshapeOp::create(b, loc, inType.clone(kept), dy);
+  if (getKind() == ReduceKind::Max) {
+    // dy split evenly among the elements equal to the maximum (PyTorch's amax; ONNX ReduceMin is imported
+    // as -max(-x) and so gets amin's rule).
+    Value y = getResult();
+    if (cast<RankedTensorType>(y.getType()).getShape() != ArrayRef<int64_t>(kept))
+      y = ReshapeOp::create(b, loc, inType.clone(kept), y);
+    Value hits = CastOp::create(b, loc, inType, CompareOp::create(b, loc, CompareKind::Eq, getInput(), y));
+    Value ties = ReduceOp::create(b, loc, ReduceKind::Sum, hits, ArrayRef<int64_t>(axes), true);
+    operandGrads.push_back(binary(b, loc, BinaryKind::Mul, hits, binary(b, loc, BinaryKind::Div, dy, ties)));
+    return success();
+  }
   if (getKind() == ReduceKind::Mean)
     dy =
         binary(b, loc, BinaryKind::Mul, dy, scalar(b, loc, inType.getElementType(), 1.0 / std::max<int64_t>(count, 1)));
