@@ -93,19 +93,6 @@ INSTANTIATE_TEST_SUITE_P(Plans, BundledGptPlan,
 
 class BundledGptTensorParallelPlan : public ::testing::TestWithParam<Plan> {};
 
-/// One step of `plan` (tp > 1) on `l0` against the one-rank step over the same global batch `batches[0]`
-/// ([16 or more rows, S]), with `slicedParams` parameters sliced over tp and `params` parameters in all. Each
-/// tp rank's slice of a sliced parameter (and of its first moment) is compared with the same slice of the
-/// reference's; replicated parameters must be bit-equal on the tp ranks of a (dp, pp) coordinate: f hands
-/// every rank the same whole activation gradient, so each computes the same whole gradient.
-///
-/// Tolerances (f32, lr 1e-3): the loss within 1e-6 relative; every gradient, read as AdamW's first moment
-<<<<<<< HEAD
-/// after one step ((1 - beta1) g), within 1e-4 of its tensor's max |g| (measured: 2.6e-7 at most on the
-/// bundled GPT); every parameter within 2e-5 absolute (2e-2 of lr). The row-parallel linears and the f
-/// all-reduces sum over tp parts in another order than one rank's matmul; AdamW's first step,
-/// g / (|g| + eps), amplifies those f32 ulps where |g| is near eps = 1e-8 (measured: 9.7e-6 at most, in
-/// blocks.2.mlp.proj.weight).
 /// Part `part` of `global` in the layout of the state's `ptrain.tp_slice` (padded first when it is).
 Tensor sliceLike(const Tensor &global, DictionaryAttr slice, int64_t parts, int64_t part) {
   const int64_t dim = cast<IntegerAttr>(slice.get("dim")).getInt();
@@ -115,13 +102,18 @@ Tensor sliceLike(const Tensor &global, DictionaryAttr slice, int64_t parts, int6
   return llvm::cantFail(tensorParallelSlice(padded, dim, cast<IntegerAttr>(slice.get("groups")).getInt(), parts, part));
 }
 
-=======
+/// One step of `plan` (tp > 1) on `l0` against the one-rank step over the same global batch `batches[0]`
+/// ([16 or more rows, S]), with `slicedParams` parameters sliced over tp and `params` parameters in all. Each
+/// tp rank's slice of a sliced parameter (and of its first moment) is compared with the same slice of the
+/// reference's; replicated parameters must be bit-equal on the tp ranks of a (dp, pp) coordinate: f hands
+/// every rank the same whole activation gradient, so each computes the same whole gradient.
+///
+/// Tolerances (f32, lr 1e-3): the loss within 1e-6 relative; every gradient, read as AdamW's first moment
 /// after one step ((1 - beta1) g), within 1e-4 of its tensor's max |g|, or of 1e-3 of the model's largest
 /// |g| where that is more (measured: 2.6e-7 at most on the bundled GPT); every parameter within 2e-5 absolute (2e-2 of
 /// lr). The row-parallel linears and the f all-reduces sum over tp parts in another order than one rank's matmul;
 /// AdamW's first step, g / (|g| + eps), amplifies those f32 ulps where |g| is near eps = 1e-8 (measured: 9.7e-6 at
 /// most, in blocks.2.mlp.proj.weight).
->>>>>>> raise6
 void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const StateProvider &provider,
                                      const std::vector<Tensor> &batches, const Plan &plan, size_t slicedParams,
                                      int64_t params) {
@@ -239,7 +231,6 @@ TEST(TensorParallel, Gpt2MegatronTp2MatchesTheOneRankStep) {
                                   17);
 }
 
-<<<<<<< HEAD
 // gpt2_megatron with the vocabulary-parallel embedding and (untied) LM head at tp = 2, the vocabulary of 10
 // padded to 16 (vocab-multiple=4: a multiple of 8): 8 rows per rank, rank 1's last 6 zero and masked out of the
 // loss; 8 sliced parameters (the 6 above, the word embeddings and the head's [8, 10] weight by columns) of 17.
@@ -258,7 +249,6 @@ TEST(TensorParallel, Gpt2MegatronVocabParallelPaddedMatchesTheOneRankStep) {
                                   Plan{1, 1, 2, "1f1b", 1, 2, "", "vocab-parallel=true vocab-multiple=4"}, 8, 17);
 }
 
-=======
 /// The number of parameters of `module`.
 int64_t countParameters(ModuleOp module) {
   int64_t params = 0;
@@ -335,7 +325,6 @@ INSTANTIATE_TEST_SUITE_P(Plans, HuggingFaceGpt2TensorParallelPlan,
                          ::testing::Values(Plan{1, 1, 4, "1f1b", 1, 2}, Plan{1, 2, 4, "1f1b", 1, 2}),
                          [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
 
->>>>>>> raise6
 //===----------------------------------------------------------------------===//
 // Compressed plans (--ptrain-compress, docs/Compression.md) on the bundled GPT.
 //===----------------------------------------------------------------------===//
