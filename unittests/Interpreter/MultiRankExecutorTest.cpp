@@ -219,12 +219,7 @@ INSTANTIATE_TEST_SUITE_P(Plans, BundledGptTensorParallelPlan,
 TEST(TensorParallel, Gpt2MegatronTp2MatchesTheOneRankStep) {
   Plans plans;
   std::string path = std::string(PTRAIN_SOURCE_DIR) + "/../shared/data/onnx/gpt2_megatron.onnx";
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  ASSERT_TRUE(static_cast<bool>(buffer)) << "cannot read " << path;
-  mlir::ptrain::ImportONNXOptions options;
-  options.bindings = {{"batch_size", 2}, {"seq_len", 8}, {"past_seq_len", 0}};
-  options.applySignature = true;
-  OwningOpRef<ModuleOp> l0 = mlir::ptrain::importONNX((*buffer)->getBuffer(), path, &plans.context, options);
+  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path, {{"batch_size", 2}, {"seq_len", 8}, {"past_seq_len", 0}});
   StateProvider provider = plans.openInitialValues(path);
   ASSERT_TRUE(l0 && provider);
   expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 4, 8, 10, 5), Plan{1, 1, 2, "1f1b", 1, 2}, 6,
@@ -237,12 +232,7 @@ TEST(TensorParallel, Gpt2MegatronTp2MatchesTheOneRankStep) {
 TEST(TensorParallel, Gpt2MegatronVocabParallelPaddedMatchesTheOneRankStep) {
   Plans plans;
   std::string path = std::string(PTRAIN_SOURCE_DIR) + "/../shared/data/onnx/gpt2_megatron.onnx";
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  ASSERT_TRUE(static_cast<bool>(buffer)) << "cannot read " << path;
-  mlir::ptrain::ImportONNXOptions options;
-  options.bindings = {{"batch_size", 2}, {"seq_len", 8}, {"past_seq_len", 0}};
-  options.applySignature = true;
-  OwningOpRef<ModuleOp> l0 = mlir::ptrain::importONNX((*buffer)->getBuffer(), path, &plans.context, options);
+  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path, {{"batch_size", 2}, {"seq_len", 8}, {"past_seq_len", 0}});
   StateProvider provider = plans.openInitialValues(path);
   ASSERT_TRUE(l0 && provider);
   expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 4, 8, 10, 5),
