@@ -10,16 +10,21 @@ after. For each link rate this driver
      single-rank step equals the measured single-rank step; the link = the ping-pong's rate and latency);
   3. compiles the model with ptrain-compile --pp 2 --micro-batches M for every policy on that cluster file,
      with --report: the timing analysis' predicted iteration time of exactly the compiled plan;
-  4. runs each under ptrain-run with 2 ranks, rank 0 (stage 0) in node0 on core 0, rank 1 (stage 1) in node1
+  4. runs each under ptrain-run with 2 ranks, in R rounds that cycle through the policies (round r starts at
+     the r-th policy), so that a slow phase of the machine falls on every policy alike, rank 0 (stage 0) in node0 on core 0, rank 1 (stage 1) in node1
      on core 1 (agent.sh, OpenMPI's rsh agent), MPI over TCP on the veth addresses (--mca btl tcp,self), and
-     takes the median step time after the warm-up steps and the runtime's byte counters (ptrain-run --log).
+     takes the median step time after the warm-up steps of each run and the runtime's byte counters
+     (ptrain-run --log); a policy's measured time is the median over all its rounds' steps, its measured
+     speedup the median over rounds of the uncompressed plan's median / the policy's median in that round
+     (the step times of this shared, virtualized host drift by +-30% over minutes even at load 0: rounds
+     taken minutes apart are not comparable, neighbouring runs are).
 The rate "occ" is derived so that the modelled ratio of stage compute to p2p transfer time per micro-batch
 equals the Optimus-CC configuration's (bench/compression/ablation.py's plan; the derivation is printed);
 other rates are tc rates (1gbit, 200mbit, ...). Prints one markdown table per rate and writes results.json.
 
     sudo bash bench/cluster/run.sh [--build build] [--out out/bench-cluster] [--model models/gpt/gpt.onnx]
         [--micro-batches 4] [--steps 40] [--warmup 5] [--policies none,optimus-cc,mcbench,auto]
-        [--rates occ,1gbit] [--nice N]
+        [--rates occ,1gbit,20mbit] [--rounds 3] [--nice N]
 """
 
 import argparse
@@ -74,7 +79,9 @@ def parser():
     p.add_argument("--calibration-steps", type=int, default=20, help="steps of the single-rank calibration run")
     p.add_argument("--policies", default="none,optimus-cc,mcbench,auto",
                    help="comma-separated, from: " + ", ".join(POLICIES) + " (none first: the speedups' base)")
-    p.add_argument("--rates", default="occ,1gbit", help="comma-separated link rates: occ (derived) or tc rates")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="rounds of runs per rate, each running every policy once (order rotated per round)")
+    p.add_argument("--rates", default="occ,1gbit,20mbit", help="comma-separated link rates: occ (derived) or tc rates")
     p.add_argument("--nice", type=int, default=0,
                    help="niceness of the measured runs (ranks, ping-pong, CPU probe) and of their session's "
                         "scheduler autogroup, e.g. -20 on a machine loaded by others (root)")
@@ -101,6 +108,8 @@ def check_args(args):
     if args.warmup < 0 or args.steps < args.warmup + 3:
         raise BenchError(f"--steps {args.steps} --warmup {args.warmup}: need warmup >= 0 and at least 3 measured "
                          "steps")
+    if args.rounds < 1:
+        raise BenchError(f"--rounds {args.rounds}: at least 1")
     if args.calibration_steps < 3:
         raise BenchError(f"--calibration-steps {args.calibration_steps}: at least 3")
     if not -20 <= args.nice <= 19:
@@ -380,24 +389,50 @@ def bench(args, policies, rates):
             f"({link['rate_bytes_per_s'] / 1e6:.2f} MB/s)")
         cpath = cluster_file(os.path.join(folder, "cluster.json"), cpu, efficiency, link["rate_bytes_per_s"],
                              link["latency_s"], f"tbf {bits / 1e6:.1f} Mbit/s")
-        rows, reports = [], {}
+        reports, logs, errors = {}, {p: [] for p in policies}, {}
         for policy in policies:
-            plan_dir = os.path.join(folder, policy)
             try:
-                rep = reports[policy] = compile_plan(args, plan_dir, 2, policy, cpath)
-                log = train(args, cluster, plan_dir, args.steps, data, 2)
+                reports[policy] = compile_plan(args, os.path.join(folder, policy), 2, policy, cpath)
             except BenchError as e:
                 if policy == "none":
                     raise
                 say(f"  {policy}: FAILED: {e}")  # the other policies still run; the table says it failed
-                rows.append({"policy": policy, "error": str(e).splitlines()[0]})
+                errors[policy] = str(e).splitlines()[0]
+        for r in range(args.rounds):
+            order = policies[r % len(policies):] + policies[:r % len(policies)]
+            for policy in order:
+                if policy in errors:
+                    continue
+                try:
+                    logs[policy].append(train(args, cluster, os.path.join(folder, policy), args.steps, data, 2))
+                except BenchError as e:
+                    if policy == "none":
+                        raise
+                    say(f"  {policy}: FAILED: {e}")
+                    errors[policy] = str(e).splitlines()[0]
+                    continue
+                say(f"  round {r + 1}, {policy}: {median_step(logs[policy][-1], args.warmup) * 1e3:.2f} ms/iter")
+        rows = []
+        base_rounds = [median_step(log, args.warmup) for log in logs["none"]]
+        for policy in policies:
+            if policy in errors:
+                rows.append({"policy": policy, "error": errors[policy]})
                 continue
-            total, links = traffic_bytes(log)
-            rows.append({"policy": policy, "measured_s": median_step(log, args.warmup),
+            rep = reports[policy]
+            steps = [t for log in logs[policy] for t in log["step_seconds"][args.warmup:]]
+            per_round = [median_step(log, args.warmup) for log in logs[policy]]
+            speedups = [b / t for b, t in zip(base_rounds, per_round)]
+            total, links = traffic_bytes(logs[policy][-1])
+            rows.append({"policy": policy, "measured_s": statistics.median(steps),
+                         "round_s": per_round, "speedup": statistics.median(speedups),
+                         "speedup_range": [min(speedups), max(speedups)],
                          "predicted_s": rep["iteration_time_s"], "bytes": total, "links": links,
-                         "step_seconds": log["step_seconds"], "loss": log["train_loss"][-1]})
-            say(f"  {policy}: measured {rows[-1]['measured_s'] * 1e3:.2f} ms/iter, predicted "
-                f"{rep['iteration_time_s'] * 1e3:.2f} ms, {total:,.0f} B/iter")
+                         "step_seconds": [log["step_seconds"] for log in logs[policy]],
+                         "loss": logs[policy][-1]["train_loss"][-1]})
+            say(f"  {policy}: measured {rows[-1]['measured_s'] * 1e3:.2f} ms/iter (rounds: "
+                f"{', '.join(f'{t * 1e3:.1f}' for t in per_round)}), speedup {rows[-1]['speedup']:.3f} "
+                f"({min(speedups):.3f}-{max(speedups):.3f}), predicted {rep['iteration_time_s'] * 1e3:.2f} ms, "
+                f"{total:,.0f} B/iter")
         modelled = stage_ratio(reports["none"])
         results["rates"].append({"name": name, "tbf_bits": bits, "link": link, "rows": rows,
                                  "modelled_ratio": modelled["ratio"],
@@ -411,7 +446,8 @@ def bench(args, policies, rates):
 
 def print_tables(results, args):
     say(f"\nbundled GPT ({os.path.relpath(args.model, ROOT)}), pp=2, {args.micro_batches} micro-batches, 1F1B; "
-        f"median of steps {args.warmup + 1}-{args.steps}; load average {results['load_start'][0]:.1f} at the "
+        f"{args.rounds} rounds of {args.steps} steps per policy, median of steps {args.warmup + 1}-{args.steps} "
+        f"of each; load average {results['load_start'][0]:.1f} at the "
         f"start, {results['load_end'][0]:.1f} at the end; {results['seconds']:.0f} s")
     for rate in results["rates"]:
         link = rate["link"]
@@ -419,8 +455,8 @@ def print_tables(results, args):
             f" (target, Optimus-CC's: {rate['target_ratio']:.2f})" if rate["target_ratio"] else "")
         say(f"\nrate {rate['name']} (tbf {rate['tbf_bits'] / 1e6:.1f} Mbit/s; ping-pong "
             f"{link['rate_bytes_per_s'] * 8 / 1e6:.1f} Mbit/s, {link['latency_s'] * 1e6:.1f} us{ratio})\n")
-        say("| policy | measured s/iter | predicted s/iter | measured speedup | predicted speedup | "
-            "inter-node bytes/iter |")
+        say("| policy | measured s/iter | predicted s/iter | measured speedup (range over rounds) | predicted "
+            "speedup | inter-node bytes/iter |")
         say("|---|---|---|---|---|---|")
         base = rate["rows"][0]
         for r in rate["rows"]:
@@ -428,8 +464,8 @@ def print_tables(results, args):
                 say(f"| {r['policy']} | failed: {r['error']} | | | | |")
                 continue
             say(f"| {r['policy']} | {r['measured_s']:.4f} | {r['predicted_s']:.4f} | "
-                f"{base['measured_s'] / r['measured_s']:.3f} | {base['predicted_s'] / r['predicted_s']:.3f} | "
-                f"{r['bytes']:,.0f} |")
+                f"{r['speedup']:.3f} ({r['speedup_range'][0]:.3f}-{r['speedup_range'][1]:.3f}) | "
+                f"{base['predicted_s'] / r['predicted_s']:.3f} | {r['bytes']:,.0f} |")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 # runs the driver bench/cluster/cluster.py with its arguments:
 #
 #   sudo bash bench/cluster/run.sh [--build build] [--out out/bench-cluster] [--steps 40] [--warmup 5]
-#                                  [--policies none,optimus-cc,mcbench,auto] [--rates occ,1gbit] [--nice N]
+#                                  [--policies none,optimus-cc,mcbench,auto] [--rates occ,1gbit,20mbit] [--rounds 3] [--nice N]
 #   bash bench/cluster/run.sh --help
 #
 # Refuses (exit 2, nothing created) when not root, when `ip netns`, tc, taskset or mpirun is missing, when the
