@@ -163,7 +163,9 @@ def ptrain_run(args, plan_dir, data):
         raise BenchError(f"ptrain-run failed: {' '.join(map(shlex.quote, cmd))}\n{proc.stdout[-3000:]}")
     with open(log) as f:
         result = json.load(f)
-    return result["step_seconds"], result["step_cpu_seconds"], result["train_loss"]
+    # A build older than ptrain-run's step_cpu_seconds (a baseline): no CPU times (NaN).
+    cpu = result.get("step_cpu_seconds") or [math.nan] * len(result["step_seconds"])
+    return result["step_seconds"], cpu, result["train_loss"]
 
 
 def main(argv=None):
