@@ -9,7 +9,9 @@ on matrices, warm-up + cosine: the compiled step's), M micro-batches of the mode
 gradients accumulated over them (the compiled step's --micro-batches M), on the same batches (ptrain-run's
 windows of the same corpus). Each framework runs --repeats times, alternating (ptrain, PyTorch, ptrain, ...);
 a step's time is its training call alone (ptrain_step_train / forward + backward + optimizer step), the figure
-is the median step after --warmup steps, and tokens/s = M x batch x seq / that median. The first step's loss of
+is the median step after --warmup steps, and tokens/s = M x batch x seq / that median. The CPU time of the same
+calls (time.process_time: user + system of the process, all threads) is reported beside it, with its own ratio:
+on a machine loaded by others the wall time mostly measures the wait for the core. The first step's loss of
 both (before any update) must agree: it shows the two run the same model on the same data.
 
     /usr/bin/python3 bench/pytorch/tokens_per_s.py [--build build] [--out out/bench-pytorch] [--micro-batches 4]
@@ -129,13 +131,13 @@ def pytorch_run(args, cfg, batch_rows, weights, train):
     opt = torch.optim.AdamW([{"params": matrices, "weight_decay": WEIGHT_DECAY},
                              {"params": vectors, "weight_decay": 0.0}], lr=LR, betas=(0.9, 0.95), eps=1e-8)
     rows, seq, m = batch_rows * args.micro_batches, cfg.seq_len, args.micro_batches
-    times, losses = [], []
+    times, cpu, losses = [], [], []
     for i in range(args.steps):
         buf = make_batch(train, rows, seq, args.seed * 1000003 + i)
         tokens = torch.tensor(list(buf), dtype=torch.int64).view(rows, seq)
         for g in opt.param_groups:
             g["lr"] = lr_at(i + 1, args.steps)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         total = 0.0
         for k in range(m):
             x = tokens[k * batch_rows:(k + 1) * batch_rows]
@@ -145,8 +147,9 @@ def pytorch_run(args, cfg, batch_rows, weights, train):
         opt.step()
         opt.zero_grad(set_to_none=True)
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         losses.append(total)
-    return times, losses
+    return times, cpu, losses
 
 
 def ptrain_run(args, plan_dir, data):
@@ -160,7 +163,9 @@ def ptrain_run(args, plan_dir, data):
         raise BenchError(f"ptrain-run failed: {' '.join(map(shlex.quote, cmd))}\n{proc.stdout[-3000:]}")
     with open(log) as f:
         result = json.load(f)
-    return result["step_seconds"], result["train_loss"]
+    # A build older than ptrain-run's step_cpu_seconds (a baseline): no CPU times (NaN).
+    cpu = result.get("step_cpu_seconds") or [math.nan] * len(result["step_seconds"])
+    return result["step_seconds"], cpu, result["train_loss"]
 
 
 def main(argv=None):
@@ -224,30 +229,39 @@ def bench(args):
           f"{cfg.vocab_size}; {args.micro_batches} micro-batches of {batch_rows} = {tokens} tokens per step; core "
           f"{args.core}, one thread; torch {torch.__version__}; load {os.getloadavg()[0]:.1f}", flush=True)
     runs = {"ptrain": [], "pytorch": []}
+    cpu_runs = {"ptrain": [], "pytorch": []}
     losses = {}
     for r in range(args.repeats):
         for name in ("ptrain", "pytorch"):
-            times, loss = ptrain_run(args, plan, data) if name == "ptrain" else \
+            times, cpu, loss = ptrain_run(args, plan, data) if name == "ptrain" else \
                 pytorch_run(args, cfg, batch_rows, weights, train)
             med = statistics.median(times[args.warmup:])
+            cpu_med = statistics.median(cpu[args.warmup:])
             runs[name].append(med)
+            cpu_runs[name].append(cpu_med)
             losses.setdefault(name, loss)
             print(f"  repeat {r + 1} {name:<8} median {med * 1e3:8.2f} ms/step  {tokens / med:>10,.0f} tok/s  "
-                  f"(first loss {loss[0]:.6f}, last {loss[-1]:.4f})", flush=True)
+                  f"CPU {cpu_med * 1e3:8.2f} ms/step  (first loss {loss[0]:.6f}, last {loss[-1]:.4f})", flush=True)
     diff = abs(losses["ptrain"][0] - losses["pytorch"][0]) / abs(losses["pytorch"][0])
     best = {k: min(v) for k, v in runs.items()}
+    best_cpu = {k: min(v) for k, v in cpu_runs.items()}
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}\n")
-    print("| framework | median s/step (best repeat) | tokens/s | first-step loss |")
-    print("|---|---|---|---|")
+    print("| framework | median s/step (best repeat) | tokens/s | median CPU s/step (best repeat) | "
+          "tokens per CPU-second | first-step loss |")
+    print("|---|---|---|---|---|---|")
     for name in ("ptrain", "pytorch"):
-        print(f"| {name} | {best[name]:.4f} | {tokens / best[name]:,.0f} | {losses[name][0]:.6f} |")
+        print(f"| {name} | {best[name]:.4f} | {tokens / best[name]:,.0f} | {best_cpu[name]:.4f} | "
+              f"{tokens / best_cpu[name]:,.0f} | {losses[name][0]:.6f} |")
     print(f"\ntokens/s ptrain / PyTorch = {best['pytorch'] / best['ptrain']:.3f} (per repeat: " +
           ", ".join(f"{p / q:.3f}" for q, p in zip(runs["ptrain"], runs["pytorch"])) +
+          f"); per CPU-second {best_cpu['pytorch'] / best_cpu['ptrain']:.3f} (per repeat: " +
+          ", ".join(f"{p / q:.3f}" for q, p in zip(cpu_runs["ptrain"], cpu_runs["pytorch"])) +
           f"); first-step losses differ by {diff:.2e} relative")
     if diff > 1e-4:
         raise BenchError(f"the first-step losses differ by {diff:.2e} relative: not the same model or data")
     with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump({"tokens_per_step": tokens, "median_s": runs, "first_loss": {k: v[0] for k, v in losses.items()},
+        json.dump({"tokens_per_step": tokens, "median_s": runs, "median_cpu_s": cpu_runs,
+                   "cpu_ratio": best_cpu["pytorch"] / best_cpu["ptrain"], "first_loss": {k: v[0] for k, v in losses.items()},
                    "ratio": best["pytorch"] / best["ptrain"]}, f, indent=1)
 
 

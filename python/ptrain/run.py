@@ -39,7 +39,8 @@ LEP cosine). At the end, python/ptrain/plots.py draws the PNGs beside the log (a
 
 --mpirun-args adds options to the mpirun command after the defaults (e.g. the hosts, rsh agent and TCP interfaces
 of the emulated two-node cluster, bench/cluster/run.sh). The log (--log) also has "step_seconds", each training
-step's wall time on rank 0 (ptrain_step_train alone), for medians.
+step's wall time on rank 0 (ptrain_step_train alone), for medians, and "step_cpu_seconds", the CPU time (user +
+system, all threads) of rank 0's process in that call, which other load on the machine disturbs less.
 
 Errors are messages and a nonzero exit, never a hang: every communication has the runtime's deadline
 (PTRAIN_COMM_TIMEOUT_S, --timeout) and names the operation, the peer or group, the size (and a collective's
@@ -559,7 +560,8 @@ def work(args):
             run_log.flush()
 
     log = {"plan": {k: plan[k] for k in PLAN_KEYS if k not in ("library",)}, "steps": args.steps, "start_step": start,
-           "seed": args.seed, "tokens_per_step": dp * rows * seq, "train_loss": [], "val_loss": [], "step_seconds": []}
+           "seed": args.seed, "tokens_per_step": dp * rows * seq, "train_loss": [], "val_loss": [], "step_seconds": [],
+           "step_cpu_seconds": []}
     log["plan"]["dp"] = dp
     log["plan"]["tp"] = tp
     log["plan"]["policy"] = plan.get("policy", "none")
@@ -580,9 +582,10 @@ def work(args):
         if step.set_step is not None:
             step.set_step(i + 1)
         stall(rank.value, i + 1)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         loss = step.loss("ptrain_step_train", tokens)
         dt = time.perf_counter() - t0
+        log["step_cpu_seconds"].append(time.process_time() - c0)
         elapsed += dt
         if not math.isfinite(loss):
             raise RunError(f"step {i + 1}: the loss is {loss}")

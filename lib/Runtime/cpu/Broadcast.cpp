@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common/Status.h"
+#include "cpu/StridedWalk.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -71,22 +72,50 @@ ptrain_status_t broadcastStrides(const char *call, const char *what,
   return PTRAIN_OK;
 }
 
-double apply(int32_t kind, double a, double b) {
+/// One row of a binary op: out[i] = op(a[i * sa], b[i * sb]) with the
+/// strides 0 or 1, as four loops the compiler vectorizes. out may equal a or
+/// b (each element is read before it is written).
+template <typename Op>
+void binaryRow(const float *a, int64_t sa, const float *b, int64_t sb, float *out, int64_t len, Op op) {
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < len; ++i)
+      out[i] = op(a[i], b[i]);
+  } else if (sa == 1) {
+    const float bv = b[0];
+    for (int64_t i = 0; i < len; ++i)
+      out[i] = op(a[i], bv);
+  } else if (sb == 1) {
+    const float av = a[0];
+    for (int64_t i = 0; i < len; ++i)
+      out[i] = op(av, b[i]);
+  } else {
+    const float v = op(a[0], b[0]);
+    for (int64_t i = 0; i < len; ++i)
+      out[i] = v;
+  }
+}
+
+/// The binary ops on floats. Add, sub, mul and div round the exact result
+/// once, as the fp64 computation rounded to fp32 does (53 >= 2 * 24 + 2 bits:
+/// the double rounding is innocuous), so they are computed in fp32; pow in
+/// fp64.
+template <typename F> void withBinaryOp(int32_t kind, F f) {
   switch (kind) {
   case PTRAIN_BINARY_ADD:
-    return a + b;
+    return f([](float a, float b) { return a + b; });
   case PTRAIN_BINARY_SUB:
-    return a - b;
+    return f([](float a, float b) { return a - b; });
   case PTRAIN_BINARY_MUL:
-    return a * b;
+    return f([](float a, float b) { return a * b; });
   case PTRAIN_BINARY_DIV:
-    return a / b;
+    return f([](float a, float b) { return a / b; });
   case PTRAIN_BINARY_POW:
-    return std::pow(a, b);
+    return f(
+        [](float a, float b) { return static_cast<float>(std::pow(static_cast<double>(a), static_cast<double>(b))); });
   case PTRAIN_BINARY_MAX:
-    return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
+    return f([](float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); });
   default: // PTRAIN_BINARY_MIN, checked by the caller.
-    return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
+    return f([](float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); });
   }
 }
 } // namespace
@@ -112,23 +141,19 @@ ptrain_binary_f32(int32_t kind, const float *a, int32_t a_rank,
                                           out_rank, out_dims, bStride));
   if (n == 0)
     return PTRAIN_OK;
-  // Walk the result in order with an odometer; out may not alias a or b
-  // unless it has the same shape (the read precedes the write).
-  int64_t index[kMaxRank] = {};
-  int64_t ai = 0, bi = 0;
-  for (int64_t o = 0; o < n; ++o) {
-    out[o] = static_cast<float>(apply(kind, a[ai], b[bi]));
-    for (int32_t d = out_rank - 1; d >= 0; --d) {
-      if (++index[d] < out_dims[d]) {
-        ai += aStride[d];
-        bi += bStride[d];
-        break;
-      }
-      ai -= aStride[d] * (out_dims[d] - 1);
-      bi -= bStride[d] * (out_dims[d] - 1);
-      index[d] = 0;
-    }
+  // Walk the result row by row; out may not alias a or b unless it has the
+  // same shape (the read precedes the write).
+  int64_t strides[2][kMaxRank] = {};
+  for (int32_t d = 0; d < out_rank; ++d) {
+    strides[0][d] = aStride[d];
+    strides[1][d] = bStride[d];
   }
+  const auto walk = ptrain::runtime::collapseDims<2>(out_rank, out_dims, strides);
+  const int64_t len = walk.rowLength(), sa = walk.rowStride(0), sb = walk.rowStride(1);
+  withBinaryOp(kind, [&](auto op) {
+    ptrain::runtime::forEachRow(
+        walk, [&](int64_t o, const int64_t *at) { binaryRow(a + at[0], sa, b + at[1], sb, out + o, len, op); });
+  });
   return PTRAIN_OK;
 }
 
@@ -154,18 +179,26 @@ extern "C" ptrain_status_t ptrain_sum_to_f32(const float *x, int32_t rank,
                                  static_cast<long long>(outCount));
   for (int64_t i = 0; i < outCount; ++i)
     acc[i] = 0.0;
-  int64_t index[kMaxRank] = {};
-  int64_t oi = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    acc[oi] += x[i];
-    for (int32_t d = rank - 1; d >= 0; --d) {
-      if (++index[d] < dims[d]) {
-        oi += outStride[d];
-        break;
+  // Row by row over x; each accumulator still adds its elements in x's order.
+  if (n > 0) {
+    int64_t strides[1][kMaxRank] = {};
+    for (int32_t d = 0; d < rank; ++d)
+      strides[0][d] = outStride[d];
+    const auto walk = ptrain::runtime::collapseDims<1>(rank, dims, strides);
+    const int64_t len = walk.rowLength(), so = walk.rowStride(0);
+    ptrain::runtime::forEachRow(walk, [&](int64_t i, const int64_t *at) {
+      const float *xr = x + i;
+      double *accr = acc + at[0];
+      if (so == 1) {
+        for (int64_t c = 0; c < len; ++c)
+          accr[c] += xr[c];
+      } else {
+        double sum = accr[0];
+        for (int64_t c = 0; c < len; ++c)
+          sum += xr[c];
+        accr[0] = sum;
       }
-      oi -= outStride[d] * (dims[d] - 1);
-      index[d] = 0;
-    }
+    });
   }
   for (int64_t i = 0; i < outCount; ++i)
     out[i] = static_cast<float>(acc[i]);

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common/Status.h"
+#include "cpu/VectorMath.h"
 
 #include <cmath>
 
@@ -29,7 +30,7 @@ ptrain_status_t countTargets(const char *call, const int32_t *targets,
 }
 } // namespace
 
-extern "C" ptrain_status_t
+extern "C" PTRAIN_VECTOR_CLONES ptrain_status_t
 ptrain_cross_entropy_fwd_f32(const float *logits, const int32_t *targets,
                              int64_t n, int64_t vocab, float *out_loss,
                              float *out_lse) {
@@ -48,9 +49,19 @@ ptrain_cross_entropy_fwd_f32(const float *logits, const int32_t *targets,
     float maxVal = row[0];
     for (int64_t j = 1; j < vocab; ++j)
       maxVal = row[j] > maxVal ? row[j] : maxVal;
+    // The exponentials a chunk at a time (a vectorized loop, cpu/VectorMath.h),
+    // summed in order.
+    constexpr int64_t kChunk = 64;
     double sum = 0.0;
-    for (int64_t j = 0; j < vocab; ++j)
-      sum += std::exp(static_cast<double>(row[j]) - maxVal);
+    for (int64_t j0 = 0; j0 < vocab; j0 += kChunk) {
+      const int64_t len = vocab - j0 < kChunk ? vocab - j0 : kChunk;
+      double e[kChunk];
+      for (int64_t j = 0; j < len; ++j)
+        e[j] = ptrain::runtime::expNonPositive(static_cast<double>(row[j0 + j]) -
+                                               maxVal);
+      for (int64_t j = 0; j < len; ++j)
+        sum += e[j];
+    }
     const double lse = maxVal + std::log(sum);
     out_lse[i] = static_cast<float>(lse);
     if (targets[i] >= 0)
@@ -60,7 +71,7 @@ ptrain_cross_entropy_fwd_f32(const float *logits, const int32_t *targets,
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t
+extern "C" PTRAIN_VECTOR_CLONES ptrain_status_t
 ptrain_cross_entropy_bwd_f32(float dloss, const float *logits,
                              const int32_t *targets, const float *lse,
                              int64_t n, int64_t vocab, float *out_dlogits) {
@@ -84,7 +95,8 @@ ptrain_cross_entropy_bwd_f32(float dloss, const float *logits,
     }
     const double l = lse[i];
     for (int64_t j = 0; j < vocab; ++j)
-      drow[j] = static_cast<float>(coef * std::exp(row[j] - l));
+      drow[j] = static_cast<float>(
+          coef * ptrain::runtime::expNonPositive(row[j] - l)); // l >= max
     drow[targets[i]] -= static_cast<float>(coef);
   }
   return PTRAIN_OK;

@@ -1,7 +1,8 @@
 //===- Gemm.cpp - Batched fp32 GEMM through CBLAS -------------------------===//
 //
 // C_p = alpha op(A_p) op(B_p) + beta C_p for each batch entry p, one
-// cblas_sgemm per entry (row-major). See ptrain_runtime.h for the layout.
+// cblas_sgemm per entry (row-major), or one for the whole batch when it
+// shares B and A, C are contiguous. See ptrain_runtime.h for the layout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +45,14 @@ ptrain_gemm_f32(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
   const int ldc = static_cast<int>(n);
   const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  // A batch of row-major A_p against one shared B (stride_b 0: a weight
+  // matrix applied to [batch, m, k] activations) is one GEMM of batch * m rows
+  // when A's and C's entries follow each other.
+  if (batch > 1 && k > 0 && stride_b == 0 && !trans_a && stride_a == m * k && stride_c == m * n &&
+      batch * m <= INT_MAX) {
+    m *= batch;
+    batch = 1;
+  }
   for (int64_t p = 0; p < batch; ++p) {
     float *cp = c + p * stride_c;
     if (k == 0) {
@@ -52,12 +61,10 @@ ptrain_gemm_f32(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
         cp[i] = beta == 0.0f ? 0.0f : beta * cp[i];
       continue;
     }
-    if (beta == 0.0f) {
-      // OpenBLAS honours beta = 0, but the reference BLAS semantics only
-      // promise it; clear C so a NaN in uninitialized memory cannot leak.
-      for (int64_t i = 0; i < m * n; ++i)
-        cp[i] = 0.0f;
-    }
+    // beta = 0: BLAS does not read C ("when BETA is supplied as zero then C
+    // need not be set on input", the reference sgemm; OpenBLAS zero-fills it
+    // in its beta pass), so a NaN in uninitialized memory cannot leak and C
+    // is not cleared here.
     cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m),
                 static_cast<int>(n), static_cast<int>(k), alpha,
                 a + p * stride_a, lda, b + p * stride_b, ldb, beta, cp, ldc);

@@ -6,6 +6,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "common/Status.h"
+#include "cpu/StridedWalk.h"
+
+#include <cstring>
 
 namespace {
 constexpr int32_t kMaxRank = 8;
@@ -45,19 +48,44 @@ extern "C" ptrain_status_t ptrain_permute_f32(const float *x, int32_t rank,
     srcStride[i] = inStride[perm[i]];
   }
 
-  // Walk the output in order with an odometer over its index.
-  int64_t index[kMaxRank] = {};
-  int64_t src = 0;
-  for (int64_t o = 0; o < total; ++o) {
-    out[o] = x[src];
-    for (int32_t d = rank - 1; d >= 0; --d) {
-      if (++index[d] < outDims[d]) {
-        src += srcStride[d];
-        break;
-      }
-      src -= srcStride[d] * (outDims[d] - 1);
-      index[d] = 0;
-    }
+  // Row by row over the output (dims that stay adjacent merged): a row read
+  // contiguously is one memcpy; otherwise, when the dim above the row is read
+  // contiguously (a transpose of the last two dims), the pair is copied in
+  // square tiles so that both sides stay in cache; else a strided gather.
+  int64_t strides[1][kMaxRank] = {};
+  for (int32_t i = 0; i < rank; ++i)
+    strides[0][i] = srcStride[i];
+  auto walk = ptrain::runtime::collapseDims<1>(rank, outDims, strides);
+  const int64_t len = walk.rowLength(), step = walk.rowStride(0);
+  if (step == 1 || walk.rank < 2 || walk.strides[0][walk.rank - 2] != 1) {
+    ptrain::runtime::forEachRow(walk, [&](int64_t o, const int64_t *at) {
+      const float *src = x + at[0];
+      float *dst = out + o;
+      if (step == 1)
+        std::memcpy(dst, src, static_cast<size_t>(len) * sizeof(float));
+      else
+        for (int64_t c = 0; c < len; ++c)
+          dst[c] = src[c * step];
+    });
+    return PTRAIN_OK;
   }
+  // Transposed matrices: out[r][c] = src[r + c * step] for r < rows, c < len.
+  const int64_t rows = walk.dims[walk.rank - 2];
+  ptrain::runtime::StridedWalk<1> outer = walk;
+  outer.rank -= 1;
+  outer.dims[outer.rank - 1] = 1; // one "row" of the outer walk per matrix
+  constexpr int64_t kTile = 16;
+  ptrain::runtime::forEachRow(outer, [&](int64_t m, const int64_t *at) {
+    const float *src = x + at[0];
+    float *dst = out + m * rows * len;
+    for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+      for (int64_t c0 = 0; c0 < len; c0 += kTile) {
+        const int64_t r1 = r0 + kTile < rows ? r0 + kTile : rows;
+        const int64_t c1 = c0 + kTile < len ? c0 + kTile : len;
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t c = c0; c < c1; ++c)
+            dst[r * len + c] = src[r + c * step];
+      }
+  });
   return PTRAIN_OK;
 }

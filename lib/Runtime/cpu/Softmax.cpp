@@ -7,12 +7,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "common/Status.h"
+#include "cpu/VectorMath.h"
 
-#include <cmath>
-
-extern "C" ptrain_status_t ptrain_softmax_fwd_f32(const float *x, int64_t rows,
-                                                  int64_t cols, int32_t causal,
-                                                  float *out_y) {
+extern "C" PTRAIN_VECTOR_CLONES ptrain_status_t
+ptrain_softmax_fwd_f32(const float *x, int64_t rows, int64_t cols,
+                       int32_t causal, float *out_y) {
   PTRAIN_CHECK_SIZE(rows);
   PTRAIN_CHECK_SIZE(cols);
   PTRAIN_CHECK_PTR(x);
@@ -31,12 +30,14 @@ extern "C" ptrain_status_t ptrain_softmax_fwd_f32(const float *x, int64_t rows,
     float maxVal = xr[0];
     for (int64_t c = 1; c < valid; ++c)
       maxVal = xr[c] > maxVal ? xr[c] : maxVal;
+    // exp in fp64 (cpu/VectorMath.h, vectorized), rounded to fp32 and
+    // summed in fp64 in order.
+    for (int64_t c = 0; c < valid; ++c)
+      yr[c] = static_cast<float>(ptrain::runtime::expNonPositive(
+          static_cast<double>(xr[c] - maxVal)));
     double sum = 0.0;
-    for (int64_t c = 0; c < valid; ++c) {
-      const float e = std::exp(xr[c] - maxVal);
-      yr[c] = e;
-      sum += e;
-    }
+    for (int64_t c = 0; c < valid; ++c)
+      sum += yr[c];
     const float inv = static_cast<float>(1.0 / sum);
     for (int64_t c = 0; c < valid; ++c)
       yr[c] *= inv;

@@ -19,13 +19,14 @@
 #include "ptrain/Target/Cpp/EmitCpp.h"
 
 #include "CppTypes.h"
-#include "EmitHelpers.h"
 #include "EmitCodecs.h"
 #include "EmitCollectives.h"
+#include "EmitHelpers.h"
 #include "EmitModelOps.h"
 #include "EmitOptimizer.h"
 #include "EmitTelemetry.h"
 #include "EmitTraffic.h"
+#include "GemmFusion.h"
 #include "MemoryPlan.h"
 #include "OpGeometry.h"
 #include "RuntimeCallTable.h"
@@ -49,6 +50,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <type_traits>
 
 using namespace mlir;
@@ -241,6 +243,7 @@ private:
   std::string arena; ///< the C array this function's buffers live in
 
   SmallVector<Operation *> ops;
+  std::optional<GemmFusion> gemms; ///< transposes and batch sums read by GEMMs (GemmFusion.h)
   llvm::DenseMap<Operation *, int64_t> opIndex;
   llvm::DenseMap<Value, Storage> storage;
   std::vector<BufferInterval> plan;
@@ -412,7 +415,7 @@ void FunctionEmitter::planStorage() {
   };
   for (Operation *op : ops) {
     int64_t i = opIndex[op];
-    for (Value operand : op->getOperands()) {
+    for (Value operand : llvm::concat<Value>(op->getOperands(), gemms->extraReads(op))) {
       Value root = rootOf(operand);
       lastUse[root] = std::max(lastUse.lookup(root), i);
     }
@@ -480,7 +483,7 @@ void FunctionEmitter::planStorage() {
   for (Operation *op : ops)
     for (Value result : op->getResults()) {
       Storage &s = storage[result];
-      if (s.kind != Storage::Arena)
+      if (s.kind != Storage::Arena || gemms->isFolded(op))
         continue;
       plan.push_back({opIndex[op], lastUse[result], bytesOf(result)});
       s.buffer = plan.size() - 1;
@@ -524,7 +527,11 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   block.clear();
   // Declare the results' pointers.
   std::string decls;
+  if (gemms->isFolded(op))
+    decls = "  // not materialized: its users read its operands in their GEMMs (GemmFusion.h)\n";
   for (Value result : op->getResults()) {
+    if (gemms->isFolded(op))
+      break;
     const Storage &s = storage[result];
     if (auto request = dyn_cast<RequestType>(result.getType()); request && !request.getValueType()) {
       decls += "  ptrain_request_t " + s.name + "_request = nullptr;\n";
@@ -622,11 +629,14 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cpp");
             if (failed(g))
               return failure();
+            if (gemms->isFolded(m))
+              return success(); // computed by the sum_to of its result
+            GemmOperand a = gemms->operand(m, 0), b = gemms->operand(m, 1);
             return call(RuntimeCall::ptrain_gemm_f32,
-                        {"0", "0", std::to_string(g->batch), std::to_string(g->rows), std::to_string(g->cols),
-                         std::to_string(g->k), "1.0f", ptr(m.getLhs()), std::to_string(g->strideA),
-                         ptr(m.getRhs()), std::to_string(g->strideB), "0.0f", ptr(m.getResult()),
-                         std::to_string(g->rows * g->cols)});
+                        {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
+                         std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f", ptr(a.source),
+                         std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB), "0.0f",
+                         ptr(m.getResult()), std::to_string(g->rows * g->cols)});
           })
           .Case<LayerNormOp>([&](LayerNormOp ln) -> LogicalResult {
             ArrayRef<int64_t> x = shapeOf(ln.getInput());
@@ -688,6 +698,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                 {ptr(g.getGrad()), ptr(g.getInput()), std::to_string(countOf(g.getInput())), ptr(g.getResult())});
           })
           .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
+            if (gemms->isFolded(t))
+              return success(); // every user reads the input with BLAS's transpose flag
             ArrayRef<int64_t> x = shapeOf(t.getInput());
             if (x.size() <= 1)
               return call(RuntimeCall::ptrain_copy_bytes,
@@ -744,6 +756,16 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Case<SumToOp>([&](SumToOp s) -> LogicalResult {
             Value x = s.getInput(), out = s.getResult();
+            if (MatmulOp m = gemms->summedMatmul(s)) {
+              // sum_b A_b B_b as one GEMM over the batch-long contraction (A stored transposed, GemmFusion.h).
+              FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cpp");
+              if (failed(g))
+                return failure();
+              return call(RuntimeCall::ptrain_gemm_f32,
+                          {"1", "0", "1", std::to_string(g->rows), std::to_string(g->cols),
+                           std::to_string(g->batch * g->k), "1.0f", ptr(gemms->operand(m, 0).source), "0",
+                           ptr(gemms->operand(m, 1).source), "0", "0.0f", ptr(out), "0"});
+            }
             std::string xd = dims(shapeOf(x), "dims"), od = dims(shapeOf(out), "out_dims");
             return call(RuntimeCall::ptrain_sum_to_f32, {ptr(x), std::to_string(shapeOf(x).size()), xd,
                                                           std::to_string(shapeOf(out).size()), od, ptr(out)});
@@ -891,6 +913,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
 LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   if (failed(checkOps()))
     return failure();
+  gemms.emplace(ops);
   planStorage();
   // Dry run: every op's emitter requests its scratch, which is planned like any buffer. The text of this
   // pass is discarded; the constant arrays it wrote are too.

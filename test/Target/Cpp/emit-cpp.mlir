@@ -72,11 +72,11 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
 // CHECK: PTRAIN_STEP_CALL(ptrain_cast_i64_i32(arg0, 8, [[IDS:.*]]));
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_embedding_fwd_f32([[W]], [[IDS]], 8, 16, 8, [[X]]));
 // CHECK: // "/head/Transpose"
-// CHECK: static const int32_t perm[2] = {1, 0};
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_permute_f32([[W]], 2, dims, perm, [[WT:v[0-9]+]]));
-// The batch of the weight operand is broadcast: stride 0.
+// CHECK-NEXT: // ptrain.transpose
+// CHECK-NEXT: // not materialized: its users read its operands in their GEMMs (GemmFusion.h)
+// W^T is read from W with the transpose flag; the batch of the weight operand is broadcast: stride 0.
 // CHECK: // "/head/MatMul"
-// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(0, 0, 2, 4, 16, 8, 1.0f, [[X]], 32, [[WT]], 0, 0.0f, [[LOGITS:v[0-9]+]], 64));
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(0, 1, 2, 4, 16, 8, 1.0f, [[X]], 32, [[W]], 0, 0.0f, [[LOGITS:v[0-9]+]], 64));
 // CHECK: PTRAIN_STEP_CALL(ptrain_slice([[LOGITS]], 4, 3, dims, offsets, out_dims, [[PRED:v[0-9]+]]));
 // Labels are the i64 tokens shifted by one (8-byte elements).
 // CHECK: PTRAIN_STEP_CALL(ptrain_slice(arg0, 8, 2, dims, offsets, out_dims, [[LABELS:v[0-9]+]]));
@@ -85,7 +85,11 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
 // CHECK: PTRAIN_STEP_CALL(ptrain_cross_entropy_bwd_f32([[ONE]][0], [[PRED]],
 // CHECK: PTRAIN_STEP_CALL(ptrain_zero_bytes([[DL:v[0-9]+]], 512));
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_insert_slice({{v[0-9]+}}, 4, 3, x_dims, offsets, out_dims, [[DL]]));
-// CHECK: PTRAIN_STEP_CALL(ptrain_sum_to_f32({{v[0-9]+}}, 3, dims, 2, out_dims, {{v[0-9]+}}));
+// The weight gradient x^T dlogits summed over the batch: one GEMM over batch * seq (GemmFusion.h).
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 8, 16, 8, 1.0f, [[X]], 0, [[DL]], 0, 0.0f, [[DWT:v[0-9]+]], 0));
+// CHECK: PTRAIN_STEP_CALL(ptrain_permute_f32([[DWT]], 2, dims, perm, {{v[0-9]+}}));
+// (W^T)^T is W itself.
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(0, 0, 2, 4, 8, 16, 1.0f, [[DL]], 64, [[W]], 0, 0.0f, {{v[0-9]+}}, 32));
 // CHECK: PTRAIN_STEP_CALL(ptrain_zero_bytes([[DW2:v[0-9]+]], 512));
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_embedding_bwd_f32({{v[0-9]+}}, {{.*}}, 8, 16, 8, [[DW2]]));
 // CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD, {{v[0-9]+}}, 2, a_dims, [[DW2]], 2, b_dims, 2, out_dims, [[DW:v[0-9]+]]));

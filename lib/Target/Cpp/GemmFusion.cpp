@@ -1,0 +1,94 @@
+//===- GemmFusion.cpp - Transposes and batch sums folded into GEMMs -------===//
+//
+// See GemmFusion.h. The analysis walks the function backwards, so a
+// transpose's users are decided before the transpose itself.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmFusion.h"
+
+#include "CppTypes.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::cpp;
+
+namespace {
+bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
+
+/// A transpose of an f32 tensor that swaps the last two dims and keeps the others.
+bool swapsLastTwo(TransposeOp t) {
+  ArrayRef<int64_t> perm = t.getPerm();
+  const int64_t r = perm.size();
+  if (r < 2 || !isF32(t.getInput()))
+    return false;
+  for (int64_t i = 0; i + 2 < r; ++i)
+    if (perm[i] != i)
+      return false;
+  return perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
+}
+
+/// `v` through the chain of last-two-dims transposes that made it.
+GemmOperand resolve(Value v) {
+  GemmOperand g{v, false};
+  while (auto t = g.source.getDefiningOp<TransposeOp>()) {
+    if (!swapsLastTwo(t))
+      break;
+    g.source = t.getInput();
+    g.transposed = !g.transposed;
+  }
+  return g;
+}
+
+/// The output shape of a sum_to without leading 1s.
+ArrayRef<int64_t> withoutLeadingOnes(ArrayRef<int64_t> shape) {
+  while (!shape.empty() && shape.front() == 1)
+    shape = shape.drop_front();
+  return shape;
+}
+} // namespace
+
+GemmFusion::GemmFusion(ArrayRef<Operation *> ops) {
+  for (Operation *op : llvm::reverse(ops)) {
+    if (auto m = dyn_cast<MatmulOp>(op)) {
+      reads[op] = {operand(m, 0).source, operand(m, 1).source};
+      continue;
+    }
+    if (auto s = dyn_cast<SumToOp>(op)) {
+      auto m = s.getInput().getDefiningOp<MatmulOp>();
+      if (!m || !s.getInput().hasOneUse() || !isF32(s.getResult()))
+        continue;
+      // Both operands carry the whole batch (at least 2 entries): A_b, B_b follow each other in memory.
+      ArrayRef<int64_t> product = tensorOf(m.getResult()).getShape();
+      ArrayRef<int64_t> batch = product.drop_back(2);
+      GemmOperand a = operand(m, 0), b = operand(m, 1);
+      if (numElements(batch) < 2 || tensorOf(m.getLhs()).getShape().drop_back(2) != batch ||
+          tensorOf(m.getRhs()).getShape().drop_back(2) != batch || !a.transposed || b.transposed ||
+          withoutLeadingOnes(tensorOf(s.getResult()).getShape()) != product.take_back(2))
+        continue;
+      summed[op] = m;
+      folded.insert(m);
+      reads[op] = {a.source, b.source};
+      continue;
+    }
+    // A transpose is not needed when every user reads through it: a matmul (any operand resolves through
+    // every last-two-dims transpose above it) or a transpose that is not needed either.
+    auto t = dyn_cast<TransposeOp>(op);
+    if (!t || !swapsLastTwo(t) || t.getResult().use_empty())
+      continue;
+    if (llvm::all_of(t.getResult().getUsers(),
+                     [&](Operation *user) { return isa<MatmulOp>(user) || folded.contains(user); }))
+      folded.insert(op);
+  }
+}
+
+GemmOperand GemmFusion::operand(MatmulOp m, unsigned index) const {
+  return resolve(index == 0 ? m.getLhs() : m.getRhs());
+}
+
+ArrayRef<Value> GemmFusion::extraReads(Operation *op) const {
+  auto it = reads.find(op);
+  return it == reads.end() ? ArrayRef<Value>() : ArrayRef<Value>(it->second);
+}

@@ -1,0 +1,58 @@
+//===- GemmFusion.h - Transposes and batch sums folded into GEMMs -*- C++ -*-===//
+//
+// What --emit-cpp hands to one ptrain_gemm_f32 call instead of materializing
+// (docs/CodegenCpu.md, "GEMM operands"):
+//   - a matmul operand made by ptrain.transpose ops that swap only the last
+//     two dims (ONNX's Gemm/Linear weights, autodiff's x^T and W^T) is read
+//     from the transposes' input with BLAS's transpose flag; a transpose whose
+//     every use is read that way is not emitted;
+//   - ptrain.sum_to over the batch of a batched matmul whose only use it is
+//     (a weight gradient sum_b x_b^T dy_b) is one GEMM over the batch-long
+//     contraction, sum_b A_b B_b = [A_0 ... A_{n-1}] [B_0; ...; B_{n-1}], when
+//     A is stored transposed and B as is (both stacks are then plain
+//     row-major matrices); the matmul is not emitted. This changes the
+//     summation order (fp32 over n k terms instead of n fp32 partial products
+//     summed in fp64), within fp32 rounding.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TARGET_CPP_GEMMFUSION_H
+#define PTRAIN_TARGET_CPP_GEMMFUSION_H
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::ptrain::cpp {
+
+/// A GEMM operand: the buffer read and whether it holds the operand's
+/// transpose (last two dims swapped).
+struct GemmOperand {
+  Value source;
+  bool transposed = false;
+};
+
+class GemmFusion {
+public:
+  /// Analyzes the ops of one function body, in order.
+  explicit GemmFusion(ArrayRef<Operation *> ops);
+
+  /// Operand `index` (0 lhs, 1 rhs) of `m` as the GEMM reads it.
+  GemmOperand operand(MatmulOp m, unsigned index) const;
+  /// The matmul `s` sums over its batch in one GEMM, or null.
+  MatmulOp summedMatmul(SumToOp s) const { return summed.lookup(s.getOperation()); }
+  /// An op whose result only fused consumers read: nothing is emitted for it.
+  bool isFolded(Operation *op) const { return folded.contains(op); }
+  /// Buffers `op`'s emitted code reads besides its operands (they must stay live until `op`).
+  ArrayRef<Value> extraReads(Operation *op) const;
+
+private:
+  llvm::DenseMap<Operation *, MatmulOp> summed;
+  llvm::DenseSet<Operation *> folded;
+  llvm::DenseMap<Operation *, SmallVector<Value, 2>> reads;
+};
+
+} // namespace mlir::ptrain::cpp
+
+#endif // PTRAIN_TARGET_CPP_GEMMFUSION_H
