@@ -10,12 +10,14 @@ using namespace mlir::ptrain;
 #define GET_OP_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainCodecPhaseOps.cpp.inc"
 
-/// (C1) of the phase ops: the codec accepts `type`; its (n, m) in `nm`.
-static LogicalResult verifyPhaseCodec(Operation *op, PowerSGDAttr codec, RankedTensorType type,
-                                      std::pair<int64_t, int64_t> &nm) {
+/// (C1) of the phase ops: the codec accepts `type`; the factor types P (n x r) and Q (m x r) of its view.
+static LogicalResult verifyPhaseCodec(Operation *op, PowerSGDAttr codec, RankedTensorType type, RankedTensorType &pType,
+                                      RankedTensorType &qType) {
   if (failed(cast<CodecAttrInterface>(codec).verifyForType([&] { return op->emitOpError(); }, type)))
     return failure();
-  nm = *MatrixViewAttr::getMatrixShape(codec.getView(), type, nullptr);
+  auto [n, m] = *MatrixViewAttr::getMatrixShape(codec.getView(), type, nullptr);
+  pType = RankedTensorType::get({n, codec.getRank()}, type.getElementType());
+  qType = RankedTensorType::get({m, codec.getRank()}, type.getElementType());
   return success();
 }
 
@@ -28,13 +30,10 @@ static LogicalResult expectType(Operation *op, StringRef what, Type actual, Type
 
 LogicalResult PowerSGDPhasePOp::verify() {
   auto type = getInput().getType();
-  std::pair<int64_t, int64_t> nm;
   PowerSGDAttr codec = getCodec();
-  if (failed(verifyPhaseCodec(*this, codec, type, nm))) // (C1)
+  RankedTensorType pType, qType;
+  if (failed(verifyPhaseCodec(*this, codec, type, pType, qType))) // (C1)
     return failure();
-  const int64_t r = codec.getRank();
-  Type elt = type.getElementType();
-  auto pType = RankedTensorType::get({nm.first, r}, elt), qType = RankedTensorType::get({nm.second, r}, elt);
   // (C2)
   if (getResidual() && failed(expectType(*this, "residual", getResidual().getType(), type)))
     return failure();
@@ -54,16 +53,14 @@ LogicalResult PowerSGDPhasePOp::verify() {
 
 LogicalResult PowerSGDPhaseQOp::verify() {
   auto type = cast<RankedTensorType>(getMatrix().getType());
-  std::pair<int64_t, int64_t> nm;
   PowerSGDAttr codec = getCodec();
-  if (failed(verifyPhaseCodec(*this, codec, type, nm))) // (C1)
+  RankedTensorType pType, qType;
+  if (failed(verifyPhaseCodec(*this, codec, type, pType, qType))) // (C1)
     return failure();
-  const int64_t r = codec.getRank();
-  if ((nm.first + nm.second) * r >= nm.first * nm.second)
-    return emitOpError() << "rank " << r << " on a " << nm.first << " x " << nm.second
+  const int64_t n = pType.getDimSize(0), m = qType.getDimSize(0), r = codec.getRank();
+  if ((n + m) * r >= n * m)
+    return emitOpError() << "rank " << r << " on a " << n << " x " << m
                          << " matrix is PowerSGD's exact path ((n + m) r >= n m), which has no power step";
-  Type elt = type.getElementType();
-  auto pType = RankedTensorType::get({nm.first, r}, elt), qType = RankedTensorType::get({nm.second, r}, elt);
   // (C2)
   if (failed(expectType(*this, "p", getP().getType(), pType)) ||
       failed(expectType(*this, "p_hat", getPHat().getType(), pType)) ||
@@ -74,13 +71,10 @@ LogicalResult PowerSGDPhaseQOp::verify() {
 
 LogicalResult PowerSGDFinishOp::verify() {
   auto type = cast<RankedTensorType>(getMatrix().getType());
-  std::pair<int64_t, int64_t> nm;
   PowerSGDAttr codec = getCodec();
-  if (failed(verifyPhaseCodec(*this, codec, type, nm))) // (C1)
+  RankedTensorType pType, qType;
+  if (failed(verifyPhaseCodec(*this, codec, type, pType, qType))) // (C1)
     return failure();
-  const int64_t r = codec.getRank();
-  Type elt = type.getElementType();
-  auto pType = RankedTensorType::get({nm.first, r}, elt), qType = RankedTensorType::get({nm.second, r}, elt);
   // (C2), (C3)
   if (failed(expectType(*this, "p_hat", getPHat().getType(), pType)) ||
       failed(expectType(*this, "q", getQ().getType(), qType)) ||
