@@ -18,11 +18,14 @@
 
 #include "ptrain/Interpreter/Kernels.h"
 
+#include "ptrain/Interpreter/CodecPhases.h"
+
 #include "ptrain/Runtime/ptrain_runtime.h"
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -493,5 +496,85 @@ mlir::ptrain::interp::evalCompressedAllReduce(CompressedAllReduceStartOp op, llv
       newStates.push_back(std::move(t));
     results.emplace_back(fromFloats(type.getShape(), out), std::move(newStates));
   }
+  return results;
+}
+
+//===----------------------------------------------------------------------===//
+// PowerSGD phases (--ptrain-expand-codecs)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The (n, m, r) of a phase op's PowerSGD codec on `type`, checking that the kernels can read it.
+llvm::Expected<std::array<int64_t, 3>> phaseShape(PowerSGDAttr codec, RankedTensorType type) {
+  llvm::Expected<ptrain_codec_t> d = descriptorOf(cast<CodecAttrInterface>(codec), type);
+  if (!d)
+    return d.takeError();
+  auto [n, m] = matrixOf(codec, type);
+  return std::array<int64_t, 3>{n, m, codec.getRank()};
+}
+} // namespace
+
+llvm::Expected<std::vector<Tensor>>
+mlir::ptrain::interp::evalPowerSGDPhaseP(PowerSGDPhasePOp op, llvm::function_ref<const Tensor &(Value)> get) {
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  llvm::Expected<std::array<int64_t, 3>> shape = phaseShape(op.getCodec(), type);
+  if (!shape)
+    return shape.takeError();
+  auto [n, m, r] = *shape;
+  std::vector<float> g = toFloats(get(op.getInput()));
+  std::vector<float> matrix = op.getResidual() ? toFloats(get(op.getResidual())) : std::vector<float>();
+  // Q0 in the q buffer: the warm start (zero columns redrawn), or all zero, so that every column is drawn
+  // from the seed as the kernel draws a missing Q0.
+  std::vector<float> q = op.getWarmStartQ() ? toFloats(get(op.getWarmStartQ())) : std::vector<float>(m * r, 0.0f);
+  std::vector<float> p(static_cast<size_t>(n * r));
+  const bool exact = (n + m) * r >= n * m;
+  std::vector<float> code(exact ? static_cast<size_t>(m * r) : 0);
+  if (ptrain_status_t status =
+          ptrain_powersgd_phase_p_f32(g.data(), op.getResidual() ? matrix.data() : nullptr, exact ? nullptr : q.data(),
+                                      1, n, m, r, /*seed=*/0, p.data(), exact ? code.data() : q.data()))
+    return kernelError(status);
+  std::vector<Tensor> results;
+  results.push_back(fromFloats(type.getShape(), op.getResidual() ? matrix : g));
+  results.push_back(fromFloats({n, r}, p));
+  results.push_back(fromFloats({m, r}, exact ? code : q));
+  return results;
+}
+
+llvm::Expected<std::vector<Tensor>>
+mlir::ptrain::interp::evalPowerSGDPhaseQ(PowerSGDPhaseQOp op, llvm::function_ref<const Tensor &(Value)> get) {
+  auto type = cast<RankedTensorType>(op.getMatrix().getType());
+  llvm::Expected<std::array<int64_t, 3>> shape = phaseShape(op.getCodec(), type);
+  if (!shape)
+    return shape.takeError();
+  auto [n, m, r] = *shape;
+  std::vector<float> matrix = toFloats(get(op.getMatrix())), p = toFloats(get(op.getP()));
+  std::vector<float> q(static_cast<size_t>(m * r));
+  if (ptrain_status_t status = ptrain_powersgd_phase_q_f32(matrix.data(), 1, n, m, r, p.data(), q.data()))
+    return kernelError(status);
+  std::vector<Tensor> results;
+  results.push_back(fromFloats({n, r}, p));
+  results.push_back(fromFloats({m, r}, q));
+  return results;
+}
+
+llvm::Expected<std::vector<Tensor>>
+mlir::ptrain::interp::evalPowerSGDFinish(PowerSGDFinishOp op, llvm::function_ref<const Tensor &(Value)> get) {
+  auto type = cast<RankedTensorType>(op.getMatrix().getType());
+  llvm::Expected<std::array<int64_t, 3>> shape = phaseShape(op.getCodec(), type);
+  if (!shape)
+    return shape.takeError();
+  auto [n, m, r] = *shape;
+  std::vector<float> p = toFloats(get(op.getPHat())), q = toFloats(get(op.getQ()));
+  std::vector<float> residual = toFloats(get(op.getMatrix())), out(static_cast<size_t>(n * m));
+  // The kernel leaves the Q state alone on the exact path: it starts as Q, so the result is Q there.
+  std::vector<float> qState = q;
+  if (ptrain_status_t status =
+          ptrain_powersgd_finish_f32(p.data(), q.data(), 1, n, m, r, op.getAlpha().convertToFloat(),
+                                     op.getBeta().convertToFloat(), out.data(), residual.data(), qState.data()))
+    return kernelError(status);
+  std::vector<Tensor> results;
+  results.push_back(fromFloats(type.getShape(), out));
+  results.push_back(fromFloats(type.getShape(), residual));
+  results.push_back(fromFloats({m, r}, qState));
   return results;
 }

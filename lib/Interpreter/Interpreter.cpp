@@ -10,6 +10,7 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
+#include "ptrain/Interpreter/CodecPhases.h"
 #include "ptrain/Interpreter/Kernels.h"
 #include "ptrain/Interpreter/StepKernels.h"
 #include "ptrain/Interpreter/TransformerKernels.h"
@@ -244,6 +245,9 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
       })
       .Case([&](CompressOp c) -> Result { return evalCompress(c, get); })
       .Case([&](DecompressOp d) -> Result { return evalDecompress(d, get); })
+      .Case([&](PowerSGDPhasePOp o) -> Result { return evalPowerSGDPhaseP(o, get); })
+      .Case([&](PowerSGDPhaseQOp o) -> Result { return evalPowerSGDPhaseQ(o, get); })
+      .Case([&](PowerSGDFinishOp o) -> Result { return evalPowerSGDFinish(o, get); })
       .Default([&](Operation *) -> Result { return std::nullopt; });
 }
 

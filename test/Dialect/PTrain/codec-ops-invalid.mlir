@@ -269,3 +269,111 @@ func.func @compressed_all_reduce_c7(%g: tensor<8x16xf32>) {
   %r = "ptrain.compressed_all_reduce_start"(%g) <{codec = #ptrain.cast<bf16>, grid = @grid, grid_axes = ["dp"], operandSegmentSizes = array<i32: 1, 0, 0>, reduction = #ptrain<reduction sum>}> : (tensor<8x16xf32>) -> !ptrain.request<tensor<8x8xf32>>
   return
 }
+
+// -----
+
+// powersgd_phase_p (C1): a PowerSGD codec (the attribute's type).
+func.func @phase_p_c1(%g: tensor<4x4xf32>) {
+  // expected-error@+1 {{'ptrain.powersgd_phase_p' op attribute 'codec' failed to satisfy constraint: PowerSGD low-rank compression}}
+  %m, %p, %q = ptrain.powersgd_phase_p %g {codec = #ptrain.topk<k = 2>} : tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+// powersgd_phase_p (C1): the codec accepts the input (rank <= min(n, m)).
+func.func @phase_p_c1_rank(%g: tensor<4x4xf32>) {
+  // expected-error@+1 {{PowerSGD rank 5 exceeds min(n, m) = 4}}
+  %m, %p, %q = ptrain.powersgd_phase_p %g {codec = #ptrain.powersgd<rank = 5, warm_start = false>} : tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x5xf32>, tensor<4x5xf32>
+  return
+}
+
+// -----
+
+// powersgd_phase_p (C2): the residual has the input type.
+func.func @phase_p_c2(%g: tensor<4x4xf32>, %e: tensor<4x3xf32>) {
+  // expected-error@+1 {{'ptrain.powersgd_phase_p' op residual must have type 'tensor<4x4xf32>', got 'tensor<4x3xf32>'}}
+  %m, %p, %q = ptrain.powersgd_phase_p %g residual(%e) {codec = #ptrain.powersgd<rank = 1, warm_start = false>} : tensor<4x4xf32> residual(tensor<4x3xf32>) -> tensor<4x4xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+// powersgd_phase_p (C3): a warm-starting codec needs warm_start_q.
+func.func @phase_p_c3(%g: tensor<4x4xf32>) {
+  // expected-error@+1 {{'ptrain.powersgd_phase_p' op the codec warm-starts: warm_start_q is required}}
+  %m, %p, %q = ptrain.powersgd_phase_p %g {codec = #ptrain.powersgd<rank = 1>} : tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+// powersgd_phase_p (C3): warm_start_q is m x r.
+func.func @phase_p_c3_type(%g: tensor<4x4xf32>, %q0: tensor<4x2xf32>) {
+  // expected-error@+1 {{'ptrain.powersgd_phase_p' op warm_start_q must have type 'tensor<4x1xf32>', got 'tensor<4x2xf32>'}}
+  %m, %p, %q = ptrain.powersgd_phase_p %g warm_start_q(%q0) {codec = #ptrain.powersgd<rank = 1>} : tensor<4x4xf32> warm_start_q(tensor<4x2xf32>) -> tensor<4x4xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+// powersgd_phase_p (C4): P is n x r.
+func.func @phase_p_c4(%g: tensor<8x4xf32>) {
+  // expected-error@+1 {{'ptrain.powersgd_phase_p' op p must have type 'tensor<8x1xf32>', got 'tensor<4x1xf32>'}}
+  %m, %p, %q = ptrain.powersgd_phase_p %g {codec = #ptrain.powersgd<rank = 1, warm_start = false>} : tensor<8x4xf32> -> tensor<8x4xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+// powersgd_phase_q (C1): not on the exact path (a 1-D tensor is a 1 x 8 matrix).
+func.func @phase_q_c1(%m: tensor<8xf32>, %p: tensor<1x1xf32>) {
+  // expected-error@+1 {{'ptrain.powersgd_phase_q' op rank 1 on a 1 x 8 matrix is PowerSGD's exact path ((n + m) r >= n m), which has no power step}}
+  %ph, %q = ptrain.powersgd_phase_q %m, %p {codec = #ptrain.powersgd<rank = 1>} : tensor<8xf32>, tensor<1x1xf32> -> tensor<1x1xf32>, tensor<8x1xf32>
+  return
+}
+
+// -----
+
+// powersgd_phase_q (C2): Q is m x r.
+func.func @phase_q_c2(%m: tensor<4x4xf32>, %p: tensor<4x1xf32>) {
+  // expected-error@+1 {{'ptrain.powersgd_phase_q' op q must have type 'tensor<4x1xf32>', got 'tensor<4x2xf32>'}}
+  %ph, %q = ptrain.powersgd_phase_q %m, %p {codec = #ptrain.powersgd<rank = 1>} : tensor<4x4xf32>, tensor<4x1xf32> -> tensor<4x1xf32>, tensor<4x2xf32>
+  return
+}
+
+// -----
+
+// powersgd_finish (C1): a PowerSGD codec (the attribute's type).
+func.func @finish_c1(%p: tensor<4x1xf32>, %q: tensor<4x1xf32>, %m: tensor<4x4xf32>) {
+  // expected-error@+1 {{'ptrain.powersgd_finish' op attribute 'codec' failed to satisfy constraint: PowerSGD low-rank compression}}
+  %o, %e, %w = ptrain.powersgd_finish %p, %q, %m {codec = #ptrain.cast<f16>, alpha = 1.0 : f32, beta = 1.0 : f32} : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+// powersgd_finish (C2): P^ is n x r.
+func.func @finish_c2(%p: tensor<3x1xf32>, %q: tensor<4x1xf32>, %m: tensor<4x4xf32>) {
+  // expected-error@+1 {{'ptrain.powersgd_finish' op p_hat must have type 'tensor<4x1xf32>', got 'tensor<3x1xf32>'}}
+  %o, %e, %w = ptrain.powersgd_finish %p, %q, %m {codec = #ptrain.powersgd<rank = 1>, alpha = 1.0 : f32, beta = 1.0 : f32} : tensor<3x1xf32>, tensor<4x1xf32>, tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+// powersgd_finish (C3): the result has the matrix type.
+func.func @finish_c3(%p: tensor<4x1xf32>, %q: tensor<4x1xf32>, %m: tensor<4x4xf32>) {
+  // expected-error@+1 {{'ptrain.powersgd_finish' op result must have type 'tensor<4x4xf32>', got 'tensor<16xf32>'}}
+  %o, %e, %w = ptrain.powersgd_finish %p, %q, %m {codec = #ptrain.powersgd<rank = 1>, alpha = 1.0 : f32, beta = 1.0 : f32} : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x4xf32> -> tensor<16xf32>, tensor<4x4xf32>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+// powersgd_finish (C4): alpha and beta are finite and > 0.
+func.func @finish_c4(%p: tensor<4x1xf32>, %q: tensor<4x1xf32>, %m: tensor<4x4xf32>) {
+  // expected-error@+1 {{'ptrain.powersgd_finish' op beta must be finite and > 0, got 0}}
+  %o, %e, %w = ptrain.powersgd_finish %p, %q, %m {codec = #ptrain.powersgd<rank = 1>, alpha = 1.0 : f32, beta = 0.0 : f32} : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x1xf32>
+  return
+}

@@ -107,3 +107,20 @@ func.func @compressed_all_reduce(%g: tensor<512x128xf32>, %e: tensor<512x128xf32
   %v = ptrain.wait %r : !ptrain.request<tensor<512x128xf32>>
   return %v : tensor<512x128xf32>
 }
+
+// The PowerSGD phases of --ptrain-expand-codecs round-trip (custom and generic form).
+// CHECK-LABEL: func.func @powersgd_phases
+func.func @powersgd_phases(%g: tensor<512x128xf32>, %e: tensor<512x128xf32>, %q0: tensor<128x8xf32>)
+    -> (tensor<512x128xf32>, tensor<512x128xf32>, tensor<128x8xf32>) {
+  // CHECK: ptrain.powersgd_phase_p %{{.*}} residual(%{{.*}}) warm_start_q(%{{.*}}) {codec = #ptrain.powersgd<rank = 8>} : tensor<512x128xf32> residual(tensor<512x128xf32>) warm_start_q(tensor<128x8xf32>) -> tensor<512x128xf32>, tensor<512x8xf32>, tensor<128x8xf32>
+  %m, %p, %q = ptrain.powersgd_phase_p %g residual(%e) warm_start_q(%q0) {codec = #ptrain.powersgd<rank = 8>}
+      : tensor<512x128xf32> residual(tensor<512x128xf32>) warm_start_q(tensor<128x8xf32>)
+      -> tensor<512x128xf32>, tensor<512x8xf32>, tensor<128x8xf32>
+  // CHECK: ptrain.powersgd_phase_q %{{.*}}, %{{.*}} {codec = #ptrain.powersgd<rank = 8>} : tensor<512x128xf32>, tensor<512x8xf32> -> tensor<512x8xf32>, tensor<128x8xf32>
+  %ph, %qi = ptrain.powersgd_phase_q %m, %p {codec = #ptrain.powersgd<rank = 8>}
+      : tensor<512x128xf32>, tensor<512x8xf32> -> tensor<512x8xf32>, tensor<128x8xf32>
+  // CHECK: ptrain.powersgd_finish %{{.*}}, %{{.*}}, %{{.*}} {alpha = 5.000000e-01 : f32, beta = 5.000000e-01 : f32, codec = #ptrain.powersgd<rank = 8>} : tensor<512x8xf32>, tensor<128x8xf32>, tensor<512x128xf32> -> tensor<512x128xf32>, tensor<512x128xf32>, tensor<128x8xf32>
+  %out, %e1, %q1 = ptrain.powersgd_finish %ph, %qi, %m {codec = #ptrain.powersgd<rank = 8>, alpha = 0.5 : f32, beta = 0.5 : f32}
+      : tensor<512x8xf32>, tensor<128x8xf32>, tensor<512x128xf32> -> tensor<512x128xf32>, tensor<512x128xf32>, tensor<128x8xf32>
+  return %out, %e1, %q1 : tensor<512x128xf32>, tensor<512x128xf32>, tensor<128x8xf32>
+}

@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainCodecPhaseOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTypes.h"
@@ -43,6 +44,10 @@ void PTrainDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "ptrain/Dialect/PTrain/IR/PTrainCodecOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "ptrain/Dialect/PTrain/IR/PTrainCodecPhaseOps.cpp.inc"
       >();
   addOperations<
 #define GET_OP_LIST
