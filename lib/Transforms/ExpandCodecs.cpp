@@ -1,13 +1,13 @@
 //===- ExpandCodecs.cpp - high-level codec collectives into phases --*- C++ -*-===//
 //
-// --ptrain-expand-codecs: see the pass description in ExpandCodecs.td and docs/Compression.md ("Expansion").
+// --ptrain-expand-codecs: see the pass description in Passes.td and docs/Compression.md ("Expansion").
 // Data-parallel PowerSGD (Vogels et al. 2019, Algorithm 1 with Algorithm 2's error feedback) as its three
 // phase ops around two plain all-reduces: P = M Q0, all-reduce P, P^ = orth(P), Q = M^T P^, all-reduce Q,
 // decode alpha P^ Q^T, residual M - P^ Q^T / N, warm-start Q / N.
 //
 //===----------------------------------------------------------------------===//
 
-#include "ptrain/Transforms/ExpandCodecs.h"
+#include "ptrain/Transforms/Passes.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainCodecPhaseOps.h"
 
@@ -20,7 +20,7 @@
 
 namespace mlir::ptrain {
 #define GEN_PASS_DEF_EXPANDCODECSPASS
-#include "ptrain/Transforms/ExpandCodecs.h.inc"
+#include "ptrain/Transforms/Passes.h.inc"
 } // namespace mlir::ptrain
 
 using namespace mlir;

@@ -9,7 +9,7 @@
 #include "PlanHarness.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainCodecPhaseOps.h"
-#include "ptrain/Transforms/ExpandCodecs.h"
+#include "ptrain/Transforms/Passes.h"
 
 #include "mlir/IR/Verifier.h"
 
@@ -54,7 +54,7 @@ std::vector<std::vector<Tensor>> runTwoRanks(ModuleOp module, const std::vector<
 }
 
 bool runPasses(MLIRContext &context, ModuleOp module, const std::string &pipeline) {
-  mlir::ptrain::registerPTrainExpandCodecsPasses();
+  mlir::ptrain::registerPTrainPasses();
   PassManager pm(&context);
   if (failed(parsePassPipeline(pipeline, pm))) {
     ADD_FAILURE() << "bad pipeline " << pipeline;
