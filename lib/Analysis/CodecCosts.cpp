@@ -171,3 +171,26 @@ mlir::ptrain::getDataParallelCodecWork(CodecAttrInterface codec, RankedTensorTyp
   }
   return work;
 }
+
+llvm::Expected<CompressedAllReduceCost> mlir::ptrain::getCompressedAllReduceCost(CodecAttrInterface codec,
+                                                                                 RankedTensorType type, int64_t n,
+                                                                                 double bandwidth, double latency,
+                                                                                 const ClusterSpec &cluster) {
+  llvm::Expected<DataParallelCodecWork> work = getDataParallelCodecWork(codec, type, n, /*errorFeedback=*/false);
+  if (!work)
+    return work.takeError();
+  CompressedAllReduceCost cost;
+  for (const std::vector<CodecPhase> *phases : {&work->phaseP, &work->phaseQ, &work->finish}) {
+    llvm::Expected<double> seconds = getCodecSeconds(*phases, cluster);
+    if (!seconds)
+      return seconds.takeError();
+    cost.codecSeconds += *seconds;
+  }
+  cost.seconds = cost.codecSeconds;
+  for (const std::vector<CodecCollective> *rounds : {&work->first, &work->second})
+    for (const CodecCollective &c : *rounds) {
+      cost.seconds += c.latencies * latency + c.sentBytes / bandwidth;
+      cost.sentBytes += c.sentBytes;
+    }
+  return cost;
+}

@@ -9,6 +9,7 @@
 #include "ptrain/Analysis/CodecCosts.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Transforms/CompressDataParallel.h"
+#include "ptrain/Transforms/CompressTensorParallel.h"
 #include "ptrain/Transforms/CompressionPlan.h"
 #include "ptrain/Transforms/GradientClipping.h"
 
@@ -397,6 +398,17 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     plan = std::move(*read);
     model.compressionPolicy = plan->policy;
   }
+  // mcbench's TP site: the compressed tensor-parallel all-reduces and where they are.
+  std::vector<TensorParallelCodec> tpCodecs;
+  std::vector<TensorParallelSite> tpSites;
+  if (plan) {
+    FailureOr<std::vector<TensorParallelCodec>> read = readTensorParallelRecord(module, "the timing model");
+    if (failed(read))
+      return costError("malformed tp_all_reduces in ptrain.compression");
+    tpCodecs = std::move(*read);
+    if (!tpCodecs.empty())
+      tpSites = collectTensorParallelSites(module);
+  }
   // Fused embedding sync reduces the tied gradients once over dp x pp (CompressDataParallel.h).
   const bool fusedEmbedding = plan && plan->fusedEmbedding && grid.getAxisIndex("dp");
 
@@ -454,6 +466,28 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       d.tpForwardBytes += 2 * layers * busBytes / v;
       d.tpBackwardBytes += 4 * layers * busBytes / v;
       d.tpInterNode = tpInter;
+    }
+    // mcbench's TP site: each compressed tp all-reduce of the forward (and of the forward the backward
+    // recomputes) and of f's gradients replaces one plain all-reduce (CompressTensorParallel.h).
+    for (const TensorParallelSite &site : tpSites) {
+      Operation *fn = site.op->getParentOp();
+      bool inForward = fn == fwd.getOperation(), inBackward = fn == bwd.getOperation();
+      auto codec = llvm::find_if(tpCodecs, [&](const TensorParallelCodec &t) {
+        return t.layer == site.layer && t.role == site.role && t.forward == site.forward;
+      });
+      if ((!inForward && !inBackward) || codec == tpCodecs.end() || model.tp < 2)
+        continue;
+      auto type = cast<RankedTensorType>(site.op->getResult(0).getType());
+      auto cost = getCompressedAllReduceCost(codec->codec, type, model.tp, tpBw, tpLat, cluster);
+      if (!cost)
+        return costError("stage " + llvm::Twine(vs) + ", tp all-reduce " + site.role + " of layer " +
+                         llvm::Twine(site.layer) + ": " + llvm::toString(cost.takeError()));
+      double bytes = getTensorBytes(type);
+      double saved = allReduceSeconds(bytes, model.tp, tpBw, tpLat) - cost->seconds;
+      double savedBytes = 2.0 * (model.tp - 1) / model.tp * bytes - cost->sentBytes;
+      (inForward ? tpForwardSeconds : tpBackwardSeconds) -= saved;
+      (inForward ? d.tpForwardSeconds : d.tpBackwardSeconds) -= saved / v;
+      (inForward ? d.tpForwardBytes : d.tpBackwardBytes) -= savedBytes / v;
     }
     c.forward = fc->seconds / tp + tpForwardSeconds;
     if (last)

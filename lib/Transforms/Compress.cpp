@@ -11,6 +11,7 @@
 
 #include "ptrain/Transforms/CompressAuto.h"
 #include "ptrain/Transforms/CompressDataParallel.h"
+#include "ptrain/Transforms/CompressTensorParallel.h"
 #include "ptrain/Transforms/CompressionConfig.h"
 #include "ptrain/Transforms/CompressionPlan.h"
 #include "ptrain/Transforms/GradientClipping.h"
@@ -52,6 +53,8 @@ private:
   LogicalResult optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
                           DictionaryAttr schedule, const OptimusCCRule &rule, CompressionPlan &plan);
   LogicalResult mcbench(const CompressionEdges &edges, CompressionPlan &plan);
+  /// mcbench's TP site: the `tp_all_reduces` record entry from tp-fwd-codec, tp-bwd-codec, tp-skip-layers.
+  FailureOr<ArrayAttr> tensorParallelSites(ModuleOp module);
   LogicalResult autoSearch(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
                            DictionaryAttr schedule, CompressionPlan &plan);
 };
@@ -335,7 +338,8 @@ void CompressPass::runOnOperation() {
     return signalPassFailure();
   }
   // Options of one policy given to another would be ignored silently: an error instead.
-  bool mcbenchOptions = fwdCodec != "none" || bwdCodec != "none" || skipStages != 0 || errorFeedback;
+  bool mcbenchOptions = fwdCodec != "none" || bwdCodec != "none" || skipStages != 0 || errorFeedback ||
+                        tpFwdCodec != "none" || tpBwdCodec != "none" || tpSkipLayers != 0;
   bool optimusOptions = !cb || cbSends != "cooldown" || cbRank != 16 || !lep || !fe || !sc || scAll || scRank != 128;
   bool autoOptions = !autoRanks.empty() || autoMinGain != 0.001 || autoErrorBudget != 1.0 || autoMaxPicks != 256 ||
                      !autoForwardCodecs.empty();
@@ -348,7 +352,8 @@ void CompressPass::runOnOperation() {
   if ((policy != "mcbench" && mcbenchOptions) || (policy != "optimus-cc" && optimusOptions)) {
     error("policy=") << policy.getValue() << " does not take "
                      << (policy != "mcbench" && mcbenchOptions
-                             ? "fwd-codec, bwd-codec, skip-stages or error-feedback (policy=mcbench)"
+                             ? "fwd-codec, bwd-codec, skip-stages, error-feedback, tp-fwd-codec, tp-bwd-codec or "
+                               "tp-skip-layers (policy=mcbench)"
                              : "cb, cb-sends, cb-rank, lep, fe, sc, sc-all or sc-rank (policy=optimus-cc)");
     return signalPassFailure();
   }
@@ -391,5 +396,33 @@ void CompressPass::runOnOperation() {
     for (const std::vector<CodecAttrInterface> &row : *rows)
       numCompressedSends += llvm::count_if(row, [](CodecAttrInterface c) { return bool(c); });
   numCompressedStages += llvm::count(plan.dpAllReduce, true);
-  module->setAttr("ptrain.compression", plan.toAttr(&getContext()));
+  DictionaryAttr record = plan.toAttr(&getContext());
+  if (policy == "mcbench" && (tpFwdCodec != "none" || tpBwdCodec != "none")) {
+    FailureOr<ArrayAttr> tp = tensorParallelSites(module);
+    if (failed(tp))
+      return signalPassFailure();
+    NamedAttrList entries(record);
+    entries.set("tp_all_reduces", *tp);
+    if (tpSkipLayers)
+      entries.set("tp_skip_layers", IntegerAttr::get(IntegerType::get(&getContext(), 64), tpSkipLayers));
+    record = entries.getDictionary(&getContext());
+  }
+  module->setAttr("ptrain.compression", record);
+}
+
+FailureOr<ArrayAttr> CompressPass::tensorParallelSites(ModuleOp module) {
+  if (tpSkipLayers < 0)
+    return error("tp-skip-layers must be >= 0, got ") << tpSkipLayers.getValue(), failure();
+  auto parse = [&](StringRef option, StringRef spec) {
+    return parseCodecSpec(&getContext(), spec, option, [&] { return error(""); });
+  };
+  FailureOr<CodecAttrInterface> fwd = parse("tp-fwd-codec", tpFwdCodec), bwd = parse("tp-bwd-codec", tpBwdCodec);
+  if (failed(fwd) || failed(bwd))
+    return failure();
+  FailureOr<std::vector<TensorParallelCodec>> codecs =
+      planTensorParallelCompression(module, *fwd, *bwd, tpSkipLayers, [&] { return error(""); });
+  if (failed(codecs))
+    return failure();
+  numCompressedTPSites += codecs->size();
+  return tensorParallelRecord(&getContext(), *codecs);
 }

@@ -136,7 +136,11 @@ LogicalResult mlir::ptrain::checkCodecForEdge(CodecAttrInterface codec, RankedTe
                                               EmitErrorFn emitError) {
   if (isa<LinearAEAttr>(codec))
     return emitError() << "codec " << Attribute(codec) << " on " << edge
-                       << ": the linear autoencoder needs trainable parameters, which --ptrain-compress does not add",
+                       << ": the linear autoencoder is trained with the model, so its weights must exist before "
+                          "autodiff: insert it with --ptrain-insert-linear-ae=\"dim="
+                       << cast<LinearAEAttr>(codec).getDim()
+                       << "\" between --ptrain-split-stages and --ptrain-build-training-step (the sends then carry "
+                          "its code uncompressed)",
            failure();
   std::string where = edge.str();
   return codec.verifyForType(

@@ -10,6 +10,7 @@
 #include "ptrain/Transforms/Passes.h"
 
 #include "ptrain/Transforms/CompressDataParallel.h"
+#include "ptrain/Transforms/CompressTensorParallel.h"
 #include "ptrain/Transforms/CompressionPlan.h"
 #include "ptrain/Transforms/ScheduleTable.h"
 
@@ -461,6 +462,11 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
       emitError(module.getLoc(), "--ptrain-lower-to-runtime: ptrain.compression with virtual stages is not supported");
       return signalPassFailure();
     }
+    // mcbench's TP site: the recorded tp all-reduces of the stage functions become compressed all-reduces.
+    FailureOr<std::vector<TensorParallelCodec>> tpCodecs =
+        readTensorParallelRecord(module, "--ptrain-lower-to-runtime");
+    if (failed(tpCodecs) || failed(compressTensorParallelAllReduces(module, *tpCodecs)))
+      return signalPassFailure();
     Lowering lowering(module, grid, pp, v, m, *plan);
     if (failed(lowering.init()))
       return signalPassFailure();

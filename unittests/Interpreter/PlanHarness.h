@@ -102,6 +102,9 @@ public:
 
   /// More options of --ptrain-shard-tp for plans with tp > 1 (" replicate-indivisible-mlp=true").
   std::string shardOptions;
+  /// Passes run between --ptrain-split-stages and --ptrain-build-training-step, each followed by ", "
+  /// ("ptrain-insert-linear-ae{dim=64}, ").
+  std::string afterSplit;
 
   /// The initial values in the ONNX file `path` (kept open by this object), or null after a failure.
   StateProvider openInitialValues(const std::string &path) {
@@ -127,9 +130,9 @@ public:
         (plan.tp > 1 ? "ptrain-raise, ptrain-shard-tp{tp=" + std::to_string(plan.tp) + " " + plan.tpOptions +
                            shardOptions + "}, "
                      : std::string()) +
-        "ptrain-split-stages{pp=" + std::to_string(plan.pp) + " virtual-stages=" + std::to_string(plan.v) +
-        "}, ptrain-build-training-step{micro-batches=" + std::to_string(plan.m) + " dp=" + std::to_string(plan.dp) +
-        " bucket-bytes=100000 warmup-steps=1 lr=" + std::to_string(lr) +
+        "ptrain-split-stages{pp=" + std::to_string(plan.pp) + " virtual-stages=" + std::to_string(plan.v) + "}, " +
+        afterSplit + "ptrain-build-training-step{micro-batches=" + std::to_string(plan.m) +
+        " dp=" + std::to_string(plan.dp) + " bucket-bytes=100000 warmup-steps=1 lr=" + std::to_string(lr) +
         (plan.build.empty() ? std::string() : " " + plan.build) + "}, ptrain-schedule{schedule=" + plan.schedule +
         "}, " +
         (compress.empty() ? std::string()

@@ -31,8 +31,8 @@ FailureOr<CodecAttrInterface> parseCodecSpec(MLIRContext *context, llvm::StringR
                                              llvm::function_ref<InFlightDiagnostic()> emitError);
 
 /// Whether `codec` can serve a transfer of `type` (`edge` names it in the error): the codec's constraints for
-/// the type (PowerSGD rank <= min(n, m), k <= elements, ...) and a runtime kernel (the linear autoencoder
-/// needs trainable parameters that --ptrain-compress does not add).
+/// the type (PowerSGD rank <= min(n, m), k <= elements, ...) and a runtime kernel (the linear autoencoder is
+/// not a send codec: --ptrain-insert-linear-ae adds it to the model before autodiff; the error says so).
 LogicalResult checkCodecForEdge(CodecAttrInterface codec, RankedTensorType type, const llvm::Twine &edge,
                                 llvm::function_ref<InFlightDiagnostic()> emitError);
 

@@ -322,6 +322,54 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
   ];
 }
 
+def InsertLinearAEPass : Pass<"ptrain-insert-linear-ae", "::mlir::ModuleOp"> {
+  let summary = "Inserts MCBench's trainable linear autoencoder on the pipeline stage boundaries.";
+  let description = [{
+    Bian et al., "Does compressing activations help model parallel training?", MLSys 2024 (the learned
+    compressor): on every boundary c -> c + 1 from `skip-stages` on, the sending stage function
+    `@forward_stage<c>` ends with code = x W_e and the receiving `@forward_stage<c+1>` starts with
+    x' = code W_d, where W_e (H x `dim`) and W_d (`dim` x H) are new `ptrain.state` parameters with keys
+    "ae/<c>-><c+1>/encoder" and "ae/<c>-><c+1>/decoder" (no bias). The pipeline then sends the code
+    (B x S x `dim` instead of B x S x H) forward and, as a side effect, its gradient backward. Runs between
+    `--ptrain-split-stages` and `--ptrain-build-training-step`, because the weights are trained jointly with
+    the model: autodiff differentiates them, the optimizer updates them (with moments, gradient
+    accumulation and the dp all-reduce like any parameter). Their initial values are loaded by key like
+    every parameter (DESIGN decision 10): the state provider must supply them (the executor test gives
+    W_e = the first `dim` columns of a random orthogonal matrix and W_d its transpose).
+
+    Constraints, each an error: (C1) the module has `ptrain.pipeline` stages (run `--ptrain-split-stages`);
+    (C2) the training step is not built yet; (C3) `dim` >= 1 and at most the hidden size H of each
+    boundary; (C4) `skip-stages` in [0, number of stages - 1); (C5) each boundary tensor is a static float
+    tensor of rank >= 2 that the next stage takes.
+
+    ```mlir
+    // ptrain-opt gpt.mlir --ptrain-split-stages="pp=2" --ptrain-insert-linear-ae="dim=64"
+    ptrain.state @ae_encoder_0 key "ae/0->1/encoder" kind parameter : tensor<128x64xf32>
+    ptrain.state @ae_decoder_0 key "ae/0->1/decoder" kind parameter : tensor<64x128xf32>
+    func.func @forward_stage0(%tokens: tensor<4x64xi64>) -> tensor<4x64x64xf32> {
+      ...
+      %we = ptrain.state_read @ae_encoder_0 : tensor<128x64xf32>
+      %code = ptrain.matmul %h, %we : tensor<4x64x128xf32>, tensor<128x64xf32>
+      return %code : tensor<4x64x64xf32>
+    }
+    func.func @forward_stage1(%code: tensor<4x64x64xf32>) -> tensor<4x64x256xf32> {
+      %wd = ptrain.state_read @ae_decoder_0 : tensor<64x128xf32>
+      %h = ptrain.matmul %code, %wd : tensor<4x64x64xf32>, tensor<64x128xf32>
+      ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::ptrain::PTrainDialect"];
+  let options = [
+    Option<"dim", "dim", "int64_t", /*default=*/"0", "Code size per position (the paper uses 50 or 100).">,
+    Option<"skipStages", "skip-stages", "int64_t", /*default=*/"0",
+           "Leave the boundaries after the first L stages without an autoencoder.">,
+  ];
+  let statistics = [
+    Statistic<"numAutoencoders", "autoencoders", "Stage boundaries given a linear autoencoder">,
+  ];
+}
+
 def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
   let summary = "Writes the per-stage pipeline schedule table (GPipe, 1F1B or interleaved 1F1B).";
   let description = [{
@@ -576,6 +624,12 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
       every forward send (activation) with `fwd-codec` and every backward send (activation gradient) with
       `bwd-codec`, chosen separately, except on the boundaries of the first `skip-stages` stages (the paper
       leaves the early layers uncompressed); `error-feedback` adds one residual per link and direction.
+      With tensor parallelism (its TP site), `tp-fwd-codec` compresses the forward all-reduce after each
+      row-parallel linear (attention output and MLP down projection, g) and `tp-bwd-codec` the backward
+      all-reduce of f's gradient (before Q|K|V and the MLP's up projection), except in the first
+      `tp-skip-layers` layers; summable codes (rand-k with its shared seed, fp16/bf16 summed in fp32,
+      PowerSGD's factors) are reduced in compressed form, the others (top-k, quantization) all-gathered,
+      decoded and summed. Forward TP codecs must be stateless (the backward recomputes the forward).
     * `none`: nothing compressed (the record says so; with `overrides` a fully manual plan).
     * `auto`: a greedy search by re-simulation on the module's `ptrain.cluster`. Candidates are the edges
       the timing model prices: every backward send (stage, micro-batch) and every stage's dp gradient
@@ -608,7 +662,9 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     `true` for the direction's codec `backward_codec` / `forward_codec`, or a codec attribute of an override);
     `backward_error_feedback`, `forward_error_feedback`; `dp_all_reduce` (per stage), `sc_rank`,
     `sc_error_feedback`, `dp_codecs` (gradient key -> codec or false, from overrides); `fused_embedding`;
-    `skip_stages` (mcbench). `--ptrain-lower-to-runtime` materializes it: `ptrain.compress` before the send
+    `skip_stages` (mcbench); `tp_all_reduces` (mcbench's TP site: one `{layer, role, direction, codec}` per
+    compressed site, rewritten into `ptrain.compressed_all_reduce_start` over [tp] with states
+    "tp/layer<l>/<role>/..."). `--ptrain-lower-to-runtime` materializes it: `ptrain.compress` before the send
     (codes with tags t, t + 2 M, ...), `ptrain.decompress` after the receive, keyed states per link
     ("pp<s>-><t>/residual", "pp<s>-><t>/warm_start_q", "pp<s>-><t>/counter"), per-parameter
     `ptrain.compressed_all_reduce_start`s with states "sc/<gradient key>/...", and the fused sync.
@@ -659,6 +715,12 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
            "mcbench: leave the edges of the first L stages' outputs uncompressed.">,
     Option<"errorFeedback", "error-feedback", "bool", /*default=*/"false",
            "mcbench: error feedback with one residual per link and direction.">,
+    Option<"tpFwdCodec", "tp-fwd-codec", "std::string", /*default=*/"\"none\"",
+           "mcbench: the codec spec of the forward tp all-reduces (after row-parallel linears).">,
+    Option<"tpBwdCodec", "tp-bwd-codec", "std::string", /*default=*/"\"none\"",
+           "mcbench: the codec spec of the backward tp all-reduces (f's gradient).">,
+    Option<"tpSkipLayers", "tp-skip-layers", "int64_t", /*default=*/"0",
+           "mcbench: leave the tp all-reduces of the first L layers uncompressed.">,
     Option<"overrides", "overrides", "std::string", /*default=*/"\"\"",
            "JSON file of per-edge codec overrides (stage, link, step or parameter).">,
     ListOption<"autoRanks", "auto-ranks", "int64_t",
@@ -677,6 +739,7 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     Statistic<"numCompressedStages", "compressed-dp-stages", "Stages whose dp all-reduce is compressed">,
     Statistic<"numOverridden", "overridden-edges", "Edges set by the override file">,
     Statistic<"numAutoPicks", "auto-picks", "Changes the auto search applied">,
+    Statistic<"numCompressedTPSites", "compressed-tp-sites", "Tensor-parallel all-reduce sites (layer, role) compressed">,
   ];
 }
 

@@ -1,0 +1,246 @@
+//===- CompressTensorParallel.cpp - mcbench's TP site: codecs on TP all-reduces -*- C++ -*-===//
+//
+// See include/ptrain/Transforms/CompressTensorParallel.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Transforms/CompressTensorParallel.h"
+
+#include "ptrain/Transforms/CompressionPlan.h"
+#include "ptrain/Transforms/TensorParallel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <set>
+#include <tuple>
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+namespace {
+/// `ptrain.linear`'s {layer, role} of `op`, if it is a marked matmul.
+std::optional<std::pair<int64_t, StringRef>> linearOf(Operation *op) {
+  auto mm = dyn_cast_or_null<MatmulOp>(op);
+  auto attr = mm ? mm->getAttrOfType<DictionaryAttr>(kLinearAttr) : DictionaryAttr();
+  auto layer = attr ? attr.getAs<IntegerAttr>("layer") : IntegerAttr();
+  auto role = attr ? attr.getAs<StringAttr>("role") : StringAttr();
+  if (!layer || !role)
+    return std::nullopt;
+  return std::make_pair(layer.getInt(), role.getValue());
+}
+
+/// The backward site name of an f whose users include a column-parallel linear of `role`.
+StringRef backwardRoleOf(StringRef columnRole) {
+  if (columnRole == "qkv" || columnRole == "q" || columnRole == "k" || columnRole == "v")
+    return "attn_in";
+  if (columnRole == "mlp_up" || columnRole == "mlp_gate")
+    return "mlp_in";
+  return "";
+}
+
+bool isForwardRole(StringRef role) { return role == "attn_out" || role == "mlp_down"; }
+} // namespace
+
+std::vector<TensorParallelSite> mlir::ptrain::collectTensorParallelSites(ModuleOp module) {
+  std::vector<TensorParallelSite> sites;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    auto stage = fn->getAttrOfType<IntegerAttr>("ptrain.stage");
+    if (!stage || fn.isExternal())
+      continue;
+    // The weights of the column-parallel linears (their rhs values) of this function's forward. f's
+    // gradient is the sum over the linears f feeds of dy W^T (Autodiff: the matmul rule), so the weights
+    // behind a tp all-reduce's input name the f it belongs to.
+    llvm::DenseMap<Value, std::pair<int64_t, StringRef>> columnWeights;
+    fn.walk([&](MatmulOp mm) {
+      if (auto linear = linearOf(mm); linear && !backwardRoleOf(linear->second).empty())
+        columnWeights[mm.getRhs()] = {linear->first, backwardRoleOf(linear->second)};
+    });
+    auto backwardSiteOf = [&](Value input) -> std::optional<std::pair<int64_t, StringRef>> {
+      SmallVector<Value> work = {input};
+      for (int64_t steps = 0; !work.empty() && steps < 64; ++steps) {
+        Value v = work.pop_back_val();
+        if (auto it = columnWeights.find(v); it != columnWeights.end())
+          return it->second;
+        Operation *def = v.getDefiningOp();
+        if (auto add = dyn_cast_or_null<BinaryOp>(def); add && add.getKind() == BinaryKind::Add)
+          work.append({add.getLhs(), add.getRhs()});
+        else if (auto mm = dyn_cast_or_null<MatmulOp>(def))
+          work.push_back(mm.getRhs());
+        else if (isa_and_nonnull<TransposeOp, ReshapeOp>(def))
+          work.push_back(def->getOperand(0));
+      }
+      return std::nullopt;
+    };
+    fn.walk([&](TPAllReduceOp op) {
+      TensorParallelSite site;
+      site.op = op;
+      site.stage = stage.getInt();
+      if (auto linear = linearOf(op.getInput().getDefiningOp()); linear && isForwardRole(linear->second)) {
+        site.layer = linear->first;
+        site.role = linear->second.str();
+        site.forward = true;
+      } else if (auto column = backwardSiteOf(op.getInput())) {
+        site.layer = column->first;
+        site.role = column->second.str();
+        site.forward = false;
+      } else {
+        return; // the vocabulary-parallel embedding or loss
+      }
+      sites.push_back(site);
+    });
+  }
+  return sites;
+}
+
+FailureOr<std::vector<TensorParallelCodec>>
+mlir::ptrain::planTensorParallelCompression(ModuleOp module, CodecAttrInterface forwardCodec,
+                                            CodecAttrInterface backwardCodec, int64_t skipLayers,
+                                            llvm::function_ref<InFlightDiagnostic()> emitError) {
+  std::vector<TensorParallelSite> sites = collectTensorParallelSites(module);
+  if (sites.empty())
+    return emitError() << "tp-fwd-codec/tp-bwd-codec: the module has no tensor-parallel all-reduce of a "
+                          "row-parallel linear or of f's gradient (run --ptrain-raise and --ptrain-shard-tp with "
+                          "tp > 1 before --ptrain-split-stages)",
+           failure();
+  int64_t layers = 0;
+  for (const TensorParallelSite &site : sites)
+    layers = std::max(layers, site.layer + 1);
+  if (skipLayers >= layers)
+    return emitError() << "tp-skip-layers = " << skipLayers << " skips every layer with a tp all-reduce (there are "
+                       << layers << ")",
+           failure();
+  std::vector<TensorParallelCodec> codecs;
+  std::set<std::tuple<int64_t, std::string, bool>> seen;
+  for (const TensorParallelSite &site : sites) {
+    CodecAttrInterface codec = site.forward ? forwardCodec : backwardCodec;
+    if (!codec || site.layer < skipLayers || !seen.insert({site.layer, site.role, site.forward}).second)
+      continue;
+    auto type = cast<RankedTensorType>(site.op->getResult(0).getType());
+    std::string edge = "the " + std::string(site.forward ? "forward" : "backward") + " tp all-reduce " + site.role +
+                       " of layer " + std::to_string(site.layer);
+    if (isa<LinearAEAttr>(codec))
+      return emitError() << "codec " << Attribute(codec) << " on " << edge
+                         << ": the linear autoencoder needs trainable parameters, which --ptrain-compress does not "
+                            "add on tensor-parallel all-reduces",
+             failure();
+    if (failed(codec.verifyForType(
+            [&] {
+              InFlightDiagnostic diag = emitError();
+              diag << "codec " << Attribute(codec) << " cannot serve " << edge << ": ";
+              return diag;
+            },
+            type)))
+      return failure();
+    if (site.forward && !codec.getEncoderStateTypes(type).empty())
+      return emitError() << "tp-fwd-codec " << Attribute(codec) << " on " << edge
+                         << " keeps codec state (rand-k's counter, PowerSGD's warm-start Q), but the stage's "
+                            "backward recomputes the forward and must decode the same value: use a stateless "
+                            "codec (quant, topk, fp16, bf16, powersgd with warm-start=false)",
+             failure();
+    codecs.push_back({site.layer, site.role, site.forward, codec});
+  }
+  // The record in layer order, each layer's sites in forward order (attn_out, mlp_down, attn_in, mlp_in).
+  auto rank = [](const TensorParallelCodec &c) {
+    return std::make_tuple(c.layer, !c.forward, c.role.rfind("mlp", 0) == 0);
+  };
+  llvm::stable_sort(codecs, [&](const auto &a, const auto &b) { return rank(a) < rank(b); });
+  return codecs;
+}
+
+ArrayAttr mlir::ptrain::tensorParallelRecord(MLIRContext *context, ArrayRef<TensorParallelCodec> codecs) {
+  Builder b(context);
+  SmallVector<Attribute> entries;
+  for (const TensorParallelCodec &c : codecs)
+    entries.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("layer", b.getI64IntegerAttr(c.layer)), b.getNamedAttr("role", b.getStringAttr(c.role)),
+         b.getNamedAttr("direction", b.getStringAttr(c.forward ? "forward" : "backward")),
+         b.getNamedAttr("codec", c.codec)}));
+  return b.getArrayAttr(entries);
+}
+
+FailureOr<std::vector<TensorParallelCodec>> mlir::ptrain::readTensorParallelRecord(ModuleOp module, StringRef pass) {
+  std::vector<TensorParallelCodec> codecs;
+  auto dict = module->getAttrOfType<DictionaryAttr>("ptrain.compression");
+  if (!dict || !dict.get("tp_all_reduces"))
+    return codecs;
+  auto bad = [&](const Twine &why) {
+    emitError(module.getLoc()) << pass << ": ptrain.compression: tp_all_reduces: " << why;
+    return failure();
+  };
+  auto entries = dict.getAs<ArrayAttr>("tp_all_reduces");
+  if (!entries)
+    return bad("must be an array");
+  for (auto [i, attr] : llvm::enumerate(entries)) {
+    auto entry = dyn_cast<DictionaryAttr>(attr);
+    auto layer = entry ? entry.getAs<IntegerAttr>("layer") : IntegerAttr();
+    auto role = entry ? entry.getAs<StringAttr>("role") : StringAttr();
+    auto direction = entry ? entry.getAs<StringAttr>("direction") : StringAttr();
+    auto codec = entry ? entry.getAs<CodecAttrInterface>("codec") : CodecAttrInterface();
+    if (!layer || !role || !direction || !codec ||
+        (direction.getValue() != "forward" && direction.getValue() != "backward"))
+      return bad("entry " + Twine(i) +
+                 " needs an integer layer, a string role, direction forward or backward and a codec");
+    bool forward = direction.getValue() == "forward";
+    if (forward != isForwardRole(role.getValue()))
+      return bad("entry " + Twine(i) + ": role '" + role.getValue() + "' is not a " + direction.getValue() +
+                 " site (forward: attn_out, mlp_down; backward: attn_in, mlp_in)");
+    codecs.push_back({layer.getInt(), role.str(), forward, codec});
+  }
+  return codecs;
+}
+
+std::string mlir::ptrain::tensorParallelStateKey(int64_t layer, StringRef role, StringRef what) {
+  return "tp/layer" + std::to_string(layer) + "/" + role.str() + "/" + what.str();
+}
+
+LogicalResult mlir::ptrain::compressTensorParallelAllReduces(ModuleOp module, ArrayRef<TensorParallelCodec> codecs,
+                                                             int64_t *numCompressed) {
+  if (codecs.empty())
+    return success();
+  std::vector<TensorParallelSite> sites = collectTensorParallelSites(module);
+  llvm::StringSet<> matched;
+  for (TensorParallelSite &site : sites) {
+    const TensorParallelCodec *entry = llvm::find_if(codecs, [&](const TensorParallelCodec &c) {
+      return c.layer == site.layer && c.role == site.role && c.forward == site.forward;
+    });
+    if (entry == codecs.end())
+      continue;
+    matched.insert(tensorParallelStateKey(entry->layer, entry->role, ""));
+    TPAllReduceOp op = site.op;
+    auto type = cast<RankedTensorType>(op.getType());
+    auto fn = op->getParentOfType<func::FuncOp>();
+    SmallVector<StateOp> stateOps;
+    auto [stateName, stateKind] = codecStateNameAndKind(entry->codec);
+    for (Type t : entry->codec.getEncoderStateTypes(type)) {
+      FailureOr<StateOp> s = getOrAddCodecState(module, fn, ("tp_" + stateName).str(),
+                                                tensorParallelStateKey(site.layer, site.role, stateName), stateKind,
+                                                cast<RankedTensorType>(t));
+      if (failed(s))
+        return failure();
+      stateOps.push_back(*s);
+    }
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<Value> state;
+    for (StateOp s : stateOps)
+      state.push_back(StateReadOp::create(b, loc, s.getTensorType(), s.getSymName()));
+    auto start = CompressedAllReduceStartOp::create(b, loc, op.getInput(), state, ValueRange(), op.getGrid(),
+                                                    {op.getAxis()}, ReductionKind::Sum, entry->codec,
+                                                    /*errorFeedback=*/false);
+    for (auto [s, value] : llvm::zip(stateOps, start.getNewState()))
+      StateWriteOp::create(b, loc, value, s.getSymName());
+    Value reduced = WaitOp::create(b, loc, start.getRequest()).getResult();
+    op.getResult().replaceAllUsesWith(reduced);
+    op.erase();
+    if (numCompressed)
+      ++*numCompressed;
+  }
+  for (const TensorParallelCodec &c : codecs)
+    if (!matched.contains(tensorParallelStateKey(c.layer, c.role, "")))
+      return emitError(module.getLoc()) << "--ptrain-lower-to-runtime: ptrain.compression names the "
+                                        << (c.forward ? "forward" : "backward") << " tp all-reduce " << c.role
+                                        << " of layer " << c.layer << ", which the module does not have";
+  return success();
+}
