@@ -114,36 +114,6 @@ static OwningOpRef<Operation *> translateImport(llvm::SourceMgr &sourceMgr, MLIR
   return OwningOpRef<Operation *>(module.release().getOperation());
 }
 
-/// Prints `file:line:col: severity: message` (and its notes) without reading the file.
-static LogicalResult printDiagnostic(Diagnostic &diag) {
-  auto print = [](Diagnostic &d) {
-    llvm::raw_ostream &os = llvm::errs();
-    if (auto file = d.getLocation()->findInstanceOf<FileLineColLoc>())
-      os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn() << ": ";
-    else if (!isa<UnknownLoc>(d.getLocation()))
-      os << d.getLocation() << ": ";
-    switch (d.getSeverity()) {
-    case DiagnosticSeverity::Error:
-      os << "error: ";
-      break;
-    case DiagnosticSeverity::Warning:
-      os << "warning: ";
-      break;
-    case DiagnosticSeverity::Remark:
-      os << "remark: ";
-      break;
-    case DiagnosticSeverity::Note:
-      os << "note: ";
-      break;
-    }
-    os << d.str() << "\n";
-  };
-  print(diag);
-  for (Diagnostic &note : diag.getNotes())
-    print(note);
-  return success();
-}
-
 std::optional<int> mlir::ptrain::importONNXMain(int argc, char **argv) {
   bool legalize = false, onnx = false;
   for (int i = 1; i < argc; ++i) {
@@ -182,10 +152,7 @@ std::optional<int> mlir::ptrain::importONNXMain(int argc, char **argv) {
   context.loadDialect<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
-  // Not SourceMgrDiagnosticHandler: to show a "source line" of a diagnostic at `model.onnx:<node>:0` it
-  // indexes every newline of the (binary) model, touching each page of the mapping: +100 MB of resident
-  // memory for the tied-weight remark on a 500 MB GPT-2 (bench/README.md, "import").
-  ScopedDiagnosticHandler diagnostics(&context, printDiagnostic);
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   OwningOpRef<Operation *> module = translateImport(sourceMgr, &context, legalize);
   if (!module)
     return 1;

@@ -435,7 +435,12 @@ LogicalResult legalizeCumSum(OnnxNodeOp node, IRRewriter &rewriter) {
                                                               : APFloat::getZero(semantics));
   Value triangle =
       arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(RankedTensorType::get({n, n}, elt), weights));
+  // matmul takes rank >= 2: a 1-D x is one row.
+  if (rank == 1)
+    lhs = ReshapeOp::create(rewriter, loc, type->clone({1, n}), lhs);
   Value sums = MatmulOp::create(rewriter, loc, lhs, triangle);
+  if (rank == 1)
+    sums = ReshapeOp::create(rewriter, loc, *type, sums);
   Value result = moved ? Value(TransposeOp::create(rewriter, loc, sums, rewriter.getDenseI64ArrayAttr(perm))) : sums;
   return replaceFirstOutput(node, result, rewriter);
 }
