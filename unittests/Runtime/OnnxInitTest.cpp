@@ -14,8 +14,10 @@
 #include "ptrain/Runtime/OnnxWire.h"
 
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 using namespace ptrain::testing;
@@ -142,6 +144,35 @@ TEST(OnnxInit, ScannerRecordsWhereTheRawDataLies) {
   EXPECT_EQ(bytes.substr(r.rawPayload, r.rawEnd - r.rawPayload), floatBytes(kW))
       << "the offsets point at the very bytes written";
   EXPECT_EQ(wire::withoutRawData(bytes, r), tensor("w", {2, 3}, 1, std::string()));
+}
+
+TEST(OnnxInit, FileSourceScansLikeMemoryWithoutMappingTheFile) {
+  // More than one 64 KiB pread window, so the scan crosses window boundaries.
+  const std::vector<float> big(40000, 0.5f);
+  const std::string bytes = model({tensor("big", {40000}, 1, rawData(big)), tensor("w", {2, 3}, 1, rawData(kW)),
+                                   tensor("b", {4}, 1, floatData(kB))});
+  const std::string path = writeFile("ptrain_onnx_wire_file.onnx", bytes);
+  std::vector<wire::InitializerRecord> inMemory, fromFile;
+  std::string error;
+  ASSERT_TRUE(wire::scanInitializers(bytes, inMemory, error)) << error;
+  const int fd = open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  const wire::ByteSource source = wire::ByteSource::file(fd, bytes.size());
+  ASSERT_TRUE(wire::scanInitializers(source, fromFile, error)) << error;
+  ASSERT_EQ(fromFile.size(), 3u);
+  for (size_t i = 0; i < fromFile.size(); ++i) {
+    EXPECT_EQ(fromFile[i].name, inMemory[i].name);
+    EXPECT_EQ(fromFile[i].rawPayload, inMemory[i].rawPayload);
+    EXPECT_EQ(fromFile[i].rawEnd, inMemory[i].rawEnd);
+    EXPECT_EQ(wire::withoutRawData(source, fromFile[i]), wire::withoutRawData(bytes, inMemory[i]));
+  }
+  EXPECT_EQ(source.copy(fromFile[1].rawPayload, fromFile[1].rawEnd), floatBytes(kW));
+  EXPECT_FALSE(source.failed());
+  // A size past the end of the file: the read fails and the scan says so.
+  const wire::ByteSource longer = wire::ByteSource::file(fd, bytes.size() + 100000);
+  std::vector<wire::InitializerRecord> none;
+  EXPECT_FALSE(wire::scanInitializers(longer, none, error));
+  close(fd);
 }
 
 TEST(OnnxInit, ErrorsNameTheFileTheTensorAndTheByteAndModifyNothing) {

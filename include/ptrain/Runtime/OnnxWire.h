@@ -45,22 +45,50 @@ struct Field {
   uint64_t value = 0; // the varint of wire type 0
 };
 
-/// Reads the fields of messages inside `bytes`; positions are offsets into `bytes`.
+/// The serialized model: bytes in memory, or a file read with pread through a 64 KiB window. Scanning a
+/// file this way maps none of it: a mapped page a scan touches counts in the process's resident set, and the
+/// page cache may map a whole large folio (up to MBs) per touched header (bench/README.md, "import").
+class ByteSource {
+public:
+  static ByteSource memory(std::string_view bytes);
+  /// Reads `size` bytes of the open file `fd` (owned by the caller).
+  static ByteSource file(int fd, size_t size);
+
+  size_t size() const { return length; }
+  /// Byte `pos` (< size()); a read error sets failed() and gives 0.
+  uint8_t at(size_t pos) const;
+  /// The bytes [begin, end).
+  std::string copy(size_t begin, size_t end) const;
+  /// Whether a pread failed (the scan's result is then meaningless).
+  bool failed() const { return readFailed; }
+
+private:
+  bool fill(size_t pos) const;
+
+  std::string_view bytes;
+  int fd = -1;
+  size_t length = 0;
+  mutable std::string window;
+  mutable size_t windowBegin = 0;
+  mutable bool readFailed = false;
+};
+
+/// Reads the fields of messages inside `source`; positions are offsets into it.
 class Scanner {
 public:
-  explicit Scanner(std::string_view bytes) : bytes(bytes) {}
+  explicit Scanner(const ByteSource &source) : source(source) {}
 
   /// Reads the field at `pos` of the message `what` ending at `limit` and moves `pos` past it; on a
   /// malformed field returns false with `error` = "not a valid ONNX model: the <what> at byte N has ...".
   bool next(size_t &pos, size_t limit, Field &field, std::string_view what, std::string &error) const;
 
-  std::string_view slice(size_t begin, size_t end) const { return bytes.substr(begin, end - begin); }
-  size_t size() const { return bytes.size(); }
+  std::string slice(size_t begin, size_t end) const { return source.copy(begin, end); }
+  size_t size() const { return source.size(); }
 
 private:
   bool varint(size_t &pos, size_t limit, uint64_t &value) const;
 
-  std::string_view bytes;
+  const ByteSource &source;
 };
 
 /// Where one initializer (GraphProto.initializer) lies in the serialized model.
@@ -78,14 +106,16 @@ struct InitializerRecord {
 
 /// Reads the top-level fields of the TensorProto whose payload is [begin, end) of `bytes` into `record`
 /// (nested messages such as external_data are skipped whole).
-bool scanInitializer(std::string_view bytes, size_t begin, size_t end, InitializerRecord &record, std::string &error);
+bool scanInitializer(const ByteSource &bytes, size_t begin, size_t end, InitializerRecord &record, std::string &error);
 
 /// Records every initializer of the serialized ModelProto `bytes`, in file order. Returns false with
 /// `error` naming the byte offset and the message on a malformed wire format.
+bool scanInitializers(const ByteSource &bytes, std::vector<InitializerRecord> &out, std::string &error);
 bool scanInitializers(std::string_view bytes, std::vector<InitializerRecord> &out, std::string &error);
 
 /// The initializer's TensorProto without its raw_data field: a message of a few hundred bytes (name,
 /// dims, data type, external data, typed *_data fields) that protobuf can parse without the weights.
+std::string withoutRawData(const ByteSource &bytes, const InitializerRecord &record);
 std::string withoutRawData(std::string_view bytes, const InitializerRecord &record);
 
 /// Appends a varint, a tag, or a length-delimited field (tag, length, payload) to `out`.

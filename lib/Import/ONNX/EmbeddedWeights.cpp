@@ -8,6 +8,10 @@
 #include "ptrain/Import/ONNX/EmbeddedWeights.h"
 #include "ptrain/Runtime/OnnxWire.h"
 
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+
 using namespace mlir::ptrain::onnx_data;
 namespace wire = ptrain::onnx_wire;
 
@@ -30,7 +34,7 @@ bool isFloatDataType(uint64_t dataType) {
 
 class Rewriter {
 public:
-  Rewriter(llvm::StringRef bytes, llvm::StringRef selfLocation)
+  Rewriter(const wire::ByteSource &bytes, llvm::StringRef selfLocation)
       : bytes(bytes), scanner(bytes), selfLocation(selfLocation) {}
 
   llvm::Error model(size_t begin, size_t end, std::string &out) {
@@ -92,7 +96,7 @@ private:
     return out;
   }
 
-  std::string_view bytes;
+  const wire::ByteSource &bytes;
   wire::Scanner scanner;
   llvm::StringRef selfLocation;
   std::string scanError;
@@ -100,10 +104,30 @@ private:
 
 } // namespace
 
-llvm::Expected<ExternalizedWeights> mlir::ptrain::onnx_data::externalizeEmbeddedWeights(llvm::StringRef bytes,
-                                                                                        llvm::StringRef selfLocation) {
+static llvm::Expected<ExternalizedWeights> externalize(const wire::ByteSource &bytes, llvm::StringRef selfLocation) {
   Rewriter rewriter(bytes, selfLocation);
   if (llvm::Error error = rewriter.model(0, bytes.size(), rewriter.result.model))
     return std::move(error);
   return std::move(rewriter.result);
+}
+
+llvm::Expected<ExternalizedWeights> mlir::ptrain::onnx_data::externalizeEmbeddedWeights(llvm::StringRef bytes,
+                                                                                        llvm::StringRef selfLocation) {
+  return externalize(wire::ByteSource::memory(bytes), selfLocation);
+}
+
+llvm::Expected<ExternalizedWeights> mlir::ptrain::onnx_data::externalizeEmbeddedWeightsFromFile(llvm::StringRef path) {
+  int fd = -1;
+  if (std::error_code ec = llvm::sys::fs::openFileForRead(path, fd))
+    return llvm::createStringError(ec, "cannot open '" + path + "': " + ec.message());
+  uint64_t size = 0;
+  std::error_code ec = llvm::sys::fs::file_size(path, size);
+  wire::ByteSource source = wire::ByteSource::file(fd, static_cast<size_t>(size));
+  llvm::Expected<ExternalizedWeights> result =
+      ec ? llvm::Expected<ExternalizedWeights>(llvm::createStringError(ec, "cannot size '" + path + "'"))
+         : externalize(source, llvm::sys::path::filename(path));
+  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  if (result && source.failed())
+    return llvm::createStringError("cannot read '" + path + "'");
+  return result;
 }

@@ -8,6 +8,10 @@
 
 #include "ptrain/Runtime/OnnxWire.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <unistd.h>
+
 using namespace ptrain::onnx_wire;
 
 namespace {
@@ -19,10 +23,79 @@ bool malformed(size_t offset, std::string_view what, const std::string &problem,
 
 } // namespace
 
+ByteSource ByteSource::memory(std::string_view bytes) {
+  ByteSource source;
+  source.bytes = bytes;
+  source.length = bytes.size();
+  return source;
+}
+
+ByteSource ByteSource::file(int fd, size_t size) {
+  ByteSource source;
+  source.fd = fd;
+  source.length = size;
+  return source;
+}
+
+namespace {
+
+/// pread of exactly `n` bytes at `offset` into `out`.
+bool readFully(int fd, size_t offset, size_t n, char *out) {
+  while (n > 0) {
+    const ssize_t got = pread(fd, out, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      return false;
+    out += got;
+    offset += static_cast<size_t>(got);
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+constexpr size_t kWindowBytes = 64 * 1024;
+
+} // namespace
+
+bool ByteSource::fill(size_t pos) const {
+  const size_t n = std::min(kWindowBytes, length - pos);
+  window.resize(n);
+  windowBegin = pos;
+  if (!readFully(fd, pos, n, window.data())) {
+    window.clear();
+    readFailed = true;
+    return false;
+  }
+  return true;
+}
+
+uint8_t ByteSource::at(size_t pos) const {
+  if (fd < 0)
+    return static_cast<uint8_t>(bytes[pos]);
+  if (pos < windowBegin || pos >= windowBegin + window.size())
+    if (!fill(pos))
+      return 0;
+  return static_cast<uint8_t>(window[pos - windowBegin]);
+}
+
+std::string ByteSource::copy(size_t begin, size_t end) const {
+  if (fd < 0)
+    return std::string(bytes.substr(begin, end - begin));
+  if (begin >= windowBegin && end <= windowBegin + window.size())
+    return window.substr(begin - windowBegin, end - begin);
+  std::string out(end - begin, '\0');
+  if (!readFully(fd, begin, end - begin, out.data())) {
+    readFailed = true;
+    out.clear();
+  }
+  return out;
+}
+
 bool Scanner::varint(size_t &pos, size_t limit, uint64_t &value) const {
   value = 0;
   for (unsigned shift = 0; shift < 64 && pos < limit; shift += 7) {
-    const uint8_t byte = static_cast<uint8_t>(bytes[pos++]);
+    const uint8_t byte = source.at(pos++);
     value |= static_cast<uint64_t>(byte & 0x7f) << shift;
     if (!(byte & 0x80))
       return true;
@@ -75,7 +148,7 @@ bool Scanner::next(size_t &pos, size_t limit, Field &field, std::string_view wha
   return true;
 }
 
-bool ptrain::onnx_wire::scanInitializer(std::string_view bytes, size_t begin, size_t end, InitializerRecord &record,
+bool ptrain::onnx_wire::scanInitializer(const ByteSource &bytes, size_t begin, size_t end, InitializerRecord &record,
                                         std::string &error) {
   Scanner scanner(bytes);
   record.begin = begin;
@@ -100,7 +173,7 @@ bool ptrain::onnx_wire::scanInitializer(std::string_view bytes, size_t begin, si
   return true;
 }
 
-bool ptrain::onnx_wire::scanInitializers(std::string_view bytes, std::vector<InitializerRecord> &out,
+bool ptrain::onnx_wire::scanInitializers(const ByteSource &bytes, std::vector<InitializerRecord> &out,
                                          std::string &error) {
   Scanner scanner(bytes);
   for (size_t pos = 0; pos < bytes.size();) {
@@ -121,15 +194,26 @@ bool ptrain::onnx_wire::scanInitializers(std::string_view bytes, std::vector<Ini
       out.push_back(std::move(record));
     }
   }
+  if (bytes.failed()) {
+    error = "cannot read the model file";
+    return false;
+  }
   return true;
 }
 
-std::string ptrain::onnx_wire::withoutRawData(std::string_view bytes, const InitializerRecord &record) {
+std::string ptrain::onnx_wire::withoutRawData(const ByteSource &bytes, const InitializerRecord &record) {
   if (!record.hasRawData)
-    return std::string(bytes.substr(record.begin, record.end - record.begin));
-  std::string out(bytes.substr(record.begin, record.rawField - record.begin));
-  out.append(bytes.substr(record.rawEnd, record.end - record.rawEnd));
-  return out;
+    return bytes.copy(record.begin, record.end);
+  return bytes.copy(record.begin, record.rawField) + bytes.copy(record.rawEnd, record.end);
+}
+
+std::string ptrain::onnx_wire::withoutRawData(std::string_view bytes, const InitializerRecord &record) {
+  return withoutRawData(ByteSource::memory(bytes), record);
+}
+
+bool ptrain::onnx_wire::scanInitializers(std::string_view bytes, std::vector<InitializerRecord> &out,
+                                         std::string &error) {
+  return scanInitializers(ByteSource::memory(bytes), out, error);
 }
 
 void ptrain::onnx_wire::putVarint(std::string &out, uint64_t value) {
