@@ -10,7 +10,7 @@ new_axis, CumSum of a run-time float tensor (inclusive, and exclusive + reverse)
 integer tensor, and Cos/Sin of a constant Range. Reference outputs from onnxruntime, checked against
 onnx.reference to 1e-5.
 
-Usage: .venv/bin/python python/ptrain/export_unfolded_ops.py [--out test/Import/ONNX/opset18+/Inputs]
+Usage: .venv/bin/python python/ptrain/export_unfolded_ops.py [--out test/Import/ONNX/opset18+/unfolded]
 The file is a pure function of the seed: rerunning reproduces the committed bytes.
 """
 import argparse
@@ -99,7 +99,7 @@ def build():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test",
-                                                      "Import", "ONNX", "opset18+", "Inputs"))
+                                                      "Import", "ONNX", "opset18+", "unfolded"))
     args = parser.parse_args()
     m = build()
     x = np.random.default_rng(5).standard_normal([2, 6, 4]).astype(np.float32)
