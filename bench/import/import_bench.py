@@ -14,7 +14,8 @@ The external data files are SPARSE (os.truncate: no byte is written, none is on 
 them, which is what the measurement shows (reading 27 GB would take minutes and the memory it maps).
 Each import runs --repeat times; reported: the best wall and CPU (user + system) time, and the peak resident
 set (ru_maxrss of the import process, from os.wait4 in a fresh helper process) against the size of the model's
-files.
+files, split into its anonymous part (the importer's own heap) and its file-backed part (shared libraries and
+mapped model pages), peaks of RssAnon and RssFile polled from /proc/PID/status.
 
 Usage: .venv/bin/python bench/import/import_bench.py --bin build/bin [--baseline OTHER/bin] [--check]
   --check   exit 1 unless gpt2-124m imports in < 2 s and every peak RSS is < 20% of its files' size
@@ -182,27 +183,45 @@ def generate(name, out):
 
 
 # Runs in a fresh, small Python process: a child forked from this one (which held the generated model)
-# would count this process's pages in its ru_maxrss until it execs.
+# would count this process's pages in its ru_maxrss until it execs. Besides ru_maxrss it polls
+# /proc/PID/status every millisecond for the peaks of RssAnon (the importer's own heap: context, module,
+# protobuf) and RssFile (mapped files: the MLIR/LLVM shared libraries and the pages of the model file the scan
+# faulted in, whole large folios on a freshly written file).
 MEASURE = """
-import os, subprocess, sys, time
+import os, subprocess, sys, threading, time
 start = time.perf_counter()
 proc = subprocess.Popen(sys.argv[1:], stderr=subprocess.PIPE)
-err = proc.stderr.read()
-_, status, usage = os.wait4(proc.pid, 0)
+err = []
+reader = threading.Thread(target=lambda: err.append(proc.stderr.read()))
+reader.start()
+peak = {"RssAnon": 0, "RssFile": 0}
+while True:
+    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    if pid:
+        break
+    try:
+        for line in open("/proc/%d/status" % proc.pid):
+            key = line.split(":")[0]
+            if key in peak:
+                peak[key] = max(peak[key], int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    time.sleep(0.001)
+reader.join()
 print(time.perf_counter() - start, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024,
-      os.waitstatus_to_exitcode(status))
-sys.stderr.write(err.decode())
+      os.waitstatus_to_exitcode(status), peak["RssAnon"], peak["RssFile"])
+sys.stderr.write(err[0].decode())
 """
 
 
 def run_import(binary, path, output):
-    """Wall seconds, CPU seconds and peak RSS (bytes) of one import."""
+    """Wall seconds, CPU seconds, peak RSS, peak anonymous and peak file-backed RSS (bytes) of one import."""
     result = subprocess.run([sys.executable, "-c", MEASURE, binary, "--import-onnx", path, "-o", output],
                             capture_output=True, text=True)
     fields = result.stdout.split()
-    if result.returncode != 0 or len(fields) != 4 or fields[3] != "0":
+    if result.returncode != 0 or len(fields) != 6 or fields[3] != "0":
         sys.exit(f"{binary} --import-onnx {path} failed:\n{result.stdout}{result.stderr}")
-    return float(fields[0]), float(fields[1]), int(fields[2])
+    return float(fields[0]), float(fields[1]), int(fields[2]), int(fields[4]), int(fields[5])
 
 
 def main():
@@ -221,9 +240,9 @@ def main():
     if args.baseline:
         binaries.append(("baseline", os.path.join(args.baseline, "ptrain-translate")))
     failures = []
-    print("| model | parameters | file(s) | on disk | build | import wall (best of %d) | CPU | peak RSS | RSS / files |"
-          % args.repeat)
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | parameters | file(s) | on disk | build | import wall (best of %d) | CPU | peak RSS | RSS / files "
+          "| anon (heap) | file-backed |" % args.repeat)
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     try:
         for name in args.models.split(","):
             t0 = time.perf_counter()
@@ -237,10 +256,12 @@ def main():
                 seconds = min(r[0] for r in runs)
                 cpu = min(r[1] for r in runs)
                 rss = max(r[2] for r in runs)
+                anon, mapped = max(r[3] for r in runs), max(r[4] for r in runs)
                 states = open(mlir).read().count("ptrain.state @")
                 print(f"| {name} | {params / 1e6:.1f} M ({states} states) | {size / 1e9:.2f} GB | "
                       f"{disk / 1e9:.2f} GB | {label} | {seconds:.2f} s | {cpu:.2f} s | {rss / 1e6:.0f} MB | "
-                      f"{100 * rss / size:.1f}% |", flush=True)
+                      f"{100 * rss / size:.1f}% | {anon / 1e6:.0f} MB ({100 * anon / size:.1f}%) | "
+                      f"{mapped / 1e6:.0f} MB |", flush=True)
                 if label == "ptrain":
                     if name == "gpt2-124m" and seconds >= 2.0:
                         failures.append(f"{name}: import {seconds:.2f} s >= 2 s")

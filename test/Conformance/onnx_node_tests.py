@@ -44,7 +44,7 @@ ISSUE_OPS = [
 OTHER_OPS = [
     "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Identity", "Shape", "Size",
     "Min", "Max", "Constant", "NegativeLogLikelihoodLoss", "ReduceMin", "ReduceProd",
-    "ReduceL2", "Clip", "GatherND", "CastLike",
+    "ReduceL2", "Clip", "GatherND", "CastLike", "CumSum", "Cos", "Sin",
 ]
 # Node tests of these ops that cannot match, with the reason (listed in the generated document).
 EXCLUDED = {

@@ -215,6 +215,10 @@ FailureOr<Type> FaithfulImporter::valueType(const std::string &name, std::string
   // num_outputs): the legalization infers the whole type from the already static operands.
   if (it == types.end())
     return Type(NoneType::get(ctx));
+  // A sequence (SplitToSequence's result): typed `tuple<>` here; its elements' types are known only once
+  // the legalization has built them (LegalizeSequenceOps.cpp).
+  if (it->second->has_sequence_type())
+    return Type(TupleType::get(ctx));
   FailureOr<RankedTensorType> ranked = convertType(*it->second, why);
   if (succeeded(ranked))
     return Type(*ranked);

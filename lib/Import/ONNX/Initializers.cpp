@@ -238,13 +238,14 @@ llvm::Expected<ONNXInitializers> ONNXInitializers::open(llvm::StringRef modelPat
   ONNXInitializers result;
   result.modelPath = modelPath.str();
   // The model file is memory-mapped and its embedded float weights are not parsed (copied) but become
-  // external data in the file itself (EmbeddedWeights.h): read() decodes them from the mapping.
+  // external data in the file itself (EmbeddedWeights.h): read() decodes them from the mapping. The scan
+  // reads the file with pread, so only the weights read() decodes become resident.
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(modelPath, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer)
     return makeError(modelPath + ": cannot read: " + buffer.getError().message());
   llvm::StringRef self = llvm::sys::path::filename(modelPath);
-  llvm::Expected<ExternalizedWeights> stripped = externalizeEmbeddedWeights((*buffer)->getBuffer(), self);
+  llvm::Expected<ExternalizedWeights> stripped = externalizeEmbeddedWeightsFromFile(modelPath);
   if (!stripped)
     return makeError(modelPath + ": " + llvm::toString(stripped.takeError()));
   if (stripped->model.size() > static_cast<size_t>(INT32_MAX))

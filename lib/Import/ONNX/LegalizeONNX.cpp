@@ -449,6 +449,7 @@ const PatternTable &patterns() {
     populateLossPatterns(t);
     populateOpset18Patterns(t);
     populateOpset23Patterns(t);
+    populateSequencePatterns(t);
     return t;
   }();
   return table;
@@ -474,6 +475,8 @@ LogicalResult mlir::ptrain::legalizeONNXNodes(ModuleOp module) {
     foldConstantOps(prev ? std::next(Block::iterator(prev)) : block->begin(),
                     next ? Block::iterator(next) : block->end(), rewriter);
   }
+  if (failed(onnx_import::eraseSequences(module)))
+    return failure();
   // Results whose shape ONNX could not infer now have the static types the legalization computed.
   module.walk([](func::FuncOp fn) {
     if (fn.isExternal())

@@ -22,9 +22,10 @@ std::string mlir::ptrain::onnx_import::loadModelProto(llvm::StringRef bytes, llv
   // rest of the model is copied and parsed. Otherwise (e.g. standard input) the whole message is parsed.
   uint64_t fileSize = 0;
   std::string stripped;
+  // The file is read again with pread rather than scanned through `bytes` (a mapping of it): the mapping's
+  // pages are then never touched and never resident.
   if (!llvm::sys::fs::file_size(path, fileSize) && fileSize == bytes.size()) {
-    llvm::Expected<onnx_data::ExternalizedWeights> result =
-        onnx_data::externalizeEmbeddedWeights(bytes, llvm::sys::path::filename(path));
+    llvm::Expected<onnx_data::ExternalizedWeights> result = onnx_data::externalizeEmbeddedWeightsFromFile(path);
     if (!result)
       return llvm::toString(result.takeError());
     stripped = std::move(result->model);

@@ -5,61 +5,81 @@
 // runtime loads them from the ONNX file or its external data); every other
 // state (optimizer moments, step counters, codec state) starts at zero.
 //
-// Parsing uses protobuf's bool-returning ParseFromArray (the runtime builds
-// with -fno-exceptions; no onnx::checker). Data is little-endian as in ONNX;
-// the runtime assumes a little-endian host. Everything is decoded into
-// staging buffers first, so a failure modifies no state.
+// The model file and its external data files are memory-mapped, never read
+// whole: the initializers are located by a wire-format scan
+// (include/ptrain/Runtime/OnnxWire.h) that skips the nodes, and only the
+// initializers a parameter state names are parsed, each without its raw_data
+// (protobuf's bool-returning ParseFromArray on a few hundred bytes; the
+// runtime builds with -fno-exceptions; no onnx::checker). Their bytes are
+// copied from the mapping, so a GPT-2 124M model with embedded weights is
+// neither copied whole nor parsed whole. Data is little-endian as in ONNX;
+// the runtime assumes a little-endian host. Every parameter is located and
+// checked before any state is written, so a failure modifies no state.
 //
 //===----------------------------------------------------------------------===//
 
 #include "common/StateTable.h"
+#include "ptrain/Runtime/OnnxWire.h"
 
 #include "onnx/onnx_pb.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <map>
+#include <memory>
 #include <string>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
 
-using ptrain::runtime::allocBytes;
 using ptrain::runtime::fail;
+namespace wire = ptrain::onnx_wire;
 
 namespace {
 
-/// A whole file in memory, or an error naming it.
-struct FileBytes {
-  char *data = nullptr;
+/// A whole file mapped read-only, or an error naming it.
+struct Mapping {
+  const char *data = nullptr;
   int64_t size = 0;
-  ~FileBytes() { std::free(data); }
+  Mapping() = default;
+  Mapping(const Mapping &) = delete;
+  Mapping &operator=(const Mapping &) = delete;
+  Mapping(Mapping &&other) noexcept : data(other.data), size(other.size) {
+    other.data = nullptr;
+    other.size = 0;
+  }
+  ~Mapping() {
+    if (data != nullptr && size > 0)
+      munmap(const_cast<char *>(data), static_cast<size_t>(size));
+  }
+  std::string_view bytes() const { return std::string_view(data, static_cast<size_t>(size)); }
 };
 
-ptrain_status_t readFile(const char *call, const std::string &path,
-                         FileBytes &out) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: cannot open",
-                path.c_str());
-  std::fseek(f, 0, SEEK_END);
-  const long size = std::ftell(f);
-  std::fseek(f, 0, SEEK_SET);
-  if (size < 0) {
-    std::fclose(f);
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: cannot size",
-                path.c_str());
+ptrain_status_t mapFile(const char *call, const std::string &path, Mapping &out) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: cannot open (%s)", path.c_str(), std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: not a regular file", path.c_str());
   }
-  out.data = static_cast<char *>(allocBytes(static_cast<size_t>(size)));
-  if (out.data == nullptr) {
-    std::fclose(f);
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call,
-                "%s: cannot allocate %ld bytes", path.c_str(), size);
+  out.size = static_cast<int64_t>(st.st_size);
+  if (out.size > 0) {
+    void *p = mmap(nullptr, static_cast<size_t>(out.size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      close(fd);
+      out.size = 0;
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: cannot map %lld bytes (%s)", path.c_str(),
+                  static_cast<long long>(st.st_size), std::strerror(errno));
+    }
+    out.data = static_cast<const char *>(p);
   }
-  out.size = size;
-  const size_t got = std::fread(out.data, 1, static_cast<size_t>(size), f);
-  std::fclose(f);
-  if (got != static_cast<size_t>(size))
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "%s: short read (%zu of %ld bytes)", path.c_str(), got, size);
+  close(fd);
   return PTRAIN_OK;
 }
 
@@ -69,12 +89,13 @@ std::string parentDir(const std::string &path) {
   return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
 }
 
-/// Decodes initializer `init` for state `s` (dtype and shape already checked)
-/// into `dst` of `bytes` bytes.
-ptrain_status_t decode(const char *call, const char *modelPath,
-                       const onnx::TensorProto &init,
-                       const ptrain_state_desc_t &s, int64_t bytes, char *dst,
-                       std::map<std::string, FileBytes> &external) {
+/// Finds the `bytes` bytes of state `s` (dtype and shape already checked):
+/// `record` locates the initializer in `model`, `init` is its fields without
+/// raw_data. `src` points into a mapping or into `init`'s typed data.
+ptrain_status_t locate(const char *call, const char *modelPath, const Mapping &model,
+                       const wire::InitializerRecord &record, const onnx::TensorProto &init,
+                       const ptrain_state_desc_t &s, int64_t bytes, const char *&src,
+                       std::map<std::string, Mapping> &external) {
   const int64_t count = bytes / ptrain::runtime::stateElemBytes(s.dtype);
   if (init.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
@@ -86,116 +107,93 @@ ptrain_status_t decode(const char *call, const char *modelPath,
         char *end = nullptr;
         const long long v = std::strtoll(e.value().c_str(), &end, 10);
         if (end == e.value().c_str() || *end != '\0' || v < 0)
-          return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                      "%s: initializer '%s' has a bad external data %s '%s'",
+          return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: initializer '%s' has a bad external data %s '%s'",
                       modelPath, s.key, e.key().c_str(), e.value().c_str());
         (e.key() == "offset" ? offset : length) = v;
       }
     }
     if (location.empty() || location[0] == '/')
-      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                  "%s: initializer '%s' has no relative external data location",
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: initializer '%s' has no relative external data location",
                   modelPath, s.key);
     const std::string path = parentDir(modelPath) + location;
     auto it = external.find(path);
     if (it == external.end()) {
-      it = external.emplace(path, FileBytes()).first;
-      PTRAIN_RETURN_IF_ERROR(readFile(call, path, it->second));
+      Mapping file;
+      PTRAIN_RETURN_IF_ERROR(mapFile(call, path, file));
+      it = external.emplace(path, std::move(file)).first;
     }
-    const FileBytes &file = it->second;
+    const Mapping &file = it->second;
     if (length < 0)
       length = file.size - offset;
     if (offset > file.size || length > file.size - offset || length != bytes)
       return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                   "%s: initializer '%s' needs %lld bytes but its external data "
                   "is [%lld, %lld) of '%s' (%lld bytes)",
-                  modelPath, s.key, static_cast<long long>(bytes),
-                  static_cast<long long>(offset),
-                  static_cast<long long>(offset + length), path.c_str(),
-                  static_cast<long long>(file.size));
-    std::memcpy(dst, file.data + offset, static_cast<size_t>(bytes));
+                  modelPath, s.key, static_cast<long long>(bytes), static_cast<long long>(offset),
+                  static_cast<long long>(offset + length), path.c_str(), static_cast<long long>(file.size));
+    src = file.data + offset;
     return PTRAIN_OK;
   }
-  if (init.has_raw_data()) {
-    if (static_cast<int64_t>(init.raw_data().size()) != bytes)
-      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                  "%s: initializer '%s' holds %zu bytes, its shape needs %lld",
-                  modelPath, s.key, init.raw_data().size(),
-                  static_cast<long long>(bytes));
-    std::memcpy(dst, init.raw_data().data(), static_cast<size_t>(bytes));
+  if (record.hasRawData) {
+    const size_t have = record.rawEnd - record.rawPayload;
+    if (static_cast<int64_t>(have) != bytes)
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: initializer '%s' holds %zu bytes, its shape needs %lld",
+                  modelPath, s.key, have, static_cast<long long>(bytes));
+    src = model.data + record.rawPayload;
     return PTRAIN_OK;
   }
-  const int64_t have = s.dtype == PTRAIN_DTYPE_F32 ? init.float_data_size()
-                                                   : init.int64_data_size();
+  const int64_t have = s.dtype == PTRAIN_DTYPE_F32 ? init.float_data_size() : init.int64_data_size();
   if (have != count)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "%s: initializer '%s' holds %lld values, its shape needs %lld",
-                modelPath, s.key, static_cast<long long>(have),
-                static_cast<long long>(count));
-  if (s.dtype == PTRAIN_DTYPE_F32)
-    std::memcpy(dst, init.float_data().data(), static_cast<size_t>(bytes));
-  else
-    std::memcpy(dst, init.int64_data().data(), static_cast<size_t>(bytes));
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: initializer '%s' holds %lld values, its shape needs %lld",
+                modelPath, s.key, static_cast<long long>(have), static_cast<long long>(count));
+  src = s.dtype == PTRAIN_DTYPE_F32 ? reinterpret_cast<const char *>(init.float_data().data())
+                                    : reinterpret_cast<const char *>(init.int64_data().data());
   return PTRAIN_OK;
 }
 
-/// Frees the staging buffers on every path.
-struct Staging {
-  char **buffers = nullptr;
-  int64_t count = 0;
-  ~Staging() {
-    for (int64_t i = 0; i < count && buffers; ++i)
-      std::free(buffers[i]);
-    std::free(buffers);
-  }
-};
-
 } // namespace
 
-extern "C" ptrain_status_t
-ptrain_state_init_onnx(const ptrain_state_desc_t *states, int64_t num_states,
-                       const char *onnx_path) {
+extern "C" ptrain_status_t ptrain_state_init_onnx(const ptrain_state_desc_t *states, int64_t num_states,
+                                                  const char *onnx_path) {
   PTRAIN_CHECK_PTR(onnx_path);
   ptrain::runtime::StateBytes bytesOwner;
   PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkStateTable(__func__, states, num_states, bytesOwner));
   const int64_t *bytes = bytesOwner.get();
 
-  FileBytes modelFile;
-  PTRAIN_RETURN_IF_ERROR(readFile(__func__, onnx_path, modelFile));
-  if (modelFile.size > INT32_MAX)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                "%s: %lld bytes is too large to parse", onnx_path,
-                static_cast<long long>(modelFile.size));
-  onnx::ModelProto model;
-  if (!model.ParseFromArray(modelFile.data, static_cast<int>(modelFile.size)))
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                "%s: not a valid ONNX model (protobuf parse failed)",
-                onnx_path);
-  std::map<std::string, const onnx::TensorProto *> byName;
-  for (const onnx::TensorProto &init : model.graph().initializer())
-    byName.emplace(init.name(), &init);
+  Mapping modelFile;
+  PTRAIN_RETURN_IF_ERROR(mapFile(__func__, onnx_path, modelFile));
+  std::vector<wire::InitializerRecord> records;
+  std::string scanError;
+  if (!wire::scanInitializers(modelFile.bytes(), records, scanError))
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "%s: %s", onnx_path, scanError.c_str());
+  std::map<std::string, const wire::InitializerRecord *> byName;
+  for (const wire::InitializerRecord &record : records)
+    byName.emplace(record.name, &record);
 
-  Staging staging;
-  staging.buffers =
-      static_cast<char **>(std::calloc(num_states ? num_states : 1,
-                                       sizeof(char *)));
-  if (staging.buffers == nullptr)
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "staging table");
-  staging.count = num_states;
-  std::map<std::string, FileBytes> external;
+  // Every parameter is located (and checked) first, then copied: a failure
+  // modifies no state, and no staging copy of the weights is made.
+  std::vector<const char *> sources(static_cast<size_t>(num_states), nullptr);
+  std::vector<std::unique_ptr<onnx::TensorProto>> parsed;
+  std::map<std::string, Mapping> external;
   for (int64_t i = 0; i < num_states; ++i) {
     const ptrain_state_desc_t &s = states[i];
     if (s.kind != PTRAIN_STATE_PARAMETER)
       continue;
     auto it = byName.find(s.key);
     if (it == byName.end())
-      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                  "%s: no initializer named '%s' for parameter state '%s'",
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "%s: no initializer named '%s' for parameter state '%s'",
                   onnx_path, s.key, s.key);
-    const onnx::TensorProto &init = *it->second;
-    const int32_t want = s.dtype == PTRAIN_DTYPE_F32
-                             ? onnx::TensorProto::FLOAT
-                             : onnx::TensorProto::INT64;
+    const wire::InitializerRecord &record = *it->second;
+    // Only this tensor's own fields, without the raw_data bytes.
+    const std::string fields = wire::withoutRawData(modelFile.bytes(), record);
+    parsed.push_back(std::make_unique<onnx::TensorProto>());
+    onnx::TensorProto &init = *parsed.back();
+    if (fields.size() > INT32_MAX || !init.ParseFromArray(fields.data(), static_cast<int>(fields.size())))
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+                  "%s: initializer '%s' (bytes [%zu, %zu)) is not a valid "
+                  "TensorProto",
+                  onnx_path, s.key, record.begin, record.end);
+    const int32_t want = s.dtype == PTRAIN_DTYPE_F32 ? onnx::TensorProto::FLOAT : onnx::TensorProto::INT64;
     if (init.data_type() != want)
       return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
                   "%s: initializer '%s' has ONNX data type %d, the state needs "
@@ -209,20 +207,12 @@ ptrain_state_init_onnx(const ptrain_state_desc_t *states, int64_t num_states,
                   "%s: initializer '%s' has rank %d with another shape than "
                   "the state's rank-%d shape",
                   onnx_path, s.key, init.dims_size(), s.rank);
-    staging.buffers[i] =
-        static_cast<char *>(allocBytes(static_cast<size_t>(bytes[i])));
-    if (staging.buffers[i] == nullptr)
-      return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
-                  "cannot stage %lld bytes for '%s'",
-                  static_cast<long long>(bytes[i]), s.key);
-    PTRAIN_RETURN_IF_ERROR(decode(__func__, onnx_path, init, s, bytes[i],
-                                  staging.buffers[i], external));
+    PTRAIN_RETURN_IF_ERROR(locate(__func__, onnx_path, modelFile, record, init, s, bytes[i], sources[i], external));
   }
   // Every check passed: commit.
   for (int64_t i = 0; i < num_states; ++i) {
-    if (staging.buffers[i])
-      std::memcpy(states[i].data, staging.buffers[i],
-                  static_cast<size_t>(bytes[i]));
+    if (sources[i])
+      std::memcpy(states[i].data, sources[i], static_cast<size_t>(bytes[i]));
     else
       std::memset(states[i].data, 0, static_cast<size_t>(bytes[i]));
   }

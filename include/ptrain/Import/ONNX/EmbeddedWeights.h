@@ -40,6 +40,11 @@ constexpr uint64_t kMinExternalizedBytes = 1024;
 /// wire format is an error naming the byte offset and the message being scanned.
 llvm::Expected<ExternalizedWeights> externalizeEmbeddedWeights(llvm::StringRef bytes, llvm::StringRef selfLocation);
 
+/// The same for the model file at `path` (selfLocation: its file name), read with pread through a small
+/// window instead of a mapping: the scan then adds none of the file's pages to the resident set (a mapped
+/// page cache can map a whole large folio per touched field header; bench/README.md, "import").
+llvm::Expected<ExternalizedWeights> externalizeEmbeddedWeightsFromFile(llvm::StringRef path);
+
 } // namespace mlir::ptrain::onnx_data
 
 #endif // PTRAIN_IMPORT_ONNX_EMBEDDEDWEIGHTS_H

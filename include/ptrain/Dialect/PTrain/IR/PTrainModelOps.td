@@ -329,7 +329,8 @@ def PTrain_ReduceOp : PTrain_ModelOp<"reduce"> {
     Reduces `input` over `axes` (negative counts from the end; empty: no dimension, the identity, as ONNX
     `noop_with_empty_axes`); `keepdims` keeps the reduced dimensions with size 1. Sums and means accumulate
     in double in the interpreter. Gradient: `sum` broadcasts dy back, `mean` also divides by the number of
-    reduced elements; `max` has no gradient rule (ties make it ambiguous) and building one is an error.
+    reduced elements; `max` splits dy evenly among the elements equal to the maximum (ties share it, as
+    PyTorch's amax; unittests/Interpreter/ReductionGradientTest.cpp checks it against finite differences).
 
     Constraints:
     * (C1) every axis is in [-rank, rank) and none repeats;
