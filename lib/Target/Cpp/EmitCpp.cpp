@@ -541,6 +541,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     case Storage::State: {
       auto read = cast<StateReadOp>(op);
       decls += "  " + type + " *" + s.name + " = " + states[read.getStateAttr().getAttr()].var + ";\n";
+      if (result.use_empty()) // a read whose users an import pass dropped (an export's unused pooler)
+        decls += "  (void)" + s.name + ";\n";
       break;
     }
     case Storage::Alias:

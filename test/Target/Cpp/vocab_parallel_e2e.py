@@ -8,7 +8,8 @@ generated code under mpirun.
    and AdamW settings: one rank (--micro-batches 4, the reference), --tp 2 --vocab-parallel (2 ranks),
    --tp 2 --pp 2 --vocab-parallel (4 ranks) and --tp 2 --vocab-parallel --vocab-multiple 3 (the vocabulary
    padded to 258: rank 1 holds rows 129..257, its last two zero rows and masked logits).
-2. step.cpp calls the vocabulary-parallel kernels and gathers only the per-position maxima in the train step.
+2. step.cpp: the last stage's forward-backward calls the vocabulary-parallel kernels with the rank's tp coordinate
+   and all-gathers only the per-position maxima (dimension 0), never the logits, and has no replicated loss.
 3. ptrain-run each for 3 steps: the validation loss before training and the step losses within LOSS_TOL
    relative of one rank; the padded rows of the embedding are still exactly zero after training; the
    embedding halves of the tp ranks' checkpoints, stacked, equal one rank's table within PARAM_TOL.
@@ -20,6 +21,7 @@ generated code under mpirun.
 import array
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -61,13 +63,16 @@ check(plans["vtp2"]["vocab_parallel"] == {"multiple": 1} and plans["vtp2pad"]["v
       and "vocab_parallel" not in plans["ref"], "plan.json: vocab_parallel with its multiple")
 for name in ("vtp2", "vtp2pp2"):
     cpp = open(os.path.join(work, name, "step.cpp")).read()
-    train_steps = cpp[cpp.find("ptrain_step_stage0_train_step("):]
-    check(all(k in cpp for k in ("ptrain_vocab_parallel_embedding_fwd_f32", "ptrain_vocab_parallel_embedding_bwd_f32",
-                                 "ptrain_vocab_parallel_ce_parts_fwd_f32", "ptrain_vocab_parallel_ce_parts_bwd_f32",
-                                 "ptrain_all_gather_dim", "gridCoordinate(ptrain_rank, 2)"))
-          and "ptrain_cross_entropy_fwd_f32" not in cpp, f"{name}/step.cpp: the vocabulary-parallel kernels, no "
-          "replicated cross-entropy")
-
+    # The last stage's forward-backward holds the loss: it gathers the per-position maxima, never the logits.
+    start = cpp.index(f"ptrain_step_stage{plans[name]['pp'] - 1}_forward_backward(")
+    body = cpp[start:cpp.index('extern "C"', start)]
+    gathers = re.findall(r"ptrain_all_gather_dim\(comm_grid_tp, \w+, PTRAIN_DTYPE_F32, 3, dims, (\d)", body)
+    check(all(k in cpp for k in ("ptrain_vocab_parallel_embedding_fwd_f32", "ptrain_vocab_parallel_embedding_bwd_f32"))
+          and all(k in body for k in ("ptrain_vocab_parallel_ce_parts_fwd_f32", "ptrain_vocab_parallel_ce_parts_bwd_f32"))
+          and re.search(r"gridCoordinate\(ptrain_rank, \d\), 2,", body) and gathers == ["0"]
+          and "ptrain_cross_entropy_fwd_f32" not in body,
+          f"{name}/step.cpp: the vocabulary-parallel kernels; the loss's stage calls them with the rank's tp coordinate and "
+          f"gathers only the maxima (all-gathers along dims {gathers})")
 
 def train(name):
     log, ckpt = os.path.join(work, f"{name}.json"), os.path.join(work, f"{name}.ckpt")
