@@ -2,9 +2,10 @@
 
     ptrain-compile model.onnx [--optimizer adamw|sgd|none [--momentum MU]] [--clip-norm C]
                    [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
-                   [--dp D] [--tp T [--vocab-parallel [--vocab-multiple K]]] [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved
-                   [--virtual-stages V]]] [--policy none|optimus-cc|... [--cluster FILE]
-                   [--compress-options "cb-rank=8 sc=false"]] [--report REPORT.json] --target cpu -o out/
+                   [--dp D] [--tp T [--vocab-parallel [--vocab-multiple K]]]
+                   [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved [--virtual-stages V]]]
+                   [--policy none|optimus-cc|... [--cluster FILE] [--compress-options "cb-rank=8 sc=false"]]
+                   [--report REPORT.json] --target cpu -o out/
 
 runs, writing every intermediate into out/:
 
