@@ -17,7 +17,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
+#include <memory>
+#include <new>
 
 namespace {
 
@@ -86,11 +87,14 @@ extern "C" ptrain_status_t ptrain_vocab_parallel_embedding_bwd_f32(const float *
   // Every id is checked first, so a bad one leaves out_dtable untouched.
   PTRAIN_RETURN_IF_ERROR(checkIds(__func__, ids, n, rows, part, parts));
   const int64_t first = part * rows;
-  std::vector<double> acc(static_cast<size_t>(rows * dim), 0.0);
+  std::unique_ptr<double[]> acc(new (std::nothrow) double[rows * dim > 0 ? rows * dim : 1]());
+  if (!acc)
+    return ptrain::runtime::fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate %lld fp64 sums",
+                                 static_cast<long long>(rows * dim));
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] < first || ids[i] >= first + rows)
       continue; // the row is another rank's
-    double *row = acc.data() + (ids[i] - first) * dim;
+    double *row = acc.get() + (ids[i] - first) * dim;
     const float *g = dy + i * dim;
     for (int64_t d = 0; d < dim; ++d)
       row[d] += g[d];
@@ -182,12 +186,15 @@ extern "C" ptrain_status_t ptrain_all_gather_dim(ptrain_comm_t comm, const void 
     return ptrain_wait(request);
   }
   // Gathered as [parts][outer][inner], then interleaved to [outer][parts][inner].
-  std::vector<unsigned char> gathered(static_cast<size_t>(parts * outer * inner));
-  PTRAIN_RETURN_IF_ERROR(ptrain_all_gather_start(comm, x, gathered.data(), count, dtype, &request));
+  std::unique_ptr<unsigned char[]> gathered(new (std::nothrow) unsigned char[parts * outer * inner]);
+  if (!gathered)
+    return ptrain::runtime::fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate %lld bytes",
+                                 static_cast<long long>(parts * outer * inner));
+  PTRAIN_RETURN_IF_ERROR(ptrain_all_gather_start(comm, x, gathered.get(), count, dtype, &request));
   PTRAIN_RETURN_IF_ERROR(ptrain_wait(request));
   auto *o = static_cast<unsigned char *>(out);
   for (int64_t p = 0; p < parts; ++p)
     for (int64_t i = 0; i < outer; ++i)
-      std::memcpy(o + (i * parts + p) * inner, gathered.data() + (p * outer + i) * inner, inner);
+      std::memcpy(o + (i * parts + p) * inner, gathered.get() + (p * outer + i) * inner, inner);
   return PTRAIN_OK;
 }
