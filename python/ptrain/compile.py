@@ -2,9 +2,10 @@
 
     ptrain-compile model.onnx [--optimizer adamw|sgd|none [--momentum MU]] [--clip-norm C]
                    [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
-                   [--dp D] [--tp T] [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved
-                   [--virtual-stages V]]] [--policy none|optimus-cc|... [--cluster FILE]
-                   [--compress-options "cb-rank=8 sc=false"]] [--report REPORT.json] --target cpu -o out/
+                   [--dp D] [--tp T [--vocab-parallel [--vocab-multiple K]]]
+                   [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved [--virtual-stages V]]]
+                   [--policy none|optimus-cc|... [--cluster FILE] [--compress-options "cb-rank=8 sc=false"]]
+                   [--report REPORT.json] --target cpu -o out/
 
 runs, writing every intermediate into out/:
 
@@ -22,7 +23,9 @@ runs, writing every intermediate into out/:
         --ptrain-critical-path itself (bench/cluster: the predicted iteration time of each compiled plan)
       with --dp D > 1: --ptrain-build-training-step="dp=D [bucket-bytes=N]" (gradients averaged over dp)
       with --tp T > 1, first: --ptrain-raise --ptrain-shard-tp="tp=T" (Megatron's column/row-parallel layers;
-        a head count or width that T does not divide is the pass's error naming the ONNX node)
+        a head count or width that T does not divide is the pass's error naming the ONNX node); with
+        --vocab-parallel [--vocab-multiple K]: "tp=T vocab-parallel=true [vocab-multiple=K]" (the embedding, LM
+        head and cross-entropy split over the vocabulary, padded to a multiple of T K)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
     with --target cuda (single-rank steps only; docs/CodegenCuda.md) instead of the two lines above:
@@ -114,11 +117,14 @@ def describe(text, step_mlir):
 def tp_slice(attrs):
     """The ptrain.tp_slice of a state's printed attributes (--ptrain-shard-tp), or None."""
     m = re.search(r'ptrain\.tp_slice = \{axis = "(\w+)", dim = (\d+) : i64, groups = (\d+) : i64, '
-                  r'shape = array<i64: ([0-9, ]+)>\}', attrs)
+                  r'(?:padded = (\d+) : i64, )?shape = array<i64: ([0-9, ]+)>\}', attrs)
     if not m:
         return None
-    return {"axis": m.group(1), "dim": int(m.group(2)), "groups": int(m.group(3)),
-            "global_shape": [int(d) for d in m.group(4).split(",")]}
+    out = {"axis": m.group(1), "dim": int(m.group(2)), "groups": int(m.group(3)),
+           "global_shape": [int(d) for d in m.group(5).split(",")]}
+    if m.group(4):  # a vocabulary padded with zero rows to a multiple of tp (--vocab-parallel)
+        out["padded"] = int(m.group(4))
+    return out
 
 
 def describe_pipeline(text, step_mlir):
@@ -159,6 +165,11 @@ def main(argv=None):
                    help="data-parallel replicas (ranks under mpirun: dp * pp; gradients averaged over dp)")
     p.add_argument("--tp", type=int, default=1,
                    help="tensor-parallel ranks per layer (Megatron-LM; ranks under mpirun: dp * pp * tp)")
+    p.add_argument("--vocab-parallel", action="store_true",
+                   help="with --tp: Megatron's vocabulary-parallel embedding, LM head and cross-entropy "
+                        "(--ptrain-shard-tp vocab-parallel=true); the step never gathers the logits")
+    p.add_argument("--vocab-multiple", type=int, default=None,
+                   help="with --vocab-parallel: pad the vocabulary to a multiple of tp * K (default 1)")
     p.add_argument("--bucket-bytes", type=int, default=None,
                    help="largest data-parallel all-reduce bucket in bytes (default: the pass's, 25 MiB)")
     p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"], help="pipeline schedule")
@@ -194,6 +205,12 @@ def compile_model(args):
     if args.pp < 1 or args.micro_batches < 1 or args.dp < 1 or args.tp < 1:
         raise CompileError(f"--dp {args.dp} --tp {args.tp} --pp {args.pp} --micro-batches {args.micro_batches}: "
                            "each must be at least 1")
+    if args.vocab_parallel and args.tp < 2:
+        raise CompileError(f"--vocab-parallel needs --tp > 1 (got --tp {args.tp})")
+    if args.vocab_multiple is not None and not args.vocab_parallel:
+        raise CompileError(f"--vocab-multiple {args.vocab_multiple} without --vocab-parallel")
+    if args.vocab_multiple is not None and args.vocab_multiple < 1:
+        raise CompileError(f"--vocab-multiple {args.vocab_multiple}: must be at least 1")
     if args.bucket_bytes is not None and args.bucket_bytes < 0:
         raise CompileError(f"--bucket-bytes {args.bucket_bytes}: must be at least 0")
     pipeline = args.pp > 1 or args.micro_batches > 1 or args.dp > 1 or args.tp > 1
@@ -320,7 +337,10 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         if args.bucket_bytes is not None:
             data_parallel += f" bucket-bytes={args.bucket_bytes}"
         # Tensor parallelism shards the forward graph first: raise finds the layers, shard-tp slices them.
-        passes = ["--ptrain-raise", f"--ptrain-shard-tp=tp={args.tp}"] if args.tp > 1 else []
+        shard = f"tp={args.tp}"
+        if args.vocab_parallel:
+            shard += " vocab-parallel=true" + (f" vocab-multiple={args.vocab_multiple}" if args.vocab_multiple else "")
+        passes = ["--ptrain-raise", f"--ptrain-shard-tp={shard}"] if args.tp > 1 else []
         passes += [f"--ptrain-split-stages=pp={args.pp} virtual-stages={args.virtual_stages}",
                   f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}{data_parallel}"]
         passes.append(f"--ptrain-schedule=micro-batches={args.micro_batches} schedule={args.schedule}")
@@ -354,6 +374,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
                                  "finalize": "ptrain_step_finalize", "error": "ptrain_step_last_error"}}
         plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
         plan.update(describe_pipeline(plain, step))
+        if args.vocab_parallel:
+            plan["vocab_parallel"] = {"multiple": args.vocab_multiple or 1}
         plan["codec_states"] = [s for s in plan["states"] if s["kind"].startswith("codec_")]
         # One replica's rows per step; the global batch stacks dp replicas (replica d reads rows [d R, (d+1) R)).
         plan["replica_batch"] = plan["batch"] * args.micro_batches

@@ -124,6 +124,13 @@ enum {
   PTRAIN_REDUCE_KIND_MAX = 2,
 };
 
+/// Element kinds of ptrain_cast_elements: f32, i64 and masks (uint8_t 0/1).
+enum {
+  PTRAIN_CAST_F32 = 0,
+  PTRAIN_CAST_I64 = 1,
+  PTRAIN_CAST_MASK = 2,
+};
+
 /// What a state tensor holds (the order of the dialect's StateKind).
 enum {
   PTRAIN_STATE_PARAMETER = 0,
@@ -261,6 +268,19 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   element type of elem_bytes in {1, 2, 4, 8}, copied bit for bit.
 // ptrain_broadcast_to(x, elem_bytes, rank, dims, out_rank, out_dims, out)
 //   out = x broadcast to out_dims (numpy rules, ONNX Expand), bit for bit.
+//
+// --- Casts, gathers and log-softmax (cpu/Selection.cpp, cpu/LogSoftmax.cpp) ---
+// ptrain_cast_elements(x, from, n, to, out)   ONNX Cast between the kinds
+//   PTRAIN_CAST_F32, _I64, _MASK: float to int64 truncates toward zero (NaN or
+//   out of range is INVALID_ARGUMENT, out untouched), int64 to float rounds to
+//   nearest through fp64, anything to a mask is != 0, a mask to a number 0/1.
+// ptrain_gather_axis(data, elem_bytes, outer, len, inner, indices, count, out)
+//   ONNX Gather of data viewed as [outer, len, inner]: out[o, j, :] =
+//   data[o, indices[j], :] (out [outer, count, inner]); a negative index counts
+//   from the end; one outside [-len, len) is INVALID_ARGUMENT. Any elem_bytes.
+// ptrain_log_softmax_f32(x, outer, len, inner, out)
+//   y = x - max - log(sum(exp(x - max))) along len of x viewed as [outer, len,
+//   inner] (ONNX LogSoftmax-13); fp64, rounded once (the interpreter's order).
 //
 // --- Data movement of any element type (elem_bytes in {1, 2, 4, 8}) ---
 // ptrain_copy_bytes(src, num_bytes, out)      memmove (a reshape's copy, state writes)
@@ -637,6 +657,35 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   can cancel (receives) and returns PTRAIN_ERROR_DEADLINE_EXCEEDED with a
 //   message naming the operation, the peer (or communicator size), the tag and
 //   the byte count. Never hangs longer than the deadline; never prints.
+//
+// --- Vocabulary-parallel embedding and loss (cpu/VocabParallel.cpp) ---
+// Megatron-LM's VocabParallelEmbedding and _VocabParallelCrossEntropy
+// (Shoeybi et al. 2019, sec. 3; PTrainVocabParallelOps.td): rank `part` of
+// `parts` holds rows [part rows, (part + 1) rows) of the padded vocabulary.
+// fp64 sums and exponentials, rounded once (the interpreter's results).
+// ptrain_vocab_parallel_embedding_fwd_f32(table[rows, dim], ids[n], n, rows,
+//                                         dim, part, parts, out_y[n, dim])
+//   out_y[i] = table[ids[i] - part rows] for ids in the rank's rows, else 0;
+//   an id outside [0, rows parts) is INVALID_ARGUMENT.
+// ptrain_vocab_parallel_embedding_bwd_f32(dy[n, dim], ids[n], n, rows, dim,
+//                                         part, parts, out_dtable[rows, dim])
+//   out_dtable = the sum of dy[i] into row ids[i] - part rows for the rank's
+//   ids (zero elsewhere; written whole, no zeroing needed).
+// ptrain_vocab_parallel_ce_parts_fwd_f32(logits[n, cols], labels[n], max[n],
+//                                        n, cols, vocab, part, parts,
+//                                        out_sum_exp[n], out_target[n])
+//   sum_exp = sum over the rank's columns c with part cols + c < vocab of
+//   exp(logits[i, c] - max[i]); target = logits[i, label - part cols] - max[i]
+//   for a label in the rank's columns, else 0. Labels in [0, vocab).
+// ptrain_vocab_parallel_ce_parts_bwd_f32(d_sum_exp[n], d_target[n], logits,
+//                                        labels, max, n, cols, vocab, part,
+//                                        parts, out_dlogits[n, cols])
+//   d_sum_exp exp(logits - max) on the real columns (0 on padded ones), plus
+//   d_target at the label's column.
+// ptrain_all_gather_dim(comm, x, dtype, rank, dims, dim, out)
+//   Blocking all-gather along dimension `dim` (ptrain.tp_all_gather): out has
+//   dims with dims[dim] times comm's size, the ranks' blocks in rank order
+//   (F32 or I64; ptrain_all_gather_start + ptrain_wait, its deadline).
 //===----------------------------------------------------------------------===*/
 
 #define PTRAIN_RUNTIME_CALL(name, ret, params) PTRAIN_RUNTIME_API ret name params;

@@ -40,6 +40,7 @@ FailureOr<std::optional<TPSlice>> mlir::ptrain::cpp::readTPSlice(StateOp state, 
   auto axis = slice.getAs<StringAttr>("axis");
   auto dim = slice.getAs<IntegerAttr>("dim"), groups = slice.getAs<IntegerAttr>("groups");
   auto shape = slice.getAs<DenseI64ArrayAttr>("shape");
+  auto padded = slice.getAs<IntegerAttr>("padded"); // a vocabulary padded to a multiple of tp (VocabParallel.cpp)
   if (!axis || !dim || !groups || !shape)
     return state.emitError("--emit-cpp: ") << kTPSliceAttr << " needs axis, dim, groups and shape, got " << slice;
   if (!grid)
@@ -59,9 +60,11 @@ FailureOr<std::optional<TPSlice>> mlir::ptrain::cpp::readTPSlice(StateOp state, 
   s.axis = *index;
   s.parts = grid.getShape()[*index];
   const int64_t rank = s.local.getRank();
-  if (!s.local.getElementType().isF32() || s.dim < 0 || s.dim >= rank || s.groups < 1 ||
-      static_cast<int64_t>(s.global.size()) != rank || s.local.getShape()[s.dim] % s.groups != 0 ||
-      s.global[s.dim] != s.local.getShape()[s.dim] * s.parts || rank > 8)
+  const bool inRange = s.dim >= 0 && s.dim < rank && static_cast<int64_t>(s.global.size()) == rank;
+  s.padded = padded ? padded.getInt() : inRange ? s.global[s.dim] : 0;
+  if (!s.local.getElementType().isF32() || !inRange || s.groups < 1 || s.local.getShape()[s.dim] % s.groups != 0 ||
+      s.padded != s.local.getShape()[s.dim] * s.parts || s.padded < s.global[s.dim] || (padded && s.groups != 1) ||
+      rank > 8)
     return state.emitError("--emit-cpp: ") << kTPSliceAttr << " " << slice << " does not fit the f32 state type "
                                            << s.local << " on " << s.parts << " ranks of axis " << axis;
   for (int64_t d = 0; d < rank; ++d)
@@ -85,6 +88,7 @@ void mlir::ptrain::cpp::emitTPStateInit(ArrayRef<TPSlice> slices, llvm::raw_ostr
         "  int64_t groups;\n"
         "  int32_t axis;\n"
         "  int64_t parts;\n"
+        "  int64_t padded; ///< global_dims[dim] padded with zero entries (a vocabulary; groups == 1)\n"
         "};\n\n";
   for (auto [i, s] : llvm::enumerate(slices)) {
     os << "// \"" << s.key << "\": " << s.local << " of " << s.global.size() << "-D global [";
@@ -97,11 +101,13 @@ void mlir::ptrain::cpp::emitTPStateInit(ArrayRef<TPSlice> slices, llvm::raw_ostr
   os << "const TPSlice kTPSlices[] = {\n";
   for (auto [i, s] : llvm::enumerate(slices))
     os << "    {" << s.var << ", " << s.var << "_dims, tp_slice_" << i << "_global, " << numElements(s.global) << ", "
-       << s.global.size() << ", " << s.dim << ", " << s.groups << ", " << s.axis << ", " << s.parts << "},\n";
+       << s.global.size() << ", " << s.dim << ", " << s.groups << ", " << s.axis << ", " << s.parts << ", " << s.padded
+       << "},\n";
   os << "};\nconstexpr int64_t kNumTPSlices = " << slices.size() << ";\n\n";
   const char *init = getRuntimeCallInfo(RuntimeCall::ptrain_state_init_onnx).name;
   const char *slice = getRuntimeCallInfo(RuntimeCall::ptrain_slice).name;
   const char *insert = getRuntimeCallInfo(RuntimeCall::ptrain_insert_slice).name;
+  const char *zero = getRuntimeCallInfo(RuntimeCall::ptrain_zero_bytes).name;
   os << "/// " << init
      << " of the active states, a sliced parameter read at its global shape into a temporary\n"
         "/// buffer and then cut: no state changes when the model cannot be read.\n"
@@ -123,13 +129,33 @@ void mlir::ptrain::cpp::emitTPStateInit(ArrayRef<TPSlice> slices, llvm::raw_ostr
         "      continue; // another stage's parameter\n"
         "    const TPSlice &s = kTPSlices[j];\n"
         "    const int64_t c = gridCoordinate(ptrain_rank, s.axis);\n"
-        "    const int64_t chunk = s.global_dims[s.dim] / (s.groups * s.parts);\n"
+        "    const int64_t chunk = s.padded / (s.groups * s.parts);\n"
         "    int64_t piece_dims[8], offsets[8], at[8];\n"
         "    for (int32_t d = 0; d < s.rank; ++d) {\n"
         "      piece_dims[d] = s.global_dims[d];\n"
         "      offsets[d] = at[d] = 0;\n"
         "    }\n"
         "    piece_dims[s.dim] = chunk;\n"
+        "    if (s.padded != s.global_dims[s.dim]) {\n"
+        "      // Entries [c chunk, (c + 1) chunk) of the padded dimension: the real ones, then zeros.\n"
+        "      const int64_t begin = c * chunk, real = s.global_dims[s.dim];\n"
+        "      const int64_t valid = begin >= real ? 0 : (real - begin < chunk ? real - begin : chunk);\n"
+        "      PTRAIN_STEP_CALL("
+     << zero
+     << "(s.local, s.global_count / real * chunk * 4));\n"
+        "      if (valid == 0)\n"
+        "        continue;\n"
+        "      offsets[s.dim] = begin;\n"
+        "      piece_dims[s.dim] = valid;\n"
+        "      std::vector<float> piece(s.global_count / real * valid);\n"
+        "      PTRAIN_STEP_CALL("
+     << slice
+     << "(globals[j].data(), 4, s.rank, s.global_dims, offsets, piece_dims, piece.data()));\n"
+        "      PTRAIN_STEP_CALL("
+     << insert
+     << "(piece.data(), 4, s.rank, piece_dims, at, s.local_dims, s.local));\n"
+        "      continue;\n"
+        "    }\n"
         "    std::vector<float> piece(s.groups > 1 ? s.global_count / (s.groups * s.parts) : 0);\n"
         "    for (int64_t g = 0; g < s.groups; ++g) {\n"
         "      offsets[s.dim] = (g * s.parts + c) * chunk;\n"

@@ -26,7 +26,7 @@ namespace mlir::ptrain::cpp {
 /// result's buffer and its ptrain_wait at once (the op completes in place; nothing overlaps it).
 LogicalResult emitTPAllReduce(TPAllReduceOp op, const std::string &comm, CallWriter &w);
 
-/// A parameter that --ptrain-shard-tp sliced: `ptrain.tp_slice = {axis, dim, groups, shape}`.
+/// A parameter that --ptrain-shard-tp sliced: `ptrain.tp_slice = {axis, dim, groups, [padded,] shape}`.
 struct TPSlice {
   std::string var; ///< the state's static storage
   std::string key;
@@ -34,6 +34,7 @@ struct TPSlice {
   SmallVector<int64_t> global; ///< the shape of the ONNX initializer
   int64_t dim = 0, groups = 1; ///< dimension `dim` of `global` is groups x tp x chunk
   int64_t axis = 0, parts = 1; ///< the grid axis of the slice and its size
+  int64_t padded = 0;          ///< global[dim] padded with zeros to a multiple of parts (ptrain.tp_slice's padded)
 };
 
 /// The slice of `state` (std::nullopt without ptrain.tp_slice) on `grid`; an error at the state when the

@@ -26,6 +26,7 @@
 #include "EmitOptimizer.h"
 #include "EmitTelemetry.h"
 #include "EmitTraffic.h"
+#include "EmitVocabParallel.h"
 #include "GemmFusion.h"
 #include "MemoryPlan.h"
 #include "OpGeometry.h"
@@ -321,7 +322,8 @@ LogicalResult FunctionEmitter::checkOps() {
              SendStartOp, RecvStartOp, WaitOp, CompressOp, DecompressOp, CompressedAllReduceStartOp, TPCopyOp,
              TPAllReduceOp, CompareOp, SelectOp, BroadcastToOp, ReduceOp, RmsNormOp, RotaryEmbeddingOp, DropoutOp,
              func::CallOp, func::ReturnOp>(op) &&
-        !isa<SumSquaresOp, ClipScaleOp, SGDOp>(op))
+        !isa<SumSquaresOp, ClipScaleOp, SGDOp, CastOp, GatherOp, LogSoftmaxOp, TPAllGatherOp, VocabParallelEmbeddingOp,
+             VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp, VocabParallelCrossEntropyPartsGradOp>(op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
     if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCodecOp(&op)))
       return failure();
@@ -546,6 +548,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     case Storage::State: {
       auto read = cast<StateReadOp>(op);
       decls += "  " + type + " *" + s.name + " = " + states[read.getStateAttr().getAttr()].var + ";\n";
+      if (result.use_empty()) // a read whose users an import pass dropped (an export's unused pooler)
+        decls += "  (void)" + s.name + ";\n";
       break;
     }
     case Storage::Alias:
@@ -873,6 +877,14 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<DecompressOp>([&](DecompressOp d) { return emitDecompress(d, *this); })
           .Case<CompareOp, SelectOp, BroadcastToOp, ReduceOp>([&](Operation *o) { return emitBroadcastOp(o, *this); })
           .Case<RmsNormOp, RotaryEmbeddingOp, DropoutOp>([&](Operation *o) { return emitTransformerOp(o, *this); })
+          .Case<CastOp, GatherOp, LogSoftmaxOp>([&](Operation *o) { return emitSelectionOp(o, *this); })
+          .Case<TPAllGatherOp, VocabParallelEmbeddingOp, VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp,
+                VocabParallelCrossEntropyPartsGradOp>([&](Operation *o) -> LogicalResult {
+            auto [grid, axis] = vocabParallelAxis(o);
+            FailureOr<std::string> comm =
+                comms.lookup(o, grid, ArrayAttr::get(o->getContext(), {StringAttr::get(o->getContext(), axis)}));
+            return failed(comm) ? failure() : emitVocabParallelOp(o, *comm, comms.theGrid, *this);
+          })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
           .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
             FailureOr<std::string> comm = comms.lookup(

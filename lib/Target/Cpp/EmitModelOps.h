@@ -6,7 +6,8 @@
 //     ptrain.broadcast_to and ptrain.reduce, with numpy broadcasting;
 //   - EmitTransformer.cpp: ptrain.rms_norm, ptrain.rotary_embedding and ptrain.dropout (the interpreter's
 //     counter-based mask, bit for bit). Their gradients are ops of these two lists (rotary with -sin,
-//     dropout of dy) or of the core (rms_norm's binary/unary/reduce).
+//     dropout of dy) or of the core (rms_norm's binary/unary/reduce);
+//   - EmitSelection.cpp: ptrain.cast, ptrain.gather and ptrain.log_softmax (ONNX Cast, Gather, LogSoftmax).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +31,10 @@ LogicalResult emitBroadcastOp(Operation *op, CallWriter &w);
 
 /// ptrain.rms_norm, ptrain.rotary_embedding or ptrain.dropout on f32 tensors.
 LogicalResult emitTransformerOp(Operation *op, CallWriter &w);
+
+/// ptrain.cast (between f32, i64 and i1 masks), ptrain.gather (i64 indices) or ptrain.log_softmax (f32, any
+/// axis): EmitSelection.cpp.
+LogicalResult emitSelectionOp(Operation *op, CallWriter &w);
 
 } // namespace mlir::ptrain::cpp
 

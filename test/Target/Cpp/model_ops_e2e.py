@@ -14,6 +14,8 @@ calls each function through ctypes on random inputs; the reference interpreter (
   - @reduce: sum/mean/max over several axes with and without keepdims, broadcast_to of i64 and f32;
   - @llama: rms_norm over one and two trailing dimensions, rotary_embedding (half-split and interleaved with
     rotary_dim 8 of 16) and its gradient form with -sin, which undoes the rotation within 1e-6.
+  - @selection: gather of f32 (axis 1, 2-D indices with a negative one) and i64, log_softmax over the last and a
+    middle axis, casts f32 -> i64 (toward zero), i64 -> f32 (2**53 + 1 rounds), i64 -> i1 -> f32, i1 -> i64.
 Runs under .venv/bin/python (ort_venv.py: onnx writes the interpreter's inputs). No MPI: the module has no grid.
 """
 
@@ -123,4 +125,23 @@ check(np.allclose(q1, half, rtol=1e-6, atol=1e-6), "rotary_embedding (half-split
 check(np.array_equal(q2[..., 8:], q[..., 8:]), "rotary_embedding rotary_dim 8: channels 8..15 pass through")
 err = float(np.abs(back - q).max())
 check(err < 1e-6, f"rotary_embedding with -sin undoes the rotation (max error {err:.1e})")
+
+xs = rng.standard_normal((3, 4, 5)).astype(np.float32)
+idx = np.array([[0, 3], [-1, 2]], np.int64)
+n = np.array([0, -7, 5, 2**53 + 1, 1, -(2**40)], np.int64)
+g, gi, ls, ls1, xi, nf, nmf, xmi = compiled_and_interpreted(
+    "selection", [xs, idx, n], [((3, 2, 2, 5), np.float32), ((2, 2), np.int64), ((3, 4, 5), np.float32),
+                                ((3, 4, 5), np.float32), ((3, 4, 5), np.int64), ((6,), np.float32), ((6,), np.float32),
+                                ((3, 4, 5), np.int64)])
+check(np.array_equal(g, np.take(xs, idx, axis=1)) and np.array_equal(gi, np.take(n, idx, axis=0)),
+      "gather (f32 axis 1, i64 axis 0, a negative index) equals numpy's take")
+x64 = xs.astype(np.float64)
+for y, axis in ((ls, -1), (ls1, 1)):
+    ref = x64 - x64.max(axis, keepdims=True)
+    ref -= np.log(np.exp(ref).sum(axis, keepdims=True))
+    check(np.allclose(y, ref, rtol=0, atol=1e-6), f"log_softmax axis {axis} equals numpy's within 1e-6")
+scaled = xs * np.float32(3.7)
+check(np.array_equal(xi, np.trunc(scaled).astype(np.int64)) and np.array_equal(nf, n.astype(np.float32))
+      and np.array_equal(nmf, (n != 0).astype(np.float32)) and np.array_equal(xmi, (xi != 0).astype(np.int64)),
+      "cast f32 -> i64 truncates, i64 -> f32 rounds, i64 -> i1 -> f32 and i64 -> i1 -> i64 are != 0")
 finish()

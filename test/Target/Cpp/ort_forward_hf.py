@@ -8,13 +8,16 @@
    - test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx: RMSNormalization-23, RotaryEmbedding-23 on q and k,
      grouped-query Attention-23, SwiGLU (ptrain-compile --import-options "--signature auto" fixes its position
    ids to 0..S-1; onnxruntime gets those);
+   - test/Import/ONNX/Inputs/exports/bert-opset17.onnx: the PyTorch export of a BERT masked LM, whose padding
+     mask is cast from i64 to f32 (ptrain.cast; --signature auto: token types zeros, the mask ones);
    criterion max|a - b| / max|b| <= 1e-5 for the logits, |a - b| / |b| <= 1e-5 for the loss.
 2. Training against the reference: ptrain-compile with AdamW runs 3 steps (ptrain_step_train_step) on fixed
    random batches, and the multi-rank executor (ptrain-interpret --multi-rank --steps 3, one rank) runs the
    same out/step.mlir on the same batches: every step's loss within 1e-5 relative, for the LLaMA fixture and
    for gpt2-opset17-training.onnx, the GPT-2 exported in training mode with 7 dropouts (the compiled masks are
-   the interpreter's bit for bit, so the losses agree as closely as without dropout), and for
-   ../shared/data/onnx/gpt2_megatron.onnx with ort_forward.py's --bind/--signature options.
+   the interpreter's bit for bit, so the losses agree as closely as without dropout), for
+   ../shared/data/onnx/gpt2_megatron.onnx with ort_forward.py's --bind/--signature options, and for the BERT
+   export and onnxruntime's ../shared/data/onnx/bert_toy_optimized.onnx (each with its mask cast, as above).
 Runs under .venv/bin/python (ort_venv.py). Usage: ort_forward_hf.py <build-dir> <source-dir> <scratch-dir>
 """
 
@@ -39,14 +42,18 @@ STEPS = 3
 
 
 MEGATRON_OPTIONS = ("--import-options", "--bind batch_size=2,seq_len=8,past_seq_len=0 --signature auto")
+BERT_TOY_OPTIONS = ("--import-options", "--bind batch=2,max_seq_len_in_batch=7 --signature auto")
 
 
 def import_options(name):
-    """The LLaMA fixture has a position-ids input, which --signature auto fixes to 0..S-1; gpt2_megatron also
-    has symbolic dimensions, an attention-mask and a past input (ort_forward.py)."""
+    """The LLaMA fixture has a position-ids input, which --signature auto fixes to 0..S-1; the BERTs token types
+    (zeros) and a padding mask (ones); gpt2_megatron and bert_toy_optimized also have symbolic dimensions
+    (ort_forward.py)."""
     if name.startswith("gpt2_megatron"):
         return MEGATRON_OPTIONS
-    return ("--import-options", "--signature auto") if name.startswith("llama_tiny") else ()
+    if name.startswith("bert_toy"):
+        return BERT_TOY_OPTIONS
+    return ("--import-options", "--signature auto") if name.startswith(("llama_tiny", "bert")) else ()
 
 
 def train_steps(build, model, out):
@@ -85,7 +92,7 @@ def main(build, source, scratch):
     failures = []
     exports = os.path.join(source, "test", "Import", "ONNX", "Inputs", "exports")
     llama = os.path.join(source, "test", "Import", "ONNX", "opset18+", "Inputs", "llama_tiny.onnx")
-    for name in ("gpt2-opset17", "gpt2-opset13-folded", "llama_tiny"):
+    for name in ("gpt2-opset17", "gpt2-opset13-folded", "llama_tiny", "bert-opset17"):
         model = llama if name == "llama_tiny" else os.path.join(exports, name + ".onnx")
         plan, lib, check = ort_forward.compiled(build, model, os.path.join(scratch, name), *import_options(name))
         sess = ort_forward.session(model)
@@ -95,11 +102,16 @@ def main(build, source, scratch):
             feeds = {"input_ids": tokens}
             if name == "llama_tiny":
                 feeds["position_ids"] = np.tile(np.arange(s, dtype=np.int64), (b, 1))
+            if name.startswith("bert"):  # the padding mask's ones become a ptrain.cast to f32 in the graph
+                feeds["token_type_ids"] = np.zeros((b, s), np.int64)
+                feeds["attention_mask"] = np.ones((b, s), np.int64)
             failures += ort_forward.compare(f"{name}, random seed {seed}", plan, lib, check, tokens, feeds, sess)
 
     megatron = os.path.normpath(os.path.join(source, "..", "shared", "data", "onnx", "gpt2_megatron.onnx"))
+    bert_toy = os.path.join(os.path.dirname(megatron), "bert_toy_optimized.onnx")
     for name, model in (("llama_tiny", llama), ("gpt2-opset17-training", os.path.join(exports, "gpt2-opset17-training.onnx")),
-                        ("gpt2_megatron", megatron)):
+                        ("gpt2_megatron", megatron), ("bert-opset17", os.path.join(exports, "bert-opset17.onnx")),
+                        ("bert_toy_optimized", bert_toy)):
         if not os.path.isfile(model):
             failures.append(f"{model}: missing (the shared/ folder beside the checkout)")
             continue

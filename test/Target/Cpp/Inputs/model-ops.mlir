@@ -67,3 +67,25 @@ func.func @llama(%x: tensor<2x4x16xf32>, %g: tensor<16xf32>, %g2: tensor<4x16xf3
       : tensor<2x3x4x16xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
   return %r1, %r2, %q1, %q2, %back : tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x3x4x16xf32>, tensor<2x3x4x16xf32>, tensor<2x3x4x16xf32>
 }
+
+// ONNX Gather, LogSoftmax and Cast as imported: gathers of f32 (axis 1, 2-D indices, a negative index) and i64
+// (axis 0), log_softmax over the last and a middle axis, and casts f32 -> i64 (truncation toward zero),
+// i64 -> f32, i64 -> i1 -> f32 (the reduce-max gradient's tie mask) and f32 -> i1 -> i64.
+func.func @selection(%x: tensor<3x4x5xf32>, %i: tensor<2x2xi64>, %n: tensor<6xi64>)
+    -> (tensor<3x2x2x5xf32>, tensor<2x2xi64>, tensor<3x4x5xf32>, tensor<3x4x5xf32>, tensor<3x4x5xi64>, tensor<6xf32>,
+        tensor<6xf32>, tensor<3x4x5xi64>) {
+  %g = ptrain.gather %x, %i {axis = 1 : i64} : tensor<3x4x5xf32>, tensor<2x2xi64> -> tensor<3x2x2x5xf32>
+  %gi = ptrain.gather %n, %i {axis = 0 : i64} : tensor<6xi64>, tensor<2x2xi64> -> tensor<2x2xi64>
+  %ls = ptrain.log_softmax %x {axis = -1 : i64} : tensor<3x4x5xf32>
+  %ls1 = ptrain.log_softmax %x {axis = 1 : i64} : tensor<3x4x5xf32>
+  %k = arith.constant dense<3.7> : tensor<f32>
+  %xs = ptrain.binary mul %x, %k : tensor<3x4x5xf32>, tensor<f32>
+  %xi = ptrain.cast %xs : tensor<3x4x5xf32> -> tensor<3x4x5xi64>
+  %nf = ptrain.cast %n : tensor<6xi64> -> tensor<6xf32>
+  %nm = ptrain.cast %n : tensor<6xi64> -> tensor<6xi1>
+  %nmf = ptrain.cast %nm : tensor<6xi1> -> tensor<6xf32>
+  %xm = ptrain.cast %xi : tensor<3x4x5xi64> -> tensor<3x4x5xi1>
+  %xmi = ptrain.cast %xm : tensor<3x4x5xi1> -> tensor<3x4x5xi64>
+  return %g, %gi, %ls, %ls1, %xi, %nf, %nmf, %xmi : tensor<3x2x2x5xf32>, tensor<2x2xi64>, tensor<3x4x5xf32>,
+      tensor<3x4x5xf32>, tensor<3x4x5xi64>, tensor<6xf32>, tensor<6xf32>, tensor<3x4x5xi64>
+}

@@ -1,0 +1,77 @@
+//===- EmitSelection.cpp - cast, gather, log_softmax in --emit-cpp --------===//
+//
+// ONNX Cast, Gather and LogSoftmax as imported (ptrain.cast, ptrain.gather, ptrain.log_softmax) onto
+// cpu/Selection.cpp and cpu/LogSoftmax.cpp. Casts convert between the generated code's buffer types: f32,
+// i64 and i1 masks (uint8_t); the step's reduce-max gradient casts its i1 tie mask to f32 this way. Gather
+// views the data as [outer, len, inner] around its axis; log_softmax likewise around its axis, so any axis
+// works. The gradients are ops of the core: a cast back (float to float only), and log_softmax's
+// reduce/unary/binary; gather has no gradient rule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CppTypes.h"
+#include "EmitModelOps.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <array>
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::cpp;
+
+namespace {
+
+/// The PTRAIN_CAST_* kind of a buffer element type (f32, i64 or an i1 mask: the types the emitter admits).
+const char *castKind(Type t) {
+  if (t.isF32())
+    return "PTRAIN_CAST_F32";
+  if (t.isInteger(64))
+    return "PTRAIN_CAST_I64";
+  return "PTRAIN_CAST_MASK";
+}
+
+/// `shape` as [outer, len, inner] around `axis` (negative counts from the end; the verifiers bound it).
+std::array<int64_t, 3> aroundAxis(ArrayRef<int64_t> shape, int64_t axis) {
+  if (axis < 0)
+    axis += shape.size();
+  return {numElements(shape.take_front(axis)), shape[axis], numElements(shape.drop_front(axis + 1))};
+}
+
+LogicalResult emitCast(CastOp op, CallWriter &w) {
+  return w.call(RuntimeCall::ptrain_cast_elements,
+                {w.ptr(op.getInput()), castKind(tensorOf(op.getInput()).getElementType()),
+                 std::to_string(countOf(op.getInput())), castKind(tensorOf(op.getResult()).getElementType()),
+                 w.ptr(op.getResult())});
+}
+
+LogicalResult emitGather(GatherOp op, CallWriter &w) {
+  RankedTensorType indices = tensorOf(op.getIndices()), data = tensorOf(op.getData());
+  if (!indices.getElementType().isInteger(64))
+    return op.emitError("--emit-cpp: gather indices must be i64, got ") << indices;
+  auto [outer, len, inner] = aroundAxis(data.getShape(), op.getAxisAttr().getInt());
+  return w.call(RuntimeCall::ptrain_gather_axis,
+                {w.ptr(op.getData()), std::to_string(elementBytes(data.getElementType())), std::to_string(outer),
+                 std::to_string(len), std::to_string(inner), w.ptr(op.getIndices()),
+                 std::to_string(countOf(op.getIndices())), w.ptr(op.getResult())});
+}
+
+LogicalResult emitLogSoftmax(LogSoftmaxOp op, CallWriter &w) {
+  auto [outer, len, inner] = aroundAxis(tensorOf(op.getInput()).getShape(), op.getAxisAttr().getInt());
+  return w.call(RuntimeCall::ptrain_log_softmax_f32, {w.ptr(op.getInput()), std::to_string(outer), std::to_string(len),
+                                                      std::to_string(inner), w.ptr(op.getResult())});
+}
+
+} // namespace
+
+LogicalResult mlir::ptrain::cpp::emitSelectionOp(Operation *op, CallWriter &w) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<CastOp>([&](CastOp c) { return emitCast(c, w); })
+      .Case<GatherOp>([&](GatherOp g) { return emitGather(g, w); })
+      .Case<LogSoftmaxOp>([&](LogSoftmaxOp l) { return emitLogSoftmax(l, w); })
+      .Default([](Operation *other) {
+        return other->emitError("--emit-cpp internal error: '") << other->getName() << "' is not a selection op";
+      });
+}
