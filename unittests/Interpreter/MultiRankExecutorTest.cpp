@@ -301,11 +301,16 @@ INSTANTIATE_TEST_SUITE_P(Exports, LlamaTensorParallel, ::testing::Values("llama_
 // groups), c_proj, c_fc (weight and bias) and the MLP's c_proj: 12 sliced parameters. tp = 2 and pp = 2 x tp = 2.
 class HuggingFaceGpt2TensorParallelPlan : public ::testing::TestWithParam<Plan> {};
 
+/// The export test/Import/ONNX/Inputs/exports/`file` with its training signature, and its initial values.
+std::pair<OwningOpRef<ModuleOp>, StateProvider> importExport(Plans &plans, const std::string &file) {
+  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/Inputs/exports/" + file;
+  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
+  return {std::move(l0), plans.openInitialValues(path)};
+}
+
 TEST_P(HuggingFaceGpt2TensorParallelPlan, OneStepMatchesTheOneRankStep) {
   Plans plans;
-  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/Inputs/exports/gpt2-opset17.onnx";
-  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
-  StateProvider provider = plans.openInitialValues(path);
+  auto [l0, provider] = importExport(plans, "gpt2-opset17.onnx");
   ASSERT_TRUE(l0 && provider);
   expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 8, 8, 64, 7), GetParam(), 12,
                                   countParameters(*l0));
@@ -315,8 +320,6 @@ INSTANTIATE_TEST_SUITE_P(Plans, HuggingFaceGpt2TensorParallelPlan,
                          ::testing::Values(Plan{1, 1, 4, "1f1b", 1, 2}, Plan{1, 2, 4, "1f1b", 1, 2}),
                          [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
 
-//===----------------------------------------------------------------------===//
-// Compressed plans (--ptrain-compress, docs/Compression.md) on the bundled GPT.
 // The same GPT-2 exported in training mode (gpt2-opset17-training.onnx: 7 Dropout nodes of ratio 0.1 on the
 // embeddings, each layer's attention probabilities, attention output and MLP output). The masks are keyed by the
 // global element index (ptrain.dropout_layout, PTrainModelOps.td): a plan draws the one-rank step's mask on every
@@ -327,9 +330,7 @@ class HuggingFaceGpt2DropoutPlan : public ::testing::TestWithParam<Plan> {};
 
 TEST_P(HuggingFaceGpt2DropoutPlan, OneStepMatchesTheOneRankStep) {
   Plans plans;
-  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/Inputs/exports/gpt2-opset17-training.onnx";
-  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
-  StateProvider provider = plans.openInitialValues(path);
+  auto [l0, provider] = importExport(plans, "gpt2-opset17-training.onnx");
   ASSERT_TRUE(l0 && provider);
   const Plan &plan = GetParam();
   // Every dropout of the plan is keyed by its batch row, the attention probabilities' also by their tp part.
@@ -373,6 +374,8 @@ INSTANTIATE_TEST_SUITE_P(Plans, HuggingFaceGpt2DropoutPlan,
                                            Plan{1, 2, 4, "1f1b", 1, 2}, Plan{2, 2, 2, "gpipe", 1, 2}),
                          [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
 
+//===----------------------------------------------------------------------===//
+// Compressed plans (--ptrain-compress, docs/Compression.md) on the bundled GPT.
 //===----------------------------------------------------------------------===//
 
 /// The bundled GPT, its ONNX initial weights, and one fixed global batch of 16 x 64 tokens repeated every step
