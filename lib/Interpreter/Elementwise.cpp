@@ -7,6 +7,8 @@
 
 #include "ptrain/Interpreter/Kernels.h"
 
+#include "ptrain/Interpreter/DropoutLayout.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -245,17 +247,85 @@ bool mlir::ptrain::interp::dropoutKeeps(int64_t seed, int64_t counter, int64_t i
 
 llvm::Expected<Tensor> mlir::ptrain::interp::evalDropout(const Tensor &input, const Tensor &counter, double ratio,
                                                          int64_t seed) {
-  if (!input.isFloat())
-    return makeError("dropout needs a float tensor, got " + input.getTypeString());
   if (counter.getDType() != DType::I64 || counter.getNumElements() != 1 || !counter.getShape().empty())
     return makeError("dropout's counter must be a rank-0 i64 tensor, got " + counter.getTypeString());
+  DropoutLayout layout;
+  layout.step = counter.ints()[0];
+  return evalDropout(input, ratio, seed, layout);
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalDropout(const Tensor &input, double ratio, int64_t seed,
+                                                         const DropoutLayout &layout) {
+  if (!input.isFloat())
+    return makeError("dropout needs a float tensor, got " + input.getTypeString());
   if (!(ratio >= 0.0 && ratio < 1.0))
     return makeError("dropout ratio " + std::to_string(ratio) + " is not in [0, 1)");
-  int64_t step = counter.ints()[0];
   double scale = 1.0 / (1.0 - ratio);
   Tensor out = input;
   for (int64_t i = 0, e = out.getNumElements(); i < e; ++i)
-    out.floats()[i] = dropoutKeeps(seed, step, i, ratio) ? out.floats()[i] * scale : 0.0;
+    out.floats()[i] = dropoutKeeps(seed, layout.step, layout.globalIndex(i), ratio) ? out.floats()[i] * scale : 0.0;
   out.roundToDType();
   return out;
+}
+
+llvm::Expected<mlir::ptrain::interp::DropoutLayout> mlir::ptrain::interp::dropoutLayout(DropoutOp op, int64_t counter,
+                                                                                        AxisCoordinate coordinate) {
+  DropoutLayout layout;
+  layout.step = counter;
+  auto spec = op->getAttrOfType<DictionaryAttr>(kDropoutLayoutAttr);
+  if (!spec)
+    return layout;
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  auto at = [&](StringRef key) -> llvm::Expected<std::pair<int64_t, int64_t>> {
+    StringRef axis = spec.getAs<StringAttr>(key).getValue();
+    if (auto c = coordinate(axis))
+      return *c;
+    return makeError("dropout's layout names the grid axis '" + axis.str() +
+                     "', which this run has no coordinate on (run the plan on the multi-rank executor)");
+  };
+  auto integer = [&](StringRef key) { return spec.getAs<IntegerAttr>(key).getInt(); };
+  // Global elements per batch row: the local ones, the sharded dimension P times larger.
+  int64_t rowElements = 0;
+  if (spec.get("shard_axis")) {
+    auto c = at("shard_axis");
+    if (!c)
+      return c.takeError();
+    int64_t k = integer("shard_dim");
+    layout.mid = type.getDimSize(k);
+    for (int64_t d = k + 1; d < type.getRank(); ++d)
+      layout.inner *= type.getDimSize(d);
+    std::tie(layout.part, layout.parts) = *c;
+  }
+  if (spec.get("batch_rows")) {
+    // The counter packs step + 2^32 row (DropoutRows.h).
+    layout.step = counter & 0xFFFFFFFFLL;
+    int64_t row = counter >> 32;
+    if (spec.get("replica_axis")) {
+      auto c = at("replica_axis");
+      if (!c)
+        return c.takeError();
+      row += c->first * integer("replica_rows");
+    }
+    rowElements = type.getNumElements() / integer("batch_rows") * layout.parts;
+    layout.base = row * rowElements;
+  }
+  return layout;
+}
+
+llvm::Expected<std::vector<Tensor>> mlir::ptrain::interp::evaluateDropout(DropoutOp op,
+                                                                          llvm::function_ref<const Tensor &(Value)> get,
+                                                                          AxisCoordinate coordinate) {
+  const Tensor &counter = get(op.getCounter());
+  if (counter.getDType() != DType::I64 || counter.getNumElements() != 1 || !counter.getShape().empty())
+    return makeError("dropout's counter must be a rank-0 i64 tensor, got " + counter.getTypeString());
+  llvm::Expected<DropoutLayout> layout = dropoutLayout(op, counter.ints()[0], coordinate);
+  if (!layout)
+    return layout.takeError();
+  llvm::Expected<Tensor> y =
+      evalDropout(get(op.getInput()), op.getRatio().convertToDouble(), op.getSeedAttr().getInt(), *layout);
+  if (!y)
+    return y.takeError();
+  std::vector<Tensor> results;
+  results.push_back(std::move(*y));
+  return results;
 }

@@ -11,6 +11,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Interpreter/CodecPhases.h"
+#include "ptrain/Interpreter/DropoutLayout.h"
 #include "ptrain/Interpreter/Kernels.h"
 #include "ptrain/Interpreter/StepKernels.h"
 #include "ptrain/Interpreter/TransformerKernels.h"
@@ -166,8 +167,8 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
       })
       .Case([&](GeluOp g) -> Result { return one(evalGelu(g.getApproximate(), get(g.getInput()))); })
       .Case([&](DropoutOp d) -> Result {
-        return one(evalDropout(get(d.getInput()), get(d.getCounter()), d.getRatio().convertToDouble(),
-                               d.getSeedAttr().getInt()));
+        // One rank: a layout axis (tp, dp) is an error (the multi-rank executor gives the coordinates).
+        return evaluateDropout(d, get, [](StringRef) -> std::optional<std::pair<int64_t, int64_t>> { return {}; });
       })
       .Case([&](ReshapeOp r) -> Result {
         return one(evalReshape(get(r.getInput()), r.getResult().getType().getShape()));

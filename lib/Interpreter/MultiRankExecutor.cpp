@@ -12,6 +12,7 @@
 #include "AbstractSteps.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Interpreter/DropoutLayout.h"
 #include "ptrain/Interpreter/Kernels.h"
 #include "ptrain/Interpreter/VocabParallelKernels.h"
 
@@ -804,14 +805,17 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
   ++frame.it;
   if (!concrete())
     return llvm::Error::success();
-  // The vocabulary-parallel ops depend on the rank's coordinate on their axis; everything else is rank-free.
-  std::optional<llvm::Expected<std::vector<Tensor>>> evaluated =
-      evaluateVocabParallelOp(op, value, [&](StringRef axis) -> std::optional<std::pair<int64_t, int64_t>> {
-        std::optional<size_t> d = axisIndex(axis);
-        if (!d)
-          return std::nullopt;
-        return std::make_pair(coordinate(rank, *d), sizes[*d]);
-      });
+  // The vocabulary-parallel ops and dropout's layout depend on the rank's coordinate on their axis; everything
+  // else is rank-free.
+  auto rankCoordinate = [&](StringRef axis) -> std::optional<std::pair<int64_t, int64_t>> {
+    std::optional<size_t> d = axisIndex(axis);
+    if (!d)
+      return std::nullopt;
+    return std::make_pair(coordinate(rank, *d), sizes[*d]);
+  };
+  std::optional<llvm::Expected<std::vector<Tensor>>> evaluated = evaluateVocabParallelOp(op, value, rankCoordinate);
+  if (auto dropout = dyn_cast<DropoutOp>(op))
+    evaluated = evaluateDropout(dropout, value, rankCoordinate);
   if (!evaluated)
     evaluated = evaluateOp(op, value);
   if (!evaluated)

@@ -10,6 +10,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Transforms/Autodiff.h"
+#include "ptrain/Transforms/DropoutRows.h"
 #include "ptrain/Transforms/GradientClipping.h"
 #include "ptrain/Transforms/TensorParallel.h"
 
@@ -541,6 +542,10 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
     return getOrAddState(b, anchor, (param.getSymName() + ".grad").str(), (param.getKey() + "/grad").str(),
                          StateKind::Gradient, param.getTensorType());
   };
+
+  // Each stage function runs once per micro-batch: its dropout masks are keyed by the global batch row
+  // (micro-batch and replica), so they are the one-rank step's (DropoutRows.h).
+  keyDropoutByBatchRow(module, anchor, forwards, tokensType.getDimSize(0), microBatches, dp);
 
   SmallVector<func::FuncOp> backwards;
   for (auto [s, forward] : llvm::enumerate(forwards)) {

@@ -12,6 +12,7 @@
 #include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Transforms/CompressTensorParallel.h"
 #include "ptrain/Transforms/CompressionPlan.h"
+#include "ptrain/Transforms/DropoutRows.h"
 #include "ptrain/Transforms/ScheduleTable.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
@@ -275,7 +276,12 @@ public:
   bool stateError = false;
 
 private:
-  Value call(Location loc, const std::string &callee, ValueRange args, SmallVectorImpl<Value> *results = nullptr) {
+  /// Calls `callee`; `microBatch` >= 0: a stage function on that micro-batch, whose dropout masks read its
+  /// first row from @micro_batch_row (DropoutRows.h).
+  Value call(Location loc, const std::string &callee, ValueRange args, SmallVectorImpl<Value> *results = nullptr,
+             int64_t microBatch = -1) {
+    if (microBatch >= 0)
+      setMicroBatchRow(b, loc, module, microBatch * tokens.getDimSize(0));
     auto op = func::CallOp::create(b, loc, func(callee), args);
     if (results)
       results->assign(op.getResults().begin(), op.getResults().end());
@@ -340,7 +346,7 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
       switch (step.kind) {
       case Step::Forward: {
         inputs[k][i] = inputOf(c, i);
-        Value out = call(loc, "forward_stage" + cs, {inputs[k][i]});
+        Value out = call(loc, "forward_stage" + cs, {inputs[k][i]}, nullptr, i);
         sendCompressible(loc, s, s == pp - 1 ? 0 : s + 1, nextOffset(s), tagOf(i, c, /*gradient=*/false), out,
                          plan ? plan->forwardCodecOf(s, i) : CodecAttrInterface(), plan && plan->forwardErrorFeedback,
                          forwardSends[k][i]);
@@ -352,7 +358,7 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
         Value dout = receiveGradient(loc, s, c, i, outType);
         for (Value request : forwardSends[k][i]) // the forward output was received
           waitSend(request);
-        Value din = call(loc, "stage" + cs + "_backward", {inputs[k][i], dout});
+        Value din = call(loc, "stage" + cs + "_backward", {inputs[k][i], dout}, nullptr, i);
         if (c > 0)
           sendGradient(loc, s, c, i, din, pending);
         break;
@@ -360,13 +366,15 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
       case Step::ForwardBackward: {
         Value in = inputOf(c, i);
         SmallVector<Value> results;
-        call(loc, "stage" + cs + "_forward_backward", {in, c == 0 ? in : tokensOf(loc, i)}, &results);
+        call(loc, "stage" + cs + "_forward_backward", {in, c == 0 ? in : tokensOf(loc, i)}, &results, i);
         addLoss(results[0]);
         if (c > 0)
           sendGradient(loc, s, c, i, results[1], pending);
         break;
       }
       case Step::Optimizer:
+        // The step leaves no micro-batch position behind (checkpoints and ranks agree on it).
+        setMicroBatchRow(b, loc, module, 0);
         for (Value request : SmallVector<Value>(pending))
           waitSend(request);
         call(loc, "stage" + ss + "_optimizer_step", {});
@@ -380,7 +388,7 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
       for (int64_t k = 0; k < v; ++k) {
         const int64_t c = k * pp + s;
         Value in = inputOf(c, i);
-        Value out = call(loc, "forward_stage" + std::to_string(c), {in});
+        Value out = call(loc, "forward_stage" + std::to_string(c), {in}, nullptr, i);
         if (c != chunks - 1) {
           pending.push_back(send(loc, out, nextOffset(s), tagOf(i, c, /*gradient=*/false)));
           continue;
@@ -393,6 +401,7 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
                                        b.getDenseI64ArrayAttr({batch, seq - 1}));
         addLoss(CrossEntropyOp::create(b, loc, predicted, labels));
       }
+    setMicroBatchRow(b, loc, module, 0);
     for (Value request : SmallVector<Value>(pending))
       waitSend(request);
   }

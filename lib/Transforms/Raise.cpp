@@ -242,8 +242,12 @@ LogicalResult Raiser::run(int64_t &numLayers, int64_t &numLinears) {
              << ("the attention's Q is ") << q << "; expected [..., heads, sequence, head_dim]";
     if (!softmax.getResult().hasOneUse())
       return emitNodeError(softmax, "--ptrain-raise") << ("the attention's probabilities have more than one use");
-    auto context = dyn_cast<MatmulOp>(*softmax.getResult().getUsers().begin());
-    if (!context || context.getLhs() != softmax.getResult())
+    // The probabilities, or their dropout (a training-mode export: Hugging Face's attn_dropout).
+    Value probs = softmax.getResult();
+    if (auto dropout = dyn_cast<DropoutOp>(*probs.getUsers().begin()); dropout && dropout.getResult().hasOneUse())
+      probs = dropout.getResult();
+    auto context = dyn_cast<MatmulOp>(*probs.getUsers().begin());
+    if (!context || context.getLhs() != probs)
       return emitNodeError(softmax, "--ptrain-raise") << ("the attention's probabilities do not feed a matmul with V");
     MatmulOp projQ = producerMatmul(scores.getLhs(), true), projK = producerMatmul(scores.getRhs(), true),
              projV = producerMatmul(context.getRhs(), true);

@@ -13,6 +13,7 @@
 
 #include "ptrain/Transforms/TensorParallel.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Transforms/Passes.h"
 
@@ -199,6 +200,21 @@ LogicalResult Sharder::propagate(Operation *op) {
   Sharding s = found->second;
   auto inType = cast<RankedTensorType>(in.getType());
   if (isa<UnaryOp, GeluOp, CastOp>(op)) {
+    sharded[op->getResult(0)] = s;
+    return reinfer(op);
+  }
+  if (auto dropout = dyn_cast<DropoutOp>(op)) {
+    // Megatron-LM's model-parallel RNG (megatron/core/tensor_parallel/random.py) draws a sharded
+    // activation's mask from a per-rank stream; here it is keyed by the global index (the rank's part of
+    // the sharded dimension), so tp = N draws tp = 1's mask on every global element (PTrainModelOps.td).
+    if (s.groups != 1 || s.dim < 1)
+      return emitNodeError(op, "--ptrain-shard-tp")
+             << "dropout on a value sharded along dimension " << s.dim << " in " << s.groups
+             << " groups (a mask keyed by the global index needs one contiguous part of a dimension >= 1)";
+    NamedAttrList layout(dropout->getAttrOfType<DictionaryAttr>(kDropoutLayoutAttr));
+    layout.set("shard_axis", b.getStringAttr("tp"));
+    layout.set("shard_dim", b.getI64IntegerAttr(s.dim));
+    dropout->setAttr(kDropoutLayoutAttr, layout.getDictionary(op->getContext()));
     sharded[op->getResult(0)] = s;
     return reinfer(op);
   }

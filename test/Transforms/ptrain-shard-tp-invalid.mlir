@@ -142,3 +142,23 @@ func.func @forward(%x: tensor<2x4xf32>, %cos: tensor<2x1x16xf32>) -> tensor<2x4x
   %down = ptrain.matmul %f, %w2 {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x32xf32>, tensor<32x4xf32>
   return %down : tensor<2x4xf32>
 }
+
+// -----
+
+// A dropout on a value sharded along dimension 0 (its mask is keyed by the global index, which needs the
+// batch rows outside the sharded dimension: PTrainModelOps.td, ptrain.dropout_layout C5).
+ptrain.state @step key "step" kind step_counter : tensor<i64>
+ptrain.state @w1 key "w1" kind parameter : tensor<4x8xf32>
+ptrain.state @w2 key "w2" kind parameter : tensor<8x4xf32>
+func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x4xf32> attributes {ptrain.layers = 1 : i64} {
+  %w1 = ptrain.state_read @w1 : tensor<4x8xf32>
+  %w2 = ptrain.state_read @w2 : tensor<8x4xf32>
+  %t = ptrain.state_read @step : tensor<i64>
+  %up = ptrain.matmul %x, %w1 {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x4xf32>, tensor<4x8xf32> loc("/mlp/fc/MatMul")
+  %tr = ptrain.transpose %up {perm = array<i64: 1, 0>} : tensor<2x8xf32> -> tensor<8x2xf32>
+  // expected-error@+1 {{dropout on a value sharded along dimension 0 in 1 groups}}
+  %d = ptrain.dropout %tr, %t {ratio = 1.000000e-01 : f64, seed = 7 : i64} : tensor<8x2xf32>, tensor<i64>
+  %back = ptrain.transpose %d {perm = array<i64: 1, 0>} : tensor<8x2xf32> -> tensor<2x8xf32>
+  %down = ptrain.matmul %back, %w2 {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x8xf32>, tensor<8x4xf32> loc("/mlp/proj/MatMul")
+  return %down : tensor<2x4xf32>
+}

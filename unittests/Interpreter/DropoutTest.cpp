@@ -2,11 +2,13 @@
 //
 // The counter-based mask of `ptrain.dropout` (PTrainModelOps.td): the fraction dropped matches the ratio,
 // kept values are scaled by 1 / (1 - ratio), the mask is a function of (seed, counter) only and independent
-// across steps and sites, and the gradient rule applies the same mask to dy.
+// across steps and sites, and the gradient rule applies the same mask to dy; with ptrain.dropout_layout the
+// mask is keyed by the global element index (micro-batch rows, replicas, tensor-parallel parts).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Interpreter/DropoutLayout.h"
 #include "ptrain/Interpreter/Interpreter.h"
 #include "ptrain/Interpreter/Kernels.h"
 #include "ptrain/Tools/Registration.h"
@@ -15,6 +17,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 
 #include "gtest/gtest.h"
 
@@ -130,6 +133,106 @@ TEST(Dropout, GradientAppliesTheSameMask) {
   }
   EXPECT_GT(dropped, 0);
   EXPECT_LT(dropped, n);
+}
+
+/// Dropouts with a ptrain.dropout_layout, evaluated on the ranks a coordinate function describes, against
+/// the plain dropout of the whole (global) tensor.
+class DropoutLayoutTest : public ::testing::Test {
+protected:
+  DropoutLayoutTest() {
+    DialectRegistry registry;
+    registerPTrainDialects(registry);
+    context.appendDialectRegistry(registry);
+    context.loadAllAvailableDialects();
+    module = parseSourceString<ModuleOp>(R"mlir(
+      func.func @whole(%x: tensor<6x4x5xf32>, %t: tensor<i64>) -> tensor<6x4x5xf32> {
+        %y = ptrain.dropout %x, %t {ratio = 0.5 : f64, seed = 3 : i64} : tensor<6x4x5xf32>, tensor<i64>
+        return %y : tensor<6x4x5xf32>
+      }
+      func.func @rows(%x: tensor<2x4x5xf32>, %t: tensor<i64>) -> tensor<2x4x5xf32> {
+        %y = ptrain.dropout %x, %t {ptrain.dropout_layout = {batch_rows = 2 : i64}, ratio = 0.5 : f64, seed = 3 : i64}
+          : tensor<2x4x5xf32>, tensor<i64>
+        return %y : tensor<2x4x5xf32>
+      }
+      func.func @flat_rows(%x: tensor<8x5xf32>, %t: tensor<i64>) -> tensor<8x5xf32> {
+        %y = ptrain.dropout %x, %t {ptrain.dropout_layout = {batch_rows = 2 : i64}, ratio = 0.5 : f64, seed = 3 : i64}
+          : tensor<8x5xf32>, tensor<i64>
+        return %y : tensor<8x5xf32>
+      }
+      func.func @sharded(%x: tensor<2x2x5xf32>, %t: tensor<i64>) -> tensor<2x2x5xf32> {
+        %y = ptrain.dropout %x, %t {ptrain.dropout_layout = {batch_rows = 2 : i64, replica_axis = "dp",
+          replica_rows = 4 : i64, shard_axis = "tp", shard_dim = 1 : i64}, ratio = 0.5 : f64, seed = 3 : i64}
+          : tensor<2x2x5xf32>, tensor<i64>
+        return %y : tensor<2x2x5xf32>
+      }
+    )mlir",
+                                         &context);
+  }
+
+  /// The result of @name on ones of its input type at counter value `step`.
+  std::vector<double> run(StringRef name, int64_t step) {
+    Interpreter interpreter(*module, makeMapStateProvider({}));
+    auto type = cast<RankedTensorType>(module->lookupSymbol<func::FuncOp>(name).getArgumentTypes()[0]);
+    Tensor x = Tensor::fromFloats(DType::F32, type.getShape(), std::vector<double>(type.getNumElements(), 1.0));
+    return llvm::cantFail(interpreter.run(name, {x, counter(step)}))[0].floats().vec();
+  }
+
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+};
+
+// Micro-batch i of 2 rows (counter = step + 2^32 2i) draws rows [2i, 2i + 2) of the whole batch's mask: the
+// micro-batches differ from each other, and together they are the one-rank step's mask.
+TEST_F(DropoutLayoutTest, MicroBatchesDrawTheirRowsOfTheWholeBatchsMask) {
+  ASSERT_TRUE(module);
+  constexpr int64_t step = 5;
+  std::vector<double> whole = run("whole", step);
+  std::vector<double> micro[3];
+  for (int64_t i = 0; i < 3; ++i) {
+    micro[i] = run("rows", step + (int64_t(2 * i) << 32));
+    std::vector<double> rows(whole.begin() + i * 40, whole.begin() + (i + 1) * 40);
+    EXPECT_EQ(micro[i], rows) << "micro-batch " << i;
+    // A [b S, H] view of the same rows keys alike (batch_rows = 2 of 8 leading rows).
+    EXPECT_EQ(run("flat_rows", step + (int64_t(2 * i) << 32)), rows) << "micro-batch " << i;
+  }
+  EXPECT_NE(micro[0], micro[1]);
+  EXPECT_NE(micro[1], micro[2]);
+  // The step still changes the mask.
+  EXPECT_NE(run("rows", step + 1), micro[0]);
+}
+
+// Replica d (coordinate on dp; 4 rows each) and tp part p (2 of the 4 channels of dimension 1) draw the whole
+// tensor's mask on their global elements; the one-rank interpreter, which has no coordinates, is an error.
+TEST_F(DropoutLayoutTest, ReplicasAndTensorParallelPartsDrawTheirGlobalElements) {
+  ASSERT_TRUE(module);
+  constexpr int64_t step = 9;
+  std::vector<double> whole = run("whole", step); // [6, 4, 5]: replica 0 holds rows 0-3, replica 1 rows 4-7 (here 4-5)
+  auto sharded = module->lookupSymbol<func::FuncOp>("sharded");
+  auto dropout = cast<DropoutOp>(&sharded.getBody().front().front());
+  Tensor x = Tensor::fromFloats(DType::F32, {2, 2, 5}, std::vector<double>(20, 1.0));
+  for (int64_t d = 0; d < 2; ++d)
+    for (int64_t row = 0; row < 4 - 2 * d; row += 2)
+      for (int64_t p = 0; p < 2; ++p) {
+        Tensor c = counter(step + (row << 32));
+        auto get = [&](Value v) -> const Tensor & { return v == dropout.getInput() ? x : c; };
+        auto coordinate = [&](StringRef axis) -> std::optional<std::pair<int64_t, int64_t>> {
+          if (axis == "dp")
+            return std::make_pair(d, int64_t(2));
+          if (axis == "tp")
+            return std::make_pair(p, int64_t(2));
+          return std::nullopt;
+        };
+        std::vector<Tensor> y = llvm::cantFail(evaluateDropout(dropout, get, coordinate));
+        for (int64_t r = 0; r < 2; ++r)
+          for (int64_t j = 0; j < 2; ++j)
+            for (int64_t k = 0; k < 5; ++k)
+              ASSERT_EQ(y[0].floats()[(r * 2 + j) * 5 + k], whole[((4 * d + row + r) * 4 + 2 * p + j) * 5 + k])
+                  << "replica " << d << ", row " << row + r << ", part " << p << ", channel " << j << ", " << k;
+      }
+  Interpreter interpreter(*module, makeMapStateProvider({}));
+  llvm::Expected<std::vector<Tensor>> oneRank = interpreter.run("sharded", {x, counter(step)});
+  ASSERT_FALSE(static_cast<bool>(oneRank));
+  EXPECT_NE(llvm::toString(oneRank.takeError()).find("names the grid axis 'tp'"), std::string::npos);
 }
 
 } // namespace

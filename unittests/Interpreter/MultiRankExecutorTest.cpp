@@ -301,11 +301,16 @@ INSTANTIATE_TEST_SUITE_P(Exports, LlamaTensorParallel, ::testing::Values("llama_
 // groups), c_proj, c_fc (weight and bias) and the MLP's c_proj: 12 sliced parameters. tp = 2 and pp = 2 x tp = 2.
 class HuggingFaceGpt2TensorParallelPlan : public ::testing::TestWithParam<Plan> {};
 
+/// The export test/Import/ONNX/Inputs/exports/`file` with its training signature, and its initial values.
+std::pair<OwningOpRef<ModuleOp>, StateProvider> importExport(Plans &plans, const std::string &file) {
+  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/Inputs/exports/" + file;
+  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
+  return {std::move(l0), plans.openInitialValues(path)};
+}
+
 TEST_P(HuggingFaceGpt2TensorParallelPlan, OneStepMatchesTheOneRankStep) {
   Plans plans;
-  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/Inputs/exports/gpt2-opset17.onnx";
-  OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
-  StateProvider provider = plans.openInitialValues(path);
+  auto [l0, provider] = importExport(plans, "gpt2-opset17.onnx");
   ASSERT_TRUE(l0 && provider);
   expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, 8, 8, 64, 7), GetParam(), 12,
                                   countParameters(*l0));
@@ -313,6 +318,60 @@ TEST_P(HuggingFaceGpt2TensorParallelPlan, OneStepMatchesTheOneRankStep) {
 
 INSTANTIATE_TEST_SUITE_P(Plans, HuggingFaceGpt2TensorParallelPlan,
                          ::testing::Values(Plan{1, 1, 4, "1f1b", 1, 2}, Plan{1, 2, 4, "1f1b", 1, 2}),
+                         [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
+
+// The same GPT-2 exported in training mode (gpt2-opset17-training.onnx: 7 Dropout nodes of ratio 0.1 on the
+// embeddings, each layer's attention probabilities, attention output and MLP output). The masks are keyed by the
+// global element index (ptrain.dropout_layout, PTrainModelOps.td): a plan draws the one-rank step's mask on every
+// element of the global batch (micro-batch i of replica d: rows (d M + i) b; tp rank p: heads [p H/tp, ...)), so
+// the tolerances of expectTensorParallelStepMatches hold unchanged. A mask repeated per micro-batch or replica, or
+// drawn per tp rank from the local index, moves the loss by about 1e-3 relative and fails.
+class HuggingFaceGpt2DropoutPlan : public ::testing::TestWithParam<Plan> {};
+
+TEST_P(HuggingFaceGpt2DropoutPlan, OneStepMatchesTheOneRankStep) {
+  Plans plans;
+  auto [l0, provider] = importExport(plans, "gpt2-opset17-training.onnx");
+  ASSERT_TRUE(l0 && provider);
+  const Plan &plan = GetParam();
+  // Every dropout of the plan is keyed by its batch row, the attention probabilities' also by their tp part.
+  OwningOpRef<ModuleOp> planned = plans.lower(*l0, plan, 1e-3);
+  ASSERT_TRUE(planned);
+  int64_t dropouts = 0, byRow = 0, byPart = 0;
+  planned->walk([&](mlir::ptrain::DropoutOp d) {
+    if (!d->getParentOfType<func::FuncOp>()->hasAttr("ptrain.stage"))
+      return; // the forward before the split
+    ++dropouts;
+    auto layout = d->getAttrOfType<DictionaryAttr>("ptrain.dropout_layout");
+    byRow += layout && layout.get("batch_rows") && (plan.dp == 1) == !layout.get("replica_axis");
+    byPart += layout && layout.get("shard_axis");
+  });
+  EXPECT_GT(dropouts, 0);
+  EXPECT_EQ(byRow, dropouts);
+  // Per layer, the attention dropout and its gradient in the backward (and forward-backward) functions.
+  EXPECT_EQ(byPart > 0, plan.tp > 1);
+  std::vector<Tensor> batches = randomBatches(1, 8, 8, 64, 7);
+  expectTensorParallelStepMatches(plans, *l0, provider, batches, plan, plan.tp > 1 ? 12 : 0, countParameters(*l0));
+  // Control: the same plan with its masks keyed by the local index (layout and packed row removed) repeats a mask
+  // on every micro-batch (and tp part) and moves the loss well beyond the tolerance.
+  OwningOpRef<ModuleOp> local = plans.lower(*l0, plan, 1e-3, "", "clusters/h200-node.json", [](ModuleOp m) {
+    m.walk([](mlir::ptrain::DropoutOp d) {
+      d->removeAttr("ptrain.dropout_layout");
+      if (auto add = d.getCounter().getDefiningOp<mlir::ptrain::BinaryOp>())
+        d.getCounterMutable().assign(add.getLhs());
+    });
+  });
+  OwningOpRef<ModuleOp> reference = plans.lower(*l0, Plan{1, 1, plan.m * plan.dp, "1f1b"}, 1e-3);
+  ASSERT_TRUE(local && reference);
+  double want = plans.run(*reference, provider, batches).losses.at(0);
+  double control = plans.run(*local, provider, batches).losses.at(0);
+  std::printf("%s keyed by the local index: loss %.9g (%.2g relative)\n", planName(plan).c_str(), control,
+              std::fabs(control - want) / want);
+  EXPECT_GT(std::fabs(control - want), 1e-5 * std::fabs(want));
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, HuggingFaceGpt2DropoutPlan,
+                         ::testing::Values(Plan{1, 1, 4, "1f1b", 1, 2}, Plan{1, 2, 4, "1f1b"}, Plan{2, 1, 2, "1f1b"},
+                                           Plan{1, 2, 4, "1f1b", 1, 2}, Plan{2, 2, 2, "gpipe", 1, 2}),
                          [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
 
 //===----------------------------------------------------------------------===//

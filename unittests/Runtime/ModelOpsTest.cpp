@@ -8,6 +8,7 @@
 
 #include "GradCheck.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -99,6 +100,27 @@ TEST(ModelOps, DropoutMaskIsAPureFunctionOfSeedCounterIndex) {
   ASSERT_PTRAIN_OK(ptrain_dropout_f32(x.data(), 4096, 0.0, 11, 5, a.data()));
   EXPECT_EQ(a, x) << "ratio 0 is the identity";
   EXPECT_EQ(ptrain_dropout_f32(x.data(), 4096, 1.0, 11, 5, a.data()), PTRAIN_ERROR_INVALID_ARGUMENT);
+}
+
+// ptrain_dropout_global_f32 (the ptrain.dropout_layout of PTrainModelOps.td): part p of 2 of dimension 1 of a
+// [2, 2, 5] block at global row 4 draws the elements ((4 + r) 4 + 2 p + j) 5 + k of the plain [6, 4, 5] mask.
+TEST(ModelOps, GlobalDropoutDrawsThePlainMaskOnItsGlobalElements) {
+  std::vector<float> whole(120, 1.0f), plain(120), x(20, 1.0f), part(20);
+  ASSERT_PTRAIN_OK(ptrain_dropout_f32(whole.data(), 120, 0.5, 3, 9, plain.data()));
+  for (int64_t p = 0; p < 2; ++p) {
+    ASSERT_PTRAIN_OK(ptrain_dropout_global_f32(x.data(), 20, 0.5, 3, 9, /*mid=*/2, /*inner=*/5, p, /*parts=*/2,
+                                               /*base=*/4 * 20, part.data()));
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t j = 0; j < 2; ++j)
+        for (int64_t k = 0; k < 5; ++k)
+          ASSERT_EQ(part[(r * 2 + j) * 5 + k], plain[((4 + r) * 4 + 2 * p + j) * 5 + k]) << p << r << j << k;
+  }
+  // Without a sharded dimension (mid 0): rows 2 and 3 of the plain [6, 20] mask.
+  ASSERT_PTRAIN_OK(ptrain_dropout_global_f32(x.data(), 20, 0.5, 3, 9, 0, 1, 0, 1, 40, part.data()));
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), plain.begin() + 40));
+  EXPECT_EQ(ptrain_dropout_global_f32(x.data(), 20, 0.5, 3, 9, 2, 5, 2, 2, 0, part.data()),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(ptrain_last_error(), "part 2 of 2"), nullptr) << ptrain_last_error();
 }
 
 } // namespace

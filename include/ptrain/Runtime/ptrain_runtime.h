@@ -347,6 +347,13 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   key = mix(seed ^ mix(counter + G)), G = 0x9E3779B97F4A7C15, mix
 //   SplitMix64's finalizer: the mask of ptrain.dropout (PTrainModelOps.td),
 //   bit for bit the reference interpreter's. 0 <= ratio < 1; out may alias x.
+// ptrain_dropout_global_f32(x[n], n, ratio, seed, counter, mid, inner, part,
+//                           parts, base, out[n])
+//   The same with i replaced by the element's global index g(i) (the op's
+//   row / shard layout): mid = 0: g = i + base; else, with
+//   i = (o mid + j) inner + r, g = ((o parts + part) mid + j) inner + r + base
+//   (part of parts on the sharded dimension of local size mid).
+//   0 <= part < parts, inner >= 1, base >= 0.
 //
 // --- Softmax over the last dim ---
 // ptrain_softmax_fwd_f32(x[rows, cols], rows, cols, causal, out_y[rows, cols])

@@ -49,7 +49,11 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
       gradient to every other holder along `pp` and receives theirs (tag 16384 + the parameter's index),
       all such transfers posted before any wait, then adds the parts in holder order, so the copies stay
       bit-equal and two groups may be synced in any order.
-    `@forward_stage<s>` stays the stage's forward.
+    `@forward_stage<s>` stays the stage's forward. Every `ptrain.dropout` of the stage functions is keyed by
+    its global batch row (docs/TrainingStep.md, "Dropout masks"): its counter becomes step + the state
+    `@micro_batch_row` (kind `step_counter`), which `--ptrain-lower-to-runtime` sets to 2^32 i b before the
+    call for micro-batch i of b rows, and its `ptrain.dropout_layout` gets `batch_rows` = b and, when dp > 1,
+    `replica_axis = "dp"`, `replica_rows` = M b, so micro-batches and replicas draw the one-rank step's masks.
 
     With virtual stages (`--ptrain-split-stages="virtual-stages=V"`, the interleaved schedule), the forward,
     backward and forward-backward functions are built per virtual stage c in [0, P V) (`ptrain.stage` = the
@@ -504,6 +508,9 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     * `FB<i>` (last stage): receive the input (s > 0); `func.call @stage<s>_forward_backward`; add the loss;
       send the input gradient to offset -1 (s > 0);
     * `O`: wait on every outstanding send, then `func.call @stage<s>_optimizer_step`.
+    When the module has the state `@micro_batch_row` (dropout keyed by the batch row,
+    --ptrain-build-training-step), each stage call for micro-batch i (F, B, FB, and the eval step's forwards)
+    is preceded by a `ptrain.state_write` of 2^32 i B to it, and `O` (and the end of the eval step) by one of 0.
 
     The loss is the sum over the micro-batches divided by M (times D with a data-parallel axis `dp` of size
     D) on the last stage and 0 elsewhere, all-reduced (sum) over `pp` (over `[dp, pp]` with `dp`) so that every

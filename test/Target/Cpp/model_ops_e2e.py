@@ -6,6 +6,7 @@
 Emits Inputs/model-ops.mlir with ptrain-translate --emit-cpp, builds it against the runtime (-Wall -Werror) and
 calls each function through ctypes on random inputs; the reference interpreter (ptrain-interpret --expect ...
 --atol 0) runs the same function on the same inputs and must give the same bits:
+  - @dropout_rows: a micro-batch's dropout (batch_rows layout) draws its rows of the whole batch's mask;
   - @dropout: ptrain.dropout at two sites (seed 7, ratio 0.3; seed INT64_MIN, ratio 0.1) and its gradient form,
     for the counters 0, 1 and 2**40 + 3: bit-equal masks and values; the kept fraction is near 1 - ratio, the
     kept values are x / (1 - ratio), and the masks of two counters differ;
@@ -79,6 +80,13 @@ for counter in (0, 1, 2**40 + 3):
     masks.append(a != 0)
 check(not np.array_equal(masks[0], masks[1]) and not np.array_equal(masks[1], masks[2]),
       "dropout: the counters 0, 1, 2**40 + 3 draw different masks")
+
+# Micro-batch rows: counter 1 + 2^32 r on rows [r, r + 2) of x draws those rows of the whole batch's mask at step 1.
+whole = compiled_and_interpreted("dropout", [x, np.array(1, np.int64)], [((4, 64), np.float32)] * 3)[0]
+for r in (0, 2):
+    (rows,) = compiled_and_interpreted("dropout_rows", [x[r:r + 2].copy(), np.array(1 + (r << 32), np.int64)],
+                                       [((2, 64), np.float32)])
+    check(np.array_equal(rows, whole[r:r + 2]), f"dropout rows {r}-{r + 1} (batch_rows layout): the whole batch's rows")
 
 a = rng.standard_normal((2, 8)).astype(np.float32)
 b = rng.standard_normal(8).astype(np.float32)

@@ -181,9 +181,11 @@ LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads, 
 
 LogicalResult DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
-  // The mask is a function of (seed, counter, index): the same op on dy applies the same mask and scale.
-  operandGrads.push_back(
-      DropoutOp::create(b, getLoc(), resultGrads[0], getCounter(), getRatioAttr(), getSeedAttr()).getResult());
+  // The mask is a function of (seed, counter, global index): the same op (with its ptrain.dropout_layout) on
+  // dy applies the same mask and scale.
+  Operation *same = b.clone(*getOperation());
+  same->setOperand(0, resultGrads[0]);
+  operandGrads.push_back(same->getResult(0));
   operandGrads.push_back(nullptr);
   return success();
 }

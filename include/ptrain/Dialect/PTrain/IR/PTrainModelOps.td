@@ -440,29 +440,61 @@ def PTrain_DropoutOp : PTrain_ModelOp<"dropout", [InferTypeOpAdaptor,
   let summary = "Training-mode dropout with a counter-based random mask: y = keep ? x / (1 - ratio) : 0.";
   let description = [{
     Inverted dropout (Srivastava et al., JMLR 2014; ONNX Dropout-12 with `training_mode` true). The mask is a
-    pure function of the site's `seed`, the `counter` operand and the element's row-major index i, so a
+    pure function of the site's `seed`, the step and the element's global row-major index g(i), so a
     step, its recomputation and its gradient see the same mask, and a run is reproducible:
 
         mix(z)  = SplitMix64's finalizer: z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27;
                   z *= 0x94D049BB133111EB; z ^= z >> 31            (Steele et al., OOPSLA 2014)
-        key     = mix(seed ^ mix(counter + G)),      G = 0x9E3779B97F4A7C15
-        u_i     = (mix(key + (i + 1) G) >> 11) * 2^-53       (uniform in [0, 1), 53 bits)
+        key     = mix(seed ^ mix(step + G)),      G = 0x9E3779B97F4A7C15
+        u_i     = (mix(key + (g(i) + 1) G) >> 11) * 2^-53    (uniform in [0, 1), 53 bits)
         keep_i  = u_i >= ratio
 
     (unsigned 64-bit arithmetic, wrapping). The importer gives every Dropout node its own `seed` (ONNX's
     `seed` attribute, else a hash of the node name) and passes the training step counter (the `step`
     state, kind `step_counter`, that the optimizer increments), so masks differ per site and per step.
-    Gradient: dx = dropout(dy) with the same counter, ratio and seed, i.e. dy through the same mask and
-    scale; none to the counter.
+    Without a layout, step = the counter and g(i) = i.
+
+    The optional dictionary attribute `ptrain.dropout_layout` places the local tensor (shape L) in the
+    tensor of the whole step's batch, so that a partitioned plan draws the one-rank step's mask on every
+    global element: local coordinates c become c_0 + R on dimension 0 (batch rows) and c_k + p L_k on the
+    sharded dimension k, and g(i) is the row-major index in the global shape G (G_k = P L_k, G_0 unused):
+    * `batch_rows` = b: the counter packs step + 2^32 r (step = its low 32 bits), r the global batch row
+      of the tensor's first row within its replica; the tensor holds b rows, i.e. a global row is
+      numel P / b elements, and R = r (+ the replica's rows). --ptrain-build-training-step sets it on the
+      pipeline's stage functions (they run once per micro-batch; the schedule writes 2^32 i b to the
+      `micro_batch_row` state before the call for micro-batch i), so micro-batches draw different masks;
+    * `replica_axis`, `replica_rows`: R adds replica_rows x the rank's coordinate on that grid axis (the
+      rows of the data-parallel replicas before this one);
+    * `shard_axis`, `shard_dim` = k: the tensor is part p (the rank's coordinate on that grid axis, of
+      P = its size) of dimension k; --ptrain-shard-tp sets it on a dropout inside a tensor-parallel
+      region (attention probabilities [B, heads / tp, S, S]: k = 1).
+    Megatron-LM's model-parallel RNG tracker (megatron/core/tensor_parallel/random.py) draws the same mask
+    on every tp rank for replicated activations and a per-rank stream for sharded ones; keying by the
+    global index gives the first and makes the second equal tp = 1's mask. The layout needs the rank's
+    coordinates: the multi-rank executor and generated code have them, the one-rank interpreter only
+    evaluates layouts without axes.
+    Gradient: dx = dropout(dy) with the same counter, ratio, seed and layout, i.e. dy through the same
+    mask and scale; none to the counter.
 
     Constraints:
     * (C1) 0 <= ratio < 1;
     * (C2) the counter is a rank-0 i64 tensor;
-    * (C3) the result has the input's type (inferred).
+    * (C3) the result has the input's type (inferred);
+    * (C4) the layout is a dictionary of batch_rows, replica_rows, shard_dim (integers) and replica_axis,
+      shard_axis (strings);
+    * (C5) shard_axis and shard_dim come together, with 1 <= shard_dim < rank;
+    * (C6) batch_rows >= 1 divides the number of elements (rank >= 1);
+    * (C7) replica_axis and replica_rows come together, replica_rows >= 1, with batch_rows.
 
     ```mlir
     %t = ptrain.state_read @step : tensor<i64>
     %y = ptrain.dropout %x, %t {ratio = 1.000000e-01 : f64, seed = 7 : i64} : tensor<4x64x128xf32>, tensor<i64>
+    // A pipeline stage, dp = 2, tp = 2: micro-batches of 4 rows, 2 per replica, 2 of 4 heads per rank.
+    %r = ptrain.state_read @micro_batch_row : tensor<i64>
+    %c = ptrain.binary add %t, %r : tensor<i64>, tensor<i64>
+    %p = ptrain.dropout %probs, %c {ptrain.dropout_layout = {batch_rows = 4 : i64, replica_axis = "dp",
+        replica_rows = 8 : i64, shard_axis = "tp", shard_dim = 1 : i64}, ratio = 1.000000e-01 : f64,
+        seed = 9 : i64} : tensor<4x2x64x64xf32>, tensor<i64>
     ```
   }];
   let arguments = (ins PTrain_FloatTensor:$input, AnyRankedTensor:$counter, F64Attr:$ratio, I64Attr:$seed);
