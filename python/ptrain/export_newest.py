@@ -208,15 +208,17 @@ def reductions18(rng):
 LLAMA = dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=128, seq=16, batch=2, eps=1e-5)
 
 
-def llama_tiny(rng, unfused=False):
+def llama_tiny(rng, unfused=False, layers=None):
     """A LLaMA-style decoder (Touvron et al., 2023): token embedding, pre-norm RMSNorm, rotary q/k,
     grouped-query causal attention, SwiGLU MLP (silu(x W_gate) * x W_up) W_down, final RMSNorm, LM head.
 
     unfused: the same model (same seed, same weights) at opset 17, as exporters write it below opset 23 (Hugging
     Face LlamaForCausalLM through the TorchScript exporter): RMSNorm as x * 1/sqrt(mean(x^2) + eps) * w, rotary
     embeddings in the rotate-half form x * cos + rotate_half(x) * sin with cos = cat(c, c) gathered by position,
-    attention as MatMul/Softmax with K and V repeated per query head (Expand) and a Where causal mask."""
-    c = LLAMA
+    attention as MatMul/Softmax with K and V repeated per query head (Expand) and a Where causal mask.
+
+    layers: another depth (llama_tiny_4l, 4 layers: pipeline plans with pp = 4 and interleaved stages)."""
+    c = LLAMA if layers is None else dict(LLAMA, layers=layers)
     h, hd, kvh = c["hidden"], c["hidden"] // c["heads"], c["kv_heads"]
     inits, nodes = [], []
 
@@ -311,8 +313,8 @@ def llama_tiny(rng, unfused=False):
     node("MatMul", [n, weight("lm_head.weight", (h, c["vocab"]))], "logits")
     b, s = c["batch"], c["seq"]
     inputs = [vi("input_ids", I64, [b, s]), vi("position_ids", I64, [b, s])]
-    m = model(nodes, inputs, [vi("logits", F, [b, s, c["vocab"]])], inits, 17 if unfused else 23,
-              "llama_tiny_unfused" if unfused else "llama_tiny")
+    name = "llama_tiny_unfused" if unfused else "llama_tiny" if layers is None else f"llama_tiny_{layers}l"
+    m = model(nodes, inputs, [vi("logits", F, [b, s, c["vocab"]])], inits, 17 if unfused else 23, name)
     ids = rng.integers(0, c["vocab"], (b, s)).astype(np.int64)
     pos = np.tile(np.arange(s, dtype=np.int64), (b, 1))
     return m, {"input_ids": ids, "position_ids": pos}
@@ -336,6 +338,9 @@ def main():
     err = float(np.max(np.abs(unfused_logits - llama_outputs[0])))
     assert err < 1e-5, f"unfused LLaMA logits differ from the fused model's by {err}"
     print(f"llama_tiny_unfused: logits vs the fused model {err:.2e}")
+    # Four layers (seed 7) for the pipeline plans with one layer per stage (unittests/Interpreter/LlamaPlanTest.cpp).
+    deep, deep_feeds = llama_tiny(np.random.default_rng(7), layers=4)
+    save(args.out, deep.graph.name, deep, deep_feeds)
 
 
 def llama_gradients(out_dir, m, feeds, ort_logits):

@@ -13,7 +13,7 @@
 // COLUMNS: rank 1 'w' tensor<3x1xf32> max|x| = 3.000000e+00
 
 // Random tokens need a vocabulary (an embedding's table): an error, not a division by zero.
-// NO-VOCAB: error: --random-tokens: no ptrain.embedding gives the vocabulary size
+// NO-VOCAB: error: --random-tokens: no ptrain.embedding of the token ids (a function argument) gives the vocabulary size
 
 // MISFIT: ptrain.tp_slice {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 3, 2>} does not fit the local type tensor<3x1xf32> on 2 ranks
 

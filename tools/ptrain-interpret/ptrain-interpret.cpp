@@ -188,10 +188,29 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
     fileTokens.resize(want);
     std::memcpy(fileTokens.data(), (*buffer)->getBufferStart(), want * 8);
   }
+  // The vocabulary: the rows of the table that the token ids index, i.e. of an embedding whose ids are a
+  // function's argument (the stage's tokens). Position tables (learned positions, rotary cos/sin) are read
+  // with constant ids and say nothing about the vocabulary: taking the last embedding of the module once drew
+  // LLaMA's pp = 2 tokens below the 16 positions of its rotary table (pp = 1 drew them below 128). A
+  // vocabulary-parallel table holds Vp / tp rows; its state's ptrain.tp_slice names the global V.
   int64_t vocab = 0;
-  module.walk([&](EmbeddingOp e) { vocab = e.getTable().getType().getDimSize(0); });
+  module.walk([&](Operation *op) {
+    int64_t rows = 0;
+    if (auto e = dyn_cast<EmbeddingOp>(op); e && isa<BlockArgument>(e.getIds())) {
+      rows = e.getTable().getType().getDimSize(0);
+    } else if (auto v = dyn_cast<VocabParallelEmbeddingOp>(op); v && isa<BlockArgument>(v.getIds())) {
+      auto read = v.getTable().getDefiningOp<StateReadOp>();
+      auto state = read ? SymbolTable::lookupNearestSymbolFrom<StateOp>(read, read.getStateAttr()) : StateOp();
+      auto slice = state ? state->getAttrOfType<DictionaryAttr>("ptrain.tp_slice") : DictionaryAttr();
+      if (auto shape = slice ? slice.getAs<DenseI64ArrayAttr>("shape") : DenseI64ArrayAttr())
+        rows = shape[cast<IntegerAttr>(slice.get("dim")).getInt()];
+    }
+    if (rows > 0 && (vocab == 0 || rows < vocab))
+      vocab = rows;
+  });
   if (randomTokens >= 0 && arguments.empty() && fileTokens.empty() && vocab <= 0)
-    return fail("--random-tokens: no ptrain.embedding gives the vocabulary size");
+    return fail("--random-tokens: no ptrain.embedding of the token ids (a function argument) gives the "
+                "vocabulary size");
 
   for (int step = 1; step <= numSteps; ++step) {
     if (!fileTokens.empty()) {
