@@ -7,8 +7,6 @@
 
 #include "ptrain/Analysis/MemoryPlan.h"
 
-#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
-
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -40,6 +38,18 @@ int64_t bytesOfType(Type type) {
   return tensor.getNumElements() * elem;
 }
 } // namespace
+
+SmallVector<Value> mlir::ptrain::valuesHeldUntilWait(WaitOp wait) {
+  SmallVector<Value> held;
+  Operation *start = wait.getRequest().getDefiningOp();
+  if (auto a = dyn_cast_or_null<AllReduceStartOp>(start))
+    held.push_back(a.getInput());
+  if (auto c = dyn_cast_or_null<CompressedAllReduceStartOp>(start)) {
+    held.push_back(c.getInput());
+    held.append(c.getNewState().begin(), c.getNewState().end());
+  }
+  return held;
+}
 
 int64_t mlir::ptrain::planArenaGreedyBySize(std::vector<ArenaBuffer> &buffers, int64_t alignment) {
   std::vector<size_t> order(buffers.size());
@@ -143,15 +153,7 @@ FunctionMemoryPlan collectBuffers(func::FuncOp func) {
     auto wait = dyn_cast<WaitOp>(op);
     if (!wait)
       continue;
-    SmallVector<Value> held;
-    Operation *start = wait.getRequest().getDefiningOp();
-    if (auto a = dyn_cast_or_null<AllReduceStartOp>(start))
-      held.push_back(a.getInput());
-    if (auto c = dyn_cast_or_null<CompressedAllReduceStartOp>(start)) {
-      held.push_back(c.getInput());
-      held.append(c.getNewState().begin(), c.getNewState().end());
-    }
-    for (Value v : held) {
+    for (Value v : valuesHeldUntilWait(wait)) {
       Value root = rootOf(v);
       lastUse[root] = std::max(lastUse.lookup(root), index[op]);
     }

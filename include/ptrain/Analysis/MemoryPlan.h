@@ -20,6 +20,8 @@
 #ifndef PTRAIN_ANALYSIS_MEMORYPLAN_H
 #define PTRAIN_ANALYSIS_MEMORYPLAN_H
 
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -28,6 +30,11 @@
 #include <vector>
 
 namespace mlir::ptrain {
+
+/// The values the wait of a collective keeps live until it: an all-reduce's input (MPI reads the buffer), a
+/// compressed all-reduce's input (read again in its second phase) and new states (written back after the
+/// wait). Empty for other waits. The emitters' liveness uses it too.
+SmallVector<Value> valuesHeldUntilWait(WaitOp wait);
 
 /// A buffer that is live over the op indices [first, last] (inclusive) and takes `bytes`.
 struct ArenaBuffer {
