@@ -7,6 +7,7 @@
 #include "ptrain/Analysis/ModuleCosts.h"
 
 #include "ptrain/Analysis/CodecCosts.h"
+#include "ptrain/Analysis/MemoryPlan.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Transforms/CompressTensorParallel.h"
@@ -45,7 +46,7 @@ public:
   FunctionCosts(SymbolTable &symbols, const ClusterSpec &cluster) : symbols(symbols), cluster(cluster) {}
 
   struct Cost {
-    double seconds = 0, flops = 0, resultBytes = 0;
+    double seconds = 0, flops = 0;
   };
 
   llvm::Expected<Cost> get(func::FuncOp fn) {
@@ -65,7 +66,6 @@ public:
           }
           total.seconds += c->seconds;
           total.flops += c->flops;
-          total.resultBytes += c->resultBytes;
         }
         return WalkResult::advance();
       }
@@ -79,8 +79,6 @@ public:
       }
       total.seconds += std::max(cost.flops / *peak, cost.bytes / cluster.memoryBandwidth) / cluster.efficiency;
       total.flops += cost.flops;
-      for (Value r : op->getResults())
-        total.resultBytes += getTensorBytes(r.getType());
       return WalkResult::advance();
     });
     if (error)
@@ -505,15 +503,17 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       double bytes = getTensorBytes(fwd.getArgumentTypes()[0]);
       c.sendBackward = {ppLat + bytes / ppBw, bytes, ppInter};
     }
+    // Per micro-batch in flight: the stage input, and the forward output, whose send is waited at B<i>.
     if (vs == s && fwd.getNumArguments() > 0)
-      inputBytes[s] = getTensorBytes(fwd.getArgumentTypes()[0]);
+      inputBytes[s] = getTensorBytes(fwd.getArgumentTypes()[0]) + (last ? 0 : getTensorBytes(fwd.getResultTypes()[0]));
 
     // The rank's parameters (for dp) and states (for memory), each counted once over its chunks.
     collectStates(fwd, symbols, seenParams[s], params[s], {StateKind::Parameter}, visitedParams[s]);
     for (func::FuncOp fn : {fwd, bwd})
       collectStates(fn, symbols, seenStates[s], states[s],
                     {StateKind::Parameter, StateKind::Gradient, StateKind::OptimizerMoment}, visitedStates[s]);
-    d.workingBytes = std::max(d.workingBytes, bc->resultBytes / tp);
+    // The working set: the most bytes live at once in one recomputing backward (the memory plan's liveness).
+    d.workingBytes = std::max(d.workingBytes, static_cast<double>(functionLiveBytes(bwd)) / tp);
   }
 
   for (int64_t s = 0; s < p; ++s) {

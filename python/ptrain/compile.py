@@ -31,6 +31,8 @@ runs, writing every intermediate into out/:
     with --target cuda (single-rank steps only; docs/CodegenCuda.md) instead of the two lines above:
       ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu
       nvcc -std=c++17 -O2 -shared sm_80 + sm_90 step.cu -lptrain_runtime_cuda -lcublas -lcudart -> out/libstep.so
+    out/memory_plan.json (a pipeline step): --ptrain-memory-plan's plan per rank (states, stash, temporaries;
+                   with --report also added to the report beside the critical-path model's peak)
     out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys, the policy, its
                    options and cluster, and the codec states (residuals, warm-start Q) the policy added;
                    the same facts (without the paths) and their SHA-256 fingerprint are embedded in libstep.so
@@ -260,7 +262,7 @@ def compile_model(args):
         raise
 
 
-OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.cu", "libstep.so", "plan.json")
+OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.cu", "libstep.so", "plan.json", "memory_plan.json")
 
 # The GPU architectures of --target cuda (docs/CodegenCuda.md): A100 and H100/H200.
 CUDA_ARCHS = ("80", "90")
@@ -351,8 +353,13 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         if args.report is not None:
             passes.append(f"--ptrain-report=json={os.path.abspath(args.report)}")
         passes.append("--ptrain-lower-to-runtime")
+        # Each rank's memory over its schedule (states, stash, temporaries; docs/TrainingStep.md).
+        memory_plan = os.path.join(out, "memory_plan.json")
+        passes.append(f"--ptrain-memory-plan=json={os.path.abspath(memory_plan)}")
         passes.append("--ptrain-verify-plan")  # Every rank's steps run abstractly: no deadlock, no mismatch.
         run([opt, forward, *passes, "--mlir-print-debuginfo", "-o", step], "building the pipeline training step")
+        if args.report is not None:
+            add_memory_plan_to_report(args.report, memory_plan)
     if args.target == "cuda":
         source = os.path.join(out, "step.cu")
         run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cuda", step, "-o", source], "CUDA emission")
@@ -392,6 +399,28 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
     plan.update(describe(plain, step))
     write_plan(out, lib, plan)
+
+
+def add_memory_plan_to_report(report_path, memory_plan_path):
+    """The report's `memory_plan`: per rank the planned peak (--ptrain-memory-plan, on the lowered step) beside
+    the critical-path model's (the report's stages[s].memory.peak_bytes); printed as a table too."""
+    with open(report_path) as f:
+        report = json.load(f)
+    with open(memory_plan_path) as f:
+        ranks = json.load(f)["ranks"]
+    analysed = {st["stage"]: st["memory"]["peak_bytes"] for st in report.get("stages", [])}
+    print("memory per rank (MiB)   planned peak   analysed peak   states   stash (micro-batches)   temporaries")
+    for r in ranks:
+        r["analysed_peak_bytes"] = analysed.get(r["stage"])
+        mib = 1 << 20
+        a = r["analysed_peak_bytes"]
+        print(f"  stage {r['stage']:<16}{r['peak_bytes'] / mib:>12.2f}{(a or 0) / mib:>16.2f}"
+              f"{r['state_bytes'] / mib:>9.2f}{r['stash_bytes'] / mib:>9.2f} ({r['max_stashed']})"
+              f"{r['temporaries_bytes'] / mib:>22.2f}")
+    report["memory_plan"] = ranks
+    with open(report_path, "w") as f:
+        json.dump(report, f, indent=2)
+        f.write("\n")
 
 
 def write_plan(out, lib, plan):

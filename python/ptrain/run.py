@@ -633,6 +633,11 @@ def work(args):
                 "traffic": log.get("traffic", {})})
         run_log.close()
         print(f"run log: {run_log.name}", flush=True)
+    if args.memory_log:  # Every rank: what its static storage really occupies (python/ptrain/memory.py).
+        from ptrain import memory
+        measured = memory.measure(plan["library"], stage.value)
+        with open(f"{args.memory_log}.rank{rank.value}.json", "w") as f:
+            json.dump({"rank": rank.value, "stage": stage.value, **measured}, f, indent=1)
     step.check(step.lib.ptrain_step_finalize(), "ptrain_step_finalize")
     if run_log and not args.no_plots:  # After finalize: the other ranks do not wait on rank 0's plotting.
         write_plots(run_log.name)
@@ -657,6 +662,8 @@ def parser():
     p.add_argument("--run-log", default=None,
                    help="the JSON-lines run log (default: run.jsonl beside the checkpoint, else in out/)")
     p.add_argument("--no-plots", action="store_true", help="do not draw the run log's PNGs at the end")
+    p.add_argument("--memory-log", default=None,
+                   help="each rank writes PATH.rank<r>.json: the resident bytes of its states and arenas at the end")
     p.add_argument("--mpirun-args", default="",
                    help='more mpirun options, after the defaults (e.g. "--host a:1,b:1 --mca btl tcp,self")')
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)

@@ -566,6 +566,45 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
   ];
 }
 
+def MemoryPlanPass : Pass<"ptrain-memory-plan", "::mlir::ModuleOp"> {
+  let summary = "Plans each pipeline rank's memory over its lowered schedule and attaches the plan.";
+  let description = [{
+    For a module after `--ptrain-lower-to-runtime`, plans the memory of every rank (one per
+    `@stage<s>_train_step`, whose op order is the stage's row of the schedule table; lib/Analysis/MemoryPlan.h):
+
+    * states: every `ptrain.state` the step, its eval step and the functions they call read or write, by kind
+      (parameters, gradients, optimizer moments, codec residuals / warm starts / seeds, others);
+    * the stash: the arena of the train step itself. A value is live from its defining op to its last use
+      (extended over reshapes and waits, which alias their root; a send holds its input until its wait, a
+      collective its input until its wait). A micro-batch's stage input and its forward output (whose send
+      is waited at `B<i>`) thus live from `F<i>` to `B<i>`; `max_stashed` counts the micro-batches live at
+      once (1F1B: at most P - s on stage s; GPipe: M);
+    * temporaries: the largest arena of a function the step calls (its name in `temporaries_function`).
+
+    Offsets come from greedy by size (Pisarchyk and Lee 2020, arXiv:2001.03288, as in TensorFlow Lite): the
+    buffers by decreasing size, each in the smallest fitting gap among the placed buffers live at the same
+    time, 64-byte aligned. The peak is states + stash + temporaries. Writes `ptrain.memory_plan` (all i64
+    bytes) on every train step and a remark per rank; with `annotate`, `ptrain.arena_offsets` (one entry per
+    result, -1 for a value without an arena buffer) on the step's ops; with `json=FILE`, the plan as JSON
+    (`ranks`: one object per stage with the same fields). Fails when the module has no lowered train step.
+
+    ```mlir
+    // ptrain-opt step.mlir --ptrain-lower-to-runtime --ptrain-memory-plan
+    // remark: memory plan of stage 0: peak 7.87 MiB = states 2.10 MiB + stash 256.50 KiB (2 micro-batches
+    //         at once) + temporaries 5.51 MiB (@stage0_backward)
+    func.func @stage0_train_step(%tokens: tensor<16x64xi64>) -> tensor<f32> attributes {
+        ptrain.entry = "train", ptrain.stage = 0 : i64,
+        ptrain.memory_plan = {codec_bytes = 0 : i64, eval_bytes = 1024 : i64, max_stashed = 2 : i64,
+                              peak_bytes = 8252928 : i64, stash_bytes = 262656 : i64, ...}} {
+    ```
+  }];
+  let options = [
+    Option<"annotate", "annotate", "bool", /*default=*/"false",
+           "Write ptrain.arena_offsets on the train steps' ops.">,
+    Option<"json", "json", "std::string", /*default=*/"\"\"", "Write the plan as JSON to this file.">,
+  ];
+}
+
 def CriticalPathPass : Pass<"ptrain-critical-path", "::mlir::ModuleOp"> {
   let summary = "Times the pipeline schedule on a cluster and writes each step's slack and critical flag.";
   let description = [{

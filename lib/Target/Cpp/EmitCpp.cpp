@@ -37,6 +37,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
+#include "ptrain/Analysis/MemoryPlan.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 
@@ -455,15 +456,7 @@ void FunctionEmitter::planStorage() {
     if (!wait)
       continue;
     int64_t i = opIndex[op];
-    Operation *start = wait.getRequest().getDefiningOp();
-    SmallVector<Value> held;
-    if (auto a = dyn_cast_or_null<AllReduceStartOp>(start))
-      held.push_back(a.getInput());
-    if (auto c = dyn_cast_or_null<CompressedAllReduceStartOp>(start)) {
-      held.push_back(c.getInput());
-      held.append(c.getNewState().begin(), c.getNewState().end());
-    }
-    for (Value v : held) {
+    for (Value v : valuesHeldUntilWait(wait)) {
       Value root = rootOf(v);
       lastUse[root] = std::max(lastUse.lookup(root), i);
     }

@@ -2,40 +2,19 @@
 
 #include "MemoryPlan.h"
 
-#include <algorithm>
-#include <numeric>
+#include "ptrain/Analysis/MemoryPlan.h"
 
 using namespace mlir::ptrain::cpp;
 
-int64_t mlir::ptrain::cpp::planArena(std::vector<BufferInterval> &buffers,
-                                     int64_t alignment) {
-  std::vector<size_t> order(buffers.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return buffers[a].first < buffers[b].first;
-  });
-  auto align = [&](int64_t x) { return (x + alignment - 1) / alignment * alignment; };
-  // The placed buffers that are still live, kept sorted by offset.
-  std::vector<size_t> active;
-  int64_t arenaBytes = 0;
-  for (size_t idx : order) {
-    BufferInterval &buf = buffers[idx];
-    active.erase(std::remove_if(active.begin(), active.end(),
-                                [&](size_t o) { return buffers[o].last < buf.first; }),
-                 active.end());
-    // Lowest gap between live buffers that fits.
-    int64_t offset = 0;
-    const int64_t size = align(std::max<int64_t>(buf.bytes, 1));
-    for (size_t o : active) {
-      if (offset + size <= buffers[o].offset)
-        break;
-      offset = std::max(offset, align(buffers[o].offset + buffers[o].bytes));
-    }
-    buf.offset = offset;
-    arenaBytes = std::max(arenaBytes, offset + size);
-    active.insert(std::upper_bound(active.begin(), active.end(), idx,
-                                   [&](size_t a, size_t b) { return buffers[a].offset < buffers[b].offset; }),
-                  idx);
-  }
-  return arenaBytes;
+int64_t mlir::ptrain::cpp::planArena(std::vector<BufferInterval> &buffers, int64_t alignment) {
+  // The memory plan's greedy by size (include/ptrain/Analysis/MemoryPlan.h),
+  // so that the arenas emitted are the ones --ptrain-memory-plan reports.
+  std::vector<ArenaBuffer> arena;
+  arena.reserve(buffers.size());
+  for (const BufferInterval &b : buffers)
+    arena.push_back({b.first, b.last, b.bytes});
+  int64_t bytes = planArenaGreedyBySize(arena, alignment);
+  for (size_t i = 0; i < buffers.size(); ++i)
+    buffers[i].offset = arena[i].offset;
+  return bytes;
 }

@@ -3,8 +3,8 @@
 // Each buffer of a function is an interval [first, last] of op indices in
 // which it is live and a size in bytes; the plan gives every buffer an offset
 // in one arena such that buffers whose intervals overlap never overlap in
-// memory. Greedy first fit in order of first use (the "linear scan" of
-// register allocation, Poletto and Sarkar 1999, applied to bytes).
+// memory. Greedy by size (Pisarchyk and Lee 2020), the algorithm of the
+// memory plan (include/ptrain/Analysis/MemoryPlan.h).
 //
 //===----------------------------------------------------------------------===//
 
