@@ -10,7 +10,8 @@
 //   Rotary, rotate-half form (Hugging Face's apply_rotary_pos_emb): x * C + rotate_half(x) * S with
 //     rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2]) and C = concat(c, c) on the last axis (and S
 //     alike), given a unit heads axis: exactly rotary_embedding(x, c, s) with non-interleaved pairs.
-//     Only the two equal halves of C make the form a rotation, so C must be built as concat(c, c).
+//     Only the two equal halves of C make the form a rotation, so C must be built as concat(c, c), or be a
+//     constant whose two halves are equal bit for bit (concat(c, c) folded by the importer).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Transforms/TensorParallel.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -172,13 +174,19 @@ bool isRotateHalf(Value v, Value x) {
   return neg && isLastDimSlice(neg.getInput(), x, d / 2, d / 2) && isLastDimSlice(concat.getInputs()[1], x, 0, d / 2);
 }
 
+/// Whether `table` broadcasts against x [B, N, S, D] as a per-position table: [B or 1, 1, S, D].
+bool isPositionTable(Value table, RankedTensorType x) {
+  auto type = cast<RankedTensorType>(table.getType());
+  ArrayRef<int64_t> shape = type.getShape(), xs = x.getShape();
+  return type.getRank() == 4 && shape[1] == 1 && shape[2] == xs[2] && shape[3] == xs[3] &&
+         (shape[0] == 1 || shape[0] == xs[0]);
+}
+
 /// If `table` (broadcasting against x [B, N, S, D]) is concat(c, c) on the last axis given a unit heads axis
 /// by reshapes (its batch dimension B or 1), returns c; null otherwise.
 Value halfTable(Value table, RankedTensorType x) {
   auto type = cast<RankedTensorType>(table.getType());
-  ArrayRef<int64_t> shape = type.getShape(), xs = x.getShape();
-  if (type.getRank() != 4 || shape[1] != 1 || shape[2] != xs[2] || shape[3] != xs[3] ||
-      (shape[0] != 1 && shape[0] != xs[0]))
+  if (!isPositionTable(table, x))
     return nullptr;
   while (auto reshape = table.getDefiningOp<ReshapeOp>())
     table = reshape.getInput();
@@ -191,6 +199,35 @@ Value halfTable(Value table, RankedTensorType x) {
   if (!isLastAxis(concat, rank) || halfType.getNumElements() * 2 != type.getNumElements())
     return nullptr;
   return half;
+}
+
+/// If `table` (a per-position table for x, through reshapes) is a float constant whose two halves along the
+/// last axis are equal bit for bit -- concat(c, c) folded by the importer, as the unfolded dynamo exports'
+/// cos/sin computed from the inv_freq buffer are (docs/ImportONNX.md, "Cos and Sin") -- returns c's values
+/// (the constant's shape with the last axis halved); null otherwise.
+DenseElementsAttr constantHalfTable(Value table, RankedTensorType x) {
+  if (!isPositionTable(table, x))
+    return {};
+  while (auto reshape = table.getDefiningOp<ReshapeOp>())
+    table = reshape.getInput();
+  DenseFPElementsAttr values;
+  if (!matchPattern(table, m_Constant(&values)))
+    return {};
+  auto type = cast<RankedTensorType>(values.getType());
+  const int64_t d = type.getShape().back();
+  if (type.getRank() == 0 || d % 2 != 0)
+    return {};
+  SmallVector<APFloat> all = llvm::to_vector(values.getValues<APFloat>()), half;
+  half.reserve(all.size() / 2);
+  for (size_t row = 0; row < all.size(); row += d)
+    for (int64_t j = 0; j < d / 2; ++j) {
+      if (!all[row + j].bitwiseIsEqual(all[row + j + d / 2]))
+        return {};
+      half.push_back(all[row + j]);
+    }
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() = d / 2;
+  return DenseElementsAttr::get(RankedTensorType::get(shape, type.getElementType()), half);
 }
 
 /// `half` (c of halfTable, of `table`'s batch size) as [B, S, D/2], the layout rotary_embedding takes:
@@ -226,8 +263,15 @@ struct RotaryPattern : OpRewritePattern<BinaryOp> {
           if (!xType || xType.getRank() != 4 || root.getType() != xType || !isRotateHalf(half, x))
             continue;
           Value c = halfTable(cos, xType), s = halfTable(sin, xType);
-          if (!c || !s)
+          DenseElementsAttr cValues = c ? DenseElementsAttr() : constantHalfTable(cos, xType);
+          DenseElementsAttr sValues = s ? DenseElementsAttr() : constantHalfTable(sin, xType);
+          if ((!c && !cValues) || (!s && !sValues))
             return rewriter.notifyMatchFailure(root, "cos or sin is not concat(c, c) with a unit heads axis");
+          rewriter.setInsertionPoint(root);
+          if (!c)
+            c = arith::ConstantOp::create(rewriter, root->getLoc(), cast<TypedAttr>(cValues));
+          if (!s)
+            s = arith::ConstantOp::create(rewriter, root->getLoc(), cast<TypedAttr>(sValues));
           c = perPositionTable(c, cos, xType, root, rewriter);
           s = perPositionTable(s, sin, xType, root, rewriter);
           rewriter.replaceOpWithNewOp<RotaryEmbeddingOp>(root, x, c, s);

@@ -208,7 +208,7 @@ def reductions18(rng):
 LLAMA = dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=128, seq=16, batch=2, eps=1e-5)
 
 
-def llama_tiny(rng, unfused=False, layers=None):
+def llama_tiny(rng, unfused=False, layers=None, **shape):
     """A LLaMA-style decoder (Touvron et al., 2023): token embedding, pre-norm RMSNorm, rotary q/k,
     grouped-query causal attention, SwiGLU MLP (silu(x W_gate) * x W_up) W_down, final RMSNorm, LM head.
 
@@ -217,8 +217,10 @@ def llama_tiny(rng, unfused=False, layers=None):
     embeddings in the rotate-half form x * cos + rotate_half(x) * sin with cos = cat(c, c) gathered by position,
     attention as MatMul/Softmax with K and V repeated per query head (Expand) and a Where causal mask.
 
-    layers: another depth (llama_tiny_4l, 4 layers: pipeline plans with pp = 4 and interleaved stages)."""
-    c = LLAMA if layers is None else dict(LLAMA, layers=layers)
+    layers: another depth (llama_tiny_4l, 4 layers: pipeline plans with pp = 4 and interleaved stages);
+    shape: other LLAMA entries (llama_tiny_8l: 8 layers of hidden 32 and SwiGLU 64, for interleaved pp = 4 x
+    v = 2 with one layer per virtual stage, under 1 MB)."""
+    c = LLAMA if layers is None else dict(LLAMA, layers=layers, **shape)
     h, hd, kvh = c["hidden"], c["hidden"] // c["heads"], c["kv_heads"]
     inits, nodes = [], []
 
@@ -341,6 +343,9 @@ def main():
     # Four layers (seed 7) for the pipeline plans with one layer per stage (unittests/Interpreter/LlamaPlanTest.cpp).
     deep, deep_feeds = llama_tiny(np.random.default_rng(7), layers=4)
     save(args.out, deep.graph.name, deep, deep_feeds)
+    # Eight narrower layers (seed 8): interleaved pp = 4 x v = 2, one layer per virtual stage.
+    deeper, deeper_feeds = llama_tiny(np.random.default_rng(8), layers=8, hidden=32, ffn=64)
+    save(args.out, deeper.graph.name, deeper, deeper_feeds)
 
 
 def llama_gradients(out_dir, m, feeds, ort_logits):

@@ -4,7 +4,8 @@
 // rope.cos / rope.sin parameters by constant positions, grouped-query attention with 4 query heads on 2
 // key/value heads, SwiGLU) under pipeline plans, alone and with dp and tp, against the one-rank step over the
 // same global batch: llama_tiny (2 layers) at pp = 2, llama_tiny_4l (4 layers, one per stage) at pp = 4 and
-// interleaved pp = 2 x v = 2 (also with dp = 4). Every stage recomputes the rotary tables' lookups and the
+// interleaved pp = 2 x v = 2 (also with dp = 4), llama_tiny_8l (8 layers of hidden 32) at interleaved
+// pp = 4 x v = 2 (one layer per virtual stage). Every stage recomputes the rotary tables' lookups and the
 // causal mask; the rotary tables are read by every stage, so their gradients are summed by the tied sync over pp.
 //
 // docs/Plan.md once listed LLaMA's pp = 2 as differing from pp = 1 (step-3 loss 4.79493952 vs 4.76282883 by
@@ -68,7 +69,8 @@ INSTANTIATE_TEST_SUITE_P(Plans, LlamaPipelinePlan,
                                            LlamaPlan{"llama_tiny_4l", Plan{1, 4, 4, "gpipe"}, 4},
                                            LlamaPlan{"llama_tiny_4l", Plan{1, 2, 2, "interleaved", 2}, 4},
                                            LlamaPlan{"llama_tiny_4l", Plan{4, 2, 2, "interleaved", 2}, 4},
-                                           LlamaPlan{"llama_tiny_4l", Plan{1, 4, 2, "1f1b", 1, 2}, 4}),
+                                           LlamaPlan{"llama_tiny_4l", Plan{1, 4, 2, "1f1b", 1, 2}, 4},
+                                           LlamaPlan{"llama_tiny_8l", Plan{1, 4, 4, "interleaved", 2}, 8}),
                          [](const ::testing::TestParamInfo<LlamaPlan> &info) {
                            return info.param.model + "_" + planName(info.param.plan);
                          });

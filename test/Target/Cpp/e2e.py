@@ -78,6 +78,17 @@ def global_batches(source, data, path, steps, seed, rows=16, seq=64):
     return path
 
 
+def executor_losses(bin_dir, model, step_dir, tokens, steps, timeout=900):
+    """The step losses of the multi-rank executor (ptrain-interpret --multi-rank) on `step_dir`/step.mlir over
+    the global batches of `tokens` (global_batches()); None, with a failure recorded, when it fails."""
+    rc, out = run([os.path.join(bin_dir, "ptrain-interpret"), os.path.join(step_dir, "step.mlir"), "--weights", model,
+                   "--multi-rank", "--steps", str(steps), "--tokens-file", tokens], timeout=timeout)
+    check(rc == 0, f"ptrain-interpret --multi-rank on {step_dir}/step.mlir" + ("" if rc == 0 else ":\n" + out[-3000:]))
+    if rc != 0:
+        return None
+    return [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
+
+
 def read_checkpoint(path):
     """{key: bytes} of a checkpoint (docs/CodegenCpu.md, version 1)."""
     blob = open(path, "rb").read()

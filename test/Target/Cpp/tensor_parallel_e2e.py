@@ -30,7 +30,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, global_batches, read_checkpoint, run, setup  # noqa: E402
+from e2e import (check, corpus, executor_losses, failures, finish, global_batches, read_checkpoint, run,  # noqa: E402
+                 setup)
 
 LOSS_TOL = 1e-5    # relative, step losses vs one rank
 # Parameters after 3 AdamW steps (lr 1e-3): AdamW's update g / (sqrt(v) + eps) turns a few f32 ulps of a gradient
@@ -179,12 +180,9 @@ logs["dp2tp2pp2occ"] = train("dp2tp2pp2occ")
 for name in ("dp2tp2pp2", "dp2tp2pp2occ"):
     if not logs[name]:
         continue
-    rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, name, "step.mlir"), "--weights", MODEL,
-                   "--multi-rank", "--steps", str(STEPS), "--tokens-file", tokens], timeout=900)
-    check(rc == 0, f"ptrain-interpret --multi-rank on {name}/step.mlir" + ("" if rc == 0 else ":\n" + out[-3000:]))
-    if rc != 0:
+    executor = executor_losses(BIN, MODEL, os.path.join(work, name), tokens, STEPS)
+    if executor is None:
         continue
-    executor = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
     worst = max(abs(x - y) / abs(x) for x, y in zip(executor, logs[name]["train_loss"]))
     print(f"{name}: executor train {executor}; MPI {logs[name]['train_loss']}; worst relative {worst:.3e}")
     check(len(executor) == STEPS and worst <= EXEC_TOL, f"{name}: MPI run within {EXEC_TOL} relative of the executor")

@@ -25,7 +25,8 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, global_batches, read_checkpoint, run, setup  # noqa: E402
+from e2e import (check, corpus, executor_losses, failures, finish, global_batches, read_checkpoint, run,  # noqa: E402
+                 setup)
 
 LOSS_TOL = 1e-5    # relative, losses vs one rank (the f32 sums of the loss's parts grouped otherwise)
 PARAM_TOL = 1e-4   # absolute, the embedding after 3 AdamW steps at lr 1e-3 (tensor_parallel_e2e.py's bound)
@@ -118,12 +119,9 @@ tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), STEPS, S
 for name in ("vtp2pp2", "vtp2pad"):
     if not logs[name]:
         continue
-    rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, name, "step.mlir"), "--weights", MODEL,
-                   "--multi-rank", "--steps", str(STEPS), "--tokens-file", tokens], timeout=900)
-    check(rc == 0, f"ptrain-interpret --multi-rank on {name}/step.mlir" + ("" if rc == 0 else ":\n" + out[-3000:]))
-    if rc != 0:
+    executor = executor_losses(BIN, MODEL, os.path.join(work, name), tokens, STEPS)
+    if executor is None:
         continue
-    executor = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
     worst = max(abs(x - y) / abs(x) for x, y in zip(executor, logs[name]["train_loss"]))
     print(f"{name}: executor {executor}; MPI {logs[name]['train_loss']}; worst relative {worst:.3e}")
     check(len(executor) == STEPS and worst <= EXEC_TOL, f"{name}: MPI run within {EXEC_TOL} relative of the executor")
