@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Analysis/MemoryPlan.h"
+#include "ptrain/Analysis/GemmFusion.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/SymbolTable.h"
@@ -125,17 +126,20 @@ FunctionMemoryPlan collectBuffers(func::FuncOp func) {
   llvm::DenseMap<Value, int64_t> lastUse;
   llvm::SetVector<Value> candidates; // values that may take a buffer, in definition order
   llvm::DenseMap<StringRef, SmallVector<int64_t>> writesOf;
+  // The generated code's GEMMs read transposes' inputs and batch stacks instead of materializing them
+  // (GemmFusion.h): those ops get no buffer and their inputs stay live until the GEMM.
+  GemmFusion gemms(ops);
   for (Operation *op : ops) {
     const int64_t i = index[op];
     if (auto write = dyn_cast<StateWriteOp>(op))
       writesOf[write.getState()].push_back(i);
-    for (Value operand : op->getOperands()) {
+    for (Value operand : llvm::concat<Value>(op->getOperands(), gemms.extraReads(op))) {
       Value root = rootOf(operand);
       lastUse[root] = std::max(lastUse.lookup(root), i);
     }
     for (Value result : op->getResults()) {
       lastUse[result] = std::max(lastUse.lookup(result), i);
-      if (isa<arith::ConstantOp>(op))
+      if (isa<arith::ConstantOp>(op) || gemms.isFolded(op))
         continue;
       if (isa<ReshapeOp, TPCopyOp>(op)) {
         aliasOf[result] = op->getOperand(0);

@@ -27,10 +27,11 @@
 #include "EmitTelemetry.h"
 #include "EmitTraffic.h"
 #include "EmitVocabParallel.h"
-#include "GemmFusion.h"
 #include "MemoryPlan.h"
 #include "OpGeometry.h"
 #include "RuntimeCallTable.h"
+
+#include "ptrain/Analysis/GemmFusion.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -5,17 +5,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GemmFusion.h"
-
-#include "CppTypes.h"
+#include "ptrain/Analysis/GemmFusion.h"
 
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
-using namespace mlir::ptrain::cpp;
 
 namespace {
+/// The tensor type of a GEMM operand, result or transpose (never a request).
+RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
 bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
 
 /// A transpose of an f32 tensor that swaps the last two dims and keeps the others.
@@ -64,7 +64,7 @@ GemmFusion::GemmFusion(ArrayRef<Operation *> ops) {
       ArrayRef<int64_t> product = tensorOf(m.getResult()).getShape();
       ArrayRef<int64_t> batch = product.drop_back(2);
       GemmOperand a = operand(m, 0), b = operand(m, 1);
-      if (numElements(batch) < 2 || tensorOf(m.getLhs()).getShape().drop_back(2) != batch ||
+      if (ShapedType::getNumElements(batch) < 2 || tensorOf(m.getLhs()).getShape().drop_back(2) != batch ||
           tensorOf(m.getRhs()).getShape().drop_back(2) != batch || !a.transposed || b.transposed ||
           withoutLeadingOnes(tensorOf(s.getResult()).getShape()) != product.take_back(2))
         continue;

@@ -1,7 +1,8 @@
 //===- GemmFusion.h - Transposes and batch sums folded into GEMMs -*- C++ -*-===//
 //
 // What --emit-cpp hands to one ptrain_gemm_f32 call instead of materializing
-// (docs/CodegenCpu.md, "GEMM operands"):
+// (docs/CodegenCpu.md, "GEMM operands"); an analysis so that the memory plan
+// (MemoryPlan.h) plans exactly the buffers the generated code allocates:
 //   - a matmul operand made by ptrain.transpose ops that swap only the last
 //     two dims (ONNX's Gemm/Linear weights, autodiff's x^T and W^T) is read
 //     from the transposes' input with BLAS's transpose flag; a transpose whose
@@ -16,15 +17,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PTRAIN_TARGET_CPP_GEMMFUSION_H
-#define PTRAIN_TARGET_CPP_GEMMFUSION_H
+#ifndef PTRAIN_ANALYSIS_GEMMFUSION_H
+#define PTRAIN_ANALYSIS_GEMMFUSION_H
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
-namespace mlir::ptrain::cpp {
+namespace mlir::ptrain {
 
 /// A GEMM operand: the buffer read and whether it holds the operand's
 /// transpose (last two dims swapped).
@@ -53,6 +54,6 @@ private:
   llvm::DenseMap<Operation *, SmallVector<Value, 2>> reads;
 };
 
-} // namespace mlir::ptrain::cpp
+} // namespace mlir::ptrain
 
-#endif // PTRAIN_TARGET_CPP_GEMMFUSION_H
+#endif // PTRAIN_ANALYSIS_GEMMFUSION_H
