@@ -1,6 +1,8 @@
 """The committed opset 18-23 fixtures (test/Import/ONNX/opset18+/Inputs) are what python/ptrain/export_newest.py
-makes with the project's venv (.venv: PyPI onnx, onnxruntime; scripts/setup-python.sh): the models byte for
-byte, the onnxruntime reference outputs and the numpy reference gradients to 1e-6. Skipped with a message
+makes, and the unfolded-export ops fixture (test/Import/ONNX/opset18+/unfolded) what
+python/ptrain/export_unfolded_ops.py makes, with the project's venv (.venv: PyPI onnx, onnxruntime;
+scripts/setup-python.sh): the models and inputs byte for byte, the onnxruntime reference outputs and the numpy
+reference gradients to 1e-6. Skipped with a message
 when .venv is missing, except under CI=true, where it must run."""
 
 import glob
@@ -15,7 +17,9 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VENV_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
-FIXTURES = os.path.join(ROOT, "test", "Import", "ONNX", "opset18+", "Inputs")
+OPSET18 = os.path.join(ROOT, "test", "Import", "ONNX", "opset18+")
+GENERATORS = [("export_newest.py", os.path.join(OPSET18, "Inputs")),
+              ("export_unfolded_ops.py", os.path.join(OPSET18, "unfolded"))]
 
 
 def tensor(path):
@@ -23,17 +27,18 @@ def tensor(path):
         return onnx.numpy_helper.to_array(onnx.TensorProto.FromString(f.read()))
 
 
-def test_newest_fixtures_reproduce(tmp_path):
+@pytest.mark.parametrize("script,fixtures", GENERATORS, ids=[g[0] for g in GENERATORS])
+def test_newest_fixtures_reproduce(tmp_path, script, fixtures):
     if not os.path.exists(VENV_PYTHON):
         if os.environ.get("CI") == "true":
             pytest.fail(".venv is missing under CI: scripts/setup.sh must create it (scripts/setup-python.sh)")
-        pytest.skip(".venv is missing: run scripts/setup-python.sh to check the opset 18-23 fixtures")
-    subprocess.run([VENV_PYTHON, os.path.join(ROOT, "python", "ptrain", "export_newest.py"), "--out", str(tmp_path)],
+        pytest.skip(f".venv is missing: run scripts/setup-python.sh to check the fixtures of {script}")
+    subprocess.run([VENV_PYTHON, os.path.join(ROOT, "python", "ptrain", script), "--out", str(tmp_path)],
                    check=True, cwd=ROOT)
-    committed = sorted(os.path.basename(p) for p in glob.glob(os.path.join(FIXTURES, "*")))
+    committed = sorted(os.path.basename(p) for p in glob.glob(os.path.join(fixtures, "*")))
     assert committed == sorted(os.listdir(tmp_path))
     for name in committed:
-        ours, theirs = os.path.join(FIXTURES, name), os.path.join(tmp_path, name)
+        ours, theirs = os.path.join(fixtures, name), os.path.join(tmp_path, name)
         if name.endswith(".reference_grads.onnx"):
             for a, b in zip(onnx.load(ours).graph.initializer, onnx.load(theirs).graph.initializer):
                 assert a.name == b.name
