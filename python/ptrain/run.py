@@ -685,6 +685,10 @@ def main(argv=None):
         # possible it leaves without finalizing MPI, and mpirun then ends the other ranks (no hang).
         if args.worker:
             if _STEP is not None:
+                # Said here, not left to mpirun: Open MPI's own MPI_ABORT banner goes through show_help, which
+                # can fail ("Out of resource") and print nothing, e.g. as root in a container.
+                print(f"ptrain-run: rank {os.environ.get('OMPI_COMM_WORLD_RANK', '?')} ends the job with MPI_Abort "
+                      "(error code 1)", file=sys.stderr, flush=True)
                 _STEP.lib.ptrain_step_abort(1)
             os._exit(1)
         return 1

@@ -51,5 +51,6 @@ if stalled:
     after = end - float(stalled.group(1))
     print(f"job ended {after:.1f} s after rank 1 stalled (deadline {DEADLINE_S} s; total {end - start:.1f} s)")
     check(DEADLINE_S - 1 <= after <= DEADLINE_S + SLACK_S, f"the job ends within the deadline + {SLACK_S} s")
-check("MPI_ABORT" in out or "MPI_Abort" in out or "aborting" in out.lower(), "the job is ended by MPI_Abort")
+check(re.search(r"ptrain-run: rank 0 ends the job with MPI_Abort \(error code 1\)", out) is not None,
+      "rank 0 ends the job with MPI_Abort")
 finish()
