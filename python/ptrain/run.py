@@ -47,7 +47,10 @@ Errors are messages and a nonzero exit, never a hang: every communication has th
 dtype) and the training step (ptrain_comm_set_step before each step); a rank that fails prints its error,
 then ends every rank with ptrain_step_abort (MPI_Abort) and exits nonzero, so a rank that stalls instead of
 failing cannot keep the job alive. PTRAIN_RUN_STALL=RANK:STEP (for the tests) makes that rank sleep before
-that training step (1-based) instead of posting its operations, a real stalled rank.
+that training step (1-based) instead of posting its operations, a real stalled rank. The launcher refuses,
+before mpirun starts, data with a byte outside the model's vocabulary (bytes are the token ids), --val-batches
+0, a --timeout that is not a positive number, and --log or --memory-log in a folder that does not exist; a
+file a rank cannot write (OSError) is a message naming it.
 """
 
 import argparse
@@ -213,7 +216,13 @@ def batch(data, rows, seq, seed, replica=0, replicas=1):
 
 def launch(args):
     plan = load_plan(args.out)
-    read_data(*data_files(args.data), plan["seq"])  # Too little data is the launcher's error, not every rank's.
+    # Too little data, or bytes that are no token of the model, is the launcher's error, not every rank's.
+    train, val = read_data(*data_files(args.data), plan["seq"])
+    top = max(max(train), max(val))
+    if top >= plan["vocab"]:
+        raise RunError(f"--data {args.data}: holds the byte {top}, outside the model's vocabulary of {plan['vocab']} "
+                       "tokens (ptrain-run feeds each byte as a token id: the model needs a vocabulary of 256, or "
+                       f"data whose bytes are below {plan['vocab']})")
     dp, tp = plan.get("dp", 1), plan.get("tp", 1)
     world = dp * plan["pp"] * tp
     np_ = world if args.np is None else args.np
@@ -231,6 +240,15 @@ def launch(args):
                            "writable")
     if args.steps < 0 or (args.val_every is not None and args.val_every < 1):
         raise RunError("--steps must be >= 0 and --val-every >= 1")
+    if args.val_batches < 1:
+        raise RunError(f"--val-batches {args.val_batches}: must be >= 1 (the validation loss is their mean)")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise RunError(f"--timeout {args.timeout}: must be a positive number of seconds")
+    # Files written after training: their folders are checked now, not found missing after the last step.
+    for flag, path in (("--log", args.log), ("--memory-log", args.memory_log)):
+        folder = os.path.dirname(os.path.abspath(path)) if path else None
+        if folder and (not os.path.isdir(folder) or not os.access(folder, os.W_OK)):
+            raise RunError(f"{flag} {path}: the folder {folder} does not exist or is not writable")
     if args.telemetry_every < 0:
         raise RunError(f"--telemetry-every {args.telemetry_every}: must be >= 0 (0: off)")
     mpirun = shutil.which("mpirun")
@@ -679,8 +697,10 @@ def main(argv=None):
             return launch(args)
         work(args)
         return 0
-    except RunError as e:
-        print(f"ptrain-run: error: {e}", file=sys.stderr, flush=True)
+    except (RunError, OSError) as e:
+        # An OSError (a log or checkpoint that cannot be written) is a message naming the file, no traceback.
+        message = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename else e
+        print(f"ptrain-run: error: {message}", file=sys.stderr, flush=True)
         # A worker ends every rank (MPI_Abort), also those stalled in compute or a sleep; if that is not
         # possible it leaves without finalizing MPI, and mpirun then ends the other ranks (no hang).
         if args.worker:

@@ -2,7 +2,8 @@
 not a whole ELF library (a truncated one made every rank die of SIGBUS in dlopen), data shorter than one
 window (every rank reported it after mpirun started), and a --checkpoint folder that does not exist (found
 out by ptrain_step_save after the last training step), and a plan.json that is not the plan embedded in
-libstep.so (a hand-edited seq made every rank read past its token buffer)."""
+libstep.so (a hand-edited seq made every rank read past its token buffer), data bytes outside the vocabulary,
+--val-batches 0, a --timeout that is not positive, --log/--memory-log folders that do not exist."""
 
 import json
 import os
@@ -93,3 +94,45 @@ def test_library_without_embedded_plan(plan_dir):
     shutil.copy(ELF, out / "libstep.so")
     with pytest.raises(run.RunError, match=r"libstep.so: no embedded plan \(section .ptrain_plan\)"):
         launch(out, "--data", data, "--steps", "1")
+
+
+def test_data_outside_the_vocabulary(plan_dir, monkeypatch):
+    # Bytes are the token ids: a model with a vocabulary under 256 (gpt2_megatron's 10) failed in every rank's
+    # embedding after mpirun started; the launcher names the byte and the vocabulary.
+    out, data = plan_dir
+    plan = json.loads((out / "plan.json").read_text())
+    plan["vocab"] = 10
+    (out / "plan.json").write_text(json.dumps(plan))
+    shutil.copy(ELF, out / "libstep.so")
+    plan_abi.embed(str(out / "libstep.so"), plan)
+    with pytest.raises(run.RunError, match=r"--data .*: holds the byte 255, outside the model's vocabulary of 10 "
+                                           r"tokens"):
+        launch(out, "--data", data, "--steps", "1")
+    (data / "train.bin").write_bytes(bytes(range(10)) * 100)
+    (data / "val.bin").write_bytes(bytes(range(10)) * 10)
+    monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/mpirun")
+    monkeypatch.setattr(run.subprocess, "call", lambda cmd, env: 0)
+    assert launch(out, "--data", data, "--steps", "1") == 0  # bytes below 10: the launcher starts mpirun
+
+
+def test_val_batches_zero(plan_dir):
+    # The validation loss is the mean over --val-batches: 0 was a ZeroDivisionError traceback in every rank.
+    out, data = plan_dir
+    with pytest.raises(run.RunError, match=r"--val-batches 0: must be >= 1"):
+        launch(out, "--data", data, "--steps", "1", "--val-batches", "0")
+
+
+@pytest.mark.parametrize("timeout", ["0", "-5", "nan", "inf"])
+def test_timeout_not_positive(plan_dir, timeout):
+    out, data = plan_dir
+    with pytest.raises(run.RunError, match=r"--timeout .*: must be a positive number of seconds"):
+        launch(out, "--data", data, "--steps", "1", "--timeout", timeout)
+
+
+@pytest.mark.parametrize("flag", ["--log", "--memory-log"])
+def test_log_folder_missing(plan_dir, tmp_path, flag):
+    # Written after the last step: a missing folder was a FileNotFoundError traceback after training.
+    out, data = plan_dir
+    with pytest.raises(run.RunError, match=flag + r" .*/nope/x: the folder .*/nope does not exist"):
+        launch(out, "--data", data, "--steps", "1", flag, tmp_path / "nope" / "x")
+
