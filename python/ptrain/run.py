@@ -50,7 +50,8 @@ failing cannot keep the job alive. PTRAIN_RUN_STALL=RANK:STEP (for the tests) ma
 that training step (1-based) instead of posting its operations, a real stalled rank. The launcher refuses,
 before mpirun starts, data with a byte outside the model's vocabulary (bytes are the token ids), --val-batches
 0, a --timeout that is not a positive number, and --log or --memory-log in a folder that does not exist; a
-file a rank cannot write (OSError) is a message naming it.
+file a rank cannot write (OSError) is a message naming it. A failed run leaves no run log that reads like a
+finished run's: the launcher renames it RUN.jsonl.failed (the steps up to the failure).
 """
 
 import argparse
@@ -262,7 +263,15 @@ def launch(args):
     cmd = [mpirun, "-np", str(np_), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1",
            "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS", "-x", "PTRAIN_COMM_TIMEOUT_S",
            *shlex.split(args.mpirun_args), sys.executable, os.path.abspath(__file__), "--worker", *args.argv]
-    return subprocess.call(cmd, env=env)
+    started = time.time()
+    status = subprocess.call(cmd, env=env)
+    log = run_log_path(args)
+    if status != 0 and os.path.isfile(log) and os.path.getmtime(log) >= started:
+        # No run log that reads like a finished run's: the steps up to the failure stay readable beside it.
+        os.replace(log, log + ".failed")
+        print(f"ptrain-run: the run failed (exit status {status}); its run log up to the failure is {log}.failed",
+              file=sys.stderr, flush=True)
+    return status
 
 
 def stage_path(path, plan, stage, tp_rank=0):

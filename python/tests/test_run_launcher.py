@@ -3,7 +3,8 @@ not a whole ELF library (a truncated one made every rank die of SIGBUS in dlopen
 window (every rank reported it after mpirun started), and a --checkpoint folder that does not exist (found
 out by ptrain_step_save after the last training step), and a plan.json that is not the plan embedded in
 libstep.so (a hand-edited seq made every rank read past its token buffer), data bytes outside the vocabulary,
---val-batches 0, a --timeout that is not positive, --log/--memory-log folders that do not exist."""
+--val-batches 0, a --timeout that is not positive, --log/--memory-log folders that do not exist; a failed
+run's log is renamed RUN.jsonl.failed."""
 
 import json
 import os
@@ -136,3 +137,26 @@ def test_log_folder_missing(plan_dir, tmp_path, flag):
     with pytest.raises(run.RunError, match=flag + r" .*/nope/x: the folder .*/nope does not exist"):
         launch(out, "--data", data, "--steps", "1", flag, tmp_path / "nope" / "x")
 
+
+def test_failed_run_renames_its_run_log(plan_dir, monkeypatch, capsys):
+    # mpirun stands in for a run that wrote its log and failed: no run.jsonl that reads like a finished run's.
+    out, data = plan_dir
+
+    def failing_run(cmd, env):
+        (out / "run.jsonl").write_text('{"record": "run"}\n')
+        return 1
+
+    monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/mpirun")
+    monkeypatch.setattr(run.subprocess, "call", failing_run)
+    assert launch(out, "--data", data, "--steps", "1") == 1
+    assert not (out / "run.jsonl").exists()
+    assert (out / "run.jsonl.failed").read_text() == '{"record": "run"}\n'
+    assert "its run log up to the failure is" in capsys.readouterr().err
+
+    def good_run(cmd, env):
+        (out / "run.jsonl").write_text('{"record": "end"}\n')
+        return 0
+
+    monkeypatch.setattr(run.subprocess, "call", good_run)
+    assert launch(out, "--data", data, "--steps", "1") == 0
+    assert (out / "run.jsonl").exists()
