@@ -248,9 +248,18 @@ def compile_model(args):
         cluster = os.path.abspath(args.cluster or os.path.join(args.source_dir, "clusters", "h200-node.json"))
         if not os.path.isfile(cluster):
             raise CompileError(f"--cluster {cluster}: no such file")
+    try:
+        args.import_argv = shlex.split(args.import_options)
+    except ValueError as e:  # e.g. an unbalanced quote
+        raise CompileError(f"--import-options '{args.import_options}': {e}")
     out = args.output
+    if os.path.lexists(out) and not os.path.isdir(out):
+        raise CompileError(f"-o {out}: exists and is not a folder")
     created = not os.path.isdir(out)
-    os.makedirs(out, exist_ok=True)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise CompileError(f"-o {out}: cannot create the output folder ({e.strerror})")
     # A failed run leaves no output: neither half of a plan nor an older run's files beside this run's.
     remove_outputs(out)
     try:
@@ -320,7 +329,7 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     cpp = os.path.join(out, "step.cpp")
     lib = os.path.join(out, "libstep.so")
 
-    run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", args.model, *shlex.split(args.import_options),
+    run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", args.model, *args.import_argv,
          "--mlir-print-debuginfo", "-o", forward],
         "ONNX import")
     options = (f"optimizer={args.optimizer} lr={args.lr!r} warmup-steps={args.warmup_steps} "
