@@ -42,7 +42,7 @@ The tools, the runtime library and the headers are found from this file's instal
 tools/ptrain-compile/ptrain-compile, configured into <build>/bin by CMake, passes them in) or from
 --build-dir/--source-dir. Every failing step ends the run with its tool's message and a nonzero status, and
 leaves no output: the files above, this run's or an earlier run's, are removed from out/ (other files
-stay), and out/ itself if this run made it.
+stay), out/ itself if this run made it, and a --report file this run wrote.
 A pipeline step runs under mpirun with dp * pp * tp ranks (ptrain-run, python/ptrain/run.py); rank r is the
 grid coordinate (r // (pp * tp), (r // tp) % pp, r % tp) over (dp, pp, tp): tp innermost, as in Megatron-LM.
 """
@@ -55,6 +55,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from ptrain import plan_abi  # noqa: E402
@@ -260,14 +261,18 @@ def compile_model(args):
         os.makedirs(out, exist_ok=True)
     except OSError as e:
         raise CompileError(f"-o {out}: cannot create the output folder ({e.strerror})")
-    # A failed run leaves no output: neither half of a plan nor an older run's files beside this run's.
+    # A failed run leaves no output: neither half of a plan nor an older run's files beside this run's, nor
+    # a --report that this run wrote before a later step failed.
     remove_outputs(out)
+    started = time.time()
     try:
         write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_dir)
     except BaseException:
         remove_outputs(out)
         if created and not os.listdir(out):
             os.rmdir(out)
+        if args.report is not None and os.path.isfile(args.report) and os.path.getmtime(args.report) >= started:
+            os.remove(args.report)
         raise
 
 
