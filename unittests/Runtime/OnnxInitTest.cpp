@@ -13,10 +13,12 @@
 
 #include "ptrain/Runtime/OnnxWire.h"
 
+#include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -207,6 +209,38 @@ TEST(OnnxInit, ErrorsNameTheFileTheTensorAndTheByteAndModifyNothing) {
   EXPECT_NE(std::strstr(ptrain_last_error(), "no_such_file.bin: cannot open"), nullptr) << ptrain_last_error();
   EXPECT_EQ(s.w, std::vector<float>(6, -1.0f)) << "nothing is modified on error";
   EXPECT_EQ(s.m, std::vector<float>(6, -1.0f));
+}
+
+TEST(OnnxInit, ExternalDataOutsideTheModelFolderIsRefused) {
+  // The data file exists one folder up: a '..' location would read it (or any file, e.g. /etc/passwd's
+  // bytes as weights); ONNX's locations stay inside the model's folder, as onnx::checker requires.
+  const std::string folder = ::testing::TempDir() + "ptrain_onnx_init_sub";
+  ASSERT_TRUE(::mkdir(folder.c_str(), 0755) == 0 || errno == EEXIST);
+  writeFile("ptrain_onnx_init_up.bin", floatBytes(kE));
+  for (const std::string location : {"../ptrain_onnx_init_up.bin", "./../ptrain_onnx_init_up.bin", ".."}) {
+    const std::string path =
+        writeFile("ptrain_onnx_init_sub/up.onnx", model({tensor("e", {3}, 1, externalData(location, 0, 12))}));
+    States s;
+    auto d = s.desc();
+    d = {d[2]};
+    EXPECT_EQ(ptrain_state_init_onnx(d.data(), d.size(), path.c_str()), PTRAIN_ERROR_INVALID_ARGUMENT) << location;
+    EXPECT_NE(
+        std::strstr(
+            ptrain_last_error(),
+            ("initializer 'e' has the external data location '" + location + "', outside the model's folder").c_str()),
+        nullptr)
+        << ptrain_last_error();
+    EXPECT_EQ(s.e, std::vector<float>(3, -1.0f)) << "nothing is modified on error";
+  }
+  // A '..' inside a name is no parent folder.
+  writeFile("ptrain_onnx_init_sub/a..b.bin", floatBytes(kE));
+  const std::string dots =
+      writeFile("ptrain_onnx_init_sub/dots.onnx", model({tensor("e", {3}, 1, externalData("a..b.bin", 0, 12))}));
+  States s;
+  auto d = s.desc();
+  d = {d[2]};
+  ASSERT_EQ(ptrain_state_init_onnx(d.data(), d.size(), dots.c_str()), PTRAIN_OK) << ptrain_last_error();
+  EXPECT_EQ(s.e, kE);
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include "onnx/onnx_pb.h"
 
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/Path.h"
@@ -297,6 +298,10 @@ llvm::Expected<Tensor> ONNXInitializers::read(llvm::StringRef name) {
       return makeError("has external data without a location");
     if (llvm::sys::path::is_absolute(location))
       return makeError("has an absolute external data location '" + location + "'");
+    // Locations are relative to the model's folder and stay inside it (onnx::checker refuses them too).
+    if (llvm::is_contained(llvm::make_range(llvm::sys::path::begin(location), llvm::sys::path::end(location)), ".."))
+      return makeError("has the external data location '" + location +
+                       "', outside the model's folder (a '..' component)");
     llvm::SmallString<256> path = externalPath(modelPath, location);
     auto cached = externalFiles.find(path);
     if (cached == externalFiles.end()) {

@@ -83,6 +83,20 @@ ptrain_status_t mapFile(const char *call, const std::string &path, Mapping &out)
   return PTRAIN_OK;
 }
 
+/// Whether an external data location has a ".." component: ONNX's locations are relative to the model's
+/// folder and stay inside it (onnx::checker refuses them too); "../../etc/passwd" must not become weights.
+bool leavesModelFolder(const std::string &location) {
+  for (size_t begin = 0; begin <= location.size();) {
+    size_t end = location.find('/', begin);
+    if (end == std::string::npos)
+      end = location.size();
+    if (location.compare(begin, end - begin, "..") == 0)
+      return true;
+    begin = end + 1;
+  }
+  return false;
+}
+
 /// The folder of `path` with a trailing '/', or "" for a bare file name.
 std::string parentDir(const std::string &path) {
   const size_t slash = path.rfind('/');
@@ -115,6 +129,11 @@ ptrain_status_t locate(const char *call, const char *modelPath, const Mapping &m
     if (location.empty() || location[0] == '/')
       return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: initializer '%s' has no relative external data location",
                   modelPath, s.key);
+    if (leavesModelFolder(location))
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                  "%s: initializer '%s' has the external data location '%s', outside the model's folder (a '..' "
+                  "component)",
+                  modelPath, s.key, location.c_str());
     const std::string path = parentDir(modelPath) + location;
     auto it = external.find(path);
     if (it == external.end()) {
