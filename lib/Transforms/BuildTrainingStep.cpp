@@ -713,8 +713,9 @@ LogicalResult BuildTrainingStepPass::checkOptimizerOptions(ModuleOp module) {
   if (!(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0))
     return error() << "beta1 and beta2 must be in [0, 1), got beta1 = " << beta1.getValue()
                    << ", beta2 = " << beta2.getValue();
-  if (!(epsilon > 0.0) || !(weightDecay >= 0.0))
-    return error() << "epsilon must be > 0 and weight-decay >= 0, got epsilon = " << epsilon.getValue()
+  if (!(epsilon > 0.0) || !std::isfinite(static_cast<double>(epsilon)) || !(weightDecay >= 0.0) ||
+      !std::isfinite(static_cast<double>(weightDecay)))
+    return error() << "epsilon must be > 0 and weight-decay >= 0, both finite, got epsilon = " << epsilon.getValue()
                    << ", weight-decay = " << weightDecay.getValue();
   return success();
 }
@@ -759,10 +760,11 @@ void BuildTrainingStepPass::runOnOperation() {
   }
   if (failed(checkForward(forward)))
     return signalPassFailure();
-  if (dp != 1) {
-    emitError(module.getLoc()) << "--ptrain-build-training-step: dp = " << dp.getValue()
+  if (dp != 1 || microBatches != 1) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: " << (dp != 1 ? "dp = " : "micro-batches = ")
+                               << (dp != 1 ? dp.getValue() : microBatches.getValue())
                                << " needs a pipeline module (run --ptrain-split-stages, with pp=1 for data "
-                                  "parallelism alone)";
+                                  "parallelism or micro-batches alone)";
     return signalPassFailure();
   }
   if (symbols->lookup("train_step")) {

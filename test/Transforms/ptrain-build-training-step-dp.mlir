@@ -40,5 +40,5 @@
 // LOSS: ptrain.binary div %{{.*}}, %[[D]]
 // LOSS: ptrain.all_reduce_start {{.*}} on @grid axes [dp, pp] reduction = sum : tensor<f32>
 
-// SINGLE: error: --ptrain-build-training-step: dp = 2 needs a pipeline module (run --ptrain-split-stages, with pp=1 for data parallelism alone)
+// SINGLE: error: --ptrain-build-training-step: dp = 2 needs a pipeline module (run --ptrain-split-stages, with pp=1 for data parallelism or micro-batches alone)
 // DP0: error: --ptrain-build-training-step: dp must be >= 1 and bucket-bytes >= 0, got dp = 0, bucket-bytes = 26214400

@@ -7,6 +7,13 @@
 // RUN: not ptrain-opt %s --ptrain-build-training-step="beta1=1" 2>&1 | FileCheck %s --check-prefix=BETA
 // RUN: not ptrain-opt %s --ptrain-build-training-step="epsilon=0" 2>&1 | FileCheck %s --check-prefix=EPS
 // RUN: not ptrain-opt %s --ptrain-build-training-step="weight-decay=-0.1" 2>&1 | FileCheck %s --check-prefix=WD
+// Rates and decays that are not finite (ptrain-compile --lr inf compiled a step whose updates were all NaN).
+// RUN: not ptrain-opt %s --ptrain-build-training-step="lr=inf" 2>&1 | FileCheck %s --check-prefix=LRINF
+// RUN: not ptrain-opt %s --ptrain-build-training-step="min-lr-ratio=nan" 2>&1 | FileCheck %s --check-prefix=RATIONAN
+// RUN: not ptrain-opt %s --ptrain-build-training-step="weight-decay=inf" 2>&1 | FileCheck %s --check-prefix=WDINF
+// RUN: not ptrain-opt %s --ptrain-build-training-step="epsilon=inf" 2>&1 | FileCheck %s --check-prefix=EPSINF
+// Micro-batches without a pipeline module were ignored (the step was the same as with micro-batches=1).
+// RUN: not ptrain-opt %s --ptrain-build-training-step="micro-batches=3" 2>&1 | FileCheck %s --check-prefix=MB
 // SGD: momentum in [0, 1), weight decay >= 0; momentum is no AdamW option; an unknown optimizer.
 // RUN: not ptrain-opt %s --ptrain-build-training-step="optimizer=sgd momentum=1" 2>&1 | FileCheck %s --check-prefix=MOM
 // RUN: not ptrain-opt %s --ptrain-build-training-step="optimizer=sgd weight-decay=-1" 2>&1 | FileCheck %s --check-prefix=SGDWD
@@ -20,8 +27,13 @@
 // TOTAL: error: --ptrain-build-training-step: lr, warmup-steps, total-steps, min-lr-ratio: learning-rate schedule needs 0 <= warmup <= total and total >= 1, got warmup 0 and total 0
 // RATIO: error: --ptrain-build-training-step: lr, warmup-steps, total-steps, min-lr-ratio: learning-rate min_ratio must be in [0, 1], got 2.000000e+00
 // BETA: error: --ptrain-build-training-step: beta1 and beta2 must be in [0, 1), got beta1 = 1.000000e+00, beta2 = 9.500000e-01
-// EPS: error: --ptrain-build-training-step: epsilon must be > 0 and weight-decay >= 0, got epsilon = 0.000000e+00, weight-decay = 1.000000e-01
-// WD: error: --ptrain-build-training-step: epsilon must be > 0 and weight-decay >= 0, got epsilon = 1.000000e-08, weight-decay = -1.000000e-01
+// EPS: error: --ptrain-build-training-step: epsilon must be > 0 and weight-decay >= 0, both finite, got epsilon = 0.000000e+00, weight-decay = 1.000000e-01
+// WD: error: --ptrain-build-training-step: epsilon must be > 0 and weight-decay >= 0, both finite, got epsilon = 1.000000e-08, weight-decay = -1.000000e-01
+// LRINF: error: --ptrain-build-training-step: lr, warmup-steps, total-steps, min-lr-ratio: learning-rate peak must be > 0 and finite, got INF
+// RATIONAN: error: --ptrain-build-training-step: lr, warmup-steps, total-steps, min-lr-ratio: learning-rate min_ratio must be in [0, 1], got nan
+// WDINF: error: --ptrain-build-training-step: epsilon must be > 0 and weight-decay >= 0, both finite, got epsilon = 1.000000e-08, weight-decay = INF
+// EPSINF: error: --ptrain-build-training-step: epsilon must be > 0 and weight-decay >= 0, both finite, got epsilon = INF, weight-decay = 1.000000e-01
+// MB: error: --ptrain-build-training-step: micro-batches = 3 needs a pipeline module (run --ptrain-split-stages, with pp=1 for data parallelism or micro-batches alone)
 // MOM: error: --ptrain-build-training-step: optimizer=sgd needs momentum in [0, 1) and weight-decay >= 0, got momentum = 1.000000e+00, weight-decay = 1.000000e-01
 // SGDWD: error: --ptrain-build-training-step: optimizer=sgd needs momentum in [0, 1) and weight-decay >= 0, got momentum = 0.000000e+00, weight-decay = -1.000000e+00
 // ADAMMOM: error: --ptrain-build-training-step: momentum is an option of optimizer=sgd (AdamW has beta1), got momentum = 9.000000e-01 with optimizer=adamw

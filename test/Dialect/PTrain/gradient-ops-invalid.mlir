@@ -143,6 +143,18 @@ func.func private @lr_schedule_peak() attributes {s = #ptrain.lr_schedule<peak =
 
 // -----
 
+// LRSchedule: a finite peak (an infinite rate makes every update NaN).
+// expected-error@+1 {{learning-rate peak must be > 0 and finite, got INF}}
+func.func private @lr_schedule_peak_inf() attributes {s = #ptrain.lr_schedule<peak = 0x7FF0000000000000 : f64, warmup = 1, total = 100, min_ratio = 0.1 : f64>}
+
+// -----
+
+// LRSchedule: a NaN min_ratio is not in [0, 1].
+// expected-error@+1 {{learning-rate min_ratio must be in [0, 1], got nan}}
+func.func private @lr_schedule_ratio_nan() attributes {s = #ptrain.lr_schedule<peak = 1.0e-03 : f64, warmup = 1, total = 100, min_ratio = 0x7FF8000000000000 : f64>}
+
+// -----
+
 // LRSchedule: min_ratio in [0, 1].
 // expected-error@+1 {{learning-rate min_ratio must be in [0, 1], got 2}}
 func.func private @lr_schedule_ratio() attributes {s = #ptrain.lr_schedule<peak = 1.0e-03 : f64, warmup = 1, total = 100, min_ratio = 2.0 : f64>}
