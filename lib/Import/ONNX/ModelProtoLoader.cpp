@@ -31,6 +31,8 @@ std::string mlir::ptrain::onnx_import::loadModelProto(llvm::StringRef bytes, llv
     stripped = std::move(result->model);
     bytes = stripped;
   }
+  if (bytes.empty()) // An empty message parses: say what the file is instead of "no graph".
+    return "the file is empty (0 bytes), not an ONNX model";
   if (bytes.size() > static_cast<size_t>(INT32_MAX))
     return "the model is too large for protobuf (" + std::to_string(bytes.size()) +
            " bytes beside its embedded float weights; store the weights as external data)";
