@@ -298,8 +298,13 @@ int main(int argc, char **argv) {
     weights = attr.getValue().str();
   }
   llvm::Expected<onnx_data::ONNXInitializers> initializers = onnx_data::ONNXInitializers::open(weights);
-  if (!initializers)
-    return fail(llvm::toString(initializers.takeError()));
+  if (!initializers) {
+    // The importer records the path it was given: a relative one only resolves from the import's folder.
+    std::string hint = weightsFile.empty() ? " (the model of the module's ptrain.onnx_file, relative to the current "
+                                             "directory; run from the import's folder or pass --weights MODEL.onnx)"
+                                           : "";
+    return fail(llvm::toString(initializers.takeError()) + hint);
+  }
 
   std::vector<interp::Tensor> arguments;
   for (const std::string &path : argumentFiles) {
