@@ -122,12 +122,12 @@ def gather_parameters(runtime, plan, checkpoint):
 
 
 def export(args):
-    import numpy as np
     try:
+        import numpy as np
         import onnx
         from onnx import numpy_helper
     except ImportError as e:
-        raise ExportError(f"the onnx Python package is needed ({e}; Debian: python3-onnx)")
+        raise ExportError(f"the numpy and onnx Python packages are needed ({e}; Debian: python3-numpy python3-onnx)")
     plan_path = os.path.join(args.out, "plan.json")
     lib = os.path.join(args.out, "libstep.so")
     try:
@@ -186,17 +186,26 @@ def export(args):
     dest = os.path.abspath(args.output)
     if not os.path.isdir(os.path.dirname(dest)):
         raise ExportError(f"-o {args.output}: the folder {os.path.dirname(dest)} does not exist")
-    data_name = os.path.basename(dest) + ".data"
+    if os.path.isdir(dest):
+        raise ExportError(f"-o {args.output}: is a folder (name the .onnx file to write)")
+    if os.path.exists(dest) and os.path.samefile(dest, source):
+        raise ExportError(f"-o {args.output}: is the model the graph is copied from; write the trained model "
+                          "beside it")
+    data_path = os.path.join(os.path.dirname(dest), os.path.basename(dest) + ".data")
     try:
         if external:
-            if os.path.exists(os.path.join(os.path.dirname(dest), data_name)):
-                os.remove(os.path.join(os.path.dirname(dest), data_name))  # save_model appends to it otherwise
+            if os.path.exists(data_path):
+                os.remove(data_path)  # save_model appends to it otherwise
             onnx.save_model(model, dest, save_as_external_data=True, all_tensors_to_one_file=True,
-                            location=data_name, size_threshold=1024)
+                            location=os.path.basename(data_path), size_threshold=1024)
         else:
             onnx.save_model(model, dest)
     except (OSError, ValueError) as e:
+        for path in (dest, data_path) if external else (dest,):  # No half-written model or data left behind.
+            if os.path.isfile(path):
+                os.remove(path)
         raise ExportError(f"-o {args.output}: cannot write ({e})")
+    data_name = os.path.basename(data_path)
     return {"output": dest, "data": data_name if external else None, "parameters": len(params), "bytes": total}
 
 

@@ -187,4 +187,15 @@ expect_error([os.path.join(BIN, "ptrain-export"), edited, "--checkpoint", ckpt, 
              "'seq' is 32 but", "a hand-edited plan.json")
 expect_error(export[:2] + ["--checkpoint", ckpt, "-o", os.path.join(work, "no", "such", "x.onnx")],
              "does not exist", "a missing output folder")
+# -o naming a folder: an error before anything is written (save_model used to leave FOLDER.data behind).
+folder = os.path.join(work, "folder.onnx")
+os.makedirs(folder, exist_ok=True)
+expect_error(export[:2] + ["--checkpoint", ckpt, "-o", folder], "is a folder", "an output that is a folder")
+check(not os.path.exists(folder + ".data"), "an output that is a folder leaves no folder.onnx.data")
+# -o naming the model the graph is copied from: refused (writing it removed the model's own external data first).
+copy = os.path.join(work, "copy.onnx")
+shutil.copy(os.path.join(source, "models", "gpt", "gpt.onnx"), copy)
+shutil.copy(os.path.join(source, "models", "gpt", "gpt.onnx.data"), os.path.join(work, "gpt.onnx.data"))
+expect_error(export[:2] + ["--checkpoint", ckpt, "--model", copy, "-o", copy], "is the model the graph is copied from",
+             "an output that is the source model")
 finish()
