@@ -4,6 +4,7 @@
 
 #include "BindDimensions.h"
 #include "ConstantInputs.h"
+#include "DeadStates.h"
 #include "FaithfulImport.h"
 #include "ModelProtoLoader.h"
 #include "RecognizeGelu.h"
@@ -44,8 +45,10 @@ OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, 
     return nullptr;
   if (options.legalize && failed(legalizeONNX(*module)))
     return nullptr;
-  if (options.legalize)
+  if (options.legalize) {
+    onnx_import::dropUnreadParameters(*module);
     onnx_import::reportTiedWeights(*module);
+  }
   // After legalization: the outputs' shapes (which picks the logits) may be known only then.
   if (options.applySignature && failed(onnx_import::applyTrainingSignature(*module, options.entry, options.signature)))
     return nullptr;
