@@ -12,6 +12,8 @@ PKGS=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   # build
   cmake ninja-build ccache g++ python3 python3-pip
+  # lld: ptrain-translate links the static MLIR/LLVM archives (~800 MB read); GNU ld takes minutes, lld seconds
+  lld
   # tests
   libgtest-dev libbenchmark-dev
   # ONNX import
