@@ -21,10 +21,18 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
 fi
 time ninja -C "$BUILD_DIR" ptrain_runtime_cuda PTrainCudaHostTests PTrainCudaCodecTests PTrainNcclTests \
   PTrainCudaModelKernelTests ptrain-bench-gpu ptrain-translate ptrain-opt ptrain_runtime
-# A skipped GPU test here is a failure: this script is for a machine with a device.
+# A skipped GPU test here is a failure: this script is for a machine with a device. The multi-rank step
+# (codegen-cuda-gpu-multirank, pp2 over NCCL against the CPU plan) needs one GPU per rank: NCCL refuses two
+# ranks on one device, so with a single GPU it is left out, said here.
 status=0
-ctest --test-dir "$BUILD_DIR" -R 'Cuda|runtime-cuda|runtime-nccl|codegen-cuda' --output-on-failure --timeout 300 \
-  | tee "$BUILD_DIR/cuda-tests.log" || status=1
+gpus=$(nvidia-smi -L | grep -c '^GPU')
+exclude='^$'
+if [ "$gpus" -lt 2 ]; then
+  echo "bench/gpu/run.sh: $gpus GPU: codegen-cuda-gpu-multirank (2 NCCL ranks, one per GPU) is left out"
+  exclude='codegen-cuda-gpu-multirank'
+fi
+ctest --test-dir "$BUILD_DIR" -R 'Cuda|runtime-cuda|runtime-nccl|codegen-cuda' -E "$exclude" --output-on-failure \
+  --timeout 300 | tee "$BUILD_DIR/cuda-tests.log" || status=1
 if grep -q 'Skipped' "$BUILD_DIR/cuda-tests.log"; then
   echo "bench/gpu/run.sh: a CUDA test was skipped on a machine with a GPU" >&2
   status=1

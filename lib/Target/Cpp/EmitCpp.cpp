@@ -18,6 +18,7 @@
 
 #include "ptrain/Target/Cpp/EmitCpp.h"
 
+#include "CommGroups.h"
 #include "CppTypes.h"
 #include "EmitCodecs.h"
 #include "EmitCollectives.h"
@@ -29,6 +30,7 @@
 #include "EmitVocabParallel.h"
 #include "MemoryPlan.h"
 #include "OpGeometry.h"
+#include "PipelineDriver.h"
 #include "RuntimeCallTable.h"
 
 #include "ptrain/Analysis/GemmFusion.h"
@@ -54,6 +56,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <type_traits>
 
 using namespace mlir;
@@ -84,8 +87,7 @@ FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine 
     return failure();
   }
   if (!tensor.hasStaticShape()) {
-    op->emitError("--emit-cpp: ") << what << " has the dynamic shape " << type
-                                  << "; only static shapes are supported";
+    op->emitError("--emit-cpp: ") << what << " has the dynamic shape " << type << "; only static shapes are supported";
     return failure();
   }
   Type elem = tensor.getElementType();
@@ -117,54 +119,10 @@ struct StateInfo {
 /// Where a function's SSA value lives.
 struct Storage {
   enum Kind { Argument, State, Constant, Arena, Alias } kind = Arena;
-  Value root;             ///< Alias: the value whose memory this is
-  int64_t buffer = -1;    ///< Arena: index into the plan
-  bool isConst = false;   ///< argument or constant: read-only memory
-  std::string name;       ///< the local pointer variable
-};
-
-/// The communicators of the step: one per (grid, set of axes) a collective names, created by
-/// ptrain_step_init over MPI_COMM_WORLD (rank = row-major grid coordinate).
-class CommGroups {
-public:
-  struct Group {
-    std::string var;     ///< the static ptrain_comm_t
-    GridOp grid;
-    SmallVector<bool> inGroup; ///< per grid axis: the group spans it
-  };
-
-  /// The variable of the communicator over `axes` of `grid`, registered on first use.
-  FailureOr<std::string> lookup(Operation *op, StringRef gridName, ArrayAttr axes) {
-    auto grid = SymbolTable::lookupNearestSymbolFrom<GridOp>(op, StringAttr::get(op->getContext(), gridName));
-    if (!grid)
-      return op->emitError("--emit-cpp: no ptrain.grid @") << gridName;
-    if (theGrid && theGrid != grid)
-      return op->emitError("--emit-cpp: only one ptrain.grid per module is supported");
-    theGrid = grid;
-    SmallVector<bool> in(grid.getAxisNames().size(), false);
-    std::string var = "comm_" + identifierFrom(gridName);
-    for (Attribute a : axes) {
-      auto name = dyn_cast<StringAttr>(a);
-      if (!name)
-        return op->emitError("--emit-cpp: grid axes must be names");
-      bool found = false;
-      for (auto [d, axis] : llvm::enumerate(grid.getAxisNames()))
-        if (cast<StringAttr>(axis) == name) {
-          in[d] = found = true;
-        }
-      if (!found)
-        return op->emitError("--emit-cpp: grid @") << gridName << " has no axis " << name;
-      var += "_" + identifierFrom(name.getValue());
-    }
-    for (const Group &g : groups)
-      if (g.var == var)
-        return var;
-    groups.push_back({var, grid, in});
-    return var;
-  }
-
-  std::vector<Group> groups;
-  GridOp theGrid;
+  Value root;           ///< Alias: the value whose memory this is
+  int64_t buffer = -1;  ///< Arena: index into the plan
+  bool isConst = false; ///< argument or constant: read-only memory
+  std::string name;     ///< the local pointer variable
 };
 
 class CppEmitter {
@@ -182,7 +140,7 @@ private:
   /// Pipeline modules: the states each stage's functions (attribute ptrain.stage) use, in table order.
   std::map<int64_t, llvm::SetVector<StateOp>> stageStates;
   CommGroups comms;
-  CodecSites sites; ///< codec telemetry (EmitTelemetry.h)
+  CodecSites sites;      ///< codec telemetry (EmitTelemetry.h)
   std::string constants; ///< static constant arrays of every function
   int64_t numConstants = 0;
 };
@@ -259,7 +217,7 @@ private:
   llvm::DenseSet<Operation *> deferredWrites;
   Operation *current = nullptr;
   size_t nextScratch = 0;
-  std::string block;     ///< the current op's declarations and calls
+  std::string block;        ///< the current op's declarations and calls
   std::string constantDecl; ///< a constant's pointer, declared at function scope
   std::string body;
   int64_t valueCount = 0;
@@ -268,19 +226,19 @@ private:
 std::string FunctionEmitter::dims(ArrayRef<int64_t> values, StringRef name) {
   if (values.empty())
     return "nullptr";
-  block += "    static const int64_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" +
-           joinInts(values) + "};\n";
+  block += "    static const int64_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" + joinInts(values) +
+           "};\n";
   return name.str();
 }
 
 std::string FunctionEmitter::perm32(ArrayRef<int64_t> values, StringRef name) {
-  block += "    static const int32_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" +
-           joinInts(values) + "};\n";
+  block += "    static const int32_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" + joinInts(values) +
+           "};\n";
   return name.str();
 }
 
 LogicalResult FunctionEmitter::pointToPoint(Operation *op, RuntimeCall callee, Value buffer, Value request,
-                                           StringRef grid, StringRef axis, int64_t offset) {
+                                            StringRef grid, StringRef axis, int64_t offset) {
   auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
   if (!stage)
     return op->emitError("--emit-cpp: a send or receive needs its function's ptrain.stage (the pp coordinate)");
@@ -599,11 +557,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             int64_t n = countOf(ids);
             std::string ids32 = scratchPtr(scratch(4 * n), "int32_t");
             if (failed(call(RuntimeCall::ptrain_cast_i64_i32, {ptr(ids), std::to_string(n), ids32})) ||
-                failed(call(RuntimeCall::ptrain_zero_bytes, {ptr(e.getResult()), std::to_string(bytesOf(e.getResult()))})))
+                failed(
+                    call(RuntimeCall::ptrain_zero_bytes, {ptr(e.getResult()), std::to_string(bytesOf(e.getResult()))})))
               return failure();
             return call(RuntimeCall::ptrain_embedding_bwd_f32,
-                        {ptr(e.getGrad()), ids32, std::to_string(n), std::to_string(table[0]),
-                         std::to_string(table[1]), ptr(e.getResult())});
+                        {ptr(e.getGrad()), ids32, std::to_string(n), std::to_string(table[0]), std::to_string(table[1]),
+                         ptr(e.getResult())});
           })
           .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
             Value lhs = b.getLhs(), rhs = b.getRhs(), out = b.getResult();
@@ -615,9 +574,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             std::string ad = dims(shapeOf(lhs), "a_dims"), bd = dims(shapeOf(rhs), "b_dims"),
                         od = dims(shapeOf(out), "out_dims");
             return call(RuntimeCall::ptrain_binary_f32,
-                        {binaryKindEnum(b.getKind()), ptr(lhs), std::to_string(shapeOf(lhs).size()), ad,
-                         ptr(rhs), std::to_string(shapeOf(rhs).size()), bd, std::to_string(shapeOf(out).size()), od,
-                         ptr(out)});
+                        {binaryKindEnum(b.getKind()), ptr(lhs), std::to_string(shapeOf(lhs).size()), ad, ptr(rhs),
+                         std::to_string(shapeOf(rhs).size()), bd, std::to_string(shapeOf(out).size()), od, ptr(out)});
           })
           .Case<UnaryOp>([&](UnaryOp u) -> LogicalResult {
             return call(RuntimeCall::ptrain_unary_f32, {unaryKindEnum(u.getKind()), ptr(u.getInput()),
@@ -680,9 +638,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               return call(RuntimeCall::ptrain_softmax_fwd_f32,
                           {ptr(x), std::to_string(rows), std::to_string(cols), "0", ptr(s.getResult())});
             else
-              return call(RuntimeCall::ptrain_softmax_bwd_f32, {ptr(s.getGrad()), ptr(s.getOutput()),
-                                                                 std::to_string(rows), std::to_string(cols),
-                                                                 ptr(s.getResult())});
+              return call(RuntimeCall::ptrain_softmax_bwd_f32,
+                          {ptr(s.getGrad()), ptr(s.getOutput()), std::to_string(rows), std::to_string(cols),
+                           ptr(s.getResult())});
           })
           .Case<GeluOp>([&](GeluOp g) -> LogicalResult {
             bool tanh = g.getApproximate() == GeluApproximation::Tanh;
@@ -713,7 +671,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             std::string d = dims(shapeOf(x), "dims"), o = dims(s.getOffsets(), "offsets"),
                         od = dims(shapeOf(s.getResult()), "out_dims");
             return call(RuntimeCall::ptrain_slice, {ptr(x), std::to_string(elemBytes(x)),
-                                                     std::to_string(shapeOf(x).size()), d, o, od, ptr(s.getResult())});
+                                                    std::to_string(shapeOf(x).size()), d, o, od, ptr(s.getResult())});
           })
           .Case<SplitOp>([&](SplitOp s) -> LogicalResult {
             Value x = s.getInput();
@@ -723,8 +681,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             for (auto [i, piece] : llvm::enumerate(s.getResults())) {
               std::string o = dims(offsets[i], "offsets_" + std::to_string(i)),
                           od = dims(shapeOf(piece), "out_dims_" + std::to_string(i));
-              if (failed(call(RuntimeCall::ptrain_slice, {ptr(x), std::to_string(elemBytes(x)),
-                                                           std::to_string(rank), d, o, od, ptr(piece)})))
+              if (failed(call(RuntimeCall::ptrain_slice,
+                              {ptr(x), std::to_string(elemBytes(x)), std::to_string(rank), d, o, od, ptr(piece)})))
                 return failure();
             }
             return success();
@@ -737,8 +695,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             for (auto [i, in] : llvm::enumerate(c.getInputs())) {
               std::string o = dims(offsets[i], "offsets_" + std::to_string(i)),
                           xd = dims(shapeOf(in), "x_dims_" + std::to_string(i));
-              if (failed(call(RuntimeCall::ptrain_insert_slice, {ptr(in), std::to_string(elemBytes(in)),
-                                                                  std::to_string(rank), xd, o, od, ptr(out)})))
+              if (failed(call(RuntimeCall::ptrain_insert_slice,
+                              {ptr(in), std::to_string(elemBytes(in)), std::to_string(rank), xd, o, od, ptr(out)})))
                 return failure();
             }
             return success();
@@ -749,8 +707,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                         od = dims(shapeOf(out), "out_dims");
             if (failed(call(RuntimeCall::ptrain_zero_bytes, {ptr(out), std::to_string(bytesOf(out))})))
               return failure();
-            return call(RuntimeCall::ptrain_insert_slice, {ptr(x), std::to_string(elemBytes(x)),
-                                                            std::to_string(shapeOf(x).size()), xd, o, od, ptr(out)});
+            return call(RuntimeCall::ptrain_insert_slice,
+                        {ptr(x), std::to_string(elemBytes(x)), std::to_string(shapeOf(x).size()), xd, o, od, ptr(out)});
           })
           .Case<SumToOp>([&](SumToOp s) -> LogicalResult {
             Value x = s.getInput(), out = s.getResult();
@@ -766,7 +724,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             }
             std::string xd = dims(shapeOf(x), "dims"), od = dims(shapeOf(out), "out_dims");
             return call(RuntimeCall::ptrain_sum_to_f32, {ptr(x), std::to_string(shapeOf(x).size()), xd,
-                                                          std::to_string(shapeOf(out).size()), od, ptr(out)});
+                                                         std::to_string(shapeOf(out).size()), od, ptr(out)});
           })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto ce) -> LogicalResult {
             Value logits = ce.getLogits(), labels = ce.getLabels();
@@ -825,9 +783,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes());
             if (failed(comm))
               return failure();
-            return call(RuntimeCall::ptrain_all_reduce_start,
-                        {*comm, ptr(in), ptr(req), std::to_string(countOf(in)), "PTRAIN_DTYPE_F32", op,
-                         "&" + ptr(req) + "_request"});
+            return call(RuntimeCall::ptrain_all_reduce_start, {*comm, ptr(in), ptr(req), std::to_string(countOf(in)),
+                                                               "PTRAIN_DTYPE_F32", op, "&" + ptr(req) + "_request"});
           })
           .Case<SendStartOp>([&](SendStartOp send) -> LogicalResult {
             return pointToPoint(send, RuntimeCall::ptrain_send_start, send.getInput(), send.getRequest(),
@@ -1021,71 +978,11 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   const bool pipeline = module->hasAttr("ptrain.pipeline");
   std::string driverCode;
   if (pipeline) {
-    auto pipelineAttr = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
-    auto ppAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("pp") : IntegerAttr();
-    auto mbAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("micro_batches") : IntegerAttr();
-    if (!ppAttr || !mbAttr || ppAttr.getInt() < 1 || mbAttr.getInt() < 1)
-      return module.emitError("--emit-cpp: ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
-    const int64_t pp = ppAttr.getInt();
-    GridOp grid;
-    for (auto g : module.getOps<GridOp>())
-      grid = g;
-    if (!grid || !llvm::is_contained(grid.getAxisNames(), StringAttr::get(module.getContext(), "pp")))
-      return module.emitError("--emit-cpp: a pipeline module needs a ptrain.grid with an axis pp");
-    FailureOr<std::string> ppComm =
-        comms.lookup(grid, grid.getSymName(), ArrayAttr::get(module.getContext(),
-                                                             {StringAttr::get(module.getContext(), "pp")}));
-    if (failed(ppComm))
+    std::set<int64_t> stages;
+    for (auto &entry : stageStates)
+      stages.insert(entry.first);
+    if (failed(emitPipelineDriver(module, comms, stages, driverCode, entryNames)))
       return failure();
-    for (int64_t s = 0; s < pp; ++s)
-      if (!stageStates.count(s))
-        return module.emitError("--emit-cpp: no function of stage ") << s << " (attribute ptrain.stage)";
-    // entry kind -> stage -> the lowered step.
-    std::map<std::string, std::map<int64_t, func::FuncOp>> steps;
-    for (auto func : module.getOps<func::FuncOp>()) {
-      auto entry = func->getAttrOfType<StringAttr>("ptrain.entry");
-      auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
-      if (!entry || !stage)
-        continue;
-      auto type = func.getFunctionType();
-      auto tokens = type.getNumInputs() == 1 ? dyn_cast<RankedTensorType>(type.getInput(0)) : RankedTensorType();
-      auto loss = type.getNumResults() == 1 ? dyn_cast<RankedTensorType>(type.getResult(0)) : RankedTensorType();
-      if (!tokens || tokens.getRank() != 2 || !tokens.getElementType().isInteger(64) || !loss ||
-          loss.getRank() != 0 || !loss.getElementType().isF32())
-        return func.emitError("--emit-cpp: the step @") << func.getSymName()
-                                                        << " must map tensor<NxSxi64> tokens to a tensor<f32> loss";
-      steps[entry.getValue().str()][stage.getInt()] = func;
-    }
-    for (StringRef kind : {"train", "eval"}) {
-      for (int64_t s = 0; s < pp; ++s)
-        if (!steps[kind.str()].count(s))
-          return module.emitError("--emit-cpp: the pipeline module has no ")
-                 << kind << " step of stage " << s
-                 << " (a function with ptrain.entry = \"" << kind
-                 << "\"); run --ptrain-lower-to-runtime before --emit-cpp";
-      std::string dispatch;
-      for (auto &[stage, func] : steps[kind.str()])
-        dispatch += "  case " + std::to_string(stage) + ":\n    return ptrain_step_" + func.getSymName().str() +
-                    "(tokens, out_loss);\n";
-      RankedTensorType tokens = cast<RankedTensorType>(steps[kind.str()][0].getFunctionType().getInput(0));
-      const std::string shape =
-          "[" + std::to_string(tokens.getDimSize(0)) + ", " + std::to_string(tokens.getDimSize(1)) + "]";
-      driverCode += kind == "train"
-                        ? "/// One training step on tokens " + shape +
-                              " (M micro-batches of B rows): this rank's stage runs its schedule row; *out_loss = "
-                              "the mean loss over the micro-batches, on every rank. Every rank must pass the same "
-                              "tokens.\n"
-                        : "/// The mean loss over the micro-batches of tokens " + shape +
-                              " without backward or optimizer (no state changes), on every rank.\n";
-      const std::string name = "ptrain_step_" + kind.str();
-      driverCode += "extern \"C\" PTRAIN_STEP_API ptrain_status_t " + name +
-                    "(const int64_t *tokens, float *out_loss) {\n";
-      driverCode += "  if (!ptrain_world)\n    return stepError(\"" + name + ": call ptrain_step_init first\");\n";
-      driverCode += "  if (!tokens || !out_loss)\n    return stepError(\"" + name + ": null tokens or out_loss\");\n";
-      driverCode += "  switch (ptrain_stage) {\n" + dispatch + "  default:\n    return stepError(\"" + name +
-                    ": no stage %d\", static_cast<int>(ptrain_stage));\n  }\n}\n\n";
-      entryNames.push_back(name);
-    }
   } else if (module->hasAttr("ptrain.schedule")) {
     return module.emitError("--emit-cpp: ptrain.schedule without ptrain.pipeline");
   }
@@ -1148,13 +1045,12 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     const StateInfo &info = states[state.getSymNameAttr()];
     RankedTensorType type = state.getTensorType();
     bool f = type.getElementType().isF32();
-    s << "// @" << state.getSymName() << " key \"" << state.getKey() << "\" kind " << stringifyStateKind(state.getKind())
-      << " : " << type << "\n";
+    s << "// @" << state.getSymName() << " key \"" << state.getKey() << "\" kind "
+      << stringifyStateKind(state.getKind()) << " : " << type << "\n";
     s << "alignas(64) " << (f ? "float " : "int64_t ") << info.var << "["
       << std::max<int64_t>(numElements(type.getShape()), 1) << "];\n";
     if (type.getRank() > 0)
-      s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape())
-        << "};\n";
+      s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape()) << "};\n";
   }
   auto stateTable = [&](StringRef name, ArrayRef<StateOp> list) {
     s << "\nconst ptrain_state_desc_t " << name << "[] = {\n";
@@ -1193,8 +1089,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
          "ptrain_step_init ---===//\n\n";
     s << "ptrain_comm_t ptrain_world = nullptr;\nint32_t ptrain_rank = 0;\n";
     s << "/// @" << comms.theGrid.getSymName() << ": rank = row-major coordinate over (";
-    llvm::interleave(comms.theGrid.getAxisNames(), s, [&](Attribute a) { s << cast<StringAttr>(a).getValue(); },
-                     ", ");
+    llvm::interleave(
+        comms.theGrid.getAxisNames(), s, [&](Attribute a) { s << cast<StringAttr>(a).getValue(); }, ", ");
     s << ").\nconstexpr int32_t kGridRank = " << comms.theGrid.getShape().size() << ";\n";
     s << "const int64_t kGridShape[kGridRank] = {" << joinInts(comms.theGrid.getShape()) << "};\n";
     s << "constexpr int32_t kWorldSize = " << worldSize << ";\n";
@@ -1249,8 +1145,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "/// compiled from: "
     << (onnxFile.empty() ? std::string("(none recorded)") : onnxFile) << ".\n";
   if (hasComm)
-    s << "/// First initializes MPI (ptrain_comm_init) and creates the communicators; the world must have "
-      << worldSize << " ranks.\n";
+    s << "/// First initializes MPI (ptrain_comm_init) and creates the communicators; the world must have " << worldSize
+      << " ranks.\n";
   if (pipeline)
     s << "/// A rank owns the states of its pipeline stage (its coordinate on pp).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n";
@@ -1264,16 +1160,17 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_size).name << "(world, &size));\n";
     s << "    if (size != kWorldSize) {\n";
     s << "      " << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name << "(world);\n";
-    s << "      return stepError(\"ptrain_step_init: the step was compiled for " << worldSize
-      << " ranks (grid @" << comms.theGrid.getSymName()
-      << ") but MPI_COMM_WORLD has %d; launch it with mpirun -np " << worldSize << "\", static_cast<int>(size));\n";
+    s << "      return stepError(\"ptrain_step_init: the step was compiled for " << worldSize << " ranks (grid @"
+      << comms.theGrid.getSymName() << ") but MPI_COMM_WORLD has %d; launch it with mpirun -np " << worldSize
+      << "\", static_cast<int>(size));\n";
     s << "    }\n";
     s << "    ptrain_world = world;\n";
     s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_rank).name
       << "(ptrain_world, &ptrain_rank));\n";
     for (const CommGroups::Group &g : comms.groups) {
       s << "    {\n      static const bool in_group[kGridRank] = {";
-      llvm::interleave(g.inGroup, s, [&](bool b) { s << (b ? "true" : "false"); }, ", ");
+      llvm::interleave(
+          g.inGroup, s, [&](bool b) { s << (b ? "true" : "false"); }, ", ");
       s << "};\n      PTRAIN_STEP_CALL(createGroup(in_group, &" << g.var << "));\n    }\n";
     }
     if (ppAxis >= 0)
@@ -1300,8 +1197,9 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "/// Destroys the communicators (and finalizes MPI if ptrain_step_init initialized it).\n";
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_finalize(void) {\n";
     for (const CommGroups::Group &g : llvm::reverse(comms.groups))
-      s << "  if (" << g.var << ") {\n    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name
-        << "(" << g.var << "));\n    " << g.var << " = nullptr;\n  }\n";
+      s << "  if (" << g.var << ") {\n    PTRAIN_STEP_CALL("
+        << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name << "(" << g.var << "));\n    " << g.var
+        << " = nullptr;\n  }\n";
     s << "  if (ptrain_world) {\n    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name
       << "(ptrain_world));\n    ptrain_world = nullptr;\n  }\n  return PTRAIN_OK;\n}\n\n";
     SmallVector<TrafficGroup> traffic;
@@ -1317,7 +1215,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_abort(int32_t error_code) {\n"
          "  if (!ptrain_world)\n    return PTRAIN_OK;\n"
          "  PTRAIN_STEP_CALL("
-      << getRuntimeCallInfo(RuntimeCall::ptrain_comm_abort).name << "(ptrain_world, error_code));\n"
+      << getRuntimeCallInfo(RuntimeCall::ptrain_comm_abort).name
+      << "(ptrain_world, error_code));\n"
          "  return PTRAIN_OK;\n}\n\n";
   }
   s << "/// Writes every state this process owns by key to a checkpoint (format: docs/CodegenCpu.md).\n";
@@ -1341,9 +1240,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
 
 } // namespace
 
-LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os) {
-  return CppEmitter(module).emit(os);
-}
+LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os) { return CppEmitter(module).emit(os); }
 
 void mlir::ptrain::registerEmitCppTranslation() {
   TranslateFromMLIRRegistration reg(
@@ -1354,7 +1251,5 @@ void mlir::ptrain::registerEmitCppTranslation() {
           return op->emitError("--emit-cpp: expected a builtin.module");
         return emitCpp(module, os);
       },
-      [](DialectRegistry &registry) {
-        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
-      });
+      [](DialectRegistry &registry) { registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>(); });
 }
