@@ -816,7 +816,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     for (auto &entry : stageStates)
       stages.insert(entry.first);
     if (failed(emitPipelineDriver(module, comms, stages, driverCode, entryNames)) ||
-        failed(checkPointToPointOrder(module)))
+        failed(checkPointToPoint(module)))
       return failure();
   } else if (module->hasAttr("ptrain.schedule")) {
     return module.emitError("--emit-cuda: ptrain.schedule without ptrain.pipeline");

@@ -11,6 +11,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 #include <map>
 
 using namespace mlir;
@@ -138,61 +140,135 @@ void mlir::ptrain::cuda::emitCudaCommEntryPoints(const CommGroups &comms, raw_os
 
 namespace {
 
-/// A send or receive of a stage, in program order.
+/// A send or receive of a stage, in program order, and the NCCL group the emitter posts it in (a run of
+/// consecutive starts in one function, FunctionEmitter::closeGroup).
 struct Transfer {
   Operation *op;
   int64_t tag;
+  int64_t group;
 };
 
 /// The sends and receives of `func` in program order, following calls into the module's functions.
-void collectTransfers(func::FuncOp func, SymbolTable &symbols, SmallVectorImpl<std::pair<Operation *, int64_t>> &out,
+void collectTransfers(func::FuncOp func, SymbolTable &symbols, SmallVectorImpl<Transfer> &out, int64_t &groups,
                       int depth = 0) {
   if (depth > 16)
     return;
+  bool open = false;
   for (Operation &op : func.getBody().front()) {
     if (isa<SendStartOp, RecvStartOp>(op)) {
+      if (!open)
+        ++groups;
+      open = true;
       auto tag = op.getAttrOfType<IntegerAttr>("ptrain.tag");
-      out.push_back({&op, tag ? tag.getInt() : 0});
-    } else if (auto call = dyn_cast<func::CallOp>(op)) {
+      out.push_back({&op, tag ? tag.getInt() : 0, groups - 1});
+      continue;
+    }
+    open = false;
+    if (auto call = dyn_cast<func::CallOp>(op))
       if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()); callee && !callee.isExternal())
-        collectTransfers(callee, symbols, out, depth + 1);
+        collectTransfers(callee, symbols, out, groups, depth + 1);
+  }
+}
+
+std::string describe(ArrayRef<Transfer> list) {
+  std::string text;
+  for (const Transfer &t : list)
+    text += (text.empty() ? "" : ", ") + std::to_string(t.tag);
+  return "[" + text + "]";
+}
+
+/// Runs the stages' NCCL groups of one entry kind as one stream each would: a group ends when each of its
+/// transfers has met its match (the same position in the other stage's order) posted in the peer's current
+/// group, the strict rule (NCCL may finish a small send early, but does not promise to). Fails at the first
+/// stage whose group can never end.
+LogicalResult simulateGroups(StringRef kind, std::map<int64_t, SmallVector<Transfer>> &byStage,
+                             llvm::DenseMap<Operation *, Operation *> &partner) {
+  llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> where; // op -> (stage, group)
+  for (auto &[stage, list] : byStage)
+    for (const Transfer &t : list)
+      where[t.op] = {stage, t.group};
+  std::map<int64_t, size_t> next; // stage -> index of its first unfinished transfer
+  llvm::DenseSet<Operation *> done;
+  auto current = [&](int64_t stage) -> int64_t {
+    SmallVector<Transfer> &list = byStage[stage];
+    return next[stage] < list.size() ? list[next[stage]].group : -1;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (auto &[stage, list] : byStage) {
+      for (size_t i = next[stage]; i < list.size() && list[i].group == current(stage); ++i) {
+        Operation *op = list[i].op, *match = partner.lookup(op);
+        if (done.contains(op) || !match)
+          continue;
+        auto [peer, group] = where[match];
+        if (current(peer) == group) {
+          done.insert(op);
+          done.insert(match);
+          progress = true;
+        }
+      }
+      // The group ends when every transfer in it is done; the stream moves to the next.
+      int64_t group = current(stage);
+      size_t i = next[stage];
+      while (i < list.size() && list[i].group == group && done.contains(list[i].op))
+        ++i;
+      if (group >= 0 && (i == list.size() || list[i].group != group)) {
+        next[stage] = i;
+        progress = true;
+      }
     }
   }
+  for (auto &[stage, list] : byStage) {
+    if (next[stage] == list.size())
+      continue;
+    Operation *stuck = list[next[stage]].op;
+    for (size_t i = next[stage]; i < list.size() && list[i].group == current(stage); ++i)
+      if (!done.contains(list[i].op)) {
+        stuck = list[i].op;
+        break;
+      }
+    return stuck->emitError("--emit-cuda: in the ")
+           << kind << " step the NCCL groups of the stages wait on each other: stage " << stage
+           << " cannot finish this group (its match is posted in a later group of the peer, which waits for this "
+              "stage); on one CUDA stream NCCL completes a transfer only when its match is posted, so this "
+              "schedule needs --target cpu";
+  }
+  return success();
 }
 
 } // namespace
 
-LogicalResult mlir::ptrain::cuda::checkPointToPointOrder(ModuleOp module) {
+LogicalResult mlir::ptrain::cuda::checkPointToPoint(ModuleOp module) {
   SymbolTable symbols(module);
   // (entry kind, from stage, to stage) -> the tags sent / received, with their ops.
   using Key = std::tuple<std::string, int64_t, int64_t>;
   std::map<Key, SmallVector<Transfer>> sent, received;
+  std::map<std::string, std::map<int64_t, SmallVector<Transfer>>> byKind;
   for (auto func : module.getOps<func::FuncOp>()) {
     auto entry = func->getAttrOfType<StringAttr>("ptrain.entry");
     auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
     if (!entry || !stage || func.isExternal())
       continue;
-    SmallVector<std::pair<Operation *, int64_t>> transfers;
-    collectTransfers(func, symbols, transfers);
-    for (auto [op, tag] : transfers) {
-      if (auto send = dyn_cast<SendStartOp>(op))
-        sent[{entry.getValue().str(), stage.getInt(), stage.getInt() + send.getOffset()}].push_back({op, tag});
-      else if (auto recv = dyn_cast<RecvStartOp>(op))
-        received[{entry.getValue().str(), stage.getInt() + recv.getOffset(), stage.getInt()}].push_back({op, tag});
+    SmallVector<Transfer> &transfers = byKind[entry.getValue().str()][stage.getInt()];
+    int64_t groups = 0;
+    collectTransfers(func, symbols, transfers, groups);
+    for (const Transfer &t : transfers) {
+      if (auto send = dyn_cast<SendStartOp>(t.op))
+        sent[{entry.getValue().str(), stage.getInt(), stage.getInt() + send.getOffset()}].push_back(t);
+      else if (auto recv = dyn_cast<RecvStartOp>(t.op))
+        received[{entry.getValue().str(), stage.getInt() + recv.getOffset(), stage.getInt()}].push_back(t);
     }
   }
-  auto describe = [](ArrayRef<Transfer> list) {
-    std::string text;
-    for (const Transfer &t : list)
-      text += (text.empty() ? "" : ", ") + std::to_string(t.tag);
-    return "[" + text + "]";
-  };
+  llvm::DenseMap<Operation *, Operation *> partner;
   for (auto &[key, sends] : sent) {
     const SmallVector<Transfer> &recvs = received[key];
     auto &[kind, from, to] = key;
     for (size_t i = 0; i < std::max(sends.size(), recvs.size()); ++i) {
-      if (i < sends.size() && i < recvs.size() && sends[i].tag == recvs[i].tag)
+      if (i < sends.size() && i < recvs.size() && sends[i].tag == recvs[i].tag) {
+        partner[sends[i].op] = recvs[i].op;
+        partner[recvs[i].op] = sends[i].op;
         continue;
+      }
       Operation *at = i < sends.size() ? sends[i].op : recvs[i].op;
       return at->emitError("--emit-cuda: NCCL matches point-to-point transfers in posting order (it has no "
                            "tags), but in the ")
@@ -205,5 +281,8 @@ LogicalResult mlir::ptrain::cuda::checkPointToPointOrder(ModuleOp module) {
       return recvs.front().op->emitError("--emit-cuda: in the ")
              << std::get<0>(key) << " step stage " << std::get<2>(key) << " receives from stage " << std::get<1>(key)
              << ", which sends it nothing";
+  for (auto &[kind, byStage] : byKind)
+    if (failed(simulateGroups(kind, byStage, partner)))
+      return failure();
   return success();
 }

@@ -39,8 +39,10 @@ void emitCudaCommEntryPoints(const cpp::CommGroups &comms, llvm::raw_ostream &os
 /// NCCL matches the sends and receives between two ranks in posting order (it has no tags): for every entry
 /// kind (ptrain.entry) and pair of stages, the tags stage s sends to stage t (its ops in program order, calls
 /// followed) must be the tags stage t receives from s, in the same order. An error names the first send or
-/// receive out of order.
-LogicalResult checkPointToPointOrder(ModuleOp module);
+/// receive out of order. Then the stages' NCCL groups (runs of consecutive starts, as the emitter posts them)
+/// are run as one stream each under the strict rule (a transfer ends when its match is posted): a schedule
+/// whose groups would wait on each other is an error naming the stuck transfer.
+LogicalResult checkPointToPoint(ModuleOp module);
 
 } // namespace mlir::ptrain::cuda
 

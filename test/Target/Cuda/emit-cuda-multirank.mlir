@@ -11,6 +11,10 @@
 // RUN: not ptrain-translate --emit-cuda %t/order.mlir -o %t/order.cu 2>&1 | FileCheck %s --check-prefix=ORDER
 // RUN: not test -e %t/order.cu
 // RUN: not ptrain-translate --emit-cuda %t/unmatched.mlir 2>&1 | FileCheck %s --check-prefix=UNMATCHED
+// GPipe's order (all forward sends, then the backward receives) on one stream per rank: stage 1 posts its
+// gradient send with the next activation's receive, stage 0 that receive only after its later sends, so the
+// groups wait on each other under NCCL's rule (a transfer ends when its match is posted): an error, not a hang.
+// RUN: not ptrain-translate --emit-cuda %t/deadlock.mlir 2>&1 | FileCheck %s --check-prefix=DEADLOCK
 
 //--- pipeline.mlir
 module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
@@ -197,3 +201,66 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
   }
 }
 // UNMATCHED: error: loc("/stage1/Recv"): --emit-cuda: in the train step stage 1 receives from stage 0, which sends it nothing
+
+//--- deadlock.mlir
+module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 4 : i64}} {
+  ptrain.grid @grid(pp = 2)
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+    %x = arith.constant dense<1.0> : tensor<4xf32>
+    %x0 = ptrain.unary neg %x : tensor<4xf32>
+    %s0 = ptrain.send_start %x0 to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<4xf32> loc("/stage0/SendActivation0")
+    %x1 = ptrain.unary neg %x : tensor<4xf32>
+    %s1 = ptrain.send_start %x1 to @grid axis pp offset 1 {ptrain.tag = 2 : i64} : tensor<4xf32> loc("/stage0/SendActivation1")
+    %x2 = ptrain.unary neg %x : tensor<4xf32>
+    %s2 = ptrain.send_start %x2 to @grid axis pp offset 1 {ptrain.tag = 4 : i64} : tensor<4xf32> loc("/stage0/SendActivation2")
+    %x3 = ptrain.unary neg %x : tensor<4xf32>
+    %s3 = ptrain.send_start %x3 to @grid axis pp offset 1 {ptrain.tag = 6 : i64} : tensor<4xf32> loc("/stage0/SendActivation3")
+    %r0 = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage0/RecvGradient0")
+    %g0 = ptrain.wait %r0 : !ptrain.request<tensor<4xf32>>
+    %r1 = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 3 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage0/RecvGradient1")
+    %g1 = ptrain.wait %r1 : !ptrain.request<tensor<4xf32>>
+    %r2 = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 5 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage0/RecvGradient2")
+    %g2 = ptrain.wait %r2 : !ptrain.request<tensor<4xf32>>
+    %r3 = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 7 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage0/RecvGradient3")
+    %g3 = ptrain.wait %r3 : !ptrain.request<tensor<4xf32>>
+    ptrain.wait %s0 : !ptrain.request
+    ptrain.wait %s1 : !ptrain.request
+    ptrain.wait %s2 : !ptrain.request
+    ptrain.wait %s3 : !ptrain.request
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+    %r0 = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>>
+    %a0 = ptrain.wait %r0 : !ptrain.request<tensor<4xf32>>
+    %y0 = ptrain.unary neg %a0 : tensor<4xf32>
+    %s0 = ptrain.send_start %y0 to @grid axis pp offset -1 {ptrain.tag = 1 : i64} : tensor<4xf32>
+    %r1 = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 2 : i64} : !ptrain.request<tensor<4xf32>>
+    %a1 = ptrain.wait %r1 : !ptrain.request<tensor<4xf32>>
+    %y1 = ptrain.unary neg %a1 : tensor<4xf32>
+    %s1 = ptrain.send_start %y1 to @grid axis pp offset -1 {ptrain.tag = 3 : i64} : tensor<4xf32>
+    %r2 = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 4 : i64} : !ptrain.request<tensor<4xf32>>
+    %a2 = ptrain.wait %r2 : !ptrain.request<tensor<4xf32>>
+    %y2 = ptrain.unary neg %a2 : tensor<4xf32>
+    %s2 = ptrain.send_start %y2 to @grid axis pp offset -1 {ptrain.tag = 5 : i64} : tensor<4xf32>
+    %r3 = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 6 : i64} : !ptrain.request<tensor<4xf32>>
+    %a3 = ptrain.wait %r3 : !ptrain.request<tensor<4xf32>>
+    %y3 = ptrain.unary neg %a3 : tensor<4xf32>
+    %s3 = ptrain.send_start %y3 to @grid axis pp offset -1 {ptrain.tag = 7 : i64} : tensor<4xf32>
+    ptrain.wait %s0 : !ptrain.request
+    ptrain.wait %s1 : !ptrain.request
+    ptrain.wait %s2 : !ptrain.request
+    ptrain.wait %s3 : !ptrain.request
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+// DEADLOCK: error: loc("/stage0/SendActivation2"): --emit-cuda: in the train step the NCCL groups of the stages wait on each other: stage 0 cannot finish this group (its match is posted in a later group of the peer, which waits for this stage); on one CUDA stream NCCL completes a transfer only when its match is posted, so this schedule needs --target cpu
