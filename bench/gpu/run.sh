@@ -3,7 +3,8 @@
 # packages installed (scripts/setup.sh): configures build-gpu with PTRAIN_ENABLE_CUDA=ON (sm_80 and sm_90),
 # builds only the CUDA runtime, its tests and the kernel benchmark, runs the tests (the GPU codec kernels
 # against the CPU's, NCCL on one rank with self send/recv and the watchdog, and the compiled step of the
-# bundled GPT: --emit-cuda + nvcc against the CPU step, docs/CodegenCuda.md), then the benchmark.
+# bundled GPT: --emit-cuda + nvcc against the CPU step, docs/CodegenCuda.md; on a machine with 2 GPUs also
+# the pp2 plan over NCCL trained by ptrain-run against the CPU plan's losses), then the benchmark.
 # Usage: bash bench/gpu/run.sh [build-dir]      (default: build-gpu)
 # Output: the CTest summary and the benchmark's Markdown tables (copy them into bench/README.md).
 set -euo pipefail

@@ -18,6 +18,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <string>
 #include <vector>
@@ -76,6 +77,39 @@ public:
   GridOp theGrid;
   std::string tool;
 };
+
+/// Writes the grid of `comms` (kGridRank, kGridShape, kWorldSize = `worldSize`), ptrain_stage, one variable of
+/// type `commType` per group and gridCoordinate(rank, axis): the generated code's view of the grid, the same on
+/// both targets.
+inline void emitGridDeclarations(const CommGroups &comms, int64_t worldSize, StringRef commType, llvm::raw_ostream &s) {
+  GridOp grid = comms.theGrid;
+  s << "/// @" << grid.getSymName() << ": rank = row-major coordinate over (";
+  llvm::interleave(
+      grid.getAxisNames(), s, [&](Attribute a) { s << cast<StringAttr>(a).getValue(); }, ", ");
+  s << ").\nconstexpr int32_t kGridRank = " << grid.getShape().size() << ";\n";
+  s << "const int64_t kGridShape[kGridRank] = {" << joinInts(grid.getShape()) << "};\n";
+  s << "constexpr int32_t kWorldSize = " << worldSize << ";\n";
+  s << "int32_t ptrain_stage = 0; ///< the coordinate on axis pp\n";
+  for (const CommGroups::Group &g : comms.groups)
+    s << commType << " " << g.var << " = nullptr;\n";
+  s << "\n/// The coordinate of `rank` on grid axis `axis`.\n"
+       "int64_t gridCoordinate(int32_t rank, int32_t axis) {\n"
+       "  int64_t stride = 1;\n"
+       "  for (int32_t d = kGridRank - 1; d > axis; --d)\n"
+       "    stride *= kGridShape[d];\n"
+       "  return (rank / stride) % kGridShape[axis];\n"
+       "}\n\n";
+}
+
+/// Calls `fn` with the symbol of every state `func` reads or writes, in op order (a stage's state table).
+inline void forEachStateSymbol(Operation *func, llvm::function_ref<void(StringAttr)> fn) {
+  func->walk([&](Operation *op) {
+    if (auto read = dyn_cast<StateReadOp>(op))
+      fn(read.getStateAttr().getAttr());
+    else if (auto write = dyn_cast<StateWriteOp>(op))
+      fn(write.getStateAttr().getAttr());
+  });
+}
 
 } // namespace mlir::ptrain::cpp
 

@@ -958,15 +958,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
     if (auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage")) {
       llvm::SetVector<StateOp> &used = stageStates[stage.getInt()];
-      func.walk([&](Operation *op) {
-        StringAttr sym;
-        if (auto read = dyn_cast<StateReadOp>(op))
-          sym = read.getStateAttr().getAttr();
-        else if (auto write = dyn_cast<StateWriteOp>(op))
-          sym = write.getStateAttr().getAttr();
-        if (sym)
-          used.insert(states[sym].op);
-      });
+      forEachStateSymbol(func, [&](StringAttr sym) { used.insert(states[sym].op); });
     }
   }
   for (Operation &op : module.getBody()->getOperations())
@@ -1088,23 +1080,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "//===--- Communicators: MPI_COMM_WORLD's duplicate and one group per (grid, axes), created by "
          "ptrain_step_init ---===//\n\n";
     s << "ptrain_comm_t ptrain_world = nullptr;\nint32_t ptrain_rank = 0;\n";
-    s << "/// @" << comms.theGrid.getSymName() << ": rank = row-major coordinate over (";
-    llvm::interleave(
-        comms.theGrid.getAxisNames(), s, [&](Attribute a) { s << cast<StringAttr>(a).getValue(); }, ", ");
-    s << ").\nconstexpr int32_t kGridRank = " << comms.theGrid.getShape().size() << ";\n";
-    s << "const int64_t kGridShape[kGridRank] = {" << joinInts(comms.theGrid.getShape()) << "};\n";
-    s << "constexpr int32_t kWorldSize = " << worldSize << ";\n";
-    s << "int32_t ptrain_stage = 0; ///< the coordinate on axis pp\n";
-    for (const CommGroups::Group &g : comms.groups)
-      s << "ptrain_comm_t " << g.var << " = nullptr;\n";
-    s << "\n/// The coordinate of `rank` on grid axis `axis`.\n"
-         "int64_t gridCoordinate(int32_t rank, int32_t axis) {\n"
-         "  int64_t stride = 1;\n"
-         "  for (int32_t d = kGridRank - 1; d > axis; --d)\n"
-         "    stride *= kGridShape[d];\n"
-         "  return (rank / stride) % kGridShape[axis];\n"
-         "}\n\n"
-         "/// The group of this rank over the axes with in_group[d]: the ranks equal to it on every other axis,\n"
+    emitGridDeclarations(comms, worldSize, "ptrain_comm_t", s);
+    s << "/// The group of this rank over the axes with in_group[d]: the ranks equal to it on every other axis,\n"
          "/// in increasing order (row-major over the group's axes).\n"
          "ptrain_status_t createGroup(const bool *in_group, ptrain_comm_t *out) {\n"
          "  int32_t ranks[kWorldSize];\n"

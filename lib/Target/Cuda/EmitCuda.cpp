@@ -798,15 +798,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
     if (auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage")) {
       llvm::SetVector<StateOp> &used = stageStates[stage.getInt()];
-      func.walk([&](Operation *op) {
-        StringAttr sym;
-        if (auto read = dyn_cast<StateReadOp>(op))
-          sym = read.getStateAttr().getAttr();
-        else if (auto write = dyn_cast<StateWriteOp>(op))
-          sym = write.getStateAttr().getAttr();
-        if (sym)
-          used.insert(storage.states[sym].op);
-      });
+      forEachStateSymbol(func, [&](StringAttr sym) { used.insert(storage.states[sym].op); });
     }
   }
   const bool pipeline = module->hasAttr("ptrain.pipeline");
@@ -815,8 +807,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     std::set<int64_t> stages;
     for (auto &entry : stageStates)
       stages.insert(entry.first);
-    if (failed(emitPipelineDriver(module, comms, stages, driverCode, entryNames)) ||
-        failed(checkPointToPoint(module)))
+    if (failed(emitPipelineDriver(module, comms, stages, driverCode, entryNames)) || failed(checkPointToPoint(module)))
       return failure();
   } else if (module->hasAttr("ptrain.schedule")) {
     return module.emitError("--emit-cuda: ptrain.schedule without ptrain.pipeline");

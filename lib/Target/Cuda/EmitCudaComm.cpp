@@ -47,23 +47,8 @@ int64_t mlir::ptrain::cuda::emitCudaCommunicators(const CommGroups &comms, raw_o
   s << "//===--- Communicators: MPI_COMM_WORLD (the bootstrap), the NCCL world over it and one NCCL group per "
        "(grid, axes), created by ptrain_step_init ---===//\n\n";
   s << "ptrain_comm_t ptrain_world = nullptr;\nptrain_nccl_comm_t nccl_world = nullptr;\nint32_t ptrain_rank = 0;\n";
-  s << "/// @" << grid.getSymName() << ": rank = row-major coordinate over (";
-  llvm::interleave(
-      grid.getAxisNames(), s, [&](Attribute a) { s << cast<StringAttr>(a).getValue(); }, ", ");
-  s << ").\nconstexpr int32_t kGridRank = " << grid.getShape().size() << ";\n";
-  s << "const int64_t kGridShape[kGridRank] = {" << joinInts(grid.getShape()) << "};\n";
-  s << "constexpr int32_t kWorldSize = " << worldSize << ";\n";
-  s << "int32_t ptrain_stage = 0; ///< the coordinate on axis pp\n";
-  for (const CommGroups::Group &g : comms.groups)
-    s << "ptrain_nccl_comm_t " << g.var << " = nullptr;\n";
-  s << "\n/// The coordinate of `rank` on grid axis `axis`.\n"
-       "int64_t gridCoordinate(int32_t rank, int32_t axis) {\n"
-       "  int64_t stride = 1;\n"
-       "  for (int32_t d = kGridRank - 1; d > axis; --d)\n"
-       "    stride *= kGridShape[d];\n"
-       "  return (rank / stride) % kGridShape[axis];\n"
-       "}\n\n"
-       "/// The group of this rank over the axes with in_group[d]: the ranks equal to it on every other axis\n"
+  emitGridDeclarations(comms, worldSize, "ptrain_nccl_comm_t", s);
+  s << "/// The group of this rank over the axes with in_group[d]: the ranks equal to it on every other axis\n"
        "/// (the split's color: their row-major index over those axes), ordered by world rank (the key), as the\n"
        "/// CPU target's groups are. Collective over every rank.\n"
        "ptrain_status_t createGroup(const bool *in_group, ptrain_nccl_comm_t *out) {\n"
