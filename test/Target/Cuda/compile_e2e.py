@@ -20,6 +20,7 @@ Usage: compile_e2e.py <build-dir> <source-dir> <scratch-dir>
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -88,12 +89,16 @@ def check_multirank(name, out, scratch):
     for call in MULTIRANK_CALLS[name]:
         if call not in text:
             failures.append(f"{name}: step.cu has no {call!r}")
-    # Every NCCL call sits in an op block headed by the op's IR location and name.
-    blocks = [b for b in text.split("\n\n  // ")[1:] if "ptrain_nccl_" in b.split("\n  {")[-1]]
-    named = [b for b in blocks if b.split("\n")[1].startswith("  // ptrain.")]
-    print(f"{name}: {text.count('ptrain_nccl_')} NCCL calls in step.cu, {len(named)} op blocks with them")
-    if not named or "ptrain.send_start" not in text and name == "pp2":
-        failures.append(f"{name}: no NCCL call under an op's location comment")
+    # Every communication op's block is headed by its IR location and op name, then its NCCL call.
+    located = re.findall(r'\n  // ("[^"\n]+"[^\n]*)\n  // (ptrain\.(?:send_start|recv_start|all_reduce_start|tp_all_reduce))\n'
+                         r'(?:  [^\n]*\n)*?    PTRAIN_STEP_CALL\((ptrain_nccl_[a-z_]+)\(', text)
+    print(f"{name}: {text.count('PTRAIN_STEP_CALL(ptrain_nccl_')} NCCL calls in step.cu, {len(located)} communication "
+          f"ops under their location, e.g. {located[0] if located else None}")
+    ops = {op for _, op, _ in located}
+    want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if name == "pp2" else \
+        {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"}
+    if not want <= ops:
+        failures.append(f"{name}: no NCCL call under the location of {sorted(want - ops)}")
     with open(os.path.join(out, "plan.json")) as f:
         plan = json.load(f)
     if plan.get("target") != "cuda" or plan.get("cuda_archs") != ["sm_80", "sm_90"]:
