@@ -42,6 +42,11 @@ of the emulated two-node cluster, bench/cluster/run.sh). The log (--log) also ha
 step's wall time on rank 0 (ptrain_step_train alone), for medians, and "step_cpu_seconds", the CPU time (user +
 system, all threads) of rank 0's process in that call, which other load on the machine disturbs less.
 
+A --target cuda plan (docs/CodegenCuda.md, "Multi-rank steps") runs the same way with one process per GPU:
+after the world size, the launcher asks the step for the CUDA devices (ptrain_step_cuda_devices, in a child
+process) and refuses a world larger than their count (NCCL refuses two ranks on one device); each worker's
+ptrain_step_init makes the NCCL communicators over MPI on device OMPI_COMM_WORLD_LOCAL_RANK.
+
 Errors are messages and a nonzero exit, never a hang: every communication has the runtime's deadline
 (PTRAIN_COMM_TIMEOUT_S, --timeout) and names the operation, the peer or group, the size (and a collective's
 dtype) and the training step (ptrain_comm_set_step before each step); a rank that fails prints its error,
@@ -145,9 +150,9 @@ def cuda_devices(lib):
 
 
 def check_cuda_plan(out_dir):
-    """A --target cuda step (docs/CodegenCuda.md): without a usable GPU, the device error of its
-    ptrain_step_init (cudaErrorInsufficientDriver without a driver, no device); with one, the CUDA step is not
-    yet trained by ptrain-run (it is single-rank: drive its entry points through ctypes)."""
+    """A single-rank --target cuda step (docs/CodegenCuda.md): without a usable GPU, the device error
+    (cudaErrorInsufficientDriver without a driver, no device); with one, the launcher's error (it has no
+    ptrain_step_train: drive its entry points through ctypes)."""
     lib = os.path.join(out_dir, "libstep.so")
     if not os.path.isfile(lib):
         raise RunError(f"{lib}: no such file")
