@@ -26,7 +26,7 @@ time ninja -C "$BUILD_DIR" ptrain_runtime_cuda PTrainCudaHostTests PTrainCudaCod
 # (codegen-cuda-gpu-multirank, pp2 over NCCL against the CPU plan) needs one GPU per rank: NCCL refuses two
 # ranks on one device, so with a single GPU it is left out, said here.
 status=0
-gpus=$(nvidia-smi -L | grep -c '^GPU')
+gpus=$(nvidia-smi -L | grep -c '^GPU' || true)
 exclude='^$'
 if [ "$gpus" -lt 2 ]; then
   echo "bench/gpu/run.sh: $gpus GPU: codegen-cuda-gpu-multirank (2 NCCL ranks, one per GPU) is left out"
