@@ -3,7 +3,8 @@
 # packages installed (scripts/setup.sh): configures build-gpu with PTRAIN_ENABLE_CUDA=ON (sm_80 and sm_90),
 # builds only the CUDA runtime, its tests and the kernel benchmark, runs the tests (the GPU codec kernels
 # against the CPU's, NCCL on one rank with self send/recv and the watchdog, and the compiled step of the
-# bundled GPT: --emit-cuda + nvcc against the CPU step, docs/CodegenCuda.md), then the benchmark.
+# bundled GPT: --emit-cuda + nvcc against the CPU step, docs/CodegenCuda.md; on a machine with 2 GPUs also
+# the pp2 plan over NCCL trained by ptrain-run against the CPU plan's losses), then the benchmark.
 # Usage: bash bench/gpu/run.sh [build-dir]      (default: build-gpu)
 # Output: the CTest summary and the benchmark's Markdown tables (copy them into bench/README.md).
 set -euo pipefail
@@ -21,10 +22,18 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
 fi
 time ninja -C "$BUILD_DIR" ptrain_runtime_cuda PTrainCudaHostTests PTrainCudaCodecTests PTrainNcclTests \
   PTrainCudaModelKernelTests ptrain-bench-gpu ptrain-translate ptrain-opt ptrain_runtime
-# A skipped GPU test here is a failure: this script is for a machine with a device.
+# A skipped GPU test here is a failure: this script is for a machine with a device. The multi-rank step
+# (codegen-cuda-gpu-multirank, pp2 over NCCL against the CPU plan) needs one GPU per rank: NCCL refuses two
+# ranks on one device, so with a single GPU it is left out, said here.
 status=0
-ctest --test-dir "$BUILD_DIR" -R 'Cuda|runtime-cuda|runtime-nccl|codegen-cuda' --output-on-failure --timeout 300 \
-  | tee "$BUILD_DIR/cuda-tests.log" || status=1
+gpus=$(nvidia-smi -L | grep -c '^GPU' || true)
+exclude='^$'
+if [ "$gpus" -lt 2 ]; then
+  echo "bench/gpu/run.sh: $gpus GPU: codegen-cuda-gpu-multirank (2 NCCL ranks, one per GPU) is left out"
+  exclude='codegen-cuda-gpu-multirank'
+fi
+ctest --test-dir "$BUILD_DIR" -R 'Cuda|runtime-cuda|runtime-nccl|codegen-cuda' -E "$exclude" --output-on-failure \
+  --timeout 300 | tee "$BUILD_DIR/cuda-tests.log" || status=1
 if grep -q 'Skipped' "$BUILD_DIR/cuda-tests.log"; then
   echo "bench/gpu/run.sh: a CUDA test was skipped on a machine with a GPU" >&2
   status=1

@@ -28,7 +28,7 @@ runs, writing every intermediate into out/:
         head and cross-entropy split over the vocabulary, padded to a multiple of T K)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
-    with --target cuda (single-rank steps only; docs/CodegenCuda.md) instead of the two lines above:
+    with --target cuda (single- and multi-rank steps over NCCL, no codecs; docs/CodegenCuda.md) instead:
       ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu
       nvcc -std=c++17 -O2 -shared sm_80 + sm_90 step.cu -lptrain_runtime_cuda -lcublas -lcudart -> out/libstep.so
     out/memory_plan.json (a pipeline step): --ptrain-memory-plan's plan per rank (states, stash, temporaries;
@@ -283,16 +283,21 @@ CUDA_ARCHS = ("80", "90")
 
 
 def check_cuda_options(args):
-    """--target cuda compiles the single-rank step (docs/CodegenCuda.md): every multi-rank option is refused
-    by name before anything runs."""
-    for flag, value in (("--dp", args.dp), ("--tp", args.tp), ("--pp", args.pp),
-                        ("--micro-batches", args.micro_batches)):
-        if value != 1:
-            raise CompileError(f"--target cuda: {flag} {value} is not yet supported (the CUDA target compiles "
-                               "single-rank steps; pipeline, data- and tensor-parallel steps over NCCL are not "
-                               "yet supported); use --target cpu")
+    """--target cuda compiles single-rank and multi-rank (--dp, --tp, --pp over NCCL) steps without codecs,
+    clipping, SGD or vocabulary-parallel ops (docs/CodegenCuda.md): those options are refused by name before
+    anything runs."""
     if args.policy != "none":
-        raise CompileError(f"--target cuda: --policy {args.policy} is not yet supported; use --target cpu")
+        raise CompileError(f"--target cuda: --policy {args.policy} is not yet supported (the codecs of compressed "
+                           "communication are not wired into the CUDA target); use --target cpu")
+    if args.vocab_parallel:
+        raise CompileError("--target cuda: --vocab-parallel is not yet supported (no CUDA kernels for the "
+                           "vocabulary-parallel ops); use --target cpu")
+    if args.clip_norm:
+        raise CompileError(f"--target cuda: --clip-norm {args.clip_norm} is not yet supported (no CUDA kernels for "
+                           "sum_squares / clip_scale); use --target cpu")
+    if args.optimizer == "sgd":
+        raise CompileError("--target cuda: --optimizer sgd is not yet supported (no CUDA SGD kernel); use adamw, "
+                           "none or --target cpu")
 
 
 def find_nvcc(args):
@@ -393,6 +398,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
                 "entry_points": {"train": "ptrain_step_train", "eval": "ptrain_step_eval",
                                  "init": "ptrain_step_init", "save": "ptrain_step_save", "load": "ptrain_step_load",
                                  "finalize": "ptrain_step_finalize", "error": "ptrain_step_last_error"}}
+        if args.target == "cuda":
+            plan["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
         plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
         plan.update(describe_pipeline(plain, step))
         if args.vocab_parallel:

@@ -42,6 +42,11 @@ of the emulated two-node cluster, bench/cluster/run.sh). The log (--log) also ha
 step's wall time on rank 0 (ptrain_step_train alone), for medians, and "step_cpu_seconds", the CPU time (user +
 system, all threads) of rank 0's process in that call, which other load on the machine disturbs less.
 
+A --target cuda plan (docs/CodegenCuda.md, "Multi-rank steps") runs the same way with one process per GPU:
+after the world size, the launcher asks the step for the CUDA devices (ptrain_step_cuda_devices, in a child
+process) and refuses a world larger than their count (NCCL refuses two ranks on one device); each worker's
+ptrain_step_init makes the NCCL communicators over MPI on device OMPI_COMM_WORLD_LOCAL_RANK.
+
 Errors are messages and a nonzero exit, never a hang: every communication has the runtime's deadline
 (PTRAIN_COMM_TIMEOUT_S, --timeout) and names the operation, the peer or group, the size (and a collective's
 dtype) and the training step (ptrain_comm_set_step before each step); a rank that fails prints its error,
@@ -92,7 +97,7 @@ def load_plan(out_dir):
         raise RunError(f"{path}: not valid JSON ({e})")
     if not isinstance(plan, dict):
         raise RunError(f"{path}: expected a JSON object")
-    if plan.get("target") == "cuda":
+    if plan.get("target") == "cuda" and "pp" not in plan:
         check_cuda_plan(out_dir)
     missing = [k for k in PLAN_KEYS if k not in plan]
     if missing:
@@ -115,35 +120,51 @@ def load_plan(out_dir):
     return plan
 
 
-# Loads a --target cuda libstep.so and calls ptrain_step_init in a child process (a broken library must not take
-# the launcher down); prints the step's error and exits 1 when it fails.
+# Loads a --target cuda libstep.so in a child process (a broken library must not take the launcher down) and
+# asks it for the CUDA devices (ptrain_step_cuda_devices; ptrain_step_init of an older single-rank step): prints
+# the count, or the step's error and exits 1.
 CUDA_PROBE = """
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
 lib.ptrain_step_last_error.restype = ctypes.c_char_p
-lib.ptrain_step_init.argtypes = [ctypes.c_char_p]
-status = lib.ptrain_step_init(None)
+count = ctypes.c_int32(0)
+if hasattr(lib, "ptrain_step_cuda_devices"):
+    status, call = lib.ptrain_step_cuda_devices(ctypes.byref(count)), "ptrain_step_cuda_devices"
+    if status == 0 and count.value < 1:
+        print("no CUDA device (cudaGetDeviceCount = 0)")
+        sys.exit(1)
+else:
+    lib.ptrain_step_init.argtypes = [ctypes.c_char_p]
+    status, call, count.value = lib.ptrain_step_init(None), "ptrain_step_init", 1
 if status != 0:
-    print(f"ptrain_step_init failed (status {status}): {lib.ptrain_step_last_error().decode()}")
+    print(f"{call} failed (status {status}): {lib.ptrain_step_last_error().decode()}")
     sys.exit(1)
+print(count.value)
 """
 
 
+def cuda_devices(lib):
+    """The CUDA devices a --target cuda step sees; a RunError with the driver's message when it cannot start."""
+    probe = subprocess.run([sys.executable, "-c", CUDA_PROBE, os.path.abspath(lib)], capture_output=True, text=True)
+    detail = (probe.stdout + probe.stderr).strip().splitlines()
+    if probe.returncode != 0:
+        raise RunError(f"{lib}: this step was compiled with --target cuda and cannot start on this machine: "
+                       f"{detail[-1] if detail else f'exit status {probe.returncode}'}")
+    return int(detail[-1])
+
+
 def check_cuda_plan(out_dir):
-    """A --target cuda step (docs/CodegenCuda.md): without a usable GPU, the device error of its
-    ptrain_step_init (cudaErrorInsufficientDriver without a driver, no device); with one, the CUDA step is not
-    yet trained by ptrain-run (it is single-rank: drive its entry points through ctypes)."""
+    """A single-rank --target cuda step (docs/CodegenCuda.md): without a usable GPU, the device error
+    (cudaErrorInsufficientDriver without a driver, no device); with one, the launcher's error (it has no
+    ptrain_step_train: drive its entry points through ctypes)."""
     lib = os.path.join(out_dir, "libstep.so")
     if not os.path.isfile(lib):
         raise RunError(f"{lib}: no such file")
     check_library(lib)
-    probe = subprocess.run([sys.executable, "-c", CUDA_PROBE, os.path.abspath(lib)], capture_output=True, text=True)
-    if probe.returncode != 0:
-        detail = (probe.stdout + probe.stderr).strip().splitlines()
-        raise RunError(f"{lib}: this step was compiled with --target cuda and cannot start on this machine: "
-                       f"{detail[-1] if detail else f'exit status {probe.returncode}'}")
-    raise RunError(f"{lib}: training a --target cuda step with ptrain-run is not yet supported (the CUDA target "
-                   "compiles single-rank steps; call ptrain_step_train_step through ctypes, docs/CodegenCuda.md)")
+    cuda_devices(lib)
+    raise RunError(f"{lib}: training a single-rank --target cuda step with ptrain-run is not yet supported (it has "
+                   "no ptrain_step_train; call ptrain_step_train_step through ctypes, docs/CodegenCuda.md, or "
+                   "compile with --pp/--dp/--tp/--micro-batches)")
 
 
 def check_library(lib):
@@ -231,6 +252,13 @@ def launch(args):
         grid = (f"dp * pp = {dp} * {plan['pp']}" if tp == 1 else f"dp * pp * tp = {dp} * {plan['pp']} * {tp}")
         raise RunError(f"--np {np_}: the step in {args.out} was compiled for {grid} = {world} ranks (one per "
                        f"pipeline stage, data-parallel replica and tensor-parallel part); use --np {world}")
+    if plan.get("target") == "cuda":
+        # One process per GPU: NCCL refuses two ranks on one device ("Duplicate GPU detected").
+        devices = cuda_devices(plan["library"])
+        if devices < world:
+            raise RunError(f"{args.out} was compiled with --target cuda for {world} ranks, one process per GPU, but "
+                           f"this machine has {devices} CUDA device(s) (NCCL refuses two ranks on one device); "
+                           f"use a machine with {world} GPUs or compile with --target cpu")
     if args.resume:
         resume_position(args, plan)
     if args.checkpoint:

@@ -18,6 +18,7 @@
 
 #include "ptrain/Target/Cpp/EmitCpp.h"
 
+#include "CommGroups.h"
 #include "CppTypes.h"
 #include "EmitCodecs.h"
 #include "EmitCollectives.h"
@@ -29,6 +30,7 @@
 #include "EmitVocabParallel.h"
 #include "MemoryPlan.h"
 #include "OpGeometry.h"
+#include "PipelineDriver.h"
 #include "RuntimeCallTable.h"
 
 #include "ptrain/Analysis/GemmFusion.h"
@@ -54,6 +56,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <type_traits>
 
 using namespace mlir;
@@ -121,50 +124,6 @@ struct Storage {
   int64_t buffer = -1;    ///< Arena: index into the plan
   bool isConst = false;   ///< argument or constant: read-only memory
   std::string name;       ///< the local pointer variable
-};
-
-/// The communicators of the step: one per (grid, set of axes) a collective names, created by
-/// ptrain_step_init over MPI_COMM_WORLD (rank = row-major grid coordinate).
-class CommGroups {
-public:
-  struct Group {
-    std::string var;     ///< the static ptrain_comm_t
-    GridOp grid;
-    SmallVector<bool> inGroup; ///< per grid axis: the group spans it
-  };
-
-  /// The variable of the communicator over `axes` of `grid`, registered on first use.
-  FailureOr<std::string> lookup(Operation *op, StringRef gridName, ArrayAttr axes) {
-    auto grid = SymbolTable::lookupNearestSymbolFrom<GridOp>(op, StringAttr::get(op->getContext(), gridName));
-    if (!grid)
-      return op->emitError("--emit-cpp: no ptrain.grid @") << gridName;
-    if (theGrid && theGrid != grid)
-      return op->emitError("--emit-cpp: only one ptrain.grid per module is supported");
-    theGrid = grid;
-    SmallVector<bool> in(grid.getAxisNames().size(), false);
-    std::string var = "comm_" + identifierFrom(gridName);
-    for (Attribute a : axes) {
-      auto name = dyn_cast<StringAttr>(a);
-      if (!name)
-        return op->emitError("--emit-cpp: grid axes must be names");
-      bool found = false;
-      for (auto [d, axis] : llvm::enumerate(grid.getAxisNames()))
-        if (cast<StringAttr>(axis) == name) {
-          in[d] = found = true;
-        }
-      if (!found)
-        return op->emitError("--emit-cpp: grid @") << gridName << " has no axis " << name;
-      var += "_" + identifierFrom(name.getValue());
-    }
-    for (const Group &g : groups)
-      if (g.var == var)
-        return var;
-    groups.push_back({var, grid, in});
-    return var;
-  }
-
-  std::vector<Group> groups;
-  GridOp theGrid;
 };
 
 class CppEmitter {
@@ -1001,15 +960,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
     if (auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage")) {
       llvm::SetVector<StateOp> &used = stageStates[stage.getInt()];
-      func.walk([&](Operation *op) {
-        StringAttr sym;
-        if (auto read = dyn_cast<StateReadOp>(op))
-          sym = read.getStateAttr().getAttr();
-        else if (auto write = dyn_cast<StateWriteOp>(op))
-          sym = write.getStateAttr().getAttr();
-        if (sym)
-          used.insert(states[sym].op);
-      });
+      forEachStateSymbol(func, [&](StringAttr sym) { used.insert(states[sym].op); });
     }
   }
   for (Operation &op : module.getBody()->getOperations())
@@ -1021,71 +972,11 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   const bool pipeline = module->hasAttr("ptrain.pipeline");
   std::string driverCode;
   if (pipeline) {
-    auto pipelineAttr = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
-    auto ppAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("pp") : IntegerAttr();
-    auto mbAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("micro_batches") : IntegerAttr();
-    if (!ppAttr || !mbAttr || ppAttr.getInt() < 1 || mbAttr.getInt() < 1)
-      return module.emitError("--emit-cpp: ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
-    const int64_t pp = ppAttr.getInt();
-    GridOp grid;
-    for (auto g : module.getOps<GridOp>())
-      grid = g;
-    if (!grid || !llvm::is_contained(grid.getAxisNames(), StringAttr::get(module.getContext(), "pp")))
-      return module.emitError("--emit-cpp: a pipeline module needs a ptrain.grid with an axis pp");
-    FailureOr<std::string> ppComm =
-        comms.lookup(grid, grid.getSymName(), ArrayAttr::get(module.getContext(),
-                                                             {StringAttr::get(module.getContext(), "pp")}));
-    if (failed(ppComm))
+    std::set<int64_t> stages;
+    for (auto &entry : stageStates)
+      stages.insert(entry.first);
+    if (failed(emitPipelineDriver(module, comms, stages, driverCode, entryNames)))
       return failure();
-    for (int64_t s = 0; s < pp; ++s)
-      if (!stageStates.count(s))
-        return module.emitError("--emit-cpp: no function of stage ") << s << " (attribute ptrain.stage)";
-    // entry kind -> stage -> the lowered step.
-    std::map<std::string, std::map<int64_t, func::FuncOp>> steps;
-    for (auto func : module.getOps<func::FuncOp>()) {
-      auto entry = func->getAttrOfType<StringAttr>("ptrain.entry");
-      auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
-      if (!entry || !stage)
-        continue;
-      auto type = func.getFunctionType();
-      auto tokens = type.getNumInputs() == 1 ? dyn_cast<RankedTensorType>(type.getInput(0)) : RankedTensorType();
-      auto loss = type.getNumResults() == 1 ? dyn_cast<RankedTensorType>(type.getResult(0)) : RankedTensorType();
-      if (!tokens || tokens.getRank() != 2 || !tokens.getElementType().isInteger(64) || !loss ||
-          loss.getRank() != 0 || !loss.getElementType().isF32())
-        return func.emitError("--emit-cpp: the step @") << func.getSymName()
-                                                        << " must map tensor<NxSxi64> tokens to a tensor<f32> loss";
-      steps[entry.getValue().str()][stage.getInt()] = func;
-    }
-    for (StringRef kind : {"train", "eval"}) {
-      for (int64_t s = 0; s < pp; ++s)
-        if (!steps[kind.str()].count(s))
-          return module.emitError("--emit-cpp: the pipeline module has no ")
-                 << kind << " step of stage " << s
-                 << " (a function with ptrain.entry = \"" << kind
-                 << "\"); run --ptrain-lower-to-runtime before --emit-cpp";
-      std::string dispatch;
-      for (auto &[stage, func] : steps[kind.str()])
-        dispatch += "  case " + std::to_string(stage) + ":\n    return ptrain_step_" + func.getSymName().str() +
-                    "(tokens, out_loss);\n";
-      RankedTensorType tokens = cast<RankedTensorType>(steps[kind.str()][0].getFunctionType().getInput(0));
-      const std::string shape =
-          "[" + std::to_string(tokens.getDimSize(0)) + ", " + std::to_string(tokens.getDimSize(1)) + "]";
-      driverCode += kind == "train"
-                        ? "/// One training step on tokens " + shape +
-                              " (M micro-batches of B rows): this rank's stage runs its schedule row; *out_loss = "
-                              "the mean loss over the micro-batches, on every rank. Every rank must pass the same "
-                              "tokens.\n"
-                        : "/// The mean loss over the micro-batches of tokens " + shape +
-                              " without backward or optimizer (no state changes), on every rank.\n";
-      const std::string name = "ptrain_step_" + kind.str();
-      driverCode += "extern \"C\" PTRAIN_STEP_API ptrain_status_t " + name +
-                    "(const int64_t *tokens, float *out_loss) {\n";
-      driverCode += "  if (!ptrain_world)\n    return stepError(\"" + name + ": call ptrain_step_init first\");\n";
-      driverCode += "  if (!tokens || !out_loss)\n    return stepError(\"" + name + ": null tokens or out_loss\");\n";
-      driverCode += "  switch (ptrain_stage) {\n" + dispatch + "  default:\n    return stepError(\"" + name +
-                    ": no stage %d\", static_cast<int>(ptrain_stage));\n  }\n}\n\n";
-      entryNames.push_back(name);
-    }
   } else if (module->hasAttr("ptrain.schedule")) {
     return module.emitError("--emit-cpp: ptrain.schedule without ptrain.pipeline");
   }
@@ -1192,23 +1083,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "//===--- Communicators: MPI_COMM_WORLD's duplicate and one group per (grid, axes), created by "
          "ptrain_step_init ---===//\n\n";
     s << "ptrain_comm_t ptrain_world = nullptr;\nint32_t ptrain_rank = 0;\n";
-    s << "/// @" << comms.theGrid.getSymName() << ": rank = row-major coordinate over (";
-    llvm::interleave(comms.theGrid.getAxisNames(), s, [&](Attribute a) { s << cast<StringAttr>(a).getValue(); },
-                     ", ");
-    s << ").\nconstexpr int32_t kGridRank = " << comms.theGrid.getShape().size() << ";\n";
-    s << "const int64_t kGridShape[kGridRank] = {" << joinInts(comms.theGrid.getShape()) << "};\n";
-    s << "constexpr int32_t kWorldSize = " << worldSize << ";\n";
-    s << "int32_t ptrain_stage = 0; ///< the coordinate on axis pp\n";
-    for (const CommGroups::Group &g : comms.groups)
-      s << "ptrain_comm_t " << g.var << " = nullptr;\n";
-    s << "\n/// The coordinate of `rank` on grid axis `axis`.\n"
-         "int64_t gridCoordinate(int32_t rank, int32_t axis) {\n"
-         "  int64_t stride = 1;\n"
-         "  for (int32_t d = kGridRank - 1; d > axis; --d)\n"
-         "    stride *= kGridShape[d];\n"
-         "  return (rank / stride) % kGridShape[axis];\n"
-         "}\n\n"
-         "/// The group of this rank over the axes with in_group[d]: the ranks equal to it on every other axis,\n"
+    emitGridDeclarations(comms, worldSize, "ptrain_comm_t", s);
+    s << "/// The group of this rank over the axes with in_group[d]: the ranks equal to it on every other axis,\n"
          "/// in increasing order (row-major over the group's axes).\n"
          "ptrain_status_t createGroup(const bool *in_group, ptrain_comm_t *out) {\n"
          "  int32_t ranks[kWorldSize];\n"

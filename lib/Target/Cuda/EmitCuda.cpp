@@ -19,12 +19,16 @@
 
 #include "ptrain/Target/Cuda/EmitCuda.h"
 
+#include "Cpp/CommGroups.h"
 #include "Cpp/CppTypes.h"
+#include "Cpp/EmitCollectives.h"
 #include "Cpp/EmitHelpers.h"
 #include "Cpp/MemoryPlan.h"
 #include "Cpp/OpGeometry.h"
+#include "Cpp/PipelineDriver.h"
 #include "Cpp/RuntimeCallTable.h"
 #include "CudaCallTable.h"
+#include "EmitCudaComm.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -37,6 +41,8 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
+#include <set>
 #include <type_traits>
 
 using namespace mlir;
@@ -52,6 +58,11 @@ int64_t alignUp(int64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignme
 
 /// The static-shape f32/i64 tensor type of `type`, or an error at `op` naming `what`.
 LogicalResult checkType(Operation *op, Type type, const Twine &what) {
+  if (auto request = dyn_cast<RequestType>(type)) {
+    if (!request.getValueType())
+      return success(); // a send's request: no buffer of its own
+    type = request.getValueType();
+  }
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor)
     return op->emitError("--emit-cuda: ") << what << " has type " << type << "; only ranked tensors are supported";
@@ -78,7 +89,7 @@ struct StateInfo {
 struct Storage {
   enum Kind { Argument, State, Constant, Arena, Alias } kind = Arena;
   Value root;          ///< Alias: the value whose memory this is
-  int64_t buffer = -1; ///< Arena and Argument: index into the plan
+  int64_t buffer = -1; ///< Arena: index into the plan
   std::string name;    ///< the local pointer variable
 };
 
@@ -95,8 +106,13 @@ struct ModuleStorage {
 
 class FunctionEmitter {
 public:
-  FunctionEmitter(func::FuncOp func, ModuleStorage &module) : func(func), module(module) {}
+  FunctionEmitter(func::FuncOp func, ModuleStorage &module, CommGroups &comms, std::string arena)
+      : func(func), module(module), comms(comms), arena(std::move(arena)) {}
   LogicalResult run(std::string &code, int64_t &arenaBytes);
+
+  std::string declaration; ///< the device function's prototype (after run)
+  std::string entry;       ///< the C entry point on host buffers (after run)
+  int64_t ioBytes = 0;     ///< the entry point's arguments and results in d_io
 
 private:
   LogicalResult checkOps();
@@ -107,15 +123,25 @@ private:
 
   std::string ptr(Value v) const { return storage.lookup(v).name; }
   std::string arenaPtr(int64_t buffer, StringRef type) const {
-    return "reinterpret_cast<" + type.str() + " *>(d_arena + " + std::to_string(plan[buffer].offset) + ")";
+    return "reinterpret_cast<" + type.str() + " *>(" + arena + " + " + std::to_string(plan[buffer].offset) + ")";
   }
   std::string scratchPtr(int64_t bytes, StringRef type) { return arenaPtr(scratch(bytes), type); }
   /// A `static const` host array in the current op's block (dims, offsets); "nullptr" when empty.
   std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t");
   LogicalResult call(CudaCall callee, ArrayRef<std::string> args);
+  /// A send or receive on the pipeline axis, in the open NCCL group (one is opened if none is): the peer is
+  /// this function's stage (ptrain.stage) + offset on the pp communicator.
+  LogicalResult pointToPoint(Operation *op, CudaCall callee, Value buffer, Value request, StringRef grid,
+                             StringRef axis, int64_t offset);
+  /// Closes the NCCL group of the point-to-point starts just emitted (they are posted together).
+  void closeGroup();
 
   func::FuncOp func;
   ModuleStorage &module;
+  CommGroups &comms;
+  std::string arena;                              ///< the device block this function's buffers live in
+  llvm::DenseMap<Value, std::string> requestComm; ///< a started request's communicator (for its wait)
+  bool groupOpen = false;
   SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, int64_t> opIndex;
   llvm::DenseMap<Value, Storage> storage;
@@ -148,7 +174,34 @@ LogicalResult FunctionEmitter::call(CudaCall callee, ArrayRef<std::string> args)
   return success();
 }
 
-/// The ops the CUDA target handles: the single-rank step of --ptrain-build-training-step.
+LogicalResult FunctionEmitter::pointToPoint(Operation *op, CudaCall callee, Value buffer, Value request, StringRef grid,
+                                            StringRef axis, int64_t offset) {
+  auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+  if (!stage)
+    return op->emitError("--emit-cuda: a send or receive needs its function's ptrain.stage (the pp coordinate)");
+  if (axis != "pp")
+    return op->emitError("--emit-cuda: point-to-point transfers are supported on the axis pp only");
+  FailureOr<std::string> comm = comms.lookupAxis(op, grid, axis);
+  if (failed(comm))
+    return failure();
+  requestComm[request] = *comm;
+  if (!groupOpen && failed(call(CudaCall::ptrain_nccl_group_start, {})))
+    return failure();
+  groupOpen = true;
+  return call(callee, {*comm, ptr(buffer), std::to_string(bytesOf(buffer)), std::to_string(stage.getInt() + offset)});
+}
+
+void FunctionEmitter::closeGroup() {
+  if (!groupOpen)
+    return;
+  groupOpen = false;
+  body += "  // The point-to-point starts above, posted together (NCCL matches them in posting order per peer).\n"
+          "  PTRAIN_STEP_CALL(" +
+          std::string(getCudaCallInfo(CudaCall::ptrain_nccl_group_end).name) + "());\n";
+}
+
+/// The ops the CUDA target handles: the step of --ptrain-build-training-step and, with a grid, the
+/// communication of --ptrain-lower-to-runtime (NCCL) without codecs.
 LogicalResult FunctionEmitter::checkOps() {
   if (!func.getBody().hasOneBlock())
     return func.emitError("--emit-cuda: function @") << func.getSymName() << " has control flow (more than one block)";
@@ -161,11 +214,16 @@ LogicalResult FunctionEmitter::checkOps() {
   for (Operation &op : func.getBody().front()) {
     if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
              SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
-             LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, func::ReturnOp>(
-            op))
+             LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
+             SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, func::CallOp, func::ReturnOp>(op)) {
+      if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op))
+        return op.emitError("--emit-cuda: '")
+               << op.getName() << "' (codec " << op.getAttr("codec")
+               << ") is not yet supported by the CUDA code generator: compressed communication needs --target cpu";
       return op.emitError("--emit-cuda: '")
-             << op.getName() << "' is not supported by the CUDA code generator (single-rank steps only: "
-             << "communication, codecs and pipelines are not yet supported)";
+             << op.getName() << "' is not supported by the CUDA code generator (codecs, clipping, SGD and "
+             << "vocabulary-parallel ops are not yet supported)";
+    }
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
       if (failed(checkType(&op, v.getType(), "operand #" + Twine(i))))
         return failure();
@@ -201,10 +259,9 @@ void FunctionEmitter::planStorage() {
   };
   for (BlockArgument arg : func.getBody().front().getArguments()) {
     Storage s;
-    s.kind = Storage::Argument;
+    s.kind = Storage::Argument; // the caller's device buffer
     s.name = "d_arg" + std::to_string(arg.getArgNumber());
     storage[arg] = s;
-    lastUse[arg] = 0;
   }
   llvm::DenseMap<StringAttr, SmallVector<int64_t>> writesOf;
   for (Operation *op : ops)
@@ -221,11 +278,20 @@ void FunctionEmitter::planStorage() {
       s.name = "v" + std::to_string(valueCount++);
       if (isa<arith::ConstantOp>(op)) {
         s.kind = Storage::Constant;
-      } else if (isa<ReshapeOp>(op)) {
+      } else if (isa<ReshapeOp, TPCopyOp>(op)) {
+        // A reshape, and Megatron's f (identity forward): an alias of the input.
         s.kind = Storage::Alias;
         s.root = op->getOperand(0);
       } else if (isa<StateReadOp>(op)) {
         s.kind = Storage::State;
+      } else if (auto send = dyn_cast<SendStartOp>(op)) {
+        // No buffer: the stream sends the input before any later kernel can reuse its memory.
+        s.kind = Storage::Alias;
+        s.root = send.getInput();
+      } else if (auto wait = dyn_cast<WaitOp>(op)) {
+        // The wait yields the buffer its start op received or reduced into.
+        s.kind = Storage::Alias;
+        s.root = wait.getRequest();
       }
       storage[result] = s;
       lastUse[result] = std::max(lastUse.lookup(result), i);
@@ -242,10 +308,6 @@ void FunctionEmitter::planStorage() {
         firstWrite = std::min(firstWrite, w);
     if (lastUse[read.getResult()] > firstWrite)
       storage[read.getResult()].kind = Storage::Arena;
-  }
-  for (BlockArgument arg : func.getBody().front().getArguments()) {
-    plan.push_back({0, lastUse[arg], bytesOf(arg)});
-    storage[arg].buffer = plan.size() - 1;
   }
   for (Operation *op : ops)
     for (Value result : op->getResults()) {
@@ -291,9 +353,13 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   current = op;
   nextScratch = 0;
   block.clear();
+  if (!isa<SendStartOp, RecvStartOp>(op))
+    closeGroup();
   body += "\n  // " + locationComment(op->getLoc()) + "\n  // " + op->getName().getStringRef().str() + "\n";
   for (Value result : op->getResults()) {
     const Storage &s = storage[result];
+    if (auto request = dyn_cast<RequestType>(result.getType()); request && !request.getValueType())
+      continue; // a send's request: nothing on the device
     std::string type = cType(result);
     if (s.kind == Storage::Arena)
       body += "  " + type + " *" + s.name + " = " + arenaPtr(s.buffer, type) + ";\n";
@@ -533,12 +599,63 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                          floatLiteral(a.getWeightDecayAttr().getValueAsDouble()), ptr(a.getNewParam()),
                          ptr(a.getNewM()), ptr(a.getNewV())});
           })
+          .Case<AllReduceStartOp>([&](AllReduceStartOp a) -> LogicalResult {
+            Value in = a.getInput(), req = a.getRequest();
+            if (!isF32(in))
+              return a.emitError("--emit-cuda: all-reduce of a non-f32 tensor is not supported");
+            if (a.getReduction() != ReductionKind::Sum && a.getReduction() != ReductionKind::Avg)
+              return a.emitError("--emit-cuda: only sum and avg all-reduces are supported");
+            FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes());
+            if (failed(comm))
+              return failure();
+            requestComm[req] = *comm;
+            return call(CudaCall::ptrain_nccl_all_reduce,
+                        {*comm, ptr(in), ptr(req), n(in), "PTRAIN_DTYPE_F32",
+                         a.getReduction() == ReductionKind::Sum ? "PTRAIN_REDUCE_SUM" : "PTRAIN_REDUCE_AVG"});
+          })
+          .Case<SendStartOp>([&](SendStartOp send) {
+            return pointToPoint(send, CudaCall::ptrain_nccl_send, send.getInput(), send.getRequest(),
+                                send.getGridAttr().getValue(), send.getAxis(), send.getOffset());
+          })
+          .Case<RecvStartOp>([&](RecvStartOp recv) {
+            return pointToPoint(recv, CudaCall::ptrain_nccl_recv, recv.getRequest(), recv.getRequest(),
+                                recv.getGridAttr().getValue(), recv.getAxis(), recv.getOffset());
+          })
+          .Case<WaitOp>([&](WaitOp w) -> LogicalResult {
+            // The stream orders the kernels after the transfer; the wait is the watchdog (deadline, NCCL's
+            // asynchronous errors) over what the communicator has pending.
+            auto comm = requestComm.find(w.getRequest());
+            if (comm == requestComm.end())
+              return w.emitError("--emit-cuda: the request is not started by a send, receive or all-reduce of "
+                                 "this function");
+            return call(CudaCall::ptrain_nccl_wait, {comm->second});
+          })
+          .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
+          .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
+            if (!isF32(t.getInput()))
+              return t.emitError("--emit-cuda: a tensor-parallel all-reduce of a non-f32 tensor is not supported");
+            FailureOr<std::string> comm = comms.lookupAxis(t, t.getGrid(), t.getAxis());
+            if (failed(comm) || failed(call(CudaCall::ptrain_nccl_all_reduce,
+                                            {*comm, ptr(t.getInput()), ptr(t.getResult()), n(t.getInput()),
+                                             "PTRAIN_DTYPE_F32", "PTRAIN_REDUCE_SUM"})))
+              return failure();
+            return call(CudaCall::ptrain_nccl_wait, {*comm});
+          })
+          .Case<func::CallOp>([&](func::CallOp c) -> LogicalResult {
+            // Another function of the step, on device pointers: it runs in the shared arena, the caller in its
+            // own.
+            std::string args;
+            for (Value v : llvm::concat<Value>(c.getOperands(), c.getResults()))
+              args += (args.empty() ? "" : ", ") + ptr(v);
+            block += "    PTRAIN_STEP_CALL(device_" + identifierFrom(c.getCallee()) + "(" + args + "));\n";
+            return success();
+          })
           .Case<func::ReturnOp>([&](func::ReturnOp r) -> LogicalResult {
-            // Each copy to the host waits for the stream; then any out-of-range id the kernels met is reported.
+            // Into the caller's buffers (the host entry point copies them to the host).
             for (auto [i, v] : llvm::enumerate(r.getOperands()))
-              if (failed(call(CudaCall::ptrain_cuda_copy_to_host, {ptr(v), bytes(v), "out_" + std::to_string(i)})))
+              if (failed(call(CudaCall::ptrain_cuda_copy_bytes, {ptr(v), bytes(v), "d_out_" + std::to_string(i)})))
                 return failure();
-            return call(CudaCall::ptrain_cuda_check_indices, {});
+            return success();
           })
           .Default([&](Operation *other) {
             return other->emitError("--emit-cuda: '") << other->getName() << "' is not supported";
@@ -565,36 +682,65 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
     if (failed(emitOp(op)))
       return failure();
 
-  std::string sig = "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_" + func.getSymName().str() + "(";
-  std::string doc = "/// @" + func.getSymName().str() + " (host buffers in and out):\n";
-  std::string prologue = "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_" + func.getSymName().str() + "\"));\n";
-  int64_t params = 0;
+  closeGroup();
+
+  // The device function (device buffers in and out), then the C entry point (host buffers): its arguments
+  // and results go through the block d_io, shared by the entry points (they are not reentrant).
+  const std::string name = func.getSymName().str(), device = "device_" + identifierFrom(name);
+  std::string params, hostParams, doc = "/// @" + name + " (host buffers in and out):\n", unused;
+  std::string copyIn, copyOut, deviceArgs;
+  int64_t io = 0;
+  auto ioPtr = [&](StringRef type, int64_t bytes) {
+    std::string p = "reinterpret_cast<" + type.str() + " *>(d_io + " + std::to_string(io) + ")";
+    io = alignUp(io + bytes);
+    return p;
+  };
+  const char *toDevice = getCudaCallInfo(CudaCall::ptrain_cuda_copy_to_device).name;
+  const char *toHost = getCudaCallInfo(CudaCall::ptrain_cuda_copy_to_host).name;
   for (BlockArgument arg : func.getBody().front().getArguments()) {
     std::string i = std::to_string(arg.getArgNumber()), type = cType(arg);
-    sig += (params++ ? ", " : "") + std::string("const ") + type + " *arg" + i;
+    params += (params.empty() ? "" : ", ") + std::string("const ") + type + " *d_arg" + i;
+    hostParams += (hostParams.empty() ? "" : ", ") + std::string("const ") + type + " *arg" + i;
+    if (arg.use_empty())
+      unused += "  (void)d_arg" + i + ";\n";
     std::string t;
     llvm::raw_string_ostream ts(t);
     ts << arg.getType();
     doc += "///   arg" + i + ": " + t + "\n";
-    prologue += "  " + type + " *d_arg" + i + " = " + arenaPtr(storage[arg].buffer, type) + ";\n";
-    prologue += "  PTRAIN_STEP_CALL(" + std::string(getCudaCallInfo(CudaCall::ptrain_cuda_copy_to_device).name) +
-                "(arg" + i + ", " + std::to_string(bytesOf(arg)) + ", d_arg" + i + "));\n";
+    copyIn += "  " + type + " *d_arg" + i + " = " + ioPtr(type, bytesOf(arg)) + ";\n";
+    copyIn += "  PTRAIN_STEP_CALL(" + std::string(toDevice) + "(arg" + i + ", " + std::to_string(bytesOf(arg)) +
+              ", d_arg" + i + "));\n";
+    deviceArgs += (deviceArgs.empty() ? "" : ", ") + std::string("d_arg") + i;
   }
-  for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
-    bool f = cast<RankedTensorType>(type).getElementType().isF32();
-    sig += (params++ ? ", " : "") + std::string(f ? "float" : "int64_t") + " *out_" + std::to_string(i);
+  for (auto [k, type] : llvm::enumerate(func.getResultTypes())) {
+    auto tensor = cast<RankedTensorType>(type);
+    std::string i = std::to_string(k), c = elementCType(tensor.getElementType());
+    int64_t bytes = numElements(tensor.getShape()) * elementBytes(tensor.getElementType());
+    params += (params.empty() ? "" : ", ") + c + " *d_out_" + i;
+    hostParams += (hostParams.empty() ? "" : ", ") + c + " *out_" + i;
     std::string t;
     llvm::raw_string_ostream ts(t);
     ts << type;
-    if (auto key = func.getResultAttrOfType<StringAttr>(i, "ptrain.grad_of"))
+    if (auto key = func.getResultAttrOfType<StringAttr>(k, "ptrain.grad_of"))
       t += ", the gradient of state '" + key.getValue().str() + "'";
-    doc += "///   out_" + std::to_string(i) + ": " + t + "\n";
+    doc += "///   out_" + i + ": " + t + "\n";
+    copyIn += "  " + c + " *d_out_" + i + " = " + ioPtr(c, bytes) + ";\n";
+    // Each copy to the host waits for the stream.
+    copyOut += "  PTRAIN_STEP_CALL(" + std::string(toHost) + "(d_out_" + i + ", " + std::to_string(bytes) + ", out_" +
+               i + "));\n";
+    deviceArgs += (deviceArgs.empty() ? "" : ", ") + std::string("d_out_") + i;
   }
-  if (params == 0)
-    sig += "void";
-  code += doc + "/// Device arena: " + std::to_string(arenaBytes) + " bytes for " + std::to_string(plan.size()) +
-          " buffers (arguments, tensors and kernel scratch) planned by liveness.\n" + sig + ") {\n" + prologue + body +
-          "  return PTRAIN_OK;\n}\n\n";
+  ioBytes = io;
+  const std::string signature = "ptrain_status_t " + device + "(" + (params.empty() ? "void" : params) + ")";
+  declaration = signature + ";\n";
+  code += "/// @" + name + " on device buffers. Arena " + arena + ": " + std::to_string(arenaBytes) + " bytes for " +
+          std::to_string(plan.size()) + " buffers (tensors and kernel scratch) planned by liveness.\n" + signature +
+          " {\n" + unused + body + "  return PTRAIN_OK;\n}\n\n";
+  entry = doc + "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_" + name + "(" +
+          (hostParams.empty() ? "void" : hostParams) + ") {\n  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_" + name +
+          "\"));\n" + copyIn + "  PTRAIN_STEP_CALL(" + device + "(" + deviceArgs + "));\n" + copyOut +
+          "  // Any id or target outside the vocabulary that a kernel met (they skip it).\n  PTRAIN_STEP_CALL(" +
+          getCudaCallInfo(CudaCall::ptrain_cuda_check_indices).name + "());\n  return PTRAIN_OK;\n}\n\n";
   return success();
 }
 
@@ -602,18 +748,18 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
 // The translation unit
 //===----------------------------------------------------------------------===//
 
+SmallVector<int64_t> stageKeys(const std::map<int64_t, llvm::SetVector<StateOp>> &stageStates) {
+  SmallVector<int64_t> keys;
+  for (auto &entry : stageStates)
+    keys.push_back(entry.first);
+  return keys;
+}
+
 LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
-  if (module->hasAttr("ptrain.pipeline") || module->hasAttr("ptrain.schedule"))
-    return module.emitError("--emit-cuda: pipeline modules (ptrain.pipeline / ptrain.schedule) are not yet supported "
-                            "by the CUDA code generator; compile them with --emit-cpp");
   ModuleStorage storage;
-  for (Operation &op : module.getBody()->getOperations()) {
-    if (isa<GridOp>(op))
-      return op.emitError("--emit-cuda: 'ptrain.grid' (a multi-rank step) is not yet supported by the CUDA code "
-                          "generator: it compiles single-rank steps");
-    if (!isa<func::FuncOp, StateOp>(op))
+  for (Operation &op : module.getBody()->getOperations())
+    if (!isa<func::FuncOp, StateOp, GridOp>(op))
       return op.emitError("--emit-cuda: '") << op.getName() << "' at module level is not supported";
-  }
   for (auto state : module.getOps<StateOp>()) {
     if (failed(checkType(state, state.getType(), "the state")))
       return failure();
@@ -624,17 +770,57 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     storage.states[state.getSymNameAttr()] = info;
     storage.stateOrder.push_back(state);
   }
-  std::string functions;
-  int64_t arenaBytes = 0;
+  CommGroups comms("--emit-cuda");
+  std::string functions, declarations, entries;
+  int64_t arenaBytes = 0, ioBytes = 0;
   SmallVector<std::string> entryNames;
+  SmallVector<std::pair<std::string, int64_t>> callerArenas;
+  /// Pipeline modules: the states each stage's functions (attribute ptrain.stage) use, in table order.
+  std::map<int64_t, llvm::SetVector<StateOp>> stageStates;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       return func.emitError("--emit-cuda: function @") << func.getSymName() << " has no body";
     int64_t bytes = 0;
-    if (failed(FunctionEmitter(func, storage).run(functions, bytes)))
+    // A function that calls others (a lowered pipeline step) keeps its values in its own arena, since its
+    // callees use the shared one.
+    bool calls = !func.getOps<func::CallOp>().empty();
+    std::string arena = calls ? "d_arena_" + identifierFrom(func.getSymName()) : "d_arena";
+    FunctionEmitter emitter(func, storage, comms, arena);
+    if (failed(emitter.run(functions, bytes)))
       return failure();
-    arenaBytes = std::max(arenaBytes, bytes);
+    declarations += emitter.declaration;
+    entries += emitter.entry;
+    ioBytes = std::max(ioBytes, emitter.ioBytes);
+    if (calls)
+      callerArenas.push_back({arena, bytes});
+    else
+      arenaBytes = std::max(arenaBytes, bytes);
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
+    if (auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage")) {
+      llvm::SetVector<StateOp> &used = stageStates[stage.getInt()];
+      forEachStateSymbol(func, [&](StringAttr sym) { used.insert(storage.states[sym].op); });
+    }
+  }
+  const bool pipeline = module->hasAttr("ptrain.pipeline");
+  std::string driverCode;
+  if (pipeline) {
+    std::set<int64_t> stages;
+    for (auto &entry : stageStates)
+      stages.insert(entry.first);
+    if (failed(emitPipelineDriver(module, comms, stages, driverCode, entryNames)) || failed(checkPointToPoint(module)))
+      return failure();
+  } else if (module->hasAttr("ptrain.schedule")) {
+    return module.emitError("--emit-cuda: ptrain.schedule without ptrain.pipeline");
+  }
+  const bool hasComm = !comms.groups.empty();
+  SmallVector<TPSlice> slices;
+  for (StateOp state : storage.stateOrder) {
+    FailureOr<std::optional<TPSlice>> slice =
+        readTPSlice(state, hasComm ? comms.theGrid : GridOp(), storage.states[state.getSymNameAttr()].var);
+    if (failed(slice))
+      return failure();
+    if (*slice)
+      slices.push_back(std::move(**slice));
   }
   std::string onnxFile;
   if (auto file = module->getAttrOfType<StringAttr>("ptrain.onnx_file"))
@@ -646,10 +832,13 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   llvm::raw_string_ostream s(out);
   s << "// Generated by ptrain-translate --emit-cuda. Do not edit.\n"
        "//\n"
-       "// A compiled single-rank ptrain training step for one CUDA device (docs/CodegenCuda.md): every state,\n"
-       "// constant and intermediate tensor lives in device memory (three cudaMalloc blocks, at ptrain_step_init);\n"
-       "// every op runs on one CUDA stream through libptrain_runtime_cuda (include/ptrain/Runtime/\n"
-       "// RuntimeCallsCuda.def; matmuls through cuBLAS). Arguments and results are host buffers. Every call's\n"
+       "// A compiled ptrain training step for CUDA devices (docs/CodegenCuda.md): every state, constant and\n"
+       "// intermediate tensor lives in device memory (cudaMalloc blocks, at ptrain_step_init); every op runs on\n"
+       "// one CUDA stream through libptrain_runtime_cuda (include/ptrain/Runtime/RuntimeCallsCuda.def; matmuls\n"
+       "// through cuBLAS";
+  if (hasComm)
+    s << "; communication through NCCL, bootstrapped over MPI";
+  s << "). Arguments and results are host buffers. Every call's\n"
        "// status is checked and returned; the cause is in ptrain_step_last_error(). Not reentrant.\n"
        "//\n"
        "// Entry points: ";
@@ -659,7 +848,9 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "#include \"ptrain/Runtime/ptrain_runtime_cuda.h\"\n\n"
        "#include <cstdarg>\n"
        "#include <cstdint>\n"
-       "#include <cstdio>\n\n"
+       "#include <cstdio>\n"
+    << (slices.empty() ? "" : "#include <vector>\n")
+    << "\n"
        "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
        "#define PTRAIN_STEP_CALL(call)                                                 \\\n"
        "  do {                                                                         \\\n"
@@ -693,22 +884,38 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     if (type.getRank() > 0)
       s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape()) << "};\n";
   }
-  s << "\nconst ptrain_state_desc_t kStates[] = {\n";
-  for (StateOp state : storage.stateOrder) {
-    const StateInfo &info = storage.states[state.getSymNameAttr()];
-    RankedTensorType type = state.getTensorType();
-    s << "    {" << stringLiteral(state.getKey()) << ", " << info.var << ", "
-      << (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") << ", "
-      << stateKindEnum(state.getKind()) << ", " << type.getRank() << ", "
-      << (type.getRank() > 0 ? info.var + "_dims" : std::string("nullptr")) << "},\n";
+  // A table over the host mirrors and the device offsets of its states.
+  auto stateTable = [&](StringRef name, ArrayRef<StateOp> list) {
+    s << "\nconst ptrain_state_desc_t " << name << "[] = {\n";
+    for (StateOp state : list) {
+      const StateInfo &info = storage.states[state.getSymNameAttr()];
+      RankedTensorType type = state.getTensorType();
+      s << "    {" << stringLiteral(state.getKey()) << ", " << info.var << ", "
+        << (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") << ", "
+        << stateKindEnum(state.getKind()) << ", " << type.getRank() << ", "
+        << (type.getRank() > 0 ? info.var + "_dims" : std::string("nullptr")) << "},\n";
+    }
+    if (list.empty())
+      s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr},\n";
+    s << "};\n/// Device offset of each state of " << name << " in d_states.\nconst int64_t " << name
+      << "Offsets[] = {";
+    for (auto [i, state] : llvm::enumerate(list))
+      s << (i ? (i % 8 ? ", " : ",\n    ") : "\n    ") << storage.states[StateOp(state).getSymNameAttr()].offset;
+    s << (list.empty() ? "0" : "") << "};\n";
+  };
+  stateTable("kStates", storage.stateOrder);
+  s << "constexpr int64_t kNumStates = " << storage.stateOrder.size() << ";\n";
+  if (pipeline) {
+    s << "\n// The states each pipeline stage's functions use: a rank initializes, copies, saves and loads its "
+         "stage's.\n";
+    for (auto &[stage, list] : stageStates) {
+      stateTable("kStage" + std::to_string(stage) + "States", list.getArrayRef());
+      s << "constexpr int64_t kNumStage" << stage << "States = " << list.size() << ";\n";
+    }
   }
-  if (storage.stateOrder.empty())
-    s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr},\n";
-  s << "};\nconstexpr int64_t kNumStates = " << storage.stateOrder.size() << ";\n";
-  s << "/// Device offset of each state in d_states, in table order.\nconst int64_t kStateOffsets[] = {";
-  for (auto [i, state] : llvm::enumerate(storage.stateOrder))
-    s << (i ? (i % 8 ? ", " : ",\n    ") : "\n    ") << storage.states[state.getSymNameAttr()].offset;
-  s << (storage.stateOrder.empty() ? "0" : "") << "};\n\n";
+  s << "/// The states this process owns (the stage's in a pipeline; set by ptrain_step_init).\n"
+       "const ptrain_state_desc_t *active_states = kStates;\nconst int64_t *active_offsets = kStatesOffsets;\n"
+       "int64_t num_active_states = kNumStates;\n\n";
   s << "//===--- Constants: host arrays, copied once into the device block d_constants ---===//\n\n"
     << storage.constants;
   s << "//===--- Device memory and the stream (ptrain_step_init) ---===//\n\n";
@@ -716,28 +923,29 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   s << "constexpr int64_t kConstantBytes = " << std::max<int64_t>(storage.constantBlockBytes, kAlignment) << ";\n";
   s << "constexpr int64_t kArenaBytes = " << std::max<int64_t>(arenaBytes, kAlignment)
     << "; ///< every intermediate tensor and kernel scratch, offsets planned by liveness\n";
-  s << "unsigned char *d_states = nullptr;\nunsigned char *d_constants = nullptr;\nunsigned char *d_arena = nullptr;\n"
-       "void *stream = nullptr;\n\n";
-  s << "/// Every state's host mirror into device memory.\nptrain_status_t pushStates() {\n"
-       "  for (int64_t i = 0; i < kNumStates; ++i) {\n"
-       "    int64_t bytes = kStates[i].dtype == PTRAIN_DTYPE_I64 ? 8 : 4;\n"
-       "    for (int32_t d = 0; d < kStates[i].rank; ++d)\n      bytes *= kStates[i].dims[d];\n"
-       "    PTRAIN_STEP_CALL("
-    << cudaCall(CudaCall::ptrain_cuda_copy_to_device)
-    << "(kStates[i].data, bytes, d_states + kStateOffsets[i]));\n"
-       "  }\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Every state's device memory into its host mirror (waits for the stream).\nptrain_status_t pullStates() {\n"
-       "  for (int64_t i = 0; i < kNumStates; ++i) {\n"
-       "    int64_t bytes = kStates[i].dtype == PTRAIN_DTYPE_I64 ? 8 : 4;\n"
-       "    for (int32_t d = 0; d < kStates[i].rank; ++d)\n      bytes *= kStates[i].dims[d];\n"
-       "    PTRAIN_STEP_CALL("
-    << cudaCall(CudaCall::ptrain_cuda_copy_to_host)
-    << "(d_states + kStateOffsets[i], bytes, kStates[i].data));\n"
-       "  }\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// The device, the three blocks, the stream and the constants, once. Without a driver or a device: a\n"
-       "/// DEVICE error naming cudaGetDeviceCount's error (cudaErrorInsufficientDriver, cudaErrorNoDevice).\n"
-       "ptrain_status_t setUpDevice() {\n"
-       "  if (d_arena)\n    return PTRAIN_OK;\n"
+  s << "constexpr int64_t kIoBytes = " << std::max<int64_t>(ioBytes, kAlignment)
+    << "; ///< an entry point's arguments and results on the device\n";
+  s << "unsigned char *d_states = nullptr;\nunsigned char *d_constants = nullptr;\nunsigned char *d_io = nullptr;\n";
+  for (auto &[name, bytes] : callerArenas)
+    s << "/// The buffers of a function that calls others (its callees use d_arena): " << bytes
+      << " bytes.\nunsigned char *" << name << " = nullptr;\n";
+  s << "unsigned char *d_arena = nullptr;\nvoid *stream = nullptr;\n\n";
+  for (StringRef direction : {"push", "pull"}) {
+    bool push = direction == "push";
+    s << (push ? "/// Every owned state's host mirror into device memory.\nptrain_status_t pushStates() {\n"
+               : "/// Every owned state's device memory into its host mirror (waits for the stream).\n"
+                 "ptrain_status_t pullStates() {\n")
+      << "  for (int64_t i = 0; i < num_active_states; ++i) {\n"
+         "    const ptrain_state_desc_t &d = active_states[i];\n"
+         "    int64_t bytes = d.dtype == PTRAIN_DTYPE_I64 ? 8 : 4;\n"
+         "    for (int32_t k = 0; k < d.rank; ++k)\n      bytes *= d.dims[k];\n"
+         "    PTRAIN_STEP_CALL("
+      << (push ? cudaCall(CudaCall::ptrain_cuda_copy_to_device) + "(d.data, bytes, d_states + active_offsets[i])"
+               : cudaCall(CudaCall::ptrain_cuda_copy_to_host) + "(d_states + active_offsets[i], bytes, d.data)")
+      << ");\n  }\n  return PTRAIN_OK;\n}\n\n";
+  }
+  s << "/// At least one CUDA device: else a DEVICE error naming the driver's error, or saying there is none.\n"
+       "ptrain_status_t checkDevice() {\n"
        "  int32_t devices = 0;\n"
        "  PTRAIN_STEP_CALL("
     << cudaCall(CudaCall::ptrain_cuda_device_count)
@@ -747,12 +955,22 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "--target cuda\");\n"
        "    return PTRAIN_ERROR_DEVICE;\n"
        "  }\n"
+       "  return PTRAIN_OK;\n"
+       "}\n\n";
+  s << "/// The device, the blocks, the stream and the constants, once. Without a driver or a device: a\n"
+       "/// DEVICE error naming cudaGetDeviceCount's error (cudaErrorInsufficientDriver, cudaErrorNoDevice).\n"
+       "ptrain_status_t setUpDevice() {\n"
+       "  if (d_arena)\n    return PTRAIN_OK;\n"
+       "  PTRAIN_STEP_CALL(checkDevice());\n"
        "  void *p = nullptr;\n";
   s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_stream_create) << "(&stream));\n";
   s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream) << "(stream));\n";
-  for (StringRef block : {"d_states", "d_constants"}) {
-    s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_malloc) << "("
-      << (block == "d_states" ? "kStateBytes" : "kConstantBytes") << ", &p));\n";
+  SmallVector<std::pair<std::string, std::string>> blocks = {
+      {"d_states", "kStateBytes"}, {"d_constants", "kConstantBytes"}, {"d_io", "kIoBytes"}};
+  for (auto &[name, bytes] : callerArenas)
+    blocks.push_back({name, std::to_string(std::max<int64_t>(bytes, kAlignment))});
+  for (auto &[block, bytes] : blocks) {
+    s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_malloc) << "(" << bytes << ", &p));\n";
     s << "  " << block << " = static_cast<unsigned char *>(p);\n";
   }
   for (auto [i, copy] : llvm::enumerate(storage.constantCopies))
@@ -765,40 +983,63 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "  if (!d_arena)\n    return stepError(\"%s: call ptrain_step_init first\", name);\n"
        "  PTRAIN_STEP_CALL("
     << cudaCall(CudaCall::ptrain_cuda_set_stream) << "(stream));\n  return PTRAIN_OK;\n}\n\n";
+  const int64_t worldSize = hasComm ? emitCudaCommunicators(comms, s) : 1;
+  if (!slices.empty())
+    emitTPStateInit(slices, s);
+  s << "//===--- The functions on device buffers ---===//\n\n" << declarations << "\n" << functions;
   s << "} // namespace\n\n//===--- State management ---===//\n\n";
   s << "/// The message of the last failed entry point: the step's own or the runtime's (ptrain_last_error()).\n"
        "extern \"C\" PTRAIN_STEP_API const char *ptrain_step_last_error(void) {\n"
        "  return step_error_own ? step_error : ptrain_last_error();\n}\n\n";
+  s << "/// The number of CUDA devices this process sees (a DEVICE error without a driver): ptrain-run's check.\n"
+       "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_cuda_devices(int32_t *out_count) {\n"
+       "  if (!out_count)\n    return stepError(\"ptrain_step_cuda_devices: null out_count\");\n"
+       "  PTRAIN_STEP_CALL("
+    << cudaCall(CudaCall::ptrain_cuda_device_count) << "(out_count));\n  return PTRAIN_OK;\n}\n\n";
   s << "/// Sets up the device, loads every parameter by key from the ONNX model at `weights_onnx_path` (NULL: "
     << (onnxFile.empty() ? std::string("none recorded") : onnxFile)
-    << ")\n/// into the host mirrors, zeroes every other state, and copies them to the device.\n"
-       "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n"
+    << ")\n/// into the host mirrors, zeroes every other state, and copies them to the device.\n";
+  if (hasComm)
+    s << "/// First initializes MPI (ptrain_comm_init; the world must have " << worldSize
+      << " ranks, checked before any device is touched), the NCCL\n/// communicators (the unique id exchanged over "
+         "MPI; device LOCAL_RANK or OMPI_COMM_WORLD_LOCAL_RANK) and their groups.\n";
+  s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n"
        "  const char *path = weights_onnx_path ? weights_onnx_path : "
-    << (onnxFile.empty() ? std::string("nullptr") : stringLiteral(onnxFile))
-    << ";\n  PTRAIN_STEP_CALL(setUpDevice());\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
-    << "(stream));\n"
-    << "  PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_state_init_onnx)
-    << "(kStates, kNumStates, path));\n  PTRAIN_STEP_CALL(pushStates());\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Copies every state to the host and writes it by key to a checkpoint (docs/CodegenCpu.md's format).\n"
+    << (onnxFile.empty() ? std::string("nullptr") : stringLiteral(onnxFile)) << ";\n";
+  if (hasComm)
+    emitCudaCommInit(comms, pipeline ? stageKeys(stageStates) : SmallVector<int64_t>(), s);
+  s << "  PTRAIN_STEP_CALL(setUpDevice());\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
+    << "(stream));\n";
+  if (slices.empty())
+    s << "  PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_state_init_onnx)
+      << "(active_states, num_active_states, path));\n";
+  else
+    s << "  PTRAIN_STEP_CALL(initStates(path));\n";
+  s << "  PTRAIN_STEP_CALL(pushStates());\n  return PTRAIN_OK;\n}\n\n";
+  if (hasComm)
+    emitCudaCommEntryPoints(comms, s);
+  s << "/// Copies every owned state to the host and writes it by key to a checkpoint (docs/CodegenCpu.md's "
+       "format).\n"
        "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n"
        "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_save\"));\n  PTRAIN_STEP_CALL(pullStates());\n"
        "  PTRAIN_STEP_CALL("
-    << cpuCall(RuntimeCall::ptrain_checkpoint_save) << "(kStates, kNumStates, path));\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Reads every state from a checkpoint (nothing changes on error) and copies it to the device.\n"
+    << cpuCall(RuntimeCall::ptrain_checkpoint_save)
+    << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
+  s << "/// Reads every owned state from a checkpoint (nothing changes on error) and copies it to the device.\n"
        "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_load(const char *path) {\n"
        "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_load\"));\n"
        "  PTRAIN_STEP_CALL("
     << cpuCall(RuntimeCall::ptrain_checkpoint_load)
-    << "(kStates, kNumStates, path));\n  PTRAIN_STEP_CALL(pushStates());\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// The state table over the host mirrors; ptrain_step_pull_states() refreshes them from the device and\n"
-       "/// ptrain_step_push_states() copies edits back.\n"
-       "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_states(void) { return kNumStates; }\n"
-       "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return kStates; }\n"
+    << "(active_states, num_active_states, path));\n  PTRAIN_STEP_CALL(pushStates());\n  return PTRAIN_OK;\n}\n\n";
+  s << "/// The owned state table over the host mirrors; ptrain_step_pull_states() refreshes them from the device\n"
+       "/// and ptrain_step_push_states() copies edits back.\n"
+       "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_states(void) { return num_active_states; }\n"
+       "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return active_states; }\n"
        "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_pull_states(void) {\n"
        "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_pull_states\"));\n  return pullStates();\n}\n"
        "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_push_states(void) {\n"
        "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_push_states\"));\n  return pushStates();\n}\n\n";
-  s << "//===--- Entry points ---===//\n\n" << functions;
+  s << "//===--- Entry points ---===//\n\n" << entries << driverCode;
   os << out;
   return success();
 }

@@ -3,9 +3,16 @@
 1. ptrain-compile --target cuda of the bundled GPT (AdamW): step.cu is emitted and nvcc builds libstep.so for
    sm_80 and sm_90 (its fat binary names both), every shared library it needs resolves (ldd), it exports the
    entry points of the CPU target, and plan.json is the CPU plan's with "target": "cuda".
-2. ptrain-run on that plan: without a usable GPU, exit 1 with the device error of ptrain_step_init
-   (cudaErrorInsufficientDriver without a driver, or no device), no traceback; with a GPU, the "not yet
-   supported" error of the launcher.
+2. ptrain-run on that plan: without a usable GPU, exit 1 with the device error (cudaErrorInsufficientDriver
+   without a driver, or no device), no traceback; with a GPU, the "not yet supported" error of the launcher
+   (a single-rank step has no ptrain_step_train).
+3. Multi-rank steps over NCCL: ptrain-compile --target cuda of a pp2 (1F1B, 2 micro-batches) and a dp2 x tp2
+   plan; nvcc builds each for sm_80 and sm_90; libstep.so exports the pipeline driver and the multi-rank entry
+   points; step.cu names the NCCL calls (grouped sends and receives, all-reduces, the split communicators)
+   under the IR's locations.
+4. The world size, without touching a GPU: ptrain-run --np 3 on the pp2 plan is the launcher's error naming
+   the plan's 2 ranks; the generated ptrain_step_init under mpirun -np 1 refuses the world of 1 by itself
+   (it checks MPI_COMM_WORLD before any device call); ptrain-run with the right world is the device error.
 (The options --target cuda refuses are lit tests: test/Target/Cuda/ptrain-compile-cuda-errors.test.)
 
 Usage: compile_e2e.py <build-dir> <source-dir> <scratch-dir>
@@ -13,6 +20,7 @@ Usage: compile_e2e.py <build-dir> <source-dir> <scratch-dir>
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -48,6 +56,93 @@ def fatbin_archs(lib, scratch_file):
 def compile_cmd(build, source, out, *extra):
     return [os.path.join(build, "bin", "ptrain-compile"), os.path.join(source, "models/gpt/gpt.onnx"),
             "-o", out, *extra]
+
+
+MULTIRANK_ENTRY_POINTS = ("ptrain_step_init", "ptrain_step_train", "ptrain_step_eval", "ptrain_step_rank",
+                          "ptrain_step_finalize", "ptrain_step_abort", "ptrain_step_save", "ptrain_step_load",
+                          "ptrain_step_cuda_devices", "ptrain_step_last_error")
+
+# What each multi-rank step.cu must call: the NCCL world over MPI, its groups, and the plan's communication.
+MULTIRANK_CALLS = {
+    "pp2": ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_comm_split(", "ptrain_nccl_group_start()",
+            "ptrain_nccl_send(comm_grid_pp, ", "ptrain_nccl_recv(comm_grid_pp, ", "ptrain_nccl_group_end()",
+            "ptrain_nccl_wait(comm_grid_pp)", "ptrain_nccl_all_reduce(comm_grid_pp, ", "device_forward_stage0(",
+            "case 1:\n    return ptrain_step_stage1_train_step(tokens, out_loss);"),
+    "dp2tp2": ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_all_reduce(comm_grid_dp, ",
+               "ptrain_nccl_all_reduce(comm_grid_tp, ", "ptrain_nccl_wait(comm_grid_dp)", "initStates(path)",
+               "PTRAIN_REDUCE_AVG"),
+}
+
+
+def ptrain_run(build, what, *args):
+    """ptrain-run with `args`: its result and its output, printed."""
+    run = subprocess.run([os.path.join(build, "bin", "ptrain-run"), *args], capture_output=True, text=True)
+    message = (run.stdout + run.stderr).strip()
+    print(f"ptrain-run {what}: exit {run.returncode}: {message}")
+    return run, message
+
+
+def gpu_count(build):
+    """The CUDA devices the runtime sees (0 without a driver)."""
+    import ctypes
+    rt = ctypes.CDLL(os.path.join(build, "lib/Runtime/cuda/libptrain_runtime_cuda.so"))
+    count = ctypes.c_int32(0)
+    return count.value if rt.ptrain_cuda_device_count(ctypes.byref(count)) == 0 else 0
+
+
+def check_multirank(name, out, scratch):
+    failures = []
+    lib = os.path.join(out, "libstep.so")
+    archs = fatbin_archs(lib, os.path.join(scratch, f"fatbin-{name}.bin"))
+    print(f"{name}: fat binary of libstep.so: ELF images for {archs}")
+    if not {"sm_80", "sm_90"} <= set(archs):
+        failures.append(f"{name}: libstep.so's fat binary has images for {archs}, not sm_80 and sm_90")
+    symbols = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
+    for entry in MULTIRANK_ENTRY_POINTS:
+        if f" {entry}\n" not in symbols + "\n":
+            failures.append(f"{name}: libstep.so does not export {entry}")
+    text = open(os.path.join(out, "step.cu")).read()
+    for call in MULTIRANK_CALLS[name]:
+        if call not in text:
+            failures.append(f"{name}: step.cu has no {call!r}")
+    # Every communication op's block is headed by its IR location and op name, then its NCCL call.
+    located = re.findall(r'\n  // ("[^"\n]+"[^\n]*)\n  // (ptrain\.(?:send_start|recv_start|all_reduce_start|tp_all_reduce))\n'
+                         r'(?:  [^\n]*\n)*?    PTRAIN_STEP_CALL\((ptrain_nccl_[a-z_]+)\(', text)
+    print(f"{name}: {text.count('PTRAIN_STEP_CALL(ptrain_nccl_')} NCCL calls in step.cu, {len(located)} communication "
+          f"ops under their location, e.g. {located[0] if located else None}")
+    ops = {op for _, op, _ in located}
+    want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if name == "pp2" else \
+        {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"}
+    if not want <= ops:
+        failures.append(f"{name}: no NCCL call under the location of {sorted(want - ops)}")
+    with open(os.path.join(out, "plan.json")) as f:
+        plan = json.load(f)
+    if plan.get("target") != "cuda" or plan.get("cuda_archs") != ["sm_80", "sm_90"]:
+        failures.append(f"{name}: plan.json target {plan.get('target')}, archs {plan.get('cuda_archs')}")
+    return failures
+
+
+# Calls ptrain_step_init of a multi-rank CUDA step in a world of 1 (mpirun -np 1): the step's own world check.
+WORLD_PROBE = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.ptrain_step_last_error.restype = ctypes.c_char_p
+lib.ptrain_step_init.argtypes = [ctypes.c_char_p]
+status = lib.ptrain_step_init(None)
+print(f"status {status}: {lib.ptrain_step_last_error().decode()}", flush=True)
+"""
+
+
+def check_world_size_in_step(lib):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    run = subprocess.run(["mpirun", "-np", "1", "--oversubscribe", sys.executable, "-c", WORLD_PROBE, lib],
+                         capture_output=True, text=True, env=env, timeout=300)
+    message = (run.stdout + run.stderr).strip()
+    print(f"ptrain_step_init of the pp2 CUDA step under mpirun -np 1: {message.splitlines()[-1] if message else ''}")
+    expected = "the step was compiled for 2 ranks (grid @grid) but MPI_COMM_WORLD has 1"
+    if expected not in message or "status 1:" not in message:
+        return [f"ptrain_step_init under mpirun -np 1: expected INVALID_ARGUMENT (1) with '{expected}'"]
+    return []
 
 
 def main(build, source, scratch):
@@ -92,15 +187,38 @@ def main(build, source, scratch):
         failures.append("step.cu: fewer than 12 cuBLAS GEMMs or no ONNX node locations")
 
     # --- 2. ptrain-run on a CUDA plan.
-    run = subprocess.run([os.path.join(build, "bin", "ptrain-run"), out, "--data", os.path.join(scratch, "none"),
-                          "--steps", "1"], capture_output=True, text=True)
-    message = (run.stdout + run.stderr).strip()
-    print(f"ptrain-run on the CUDA plan: exit {run.returncode}: {message}")
+    run, message = ptrain_run(build, "on the CUDA plan", out, "--data", os.path.join(scratch, "none"), "--steps", "1")
     if run.returncode != 1 or "Traceback" in message:
         failures.append(f"ptrain-run: exit {run.returncode}, expected 1 without a traceback")
     if not any(s in message for s in ("cudaErrorInsufficientDriver", "cudaErrorNoDevice", "no CUDA device",
                                       "not yet supported")):
         failures.append("ptrain-run: the message names neither the device error nor 'not yet supported'")
+
+    # --- 3. Multi-rank plans: pp2 and dp2 x tp2.
+    plans = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2tp2": ["--dp", "2", "--tp", "2"]}
+    for name, options in plans.items():
+        out = os.path.join(scratch, name)
+        start = time.time()
+        subprocess.run(compile_cmd(build, source, out, "--target", "cuda", "--lr", "1e-3", *options), check=True)
+        print(f"ptrain-compile --target cuda {' '.join(options)}: {time.time() - start:.1f} s")
+        failures += check_multirank(name, out, scratch)
+
+    # --- 4. A world that does not match the plan, before any GPU is touched.
+    pp2 = os.path.join(scratch, "pp2")
+    data = os.path.join(source, "models/gpt/gpt.onnx")  # Any file of more than one window of bytes.
+    run, message = ptrain_run(build, "--np 3 on the pp2 CUDA plan", pp2, "--data", data, "--steps", "1", "--np", "3")
+    if run.returncode != 1 or "compiled for dp * pp = 1 * 2 = 2 ranks" not in message or "--np 2" not in message:
+        failures.append("ptrain-run --np 3: expected exit 1 naming the plan's 2 ranks and --np 2")
+    failures += check_world_size_in_step(os.path.join(pp2, "libstep.so"))
+    if gpu_count(build) >= 2:  # Then it trains: codegen-cuda-gpu-multirank's part.
+        print("ptrain-run on the pp2 CUDA plan: not run here, this machine has 2 GPUs")
+    else:
+        run, message = ptrain_run(build, "on the pp2 CUDA plan", pp2, "--data", data, "--steps", "1")
+        if run.returncode != 1 or "Traceback" in message:
+            failures.append(f"ptrain-run on pp2: exit {run.returncode}, expected 1 without a traceback")
+        if not any(s in message for s in ("cudaErrorInsufficientDriver", "cudaErrorNoDevice", "no CUDA device",
+                                          "CUDA device(s)")):
+            failures.append("ptrain-run on pp2: the message names no device error")
 
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))

@@ -16,28 +16,26 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = arith.addf %x, %x : tensor<4xf32> loc("/model/Add_7")
   return %y : tensor<4xf32>
 }
-// OP: error: loc("/model/Add_7"): --emit-cuda: 'arith.addf' is not supported by the CUDA code generator (single-rank steps only: communication, codecs and pipelines are not yet supported)
+// OP: error: loc("/model/Add_7"): --emit-cuda: 'arith.addf' is not supported by the CUDA code generator (codecs, clipping, SGD and vocabulary-parallel ops are not yet supported)
 
-// Communication (here a data-parallel all-reduce on a grid) is not yet supported: the grid is named first.
+// A codec (compressed communication) is not yet supported on CUDA: named with its codec.
 //--- collective.mlir
 module {
-  ptrain.grid @grid(dp = 2)
-  func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
-    %r = ptrain.all_reduce_start %x on @grid axes [dp] reduction = sum : tensor<4xf32> loc("/grad/AllReduce")
-    %y = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
-    return %y : tensor<4xf32>
+  func.func @f(%g: tensor<4x8x16xf32>) -> tensor<32x4xf32> {
+    %p, %q = ptrain.compress %g {codec = #ptrain.powersgd<rank = 4, warm_start = false>} : tensor<4x8x16xf32> -> (tensor<32x4xf32>, tensor<16x4xf32>) loc("/grad/Compress")
+    return %p : tensor<32x4xf32>
   }
 }
-// COMM: error: --emit-cuda: 'ptrain.grid' (a multi-rank step) is not yet supported by the CUDA code generator: it compiles single-rank steps
+// COMM: error: loc("/grad/Compress"): --emit-cuda: 'ptrain.compress' (codec #ptrain.powersgd<rank = 4, warm_start = false>) is not yet supported by the CUDA code generator: compressed communication needs --target cpu
 
-// A pipeline module is refused as a whole.
+// A pipeline module needs its grid with an axis pp (the pipeline driver shared with --emit-cpp).
 //--- pipeline.mlir
 module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 2 : i64}} {
   func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
     return %x : tensor<4xf32>
   }
 }
-// PIPE: error: --emit-cuda: pipeline modules (ptrain.pipeline / ptrain.schedule) are not yet supported by the CUDA code generator; compile them with --emit-cpp
+// PIPE: error: --emit-cuda: a pipeline module needs a ptrain.grid with an axis pp
 
 // Dynamic shapes are rejected.
 //--- dynamic.mlir

@@ -1,0 +1,116 @@
+//===- CommGroups.h - The communicators a generated step creates -*- C++ -*-===//
+//
+// Shared by --emit-cpp (MPI groups, EmitCpp.cpp) and --emit-cuda (NCCL
+// sub-communicators, lib/Target/Cuda/EmitCudaComm.cpp): one communicator per
+// (grid, set of axes) a collective or transfer names, registered on first use
+// in the order the ops name them. Each target writes its own creation code;
+// the groups, their variable names and their order are the same.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TARGET_CPP_COMMGROUPS_H
+#define PTRAIN_TARGET_CPP_COMMGROUPS_H
+
+#include "EmitHelpers.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::ptrain::cpp {
+
+/// The communicators of the step: one per (grid, set of axes) a collective names, created by
+/// ptrain_step_init over the world (rank = row-major grid coordinate).
+class CommGroups {
+public:
+  struct Group {
+    std::string var; ///< the static communicator variable
+    GridOp grid;
+    SmallVector<bool> inGroup; ///< per grid axis: the group spans it
+  };
+
+  /// `tool` prefixes the errors ("--emit-cpp", "--emit-cuda").
+  explicit CommGroups(std::string tool = "--emit-cpp") : tool(std::move(tool)) {}
+
+  /// The variable of the communicator over `axes` of `grid`, registered on first use.
+  FailureOr<std::string> lookup(Operation *op, StringRef gridName, ArrayAttr axes) {
+    auto grid = SymbolTable::lookupNearestSymbolFrom<GridOp>(op, StringAttr::get(op->getContext(), gridName));
+    if (!grid)
+      return op->emitError(tool + ": no ptrain.grid @") << gridName;
+    if (theGrid && theGrid != grid)
+      return op->emitError(tool + ": only one ptrain.grid per module is supported");
+    theGrid = grid;
+    SmallVector<bool> in(grid.getAxisNames().size(), false);
+    std::string var = "comm_" + identifierFrom(gridName);
+    for (Attribute a : axes) {
+      auto name = dyn_cast<StringAttr>(a);
+      if (!name)
+        return op->emitError(tool + ": grid axes must be names");
+      bool found = false;
+      for (auto [d, axis] : llvm::enumerate(grid.getAxisNames()))
+        if (cast<StringAttr>(axis) == name) {
+          in[d] = found = true;
+        }
+      if (!found)
+        return op->emitError(tool + ": grid @") << gridName << " has no axis " << name;
+      var += "_" + identifierFrom(name.getValue());
+    }
+    for (const Group &g : groups)
+      if (g.var == var)
+        return var;
+    groups.push_back({var, grid, in});
+    return var;
+  }
+
+  /// The communicator over the one axis `axis` of `gridName`.
+  FailureOr<std::string> lookupAxis(Operation *op, StringRef gridName, StringRef axis) {
+    return lookup(op, gridName, ArrayAttr::get(op->getContext(), {StringAttr::get(op->getContext(), axis)}));
+  }
+
+  std::vector<Group> groups;
+  GridOp theGrid;
+  std::string tool;
+};
+
+/// Writes the grid of `comms` (kGridRank, kGridShape, kWorldSize = `worldSize`), ptrain_stage, one variable of
+/// type `commType` per group and gridCoordinate(rank, axis): the generated code's view of the grid, the same on
+/// both targets.
+inline void emitGridDeclarations(const CommGroups &comms, int64_t worldSize, StringRef commType, llvm::raw_ostream &s) {
+  GridOp grid = comms.theGrid;
+  s << "/// @" << grid.getSymName() << ": rank = row-major coordinate over (";
+  llvm::interleave(
+      grid.getAxisNames(), s, [&](Attribute a) { s << cast<StringAttr>(a).getValue(); }, ", ");
+  s << ").\nconstexpr int32_t kGridRank = " << grid.getShape().size() << ";\n";
+  s << "const int64_t kGridShape[kGridRank] = {" << joinInts(grid.getShape()) << "};\n";
+  s << "constexpr int32_t kWorldSize = " << worldSize << ";\n";
+  s << "int32_t ptrain_stage = 0; ///< the coordinate on axis pp\n";
+  for (const CommGroups::Group &g : comms.groups)
+    s << commType << " " << g.var << " = nullptr;\n";
+  s << "\n/// The coordinate of `rank` on grid axis `axis`.\n"
+       "int64_t gridCoordinate(int32_t rank, int32_t axis) {\n"
+       "  int64_t stride = 1;\n"
+       "  for (int32_t d = kGridRank - 1; d > axis; --d)\n"
+       "    stride *= kGridShape[d];\n"
+       "  return (rank / stride) % kGridShape[axis];\n"
+       "}\n\n";
+}
+
+/// Calls `fn` with the symbol of every state `func` reads or writes, in op order (a stage's state table).
+inline void forEachStateSymbol(Operation *func, llvm::function_ref<void(StringAttr)> fn) {
+  func->walk([&](Operation *op) {
+    if (auto read = dyn_cast<StateReadOp>(op))
+      fn(read.getStateAttr().getAttr());
+    else if (auto write = dyn_cast<StateWriteOp>(op))
+      fn(write.getStateAttr().getAttr());
+  });
+}
+
+} // namespace mlir::ptrain::cpp
+
+#endif // PTRAIN_TARGET_CPP_COMMGROUPS_H

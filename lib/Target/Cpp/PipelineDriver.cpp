@@ -1,0 +1,82 @@
+//===- PipelineDriver.cpp - ptrain_step_train / _eval of a pipeline ------===//
+//
+// See PipelineDriver.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PipelineDriver.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+LogicalResult mlir::ptrain::cpp::emitPipelineDriver(ModuleOp module, CommGroups &comms, const std::set<int64_t> &stages,
+                                                    std::string &driverCode, SmallVectorImpl<std::string> &entryNames) {
+  auto pipelineAttr = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
+  auto ppAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("pp") : IntegerAttr();
+  auto mbAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("micro_batches") : IntegerAttr();
+  if (!ppAttr || !mbAttr || ppAttr.getInt() < 1 || mbAttr.getInt() < 1)
+    return module.emitError(comms.tool + ": ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
+  const int64_t pp = ppAttr.getInt();
+  GridOp grid;
+  for (auto g : module.getOps<GridOp>())
+    grid = g;
+  if (!grid || !llvm::is_contained(grid.getAxisNames(), StringAttr::get(module.getContext(), "pp")))
+    return module.emitError(comms.tool + ": a pipeline module needs a ptrain.grid with an axis pp");
+  FailureOr<std::string> ppComm = comms.lookup(
+      grid, grid.getSymName(), ArrayAttr::get(module.getContext(), {StringAttr::get(module.getContext(), "pp")}));
+  if (failed(ppComm))
+    return failure();
+  for (int64_t s = 0; s < pp; ++s)
+    if (!stages.count(s))
+      return module.emitError(comms.tool + ": no function of stage ") << s << " (attribute ptrain.stage)";
+  // entry kind -> stage -> the lowered step.
+  std::map<std::string, std::map<int64_t, func::FuncOp>> steps;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto entry = func->getAttrOfType<StringAttr>("ptrain.entry");
+    auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+    if (!entry || !stage)
+      continue;
+    auto type = func.getFunctionType();
+    auto tokens = type.getNumInputs() == 1 ? dyn_cast<RankedTensorType>(type.getInput(0)) : RankedTensorType();
+    auto loss = type.getNumResults() == 1 ? dyn_cast<RankedTensorType>(type.getResult(0)) : RankedTensorType();
+    if (!tokens || tokens.getRank() != 2 || !tokens.getElementType().isInteger(64) || !loss || loss.getRank() != 0 ||
+        !loss.getElementType().isF32())
+      return func.emitError(comms.tool + ": the step @")
+             << func.getSymName() << " must map tensor<NxSxi64> tokens to a tensor<f32> loss";
+    steps[entry.getValue().str()][stage.getInt()] = func;
+  }
+  for (StringRef kind : {"train", "eval"}) {
+    for (int64_t s = 0; s < pp; ++s)
+      if (!steps[kind.str()].count(s))
+        return module.emitError(comms.tool + ": the pipeline module has no ")
+               << kind << " step of stage " << s << " (a function with ptrain.entry = \"" << kind
+               << "\"); run --ptrain-lower-to-runtime before --emit-cpp";
+    std::string dispatch;
+    for (auto &[stage, func] : steps[kind.str()])
+      dispatch += "  case " + std::to_string(stage) + ":\n    return ptrain_step_" + func.getSymName().str() +
+                  "(tokens, out_loss);\n";
+    RankedTensorType tokens = cast<RankedTensorType>(steps[kind.str()][0].getFunctionType().getInput(0));
+    const std::string shape =
+        "[" + std::to_string(tokens.getDimSize(0)) + ", " + std::to_string(tokens.getDimSize(1)) + "]";
+    driverCode += kind == "train"
+                      ? "/// One training step on tokens " + shape +
+                            " (M micro-batches of B rows): this rank's stage runs its schedule row; *out_loss = "
+                            "the mean loss over the micro-batches, on every rank. Every rank must pass the same "
+                            "tokens.\n"
+                      : "/// The mean loss over the micro-batches of tokens " + shape +
+                            " without backward or optimizer (no state changes), on every rank.\n";
+    const std::string name = "ptrain_step_" + kind.str();
+    driverCode +=
+        "extern \"C\" PTRAIN_STEP_API ptrain_status_t " + name + "(const int64_t *tokens, float *out_loss) {\n";
+    driverCode += "  if (!ptrain_world)\n    return stepError(\"" + name + ": call ptrain_step_init first\");\n";
+    driverCode += "  if (!tokens || !out_loss)\n    return stepError(\"" + name + ": null tokens or out_loss\");\n";
+    driverCode += "  switch (ptrain_stage) {\n" + dispatch + "  default:\n    return stepError(\"" + name +
+                  ": no stage %d\", static_cast<int>(ptrain_stage));\n  }\n}\n\n";
+    entryNames.push_back(name);
+  }
+  return success();
+}

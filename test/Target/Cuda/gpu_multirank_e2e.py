@@ -1,0 +1,67 @@
+"""A pipeline step over NCCL on GPUs against the CPU compiled plan (CTest `codegen-cuda-gpu-multirank`; exits
+77, a skip, with fewer than 2 usable GPUs; docs/CodegenCuda.md, "Multi-rank steps").
+
+The bundled GPT compiled with --pp 2 --micro-batches 2 (1F1B, AdamW lr 1e-3) for --target cpu and --target
+cuda; ptrain-run trains each for 3 steps on the same corpus (one process per GPU on CUDA: NCCL refuses two
+ranks on one device) and writes its losses (--log). Every training loss and the final validation loss of the
+CUDA run within 1e-4 relative of the CPU run's.
+
+Usage: gpu_multirank_e2e.py <build-dir> <source-dir> <scratch-dir>
+"""
+
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+TOLERANCE = 1e-4
+SKIP = 77
+RANKS = 2
+
+
+def gpu_count(build):
+    rt = ctypes.CDLL(os.path.join(build, "lib/Runtime/cuda/libptrain_runtime_cuda.so"))
+    count = ctypes.c_int32(0)
+    return count.value if rt.ptrain_cuda_device_count(ctypes.byref(count)) == 0 else 0
+
+
+def main(build, source, scratch):
+    devices = gpu_count(build)
+    if devices < RANKS:
+        print(f"SKIP: {devices} usable CUDA device(s); the pp2 step needs {RANKS} (one NCCL rank per GPU)")
+        return SKIP
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    data = os.path.join(scratch, "data")
+    subprocess.run([sys.executable, os.path.join(source, "python/ptrain/data.py"), "--out", data], check=True)
+    losses = {}
+    for target in ("cpu", "cuda"):
+        out = os.path.join(scratch, target)
+        subprocess.run([os.path.join(build, "bin", "ptrain-compile"), os.path.join(source, "models/gpt/gpt.onnx"),
+                        "--target", target, "--pp", "2", "--micro-batches", "2", "--lr", "1e-3", "-o", out],
+                       check=True)
+        log = os.path.join(scratch, f"{target}.json")
+        subprocess.run([os.path.join(build, "bin", "ptrain-run"), out, "--data", data, "--steps", "3",
+                        "--val-batches", "2", "--no-plots", "--log", log, "--timeout", "120"], check=True)
+        with open(log) as f:
+            run = json.load(f)
+        losses[target] = run["train_loss"] + [run["val_loss"][-1][1]]
+        print(f"{target}: train losses {run['train_loss']}, final val loss {run['val_loss'][-1][1]:.6f}")
+    failures = []
+    for i, (got, want) in enumerate(zip(losses["cuda"], losses["cpu"])):
+        rel = abs(got - want) / abs(want)
+        what = f"train loss {i + 1}" if i < len(losses["cpu"]) - 1 else "final val loss"
+        print(f"{what}: cuda {got:.7f} cpu {want:.7f} relative {rel:.2e}")
+        if rel > TOLERANCE:
+            failures.append(f"{what}: relative difference {rel:.2e} > {TOLERANCE}")
+    if failures:
+        print("FAIL:\n  " + "\n  ".join(failures))
+        return 1
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))
