@@ -172,11 +172,10 @@ mlir::ptrain::getDataParallelCodecWork(CodecAttrInterface codec, RankedTensorTyp
   return work;
 }
 
-llvm::Expected<CompressedAllReduceCost> mlir::ptrain::getCompressedAllReduceCost(CodecAttrInterface codec,
-                                                                                 RankedTensorType type, int64_t n,
-                                                                                 double bandwidth, double latency,
-                                                                                 const ClusterSpec &cluster) {
-  llvm::Expected<DataParallelCodecWork> work = getDataParallelCodecWork(codec, type, n, /*errorFeedback=*/false);
+llvm::Expected<CompressedAllReduceCost>
+mlir::ptrain::getCompressedAllReduceCost(CodecAttrInterface codec, RankedTensorType type, int64_t n, double bandwidth,
+                                         double latency, const ClusterSpec &cluster, bool errorFeedback) {
+  llvm::Expected<DataParallelCodecWork> work = getDataParallelCodecWork(codec, type, n, errorFeedback);
   if (!work)
     return work.takeError();
   CompressedAllReduceCost cost;

@@ -476,7 +476,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       if ((!inForward && !inBackward) || codec == tpCodecs.end() || model.tp < 2)
         continue;
       auto type = cast<RankedTensorType>(site.op->getResult(0).getType());
-      auto cost = getCompressedAllReduceCost(codec->codec, type, model.tp, tpBw, tpLat, cluster);
+      auto cost = getCompressedAllReduceCost(codec->codec, type, model.tp, tpBw, tpLat, cluster, codec->errorFeedback);
       if (!cost)
         return costError("stage " + llvm::Twine(vs) + ", tp all-reduce " + site.role + " of layer " +
                          llvm::Twine(site.layer) + ": " + llvm::toString(cost.takeError()));
@@ -486,6 +486,9 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       (inForward ? tpForwardSeconds : tpBackwardSeconds) -= saved;
       (inForward ? d.tpForwardSeconds : d.tpBackwardSeconds) -= saved / v;
       (inForward ? d.tpForwardBytes : d.tpBackwardBytes) -= savedBytes / v;
+      std::string codecText;
+      llvm::raw_string_ostream(codecText) << Attribute(codec->codec);
+      model.tpSavings.push_back({vs, site.layer, site.role, site.forward, inBackward, saved, savedBytes, codecText});
     }
     c.forward = fc->seconds / tp + tpForwardSeconds;
     if (last)

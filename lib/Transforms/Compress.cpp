@@ -57,6 +57,8 @@ private:
   FailureOr<ArrayAttr> tensorParallelSites(ModuleOp module);
   LogicalResult autoSearch(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
                            DictionaryAttr schedule, CompressionPlan &plan);
+  /// The TP sites policy=auto compresses (its `tp_all_reduces`).
+  std::vector<TensorParallelCodec> autoTensorParallel;
 };
 } // namespace
 
@@ -228,19 +230,34 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   options.minGain = autoMinGain;
   options.errorBudget = autoErrorBudget;
   options.maxPicks = autoMaxPicks;
-  // The forward candidates: codec specs separated by ';' (a spec's own parameters use ',').
-  SmallVector<StringRef> specs;
-  StringRef(autoForwardCodecs).split(specs, ';', -1, /*KeepEmpty=*/false);
-  for (StringRef spec : specs) {
-    FailureOr<CodecAttrInterface> codec =
-        parseCodecSpec(&getContext(), spec, "auto-forward-codecs", [&] { return error(""); });
-    if (failed(codec))
-      return failure();
-    if (!*codec)
-      return error("auto-forward-codecs: 'none' is not a codec (leave the option out for no forward candidates)"),
-             failure();
-    options.forwardCodecs.push_back(*codec);
-  }
+  // The forward and TP candidates: codec specs separated by ';' (a spec's own parameters use ',').
+  auto parseCandidates = [&](StringRef option, StringRef text, StringRef what,
+                             std::vector<CodecAttrInterface> &out) -> LogicalResult {
+    SmallVector<StringRef> specs;
+    text.split(specs, ';', -1, /*KeepEmpty=*/false);
+    for (StringRef spec : specs) {
+      FailureOr<CodecAttrInterface> codec = parseCodecSpec(&getContext(), spec, option, [&] { return error(""); });
+      if (failed(codec))
+        return failure();
+      if (!*codec)
+        return error(option) << ": 'none' is not a codec (leave the option out for no " << what << " candidates)",
+               failure();
+      if (isa<LinearAEAttr>(*codec) && what == "tp")
+        return error(option) << ": the linear autoencoder needs trainable parameters, which --ptrain-compress "
+                                "does not add on tensor-parallel all-reduces",
+               failure();
+      out.push_back(*codec);
+    }
+    return success();
+  };
+  if (failed(parseCandidates("auto-forward-codecs", autoForwardCodecs, "forward", options.forwardCodecs)) ||
+      failed(parseCandidates("auto-tp-codecs", autoTpCodecs, "tp", options.tpCodecs)))
+    return failure();
+  if (!options.tpCodecs.empty() && uniqueTensorParallelSites(module).empty())
+    return error("auto-tp-codecs: the module has no tensor-parallel all-reduce of a row-parallel linear or of f's "
+                 "gradient (run --ptrain-raise and --ptrain-shard-tp with tp > 1 before --ptrain-split-stages)"),
+           failure();
+  options.tpErrorFeedback = tpErrorFeedback;
   options.fusedEmbedding = canFuseEmbeddingSync(module, edges);
   // The seeds: the Optimus-CC rule (CB on the cool-down sends and SC on the critical stages), and the same
   // with CB on the critical sends and on every backward send, each with FE where it applies.
@@ -262,7 +279,8 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   }
   std::vector<AutoDecision> decisions;
   AutoSummary summary;
-  if (failed(searchAutoCompression(module, edges, options, seeds, plan, decisions, summary, [&] { return error(""); })))
+  if (failed(searchAutoCompression(module, edges, options, seeds, plan, autoTensorParallel, decisions, summary,
+                                   [&] { return error(""); })))
     return failure();
   auto ms = [](double seconds) {
     std::string text;
@@ -281,6 +299,8 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
     emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: move " << n + 1 << ": " << d.edge << " -> "
                                 << d.codec << ", saves " << ms(d.savedSeconds) << " (iteration "
                                 << ms(d.iterationSeconds) << ")";
+  for (const std::string &site : summary.tensorParallelSites)
+    emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: " << site;
   // The comparison with the paper's rule (the first seed after none).
   double rule = summary.seeds.size() > 1 ? summary.seeds[1].second : -1;
   emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: " << decisions.size() << " moves, modelled iteration "
@@ -342,11 +362,15 @@ void CompressPass::runOnOperation() {
                         tpFwdCodec != "none" || tpBwdCodec != "none" || tpSkipLayers != 0;
   bool optimusOptions = !cb || cbSends != "cooldown" || cbRank != 16 || !lep || !fe || !sc || scAll || scRank != 128;
   bool autoOptions = !autoRanks.empty() || autoMinGain != 0.001 || autoErrorBudget != 1.0 || autoMaxPicks != 256 ||
-                     !autoForwardCodecs.empty();
+                     !autoForwardCodecs.empty() || !autoTpCodecs.empty();
   if (policy != "auto" && autoOptions) {
     error("policy=") << policy.getValue()
-                     << " does not take auto-ranks, auto-min-gain, auto-error-budget, auto-max-picks or "
-                        "auto-forward-codecs (policy=auto)";
+                     << " does not take auto-ranks, auto-min-gain, auto-error-budget, auto-max-picks, "
+                        "auto-forward-codecs or auto-tp-codecs (policy=auto)";
+    return signalPassFailure();
+  }
+  if (policy != "mcbench" && policy != "auto" && !tpErrorFeedback) {
+    error("policy=") << policy.getValue() << " does not take tp-error-feedback (policy=mcbench or auto)";
     return signalPassFailure();
   }
   if ((policy != "mcbench" && mcbenchOptions) || (policy != "optimus-cc" && optimusOptions)) {
@@ -407,6 +431,12 @@ void CompressPass::runOnOperation() {
       entries.set("tp_skip_layers", IntegerAttr::get(IntegerType::get(&getContext(), 64), tpSkipLayers));
     record = entries.getDictionary(&getContext());
   }
+  if (policy == "auto" && !autoTensorParallel.empty()) {
+    NamedAttrList entries(record);
+    entries.set("tp_all_reduces", tensorParallelRecord(&getContext(), autoTensorParallel));
+    record = entries.getDictionary(&getContext());
+    numCompressedTPSites += autoTensorParallel.size();
+  }
   module->setAttr("ptrain.compression", record);
 }
 
@@ -420,7 +450,7 @@ FailureOr<ArrayAttr> CompressPass::tensorParallelSites(ModuleOp module) {
   if (failed(fwd) || failed(bwd))
     return failure();
   FailureOr<std::vector<TensorParallelCodec>> codecs =
-      planTensorParallelCompression(module, *fwd, *bwd, tpSkipLayers, [&] { return error(""); });
+      planTensorParallelCompression(module, *fwd, *bwd, tpSkipLayers, tpErrorFeedback, [&] { return error(""); });
   if (failed(codecs))
     return failure();
   numCompressedTPSites += codecs->size();

@@ -64,6 +64,14 @@ struct ForwardOption {
   CodecAttrInterface codec;
   CompressedTransfer transfer;
 };
+/// One codec a TP site can take (the index into AutoSearchOptions::tpCodecs), with what it saves in each stage
+/// function holding the site.
+struct TensorParallelOption {
+  int64_t index = 0;
+  CodecAttrInterface codec;
+  std::string text;
+  std::vector<TensorParallelSaving> savings;
+};
 } // namespace
 
 static llvm::Expected<double> iterationSeconds(const PipelineCosts &costs) {
@@ -80,8 +88,9 @@ static llvm::Expected<double> iterationSeconds(const PipelineCosts &costs) {
 
 LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const CompressionEdges &edges,
                                                   const AutoSearchOptions &options, ArrayRef<AutoSeed> seeds,
-                                                  CompressionPlan &plan, std::vector<AutoDecision> &decisions,
-                                                  AutoSummary &summary,
+                                                  CompressionPlan &plan,
+                                                  std::vector<TensorParallelCodec> &tensorParallel,
+                                                  std::vector<AutoDecision> &decisions, AutoSummary &summary,
                                                   llvm::function_ref<InFlightDiagnostic()> emitError) {
   const int64_t pp = edges.pp, m = edges.m;
   auto modelError = [&](llvm::Error e) {
@@ -112,8 +121,14 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     probe.dpAllReduce.assign(pp, false);
     return probe;
   };
-  auto modelOf = [&](const CompressionPlan &probe) {
-    module->setAttr("ptrain.compression", probe.toAttr(context));
+  auto modelOf = [&](const CompressionPlan &probe, ArrayRef<TensorParallelCodec> tp = {}) {
+    DictionaryAttr record = probe.toAttr(context);
+    if (!tp.empty()) {
+      NamedAttrList entries(record);
+      entries.set("tp_all_reduces", tensorParallelRecord(context, tp));
+      record = entries.getDictionary(context);
+    }
+    module->setAttr("ptrain.compression", record);
     auto model = buildModuleTimingModel(module, *cluster, /*applyCompression=*/true);
     module->removeAttr("ptrain.compression");
     return model;
@@ -219,15 +234,49 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
           forwardOptions[s][i].push_back({static_cast<int64_t>(j), codec, it->second});
   }
 
+  // TP probes: per codec of `tpCodecs`, every TP site it can serve within the error budget (forward sites:
+  // stateless codecs only), compressed together; the model reports what each site saves in each stage function.
+  std::vector<TensorParallelSite> tpSites;
+  if (!options.tpCodecs.empty())
+    tpSites = uniqueTensorParallelSites(module);
+  std::vector<std::vector<TensorParallelOption>> tpOptions(tpSites.size());
+  for (auto [j, codec] : llvm::enumerate(options.tpCodecs)) {
+    std::vector<TensorParallelCodec> probeTp;
+    for (const TensorParallelSite &site : tpSites) {
+      auto type = cast<RankedTensorType>(site.op->getResult(0).getType());
+      std::optional<double> error = estimateCodecError(codec, type);
+      if (isa<LinearAEAttr>(codec) || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)) ||
+          (site.forward && !forwardSiteRefusal(codec, type).empty()) || !error || *error > options.errorBudget)
+        continue;
+      probeTp.push_back({site.layer, site.role, site.forward, codec, !site.forward && options.tpErrorFeedback});
+    }
+    if (probeTp.empty())
+      continue;
+    auto model = modelOf(emptyProbe(), probeTp);
+    if (!model)
+      return modelError(model.takeError());
+    for (const TensorParallelSaving &saving : model->tpSavings)
+      for (auto [k, site] : llvm::enumerate(tpSites)) {
+        if (site.layer != saving.layer || site.role != saving.role || site.forward != saving.forward)
+          continue;
+        if (tpOptions[k].empty() || tpOptions[k].back().index != static_cast<int64_t>(j))
+          tpOptions[k].push_back({static_cast<int64_t>(j), codec, saving.codec, {}});
+        tpOptions[k].back().savings.push_back(saving);
+      }
+  }
+
   // The search state: per (stage, micro-batch) the rank of the backward send's option and 1 + the index of
   // the forward send's codec, per stage the requested rank of its dp all-reduce (0 = uncompressed), and
   // whether FE is on. The record has one sc_rank, so every compressed dp all-reduce has the same requested
-  // rank.
+  // rank. Per TP site, 1 + the index of its codec in `tpCodecs` (0 = uncompressed).
   struct State {
     std::vector<std::vector<int64_t>> send, fwd;
     std::vector<int64_t> dp;
     bool fe = false;
-    bool operator==(const State &o) const { return send == o.send && fwd == o.fwd && dp == o.dp && fe == o.fe; }
+    std::vector<int64_t> tp;
+    bool operator==(const State &o) const {
+      return send == o.send && fwd == o.fwd && dp == o.dp && fe == o.fe && tp == o.tp;
+    }
   };
   auto findSend = [&](int64_t s, int64_t i, int64_t rank) -> const SendOption * {
     for (const SendOption &option : sendOptions[s][i])
@@ -241,8 +290,21 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
         return &option;
     return nullptr;
   };
+  auto findTensorParallel = [&](size_t k, int64_t code) -> const TensorParallelOption * {
+    for (const TensorParallelOption &option : tpOptions[k])
+      if (option.index + 1 == code)
+        return &option;
+    return nullptr;
+  };
   auto costsOf = [&](const State &state) {
     PipelineCosts costs = baseCosts[state.fe];
+    // A compressed TP site shortens the steps of the functions holding it (F, and B or FB, which recompute).
+    for (size_t k = 0; k < tpSites.size(); ++k)
+      if (state.tp[k])
+        for (const TensorParallelSaving &saving : findTensorParallel(k, state.tp[k])->savings) {
+          StageCosts &c = costs.stages[saving.stage];
+          (!saving.inBackward ? c.forward : saving.stage == pp - 1 ? c.forwardBackward : c.backward) -= saving.seconds;
+        }
     for (int64_t s = 1; s < pp; ++s)
       for (int64_t i = 0; i < m; ++i)
         if (state.send[s][i])
@@ -276,7 +338,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   };
 
   const std::vector<std::vector<int64_t>> none(pp, std::vector<int64_t>(m, 0));
-  const State empty{none, none, std::vector<int64_t>(pp, 0), false};
+  const State empty{none, none, std::vector<int64_t>(pp, 0), false, std::vector<int64_t>(tpSites.size(), 0)};
   State current = empty;
   auto now = timeOf(current);
   if (!now)
@@ -484,6 +546,37 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
                    [&](int64_t s) { return s == l; });
     if (pp > 2)
       forwardGroup("every forward send", [](int64_t) { return true; });
+    // TP sites: each site, a role's sites of every layer, every forward / backward site and every site, set to
+    // one codec (the sites of the set that take it) or uncompressed.
+    auto tpGroup = [&](const std::string &edge, auto member) {
+      for (int64_t n = 1; n <= static_cast<int64_t>(options.tpCodecs.size()) + 1; ++n) {
+        int64_t code = n % static_cast<int64_t>(options.tpCodecs.size() + 1); // removal last
+        State state = from;
+        std::string codec = code ? "" : "none";
+        for (size_t k = 0; k < tpSites.size(); ++k)
+          if (member(k) && (!code || findTensorParallel(k, code))) {
+            state.tp[k] = code;
+            if (codec.empty())
+              codec = findTensorParallel(k, code)->text;
+          }
+        if (!codec.empty())
+          add(state, edge, codec);
+      }
+    };
+    for (size_t k = 0; k < tpSites.size(); ++k)
+      tpGroup(tensorParallelSiteName(tpSites[k]), [&](size_t i) { return i == k; });
+    std::vector<std::string> roles;
+    for (const TensorParallelSite &site : tpSites)
+      if (!llvm::is_contained(roles, site.role))
+        roles.push_back(site.role);
+    for (const std::string &role : roles)
+      if (llvm::count_if(tpSites, [&](const TensorParallelSite &s) { return s.role == role; }) > 1)
+        tpGroup("tp all-reduces " + role + " of every layer", [&](size_t i) { return tpSites[i].role == role; });
+    for (bool forward : {true, false})
+      tpGroup(std::string("every ") + (forward ? "forward" : "backward") + " tp all-reduce",
+              [&](size_t i) { return tpSites[i].forward == forward; });
+    if (!tpSites.empty())
+      tpGroup("every tp all-reduce", [](size_t) { return true; });
     return out;
   };
 
@@ -506,6 +599,51 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     *now = bestTime;
   }
   summary.finalSeconds = *now;
+
+  // Why each TP site is (or is not) compressed: the final plan re-simulated with that one site changed.
+  for (size_t k = 0; k < tpSites.size(); ++k) {
+    std::string line = tensorParallelSiteName(tpSites[k]) + ": ";
+    auto delta = [&](int64_t code) -> llvm::Expected<double> {
+      State state = current;
+      state.tp[k] = code;
+      auto t = timeOf(state);
+      if (!t)
+        return t.takeError();
+      return *t - *now;
+    };
+    auto ms = [](double seconds) {
+      std::string text;
+      llvm::raw_string_ostream(text) << llvm::format("%+.4f", seconds * 1e3) << " ms";
+      return text;
+    };
+    if (current.tp[k]) {
+      auto d = delta(0);
+      if (!d)
+        return modelError(d.takeError());
+      line += findTensorParallel(k, current.tp[k])->text + " (uncompressing it alone: " + ms(*d) + ")";
+    } else if (tpOptions[k].empty()) {
+      line += tpSites[k].forward ? "none (no stateless candidate serves it within the error budget: the recomputed "
+                                   "forward must decode the same value)"
+                                 : "none (no candidate serves it within the error budget)";
+    } else {
+      std::optional<std::pair<double, std::string>> best;
+      for (const TensorParallelOption &option : tpOptions[k]) {
+        auto d = delta(option.index + 1);
+        if (!d)
+          return modelError(d.takeError());
+        if (!best || *d < best->first)
+          best = {*d, option.text};
+      }
+      line += "none (the best candidate, " + best->second + ", alone: " + ms(best->first) +
+              (best->first < 0 ? ", less than auto-min-gain)" : ", no saving)");
+    }
+    summary.tensorParallelSites.push_back(line);
+  }
+  for (size_t k = 0; k < tpSites.size(); ++k)
+    if (current.tp[k])
+      tensorParallel.push_back({tpSites[k].layer, tpSites[k].role, tpSites[k].forward,
+                                findTensorParallel(k, current.tp[k])->codec,
+                                !tpSites[k].forward && options.tpErrorFeedback});
 
   for (int64_t s = 1; s < pp; ++s)
     for (int64_t i = 0; i < m; ++i)

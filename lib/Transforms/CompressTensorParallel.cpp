@@ -94,11 +94,37 @@ std::vector<TensorParallelSite> mlir::ptrain::collectTensorParallelSites(ModuleO
   return sites;
 }
 
-FailureOr<std::vector<TensorParallelCodec>>
-mlir::ptrain::planTensorParallelCompression(ModuleOp module, CodecAttrInterface forwardCodec,
-                                            CodecAttrInterface backwardCodec, int64_t skipLayers,
-                                            llvm::function_ref<InFlightDiagnostic()> emitError) {
-  std::vector<TensorParallelSite> sites = collectTensorParallelSites(module);
+std::vector<TensorParallelSite> mlir::ptrain::uniqueTensorParallelSites(ModuleOp module) {
+  std::vector<TensorParallelSite> unique;
+  std::set<std::tuple<int64_t, std::string, bool>> seen;
+  for (const TensorParallelSite &site : collectTensorParallelSites(module))
+    if (seen.insert({site.layer, site.role, site.forward}).second)
+      unique.push_back(site);
+  // By layer, each layer's sites in forward order (attn_out, mlp_down, attn_in, mlp_in).
+  auto rank = [](const TensorParallelSite &s) {
+    return std::make_tuple(s.layer, !s.forward, s.role.rfind("mlp", 0) == 0);
+  };
+  llvm::stable_sort(unique, [&](const auto &a, const auto &b) { return rank(a) < rank(b); });
+  return unique;
+}
+
+std::string mlir::ptrain::tensorParallelSiteName(const TensorParallelSite &site) {
+  return std::string(site.forward ? "forward" : "backward") + " tp all-reduce " + site.role + " of layer " +
+         std::to_string(site.layer);
+}
+
+std::string mlir::ptrain::forwardSiteRefusal(CodecAttrInterface codec, RankedTensorType type) {
+  if (codec.getEncoderStateTypes(type).empty())
+    return "";
+  return "keeps codec state (rand-k's counter, PowerSGD's warm-start Q), but the stage's backward recomputes the "
+         "forward and must decode the same value: use a stateless codec (quant, topk, fp16, bf16, powersgd with "
+         "warm-start=false)";
+}
+
+FailureOr<std::vector<TensorParallelCodec>> mlir::ptrain::planTensorParallelCompression(
+    ModuleOp module, CodecAttrInterface forwardCodec, CodecAttrInterface backwardCodec, int64_t skipLayers,
+    bool backwardErrorFeedback, llvm::function_ref<InFlightDiagnostic()> emitError) {
+  std::vector<TensorParallelSite> sites = uniqueTensorParallelSites(module);
   if (sites.empty())
     return emitError() << "tp-fwd-codec/tp-bwd-codec: the module has no tensor-parallel all-reduce of a "
                           "row-parallel linear or of f's gradient (run --ptrain-raise and --ptrain-shard-tp with "
@@ -112,14 +138,12 @@ mlir::ptrain::planTensorParallelCompression(ModuleOp module, CodecAttrInterface 
                        << layers << ")",
            failure();
   std::vector<TensorParallelCodec> codecs;
-  std::set<std::tuple<int64_t, std::string, bool>> seen;
   for (const TensorParallelSite &site : sites) {
     CodecAttrInterface codec = site.forward ? forwardCodec : backwardCodec;
-    if (!codec || site.layer < skipLayers || !seen.insert({site.layer, site.role, site.forward}).second)
+    if (!codec || site.layer < skipLayers)
       continue;
     auto type = cast<RankedTensorType>(site.op->getResult(0).getType());
-    std::string edge = "the " + std::string(site.forward ? "forward" : "backward") + " tp all-reduce " + site.role +
-                       " of layer " + std::to_string(site.layer);
+    std::string edge = "the " + tensorParallelSiteName(site);
     if (isa<LinearAEAttr>(codec))
       return emitError() << "codec " << Attribute(codec) << " on " << edge
                          << ": the linear autoencoder needs trainable parameters, which --ptrain-compress does not "
@@ -133,19 +157,10 @@ mlir::ptrain::planTensorParallelCompression(ModuleOp module, CodecAttrInterface 
             },
             type)))
       return failure();
-    if (site.forward && !codec.getEncoderStateTypes(type).empty())
-      return emitError() << "tp-fwd-codec " << Attribute(codec) << " on " << edge
-                         << " keeps codec state (rand-k's counter, PowerSGD's warm-start Q), but the stage's "
-                            "backward recomputes the forward and must decode the same value: use a stateless "
-                            "codec (quant, topk, fp16, bf16, powersgd with warm-start=false)",
-             failure();
-    codecs.push_back({site.layer, site.role, site.forward, codec});
+    if (std::string why = site.forward ? forwardSiteRefusal(codec, type) : ""; !why.empty())
+      return emitError() << "tp-fwd-codec " << Attribute(codec) << " on " << edge << " " << why, failure();
+    codecs.push_back({site.layer, site.role, site.forward, codec, !site.forward && backwardErrorFeedback});
   }
-  // The record in layer order, each layer's sites in forward order (attn_out, mlp_down, attn_in, mlp_in).
-  auto rank = [](const TensorParallelCodec &c) {
-    return std::make_tuple(c.layer, !c.forward, c.role.rfind("mlp", 0) == 0);
-  };
-  llvm::stable_sort(codecs, [&](const auto &a, const auto &b) { return rank(a) < rank(b); });
   return codecs;
 }
 
@@ -157,6 +172,12 @@ ArrayAttr mlir::ptrain::tensorParallelRecord(MLIRContext *context, ArrayRef<Tens
         {b.getNamedAttr("layer", b.getI64IntegerAttr(c.layer)), b.getNamedAttr("role", b.getStringAttr(c.role)),
          b.getNamedAttr("direction", b.getStringAttr(c.forward ? "forward" : "backward")),
          b.getNamedAttr("codec", c.codec)}));
+  for (auto [c, entry] : llvm::zip(codecs, entries))
+    if (c.errorFeedback) {
+      NamedAttrList list(cast<DictionaryAttr>(entry));
+      list.set("error_feedback", b.getBoolAttr(true));
+      entry = list.getDictionary(context);
+    }
   return b.getArrayAttr(entries);
 }
 
@@ -186,7 +207,15 @@ FailureOr<std::vector<TensorParallelCodec>> mlir::ptrain::readTensorParallelReco
     if (forward != isForwardRole(role.getValue()))
       return bad("entry " + Twine(i) + ": role '" + role.getValue() + "' is not a " + direction.getValue() +
                  " site (forward: attn_out, mlp_down; backward: attn_in, mlp_in)");
-    codecs.push_back({layer.getInt(), role.str(), forward, codec});
+    Attribute ef = entry.get("error_feedback");
+    if (ef && !isa<BoolAttr>(ef))
+      return bad("entry " + Twine(i) + ": error_feedback must be a bool");
+    bool errorFeedback = ef && cast<BoolAttr>(ef).getValue();
+    if (forward && errorFeedback)
+      return bad("entry " + Twine(i) + ": the forward site " + role.getValue() +
+                 " cannot have error feedback (the backward recomputes the forward, which must decode the same "
+                 "value: forward sites are stateless)");
+    codecs.push_back({layer.getInt(), role.str(), forward, codec, errorFeedback});
   }
   return codecs;
 }
@@ -212,6 +241,15 @@ LogicalResult mlir::ptrain::compressTensorParallelAllReduces(ModuleOp module, Ar
     auto type = cast<RankedTensorType>(op.getType());
     auto fn = op->getParentOfType<func::FuncOp>();
     SmallVector<StateOp> stateOps;
+    if (entry->errorFeedback) {
+      // The residual of this site and rank (each tp rank holds its own partial sum's residual).
+      FailureOr<StateOp> s =
+          getOrAddCodecState(module, fn, "tp_residual", tensorParallelStateKey(site.layer, site.role, "residual"),
+                             StateKind::CodecResidual, type);
+      if (failed(s))
+        return failure();
+      stateOps.push_back(*s);
+    }
     auto [stateName, stateKind] = codecStateNameAndKind(entry->codec);
     for (Type t : entry->codec.getEncoderStateTypes(type)) {
       FailureOr<StateOp> s = getOrAddCodecState(module, fn, ("tp_" + stateName).str(),
@@ -226,9 +264,9 @@ LogicalResult mlir::ptrain::compressTensorParallelAllReduces(ModuleOp module, Ar
     SmallVector<Value> state;
     for (StateOp s : stateOps)
       state.push_back(StateReadOp::create(b, loc, s.getTensorType(), s.getSymName()));
-    auto start = CompressedAllReduceStartOp::create(b, loc, op.getInput(), state, ValueRange(), op.getGrid(),
-                                                    {op.getAxis()}, ReductionKind::Sum, entry->codec,
-                                                    /*errorFeedback=*/false);
+    auto start =
+        CompressedAllReduceStartOp::create(b, loc, op.getInput(), state, ValueRange(), op.getGrid(), {op.getAxis()},
+                                           ReductionKind::Sum, entry->codec, entry->errorFeedback);
     for (auto [s, value] : llvm::zip(stateOps, start.getNewState()))
       StateWriteOp::create(b, loc, value, s.getSymName());
     Value reduced = WaitOp::create(b, loc, start.getRequest()).getResult();

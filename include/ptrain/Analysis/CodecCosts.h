@@ -90,17 +90,18 @@ llvm::Expected<DataParallelCodecWork> getDataParallelCodecWork(CodecAttrInterfac
 /// Seconds of `phases` on one device of `cluster` (the op-time rule above). Fails naming a missing peak.
 llvm::Expected<double> getCodecSeconds(llvm::ArrayRef<CodecPhase> phases, const ClusterSpec &cluster);
 
-/// One compressed all-reduce of `type` over n ranks (getDataParallelCodecWork's phases and rounds, no error
-/// feedback) on links of `bandwidth` bytes/s per GPU and `latency` s: the codec phases by getCodecSeconds
-/// plus, per round, latencies x latency + sent bytes / bandwidth. mcbench's TP site prices each compressed
-/// tensor-parallel all-reduce with it: summable codes (rand-k, casts, PowerSGD) reduced in compressed form,
-/// top-k and quantization all-gathered and decoded n times (docs/TimingModel.md, "Tensor parallelism").
+/// One compressed all-reduce of `type` over n ranks (getDataParallelCodecWork's phases and rounds, with the
+/// residual's add and update when `errorFeedback`) on links of `bandwidth` bytes/s per GPU and `latency` s: the codec
+/// phases by getCodecSeconds plus, per round, latencies x latency + sent bytes / bandwidth. mcbench's TP site prices
+/// each compressed tensor-parallel all-reduce with it: summable codes (rand-k, casts, PowerSGD) reduced in compressed
+/// form, top-k and quantization all-gathered and decoded n times (docs/TimingModel.md, "Tensor parallelism").
 struct CompressedAllReduceCost {
   double seconds = 0, codecSeconds = 0, sentBytes = 0;
 };
 llvm::Expected<CompressedAllReduceCost> getCompressedAllReduceCost(CodecAttrInterface codec, RankedTensorType type,
                                                                    int64_t n, double bandwidth, double latency,
-                                                                   const ClusterSpec &cluster);
+                                                                   const ClusterSpec &cluster,
+                                                                   bool errorFeedback = false);
 
 } // namespace mlir::ptrain
 

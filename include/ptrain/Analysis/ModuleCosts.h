@@ -64,6 +64,20 @@ struct StageDetails {
   int64_t inFlight = 0;
 };
 
+/// What one compressed tp all-reduce site (`tp_all_reduces` entry) saves in one stage function: seconds off
+/// the F step (the stage's forward) or off the B / FB step (its backward, which recomputes the forward), and
+/// the bytes each GPU no longer sends. policy=auto prices its TP candidates with these.
+struct TensorParallelSaving {
+  int64_t stage = 0, layer = 0;
+  std::string role;
+  bool forward = true;
+  /// In the stage's backward function (B, or FB on the last stage) rather than its forward (F).
+  bool inBackward = false;
+  double seconds = 0, bytes = 0;
+  /// The codec's text, for the report.
+  std::string codec;
+};
+
 /// The timing model of a scheduled module.
 struct ModuleTimingModel {
   int64_t dp = 1, tp = 1, pp = 1, virtualStages = 1, microBatches = 0;
@@ -72,6 +86,8 @@ struct ModuleTimingModel {
   std::string compressionPolicy;
   PipelineCosts costs;
   std::vector<StageDetails> stages;
+  /// One per compressed TP site and stage function holding it, in site order (already in `costs`).
+  std::vector<TensorParallelSaving> tpSavings;
 };
 
 /// Derives the timing model of `module` on `cluster`. Fails, naming what is missing, when the module has

@@ -8,7 +8,8 @@
 // stage's dp all-reduce), to a codec or back to uncompressed, or turns fused embedding sync (FE) on or off.
 // Edges are the ones the timing model prices: each backward send (stage, micro-batch) and each stage's dp
 // gradient all-reduce with PowerSGD at the ranks of `auto-ranks` (clamped to min(n, m)), each forward send
-// with the codecs of `auto-forward-codecs`, and FE where the plan has a tied parameter and dp > 1.
+// with the codecs of `auto-forward-codecs`, FE where the plan has a tied parameter and dp > 1, and, with
+// tensor parallelism, each TP site (CompressTensorParallel.h) with the codecs of `auto-tp-codecs`.
 // Every applied move lowers the modelled time, so auto is never modelled slower than its best seed.
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +17,7 @@
 #ifndef PTRAIN_TRANSFORMS_COMPRESSAUTO_H
 #define PTRAIN_TRANSFORMS_COMPRESSAUTO_H
 
+#include "ptrain/Transforms/CompressTensorParallel.h"
 #include "ptrain/Transforms/CompressionConfig.h"
 
 #include <optional>
@@ -37,6 +39,11 @@ struct AutoSearchOptions {
   std::vector<CodecAttrInterface> forwardCodecs;
   /// Fused embedding sync (Optimus-CC section 4.3) is a candidate: dp > 1 and a tied-parameter sync.
   bool fusedEmbedding = false;
+  /// Codecs to try on the tensor-parallel all-reduce sites (forward sites: the stateless ones); empty: TP
+  /// sites are not candidates.
+  std::vector<CodecAttrInterface> tpCodecs;
+  /// Error feedback on the backward TP sites (a residual per site and rank; its cost is in the timing).
+  bool tpErrorFeedback = true;
 };
 
 /// A plan the search may start from (its PowerSGD ranks are mapped to the nearest candidate rank).
@@ -60,13 +67,18 @@ struct AutoSummary {
   size_t start = 0;
   /// The modelled iteration seconds of the final plan.
   double finalSeconds = 0;
+  /// Per TP site of the candidates (with auto-tp-codecs), in record order: "<site>: <codec> (...)", why it
+  /// is or is not compressed in the final plan, measured by re-simulating it alone changed.
+  std::vector<std::string> tensorParallelSites;
 };
 
 /// One move the search applied, in order.
 struct AutoDecision {
   /// "backward send stage 2 B15", "backward sends of link 3 -> 2", "backward sends of micro-batch 4",
   /// "every backward send", "forward send stage 0 F2", "forward sends of link 0 -> 1", "every forward send",
-  /// "dp all-reduce stage 0", "every dp all-reduce" or "fused embedding sync".
+  /// "dp all-reduce stage 0", "every dp all-reduce", "fused embedding sync", "forward tp all-reduce attn_out
+  /// of layer 3", "tp all-reduces mlp_in of every layer", "every backward tp all-reduce" or "every tp
+  /// all-reduce".
   std::string edge;
   /// The codec, or "none" for a removal ("on" / "off" for fused embedding sync).
   std::string codec;
@@ -88,12 +100,14 @@ double estimatePowerSGDError(int64_t n, int64_t m, int64_t r);
 /// Returns std::nullopt for a codec it has no proxy for.
 std::optional<double> estimateCodecError(CodecAttrInterface codec, RankedTensorType type);
 
-/// Fills `plan` (backwardSends, forwardSends, dpAllReduce, scRank, fusedEmbedding; the caller set the shapes) by the
-/// greedy search on the module's `ptrain.cluster`, started from the best of the uncompressed plan and `seeds`;
-/// `decisions` explains each move and `summary` the seeds. Errors (through `emitError`) say what is missing: no
-/// cluster, or a timing model that cannot be built.
+/// Fills `plan` (backwardSends, forwardSends, dpAllReduce, scRank, fusedEmbedding; the caller set the shapes) and
+/// `tensorParallel` (the record's `tp_all_reduces`) by the greedy search on the module's `ptrain.cluster`, started
+/// from the best of the uncompressed plan and `seeds`; `decisions` explains each move and `summary` the seeds and
+/// the TP sites. Errors (through `emitError`) say what is missing: no cluster, or a timing model that cannot be
+/// built.
 LogicalResult searchAutoCompression(ModuleOp module, const CompressionEdges &edges, const AutoSearchOptions &options,
                                     llvm::ArrayRef<AutoSeed> seeds, CompressionPlan &plan,
+                                    std::vector<TensorParallelCodec> &tensorParallel,
                                     std::vector<AutoDecision> &decisions, AutoSummary &summary,
                                     llvm::function_ref<InFlightDiagnostic()> emitError);
 

@@ -41,24 +41,44 @@ struct TensorParallelSite {
 /// all-reduces that are neither (the vocabulary-parallel embedding and loss) are not sites.
 std::vector<TensorParallelSite> collectTensorParallelSites(ModuleOp module);
 
+/// One site per (layer, role, direction) of `module` (the first of its ops: a forward site also runs in the
+/// forward its backward recomputes), in the record's order: by layer, each layer's in forward order
+/// (attn_out, mlp_down, attn_in, mlp_in).
+std::vector<TensorParallelSite> uniqueTensorParallelSites(ModuleOp module);
+
+/// "forward tp all-reduce attn_out of layer 3" (the report's and the errors' name of a site).
+std::string tensorParallelSiteName(const TensorParallelSite &site);
+
 /// The codec of one (layer, role) site; `forward` is implied by the role.
 struct TensorParallelCodec {
   int64_t layer = 0;
   std::string role;
   bool forward = true;
   CodecAttrInterface codec;
+  /// Error feedback (backward sites only): a residual per site and rank, `tp/layer<l>/<role>/residual`, added
+  /// to the next gradient the site reduces and updated after its encode, carried across micro-batches and
+  /// iterations. Forward sites are stateless: the backward recomputes their forward, which must decode the
+  /// same value (a residual advanced in between would not).
+  bool errorFeedback = false;
 };
 
+/// Why `codec` cannot serve the forward site of `type` (a non-empty reason), or "" when it can: forward sites
+/// take stateless codecs only (the recomputed forward must decode the same value).
+std::string forwardSiteRefusal(CodecAttrInterface codec, RankedTensorType type);
+
 /// The codecs mcbench puts on the sites of `module`: `forwardCodec` on every forward site and
-/// `backwardCodec` on every backward site of the layers >= `skipLayers` (either may be null). Errors through
+/// `backwardCodec` on every backward site of the layers >= `skipLayers` (either may be null), the backward
+/// ones with error feedback when `backwardErrorFeedback`. Errors through
 /// `emitError`: no site at all (tp = 1, or --ptrain-shard-tp not run), a codec that cannot serve the site's
 /// tensor, a forward codec with encoder state (rand-k's counter, PowerSGD's warm-start Q: the backward
 /// recomputes the forward, which must decode the same value) and the linear autoencoder.
 FailureOr<std::vector<TensorParallelCodec>>
 planTensorParallelCompression(ModuleOp module, CodecAttrInterface forwardCodec, CodecAttrInterface backwardCodec,
-                              int64_t skipLayers, llvm::function_ref<InFlightDiagnostic()> emitError);
+                              int64_t skipLayers, bool backwardErrorFeedback,
+                              llvm::function_ref<InFlightDiagnostic()> emitError);
 
-/// The record entry `tp_all_reduces`: one dictionary {layer, role, direction, codec} per compressed site.
+/// The record entry `tp_all_reduces`: one dictionary {layer, role, direction, codec[, error_feedback]} per
+/// compressed site.
 ArrayAttr tensorParallelRecord(MLIRContext *context, llvm::ArrayRef<TensorParallelCodec> codecs);
 
 /// Reads `tp_all_reduces` of `ptrain.compression` (empty when absent); fails, with an error prefixed by
@@ -69,7 +89,8 @@ FailureOr<std::vector<TensorParallelCodec>> readTensorParallelRecord(ModuleOp mo
 std::string tensorParallelStateKey(int64_t layer, llvm::StringRef role, llvm::StringRef what);
 
 /// Rewrites every site of `module` that `codecs` names into `ptrain.compressed_all_reduce_start` over [tp]
-/// (sum, no error feedback) with the codec's keyed states and a `ptrain.wait`; counts them in `numCompressed`.
+/// (sum; error feedback with the site's residual where the entry has it) with the codec's keyed states and a
+/// `ptrain.wait`; counts them in `numCompressed`.
 LogicalResult compressTensorParallelAllReduces(ModuleOp module, llvm::ArrayRef<TensorParallelCodec> codecs,
                                                int64_t *numCompressed = nullptr);
 

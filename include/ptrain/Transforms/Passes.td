@@ -676,18 +676,24 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
       `tp-skip-layers` layers; summable codes (rand-k with its shared seed, fp16/bf16 summed in fp32,
       PowerSGD's factors) are reduced in compressed form, the others (top-k, quantization) all-gathered,
       decoded and summed. Forward TP codecs must be stateless (the backward recomputes the forward).
+      Backward TP sites carry error feedback (`tp-error-feedback`, default on): one residual per site and
+      rank ("tp/layer<l>/<role>/residual"), carried across micro-batches and iterations.
     * `none`: nothing compressed (the record says so; with `overrides` a fully manual plan).
     * `auto`: a greedy search by re-simulation on the module's `ptrain.cluster`. Candidates are the edges
       the timing model prices: every backward send (stage, micro-batch) and every stage's dp gradient
       all-reduce, each with PowerSGD at the ranks `auto-ranks` (default 4, 8, 16, 32, 64, 128, clamped to
       min(n, m)); every forward send with each codec of `auto-forward-codecs` (default none: a compressed
       activation changes the forward itself, without error feedback); and fused embedding sync (FE) where
-      dp > 1 and a tied parameter is synced. It starts from the fastest of its seeds: the uncompressed plan
+      dp > 1 and a tied parameter is synced; with tensor parallelism, every TP site (the forward all-reduce
+      after a row-parallel linear and the backward all-reduce of f's gradient, per layer) with each codec of
+      `auto-tp-codecs` (default none; forward sites take the stateless ones only; backward sites with error
+      feedback unless `tp-error-feedback=false`). It starts from the fastest of its seeds: the uncompressed plan
       and the Optimus-CC rule with CB on the cool-down, the critical and every backward send (SC on the
       critical stages, FE where it applies). Then it
       repeatedly applies the move that lowers the modelled iteration time most (re-simulating the whole
       plan per move): one edge, or a group (every send of a link, of a micro-batch, of the pipeline; every
-      stage's dp all-reduce), set to a rank or codec or back to uncompressed, or FE on or off; the compressed
+      stage's dp all-reduce; a TP site, a role's sites of every layer, every forward or backward TP site,
+      every TP site), set to a rank or codec or back to uncompressed, or FE on or off; the compressed
       sends of a link share one rank or codec (the codec state is keyed by the link) and the compressed dp
       all-reduces one `sc_rank`.
       Ties go to the dp all-reduces, then single sends, then groups, the larger rank first. It stops when
@@ -708,8 +714,8 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     `true` for the direction's codec `backward_codec` / `forward_codec`, or a codec attribute of an override);
     `backward_error_feedback`, `forward_error_feedback`; `dp_all_reduce` (per stage), `sc_rank`,
     `sc_error_feedback`, `dp_codecs` (gradient key -> codec or false, from overrides); `fused_embedding`;
-    `skip_stages` (mcbench); `tp_all_reduces` (mcbench's TP site: one `{layer, role, direction, codec}` per
-    compressed site, rewritten into `ptrain.compressed_all_reduce_start` over [tp] with states
+    `skip_stages` (mcbench); `tp_all_reduces` (mcbench's and auto's TP sites: one `{layer, role, direction,
+    codec[, error_feedback]}` per compressed site, rewritten into `ptrain.compressed_all_reduce_start` over [tp] with states
     "tp/layer<l>/<role>/..."). `--ptrain-lower-to-runtime` materializes it: `ptrain.compress` before the send
     (codes with tags t, t + 2 M, ...), `ptrain.decompress` after the receive, keyed states per link
     ("pp<s>-><t>/residual", "pp<s>-><t>/warm_start_q", "pp<s>-><t>/counter"), per-parameter
@@ -767,6 +773,8 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
            "mcbench: the codec spec of the backward tp all-reduces (f's gradient).">,
     Option<"tpSkipLayers", "tp-skip-layers", "int64_t", /*default=*/"0",
            "mcbench: leave the tp all-reduces of the first L layers uncompressed.">,
+    Option<"tpErrorFeedback", "tp-error-feedback", "bool", /*default=*/"true",
+           "mcbench, auto: error feedback on the backward tp all-reduces (a residual per site and rank).">,
     Option<"overrides", "overrides", "std::string", /*default=*/"\"\"",
            "JSON file of per-edge codec overrides (stage, link, step or parameter).">,
     ListOption<"autoRanks", "auto-ranks", "int64_t",
@@ -779,6 +787,9 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     Option<"autoForwardCodecs", "auto-forward-codecs", "std::string", /*default=*/"\"\"",
            "auto: codecs to try on the forward sends, ';'-separated specs (e.g. 'fp16;quant:bits=8'); "
            "empty: forward sends are not candidates.">,
+    Option<"autoTpCodecs", "auto-tp-codecs", "std::string", /*default=*/"\"\"",
+           "auto: codecs to try on the tp all-reduce sites, ';'-separated specs (e.g. 'bf16;quant:bits=8'); "
+           "forward sites take the stateless ones; empty: tp sites are not candidates.">,
   ];
   let statistics = [
     Statistic<"numCompressedSends", "compressed-sends", "Pipeline sends marked for compression">,

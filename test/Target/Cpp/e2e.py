@@ -78,6 +78,19 @@ def global_batches(source, data, path, steps, seed, rows=16, seq=64):
     return path
 
 
+def compile_plans(bin_dir, model, work, configs, common):
+    """ptrain-compile `model` once per {name: flags} of `configs` (each with `common`) into WORK/name, recording a
+    check per plan; returns {name: plan.json} of the ones that compiled."""
+    import json
+    plans = {}
+    for name, flags in configs.items():
+        rc, out = run([os.path.join(bin_dir, "ptrain-compile"), model, *flags, *common, "-o", os.path.join(work, name)])
+        check(rc == 0, f"ptrain-compile {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
+        if rc == 0:
+            plans[name] = json.load(open(os.path.join(work, name, "plan.json")))
+    return plans
+
+
 def executor_losses(bin_dir, model, step_dir, tokens, steps, timeout=900):
     """The step losses of the multi-rank executor (ptrain-interpret --multi-rank) on `step_dir`/step.mlir over
     the global batches of `tokens` (global_batches()); None, with a failure recorded, when it fails."""

@@ -30,8 +30,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import (check, corpus, executor_losses, failures, finish, global_batches, read_checkpoint, run,  # noqa: E402
-                 setup)
+from e2e import (check, compile_plans, corpus, executor_losses, failures, finish, global_batches,  # noqa: E402
+                 read_checkpoint, run, setup)
 
 LOSS_TOL = 1e-5    # relative, step losses vs one rank
 # Parameters after 3 AdamW steps (lr 1e-3): AdamW's update g / (sqrt(v) + eps) turns a few f32 ulps of a gradient
@@ -53,12 +53,7 @@ configs = {"ref": ["--micro-batches", "4"],
            "dp2tp2pp2": ["--dp", "2", "--tp", "2", "--pp", "2", "--micro-batches", "2", "--bucket-bytes", "1000000"],
            "dp2tp2pp2occ": ["--dp", "2", "--tp", "2", "--pp", "2", "--micro-batches", "2", "--bucket-bytes",
                             "1000000", "--policy", "optimus-cc", "--compress-options", "cb-sends=all sc-all=true"]}
-plans = {}
-for name, flags in configs.items():
-    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, "-o", os.path.join(work, name)])
-    check(rc == 0, f"ptrain-compile {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
-    if rc == 0:
-        plans[name] = json.load(open(os.path.join(work, name, "plan.json")))
+plans = compile_plans(BIN, MODEL, work, configs, common)
 if failures:
     finish()
 p = plans["dp2tp2pp2"]

@@ -25,8 +25,8 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import (check, corpus, executor_losses, failures, finish, global_batches, read_checkpoint, run,  # noqa: E402
-                 setup)
+from e2e import (check, compile_plans, corpus, executor_losses, failures, finish, global_batches,  # noqa: E402
+                 read_checkpoint, run, setup)
 
 LOSS_TOL = 1e-5    # relative, losses vs one rank (the f32 sums of the loss's parts grouped otherwise)
 PARAM_TOL = 1e-4   # absolute, the embedding after 3 AdamW steps at lr 1e-3 (tensor_parallel_e2e.py's bound)
@@ -41,12 +41,7 @@ configs = {"ref": ["--micro-batches", "4"],
            "vtp2": ["--tp", "2", "--vocab-parallel", "--micro-batches", "4"],
            "vtp2pp2": ["--tp", "2", "--pp", "2", "--vocab-parallel", "--micro-batches", "4"],
            "vtp2pad": ["--tp", "2", "--vocab-parallel", "--vocab-multiple", "3", "--micro-batches", "4"]}
-plans = {}
-for name, flags in configs.items():
-    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, "-o", os.path.join(work, name)])
-    check(rc == 0, f"ptrain-compile {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
-    if rc == 0:
-        plans[name] = json.load(open(os.path.join(work, name, "plan.json")))
+plans = compile_plans(BIN, MODEL, work, configs, common)
 for flags, message in ((["--vocab-parallel"], "--vocab-parallel needs --tp > 1"),
                        (["--tp", "2", "--vocab-multiple", "2"], "--vocab-multiple 2 without --vocab-parallel")):
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, "-o", os.path.join(work, "bad")])
