@@ -9,6 +9,7 @@
 #include "ptrain/Analysis/CodecCosts.h"
 #include "ptrain/Analysis/MemoryPlan.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 #include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Transforms/CompressTensorParallel.h"
 #include "ptrain/Transforms/CompressionPlan.h"
@@ -138,6 +139,28 @@ static void collectStates(func::FuncOp fn, SymbolTable &symbols, llvm::StringSet
       return;
     states.push_back(state);
   });
+}
+
+/// Per tied sync (the k-th sum over [pp] of every optimizer step that is not the global norm): the number of
+/// stages that hold its parameter, i.e. whose input is the gradient read (the others contribute zeros).
+/// Fused embedding sync reduces over exactly these stages x dp (a subgroup of pp, CompressDataParallel.h).
+static std::vector<int64_t> tiedHolderCounts(SymbolTable &symbols, int64_t p) {
+  std::vector<int64_t> counts;
+  for (int64_t s = 0; s < p; ++s) {
+    auto opt = symbols.lookup<func::FuncOp>("stage" + std::to_string(s) + "_optimizer_step");
+    if (!opt)
+      continue;
+    size_t k = 0;
+    opt.walk([&](AllReduceStartOp ar) {
+      if (ar->hasAttr(kGlobalNormAttr) ||
+          !llvm::equal(ar.getGridAxes().getAsValueRange<StringAttr>(), llvm::ArrayRef<StringRef>{"pp"}))
+        return;
+      if (counts.size() <= k)
+        counts.resize(k + 1, 0);
+      counts[k++] += ar.getInput().getDefiningOp<StateReadOp>() ? 1 : 0;
+    });
+  }
+  return counts;
 }
 
 static double bytesOf(llvm::ArrayRef<StateOp> states) {
@@ -407,8 +430,9 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     if (!tpCodecs.empty())
       tpSites = collectTensorParallelSites(module);
   }
-  // Fused embedding sync reduces the tied gradients once over dp x pp (CompressDataParallel.h).
-  const bool fusedEmbedding = plan && plan->fusedEmbedding && grid.getAxisIndex("dp");
+  // Fused embedding sync reduces the tied gradients once over dp x (the stages holding them)
+  // (CompressDataParallel.h); without dp over the holders alone.
+  const bool fusedEmbedding = plan && plan->fusedEmbedding;
 
   SymbolTable symbols(module);
   FunctionCosts costs(symbols, cluster);
@@ -538,21 +562,29 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
         return std::move(e);
 
     // The tied-parameter all-reduces of the optimizer step: every stage joins the same ones, so stage 0's
-    // give the collective's size and time.
+    // give the collective's size and time. Fused embedding sync: over the holders x dp only (a subgroup of pp
+    // at pp > 2, the whole axis at pp = 2); a lowered subgroup all-reduce over its members.
+    size_t tiedIndex = 0;
+    const std::vector<int64_t> holders =
+        fusedEmbedding && s == 0 ? tiedHolderCounts(symbols, p) : std::vector<int64_t>();
     if (s == 0)
       opt.walk([&](AllReduceStartOp ar) {
         auto g = symbols.lookup<GridOp>(ar.getGrid());
         if (!g)
           return;
         int64_t n = g.getGroupSize(ar.getGridAxes());
+        if (std::optional<Subgroup> group = getSubgroup(ar))
+          n = n / g.getAxisSize(group->axis) * static_cast<int64_t>(group->members.size());
         std::vector<std::string> arAxes;
         for (Attribute a : ar.getGridAxes())
           arAxes.push_back(cast<StringAttr>(a).str());
         if (arAxes == std::vector<std::string>{"dp"})
           return; // the dp gradient all-reduce, modelled above
         if (fusedEmbedding && arAxes == std::vector<std::string>{"pp"} && !ar->hasAttr(kGlobalNormAttr)) {
-          arAxes = {"dp", "pp"};
-          n *= model.dp;
+          if (grid.getAxisIndex("dp"))
+            arAxes = {"dp", "pp"};
+          const size_t k = tiedIndex++;
+          n = (k < holders.size() ? holders[k] : n) * model.dp;
         }
         bool inter = placement->crossesNodes(arAxes);
         auto [bw, lat] = link(inter);

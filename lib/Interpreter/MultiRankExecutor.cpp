@@ -12,6 +12,7 @@
 #include "AbstractSteps.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 #include "ptrain/Interpreter/DropoutLayout.h"
 #include "ptrain/Interpreter/Kernels.h"
 #include "ptrain/Interpreter/VocabParallelKernels.h"
@@ -144,7 +145,9 @@ private:
   llvm::Error step(int64_t rank, Operation *op, bool &blocked);
   llvm::Error pointToPoint(int64_t rank, Operation *op, Request *request, StringRef grid, StringRef axis,
                            int64_t offset, bool isSend);
-  llvm::Error collective(int64_t rank, Operation *op, Request *request, StringRef grid, ArrayAttr axes);
+  /// Posts `request` on the communicator of `rank` over `axes` (restricted to `group`'s members when given).
+  llvm::Error collective(int64_t rank, Operation *op, Request *request, StringRef grid, ArrayAttr axes,
+                         std::optional<Subgroup> group = std::nullopt);
   llvm::Error complete(Communicator &comm);
   std::string describeOp(Operation *op) const;
   std::string describeRequest(const Request &request) const;
@@ -160,7 +163,7 @@ private:
   /// Point-to-point posts not yet matched, by channel (of the module's one grid); an emptied channel is erased.
   std::map<Channel, std::deque<Request *>> unmatchedSends, unmatchedRecvs;
   std::map<std::string, Communicator> communicators;
-  llvm::DenseMap<std::pair<Attribute, int64_t>, Membership> communicatorOf;
+  llvm::DenseMap<std::tuple<Attribute, Attribute, int64_t>, Membership> communicatorOf;
 };
 
 MultiRankExecutor::MultiRankExecutor(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -401,7 +404,7 @@ llvm::Error MultiRankExecutor::Impl::pointToPoint(int64_t rank, Operation *op, R
 }
 
 llvm::Error MultiRankExecutor::Impl::collective(int64_t rank, Operation *op, Request *request, StringRef grid,
-                                                ArrayAttr axes) {
+                                                ArrayAttr axes, std::optional<Subgroup> group) {
   if (grid != gridName)
     return makeError(describeOp(op) + ": grid @" + grid + " is not the module's grid");
   std::vector<size_t> dims;
@@ -411,30 +414,63 @@ llvm::Error MultiRankExecutor::Impl::collective(int64_t rank, Operation *op, Req
       return makeError(describeOp(op) + ": the grid has no axis " + cast<StringAttr>(a).getValue());
     dims.push_back(*d);
   }
+  // A sub-group: only the ranks whose coordinate on `groupAxis` is a member (verified: the axis is one of the
+  // op's axes and this rank is a member).
+  std::optional<size_t> groupAxis;
+  if (group) {
+    groupAxis = axisIndex(group->axis);
+    if (!groupAxis || !llvm::is_contained(dims, *groupAxis))
+      return makeError(describeOp(op) + ": the subgroup's axis " + group->axis.str() +
+                       " is not one of the collective's axes");
+    if (collapsed[*groupAxis])
+      return makeError(describeOp(op) + ": the subgroup's axis " + group->axis.str() +
+                       " is collapsed as symmetric; run all ranks of it");
+    if (!group->contains(coordinate(rank, *groupAxis)))
+      return makeError(describeOp(op) + ": " + describeRank(rank) + " is not a member of the subgroup it posts on");
+  }
   // The communicator: the axes (as a set) and this rank's coordinates on the other axes (cached per axes
   // attribute and rank: the key is built once).
-  Membership &cached = communicatorOf[{axes, rank}];
+  Membership &cached = communicatorOf[{axes, op->getAttr(kSubgroupAttr), rank}];
   if (!cached.comm) {
     std::vector<bool> inGroup(sizes.size(), false);
     for (size_t d : dims)
       inGroup[d] = true;
     std::string key = grid.str() + "/";
-    for (size_t d = 0; d < sizes.size(); ++d)
-      key += inGroup[d] ? "*," : std::to_string(coordinate(rank, d)) + ",";
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      if (!inGroup[d]) {
+        key += std::to_string(coordinate(rank, d)) + ",";
+        continue;
+      }
+      key += "*";
+      if (groupAxis && d == *groupAxis)
+        for (int64_t c : group->members)
+          key += ":" + std::to_string(c);
+      key += ",";
+    }
     cached.comm = &communicators[key];
-    // The rank's group rank: row-major over the op's axes in the order listed (collapsed axes have size 1).
+    // The rank's group rank: row-major over the op's axes in the order listed (collapsed axes have size 1), the
+    // subgroup axis counting its members only.
     cached.index = 0;
-    for (size_t d : dims)
+    for (size_t d : dims) {
+      if (groupAxis && d == *groupAxis) {
+        cached.index = cached.index * static_cast<int64_t>(group->members.size()) + group->indexOf(coordinate(rank, d));
+        continue;
+      }
       cached.index = cached.index * runSize(d) + (collapsed[d] ? 0 : coordinate(rank, d));
+    }
   }
   Communicator &comm = *cached.comm;
   if (comm.members.empty()) {
     // Members in group-rank order: row-major over the op's axes in the order listed; of a collapsed axis only
     // coordinate 0 runs (its other coordinates are replicas, setSymmetricAxes).
+    // Of the subgroup axis only its members, in increasing order.
+    auto extent = [&](size_t d) {
+      return groupAxis && d == *groupAxis ? static_cast<int64_t>(group->members.size()) : runSize(d);
+    };
     int64_t groupSize = 1;
     bool representatives = false;
     for (size_t d : dims) {
-      groupSize *= runSize(d);
+      groupSize *= extent(d);
       representatives |= collapsed[d] && sizes[d] > 1;
     }
     for (int64_t g = 0; g < groupSize; ++g) {
@@ -443,8 +479,9 @@ llvm::Error MultiRankExecutor::Impl::collective(int64_t rank, Operation *op, Req
       for (size_t d = 0; d < sizes.size(); ++d)
         coords[d] = coordinate(rank, d);
       for (size_t i = dims.size(); i-- > 0;) {
-        coords[dims[i]] = rest % runSize(dims[i]);
-        rest /= runSize(dims[i]);
+        int64_t c = rest % extent(dims[i]);
+        coords[dims[i]] = groupAxis && dims[i] == *groupAxis ? group->members[c] : c;
+        rest /= extent(dims[i]);
       }
       for (size_t d = sizes.size(); d-- > 0;) {
         member += coords[d] * stride;
@@ -454,7 +491,14 @@ llvm::Error MultiRankExecutor::Impl::collective(int64_t rank, Operation *op, Req
     }
     comm.posted.resize(groupSize);
     comm.waiting = groupSize;
-    comm.name = axesText(axes) + " of ranks {";
+    comm.name = axesText(axes);
+    if (group) {
+      comm.name += " (" + group->axis.str() + " members";
+      for (int64_t c : group->members)
+        comm.name += " " + std::to_string(c);
+      comm.name += ")";
+    }
+    comm.name += " of ranks {";
     for (auto [i, m] : llvm::enumerate(comm.members))
       comm.name += (i ? ", " : "") + std::to_string(m);
     comm.name += representatives ? "} (the representatives of its symmetric replicas)" : "}";
@@ -739,7 +783,7 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
     auto axes = op->getAttrOfType<ArrayAttr>("grid_axes");
     if (!grid || !axes)
       return opError(op, makeError("a collective needs its grid and grid_axes"));
-    return collective(rank, op, request, grid.getValue(), axes);
+    return collective(rank, op, request, grid.getValue(), axes, getSubgroup(op));
   }
   if (auto call = dyn_cast<func::CallOp>(op)) {
     auto callee = symbols.lookup<func::FuncOp>(call.getCallee());

@@ -115,7 +115,8 @@ LogicalResult CompressPass::readEdges(ModuleOp module, int64_t pp, int64_t m, Ar
   return success();
 }
 
-/// FE needs data parallelism and a tied parameter, whose sync is an all-reduce over [pp] in an optimizer step.
+/// FE needs a tied parameter, whose sync is an all-reduce over [pp] in an optimizer step, and data parallelism
+/// (to fuse with) or stages that do not hold it (pp > 2: the sync then runs over the holders only).
 static bool canFuseEmbeddingSync(ModuleOp module, const CompressionEdges &edges) {
   bool tiedSync = false;
   module.walk([&](AllReduceStartOp op) {
@@ -123,7 +124,7 @@ static bool canFuseEmbeddingSync(ModuleOp module, const CompressionEdges &edges)
     tiedSync |= fn && fn.getSymName().ends_with("_optimizer_step") && !op->hasAttr(kGlobalNormAttr) &&
                 llvm::equal(op.getGridAxes().getAsValueRange<StringAttr>(), ArrayRef<StringRef>{"pp"});
   });
-  return edges.dp > 1 && tiedSync;
+  return (edges.dp > 1 || edges.pp > 2) && tiedSync;
 }
 
 LogicalResult CompressPass::optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,

@@ -7,6 +7,7 @@
 #include "ptrain/Transforms/CompressDataParallel.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 #include "ptrain/Transforms/GradientClipping.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -189,72 +190,126 @@ LogicalResult mlir::ptrain::compressDataParallelAllReduces(ModuleOp module, func
   return success();
 }
 
-LogicalResult mlir::ptrain::fuseEmbeddingSync(ModuleOp module, func::FuncOp optimizerStep, GridOp grid) {
-  std::optional<unsigned> dpAxis = grid.getAxisIndex("dp");
-  if (!dpAxis)
-    return success();
-  const int64_t dp = grid.getAxisSize("dp");
-  for (AllReduceStartOp sync : allReducesOver(optimizerStep, {"pp"})) {
-    if (sync->hasAttr(kGlobalNormAttr))
-      continue; // the global gradient norm (clip-norm): the same on every replica already
-    if (sync.getReduction() != ReductionKind::Sum || !sync.getRequest().hasOneUse() ||
-        !isa<WaitOp>(*sync.getRequest().getUsers().begin()))
-      return sync.emitError("--ptrain-lower-to-runtime: fused embedding sync: the tied sync must be a sum over [pp] "
-                            "with one wait");
-    // On a stage holding the parameter: its gradient leaves the dp buckets (reduced locally, kept in place).
-    if (auto read = sync.getInput().getDefiningOp<StateReadOp>()) {
-      for (AllReduceStartOp op : allReducesOver(optimizerStep, {"dp"})) {
-        FailureOr<Bucket> bucket = readBucket(op);
-        if (failed(bucket))
-          return failure();
-        auto it = llvm::find_if(bucket->reads, [&](StateReadOp r) { return r.getState() == read.getState(); });
-        if (it == bucket->reads.end())
-          continue;
-        size_t j = it - bucket->reads.begin();
-        OpBuilder b(op);
-        Location loc = op.getLoc();
-        if (bucket->pieces.size() == 1) {
-          replaceBucket(*bucket, bucket->pieces[0]);
-          continue;
-        }
-        SmallVector<Value> rest(bucket->pieces);
-        rest.erase(rest.begin() + j);
-        Value restInput = concatenate(b, loc, flatOf(rest), rest);
-        auto start =
-            AllReduceStartOp::create(b, op.getLoc(), restInput, op.getGrid(), op.getGridAxes(), op.getReduction());
-        b.setInsertionPoint(bucket->wait);
-        Value reduced = WaitOp::create(b, loc, start.getRequest()).getResult();
-        SmallVector<Value> parts = {reduced};
-        if (rest.size() > 1) {
-          SmallVector<Type> types;
-          SmallVector<int64_t> sizes;
-          for (Value piece : rest) {
-            types.push_back(piece.getType());
-            sizes.push_back(cast<RankedTensorType>(piece.getType()).getNumElements());
-          }
-          auto split = SplitOp::create(b, loc, types, reduced, b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(sizes));
-          parts.assign(split.getResults().begin(), split.getResults().end());
-        }
-        parts.insert(parts.begin() + j, bucket->pieces[j]);
-        replaceBucket(*bucket, concatenate(b, loc, op.getInput().getType(), parts));
+/// The tied syncs of an optimizer step: its sums over [pp] that are not the global gradient norm, in order.
+static SmallVector<AllReduceStartOp> tiedSyncs(func::FuncOp optimizerStep) {
+  SmallVector<AllReduceStartOp> syncs;
+  for (AllReduceStartOp sync : allReducesOver(optimizerStep, {"pp"}))
+    if (!sync->hasAttr(kGlobalNormAttr)) // the global gradient norm (clip-norm): the same on every replica already
+      syncs.push_back(sync);
+  return syncs;
+}
+
+/// Takes the gradient `read` out of the dp buckets of `optimizerStep`: reduced locally, kept in place.
+static LogicalResult removeFromBuckets(func::FuncOp optimizerStep, StateReadOp read) {
+  for (AllReduceStartOp op : allReducesOver(optimizerStep, {"dp"})) {
+    FailureOr<Bucket> bucket = readBucket(op);
+    if (failed(bucket))
+      return failure();
+    auto it = llvm::find_if(bucket->reads, [&](StateReadOp r) { return r.getState() == read.getState(); });
+    if (it == bucket->reads.end())
+      continue;
+    size_t j = it - bucket->reads.begin();
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    if (bucket->pieces.size() == 1) {
+      replaceBucket(*bucket, bucket->pieces[0]);
+      continue;
+    }
+    SmallVector<Value> rest(bucket->pieces);
+    rest.erase(rest.begin() + j);
+    Value restInput = concatenate(b, loc, flatOf(rest), rest);
+    auto start = AllReduceStartOp::create(b, op.getLoc(), restInput, op.getGrid(), op.getGridAxes(), op.getReduction());
+    b.setInsertionPoint(bucket->wait);
+    Value reduced = WaitOp::create(b, loc, start.getRequest()).getResult();
+    SmallVector<Value> parts = {reduced};
+    if (rest.size() > 1) {
+      SmallVector<Type> types;
+      SmallVector<int64_t> sizes;
+      for (Value piece : rest) {
+        types.push_back(piece.getType());
+        sizes.push_back(cast<RankedTensorType>(piece.getType()).getNumElements());
       }
+      auto split = SplitOp::create(b, loc, types, reduced, b.getI64IntegerAttr(0), b.getDenseI64ArrayAttr(sizes));
+      parts.assign(split.getResults().begin(), split.getResults().end());
     }
-    // One reduction over dp x pp, divided by dp on the stages that keep the result.
-    OpBuilder b(sync);
-    auto fused = AllReduceStartOp::create(b, sync.getLoc(), sync.getInput(), sync.getGrid(),
-                                          b.getStrArrayAttr({"dp", "pp"}), ReductionKind::Sum);
-    auto wait = cast<WaitOp>(*sync.getRequest().getUsers().begin());
-    b.setInsertionPoint(wait);
-    Value summed = WaitOp::create(b, wait.getLoc(), fused.getRequest()).getResult();
-    if (!wait.getResult().use_empty()) {
-      auto scalarType = RankedTensorType::get({}, b.getF32Type());
-      Value size = arith::ConstantOp::create(
-          b, wait.getLoc(), DenseElementsAttr::get(scalarType, b.getF32FloatAttr(static_cast<float>(dp))));
-      summed = BinaryOp::create(b, wait.getLoc(), BinaryKind::Div, summed, size);
+    parts.insert(parts.begin() + j, bucket->pieces[j]);
+    replaceBucket(*bucket, concatenate(b, loc, op.getInput().getType(), parts));
+  }
+  return success();
+}
+
+LogicalResult mlir::ptrain::fuseEmbeddingSync(ModuleOp module, ArrayRef<func::FuncOp> optimizerSteps, GridOp grid) {
+  // Without data parallelism the sync runs over [pp] (the holders) alone.
+  const bool hasDp = grid.getAxisIndex("dp").has_value();
+  const int64_t dp = hasDp ? grid.getAxisSize("dp") : 1;
+  const int64_t pp = static_cast<int64_t>(optimizerSteps.size());
+  SmallVector<StringRef> fusedAxes = {"pp"};
+  if (hasDp)
+    fusedAxes.insert(fusedAxes.begin(), "dp");
+  // The k-th tied sync of every stage reduces the same parameter (BuildTrainingStep posts them in one order);
+  // its holders are the stages whose input is the gradient read (the others contribute zeros).
+  SmallVector<SmallVector<AllReduceStartOp>> syncs;
+  for (func::FuncOp opt : optimizerSteps) {
+    if (!opt)
+      return module.emitError("--ptrain-lower-to-runtime: fused embedding sync: a stage has no optimizer step");
+    syncs.push_back(tiedSyncs(opt));
+    for (AllReduceStartOp sync : syncs.back())
+      if (sync.getReduction() != ReductionKind::Sum || getSubgroup(sync) || !sync.getRequest().hasOneUse() ||
+          !isa<WaitOp>(*sync.getRequest().getUsers().begin()))
+        return sync.emitError("--ptrain-lower-to-runtime: fused embedding sync: the tied sync must be a sum over [pp] "
+                              "of the whole axis with one wait");
+    if (syncs.back().size() != syncs.front().size())
+      return opt.emitError("--ptrain-lower-to-runtime: fused embedding sync: @")
+             << opt.getSymName() << " has " << syncs.back().size() << " tied syncs over [pp], @"
+             << func::FuncOp(optimizerSteps.front()).getSymName() << " has " << syncs.front().size();
+  }
+  for (size_t k = 0; k < syncs.front().size(); ++k) {
+    SmallVector<int64_t> holders;
+    for (int64_t s = 0; s < pp; ++s)
+      if (syncs[s][k].getInput().getDefiningOp<StateReadOp>())
+        holders.push_back(s);
+    if (holders.empty())
+      return syncs.front()[k].emitError("--ptrain-lower-to-runtime: fused embedding sync: no stage holds the "
+                                        "parameter of this tied sync (its input is never a gradient read)");
+    // The group {holders} x dp (per TP rank): a sub-group of pp when some stages do not hold the parameter
+    // (the first and the last at pp > 2), the whole axis otherwise (pp = 2).
+    const bool subgroup = static_cast<int64_t>(holders.size()) < pp;
+    for (int64_t s = 0; s < pp; ++s) {
+      AllReduceStartOp sync = syncs[s][k];
+      auto wait = cast<WaitOp>(*sync.getRequest().getUsers().begin());
+      auto read = sync.getInput().getDefiningOp<StateReadOp>();
+      if (!read && subgroup) {
+        // Not a member: the stage posts nothing (no zeros sent).
+        if (!wait.getResult().use_empty())
+          return wait.emitError("--ptrain-lower-to-runtime: fused embedding sync: a stage that does not hold the "
+                                "tied parameter uses the result of its sync");
+        Operation *zeros = sync.getInput().getDefiningOp();
+        wait.erase();
+        sync.erase();
+        if (zeros && zeros->use_empty())
+          zeros->erase();
+        continue;
+      }
+      if (read && failed(removeFromBuckets(optimizerSteps[s], read)))
+        return failure();
+      // One reduction over {holders} x dp, divided by dp on the stages that keep the result.
+      OpBuilder b(sync);
+      auto fused = AllReduceStartOp::create(b, sync.getLoc(), sync.getInput(), sync.getGrid(),
+                                            b.getStrArrayAttr(fusedAxes), ReductionKind::Sum);
+      if (subgroup)
+        setSubgroup(fused, "pp", holders);
+      b.setInsertionPoint(wait);
+      Value summed = WaitOp::create(b, wait.getLoc(), fused.getRequest()).getResult();
+      if (!wait.getResult().use_empty() && dp > 1) {
+        auto scalarType = RankedTensorType::get({}, b.getF32Type());
+        Value size = arith::ConstantOp::create(
+            b, wait.getLoc(), DenseElementsAttr::get(scalarType, b.getF32FloatAttr(static_cast<float>(dp))));
+        summed = BinaryOp::create(b, wait.getLoc(), BinaryKind::Div, summed, size);
+      }
+      wait.getResult().replaceAllUsesWith(summed);
+      wait.erase();
+      sync.erase();
     }
-    wait.getResult().replaceAllUsesWith(summed);
-    wait.erase();
-    sync.erase();
   }
   return success();
 }

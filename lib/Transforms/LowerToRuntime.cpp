@@ -481,13 +481,16 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
       return signalPassFailure();
     // The optimizer steps' rewrites: fused embedding sync first (it takes the tied gradient out of the dp
     // buckets), then the dp compression of what the buckets still hold.
-    if (*plan)
-      for (int64_t s = 0; s < pp; ++s) {
-        auto opt = module.lookupSymbol<func::FuncOp>("stage" + std::to_string(s) + "_optimizer_step");
-        if (((**plan).fusedEmbedding && failed(fuseEmbeddingSync(module, opt, grid))) ||
-            failed(compressDataParallelAllReduces(module, opt, s, **plan)))
+    if (*plan) {
+      SmallVector<func::FuncOp> opts;
+      for (int64_t s = 0; s < pp; ++s)
+        opts.push_back(module.lookupSymbol<func::FuncOp>("stage" + std::to_string(s) + "_optimizer_step"));
+      if ((**plan).fusedEmbedding && failed(fuseEmbeddingSync(module, opts, grid)))
+        return signalPassFailure();
+      for (int64_t s = 0; s < pp; ++s)
+        if (failed(compressDataParallelAllReduces(module, opts[s], s, **plan)))
           return signalPassFailure();
-      }
+    }
     for (int64_t s = 0; s < pp; ++s) {
       lowering.build(s, (*rows)[s], /*train=*/true);
       if (eval)

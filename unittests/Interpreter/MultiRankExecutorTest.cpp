@@ -10,9 +10,11 @@
 #include "PlanHarness.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 #include "ptrain/Transforms/CompressionPlan.h"
 
 #include <cstdio>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::ptrain::interp;
@@ -482,6 +484,67 @@ TEST(CompressedPlan, FusedEmbeddingSyncPerTensorParallelRank) {
     ASSERT_TRUE(fused.states[0].count(key)) << key;
     for (size_t r = 1; r < fused.states.size(); ++r)
       EXPECT_TRUE(bitEqual(fused.states[r].lookup(key), fused.states[0].lookup(key))) << key << " on rank " << r;
+  }
+}
+
+// FE over the sub-group {first, last} x dp at pp = 4 (Optimus-CC section 4.3): the tied wte.weight is held by
+// stages 0 and 3 only, so the fused sync is one all-reduce over [dp, pp] with the subgroup pp = [0, 3] on
+// those stages, and the middle stages post nothing (no zeros sent). dp = 2 x pp = 4 (8 ranks, 1F1B, 2
+// micro-batches, two steps): the losses within 1e-6 relative of the uncompressed plan (dp average, then the
+// [pp] sum with zeros from the middle stages), every state within 1e-5 absolute, and the tied embedding and
+// both AdamW moments bit-equal on its four holders.
+TEST(CompressedPlan, FusedEmbeddingSubgroupAtFourStages) {
+  CompressedGpt gpt;
+  ASSERT_TRUE(gpt.l0 && static_cast<bool>(gpt.initializers));
+  const Plan plan{2, 4, 2, "1f1b"};
+  OwningOpRef<ModuleOp> fusedPlan = gpt.plans.lower(*gpt.l0, plan, 1e-3, "cb=false sc=false");
+  ASSERT_TRUE(fusedPlan);
+  std::map<int64_t, int64_t> subgroupSyncs, otherPpSyncs;
+  fusedPlan->walk([&](mlir::ptrain::AllReduceStartOp op) {
+    auto fn = op->getParentOfType<func::FuncOp>();
+    auto stage = fn->getAttrOfType<IntegerAttr>("ptrain.stage");
+    if (!stage || !fn.getSymName().ends_with("_optimizer_step"))
+      return;
+    auto axes = llvm::to_vector(op.getGridAxes().getAsValueRange<StringAttr>());
+    if (!llvm::is_contained(axes, "pp"))
+      return;
+    std::optional<mlir::ptrain::Subgroup> group = mlir::ptrain::getSubgroup(op);
+    if (group && axes == SmallVector<StringRef>{"dp", "pp"} && group->axis == "pp" &&
+        group->members == ArrayRef<int64_t>{0, 3})
+      ++subgroupSyncs[stage.getInt()];
+    else
+      ++otherPpSyncs[stage.getInt()];
+  });
+  EXPECT_EQ(subgroupSyncs, (std::map<int64_t, int64_t>{{0, 1}, {3, 1}})) << "one {first, last} x dp sync per holder";
+  EXPECT_TRUE(otherPpSyncs.empty()) << "a middle stage posts a tied sync";
+  PlanRun plain = gpt.run(plan, "", 2);
+  PlanRun fused = gpt.plans.run(*fusedPlan, gpt.provider(), CompressedGpt::batches(2));
+  ASSERT_EQ(plain.losses.size(), 2u);
+  ASSERT_EQ(fused.losses.size(), 2u);
+  ASSERT_EQ(fused.states.size(), 8u);
+  for (size_t k = 0; k < 2; ++k) {
+    std::printf("dp2 pp4 step %zu: loss %.8f uncompressed, %.8f FE over {0, 3} x dp\n", k, plain.losses[k],
+                fused.losses[k]);
+    EXPECT_NEAR(fused.losses[k], plain.losses[k], 1e-6 * plain.losses[k]);
+  }
+  double worst = 0;
+  for (auto [r, states] : llvm::enumerate(plain.states))
+    for (const auto &entry : states) {
+      const double diff = maxAbsDiff(entry.getValue(), fused.states[r].lookup(entry.getKey()));
+      worst = std::max(worst, diff);
+      EXPECT_LE(diff, 1e-5) << "rank " << r << " state " << entry.getKey().str();
+    }
+  std::printf("dp2 pp4: max |state difference| FE vs uncompressed %.3g\n", worst);
+  for (const char *key : {"wte.weight", "wte.weight/adam_m", "wte.weight/adam_v"}) {
+    std::vector<size_t> holders;
+    for (size_t r = 0; r < fused.states.size(); ++r)
+      if (fused.states[r].count(key))
+        holders.push_back(r);
+    // Ranks are row-major over (dp, pp): stage 0 and stage 3 of both replicas.
+    EXPECT_EQ(holders, (std::vector<size_t>{0, 3, 4, 7})) << key;
+    for (size_t r : holders)
+      EXPECT_TRUE(bitEqual(fused.states[r].lookup(key), fused.states[holders[0]].lookup(key)))
+          << key << " on rank " << r;
   }
 }
 

@@ -39,12 +39,16 @@ llvm::SmallVector<llvm::SmallVector<StateReadOp>> dataParallelBuckets(func::Func
 LogicalResult compressDataParallelAllReduces(ModuleOp module, func::FuncOp optimizerStep, int64_t stage,
                                              const CompressionPlan &plan, int64_t *numCompressed = nullptr);
 
-/// Fused embedding synchronization (Optimus-CC section 4.3) in `optimizerStep`: every gradient the tied
-/// sync (`ptrain.all_reduce_start` over `[pp]`, sum) reduces leaves this stage's dp all-reduce buckets, and
-/// the sync runs once over `[dp, pp]` (sum), divided by the dp size: sum over the stages of the dp average,
-/// in one collective instead of two. Stages that do not hold the parameter contribute zeros, as before. A
-/// no-op without a `dp` axis. Fails (with an error) on a tied sync or bucket of another form.
-LogicalResult fuseEmbeddingSync(ModuleOp module, func::FuncOp optimizerStep, GridOp grid);
+/// Fused embedding synchronization (Optimus-CC section 4.3) in the optimizer steps of every stage
+/// (`optimizerSteps[s]` is stage s's): every gradient a tied sync (`ptrain.all_reduce_start` over `[pp]`, sum)
+/// reduces leaves the holders' dp all-reduce buckets, and the sync runs once over `[dp, pp]` (sum), divided by
+/// the dp size: sum over the holders of the dp average, in one collective instead of two. When some stages do
+/// not hold the parameter (the middle stages of a tied embedding at pp > 2), the collective carries the
+/// subgroup `pp = [holders]` and the other stages post nothing; when every stage holds it (pp = 2), it spans
+/// the whole axis. Without a `dp` axis the sync runs over `[pp]` (with the subgroup) and is not divided.
+/// Fails (with an error) on a tied sync or bucket of another form, or when the stages disagree on their
+/// number of tied syncs.
+LogicalResult fuseEmbeddingSync(ModuleOp module, ArrayRef<func::FuncOp> optimizerSteps, GridOp grid);
 
 } // namespace mlir::ptrain
 

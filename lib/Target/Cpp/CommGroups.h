@@ -16,10 +16,12 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,14 +34,18 @@ public:
   struct Group {
     std::string var; ///< the static communicator variable
     GridOp grid;
-    SmallVector<bool> inGroup; ///< per grid axis: the group spans it
+    SmallVector<bool> inGroup;    ///< per grid axis: the group spans it
+    int64_t subAxis = -1;         ///< a subgroup (ptrain.subgroup): the axis whose coordinates are restricted
+    SmallVector<int64_t> members; ///< ... to these; ranks with another coordinate hold a null communicator
   };
 
   /// `tool` prefixes the errors ("--emit-cpp", "--emit-cuda").
   explicit CommGroups(std::string tool = "--emit-cpp") : tool(std::move(tool)) {}
 
-  /// The variable of the communicator over `axes` of `grid`, registered on first use.
-  FailureOr<std::string> lookup(Operation *op, StringRef gridName, ArrayAttr axes) {
+  /// The variable of the communicator over `axes` of `grid` (restricted to `subgroup`'s members when given),
+  /// registered on first use.
+  FailureOr<std::string> lookup(Operation *op, StringRef gridName, ArrayAttr axes,
+                                std::optional<Subgroup> subgroup = std::nullopt) {
     auto grid = SymbolTable::lookupNearestSymbolFrom<GridOp>(op, StringAttr::get(op->getContext(), gridName));
     if (!grid)
       return op->emitError(tool + ": no ptrain.grid @") << gridName;
@@ -61,11 +67,23 @@ public:
         return op->emitError(tool + ": grid @") << gridName << " has no axis " << name;
       var += "_" + identifierFrom(name.getValue());
     }
+    Group group{var, grid, in};
+    if (subgroup) {
+      std::optional<unsigned> d = grid.getAxisIndex(subgroup->axis);
+      if (!d || !in[*d])
+        return op->emitError(tool + ": the subgroup's axis '")
+               << subgroup->axis << "' is not one of the collective's axes " << axes;
+      group.subAxis = *d;
+      group.members.assign(subgroup->members.begin(), subgroup->members.end());
+      group.var += "_" + identifierFrom(subgroup->axis);
+      for (int64_t c : group.members)
+        group.var += "_" + std::to_string(c);
+    }
     for (const Group &g : groups)
-      if (g.var == var)
-        return var;
-    groups.push_back({var, grid, in});
-    return var;
+      if (g.var == group.var)
+        return group.var;
+    groups.push_back(group);
+    return group.var;
   }
 
   /// The communicator over the one axis `axis` of `gridName`.

@@ -34,6 +34,7 @@
 #include "RuntimeCallTable.h"
 
 #include "ptrain/Analysis/GemmFusion.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -781,7 +782,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             default:
               return a.emitError("--emit-cpp: only sum and avg all-reduces are supported");
             }
-            FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes());
+            FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes(), getSubgroup(a));
             if (failed(comm))
               return failure();
             return call(RuntimeCall::ptrain_all_reduce_start,
@@ -1085,12 +1086,26 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "ptrain_comm_t ptrain_world = nullptr;\nint32_t ptrain_rank = 0;\n";
     emitGridDeclarations(comms, worldSize, "ptrain_comm_t", s);
     s << "/// The group of this rank over the axes with in_group[d]: the ranks equal to it on every other axis,\n"
-         "/// in increasing order (row-major over the group's axes).\n"
-         "ptrain_status_t createGroup(const bool *in_group, ptrain_comm_t *out) {\n"
+         "/// in increasing order (row-major over the group's axes). A subgroup (sub_axis >= 0): only the ranks\n"
+         "/// whose coordinate on sub_axis is one of sub_members; a rank outside it creates nothing (*out = NULL).\n"
+         "ptrain_status_t createGroup(const bool *in_group, ptrain_comm_t *out, int32_t sub_axis = -1,\n"
+         "                            const int64_t *sub_members = nullptr, int32_t num_sub = 0) {\n"
+         "  auto in_subgroup = [&](int32_t q) {\n"
+         "    if (sub_axis < 0)\n"
+         "      return true;\n"
+         "    for (int32_t i = 0; i < num_sub; ++i)\n"
+         "      if (gridCoordinate(q, sub_axis) == sub_members[i])\n"
+         "        return true;\n"
+         "    return false;\n"
+         "  };\n"
+         "  if (!in_subgroup(ptrain_rank)) {\n"
+         "    *out = nullptr;\n"
+         "    return PTRAIN_OK;\n"
+         "  }\n"
          "  int32_t ranks[kWorldSize];\n"
          "  int32_t n = 0;\n"
          "  for (int32_t q = 0; q < kWorldSize; ++q) {\n"
-         "    bool member = true;\n"
+         "    bool member = in_subgroup(q);\n"
          "    for (int32_t d = 0; d < kGridRank; ++d)\n"
          "      member = member && (in_group[d] || gridCoordinate(q, d) == gridCoordinate(ptrain_rank, d));\n"
          "    if (member)\n"
@@ -1150,7 +1165,14 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     for (const CommGroups::Group &g : comms.groups) {
       s << "    {\n      static const bool in_group[kGridRank] = {";
       llvm::interleave(g.inGroup, s, [&](bool b) { s << (b ? "true" : "false"); }, ", ");
-      s << "};\n      PTRAIN_STEP_CALL(createGroup(in_group, &" << g.var << "));\n    }\n";
+      s << "};\n";
+      if (g.subAxis < 0) {
+        s << "      PTRAIN_STEP_CALL(createGroup(in_group, &" << g.var << "));\n    }\n";
+        continue;
+      }
+      s << "      static const int64_t members[] = {" << joinInts(g.members) << "};\n";
+      s << "      PTRAIN_STEP_CALL(createGroup(in_group, &" << g.var << ", " << g.subAxis << ", members, "
+        << g.members.size() << "));\n    }\n";
     }
     if (ppAxis >= 0)
       s << "    ptrain_stage = static_cast<int32_t>(gridCoordinate(ptrain_rank, " << ppAxis << "));\n";
@@ -1182,10 +1204,14 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
       << "(ptrain_world));\n    ptrain_world = nullptr;\n  }\n  return PTRAIN_OK;\n}\n\n";
     SmallVector<TrafficGroup> traffic;
     for (const CommGroups::Group &g : comms.groups) {
-      TrafficGroup t{g.var, {}};
-      for (auto [d, in] : llvm::enumerate(g.inGroup))
-        if (in)
-          t.axes.push_back(cast<StringAttr>(comms.theGrid.getAxisNames()[d]).getValue().str());
+      TrafficGroup t{g.var, {}, g.subAxis >= 0};
+      for (auto [d, in] : llvm::enumerate(g.inGroup)) {
+        if (!in)
+          continue;
+        t.axes.push_back(cast<StringAttr>(comms.theGrid.getAxisNames()[d]).getValue().str());
+        if (static_cast<int64_t>(d) == g.subAxis)
+          t.axes.back() += "{" + joinInts(g.members) + "}";
+      }
       traffic.push_back(t);
     }
     emitTrafficEntryPoints(traffic, s);

@@ -35,8 +35,9 @@ void mlir::ptrain::cpp::emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, ll
     std::string axes;
     for (const std::string &a : g.axes)
       axes += (axes.empty() ? "" : " x ") + a;
-    local += "  PTRAIN_STEP_CALL(" + std::string(name(RuntimeCall::ptrain_comm_collective_traffic)) + "(" + g.var +
-             ", &out[" + base + "], &out[" + base + " + 1]));\n";
+    local += std::string(g.subgroup ? "  if (" + g.var + ")\n  " : "") + "  PTRAIN_STEP_CALL(" +
+             std::string(name(RuntimeCall::ptrain_comm_collective_traffic)) + "(" + g.var + ", &out[" + base +
+             "], &out[" + base + " + 1]));\n";
     links.push_back(axes + " collectives");
   }
   s << "//===--- Traffic per link: the runtime's counters of this rank's communicators ---===//\n\n";
@@ -71,6 +72,7 @@ void mlir::ptrain::cpp::emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, ll
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_reset_traffic(void) {\n";
   s << "  if (!ptrain_world)\n    return stepError(\"ptrain_step_reset_traffic: call ptrain_step_init first\");\n";
   for (const TrafficGroup &g : groups)
-    s << "  PTRAIN_STEP_CALL(" << name(RuntimeCall::ptrain_comm_reset_traffic) << "(" << g.var << "));\n";
+    s << (g.subgroup ? "  if (" + g.var + ")\n  " : std::string()) << "  PTRAIN_STEP_CALL("
+      << name(RuntimeCall::ptrain_comm_reset_traffic) << "(" << g.var << "));\n";
   s << "  return PTRAIN_OK;\n}\n\n";
 }

@@ -22,7 +22,8 @@ namespace mlir::ptrain::cpp {
 /// One communicator of the step: its static variable and the grid axes it spans.
 struct TrafficGroup {
   std::string var;
-  SmallVector<std::string> axes;
+  SmallVector<std::string> axes; ///< a subgroup axis with its members: "pp{0, 3}"
+  bool subgroup = false;         ///< the ranks outside the subgroup hold a null communicator (and count 0)
 };
 
 /// Writes the link table (a group over exactly the axis pp has the links "pp forward" (to stage + 1),

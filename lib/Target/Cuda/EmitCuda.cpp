@@ -605,6 +605,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               return a.emitError("--emit-cuda: all-reduce of a non-f32 tensor is not supported");
             if (a.getReduction() != ReductionKind::Sum && a.getReduction() != ReductionKind::Avg)
               return a.emitError("--emit-cuda: only sum and avg all-reduces are supported");
+            if (getSubgroup(a))
+              return a.emitError("--emit-cuda: a sub-group all-reduce (ptrain.subgroup, Optimus-CC's fused "
+                                 "embedding sync) is not supported by the CUDA code generator yet");
             FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes());
             if (failed(comm))
               return failure();

@@ -191,6 +191,83 @@ func.func @collective_c3(%x: tensor<4xf32>) {
 
 // -----
 
+// All-reduce (C4): the subgroup is a dictionary with one entry, an axis -> array<i64>.
+ptrain.grid @grid(dp = 2, pp = 4)
+func.func @all_reduce_c4(%x: tensor<4xf32>) {
+  // expected-error@+1 {{ptrain.subgroup must be a dictionary with one entry, a grid axis -> array<i64> of coordinates, got {pp = [0, 3]}}}
+  %r = ptrain.all_reduce_start %x on @grid axes [dp, pp] reduction = sum {ptrain.subgroup = {pp = [0, 3]}} : tensor<4xf32>
+  %v = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+  return
+}
+
+// -----
+
+// All-reduce (C5): the subgroup's axis is one of the collective's axes.
+ptrain.grid @grid(dp = 2, pp = 4)
+func.func @all_reduce_c5(%x: tensor<4xf32>) {
+  // expected-error@+1 {{subgroup axis 'pp' is not one of the collective axes ["dp"]}}
+  %r = ptrain.all_reduce_start %x on @grid axes [dp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 3>}} : tensor<4xf32>
+  %v = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+  return
+}
+
+// -----
+
+// All-reduce (C6): an empty group.
+ptrain.grid @grid(dp = 2, pp = 4)
+func.func @all_reduce_c6_empty(%x: tensor<4xf32>) {
+  // expected-error@+1 {{subgroup of axis 'pp' has no members}}
+  %r = ptrain.all_reduce_start %x on @grid axes [dp, pp] reduction = sum {ptrain.subgroup = {pp = array<i64>}} : tensor<4xf32>
+  %v = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+  return
+}
+
+// -----
+
+// All-reduce (C6): members strictly increasing (no coordinate twice).
+ptrain.grid @grid(dp = 2, pp = 4)
+func.func @all_reduce_c6_twice(%x: tensor<4xf32>) {
+  // expected-error@+1 {{subgroup members of axis 'pp' must be strictly increasing, got 3 before 3}}
+  %r = ptrain.all_reduce_start %x on @grid axes [dp, pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 3, 3>}} : tensor<4xf32>
+  %v = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+  return
+}
+
+// -----
+
+// All-reduce (C6): members are non-negative.
+ptrain.grid @grid(dp = 2, pp = 4)
+func.func @all_reduce_c6_negative(%x: tensor<4xf32>) {
+  // expected-error@+1 {{subgroup member -1 of axis 'pp' is negative}}
+  %r = ptrain.all_reduce_start %x on @grid axes [dp, pp] reduction = sum {ptrain.subgroup = {pp = array<i64: -1, 3>}} : tensor<4xf32>
+  %v = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+  return
+}
+
+// -----
+
+// All-reduce (C7): a member outside the grid (pp has coordinates 0..3).
+ptrain.grid @grid(dp = 2, pp = 4)
+func.func @all_reduce_c7(%x: tensor<4xf32>) {
+  // expected-error@+1 {{subgroup member 4 is not a coordinate of axis 'pp' of grid @grid (size 4)}}
+  %r = ptrain.all_reduce_start %x on @grid axes [dp, pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 4>}} : tensor<4xf32>
+  %v = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+  return
+}
+
+// -----
+
+// All-reduce (C8): a middle stage (1) must not post the {first, last} collective.
+ptrain.grid @grid(dp = 2, pp = 4)
+func.func @all_reduce_c8(%x: tensor<4xf32>) attributes {ptrain.stage = 1 : i64} {
+  // expected-error@+1 {{in @all_reduce_c8 of stage 1, which is not a member of its subgroup pp = [0, 3]}}
+  %r = ptrain.all_reduce_start %x on @grid axes [dp, pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 3>}} : tensor<4xf32>
+  %v = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+  return
+}
+
+// -----
+
 // Collective (C3): at least one axis.
 ptrain.grid @grid(dp = 2, tp = 4)
 func.func @collective_c3_empty(%x: tensor<4xf32>) {

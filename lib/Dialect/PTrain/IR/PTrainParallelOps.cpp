@@ -2,6 +2,7 @@
 
 #include "PTrainGridAxes.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SmallSet.h"
@@ -184,10 +185,18 @@ LogicalResult RecvStartOp::verifySymbolUses(SymbolTableCollection &symbolTable) 
 // Collectives
 //===----------------------------------------------------------------------===//
 
-LogicalResult AllReduceStartOp::verify() { return verifyAxesUnique(*this, getGridAxes(), "collective axes"); }
+LogicalResult AllReduceStartOp::verify() {
+  if (failed(verifyAxesUnique(*this, getGridAxes(), "collective axes")))
+    return failure();
+  // (C4)-(C6), (C8): the optional sub-group (PTrainSubgroup.h).
+  return verifySubgroup(*this, getGridAxes());
+}
 
 LogicalResult AllReduceStartOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return verifyCollectiveGroup(*this, symbolTable, getGridAttr(), getGridAxes());
+  if (failed(verifyCollectiveGroup(*this, symbolTable, getGridAttr(), getGridAxes())))
+    return failure();
+  // (C7)
+  return verifySubgroupInGrid(*this, *lookupGrid(*this, symbolTable, getGridAttr()));
 }
 
 LogicalResult BroadcastStartOp::verify() { return verifyAxesUnique(*this, getGridAxes(), "collective axes"); }

@@ -129,11 +129,23 @@ def PTrain_AllReduceStartOp : PTrain_CollectiveStartOp<"all_reduce_start", [
     yields the elementwise reduction (`avg` divides the sum by the group size). NCCL moves 2(n-1)/n of the
     data per rank (bus bandwidth).
 
-    Constraints: (C1)-(C3) of every collective (grid, axes, no axis twice).
+    A sub-group collective carries `ptrain.subgroup = {<axis> = array<i64: ...>}`: only the ranks of the
+    group whose coordinate on that axis is listed take part (Optimus-CC's fused embedding sync over
+    {first, last} x dp; the middle stages post nothing). Group ranks stay row-major over `grid_axes`, the
+    subgroup axis counting its members only (include/ptrain/Dialect/PTrain/IR/PTrainSubgroup.h).
+
+    Constraints: (C1)-(C3) of every collective (grid, axes, no axis twice), and with `ptrain.subgroup`:
+    * (C4) it is a dictionary with one entry, a grid axis name -> array<i64> of coordinates;
+    * (C5) that axis is one of `grid_axes`;
+    * (C6) the members are not empty, non-negative and strictly increasing;
+    * (C7) every member is below the axis' size in the grid;
+    * (C8) in a function of stage s (`ptrain.stage = s`) with a subgroup of `pp`, s is a member.
 
     ```mlir
     %r = ptrain.all_reduce_start %g on @grid axes [dp] reduction = avg : tensor<512x128xf32>
     %sum = ptrain.wait %r : !ptrain.request<tensor<512x128xf32>>
+    %e = ptrain.all_reduce_start %wte on @grid axes [dp, pp] reduction = sum
+        {ptrain.subgroup = {pp = array<i64: 0, 3>}} : tensor<256x128xf32>
     ```
   }];
   let arguments = !con((ins AnyRankedTensor:$input), gridArgs, (ins PTrain_ReductionKindAttr:$reduction));
