@@ -695,15 +695,10 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   }
   s << "\nconst ptrain_state_desc_t kStates[] = {\n";
   for (StateOp state : storage.stateOrder) {
-    const StateInfo &info = storage.states[state.getSymNameAttr()];
-    RankedTensorType type = state.getTensorType();
-    s << "    {" << stringLiteral(state.getKey()) << ", " << info.var << ", "
-      << (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") << ", "
-      << stateKindEnum(state.getKind()) << ", " << type.getRank() << ", "
-      << (type.getRank() > 0 ? info.var + "_dims" : std::string("nullptr")) << "},\n";
+    s << "    " << stateDescriptor(state, storage.states[state.getSymNameAttr()].var) << ",\n";
   }
   if (storage.stateOrder.empty())
-    s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr},\n";
+    s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},\n";
   s << "};\nconstexpr int64_t kNumStates = " << storage.stateOrder.size() << ";\n";
   s << "/// Device offset of each state in d_states, in table order.\nconst int64_t kStateOffsets[] = {";
   for (auto [i, state] : llvm::enumerate(storage.stateOrder))
