@@ -13,6 +13,7 @@
 #include "ptrain/Interpreter/CodecPhases.h"
 #include "ptrain/Interpreter/DropoutLayout.h"
 #include "ptrain/Interpreter/Kernels.h"
+#include "ptrain/Interpreter/StateDefaults.h"
 #include "ptrain/Interpreter/StepKernels.h"
 #include "ptrain/Interpreter/TransformerKernels.h"
 
@@ -31,7 +32,7 @@ StateProvider mlir::ptrain::interp::makeMapStateProvider(llvm::StringMap<Tensor>
   return [values = std::move(values)](llvm::StringRef key, RankedTensorType) -> llvm::Expected<Tensor> {
     auto it = values.find(key);
     if (it == values.end())
-      return makeError("no value for state key '" + key + "'");
+      return llvm::make_error<MissingStateError>("no value for state key '" + key.str() + "'");
     return it->second;
   };
 }
@@ -114,7 +115,7 @@ llvm::Expected<Tensor> Evaluation::readState(StateReadOp op) {
     statistics.statesRead.emplace_back(key.str(), typeString(type));
     return loaded[key] = Tensor(*dtype, type.getShape());
   }
-  llvm::Expected<Tensor> value = states(key, type);
+  llvm::Expected<Tensor> value = loadParameter(states, state, type);
   if (!value)
     return makeError("state @" + op.getState() + " (key '" + key + "'): " + llvm::toString(value.takeError()));
   if (!value->hasType(type))

@@ -15,6 +15,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 #include "ptrain/Interpreter/DropoutLayout.h"
 #include "ptrain/Interpreter/Kernels.h"
+#include "ptrain/Interpreter/StateDefaults.h"
 #include "ptrain/Interpreter/VocabParallelKernels.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -248,7 +249,8 @@ llvm::Expected<Tensor> MultiRankExecutor::Impl::loadState(int64_t rank, StateOp 
   Tensor value;
   if (state.getKind() == StateKind::Parameter) {
     auto slice = state->getAttrOfType<DictionaryAttr>("ptrain.tp_slice");
-    llvm::Expected<Tensor> loaded = slice ? loadTensorParallelSlice(rank, state, slice) : initial(key, type);
+    llvm::Expected<Tensor> loaded =
+        slice ? loadTensorParallelSlice(rank, state, slice) : loadParameter(initial, state, type);
     if (!loaded)
       return makeError("state @" + state.getSymName() + " (key '" + key + "'): " + toString(loaded.takeError()));
     value = std::move(*loaded);
@@ -293,7 +295,7 @@ llvm::Expected<Tensor> MultiRankExecutor::Impl::loadTensorParallelSlice(int64_t 
       split != local.getShape()[dim] * parts || local.getShape()[dim] % groups != 0)
     return makeError("ptrain.tp_slice " + attributeString(slice) + " does not fit the local type " + typeString(local) +
                      " on " + std::to_string(parts) + " ranks");
-  llvm::Expected<Tensor> global = initial(state.getKey(), RankedTensorType::get(shape, local.getElementType()));
+  llvm::Expected<Tensor> global = loadParameter(initial, state, RankedTensorType::get(shape, local.getElementType()));
   if (!global)
     return global.takeError();
   if (padded) {

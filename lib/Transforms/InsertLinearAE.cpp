@@ -4,12 +4,16 @@
 // autoencoder"). The encoder W_e (H x dim) ends the sending stage's forward, the decoder W_d (dim x H) starts
 // the receiving stage's; both are new `ptrain.state` parameters, so --ptrain-build-training-step
 // differentiates them with the model, gives them gradient accumulators, moments and the dp all-reduce, and
-// the pipeline sends the code (B x S x dim) forward and its gradient backward.
+// the pipeline sends the code (B x S x dim) forward and its gradient backward. Both get the default
+// `ptrain.init = {kind = "orthogonal" / "orthogonal_transposed", seed = c}` (one seed per boundary c): a
+// model file does not hold them, and the one seed makes W_d = W_e^T with orthonormal columns on every rank
+// (ptrain/Dialect/PTrain/IR/PTrainStateInit.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainStateInit.h"
 #include "ptrain/Transforms/CompressionPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -93,13 +97,17 @@ void InsertLinearAEPass::runOnOperation() {
     codeShape.back() = dim;
     auto codeType = RankedTensorType::get(codeShape, elt);
     b.setInsertionPoint(sender);
-    auto addParam = [&](StringRef part, ArrayRef<int64_t> shape) {
+    // One seed for the pair (the boundary's index): the encoder (H x dim) and the decoder (dim x H) start as
+    // exact transposes.
+    auto addParam = [&](StringRef part, ArrayRef<int64_t> shape, bool transposed) {
       std::string name = uniqueSymbolName(module, ("ae_" + part + "_" + Twine(c)).str());
-      return StateOp::create(b, sender.getLoc(), name, linearAEKey(c, c + 1, part), StateKind::Parameter,
-                             RankedTensorType::get(shape, elt));
+      StateOp state = StateOp::create(b, sender.getLoc(), name, linearAEKey(c, c + 1, part), StateKind::Parameter,
+                                      RankedTensorType::get(shape, elt));
+      setOrthogonalInit(state, c, transposed);
+      return state;
     };
-    StateOp encoder = addParam("encoder", {hidden, dim});
-    StateOp decoder = addParam("decoder", {dim, hidden});
+    StateOp encoder = addParam("encoder", {hidden, dim}, /*transposed=*/false);
+    StateOp decoder = addParam("decoder", {dim, hidden}, /*transposed=*/true);
     // The sender returns code = x W_e.
     auto ret = cast<func::ReturnOp>(sender.getBody().front().getTerminator());
     b.setInsertionPoint(ret);

@@ -3,7 +3,8 @@
     ptrain-compile model.onnx [--optimizer adamw|sgd|none [--momentum MU]] [--clip-norm C]
                    [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
                    [--dp D] [--tp T [--vocab-parallel [--vocab-multiple K]]]
-                   [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved [--virtual-stages V]]]
+                   [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved [--virtual-stages V]]
+                    [--linear-ae DIM [--linear-ae-skip-stages K]]]
                    [--policy none|optimus-cc|... [--cluster FILE] [--compress-options "cb-rank=8 sc=false"]]
                    [--report REPORT.json] --target cpu -o out/
 
@@ -13,6 +14,9 @@ runs, writing every intermediate into out/:
     ptrain-opt --ptrain-build-training-step=...          -> out/step.mlir      (L1 training step)
       with --pp P > 1 or --micro-batches M > 1 (the pipeline): --ptrain-split-stages="pp=P"
       --ptrain-build-training-step="micro-batches=M ..." --ptrain-schedule="micro-batches=M schedule=1f1b"
+      with --linear-ae DIM, between the split and the step: --ptrain-insert-linear-ae="dim=DIM skip-stages=K"
+        (MCBench's trainable encoder H x DIM / decoder DIM x H on every stage boundary from K on; the pipeline
+        sends B x S x DIM codes; the weights start from their orthogonal ptrain.init, docs/Compression.md)
       with --policy P other than none (docs/Compression.md), between the schedule and the lowering:
         --ptrain-critical-path="cluster=FILE" (default clusters/h200-node.json) --ptrain-compress="policy=P OPTIONS"
         --ptrain-lower-to-runtime (per-stage @stage<s>_train_step / _eval_step with explicit sends and receives;
@@ -139,6 +143,9 @@ def describe_pipeline(text, step_mlir):
                        "dtype": dtype})
         if tp_slice(m.group(4)):  # the rank's part: shape is local, global_shape the ONNX initializer's
             states[-1]["tp_slice"] = tp_slice(m.group(4))
+        init = re.search(r'ptrain\.init = \{kind = "(\w+)", seed = (\d+) : i64\}', m.group(4))
+        if init:  # the default of a parameter the ONNX model does not hold (the linear autoencoder's)
+            states[-1]["init"] = {"kind": init.group(1), "seed": int(init.group(2))}
     stages = re.findall(r"func\.func @forward_stage(\d+)\((.*?)\) -> (.*?) (?:attributes |\{)", text)
     if not stages:
         raise CompileError(f"{step_mlir}: no @forward_stage<s> functions")
@@ -178,6 +185,12 @@ def main(argv=None):
     p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"], help="pipeline schedule")
     p.add_argument("--virtual-stages", type=int, default=1,
                    help="model chunks per pipeline stage (--schedule interleaved; micro-batches a multiple of pp)")
+    p.add_argument("--linear-ae", type=int, default=None, metavar="DIM",
+                   help="with --pp > 1: MCBench's linear autoencoder on every pipeline stage boundary, trained with "
+                        "the model (--ptrain-insert-linear-ae dim=DIM); the stages send DIM instead of the hidden "
+                        "size per position")
+    p.add_argument("--linear-ae-skip-stages", type=int, default=None, metavar="K",
+                   help="with --linear-ae: leave the boundaries after the first K stages without one (default 0)")
     p.add_argument("--policy", default="none",
                    help="compression policy of --ptrain-compress (none, optimus-cc, or any policy the pass knows); "
                         "needs a pipeline or data-parallel step")
@@ -217,6 +230,7 @@ def compile_model(args):
     if args.bucket_bytes is not None and args.bucket_bytes < 0:
         raise CompileError(f"--bucket-bytes {args.bucket_bytes}: must be at least 0")
     pipeline = args.pp > 1 or args.micro_batches > 1 or args.dp > 1 or args.tp > 1
+    check_linear_ae_options(args)
     if args.momentum != 0.0 and args.optimizer != "sgd":
         raise CompileError(f"--momentum {args.momentum}: an option of --optimizer sgd (got --optimizer "
                            f"{args.optimizer})")
@@ -274,6 +288,23 @@ def compile_model(args):
         if args.report is not None and os.path.isfile(args.report) and os.path.getmtime(args.report) >= started:
             os.remove(args.report)
         raise
+
+
+def check_linear_ae_options(args):
+    """--linear-ae needs stage boundaries (--pp > 1); the pass itself checks DIM against the hidden size."""
+    if args.linear_ae_skip_stages is not None and args.linear_ae is None:
+        raise CompileError(f"--linear-ae-skip-stages {args.linear_ae_skip_stages} without --linear-ae")
+    if args.linear_ae is None:
+        return
+    if args.linear_ae < 1:
+        raise CompileError(f"--linear-ae {args.linear_ae}: the code size must be at least 1")
+    if args.pp < 2:
+        raise CompileError(f"--linear-ae {args.linear_ae}: the autoencoder sits on pipeline stage boundaries; it "
+                           f"needs --pp > 1 (got --pp {args.pp})")
+    skip = args.linear_ae_skip_stages or 0
+    if skip < 0 or skip >= args.pp * args.virtual_stages - 1:
+        raise CompileError(f"--linear-ae-skip-stages {skip}: must be in [0, {args.pp * args.virtual_stages - 2}] "
+                           f"(a boundary of the {args.pp * args.virtual_stages} stages must remain)")
 
 
 OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.cu", "libstep.so", "plan.json", "memory_plan.json")
@@ -362,8 +393,11 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         if args.vocab_parallel:
             shard += " vocab-parallel=true" + (f" vocab-multiple={args.vocab_multiple}" if args.vocab_multiple else "")
         passes = ["--ptrain-raise", f"--ptrain-shard-tp={shard}"] if args.tp > 1 else []
-        passes += [f"--ptrain-split-stages=pp={args.pp} virtual-stages={args.virtual_stages}",
-                  f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}{data_parallel}"]
+        passes.append(f"--ptrain-split-stages=pp={args.pp} virtual-stages={args.virtual_stages}")
+        if args.linear_ae is not None:  # trainable weights: before autodiff builds the step
+            passes.append(f"--ptrain-insert-linear-ae=dim={args.linear_ae} "
+                          f"skip-stages={args.linear_ae_skip_stages or 0}")
+        passes.append(f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}{data_parallel}")
         passes.append(f"--ptrain-schedule=micro-batches={args.micro_batches} schedule={args.schedule}")
         if args.policy != "none" or args.report is not None:
             passes.append(f"--ptrain-critical-path=cluster={cluster}")
@@ -404,6 +438,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         plan.update(describe_pipeline(plain, step))
         if args.vocab_parallel:
             plan["vocab_parallel"] = {"multiple": args.vocab_multiple or 1}
+        if args.linear_ae is not None:
+            plan["linear_ae"] = {"dim": args.linear_ae, "skip_stages": args.linear_ae_skip_stages or 0}
         plan["codec_states"] = [s for s in plan["states"] if s["kind"].startswith("codec_")]
         # One replica's rows per step; the global batch stacks dp replicas (replica d reads rows [d R, (d+1) R)).
         plan["replica_batch"] = plan["batch"] * args.micro_batches

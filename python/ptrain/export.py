@@ -40,7 +40,8 @@ class ExportError(Exception):
 
 class StateDesc(ctypes.Structure):
     _fields_ = [("key", ctypes.c_char_p), ("data", ctypes.c_void_p), ("dtype", ctypes.c_int32),
-                ("kind", ctypes.c_int32), ("rank", ctypes.c_int32), ("dims", ctypes.POINTER(ctypes.c_int64))]
+                ("kind", ctypes.c_int32), ("rank", ctypes.c_int32), ("dims", ctypes.POINTER(ctypes.c_int64)),
+                ("init", ctypes.c_int32), ("init_seed", ctypes.c_uint64)]  # ptrain_state_desc_t
 
 
 def read_header(path):

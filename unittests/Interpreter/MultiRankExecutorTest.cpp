@@ -11,6 +11,7 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
+#include "ptrain/Interpreter/StateDefaults.h"
 #include "ptrain/Transforms/CompressionPlan.h"
 
 #include <cstdio>
@@ -695,53 +696,13 @@ TEST(CompressedPlan, TensorParallelErrorFeedbackKeepsAResidualPerSiteAndRank) {
 // MCBench's linear autoencoder (--ptrain-insert-linear-ae, docs/Compression.md) on the pipeline edge.
 //===----------------------------------------------------------------------===//
 
-/// The bundled GPT's weights, and the autoencoder's of `dim` on a hidden size of `hidden`: W_e = the first
-/// `dim` columns of a random orthogonal matrix Q (Gram-Schmidt of a Gaussian, fixed seed), W_d = its transpose,
-/// so that the initial decode(encode(x)) = x Q Q^T projects onto a `dim`-dimensional subspace (the identity at
-/// dim = hidden, up to rounding).
-StateProvider withLinearAE(StateProvider base, int64_t hidden, int64_t dim) {
-  std::mt19937_64 rng(1234);
-  std::normal_distribution<double> normal;
-  std::vector<std::vector<double>> q; // columns of Q
-  for (int64_t j = 0; j < dim; ++j) {
-    std::vector<double> v(hidden);
-    for (double &x : v)
-      x = normal(rng);
-    for (int pass = 0; pass < 2; ++pass) // re-orthogonalized once
-      for (const std::vector<double> &u : q) {
-        double dot = 0;
-        for (int64_t i = 0; i < hidden; ++i)
-          dot += u[i] * v[i];
-        for (int64_t i = 0; i < hidden; ++i)
-          v[i] -= dot * u[i];
-      }
-    double norm = 0;
-    for (double x : v)
-      norm += x * x;
-    for (double &x : v)
-      x /= std::sqrt(norm);
-    q.push_back(std::move(v));
-  }
-  return [=](llvm::StringRef key, RankedTensorType type) -> llvm::Expected<Tensor> {
-    if (!key.starts_with("ae/"))
-      return base(key, type);
-    bool encoder = key.ends_with("/encoder");
-    std::vector<double> values;
-    for (int64_t r = 0; r < (encoder ? hidden : dim); ++r)
-      for (int64_t c = 0; c < (encoder ? dim : hidden); ++c)
-        values.push_back(encoder ? q[c][r] : q[r][c]);
-    return Tensor::fromFloats(DType::F32,
-                              encoder ? std::vector<int64_t>{hidden, dim} : std::vector<int64_t>{dim, hidden}, values);
-  };
-}
-
 // The autoencoder at dim = 64 of the hidden 128 on the boundary 0 -> 1 of pp = 2 (4 micro-batches, lr 1e-3, one
-// repeated batch): stage 0 sends the 4 x 64 x 64 code forward and receives its gradient; both weights are
-// parameters of their stage (moments, gradient accumulators) and change with training; the loss falls every
-// step and stays within 2.5% of the uncompressed run (measured 2026-12-01: -0.017%, +0.73%, +1.66%, +1.35%;
-// the weights move by up to 4.0e-3, 4 AdamW steps of lr 1e-3). At dim = 128 the initial autoencoder is
-// orthogonal: the first loss equals the uncompressed one within 1e-5 (measured: equal to 7 digits; later
-// -0.09%, -0.04%, -0.03%, the extra parameters train too).
+// repeated batch), its weights from their default `ptrain.init` (orthogonal, transposed for the decoder; the ONNX model
+// does not hold them): stage 0 sends the 4 x 64 x 64 code forward and receives its gradient; both weights are
+// parameters of their stage (moments, gradient accumulators), start as exact transposes with orthonormal columns, and
+// change with training; the loss falls every step and stays within 2.5% of the uncompressed run (numbers in
+// docs/Compression.md). At dim = 128 the initial autoencoder is orthogonal: the first loss equals the
+// uncompressed one within 1e-5 (the extra parameters train too).
 TEST(LinearAutoencoder, TrainsJointlyOnThePipelineEdge) {
   CompressedGpt gpt;
   ASSERT_TRUE(gpt.l0 && static_cast<bool>(gpt.initializers));
@@ -757,7 +718,7 @@ TEST(LinearAutoencoder, TrainsJointlyOnThePipelineEdge) {
     auto forward = module->lookupSymbol<func::FuncOp>("forward_stage0");
     ASSERT_TRUE(forward);
     EXPECT_EQ(cast<RankedTensorType>(forward.getResultTypes()[0]).getShape(), llvm::ArrayRef<int64_t>({4, 64, dim}));
-    StateProvider provider = withLinearAE(gpt.provider(), 128, dim);
+    StateProvider provider = gpt.provider();
     PlanRun ae = gpt.plans.run(*module, provider, CompressedGpt::batches(steps));
     ASSERT_EQ(ae.losses.size(), size_t(steps));
     for (int64_t k = 0; k < steps; ++k)
@@ -770,15 +731,37 @@ TEST(LinearAutoencoder, TrainsJointlyOnThePipelineEdge) {
     if (dim == 128) {
       EXPECT_NEAR(ae.losses[0], plain.losses[0], 1e-5 * plain.losses[0]);
     }
+    // The initial values: W_d = W_e^T exactly, W_e^T W_e = I.
+    std::map<std::string, Tensor> initial;
+    for (auto state : module->getOps<mlir::ptrain::StateOp>())
+      if (state.getKey().starts_with("ae/0->1/") && state.getKind() == mlir::ptrain::StateKind::Parameter) {
+        EXPECT_FALSE(static_cast<bool>(provider(state.getKey(), state.getTensorType()))) << "not in the ONNX model";
+        llvm::Expected<Tensor> value = loadParameter(provider, state, state.getTensorType());
+        ASSERT_TRUE(static_cast<bool>(value)) << llvm::toString(value.takeError());
+        initial[state.getKey().str()] = *value;
+      }
+    ASSERT_EQ(initial.size(), 2u);
+    const Tensor &we = initial["ae/0->1/encoder"], &wd = initial["ae/0->1/decoder"];
+    double worstTranspose = 0, worstGram = 0;
+    for (int64_t i = 0; i < 128; ++i)
+      for (int64_t j = 0; j < dim; ++j)
+        worstTranspose = std::max(worstTranspose, std::abs(we.floats()[i * dim + j] - wd.floats()[j * 128 + i]));
+    for (int64_t a = 0; a < dim; ++a)
+      for (int64_t b = 0; b < dim; ++b) {
+        double dot = 0;
+        for (int64_t i = 0; i < 128; ++i)
+          dot += we.floats()[i * dim + a] * we.floats()[i * dim + b];
+        worstGram = std::max(worstGram, std::abs(dot - (a == b ? 1.0 : 0.0)));
+      }
+    EXPECT_EQ(worstTranspose, 0.0) << "one seed: the decoder is the encoder's transpose";
+    EXPECT_LT(worstGram, 1e-6) << "orthonormal columns (f32 rounding)";
     // The encoder lives on stage 0, the decoder on stage 1, each trained (moments written, values changed).
     for (auto [rank, part] : {std::make_pair(0, "encoder"), std::make_pair(1, "decoder")}) {
       std::string key = std::string("ae/0->1/") + part;
       ASSERT_EQ(ae.states[rank].count(key), 1u) << key;
       EXPECT_EQ(ae.states[1 - rank].count(key), 0u) << key << " on the other stage";
       EXPECT_EQ(ae.states[rank].count(key + "/adam_m"), 1u) << key;
-      llvm::Expected<Tensor> initial = provider(key, RankedTensorType());
-      ASSERT_TRUE(static_cast<bool>(initial));
-      double moved = maxAbsDiff(ae.states[rank].lookup(key), *initial);
+      double moved = maxAbsDiff(ae.states[rank].lookup(key), initial[key]);
       std::printf("linear AE dim %lld: %s moved by up to %.3g\n", static_cast<long long>(dim), key.c_str(), moved);
       EXPECT_GT(moved, 1e-4) << key << " is not trained";
     }

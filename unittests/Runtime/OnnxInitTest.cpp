@@ -14,6 +14,7 @@
 #include "ptrain/Runtime/OnnxWire.h"
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -241,6 +242,80 @@ TEST(OnnxInit, ExternalDataOutsideTheModelFolderIsRefused) {
   d = {d[2]};
   ASSERT_EQ(ptrain_state_init_onnx(d.data(), d.size(), dots.c_str()), PTRAIN_OK) << ptrain_last_error();
   EXPECT_EQ(s.e, kE);
+}
+
+// A parameter the model lacks takes its default when it names one (the linear autoencoder's encoder and
+// decoder: PTRAIN_STATE_INIT_ORTHOGONAL with one seed, ptrain/Runtime/StateInit.h); a parameter the model holds
+// keeps the model's value even with a default; a missing one without a default is the error naming the file and
+// key, and a default on a state it cannot serve is an error; on every error no state is modified.
+TEST(OnnxInit, ParametersTheModelLacksTakeTheirDefaultOthersAreStillErrors) {
+  const std::string path = writeFile("ptrain_onnx_init_defaults.onnx", model({tensor("w", {2, 3}, 1, rawData(kW))}));
+  std::vector<float> w(6, -1.0f), enc(8 * 3, -1.0f), dec(3 * 8, -1.0f), m(8 * 3, -1.0f);
+  int64_t wDims[2] = {2, 3}, encDims[2] = {8, 3}, decDims[2] = {3, 8};
+  std::vector<ptrain_state_desc_t> d = {
+      {"w", w.data(), PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 2, wDims, PTRAIN_STATE_INIT_ORTHOGONAL, 1},
+      {"ae/0->1/encoder", enc.data(), PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 2, encDims,
+       PTRAIN_STATE_INIT_ORTHOGONAL, 5},
+      {"ae/0->1/decoder", dec.data(), PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 2, decDims,
+       PTRAIN_STATE_INIT_ORTHOGONAL_TRANSPOSED, 5},
+      {"ae/0->1/encoder/adam_m", m.data(), PTRAIN_DTYPE_F32, PTRAIN_STATE_OPTIMIZER_MOMENT, 2, encDims},
+  };
+  ASSERT_PTRAIN_OK(ptrain_state_init_onnx(d.data(), d.size(), path.c_str()));
+  EXPECT_EQ(w, kW) << "the model's value wins over a default";
+  EXPECT_EQ(m, std::vector<float>(24, 0.0f));
+  double gram[3][3] = {};
+  for (int64_t i = 0; i < 8; ++i)
+    for (int64_t j = 0; j < 3; ++j) {
+      EXPECT_EQ(enc[i * 3 + j], dec[j * 8 + i]) << "one seed: the decoder is the encoder's transpose";
+      for (int64_t k = 0; k < 3; ++k)
+        gram[j][k] += static_cast<double>(enc[i * 3 + j]) * enc[i * 3 + k];
+    }
+  for (int64_t j = 0; j < 3; ++j)
+    for (int64_t k = 0; k < 3; ++k)
+      EXPECT_NEAR(gram[j][k], j == k ? 1.0 : 0.0, 1e-6) << "orthonormal columns";
+  // Another rank (a dp replica) initializing the same table gets the same bits.
+  std::vector<float> again(24, 0.0f);
+  std::vector<ptrain_state_desc_t> replica = {d[1]};
+  replica[0].data = again.data();
+  ASSERT_PTRAIN_OK(ptrain_state_init_onnx(replica.data(), replica.size(), path.c_str()));
+  EXPECT_EQ(again, enc);
+  // Square (dim = hidden): the transposed init makes the decoder the encoder's transpose, not its copy.
+  std::vector<float> sqEnc(16), sqDec(16);
+  int64_t sqDims[2] = {4, 4};
+  std::vector<ptrain_state_desc_t> square = {{"ae/sq/encoder", sqEnc.data(), PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER,
+                                              2, sqDims, PTRAIN_STATE_INIT_ORTHOGONAL, 2},
+                                             {"ae/sq/decoder", sqDec.data(), PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER,
+                                              2, sqDims, PTRAIN_STATE_INIT_ORTHOGONAL_TRANSPOSED, 2}};
+  ASSERT_PTRAIN_OK(ptrain_state_init_onnx(square.data(), square.size(), path.c_str()));
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      EXPECT_EQ(sqEnc[i * 4 + j], sqDec[j * 4 + i]);
+  EXPECT_NE(sqEnc, sqDec);
+
+  // No default: the error of before, and nothing written.
+  const std::vector<float> before = enc;
+  d[2].init = PTRAIN_STATE_INIT_NONE;
+  std::fill(dec.begin(), dec.end(), -1.0f);
+  EXPECT_EQ(ptrain_state_init_onnx(d.data(), d.size(), path.c_str()), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(ptrain_last_error(), "ptrain_onnx_init_defaults.onnx: no initializer named 'ae/0->1/decoder' "
+                                             "for parameter state 'ae/0->1/decoder'"),
+            nullptr)
+      << ptrain_last_error();
+  EXPECT_EQ(dec, std::vector<float>(24, -1.0f));
+  EXPECT_EQ(enc, before);
+  // A default that does not fit the state (a rank-1 tensor), and an unknown default.
+  int64_t oneDim[1] = {24};
+  std::vector<ptrain_state_desc_t> bad = {
+      {"b", dec.data(), PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 1, oneDim, PTRAIN_STATE_INIT_ORTHOGONAL, 0}};
+  EXPECT_EQ(ptrain_state_init_onnx(bad.data(), bad.size(), path.c_str()), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(ptrain_last_error(), "parameter state 'b' is not in the model and its orthogonal init needs "
+                                             "a rank-2 f32 state, got rank 1"),
+            nullptr)
+      << ptrain_last_error();
+  bad[0].init = 9;
+  EXPECT_EQ(ptrain_state_init_onnx(bad.data(), bad.size(), path.c_str()), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(ptrain_last_error(), "has an unknown init 9"), nullptr) << ptrain_last_error();
+  EXPECT_EQ(dec, std::vector<float>(24, -1.0f));
 }
 
 } // namespace

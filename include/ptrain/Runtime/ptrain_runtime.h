@@ -143,6 +143,18 @@ enum {
   PTRAIN_STATE_GRADIENT = 6,
 };
 
+/// The default initializer of a parameter state that the ONNX model does not
+/// hold (a state's `ptrain.init` attribute; include/ptrain/Runtime/StateInit.h).
+enum {
+  /// No default: a parameter missing from the model is an error.
+  PTRAIN_STATE_INIT_NONE = 0,
+  /// A seeded orthogonal matrix (rank-2 f32; ptrain::runtime::orthogonalInit).
+  PTRAIN_STATE_INIT_ORTHOGONAL = 1,
+  /// The transpose of the orthogonal matrix of the transposed shape and the same
+  /// seed (the autoencoder's decoder: W_d = W_e^T, also when square).
+  PTRAIN_STATE_INIT_ORTHOGONAL_TRANSPOSED = 2,
+};
+
 /// Codecs (the order of the dialect's codec attributes; DESIGN.md decision 4).
 typedef int32_t ptrain_codec_kind_t;
 enum {
@@ -191,7 +203,8 @@ typedef struct ptrain_codec_metrics {
 /// One keyed state tensor of a compiled step (DESIGN.md decision 5): the
 /// generated code owns `data` (dense, row-major, `dims[rank]` elements of
 /// `dtype`, PTRAIN_DTYPE_F32 or PTRAIN_DTYPE_I64); the runtime loads and saves
-/// it by `key`.
+/// it by `key`. `init` and `init_seed` (zero for most states) name the
+/// default of a parameter that the ONNX model lacks (PTRAIN_STATE_INIT_*).
 typedef struct ptrain_state_desc {
   const char *key;
   void *data;
@@ -199,6 +212,8 @@ typedef struct ptrain_state_desc {
   int32_t kind;
   int32_t rank;
   const int64_t *dims;
+  int32_t init;       /* PTRAIN_STATE_INIT_* */
+  uint64_t init_seed; /* the generator's seed (ptrain.init = {..., seed = S}) */
 } ptrain_state_desc_t;
 
 /// A communicator: MPI_COMM_WORLD's duplicate or a group of its ranks.
@@ -540,6 +555,10 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   its key in the ONNX model at onnx_path (inline data or external data
 //   relative to the model's folder), which must have the state's element type
 //   (FLOAT for F32, INT64 for I64) and shape; every other state is zeroed.
+//   A parameter the model does not hold gets its default when `init` is not
+//   PTRAIN_STATE_INIT_NONE (orthogonal: rank-2 f32, include/ptrain/Runtime/
+//   StateInit.h; the same bits on every rank and in the interpreter), and is
+//   an error naming the file and key otherwise.
 //   Parsed with protobuf's bool-returning API. Errors name the file and key;
 //   on error no state is modified.
 // ptrain_checkpoint_save(states[n], n, path)

@@ -337,9 +337,12 @@ def InsertLinearAEPass : Pass<"ptrain-insert-linear-ae", "::mlir::ModuleOp"> {
     (B x S x `dim` instead of B x S x H) forward and, as a side effect, its gradient backward. Runs between
     `--ptrain-split-stages` and `--ptrain-build-training-step`, because the weights are trained jointly with
     the model: autodiff differentiates them, the optimizer updates them (with moments, gradient
-    accumulation and the dp all-reduce like any parameter). Their initial values are loaded by key like
-    every parameter (DESIGN decision 10): the state provider must supply them (the executor test gives
-    W_e = the first `dim` columns of a random orthogonal matrix and W_d its transpose).
+    accumulation and the dp all-reduce like any parameter). A model file does not hold them, so both
+    carry a default, `ptrain.init = {kind = "orthogonal", seed = c}` on the encoder and `{kind =
+    "orthogonal_transposed", seed = c}` on the decoder (`ptrain.state`): one seed per boundary, hence W_e
+    with orthonormal columns and W_d = W_e^T exactly, on every rank and replica, and
+    decode(encode(x)) starts as an orthogonal projection (the identity when `dim` = H); a state source that
+    holds the key (a checkpoint, a map of values) still wins.
 
     Constraints, each an error: (C1) the module has `ptrain.pipeline` stages (run `--ptrain-split-stages`);
     (C2) the training step is not built yet; (C3) `dim` >= 1 and at most the hidden size H of each
@@ -348,8 +351,10 @@ def InsertLinearAEPass : Pass<"ptrain-insert-linear-ae", "::mlir::ModuleOp"> {
 
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-split-stages="pp=2" --ptrain-insert-linear-ae="dim=64"
-    ptrain.state @ae_encoder_0 key "ae/0->1/encoder" kind parameter : tensor<128x64xf32>
-    ptrain.state @ae_decoder_0 key "ae/0->1/decoder" kind parameter : tensor<64x128xf32>
+    ptrain.state @ae_encoder_0 key "ae/0->1/encoder" kind parameter
+        {ptrain.init = {kind = "orthogonal", seed = 0 : i64}} : tensor<128x64xf32>
+    ptrain.state @ae_decoder_0 key "ae/0->1/decoder" kind parameter
+        {ptrain.init = {kind = "orthogonal_transposed", seed = 0 : i64}} : tensor<64x128xf32>
     func.func @forward_stage0(%tokens: tensor<4x64xi64>) -> tensor<4x64x64xf32> {
       ...
       %we = ptrain.state_read @ae_encoder_0 : tensor<128x64xf32>

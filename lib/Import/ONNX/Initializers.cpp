@@ -7,6 +7,7 @@
 #include "ptrain/Import/ONNX/Initializers.h"
 
 #include "ptrain/Import/ONNX/EmbeddedWeights.h"
+#include "ptrain/Interpreter/StateDefaults.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -273,7 +274,7 @@ std::vector<std::string> ONNXInitializers::getNames() const {
 llvm::Expected<Tensor> ONNXInitializers::read(llvm::StringRef name) {
   auto it = byName.find(name);
   if (it == byName.end())
-    return makeError(modelPath + ": no initializer named '" + name + "'");
+    return llvm::make_error<interp::MissingStateError>(modelPath + ": no initializer named '" + name.str() + "'");
   const onnx::TensorProto &proto = *it->second;
 
   auto external = [&](const onnx::TensorProto &t) -> llvm::Expected<llvm::StringRef> {

@@ -3,7 +3,10 @@
 // ptrain_state_init_onnx: parameters are read by key from the ONNX model's
 // initializers (DESIGN.md decision 10: weights never enter the IR; the
 // runtime loads them from the ONNX file or its external data); every other
-// state (optimizer moments, step counters, codec state) starts at zero.
+// state (optimizer moments, step counters, codec state) starts at zero. A
+// parameter the model does not hold gets its default (`init`, e.g. the linear
+// autoencoder's orthogonal encoder and decoder; ptrain/Runtime/StateInit.h),
+// or, without one, is an error naming the file and the key.
 //
 // The model file and its external data files are memory-mapped, never read
 // whole: the initializers are located by a wire-format scan
@@ -20,6 +23,7 @@
 
 #include "common/StateTable.h"
 #include "ptrain/Runtime/OnnxWire.h"
+#include "ptrain/Runtime/StateInit.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -30,6 +34,7 @@
 #include <fcntl.h>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -170,6 +175,29 @@ ptrain_status_t locate(const char *call, const char *modelPath, const Mapping &m
   return PTRAIN_OK;
 }
 
+/// The default value (`s.init`) of the parameter `s` that the model at
+/// `modelPath` does not hold, appended to `out`.
+ptrain_status_t generateDefault(const char *call, const char *modelPath, const ptrain_state_desc_t &s, int64_t bytes,
+                                std::vector<std::unique_ptr<float[]>> &out) {
+  if (s.init != PTRAIN_STATE_INIT_ORTHOGONAL && s.init != PTRAIN_STATE_INIT_ORTHOGONAL_TRANSPOSED)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                "%s: parameter state '%s' is not in the model and has an unknown init %d (orthogonal = 1, "
+                "orthogonal_transposed = 2)",
+                modelPath, s.key, s.init);
+  if (s.dtype != PTRAIN_DTYPE_F32 || s.rank != 2)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                "%s: parameter state '%s' is not in the model and its orthogonal init needs a rank-2 f32 state, "
+                "got rank %d dtype %d",
+                modelPath, s.key, s.rank, s.dtype);
+  std::unique_ptr<float[]> values(new (std::nothrow) float[static_cast<size_t>(bytes / 4)]);
+  if (!values || !ptrain::runtime::orthogonalInit(values.get(), s.dims[0], s.dims[1], s.init_seed,
+                                                  s.init == PTRAIN_STATE_INIT_ORTHOGONAL_TRANSPOSED))
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "orthogonal init of '%s' (%lld x %lld): empty or out of memory",
+                s.key, static_cast<long long>(s.dims[0]), static_cast<long long>(s.dims[1]));
+  out.push_back(std::move(values));
+  return PTRAIN_OK;
+}
+
 } // namespace
 
 extern "C" ptrain_status_t ptrain_state_init_onnx(const ptrain_state_desc_t *states, int64_t num_states,
@@ -194,11 +222,17 @@ extern "C" ptrain_status_t ptrain_state_init_onnx(const ptrain_state_desc_t *sta
   std::vector<const char *> sources(static_cast<size_t>(num_states), nullptr);
   std::vector<std::unique_ptr<onnx::TensorProto>> parsed;
   std::map<std::string, Mapping> external;
+  std::vector<std::unique_ptr<float[]>> defaults; // generated before any state is written
   for (int64_t i = 0; i < num_states; ++i) {
     const ptrain_state_desc_t &s = states[i];
     if (s.kind != PTRAIN_STATE_PARAMETER)
       continue;
     auto it = byName.find(s.key);
+    if (it == byName.end() && s.init != PTRAIN_STATE_INIT_NONE) {
+      PTRAIN_RETURN_IF_ERROR(generateDefault(__func__, onnx_path, s, bytes[i], defaults));
+      sources[i] = reinterpret_cast<const char *>(defaults.back().get());
+      continue;
+    }
     if (it == byName.end())
       return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "%s: no initializer named '%s' for parameter state '%s'",
                   onnx_path, s.key, s.key);

@@ -1051,15 +1051,10 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   auto stateTable = [&](StringRef name, ArrayRef<StateOp> list) {
     s << "\nconst ptrain_state_desc_t " << name << "[] = {\n";
     for (StateOp state : list) {
-      const StateInfo &info = states[state.getSymNameAttr()];
-      RankedTensorType type = state.getTensorType();
-      s << "    {" << stringLiteral(state.getKey()) << ", " << info.var << ", "
-        << (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") << ", "
-        << stateKindEnum(state.getKind()) << ", " << type.getRank() << ", "
-        << (type.getRank() > 0 ? info.var + "_dims" : std::string("nullptr")) << "},\n";
+      s << "    " << stateDescriptor(state, states[state.getSymNameAttr()].var) << ",\n";
     }
     if (list.empty())
-      s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr},\n";
+      s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},\n";
     s << "};\n";
   };
   stateTable("kStates", stateOrder);

@@ -14,6 +14,7 @@
 #include "CppTypes.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainStateInit.h"
 
 namespace mlir::ptrain::cpp {
 
@@ -35,6 +36,22 @@ inline const char *stateKindEnum(StateKind kind) {
                                 "PTRAIN_STATE_CODEC_SEED",     "PTRAIN_STATE_STEP_COUNTER",
                                 "PTRAIN_STATE_GRADIENT"};
   return names[static_cast<int>(kind)];
+}
+
+/// The ptrain_state_desc_t initializer of `state`, whose storage is the array `var` (and `var`_dims): key,
+/// data, dtype, kind, rank, dims, and the default of a parameter the model lacks (its `ptrain.init`).
+inline std::string stateDescriptor(StateOp state, const std::string &var) {
+  RankedTensorType type = state.getTensorType();
+  std::optional<StateInit> init = getStateInit(state);
+  return "{" + stringLiteral(state.getKey()) + ", " + var + ", " +
+         (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") + ", " +
+         stateKindEnum(state.getKind()) + ", " + std::to_string(type.getRank()) + ", " +
+         (type.getRank() > 0 ? var + "_dims" : std::string("nullptr")) + ", " +
+         (init ? std::string(init->kind == kOrthogonalTransposedInit ? "PTRAIN_STATE_INIT_ORTHOGONAL_TRANSPOSED, "
+                                                                     : "PTRAIN_STATE_INIT_ORTHOGONAL, ") +
+                     std::to_string(init->seed) + "u"
+               : std::string("PTRAIN_STATE_INIT_NONE, 0")) +
+         "}";
 }
 
 /// A ptrain.matmul as one strided-batched row-major GEMM: C[batch] = A[batch] (rows x k) B[batch] (k x cols),

@@ -891,15 +891,10 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   auto stateTable = [&](StringRef name, ArrayRef<StateOp> list) {
     s << "\nconst ptrain_state_desc_t " << name << "[] = {\n";
     for (StateOp state : list) {
-      const StateInfo &info = storage.states[state.getSymNameAttr()];
-      RankedTensorType type = state.getTensorType();
-      s << "    {" << stringLiteral(state.getKey()) << ", " << info.var << ", "
-        << (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") << ", "
-        << stateKindEnum(state.getKind()) << ", " << type.getRank() << ", "
-        << (type.getRank() > 0 ? info.var + "_dims" : std::string("nullptr")) << "},\n";
+      s << "    " << stateDescriptor(state, storage.states[state.getSymNameAttr()].var) << ",\n";
     }
     if (list.empty())
-      s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr},\n";
+      s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},\n";
     s << "};\n/// Device offset of each state of " << name << " in d_states.\nconst int64_t " << name
       << "Offsets[] = {";
     for (auto [i, state] : llvm::enumerate(list))

@@ -21,6 +21,42 @@ ptrain.state @v key "transformer.h.0.attn.c_attn.weight" kind optimizer_moment :
 
 // -----
 
+// State (C4): only a parameter has a default initial value (moments and codec states start at zero).
+// expected-error@+1 {{a ptrain.init is only for a parameter, got kind optimizer_moment}}
+ptrain.state @m key "ae/0->1/encoder/adam_m" kind optimizer_moment {ptrain.init = {kind = "orthogonal", seed = 0 : i64}} : tensor<128x64xf32>
+
+// -----
+
+// State (C5): a known generator.
+// expected-error@+1 {{ptrain.init must be {kind = "orthogonal" or "orthogonal_transposed", seed = S} with an integer S >= 0, got {kind = "xavier", seed = 0 : i64}}}
+ptrain.state @w key "w" kind parameter {ptrain.init = {kind = "xavier", seed = 0 : i64}} : tensor<4x4xf32>
+
+// -----
+
+// State (C5): the seed is not negative.
+// expected-error@+1 {{ptrain.init must be {kind = "orthogonal" or "orthogonal_transposed", seed = S} with an integer S >= 0, got {kind = "orthogonal", seed = -1 : i64}}}
+ptrain.state @w key "w" kind parameter {ptrain.init = {kind = "orthogonal", seed = -1 : i64}} : tensor<4x4xf32>
+
+// -----
+
+// State (C5): a dictionary of exactly kind and seed.
+// expected-error@+1 {{ptrain.init must be {kind = "orthogonal" or "orthogonal_transposed", seed = S} with an integer S >= 0, got "orthogonal"}}
+ptrain.state @w key "w" kind parameter {ptrain.init = "orthogonal"} : tensor<4x4xf32>
+
+// -----
+
+// State (C6): an orthogonal init is a matrix of f32.
+// expected-error@+1 {{an orthogonal ptrain.init needs a rank-2 f32 tensor, got 'tensor<4x64x128xf32>'}}
+ptrain.state @w key "w" kind parameter {ptrain.init = {kind = "orthogonal", seed = 0 : i64}} : tensor<4x64x128xf32>
+
+// -----
+
+// State (C6): an orthogonal init is a matrix of f32, not of integers.
+// expected-error@+1 {{an orthogonal ptrain.init needs a rank-2 f32 tensor, got 'tensor<4x4xi64>'}}
+ptrain.state @w key "w" kind parameter {ptrain.init = {kind = "orthogonal", seed = 0 : i64}} : tensor<4x4xi64>
+
+// -----
+
 // StateRead (C1): the symbol is a ptrain.state.
 ptrain.grid @grid(dp = 2)
 func.func @state_read_c1() {

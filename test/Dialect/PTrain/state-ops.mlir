@@ -15,6 +15,11 @@ ptrain.state @q key "cb/link1->0/q" kind codec_warm_start : tensor<128x16xf32>
 ptrain.state @seed key "tp/randk/seed" kind codec_seed : tensor<i64>
 // CHECK: ptrain.state @step_count key "step" kind step_counter : tensor<i64>
 ptrain.state @step_count key "step" kind step_counter : tensor<i64>
+// Parameters no model file holds, with their defaults (the linear autoencoder's encoder and decoder).
+// CHECK: ptrain.state @ae_encoder key "ae/0->1/encoder" kind parameter {ptrain.init = {kind = "orthogonal", seed = 7 : i64}} : tensor<128x64xf32>
+ptrain.state @ae_encoder key "ae/0->1/encoder" kind parameter {ptrain.init = {kind = "orthogonal", seed = 7 : i64}} : tensor<128x64xf32>
+// CHECK: ptrain.state @ae_decoder key "ae/0->1/decoder" kind parameter {ptrain.init = {kind = "orthogonal_transposed", seed = 7 : i64}} : tensor<64x128xf32>
+ptrain.state @ae_decoder key "ae/0->1/decoder" kind parameter {ptrain.init = {kind = "orthogonal_transposed", seed = 7 : i64}} : tensor<64x128xf32>
 
 // CHECK-LABEL: func.func @step
 func.func @step(%grad: tensor<256x128xf32>) {

@@ -45,10 +45,10 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
 // CHECK: alignas(64) float state_0_wte_weight[128];
 // CHECK: alignas(64) int64_t state_3_step[1];
 // CHECK: const ptrain_state_desc_t kStates[] = {
-// CHECK-NEXT: {"wte.weight", state_0_wte_weight, PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 2, state_0_wte_weight_dims},
+// CHECK-NEXT: {"wte.weight", state_0_wte_weight, PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 2, state_0_wte_weight_dims, PTRAIN_STATE_INIT_NONE, 0},
 // CHECK-NEXT: {"wte.weight/adam_m", state_1_wte_weight_adam_m, PTRAIN_DTYPE_F32, PTRAIN_STATE_OPTIMIZER_MOMENT, 2,
 // CHECK-NEXT: {"wte.weight/adam_v",
-// CHECK-NEXT: {"step", state_3_step, PTRAIN_DTYPE_I64, PTRAIN_STATE_STEP_COUNTER, 0, nullptr},
+// CHECK-NEXT: {"step", state_3_step, PTRAIN_DTYPE_I64, PTRAIN_STATE_STEP_COUNTER, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},
 // CHECK: alignas(64) unsigned char ptrain_arena[[[ARENA:[0-9]+]]];
 
 // Initial values by key from the ONNX file the module names; checkpoints by key.
