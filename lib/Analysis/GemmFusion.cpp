@@ -50,8 +50,10 @@ ArrayRef<int64_t> withoutLeadingOnes(ArrayRef<int64_t> shape) {
 }
 } // namespace
 
-GemmFusion::GemmFusion(ArrayRef<Operation *> ops) {
+GemmFusion::GemmFusion(ArrayRef<Operation *> ops) : deadOps(ops) {
   for (Operation *op : llvm::reverse(ops)) {
+    if (deadOps.isDead(op))
+      continue;
     if (auto m = dyn_cast<MatmulOp>(op)) {
       reads[op] = {operand(m, 0).source, operand(m, 1).source};
       continue;
@@ -81,6 +83,17 @@ GemmFusion::GemmFusion(ArrayRef<Operation *> ops) {
     if (llvm::all_of(t.getResult().getUsers(),
                      [&](Operation *user) { return isa<MatmulOp>(user) || folded.contains(user); }))
       folded.insert(op);
+  }
+  // A weight gradient's transpose: the batch sum's GEMM writes the transposed matrix instead.
+  for (Operation *op : ops) {
+    auto t = dyn_cast<TransposeOp>(op);
+    if (!t || deadOps.isDead(op) || folded.contains(op) || tensorOf(t.getInput()).getRank() != 2 || !swapsLastTwo(t))
+      continue;
+    auto s = t.getInput().getDefiningOp<SumToOp>();
+    if (s && summed.contains(s) && s.getResult().hasOneUse()) {
+      transposedSums.insert(s);
+      transposedAliases.insert(op);
+    }
   }
 }
 

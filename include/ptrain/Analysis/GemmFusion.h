@@ -13,13 +13,21 @@
 //     A is stored transposed and B as is (both stacks are then plain
 //     row-major matrices); the matmul is not emitted. This changes the
 //     summation order (fp32 over n k terms instead of n fp32 partial products
-//     summed in fp64), within fp32 rounding.
+//     summed in fp64), within fp32 rounding;
+//   - the transpose of such a batch sum, its only use (the weight gradient of
+//     `x W^T`: autodiff sums dW^T = x^T dy and transposes it), is the same
+//     GEMM with its operands swapped, (A^T B)^T = B^T A, written straight
+//     into the sum's buffer; the transpose is an alias of that buffer (the
+//     same products summed in the same order: the same bits).
+// Dead ops (DeadOps.h) are decided here as well, so that both consumers skip
+// the same ops.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PTRAIN_ANALYSIS_GEMMFUSION_H
 #define PTRAIN_ANALYSIS_GEMMFUSION_H
 
+#include "ptrain/Analysis/DeadOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -45,12 +53,20 @@ public:
   MatmulOp summedMatmul(SumToOp s) const { return summed.lookup(s.getOperation()); }
   /// An op whose result only fused consumers read: nothing is emitted for it.
   bool isFolded(Operation *op) const { return folded.contains(op); }
+  /// The batch sum `s` is emitted as the transpose of its result (its only user reads it as an alias).
+  bool writesTransposed(SumToOp s) const { return transposedSums.contains(s.getOperation()); }
+  /// `op` is a transpose whose input's producer wrote it transposed: an alias of its input, nothing emitted.
+  bool isTransposedAlias(Operation *op) const { return transposedAliases.contains(op); }
+  /// Nothing reads `op`'s results (DeadOps.h): nothing is emitted for it and its results get no buffer.
+  bool isDead(Operation *op) const { return deadOps.isDead(op); }
   /// Buffers `op`'s emitted code reads besides its operands (they must stay live until `op`).
   ArrayRef<Value> extraReads(Operation *op) const;
 
 private:
   llvm::DenseMap<Operation *, MatmulOp> summed;
   llvm::DenseSet<Operation *> folded;
+  llvm::DenseSet<Operation *> transposedSums, transposedAliases;
+  DeadOps deadOps;
   llvm::DenseMap<Operation *, SmallVector<Value, 2>> reads;
 };
 

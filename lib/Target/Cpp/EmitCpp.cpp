@@ -429,8 +429,9 @@ void FunctionEmitter::planStorage() {
       if (isa<arith::ConstantOp>(op)) {
         s.kind = Storage::Constant;
         s.isConst = true;
-      } else if (isa<ReshapeOp, TPCopyOp>(op)) {
-        // A reshape, and Megatron's f (identity forward, EmitCollectives.h): an alias of the input.
+      } else if (isa<ReshapeOp, TPCopyOp>(op) || gemms->isTransposedAlias(op)) {
+        // A reshape, Megatron's f (identity forward, EmitCollectives.h) and a transpose its input's GEMM
+        // wrote (GemmFusion.h): an alias of the input.
         s.kind = Storage::Alias;
         s.root = op->getOperand(0);
         s.isConst = storage[rootOf(s.root)].isConst;
@@ -479,7 +480,7 @@ void FunctionEmitter::planStorage() {
   for (Operation *op : ops)
     for (Value result : op->getResults()) {
       Storage &s = storage[result];
-      if (s.kind != Storage::Arena || gemms->isFolded(op))
+      if (s.kind != Storage::Arena || gemms->isFolded(op) || gemms->isDead(op))
         continue;
       plan.push_back({opIndex[op], lastUse[result], bytesOf(result)});
       s.buffer = plan.size() - 1;
@@ -522,6 +523,14 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   nextScratch = 0;
   block.clear();
   // Declare the results' pointers.
+  if (gemms->isDead(op)) {
+    std::string loc;
+    llvm::raw_string_ostream locOs(loc);
+    formatLoc(op->getLoc(), locOs);
+    body += "\n  // " + commentSafe(loc) + "\n  // " + op->getName().getStringRef().str() +
+            "\n  // not emitted: nothing reads its results (DeadOps.h)\n";
+    return success();
+  }
   std::string decls;
   if (gemms->isFolded(op))
     decls = "  // not materialized: its users read its operands in their GEMMs (GemmFusion.h)\n";
@@ -698,6 +707,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
             if (gemms->isFolded(t))
               return success(); // every user reads the input with BLAS's transpose flag
+            if (gemms->isTransposedAlias(t)) {
+              line("// an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)");
+              return success();
+            }
             ArrayRef<int64_t> x = shapeOf(t.getInput());
             if (x.size() <= 1)
               return call(RuntimeCall::ptrain_copy_bytes,
@@ -759,6 +772,11 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cpp");
               if (failed(g))
                 return failure();
+              if (gemms->writesTransposed(s)) // its only user transposes it: (A^T B)^T = B^T A
+                return call(RuntimeCall::ptrain_gemm_f32,
+                            {"1", "0", "1", std::to_string(g->cols), std::to_string(g->rows),
+                             std::to_string(g->batch * g->k), "1.0f", ptr(gemms->operand(m, 1).source), "0",
+                             ptr(gemms->operand(m, 0).source), "0", "0.0f", ptr(out), "0"});
               return call(RuntimeCall::ptrain_gemm_f32,
                           {"1", "0", "1", std::to_string(g->rows), std::to_string(g->cols),
                            std::to_string(g->batch * g->k), "1.0f", ptr(gemms->operand(m, 0).source), "0",
