@@ -551,7 +551,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     case Storage::State: {
       auto read = cast<StateReadOp>(op);
       decls += "  " + type + " *" + s.name + " = " + states[read.getStateAttr().getAttr()].var + ";\n";
-      if (result.use_empty()) // a read whose users an import pass dropped (an export's unused pooler)
+      // A read whose users an import pass dropped (an export's unused pooler) or only dead ops read (DeadOps.h).
+      if (llvm::all_of(result.getUsers(), [&](Operation *user) { return gemms->isDead(user); }))
         decls += "  (void)" + s.name + ";\n";
       break;
     }
