@@ -92,7 +92,24 @@ GemmFusion::GemmFusion(ArrayRef<Operation *> ops) : deadOps(ops) {
     auto s = t.getInput().getDefiningOp<SumToOp>();
     if (s && summed.contains(s) && s.getResult().hasOneUse()) {
       transposedSums.insert(s);
-      transposedAliases.insert(op);
+      aliases[op] = t.getInput();
+    }
+  }
+  // A bias added to an emitted GEMM's product (its only use): the GEMM starts from the bias rows.
+  for (Operation *op : ops) {
+    auto add = dyn_cast<BinaryOp>(op);
+    if (!add || add.getKind() != BinaryKind::Add || deadOps.isDead(op) || !isF32(add.getResult()))
+      continue;
+    for (auto [product, bias] : {std::pair(add.getLhs(), add.getRhs()), std::pair(add.getRhs(), add.getLhs())}) {
+      auto m = product.getDefiningOp<MatmulOp>();
+      ArrayRef<int64_t> shape = tensorOf(product).getShape();
+      if (!m || folded.contains(m) || biases.contains(m) || !product.hasOneUse() ||
+          tensorOf(bias).getShape() != shape.take_back(1) || tensorOf(add.getResult()).getShape() != shape)
+        continue;
+      biases[m] = bias;
+      aliases[op] = product;
+      reads[m].push_back(bias);
+      break;
     }
   }
 }

@@ -19,6 +19,12 @@
 //     GEMM with its operands swapped, (A^T B)^T = B^T A, written straight
 //     into the sum's buffer; the transpose is an alias of that buffer (the
 //     same products summed in the same order: the same bits).
+//   - a bias added to a GEMM's product, `x W^T + b` with b of the product's
+//     last dim (its only use): C starts as b broadcast over the rows and the
+//     GEMM runs with beta = 1, C = A B + C; the add is an alias of the
+//     product. The bits are those of the separate add when BLAS sums K in one
+//     pass (OpenBLAS: K <= 256 here); beyond that the bias joins the first
+//     partial sum instead of the last (an fp32 rounding difference).
 // Dead ops (DeadOps.h) are decided here as well, so that both consumers skip
 // the same ops.
 //
@@ -55,8 +61,11 @@ public:
   bool isFolded(Operation *op) const { return folded.contains(op); }
   /// The batch sum `s` is emitted as the transpose of its result (its only user reads it as an alias).
   bool writesTransposed(SumToOp s) const { return transposedSums.contains(s.getOperation()); }
-  /// `op` is a transpose whose input's producer wrote it transposed: an alias of its input, nothing emitted.
-  bool isTransposedAlias(Operation *op) const { return transposedAliases.contains(op); }
+  /// The value `op`'s result is an alias of, or null: a transpose whose input's producer wrote it transposed,
+  /// a bias add whose product's GEMM added the bias. Nothing is emitted for `op`.
+  Value aliasOf(Operation *op) const { return aliases.lookup(op); }
+  /// The bias the GEMM of `m` adds to its product (C = bias rows, beta = 1), or null.
+  Value biasOf(MatmulOp m) const { return biases.lookup(m.getOperation()); }
   /// Nothing reads `op`'s results (DeadOps.h): nothing is emitted for it and its results get no buffer.
   bool isDead(Operation *op) const { return deadOps.isDead(op); }
   /// Buffers `op`'s emitted code reads besides its operands (they must stay live until `op`).
@@ -65,7 +74,8 @@ public:
 private:
   llvm::DenseMap<Operation *, MatmulOp> summed;
   llvm::DenseSet<Operation *> folded;
-  llvm::DenseSet<Operation *> transposedSums, transposedAliases;
+  llvm::DenseSet<Operation *> transposedSums;
+  llvm::DenseMap<Operation *, Value> aliases, biases;
   DeadOps deadOps;
   llvm::DenseMap<Operation *, SmallVector<Value, 2>> reads;
 };

@@ -429,11 +429,11 @@ void FunctionEmitter::planStorage() {
       if (isa<arith::ConstantOp>(op)) {
         s.kind = Storage::Constant;
         s.isConst = true;
-      } else if (isa<ReshapeOp, TPCopyOp>(op) || gemms->isTransposedAlias(op)) {
-        // A reshape, Megatron's f (identity forward, EmitCollectives.h) and a transpose its input's GEMM
-        // wrote (GemmFusion.h): an alias of the input.
+      } else if (isa<ReshapeOp, TPCopyOp>(op) || gemms->aliasOf(op)) {
+        // A reshape, Megatron's f (identity forward, EmitCollectives.h), a transpose its input's GEMM wrote and
+        // a bias add its product's GEMM did (GemmFusion.h): an alias of the input.
         s.kind = Storage::Alias;
-        s.root = op->getOperand(0);
+        s.root = gemms->aliasOf(op) ? gemms->aliasOf(op) : op->getOperand(0);
         s.isConst = storage[rootOf(s.root)].isConst;
       } else if (isa<StateReadOp>(op)) {
         s.kind = Storage::State; // may be demoted to Arena below
@@ -616,6 +616,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                          std::to_string(table[1]), ptr(e.getResult())});
           })
           .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
+            if (gemms->aliasOf(b)) {
+              line("// an alias: the GEMM of its product started from the bias rows (GemmFusion.h)");
+              return success();
+            }
             Value lhs = b.getLhs(), rhs = b.getRhs(), out = b.getResult();
             if (!f32(out)) {
               if (b.getKind() != BinaryKind::Add || shapeOf(lhs) != shapeOf(rhs))
@@ -640,11 +644,19 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             if (gemms->isFolded(m))
               return success(); // computed by the sum_to of its result
             GemmOperand a = gemms->operand(m, 0), b = gemms->operand(m, 1);
+            Value bias = gemms->biasOf(m);
+            if (bias) { // C = the bias rows, then C = A B + C (the add of its only user, GemmFusion.h)
+              ArrayRef<int64_t> out = shapeOf(m.getResult());
+              if (failed(call(RuntimeCall::ptrain_broadcast_to,
+                              {ptr(bias), "4", "1", dims(shapeOf(bias), "bias_dims"), std::to_string(out.size()),
+                               dims(out, "out_dims"), ptr(m.getResult())})))
+                return failure();
+            }
             return call(RuntimeCall::ptrain_gemm_f32,
                         {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
                          std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f", ptr(a.source),
-                         std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB), "0.0f",
-                         ptr(m.getResult()), std::to_string(g->rows * g->cols)});
+                         std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB),
+                         bias ? "1.0f" : "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
           })
           .Case<LayerNormOp>([&](LayerNormOp ln) -> LogicalResult {
             ArrayRef<int64_t> x = shapeOf(ln.getInput());
@@ -708,7 +720,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
             if (gemms->isFolded(t))
               return success(); // every user reads the input with BLAS's transpose flag
-            if (gemms->isTransposedAlias(t)) {
+            if (gemms->aliasOf(t)) {
               line("// an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)");
               return success();
             }
