@@ -3,7 +3,7 @@
 
 Copies a ptrain-compile output folder (--plan), wraps every PTRAIN_STEP_CALL of its step.cpp in a timer (the
 thread's CPU time, clock_gettime(CLOCK_THREAD_CPUTIME_ID): the wait for the core on a loaded machine is not
-counted), compiles that copy like ptrain-compile does, embeds the original library's plan section, trains
+counted), compiles that copy like ptrain-compile does, embeds the plan section (python/ptrain/plan_abi.py), trains
 --steps steps with ptrain-run on one core, and prints the milliseconds per training step of the micro-batch
 step and the optimizer step (stage0_forward_backward, stage0_optimizer_step) by runtime call and by op site
 (the op kind and ONNX node in the comment above each call, with the block index replaced by N). The timer
@@ -26,6 +26,10 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+from ptrain import plan_abi  # noqa: E402
+
 TIMED = ("ptrain_step_stage0_forward_backward", "ptrain_step_stage0_optimizer_step")
 
 TIMER = r'''#include <stdio.h>
@@ -125,16 +129,12 @@ def run(args):
             f.write(timed)
         lib = os.path.join(plan_dir, "libstep.so")
         runtime = os.path.join(args.build, "lib", "Runtime")
-        section = os.path.join(work, "plan.section")
-        subprocess.run(["objcopy", "--dump-section", f".ptrain_plan={section}", os.path.join(args.plan, "libstep.so")],
-                       check=True)
         subprocess.run([os.environ.get("CXX", "c++"), "-std=c++17", "-O2", "-shared", "-fPIC", "-w",
                         f"-I{os.path.join(ROOT, 'include')}", f"-I{os.path.join(args.build, 'include')}",
                         os.path.join(plan_dir, "step.cpp"), "-o", lib, f"-L{runtime}", "-lptrain_runtime",
                         f"-Wl,-rpath,{runtime}"], check=True)
-        subprocess.run(["objcopy", "--add-section", f".ptrain_plan={section}", "--set-section-flags",
-                        ".ptrain_plan=noload,readonly", lib], check=True)
         plan = json.load(open(os.path.join(plan_dir, "plan.json")))
+        plan_abi.embed(lib, plan)  # the section ptrain-run checks, as ptrain-compile adds it
         plan["library"] = lib
         json.dump(plan, open(os.path.join(plan_dir, "plan.json"), "w"), indent=1)
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
