@@ -103,8 +103,11 @@ GemmFusion::GemmFusion(ArrayRef<Operation *> ops) : deadOps(ops) {
     for (auto [product, bias] : {std::pair(add.getLhs(), add.getRhs()), std::pair(add.getRhs(), add.getLhs())}) {
       auto m = product.getDefiningOp<MatmulOp>();
       ArrayRef<int64_t> shape = tensorOf(product).getShape();
+      // The bias must exist when the GEMM runs: an argument or a value defined before the matmul.
+      Operation *biasDef = bias.getDefiningOp();
       if (!m || folded.contains(m) || biases.contains(m) || !product.hasOneUse() ||
-          tensorOf(bias).getShape() != shape.take_back(1) || tensorOf(add.getResult()).getShape() != shape)
+          tensorOf(bias).getShape() != shape.take_back(1) || tensorOf(add.getResult()).getShape() != shape ||
+          (biasDef && (biasDef->getBlock() != m->getBlock() || !biasDef->isBeforeInBlock(m))))
         continue;
       biases[m] = bias;
       aliases[op] = product;

@@ -18,13 +18,18 @@ module {
   }
   // A bias added to a GEMM's product (its only use): C starts as the bias rows and the GEMM runs with beta = 1;
   // the add is an alias of the product. A product with a second use keeps its add.
-  func.func @bias(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> (tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>) {
+  func.func @bias(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>)
+      -> (tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>) {
     %wt = ptrain.transpose %w {perm = array<i64: 1, 0>} : tensor<16x8xf32> -> tensor<8x16xf32> loc("/fc/Transpose")
     %y = ptrain.matmul %x, %wt : tensor<2x4x8xf32>, tensor<8x16xf32> loc("/fc/MatMul")
     %z = ptrain.binary add %b, %y : tensor<16xf32>, tensor<2x4x16xf32> loc("/fc/Add")
     %y2 = ptrain.matmul %x, %wt : tensor<2x4x8xf32>, tensor<8x16xf32> loc("/kept/MatMul")
     %z2 = ptrain.binary add %y2, %b : tensor<2x4x16xf32>, tensor<16xf32> loc("/kept/Add")
-    return %z, %z2, %y2 : tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>
+    // Kept: the bias is computed after the product.
+    %y3 = ptrain.matmul %x, %wt : tensor<2x4x8xf32>, tensor<8x16xf32> loc("/late/MatMul")
+    %b3 = ptrain.binary mul %b, %b : tensor<16xf32>, tensor<16xf32> loc("/late/bias")
+    %z3 = ptrain.binary add %y3, %b3 : tensor<2x4x16xf32>, tensor<16xf32> loc("/late/Add")
+    return %z, %z2, %y2, %z3 : tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>
   }
 }
 
@@ -65,4 +70,8 @@ module {
 // CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(0, 1, 2, 4, 16, 8, 1.0f, arg0, 32, arg1, 0, 0.0f, [[Y2:v[0-9]+]], 64));
 // CHECK: // "/kept/Add"
 // CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD, [[Y2]],
+// CHECK: // "/late/MatMul"
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(0, 1, 2, 4, 16, 8, 1.0f, arg0, 32, arg1, 0, 0.0f, [[Y3:v[0-9]+]], 64));
+// CHECK: // "/late/Add"
+// CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD, [[Y3]],
 // CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes([[Z]], 512, out_0));
