@@ -50,8 +50,10 @@ ArrayRef<int64_t> withoutLeadingOnes(ArrayRef<int64_t> shape) {
 }
 } // namespace
 
-GemmFusion::GemmFusion(ArrayRef<Operation *> ops) {
+GemmFusion::GemmFusion(ArrayRef<Operation *> ops) : deadOps(ops) {
   for (Operation *op : llvm::reverse(ops)) {
+    if (deadOps.isDead(op))
+      continue;
     if (auto m = dyn_cast<MatmulOp>(op)) {
       reads[op] = {operand(m, 0).source, operand(m, 1).source};
       continue;
@@ -81,6 +83,37 @@ GemmFusion::GemmFusion(ArrayRef<Operation *> ops) {
     if (llvm::all_of(t.getResult().getUsers(),
                      [&](Operation *user) { return isa<MatmulOp>(user) || folded.contains(user); }))
       folded.insert(op);
+  }
+  // A weight gradient's transpose: the batch sum's GEMM writes the transposed matrix instead.
+  for (Operation *op : ops) {
+    auto t = dyn_cast<TransposeOp>(op);
+    if (!t || deadOps.isDead(op) || folded.contains(op) || tensorOf(t.getInput()).getRank() != 2 || !swapsLastTwo(t))
+      continue;
+    auto s = t.getInput().getDefiningOp<SumToOp>();
+    if (s && summed.contains(s) && s.getResult().hasOneUse()) {
+      transposedSums.insert(s);
+      aliases[op] = t.getInput();
+    }
+  }
+  // A bias added to an emitted GEMM's product (its only use): the GEMM starts from the bias rows.
+  for (Operation *op : ops) {
+    auto add = dyn_cast<BinaryOp>(op);
+    if (!add || add.getKind() != BinaryKind::Add || deadOps.isDead(op) || !isF32(add.getResult()))
+      continue;
+    for (auto [product, bias] : {std::pair(add.getLhs(), add.getRhs()), std::pair(add.getRhs(), add.getLhs())}) {
+      auto m = product.getDefiningOp<MatmulOp>();
+      ArrayRef<int64_t> shape = tensorOf(product).getShape();
+      // The bias must exist when the GEMM runs: an argument or a value defined before the matmul.
+      Operation *biasDef = bias.getDefiningOp();
+      if (!m || folded.contains(m) || biases.contains(m) || !product.hasOneUse() ||
+          tensorOf(bias).getShape() != shape.take_back(1) || tensorOf(add.getResult()).getShape() != shape ||
+          (biasDef && (biasDef->getBlock() != m->getBlock() || !biasDef->isBeforeInBlock(m))))
+        continue;
+      biases[m] = bias;
+      aliases[op] = product;
+      reads[m].push_back(bias);
+      break;
+    }
   }
 }
 

@@ -139,10 +139,10 @@ FunctionMemoryPlan collectBuffers(func::FuncOp func) {
     }
     for (Value result : op->getResults()) {
       lastUse[result] = std::max(lastUse.lookup(result), i);
-      if (isa<arith::ConstantOp>(op) || gemms.isFolded(op))
+      if (isa<arith::ConstantOp>(op) || gemms.isFolded(op) || gemms.isDead(op))
         continue;
-      if (isa<ReshapeOp, TPCopyOp>(op)) {
-        aliasOf[result] = op->getOperand(0);
+      if (isa<ReshapeOp, TPCopyOp>(op) || gemms.aliasOf(op)) {
+        aliasOf[result] = gemms.aliasOf(op) ? gemms.aliasOf(op) : op->getOperand(0);
       } else if (auto send = dyn_cast<SendStartOp>(op)) {
         aliasOf[result] = send.getInput(); // the request holds the sent buffer until its wait
       } else if (auto wait = dyn_cast<WaitOp>(op)) {

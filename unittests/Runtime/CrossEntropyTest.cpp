@@ -30,23 +30,37 @@ TEST(CrossEntropy, LossAndGradientMatchTheReference) {
   };
   float loss = 0.0f;
   std::vector<float> lse(kN), dlogits(kN * kV);
-  ASSERT_PTRAIN_OK(ptrain_cross_entropy_fwd_f32(logits.data(), targets, kN, kV,
-                                                &loss, lse.data()));
+  ASSERT_PTRAIN_OK(ptrain_cross_entropy_fwd_f32(logits.data(), targets, kN, kV, &loss, lse.data()));
   EXPECT_NEAR(loss, ref({toDouble(logits)})[0], 1e-6);
   const float dloss = 0.75f;
-  ASSERT_PTRAIN_OK(ptrain_cross_entropy_bwd_f32(dloss, logits.data(), targets,
-                                                lse.data(), kN, kV,
-                                                dlogits.data()));
-  expectClose(dlogits, numericGrad(ref, {toDouble(logits)}, 0, Vec{dloss}),
-              1e-6, 1e-4, "dlogits");
+  ASSERT_PTRAIN_OK(ptrain_cross_entropy_bwd_f32(dloss, logits.data(), targets, lse.data(), kN, kV, dlogits.data()));
+  expectClose(dlogits, numericGrad(ref, {toDouble(logits)}, 0, Vec{dloss}), 1e-6, 1e-4, "dlogits");
+}
+
+TEST(CrossEntropy, RowGroupsGiveEachRowsBitsAlone) {
+  // The forward sums four rows' exponentials at a time (four fp64 chains, each in vocabulary order, in chunks
+  // of 64): every row of a 6-row call over a vocabulary of 150 has the log-sum-exp bits of a one-row call.
+  constexpr int64_t kRows = 6, kVocab = 150;
+  auto logits = randomFloats(kRows * kVocab, 93, -8.0f, 8.0f);
+  std::vector<int32_t> targets = {5, 149, 0, 77, 12, 3};
+  std::vector<float> lse(kRows);
+  float loss = 0.0f, oneLoss = 0.0f, oneLse = 0.0f;
+  ASSERT_PTRAIN_OK(ptrain_cross_entropy_fwd_f32(logits.data(), targets.data(), kRows, kVocab, &loss, lse.data()));
+  double total = 0.0;
+  for (int64_t r = 0; r < kRows; ++r) {
+    ASSERT_PTRAIN_OK(
+        ptrain_cross_entropy_fwd_f32(logits.data() + r * kVocab, &targets[r], 1, kVocab, &oneLoss, &oneLse));
+    ASSERT_EQ(lse[r], oneLse) << "row " << r;
+    total += static_cast<double>(oneLse) - logits[r * kVocab + targets[r]];
+  }
+  EXPECT_NEAR(loss, total / kRows, 1e-6);
 }
 
 TEST(CrossEntropy, UniformLogitsGiveLogVocab) {
   std::vector<float> logits(2 * 256, 0.0f), lse(2);
   const int32_t targets[2] = {17, 255};
   float loss = 0.0f;
-  ASSERT_PTRAIN_OK(ptrain_cross_entropy_fwd_f32(logits.data(), targets, 2, 256,
-                                                &loss, lse.data()));
+  ASSERT_PTRAIN_OK(ptrain_cross_entropy_fwd_f32(logits.data(), targets, 2, 256, &loss, lse.data()));
   EXPECT_NEAR(loss, std::log(256.0), 1e-6);
 }
 
@@ -54,12 +68,9 @@ TEST(CrossEntropy, TargetBeyondTheVocabularyIsAnError) {
   std::vector<float> logits(4), lse(2);
   const int32_t targets[2] = {1, 2};
   float loss = 0.0f;
-  EXPECT_EQ(ptrain_cross_entropy_fwd_f32(logits.data(), targets, 2, 2, &loss,
-                                         lse.data()),
+  EXPECT_EQ(ptrain_cross_entropy_fwd_f32(logits.data(), targets, 2, 2, &loss, lse.data()),
             PTRAIN_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(ptrain_last_error()).find("targets[1] = 2"),
-            std::string::npos)
-      << ptrain_last_error();
+  EXPECT_NE(std::string(ptrain_last_error()).find("targets[1] = 2"), std::string::npos) << ptrain_last_error();
 }
 
 } // namespace

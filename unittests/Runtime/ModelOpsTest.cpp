@@ -46,6 +46,26 @@ TEST(ModelOps, SelectAndBroadcastToCopyBits) {
   EXPECT_NE(std::strstr(ptrain_last_error(), "does not broadcast"), nullptr) << ptrain_last_error();
 }
 
+TEST(ModelOps, BroadcastToRepeatsRowsAndWalksOtherShapes) {
+  // Leading dims only (a bias over [2, 3] rows, with and without a leading 1): block copies; a middle
+  // broadcast ([2, 1, 2] to [2, 3, 2]) walks the elements. Both copy the bits.
+  const float bias[] = {1.5f, -0.0f};
+  const int64_t bd[] = {2}, bd1[] = {1, 1, 2}, rows[] = {2, 3, 2};
+  float out[12], out1[12];
+  ASSERT_PTRAIN_OK(ptrain_broadcast_to(bias, 4, 1, bd, 3, rows, out));
+  ASSERT_PTRAIN_OK(ptrain_broadcast_to(bias, 4, 3, bd1, 3, rows, out1));
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(std::memcmp(&out[i], &bias[i % 2], 4), 0) << "element " << i;
+    EXPECT_EQ(std::memcmp(&out1[i], &bias[i % 2], 4), 0) << "element " << i;
+  }
+  const float x[] = {1, 2, 3, 4};
+  const int64_t xd[] = {2, 1, 2};
+  float mid[12];
+  ASSERT_PTRAIN_OK(ptrain_broadcast_to(x, 4, 3, xd, 3, rows, mid));
+  const float want[] = {1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4};
+  EXPECT_EQ(std::memcmp(mid, want, sizeof(mid)), 0);
+}
+
 TEST(ModelOps, ReduceSumMeanMax) {
   const float x[] = {1, -2, 3, 4, NAN, 6};
   const int64_t d[] = {2, 3}, rows[] = {2, 1}, cols[] = {1, 3};

@@ -31,24 +31,18 @@ TEST_P(SoftmaxMask, ForwardAndBackwardMatchTheReference) {
   const int64_t rows = 8, cols = 4; // Two [4, 4] score matrices.
   auto x = randomFloats(rows * cols, 41, -3.0f, 3.0f);
   auto dy = randomFloats(rows * cols, 42);
-  RefFn ref = [&](const std::vector<Vec> &v) {
-    return softmaxRef(v[0], rows, cols, causal);
-  };
+  RefFn ref = [&](const std::vector<Vec> &v) { return softmaxRef(v[0], rows, cols, causal); };
   std::vector<float> y(rows * cols), dx(rows * cols);
-  ASSERT_PTRAIN_OK(
-      ptrain_softmax_fwd_f32(x.data(), rows, cols, causal, y.data()));
+  ASSERT_PTRAIN_OK(ptrain_softmax_fwd_f32(x.data(), rows, cols, causal, y.data()));
   expectClose(y, ref({toDouble(x)}), 1e-6, 1e-5, "y");
-  ASSERT_PTRAIN_OK(
-      ptrain_softmax_bwd_f32(dy.data(), y.data(), rows, cols, dx.data()));
-  expectClose(dx, numericGrad(ref, {toDouble(x)}, 0, toDouble(dy)), 1e-5, 1e-4,
-              "dx");
+  ASSERT_PTRAIN_OK(ptrain_softmax_bwd_f32(dy.data(), y.data(), rows, cols, dx.data()));
+  expectClose(dx, numericGrad(ref, {toDouble(x)}, 0, toDouble(dy)), 1e-5, 1e-4, "dx");
   if (causal) { // Row 5 is query 1 of the second matrix: keys 2, 3 masked.
     EXPECT_EQ(y[5 * cols + 2] + y[5 * cols + 3], 0.0f);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(CausalAndFull, SoftmaxMask,
-                         ::testing::Values(false, true));
+INSTANTIATE_TEST_SUITE_P(CausalAndFull, SoftmaxMask, ::testing::Values(false, true));
 
 TEST(Softmax, LargeLogitsDoNotOverflow) {
   std::vector<float> x = {1000.0f, 1000.0f}, y(2);
@@ -56,10 +50,29 @@ TEST(Softmax, LargeLogitsDoNotOverflow) {
   expectClose(y, Vec{0.5, 0.5}, 0, 0, "y");
 }
 
+TEST(Softmax, RowGroupsGiveEachRowsBitsAlone) {
+  // The kernels sum four rows at a time (four fp64 chains, each in column order): every row of a 7-row call
+  // (one group and three single rows), in place as the attention kernel calls them, has the bits of a
+  // one-row call.
+  constexpr int64_t kRows = 7, kCols = 67;
+  auto x = randomFloats(kRows * kCols, 91, -6.0f, 6.0f);
+  auto dy = randomFloats(kRows * kCols, 92);
+  std::vector<float> y = x, dx = dy, oneY(kCols), oneDx(kCols);
+  ASSERT_PTRAIN_OK(ptrain_softmax_fwd_f32(y.data(), kRows, kCols, 0, y.data()));
+  ASSERT_PTRAIN_OK(ptrain_softmax_bwd_f32(dx.data(), y.data(), kRows, kCols, dx.data()));
+  for (int64_t r = 0; r < kRows; ++r) {
+    ASSERT_PTRAIN_OK(ptrain_softmax_fwd_f32(x.data() + r * kCols, 1, kCols, 0, oneY.data()));
+    ASSERT_PTRAIN_OK(ptrain_softmax_bwd_f32(dy.data() + r * kCols, oneY.data(), 1, kCols, oneDx.data()));
+    for (int64_t c = 0; c < kCols; ++c) {
+      ASSERT_EQ(y[r * kCols + c], oneY[c]) << "y row " << r << " col " << c;
+      ASSERT_EQ(dx[r * kCols + c], oneDx[c]) << "dx row " << r << " col " << c;
+    }
+  }
+}
+
 TEST(Softmax, CausalNeedsSquareTrailingDims) {
   std::vector<float> x(6), y(6);
-  EXPECT_EQ(ptrain_softmax_fwd_f32(x.data(), 3, 2, 1, y.data()),
-            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ptrain_softmax_fwd_f32(x.data(), 3, 2, 1, y.data()), PTRAIN_ERROR_INVALID_ARGUMENT);
 }
 
 } // namespace

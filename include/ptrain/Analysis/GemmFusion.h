@@ -13,13 +13,27 @@
 //     A is stored transposed and B as is (both stacks are then plain
 //     row-major matrices); the matmul is not emitted. This changes the
 //     summation order (fp32 over n k terms instead of n fp32 partial products
-//     summed in fp64), within fp32 rounding.
+//     summed in fp64), within fp32 rounding;
+//   - the transpose of such a batch sum, its only use (the weight gradient of
+//     `x W^T`: autodiff sums dW^T = x^T dy and transposes it), is the same
+//     GEMM with its operands swapped, (A^T B)^T = B^T A, written straight
+//     into the sum's buffer; the transpose is an alias of that buffer (the
+//     same products summed in the same order: the same bits).
+//   - a bias added to a GEMM's product, `x W^T + b` with b of the product's
+//     last dim (its only use): C starts as b broadcast over the rows and the
+//     GEMM runs with beta = 1, C = A B + C; the add is an alias of the
+//     product. The bits are those of the separate add when BLAS sums K in one
+//     pass (OpenBLAS: K <= 256 here); beyond that the bias joins the first
+//     partial sum instead of the last (an fp32 rounding difference).
+// Dead ops (DeadOps.h) are decided here as well, so that both consumers skip
+// the same ops.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PTRAIN_ANALYSIS_GEMMFUSION_H
 #define PTRAIN_ANALYSIS_GEMMFUSION_H
 
+#include "ptrain/Analysis/DeadOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -45,12 +59,24 @@ public:
   MatmulOp summedMatmul(SumToOp s) const { return summed.lookup(s.getOperation()); }
   /// An op whose result only fused consumers read: nothing is emitted for it.
   bool isFolded(Operation *op) const { return folded.contains(op); }
+  /// The batch sum `s` is emitted as the transpose of its result (its only user reads it as an alias).
+  bool writesTransposed(SumToOp s) const { return transposedSums.contains(s.getOperation()); }
+  /// The value `op`'s result is an alias of, or null: a transpose whose input's producer wrote it transposed,
+  /// a bias add whose product's GEMM added the bias. Nothing is emitted for `op`.
+  Value aliasOf(Operation *op) const { return aliases.lookup(op); }
+  /// The bias the GEMM of `m` adds to its product (C = bias rows, beta = 1), or null.
+  Value biasOf(MatmulOp m) const { return biases.lookup(m.getOperation()); }
+  /// Nothing reads `op`'s results (DeadOps.h): nothing is emitted for it and its results get no buffer.
+  bool isDead(Operation *op) const { return deadOps.isDead(op); }
   /// Buffers `op`'s emitted code reads besides its operands (they must stay live until `op`).
   ArrayRef<Value> extraReads(Operation *op) const;
 
 private:
   llvm::DenseMap<Operation *, MatmulOp> summed;
   llvm::DenseSet<Operation *> folded;
+  llvm::DenseSet<Operation *> transposedSums;
+  llvm::DenseMap<Operation *, Value> aliases, biases;
+  DeadOps deadOps;
   llvm::DenseMap<Operation *, SmallVector<Value, 2>> reads;
 };
 

@@ -12,26 +12,23 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 namespace {
 constexpr int32_t kMaxRank = 8;
 
 /// Checks a shape argument and returns its element count in `count`.
-ptrain_status_t checkShape(const char *call, const char *what, int32_t rank,
-                           const int64_t *dims, int64_t &count) {
+ptrain_status_t checkShape(const char *call, const char *what, int32_t rank, const int64_t *dims, int64_t &count) {
   if (rank < 0 || rank > kMaxRank)
-    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                                 "%s rank must be in [0, %d], got %d", what,
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s rank must be in [0, %d], got %d", what,
                                  kMaxRank, rank);
   if (rank > 0 && dims == nullptr)
-    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                                 "'%s_dims' must not be null", what);
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'%s_dims' must not be null", what);
   count = 1;
   for (int32_t i = 0; i < rank; ++i) {
     if (dims[i] < 0)
-      return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                                   "%s dims[%d] must be >= 0, got %lld", what,
-                                   i, static_cast<long long>(dims[i]));
+      return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s dims[%d] must be >= 0, got %lld", what, i,
+                                   static_cast<long long>(dims[i]));
     count *= dims[i];
   }
   return PTRAIN_OK;
@@ -40,13 +37,10 @@ ptrain_status_t checkShape(const char *call, const char *what, int32_t rank,
 /// The strides (in elements) with which an operand of shape `dims[rank]` is
 /// read when broadcast to `outDims[outRank]`: 0 on broadcast dimensions.
 /// Fails when the shapes do not broadcast.
-ptrain_status_t broadcastStrides(const char *call, const char *what,
-                                 int32_t rank, const int64_t *dims,
-                                 int32_t outRank, const int64_t *outDims,
-                                 int64_t *strides) {
+ptrain_status_t broadcastStrides(const char *call, const char *what, int32_t rank, const int64_t *dims, int32_t outRank,
+                                 const int64_t *outDims, int64_t *strides) {
   if (rank > outRank)
-    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                                 "%s rank %d exceeds the result rank %d", what,
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s rank %d exceeds the result rank %d", what,
                                  rank, outRank);
   int64_t stride = 1;
   for (int32_t o = outRank - 1; o >= 0; --o) {
@@ -60,12 +54,10 @@ ptrain_status_t broadcastStrides(const char *call, const char *what,
     } else if (dims[d] == 1) {
       strides[o] = 0;
     } else {
-      return ptrain::runtime::fail(
-          PTRAIN_ERROR_INVALID_ARGUMENT, call,
-          "%s dim %d of size %lld does not broadcast to result dim %d of size "
-          "%lld",
-          what, d, static_cast<long long>(dims[d]), o,
-          static_cast<long long>(outDims[o]));
+      return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                                   "%s dim %d of size %lld does not broadcast to result dim %d of size "
+                                   "%lld",
+                                   what, d, static_cast<long long>(dims[d]), o, static_cast<long long>(outDims[o]));
     }
     stride *= dims[d];
   }
@@ -120,13 +112,10 @@ template <typename F> void withBinaryOp(int32_t kind, F f) {
 }
 } // namespace
 
-extern "C" ptrain_status_t
-ptrain_binary_f32(int32_t kind, const float *a, int32_t a_rank,
-                  const int64_t *a_dims, const float *b, int32_t b_rank,
-                  const int64_t *b_dims, int32_t out_rank,
-                  const int64_t *out_dims, float *out) {
-  PTRAIN_CHECK_ARG(kind >= PTRAIN_BINARY_ADD && kind <= PTRAIN_BINARY_MIN,
-                   "unknown binary kind %d", kind);
+extern "C" ptrain_status_t ptrain_binary_f32(int32_t kind, const float *a, int32_t a_rank, const int64_t *a_dims,
+                                             const float *b, int32_t b_rank, const int64_t *b_dims, int32_t out_rank,
+                                             const int64_t *out_dims, float *out) {
+  PTRAIN_CHECK_ARG(kind >= PTRAIN_BINARY_ADD && kind <= PTRAIN_BINARY_MIN, "unknown binary kind %d", kind);
   int64_t aCount, bCount, n;
   PTRAIN_RETURN_IF_ERROR(checkShape(__func__, "a", a_rank, a_dims, aCount));
   PTRAIN_RETURN_IF_ERROR(checkShape(__func__, "b", b_rank, b_dims, bCount));
@@ -135,10 +124,8 @@ ptrain_binary_f32(int32_t kind, const float *a, int32_t a_rank,
   PTRAIN_CHECK_PTR(b);
   PTRAIN_CHECK_PTR(out);
   int64_t aStride[kMaxRank] = {}, bStride[kMaxRank] = {};
-  PTRAIN_RETURN_IF_ERROR(broadcastStrides(__func__, "a", a_rank, a_dims,
-                                          out_rank, out_dims, aStride));
-  PTRAIN_RETURN_IF_ERROR(broadcastStrides(__func__, "b", b_rank, b_dims,
-                                          out_rank, out_dims, bStride));
+  PTRAIN_RETURN_IF_ERROR(broadcastStrides(__func__, "a", a_rank, a_dims, out_rank, out_dims, aStride));
+  PTRAIN_RETURN_IF_ERROR(broadcastStrides(__func__, "b", b_rank, b_dims, out_rank, out_dims, bStride));
   if (n == 0)
     return PTRAIN_OK;
   // Walk the result row by row; out may not alias a or b unless it has the
@@ -157,25 +144,19 @@ ptrain_binary_f32(int32_t kind, const float *a, int32_t a_rank,
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t ptrain_sum_to_f32(const float *x, int32_t rank,
-                                             const int64_t *dims,
-                                             int32_t out_rank,
-                                             const int64_t *out_dims,
-                                             float *out) {
+extern "C" ptrain_status_t ptrain_sum_to_f32(const float *x, int32_t rank, const int64_t *dims, int32_t out_rank,
+                                             const int64_t *out_dims, float *out) {
   int64_t n, outCount;
   PTRAIN_RETURN_IF_ERROR(checkShape(__func__, "x", rank, dims, n));
-  PTRAIN_RETURN_IF_ERROR(
-      checkShape(__func__, "out", out_rank, out_dims, outCount));
+  PTRAIN_RETURN_IF_ERROR(checkShape(__func__, "out", out_rank, out_dims, outCount));
   PTRAIN_CHECK_PTR(x);
   PTRAIN_CHECK_PTR(out);
   // The result is read from x's index space like a broadcast operand.
   int64_t outStride[kMaxRank] = {};
-  PTRAIN_RETURN_IF_ERROR(broadcastStrides(__func__, "out", out_rank, out_dims,
-                                          rank, dims, outStride));
+  PTRAIN_RETURN_IF_ERROR(broadcastStrides(__func__, "out", out_rank, out_dims, rank, dims, outStride));
   double *acc = ptrain::runtime::allocArray<double>(outCount);
   if (acc == nullptr)
-    return ptrain::runtime::fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__,
-                                 "cannot allocate %lld accumulators",
+    return ptrain::runtime::fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate %lld accumulators",
                                  static_cast<long long>(outCount));
   for (int64_t i = 0; i < outCount; ++i)
     acc[i] = 0.0;
@@ -370,6 +351,20 @@ extern "C" ptrain_status_t ptrain_broadcast_to(const void *x, int64_t elem_bytes
   PTRAIN_CHECK_PTR(out);
   const auto *px = static_cast<const unsigned char *>(x);
   auto *po = static_cast<unsigned char *>(out);
+  // x repeated over leading dims only (a bias broadcast over rows: x's dims, after its leading 1s, are out's
+  // trailing dims): one block copy per repetition.
+  int32_t lead = 0;
+  while (lead < rank && dims[lead] == 1)
+    ++lead;
+  bool trailing = rank - lead <= out_rank && count > 0;
+  for (int32_t d = lead; trailing && d < rank; ++d)
+    trailing = dims[d] == out_dims[out_rank - rank + d];
+  if (trailing) {
+    const int64_t block = count * elem_bytes;
+    for (int64_t o = 0; o < n; o += count)
+      std::memcpy(po + o * elem_bytes, px, static_cast<size_t>(block));
+    return PTRAIN_OK;
+  }
   walkBroadcast<1>(out_rank, out_dims, n, strides, [&](int64_t o, int64_t i) {
     for (int64_t k = 0; k < elem_bytes; ++k)
       po[o * elem_bytes + k] = px[i * elem_bytes + k];

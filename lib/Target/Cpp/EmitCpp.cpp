@@ -389,10 +389,11 @@ void FunctionEmitter::planStorage() {
       if (isa<arith::ConstantOp>(op)) {
         s.kind = Storage::Constant;
         s.isConst = true;
-      } else if (isa<ReshapeOp, TPCopyOp>(op)) {
-        // A reshape, and Megatron's f (identity forward, EmitCollectives.h): an alias of the input.
+      } else if (isa<ReshapeOp, TPCopyOp>(op) || gemms->aliasOf(op)) {
+        // A reshape, Megatron's f (identity forward, EmitCollectives.h), a transpose its input's GEMM wrote and
+        // a bias add its product's GEMM did (GemmFusion.h): an alias of the input.
         s.kind = Storage::Alias;
-        s.root = op->getOperand(0);
+        s.root = gemms->aliasOf(op) ? gemms->aliasOf(op) : op->getOperand(0);
         s.isConst = storage[rootOf(s.root)].isConst;
       } else if (isa<StateReadOp>(op)) {
         s.kind = Storage::State; // may be demoted to Arena below
@@ -439,7 +440,7 @@ void FunctionEmitter::planStorage() {
   for (Operation *op : ops)
     for (Value result : op->getResults()) {
       Storage &s = storage[result];
-      if (s.kind != Storage::Arena || gemms->isFolded(op))
+      if (s.kind != Storage::Arena || gemms->isFolded(op) || gemms->isDead(op))
         continue;
       plan.push_back({opIndex[op], lastUse[result], bytesOf(result)});
       s.buffer = plan.size() - 1;
@@ -482,6 +483,14 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   nextScratch = 0;
   block.clear();
   // Declare the results' pointers.
+  if (gemms->isDead(op)) {
+    std::string loc;
+    llvm::raw_string_ostream locOs(loc);
+    formatLoc(op->getLoc(), locOs);
+    body += "\n  // " + commentSafe(loc) + "\n  // " + op->getName().getStringRef().str() +
+            "\n  // not emitted: nothing reads its results (DeadOps.h)\n";
+    return success();
+  }
   std::string decls;
   if (gemms->isFolded(op))
     decls = "  // not materialized: its users read its operands in their GEMMs (GemmFusion.h)\n";
@@ -502,7 +511,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     case Storage::State: {
       auto read = cast<StateReadOp>(op);
       decls += "  " + type + " *" + s.name + " = " + states[read.getStateAttr().getAttr()].var + ";\n";
-      if (result.use_empty()) // a read whose users an import pass dropped (an export's unused pooler)
+      // A read whose users an import pass dropped (an export's unused pooler) or only dead ops read (DeadOps.h).
+      if (llvm::all_of(result.getUsers(), [&](Operation *user) { return gemms->isDead(user); }))
         decls += "  (void)" + s.name + ";\n";
       break;
     }
@@ -566,6 +576,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                          std::to_string(table[1]), ptr(e.getResult())});
           })
           .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
+            if (gemms->aliasOf(b)) {
+              line("// an alias: the GEMM of its product started from the bias rows (GemmFusion.h)");
+              return success();
+            }
             Value lhs = b.getLhs(), rhs = b.getRhs(), out = b.getResult();
             if (!f32(out)) {
               if (b.getKind() != BinaryKind::Add || shapeOf(lhs) != shapeOf(rhs))
@@ -590,11 +604,19 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             if (gemms->isFolded(m))
               return success(); // computed by the sum_to of its result
             GemmOperand a = gemms->operand(m, 0), b = gemms->operand(m, 1);
+            Value bias = gemms->biasOf(m);
+            if (bias) { // C = the bias rows, then C = A B + C (the add of its only user, GemmFusion.h)
+              ArrayRef<int64_t> out = shapeOf(m.getResult());
+              if (failed(call(RuntimeCall::ptrain_broadcast_to,
+                              {ptr(bias), "4", "1", dims(shapeOf(bias), "bias_dims"), std::to_string(out.size()),
+                               dims(out, "out_dims"), ptr(m.getResult())})))
+                return failure();
+            }
             return call(RuntimeCall::ptrain_gemm_f32,
                         {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
                          std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f", ptr(a.source),
-                         std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB), "0.0f",
-                         ptr(m.getResult()), std::to_string(g->rows * g->cols)});
+                         std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB),
+                         bias ? "1.0f" : "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
           })
           .Case<LayerNormOp>([&](LayerNormOp ln) -> LogicalResult {
             ArrayRef<int64_t> x = shapeOf(ln.getInput());
@@ -658,6 +680,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
             if (gemms->isFolded(t))
               return success(); // every user reads the input with BLAS's transpose flag
+            if (gemms->aliasOf(t)) {
+              line("// an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)");
+              return success();
+            }
             ArrayRef<int64_t> x = shapeOf(t.getInput());
             if (x.size() <= 1)
               return call(RuntimeCall::ptrain_copy_bytes,
@@ -719,6 +745,11 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cpp");
               if (failed(g))
                 return failure();
+              if (gemms->writesTransposed(s)) // its only user transposes it: (A^T B)^T = B^T A
+                return call(RuntimeCall::ptrain_gemm_f32,
+                            {"1", "0", "1", std::to_string(g->cols), std::to_string(g->rows),
+                             std::to_string(g->batch * g->k), "1.0f", ptr(gemms->operand(m, 1).source), "0",
+                             ptr(gemms->operand(m, 0).source), "0", "0.0f", ptr(out), "0"});
               return call(RuntimeCall::ptrain_gemm_f32,
                           {"1", "0", "1", std::to_string(g->rows), std::to_string(g->cols),
                            std::to_string(g->batch * g->k), "1.0f", ptr(gemms->operand(m, 0).source), "0",

@@ -1,0 +1,44 @@
+#!/usr/bin/python3
+"""PyTorch's side of bench/pytorch's profile: torch.autograd.profiler over the same training steps as
+tokens_per_s.py (same model, weights, data, AdamW and micro-batches; one thread), ops by self CPU time.
+
+    /usr/bin/python3 bench/pytorch/torch_profile.py [--steps 8] [--rows 25] [--core 1]
+
+The profiler's times are wall-clock (on a loaded machine they include the wait for the core); compare its
+shares, not its milliseconds, with bench/pytorch/kernel_times.py's CPU times of the compiled step.
+"""
+
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--rows", type=int, default=25)
+    p.add_argument("--core", type=int, default=1)
+    args = p.parse_args(argv)
+    sys.path.insert(0, HERE)
+    import tokens_per_s as bench
+    opts = bench.parser().parse_args(["--steps", str(max(args.steps, 3)), "--warmup", "0", "--core", str(args.core)])
+    bench.pin(opts)  # one thread, one core, before torch loads
+    import torch
+    from ptrain.run import data_files, read_data
+    cfg, rows, weights = bench.read_config(opts.model_dir)
+    data = os.path.join(opts.out, "data")
+    if not os.path.isfile(os.path.join(data, "train.bin")):
+        print(f"bench/pytorch/torch_profile: error: no {data}/train.bin (run tokens_per_s.py once)", file=sys.stderr)
+        return 1
+    train, _ = read_data(*data_files(data), cfg.seq_len)
+    with torch.autograd.profiler.profile() as prof:
+        bench.pytorch_run(opts, cfg, rows, weights, train)
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
