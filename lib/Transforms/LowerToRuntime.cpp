@@ -186,11 +186,10 @@ private:
     return send.getRequest();
   }
   /// Sends `value` from rank `from` (from its model chunk `chunk` to the receiver's `toChunk`) to rank `to`
-  /// (pp offset `offset`, tag `tag`):
-  /// as is, or, with `codec` (the `ptrain.compression` decision of this send), its codes (tags `tag`,
-  /// `tag` + 2 M V, ...) after a compress with the link's keyed states: the residual (with `errorFeedback`)
-  /// and the codec's own state (linkStateKey(from, to, ..., {chunk, toChunk}), one set per chunk boundary
-  /// and direction with virtual stages). Appends the requests to `requests`.
+  /// (pp offset `offset`, tag `tag`): as is, or, with `codec` (the `ptrain.compression` decision of this
+  /// send), its codes (tags `tag`, `tag` + 2 M V, ...) after a compress with the link's keyed states: the
+  /// residual (with `errorFeedback`) and the codec's own state (linkStateKey(from, to, ..., {chunk, toChunk}),
+  /// one set per chunk boundary and direction with virtual stages). Appends the requests to `requests`.
   void sendCompressible(Location loc, int64_t from, int64_t to, int64_t chunk, int64_t toChunk, int64_t offset,
                         int64_t tag, Value value, CodecAttrInterface codec, bool errorFeedback,
                         SmallVectorImpl<Value> &requests) {
@@ -223,8 +222,8 @@ private:
       requests.push_back(send(loc, code, offset, tag + static_cast<int64_t>(j) * 2 * m * v));
   }
   /// Receives a tensor of `type` sent by sendCompressible from rank `from` (its model chunk `chunk`) to rank
-  /// `to` (its chunk `toChunk`): as is, or its codes and a decompress (with the codec's decoder state on this side of
-  /// the link, e.g. rand-k's counter).
+  /// `to` (its chunk `toChunk`): as is, or its codes and a decompress (with the codec's decoder state on this
+  /// side of the link, e.g. rand-k's counter).
   Value receiveCompressible(Location loc, int64_t from, int64_t to, int64_t chunk, int64_t toChunk, int64_t offset,
                             int64_t tag, Type type, CodecAttrInterface codec) {
     if (!codec)
