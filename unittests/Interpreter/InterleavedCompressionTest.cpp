@@ -60,17 +60,6 @@ void openLlama8(Model &model, int64_t rows) {
   model.batch = randomBatches(1, rows, 16, 128, 3);
 }
 
-/// Bit-equal losses and states (every state of `plain`, on every rank).
-void expectBitEqual(const PlanRun &plain, const PlanRun &other, const std::string &what) {
-  ASSERT_FALSE(plain.losses.empty()) << what;
-  EXPECT_EQ(other.losses, plain.losses) << what;
-  ASSERT_EQ(other.states.size(), plain.states.size()) << what;
-  for (auto [r, states] : llvm::enumerate(plain.states))
-    for (const auto &entry : states)
-      EXPECT_TRUE(bitEqual(entry.getValue(), other.states[r].lookup(entry.getKey())))
-          << what << ": rank " << r << " state " << entry.getKey().str();
-}
-
 /// The pipeline-link codec states of a run, "rank r: key", sorted.
 std::vector<std::string> linkStates(const PlanRun &run, llvm::StringRef suffix) {
   std::vector<std::string> keys;
@@ -97,20 +86,20 @@ TEST(InterleavedCompression, IdentityCodecsAreBitEqualOnTheBundledGpt) {
   PlanRun plain = gpt.run(plan, "", 2);
   // CB on every backward send at rank 128 = min(256, 128): the exact path, with LEP (residuals stay 0).
   PlanRun cb = gpt.run(plan, "cb-sends=all cb-rank=128 sc=false", 2);
-  expectBitEqual(plain, cb, "optimus-cc cb-sends=all cb-rank=128");
+  expectBitEqualRuns(plain, cb, "optimus-cc cb-sends=all cb-rank=128");
   // One residual and warm start per chunk boundary and direction of the backward sends: rank 1 sends from
   // its chunk 0 (virtual stage 1) and chunk 1 (3) to rank 0, rank 0 from its chunk 1 (virtual stage 2).
   EXPECT_EQ(linkStates(cb, "/residual"),
             (std::vector<std::string>{"rank 0: pp0->1/c1->0/residual", "rank 1: pp1->0/c0->0/residual",
                                       "rank 1: pp1->0/c1->1/residual"}));
-  expectBitEqual(
+  expectBitEqualRuns(
       plain,
       gpt.run(plan, "policy=mcbench fwd-codec=topk:ratio=1 bwd-codec=randk:ratio=1,seed=3 error-feedback=true", 2),
       "mcbench topk/randk");
-  expectBitEqual(plain, gpt.run(plan, "policy=none", 2), "none");
+  expectBitEqualRuns(plain, gpt.run(plan, "policy=none", 2), "none");
   const std::string inputs = std::string(PTRAIN_SOURCE_DIR) + "/unittests/Interpreter/Inputs/";
-  expectBitEqual(plain, gpt.run(plan, "policy=none overrides=" + inputs + "identity-overrides-interleaved.json", 2),
-                 "overrides by link and step");
+  expectBitEqualRuns(plain, gpt.run(plan, "policy=none overrides=" + inputs + "identity-overrides-interleaved.json", 2),
+                     "overrides by link and step");
 }
 
 TEST(InterleavedCompression, IdentityCodecsAreBitEqualOnLlamaTiny8lPp4V2) {
@@ -120,11 +109,11 @@ TEST(InterleavedCompression, IdentityCodecsAreBitEqualOnLlamaTiny8lPp4V2) {
   ASSERT_TRUE(llama.l0 && llama.provider);
   PlanRun plain = llama.run(plan, "", 2);
   // Activations and gradients are 2 x 16 x 32: PowerSGD rank 32 = min(32, 32) is exact.
-  expectBitEqual(
+  expectBitEqualRuns(
       plain, llama.run(plan, "policy=mcbench fwd-codec=powersgd:rank=32 bwd-codec=topk:ratio=1 error-feedback=true", 2),
       "mcbench powersgd/topk");
   PlanRun cb = llama.run(plan, "cb-sends=all cb-rank=32 sc=false", 2);
-  expectBitEqual(plain, cb, "optimus-cc cb-sends=all cb-rank=32");
+  expectBitEqualRuns(plain, cb, "optimus-cc cb-sends=all cb-rank=32");
   // 7 virtual boundaries, each with its residual on the sending rank.
   EXPECT_EQ(linkStates(cb, "/residual").size(), 7u);
 }
