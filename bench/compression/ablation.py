@@ -9,10 +9,11 @@ modelled iteration time, the speedup over the uncompressed plan, the bytes one G
 across nodes and on the compressed links, and the codec kernel time.
 
     python3 bench/compression/ablation.py [--bin build/bin | --opt PATH] [--out DIR] [--rows none,CB,...]
-                                          [--config optimus-cc|small] [--check-auto]
+                                          [--config optimus-cc|small] [--virtual-stages V] [--check-auto]
 
 `--config small` is a small plan of the same shape family (4 layers, hidden 256, TP 1, PP 2, DP 2, 4
-micro-batches) on the same cluster. `--check-auto` fails (exit 1) unless the auto row is modelled no slower
+micro-batches) on the same cluster. `--virtual-stages V` (V >= 2) splits every stage into V model chunks and
+schedules interleaved 1F1B instead (docs/Compression.md, "Interleaved schedules"). `--check-auto` fails (exit 1) unless the auto row is modelled no slower
 than every other row that printed a time, except rows named "auto + ..." that widen its candidates (the search starts from the best of none and the Optimus-CC rule's
 plans, so it must never lose to them).
 
@@ -66,6 +67,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "bench-compression"))
     ap.add_argument("--rows", default="", help="comma-separated row names (default: all)")
     ap.add_argument("--config", default="optimus-cc", choices=sorted(CONFIGS), help="the plan (default optimus-cc)")
+    ap.add_argument("--virtual-stages", type=int, default=1,
+                    help="model chunks per stage: V >= 2 schedules interleaved 1F1B (default 1: 1F1B)")
     ap.add_argument("--check-auto", action="store_true",
                     help="exit 1 unless the auto row is modelled no slower than every other row")
     ap.add_argument("--row", action="append", default=[], metavar="NAME:OPTIONS",
@@ -81,8 +84,13 @@ def main():
     if gen.returncode:
         sys.exit("gen_gpt_mlir.py failed:\n" + gen.stderr)
     planned = os.path.join(args.out, c["file"] + ".plan.mlir")
-    r = run([opt, model, f"--ptrain-split-stages=pp={c['pp']}",
-             f"--ptrain-build-training-step=micro-batches={c['micro_batches']} dp={c['dp']}", "--ptrain-schedule",
+    v = args.virtual_stages
+    schedule = "interleaved" if v > 1 else "1f1b"
+    if v > 1:
+        c["file"] += f"-v{v}"
+    r = run([opt, model, f"--ptrain-split-stages=pp={c['pp']} virtual-stages={v}",
+             f"--ptrain-build-training-step=micro-batches={c['micro_batches']} dp={c['dp']}",
+             f"--ptrain-schedule=schedule={schedule}",
              f"--ptrain-critical-path=cluster={c['cluster']}", "-o", planned])
     if r.returncode:
         sys.exit("ptrain-opt (plan) failed:\n" + r.stderr)
@@ -107,7 +115,8 @@ def main():
 
     base = next((rep for name, _, rep, _ in results if name == "none" and rep), None)
     print(f"{c['name']}, grid {c['grid']}, {c['micro_batches']} micro-batches of "
-          f"{c['micro_batch']} x {c['seq']}, 1F1B, {os.path.basename(c['cluster'])}\n")
+          f"{c['micro_batch']} x {c['seq']}, "
+          f"{f'interleaved 1F1B with {v} model chunks per stage' if v > 1 else '1F1B'}, {os.path.basename(c['cluster'])}\n")
     print("| row | --ptrain-compress | iteration (ms) | speedup | inter-node bytes / GPU (GiB) | compressed "
           "edges | codec time, slowest stage (ms) |")
     print("|---|---|---|---|---|---|---|")

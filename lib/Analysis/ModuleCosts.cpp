@@ -193,15 +193,17 @@ struct Links {
 };
 } // namespace
 
-/// The compressed sends of `plan` into costs.stages[s].compressedBackward (the gradient s sends to s - 1)
-/// and compressedForward (the activation s sends to s + 1), each send with its own codec (the policy's or an
-/// override's); the lowering compresses activations in training steps only, which is what the model times.
+/// The compressed sends of `plan` into costs.stages[c].compressedBackward (the gradient virtual stage c sends
+/// to c - 1) and compressedForward (the activation c sends to c + 1), each send with its own codec (the
+/// policy's or an override's); the lowering compresses activations in training steps only, which is what the
+/// model times. Without virtual stages c is the stage.
 static llvm::Error addCompressedSends(ModuleTimingModel &model, const CompressionPlan &plan, SymbolTable &symbols,
                                       ArrayAttr stageRefs, const ClusterSpec &cluster, const Links &links,
                                       bool ppInter) {
   auto [bw, lat] = links.get(ppInter);
+  const int64_t chunks = stageRefs.size();
   for (bool forward : {false, true})
-    for (int64_t s = forward ? 0 : 1; s < (forward ? model.pp - 1 : model.pp); ++s) {
+    for (int64_t s = forward ? 0 : 1; s < (forward ? chunks - 1 : chunks); ++s) {
       auto fwd = symbols.lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stageRefs[s]).getValue());
       auto type = dyn_cast<RankedTensorType>(forward ? fwd.getResultTypes()[0] : fwd.getArgumentTypes()[0]);
       for (int64_t i = 0; i < model.microBatches; ++i) {
@@ -210,8 +212,8 @@ static llvm::Error addCompressedSends(ModuleTimingModel &model, const Compressio
           continue;
         if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
           return costError("ptrain.compression: the " + llvm::Twine(forward ? "forward" : "backward") +
-                           "-send codec cannot encode stage " + llvm::Twine(s) + "'s " +
-                           (forward ? "activation" : "gradient"));
+                           "-send codec cannot encode " + (model.virtualStages > 1 ? "virtual " : "") + "stage " +
+                           llvm::Twine(s) + "'s " + (forward ? "activation" : "gradient"));
         CodecWork work = getCodecWork(codec, type, forward ? plan.forwardErrorFeedback : plan.backwardErrorFeedback);
         auto encode = getCodecSeconds(work.encode, cluster);
         if (!encode)
@@ -410,8 +412,6 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
   // Compression decisions of --ptrain-compress.
   std::optional<CompressionPlan> plan;
   if (applyCompression && module->hasAttr("ptrain.compression")) {
-    if (v > 1)
-      return costError("ptrain.compression with virtual stages (interleaved 1F1B) is not modelled");
     FailureOr<std::optional<CompressionPlan>> read =
         readCompressionPlan(module, p, model.microBatches, "the timing model");
     if (failed(read) || !*read)

@@ -315,9 +315,10 @@ std::vector<CompressedEdge> compressedEdges(const ModuleTimingModel &model, cons
                                             const PipelinePlanIndex &index, const TimingAnalysis::Baseline &base) {
   std::vector<CompressedEdge> edges;
   for (int64_t s = 0; s < model.pp; ++s) {
-    const StageCosts &sc = model.costs.stages[s];
     for (size_t i = 0; i < model.costs.table[s].size(); ++i) {
       const ScheduleStep &e = model.costs.table[s][i];
+      // The sends of the entry's virtual stage (its model chunk on rank s).
+      const StageCosts &sc = model.costs.stages[std::max<int64_t>(e.chunk, 0) * model.pp + s];
       bool isB = e.kind == ScheduleStep::Backward || e.kind == ScheduleStep::ForwardBackward;
       const auto &sends = isB ? sc.compressedBackward : sc.compressedForward;
       auto it = sends.find(e.microBatch);

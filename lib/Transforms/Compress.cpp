@@ -49,7 +49,7 @@ private:
     return emitError(getOperation().getLoc()) << "--ptrain-compress: " << message;
   }
   /// Reads the edges the plan can compress: schedule rows, send types, dp gradients.
-  LogicalResult readEdges(ModuleOp module, int64_t pp, int64_t m, ArrayAttr table, CompressionEdges &edges);
+  LogicalResult readEdges(ModuleOp module, int64_t pp, int64_t v, int64_t m, ArrayAttr table, CompressionEdges &edges);
   LogicalResult optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
                           DictionaryAttr schedule, const OptimusCCRule &rule, CompressionPlan &plan);
   LogicalResult mcbench(const CompressionEdges &edges, CompressionPlan &plan);
@@ -62,15 +62,17 @@ private:
 };
 } // namespace
 
-LogicalResult CompressPass::readEdges(ModuleOp module, int64_t pp, int64_t m, ArrayAttr table,
+LogicalResult CompressPass::readEdges(ModuleOp module, int64_t pp, int64_t v, int64_t m, ArrayAttr table,
                                       CompressionEdges &edges) {
   edges.pp = pp;
+  edges.v = v;
   edges.m = m;
   for (auto grid : module.getOps<GridOp>())
     if (grid.getAxisIndex("pp") && grid.getAxisIndex("dp"))
       edges.dp = grid.getAxisSize("dp");
-  edges.forwardTypes.assign(pp, RankedTensorType());
-  edges.backwardTypes.assign(pp, RankedTensorType());
+  const int64_t chunks = pp * v;
+  edges.forwardTypes.assign(chunks, RankedTensorType());
+  edges.backwardTypes.assign(chunks, RankedTensorType());
   edges.gradients.resize(pp);
   for (int64_t s = 0; s < pp; ++s) {
     auto row = dyn_cast<ArrayAttr>(table[s]);
@@ -82,28 +84,12 @@ LogicalResult CompressPass::readEdges(ModuleOp module, int64_t pp, int64_t m, Ar
     for (Attribute stepAttr : row) {
       auto text = dyn_cast<StringAttr>(stepAttr);
       std::optional<ScheduleStep> step = text ? ScheduleStep::parse(text.getValue()) : std::nullopt;
-      if (!step || (step->kind != ScheduleStep::Optimizer && (step->microBatch < 0 || step->microBatch >= m))) {
+      if (!step || (step->kind != ScheduleStep::Optimizer &&
+                    (step->microBatch < 0 || step->microBatch >= m || step->chunk < 0 || step->chunk >= v))) {
         error("ptrain.schedule: stage ") << s << ": malformed step " << stepAttr;
         return failure();
       }
       edges.steps.back().push_back(text.getValue().str());
-    }
-    auto forward = module.lookupSymbol<func::FuncOp>("forward_stage" + std::to_string(s));
-    if (!forward || forward.getNumArguments() != 1 || forward.getNumResults() != 1) {
-      error("@forward_stage") << s << " must take one argument and return one result";
-      return failure();
-    }
-    auto staticType = [](Type t) {
-      auto type = dyn_cast<RankedTensorType>(t);
-      return type && type.hasStaticShape() ? type : RankedTensorType();
-    };
-    if (s > 0 && !(edges.backwardTypes[s] = staticType(forward.getArgumentTypes()[0]))) {
-      error("@forward_stage") << s << " must take one statically shaped activation";
-      return failure();
-    }
-    if (s + 1 < pp && !(edges.forwardTypes[s] = staticType(forward.getResultTypes()[0]))) {
-      error("@forward_stage") << s << " must return one statically shaped activation";
-      return failure();
     }
     if (edges.dp < 2)
       continue;
@@ -111,6 +97,26 @@ LogicalResult CompressPass::readEdges(ModuleOp module, int64_t pp, int64_t m, Ar
       for (StateReadOp read : dataParallelGradientReads(opt))
         if (auto state = module.lookupSymbol<StateOp>(read.getState()))
           edges.gradients[s].push_back({state.getKey().str(), state.getTensorType()});
+  }
+  // The send types per virtual stage (the stage without virtual stages).
+  for (int64_t c = 0; c < chunks; ++c) {
+    auto forward = module.lookupSymbol<func::FuncOp>("forward_stage" + std::to_string(c));
+    if (!forward || forward.getNumArguments() != 1 || forward.getNumResults() != 1) {
+      error("@forward_stage") << c << " must take one argument and return one result";
+      return failure();
+    }
+    auto staticType = [](Type t) {
+      auto type = dyn_cast<RankedTensorType>(t);
+      return type && type.hasStaticShape() ? type : RankedTensorType();
+    };
+    if (c > 0 && !(edges.backwardTypes[c] = staticType(forward.getArgumentTypes()[0]))) {
+      error("@forward_stage") << c << " must take one statically shaped activation";
+      return failure();
+    }
+    if (c + 1 < chunks && !(edges.forwardTypes[c] = staticType(forward.getResultTypes()[0]))) {
+      error("@forward_stage") << c << " must return one statically shaped activation";
+      return failure();
+    }
   }
   return success();
 }
@@ -140,25 +146,36 @@ LogicalResult CompressPass::optimusCC(ModuleOp module, const CompressionEdges &e
     return failure();
   }
   plan.backwardErrorFeedback = rule.lep;
+  const int64_t v = edges.v;
   if (rule.cb && pp > 1) {
     plan.backwardCodec = PowerSGDAttr::get(module.getContext(), rule.cbRank, BoolAttr(), MatrixViewAttr());
-    for (int64_t s = 1; s < pp; ++s) {
-      // Rank too large: an error, not a clamp, since the user asked for this rank on this link.
-      if (failed(plan.backwardCodec.verifyForType([&] { return error("cb-rank: "); }, edges.backwardTypes[s])))
+    // Rank too large: an error, not a clamp, since the user asked for this rank on this link.
+    for (int64_t c = 1; c < pp * v; ++c)
+      if (failed(plan.backwardCodec.verifyForType([&] { return error("cb-rank: "); }, edges.backwardTypes[c])))
         return failure();
+    for (int64_t s = 0; s < pp; ++s) {
       auto flags = dyn_cast<ArrayAttr>(sendCritical[s]);
       if (!flags || flags.size() != edges.steps[s].size()) {
         error("ptrain.schedule: row ") << s << " of table and send_critical differ in length";
         return failure();
       }
-      for (auto [text, flagAttr] : llvm::zip(edges.steps[s], flags)) {
+      // Interleaved: the rank's cool-down read off its row, the backward steps from its last forward on (the
+      // last steady-state backward and every cool-down backward, Optimus-CC section 4.1; docs/Compression.md
+      // "Interleaved schedules"). Without virtual stages that is the last min(P - s, M) micro-batches.
+      int64_t lastForward = 0;
+      for (auto [n, text] : llvm::enumerate(edges.steps[s]))
+        if (ScheduleStep step = *ScheduleStep::parse(text);
+            step.kind == ScheduleStep::Forward || step.kind == ScheduleStep::ForwardBackward)
+          lastForward = n;
+      for (auto [n, text, flagAttr] : llvm::enumerate(edges.steps[s], flags)) {
         ScheduleStep step = *ScheduleStep::parse(text);
-        if (step.kind != ScheduleStep::Backward && step.kind != ScheduleStep::ForwardBackward)
+        const int64_t c = step.chunk * pp + s;
+        if ((step.kind != ScheduleStep::Backward && step.kind != ScheduleStep::ForwardBackward) || c == 0)
           continue;
         bool critical = isa<BoolAttr>(flagAttr) && cast<BoolAttr>(flagAttr).getValue();
-        if (cbSends == "all" || (cbSends == "critical" && critical) ||
-            (cbSends == "cooldown" && step.microBatch >= m - std::min(pp - s, m)))
-          plan.backwardSends[s][step.microBatch] = plan.backwardCodec;
+        bool cooldown = v > 1 ? static_cast<int64_t>(n) >= lastForward : step.microBatch >= m - std::min(pp - s, m);
+        if (cbSends == "all" || (cbSends == "critical" && critical) || (cbSends == "cooldown" && cooldown))
+          plan.backwardSend(c, step.microBatch) = plan.backwardCodec;
       }
     }
   }
@@ -190,24 +207,26 @@ LogicalResult CompressPass::mcbench(const CompressionEdges &edges, CompressionPl
   plan.backwardCodec = *bwd;
   plan.forwardErrorFeedback = plan.backwardErrorFeedback = errorFeedback;
   plan.skipStages = skipStages;
-  for (int64_t s = 0; s < edges.pp; ++s) {
-    // The boundary after stage b carries F sends of b and B sends of b + 1; the first `skip-stages`
+  const int64_t chunks = edges.pp * edges.v;
+  const char *stageWord = edges.v > 1 ? "virtual stage " : "stage ";
+  for (int64_t s = 0; s < chunks; ++s) {
+    // The boundary after (virtual) stage b carries F sends of b and B sends of b + 1; the first `skip-stages`
     // boundaries stay uncompressed.
-    bool forward = *fwd && s + 1 < edges.pp && s >= skipStages;
+    bool forward = *fwd && s + 1 < chunks && s >= skipStages;
     bool backward = *bwd && s > 0 && s - 1 >= skipStages;
-    if (forward &&
-        failed(checkCodecForEdge(*fwd, edges.forwardTypes[s], "the forward sends of stage " + Twine(s) + " (fwd-codec)",
-                                 [&] { return error(""); })))
+    if (forward && failed(checkCodecForEdge(*fwd, edges.forwardTypes[s],
+                                            "the forward sends of " + Twine(stageWord) + Twine(s) + " (fwd-codec)",
+                                            [&] { return error(""); })))
       return failure();
     if (backward && failed(checkCodecForEdge(*bwd, edges.backwardTypes[s],
-                                             "the backward sends of stage " + Twine(s) + " (bwd-codec)",
+                                             "the backward sends of " + Twine(stageWord) + Twine(s) + " (bwd-codec)",
                                              [&] { return error(""); })))
       return failure();
     for (int64_t i = 0; i < edges.m; ++i) {
       if (forward)
-        plan.forwardSends[s][i] = *fwd;
+        plan.forwardSend(s, i) = *fwd;
       if (backward)
-        plan.backwardSends[s][i] = *bwd;
+        plan.backwardSend(s, i) = *bwd;
     }
   }
   return success();
@@ -264,8 +283,8 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   // with CB on the critical sends and on every backward send, each with FE where it applies.
   std::vector<AutoSeed> seeds;
   int64_t smallest = OptimusCCRule().cbRank;
-  for (int64_t s = 1; s < edges.pp; ++s)
-    if (auto nm = MatrixViewAttr::getMatrixShape(MatrixViewAttr(), edges.backwardTypes[s], nullptr); succeeded(nm))
+  for (int64_t c = 1; c < edges.pp * edges.v; ++c)
+    if (auto nm = MatrixViewAttr::getMatrixShape(MatrixViewAttr(), edges.backwardTypes[c], nullptr); succeeded(nm))
       smallest = std::min({smallest, nm->first, nm->second});
   for (const char *sends : {"cooldown", "critical", "all"}) {
     OptimusCCRule rule;
@@ -340,11 +359,11 @@ void CompressPass::runOnOperation() {
     error("ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
     return signalPassFailure();
   }
-  if (auto v = pipeline.getAs<IntegerAttr>("virtual_stages"); v && v.getInt() != 1) {
-    error("virtual stages are not supported (virtual_stages = ")
-        << v.getInt()
-        << ", the interleaved schedule): the record, the codec state keys and the timing of policy=auto are per "
-           "pipeline stage and link; split with virtual-stages=1 (schedule 1f1b or gpipe) to compress";
+  int64_t v = 1;
+  if (auto attr = pipeline.getAs<IntegerAttr>("virtual_stages"))
+    v = attr.getInt();
+  if (v < 1) {
+    error("ptrain.pipeline's virtual_stages must be >= 1, got ") << v;
     return signalPassFailure();
   }
   const int64_t pp = ppAttr.getInt(), m = mbAttr.getInt();
@@ -383,15 +402,16 @@ void CompressPass::runOnOperation() {
     return signalPassFailure();
   }
   CompressionEdges edges;
-  if (failed(readEdges(module, pp, m, table, edges)))
+  if (failed(readEdges(module, pp, v, m, table, edges)))
     return signalPassFailure();
 
   CompressionPlan plan;
   plan.policy = policy.getValue();
   plan.scRank = scRank.getValue();
   plan.scErrorFeedback = scErrorFeedback;
-  plan.backwardSends.assign(pp, std::vector<CodecAttrInterface>(m));
-  plan.forwardSends.assign(pp, std::vector<CodecAttrInterface>(m));
+  plan.virtualStages = v;
+  plan.backwardSends.assign(pp, std::vector<CodecAttrInterface>(v * m));
+  plan.forwardSends.assign(pp, std::vector<CodecAttrInterface>(v * m));
   plan.dpAllReduce.assign(pp, false);
   OptimusCCRule rule;
   rule.cb = cb;

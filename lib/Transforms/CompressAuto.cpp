@@ -93,6 +93,9 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
                                                   std::vector<AutoDecision> &decisions, AutoSummary &summary,
                                                   llvm::function_ref<InFlightDiagnostic()> emitError) {
   const int64_t pp = edges.pp, m = edges.m;
+  // Sends are per virtual stage c (chunk c / pp of stage c mod pp; the stage without virtual stages), dp
+  // all-reduces per stage.
+  const int64_t chunks = edges.pp * edges.v;
   auto modelError = [&](llvm::Error e) {
     emitError() << "policy=auto: the timing model: " << llvm::toString(std::move(e));
     return failure();
@@ -107,17 +110,14 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   auto base = buildModuleTimingModel(module, *cluster, /*applyCompression=*/false);
   if (!base)
     return modelError(base.takeError());
-  if (base->virtualStages != 1) {
-    emitError() << "policy=auto: virtual stages are not modelled with compression";
-    return failure();
-  }
 
   MLIRContext *context = module.getContext();
   auto emptyProbe = [&] {
     CompressionPlan probe;
     probe.policy = "auto";
-    probe.backwardSends.assign(pp, std::vector<CodecAttrInterface>(m));
-    probe.forwardSends.assign(pp, std::vector<CodecAttrInterface>(m));
+    probe.virtualStages = edges.v;
+    probe.backwardSends.assign(pp, std::vector<CodecAttrInterface>(edges.v * m));
+    probe.forwardSends.assign(pp, std::vector<CodecAttrInterface>(edges.v * m));
     probe.dpAllReduce.assign(pp, false);
     return probe;
   };
@@ -153,16 +153,16 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   std::vector<int64_t> ranks = options.ranks;
   llvm::sort(ranks);
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::vector<std::vector<std::vector<SendOption>>> sendOptions(pp, std::vector<std::vector<SendOption>>(m));
+  std::vector<std::vector<std::vector<SendOption>>> sendOptions(chunks, std::vector<std::vector<SendOption>>(m));
   // [FE mode][stage]: requested rank -> the compressed dp all-reduce.
   std::vector<std::vector<std::map<int64_t, CompressedAllReduce>>> dpOptions(
       feModes.size(), std::vector<std::map<int64_t, CompressedAllReduce>>(pp));
   for (int64_t r : ranks) {
     CompressionPlan probe = emptyProbe();
     probe.scRank = r;
-    std::vector<int64_t> stageRank(pp, 0);
+    std::vector<int64_t> stageRank(chunks, 0);
     bool any = false;
-    for (int64_t s = 1; s < pp; ++s) {
+    for (int64_t s = 1; s < chunks; ++s) {
       auto nm = MatrixViewAttr::getMatrixShape(MatrixViewAttr(), edges.backwardTypes[s], nullptr);
       if (failed(nm))
         continue;
@@ -175,7 +175,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
         continue;
       stageRank[s] = rc;
       for (int64_t i = 0; i < m; ++i)
-        probe.backwardSends[s][i] = codec;
+        probe.backwardSend(s, i) = codec;
       any = true;
     }
     for (int64_t s = 0; s < pp && edges.dp > 1; ++s) {
@@ -196,22 +196,23 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       if (!model)
         return modelError(model.takeError());
       // The sends' costs do not depend on FE: taken from the first mode.
-      for (int64_t s = 1; s < pp && !fe; ++s)
+      for (int64_t s = 1; s < chunks && !fe; ++s)
         for (int64_t i = 0; i < m && stageRank[s]; ++i)
           if (auto it = model->costs.stages[s].compressedBackward.find(i);
               it != model->costs.stages[s].compressedBackward.end())
-            sendOptions[s][i].push_back({stageRank[s], probe.backwardSends[s][i], it->second});
+            sendOptions[s][i].push_back({stageRank[s], probe.backwardSend(s, i), it->second});
       for (int64_t s = 0; s < pp; ++s)
         if (probe.dpAllReduce[s] && model->costs.ranks[s].compressedDataParallel)
           dpOptions[fe][s][r] = *model->costs.ranks[s].compressedDataParallel;
     }
   }
   // Forward probes: per codec of `forwardCodecs`, every forward send it can encode within the error budget.
-  std::vector<std::vector<std::vector<ForwardOption>>> forwardOptions(pp, std::vector<std::vector<ForwardOption>>(m));
+  std::vector<std::vector<std::vector<ForwardOption>>> forwardOptions(chunks,
+                                                                      std::vector<std::vector<ForwardOption>>(m));
   for (auto [j, codec] : llvm::enumerate(options.forwardCodecs)) {
     CompressionPlan probe = emptyProbe();
     bool any = false;
-    for (int64_t s = 0; s + 1 < pp; ++s) {
+    for (int64_t s = 0; s + 1 < chunks; ++s) {
       RankedTensorType type = edges.forwardTypes[s];
       if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
         continue;
@@ -219,7 +220,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       if (!error || *error > options.errorBudget)
         continue;
       for (int64_t i = 0; i < m; ++i)
-        probe.forwardSends[s][i] = codec;
+        probe.forwardSend(s, i) = codec;
       any = true;
     }
     if (!any)
@@ -227,10 +228,10 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     auto model = modelOf(probe);
     if (!model)
       return modelError(model.takeError());
-    for (int64_t s = 0; s + 1 < pp; ++s)
+    for (int64_t s = 0; s + 1 < chunks; ++s)
       for (int64_t i = 0; i < m; ++i)
         if (auto it = model->costs.stages[s].compressedForward.find(i);
-            probe.forwardSends[s][i] && it != model->costs.stages[s].compressedForward.end())
+            probe.forwardSend(s, i) && it != model->costs.stages[s].compressedForward.end())
           forwardOptions[s][i].push_back({static_cast<int64_t>(j), codec, it->second});
   }
 
@@ -303,13 +304,15 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       if (state.tp[k])
         for (const TensorParallelSaving &saving : findTensorParallel(k, state.tp[k])->savings) {
           StageCosts &c = costs.stages[saving.stage];
-          (!saving.inBackward ? c.forward : saving.stage == pp - 1 ? c.forwardBackward : c.backward) -= saving.seconds;
+          (!saving.inBackward           ? c.forward
+           : saving.stage == chunks - 1 ? c.forwardBackward
+                                        : c.backward) -= saving.seconds;
         }
-    for (int64_t s = 1; s < pp; ++s)
+    for (int64_t s = 1; s < chunks; ++s)
       for (int64_t i = 0; i < m; ++i)
         if (state.send[s][i])
           costs.stages[s].compressedBackward[i] = findSend(s, i, state.send[s][i])->transfer;
-    for (int64_t s = 0; s + 1 < pp; ++s)
+    for (int64_t s = 0; s + 1 < chunks; ++s)
       for (int64_t i = 0; i < m; ++i)
         if (state.fwd[s][i])
           costs.stages[s].compressedForward[i] = findForward(s, i, state.fwd[s][i])->transfer;
@@ -337,7 +340,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     return best;
   };
 
-  const std::vector<std::vector<int64_t>> none(pp, std::vector<int64_t>(m, 0));
+  const std::vector<std::vector<int64_t>> none(chunks, std::vector<int64_t>(m, 0));
   const State empty{none, none, std::vector<int64_t>(pp, 0), false, std::vector<int64_t>(tpSites.size(), 0)};
   State current = empty;
   auto now = timeOf(current);
@@ -350,15 +353,15 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     State state = empty;
     state.fe = options.fusedEmbedding && seed.plan.fusedEmbedding;
     bool expressible = true;
-    for (int64_t s = 1; s < pp && s < static_cast<int64_t>(seed.plan.backwardSends.size()); ++s)
+    for (int64_t s = 1; s < chunks && !seed.plan.backwardSends.empty(); ++s)
       for (int64_t i = 0; i < m; ++i)
-        if (isa_and_nonnull<PowerSGDAttr>(seed.plan.backwardSends[s][i])) {
+        if (isa_and_nonnull<PowerSGDAttr>(seed.plan.backwardCodecOf(s, i))) {
           // The rule's rank at the nearest candidate, clamped to min(n, m) as the probes clamp it.
           auto nm = MatrixViewAttr::getMatrixShape(MatrixViewAttr(), edges.backwardTypes[s], nullptr);
           int64_t rank = succeeded(nm) ? std::min({nearestRank(seed.cbRank), nm->first, nm->second}) : 0;
           state.send[s][i] = findSend(s, i, rank) ? rank : 0;
           expressible &= state.send[s][i] != 0;
-        } else if (seed.plan.backwardSends[s][i]) {
+        } else if (seed.plan.backwardCodecOf(s, i)) {
           expressible = false;
         }
     for (int64_t s = 0; s < pp && s < static_cast<int64_t>(seed.plan.dpAllReduce.size()); ++s)
@@ -398,10 +401,11 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   };
   auto moves = [&](const State &from) {
     std::vector<Move> out;
-    // The codec state (PowerSGD's warm-start Q) is keyed by the link, so the compressed sends of a link
-    // share one rank: a move that would mix ranks on a link is not a candidate.
+    // The codec state (PowerSGD's warm-start Q) is keyed by the link (with virtual stages, by the chunk
+    // boundary: one virtual link), so the compressed sends of a link share one rank: a move that would mix
+    // ranks on a link is not a candidate.
     auto oneRankPerLink = [&](const State &state) {
-      for (int64_t s = 1; s < pp; ++s) {
+      for (int64_t s = 1; s < chunks; ++s) {
         int64_t rank = 0;
         for (int64_t r : state.send[s])
           if (r && rank && r != rank)
@@ -413,7 +417,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     };
     // A link's compressed forward sends share one codec likewise.
     auto oneCodecPerLink = [&](const State &state) {
-      for (int64_t s = 0; s + 1 < pp; ++s)
+      for (int64_t s = 0; s + 1 < chunks; ++s)
         for (int64_t code : state.fwd[s])
           if (code && llvm::any_of(state.fwd[s], [&](int64_t c) { return c && c != code; }))
             return false;
@@ -463,10 +467,23 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
         add(state, "every dp all-reduce",
             r ? "#ptrain.powersgd<rank = " + std::to_string(r) + "> (clamped per gradient)" : "none");
     }
-    auto stageName = [&](int64_t s, int64_t i) {
-      return "backward send stage " + std::to_string(s) + " " + (s == pp - 1 ? "FB" : "B") + std::to_string(i);
+    // A send named by its schedule step: "backward send stage 1 B3" ("... B3.1" for model chunk 1).
+    auto sendName = [&](bool forward, int64_t c, int64_t i) {
+      std::string step = (forward           ? "F"
+                          : c == chunks - 1 ? "FB"
+                                            : "B") +
+                         std::to_string(i) + (c >= pp ? "." + std::to_string(c / pp) : std::string());
+      return std::string(forward ? "forward" : "backward") + " send stage " + std::to_string(c % pp) + " " + step;
     };
-    for (int64_t s = 1; s < pp; ++s)
+    // A virtual link between virtual stages (a link between stages without virtual stages).
+    auto linkName = [&](int64_t from, int64_t to) {
+      std::string link = std::to_string(from) + " -> " + std::to_string(to);
+      return edges.v > 1 ? "virtual link " + link + " (stage " + std::to_string(from % pp) + " -> " +
+                               std::to_string(to % pp) + ")"
+                         : "link " + link;
+    };
+    auto stageName = [&](int64_t s, int64_t i) { return sendName(false, s, i); };
+    for (int64_t s = 1; s < chunks; ++s)
       for (int64_t i = 0; i < m; ++i) {
         for (auto it = sendOptions[s][i].rbegin(); it != sendOptions[s][i].rend(); ++it) {
           State state = from;
@@ -482,7 +499,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       for (int64_t r : requested) {
         State state = from;
         std::string codec = r ? "" : "none";
-        for (int64_t s = 1; s < pp; ++s)
+        for (int64_t s = 1; s < chunks; ++s)
           for (int64_t i = 0; i < m; ++i)
             if (member(s, i) && (!r || !sendOptions[s][i].empty())) {
               state.send[s][i] = r ? sendRankFor(s, i, r) : 0;
@@ -490,13 +507,13 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
                 codec = sendCodec(s, i, state.send[s][i]);
             }
         if (!codec.empty())
-          add(state, edge, codec + (r && pp > 2 ? " (clamped per link)" : ""));
+          add(state, edge, codec + (r && chunks > 2 ? " (clamped per link)" : ""));
       }
       // The compressed sends of the set at another rank (the uncompressed ones stay so).
       for (int64_t r : requested) {
         State state = from;
         std::string codec;
-        for (int64_t s = 1; s < pp && r; ++s)
+        for (int64_t s = 1; s < chunks && r; ++s)
           for (int64_t i = 0; i < m; ++i)
             if (member(s, i) && from.send[s][i]) {
               state.send[s][i] = sendRankFor(s, i, r);
@@ -504,33 +521,32 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
                 codec = sendCodec(s, i, state.send[s][i]);
             }
         if (!codec.empty())
-          add(state, edge + " (the compressed ones)", codec + (pp > 2 ? " (clamped per link)" : ""));
+          add(state, edge + " (the compressed ones)", codec + (chunks > 2 ? " (clamped per link)" : ""));
       }
     };
-    for (int64_t l = 1; l < pp; ++l)
-      group("backward sends of link " + std::to_string(l) + " -> " + std::to_string(l - 1),
-            [&](int64_t s, int64_t) { return s == l; });
-    for (int64_t k = 0; k < m && pp > 2; ++k)
+    for (int64_t l = 1; l < chunks; ++l)
+      group("backward sends of " + linkName(l, l - 1), [&](int64_t s, int64_t) { return s == l; });
+    for (int64_t k = 0; k < m && chunks > 2; ++k)
       group("backward sends of micro-batch " + std::to_string(k), [&](int64_t, int64_t i) { return i == k; });
     if (m > 1)
       group("every backward send", [](int64_t, int64_t) { return true; });
     // Forward sends: each send, each link's sends and every send set to one codec, or uncompressed.
-    for (int64_t s = 0; s + 1 < pp; ++s)
+    for (int64_t s = 0; s + 1 < chunks; ++s)
       for (int64_t i = 0; i < m; ++i) {
         for (const ForwardOption &option : forwardOptions[s][i]) {
           State state = from;
           state.fwd[s][i] = option.index + 1;
-          add(state, "forward send stage " + std::to_string(s) + " F" + std::to_string(i), option.transfer.codec);
+          add(state, sendName(true, s, i), option.transfer.codec);
         }
         State state = from;
         state.fwd[s][i] = 0;
-        add(state, "forward send stage " + std::to_string(s) + " F" + std::to_string(i), "none");
+        add(state, sendName(true, s, i), "none");
       }
     auto forwardGroup = [&](std::string edge, auto member) {
       for (int64_t code = 0; code <= static_cast<int64_t>(options.forwardCodecs.size()); ++code) {
         State state = from;
         std::string codec = code ? "" : "none";
-        for (int64_t s = 0; s + 1 < pp; ++s)
+        for (int64_t s = 0; s + 1 < chunks; ++s)
           for (int64_t i = 0; i < m; ++i)
             if (member(s) && (!code || findForward(s, i, code))) {
               state.fwd[s][i] = code;
@@ -541,10 +557,9 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
           add(state, edge, codec);
       }
     };
-    for (int64_t l = 0; l + 1 < pp && m > 1; ++l)
-      forwardGroup("forward sends of link " + std::to_string(l) + " -> " + std::to_string(l + 1),
-                   [&](int64_t s) { return s == l; });
-    if (pp > 2)
+    for (int64_t l = 0; l + 1 < chunks && m > 1; ++l)
+      forwardGroup("forward sends of " + linkName(l, l + 1), [&](int64_t s) { return s == l; });
+    if (chunks > 2)
       forwardGroup("every forward send", [](int64_t) { return true; });
     // TP sites: each site, a role's sites of every layer, every forward / backward site and every site, set to
     // one codec (the sites of the set that take it) or uncompressed.
@@ -645,14 +660,14 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
                                 findTensorParallel(k, current.tp[k])->codec,
                                 !tpSites[k].forward && options.tpErrorFeedback});
 
-  for (int64_t s = 1; s < pp; ++s)
+  for (int64_t s = 1; s < chunks; ++s)
     for (int64_t i = 0; i < m; ++i)
       if (current.send[s][i])
-        plan.backwardSends[s][i] = findSend(s, i, current.send[s][i])->codec;
-  for (int64_t s = 0; s + 1 < pp; ++s)
+        plan.backwardSend(s, i) = findSend(s, i, current.send[s][i])->codec;
+  for (int64_t s = 0; s + 1 < chunks; ++s)
     for (int64_t i = 0; i < m; ++i)
       if (current.fwd[s][i])
-        plan.forwardSends[s][i] = findForward(s, i, current.fwd[s][i])->codec;
+        plan.forwardSend(s, i) = findForward(s, i, current.fwd[s][i])->codec;
   plan.forwardErrorFeedback = false;
   plan.fusedEmbedding = current.fe;
   int64_t scRank = 0;

@@ -155,7 +155,7 @@ LogicalResult mlir::ptrain::checkCodecForEdge(CodecAttrInterface codec, RankedTe
 namespace {
 /// The edges one override entry names.
 struct Selection {
-  /// (stage, micro-batch) pairs per direction.
+  /// (virtual stage, micro-batch) pairs per direction (the stage without virtual stages).
   SmallVector<std::pair<int64_t, int64_t>> forward, backward;
   /// Gradient keys and types.
   SmallVector<std::pair<std::string, RankedTensorType>> gradients;
@@ -205,19 +205,37 @@ LogicalResult mlir::ptrain::applyCompressionOverrides(StringRef path, const Comp
     std::optional<int64_t> stage = entry->getInteger("stage");
     if (entry->get("stage") && (!stage || *stage < 0 || *stage >= edges.pp))
       return error() << "\"stage\" must be an integer in [0, " << edges.pp << ")", failure();
+    // Every send of stage s in one direction: with virtual stages, of each of its model chunks that sends
+    // (chunk k is virtual stage k pp + s; the first sends no gradient, the last no activation).
+    const int64_t chunks = edges.pp * edges.v;
     auto allOf = [&](int64_t s, bool forward) {
-      for (int64_t i = 0; i < edges.m; ++i)
-        (forward ? sel.forward : sel.backward).push_back({s, i});
+      for (int64_t c = s; c < chunks; c += edges.pp)
+        if (forward ? c + 1 < chunks : c > 0)
+          for (int64_t i = 0; i < edges.m; ++i)
+            (forward ? sel.forward : sel.backward).push_back({c, i});
     };
     if (std::optional<StringRef> link = entry->getString("link")) {
       int64_t from = -1, to = -1;
       auto [a, b] = link->split("->");
-      if (a.trim().getAsInteger(10, from) || b.trim().getAsInteger(10, to) || from < 0 || to < 0 || from >= edges.pp ||
-          to >= edges.pp || (to != from + 1 && to != from - 1))
+      // With virtual stages the pipeline wraps around: pp-1 -> 0 forward and 0 -> pp-1 backward too.
+      const int64_t p = edges.pp;
+      bool wraps = edges.v > 1 && p > 2;
+      bool ok = !a.trim().getAsInteger(10, from) && !b.trim().getAsInteger(10, to) && from >= 0 && to >= 0 &&
+                from < p && to < p &&
+                (to == from + 1 || to == from - 1 || (wraps && (to == (from + 1) % p || from == (to + 1) % p)));
+      if (!ok)
         return error() << "\"link\" '" << *link << "' does not exist: links are \"s->s+1\" (forward) and \"s->s-1\" "
-                       << "(backward) between the " << edges.pp << " stages",
+                       << "(backward) between the " << p << " stages"
+                       << (wraps ? ", and \"" + std::to_string(p - 1) + "->0\" / \"0->" + std::to_string(p - 1) +
+                                       "\" between the model chunks of the interleaved schedule"
+                                 : std::string()),
                failure();
-      allOf(from, to == from + 1);
+      // At pp = 2 with virtual stages, 0->1 and 1->0 each carry both directions' sends of that rank.
+      bool forward = to == (from + 1) % p, backward = from == (to + 1) % p;
+      if (forward)
+        allOf(from, true);
+      if (backward)
+        allOf(from, false);
     } else if (std::optional<StringRef> step = entry->getString("step")) {
       if (!stage)
         return error() << "\"step\" needs \"stage\"", failure();
@@ -226,16 +244,17 @@ LogicalResult mlir::ptrain::applyCompressionOverrides(StringRef path, const Comp
         return error() << "stage " << *stage << " has no schedule step '" << *step << "'", failure();
       std::optional<ScheduleStep> parsed = ScheduleStep::parse(*step);
       bool forward = parsed->kind == ScheduleStep::Forward;
-      if (parsed->kind == ScheduleStep::Optimizer || (forward && *stage == edges.pp - 1) || (!forward && *stage == 0))
+      const int64_t c = parsed->chunk * edges.pp + *stage;
+      if (parsed->kind == ScheduleStep::Optimizer || (forward && c == chunks - 1) || (!forward && c == 0))
         return error() << "step '" << *step << "' of stage " << *stage << " sends nothing", failure();
-      (forward ? sel.forward : sel.backward).push_back({*stage, parsed->microBatch});
+      (forward ? sel.forward : sel.backward).push_back({c, parsed->microBatch});
     } else if (std::optional<StringRef> direction = entry->getString("direction")) {
       if (!stage)
         return error() << "\"direction\" needs \"stage\"", failure();
       if (*direction != "forward" && *direction != "backward")
         return error() << "\"direction\" must be forward or backward, got '" << *direction << "'", failure();
       bool forward = *direction == "forward";
-      if ((forward && *stage == edges.pp - 1) || (!forward && *stage == 0))
+      if ((forward && *stage == edges.pp - 1 && edges.v == 1) || (!forward && *stage == 0 && edges.v == 1))
         return error() << "stage " << *stage << " sends nothing " << *direction, failure();
       allOf(*stage, forward);
     } else if (std::optional<StringRef> param = entry->getString("parameter")) {
@@ -254,19 +273,21 @@ LogicalResult mlir::ptrain::applyCompressionOverrides(StringRef path, const Comp
              failure();
     }
 
+    const char *stageWord = edges.v > 1 ? "virtual stage " : "stage ";
     for (auto [s, i] : sel.forward) {
-      if (*codec && failed(checkCodecForEdge(*codec, edges.forwardTypes[s],
-                                             "the forward send of stage " + Twine(s) + " (activation)", error)))
+      if (*codec &&
+          failed(checkCodecForEdge(*codec, edges.forwardTypes[s],
+                                   "the forward send of " + Twine(stageWord) + Twine(s) + " (activation)", error)))
         return failure();
-      plan.forwardSends[s][i] = *codec;
+      plan.forwardSend(s, i) = *codec;
       ++numOverridden;
     }
     for (auto [s, i] : sel.backward) {
-      if (*codec &&
-          failed(checkCodecForEdge(*codec, edges.backwardTypes[s],
-                                   "the backward send of stage " + Twine(s) + " (activation gradient)", error)))
+      if (*codec && failed(checkCodecForEdge(
+                        *codec, edges.backwardTypes[s],
+                        "the backward send of " + Twine(stageWord) + Twine(s) + " (activation gradient)", error)))
         return failure();
-      plan.backwardSends[s][i] = *codec;
+      plan.backwardSend(s, i) = *codec;
       ++numOverridden;
     }
     for (auto &[key, type] : sel.gradients) {

@@ -74,6 +74,13 @@ FailureOr<std::optional<CompressionPlan>> mlir::ptrain::readCompressionPlan(Modu
   if (!policy)
     return bad("needs a string `policy`");
   plan.policy = policy.getValue().str();
+  // With virtual stages (the interleaved schedule) a row holds V M entries: chunk k's micro-batch i at k M + i.
+  if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline"))
+    if (auto v = pipeline.getAs<IntegerAttr>("virtual_stages"))
+      plan.virtualStages = v.getInt();
+  if (plan.virtualStages < 1)
+    return bad("ptrain.pipeline's virtual_stages must be >= 1");
+  const int64_t v = plan.virtualStages, entries = v * m;
   auto readFlags = [&](ArrayAttr array, int64_t size, std::vector<bool> &out) -> LogicalResult {
     if (!array || static_cast<int64_t>(array.size()) != size)
       return failure();
@@ -93,15 +100,17 @@ FailureOr<std::optional<CompressionPlan>> mlir::ptrain::readCompressionPlan(Modu
       return bad("`" + codecName + "` must be a codec attribute");
     auto sends = dict.getAs<ArrayAttr>(name);
     if (!sends && name == "forward_sends") { // optional: no forward compression
-      out.assign(pp, std::vector<CodecAttrInterface>(m));
+      out.assign(pp, std::vector<CodecAttrInterface>(entries));
       return success();
     }
     if (!sends || static_cast<int64_t>(sends.size()) != pp)
       return bad("`" + name + "` needs one row per stage (" + Twine(pp) + ")");
     for (Attribute rowAttr : sends) {
       auto row = dyn_cast<ArrayAttr>(rowAttr);
-      if (!row || static_cast<int64_t>(row.size()) != m)
-        return bad("every `" + name + "` row needs one entry per micro-batch (" + Twine(m) + ")");
+      if (!row || static_cast<int64_t>(row.size()) != entries)
+        return bad("every `" + name + "` row needs one entry per " +
+                   (v > 1 ? "model chunk and micro-batch (" + Twine(v) + " x " + Twine(m) + ")"
+                          : "micro-batch (" + Twine(m) + ")"));
       out.emplace_back();
       for (Attribute entry : row) {
         if (auto flag = dyn_cast<BoolAttr>(entry)) {
@@ -120,10 +129,13 @@ FailureOr<std::optional<CompressionPlan>> mlir::ptrain::readCompressionPlan(Modu
   if (failed(readSends("backward_sends", "backward_codec", plan.backwardSends, plan.backwardCodec)) ||
       failed(readSends("forward_sends", "forward_codec", plan.forwardSends, plan.forwardCodec)))
     return failure();
-  if (!plan.backwardSends.empty() && llvm::any_of(plan.backwardSends[0], [](auto c) { return bool(c); }))
-    return bad("stage 0 sends no gradient backward");
-  if (!plan.forwardSends.empty() && llvm::any_of(plan.forwardSends.back(), [](auto c) { return bool(c); }))
-    return bad("the last stage sends no activation forward");
+  for (int64_t i = 0; i < m && pp > 0; ++i) {
+    if (plan.backwardCodecOf(0, i))
+      return bad(v > 1 ? "virtual stage 0 sends no gradient backward" : "stage 0 sends no gradient backward");
+    if (plan.forwardCodecOf(pp * v - 1, i))
+      return bad(v > 1 ? "the last virtual stage sends no activation forward"
+                       : "the last stage sends no activation forward");
+  }
   auto flag = [&](StringRef name, bool byDefault) {
     auto value = dict.getAs<BoolAttr>(name);
     return value ? value.getValue() : byDefault;
@@ -152,8 +164,11 @@ FailureOr<std::optional<CompressionPlan>> mlir::ptrain::readCompressionPlan(Modu
   return std::optional<CompressionPlan>(std::move(plan));
 }
 
-std::string mlir::ptrain::linkStateKey(int64_t from, int64_t to, StringRef what) {
-  return "pp" + std::to_string(from) + "->" + std::to_string(to) + "/" + what.str();
+std::string mlir::ptrain::linkStateKey(int64_t from, int64_t to, StringRef what,
+                                       std::optional<std::pair<int64_t, int64_t>> chunks) {
+  std::string boundary =
+      chunks ? "c" + std::to_string(chunks->first) + "->" + std::to_string(chunks->second) + "/" : std::string();
+  return "pp" + std::to_string(from) + "->" + std::to_string(to) + "/" + boundary + what.str();
 }
 
 std::pair<StringRef, StateKind> mlir::ptrain::codecStateNameAndKind(CodecAttrInterface codec) {

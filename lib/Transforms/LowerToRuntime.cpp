@@ -185,12 +185,14 @@ private:
     ++numTransfers;
     return send.getRequest();
   }
-  /// Sends `value` from rank `from` to rank `to` (pp offset `offset`, tag `tag`): as is, or, with `codec`
-  /// (the `ptrain.compression` decision of this send), its codes (tags `tag`, `tag` + 2 M V, ...) after a
-  /// compress with the link's keyed states: the residual (with `errorFeedback`) and the codec's own state
-  /// (linkStateKey(from, to, ...)). Appends the requests to `requests`.
-  void sendCompressible(Location loc, int64_t from, int64_t to, int64_t offset, int64_t tag, Value value,
-                        CodecAttrInterface codec, bool errorFeedback, SmallVectorImpl<Value> &requests) {
+  /// Sends `value` from rank `from` (from its model chunk `chunk` to the receiver's `toChunk`) to rank `to`
+  /// (pp offset `offset`, tag `tag`): as is, or, with `codec` (the `ptrain.compression` decision of this
+  /// send), its codes (tags `tag`, `tag` + 2 M V, ...) after a compress with the link's keyed states: the
+  /// residual (with `errorFeedback`) and the codec's own state (linkStateKey(from, to, ..., {chunk, toChunk}),
+  /// one set per chunk boundary and direction with virtual stages). Appends the requests to `requests`.
+  void sendCompressible(Location loc, int64_t from, int64_t to, int64_t chunk, int64_t toChunk, int64_t offset,
+                        int64_t tag, Value value, CodecAttrInterface codec, bool errorFeedback,
+                        SmallVectorImpl<Value> &requests) {
     if (!codec) {
       requests.push_back(send(loc, value, offset, tag));
       return;
@@ -198,10 +200,10 @@ private:
     auto type = cast<RankedTensorType>(value.getType());
     SmallVector<StateOp> states;
     if (errorFeedback)
-      states.push_back(linkState(from, to, "residual", StateKind::CodecResidual, type));
+      states.push_back(linkState(from, to, chunk, toChunk, "residual", StateKind::CodecResidual, type));
     auto [stateName, stateKind] = codecStateNameAndKind(codec);
     for (Type t : codec.getEncoderStateTypes(type))
-      states.push_back(linkState(from, to, stateName, stateKind, cast<RankedTensorType>(t)));
+      states.push_back(linkState(from, to, chunk, toChunk, stateName, stateKind, cast<RankedTensorType>(t)));
     if (llvm::is_contained(states, StateOp())) {
       requests.push_back(send(loc, value, offset, tag));
       return;
@@ -219,10 +221,11 @@ private:
     for (auto [j, code] : llvm::enumerate(compress.getCodes()))
       requests.push_back(send(loc, code, offset, tag + static_cast<int64_t>(j) * 2 * m * v));
   }
-  /// Receives a tensor of `type` sent by sendCompressible from rank `from` to rank `to`: as is, or its codes
-  /// and a decompress (with the codec's decoder state on this side of the link, e.g. rand-k's counter).
-  Value receiveCompressible(Location loc, int64_t from, int64_t to, int64_t offset, int64_t tag, Type type,
-                            CodecAttrInterface codec) {
+  /// Receives a tensor of `type` sent by sendCompressible from rank `from` (its model chunk `chunk`) to rank
+  /// `to` (its chunk `toChunk`): as is, or its codes and a decompress (with the codec's decoder state on this
+  /// side of the link, e.g. rand-k's counter).
+  Value receiveCompressible(Location loc, int64_t from, int64_t to, int64_t chunk, int64_t toChunk, int64_t offset,
+                            int64_t tag, Type type, CodecAttrInterface codec) {
     if (!codec)
       return receive(loc, type, offset, tag);
     auto tensorType = cast<RankedTensorType>(type);
@@ -232,7 +235,7 @@ private:
     SmallVector<StateOp> states;
     auto [stateName, stateKind] = codecStateNameAndKind(codec);
     for (Type t : codec.getDecoderStateTypes(tensorType))
-      states.push_back(linkState(from, to, stateName, stateKind, cast<RankedTensorType>(t)));
+      states.push_back(linkState(from, to, chunk, toChunk, stateName, stateKind, cast<RankedTensorType>(t)));
     SmallVector<Value> stateValues;
     for (StateOp state : states)
       stateValues.push_back(state ? Value(StateReadOp::create(b, loc, state.getTensorType(), state.getSymName()))
@@ -245,25 +248,32 @@ private:
       StateWriteOp::create(b, loc, newValue, state.getSymName());
     return decompress.getResult();
   }
-  /// Sends the gradient of virtual stage c's input (micro-batch i, on rank s) to offset -1, compressed when
-  /// `ptrain.compression` says so.
+  /// Sends the gradient of virtual stage c's input (micro-batch i, on rank s) to offset -1 (the rank of
+  /// virtual stage c - 1), compressed when `ptrain.compression` says so.
   void sendGradient(Location loc, int64_t s, int64_t c, int64_t i, Value grad, SmallVectorImpl<Value> &requests) {
-    CodecAttrInterface codec = plan ? plan->backwardCodecOf(s, i) : CodecAttrInterface();
-    sendCompressible(loc, s, s - 1, previousOffset(s), tagOf(i, c - 1, /*gradient=*/true), grad, codec,
-                     plan && plan->backwardErrorFeedback, requests);
+    CodecAttrInterface codec = plan ? plan->backwardCodecOf(c, i) : CodecAttrInterface();
+    sendCompressible(loc, s, s == 0 ? pp - 1 : s - 1, c / pp, (c - 1) / pp, previousOffset(s),
+                     tagOf(i, c - 1, /*gradient=*/true), grad, codec, plan && plan->backwardErrorFeedback, requests);
   }
-  /// Receives the gradient of virtual stage c's output (micro-batch i) from offset +1 (rank s + 1).
+  /// Receives the gradient of virtual stage c's output (micro-batch i) from offset +1 (the rank of virtual
+  /// stage c + 1).
   Value receiveGradient(Location loc, int64_t s, int64_t c, int64_t i, Type type) {
     int64_t sender = s == pp - 1 ? 0 : s + 1;
-    CodecAttrInterface codec = plan ? plan->backwardCodecOf(sender, i) : CodecAttrInterface();
-    return receiveCompressible(loc, sender, s, nextOffset(s), tagOf(i, c, /*gradient=*/true), type, codec);
+    CodecAttrInterface codec = plan ? plan->backwardCodecOf(c + 1, i) : CodecAttrInterface();
+    return receiveCompressible(loc, sender, s, (c + 1) / pp, c / pp, nextOffset(s), tagOf(i, c, /*gradient=*/true),
+                               type, codec);
   }
-  /// The keyed state `what` of the pipeline link `from` -> `to`, created on first use; null (with an error,
+  /// The keyed state `what` of the pipeline link `from` -> `to` (with virtual stages, of the boundary from the
+  /// sender's model chunk `chunk` to the receiver's `toChunk`), created on first use; null (with an error,
   /// recorded in `stateError`) when it exists with another type.
-  StateOp linkState(int64_t from, int64_t to, StringRef what, StateKind kind, RankedTensorType type) {
-    std::string name = "pp" + std::to_string(from) + "to" + std::to_string(to) + "_" + what.str();
+  StateOp linkState(int64_t from, int64_t to, int64_t chunk, int64_t toChunk, StringRef what, StateKind kind,
+                    RankedTensorType type) {
+    auto keyChunks = v > 1 ? std::optional(std::make_pair(chunk, toChunk)) : std::nullopt;
+    std::string name = "pp" + std::to_string(from) + "to" + std::to_string(to) +
+                       (keyChunks ? "_c" + std::to_string(chunk) + "to" + std::to_string(toChunk) : std::string()) +
+                       "_" + what.str();
     FailureOr<StateOp> state =
-        getOrAddCodecState(module, grid->getNextNode(), name, linkStateKey(from, to, what), kind, type);
+        getOrAddCodecState(module, grid->getNextNode(), name, linkStateKey(from, to, what, keyChunks), kind, type);
     if (failed(state)) {
       stateError = true;
       return StateOp();
@@ -331,8 +341,9 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
       return tokensOf(loc, i);
     Type inType = func("forward_stage" + std::to_string(c)).getArgumentTypes()[0];
     int64_t sender = s == 0 ? pp - 1 : s - 1;
-    CodecAttrInterface codec = plan && train ? plan->forwardCodecOf(sender, i) : CodecAttrInterface();
-    return receiveCompressible(loc, sender, s, previousOffset(s), tagOf(i, c - 1, /*gradient=*/false), inType, codec);
+    CodecAttrInterface codec = plan && train ? plan->forwardCodecOf(c - 1, i) : CodecAttrInterface();
+    return receiveCompressible(loc, sender, s, (c - 1) / pp, c / pp, previousOffset(s),
+                               tagOf(i, c - 1, /*gradient=*/false), inType, codec);
   };
   auto waitSend = [&](Value request) {
     WaitOp::create(b, loc, request);
@@ -347,9 +358,9 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
       case Step::Forward: {
         inputs[k][i] = inputOf(c, i);
         Value out = call(loc, "forward_stage" + cs, {inputs[k][i]}, nullptr, i);
-        sendCompressible(loc, s, s == pp - 1 ? 0 : s + 1, nextOffset(s), tagOf(i, c, /*gradient=*/false), out,
-                         plan ? plan->forwardCodecOf(s, i) : CodecAttrInterface(), plan && plan->forwardErrorFeedback,
-                         forwardSends[k][i]);
+        sendCompressible(loc, s, s == pp - 1 ? 0 : s + 1, k, (c + 1) / pp, nextOffset(s),
+                         tagOf(i, c, /*gradient=*/false), out, plan ? plan->forwardCodecOf(c, i) : CodecAttrInterface(),
+                         plan && plan->forwardErrorFeedback, forwardSends[k][i]);
         pending.append(forwardSends[k][i]);
         break;
       }
@@ -467,10 +478,6 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
     FailureOr<std::optional<CompressionPlan>> plan = readCompressionPlan(module, pp, m, "--ptrain-lower-to-runtime");
     if (failed(plan))
       return signalPassFailure();
-    if (*plan && v > 1) {
-      emitError(module.getLoc(), "--ptrain-lower-to-runtime: ptrain.compression with virtual stages is not supported");
-      return signalPassFailure();
-    }
     // mcbench's TP site: the recorded tp all-reduces of the stage functions become compressed all-reduces.
     FailureOr<std::vector<TensorParallelCodec>> tpCodecs =
         readTensorParallelRecord(module, "--ptrain-lower-to-runtime");

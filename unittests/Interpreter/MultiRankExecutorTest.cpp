@@ -396,17 +396,6 @@ TEST(CompressedPlan, DataParallelPowerSgdExactIsBitEqualAndOptimusCcTrains) {
   EXPECT_GT(norm, 0.0);
 }
 
-/// Whether the two runs give bit-equal losses and bit-equal states (every state of `plain` on every rank).
-void expectBitEqualRuns(const PlanRun &plain, const PlanRun &other, const std::string &what) {
-  ASSERT_FALSE(plain.losses.empty()) << what;
-  EXPECT_EQ(other.losses, plain.losses) << what;
-  ASSERT_EQ(other.states.size(), plain.states.size()) << what;
-  for (auto [r, states] : llvm::enumerate(plain.states))
-    for (const auto &entry : states)
-      EXPECT_TRUE(bitEqual(entry.getValue(), other.states[r].lookup(entry.getKey())))
-          << what << ": rank " << r << " state " << entry.getKey().str();
-}
-
 // Executed identity equivalence of every policy: with every codec in an exact configuration (top-k and rand-k
 // keeping every element, PowerSGD of rank min(n, m) on its exact path), with error feedback (the residual
 // stays 0), the compressed plan is bit-equal to the uncompressed one after two steps: mcbench on forward and

@@ -241,6 +241,17 @@ inline bool bitEqual(const Tensor &a, const Tensor &b) {
          (a.isFloat() ? a.floats() == b.floats() : a.ints() == b.ints());
 }
 
+/// Whether the two runs give bit-equal losses and bit-equal states (every state of `plain` on every rank).
+inline void expectBitEqualRuns(const PlanRun &plain, const PlanRun &other, const std::string &what) {
+  ASSERT_FALSE(plain.losses.empty()) << what;
+  EXPECT_EQ(other.losses, plain.losses) << what;
+  ASSERT_EQ(other.states.size(), plain.states.size()) << what;
+  for (auto [r, states] : llvm::enumerate(plain.states))
+    for (const auto &entry : states)
+      EXPECT_TRUE(bitEqual(entry.getValue(), other.states[r].lookup(entry.getKey())))
+          << what << ": rank " << r << " state " << entry.getKey().str();
+}
+
 /// The number of parameters of `module`.
 inline int64_t countParameters(ModuleOp module) {
   int64_t params = 0;

@@ -6,7 +6,8 @@
 // critical paths, so slack alone misleads). A move sets one edge, or a group of edges (every backward send
 // of a link, of a micro-batch, of the pipeline; every forward send of a link or of the pipeline; every
 // stage's dp all-reduce), to a codec or back to uncompressed, or turns fused embedding sync (FE) on or off.
-// Edges are the ones the timing model prices: each backward send (stage, micro-batch) and each stage's dp
+// Edges are the ones the timing model prices: each backward send (stage, micro-batch; with virtual stages,
+// virtual stage and micro-batch, and the links are virtual links c -> c - 1) and each stage's dp
 // gradient all-reduce with PowerSGD at the ranks of `auto-ranks` (clamped to min(n, m)), each forward send
 // with the codecs of `auto-forward-codecs`, FE where the plan has a tied parameter and dp > 1, and, with
 // tensor parallelism, each TP site (CompressTensorParallel.h) with the codecs of `auto-tp-codecs`.

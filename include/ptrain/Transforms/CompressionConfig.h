@@ -39,10 +39,13 @@ LogicalResult checkCodecForEdge(CodecAttrInterface codec, RankedTensorType type,
 /// What the override file can name in a module.
 struct CompressionEdges {
   int64_t pp = 1, m = 1, dp = 1;
-  /// Per stage, its schedule row ("F0", "B0", "FB0", "O").
+  /// Model chunks per stage (the interleaved schedule's virtual stages): pp v virtual stages, chunk k of
+  /// stage s being virtual stage k pp + s.
+  int64_t v = 1;
+  /// Per stage, its schedule row ("F0", "B0", "FB0", "O"; "F0.1", ... with virtual stages).
   std::vector<std::vector<std::string>> steps;
-  /// Per stage s: the type of the activation it sends forward (null on the last stage) and of the gradient
-  /// it sends backward (null on stage 0).
+  /// Per virtual stage c (the stage without virtual stages): the type of the activation it sends forward
+  /// (null on the last one) and of the gradient it sends backward (null on virtual stage 0).
   std::vector<RankedTensorType> forwardTypes, backwardTypes;
   /// Per stage: the gradient keys ("<parameter>/grad") and types its dp all-reduce reduces (empty when dp = 1).
   std::vector<std::vector<std::pair<std::string, RankedTensorType>>> gradients;

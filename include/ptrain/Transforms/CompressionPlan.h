@@ -24,12 +24,16 @@ namespace mlir::ptrain {
 /// The decisions of one compression policy for a pipeline of `pp` stages and `m` micro-batches.
 struct CompressionPlan {
   std::string policy;
-  /// Per stage s, per micro-batch i: the codec of the gradient s sends to s - 1 after B<i>/FB<i>, or null
-  /// (sent as is; always null on stage 0).
+  /// Per stage s, per model chunk k and micro-batch i (entry k M + i; one chunk without virtual stages): the
+  /// codec of the gradient virtual stage k P + s sends to the previous virtual stage after B<i>.<k>/FB<i>.<k>,
+  /// or null (sent as is; always null on virtual stage 0).
   std::vector<std::vector<CodecAttrInterface>> backwardSends;
-  /// Per stage s, per micro-batch i: the codec of the activation s sends to s + 1 after F<i>, or null (always
-  /// null on the last stage).
+  /// Per stage s, per model chunk k and micro-batch i (entry k M + i): the codec of the activation virtual
+  /// stage k P + s sends to the next virtual stage after F<i>.<k>, or null (always null on the last virtual
+  /// stage).
   std::vector<std::vector<CodecAttrInterface>> forwardSends;
+  /// Model chunks per stage (the interleaved schedule's virtual stages; 1 otherwise).
+  int64_t virtualStages = 1;
   /// The policy's codec of each direction (the record writes `true` for a send with it); may be null.
   CodecAttrInterface backwardCodec, forwardCodec;
   /// Error feedback with one residual per link and direction (backward: Optimus-CC's lazy error
@@ -50,11 +54,22 @@ struct CompressionPlan {
   /// The stages whose outgoing edges are never compressed (mcbench: the first L stages), for the record.
   int64_t skipStages = 0;
 
-  CodecAttrInterface backwardCodecOf(int64_t stage, int64_t microBatch) const {
-    return stage < static_cast<int64_t>(backwardSends.size()) ? backwardSends[stage][microBatch] : CodecAttrInterface();
+  /// The entry of virtual stage `c` (chunk c / P of stage c mod P) and micro-batch `i` in `rows` (P rows of
+  /// V M entries); without virtual stages, rows[c][i].
+  template <typename Rows>
+  static auto sendOf(Rows &rows, int64_t virtualStages, int64_t c, int64_t i) -> decltype(rows[0][0]) {
+    const int64_t p = rows.size(), m = rows[c % p].size() / virtualStages;
+    return rows[c % p][(c / p) * m + i];
   }
-  CodecAttrInterface forwardCodecOf(int64_t stage, int64_t microBatch) const {
-    return stage < static_cast<int64_t>(forwardSends.size()) ? forwardSends[stage][microBatch] : CodecAttrInterface();
+  CodecAttrInterface &backwardSend(int64_t c, int64_t i) { return sendOf(backwardSends, virtualStages, c, i); }
+  CodecAttrInterface &forwardSend(int64_t c, int64_t i) { return sendOf(forwardSends, virtualStages, c, i); }
+  /// The codec of the gradient virtual stage `c` sends backward (activation it sends forward) for micro-batch
+  /// `i`; null when uncompressed or when the plan has no rows.
+  CodecAttrInterface backwardCodecOf(int64_t c, int64_t i) const {
+    return backwardSends.empty() ? CodecAttrInterface() : sendOf(backwardSends, virtualStages, c, i);
+  }
+  CodecAttrInterface forwardCodecOf(int64_t c, int64_t i) const {
+    return forwardSends.empty() ? CodecAttrInterface() : sendOf(forwardSends, virtualStages, c, i);
   }
 
   /// The plan as the `ptrain.compression` dictionary.
@@ -62,13 +77,18 @@ struct CompressionPlan {
 };
 
 /// Reads `ptrain.compression` of `module`: std::nullopt when absent; failure, with an error prefixed by
-/// `pass`, when malformed or not of `pp` stages and `m` micro-batches.
+/// `pass`, when malformed or not of `pp` stages and `m` micro-batches (rows of V M entries with the
+/// `virtual_stages` V of `ptrain.pipeline`).
 FailureOr<std::optional<CompressionPlan>> readCompressionPlan(ModuleOp module, int64_t pp, int64_t m,
                                                               llvm::StringRef pass);
 
 /// The key of the state `what` ("residual", "warm_start_q", "counter") of the pipeline link `from` -> `to`:
-/// "pp<from>-><to>/<what>".
-std::string linkStateKey(int64_t from, int64_t to, llvm::StringRef what);
+/// "pp<from>-><to>/<what>"; with virtual stages, of the chunk boundary from the sender's model chunk
+/// `chunks`->first to the receiver's `chunks`->second: "pp<from>-><to>/c<k>-><k'>/<what>" (two chunks of one
+/// rank send on the same physical link, at pp = 2 in both directions; each boundary and direction has its own
+/// residual and warm start).
+std::string linkStateKey(int64_t from, int64_t to, llvm::StringRef what,
+                         std::optional<std::pair<int64_t, int64_t>> chunks = std::nullopt);
 
 /// The name in state keys ("warm_start_q" for PowerSGD, "counter" for rand-k) and the kind of a codec's own
 /// state (its encoder state; rand-k's decoder keeps the same counter).

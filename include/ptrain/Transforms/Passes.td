@@ -536,8 +536,9 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     (backward gradient or, in training steps, forward activation) becomes `ptrain.state_read`s of the link's
     keyed states (residual with error feedback, the codec's own state: PowerSGD's warm-start Q, rand-k's
     counter), a `ptrain.compress`, their `ptrain.state_write`s and one send per code (tag t, then t + 2 M,
-    ...); the receiver receives the codes and `ptrain.decompress`es them (with its side's codec state). In
-    each optimizer step, `fused_embedding` fuses the tied sync into one all-reduce over [dp, pp], and the
+    ...); the receiver receives the codes and `ptrain.decompress`es them (with its side's codec state). With
+    virtual stages each send takes the codec of its virtual stage's entry and the states of its chunk
+    boundary ("pp<s>-><t>/c<k>-><k'>/..."). In each optimizer step, `fused_embedding` fuses the tied sync into one all-reduce over [dp, pp], and the
     dp all-reduce buckets whose gradients have a codec (a stage in `dp_all_reduce`, or `dp_codecs`) become
     per-parameter `ptrain.compressed_all_reduce_start`s.
 
@@ -653,15 +654,16 @@ def CriticalPathPass : Pass<"ptrain-critical-path", "::mlir::ModuleOp"> {
 def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
   let summary = "Decides which pipeline and data-parallel transfers to compress, with which codec, and records it.";
   let description = [{
-    Runs after `--ptrain-critical-path` and before `--ptrain-lower-to-runtime` on a non-interleaved pipeline
-    module, and writes its decisions as the module attribute `ptrain.compression` (docs/Compression.md). The
+    Runs after `--ptrain-critical-path` and before `--ptrain-lower-to-runtime` on a pipeline module (1F1B,
+    GPipe or interleaved 1F1B with virtual stages: docs/Compression.md, "Interleaved schedules"), and writes its decisions as the module attribute `ptrain.compression` (docs/Compression.md). The
     policies:
 
     * `optimus-cc` (Song et al., "Optimus-CC", ASPLOS 2023), each technique switchable:
       * CB (section 4.1, `cb`): the backward sends to compress with PowerSGD (`cb-rank`, default 16,
         warm-started Q; matrix view of the activation gradient B x S x H: rows = B S, cols = H).
         `cb-sends=cooldown` (default) picks the 1F1B cool-down of the receiver: on the link s -> s-1 the last
-        min(P - s, M) micro-batches; `cb-sends=critical` the sends `--ptrain-critical-path` marks critical
+        min(P - s, M) micro-batches (interleaved: the backward steps of each rank's row from its last forward
+        on, each on its chunk's boundary); `cb-sends=critical` the sends `--ptrain-critical-path` marks critical
         (`send_critical`); `cb-sends=all` every backward send.
       * LEP (section 4.2, `lep`, default on): one error-feedback residual per link s -> s-1, carried across
         micro-batches and iterations; `lep=false` is the ablation.
@@ -715,20 +717,20 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     `overrides=FILE` (JSON, after the policy, any policy) sets the codec of edges named by stage and
     direction, link ("1->0"), schedule step (stage 1, "FB3") or parameter (its dp all-reduce).
 
-    The record: `policy`; `backward_sends` and `forward_sends` (per stage s, per micro-batch i: `false`,
-    `true` for the direction's codec `backward_codec` / `forward_codec`, or a codec attribute of an override);
+    The record: `policy`; `backward_sends` and `forward_sends` (per stage s, per micro-batch i, with V
+    virtual stages per model chunk k and micro-batch i at k M + i: `false`, `true` for the direction's codec `backward_codec` / `forward_codec`, or a codec attribute of an override);
     `backward_error_feedback`, `forward_error_feedback`; `dp_all_reduce` (per stage), `sc_rank`,
     `sc_error_feedback`, `dp_codecs` (gradient key -> codec or false, from overrides); `fused_embedding`;
     `skip_stages` (mcbench); `tp_all_reduces` (mcbench's and auto's TP sites: one `{layer, role, direction,
     codec[, error_feedback]}` per compressed site, rewritten into `ptrain.compressed_all_reduce_start` over [tp] with states
     "tp/layer<l>/<role>/..."). `--ptrain-lower-to-runtime` materializes it: `ptrain.compress` before the send
     (codes with tags t, t + 2 M, ...), `ptrain.decompress` after the receive, keyed states per link
-    ("pp<s>-><t>/residual", "pp<s>-><t>/warm_start_q", "pp<s>-><t>/counter"), per-parameter
+    ("pp<s>-><t>/residual", "pp<s>-><t>/warm_start_q", "pp<s>-><t>/counter"; with virtual stages per chunk
+    boundary, "pp<s>-><t>/c<k>-><k'>/residual", ...), per-parameter
     `ptrain.compressed_all_reduce_start`s with states "sc/<gradient key>/...", and the fused sync.
 
     Fails on: an unknown policy, no `ptrain.pipeline`/`ptrain.schedule` (run `--ptrain-schedule`), a
-    schedule without critical-path information (run `--ptrain-critical-path`), virtual stages, a module
-    compressed twice, options of another policy (e.g. `fwd-codec` with `policy=optimus-cc`), `cb-rank` or
+    schedule without critical-path information (run `--ptrain-critical-path`), a module compressed twice, options of another policy (e.g. `fwd-codec` with `policy=optimus-cc`), `cb-rank` or
     `sc-rank` below 1, an unknown `cb-sends`, a malformed codec spec or an
     invalid codec (rank <= 0, bits not in {2, 4, 8}), a codec that cannot serve its edge (PowerSGD rank above
     min(n, m), k above the element count, the linear autoencoder), a negative `skip-stages`, and a bad
