@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SourceDir.h"
 #include "PlanHarness.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainCodecPhaseOps.h"
@@ -137,7 +138,7 @@ TEST(ExpandCodecs, DataParallelPowerSgdOnTwoRanksIsPinned) {
 TEST(ExpandCodecs, ExpandedScPlansAreBitEqualToTheUnexpandedOnes) {
   Plans plans;
   OwningOpRef<ModuleOp> l0 = plans.importBundledGpt();
-  StateProvider provider = plans.openInitialValues(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
+  StateProvider provider = plans.openInitialValues(ptrain_test::sourceDir() + "/models/gpt/gpt.onnx");
   ASSERT_TRUE(l0 && provider);
   const Plan plan{2, 2, 2, "1f1b"};
   std::vector<Tensor> batches(2, randomBatches(1, 16, 64, 256, 7)[0]);

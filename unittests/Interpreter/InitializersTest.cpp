@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SourceDir.h"
 #include "ptrain/Import/ONNX/Initializers.h"
 
 #include "onnx/onnx_pb.h"
@@ -19,7 +20,7 @@ using namespace mlir::ptrain;
 
 namespace {
 
-const std::string kGPT = std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/";
+const std::string kGPT = ptrain_test::sourceDir() + "/models/gpt/";
 
 TEST(ONNXData, ReadsTensorProtoFiles) {
   llvm::Expected<interp::Tensor> ids = onnx_data::readTensorProtoFile(kGPT + "test_data_set_0/input_0.pb");

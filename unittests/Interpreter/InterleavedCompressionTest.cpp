@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SourceDir.h"
 #include "PlanHarness.h"
 
 #include <cmath>
@@ -43,13 +44,13 @@ struct Model {
 /// The bundled GPT (4 layers, hidden 128) with a batch of 16 x 64 tokens.
 void openBundledGpt(Model &model) {
   model.l0 = model.plans.importBundledGpt();
-  model.provider = model.plans.openInitialValues(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
+  model.provider = model.plans.openInitialValues(ptrain_test::sourceDir() + "/models/gpt/gpt.onnx");
   model.batch = randomBatches(1, 16, 64, 256, 7);
 }
 
 /// llama_tiny_8l (8 layers, hidden 32), raised, with a batch of `rows` x 16 tokens below its vocabulary 128.
 void openLlama8(Model &model, int64_t rows) {
-  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/opset18+/Inputs/llama_tiny_8l.onnx";
+  std::string path = ptrain_test::sourceDir() + "/test/Import/ONNX/opset18+/Inputs/llama_tiny_8l.onnx";
   model.l0 = model.plans.importWithSignature(path);
   model.provider = model.plans.openInitialValues(path);
   if (!model.l0)
@@ -97,7 +98,7 @@ TEST(InterleavedCompression, IdentityCodecsAreBitEqualOnTheBundledGpt) {
       gpt.run(plan, "policy=mcbench fwd-codec=topk:ratio=1 bwd-codec=randk:ratio=1,seed=3 error-feedback=true", 2),
       "mcbench topk/randk");
   expectBitEqualRuns(plain, gpt.run(plan, "policy=none", 2), "none");
-  const std::string inputs = std::string(PTRAIN_SOURCE_DIR) + "/unittests/Interpreter/Inputs/";
+  const std::string inputs = ptrain_test::sourceDir() + "/unittests/Interpreter/Inputs/";
   expectBitEqualRuns(plain, gpt.run(plan, "policy=none overrides=" + inputs + "identity-overrides-interleaved.json", 2),
                      "overrides by link and step");
 }

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SourceDir.h"
 #include "PlanHarness.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -38,7 +39,7 @@ TEST_P(BundledGptCoveragePlan, OneStepMatchesTheOneRankStep) {
   const Plan plan = GetParam();
   Plans plans;
   OwningOpRef<ModuleOp> l0 = plans.importBundledGpt();
-  StateProvider provider = plans.openInitialValues(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
+  StateProvider provider = plans.openInitialValues(ptrain_test::sourceDir() + "/models/gpt/gpt.onnx");
   ASSERT_TRUE(l0 && provider);
   expectTensorParallelStepMatches(plans, *l0, provider, randomBatches(1, plan.dp * plan.m * 4, 64, 256, 42), plan,
                                   plan.tp > 1 ? 24 : 0, 52);
@@ -63,7 +64,7 @@ class HuggingFaceGpt2PipelinePlan : public ::testing::TestWithParam<Plan> {};
 // 8 tokens below its vocabulary of 64; same tolerances. MultiRankExecutorTest.cpp runs it with tp.
 TEST_P(HuggingFaceGpt2PipelinePlan, OneStepMatchesTheOneRankStep) {
   Plans plans;
-  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/Inputs/exports/gpt2-opset17.onnx";
+  std::string path = ptrain_test::sourceDir() + "/test/Import/ONNX/Inputs/exports/gpt2-opset17.onnx";
   OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
   StateProvider provider = plans.openInitialValues(path);
   ASSERT_TRUE(l0 && provider);

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SourceDir.h"
 #include "PlanHarness.h"
 
 using namespace mlir;
@@ -43,7 +44,7 @@ class LlamaPipelinePlan : public ::testing::TestWithParam<LlamaPlan> {};
 TEST_P(LlamaPipelinePlan, OneStepMatchesTheOneRankStep) {
   const LlamaPlan &p = GetParam();
   Plans plans;
-  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/opset18+/Inputs/" + p.model + ".onnx";
+  std::string path = ptrain_test::sourceDir() + "/test/Import/ONNX/opset18+/Inputs/" + p.model + ".onnx";
   OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
   StateProvider provider = plans.openInitialValues(path);
   ASSERT_TRUE(l0 && provider);
@@ -78,7 +79,7 @@ INSTANTIATE_TEST_SUITE_P(Plans, LlamaPipelinePlan,
 // More stages than layers is a compile error naming the count, not a plan (2 layers, pp = 4).
 TEST(LlamaPipeline, MoreStagesThanLayersIsAnError) {
   Plans plans;
-  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx";
+  std::string path = ptrain_test::sourceDir() + "/test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx";
   OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
   ASSERT_TRUE(l0);
   std::string diagnostics;

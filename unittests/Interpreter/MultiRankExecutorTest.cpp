@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SourceDir.h"
 #include "PlanHarness.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
@@ -46,7 +47,7 @@ TEST_P(BundledGptPlan, OneStepMatchesTheOneRankStep) {
   OwningOpRef<ModuleOp> l0 = plans.importBundledGpt();
   ASSERT_TRUE(l0);
   auto initializers =
-      mlir::ptrain::onnx_data::ONNXInitializers::open(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
+      mlir::ptrain::onnx_data::ONNXInitializers::open(ptrain_test::sourceDir() + "/models/gpt/gpt.onnx");
   ASSERT_TRUE(static_cast<bool>(initializers)) << llvm::toString(initializers.takeError());
   StateProvider provider = [&](llvm::StringRef key, RankedTensorType) { return initializers->read(key); };
   std::vector<Tensor> batches = randomBatches(1, 16, 64, 256, 42);
@@ -102,7 +103,7 @@ class BundledGptTensorParallelPlan : public ::testing::TestWithParam<Plan> {};
 TEST_P(BundledGptTensorParallelPlan, OneStepMatchesTheOneRankStep) {
   Plans plans;
   OwningOpRef<ModuleOp> l0 = plans.importBundledGpt();
-  StateProvider provider = plans.openInitialValues(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
+  StateProvider provider = plans.openInitialValues(ptrain_test::sourceDir() + "/models/gpt/gpt.onnx");
   ASSERT_TRUE(l0 && provider);
   // With vocab-parallel=true the tied wte.weight is sliced too (256 rows, 256 / tp per rank).
   const size_t sliced = GetParam().tpOptions.empty() ? 24 : 25;
@@ -126,7 +127,7 @@ INSTANTIATE_TEST_SUITE_P(Plans, BundledGptTensorParallelPlan,
 // weight) of 17.
 TEST(TensorParallel, Gpt2MegatronTp2MatchesTheOneRankStep) {
   Plans plans;
-  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/../shared/data/onnx/gpt2_megatron.onnx";
+  std::string path = ptrain_test::sourceDir() + "/../shared/data/onnx/gpt2_megatron.onnx";
   OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path, {{"batch_size", 2}, {"seq_len", 8}, {"past_seq_len", 0}});
   StateProvider provider = plans.openInitialValues(path);
   ASSERT_TRUE(l0 && provider);
@@ -139,7 +140,7 @@ TEST(TensorParallel, Gpt2MegatronTp2MatchesTheOneRankStep) {
 // loss; 8 sliced parameters (the 6 above, the word embeddings and the head's [8, 10] weight by columns) of 17.
 TEST(TensorParallel, Gpt2MegatronVocabParallelPaddedMatchesTheOneRankStep) {
   Plans plans;
-  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/../shared/data/onnx/gpt2_megatron.onnx";
+  std::string path = ptrain_test::sourceDir() + "/../shared/data/onnx/gpt2_megatron.onnx";
   OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path, {{"batch_size", 2}, {"seq_len", 8}, {"past_seq_len", 0}});
   StateProvider provider = plans.openInitialValues(path);
   ASSERT_TRUE(l0 && provider);
@@ -158,7 +159,7 @@ class BertTensorParallelPlan : public ::testing::TestWithParam<Plan> {};
 TEST_P(BertTensorParallelPlan, OneStepMatchesTheOneRankStep) {
   Plans plans;
   plans.shardOptions = " replicate-indivisible-mlp=true";
-  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/../shared/data/onnx/bert_toy_optimized.onnx";
+  std::string path = ptrain_test::sourceDir() + "/../shared/data/onnx/bert_toy_optimized.onnx";
   OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path, {{"batch", 2}, {"max_seq_len_in_batch", 7}});
   StateProvider provider = plans.openInitialValues(path);
   ASSERT_TRUE(l0 && provider);
@@ -181,7 +182,7 @@ class LlamaTensorParallel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LlamaTensorParallel, Tp2MatchesTheOneRankStep) {
   Plans plans;
-  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/opset18+/Inputs/" + GetParam() + ".onnx";
+  std::string path = ptrain_test::sourceDir() + "/test/Import/ONNX/opset18+/Inputs/" + GetParam() + ".onnx";
   OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
   StateProvider provider = plans.openInitialValues(path);
   ASSERT_TRUE(l0 && provider);
@@ -203,7 +204,7 @@ class HuggingFaceGpt2TensorParallelPlan : public ::testing::TestWithParam<Plan> 
 
 /// The export test/Import/ONNX/Inputs/exports/`file` with its training signature, and its initial values.
 std::pair<OwningOpRef<ModuleOp>, StateProvider> importExport(Plans &plans, const std::string &file) {
-  std::string path = std::string(PTRAIN_SOURCE_DIR) + "/test/Import/ONNX/Inputs/exports/" + file;
+  std::string path = ptrain_test::sourceDir() + "/test/Import/ONNX/Inputs/exports/" + file;
   OwningOpRef<ModuleOp> l0 = plans.importWithSignature(path);
   return {std::move(l0), plans.openInitialValues(path)};
 }
@@ -284,7 +285,7 @@ struct CompressedGpt {
   Plans plans;
   OwningOpRef<ModuleOp> l0 = plans.importBundledGpt();
   llvm::Expected<mlir::ptrain::onnx_data::ONNXInitializers> initializers =
-      mlir::ptrain::onnx_data::ONNXInitializers::open(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
+      mlir::ptrain::onnx_data::ONNXInitializers::open(ptrain_test::sourceDir() + "/models/gpt/gpt.onnx");
   StateProvider provider() {
     return [this](llvm::StringRef key, RankedTensorType) { return initializers->read(key); };
   }
@@ -404,7 +405,7 @@ TEST(CompressedPlan, DataParallelPowerSgdExactIsBitEqualAndOptimusCcTrains) {
 TEST(CompressedPlan, IdentityCodecsOfEveryPolicyAreBitEqual) {
   CompressedGpt gpt;
   ASSERT_TRUE(gpt.l0 && static_cast<bool>(gpt.initializers));
-  const std::string inputs = std::string(PTRAIN_SOURCE_DIR) + "/unittests/Interpreter/Inputs/";
+  const std::string inputs = ptrain_test::sourceDir() + "/unittests/Interpreter/Inputs/";
   const Plan pp2{1, 2, 4, "1f1b"};
   PlanRun plain = gpt.run(pp2, "", 2);
   expectBitEqualRuns(
@@ -901,7 +902,7 @@ TEST(CompressedPlan, AutoPlansWithForwardCodecsAndFusedEmbeddingTrain) {
 TEST(TiedEmbedding, Pp2Dp2ReplicasHoldTheFullGradientAndBitEqualCopies) {
   Plans plans;
   OwningOpRef<ModuleOp> l0 =
-      plans.parseFile(std::string(PTRAIN_SOURCE_DIR) + "/unittests/Interpreter/Inputs/tiny-tied-gpt.mlir");
+      plans.parseFile(ptrain_test::sourceDir() + "/unittests/Interpreter/Inputs/tiny-tied-gpt.mlir");
   ASSERT_TRUE(l0);
   const double lr = 1e-2;
   const int64_t steps = 3;
@@ -960,7 +961,7 @@ TEST(TiedEmbedding, Pp2Dp2ReplicasHoldTheFullGradientAndBitEqualCopies) {
 TEST(TiedEmbedding, TwoTiedGroupsInDifferentOrdersOnTwoStages) {
   Plans plans;
   OwningOpRef<ModuleOp> l0 =
-      plans.parseFile(std::string(PTRAIN_SOURCE_DIR) + "/unittests/Interpreter/Inputs/tiny-two-tied.mlir");
+      plans.parseFile(ptrain_test::sourceDir() + "/unittests/Interpreter/Inputs/tiny-two-tied.mlir");
   ASSERT_TRUE(l0);
   std::vector<Tensor> batches = randomBatches(3, 8, 4, 8, 5);
   OwningOpRef<ModuleOp> planned = plans.lower(*l0, Plan{2, 2, 2, "1f1b"}, 1e-2);
@@ -1033,7 +1034,7 @@ TEST(MultiRankExecutor, BothSidesSendingFirstIsADeadlockNamingBothWaits) {
 TEST(MultiRankExecutor, RunsAreDeterministic) {
   Plans plans;
   OwningOpRef<ModuleOp> l0 =
-      plans.parseFile(std::string(PTRAIN_SOURCE_DIR) + "/unittests/Interpreter/Inputs/tiny-tied-gpt.mlir");
+      plans.parseFile(ptrain_test::sourceDir() + "/unittests/Interpreter/Inputs/tiny-tied-gpt.mlir");
   ASSERT_TRUE(l0);
   OwningOpRef<ModuleOp> planned = plans.lower(*l0, Plan{2, 2, 2, "gpipe"}, 1e-2);
   ASSERT_TRUE(planned);

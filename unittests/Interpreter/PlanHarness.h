@@ -11,6 +11,7 @@
 #ifndef PTRAIN_UNITTESTS_INTERPRETER_PLANHARNESS_H
 #define PTRAIN_UNITTESTS_INTERPRETER_PLANHARNESS_H
 
+#include "SourceDir.h"
 #include "ptrain/Interpreter/MultiRankExecutor.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
@@ -82,7 +83,7 @@ public:
 
   /// The L0 module of the bundled GPT (ONNX import).
   OwningOpRef<ModuleOp> importBundledGpt() {
-    std::string path = std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx";
+    std::string path = ptrain_test::sourceDir() + "/models/gpt/gpt.onnx";
     auto buffer = llvm::MemoryBuffer::getFile(path);
     if (!buffer) {
       ADD_FAILURE() << "cannot read " << path;
@@ -142,7 +143,7 @@ public:
         (plan.build.empty() ? std::string() : " " + plan.build) + "}, ptrain-schedule{schedule=" + plan.schedule +
         "}, " +
         (compress.empty() ? std::string()
-                          : "ptrain-critical-path{cluster=" + std::string(PTRAIN_SOURCE_DIR) + "/" + cluster +
+                          : "ptrain-critical-path{cluster=" + ptrain_test::sourceDir() + "/" + cluster +
                                 "}, ptrain-compress{" + compress + "}, ");
     const std::string lowering = "ptrain-lower-to-runtime, ptrain-verify-plan";
     for (const std::string &passes : edit ? std::vector<std::string>{pipeline.substr(0, pipeline.size() - 2), lowering}

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SourceDir.h"
 #include "PlanHarness.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
@@ -87,7 +88,7 @@ TEST(StepKernels, SgdWithMomentumAndWeightDecayIsTorchsUpdate) {
 struct Gpt {
   Plans plans;
   OwningOpRef<ModuleOp> l0 = plans.importBundledGpt();
-  StateProvider provider = plans.openInitialValues(std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx");
+  StateProvider provider = plans.openInitialValues(ptrain_test::sourceDir() + "/models/gpt/gpt.onnx");
   std::vector<Tensor> batches = randomBatches(1, 16, 64, 256, 42);
 
   PlanRun run(const Plan &plan, double lr) {

@@ -88,6 +88,6 @@ inline void expectClose(const std::vector<float> &got, const Vec &want,
                              << ": " << ptrain_last_error();                   \
   } while (0)
 
-} // namespace ptrain::testing
+} // namespace ptrain_testing
 
 #endif // PTRAIN_UNITTESTS_RUNTIME_GRADCHECK_H

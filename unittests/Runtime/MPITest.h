@@ -91,7 +91,7 @@ inline int runMpiTests(int argc, char **argv) {
   return failed;
 }
 
-} // namespace ptrain::testing
+} // namespace ptrain_testing
 
 #define PTRAIN_MPI_TEST_MAIN                                                                                           \
   int main(int argc, char **argv) { return ptrain::testing::runMpiTests(argc, argv); }

@@ -45,6 +45,6 @@ inline void referencePowerStep(const std::vector<double> &mat, const std::vector
         q[t * r + j] += mat[i * m + t] * p[i * r + j];
 }
 
-} // namespace ptrain::testing
+} // namespace ptrain_testing
 
 #endif // PTRAIN_UNITTESTS_RUNTIME_POWERSGDREFERENCE_H

@@ -1,5 +1,6 @@
 //===- StateIOTest.cpp - ONNX initial values and checkpoints --------------===//
 
+#include "SourceDir.h"
 #include "GradCheck.h"
 
 #include <cstdio>
@@ -12,7 +13,7 @@ using namespace ptrain::testing;
 
 namespace {
 
-const std::string kGpt = std::string(PTRAIN_SOURCE_DIR) + "/models/gpt/gpt.onnx";
+const std::string kGpt = ptrain_test::sourceDir() + "/models/gpt/gpt.onnx";
 
 struct Table {
   std::vector<float> wte = std::vector<float>(256 * 128, 7.0f);

@@ -105,7 +105,7 @@ template <typename T> void expectEqualArrays(const std::vector<T> &cpu, const st
     }
 }
 
-} // namespace ptrain::testing
+} // namespace ptrain_testing
 
 /// main() of a GPU test binary: exit 77 (skipped) without a usable device.
 #define PTRAIN_CUDA_TEST_MAIN()                                                                                        \
