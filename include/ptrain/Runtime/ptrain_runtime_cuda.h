@@ -63,11 +63,25 @@
 //   DEADLINE_EXCEEDED with a message naming the pending operations (op,
 //   count, dtype, peer); the communicator is then unusable (every later call
 //   on it is a COMM error naming the abort). Never hangs past the deadline.
+// ptrain_nccl_wait_event(comm, event, what)
+//   The watchdog of ONE operation on comm: polls the event recorded after it
+//   (cudaEventQuery) and ncclCommGetAsyncError until the event completes;
+//   an error or the deadline aborts comm, and the message names `what` (the
+//   generated step passes the transfer and its IR location). The pipeline's
+//   sends and receives, each on its own stream, are waited on this way.
 //
 // --- Compiled steps (--emit-cuda, docs/CodegenCuda.md) ---------------------
 // ptrain_cuda_malloc(num_bytes, out_ptr) / ptrain_cuda_free(ptr)
 //                                         cudaMalloc / cudaFree
 // ptrain_cuda_stream_create(out_stream)   a non-blocking cudaStream_t
+// ptrain_cuda_event_create(out_event) / ptrain_cuda_event_destroy(event)
+//                                         a cudaEvent_t without timing
+// ptrain_cuda_event_record(event, stream) cudaEventRecord on `stream` (not
+//                                         the current stream: the pipeline's
+//                                         communication streams)
+// ptrain_cuda_stream_wait_event(stream, event)
+//                                         cudaStreamWaitEvent: `stream`'s
+//                                         later work waits for the event
 // ptrain_cuda_copy_to_device(host_src, num_bytes, out)   H2D on the stream
 // ptrain_cuda_copy_to_host(src, num_bytes, host_out)     D2H, then waits for
 //                                         the stream: host_out is valid

@@ -75,3 +75,31 @@ extern "C" ptrain_status_t ptrain_cuda_zero_bytes(void *out, int64_t num_bytes) 
   PTRAIN_CUDA_TRY(cudaMemsetAsync(out, 0, num_bytes, currentStream()));
   return PTRAIN_OK;
 }
+
+// Events order the pipeline's communication streams against the compute stream (docs/CodegenCuda.md,
+// "Streams and events"): recorded on one stream, waited on by another, on the device.
+extern "C" ptrain_status_t ptrain_cuda_event_create(void **out_event) {
+  PTRAIN_CUDA_CHECK_PTR(out_event);
+  cudaEvent_t e = nullptr;
+  PTRAIN_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  *out_event = e;
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_event_destroy(void *event) {
+  if (event)
+    PTRAIN_CUDA_TRY(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_event_record(void *event, void *stream) {
+  PTRAIN_CUDA_CHECK_PTR(event);
+  PTRAIN_CUDA_TRY(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_stream_wait_event(void *stream, void *event) {
+  PTRAIN_CUDA_CHECK_PTR(event);
+  PTRAIN_CUDA_TRY(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
+  return PTRAIN_OK;
+}

@@ -10,7 +10,9 @@
 // communicator (ncclCommAbort, which also stops kernels spinning on a peer
 // that never posts) and returns a status naming the pending operations. The
 // polling runs in the waiting thread (as the CPU's ptrain_wait), so there is
-// no background thread to coordinate with.
+// no background thread to coordinate with. ptrain_nccl_wait_event is the same
+// watchdog over one operation: the event its caller recorded after it (the
+// pipeline's sends and receives, each on a communication stream of its own).
 //
 // The unique id is bootstrapped through the MPI communicator of the CPU
 // runtime with its public API (an all-gather of rank 0's id).
@@ -447,44 +449,58 @@ extern "C" ptrain_status_t ptrain_nccl_reduce_scatter(ptrain_nccl_comm_t comm, c
                     });
 }
 
-extern "C" ptrain_status_t ptrain_nccl_wait(ptrain_nccl_comm_t comm) {
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkUsable(__func__, comm));
-  if (comm->pendingCount == 0)
-    return PTRAIN_OK;
-  PTRAIN_CUDA_TRY(cudaEventRecord(comm->event, currentStream()));
+namespace {
+/// Polls `event` (recorded after the operations `what` on comm) and NCCL's asynchronous error state until the
+/// event completes: an error or the comm's deadline aborts comm and names `what`.
+ptrain_status_t pollEvent(const char *call, ptrain_nccl_comm *comm, cudaEvent_t event, const char *what) {
   const Clock::time_point start = Clock::now();
-  ptrain_status_t st = PTRAIN_OK;
   for (;;) {
-    const cudaError_t q = cudaEventQuery(comm->event);
+    const cudaError_t q = cudaEventQuery(event);
     if (q == cudaSuccess)
-      break;
-    if (q != cudaErrorNotReady) {
-      st = check(__func__, q, "cudaEventQuery");
-      break;
-    }
+      return PTRAIN_OK;
+    if (q != cudaErrorNotReady)
+      return check(call, q, "cudaEventQuery");
     ncclResult_t state = ncclSuccess;
     const ncclResult_t r = ncclCommGetAsyncError(comm->comm, &state);
     if (r != ncclSuccess)
       state = r;
     if (state != ncclSuccess && state != ncclInProgress) {
       char reason[768];
-      std::snprintf(reason, sizeof(reason), "asynchronous NCCL error in %s: %s (%s)", comm->pending,
-                    ncclGetErrorString(state), ncclGetLastError(comm->comm));
+      std::snprintf(reason, sizeof(reason), "asynchronous NCCL error in %s: %s (%s)", what, ncclGetErrorString(state),
+                    ncclGetLastError(comm->comm));
       abortComm(comm, reason);
-      st = fail(PTRAIN_ERROR_COMM, __func__, "%s; the communicator was aborted (ncclCommAbort)", reason);
-      break;
+      return fail(PTRAIN_ERROR_COMM, call, "%s; the communicator was aborted (ncclCommAbort)", reason);
     }
     if (secondsSince(start) > comm->timeout) {
       char reason[768];
-      std::snprintf(reason, sizeof(reason), "%s did not complete within the %g s deadline (rank %d of %d)",
-                    comm->pending, comm->timeout, comm->rank, comm->size);
+      std::snprintf(reason, sizeof(reason), "%s did not complete within the %g s deadline (rank %d of %d)", what,
+                    comm->timeout, comm->rank, comm->size);
       abortComm(comm, reason);
-      st = fail(PTRAIN_ERROR_DEADLINE_EXCEEDED, __func__, "%s; the communicator was aborted (ncclCommAbort)", reason);
-      break;
+      return fail(PTRAIN_ERROR_DEADLINE_EXCEEDED, call, "%s; the communicator was aborted (ncclCommAbort)", reason);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+} // namespace
+
+extern "C" ptrain_status_t ptrain_nccl_wait(ptrain_nccl_comm_t comm) {
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkUsable(__func__, comm));
+  if (comm->pendingCount == 0)
+    return PTRAIN_OK;
+  PTRAIN_CUDA_TRY(cudaEventRecord(comm->event, currentStream()));
+  const ptrain_status_t st = pollEvent(__func__, comm, comm->event, comm->pending);
   comm->pending[0] = '\0';
   comm->pendingCount = 0;
+  return st;
+}
+
+extern "C" ptrain_status_t ptrain_nccl_wait_event(ptrain_nccl_comm_t comm, void *event, const char *what) {
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkUsable(__func__, comm));
+  PTRAIN_CUDA_CHECK_PTR(event);
+  const ptrain_status_t st =
+      pollEvent(__func__, comm, static_cast<cudaEvent_t>(event), what && *what ? what : comm->pending);
+  // One operation of comm is done (the caller waits for each once); the list restarts when none is left.
+  if (st == PTRAIN_OK && comm->pendingCount > 0 && --comm->pendingCount == 0)
+    comm->pending[0] = '\0';
   return st;
 }

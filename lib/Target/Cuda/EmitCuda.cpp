@@ -106,8 +106,8 @@ struct ModuleStorage {
 
 class FunctionEmitter {
 public:
-  FunctionEmitter(func::FuncOp func, ModuleStorage &module, CommGroups &comms, std::string arena)
-      : func(func), module(module), comms(comms), arena(std::move(arena)) {}
+  FunctionEmitter(func::FuncOp func, ModuleStorage &module, CommGroups &comms, PipeChannels &pipes, std::string arena)
+      : func(func), module(module), comms(comms), pipes(pipes), arena(std::move(arena)) {}
   LogicalResult run(std::string &code, int64_t &arenaBytes);
 
   std::string declaration; ///< the device function's prototype (after run)
@@ -129,19 +129,17 @@ private:
   /// A `static const` host array in the current op's block (dims, offsets); "nullptr" when empty.
   std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t");
   LogicalResult call(CudaCall callee, ArrayRef<std::string> args);
-  /// A send or receive on the pipeline axis, in the open NCCL group (one is opened if none is): the peer is
-  /// this function's stage (ptrain.stage) + offset on the pp communicator.
-  LogicalResult pointToPoint(Operation *op, CudaCall callee, Value buffer, Value request, StringRef grid,
-                             StringRef axis, int64_t offset);
-  /// Closes the NCCL group of the point-to-point starts just emitted (they are posted together).
-  void closeGroup();
+  /// A send or receive on the pipeline axis, on the stream of its channel (EmitCudaComm.h, PipeChannels): the
+  /// peer is this function's stage (ptrain.stage) + offset.
+  LogicalResult pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid, StringRef axis,
+                             int64_t offset);
 
   func::FuncOp func;
   ModuleStorage &module;
   CommGroups &comms;
+  PipeChannels &pipes;
   std::string arena;                              ///< the device block this function's buffers live in
-  llvm::DenseMap<Value, std::string> requestComm; ///< a started request's communicator (for its wait)
-  bool groupOpen = false;
+  llvm::DenseMap<Value, std::string> requestComm; ///< a started all-reduce's communicator (for its wait)
   SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, int64_t> opIndex;
   llvm::DenseMap<Value, Storage> storage;
@@ -174,7 +172,7 @@ LogicalResult FunctionEmitter::call(CudaCall callee, ArrayRef<std::string> args)
   return success();
 }
 
-LogicalResult FunctionEmitter::pointToPoint(Operation *op, CudaCall callee, Value buffer, Value request, StringRef grid,
+LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid,
                                             StringRef axis, int64_t offset) {
   auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
   if (!stage)
@@ -184,20 +182,11 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, CudaCall callee, Valu
   FailureOr<std::string> comm = comms.lookupAxis(op, grid, axis);
   if (failed(comm))
     return failure();
-  requestComm[request] = *comm;
-  if (!groupOpen && failed(call(CudaCall::ptrain_nccl_group_start, {})))
-    return failure();
-  groupOpen = true;
-  return call(callee, {*comm, ptr(buffer), std::to_string(bytesOf(buffer)), std::to_string(stage.getInt() + offset)});
-}
-
-void FunctionEmitter::closeGroup() {
-  if (!groupOpen)
-    return;
-  groupOpen = false;
-  body += "  // The point-to-point starts above, posted together (NCCL matches them in posting order per peer).\n"
-          "  PTRAIN_STEP_CALL(" +
-          std::string(getCudaCallInfo(CudaCall::ptrain_nccl_group_end).name) + "());\n";
+  for (auto &[callee, args] : pipes.startCalls(op, request, isSend, stage.getInt(), stage.getInt() + offset, *comm,
+                                               ptr(buffer), bytesOf(buffer)))
+    if (failed(call(callee, args)))
+      return failure();
+  return success();
 }
 
 /// The ops the CUDA target handles: the step of --ptrain-build-training-step and, with a grid, the
@@ -353,8 +342,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   current = op;
   nextScratch = 0;
   block.clear();
-  if (!isa<SendStartOp, RecvStartOp>(op))
-    closeGroup();
   body += "\n  // " + locationComment(op->getLoc()) + "\n  // " + op->getName().getStringRef().str() + "\n";
   for (Value result : op->getResults()) {
     const Storage &s = storage[result];
@@ -617,15 +604,22 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                          a.getReduction() == ReductionKind::Sum ? "PTRAIN_REDUCE_SUM" : "PTRAIN_REDUCE_AVG"});
           })
           .Case<SendStartOp>([&](SendStartOp send) {
-            return pointToPoint(send, CudaCall::ptrain_nccl_send, send.getInput(), send.getRequest(),
+            return pointToPoint(send, /*isSend=*/true, send.getInput(), send.getRequest(),
                                 send.getGridAttr().getValue(), send.getAxis(), send.getOffset());
           })
           .Case<RecvStartOp>([&](RecvStartOp recv) {
-            return pointToPoint(recv, CudaCall::ptrain_nccl_recv, recv.getRequest(), recv.getRequest(),
+            return pointToPoint(recv, /*isSend=*/false, recv.getRequest(), recv.getRequest(),
                                 recv.getGridAttr().getValue(), recv.getAxis(), recv.getOffset());
           })
           .Case<WaitOp>([&](WaitOp w) -> LogicalResult {
-            // The stream orders the kernels after the transfer; the wait is the watchdog (deadline, NCCL's
+            // A send or receive: the watchdog over its transfer, then the compute stream waits on its event.
+            if (SmallVector<PipeChannels::Call> calls = pipes.waitCalls(w.getRequest()); !calls.empty()) {
+              for (auto &[callee, args] : calls)
+                if (failed(call(callee, args)))
+                  return failure();
+              return success();
+            }
+            // An all-reduce: the stream orders the kernels after it; the wait is the watchdog (deadline, NCCL's
             // asynchronous errors) over what the communicator has pending.
             auto comm = requestComm.find(w.getRequest());
             if (comm == requestComm.end())
@@ -684,8 +678,6 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   for (Operation *op : ops)
     if (failed(emitOp(op)))
       return failure();
-
-  closeGroup();
 
   // The device function (device buffers in and out), then the C entry point (host buffers): its arguments
   // and results go through the block d_io, shared by the entry points (they are not reentrant).
@@ -774,6 +766,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     storage.stateOrder.push_back(state);
   }
   CommGroups comms("--emit-cuda");
+  PipeChannels pipes;
   std::string functions, declarations, entries;
   int64_t arenaBytes = 0, ioBytes = 0;
   SmallVector<std::string> entryNames;
@@ -788,7 +781,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     // callees use the shared one.
     bool calls = !func.getOps<func::CallOp>().empty();
     std::string arena = calls ? "d_arena_" + identifierFrom(func.getSymName()) : "d_arena";
-    FunctionEmitter emitter(func, storage, comms, arena);
+    FunctionEmitter emitter(func, storage, comms, pipes, arena);
     if (failed(emitter.run(functions, bytes)))
       return failure();
     declarations += emitter.declaration;
@@ -981,7 +974,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "  if (!d_arena)\n    return stepError(\"%s: call ptrain_step_init first\", name);\n"
        "  PTRAIN_STEP_CALL("
     << cudaCall(CudaCall::ptrain_cuda_set_stream) << "(stream));\n  return PTRAIN_OK;\n}\n\n";
-  const int64_t worldSize = hasComm ? emitCudaCommunicators(comms, s) : 1;
+  const int64_t worldSize = hasComm ? emitCudaCommunicators(comms, pipes, s) : 1;
   if (!slices.empty())
     emitTPStateInit(slices, s);
   s << "//===--- The functions on device buffers ---===//\n\n" << declarations << "\n" << functions;
@@ -1005,9 +998,10 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "  const char *path = weights_onnx_path ? weights_onnx_path : "
     << (onnxFile.empty() ? std::string("nullptr") : stringLiteral(onnxFile)) << ";\n";
   if (hasComm)
-    emitCudaCommInit(comms, pipeline ? stageKeys(stageStates) : SmallVector<int64_t>(), s);
+    emitCudaCommInit(comms, pipes, pipeline ? stageKeys(stageStates) : SmallVector<int64_t>(), s);
   s << "  PTRAIN_STEP_CALL(setUpDevice());\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
     << "(stream));\n";
+  emitCudaPipeConnect(pipes, s);
   if (slices.empty())
     s << "  PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_state_init_onnx)
       << "(active_states, num_active_states, path));\n";
@@ -1015,7 +1009,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     s << "  PTRAIN_STEP_CALL(initStates(path));\n";
   s << "  PTRAIN_STEP_CALL(pushStates());\n  return PTRAIN_OK;\n}\n\n";
   if (hasComm)
-    emitCudaCommEntryPoints(comms, s);
+    emitCudaCommEntryPoints(comms, pipes, s);
   s << "/// Copies every owned state to the host and writes it by key to a checkpoint (docs/CodegenCpu.md's "
        "format).\n"
        "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n"

@@ -6,13 +6,14 @@
 
 #include "EmitCudaComm.h"
 
-#include "CudaCallTable.h"
+#include "Cpp/EmitHelpers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 
 #include "llvm/ADT/DenseSet.h"
 
+#include <functional>
 #include <map>
 
 using namespace mlir;
@@ -41,13 +42,64 @@ int64_t worldSizeOf(GridOp grid) {
 
 } // namespace
 
-int64_t mlir::ptrain::cuda::emitCudaCommunicators(const CommGroups &comms, raw_ostream &s) {
+SmallVector<PipeChannels::Call> PipeChannels::startCalls(Operation *op, Value request, bool isSend, int64_t stage,
+                                                         int64_t peer, StringRef group, const std::string &buffer,
+                                                         int64_t bytes) {
+  ppComm = group.str();
+  const int64_t from = isSend ? stage : peer, to = isSend ? peer : stage;
+  auto it = llvm::find_if(channels, [&](const Channel &c) { return c.from == from && c.to == to; });
+  if (it == channels.end()) {
+    const std::string name = "pp_" + std::to_string(from) + "_to_" + std::to_string(to);
+    channels.push_back({from, to, "comm_" + name, "stream_" + name});
+    it = std::prev(channels.end());
+  }
+  auto [slot, inserted] = eventOf.try_emplace(op, numEvents);
+  if (inserted)
+    ++numEvents;
+  const std::string k = std::to_string(slot->second), posted = "ev_posted[" + k + "]", done = "ev_done[" + k + "]";
+  // The channel's communicator has the two stages, ordered by stage (the split's key): the peer is 0 or 1.
+  const std::string peerRank = peer < stage ? "0" : "1";
+  auto tag = op->getAttrOfType<IntegerAttr>("ptrain.tag");
+  std::string what = std::string(isSend ? "the send of " : "the receive of ") + std::to_string(bytes) + " bytes (tag " +
+                     std::to_string(tag ? tag.getInt() : 0) + ") " + (isSend ? "to" : "from") + " stage " +
+                     std::to_string(peer) + " at " + cpp::locationComment(op->getLoc());
+  pending[request] = {it->comm, done, cpp::stringLiteral(what)};
+  return {{CudaCall::ptrain_cuda_event_record, {posted, "stream"}},
+          {CudaCall::ptrain_cuda_stream_wait_event, {it->stream, posted}},
+          {CudaCall::ptrain_cuda_set_stream, {it->stream}},
+          {isSend ? CudaCall::ptrain_nccl_send : CudaCall::ptrain_nccl_recv,
+           {it->comm, buffer, std::to_string(bytes), peerRank}},
+          {CudaCall::ptrain_cuda_event_record, {done, it->stream}},
+          {CudaCall::ptrain_cuda_set_stream, {"stream"}}};
+}
+
+SmallVector<PipeChannels::Call> PipeChannels::waitCalls(Value request) const {
+  auto it = pending.find(request);
+  if (it == pending.end())
+    return {};
+  const Pending &p = it->second;
+  return {{CudaCall::ptrain_nccl_wait_event, {p.comm, p.done, p.what}},
+          {CudaCall::ptrain_cuda_stream_wait_event, {"stream", p.done}}};
+}
+
+int64_t mlir::ptrain::cuda::emitCudaCommunicators(const CommGroups &comms, const PipeChannels &pipes, raw_ostream &s) {
   GridOp grid = comms.theGrid;
   const int64_t worldSize = worldSizeOf(grid);
   s << "//===--- Communicators: MPI_COMM_WORLD (the bootstrap), the NCCL world over it and one NCCL group per "
        "(grid, axes), created by ptrain_step_init ---===//\n\n";
   s << "ptrain_comm_t ptrain_world = nullptr;\nptrain_nccl_comm_t nccl_world = nullptr;\nint32_t ptrain_rank = 0;\n";
   emitGridDeclarations(comms, worldSize, "ptrain_nccl_comm_t", s);
+  if (!pipes.empty()) {
+    s << "/// The pipeline's channels: per ordered pair of stages, a communicator of the two (split from "
+      << pipes.ppComm << ") and\n/// this rank's communication stream for it; null on the ranks outside the pair.\n";
+    for (const PipeChannels::Channel &c : pipes.channels)
+      s << "ptrain_nccl_comm_t " << c.comm << " = nullptr;\nvoid *" << c.stream << " = nullptr;\n";
+    s << "/// Per send or receive op k: ev_posted[k] (the compute stream reached the start op; the channel's stream\n"
+         "/// waits on it) and ev_done[k] (the transfer is done; the compute stream waits on it at the op's wait).\n";
+    s << "constexpr int32_t kNumTransferEvents = " << pipes.numEvents << ";\n";
+    s << "void *ev_posted[kNumTransferEvents] = {};\nvoid *ev_done[kNumTransferEvents] = {};\n";
+    s << "bool channels_connected = false; ///< ptrain_step_init connected the channels\n\n";
+  }
   s << "/// The group of this rank over the axes with in_group[d]: the ranks equal to it on every other axis\n"
        "/// (the split's color: their row-major index over those axes), ordered by world rank (the key), as the\n"
        "/// CPU target's groups are. Collective over every rank.\n"
@@ -64,7 +116,8 @@ int64_t mlir::ptrain::cuda::emitCudaCommunicators(const CommGroups &comms, raw_o
   return worldSize;
 }
 
-void mlir::ptrain::cuda::emitCudaCommInit(const CommGroups &comms, ArrayRef<int64_t> stages, raw_ostream &s) {
+void mlir::ptrain::cuda::emitCudaCommInit(const CommGroups &comms, const PipeChannels &pipes, ArrayRef<int64_t> stages,
+                                          raw_ostream &s) {
   GridOp grid = comms.theGrid;
   const int64_t worldSize = worldSizeOf(grid);
   s << "  if (!ptrain_world) {\n";
@@ -91,6 +144,21 @@ void mlir::ptrain::cuda::emitCudaCommInit(const CommGroups &comms, ArrayRef<int6
   }
   if (int64_t ppAxis = ppAxisOf(grid); ppAxis >= 0)
     s << "    ptrain_stage = static_cast<int32_t>(gridCoordinate(ptrain_rank, " << ppAxis << "));\n";
+  if (!pipes.empty()) {
+    const std::string split = cudaCall(CudaCall::ptrain_nccl_comm_split);
+    s << "    // The pipeline's channels, split from " << pipes.ppComm
+      << " (every rank of it takes part in each split; key: the stage),\n    // each with its stream, and the "
+         "transfer events.\n";
+    for (const PipeChannels::Channel &c : pipes.channels) {
+      s << "    PTRAIN_STEP_CALL(" << split << "(" << pipes.ppComm << ", ptrain_stage == " << c.from
+        << " || ptrain_stage == " << c.to << " ? 0 : -1, ptrain_stage, &" << c.comm << "));\n";
+      s << "    if (" << c.comm << ")\n      PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_stream_create) << "(&"
+        << c.stream << "));\n";
+    }
+    s << "    for (int32_t k = 0; k < kNumTransferEvents; ++k) {\n      PTRAIN_STEP_CALL("
+      << cudaCall(CudaCall::ptrain_cuda_event_create) << "(&ev_posted[k]));\n      PTRAIN_STEP_CALL("
+      << cudaCall(CudaCall::ptrain_cuda_event_create) << "(&ev_done[k]));\n    }\n";
+  }
   if (!stages.empty()) {
     s << "    switch (ptrain_stage) {\n";
     for (int64_t stage : stages)
@@ -102,7 +170,27 @@ void mlir::ptrain::cuda::emitCudaCommInit(const CommGroups &comms, ArrayRef<int6
   s << "  }\n";
 }
 
-void mlir::ptrain::cuda::emitCudaCommEntryPoints(const CommGroups &comms, raw_ostream &s) {
+void mlir::ptrain::cuda::emitCudaPipeConnect(const PipeChannels &pipes, raw_ostream &s) {
+  if (pipes.empty())
+    return;
+  s << "  // Connect this rank's pipeline channels now (NCCL connects point-to-point peers on first use, which needs "
+       "both\n  // sides): one NCCL group of 1-byte transfers on the compute stream, byte k of d_io for channel k.\n";
+  s << "  if (!channels_connected) {\n";
+  s << "    PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_group_start) << "());\n";
+  for (auto [k, c] : llvm::enumerate(pipes.channels)) {
+    s << "    if (" << c.comm << ")\n      PTRAIN_STEP_CALL(ptrain_stage == " << c.from << " ? "
+      << cudaCall(CudaCall::ptrain_nccl_send) << "(" << c.comm << ", d_io + " << k << ", 1, " << (c.to < c.from ? 0 : 1)
+      << ") : " << cudaCall(CudaCall::ptrain_nccl_recv) << "(" << c.comm << ", d_io + " << k << ", 1, "
+      << (c.from < c.to ? 0 : 1) << "));\n";
+  }
+  s << "    PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_group_end) << "());\n";
+  for (const PipeChannels::Channel &c : pipes.channels)
+    s << "    if (" << c.comm << ")\n      PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_wait) << "(" << c.comm
+      << "));\n";
+  s << "    channels_connected = true;\n  }\n";
+}
+
+void mlir::ptrain::cuda::emitCudaCommEntryPoints(const CommGroups &comms, const PipeChannels &pipes, raw_ostream &s) {
   s << "/// This process's rank in MPI_COMM_WORLD and its pipeline stage (valid after ptrain_step_init).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_rank(int32_t *out_rank, int32_t *out_stage) {\n"
        "  if (!ptrain_world)\n    return stepError(\"ptrain_step_rank: call ptrain_step_init first\");\n"
@@ -110,6 +198,15 @@ void mlir::ptrain::cuda::emitCudaCommEntryPoints(const CommGroups &comms, raw_os
   s << "/// Destroys the NCCL communicators, then MPI's (finalizing MPI if ptrain_step_init initialized it).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_finalize(void) {\n";
   const std::string destroy = cudaCall(CudaCall::ptrain_nccl_comm_destroy);
+  if (!pipes.empty()) {
+    s << "  for (int32_t k = 0; k < kNumTransferEvents; ++k) {\n    PTRAIN_STEP_CALL("
+      << cudaCall(CudaCall::ptrain_cuda_event_destroy) << "(ev_posted[k]));\n    PTRAIN_STEP_CALL("
+      << cudaCall(CudaCall::ptrain_cuda_event_destroy)
+      << "(ev_done[k]));\n    ev_posted[k] = ev_done[k] = nullptr;\n  }\n  channels_connected = false;\n";
+    for (const PipeChannels::Channel &c : llvm::reverse(pipes.channels))
+      s << "  if (" << c.comm << ") {\n    PTRAIN_STEP_CALL(" << destroy << "(" << c.comm << "));\n    " << c.comm
+        << " = nullptr;\n  }\n";
+  }
   for (const CommGroups::Group &g : llvm::reverse(comms.groups))
     s << "  if (" << g.var << ") {\n    PTRAIN_STEP_CALL(" << destroy << "(" << g.var << "));\n    " << g.var
       << " = nullptr;\n  }\n";
@@ -125,34 +222,50 @@ void mlir::ptrain::cuda::emitCudaCommEntryPoints(const CommGroups &comms, raw_os
 
 namespace {
 
-/// A send or receive of a stage, in program order, and the NCCL group the emitter posts it in (a run of
-/// consecutive starts in one function, FunctionEmitter::closeGroup).
+/// A stage's communication in program order (calls followed): a send or receive start, the wait of one, or
+/// an all-reduce over pp (a collective of the stages, on the compute stream).
+struct Item {
+  enum Kind { Start, Wait, Collective } kind;
+  Operation *op;
+  Operation *start = nullptr; ///< Wait: the send or receive it waits for
+};
+
+/// A send or receive of a stage and its tag.
 struct Transfer {
   Operation *op;
   int64_t tag;
-  int64_t group;
 };
 
-/// The sends and receives of `func` in program order, following calls into the module's functions.
-void collectTransfers(func::FuncOp func, SymbolTable &symbols, SmallVectorImpl<Transfer> &out, int64_t &groups,
-                      int depth = 0) {
+bool spansPipeline(AllReduceStartOp op) {
+  return llvm::any_of(op.getGridAxes(), [](Attribute a) { return cast<StringAttr>(a).getValue() == "pp"; });
+}
+
+/// The communication of `func` in program order, following calls into the module's functions. A start whose
+/// request has no ptrain.wait in its function is an error: its buffer could be reused while the channel's
+/// stream still reads or writes it.
+LogicalResult collectItems(func::FuncOp func, SymbolTable &symbols, SmallVectorImpl<Item> &out, int depth = 0) {
   if (depth > 16)
-    return;
-  bool open = false;
+    return success();
   for (Operation &op : func.getBody().front()) {
     if (isa<SendStartOp, RecvStartOp>(op)) {
-      if (!open)
-        ++groups;
-      open = true;
-      auto tag = op.getAttrOfType<IntegerAttr>("ptrain.tag");
-      out.push_back({&op, tag ? tag.getInt() : 0, groups - 1});
-      continue;
-    }
-    open = false;
-    if (auto call = dyn_cast<func::CallOp>(op))
+      Value request = op.getResult(0);
+      if (llvm::none_of(request.getUsers(), [](Operation *user) { return isa<WaitOp>(user); }))
+        return op.emitError("--emit-cuda: this transfer's request is never waited on (ptrain.wait) in @")
+               << func.getSymName()
+               << ": its buffer could be reused while the pipeline channel's stream still reads or writes it";
+      out.push_back({Item::Start, &op});
+    } else if (auto wait = dyn_cast<WaitOp>(op)) {
+      if (Operation *start = wait.getRequest().getDefiningOp(); isa_and_nonnull<SendStartOp, RecvStartOp>(start))
+        out.push_back({Item::Wait, &op, start});
+    } else if (auto reduce = dyn_cast<AllReduceStartOp>(op); reduce && spansPipeline(reduce)) {
+      out.push_back({Item::Collective, &op});
+    } else if (auto call = dyn_cast<func::CallOp>(op)) {
       if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()); callee && !callee.isExternal())
-        collectTransfers(callee, symbols, out, groups, depth + 1);
+        if (failed(collectItems(callee, symbols, out, depth + 1)))
+          return failure();
+    }
   }
+  return success();
 }
 
 std::string describe(ArrayRef<Transfer> list) {
@@ -162,61 +275,93 @@ std::string describe(ArrayRef<Transfer> list) {
   return "[" + text + "]";
 }
 
-/// Runs the stages' NCCL groups of one entry kind as one stream each would: a group ends when each of its
-/// transfers has met its match (the same position in the other stage's order) posted in the peer's current
-/// group, the strict rule (NCCL may finish a small send early, but does not promise to). Fails at the first
-/// stage whose group can never end.
-LogicalResult simulateGroups(StringRef kind, std::map<int64_t, SmallVector<Transfer>> &byStage,
-                             llvm::DenseMap<Operation *, Operation *> &partner) {
-  llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> where; // op -> (stage, group)
-  for (auto &[stage, list] : byStage)
-    for (const Transfer &t : list)
-      where[t.op] = {stage, t.group};
-  std::map<int64_t, size_t> next; // stage -> index of its first unfinished transfer
-  llvm::DenseSet<Operation *> done;
-  auto current = [&](int64_t stage) -> int64_t {
-    SmallVector<Transfer> &list = byStage[stage];
-    return next[stage] < list.size() ? list[next[stage]].group : -1;
+/// Runs the stages of one entry kind as the generated code does (see checkPointToPoint): `partner` maps each
+/// send to its receive and back, `previous` each send to the channel's send before it. Fails naming what a
+/// stage would wait for forever.
+LogicalResult simulateStages(StringRef kind, std::map<int64_t, SmallVector<Item>> &byStage,
+                             llvm::DenseMap<Operation *, Operation *> &partner,
+                             llvm::DenseMap<Operation *, Operation *> &previous) {
+  llvm::DenseSet<Operation *> posted, done; // start ops; done holds the sends of completed transfers
+  std::map<int64_t, size_t> pos;
+  auto sendOf = [&](Operation *start) { return isa<SendStartOp>(start) ? start : partner.lookup(start); };
+  // A transfer is done once both sides posted it and the channel's earlier transfer is done (one stream each).
+  std::function<bool(Operation *)> isDone = [&](Operation *send) {
+    if (!send)
+      return false;
+    if (done.contains(send))
+      return true;
+    Operation *recv = partner.lookup(send), *before = previous.lookup(send);
+    if (!recv || !posted.contains(send) || !posted.contains(recv) || (before && !isDone(before)))
+      return false;
+    done.insert(send);
+    return true;
+  };
+  auto at = [&](int64_t stage) -> Item * {
+    SmallVector<Item> &list = byStage[stage];
+    return pos[stage] < list.size() ? &list[pos[stage]] : nullptr;
   };
   for (bool progress = true; progress;) {
     progress = false;
-    for (auto &[stage, list] : byStage) {
-      for (size_t i = next[stage]; i < list.size() && list[i].group == current(stage); ++i) {
-        Operation *op = list[i].op, *match = partner.lookup(op);
-        if (done.contains(op) || !match)
-          continue;
-        auto [peer, group] = where[match];
-        if (current(peer) == group) {
-          done.insert(op);
-          done.insert(match);
-          progress = true;
-        }
-      }
-      // The group ends when every transfer in it is done; the stream moves to the next.
-      int64_t group = current(stage);
-      size_t i = next[stage];
-      while (i < list.size() && list[i].group == group && done.contains(list[i].op))
-        ++i;
-      if (group >= 0 && (i == list.size() || list[i].group != group)) {
-        next[stage] = i;
+    for (auto &entry : byStage) {
+      const int64_t stage = entry.first;
+      while (Item *item = at(stage)) {
+        if (item->kind == Item::Start)
+          posted.insert(item->op);
+        else if (item->kind == Item::Wait && !isDone(sendOf(item->start)))
+          break;
+        else if (item->kind == Item::Collective)
+          break; // every stage must be at its next collective: below
+        ++pos[stage];
         progress = true;
       }
     }
+    // A collective over pp completes when every stage reached the same one (their order is the same on all).
+    bool allThere = true;
+    for (auto &entry : byStage) {
+      Item *item = at(entry.first);
+      allThere &= item && item->kind == Item::Collective;
+    }
+    if (allThere && !byStage.empty()) {
+      for (auto &entry : byStage)
+        ++pos[entry.first];
+      progress = true;
+    }
   }
-  for (auto &[stage, list] : byStage) {
-    if (next[stage] == list.size())
+  for (auto &entry : byStage) {
+    const int64_t stage = entry.first;
+    Item *item = at(stage);
+    if (!item)
       continue;
-    Operation *stuck = list[next[stage]].op;
-    for (size_t i = next[stage]; i < list.size() && list[i].group == current(stage); ++i)
-      if (!done.contains(list[i].op)) {
-        stuck = list[i].op;
-        break;
-      }
-    return stuck->emitError("--emit-cuda: in the ")
-           << kind << " step the NCCL groups of the stages wait on each other: stage " << stage
-           << " cannot finish this group (its match is posted in a later group of the peer, which waits for this "
-              "stage); on one CUDA stream NCCL completes a transfer only when its match is posted, so this "
-              "schedule needs --target cpu";
+    // Where the others stopped, for the notes.
+    auto noteOthers = [&](InFlightDiagnostic &diag) {
+      for (auto &other : byStage)
+        if (other.first != stage) {
+          if (Item *there = at(other.first))
+            diag.attachNote(there->op->getLoc()) << "stage " << other.first << " stops here";
+          else
+            diag.attachNote(other.second.empty() ? item->op->getLoc() : other.second.back().op->getLoc())
+                << "stage " << other.first << " has finished its " << kind << " step";
+        }
+    };
+    const char *why = "; on CUDA a transfer starts on its channel's stream only when the compute stream reached its "
+                      "start op, and an all-reduce over pp holds each stage's compute stream until every stage "
+                      "reaches it, so this schedule needs --target cpu";
+    if (item->kind == Item::Collective) {
+      InFlightDiagnostic diag = item->op->emitError("--emit-cuda: in the ")
+                                << kind << " step the pipeline would stop on NCCL: stage " << stage
+                                << " waits at this all-reduce over pp for stages that never reach it" << why;
+      noteOthers(diag);
+      return diag;
+    }
+    Operation *start = item->start;
+    auto tag = start->getAttrOfType<IntegerAttr>("ptrain.tag");
+    InFlightDiagnostic diag = start->emitError("--emit-cuda: in the ")
+                              << kind << " step the pipeline would stop on NCCL: stage " << stage << " waits for this "
+                              << (isa<SendStartOp>(start) ? "send" : "receive") << " (tag " << (tag ? tag.getInt() : 0)
+                              << "), which never completes" << why;
+    diag.attachNote(item->op->getLoc()) << "stage " << stage << " waits here";
+    noteOthers(diag);
+    return diag;
   }
   return success();
 }
@@ -225,26 +370,30 @@ LogicalResult simulateGroups(StringRef kind, std::map<int64_t, SmallVector<Trans
 
 LogicalResult mlir::ptrain::cuda::checkPointToPoint(ModuleOp module) {
   SymbolTable symbols(module);
-  // (entry kind, from stage, to stage) -> the tags sent / received, with their ops.
+  // (entry kind, from stage, to stage): one channel; the tags sent / received over it, with their ops.
   using Key = std::tuple<std::string, int64_t, int64_t>;
   std::map<Key, SmallVector<Transfer>> sent, received;
-  std::map<std::string, std::map<int64_t, SmallVector<Transfer>>> byKind;
+  std::map<std::string, std::map<int64_t, SmallVector<Item>>> byKind;
   for (auto func : module.getOps<func::FuncOp>()) {
     auto entry = func->getAttrOfType<StringAttr>("ptrain.entry");
     auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
     if (!entry || !stage || func.isExternal())
       continue;
-    SmallVector<Transfer> &transfers = byKind[entry.getValue().str()][stage.getInt()];
-    int64_t groups = 0;
-    collectTransfers(func, symbols, transfers, groups);
-    for (const Transfer &t : transfers) {
-      if (auto send = dyn_cast<SendStartOp>(t.op))
+    SmallVector<Item> &items = byKind[entry.getValue().str()][stage.getInt()];
+    if (failed(collectItems(func, symbols, items)))
+      return failure();
+    for (const Item &item : items) {
+      if (item.kind != Item::Start)
+        continue;
+      auto tagAttr = item.op->getAttrOfType<IntegerAttr>("ptrain.tag");
+      Transfer t{item.op, tagAttr ? tagAttr.getInt() : 0};
+      if (auto send = dyn_cast<SendStartOp>(item.op))
         sent[{entry.getValue().str(), stage.getInt(), stage.getInt() + send.getOffset()}].push_back(t);
-      else if (auto recv = dyn_cast<RecvStartOp>(t.op))
+      else if (auto recv = dyn_cast<RecvStartOp>(item.op))
         received[{entry.getValue().str(), stage.getInt() + recv.getOffset(), stage.getInt()}].push_back(t);
     }
   }
-  llvm::DenseMap<Operation *, Operation *> partner;
+  llvm::DenseMap<Operation *, Operation *> partner, previous;
   for (auto &[key, sends] : sent) {
     const SmallVector<Transfer> &recvs = received[key];
     auto &[kind, from, to] = key;
@@ -252,6 +401,8 @@ LogicalResult mlir::ptrain::cuda::checkPointToPoint(ModuleOp module) {
       if (i < sends.size() && i < recvs.size() && sends[i].tag == recvs[i].tag) {
         partner[sends[i].op] = recvs[i].op;
         partner[recvs[i].op] = sends[i].op;
+        if (i > 0)
+          previous[sends[i].op] = sends[i - 1].op;
         continue;
       }
       Operation *at = i < sends.size() ? sends[i].op : recvs[i].op;
@@ -267,7 +418,7 @@ LogicalResult mlir::ptrain::cuda::checkPointToPoint(ModuleOp module) {
              << std::get<0>(key) << " step stage " << std::get<2>(key) << " receives from stage " << std::get<1>(key)
              << ", which sends it nothing";
   for (auto &[kind, byStage] : byKind)
-    if (failed(simulateGroups(kind, byStage, partner)))
+    if (failed(simulateStages(kind, byStage, partner, previous)))
       return failure();
   return success();
 }

@@ -6,10 +6,13 @@
 2. ptrain-run on that plan: without a usable GPU, exit 1 with the device error (cudaErrorInsufficientDriver
    without a driver, or no device), no traceback; with a GPU, the "not yet supported" error of the launcher
    (a single-rank step has no ptrain_step_train).
-3. Multi-rank steps over NCCL: ptrain-compile --target cuda of a pp2 (1F1B, 2 micro-batches) and a dp2 x tp2
-   plan; nvcc builds each for sm_80 and sm_90; libstep.so exports the pipeline driver and the multi-rank entry
-   points; step.cu names the NCCL calls (grouped sends and receives, all-reduces, the split communicators)
-   under the IR's locations.
+3. Multi-rank steps over NCCL: ptrain-compile --target cuda of a pp2 (1F1B, 2 micro-batches), a pp2 GPipe and
+   a pp2 interleaved (2 virtual stages; both 4 micro-batches) and a dp2 x tp2 plan; nvcc builds each for sm_80
+   and sm_90; libstep.so exports the pipeline driver and the multi-rank entry points; step.cu names the NCCL
+   calls (all-reduces, the split communicators) under the IR's locations, and in the pipelines every send and
+   receive runs on its direction's channel (communicator split from the pp group, stream, events): the
+   channel's stream waits on the compute stream's event at the start op, the transfer, its done event; each
+   wait is the watchdog over that transfer, then the compute stream's wait on its event.
 4. The world size, without touching a GPU: ptrain-run --np 3 on the pp2 plan is the launcher's error naming
    the plan's 2 ranks; the generated ptrain_step_init under mpirun -np 1 refuses the world of 1 by itself
    (it checks MPI_COMM_WORLD before any device call); ptrain-run with the right world is the device error.
@@ -64,14 +67,68 @@ MULTIRANK_ENTRY_POINTS = ("ptrain_step_init", "ptrain_step_train", "ptrain_step_
 
 # What each multi-rank step.cu must call: the NCCL world over MPI, its groups, and the plan's communication.
 MULTIRANK_CALLS = {
-    "pp2": ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_comm_split(", "ptrain_nccl_group_start()",
-            "ptrain_nccl_send(comm_grid_pp, ", "ptrain_nccl_recv(comm_grid_pp, ", "ptrain_nccl_group_end()",
+    "pp2": ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_comm_split(",
             "ptrain_nccl_wait(comm_grid_pp)", "ptrain_nccl_all_reduce(comm_grid_pp, ", "device_forward_stage0(",
             "case 1:\n    return ptrain_step_stage1_train_step(tokens, out_loss);"),
     "dp2tp2": ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_all_reduce(comm_grid_dp, ",
                "ptrain_nccl_all_reduce(comm_grid_tp, ", "ptrain_nccl_wait(comm_grid_dp)", "initStates(path)",
                "PTRAIN_REDUCE_AVG"),
 }
+
+
+# Every pipeline plan: the two directions' channels, split from the pp group, with their streams.
+PIPELINE_CALLS = (
+    "ptrain_nccl_comm_split(comm_grid_pp, ptrain_stage == 0 || ptrain_stage == 1 ? 0 : -1, ptrain_stage, "
+    "&comm_pp_0_to_1)",
+    "ptrain_nccl_comm_split(comm_grid_pp, ptrain_stage == 1 || ptrain_stage == 0 ? 0 : -1, ptrain_stage, "
+    "&comm_pp_1_to_0)",
+    "ptrain_cuda_stream_create(&stream_pp_0_to_1)", "ptrain_cuda_stream_create(&stream_pp_1_to_0)",
+    "ptrain_cuda_event_create(&ev_done[k])", "if (!channels_connected) {")
+for plan in ("pp2", "gpipe", "interleaved"):
+    MULTIRANK_CALLS[plan] = MULTIRANK_CALLS["pp2"] + PIPELINE_CALLS
+
+# A send or receive's block: the compute stream's event at the start op, the channel's stream waits on it,
+# the transfer on that stream, its done event there, back to the compute stream.
+TRANSFER = re.compile(
+    r'\n  // ("[^"\n]+")[^\n]*\n  // ptrain\.(send|recv)_start\n(?:  [a-z]+ \*v\d+ = [^\n]*\n)?  \{\n'
+    r'    PTRAIN_STEP_CALL\(ptrain_cuda_event_record\(ev_posted\[(\d+)\], stream\)\);\n'
+    r'    PTRAIN_STEP_CALL\(ptrain_cuda_stream_wait_event\((stream_pp_\d+_to_\d+), ev_posted\[\3\]\)\);\n'
+    r'    PTRAIN_STEP_CALL\(ptrain_cuda_set_stream\(\4\)\);\n'
+    r'    PTRAIN_STEP_CALL\(ptrain_nccl_\2\((comm_pp_\d+_to_\d+), v\d+, \d+, [01]\)\);\n'
+    r'    PTRAIN_STEP_CALL\(ptrain_cuda_event_record\(ev_done\[\3\], \4\)\);\n'
+    r'    PTRAIN_STEP_CALL\(ptrain_cuda_set_stream\(stream\)\);\n  \}\n')
+# Its wait: the watchdog over that transfer (named with its location), then the compute stream's wait.
+TRANSFER_WAIT = re.compile(
+    r'    PTRAIN_STEP_CALL\(ptrain_nccl_wait_event\((comm_pp_\d+_to_\d+), ev_done\[(\d+)\], "the (?:send|receive) '
+    r'of \d+ bytes \(tag \d+\) (?:to|from) stage \d at \\"([^"\\]+)\\""\)\);\n'
+    r'    PTRAIN_STEP_CALL\(ptrain_cuda_stream_wait_event\(stream, ev_done\[\2\]\)\);\n')
+
+
+def check_channels(name, text):
+    """The pipeline's sends and receives on their channels' streams, ordered by events (see TRANSFER)."""
+    failures = []
+    starts = len(re.findall(r'\n  // ptrain\.(?:send|recv)_start\n', text))
+    transfers = TRANSFER.findall(text)
+    waits = {(comm, k): where for comm, k, where in TRANSFER_WAIT.findall(text)}
+    channels = sorted({comm for _, _, _, _, comm in transfers})
+    print(f"{name}: {starts} sends and receives, {len(transfers)} on their channel's stream after the compute "
+          f"stream's event, {len(waits)} waits on their transfer's event; channels {channels}; e.g. "
+          f"{transfers[0][0] if transfers else None} on {transfers[0][4] if transfers else None}")
+    if starts == 0 or len(transfers) != starts:
+        failures.append(f"{name}: {len(transfers)} of {starts} sends and receives follow the channel pattern")
+    if channels != ["comm_pp_0_to_1", "comm_pp_1_to_0"]:
+        failures.append(f"{name}: channels {channels}, expected one per direction")
+    for where, kind, k, stream, comm in transfers:
+        if stream != comm.replace("comm_", "stream_"):
+            failures.append(f"{name}: {where} posts on {comm} but on the stream {stream}")
+        if (comm, k) not in waits:
+            failures.append(f"{name}: {where}'s transfer (ev_done[{k}] on {comm}) has no wait")
+        elif waits[(comm, k)] != where.strip('"'):
+            failures.append(f"{name}: the wait of ev_done[{k}] names {waits[(comm, k)]}, not {where}")
+    step = text[:text.index("extern \"C\"")]
+    if "ptrain_nccl_group_start" in step:
+        failures.append(f"{name}: an NCCL group in the device functions (each transfer is posted alone)")
+    return failures
 
 
 def ptrain_run(build, what, *args):
@@ -111,8 +168,11 @@ def check_multirank(name, out, scratch):
     print(f"{name}: {text.count('PTRAIN_STEP_CALL(ptrain_nccl_')} NCCL calls in step.cu, {len(located)} communication "
           f"ops under their location, e.g. {located[0] if located else None}")
     ops = {op for _, op, _ in located}
-    want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if name == "pp2" else \
+    pipeline = name != "dp2tp2"
+    want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if pipeline else \
         {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"}
+    if pipeline:
+        failures += check_channels(name, text)
     if not want <= ops:
         failures.append(f"{name}: no NCCL call under the location of {sorted(want - ops)}")
     with open(os.path.join(out, "plan.json")) as f:
@@ -194,8 +254,11 @@ def main(build, source, scratch):
                                       "not yet supported")):
         failures.append("ptrain-run: the message names neither the device error nor 'not yet supported'")
 
-    # --- 3. Multi-rank plans: pp2 and dp2 x tp2.
-    plans = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2tp2": ["--dp", "2", "--tp", "2"]}
+    # --- 3. Multi-rank plans: pp2 1F1B, pp2 GPipe, pp2 interleaved (2 virtual stages) and dp2 x tp2.
+    plans = {"pp2": ["--pp", "2", "--micro-batches", "2"],
+             "gpipe": ["--pp", "2", "--micro-batches", "4", "--schedule", "gpipe"],
+             "interleaved": ["--pp", "2", "--micro-batches", "4", "--schedule", "interleaved", "--virtual-stages", "2"],
+             "dp2tp2": ["--dp", "2", "--tp", "2"]}
     for name, options in plans.items():
         out = os.path.join(scratch, name)
         start = time.time()

@@ -1,9 +1,11 @@
-// --emit-cuda of a multi-rank pipeline module (docs/CodegenCuda.md, "Multi-rank steps"): two stages over a
-// dp x pp grid. The NCCL world is made over MPI after the world size check, one communicator per (grid, axes)
-// by ncclCommSplit; consecutive sends and receives are posted as one NCCL group; a wait is the watchdog of its
-// communicator; a call passes device pointers; ptrain_step_train dispatches on the stage. Then a C++17 compile
-// of the unit (no device code: no nvcc needed). NCCL matches transfers in posting order (no tags): a pair of
-// stages whose send and receive orders differ is an error naming the op.
+// --emit-cuda of a multi-rank pipeline module (docs/CodegenCuda.md, "Multi-rank steps", "Streams and events"):
+// two stages over a dp x pp grid. The NCCL world is made over MPI after the world size check, one communicator
+// per (grid, axes) by ncclCommSplit, and one channel per ordered pair of stages (a communicator of the two, split
+// from the pp group, and a stream); a send or receive runs on its channel's stream after the compute stream's
+// event at the start op, and its wait is the watchdog of that transfer, then the compute stream's wait on the
+// transfer's event; a call passes device pointers; ptrain_step_train dispatches on the stage. Then a C++17
+// compile of the unit (no device code: no nvcc needed). NCCL matches transfers in posting order (no tags): a
+// pair of stages whose send and receive orders differ is an error naming the op.
 // RUN: split-file %s %t
 // RUN: ptrain-translate --emit-cuda %t/pipeline.mlir -o %t/pipeline.cu
 // RUN: FileCheck %s < %t/pipeline.cu
@@ -13,10 +15,20 @@
 // RUN: not ptrain-translate --emit-cuda %t/unmatched.mlir 2>&1 | FileCheck %s --check-prefix=UNMATCHED
 // Optimus-CC's fused embedding sync over a sub-group (ptrain.subgroup) has no NCCL lowering yet: refused by name.
 // RUN: not ptrain-translate --emit-cuda %t/subgroup.mlir 2>&1 | FileCheck %s --check-prefix=SUBGROUP
-// GPipe's order (all forward sends, then the backward receives) on one stream per rank: stage 1 posts its
-// gradient send with the next activation's receive, stage 0 that receive only after its later sends, so the
-// groups wait on each other under NCCL's rule (a transfer ends when its match is posted): an error, not a hang.
-// RUN: not ptrain-translate --emit-cuda %t/deadlock.mlir 2>&1 | FileCheck %s --check-prefix=DEADLOCK
+// GPipe's order (all forward sends, then the backward receives), which one stream per rank could not run: each
+// direction has its own channel, so it is emitted (and compiles).
+// RUN: ptrain-translate --emit-cuda %t/gpipe.mlir -o %t/gpipe.cu
+// RUN: FileCheck %s --check-prefix=GPIPE < %t/gpipe.cu
+// RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t/gpipe.cu
+// A schedule that stops under any semantics (each stage waits for its receive before it sends): an error naming
+// the transfer and where each stage stops, never a hang.
+// RUN: not ptrain-translate --emit-cuda %t/stall.mlir -o %t/stall.cu 2>&1 | FileCheck %s --check-prefix=STALL
+// RUN: not test -e %t/stall.cu
+// One that MPI runs but CUDA cannot: stage 0's all-reduce over pp holds its compute stream, so the send after it
+// never starts, while stage 1 waits for that send before its all-reduce.
+// RUN: not ptrain-translate --emit-cuda %t/collective.mlir 2>&1 | FileCheck %s --check-prefix=COLLECTIVE
+// A send whose request is never waited on: its buffer could be reused while the channel's stream reads it.
+// RUN: not ptrain-translate --emit-cuda %t/nowait.mlir 2>&1 | FileCheck %s --check-prefix=NOWAIT
 
 //--- pipeline.mlir
 module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
@@ -91,29 +103,42 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // CHECK-NEXT: // func.call
 // CHECK-NEXT: float *[[Y:v[0-9]+]] = reinterpret_cast<float *>(d_arena_stage0_train + {{[0-9]+}});
 // CHECK: PTRAIN_STEP_CALL(device_stage0_forward({{v[0-9]+}}, [[Y]]));
-// The send and the receive of stage 0: one NCCL group, closed before the next op (the wait).
+// The send and the receive of stage 0, each on its channel's stream after the compute stream's event.
 // CHECK: // "/stage0/SendActivation"
 // CHECK-NEXT: // ptrain.send_start
 // CHECK-NEXT: {
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_group_start());
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_send(comm_grid_pp, [[Y]], 16, 1));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_event_record(ev_posted[0], stream));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_stream_wait_event(stream_pp_0_to_1, ev_posted[0]));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_set_stream(stream_pp_0_to_1));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_send(comm_pp_0_to_1, [[Y]], 16, 1));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_event_record(ev_done[0], stream_pp_0_to_1));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_set_stream(stream));
+// CHECK-NEXT: }
 // CHECK: // "/stage0/RecvGradient"
 // CHECK-NEXT: // ptrain.recv_start
 // CHECK-NEXT: float *[[G:v[0-9]+]] = reinterpret_cast<float *>(d_arena_stage0_train + {{[0-9]+}});
 // CHECK-NEXT: {
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_recv(comm_grid_pp, [[G]], 16, 1));
-// CHECK-NEXT: }
-// CHECK-NEXT: // The point-to-point starts above, posted together
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_group_end());
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_event_record(ev_posted[1], stream));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_stream_wait_event(stream_pp_1_to_0, ev_posted[1]));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_set_stream(stream_pp_1_to_0));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_recv(comm_pp_1_to_0, [[G]], 16, 1));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_event_record(ev_done[1], stream_pp_1_to_0));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_set_stream(stream));
+// No NCCL group in the step: each transfer is posted alone on its stream.
+// CHECK-NOT: ptrain_nccl_group_start
+// The waits: the watchdog over the one transfer (named with its location), then the compute stream's wait.
 // CHECK: // "/stage0/WaitGradient"
-// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_wait(comm_grid_pp));
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_wait_event(comm_pp_1_to_0, ev_done[1], "the receive of 16 bytes (tag 1) from stage 1 at \"/stage0/RecvGradient\""));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_stream_wait_event(stream, ev_done[1]));
+// CHECK: // "/stage0/WaitActivation"
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_wait_event(comm_pp_0_to_1, ev_done[0], "the send of 16 bytes (tag 0) to stage 1 at \"/stage0/SendActivation\""));
 // CHECK: // "/stage0/GradAllReduce"
 // CHECK: PTRAIN_STEP_CALL(ptrain_nccl_all_reduce(comm_grid_dp, {{v[0-9]+}}, {{v[0-9]+}}, 4, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_AVG));
 // CHECK: PTRAIN_STEP_CALL(ptrain_nccl_wait(comm_grid_dp));
-// Stage 1 receives from stage 0 (peer 0 on the pp communicator).
+// Stage 1 receives from stage 0 (rank 0 of the channel's two) and sends back on the other channel.
 // CHECK-LABEL: ptrain_status_t device_stage1_train(
-// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_recv(comm_grid_pp, {{v[0-9]+}}, 16, 0));
-// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_send(comm_grid_pp, {{v[0-9]+}}, 16, 0));
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_recv(comm_pp_0_to_1, {{v[0-9]+}}, 16, 0));
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_send(comm_pp_1_to_0, {{v[0-9]+}}, 16, 0));
 // ptrain_step_init: MPI and the world size before any device call, the device check, the NCCL world, groups.
 // CHECK-LABEL: ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {
 // CHECK: PTRAIN_STEP_CALL(ptrain_comm_init(&world));
@@ -125,11 +150,29 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // CHECK: static const bool in_group[kGridRank] = {true, false};
 // CHECK-NEXT: PTRAIN_STEP_CALL(createGroup(in_group, &comm_grid_dp));
 // CHECK: ptrain_stage = static_cast<int32_t>(gridCoordinate(ptrain_rank, 1));
+// The channels: split from the pp group (the two stages in it, the others none), a stream each, the events.
+// CHECK-NEXT: // The pipeline's channels, split from comm_grid_pp
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_comm_split(comm_grid_pp, ptrain_stage == 0 || ptrain_stage == 1 ? 0 : -1, ptrain_stage, &comm_pp_0_to_1));
+// CHECK-NEXT: if (comm_pp_0_to_1)
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_stream_create(&stream_pp_0_to_1));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_comm_split(comm_grid_pp, ptrain_stage == 1 || ptrain_stage == 0 ? 0 : -1, ptrain_stage, &comm_pp_1_to_0));
+// CHECK: PTRAIN_STEP_CALL(ptrain_cuda_event_create(&ev_posted[k]));
 // CHECK: active_offsets = kStage1StatesOffsets;
 // CHECK: PTRAIN_STEP_CALL(setUpDevice());
+// Connected before the first step: one NCCL group of 1-byte transfers over every channel of this rank.
+// CHECK: if (!channels_connected) {
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_group_start());
+// CHECK-NEXT: if (comm_pp_0_to_1)
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_stage == 0 ? ptrain_nccl_send(comm_pp_0_to_1, d_io + 0, 1, 1) : ptrain_nccl_recv(comm_pp_0_to_1, d_io + 0, 1, 0));
+// CHECK-NEXT: if (comm_pp_1_to_0)
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_stage == 1 ? ptrain_nccl_send(comm_pp_1_to_0, d_io + 1, 1, 0) : ptrain_nccl_recv(comm_pp_1_to_0, d_io + 1, 1, 1));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_group_end());
 // CHECK: PTRAIN_STEP_CALL(ptrain_state_init_onnx(active_states, num_active_states, path));
 // CHECK-NEXT: PTRAIN_STEP_CALL(pushStates());
 // CHECK-LABEL: ptrain_status_t ptrain_step_finalize(void) {
+// CHECK: ptrain_cuda_event_destroy(ev_done[k])
+// CHECK: ptrain_nccl_comm_destroy(comm_pp_1_to_0)
+// CHECK: ptrain_nccl_comm_destroy(comm_pp_0_to_1)
 // CHECK: ptrain_nccl_comm_destroy(comm_grid_dp)
 // CHECK: ptrain_nccl_comm_destroy(comm_grid_pp)
 // CHECK: ptrain_nccl_comm_destroy(nccl_world)
@@ -217,7 +260,7 @@ module attributes {ptrain.pipeline = {pp = 3 : i64, micro_batches = 1 : i64}} {
 }
 // SUBGROUP: error: loc("/stage0/FusedEmbeddingSync"): --emit-cuda: a sub-group all-reduce (ptrain.subgroup, Optimus-CC's fused embedding sync) is not supported by the CUDA code generator yet
 
-//--- deadlock.mlir
+//--- gpipe.mlir
 module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 4 : i64}} {
   ptrain.grid @grid(pp = 2)
   func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
@@ -278,4 +321,106 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 4 : i64}} {
     return %l : tensor<f32>
   }
 }
-// DEADLOCK: error: loc("/stage0/SendActivation2"): --emit-cuda: in the train step the NCCL groups of the stages wait on each other: stage 0 cannot finish this group (its match is posted in a later group of the peer, which waits for this stage); on one CUDA stream NCCL completes a transfer only when its match is posted, so this schedule needs --target cpu
+// GPIPE: ptrain_nccl_comm_t comm_pp_0_to_1 = nullptr;
+// GPIPE: ptrain_nccl_comm_t comm_pp_1_to_0 = nullptr;
+// GPIPE: constexpr int32_t kNumTransferEvents = 16;
+// The four activation sends of stage 0 on one channel, in program order, before the first gradient receive.
+// GPIPE-LABEL: ptrain_status_t device_stage0_train(
+// GPIPE: // "/stage0/SendActivation0"
+// GPIPE: ptrain_nccl_send(comm_pp_0_to_1,
+// GPIPE: // "/stage0/SendActivation3"
+// GPIPE: ptrain_nccl_send(comm_pp_0_to_1,
+// GPIPE: // "/stage0/RecvGradient0"
+// GPIPE: PTRAIN_STEP_CALL(ptrain_cuda_stream_wait_event(stream_pp_1_to_0, ev_posted[4]));
+// GPIPE: ptrain_nccl_recv(comm_pp_1_to_0,
+// GPIPE: ptrain_nccl_wait_event(comm_pp_1_to_0, ev_done[4], "the receive of 16 bytes (tag 1) from stage 1 at \"/stage0/RecvGradient0\"")
+
+//--- stall.mlir
+module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
+  ptrain.grid @grid(pp = 2)
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+    %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage0/RecvGradient")
+    %g = ptrain.wait %r : !ptrain.request<tensor<4xf32>> loc("/stage0/WaitGradient")
+    %s = ptrain.send_start %g to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<4xf32> loc("/stage0/SendActivation")
+    ptrain.wait %s : !ptrain.request
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+    %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage1/RecvActivation")
+    %x = ptrain.wait %r : !ptrain.request<tensor<4xf32>> loc("/stage1/WaitActivation")
+    %s = ptrain.send_start %x to @grid axis pp offset -1 {ptrain.tag = 1 : i64} : tensor<4xf32> loc("/stage1/SendGradient")
+    ptrain.wait %s : !ptrain.request
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+// STALL: error: loc("/stage0/RecvGradient"): --emit-cuda: in the train step the pipeline would stop on NCCL: stage 0 waits for this receive (tag 1), which never completes; on CUDA a transfer starts on its channel's stream only when the compute stream reached its start op
+// STALL: note: loc("/stage0/WaitGradient"): stage 0 waits here
+// STALL: note: loc("/stage1/WaitActivation"): stage 1 stops here
+
+//--- collective.mlir
+module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
+  ptrain.grid @grid(pp = 2)
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    %lr = ptrain.all_reduce_start %l on @grid axes [pp] reduction = sum : tensor<f32> loc("/stage0/Loss")
+    %x = arith.constant dense<1.0> : tensor<4xf32>
+    %s = ptrain.send_start %x to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<4xf32> loc("/stage0/SendActivation")
+    ptrain.wait %s : !ptrain.request loc("/stage0/WaitActivation")
+    %loss = ptrain.wait %lr : !ptrain.request<tensor<f32>>
+    return %loss : tensor<f32>
+  }
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+    %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage1/RecvActivation")
+    %x = ptrain.wait %r : !ptrain.request<tensor<4xf32>> loc("/stage1/WaitActivation")
+    %l = arith.constant dense<2.0> : tensor<f32>
+    %lr = ptrain.all_reduce_start %l on @grid axes [pp] reduction = sum : tensor<f32> loc("/stage1/Loss")
+    %loss = ptrain.wait %lr : !ptrain.request<tensor<f32>>
+    return %loss : tensor<f32>
+  }
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+// COLLECTIVE: error: loc("/stage0/Loss"): --emit-cuda: in the train step the pipeline would stop on NCCL: stage 0 waits at this all-reduce over pp for stages that never reach it; on CUDA
+// COLLECTIVE: note: loc("/stage1/WaitActivation"): stage 1 stops here
+
+//--- nowait.mlir
+module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
+  ptrain.grid @grid(pp = 2)
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+    %x = arith.constant dense<1.0> : tensor<4xf32>
+    %s = ptrain.send_start %x to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<4xf32> loc("/stage0/SendActivation")
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+    %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>>
+    %x = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+// NOWAIT: error: loc("/stage0/SendActivation"): --emit-cuda: this transfer's request is never waited on (ptrain.wait) in @stage0_train: its buffer could be reused while the pipeline channel's stream still reads or writes it
