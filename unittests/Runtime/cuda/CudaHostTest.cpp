@@ -144,6 +144,19 @@ TEST(CudaArguments, NcclCallsRejectBadArgumentsByName) {
   EXPECT_EQ(ptrain_nccl_group_end(), PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(lastErrorHas("no group is open")) << ptrain_last_error();
   EXPECT_EQ(ptrain_nccl_comm_destroy(nullptr), PTRAIN_OK);
+  EXPECT_EQ(ptrain_nccl_wait_event(nullptr, dummy, "the send"), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_nccl_wait_event: 'comm' must not be null")) << ptrain_last_error();
+}
+
+// The events of the pipeline's channels (docs/CodegenCuda.md, "Streams and events"): checked before any device call.
+TEST(CudaArguments, EventCallsRejectNullByName) {
+  EXPECT_EQ(ptrain_cuda_event_create(nullptr), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_event_create: 'out_event' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_event_record(nullptr, nullptr), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_event_record: 'event' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_stream_wait_event(nullptr, nullptr), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_stream_wait_event: 'event' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_event_destroy(nullptr), PTRAIN_OK);
 }
 
 } // namespace
