@@ -9,8 +9,10 @@
 //      reshapes alias their input, every other tensor and kernel scratch gets
 //      an arena offset reused by liveness (lib/Target/Cpp/MemoryPlan.h);
 //   3. per op, calls of libptrain_runtime_cuda's call table (CudaCallTable.h:
-//      the model kernels, cuBLAS GEMM) on the step's one stream, under a
-//      comment with the op's location, each status checked and returned;
+//      the model kernels, cuBLAS GEMM) on the step's compute stream (a
+//      pipeline's sends and receives on their channels' streams,
+//      EmitCudaComm.h), under a comment with the op's location, each status
+//      checked and returned;
 //   4. the C ABI of --emit-cpp (host pointers in and out), so plan.json,
 //      ptrain-run and the tests treat both targets alike.
 // The unit is built in memory and written only when every op was emitted.
