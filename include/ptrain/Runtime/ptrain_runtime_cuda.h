@@ -40,6 +40,12 @@
 //   bootstrap rank and size, on device LOCAL_RANK (or
 //   OMPI_COMM_WORLD_LOCAL_RANK) modulo the device count, else rank modulo
 //   the device count. The deadline is the bootstrap's (PTRAIN_COMM_TIMEOUT_S).
+// ptrain_nccl_comm_init_rendezvous(rendezvous, out_comm)
+//   The same over a torchrun-style rendezvous (ptrain_rendezvous_init_env:
+//   RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; no MPI): rank 0's unique id
+//   broadcast over its TCP connections, the rendezvous' rank and size, the
+//   device LOCAL_RANK modulo the device count. The deadline is
+//   PTRAIN_COMM_TIMEOUT_S (default 300 s).
 // ptrain_nccl_comm_split(parent, color, key, out_comm)
 //   ncclCommSplit: one sub-communicator per grid axis group. Collective over
 //   every rank of the parent; ranks with the same color form one

@@ -210,6 +210,60 @@ ptrain_status_t finishComm(const char *call, ptrain_nccl_comm *c, ptrain_nccl_co
 
 } // namespace
 
+namespace {
+constexpr int kIdWords = 1 + (sizeof(ncclUniqueId) + 7) / 8;
+
+/// The NCCL world of `size` ranks: this process's device, rank 0's unique id handed to every rank by
+/// `exchange(record)` (which must leave rank 0's record on every rank; rank 0 takes part even without an id, so
+/// the others learn of its failure instead of waiting for their deadline), then ncclCommInitRankConfig.
+template <typename Exchange>
+ptrain_status_t initWorld(const char *call, int32_t rank, int32_t size, double timeout, Exchange exchange,
+                          ptrain_nccl_comm_t *out_comm) {
+  int device = 0;
+  const ptrain_status_t deviceStatus = selectDevice(call, rank, &device);
+  int64_t record[kIdWords] = {};
+  if (rank == 0 && deviceStatus == PTRAIN_OK) {
+    ncclUniqueId id;
+    const ncclResult_t r = ncclGetUniqueId(&id);
+    if (r == ncclSuccess) {
+      record[0] = 1;
+      std::memcpy(&record[1], &id, sizeof(id));
+    } else {
+      checkResult(call, nullptr, r, "ncclGetUniqueId");
+    }
+  }
+  char firstError[1024];
+  std::snprintf(firstError, sizeof(firstError), "%s", ptrain_last_error());
+  ptrain_status_t st = exchange(record);
+  if (st != PTRAIN_OK)
+    return st;
+  if (deviceStatus != PTRAIN_OK) // the exchange succeeded: the message is still selectDevice's
+    return deviceStatus;
+  if (record[0] != 1)
+    return fail(PTRAIN_ERROR_COMM, call, "rank 0 could not create an NCCL unique id%s%s",
+                rank == 0 ? ": " : " (see rank 0's error)", rank == 0 ? firstError : "");
+  ncclUniqueId id;
+  std::memcpy(&id, &record[1], sizeof(id));
+  ptrain_nccl_comm *c = newComm(call);
+  if (!c)
+    return PTRAIN_ERROR_OUT_OF_MEMORY;
+  c->timeout = timeout;
+  c->rank = rank;
+  c->size = size;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  st = checkResult(call, nullptr, ncclCommInitRankConfig(&c->comm, size, id, rank, &config), "ncclCommInitRankConfig");
+  if (st == PTRAIN_OK)
+    st = finishComm(call, c, out_comm);
+  if (st != PTRAIN_OK) {
+    if (c->comm && !c->aborted)
+      ncclCommAbort(c->comm);
+    delete c;
+  }
+  return st;
+}
+} // namespace
+
 extern "C" ptrain_status_t ptrain_nccl_comm_init(ptrain_comm_t bootstrap, ptrain_nccl_comm_t *out_comm) {
   PTRAIN_CUDA_CHECK_PTR(bootstrap);
   PTRAIN_CUDA_CHECK_PTR(out_comm);
@@ -219,60 +273,42 @@ extern "C" ptrain_status_t ptrain_nccl_comm_init(ptrain_comm_t bootstrap, ptrain
   PTRAIN_CUDA_RETURN_IF_ERROR(ptrain_comm_rank(bootstrap, &rank));
   PTRAIN_CUDA_RETURN_IF_ERROR(ptrain_comm_size(bootstrap, &size));
   PTRAIN_CUDA_RETURN_IF_ERROR(ptrain_comm_timeout(bootstrap, &timeout));
-  int device = 0;
-  // Rank 0 takes part in the all-gather even when it has no id, so the other
-  // ranks learn of the failure instead of waiting for their deadline.
-  const ptrain_status_t deviceStatus = selectDevice(__func__, rank, &device);
-  constexpr int kWords = 1 + (sizeof(ncclUniqueId) + 7) / 8;
-  int64_t record[kWords] = {};
-  if (rank == 0 && deviceStatus == PTRAIN_OK) {
-    ncclUniqueId id;
-    const ncclResult_t r = ncclGetUniqueId(&id);
-    if (r == ncclSuccess) {
-      record[0] = 1;
-      std::memcpy(&record[1], &id, sizeof(id));
-    } else {
-      checkResult(__func__, nullptr, r, "ncclGetUniqueId");
-    }
-  }
-  char firstError[1024];
-  std::snprintf(firstError, sizeof(firstError), "%s", ptrain_last_error());
-  int64_t *all = static_cast<int64_t *>(std::calloc(static_cast<size_t>(size) * kWords, sizeof(int64_t)));
-  if (!all)
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate the id exchange");
-  ptrain_request_t req = nullptr;
-  ptrain_status_t st = ptrain_all_gather_start(bootstrap, record, all, kWords, PTRAIN_DTYPE_I64, &req);
-  if (st == PTRAIN_OK)
-    st = ptrain_wait(req);
-  ncclUniqueId id;
-  std::memcpy(&id, &all[1], sizeof(id));
-  const bool haveId = all[0] == 1;
-  std::free(all);
-  if (st != PTRAIN_OK)
+  // An all-gather of every rank's record through MPI; rank 0's is the id.
+  auto exchange = [&](int64_t *record) -> ptrain_status_t {
+    int64_t *all = static_cast<int64_t *>(std::calloc(static_cast<size_t>(size) * kIdWords, sizeof(int64_t)));
+    if (!all)
+      return fail(PTRAIN_ERROR_OUT_OF_MEMORY, "ptrain_nccl_comm_init", "cannot allocate the id exchange");
+    ptrain_request_t req = nullptr;
+    ptrain_status_t st = ptrain_all_gather_start(bootstrap, record, all, kIdWords, PTRAIN_DTYPE_I64, &req);
+    if (st == PTRAIN_OK)
+      st = ptrain_wait(req);
+    std::memcpy(record, all, sizeof(int64_t) * kIdWords);
+    std::free(all);
     return st;
-  if (deviceStatus != PTRAIN_OK) // the all-gather succeeded: the message is still selectDevice's
-    return deviceStatus;
-  if (!haveId)
-    return fail(PTRAIN_ERROR_COMM, __func__, "rank 0 could not create an NCCL unique id%s%s",
-                rank == 0 ? ": " : " (see rank 0's error)", rank == 0 ? firstError : "");
-  ptrain_nccl_comm *c = newComm(__func__);
-  if (!c)
-    return PTRAIN_ERROR_OUT_OF_MEMORY;
-  c->timeout = timeout;
-  c->rank = rank;
-  c->size = size;
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  st = checkResult(__func__, nullptr, ncclCommInitRankConfig(&c->comm, size, id, rank, &config),
-                   "ncclCommInitRankConfig");
-  if (st == PTRAIN_OK)
-    st = finishComm(__func__, c, out_comm);
-  if (st != PTRAIN_OK) {
-    if (c->comm && !c->aborted)
-      ncclCommAbort(c->comm);
-    delete c;
+  };
+  return initWorld(__func__, rank, size, timeout, exchange, out_comm);
+}
+
+extern "C" ptrain_status_t ptrain_nccl_comm_init_rendezvous(ptrain_rendezvous_t rendezvous,
+                                                            ptrain_nccl_comm_t *out_comm) {
+  PTRAIN_CUDA_CHECK_PTR(rendezvous);
+  PTRAIN_CUDA_CHECK_PTR(out_comm);
+  *out_comm = nullptr;
+  int32_t rank = 0, size = 0;
+  PTRAIN_CUDA_RETURN_IF_ERROR(ptrain_rendezvous_rank(rendezvous, &rank, &size));
+  double timeout = 300.0;
+  if (const char *value = std::getenv("PTRAIN_COMM_TIMEOUT_S")) {
+    char *end = nullptr;
+    timeout = std::strtod(value, &end);
+    if (end == value || *end != '\0' || !(timeout > 0.0))
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "PTRAIN_COMM_TIMEOUT_S='%s' is not a number of seconds > 0",
+                  value);
   }
-  return st;
+  // Rank 0's record broadcast over the rendezvous' TCP connections.
+  auto exchange = [&](int64_t *record) {
+    return ptrain_rendezvous_broadcast(rendezvous, record, sizeof(int64_t) * kIdWords, 0);
+  };
+  return initWorld(__func__, rank, size, timeout, exchange, out_comm);
 }
 
 extern "C" ptrain_status_t ptrain_nccl_comm_split(ptrain_nccl_comm_t parent, int32_t color, int32_t key,

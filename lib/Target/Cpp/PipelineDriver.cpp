@@ -14,7 +14,8 @@ using namespace mlir;
 using namespace mlir::ptrain;
 
 LogicalResult mlir::ptrain::cpp::emitPipelineDriver(ModuleOp module, CommGroups &comms, const std::set<int64_t> &stages,
-                                                    std::string &driverCode, SmallVectorImpl<std::string> &entryNames) {
+                                                    std::string &driverCode, SmallVectorImpl<std::string> &entryNames,
+                                                    StringRef readyVar) {
   auto pipelineAttr = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
   auto ppAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("pp") : IntegerAttr();
   auto mbAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("micro_batches") : IntegerAttr();
@@ -72,7 +73,8 @@ LogicalResult mlir::ptrain::cpp::emitPipelineDriver(ModuleOp module, CommGroups 
     const std::string name = "ptrain_step_" + kind.str();
     driverCode +=
         "extern \"C\" PTRAIN_STEP_API ptrain_status_t " + name + "(const int64_t *tokens, float *out_loss) {\n";
-    driverCode += "  if (!ptrain_world)\n    return stepError(\"" + name + ": call ptrain_step_init first\");\n";
+    driverCode +=
+        "  if (!" + readyVar.str() + ")\n    return stepError(\"" + name + ": call ptrain_step_init first\");\n";
     driverCode += "  if (!tokens || !out_loss)\n    return stepError(\"" + name + ": null tokens or out_loss\");\n";
     driverCode += "  switch (ptrain_stage) {\n" + dispatch + "  default:\n    return stepError(\"" + name +
                   ": no stage %d\", static_cast<int>(ptrain_stage));\n  }\n}\n\n";

@@ -25,9 +25,11 @@ namespace mlir::ptrain::cpp {
 /// Checks the pipeline module (pp, micro_batches, a grid with axis pp, a function of every stage in `stages`,
 /// a train and an eval step per stage mapping tensor<NxSxi64> tokens to a tensor<f32> loss), registers the
 /// pp communicator in `comms`, and appends the two drivers to `driverCode` and their names to `entryNames`.
-/// Errors are prefixed with comms.tool.
+/// Errors are prefixed with comms.tool. `readyVar` is the variable ptrain_step_init sets (the drivers refuse to
+/// run before it): the MPI world on the CPU, the NCCL world on CUDA (which may be bootstrapped without MPI).
 LogicalResult emitPipelineDriver(ModuleOp module, CommGroups &comms, const std::set<int64_t> &stages,
-                                 std::string &driverCode, SmallVectorImpl<std::string> &entryNames);
+                                 std::string &driverCode, SmallVectorImpl<std::string> &entryNames,
+                                 StringRef readyVar = "ptrain_world");
 
 } // namespace mlir::ptrain::cpp
 

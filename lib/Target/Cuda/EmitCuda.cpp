@@ -805,7 +805,8 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     std::set<int64_t> stages;
     for (auto &entry : stageStates)
       stages.insert(entry.first);
-    if (failed(emitPipelineDriver(module, comms, stages, driverCode, entryNames)) || failed(checkPointToPoint(module)))
+    if (failed(emitPipelineDriver(module, comms, stages, driverCode, entryNames, "nccl_world")) ||
+        failed(checkPointToPoint(module)))
       return failure();
   } else if (module->hasAttr("ptrain.schedule")) {
     return module.emitError("--emit-cuda: ptrain.schedule without ptrain.pipeline");
@@ -847,7 +848,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "#include <cstdarg>\n"
        "#include <cstdint>\n"
        "#include <cstdio>\n"
-    << (slices.empty() ? "" : "#include <vector>\n")
+    << (hasComm ? "#include <cstdlib>\n" : "") << (slices.empty() ? "" : "#include <vector>\n")
     << "\n"
        "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
        "#define PTRAIN_STEP_CALL(call)                                                 \\\n"

@@ -87,7 +87,9 @@ int64_t mlir::ptrain::cuda::emitCudaCommunicators(const CommGroups &comms, const
   const int64_t worldSize = worldSizeOf(grid);
   s << "//===--- Communicators: MPI_COMM_WORLD (the bootstrap), the NCCL world over it and one NCCL group per "
        "(grid, axes), created by ptrain_step_init ---===//\n\n";
-  s << "ptrain_comm_t ptrain_world = nullptr;\nptrain_nccl_comm_t nccl_world = nullptr;\nint32_t ptrain_rank = 0;\n";
+  s << "ptrain_comm_t ptrain_world = nullptr;      ///< MPI_COMM_WORLD (an mpirun launch)\n"
+       "ptrain_rendezvous_t ptrain_bootstrap = nullptr; ///< the TCP rendezvous (a torchrun-style launch)\n"
+       "ptrain_nccl_comm_t nccl_world = nullptr;\nint32_t ptrain_rank = 0;\n";
   emitGridDeclarations(comms, worldSize, "ptrain_nccl_comm_t", s);
   if (!pipes.empty()) {
     s << "/// The pipeline's channels: per ordered pair of stages, a communicator of the two (split from "
@@ -120,22 +122,44 @@ void mlir::ptrain::cuda::emitCudaCommInit(const CommGroups &comms, const PipeCha
                                           raw_ostream &s) {
   GridOp grid = comms.theGrid;
   const int64_t worldSize = worldSizeOf(grid);
-  s << "  if (!ptrain_world) {\n";
-  s << "    ptrain_comm_t world = nullptr;\n";
-  s << "    PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_comm_init) << "(&world));\n";
+  const std::string mismatch = "ptrain_step_init: the step was compiled for " + std::to_string(worldSize) +
+                               " ranks (grid @" + grid.getSymName().str() + ") but ";
+  s << "  if (!nccl_world) {\n";
   s << "    int32_t size = 0;\n";
-  s << "    PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_comm_size) << "(world, &size));\n";
-  s << "    if (size != kWorldSize) {\n";
-  s << "      " << cpuCall(RuntimeCall::ptrain_comm_destroy) << "(world);\n";
-  s << "      return stepError(\"ptrain_step_init: the step was compiled for " << worldSize << " ranks (grid @"
-    << grid.getSymName() << ") but MPI_COMM_WORLD has %d; launch it with ptrain-run (one process per GPU) or "
-    << "mpirun -np " << worldSize << "\", static_cast<int>(size));\n";
+  s << "    // A torchrun-style launch (RANK and WORLD_SIZE set, not under mpirun): the runtime's TCP rendezvous\n"
+       "    // (MASTER_ADDR, MASTER_PORT) bootstraps NCCL, without MPI; else MPI_COMM_WORLD does.\n";
+  s << "    if (std::getenv(\"RANK\") && std::getenv(\"WORLD_SIZE\") && !std::getenv(\"OMPI_COMM_WORLD_SIZE\")) {\n";
+  s << "      ptrain_rendezvous_t rendezvous = nullptr;\n";
+  s << "      PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_rendezvous_init_env) << "(0.0, &rendezvous));\n";
+  s << "      const ptrain_status_t st = " << cpuCall(RuntimeCall::ptrain_rendezvous_rank)
+    << "(rendezvous, &ptrain_rank, &size);\n";
+  s << "      if (st != PTRAIN_OK || size != kWorldSize) {\n";
+  s << "        " << cpuCall(RuntimeCall::ptrain_rendezvous_destroy) << "(rendezvous);\n";
+  s << "        PTRAIN_STEP_CALL(st);\n";
+  s << "        return stepError(\"" << mismatch << "WORLD_SIZE is %d; launch it with torchrun --nproc-per-node "
+    << worldSize << " (one process per GPU)\", static_cast<int>(size));\n";
+  s << "      }\n";
+  s << "      ptrain_bootstrap = rendezvous;\n";
+  s << "      PTRAIN_STEP_CALL(checkDevice());\n";
+  s << "      // The NCCL world: rank 0's unique id broadcast over the rendezvous; the device is LOCAL_RANK's.\n";
+  s << "      PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_comm_init_rendezvous)
+    << "(ptrain_bootstrap, &nccl_world));\n";
+  s << "    } else {\n";
+  s << "      ptrain_comm_t world = nullptr;\n";
+  s << "      PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_comm_init) << "(&world));\n";
+  s << "      PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_comm_size) << "(world, &size));\n";
+  s << "      if (size != kWorldSize) {\n";
+  s << "        " << cpuCall(RuntimeCall::ptrain_comm_destroy) << "(world);\n";
+  s << "        return stepError(\"" << mismatch
+    << "MPI_COMM_WORLD has %d; launch it with ptrain-run (one process per GPU) or mpirun -np " << worldSize
+    << "\", static_cast<int>(size));\n";
+  s << "      }\n";
+  s << "      PTRAIN_STEP_CALL(checkDevice());\n";
+  s << "      ptrain_world = world;\n";
+  s << "      PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_comm_rank) << "(ptrain_world, &ptrain_rank));\n";
+  s << "      // The NCCL world: the unique id all-gathered over MPI; this process's device is chosen here.\n";
+  s << "      PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_comm_init) << "(ptrain_world, &nccl_world));\n";
   s << "    }\n";
-  s << "    PTRAIN_STEP_CALL(checkDevice());\n";
-  s << "    ptrain_world = world;\n";
-  s << "    PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_comm_rank) << "(ptrain_world, &ptrain_rank));\n";
-  s << "    // The NCCL world: the unique id all-gathered over MPI; this process's device is chosen here.\n";
-  s << "    PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_comm_init) << "(ptrain_world, &nccl_world));\n";
   for (const CommGroups::Group &g : comms.groups) {
     s << "    {\n      static const bool in_group[kGridRank] = {";
     llvm::interleave(
@@ -193,7 +217,7 @@ void mlir::ptrain::cuda::emitCudaPipeConnect(const PipeChannels &pipes, raw_ostr
 void mlir::ptrain::cuda::emitCudaCommEntryPoints(const CommGroups &comms, const PipeChannels &pipes, raw_ostream &s) {
   s << "/// This process's rank in MPI_COMM_WORLD and its pipeline stage (valid after ptrain_step_init).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_rank(int32_t *out_rank, int32_t *out_stage) {\n"
-       "  if (!ptrain_world)\n    return stepError(\"ptrain_step_rank: call ptrain_step_init first\");\n"
+       "  if (!nccl_world)\n    return stepError(\"ptrain_step_rank: call ptrain_step_init first\");\n"
        "  *out_rank = ptrain_rank;\n  *out_stage = ptrain_stage;\n  return PTRAIN_OK;\n}\n\n";
   s << "/// Destroys the NCCL communicators, then MPI's (finalizing MPI if ptrain_step_init initialized it).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_finalize(void) {\n";
@@ -211,9 +235,12 @@ void mlir::ptrain::cuda::emitCudaCommEntryPoints(const CommGroups &comms, const 
     s << "  if (" << g.var << ") {\n    PTRAIN_STEP_CALL(" << destroy << "(" << g.var << "));\n    " << g.var
       << " = nullptr;\n  }\n";
   s << "  if (nccl_world) {\n    PTRAIN_STEP_CALL(" << destroy << "(nccl_world));\n    nccl_world = nullptr;\n  }\n";
+  s << "  if (ptrain_bootstrap) {\n    PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_rendezvous_destroy)
+    << "(ptrain_bootstrap));\n    ptrain_bootstrap = nullptr;\n  }\n";
   s << "  if (ptrain_world) {\n    PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_comm_destroy)
     << "(ptrain_world));\n    ptrain_world = nullptr;\n  }\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Ends every rank of the job (MPI_Abort): the recovery after a communication error.\n";
+  s << "/// Ends every rank of the job (MPI_Abort): the recovery after a communication error. A torchrun-style\n"
+       "/// launch has no MPI: nothing to do here (the launcher stops the others when this rank exits).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_abort(int32_t error_code) {\n"
        "  if (!ptrain_world)\n    return PTRAIN_OK;\n"
        "  PTRAIN_STEP_CALL("

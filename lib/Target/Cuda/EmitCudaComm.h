@@ -73,7 +73,8 @@ private:
 /// Returns the world size (the grid's product).
 int64_t emitCudaCommunicators(const cpp::CommGroups &comms, const PipeChannels &pipes, llvm::raw_ostream &os);
 
-/// Writes the start of ptrain_step_init: MPI, the world size check (before any device is touched), the device
+/// Writes the start of ptrain_step_init: the bootstrap (a torchrun-style TCP rendezvous when RANK and
+/// WORLD_SIZE are set outside mpirun, else MPI), the world size check (before any device is touched), the device
 /// check, the NCCL world, every group, the stage coordinate, the pipeline channels (communicators split from
 /// the pp group, their streams, the events) and, for a pipeline (`stages` not empty), the stage's state table.
 void emitCudaCommInit(const cpp::CommGroups &comms, const PipeChannels &pipes, ArrayRef<int64_t> stages,

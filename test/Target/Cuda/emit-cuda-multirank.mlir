@@ -88,6 +88,7 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // The caller's own arena; one NCCL communicator per (grid, axes) a transfer or collective names.
 // CHECK: unsigned char *d_arena_stage0_train = nullptr;
 // CHECK: ptrain_comm_t ptrain_world = nullptr;
+// CHECK-NEXT: ptrain_rendezvous_t ptrain_bootstrap = nullptr;
 // CHECK-NEXT: ptrain_nccl_comm_t nccl_world = nullptr;
 // CHECK: constexpr int32_t kWorldSize = 4;
 // CHECK: ptrain_nccl_comm_t comm_grid_pp = nullptr;
@@ -141,6 +142,13 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // CHECK: PTRAIN_STEP_CALL(ptrain_nccl_send(comm_pp_1_to_0, {{v[0-9]+}}, 16, 0));
 // ptrain_step_init: MPI and the world size before any device call, the device check, the NCCL world, groups.
 // CHECK-LABEL: ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {
+// A torchrun-style launch: the rendezvous, its world size checked before any device call, NCCL's id over it.
+// CHECK: if (std::getenv("RANK") && std::getenv("WORLD_SIZE") && !std::getenv("OMPI_COMM_WORLD_SIZE")) {
+// CHECK: PTRAIN_STEP_CALL(ptrain_rendezvous_init_env(0.0, &rendezvous));
+// CHECK: return stepError("ptrain_step_init: the step was compiled for 4 ranks (grid @grid) but WORLD_SIZE is %d; launch it with torchrun --nproc-per-node 4 (one process per GPU)"
+// CHECK: PTRAIN_STEP_CALL(checkDevice());
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_comm_init_rendezvous(ptrain_bootstrap, &nccl_world));
+// Else mpirun's MPI_COMM_WORLD.
 // CHECK: PTRAIN_STEP_CALL(ptrain_comm_init(&world));
 // CHECK: return stepError("ptrain_step_init: the step was compiled for 4 ranks (grid @grid) but MPI_COMM_WORLD has %d;
 // CHECK: PTRAIN_STEP_CALL(checkDevice());
@@ -176,6 +184,7 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // CHECK: ptrain_nccl_comm_destroy(comm_grid_dp)
 // CHECK: ptrain_nccl_comm_destroy(comm_grid_pp)
 // CHECK: ptrain_nccl_comm_destroy(nccl_world)
+// CHECK: ptrain_rendezvous_destroy(ptrain_bootstrap)
 // CHECK: ptrain_comm_destroy(ptrain_world)
 // CHECK-LABEL: ptrain_status_t ptrain_step_abort(int32_t error_code) {
 // CHECK: ptrain_comm_abort(ptrain_world, error_code)
