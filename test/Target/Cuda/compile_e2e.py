@@ -16,6 +16,8 @@
 4. The world size, without touching a GPU: ptrain-run --np 3 on the pp2 plan is the launcher's error naming
    the plan's 2 ranks; the generated ptrain_step_init under mpirun -np 1 refuses the world of 1 by itself
    (it checks MPI_COMM_WORLD before any device call); ptrain-run with the right world is the device error.
+   Torchrun-style (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, no MPI): WORLD_SIZE=1 is the step's own
+   error; two ranks meet in the runtime's TCP rendezvous, then stop at the device error.
 (The options --target cuda refuses are lit tests: test/Target/Cuda/ptrain-compile-cuda-errors.test.)
 
 Usage: compile_e2e.py <build-dir> <source-dir> <scratch-dir>
@@ -205,6 +207,44 @@ def check_world_size_in_step(lib):
     return []
 
 
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def check_torchrun(lib, devices):
+    """A torchrun-style launch (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK; no mpirun): a world of 1
+    for the 2-rank plan is the step's own error before any device call; with the right world, the two ranks
+    meet in the runtime's TCP rendezvous and then stop at the device check (without a GPU)."""
+    failures = []
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_"))}
+
+    def launch(world):
+        port = str(free_port())
+        procs = [subprocess.Popen([sys.executable, "-c", WORLD_PROBE, lib], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True,
+                                  env=dict(base, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world),
+                                           MASTER_ADDR="127.0.0.1", MASTER_PORT=port, PTRAIN_COMM_TIMEOUT_S="60"))
+                 for r in range(world)]
+        return [p.communicate(timeout=120)[0].strip() for p in procs]
+
+    (alone,) = launch(1)
+    print(f"ptrain_step_init of the pp2 CUDA step, torchrun-style with WORLD_SIZE=1: {alone.splitlines()[-1]}")
+    expected = "compiled for 2 ranks (grid @grid) but WORLD_SIZE is 1; launch it with torchrun --nproc-per-node 2"
+    if expected not in alone or "status 1:" not in alone:
+        failures.append(f"torchrun-style WORLD_SIZE=1: expected INVALID_ARGUMENT (1) with '{expected}'")
+    if devices == 0:
+        both = launch(2)
+        for rank, out in enumerate(both):
+            print(f"ptrain_step_init, torchrun-style rank {rank} of 2: {out.splitlines()[-1]}")
+            if "status 7:" not in out or "cudaGetDeviceCount" not in out:
+                failures.append(f"torchrun-style rank {rank} of 2: expected the device error (7) after the "
+                                "rendezvous, got: " + out)
+    return failures
+
+
 def main(build, source, scratch):
     failures = []
     shutil.rmtree(scratch, ignore_errors=True)
@@ -273,6 +313,7 @@ def main(build, source, scratch):
     if run.returncode != 1 or "compiled for dp * pp = 1 * 2 = 2 ranks" not in message or "--np 2" not in message:
         failures.append("ptrain-run --np 3: expected exit 1 naming the plan's 2 ranks and --np 2")
     failures += check_world_size_in_step(os.path.join(pp2, "libstep.so"))
+    failures += check_torchrun(os.path.join(pp2, "libstep.so"), gpu_count(build))
     if gpu_count(build) >= 2:  # Then it trains: codegen-cuda-gpu-multirank's part.
         print("ptrain-run on the pp2 CUDA plan: not run here, this machine has 2 GPUs")
     else:
