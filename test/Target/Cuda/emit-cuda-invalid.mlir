@@ -82,4 +82,4 @@ func.func @f(%x: tensor<6xi64>) -> tensor<6xf32> {
   %f = ptrain.cast %m : tensor<6xi1> -> tensor<6xf32>
   return %f : tensor<6xf32>
 }
-// MASK: error: loc("/Cast_mask"): --emit-cuda: result #0 has element type i1; only f32 and i64 are supported
+// MASK: error: loc("/Cast_mask"): --emit-cuda: result #0 has element type 'i1'; only f32 and i64 are supported
