@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cuda/BlockSum.h"
 #include "cuda/Device.h"
 
 #include <cuda_runtime.h>
@@ -98,18 +99,6 @@ __global__ void sgd(const float *param, const float *grad, const float *buf0, in
 }
 
 constexpr int kSumBlocks = 128;
-
-/// The sum of `v` over the block (thread 0 gets it); `shared` holds kThreads doubles.
-__device__ double blockSum(double v, double *shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s)
-      shared[threadIdx.x] += shared[threadIdx.x + s];
-    __syncthreads();
-  }
-  return shared[0];
-}
 
 __global__ void __launch_bounds__(kThreads) sumSquaresPartials(const float *x, int64_t n, double *partials) {
   __shared__ double shared[kThreads];

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cuda/BlockSum.h"
 #include "cuda/Device.h"
 #include "cuda/IndexCheck.h"
 
@@ -27,20 +28,6 @@ using namespace ptrain::cuda;
 namespace {
 
 constexpr int kRowThreads = 256;
-
-/// The sum of `v` over the block (every thread gets it); `shared` holds kRowThreads doubles.
-__device__ double blockSum(double v, double *shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s)
-      shared[threadIdx.x] += shared[threadIdx.x + s];
-    __syncthreads();
-  }
-  const double r = shared[0];
-  __syncthreads();
-  return r;
-}
 
 __device__ float blockMax(float v, float *shared) {
   shared[threadIdx.x] = v;

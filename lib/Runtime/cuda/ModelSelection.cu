@@ -108,8 +108,8 @@ ptrain_status_t ptrain::cuda::takeSelectionIndexError(IndexError &out) { return 
 extern "C" ptrain_status_t ptrain_cuda_cast_elements(const void *x, int32_t from, int64_t n, int32_t to, void *out) {
   PTRAIN_CUDA_CHECK_SIZE(n);
   const auto known = [](int32_t k) { return k == PTRAIN_CAST_F32 || k == PTRAIN_CAST_I64 || k == PTRAIN_CAST_MASK; };
-  PTRAIN_CUDA_CHECK_ARG(known(from) && known(to),
-                        "element kinds %d -> %d: each must be F32 (0), I64 (1) or MASK (2)", from, to);
+  PTRAIN_CUDA_CHECK_ARG(known(from) && known(to), "element kinds %d -> %d: each must be F32 (0), I64 (1) or MASK (2)",
+                        from, to);
   if (n == 0)
     return PTRAIN_OK;
   PTRAIN_CUDA_CHECK_PTR(x);
@@ -121,8 +121,8 @@ extern "C" ptrain_status_t ptrain_cuda_cast_elements(const void *x, int32_t from
 
 extern "C" ptrain_status_t ptrain_cuda_gather_axis(const void *data, int64_t elem_bytes, int64_t outer, int64_t len,
                                                    int64_t inner, const int64_t *indices, int64_t count, void *out) {
-  PTRAIN_CUDA_CHECK_ARG(elem_bytes == 1 || elem_bytes == 4 || elem_bytes == 8,
-                        "elem_bytes must be 1, 4 or 8, got %lld", static_cast<long long>(elem_bytes));
+  PTRAIN_CUDA_CHECK_ARG(elem_bytes == 1 || elem_bytes == 4 || elem_bytes == 8, "elem_bytes must be 1, 4 or 8, got %lld",
+                        static_cast<long long>(elem_bytes));
   PTRAIN_CUDA_CHECK_SIZE(outer);
   PTRAIN_CUDA_CHECK_SIZE(len);
   PTRAIN_CUDA_CHECK_SIZE(inner);

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cuda/BlockSum.h"
 #include "cuda/Device.h"
 #include "cuda/IndexCheck.h"
 
@@ -32,8 +33,8 @@ constexpr int kRowThreads = 256;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);                               \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
-__global__ void embeddingFwd(const float *table, const int32_t *ids, int64_t n, int64_t rows, int64_t dim,
-                             int64_t part, int64_t parts, float *y) {
+__global__ void embeddingFwd(const float *table, const int32_t *ids, int64_t n, int64_t rows, int64_t dim, int64_t part,
+                             int64_t parts, float *y) {
   const int64_t first = part * rows;
   PTRAIN_GRID_STRIDE(e, n * dim) {
     const int64_t i = e / dim, d = e - i * dim;
@@ -64,21 +65,10 @@ __global__ void embeddingBwd(const float *dy, const int32_t *ids, int64_t n, int
   }
 }
 
-__device__ double blockSum(double v, double *shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s)
-      shared[threadIdx.x] += shared[threadIdx.x + s];
-    __syncthreads();
-  }
-  return shared[0];
-}
-
 /// One block per row: the sum of exp(logit - max) over the rank's real columns, and the target's shifted logit.
 __global__ void __launch_bounds__(kRowThreads)
-    cePartsFwd(const float *logits, const int32_t *labels, const float *max, int64_t cols, int64_t vocab,
-               int64_t part, float *sumExp, float *target) {
+    cePartsFwd(const float *logits, const int32_t *labels, const float *max, int64_t cols, int64_t vocab, int64_t part,
+               float *sumExp, float *target) {
   __shared__ double shared[kRowThreads];
   const int64_t i = blockIdx.x, first = part * cols;
   const int64_t valid = vocab - first < 0 ? 0 : (vocab - first > cols ? cols : vocab - first);
@@ -140,9 +130,7 @@ ptrain_status_t checkVocab(const char *call, int64_t n, int64_t cols, int64_t vo
 
 } // namespace
 
-ptrain_status_t ptrain::cuda::takeVocabParallelIndexError(IndexError &out) {
-  return takeUnitIndexError(__func__, out);
-}
+ptrain_status_t ptrain::cuda::takeVocabParallelIndexError(IndexError &out) { return takeUnitIndexError(__func__, out); }
 
 extern "C" ptrain_status_t ptrain_cuda_vocab_parallel_embedding_fwd_f32(const float *table, const int32_t *ids,
                                                                         int64_t n, int64_t rows, int64_t dim,
@@ -156,10 +144,9 @@ extern "C" ptrain_status_t ptrain_cuda_vocab_parallel_embedding_fwd_f32(const fl
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t ptrain_cuda_vocab_parallel_embedding_bwd_f32(const float *dy, const int32_t *ids,
-                                                                        int64_t n, int64_t rows, int64_t dim,
-                                                                        int64_t part, int64_t parts,
-                                                                        float *out_dtable) {
+extern "C" ptrain_status_t ptrain_cuda_vocab_parallel_embedding_bwd_f32(const float *dy, const int32_t *ids, int64_t n,
+                                                                        int64_t rows, int64_t dim, int64_t part,
+                                                                        int64_t parts, float *out_dtable) {
   PTRAIN_CUDA_RETURN_IF_ERROR(checkPart(__func__, n, rows, dim, part, parts));
   PTRAIN_CUDA_CHECK_ARG(out_dtable && (n == 0 || (dy && ids)), "dy, ids and out_dtable must not be null");
   PTRAIN_CUDA_TRY(cudaMemsetAsync(out_dtable, 0, sizeof(float) * rows * dim, currentStream()));
@@ -194,7 +181,7 @@ extern "C" ptrain_status_t ptrain_cuda_vocab_parallel_ce_parts_bwd_f32(const flo
     return PTRAIN_OK;
   PTRAIN_CUDA_CHECK_ARG(d_sum_exp && d_target && logits && labels && max && out_dlogits, "a tensor pointer is null");
   cePartsBwd<<<gridFor(n * cols), kThreads, 0, currentStream()>>>(d_sum_exp, d_target, logits, labels, max, n, cols,
-                                                                   vocab, part, out_dlogits);
+                                                                  vocab, part, out_dlogits);
   PTRAIN_CUDA_TRY(cudaGetLastError());
   return PTRAIN_OK;
 }

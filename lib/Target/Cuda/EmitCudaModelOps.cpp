@@ -69,9 +69,9 @@ LogicalResult emitBroadcastTo(BroadcastToOp op, CudaCallWriter &w) {
 }
 
 LogicalResult emitCast(CastOp op, CudaCallWriter &w) {
-  return w.emitCall(CudaCall::ptrain_cuda_cast_elements, {w.valuePtr(op.getInput()), castKind(op.getInput()),
-                                                          str(countOf(op.getInput())), castKind(op.getResult()),
-                                                          w.valuePtr(op.getResult())});
+  return w.emitCall(CudaCall::ptrain_cuda_cast_elements,
+                    {w.valuePtr(op.getInput()), castKind(op.getInput()), str(countOf(op.getInput())),
+                     castKind(op.getResult()), w.valuePtr(op.getResult())});
 }
 
 LogicalResult emitGather(GatherOp op, CudaCallWriter &w) {
@@ -97,23 +97,22 @@ LogicalResult emitSumSquares(SumSquaresOp op, CudaCallWriter &w) {
 }
 
 LogicalResult emitClipScale(ClipScaleOp op, CudaCallWriter &w) {
-  return w.emitCall(CudaCall::ptrain_cuda_clip_scale_f32,
-                    {w.valuePtr(op.getSumSquares()), doubleLiteral(op.getMaxNorm().convertToDouble()),
-                     w.valuePtr(op.getScale())});
+  return w.emitCall(
+      CudaCall::ptrain_cuda_clip_scale_f32,
+      {w.valuePtr(op.getSumSquares()), doubleLiteral(op.getMaxNorm().convertToDouble()), w.valuePtr(op.getScale())});
 }
 
 LogicalResult emitSGD(SGDOp op, CudaCallWriter &w) {
   LRScheduleAttr schedule = op.getSchedule();
   const double peak = schedule.getPeak().getValueAsDouble();
   Value buf = op.getMomentumBuf();
-  return w.emitCall(CudaCall::ptrain_cuda_sgd_step_f32,
-                    {w.valuePtr(op.getParam()), w.valuePtr(op.getGrad()), buf ? w.valuePtr(buf) : "nullptr",
-                     str(countOf(op.getParam())), w.valuePtr(op.getStep()), str(schedule.getWarmup()),
-                     str(schedule.getTotal()), floatLiteral(peak),
-                     floatLiteral(peak * schedule.getMinRatio().getValueAsDouble()),
-                     floatLiteral(op.getMomentum().convertToDouble()),
-                     floatLiteral(op.getWeightDecay().convertToDouble()), w.valuePtr(op.getNewParam()),
-                     buf ? w.valuePtr(op.getNewMomentumBuf()) : "nullptr"});
+  return w.emitCall(
+      CudaCall::ptrain_cuda_sgd_step_f32,
+      {w.valuePtr(op.getParam()), w.valuePtr(op.getGrad()), buf ? w.valuePtr(buf) : "nullptr",
+       str(countOf(op.getParam())), w.valuePtr(op.getStep()), str(schedule.getWarmup()), str(schedule.getTotal()),
+       floatLiteral(peak), floatLiteral(peak * schedule.getMinRatio().getValueAsDouble()),
+       floatLiteral(op.getMomentum().convertToDouble()), floatLiteral(op.getWeightDecay().convertToDouble()),
+       w.valuePtr(op.getNewParam()), buf ? w.valuePtr(op.getNewMomentumBuf()) : "nullptr"});
 }
 
 /// This rank's part of a vocabulary-parallel axis: a C expression and the number of parts.
@@ -130,10 +129,9 @@ LogicalResult emitAllGather(TPAllGatherOp op, const std::string &comm, const Par
   const int64_t innerBytes = numElements(shape.drop_front(dim)) * elementBytes(tensorOf(in).getElementType());
   const char *dtype = isF32(in) ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64";
   if (outer == 1) // rank-major is already the result's layout
-    return failure(
-        failed(w.emitCall(CudaCall::ptrain_nccl_all_gather, {comm, w.valuePtr(in), w.valuePtr(out),
-                                                             str(countOf(in)), dtype})) ||
-        failed(w.emitCall(CudaCall::ptrain_nccl_wait, {comm})));
+    return failure(failed(w.emitCall(CudaCall::ptrain_nccl_all_gather,
+                                     {comm, w.valuePtr(in), w.valuePtr(out), str(countOf(in)), dtype})) ||
+                   failed(w.emitCall(CudaCall::ptrain_nccl_wait, {comm})));
   // Gathered as [parts][outer][inner], then interleaved to [outer][parts][inner] (4-byte words: f32 or i64).
   std::string gathered = w.scratch(bytesOf(out), "float");
   std::string dims = w.constArray({part.parts, outer, innerBytes / 4}, "gathered_dims", "int64_t");

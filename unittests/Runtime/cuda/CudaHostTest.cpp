@@ -157,7 +157,8 @@ TEST(CudaArguments, ModelKernelsBeyondTheGptCoreRejectBadArgumentsByName) {
       << ptrain_last_error();
   EXPECT_EQ(ptrain_cuda_sgd_step_f32(dummy, dummy, dummy, 4, &step, 0, 10, 1e-3f, 1e-4f, 0.9f, 0.0f, dummy, nullptr),
             PTRAIN_ERROR_INVALID_ARGUMENT);
-  EXPECT_TRUE(lastErrorHas("momentum_buf and out_momentum_buf must both be set or both be null")) << ptrain_last_error();
+  EXPECT_TRUE(lastErrorHas("momentum_buf and out_momentum_buf must both be set or both be null"))
+      << ptrain_last_error();
   EXPECT_EQ(ptrain_cuda_sum_squares_f32(dummy, -2, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(lastErrorHas("ptrain_cuda_sum_squares_f32: 'n' must be >= 0, got -2")) << ptrain_last_error();
   EXPECT_EQ(ptrain_cuda_clip_scale_f32(dummy, 0.0, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);

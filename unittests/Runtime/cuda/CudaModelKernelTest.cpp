@@ -382,14 +382,16 @@ TEST(CudaModelKernels, VocabParallelEmbeddingAndCrossEntropyParts) {
     std::vector<float> cy(n * dim), ctab(rows * dim), cs(n), ct(n), cdl(n * rows);
     ASSERT_EQ(ptrain_vocab_parallel_embedding_fwd_f32(table.data(), ids.data(), n, rows, dim, part, parts, cy.data()),
               PTRAIN_OK);
-    ASSERT_EQ(ptrain_cuda_vocab_parallel_embedding_fwd_f32(dtable.get(), dids.get(), n, rows, dim, part, parts, y.get()),
-              PTRAIN_OK)
+    ASSERT_EQ(
+        ptrain_cuda_vocab_parallel_embedding_fwd_f32(dtable.get(), dids.get(), n, rows, dim, part, parts, y.get()),
+        PTRAIN_OK)
         << ptrain_last_error();
     expectSameBits(cy, y.download(), "vocab-parallel embedding");
     ASSERT_EQ(ptrain_vocab_parallel_embedding_bwd_f32(dy.data(), ids.data(), n, rows, dim, part, parts, ctab.data()),
               PTRAIN_OK);
-    ASSERT_EQ(ptrain_cuda_vocab_parallel_embedding_bwd_f32(ddy.get(), dids.get(), n, rows, dim, part, parts, dtab.get()),
-              PTRAIN_OK)
+    ASSERT_EQ(
+        ptrain_cuda_vocab_parallel_embedding_bwd_f32(ddy.get(), dids.get(), n, rows, dim, part, parts, dtab.get()),
+        PTRAIN_OK)
         << ptrain_last_error();
     expectClose(ctab, dtab.download(), "vocab-parallel embedding_bwd");
     ASSERT_EQ(ptrain_vocab_parallel_ce_parts_fwd_f32(logits.data(), labels.data(), max.data(), n, rows, vocab, part,
