@@ -14,16 +14,20 @@
 
 namespace mlir::ptrain::onnx_import {
 
+/// The newest opset of the default ONNX domain ("" / "ai.onnx") whose semantics ptrain's importer knows (the
+/// newest patterns: RMSNormalization, RotaryEmbedding, Attention of opset 23, LegalizeOpset23.cpp). A model
+/// importing a newer one gets a warning and its ops are imported with their newest known semantics.
+inline constexpr int64_t kNewestKnownOpset = 23;
+
 /// Builds the faithful module for `model` (already shape-inferred), read from `path`. Emits a diagnostic and
 /// returns null on what the faithful layer cannot express: symbolic input dimensions, values without a static
 /// type, non-tensor types, graph attributes, unsupported element types.
-OwningOpRef<ModuleOp> importFaithful(const onnx::ModelProto &model, llvm::StringRef path,
-                                     MLIRContext *context, llvm::StringRef entry);
+OwningOpRef<ModuleOp> importFaithful(const onnx::ModelProto &model, llvm::StringRef path, MLIRContext *context,
+                                     llvm::StringRef entry);
 
 /// Converts an ONNX tensor (Constant values, small integer initializers) into a dense attribute. Fails with
 /// `error` set on external data, unsupported element types or a size mismatch.
-FailureOr<DenseElementsAttr> convertTensor(const onnx::TensorProto &tensor, MLIRContext *context,
-                                           std::string &error);
+FailureOr<DenseElementsAttr> convertTensor(const onnx::TensorProto &tensor, MLIRContext *context, std::string &error);
 
 } // namespace mlir::ptrain::onnx_import
 
