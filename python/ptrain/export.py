@@ -132,9 +132,10 @@ def read_manifest(plan, checkpoint, fingerprint):
                           f"{str(manifest['plan_fingerprint'])[:12]}, but {where} is the plan of fingerprint "
                           f"{fingerprint[:12]}: it is another compile's checkpoint")
     if "files" in manifest:
-        expected = [os.path.basename(p) for _, _, p in stage_files(plan, checkpoint)]
+        expected = [p[len(checkpoint):] for _, _, p in stage_files(plan, checkpoint)]
         if manifest["files"] != expected:
-            raise ExportError(f"{path}: lists the files {manifest['files']}, the plan's grid needs {expected}")
+            raise ExportError(f"{path}: lists the files PATH + {manifest['files']}, the plan's grid needs PATH + "
+                              f"{expected}")
     return manifest
 
 

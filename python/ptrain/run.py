@@ -677,7 +677,8 @@ def work(args):
         step.check(step.lib.ptrain_step_save(path.encode()), f"ptrain_step_save({path})")
         if rank0:
             # The manifest: the data position (--resume) and what ptrain-export checks the files against.
-            files = [os.path.basename(stage_path(args.checkpoint, plan, s, t)) for s in range(plan["pp"])
+            # files: each file's suffix after PATH (a renamed checkpoint stays valid).
+            files = [stage_path(args.checkpoint, plan, s, t)[len(args.checkpoint):] for s in range(plan["pp"])
                      for t in range(tp)]
             fingerprint = (plan_abi.read_embedded(plan["library"]) or {}).get("fingerprint")
             with open(args.checkpoint + ".json", "w") as f:
