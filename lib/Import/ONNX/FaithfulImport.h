@@ -22,12 +22,13 @@ inline constexpr int64_t kNewestKnownOpset = 23;
 /// Builds the faithful module for `model` (already shape-inferred), read from `path`. Emits a diagnostic and
 /// returns null on what the faithful layer cannot express: symbolic input dimensions, values without a static
 /// type, non-tensor types, graph attributes, unsupported element types.
-OwningOpRef<ModuleOp> importFaithful(const onnx::ModelProto &model, llvm::StringRef path, MLIRContext *context,
-                                     llvm::StringRef entry);
+OwningOpRef<ModuleOp> importFaithful(const onnx::ModelProto &model, llvm::StringRef path,
+                                     MLIRContext *context, llvm::StringRef entry);
 
 /// Converts an ONNX tensor (Constant values, small integer initializers) into a dense attribute. Fails with
 /// `error` set on external data, unsupported element types or a size mismatch.
-FailureOr<DenseElementsAttr> convertTensor(const onnx::TensorProto &tensor, MLIRContext *context, std::string &error);
+FailureOr<DenseElementsAttr> convertTensor(const onnx::TensorProto &tensor, MLIRContext *context,
+                                           std::string &error);
 
 } // namespace mlir::ptrain::onnx_import
 
