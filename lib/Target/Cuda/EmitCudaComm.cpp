@@ -85,8 +85,8 @@ SmallVector<PipeChannels::Call> PipeChannels::waitCalls(Value request) const {
 int64_t mlir::ptrain::cuda::emitCudaCommunicators(const CommGroups &comms, const PipeChannels &pipes, raw_ostream &s) {
   GridOp grid = comms.theGrid;
   const int64_t worldSize = worldSizeOf(grid);
-  s << "//===--- Communicators: MPI_COMM_WORLD (the bootstrap), the NCCL world over it and one NCCL group per "
-       "(grid, axes), created by ptrain_step_init ---===//\n\n";
+  s << "//===--- Communicators: MPI_COMM_WORLD or a TCP rendezvous (the bootstrap), the NCCL world over it and one "
+       "NCCL group per (grid, axes), created by ptrain_step_init ---===//\n\n";
   s << "ptrain_comm_t ptrain_world = nullptr;      ///< MPI_COMM_WORLD (an mpirun launch)\n"
        "ptrain_rendezvous_t ptrain_bootstrap = nullptr; ///< the TCP rendezvous (a torchrun-style launch)\n"
        "ptrain_nccl_comm_t nccl_world = nullptr;\nint32_t ptrain_rank = 0;\n";
