@@ -684,7 +684,7 @@ def work(args):
             if rank0:
                 print_traffic(log["traffic"], args.steps - start)
     # The dp replicas hold the same parameters and moments: replica 0 saves them, and every other replica its
-    # own codec states too when it has some (per_replica_states).
+    # own copy too when the plan has codec states, which differ between replicas (per_replica_states).
     if args.checkpoint and (replica == 0 or per_replica_states(plan)):
         path = stage_path(args.checkpoint, plan, stage.value, tp_rank, replica)
         step.check(step.lib.ptrain_step_save(path.encode()), f"ptrain_step_save({path})")
