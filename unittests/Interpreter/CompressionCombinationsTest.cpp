@@ -27,35 +27,7 @@ using namespace ptrain_test;
 
 namespace {
 
-/// A model, its initial values and one fixed global batch repeated every step.
-struct Model {
-  Plans plans;
-  OwningOpRef<ModuleOp> l0;
-  StateProvider provider;
-  Tensor batch;
-
-  PlanRun run(const Plan &plan, const std::string &compress, int64_t steps) {
-    OwningOpRef<ModuleOp> module = plans.lower(*l0, plan, 1e-3, compress);
-    if (!module)
-      return {};
-    return run(*module, steps);
-  }
-  PlanRun run(ModuleOp module, int64_t steps) { return plans.run(module, provider, std::vector<Tensor>(steps, batch)); }
-};
-
-/// The bundled GPT (4 layers, hidden 128, tied embedding) with a batch of 16 x 64 tokens.
-void openBundledGpt(Model &model) {
-  model.l0 = model.plans.importBundledGpt();
-  model.provider = model.plans.openInitialValues(ptrain_test::sourceDir() + "/models/gpt/gpt.onnx");
-  model.batch = randomBatches(1, 16, 64, 256, 7)[0];
-}
-
-double norm(const Tensor &t) {
-  double sum = 0;
-  for (int64_t i = 0; i < t.getNumElements(); ++i)
-    sum += t.getAsDouble(i) * t.getAsDouble(i);
-  return std::sqrt(sum);
-}
+using Model = RepeatedBatchModel;
 
 /// Every loss of `run` within `tolerance` relative of `plain`'s, and falling from step to step.
 void expectTrainsNear(const PlanRun &plain, const PlanRun &run, double tolerance, const std::string &what) {
@@ -168,7 +140,7 @@ TEST(CompressionCombinations, EightBitTensorParallelCodecsUnderDataParallelTrain
       const std::string key = "tp/layer" + std::to_string(l) + "/" + role + "/residual";
       for (size_t r = 0; r < 4; ++r) {
         ASSERT_TRUE(q8.states[r].count(key)) << key << " on rank " << r;
-        EXPECT_GT(norm(q8.states[r].lookup(key)), 0.0) << key << " on rank " << r;
+        EXPECT_GT(l2Norm(q8.states[r].lookup(key)), 0.0) << key << " on rank " << r;
         for (size_t o = 0; o < r; ++o)
           EXPECT_FALSE(bitEqual(q8.states[r].lookup(key), q8.states[o].lookup(key)))
               << key << ": ranks " << o << " and " << r << " hold the same residual";
@@ -234,7 +206,7 @@ TEST(CompressionCombinations, DataParallelPowerSgdUnderInterleaved) {
   // Rank 0 holds chunk 0 (layer 0) and chunk 1 (layer 2): a residual for a gradient of each.
   for (const char *key : {"sc/blocks.0.mlp.fc.weight/grad/residual", "sc/blocks.2.mlp.fc.weight/grad/residual"}) {
     ASSERT_TRUE(interleaved.states[0].count(key)) << key;
-    EXPECT_GT(norm(interleaved.states[0].lookup(key)), 0.0) << key;
+    EXPECT_GT(l2Norm(interleaved.states[0].lookup(key)), 0.0) << key;
   }
 }
 
@@ -244,13 +216,8 @@ TEST(CompressionCombinations, DataParallelPowerSgdUnderInterleaved) {
 // +0.23% and +0.44% after steps 1 and 2).
 TEST(CompressionCombinations, DataParallelPowerSgdUnderInterleavedPp4) {
   Model llama;
-  std::string path = ptrain_test::sourceDir() + "/test/Import/ONNX/opset18+/Inputs/llama_tiny_8l.onnx";
-  llama.l0 = llama.plans.importWithSignature(path);
-  llama.provider = llama.plans.openInitialValues(path);
+  openLlamaTiny8l(llama, 16);
   ASSERT_TRUE(llama.l0 && llama.provider);
-  PassManager pm(&llama.plans.context);
-  ASSERT_TRUE(succeeded(parsePassPipeline("ptrain-raise", pm)) && succeeded(pm.run(*llama.l0)));
-  llama.batch = randomBatches(1, 16, 16, 128, 3)[0];
   const Plan plan{2, 4, 4, "interleaved", 2};
   const int64_t steps = 3;
   PlanRun plain = llama.run(plan, "", steps);

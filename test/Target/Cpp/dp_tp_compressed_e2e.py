@@ -28,7 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e import (check, compile_plans, corpus, executor_losses, failures, finish, global_batches,  # noqa: E402
-                 read_checkpoint, run, setup)
+                 print_losses, read_checkpoint, run, setup)
 
 LOSS_TOL = 1e-3        # relative, the 8-bit TP codecs' step losses vs uncompressed (measured: below 1e-4)
 QUANT_EXEC_TOL = 1e-4  # relative, MPI vs the executor for quantized plans (as codegen-cpu-tp-compressed)
@@ -66,10 +66,7 @@ logs = {"none": train("none", STEPS), "identity": train("identity", STEPS),
         "q8": train("q8", STEPS, ["--checkpoint", straight])}
 if any(v is None for v in logs.values()):
     finish()
-none = logs["none"]["train_loss"]
-for name, log in logs.items():
-    rel = [f"{(x / y - 1) * 100:+.4f}%" for x, y in zip(log["train_loss"], none)]
-    print(f"{name}: train {log['train_loss']} ({', '.join(rel)} vs none) val {log['val_loss']}")
+none = print_losses(logs)
 
 # 1. Identity codecs: the uncompressed losses exactly.
 check(logs["identity"]["train_loss"] == none and logs["identity"]["val_loss"] == logs["none"]["val_loss"],
