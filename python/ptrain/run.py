@@ -19,7 +19,8 @@ slices. Rank 0 shows a progress bar (tqdm
 when importable, else one plain line) with the loss and tokens/s (tokens = micro_batches x batch x seq per
 step). Every K steps and after the last, the validation loss is the mean of ptrain_step_eval over V fixed
 batches of the held-out data. At the end, ptrain_step_save writes the checkpoint (one file per stage:
-PATH.stage<s> when pp > 1; PATH[.stage<s>].tp<t>, tp rank t's part, when tp > 1) and PATH.json, the data
+PATH.stage<s> when pp > 1; PATH[.stage<s>].tp<t>, tp rank t's part, when tp > 1; with codec states and dp > 1
+also PATH[.stage<s>][.tp<t>].dp<d>, replica d's own, since each replica's residuals differ) and PATH.json, the data
 position (steps done, seed). --resume PATH loads such a checkpoint (every state by key: parameters, AdamW
 moments and step, codec residuals and warm-start Q) and continues from its step to step N with the batches a
 straight run would draw: the result equals the uninterrupted run's. --log writes the losses as JSON (rank 0).
@@ -302,19 +303,29 @@ def launch(args):
     return status
 
 
-def stage_path(path, plan, stage, tp_rank=0):
+def per_replica_states(plan):
+    """Whether the dp replicas hold different states: codec states (error-feedback residuals of pipeline links,
+    TP sites and dp gradients) are what each replica's own data lost, so every replica keeps its own."""
+    return plan.get("dp", 1) > 1 and bool(plan.get("codec_states"))
+
+
+def stage_path(path, plan, stage, tp_rank=0, replica=0):
     """The checkpoint file of a pipeline stage: PATH itself at pp = 1, else PATH.stage<s>; with tp > 1 each
-    tensor-parallel rank's part of it, PATH[.stage<s>].tp<t>."""
+    tensor-parallel rank's part of it, PATH[.stage<s>].tp<t>; dp replica d > 0's own copy,
+    PATH[.stage<s>][.tp<t>].dp<d>, when the replicas hold different states (per_replica_states)."""
     path = path if plan["pp"] == 1 else f"{path}.stage{stage}"
-    return path if plan.get("tp", 1) == 1 else f"{path}.tp{tp_rank}"
+    path = path if plan.get("tp", 1) == 1 else f"{path}.tp{tp_rank}"
+    return path if replica == 0 or not per_replica_states(plan) else f"{path}.dp{replica}"
 
 
 def resume_position(args, plan):
     """The step a checkpoint was saved after (PATH.json); checks its files and the seed."""
-    for s in range(plan["pp"]):
-        for t in range(plan.get("tp", 1)):
-            if not os.path.isfile(stage_path(args.resume, plan, s, t)):
-                raise RunError(f"--resume {args.resume}: no checkpoint file {stage_path(args.resume, plan, s, t)}")
+    for d in range(plan.get("dp", 1) if per_replica_states(plan) else 1):
+        for s in range(plan["pp"]):
+            for t in range(plan.get("tp", 1)):
+                if not os.path.isfile(stage_path(args.resume, plan, s, t, d)):
+                    raise RunError(f"--resume {args.resume}: no checkpoint file "
+                                   f"{stage_path(args.resume, plan, s, t, d)}")
     meta = args.resume + ".json"
     try:
         with open(meta) as f:
@@ -586,7 +597,7 @@ def work(args):
     start = 0
     if args.resume:
         start = resume_position(args, plan)
-        path = stage_path(args.resume, plan, stage.value, tp_rank)
+        path = stage_path(args.resume, plan, stage.value, tp_rank, replica)
         step.check(step.lib.ptrain_step_load(path.encode()), f"ptrain_step_load({path})")
     traffic = Traffic(step, dp * plan["pp"] * tp, tp) if step.has_traffic else None
     telemetry = Telemetry(step, dp * plan["pp"] * tp, args.telemetry_every) if step.has_telemetry else None
@@ -672,8 +683,10 @@ def work(args):
             log["traffic"] = traffic.per_link(plan["pp"])
             if rank0:
                 print_traffic(log["traffic"], args.steps - start)
-    if args.checkpoint and replica == 0:  # The dp replicas hold the same states: replica 0 saves them.
-        path = stage_path(args.checkpoint, plan, stage.value, tp_rank)
+    # The dp replicas hold the same parameters and moments: replica 0 saves them, and every other replica its
+    # own copy too when the plan has codec states, which differ between replicas (per_replica_states).
+    if args.checkpoint and (replica == 0 or per_replica_states(plan)):
+        path = stage_path(args.checkpoint, plan, stage.value, tp_rank, replica)
         step.check(step.lib.ptrain_step_save(path.encode()), f"ptrain_step_save({path})")
         if rank0:
             # The manifest: the data position (--resume) and what ptrain-export checks the files against.
@@ -685,7 +698,8 @@ def work(args):
                 json.dump({"step": args.steps, "seed": args.seed, "dp": dp, "pp": plan["pp"], "tp": tp,
                            "plan_fingerprint": fingerprint, "files": files}, f)
             print(f"checkpoint: {args.checkpoint}" + ("" if plan["pp"] == 1 else ".stage<s>") +
-                  ("" if tp == 1 else ".tp<t>"), flush=True)
+                  ("" if tp == 1 else ".tp<t>") + (" (and .dp<d> per replica d > 0)" if per_replica_states(plan)
+                                                   else ""), flush=True)
     if args.log and rank0:
         with open(args.log, "w") as f:
             json.dump(log, f, indent=1)

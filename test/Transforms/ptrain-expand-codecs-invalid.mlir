@@ -39,3 +39,14 @@ func.func @read_between(%g: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %out = ptrain.wait %r : !ptrain.request<tensor<4x4xf32>>
   return %again : tensor<4x4xf32>
 }
+
+// -----
+
+// A gathered codec (top-k) needs its one wait in the start's block too: the decodes go where the wait is.
+ptrain.grid @grid(dp = 2)
+func.func @topk_no_wait(%g: tensor<8xf32>) {
+  // expected-error@+1 {{--ptrain-expand-codecs: the gathered-codec all-reduce to expand needs exactly one ptrain.wait in its block}}
+  %r = ptrain.compressed_all_reduce_start %g on @grid axes [dp] reduction = sum {codec = #ptrain.topk<k = 2>}
+      : tensor<8xf32>
+  return
+}

@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "SourceDir.h"
 #include "PlanHarness.h"
+#include "SourceDir.h"
 
 #include <cmath>
 #include <cstdio>
@@ -26,40 +26,7 @@ using namespace ptrain_test;
 
 namespace {
 
-/// A model, its initial values and one fixed global batch repeated every step.
-struct Model {
-  Plans plans;
-  OwningOpRef<ModuleOp> l0;
-  StateProvider provider;
-  std::vector<Tensor> batch;
-
-  PlanRun run(const Plan &plan, const std::string &compress, int64_t steps, double lr = 1e-3) {
-    OwningOpRef<ModuleOp> module = plans.lower(*l0, plan, lr, compress);
-    if (!module)
-      return {};
-    return plans.run(*module, provider, std::vector<Tensor>(steps, batch[0]));
-  }
-};
-
-/// The bundled GPT (4 layers, hidden 128) with a batch of 16 x 64 tokens.
-void openBundledGpt(Model &model) {
-  model.l0 = model.plans.importBundledGpt();
-  model.provider = model.plans.openInitialValues(ptrain_test::sourceDir() + "/models/gpt/gpt.onnx");
-  model.batch = randomBatches(1, 16, 64, 256, 7);
-}
-
-/// llama_tiny_8l (8 layers, hidden 32), raised, with a batch of `rows` x 16 tokens below its vocabulary 128.
-void openLlama8(Model &model, int64_t rows) {
-  std::string path = ptrain_test::sourceDir() + "/test/Import/ONNX/opset18+/Inputs/llama_tiny_8l.onnx";
-  model.l0 = model.plans.importWithSignature(path);
-  model.provider = model.plans.openInitialValues(path);
-  if (!model.l0)
-    return;
-  PassManager pm(&model.plans.context);
-  if (failed(parsePassPipeline("ptrain-raise", pm)) || failed(pm.run(*model.l0)))
-    model.l0 = nullptr;
-  model.batch = randomBatches(1, rows, 16, 128, 3);
-}
+using Model = RepeatedBatchModel;
 
 /// The pipeline-link codec states of a run, "rank r: key", sorted.
 std::vector<std::string> linkStates(const PlanRun &run, llvm::StringRef suffix) {
@@ -70,13 +37,6 @@ std::vector<std::string> linkStates(const PlanRun &run, llvm::StringRef suffix) 
         keys.push_back("rank " + std::to_string(r) + ": " + entry.getKey().str());
   llvm::sort(keys);
   return keys;
-}
-
-double norm(const Tensor &t) {
-  double sum = 0;
-  for (int64_t i = 0; i < t.getNumElements(); ++i)
-    sum += t.getAsDouble(i) * t.getAsDouble(i);
-  return std::sqrt(sum);
 }
 
 TEST(InterleavedCompression, IdentityCodecsAreBitEqualOnTheBundledGpt) {
@@ -106,7 +66,7 @@ TEST(InterleavedCompression, IdentityCodecsAreBitEqualOnTheBundledGpt) {
 TEST(InterleavedCompression, IdentityCodecsAreBitEqualOnLlamaTiny8lPp4V2) {
   const Plan plan{1, 4, 4, "interleaved", 2};
   Model llama;
-  openLlama8(llama, plan.m * 2);
+  openLlamaTiny8l(llama, plan.m * 2);
   ASSERT_TRUE(llama.l0 && llama.provider);
   PlanRun plain = llama.run(plan, "", 2);
   // Activations and gradients are 2 x 16 x 32: PowerSGD rank 32 = min(32, 32) is exact.
@@ -157,8 +117,8 @@ TEST(InterleavedCompression, OptimusCcTrainsWithAResidualPerChunkBoundary) {
   for (auto [r, states] : llvm::enumerate(cc.states))
     for (const auto &entry : states)
       if (entry.getKey().starts_with("pp") && entry.getKey().ends_with("/residual")) {
-        std::printf("rank %zu %s: norm %.4g\n", r, entry.getKey().str().c_str(), norm(entry.getValue()));
-        EXPECT_GT(norm(entry.getValue()), 0.0) << entry.getKey().str();
+        std::printf("rank %zu %s: norm %.4g\n", r, entry.getKey().str().c_str(), l2Norm(entry.getValue()));
+        EXPECT_GT(l2Norm(entry.getValue()), 0.0) << entry.getKey().str();
       }
   EXPECT_TRUE(linkStates(noLep, "/residual").empty());
 }

@@ -1,10 +1,10 @@
 //===- PlanHarness.h - plans of the bundled GPT on the multi-rank executor -*- C++ -*-===//
 //
 // Shared by the executor tests (MultiRankExecutorTest.cpp, TrainingStepTest.cpp, LlamaPlanTest.cpp,
-// Issue6CoverageTest.cpp): a plan (dp, pp, tp, micro-batches, schedule, further training-step options) lowered
-// from an L0 module through the pass pipeline, run for some steps on the in-process multi-rank executor, and
-// the helpers that compare runs (expectTensorParallelStepMatches: one step of any dp x pp x tp plan, every
-// parameter and gradient slice, against the one-rank step).
+// Issue6CoverageTest.cpp, the compression tests): a plan (dp, pp, tp, micro-batches, schedule, further training-step
+// options) lowered from an L0 module through the pass pipeline, run for some steps on the in-process multi-rank
+// executor, and the helpers that compare runs (expectTensorParallelStepMatches: one step of any dp x pp x tp plan,
+// every parameter and gradient slice, against the one-rank step).
 //
 //===----------------------------------------------------------------------===//
 
@@ -227,6 +227,52 @@ inline std::vector<Tensor> randomBatches(int64_t count, int64_t rows, int64_t se
     batches.push_back(llvm::cantFail(Tensor::fromInts(DType::I64, {rows, seq}, ids)));
   }
   return batches;
+}
+
+/// A model, its initial values and one fixed global batch repeated every step (the compression tests: the
+/// loss falls within a few steps).
+struct RepeatedBatchModel {
+  Plans plans;
+  OwningOpRef<ModuleOp> l0;
+  StateProvider provider;
+  Tensor batch;
+
+  PlanRun run(const Plan &plan, const std::string &compress, int64_t steps, double lr = 1e-3) {
+    OwningOpRef<ModuleOp> module = plans.lower(*l0, plan, lr, compress);
+    if (!module)
+      return {};
+    return run(*module, steps);
+  }
+  PlanRun run(ModuleOp module, int64_t steps) { return plans.run(module, provider, std::vector<Tensor>(steps, batch)); }
+};
+
+/// The bundled GPT (4 layers, hidden 128, tied embedding) with a batch of 16 x 64 tokens.
+inline void openBundledGpt(RepeatedBatchModel &model) {
+  model.l0 = model.plans.importBundledGpt();
+  model.provider = model.plans.openInitialValues(ptrain_test::sourceDir() + "/models/gpt/gpt.onnx");
+  model.batch = randomBatches(1, 16, 64, 256, 7)[0];
+}
+
+/// llama_tiny_8l (8 layers, hidden 32, untied head), raised, with a batch of `rows` x 16 tokens below its
+/// vocabulary 128.
+inline void openLlamaTiny8l(RepeatedBatchModel &model, int64_t rows) {
+  std::string path = ptrain_test::sourceDir() + "/test/Import/ONNX/opset18+/Inputs/llama_tiny_8l.onnx";
+  model.l0 = model.plans.importWithSignature(path);
+  model.provider = model.plans.openInitialValues(path);
+  if (!model.l0)
+    return;
+  PassManager pm(&model.plans.context);
+  if (failed(parsePassPipeline("ptrain-raise", pm)) || failed(pm.run(*model.l0)))
+    model.l0 = nullptr;
+  model.batch = randomBatches(1, rows, 16, 128, 3)[0];
+}
+
+/// The Euclidean norm of `t`.
+inline double l2Norm(const Tensor &t) {
+  double sum = 0;
+  for (int64_t i = 0; i < t.getNumElements(); ++i)
+    sum += t.getAsDouble(i) * t.getAsDouble(i);
+  return std::sqrt(sum);
 }
 
 /// max |a - b| over the elements.

@@ -808,7 +808,7 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
 }
 
 def ExpandCodecsPass : Pass<"ptrain-expand-codecs", "::mlir::ModuleOp"> {
-  let summary = "Expands data-parallel PowerSGD all-reduces into their phases and two plain all-reduces.";
+  let summary = "Expands PowerSGD, top-k and quantization all-reduces into their phases and plain collectives.";
   let description = [{
     Runs after `--ptrain-lower-to-runtime` (or on any module with codec collectives). Each
     `ptrain.compressed_all_reduce_start` with `#ptrain.powersgd` and its one `ptrain.wait` become
@@ -824,16 +824,24 @@ def ExpandCodecsPass : Pass<"ptrain-expand-codecs", "::mlir::ModuleOp"> {
     On the exact path ((n + m) r >= n m: 1-D tensors, small matrices) there is no power step: both codes of
     phase P (which carry M) are all-reduced and finished, the residual becomes zero and the warm start is
     kept. The codec state the start returned (residual, warm-start Q) is produced by the finish instead; the
-    `ptrain.state_write`s of it move after the finish. Every other codec (top-k, rand-k, quantization, casts)
-    and the pipeline's `ptrain.compress` / `ptrain.decompress` (already one phase each) are left as they
-    are. The phases run the runtime's own phase kernels (ptrain_powersgd_phase_p/q/finish_f32), so the
-    expanded plan computes what the unexpanded one does: bit for bit on the in-process executor at dp = 2
-    (its plain all-reduce sums in double and rounds once, which for two members is the fp32 sum the
-    compressed all-reduce uses); with more members the sums can differ in the last bit.
+    `ptrain.state_write`s of it move after the finish.
+
+    The gathered codecs (top-k, quantization: their codes do not add up) become what the runtime runs: at the
+    start `ptrain.compress` (each member's own error feedback; the new residual is known there) and one
+    `ptrain.all_gather_start` per code along its first dimension; at the wait, for each member i in group
+    order, `ptrain.slice`s of its codes, `ptrain.decompress`, and a `ptrain.binary add` onto the sum (an
+    average is then multiplied by 1 / N). Rand-k and casts (reduced in compressed form by one collective) and
+    the pipeline's `ptrain.compress` / `ptrain.decompress` (already one phase each) are left as they are.
+
+    The phases run the runtime's own kernels (ptrain_powersgd_phase_p/q/finish_f32, the codecs' encode and
+    decode), so the expanded plan computes what the unexpanded one does: bit for bit on the in-process
+    executor at dp = 2 (its plain all-reduce sums in double and rounds once, which for two members is the
+    fp32 sum the compressed all-reduce uses; the gathered sums are fp32 adds in member order either way);
+    with more members the PowerSGD sums can differ in the last bit.
 
     Errors: a start whose request is not used by exactly one `ptrain.wait` in its block, a use of its new
-    state before that wait other than a `ptrain.state_write`, and a read or write of such a state between
-    the start and the wait.
+    (PowerSGD) state before that wait other than a `ptrain.state_write`, a read or write of such a state
+    between the start and the wait (the gathered codecs' new residual is known at the start).
 
     ```mlir
     // before
@@ -856,11 +864,12 @@ def ExpandCodecsPass : Pass<"ptrain-expand-codecs", "::mlir::ModuleOp"> {
         : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x1xf32>
     ```
   }];
-  let dependentDialects = ["::mlir::ptrain::PTrainDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::ptrain::PTrainDialect"];
   let statistics = [
     Statistic<"numExpanded", "expanded", "PowerSGD all-reduces expanded into phases">,
     Statistic<"numExact", "exact-path", "Of those, on the exact path (codes carry M)">,
-    Statistic<"numKept", "kept", "Compressed all-reduces of other codecs, left as they are">,
+    Statistic<"numGathered", "gathered", "Top-k and quantization all-reduces expanded into all-gathers">,
+    Statistic<"numKept", "kept", "Compressed all-reduces of rand-k and casts, left as they are">,
   ];
 }
 

@@ -102,6 +102,15 @@ def executor_losses(bin_dir, model, step_dir, tokens, steps, timeout=900):
     return [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
 
 
+def print_losses(logs, base="none"):
+    """Prints each run's train losses, relative to run `base`'s, and its validation losses; returns base's."""
+    reference = logs[base]["train_loss"]
+    for name, log in logs.items():
+        rel = [f"{(x / y - 1) * 100:+.4f}%" for x, y in zip(log["train_loss"], reference)]
+        print(f"{name}: train {log['train_loss']} ({', '.join(rel)} vs {base}) val {log['val_loss']}")
+    return reference
+
+
 def read_checkpoint(path):
     """{key: bytes} of a checkpoint (docs/CodegenCpu.md, version 1)."""
     blob = open(path, "rb").read()

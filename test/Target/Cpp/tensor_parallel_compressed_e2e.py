@@ -34,7 +34,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e import (check, compile_plans, corpus, executor_losses, failures, finish, global_batches,  # noqa: E402
-                 read_checkpoint, run, setup)
+                 print_losses, read_checkpoint, run, setup)
 
 LOSS_TOL = 1e-3   # relative, a lossy TP codec's step losses vs uncompressed (measured: below 1e-4)
 # Relative, MPI step losses vs the executor. The executor computes model ops in f64 and rounds once, the generated
@@ -82,10 +82,7 @@ def train(name, extra=()):
 logs = {name: train(name) for name in configs}
 if any(v is None for v in logs.values()):
     finish()
-none = logs["none"]["train_loss"]
-for name, log in logs.items():
-    rel = [f"{(x / y - 1) * 100:+.4f}%" for x, y in zip(log["train_loss"], none)]
-    print(f"{name}: train {log['train_loss']} ({', '.join(rel)} vs none) val {log['val_loss']}")
+none = print_losses(logs)
 
 # 1. Identity codecs: the uncompressed losses exactly.
 check(logs["identity"]["train_loss"] == none and logs["identity"]["val_loss"] == logs["none"]["val_loss"],
