@@ -435,9 +435,19 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
     }
     auto op = OnnxNodeOp::create(builder, loc, outputTypes, inputs, node.op_type(), node.domain(),
                                  static_cast<uint64_t>(opset), builder.getDictionaryAttr(attrs));
-    for (auto [name, result] : llvm::zip(node.output(), op.getOutputs()))
-      if (!name.empty())
-        values[name] = result;
+    for (auto [name, result] : llvm::zip(node.output(), op.getOutputs())) {
+      if (name.empty())
+        continue;
+      // ONNX graphs are in SSA form: a second definition of a name would silently replace the first
+      // (a graph output then read the last writer's value).
+      if (!values.insert({name, result}).second) {
+        emitError(loc) << "ONNX " << node.op_type() << " node '" << cast<NameLoc>(loc).getName().getValue()
+                       << "': output '" << name
+                       << "' is already defined (by a graph input, an initializer or an earlier node); ONNX "
+                          "names each value once";
+        return nullptr;
+      }
+    }
   }
 
   SmallVector<Value> results;
