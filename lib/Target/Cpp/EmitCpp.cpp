@@ -88,7 +88,8 @@ FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine 
     return failure();
   }
   if (!tensor.hasStaticShape()) {
-    op->emitError("--emit-cpp: ") << what << " has the dynamic shape " << type << "; only static shapes are supported";
+    op->emitError("--emit-cpp: ") << what << " has the dynamic shape " << type
+                                  << "; only static shapes are supported";
     return failure();
   }
   Type elem = tensor.getElementType();
@@ -120,10 +121,10 @@ struct StateInfo {
 /// Where a function's SSA value lives.
 struct Storage {
   enum Kind { Argument, State, Constant, Arena, Alias } kind = Arena;
-  Value root;           ///< Alias: the value whose memory this is
-  int64_t buffer = -1;  ///< Arena: index into the plan
-  bool isConst = false; ///< argument or constant: read-only memory
-  std::string name;     ///< the local pointer variable
+  Value root;             ///< Alias: the value whose memory this is
+  int64_t buffer = -1;    ///< Arena: index into the plan
+  bool isConst = false;   ///< argument or constant: read-only memory
+  std::string name;       ///< the local pointer variable
 };
 
 class CppEmitter {
@@ -141,7 +142,7 @@ private:
   /// Pipeline modules: the states each stage's functions (attribute ptrain.stage) use, in table order.
   std::map<int64_t, llvm::SetVector<StateOp>> stageStates;
   CommGroups comms;
-  CodecSites sites;      ///< codec telemetry (EmitTelemetry.h)
+  CodecSites sites; ///< codec telemetry (EmitTelemetry.h)
   std::string constants; ///< static constant arrays of every function
   int64_t numConstants = 0;
 };
@@ -218,7 +219,7 @@ private:
   llvm::DenseSet<Operation *> deferredWrites;
   Operation *current = nullptr;
   size_t nextScratch = 0;
-  std::string block;        ///< the current op's declarations and calls
+  std::string block;     ///< the current op's declarations and calls
   std::string constantDecl; ///< a constant's pointer, declared at function scope
   std::string body;
   int64_t valueCount = 0;
@@ -227,19 +228,19 @@ private:
 std::string FunctionEmitter::dims(ArrayRef<int64_t> values, StringRef name) {
   if (values.empty())
     return "nullptr";
-  block += "    static const int64_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" + joinInts(values) +
-           "};\n";
+  block += "    static const int64_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" +
+           joinInts(values) + "};\n";
   return name.str();
 }
 
 std::string FunctionEmitter::perm32(ArrayRef<int64_t> values, StringRef name) {
-  block += "    static const int32_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" + joinInts(values) +
-           "};\n";
+  block += "    static const int32_t " + name.str() + "[" + std::to_string(values.size()) + "] = {" +
+           joinInts(values) + "};\n";
   return name.str();
 }
 
 LogicalResult FunctionEmitter::pointToPoint(Operation *op, RuntimeCall callee, Value buffer, Value request,
-                                            StringRef grid, StringRef axis, int64_t offset) {
+                                           StringRef grid, StringRef axis, int64_t offset) {
   auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
   if (!stage)
     return op->emitError("--emit-cpp: a send or receive needs its function's ptrain.stage (the pp coordinate)");
@@ -569,12 +570,11 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             int64_t n = countOf(ids);
             std::string ids32 = scratchPtr(scratch(4 * n), "int32_t");
             if (failed(call(RuntimeCall::ptrain_cast_i64_i32, {ptr(ids), std::to_string(n), ids32})) ||
-                failed(
-                    call(RuntimeCall::ptrain_zero_bytes, {ptr(e.getResult()), std::to_string(bytesOf(e.getResult()))})))
+                failed(call(RuntimeCall::ptrain_zero_bytes, {ptr(e.getResult()), std::to_string(bytesOf(e.getResult()))})))
               return failure();
             return call(RuntimeCall::ptrain_embedding_bwd_f32,
-                        {ptr(e.getGrad()), ids32, std::to_string(n), std::to_string(table[0]), std::to_string(table[1]),
-                         ptr(e.getResult())});
+                        {ptr(e.getGrad()), ids32, std::to_string(n), std::to_string(table[0]),
+                         std::to_string(table[1]), ptr(e.getResult())});
           })
           .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
             if (gemms->aliasOf(b)) {
@@ -590,8 +590,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             std::string ad = dims(shapeOf(lhs), "a_dims"), bd = dims(shapeOf(rhs), "b_dims"),
                         od = dims(shapeOf(out), "out_dims");
             return call(RuntimeCall::ptrain_binary_f32,
-                        {binaryKindEnum(b.getKind()), ptr(lhs), std::to_string(shapeOf(lhs).size()), ad, ptr(rhs),
-                         std::to_string(shapeOf(rhs).size()), bd, std::to_string(shapeOf(out).size()), od, ptr(out)});
+                        {binaryKindEnum(b.getKind()), ptr(lhs), std::to_string(shapeOf(lhs).size()), ad,
+                         ptr(rhs), std::to_string(shapeOf(rhs).size()), bd, std::to_string(shapeOf(out).size()), od,
+                         ptr(out)});
           })
           .Case<UnaryOp>([&](UnaryOp u) -> LogicalResult {
             return call(RuntimeCall::ptrain_unary_f32, {unaryKindEnum(u.getKind()), ptr(u.getInput()),
@@ -615,8 +616,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             return call(RuntimeCall::ptrain_gemm_f32,
                         {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
                          std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f", ptr(a.source),
-                         std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB), bias ? "1.0f" : "0.0f",
-                         ptr(m.getResult()), std::to_string(g->rows * g->cols)});
+                         std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB),
+                         bias ? "1.0f" : "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
           })
           .Case<LayerNormOp>([&](LayerNormOp ln) -> LogicalResult {
             ArrayRef<int64_t> x = shapeOf(ln.getInput());
@@ -662,9 +663,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               return call(RuntimeCall::ptrain_softmax_fwd_f32,
                           {ptr(x), std::to_string(rows), std::to_string(cols), "0", ptr(s.getResult())});
             else
-              return call(RuntimeCall::ptrain_softmax_bwd_f32,
-                          {ptr(s.getGrad()), ptr(s.getOutput()), std::to_string(rows), std::to_string(cols),
-                           ptr(s.getResult())});
+              return call(RuntimeCall::ptrain_softmax_bwd_f32, {ptr(s.getGrad()), ptr(s.getOutput()),
+                                                                 std::to_string(rows), std::to_string(cols),
+                                                                 ptr(s.getResult())});
           })
           .Case<GeluOp>([&](GeluOp g) -> LogicalResult {
             bool tanh = g.getApproximate() == GeluApproximation::Tanh;
@@ -699,7 +700,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             std::string d = dims(shapeOf(x), "dims"), o = dims(s.getOffsets(), "offsets"),
                         od = dims(shapeOf(s.getResult()), "out_dims");
             return call(RuntimeCall::ptrain_slice, {ptr(x), std::to_string(elemBytes(x)),
-                                                    std::to_string(shapeOf(x).size()), d, o, od, ptr(s.getResult())});
+                                                     std::to_string(shapeOf(x).size()), d, o, od, ptr(s.getResult())});
           })
           .Case<SplitOp>([&](SplitOp s) -> LogicalResult {
             Value x = s.getInput();
@@ -709,8 +710,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             for (auto [i, piece] : llvm::enumerate(s.getResults())) {
               std::string o = dims(offsets[i], "offsets_" + std::to_string(i)),
                           od = dims(shapeOf(piece), "out_dims_" + std::to_string(i));
-              if (failed(call(RuntimeCall::ptrain_slice,
-                              {ptr(x), std::to_string(elemBytes(x)), std::to_string(rank), d, o, od, ptr(piece)})))
+              if (failed(call(RuntimeCall::ptrain_slice, {ptr(x), std::to_string(elemBytes(x)),
+                                                           std::to_string(rank), d, o, od, ptr(piece)})))
                 return failure();
             }
             return success();
@@ -723,8 +724,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             for (auto [i, in] : llvm::enumerate(c.getInputs())) {
               std::string o = dims(offsets[i], "offsets_" + std::to_string(i)),
                           xd = dims(shapeOf(in), "x_dims_" + std::to_string(i));
-              if (failed(call(RuntimeCall::ptrain_insert_slice,
-                              {ptr(in), std::to_string(elemBytes(in)), std::to_string(rank), xd, o, od, ptr(out)})))
+              if (failed(call(RuntimeCall::ptrain_insert_slice, {ptr(in), std::to_string(elemBytes(in)),
+                                                                  std::to_string(rank), xd, o, od, ptr(out)})))
                 return failure();
             }
             return success();
@@ -735,8 +736,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                         od = dims(shapeOf(out), "out_dims");
             if (failed(call(RuntimeCall::ptrain_zero_bytes, {ptr(out), std::to_string(bytesOf(out))})))
               return failure();
-            return call(RuntimeCall::ptrain_insert_slice,
-                        {ptr(x), std::to_string(elemBytes(x)), std::to_string(shapeOf(x).size()), xd, o, od, ptr(out)});
+            return call(RuntimeCall::ptrain_insert_slice, {ptr(x), std::to_string(elemBytes(x)),
+                                                            std::to_string(shapeOf(x).size()), xd, o, od, ptr(out)});
           })
           .Case<SumToOp>([&](SumToOp s) -> LogicalResult {
             Value x = s.getInput(), out = s.getResult();
@@ -757,7 +758,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             }
             std::string xd = dims(shapeOf(x), "dims"), od = dims(shapeOf(out), "out_dims");
             return call(RuntimeCall::ptrain_sum_to_f32, {ptr(x), std::to_string(shapeOf(x).size()), xd,
-                                                         std::to_string(shapeOf(out).size()), od, ptr(out)});
+                                                          std::to_string(shapeOf(out).size()), od, ptr(out)});
           })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto ce) -> LogicalResult {
             Value logits = ce.getLogits(), labels = ce.getLabels();
@@ -816,8 +817,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes(), getSubgroup(a));
             if (failed(comm))
               return failure();
-            return call(RuntimeCall::ptrain_all_reduce_start, {*comm, ptr(in), ptr(req), std::to_string(countOf(in)),
-                                                               "PTRAIN_DTYPE_F32", op, "&" + ptr(req) + "_request"});
+            return call(RuntimeCall::ptrain_all_reduce_start,
+                        {*comm, ptr(in), ptr(req), std::to_string(countOf(in)), "PTRAIN_DTYPE_F32", op,
+                         "&" + ptr(req) + "_request"});
           })
           .Case<SendStartOp>([&](SendStartOp send) -> LogicalResult {
             return pointToPoint(send, RuntimeCall::ptrain_send_start, send.getInput(), send.getRequest(),
@@ -1070,12 +1072,13 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     const StateInfo &info = states[state.getSymNameAttr()];
     RankedTensorType type = state.getTensorType();
     bool f = type.getElementType().isF32();
-    s << "// @" << state.getSymName() << " key \"" << state.getKey() << "\" kind "
-      << stringifyStateKind(state.getKind()) << " : " << type << "\n";
+    s << "// @" << state.getSymName() << " key \"" << state.getKey() << "\" kind " << stringifyStateKind(state.getKind())
+      << " : " << type << "\n";
     s << "alignas(64) " << (f ? "float " : "int64_t ") << info.var << "["
       << std::max<int64_t>(numElements(type.getShape()), 1) << "];\n";
     if (type.getRank() > 0)
-      s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape()) << "};\n";
+      s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape())
+        << "};\n";
   }
   auto stateTable = [&](StringRef name, ArrayRef<StateOp> list) {
     s << "\nconst ptrain_state_desc_t " << name << "[] = {\n";
@@ -1164,8 +1167,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "/// compiled from: "
     << (onnxFile.empty() ? std::string("(none recorded)") : onnxFile) << ".\n";
   if (hasComm)
-    s << "/// First initializes MPI (ptrain_comm_init) and creates the communicators; the world must have " << worldSize
-      << " ranks.\n";
+    s << "/// First initializes MPI (ptrain_comm_init) and creates the communicators; the world must have "
+      << worldSize << " ranks.\n";
   if (pipeline)
     s << "/// A rank owns the states of its pipeline stage (its coordinate on pp).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n";
@@ -1179,17 +1182,16 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_size).name << "(world, &size));\n";
     s << "    if (size != kWorldSize) {\n";
     s << "      " << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name << "(world);\n";
-    s << "      return stepError(\"ptrain_step_init: the step was compiled for " << worldSize << " ranks (grid @"
-      << comms.theGrid.getSymName() << ") but MPI_COMM_WORLD has %d; launch it with mpirun -np " << worldSize
-      << "\", static_cast<int>(size));\n";
+    s << "      return stepError(\"ptrain_step_init: the step was compiled for " << worldSize
+      << " ranks (grid @" << comms.theGrid.getSymName()
+      << ") but MPI_COMM_WORLD has %d; launch it with mpirun -np " << worldSize << "\", static_cast<int>(size));\n";
     s << "    }\n";
     s << "    ptrain_world = world;\n";
     s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_rank).name
       << "(ptrain_world, &ptrain_rank));\n";
     for (const CommGroups::Group &g : comms.groups) {
       s << "    {\n      static const bool in_group[kGridRank] = {";
-      llvm::interleave(
-          g.inGroup, s, [&](bool b) { s << (b ? "true" : "false"); }, ", ");
+      llvm::interleave(g.inGroup, s, [&](bool b) { s << (b ? "true" : "false"); }, ", ");
       s << "};\n";
       if (g.subAxis < 0) {
         s << "      PTRAIN_STEP_CALL(createGroup(in_group, &" << g.var << "));\n    }\n";
@@ -1223,9 +1225,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "/// Destroys the communicators (and finalizes MPI if ptrain_step_init initialized it).\n";
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_finalize(void) {\n";
     for (const CommGroups::Group &g : llvm::reverse(comms.groups))
-      s << "  if (" << g.var << ") {\n    PTRAIN_STEP_CALL("
-        << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name << "(" << g.var << "));\n    " << g.var
-        << " = nullptr;\n  }\n";
+      s << "  if (" << g.var << ") {\n    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name
+        << "(" << g.var << "));\n    " << g.var << " = nullptr;\n  }\n";
     s << "  if (ptrain_world) {\n    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name
       << "(ptrain_world));\n    ptrain_world = nullptr;\n  }\n  return PTRAIN_OK;\n}\n\n";
     SmallVector<TrafficGroup> traffic;
@@ -1245,8 +1246,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_abort(int32_t error_code) {\n"
          "  if (!ptrain_world)\n    return PTRAIN_OK;\n"
          "  PTRAIN_STEP_CALL("
-      << getRuntimeCallInfo(RuntimeCall::ptrain_comm_abort).name
-      << "(ptrain_world, error_code));\n"
+      << getRuntimeCallInfo(RuntimeCall::ptrain_comm_abort).name << "(ptrain_world, error_code));\n"
          "  return PTRAIN_OK;\n}\n\n";
   }
   s << "/// Writes every state this process owns by key to a checkpoint (format: docs/CodegenCpu.md).\n";
@@ -1270,7 +1270,9 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
 
 } // namespace
 
-LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os) { return CppEmitter(module).emit(os); }
+LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os) {
+  return CppEmitter(module).emit(os);
+}
 
 void mlir::ptrain::registerEmitCppTranslation() {
   TranslateFromMLIRRegistration reg(
@@ -1281,5 +1283,7 @@ void mlir::ptrain::registerEmitCppTranslation() {
           return op->emitError("--emit-cpp: expected a builtin.module");
         return emitCpp(module, os);
       },
-      [](DialectRegistry &registry) { registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>(); });
+      [](DialectRegistry &registry) {
+        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
+      });
 }
