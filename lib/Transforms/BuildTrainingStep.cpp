@@ -760,6 +760,12 @@ void BuildTrainingStepPass::runOnOperation() {
   }
   if (failed(checkForward(forward)))
     return signalPassFailure();
+  // A count below 1 is wrong whatever the module; only counts above 1 need pipeline stages.
+  if (dp < 1 || microBatches < 1) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: dp and micro-batches must be >= 1, got dp = "
+                               << dp.getValue() << ", micro-batches = " << microBatches.getValue();
+    return signalPassFailure();
+  }
   if (dp != 1 || microBatches != 1) {
     emitError(module.getLoc()) << "--ptrain-build-training-step: " << (dp != 1 ? "dp = " : "micro-batches = ")
                                << (dp != 1 ? dp.getValue() : microBatches.getValue())

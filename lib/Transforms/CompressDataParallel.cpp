@@ -251,7 +251,8 @@ LogicalResult mlir::ptrain::fuseEmbeddingSync(ModuleOp module, ArrayRef<func::Fu
   SmallVector<SmallVector<AllReduceStartOp>> syncs;
   for (func::FuncOp opt : optimizerSteps) {
     if (!opt)
-      return module.emitError("--ptrain-lower-to-runtime: fused embedding sync: a stage has no optimizer step");
+      return mlir::emitError(module.getLoc(),
+                             "--ptrain-lower-to-runtime: fused embedding sync: a stage has no optimizer step");
     syncs.push_back(tiedSyncs(opt));
     for (AllReduceStartOp sync : syncs.back())
       if (sync.getReduction() != ReductionKind::Sum || getSubgroup(sync) || !sync.getRequest().hasOneUse() ||

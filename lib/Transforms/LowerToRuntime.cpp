@@ -124,7 +124,7 @@ public:
     if (!func)
       return emitError(module.getLoc(), "--ptrain-lower-to-runtime: the pipeline module has no function @") << name;
     if (func.getNumArguments() != numArgs || func.getNumResults() != numResults)
-      return func.emitError("--ptrain-lower-to-runtime: @")
+      return mlir::emitError(func.getLoc(), "--ptrain-lower-to-runtime: @")
              << name << " must take " << numArgs << " argument(s) and return " << numResults << " result(s)";
     return func;
   }

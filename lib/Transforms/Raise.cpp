@@ -226,7 +226,8 @@ LogicalResult Raiser::run(int64_t &numLayers, int64_t &numLinears) {
   for (auto softmax : body.getOps<SoftmaxOp>())
     softmaxes.push_back(softmax);
   if (softmaxes.empty())
-    return fn.emitError("--ptrain-raise: @") << fn.getSymName() << " has no attention (no ptrain.softmax)";
+    return mlir::emitError(fn.getLoc(), "--ptrain-raise: @")
+           << fn.getSymName() << " has no attention (no ptrain.softmax)";
 
   llvm::DenseMap<Operation *, int64_t> layerOfOp;
   for (auto [layer, softmax] : llvm::enumerate(softmaxes)) {

@@ -296,7 +296,8 @@ LogicalResult mlir::ptrain::raiseTransformerOps(func::FuncOp fn, int64_t &rmsNor
   rmsNorms = rotaries = 0;
   count(-1);
   if (failed(applyPatternsGreedily(fn, std::move(patterns))))
-    return fn.emitError("--ptrain-raise: folding decomposed RMSNorm and rotary embeddings did not converge");
+    return mlir::emitError(fn.getLoc(),
+                           "--ptrain-raise: folding decomposed RMSNorm and rotary embeddings did not converge");
   count(1);
   // A rotate-half form left over had tables the rotation cannot be read from: an error, not a silent fallback.
   WalkResult left = fn.walk([&](ConcatOp concat) {

@@ -433,7 +433,8 @@ struct ShardTPPass : public ptrain::impl::ShardTPPassBase<ShardTPPass> {
       return signalPassFailure();
     }
     if (!fn->hasAttr(kLayersAttr)) {
-      fn.emitError("--ptrain-shard-tp: @") << entry << " has no ptrain.layers: run --ptrain-raise first";
+      mlir::emitError(fn.getLoc(), "--ptrain-shard-tp: @")
+          << entry << " has no ptrain.layers: run --ptrain-raise first";
       return signalPassFailure();
     }
     if (tp == 1)

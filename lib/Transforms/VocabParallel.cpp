@@ -111,13 +111,15 @@ LogicalResult mlir::ptrain::shardVocabParallel(ModuleOp module, func::FuncOp fn,
     }
   }
   if (!head)
-    return fn.emitError() << kPass
-                          << ": vocab-parallel=true needs the LM head (the linear that --ptrain-raise marks "
-                             "role = \"lm_head\"); @"
-                          << fn.getSymName() << " has none";
+    return mlir::emitError(fn.getLoc())
+           << kPass
+           << ": vocab-parallel=true needs the LM head (the linear that --ptrain-raise marks "
+              "role = \"lm_head\"); @"
+           << fn.getSymName() << " has none";
   if (!embedding)
-    return fn.emitError() << kPass << ": vocab-parallel=true needs the token embedding (a ptrain.embedding of @"
-                          << fn.getSymName() << "'s first argument); there is none";
+    return mlir::emitError(fn.getLoc()) << kPass
+                                        << ": vocab-parallel=true needs the token embedding (a ptrain.embedding of @"
+                                        << fn.getSymName() << "'s first argument); there is none";
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   if (!head.getResult().hasOneUse() || ret.getNumOperands() == 0 || ret.getOperand(0) != head.getResult())
     return emitNodeError(head, kPass) << "the LM head's logits must be the forward's first result and have no other "

@@ -55,7 +55,8 @@ then ends every rank with ptrain_step_abort (MPI_Abort) and exits nonzero, so a 
 failing cannot keep the job alive. PTRAIN_RUN_STALL=RANK:STEP (for the tests) makes that rank sleep before
 that training step (1-based) instead of posting its operations, a real stalled rank. The launcher refuses,
 before mpirun starts, data with a byte outside the model's vocabulary (bytes are the token ids), --val-batches
-0, a --timeout that is not a positive number, and --log or --memory-log in a folder that does not exist; a
+0, a --timeout that is not a positive number, --mpirun-args that do not split into words (an unbalanced
+quote), and --log or --memory-log in a folder that does not exist; a
 file a rank cannot write (OSError) is a message naming it. A failed run leaves no run log that reads like a
 finished run's: the launcher renames it RUN.jsonl.failed (the steps up to the failure).
 """
@@ -281,6 +282,10 @@ def launch(args):
             raise RunError(f"{flag} {path}: the folder {folder} does not exist or is not writable")
     if args.telemetry_every < 0:
         raise RunError(f"--telemetry-every {args.telemetry_every}: must be >= 0 (0: off)")
+    try:
+        mpirun_args = shlex.split(args.mpirun_args)
+    except ValueError as e:  # e.g. an unbalanced quote: shlex's message, not a traceback
+        raise RunError(f"--mpirun-args '{args.mpirun_args}': {e}")
     mpirun = shutil.which("mpirun")
     if not mpirun:
         raise RunError("mpirun not found (Debian: openmpi-bin)")
@@ -291,7 +296,7 @@ def launch(args):
         env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
     cmd = [mpirun, "-np", str(np_), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1",
            "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS", "-x", "PTRAIN_COMM_TIMEOUT_S",
-           *shlex.split(args.mpirun_args), sys.executable, os.path.abspath(__file__), "--worker", *args.argv]
+           *mpirun_args, sys.executable, os.path.abspath(__file__), "--worker", *args.argv]
     started = time.time()
     status = subprocess.call(cmd, env=env)
     log = run_log_path(args)

@@ -3,8 +3,8 @@ not a whole ELF library (a truncated one made every rank die of SIGBUS in dlopen
 window (every rank reported it after mpirun started), and a --checkpoint folder that does not exist (found
 out by ptrain_step_save after the last training step), and a plan.json that is not the plan embedded in
 libstep.so (a hand-edited seq made every rank read past its token buffer), data bytes outside the vocabulary,
---val-batches 0, a --timeout that is not positive, --log/--memory-log folders that do not exist; a failed
-run's log is renamed RUN.jsonl.failed."""
+--val-batches 0, a --timeout that is not positive, --log/--memory-log folders that do not exist, --mpirun-args
+that do not split into words; a failed run's log is renamed RUN.jsonl.failed."""
 
 import json
 import os
@@ -136,6 +136,13 @@ def test_log_folder_missing(plan_dir, tmp_path, flag):
     out, data = plan_dir
     with pytest.raises(run.RunError, match=flag + r" .*/nope/x: the folder .*/nope does not exist"):
         launch(out, "--data", data, "--steps", "1", flag, tmp_path / "nope" / "x")
+
+
+def test_mpirun_args_unbalanced_quote(plan_dir):
+    # --mpirun-args is split like a shell line: an unbalanced quote was shlex's ValueError traceback.
+    out, data = plan_dir
+    with pytest.raises(run.RunError, match=r"--mpirun-args '--host \"a': No closing quotation"):
+        launch(out, "--data", data, "--steps", "1", "--mpirun-args", '--host "a')
 
 
 def test_failed_run_renames_its_run_log(plan_dir, monkeypatch, capsys):

@@ -15,3 +15,10 @@ func.func @forward(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %y = ptrain.matmul %x, %w : tensor<2x8xf32>, tensor<8x8xf32>
   return %y : tensor<2x8xf32>
 }
+
+// A function-level error names the function's location only (--ptrain-shard-tp without --ptrain-raise
+// printed all of @forward in generic form).
+// RUN: not ptrain-opt %s --ptrain-shard-tp=tp=2 2>&1 | FileCheck %s --check-prefix=SHARD --implicit-check-not="see current operation"
+// RUN: not ptrain-opt %s --ptrain-raise 2>&1 | FileCheck %s --check-prefix=RAISE --implicit-check-not="see current operation"
+// SHARD: error: --ptrain-shard-tp: @forward has no ptrain.layers: run --ptrain-raise first
+// RAISE: error: --ptrain-raise: @forward has no attention (no ptrain.softmax)

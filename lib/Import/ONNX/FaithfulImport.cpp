@@ -47,6 +47,17 @@ static Type convertElementType(int32_t dataType, MLIRContext *ctx) {
   }
 }
 
+/// Fails with `why` naming the first negative dimension of a TensorProto's dims (ONNX sizes are >= 0; a
+/// negative one would make an invalid MLIR type, printed as tensor<-3x4xf32>, that nothing can parse back).
+static LogicalResult checkDims(llvm::ArrayRef<int64_t> dims, std::string &why) {
+  for (auto [index, dim] : llvm::enumerate(dims))
+    if (dim < 0) {
+      why = "dimension " + std::to_string(index) + " is " + std::to_string(dim) + ", not a size (ONNX sizes are >= 0)";
+      return failure();
+    }
+  return success();
+}
+
 FailureOr<DenseElementsAttr> mlir::ptrain::onnx_import::convertTensor(const onnx::TensorProto &tensor, MLIRContext *ctx,
                                                                       std::string &error) {
   Type elt = convertElementType(tensor.data_type(), ctx);
@@ -59,6 +70,8 @@ FailureOr<DenseElementsAttr> mlir::ptrain::onnx_import::convertTensor(const onnx
     return failure();
   }
   SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  if (failed(checkDims(shape, error)))
+    return failure();
   auto type = RankedTensorType::get(shape, elt);
   int64_t count = type.getNumElements();
   unsigned bytesPerElement = elt.isInteger(1) ? 1 : llvm::divideCeil(elt.getIntOrFloatBitWidth(), 8);
@@ -198,6 +211,11 @@ FailureOr<RankedTensorType> FaithfulImporter::convertType(const onnx::TypeProto 
   }
   SmallVector<int64_t> shape;
   for (const onnx::TensorShapeProto::Dimension &dim : tensor.shape().dim()) {
+    if (dim.has_dim_value() && dim.dim_value() < 0) {
+      why = "its dimension " + std::to_string(shape.size()) + " is " + std::to_string(dim.dim_value()) +
+            ", not a size (ONNX sizes are >= 0)";
+      return failure();
+    }
     if (dim.has_dim_value()) {
       shape.push_back(dim.dim_value());
       continue;
@@ -306,7 +324,13 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
     Type elt = convertElementType(init.data_type(), ctx);
     if (!elt || !isa<FloatType>(elt))
       continue;
-    auto type = RankedTensorType::get(SmallVector<int64_t>(init.dims().begin(), init.dims().end()), elt);
+    SmallVector<int64_t> dims(init.dims().begin(), init.dims().end());
+    std::string why;
+    if (failed(checkDims(dims, why))) {
+      emitError(fileLoc()) << "initializer '" << init.name() << "': " << why;
+      return nullptr;
+    }
+    auto type = RankedTensorType::get(dims, elt);
     auto state = StateOp::create(builder, NameLoc::get(builder.getStringAttr(init.name()), fileLoc()), init.name(),
                                  init.name(), StateKind::Parameter, type);
     parameters.push_back({state, &init});
@@ -419,9 +443,19 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
     }
     auto op = OnnxNodeOp::create(builder, loc, outputTypes, inputs, node.op_type(), node.domain(),
                                  static_cast<uint64_t>(opset), builder.getDictionaryAttr(attrs));
-    for (auto [name, result] : llvm::zip(node.output(), op.getOutputs()))
-      if (!name.empty())
-        values[name] = result;
+    for (auto [name, result] : llvm::zip(node.output(), op.getOutputs())) {
+      if (name.empty())
+        continue;
+      // ONNX graphs are in SSA form: a second definition of a name would silently replace the first
+      // (a graph output then read the last writer's value).
+      if (!values.insert({name, result}).second) {
+        emitError(loc) << "ONNX " << node.op_type() << " node '" << cast<NameLoc>(loc).getName().getValue()
+                       << "': output '" << name
+                       << "' is already defined (by a graph input, an initializer or an earlier node); ONNX "
+                          "names each value once";
+        return nullptr;
+      }
+    }
   }
 
   SmallVector<Value> results;

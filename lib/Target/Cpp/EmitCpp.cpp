@@ -270,7 +270,8 @@ LogicalResult FunctionEmitter::call(RuntimeCall callee, ArrayRef<std::string> ar
 /// The ops the emitter handles and the types it accepts.
 LogicalResult FunctionEmitter::checkOps() {
   if (!func.getBody().hasOneBlock())
-    return func.emitError("--emit-cpp: function @") << func.getSymName() << " has control flow (more than one block)";
+    return mlir::emitError(func.getLoc(), "--emit-cpp: function @")
+           << func.getSymName() << " has control flow (more than one block)";
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
     if (failed(supportedType(func, type, "argument #" + Twine(i))))
       return failure();
@@ -976,7 +977,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   SmallVector<std::pair<std::string, int64_t>> callerArenas;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
-      return func.emitError("--emit-cpp: function @") << func.getSymName() << " has no body";
+      return mlir::emitError(func.getLoc(), "--emit-cpp: function @") << func.getSymName() << " has no body";
     int64_t bytes = 0;
     // A function that calls others (a lowered pipeline step) keeps its values in its own arena, since its
     // callees use the shared one.
@@ -1010,7 +1011,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     if (failed(emitPipelineDriver(module, comms, stages, driverCode, entryNames)))
       return failure();
   } else if (module->hasAttr("ptrain.schedule")) {
-    return module.emitError("--emit-cpp: ptrain.schedule without ptrain.pipeline");
+    return mlir::emitError(module.getLoc(), "--emit-cpp: ptrain.schedule without ptrain.pipeline");
   }
   const bool hasComm = !comms.groups.empty();
   int64_t worldSize = 1;

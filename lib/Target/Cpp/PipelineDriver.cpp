@@ -20,20 +20,22 @@ LogicalResult mlir::ptrain::cpp::emitPipelineDriver(ModuleOp module, CommGroups 
   auto ppAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("pp") : IntegerAttr();
   auto mbAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("micro_batches") : IntegerAttr();
   if (!ppAttr || !mbAttr || ppAttr.getInt() < 1 || mbAttr.getInt() < 1)
-    return module.emitError(comms.tool + ": ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
+    return mlir::emitError(module.getLoc(),
+                           comms.tool + ": ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
   const int64_t pp = ppAttr.getInt();
   GridOp grid;
   for (auto g : module.getOps<GridOp>())
     grid = g;
   if (!grid || !llvm::is_contained(grid.getAxisNames(), StringAttr::get(module.getContext(), "pp")))
-    return module.emitError(comms.tool + ": a pipeline module needs a ptrain.grid with an axis pp");
+    return mlir::emitError(module.getLoc(), comms.tool + ": a pipeline module needs a ptrain.grid with an axis pp");
   FailureOr<std::string> ppComm = comms.lookup(
       grid, grid.getSymName(), ArrayAttr::get(module.getContext(), {StringAttr::get(module.getContext(), "pp")}));
   if (failed(ppComm))
     return failure();
   for (int64_t s = 0; s < pp; ++s)
     if (!stages.count(s))
-      return module.emitError(comms.tool + ": no function of stage ") << s << " (attribute ptrain.stage)";
+      return mlir::emitError(module.getLoc(), comms.tool + ": no function of stage ")
+             << s << " (attribute ptrain.stage)";
   // entry kind -> stage -> the lowered step.
   std::map<std::string, std::map<int64_t, func::FuncOp>> steps;
   for (auto func : module.getOps<func::FuncOp>()) {
@@ -46,16 +48,16 @@ LogicalResult mlir::ptrain::cpp::emitPipelineDriver(ModuleOp module, CommGroups 
     auto loss = type.getNumResults() == 1 ? dyn_cast<RankedTensorType>(type.getResult(0)) : RankedTensorType();
     if (!tokens || tokens.getRank() != 2 || !tokens.getElementType().isInteger(64) || !loss || loss.getRank() != 0 ||
         !loss.getElementType().isF32())
-      return func.emitError(comms.tool + ": the step @")
+      return mlir::emitError(func.getLoc(), comms.tool + ": the step @")
              << func.getSymName() << " must map tensor<NxSxi64> tokens to a tensor<f32> loss";
     steps[entry.getValue().str()][stage.getInt()] = func;
   }
   for (StringRef kind : {"train", "eval"}) {
     for (int64_t s = 0; s < pp; ++s)
       if (!steps[kind.str()].count(s))
-        return module.emitError(comms.tool + ": the pipeline module has no ")
+        return mlir::emitError(module.getLoc(), comms.tool + ": the pipeline module has no ")
                << kind << " step of stage " << s << " (a function with ptrain.entry = \"" << kind
-               << "\"); run --ptrain-lower-to-runtime before --emit-cpp";
+               << "\"); run --ptrain-lower-to-runtime before " << comms.tool;
     std::string dispatch;
     for (auto &[stage, func] : steps[kind.str()])
       dispatch += "  case " + std::to_string(stage) + ":\n    return ptrain_step_" + func.getSymName().str() +
