@@ -196,6 +196,13 @@ LogicalResult CompressPass::mcbench(const CompressionEdges &edges, CompressionPl
     error("skip-stages must be >= 0, got ") << skipStages.getValue();
     return failure();
   }
+  if (skipStages > 0 && skipStages >= edges.pp * edges.v - 1) {
+    // Skipping every boundary compresses nothing: a mistake, not a plan (`policy=none` says that).
+    error("skip-stages=") << skipStages.getValue() << " leaves no pipeline boundary to compress: the plan has "
+                          << edges.pp * edges.v << (edges.v > 1 ? " virtual stages" : " stages")
+                          << ", so skip-stages must be below " << edges.pp * edges.v - 1;
+    return failure();
+  }
   MLIRContext *context = &getContext();
   auto parse = [&](StringRef option, StringRef spec) {
     return parseCodecSpec(context, spec, option, [&] { return error(""); });

@@ -733,7 +733,7 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     schedule without critical-path information (run `--ptrain-critical-path`), a module compressed twice, options of another policy (e.g. `fwd-codec` with `policy=optimus-cc`), `cb-rank` or
     `sc-rank` below 1, an unknown `cb-sends`, a malformed codec spec or an
     invalid codec (rank <= 0, bits not in {2, 4, 8}), a codec that cannot serve its edge (PowerSGD rank above
-    min(n, m), k above the element count, the linear autoencoder), a negative `skip-stages`, and a bad
+    min(n, m), k above the element count, the linear autoencoder), a negative `skip-stages` or one that skips every pipeline boundary, and a bad
     override file (naming an edge, step or parameter that does not exist).
 
     ```mlir
