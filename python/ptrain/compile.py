@@ -32,7 +32,7 @@ runs, writing every intermediate into out/:
         head and cross-entropy split over the vocabulary, padded to a multiple of T K)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
-    with --target cuda (single- and multi-rank steps over NCCL, no codecs; docs/CodegenCuda.md) instead:
+    with --target cuda (single- and multi-rank steps over NCCL, pipeline codecs; docs/CodegenCuda.md) instead:
       ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu
       nvcc -std=c++17 -O2 -shared sm_80 + sm_90 step.cu -lptrain_runtime_cuda -lcublas -lcudart -> out/libstep.so
     out/memory_plan.json (a pipeline step): --ptrain-memory-plan's plan per rank (states, stash, temporaries;
@@ -314,12 +314,10 @@ CUDA_ARCHS = ("80", "90")
 
 
 def check_cuda_options(args):
-    """--target cuda compiles single-rank and multi-rank (--dp, --tp, --pp over NCCL) steps without codecs,
-    clipping, SGD or vocabulary-parallel ops (docs/CodegenCuda.md): those options are refused by name before
-    anything runs."""
-    if args.policy != "none":
-        raise CompileError(f"--target cuda: --policy {args.policy} is not yet supported (the codecs of compressed "
-                           "communication are not wired into the CUDA target); use --target cpu")
+    """--target cuda compiles single-rank and multi-rank (--dp, --tp, --pp over NCCL) steps with the pipeline
+    codecs of --policy, without clipping, SGD or vocabulary-parallel ops (docs/CodegenCuda.md): those options
+    are refused by name before anything runs. A compressed data- or tensor-parallel all-reduce is refused by
+    --emit-cuda, naming the op."""
     if args.vocab_parallel:
         raise CompileError("--target cuda: --vocab-parallel is not yet supported (no CUDA kernels for the "
                            "vocabulary-parallel ops); use --target cpu")

@@ -10,6 +10,10 @@
    plan; nvcc builds each for sm_80 and sm_90; libstep.so exports the pipeline driver and the multi-rank entry
    points; step.cu names the NCCL calls (grouped sends and receives, all-reduces, the split communicators)
    under the IR's locations.
+   A compressed pp2 plan (--policy optimus-cc: CB's PowerSGD with LEP on the cool-down backward send 1 -> 0)
+   through nvcc: step.cu calls the CUDA PowerSGD encoder and decoder under the ptrain.compress /
+   ptrain.decompress op blocks, sends and receives the codes P and Q over NCCL, and holds the residual and the
+   warm-start Q in the device state block and stage 1's state table (init and checkpoints).
 4. The world size, without touching a GPU: ptrain-run --np 3 on the pp2 plan is the launcher's error naming
    the plan's 2 ranks; the generated ptrain_step_init under mpirun -np 1 refuses the world of 1 by itself
    (it checks MPI_COMM_WORLD before any device call); ptrain-run with the right world is the device error.
@@ -71,7 +75,30 @@ MULTIRANK_CALLS = {
     "dp2tp2": ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_all_reduce(comm_grid_dp, ",
                "ptrain_nccl_all_reduce(comm_grid_tp, ", "ptrain_nccl_wait(comm_grid_dp)", "initStates(path)",
                "PTRAIN_REDUCE_AVG"),
+    # CB on link 1 -> 0: P (4*64 x 16) and Q (128 x 16) sent instead of the 4 x 64 x 128 gradient.
+    "pp2occ": ("ptrain_nccl_send(comm_grid_pp, ", "ptrain_nccl_recv(comm_grid_pp, ",
+               "ptrain_cuda_powersgd_encode_f32(", ", 1, 256, 128, 16, 0, ", "ptrain_cuda_powersgd_decode_f32(",
+               '{"pp1->0/residual", ', '{"pp1->0/warm_start_q", ', ", 16384, 0));", ", 8192, 0));"),
 }
+
+# The codec calls of the compressed plan, each under the block of its op.
+CODEC_OPS = {"ptrain.compress": "ptrain_cuda_powersgd_encode_f32", "ptrain.decompress": "ptrain_cuda_powersgd_decode_f32"}
+
+
+def check_codecs(name, text):
+    """The codec ops' blocks: location, op name, then (after the state copies) the CUDA codec call; the states
+    of stage 1 (the sender) name the residual and the warm-start Q."""
+    failures = []
+    for op, call in CODEC_OPS.items():
+        found = re.findall(r'\n  // ("[^"\n]+"[^\n]*)\n  // ' + re.escape(op) + r'\n(?:  [^\n]*\n)*?    PTRAIN_STEP_CALL\('
+                           + call + r'\(', text)
+        print(f"{name}: {op} blocks calling {call}: {len(found)}, e.g. {found[0] if found else None}")
+        if not found:
+            failures.append(f"{name}: no {op} block calling {call}")
+    stage1 = re.search(r"const ptrain_state_desc_t kStage1States\[\] = \{(.*?)\};", text, re.S)
+    if not stage1 or '"pp1->0/residual"' not in stage1.group(1) or '"pp1->0/warm_start_q"' not in stage1.group(1):
+        failures.append(f"{name}: stage 1's state table lacks the residual or the warm-start Q")
+    return failures
 
 
 def ptrain_run(build, what, *args):
@@ -111,14 +138,20 @@ def check_multirank(name, out, scratch):
     print(f"{name}: {text.count('PTRAIN_STEP_CALL(ptrain_nccl_')} NCCL calls in step.cu, {len(located)} communication "
           f"ops under their location, e.g. {located[0] if located else None}")
     ops = {op for _, op, _ in located}
-    want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if name == "pp2" else \
+    want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if name.startswith("pp2") else \
         {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"}
     if not want <= ops:
         failures.append(f"{name}: no NCCL call under the location of {sorted(want - ops)}")
+    if name == "pp2occ":
+        failures += check_codecs(name, text)
     with open(os.path.join(out, "plan.json")) as f:
         plan = json.load(f)
     if plan.get("target") != "cuda" or plan.get("cuda_archs") != ["sm_80", "sm_90"]:
         failures.append(f"{name}: plan.json target {plan.get('target')}, archs {plan.get('cuda_archs')}")
+    if name == "pp2occ" and (plan.get("policy") != "optimus-cc" or
+                             {s["key"] for s in plan.get("codec_states", [])} != {"pp1->0/residual",
+                                                                                   "pp1->0/warm_start_q"}):
+        failures.append(f"{name}: plan.json policy {plan.get('policy')}, codec states {plan.get('codec_states')}")
     return failures
 
 
@@ -194,8 +227,9 @@ def main(build, source, scratch):
                                       "not yet supported")):
         failures.append("ptrain-run: the message names neither the device error nor 'not yet supported'")
 
-    # --- 3. Multi-rank plans: pp2 and dp2 x tp2.
-    plans = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2tp2": ["--dp", "2", "--tp", "2"]}
+    # --- 3. Multi-rank plans: pp2, dp2 x tp2, and pp2 compressed by optimus-cc.
+    plans = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2tp2": ["--dp", "2", "--tp", "2"],
+             "pp2occ": ["--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"]}
     for name, options in plans.items():
         out = os.path.join(scratch, name)
         start = time.time()
