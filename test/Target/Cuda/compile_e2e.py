@@ -64,7 +64,8 @@ def compile_cmd(build, source, out, *extra):
 
 MULTIRANK_ENTRY_POINTS = ("ptrain_step_init", "ptrain_step_train", "ptrain_step_eval", "ptrain_step_rank",
                           "ptrain_step_finalize", "ptrain_step_abort", "ptrain_step_save", "ptrain_step_load",
-                          "ptrain_step_cuda_devices", "ptrain_step_last_error")
+                          "ptrain_step_cuda_devices", "ptrain_step_last_error", "ptrain_step_traffic",
+                          "ptrain_step_reset_traffic", "ptrain_step_num_links", "ptrain_step_link_name")
 
 # What each multi-rank step.cu must call: the NCCL world over MPI, its groups, and the plan's communication.
 MULTIRANK_CALLS = {
