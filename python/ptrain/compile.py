@@ -248,8 +248,6 @@ def compile_model(args):
     if args.report is not None and not pipeline:
         raise CompileError(f"--report {args.report}: the timing analysis needs a pipeline or parallel step (--pp, "
                            "--dp, --tp or --micro-batches > 1)")
-    if args.target == "cuda":
-        check_cuda_options(args)
     if not args.build_dir or not args.source_dir:
         raise CompileError("cannot locate the ptrain build: run the ptrain-compile in <build>/bin or pass "
                            "--build-dir and --source-dir")
@@ -311,22 +309,6 @@ OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.cu", "libstep.so", "pl
 
 # The GPU architectures of --target cuda (docs/CodegenCuda.md): A100 and H100/H200.
 CUDA_ARCHS = ("80", "90")
-
-
-def check_cuda_options(args):
-    """--target cuda compiles single-rank and multi-rank (--dp, --tp, --pp over NCCL) steps with the pipeline
-    codecs of --policy, without clipping, SGD or vocabulary-parallel ops (docs/CodegenCuda.md): those options
-    are refused by name before anything runs. A compressed data- or tensor-parallel all-reduce is refused by
-    --emit-cuda, naming the op."""
-    if args.vocab_parallel:
-        raise CompileError("--target cuda: --vocab-parallel is not yet supported (no CUDA kernels for the "
-                           "vocabulary-parallel ops); use --target cpu")
-    if args.clip_norm:
-        raise CompileError(f"--target cuda: --clip-norm {args.clip_norm} is not yet supported (no CUDA kernels for "
-                           "sum_squares / clip_scale); use --target cpu")
-    if args.optimizer == "sgd":
-        raise CompileError("--target cuda: --optimizer sgd is not yet supported (no CUDA SGD kernel); use adamw, "
-                           "none or --target cpu")
 
 
 def find_nvcc(args):

@@ -2,19 +2,26 @@
 
     ptrain-export out/ --checkpoint PATH -o trained.onnx [--external-data | --no-external-data] [--model M]
 
-out/ is the ptrain-compile folder the run trained (plan.json, libstep.so); PATH its --checkpoint (one file per
-pipeline stage, PATH.stage<s>, when pp > 1; data-parallel replica 0 of each stage wrote them). Every
-`parameter` state of every stage is read through the runtime's own loader (ptrain_checkpoint_load: magic,
-version, bounds and the FNV-1a checksum checked) and gathered by key; a key held by several stages (the tied
-embedding) must be equal on all of them. The model of plan.json (or --model) is copied with each parameter's
-initializer replaced by its trained value (same name, dtype and shape; the graph, its other initializers, opset
-and metadata unchanged) and saved: with its data in TRAINED.onnx.data beside it (--external-data, the default
-when the original model keeps external data or the parameters exceed 1 GiB) or inline. The result loads in
-onnxruntime and in ptrain (ptrain-compile / ptrain_step_init read initializers by key).
+out/ is the ptrain-compile folder the run trained (plan.json, libstep.so); PATH its --checkpoint: one file per
+pipeline stage (PATH.stage<s>, when pp > 1) and tensor-parallel rank (PATH[.stage<s>].tp<t>, when tp > 1),
+which data-parallel replica 0 wrote, and PATH.json, ptrain-run's manifest (step, seed, grid, plan fingerprint,
+file names). Every state of every file is read through the runtime's own loader (ptrain_checkpoint_load:
+magic, version, bounds and the FNV-1a checksum checked) before anything is written; all files must be of one
+step (their AdamW step counters, and the manifest's). The parameters of a stage are gathered from its tp
+ranks: a sharded one by its plan.json `tp_slice` (dimension `dim` is groups x tp x chunk, rank t holds
+[:, t, :]: column-parallel, fused Q|K|V, row-parallel and vocabulary-parallel splits; a vocabulary padded to a
+multiple of tp is cut back, its padding must be zero), a replicated one must be bit-equal on all tp ranks; a
+key held by several stages (the tied embedding) must be equal on all of them. The model of plan.json (or
+--model) is copied with each parameter's initializer replaced by its trained value (same name, dtype and
+shape; the graph, its other initializers, opset and metadata unchanged) and saved: with its data in
+TRAINED.onnx.data beside it (--external-data, the default when the original model keeps external data or the
+parameters exceed 1 GiB) or inline. The result loads in onnxruntime and in ptrain (ptrain-compile /
+ptrain_step_init read initializers by key).
 
-Errors (a message, exit status 1): plan.json not matching libstep.so's embedded plan, a missing or corrupt
-checkpoint file, a checkpoint of another step (keys, shapes), a model without an initializer a parameter
-needs or with another shape (a mismatched model), an unwritable output.
+Errors (a message, exit status 1, nothing written): plan.json not matching libstep.so's embedded plan, a
+missing or corrupt checkpoint file, files of different steps, a manifest of another step, grid or compile, a
+replicated parameter that differs between tp ranks, a checkpoint of another step (keys, shapes), a model
+without an initializer a parameter needs or with another shape (a mismatched model), an unwritable output.
 """
 
 import argparse
@@ -30,6 +37,7 @@ from ptrain import plan_abi  # noqa: E402
 
 MAGIC = b"PTRNCKPT"
 PARAMETER = 0  # PTRAIN_STATE_PARAMETER
+STEP_COUNTER = 5  # PTRAIN_STATE_STEP_COUNTER
 DTYPES = {0: ("f32", 4), 2: ("i64", 8)}  # ptrain_dtype_t -> (name, bytes)
 INLINE_LIMIT = 1 << 30
 
@@ -89,37 +97,151 @@ def load_checkpoint(runtime, path):
     return arrays
 
 
-def gather_parameters(runtime, plan, checkpoint):
-    """{key: array} of every parameter over the pipeline stages' checkpoint files."""
-    import numpy as np
-    pp = plan.get("pp", 1)
-    params, owner = {}, {}
+def stage_files(plan, checkpoint):
+    """[(stage, tp rank, path)] of a checkpoint's files: PATH at pp = tp = 1, PATH.stage<s> per pipeline stage,
+    PATH[.stage<s>].tp<t> per tensor-parallel rank (python/ptrain/run.py's stage_path)."""
+    pp, tp = plan.get("pp", 1), plan.get("tp", 1)
+    files = []
     for s in range(pp):
         path = checkpoint if pp == 1 else f"{checkpoint}.stage{s}"
+        files += [(s, t, path if tp == 1 else f"{path}.tp{t}") for t in range(tp)]
+    return files
+
+
+def read_manifest(plan, checkpoint, fingerprint):
+    """PATH.json, ptrain-run's manifest of the checkpoint (the step it was saved after, the seed, and since
+    ptrain-export gathers shards the grid, the plan's fingerprint and the file names), checked against the
+    plan; None when there is none (a checkpoint written by ptrain_step_save directly)."""
+    path = checkpoint + ".json"
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path) as f:
+            manifest = json.load(f)
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("step"), int):
+            raise ValueError("no integer 'step'")
+    except (OSError, ValueError) as e:
+        raise ExportError(f"{path}: not a ptrain-run checkpoint manifest ({e})")
+    where = plan["_path"]
+    for axis in ("dp", "pp", "tp"):
+        if axis in manifest and manifest[axis] != plan.get(axis, 1):
+            raise ExportError(f"{path}: the checkpoint was written by a run at {axis} = {manifest[axis]}, but "
+                              f"{where} has {axis} = {plan.get(axis, 1)}: it is not this plan's checkpoint")
+    if "plan_fingerprint" in manifest and manifest["plan_fingerprint"] != fingerprint:
+        raise ExportError(f"{path}: the checkpoint was trained by the plan of fingerprint "
+                          f"{str(manifest['plan_fingerprint'])[:12]}, but {where} is the plan of fingerprint "
+                          f"{fingerprint[:12]}: it is another compile's checkpoint")
+    if "files" in manifest:
+        expected = [p[len(checkpoint):] for _, _, p in stage_files(plan, checkpoint)]
+        if manifest["files"] != expected:
+            raise ExportError(f"{path}: lists the files PATH + {manifest['files']}, the plan's grid needs PATH + "
+                              f"{expected}")
+    return manifest
+
+
+def gather_shards(key, parts, tp_slice, files):
+    """The full tensor of a parameter that --ptrain-shard-tp sliced, from its tp ranks' parts (in tp order):
+    dimension `dim` viewed as groups x tp x chunk, part t is [:, t, :] (the layout of tensorParallelSlice,
+    include/ptrain/Interpreter/MultiRankExecutor.h: column-parallel and fused Q|K|V weights along their output
+    dimension, row-parallel ones along their input dimension, the vocabulary-parallel table along its rows);
+    a vocabulary padded to a multiple of tp (`padded`) is cut back to the model's, its padding rows must be 0."""
+    import numpy as np
+    dim, groups, global_shape = tp_slice["dim"], tp_slice["groups"], list(tp_slice["global_shape"])
+    local = list(parts[0].shape)
+    tp = len(parts)
+    split = tp_slice.get("padded", global_shape[dim] if dim < len(global_shape) else 0)
+    if (dim >= len(local) or len(local) != len(global_shape) or groups < 1 or local[dim] % groups
+            or local[dim] * tp != split):
+        raise ExportError(f"{files[0]}: parameter '{key}' has the local shape {local}, which tp_slice "
+                          f"{tp_slice} does not split over tp = {tp}")
+    chunk = local[dim] // groups
+    # [..., groups * chunk, ...] per rank -> [..., groups, tp, chunk, ...] -> [..., groups * tp * chunk, ...]
+    pieces = [a.reshape(local[:dim] + [groups, 1, chunk] + local[dim + 1:]) for a in parts]
+    full = np.concatenate(pieces, axis=dim + 1).reshape(local[:dim] + [split] + local[dim + 1:])
+    if split != global_shape[dim]:
+        padding = np.take(full, range(global_shape[dim], split), axis=dim)
+        if np.any(padding != 0):
+            raise ExportError(f"parameter '{key}': the vocabulary padding (entries {global_shape[dim]}..{split - 1} "
+                              f"of dimension {dim}) is not zero in {', '.join(files)}: not a vocabulary-parallel "
+                              "checkpoint of this plan")
+        full = np.take(full, range(global_shape[dim]), axis=dim)
+    return np.ascontiguousarray(full)
+
+
+def gather_parameters(runtime, plan, checkpoint, manifest=None):
+    """{key: array} of every parameter, the full tensors, over the checkpoint's files (one per pipeline stage
+    and tensor-parallel rank, data-parallel replica 0's). Every file is read and checked before anything is
+    returned: the same step counter in all of them (and the manifest's step), a replicated parameter bit-equal
+    on every tp rank and stage that holds it, a sliced one gathered from its tp ranks' parts."""
+    import numpy as np
+    pp, tp = plan.get("pp", 1), plan.get("tp", 1)
+    states = {s["key"]: s for s in plan.get("states", [])}
+    files = stage_files(plan, checkpoint)
+    loaded, steps = {}, {}
+    for s, t, path in files:
         if not os.path.isfile(path):
-            raise ExportError(f"--checkpoint {checkpoint}: no checkpoint file {path} (stage {s} of pp = {pp}; "
-                              "write one with ptrain-run --checkpoint)")
-        for key, (kind, a) in load_checkpoint(runtime, path).items():
-            if kind != PARAMETER:
-                continue
+            where = "".join([f"stage {s} of pp = {pp}" if pp > 1 else "", ", " if pp > 1 and tp > 1 else "",
+                             f"tp rank {t} of tp = {tp}" if tp > 1 else ""])
+            raise ExportError(f"--checkpoint {checkpoint}: no checkpoint file {path}" +
+                              (f" ({where}; " if where else " (") + "write one with ptrain-run --checkpoint)")
+        loaded[path] = load_checkpoint(runtime, path)
+        steps.update({path: int(a) for kind, a in loaded[path].values() if kind == STEP_COUNTER})
+    if len(set(steps.values())) > 1:
+        by_step = {}
+        for path, n in steps.items():
+            by_step.setdefault(n, []).append(path)
+        raise ExportError("the checkpoint files are of different steps: " +
+                          "; ".join(f"after step {n}: {', '.join(paths)}" for n, paths in sorted(by_step.items())) +
+                          " (the files of one run are needed)")
+    if manifest is not None and steps and manifest["step"] not in steps.values():
+        raise ExportError(f"{checkpoint}.json says step {manifest['step']}, but the checkpoint files are after "
+                          f"step {next(iter(steps.values()))}: the files are not the ones the manifest describes")
+    params, owner = {}, {}
+    for s in range(pp):
+        stage = [(p, loaded[p]) for s2, _, p in files if s2 == s]
+        keys = [sorted(k for k, (kind, _) in ck.items() if kind == PARAMETER) for _, ck in stage]
+        for (path, _), k in zip(stage[1:], keys[1:]):
+            if k != keys[0]:
+                odd = sorted(set(k) ^ set(keys[0]))
+                raise ExportError(f"{path} and {stage[0][0]} hold different parameters ({', '.join(odd[:4])}): "
+                                  "the tp ranks of a stage hold the same keys")
+        for key in keys[0]:
+            parts = [ck[key][1] for _, ck in stage]
+            paths = [p for p, _ in stage]
+            sliced = states.get(key, {}).get("tp_slice") if tp > 1 else None
+            if sliced:
+                a = gather_shards(key, parts, sliced, paths)
+            else:
+                a = parts[0]
+                for path, b in zip(paths[1:], parts[1:]):
+                    if b.shape != a.shape or not np.array_equal(a, b):
+                        raise ExportError(f"parameter '{key}' is replicated over the tp ranks but differs between "
+                                          f"{paths[0]} and {path}" + describe_difference(a, b))
+            where = paths[0] if len(paths) == 1 else f"{paths[0]} .. {paths[-1]}"
             if key in params:
                 if params[key].shape != a.shape or not np.array_equal(params[key], a):
-                    diff = float(np.max(np.abs(params[key] - a))) if params[key].shape == a.shape else None
-                    raise ExportError(f"parameter '{key}' differs between {owner[key]} and {path}"
-                                      + (f" (max |difference| {diff:.3e})" if diff is not None else
-                                         f" (shapes {list(params[key].shape)} and {list(a.shape)})"))
+                    raise ExportError(f"parameter '{key}' differs between {owner[key]} and {where}" +
+                                      describe_difference(params[key], a))
                 continue
-            params[key], owner[key] = a, path
-    expected = {s["key"]: s["shape"] for s in plan.get("states", []) if s["kind"] == "parameter"}
+            params[key], owner[key] = a, where
+    expected = {k: s.get("tp_slice", {}).get("global_shape", s["shape"]) if tp > 1 else s["shape"]
+                for k, s in states.items() if s["kind"] == "parameter"}
     missing = sorted(set(expected) - set(params))
     if missing:
         raise ExportError(f"--checkpoint {checkpoint}: no stage holds the parameter(s) {', '.join(missing)} of "
                           f"{plan.get('_path', 'plan.json')}")
     for key, shape in expected.items():
-        if list(params[key].shape) != shape:
+        if list(params[key].shape) != list(shape):
             raise ExportError(f"checkpoint {owner[key]}: parameter '{key}' has shape {list(params[key].shape)}, "
-                              f"the plan {shape}")
+                              f"the plan {list(shape)}")
     return params
+
+
+def describe_difference(a, b):
+    import numpy as np
+    if a.shape != b.shape:
+        return f" (shapes {list(a.shape)} and {list(b.shape)})"
+    return f" (max |difference| {float(np.max(np.abs(a.astype(np.float64) - b))):.3e})"
 
 
 def export(args):
@@ -141,19 +263,18 @@ def export(args):
     if not os.path.isfile(lib):
         raise ExportError(f"{lib}: no such file")
     try:
-        plan_abi.check(plan, plan_path, lib)
+        embedded = plan_abi.check(plan, plan_path, lib)
     except plan_abi.PlanError as e:
         raise ExportError(str(e))
-    if plan.get("tp", 1) != 1:
-        raise ExportError(f"{plan_path}: tp = {plan['tp']}: gathering tensor-parallel shards is not supported yet")
     plan["_path"] = plan_path
+    manifest = read_manifest(plan, args.checkpoint, embedded["fingerprint"])
     runtime_path = os.path.join(args.build_dir or "", "lib", "Runtime", "libptrain_runtime.so")
     try:
         runtime = ctypes.CDLL(runtime_path)
     except OSError as e:
         raise ExportError(f"cannot load the runtime {runtime_path}: {e} (pass --build-dir)")
     runtime.ptrain_last_error.restype = ctypes.c_char_p
-    params = gather_parameters(runtime, plan, args.checkpoint)
+    params = gather_parameters(runtime, plan, args.checkpoint, manifest)
 
     source = args.model or plan["model"]
     if not os.path.isfile(source):

@@ -677,8 +677,14 @@ def work(args):
         path = stage_path(args.checkpoint, plan, stage.value, tp_rank)
         step.check(step.lib.ptrain_step_save(path.encode()), f"ptrain_step_save({path})")
         if rank0:
+            # The manifest: the data position (--resume) and what ptrain-export checks the files against.
+            # files: each file's suffix after PATH (a renamed checkpoint stays valid).
+            files = [stage_path(args.checkpoint, plan, s, t)[len(args.checkpoint):] for s in range(plan["pp"])
+                     for t in range(tp)]
+            fingerprint = (plan_abi.read_embedded(plan["library"]) or {}).get("fingerprint")
             with open(args.checkpoint + ".json", "w") as f:
-                json.dump({"step": args.steps, "seed": args.seed}, f)
+                json.dump({"step": args.steps, "seed": args.seed, "dp": dp, "pp": plan["pp"], "tp": tp,
+                           "plan_fingerprint": fingerprint, "files": files}, f)
             print(f"checkpoint: {args.checkpoint}" + ("" if plan["pp"] == 1 else ".stage<s>") +
                   ("" if tp == 1 else ".tp<t>"), flush=True)
     if args.log and rank0:

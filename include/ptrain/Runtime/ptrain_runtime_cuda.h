@@ -96,10 +96,28 @@
 //   ptrain_adamw_step_f32 at the lr of ptrain_lr_warmup_cosine, both read
 //   from the DEVICE step counter `step` (1-based t; the schedule is taken at
 //   t - 1 while t <= warmup, else t); out of place (outputs may alias inputs).
+// ptrain_cuda_reduce_f32, _broadcast_to, _cast_elements, _gather_axis,
+// _log_softmax_f32
+//   ptrain_reduce_f32 etc. (ptrain_runtime.h) on device tensors. A float that
+//   does not fit in int64 (cast) or a gather index out of range is written as
+//   0 and reported by ptrain_cuda_check_indices.
+// ptrain_cuda_sgd_step_f32(param, grad, buf, n, step, warmup, total, max_lr,
+//     min_lr, momentum, wd, out_param, out_buf)
+//   ptrain_sgd_step_f32 at the schedule of the DEVICE step counter, as
+//   AdamW; out of place; buf and out_buf both NULL without momentum.
+// ptrain_cuda_sum_squares_f32(x, n, out_sum)   sum of x^2 in fp64, rounded
+//   once into the DEVICE float out_sum.
+// ptrain_cuda_clip_scale_f32(sum_squares, max_norm, out_scale)
+//   min(1, max_norm / (sqrt(*sum_squares) + 1e-6)) on the device.
+// ptrain_cuda_vocab_parallel_embedding_{fwd,bwd}_f32,
+// ptrain_cuda_vocab_parallel_ce_parts_{fwd,bwd}_f32
+//   cpu/VocabParallel.cpp's kernels with int32 DEVICE ids / labels; the
+//   embedding backward overwrites out_dtable. Ids and labels outside their
+//   range are skipped and reported by ptrain_cuda_check_indices.
 // ptrain_cuda_check_indices()
-//   Waits for the stream and reports the first id / target outside the
-//   vocabulary that an embedding or cross-entropy kernel met since the last
-//   check (INVALID_ARGUMENT naming the call, position, value and bound);
+//   Waits for the stream and reports the first id / target / label outside
+//   the vocabulary (or gather index, or float cast to int64) that a kernel
+//   met since the last check (INVALID_ARGUMENT naming the call, position, value and bound);
 //   the kernels skip such elements instead of reading out of bounds.
 //===----------------------------------------------------------------------===*/
 

@@ -21,8 +21,10 @@ std::string mlir::ptrain::onnx_import::parseBindings(const std::string &text,
     if (name.empty() || !entry.contains('='))
       return "--bind entry '" + entry.str() + "' is not of the form name=size";
     int64_t value;
-    if (size.getAsInteger(10, value) || value < 0)
+    if (size.getAsInteger(10, value))
       return "--bind entry '" + entry.str() + "': the size '" + size.str() + "' is not an integer >= 0";
+    if (value < 0)
+      return "--bind " + entry.str() + ": dimension '" + name.str() + "' cannot have a negative size";
     if (!bindings.emplace(name.str(), value).second)
       return "--bind names dimension '" + name.str() + "' twice";
   }
@@ -64,6 +66,16 @@ std::string mlir::ptrain::onnx_import::bindSymbolicDimensions(onnx::ModelProto &
       if (it == bindings.end())
         return "graph input '" + input.name() + "': dimension " + std::to_string(index) + " '" + name +
                "' is symbolic; bind it with --bind " + name + "=<size>";
+      // Zero empties the input: meant for a past key/value cache (floating point, the graph concatenates
+      // it with the new keys). Token ids, positions and integer or boolean masks cannot be empty.
+      if (it->second == 0 && input.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT &&
+          input.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT16 &&
+          input.type().tensor_type().elem_type() != onnx::TensorProto::BFLOAT16 &&
+          input.type().tensor_type().elem_type() != onnx::TensorProto::DOUBLE)
+        return "--bind " + name + "=0: dimension " + std::to_string(index) + " of graph input '" + input.name() +
+               "' would be empty; a size of 0 is only for the length of a past key/value cache (e.g. --bind "
+               "past_seq_len=0), give '" +
+               name + "' a size >= 1";
       used.insert(name);
       dim.set_dim_value(it->second);
     }

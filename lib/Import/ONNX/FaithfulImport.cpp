@@ -279,6 +279,14 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc());
   (*module)->setAttr("ptrain.onnx_file", builder.getStringAttr(path));
   builder.setInsertionPointToEnd(module->getBody());
+  // An opset newer than the newest known: every op is looked up at its newest known semantics (the pattern
+  // with the greatest since-opset <= the model's), which a newer opset may have changed. Said, not refused.
+  for (const onnx::OperatorSetIdProto &opset : model.opset_import())
+    if ((opset.domain().empty() || opset.domain() == "ai.onnx") && opset.version() > kNewestKnownOpset)
+      emitWarning(fileLoc()) << "the model imports opset " << opset.version() << " of domain 'ai.onnx', newer than "
+                             << "the newest ptrain knows (" << kNewestKnownOpset << "): its ops are imported "
+                             << "with their opset-" << kNewestKnownOpset
+                             << " semantics; check the results (ptrain-interpret against onnxruntime)";
 
   // Inferred value_info wins over a declared output type (which --bind may have dropped).
   for (const onnx::ValueInfoProto &info : graph.input())

@@ -14,6 +14,11 @@
 
 namespace mlir::ptrain::onnx_import {
 
+/// The newest opset of the default ONNX domain ("" / "ai.onnx") whose semantics ptrain's importer knows (the
+/// newest patterns: RMSNormalization, RotaryEmbedding, Attention of opset 23, LegalizeOpset23.cpp). A model
+/// importing a newer one gets a warning and its ops are imported with their newest known semantics.
+inline constexpr int64_t kNewestKnownOpset = 23;
+
 /// Builds the faithful module for `model` (already shape-inferred), read from `path`. Emits a diagnostic and
 /// returns null on what the faithful layer cannot express: symbolic input dimensions, values without a static
 /// type, non-tensor types, graph attributes, unsupported element types.

@@ -6,8 +6,10 @@
 // with --emit-cuda. Same parameter lists as the CPU calls; tensors are device
 // pointers, the dims / offsets / perm arrays are HOST arrays (the generated
 // code's static constants), copied into the kernel's parameters. Values are
-// computed in double like the CPU's, then rounded to float once; sum_to
-// accumulates each output in double (one thread per output element).
+// computed in double like the CPU's, then rounded to float once; sum_to and
+// reduce (sum, mean, max: cpu/Broadcast.cpp's ptrain_reduce_f32) accumulate
+// each output in double (one thread per output element); broadcast_to is a
+// gather with stride 0 on the broadcast axes, bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,15 +121,23 @@ __global__ void binaryKernel(int32_t kind, const float *a, Layout la, const floa
   }
 }
 
-/// out[o] = the sum of x over the elements that broadcast from o: one thread per output element, which walks
-/// the reduced axes (`red`: their dims and x's strides) from o's first element (`keep`: o's x offset).
-__global__ void sumToKernel(const float *x, Layout keep, Layout red, int64_t outCount, int64_t perOut, float *out) {
+/// out[o] = the sum (PTRAIN_REDUCE_KIND_SUM), mean or max of x over the elements that broadcast from o: one
+/// thread per output element, which walks the reduced axes (`red`: their dims and x's strides) from o's first
+/// element (`keep`: o's x offset). Max propagates NaN; the mean is the fp64 sum divided once.
+__global__ void reduceKernel(int32_t kind, const float *x, Layout keep, Layout red, int64_t outCount, int64_t perOut,
+                             float *out) {
   PTRAIN_GRID_STRIDE(o, outCount) {
     const int64_t base = offsetOf(keep, o);
-    double acc = 0.0;
-    for (int64_t r = 0; r < perOut; ++r)
-      acc += x[base + offsetOf(red, r)];
-    out[o] = static_cast<float>(acc);
+    const bool max = kind == PTRAIN_REDUCE_KIND_MAX;
+    double acc = max ? -INFINITY : 0.0;
+    for (int64_t r = 0; r < perOut; ++r) {
+      const double v = x[base + offsetOf(red, r)];
+      if (!max)
+        acc += v;
+      else if (isnan(v) || v > acc)
+        acc = isnan(acc) ? acc : v;
+    }
+    out[o] = static_cast<float>(kind == PTRAIN_REDUCE_KIND_MEAN ? acc / static_cast<double>(perOut) : acc);
   }
 }
 
@@ -297,17 +307,21 @@ extern "C" ptrain_status_t ptrain_cuda_binary_f32(int32_t kind, const float *a, 
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t ptrain_cuda_sum_to_f32(const float *x, int32_t rank, const int64_t *dims, int32_t out_rank,
-                                                  const int64_t *out_dims, float *out) {
+namespace {
+/// sum_to and reduce: out's shape broadcasts to x's (the keepdims shape).
+ptrain_status_t reduceTo(const char *call, int32_t kind, const float *x, int32_t rank, const int64_t *dims,
+                         int32_t out_rank, const int64_t *out_dims, float *out) {
   int64_t n = 0, outCount = 0;
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkDims(__func__, "x", rank, dims, n));
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkDims(__func__, "out", out_rank, out_dims, outCount));
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkDims(call, "x", rank, dims, n));
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkDims(call, "out", out_rank, out_dims, outCount));
   Layout outOverX; // out's strides over x's dims: 0 on the reduced axes
-  PTRAIN_CUDA_RETURN_IF_ERROR(broadcastLayout(__func__, "out", out_rank, out_dims, rank, dims, outOverX));
+  PTRAIN_CUDA_RETURN_IF_ERROR(broadcastLayout(call, "out", out_rank, out_dims, rank, dims, outOverX));
+  if (kind == PTRAIN_REDUCE_KIND_MAX && outCount > 0 && n == 0)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "max of an empty reduction has no identity");
   if (outCount == 0)
     return PTRAIN_OK;
-  PTRAIN_CUDA_CHECK_PTR(x);
-  PTRAIN_CUDA_CHECK_PTR(out);
+  if (!x || !out)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "x and out must not be null");
   // Kept axes (outOverX stride != 0 or dims 1 that are not reduced) index the output; the reduced axes
   // (stride 0 with dims > 1) are walked by each thread.
   int64_t xStrides[kMaxRank];
@@ -325,9 +339,36 @@ extern "C" ptrain_status_t ptrain_cuda_sum_to_f32(const float *x, int32_t rank, 
   }
   if (n == 0)
     return ptrain_cuda_zero_bytes(out, outCount * static_cast<int64_t>(sizeof(float)));
-  sumToKernel<<<gridFor(outCount), kThreads, 0, currentStream()>>>(x, keep, red, outCount, perOut, out);
-  PTRAIN_CUDA_TRY(cudaGetLastError());
-  return PTRAIN_OK;
+  reduceKernel<<<gridFor(outCount), kThreads, 0, currentStream()>>>(kind, x, keep, red, outCount, perOut, out);
+  return check(call, cudaGetLastError(), "kernel launch");
+}
+} // namespace
+
+extern "C" ptrain_status_t ptrain_cuda_sum_to_f32(const float *x, int32_t rank, const int64_t *dims, int32_t out_rank,
+                                                  const int64_t *out_dims, float *out) {
+  return reduceTo(__func__, PTRAIN_REDUCE_KIND_SUM, x, rank, dims, out_rank, out_dims, out);
+}
+
+extern "C" ptrain_status_t ptrain_cuda_reduce_f32(int32_t kind, const float *x, int32_t rank, const int64_t *dims,
+                                                  int32_t out_rank, const int64_t *out_dims, float *out) {
+  PTRAIN_CUDA_CHECK_ARG(kind >= PTRAIN_REDUCE_KIND_SUM && kind <= PTRAIN_REDUCE_KIND_MAX,
+                        "unknown reduction kind %d (sum, mean, max are 0..2)", kind);
+  return reduceTo(__func__, kind, x, rank, dims, out_rank, out_dims, out);
+}
+
+extern "C" ptrain_status_t ptrain_cuda_broadcast_to(const void *x, int64_t elem_bytes, int32_t rank,
+                                                    const int64_t *dims, int32_t out_rank, const int64_t *out_dims,
+                                                    void *out) {
+  int64_t nx = 0, n = 0;
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkDims(__func__, "x", rank, dims, nx));
+  PTRAIN_CUDA_RETURN_IF_ERROR(checkDims(__func__, "out", out_rank, out_dims, n));
+  Layout l; // x's strides over out's dims: 0 on the broadcast axes
+  PTRAIN_CUDA_RETURN_IF_ERROR(broadcastLayout(__func__, "x", rank, dims, out_rank, out_dims, l));
+  if (n == 0)
+    return PTRAIN_OK;
+  PTRAIN_CUDA_CHECK_PTR(x);
+  PTRAIN_CUDA_CHECK_PTR(out);
+  return launchGather(__func__, x, elem_bytes, l, 0, n, false, out);
 }
 
 extern "C" ptrain_status_t ptrain_cuda_unary_f32(int32_t kind, const float *x, int64_t n, float *out) {

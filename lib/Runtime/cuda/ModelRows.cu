@@ -11,13 +11,15 @@
 //
 // Data-dependent errors (an id or target outside the vocabulary) cannot stop
 // a kernel: the kernel skips the element and records the first bad one in a
-// device flag; ptrain_cuda_check_indices() (the compiled step calls it once
-// at the end of each entry point) synchronizes, reports it by name and
-// index, and clears it.
+// device flag (IndexCheck.h); ptrain_cuda_check_indices() (the compiled step
+// calls it once at the end of each entry point) synchronizes, reports the
+// first of every unit's flags by name and index, and clears them.
 //
 //===----------------------------------------------------------------------===//
 
+#include "cuda/BlockSum.h"
 #include "cuda/Device.h"
+#include "cuda/IndexCheck.h"
 
 #include <cuda_runtime.h>
 
@@ -26,41 +28,6 @@ using namespace ptrain::cuda;
 namespace {
 
 constexpr int kRowThreads = 256;
-
-/// The first out-of-range index seen by a kernel: which call, where, the value and the bound.
-struct IndexError {
-  int32_t call; ///< 0: none, else an IndexCall
-  int32_t value;
-  int64_t position;
-  int64_t bound;
-};
-enum IndexCall : int32_t { kNone = 0, kEmbeddingFwd = 1, kEmbeddingBwd = 2, kCrossEntropy = 3 };
-__device__ IndexError gIndexError;
-__device__ int32_t gIndexErrorClaimed;
-
-__device__ void recordIndexError(IndexCall call, int64_t position, int32_t value, int64_t bound) {
-  if (atomicCAS(&gIndexErrorClaimed, 0, 1) == 0) {
-    gIndexError.position = position;
-    gIndexError.value = value;
-    gIndexError.bound = bound;
-    __threadfence();
-    gIndexError.call = call;
-  }
-}
-
-/// The sum of `v` over the block (every thread gets it); `shared` holds kRowThreads doubles.
-__device__ double blockSum(double v, double *shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s)
-      shared[threadIdx.x] += shared[threadIdx.x + s];
-    __syncthreads();
-  }
-  const double r = shared[0];
-  __syncthreads();
-  return r;
-}
 
 __device__ float blockMax(float v, float *shared) {
   shared[threadIdx.x] = v;
@@ -194,7 +161,7 @@ __global__ void __launch_bounds__(kRowThreads)
     lse[i] = static_cast<float>(l);
     const int32_t t = targets[i];
     if (t >= vocab)
-      recordIndexError(kCrossEntropy, i, t, vocab);
+      recordIndexError(kCrossEntropy, i, t, 0, vocab);
     rowLoss[i] = t >= 0 && t < vocab ? l - row[t] : 0.0;
   }
 }
@@ -243,7 +210,7 @@ __global__ void embeddingFwd(const float *table, const int32_t *ids, int64_t n, 
     const int32_t id = ids[i];
     if (id < 0 || id >= vocab) {
       if (d == 0)
-        recordIndexError(kEmbeddingFwd, i, id, vocab);
+        recordIndexError(kEmbeddingFwd, i, id, 0, vocab);
       y[e] = 0.0f;
       continue;
     }
@@ -259,7 +226,7 @@ __global__ void embeddingBwd(const float *dy, const int32_t *ids, int64_t n, int
     const int32_t id = ids[i];
     if (id < 0 || id >= vocab) {
       if (d == 0)
-        recordIndexError(kEmbeddingBwd, i, id, vocab);
+        recordIndexError(kEmbeddingBwd, i, id, 0, vocab);
       continue;
     }
     atomicAdd(dtable + static_cast<int64_t>(id) * dim + d, dy[e]);
@@ -381,19 +348,48 @@ extern "C" ptrain_status_t ptrain_cuda_embedding_bwd_f32(const float *dy, const 
   return PTRAIN_OK;
 }
 
+ptrain_status_t ptrain::cuda::takeRowsIndexError(IndexError &out) { return takeUnitIndexError(__func__, out); }
+
 extern "C" ptrain_status_t ptrain_cuda_check_indices(void) {
   PTRAIN_CUDA_TRY(cudaStreamSynchronize(currentStream()));
-  IndexError e{};
-  PTRAIN_CUDA_TRY(cudaMemcpyFromSymbol(&e, gIndexError, sizeof(e)));
-  if (e.call == kNone)
-    return PTRAIN_OK;
-  const IndexError none{};
-  const int32_t zero = 0;
-  PTRAIN_CUDA_TRY(cudaMemcpyToSymbol(gIndexError, &none, sizeof(none)));
-  PTRAIN_CUDA_TRY(cudaMemcpyToSymbol(gIndexErrorClaimed, &zero, sizeof(zero)));
-  static const char *calls[] = {"", "ptrain_cuda_embedding_fwd_f32", "ptrain_cuda_embedding_bwd_f32",
-                                "ptrain_cuda_cross_entropy_fwd_f32"};
-  return fail(PTRAIN_ERROR_INVALID_ARGUMENT, calls[e.call], "%s[%lld] = %d is outside the vocabulary [0, %lld)",
-              e.call == kCrossEntropy ? "targets" : "ids", static_cast<long long>(e.position), e.value,
-              static_cast<long long>(e.bound));
+  // Every unit's flag is taken (and cleared); the first one set is reported.
+  IndexError errors[3] = {};
+  PTRAIN_CUDA_RETURN_IF_ERROR(takeRowsIndexError(errors[0]));
+  PTRAIN_CUDA_RETURN_IF_ERROR(takeSelectionIndexError(errors[1]));
+  PTRAIN_CUDA_RETURN_IF_ERROR(takeVocabParallelIndexError(errors[2]));
+  for (const IndexError &e : errors) {
+    const auto pos = static_cast<long long>(e.position), value = static_cast<long long>(e.value),
+               low = static_cast<long long>(e.low), bound = static_cast<long long>(e.bound);
+    switch (e.call) {
+    case kNoIndexError:
+      continue;
+    case kEmbeddingFwd:
+    case kEmbeddingBwd:
+    case kCrossEntropy:
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT,
+                  e.call == kEmbeddingFwd   ? "ptrain_cuda_embedding_fwd_f32"
+                  : e.call == kEmbeddingBwd ? "ptrain_cuda_embedding_bwd_f32"
+                                            : "ptrain_cuda_cross_entropy_fwd_f32",
+                  "%s[%lld] = %lld is outside the vocabulary [0, %lld)", e.call == kCrossEntropy ? "targets" : "ids",
+                  pos, value, bound);
+    case kCastElements:
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, "ptrain_cuda_cast_elements", "x[%lld] = %g does not fit in int64", pos,
+                  e.real);
+    case kGatherAxis:
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, "ptrain_cuda_gather_axis",
+                  "indices[%lld] = %lld is out of range [%lld, %lld)", pos, value, low, bound);
+    case kVocabEmbeddingFwd:
+    case kVocabEmbeddingBwd:
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT,
+                  e.call == kVocabEmbeddingFwd ? "ptrain_cuda_vocab_parallel_embedding_fwd_f32"
+                                               : "ptrain_cuda_vocab_parallel_embedding_bwd_f32",
+                  "ids[%lld] = %lld is outside the vocabulary [0, %lld)", pos, value, bound);
+    default:
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT,
+                  e.call == kVocabCePartsFwd ? "ptrain_cuda_vocab_parallel_ce_parts_fwd_f32"
+                                             : "ptrain_cuda_vocab_parallel_ce_parts_bwd_f32",
+                  "labels[%lld] = %lld is outside the vocabulary [0, %lld)", pos, value, bound);
+    }
+  }
+  return PTRAIN_OK;
 }

@@ -16,6 +16,15 @@ using namespace mlir;
 namespace mlir::ptrain::cpp {
 
 /// A C++ float literal that reads back as exactly `value` rounded to float.
+std::string doubleLiteral(double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", value);
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
 std::string floatLiteral(double value) {
   float f = static_cast<float>(value);
   if (std::isnan(f))

@@ -19,6 +19,9 @@ namespace mlir::ptrain::cpp {
 /// A C++ float literal that reads back as exactly `value` rounded to float.
 std::string floatLiteral(double value);
 
+/// A C++ double literal that reads back exactly (finite values).
+std::string doubleLiteral(double value);
+
 /// A C++ int64_t literal.
 std::string int64Literal(int64_t v);
 

@@ -8,22 +8,11 @@
 #include "EmitOptimizer.h"
 
 #include "CppTypes.h"
-
-#include <cstdio>
+#include "EmitHelpers.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::cpp;
-
-/// `value` as a C++ double literal that reads back exactly.
-static std::string doubleLiteral(double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", value);
-  std::string s = buf;
-  if (s.find_first_of(".eEn") == std::string::npos)
-    s += ".0";
-  return s;
-}
 
 LogicalResult mlir::ptrain::cpp::emitSumSquares(SumSquaresOp op, CallWriter &w) {
   w.line("double sum_squares = 0.0;");

@@ -11,12 +11,11 @@
 
 #include "CppTypes.h"
 #include "EmitModelOps.h"
+#include "OpGeometry.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
-
-#include <array>
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -31,13 +30,6 @@ const char *castKind(Type t) {
   if (t.isInteger(64))
     return "PTRAIN_CAST_I64";
   return "PTRAIN_CAST_MASK";
-}
-
-/// `shape` as [outer, len, inner] around `axis` (negative counts from the end; the verifiers bound it).
-std::array<int64_t, 3> aroundAxis(ArrayRef<int64_t> shape, int64_t axis) {
-  if (axis < 0)
-    axis += shape.size();
-  return {numElements(shape.take_front(axis)), shape[axis], numElements(shape.drop_front(axis + 1))};
 }
 
 LogicalResult emitCast(CastOp op, CallWriter &w) {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CppTypes.h"
+#include "EmitHelpers.h"
 #include "EmitModelOps.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"
@@ -22,16 +23,6 @@ using namespace mlir::ptrain;
 using namespace mlir::ptrain::cpp;
 
 namespace {
-
-/// A C++ double literal that reads back as exactly `value`.
-std::string doubleLiteral(double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", value);
-  std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos)
-    s += ".0";
-  return s;
-}
 
 /// An int64_t expression of any seed (INT64_MIN has no decimal literal).
 std::string seedLiteral(int64_t seed) {

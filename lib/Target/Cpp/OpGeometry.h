@@ -16,6 +16,8 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainStateInit.h"
 
+#include <array>
+
 namespace mlir::ptrain::cpp {
 
 /// PTRAIN_BINARY_* / PTRAIN_UNARY_* / PTRAIN_STATE_* of ptrain_runtime.h.
@@ -88,6 +90,14 @@ inline std::pair<int64_t, int64_t> rowsCols(ArrayRef<int64_t> shape, int64_t axi
   if (axis < 0)
     axis += shape.size();
   return {numElements(shape.take_front(axis)), numElements(shape.drop_front(axis))};
+}
+
+/// `shape` as [outer, len, inner] around `axis` (negative counts from the end; the verifiers bound it): the
+/// view of gather and log_softmax kernels.
+inline std::array<int64_t, 3> aroundAxis(ArrayRef<int64_t> shape, int64_t axis) {
+  if (axis < 0)
+    axis += shape.size();
+  return {numElements(shape.take_front(axis)), shape[axis], numElements(shape.drop_front(axis + 1))};
 }
 
 /// The offsets of consecutive pieces along `axis` (negative: from the end) of a rank-`rank` tensor, the

@@ -31,6 +31,7 @@
 #include "CudaCallTable.h"
 #include "EmitCudaCodecs.h"
 #include "EmitCudaComm.h"
+#include "EmitCudaModelOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -109,7 +110,7 @@ struct ModuleStorage {
   int64_t constantBlockBytes = 0;
 };
 
-class FunctionEmitter {
+class FunctionEmitter : public CudaCallWriter {
 public:
   FunctionEmitter(func::FuncOp func, ModuleStorage &module, CommGroups &comms, std::string arena)
       : func(func), module(module), comms(comms), arena(std::move(arena)) {}
@@ -118,6 +119,18 @@ public:
   std::string declaration; ///< the device function's prototype (after run)
   std::string entry;       ///< the C entry point on host buffers (after run)
   int64_t ioBytes = 0;     ///< the entry point's arguments and results in d_io
+
+  // CudaCallWriter (the per-op emitters of EmitCudaModelOps.cpp).
+  std::string valuePtr(Value v) const override { return ptr(v); }
+  LogicalResult emitCall(CudaCall callee, ArrayRef<std::string> args) override { return call(callee, args); }
+  std::string scratch(int64_t bytes, StringRef type) override { return scratchPtr(bytes, type); }
+  std::string constArray(ArrayRef<int64_t> values, StringRef name, StringRef type) override {
+    return hostArray(values, name, type);
+  }
+  FailureOr<std::string> axisCommunicator(Operation *op, StringRef grid, StringRef axis) override {
+    return comms.lookupAxis(op, grid, axis);
+  }
+  GridOp theGrid() const override { return comms.theGrid; }
 
 private:
   LogicalResult checkOps();
@@ -221,12 +234,13 @@ LogicalResult FunctionEmitter::checkOps() {
              SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
              LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
              SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, CompressOp, DecompressOp, func::CallOp,
-             func::ReturnOp>(op)) {
+             func::ReturnOp>(op) &&
+        !isCudaModelOp(&op)) {
       if (isa<CompressedAllReduceStartOp>(op))
         return checkCudaCodecOp(&op);
       return op.emitError("--emit-cuda: '")
-             << op.getName() << "' is not supported by the CUDA code generator (compressed all-reduces, clipping, "
-             << "SGD and vocabulary-parallel ops are not yet supported)";
+             << op.getName() << "' is not supported by the CUDA code generator (docs/CodegenCuda.md lists the ops "
+             << "it maps; --target cpu has the others)";
     }
     if (isa<CompressOp, DecompressOp>(op) && failed(checkCudaCodecOp(&op)))
       return failure();
@@ -676,7 +690,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                 return failure();
             return success();
           })
-          .Default([&](Operation *other) {
+          .Default([&](Operation *other) -> LogicalResult {
+            if (isCudaModelOp(other))
+              return emitCudaModelOp(other, *this); // reductions, selection, clipping, SGD, vocab-parallel
             return other->emitError("--emit-cuda: '") << other->getName() << "' is not supported";
           });
   if (failed(result))

@@ -122,3 +122,29 @@ def read_checkpoint(path):
 def finish():
     print(f"{len(failures)} failure(s)")
     sys.exit(1 if failures else 0)
+
+
+def ort_val_loss(model, data, plan, seed, val_batches, dp=1):
+    """onnxruntime's mean loss of the ONNX `model` over the validation batches a ptrain-run of `plan` with --seed
+    `seed` and --val-batches `val_batches` drew (run.py's batch(), seeds 7919 * (seed + 1) + j): per batch the
+    global batch of dp replicas' rows in the eval step's micro-batches, the loss averaged over them (the eval
+    step's loss all-reduce averages over dp). Needs .venv (ort_venv.require)."""
+    import numpy as np
+    import onnxruntime as ort
+    from ptrain import run as ptrain_run
+    rows, seq, b = plan["micro_batches"] * plan["batch"], plan["seq"], plan["batch"]
+    _, val = ptrain_run.read_data(*ptrain_run.data_files(data), seq)
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    losses = []
+    for j in range(val_batches):
+        tokens = np.ctypeslib.as_array(ptrain_run.batch(val, dp * rows, seq, 7919 * (seed + 1) + j)).reshape(-1, seq)
+        micro = []
+        for m in range(0, len(tokens), b):
+            t = tokens[m:m + b]
+            z = sess.run(None, {name: t})[0][:, :-1].astype(np.float64)
+            z = z - z.max(-1, keepdims=True)
+            logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+            micro.append(-np.take_along_axis(logp, t[:, 1:, None], -1).mean())
+        losses.append(np.mean(micro))
+    return float(np.mean(losses))

@@ -32,7 +32,7 @@ import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
-from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, ort_val_loss, run, setup  # noqa: E402
 
 TOLERANCE = 1e-5
 build, source, work, BIN, MODEL = setup(sys.argv)
@@ -69,27 +69,12 @@ if failures:
 
 # --- 2. onnxruntime on the exported model gives the run's final validation loss.
 plan = json.load(open(os.path.join(out, "plan.json")))
-rows, seq, b = plan["micro_batches"] * plan["batch"], plan["seq"], plan["batch"]
+b, seq = plan["batch"], plan["seq"]
 _, val = ptrain_run.read_data(*ptrain_run.data_files(data), seq)
 
 
-def val_loss(model, rows=rows, dp=1):
-    """The mean loss over run.py's validation batches (seeds 7919 * (seed + 1) + j; with dp, the global batch of
-    dp replicas' rows, averaged over the replicas like the eval step's loss all-reduce)."""
-    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-    name = sess.get_inputs()[0].name
-    losses = []
-    for j in range(VAL_BATCHES):
-        tokens = np.ctypeslib.as_array(ptrain_run.batch(val, dp * rows, seq, 7919 * (SEED + 1) + j)).reshape(-1, seq)
-        micro = []
-        for m in range(0, len(tokens), b):  # the eval steps' micro-batches, the loss averaged over them
-            t = tokens[m:m + b]
-            z = sess.run(None, {name: t})[0][:, :-1].astype(np.float64)
-            z = z - z.max(-1, keepdims=True)
-            logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
-            micro.append(-np.take_along_axis(logp, t[:, 1:, None], -1).mean())
-        losses.append(np.mean(micro))
-    return float(np.mean(losses))
+def val_loss(model, dp=1):
+    return ort_val_loss(model, data, plan, SEED, VAL_BATCHES, dp)
 
 
 got = val_loss(trained)

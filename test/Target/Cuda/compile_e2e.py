@@ -6,8 +6,10 @@
 2. ptrain-run on that plan: without a usable GPU, exit 1 with the device error (cudaErrorInsufficientDriver
    without a driver, or no device), no traceback; with a GPU, the "not yet supported" error of the launcher
    (a single-rank step has no ptrain_step_train).
-3. Multi-rank steps over NCCL: ptrain-compile --target cuda of a pp2 (1F1B, 2 micro-batches) and a dp2 x tp2
-   plan; nvcc builds each for sm_80 and sm_90; libstep.so exports the pipeline driver and the multi-rank entry
+3. Multi-rank steps over NCCL: ptrain-compile --target cuda of a pp2 (1F1B, 2 micro-batches), a dp2 x tp2
+   plan, and a tp2 plan with every option the CUDA target gained since (--vocab-parallel, --clip-norm 1,
+   --optimizer sgd --momentum 0.9: the vocabulary-parallel kernels, the tp all-gather of the row maxima, the
+   global-norm all-reduce, sum_squares / clip_scale and SGD on the device); nvcc builds each for sm_80 and sm_90; libstep.so exports the pipeline driver and the multi-rank entry
    points; step.cu names the NCCL calls (grouped sends and receives, all-reduces, the split communicators)
    under the IR's locations.
    A compressed pp2 plan (--policy optimus-cc: CB's PowerSGD with LEP on the cool-down backward send 1 -> 0)
@@ -17,7 +19,7 @@
 4. The world size, without touching a GPU: ptrain-run --np 3 on the pp2 plan is the launcher's error naming
    the plan's 2 ranks; the generated ptrain_step_init under mpirun -np 1 refuses the world of 1 by itself
    (it checks MPI_COMM_WORLD before any device call); ptrain-run with the right world is the device error.
-(The options --target cuda refuses are lit tests: test/Target/Cuda/ptrain-compile-cuda-errors.test.)
+(The option --target cuda refuses, --policy, is a lit test: test/Target/Cuda/ptrain-compile-cuda-errors.test.)
 
 Usage: compile_e2e.py <build-dir> <source-dir> <scratch-dir>
 """
@@ -76,6 +78,11 @@ MULTIRANK_CALLS = {
     "dp2tp2": ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_all_reduce(comm_grid_dp, ",
                "ptrain_nccl_all_reduce(comm_grid_tp, ", "ptrain_nccl_wait(comm_grid_dp)", "initStates(path)",
                "PTRAIN_REDUCE_AVG"),
+    "tp2vocab": ("ptrain_cuda_vocab_parallel_embedding_fwd_f32(", "ptrain_cuda_vocab_parallel_embedding_bwd_f32(",
+                 "ptrain_cuda_vocab_parallel_ce_parts_fwd_f32(", "ptrain_cuda_vocab_parallel_ce_parts_bwd_f32(",
+                 "gridCoordinate(ptrain_rank, ", "ptrain_nccl_all_gather(comm_grid_tp, ", "ptrain_cuda_reduce_f32(2, ",
+                 "ptrain_cuda_broadcast_to(", "ptrain_cuda_sum_squares_f32(", "ptrain_cuda_clip_scale_f32(",
+                 "ptrain_cuda_sgd_step_f32(", "ptrain_nccl_all_reduce(comm_grid_tp, "),
     # CB on link 1 -> 0: P (4*64 x 16) and Q (128 x 16) sent instead of the 4 x 64 x 128 gradient.
     "pp2occ": ("ptrain_nccl_send(comm_grid_pp, ", "ptrain_nccl_recv(comm_grid_pp, ",
                "ptrain_cuda_powersgd_encode_f32(", ", 1, 256, 128, 16, 0, ", "ptrain_cuda_powersgd_decode_f32(",
@@ -134,13 +141,16 @@ def check_multirank(name, out, scratch):
         if call not in text:
             failures.append(f"{name}: step.cu has no {call!r}")
     # Every communication op's block is headed by its IR location and op name, then its NCCL call.
-    located = re.findall(r'\n  // ("[^"\n]+"[^\n]*)\n  // (ptrain\.(?:send_start|recv_start|all_reduce_start|tp_all_reduce))\n'
+    located = re.findall(r'\n  // ("[^"\n]+"[^\n]*)\n  // (ptrain\.(?:send_start|recv_start|all_reduce_start|tp_all_reduce|'
+                         r'tp_all_gather))\n'
                          r'(?:  [^\n]*\n)*?    PTRAIN_STEP_CALL\((ptrain_nccl_[a-z_]+)\(', text)
     print(f"{name}: {text.count('PTRAIN_STEP_CALL(ptrain_nccl_')} NCCL calls in step.cu, {len(located)} communication "
           f"ops under their location, e.g. {located[0] if located else None}")
     ops = {op for _, op, _ in located}
-    want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if name.startswith("pp2") else \
-        {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"}
+    want = {"pp2": {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"},
+            "dp2tp2": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"},
+            "tp2vocab": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce", "ptrain.tp_all_gather"},
+            "pp2occ": {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"}}[name]
     if not want <= ops:
         failures.append(f"{name}: no NCCL call under the location of {sorted(want - ops)}")
     if name == "pp2occ":
@@ -228,8 +238,11 @@ def main(build, source, scratch):
                                       "not yet supported")):
         failures.append("ptrain-run: the message names neither the device error nor 'not yet supported'")
 
-    # --- 3. Multi-rank plans: pp2, dp2 x tp2, and pp2 compressed by optimus-cc.
+    # --- 3. Multi-rank plans: pp2, dp2 x tp2, tp2 with the vocabulary-parallel ops, and pp2 compressed by
+    # optimus-cc.
     plans = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2tp2": ["--dp", "2", "--tp", "2"],
+             "tp2vocab": ["--tp", "2", "--vocab-parallel", "--clip-norm", "1", "--optimizer", "sgd", "--momentum",
+                          "0.9"],
              "pp2occ": ["--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"]}
     for name, options in plans.items():
         out = os.path.join(scratch, name)

@@ -7,6 +7,7 @@
 // RUN: not ptrain-translate --emit-cuda %t/axis.mlir 2>&1 | FileCheck %s --check-prefix=AXIS
 // RUN: not ptrain-translate --emit-cuda %t/matmul.mlir 2>&1 | FileCheck %s --check-prefix=MATMUL
 // RUN: not ptrain-translate --emit-cuda %t/external.mlir 2>&1 | FileCheck %s --check-prefix=EXT
+// RUN: not ptrain-translate --emit-cuda %t/mask.mlir 2>&1 | FileCheck %s --check-prefix=MASK
 
 // An op the CUDA code generator has no rule for: named, with its ONNX node location; no output file.
 //--- unsupported-op.mlir
@@ -14,7 +15,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = arith.addf %x, %x : tensor<4xf32> loc("/model/Add_7")
   return %y : tensor<4xf32>
 }
-// OP: error: loc("/model/Add_7"): --emit-cuda: 'arith.addf' is not supported by the CUDA code generator (compressed all-reduces, clipping, SGD and vocabulary-parallel ops are not yet supported)
+// OP: error: loc("/model/Add_7"): --emit-cuda: 'arith.addf' is not supported by the CUDA code generator (docs/CodegenCuda.md lists the ops it maps; --target cpu has the others)
 
 // A pipeline module needs its grid with an axis pp (the pipeline driver shared with --emit-cpp).
 //--- pipeline.mlir
@@ -61,3 +62,12 @@ func.func @f(%a: tensor<2x3x4x5xf32>, %b: tensor<1x3x5x6xf32>) -> tensor<2x3x4x6
 //--- external.mlir
 func.func private @f(%x: tensor<4xf32>) -> tensor<4xf32>
 // EXT: error: --emit-cuda: function @f has no body
+
+// i1 masks (ONNX Equal/Not, a cast to bool) are uint8 buffers on the CPU target only: named by the op.
+//--- mask.mlir
+func.func @f(%x: tensor<6xi64>) -> tensor<6xf32> {
+  %m = ptrain.cast %x : tensor<6xi64> -> tensor<6xi1> loc("/Cast_mask")
+  %f = ptrain.cast %m : tensor<6xi1> -> tensor<6xf32>
+  return %f : tensor<6xf32>
+}
+// MASK: error: loc("/Cast_mask"): --emit-cuda: result #0 has element type 'i1'; only f32 and i64 are supported

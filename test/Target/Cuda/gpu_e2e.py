@@ -6,7 +6,10 @@ skip, without a usable GPU; docs/CodegenCuda.md).
 2. --optimizer adamw (lr 1e-3, warm-up 1): three steps on that batch, each loss within 1e-4 relative of the
    CPU's; the parameters after them (ptrain_step_pull_states) within 1e-4 relative; a checkpoint saved before
    the steps and loaded back reproduces the first step's loss exactly; a corrupt checkpoint is refused.
-3. Codecs (docs/CodegenCuda.md, "Codecs"): test/Target/Cuda/emit-cuda-codecs.mlir (PowerSGD with error
+3. --optimizer sgd --momentum 0.9 --clip-norm 0.5 (global-norm clipping: sum_squares / clip_scale on the
+   device, the scale applied to every gradient; SGD with momentum and weight decay): three steps, each loss and
+   the parameters after them within 1e-4 relative of the CPU's.
+4. Codecs (docs/CodegenCuda.md, "Codecs"): test/Target/Cuda/emit-cuda-codecs.mlir (PowerSGD with error
    feedback and warm start, top-k at ratio 1 (the identity), rand-k, 2/4/8-bit quantization, bf16 with error
    feedback, fp16) through --emit-cpp + c++ and --emit-cuda + nvcc, each function called three times on the
    same random inputs so the codec states evolve: the identity returns its input bit for bit; every other
@@ -164,6 +167,49 @@ def check_codecs(build, source, scratch):
     return failures
 
 
+def compare_three_steps(build, source, scratch, tok_p, name, options, checkpoint=False):
+    """Three steps of the step compiled with `options` for both targets: each loss and the parameters after
+    them, CUDA against CPU within TOLERANCE; with `checkpoint`, a checkpoint round trip and a corrupt one."""
+    failures = []
+    losses, params = {}, {}
+    for target in ("cpu", "cuda"):
+        _, lib = compile_step(build, source, os.path.join(scratch, f"{name}-{target}"), target, *options)
+        check(lib, lib.ptrain_step_init(None), f"{target} init")
+        ckpt = os.path.join(scratch, f"{name}-{target}", "before.ckpt").encode()
+        if checkpoint:
+            check(lib, lib.ptrain_step_save(ckpt), f"{target} save")
+        losses[target] = []
+        for _ in range(3):
+            out = np.zeros((), np.float32)
+            check(lib, lib.ptrain_step_train_step(tok_p, f32p(out)), f"{target} {name} step")
+            losses[target].append(float(out))
+        if target == "cuda":
+            check(lib, lib.ptrain_step_pull_states(), "cuda pull_states")
+        params[target] = parameters(lib)
+        if target == "cuda" and checkpoint:
+            check(lib, lib.ptrain_step_load(ckpt), "cuda load")
+            out = np.zeros((), np.float32)
+            check(lib, lib.ptrain_step_train_step(tok_p, f32p(out)), "cuda step after load")
+            if float(out) != losses["cuda"][0]:
+                failures.append(f"after loading the checkpoint the CUDA step gave {float(out)}, not "
+                                f"{losses['cuda'][0]}")
+            data = bytearray(open(ckpt, "rb").read())
+            data[len(data) // 2] ^= 0xFF
+            open(ckpt, "wb").write(bytes(data))
+            if lib.ptrain_step_load(ckpt) == 0:
+                failures.append("a corrupt checkpoint was accepted")
+    print(f"{name} losses: cuda " + " ".join(f"{v:.6f}" for v in losses["cuda"]) + ", cpu " +
+          " ".join(f"{v:.6f}" for v in losses["cpu"]))
+    for step, (a, b) in enumerate(zip(losses["cuda"], losses["cpu"])):
+        if not abs(a - b) <= TOLERANCE * abs(b):
+            failures.append(f"{name} step {step + 1}: loss {a} vs the CPU's {b}")
+    param_err = max(relative(params["cuda"][k], params["cpu"][k]) for k in params["cpu"])
+    print(f"{name}: parameters after 3 steps: max relative error {param_err:.2e} over {len(params['cpu'])} tensors")
+    if not param_err <= TOLERANCE or sorted(params["cuda"]) != sorted(params["cpu"]):
+        failures.append(f"{name}: parameters after 3 steps: relative error {param_err:.2e}")
+    return failures
+
+
 def main(build, source, scratch):
     if gpu_count(build) < 1:
         print("SKIP: no usable CUDA device (ptrain_cuda_device_count failed or found none)")
@@ -198,44 +244,14 @@ def main(build, source, scratch):
     print(f"{len(cpu) - 1} gradients: max relative error {worst:.2e} ({worst_key})")
 
     # --- 2. optimizer=adamw: three steps, CUDA against CPU; checkpoints.
-    losses, params = {}, {}
-    for target in ("cpu", "cuda"):
-        _, lib = compile_step(build, source, os.path.join(scratch, f"adamw-{target}"), target, "--optimizer", "adamw",
-                              "--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100")
-        check(lib, lib.ptrain_step_init(None), f"{target} init")
-        ckpt = os.path.join(scratch, f"adamw-{target}", "before.ckpt").encode()
-        check(lib, lib.ptrain_step_save(ckpt), f"{target} save")
-        losses[target] = []
-        for _ in range(3):
-            out = np.zeros((), np.float32)
-            check(lib, lib.ptrain_step_train_step(tok_p, f32p(out)), f"{target} adamw step")
-            losses[target].append(float(out))
-        if target == "cuda":
-            check(lib, lib.ptrain_step_pull_states(), "cuda pull_states")
-        params[target] = parameters(lib)
-        if target == "cuda":
-            check(lib, lib.ptrain_step_load(ckpt), "cuda load")
-            out = np.zeros((), np.float32)
-            check(lib, lib.ptrain_step_train_step(tok_p, f32p(out)), "cuda step after load")
-            if float(out) != losses["cuda"][0]:
-                failures.append(f"after loading the checkpoint the CUDA step gave {float(out)}, not "
-                                f"{losses['cuda'][0]}")
-            data = bytearray(open(ckpt, "rb").read())
-            data[len(data) // 2] ^= 0xFF
-            open(ckpt, "wb").write(bytes(data))
-            if lib.ptrain_step_load(ckpt) == 0:
-                failures.append("a corrupt checkpoint was accepted")
-    print("adamw losses: cuda " + " ".join(f"{v:.6f}" for v in losses["cuda"]) + ", cpu " +
-          " ".join(f"{v:.6f}" for v in losses["cpu"]))
-    for step, (a, b) in enumerate(zip(losses["cuda"], losses["cpu"])):
-        if not abs(a - b) <= TOLERANCE * abs(b):
-            failures.append(f"adamw step {step + 1}: loss {a} vs the CPU's {b}")
-    param_err = max(relative(params["cuda"][k], params["cpu"][k]) for k in params["cpu"])
-    print(f"parameters after 3 steps: max relative error {param_err:.2e} over {len(params['cpu'])} tensors")
-    if not param_err <= TOLERANCE or sorted(params["cuda"]) != sorted(params["cpu"]):
-        failures.append(f"parameters after 3 steps: relative error {param_err:.2e}")
+    failures += compare_three_steps(build, source, scratch, tok_p, "adamw", ["--optimizer", "adamw", "--lr", "1e-3",
+                                    "--warmup-steps", "1", "--total-steps", "100"], checkpoint=True)
+    # --- 3. Clipped SGD with momentum: three steps, CUDA against CPU.
+    failures += compare_three_steps(build, source, scratch, tok_p, "clipped-sgd",
+                                    ["--optimizer", "sgd", "--momentum", "0.9", "--clip-norm", "0.5", "--lr", "1e-2",
+                                     "--warmup-steps", "1", "--total-steps", "100"])
 
-    # --- 3. Codecs: every kind, CUDA against CPU, states included.
+    # --- 4. Codecs: every kind, CUDA against CPU, states included.
     failures += check_codecs(build, source, scratch)
 
     if failures:

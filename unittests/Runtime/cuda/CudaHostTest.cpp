@@ -132,6 +132,56 @@ TEST(CudaArguments, ModelKernelsRejectBadArgumentsByName) {
   EXPECT_TRUE(lastErrorHas("ptrain_cuda_copy_to_host: 'src' must not be null")) << ptrain_last_error();
 }
 
+TEST(CudaArguments, ModelKernelsBeyondTheGptCoreRejectBadArgumentsByName) {
+  const int64_t dims[2] = {2, 3}, wrong[2] = {3, 3};
+  EXPECT_EQ(ptrain_cuda_reduce_f32(7, dummy, 2, dims, 2, dims, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_reduce_f32: unknown reduction kind 7")) << ptrain_last_error();
+  const int64_t empty[2] = {2, 0}, kept[2] = {2, 1};
+  EXPECT_EQ(ptrain_cuda_reduce_f32(PTRAIN_REDUCE_KIND_MAX, dummy, 2, empty, 2, kept, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_reduce_f32: max of an empty reduction has no identity")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_broadcast_to(dummy, 4, 2, wrong, 2, dims, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_broadcast_to: x dim 0 of size 3 does not broadcast to result dim 0 of size 2"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_cast_elements(dummy, PTRAIN_CAST_F32, 4, 5, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_cast_elements: element kinds 0 -> 5")) << ptrain_last_error();
+  const int64_t indices[2] = {0, 1};
+  EXPECT_EQ(ptrain_cuda_gather_axis(dummy, 3, 1, 2, 1, indices, 2, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_gather_axis: elem_bytes must be 1, 4 or 8, got 3")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_log_softmax_f32(dummy, 2, -1, 1, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_log_softmax_f32: 'len' must be >= 0, got -1")) << ptrain_last_error();
+  int64_t step = 1;
+  EXPECT_EQ(ptrain_cuda_sgd_step_f32(dummy, dummy, nullptr, 4, &step, 0, 10, 1e-3f, 1e-4f, 0.9f, 0.0f, dummy, nullptr),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_sgd_step_f32: momentum_buf may be null only when momentum == 0 (got 0.9)"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_sgd_step_f32(dummy, dummy, dummy, 4, &step, 0, 10, 1e-3f, 1e-4f, 0.9f, 0.0f, dummy, nullptr),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("momentum_buf and out_momentum_buf must both be set or both be null"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_sum_squares_f32(dummy, -2, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_sum_squares_f32: 'n' must be >= 0, got -2")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_clip_scale_f32(dummy, 0.0, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_clip_scale_f32: max_norm must be > 0, got 0")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_vocab_parallel_embedding_fwd_f32(dummy, dummyIdx, 4, 8, 2, 2, 2, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_vocab_parallel_embedding_fwd_f32: part 2 of 2 is not a rank of the axis"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_vocab_parallel_embedding_bwd_f32(dummy, dummyIdx, 4, 0, 2, 0, 2, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_vocab_parallel_embedding_bwd_f32: need n >= 0, rows >= 1 and cols >= 1"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_vocab_parallel_ce_parts_fwd_f32(dummy, dummyIdx, dummy, 4, 8, 17, 0, 2, dummy, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_vocab_parallel_ce_parts_fwd_f32: need n <= 2^31 - 1 and vocab in [1, 16], "
+                           "got 4 and 17"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_vocab_parallel_ce_parts_bwd_f32(dummy, dummy, dummy, nullptr, dummy, 4, 8, 16, 1, 2, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_vocab_parallel_ce_parts_bwd_f32: a tensor pointer is null"))
+      << ptrain_last_error();
+}
+
 TEST(CudaArguments, NcclCallsRejectBadArgumentsByName) {
   ptrain_nccl_comm_t out = nullptr;
   EXPECT_EQ(ptrain_nccl_comm_init(nullptr, &out), PTRAIN_ERROR_INVALID_ARGUMENT);

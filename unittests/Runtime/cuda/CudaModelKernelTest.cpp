@@ -5,7 +5,11 @@
 // embedding forward and AdamW bit for bit; the rest within 1e-5 relative to
 // the largest CPU magnitude (sums in another order; GEMM through cuBLAS
 // within 1e-5 too at these sizes). An id outside the vocabulary is reported
-// by ptrain_cuda_check_indices by position. Skipped (77) without a device.
+// by ptrain_cuda_check_indices by position. The kernels beyond the GPT core
+// (reduce, broadcast_to, cast, gather, log-softmax, SGD, global-norm
+// clipping, the vocabulary-parallel embedding and cross-entropy parts) the
+// same way: bit for bit where the CPU's result has one rounding of an exact
+// value, else within 1e-6 / 1e-5. Skipped (77) without a device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -223,6 +227,207 @@ TEST(CudaModelKernels, AdamWWithTheScheduleOnTheDeviceStep) {
     expectSameBits(cv, ov.download(), "adamw v");
     expectClose(cp, op.download(), "adamw param", 1e-7);
   }
+}
+
+TEST(CudaModelKernels, ReduceAndBroadcastTo) {
+  // [2, 3, 5] reduced over axis 1 (-> [2, 1, 5]) and over axes 0, 2 (-> [1, 3, 1]); a NaN row for max.
+  const int64_t dims[3] = {2, 3, 5}, to1[3] = {2, 1, 5}, to2[3] = {1, 3, 1};
+  std::vector<float> x = randomValues(30, 20, 2.0f);
+  x[7] = NAN; // row (0, 1): max of column 2 over axis 1 is NaN
+  DeviceArray<float> dx(x);
+  for (int32_t kind : {PTRAIN_REDUCE_KIND_SUM, PTRAIN_REDUCE_KIND_MEAN, PTRAIN_REDUCE_KIND_MAX})
+    for (const int64_t *to : {to1, to2}) {
+      const int64_t count = to[0] * to[1] * to[2];
+      std::vector<float> cpu(count);
+      DeviceArray<float> out(count);
+      ASSERT_EQ(ptrain_reduce_f32(kind, x.data(), 3, dims, 3, to, cpu.data()), PTRAIN_OK) << ptrain_last_error();
+      ASSERT_EQ(ptrain_cuda_reduce_f32(kind, dx.get(), 3, dims, 3, to, out.get()), PTRAIN_OK) << ptrain_last_error();
+      // One fp64 accumulation per output rounded once: the same bits unless the summation order matters.
+      if (kind == PTRAIN_REDUCE_KIND_MAX)
+        expectSameBits(cpu, out.download(), "reduce max");
+      else
+        expectClose(cpu, out.download(), kind == PTRAIN_REDUCE_KIND_SUM ? "reduce sum" : "reduce mean", 1e-6);
+    }
+  // broadcast_to [3, 1] -> [2, 3, 4] (f32) and [1, 4] -> [3, 4] (i64): bit for bit.
+  const int64_t bd[2] = {3, 1}, bo[3] = {2, 3, 4}, id[2] = {1, 4}, io[2] = {3, 4};
+  const std::vector<float> b = randomValues(3, 21);
+  std::vector<float> cb(24);
+  DeviceArray<float> db(b), ob(24);
+  ASSERT_EQ(ptrain_broadcast_to(b.data(), 4, 2, bd, 3, bo, cb.data()), PTRAIN_OK);
+  ASSERT_EQ(ptrain_cuda_broadcast_to(db.get(), 4, 2, bd, 3, bo, ob.get()), PTRAIN_OK) << ptrain_last_error();
+  expectSameBits(cb, ob.download(), "broadcast_to f32");
+  const std::vector<int64_t> ib = {5, -7, 1LL << 40, 0};
+  std::vector<int64_t> cib(12);
+  DeviceArray<int64_t> dib(ib), oib(12);
+  ASSERT_EQ(ptrain_broadcast_to(ib.data(), 8, 2, id, 2, io, cib.data()), PTRAIN_OK);
+  ASSERT_EQ(ptrain_cuda_broadcast_to(dib.get(), 8, 2, id, 2, io, oib.get()), PTRAIN_OK) << ptrain_last_error();
+  expectEqualArrays(cib, oib.download(), "broadcast_to i64");
+}
+
+TEST(CudaModelKernels, CastGatherLogSoftmax) {
+  // Casts between f32 and i64 (truncation toward zero, rounding through fp64), exact.
+  const std::vector<float> f = {-2.75f, -0.5f, 0.0f, 0.99f, 3.5f, 1e10f, -1e18f, 7.0f};
+  const std::vector<int64_t> i = {-3, 0, 1, (1LL << 53) + 1, -(1LL << 40), 123456789, 16777217, 2};
+  DeviceArray<float> df(f), fo(8);
+  DeviceArray<int64_t> di(i), io(8);
+  std::vector<int64_t> ci(8);
+  std::vector<float> cf(8);
+  ASSERT_EQ(ptrain_cast_elements(f.data(), PTRAIN_CAST_F32, 8, PTRAIN_CAST_I64, ci.data()), PTRAIN_OK);
+  ASSERT_EQ(ptrain_cuda_cast_elements(df.get(), PTRAIN_CAST_F32, 8, PTRAIN_CAST_I64, io.get()), PTRAIN_OK)
+      << ptrain_last_error();
+  expectEqualArrays(ci, io.download(), "cast f32 -> i64");
+  ASSERT_EQ(ptrain_cast_elements(i.data(), PTRAIN_CAST_I64, 8, PTRAIN_CAST_F32, cf.data()), PTRAIN_OK);
+  ASSERT_EQ(ptrain_cuda_cast_elements(di.get(), PTRAIN_CAST_I64, 8, PTRAIN_CAST_F32, fo.get()), PTRAIN_OK)
+      << ptrain_last_error();
+  expectSameBits(cf, fo.download(), "cast i64 -> f32");
+  ASSERT_EQ(ptrain_cuda_check_indices(), PTRAIN_OK) << ptrain_last_error();
+  // Gather along the middle axis of [2, 5, 3], negative indices counting from the end; f32 and i64 data.
+  const std::vector<int64_t> indices = {4, -1, 0, 2, -5};
+  const std::vector<float> data = randomValues(30, 22);
+  std::vector<int64_t> idata(30);
+  for (int64_t k = 0; k < 30; ++k)
+    idata[k] = k * 1000003 - 7;
+  DeviceArray<int64_t> dind(indices), didata(idata), gi(30);
+  DeviceArray<float> ddata(data), gf(30);
+  std::vector<float> cg(30);
+  std::vector<int64_t> cgi(30);
+  ASSERT_EQ(ptrain_gather_axis(data.data(), 4, 2, 5, 3, indices.data(), 5, cg.data()), PTRAIN_OK);
+  ASSERT_EQ(ptrain_cuda_gather_axis(ddata.get(), 4, 2, 5, 3, dind.get(), 5, gf.get()), PTRAIN_OK)
+      << ptrain_last_error();
+  expectSameBits(cg, gf.download(), "gather f32");
+  ASSERT_EQ(ptrain_gather_axis(idata.data(), 8, 2, 5, 3, indices.data(), 5, cgi.data()), PTRAIN_OK);
+  ASSERT_EQ(ptrain_cuda_gather_axis(didata.get(), 8, 2, 5, 3, dind.get(), 5, gi.get()), PTRAIN_OK)
+      << ptrain_last_error();
+  expectEqualArrays(cgi, gi.download(), "gather i64");
+  // Log-softmax along the middle axis of [3, 7, 4] (fp64, rounded once).
+  const std::vector<float> ls = randomValues(84, 23, 3.0f);
+  std::vector<float> cls(84);
+  DeviceArray<float> dls(ls), ols(84);
+  ASSERT_EQ(ptrain_log_softmax_f32(ls.data(), 3, 7, 4, cls.data()), PTRAIN_OK);
+  ASSERT_EQ(ptrain_cuda_log_softmax_f32(dls.get(), 3, 7, 4, ols.get()), PTRAIN_OK) << ptrain_last_error();
+  expectClose(cls, ols.download(), "log_softmax", 1e-6);
+  ASSERT_EQ(ptrain_cuda_check_indices(), PTRAIN_OK) << ptrain_last_error();
+  // What the CPU calls refuse before writing, the kernels skip and the check reports by position.
+  DeviceArray<int64_t> bad(std::vector<int64_t>{0, 5, 1, 2, 3});
+  ASSERT_EQ(ptrain_cuda_gather_axis(ddata.get(), 4, 2, 5, 3, bad.get(), 5, gf.get()), PTRAIN_OK);
+  EXPECT_EQ(ptrain_cuda_check_indices(), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ptrain_last_error(), "ptrain_cuda_gather_axis: indices[1] = 5 is out of range [-5, 5)");
+  DeviceArray<float> nan(std::vector<float>{1.0f, NAN});
+  ASSERT_EQ(ptrain_cuda_cast_elements(nan.get(), PTRAIN_CAST_F32, 2, PTRAIN_CAST_I64, io.get()), PTRAIN_OK);
+  EXPECT_EQ(ptrain_cuda_check_indices(), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ptrain_last_error(), "ptrain_cuda_cast_elements: x[1] = nan does not fit in int64");
+  EXPECT_EQ(ptrain_cuda_check_indices(), PTRAIN_OK);
+}
+
+TEST(CudaModelKernels, SgdWithTheScheduleOnTheDeviceStep) {
+  const int64_t n = 1000;
+  const std::vector<float> p = randomValues(n, 24), g = randomValues(n, 25), b = randomValues(n, 26, 0.1f);
+  for (int64_t t : {3, 5, 40})
+    for (float momentum : {0.0f, 0.9f}) {
+      std::vector<float> cp = p, cb = b;
+      float lr = 0.0f;
+      ASSERT_EQ(ptrain_lr_warmup_cosine(t <= 5 ? t - 1 : t, 5, 100, 1e-2f, 1e-3f, &lr), PTRAIN_OK);
+      ASSERT_EQ(ptrain_sgd_step_f32(cp.data(), g.data(), momentum > 0 ? cb.data() : nullptr, n, lr, momentum, 0.01f),
+                PTRAIN_OK);
+      DeviceArray<float> dp(p), dg(g), db(b), op(n), ob(n);
+      DeviceArray<int64_t> step(std::vector<int64_t>{t});
+      ASSERT_EQ(ptrain_cuda_sgd_step_f32(dp.get(), dg.get(), momentum > 0 ? db.get() : nullptr, n, step.get(), 5, 100,
+                                         1e-2f, 1e-3f, momentum, 0.01f, op.get(), momentum > 0 ? ob.get() : nullptr),
+                PTRAIN_OK)
+          << ptrain_last_error();
+      expectClose(cp, op.download(), "sgd param", 1e-7);
+      if (momentum > 0)
+        expectClose(cb, ob.download(), "sgd momentum buffer", 1e-7);
+    }
+}
+
+TEST(CudaModelKernels, GlobalNormClipping) {
+  // A sum of squares over many blocks (fp64 partials), then the scale: clipped (norm > max) and not.
+  const int64_t n = 300001;
+  const std::vector<float> x = randomValues(n, 27);
+  double cpuSum = 0.0;
+  ASSERT_EQ(ptrain_sum_squares_f32(x.data(), n, &cpuSum), PTRAIN_OK);
+  DeviceArray<float> dx(x), sum(1), scale(1);
+  ASSERT_EQ(ptrain_cuda_sum_squares_f32(dx.get(), n, sum.get()), PTRAIN_OK) << ptrain_last_error();
+  const float gpuSum = sum.download()[0];
+  EXPECT_NEAR(gpuSum, static_cast<float>(cpuSum), 1e-6 * cpuSum);
+  for (double maxNorm : {1.0, 1e4}) {
+    ASSERT_EQ(ptrain_cuda_clip_scale_f32(sum.get(), maxNorm, scale.get()), PTRAIN_OK) << ptrain_last_error();
+    // The CPU step's clip_scale (lib/Target/Cpp/EmitOptimizer.cpp) on the same float sum.
+    const double s = maxNorm / (std::sqrt(static_cast<double>(gpuSum)) + 1e-6);
+    const float expected = static_cast<float>(std::isnan(s) || s < 1.0 ? s : 1.0);
+    EXPECT_EQ(bitsOf(scale.download()[0]), bitsOf(expected)) << "max_norm " << maxNorm;
+  }
+  ASSERT_EQ(ptrain_cuda_sum_squares_f32(dx.get(), 0, sum.get()), PTRAIN_OK);
+  EXPECT_EQ(sum.download()[0], 0.0f);
+}
+
+TEST(CudaModelKernels, VocabParallelEmbeddingAndCrossEntropyParts) {
+  // A vocabulary of 7 padded to 8 over 2 parts of 4 rows: part 1's last row is padding.
+  const int64_t n = 6, rows = 4, dim = 3, vocab = 7, parts = 2;
+  const std::vector<int64_t> ids = {0, 7, 3, 4, 6, 3};
+  const std::vector<int32_t> ids32(ids.begin(), ids.end());
+  const std::vector<int64_t> labels = {1, 6, 4, 0, 3, 5};
+  const std::vector<int32_t> labels32(labels.begin(), labels.end());
+  const std::vector<float> table = randomValues(rows * dim, 28), dy = randomValues(n * dim, 29),
+                           logits = randomValues(n * rows, 30, 2.0f), dSum = randomValues(n, 31),
+                           dTarget = randomValues(n, 32);
+  std::vector<float> max(n);
+  for (int64_t i = 0; i < n; ++i)
+    max[i] = logits[i * rows] + 0.25f; // any per-row shift: the all-reduced max in a real step
+  DeviceArray<int32_t> dids(ids32), dlabels(labels32);
+  DeviceArray<float> dtable(table), ddy(dy), dlogits(logits), dmax(max), ddSum(dSum), ddTarget(dTarget), y(n * dim),
+      dtab(rows * dim), sumExp(n), target(n), dl(n * rows);
+  for (int64_t part = 0; part < parts; ++part) {
+    std::vector<float> cy(n * dim), ctab(rows * dim), cs(n), ct(n), cdl(n * rows);
+    ASSERT_EQ(ptrain_vocab_parallel_embedding_fwd_f32(table.data(), ids.data(), n, rows, dim, part, parts, cy.data()),
+              PTRAIN_OK);
+    ASSERT_EQ(
+        ptrain_cuda_vocab_parallel_embedding_fwd_f32(dtable.get(), dids.get(), n, rows, dim, part, parts, y.get()),
+        PTRAIN_OK)
+        << ptrain_last_error();
+    expectSameBits(cy, y.download(), "vocab-parallel embedding");
+    ASSERT_EQ(ptrain_vocab_parallel_embedding_bwd_f32(dy.data(), ids.data(), n, rows, dim, part, parts, ctab.data()),
+              PTRAIN_OK);
+    ASSERT_EQ(
+        ptrain_cuda_vocab_parallel_embedding_bwd_f32(ddy.get(), dids.get(), n, rows, dim, part, parts, dtab.get()),
+        PTRAIN_OK)
+        << ptrain_last_error();
+    expectClose(ctab, dtab.download(), "vocab-parallel embedding_bwd");
+    ASSERT_EQ(ptrain_vocab_parallel_ce_parts_fwd_f32(logits.data(), labels.data(), max.data(), n, rows, vocab, part,
+                                                     parts, cs.data(), ct.data()),
+              PTRAIN_OK);
+    ASSERT_EQ(ptrain_cuda_vocab_parallel_ce_parts_fwd_f32(dlogits.get(), dlabels.get(), dmax.get(), n, rows, vocab,
+                                                          part, parts, sumExp.get(), target.get()),
+              PTRAIN_OK)
+        << ptrain_last_error();
+    expectClose(cs, sumExp.download(), "ce parts sum_exp");
+    expectSameBits(ct, target.download(), "ce parts target");
+    ASSERT_EQ(ptrain_vocab_parallel_ce_parts_bwd_f32(dSum.data(), dTarget.data(), logits.data(), labels.data(),
+                                                     max.data(), n, rows, vocab, part, parts, cdl.data()),
+              PTRAIN_OK);
+    ASSERT_EQ(ptrain_cuda_vocab_parallel_ce_parts_bwd_f32(ddSum.get(), ddTarget.get(), dlogits.get(), dlabels.get(),
+                                                          dmax.get(), n, rows, vocab, part, parts, dl.get()),
+              PTRAIN_OK)
+        << ptrain_last_error();
+    expectClose(cdl, dl.download(), "ce parts dlogits", 1e-6);
+  }
+  ASSERT_EQ(ptrain_cuda_check_indices(), PTRAIN_OK) << ptrain_last_error();
+  // An id past the padded vocabulary and a label past the real one: skipped, reported by position.
+  DeviceArray<int32_t> badIds(std::vector<int32_t>{0, 1, 2, 8, 3, 4});
+  ASSERT_EQ(ptrain_cuda_vocab_parallel_embedding_fwd_f32(dtable.get(), badIds.get(), n, rows, dim, 0, parts, y.get()),
+            PTRAIN_OK);
+  EXPECT_EQ(ptrain_cuda_check_indices(), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ptrain_last_error(),
+               "ptrain_cuda_vocab_parallel_embedding_fwd_f32: ids[3] = 8 is outside the vocabulary [0, 8)");
+  DeviceArray<int32_t> badLabels(std::vector<int32_t>{0, 1, 2, 3, 7, 4});
+  ASSERT_EQ(ptrain_cuda_vocab_parallel_ce_parts_fwd_f32(dlogits.get(), badLabels.get(), dmax.get(), n, rows, vocab, 1,
+                                                        parts, sumExp.get(), target.get()),
+            PTRAIN_OK);
+  EXPECT_EQ(ptrain_cuda_check_indices(), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ptrain_last_error(),
+               "ptrain_cuda_vocab_parallel_ce_parts_fwd_f32: labels[4] = 7 is outside the vocabulary [0, 7)");
+  EXPECT_EQ(ptrain_cuda_check_indices(), PTRAIN_OK);
 }
 
 } // namespace
