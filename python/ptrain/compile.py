@@ -32,7 +32,7 @@ runs, writing every intermediate into out/:
         head and cross-entropy split over the vocabulary, padded to a multiple of T K)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
-    with --target cuda (single- and multi-rank steps over NCCL, no codecs; docs/CodegenCuda.md) instead:
+    with --target cuda (single- and multi-rank steps over NCCL, pipeline codecs; docs/CodegenCuda.md) instead:
       ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu
       nvcc -std=c++17 -O2 -shared sm_80 + sm_90 step.cu -lptrain_runtime_cuda -lcublas -lcudart -> out/libstep.so
     out/memory_plan.json (a pipeline step): --ptrain-memory-plan's plan per rank (states, stash, temporaries;
@@ -248,8 +248,6 @@ def compile_model(args):
     if args.report is not None and not pipeline:
         raise CompileError(f"--report {args.report}: the timing analysis needs a pipeline or parallel step (--pp, "
                            "--dp, --tp or --micro-batches > 1)")
-    if args.target == "cuda":
-        check_cuda_options(args)
     if not args.build_dir or not args.source_dir:
         raise CompileError("cannot locate the ptrain build: run the ptrain-compile in <build>/bin or pass "
                            "--build-dir and --source-dir")
@@ -311,15 +309,6 @@ OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.cu", "libstep.so", "pl
 
 # The GPU architectures of --target cuda (docs/CodegenCuda.md): A100 and H100/H200.
 CUDA_ARCHS = ("80", "90")
-
-
-def check_cuda_options(args):
-    """--target cuda compiles single-rank and multi-rank (--dp, --tp, --pp over NCCL) steps, with clipping, SGD
-    and vocabulary-parallel ops, but without codecs (docs/CodegenCuda.md): --policy is refused by name before
-    anything runs."""
-    if args.policy != "none":
-        raise CompileError(f"--target cuda: --policy {args.policy} is not yet supported (the codecs of compressed "
-                           "communication are not wired into the CUDA target); use --target cpu")
 
 
 def find_nvcc(args):

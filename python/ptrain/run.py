@@ -25,7 +25,8 @@ position (steps done, seed). --resume PATH loads such a checkpoint (every state 
 moments and step, codec residuals and warm-start Q) and continues from its step to step N with the batches a
 straight run would draw: the result equals the uninterrupted run's. --log writes the losses as JSON (rank 0).
 
-Traffic: the runtime counts the bytes every rank hands to MPI (docs/Runtime.md, "Traffic counters"). Rank 0
+Traffic: the runtime counts the bytes every rank hands to MPI, or to NCCL on a --target cuda plan (docs/Runtime.md,
+"Traffic counters"; docs/CodegenCuda.md). Rank 0
 prints, after training, the bytes per training step on each link: the inter-stage forward (stage s -> s + 1)
 and backward (s -> s - 1) point-to-point traffic summed over data-parallel replicas, and the collectives of
 each communicator (dp gradients, pp loss and tied embedding) summed over ranks; validation is not counted.
@@ -513,9 +514,9 @@ def write_plots(path):
         print(f"ptrain-run: plots skipped: {e}", flush=True)
 
 
-def print_traffic(per_link, steps):
+def print_traffic(per_link, steps, library="MPI"):
     width = max(len(k) for k in per_link)
-    print(f"traffic per training step (bytes handed to MPI, all ranks; runtime counters, {steps} steps):",
+    print(f"traffic per training step (bytes handed to {library}, all ranks; runtime counters, {steps} steps):",
           flush=True)
     for label, entry in per_link.items():
         print(f"  {label:<{width}}  {entry['bytes'] / steps:>14,.0f} B  {entry['messages'] / steps:>6.1f} "
@@ -687,7 +688,7 @@ def work(args):
         if traffic:
             log["traffic"] = traffic.per_link(plan["pp"])
             if rank0:
-                print_traffic(log["traffic"], args.steps - start)
+                print_traffic(log["traffic"], args.steps - start, "NCCL" if plan.get("target") == "cuda" else "MPI")
     # The dp replicas hold the same parameters and moments: replica 0 saves them, and every other replica its
     # own copy too when the plan has codec states, which differ between replicas (per_replica_states).
     if args.checkpoint and (replica == 0 or per_replica_states(plan)):

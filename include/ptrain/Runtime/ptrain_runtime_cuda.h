@@ -75,6 +75,14 @@
 //   an error or the deadline aborts comm, and the message names `what` (the
 //   generated step passes the transfer and its IR location). The pipeline's
 //   sends and receives, each on its own stream, are waited on this way.
+// ptrain_nccl_p2p_traffic(comm, peer, out_bytes, out_messages)
+//   The bytes and messages this rank has enqueued to rank `peer` of comm
+//   (ptrain_nccl_send) since its creation or the last reset, counted when
+//   enqueued (the MPI communicators' ptrain_comm_p2p_traffic).
+// ptrain_nccl_collective_traffic(comm, out_bytes, out_operations)
+//   The bytes of this rank's buffer in every collective on comm (count x
+//   element size) and the number of collectives enqueued.
+// ptrain_nccl_reset_traffic(comm)             zeroes both counters
 //
 // --- Compiled steps (--emit-cuda, docs/CodegenCuda.md) ---------------------
 // ptrain_cuda_malloc(num_bytes, out_ptr) / ptrain_cuda_free(ptr)

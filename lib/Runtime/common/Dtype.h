@@ -1,7 +1,7 @@
 //===- Dtype.h - Names of the runtime's collective dtypes -------*- C++ -*-===//
 //
 // The name of a ptrain_dtype_t as error messages print it ("f32", "bf16",
-// ...). Header-only so that both libptrain_runtime (MPI) and
+// ...) and its element size. Header-only so that both libptrain_runtime (MPI) and
 // libptrain_runtime_cuda (NCCL), which cannot call each other's hidden
 // symbols, print the same names.
 //
@@ -28,6 +28,22 @@ inline const char *dtypeName(ptrain_dtype_t dtype) {
     return "bf16";
   }
   return "unknown dtype";
+}
+
+/// Bytes of one element of a collective dtype (0 if unknown): the MPI and NCCL
+/// communicators' traffic counters.
+inline int64_t dtypeBytes(ptrain_dtype_t dtype) {
+  switch (dtype) {
+  case PTRAIN_DTYPE_F32:
+    return 4;
+  case PTRAIN_DTYPE_F64:
+  case PTRAIN_DTYPE_I64:
+    return 8;
+  case PTRAIN_DTYPE_F16:
+  case PTRAIN_DTYPE_BF16:
+    return 2;
+  }
+  return 0;
 }
 
 } // namespace ptrain::runtime

@@ -109,10 +109,6 @@ int pollUntil(MPI_Request *req, Clock::time_point deadline, MPI_Status *status, 
 /// of the debug mode names it.
 void appendStep(char *buf, size_t size);
 
-/// Bytes of one element of a collective dtype (0 if unknown); its name is
-/// dtypeName (common/Dtype.h).
-int64_t dtypeBytes(ptrain_dtype_t dtype);
-
 /// The MPI datatype and reduction for summing `dtype` (16-bit floats: a
 /// user-defined MPI_Op adding in fp32, see Collectives.cpp).
 ptrain_status_t sumOp(const char *call, ptrain_dtype_t dtype, MPI_Datatype *outType, MPI_Op *outOp);

@@ -164,21 +164,6 @@ int pollUntil(MPI_Request *req, Clock::time_point deadline, MPI_Status *status, 
   }
 }
 
-int64_t dtypeBytes(ptrain_dtype_t dtype) {
-  switch (dtype) {
-  case PTRAIN_DTYPE_F32:
-    return 4;
-  case PTRAIN_DTYPE_F64:
-  case PTRAIN_DTYPE_I64:
-    return 8;
-  case PTRAIN_DTYPE_F16:
-  case PTRAIN_DTYPE_BF16:
-    return 2;
-  default:
-    return 0;
-  }
-}
-
 } // namespace ptrain::runtime
 
 namespace {

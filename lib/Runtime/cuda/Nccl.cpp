@@ -17,6 +17,10 @@
 // The unique id is bootstrapped through the MPI communicator of the CPU
 // runtime with its public API (an all-gather of rank 0's id).
 //
+// Traffic counters (ptrain_nccl_p2p_traffic, _collective_traffic, as the
+// MPI communicators' ptrain_comm_*_traffic): every send and collective is
+// counted when it is enqueued, in bytes of this rank's buffer.
+//
 //===----------------------------------------------------------------------===//
 
 #include "common/Dtype.h"
@@ -30,6 +34,7 @@
 #include <cstring>
 #include <new>
 #include <thread>
+#include <vector>
 
 struct ptrain_nccl_comm {
   ncclComm_t comm = nullptr;
@@ -41,6 +46,10 @@ struct ptrain_nccl_comm {
   /// What was enqueued since the last wait ("all_reduce(count 4 f32 sum), ...").
   char pending[512] = "";
   int pendingCount = 0;
+  /// Bytes and messages enqueued to each peer (sized at the first send), and the bytes of this rank's buffer in
+  /// every collective and their number, since creation or the last ptrain_nccl_reset_traffic.
+  std::vector<int64_t> sentBytes, sentMessages;
+  int64_t collectiveBytes = 0, collectiveOps = 0;
 };
 
 using namespace ptrain::cuda;
@@ -368,6 +377,36 @@ extern "C" ptrain_status_t ptrain_nccl_comm_size(ptrain_nccl_comm_t comm, int32_
   return PTRAIN_OK;
 }
 
+extern "C" ptrain_status_t ptrain_nccl_p2p_traffic(ptrain_nccl_comm_t comm, int32_t peer, int64_t *out_bytes,
+                                                   int64_t *out_messages) {
+  PTRAIN_CUDA_CHECK_PTR(comm);
+  PTRAIN_CUDA_CHECK_PTR(out_bytes);
+  PTRAIN_CUDA_CHECK_PTR(out_messages);
+  PTRAIN_CUDA_CHECK_ARG(peer >= 0 && peer < comm->size, "peer %d is outside [0, %d)", peer, comm->size);
+  const bool any = comm->sentBytes.size() == static_cast<size_t>(comm->size);
+  *out_bytes = any ? comm->sentBytes[peer] : 0;
+  *out_messages = any ? comm->sentMessages[peer] : 0;
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_nccl_collective_traffic(ptrain_nccl_comm_t comm, int64_t *out_bytes,
+                                                          int64_t *out_operations) {
+  PTRAIN_CUDA_CHECK_PTR(comm);
+  PTRAIN_CUDA_CHECK_PTR(out_bytes);
+  PTRAIN_CUDA_CHECK_PTR(out_operations);
+  *out_bytes = comm->collectiveBytes;
+  *out_operations = comm->collectiveOps;
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_nccl_reset_traffic(ptrain_nccl_comm_t comm) {
+  PTRAIN_CUDA_CHECK_PTR(comm);
+  comm->sentBytes.assign(comm->sentBytes.size(), 0);
+  comm->sentMessages.assign(comm->sentMessages.size(), 0);
+  comm->collectiveBytes = comm->collectiveOps = 0;
+  return PTRAIN_OK;
+}
+
 extern "C" ptrain_status_t ptrain_nccl_comm_set_timeout(ptrain_nccl_comm_t comm, double seconds) {
   PTRAIN_CUDA_CHECK_PTR(comm);
   PTRAIN_CUDA_CHECK_ARG(seconds > 0.0, "the deadline must be > 0 s, got %g", seconds);
@@ -412,6 +451,12 @@ extern "C" ptrain_status_t ptrain_nccl_send(ptrain_nccl_comm_t comm, const void 
   PTRAIN_CUDA_RETURN_IF_ERROR(checkResult(
       __func__, comm->comm, ncclSend(buf, static_cast<size_t>(num_bytes), ncclUint8, peer, comm->comm, currentStream()),
       "ncclSend"));
+  if (comm->sentBytes.size() != static_cast<size_t>(comm->size)) {
+    comm->sentBytes.assign(comm->size, 0);
+    comm->sentMessages.assign(comm->size, 0);
+  }
+  comm->sentBytes[peer] += num_bytes;
+  ++comm->sentMessages[peer];
   char what[96];
   std::snprintf(what, sizeof(what), "send(%lld bytes to %d)", static_cast<long long>(num_bytes), peer);
   return enqueued(__func__, comm, what);
@@ -448,6 +493,8 @@ ptrain_status_t collective(const char *call, ptrain_nccl_comm *comm, const void 
   if (reduction)
     PTRAIN_CUDA_RETURN_IF_ERROR(ncclOp(call, op, &red));
   PTRAIN_CUDA_RETURN_IF_ERROR(checkResult(call, comm->comm, post(type, red), name));
+  comm->collectiveBytes += count * ptrain::runtime::dtypeBytes(dtype);
+  ++comm->collectiveOps;
   char what[96];
   std::snprintf(what, sizeof(what), "%s(count %lld %s%s)", name, static_cast<long long>(count),
                 ptrain::runtime::dtypeName(dtype),

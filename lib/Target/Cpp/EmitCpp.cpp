@@ -1229,19 +1229,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
         << "(" << g.var << "));\n    " << g.var << " = nullptr;\n  }\n";
     s << "  if (ptrain_world) {\n    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name
       << "(ptrain_world));\n    ptrain_world = nullptr;\n  }\n  return PTRAIN_OK;\n}\n\n";
-    SmallVector<TrafficGroup> traffic;
-    for (const CommGroups::Group &g : comms.groups) {
-      TrafficGroup t{g.var, {}, g.subAxis >= 0};
-      for (auto [d, in] : llvm::enumerate(g.inGroup)) {
-        if (!in)
-          continue;
-        t.axes.push_back(cast<StringAttr>(comms.theGrid.getAxisNames()[d]).getValue().str());
-        if (static_cast<int64_t>(d) == g.subAxis)
-          t.axes.back() += "{" + joinInts(g.members) + "}";
-      }
-      traffic.push_back(t);
-    }
-    emitTrafficEntryPoints(traffic, s);
+    emitTrafficEntryPoints(trafficGroups(comms), s);
     s << "/// Ends every rank of the job (MPI_Abort): the recovery after a communication error.\n";
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_abort(int32_t error_code) {\n"
          "  if (!ptrain_world)\n    return PTRAIN_OK;\n"

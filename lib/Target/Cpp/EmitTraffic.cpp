@@ -2,6 +2,7 @@
 
 #include "EmitTraffic.h"
 
+#include "EmitHelpers.h"
 #include "RuntimeCallTable.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -13,22 +14,53 @@ namespace {
 const char *name(RuntimeCall call) { return getRuntimeCallInfo(call).name; }
 } // namespace
 
+SmallVector<TrafficGroup> mlir::ptrain::cpp::trafficGroups(const CommGroups &comms) {
+  SmallVector<TrafficGroup> traffic;
+  GridOp grid = comms.theGrid;
+  for (const CommGroups::Group &g : comms.groups) {
+    TrafficGroup t{g.var, {}, g.subAxis >= 0};
+    for (auto [d, in] : llvm::enumerate(g.inGroup)) {
+      if (!in)
+        continue;
+      t.axes.push_back(cast<StringAttr>(grid.getAxisNames()[d]).getValue().str());
+      if (static_cast<int64_t>(d) == g.subAxis)
+        t.axes.back() += "{" + joinInts(g.members) + "}";
+    }
+    traffic.push_back(t);
+  }
+  return traffic;
+}
+
 void mlir::ptrain::cpp::emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, llvm::raw_ostream &s) {
+  emitTrafficEntryPoints(groups, s,
+                         {name(RuntimeCall::ptrain_comm_size), name(RuntimeCall::ptrain_comm_p2p_traffic),
+                          name(RuntimeCall::ptrain_comm_collective_traffic),
+                          name(RuntimeCall::ptrain_comm_reset_traffic)});
+}
+
+void mlir::ptrain::cpp::emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, llvm::raw_ostream &s,
+                                               const TrafficCalls &calls) {
   SmallVector<std::string> links;
   std::string local; // the body of localTraffic
   for (const TrafficGroup &g : groups) {
     const std::string base = std::to_string(2 * links.size());
     if (g.axes.size() == 1 && g.axes[0] == "pp") {
-      local += "  {\n    int32_t size = 0;\n    PTRAIN_STEP_CALL(" + std::string(name(RuntimeCall::ptrain_comm_size)) +
-               "(" + g.var + ", &size));\n";
-      local += "    if (ptrain_stage + 1 < size)\n      PTRAIN_STEP_CALL(" +
-               std::string(name(RuntimeCall::ptrain_comm_p2p_traffic)) + "(" + g.var + ", ptrain_stage + 1, &out[" +
-               base + "], &out[" + base + " + 1]));\n";
-      local += "    if (ptrain_stage > 0)\n      PTRAIN_STEP_CALL(" +
-               std::string(name(RuntimeCall::ptrain_comm_p2p_traffic)) + "(" + g.var + ", ptrain_stage - 1, &out[" +
-               base + " + 2], &out[" + base + " + 3]));\n";
-      local += "    PTRAIN_STEP_CALL(" + std::string(name(RuntimeCall::ptrain_comm_collective_traffic)) + "(" + g.var +
-               ", &out[" + base + " + 4], &out[" + base + " + 5]));\n  }\n";
+      local +=
+          "  {\n    int32_t size = 0;\n    PTRAIN_STEP_CALL(" + std::string(calls.size) + "(" + g.var + ", &size));\n";
+      local += "    if (ptrain_stage + 1 < size)\n      PTRAIN_STEP_CALL(" + std::string(calls.p2p) + "(" + g.var +
+               ", ptrain_stage + 1, &out[" + base + "], &out[" + base + " + 1]));\n";
+      local += "    if (ptrain_stage > 0)\n      PTRAIN_STEP_CALL(" + std::string(calls.p2p) + "(" + g.var +
+               ", ptrain_stage - 1, &out[" + base + " + 2], &out[" + base + " + 3]));\n";
+      local += "    PTRAIN_STEP_CALL(" + std::string(calls.collective) + "(" + g.var + ", &out[" + base +
+               " + 4], &out[" + base + " + 5]));\n  }\n";
+      // A channel's communicator holds its two stages ordered by stage: the peer is rank 0 or 1 of it.
+      for (const TrafficGroup::Channel &c : g.p2pChannels) {
+        const std::string link = c.to > c.from ? base : base + " + 2";
+        local += "  if (" + c.var + " && ptrain_stage == " + std::to_string(c.from) +
+                 ") {\n    int64_t bytes = 0, messages = 0;\n    PTRAIN_STEP_CALL(" + std::string(calls.p2p) + "(" +
+                 c.var + ", " + (c.to < c.from ? "0" : "1") + ", &bytes, &messages));\n    out[" + link +
+                 "] += bytes;\n    out[" + link + " + 1] += messages;\n  }\n";
+      }
       links.append({"pp forward", "pp backward", "pp collectives"});
       continue;
     }
@@ -36,8 +68,7 @@ void mlir::ptrain::cpp::emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, ll
     for (const std::string &a : g.axes)
       axes += (axes.empty() ? "" : " x ") + a;
     local += std::string(g.subgroup ? "  if (" + g.var + ")\n  " : "") + "  PTRAIN_STEP_CALL(" +
-             std::string(name(RuntimeCall::ptrain_comm_collective_traffic)) + "(" + g.var + ", &out[" + base +
-             "], &out[" + base + " + 1]));\n";
+             std::string(calls.collective) + "(" + g.var + ", &out[" + base + "], &out[" + base + " + 1]));\n";
     links.push_back(axes + " collectives");
   }
   s << "//===--- Traffic per link: the runtime's counters of this rank's communicators ---===//\n\n";
@@ -71,8 +102,11 @@ void mlir::ptrain::cpp::emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, ll
   s << "/// Zeroes this rank's counters of every link.\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_reset_traffic(void) {\n";
   s << "  if (!ptrain_world)\n    return stepError(\"ptrain_step_reset_traffic: call ptrain_step_init first\");\n";
-  for (const TrafficGroup &g : groups)
-    s << (g.subgroup ? "  if (" + g.var + ")\n  " : std::string()) << "  PTRAIN_STEP_CALL("
-      << name(RuntimeCall::ptrain_comm_reset_traffic) << "(" << g.var << "));\n";
+  for (const TrafficGroup &g : groups) {
+    s << (g.subgroup ? "  if (" + g.var + ")\n  " : std::string()) << "  PTRAIN_STEP_CALL(" << calls.reset << "("
+      << g.var << "));\n";
+    for (const TrafficGroup::Channel &c : g.p2pChannels)
+      s << "  if (" << c.var << ")\n    PTRAIN_STEP_CALL(" << calls.reset << "(" << c.var << "));\n";
+  }
   s << "  return PTRAIN_OK;\n}\n\n";
 }

@@ -10,6 +10,8 @@
 #ifndef PTRAIN_TARGET_CPP_EMITTRAFFIC_H
 #define PTRAIN_TARGET_CPP_EMITTRAFFIC_H
 
+#include "CommGroups.h"
+
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -24,6 +26,14 @@ struct TrafficGroup {
   std::string var;
   SmallVector<std::string> axes; ///< a subgroup axis with its members: "pp{0, 3}"
   bool subgroup = false;         ///< the ranks outside the subgroup hold a null communicator (and count 0)
+  /// For the pp group only: two-rank communicators that carry its point-to-point transfers instead (the CUDA
+  /// target's pipeline channels, stage `from` -> `to`; null on the other ranks): their bytes count on the
+  /// group's "pp forward" / "pp backward" links.
+  struct Channel {
+    std::string var;
+    int64_t from, to;
+  };
+  SmallVector<Channel> p2pChannels;
 };
 
 /// Writes the link table (a group over exactly the axis pp has the links "pp forward" (to stage + 1),
@@ -32,6 +42,19 @@ struct TrafficGroup {
 /// ptrain_step_reset_traffic. Uses the generated unit's ptrain_world, ptrain_stage, kWorldSize and
 /// PTRAIN_STEP_CALL.
 void emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, llvm::raw_ostream &s);
+
+/// The runtime calls of those entry points on the step's communicators: the CPU runtime's MPI ones
+/// (ptrain_comm_size, _p2p_traffic, _collective_traffic, _reset_traffic) or, for --emit-cuda, the NCCL
+/// communicators' (ptrain_nccl_comm_size, ...) with the same parameter lists. The all-gather of every rank's
+/// counters is always MPI's (over ptrain_world, host buffers).
+struct TrafficCalls {
+  const char *size, *p2p, *collective, *reset;
+};
+void emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, llvm::raw_ostream &s, const TrafficCalls &calls);
+
+/// One TrafficGroup per communicator group of the step, in creation order, named by its axes (a subgroup axis
+/// with its members).
+SmallVector<TrafficGroup> trafficGroups(const CommGroups &comms);
 
 } // namespace mlir::ptrain::cpp
 

@@ -25,11 +25,13 @@
 #include "Cpp/CppTypes.h"
 #include "Cpp/EmitCollectives.h"
 #include "Cpp/EmitHelpers.h"
+#include "Cpp/EmitTraffic.h"
 #include "Cpp/MemoryPlan.h"
 #include "Cpp/OpGeometry.h"
 #include "Cpp/PipelineDriver.h"
 #include "Cpp/RuntimeCallTable.h"
 #include "CudaCallTable.h"
+#include "EmitCudaCodecs.h"
 #include "EmitCudaComm.h"
 #include "EmitCudaModelOps.h"
 
@@ -59,8 +61,9 @@ constexpr int64_t kAlignment = 256; ///< device buffers: cudaMalloc's alignment
 
 int64_t alignUp(int64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
 
-/// The static-shape f32/i64 tensor type of `type`, or an error at `op` naming `what`.
-LogicalResult checkType(Operation *op, Type type, const Twine &what) {
+/// The static-shape f32/i64 tensor type of `type` (with `codes`, also the codec codes' i32, i8, f16 and bf16), or
+/// an error at `op` naming `what`.
+LogicalResult checkType(Operation *op, Type type, const Twine &what, bool codes = false) {
   if (auto request = dyn_cast<RequestType>(type)) {
     if (!request.getValueType())
       return success(); // a send's request: no buffer of its own
@@ -72,9 +75,11 @@ LogicalResult checkType(Operation *op, Type type, const Twine &what) {
   if (!tensor.hasStaticShape())
     return op->emitError("--emit-cuda: ")
            << what << " has the dynamic shape " << type << "; only static shapes are supported";
-  if (!isModelElementType(tensor.getElementType()))
+  if (!isModelElementType(tensor.getElementType()) && !(codes && isCodeElementType(tensor.getElementType())))
     return op->emitError("--emit-cuda: ")
-           << what << " has element type " << tensor.getElementType() << "; only f32 and i64 are supported";
+           << what << " has element type " << tensor.getElementType()
+           << (codes ? "; only f32, i64 and the codec codes' i32, i8, f16 and bf16 are supported"
+                     : "; only f32 and i64 are supported");
   return success();
 }
 
@@ -205,7 +210,7 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value bu
 }
 
 /// The ops the CUDA target handles: the step of --ptrain-build-training-step and, with a grid, the
-/// communication of --ptrain-lower-to-runtime (NCCL) without codecs.
+/// communication of --ptrain-lower-to-runtime (NCCL) with the pipeline codecs (EmitCudaCodecs.h).
 LogicalResult FunctionEmitter::checkOps() {
   if (!func.getBody().hasOneBlock())
     return func.emitError("--emit-cuda: function @") << func.getSymName() << " has control flow (more than one block)";
@@ -219,21 +224,24 @@ LogicalResult FunctionEmitter::checkOps() {
     if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
              SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
              LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
-             SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, func::CallOp, func::ReturnOp>(op) &&
+             SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, CompressOp, DecompressOp, func::CallOp,
+             func::ReturnOp>(op) &&
         !isCudaModelOp(&op)) {
-      if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op))
-        return op.emitError("--emit-cuda: '")
-               << op.getName() << "' (codec " << op.getAttr("codec")
-               << ") is not yet supported by the CUDA code generator: compressed communication needs --target cpu";
+      if (isa<CompressedAllReduceStartOp>(op))
+        return checkCudaCodecOp(&op);
       return op.emitError("--emit-cuda: '")
              << op.getName() << "' is not supported by the CUDA code generator (docs/CodegenCuda.md lists the ops "
              << "it maps; --target cpu has the others)";
     }
+    if (isa<CompressOp, DecompressOp>(op) && failed(checkCudaCodecOp(&op)))
+      return failure();
+    // Codes (and the transfers and waits that carry them) may have the codecs' element types.
+    const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op);
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
-      if (failed(checkType(&op, v.getType(), "operand #" + Twine(i))))
+      if (failed(checkType(&op, v.getType(), "operand #" + Twine(i), codes)))
         return failure();
     for (auto [i, v] : llvm::enumerate(op.getResults()))
-      if (failed(checkType(&op, v.getType(), "result #" + Twine(i))))
+      if (failed(checkType(&op, v.getType(), "result #" + Twine(i), codes)))
         return failure();
     opIndex[&op] = ops.size();
     ops.push_back(&op);
@@ -643,6 +651,14 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                                  "this function");
             return call(CudaCall::ptrain_nccl_wait, {comm->second});
           })
+          .Case<CompressOp, DecompressOp>([&](Operation *o) {
+            // Codec kernels with fused error feedback (EmitCudaCodecs.h).
+            CudaCodecWriter w{[&](Value v) { return ptr(v); },
+                              [&](CudaCall c, ArrayRef<std::string> args) { return call(c, args); },
+                              [&](const std::string &code) { block += "    " + code + "\n"; }};
+            return isa<CompressOp>(o) ? emitCudaCompress(cast<CompressOp>(o), w)
+                                      : emitCudaDecompress(cast<DecompressOp>(o), w);
+          })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
           .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
             if (!isF32(t.getInput()))
@@ -1027,8 +1043,21 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   else
     s << "  PTRAIN_STEP_CALL(initStates(path));\n";
   s << "  PTRAIN_STEP_CALL(pushStates());\n  return PTRAIN_OK;\n}\n\n";
-  if (hasComm)
+  if (hasComm) {
     emitCudaCommEntryPoints(comms, pipes, s);
+    // Bytes per link from the NCCL communicators' counters (the pipeline channels' sends count on the pp
+    // links), gathered over MPI (ptrain-run's traffic table).
+    SmallVector<cpp::TrafficGroup> traffic = trafficGroups(comms);
+    for (cpp::TrafficGroup &g : traffic)
+      if (g.var == pipes.ppComm)
+        for (const PipeChannels::Channel &c : pipes.channels)
+          g.p2pChannels.push_back({c.comm, c.from, c.to});
+    emitTrafficEntryPoints(traffic, s,
+                           {getCudaCallInfo(CudaCall::ptrain_nccl_comm_size).name,
+                            getCudaCallInfo(CudaCall::ptrain_nccl_p2p_traffic).name,
+                            getCudaCallInfo(CudaCall::ptrain_nccl_collective_traffic).name,
+                            getCudaCallInfo(CudaCall::ptrain_nccl_reset_traffic).name});
+  }
   s << "/// Copies every owned state to the host and writes it by key to a checkpoint (docs/CodegenCpu.md's "
        "format).\n"
        "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n"

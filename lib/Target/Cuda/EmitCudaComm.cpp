@@ -208,9 +208,11 @@ void mlir::ptrain::cuda::emitCudaPipeConnect(const PipeChannels &pipes, raw_ostr
       << (c.from < c.to ? 0 : 1) << "));\n";
   }
   s << "    PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_group_end) << "());\n";
+  // The connecting bytes are not the step's traffic: the channels' counters start after them.
   for (const PipeChannels::Channel &c : pipes.channels)
-    s << "    if (" << c.comm << ")\n      PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_wait) << "(" << c.comm
-      << "));\n";
+    s << "    if (" << c.comm << ") {\n      PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_wait) << "("
+      << c.comm << "));\n      PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_reset_traffic) << "(" << c.comm
+      << "));\n    }\n";
   s << "    channels_connected = true;\n  }\n";
 }
 

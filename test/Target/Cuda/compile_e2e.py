@@ -16,6 +16,10 @@
    direction's channel (communicator split from the pp group, stream, events): the channel's stream waits on
    the compute stream's event at the start op, the transfer, its done event; each wait is the watchdog over
    that transfer, then the compute stream's wait on its event.
+   A compressed pp2 plan (--policy optimus-cc: CB's PowerSGD with LEP on the cool-down backward send 1 -> 0)
+   through nvcc: step.cu calls the CUDA PowerSGD encoder and decoder under the ptrain.compress /
+   ptrain.decompress op blocks, sends and receives the codes P and Q on the 1 -> 0 channel, and holds the
+   residual and the warm-start Q in the device state block and stage 1's state table (init and checkpoints).
 4. The world size, without touching a GPU: ptrain-run --np 3 on the pp2 plan is the launcher's error naming
    the plan's 2 ranks; the generated ptrain_step_init under mpirun -np 1 refuses the world of 1 by itself
    (it checks MPI_COMM_WORLD before any device call); ptrain-run with the right world is the device error.
@@ -68,7 +72,8 @@ def compile_cmd(build, source, out, *extra):
 
 MULTIRANK_ENTRY_POINTS = ("ptrain_step_init", "ptrain_step_train", "ptrain_step_eval", "ptrain_step_rank",
                           "ptrain_step_finalize", "ptrain_step_abort", "ptrain_step_save", "ptrain_step_load",
-                          "ptrain_step_cuda_devices", "ptrain_step_last_error")
+                          "ptrain_step_cuda_devices", "ptrain_step_last_error", "ptrain_step_traffic",
+                          "ptrain_step_reset_traffic", "ptrain_step_num_links", "ptrain_step_link_name")
 
 # What each multi-rank step.cu must call: the NCCL world over MPI, its groups, and the plan's communication.
 MULTIRANK_CALLS = {
@@ -83,7 +88,30 @@ MULTIRANK_CALLS = {
                  "gridCoordinate(ptrain_rank, ", "ptrain_nccl_all_gather(comm_grid_tp, ", "ptrain_cuda_reduce_f32(2, ",
                  "ptrain_cuda_broadcast_to(", "ptrain_cuda_sum_squares_f32(", "ptrain_cuda_clip_scale_f32(",
                  "ptrain_cuda_sgd_step_f32(", "ptrain_nccl_all_reduce(comm_grid_tp, "),
+    # CB on link 1 -> 0: P (4*64 x 16) and Q (128 x 16) sent instead of the 4 x 64 x 128 gradient.
+    "pp2occ": ("ptrain_nccl_send(comm_pp_1_to_0, ", "ptrain_nccl_recv(comm_pp_1_to_0, ",
+               "ptrain_cuda_powersgd_encode_f32(", ", 1, 256, 128, 16, 0, ", "ptrain_cuda_powersgd_decode_f32(",
+               '{"pp1->0/residual", ', '{"pp1->0/warm_start_q", ', ", 16384, 0));", ", 8192, 0));"),
 }
+
+# The codec calls of the compressed plan, each under the block of its op.
+CODEC_OPS = {"ptrain.compress": "ptrain_cuda_powersgd_encode_f32", "ptrain.decompress": "ptrain_cuda_powersgd_decode_f32"}
+
+
+def check_codecs(name, text):
+    """The codec ops' blocks: location, op name, then (after the state copies) the CUDA codec call; the states
+    of stage 1 (the sender) name the residual and the warm-start Q."""
+    failures = []
+    for op, call in CODEC_OPS.items():
+        found = re.findall(r'\n  // ("[^"\n]+"[^\n]*)\n  // ' + re.escape(op) + r'\n(?:  [^\n]*\n)*?    PTRAIN_STEP_CALL\('
+                           + call + r'\(', text)
+        print(f"{name}: {op} blocks calling {call}: {len(found)}, e.g. {found[0] if found else None}")
+        if not found:
+            failures.append(f"{name}: no {op} block calling {call}")
+    stage1 = re.search(r"const ptrain_state_desc_t kStage1States\[\] = \{(.*?)\};", text, re.S)
+    if not stage1 or '"pp1->0/residual"' not in stage1.group(1) or '"pp1->0/warm_start_q"' not in stage1.group(1):
+        failures.append(f"{name}: stage 1's state table lacks the residual or the warm-start Q")
+    return failures
 
 
 # Every pipeline plan: the two directions' channels, split from the pp group, with their streams.
@@ -94,8 +122,10 @@ PIPELINE_CALLS = (
     "&comm_pp_1_to_0)",
     "ptrain_cuda_stream_create(&stream_pp_0_to_1)", "ptrain_cuda_stream_create(&stream_pp_1_to_0)",
     "ptrain_cuda_event_create(&ev_done[k])", "if (!channels_connected) {")
-for plan in ("pp2", "gpipe", "interleaved"):
+for plan in ("gpipe", "interleaved"):
     MULTIRANK_CALLS[plan] = MULTIRANK_CALLS["pp2"] + PIPELINE_CALLS
+for plan in ("pp2", "pp2occ"):
+    MULTIRANK_CALLS[plan] = MULTIRANK_CALLS[plan] + PIPELINE_CALLS
 
 # A send or receive's block: the compute stream's event at the start op, the channel's stream waits on it,
 # the transfer on that stream, its done event there, back to the compute stream.
@@ -179,7 +209,7 @@ def check_multirank(name, out, scratch):
     print(f"{name}: {text.count('PTRAIN_STEP_CALL(ptrain_nccl_')} NCCL calls in step.cu, {len(located)} communication "
           f"ops under their location, e.g. {located[0] if located else None}")
     ops = {op for _, op, _ in located}
-    pipeline = name in ("pp2", "gpipe", "interleaved")
+    pipeline = name in ("pp2", "gpipe", "interleaved", "pp2occ")
     want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if pipeline else \
         {"dp2tp2": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"},
          "tp2vocab": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce", "ptrain.tp_all_gather"}}[name]
@@ -187,10 +217,16 @@ def check_multirank(name, out, scratch):
         failures += check_channels(name, text)
     if not want <= ops:
         failures.append(f"{name}: no NCCL call under the location of {sorted(want - ops)}")
+    if name == "pp2occ":
+        failures += check_codecs(name, text)
     with open(os.path.join(out, "plan.json")) as f:
         plan = json.load(f)
     if plan.get("target") != "cuda" or plan.get("cuda_archs") != ["sm_80", "sm_90"]:
         failures.append(f"{name}: plan.json target {plan.get('target')}, archs {plan.get('cuda_archs')}")
+    if name == "pp2occ" and (plan.get("policy") != "optimus-cc" or
+                             {s["key"] for s in plan.get("codec_states", [])} != {"pp1->0/residual",
+                                                                                   "pp1->0/warm_start_q"}):
+        failures.append(f"{name}: plan.json policy {plan.get('policy')}, codec states {plan.get('codec_states')}")
     return failures
 
 
@@ -304,14 +340,15 @@ def main(build, source, scratch):
                                       "not yet supported")):
         failures.append("ptrain-run: the message names neither the device error nor 'not yet supported'")
 
-    # --- 3. Multi-rank plans: pp2 1F1B, pp2 GPipe, pp2 interleaved (2 virtual stages), dp2 x tp2, and tp2 with
-    # vocabulary parallelism, clipping and SGD.
+    # --- 3. Multi-rank plans: pp2 1F1B, pp2 GPipe, pp2 interleaved (2 virtual stages), dp2 x tp2, tp2 with
+    # vocabulary parallelism, clipping and SGD, and pp2 compressed by optimus-cc.
     plans = {"pp2": ["--pp", "2", "--micro-batches", "2"],
              "gpipe": ["--pp", "2", "--micro-batches", "4", "--schedule", "gpipe"],
              "interleaved": ["--pp", "2", "--micro-batches", "4", "--schedule", "interleaved", "--virtual-stages", "2"],
              "dp2tp2": ["--dp", "2", "--tp", "2"],
              "tp2vocab": ["--tp", "2", "--vocab-parallel", "--clip-norm", "1", "--optimizer", "sgd", "--momentum",
-                          "0.9"]}
+                          "0.9"],
+             "pp2occ": ["--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"]}
     for name, options in plans.items():
         out = os.path.join(scratch, name)
         start = time.time()

@@ -1,8 +1,6 @@
 // RUN: split-file %s %t
 // RUN: not ptrain-translate --emit-cuda %t/unsupported-op.mlir -o %t/a.cu 2>&1 | FileCheck %s --check-prefix=OP
 // RUN: not test -e %t/a.cu
-// RUN: not ptrain-translate --emit-cuda %t/collective.mlir -o %t/b.cu 2>&1 | FileCheck %s --check-prefix=COMM
-// RUN: not test -e %t/b.cu
 // RUN: not ptrain-translate --emit-cuda %t/pipeline.mlir 2>&1 | FileCheck %s --check-prefix=PIPE
 // RUN: not ptrain-translate --emit-cuda %t/dynamic.mlir 2>&1 | FileCheck %s --check-prefix=DYN
 // RUN: not ptrain-translate --emit-cuda %t/f16.mlir 2>&1 | FileCheck %s --check-prefix=F16
@@ -18,16 +16,6 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %y : tensor<4xf32>
 }
 // OP: error: loc("/model/Add_7"): --emit-cuda: 'arith.addf' is not supported by the CUDA code generator (docs/CodegenCuda.md lists the ops it maps; --target cpu has the others)
-
-// A codec (compressed communication) is not yet supported on CUDA: named with its codec.
-//--- collective.mlir
-module {
-  func.func @f(%g: tensor<4x8x16xf32>) -> tensor<32x4xf32> {
-    %p, %q = ptrain.compress %g {codec = #ptrain.powersgd<rank = 4, warm_start = false>} : tensor<4x8x16xf32> -> (tensor<32x4xf32>, tensor<16x4xf32>) loc("/grad/Compress")
-    return %p : tensor<32x4xf32>
-  }
-}
-// COMM: error: loc("/grad/Compress"): --emit-cuda: 'ptrain.compress' (codec #ptrain.powersgd<rank = 4, warm_start = false>) is not yet supported by the CUDA code generator: compressed communication needs --target cpu
 
 // A pipeline module needs its grid with an axis pp (the pipeline driver shared with --emit-cpp).
 //--- pipeline.mlir

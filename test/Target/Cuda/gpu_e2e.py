@@ -9,6 +9,13 @@ skip, without a usable GPU; docs/CodegenCuda.md).
 3. --optimizer sgd --momentum 0.9 --clip-norm 0.5 (global-norm clipping: sum_squares / clip_scale on the
    device, the scale applied to every gradient; SGD with momentum and weight decay): three steps, each loss and
    the parameters after them within 1e-4 relative of the CPU's.
+4. Codecs (docs/CodegenCuda.md, "Codecs"): test/Target/Cuda/emit-cuda-codecs.mlir (PowerSGD with error
+   feedback and warm start, top-k at ratio 1 (the identity), rand-k, 2/4/8-bit quantization, bf16 with error
+   feedback, fp16) through --emit-cpp + c++ and --emit-cuda + nvcc, each function called three times on the
+   same random inputs so the codec states evolve: the identity returns its input bit for bit; every other
+   output and every codec state (residual, warm-start Q, rand-k counter) after the calls equals the CPU's bit
+   for bit, except PowerSGD's (cuBLAS sums in another order), within 1e-4 relative. A pipeline plan with
+   codecs needs 2 GPUs (NCCL: one rank per device): test/Target/Cuda/gpu_multirank_e2e.py.
 
 Usage: gpu_e2e.py <build-dir> <source-dir> <scratch-dir>
 """
@@ -18,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import onnx
@@ -77,6 +85,86 @@ def parameters(lib):
         out[d.key.decode()] = np.ctypeslib.as_array(ctypes.cast(d.data, ctypes.POINTER(ctypes.c_float)),
                                                     shape=(n,)).copy()
     return out
+
+
+# The functions of emit-cuda-codecs.mlir: (name, number of 4 x 64 x 128 results, bit-exact on CUDA, the codec
+# states it updates).
+CODEC_FUNCTIONS = (("powersgd", 1, False, ("link/residual", "link/warm_start_q")), ("topk", 1, True, ()),
+                   ("randk", 1, True, ("link/counter",)), ("quant", 3, True, ()), ("cast", 2, True, ("link/residual",)))
+
+
+def states(lib):
+    """Every state of the step's table (a copy, as float64), by key."""
+    table = lib.ptrain_step_states()
+    out = {}
+    for i in range(lib.ptrain_step_num_states()):
+        d = table[i]
+        n = int(np.prod([d.dims[j] for j in range(d.rank)])) if d.rank else 1
+        ctype = ctypes.c_float if d.dtype == 0 else ctypes.c_int64
+        out[d.key.decode()] = np.ctypeslib.as_array(ctypes.cast(d.data, ctypes.POINTER(ctype)),
+                                                    shape=(n,)).astype(np.float64)
+    return out
+
+
+def build_codec_steps(build, source, scratch):
+    """emit-cuda-codecs.mlir as a CPU and a CUDA library (ptrain-compile's nvcc command)."""
+    sys.path.insert(0, os.path.join(source, "python"))
+    from ptrain.compile import build_cuda_library
+    module = os.path.join(source, "test/Target/Cuda/emit-cuda-codecs.mlir")
+    runtime, include = os.path.join(build, "lib", "Runtime"), os.path.join(source, "include")
+    out = os.path.join(scratch, "codecs")
+    os.makedirs(out, exist_ok=True)
+    translate = os.path.join(build, "bin", "ptrain-translate")
+    cpp, cu = os.path.join(out, "step.cpp"), os.path.join(out, "step.cu")
+    subprocess.run([translate, "--emit-cpp", module, "-o", cpp], check=True)
+    subprocess.run([translate, "--emit-cuda", module, "-o", cu], check=True)
+    subprocess.run(["c++", "-std=c++17", "-O2", "-shared", "-fPIC", f"-I{include}", cpp, "-o",
+                    os.path.join(out, "libcpu.so"), f"-L{runtime}", "-lptrain_runtime", f"-Wl,-rpath,{runtime}"],
+                   check=True)
+    build_cuda_library(types.SimpleNamespace(nvcc=None), cu, os.path.join(out, "libcuda.so"), runtime, include)
+    libs = {}
+    for target in ("cpu", "cuda"):
+        lib = ctypes.CDLL(os.path.join(out, f"lib{target}.so"))
+        lib.ptrain_step_last_error.restype = ctypes.c_char_p
+        lib.ptrain_step_states.restype = ctypes.POINTER(StateDesc)
+        lib.ptrain_step_num_states.restype = ctypes.c_int64
+        lib.ptrain_step_init.argtypes = [ctypes.c_char_p]
+        libs[target] = lib
+    return libs
+
+
+def check_codecs(build, source, scratch):
+    failures = []
+    libs = build_codec_steps(build, source, scratch)
+    onnx_file = os.path.join(source, "models/gpt/gpt.onnx").encode()  # no parameter states: all start at zero
+    rng = np.random.default_rng(7)
+    inputs = [rng.standard_normal((4, 64, 128)).astype(np.float32) for _ in range(3)]
+    for name, results, exact, touched in CODEC_FUNCTIONS:
+        got, state = {}, {}
+        for target, lib in libs.items():
+            check(lib, lib.ptrain_step_init(onnx_file), f"codecs {target} init")  # fresh codec states
+            got[target] = []
+            for g in inputs:
+                outs = [np.zeros((4, 64, 128), np.float32) for _ in range(results)]
+                check(lib, getattr(lib, f"ptrain_step_{name}")(f32p(g), *[f32p(o) for o in outs]), f"{target} {name}")
+                got[target].append(outs)
+            if target == "cuda":
+                check(lib, lib.ptrain_step_pull_states(), "codecs cuda pull_states")
+            state[target] = states(lib)
+        pairs = [(a, b) for call_c, call_p in zip(got["cuda"], got["cpu"]) for a, b in zip(call_c, call_p)]
+        pairs += [(state["cuda"][k], state["cpu"][k]) for k in touched]
+        worst = max(relative(a, b) for a, b in pairs)
+        equal = all(np.array_equal(a, b) for a, b in pairs)
+        print(f"codec {name}: outputs of 3 calls and states {list(touched)}, CUDA vs CPU: "
+              f"{'bit-equal' if equal else f'max relative {worst:.2e}'}")
+        if (exact and not equal) or not worst <= TOLERANCE:
+            failures.append(f"codec {name}: CUDA differs from the CPU (max relative {worst:.2e})")
+        for k in touched:
+            if not np.any(state["cpu"][k]):
+                failures.append(f"codec {name}: the state {k} was never updated")
+        if name == "topk" and not all(np.array_equal(o[0], g) for o, g in zip(got["cuda"], inputs)):
+            failures.append("codec topk at ratio 1 (the identity) changed its input on CUDA")
+    return failures
 
 
 def compare_three_steps(build, source, scratch, tok_p, name, options, checkpoint=False):
@@ -162,6 +250,9 @@ def main(build, source, scratch):
     failures += compare_three_steps(build, source, scratch, tok_p, "clipped-sgd",
                                     ["--optimizer", "sgd", "--momentum", "0.9", "--clip-norm", "0.5", "--lr", "1e-2",
                                      "--warmup-steps", "1", "--total-steps", "100"])
+
+    # --- 4. Codecs: every kind, CUDA against CPU, states included.
+    failures += check_codecs(build, source, scratch)
 
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))

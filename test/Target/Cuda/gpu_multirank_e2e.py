@@ -4,7 +4,9 @@
 The bundled GPT compiled with --pp 2 --micro-batches 2 (1F1B, AdamW lr 1e-3) for --target cpu and --target
 cuda; ptrain-run trains each for 3 steps on the same corpus (one process per GPU on CUDA: NCCL refuses two
 ranks on one device) and writes its losses (--log). Every training loss and the final validation loss of the
-CUDA run within 1e-4 relative of the CPU run's.
+CUDA run within 1e-4 relative of the CPU run's. The same for the plan compressed by --policy optimus-cc (CB's
+PowerSGD with LEP on the cool-down backward send 1 -> 0: the CUDA codec kernels, docs/CodegenCuda.md "Codecs"),
+and the bytes per link of every run (the NCCL communicators' counters on CUDA, MPI's on the CPU) equal.
 
 Usage: gpu_multirank_e2e.py <build-dir> <source-dir> <scratch-dir>
 """
@@ -36,26 +38,31 @@ def main(build, source, scratch):
     os.makedirs(scratch)
     data = os.path.join(scratch, "data")
     subprocess.run([sys.executable, os.path.join(source, "python/ptrain/data.py"), "--out", data], check=True)
-    losses = {}
-    for target in ("cpu", "cuda"):
-        out = os.path.join(scratch, target)
-        subprocess.run([os.path.join(build, "bin", "ptrain-compile"), os.path.join(source, "models/gpt/gpt.onnx"),
-                        "--target", target, "--pp", "2", "--micro-batches", "2", "--lr", "1e-3", "-o", out],
-                       check=True)
-        log = os.path.join(scratch, f"{target}.json")
-        subprocess.run([os.path.join(build, "bin", "ptrain-run"), out, "--data", data, "--steps", "3",
-                        "--val-batches", "2", "--no-plots", "--log", log, "--timeout", "120"], check=True)
-        with open(log) as f:
-            run = json.load(f)
-        losses[target] = run["train_loss"] + [run["val_loss"][-1][1]]
-        print(f"{target}: train losses {run['train_loss']}, final val loss {run['val_loss'][-1][1]:.6f}")
     failures = []
-    for i, (got, want) in enumerate(zip(losses["cuda"], losses["cpu"])):
-        rel = abs(got - want) / abs(want)
-        what = f"train loss {i + 1}" if i < len(losses["cpu"]) - 1 else "final val loss"
-        print(f"{what}: cuda {got:.7f} cpu {want:.7f} relative {rel:.2e}")
-        if rel > TOLERANCE:
-            failures.append(f"{what}: relative difference {rel:.2e} > {TOLERANCE}")
+    for plan, options in (("pp2", []), ("pp2-optimus-cc", ["--policy", "optimus-cc"])):
+        losses, traffic = {}, {}
+        for target in ("cpu", "cuda"):
+            out = os.path.join(scratch, f"{plan}-{target}")
+            subprocess.run([os.path.join(build, "bin", "ptrain-compile"), os.path.join(source, "models/gpt/gpt.onnx"),
+                            "--target", target, "--pp", "2", "--micro-batches", "2", "--lr", "1e-3", *options, "-o",
+                            out], check=True)
+            log = os.path.join(scratch, f"{plan}-{target}.json")
+            subprocess.run([os.path.join(build, "bin", "ptrain-run"), out, "--data", data, "--steps", "3",
+                            "--val-batches", "2", "--no-plots", "--log", log, "--timeout", "120"], check=True)
+            with open(log) as f:
+                run = json.load(f)
+            losses[target] = run["train_loss"] + [run["val_loss"][-1][1]]
+            traffic[target] = run.get("traffic")
+            print(f"{plan} {target}: train losses {run['train_loss']}, final val loss {run['val_loss'][-1][1]:.6f}, "
+                  f"traffic {traffic[target]}")
+        for i, (got, want) in enumerate(zip(losses["cuda"], losses["cpu"])):
+            rel = abs(got - want) / abs(want)
+            what = f"{plan}: train loss {i + 1}" if i < len(losses["cpu"]) - 1 else f"{plan}: final val loss"
+            print(f"{what}: cuda {got:.7f} cpu {want:.7f} relative {rel:.2e}")
+            if rel > TOLERANCE:
+                failures.append(f"{what}: relative difference {rel:.2e} > {TOLERANCE}")
+        if traffic["cuda"] is None or traffic["cuda"] != traffic["cpu"]:
+            failures.append(f"{plan}: bytes per link on CUDA {traffic['cuda']}, on the CPU {traffic['cpu']}")
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))
         return 1

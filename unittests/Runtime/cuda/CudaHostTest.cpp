@@ -209,4 +209,16 @@ TEST(CudaArguments, EventCallsRejectNullByName) {
   EXPECT_EQ(ptrain_cuda_event_destroy(nullptr), PTRAIN_OK);
 }
 
+TEST(CudaArguments, NcclTrafficCountersRejectBadArgumentsByName) {
+  int64_t bytes = -1, messages = -1;
+  EXPECT_EQ(ptrain_nccl_p2p_traffic(nullptr, 0, &bytes, &messages), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_nccl_p2p_traffic: 'comm' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_nccl_collective_traffic(nullptr, &bytes, &messages), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_nccl_collective_traffic: 'comm' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_nccl_reset_traffic(nullptr), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_nccl_reset_traffic: 'comm' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(bytes, -1); // nothing written on error
+  EXPECT_EQ(messages, -1);
+}
+
 } // namespace

@@ -2,7 +2,8 @@
 //
 // Run as `mpirun -np 1` (runtime-nccl-np1): the NCCL communicator bootstrapped
 // from the MPI one, self send/recv in a group, all-reduce (sum, avg, in
-// place, f16), all-gather, reduce-scatter, split per axis, argument errors,
+// place, f16), all-gather, reduce-scatter, split per axis, the traffic
+// counters, argument errors,
 // and the watchdog: a receive nobody sends must end in DEADLINE_EXCEEDED
 // naming it within the deadline, with the communicator aborted.
 //
@@ -71,6 +72,38 @@ TEST(NcclComm, CollectivesOnOneRankAreIdentities) {
   ASSERT_EQ(ptrain_nccl_wait(nccl), PTRAIN_OK) << ptrain_last_error();
   expectEqualArrays(ids, iout.download(), "all-gather");
   expectSameBits(x, rs.download(), "reduce-scatter");
+}
+
+TEST(NcclComm, TrafficCountersCountEnqueuedBytes) {
+  ptrain_nccl_comm_t c = nullptr;
+  ASSERT_EQ(ptrain_nccl_comm_split(nccl, 0, 0, &c), PTRAIN_OK) << ptrain_last_error();
+  int64_t bytes = -1, messages = -1;
+  ASSERT_EQ(ptrain_nccl_p2p_traffic(c, 0, &bytes, &messages), PTRAIN_OK) << ptrain_last_error();
+  EXPECT_EQ(bytes, 0);
+  EXPECT_EQ(messages, 0);
+  DeviceArray<float> send(std::vector<float>(257, 1.0f)), recv(257);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(ptrain_nccl_group_start(), PTRAIN_OK);
+    ASSERT_EQ(ptrain_nccl_send(c, send.get(), 1028, 0), PTRAIN_OK) << ptrain_last_error();
+    ASSERT_EQ(ptrain_nccl_recv(c, recv.get(), 1028, 0), PTRAIN_OK) << ptrain_last_error();
+    ASSERT_EQ(ptrain_nccl_group_end(), PTRAIN_OK) << ptrain_last_error();
+  }
+  ASSERT_EQ(ptrain_nccl_all_reduce(c, send.get(), recv.get(), 257, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM), PTRAIN_OK);
+  ASSERT_EQ(ptrain_nccl_wait(c), PTRAIN_OK) << ptrain_last_error();
+  ASSERT_EQ(ptrain_nccl_p2p_traffic(c, 0, &bytes, &messages), PTRAIN_OK);
+  EXPECT_EQ(bytes, 2 * 1028); // sends only: receives are the peer's traffic
+  EXPECT_EQ(messages, 2);
+  ASSERT_EQ(ptrain_nccl_collective_traffic(c, &bytes, &messages), PTRAIN_OK);
+  EXPECT_EQ(bytes, 1028);
+  EXPECT_EQ(messages, 1);
+  EXPECT_EQ(ptrain_nccl_p2p_traffic(c, 1, &bytes, &messages), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("peer 1 is outside [0, 1)")) << ptrain_last_error();
+  ASSERT_EQ(ptrain_nccl_reset_traffic(c), PTRAIN_OK);
+  ASSERT_EQ(ptrain_nccl_p2p_traffic(c, 0, &bytes, &messages), PTRAIN_OK);
+  EXPECT_EQ(bytes + messages, 0);
+  ASSERT_EQ(ptrain_nccl_collective_traffic(c, &bytes, &messages), PTRAIN_OK);
+  EXPECT_EQ(bytes + messages, 0);
+  ASSERT_EQ(ptrain_nccl_comm_destroy(c), PTRAIN_OK) << ptrain_last_error();
 }
 
 TEST(NcclComm, SplitGivesOneCommunicatorPerColor) {

@@ -1,0 +1,176 @@
+//===- CodecKernels.cpp - Codec ops as runtime kernel calls, any target ---===//
+//
+// Per codec, the kernel and the argument list of CodecKernels.h:
+//
+//   codec     ptrain.compress                          ptrain.decompress
+//   powersgd  (g, residual, q, 1, n, m, rank, 0, P, Q)  (P, Q, 1, n, m, rank, out)
+//   topk      (g, residual, numel, k, values, indices)  (values, indices, k, numel, out)
+//   randk     (g, residual, numel, k, seed, counter,    (values, numel, k, seed, counter, out)
+//              values)
+//   quant     (g, residual, n, m, bits, granularity,    (packed, scales, zero points, n, m, bits,
+//              block, symmetric, packed, scales, zp)     granularity, block, symmetric, out)
+//   cast      (g, residual, numel, dtype, code)         (code, numel, dtype, out)
+//
+// PowerSGD draws its initial Q from seed 0, as the interpreter does
+// (lib/Interpreter/Codecs.cpp), so compiled and interpreted plans encode
+// alike; a symmetric quantization has no zero points (nullptr).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CodecKernels.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::cpp;
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+/// The codec and the tensor type it codes.
+std::pair<CodecAttrInterface, RankedTensorType> codecOf(Operation *op) {
+  if (auto c = dyn_cast<CompressOp>(op))
+    return {c.getCodec(), cast<RankedTensorType>(c.getInput().getType())};
+  if (auto d = dyn_cast<DecompressOp>(op))
+    return {d.getCodec(), cast<RankedTensorType>(d.getResult().getType())};
+  auto a = cast<CompressedAllReduceStartOp>(op);
+  return {a.getCodec(), cast<RankedTensorType>(a.getInput().getType())};
+}
+
+MatrixViewAttr viewOf(CodecAttrInterface codec) {
+  if (auto p = dyn_cast<PowerSGDAttr>(codec))
+    return p.getView();
+  if (auto q = dyn_cast<QuantAttr>(codec))
+    return q.getView();
+  return MatrixViewAttr();
+}
+
+bool isMemoryOrderView(MatrixViewAttr view) {
+  if (!view)
+    return true;
+  int64_t d = 0;
+  for (int64_t r : view.getRows())
+    if (r != d++)
+      return false;
+  for (int64_t c : view.getCols())
+    if (c != d++)
+      return false;
+  return true;
+}
+
+} // namespace
+
+std::pair<int64_t, int64_t> mlir::ptrain::cpp::codecMatrix(CodecAttrInterface codec, RankedTensorType type) {
+  return *MatrixViewAttr::getMatrixShape(viewOf(codec), type, nullptr);
+}
+
+const char *mlir::ptrain::cpp::castDtypeEnum(CastAttr c) {
+  return c.getType().isF16() ? "PTRAIN_DTYPE_F16" : "PTRAIN_DTYPE_BF16";
+}
+
+const char *mlir::ptrain::cpp::quantGranularityEnum(QuantAttr q) {
+  switch (q.getGranularity()) {
+  case QuantGranularity::Tensor:
+    return "PTRAIN_QUANT_TENSOR";
+  case QuantGranularity::Channel:
+    return "PTRAIN_QUANT_CHANNEL";
+  case QuantGranularity::Block:
+    return "PTRAIN_QUANT_BLOCK";
+  }
+  return "PTRAIN_QUANT_TENSOR";
+}
+
+std::string mlir::ptrain::cpp::seedLiteral(int64_t seed) { return std::to_string(static_cast<uint64_t>(seed)) + "ULL"; }
+
+LogicalResult mlir::ptrain::cpp::checkCodecKernel(Operation *op, StringRef flag, StringRef generator) {
+  auto [codec, type] = codecOf(op);
+  if (isa<LinearAEAttr>(codec))
+    return op->emitError(flag) << ": the codec " << codec << " has no runtime kernel; the " << generator
+                               << " emits #ptrain.powersgd, #ptrain.topk, #ptrain.randk, #ptrain.quant and "
+                                  "#ptrain.cast";
+  if (!isa<PowerSGDAttr, TopKAttr, RandKAttr, QuantAttr, CastAttr>(codec))
+    return op->emitError(flag) << ": the codec " << codec << " is not supported by the " << generator;
+  if (!type.getElementType().isF32())
+    return op->emitError(flag) << ": the runtime's codec kernels code f32 tensors, not " << type;
+  if (!isMemoryOrderView(viewOf(codec)))
+    return op->emitError(flag) << ": the matrix view " << viewOf(codec) << " of " << type
+                               << " is not a split of the dimensions in order (rows leading, columns trailing); the "
+                                  "runtime's kernels read the tensor as a row-major n x m matrix";
+  auto params = isa<CompressOp>(op)     ? cast<CompressOp>(op).getParams()
+                : isa<DecompressOp>(op) ? cast<DecompressOp>(op).getParams()
+                                        : cast<CompressedAllReduceStartOp>(op).getParams();
+  if (!params.empty())
+    return op->emitError(flag) << ": codec parameters (params) are not supported";
+  return success();
+}
+
+CodecKernelCall mlir::ptrain::cpp::compressKernelCall(CompressOp op, llvm::function_ref<std::string(Value)> ptr) {
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  CodecAttrInterface codec = op.getCodec();
+  const std::string g = ptr(op.getInput()), numel = str(type.getNumElements());
+  size_t next = 0;
+  const std::string residual = op.getErrorFeedback() ? ptr(op.getNewState()[next++]) : "nullptr";
+  auto code = [&](unsigned i) { return ptr(op.getCodes()[i]); };
+  const auto [n, m] = codecMatrix(codec, type);
+  return llvm::TypeSwitch<Attribute, CodecKernelCall>(codec)
+      .Case<PowerSGDAttr>([&](PowerSGDAttr p) {
+        std::string q = p.isWarmStart() ? ptr(op.getNewState()[next]) : "nullptr";
+        return CodecKernelCall{CodecKernel::PowerSGDEncode,
+                               {g, residual, q, "1", str(n), str(m), str(p.getRank()), "0", code(0), code(1)}};
+      })
+      .Case<TopKAttr>([&](TopKAttr t) {
+        return CodecKernelCall{CodecKernel::TopKEncode,
+                               {g, residual, numel, str(t.getKFor(type.getNumElements())), code(0), code(1)}};
+      })
+      .Case<RandKAttr>([&](RandKAttr r) {
+        return CodecKernelCall{CodecKernel::RandKEncode,
+                               {g, residual, numel, str(r.getKFor(type.getNumElements())), seedLiteral(r.getSeed()),
+                                ptr(op.getNewState()[next]), code(0)},
+                               5};
+      })
+      .Case<QuantAttr>([&](QuantAttr q) {
+        return CodecKernelCall{CodecKernel::QuantEncode,
+                               {g, residual, str(n), str(m), str(q.getBits()), quantGranularityEnum(q),
+                                str(q.getBlockSize()), q.isSymmetric() ? "1" : "0", code(0), code(1),
+                                q.isSymmetric() ? "nullptr" : code(2)}};
+      })
+      .Default([&](Attribute) {
+        // CastAttr: checkCodecKernel admits nothing else.
+        return CodecKernelCall{CodecKernel::CastEncode,
+                               {g, residual, numel, castDtypeEnum(cast<CastAttr>(codec)), code(0)}};
+      });
+}
+
+CodecKernelCall mlir::ptrain::cpp::decompressKernelCall(DecompressOp op, llvm::function_ref<std::string(Value)> ptr) {
+  auto type = cast<RankedTensorType>(op.getResult().getType());
+  CodecAttrInterface codec = op.getCodec();
+  const std::string out = ptr(op.getResult()), numel = str(type.getNumElements());
+  auto code = [&](unsigned i) { return ptr(op.getCodes()[i]); };
+  const auto [n, m] = codecMatrix(codec, type);
+  return llvm::TypeSwitch<Attribute, CodecKernelCall>(codec)
+      .Case<PowerSGDAttr>([&](PowerSGDAttr p) {
+        return CodecKernelCall{CodecKernel::PowerSGDDecode,
+                               {code(0), code(1), "1", str(n), str(m), str(p.getRank()), out}};
+      })
+      .Case<TopKAttr>([&](TopKAttr t) {
+        return CodecKernelCall{CodecKernel::TopKDecode,
+                               {code(0), code(1), str(t.getKFor(type.getNumElements())), numel, out}};
+      })
+      .Case<RandKAttr>([&](RandKAttr r) {
+        return CodecKernelCall{CodecKernel::RandKDecode,
+                               {code(0), numel, str(r.getKFor(type.getNumElements())), seedLiteral(r.getSeed()),
+                                ptr(op.getNewState()[0]), out},
+                               4};
+      })
+      .Case<QuantAttr>([&](QuantAttr q) {
+        return CodecKernelCall{CodecKernel::QuantDecode,
+                               {code(0), code(1), q.isSymmetric() ? "nullptr" : code(2), str(n), str(m),
+                                str(q.getBits()), quantGranularityEnum(q), str(q.getBlockSize()),
+                                q.isSymmetric() ? "1" : "0", out}};
+      })
+      .Default([&](Attribute) {
+        return CodecKernelCall{CodecKernel::CastDecode, {code(0), numel, castDtypeEnum(cast<CastAttr>(codec)), out}};
+      });
+}

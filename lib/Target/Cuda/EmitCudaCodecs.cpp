@@ -1,0 +1,97 @@
+//===- EmitCudaCodecs.cpp - Codec ops in the CUDA code generator ----------===//
+//
+// Per codec op, the calls of docs/CodegenCuda.md's codec table:
+//
+//   op                  codec     CUDA runtime call(s)
+//   ptrain.compress     powersgd  ptrain_cuda_powersgd_encode_f32 (cuBLAS)
+//                       topk      ptrain_cuda_topk_encode_f32
+//                       randk     ptrain_cuda_copy_to_host (counter),
+//                                 ptrain_cuda_randk_encode_f32,
+//                                 ptrain_cuda_copy_to_device (counter)
+//                       quant     ptrain_cuda_quant_encode_f32
+//                       cast      ptrain_cuda_cast_encode_f32
+//   ptrain.decompress   each      ptrain_cuda_<codec>_decode_f32
+//
+// each preceded by ptrain_cuda_copy_bytes of every old state into its new
+// state (SSA in the IR, in place in the runtime). The arguments are
+// lib/Target/Cpp/CodecKernels.h's, shared with --emit-cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmitCudaCodecs.h"
+
+#include "Cpp/CodecKernels.h"
+#include "Cpp/CppTypes.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::cpp;
+using namespace mlir::ptrain::cuda;
+
+namespace {
+
+/// The CUDA runtime's call of a codec kernel.
+CudaCall cudaCall(CodecKernel kernel) {
+  switch (kernel) {
+  case CodecKernel::PowerSGDEncode:
+    return CudaCall::ptrain_cuda_powersgd_encode_f32;
+  case CodecKernel::PowerSGDDecode:
+    return CudaCall::ptrain_cuda_powersgd_decode_f32;
+  case CodecKernel::TopKEncode:
+    return CudaCall::ptrain_cuda_topk_encode_f32;
+  case CodecKernel::TopKDecode:
+    return CudaCall::ptrain_cuda_topk_decode_f32;
+  case CodecKernel::RandKEncode:
+    return CudaCall::ptrain_cuda_randk_encode_f32;
+  case CodecKernel::RandKDecode:
+    return CudaCall::ptrain_cuda_randk_decode_f32;
+  case CodecKernel::QuantEncode:
+    return CudaCall::ptrain_cuda_quant_encode_f32;
+  case CodecKernel::QuantDecode:
+    return CudaCall::ptrain_cuda_quant_decode_f32;
+  case CodecKernel::CastEncode:
+    return CudaCall::ptrain_cuda_cast_encode_f32;
+  case CodecKernel::CastDecode:
+    return CudaCall::ptrain_cuda_cast_decode_f32;
+  }
+  return CudaCall::ptrain_cuda_cast_decode_f32;
+}
+
+/// Copies the old states into the new ones, then runs the kernel. rand-k's counter is a host pointer for the
+/// runtime (it draws the positions on the host, docs/Runtime.md): the device state is read into a host variable
+/// (ptrain_cuda_copy_to_host waits for the stream), the kernel advances it, and it is copied back (a pageable
+/// host-to-device copy is staged before the call returns).
+LogicalResult emitKernel(CodecKernelCall k, ValueRange state, ValueRange newState, CudaCodecWriter &w) {
+  for (auto [old, fresh] : llvm::zip(state, newState))
+    if (failed(w.call(CudaCall::ptrain_cuda_copy_bytes, {w.ptr(old), std::to_string(bytesOf(old)), w.ptr(fresh)})))
+      return failure();
+  if (k.counterArg < 0)
+    return w.call(cudaCall(k.kernel), k.args);
+  const std::string device = k.args[k.counterArg];
+  w.line("int64_t counter = 0; // the rand-k call counter, on the host for the runtime's position draw");
+  if (failed(w.call(CudaCall::ptrain_cuda_copy_to_host, {device, "8", "&counter"})))
+    return failure();
+  k.args[k.counterArg] = "&counter";
+  if (failed(w.call(cudaCall(k.kernel), k.args)))
+    return failure();
+  return w.call(CudaCall::ptrain_cuda_copy_to_device, {"&counter", "8", device});
+}
+
+} // namespace
+
+LogicalResult mlir::ptrain::cuda::checkCudaCodecOp(Operation *op) {
+  if (auto start = dyn_cast<CompressedAllReduceStartOp>(op))
+    return op->emitError("--emit-cuda: 'ptrain.compressed_all_reduce_start' (codec ")
+           << start.getCodec() << " over axes " << start.getGridAxes()
+           << ") is not yet supported by the CUDA code generator: compressed data- and tensor-parallel "
+              "all-reduces need --target cpu (pipeline codecs, ptrain.compress / ptrain.decompress, are supported)";
+  return checkCodecKernel(op, "--emit-cuda", "CUDA code generator");
+}
+
+LogicalResult mlir::ptrain::cuda::emitCudaCompress(CompressOp op, CudaCodecWriter &w) {
+  return emitKernel(compressKernelCall(op, w.ptr), op.getState(), op.getNewState(), w);
+}
+
+LogicalResult mlir::ptrain::cuda::emitCudaDecompress(DecompressOp op, CudaCodecWriter &w) {
+  return emitKernel(decompressKernelCall(op, w.ptr), op.getState(), op.getNewState(), w);
+}

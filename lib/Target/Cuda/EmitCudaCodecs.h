@@ -1,0 +1,51 @@
+//===- EmitCudaCodecs.h - Codec ops in the CUDA code generator --*- C++ -*-===//
+//
+// --emit-cuda of ptrain.compress and ptrain.decompress (docs/CodegenCuda.md,
+// "Codecs"): per op, the codec kernels of libptrain_runtime_cuda
+// (lib/Runtime/cuda/{PowerSGD,Quant,Sparse,Cast}.cu) with fused error
+// feedback, on device buffers and the step's stream. The kernel and its
+// arguments are the CPU target's (lib/Target/Cpp/CodecKernels.h); the codec
+// states (residuals, warm-start Q, rand-k counters) are ordinary states of the
+// device block, so init, checkpoints and the stage tables cover them. The
+// codes travel over the pipeline's NCCL sends and receives like any buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TARGET_CUDA_EMITCUDACODECS_H
+#define PTRAIN_TARGET_CUDA_EMITCUDACODECS_H
+
+#include "CudaCallTable.h"
+
+#include "mlir/Support/LogicalResult.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include <functional>
+#include <string>
+
+namespace mlir::ptrain::cuda {
+
+/// What the codec emitters need from the function being emitted.
+struct CudaCodecWriter {
+  /// The device pointer variable of a value.
+  std::function<std::string(Value)> ptr;
+  /// One runtime call, its status checked.
+  std::function<LogicalResult(CudaCall, ArrayRef<std::string>)> call;
+  /// A line of C++ in the current op's block (without indentation or newline).
+  std::function<void(const std::string &)> line;
+};
+
+/// Fails, at the op, for what the CUDA target cannot code: a compressed all-reduce (data- and tensor-parallel
+/// codecs: no NCCL phases yet), and everything checkCodecKernel refuses (the linear autoencoder's codec, a
+/// reordering matrix view, params). Called before any code is written.
+LogicalResult checkCudaCodecOp(Operation *op);
+
+/// ptrain.compress: the new states are copied from the old ones on the device, then the encoder updates them in
+/// place and writes the codes. rand-k's counter (a host pointer for the runtime) goes through a host copy.
+LogicalResult emitCudaCompress(CompressOp op, CudaCodecWriter &w);
+
+/// ptrain.decompress: the decoder writes the result (rand-k: its counter, as for the encoder).
+LogicalResult emitCudaDecompress(DecompressOp op, CudaCodecWriter &w);
+
+} // namespace mlir::ptrain::cuda
+
+#endif // PTRAIN_TARGET_CUDA_EMITCUDACODECS_H

@@ -1,0 +1,90 @@
+// RUN: ptrain-translate --emit-cuda %s -o %t.cu
+// RUN: FileCheck %s --input-file %t.cu
+// RUN: FileCheck %s --check-prefix=TRAFFIC --input-file %t.cu
+// RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t.cu
+
+// A compressed pipeline edge on CUDA (docs/CodegenCuda.md, "Codecs"): stage 1 encodes its gradient with 8-bit
+// quantization and error feedback (the residual a state of stage 1 only), sends the packed bytes (i8) and the
+// scales over NCCL in one group; stage 0 receives both and decodes. Then the traffic entry points over the NCCL
+// communicators' counters (gathered over MPI).
+
+module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
+  ptrain.grid @grid(pp = 2)
+  ptrain.state @w0 key "w0" kind parameter : tensor<4x8xf32>
+  ptrain.state @e key "pp1->0/residual" kind codec_residual : tensor<4x8xf32>
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+    %rb = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<32xi8>> loc("/stage0/RecvCode")
+    %rs = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1 : i64} : !ptrain.request<tensor<8xf32>> loc("/stage0/RecvScales")
+    %b = ptrain.wait %rb : !ptrain.request<tensor<32xi8>>
+    %s = ptrain.wait %rs : !ptrain.request<tensor<8xf32>>
+    %g = ptrain.decompress %b, %s {codec = #ptrain.quant<bits = 8, granularity = channel>}
+        : (tensor<32xi8>, tensor<8xf32>) -> tensor<4x8xf32> loc("/stage0/Decompress")
+    %w = ptrain.state_read @w0 : tensor<4x8xf32>
+    %n = ptrain.binary sub %w, %g : tensor<4x8xf32>, tensor<4x8xf32>
+    ptrain.state_write %n to @w0 : tensor<4x8xf32>
+    %l = arith.constant dense<0.0> : tensor<f32>
+    %lr = ptrain.all_reduce_start %l on @grid axes [pp] reduction = sum : tensor<f32>
+    %loss = ptrain.wait %lr : !ptrain.request<tensor<f32>>
+    return %loss : tensor<f32>
+  }
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+    %x = arith.constant dense<0.5> : tensor<4x8xf32>
+    %e = ptrain.state_read @e : tensor<4x8xf32>
+    %c:2, %e1 = ptrain.compress %x state(%e) {codec = #ptrain.quant<bits = 8, granularity = channel>, error_feedback}
+        : tensor<4x8xf32> state(tensor<4x8xf32>) -> (tensor<32xi8>, tensor<8xf32>) state(tensor<4x8xf32>) loc("/stage1/Compress")
+    ptrain.state_write %e1 to @e : tensor<4x8xf32>
+    %sb = ptrain.send_start %c#0 to @grid axis pp offset -1 {ptrain.tag = 0 : i64} : tensor<32xi8> loc("/stage1/SendCode")
+    %ss = ptrain.send_start %c#1 to @grid axis pp offset -1 {ptrain.tag = 1 : i64} : tensor<8xf32> loc("/stage1/SendScales")
+    ptrain.wait %sb : !ptrain.request
+    ptrain.wait %ss : !ptrain.request
+    %l = arith.constant dense<2.0> : tensor<f32>
+    %lr = ptrain.all_reduce_start %l on @grid axes [pp] reduction = sum : tensor<f32>
+    %loss = ptrain.wait %lr : !ptrain.request<tensor<f32>>
+    return %loss : tensor<f32>
+  }
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// The residual is a state of stage 1 only (it initializes, saves and loads it).
+// CHECK: const ptrain_state_desc_t kStage0States[] = {
+// CHECK-NEXT: {"w0",
+// CHECK: const ptrain_state_desc_t kStage1States[] = {
+// CHECK-NEXT: {"pp1->0/residual",
+// Stage 0: both receives in one NCCL group (the packed bytes as uint8_t), then the decoder on them.
+// CHECK-LABEL: ptrain_status_t device_stage0_train({{.*}}) {
+// CHECK: uint8_t *[[B:v[0-9]+]] = reinterpret_cast<uint8_t *>(d_arena +
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_group_start());
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_recv(comm_grid_pp, [[B]], 32, 1));
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_recv(comm_grid_pp, [[S:v[0-9]+]], 32, 1));
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_group_end());
+// CHECK: // "/stage0/Decompress"
+// CHECK-NEXT: // ptrain.decompress
+// CHECK: PTRAIN_STEP_CALL(ptrain_cuda_quant_decode_f32({{v[0-9]+}}, {{v[0-9]+}}, nullptr, 4, 8, 8, PTRAIN_QUANT_CHANNEL, 0, 1, {{v[0-9]+}}));
+// Stage 1: the encoder with the residual (a device copy of the state, then written back), then both sends.
+// CHECK-LABEL: ptrain_status_t device_stage1_train({{.*}}) {
+// CHECK: // "/stage1/Compress"
+// CHECK-NEXT: // ptrain.compress
+// CHECK: PTRAIN_STEP_CALL(ptrain_cuda_copy_bytes({{v[0-9]+}}, 128, [[E:v[0-9]+]]));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_quant_encode_f32({{v[0-9]+}}, [[E]], 4, 8, 8, PTRAIN_QUANT_CHANNEL, 0, 1, [[CB:v[0-9]+]], [[CS:v[0-9]+]], nullptr));
+// CHECK: PTRAIN_STEP_CALL(ptrain_cuda_copy_bytes([[E]], 128, reinterpret_cast<float *>(d_states +
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_send(comm_grid_pp, [[CB]], 32, 0));
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_send(comm_grid_pp, [[CS]], 32, 0));
+
+// Traffic per link from the NCCL counters: the pp group's forward, backward and collective links.
+// TRAFFIC: const char *const kLinkNames[kNumLinks] = {"pp forward", "pp backward", "pp collectives"};
+// TRAFFIC: PTRAIN_STEP_CALL(ptrain_nccl_comm_size(comm_grid_pp, &size));
+// TRAFFIC: PTRAIN_STEP_CALL(ptrain_nccl_p2p_traffic(comm_grid_pp, ptrain_stage + 1, &out[0], &out[0 + 1]));
+// TRAFFIC: PTRAIN_STEP_CALL(ptrain_nccl_p2p_traffic(comm_grid_pp, ptrain_stage - 1, &out[0 + 2], &out[0 + 3]));
+// TRAFFIC: PTRAIN_STEP_CALL(ptrain_nccl_collective_traffic(comm_grid_pp, &out[0 + 4], &out[0 + 5]));
+// TRAFFIC: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_traffic(int64_t *out_counts) {
+// TRAFFIC: ptrain_all_gather_start(ptrain_world, local, out_counts, 2 * kNumLinks, PTRAIN_DTYPE_I64, &request)
+// TRAFFIC: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_reset_traffic(void) {
+// TRAFFIC-NEXT: if (!ptrain_world)
+// TRAFFIC: PTRAIN_STEP_CALL(ptrain_nccl_reset_traffic(comm_grid_pp));
