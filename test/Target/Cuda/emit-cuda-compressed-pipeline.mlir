@@ -1,6 +1,7 @@
 // RUN: ptrain-translate --emit-cuda %s -o %t.cu
 // RUN: FileCheck %s --input-file %t.cu
 // RUN: FileCheck %s --check-prefix=TRAFFIC --input-file %t.cu
+// RUN: FileCheck %s --check-prefix=CONNECT --input-file %t.cu
 // RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t.cu
 
 // A compressed pipeline edge on CUDA (docs/CodegenCuda.md, "Codecs"): stage 1 encodes its gradient with 8-bit
@@ -60,10 +61,10 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // Stage 0: both receives in one NCCL group (the packed bytes as uint8_t), then the decoder on them.
 // CHECK-LABEL: ptrain_status_t device_stage0_train({{.*}}) {
 // CHECK: uint8_t *[[B:v[0-9]+]] = reinterpret_cast<uint8_t *>(d_arena +
-// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_group_start());
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_recv(comm_grid_pp, [[B]], 32, 1));
-// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_recv(comm_grid_pp, [[S:v[0-9]+]], 32, 1));
-// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_group_end());
+// CHECK: PTRAIN_STEP_CALL(ptrain_cuda_set_stream(stream_pp_1_to_0));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_recv(comm_pp_1_to_0, [[B]], 32, 1));
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_recv(comm_pp_1_to_0, [[S:v[0-9]+]], 32, 1));
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_wait_event(comm_pp_1_to_0,
 // CHECK: // "/stage0/Decompress"
 // CHECK-NEXT: // ptrain.decompress
 // CHECK: PTRAIN_STEP_CALL(ptrain_cuda_quant_decode_f32({{v[0-9]+}}, {{v[0-9]+}}, nullptr, 4, 8, 8, PTRAIN_QUANT_CHANNEL, 0, 1, {{v[0-9]+}}));
@@ -74,8 +75,14 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // CHECK: PTRAIN_STEP_CALL(ptrain_cuda_copy_bytes({{v[0-9]+}}, 128, [[E:v[0-9]+]]));
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_quant_encode_f32({{v[0-9]+}}, [[E]], 4, 8, 8, PTRAIN_QUANT_CHANNEL, 0, 1, [[CB:v[0-9]+]], [[CS:v[0-9]+]], nullptr));
 // CHECK: PTRAIN_STEP_CALL(ptrain_cuda_copy_bytes([[E]], 128, reinterpret_cast<float *>(d_states +
-// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_send(comm_grid_pp, [[CB]], 32, 0));
-// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_send(comm_grid_pp, [[CS]], 32, 0));
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_send(comm_pp_1_to_0, [[CB]], 32, 0));
+// CHECK: PTRAIN_STEP_CALL(ptrain_nccl_send(comm_pp_1_to_0, [[CS]], 32, 0));
+
+// The channel's connecting byte at init is not the step's traffic: its counters are reset after it.
+// CONNECT: if (!channels_connected) {
+// CONNECT: PTRAIN_STEP_CALL(ptrain_nccl_wait(comm_pp_1_to_0));
+// CONNECT-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_reset_traffic(comm_pp_1_to_0));
+// CONNECT: channels_connected = true;
 
 // Traffic per link from the NCCL counters: the pp group's forward, backward and collective links.
 // TRAFFIC: const char *const kLinkNames[kNumLinks] = {"pp forward", "pp backward", "pp collectives"};
@@ -83,8 +90,15 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // TRAFFIC: PTRAIN_STEP_CALL(ptrain_nccl_p2p_traffic(comm_grid_pp, ptrain_stage + 1, &out[0], &out[0 + 1]));
 // TRAFFIC: PTRAIN_STEP_CALL(ptrain_nccl_p2p_traffic(comm_grid_pp, ptrain_stage - 1, &out[0 + 2], &out[0 + 3]));
 // TRAFFIC: PTRAIN_STEP_CALL(ptrain_nccl_collective_traffic(comm_grid_pp, &out[0 + 4], &out[0 + 5]));
+// The pipeline channel's sends (stage 1 -> 0, peer rank 0 of the channel) count on the pp backward link.
+// TRAFFIC: if (comm_pp_1_to_0 && ptrain_stage == 1) {
+// TRAFFIC: PTRAIN_STEP_CALL(ptrain_nccl_p2p_traffic(comm_pp_1_to_0, 0, &bytes, &messages));
+// TRAFFIC-NEXT: out[0 + 2] += bytes;
+// TRAFFIC-NEXT: out[0 + 2 + 1] += messages;
 // TRAFFIC: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_traffic(int64_t *out_counts) {
 // TRAFFIC: ptrain_all_gather_start(ptrain_world, local, out_counts, 2 * kNumLinks, PTRAIN_DTYPE_I64, &request)
 // TRAFFIC: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_reset_traffic(void) {
 // TRAFFIC-NEXT: if (!ptrain_world)
 // TRAFFIC: PTRAIN_STEP_CALL(ptrain_nccl_reset_traffic(comm_grid_pp));
+// TRAFFIC-NEXT: if (comm_pp_1_to_0)
+// TRAFFIC-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_reset_traffic(comm_pp_1_to_0));
