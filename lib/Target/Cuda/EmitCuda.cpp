@@ -213,7 +213,7 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value bu
 /// communication of --ptrain-lower-to-runtime (NCCL) with the pipeline codecs (EmitCudaCodecs.h).
 LogicalResult FunctionEmitter::checkOps() {
   if (!func.getBody().hasOneBlock())
-    return func.emitError("--emit-cuda: function @") << func.getSymName() << " has control flow (more than one block)";
+    return emitError(func.getLoc(), "--emit-cuda: function @") << func.getSymName() << " has control flow (more than one block)";
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
     if (failed(checkType(func, type, "argument #" + Twine(i))))
       return failure();
@@ -788,7 +788,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   ModuleStorage storage;
   for (Operation &op : module.getBody()->getOperations())
     if (!isa<func::FuncOp, StateOp, GridOp>(op))
-      return op.emitError("--emit-cuda: '") << op.getName() << "' at module level is not supported";
+      return emitError(op.getLoc(), "--emit-cuda: '") << op.getName() << "' at module level is not supported";
   for (auto state : module.getOps<StateOp>()) {
     if (failed(checkType(state, state.getType(), "the state")))
       return failure();
@@ -809,7 +809,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   std::map<int64_t, llvm::SetVector<StateOp>> stageStates;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
-      return func.emitError("--emit-cuda: function @") << func.getSymName() << " has no body";
+      return emitError(func.getLoc(), "--emit-cuda: function @") << func.getSymName() << " has no body";
     int64_t bytes = 0;
     // A function that calls others (a lowered pipeline step) keeps its values in its own arena, since its
     // callees use the shared one.
@@ -841,7 +841,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
         failed(checkPointToPoint(module)))
       return failure();
   } else if (module->hasAttr("ptrain.schedule")) {
-    return module.emitError("--emit-cuda: ptrain.schedule without ptrain.pipeline");
+    return emitError(module.getLoc(), "--emit-cuda: ptrain.schedule without ptrain.pipeline");
   }
   const bool hasComm = !comms.groups.empty();
   SmallVector<TPSlice> slices;
