@@ -224,6 +224,14 @@ LogicalResult FunctionEmitter::checkOps() {
              << op.getName() << "' is not supported by the CUDA code generator (codecs, clipping, SGD and "
              << "vocabulary-parallel ops are not yet supported)";
     }
+    // The CUDA kernels compute the plain mean over every position.
+    auto ce = dyn_cast<CrossEntropyOp>(op);
+    auto ceGrad = dyn_cast<CrossEntropyGradOp>(op);
+    if ((ce && (ce.isWeighted() || ce.isSumReduction())) ||
+        (ceGrad && (ceGrad.isWeighted() || ceGrad.isSumReduction())))
+      return op.emitError("--emit-cuda: '")
+             << op.getName() << "' with class weights, ignore_index or reduction \"sum\" is not yet supported by the "
+             << "CUDA code generator (--target cpu has them)";
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
       if (failed(checkType(&op, v.getType(), "operand #" + Twine(i))))
         return failure();
