@@ -17,7 +17,7 @@ Needs /usr/bin/python3 with torch (Debian's python3-torch 1.13) and onnx (python
    the unweighted mean both differ from PyTorch's step-1 loss by more than 10 x TORCH_TOL.
 3. Explicit labels under pipeline stages: the bundled GPT with a second input `labels` ([4, 64] int64, unused by
    the graph; --import-options "--signature auto" makes it the step's labels), labels[o] = the next byte, or -100
-   where that is a pad byte; --ignore-index -100, pp 2 with 2 micro-batches under mpirun (ptrain-run --labels)
+   where that is a pad byte; --ignore-index -100, pp 2 with 4 micro-batches under mpirun (ptrain-run --labels)
    against the single-rank executor (ptrain-interpret --multi-rank of the one-rank plan with 4 micro-batches,
    --labels-file): the 3 step losses within EXEC_TOL relative; the labels reach the last stage (the plan's
    lowered step takes them) and no token id or label crosses the pipeline.
@@ -32,8 +32,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
 
-TORCH_TOL = 2e-5  # relative: f32 kernels (fp64 accumulation) vs PyTorch in f64, 3 SGD steps
+TORCH_TOL = 1e-6  # relative: f32 kernels (fp64 accumulation) vs PyTorch in f64, 3 SGD steps (measured 7.5e-8)
 EXEC_TOL = 1e-5   # relative: MPI step losses vs the executor (f64 ops rounded to f32 vs f32 kernels)
+# A large learning rate: the step-2 and step-3 losses depend strongly on the step-1 and step-2 gradients.
 STEPS, SEED, LR, ROWS, SEQ = 3, 3, 0.5, 16, 64
 
 build, source, work, BIN, MODEL = setup(sys.argv)
@@ -186,7 +187,7 @@ labels_input = onnx.helper.make_tensor_value_info("labels", onnx.TensorProto.INT
 model.graph.input.append(labels_input)
 labelled = os.path.join(work, "gpt_labels.onnx")
 onnx.save(model, labelled, save_as_external_data=True, location="gpt_labels.onnx.data")
-label_configs = {"labels-ref": ["--micro-batches", "4"], "labels-pp2": ["--pp", "2", "--micro-batches", "2"]}
+label_configs = {"labels-ref": ["--micro-batches", "4"], "labels-pp2": ["--pp", "2", "--micro-batches", "4"]}
 for name, flags in label_configs.items():
     rc, out = run([os.path.join(BIN, "ptrain-compile"), labelled, "--import-options", "--signature auto", *flags,
                    *common, "--ignore-index", "-100", "-o", os.path.join(work, name)])
