@@ -176,7 +176,11 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
       })
       .Case([&](TransposeOp t) -> Result { return one(evalTranspose(get(t.getInput()), t.getPerm())); })
       .Case([&](SplitOp s) -> Result { return evalSplit(get(s.getInput()), s.getAxisAttr().getInt(), s.getSizes()); })
-      .Case([&](CrossEntropyOp c) -> Result { return one(evalCrossEntropy(get(c.getLogits()), get(c.getLabels()))); })
+      .Case([&](CrossEntropyOp c) -> Result {
+        CrossEntropyOptions options{c.getWeight() ? &get(c.getWeight()) : nullptr, c.getIgnoreIndex(),
+                                    c.isSumReduction()};
+        return one(evalCrossEntropy(get(c.getLogits()), get(c.getLabels()), options));
+      })
       .Case([&](SliceOp s) -> Result { return one(evalSlice(get(s.getInput()), s.getOffsets(), s.getSizes())); })
       .Case([&](ConcatOp c) -> Result {
         std::vector<const Tensor *> inputs;
@@ -205,7 +209,9 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
         return one(evalEmbeddingGrad(get(e.getGrad()), get(e.getIds()), table.getDimSize(0)));
       })
       .Case([&](CrossEntropyGradOp c) -> Result {
-        return one(evalCrossEntropyGrad(get(c.getGrad()), get(c.getLogits()), get(c.getLabels())));
+        CrossEntropyOptions options{c.getWeight() ? &get(c.getWeight()) : nullptr, c.getIgnoreIndex(),
+                                    c.isSumReduction()};
+        return one(evalCrossEntropyGrad(get(c.getGrad()), get(c.getLogits()), get(c.getLabels()), options));
       })
       // Model ops of the importer's breadth (Selection.cpp, Reduction.cpp).
       .Case([&](CompareOp c) -> Result { return one(evalCompare(c.getKind(), get(c.getLhs()), get(c.getRhs()))); })

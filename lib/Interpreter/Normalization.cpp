@@ -109,7 +109,49 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalSoftmax(const Tensor &input, in
   return out;
 }
 
-llvm::Expected<Tensor> mlir::ptrain::interp::evalCrossEntropy(const Tensor &logits, const Tensor &labels) {
+namespace {
+/// The class weight of each position under `options` (0 where the label is ignoreIndex), after checking the
+/// labels; `positions` entries. An error names a label outside [0, C) that is not ignored.
+llvm::Expected<std::vector<double>> positionWeights(const Tensor &labels, int64_t classes,
+                                                    const interp::CrossEntropyOptions &options) {
+  if (options.weight && (!options.weight->isFloat() || options.weight->getShape() != llvm::ArrayRef<int64_t>{classes}))
+    return makeError("cross_entropy weight must be a float tensor [" + llvm::Twine(classes) + "], got " +
+                     options.weight->getTypeString());
+  int64_t positions = labels.getNumElements();
+  std::vector<double> w(positions, 1.0);
+  for (int64_t p = 0; p < positions; ++p) {
+    int64_t label = labels.ints()[p];
+    if (options.ignoreIndex && label == *options.ignoreIndex) {
+      w[p] = 0.0;
+      continue;
+    }
+    if (label < 0 || label >= classes)
+      return makeError(
+          "label " + llvm::Twine(label) + " at flat position " + llvm::Twine(p) + " is out of range [0, " +
+          llvm::Twine(classes) + ")" +
+          (options.ignoreIndex ? " and is not ignore_index " + llvm::Twine(*options.ignoreIndex) : llvm::Twine()));
+    if (options.weight)
+      w[p] = options.weight->floats()[label];
+  }
+  return w;
+}
+
+/// The divisor of the summed loss: 1 for `sum`, the weight sum for a weighted mean (0 when nothing counts),
+/// the number of positions for the plain mean.
+double lossDivisor(const std::vector<double> &w, const interp::CrossEntropyOptions &options) {
+  if (options.sum)
+    return 1.0;
+  if (!options.weight && !options.ignoreIndex)
+    return static_cast<double>(w.size());
+  double total = 0.0;
+  for (double x : w)
+    total += x;
+  return total;
+}
+} // namespace
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalCrossEntropy(const Tensor &logits, const Tensor &labels,
+                                                              const CrossEntropyOptions &options) {
   // (C1) logits [..., C], labels [...]; (C2) integer labels.
   if (!logits.isFloat() || logits.getRank() < 1)
     return makeError("cross_entropy logits must be a float tensor of rank >= 1, got " + logits.getTypeString());
@@ -120,18 +162,20 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalCrossEntropy(const Tensor &logi
                      logits.getTypeString());
   int64_t classes = logits.getShape().back();
   int64_t positions = labels.getNumElements();
+  llvm::Expected<std::vector<double>> w = positionWeights(labels, classes, options);
+  if (!w)
+    return w.takeError();
   llvm::ArrayRef<double> x = logits.floats();
   double total = 0.0;
   for (int64_t p = 0; p < positions; ++p) {
-    int64_t label = labels.ints()[p];
-    if (label < 0 || label >= classes)
-      return makeError("label " + llvm::Twine(label) + " at flat position " + llvm::Twine(p) +
-                       " is out of range [0, " + llvm::Twine(classes) + ")");
+    if ((*w)[p] == 0.0)
+      continue;
     const double *row = x.data() + p * classes;
-    total += logSumExp(row, classes) - row[label];
+    total += (*w)[p] * (logSumExp(row, classes) - row[labels.ints()[p]]);
   }
-  // The mean over no positions is NaN, as in PyTorch.
-  double loss = positions == 0 ? std::numeric_limits<double>::quiet_NaN() : total / positions;
+  // The mean over no positions (or no weight) is NaN, as in PyTorch.
+  double divisor = lossDivisor(*w, options);
+  double loss = divisor == 0.0 ? std::numeric_limits<double>::quiet_NaN() : total / divisor;
   return Tensor::fromFloats(logits.getDType(), {}, {loss});
 }
 
@@ -228,7 +272,8 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalSoftmaxGrad(const Tensor &grad,
 }
 
 llvm::Expected<Tensor> mlir::ptrain::interp::evalCrossEntropyGrad(const Tensor &grad, const Tensor &logits,
-                                                                  const Tensor &labels) {
+                                                                  const Tensor &labels,
+                                                                  const CrossEntropyOptions &options) {
   // (C1) grad is a scalar; logits [..., C] and labels [...] as for cross_entropy.
   if (!grad.isFloat() || grad.getRank() != 0)
     return makeError("cross_entropy_grad gradient must be a float scalar, got " + grad.getTypeString());
@@ -242,20 +287,24 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalCrossEntropyGrad(const Tensor &
                      " do not match the leading shape of " + logits.getTypeString());
   int64_t classes = logits.getShape().back();
   int64_t positions = labels.getNumElements();
-  // The forward loss is the mean over positions, so each position's gradient carries 1 / positions.
-  double factor = positions == 0 ? 0.0 : grad.floats()[0] / static_cast<double>(positions);
+  llvm::Expected<std::vector<double>> w = positionWeights(labels, classes, options);
+  if (!w)
+    return w.takeError();
+  // The forward loss is sum(w nll) / divisor, so each position's gradient carries w / divisor.
+  double divisor = lossDivisor(*w, options);
+  double factor = divisor == 0.0 ? 0.0 : grad.floats()[0] / divisor;
   Tensor out(logits.getDType(), logits.getShape());
   llvm::ArrayRef<double> x = logits.floats();
   llvm::MutableArrayRef<double> dx = out.floats();
   for (int64_t p = 0; p < positions; ++p) {
+    if ((*w)[p] == 0.0)
+      continue; // zeros (Tensor's storage starts zeroed)
     int64_t label = labels.ints()[p];
-    if (label < 0 || label >= classes)
-      return makeError("label " + llvm::Twine(label) + " at flat position " + llvm::Twine(p) +
-                       " is out of range [0, " + llvm::Twine(classes) + ")");
     const double *row = x.data() + p * classes;
     double lse = logSumExp(row, classes);
+    double f = (*w)[p] == 1.0 ? factor : factor * (*w)[p];
     for (int64_t c = 0; c < classes; ++c)
-      dx[p * classes + c] = factor * (std::exp(row[c] - lse) - (c == label ? 1.0 : 0.0));
+      dx[p * classes + c] = f * (std::exp(row[c] - lse) - (c == label ? 1.0 : 0.0));
   }
   out.roundToDType();
   return out;

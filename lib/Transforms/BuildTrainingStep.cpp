@@ -12,6 +12,7 @@
 #include "ptrain/Transforms/Autodiff.h"
 #include "ptrain/Transforms/DropoutRows.h"
 #include "ptrain/Transforms/GradientClipping.h"
+#include "ptrain/Transforms/StepLoss.h"
 #include "ptrain/Transforms/TensorParallel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -45,8 +46,15 @@ private:
   /// Clones `from`'s body (without its return) into `b`'s block, with `args` for its arguments; returns the
   /// clones of the returned values.
   SmallVector<Value> cloneBody(OpBuilder &b, func::FuncOp from, ValueRange args);
-  /// The next-token cross-entropy of `logits` [B, S, V] against `tokens` [B, S].
-  Value buildNextTokenLoss(OpBuilder &b, Location loc, Value logits, Value tokens);
+  /// The next-token cross-entropy of `logits` [B, S, V] against `tokens` [B, S] (reduction "sum" with `sum`).
+  Value buildNextTokenLoss(OpBuilder &b, Location loc, Value logits, Value tokens, bool sum = false);
+  /// The step's loss of `logits` [B, S, V]: against `labels` [B, S] position by position (explicit labels)
+  /// or the next-token loss of the token ids `labels`; with the loss options (ignore-index, class-weights).
+  /// Null after an error.
+  Value buildLoss(OpBuilder &b, Location loc, Value logits, Value labels, bool explicitLabels, bool sum = false);
+  /// The labels the loss scores for the token ids or labels `labels` [B, S]: as they are (explicit labels) or
+  /// the shifted tokens 1..S-1.
+  Value lossLabels(OpBuilder &b, Location loc, Value labels, bool explicitLabels);
   /// The reads of parameter states in `block`.
   SmallVector<StateReadOp> parameterReads(Block *block);
   /// Differentiates `target` (seeded with `seed`) with respect to the parameter reads and `extraWrt`;
@@ -110,9 +118,12 @@ private:
                         llvm::function_ref<StateOp(StateOp)> gradState);
 
   void buildSingleStage(func::FuncOp forward);
-  void buildPipeline(DictionaryAttr pipeline);
+  /// With `explicitLabels`, the last stage scores the labels it is given (the forward's `ptrain.role =
+  /// "labels"` argument) instead of the shifted token ids.
+  void buildPipeline(DictionaryAttr pipeline, bool explicitLabels);
 
   SymbolTable *symbols = nullptr;
+  StepLossOptions lossOptions;
 };
 
 } // namespace
@@ -159,15 +170,33 @@ SmallVector<Value> BuildTrainingStepPass::cloneBody(OpBuilder &b, func::FuncOp f
   return {};
 }
 
-Value BuildTrainingStepPass::buildNextTokenLoss(OpBuilder &b, Location loc, Value logits, Value tokens) {
+Value BuildTrainingStepPass::buildNextTokenLoss(OpBuilder &b, Location loc, Value logits, Value tokens, bool sum) {
   auto logitsType = cast<RankedTensorType>(logits.getType());
   int64_t batch = logitsType.getDimSize(0), seq = logitsType.getDimSize(1), vocab = logitsType.getDimSize(2);
   // Positions 0..S-2 predict tokens 1..S-1.
   Value predicted = SliceOp::create(b, loc, logits, b.getDenseI64ArrayAttr({0, 0, 0}),
                                     b.getDenseI64ArrayAttr({batch, seq - 1, vocab}));
-  Value labels =
-      SliceOp::create(b, loc, tokens, b.getDenseI64ArrayAttr({0, 1}), b.getDenseI64ArrayAttr({batch, seq - 1}));
+  Value labels = lossLabels(b, loc, tokens, /*explicitLabels=*/false);
+  if (lossOptions.weighted() || sum)
+    return buildStepCrossEntropy(b, loc, predicted, labels, lossOptions, sum);
   return createCrossEntropy(b, loc, predicted, labels);
+}
+
+Value BuildTrainingStepPass::lossLabels(OpBuilder &b, Location loc, Value labels, bool explicitLabels) {
+  if (explicitLabels)
+    return labels;
+  auto type = cast<RankedTensorType>(labels.getType());
+  return SliceOp::create(b, loc, labels, b.getDenseI64ArrayAttr({0, 1}),
+                         b.getDenseI64ArrayAttr({type.getDimSize(0), type.getDimSize(1) - 1}));
+}
+
+Value BuildTrainingStepPass::buildLoss(OpBuilder &b, Location loc, Value logits, Value labels, bool explicitLabels,
+                                       bool sum) {
+  if (!explicitLabels)
+    return buildNextTokenLoss(b, loc, logits, labels, sum);
+  if (lossOptions.weighted() || sum)
+    return buildStepCrossEntropy(b, loc, logits, labels, lossOptions, sum);
+  return createCrossEntropy(b, loc, logits, labels);
 }
 
 SmallVector<StateReadOp> BuildTrainingStepPass::parameterReads(Block *block) {
@@ -385,8 +414,10 @@ void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
   b.setInsertionPointToStart(body);
   Value logits = cloneBody(b, forward, body->getArguments()).front();
   // With labels, every position is scored against its label; otherwise position i predicts token i + 1.
-  Value loss = body->getNumArguments() == 2 ? createCrossEntropy(b, loc, logits, body->getArgument(1))
-                                            : buildNextTokenLoss(b, loc, logits, body->getArgument(0));
+  const bool explicitLabels = body->getNumArguments() == 2;
+  Value loss = buildLoss(b, loc, logits, body->getArgument(explicitLabels ? 1 : 0), explicitLabels);
+  if (!loss)
+    return signalPassFailure();
 
   SmallVector<StateReadOp> reads = parameterReads(body);
   auto seedType = RankedTensorType::get({}, f32);
@@ -428,7 +459,7 @@ void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
   step.setType(b.getFunctionType(inputTypes, {loss.getType()}));
 }
 
-void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
+void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicitLabels) {
   ModuleOp module = getOperation();
   auto stages = pipeline.getAs<ArrayAttr>("stages");
   if (!stages || stages.empty()) {
@@ -557,6 +588,9 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
     // Backward (or, on the last stage, forward + loss + backward) with recomputation.
     SmallVector<Type> args = {inType};
     args.push_back(last ? Type(tokensType) : outType);
+    // The step's normalizer (weighted loss): the weight sum of every micro-batch and replica of the step.
+    if (last && lossOptions.weighted())
+      args.push_back(RankedTensorType::get({}, f32));
     SmallVector<Type> results;
     if (last)
       results.push_back(RankedTensorType::get({}, f32));
@@ -574,10 +608,20 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
     Value target = out, seed = body->getArgument(1);
     SmallVector<Value> returned;
     if (last) {
-      target = buildNextTokenLoss(fb, loc, out, body->getArgument(1));
       auto seedType = RankedTensorType::get({}, f32);
-      seed = arith::ConstantOp::create(
-          fb, loc, DenseElementsAttr::get(seedType, fb.getFloatAttr(f32, 1.0 / static_cast<double>(microBatches))));
+      // The plain loss is each micro-batch's mean, seeded with 1 / M; the weighted one the micro-batch's
+      // weighted sum over the step's weight sum, seeded with dp (the dp average divides by it again).
+      double seedValue = 1.0 / static_cast<double>(microBatches);
+      if (lossOptions.weighted()) {
+        target = buildLoss(fb, loc, out, body->getArgument(1), explicitLabels, /*sum=*/true);
+        if (!target)
+          return signalPassFailure();
+        target = BinaryOp::create(fb, loc, BinaryKind::Div, target, body->getArgument(2));
+        seedValue = static_cast<double>(dp);
+      } else {
+        target = buildLoss(fb, loc, out, body->getArgument(1), explicitLabels);
+      }
+      seed = arith::ConstantOp::create(fb, loc, DenseElementsAttr::get(seedType, fb.getFloatAttr(f32, seedValue)));
       returned.push_back(target);
     }
     SmallVector<StateReadOp> reads = parameterReads(body);
@@ -596,6 +640,18 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
     if (s > 0)
       returned.push_back(grads->back());
     func::ReturnOp::create(fb, loc, returned);
+    if (explicitLabels && last)
+      bwd.setArgAttr(1, "ptrain.role", b.getStringAttr("labels"));
+    // The micro-batch's weight sum sum(w[y]) (the lowering adds them up into the normalizer).
+    if (last && lossOptions.weighted()) {
+      b.setInsertionPointAfter(bwd);
+      auto weightFn = func::FuncOp::create(b, loc, lossWeightFunctionName(static_cast<int64_t>(s)),
+                                           b.getFunctionType({tokensType}, {RankedTensorType::get({}, f32)}));
+      weightFn->setAttr("ptrain.stage", b.getI64IntegerAttr(static_cast<int64_t>(s) % numStages));
+      OpBuilder wb = OpBuilder::atBlockEnd(weightFn.addEntryBlock());
+      Value labels = lossLabels(wb, loc, weightFn.getArgument(0), explicitLabels);
+      func::ReturnOp::create(wb, loc, buildLabelWeightSum(wb, loc, labels, lossOptions, cast<FloatType>(f32)));
+    }
   }
 
   // Per stage (rank), after its last chunk: the optimizer step (dp gradient average, tied-parameter sync,
@@ -674,6 +730,8 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline) {
   }
   SmallVector<NamedAttribute> attrs(pipeline.getValue());
   attrs.push_back(b.getNamedAttr("micro_batches", b.getI64IntegerAttr(microBatches)));
+  if (explicitLabels)
+    attrs.push_back(b.getNamedAttr("labels", b.getBoolAttr(true)));
   module->setAttr("ptrain.pipeline", b.getDictionaryAttr(attrs));
 }
 
@@ -743,14 +801,28 @@ void BuildTrainingStepPass::runOnOperation() {
                                   "the raw gradients)";
     return signalPassFailure();
   }
-  if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline")) {
-    auto signature = module->getAttrOfType<DictionaryAttr>("ptrain.signature");
-    if (signature && signature.get("labels")) {
-      emitError(module.getLoc()) << "--ptrain-build-training-step: labels (--signature ...=labels) are not "
-                                    "supported with pipeline stages yet; the last stage scores the shifted tokens";
+  FailureOr<StepLossOptions> parsedLoss = parseStepLossOptions(module.getLoc(), ignoreIndex, classWeights);
+  if (failed(parsedLoss))
+    return signalPassFailure();
+  lossOptions = *parsedLoss;
+  // The export's own loss had an ignore_index (--signature recorded it when it dropped that loss): the step's
+  // loss keeps it unless the option says otherwise.
+  if (auto signature = module->getAttrOfType<DictionaryAttr>("ptrain.signature"))
+    if (auto exported = signature.getAs<IntegerAttr>("loss_ignore_index"); exported && ignoreIndex.empty())
+      lossOptions.ignoreIndex = exported.getInt();
+  // The vocabulary-parallel loss (--ptrain-shard-tp vocab-parallel=true) has no weights or ignore_index.
+  if (lossOptions.weighted()) {
+    WalkResult vocabParallel = module.walk([](TPAllGatherOp op) { return WalkResult::interrupt(); });
+    if (vocabParallel.wasInterrupted()) {
+      emitError(module.getLoc()) << "--ptrain-build-training-step: ignore-index and class-weights are not supported "
+                                    "with the vocabulary-parallel loss (--ptrain-shard-tp vocab-parallel=true) yet";
       return signalPassFailure();
     }
-    return buildPipeline(pipeline);
+  }
+  if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline")) {
+    // Labels (--signature ...=labels): the last stage takes each micro-batch's labels instead of its tokens.
+    auto signature = module->getAttrOfType<DictionaryAttr>("ptrain.signature");
+    return buildPipeline(pipeline, signature && signature.get("labels"));
   }
 
   auto forward = symbols->lookup<func::FuncOp>(entry);

@@ -14,6 +14,7 @@
 #include "ptrain/Transforms/CompressionPlan.h"
 #include "ptrain/Transforms/DropoutRows.h"
 #include "ptrain/Transforms/ScheduleTable.h"
+#include "ptrain/Transforms/StepLoss.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
@@ -21,6 +22,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <string>
 
@@ -145,12 +147,23 @@ public:
     for (int64_t s = 0; s < pp; ++s)
       if (failed(lookup("stage" + std::to_string(s) + "_optimizer_step", 0, 0)))
         return failure();
+    // Explicit labels (ptrain.pipeline's `labels`) and the weighted loss (a label-weight function).
+    if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline"))
+      if (auto labelsAttr = pipeline.getAs<BoolAttr>("labels"))
+        withLabels = labelsAttr.getValue();
+    const std::string weightName = lossWeightFunctionName(chunks - 1);
+    if (module.lookupSymbol(weightName)) {
+      FailureOr<func::FuncOp> weightFn = lookup(weightName, 1, 1);
+      if (failed(weightFn))
+        return failure();
+      lossWeight = *weightFn;
+    }
     for (int64_t s = 0; s < chunks; ++s) {
       const std::string ss = std::to_string(s);
       bool isFirst = s == 0, isLast = s == chunks - 1;
       if (failed(lookup("forward_stage" + ss, 1, 1)))
         return failure();
-      if (isLast ? failed(lookup("stage" + ss + "_forward_backward", 2, isFirst ? 1 : 2))
+      if (isLast ? failed(lookup("stage" + ss + "_forward_backward", lossWeight ? 3 : 2, isFirst ? 1 : 2))
                  : failed(lookup("stage" + ss + "_backward", 2, isFirst ? 0 : 1)))
         return failure();
     }
@@ -159,13 +172,60 @@ public:
 
   func::FuncOp build(int64_t s, ArrayRef<Step> row, bool train);
   int64_t numTransfers = 0;
+  /// The steps take (%tokens, %labels): the last stage scores the labels (--signature ...=labels).
+  bool withLabels = false;
+  /// `@stage<c>_loss_weight` of the weighted loss (ignore-index, class-weights), or null.
+  func::FuncOp lossWeight;
 
 private:
   func::FuncOp func(const std::string &name) { return module.lookupSymbol<func::FuncOp>(name); }
-  Value tokensOf(Location loc, int64_t i) {
+  Value tokensOf(Location loc, int64_t i) { return microBatchOf(loc, allTokens, i); }
+  /// Micro-batch i's rows of `all` ([M B, S] token ids or labels).
+  Value microBatchOf(Location loc, Value all, int64_t i) {
     int64_t batch = tokens.getDimSize(0), seq = tokens.getDimSize(1);
-    return SliceOp::create(b, loc, allTokens, b.getDenseI64ArrayAttr({i * batch, 0}),
-                           b.getDenseI64ArrayAttr({batch, seq}));
+    return SliceOp::create(b, loc, all, b.getDenseI64ArrayAttr({i * batch, 0}), b.getDenseI64ArrayAttr({batch, seq}));
+  }
+  /// What the last stage scores for micro-batch i: its labels, or its token ids (the shifted tokens).
+  Value labelsOf(Location loc, int64_t i) { return withLabels ? microBatchOf(loc, allLabels, i) : tokensOf(loc, i); }
+  /// The weighted loss's normalizer: the weight sum over the step's micro-batches, summed over dp.
+  Value buildNormalizer(Location loc) {
+    Value total;
+    for (int64_t i = 0; i < m; ++i) {
+      Value part = call(loc, lossWeight.getSymName().str(), {labelsOf(loc, i)});
+      total = total ? Value(BinaryOp::create(b, loc, BinaryKind::Add, total, part)) : part;
+    }
+    if (grid.getAxisIndex("dp") && grid.getAxisSize("dp") > 1) {
+      auto reduce =
+          AllReduceStartOp::create(b, loc, total, grid.getSymName(), b.getStrArrayAttr({"dp"}), ReductionKind::Sum);
+      total = WaitOp::create(b, loc, reduce.getRequest()).getResult();
+    }
+    return total;
+  }
+  /// The evaluation loss of micro-batch i with the last stage's logits `out` (the training step's loss:
+  /// the shifted tokens or the labels; the weighted cross-entropy of the forward-backward, summed, over
+  /// `normalizer`).
+  Value evalLoss(Location loc, Value out, int64_t i, Value normalizer) {
+    int64_t batch = tokens.getDimSize(0), seq = tokens.getDimSize(1), vocab = logits.getDimSize(2);
+    Value predicted = out, labels = labelsOf(loc, i);
+    if (!withLabels) {
+      // The next-token loss: logits at positions 0..S-2 against tokens 1..S-1 (as the training step).
+      predicted = SliceOp::create(b, loc, out, b.getDenseI64ArrayAttr({0, 0, 0}),
+                                  b.getDenseI64ArrayAttr({batch, seq - 1, vocab}));
+      labels =
+          SliceOp::create(b, loc, labels, b.getDenseI64ArrayAttr({0, 1}), b.getDenseI64ArrayAttr({batch, seq - 1}));
+    }
+    if (!lossWeight)
+      return CrossEntropyOp::create(b, loc, predicted, labels);
+    // The forward-backward's own (weighted, summed) cross-entropy, with its weight constant.
+    CrossEntropyOp proto;
+    func("stage" + std::to_string(pp * v - 1) + "_forward_backward").walk([&](CrossEntropyOp ce) { proto = ce; });
+    IRMapping mapping;
+    mapping.map(proto.getLogits(), predicted);
+    mapping.map(proto.getLabels(), labels);
+    if (Value weight = proto.getWeight())
+      mapping.map(weight, b.clone(*weight.getDefiningOp())->getResult(0));
+    Value sum = b.clone(*proto, mapping)->getResult(0);
+    return BinaryOp::create(b, loc, BinaryKind::Div, sum, normalizer);
   }
   /// The pp offset from rank `s` to the rank of virtual stage `c` +- 1 (wrapping around between chunks).
   int64_t nextOffset(int64_t s) const { return s == pp - 1 ? -(pp - 1) : 1; }
@@ -308,7 +368,7 @@ private:
   std::optional<CompressionPlan> plan;
   OpBuilder b;
   RankedTensorType tokens, logits;
-  Value allTokens;
+  Value allTokens, allLabels;
 };
 
 func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
@@ -320,12 +380,20 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
   auto allType = RankedTensorType::get({m * batch, seq}, tokens.getElementType());
   auto lossType = RankedTensorType::get({}, b.getF32Type());
   b.setInsertionPointToEnd(module.getBody());
+  SmallVector<Type> argTypes = {allType};
+  if (withLabels)
+    argTypes.push_back(allType);
   auto fn = func::FuncOp::create(b, loc, "stage" + ss + (train ? "_train_step" : "_eval_step"),
-                                 b.getFunctionType({allType}, {lossType}));
+                                 b.getFunctionType(argTypes, {lossType}));
   fn->setAttr("ptrain.stage", b.getI64IntegerAttr(s));
   fn->setAttr("ptrain.entry", b.getStringAttr(train ? "train" : "eval"));
   b.setInsertionPointToStart(fn.addEntryBlock());
   allTokens = fn.getArgument(0);
+  allLabels = withLabels ? fn.getArgument(1) : Value();
+  if (withLabels)
+    fn.setArgAttr(1, "ptrain.role", b.getStringAttr("labels"));
+  // The weighted loss divides each micro-batch's sum by the step's weight sum, known before the first forward.
+  Value normalizer = isLast && lossWeight ? buildNormalizer(loc) : Value();
 
   // Per model chunk k (virtual stage c = k pp + s) and micro-batch i: the input and the forward's send.
   SmallVector<SmallVector<Value>> inputs(v, SmallVector<Value>(m));
@@ -377,7 +445,10 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
       case Step::ForwardBackward: {
         Value in = inputOf(c, i);
         SmallVector<Value> results;
-        call(loc, "stage" + cs + "_forward_backward", {in, c == 0 ? in : tokensOf(loc, i)}, &results, i);
+        SmallVector<Value> args = {in, withLabels ? labelsOf(loc, i) : (c == 0 ? in : tokensOf(loc, i))};
+        if (normalizer)
+          args.push_back(normalizer);
+        call(loc, "stage" + cs + "_forward_backward", args, &results, i);
         addLoss(results[0]);
         if (c > 0)
           sendGradient(loc, s, c, i, results[1], pending);
@@ -404,13 +475,7 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
           pending.push_back(send(loc, out, nextOffset(s), tagOf(i, c, /*gradient=*/false)));
           continue;
         }
-        // The next-token loss: logits at positions 0..S-2 against tokens 1..S-1 (as the training step).
-        int64_t vocab = logits.getDimSize(2);
-        Value predicted = SliceOp::create(b, loc, out, b.getDenseI64ArrayAttr({0, 0, 0}),
-                                          b.getDenseI64ArrayAttr({batch, seq - 1, vocab}));
-        Value labels = SliceOp::create(b, loc, tokensOf(loc, i), b.getDenseI64ArrayAttr({0, 1}),
-                                       b.getDenseI64ArrayAttr({batch, seq - 1}));
-        addLoss(CrossEntropyOp::create(b, loc, predicted, labels));
+        addLoss(evalLoss(loc, out, i, normalizer));
       }
     setMicroBatchRow(b, loc, module, 0);
     for (Value request : SmallVector<Value>(pending))
@@ -420,8 +485,11 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
   // (and dp) onto every rank.
   std::optional<unsigned> dpAxis = grid.getAxisIndex("dp");
   int64_t dp = dpAxis ? grid.getAxisSize("dp") : 1;
-  Value loss = isLast ? BinaryOp::create(b, loc, BinaryKind::Div, lossSum, scalar(loc, double(m * dp))).getResult()
-                      : scalar(loc, 0.0);
+  // The weighted loss is already over the step's weight sum: the micro-batches' parts add up to the mean.
+  Value loss = !isLast ? scalar(loc, 0.0)
+               : normalizer
+                   ? lossSum
+                   : BinaryOp::create(b, loc, BinaryKind::Div, lossSum, scalar(loc, double(m * dp))).getResult();
   auto reduce = AllReduceStartOp::create(b, loc, loss, grid.getSymName(),
                                          dp > 1 ? b.getStrArrayAttr({"dp", "pp"}) : b.getStrArrayAttr({"pp"}),
                                          ReductionKind::Sum);

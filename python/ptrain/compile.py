@@ -1,6 +1,7 @@
 """ptrain-compile: an ONNX model to a compiled training step (DESIGN.md, L4).
 
     ptrain-compile model.onnx [--optimizer adamw|sgd|none [--momentum MU]] [--clip-norm C]
+                   [--ignore-index N] [--class-weights FILE]
                    [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
                    [--dp D] [--tp T [--vocab-parallel [--vocab-multiple K]]]
                    [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved [--virtual-stages V]]
@@ -164,6 +165,12 @@ def main(argv=None):
     p.add_argument("--momentum", type=float, default=0.0, help="SGD heavy-ball momentum in [0, 1)")
     p.add_argument("--clip-norm", type=float, default=0.0,
                    help="global-norm gradient clipping (Megatron-LM clip_grad); 0: off")
+    p.add_argument("--ignore-index", type=int, default=None,
+                   help="the label the loss does not count (PyTorch's ignore_index: a pad token id of the shifted "
+                        "tokens, or -100 in explicit labels); the mean is over the step's counted positions")
+    p.add_argument("--class-weights", default=None, metavar="FILE",
+                   help="a text file of one weight per vocabulary entry (whitespace or comma separated): the loss "
+                        "is sum(w[y] nll) / sum(w[y]) (torch.nn.functional.cross_entropy's weight)")
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--warmup-steps", type=int, default=100)
     p.add_argument("--total-steps", type=int, default=2000)
@@ -248,6 +255,8 @@ def compile_model(args):
     if args.report is not None and not pipeline:
         raise CompileError(f"--report {args.report}: the timing analysis needs a pipeline or parallel step (--pp, "
                            "--dp, --tp or --micro-batches > 1)")
+    if args.target == "cuda":
+        check_cuda_options(args)
     if not args.build_dir or not args.source_dir:
         raise CompileError("cannot locate the ptrain build: run the ptrain-compile in <build>/bin or pass "
                            "--build-dir and --source-dir")
@@ -311,6 +320,14 @@ OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.cu", "libstep.so", "pl
 CUDA_ARCHS = ("80", "90")
 
 
+def check_cuda_options(args):
+    """--target cuda takes every option of --target cpu except the cross-entropy's loss options
+    (docs/CodegenCuda.md): those are refused by name before anything runs."""
+    if args.ignore_index is not None or args.class_weights is not None:
+        raise CompileError("--target cuda: --ignore-index and --class-weights are not yet supported (the CUDA "
+                           "cross-entropy is the plain mean); use --target cpu")
+
+
 def find_nvcc(args):
     for candidate in (args.nvcc, shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
@@ -337,6 +354,21 @@ def build_cuda_library(args, source, lib, runtime_dir, include_dir):
         "compiling step.cu with nvcc")
 
 
+def read_class_weights(path):
+    """The --class-weights file: floats separated by whitespace or commas (the pass checks the count and values)."""
+    try:
+        text = open(path).read()
+    except OSError as e:
+        raise CompileError(f"--class-weights {path}: {e.strerror}")
+    try:
+        weights = [float(x) for x in re.split(r"[\s,]+", text.strip()) if x]
+    except ValueError as e:
+        raise CompileError(f"--class-weights {path}: {e}")
+    if not weights:
+        raise CompileError(f"--class-weights {path}: no weights in the file")
+    return weights
+
+
 def remove_outputs(out):
     for name in OUTPUTS:
         path = os.path.join(out, name)
@@ -360,6 +392,10 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         options += f" momentum={args.momentum!r}"
     if args.clip_norm != 0.0:
         options += f" clip-norm={args.clip_norm!r}"
+    if args.ignore_index is not None:
+        options += f" ignore-index={args.ignore_index}"
+    if args.class_weights is not None:
+        options += " class-weights=" + ",".join(repr(w) for w in read_class_weights(args.class_weights))
     opt = os.path.join(bin_dir, "ptrain-opt")
     if not pipeline:
         run([opt, forward, f"--ptrain-build-training-step={options}", "--mlir-print-debuginfo", "-o", step],

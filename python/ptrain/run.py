@@ -3,6 +3,7 @@
     ptrain-run out/ --data DIR_OR_FILE --steps N [--val-every K] [--val-batches V] [--np P]
                [--checkpoint PATH] [--resume PATH] [--seed S] [--log run.json] [--timeout SECONDS]
                [--telemetry-every N] [--run-log RUN.jsonl] [--no-plots] [--mpirun-args "ARGS"]
+               [--labels DIR]
 
 The launcher checks its inputs (out/plan.json, out/libstep.so, the data, the world size; plan.json must equal
 the plan embedded in libstep.so, field by field: plan_abi.py), then starts
@@ -24,6 +25,14 @@ also PATH[.stage<s>][.tp<t>].dp<d>, replica d's own, since each replica's residu
 position (steps done, seed). --resume PATH loads such a checkpoint (every state by key: parameters, AdamW
 moments and step, codec residuals and warm-start Q) and continues from its step to step N with the batches a
 straight run would draw: the result equals the uninterrupted run's. --log writes the losses as JSON (rank 0).
+
+Explicit labels (a step compiled from an export with a labels input, `--import-options "--signature auto"`;
+docs/TrainingStep.md): --labels DIR holds train.labels and val.labels, int64 little-endian, one label per byte
+of --data's train.bin / val.bin (so --data must be a folder): the window of seq bytes at offset o is scored
+against the labels at o .. o + seq - 1, and ptrain_step_train_labels / ptrain_step_eval_labels receive them
+(every rank its replica's rows; only the last stage reads them). A label that is neither the step's
+ignore index nor a token id is the runtime's error. A labels step without --labels, or --labels for a step
+without labels, is an error before training.
 
 Traffic: the runtime counts the bytes every rank hands to MPI, or to NCCL on a --target cuda plan (docs/Runtime.md,
 "Traffic counters"; docs/CodegenCuda.md). Rank 0
@@ -63,6 +72,7 @@ finished run's: the launcher renames it RUN.jsonl.failed (the steps up to the fa
 """
 
 import argparse
+import array
 import ctypes
 import ctypes.util
 import json
@@ -224,17 +234,45 @@ def read_data(train_path, val_path, seq):
     return train, val
 
 
-def batch(data, rows, seq, seed, replica=0, replicas=1):
-    """Data-parallel replica `replica`'s rows of a global batch of replicas * rows windows of seq consecutive
-    bytes (window starts from random.Random(seed)), as a ctypes int64 [rows, seq] buffer: rows
-    [replica * rows, (replica + 1) * rows) of the global batch. No numpy needed."""
+def window_starts(length, rows, seq, seed, replica=0, replicas=1):
+    """The offsets of data-parallel replica `replica`'s rows of a global batch of replicas * rows windows of seq
+    consecutive entries of data of `length` (window starts from random.Random(seed)): rows
+    [replica * rows, (replica + 1) * rows) of the global batch."""
     rng = random.Random(seed)
+    starts = [rng.randrange(length - seq) for _ in range(replicas * rows)]
+    return starts[replica * rows:(replica + 1) * rows]
+
+
+def batch(data, rows, seq, seed, replica=0, replicas=1):
+    """The windows of window_starts over `data` (bytes, or the labels' int64 array of the same length) as a ctypes
+    int64 [rows, seq] buffer. No numpy needed."""
     tokens = []
-    for r in range(replicas * rows):
-        o = rng.randrange(len(data) - seq)
-        if r // rows == replica:
-            tokens.extend(data[o:o + seq])
+    for o in window_starts(len(data), rows, seq, seed, replica, replicas):
+        tokens.extend(data[o:o + seq])
     return (ctypes.c_int64 * len(tokens))(*tokens)
+
+
+def read_labels(labels_dir, data, train, val):
+    """--labels DIR: (train labels, val labels) as int64 arrays of the lengths of the train and val data."""
+    if not os.path.isdir(data):
+        raise RunError(f"--labels {labels_dir}: needs --data to be a folder (train.bin and val.bin), got {data}")
+    out = []
+    for name, d in (("train", train), ("val", val)):
+        path = os.path.join(labels_dir, f"{name}.labels")
+        if not os.path.isfile(path):
+            raise RunError(f"--labels {labels_dir}: no {name}.labels (int64 little-endian, one per byte of "
+                           f"{name}.bin)")
+        labels = array.array("q")
+        with open(path, "rb") as f:
+            raw = f.read()
+        if len(raw) != 8 * len(d):
+            raise RunError(f"{path}: {len(raw)} bytes; {name}.bin has {len(d)} bytes, so it needs {8 * len(d)} "
+                           "(one int64 label per byte)")
+        labels.frombytes(raw)
+        if sys.byteorder != "little":
+            labels.byteswap()
+        out.append(labels)
+    return out
 
 
 # --- the launcher -------------------------------------------------------------------------------------------
@@ -243,6 +281,8 @@ def launch(args):
     plan = load_plan(args.out)
     # Too little data, or bytes that are no token of the model, is the launcher's error, not every rank's.
     train, val = read_data(*data_files(args.data), plan["seq"])
+    if args.labels:
+        read_labels(args.labels, args.data, train, val)
     top = max(max(train), max(val))
     if top >= plan["vocab"]:
         raise RunError(f"--data {args.data}: holds the byte {top}, outside the model's vocabulary of {plan['vocab']} "
@@ -368,6 +408,11 @@ class Step:
         L.ptrain_step_last_error.restype = ctypes.c_char_p
         for name in ("ptrain_step_train", "ptrain_step_eval"):
             getattr(L, name).argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_float)]
+        # A step compiled with explicit labels (docs/TrainingStep.md) has the _labels entries.
+        self.takes_labels = hasattr(L, "ptrain_step_train_labels")
+        if self.takes_labels:
+            for name in ("ptrain_step_train_labels", "ptrain_step_eval_labels"):
+                getattr(L, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_float)]
         L.ptrain_step_init.argtypes = [ctypes.c_char_p]
         L.ptrain_step_save.argtypes = [ctypes.c_char_p]
         L.ptrain_step_rank.argtypes = [ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]
@@ -394,9 +439,14 @@ class Step:
         if status != 0:
             raise RunError(f"{what} failed (status {status}): {self.lib.ptrain_step_last_error().decode()}")
 
-    def loss(self, fn, tokens):
+    def loss(self, fn, tokens, labels=None):
         out = ctypes.c_float()
-        self.check(getattr(self.lib, fn)(ctypes.addressof(tokens), ctypes.byref(out)), fn)
+        if labels is not None:  # ptrain_step_train_labels / ptrain_step_eval_labels
+            fn += "_labels"
+            self.check(getattr(self.lib, fn)(ctypes.addressof(tokens), ctypes.addressof(labels), ctypes.byref(out)),
+                       fn)
+        else:
+            self.check(getattr(self.lib, fn)(ctypes.addressof(tokens), ctypes.byref(out)), fn)
         return float(out.value)
 
 
@@ -591,6 +641,11 @@ def work(args):
     step = Step(plan["library"])
     global _STEP
     _STEP = step
+    if step.takes_labels != bool(args.labels):
+        raise RunError(f"{plan['library']}: the step was compiled with explicit labels: pass --labels DIR"
+                       if step.takes_labels else
+                       f"--labels {args.labels}: the step in {args.out} scores the shifted tokens (no labels input)")
+    train_labels, val_labels = read_labels(args.labels, args.data, train, val) if args.labels else (None, None)
     step.check(step.lib.ptrain_step_init(plan["model"].encode()), "ptrain_step_init")
     rank, stage = ctypes.c_int32(), ctypes.c_int32()
     step.check(step.lib.ptrain_step_rank(ctypes.byref(rank), ctypes.byref(stage)), "ptrain_step_rank")
@@ -599,6 +654,8 @@ def work(args):
     dp, tp = plan.get("dp", 1), plan.get("tp", 1)
     replica, tp_rank = rank.value // (plan["pp"] * tp), rank.value % tp
     val_batches = [batch(val, rows, seq, 7919 * (args.seed + 1) + j, replica, dp) for j in range(args.val_batches)]
+    val_label_batches = [batch(val_labels, rows, seq, 7919 * (args.seed + 1) + j, replica, dp) if args.labels
+                         else None for j in range(args.val_batches)]
 
     start = 0
     if args.resume:
@@ -615,7 +672,7 @@ def work(args):
             traffic.pause()
         if telemetry:
             telemetry.set(0)  # Validation's compressions (forward codecs) are not training's.
-        v = sum(step.loss("ptrain_step_eval", b) for b in val_batches) / len(val_batches)
+        v = sum(step.loss("ptrain_step_eval", b, y) for b, y in zip(val_batches, val_label_batches)) / len(val_batches)
         if traffic:
             traffic.resume()
         return v
@@ -649,13 +706,14 @@ def work(args):
     elapsed = 0.0
     for i in range(start, args.steps):
         tokens = batch(train, rows, seq, args.seed * 1000003 + i, replica, dp)
+        labels = batch(train_labels, rows, seq, args.seed * 1000003 + i, replica, dp) if args.labels else None
         if telemetry:
             telemetry.set_mode(i)
         if step.set_step is not None:
             step.set_step(i + 1)
         stall(rank.value, i + 1)
         t0, c0 = time.perf_counter(), time.process_time()
-        loss = step.loss("ptrain_step_train", tokens)
+        loss = step.loss("ptrain_step_train", tokens, labels)
         dt = time.perf_counter() - t0
         log["step_cpu_seconds"].append(time.process_time() - c0)
         elapsed += dt
@@ -747,6 +805,9 @@ def parser():
                    help="each rank writes PATH.rank<r>.json: the resident bytes of its states and arenas at the end")
     p.add_argument("--mpirun-args", default="",
                    help='more mpirun options, after the defaults (e.g. "--host a:1,b:1 --mca btl tcp,self")')
+    p.add_argument("--labels", default=None, metavar="DIR",
+                   help="explicit labels: DIR/train.labels and DIR/val.labels, int64 little-endian, one per byte of "
+                        "--data's train.bin / val.bin (a step compiled with a labels input)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p
 

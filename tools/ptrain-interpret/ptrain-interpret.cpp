@@ -85,6 +85,11 @@ static llvm::cl::opt<std::string>
                llvm::cl::desc("--multi-rank: raw little-endian int64 token ids, --steps global batches one after the "
                               "other (step k reads the k-th [dp*R, S] block)"),
                llvm::cl::value_desc("tokens.bin"));
+static llvm::cl::opt<std::string>
+    labelsFile("labels-file",
+               llvm::cl::desc("--multi-rank, a step with explicit labels (its second argument): raw little-endian "
+                              "int64 labels in the layout of --tokens-file"),
+               llvm::cl::value_desc("labels.bin"));
 static llvm::cl::opt<bool> printStates("print-states",
                                        llvm::cl::desc("--multi-rank: after the last step, print every rank's "
                                                       "parameters (type, max|x|, FNV-1a of the f32 bits)"));
@@ -156,9 +161,14 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
   }
   // The local batch of a replica: the entry's token argument; the global batch stacks dp replicas.
   auto fn = module.lookupSymbol<func::FuncOp>(entries[0]);
-  auto local = fn.getNumArguments() == 1 ? dyn_cast<RankedTensorType>(fn.getArgumentTypes()[0]) : nullptr;
+  // (tokens) or, with explicit labels, (tokens, labels) of the same type.
+  const bool withLabels = fn.getNumArguments() == 2 && fn.getArgumentTypes()[0] == fn.getArgumentTypes()[1];
+  auto local = fn.getNumArguments() == 1 || withLabels ? dyn_cast<RankedTensorType>(fn.getArgumentTypes()[0]) : nullptr;
   if (!local || local.getRank() != 2 || !local.hasStaticShape() || !local.getElementType().isInteger(64))
-    return fail("--multi-rank: @" + entries[0] + " must take one tensor<RxSxi64> of token ids");
+    return fail("--multi-rank: @" + entries[0] + " must take one tensor<RxSxi64> of token ids (and labels)");
+  if (withLabels != !labelsFile.empty())
+    return fail(withLabels ? "--multi-rank: @" + entries[0] + " takes labels: give --labels-file"
+                           : "--labels-file: @" + entries[0] + " takes no labels");
   int64_t dp = 1;
   for (const std::string &axis : executor.getAxisNames())
     if (axis == "dp")
@@ -175,19 +185,31 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
   } else if (randomTokens < 0 && tokensFile.empty()) {
     return fail("--multi-rank needs --input (the global batch of token ids), --tokens-file or --random-tokens SEED");
   }
-  std::vector<int64_t> fileTokens;
-  if (!tokensFile.empty()) {
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getFile(tokensFile);
-    if (!buffer)
-      return fail("cannot read '" + tokensFile + "': " + buffer.getError().message());
+  // --tokens-file and --labels-file: --steps global batches [dp R, S] of int64.
+  auto readBatches = [&](const std::string &path, StringRef what, std::vector<int64_t> &out) -> bool {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getFile(path);
+    if (!buffer) {
+      fail("cannot read '" + path + "': " + buffer.getError().message());
+      return false;
+    }
     const int64_t want = static_cast<int64_t>(numSteps) * dp * rows * seq;
-    if (static_cast<int64_t>((*buffer)->getBufferSize()) != want * 8)
-      return fail("'" + tokensFile + "' has " + llvm::Twine((*buffer)->getBufferSize()) + " bytes; " +
-                  llvm::Twine(numSteps) + " step(s) of [" + llvm::Twine(dp * rows) + ", " + llvm::Twine(seq) +
-                  "] int64 token ids are " + llvm::Twine(want * 8));
-    fileTokens.resize(want);
-    std::memcpy(fileTokens.data(), (*buffer)->getBufferStart(), want * 8);
-  }
+    if (static_cast<int64_t>((*buffer)->getBufferSize()) != want * 8) {
+      fail("'" + path + "' has " + llvm::Twine((*buffer)->getBufferSize()) + " bytes; " + llvm::Twine(numSteps) +
+           " step(s) of [" + llvm::Twine(dp * rows) + ", " + llvm::Twine(seq) + "] int64 " + what + " are " +
+           llvm::Twine(want * 8));
+      return false;
+    }
+    out.resize(want);
+    std::memcpy(out.data(), (*buffer)->getBufferStart(), want * 8);
+    return true;
+  };
+  std::vector<int64_t> fileTokens, fileLabels;
+  if (!tokensFile.empty() && !readBatches(tokensFile, "token ids", fileTokens))
+    return 1;
+  if (withLabels && tokensFile.empty())
+    return fail("--labels-file needs --tokens-file (the tokens of the same steps)");
+  if (withLabels && !readBatches(labelsFile, "labels", fileLabels))
+    return 1;
   // The vocabulary: the rows of the table that the token ids index, i.e. of an embedding whose ids are a
   // function's argument (the stage's tokens). Position tables (learned positions, rotary cos/sin) are read
   // with constant ids and say nothing about the vocabulary: taking the last embedding of the module once drew
@@ -235,11 +257,16 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
         [&](int64_t r) { return entries[r]; },
         [&](int64_t r) {
           int64_t d = executor.getCoordinate(r, "dp");
-          std::vector<int64_t> rowIds(rows * seq);
-          for (int64_t i = 0; i < rows * seq; ++i)
-            rowIds[i] = global.ints()[d * rows * seq + i];
-          return std::vector<interp::Tensor>{cantFail(interp::Tensor::fromInts(
-              local.getElementType().isInteger(64) ? interp::DType::I64 : interp::DType::I32, {rows, seq}, rowIds))};
+          auto rowsOf = [&](llvm::ArrayRef<int64_t> all) {
+            std::vector<int64_t> rowIds(all.begin() + d * rows * seq, all.begin() + (d + 1) * rows * seq);
+            return cantFail(interp::Tensor::fromInts(interp::DType::I64, {rows, seq}, rowIds));
+          };
+          std::vector<interp::Tensor> args = {rowsOf(global.ints())};
+          if (withLabels) {
+            const int64_t block = dp * rows * seq;
+            args.push_back(rowsOf(llvm::ArrayRef<int64_t>(fileLabels).slice((step - 1) * block, block)));
+          }
+          return args;
         });
     if (!results)
       return fail(llvm::toString(results.takeError()));

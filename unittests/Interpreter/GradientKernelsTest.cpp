@@ -327,4 +327,33 @@ TEST(CrossEntropyGrad, Errors) {
   EXPECT_ERROR_CONTAINS(evalCrossEntropyGrad(dloss, logits, random({2}, 83)), "must be integers");
 }
 
+TEST(CrossEntropyGrad, WeightsIgnoreIndexAndSumMatchTheLoss) {
+  // PyTorch's weighted mean sum(w[y] nll) / sum(w[y]) over the labels that are not -100 (positions 1 and 4),
+  // and the sum; the gradient of each against central differences of the loss, exact zeros where ignored.
+  Tensor logits = random({2, 3, 5}, 84, -3.0, 3.0);
+  Tensor labels = i64({2, 3}, {0, -100, 2, 4, -100, 3});
+  Tensor weights = Tensor::fromFloats(DType::F64, {5}, {0.5, 1.0, 1.5, 2.0, 3.0});
+  Tensor dloss = Tensor::fromFloats(DType::F64, {}, {0.7});
+  for (bool sum : {false, true}) {
+    CrossEntropyOptions options{&weights, -100, sum};
+    Tensor grad = ok(evalCrossEntropyGrad(dloss, logits, labels, options));
+    expectGradient(
+        grad, numericGradient([&](const Tensor &t) { return evalCrossEntropy(t, labels, options); }, logits, dloss),
+        sum ? "cross_entropy sum" : "cross_entropy weighted mean");
+    for (int64_t c = 0; c < 5; ++c)
+      EXPECT_EQ(grad.floats()[1 * 5 + c], 0.0) << "ignored position 1, class " << c;
+  }
+  // The mean by hand: w = 0.5, 1.5, 3.0, 2.0 at positions 0, 2, 3, 5.
+  Tensor mean = ok(evalCrossEntropy(logits, labels, {&weights, -100, false}));
+  Tensor total = ok(evalCrossEntropy(logits, labels, {&weights, -100, true}));
+  EXPECT_NEAR(mean.floats()[0], total.floats()[0] / 7.0, 1e-12);
+  // An ignored label may be outside [0, C); any other is an error naming ignore_index.
+  EXPECT_ERROR_CONTAINS(evalCrossEntropy(logits, i64({2, 3}, {0, -1, 2, 4, 0, 3}), {nullptr, -100, false}),
+                        "label -1 at flat position 1 is out of range [0, 5) and is not ignore_index -100");
+  // Every position ignored: NaN, as PyTorch.
+  EXPECT_TRUE(
+      std::isnan(ok(evalCrossEntropy(logits, i64({2, 3}, {-100, -100, -100, -100, -100, -100}), {nullptr, -100, false}))
+                     .floats()[0]));
+}
+
 } // namespace

@@ -16,6 +16,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Interpreter/Tensor.h"
 
+#include <optional>
 #include <vector>
 
 namespace mlir::ptrain::interp {
@@ -74,13 +75,25 @@ llvm::Expected<Tensor> evalSoftmax(const Tensor &input, int64_t axis);
 /// `ptrain.softmax_grad` from the forward output y: dx = y * (dy - sum(dy * y, axis)); `grad` and `output` have
 /// one float type.
 llvm::Expected<Tensor> evalSoftmaxGrad(const Tensor &grad, const Tensor &output, int64_t axis);
-/// `ptrain.cross_entropy`: mean over positions of logsumexp(logits[p, :]) - logits[p, label[p]], in nats; a
-/// rank-0 tensor of the logits' element type. A label outside [0, C) is an error naming it.
-llvm::Expected<Tensor> evalCrossEntropy(const Tensor &logits, const Tensor &labels);
-/// `ptrain.cross_entropy_grad`: dlogits = dloss * (softmax(logits) - onehot(labels)) / N, N the number of
-/// positions (labels.size), because the forward loss is the mean over positions. `grad` (dloss) is a float
-/// scalar; the result has the logits' type; a label outside [0, C) is an error naming it.
-llvm::Expected<Tensor> evalCrossEntropyGrad(const Tensor &grad, const Tensor &logits, const Tensor &labels);
+/// The options of `ptrain.cross_entropy` and its gradient (PTrainCrossEntropy.h): class weights [C] (null: all
+/// 1), the label that is not counted, and reduction "sum" instead of "mean".
+struct CrossEntropyOptions {
+  const Tensor *weight = nullptr;
+  std::optional<int64_t> ignoreIndex;
+  bool sum = false;
+};
+/// `ptrain.cross_entropy`: per position nll = logsumexp(logits[p, :]) - logits[p, label[p]] in nats, weighted
+/// by w = weight[label] (1 without weights, 0 where label == ignoreIndex); the mean sum(w nll) / sum(w) (NaN
+/// when nothing is counted) or, with `sum`, sum(w nll); a rank-0 tensor of the logits' element type. A label
+/// outside [0, C) that is not ignoreIndex is an error naming it.
+llvm::Expected<Tensor> evalCrossEntropy(const Tensor &logits, const Tensor &labels,
+                                        const CrossEntropyOptions &options = {});
+/// `ptrain.cross_entropy_grad`: dlogits = dloss * w * (softmax(logits) - onehot(labels)) / N, N = sum(w) for
+/// the mean (the number of positions without weights and ignoreIndex) and 1 for `sum`; ignored positions get
+/// zeros. `grad` (dloss) is a float scalar; the result has the logits' type; a label outside [0, C) that is not
+/// ignoreIndex is an error naming it.
+llvm::Expected<Tensor> evalCrossEntropyGrad(const Tensor &grad, const Tensor &logits, const Tensor &labels,
+                                            const CrossEntropyOptions &options = {});
 /// `ptrain.layer_norm_grad`: recomputes mean and rstd = 1/sqrt(var + epsilon) of `input` over [axis, rank) in
 /// double and returns {dx, dscale} or, with `withBias`, {dx, dscale, dbias}, where per normalized row
 /// xhat = (x - mean) rstd, gy = dy * scale, dx = rstd (gy - mean(gy) - xhat mean(gy xhat)), and

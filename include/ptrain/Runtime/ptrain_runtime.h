@@ -412,6 +412,17 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //                              out_dlogits[n, vocab])
 //   dlogits[i] = dloss * (softmax(logits[i]) - onehot(t_i)) / count for
 //   counted rows, 0 for ignored rows.
+// ptrain_cross_entropy_weighted_fwd_f32(logits, targets, weights, n, vocab,
+//     has_ignore_index, ignore_index, reduction_sum, out_loss, out_lse[n])
+//   `ptrain.cross_entropy` with its options: w_i = weights[t_i] (weights
+//   [vocab], or NULL for 1), w_i = 0 where has_ignore_index and
+//   t_i == ignore_index; loss = sum(w nll) / sum(w) (reduction_sum == 0; NaN
+//   when sum(w) == 0, as torch) or sum(w nll). Any other target outside
+//   [0, vocab) is an INVALID_ARGUMENT error.
+// ptrain_cross_entropy_weighted_bwd_f32(dloss, logits, targets, weights, lse,
+//     n, vocab, has_ignore_index, ignore_index, reduction_sum, out_dlogits)
+//   dlogits[i] = dloss * w_i * (softmax(logits[i]) - onehot(t_i)) / sum(w)
+//   (mean) or without the division (sum); 0 for ignored rows.
 //
 // --- Optimizers, in place ---
 // ptrain_adamw_step_f32(param[n], grad[n], exp_avg[n], exp_avg_sq[n], n, step,

@@ -27,7 +27,21 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
 
     When `@forward` takes a second argument with `ptrain.role = "labels"` (integer class ids of the tokens'
     shape; the importer's `--signature <name>=labels`), `@train_step(%tokens, %labels)` scores every position
-    against its label instead (mean cross-entropy over B x S positions; single stage only).
+    against its label instead (mean cross-entropy over B x S positions). With pipeline stages the last
+    stage's `@stage<P-1>_forward_backward(%h, %labels)` takes the micro-batch's labels in place of its
+    token ids, and the module's `ptrain.pipeline` gets `labels = true`: the lowered steps take
+    `(%tokens, %labels)` on every rank (each rank reads its own copy from the data; only the last stage
+    uses them, nothing crosses the pipeline).
+
+    Padding and class weights (`ignore-index=N`, `class-weights=w0,w1,...`; docs/TrainingStep.md): the loss
+    is `ptrain.cross_entropy` with `ignore_index` and a `weight` constant, PyTorch's weighted mean
+    sum(w[y] nll) / sum(w[y]) over the positions whose label is not N. In pipeline mode the mean is over the
+    whole step (every micro-batch and dp replica), not a mean of means: the last stage's
+    `@stage<P-1>_loss_weight(%labels) -> tensor<f32>` gives one micro-batch's sum(w[y]),
+    `--ptrain-lower-to-runtime` sums it over the micro-batches and all-reduces it over dp into the step's
+    normalizer %n, and `@stage<P-1>_forward_backward(%h, %labels, %n)` scores
+    `cross_entropy {reduction = "sum"} / %n` with the loss gradient seeded with dp (the dp average divides
+    by it again).
 
     The step returns the loss (rank-0). Fails, naming the function, when `@forward` does not have that
     signature or an op on the path to the loss has no gradient rule.
@@ -128,6 +142,12 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
            "SGD heavy-ball momentum in [0, 1) (optimizer=sgd; 0: no momentum buffer).">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
            "Global-norm gradient clipping: scale every gradient by min(1, C / (norm + 1e-6)); 0 (default) is off.">,
+    Option<"ignoreIndex", "ignore-index", "std::string", /*default=*/"\"\"",
+           "The label the loss does not count (PyTorch's ignore_index: -100 for padded labels, or a pad token id "
+           "of the shifted tokens); empty (default): every position counts.">,
+    ListOption<"classWeights", "class-weights", "double",
+               "Class weights of the loss, one per vocabulary entry: the mean is sum(w[y] nll) / sum(w[y]) over the "
+               "counted positions (torch.nn.functional.cross_entropy's weight).">,
   ];
   let statistics = [
     Statistic<"numBuckets", "dp-buckets", "Data-parallel gradient all-reduce buckets">,
@@ -524,6 +544,13 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     activations, 2i + 1 for gradients of micro-batch i). With `eval` (default), also builds
     `@stage<s>_eval_step` (`ptrain.entry = "eval"`): the forward of every micro-batch in order, the
     next-token loss on the last stage (as the training step), no backward, no state change.
+
+    Explicit labels (`labels = true` in `ptrain.pipeline`) make the steps `(%tokens, %labels)` of one type on
+    every rank; the last stage passes micro-batch i's labels to its forward-backward. The weighted loss
+    (a `@stage<P-1>_loss_weight` function, ignore-index / class-weights of --ptrain-build-training-step)
+    makes the last stage first sum that function over its micro-batches, all-reduce the sum over `dp`, and
+    pass it to every forward-backward as the normalizer; the loss is then the sum of the parts (already the
+    global weighted mean), and the eval step divides the summed cross-entropy by the same normalizer.
 
     With virtual stages (`virtual_stages` = V in `ptrain.pipeline`, steps `F<i>.<k>` of model chunk k), a
     step of chunk k on stage s runs virtual stage c = k P + s; the input of c comes from the rank of c - 1

@@ -5,8 +5,10 @@
 //   loss[n, d] = -w[label[n, d]] * logp[n, label[n, d], d], w = class weights (input #2) or ones,
 // and 0 (weight 0) where label == ignore_index; reduction `none` keeps [N, d...], `sum` adds the positions,
 // `mean` divides that sum by the sum of the weights of the positions that are not ignored.
-// The plain case (no weights, no ignore_index, mean or sum) of SoftmaxCrossEntropyLoss is one
-// `ptrain.cross_entropy` with the class dimension moved last. The general case is built from differentiable
+// SoftmaxCrossEntropyLoss with reduction mean or sum is one `ptrain.cross_entropy` with the class dimension
+// moved last, carrying the weights, ignore_index and reduction (PTrainCrossEntropy.h; the plain mean without
+// them, the plain sum as the mean times the positions). Reduction `none` and NegativeLogLikelihoodLoss are
+// built from differentiable
 // model ops: log_softmax on axis 1 (SCE only), a one-hot mask `compare eq` of the labels against the class
 // index, `select` + `reduce sum` over the classes (so an ignored label outside [0, C) selects nothing and
 // never indexes out of range), and the weights picked the same way; every op has a gradient rule.
@@ -158,7 +160,11 @@ LogicalResult legalizeSoftmaxCrossEntropyLoss(OnnxNodeOp node, IRRewriter &rewri
     return logProb;
   };
   Value loss;
-  if (!weights && !node.getOnnxAttrs().get("ignore_index") && *mode != "none") {
+  Attribute ignoreAttr = node.getOnnxAttrs().get("ignore_index");
+  if (ignoreAttr && !isa<IntegerAttr>(ignoreAttr))
+    return attrError(node, "ignore_index") << "must be an integer";
+  const bool weighted = weights || ignoreAttr;
+  if (*mode != "none") {
     // The class dimension moves last: [N, d..., C].
     Value logits = scores;
     if (type.getRank() > 2) {
@@ -170,8 +176,14 @@ LogicalResult legalizeSoftmaxCrossEntropyLoss(OnnxNodeOp node, IRRewriter &rewri
       if (!logits)
         return failure();
     }
-    loss = buildChecked<CrossEntropyOp>(node, rewriter, logits, labels);
-    if (loss && *mode == "sum") {
+    if (weighted) {
+      auto ignore = ignoreAttr ? rewriter.getI64IntegerAttr(cast<IntegerAttr>(ignoreAttr).getInt()) : IntegerAttr();
+      auto reduction = *mode == "sum" ? rewriter.getStringAttr("sum") : StringAttr();
+      loss = buildChecked<CrossEntropyOp>(node, rewriter, logits, labels, weights, ignore, reduction);
+    } else {
+      loss = buildChecked<CrossEntropyOp>(node, rewriter, logits, labels);
+    }
+    if (loss && !weighted && *mode == "sum") {
       int64_t positions = cast<RankedTensorType>(labels.getType()).getNumElements();
       loss = BinaryOp::create(rewriter, node.getLoc(), BinaryKind::Mul, loss,
                               scalarConstant(rewriter, node.getLoc(), type.getElementType(), positions));

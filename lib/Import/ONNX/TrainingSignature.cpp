@@ -248,9 +248,15 @@ LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module,
       return emitError(loc) << "--signature: '" << name << "' is neither a graph input nor a graph output";
 
   SmallVector<Attribute> dropped;
+  // A dropped loss that is the export's SoftmaxCrossEntropyLoss with an ignore_index (Hugging Face's -100)
+  // hands it to the training step's own loss (--ptrain-build-training-step, docs/TrainingStep.md).
+  std::optional<int64_t> lossIgnoreIndex;
   llvm::BitVector eraseResults(fn.getNumResults());
   for (unsigned i = 0; i < fn.getNumResults(); ++i)
     if (static_cast<int>(i) != logitsIndex) {
+      if (auto ce = ret.getOperand(i).getDefiningOp<CrossEntropyOp>())
+        if (std::optional<int64_t> ignore = ce.getIgnoreIndex())
+          lossIgnoreIndex = *ignore;
       eraseResults.set(i);
       if (auto name = fn.getResultAttrOfType<StringAttr>(i, "ptrain.onnx_name"))
         dropped.push_back(name);
@@ -292,6 +298,8 @@ LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module,
   };
   if (labelsIndex >= 0)
     signature.push_back(b.getNamedAttr("labels", labelsName ? Attribute(labelsName) : b.getStringAttr("")));
+  if (lossIgnoreIndex)
+    signature.push_back(b.getNamedAttr("loss_ignore_index", b.getI64IntegerAttr(*lossIgnoreIndex)));
   module->setAttr("ptrain.signature", b.getDictionaryAttr(signature));
   return success();
 }

@@ -1,8 +1,11 @@
 //===- CrossEntropy.cpp - Softmax cross-entropy over the vocabulary -------===//
 //
-// loss = mean_i (logsumexp(logits_i) - logits_i[t_i]) over rows with t_i >= 0
-// (torch.nn.functional.cross_entropy with ignore_index < 0, reduction
-// 'mean'); the log-sum-exp is max-subtracted and accumulated in fp64.
+// Per row i, nll_i = logsumexp(logits_i) - logits_i[t_i], weighted by w_i = weights[t_i] (1 without weights)
+// and 0 for an ignored row; loss = sum(w nll) / sum(w) (mean) or sum(w nll) (sum): torch.nn.functional.
+// cross_entropy(weight, ignore_index, reduction). ptrain_cross_entropy_fwd/bwd_f32 ignore every negative
+// target (padding, ignore_index < 0) and use no weights; the _weighted_ entries take the weights, an exact
+// ignore_index and the reduction of `ptrain.cross_entropy`. The log-sum-exp is max-subtracted and
+// accumulated in fp64.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,35 +13,69 @@
 #include "cpu/VectorMath.h"
 
 #include <cmath>
+#include <initializer_list>
 
 namespace {
-/// Checks every target and counts the rows that take part.
-ptrain_status_t countTargets(const char *call, const int32_t *targets, int64_t n, int64_t vocab, int64_t &count) {
-  count = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (targets[i] >= vocab)
-      return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                                   "targets[%lld] = %d is outside the vocabulary [0, %lld)", static_cast<long long>(i),
-                                   targets[i], static_cast<long long>(vocab));
-    if (targets[i] >= 0)
-      ++count;
+/// Which targets are not counted: every negative one (the unweighted entries), exactly `ignore_index`, or none.
+enum class Ignore { Negative, Index, None };
+
+struct Options {
+  const float *weights = nullptr; ///< [vocab] or null (all 1)
+  Ignore ignore = Ignore::Negative;
+  int64_t ignoreIndex = 0;
+  bool sum = false;   ///< reduction sum instead of mean
+  bool legacy = true; ///< the unweighted entries: a mean over no row is 0 (the weighted ones: NaN, as torch)
+  bool ignored(int32_t t) const {
+    return ignore == Ignore::Negative ? t < 0 : ignore == Ignore::Index && t == ignoreIndex;
+  }
+};
+
+/// Checks the sizes and that the logits, targets and outputs (in that order, `pointers`) are not null; the
+/// messages name the entry point `call`.
+ptrain_status_t checkArguments(const char *call, int64_t n, int64_t vocab,
+                               std::initializer_list<const void *> pointers) {
+  if (n < 0)
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'n' must be >= 0, got %lld",
+                                 static_cast<long long>(n));
+  if (vocab <= 0)
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "vocab must be > 0, got %lld",
+                                 static_cast<long long>(vocab));
+  int index = 0;
+  for (const void *p : pointers) {
+    if (!p)
+      return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "pointer argument #%d (%s) must not be null",
+                                   index,
+                                   index == 0   ? "logits"
+                                   : index == 1 ? "targets"
+                                                : "an output or lse");
+    ++index;
   }
   return PTRAIN_OK;
 }
-} // namespace
 
-extern "C" PTRAIN_VECTOR_CLONES ptrain_status_t ptrain_cross_entropy_fwd_f32(const float *logits,
-                                                                             const int32_t *targets, int64_t n,
-                                                                             int64_t vocab, float *out_loss,
-                                                                             float *out_lse) {
-  PTRAIN_CHECK_SIZE(n);
-  PTRAIN_CHECK_ARG(vocab > 0, "vocab must be > 0, got %lld", static_cast<long long>(vocab));
-  PTRAIN_CHECK_PTR(logits);
-  PTRAIN_CHECK_PTR(targets);
-  PTRAIN_CHECK_PTR(out_loss);
-  PTRAIN_CHECK_PTR(out_lse);
-  int64_t count = 0;
-  PTRAIN_RETURN_IF_ERROR(countTargets(__func__, targets, n, vocab, count));
+/// Checks every target and sums the weights of the rows that take part (the divisor of the mean).
+ptrain_status_t checkTargets(const char *call, const int32_t *targets, int64_t n, int64_t vocab, const Options &o,
+                             double &weightSum) {
+  weightSum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (o.ignored(targets[i]))
+      continue;
+    if (targets[i] < 0 || targets[i] >= vocab)
+      return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                                   "targets[%lld] = %d is outside the vocabulary [0, %lld)%s",
+                                   static_cast<long long>(i), targets[i], static_cast<long long>(vocab),
+                                   o.ignore == Ignore::Index ? " and is not ignore_index" : "");
+    weightSum += o.weights ? static_cast<double>(o.weights[targets[i]]) : 1.0;
+  }
+  return PTRAIN_OK;
+}
+
+PTRAIN_VECTOR_CLONES ptrain_status_t crossEntropyForward(const char *call, const float *logits, const int32_t *targets,
+                                                         int64_t n, int64_t vocab, const Options &o, float *out_loss,
+                                                         float *out_lse) {
+  PTRAIN_RETURN_IF_ERROR(checkArguments(call, n, vocab, {logits, targets, out_loss, out_lse}));
+  double weightSum = 0.0;
+  PTRAIN_RETURN_IF_ERROR(checkTargets(call, targets, n, vocab, o, weightSum));
   // Each row's sum of exponentials is one fp64 chain in vocabulary order (the results' bits); four rows at a
   // time run four independent chains, which hides the add latency that bounded the one-row loop. The
   // exponentials are computed a chunk at a time (a vectorized loop, cpu/VectorMath.h).
@@ -80,39 +117,83 @@ extern "C" PTRAIN_VECTOR_CLONES ptrain_status_t ptrain_cross_entropy_fwd_f32(con
       const int64_t i = i0 + r;
       const double lse = maxVal[r] + std::log(sum[r]);
       out_lse[i] = static_cast<float>(lse);
-      if (targets[i] >= 0)
-        total += lse - logits[i * vocab + targets[i]];
+      if (o.ignored(targets[i]))
+        continue;
+      const double nll = lse - logits[i * vocab + targets[i]];
+      total += o.weights ? static_cast<double>(o.weights[targets[i]]) * nll : nll;
     }
   }
-  *out_loss = count == 0 ? 0.0f : static_cast<float>(total / count);
+  if (o.sum)
+    *out_loss = static_cast<float>(total);
+  else if (weightSum == 0.0)
+    *out_loss = o.legacy ? 0.0f : std::nanf("");
+  else
+    *out_loss = static_cast<float>(total / weightSum);
   return PTRAIN_OK;
 }
 
-extern "C" PTRAIN_VECTOR_CLONES ptrain_status_t ptrain_cross_entropy_bwd_f32(float dloss, const float *logits,
-                                                                             const int32_t *targets, const float *lse,
-                                                                             int64_t n, int64_t vocab,
-                                                                             float *out_dlogits) {
-  PTRAIN_CHECK_SIZE(n);
-  PTRAIN_CHECK_ARG(vocab > 0, "vocab must be > 0, got %lld", static_cast<long long>(vocab));
-  PTRAIN_CHECK_PTR(logits);
-  PTRAIN_CHECK_PTR(targets);
-  PTRAIN_CHECK_PTR(lse);
-  PTRAIN_CHECK_PTR(out_dlogits);
-  int64_t count = 0;
-  PTRAIN_RETURN_IF_ERROR(countTargets(__func__, targets, n, vocab, count));
-  const double coef = count == 0 ? 0.0 : static_cast<double>(dloss) / count;
+PTRAIN_VECTOR_CLONES ptrain_status_t crossEntropyBackward(const char *call, float dloss, const float *logits,
+                                                          const int32_t *targets, const float *lse, int64_t n,
+                                                          int64_t vocab, const Options &o, float *out_dlogits) {
+  PTRAIN_RETURN_IF_ERROR(checkArguments(call, n, vocab, {logits, targets, lse, out_dlogits}));
+  double weightSum = 0.0;
+  PTRAIN_RETURN_IF_ERROR(checkTargets(call, targets, n, vocab, o, weightSum));
+  const double divisor = o.sum ? 1.0 : weightSum;
+  const double coef = divisor == 0.0 ? 0.0 : static_cast<double>(dloss) / divisor;
   for (int64_t i = 0; i < n; ++i) {
     const float *row = logits + i * vocab;
     float *drow = out_dlogits + i * vocab;
-    if (targets[i] < 0) {
+    if (o.ignored(targets[i])) {
       for (int64_t j = 0; j < vocab; ++j)
         drow[j] = 0.0f;
       continue;
     }
+    const double c = o.weights ? coef * static_cast<double>(o.weights[targets[i]]) : coef;
     const double l = lse[i];
     for (int64_t j = 0; j < vocab; ++j)
-      drow[j] = static_cast<float>(coef * ptrain::runtime::expNonPositive(row[j] - l)); // l >= max
-    drow[targets[i]] -= static_cast<float>(coef);
+      drow[j] = static_cast<float>(c * ptrain::runtime::expNonPositive(row[j] - l)); // l >= max
+    drow[targets[i]] -= static_cast<float>(c);
   }
   return PTRAIN_OK;
+}
+
+Options weightedOptions(const float *weights, int32_t has_ignore_index, int64_t ignore_index, int32_t reduction_sum) {
+  Options o;
+  o.weights = weights;
+  o.ignore = has_ignore_index ? Ignore::Index : Ignore::None;
+  o.ignoreIndex = ignore_index;
+  o.sum = reduction_sum != 0;
+  o.legacy = false;
+  return o;
+}
+} // namespace
+
+extern "C" ptrain_status_t ptrain_cross_entropy_fwd_f32(const float *logits, const int32_t *targets, int64_t n,
+                                                        int64_t vocab, float *out_loss, float *out_lse) {
+  return crossEntropyForward(__func__, logits, targets, n, vocab, Options(), out_loss, out_lse);
+}
+
+extern "C" ptrain_status_t ptrain_cross_entropy_bwd_f32(float dloss, const float *logits, const int32_t *targets,
+                                                        const float *lse, int64_t n, int64_t vocab,
+                                                        float *out_dlogits) {
+  return crossEntropyBackward(__func__, dloss, logits, targets, lse, n, vocab, Options(), out_dlogits);
+}
+
+extern "C" ptrain_status_t ptrain_cross_entropy_weighted_fwd_f32(const float *logits, const int32_t *targets,
+                                                                 const float *weights, int64_t n, int64_t vocab,
+                                                                 int32_t has_ignore_index, int64_t ignore_index,
+                                                                 int32_t reduction_sum, float *out_loss,
+                                                                 float *out_lse) {
+  return crossEntropyForward(__func__, logits, targets, n, vocab,
+                             weightedOptions(weights, has_ignore_index, ignore_index, reduction_sum), out_loss,
+                             out_lse);
+}
+
+extern "C" ptrain_status_t ptrain_cross_entropy_weighted_bwd_f32(float dloss, const float *logits,
+                                                                 const int32_t *targets, const float *weights,
+                                                                 const float *lse, int64_t n, int64_t vocab,
+                                                                 int32_t has_ignore_index, int64_t ignore_index,
+                                                                 int32_t reduction_sum, float *out_dlogits) {
+  return crossEntropyBackward(__func__, dloss, logits, targets, lse, n, vocab,
+                              weightedOptions(weights, has_ignore_index, ignore_index, reduction_sum), out_dlogits);
 }

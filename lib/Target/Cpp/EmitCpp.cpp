@@ -767,18 +767,36 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             std::string lse = scratchPtr(scratch(4 * n), "float");
             if (failed(call(RuntimeCall::ptrain_cast_i64_i32, {ptr(labels), std::to_string(n), ids32})))
               return failure();
+            // Weights, ignore_index and reduction (PTrainCrossEntropy.h): the _weighted_ kernels; the labels
+            // are int32 there, so the ignore_index must be one.
+            std::optional<int64_t> ignore = ce.getIgnoreIndex();
+            if (ignore && (*ignore < INT32_MIN || *ignore > INT32_MAX))
+              return ce.emitError("--emit-cpp: ignore_index ") << *ignore << " does not fit the runtime's int32 labels";
+            const bool weighted = ce.isWeighted() || ce.isSumReduction();
+            SmallVector<std::string> options = {ce.getWeight() ? ptr(ce.getWeight()) : "nullptr", ignore ? "1" : "0",
+                                                ignore ? std::to_string(*ignore) : "0",
+                                                ce.isSumReduction() ? "1" : "0"};
+            auto forward = [&](const std::string &loss) {
+              if (!weighted)
+                return call(RuntimeCall::ptrain_cross_entropy_fwd_f32,
+                            {ptr(logits), ids32, std::to_string(n), std::to_string(classes), loss, lse});
+              return call(RuntimeCall::ptrain_cross_entropy_weighted_fwd_f32,
+                          {ptr(logits), ids32, options[0], std::to_string(n), std::to_string(classes), options[1],
+                           options[2], options[3], loss, lse});
+            };
             if constexpr (std::is_same_v<decltype(ce), CrossEntropyOp>) {
-              return call(RuntimeCall::ptrain_cross_entropy_fwd_f32,
-                          {ptr(logits), ids32, std::to_string(n), std::to_string(classes), ptr(ce.getLoss()), lse});
+              return forward(ptr(ce.getLoss()));
             } else {
               // The backward needs the log-sum-exp: recompute it (the loss itself goes to scratch).
-              std::string loss = scratchPtr(scratch(4), "float");
-              if (failed(call(RuntimeCall::ptrain_cross_entropy_fwd_f32,
-                              {ptr(logits), ids32, std::to_string(n), std::to_string(classes), loss, lse})))
+              if (failed(forward(scratchPtr(scratch(4), "float"))))
                 return failure();
-              return call(RuntimeCall::ptrain_cross_entropy_bwd_f32,
-                          {ptr(ce.getGrad()) + "[0]", ptr(logits), ids32, lse, std::to_string(n),
-                           std::to_string(classes), ptr(ce.getResult())});
+              if (!weighted)
+                return call(RuntimeCall::ptrain_cross_entropy_bwd_f32,
+                            {ptr(ce.getGrad()) + "[0]", ptr(logits), ids32, lse, std::to_string(n),
+                             std::to_string(classes), ptr(ce.getResult())});
+              return call(RuntimeCall::ptrain_cross_entropy_weighted_bwd_f32,
+                          {ptr(ce.getGrad()) + "[0]", ptr(logits), ids32, options[0], lse, std::to_string(n),
+                           std::to_string(classes), options[1], options[2], options[3], ptr(ce.getResult())});
             }
           })
           .Case<AdamWOp>([&](AdamWOp a) -> LogicalResult {

@@ -23,6 +23,8 @@ LogicalResult mlir::ptrain::cpp::emitPipelineDriver(ModuleOp module, CommGroups 
     return mlir::emitError(module.getLoc(),
                            comms.tool + ": ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
   const int64_t pp = ppAttr.getInt();
+  auto labelsAttr = pipelineAttr.getAs<BoolAttr>("labels");
+  const bool withLabels = labelsAttr && labelsAttr.getValue();
   GridOp grid;
   for (auto g : module.getOps<GridOp>())
     grid = g;
@@ -44,12 +46,15 @@ LogicalResult mlir::ptrain::cpp::emitPipelineDriver(ModuleOp module, CommGroups 
     if (!entry || !stage)
       continue;
     auto type = func.getFunctionType();
-    auto tokens = type.getNumInputs() == 1 ? dyn_cast<RankedTensorType>(type.getInput(0)) : RankedTensorType();
+    // (tokens) or, with explicit labels, (tokens, labels) of one type.
+    const unsigned inputs = withLabels ? 2 : 1;
+    auto tokens = type.getNumInputs() == inputs ? dyn_cast<RankedTensorType>(type.getInput(0)) : RankedTensorType();
     auto loss = type.getNumResults() == 1 ? dyn_cast<RankedTensorType>(type.getResult(0)) : RankedTensorType();
     if (!tokens || tokens.getRank() != 2 || !tokens.getElementType().isInteger(64) || !loss || loss.getRank() != 0 ||
-        !loss.getElementType().isF32())
+        !loss.getElementType().isF32() || (withLabels && type.getInput(1) != tokens))
       return mlir::emitError(func.getLoc(), comms.tool + ": the step @")
-             << func.getSymName() << " must map tensor<NxSxi64> tokens to a tensor<f32> loss";
+             << func.getSymName() << " must map tensor<NxSxi64> tokens" << (withLabels ? " and labels" : "")
+             << " to a tensor<f32> loss";
     steps[entry.getValue().str()][stage.getInt()] = func;
   }
   for (StringRef kind : {"train", "eval"}) {
@@ -61,7 +66,7 @@ LogicalResult mlir::ptrain::cpp::emitPipelineDriver(ModuleOp module, CommGroups 
     std::string dispatch;
     for (auto &[stage, func] : steps[kind.str()])
       dispatch += "  case " + std::to_string(stage) + ":\n    return ptrain_step_" + func.getSymName().str() +
-                  "(tokens, out_loss);\n";
+                  (withLabels ? "(tokens, labels, out_loss);\n" : "(tokens, out_loss);\n");
     RankedTensorType tokens = cast<RankedTensorType>(steps[kind.str()][0].getFunctionType().getInput(0));
     const std::string shape =
         "[" + std::to_string(tokens.getDimSize(0)) + ", " + std::to_string(tokens.getDimSize(1)) + "]";
@@ -73,14 +78,31 @@ LogicalResult mlir::ptrain::cpp::emitPipelineDriver(ModuleOp module, CommGroups 
                       : "/// The mean loss over the micro-batches of tokens " + shape +
                             " without backward or optimizer (no state changes), on every rank.\n";
     const std::string name = "ptrain_step_" + kind.str();
+    if (withLabels) {
+      // The plain entry refuses: the step needs the labels (ptrain_step_train_labels, docs/CodegenCpu.md).
+      driverCode += "/// This step scores explicit labels: call " + name + "_labels.\n";
+      driverCode += "extern \"C\" PTRAIN_STEP_API ptrain_status_t " + name +
+                    "(const int64_t *tokens, float *out_loss) {\n  (void)tokens;\n  (void)out_loss;\n"
+                    "  return stepError(\"" +
+                    name + ": the step was compiled with explicit labels: call " + name + "_labels\");\n}\n\n";
+      entryNames.push_back(name);
+      driverCode += "/// The same with the labels [" + std::to_string(tokens.getDimSize(0)) + ", " +
+                    std::to_string(tokens.getDimSize(1)) +
+                    "] the last stage scores, row for row with the tokens (every rank passes its copy).\n";
+    }
+    const std::string entry = withLabels ? name + "_labels" : name;
+    driverCode += "extern \"C\" PTRAIN_STEP_API ptrain_status_t " + entry + "(const int64_t *tokens, " +
+                  (withLabels ? "const int64_t *labels, " : "") + "float *out_loss) {\n";
     driverCode +=
-        "extern \"C\" PTRAIN_STEP_API ptrain_status_t " + name + "(const int64_t *tokens, float *out_loss) {\n";
-    driverCode +=
-        "  if (!" + readyVar.str() + ")\n    return stepError(\"" + name + ": call ptrain_step_init first\");\n";
-    driverCode += "  if (!tokens || !out_loss)\n    return stepError(\"" + name + ": null tokens or out_loss\");\n";
-    driverCode += "  switch (ptrain_stage) {\n" + dispatch + "  default:\n    return stepError(\"" + name +
+        "  if (!" + readyVar.str() + ")\n    return stepError(\"" + entry + ": call ptrain_step_init first\");\n";
+    if (withLabels)
+      driverCode += "  if (!tokens || !labels || !out_loss)\n    return stepError(\"" + entry +
+                    ": null tokens, labels or out_loss\");\n";
+    else
+      driverCode += "  if (!tokens || !out_loss)\n    return stepError(\"" + name + ": null tokens or out_loss\");\n";
+    driverCode += "  switch (ptrain_stage) {\n" + dispatch + "  default:\n    return stepError(\"" + entry +
                   ": no stage %d\", static_cast<int>(ptrain_stage));\n  }\n}\n\n";
-    entryNames.push_back(name);
+    entryNames.push_back(entry);
   }
   return success();
 }

@@ -237,6 +237,15 @@ LogicalResult FunctionEmitter::checkOps() {
       return failure();
     // Codes (and the transfers and waits that carry them) may have the codecs' element types.
     const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op);
+
+    // The CUDA kernels compute the plain mean over every position.
+    auto ce = dyn_cast<CrossEntropyOp>(op);
+    auto ceGrad = dyn_cast<CrossEntropyGradOp>(op);
+    if ((ce && (ce.isWeighted() || ce.isSumReduction())) ||
+        (ceGrad && (ceGrad.isWeighted() || ceGrad.isSumReduction())))
+      return op.emitError("--emit-cuda: '")
+             << op.getName() << "' with class weights, ignore_index or reduction \"sum\" is not yet supported by the "
+             << "CUDA code generator (--target cpu has them)";
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
       if (failed(checkType(&op, v.getType(), "operand #" + Twine(i), codes)))
         return failure();

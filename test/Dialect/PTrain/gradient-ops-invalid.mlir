@@ -185,3 +185,30 @@ func.func @onnx_node_c2(%x: tensor<4xf32>) {
   %0 = ptrain.onnx_node "Relu"(%x) {domain = "", opset = 0 : i64, onnx_attrs = {}} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// CrossEntropyGrad (C2): class weights as for cross_entropy (C4).
+func.func @cross_entropy_grad_c2_weight(%d: tensor<f32>, %l: tensor<4x16xf32>, %y: tensor<4xi64>, %w: tensor<4xf32>) {
+  // expected-error@+1 {{weight must be [C] of the logits' element type for logits 'tensor<4x16xf32>', got 'tensor<4xf32>'}}
+  %0 = ptrain.cross_entropy_grad %d, %l, %y weight %w : tensor<f32>, tensor<4x16xf32>, tensor<4xi64>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// CrossEntropyGrad (C2): the reduction as for cross_entropy (C5).
+func.func @cross_entropy_grad_c2_reduction(%d: tensor<f32>, %l: tensor<4x16xf32>, %y: tensor<4xi64>) {
+  // expected-error@+1 {{reduction must be "mean" or "sum", got "avg"}}
+  %0 = ptrain.cross_entropy_grad %d, %l, %y {reduction = "avg"} : tensor<f32>, tensor<4x16xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+// CrossEntropyGrad (C2): the ignore_index as for cross_entropy (C6).
+func.func @cross_entropy_grad_c2_ignore(%d: tensor<f32>, %l: tensor<4x16xf32>, %y: tensor<4xi16>) {
+  // expected-error@+1 {{ignore_index 40000 does not fit the labels' type 'i16'}}
+  %0 = ptrain.cross_entropy_grad %d, %l, %y {ignore_index = 40000 : i64} : tensor<f32>, tensor<4x16xf32>, tensor<4xi16>
+  return
+}

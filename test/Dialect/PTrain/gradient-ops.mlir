@@ -26,6 +26,8 @@ func.func @backward_ops(%dy: tensor<4x64x128xf32>, %x: tensor<4x64x128xf32>, %g:
   %4 = ptrain.embedding_grad %dy, %ids : tensor<4x64x128xf32>, tensor<4x64xi64> -> tensor<256x128xf32>
   // CHECK: ptrain.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<f32>, tensor<4x63x256xf32>, tensor<4x63xi64>
   %5 = ptrain.cross_entropy_grad %dl, %logits, %labels : tensor<f32>, tensor<4x63x256xf32>, tensor<4x63xi64>
+  // CHECK: ptrain.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} {ignore_index = -100 : i64} : tensor<f32>, tensor<4x63x256xf32>, tensor<4x63xi64>
+  %ceg = ptrain.cross_entropy_grad %dl, %logits, %labels {ignore_index = -100 : i64} : tensor<f32>, tensor<4x63x256xf32>, tensor<4x63xi64>
   return
 }
 

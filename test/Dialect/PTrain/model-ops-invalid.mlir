@@ -251,3 +251,39 @@ func.func @cross_entropy_c3(%l: tensor<4x256xf32>, %y: tensor<4xi64>) {
   %0 = "ptrain.cross_entropy"(%l, %y) : (tensor<4x256xf32>, tensor<4xi64>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// CrossEntropy (C4): class weights are [C] of the logits' element type.
+func.func @cross_entropy_c4(%l: tensor<4x256xf32>, %y: tensor<4xi64>, %w: tensor<255xf32>) {
+  // expected-error@+1 {{weight must be [C] of the logits' element type for logits 'tensor<4x256xf32>', got 'tensor<255xf32>'}}
+  %0 = ptrain.cross_entropy %l, %y weight %w : tensor<4x256xf32>, tensor<4xi64>, tensor<255xf32>
+  return
+}
+
+// -----
+
+// CrossEntropy (C4): the weights' element type is the logits'.
+func.func @cross_entropy_c4_type(%l: tensor<4x256xf32>, %y: tensor<4xi64>, %w: tensor<256xf64>) {
+  // expected-error@+1 {{weight must be [C] of the logits' element type}}
+  %0 = ptrain.cross_entropy %l, %y weight %w : tensor<4x256xf32>, tensor<4xi64>, tensor<256xf64>
+  return
+}
+
+// -----
+
+// CrossEntropy (C5): the reduction is "mean" or "sum".
+func.func @cross_entropy_c5(%l: tensor<4x256xf32>, %y: tensor<4xi64>) {
+  // expected-error@+1 {{reduction must be "mean" or "sum", got "none"}}
+  %0 = ptrain.cross_entropy %l, %y {reduction = "none"} : tensor<4x256xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+// CrossEntropy (C6): the ignore_index fits the labels' type.
+func.func @cross_entropy_c6(%l: tensor<4x256xf32>, %y: tensor<4xi8>) {
+  // expected-error@+1 {{ignore_index -200 does not fit the labels' type 'i8'}}
+  %0 = ptrain.cross_entropy %l, %y {ignore_index = -200 : i64} : tensor<4x256xf32>, tensor<4xi8>
+  return
+}

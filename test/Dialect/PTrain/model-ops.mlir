@@ -37,5 +37,9 @@ func.func @gpt_block_ops(%ids: tensor<4x64xi64>, %wte: tensor<256x128xf32>, %g: 
   %logits = ptrain.matmul %h, %wte_t : tensor<4x64x128xf32>, tensor<128x256xf32>
   // CHECK: ptrain.cross_entropy %{{.*}}, %{{.*}} : tensor<4x64x256xf32>, tensor<4x64xi64>
   %loss = ptrain.cross_entropy %logits, %ids : tensor<4x64x256xf32>, tensor<4x64xi64>
+  // Padding and class weights: ignore_index, a [C] weight operand and the sum reduction round-trip.
+  // CHECK: ptrain.cross_entropy %{{.*}}, %{{.*}} weight %{{.*}} {ignore_index = -100 : i64, reduction = "sum"} : tensor<4x64x256xf32>, tensor<4x64xi64>, tensor<256xf32>
+  %w = arith.constant dense<1.0> : tensor<256xf32>
+  %padded = ptrain.cross_entropy %logits, %ids weight %w {ignore_index = -100 : i64, reduction = "sum"} : tensor<4x64x256xf32>, tensor<4x64xi64>, tensor<256xf32>
   return %p, %e, %loss : tensor<4x4x64x64xf32>, tensor<4x64x384xf32>, tensor<f32>
 }

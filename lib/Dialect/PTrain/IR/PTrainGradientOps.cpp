@@ -1,5 +1,6 @@
 //===- PTrainGradientOps.cpp - ops of the backward pass ----------*- C++ -*-===//
 
+#include "ptrain/Dialect/PTrain/IR/PTrainCrossEntropy.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "mlir/Dialect/Traits.h"
@@ -84,5 +85,6 @@ LogicalResult CrossEntropyGradOp::verify() {
                          << logits;
   if (getResult().getType() != logits)
     return emitOpError() << "result must have the logits' type " << logits;
-  return success();
+  // (C2)
+  return verifyCrossEntropyOptions(*this, logits, labels, getWeight(), getIgnoreIndex(), getReduction());
 }

@@ -243,8 +243,12 @@ LogicalResult ConcatOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads
 
 LogicalResult CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                              SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(CrossEntropyGradOp::create(b, getLoc(), resultGrads[0], getLogits(), getLabels()));
-  operandGrads.push_back(nullptr);
+  operandGrads.push_back(CrossEntropyGradOp::create(b, getLoc(), getLogits().getType(), resultGrads[0], getLogits(),
+                                                    getLabels(), getWeight(), getIgnoreIndexAttr(),
+                                                    getReductionAttr()));
+  operandGrads.push_back(nullptr); // labels
+  if (getWeight())
+    operandGrads.push_back(nullptr); // the class weights are data, not trained
   return success();
 }
 

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ptrain/Dialect/PTrain/IR/PTrainCrossEntropy.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "mlir/Dialect/Traits.h"
@@ -247,6 +248,35 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *ctx, std::optional<L
   // (C3)
   inferred.push_back(RankedTensorType::get({}, logits.getElementType()));
   return success();
+}
+
+LogicalResult mlir::ptrain::verifyCrossEntropyOptions(Operation *op, RankedTensorType logits, RankedTensorType labels,
+                                                      Value weight, std::optional<int64_t> ignoreIndex,
+                                                      std::optional<StringRef> reduction) {
+  // (C4)
+  if (weight) {
+    auto type = cast<RankedTensorType>(weight.getType());
+    if (logits.getRank() < 1 || type.getRank() != 1 || type.getDimSize(0) != logits.getShape().back() ||
+        type.getElementType() != logits.getElementType())
+      return op->emitOpError() << "weight must be [C] of the logits' element type for logits " << logits << ", got "
+                               << type;
+  }
+  // (C5)
+  if (reduction && *reduction != "mean" && *reduction != "sum")
+    return op->emitOpError() << "reduction must be \"mean\" or \"sum\", got \"" << *reduction << "\"";
+  // (C6)
+  if (ignoreIndex) {
+    unsigned width = labels.getElementType().getIntOrFloatBitWidth();
+    if (width < 64 && !llvm::isIntN(width, *ignoreIndex))
+      return op->emitOpError() << "ignore_index " << *ignoreIndex << " does not fit the labels' type "
+                               << labels.getElementType();
+  }
+  return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  return verifyCrossEntropyOptions(*this, getLogits().getType(), getLabels().getType(), getWeight(), getIgnoreIndex(),
+                                   getReduction());
 }
 
 //===----------------------------------------------------------------------===//

@@ -125,25 +125,44 @@ def PTrain_EmbeddingGradOp : PTrain_GradOp<"embedding_grad", [DeclareOpInterface
 }
 
 def PTrain_CrossEntropyGradOp : PTrain_GradOp<"cross_entropy_grad", [AllTypesMatch<["logits", "result"]>, DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
-  let summary = "Cross-entropy backward: dlogits = dloss * (softmax(logits) - onehot(labels)) / positions.";
+  let summary = "Cross-entropy backward: dlogits = dloss * w * (softmax(logits) - onehot(labels)) / norm.";
   let description = [{
+    The gradient of `ptrain.cross_entropy` with the same `weight`, `ignore_index` and `reduction`: per
+    position, w[p] (the label's class weight, 1 without `weight`, 0 at `ignore_index`) times
+    (softmax(logits[p]) - onehot(label[p])), times dloss / sum(w) for "mean" (dloss / positions without weight
+    and ignore_index) or dloss for "sum". Ignored positions get exact zeros.
+
     Constraints:
-    * (C1) `grad` is a scalar; logits and labels as for `ptrain.cross_entropy`; the result has the logits' type.
+    * (C1) `grad` is a scalar; logits and labels as for `ptrain.cross_entropy`; the result has the logits' type;
+    * (C2) `weight`, `ignore_index` and `reduction` as for `ptrain.cross_entropy` (C4-C6).
 
     ```mlir
     %dl = ptrain.cross_entropy_grad %dloss, %logits, %labels
         : tensor<f32>, tensor<4x63x256xf32>, tensor<4x63xi64>
+    %dp = ptrain.cross_entropy_grad %dloss, %logits, %labels weight %w {ignore_index = -100 : i64}
+        : tensor<f32>, tensor<4x63x256xf32>, tensor<4x63xi64>, tensor<256xf32>
     ```
   }];
   let arguments = (ins PTrain_GradFloatTensor:$grad, PTrain_GradFloatTensor:$logits,
-                       RankedTensorOf<[AnySignlessInteger]>:$labels);
+                       RankedTensorOf<[AnySignlessInteger]>:$labels, Optional<PTrain_GradFloatTensor>:$weight,
+                       OptionalAttr<I64Attr>:$ignore_index, OptionalAttr<StrAttr>:$reduction);
   let results = (outs PTrain_GradFloatTensor:$result);
-  let assemblyFormat = "$grad `,` $logits `,` $labels attr-dict `:` type($grad) `,` type($logits) `,` type($labels)";
+  let assemblyFormat = [{
+    $grad `,` $logits `,` $labels (`weight` $weight^)? attr-dict `:` type($grad) `,` type($logits) `,`
+    type($labels) (`,` type($weight)^)?
+  }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$grad, "::mlir::Value":$logits, "::mlir::Value":$labels), [{
-      build($_builder, $_state, logits.getType(), grad, logits, labels);
+      build($_builder, $_state, logits.getType(), grad, logits, labels, ::mlir::Value(), ::mlir::IntegerAttr(),
+            ::mlir::StringAttr());
     }]>
   ];
+  let extraClassDeclaration = [{
+    /// True for reduction "sum"; false for "mean" or no reduction attribute.
+    bool isSumReduction() { return getReduction() && *getReduction() == "sum"; }
+    /// True with a weight operand or an ignore_index.
+    bool isWeighted() { return getWeight() || getIgnoreIndex(); }
+  }];
   let hasVerifier = 1;
 }
 

@@ -223,23 +223,50 @@ def PTrain_SplitOp : PTrain_ModelOp<"split"> {
 }
 
 def PTrain_CrossEntropyOp : PTrain_ModelOp<"cross_entropy", [InferTypeOpAdaptor, DeclareOpInterfaceMethods<PTrain_CostOpInterface>]> {
-  let summary = "Mean softmax cross-entropy of logits against integer labels (next-token loss).";
+  let summary = "Softmax cross-entropy of logits against integer labels (next-token loss), mean or sum.";
   let description = [{
-    loss = mean over all positions of (logsumexp(logits[p, :]) - logits[p, label[p]]), in nats; the class
-    dimension is the last one.
+    Per position p, nll[p] = logsumexp(logits[p, :]) - logits[p, label[p]] in nats (the class dimension is
+    the last one), weighted by w[p] = `weight`[label[p]] (1 without `weight`) and w[p] = 0 where
+    label[p] == `ignore_index`. `reduction = "mean"` (the default when absent) is sum(w nll) / sum(w), and
+    `"sum"` is sum(w nll): PyTorch's `torch.nn.functional.cross_entropy(weight, ignore_index, reduction)` and
+    ONNX SoftmaxCrossEntropyLoss. Without `weight` and `ignore_index` the mean is over every position. A mean
+    over no counted position is NaN (0 / 0, as PyTorch). A label that is neither `ignore_index` nor in [0, C)
+    is a run-time error. The training step's pipeline form uses `"sum"` and divides by the global weight sum
+    of the step (docs/TrainingStep.md, "Padding and class weights").
 
     Constraints:
     * (C1) logits are [..., C] and labels [...] with the same leading shape;
     * (C2) labels are integers;
-    * (C3) the result is a scalar of the logits' element type (inferred).
+    * (C3) the result is a scalar of the logits' element type (inferred);
+    * (C4) `weight`, when given, is [C] of the logits' element type;
+    * (C5) `reduction`, when given, is "mean" or "sum";
+    * (C6) `ignore_index`, when given, is representable in the labels' element type.
 
     ```mlir
     %loss = ptrain.cross_entropy %logits, %labels : tensor<4x63x256xf32>, tensor<4x63xi64>
+    %padded = ptrain.cross_entropy %logits, %labels weight %w {ignore_index = -100 : i64, reduction = "sum"}
+        : tensor<4x63x256xf32>, tensor<4x63xi64>, tensor<256xf32>
     ```
   }];
-  let arguments = (ins PTrain_FloatTensor:$logits, RankedTensorOf<[AnySignlessInteger]>:$labels);
+  let arguments = (ins PTrain_FloatTensor:$logits, RankedTensorOf<[AnySignlessInteger]>:$labels,
+                       Optional<PTrain_FloatTensor>:$weight, OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<StrAttr>:$reduction);
   let results = (outs PTrain_FloatTensor:$loss);
-  let assemblyFormat = "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels)";
+  let assemblyFormat = [{
+    $logits `,` $labels (`weight` $weight^)? attr-dict `:` type($logits) `,` type($labels) (`,` type($weight)^)?
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$logits, "::mlir::Value":$labels), [{
+      build($_builder, $_state, logits, labels, ::mlir::Value(), ::mlir::IntegerAttr(), ::mlir::StringAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// True for reduction "sum"; false for "mean" or no reduction attribute.
+    bool isSumReduction() { return getReduction() && *getReduction() == "sum"; }
+    /// True with a weight operand or an ignore_index (the plain mean over every position otherwise).
+    bool isWeighted() { return getWeight() || getIgnoreIndex(); }
+  }];
+  let hasVerifier = 1;
 }
 
 def PTrain_SliceOp : PTrain_ModelOp<"slice"> {
