@@ -338,10 +338,12 @@ def launch(args):
     cmd = [mpirun, "-np", str(np_), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1",
            "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS", "-x", "PTRAIN_COMM_TIMEOUT_S",
            *mpirun_args, sys.executable, os.path.abspath(__file__), "--worker", *args.argv]
-    started = time.time()
-    status = subprocess.call(cmd, env=env)
     log = run_log_path(args)
-    if status != 0 and os.path.isfile(log) and os.path.getmtime(log) >= started:
+    # A log this run wrote: none before, or a different one (file timestamps come from a coarse clock, so they
+    # are compared with the old file's, not with time.time()).
+    before = os.stat(log).st_mtime_ns if os.path.isfile(log) else None
+    status = subprocess.call(cmd, env=env)
+    if status != 0 and os.path.isfile(log) and os.stat(log).st_mtime_ns != before:
         # No run log that reads like a finished run's: the steps up to the failure stay readable beside it.
         os.replace(log, log + ".failed")
         print(f"ptrain-run: the run failed (exit status {status}); its run log up to the failure is {log}.failed",
