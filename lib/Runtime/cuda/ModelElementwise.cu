@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cuda/GridStride.h"
 #include "cuda/Device.h"
 
 #include <cuda_runtime.h>
@@ -84,10 +85,6 @@ __device__ __forceinline__ int64_t offsetOf(const Layout &l, int64_t i) {
   }
   return off;
 }
-
-#define PTRAIN_GRID_STRIDE(i, n)                                                                                       \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);                               \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 __global__ void binaryKernel(int32_t kind, const float *a, Layout la, const float *b, Layout lb, int64_t n,
                              float *out) {

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cuda/GridStride.h"
 #include "cuda/Device.h"
 #include "cuda/IndexCheck.h"
 
@@ -37,8 +38,7 @@ __device__ double loadAsDouble(const void *x, int32_t kind, int64_t i) {
 }
 
 __global__ void castKernel(const void *x, int32_t from, int64_t n, int32_t to, void *out) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  PTRAIN_GRID_STRIDE(i, n) {
     if (to == PTRAIN_CAST_F32) {
       static_cast<float *>(out)[i] = static_cast<float>(loadAsDouble(x, from, i));
     } else if (to == PTRAIN_CAST_MASK) {

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cuda/GridStride.h"
 #include "cuda/BlockSum.h"
 #include "cuda/Device.h"
 #include "cuda/IndexCheck.h"
@@ -28,10 +29,6 @@ using namespace ptrain::cuda;
 namespace {
 
 constexpr int kRowThreads = 256;
-
-#define PTRAIN_GRID_STRIDE(i, n)                                                                                       \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);                               \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 __global__ void embeddingFwd(const float *table, const int32_t *ids, int64_t n, int64_t rows, int64_t dim, int64_t part,
                              int64_t parts, float *y) {
