@@ -32,6 +32,14 @@
 // non-finite value in quantization, an index out of range in top-k decode, a
 // rand-k draw) synchronize the stream to report them.
 //
+// --- Codec telemetry (cuda/CodecMetrics.cu) --------------------------------
+// ptrain_cuda_codec_metrics_f32(g, residual, new_residual, decoded,
+//                               previous_g, n, out_g_copy, out_metrics)
+//   ptrain_codec_metrics_f32 (ptrain_runtime.h: the same arguments, checks
+//   and aliasing rules) on DEVICE tensors; out_metrics is a HOST pointer, so
+//   the call waits for the stream. The six fp64 sums are block reductions:
+//   the CPU call's values within fp64 rounding (another summation order).
+//
 // --- NCCL communicators (cuda/Nccl.cpp) ------------------------------------
 // ptrain_nccl_comm_init(bootstrap, out_comm)
 //   Collective over the MPI communicator `bootstrap` (ptrain_comm_init): rank 0
@@ -88,6 +96,11 @@
 // ptrain_cuda_malloc(num_bytes, out_ptr) / ptrain_cuda_free(ptr)
 //                                         cudaMalloc / cudaFree
 // ptrain_cuda_stream_create(out_stream)   a non-blocking cudaStream_t
+// ptrain_cuda_stream_destroy(stream)      cudaStreamDestroy (its pending work
+//                                         still completes); NULL does nothing
+//                                         (never the legacy stream 0); when it
+//                                         is this thread's current stream, the
+//                                         current stream becomes NULL
 // ptrain_cuda_event_create(out_event) / ptrain_cuda_event_destroy(event)
 //                                         a cudaEvent_t without timing
 // ptrain_cuda_event_record(event, stream) cudaEventRecord on `stream` (not

@@ -36,6 +36,16 @@ extern "C" ptrain_status_t ptrain_cuda_stream_create(void **out_stream) {
   return PTRAIN_OK;
 }
 
+extern "C" ptrain_status_t ptrain_cuda_stream_destroy(void *stream) {
+  if (!stream)
+    return PTRAIN_OK; // not the legacy stream 0: nothing was created
+  // The thread's later calls must not run on a destroyed stream.
+  if (static_cast<cudaStream_t>(stream) == currentStream())
+    PTRAIN_CUDA_RETURN_IF_ERROR(ptrain_cuda_set_stream(nullptr));
+  PTRAIN_CUDA_TRY(cudaStreamDestroy(static_cast<cudaStream_t>(stream)));
+  return PTRAIN_OK;
+}
+
 extern "C" ptrain_status_t ptrain_cuda_copy_to_device(const void *host_src, int64_t num_bytes, void *out) {
   PTRAIN_CUDA_CHECK_SIZE(num_bytes);
   if (num_bytes == 0)

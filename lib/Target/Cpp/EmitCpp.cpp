@@ -1174,7 +1174,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   }
   if (!slices.empty())
     emitTPStateInit(slices, s);
-  emitTelemetryState(sites, s);
+  emitTelemetryState(sites, {getRuntimeCallInfo(RuntimeCall::ptrain_codec_metrics_f32).name}, s);
   s << "\n} // namespace\n\n";
   s << "//===--- State management ---===//\n\n";
   s << "/// The message of the last failed entry point: the step's own or the runtime's (ptrain_last_error()).\n";

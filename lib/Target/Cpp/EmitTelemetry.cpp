@@ -16,6 +16,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <cstring>
+
 using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::cpp;
@@ -48,18 +50,21 @@ void CodecSites::collect(ModuleOp module) {
   });
 }
 
-void mlir::ptrain::cpp::emitCompressTelemetry(CompressOp op, const CodecSites &sites, CallWriter &w) {
+void mlir::ptrain::cpp::emitCompressTelemetry(CompressOp op, const CodecSites &sites,
+                                              llvm::function_ref<std::string(Value)> ptr,
+                                              llvm::function_ref<void(const std::string &)> line) {
   const int64_t site = sites.lookup(op);
   if (site < 0)
     return;
   // The old residual is still the state's value (its write follows the op); the new one is the kernel's.
-  w.line("// Codec telemetry of site \"" + sites.sites[site].name + "\" (ptrain_step_set_telemetry).");
-  w.line("if (ptrain_telemetry_mode != 0)");
-  w.line("  PTRAIN_STEP_CALL(recordCodecSite(" + std::to_string(site) + ", " + w.ptr(op.getInput()) + ", " +
-         w.ptr(op.getState()[0]) + ", " + w.ptr(op.getNewState()[0]) + "));");
+  line("// Codec telemetry of site \"" + sites.sites[site].name + "\" (ptrain_step_set_telemetry).");
+  line("if (ptrain_telemetry_mode != 0)");
+  line("  PTRAIN_STEP_CALL(recordCodecSite(" + std::to_string(site) + ", " + ptr(op.getInput()) + ", " +
+       ptr(op.getState()[0]) + ", " + ptr(op.getNewState()[0]) + "));");
 }
 
-void mlir::ptrain::cpp::emitTelemetryState(const CodecSites &sites, llvm::raw_ostream &s) {
+void mlir::ptrain::cpp::emitTelemetryState(const CodecSites &sites, const TelemetryTarget &target,
+                                           llvm::raw_ostream &s) {
   if (sites.sites.empty())
     return;
   const size_t n = sites.sites.size();
@@ -74,8 +79,10 @@ void mlir::ptrain::cpp::emitTelemetryState(const CodecSites &sites, llvm::raw_os
   s << "};\n";
   s << "/// 0: off; 1: capture g only (the step before a measured one); 2: measure.\n"
        "int32_t ptrain_telemetry_mode = 0;\n";
-  for (size_t i = 0; i < n; ++i)
-    s << "alignas(64) float codec_site_" << i << "_previous_g[" << std::max<int64_t>(sites.sites[i].numel, 1) << "];\n";
+  if (!target.allocCall)
+    for (size_t i = 0; i < n; ++i)
+      s << "alignas(64) float codec_site_" << i << "_previous_g[" << std::max<int64_t>(sites.sites[i].numel, 1)
+        << "];\n";
   s << "struct CodecSiteTelemetry {\n"
        "  float *previousG; ///< g of the site's last compression with telemetry on\n"
        "  int64_t numel;\n"
@@ -84,18 +91,27 @@ void mlir::ptrain::cpp::emitTelemetryState(const CodecSites &sites, llvm::raw_os
        "};\n";
   s << "CodecSiteTelemetry codecSites[kNumCodecSites] = {";
   for (size_t i = 0; i < n; ++i)
-    s << (i ? ", " : "") << "{codec_site_" << i << "_previous_g, " << sites.sites[i].numel
-      << ", false, 0, 0, 0, 0, 0, 0}";
+    s << (i ? ", " : "") << "{"
+      << (target.allocCall ? std::string("nullptr") : "codec_site_" + std::to_string(i) + "_previous_g") << ", "
+      << sites.sites[i].numel << ", false, 0, 0, 0, 0, 0, 0}";
   s << "};\n\n";
   s << "/// One compression at `site`: g its input, residual the residual before and newResidual after the encode.\n"
        "ptrain_status_t recordCodecSite(int64_t site, const float *g, const float *residual, "
        "const float *newResidual) {\n"
-       "  CodecSiteTelemetry &t = codecSites[site];\n"
-       "  ptrain_codec_metrics_t m;\n"
+       "  CodecSiteTelemetry &t = codecSites[site];\n";
+  if (target.allocCall)
+    s << "  if (!t.previousG) { // device memory for g, at the site's first compression with telemetry on\n"
+         "    void *p = nullptr;\n"
+         "    PTRAIN_STEP_CALL("
+      << target.allocCall
+      << "(4 * t.numel, &p));\n"
+         "    t.previousG = static_cast<float *>(p);\n"
+         "  }\n";
+  s << "  ptrain_codec_metrics_t m;\n"
        "  PTRAIN_STEP_CALL("
-    << name(RuntimeCall::ptrain_codec_metrics_f32)
-    << "(g, residual, newResidual, nullptr, t.hasPrevious ? t.previousG : nullptr, t.numel,\n"
-       "                                            t.previousG, &m));\n"
+    << target.metricsCall << "(g, residual, newResidual, nullptr, t.hasPrevious ? t.previousG : nullptr, t.numel,\n"
+    << std::string(std::strlen(target.metricsCall) - std::strlen("ptrain_codec_metrics_f32"), ' ')
+    << "                                            t.previousG, &m));\n"
        "  t.hasPrevious = true;\n"
        "  if (ptrain_telemetry_mode == 2) {\n"
        "    t.compressions += 1;\n"

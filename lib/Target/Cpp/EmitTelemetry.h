@@ -17,6 +17,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -45,12 +46,28 @@ private:
 };
 
 /// After a ptrain.compress's encode: when telemetry is on, the site's record call on the op's input, old residual
-/// and new residual. Nothing for an op without a site.
-void emitCompressTelemetry(CompressOp op, const CodecSites &sites, CallWriter &w);
+/// and new residual (`ptr`: the pointer variable of a value; `line`: one line of the op's block). Nothing for an
+/// op without a site. Both targets: the pointers are host or device buffers, as the record helper expects.
+void emitCompressTelemetry(CompressOp op, const CodecSites &sites, llvm::function_ref<std::string(Value)> ptr,
+                           llvm::function_ref<void(const std::string &)> line);
+inline void emitCompressTelemetry(CompressOp op, const CodecSites &sites, CallWriter &w) {
+  emitCompressTelemetry(
+      op, sites, [&](Value v) { return w.ptr(v); }, [&](const std::string &code) { w.line(code); });
+}
+
+/// Where the record helper keeps each site's previous input and which runtime call measures.
+struct TelemetryTarget {
+  /// ptrain_codec_metrics_f32 (host buffers) or ptrain_cuda_codec_metrics_f32 (device buffers, host metrics).
+  const char *metricsCall;
+  /// Null: the previous inputs are static host arrays (--emit-cpp). Else this call, `(int64_t bytes, void **out)`,
+  /// allocates a site's buffer at its first compression with telemetry on (--emit-cuda: device memory only for
+  /// a run that measures).
+  const char *allocCall = nullptr;
+};
 
 /// The site table, the telemetry mode, the per-site buffers and the record helper (before the functions, inside
 /// the generated unit's anonymous namespace). Nothing for a module without sites.
-void emitTelemetryState(const CodecSites &sites, llvm::raw_ostream &s);
+void emitTelemetryState(const CodecSites &sites, const TelemetryTarget &target, llvm::raw_ostream &s);
 
 /// ptrain_step_num_codec_sites, ptrain_step_codec_site_name, ptrain_step_set_telemetry and
 /// ptrain_step_codec_telemetry (an all-gather over ptrain_world when `hasWorld`, this process's sites otherwise).

@@ -34,6 +34,7 @@
 #include "EmitCudaCodecs.h"
 #include "EmitCudaComm.h"
 #include "EmitCudaModelOps.h"
+#include "StageStates.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -110,6 +111,9 @@ struct ModuleStorage {
   SmallVector<std::pair<std::string, int64_t>> constantCopies; ///< (host array, device offset) and bytes below
   SmallVector<int64_t> constantBytes;
   int64_t constantBlockBytes = 0;
+  CodecSites sites;      ///< codec telemetry (lib/Target/Cpp/EmitTelemetry.h)
+  bool pipeline = false; ///< ptrain.pipeline: a rank's d_states holds its stage's states only
+  StageStates stages;    ///< pipeline: each stage's states and their offsets in its d_states
 };
 
 class FunctionEmitter : public CudaCallWriter {
@@ -142,6 +146,12 @@ private:
   LogicalResult emitConstant(arith::ConstantOp op);
 
   std::string ptr(Value v) const { return storage.lookup(v).name; }
+  /// The offset of a state in this function's d_states: its stage's block in a pipeline, else the module's.
+  int64_t stateOffset(StringAttr sym) const {
+    if (const StageStates::Stage *stage = module.pipeline ? module.stages.of(func) : nullptr)
+      return stage->offsets.lookup(sym);
+    return module.states.lookup(sym).offset;
+  }
   std::string arenaPtr(int64_t buffer, StringRef type) const {
     return "reinterpret_cast<" + type.str() + " *>(" + arena + " + " + std::to_string(plan[buffer].offset) + ")";
   }
@@ -213,7 +223,8 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value bu
 /// communication of --ptrain-lower-to-runtime (NCCL) with the pipeline codecs (EmitCudaCodecs.h).
 LogicalResult FunctionEmitter::checkOps() {
   if (!func.getBody().hasOneBlock())
-    return emitError(func.getLoc(), "--emit-cuda: function @") << func.getSymName() << " has control flow (more than one block)";
+    return emitError(func.getLoc(), "--emit-cuda: function @")
+           << func.getSymName() << " has control flow (more than one block)";
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
     if (failed(checkType(func, type, "argument #" + Twine(i))))
       return failure();
@@ -385,7 +396,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       body += "  " + type + " *" + s.name + " = " + arenaPtr(s.buffer, type) + ";\n";
     else if (s.kind == Storage::State)
       body += "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(d_states + " +
-              std::to_string(module.states[cast<StateReadOp>(op).getStateAttr().getAttr()].offset) + ");\n";
+              std::to_string(stateOffset(cast<StateReadOp>(op).getStateAttr().getAttr())) + ");\n";
     else if (s.kind == Storage::Alias)
       body += "  " + type + " *" + s.name + " = const_cast<" + type + " *>(" + ptr(s.root) + ");\n";
     if (s.kind != Storage::Constant && result.use_empty())
@@ -394,8 +405,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   auto n = [](Value v) { return std::to_string(countOf(v)); };
   auto bytes = [](Value v) { return std::to_string(bytesOf(v)); };
   auto statePtr = [&](StringAttr sym, Value v) {
-    return "reinterpret_cast<" + std::string(cType(v)) + " *>(d_states + " + std::to_string(module.states[sym].offset) +
-           ")";
+    return "reinterpret_cast<" + std::string(cType(v)) + " *>(d_states + " + std::to_string(stateOffset(sym)) + ")";
   };
   auto ids32 = [&](Value ids) -> FailureOr<std::string> {
     std::string out = scratchPtr(4 * countOf(ids), "int32_t");
@@ -665,7 +675,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             CudaCodecWriter w{[&](Value v) { return ptr(v); },
                               [&](CudaCall c, ArrayRef<std::string> args) { return call(c, args); },
                               [&](const std::string &code) { block += "    " + code + "\n"; }};
-            return isa<CompressOp>(o) ? emitCudaCompress(cast<CompressOp>(o), w)
+            return isa<CompressOp>(o) ? emitCudaCompress(cast<CompressOp>(o), module.sites, w)
                                       : emitCudaDecompress(cast<DecompressOp>(o), w);
           })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
@@ -768,15 +778,33 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
                i + "));\n";
     deviceArgs += (deviceArgs.empty() ? "" : ", ") + std::string("d_out_") + i;
   }
+  const std::string hostSignature = "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_" + name + "(" +
+                                    (hostParams.empty() ? "void" : hostParams) + ")";
+  if (module.pipeline && !module.stages.of(func)) {
+    // A function of no stage (the unsplit @forward) reads every stage's states, which no pipeline rank holds on
+    // its device: no device function, and its entry point is an error naming what to run instead.
+    arenaBytes = 0;
+    entry = doc +
+            "/// Not on a pipeline rank: it needs every stage's states (this rank's d_states holds its stage's).\n" +
+            hostSignature + " {\n";
+    for (BlockArgument arg : func.getBody().front().getArguments())
+      entry += "  (void)arg" + std::to_string(arg.getArgNumber()) + ";\n";
+    for (unsigned k = 0; k < func.getNumResults(); ++k)
+      entry += "  (void)out_" + std::to_string(k) + ";\n";
+    entry += "  return stepError(\"ptrain_step_" + name + ": @" + name +
+             " uses the states of every pipeline stage, but a rank of this pipeline holds only its stage's on the "
+             "device; run ptrain_step_train / ptrain_step_eval, or export the weights (ptrain-export) for the whole "
+             "model\");\n}\n\n";
+    return success();
+  }
   ioBytes = io;
   const std::string signature = "ptrain_status_t " + device + "(" + (params.empty() ? "void" : params) + ")";
   declaration = signature + ";\n";
   code += "/// @" + name + " on device buffers. Arena " + arena + ": " + std::to_string(arenaBytes) + " bytes for " +
           std::to_string(plan.size()) + " buffers (tensors and kernel scratch) planned by liveness.\n" + signature +
           " {\n" + unused + body + "  return PTRAIN_OK;\n}\n\n";
-  entry = doc + "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_" + name + "(" +
-          (hostParams.empty() ? "void" : hostParams) + ") {\n  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_" + name +
-          "\"));\n" + copyIn + "  PTRAIN_STEP_CALL(" + device + "(" + deviceArgs + "));\n" + copyOut +
+  entry = doc + hostSignature + " {\n  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_" + name + "\"));\n" + copyIn +
+          "  PTRAIN_STEP_CALL(" + device + "(" + deviceArgs + "));\n" + copyOut +
           "  // Any id or target outside the vocabulary that a kernel met (they skip it).\n  PTRAIN_STEP_CALL(" +
           getCudaCallInfo(CudaCall::ptrain_cuda_check_indices).name + "());\n  return PTRAIN_OK;\n}\n\n";
   return success();
@@ -786,9 +814,9 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
 // The translation unit
 //===----------------------------------------------------------------------===//
 
-SmallVector<int64_t> stageKeys(const std::map<int64_t, llvm::SetVector<StateOp>> &stageStates) {
+SmallVector<int64_t> stageKeys(const StageStates &stages) {
   SmallVector<int64_t> keys;
-  for (auto &entry : stageStates)
+  for (auto &entry : stages.byStage)
     keys.push_back(entry.first);
   return keys;
 }
@@ -808,14 +836,18 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     storage.states[state.getSymNameAttr()] = info;
     storage.stateOrder.push_back(state);
   }
+  storage.sites.collect(module);
+  storage.pipeline = module->hasAttr("ptrain.pipeline");
+  storage.stages.collect(module, kAlignment, [](StateOp state) {
+    return alignUp(numElements(state.getTensorType().getShape()) *
+                   elementBytes(state.getTensorType().getElementType()));
+  });
   CommGroups comms("--emit-cuda");
   PipeChannels pipes;
   std::string functions, declarations, entries;
   int64_t arenaBytes = 0, ioBytes = 0;
   SmallVector<std::string> entryNames;
   SmallVector<std::pair<std::string, int64_t>> callerArenas;
-  /// Pipeline modules: the states each stage's functions (attribute ptrain.stage) use, in table order.
-  std::map<int64_t, llvm::SetVector<StateOp>> stageStates;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       return emitError(func.getLoc(), "--emit-cuda: function @") << func.getSymName() << " has no body";
@@ -835,16 +867,12 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     else
       arenaBytes = std::max(arenaBytes, bytes);
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
-    if (auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage")) {
-      llvm::SetVector<StateOp> &used = stageStates[stage.getInt()];
-      forEachStateSymbol(func, [&](StringAttr sym) { used.insert(storage.states[sym].op); });
-    }
   }
-  const bool pipeline = module->hasAttr("ptrain.pipeline");
+  const bool pipeline = storage.pipeline;
   std::string driverCode;
   if (pipeline) {
     std::set<int64_t> stages;
-    for (auto &entry : stageStates)
+    for (auto &entry : storage.stages.byStage)
       stages.insert(entry.first);
     if (failed(emitPipelineDriver(module, comms, stages, driverCode, entryNames, "nccl_world")) ||
         failed(checkPointToPoint(module)))
@@ -918,14 +946,20 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     const StateInfo &info = storage.states[state.getSymNameAttr()];
     RankedTensorType type = state.getTensorType();
     s << "// @" << state.getSymName() << " key \"" << state.getKey() << "\" kind "
-      << stringifyStateKind(state.getKind()) << " : " << type << ", device offset " << info.offset << "\n";
+      << stringifyStateKind(state.getKind()) << " : " << type;
+    if (!pipeline)
+      s << ", device offset " << info.offset;
+    for (auto &[stage, layout] : pipeline ? storage.stages.byStage : std::map<int64_t, StageStates::Stage>())
+      if (auto it = layout.offsets.find(state.getSymNameAttr()); it != layout.offsets.end())
+        s << ", stage " << stage << " device offset " << it->second;
+    s << "\n";
     s << "alignas(64) " << elementCType(type.getElementType()) << " " << info.var << "["
       << std::max<int64_t>(numElements(type.getShape()), 1) << "];\n";
     if (type.getRank() > 0)
       s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape()) << "};\n";
   }
   // A table over the host mirrors and the device offsets of its states.
-  auto stateTable = [&](StringRef name, ArrayRef<StateOp> list) {
+  auto stateTable = [&](StringRef name, ArrayRef<StateOp> list, llvm::function_ref<int64_t(StateOp)> offset) {
     s << "\nconst ptrain_state_desc_t " << name << "[] = {\n";
     for (StateOp state : list) {
       s << "    " << stateDescriptor(state, storage.states[state.getSymNameAttr()].var) << ",\n";
@@ -935,17 +969,22 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     s << "};\n/// Device offset of each state of " << name << " in d_states.\nconst int64_t " << name
       << "Offsets[] = {";
     for (auto [i, state] : llvm::enumerate(list))
-      s << (i ? (i % 8 ? ", " : ",\n    ") : "\n    ") << storage.states[StateOp(state).getSymNameAttr()].offset;
+      s << (i ? (i % 8 ? ", " : ",\n    ") : "\n    ") << offset(state);
     s << (list.empty() ? "0" : "") << "};\n";
   };
-  stateTable("kStates", storage.stateOrder);
+  stateTable("kStates", storage.stateOrder,
+             [&](StateOp state) { return storage.states[state.getSymNameAttr()].offset; });
   s << "constexpr int64_t kNumStates = " << storage.stateOrder.size() << ";\n";
   if (pipeline) {
     s << "\n// The states each pipeline stage's functions use: a rank initializes, copies, saves and loads its "
-         "stage's.\n";
-    for (auto &[stage, list] : stageStates) {
-      stateTable("kStage" + std::to_string(stage) + "States", list.getArrayRef());
-      s << "constexpr int64_t kNumStage" << stage << "States = " << list.size() << ";\n";
+         "stage's,\n// and its d_states holds only them (kStage<s>StatesOffsets, kStage<s>StateBytes).\n";
+    for (auto &[stage, layout] : storage.stages.byStage) {
+      const StageStates::Stage &l = layout;
+      stateTable("kStage" + std::to_string(stage) + "States", l.states.getArrayRef(),
+                 [&](StateOp state) { return l.offsets.lookup(state.getSymNameAttr()); });
+      s << "constexpr int64_t kNumStage" << stage << "States = " << l.states.size() << ";\n";
+      s << "constexpr int64_t kStage" << stage << "StateBytes = " << std::max<int64_t>(l.bytes, kAlignment)
+        << "; ///< the device memory of stage " << stage << "'s states on its ranks\n";
     }
   }
   s << "/// The states this process owns (the stage's in a pipeline; set by ptrain_step_init).\n"
@@ -954,7 +993,10 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   s << "//===--- Constants: host arrays, copied once into the device block d_constants ---===//\n\n"
     << storage.constants;
   s << "//===--- Device memory and the stream (ptrain_step_init) ---===//\n\n";
-  s << "constexpr int64_t kStateBytes = " << std::max<int64_t>(storage.stateBytes, kAlignment) << ";\n";
+  s << "constexpr int64_t kStateBytes = " << std::max<int64_t>(storage.stateBytes, kAlignment)
+    << (pipeline ? "; ///< every state of the module (a pipeline rank allocates its stage's: active_state_bytes)\n"
+                 : ";\n");
+  s << "int64_t active_state_bytes = kStateBytes; ///< d_states of this process (its stage's; ptrain_step_init)\n";
   s << "constexpr int64_t kConstantBytes = " << std::max<int64_t>(storage.constantBlockBytes, kAlignment) << ";\n";
   s << "constexpr int64_t kArenaBytes = " << std::max<int64_t>(arenaBytes, kAlignment)
     << "; ///< every intermediate tensor and kernel scratch, offsets planned by liveness\n";
@@ -1001,7 +1043,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_stream_create) << "(&stream));\n";
   s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream) << "(stream));\n";
   SmallVector<std::pair<std::string, std::string>> blocks = {
-      {"d_states", "kStateBytes"}, {"d_constants", "kConstantBytes"}, {"d_io", "kIoBytes"}};
+      {"d_states", "active_state_bytes"}, {"d_constants", "kConstantBytes"}, {"d_io", "kIoBytes"}};
   for (auto &[name, bytes] : callerArenas)
     blocks.push_back({name, std::to_string(std::max<int64_t>(bytes, kAlignment))});
   for (auto &[block, bytes] : blocks) {
@@ -1021,6 +1063,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   const int64_t worldSize = hasComm ? emitCudaCommunicators(comms, pipes, s) : 1;
   if (!slices.empty())
     emitTPStateInit(slices, s);
+  emitCudaTelemetryState(storage.sites, s);
   s << "//===--- The functions on device buffers ---===//\n\n" << declarations << "\n" << functions;
   s << "} // namespace\n\n//===--- State management ---===//\n\n";
   s << "/// The message of the last failed entry point: the step's own or the runtime's (ptrain_last_error()).\n"
@@ -1042,7 +1085,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "  const char *path = weights_onnx_path ? weights_onnx_path : "
     << (onnxFile.empty() ? std::string("nullptr") : stringLiteral(onnxFile)) << ";\n";
   if (hasComm)
-    emitCudaCommInit(comms, pipes, pipeline ? stageKeys(stageStates) : SmallVector<int64_t>(), s);
+    emitCudaCommInit(comms, pipes, pipeline ? stageKeys(storage.stages) : SmallVector<int64_t>(), s);
   s << "  PTRAIN_STEP_CALL(setUpDevice());\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
     << "(stream));\n";
   emitCudaPipeConnect(pipes, s);
@@ -1088,6 +1131,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_pull_states\"));\n  return pullStates();\n}\n"
        "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_push_states(void) {\n"
        "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_push_states\"));\n  return pushStates();\n}\n\n";
+  emitTelemetryEntryPoints(storage.sites, hasComm, s);
   s << "//===--- Entry points ---===//\n\n" << entries << driverCode;
   os << out;
   return success();

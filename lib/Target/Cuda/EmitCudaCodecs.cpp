@@ -14,7 +14,9 @@
 //
 // each preceded by ptrain_cuda_copy_bytes of every old state into its new
 // state (SSA in the IR, in place in the runtime). The arguments are
-// lib/Target/Cpp/CodecKernels.h's, shared with --emit-cpp.
+// lib/Target/Cpp/CodecKernels.h's, shared with --emit-cpp. After an encode
+// at a codec site, the telemetry record of lib/Target/Cpp/EmitTelemetry.h
+// (ptrain_cuda_codec_metrics_f32 on the device buffers).
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,8 +90,18 @@ LogicalResult mlir::ptrain::cuda::checkCudaCodecOp(Operation *op) {
   return checkCodecKernel(op, "--emit-cuda", "CUDA code generator");
 }
 
-LogicalResult mlir::ptrain::cuda::emitCudaCompress(CompressOp op, CudaCodecWriter &w) {
-  return emitKernel(compressKernelCall(op, w.ptr), op.getState(), op.getNewState(), w);
+LogicalResult mlir::ptrain::cuda::emitCudaCompress(CompressOp op, const CodecSites &sites, CudaCodecWriter &w) {
+  if (failed(emitKernel(compressKernelCall(op, w.ptr), op.getState(), op.getNewState(), w)))
+    return failure();
+  emitCompressTelemetry(op, sites, w.ptr, w.line);
+  return success();
+}
+
+void mlir::ptrain::cuda::emitCudaTelemetryState(const CodecSites &sites, llvm::raw_ostream &s) {
+  emitTelemetryState(sites,
+                     {getCudaCallInfo(CudaCall::ptrain_cuda_codec_metrics_f32).name,
+                      getCudaCallInfo(CudaCall::ptrain_cuda_malloc).name},
+                     s);
 }
 
 LogicalResult mlir::ptrain::cuda::emitCudaDecompress(DecompressOp op, CudaCodecWriter &w) {

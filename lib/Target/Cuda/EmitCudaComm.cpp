@@ -188,7 +188,7 @@ void mlir::ptrain::cuda::emitCudaCommInit(const CommGroups &comms, const PipeCha
     for (int64_t stage : stages)
       s << "    case " << stage << ":\n      active_states = kStage" << stage
         << "States;\n      active_offsets = kStage" << stage << "StatesOffsets;\n      num_active_states = kNumStage"
-        << stage << "States;\n      break;\n";
+        << stage << "States;\n      active_state_bytes = kStage" << stage << "StateBytes;\n      break;\n";
     s << "    }\n";
   }
   s << "  }\n";
@@ -210,8 +210,8 @@ void mlir::ptrain::cuda::emitCudaPipeConnect(const PipeChannels &pipes, raw_ostr
   s << "    PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_group_end) << "());\n";
   // The connecting bytes are not the step's traffic: the channels' counters start after them.
   for (const PipeChannels::Channel &c : pipes.channels)
-    s << "    if (" << c.comm << ") {\n      PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_wait) << "("
-      << c.comm << "));\n      PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_reset_traffic) << "(" << c.comm
+    s << "    if (" << c.comm << ") {\n      PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_wait) << "(" << c.comm
+      << "));\n      PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_reset_traffic) << "(" << c.comm
       << "));\n    }\n";
   s << "    channels_connected = true;\n  }\n";
 }
@@ -221,7 +221,8 @@ void mlir::ptrain::cuda::emitCudaCommEntryPoints(const CommGroups &comms, const 
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_rank(int32_t *out_rank, int32_t *out_stage) {\n"
        "  if (!nccl_world)\n    return stepError(\"ptrain_step_rank: call ptrain_step_init first\");\n"
        "  *out_rank = ptrain_rank;\n  *out_stage = ptrain_stage;\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Destroys the NCCL communicators, then MPI's (finalizing MPI if ptrain_step_init initialized it).\n";
+  s << "/// Destroys the transfer events, the NCCL communicators, the streams, then MPI's (finalizing MPI if\n"
+       "/// ptrain_step_init initialized it).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_finalize(void) {\n";
   const std::string destroy = cudaCall(CudaCall::ptrain_nccl_comm_destroy);
   if (!pipes.empty()) {
@@ -237,6 +238,12 @@ void mlir::ptrain::cuda::emitCudaCommEntryPoints(const CommGroups &comms, const 
     s << "  if (" << g.var << ") {\n    PTRAIN_STEP_CALL(" << destroy << "(" << g.var << "));\n    " << g.var
       << " = nullptr;\n  }\n";
   s << "  if (nccl_world) {\n    PTRAIN_STEP_CALL(" << destroy << "(nccl_world));\n    nccl_world = nullptr;\n  }\n";
+  // The streams last (after every communicator that enqueued work on them): the channels', then the compute
+  // stream (this thread's current one; ptrain_cuda_stream_destroy resets it). Pending work still completes.
+  const std::string destroyStream = cudaCall(CudaCall::ptrain_cuda_stream_destroy);
+  for (const PipeChannels::Channel &c : llvm::reverse(pipes.channels))
+    s << "  PTRAIN_STEP_CALL(" << destroyStream << "(" << c.stream << "));\n  " << c.stream << " = nullptr;\n";
+  s << "  PTRAIN_STEP_CALL(" << destroyStream << "(stream));\n  stream = nullptr;\n";
   s << "  if (ptrain_bootstrap) {\n    PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_rendezvous_destroy)
     << "(ptrain_bootstrap));\n    ptrain_bootstrap = nullptr;\n  }\n";
   s << "  if (ptrain_world) {\n    PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_comm_destroy)

@@ -76,7 +76,8 @@ int64_t emitCudaCommunicators(const cpp::CommGroups &comms, const PipeChannels &
 /// Writes the start of ptrain_step_init: the bootstrap (a torchrun-style TCP rendezvous when RANK and
 /// WORLD_SIZE are set outside mpirun, else MPI), the world size check (before any device is touched), the device
 /// check, the NCCL world, every group, the stage coordinate, the pipeline channels (communicators split from
-/// the pp group, their streams, the events) and, for a pipeline (`stages` not empty), the stage's state table.
+/// the pp group, their streams, the events) and, for a pipeline (`stages` not empty), the stage's state table and the
+/// size of its d_states (active_state_bytes).
 void emitCudaCommInit(const cpp::CommGroups &comms, const PipeChannels &pipes, ArrayRef<int64_t> stages,
                       llvm::raw_ostream &os);
 
@@ -85,8 +86,9 @@ void emitCudaCommInit(const cpp::CommGroups &comms, const PipeChannels &pipes, A
 /// sides; done here, no transfer of the step waits on a connection).
 void emitCudaPipeConnect(const PipeChannels &pipes, llvm::raw_ostream &os);
 
-/// Writes ptrain_step_rank, ptrain_step_finalize (every communicator destroyed, MPI last) and ptrain_step_abort
-/// (MPI_Abort of the job), the entry points ptrain-run calls on a multi-rank step.
+/// Writes ptrain_step_rank, ptrain_step_finalize (the transfer events, every communicator, then the channels' streams
+/// and the compute stream destroyed, MPI last) and ptrain_step_abort (MPI_Abort of the job), the entry points
+/// ptrain-run calls on a multi-rank step.
 void emitCudaCommEntryPoints(const cpp::CommGroups &comms, const PipeChannels &pipes, llvm::raw_ostream &os);
 
 /// NCCL matches the sends and receives between two ranks in posting order (it has no tags): for every entry

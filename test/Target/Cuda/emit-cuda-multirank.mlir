@@ -10,6 +10,7 @@
 // RUN: ptrain-translate --emit-cuda %t/pipeline.mlir -o %t/pipeline.cu
 // RUN: FileCheck %s < %t/pipeline.cu
 // RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t/pipeline.cu
+// RUN: not grep -q "device_forward(" %t/pipeline.cu
 // RUN: not ptrain-translate --emit-cuda %t/order.mlir -o %t/order.cu 2>&1 | FileCheck %s --check-prefix=ORDER
 // RUN: not test -e %t/order.cu
 // RUN: not ptrain-translate --emit-cuda %t/unmatched.mlir 2>&1 | FileCheck %s --check-prefix=UNMATCHED
@@ -75,18 +76,36 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
+  // The unsplit model (no ptrain.stage): it reads both stages' states, which no rank holds.
+  func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %a = ptrain.state_read @w0 : tensor<4xf32>
+    %b = ptrain.state_read @w1 : tensor<4xf32>
+    %y = ptrain.binary mul %x, %a : tensor<4xf32>, tensor<4xf32>
+    %z = ptrain.binary mul %y, %b : tensor<4xf32>, tensor<4xf32>
+    return %z : tensor<4xf32>
+  }
 }
 
-// CHECK: // Entry points: ptrain_step_stage0_forward, ptrain_step_stage0_train, ptrain_step_stage1_train, ptrain_step_stage0_eval, ptrain_step_stage1_eval, ptrain_step_train, ptrain_step_eval
-// Each stage's state table and its device offsets; a rank copies its stage's states only.
+// CHECK: // Entry points: ptrain_step_stage0_forward, ptrain_step_stage0_train, ptrain_step_stage1_train, ptrain_step_stage0_eval, ptrain_step_stage1_eval, ptrain_step_forward, ptrain_step_train, ptrain_step_eval
+// Each state's offset in the d_states of the stages that use it.
+// CHECK: // @w0 key "w0" kind parameter : tensor<4xf32>, stage 0 device offset 0
+// CHECK: // @w1 key "w1" kind parameter : tensor<4xf32>, stage 1 device offset 0
+// Each stage's state table and its device offsets; a rank copies and holds its stage's states only.
 // CHECK: const ptrain_state_desc_t kStage0States[] = {
 // CHECK-NEXT: {"w0", state_0_w0,
 // CHECK: const int64_t kStage0StatesOffsets[] = {
 // CHECK-NEXT: 0};
+// CHECK: constexpr int64_t kStage0StateBytes = 256;
 // CHECK: const int64_t kStage1StatesOffsets[] = {
-// CHECK-NEXT: 256};
+// CHECK-NEXT: 0};
+// CHECK: constexpr int64_t kStage1StateBytes = 256;
+// CHECK: constexpr int64_t kStateBytes = 512;
+// CHECK-NEXT: int64_t active_state_bytes = kStateBytes;
 // The caller's own arena; one NCCL communicator per (grid, axes) a transfer or collective names.
 // CHECK: unsigned char *d_arena_stage0_train = nullptr;
+// This rank's d_states: its stage's states only (active_state_bytes, set by ptrain_step_init).
+// CHECK: PTRAIN_STEP_CALL(ptrain_cuda_malloc(active_state_bytes, &p));
+// CHECK-NEXT: d_states = static_cast<unsigned char *>(p);
 // CHECK: ptrain_comm_t ptrain_world = nullptr;
 // CHECK-NEXT: ptrain_rendezvous_t ptrain_bootstrap = nullptr;
 // CHECK-NEXT: ptrain_nccl_comm_t nccl_world = nullptr;
@@ -139,6 +158,8 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // Stage 1 receives from stage 0 (rank 0 of the channel's two) and sends back on the other channel.
 // CHECK-LABEL: ptrain_status_t device_stage1_train(
 // CHECK: PTRAIN_STEP_CALL(ptrain_nccl_recv(comm_pp_0_to_1, {{v[0-9]+}}, 16, 0));
+// Stage 1's w1 at offset 0 of its own d_states.
+// CHECK: float *{{v[0-9]+}} = reinterpret_cast<float *>(d_states + 0);
 // CHECK: PTRAIN_STEP_CALL(ptrain_nccl_send(comm_pp_1_to_0, {{v[0-9]+}}, 16, 0));
 // ptrain_step_init: MPI and the world size before any device call, the device check, the NCCL world, groups.
 // CHECK-LABEL: ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {
@@ -166,6 +187,8 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_comm_split(comm_grid_pp, ptrain_stage == 1 || ptrain_stage == 0 ? 0 : -1, ptrain_stage, &comm_pp_1_to_0));
 // CHECK: PTRAIN_STEP_CALL(ptrain_cuda_event_create(&ev_posted[k]));
 // CHECK: active_offsets = kStage1StatesOffsets;
+// CHECK-NEXT: num_active_states = kNumStage1States;
+// CHECK-NEXT: active_state_bytes = kStage1StateBytes;
 // CHECK: PTRAIN_STEP_CALL(setUpDevice());
 // Connected before the first step: one NCCL group of 1-byte transfers over every channel of this rank.
 // CHECK: if (!channels_connected) {
@@ -184,6 +207,13 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // CHECK: ptrain_nccl_comm_destroy(comm_grid_dp)
 // CHECK: ptrain_nccl_comm_destroy(comm_grid_pp)
 // CHECK: ptrain_nccl_comm_destroy(nccl_world)
+// The streams after every communicator: the channels', then the compute stream.
+// CHECK: PTRAIN_STEP_CALL(ptrain_cuda_stream_destroy(stream_pp_1_to_0));
+// CHECK-NEXT: stream_pp_1_to_0 = nullptr;
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_stream_destroy(stream_pp_0_to_1));
+// CHECK-NEXT: stream_pp_0_to_1 = nullptr;
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_stream_destroy(stream));
+// CHECK-NEXT: stream = nullptr;
 // CHECK: ptrain_rendezvous_destroy(ptrain_bootstrap)
 // CHECK: ptrain_comm_destroy(ptrain_world)
 // CHECK-LABEL: ptrain_status_t ptrain_step_abort(int32_t error_code) {
@@ -197,6 +227,12 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // CHECK-NEXT: PTRAIN_STEP_CALL(device_stage1_train(d_arg0, d_out_0));
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_copy_to_host(d_out_0, 4, out_0));
 // CHECK: PTRAIN_STEP_CALL(ptrain_cuda_check_indices());
+// The unsplit @forward (no stage) on a pipeline rank: no device function (no rank holds both states), and its
+// entry point is an error naming what to run instead.
+// CHECK-LABEL: ptrain_status_t ptrain_step_forward(const float *arg0, float *out_0) {
+// CHECK-NEXT: (void)arg0;
+// CHECK-NEXT: (void)out_0;
+// CHECK-NEXT: return stepError("ptrain_step_forward: @forward uses the states of every pipeline stage, but a rank of this pipeline holds only its stage's on the device; run ptrain_step_train / ptrain_step_eval, or export the weights (ptrain-export) for the whole model");
 // CHECK-LABEL: ptrain_status_t ptrain_step_train(const int64_t *tokens, float *out_loss) {
 // CHECK: case 1:
 // CHECK-NEXT: return ptrain_step_stage1_train(tokens, out_loss);

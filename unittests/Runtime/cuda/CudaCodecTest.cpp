@@ -5,8 +5,9 @@
 // scales, zero points, residuals, decode), top-k (values, indices,
 // residuals, ties) and rand-k (values, counter, residuals); PowerSGD within
 // 1e-4 of the largest CPU magnitude (cuBLAS sums in another order), its
-// exact path bit for bit, an all-zero gradient without NaN. Skipped (77)
-// without a device.
+// exact path bit for bit, an all-zero gradient without NaN; the codec telemetry
+// (ptrain_cuda_codec_metrics_f32) within 1e-12 relative. Skipped (77) without
+// a device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -383,6 +384,67 @@ TEST(PowerSGDCodec, Rank4On4x3IsRejected) {
 //===----------------------------------------------------------------------===//
 // Streams
 //===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// Codec telemetry
+//===----------------------------------------------------------------------===//
+
+/// ptrain_cuda_codec_metrics_f32 against ptrain_codec_metrics_f32 on the same buffers: the metrics within 1e-12
+/// relative (the same fp64 sums in another order), has_lep_cos equal, the copy of g bit for bit (also in place
+/// over previous_g, the generated step's use).
+void checkMetrics(int64_t n, bool feedback, bool previous) {
+  SCOPED_TRACE("n " + std::to_string(n) + (feedback ? " +ef" : " decoded") + (previous ? " +lep" : ""));
+  const size_t len = static_cast<size_t>(n);
+  const std::vector<float> g = randomValues(len, 11), e = randomValues(len, 12, 0.1f),
+                           eNew = randomValues(len, 13, 0.05f), dec = randomValues(len, 14),
+                           prev = randomValues(len, 15);
+  const float *res = feedback ? e.data() : nullptr;
+  std::vector<float> cpuCopy = prev;
+  ptrain_codec_metrics_t cpu{};
+  ASSERT_EQ(ptrain_codec_metrics_f32(g.data(), res, feedback ? eNew.data() : nullptr, feedback ? nullptr : dec.data(),
+                                     previous ? cpuCopy.data() : nullptr, n, cpuCopy.data(), &cpu),
+            PTRAIN_OK);
+  DeviceArray<float> dg(g), de(e), deNew(eNew), ddec(dec), dprev(prev);
+  ptrain_codec_metrics_t gpu{};
+  ASSERT_EQ(ptrain_cuda_codec_metrics_f32(dg.get(), feedback ? de.get() : nullptr, feedback ? deNew.get() : nullptr,
+                                          feedback ? nullptr : ddec.get(), previous ? dprev.get() : nullptr, n,
+                                          dprev.get(), &gpu),
+            PTRAIN_OK)
+      << ptrain_last_error();
+  auto close = [](double a, double b) { return std::abs(a - b) <= 1e-12 * std::max(1.0, std::abs(b)); };
+  EXPECT_TRUE(close(gpu.input_norm, cpu.input_norm)) << gpu.input_norm << " vs " << cpu.input_norm;
+  EXPECT_TRUE(close(gpu.error, cpu.error)) << gpu.error << " vs " << cpu.error;
+  EXPECT_TRUE(close(gpu.residual_norm, cpu.residual_norm)) << gpu.residual_norm << " vs " << cpu.residual_norm;
+  EXPECT_EQ(gpu.has_lep_cos, cpu.has_lep_cos);
+  EXPECT_TRUE(close(gpu.lep_cos, cpu.lep_cos)) << gpu.lep_cos << " vs " << cpu.lep_cos;
+  if (n > 0) {
+    EXPECT_GT(cpu.input_norm, 0.0);
+    EXPECT_EQ(cpu.has_lep_cos, feedback && previous ? 1 : 0);
+  }
+  expectSameBits(cpuCopy, dprev.download(), "the copy of g");
+}
+
+TEST(CodecMetrics, ErrorResidualAndLepCosineMatchTheCpu) {
+  // One block, a partial block, many blocks (the grid-stride loop past 256 blocks of 256 threads).
+  for (int64_t n : {int64_t{1}, int64_t{300}, int64_t{65536}, int64_t{300001}})
+    for (bool feedback : {false, true})
+      for (bool previous : {false, true})
+        checkMetrics(n, feedback, previous);
+}
+
+TEST(CodecMetrics, EmptyAndZeroInputsGiveZerosNotNaN) {
+  checkMetrics(0, true, true);
+  const std::vector<float> zeros(1000, 0.0f);
+  DeviceArray<float> dz(zeros), de(zeros), deNew(zeros), dprev(zeros);
+  ptrain_codec_metrics_t m{};
+  ASSERT_EQ(ptrain_cuda_codec_metrics_f32(dz.get(), de.get(), deNew.get(), nullptr, dprev.get(), 1000, nullptr, &m),
+            PTRAIN_OK)
+      << ptrain_last_error();
+  EXPECT_EQ(m.input_norm, 0.0);
+  EXPECT_EQ(m.error, 0.0);
+  EXPECT_EQ(m.residual_norm, 0.0);
+  EXPECT_EQ(m.has_lep_cos, 0);
+}
 
 TEST(CudaStreams, CallsRunOnTheCurrentStreamInOrder) {
   cudaStream_t stream = nullptr;

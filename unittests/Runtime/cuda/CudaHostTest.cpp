@@ -209,6 +209,46 @@ TEST(CudaArguments, EventCallsRejectNullByName) {
   EXPECT_EQ(ptrain_cuda_event_destroy(nullptr), PTRAIN_OK);
 }
 
+TEST(CudaArguments, CodecMetricsRejectBadArgumentsByName) {
+  // The CPU call's checks and words (cpu/codecs/Metrics.cpp), before any device work; nothing written on error.
+  const float *g = dummy, *e = dummy + 4, *eNew = dummy + 8;
+  float *copy = dummy + 12;
+  ptrain_codec_metrics_t m{};
+  m.error = -1.0;
+  EXPECT_EQ(ptrain_cuda_codec_metrics_f32(nullptr, e, eNew, nullptr, nullptr, 4, nullptr, &m),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_codec_metrics_f32: 'g' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_codec_metrics_f32(g, e, eNew, nullptr, nullptr, 4, nullptr, nullptr),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'out_metrics' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_codec_metrics_f32(g, e, eNew, nullptr, nullptr, -1, nullptr, &m),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'n' must be >= 0, got -1")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_codec_metrics_f32(g, e, eNew, copy, nullptr, 4, nullptr, &m), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("exactly one of 'new_residual' (error feedback) and 'decoded' (none) must be given"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_codec_metrics_f32(g, e, nullptr, nullptr, nullptr, 4, nullptr, &m),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("exactly one of 'new_residual'")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_codec_metrics_f32(g, nullptr, eNew, nullptr, nullptr, 4, nullptr, &m),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'new_residual' (error feedback) needs 'residual'")) << ptrain_last_error();
+  for (const float *alias : {g, e, eNew}) {
+    EXPECT_EQ(ptrain_cuda_codec_metrics_f32(g, e, eNew, nullptr, nullptr, 4, const_cast<float *>(alias), &m),
+              PTRAIN_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(lastErrorHas("'out_g_copy' must not alias g, the residuals or 'decoded'")) << ptrain_last_error();
+  }
+  EXPECT_EQ(m.error, -1.0);
+}
+
+TEST(CudaArguments, StreamDestroyOfNullDoesNothing) {
+  // NULL is never handed to cudaStreamDestroy (it would name the legacy stream 0): OK, no CUDA call, so it
+  // also holds without a driver, as ptrain_step_finalize needs for a channel stream this rank never created.
+  EXPECT_EQ(ptrain_cuda_stream_destroy(nullptr), PTRAIN_OK);
+  EXPECT_EQ(ptrain_cuda_stream_create(nullptr), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_stream_create: 'out_stream' must not be null")) << ptrain_last_error();
+}
+
 TEST(CudaArguments, NcclTrafficCountersRejectBadArgumentsByName) {
   int64_t bytes = -1, messages = -1;
   EXPECT_EQ(ptrain_nccl_p2p_traffic(nullptr, 0, &bytes, &messages), PTRAIN_ERROR_INVALID_ARGUMENT);

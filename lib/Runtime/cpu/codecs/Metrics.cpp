@@ -17,9 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/CodecMetricSums.h"
 #include "common/Status.h"
-
-#include <cmath>
 
 extern "C" PTRAIN_RUNTIME_API ptrain_status_t ptrain_codec_metrics_f32(const float *g, const float *residual,
                                                                        const float *new_residual, const float *decoded,
@@ -57,14 +56,7 @@ extern "C" PTRAIN_RUNTIME_API ptrain_status_t ptrain_codec_metrics_f32(const flo
     if (out_g_copy)
       out_g_copy[i] = g[i];
   }
-  ptrain_codec_metrics_t m{};
-  m.input_norm = std::sqrt(vv);
-  m.error = vv > 0 ? std::sqrt(dd / vv) : 0.0;
-  m.residual_norm = std::sqrt(rr);
-  if (lep && ee > 0 && cc > 0) {
-    m.lep_cos = ec / std::sqrt(ee * cc);
-    m.has_lep_cos = 1;
-  }
+  const ptrain_codec_metrics_t m = ptrain::codecMetricsFromSums({vv, dd, rr, ee, cc, ec}, lep);
   *out_metrics = m;
   return PTRAIN_OK;
 }
