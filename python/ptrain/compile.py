@@ -450,6 +450,7 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
                                  "finalize": "ptrain_step_finalize", "error": "ptrain_step_last_error"}}
         if args.target == "cuda":
             plan["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
+            plan["cuda_state_bytes"] = cuda_state_bytes(os.path.join(out, "step.cu"))
         plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
         plan.update(describe_pipeline(plain, step))
         if args.vocab_parallel:
@@ -472,6 +473,17 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
     plan.update(describe(plain, step))
     write_plan(out, lib, plan)
+
+
+def cuda_state_bytes(step_cu):
+    """The device memory of the states on each rank of a --target cuda pipeline (docs/CodegenCuda.md, "Memory
+    plan"): per stage its d_states (kStage<s>StateBytes of step.cu: a rank holds its stage's states only) and the
+    module's (kStateBytes: every state, what each rank held before)."""
+    with open(step_cu) as f:
+        text = f.read()
+    stages = {int(s): int(b) for s, b in re.findall(r"constexpr int64_t kStage(\d+)StateBytes = (\d+);", text)}
+    module = re.search(r"constexpr int64_t kStateBytes = (\d+);", text)
+    return {"per_stage": [stages[s] for s in sorted(stages)], "module": int(module.group(1)) if module else None}
 
 
 def add_memory_plan_to_report(report_path, memory_plan_path):

@@ -91,8 +91,13 @@ MULTIRANK_CALLS = {
     # CB on link 1 -> 0: P (4*64 x 16) and Q (128 x 16) sent instead of the 4 x 64 x 128 gradient.
     "pp2occ": ("ptrain_nccl_send(comm_pp_1_to_0, ", "ptrain_nccl_recv(comm_pp_1_to_0, ",
                "ptrain_cuda_powersgd_encode_f32(", ", 1, 256, 128, 16, 0, ", "ptrain_cuda_powersgd_decode_f32(",
-               '{"pp1->0/residual", ', '{"pp1->0/warm_start_q", ', ", 16384, 0));", ", 8192, 0));"),
+               '{"pp1->0/residual", ', '{"pp1->0/warm_start_q", ', ", 16384, 0));", ", 8192, 0));",
+               # Codec telemetry: the CPU target's site table, measured by the CUDA kernel.
+               'kCodecSiteNames[kNumCodecSites] = {"pp1->0"};', "ptrain_cuda_codec_metrics_f32(g, residual, ",
+               "PTRAIN_STEP_CALL(recordCodecSite(0, "),
 }
+TELEMETRY_ENTRY_POINTS = ("ptrain_step_num_codec_sites", "ptrain_step_codec_site_name", "ptrain_step_set_telemetry",
+                          "ptrain_step_codec_telemetry")
 
 # The codec calls of the compressed plan, each under the block of its op.
 CODEC_OPS = {"ptrain.compress": "ptrain_cuda_powersgd_encode_f32", "ptrain.decompress": "ptrain_cuda_powersgd_decode_f32"}
@@ -121,7 +126,12 @@ PIPELINE_CALLS = (
     "ptrain_nccl_comm_split(comm_grid_pp, ptrain_stage == 1 || ptrain_stage == 0 ? 0 : -1, ptrain_stage, "
     "&comm_pp_1_to_0)",
     "ptrain_cuda_stream_create(&stream_pp_0_to_1)", "ptrain_cuda_stream_create(&stream_pp_1_to_0)",
-    "ptrain_cuda_event_create(&ev_done[k])", "if (!channels_connected) {")
+    "ptrain_cuda_event_create(&ev_done[k])", "if (!channels_connected) {",
+    # ptrain_step_finalize destroys the channels' streams and the compute stream.
+    "ptrain_cuda_stream_destroy(stream_pp_0_to_1)", "ptrain_cuda_stream_destroy(stream_pp_1_to_0)",
+    "ptrain_cuda_stream_destroy(stream));",
+    # A rank's d_states holds its stage's states only.
+    "ptrain_cuda_malloc(active_state_bytes, &p)", "active_state_bytes = kStage1StateBytes;")
 for plan in ("gpipe", "interleaved"):
     MULTIRANK_CALLS[plan] = MULTIRANK_CALLS["pp2"] + PIPELINE_CALLS
 for plan in ("pp2", "pp2occ"):
@@ -195,7 +205,7 @@ def check_multirank(name, out, scratch):
     if not {"sm_80", "sm_90"} <= set(archs):
         failures.append(f"{name}: libstep.so's fat binary has images for {archs}, not sm_80 and sm_90")
     symbols = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
-    for entry in MULTIRANK_ENTRY_POINTS:
+    for entry in MULTIRANK_ENTRY_POINTS + (TELEMETRY_ENTRY_POINTS if name == "pp2occ" else ()):
         if f" {entry}\n" not in symbols + "\n":
             failures.append(f"{name}: libstep.so does not export {entry}")
     text = open(os.path.join(out, "step.cu")).read()
@@ -219,8 +229,11 @@ def check_multirank(name, out, scratch):
         failures.append(f"{name}: no NCCL call under the location of {sorted(want - ops)}")
     if name == "pp2occ":
         failures += check_codecs(name, text)
+        failures += check_telemetry_entry_points(name, lib)
     with open(os.path.join(out, "plan.json")) as f:
         plan = json.load(f)
+    if pipeline:
+        failures += check_stage_state_bytes(name, text, plan)
     if plan.get("target") != "cuda" or plan.get("cuda_archs") != ["sm_80", "sm_90"]:
         failures.append(f"{name}: plan.json target {plan.get('target')}, archs {plan.get('cuda_archs')}")
     if name == "pp2occ" and (plan.get("policy") != "optimus-cc" or
@@ -228,6 +241,51 @@ def check_multirank(name, out, scratch):
                                                                                    "pp1->0/warm_start_q"}):
         failures.append(f"{name}: plan.json policy {plan.get('policy')}, codec states {plan.get('codec_states')}")
     return failures
+
+
+# The telemetry entry points that need no device (ptrain-run calls them before and between steps): the site
+# table, the mode's argument check, and the metrics refused before ptrain_step_init.
+TELEMETRY_PROBE = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.ptrain_step_last_error.restype = ctypes.c_char_p
+lib.ptrain_step_num_codec_sites.restype = ctypes.c_int64
+lib.ptrain_step_codec_site_name.restype = ctypes.c_char_p
+lib.ptrain_step_codec_site_name.argtypes = [ctypes.c_int64]
+lib.ptrain_step_set_telemetry.argtypes = [ctypes.c_int32]
+n = lib.ptrain_step_num_codec_sites()
+print("sites", n, [lib.ptrain_step_codec_site_name(i).decode() for i in range(n)], lib.ptrain_step_codec_site_name(n))
+print("mode 3", lib.ptrain_step_set_telemetry(3), lib.ptrain_step_last_error().decode())
+print("mode 2", lib.ptrain_step_set_telemetry(2), "mode 0", lib.ptrain_step_set_telemetry(0))
+out = (ctypes.c_double * (6 * n * 2))()
+print("before init", lib.ptrain_step_codec_telemetry(out), lib.ptrain_step_last_error().decode())
+"""
+
+
+def check_telemetry_entry_points(name, lib):
+    probe = subprocess.run([sys.executable, "-c", TELEMETRY_PROBE, lib], capture_output=True, text=True, timeout=120)
+    print(f"{name}: telemetry entry points without a device:\n  " + probe.stdout.strip().replace("\n", "\n  "))
+    want = ["sites 1 ['pp1->0'] None",
+            "mode 3 1 ptrain_step_set_telemetry: mode 3 is not 0 (off), 1 (capture) or 2 (measure)",
+            "mode 2 0 mode 0 0", "before init 1 ptrain_step_codec_telemetry: call ptrain_step_init first"]
+    if probe.returncode != 0 or probe.stdout.strip().splitlines() != want:
+        return [f"{name}: the telemetry probe printed {probe.stdout!r} (exit {probe.returncode}, {probe.stderr!r}), "
+                f"expected {want}"]
+    return []
+
+
+def check_stage_state_bytes(name, text, plan):
+    """Each rank's d_states holds its stage's states (kStage<s>StateBytes), reported in plan.json; every stage's
+    block is smaller than the module's, and together they hold at least every state once."""
+    stages = [int(b) for b in re.findall(r"constexpr int64_t kStage\d+StateBytes = (\d+);", text)]
+    module = int(re.search(r"constexpr int64_t kStateBytes = (\d+);", text).group(1))
+    reported = plan.get("cuda_state_bytes", {})
+    print(f"{name}: device states per rank {stages} bytes (the module's {module}); plan.json {reported}")
+    if reported != {"per_stage": stages, "module": module} or len(stages) != plan.get("pp"):
+        return [f"{name}: plan.json cuda_state_bytes {reported}, step.cu {stages} / {module}"]
+    if not all(b < module for b in stages) or sum(stages) < module:
+        return [f"{name}: stage blocks {stages} do not split the module's {module} bytes"]
+    return []
 
 
 # Calls ptrain_step_init of a multi-rank CUDA step in a world of 1 (mpirun -np 1): the step's own world check.

@@ -2,12 +2,14 @@
 // RUN: FileCheck %s --input-file %t.cu
 // RUN: FileCheck %s --check-prefix=TRAFFIC --input-file %t.cu
 // RUN: FileCheck %s --check-prefix=CONNECT --input-file %t.cu
+// RUN: FileCheck %s --check-prefix=TELEMETRY --input-file %t.cu
 // RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t.cu
 
 // A compressed pipeline edge on CUDA (docs/CodegenCuda.md, "Codecs"): stage 1 encodes its gradient with 8-bit
 // quantization and error feedback (the residual a state of stage 1 only), sends the packed bytes (i8) and the
 // scales over NCCL in one group; stage 0 receives both and decodes. Then the traffic entry points over the NCCL
-// communicators' counters (gathered over MPI).
+// communicators' counters (gathered over MPI), and the codec telemetry of --emit-cpp (the same site table and
+// entry points) measured on the device.
 
 module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
   ptrain.grid @grid(pp = 2)
@@ -102,3 +104,30 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // TRAFFIC: PTRAIN_STEP_CALL(ptrain_nccl_reset_traffic(comm_grid_pp));
 // TRAFFIC-NEXT: if (comm_pp_1_to_0)
 // TRAFFIC-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_reset_traffic(comm_pp_1_to_0));
+
+// Codec telemetry (docs/CodegenCuda.md, "Codec telemetry"): one site per error-feedback residual, the CPU
+// target's table and fields; the record helper allocates the site's previous input on the device at its first
+// use and measures with the CUDA kernel on the encode's device buffers.
+// TELEMETRY: constexpr int64_t kNumCodecSites = 1;
+// TELEMETRY: const char *const kCodecSiteNames[kNumCodecSites] = {"pp1->0"};
+// TELEMETRY-NOT: codec_site_0_previous_g[
+// TELEMETRY: CodecSiteTelemetry codecSites[kNumCodecSites] = {{[{][{]}}nullptr, 32, false, 0, 0, 0, 0, 0, 0{{[}][}]}};
+// TELEMETRY-LABEL: ptrain_status_t recordCodecSite(int64_t site, const float *g, const float *residual, const float *newResidual) {
+// TELEMETRY: if (!t.previousG) {
+// TELEMETRY: PTRAIN_STEP_CALL(ptrain_cuda_malloc(4 * t.numel, &p));
+// TELEMETRY: PTRAIN_STEP_CALL(ptrain_cuda_codec_metrics_f32(g, residual, newResidual, nullptr, t.hasPrevious ? t.previousG : nullptr, t.numel,
+// TELEMETRY-NEXT: t.previousG, &m));
+// TELEMETRY-NOT: ptrain_codec_metrics_f32(
+// After stage 1's encode: the input, the old residual (the state in place) and the kernel's new residual.
+// TELEMETRY-LABEL: ptrain_status_t device_stage1_train({{.*}}) {
+// TELEMETRY: float *[[OLD:v[0-9]+]] = reinterpret_cast<float *>(d_states + 0);
+// TELEMETRY: PTRAIN_STEP_CALL(ptrain_cuda_quant_encode_f32([[G:v[0-9]+]], [[NEW:v[0-9]+]],
+// TELEMETRY-NEXT: // Codec telemetry of site "pp1->0" (ptrain_step_set_telemetry).
+// TELEMETRY-NEXT: if (ptrain_telemetry_mode != 0)
+// TELEMETRY-NEXT: PTRAIN_STEP_CALL(recordCodecSite(0, [[G]], [[OLD]], [[NEW]]));
+// The entry points ptrain-run calls: sites, mode, and the metrics all-gathered over MPI.
+// TELEMETRY: extern "C" PTRAIN_STEP_API int64_t ptrain_step_num_codec_sites(void) { return kNumCodecSites; }
+// TELEMETRY: extern "C" PTRAIN_STEP_API const char *ptrain_step_codec_site_name(int64_t site) {
+// TELEMETRY: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_set_telemetry(int32_t mode) {
+// TELEMETRY: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_codec_telemetry(double *out_metrics) {
+// TELEMETRY: PTRAIN_STEP_CALL(ptrain_all_gather_start(ptrain_world, local, out_metrics, kNumCodecSites * kNumCodecFields, PTRAIN_DTYPE_F64, &request));
