@@ -1,6 +1,7 @@
 // RUN: ptrain-translate --emit-cuda %s -o %t.cu
 // RUN: FileCheck %s --input-file %t.cu
 // RUN: FileCheck %s --check-prefix=NOCPU --input-file %t.cu
+// RUN: FileCheck %s --check-prefix=TELEMETRY --input-file %t.cu
 // RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t.cu
 
 // Every codec op onto the CUDA runtime's codec kernels (lib/Target/Cuda/EmitCudaCodecs.cpp): the arguments of
@@ -134,3 +135,13 @@ module {
     return %d, %dh : tensor<4x64x128xf32>, tensor<4x64x128xf32>
   }
 }
+
+// Codec telemetry on one process: the site of the error-feedback residual "link/residual" (PowerSGD and bf16
+// update it), recorded after each of their encodes with the CUDA metrics kernel; the metrics copied out, no MPI.
+// TELEMETRY: const char *const kCodecSiteNames[kNumCodecSites] = {"link"};
+// TELEMETRY: PTRAIN_STEP_CALL(ptrain_cuda_codec_metrics_f32(g, residual, newResidual, nullptr,
+// TELEMETRY-COUNT-2: PTRAIN_STEP_CALL(recordCodecSite(0, d_arg0,
+// TELEMETRY-NOT: recordCodecSite(
+// TELEMETRY-LABEL: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_codec_telemetry(double *out_metrics) {
+// TELEMETRY-NOT: ptrain_all_gather_start
+// TELEMETRY: out_metrics[i] = local[i];

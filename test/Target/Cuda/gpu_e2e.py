@@ -133,6 +133,22 @@ def build_codec_steps(build, source, scratch):
     return libs
 
 
+def compare_codec_telemetry(name, cuda, cpu, exact):
+    """The codec telemetry of the three calls (ptrain_step_codec_telemetry: per site compressions, mean error,
+    last residual norm, mean LEP cosine, cosines, mean input norm): the CUDA kernel's against the CPU's, the
+    counts equal, the values within 1e-9 relative where the codec is bit-exact (the same buffers, fp64 sums in
+    another order) and 1e-3 for PowerSGD (its residual within 1e-4)."""
+    tolerance = 1e-9 if exact else 1e-3
+    print(f"codec {name}: telemetry per site (compressions, error, residual norm, LEP cosine, cosines, input "
+          f"norm): cuda {cuda.tolist()} cpu {cpu.tolist()}")
+    if not np.array_equal(cuda[0::6], cpu[0::6]) or not np.array_equal(cuda[4::6], cpu[4::6]):
+        return [f"codec {name}: telemetry counts differ: cuda {cuda.tolist()} cpu {cpu.tolist()}"]
+    worst = float(np.max(np.abs(cuda - cpu) / np.maximum(np.abs(cpu), 1e-30))) if cpu.size else 0.0
+    if worst > tolerance:
+        return [f"codec {name}: telemetry differs by {worst:.2e} relative (> {tolerance})"]
+    return []
+
+
 def check_codecs(build, source, scratch):
     failures = []
     libs = build_codec_steps(build, source, scratch)
@@ -141,8 +157,10 @@ def check_codecs(build, source, scratch):
     inputs = [rng.standard_normal((4, 64, 128)).astype(np.float32) for _ in range(3)]
     for name, results, exact, touched in CODEC_FUNCTIONS:
         got, state = {}, {}
+        metrics = {}
         for target, lib in libs.items():
             check(lib, lib.ptrain_step_init(onnx_file), f"codecs {target} init")  # fresh codec states
+            check(lib, lib.ptrain_step_set_telemetry(2), f"codecs {target} telemetry on")
             got[target] = []
             for g in inputs:
                 outs = [np.zeros((4, 64, 128), np.float32) for _ in range(results)]
@@ -151,6 +169,12 @@ def check_codecs(build, source, scratch):
             if target == "cuda":
                 check(lib, lib.ptrain_step_pull_states(), "codecs cuda pull_states")
             state[target] = states(lib)
+            metrics[target] = np.zeros(6 * lib.ptrain_step_num_codec_sites())
+            check(lib, lib.ptrain_step_codec_telemetry(metrics[target].ctypes.data_as(ctypes.c_void_p)),
+                  f"codecs {target} telemetry")
+        failures += compare_codec_telemetry(name, metrics["cuda"], metrics["cpu"], exact)
+        if "link/residual" in touched and not metrics["cpu"][0::6].sum():
+            failures.append(f"codec {name}: no compression measured at its error-feedback site")
         pairs = [(a, b) for call_c, call_p in zip(got["cuda"], got["cpu"]) for a, b in zip(call_c, call_p)]
         pairs += [(state["cuda"][k], state["cpu"][k]) for k in touched]
         worst = max(relative(a, b) for a, b in pairs)
