@@ -223,8 +223,7 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value bu
 /// communication of --ptrain-lower-to-runtime (NCCL) with the pipeline codecs (EmitCudaCodecs.h).
 LogicalResult FunctionEmitter::checkOps() {
   if (!func.getBody().hasOneBlock())
-    return emitError(func.getLoc(), "--emit-cuda: function @")
-           << func.getSymName() << " has control flow (more than one block)";
+    return emitError(func.getLoc(), "--emit-cuda: function @") << func.getSymName() << " has control flow (more than one block)";
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
     if (failed(checkType(func, type, "argument #" + Twine(i))))
       return failure();
@@ -949,8 +948,8 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
       << stringifyStateKind(state.getKind()) << " : " << type;
     if (!pipeline)
       s << ", device offset " << info.offset;
-    for (auto &[stage, layout] : pipeline ? storage.stages.byStage : std::map<int64_t, StageStates::Stage>())
-      if (auto it = layout.offsets.find(state.getSymNameAttr()); it != layout.offsets.end())
+    for (auto &[stage, layout] : storage.stages.byStage)
+      if (auto it = layout.offsets.find(state.getSymNameAttr()); pipeline && it != layout.offsets.end())
         s << ", stage " << stage << " device offset " << it->second;
     s << "\n";
     s << "alignas(64) " << elementCType(type.getElementType()) << " " << info.var << "["
