@@ -19,7 +19,11 @@
    A compressed pp2 plan (--policy optimus-cc: CB's PowerSGD with LEP on the cool-down backward send 1 -> 0)
    through nvcc: step.cu calls the CUDA PowerSGD encoder and decoder under the ptrain.compress /
    ptrain.decompress op blocks, sends and receives the codes P and Q on the 1 -> 0 channel, and holds the
-   residual and the warm-start Q in the device state block and stage 1's state table (init and checkpoints).
+   residual and the warm-start Q in the device state block and stage 1's state table (init and checkpoints),
+   and exports the codec telemetry (the CUDA metrics kernel after the encode), whose entry points run here
+   without a device (ctypes: the site table, the mode's check, the metrics refused before init). Every
+   pipeline destroys its streams at ptrain_step_finalize and gives each rank only its stage's states
+   (kStage<s>StateBytes, each below the module's, equal to plan.json's cuda_state_bytes).
 4. The world size, without touching a GPU: ptrain-run --np 3 on the pp2 plan is the launcher's error naming
    the plan's 2 ranks; the generated ptrain_step_init under mpirun -np 1 refuses the world of 1 by itself
    (it checks MPI_COMM_WORLD before any device call); ptrain-run with the right world is the device error.
