@@ -277,7 +277,25 @@ def read_labels(labels_dir, data, train, val):
 
 # --- the launcher -------------------------------------------------------------------------------------------
 
-def launch(args):
+def torchrun_world():
+    """WORLD_SIZE when this process was started by torchrun (or any launcher setting RANK and WORLD_SIZE) and
+    not by mpirun: then ptrain-run is that one rank and launches nothing."""
+    env = os.environ
+    if "RANK" not in env or "WORLD_SIZE" not in env or "OMPI_COMM_WORLD_SIZE" in env:
+        return None
+    try:
+        rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
+    except ValueError:
+        raise RunError(f"RANK={env['RANK']!r}, WORLD_SIZE={env['WORLD_SIZE']!r}: expected integers (torchrun's "
+                       "environment)")
+    if world < 1 or not 0 <= rank < world:
+        raise RunError(f"RANK={rank}, WORLD_SIZE={world}: expected 0 <= RANK < WORLD_SIZE (torchrun's environment)")
+    return world
+
+
+def prepare(args, torchrun=None):
+    """Checks everything a rank would find out too late (module docstring); returns (plan, world, launcher). Under
+    torchrun (its WORLD_SIZE given) the world must be the plan's, and a --target cpu step must be alone."""
     plan = load_plan(args.out)
     # Too little data, or bytes that are no token of the model, is the launcher's error, not every rank's.
     train, val = read_data(*data_files(args.data), plan["seq"])
@@ -290,13 +308,33 @@ def launch(args):
                        f"data whose bytes are below {plan['vocab']})")
     dp, tp = plan.get("dp", 1), plan.get("tp", 1)
     world = dp * plan["pp"] * tp
+    grid = (f"dp * pp = {dp} * {plan['pp']}" if tp == 1 else f"dp * pp * tp = {dp} * {plan['pp']} * {tp}")
+    cuda = plan.get("target") == "cuda"
+    if torchrun is not None:
+        if torchrun != world:
+            raise RunError(f"WORLD_SIZE={torchrun} (torchrun's environment): the step in {args.out} was compiled for "
+                           f"{grid} = {world} ranks; launch it with torchrun --nproc-per-node {world} (one process "
+                           "per GPU), or with ptrain-run alone")
+        if not cuda and world > 1:
+            raise RunError(f"the step in {args.out} is a --target cpu step of {world} ranks: it communicates over MPI "
+                           "and cannot run under torchrun (RANK/WORLD_SIZE without mpirun); run ptrain-run without "
+                           "torchrun (it starts mpirun), or compile with --target cuda")
     np_ = world if args.np is None else args.np
     if np_ != world:
-        grid = (f"dp * pp = {dp} * {plan['pp']}" if tp == 1 else f"dp * pp * tp = {dp} * {plan['pp']} * {tp}")
         raise RunError(f"--np {np_}: the step in {args.out} was compiled for {grid} = {world} ranks (one per "
                        f"pipeline stage, data-parallel replica and tensor-parallel part); use --np {world}")
-    if plan.get("target") == "cuda":
-        # One process per GPU: NCCL refuses two ranks on one device ("Duplicate GPU detected").
+    launcher = args.launcher or ("env" if cuda else "mpirun")
+    if torchrun is None and launcher == "env" and not cuda and world > 1:
+        raise RunError(f"--launcher env: the step in {args.out} is a --target cpu step of {world} ranks, and the CPU "
+                       "step communicates over MPI: only a world of 1 runs without mpirun; use --launcher mpirun "
+                       "(the default for CPU plans), or compile with --target cuda")
+    if launcher == "env" and args.mpirun_args:
+        raise RunError(f"--mpirun-args '{args.mpirun_args}': only with --launcher mpirun (this run launches with "
+                       f"{'torchrun' if torchrun is not None else '--launcher env'})")
+    # One process per GPU: NCCL refuses two ranks on one device ("Duplicate GPU detected"). Under torchrun each
+    # rank's ptrain_step_init finds its device (the machine may be one of several). PTRAIN_RUN_DEVICE_PROBE=0
+    # (the tests) leaves the device error to the ranks themselves.
+    if cuda and torchrun is None and os.environ.get("PTRAIN_RUN_DEVICE_PROBE", "1") != "0":
         devices = cuda_devices(plan["library"])
         if devices < world:
             raise RunError(f"{args.out} was compiled with --target cuda for {world} ranks, one process per GPU, but "
@@ -323,32 +361,57 @@ def launch(args):
             raise RunError(f"{flag} {path}: the folder {folder} does not exist or is not writable")
     if args.telemetry_every < 0:
         raise RunError(f"--telemetry-every {args.telemetry_every}: must be >= 0 (0: off)")
+    return plan, world, launcher
+
+
+def rank_defaults(env, timeout):
+    """The environment of every rank: one BLAS thread (ranks share the cores), the communication deadline."""
+    env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PTRAIN_COMM_TIMEOUT_S": str(timeout)})
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    return env
+
+
+def launch(args):
+    plan, world, launcher = prepare(args)
     try:
         mpirun_args = shlex.split(args.mpirun_args)
     except ValueError as e:  # e.g. an unbalanced quote: shlex's message, not a traceback
         raise RunError(f"--mpirun-args '{args.mpirun_args}': {e}")
-    mpirun = shutil.which("mpirun")
-    if not mpirun:
-        raise RunError("mpirun not found (Debian: openmpi-bin)")
-    env = dict(os.environ)
-    env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-                "PTRAIN_COMM_TIMEOUT_S": str(args.timeout)})
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
-    cmd = [mpirun, "-np", str(np_), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1",
-           "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS", "-x", "PTRAIN_COMM_TIMEOUT_S",
-           *mpirun_args, sys.executable, os.path.abspath(__file__), "--worker", *args.argv]
+    env = rank_defaults(dict(os.environ), args.timeout)
+    worker = [sys.executable, os.path.abspath(__file__), "--worker", *args.argv]
+    if launcher == "mpirun":
+        mpirun = shutil.which("mpirun")
+        if not mpirun:
+            raise RunError("mpirun not found (Debian: openmpi-bin)")
+        cmd = [mpirun, "-np", str(world), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1",
+               "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS", "-x", "PTRAIN_COMM_TIMEOUT_S",
+               *mpirun_args, *worker]
     log = run_log_path(args)
     # A log this run wrote: none before, or a different one (file timestamps come from a coarse clock, so they
     # are compared with the old file's, not with time.time()).
     before = os.stat(log).st_mtime_ns if os.path.isfile(log) else None
-    status = subprocess.call(cmd, env=env)
+    if launcher == "env":  # torchrun-style: one process per rank, supervised here (python/ptrain/launcher.py)
+        from ptrain import launcher as env_launcher
+        status = env_launcher.run_ranks(worker, world, env)
+    else:
+        status = subprocess.call(cmd, env=env)
     if status != 0 and os.path.isfile(log) and os.stat(log).st_mtime_ns != before:
         # No run log that reads like a finished run's: the steps up to the failure stay readable beside it.
         os.replace(log, log + ".failed")
         print(f"ptrain-run: the run failed (exit status {status}); its run log up to the failure is {log}.failed",
               file=sys.stderr, flush=True)
     return status
+
+
+def as_rank(args, world):
+    """Started by torchrun: this process is rank RANK of WORLD_SIZE; nothing is launched."""
+    prepare(args, torchrun=world)
+    for key, value in rank_defaults({}, args.timeout).items():  # What torchrun's user did not set.
+        os.environ.setdefault(key, value)
+    args.worker = True  # From here on an error ends this rank like a worker's.
+    work(args)
+    return 0
 
 
 def per_replica_states(plan):
@@ -805,6 +868,10 @@ def parser():
     p.add_argument("--no-plots", action="store_true", help="do not draw the run log's PNGs at the end")
     p.add_argument("--memory-log", default=None,
                    help="each rank writes PATH.rank<r>.json: the resident bytes of its states and arenas at the end")
+    p.add_argument("--launcher", choices=("env", "mpirun"), default=None,
+                   help="how the ranks start: env (one process per rank with torchrun's RANK/WORLD_SIZE/MASTER_ADDR/"
+                        "MASTER_PORT; the default for --target cuda plans) or mpirun (the default for CPU plans, "
+                        "whose step communicates over MPI)")
     p.add_argument("--mpirun-args", default="",
                    help='more mpirun options, after the defaults (e.g. "--host a:1,b:1 --mca btl tcp,self")')
     p.add_argument("--labels", default=None, metavar="DIR",
@@ -814,27 +881,39 @@ def parser():
     return p
 
 
+def rank_name():
+    return os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("RANK", "?"))
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(argv)
     args.argv = [a for a in argv if a != "--worker"]
     try:
         if not args.worker:
-            return launch(args)
+            world = torchrun_world()
+            return launch(args) if world is None else as_rank(args, world)
         work(args)
         return 0
+    except KeyboardInterrupt:  # Ctrl-C, or the env launcher's forwarded SIGINT: no traceback per rank.
+        print(f"ptrain-run: rank {rank_name()}: interrupted" if args.worker else "ptrain-run: interrupted",
+              file=sys.stderr, flush=True)
+        if args.worker:
+            os._exit(130)
+        return 130
     except (RunError, OSError) as e:
         # An OSError (a log or checkpoint that cannot be written) is a message naming the file, no traceback.
         message = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename else e
         print(f"ptrain-run: error: {message}", file=sys.stderr, flush=True)
         # A worker ends every rank (MPI_Abort), also those stalled in compute or a sleep; if that is not
-        # possible it leaves without finalizing MPI, and mpirun then ends the other ranks (no hang).
+        # possible it leaves without finalizing MPI, and mpirun then ends the other ranks (no hang). Without
+        # mpirun (torchrun, --launcher env) there is no MPI job to abort: the launcher ends the other ranks.
         if args.worker:
-            if _STEP is not None:
+            if _STEP is not None and "OMPI_COMM_WORLD_RANK" in os.environ:
                 # Said here, not left to mpirun: Open MPI's own MPI_ABORT banner goes through show_help, which
                 # can fail ("Out of resource") and print nothing, e.g. as root in a container.
-                print(f"ptrain-run: rank {os.environ.get('OMPI_COMM_WORLD_RANK', '?')} ends the job with MPI_Abort "
-                      "(error code 1)", file=sys.stderr, flush=True)
+                print(f"ptrain-run: rank {rank_name()} ends the job with MPI_Abort (error code 1)", file=sys.stderr,
+                      flush=True)
                 _STEP.lib.ptrain_step_abort(1)
             os._exit(1)
         return 1
