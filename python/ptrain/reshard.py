@@ -18,9 +18,9 @@ replica d's PATH...dp<d>. Per state of the rank's table (ptrain_step_states), by
 
 Any other state missing from the old files is an error naming the key and the file. Every old file is read
 through the runtime's loader (checksum, keys, shapes) before anything changes; the rank's new values are written
-with the runtime's ptrain_checkpoint_save to a private temporary file that ptrain_step_load reads (the same path
-on both targets: on CUDA it copies them to the device), then removed. The launcher prints every state not
-copied (warn), one line per key, before any rank starts.
+with the runtime's ptrain_checkpoint_save to a private temporary file (in TMPDIR) that ptrain_step_load reads
+(the same path on both targets: on CUDA it copies them to the device), then removed. The launcher warns before
+any rank starts: one line per averaged or reset state, one for the initialized and one for the dropped ones.
 """
 
 import ctypes
@@ -63,8 +63,8 @@ def describe(key, how, old_dp, new_dp, count=1):
                      f"the data-parallel degree, {change})",
             "init": f"initialized {states} the checkpoint at dp {old_dp} does not hold to their initial values "
                     f"({change}): {key}",
-            "drop": f"dropped {count} state(s) of the checkpoint that the plan at dp {new_dp} does not hold ({change}): "
-                    f"{key}"}[how]
+            "drop": f"dropped {count} state(s) of the checkpoint that the plan at dp {new_dp} does not hold "
+                    f"({change}): {key}"}[how]
 
 
 def report(plan, checkpoint, headers, old_dp, replicas):
@@ -135,7 +135,7 @@ def load(step, files):
         value = np.ascontiguousarray(value, current.dtype)
         keep += [value, d.key]
         out[i] = export.StateDesc(d.key, value.ctypes.data, d.dtype, d.kind, d.rank, d.dims, d.init, d.init_seed)
-    fd, tmp = tempfile.mkstemp(prefix=".resharded-", dir=os.path.dirname(os.path.abspath(files[0])))
+    fd, tmp = tempfile.mkstemp(prefix="ptrain-resharded-")  # In TMPDIR: the checkpoint's folder may be read-only
     os.close(fd)
     try:
         if lib.ptrain_checkpoint_save(out, ctypes.c_int64(n), tmp.encode()) != 0:

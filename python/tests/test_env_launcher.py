@@ -11,8 +11,6 @@ import sys
 import textwrap
 import time
 
-import pytest
-
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from ptrain import launcher  # noqa: E402
