@@ -4,7 +4,9 @@ window (every rank reported it after mpirun started), and a --checkpoint folder 
 out by ptrain_step_save after the last training step), and a plan.json that is not the plan embedded in
 libstep.so (a hand-edited seq made every rank read past its token buffer), data bytes outside the vocabulary,
 --val-batches 0, a --timeout that is not positive, --log/--memory-log folders that do not exist, --mpirun-args
-that do not split into words; a failed run's log is renamed RUN.jsonl.failed."""
+that do not split into words; a failed run's log is renamed RUN.jsonl.failed. The launchers: --launcher env
+refuses a multi-rank CPU plan and runs a one-rank one; started with torchrun's RANK/WORLD_SIZE, ptrain-run is that
+rank (a WORLD_SIZE other than the plan's, a bad RANK and a multi-rank CPU plan are refused)."""
 
 import json
 import os
