@@ -14,13 +14,9 @@
 #ifndef PTRAIN_RUNTIME_COMMON_DROPOUTMASK_H
 #define PTRAIN_RUNTIME_COMMON_DROPOUTMASK_H
 
-#include <cstdint>
+#include "common/HostDevice.h"
 
-#ifdef __CUDACC__
-#define PTRAIN_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define PTRAIN_HOST_DEVICE inline
-#endif
+#include <cstdint>
 
 namespace ptrain::runtime {
 
@@ -55,7 +51,5 @@ PTRAIN_HOST_DEVICE int64_t dropoutGlobalIndex(int64_t i, int64_t mid, int64_t in
 }
 
 } // namespace ptrain::runtime
-
-#undef PTRAIN_HOST_DEVICE
 
 #endif // PTRAIN_RUNTIME_COMMON_DROPOUTMASK_H

@@ -8,10 +8,12 @@
 // device pointers, the dims arrays HOST arrays (BroadcastLayout.h). A mask has
 // the CPU target's byte layout: one uint8_t per element, 0 or 1 (any non-zero
 // byte reads as true). Bit for bit the CPU's: comparisons of the values
-// themselves, select a byte copy of the chosen element.
+// themselves (common/CompareValues.h, the CPU kernels' definition), select a
+// byte copy of the chosen element.
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/CompareValues.h"
 #include "cuda/BroadcastLayout.h"
 #include "cuda/Device.h"
 #include "cuda/GridStride.h"
@@ -22,24 +24,11 @@ using namespace ptrain::cuda;
 
 namespace {
 
-template <typename T> __device__ __forceinline__ bool compareValues(int32_t kind, T a, T b) {
-  switch (kind) {
-  case PTRAIN_COMPARE_EQ:
-    return a == b;
-  case PTRAIN_COMPARE_LT:
-    return a < b;
-  case PTRAIN_COMPARE_LE:
-    return a <= b;
-  case PTRAIN_COMPARE_GT:
-    return a > b;
-  default: // PTRAIN_COMPARE_GE, checked on the host
-    return a >= b;
-  }
-}
-
 template <typename T>
 __global__ void compareKernel(int32_t kind, const T *a, Layout la, const T *b, Layout lb, int64_t n, uint8_t *out) {
-  PTRAIN_GRID_STRIDE(i, n) { out[i] = compareValues(kind, a[offsetOf(la, i)], b[offsetOf(lb, i)]) ? 1 : 0; }
+  PTRAIN_GRID_STRIDE(i, n) {
+    out[i] = ptrain::runtime::compareValues(kind, a[offsetOf(la, i)], b[offsetOf(lb, i)]) ? 1 : 0;
+  }
 }
 
 __global__ void logicalKernel(int32_t kind, const uint8_t *a, Layout la, const uint8_t *b, Layout lb, int64_t n,

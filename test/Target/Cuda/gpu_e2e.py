@@ -216,35 +216,40 @@ def check_model_ops(build, source, scratch):
     return failures
 
 
-def check_llama(build, source, scratch):
-    """Section 6: the LLaMA-style fixture's loss and gradients, CUDA against CPU."""
+def compare_gradients(build, source, scratch, name, batch, *extra, model="models/gpt/gpt.onnx"):
+    """One step with --optimizer none on both targets (`batch(plan)`: the int64 tokens): the CUDA loss and every
+    gradient against the CPU's within TOLERANCE relative (max|a - b| / max|b| per tensor)."""
     failures = []
     results = {}
     for target in ("cpu", "cuda"):
-        plan, lib = compile_step(build, source, os.path.join(scratch, f"llama-{target}"), target, "--optimizer", "none",
-                                 "--import-options", "--signature auto",
-                                 model="test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx")
-        check(lib, lib.ptrain_step_init(None), f"llama {target} init")
-        tokens = np.random.default_rng(5).integers(0, plan["vocab"], (plan["batch"], plan["seq"]), dtype=np.int64)
+        plan, lib = compile_step(build, source, os.path.join(scratch, f"{name}-none-{target}"), target, "--optimizer",
+                                 "none", *extra, model=model)
+        check(lib, lib.ptrain_step_init(None), f"{name} {target} init")
+        tokens = np.ascontiguousarray(batch(plan), np.int64)
         outs = [np.zeros(r["shape"], np.float32) for r in plan["train_step_results"]]
         check(lib, lib.ptrain_step_train_step(tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)),
-                                              *[f32p(o) for o in outs]), f"llama {target} train_step")
+                                              *[f32p(o) for o in outs]), f"{name} {target} train_step")
         results[target] = (plan, outs)
     plan, cpu = results["cpu"]
     cuda = results["cuda"][1]
     loss_err = relative(cuda[0], cpu[0])
-    print(f"llama loss: cuda {float(cuda[0]):.8f} cpu {float(cpu[0]):.8f} relative {loss_err:.2e}")
+    print(f"{name} loss: cuda {float(cuda[0]):.8f} cpu {float(cpu[0]):.8f} relative {loss_err:.2e}")
     if not loss_err <= TOLERANCE:
-        failures.append(f"llama: loss relative error {loss_err:.2e}")
+        failures.append(f"{name}: loss relative error {loss_err:.2e}")
     errors = [(relative(got, want), r["grad_of"]) for r, got, want in
               zip(plan["train_step_results"][1:], cuda[1:], cpu[1:])]
     worst = max(errors)
-    print(f"llama: {len(errors)} gradients: max relative error {worst[0]:.2e} ({worst[1]})")
-    failures += [f"llama: gradient of {key}: relative error {err:.2e}" for err, key in errors if not err <= TOLERANCE]
-    if len(errors) < 10:
-        failures.append(f"llama: only {len(errors)} gradients in the plan")
+    print(f"{name}: {len(errors)} gradients: max relative error {worst[0]:.2e} ({worst[1]})")
+    failures += [f"{name}: gradient of {key}: relative error {err:.2e}" for err, key in errors if not err <= TOLERANCE]
     return failures
 
+
+def check_llama(build, source, scratch):
+    """Section 6: the LLaMA-style fixture's loss and gradients, CUDA against CPU, on one random batch."""
+    return compare_gradients(
+        build, source, scratch, "llama",
+        lambda plan: np.random.default_rng(5).integers(0, plan["vocab"], (plan["batch"], plan["seq"])),
+        "--import-options", "--signature auto", model="test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx")
 
 def compare_three_steps(build, source, scratch, tok_p, name, options, checkpoint=False):
     """Three steps of the step compiled with `options` for both targets: each loss and the parameters after
@@ -300,27 +305,7 @@ def main(build, source, scratch):
     failures = []
 
     # --- 1. optimizer=none: loss and gradients, CUDA against CPU.
-    results = {}
-    for target in ("cpu", "cuda"):
-        plan, lib = compile_step(build, source, os.path.join(scratch, f"none-{target}"), target, "--optimizer", "none")
-        check(lib, lib.ptrain_step_init(None), f"{target} init")
-        outs = [np.zeros(r["shape"], np.float32) for r in plan["train_step_results"]]
-        check(lib, lib.ptrain_step_train_step(tok_p, *[f32p(o) for o in outs]), f"{target} train_step")
-        results[target] = (plan, outs)
-    plan, cpu = results["cpu"]
-    cuda = results["cuda"][1]
-    loss_err = relative(cuda[0], cpu[0])
-    print(f"loss: cuda {float(cuda[0]):.8f} cpu {float(cpu[0]):.8f} relative {loss_err:.2e}")
-    if not loss_err <= TOLERANCE:
-        failures.append(f"loss relative error {loss_err:.2e}")
-    worst, worst_key = 0.0, ""
-    for r, got, want in zip(plan["train_step_results"][1:], cuda[1:], cpu[1:]):
-        err = relative(got, want)
-        if err > worst:
-            worst, worst_key = err, r["grad_of"]
-        if not err <= TOLERANCE:
-            failures.append(f"gradient of {r['grad_of']}: relative error {err:.2e}")
-    print(f"{len(cpu) - 1} gradients: max relative error {worst:.2e} ({worst_key})")
+    failures += compare_gradients(build, source, scratch, "gpt", lambda plan: tokens)
 
     # --- 2. optimizer=adamw: three steps, CUDA against CPU; checkpoints.
     failures += compare_three_steps(build, source, scratch, tok_p, "adamw", ["--optimizer", "adamw", "--lr", "1e-3",
