@@ -22,8 +22,9 @@ inline int64_t stateElemBytes(ptrain_dtype_t dtype) {
 
 /// Checks every descriptor (key, data, dtype, rank, dims, unique keys) and
 /// stores each state's byte size in `outBytes[i]` (allocated by the caller).
-ptrain_status_t checkStateTable(const char *call, const ptrain_state_desc_t *states, int64_t numStates,
-                                int64_t *outBytes);
+ptrain_status_t checkStateTable(const char *call,
+                                const ptrain_state_desc_t *states,
+                                int64_t numStates, int64_t *outBytes);
 
 /// Per-state byte sizes, freed with std::free (allocArray's memory).
 struct FreeDeleter {

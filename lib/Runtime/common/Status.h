@@ -17,8 +17,8 @@ namespace ptrain::runtime {
 
 /// Records "<call>: <printf-formatted message>" as this thread's last error and
 /// returns `status`, so failures read `return fail(ERR, __func__, "...", ...)`.
-ptrain_status_t fail(ptrain_status_t status, const char *call, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+ptrain_status_t fail(ptrain_status_t status, const char *call, const char *fmt,
+                     ...) __attribute__((format(printf, 3, 4)));
 
 /// malloc that never returns nullptr for 0 bytes; nullptr means out of memory.
 void *allocBytes(size_t bytes);
@@ -34,25 +34,28 @@ template <typename T> T *allocArray(int64_t count) {
 } // namespace ptrain::runtime
 
 /// Returns INVALID_ARGUMENT from the enclosing call when `cond` does not hold.
-#define PTRAIN_CHECK_ARG(cond, ...)                                                                                    \
-  do {                                                                                                                 \
-    if (!(cond))                                                                                                       \
-      return ::ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, __VA_ARGS__);                            \
+#define PTRAIN_CHECK_ARG(cond, ...)                                            \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      return ::ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,  \
+                                     __VA_ARGS__);                             \
   } while (0)
 
 /// Checks that a required pointer is non-null.
-#define PTRAIN_CHECK_PTR(ptr) PTRAIN_CHECK_ARG((ptr) != nullptr, "'%s' must not be null", #ptr)
+#define PTRAIN_CHECK_PTR(ptr)                                                  \
+  PTRAIN_CHECK_ARG((ptr) != nullptr, "'%s' must not be null", #ptr)
 
 /// Checks that a size is non-negative.
-#define PTRAIN_CHECK_SIZE(size)                                                                                        \
-  PTRAIN_CHECK_ARG((size) >= 0, "'%s' must be >= 0, got %lld", #size, static_cast<long long>(size))
+#define PTRAIN_CHECK_SIZE(size)                                                \
+  PTRAIN_CHECK_ARG((size) >= 0, "'%s' must be >= 0, got %lld", #size,          \
+                   static_cast<long long>(size))
 
 /// Propagates a failing status from a nested runtime call (its message stays).
-#define PTRAIN_RETURN_IF_ERROR(expr)                                                                                   \
-  do {                                                                                                                 \
-    ptrain_status_t ptrainStatus_ = (expr);                                                                            \
-    if (ptrainStatus_ != PTRAIN_OK)                                                                                    \
-      return ptrainStatus_;                                                                                            \
+#define PTRAIN_RETURN_IF_ERROR(expr)                                           \
+  do {                                                                         \
+    ptrain_status_t ptrainStatus_ = (expr);                                    \
+    if (ptrainStatus_ != PTRAIN_OK)                                            \
+      return ptrainStatus_;                                                    \
   } while (0)
 
 #endif // PTRAIN_RUNTIME_COMMON_STATUS_H
