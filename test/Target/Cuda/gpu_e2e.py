@@ -24,6 +24,9 @@ skip, without a usable GPU; docs/CodegenCuda.md).
 6. The LLaMA-style fixture (test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx, --signature auto) with
    --optimizer none: the CUDA step's loss and every gradient against the CPU step's on one random batch,
    within 1e-4 relative.
+7. The Hugging Face GPT-2 exported in training mode (test/Import/ONNX/Inputs/exports/gpt2-opset17-training.onnx:
+   7 dropouts drawn on the device, the bool causal mask selected by Where), --optimizer none: the loss and
+   every gradient against the CPU step's within 1e-4 relative (the masks must be the CPU's for that).
 
 Usage: gpu_e2e.py <build-dir> <source-dir> <scratch-dir>
 """
@@ -321,6 +324,11 @@ def main(build, source, scratch):
     failures += check_model_ops(build, source, scratch)
     # --- 6. The LLaMA-style fixture's loss and gradients.
     failures += check_llama(build, source, scratch)
+    # --- 7. The GPT-2 training export (dropout, masks): loss and gradients.
+    failures += compare_gradients(
+        build, source, scratch, "gpt2-training",
+        lambda plan: np.random.default_rng(6).integers(0, plan["vocab"], (plan["batch"], plan["seq"])),
+        model="test/Import/ONNX/Inputs/exports/gpt2-opset17-training.onnx")
 
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))
