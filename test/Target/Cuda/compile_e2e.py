@@ -29,6 +29,10 @@
    device probe off): both ranks of the pp2 plan start and stop at the device error, exit 1 within a minute,
    every rank's error named, no process left; --launcher mpirun the same under mpirun; ptrain-run started
    with torchrun's environment runs as that rank (two stop at the device error, WORLD_SIZE=1 is refused).
+6. The LLaMA-style fixture (test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx, --signature auto; one rank):
+   nvcc builds its AdamW step for sm_80 and sm_90; step.cu calls the CUDA RMS norm, rotary embedding and
+   select (the causal mask, an i1 constant in the device block of constants) under their ONNX node names, and
+   no CPU kernel; the mask constant is a uint8_t array.
 (The option --target cuda refuses, --policy, is a lit test: test/Target/Cuda/ptrain-compile-cuda-errors.test.)
 
 Usage: compile_e2e.py <build-dir> <source-dir> <scratch-dir>
@@ -365,6 +369,39 @@ def check_env_launcher(build, pp2, data):
     want = "WORLD_SIZE=1 (torchrun's environment): the step in"
     if alone.returncode != 1 or want not in alone.stderr or "torchrun --nproc-per-node 2" not in alone.stderr:
         failures.append(f"ptrain-run with WORLD_SIZE=1: expected exit 1 with {want!r} and --nproc-per-node 2")
+
+def check_llama(build, source, scratch):
+    """Section 6: the LLaMA-style fixture's step through nvcc."""
+    failures = []
+    model = os.path.join(source, "test", "Import", "ONNX", "opset18+", "Inputs", "llama_tiny.onnx")
+    out = os.path.join(scratch, "llama")
+    start = time.time()
+    subprocess.run([os.path.join(build, "bin", "ptrain-compile"), model, "--target", "cuda", "-o", out,
+                    "--import-options", "--signature auto"], check=True)
+    print(f"ptrain-compile --target cuda of llama_tiny.onnx: {time.time() - start:.1f} s")
+    lib = os.path.join(out, "libstep.so")
+    archs = fatbin_archs(lib, os.path.join(scratch, "fatbin-llama.bin"))
+    print(f"llama: fat binary of libstep.so: ELF images for {archs}")
+    if not {"sm_80", "sm_90"} <= set(archs):
+        failures.append(f"llama: libstep.so's fat binary has images for {archs}, not sm_80 and sm_90")
+    symbols = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
+    failures += [f"llama: libstep.so does not export {e}" for e in ENTRY_POINTS if f" {e}\n" not in symbols + "\n"]
+    text = open(os.path.join(out, "step.cu")).read()
+    # Each op's block: its ONNX node name, the op, then (after the result pointers) its CUDA call.
+    calls = {}
+    for loc, op, call in re.findall(r'\n  // ("[^"\n]+")[^\n]*\n  // (ptrain\.(?:rms_norm|rotary_embedding|select))\n'
+                                    r'(?:  [^\n]*\n)*?    PTRAIN_STEP_CALL\((ptrain_cuda_[a-z0-9_]+)\(', text):
+        calls.setdefault((op, call), []).append(loc)
+    print("llama: " + ", ".join(f"{len(locs)} {op} -> {call} (e.g. {locs[0]})" for (op, call), locs in calls.items()))
+    for op, call, least in (("ptrain.rms_norm", "ptrain_cuda_rms_norm_fwd_f32", 5),
+                            ("ptrain.rotary_embedding", "ptrain_cuda_rotary_embedding_f32", 4),
+                            ("ptrain.select", "ptrain_cuda_select", 1)):
+        if len(calls.get((op, call), [])) < least:
+            failures.append(f"llama: fewer than {least} {op} blocks calling {call} under an ONNX node name")
+    if re.search(r"PTRAIN_STEP_CALL\(ptrain_(rms_norm|rotary|select|compare|dropout|gemm)", text):
+        failures.append("llama: step.cu calls a CPU kernel")
+    if not re.search(r"alignas\(64\) const uint8_t constant_[0-9]+\[", text):
+        failures.append("llama: no i1 constant (the causal mask) as a uint8_t array in step.cu")
     return failures
 
 
@@ -452,6 +489,9 @@ def main(build, source, scratch):
             failures.append("ptrain-run on pp2: the message names no device error")
     if gpu_count(build) == 0:
         failures += check_env_launcher(build, pp2, data)
+
+    # --- 6. The LLaMA-style fixture through nvcc.
+    failures += check_llama(build, source, scratch)
 
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))
