@@ -15,6 +15,8 @@ cosine of a difference of consecutive gradients amplifies it). The uncompressed 
 (each rank its stage's states from its per-stage d_states, the CPU's format): ptrain-export writes the ONNX
 model from it, and the CPU plan resumes from it for a 4th step whose loss is within 1e-4 relative of the CPU
 run's own 4th step.
+The CUDA runs use ptrain-run's own torchrun-style launcher (its default for CUDA plans); the pp2 plan also
+runs under --launcher mpirun (the NCCL id over MPI instead of the TCP rendezvous): the same losses.
 
 Usage: gpu_multirank_e2e.py <build-dir> <source-dir> <scratch-dir>
 """
@@ -105,17 +107,19 @@ def main(build, source, scratch):
     failures = []
     for plan, options in (("pp2", []), ("pp2-optimus-cc", ["--policy", "optimus-cc"])):
         losses, traffic, telemetry = {}, {}, {}
-        for target in ("cpu", "cuda"):
-            out = os.path.join(scratch, f"{plan}-{target}")
-            subprocess.run([os.path.join(build, "bin", "ptrain-compile"), os.path.join(source, "models/gpt/gpt.onnx"),
-                            "--target", target, "--pp", "2", "--micro-batches", "2", "--lr", "1e-3", *options, "-o",
-                            out], check=True)
+        for target in ("cpu", "cuda", "cuda-mpirun") if plan == "pp2" else ("cpu", "cuda"):
+            out = os.path.join(scratch, f"{plan}-{target.split('-')[0]}")  # cuda-mpirun: the cuda plan again
+            if target != "cuda-mpirun":
+                subprocess.run([os.path.join(build, "bin", "ptrain-compile"),
+                                os.path.join(source, "models/gpt/gpt.onnx"), "--target", target, "--pp", "2",
+                                "--micro-batches", "2", "--lr", "1e-3", *options, "-o", out], check=True)
             log = os.path.join(scratch, f"{plan}-{target}.json")
             run_log = os.path.join(scratch, f"{plan}-{target}.jsonl")
             extra = ["--telemetry-every", "1", "--run-log", run_log] if options else \
                 ["--checkpoint", os.path.join(scratch, f"{plan}-{target}.ckpt")]
             subprocess.run([os.path.join(build, "bin", "ptrain-run"), out, "--data", data, "--steps", "3",
-                            "--val-batches", "2", "--no-plots", "--log", log, "--timeout", "120", *extra], check=True)
+                            "--val-batches", "2", "--no-plots", "--log", log, "--timeout", "120",
+                            *(["--launcher", "mpirun"] if target == "cuda-mpirun" else extra)], check=True)
             with open(log) as f:
                 run = json.load(f)
             if options:
@@ -130,6 +134,9 @@ def main(build, source, scratch):
             print(f"{what}: cuda {got:.7f} cpu {want:.7f} relative {rel:.2e}")
             if rel > TOLERANCE:
                 failures.append(f"{what}: relative difference {rel:.2e} > {TOLERANCE}")
+        if "cuda-mpirun" in losses and losses["cuda-mpirun"] != losses["cuda"]:
+            failures.append(f"{plan}: losses under mpirun {losses['cuda-mpirun']}, under the env launcher "
+                            f"{losses['cuda']}")
         if traffic["cuda"] is None or traffic["cuda"] != traffic["cpu"]:
             failures.append(f"{plan}: bytes per link on CUDA {traffic['cuda']}, on the CPU {traffic['cpu']}")
         if options:
