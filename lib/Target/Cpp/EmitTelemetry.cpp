@@ -127,7 +127,8 @@ void mlir::ptrain::cpp::emitTelemetryState(const CodecSites &sites, const Teleme
        "}\n\n";
 }
 
-void mlir::ptrain::cpp::emitTelemetryEntryPoints(const CodecSites &sites, bool hasWorld, llvm::raw_ostream &s) {
+void mlir::ptrain::cpp::emitTelemetryEntryPoints(const CodecSites &sites, bool hasWorld, llvm::raw_ostream &s,
+                                                 const char *rendezvousGather) {
   if (sites.sites.empty())
     return;
   s << "//===--- Codec telemetry entry points ---===//\n\n";
@@ -149,7 +150,8 @@ void mlir::ptrain::cpp::emitTelemetryEntryPoints(const CodecSites &sites, bool h
     << (hasWorld ? " Collective over every rank (kWorldSize entries)." : " One process (one entry).") << "\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_codec_telemetry(double *out_metrics) {\n";
   if (hasWorld)
-    s << "  if (!ptrain_world)\n    return stepError(\"ptrain_step_codec_telemetry: call ptrain_step_init first\");\n";
+    s << "  if (!ptrain_world" << (rendezvousGather ? " && !ptrain_bootstrap" : "")
+      << ")\n    return stepError(\"ptrain_step_codec_telemetry: call ptrain_step_init first\");\n";
   s << "  if (!out_metrics)\n    return stepError(\"ptrain_step_codec_telemetry: null out_metrics\");\n";
   s << "  double local[kNumCodecSites * kNumCodecFields];\n"
        "  for (int64_t i = 0; i < kNumCodecSites; ++i) {\n"
@@ -163,6 +165,10 @@ void mlir::ptrain::cpp::emitTelemetryEntryPoints(const CodecSites &sites, bool h
        "    f[5] = t.compressions > 0 ? t.inputNormSum / t.compressions : 0.0;\n"
        "    t.compressions = t.errorSum = t.residualNorm = t.cosSum = t.cosCount = t.inputNormSum = 0;\n"
        "  }\n";
+  if (hasWorld && rendezvousGather)
+    s << "  if (ptrain_bootstrap) { // a torchrun-style launch: the rendezvous' TCP all-gather, rank-major\n"
+      << "    PTRAIN_STEP_CALL(" << rendezvousGather << "(ptrain_bootstrap, local, sizeof(local), out_metrics));\n"
+      << "    return PTRAIN_OK;\n  }\n";
   if (hasWorld)
     s << "  ptrain_request_t request = nullptr;\n"
       << "  PTRAIN_STEP_CALL(" << name(RuntimeCall::ptrain_all_gather_start)

@@ -70,9 +70,11 @@ struct TelemetryTarget {
 void emitTelemetryState(const CodecSites &sites, const TelemetryTarget &target, llvm::raw_ostream &s);
 
 /// ptrain_step_num_codec_sites, ptrain_step_codec_site_name, ptrain_step_set_telemetry and
-/// ptrain_step_codec_telemetry (an all-gather over ptrain_world when `hasWorld`, this process's sites otherwise).
-/// Nothing for a module without sites.
-void emitTelemetryEntryPoints(const CodecSites &sites, bool hasWorld, llvm::raw_ostream &s);
+/// ptrain_step_codec_telemetry (an all-gather over ptrain_world when `hasWorld`, this process's sites otherwise;
+/// with `rendezvousGather`, ptrain_rendezvous_all_gather over ptrain_bootstrap when the step was launched
+/// torchrun-style, --emit-cuda). Nothing for a module without sites.
+void emitTelemetryEntryPoints(const CodecSites &sites, bool hasWorld, llvm::raw_ostream &s,
+                              const char *rendezvousGather = nullptr);
 
 } // namespace mlir::ptrain::cpp
 

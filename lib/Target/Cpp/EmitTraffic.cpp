@@ -92,16 +92,21 @@ void mlir::ptrain::cpp::emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, ll
        "/// that rank sent on the link since ptrain_step_init or ptrain_step_reset_traffic (kWorldSize kNumLinks 2\n"
        "/// entries; the counters are the runtime's, docs/Runtime.md).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_traffic(int64_t *out_counts) {\n";
-  s << "  if (!ptrain_world)\n    return stepError(\"ptrain_step_traffic: call ptrain_step_init first\");\n";
+  const std::string noWorld = calls.rendezvousGather ? "!ptrain_world && !ptrain_bootstrap" : "!ptrain_world";
+  s << "  if (" << noWorld << ")\n    return stepError(\"ptrain_step_traffic: call ptrain_step_init first\");\n";
   s << "  if (!out_counts)\n    return stepError(\"ptrain_step_traffic: null out_counts\");\n";
   s << "  int64_t local[2 * kNumLinks];\n  PTRAIN_STEP_CALL(localTraffic(local));\n";
+  if (calls.rendezvousGather)
+    s << "  if (ptrain_bootstrap) { // a torchrun-style launch: the rendezvous' TCP all-gather, rank-major\n"
+      << "    PTRAIN_STEP_CALL(" << calls.rendezvousGather << "(ptrain_bootstrap, local, sizeof(local), out_counts));\n"
+      << "    return PTRAIN_OK;\n  }\n";
   s << "  ptrain_request_t request = nullptr;\n";
   s << "  PTRAIN_STEP_CALL(" << name(RuntimeCall::ptrain_all_gather_start)
     << "(ptrain_world, local, out_counts, 2 * kNumLinks, PTRAIN_DTYPE_I64, &request));\n";
   s << "  PTRAIN_STEP_CALL(" << name(RuntimeCall::ptrain_wait) << "(request));\n  return PTRAIN_OK;\n}\n\n";
   s << "/// Zeroes this rank's counters of every link.\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_reset_traffic(void) {\n";
-  s << "  if (!ptrain_world)\n    return stepError(\"ptrain_step_reset_traffic: call ptrain_step_init first\");\n";
+  s << "  if (" << noWorld << ")\n    return stepError(\"ptrain_step_reset_traffic: call ptrain_step_init first\");\n";
   for (const TrafficGroup &g : groups) {
     s << (g.subgroup ? "  if (" + g.var + ")\n  " : std::string()) << "  PTRAIN_STEP_CALL(" << calls.reset << "("
       << g.var << "));\n";

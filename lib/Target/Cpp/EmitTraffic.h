@@ -46,9 +46,11 @@ void emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, llvm::raw_ostream &s)
 /// The runtime calls of those entry points on the step's communicators: the CPU runtime's MPI ones
 /// (ptrain_comm_size, _p2p_traffic, _collective_traffic, _reset_traffic) or, for --emit-cuda, the NCCL
 /// communicators' (ptrain_nccl_comm_size, ...) with the same parameter lists. The all-gather of every rank's
-/// counters is always MPI's (over ptrain_world, host buffers).
+/// counters is MPI's (over ptrain_world, host buffers) or, with `rendezvousGather` (--emit-cuda), the TCP
+/// rendezvous' (ptrain_rendezvous_all_gather over ptrain_bootstrap) when the step was launched torchrun-style.
 struct TrafficCalls {
   const char *size, *p2p, *collective, *reset;
+  const char *rendezvousGather = nullptr;
 };
 void emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, llvm::raw_ostream &s, const TrafficCalls &calls);
 

@@ -1115,7 +1115,8 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
                            {getCudaCallInfo(CudaCall::ptrain_nccl_comm_size).name,
                             getCudaCallInfo(CudaCall::ptrain_nccl_p2p_traffic).name,
                             getCudaCallInfo(CudaCall::ptrain_nccl_collective_traffic).name,
-                            getCudaCallInfo(CudaCall::ptrain_nccl_reset_traffic).name});
+                            getCudaCallInfo(CudaCall::ptrain_nccl_reset_traffic).name,
+                            getRuntimeCallInfo(RuntimeCall::ptrain_rendezvous_all_gather).name});
   }
   s << "/// Copies every owned state to the host and writes it by key to a checkpoint (docs/CodegenCpu.md's "
        "format).\n"
@@ -1138,7 +1139,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_pull_states\"));\n  return pullStates();\n}\n"
        "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_push_states(void) {\n"
        "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_push_states\"));\n  return pushStates();\n}\n\n";
-  emitTelemetryEntryPoints(storage.sites, hasComm, s);
+  emitTelemetryEntryPoints(storage.sites, hasComm, s, getRuntimeCallInfo(RuntimeCall::ptrain_rendezvous_all_gather).name);
   s << "//===--- Entry points ---===//\n\n" << entries << driverCode;
   os << out;
   return success();

@@ -98,9 +98,11 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // TRAFFIC-NEXT: out[0 + 2] += bytes;
 // TRAFFIC-NEXT: out[0 + 2 + 1] += messages;
 // TRAFFIC: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_traffic(int64_t *out_counts) {
+// TRAFFIC-NEXT: if (!ptrain_world && !ptrain_bootstrap)
+// TRAFFIC: PTRAIN_STEP_CALL(ptrain_rendezvous_all_gather(ptrain_bootstrap, local, sizeof(local), out_counts));
 // TRAFFIC: ptrain_all_gather_start(ptrain_world, local, out_counts, 2 * kNumLinks, PTRAIN_DTYPE_I64, &request)
 // TRAFFIC: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_reset_traffic(void) {
-// TRAFFIC-NEXT: if (!ptrain_world)
+// TRAFFIC-NEXT: if (!ptrain_world && !ptrain_bootstrap)
 // TRAFFIC: PTRAIN_STEP_CALL(ptrain_nccl_reset_traffic(comm_grid_pp));
 // TRAFFIC-NEXT: if (comm_pp_1_to_0)
 // TRAFFIC-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_reset_traffic(comm_pp_1_to_0));
@@ -129,5 +131,11 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // TELEMETRY: extern "C" PTRAIN_STEP_API int64_t ptrain_step_num_codec_sites(void) { return kNumCodecSites; }
 // TELEMETRY: extern "C" PTRAIN_STEP_API const char *ptrain_step_codec_site_name(int64_t site) {
 // TELEMETRY: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_set_telemetry(int32_t mode) {
+// The metrics gathered over the TCP rendezvous under a torchrun-style launch (ptrain-run's default launcher
+// for CUDA plans), else over MPI.
 // TELEMETRY: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_codec_telemetry(double *out_metrics) {
+// TELEMETRY-NEXT: if (!ptrain_world && !ptrain_bootstrap)
+// TELEMETRY: if (ptrain_bootstrap) {
+// TELEMETRY-NEXT: PTRAIN_STEP_CALL(ptrain_rendezvous_all_gather(ptrain_bootstrap, local, sizeof(local), out_metrics));
+// TELEMETRY-NEXT: return PTRAIN_OK;
 // TELEMETRY: PTRAIN_STEP_CALL(ptrain_all_gather_start(ptrain_world, local, out_metrics, kNumCodecSites * kNumCodecFields, PTRAIN_DTYPE_F64, &request));
