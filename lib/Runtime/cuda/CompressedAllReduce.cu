@@ -20,11 +20,13 @@
 //             in rank order (the quantization decoder of Quant.cu).
 //
 // Every phase is stream-ordered on the current stream, so the call enqueues
-// them all and returns; the host never blocks on the device after the first
-// NCCL operation (the decoders used here do not synchronize). ptrain_nccl_wait
-// is the watchdog, as after ptrain_nccl_all_reduce. The only host wait, the
-// rand-k counter read, comes before anything is posted and is itself the
-// watchdog's poll (a stalled earlier operation ends at the deadline).
+// them all and returns; the host never waits for the device or copies from
+// host memory after its first NCCL operation (the decoders used after one do
+// neither). ptrain_nccl_wait is the watchdog, as after ptrain_nccl_all_reduce.
+// The only host waits, rand-k's (its counter read, its positions and the
+// advanced counter written), come before anything is posted and are the
+// watchdog's poll themselves (a stalled earlier operation ends at the
+// deadline, not in a hang).
 // Temporaries come from the stream-ordered allocator (cudaMallocAsync) and
 // are freed in stream order after their last use.
 //
@@ -40,6 +42,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <vector>
 
 using namespace ptrain::cuda;
 
@@ -118,6 +121,15 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// out[positions[j]] = a * values[j] (rand-k's positions are distinct and inside the tensor).
+__global__ void __launch_bounds__(kThreads)
+    scatterScaled(const float *__restrict__ values, const int32_t *__restrict__ positions, int64_t k, float a,
+                  float *__restrict__ out) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < k; j += stride)
+    out[positions[j]] = __fmul_rn(values[j], a);
+}
+
 /// One call's state: the communicator, the codec and the temporaries to free in stream order.
 class CompressedAllReduce {
 public:
@@ -173,6 +185,12 @@ private:
     return enqueued(call, comm, what);
   }
 
+  /// Waits for this call's work so far on the stream, as the watchdog (nothing of this call is posted yet).
+  ptrain_status_t waitForStream(const char *what) {
+    PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaEventRecord(comm->event, stream), "cudaEventRecord"));
+    return pollEvent(call, comm, comm->event, what);
+  }
+
   ptrain_status_t allReduceF32(float *data, int64_t count, const char *phase) {
     return posted(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat32, ncclSum, comm->comm, stream),
                   phase, count * 4);
@@ -207,24 +225,31 @@ private:
   ptrain_status_t randk(const float *input, float *residual, int64_t *counterState, float *out) {
     if (!counterState)
       return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "randk needs its counter state");
-    // The counter to the host before anything is posted: the stream's event polled by the watchdog.
+    // The counter to the host, the positions to the device and the advanced counter back, all before anything is
+    // posted; each wait is the stream's event polled by the watchdog, the last one frees the host buffers.
     int64_t counter = 0;
     PTRAIN_CUDA_RETURN_IF_ERROR(
         check(call, cudaMemcpyAsync(&counter, counterState, 8, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync"));
-    PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaEventRecord(comm->event, stream), "cudaEventRecord"));
-    PTRAIN_CUDA_RETURN_IF_ERROR(pollEvent(call, comm, comm->event, "the read of the rand-k counter"));
+    PTRAIN_CUDA_RETURN_IF_ERROR(waitForStream("the read of the rand-k counter"));
+    std::vector<int32_t> positions(static_cast<size_t>(codec.k));
+    PTRAIN_CUDA_RETURN_IF_ERROR(ptrain_randk_indices(codec.seed, counter, layout.numel, codec.k, positions.data()));
     float *values = nullptr;
+    int32_t *kept = nullptr;
     PTRAIN_CUDA_RETURN_IF_ERROR(temp(layout.total, &values));
+    PTRAIN_CUDA_RETURN_IF_ERROR(temp(codec.k * 4, &kept));
+    PTRAIN_CUDA_RETURN_IF_ERROR(check(
+        call, cudaMemcpyAsync(kept, positions.data(), codec.k * 4, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync"));
     int64_t next = counter;
     PTRAIN_CUDA_RETURN_IF_ERROR(
         ptrain_cuda_randk_encode_f32(input, residual, layout.numel, codec.k, codec.seed, &next, values));
-    PTRAIN_CUDA_RETURN_IF_ERROR(allReduceF32(values, codec.k, "all-reduce of the rand-k values"));
-    PTRAIN_CUDA_RETURN_IF_ERROR(scaleF32(call, values, codec.k, alpha, values));
-    int64_t decodeCounter = counter;
     PTRAIN_CUDA_RETURN_IF_ERROR(
-        ptrain_cuda_randk_decode_f32(values, layout.numel, codec.k, codec.seed, &decodeCounter, out));
-    // A pageable host-to-device copy is staged before it returns: `next` may go out of scope.
-    return check(call, cudaMemcpyAsync(counterState, &next, 8, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+        check(call, cudaMemcpyAsync(counterState, &next, 8, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync"));
+    PTRAIN_CUDA_RETURN_IF_ERROR(waitForStream("the rand-k positions and counter"));
+    PTRAIN_CUDA_RETURN_IF_ERROR(allReduceF32(values, codec.k, "all-reduce of the rand-k values"));
+    // Decode: out = 0, out[position j] = alpha * value j (the CPU scales the values, then scatters them).
+    PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaMemsetAsync(out, 0, layout.numel * 4, stream), "cudaMemsetAsync"));
+    scatterScaled<<<gridFor(codec.k), kThreads, 0, stream>>>(values, kept, codec.k, alpha, out);
+    return check(call, cudaGetLastError(), "scatterScaled");
   }
 
   ptrain_status_t cast(const float *input, float *residual, float *out) {

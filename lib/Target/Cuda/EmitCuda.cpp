@@ -379,6 +379,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     const Storage &s = storage[result];
     if (auto request = dyn_cast<RequestType>(result.getType()); request && !request.getValueType())
       continue; // a send's request: nothing on the device
+    if (s.kind == Storage::Alias && result.use_empty())
+      continue; // e.g. a reshape the lowering left unused: nvcc's "set but never used" ignores a (void) cast
     std::string type = cType(result);
     if (s.kind == Storage::Arena)
       body += "  " + type + " *" + s.name + " = " + arenaPtr(s.buffer, type) + ";\n";
