@@ -202,7 +202,7 @@ private:
 
   ptrain_status_t powersgd(const float *input, float *residual, float *qState, float *out) {
     const PowerSgdShape s{codec.batch, codec.rows, codec.cols, codec.rank};
-    PTRAIN_CUDA_RETURN_IF_ERROR(powersgdCheck(call, s));
+    PTRAIN_CUDA_RETURN_IF_ERROR(gpuPowersgdCheck(call, s));
     if (codec.warm_start && !qState)
       return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "powersgd with warm_start needs the Q state");
     char *code = nullptr;
@@ -210,16 +210,16 @@ private:
     auto *p = reinterpret_cast<float *>(code), *q = reinterpret_cast<float *>(code + layout.offset[1]);
     const float *mat = nullptr;
     PTRAIN_CUDA_RETURN_IF_ERROR(
-        powersgdPhaseP(call, s, input, residual, codec.warm_start ? qState : nullptr, codec.seed, p, q, &mat));
+        gpuPowersgdPhaseP(call, s, input, residual, codec.warm_start ? qState : nullptr, codec.seed, p, q, &mat));
     if (s.exact()) {
       PTRAIN_CUDA_RETURN_IF_ERROR(allReduceF32(p, layout.total / 4, "all-reduce of the exact code"));
     } else {
       PTRAIN_CUDA_RETURN_IF_ERROR(allReduceF32(p, s.pCount(), "all-reduce of P"));
-      PTRAIN_CUDA_RETURN_IF_ERROR(powersgdPhaseQ(call, s, mat, p, q));
+      PTRAIN_CUDA_RETURN_IF_ERROR(gpuPowersgdPhaseQ(call, s, mat, p, q));
       PTRAIN_CUDA_RETURN_IF_ERROR(allReduceF32(q, s.qCount(), "all-reduce of Q"));
     }
-    return powersgdFinish(call, s, p, q, alpha, out, residual, 1.0f / static_cast<float>(comm->size),
-                          codec.warm_start && !s.exact() ? qState : nullptr);
+    return gpuPowersgdFinish(call, s, p, q, alpha, out, residual, 1.0f / static_cast<float>(comm->size),
+                             codec.warm_start && !s.exact() ? qState : nullptr);
   }
 
   ptrain_status_t randk(const float *input, float *residual, int64_t *counterState, float *out) {

@@ -33,7 +33,7 @@ using Shape = PowerSgdShape;
 
 } // namespace
 
-ptrain_status_t ptrain::cuda::powersgdCheck(const char *call, const Shape &s) {
+ptrain_status_t ptrain::cuda::gpuPowersgdCheck(const char *call, const Shape &s) {
   if (s.batch < 1 || s.n < 1 || s.m < 1)
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "batch, n and m must be >= 1, got %lld, %lld, %lld",
                 static_cast<long long>(s.batch), static_cast<long long>(s.n), static_cast<long long>(s.m));
@@ -183,9 +183,9 @@ ptrain_status_t ptrain::cuda::scaleF32(const char *call, const float *x, int64_t
   return check(call, cudaGetLastError(), "scaleInto");
 }
 
-ptrain_status_t ptrain::cuda::powersgdPhaseP(const char *call, const Shape &s, const float *g, float *residual,
-                                             float *q_state, uint64_t seed, float *out_p, float *out_q,
-                                             const float **outM) {
+ptrain_status_t ptrain::cuda::gpuPowersgdPhaseP(const char *call, const Shape &s, const float *g, float *residual,
+                                                float *q_state, uint64_t seed, float *out_p, float *out_q,
+                                                const float **outM) {
   const cudaStream_t st = currentStream();
   const float *mat = g;
   if (residual) {
@@ -227,8 +227,8 @@ ptrain_status_t ptrain::cuda::powersgdPhaseP(const char *call, const Shape &s, c
                    "cublasSgemmStridedBatched(M Q0)");
 }
 
-ptrain_status_t ptrain::cuda::powersgdPhaseQ(const char *call, const Shape &s, const float *mat, float *out_p,
-                                             float *out_q) {
+ptrain_status_t ptrain::cuda::gpuPowersgdPhaseQ(const char *call, const Shape &s, const float *mat, float *out_p,
+                                                float *out_q) {
   if (s.exact())
     return PTRAIN_OK;
   cublasHandle_t h;
@@ -245,8 +245,8 @@ ptrain_status_t ptrain::cuda::powersgdPhaseQ(const char *call, const Shape &s, c
                    "cublasSgemmStridedBatched(M^T P)");
 }
 
-ptrain_status_t ptrain::cuda::powersgdFinish(const char *call, const Shape &s, const float *p, const float *q,
-                                             float alpha, float *out, float *residual, float beta, float *q_state) {
+ptrain_status_t ptrain::cuda::gpuPowersgdFinish(const char *call, const Shape &s, const float *p, const float *q,
+                                                float alpha, float *out, float *residual, float beta, float *q_state) {
   const cudaStream_t st = currentStream();
   if (s.exact()) {
     const int64_t numel = s.numel();
@@ -274,22 +274,22 @@ extern "C" ptrain_status_t ptrain_cuda_powersgd_encode_f32(const float *g, float
                                                            int64_t batch, int64_t n, int64_t m, int64_t rank,
                                                            uint64_t seed, float *out_p, float *out_q) {
   const Shape s{batch, n, m, rank};
-  PTRAIN_CUDA_RETURN_IF_ERROR(powersgdCheck(__func__, s));
+  PTRAIN_CUDA_RETURN_IF_ERROR(gpuPowersgdCheck(__func__, s));
   PTRAIN_CUDA_CHECK_PTR(g);
   PTRAIN_CUDA_CHECK_PTR(out_p);
   PTRAIN_CUDA_CHECK_PTR(out_q);
   const float *mat = nullptr;
-  PTRAIN_CUDA_RETURN_IF_ERROR(powersgdPhaseP(__func__, s, g, residual, q_state, seed, out_p, out_q, &mat));
-  PTRAIN_CUDA_RETURN_IF_ERROR(powersgdPhaseQ(__func__, s, mat, out_p, out_q));
-  return powersgdFinish(__func__, s, out_p, out_q, 1.0f, nullptr, residual, 1.0f, s.exact() ? nullptr : q_state);
+  PTRAIN_CUDA_RETURN_IF_ERROR(gpuPowersgdPhaseP(__func__, s, g, residual, q_state, seed, out_p, out_q, &mat));
+  PTRAIN_CUDA_RETURN_IF_ERROR(gpuPowersgdPhaseQ(__func__, s, mat, out_p, out_q));
+  return gpuPowersgdFinish(__func__, s, out_p, out_q, 1.0f, nullptr, residual, 1.0f, s.exact() ? nullptr : q_state);
 }
 
 extern "C" ptrain_status_t ptrain_cuda_powersgd_decode_f32(const float *p, const float *q, int64_t batch, int64_t n,
                                                            int64_t m, int64_t rank, float *out) {
   const Shape s{batch, n, m, rank};
-  PTRAIN_CUDA_RETURN_IF_ERROR(powersgdCheck(__func__, s));
+  PTRAIN_CUDA_RETURN_IF_ERROR(gpuPowersgdCheck(__func__, s));
   PTRAIN_CUDA_CHECK_PTR(p);
   PTRAIN_CUDA_CHECK_PTR(q);
   PTRAIN_CUDA_CHECK_PTR(out);
-  return powersgdFinish(__func__, s, p, q, 1.0f, out, nullptr, 1.0f, nullptr);
+  return gpuPowersgdFinish(__func__, s, p, q, 1.0f, out, nullptr, 1.0f, nullptr);
 }

@@ -32,49 +32,39 @@ struct Case {
   ptrain_reduce_op_t op;
 };
 
-ptrain_codec_t codecOf(ptrain_codec_kind_t kind, int64_t rows, int64_t cols) {
-  ptrain_codec_t c = {};
-  c.kind = kind;
-  c.cast_dtype = PTRAIN_DTYPE_F32;
-  c.batch = 1;
-  c.rows = rows;
-  c.cols = cols;
-  return c;
-}
-
+// ptrain_codec_t {kind, bits, granularity, symmetric, warm_start, cast_dtype, batch, rows, cols, rank, k,
+// block_size, seed}: the matrices 64 x 32 (PowerSGD) and 16 x 33 (odd sizes: partial quantization blocks,
+// padded cast chunks), the exact path on 1 x 37.
 std::vector<Case> cases() {
-  std::vector<Case> out;
-  ptrain_codec_t p = codecOf(PTRAIN_CODEC_POWERSGD, 64, 32);
-  p.rank = 4;
-  p.warm_start = 1;
-  out.push_back({"powersgd rank 4, warm start, EF, avg", p, true, PTRAIN_REDUCE_AVG});
-  ptrain_codec_t exact = codecOf(PTRAIN_CODEC_POWERSGD, 1, 37);
-  exact.rank = 1;
-  out.push_back({"powersgd exact path (1-D), EF, sum", exact, true, PTRAIN_REDUCE_SUM});
-  ptrain_codec_t t = codecOf(PTRAIN_CODEC_TOPK, 16, 33);
-  t.k = 50;
-  out.push_back({"topk k 50, EF, avg", t, true, PTRAIN_REDUCE_AVG});
-  ptrain_codec_t r = codecOf(PTRAIN_CODEC_RANDK, 16, 33);
-  r.k = 77;
-  r.seed = 11;
-  out.push_back({"randk k 77, EF, sum", r, true, PTRAIN_REDUCE_SUM});
-  ptrain_codec_t q = codecOf(PTRAIN_CODEC_QUANT, 16, 33);
-  q.bits = 4;
-  q.granularity = PTRAIN_QUANT_BLOCK;
-  q.block_size = 64;
-  out.push_back({"quant 4-bit block 64 asymmetric, EF, avg", q, true, PTRAIN_REDUCE_AVG});
-  ptrain_codec_t q8 = codecOf(PTRAIN_CODEC_QUANT, 16, 33);
-  q8.bits = 8;
-  q8.granularity = PTRAIN_QUANT_CHANNEL;
-  q8.symmetric = 1;
-  out.push_back({"quant 8-bit channel symmetric, sum", q8, false, PTRAIN_REDUCE_SUM});
-  ptrain_codec_t h = codecOf(PTRAIN_CODEC_CAST, 16, 33);
-  h.cast_dtype = PTRAIN_DTYPE_F16;
-  out.push_back({"cast f16, EF, avg", h, true, PTRAIN_REDUCE_AVG});
-  ptrain_codec_t b = codecOf(PTRAIN_CODEC_CAST, 16, 33);
-  b.cast_dtype = PTRAIN_DTYPE_BF16;
-  out.push_back({"cast bf16, sum", b, false, PTRAIN_REDUCE_SUM});
-  return out;
+  constexpr ptrain_dtype_t F32 = PTRAIN_DTYPE_F32;
+  return {
+      {"powersgd rank 4, warm start, EF, avg",
+       {PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, F32, 1, 64, 32, 4, 0, 0, 0},
+       true,
+       PTRAIN_REDUCE_AVG},
+      {"powersgd exact path (1-D), EF, sum",
+       {PTRAIN_CODEC_POWERSGD, 0, 0, 0, 0, F32, 1, 1, 37, 1, 0, 0, 0},
+       true,
+       PTRAIN_REDUCE_SUM},
+      {"topk k 50, EF, avg", {PTRAIN_CODEC_TOPK, 0, 0, 0, 0, F32, 1, 16, 33, 0, 50, 0, 0}, true, PTRAIN_REDUCE_AVG},
+      {"randk k 77, EF, sum", {PTRAIN_CODEC_RANDK, 0, 0, 0, 0, F32, 1, 16, 33, 0, 77, 0, 11}, true, PTRAIN_REDUCE_SUM},
+      {"quant 4-bit block 64 asymmetric, EF, avg",
+       {PTRAIN_CODEC_QUANT, 4, PTRAIN_QUANT_BLOCK, 0, 0, F32, 1, 16, 33, 0, 0, 64, 0},
+       true,
+       PTRAIN_REDUCE_AVG},
+      {"quant 8-bit channel symmetric, sum",
+       {PTRAIN_CODEC_QUANT, 8, PTRAIN_QUANT_CHANNEL, 1, 0, F32, 1, 16, 33, 0, 0, 0, 0},
+       false,
+       PTRAIN_REDUCE_SUM},
+      {"cast f16, EF, avg",
+       {PTRAIN_CODEC_CAST, 0, 0, 0, 0, PTRAIN_DTYPE_F16, 1, 16, 33, 0, 0, 0, 0},
+       true,
+       PTRAIN_REDUCE_AVG},
+      {"cast bf16, sum",
+       {PTRAIN_CODEC_CAST, 0, 0, 0, 0, PTRAIN_DTYPE_BF16, 1, 16, 33, 0, 0, 0, 0},
+       false,
+       PTRAIN_REDUCE_SUM},
+  };
 }
 
 void expectClose(const std::vector<float> &cpu, const std::vector<float> &gpu, double tolerance, const char *what) {
@@ -149,16 +139,13 @@ INSTANTIATE_TEST_SUITE_P(EveryCodec, NcclCompressed, ::testing::ValuesIn(cases()
 
 // A warm-start PowerSGD without its Q state is refused by name, nothing posted.
 TEST(NcclCompressedErrors, WarmStartWithoutStateIsRefused) {
-  ptrain_codec_t p = codecOf(PTRAIN_CODEC_POWERSGD, 64, 32);
-  p.rank = 4;
-  p.warm_start = 1;
+  const ptrain_codec_t p = {PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 64, 32, 4, 0, 0, 0};
   DeviceArray<float> g(64 * 32), out(64 * 32);
   EXPECT_EQ(ptrain_nccl_compressed_all_reduce(nccl, &p, g.get(), nullptr, nullptr, out.get(), PTRAIN_REDUCE_SUM),
             PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ptrain_last_error()).find("powersgd with warm_start needs the Q state"), std::string::npos)
       << ptrain_last_error();
-  ptrain_codec_t r = codecOf(PTRAIN_CODEC_RANDK, 64, 32);
-  r.k = 8;
+  const ptrain_codec_t r = {PTRAIN_CODEC_RANDK, 0, 0, 0, 0, PTRAIN_DTYPE_F32, 1, 64, 32, 0, 8, 0, 0};
   EXPECT_EQ(ptrain_nccl_compressed_all_reduce(nccl, &r, g.get(), nullptr, nullptr, out.get(), PTRAIN_REDUCE_SUM),
             PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ptrain_last_error()).find("randk needs its counter state"), std::string::npos)
