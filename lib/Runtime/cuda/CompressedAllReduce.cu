@@ -340,6 +340,7 @@ extern "C" ptrain_status_t ptrain_nccl_compressed_all_reduce(ptrain_nccl_comm_t 
     CompressedAllReduce reduce(__func__, comm, *codec, layout, op);
     st = reduce.run(input, residual, state, out);
   }
-  ++comm->collectiveOps;
+  if (st == PTRAIN_OK)
+    ++comm->collectiveOps; // the call is one operation, as on the CPU
   return st;
 }

@@ -213,8 +213,7 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value bu
 /// communication of --ptrain-lower-to-runtime (NCCL) with the pipeline codecs (EmitCudaCodecs.h).
 LogicalResult FunctionEmitter::checkOps() {
   if (!func.getBody().hasOneBlock())
-    return emitError(func.getLoc(), "--emit-cuda: function @")
-           << func.getSymName() << " has control flow (more than one block)";
+    return emitError(func.getLoc(), "--emit-cuda: function @") << func.getSymName() << " has control flow (more than one block)";
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
     if (failed(checkType(func, type, "argument #" + Twine(i))))
       return failure();
