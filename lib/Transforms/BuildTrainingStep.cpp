@@ -486,6 +486,15 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
     return signalPassFailure();
   }
   const bool interleaved = numChunks > numStages;
+  // A second run would add a second @stage0_backward (the verifier's "redefinition of symbol" and a dump of
+  // the whole function): the step of a split module is built once.
+  for (StringRef built : {"stage0_backward", "stage0_forward_backward", "stage0_optimizer_step"})
+    if (symbols->lookup(built)) {
+      emitError(module.getLoc()) << "--ptrain-build-training-step: the pipeline's training step is already built "
+                                    "(the module has @"
+                                 << built << ")";
+      return signalPassFailure();
+    }
   SmallVector<func::FuncOp> forwards;
   for (Attribute stage : stages) {
     auto fn = symbols->lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stage).getValue());
