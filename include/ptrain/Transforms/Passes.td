@@ -426,7 +426,9 @@ def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
 
     The table is checked by executing all stages with rendezvous semantics (a forward on s > 0 waits for the
     same micro-batch's forward on s - 1, a backward on s < P - 1 for its backward on s + 1): a table that
-    would deadlock is an error naming the stuck steps.
+    would deadlock is an error naming the stuck steps. A module without the training step, or one that
+    `--ptrain-critical-path`, `--ptrain-compress` or `--ptrain-lower-to-runtime` already planned on its
+    schedule, is an error (a new table would disagree with their records).
 
     ```mlir
     // ptrain-opt step.mlir --ptrain-schedule="schedule=1f1b"   (pp = 2, 4 micro-batches)
