@@ -200,7 +200,7 @@ def main(argv=None):
                    help="with --linear-ae: leave the boundaries after the first K stages without one (default 0)")
     p.add_argument("--policy", default="none",
                    help="compression policy of --ptrain-compress (none, optimus-cc, or any policy the pass knows); "
-                        "needs a pipeline or data-parallel step")
+                        "needs --pp, --dp or --tp > 1")
     p.add_argument("--cluster", default=None,
                    help="cluster description for --ptrain-critical-path (default: clusters/h200-node.json)")
     p.add_argument("--compress-options", default="",
@@ -237,6 +237,7 @@ def compile_model(args):
     if args.bucket_bytes is not None and args.bucket_bytes < 0:
         raise CompileError(f"--bucket-bytes {args.bucket_bytes}: must be at least 0")
     pipeline = args.pp > 1 or args.micro_batches > 1 or args.dp > 1 or args.tp > 1
+    check_schedule_options(args)
     check_linear_ae_options(args)
     if args.momentum != 0.0 and args.optimizer != "sgd":
         raise CompileError(f"--momentum {args.momentum}: an option of --optimizer sgd (got --optimizer "
@@ -244,9 +245,10 @@ def compile_model(args):
     if pipeline and args.optimizer == "none":
         raise CompileError(f"--optimizer {args.optimizer}: a pipeline or parallel step (--dp/--tp/--pp/"
                            "--micro-batches > 1) needs --optimizer adamw or sgd")
-    if args.policy != "none" and not pipeline:
-        raise CompileError(f"--policy {args.policy}: compression needs a pipeline or data-parallel step (--pp, "
-                           "--dp or --micro-batches > 1)")
+    # Micro-batches alone run on one rank: nothing is sent, so a policy would compress nothing, silently.
+    if args.policy != "none" and args.pp == 1 and args.dp == 1 and args.tp == 1:
+        raise CompileError(f"--policy {args.policy}: compression needs traffic between ranks (--pp, --dp or --tp "
+                           f"> 1); --pp 1 --dp 1 --tp 1 --micro-batches {args.micro_batches} runs on one rank")
     if args.policy == "none" and args.compress_options.strip():
         raise CompileError(f"--compress-options '{args.compress_options}' without --policy")
     if args.policy == "none" and args.cluster is not None and args.report is None:
@@ -295,6 +297,18 @@ def compile_model(args):
         if args.report is not None and os.path.isfile(args.report) and os.path.getmtime(args.report) >= started:
             os.remove(args.report)
         raise
+
+
+def check_schedule_options(args):
+    """--schedule interleaved and --virtual-stages come together (the passes' errors name their own options)."""
+    if args.virtual_stages < 1:
+        raise CompileError(f"--virtual-stages {args.virtual_stages}: must be at least 1")
+    if args.schedule == "interleaved" and (args.virtual_stages < 2 or args.pp < 2):
+        raise CompileError(f"--schedule interleaved needs --pp >= 2 and --virtual-stages >= 2 (model chunks per "
+                           f"stage), got --pp {args.pp} --virtual-stages {args.virtual_stages}")
+    if args.virtual_stages > 1 and args.schedule != "interleaved":
+        raise CompileError(f"--virtual-stages {args.virtual_stages} needs --schedule interleaved (got --schedule "
+                           f"{args.schedule})")
 
 
 def check_linear_ae_options(args):
