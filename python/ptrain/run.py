@@ -81,6 +81,7 @@ import os
 import random
 import shlex
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -342,7 +343,13 @@ def launch(args):
     # A log this run wrote: none before, or a different one (file timestamps come from a coarse clock, so they
     # are compared with the old file's, not with time.time()).
     before = os.stat(log).st_mtime_ns if os.path.isfile(log) else None
-    status = subprocess.call(cmd, env=env)
+    try:
+        status = subprocess.call(cmd, env=env)
+    except KeyboardInterrupt:
+        # Ctrl-C (SIGINT): subprocess.call has stopped mpirun, and its ranks end with it. The shell's status of
+        # a job ended by SIGINT, not a KeyboardInterrupt traceback.
+        status = 128 + signal.SIGINT
+        print("ptrain-run: interrupted (SIGINT): mpirun and its ranks are stopped", file=sys.stderr, flush=True)
     if status != 0 and os.path.isfile(log) and os.stat(log).st_mtime_ns != before:
         # No run log that reads like a finished run's: the steps up to the failure stay readable beside it.
         os.replace(log, log + ".failed")
