@@ -798,7 +798,8 @@ def parser():
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--val-every", type=int, default=None)
     p.add_argument("--val-batches", type=int, default=4, help="held-out batches per validation")
-    p.add_argument("--np", type=int, default=None, help="ranks (default and only value: pp of plan.json)")
+    p.add_argument("--np", type=int, default=None,
+                   help="ranks (default and only value: dp * pp * tp of plan.json)")
     p.add_argument("--checkpoint", default=None)
     p.add_argument("--resume", default=None,
                    help="continue from a checkpoint of --checkpoint (its step and seed are in PATH.json)")
