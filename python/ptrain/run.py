@@ -278,6 +278,30 @@ def read_labels(labels_dir, data, train, val):
 
 # --- the launcher -------------------------------------------------------------------------------------------
 
+def check_outputs_are_not_inputs(args, plan):
+    """What the run writes (--log, the run log, --memory-log's rank files, the checkpoint's files) must not be
+    what it reads: --log out/plan.json replaced the plan after training, --checkpoint out/libstep.so (pp = 1)
+    the library the ranks run, --checkpoint MODEL.onnx the initial weights."""
+    inputs = {os.path.join(args.out, "plan.json"): "the plan's plan.json",
+              os.path.join(args.out, plan["library"]): "the plan's library",
+              plan["model"]: "the model of the plan (its initial weights)"}
+    inputs.update({path: "training or validation data" for path in data_files(args.data)})
+    outputs = [("--log", args.log), ("--run-log" if args.run_log else "the run log", run_log_path(args))]
+    if args.memory_log:
+        outputs += [("--memory-log", f"{args.memory_log}.rank{r}.json")
+                    for r in range(plan.get("dp", 1) * plan["pp"] * plan.get("tp", 1))]
+    if args.checkpoint:
+        outputs += [("--checkpoint", stage_path(args.checkpoint, plan, s, t, d))
+                    for d in range(plan.get("dp", 1)) for s in range(plan["pp"]) for t in range(plan.get("tp", 1))]
+        outputs.append(("--checkpoint", args.checkpoint + ".json"))
+    for flag, path in outputs:
+        if not path or not os.path.exists(path):
+            continue
+        for other, role in inputs.items():
+            if os.path.exists(other) and os.path.samefile(path, other):
+                raise RunError(f"{flag} writes {path}, which is {role}: choose another path")
+
+
 def launch(args):
     plan = load_plan(args.out)
     # Too little data, or bytes that are no token of the model, is the launcher's error, not every rank's.
@@ -324,6 +348,7 @@ def launch(args):
             raise RunError(f"{flag} {path}: the folder {folder} does not exist or is not writable")
     if args.telemetry_every < 0:
         raise RunError(f"--telemetry-every {args.telemetry_every}: must be >= 0 (0: off)")
+    check_outputs_are_not_inputs(args, plan)
     try:
         mpirun_args = shlex.split(args.mpirun_args)
     except ValueError as e:  # e.g. an unbalanced quote: shlex's message, not a traceback

@@ -5,7 +5,8 @@ out by ptrain_step_save after the last training step), and a plan.json that is n
 libstep.so (a hand-edited seq made every rank read past its token buffer), data bytes outside the vocabulary,
 --val-batches 0, a --timeout that is not positive, --log/--memory-log folders that do not exist, --mpirun-args
 that do not split into words; a failed or interrupted run's log is renamed RUN.jsonl.failed, and Ctrl-C is a line
-and exit status 130, not a traceback."""
+and exit status 130, not a traceback; outputs (--log, the run log, the checkpoint) that would overwrite the plan,
+the data or the model are refused."""
 
 import json
 import os
@@ -221,3 +222,24 @@ def test_sigint_stops_mpirun(plan_dir, tmp_path):
     except FileNotFoundError:
         state = "gone"
     assert state in ("gone", "Z"), f"mpirun {mpirun_pid} still runs (state {state})"
+
+
+@pytest.mark.parametrize("flag,target", [("--log", "plan.json"), ("--run-log", "train.bin"),
+                                         ("--checkpoint", "model")])
+def test_outputs_that_are_inputs(plan_dir, tmp_path, flag, target):
+    # --log out/plan.json trained, then replaced the plan with the losses (the folder no longer ran); the run log
+    # or a checkpoint over the data or the model destroyed them the same way. Refused before mpirun.
+    out, data = plan_dir
+    path = {"plan.json": out / "plan.json", "train.bin": data / "train.bin"}.get(target)
+    if target == "model":  # pp = 1: the checkpoint is PATH itself
+        plan = json.loads((out / "plan.json").read_text())
+        plan.update({"pp": 1, "model": str(tmp_path / "model.onnx")})
+        (tmp_path / "model.onnx").write_bytes(b"weights")
+        (out / "plan.json").write_text(json.dumps(plan))
+        shutil.copy(ELF, out / "libstep.so")
+        plan_abi.embed(str(out / "libstep.so"), plan)
+        path = tmp_path / "model.onnx"
+    before = path.read_bytes()
+    with pytest.raises(run.RunError, match=flag + r" writes .*, which is "):
+        launch(out, "--data", data, "--steps", "1", flag, path)
+    assert path.read_bytes() == before
