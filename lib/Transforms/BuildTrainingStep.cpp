@@ -131,9 +131,14 @@ private:
 LogicalResult BuildTrainingStepPass::checkForward(func::FuncOp forward) {
   FunctionType type = forward.getFunctionType();
   auto fail = [&]() {
-    return emitError(forward.getLoc()) << "the training step needs @" << forward.getSymName()
-                                       << " to take token ids [batch, seq] and return logits [batch, seq, vocab], got "
-                                       << type;
+    InFlightDiagnostic diag = emitError(forward.getLoc())
+                              << "the training step needs @" << forward.getSymName()
+                              << " to take token ids [batch, seq] and return logits [batch, seq, vocab], got " << type;
+    // An export with an attention mask, positions or past state: the importer's --signature fixes them.
+    if (type.getNumInputs() > 1 || type.getNumResults() > 1)
+      diag << "; import an export with more inputs or outputs with --signature (e.g. --signature auto; "
+              "docs/ImportONNX.md)";
+    return diag;
   };
   if (type.getNumInputs() == 2) {
     auto role = forward.getArgAttrOfType<StringAttr>(1, "ptrain.role");

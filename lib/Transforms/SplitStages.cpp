@@ -165,7 +165,12 @@ void SplitStagesPass::runOnOperation() {
   }
   Block &body = forward.getBody().front();
   if (forward.getNumResults() != 1) {
-    emitError(forward.getLoc()) << "--ptrain-split-stages: @" << entry << " must have one result (the logits)";
+    InFlightDiagnostic diag = emitError(forward.getLoc())
+                              << "--ptrain-split-stages: @" << entry << " must have one result (the logits), got "
+                              << forward.getNumResults();
+    if (forward.getNumResults() > 1)
+      diag << "; import an export with more outputs (past state) with --signature (e.g. --signature auto; "
+              "docs/ImportONNX.md)";
     return signalPassFailure();
   }
 

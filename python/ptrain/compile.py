@@ -396,9 +396,18 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     cpp = os.path.join(out, "step.cpp")
     lib = os.path.join(out, "libstep.so")
 
-    run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", args.model, *args.import_argv,
-         "--mlir-print-debuginfo", "-o", forward],
-        "ONNX import")
+    try:
+        run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", args.model, *args.import_argv,
+             "--mlir-print-debuginfo", "-o", forward],
+            "ONNX import")
+    except CompileError as e:
+        # The importer names its own options (--bind, --signature, --constant-input); ptrain-compile takes them in
+        # one option.
+        hint = re.search(r"(--bind|--signature|--constant-input)( [^;)\n]*)?", str(e))
+        if hint and hint.group(1) not in args.import_options:
+            raise CompileError(f"{e}\n(ptrain-compile passes importer options with --import-options, e.g. "
+                               f"--import-options \"{hint.group(0).strip()}\")")
+        raise
     options = (f"optimizer={args.optimizer} lr={args.lr!r} warmup-steps={args.warmup_steps} "
                f"total-steps={args.total_steps} min-lr-ratio={args.min_lr_ratio!r} "
                f"weight-decay={args.weight_decay!r}")
