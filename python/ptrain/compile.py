@@ -279,6 +279,8 @@ def compile_model(args):
     out = args.output
     if os.path.lexists(out) and not os.path.isdir(out):
         raise CompileError(f"-o {out}: exists and is not a folder")
+    if args.report is not None:
+        check_report_path(args, cluster, out)
     created = not os.path.isdir(out)
     try:
         os.makedirs(out, exist_ok=True)
@@ -297,6 +299,28 @@ def compile_model(args):
         if args.report is not None and os.path.isfile(args.report) and os.path.getmtime(args.report) >= started:
             os.remove(args.report)
         raise
+
+
+def check_report_path(args, cluster, out):
+    """--report must not name an input or another output: --report MODEL.onnx replaced the model with the JSON
+    report (and a failed compile then removed it)."""
+    inputs = {args.model: "the model", cluster: "the cluster description"}
+    if args.class_weights:
+        inputs[args.class_weights] = "the --class-weights file"
+    try:  # the model's external data (its weights); python3-onnx is optional here
+        import onnx
+        folder = os.path.dirname(os.path.abspath(args.model))
+        for init in onnx.load(args.model, load_external_data=False).graph.initializer:
+            for entry in init.external_data:
+                if entry.key == "location":
+                    inputs[os.path.join(folder, entry.value)] = f"external data of the model {args.model}"
+    except Exception:  # no onnx package, or a model the importer will name the problem of
+        pass
+    inputs.update({os.path.join(out, name): f"{name}, an output of -o" for name in OUTPUTS})
+    for path, role in inputs.items():
+        if path and os.path.abspath(path) == os.path.abspath(args.report) or (
+                path and os.path.exists(path) and os.path.exists(args.report) and os.path.samefile(path, args.report)):
+            raise CompileError(f"--report {args.report}: is {role}; name another file for the report")
 
 
 def check_schedule_options(args):
