@@ -367,7 +367,7 @@ def InsertLinearAEPass : Pass<"ptrain-insert-linear-ae", "::mlir::ModuleOp"> {
     Constraints, each an error: (C1) the module has `ptrain.pipeline` stages (run `--ptrain-split-stages`);
     (C2) the training step is not built yet; (C3) `dim` >= 1 and at most the hidden size H of each
     boundary; (C4) `skip-stages` in [0, number of stages - 1); (C5) each boundary tensor is a static float
-    tensor of rank >= 2 that the next stage takes.
+    tensor of rank >= 2 that the next stage takes; (C6) the module has no autoencoder yet (no `ae/` state).
 
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-split-stages="pp=2" --ptrain-insert-linear-ae="dim=64"
