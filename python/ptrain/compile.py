@@ -76,6 +76,10 @@ def run(cmd, what):
         raise CompileError(
             f"{what} failed (exit {proc.returncode}): {' '.join(shlex.quote(c) for c in cmd)}\n"
             f"{proc.stderr.strip()}")
+    # A step's warnings (e.g. a policy that compresses nothing) reach the user; remarks stay in the tools.
+    for line in proc.stderr.splitlines():
+        if ": warning: " in line:
+            print(f"ptrain-compile: {line}", file=sys.stderr)
     return proc.stdout
 
 
