@@ -6,12 +6,14 @@ cuda; ptrain-run trains each for 3 steps on the same corpus (one process per GPU
 ranks on one device) and writes its losses (--log). Every training loss and the final validation loss of the
 CUDA run within 1e-4 relative of the CPU run's. The same for the plan compressed by --policy optimus-cc (CB's
 PowerSGD with LEP on the cool-down backward send 1 -> 0: the CUDA codec kernels, docs/CodegenCuda.md "Codecs"),
-and the bytes per link of every run (the NCCL communicators' counters on CUDA, MPI's on the CPU) equal.
-The compressed runs measure the codec telemetry every step (--telemetry-every 1, the run log's "codec"
+and for a --dp 2 plan with Optimus-CC's SC on every gradient (sc-all=true sc-rank=8: PowerSGD's all-reduces
+of P and Q, the exact path on 1-D gradients, through ptrain_nccl_compressed_all_reduce), and the bytes per link
+of every run (the NCCL communicators' counters on CUDA, MPI's on the CPU) equal.
+The pp2 optimus-cc runs measure the codec telemetry every step (--telemetry-every 1, the run log's "codec"
 records: ptrain_cuda_codec_metrics_f32 on CUDA, docs/CodegenCuda.md "Codec telemetry"): the same sites and
 compressions per step, the codec error, residual and input norms within 1e-2 relative and the LEP cosine
 within 2e-2 of the CPU run's (the two trainings differ by the kernels' rounding, ~1e-4 in the losses; the
-cosine of a difference of consecutive gradients amplifies it). The uncompressed CUDA run saves a checkpoint
+cosine of a difference of consecutive gradients amplifies it). The uncompressed pp2 CUDA run saves a checkpoint
 (each rank its stage's states from its per-stage d_states, the CPU's format): ptrain-export writes the ONNX
 model from it, and the CPU plan resumes from it for a 4th step whose loss is within 1e-4 relative of the CPU
 run's own 4th step.
@@ -98,31 +100,33 @@ def check_checkpoint(build, scratch, data, cuda_out, cpu_out, checkpoint):
 def main(build, source, scratch):
     devices = gpu_count(build)
     if devices < RANKS:
-        print(f"SKIP: {devices} usable CUDA device(s); the pp2 step needs {RANKS} (one NCCL rank per GPU)")
+        print(f"SKIP: {devices} usable CUDA device(s); the pp2 and dp2 steps need {RANKS} (one NCCL rank per GPU)")
         return SKIP
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
     data = os.path.join(scratch, "data")
     subprocess.run([sys.executable, os.path.join(source, "python/ptrain/data.py"), "--out", data], check=True)
     failures = []
-    for plan, options in (("pp2", []), ("pp2-optimus-cc", ["--policy", "optimus-cc"])):
+    pp2 = ["--pp", "2", "--micro-batches", "2"]
+    sc = ["--dp", "2", "--policy", "optimus-cc", "--compress-options", "sc-all=true sc-rank=8"]
+    for plan, options in (("pp2", pp2), ("pp2-optimus-cc", pp2 + ["--policy", "optimus-cc"]), ("dp2-sc", sc)):
         losses, traffic, telemetry = {}, {}, {}
         for target in ("cpu", "cuda", "cuda-mpirun") if plan == "pp2" else ("cpu", "cuda"):
             out = os.path.join(scratch, f"{plan}-{target.split('-')[0]}")  # cuda-mpirun: the cuda plan again
             if target != "cuda-mpirun":
                 subprocess.run([os.path.join(build, "bin", "ptrain-compile"),
-                                os.path.join(source, "models/gpt/gpt.onnx"), "--target", target, "--pp", "2",
-                                "--micro-batches", "2", "--lr", "1e-3", *options, "-o", out], check=True)
+                                os.path.join(source, "models/gpt/gpt.onnx"), "--target", target, "--lr", "1e-3",
+                                *options, "-o", out], check=True)
             log = os.path.join(scratch, f"{plan}-{target}.json")
             run_log = os.path.join(scratch, f"{plan}-{target}.jsonl")
-            extra = ["--telemetry-every", "1", "--run-log", run_log] if options else \
-                ["--checkpoint", os.path.join(scratch, f"{plan}-{target}.ckpt")]
+            extra = {"pp2-optimus-cc": ["--telemetry-every", "1", "--run-log", run_log],
+                     "pp2": ["--checkpoint", os.path.join(scratch, f"{plan}-{target}.ckpt")]}.get(plan, [])
             subprocess.run([os.path.join(build, "bin", "ptrain-run"), out, "--data", data, "--steps", "3",
                             "--val-batches", "2", "--no-plots", "--log", log, "--timeout", "120",
                             *(["--launcher", "mpirun"] if target == "cuda-mpirun" else extra)], check=True)
             with open(log) as f:
                 run = json.load(f)
-            if options:
+            if plan == "pp2-optimus-cc":
                 telemetry[target] = codec_records(run_log)
             losses[target] = run["train_loss"] + [run["val_loss"][-1][1]]
             traffic[target] = run.get("traffic")
@@ -139,9 +143,9 @@ def main(build, source, scratch):
                             f"{losses['cuda']}")
         if traffic["cuda"] is None or traffic["cuda"] != traffic["cpu"]:
             failures.append(f"{plan}: bytes per link on CUDA {traffic['cuda']}, on the CPU {traffic['cpu']}")
-        if options:
+        if plan == "pp2-optimus-cc":
             failures += compare_telemetry(plan, telemetry["cuda"], telemetry["cpu"])
-        else:
+        elif plan == "pp2":
             failures += check_checkpoint(build, scratch, data, os.path.join(scratch, "pp2-cuda"),
                                          os.path.join(scratch, "pp2-cpu"), os.path.join(scratch, "pp2-cuda.ckpt"))
     if failures:
