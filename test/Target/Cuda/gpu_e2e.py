@@ -2,7 +2,9 @@
 skip, without a usable GPU; docs/CodegenCuda.md).
 
 1. --optimizer none: the CUDA step's loss and all 52 gradients against the CPU step's on
-   models/gpt/test_data_set_0/input_0.pb, within 1e-4 relative (max|a - b| / max|b| per tensor).
+   models/gpt/test_data_set_0/input_0.pb, within 1e-4 relative (max|a - b| / max|b| per tensor); the same
+   with the cross-entropy's options (--class-weights w[c] = 0.5 + 0.25 (c mod 5) and --ignore-index the
+   batch's most frequent target: the weighted kernels of ModelCrossEntropy.cu).
 2. --optimizer adamw (lr 1e-3, warm-up 1): three steps on that batch, each loss within 1e-4 relative of the
    CPU's; the parameters after them (ptrain_step_pull_states) within 1e-4 relative; a checkpoint saved before
    the steps and loaded back reproduces the first step's loss exactly; a corrupt checkpoint is refused.
@@ -210,6 +212,35 @@ def compare_three_steps(build, source, scratch, tok_p, name, options, checkpoint
     return failures
 
 
+def compare_gradients(build, source, scratch, tok_p, name, options):
+    """One step of the step compiled with --optimizer none and `options` for both targets: the loss and every
+    gradient, CUDA against CPU within TOLERANCE."""
+    failures = []
+    results = {}
+    for target in ("cpu", "cuda"):
+        plan, lib = compile_step(build, source, os.path.join(scratch, f"{name}-{target}"), target, "--optimizer",
+                                 "none", *options)
+        check(lib, lib.ptrain_step_init(None), f"{target} init")
+        outs = [np.zeros(r["shape"], np.float32) for r in plan["train_step_results"]]
+        check(lib, lib.ptrain_step_train_step(tok_p, *[f32p(o) for o in outs]), f"{target} {name} train_step")
+        results[target] = (plan, outs)
+    plan, cpu = results["cpu"]
+    cuda = results["cuda"][1]
+    loss_err = relative(cuda[0], cpu[0])
+    print(f"{name} loss: cuda {float(cuda[0]):.8f} cpu {float(cpu[0]):.8f} relative {loss_err:.2e}")
+    if not loss_err <= TOLERANCE:
+        failures.append(f"{name} loss relative error {loss_err:.2e}")
+    worst, worst_key = 0.0, ""
+    for r, got, want in zip(plan["train_step_results"][1:], cuda[1:], cpu[1:]):
+        err = relative(got, want)
+        if err > worst:
+            worst, worst_key = err, r["grad_of"]
+        if not err <= TOLERANCE:
+            failures.append(f"{name} gradient of {r['grad_of']}: relative error {err:.2e}")
+    print(f"{name}: {len(cpu) - 1} gradients: max relative error {worst:.2e} ({worst_key})")
+    return failures
+
+
 def main(build, source, scratch):
     if gpu_count(build) < 1:
         print("SKIP: no usable CUDA device (ptrain_cuda_device_count failed or found none)")
@@ -221,27 +252,15 @@ def main(build, source, scratch):
     failures = []
 
     # --- 1. optimizer=none: loss and gradients, CUDA against CPU.
-    results = {}
-    for target in ("cpu", "cuda"):
-        plan, lib = compile_step(build, source, os.path.join(scratch, f"none-{target}"), target, "--optimizer", "none")
-        check(lib, lib.ptrain_step_init(None), f"{target} init")
-        outs = [np.zeros(r["shape"], np.float32) for r in plan["train_step_results"]]
-        check(lib, lib.ptrain_step_train_step(tok_p, *[f32p(o) for o in outs]), f"{target} train_step")
-        results[target] = (plan, outs)
-    plan, cpu = results["cpu"]
-    cuda = results["cuda"][1]
-    loss_err = relative(cuda[0], cpu[0])
-    print(f"loss: cuda {float(cuda[0]):.8f} cpu {float(cpu[0]):.8f} relative {loss_err:.2e}")
-    if not loss_err <= TOLERANCE:
-        failures.append(f"loss relative error {loss_err:.2e}")
-    worst, worst_key = 0.0, ""
-    for r, got, want in zip(plan["train_step_results"][1:], cuda[1:], cpu[1:]):
-        err = relative(got, want)
-        if err > worst:
-            worst, worst_key = err, r["grad_of"]
-        if not err <= TOLERANCE:
-            failures.append(f"gradient of {r['grad_of']}: relative error {err:.2e}")
-    print(f"{len(cpu) - 1} gradients: max relative error {worst:.2e} ({worst_key})")
+    failures += compare_gradients(build, source, scratch, tok_p, "none", [])
+    # --- 1b. The cross-entropy's options: class weights and an ignore_index (the most frequent target, so
+    # that many positions drop out of the weighted mean), loss and gradients, CUDA against CPU.
+    ignore = int(np.bincount(tokens[:, 1:].ravel(), minlength=256).argmax())
+    weights_file = os.path.join(scratch, "class-weights.txt")
+    with open(weights_file, "w") as f:
+        f.write(" ".join(repr(0.5 + 0.25 * (c % 5)) for c in range(256)) + "\n")
+    failures += compare_gradients(build, source, scratch, tok_p, "loss-options",
+                                  ["--ignore-index", str(ignore), "--class-weights", weights_file])
 
     # --- 2. optimizer=adamw: three steps, CUDA against CPU; checkpoints.
     failures += compare_three_steps(build, source, scratch, tok_p, "adamw", ["--optimizer", "adamw", "--lr", "1e-3",
