@@ -18,24 +18,24 @@
 
 using namespace mlir;
 using namespace mlir::ptrain;
-using namespace mlir::ptrain::cpp;
 using namespace mlir::ptrain::cuda;
+using cpp::countOf;
+using cpp::tensorOf;
 
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
-
+/// The calls of one cross-entropy op (CrossEntropyOp or CrossEntropyGradOp).
 template <typename CeOp> LogicalResult emitLoss(CeOp ce, CudaCallWriter &w) {
+  auto str = [](int64_t v) { return std::to_string(v); };
   Value logits = ce.getLogits(), labels = ce.getLabels();
-  if (tensorOf(labels).getElementType().isF32())
-    return ce.emitError("--emit-cuda: '") << ce->getName() << "' needs i64 labels, got " << labels.getType();
   const int64_t classes = tensorOf(logits).getShape().back(), n = countOf(labels);
   std::optional<int64_t> ignore = ce.getIgnoreIndex();
   if (ignore && (*ignore < INT32_MIN || *ignore > INT32_MAX))
     return ce.emitError("--emit-cuda: ignore_index ") << *ignore << " does not fit the runtime's int32 labels";
-  std::string targets = w.scratch(4 * n, "int32_t");
-  if (failed(w.emitCall(CudaCall::ptrain_cuda_cast_i64_i32, {w.valuePtr(labels), str(n), targets})))
+  FailureOr<std::string> ids = int32Ids(ce, labels, w);
+  if (failed(ids))
     return failure();
+  const std::string targets = *ids;
   std::string lse = w.scratch(4 * n, "float");
   const bool weighted = ce.isWeighted() || ce.isSumReduction();
   const std::string weights = ce.getWeight() ? w.valuePtr(ce.getWeight()) : "nullptr", hasIgnore = ignore ? "1" : "0",
