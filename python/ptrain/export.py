@@ -33,6 +33,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+from ptrain import manifest as manifest_module  # noqa: E402
 from ptrain import plan_abi  # noqa: E402
 
 MAGIC = b"PTRNCKPT"
@@ -97,46 +98,18 @@ def load_checkpoint(runtime, path):
     return arrays
 
 
-def stage_files(plan, checkpoint):
-    """[(stage, tp rank, path)] of a checkpoint's files: PATH at pp = tp = 1, PATH.stage<s> per pipeline stage,
-    PATH[.stage<s>].tp<t> per tensor-parallel rank (python/ptrain/run.py's stage_path)."""
-    pp, tp = plan.get("pp", 1), plan.get("tp", 1)
-    files = []
-    for s in range(pp):
-        path = checkpoint if pp == 1 else f"{checkpoint}.stage{s}"
-        files += [(s, t, path if tp == 1 else f"{path}.tp{t}") for t in range(tp)]
-    return files
+stage_files = manifest_module.stage_files
 
 
-def read_manifest(plan, checkpoint, fingerprint):
-    """PATH.json, ptrain-run's manifest of the checkpoint (the step it was saved after, the seed, and since
-    ptrain-export gathers shards the grid, the plan's fingerprint and the file names), checked against the
-    plan; None when there is none (a checkpoint written by ptrain_step_save directly)."""
-    path = checkpoint + ".json"
-    if not os.path.isfile(path):
-        return None
+def read_manifest(plan, checkpoint, embedded):
+    """PATH.json, ptrain-run's manifest of the checkpoint (python/ptrain/manifest.py), checked against the plan
+    (plan["_path"], its embedded plan `embedded`): the same grid and fingerprint, the plan's files; None when
+    there is none (a checkpoint written by ptrain_step_save directly)."""
     try:
-        with open(path) as f:
-            manifest = json.load(f)
-        if not isinstance(manifest, dict) or not isinstance(manifest.get("step"), int):
-            raise ValueError("no integer 'step'")
-    except (OSError, ValueError) as e:
-        raise ExportError(f"{path}: not a ptrain-run checkpoint manifest ({e})")
-    where = plan["_path"]
-    for axis in ("dp", "pp", "tp"):
-        if axis in manifest and manifest[axis] != plan.get(axis, 1):
-            raise ExportError(f"{path}: the checkpoint was written by a run at {axis} = {manifest[axis]}, but "
-                              f"{where} has {axis} = {plan.get(axis, 1)}: it is not this plan's checkpoint")
-    if "plan_fingerprint" in manifest and manifest["plan_fingerprint"] != fingerprint:
-        raise ExportError(f"{path}: the checkpoint was trained by the plan of fingerprint "
-                          f"{str(manifest['plan_fingerprint'])[:12]}, but {where} is the plan of fingerprint "
-                          f"{fingerprint[:12]}: it is another compile's checkpoint")
-    if "files" in manifest:
-        expected = [p[len(checkpoint):] for _, _, p in stage_files(plan, checkpoint)]
-        if manifest["files"] != expected:
-            raise ExportError(f"{path}: lists the files PATH + {manifest['files']}, the plan's grid needs PATH + "
-                              f"{expected}")
-    return manifest
+        manifest = manifest_module.read(checkpoint)
+        return manifest and manifest_module.check(manifest, plan, plan["_path"], checkpoint, embedded)
+    except manifest_module.ManifestError as e:
+        raise ExportError(str(e))
 
 
 def gather_shards(key, parts, tp_slice, files):
@@ -267,7 +240,7 @@ def export(args):
     except plan_abi.PlanError as e:
         raise ExportError(str(e))
     plan["_path"] = plan_path
-    manifest = read_manifest(plan, args.checkpoint, embedded["fingerprint"])
+    manifest = read_manifest(plan, args.checkpoint, embedded)
     runtime_path = os.path.join(args.build_dir or "", "lib", "Runtime", "libptrain_runtime.so")
     try:
         runtime = ctypes.CDLL(runtime_path)

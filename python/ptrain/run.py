@@ -1,9 +1,10 @@
-"""ptrain-run: train a compiled step (ptrain-compile's out/) under mpirun, one process per grid rank (dp x pp x tp).
+"""ptrain-run: train a compiled step (ptrain-compile's out/), one process per grid rank (dp x pp x tp): under mpirun
+(CPU plans), by its own torchrun-style launcher (CUDA plans), or as one rank of torchrun.
 
     ptrain-run out/ --data DIR_OR_FILE --steps N [--val-every K] [--val-batches V] [--np P]
                [--checkpoint PATH] [--resume PATH] [--seed S] [--log run.json] [--timeout SECONDS]
                [--telemetry-every N] [--run-log RUN.jsonl] [--no-plots] [--mpirun-args "ARGS"]
-               [--labels DIR]
+               [--labels DIR] [--launcher env|mpirun]
 
 The launcher checks its inputs (out/plan.json, out/libstep.so, the data, the world size; plan.json must equal
 the plan embedded in libstep.so, field by field: plan_abi.py), then starts
@@ -22,9 +23,21 @@ step). Every K steps and after the last, the validation loss is the mean of ptra
 batches of the held-out data. At the end, ptrain_step_save writes the checkpoint (one file per stage:
 PATH.stage<s> when pp > 1; PATH[.stage<s>].tp<t>, tp rank t's part, when tp > 1; with codec states and dp > 1
 also PATH[.stage<s>][.tp<t>].dp<d>, replica d's own, since each replica's residuals differ) and PATH.json, the data
-position (steps done, seed). --resume PATH loads such a checkpoint (every state by key: parameters, AdamW
-moments and step, codec residuals and warm-start Q) and continues from its step to step N with the batches a
-straight run would draw: the result equals the uninterrupted run's. --log writes the losses as JSON (rank 0).
+position (steps done, seed; python/ptrain/manifest.py). --resume PATH loads such a checkpoint (every state by key:
+parameters, AdamW moments and step, codec residuals and warm-start Q) and continues from its step to step N with
+the batches a straight run would draw: the result equals the uninterrupted run's. Before any rank starts the
+manifest is checked against the plan: another compile's checkpoint is an error naming both fingerprints, another
+pp or tp an error, a missing file named; one of the same plan at another dp is resharded by DESIGN.md decision
+5 (python/ptrain/reshard.py: parameters and moments copied, data-parallel residuals averaged, link residuals
+reset) with a warning naming each state not copied. --log writes the losses as JSON (rank 0).
+
+Launchers (--launcher; default mpirun for a CPU plan, env for a --target cuda plan): mpirun as below, or env,
+python/ptrain/launcher.py: one process per rank with torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+MASTER_ADDR and MASTER_PORT (a free port), output prefixed "[rank r] ", a failed rank ends the others (2 s for
+their own errors, SIGTERM, SIGKILL), Ctrl-C forwarded, no rank outliving the launcher, each failed rank's error
+named at the end. A CPU plan of more than one rank needs MPI: refused under env. Started with RANK and
+WORLD_SIZE in its environment and not under mpirun (torchrun), ptrain-run is that one rank: the launcher's
+checks, then the worker; WORLD_SIZE must be the plan's world.
 
 Explicit labels (a step compiled from an export with a labels input, `--import-options "--signature auto"`;
 docs/TrainingStep.md): --labels DIR holds train.labels and val.labels, int64 little-endian, one label per byte
@@ -53,10 +66,11 @@ of the emulated two-node cluster, bench/cluster/run.sh). The log (--log) also ha
 step's wall time on rank 0 (ptrain_step_train alone), for medians, and "step_cpu_seconds", the CPU time (user +
 system, all threads) of rank 0's process in that call, which other load on the machine disturbs less.
 
-A --target cuda plan (docs/CodegenCuda.md, "Multi-rank steps") runs the same way with one process per GPU:
-after the world size, the launcher asks the step for the CUDA devices (ptrain_step_cuda_devices, in a child
-process) and refuses a world larger than their count (NCCL refuses two ranks on one device); each worker's
-ptrain_step_init makes the NCCL communicators over MPI on device OMPI_COMM_WORLD_LOCAL_RANK.
+A --target cuda plan (docs/CodegenCuda.md, "Multi-rank steps") runs with one process per GPU: after the world
+size, the launcher asks the step for the CUDA devices (ptrain_step_cuda_devices, in a child process;
+PTRAIN_RUN_DEVICE_PROBE=0 skips it, for the tests) and refuses a world larger than their count (NCCL refuses two
+ranks on one device); each rank's ptrain_step_init makes the NCCL communicators on device LOCAL_RANK (the NCCL
+id over the runtime's TCP rendezvous), or under mpirun over MPI on device OMPI_COMM_WORLD_LOCAL_RANK.
 
 Errors are messages and a nonzero exit, never a hang: every communication has the runtime's deadline
 (PTRAIN_COMM_TIMEOUT_S, --timeout) and names the operation, the peer or group, the size (and a collective's
@@ -88,7 +102,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from ptrain import plan_abi  # noqa: E402
+from ptrain import manifest, plan_abi, reshard  # noqa: E402
 
 PLAN_KEYS = ("pp", "micro_batches", "batch", "seq", "vocab", "model", "library")
 
@@ -277,7 +291,25 @@ def read_labels(labels_dir, data, train, val):
 
 # --- the launcher -------------------------------------------------------------------------------------------
 
-def launch(args):
+def torchrun_world():
+    """WORLD_SIZE when this process was started by torchrun (or any launcher setting RANK and WORLD_SIZE) and
+    not by mpirun: then ptrain-run is that one rank and launches nothing."""
+    env = os.environ
+    if "RANK" not in env or "WORLD_SIZE" not in env or "OMPI_COMM_WORLD_SIZE" in env:
+        return None
+    try:
+        rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
+    except ValueError:
+        raise RunError(f"RANK={env['RANK']!r}, WORLD_SIZE={env['WORLD_SIZE']!r}: expected integers (torchrun's "
+                       "environment)")
+    if world < 1 or not 0 <= rank < world:
+        raise RunError(f"RANK={rank}, WORLD_SIZE={world}: expected 0 <= RANK < WORLD_SIZE (torchrun's environment)")
+    return world
+
+
+def prepare(args, torchrun=None):
+    """Checks everything a rank would find out too late (module docstring); returns (plan, world, launcher). Under
+    torchrun (its WORLD_SIZE given) the world must be the plan's, and a --target cpu step must be alone."""
     plan = load_plan(args.out)
     # Too little data, or bytes that are no token of the model, is the launcher's error, not every rank's.
     train, val = read_data(*data_files(args.data), plan["seq"])
@@ -290,20 +322,47 @@ def launch(args):
                        f"data whose bytes are below {plan['vocab']})")
     dp, tp = plan.get("dp", 1), plan.get("tp", 1)
     world = dp * plan["pp"] * tp
+    grid = (f"dp * pp = {dp} * {plan['pp']}" if tp == 1 else f"dp * pp * tp = {dp} * {plan['pp']} * {tp}")
+    cuda = plan.get("target") == "cuda"
+    if torchrun is not None:
+        if torchrun != world:
+            raise RunError(f"WORLD_SIZE={torchrun} (torchrun's environment): the step in {args.out} was compiled for "
+                           f"{grid} = {world} ranks; launch it with torchrun --nproc-per-node {world} (one process "
+                           "per GPU), or with ptrain-run alone")
+        if not cuda and world > 1:
+            raise RunError(f"the step in {args.out} is a --target cpu step of {world} ranks: it communicates over MPI "
+                           "and cannot run under torchrun (RANK/WORLD_SIZE without mpirun); run ptrain-run without "
+                           "torchrun (it starts mpirun), or compile with --target cuda")
     np_ = world if args.np is None else args.np
     if np_ != world:
-        grid = (f"dp * pp = {dp} * {plan['pp']}" if tp == 1 else f"dp * pp * tp = {dp} * {plan['pp']} * {tp}")
         raise RunError(f"--np {np_}: the step in {args.out} was compiled for {grid} = {world} ranks (one per "
                        f"pipeline stage, data-parallel replica and tensor-parallel part); use --np {world}")
-    if plan.get("target") == "cuda":
-        # One process per GPU: NCCL refuses two ranks on one device ("Duplicate GPU detected").
+    launcher = args.launcher or ("env" if cuda else "mpirun")
+    if torchrun is None and launcher == "env" and not cuda and world > 1:
+        raise RunError(f"--launcher env: the step in {args.out} is a --target cpu step of {world} ranks, and the CPU "
+                       "step communicates over MPI: only a world of 1 runs without mpirun; use --launcher mpirun "
+                       "(the default for CPU plans), or compile with --target cuda")
+    if launcher == "env" and args.mpirun_args:
+        raise RunError(f"--mpirun-args '{args.mpirun_args}': only with --launcher mpirun (this run launches with "
+                       f"{'torchrun' if torchrun is not None else '--launcher env'})")
+    # One process per GPU: NCCL refuses two ranks on one device ("Duplicate GPU detected"). Under torchrun each
+    # rank's ptrain_step_init finds its device (the machine may be one of several). PTRAIN_RUN_DEVICE_PROBE=0
+    # (the tests) leaves the device error to the ranks themselves.
+    if cuda and torchrun is None and os.environ.get("PTRAIN_RUN_DEVICE_PROBE", "1") != "0":
         devices = cuda_devices(plan["library"])
         if devices < world:
             raise RunError(f"{args.out} was compiled with --target cuda for {world} ranks, one process per GPU, but "
                            f"this machine has {devices} CUDA device(s) (NCCL refuses two ranks on one device); "
                            f"use a machine with {world} GPUs or compile with --target cpu")
     if args.resume:
-        resume_position(args, plan)
+        _, old_dp, replicas = resume_position(args, plan)
+        if old_dp != dp:
+            lines = reshard_warnings(args, plan, old_dp, replicas)
+            if os.environ.get("RANK", "0") == "0" or torchrun is None:
+                print(f"ptrain-run: warning: --resume {args.resume} was written at dp = {old_dp}; resharded to dp = "
+                      f"{dp} (DESIGN.md decision 5): parameters, moments and the other states copied from replica 0"
+                      + (", and:" if lines else "; no state reset") + "".join(f"\n  {x}" for x in lines),
+                      file=sys.stderr, flush=True)
     if args.checkpoint:
         # Checked before training, not found out by ptrain_step_save after the last step.
         folder = os.path.dirname(os.path.abspath(args.checkpoint))
@@ -323,32 +382,57 @@ def launch(args):
             raise RunError(f"{flag} {path}: the folder {folder} does not exist or is not writable")
     if args.telemetry_every < 0:
         raise RunError(f"--telemetry-every {args.telemetry_every}: must be >= 0 (0: off)")
+    return plan, world, launcher
+
+
+def rank_defaults(env, timeout):
+    """The environment of every rank: one BLAS thread (ranks share the cores), the communication deadline."""
+    env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PTRAIN_COMM_TIMEOUT_S": str(timeout)})
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    return env
+
+
+def launch(args):
+    plan, world, launcher = prepare(args)
     try:
         mpirun_args = shlex.split(args.mpirun_args)
     except ValueError as e:  # e.g. an unbalanced quote: shlex's message, not a traceback
         raise RunError(f"--mpirun-args '{args.mpirun_args}': {e}")
-    mpirun = shutil.which("mpirun")
-    if not mpirun:
-        raise RunError("mpirun not found (Debian: openmpi-bin)")
-    env = dict(os.environ)
-    env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-                "PTRAIN_COMM_TIMEOUT_S": str(args.timeout)})
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
-    cmd = [mpirun, "-np", str(np_), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1",
-           "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS", "-x", "PTRAIN_COMM_TIMEOUT_S",
-           *mpirun_args, sys.executable, os.path.abspath(__file__), "--worker", *args.argv]
+    env = rank_defaults(dict(os.environ), args.timeout)
+    worker = [sys.executable, os.path.abspath(__file__), "--worker", *args.argv]
+    if launcher == "mpirun":
+        mpirun = shutil.which("mpirun")
+        if not mpirun:
+            raise RunError("mpirun not found (Debian: openmpi-bin)")
+        cmd = [mpirun, "-np", str(world), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1",
+               "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS", "-x", "PTRAIN_COMM_TIMEOUT_S",
+               *mpirun_args, *worker]
     log = run_log_path(args)
     # A log this run wrote: none before, or a different one (file timestamps come from a coarse clock, so they
     # are compared with the old file's, not with time.time()).
     before = os.stat(log).st_mtime_ns if os.path.isfile(log) else None
-    status = subprocess.call(cmd, env=env)
+    if launcher == "env":  # torchrun-style: one process per rank, supervised here (python/ptrain/launcher.py)
+        from ptrain import launcher as env_launcher
+        status = env_launcher.run_ranks(worker, world, env)
+    else:
+        status = subprocess.call(cmd, env=env)
     if status != 0 and os.path.isfile(log) and os.stat(log).st_mtime_ns != before:
         # No run log that reads like a finished run's: the steps up to the failure stay readable beside it.
         os.replace(log, log + ".failed")
         print(f"ptrain-run: the run failed (exit status {status}); its run log up to the failure is {log}.failed",
               file=sys.stderr, flush=True)
     return status
+
+
+def as_rank(args, world):
+    """Started by torchrun: this process is rank RANK of WORLD_SIZE; nothing is launched."""
+    prepare(args, torchrun=world)
+    for key, value in rank_defaults({}, args.timeout).items():  # What torchrun's user did not set.
+        os.environ.setdefault(key, value)
+    args.worker = True  # From here on an error ends this rank like a worker's.
+    work(args)
+    return 0
 
 
 def per_replica_states(plan):
@@ -367,25 +451,74 @@ def stage_path(path, plan, stage, tp_rank=0, replica=0):
 
 
 def resume_position(args, plan):
-    """The step a checkpoint was saved after (PATH.json); checks its files and the seed."""
-    for d in range(plan.get("dp", 1) if per_replica_states(plan) else 1):
-        for s in range(plan["pp"]):
-            for t in range(plan.get("tp", 1)):
-                if not os.path.isfile(stage_path(args.resume, plan, s, t, d)):
-                    raise RunError(f"--resume {args.resume}: no checkpoint file "
-                                   f"{stage_path(args.resume, plan, s, t, d)}")
-    meta = args.resume + ".json"
+    """The step a checkpoint was saved after and the grid that wrote it: (step, old dp, old replicas with files
+    of their own). Checks its manifest PATH.json against the plan (python/ptrain/manifest.py: another plan's
+    checkpoint names both fingerprints; another dp is resharded, another pp or tp is an error), the seed, and
+    that every file it needs exists."""
+    check_files(args, plan, 1, 1)
     try:
-        with open(meta) as f:
-            position = json.load(f)
+        position = manifest.read(args.resume)
+        if position is None:
+            raise RunError(f"--resume {args.resume}: cannot read the data position {args.resume}.json (no such file; "
+                           "ptrain-run --checkpoint writes it)")
         start, seed = int(position["step"]), int(position["seed"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise RunError(f"--resume {args.resume}: cannot read the data position {meta} ({e})")
+    except manifest.ManifestError as e:
+        raise RunError(f"--resume {args.resume}: {e}")
+    except (ValueError, KeyError, TypeError) as e:
+        raise RunError(f"--resume {args.resume}: cannot read the data position {args.resume}.json ({e})")
+    try:
+        manifest.check(position, plan, os.path.join(args.out, "plan.json"), args.resume,
+                       plan_abi.read_embedded(plan["library"]) or {}, other_dp=True)
+    except manifest.ManifestError as e:
+        raise RunError(f"--resume {args.resume}: {e}")
     if seed != args.seed:
         raise RunError(f"--resume {args.resume}: the checkpoint was trained with --seed {seed}, not {args.seed}")
     if start > args.steps:
         raise RunError(f"--resume {args.resume}: the checkpoint is after step {start}, beyond --steps {args.steps}")
-    return start
+    dp = plan.get("dp", 1)
+    old_dp = position.get("dp", dp)
+    if old_dp == dp:
+        replicas = dp if per_replica_states(plan) else 1
+    else:  # Another degree: the old run's own files (an older manifest without per_replica: the files there).
+        per_replica = position.get("per_replica", os.path.isfile(old_path(args.resume, plan, 0, 0, 1, True)))
+        replicas = old_dp if per_replica and old_dp > 1 else 1
+    check_files(args, plan, old_dp, replicas)
+    return start, old_dp, replicas
+
+
+def check_files(args, plan, old_dp, replicas):
+    for d in range(replicas):
+        for s in range(plan["pp"]):
+            for t in range(plan.get("tp", 1)):
+                path = old_path(args.resume, plan, s, t, d, replicas > 1)
+                if not os.path.isfile(path):
+                    raise RunError(f"--resume {args.resume}: no checkpoint file {path}" +
+                                   (f" (replica {d} of the checkpoint's dp = {old_dp})" if replicas > 1 else ""))
+
+
+def old_path(checkpoint, plan, stage, tp_rank, replica, per_replica):
+    """A checkpoint file of (stage, tp rank, replica) of a run at the plan's pp and tp (stage_path), whose
+    replicas d > 0 wrote files of their own when per_replica."""
+    path = stage_path(checkpoint, dict(plan, dp=1), stage, tp_rank)
+    return f"{path}.dp{replica}" if replica > 0 and per_replica else path
+
+
+def reshard_warnings(args, plan, old_dp, replicas):
+    """The states a resume at another dp does not copy verbatim (python/ptrain/reshard.py), one line each."""
+    from ptrain import export
+    headers = {}
+    for d in range(replicas):
+        for s in range(plan["pp"]):
+            for t in range(plan.get("tp", 1)):
+                path = old_path(args.resume, plan, s, t, d, replicas > 1)
+                try:
+                    headers[path] = export.read_header(path)
+                except export.ExportError as e:
+                    raise RunError(f"--resume {args.resume}: {e}")
+    try:
+        return reshard.report(plan, args.resume, headers, old_dp, replicas)
+    except reshard.ReshardError as e:
+        raise RunError(str(e))
 
 
 # --- the worker (one per rank) ------------------------------------------------------------------------------
@@ -661,9 +794,16 @@ def work(args):
 
     start = 0
     if args.resume:
-        start = resume_position(args, plan)
-        path = stage_path(args.resume, plan, stage.value, tp_rank, replica)
-        step.check(step.lib.ptrain_step_load(path.encode()), f"ptrain_step_load({path})")
+        start, old_dp, replicas = resume_position(args, plan)
+        if old_dp == dp:
+            path = stage_path(args.resume, plan, stage.value, tp_rank, replica)
+            step.check(step.lib.ptrain_step_load(path.encode()), f"ptrain_step_load({path})")
+        else:  # DESIGN.md decision 5 (python/ptrain/reshard.py); the launcher printed what is not copied.
+            try:
+                reshard.load(step, [old_path(args.resume, plan, stage.value, tp_rank, d, replicas > 1)
+                                    for d in range(replicas)])
+            except reshard.ReshardError as e:
+                raise RunError(f"--resume {args.resume}: {e}")
     traffic = Traffic(step, dp * plan["pp"] * tp, tp) if step.has_traffic else None
     telemetry = Telemetry(step, dp * plan["pp"] * tp, args.telemetry_every) if step.has_telemetry else None
     if args.telemetry_every and not telemetry and rank0:
@@ -759,10 +899,12 @@ def work(args):
             # files: each file's suffix after PATH (a renamed checkpoint stays valid).
             files = [stage_path(args.checkpoint, plan, s, t)[len(args.checkpoint):] for s in range(plan["pp"])
                      for t in range(tp)]
-            fingerprint = (plan_abi.read_embedded(plan["library"]) or {}).get("fingerprint")
-            with open(args.checkpoint + ".json", "w") as f:
+            embedded = plan_abi.read_embedded(plan["library"]) or {}
+            with open(args.checkpoint + ".json", "w") as f:  # python/ptrain/manifest.py
                 json.dump({"step": args.steps, "seed": args.seed, "dp": dp, "pp": plan["pp"], "tp": tp,
-                           "plan_fingerprint": fingerprint, "files": files}, f)
+                           "plan_fingerprint": embedded.get("fingerprint"),
+                           "reshard_fingerprint": manifest.reshard_fingerprint(embedded),
+                           "per_replica": per_replica_states(plan), "files": files}, f)
             print(f"checkpoint: {args.checkpoint}" + ("" if plan["pp"] == 1 else ".stage<s>") +
                   ("" if tp == 1 else ".tp<t>") + (" (and .dp<d> per replica d > 0)" if per_replica_states(plan)
                                                    else ""), flush=True)
@@ -805,6 +947,10 @@ def parser():
     p.add_argument("--no-plots", action="store_true", help="do not draw the run log's PNGs at the end")
     p.add_argument("--memory-log", default=None,
                    help="each rank writes PATH.rank<r>.json: the resident bytes of its states and arenas at the end")
+    p.add_argument("--launcher", choices=("env", "mpirun"), default=None,
+                   help="how the ranks start: env (one process per rank with torchrun's RANK/WORLD_SIZE/MASTER_ADDR/"
+                        "MASTER_PORT; the default for --target cuda plans) or mpirun (the default for CPU plans, "
+                        "whose step communicates over MPI)")
     p.add_argument("--mpirun-args", default="",
                    help='more mpirun options, after the defaults (e.g. "--host a:1,b:1 --mca btl tcp,self")')
     p.add_argument("--labels", default=None, metavar="DIR",
@@ -814,27 +960,39 @@ def parser():
     return p
 
 
+def rank_name():
+    return os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("RANK", "?"))
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(argv)
     args.argv = [a for a in argv if a != "--worker"]
     try:
         if not args.worker:
-            return launch(args)
+            world = torchrun_world()
+            return launch(args) if world is None else as_rank(args, world)
         work(args)
         return 0
+    except KeyboardInterrupt:  # Ctrl-C, or the env launcher's forwarded SIGINT: no traceback per rank.
+        print(f"ptrain-run: rank {rank_name()}: interrupted" if args.worker else "ptrain-run: interrupted",
+              file=sys.stderr, flush=True)
+        if args.worker:
+            os._exit(130)
+        return 130
     except (RunError, OSError) as e:
         # An OSError (a log or checkpoint that cannot be written) is a message naming the file, no traceback.
         message = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename else e
         print(f"ptrain-run: error: {message}", file=sys.stderr, flush=True)
         # A worker ends every rank (MPI_Abort), also those stalled in compute or a sleep; if that is not
-        # possible it leaves without finalizing MPI, and mpirun then ends the other ranks (no hang).
+        # possible it leaves without finalizing MPI, and mpirun then ends the other ranks (no hang). Without
+        # mpirun (torchrun, --launcher env) there is no MPI job to abort: the launcher ends the other ranks.
         if args.worker:
-            if _STEP is not None:
+            if _STEP is not None and "OMPI_COMM_WORLD_RANK" in os.environ:
                 # Said here, not left to mpirun: Open MPI's own MPI_ABORT banner goes through show_help, which
                 # can fail ("Out of resource") and print nothing, e.g. as root in a container.
-                print(f"ptrain-run: rank {os.environ.get('OMPI_COMM_WORLD_RANK', '?')} ends the job with MPI_Abort "
-                      "(error code 1)", file=sys.stderr, flush=True)
+                print(f"ptrain-run: rank {rank_name()} ends the job with MPI_Abort (error code 1)", file=sys.stderr,
+                      flush=True)
                 _STEP.lib.ptrain_step_abort(1)
             os._exit(1)
         return 1

@@ -4,7 +4,9 @@ window (every rank reported it after mpirun started), and a --checkpoint folder 
 out by ptrain_step_save after the last training step), and a plan.json that is not the plan embedded in
 libstep.so (a hand-edited seq made every rank read past its token buffer), data bytes outside the vocabulary,
 --val-batches 0, a --timeout that is not positive, --log/--memory-log folders that do not exist, --mpirun-args
-that do not split into words; a failed run's log is renamed RUN.jsonl.failed."""
+that do not split into words; a failed run's log is renamed RUN.jsonl.failed. The launchers: --launcher env
+refuses a multi-rank CPU plan and runs a one-rank one; started with torchrun's RANK/WORLD_SIZE, ptrain-run is that
+rank (a WORLD_SIZE other than the plan's, a bad RANK and a multi-rank CPU plan are refused)."""
 
 import json
 import os
@@ -167,3 +169,65 @@ def test_failed_run_renames_its_run_log(plan_dir, monkeypatch, capsys):
     monkeypatch.setattr(run.subprocess, "call", good_run)
     assert launch(out, "--data", data, "--steps", "1") == 0
     assert (out / "run.jsonl").exists()
+
+
+def test_env_launcher_refuses_a_multirank_cpu_plan(plan_dir):
+    # The CPU step communicates over MPI: without mpirun only a world of 1 can run.
+    out, data = plan_dir
+    with pytest.raises(run.RunError, match=r"--launcher env: the step in .* is a --target cpu step of 2 ranks, and "
+                                           r"the CPU step communicates over MPI: only a world of 1 runs without "
+                                           r"mpirun; use --launcher mpirun"):
+        launch(out, "--data", data, "--steps", "1", "--launcher", "env")
+
+
+def test_env_launcher_runs_a_single_rank_cpu_plan(plan_dir, monkeypatch):
+    out, data = plan_dir
+    plan = json.loads((out / "plan.json").read_text())
+    plan["pp"] = 1
+    (out / "plan.json").write_text(json.dumps(plan))
+    shutil.copy(ELF, out / "libstep.so")
+    plan_abi.embed(str(out / "libstep.so"), plan)
+    from ptrain import launcher
+    calls = []
+    monkeypatch.setattr(launcher, "run_ranks", lambda cmd, world, env: calls.append((cmd, world, env)) or 0)
+    assert launch(out, "--data", data, "--steps", "1", "--launcher", "env") == 0
+    (cmd, world, env), = calls
+    assert world == 1 and cmd[2] == "--worker" and env["PTRAIN_COMM_TIMEOUT_S"] == "120.0"
+    with pytest.raises(run.RunError, match=r"--mpirun-args '--host a': only with --launcher mpirun"):
+        launch(out, "--data", data, "--steps", "1", "--launcher", "env", "--mpirun-args", "--host a")
+
+
+def torchrun_main(monkeypatch, out, data, rank, world):
+    monkeypatch.setenv("RANK", str(rank))
+    monkeypatch.setenv("WORLD_SIZE", str(world))
+    monkeypatch.delenv("OMPI_COMM_WORLD_SIZE", raising=False)
+    return run.main([str(out), "--data", str(data), "--steps", "1"])
+
+
+def test_torchrun_world_must_be_the_plans(plan_dir, monkeypatch, capsys):
+    # Started by torchrun (RANK, WORLD_SIZE set, no mpirun): ptrain-run is one rank and launches nothing.
+    out, data = plan_dir
+    monkeypatch.setattr(run.subprocess, "call", lambda *a, **k: pytest.fail("launched mpirun under torchrun"))
+    assert torchrun_main(monkeypatch, out, data, 0, 3) == 1
+    assert ("WORLD_SIZE=3 (torchrun's environment): the step in " in capsys.readouterr().err)
+    assert torchrun_main(monkeypatch, out, data, 2, 2) == 1
+    assert "RANK=2, WORLD_SIZE=2: expected 0 <= RANK < WORLD_SIZE" in capsys.readouterr().err
+    # The right world, but the pp2 CPU plan communicates over MPI: refused by name.
+    assert torchrun_main(monkeypatch, out, data, 0, 2) == 1
+    assert "is a --target cpu step of 2 ranks: it communicates over MPI and cannot run under torchrun" in \
+        capsys.readouterr().err
+
+
+def test_torchrun_single_rank_runs_the_worker(plan_dir, monkeypatch):
+    out, data = plan_dir
+    plan = json.loads((out / "plan.json").read_text())
+    plan["pp"] = 1
+    (out / "plan.json").write_text(json.dumps(plan))
+    shutil.copy(ELF, out / "libstep.so")
+    plan_abi.embed(str(out / "libstep.so"), plan)
+    ran = []
+    monkeypatch.setattr(run, "work", lambda args: ran.append(args.worker))
+    for key in run.rank_defaults({}, 1):  # Set by the rank: undone after the test.
+        monkeypatch.delenv(key, raising=False)
+    assert torchrun_main(monkeypatch, out, data, 0, 1) == 0
+    assert ran == [True] and os.environ["PTRAIN_COMM_TIMEOUT_S"] == "120.0"

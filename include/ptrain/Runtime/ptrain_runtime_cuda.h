@@ -140,6 +140,18 @@
 //   cpu/VocabParallel.cpp's kernels with int32 DEVICE ids / labels; the
 //   embedding backward overwrites out_dtable. Ids and labels outside their
 //   range are skipped and reported by ptrain_cuda_check_indices.
+// ptrain_cuda_compare_f32, _compare_i64, _logical_u8, _select
+//   ptrain_compare_f32 etc. (ptrain_runtime.h) on device tensors: masks are
+//   uint8_t 0 / 1 per element, the CPU target's layout; dims HOST arrays.
+// ptrain_cuda_rms_norm_fwd_f32, ptrain_cuda_rotary_embedding_f32
+//   ptrain_rms_norm_fwd_f32 (a block per row, the sum of squares in fp64) /
+//   ptrain_rotary_embedding_f32 (bit for bit) on device tensors.
+// ptrain_cuda_dropout_f32(x, n, ratio, seed, counter, mid, inner, part,
+//     parts, row_offset, row_elems, out)
+//   ptrain_dropout_global_f32's mask bit for bit, the counter a DEVICE
+//   int64: row_elems == 0: step = *counter, base = 0; else the counter packs
+//   step + 2^32 row (lib/Transforms/DropoutRows.cpp): step = low 32 bits,
+//   base = ((*counter >> 32) + row_offset) * row_elems.
 // ptrain_cuda_check_indices()
 //   Waits for the stream and reports the first id / target / label outside
 //   the vocabulary (or gather index, or float cast to int64) that a kernel

@@ -43,6 +43,9 @@ OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, 
   if (!options.constantInputs.empty() &&
       failed(onnx_import::applyConstantInputs(*module, options.entry, options.constantInputs)))
     return nullptr;
+  // Before legalization, which turns a weighted NegativeLogLikelihoodLoss into ops no longer named after it.
+  if (options.applySignature && failed(onnx_import::checkExportLossWeights(*module, options.entry)))
+    return nullptr;
   if (options.legalize && failed(legalizeONNX(*module)))
     return nullptr;
   if (options.legalize) {

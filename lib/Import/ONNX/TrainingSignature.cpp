@@ -1,6 +1,7 @@
 //===- TrainingSignature.cpp - roles of an export's inputs and outputs -*- C++ -*-===//
 
 #include "TrainingSignature.h"
+#include "LegalizePatterns.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
@@ -302,4 +303,22 @@ LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module,
     signature.push_back(b.getNamedAttr("loss_ignore_index", b.getI64IntegerAttr(*lossIgnoreIndex)));
   module->setAttr("ptrain.signature", b.getDictionaryAttr(signature));
   return success();
+}
+
+LogicalResult onnx_import::checkExportLossWeights(ModuleOp module, StringRef entry) {
+  auto fn = module.lookupSymbol<func::FuncOp>(entry);
+  if (!fn)
+    return success(); // applyTrainingSignature names the missing function.
+  WalkResult result = fn.walk([](OnnxNodeOp node) {
+    StringRef type = node.getOpType();
+    if ((type != "SoftmaxCrossEntropyLoss" && type != "NegativeLogLikelihoodLoss") || node.getInputs().size() < 3 ||
+        node.getNumResults() == 0 || node.getResult(0).use_empty())
+      return WalkResult::advance();
+    nodeError(node) << "--signature: the export's loss has class weights (input #2); the signature drops the "
+                       "export's loss for the training step's own cross-entropy, which would train without them. "
+                       "Export the model without the loss weights and give them to ptrain-compile with "
+                       "--class-weights FILE (one weight per vocabulary entry, docs/TrainingStep.md)";
+    return WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
 }

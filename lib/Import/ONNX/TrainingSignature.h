@@ -46,6 +46,11 @@ std::string parseSignature(const std::string &text, std::map<std::string, std::s
 /// inferred, a given name is neither an input nor an output, or an input does not fit its role.
 LogicalResult applyTrainingSignature(ModuleOp module, llvm::StringRef entry,
                                      const std::map<std::string, std::string> &roles);
+/// Refuses, before legalization, an export whose own loss has class weights (SoftmaxCrossEntropyLoss or
+/// NegativeLogLikelihoodLoss with input #2) that reaches an output of function `entry`: applying the signature
+/// drops that loss, and the training step's own cross-entropy would silently train without the weights. The
+/// error names the node and points to ptrain-compile --class-weights.
+LogicalResult checkExportLossWeights(ModuleOp module, llvm::StringRef entry);
 
 } // namespace mlir::ptrain::onnx_import
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/CompareValues.h"
 #include "common/Status.h"
 #include "cpu/StridedWalk.h"
 
@@ -234,21 +235,6 @@ ptrain_status_t twoOperands(const char *call, int32_t a_rank, const int64_t *a_d
   return broadcastStrides(call, "b", b_rank, b_dims, out_rank, out_dims, strides[1]);
 }
 
-template <typename T> bool compareValues(int32_t kind, T a, T b) {
-  switch (kind) {
-  case PTRAIN_COMPARE_EQ:
-    return a == b;
-  case PTRAIN_COMPARE_LT:
-    return a < b;
-  case PTRAIN_COMPARE_LE:
-    return a <= b;
-  case PTRAIN_COMPARE_GT:
-    return a > b;
-  default: // PTRAIN_COMPARE_GE, checked by the caller.
-    return a >= b;
-  }
-}
-
 template <typename T>
 ptrain_status_t compareTensors(const char *call, int32_t kind, const T *a, int32_t a_rank, const int64_t *a_dims,
                                const T *b, int32_t b_rank, const int64_t *b_dims, int32_t out_rank,
@@ -264,8 +250,9 @@ ptrain_status_t compareTensors(const char *call, int32_t kind, const T *a, int32
     return PTRAIN_OK;
   if (a == nullptr || b == nullptr || out == nullptr)
     return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "a, b and out must not be null");
-  walkBroadcast<2>(out_rank, out_dims, n, strides,
-                   [&](int64_t o, int64_t i, int64_t j) { out[o] = compareValues(kind, a[i], b[j]) ? 1 : 0; });
+  walkBroadcast<2>(out_rank, out_dims, n, strides, [&](int64_t o, int64_t i, int64_t j) {
+    out[o] = ptrain::runtime::compareValues(kind, a[i], b[j]) ? 1 : 0;
+  });
   return PTRAIN_OK;
 }
 

@@ -3,25 +3,16 @@
 // Srivastava et al. 2014, "Dropout" (JMLR 15), in the inverted form of ONNX
 // Dropout-12: out = keep ? x / (1 - ratio) : 0. The mask is the pure function
 // of (seed, counter, global index) that ptrain.dropout defines (PTrainModelOps.td)
-// on SplitMix64's finalizer (Steele, Lea, Flood 2014, "Fast splittable
-// pseudorandom number generators", OOPSLA), so a compiled step draws the same
-// mask bit for bit as the reference interpreter (dropoutKeeps in
-// lib/Interpreter/Elementwise.cpp), and a step, its recomputation and its
-// gradient see one mask.
+// on SplitMix64's finalizer (common/DropoutMask.h, shared with the GPU kernel
+// of cuda/ModelTransformer.cu), so a compiled step draws the same mask bit for
+// bit as the reference interpreter (dropoutKeeps in
+// lib/Interpreter/Elementwise.cpp) and as a CUDA step, and a step, its
+// recomputation and its gradient see one mask.
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/DropoutMask.h"
 #include "common/Status.h"
-
-namespace {
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
-
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-} // namespace
 
 extern "C" ptrain_status_t ptrain_dropout_global_f32(const float *x, int64_t n, double ratio, int64_t seed,
                                                      int64_t counter, int64_t mid, int64_t inner, int64_t part,
@@ -34,16 +25,11 @@ extern "C" ptrain_status_t ptrain_dropout_global_f32(const float *x, int64_t n, 
                    static_cast<long long>(base));
   PTRAIN_CHECK_PTR(x);
   PTRAIN_CHECK_PTR(out);
-  const uint64_t key = mix64(static_cast<uint64_t>(seed) ^ mix64(static_cast<uint64_t>(counter) + kGolden));
+  using namespace ptrain::runtime;
+  const uint64_t key = dropoutKey(seed, counter);
   const double scale = 1.0 / (1.0 - ratio);
   for (int64_t i = 0; i < n; ++i) {
-    int64_t g = i + base;
-    if (mid > 0) {
-      const int64_t r = i % inner, j = (i / inner) % mid, o = i / (inner * mid);
-      g = ((o * parts + part) * mid + j) * inner + r + base;
-    }
-    const uint64_t bits = mix64(key + (static_cast<uint64_t>(g) + 1) * kGolden);
-    const double u = static_cast<double>(bits >> 11) * 0x1.0p-53;
+    const double u = dropoutUniform(key, dropoutGlobalIndex(i, mid, inner, part, parts, base));
     out[i] = u >= ratio ? static_cast<float>(x[i] * scale) : 0.0f;
   }
   return PTRAIN_OK;

@@ -49,64 +49,80 @@ LogicalResult emitRotary(RotaryEmbeddingOp op, CallWriter &w) {
                  std::to_string(op.getRotatedChannels()), op.getInterleaved() ? "1" : "0", w.ptr(op.getResult())});
 }
 
-/// `gridCoordinate(ptrain_rank, d)` (the generated code's helper) for the grid axis `axis` of the module's grid,
-/// and the axis' size; fails at `op` when no grid of the module has that axis.
-FailureOr<std::pair<std::string, int64_t>> gridCoordinateOf(Operation *op, StringRef axis) {
-  for (GridOp grid : op->getParentOfType<ModuleOp>().getOps<GridOp>())
-    if (std::optional<unsigned> d = grid.getAxisIndex(axis))
-      return std::make_pair("gridCoordinate(ptrain_rank, " + std::to_string(*d) + ")", grid.getAxisSize(axis));
-  return op->emitError("--emit-cpp: the dropout layout names grid axis '") << axis << "', which no grid has";
-}
-
 LogicalResult emitDropout(DropoutOp op, CallWriter &w) {
   RankedTensorType counter = tensorOf(op.getCounter());
   if (counter.getRank() != 0 || !counter.getElementType().isInteger(64))
     return op.emitError("--emit-cpp: the dropout counter must be tensor<i64>, got ") << counter;
+  FailureOr<DropoutLayoutArgs> layout = dropoutLayoutArgs(op, "--emit-cpp");
+  if (failed(layout))
+    return failure();
   const std::string count = w.ptr(op.getCounter()) + "[0]";
-  auto layout = op->getAttrOfType<DictionaryAttr>(kDropoutLayoutAttr);
   std::vector<std::string> args = {w.ptr(op.getInput()), std::to_string(countOf(op.getInput())),
                                    doubleLiteral(op.getRatio().convertToDouble()),
                                    seedLiteral(op.getSeedAttr().getInt())};
-  if (!layout) {
+  if (!layout->global) {
     args.push_back(count);
     args.push_back(w.ptr(op.getResult()));
     return w.call(RuntimeCall::ptrain_dropout_f32, args);
   }
-  // The global index of the op's description, as lib/Interpreter/Elementwise.cpp's dropoutLayout computes it.
-  auto integer = [&](StringRef key) { return layout.getAs<IntegerAttr>(key).getInt(); };
-  RankedTensorType type = tensorOf(op.getInput());
-  int64_t mid = 0, inner = 1, parts = 1;
-  std::string part = "0";
-  if (auto axis = layout.getAs<StringAttr>("shard_axis")) {
-    FailureOr<std::pair<std::string, int64_t>> c = gridCoordinateOf(op, axis.getValue());
-    if (failed(c))
-      return failure();
-    int64_t k = integer("shard_dim");
-    mid = type.getDimSize(k);
-    for (int64_t d = k + 1; d < type.getRank(); ++d)
-      inner *= type.getDimSize(d);
-    std::tie(part, parts) = *c;
-  }
   std::string step = count, base = "0";
-  if (layout.get("batch_rows")) {
+  if (layout->packedRows) {
     // The counter packs step + 2^32 row (lib/Transforms/DropoutRows.cpp).
     step = "(" + count + " & 0xFFFFFFFFLL)";
     std::string row = "(" + count + " >> 32)";
-    if (auto axis = layout.getAs<StringAttr>("replica_axis")) {
-      FailureOr<std::pair<std::string, int64_t>> c = gridCoordinateOf(op, axis.getValue());
-      if (failed(c))
-        return failure();
-      row = "(" + row + " + " + c->first + " * " + std::to_string(integer("replica_rows")) + ")";
-    }
-    base = row + " * " + std::to_string(type.getNumElements() / integer("batch_rows") * parts);
+    if (!layout->replicaCoordinate.empty())
+      row = "(" + row + " + " + layout->replicaCoordinate + " * " + std::to_string(layout->replicaRows) + ")";
+    base = row + " * " + std::to_string(layout->rowElems);
   }
-  for (const std::string &arg :
-       {step, std::to_string(mid), std::to_string(inner), part, std::to_string(parts), base, w.ptr(op.getResult())})
+  for (const std::string &arg : {step, std::to_string(layout->mid), std::to_string(layout->inner), layout->part,
+                                 std::to_string(layout->parts), base, w.ptr(op.getResult())})
     args.push_back(arg);
   return w.call(RuntimeCall::ptrain_dropout_global_f32, args);
 }
 
 } // namespace
+
+/// `gridCoordinate(ptrain_rank, d)` (the generated code's helper) for the grid axis `axis` of the module's grid,
+/// and the axis' size; fails at `op` when no grid of the module has that axis.
+static FailureOr<std::pair<std::string, int64_t>> gridCoordinateOf(Operation *op, StringRef axis, StringRef flag) {
+  for (GridOp grid : op->getParentOfType<ModuleOp>().getOps<GridOp>())
+    if (std::optional<unsigned> d = grid.getAxisIndex(axis))
+      return std::make_pair("gridCoordinate(ptrain_rank, " + std::to_string(*d) + ")", grid.getAxisSize(axis));
+  return op->emitError(flag) << ": the dropout layout names grid axis '" << axis << "', which no grid has";
+}
+
+FailureOr<DropoutLayoutArgs> mlir::ptrain::cpp::dropoutLayoutArgs(DropoutOp op, StringRef flag) {
+  DropoutLayoutArgs args;
+  auto layout = op->getAttrOfType<DictionaryAttr>(kDropoutLayoutAttr);
+  if (!layout)
+    return args;
+  // The global index of the op's description, as lib/Interpreter/Elementwise.cpp's dropoutLayout computes it.
+  args.global = true;
+  auto integer = [&](StringRef key) { return layout.getAs<IntegerAttr>(key).getInt(); };
+  RankedTensorType type = tensorOf(op.getInput());
+  if (auto axis = layout.getAs<StringAttr>("shard_axis")) {
+    FailureOr<std::pair<std::string, int64_t>> c = gridCoordinateOf(op, axis.getValue(), flag);
+    if (failed(c))
+      return failure();
+    int64_t k = integer("shard_dim");
+    args.mid = type.getDimSize(k);
+    for (int64_t d = k + 1; d < type.getRank(); ++d)
+      args.inner *= type.getDimSize(d);
+    std::tie(args.part, args.parts) = *c;
+  }
+  if (layout.get("batch_rows")) {
+    if (auto axis = layout.getAs<StringAttr>("replica_axis")) {
+      FailureOr<std::pair<std::string, int64_t>> c = gridCoordinateOf(op, axis.getValue(), flag);
+      if (failed(c))
+        return failure();
+      args.replicaCoordinate = c->first;
+      args.replicaRows = integer("replica_rows");
+    }
+    args.packedRows = true;
+    args.rowElems = type.getNumElements() / integer("batch_rows") * args.parts;
+  }
+  return args;
+}
 
 LogicalResult mlir::ptrain::cpp::emitTransformerOp(Operation *op, CallWriter &w) {
   // Operands and results are f32 (model floats; the ops' verifiers require float types and the emitter's

@@ -35,6 +35,7 @@
 #include "EmitCudaComm.h"
 #include "EmitCudaLoss.h"
 #include "EmitCudaModelOps.h"
+#include "EmitCudaTransformerOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -62,9 +63,10 @@ constexpr int64_t kAlignment = 256; ///< device buffers: cudaMalloc's alignment
 
 int64_t alignUp(int64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
 
-/// The static-shape f32/i64 tensor type of `type` (with `codes`, also the codec codes' i32, i8, f16 and bf16), or
-/// an error at `op` naming `what`.
-LogicalResult checkType(Operation *op, Type type, const Twine &what, bool codes = false) {
+/// The static-shape f32/i64 tensor type of `type` (with `codes`, also the codec codes' i32, i8, f16 and bf16; with
+/// `masks`, also i1: a value inside a function, one uint8_t per element as on the CPU), or an error at `op` naming
+/// `what`.
+LogicalResult checkType(Operation *op, Type type, const Twine &what, bool codes = false, bool masks = false) {
   if (auto request = dyn_cast<RequestType>(type)) {
     if (!request.getValueType())
       return success(); // a send's request: no buffer of its own
@@ -76,11 +78,13 @@ LogicalResult checkType(Operation *op, Type type, const Twine &what, bool codes 
   if (!tensor.hasStaticShape())
     return op->emitError("--emit-cuda: ")
            << what << " has the dynamic shape " << type << "; only static shapes are supported";
-  if (!isModelElementType(tensor.getElementType()) && !(codes && isCodeElementType(tensor.getElementType())))
+  Type elem = tensor.getElementType();
+  if (!isModelElementType(elem) && !(codes && isCodeElementType(elem)) && !(masks && isMaskElementType(elem)))
     return op->emitError("--emit-cuda: ")
-           << what << " has element type " << tensor.getElementType()
-           << (codes ? "; only f32, i64 and the codec codes' i32, i8, f16 and bf16 are supported"
-                     : "; only f32 and i64 are supported");
+           << what << " has element type " << elem
+           << (codes   ? "; only f32, i64 and the codec codes' i32, i8, f16 and bf16 are supported"
+               : masks ? "; only f32, i64 and i1 (masks) are supported"
+                       : "; only f32 and i64 are supported");
   return success();
 }
 
@@ -227,7 +231,7 @@ LogicalResult FunctionEmitter::checkOps() {
              LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
              SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, CompressOp, DecompressOp, func::CallOp,
              func::ReturnOp>(op) &&
-        !isCudaModelOp(&op)) {
+        !isCudaModelOp(&op) && !isCudaTransformerOp(&op)) {
       if (isa<CompressedAllReduceStartOp>(op))
         return checkCudaCodecOp(&op);
       return op.emitError("--emit-cuda: '")
@@ -240,10 +244,10 @@ LogicalResult FunctionEmitter::checkOps() {
     const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op);
 
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
-      if (failed(checkType(&op, v.getType(), "operand #" + Twine(i), codes)))
+      if (failed(checkType(&op, v.getType(), "operand #" + Twine(i), codes, /*masks=*/!codes)))
         return failure();
     for (auto [i, v] : llvm::enumerate(op.getResults()))
-      if (failed(checkType(&op, v.getType(), "result #" + Twine(i), codes)))
+      if (failed(checkType(&op, v.getType(), "result #" + Twine(i), codes, /*masks=*/!codes)))
         return failure();
     opIndex[&op] = ops.size();
     ops.push_back(&op);
@@ -345,9 +349,11 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
   int64_t offset = module.constantBlockBytes;
   if (!dryRun) {
     std::string values;
+    const bool mask = isMaskElementType(tensorOf(result).getElementType()); // uint8_t 0 / 1
     for (int64_t i = 0; i < n; ++i)
       values += (i ? (i % 8 ? ", " : ",\n    ") : "") +
                 (isF32(result) ? floatLiteral(attr.getValues<float>()[attr.isSplat() ? 0 : i])
+                 : mask        ? std::string(attr.getValues<bool>()[attr.isSplat() ? 0 : i] ? "1" : "0")
                                : int64Literal(attr.getValues<int64_t>()[attr.isSplat() ? 0 : i]));
     module.constants += "// " + locationComment(op.getLoc()) + ": " + std::to_string(n) + " x " + cType(result) +
                         ", device offset " + std::to_string(offset) + "\n";
@@ -672,6 +678,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Default([&](Operation *other) -> LogicalResult {
             if (isCudaModelOp(other))
               return emitCudaModelOp(other, *this); // reductions, selection, clipping, SGD, vocab-parallel
+            if (isCudaTransformerOp(other))
+              return emitCudaTransformerOp(other, *this); // masks, rms_norm, rotary, dropout
             return other->emitError("--emit-cuda: '") << other->getName() << "' is not supported";
           });
   if (failed(result))

@@ -33,8 +33,11 @@ std::string str(int64_t v) { return std::to_string(v); }
 ArrayRef<int64_t> shapeOf(Value v) { return tensorOf(v).getShape(); }
 bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
 
-/// The PTRAIN_CAST_* kind of a device buffer's element type (the CUDA target's buffers are f32 or i64).
-const char *castKind(Value v) { return isF32(v) ? "PTRAIN_CAST_F32" : "PTRAIN_CAST_I64"; }
+/// The PTRAIN_CAST_* kind of a device buffer's element type (f32, i64 or an i1 mask, one uint8_t per element).
+const char *castKind(Value v) {
+  Type t = tensorOf(v).getElementType();
+  return t.isF32() ? "PTRAIN_CAST_F32" : isMaskElementType(t) ? "PTRAIN_CAST_MASK" : "PTRAIN_CAST_I64";
+}
 
 LogicalResult emitReduce(ReduceOp op, CudaCallWriter &w) {
   if (!isF32(op.getInput()))

@@ -20,6 +20,9 @@
 4. --pp 2 --virtual-stages 2 --schedule interleaved (2 ranks, each with 2 model chunks; 4 micro-batches): the
    same losses as one rank within 1e-5 relative (measured: bit-identical).
 5. --np 3 for a dp=2 x pp=2 step is refused by ptrain-run.
+6. ptrain-run's own torchrun-style launcher (--launcher env, python/ptrain/launcher.py) on the one-rank plan (MPI
+   as a singleton, no mpirun): the same losses as under mpirun, bit for bit, its output prefixed "[rank 0] ";
+   the dp=2 x pp=2 CPU plan is refused under it (the CPU step needs MPI).
 """
 
 import json
@@ -88,4 +91,19 @@ rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, "dp2pp2"), "-
                "--np", "3"], timeout=60)
 check(rc != 0 and "compiled for dp * pp = 2 * 2 = 4 ranks" in out, "--np 3 for a dp=2 x pp=2 step")
 
+
+# 6. The env launcher on the one-rank CPU plan.
+log = os.path.join(work, "dp1pp1-env.json")
+rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, "dp1pp1"), "--data", data, "--steps", str(STEPS),
+               "--val-batches", "1", "--seed", str(SEED), "--log", log, "--timeout", "120", "--launcher", "env"],
+              timeout=600)
+env_log = json.load(open(log)) if rc == 0 else {}
+check(rc == 0 and "dp1pp1" in logs and env_log.get("train_loss") == logs["dp1pp1"]["train_loss"] and
+      env_log.get("val_loss") == logs["dp1pp1"]["val_loss"] and "[rank 0] step 3: train loss" in out,
+      f"--launcher env on one rank: losses {env_log.get('train_loss')} = mpirun's, output prefixed"
+      + ("" if rc == 0 else ":\n" + out))
+rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, "dp2pp2"), "--data", data, "--steps", "1",
+               "--launcher", "env"])
+check(rc == 1 and "the CPU step communicates over MPI: only a world of 1 runs without mpirun" in out,
+      "--launcher env refuses the 4-rank CPU plan")
 finish()

@@ -29,6 +29,14 @@
    (it checks MPI_COMM_WORLD before any device call); ptrain-run with the right world is the device error.
    Torchrun-style (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, no MPI): WORLD_SIZE=1 is the step's own
    error; two ranks meet in the runtime's TCP rendezvous, then stop at the device error.
+5. ptrain-run's own torchrun-style launch (--launcher env, the default for CUDA plans; without a GPU, with its
+   device probe off): both ranks of the pp2 plan start and stop at the device error, exit 1 within a minute,
+   every rank's error named, no process left; --launcher mpirun the same under mpirun; ptrain-run started
+   with torchrun's environment runs as that rank (two stop at the device error, WORLD_SIZE=1 is refused).
+6. The LLaMA-style fixture (test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx, --signature auto; one rank):
+   nvcc builds its AdamW step for sm_80 and sm_90; step.cu calls the CUDA RMS norm, rotary embedding and
+   select (the causal mask, an i1 constant in the device block of constants) under their ONNX node names, and
+   no CPU kernel; the mask constant is a uint8_t array.
 (What --target cuda refuses, --policy's compressed dp all-reduces and an ignore_index outside int32, is a lit test:
 test/Target/Cuda/ptrain-compile-cuda-errors.test.)
 
@@ -344,6 +352,112 @@ def check_torchrun(lib, devices):
     return failures
 
 
+def processes_naming(text):
+    """The pids of running processes whose command line contains text (a rank left behind)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().decode(errors="replace")
+            with open(f"/proc/{pid}/stat") as f:
+                zombie = f.read().split(")")[-1].split()[0] == "Z"
+        except OSError:
+            continue
+        if text in cmdline and not zombie and int(pid) != os.getpid():
+            pids.append(int(pid))
+    return pids
+
+
+def check_env_launcher(build, pp2, data):
+    """ptrain-run's own torchrun-style launch of the pp2 plan (the default for CUDA plans), without a GPU: with
+    the launcher's device probe off (PTRAIN_RUN_DEVICE_PROBE=0) both ranks start, meet in the rendezvous and
+    stop at the device error: exit 1 within a minute, each rank's error streamed with its prefix and named in
+    the summary, no rank left running. --launcher mpirun still runs the ranks under mpirun (the same device
+    error, MPI_Abort). Started by torchrun (RANK/WORLD_SIZE set), ptrain-run is that one rank: two of them
+    stop at the device error without launching anything; WORLD_SIZE=1 is the launcher's world error."""
+    failures = []
+    env = dict(os.environ, PTRAIN_RUN_DEVICE_PROBE="0", PTRAIN_COMM_TIMEOUT_S="60")
+    cmd = [os.path.join(build, "bin", "ptrain-run"), pp2, "--data", data, "--steps", "1", "--no-plots"]
+    device_error = "ptrain-run: error: ptrain_step_init failed (status 7): ptrain_cuda_device_count: cudaGetDeviceCount"
+    for launcher in ("env", "mpirun"):
+        start = time.time()
+        run = subprocess.run(cmd + ["--launcher", launcher], capture_output=True, text=True, env=env, timeout=300)
+        took, message = time.time() - start, (run.stdout + run.stderr).strip()
+        left = processes_naming(pp2)
+        print(f"ptrain-run --launcher {launcher} on the pp2 CUDA plan without a GPU: exit {run.returncode} in "
+              f"{took:.1f} s, processes left {left}:\n  " + "\n  ".join(message.splitlines()))
+        if run.returncode != 1 or "Traceback" in message or took > 60:
+            failures.append(f"--launcher {launcher}: exit {run.returncode} in {took:.1f} s, expected 1 within 60 s "
+                            "without a traceback")
+        if left:
+            failures.append(f"--launcher {launcher}: processes {left} still run the plan after ptrain-run ended")
+        for rank in range(2):
+            if launcher == "env":
+                want = (f"[rank {rank}] {device_error}", f"ptrain-run: rank {rank} failed (exit status 1): "
+                        f"{device_error}")
+            else:
+                want = (device_error,)
+            for line in want:
+                if line not in message:
+                    failures.append(f"--launcher {launcher}: rank {rank}: no {line!r}")
+        if launcher == "mpirun" and "ends the job with MPI_Abort" not in message:
+            failures.append("--launcher mpirun: no rank ended the job with MPI_Abort")
+
+    # Under torchrun: this process is the rank.
+    base = {k: v for k, v in env.items() if not k.startswith(("OMPI_", "PMIX_"))}
+    port = str(free_port())
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=dict(base, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
+                                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port)) for r in range(2)]
+    for rank, proc in enumerate(procs):
+        out = proc.communicate(timeout=120)[0].strip()
+        print(f"ptrain-run under torchrun's environment, rank {rank} of 2: exit {proc.returncode}: {out}")
+        if proc.returncode != 1 or device_error not in out or "[rank" in out or "Traceback" in out:
+            failures.append(f"ptrain-run as torchrun's rank {rank}: expected exit 1 with the device error and "
+                            f"no launched ranks, got {proc.returncode}: {out}")
+    alone = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                           env=dict(base, RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
+    print(f"ptrain-run under torchrun's environment with WORLD_SIZE=1: exit {alone.returncode}: "
+          f"{alone.stderr.strip()}")
+    want = "WORLD_SIZE=1 (torchrun's environment): the step in"
+    if alone.returncode != 1 or want not in alone.stderr or "torchrun --nproc-per-node 2" not in alone.stderr:
+        failures.append(f"ptrain-run with WORLD_SIZE=1: expected exit 1 with {want!r} and --nproc-per-node 2")
+
+def check_llama(build, source, scratch):
+    """Section 6: the LLaMA-style fixture's step through nvcc."""
+    failures = []
+    model = os.path.join(source, "test", "Import", "ONNX", "opset18+", "Inputs", "llama_tiny.onnx")
+    out = os.path.join(scratch, "llama")
+    start = time.time()
+    subprocess.run([os.path.join(build, "bin", "ptrain-compile"), model, "--target", "cuda", "-o", out,
+                    "--import-options", "--signature auto"], check=True)
+    print(f"ptrain-compile --target cuda of llama_tiny.onnx: {time.time() - start:.1f} s")
+    lib = os.path.join(out, "libstep.so")
+    archs = fatbin_archs(lib, os.path.join(scratch, "fatbin-llama.bin"))
+    print(f"llama: fat binary of libstep.so: ELF images for {archs}")
+    if not {"sm_80", "sm_90"} <= set(archs):
+        failures.append(f"llama: libstep.so's fat binary has images for {archs}, not sm_80 and sm_90")
+    symbols = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
+    failures += [f"llama: libstep.so does not export {e}" for e in ENTRY_POINTS if f" {e}\n" not in symbols + "\n"]
+    text = open(os.path.join(out, "step.cu")).read()
+    # Each op's block: its ONNX node name, the op, then (after the result pointers) its CUDA call.
+    calls = {}
+    for loc, op, call in re.findall(r'\n  // ("[^"\n]+")[^\n]*\n  // (ptrain\.(?:rms_norm|rotary_embedding|select))\n'
+                                    r'(?:  [^\n]*\n)*?    PTRAIN_STEP_CALL\((ptrain_cuda_[a-z0-9_]+)\(', text):
+        calls.setdefault((op, call), []).append(loc)
+    print("llama: " + ", ".join(f"{len(locs)} {op} -> {call} (e.g. {locs[0]})" for (op, call), locs in calls.items()))
+    for op, call, least in (("ptrain.rms_norm", "ptrain_cuda_rms_norm_fwd_f32", 5),
+                            ("ptrain.rotary_embedding", "ptrain_cuda_rotary_embedding_f32", 4),
+                            ("ptrain.select", "ptrain_cuda_select", 1)):
+        if len(calls.get((op, call), [])) < least:
+            failures.append(f"llama: fewer than {least} {op} blocks calling {call} under an ONNX node name")
+    if re.search(r"PTRAIN_STEP_CALL\(ptrain_(rms_norm|rotary|select|compare|dropout|gemm)", text):
+        failures.append("llama: step.cu calls a CPU kernel")
+    if not re.search(r"alignas\(64\) const uint8_t constant_[0-9]+\[", text):
+        failures.append("llama: no i1 constant (the causal mask) as a uint8_t array in step.cu")
+    return failures
+
+
 def main(build, source, scratch):
     failures = []
     shutil.rmtree(scratch, ignore_errors=True)
@@ -429,6 +543,11 @@ def main(build, source, scratch):
         if not any(s in message for s in ("cudaErrorInsufficientDriver", "cudaErrorNoDevice", "no CUDA device",
                                           "CUDA device(s)")):
             failures.append("ptrain-run on pp2: the message names no device error")
+    if gpu_count(build) == 0:
+        failures += check_env_launcher(build, pp2, data)
+
+    # --- 6. The LLaMA-style fixture through nvcc.
+    failures += check_llama(build, source, scratch)
 
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))

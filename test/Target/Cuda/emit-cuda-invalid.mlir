@@ -8,6 +8,8 @@
 // RUN: not ptrain-translate --emit-cuda %t/matmul.mlir 2>&1 | FileCheck %s --check-prefix=MATMUL
 // RUN: not ptrain-translate --emit-cuda %t/external.mlir 2>&1 | FileCheck %s --check-prefix=EXT --implicit-check-not="see current operation"
 // RUN: not ptrain-translate --emit-cuda %t/mask.mlir 2>&1 | FileCheck %s --check-prefix=MASK
+// RUN: not ptrain-translate --emit-cuda %t/dropout-axis.mlir -o %t/d.cu 2>&1 | FileCheck %s --check-prefix=DROPAXIS
+// RUN: not test -e %t/d.cu
 
 // An op the CUDA code generator has no rule for: named, with its ONNX node location; no output file.
 //--- unsupported-op.mlir
@@ -40,7 +42,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   %c = arith.constant dense<1.0> : tensor<4xf16> loc("/half")
   return %h : tensor<4xf32>
 }
-// F16: error: loc("/half"): --emit-cuda: result #0 has element type 'f16'; only f32 and i64 are supported
+// F16: error: loc("/half"): --emit-cuda: result #0 has element type 'f16'; only f32, i64 and i1 (masks) are supported
 
 // Softmax runs over the last axis only.
 //--- axis.mlir
@@ -63,11 +65,20 @@ func.func @f(%a: tensor<2x3x4x5xf32>, %b: tensor<1x3x5x6xf32>) -> tensor<2x3x4x6
 func.func private @f(%x: tensor<4xf32>) -> tensor<4xf32>
 // EXT: error: --emit-cuda: function @f has no body
 
-// i1 masks (ONNX Equal/Not, a cast to bool) are uint8 buffers on the CPU target only: named by the op.
+// i1 masks are uint8 buffers inside a function (emit-cuda-transformer-ops.mlir), never a function's argument or
+// result (the C ABI has none), as on the CPU target: named with its type.
 //--- mask.mlir
-func.func @f(%x: tensor<6xi64>) -> tensor<6xf32> {
+func.func @f(%x: tensor<6xi64>) -> tensor<6xi1> {
   %m = ptrain.cast %x : tensor<6xi64> -> tensor<6xi1> loc("/Cast_mask")
-  %f = ptrain.cast %m : tensor<6xi1> -> tensor<6xf32>
-  return %f : tensor<6xf32>
+  return %m : tensor<6xi1>
 }
-// MASK: error: loc("/Cast_mask"): --emit-cuda: result #0 has element type 'i1'; only f32 and i64 are supported
+// MASK: error: --emit-cuda: result #0 has element type 'i1'; only f32 and i64 are supported
+
+// A dropout layout naming an axis no grid has (the rank's coordinate is unknown): named at the op, nothing written.
+//--- dropout-axis.mlir
+func.func @f(%x: tensor<4x2x8xf32>, %c: tensor<i64>) -> tensor<4x2x8xf32> {
+  %y = ptrain.dropout %x, %c {ptrain.dropout_layout = {shard_axis = "tp", shard_dim = 1 : i64}, ratio = 1.000000e-01 : f64,
+      seed = 9 : i64} : tensor<4x2x8xf32>, tensor<i64> loc("/attn/Dropout")
+  return %y : tensor<4x2x8xf32>
+}
+// DROPAXIS: error: loc("/attn/Dropout"): --emit-cuda: the dropout layout names grid axis 'tp', which no grid has

@@ -18,6 +18,17 @@ skip, without a usable GPU; docs/CodegenCuda.md).
    output and every codec state (residual, warm-start Q, rand-k counter) after the calls equals the CPU's bit
    for bit, except PowerSGD's (cuBLAS sums in another order), within 1e-4 relative. A pipeline plan with
    codecs needs 2 GPUs (NCCL: one rank per device): test/Target/Cuda/gpu_multirank_e2e.py.
+5. Masks and the LLaMA-style ops (docs/CodegenCuda.md): test/Target/Cpp/Inputs/model-ops.mlir's @masks,
+   @llama, @dropout and @dropout_rows through --emit-cpp + c++ and --emit-cuda + nvcc on the same random
+   inputs (dropout at the counters 0, 1 and 2**40 + 3; a row-packed counter): every result bit-equal to the
+   CPU's (the GPU draws the CPU's dropout mask), except rms_norm's (a tree sum of squares), within 1e-6
+   relative.
+6. The LLaMA-style fixture (test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx, --signature auto) with
+   --optimizer none: the CUDA step's loss and every gradient against the CPU step's on one random batch,
+   within 1e-4 relative.
+7. The Hugging Face GPT-2 exported in training mode (test/Import/ONNX/Inputs/exports/gpt2-opset17-training.onnx:
+   7 dropouts drawn on the device, the bool causal mask selected by Where), --optimizer none: the loss and
+   every gradient against the CPU step's within 1e-4 relative (the masks must be the CPU's for that).
 
 Usage: gpu_e2e.py <build-dir> <source-dir> <scratch-dir>
 """
@@ -49,8 +60,8 @@ def gpu_count(build):
     return count.value if rt.ptrain_cuda_device_count(ctypes.byref(count)) == 0 else 0
 
 
-def compile_step(build, source, out, target, *extra):
-    subprocess.run([os.path.join(build, "bin", "ptrain-compile"), os.path.join(source, "models/gpt/gpt.onnx"),
+def compile_step(build, source, out, target, *extra, model="models/gpt/gpt.onnx"):
+    subprocess.run([os.path.join(build, "bin", "ptrain-compile"), os.path.join(source, model),
                     "--target", target, "-o", out, *extra], check=True)
     with open(os.path.join(out, "plan.json")) as f:
         plan = json.load(f)
@@ -108,13 +119,13 @@ def states(lib):
     return out
 
 
-def build_codec_steps(build, source, scratch):
-    """emit-cuda-codecs.mlir as a CPU and a CUDA library (ptrain-compile's nvcc command)."""
+def build_codec_steps(build, source, scratch, module="test/Target/Cuda/emit-cuda-codecs.mlir", name="codecs"):
+    """A module (emit-cuda-codecs.mlir) as a CPU and a CUDA library (ptrain-compile's nvcc command)."""
     sys.path.insert(0, os.path.join(source, "python"))
     from ptrain.compile import build_cuda_library
-    module = os.path.join(source, "test/Target/Cuda/emit-cuda-codecs.mlir")
+    module = os.path.join(source, module)
     runtime, include = os.path.join(build, "lib", "Runtime"), os.path.join(source, "include")
-    out = os.path.join(scratch, "codecs")
+    out = os.path.join(scratch, name)
     os.makedirs(out, exist_ok=True)
     translate = os.path.join(build, "bin", "ptrain-translate")
     cpp, cu = os.path.join(out, "step.cpp"), os.path.join(out, "step.cu")
@@ -169,6 +180,82 @@ def check_codecs(build, source, scratch):
     return failures
 
 
+def check_model_ops(build, source, scratch):
+    """Section 5: model-ops.mlir's mask, LLaMA-style and dropout functions, CUDA against CPU."""
+    failures = []
+    libs = build_codec_steps(build, source, scratch, "test/Target/Cpp/Inputs/model-ops.mlir", "model-ops")
+    onnx_file = os.path.join(source, "models/gpt/gpt.onnx").encode()  # the module has no states
+    for target, lib in libs.items():
+        check(lib, lib.ptrain_step_init(onnx_file), f"model-ops {target} init")
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 64)).astype(np.float32)
+    a, b = rng.standard_normal((2, 8)).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+    a[0, 3] = b[3]  # a tie
+    angle, angle4 = rng.uniform(-3, 3, (2, 4, 8)), rng.uniform(-3, 3, (2, 4, 4))
+    f32 = lambda v: np.asarray(v, np.float32)
+    calls = [("dropout", [x, np.array(c, np.int64)], [((4, 64), np.float32)] * 3, ()) for c in (0, 1, 2**40 + 3)]
+    calls += [("dropout_rows", [x[2:4].copy(), np.array(1 + (2 << 32), np.int64)], [((2, 64), np.float32)], ()),
+              ("masks", [a, b, rng.integers(0, 6, (2, 8)).astype(np.int64)],
+               [((2, 8), np.float32), ((2, 8), np.int64), ((2, 8, 8), np.float32)], ()),
+              ("llama", [rng.standard_normal((2, 4, 16)).astype(np.float32), f32(rng.standard_normal(16)),
+                         f32(rng.standard_normal((4, 16))), f32(rng.standard_normal((2, 3, 4, 16))),
+                         f32(np.cos(angle)), f32(np.sin(angle)), f32(np.cos(angle4)), f32(np.sin(angle4))],
+               [((2, 4, 16), np.float32)] * 2 + [((2, 3, 4, 16), np.float32)] * 3, (0, 1))]
+    for func, inputs, results, tolerant in calls:
+        inputs = [np.array(v, order="C") for v in inputs]
+        got = {}
+        for target, lib in libs.items():
+            outs = [np.zeros(shape, dtype) for shape, dtype in results]
+            ptrs = [v.ctypes.data_as(ctypes.c_void_p) for v in inputs + outs]
+            check(lib, getattr(lib, f"ptrain_step_{func}")(*ptrs), f"{target} {func}")
+            got[target] = outs
+        for k, (c, p) in enumerate(zip(got["cuda"], got["cpu"])):
+            exact = np.array_equal(c.view(np.uint8), p.view(np.uint8))
+            err = relative(c.astype(np.float64), p.astype(np.float64))
+            what = f"@{func} result {k}" + (f" (counter {int(inputs[1])})" if func == "dropout" else "")
+            print(f"model ops {what}: CUDA vs CPU {'bit-equal' if exact else f'max relative {err:.2e}'}")
+            if not exact and (k not in tolerant or not err <= 1e-6):
+                failures.append(f"model ops {what}: CUDA differs from the CPU (max relative {err:.2e})")
+        if func == "dropout" and not 0 < np.mean(got["cuda"][0] == 0) < 0.6:
+            failures.append(f"model ops @dropout: the CUDA mask drops {np.mean(got['cuda'][0] == 0):.2f} of x")
+    return failures
+
+
+def compare_gradients(build, source, scratch, name, batch, *extra, model="models/gpt/gpt.onnx"):
+    """One step with --optimizer none on both targets (`batch(plan)`: the int64 tokens): the CUDA loss and every
+    gradient against the CPU's within TOLERANCE relative (max|a - b| / max|b| per tensor)."""
+    failures = []
+    results = {}
+    for target in ("cpu", "cuda"):
+        plan, lib = compile_step(build, source, os.path.join(scratch, f"{name}-none-{target}"), target, "--optimizer",
+                                 "none", *extra, model=model)
+        check(lib, lib.ptrain_step_init(None), f"{name} {target} init")
+        tokens = np.ascontiguousarray(batch(plan), np.int64)
+        outs = [np.zeros(r["shape"], np.float32) for r in plan["train_step_results"]]
+        check(lib, lib.ptrain_step_train_step(tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)),
+                                              *[f32p(o) for o in outs]), f"{name} {target} train_step")
+        results[target] = (plan, outs)
+    plan, cpu = results["cpu"]
+    cuda = results["cuda"][1]
+    loss_err = relative(cuda[0], cpu[0])
+    print(f"{name} loss: cuda {float(cuda[0]):.8f} cpu {float(cpu[0]):.8f} relative {loss_err:.2e}")
+    if not loss_err <= TOLERANCE:
+        failures.append(f"{name}: loss relative error {loss_err:.2e}")
+    errors = [(relative(got, want), r["grad_of"]) for r, got, want in
+              zip(plan["train_step_results"][1:], cuda[1:], cpu[1:])]
+    worst = max(errors)
+    print(f"{name}: {len(errors)} gradients: max relative error {worst[0]:.2e} ({worst[1]})")
+    failures += [f"{name}: gradient of {key}: relative error {err:.2e}" for err, key in errors if not err <= TOLERANCE]
+    return failures
+
+
+def check_llama(build, source, scratch):
+    """Section 6: the LLaMA-style fixture's loss and gradients, CUDA against CPU, on one random batch."""
+    return compare_gradients(
+        build, source, scratch, "llama",
+        lambda plan: np.random.default_rng(5).integers(0, plan["vocab"], (plan["batch"], plan["seq"])),
+        "--import-options", "--signature auto", model="test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx")
+
 def compare_three_steps(build, source, scratch, tok_p, name, options, checkpoint=False):
     """Three steps of the step compiled with `options` for both targets: each loss and the parameters after
     them, CUDA against CPU within TOLERANCE; with `checkpoint`, a checkpoint round trip and a corrupt one."""
@@ -212,35 +299,6 @@ def compare_three_steps(build, source, scratch, tok_p, name, options, checkpoint
     return failures
 
 
-def compare_gradients(build, source, scratch, tok_p, name, options):
-    """One step of the step compiled with --optimizer none and `options` for both targets: the loss and every
-    gradient, CUDA against CPU within TOLERANCE."""
-    failures = []
-    results = {}
-    for target in ("cpu", "cuda"):
-        plan, lib = compile_step(build, source, os.path.join(scratch, f"{name}-{target}"), target, "--optimizer",
-                                 "none", *options)
-        check(lib, lib.ptrain_step_init(None), f"{target} init")
-        outs = [np.zeros(r["shape"], np.float32) for r in plan["train_step_results"]]
-        check(lib, lib.ptrain_step_train_step(tok_p, *[f32p(o) for o in outs]), f"{target} {name} train_step")
-        results[target] = (plan, outs)
-    plan, cpu = results["cpu"]
-    cuda = results["cuda"][1]
-    loss_err = relative(cuda[0], cpu[0])
-    print(f"{name} loss: cuda {float(cuda[0]):.8f} cpu {float(cpu[0]):.8f} relative {loss_err:.2e}")
-    if not loss_err <= TOLERANCE:
-        failures.append(f"{name} loss relative error {loss_err:.2e}")
-    worst, worst_key = 0.0, ""
-    for r, got, want in zip(plan["train_step_results"][1:], cuda[1:], cpu[1:]):
-        err = relative(got, want)
-        if err > worst:
-            worst, worst_key = err, r["grad_of"]
-        if not err <= TOLERANCE:
-            failures.append(f"{name} gradient of {r['grad_of']}: relative error {err:.2e}")
-    print(f"{name}: {len(cpu) - 1} gradients: max relative error {worst:.2e} ({worst_key})")
-    return failures
-
-
 def main(build, source, scratch):
     if gpu_count(build) < 1:
         print("SKIP: no usable CUDA device (ptrain_cuda_device_count failed or found none)")
@@ -252,15 +310,15 @@ def main(build, source, scratch):
     failures = []
 
     # --- 1. optimizer=none: loss and gradients, CUDA against CPU.
-    failures += compare_gradients(build, source, scratch, tok_p, "none", [])
+    failures += compare_gradients(build, source, scratch, "gpt", lambda plan: tokens)
     # --- 1b. The cross-entropy's options: class weights and an ignore_index (the most frequent target, so
     # that many positions drop out of the weighted mean), loss and gradients, CUDA against CPU.
     ignore = int(np.bincount(tokens[:, 1:].ravel(), minlength=256).argmax())
     weights_file = os.path.join(scratch, "class-weights.txt")
     with open(weights_file, "w") as f:
         f.write(" ".join(repr(0.5 + 0.25 * (c % 5)) for c in range(256)) + "\n")
-    failures += compare_gradients(build, source, scratch, tok_p, "loss-options",
-                                  ["--ignore-index", str(ignore), "--class-weights", weights_file])
+    failures += compare_gradients(build, source, scratch, "loss-options", lambda plan: tokens, "--ignore-index",
+                                  str(ignore), "--class-weights", weights_file)
 
     # --- 2. optimizer=adamw: three steps, CUDA against CPU; checkpoints.
     failures += compare_three_steps(build, source, scratch, tok_p, "adamw", ["--optimizer", "adamw", "--lr", "1e-3",
@@ -272,6 +330,15 @@ def main(build, source, scratch):
 
     # --- 4. Codecs: every kind, CUDA against CPU, states included.
     failures += check_codecs(build, source, scratch)
+    # --- 5. Masks, rms_norm, rotary, dropout: CUDA against CPU, bit for bit but rms_norm.
+    failures += check_model_ops(build, source, scratch)
+    # --- 6. The LLaMA-style fixture's loss and gradients.
+    failures += check_llama(build, source, scratch)
+    # --- 7. The GPT-2 training export (dropout, masks): loss and gradients.
+    failures += compare_gradients(
+        build, source, scratch, "gpt2-training",
+        lambda plan: np.random.default_rng(6).integers(0, plan["vocab"], (plan["batch"], plan["seq"])),
+        model="test/Import/ONNX/Inputs/exports/gpt2-opset17-training.onnx")
 
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))

@@ -7,6 +7,8 @@ ranks on one device) and writes its losses (--log). Every training loss and the 
 CUDA run within 1e-4 relative of the CPU run's. The same for the plan compressed by --policy optimus-cc (CB's
 PowerSGD with LEP on the cool-down backward send 1 -> 0: the CUDA codec kernels, docs/CodegenCuda.md "Codecs"),
 and the bytes per link of every run (the NCCL communicators' counters on CUDA, MPI's on the CPU) equal.
+The CUDA runs use ptrain-run's own torchrun-style launcher (its default for CUDA plans); the pp2 plan also
+runs under --launcher mpirun (the NCCL id over MPI instead of the TCP rendezvous): the same losses.
 
 Usage: gpu_multirank_e2e.py <build-dir> <source-dir> <scratch-dir>
 """
@@ -41,14 +43,16 @@ def main(build, source, scratch):
     failures = []
     for plan, options in (("pp2", []), ("pp2-optimus-cc", ["--policy", "optimus-cc"])):
         losses, traffic = {}, {}
-        for target in ("cpu", "cuda"):
-            out = os.path.join(scratch, f"{plan}-{target}")
-            subprocess.run([os.path.join(build, "bin", "ptrain-compile"), os.path.join(source, "models/gpt/gpt.onnx"),
-                            "--target", target, "--pp", "2", "--micro-batches", "2", "--lr", "1e-3", *options, "-o",
-                            out], check=True)
+        for target in ("cpu", "cuda", "cuda-mpirun") if plan == "pp2" else ("cpu", "cuda"):
+            out = os.path.join(scratch, f"{plan}-{target.split('-')[0]}")  # cuda-mpirun: the cuda plan again
+            if target != "cuda-mpirun":
+                subprocess.run([os.path.join(build, "bin", "ptrain-compile"),
+                                os.path.join(source, "models/gpt/gpt.onnx"), "--target", target, "--pp", "2",
+                                "--micro-batches", "2", "--lr", "1e-3", *options, "-o", out], check=True)
             log = os.path.join(scratch, f"{plan}-{target}.json")
             subprocess.run([os.path.join(build, "bin", "ptrain-run"), out, "--data", data, "--steps", "3",
-                            "--val-batches", "2", "--no-plots", "--log", log, "--timeout", "120"], check=True)
+                            "--val-batches", "2", "--no-plots", "--log", log, "--timeout", "120",
+                            *(["--launcher", "mpirun"] if target == "cuda-mpirun" else [])], check=True)
             with open(log) as f:
                 run = json.load(f)
             losses[target] = run["train_loss"] + [run["val_loss"][-1][1]]
@@ -61,6 +65,9 @@ def main(build, source, scratch):
             print(f"{what}: cuda {got:.7f} cpu {want:.7f} relative {rel:.2e}")
             if rel > TOLERANCE:
                 failures.append(f"{what}: relative difference {rel:.2e} > {TOLERANCE}")
+        if "cuda-mpirun" in losses and losses["cuda-mpirun"] != losses["cuda"]:
+            failures.append(f"{plan}: losses under mpirun {losses['cuda-mpirun']}, under the env launcher "
+                            f"{losses['cuda']}")
         if traffic["cuda"] is None or traffic["cuda"] != traffic["cpu"]:
             failures.append(f"{plan}: bytes per link on CUDA {traffic['cuda']}, on the CPU {traffic['cpu']}")
     if failures:

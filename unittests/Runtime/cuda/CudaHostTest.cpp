@@ -207,6 +207,65 @@ TEST(CudaArguments, ModelKernelsBeyondTheGptCoreRejectBadArgumentsByName) {
       << ptrain_last_error();
 }
 
+// Masks and the LLaMA-style ops (ModelMask.cu, ModelTransformer.cu): the CPU calls' checks, by name.
+TEST(CudaArguments, MaskAndTransformerKernelsRejectBadArgumentsByName) {
+  uint8_t mask[16] = {};
+  const int64_t dims2[2] = {2, 8}, dims3[1] = {3}, bad[1] = {-1}, d8[1] = {8};
+  int64_t counter[1] = {0};
+  EXPECT_EQ(ptrain_cuda_compare_f32(9, dummy, 2, dims2, dummy, 1, d8, 2, dims2, mask), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_compare_f32: unknown comparison kind 9 (eq, lt, le, gt, ge are 0..4)"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_compare_i64(PTRAIN_COMPARE_LT, counter, 1, dims3, counter, 1, d8, 1, d8, mask),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_compare_i64: a dim 0 of size 3 does not broadcast to result dim 0 of size 8"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_compare_f32(PTRAIN_COMPARE_EQ, dummy, 2, dims2, nullptr, 1, d8, 2, dims2, mask),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_compare_f32: a, b and out must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_logical_u8(8, mask, 1, d8, mask, 1, d8, 1, d8, mask), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_logical_u8: unknown logical kind 8 (and, or, xor are 5..7)"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_logical_u8(PTRAIN_COMPARE_AND, mask, 9, d8, mask, 1, d8, 1, d8, mask),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_logical_u8: a rank must be in [0, 8], got 9")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_select(mask, 1, d8, dummy, 1, d8, dummy, 1, d8, 3, 1, d8, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_select: elem_bytes must be 1, 2, 4 or 8, got 3")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_select(mask, 1, bad, dummy, 1, d8, dummy, 1, d8, 4, 1, d8, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_select: cond dims[0] must be >= 0, got -1")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_select(nullptr, 1, d8, dummy, 1, d8, dummy, 1, d8, 4, 1, d8, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_select: 'cond' must not be null")) << ptrain_last_error();
+
+  EXPECT_EQ(ptrain_cuda_rms_norm_fwd_f32(dummy, dummy, 2, 0, 1e-6, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_rms_norm_fwd_f32: cols must be > 0, got 0")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_rms_norm_fwd_f32(dummy, dummy, 2, 8, -1.0, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_rms_norm_fwd_f32: eps must be >= 0, got -1")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_rms_norm_fwd_f32(dummy, nullptr, 2, 8, 1e-6, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_rms_norm_fwd_f32: 'scale' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_rotary_embedding_f32(dummy, dummy, dummy, 1, 1, 2, 8, 3, 0, dummy + 8),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_rotary_embedding_f32: rotary_dim must be even and in (0, head_dim = 8], got 3"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_rotary_embedding_f32(dummy, dummy, dummy, 1, 1, 2, 8, 8, 0, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_rotary_embedding_f32: out must not alias x")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_dropout_f32(dummy, 16, 1.0, 7, counter, 0, 1, 0, 1, 0, 0, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_dropout_f32: ratio must be in [0, 1), got 1")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_dropout_f32(dummy, 16, 0.1, 7, counter, 4, 4, 2, 2, 0, 0, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_dropout_f32: bad layout: mid 4, inner 4, part 2 of 2, row offset 0, row "
+                           "elements 0"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_dropout_f32(dummy, 16, 0.1, 7, nullptr, 0, 1, 0, 1, 0, 0, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_dropout_f32: 'counter' must not be null")) << ptrain_last_error();
+  // Nothing to do is no error (no pointer is read).
+  EXPECT_EQ(ptrain_cuda_dropout_f32(nullptr, 0, 0.1, 7, nullptr, 0, 1, 0, 1, 0, 0, nullptr), PTRAIN_OK);
+}
+
 TEST(CudaArguments, NcclCallsRejectBadArgumentsByName) {
   ptrain_nccl_comm_t out = nullptr;
   EXPECT_EQ(ptrain_nccl_comm_init(nullptr, &out), PTRAIN_ERROR_INVALID_ARGUMENT);

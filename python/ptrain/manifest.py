@@ -1,0 +1,99 @@
+"""PATH.json, ptrain-run's manifest of a checkpoint, and its check against a plan (ptrain-run --resume,
+ptrain-export).
+
+ptrain-run --checkpoint PATH writes, beside the checkpoint files, PATH.json:
+
+    {"step": 5, "seed": 0, "dp": 2, "pp": 2, "tp": 1, "plan_fingerprint": "<sha-256>",
+     "reshard_fingerprint": "<sha-256>", "per_replica": true, "files": [".stage0", ".stage1"]}
+
+step and seed are the data position (--resume continues from there); dp/pp/tp the grid that wrote it;
+plan_fingerprint the fingerprint of the plan embedded in libstep.so (python/ptrain/plan_abi.py);
+reshard_fingerprint the same over the plan without what changes with the data-parallel degree (dp, the global
+batch and the codec states, which DESIGN.md decision 5's resharding rules cover), so that a checkpoint of the
+same plan at another dp is told apart from another plan's; per_replica whether every dp replica d > 0 also
+wrote its own files PATH...dp<d> (codec states differ between replicas); files the suffixes after PATH of
+replica 0's files, one per pipeline stage and tensor-parallel rank (stage_files). Older manifests may lack
+the last four fields: what is there is checked.
+"""
+
+import hashlib
+import json
+import os
+
+# The fields of a plan that change with the data-parallel degree alone (plan_abi.bound_fields' keys).
+DP_FIELDS = ("dp", "global_batch", "codec_states")
+
+
+class ManifestError(Exception):
+    pass
+
+
+def stage_files(plan, checkpoint):
+    """[(stage, tp rank, path)] of a checkpoint's files: PATH at pp = tp = 1, PATH.stage<s> per pipeline stage,
+    PATH[.stage<s>].tp<t> per tensor-parallel rank (python/ptrain/run.py's stage_path)."""
+    pp, tp = plan.get("pp", 1), plan.get("tp", 1)
+    files = []
+    for s in range(pp):
+        path = checkpoint if pp == 1 else f"{checkpoint}.stage{s}"
+        files += [(s, t, path if tp == 1 else f"{path}.tp{t}") for t in range(tp)]
+    return files
+
+
+def reshard_fingerprint(embedded):
+    """The SHA-256 of a plan's bound fields (the plan embedded in libstep.so, without its fingerprint) except
+    DP_FIELDS, with only the states that are no codec state: equal for one compile at two dp degrees."""
+    facts = {k: v for k, v in embedded.items() if k not in DP_FIELDS and k != "fingerprint"}
+    facts["states"] = [s for s in facts.get("states", []) if not str(s.get("kind", "")).startswith("codec_")]
+    text = json.dumps(facts, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def read(checkpoint):
+    """PATH.json as a dict; None when there is none (a checkpoint written by ptrain_step_save directly)."""
+    path = checkpoint + ".json"
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path) as f:
+            manifest = json.load(f)
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("step"), int):
+            raise ValueError("no integer 'step'")
+    except (OSError, ValueError) as e:
+        raise ManifestError(f"{path}: not a ptrain-run checkpoint manifest ({e})")
+    return manifest
+
+
+def check(manifest, plan, where, checkpoint, embedded, other_dp=False):
+    """Raises ManifestError unless the manifest of `checkpoint` describes a checkpoint of the plan `where`
+    (plan.json's path), whose embedded plan (with its fingerprint) is `embedded`: the same grid and
+    fingerprint, and the files of the plan's grid. other_dp: another data-parallel degree is accepted when
+    the reshard fingerprints agree (then plan_fingerprint differs by the degree alone)."""
+    path = checkpoint + ".json"
+    fingerprint = embedded.get("fingerprint", "")
+    for axis in ("dp", "pp", "tp"):
+        if axis in manifest and manifest[axis] != plan.get(axis, 1) and not (axis == "dp" and other_dp):
+            raise ManifestError(f"{path}: the checkpoint was written by a run at {axis} = {manifest[axis]}, but "
+                                f"{where} has {axis} = {plan.get(axis, 1)}: it is not this plan's checkpoint")
+    same_dp = manifest.get("dp", plan.get("dp", 1)) == plan.get("dp", 1)
+    if same_dp and "plan_fingerprint" in manifest and manifest["plan_fingerprint"] != fingerprint:
+        raise ManifestError(f"{path}: the checkpoint was trained by the plan of fingerprint "
+                            f"{str(manifest['plan_fingerprint'])[:12]}, but {where} is the plan of fingerprint "
+                            f"{fingerprint[:12]}: it is another compile's checkpoint")
+    if not same_dp:
+        theirs, ours = manifest.get("reshard_fingerprint"), reshard_fingerprint(embedded)
+        if theirs is None:
+            raise ManifestError(f"{path}: written at dp = {manifest['dp']} by a ptrain-run that did not record the "
+                                f"plan's reshard_fingerprint, so it cannot be told whether it is {where}'s plan at "
+                                f"another dp; resume at dp = {manifest['dp']}")
+        if theirs != ours:
+            raise ManifestError(f"{path}: the checkpoint was trained by the plan of fingerprint "
+                                f"{str(manifest.get('plan_fingerprint'))[:12]} at dp = {manifest['dp']}, and {where} "
+                                f"(fingerprint {fingerprint[:12]}, dp = {plan.get('dp', 1)}) differs from it in more "
+                                f"than the data-parallel degree (reshard fingerprints {theirs[:12]} and "
+                                f"{ours[:12]}): it is another compile's checkpoint")
+    if "files" in manifest:
+        expected = [p[len(checkpoint):] for _, _, p in stage_files(plan, checkpoint)]
+        if manifest["files"] != expected:
+            raise ManifestError(f"{path}: lists the files PATH + {manifest['files']}, the plan's grid needs PATH + "
+                                f"{expected}")
+    return manifest
