@@ -20,10 +20,11 @@
    through nvcc: step.cu calls the CUDA PowerSGD encoder and decoder under the ptrain.compress /
    ptrain.decompress op blocks, sends and receives the codes P and Q on the 1 -> 0 channel, and holds the
    residual and the warm-start Q in the device state block and stage 1's state table (init and checkpoints).
-   A pp4 plan with --policy optimus-cc --class-weights FILE through nvcc: the fused embedding sync is a
-   sub-group all-reduce of stages {0, 3} (createGroup with the members, the split without a color on the
+   A pp4 plan with --policy optimus-cc --ignore-index 32 --class-weights FILE through nvcc: the fused
+   embedding sync is a sub-group all-reduce of stages {0, 3} (createGroup with the members, the split without a color on the
    others) on comm_grid_pp_pp_0_3 in exactly stage 0's and stage 3's optimizer steps; the last stage calls
-   the weighted, summed CUDA cross-entropy kernels and the label-weight function (no CPU kernel).
+   the weighted, summed CUDA cross-entropy kernels and the label-weight function (compare / select, gather,
+   reduce; no CPU kernel).
 4. The world size, without touching a GPU: ptrain-run --np 3 on the pp2 plan is the launcher's error naming
    the plan's 2 ranks; the generated ptrain_step_init under mpirun -np 1 refuses the world of 1 by itself
    (it checks MPI_COMM_WORLD before any device call); ptrain-run with the right world is the device error.
@@ -244,15 +245,17 @@ def check_multirank(name, out, scratch):
 
 
 def check_fused_sync_and_loss_options(build, source, scratch):
-    """pp4 --policy optimus-cc --class-weights through nvcc: Optimus-CC's fused embedding sync as a sub-group
-    all-reduce of stages {0, 3} on its own NCCL communicator (split with no color on stages 1 and 2), and the
-    weighted, summed cross-entropy kernels normalized by the label-weight function."""
+    """pp4 --policy optimus-cc --ignore-index 32 --class-weights through nvcc: Optimus-CC's fused embedding sync
+    as a sub-group all-reduce of stages {0, 3} on its own NCCL communicator (split with no color on stages 1 and
+    2), and the weighted, summed cross-entropy kernels normalized by the label-weight function (its ignored
+    labels masked by the CUDA compare / select)."""
     failures = []
     out = os.path.join(scratch, "pp4fe")
     weights = os.path.join(scratch, "class-weights.txt")
     with open(weights, "w") as f:
         f.write(" ".join(repr(0.5 + 0.25 * (c % 5)) for c in range(256)) + "\n")
-    options = ["--pp", "4", "--micro-batches", "4", "--policy", "optimus-cc", "--class-weights", weights]
+    options = ["--pp", "4", "--micro-batches", "4", "--policy", "optimus-cc", "--ignore-index", "32",
+               "--class-weights", weights]
     start = time.time()
     subprocess.run(compile_cmd(build, source, out, "--target", "cuda", "--lr", "1e-3", *options), check=True)
     print(f"ptrain-compile --target cuda {' '.join(options[:-1])} FILE: {time.time() - start:.1f} s")
@@ -268,7 +271,7 @@ def check_fused_sync_and_loss_options(build, source, scratch):
                  "&comm_grid_pp_pp_0_3, 0, members, 2));",
                  "ptrain_nccl_comm_split(nccl_world, member ? color : -1, ptrain_rank, out)",
                  "ptrain_nccl_wait(comm_grid_pp_pp_0_3)", "ptrain_status_t device_stage3_loss_weight(",
-                 "ptrain_cuda_gather_axis(", ", 256, 0, 0, 1, v"):
+                 "ptrain_cuda_gather_axis(", "ptrain_cuda_compare_i64(", "ptrain_cuda_select(", ", 256, 1, 32, 1, v"):
         if call not in text:
             failures.append(f"pp4fe: step.cu has no {call!r}")
     # The sub-group all-reduce under its op block, only in the first and last stages' optimizer steps.
@@ -523,7 +526,7 @@ def main(build, source, scratch):
         print(f"ptrain-compile --target cuda {' '.join(options)}: {time.time() - start:.1f} s")
         failures += check_multirank(name, out, scratch)
 
-    # pp4 with Optimus-CC's fused embedding sync (a sub-group all-reduce) and class weights.
+    # pp4 with Optimus-CC's fused embedding sync (a sub-group all-reduce), an ignore_index and class weights.
     failures += check_fused_sync_and_loss_options(build, source, scratch)
 
     # --- 4. A world that does not match the plan, before any GPU is touched.
