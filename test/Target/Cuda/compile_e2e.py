@@ -425,6 +425,8 @@ def check_env_launcher(build, pp2, data):
     want = "WORLD_SIZE=1 (torchrun's environment): the step in"
     if alone.returncode != 1 or want not in alone.stderr or "torchrun --nproc-per-node 2" not in alone.stderr:
         failures.append(f"ptrain-run with WORLD_SIZE=1: expected exit 1 with {want!r} and --nproc-per-node 2")
+    return failures
+
 
 def check_llama(build, source, scratch):
     """Section 6: the LLaMA-style fixture's step through nvcc."""
