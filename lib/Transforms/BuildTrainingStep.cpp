@@ -131,9 +131,14 @@ private:
 LogicalResult BuildTrainingStepPass::checkForward(func::FuncOp forward) {
   FunctionType type = forward.getFunctionType();
   auto fail = [&]() {
-    return emitError(forward.getLoc()) << "the training step needs @" << forward.getSymName()
-                                       << " to take token ids [batch, seq] and return logits [batch, seq, vocab], got "
-                                       << type;
+    InFlightDiagnostic diag = emitError(forward.getLoc())
+                              << "the training step needs @" << forward.getSymName()
+                              << " to take token ids [batch, seq] and return logits [batch, seq, vocab], got " << type;
+    // An export with an attention mask, positions or past state: the importer's --signature fixes them.
+    if (type.getNumInputs() > 1 || type.getNumResults() > 1)
+      diag << "; import an export with more inputs or outputs with --signature (e.g. --signature auto; "
+              "docs/ImportONNX.md)";
+    return diag;
   };
   if (type.getNumInputs() == 2) {
     auto role = forward.getArgAttrOfType<StringAttr>(1, "ptrain.role");
@@ -486,6 +491,15 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
     return signalPassFailure();
   }
   const bool interleaved = numChunks > numStages;
+  // A second run would add a second @stage0_backward (the verifier's "redefinition of symbol" and a dump of
+  // the whole function): the step of a split module is built once.
+  for (StringRef built : {"stage0_backward", "stage0_forward_backward", "stage0_optimizer_step"})
+    if (symbols->lookup(built)) {
+      emitError(module.getLoc()) << "--ptrain-build-training-step: the pipeline's training step is already built "
+                                    "(the module has @"
+                                 << built << ")";
+      return signalPassFailure();
+    }
   SmallVector<func::FuncOp> forwards;
   for (Attribute stage : stages) {
     auto fn = symbols->lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stage).getValue());

@@ -448,6 +448,20 @@ void CompressPass::runOnOperation() {
     for (const std::vector<CodecAttrInterface> &row : *rows)
       numCompressedSends += llvm::count_if(row, [](CodecAttrInterface c) { return bool(c); });
   numCompressedStages += llvm::count(plan.dpAllReduce, true);
+  // A policy that finds nothing to compress on this plan (optimus-cc on a tensor-parallel-only grid, mcbench
+  // without codecs for its edges) compiled an uncompressed step without a word.
+  // (Counted here: pass statistics are not collected in a build without LLVM statistics.)
+  bool tpSites = (policy == "mcbench" && (tpFwdCodec != "none" || tpBwdCodec != "none")) ||
+                 (policy == "auto" && !autoTensorParallel.empty());
+  bool anySend = false;
+  for (const auto *rows : {&plan.backwardSends, &plan.forwardSends})
+    for (const std::vector<CodecAttrInterface> &row : *rows)
+      anySend |= llvm::any_of(row, [](CodecAttrInterface c) { return bool(c); });
+  if (policy != "none" && policy != "auto" && !anySend && !llvm::is_contained(plan.dpAllReduce, true) &&
+      !plan.fusedEmbedding && plan.dpCodecs.empty() && !tpSites)
+    emitWarning(module.getLoc()) << "--ptrain-compress: policy=" << policy.getValue()
+                                 << " compresses nothing on this plan (no pipeline send, data-parallel all-reduce "
+                                    "or tensor-parallel site it applies to)";
   DictionaryAttr record = plan.toAttr(&getContext());
   if (policy == "mcbench" && (tpFwdCodec != "none" || tpBwdCodec != "none")) {
     FailureOr<ArrayAttr> tp = tensorParallelSites(module);

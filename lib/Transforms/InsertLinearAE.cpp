@@ -63,6 +63,13 @@ void InsertLinearAEPass::runOnOperation() {
             << "--ptrain-insert-linear-ae between --ptrain-split-stages and --ptrain-build-training-step";
         return signalPassFailure();
       }
+  // A second run put a second encoder on the code of the first (the verifier's duplicate-key error at best).
+  for (auto state : module.getOps<StateOp>())
+    if (state.getKey().starts_with("ae/")) { // (C6)
+      error("the module already has a linear autoencoder (state '")
+          << state.getKey() << "'): insert it once, with one dim for every boundary";
+      return signalPassFailure();
+    }
   if (dim < 1) { // (C3)
     error("dim must be >= 1, got ") << dim.getValue();
     return signalPassFailure();

@@ -45,6 +45,28 @@ void SchedulePass::runOnOperation() {
                                   "--ptrain-build-training-step first)";
     return signalPassFailure();
   }
+  // The table is what --ptrain-build-training-step's functions run and what the later passes read: without the
+  // step the next pass failed on a misleading count; after the critical path, compression or lowering a new
+  // table would silently disagree with their records and the lowered steps.
+  if (!pipeline.get("micro_batches")) {
+    emitError(module.getLoc()) << "--ptrain-schedule: the pipeline has no training step (run "
+                                  "--ptrain-build-training-step micro-batches=M first)";
+    return signalPassFailure();
+  }
+  if (auto old = module->getAttrOfType<DictionaryAttr>("ptrain.schedule"); old && old.get("send_critical")) {
+    emitError(module.getLoc()) << "--ptrain-schedule: the module's schedule already has the critical path of "
+                                  "--ptrain-critical-path (and what was planned on it); schedule before "
+                                  "--ptrain-critical-path";
+    return signalPassFailure();
+  }
+  if (module->hasAttr("ptrain.compression") || module.lookupSymbol("stage0_train_step")) {
+    emitError(module.getLoc()) << "--ptrain-schedule: the module is already "
+                               << (module.lookupSymbol("stage0_train_step") ? "lowered (@stage0_train_step)"
+                                                                            : "compressed (ptrain.compression)")
+                               << " for its schedule; schedule before --ptrain-compress and "
+                                  "--ptrain-lower-to-runtime";
+    return signalPassFailure();
+  }
   int64_t m = microBatches;
   if (m == 0)
     if (auto attr = pipeline.getAs<IntegerAttr>("micro_batches"))

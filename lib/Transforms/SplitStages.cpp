@@ -107,9 +107,16 @@ FailureOr<SmallVector<size_t>> SplitStagesPass::userCutIndices(func::FuncOp forw
     if (first == work.end()) { // (C3) or (C2)
       bool recomputed = false;
       forward.walk([&](Operation *op) { recomputed |= namesNode(name, onnxNodeName(op->getLoc())); });
+      // A module printed without --mlir-print-debuginfo has no node names at all: no cut can match.
+      bool named = false;
+      forward.walk([&](Operation *op) { named |= !onnxNodeName(op->getLoc()).empty(); });
       if (recomputed)
         error() << "cut '" << name << "' names only parameter reads, constants and ops on them, which every stage "
                 << "recomputes; name an op of the layer that starts the stage";
+      else if (!named)
+        error() << "cut '" << name << "': the ops of @" << entry
+                << " carry no ONNX node names (a module written without --mlir-print-debuginfo); import with "
+                   "ptrain-translate --import-onnx ... --mlir-print-debuginfo";
       else
         error() << "cut '" << name << "' names no op of @" << entry
                 << " (an ONNX node name, or a scope such as /blocks.2, in the ops' locations)";
@@ -165,7 +172,12 @@ void SplitStagesPass::runOnOperation() {
   }
   Block &body = forward.getBody().front();
   if (forward.getNumResults() != 1) {
-    emitError(forward.getLoc()) << "--ptrain-split-stages: @" << entry << " must have one result (the logits)";
+    InFlightDiagnostic diag = emitError(forward.getLoc())
+                              << "--ptrain-split-stages: @" << entry << " must have one result (the logits), got "
+                              << forward.getNumResults();
+    if (forward.getNumResults() > 1)
+      diag << "; import an export with more outputs (past state) with --signature (e.g. --signature auto; "
+              "docs/ImportONNX.md)";
     return signalPassFailure();
   }
 

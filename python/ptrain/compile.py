@@ -76,6 +76,10 @@ def run(cmd, what):
         raise CompileError(
             f"{what} failed (exit {proc.returncode}): {' '.join(shlex.quote(c) for c in cmd)}\n"
             f"{proc.stderr.strip()}")
+    # A step's warnings (e.g. a policy that compresses nothing) reach the user; remarks stay in the tools.
+    for line in proc.stderr.splitlines():
+        if ": warning: " in line:
+            print(f"ptrain-compile: {line}", file=sys.stderr)
     return proc.stdout
 
 
@@ -200,7 +204,7 @@ def main(argv=None):
                    help="with --linear-ae: leave the boundaries after the first K stages without one (default 0)")
     p.add_argument("--policy", default="none",
                    help="compression policy of --ptrain-compress (none, optimus-cc, or any policy the pass knows); "
-                        "needs a pipeline or data-parallel step")
+                        "needs --pp, --dp or --tp > 1")
     p.add_argument("--cluster", default=None,
                    help="cluster description for --ptrain-critical-path (default: clusters/h200-node.json)")
     p.add_argument("--compress-options", default="",
@@ -237,6 +241,7 @@ def compile_model(args):
     if args.bucket_bytes is not None and args.bucket_bytes < 0:
         raise CompileError(f"--bucket-bytes {args.bucket_bytes}: must be at least 0")
     pipeline = args.pp > 1 or args.micro_batches > 1 or args.dp > 1 or args.tp > 1
+    check_schedule_options(args)
     check_linear_ae_options(args)
     if args.momentum != 0.0 and args.optimizer != "sgd":
         raise CompileError(f"--momentum {args.momentum}: an option of --optimizer sgd (got --optimizer "
@@ -244,9 +249,10 @@ def compile_model(args):
     if pipeline and args.optimizer == "none":
         raise CompileError(f"--optimizer {args.optimizer}: a pipeline or parallel step (--dp/--tp/--pp/"
                            "--micro-batches > 1) needs --optimizer adamw or sgd")
-    if args.policy != "none" and not pipeline:
-        raise CompileError(f"--policy {args.policy}: compression needs a pipeline or data-parallel step (--pp, "
-                           "--dp or --micro-batches > 1)")
+    # Micro-batches alone run on one rank: nothing is sent, so a policy would compress nothing, silently.
+    if args.policy != "none" and args.pp == 1 and args.dp == 1 and args.tp == 1:
+        raise CompileError(f"--policy {args.policy}: compression needs traffic between ranks (--pp, --dp or --tp "
+                           f"> 1); --pp 1 --dp 1 --tp 1 --micro-batches {args.micro_batches} runs on one rank")
     if args.policy == "none" and args.compress_options.strip():
         raise CompileError(f"--compress-options '{args.compress_options}' without --policy")
     if args.policy == "none" and args.cluster is not None and args.report is None:
@@ -275,6 +281,8 @@ def compile_model(args):
     out = args.output
     if os.path.lexists(out) and not os.path.isdir(out):
         raise CompileError(f"-o {out}: exists and is not a folder")
+    if args.report is not None:
+        check_report_path(args, cluster, out)
     created = not os.path.isdir(out)
     try:
         os.makedirs(out, exist_ok=True)
@@ -293,6 +301,40 @@ def compile_model(args):
         if args.report is not None and os.path.isfile(args.report) and os.path.getmtime(args.report) >= started:
             os.remove(args.report)
         raise
+
+
+def check_report_path(args, cluster, out):
+    """--report must not name an input or another output: --report MODEL.onnx replaced the model with the JSON
+    report (and a failed compile then removed it)."""
+    inputs = {args.model: "the model", cluster: "the cluster description"}
+    if args.class_weights:
+        inputs[args.class_weights] = "the --class-weights file"
+    try:  # the model's external data (its weights); python3-onnx is optional here
+        import onnx
+        folder = os.path.dirname(os.path.abspath(args.model))
+        for init in onnx.load(args.model, load_external_data=False).graph.initializer:
+            for entry in init.external_data:
+                if entry.key == "location":
+                    inputs[os.path.join(folder, entry.value)] = f"external data of the model {args.model}"
+    except Exception:  # no onnx package, or a model the importer will name the problem of
+        pass
+    inputs.update({os.path.join(out, name): f"{name}, an output of -o" for name in OUTPUTS})
+    for path, role in inputs.items():
+        if path and os.path.abspath(path) == os.path.abspath(args.report) or (
+                path and os.path.exists(path) and os.path.exists(args.report) and os.path.samefile(path, args.report)):
+            raise CompileError(f"--report {args.report}: is {role}; name another file for the report")
+
+
+def check_schedule_options(args):
+    """--schedule interleaved and --virtual-stages come together (the passes' errors name their own options)."""
+    if args.virtual_stages < 1:
+        raise CompileError(f"--virtual-stages {args.virtual_stages}: must be at least 1")
+    if args.schedule == "interleaved" and (args.virtual_stages < 2 or args.pp < 2):
+        raise CompileError(f"--schedule interleaved needs --pp >= 2 and --virtual-stages >= 2 (model chunks per "
+                           f"stage), got --pp {args.pp} --virtual-stages {args.virtual_stages}")
+    if args.virtual_stages > 1 and args.schedule != "interleaved":
+        raise CompileError(f"--virtual-stages {args.virtual_stages} needs --schedule interleaved (got --schedule "
+                           f"{args.schedule})")
 
 
 def check_linear_ae_options(args):
@@ -372,9 +414,18 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     cpp = os.path.join(out, "step.cpp")
     lib = os.path.join(out, "libstep.so")
 
-    run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", args.model, *args.import_argv,
-         "--mlir-print-debuginfo", "-o", forward],
-        "ONNX import")
+    try:
+        run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", args.model, *args.import_argv,
+             "--mlir-print-debuginfo", "-o", forward],
+            "ONNX import")
+    except CompileError as e:
+        # The importer names its own options (--bind, --signature, --constant-input); ptrain-compile takes them in
+        # one option.
+        hint = re.search(r"(--bind|--signature|--constant-input)( [^;)\n]*)?", str(e))
+        if hint and hint.group(1) not in args.import_options:
+            raise CompileError(f"{e}\n(ptrain-compile passes importer options with --import-options, e.g. "
+                               f"--import-options \"{hint.group(0).strip()}\")")
+        raise
     options = (f"optimizer={args.optimizer} lr={args.lr!r} warmup-steps={args.warmup_steps} "
                f"total-steps={args.total_steps} min-lr-ratio={args.min_lr_ratio!r} "
                f"weight-decay={args.weight_decay!r}")

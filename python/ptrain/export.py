@@ -28,6 +28,7 @@ import argparse
 import ctypes
 import json
 import os
+import re
 import struct
 import sys
 
@@ -217,6 +218,36 @@ def describe_difference(a, b):
     return f" (max |difference| {float(np.max(np.abs(a.astype(np.float64) - b))):.3e})"
 
 
+CHECKPOINT_SUFFIX = re.compile(r"(\.stage\d+)?(\.tp\d+)?(\.dp\d+)?|\.json")
+
+
+def check_not_an_input(args, dest, data_path, source, plan_path, lib):
+    """-o (and its OUTPUT.data) must not be a file the export reads or that its inputs need: a checkpoint file or
+    manifest (-o PATH.stage0 replaced the trained weights with the model), the source model's external data (its
+    original weights), plan.json or libstep.so. Checked before anything is written."""
+    import onnx
+    inputs = {plan_path: "the plan's plan.json", lib: "the plan's libstep.so"}
+    folder = os.path.dirname(os.path.abspath(source))
+    # onnx.load with its external data forgets the locations: the graph alone names them.
+    for init in onnx.load(source, load_external_data=False).graph.initializer:
+        for entry in init.external_data:
+            if entry.key == "location":
+                inputs[os.path.join(folder, entry.value)] = f"external data of the model {source}"
+    ckpt = os.path.abspath(args.checkpoint)
+    ckpt_folder = os.path.dirname(ckpt)
+    for name in os.listdir(ckpt_folder) if os.path.isdir(ckpt_folder) else []:
+        path = os.path.join(ckpt_folder, name)
+        if path.startswith(ckpt) and CHECKPOINT_SUFFIX.fullmatch(path[len(ckpt):]):
+            inputs[path] = f"a file of the checkpoint {args.checkpoint}"
+    for what, path in (("-o", dest), ("-o's external data", data_path)):
+        if not os.path.exists(path):
+            continue
+        for other, role in inputs.items():
+            if os.path.exists(other) and os.path.samefile(path, other):
+                raise ExportError(f"{what} {path}: is {role}; writing it would destroy it (write the trained "
+                                  "model elsewhere)")
+
+
 def export(args):
     try:
         import numpy as np
@@ -287,6 +318,7 @@ def export(args):
         raise ExportError(f"-o {args.output}: is the model the graph is copied from; write the trained model "
                           "beside it")
     data_path = os.path.join(os.path.dirname(dest), os.path.basename(dest) + ".data")
+    check_not_an_input(args, dest, data_path, source, plan_path, lib)
     try:
         if external:
             if os.path.exists(data_path):

@@ -95,6 +95,7 @@ import os
 import random
 import shlex
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -291,6 +292,30 @@ def read_labels(labels_dir, data, train, val):
 
 # --- the launcher -------------------------------------------------------------------------------------------
 
+def check_outputs_are_not_inputs(args, plan):
+    """What the run writes (--log, the run log, --memory-log's rank files, the checkpoint's files) must not be
+    what it reads: --log out/plan.json replaced the plan after training, --checkpoint out/libstep.so (pp = 1)
+    the library the ranks run, --checkpoint MODEL.onnx the initial weights."""
+    inputs = {os.path.join(args.out, "plan.json"): "the plan's plan.json",
+              os.path.join(args.out, plan["library"]): "the plan's library",
+              plan["model"]: "the model of the plan (its initial weights)"}
+    inputs.update({path: "training or validation data" for path in data_files(args.data)})
+    outputs = [("--log", args.log), ("--run-log" if args.run_log else "the run log", run_log_path(args))]
+    if args.memory_log:
+        outputs += [("--memory-log", f"{args.memory_log}.rank{r}.json")
+                    for r in range(plan.get("dp", 1) * plan["pp"] * plan.get("tp", 1))]
+    if args.checkpoint:
+        outputs += [("--checkpoint", stage_path(args.checkpoint, plan, s, t, d))
+                    for d in range(plan.get("dp", 1)) for s in range(plan["pp"]) for t in range(plan.get("tp", 1))]
+        outputs.append(("--checkpoint", args.checkpoint + ".json"))
+    for flag, path in outputs:
+        if not path or not os.path.exists(path):
+            continue
+        for other, role in inputs.items():
+            if os.path.exists(other) and os.path.samefile(path, other):
+                raise RunError(f"{flag} writes {path}, which is {role}: choose another path")
+
+
 def torchrun_world():
     """WORLD_SIZE when this process was started by torchrun (or any launcher setting RANK and WORLD_SIZE) and
     not by mpirun: then ptrain-run is that one rank and launches nothing."""
@@ -382,6 +407,7 @@ def prepare(args, torchrun=None):
             raise RunError(f"{flag} {path}: the folder {folder} does not exist or is not writable")
     if args.telemetry_every < 0:
         raise RunError(f"--telemetry-every {args.telemetry_every}: must be >= 0 (0: off)")
+    check_outputs_are_not_inputs(args, plan)
     return plan, world, launcher
 
 
@@ -414,9 +440,15 @@ def launch(args):
     before = os.stat(log).st_mtime_ns if os.path.isfile(log) else None
     if launcher == "env":  # torchrun-style: one process per rank, supervised here (python/ptrain/launcher.py)
         from ptrain import launcher as env_launcher
-        status = env_launcher.run_ranks(worker, world, env)
+        status = env_launcher.run_ranks(worker, world, env)  # forwards Ctrl-C itself; 130 after one
     else:
-        status = subprocess.call(cmd, env=env)
+        try:
+            status = subprocess.call(cmd, env=env)
+        except KeyboardInterrupt:
+            # Ctrl-C (SIGINT): subprocess.call has stopped mpirun, and its ranks end with it; the interrupted
+            # run's log is renamed below like a failed run's.
+            status = 128 + signal.SIGINT
+            print("ptrain-run: interrupted (SIGINT): mpirun and its ranks are stopped", file=sys.stderr, flush=True)
     if status != 0 and os.path.isfile(log) and os.stat(log).st_mtime_ns != before:
         # No run log that reads like a finished run's: the steps up to the failure stay readable beside it.
         os.replace(log, log + ".failed")
@@ -933,7 +965,8 @@ def parser():
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--val-every", type=int, default=None)
     p.add_argument("--val-batches", type=int, default=4, help="held-out batches per validation")
-    p.add_argument("--np", type=int, default=None, help="ranks (default and only value: pp of plan.json)")
+    p.add_argument("--np", type=int, default=None,
+                   help="ranks (default and only value: dp * pp * tp of plan.json)")
     p.add_argument("--checkpoint", default=None)
     p.add_argument("--resume", default=None,
                    help="continue from a checkpoint of --checkpoint (its step and seed are in PATH.json)")

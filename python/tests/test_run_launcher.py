@@ -4,9 +4,11 @@ window (every rank reported it after mpirun started), and a --checkpoint folder 
 out by ptrain_step_save after the last training step), and a plan.json that is not the plan embedded in
 libstep.so (a hand-edited seq made every rank read past its token buffer), data bytes outside the vocabulary,
 --val-batches 0, a --timeout that is not positive, --log/--memory-log folders that do not exist, --mpirun-args
-that do not split into words; a failed run's log is renamed RUN.jsonl.failed. The launchers: --launcher env
-refuses a multi-rank CPU plan and runs a one-rank one; started with torchrun's RANK/WORLD_SIZE, ptrain-run is that
-rank (a WORLD_SIZE other than the plan's, a bad RANK and a multi-rank CPU plan are refused)."""
+that do not split into words; a failed or interrupted run's log is renamed RUN.jsonl.failed, and Ctrl-C is a line
+and exit status 130, not a traceback; outputs (--log, the run log, the checkpoint) that would overwrite the plan,
+the data or the model are refused. The launchers: --launcher env refuses a multi-rank CPU plan and runs a
+one-rank one; started with torchrun's RANK/WORLD_SIZE, ptrain-run is that rank (a WORLD_SIZE other than the
+plan's, a bad RANK and a multi-rank CPU plan are refused)."""
 
 import json
 import os
@@ -169,6 +171,80 @@ def test_failed_run_renames_its_run_log(plan_dir, monkeypatch, capsys):
     monkeypatch.setattr(run.subprocess, "call", good_run)
     assert launch(out, "--data", data, "--steps", "1") == 0
     assert (out / "run.jsonl").exists()
+
+
+def test_interrupted_run(plan_dir, monkeypatch, capsys):
+    # Ctrl-C while mpirun runs was a KeyboardInterrupt traceback of the launcher, and the interrupted steps' log
+    # stayed run.jsonl (read like a finished run's). Now: one line, the shell's status 130, run.jsonl.failed.
+    out, data = plan_dir
+
+    def interrupted_run(cmd, env):
+        (out / "run.jsonl").write_text('{"record": "run"}\n')
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/mpirun")
+    monkeypatch.setattr(run.subprocess, "call", interrupted_run)
+    assert launch(out, "--data", data, "--steps", "1") == 130
+    assert (out / "run.jsonl.failed").exists() and not (out / "run.jsonl").exists()
+    err = capsys.readouterr().err
+    assert "ptrain-run: interrupted (SIGINT): mpirun and its ranks are stopped" in err
+    assert "Traceback" not in err
+
+
+def test_sigint_stops_mpirun(plan_dir, tmp_path):
+    # A real SIGINT to the launcher process alone (kill -INT, or Ctrl-C): mpirun (here a stand-in that writes its
+    # pid and sleeps) is stopped, not left running, and the launcher exits 130 without a traceback.
+    import signal
+    import subprocess
+    import time
+    out, data = plan_dir
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    pidfile = tmp_path / "mpirun.pid"
+    fake = bindir / "mpirun"
+    fake.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 60\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ.get('PATH', '')}")
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "python", "ptrain", "run.py"), str(out), "--data",
+                             str(data), "--steps", "1", "--no-plots"], env=env, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.time() < deadline:
+        time.sleep(0.1)
+    assert pidfile.exists(), "the launcher did not start mpirun"
+    mpirun_pid = int(pidfile.read_text())
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted (SIGINT)" in err
+    # Gone, or a zombie left to init (subprocess.call does not reap a child it killed after a KeyboardInterrupt).
+    try:
+        with open(f"/proc/{mpirun_pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z"), f"mpirun {mpirun_pid} still runs (state {state})"
+
+
+@pytest.mark.parametrize("flag,target", [("--log", "plan.json"), ("--run-log", "train.bin"),
+                                         ("--checkpoint", "model")])
+def test_outputs_that_are_inputs(plan_dir, tmp_path, flag, target):
+    # --log out/plan.json trained, then replaced the plan with the losses (the folder no longer ran); the run log
+    # or a checkpoint over the data or the model destroyed them the same way. Refused before mpirun.
+    out, data = plan_dir
+    path = {"plan.json": out / "plan.json", "train.bin": data / "train.bin"}.get(target)
+    if target == "model":  # pp = 1: the checkpoint is PATH itself
+        plan = json.loads((out / "plan.json").read_text())
+        plan.update({"pp": 1, "model": str(tmp_path / "model.onnx")})
+        (tmp_path / "model.onnx").write_bytes(b"weights")
+        (out / "plan.json").write_text(json.dumps(plan))
+        shutil.copy(ELF, out / "libstep.so")
+        plan_abi.embed(str(out / "libstep.so"), plan)
+        path = tmp_path / "model.onnx"
+    before = path.read_bytes()
+    with pytest.raises(run.RunError, match=flag + r" writes .*, which is "):
+        launch(out, "--data", data, "--steps", "1", flag, path)
+    assert path.read_bytes() == before
 
 
 def test_env_launcher_refuses_a_multirank_cpu_plan(plan_dir):

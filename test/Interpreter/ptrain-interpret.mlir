@@ -58,6 +58,28 @@
 // RUN:   2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // UNKNOWN: error: {{.*}}unknown-op.mlir:{{[0-9]+}}:8: 'math.absf': the reference interpreter has no rule for this op
 
+// A tolerance that is negative or NaN, and --steps below 1, are errors naming the option: a negative --atol was
+// a MISMATCH of correct results, a negative --expect-rtol one blamed on --atol, --steps 0 ran nothing with status 0.
+// RUN: not ptrain-interpret %t/linear.mlir --weights %S/Inputs/linear.onnx --input %S/Inputs/linear_input.pb \
+// RUN:   --expect %S/Inputs/linear_output.pb --atol -1 2>&1 | FileCheck %s --check-prefix=ATOL
+// RUN: not ptrain-interpret %t/linear.mlir --weights %S/Inputs/linear.onnx --input %S/Inputs/linear_input.pb \
+// RUN:   --expect %S/Inputs/linear_output.pb --expect-rtol nan 2>&1 | FileCheck %s --check-prefix=RTOL
+// RUN: not ptrain-interpret %t/linear.mlir --multi-rank --random-tokens 1 --steps 0 2>&1 | FileCheck %s --check-prefix=STEPS
+// ATOL: ptrain-interpret: error: --atol -1: a tolerance must be a finite number >= 0
+// ATOL-NOT: MISMATCH
+// RTOL: ptrain-interpret: error: --expect-rtol nan: a tolerance must be a finite number >= 0
+// STEPS: ptrain-interpret: error: --steps 0: must be at least 1
+
+// --help lists the tool's options, not LLVM's code generator flags (it printed 398 lines, --input among
+// --amdgpu-* and --x86-*); those are still accepted.
+// RUN: ptrain-interpret --help | FileCheck %s --check-prefix=HELP
+// HELP-NOT: amdgpu
+// HELP: ptrain-interpret options:
+// HELP-DAG: --input=<file.pb>
+// HELP-DAG: --expect-grads=<reference_grads.onnx>
+// HELP-DAG: --multi-rank
+// HELP-NOT: amdgpu
+
 //--- linear.mlir
 module attributes {ptrain.onnx_file = "Inputs/linear.onnx"} {
   ptrain.state @w key "w" kind parameter : tensor<3x2xf32>

@@ -33,3 +33,12 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
   %logits = ptrain.matmul %y, %wt : tensor<2x5x8xf32>, tensor<8x16xf32>
   return %logits : tensor<2x5x16xf32>
 }
+
+// -----
+
+// An export with an attention mask beside the token ids: the error names the importer's --signature.
+// expected-error@+1 {{got '(tensor<2x5xi64>, tensor<2x5xf32>) -> tensor<2x5x16xf32>'; import an export with more inputs or outputs with --signature (e.g. --signature auto; docs/ImportONNX.md)}}
+func.func @forward(%ids: tensor<2x5xi64>, %mask: tensor<2x5xf32>) -> tensor<2x5x16xf32> {
+  %0 = "test.unreachable"() : () -> tensor<2x5x16xf32>
+  return %0 : tensor<2x5x16xf32>
+}

@@ -1,4 +1,10 @@
 // RUN: ptrain-translate --import-onnx %S/../../models/gpt/gpt.onnx | ptrain-opt --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=4" | FileCheck %s
+// RUN: ptrain-translate --import-onnx %S/../../models/gpt/gpt.onnx | ptrain-opt --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=4" | not ptrain-opt --ptrain-build-training-step="micro-batches=4" 2>&1 | FileCheck %s --check-prefix=TWICE
+
+// Built twice: one line naming what is there (it was the verifier's "redefinition of symbol named
+// 'stage0_backward'" with a dump of the whole function, about 300 lines).
+// TWICE: error: --ptrain-build-training-step: the pipeline's training step is already built (the module has @stage0_backward)
+// TWICE-NOT: see current operation
 
 // The training step per pipeline stage of the bundled GPT: the first stage recomputes its forward and
 // back-propagates the received gradient; the last stage fuses forward, loss (seeded with 1/4 for 4

@@ -5,6 +5,11 @@
 // RUN: not ptrain-opt %t.mlir --ptrain-schedule 2>&1 | FileCheck %s --check-prefix=NOPIPE
 // RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=4" -o %t.pp2.mlir
 // RUN: not ptrain-opt %t.pp2.mlir --ptrain-schedule="micro-batches=8" 2>&1 | FileCheck %s --check-prefix=MISMATCH
+// RUN: not ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-schedule="micro-batches=2" 2>&1 | FileCheck %s --check-prefix=NOSTEP
+// RUN: ptrain-opt %t.pp2.mlir --ptrain-schedule --ptrain-critical-path=cluster=%S/../../clusters/h200-node.json -o %t.cp.mlir
+// RUN: not ptrain-opt %t.cp.mlir --ptrain-schedule="schedule=gpipe" 2>&1 | FileCheck %s --check-prefix=AFTERCP
+// RUN: ptrain-opt %t.pp2.mlir --ptrain-schedule --ptrain-lower-to-runtime -o %t.low.mlir
+// RUN: not ptrain-opt %t.low.mlir --ptrain-schedule="schedule=gpipe" 2>&1 | FileCheck %s --check-prefix=LOWERED
 // RUN: not ptrain-opt %t.pp2.mlir --ptrain-schedule="schedule=zb" 2>&1 | FileCheck %s --check-prefix=KIND
 // RUN: not ptrain-opt %t.pp2.mlir --ptrain-schedule="schedule=interleaved" 2>&1 | FileCheck %s --check-prefix=NOCHUNKS
 // RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2 virtual-stages=2" --ptrain-build-training-step="micro-batches=4" -o %t.v2.mlir
@@ -40,6 +45,12 @@
 // INTERLEAVED: ptrain.schedule = {kind = "interleaved", micro_batches = 4 : i64, table = {{\[}}["F0", "F1", "F0.1", "F1.1", {{.*}}, "O"]], virtual_stages = 2 : i64}
 // V1F1B: error: --ptrain-schedule: the 1f1b schedule runs one model chunk per stage, but the pipeline has 2 virtual stages per stage (use schedule=interleaved)
 // DIVISIBLE: error: --ptrain-schedule: the interleaved schedule needs micro-batches to be a multiple of pp (chunks advance in groups of pp micro-batches; Megatron-LM), got 3 micro-batches for pp = 2
+
+// Re-scheduling what later passes planned on the old table (or a split module without the training step, which
+// failed later on a misleading count or grid) is an error; a lowered module was re-scheduled silently.
+// NOSTEP: error: --ptrain-schedule: the pipeline has no training step (run --ptrain-build-training-step micro-batches=M first)
+// AFTERCP: error: --ptrain-schedule: the module's schedule already has the critical path of --ptrain-critical-path (and what was planned on it); schedule before --ptrain-critical-path
+// LOWERED: error: --ptrain-schedule: the module is already lowered (@stage0_train_step) for its schedule; schedule before --ptrain-compress and --ptrain-lower-to-runtime
 
 // Fewer micro-batches than stages: a correct degenerate schedule (every forward, then every backward).
 // FEW1: schedule 1f1b: pp = 4, virtual stages = 1, micro-batches = 1

@@ -5,6 +5,8 @@
 // RUN: not ptrain-opt %t.gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=8" 2>&1 | FileCheck %s --check-prefix=HEADS
 // RUN: not ptrain-opt %t.gpt.mlir --ptrain-shard-tp="tp=2" 2>&1 | FileCheck %s --check-prefix=UNRAISED
 // RUN: not ptrain-opt %t.gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=0" 2>&1 | FileCheck %s --check-prefix=TP0
+// RUN: not ptrain-opt %t.gpt.mlir --ptrain-split-stages="pp=2" --ptrain-raise --ptrain-shard-tp="tp=2" 2>&1 | FileCheck %s --check-prefix=SPLIT
+// RUN: not ptrain-opt %t.gpt.mlir --ptrain-build-training-step --ptrain-raise --ptrain-shard-tp="tp=2" 2>&1 | FileCheck %s --check-prefix=STEP
 // RUN: ptrain-translate --import-onnx %shared/data/onnx/gpt2_megatron.onnx --bind batch_size=2,seq_len=8,past_seq_len=0 --signature auto -o %t.megatron.mlir
 // RUN: ptrain-opt %t.megatron.mlir --ptrain-raise --ptrain-shard-tp="tp=2" | FileCheck %s --check-prefix=MEGATRON
 // RUN: not ptrain-opt %t.megatron.mlir --ptrain-raise --ptrain-shard-tp="tp=4" 2>&1 | FileCheck %s --check-prefix=MEGATRON-HEADS
@@ -71,6 +73,10 @@
 // HEADS: error: --ptrain-shard-tp: ('ptrain.softmax'): layer 0 has 4 attention heads, not divisible by tp = 8
 // UNRAISED: error: --ptrain-shard-tp: @forward has no ptrain.layers: run --ptrain-raise first
 // TP0: error: --ptrain-shard-tp: tp must be >= 1, got 0
+// Sharding after the split or the step: the stages and the step read the same parameters, so every one looked
+// like a tied weight ("is read elsewhere too"); the error says the order.
+// SPLIT: error: --ptrain-shard-tp: the module is already split into pipeline stages; shard the forward first: --ptrain-raise --ptrain-shard-tp, then --ptrain-split-stages and --ptrain-build-training-step
+// STEP: error: --ptrain-shard-tp: the module is already a training step (@train_step); shard the forward first
 
 // gpt2_megatron over tp = 2: Q|K|V weight columns (ONNX MatMul's [in, out] layout) per head, K and V
 // appended to an empty past that gets the local shape, 1 head of 4 per rank.

@@ -14,6 +14,8 @@
 // RUN: not ptrain-opt %t.mlir --ptrain-split-stages="pp=2 cuts=/blocks.2/attn/qkv/Transpose" 2>&1 | FileCheck %s --check-prefix=C3
 // RUN: not ptrain-opt %t.mlir --ptrain-split-stages="pp=2 cuts=/blocks.0/mlp/fc/MatMul" 2>&1 | FileCheck %s --check-prefix=C4
 // RUN: not ptrain-opt %t.mlir --ptrain-split-stages="pp=3 cuts=/blocks.2,/blocks.2/mlp" 2>&1 | FileCheck %s --check-prefix=C5
+// RUN: ptrain-translate --import-onnx %S/../../models/gpt/gpt.onnx -o %t.nodebug.mlir
+// RUN: not ptrain-opt %t.nodebug.mlir --ptrain-split-stages="pp=2 cuts=/blocks.2" 2>&1 | FileCheck %s --check-prefix=NONAMES
 
 // Stage 0: layers 0 and 1; stage 1: layer 2; stage 2: layer 3 (cut at its MLP: the stage starts at the
 // layer holding it) and the head with the tied embedding. Each layer once.
@@ -54,6 +56,9 @@
 // C1: error: --ptrain-split-stages: cuts= names 1 cut(s) but pp = 3 needs exactly 2
 // C2: error: --ptrain-split-stages: cut '/blocks' names no op of @forward (an ONNX node name, or a scope such as /blocks.2, in the ops' locations)
 // C2B: error: --ptrain-split-stages: cut '/blocks.7/attn/Softmax' names no op of @forward
+// A module written without --mlir-print-debuginfo has no node names: the cut that Plan.md's command takes was
+// "names no op of @forward", as if /blocks.2 did not exist.
+// NONAMES: error: --ptrain-split-stages: cut '/blocks.2': the ops of @forward carry no ONNX node names (a module written without --mlir-print-debuginfo); import with ptrain-translate --import-onnx ... --mlir-print-debuginfo
 // C3: error: --ptrain-split-stages: cut '/blocks.2/attn/qkv/Transpose' names only parameter reads, constants and ops on them, which every stage recomputes
 // C4: error: --ptrain-split-stages: cut '/blocks.0/mlp/fc/MatMul' (ONNX node '/blocks.0/mlp/fc/MatMul') is in the first layer; a cut starts a stage at a later layer
 // C5: error: --ptrain-split-stages: cuts '/blocks.2' and '/blocks.2/mlp' start the same layer (each stage needs one)

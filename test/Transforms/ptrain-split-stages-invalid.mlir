@@ -46,3 +46,15 @@ module {
     return %x : tensor<2xf32>
   }
 }
+
+// -----
+
+// An export with more outputs than the logits (a past key/value state): the error names the importer's
+// --signature, which keeps the logits alone.
+ptrain.state @w key "w" kind parameter : tensor<8x8xf32>
+// expected-error@+1 {{--ptrain-split-stages: @forward must have one result (the logits), got 2; import an export with more outputs (past state) with --signature (e.g. --signature auto; docs/ImportONNX.md)}}
+func.func @forward(%x: tensor<2x8x8xf32>) -> (tensor<2x8x8xf32>, tensor<8x8xf32>) {
+  %w = ptrain.state_read @w : tensor<8x8xf32>
+  %s = ptrain.matmul %x, %w : tensor<2x8x8xf32>, tensor<8x8xf32>
+  return %s, %w : tensor<2x8x8xf32>, tensor<8x8xf32>
+}

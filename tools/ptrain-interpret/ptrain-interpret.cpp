@@ -35,67 +35,76 @@
 using namespace mlir;
 using namespace mlir::ptrain;
 
-static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional, llvm::cl::desc("<model.mlir>"), llvm::cl::Required);
+// The tool's own options: --help lists these, not the LLVM code generator's (they are still accepted).
+static llvm::cl::OptionCategory interpretOptions("ptrain-interpret options");
+static llvm::cl::opt<std::string> inputFile(llvm::cl::Positional, llvm::cl::desc("<model.mlir>"), llvm::cl::Required,
+                                            llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<std::string>
     weightsFile("weights",
                 llvm::cl::desc("ONNX model whose initializers give the state values by key (default: the "
                                "module attribute ptrain.onnx_file, relative to the current directory)"),
-                llvm::cl::value_desc("model.onnx"));
+                llvm::cl::value_desc("model.onnx"), llvm::cl::cat(interpretOptions));
 static llvm::cl::list<std::string> argumentFiles("input", llvm::cl::desc("TensorProto file for the next argument"),
-                                                 llvm::cl::value_desc("file.pb"));
+                                                 llvm::cl::value_desc("file.pb"), llvm::cl::cat(interpretOptions));
 static llvm::cl::list<std::string>
     expectFiles("expect", llvm::cl::desc("TensorProto file with the expected value of the next result"),
-                llvm::cl::value_desc("file.pb"));
+                llvm::cl::value_desc("file.pb"), llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<double> absoluteTolerance("atol", llvm::cl::desc("largest accepted |result - expected|"),
-                                               llvm::cl::init(1e-5));
+                                               llvm::cl::init(1e-5), llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<double> expectRelativeTolerance(
     "expect-rtol",
     llvm::cl::desc("for --expect: also accept |result - expected| up to this fraction of max|expected| (default "
                    "0: --atol alone)"),
-    llvm::cl::init(0.0));
+    llvm::cl::init(0.0), llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<std::string>
     expectGrads("expect-grads",
                 llvm::cl::desc("ONNX file whose initializers are the expected gradients: each result with a "
                                "ptrain.grad_of attribute is compared with the initializer of that name"),
-                llvm::cl::value_desc("reference_grads.onnx"));
+                llvm::cl::value_desc("reference_grads.onnx"), llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<double>
     relativeTolerance("rtol",
                       llvm::cl::desc("largest accepted max|result - expected| / max|expected| for --expect-grads"),
-                      llvm::cl::init(1e-4));
+                      llvm::cl::init(1e-4), llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<bool>
     runPipeline("pipeline",
                 llvm::cl::desc("run the stages named by the module's ptrain.pipeline attribute in order, each on the "
-                               "previous stage's results (the inputs go to stage 0), instead of --entry"));
+                               "previous stage's results (the inputs go to stage 0), instead of --entry"),
+                llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<bool> multiRank(
     "multi-rank",
     llvm::cl::desc("run every rank of the module's ptrain.grid in process (the multi-rank executor): each rank "
                    "runs its stage's function with ptrain.entry = --entry-kind (the steps of "
                    "--ptrain-lower-to-runtime; @train_step without a pipeline) --steps times; --input is the "
-                   "global batch, of which data-parallel replica d reads rows [d*R, (d+1)*R)"));
+                   "global batch, of which data-parallel replica d reads rows [d*R, (d+1)*R)"),
+    llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<std::string> entryKind("entry-kind", llvm::cl::desc("--multi-rank: train or eval (default train)"),
-                                            llvm::cl::init("train"));
-static llvm::cl::opt<int> numSteps("steps", llvm::cl::desc("--multi-rank: how many steps to run"), llvm::cl::init(1));
+                                            llvm::cl::init("train"), llvm::cl::cat(interpretOptions));
+static llvm::cl::opt<int> numSteps("steps", llvm::cl::desc("--multi-rank: how many steps to run"), llvm::cl::init(1),
+                                   llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<int>
     randomTokens("random-tokens",
                  llvm::cl::desc("--multi-rank without --input: a global batch of token ids drawn uniformly from the "
                                 "vocabulary (the embedding table's rows) with this seed, new for every step"),
-                 llvm::cl::init(-1));
+                 llvm::cl::init(-1), llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<std::string>
     tokensFile("tokens-file",
                llvm::cl::desc("--multi-rank: raw little-endian int64 token ids, --steps global batches one after the "
                               "other (step k reads the k-th [dp*R, S] block)"),
-               llvm::cl::value_desc("tokens.bin"));
+               llvm::cl::value_desc("tokens.bin"), llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<std::string>
     labelsFile("labels-file",
                llvm::cl::desc("--multi-rank, a step with explicit labels (its second argument): raw little-endian "
                               "int64 labels in the layout of --tokens-file"),
-               llvm::cl::value_desc("labels.bin"));
+               llvm::cl::value_desc("labels.bin"), llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<bool> printStates("print-states",
                                        llvm::cl::desc("--multi-rank: after the last step, print every rank's "
-                                                      "parameters (type, max|x|, FNV-1a of the f32 bits)"));
-static llvm::cl::opt<std::string> entryName("entry", llvm::cl::desc("function to run"), llvm::cl::init("forward"));
+                                                      "parameters (type, max|x|, FNV-1a of the f32 bits)"),
+                                       llvm::cl::cat(interpretOptions));
+static llvm::cl::opt<std::string> entryName("entry", llvm::cl::desc("function to run"), llvm::cl::init("forward"),
+                                            llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<bool> printSummary("print-summary",
-                                        llvm::cl::desc("print the ops evaluated and the states loaded"));
+                                        llvm::cl::desc("print the ops evaluated and the states loaded"),
+                                        llvm::cl::cat(interpretOptions));
 
 static int fail(const llvm::Twine &message) {
   llvm::outs().flush(); // Keep the error after what was printed before it.
@@ -302,7 +311,18 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  llvm::cl::HideUnrelatedOptions(interpretOptions);
   llvm::cl::ParseCommandLineOptions(argc, argv, "ptrain reference interpreter\n");
+  // A negative or NaN tolerance made every comparison a MISMATCH blamed on the results (an --expect-rtol's on
+  // --atol); --steps below 1 ran nothing and exited 0.
+  for (const llvm::cl::opt<double> *tolerance : {&absoluteTolerance, &expectRelativeTolerance, &relativeTolerance})
+    if (!(tolerance->getValue() >= 0.0) || !std::isfinite(tolerance->getValue())) {
+      std::string value;
+      llvm::raw_string_ostream(value) << llvm::format("%g", tolerance->getValue());
+      return fail("--" + tolerance->ArgStr + " " + value + ": a tolerance must be a finite number >= 0");
+    }
+  if (numSteps < 1)
+    return fail("--steps " + llvm::Twine(numSteps.getValue()) + ": must be at least 1");
 
   DialectRegistry registry;
   registerPTrainDialects(registry);

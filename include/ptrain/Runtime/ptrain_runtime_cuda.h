@@ -62,6 +62,17 @@
 // ptrain_nccl_reduce_scatter(comm, send[size * count], recv[count], count, dtype, op)
 //   Enqueued on the current stream (send == recv reduces in place). Sums
 //   take F32, F64, F16, BF16 (AVG is ncclAvg); all-gather any dtype.
+// ptrain_nccl_compressed_all_reduce(comm, codec, input, residual, state, out, op)
+//   ptrain_compressed_all_reduce_start (ptrain_runtime.h) over NCCL: the host
+//   descriptor `codec`, DEVICE tensors input, residual (NULL without error
+//   feedback), out, and the DEVICE state (PowerSGD's warm-start Q, or the
+//   rand-k int64 counter, read and advanced through the host before anything
+//   is posted). Every phase (PowerSGD's all-reduces of P and Q around the
+//   orthogonalization, rand-k's all-reduce of the values, the cast's
+//   all-to-all + fp32 sums + all-gather, top-k's and quantization's
+//   all-gather + decode + sum in rank order) is enqueued on the current
+//   stream before it returns; ptrain_nccl_wait(comm) is its watchdog. Codes,
+//   results and traffic (bytes handed to NCCL, one operation) are the CPU's.
 // ptrain_nccl_wait(comm)
 //   The watchdog: waits for everything enqueued on comm since the last wait,
 //   polling cudaEventQuery and ncclCommGetAsyncError. An asynchronous NCCL

@@ -367,7 +367,7 @@ def InsertLinearAEPass : Pass<"ptrain-insert-linear-ae", "::mlir::ModuleOp"> {
     Constraints, each an error: (C1) the module has `ptrain.pipeline` stages (run `--ptrain-split-stages`);
     (C2) the training step is not built yet; (C3) `dim` >= 1 and at most the hidden size H of each
     boundary; (C4) `skip-stages` in [0, number of stages - 1); (C5) each boundary tensor is a static float
-    tensor of rank >= 2 that the next stage takes.
+    tensor of rank >= 2 that the next stage takes; (C6) the module has no autoencoder yet (no `ae/` state).
 
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-split-stages="pp=2" --ptrain-insert-linear-ae="dim=64"
@@ -426,7 +426,9 @@ def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
 
     The table is checked by executing all stages with rendezvous semantics (a forward on s > 0 waits for the
     same micro-batch's forward on s - 1, a backward on s < P - 1 for its backward on s + 1): a table that
-    would deadlock is an error naming the stuck steps.
+    would deadlock is an error naming the stuck steps. A module without the training step, or one that
+    `--ptrain-critical-path`, `--ptrain-compress` or `--ptrain-lower-to-runtime` already planned on its
+    schedule, is an error (a new table would disagree with their records).
 
     ```mlir
     // ptrain-opt step.mlir --ptrain-schedule="schedule=1f1b"   (pp = 2, 4 micro-batches)

@@ -24,9 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common/Dtype.h"
-#include "cuda/Device.h"
-
-#include <nccl.h>
+#include "cuda/NcclComm.h"
 
 #include <chrono>
 #include <cstdio>
@@ -35,22 +33,6 @@
 #include <new>
 #include <thread>
 #include <vector>
-
-struct ptrain_nccl_comm {
-  ncclComm_t comm = nullptr;
-  int32_t rank = 0, size = 0;
-  double timeout = 300.0;
-  bool aborted = false;
-  char abortReason[1024] = "";
-  cudaEvent_t event = nullptr;
-  /// What was enqueued since the last wait ("all_reduce(count 4 f32 sum), ...").
-  char pending[512] = "";
-  int pendingCount = 0;
-  /// Bytes and messages enqueued to each peer (sized at the first send), and the bytes of this rank's buffer in
-  /// every collective and their number, since creation or the last ptrain_nccl_reset_traffic.
-  std::vector<int64_t> sentBytes, sentMessages;
-  int64_t collectiveBytes = 0, collectiveOps = 0;
-};
 
 using namespace ptrain::cuda;
 using Clock = std::chrono::steady_clock;
@@ -103,6 +85,10 @@ void abortComm(ptrain_nccl_comm *c, const char *reason) {
   std::snprintf(c->abortReason, sizeof(c->abortReason), "%s", reason);
 }
 
+} // namespace
+
+namespace ptrain::cuda {
+
 ptrain_status_t checkUsable(const char *call, ptrain_nccl_comm *c) {
   if (!c)
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'comm' must not be null");
@@ -149,11 +135,19 @@ ptrain_status_t settle(const char *call, ptrain_nccl_comm *c, const char *what) 
   }
 }
 
+} // namespace ptrain::cuda
+
+namespace {
+
 /// Communicators used inside this thread's ncclGroupStart/End: settled at the end.
 constexpr int kMaxGroupComms = 64;
 thread_local int groupDepth = 0;
 thread_local ptrain_nccl_comm *groupComms[kMaxGroupComms];
 thread_local int groupCount = 0;
+
+} // namespace
+
+namespace ptrain::cuda {
 
 /// After an operation was enqueued: records it for the watchdog's message and
 /// settles it (or, inside a group, registers the communicator).
@@ -173,6 +167,10 @@ ptrain_status_t enqueued(const char *call, ptrain_nccl_comm *c, const char *what
   }
   return settle(call, c, what);
 }
+
+} // namespace ptrain::cuda
+
+namespace {
 
 /// The device of this process: LOCAL_RANK (torchrun) or
 /// OMPI_COMM_WORLD_LOCAL_RANK (mpirun) modulo the device count, else the
@@ -532,7 +530,7 @@ extern "C" ptrain_status_t ptrain_nccl_reduce_scatter(ptrain_nccl_comm_t comm, c
                     });
 }
 
-namespace {
+namespace ptrain::cuda {
 /// Polls `event` (recorded after the operations `what` on comm) and NCCL's asynchronous error state until the
 /// event completes: an error or the comm's deadline aborts comm and names `what`.
 ptrain_status_t pollEvent(const char *call, ptrain_nccl_comm *comm, cudaEvent_t event, const char *what) {
@@ -564,7 +562,7 @@ ptrain_status_t pollEvent(const char *call, ptrain_nccl_comm *comm, cudaEvent_t 
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
-} // namespace
+} // namespace ptrain::cuda
 
 extern "C" ptrain_status_t ptrain_nccl_wait(ptrain_nccl_comm_t comm) {
   PTRAIN_CUDA_RETURN_IF_ERROR(checkUsable(__func__, comm));

@@ -17,6 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cuda/PowerSGD.h"
+
 #include "cuda/Blas.h"
 
 #include <cuda_runtime.h>
@@ -27,15 +29,11 @@ using namespace ptrain::cuda;
 
 namespace {
 
-struct Shape {
-  int64_t batch, n, m, rank;
-  bool exact() const { return (n + m) * rank >= n * m; }
-  int64_t pCount() const { return batch * n * rank; }
-  int64_t qCount() const { return batch * m * rank; }
-  int64_t numel() const { return batch * n * m; }
-};
+using Shape = PowerSgdShape;
 
-ptrain_status_t checkShape(const char *call, const Shape &s) {
+} // namespace
+
+ptrain_status_t ptrain::cuda::gpuPowersgdCheck(const char *call, const Shape &s) {
   if (s.batch < 1 || s.n < 1 || s.m < 1)
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "batch, n and m must be >= 1, got %lld, %lld, %lld",
                 static_cast<long long>(s.batch), static_cast<long long>(s.n), static_cast<long long>(s.m));
@@ -50,10 +48,18 @@ ptrain_status_t checkShape(const char *call, const Shape &s) {
   return PTRAIN_OK;
 }
 
+namespace {
+
 __global__ void __launch_bounds__(kThreads) addInto(const float *__restrict__ g, float *__restrict__ e, int64_t n) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     e[i] = __fadd_rn(e[i], g[i]);
+}
+
+__global__ void __launch_bounds__(kThreads) scaleInto(const float *x, int64_t n, float a, float *out) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    out[i] = __fmul_rn(a, x[i]);
 }
 
 /// redraw[c] = 0 for every column c = b * rank + j of Q [batch, m, rank]
@@ -165,82 +171,125 @@ ptrain_status_t carryExact(const char *call, const Shape &s, const float *mat, f
 
 } // namespace
 
-extern "C" ptrain_status_t ptrain_cuda_powersgd_encode_f32(const float *g, float *residual, float *q_state,
-                                                           int64_t batch, int64_t n, int64_t m, int64_t rank,
-                                                           uint64_t seed, float *out_p, float *out_q) {
-  const Shape s{batch, n, m, rank};
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkShape(__func__, s));
-  PTRAIN_CUDA_CHECK_PTR(g);
-  PTRAIN_CUDA_CHECK_PTR(out_p);
-  PTRAIN_CUDA_CHECK_PTR(out_q);
+ptrain_status_t ptrain::cuda::scaleF32(const char *call, const float *x, int64_t n, float a, float *out) {
+  if (n <= 0)
+    return PTRAIN_OK;
+  const cudaStream_t st = currentStream();
+  if (a == 1.0f)
+    return x == out ? PTRAIN_OK
+                    : check(call, cudaMemcpyAsync(out, x, n * sizeof(float), cudaMemcpyDeviceToDevice, st),
+                            "cudaMemcpyAsync");
+  scaleInto<<<gridFor(n), kThreads, 0, st>>>(x, n, a, out);
+  return check(call, cudaGetLastError(), "scaleInto");
+}
+
+ptrain_status_t ptrain::cuda::gpuPowersgdPhaseP(const char *call, const Shape &s, const float *g, float *residual,
+                                                float *q_state, uint64_t seed, float *out_p, float *out_q,
+                                                const float **outM) {
   const cudaStream_t st = currentStream();
   const float *mat = g;
   if (residual) {
     addInto<<<gridFor(s.numel()), kThreads, 0, st>>>(g, residual, s.numel());
-    PTRAIN_CUDA_TRY(cudaGetLastError());
+    PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaGetLastError(), "addInto"));
     mat = residual;
   }
-  if (s.exact()) {
-    PTRAIN_CUDA_RETURN_IF_ERROR(carryExact(__func__, s, mat, out_p, out_q));
-    if (residual)
-      PTRAIN_CUDA_TRY(cudaMemsetAsync(residual, 0, s.numel() * sizeof(float), st));
-    return PTRAIN_OK;
-  }
+  *outM = mat;
+  if (s.exact())
+    return carryExact(call, s, mat, out_p, out_q);
   cublasHandle_t h;
-  PTRAIN_CUDA_RETURN_IF_ERROR(blasHandle(__func__, &h));
+  PTRAIN_CUDA_RETURN_IF_ERROR(blasHandle(call, &h));
   // Q0: the warm start with its zero columns redrawn, or a fresh draw.
   float *q0 = q_state;
   if (q_state) {
     const int64_t columns = s.batch * s.rank;
-    auto *redraw = static_cast<int *>(deviceScratch(__func__, DeviceSlot::Flag, columns * sizeof(int)));
+    auto *redraw = static_cast<int *>(deviceScratch(call, DeviceSlot::Flag, columns * sizeof(int)));
     if (!redraw)
       return PTRAIN_ERROR_DEVICE;
     // 0x01010101 is nonzero: "redraw" until a nonzero element clears it.
-    PTRAIN_CUDA_TRY(cudaMemsetAsync(redraw, 1, columns * sizeof(int), st));
+    PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaMemsetAsync(redraw, 1, columns * sizeof(int), st), "cudaMemsetAsync"));
     markNonzeroColumns<<<gridFor(s.qCount()), kThreads, 0, st>>>(q_state, s.qCount(), s.m, s.rank, redraw);
-    PTRAIN_CUDA_TRY(cudaGetLastError());
+    PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaGetLastError(), "markNonzeroColumns"));
     drawColumns<<<gridFor(s.qCount()), kThreads, 0, st>>>(q_state, s.qCount(), s.m, s.rank, seed, redraw);
   } else {
-    q0 = static_cast<float *>(deviceScratch(__func__, DeviceSlot::Temp, s.qCount() * sizeof(float)));
+    q0 = static_cast<float *>(deviceScratch(call, DeviceSlot::Temp, s.qCount() * sizeof(float)));
     if (!q0)
       return PTRAIN_ERROR_DEVICE;
     drawColumns<<<gridFor(s.qCount()), kThreads, 0, st>>>(q0, s.qCount(), s.m, s.rank, seed, nullptr);
   }
-  PTRAIN_CUDA_TRY(cudaGetLastError());
+  PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaGetLastError(), "drawColumns"));
   const int ni = static_cast<int>(s.n), mi = static_cast<int>(s.m), r = static_cast<int>(s.rank);
   const int b = static_cast<int>(s.batch);
   const float one = 1.0f, zero = 0.0f;
   // P^T = Q0^T M^T: column-major r x n = (r x m) (m x n).
-  PTRAIN_BLAS_TRY(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, r, ni, mi, &one, q0, r, s.m * s.rank, mat, mi,
-                                            s.n * s.m, &zero, out_p, r, s.n * s.rank, b));
-  orthogonalize<<<b, kThreads, 0, st>>>(out_p, s.n, s.rank);
-  PTRAIN_CUDA_TRY(cudaGetLastError());
+  return checkBlas(call,
+                   cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, r, ni, mi, &one, q0, r, s.m * s.rank, mat, mi,
+                                             s.n * s.m, &zero, out_p, r, s.n * s.rank, b),
+                   "cublasSgemmStridedBatched(M Q0)");
+}
+
+ptrain_status_t ptrain::cuda::gpuPowersgdPhaseQ(const char *call, const Shape &s, const float *mat, float *out_p,
+                                                float *out_q) {
+  if (s.exact())
+    return PTRAIN_OK;
+  cublasHandle_t h;
+  PTRAIN_CUDA_RETURN_IF_ERROR(blasHandle(call, &h));
+  const int ni = static_cast<int>(s.n), mi = static_cast<int>(s.m), r = static_cast<int>(s.rank);
+  const int b = static_cast<int>(s.batch);
+  const float one = 1.0f, zero = 0.0f;
+  orthogonalize<<<b, kThreads, 0, currentStream()>>>(out_p, s.n, s.rank);
+  PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaGetLastError(), "orthogonalize"));
   // Q^T = P^T M: column-major r x m = (r x n) (n x m).
-  PTRAIN_BLAS_TRY(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, r, mi, ni, &one, out_p, r, s.n * s.rank, mat,
-                                            mi, s.n * s.m, &zero, out_q, r, s.m * s.rank, b));
+  return checkBlas(call,
+                   cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, r, mi, ni, &one, out_p, r, s.n * s.rank, mat,
+                                             mi, s.n * s.m, &zero, out_q, r, s.m * s.rank, b),
+                   "cublasSgemmStridedBatched(M^T P)");
+}
+
+ptrain_status_t ptrain::cuda::gpuPowersgdFinish(const char *call, const Shape &s, const float *p, const float *q,
+                                                float alpha, float *out, float *residual, float beta, float *q_state) {
+  const cudaStream_t st = currentStream();
+  if (s.exact()) {
+    const int64_t numel = s.numel();
+    const int64_t inP = numel < s.pCount() ? numel : s.pCount();
+    if (out) {
+      PTRAIN_CUDA_RETURN_IF_ERROR(scaleF32(call, p, inP, alpha, out));
+      PTRAIN_CUDA_RETURN_IF_ERROR(scaleF32(call, q, numel - inP, alpha, out + inP));
+    }
+    if (residual)
+      return check(call, cudaMemsetAsync(residual, 0, numel * sizeof(float), st), "cudaMemsetAsync(residual)");
+    return PTRAIN_OK;
+  }
+  cublasHandle_t h;
+  PTRAIN_CUDA_RETURN_IF_ERROR(blasHandle(call, &h));
+  if (out)
+    PTRAIN_CUDA_RETURN_IF_ERROR(productPQt(call, h, s, p, q, alpha, 0.0f, out));
   if (residual)
-    PTRAIN_CUDA_RETURN_IF_ERROR(productPQt(__func__, h, s, out_p, out_q, -1.0f, 1.0f, residual));
-  if (q_state && q_state != out_q)
-    PTRAIN_CUDA_TRY(cudaMemcpyAsync(q_state, out_q, s.qCount() * sizeof(float), cudaMemcpyDeviceToDevice, st));
+    PTRAIN_CUDA_RETURN_IF_ERROR(productPQt(call, h, s, p, q, -beta, 1.0f, residual));
+  if (q_state && (q_state != q || beta != 1.0f))
+    return scaleF32(call, q, s.qCount(), beta, q_state);
   return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_cuda_powersgd_encode_f32(const float *g, float *residual, float *q_state,
+                                                           int64_t batch, int64_t n, int64_t m, int64_t rank,
+                                                           uint64_t seed, float *out_p, float *out_q) {
+  const Shape s{batch, n, m, rank};
+  PTRAIN_CUDA_RETURN_IF_ERROR(gpuPowersgdCheck(__func__, s));
+  PTRAIN_CUDA_CHECK_PTR(g);
+  PTRAIN_CUDA_CHECK_PTR(out_p);
+  PTRAIN_CUDA_CHECK_PTR(out_q);
+  const float *mat = nullptr;
+  PTRAIN_CUDA_RETURN_IF_ERROR(gpuPowersgdPhaseP(__func__, s, g, residual, q_state, seed, out_p, out_q, &mat));
+  PTRAIN_CUDA_RETURN_IF_ERROR(gpuPowersgdPhaseQ(__func__, s, mat, out_p, out_q));
+  return gpuPowersgdFinish(__func__, s, out_p, out_q, 1.0f, nullptr, residual, 1.0f, s.exact() ? nullptr : q_state);
 }
 
 extern "C" ptrain_status_t ptrain_cuda_powersgd_decode_f32(const float *p, const float *q, int64_t batch, int64_t n,
                                                            int64_t m, int64_t rank, float *out) {
   const Shape s{batch, n, m, rank};
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkShape(__func__, s));
+  PTRAIN_CUDA_RETURN_IF_ERROR(gpuPowersgdCheck(__func__, s));
   PTRAIN_CUDA_CHECK_PTR(p);
   PTRAIN_CUDA_CHECK_PTR(q);
   PTRAIN_CUDA_CHECK_PTR(out);
-  const cudaStream_t st = currentStream();
-  if (s.exact()) {
-    const int64_t numel = s.numel();
-    const int64_t inP = numel < s.pCount() ? numel : s.pCount();
-    PTRAIN_CUDA_TRY(cudaMemcpyAsync(out, p, inP * sizeof(float), cudaMemcpyDeviceToDevice, st));
-    PTRAIN_CUDA_TRY(cudaMemcpyAsync(out + inP, q, (numel - inP) * sizeof(float), cudaMemcpyDeviceToDevice, st));
-    return PTRAIN_OK;
-  }
-  cublasHandle_t h;
-  PTRAIN_CUDA_RETURN_IF_ERROR(blasHandle(__func__, &h));
-  return productPQt(__func__, h, s, p, q, 1.0f, 0.0f, out);
+  return gpuPowersgdFinish(__func__, s, p, q, 1.0f, out, nullptr, 1.0f, nullptr);
 }

@@ -11,6 +11,11 @@
 //              block, symmetric, packed, scales, zp)     granularity, block, symmetric, out)
 //   cast      (g, residual, numel, dtype, code)         (code, numel, dtype, out)
 //
+// A compressed all-reduce takes a ptrain_codec_t {kind, bits, granularity,
+// symmetric, warm_start, cast_dtype, batch, rows, cols, rank, k, block_size,
+// seed} of the same parameters (batch 1, the matrix view's rows and cols),
+// then (input, residual, state, ..., reduction) on both runtimes.
+//
 // PowerSGD draws its initial Q from seed 0, as the interpreter does
 // (lib/Interpreter/Codecs.cpp), so compiled and interpreted plans encode
 // alike; a symmetric quantization has no zero points (nullptr).
@@ -173,4 +178,53 @@ CodecKernelCall mlir::ptrain::cpp::decompressKernelCall(DecompressOp op, llvm::f
       .Default([&](Attribute) {
         return CodecKernelCall{CodecKernel::CastDecode, {code(0), numel, castDtypeEnum(cast<CastAttr>(codec)), out}};
       });
+}
+
+FailureOr<CompressedAllReduceArgs>
+mlir::ptrain::cpp::compressedAllReduceArgs(CompressedAllReduceStartOp op, llvm::function_ref<std::string(Value)> ptr,
+                                           StringRef flag) {
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  CodecAttrInterface codec = op.getCodec();
+  const auto [n, m] = codecMatrix(codec, type);
+  std::string kind, bits = "0", gran = "0", sym = "0", warm = "0", dtype = "PTRAIN_DTYPE_F32", rank = "0", k = "0",
+                    block = "0", seed = "0ULL";
+  llvm::TypeSwitch<Attribute>(codec)
+      .Case<PowerSGDAttr>([&](PowerSGDAttr p) {
+        kind = "PTRAIN_CODEC_POWERSGD";
+        warm = p.isWarmStart() ? "1" : "0";
+        rank = str(p.getRank());
+      })
+      .Case<TopKAttr>([&](TopKAttr t) {
+        kind = "PTRAIN_CODEC_TOPK";
+        k = str(t.getKFor(type.getNumElements()));
+      })
+      .Case<RandKAttr>([&](RandKAttr r) {
+        kind = "PTRAIN_CODEC_RANDK";
+        k = str(r.getKFor(type.getNumElements()));
+        seed = seedLiteral(r.getSeed());
+      })
+      .Case<QuantAttr>([&](QuantAttr q) {
+        kind = "PTRAIN_CODEC_QUANT";
+        bits = str(q.getBits());
+        gran = quantGranularityEnum(q);
+        sym = q.isSymmetric() ? "1" : "0";
+        block = str(q.getBlockSize());
+      })
+      .Case<CastAttr>([&](CastAttr c) {
+        kind = "PTRAIN_CODEC_CAST";
+        dtype = castDtypeEnum(c);
+      });
+  if (kind.empty())
+    return op.emitError(flag) << ": the codec " << codec << " has no compressed all-reduce";
+  if (op.getReduction() != ReductionKind::Avg && op.getReduction() != ReductionKind::Sum)
+    return op.emitError(flag) << ": a compressed all-reduce sums or averages";
+  CompressedAllReduceArgs a;
+  a.codec = "{" + kind + ", " + bits + ", " + gran + ", " + sym + ", " + warm + ", " + dtype + ", 1, " + str(n) + ", " +
+            str(m) + ", " + rank + ", " + k + ", " + block + ", " + seed + "}";
+  size_t next = 0;
+  a.input = ptr(op.getInput());
+  a.residual = op.getErrorFeedback() ? ptr(op.getNewState()[next++]) : "nullptr";
+  a.state = next < op.getNewState().size() ? ptr(op.getNewState()[next]) : "nullptr";
+  a.reduction = op.getReduction() == ReductionKind::Avg ? "PTRAIN_REDUCE_AVG" : "PTRAIN_REDUCE_SUM";
+  return a;
 }

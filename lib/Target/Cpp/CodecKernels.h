@@ -64,6 +64,21 @@ CodecKernelCall compressKernelCall(CompressOp op, llvm::function_ref<std::string
 /// already a copy of the old one).
 CodecKernelCall decompressKernelCall(DecompressOp op, llvm::function_ref<std::string(Value)> ptr);
 
+/// ptrain.compressed_all_reduce_start (after checkCodecKernel): what both runtimes' compressed all-reduces take
+/// besides the communicator (CPU ptrain_compressed_all_reduce_start, CUDA ptrain_nccl_compressed_all_reduce).
+struct CompressedAllReduceArgs {
+  /// The ptrain_codec_t of the op's codec and shape, as a C initializer ("{PTRAIN_CODEC_POWERSGD, ...}").
+  std::string codec;
+  /// The input; the residual (the first new state with error feedback, else nullptr); the codec state (the next
+  /// new state: PowerSGD's warm-start Q or rand-k's counter, else nullptr); PTRAIN_REDUCE_SUM or _AVG.
+  std::string input, residual, state, reduction;
+};
+
+/// The arguments of `op`, whose new states must already hold copies of the old ones (the runtime updates them in
+/// place); fails at the op, naming `flag`, for a reduction other than sum and avg.
+FailureOr<CompressedAllReduceArgs> compressedAllReduceArgs(CompressedAllReduceStartOp op,
+                                                           llvm::function_ref<std::string(Value)> ptr, StringRef flag);
+
 /// (n, m) of the codec's matrix view of `type` (the kernels read the tensor as a row-major n x m matrix).
 std::pair<int64_t, int64_t> codecMatrix(CodecAttrInterface codec, RankedTensorType type);
 

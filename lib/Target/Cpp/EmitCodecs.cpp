@@ -24,8 +24,6 @@
 #include "CodecKernels.h"
 #include "CppTypes.h"
 
-#include "llvm/ADT/TypeSwitch.h"
-
 using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::cpp;
@@ -91,59 +89,14 @@ LogicalResult mlir::ptrain::cpp::emitDecompress(DecompressOp op, CallWriter &w) 
 
 LogicalResult mlir::ptrain::cpp::emitCompressedAllReduceStart(CompressedAllReduceStartOp op, const std::string &comm,
                                                               CallWriter &w) {
-  auto type = cast<RankedTensorType>(op.getInput().getType());
-  CodecAttrInterface codec = op.getCodec();
-  const auto [nView, mView] = codecMatrix(codec, type);
-  const int64_t n = nView, m = mView;
-  // ptrain_codec_t {kind, bits, granularity, symmetric, warm_start, cast_dtype, batch, rows, cols, rank, k,
-  // block_size, seed}.
-  std::string kind, bits = "0", gran = "0", sym = "0", warm = "0", dtype = "PTRAIN_DTYPE_F32", rank = "0", k = "0",
-                    block = "0", seed = "0ULL";
-  LogicalResult known = llvm::TypeSwitch<Attribute, LogicalResult>(codec)
-                            .Case<PowerSGDAttr>([&](PowerSGDAttr p) {
-                              kind = "PTRAIN_CODEC_POWERSGD";
-                              warm = p.isWarmStart() ? "1" : "0";
-                              rank = str(p.getRank());
-                              return success();
-                            })
-                            .Case<TopKAttr>([&](TopKAttr t) {
-                              kind = "PTRAIN_CODEC_TOPK";
-                              k = str(t.getKFor(type.getNumElements()));
-                              return success();
-                            })
-                            .Case<RandKAttr>([&](RandKAttr r) {
-                              kind = "PTRAIN_CODEC_RANDK";
-                              k = str(r.getKFor(type.getNumElements()));
-                              seed = seedLiteral(r.getSeed());
-                              return success();
-                            })
-                            .Case<QuantAttr>([&](QuantAttr q) {
-                              kind = "PTRAIN_CODEC_QUANT";
-                              bits = str(q.getBits());
-                              gran = quantGranularityEnum(q);
-                              sym = q.isSymmetric() ? "1" : "0";
-                              block = str(q.getBlockSize());
-                              return success();
-                            })
-                            .Case<CastAttr>([&](CastAttr c) {
-                              kind = "PTRAIN_CODEC_CAST";
-                              dtype = castDtypeEnum(c);
-                              return success();
-                            })
-                            .Default([&](Attribute) { return checkCodecOp(op); });
-  if (failed(known))
+  FailureOr<CompressedAllReduceArgs> a = compressedAllReduceArgs(
+      op, [&](Value v) { return w.ptr(v); }, "--emit-cpp");
+  if (failed(a))
     return failure();
-  w.line("static const ptrain_codec_t codec = {" + kind + ", " + bits + ", " + gran + ", " + sym + ", " + warm + ", " +
-         dtype + ", 1, " + str(n) + ", " + str(m) + ", " + rank + ", " + k + ", " + block + ", " + seed + "};");
+  w.line("static const ptrain_codec_t codec = " + a->codec + ";");
   if (failed(copyStates(op.getState(), op.getNewState(), w)))
     return failure();
-  size_t next = 0;
-  const std::string residual = op.getErrorFeedback() ? w.ptr(op.getNewState()[next++]) : "nullptr";
-  const std::string state = next < op.getNewState().size() ? w.ptr(op.getNewState()[next]) : "nullptr";
-  const char *reduction = op.getReduction() == ReductionKind::Avg ? "PTRAIN_REDUCE_AVG" : "PTRAIN_REDUCE_SUM";
-  if (op.getReduction() != ReductionKind::Avg && op.getReduction() != ReductionKind::Sum)
-    return op.emitError("--emit-cpp: a compressed all-reduce sums or averages");
   const std::string request = w.ptr(op.getRequest());
-  return w.call(RuntimeCall::ptrain_compressed_all_reduce_start, {comm, "&codec", w.ptr(op.getInput()), residual, state,
-                                                                  request, reduction, "&" + request + "_request"});
+  return w.call(RuntimeCall::ptrain_compressed_all_reduce_start,
+                {comm, "&codec", a->input, a->residual, a->state, request, a->reduction, "&" + request + "_request"});
 }

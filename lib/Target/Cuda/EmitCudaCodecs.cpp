@@ -11,10 +11,16 @@
 //                       quant     ptrain_cuda_quant_encode_f32
 //                       cast      ptrain_cuda_cast_encode_f32
 //   ptrain.decompress   each      ptrain_cuda_<codec>_decode_f32
+//   ptrain.compressed_  each      ptrain_nccl_compressed_all_reduce (a static
+//     all_reduce_start            ptrain_codec_t; its ptrain.wait is
+//                                 ptrain_nccl_wait of the communicator)
 //
 // each preceded by ptrain_cuda_copy_bytes of every old state into its new
 // state (SSA in the IR, in place in the runtime). The arguments are
-// lib/Target/Cpp/CodecKernels.h's, shared with --emit-cpp.
+// lib/Target/Cpp/CodecKernels.h's, shared with --emit-cpp. A compressed
+// all-reduce enqueues all its phases on the step's stream, so its new states
+// are complete in stream order: the state writes right after the start (the
+// IR's order) need no deferral to the wait, unlike on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,14 +63,21 @@ CudaCall cudaCall(CodecKernel kernel) {
   return CudaCall::ptrain_cuda_cast_decode_f32;
 }
 
+/// new_state[i] = state[i] on the device: the runtime then updates the new states in place.
+LogicalResult copyStates(ValueRange state, ValueRange newState, CudaCodecWriter &w) {
+  for (auto [old, fresh] : llvm::zip(state, newState))
+    if (failed(w.call(CudaCall::ptrain_cuda_copy_bytes, {w.ptr(old), std::to_string(bytesOf(old)), w.ptr(fresh)})))
+      return failure();
+  return success();
+}
+
 /// Copies the old states into the new ones, then runs the kernel. rand-k's counter is a host pointer for the
 /// runtime (it draws the positions on the host, docs/Runtime.md): the device state is read into a host variable
 /// (ptrain_cuda_copy_to_host waits for the stream), the kernel advances it, and it is copied back (a pageable
 /// host-to-device copy is staged before the call returns).
 LogicalResult emitKernel(CodecKernelCall k, ValueRange state, ValueRange newState, CudaCodecWriter &w) {
-  for (auto [old, fresh] : llvm::zip(state, newState))
-    if (failed(w.call(CudaCall::ptrain_cuda_copy_bytes, {w.ptr(old), std::to_string(bytesOf(old)), w.ptr(fresh)})))
-      return failure();
+  if (failed(copyStates(state, newState, w)))
+    return failure();
   if (k.counterArg < 0)
     return w.call(cudaCall(k.kernel), k.args);
   const std::string device = k.args[k.counterArg];
@@ -80,11 +93,6 @@ LogicalResult emitKernel(CodecKernelCall k, ValueRange state, ValueRange newStat
 } // namespace
 
 LogicalResult mlir::ptrain::cuda::checkCudaCodecOp(Operation *op) {
-  if (auto start = dyn_cast<CompressedAllReduceStartOp>(op))
-    return op->emitError("--emit-cuda: 'ptrain.compressed_all_reduce_start' (codec ")
-           << start.getCodec() << " over axes " << start.getGridAxes()
-           << ") is not yet supported by the CUDA code generator: compressed data- and tensor-parallel "
-              "all-reduces need --target cpu (pipeline codecs, ptrain.compress / ptrain.decompress, are supported)";
   return checkCodecKernel(op, "--emit-cuda", "CUDA code generator");
 }
 
@@ -94,4 +102,16 @@ LogicalResult mlir::ptrain::cuda::emitCudaCompress(CompressOp op, CudaCodecWrite
 
 LogicalResult mlir::ptrain::cuda::emitCudaDecompress(DecompressOp op, CudaCodecWriter &w) {
   return emitKernel(decompressKernelCall(op, w.ptr), op.getState(), op.getNewState(), w);
+}
+
+LogicalResult mlir::ptrain::cuda::emitCudaCompressedAllReduce(CompressedAllReduceStartOp op, const std::string &comm,
+                                                              CudaCodecWriter &w) {
+  FailureOr<CompressedAllReduceArgs> a = compressedAllReduceArgs(op, w.ptr, "--emit-cuda");
+  if (failed(a))
+    return failure();
+  w.line("static const ptrain_codec_t codec = " + a->codec + ";");
+  if (failed(copyStates(op.getState(), op.getNewState(), w)))
+    return failure();
+  return w.call(CudaCall::ptrain_nccl_compressed_all_reduce,
+                {comm, "&codec", a->input, a->residual, a->state, w.ptr(op.getRequest()), a->reduction});
 }

@@ -1,9 +1,11 @@
 //===- EmitCudaCodecs.h - Codec ops in the CUDA code generator --*- C++ -*-===//
 //
-// --emit-cuda of ptrain.compress and ptrain.decompress (docs/CodegenCuda.md,
-// "Codecs"): per op, the codec kernels of libptrain_runtime_cuda
+// --emit-cuda of ptrain.compress, ptrain.decompress and
+// ptrain.compressed_all_reduce_start (docs/CodegenCuda.md, "Codecs"): per
+// op, the codec kernels of libptrain_runtime_cuda
 // (lib/Runtime/cuda/{PowerSGD,Quant,Sparse,Cast}.cu) with fused error
-// feedback, on device buffers and the step's stream. The kernel and its
+// feedback, on device buffers and the step's stream, and its compressed
+// all-reduce over NCCL (lib/Runtime/cuda/CompressedAllReduce.cu). The kernel and its
 // arguments are the CPU target's (lib/Target/Cpp/CodecKernels.h); the codec
 // states (residuals, warm-start Q, rand-k counters) are ordinary states of the
 // device block, so init, checkpoints and the stage tables cover them. The
@@ -34,9 +36,8 @@ struct CudaCodecWriter {
   std::function<void(const std::string &)> line;
 };
 
-/// Fails, at the op, for what the CUDA target cannot code: a compressed all-reduce (data- and tensor-parallel
-/// codecs: no NCCL phases yet), and everything checkCodecKernel refuses (the linear autoencoder's codec, a
-/// reordering matrix view, params). Called before any code is written.
+/// Fails, at the op, for what the CUDA target cannot code: everything checkCodecKernel refuses (the linear
+/// autoencoder's codec, a reordering matrix view, params). Called before any code is written.
 LogicalResult checkCudaCodecOp(Operation *op);
 
 /// ptrain.compress: the new states are copied from the old ones on the device, then the encoder updates them in
@@ -45,6 +46,11 @@ LogicalResult emitCudaCompress(CompressOp op, CudaCodecWriter &w);
 
 /// ptrain.decompress: the decoder writes the result (rand-k: its counter, as for the encoder).
 LogicalResult emitCudaDecompress(DecompressOp op, CudaCodecWriter &w);
+
+/// ptrain.compressed_all_reduce_start over the NCCL communicator variable `comm`: a static ptrain_codec_t, the new
+/// states copied from the old ones, and ptrain_nccl_compressed_all_reduce, which enqueues every phase on the
+/// stream and updates the new states in place (the op's ptrain.wait is the communicator's watchdog).
+LogicalResult emitCudaCompressedAllReduce(CompressedAllReduceStartOp op, const std::string &comm, CudaCodecWriter &w);
 
 } // namespace mlir::ptrain::cuda
 

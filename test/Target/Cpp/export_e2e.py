@@ -183,4 +183,13 @@ shutil.copy(os.path.join(source, "models", "gpt", "gpt.onnx"), copy)
 shutil.copy(os.path.join(source, "models", "gpt", "gpt.onnx.data"), os.path.join(work, "gpt.onnx.data"))
 expect_error(export[:2] + ["--checkpoint", ckpt, "--model", copy, "-o", copy], "is the model the graph is copied from",
              "an output that is the source model")
+# -o naming a file the export reads: a checkpoint file (-o PATH.stage0 replaced the trained weights with the
+# model), the manifest, the source model's external data (its original weights), plan.json: refused, unchanged.
+for victim, role in ((f"{ckpt}.stage0", "is a file of the checkpoint"), (f"{ckpt}.json", "is a file of the checkpoint"),
+                     (os.path.join(work, "gpt.onnx.data"), "is external data of the model"),
+                     (os.path.join(out, "plan.json"), "is the plan's plan.json")):
+    before = open(victim, "rb").read()
+    expect_error(export[:2] + ["--checkpoint", ckpt, "--model", copy, "-o", victim], role,
+                 f"an output that is {os.path.basename(victim)}")
+    check(open(victim, "rb").read() == before, f"{os.path.basename(victim)} unchanged by the refused export")
 finish()

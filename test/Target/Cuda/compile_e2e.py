@@ -20,6 +20,11 @@
    through nvcc: step.cu calls the CUDA PowerSGD encoder and decoder under the ptrain.compress /
    ptrain.decompress op blocks, sends and receives the codes P and Q on the 1 -> 0 channel, and holds the
    residual and the warm-start Q in the device state block and stage 1's state table (init and checkpoints).
+   A data-parallel compressed plan (--dp 2 --pp 2 --policy optimus-cc, sc-all=true sc-rank=8: Optimus-CC's SC
+   on every gradient, as codegen-cpu-compressed's "sc" plan) through nvcc: each ptrain.compressed_all_reduce_start
+   block calls ptrain_nccl_compressed_all_reduce on the dp communicator with its ptrain_codec_t (PowerSGD rank 8
+   on the matrices, the exact path on the 1-D gradients), one block per SC site of plan.json's codec states, and
+   the stages' state tables hold every SC residual and warm-start Q.
    A pp4 plan with --policy optimus-cc --ignore-index 32 --class-weights FILE through nvcc: the fused
    embedding sync is a sub-group all-reduce of stages {0, 3} (createGroup with the members, the split without a color on the
    others) on comm_grid_pp_pp_0_3 in exactly stage 0's and stage 3's optimizer steps; the last stage calls
@@ -128,6 +133,39 @@ def check_codecs(name, text):
     return failures
 
 
+# The SC plan: the NCCL world, the compressed all-reduces over dp and their watchdog.
+MULTIRANK_CALLS["dp2pp2sc"] = ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)",
+                               "ptrain_nccl_compressed_all_reduce(comm_grid_dp, &codec, ",
+                               "ptrain_nccl_wait(comm_grid_dp)",
+                               "{PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 128, 512, 8, 0, 0, 0ULL}",
+                               "{PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 1, 128, 1, 0, 0, 0ULL}")
+
+
+def check_selective_compression(name, text, plan):
+    """One ptrain_nccl_compressed_all_reduce block per SC site (a parameter's gradient with its residual and
+    warm-start Q in plan.json), each under its op's location, and every SC state in a stage's state table."""
+    failures = []
+    blocks = re.findall(r'\n  // ("[^"\n]+")[^\n]*\n  // ptrain\.compressed_all_reduce_start\n(?:  [^\n]*\n)*?'
+                        r'    static const ptrain_codec_t codec = \{PTRAIN_CODEC_POWERSGD, [^\n]*\n'
+                        r'(?:    PTRAIN_STEP_CALL\(ptrain_cuda_copy_bytes\([^\n]*\n){2}'
+                        r'    PTRAIN_STEP_CALL\(ptrain_nccl_compressed_all_reduce\(comm_grid_dp, &codec, ', text)
+    keys = {s["key"] for s in plan.get("codec_states", []) if s["key"].startswith("sc/")}
+    sites = {k[len("sc/"):-len("/grad/residual")] for k in keys if k.endswith("/grad/residual")}
+    print(f"{name}: {len(blocks)} compressed all-reduce blocks over dp, {len(sites)} SC sites in plan.json, "
+          f"e.g. {blocks[0] if blocks else None}")
+    if not sites or len(blocks) != len(sites) or keys != {f"sc/{s}/grad/{k}" for s in sites
+                                                          for k in ("residual", "warm_start_q")}:
+        failures.append(f"{name}: {len(blocks)} compressed all-reduce blocks for {len(sites)} SC sites "
+                        f"({len(keys)} SC codec states)")
+    tables = "".join(re.findall(r"const ptrain_state_desc_t kStage\dStates\[\] = \{(.*?)\};", text, re.S))
+    missing = sorted(k for k in keys if f'{{"{k}", ' not in tables)
+    if missing:
+        failures.append(f"{name}: SC states missing from the stages' state tables: {missing[:3]}")
+    if "ptrain_compressed_all_reduce_start" in text:
+        failures.append(f"{name}: step.cu calls the CPU runtime's compressed all-reduce")
+    return failures
+
+
 # Every pipeline plan: the two directions' channels, split from the pp group, with their streams.
 PIPELINE_CALLS = (
     "ptrain_nccl_comm_split(comm_grid_pp, ptrain_stage == 0 || ptrain_stage == 1 ? 0 : -1, ptrain_stage, "
@@ -138,7 +176,7 @@ PIPELINE_CALLS = (
     "ptrain_cuda_event_create(&ev_done[k])", "if (!channels_connected) {")
 for plan in ("gpipe", "interleaved"):
     MULTIRANK_CALLS[plan] = MULTIRANK_CALLS["pp2"] + PIPELINE_CALLS
-for plan in ("pp2", "pp2occ"):
+for plan in ("pp2", "pp2occ", "dp2pp2sc"):
     MULTIRANK_CALLS[plan] = MULTIRANK_CALLS[plan] + PIPELINE_CALLS
 
 # A send or receive's block: the compute stream's event at the start op, the channel's stream waits on it,
@@ -223,7 +261,7 @@ def check_multirank(name, out, scratch):
     print(f"{name}: {text.count('PTRAIN_STEP_CALL(ptrain_nccl_')} NCCL calls in step.cu, {len(located)} communication "
           f"ops under their location, e.g. {located[0] if located else None}")
     ops = {op for _, op, _ in located}
-    pipeline = name in ("pp2", "gpipe", "interleaved", "pp2occ")
+    pipeline = name in ("pp2", "gpipe", "interleaved", "pp2occ", "dp2pp2sc")
     want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if pipeline else \
         {"dp2tp2": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"},
          "tp2vocab": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce", "ptrain.tp_all_gather"}}[name]
@@ -237,6 +275,8 @@ def check_multirank(name, out, scratch):
         plan = json.load(f)
     if plan.get("target") != "cuda" or plan.get("cuda_archs") != ["sm_80", "sm_90"]:
         failures.append(f"{name}: plan.json target {plan.get('target')}, archs {plan.get('cuda_archs')}")
+    if name == "dp2pp2sc":
+        failures += check_selective_compression(name, text, plan)
     if name == "pp2occ" and (plan.get("policy") != "optimus-cc" or
                              {s["key"] for s in plan.get("codec_states", [])} != {"pp1->0/residual",
                                                                                    "pp1->0/warm_start_q"}):
@@ -513,14 +553,16 @@ def main(build, source, scratch):
         failures.append("ptrain-run: the message names neither the device error nor 'not yet supported'")
 
     # --- 3. Multi-rank plans: pp2 1F1B, pp2 GPipe, pp2 interleaved (2 virtual stages), dp2 x tp2, tp2 with
-    # vocabulary parallelism, clipping and SGD, and pp2 compressed by optimus-cc.
+    # vocabulary parallelism, clipping and SGD, pp2 compressed by optimus-cc, and dp2 x pp2 with SC on every gradient.
     plans = {"pp2": ["--pp", "2", "--micro-batches", "2"],
              "gpipe": ["--pp", "2", "--micro-batches", "4", "--schedule", "gpipe"],
              "interleaved": ["--pp", "2", "--micro-batches", "4", "--schedule", "interleaved", "--virtual-stages", "2"],
              "dp2tp2": ["--dp", "2", "--tp", "2"],
              "tp2vocab": ["--tp", "2", "--vocab-parallel", "--clip-norm", "1", "--optimizer", "sgd", "--momentum",
                           "0.9"],
-             "pp2occ": ["--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"]}
+             "pp2occ": ["--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"],
+             "dp2pp2sc": ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--bucket-bytes", "1000000", "--policy",
+                          "optimus-cc", "--compress-options", "sc-all=true sc-rank=8"]}
     for name, options in plans.items():
         out = os.path.join(scratch, name)
         start = time.time()

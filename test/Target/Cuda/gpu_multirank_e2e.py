@@ -6,7 +6,9 @@ cuda; ptrain-run trains each for 3 steps on the same corpus (one process per GPU
 ranks on one device) and writes its losses (--log). Every training loss and the final validation loss of the
 CUDA run within 1e-4 relative of the CPU run's. The same for the plan compressed by --policy optimus-cc (CB's
 PowerSGD with LEP on the cool-down backward send 1 -> 0: the CUDA codec kernels, docs/CodegenCuda.md "Codecs"),
-and the bytes per link of every run (the NCCL communicators' counters on CUDA, MPI's on the CPU) equal.
+and for a --dp 2 plan with Optimus-CC's SC on every gradient (sc-all=true sc-rank=8: PowerSGD's all-reduces
+of P and Q, the exact path on 1-D gradients, through ptrain_nccl_compressed_all_reduce), and the bytes per link
+of every run (the NCCL communicators' counters on CUDA, MPI's on the CPU) equal.
 The CUDA runs use ptrain-run's own torchrun-style launcher (its default for CUDA plans); the pp2 plan also
 runs under --launcher mpirun (the NCCL id over MPI instead of the TCP rendezvous): the same losses.
 
@@ -34,21 +36,23 @@ def gpu_count(build):
 def main(build, source, scratch):
     devices = gpu_count(build)
     if devices < RANKS:
-        print(f"SKIP: {devices} usable CUDA device(s); the pp2 step needs {RANKS} (one NCCL rank per GPU)")
+        print(f"SKIP: {devices} usable CUDA device(s); the pp2 and dp2 steps need {RANKS} (one NCCL rank per GPU)")
         return SKIP
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
     data = os.path.join(scratch, "data")
     subprocess.run([sys.executable, os.path.join(source, "python/ptrain/data.py"), "--out", data], check=True)
     failures = []
-    for plan, options in (("pp2", []), ("pp2-optimus-cc", ["--policy", "optimus-cc"])):
+    pp2 = ["--pp", "2", "--micro-batches", "2"]
+    sc = ["--dp", "2", "--policy", "optimus-cc", "--compress-options", "sc-all=true sc-rank=8"]
+    for plan, options in (("pp2", pp2), ("pp2-optimus-cc", pp2 + ["--policy", "optimus-cc"]), ("dp2-sc", sc)):
         losses, traffic = {}, {}
         for target in ("cpu", "cuda", "cuda-mpirun") if plan == "pp2" else ("cpu", "cuda"):
             out = os.path.join(scratch, f"{plan}-{target.split('-')[0]}")  # cuda-mpirun: the cuda plan again
             if target != "cuda-mpirun":
                 subprocess.run([os.path.join(build, "bin", "ptrain-compile"),
-                                os.path.join(source, "models/gpt/gpt.onnx"), "--target", target, "--pp", "2",
-                                "--micro-batches", "2", "--lr", "1e-3", *options, "-o", out], check=True)
+                                os.path.join(source, "models/gpt/gpt.onnx"), "--target", target, "--lr", "1e-3",
+                                *options, "-o", out], check=True)
             log = os.path.join(scratch, f"{plan}-{target}.json")
             subprocess.run([os.path.join(build, "bin", "ptrain-run"), out, "--data", data, "--steps", "3",
                             "--val-batches", "2", "--no-plots", "--log", log, "--timeout", "120",

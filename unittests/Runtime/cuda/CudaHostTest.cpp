@@ -282,6 +282,40 @@ TEST(CudaArguments, NcclCallsRejectBadArgumentsByName) {
   EXPECT_TRUE(lastErrorHas("ptrain_nccl_wait_event: 'comm' must not be null")) << ptrain_last_error();
 }
 
+// The compressed all-reduce checks its descriptor and pointers before the communicator (and any device call).
+TEST(CudaArguments, CompressedAllReduceRejectsBadArgumentsByName) {
+  float *dummy = reinterpret_cast<float *>(16);
+  ptrain_codec_t codec = {PTRAIN_CODEC_POWERSGD, 0, 0, 0, 0, PTRAIN_DTYPE_F32, 1, 64, 32, 4, 0, 0, 0};
+  EXPECT_EQ(ptrain_nccl_compressed_all_reduce(nullptr, nullptr, dummy, nullptr, nullptr, dummy, PTRAIN_REDUCE_SUM),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_nccl_compressed_all_reduce: 'codec' must not be null")) << ptrain_last_error();
+  ptrain_codec_t bad = codec;
+  bad.rank = 40;
+  EXPECT_EQ(ptrain_nccl_compressed_all_reduce(nullptr, &bad, dummy, nullptr, nullptr, dummy, PTRAIN_REDUCE_SUM),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_nccl_compressed_all_reduce: invalid codec: ptrain_codec_code_bytes: PowerSGD "
+                           "rank 40 must be in [1, min(rows, cols) = 32]"))
+      << ptrain_last_error();
+  bad = codec;
+  bad.kind = static_cast<ptrain_codec_kind_t>(9);
+  EXPECT_EQ(ptrain_nccl_compressed_all_reduce(nullptr, &bad, dummy, nullptr, nullptr, dummy, PTRAIN_REDUCE_SUM),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_nccl_compressed_all_reduce: invalid codec")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_nccl_compressed_all_reduce(nullptr, &codec, nullptr, nullptr, nullptr, dummy, PTRAIN_REDUCE_SUM),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'input' and 'out' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_nccl_compressed_all_reduce(nullptr, &codec, dummy, nullptr, nullptr, dummy,
+                                              static_cast<ptrain_reduce_op_t>(7)),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("unsupported reduction 7 (sum = 0, avg = 1)")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_nccl_compressed_all_reduce(nullptr, &codec, dummy, dummy + 8, nullptr, dummy + 8, PTRAIN_REDUCE_AVG),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'out' must not alias 'residual'")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_nccl_compressed_all_reduce(nullptr, &codec, dummy, nullptr, nullptr, dummy, PTRAIN_REDUCE_AVG),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_nccl_compressed_all_reduce: 'comm' must not be null")) << ptrain_last_error();
+}
+
 // The events of the pipeline's channels (docs/CodegenCuda.md, "Streams and events"): checked before any device call.
 TEST(CudaArguments, EventCallsRejectNullByName) {
   EXPECT_EQ(ptrain_cuda_event_create(nullptr), PTRAIN_ERROR_INVALID_ARGUMENT);

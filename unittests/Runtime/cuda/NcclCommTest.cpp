@@ -1,6 +1,7 @@
 //===- NcclCommTest.cpp - NCCL communicators on one rank ------------------===//
 //
-// Run as `mpirun -np 1` (runtime-nccl-np1): the NCCL communicator bootstrapped
+// Run as `mpirun -np 1` (runtime-nccl-np1, with NcclCompressedTest.cpp's
+// compressed all-reduces): the NCCL communicator bootstrapped
 // from the MPI one, self send/recv in a group, all-reduce (sum, avg, in
 // place, f16), all-gather, reduce-scatter, split per axis, the traffic
 // counters, argument errors,
@@ -18,11 +19,14 @@
 #include <chrono>
 #include <string>
 
-namespace {
-using namespace ptrain::testing;
-
+namespace ptrain::testing {
+// The 1-rank MPI world and its NCCL communicator, shared with NcclCompressedTest.cpp.
 ptrain_comm_t world = nullptr;
 ptrain_nccl_comm_t nccl = nullptr;
+} // namespace ptrain::testing
+
+namespace {
+using namespace ptrain::testing;
 
 bool lastErrorHas(const char *text) { return std::string(ptrain_last_error()).find(text) != std::string::npos; }
 
