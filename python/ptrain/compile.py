@@ -261,8 +261,6 @@ def compile_model(args):
     if args.report is not None and not pipeline:
         raise CompileError(f"--report {args.report}: the timing analysis needs a pipeline or parallel step (--pp, "
                            "--dp, --tp or --micro-batches > 1)")
-    if args.target == "cuda":
-        check_cuda_options(args)
     if not args.build_dir or not args.source_dir:
         raise CompileError("cannot locate the ptrain build: run the ptrain-compile in <build>/bin or pass "
                            "--build-dir and --source-dir")
@@ -360,14 +358,6 @@ OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.cu", "libstep.so", "pl
 
 # The GPU architectures of --target cuda (docs/CodegenCuda.md): A100 and H100/H200.
 CUDA_ARCHS = ("80", "90")
-
-
-def check_cuda_options(args):
-    """--target cuda takes every option of --target cpu except the cross-entropy's loss options
-    (docs/CodegenCuda.md): those are refused by name before anything runs."""
-    if args.ignore_index is not None or args.class_weights is not None:
-        raise CompileError("--target cuda: --ignore-index and --class-weights are not yet supported (the CUDA "
-                           "cross-entropy is the plain mean); use --target cpu")
 
 
 def find_nvcc(args):

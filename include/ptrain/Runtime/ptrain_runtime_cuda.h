@@ -135,6 +135,12 @@
 //   statistics in double. Embedding backward accumulates (atomicAdd).
 // ptrain_cuda_cross_entropy_bwd_f32(dloss, ...)   dloss is a DEVICE pointer
 //   to the upstream gradient (the CPU call takes the float).
+// ptrain_cuda_cross_entropy_weighted_{fwd,bwd}_f32
+//   ptrain_cross_entropy_weighted_{fwd,bwd}_f32 (class weights, a device
+//   [vocab] array or NULL; an exact ignore_index or none; reduction sum or
+//   mean) on device tensors, dloss a DEVICE pointer as above. A target
+//   outside the vocabulary that is not ignored is skipped and reported by
+//   ptrain_cuda_check_indices.
 // ptrain_cuda_adamw_step_f32(param, grad, m, v, n, step, warmup, total,
 //     max_lr, min_lr, beta1, beta2, eps, wd, out_param, out_m, out_v)
 //   ptrain_adamw_step_f32 at the lr of ptrain_lr_warmup_cosine, both read

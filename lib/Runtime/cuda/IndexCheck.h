@@ -29,9 +29,13 @@ enum IndexCall : int32_t {
   kVocabEmbeddingBwd,
   kVocabCePartsFwd,
   kVocabCePartsBwd,
+  kCrossEntropyBwd,
+  kCrossEntropyWeightedFwd,
+  kCrossEntropyWeightedBwd,
 };
 
-/// The first bad element a kernel met: `value` outside [low, bound), or (kCastElements) `real` not an int64.
+/// The first bad element a kernel met: `value` outside [low, bound), or (kCastElements) `real` not an int64
+/// (the cross-entropy: `real` = 1 when the call had an ignore_index).
 struct IndexError {
   int32_t call;
   int64_t position;
@@ -45,6 +49,7 @@ struct IndexError {
 ptrain_status_t takeRowsIndexError(IndexError &out);
 ptrain_status_t takeSelectionIndexError(IndexError &out);
 ptrain_status_t takeVocabParallelIndexError(IndexError &out);
+ptrain_status_t takeCrossEntropyIndexError(IndexError &out);
 
 } // namespace ptrain::cuda
 

@@ -1,15 +1,15 @@
-//===- ModelRows.cu - Row-wise kernels of the model: norms, softmax, loss --===//
+//===- ModelRows.cu - Row-wise kernels of the model: norms, softmax -------===//
 //
-// The GPU versions of cpu/LayerNorm.cpp, cpu/Softmax.cpp, cpu/CrossEntropy.cpp
-// and cpu/Embedding.cpp for steps compiled with --emit-cuda: one thread block
-// per row, row statistics (mean, variance, softmax sums, log-sum-exp, the
-// softmax-backward dot product) summed in double as on the CPU, then rounded
+// The GPU versions of cpu/LayerNorm.cpp, cpu/Softmax.cpp and cpu/Embedding.cpp
+// (the cross-entropy is ModelCrossEntropy.cu) for steps compiled with
+// --emit-cuda: one thread block per row, row statistics (mean, variance,
+// softmax sums, the softmax-backward dot product) summed in double as on the CPU, then rounded
 // once. Column reductions (layer norm's dgamma / dbeta) use one thread per
 // column over the rows, in double. Embedding backward is a scatter-add with
 // atomicAdd (accumulates, like the CPU's; the order of the float additions
 // differs).
 //
-// Data-dependent errors (an id or target outside the vocabulary) cannot stop
+// Data-dependent errors (an id outside the vocabulary) cannot stop
 // a kernel: the kernel skips the element and records the first bad one in a
 // device flag (IndexCheck.h); ptrain_cuda_check_indices() (the compiled step
 // calls it once at the end of each entry point) synchronizes, reports the
@@ -28,19 +28,6 @@ using namespace ptrain::cuda;
 namespace {
 
 constexpr int kRowThreads = 256;
-
-__device__ float blockMax(float v, float *shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s)
-      shared[threadIdx.x] = fmaxf(shared[threadIdx.x], shared[threadIdx.x + s]);
-    __syncthreads();
-  }
-  const float r = shared[0];
-  __syncthreads();
-  return r;
-}
 
 __global__ void __launch_bounds__(kRowThreads)
     layerNormFwd(const float *x, const float *gamma, const float *beta, int64_t cols, float eps, float *y,
@@ -141,68 +128,6 @@ __global__ void __launch_bounds__(kRowThreads) softmaxBwd(const float *dy, const
     dxr[c] = static_cast<float>(yr[c] * (dyr[c] - dot));
 }
 
-/// Per row: lse[i] = log-sum-exp of the logits; rowLoss[i] = lse - logit[target] (0 for an ignored row).
-__global__ void __launch_bounds__(kRowThreads)
-    crossEntropyRows(const float *logits, const int32_t *targets, int64_t vocab, float *lse, double *rowLoss) {
-  __shared__ double shared[kRowThreads];
-  __shared__ float sharedMax[kRowThreads];
-  const int64_t i = blockIdx.x;
-  const float *row = logits + i * vocab;
-  float m = -INFINITY;
-  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x)
-    m = fmaxf(m, row[j]);
-  m = blockMax(m, sharedMax);
-  double sum = 0.0;
-  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x)
-    sum += exp(static_cast<double>(row[j]) - m);
-  sum = blockSum(sum, shared);
-  if (threadIdx.x == 0) {
-    const double l = m + log(sum);
-    lse[i] = static_cast<float>(l);
-    const int32_t t = targets[i];
-    if (t >= vocab)
-      recordIndexError(kCrossEntropy, i, t, 0, vocab);
-    rowLoss[i] = t >= 0 && t < vocab ? l - row[t] : 0.0;
-  }
-}
-
-/// loss = the mean of rowLoss over the rows with a target (one block).
-__global__ void __launch_bounds__(kRowThreads)
-    crossEntropyMean(const double *rowLoss, const int32_t *targets, int64_t n, int64_t vocab, float *loss) {
-  __shared__ double shared[kRowThreads];
-  double total = 0.0, count = 0.0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    total += rowLoss[i];
-    count += targets[i] >= 0 && targets[i] < vocab ? 1.0 : 0.0;
-  }
-  total = blockSum(total, shared);
-  count = blockSum(count, shared);
-  if (threadIdx.x == 0)
-    *loss = count == 0.0 ? 0.0f : static_cast<float>(total / count);
-}
-
-__global__ void crossEntropyBwd(const float *dloss, const float *logits, const int32_t *targets, const float *lse,
-                                int64_t n, int64_t vocab, float *dlogits) {
-  __shared__ double shared[kRowThreads];
-  // The count of rows with a target, per block (n is small next to n * vocab).
-  double count = 0.0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-    count += targets[i] >= 0 && targets[i] < vocab ? 1.0 : 0.0;
-  count = blockSum(count, shared);
-  const double coef = count == 0.0 ? 0.0 : static_cast<double>(*dloss) / count;
-  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n * vocab;
-       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t i = e / vocab, j = e - i * vocab;
-    const int32_t t = targets[i];
-    if (t < 0 || t >= vocab) {
-      dlogits[e] = 0.0f;
-      continue;
-    }
-    const float p = static_cast<float>(coef * exp(logits[e] - static_cast<double>(lse[i])));
-    dlogits[e] = j == t ? __fsub_rn(p, static_cast<float>(coef)) : p;
-  }
-}
-
 __global__ void embeddingFwd(const float *table, const int32_t *ids, int64_t n, int64_t vocab, int64_t dim, float *y) {
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n * dim;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -297,35 +222,6 @@ extern "C" ptrain_status_t ptrain_cuda_softmax_bwd_f32(const float *dy, const fl
   return PTRAIN_OK;
 }
 
-extern "C" ptrain_status_t ptrain_cuda_cross_entropy_fwd_f32(const float *logits, const int32_t *targets, int64_t n,
-                                                             int64_t vocab, float *out_loss, float *out_lse) {
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkRows(__func__, n, vocab));
-  PTRAIN_CUDA_CHECK_ARG(logits && targets && out_loss && out_lse, "a tensor pointer is null");
-  if (n == 0)
-    return ptrain_cuda_zero_bytes(out_loss, sizeof(float));
-  auto *rowLoss = static_cast<double *>(deviceScratch(__func__, DeviceSlot::Temp, sizeof(double) * n));
-  if (!rowLoss)
-    return PTRAIN_ERROR_DEVICE;
-  crossEntropyRows<<<static_cast<unsigned>(n), kRowThreads, 0, currentStream()>>>(logits, targets, vocab, out_lse,
-                                                                                  rowLoss);
-  crossEntropyMean<<<1, kRowThreads, 0, currentStream()>>>(rowLoss, targets, n, vocab, out_loss);
-  PTRAIN_CUDA_TRY(cudaGetLastError());
-  return PTRAIN_OK;
-}
-
-extern "C" ptrain_status_t ptrain_cuda_cross_entropy_bwd_f32(const float *dloss, const float *logits,
-                                                             const int32_t *targets, const float *lse, int64_t n,
-                                                             int64_t vocab, float *out_dlogits) {
-  PTRAIN_CUDA_RETURN_IF_ERROR(checkRows(__func__, n, vocab));
-  if (n == 0)
-    return PTRAIN_OK;
-  PTRAIN_CUDA_CHECK_ARG(dloss && logits && targets && lse && out_dlogits, "a tensor pointer is null");
-  crossEntropyBwd<<<gridFor(n * vocab), kRowThreads, 0, currentStream()>>>(dloss, logits, targets, lse, n, vocab,
-                                                                           out_dlogits);
-  PTRAIN_CUDA_TRY(cudaGetLastError());
-  return PTRAIN_OK;
-}
-
 extern "C" ptrain_status_t ptrain_cuda_embedding_fwd_f32(const float *table, const int32_t *ids, int64_t n,
                                                          int64_t vocab, int64_t dim, float *out_y) {
   PTRAIN_CUDA_CHECK_ARG(n >= 0 && vocab >= 1 && dim >= 1, "need n >= 0, vocab >= 1, dim >= 1");
@@ -353,10 +249,11 @@ ptrain_status_t ptrain::cuda::takeRowsIndexError(IndexError &out) { return takeU
 extern "C" ptrain_status_t ptrain_cuda_check_indices(void) {
   PTRAIN_CUDA_TRY(cudaStreamSynchronize(currentStream()));
   // Every unit's flag is taken (and cleared); the first one set is reported.
-  IndexError errors[3] = {};
+  IndexError errors[4] = {};
   PTRAIN_CUDA_RETURN_IF_ERROR(takeRowsIndexError(errors[0]));
   PTRAIN_CUDA_RETURN_IF_ERROR(takeSelectionIndexError(errors[1]));
   PTRAIN_CUDA_RETURN_IF_ERROR(takeVocabParallelIndexError(errors[2]));
+  PTRAIN_CUDA_RETURN_IF_ERROR(takeCrossEntropyIndexError(errors[3]));
   for (const IndexError &e : errors) {
     const auto pos = static_cast<long long>(e.position), value = static_cast<long long>(e.value),
                low = static_cast<long long>(e.low), bound = static_cast<long long>(e.bound);
@@ -365,13 +262,20 @@ extern "C" ptrain_status_t ptrain_cuda_check_indices(void) {
       continue;
     case kEmbeddingFwd:
     case kEmbeddingBwd:
-    case kCrossEntropy:
       return fail(PTRAIN_ERROR_INVALID_ARGUMENT,
-                  e.call == kEmbeddingFwd   ? "ptrain_cuda_embedding_fwd_f32"
-                  : e.call == kEmbeddingBwd ? "ptrain_cuda_embedding_bwd_f32"
-                                            : "ptrain_cuda_cross_entropy_fwd_f32",
-                  "%s[%lld] = %lld is outside the vocabulary [0, %lld)", e.call == kCrossEntropy ? "targets" : "ids",
-                  pos, value, bound);
+                  e.call == kEmbeddingFwd ? "ptrain_cuda_embedding_fwd_f32" : "ptrain_cuda_embedding_bwd_f32",
+                  "ids[%lld] = %lld is outside the vocabulary [0, %lld)", pos, value, bound);
+    case kCrossEntropy:
+    case kCrossEntropyBwd:
+    case kCrossEntropyWeightedFwd:
+    case kCrossEntropyWeightedBwd:
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT,
+                  e.call == kCrossEntropy              ? "ptrain_cuda_cross_entropy_fwd_f32"
+                  : e.call == kCrossEntropyBwd         ? "ptrain_cuda_cross_entropy_bwd_f32"
+                  : e.call == kCrossEntropyWeightedFwd ? "ptrain_cuda_cross_entropy_weighted_fwd_f32"
+                                                       : "ptrain_cuda_cross_entropy_weighted_bwd_f32",
+                  "targets[%lld] = %lld is outside the vocabulary [0, %lld)%s", pos, value, bound,
+                  e.real != 0.0 ? " and is not ignore_index" : "");
     case kCastElements:
       return fail(PTRAIN_ERROR_INVALID_ARGUMENT, "ptrain_cuda_cast_elements", "x[%lld] = %g does not fit in int64", pos,
                   e.real);

@@ -119,6 +119,22 @@ inline void emitGridDeclarations(const CommGroups &comms, int64_t worldSize, Str
        "}\n\n";
 }
 
+/// Writes ptrain_step_init's block that creates group `g` through the generated createGroup (both targets:
+/// its in_group flags, and a subgroup's axis and members).
+inline void emitCreateGroupCall(const CommGroups::Group &g, llvm::raw_ostream &s) {
+  s << "    {\n      static const bool in_group[kGridRank] = {";
+  llvm::interleave(
+      g.inGroup, s, [&](bool b) { s << (b ? "true" : "false"); }, ", ");
+  s << "};\n";
+  if (g.subAxis < 0) {
+    s << "      PTRAIN_STEP_CALL(createGroup(in_group, &" << g.var << "));\n    }\n";
+    return;
+  }
+  s << "      static const int64_t members[] = {" << joinInts(g.members) << "};\n";
+  s << "      PTRAIN_STEP_CALL(createGroup(in_group, &" << g.var << ", " << g.subAxis << ", members, "
+    << g.members.size() << "));\n    }\n";
+}
+
 /// Calls `fn` with the symbol of every state `func` reads or writes, in op order (a stage's state table).
 inline void forEachStateSymbol(Operation *func, llvm::function_ref<void(StringAttr)> fn) {
   func->walk([&](Operation *op) {

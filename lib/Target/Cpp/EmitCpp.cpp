@@ -1207,18 +1207,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "    ptrain_world = world;\n";
     s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_rank).name
       << "(ptrain_world, &ptrain_rank));\n";
-    for (const CommGroups::Group &g : comms.groups) {
-      s << "    {\n      static const bool in_group[kGridRank] = {";
-      llvm::interleave(g.inGroup, s, [&](bool b) { s << (b ? "true" : "false"); }, ", ");
-      s << "};\n";
-      if (g.subAxis < 0) {
-        s << "      PTRAIN_STEP_CALL(createGroup(in_group, &" << g.var << "));\n    }\n";
-        continue;
-      }
-      s << "      static const int64_t members[] = {" << joinInts(g.members) << "};\n";
-      s << "      PTRAIN_STEP_CALL(createGroup(in_group, &" << g.var << ", " << g.subAxis << ", members, "
-        << g.members.size() << "));\n    }\n";
-    }
+    for (const CommGroups::Group &g : comms.groups)
+      emitCreateGroupCall(g, s);
     if (ppAxis >= 0)
       s << "    ptrain_stage = static_cast<int32_t>(gridCoordinate(ptrain_rank, " << ppAxis << "));\n";
     if (pipeline) {

@@ -33,6 +33,7 @@
 #include "CudaCallTable.h"
 #include "EmitCudaCodecs.h"
 #include "EmitCudaComm.h"
+#include "EmitCudaLoss.h"
 #include "EmitCudaModelOps.h"
 #include "EmitCudaTransformerOps.h"
 #include "StageStates.h"
@@ -250,14 +251,6 @@ LogicalResult FunctionEmitter::checkOps() {
     // Codes (and the transfers and waits that carry them) may have the codecs' element types.
     const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op);
 
-    // The CUDA kernels compute the plain mean over every position.
-    auto ce = dyn_cast<CrossEntropyOp>(op);
-    auto ceGrad = dyn_cast<CrossEntropyGradOp>(op);
-    if ((ce && (ce.isWeighted() || ce.isSumReduction())) ||
-        (ceGrad && (ceGrad.isWeighted() || ceGrad.isSumReduction())))
-      return op.emitError("--emit-cuda: '")
-             << op.getName() << "' with class weights, ignore_index or reduction \"sum\" is not yet supported by the "
-             << "CUDA code generator (--target cpu has them)";
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
       if (failed(checkType(&op, v.getType(), "operand #" + Twine(i), codes, /*masks=*/!codes)))
         return failure();
@@ -601,25 +594,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             return call(CudaCall::ptrain_cuda_sum_to_f32, {ptr(x), std::to_string(shapeOf(x).size()), xd,
                                                            std::to_string(shapeOf(out).size()), od, ptr(out)});
           })
-          .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto ce) -> LogicalResult {
-            Value logits = ce.getLogits(), labels = ce.getLabels();
-            std::string classes = std::to_string(shapeOf(logits).back());
-            FailureOr<std::string> targets = ids32(labels);
-            if (failed(targets))
-              return failure();
-            std::string lse = scratchPtr(4 * countOf(labels), "float");
-            if constexpr (std::is_same_v<decltype(ce), CrossEntropyOp>) {
-              return call(CudaCall::ptrain_cuda_cross_entropy_fwd_f32,
-                          {ptr(logits), *targets, n(labels), classes, ptr(ce.getLoss()), lse});
-            } else {
-              // The backward needs the log-sum-exp: recompute it (the loss itself goes to scratch).
-              std::string loss = scratchPtr(4, "float");
-              if (failed(call(CudaCall::ptrain_cuda_cross_entropy_fwd_f32,
-                              {ptr(logits), *targets, n(labels), classes, loss, lse})))
-                return failure();
-              return call(CudaCall::ptrain_cuda_cross_entropy_bwd_f32,
-                          {ptr(ce.getGrad()), ptr(logits), *targets, lse, n(labels), classes, ptr(ce.getResult())});
-            }
+          .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {
+            return emitCudaCrossEntropy(ce, *this); // weights, ignore_index, reduction: EmitCudaLoss.h
           })
           .Case<AdamWOp>([&](AdamWOp a) {
             LRScheduleAttr schedule = a.getSchedule();
@@ -640,10 +616,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               return a.emitError("--emit-cuda: all-reduce of a non-f32 tensor is not supported");
             if (a.getReduction() != ReductionKind::Sum && a.getReduction() != ReductionKind::Avg)
               return a.emitError("--emit-cuda: only sum and avg all-reduces are supported");
-            if (getSubgroup(a))
-              return a.emitError("--emit-cuda: a sub-group all-reduce (ptrain.subgroup, Optimus-CC's fused "
-                                 "embedding sync) is not supported by the CUDA code generator yet");
-            FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes());
+            // A subgroup (Optimus-CC's fused embedding sync): its own NCCL communicator (EmitCudaComm.h).
+            FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes(), getSubgroup(a));
             if (failed(comm))
               return failure();
             requestComm[req] = *comm;

@@ -10,11 +10,13 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 
 #include "llvm/ADT/DenseSet.h"
 
 #include <functional>
 #include <map>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -102,17 +104,29 @@ int64_t mlir::ptrain::cuda::emitCudaCommunicators(const CommGroups &comms, const
     s << "void *ev_posted[kNumTransferEvents] = {};\nvoid *ev_done[kNumTransferEvents] = {};\n";
     s << "bool channels_connected = false; ///< ptrain_step_init connected the channels\n\n";
   }
+  // A subgroup (ptrain.subgroup: Optimus-CC's fused embedding sync) restricts one axis to its members: the
+  // ranks outside it split with no color and hold a null communicator, as on the CPU target.
+  const bool subgroups = llvm::any_of(comms.groups, [](const CommGroups::Group &g) { return g.subAxis >= 0; });
   s << "/// The group of this rank over the axes with in_group[d]: the ranks equal to it on every other axis\n"
        "/// (the split's color: their row-major index over those axes), ordered by world rank (the key), as the\n"
-       "/// CPU target's groups are. Collective over every rank.\n"
-       "ptrain_status_t createGroup(const bool *in_group, ptrain_nccl_comm_t *out) {\n"
-       "  int32_t color = 0;\n"
+       "/// CPU target's groups are. Collective over every rank.\n";
+  if (subgroups)
+    s << "/// A subgroup (sub_axis >= 0): only the ranks whose coordinate on sub_axis is one of sub_members; a rank\n"
+         "/// outside it takes part in the split without a color and gets no communicator (*out = NULL).\n"
+         "ptrain_status_t createGroup(const bool *in_group, ptrain_nccl_comm_t *out, int32_t sub_axis = -1,\n"
+         "                            const int64_t *sub_members = nullptr, int32_t num_sub = 0) {\n"
+         "  bool member = sub_axis < 0;\n"
+         "  for (int32_t i = 0; i < num_sub; ++i)\n"
+         "    member = member || gridCoordinate(ptrain_rank, sub_axis) == sub_members[i];\n";
+  else
+    s << "ptrain_status_t createGroup(const bool *in_group, ptrain_nccl_comm_t *out) {\n";
+  s << "  int32_t color = 0;\n"
        "  for (int32_t d = 0; d < kGridRank; ++d)\n"
        "    if (!in_group[d])\n"
        "      color = static_cast<int32_t>(color * kGridShape[d] + gridCoordinate(ptrain_rank, d));\n"
        "  PTRAIN_STEP_CALL("
-    << cudaCall(CudaCall::ptrain_nccl_comm_split)
-    << "(nccl_world, color, ptrain_rank, out));\n"
+    << cudaCall(CudaCall::ptrain_nccl_comm_split) << "(nccl_world, " << (subgroups ? "member ? color : -1" : "color")
+    << ", ptrain_rank, out));\n"
        "  return PTRAIN_OK;\n"
        "}\n\n";
   return worldSize;
@@ -160,12 +174,8 @@ void mlir::ptrain::cuda::emitCudaCommInit(const CommGroups &comms, const PipeCha
   s << "      // The NCCL world: the unique id all-gathered over MPI; this process's device is chosen here.\n";
   s << "      PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_nccl_comm_init) << "(ptrain_world, &nccl_world));\n";
   s << "    }\n";
-  for (const CommGroups::Group &g : comms.groups) {
-    s << "    {\n      static const bool in_group[kGridRank] = {";
-    llvm::interleave(
-        g.inGroup, s, [&](bool b) { s << (b ? "true" : "false"); }, ", ");
-    s << "};\n      PTRAIN_STEP_CALL(createGroup(in_group, &" << g.var << "));\n    }\n";
-  }
+  for (const CommGroups::Group &g : comms.groups)
+    emitCreateGroupCall(g, s);
   if (int64_t ppAxis = ppAxisOf(grid); ppAxis >= 0)
     s << "    ptrain_stage = static_cast<int32_t>(gridCoordinate(ptrain_rank, " << ppAxis << "));\n";
   if (!pipes.empty()) {
@@ -351,16 +361,26 @@ LogicalResult simulateStages(StringRef kind, std::map<int64_t, SmallVector<Item>
         progress = true;
       }
     }
-    // A collective over pp completes when every stage reached the same one (their order is the same on all).
-    bool allThere = true;
+    // A collective over pp completes when every stage of its group reached the same one (their order is the
+    // same on all): every stage, or a subgroup's members on pp (the fused embedding sync of the first and last).
     for (auto &entry : byStage) {
       Item *item = at(entry.first);
-      allThere &= item && item->kind == Item::Collective;
-    }
-    if (allThere && !byStage.empty()) {
-      for (auto &entry : byStage)
-        ++pos[entry.first];
-      progress = true;
+      if (!item || item->kind != Item::Collective)
+        continue;
+      std::optional<Subgroup> subgroup = getSubgroup(item->op);
+      SmallVector<int64_t> members;
+      for (auto &other : byStage)
+        if (!subgroup || subgroup->axis != "pp" || subgroup->contains(other.first))
+          members.push_back(other.first);
+      if (llvm::all_of(members, [&](int64_t m) {
+            Item *there = at(m);
+            return there && there->kind == Item::Collective;
+          })) {
+        for (int64_t m : members)
+          ++pos[m];
+        progress = true;
+        break;
+      }
     }
   }
   for (auto &entry : byStage) {

@@ -97,7 +97,8 @@ void emitCudaCommEntryPoints(const cpp::CommGroups &comms, const PipeChannels &p
 /// request must be waited on in its function. An error names the first send or receive out of order. Then
 /// every stage runs as the generated code does (a transfer starts on its channel's stream once both stages'
 /// compute streams reached its start op and the channel's earlier transfers are done; a wait holds its stage
-/// until the transfer is done; an all-reduce over pp holds the compute stream until every stage reaches it):
+/// until the transfer is done; an all-reduce over pp holds the compute stream until every stage of its group
+/// reaches it: all stages, or the members of a ptrain.subgroup on pp):
 /// a schedule that would stop is an error naming the transfer (or all-reduce) a stage would wait for forever.
 LogicalResult checkPointToPoint(ModuleOp module);
 

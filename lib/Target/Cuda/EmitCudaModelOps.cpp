@@ -39,16 +39,6 @@ const char *castKind(Value v) {
   return t.isF32() ? "PTRAIN_CAST_F32" : isMaskElementType(t) ? "PTRAIN_CAST_MASK" : "PTRAIN_CAST_I64";
 }
 
-/// `ids` (i64) cast to int32 into scratch, as every id-taking CUDA kernel wants them.
-FailureOr<std::string> int32Ids(Operation *op, Value ids, CudaCallWriter &w) {
-  if (isF32(ids))
-    return op->emitError("--emit-cuda: '") << op->getName() << "' needs i64 ids or labels, got " << ids.getType();
-  std::string out = w.scratch(4 * countOf(ids), "int32_t");
-  if (failed(w.emitCall(CudaCall::ptrain_cuda_cast_i64_i32, {w.valuePtr(ids), str(countOf(ids)), out})))
-    return failure();
-  return out;
-}
-
 LogicalResult emitReduce(ReduceOp op, CudaCallWriter &w) {
   if (!isF32(op.getInput()))
     return op.emitError("--emit-cuda: 'ptrain.reduce' supports f32 tensors only");
@@ -200,6 +190,15 @@ bool mlir::ptrain::cuda::isCudaModelOp(Operation *op) {
   return isa<ReduceOp, BroadcastToOp, CastOp, GatherOp, LogSoftmaxOp, SumSquaresOp, ClipScaleOp, SGDOp, TPAllGatherOp,
              VocabParallelEmbeddingOp, VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp,
              VocabParallelCrossEntropyPartsGradOp>(op);
+}
+
+FailureOr<std::string> mlir::ptrain::cuda::int32Ids(Operation *op, Value ids, CudaCallWriter &w) {
+  if (isF32(ids))
+    return op->emitError("--emit-cuda: '") << op->getName() << "' needs i64 ids or labels, got " << ids.getType();
+  std::string out = w.scratch(4 * countOf(ids), "int32_t");
+  if (failed(w.emitCall(CudaCall::ptrain_cuda_cast_i64_i32, {w.valuePtr(ids), str(countOf(ids)), out})))
+    return failure();
+  return out;
 }
 
 LogicalResult mlir::ptrain::cuda::emitCudaModelOp(Operation *op, CudaCallWriter &w) {

@@ -41,6 +41,10 @@ public:
   virtual GridOp theGrid() const = 0;
 };
 
+/// `ids` (i64) cast to int32 into scratch of the current op, as every id-taking CUDA kernel wants them; an
+/// error at `op` for f32 ids.
+FailureOr<std::string> int32Ids(Operation *op, Value ids, CudaCallWriter &w);
+
 /// Whether `op` is one of the ops emitCudaModelOp handles.
 bool isCudaModelOp(Operation *op);
 

@@ -29,6 +29,11 @@
    entry points run here without a device (ctypes: the site table, the mode's check, the metrics refused
    before init). Every pipeline destroys its streams at ptrain_step_finalize and gives each rank only its
    stage's states (kStage<s>StateBytes, each below the module's, equal to plan.json's cuda_state_bytes).
+   A pp4 plan with --policy optimus-cc --ignore-index 32 --class-weights FILE through nvcc: the fused
+   embedding sync is a sub-group all-reduce of stages {0, 3} (createGroup with the members, the split without a color on the
+   others) on comm_grid_pp_pp_0_3 in exactly stage 0's and stage 3's optimizer steps; the last stage calls
+   the weighted, summed CUDA cross-entropy kernels and the label-weight function (compare / select, gather,
+   reduce; no CPU kernel).
 4. The world size, without touching a GPU: ptrain-run --np 3 on the pp2 plan is the launcher's error naming
    the plan's 2 ranks; the generated ptrain_step_init under mpirun -np 1 refuses the world of 1 by itself
    (it checks MPI_COMM_WORLD before any device call); ptrain-run with the right world is the device error.
@@ -42,7 +47,8 @@
    nvcc builds its AdamW step for sm_80 and sm_90; step.cu calls the CUDA RMS norm, rotary embedding and
    select (the causal mask, an i1 constant in the device block of constants) under their ONNX node names, and
    no CPU kernel; the mask constant is a uint8_t array.
-(The option --target cuda refuses, --policy, is a lit test: test/Target/Cuda/ptrain-compile-cuda-errors.test.)
+(What --target cuda refuses, an ignore_index outside int32, is a lit test:
+test/Target/Cuda/ptrain-compile-cuda-errors.test.)
 
 Usage: compile_e2e.py <build-dir> <source-dir> <scratch-dir>
 """
@@ -340,6 +346,56 @@ def check_stage_state_bytes(name, text, plan):
     return []
 
 
+def check_fused_sync_and_loss_options(build, source, scratch):
+    """pp4 --policy optimus-cc --ignore-index 32 --class-weights through nvcc: Optimus-CC's fused embedding sync
+    as a sub-group all-reduce of stages {0, 3} on its own NCCL communicator (split with no color on stages 1 and
+    2), and the weighted, summed cross-entropy kernels normalized by the label-weight function (its ignored
+    labels masked by the CUDA compare / select)."""
+    failures = []
+    out = os.path.join(scratch, "pp4fe")
+    weights = os.path.join(scratch, "class-weights.txt")
+    with open(weights, "w") as f:
+        f.write(" ".join(repr(0.5 + 0.25 * (c % 5)) for c in range(256)) + "\n")
+    options = ["--pp", "4", "--micro-batches", "4", "--policy", "optimus-cc", "--ignore-index", "32",
+               "--class-weights", weights]
+    start = time.time()
+    subprocess.run(compile_cmd(build, source, out, "--target", "cuda", "--lr", "1e-3", *options), check=True)
+    print(f"ptrain-compile --target cuda {' '.join(options[:-1])} FILE: {time.time() - start:.1f} s")
+    lib = os.path.join(out, "libstep.so")
+    archs = fatbin_archs(lib, os.path.join(scratch, "fatbin-pp4fe.bin"))
+    if not {"sm_80", "sm_90"} <= set(archs):
+        failures.append(f"pp4fe: libstep.so's fat binary has images for {archs}, not sm_80 and sm_90")
+    symbols = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
+    failures += [f"pp4fe: libstep.so does not export {e}" for e in MULTIRANK_ENTRY_POINTS
+                 if f" {e}\n" not in symbols + "\n"]
+    text = open(os.path.join(out, "step.cu")).read()
+    for call in ("static const int64_t members[] = {0, 3};\n      PTRAIN_STEP_CALL(createGroup(in_group, "
+                 "&comm_grid_pp_pp_0_3, 0, members, 2));",
+                 "ptrain_nccl_comm_split(nccl_world, member ? color : -1, ptrain_rank, out)",
+                 "ptrain_nccl_wait(comm_grid_pp_pp_0_3)", "ptrain_status_t device_stage3_loss_weight(",
+                 "ptrain_cuda_gather_axis(", "ptrain_cuda_compare_i64(", "ptrain_cuda_select(", ", 256, 1, 32, 1, v"):
+        if call not in text:
+            failures.append(f"pp4fe: step.cu has no {call!r}")
+    # The sub-group all-reduce under its op block, only in the first and last stages' optimizer steps.
+    functions = re.findall(r"\nptrain_status_t device_(\w+)\([^)]*\) \{\n(.*?)\n\}\n", text, re.S)
+    syncing = sorted(name for name, body in functions if re.search(
+        r"\n  // ptrain\.all_reduce_start\n(?:  [^\n]*\n)*?    PTRAIN_STEP_CALL\(ptrain_nccl_all_reduce\("
+        r"comm_grid_pp_pp_0_3, ", body))
+    print(f"pp4fe: the fused embedding sync on comm_grid_pp_pp_0_3 in {syncing}; "
+          f"{text.count('ptrain_cuda_cross_entropy_weighted_fwd_f32(')} weighted cross-entropy forwards, "
+          f"{text.count('ptrain_cuda_cross_entropy_weighted_bwd_f32(')} backwards")
+    if syncing != ["stage0_optimizer_step", "stage3_optimizer_step"]:
+        failures.append(f"pp4fe: the sub-group all-reduce is in {syncing}, not stages 0 and 3's optimizer steps")
+    if text.count("ptrain_cuda_cross_entropy_weighted_bwd_f32(") < 1 or "ptrain_cross_entropy_" in text:
+        failures.append("pp4fe: no weighted CUDA cross-entropy backward, or a CPU cross-entropy call")
+    with open(os.path.join(out, "plan.json")) as f:
+        plan = json.load(f)
+    if plan.get("target") != "cuda" or plan.get("pp") != 4 or plan.get("policy") != "optimus-cc":
+        failures.append(f"pp4fe: plan.json target {plan.get('target')}, pp {plan.get('pp')}, "
+                        f"policy {plan.get('policy')}")
+    return failures
+
+
 # Calls ptrain_step_init of a multi-rank CUDA step in a world of 1 (mpirun -np 1): the step's own world check.
 WORLD_PROBE = """
 import ctypes, sys
@@ -575,6 +631,9 @@ def main(build, source, scratch):
         subprocess.run(compile_cmd(build, source, out, "--target", "cuda", "--lr", "1e-3", *options), check=True)
         print(f"ptrain-compile --target cuda {' '.join(options)}: {time.time() - start:.1f} s")
         failures += check_multirank(name, out, scratch)
+
+    # pp4 with Optimus-CC's fused embedding sync (a sub-group all-reduce), an ignore_index and class weights.
+    failures += check_fused_sync_and_loss_options(build, source, scratch)
 
     # --- 4. A world that does not match the plan, before any GPU is touched.
     pp2 = os.path.join(scratch, "pp2")

@@ -14,8 +14,15 @@
 // RUN: not ptrain-translate --emit-cuda %t/order.mlir -o %t/order.cu 2>&1 | FileCheck %s --check-prefix=ORDER
 // RUN: not test -e %t/order.cu
 // RUN: not ptrain-translate --emit-cuda %t/unmatched.mlir 2>&1 | FileCheck %s --check-prefix=UNMATCHED
-// Optimus-CC's fused embedding sync over a sub-group (ptrain.subgroup) has no NCCL lowering yet: refused by name.
-// RUN: not ptrain-translate --emit-cuda %t/subgroup.mlir 2>&1 | FileCheck %s --check-prefix=SUBGROUP
+// Optimus-CC's fused embedding sync over a sub-group (ptrain.subgroup = {pp = [0, 2]} at pp = 3): its own NCCL
+// communicator, split at init with no color (-1) on the ranks outside it (stage 1 posts nothing and holds a null
+// communicator); the all-reduce on it, and its wait. Stage 1 never reaches the all-reduce: the compile-time
+// simulation holds only the members there. A sub-group that would stop (stage 0 waits at the all-reduce for
+// stage 2, which waits for a transfer stage 0 starts after it) is still an error naming the all-reduce.
+// RUN: ptrain-translate --emit-cuda %t/subgroup.mlir -o %t/subgroup.cu
+// RUN: FileCheck %s --check-prefix=SUBGROUP < %t/subgroup.cu
+// RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t/subgroup.cu
+// RUN: not ptrain-translate --emit-cuda %t/subgroup-stall.mlir 2>&1 | FileCheck %s --check-prefix=SUBSTALL
 // GPipe's order (all forward sends, then the backward receives), which one stream per rank could not run: each
 // direction has its own channel, so it is emitted (and compiles).
 // RUN: ptrain-translate --emit-cuda %t/gpipe.mlir -o %t/gpipe.cu
@@ -298,12 +305,112 @@ module attributes {ptrain.pipeline = {pp = 3 : i64, micro_batches = 1 : i64}} {
   func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
     %w = arith.constant dense<1.0> : tensor<4xf32>
     %r = ptrain.all_reduce_start %w on @grid axes [pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 2>}} : tensor<4xf32> loc("/stage0/FusedEmbeddingSync")
+    %s = ptrain.wait %r : !ptrain.request<tensor<4xf32>> loc("/stage0/WaitSync")
+    %x = ptrain.send_start %s to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<4xf32> loc("/stage0/Send")
+    ptrain.wait %x : !ptrain.request
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+    %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage1/Recv")
+    %x = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage2_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 2 : i64} {
+    %w = arith.constant dense<2.0> : tensor<4xf32>
+    %r = ptrain.all_reduce_start %w on @grid axes [pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 2>}} : tensor<4xf32> loc("/stage2/FusedEmbeddingSync")
     %s = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage2_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 2 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
 }
-// SUBGROUP: error: loc("/stage0/FusedEmbeddingSync"): --emit-cuda: a sub-group all-reduce (ptrain.subgroup, Optimus-CC's fused embedding sync) is not supported by the CUDA code generator yet
+// SUBGROUP: ptrain_nccl_comm_t comm_grid_pp_pp_0_2 = nullptr;
+// SUBGROUP: ptrain_status_t createGroup(const bool *in_group, ptrain_nccl_comm_t *out, int32_t sub_axis = -1,
+// SUBGROUP-NEXT: const int64_t *sub_members = nullptr, int32_t num_sub = 0) {
+// SUBGROUP-NEXT: bool member = sub_axis < 0;
+// SUBGROUP-NEXT: for (int32_t i = 0; i < num_sub; ++i)
+// SUBGROUP-NEXT: member = member || gridCoordinate(ptrain_rank, sub_axis) == sub_members[i];
+// SUBGROUP: PTRAIN_STEP_CALL(ptrain_nccl_comm_split(nccl_world, member ? color : -1, ptrain_rank, out));
+// SUBGROUP-LABEL: ptrain_status_t device_stage0_train({{.*}}) {
+// SUBGROUP: // "/stage0/FusedEmbeddingSync"
+// SUBGROUP-NEXT: // ptrain.all_reduce_start
+// SUBGROUP-NEXT: float *[[R:v[0-9]+]] = reinterpret_cast<float *>(d_arena + {{[0-9]+}});
+// SUBGROUP-NEXT: {
+// SUBGROUP-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_all_reduce(comm_grid_pp_pp_0_2, {{v[0-9]+}}, [[R]], 4, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM));
+// SUBGROUP: // "/stage0/WaitSync"
+// SUBGROUP-NEXT: // ptrain.wait
+// SUBGROUP-NEXT: float *{{v[0-9]+}} = const_cast<float *>([[R]]);
+// SUBGROUP-NEXT: {
+// SUBGROUP-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_wait(comm_grid_pp_pp_0_2));
+// SUBGROUP-LABEL: ptrain_status_t device_stage1_train({{.*}}) {
+// SUBGROUP-NOT: comm_grid_pp_pp_0_2
+// SUBGROUP-LABEL: ptrain_status_t device_stage2_train({{.*}}) {
+// SUBGROUP: PTRAIN_STEP_CALL(ptrain_nccl_all_reduce(comm_grid_pp_pp_0_2, {{.*}}, 4, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM));
+// The groups at init: the subgroup with its axis and members, the pp group (the channels' parent).
+// SUBGROUP-LABEL: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(
+// SUBGROUP: static const int64_t members[] = {0, 2};
+// SUBGROUP-NEXT: PTRAIN_STEP_CALL(createGroup(in_group, &comm_grid_pp_pp_0_2, 0, members, 2));
+// SUBGROUP: PTRAIN_STEP_CALL(createGroup(in_group, &comm_grid_pp));
+// SUBGROUP-LABEL: ptrain_step_finalize(void) {
+// SUBGROUP: if (comm_grid_pp_pp_0_2) {
+// SUBGROUP-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_comm_destroy(comm_grid_pp_pp_0_2));
+
+//--- subgroup-stall.mlir
+module attributes {ptrain.pipeline = {pp = 3 : i64, micro_batches = 1 : i64}} {
+  ptrain.grid @grid(pp = 3)
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+    %w = arith.constant dense<1.0> : tensor<4xf32>
+    %r = ptrain.all_reduce_start %w on @grid axes [pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 2>}} : tensor<4xf32> loc("/stage0/FusedEmbeddingSync")
+    %s = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+    %x = ptrain.send_start %s to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<4xf32> loc("/stage0/Send")
+    ptrain.wait %x : !ptrain.request
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+    %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage1/Recv")
+    %x = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+    %s = ptrain.send_start %x to @grid axis pp offset 1 {ptrain.tag = 1 : i64} : tensor<4xf32> loc("/stage1/Send")
+    ptrain.wait %s : !ptrain.request
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage2_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 2 : i64} {
+    %q = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 1 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage2/Recv")
+    %y = ptrain.wait %q : !ptrain.request<tensor<4xf32>> loc("/stage2/WaitRecv")
+    %r = ptrain.all_reduce_start %y on @grid axes [pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 2>}} : tensor<4xf32> loc("/stage2/FusedEmbeddingSync")
+    %s = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @stage2_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 2 : i64} {
+    %l = arith.constant dense<0.0> : tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+// SUBSTALL: error: loc("/stage0/FusedEmbeddingSync"): --emit-cuda: in the train step the pipeline would stop on NCCL: stage 0 waits at this all-reduce over pp for stages that never reach it
+// SUBSTALL: note: loc("/stage2/WaitRecv"): stage 2 stops here
 
 //--- gpipe.mlir
 module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 4 : i64}} {

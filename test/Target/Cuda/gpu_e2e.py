@@ -2,7 +2,9 @@
 skip, without a usable GPU; docs/CodegenCuda.md).
 
 1. --optimizer none: the CUDA step's loss and all 52 gradients against the CPU step's on
-   models/gpt/test_data_set_0/input_0.pb, within 1e-4 relative (max|a - b| / max|b| per tensor).
+   models/gpt/test_data_set_0/input_0.pb, within 1e-4 relative (max|a - b| / max|b| per tensor); the same
+   with the cross-entropy's options (--class-weights w[c] = 0.5 + 0.25 (c mod 5) and --ignore-index the
+   batch's most frequent target: the weighted kernels of ModelCrossEntropy.cu).
 2. --optimizer adamw (lr 1e-3, warm-up 1): three steps on that batch, each loss within 1e-4 relative of the
    CPU's; the parameters after them (ptrain_step_pull_states) within 1e-4 relative; a checkpoint saved before
    the steps and loaded back reproduces the first step's loss exactly; a corrupt checkpoint is refused.
@@ -333,6 +335,14 @@ def main(build, source, scratch):
 
     # --- 1. optimizer=none: loss and gradients, CUDA against CPU.
     failures += compare_gradients(build, source, scratch, "gpt", lambda plan: tokens)
+    # --- 1b. The cross-entropy's options: class weights and an ignore_index (the most frequent target, so
+    # that many positions drop out of the weighted mean), loss and gradients, CUDA against CPU.
+    ignore = int(np.bincount(tokens[:, 1:].ravel(), minlength=256).argmax())
+    weights_file = os.path.join(scratch, "class-weights.txt")
+    with open(weights_file, "w") as f:
+        f.write(" ".join(repr(0.5 + 0.25 * (c % 5)) for c in range(256)) + "\n")
+    failures += compare_gradients(build, source, scratch, "loss-options", lambda plan: tokens, "--ignore-index",
+                                  str(ignore), "--class-weights", weights_file)
 
     # --- 2. optimizer=adamw: three steps, CUDA against CPU; checkpoints.
     failures += compare_three_steps(build, source, scratch, tok_p, "adamw", ["--optimizer", "adamw", "--lr", "1e-3",

@@ -117,6 +117,31 @@ TEST(CudaArguments, ModelKernelsRejectBadArgumentsByName) {
   EXPECT_TRUE(lastErrorHas("ptrain_cuda_layer_norm_fwd_f32: need 0 <= rows")) << ptrain_last_error();
   EXPECT_EQ(ptrain_cuda_cross_entropy_fwd_f32(dummy, nullptr, 4, 8, dummy, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(lastErrorHas("ptrain_cuda_cross_entropy_fwd_f32: a tensor pointer is null")) << ptrain_last_error();
+  // The weighted cross-entropy: flags 0 or 1, an int32 ignore_index, the sizes, then the pointers.
+  EXPECT_EQ(ptrain_cuda_cross_entropy_weighted_fwd_f32(dummy, dummyIdx, dummy, 4, 8, 2, 0, 0, dummy, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_cross_entropy_weighted_fwd_f32: has_ignore_index and reduction_sum must be "
+                           "0 or 1, got 2 and 0"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_cross_entropy_weighted_bwd_f32(dummy, dummy, dummyIdx, dummy, dummy, 4, 8, 1, int64_t{1} << 40,
+                                                       0, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_cross_entropy_weighted_bwd_f32: ignore_index 1099511627776 does not fit the "
+                           "int32 targets"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_cross_entropy_weighted_fwd_f32(dummy, dummyIdx, nullptr, 4, 0, 1, -100, 1, dummy, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_cross_entropy_weighted_fwd_f32: need 0 <= n <= 2^31 - 1 and vocab >= 1, got "
+                           "4 and 0"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_cross_entropy_weighted_fwd_f32(nullptr, dummyIdx, nullptr, 4, 8, 1, -100, 0, dummy, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_cross_entropy_weighted_fwd_f32: a tensor pointer is null"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_cross_entropy_weighted_bwd_f32(nullptr, dummy, dummyIdx, nullptr, dummy, 4, 8, 0, 0, 1, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_cross_entropy_weighted_bwd_f32: a tensor pointer is null"))
+      << ptrain_last_error();
   int64_t step = 1;
   EXPECT_EQ(ptrain_cuda_adamw_step_f32(dummy, dummy, dummy, dummy, 4, &step, 20, 10, 1e-3f, 1e-4f, 0.9f, 0.95f, 1e-8f,
                                        0.1f, dummy, dummy, dummy),

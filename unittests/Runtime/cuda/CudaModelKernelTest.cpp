@@ -7,9 +7,9 @@
 // within 1e-5 too at these sizes). An id outside the vocabulary is reported
 // by ptrain_cuda_check_indices by position. The kernels beyond the GPT core
 // (reduce, broadcast_to, cast, gather, log-softmax, SGD, global-norm
-// clipping, the vocabulary-parallel embedding and cross-entropy parts) the
-// same way: bit for bit where the CPU's result has one rounding of an exact
-// value, else within 1e-6 / 1e-5. Skipped (77) without a device.
+// clipping, the vocabulary-parallel embedding and cross-entropy parts, the
+// weighted / ignore_index / sum cross-entropy) the same way: bit for bit where the CPU's result has one rounding of an
+// exact value, else within 1e-6 / 1e-5. Skipped (77) without a device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -201,6 +201,78 @@ TEST(CudaModelKernels, EmbeddingAndCrossEntropy) {
   ASSERT_EQ(ptrain_cuda_embedding_fwd_f32(dtable.get(), bad.get(), n, vocab, dim, y.get()), PTRAIN_OK);
   EXPECT_EQ(ptrain_cuda_check_indices(), PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(ptrain_last_error(), "ptrain_cuda_embedding_fwd_f32: ids[2] = 9 is outside the vocabulary [0, 7)");
+  EXPECT_EQ(ptrain_cuda_check_indices(), PTRAIN_OK);
+}
+
+TEST(CudaModelKernels, WeightedCrossEntropyMatchesTheCpu) {
+  // Class weights, an exact ignore_index (here -100, and 3 in another call) and both reductions, against
+  // ptrain_cross_entropy_weighted_{fwd,bwd}_f32 on the same rows; then a mean over no weight is NaN on both.
+  const int64_t n = 12, vocab = 7;
+  const std::vector<float> logits = randomValues(n * vocab, 31, 2.0f);
+  const std::vector<float> weights = {0.5f, 1.0f, 1.5f, 2.0f, 0.25f, 0.0f, 3.0f};
+  const std::vector<int32_t> targets = {0, 6, -100, 3, 1, 5, 2, 6, -100, 4, 3, 1};
+  DeviceArray<float> dlogits(logits), dweights(weights), loss(1), lse(n), dl(n * vocab);
+  DeviceArray<int32_t> dtargets(targets);
+  DeviceArray<float> dloss(std::vector<float>{0.75f});
+  struct Case {
+    bool weighted;
+    int32_t hasIgnore;
+    int64_t ignore;
+    int32_t sum;
+  };
+  for (const Case &c : {Case{true, 1, -100, 0}, Case{true, 1, -100, 1}, Case{false, 1, -100, 0}, Case{true, 1, 3, 0}}) {
+    // Without an ignore_index of -100 a -100 target is an error: ignore 3 uses targets without -100.
+    std::vector<int32_t> t = targets;
+    if (c.ignore != -100)
+      for (int32_t &v : t)
+        v = v == -100 ? 2 : v;
+    DeviceArray<int32_t> dt(t);
+    const float *w = c.weighted ? weights.data() : nullptr;
+    std::vector<float> closs(1), clse(n), cdl(n * vocab);
+    ASSERT_EQ(ptrain_cross_entropy_weighted_fwd_f32(logits.data(), t.data(), w, n, vocab, c.hasIgnore, c.ignore, c.sum,
+                                                    closs.data(), clse.data()),
+              PTRAIN_OK)
+        << ptrain_last_error();
+    ASSERT_EQ(ptrain_cuda_cross_entropy_weighted_fwd_f32(dlogits.get(), dt.get(), c.weighted ? dweights.get() : nullptr,
+                                                         n, vocab, c.hasIgnore, c.ignore, c.sum, loss.get(), lse.get()),
+              PTRAIN_OK)
+        << ptrain_last_error();
+    expectClose(closs, loss.download(), "weighted cross_entropy loss");
+    expectClose(clse, lse.download(), "weighted cross_entropy lse");
+    ASSERT_EQ(ptrain_cross_entropy_weighted_bwd_f32(0.75f, logits.data(), t.data(), w, clse.data(), n, vocab,
+                                                    c.hasIgnore, c.ignore, c.sum, cdl.data()),
+              PTRAIN_OK);
+    ASSERT_EQ(ptrain_cuda_cross_entropy_weighted_bwd_f32(dloss.get(), dlogits.get(), dt.get(),
+                                                         c.weighted ? dweights.get() : nullptr, lse.get(), n, vocab,
+                                                         c.hasIgnore, c.ignore, c.sum, dl.get()),
+              PTRAIN_OK)
+        << ptrain_last_error();
+    const std::vector<float> gdl = dl.download();
+    expectClose(cdl, gdl, "weighted cross_entropy_bwd");
+    // An ignored row has a zero gradient.
+    for (int64_t i = 0; i < n; ++i) {
+      if (t[i] != c.ignore)
+        continue;
+      for (int64_t j = 0; j < vocab; ++j) {
+        EXPECT_EQ(gdl[i * vocab + j], 0.0f) << "row " << i;
+      }
+    }
+  }
+  ASSERT_EQ(ptrain_cuda_check_indices(), PTRAIN_OK) << ptrain_last_error();
+  // Every row ignored: the mean is 0 / 0 = NaN, as torch and the CPU kernel give.
+  DeviceArray<int32_t> none(std::vector<int32_t>(n, 4));
+  ASSERT_EQ(ptrain_cuda_cross_entropy_weighted_fwd_f32(dlogits.get(), none.get(), dweights.get(), n, vocab, 1, 4, 0,
+                                                       loss.get(), lse.get()),
+            PTRAIN_OK);
+  EXPECT_TRUE(std::isnan(loss.download()[0]));
+  // A target that is neither in the vocabulary nor ignore_index: skipped, reported once by the check.
+  DeviceArray<int32_t> bad(std::vector<int32_t>{0, 1, 9, 2, 3, 4, 5, 6, 0, 1, 2, 3});
+  ASSERT_EQ(ptrain_cuda_cross_entropy_weighted_fwd_f32(dlogits.get(), bad.get(), dweights.get(), n, vocab, 1, -100, 0,
+                                                       loss.get(), lse.get()),
+            PTRAIN_OK);
+  EXPECT_EQ(ptrain_cuda_check_indices(), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ptrain_last_error(), "ptrain_cuda_cross_entropy_weighted_fwd_f32: targets[2] = 9 is outside the "
+                                    "vocabulary [0, 7) and is not ignore_index");
   EXPECT_EQ(ptrain_cuda_check_indices(), PTRAIN_OK);
 }
 
