@@ -170,6 +170,42 @@ func.func @adamw_types(%p: tensor<8xf32>, %g: tensor<4xf32>, %t: tensor<i64>) {
 
 // -----
 
+// AdamW (C1): beta1 = 1 makes the bias correction 1 - beta1^t zero.
+func.func @adamw_c1_beta1(%p: tensor<8xf32>, %t: tensor<i64>) {
+  // expected-error@+1 {{(C1) beta1 and beta2 must be in [0, 1), got beta1 1.000000e+00 and beta2 9.500000e-01}}
+  %0:3 = ptrain.adamw %p, %p, %p, %p, %t {schedule = #ptrain.lr_schedule<peak = 1.0e-03 : f64, warmup = 1, total = 100, min_ratio = 0.1 : f64>, beta1 = 1.0 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-08 : f64, weight_decay = 0.0 : f64} : tensor<8xf32>, tensor<i64>
+  return
+}
+
+// -----
+
+// AdamW (C1): beta2 in [0, 1).
+func.func @adamw_c1_beta2(%p: tensor<8xf32>, %t: tensor<i64>) {
+  // expected-error@+1 {{(C1) beta1 and beta2 must be in [0, 1), got beta1 9.000000e-01 and beta2 -5.000000e-01}}
+  %0:3 = ptrain.adamw %p, %p, %p, %p, %t {schedule = #ptrain.lr_schedule<peak = 1.0e-03 : f64, warmup = 1, total = 100, min_ratio = 0.1 : f64>, beta1 = 0.9 : f64, beta2 = -0.5 : f64, epsilon = 1.0e-08 : f64, weight_decay = 0.0 : f64} : tensor<8xf32>, tensor<i64>
+  return
+}
+
+// -----
+
+// AdamW (C2): epsilon > 0.
+func.func @adamw_c2_epsilon(%p: tensor<8xf32>, %t: tensor<i64>) {
+  // expected-error@+1 {{(C2) needs a finite epsilon > 0 and a finite weight_decay >= 0, got epsilon 0.000000e+00 and weight_decay 0.000000e+00}}
+  %0:3 = ptrain.adamw %p, %p, %p, %p, %t {schedule = #ptrain.lr_schedule<peak = 1.0e-03 : f64, warmup = 1, total = 100, min_ratio = 0.1 : f64>, beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 0.0 : f64, weight_decay = 0.0 : f64} : tensor<8xf32>, tensor<i64>
+  return
+}
+
+// -----
+
+// AdamW (C2): weight_decay >= 0.
+func.func @adamw_c2_decay(%p: tensor<8xf32>, %t: tensor<i64>) {
+  // expected-error@+1 {{(C2) needs a finite epsilon > 0 and a finite weight_decay >= 0, got epsilon 1.000000e-08 and weight_decay -1.000000e-01}}
+  %0:3 = ptrain.adamw %p, %p, %p, %p, %t {schedule = #ptrain.lr_schedule<peak = 1.0e-03 : f64, warmup = 1, total = 100, min_ratio = 0.1 : f64>, beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-08 : f64, weight_decay = -0.1 : f64} : tensor<8xf32>, tensor<i64>
+  return
+}
+
+// -----
+
 // OnnxNode (C1): an op type.
 func.func @onnx_node_c1(%x: tensor<4xf32>) {
   // expected-error@+1 {{op_type must not be empty}}

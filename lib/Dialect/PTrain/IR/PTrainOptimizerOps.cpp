@@ -28,3 +28,16 @@ LogicalResult LRScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitErro
     return emitError() << "learning-rate min_ratio must be in [0, 1], got " << ratio;
   return success();
 }
+
+LogicalResult AdamWOp::verify() {
+  // (C1)
+  double beta1 = getBeta1().convertToDouble(), beta2 = getBeta2().convertToDouble();
+  if (!(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0))
+    return emitOpError() << "(C1) beta1 and beta2 must be in [0, 1), got beta1 " << beta1 << " and beta2 " << beta2;
+  // (C2)
+  double epsilon = getEpsilon().convertToDouble(), decay = getWeightDecay().convertToDouble();
+  if (!(epsilon > 0.0) || !std::isfinite(epsilon) || !(decay >= 0.0) || !std::isfinite(decay))
+    return emitOpError() << "(C2) needs a finite epsilon > 0 and a finite weight_decay >= 0, got epsilon " << epsilon
+                         << " and weight_decay " << decay;
+  return success();
+}

@@ -35,6 +35,10 @@ def PTrain_AdamWOp : PTrain_Op<"adamw", [Pure, DeclareOpInterfaceMethods<PTrain_
     correction: m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; p = p - lr(t) (m / (1 - b1^t) /
     (sqrt(v / (1 - b2^t)) + eps) + wd p). `step` is the 1-based step t as a rank-0 i64 tensor.
 
+    Constraints:
+    * (C1) `beta1` and `beta2` are in [0, 1) (at 1 the bias correction 1 - b^t is 0 and every update NaN);
+    * (C2) `epsilon` is finite and > 0, `weight_decay` finite and >= 0.
+
     ```mlir
     %p1, %m1, %v1 = ptrain.adamw %p, %g, %m, %v, %t {schedule = #ptrain.lr_schedule<peak = 3.0e-04 : f64, warmup = 100,
         total = 2000, min_ratio = 1.0e-01 : f64>, beta1 = 0.9 : f64, beta2 = 0.95 : f64, epsilon = 1.0e-08 : f64,
@@ -47,6 +51,7 @@ def PTrain_AdamWOp : PTrain_Op<"adamw", [Pure, DeclareOpInterfaceMethods<PTrain_
   let results = (outs RankedTensorOf<[F32]>:$new_param, RankedTensorOf<[F32]>:$new_m,
                       RankedTensorOf<[F32]>:$new_v);
   let assemblyFormat = "$param `,` $grad `,` $m `,` $v `,` $step attr-dict `:` type($param) `,` type($step)";
+  let hasVerifier = 1;
 }
 
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINOPTIMIZEROPS_TD
