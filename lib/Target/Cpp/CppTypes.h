@@ -65,6 +65,9 @@ inline RankedTensorType tensorOf(Value v) {
   return cast<RankedTensorType>(t);
 }
 
+/// The static shape of the tensor a value holds (tensorOf).
+inline ArrayRef<int64_t> shapeOf(Value v) { return tensorOf(v).getShape(); }
+
 inline int64_t numElements(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)

@@ -104,7 +104,6 @@ FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine 
 }
 
 bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
-ArrayRef<int64_t> shapeOf(Value v) { return tensorOf(v).getShape(); }
 const char *cType(Value v) { return elementCType(tensorOf(v).getElementType()); }
 int64_t elemBytes(Value v) { return elementBytes(tensorOf(v).getElementType()); }
 

@@ -90,7 +90,6 @@ LogicalResult checkType(Operation *op, Type type, const Twine &what, bool codes 
 }
 
 bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
-ArrayRef<int64_t> shapeOf(Value v) { return tensorOf(v).getShape(); }
 const char *cType(Value v) { return elementCType(tensorOf(v).getElementType()); }
 
 struct StateInfo {

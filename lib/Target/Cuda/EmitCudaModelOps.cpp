@@ -30,7 +30,6 @@ using namespace mlir::ptrain::cuda;
 namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
-ArrayRef<int64_t> shapeOf(Value v) { return tensorOf(v).getShape(); }
 bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
 
 /// The PTRAIN_CAST_* kind of a device buffer's element type (f32, i64 or an i1 mask, one uint8_t per element).

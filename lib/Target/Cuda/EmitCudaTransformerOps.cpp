@@ -27,7 +27,6 @@ using namespace mlir::ptrain::cuda;
 namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
-ArrayRef<int64_t> shapeOf(Value v) { return tensorOf(v).getShape(); }
 
 /// The pointer, rank and dims arguments of one broadcast operand.
 void appendOperand(SmallVectorImpl<std::string> &args, Value v, StringRef name, CudaCallWriter &w) {
