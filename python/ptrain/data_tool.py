@@ -67,7 +67,7 @@ def read_documents(docs):
     texts, skipped = [], []
     for name, path in docs:
         try:
-            with open(path, encoding="utf-8") as f:
+            with open(path, encoding="utf-8", newline="") as f:  # "\r\n" stays as it is
                 text = f.read()
         except UnicodeDecodeError:
             skipped.append(name)

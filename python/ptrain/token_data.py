@@ -79,7 +79,7 @@ def _read_json(path):
         raise DataError(f"{path}: not a readable JSON declaration of the data format ({e})")
     if not isinstance(decl, dict) or decl.get("format") not in FORMATS:
         raise DataError(f"{path}: 'format' must be one of {', '.join(FORMATS)}, not "
-                        f"{decl.get('format') if isinstance(decl, dict) else decl!r}")
+                        f"{(decl.get('format') if isinstance(decl, dict) else decl)!r}")
     return decl
 
 
@@ -245,8 +245,8 @@ def first_at_or_above(tokens, limit, chunk=1 << 24):
 
 
 def check(corpus, vocab, seq):
-    """Raises DataError unless both splits hold at least one sequence of `seq` tokens (bytes: seq + 1), the declared vocabulary
-    fits the model's `vocab`, and every id is in [0, vocab) (reading every token once)."""
+    """Raises DataError unless both splits hold at least one sequence of `seq` tokens (bytes: seq + 1), the
+    declared vocabulary fits the model's `vocab`, and every id is in [0, vocab) (reading every token once)."""
     need = seq + 1 if corpus.format == "bytes" else seq  # bytes: windows at random starts in [0, len - seq)
     for split in (corpus.train, corpus.val):
         if len(split) < need:
