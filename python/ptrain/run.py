@@ -1,20 +1,23 @@
 """ptrain-run: train a compiled step (ptrain-compile's out/), one process per grid rank (dp x pp x tp): under mpirun
 (CPU plans), by its own torchrun-style launcher (CUDA plans), or as one rank of torchrun.
 
-    ptrain-run out/ --data DIR_OR_FILE --steps N [--val-every K] [--val-batches V] [--np P]
+    ptrain-run out/ --data DIR|PREFIX|FILE [--data-format F] --steps N [--val-every K] [--val-batches V] [--np P]
                [--checkpoint PATH] [--resume PATH] [--seed S] [--log run.json] [--timeout SECONDS]
                [--telemetry-every N] [--run-log RUN.jsonl] [--no-plots] [--mpirun-args "ARGS"]
-               [--labels DIR] [--launcher env|mpirun]
+               [--labels DIR] [--launcher env|mpirun] [--tensorboard DIR | --no-tensorboard]
 
 The launcher checks its inputs (out/plan.json, out/libstep.so, the data, the world size; plan.json must equal
 the plan embedded in libstep.so, field by field: plan_abi.py), then starts
 `mpirun -np <dp * pp * tp of plan.json> --oversubscribe --mca mpi_yield_when_idle 1` (as root with
 OMPI_ALLOW_RUN_AS_ROOT{,_CONFIRM}=1; OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1 per rank) running this file with
 --worker. Each worker loads libstep.so with ctypes, calls ptrain_step_init (weights from the ONNX model named
-in plan.json; MPI and the pipeline communicator), and for every step draws the same batch of micro_batches x
-batch windows of seq bytes (data.py's byte-level corpus; window starts from random.Random(seed * 1000003 +
-step)) and calls ptrain_step_train; its stage runs its row of the schedule. With dp > 1 the drawn batch is
-the global one, dp times as many windows, of which data-parallel replica d takes rows [d R, (d + 1) R).
+in plan.json; MPI and the pipeline communicator), and for every step feeds its replica's micro_batches x batch
+sequences of seq tokens and calls ptrain_step_train; its stage runs its row of the schedule. The data's format
+is read from its files (python/ptrain/token_data.py, docs/Data.md: Megatron-LM indexed datasets, nanoGPT token
+files, raw bytes by declaration; --data-format states it) and memory-mapped; python/ptrain/loader.py orders the
+samples (token formats: a seeded permutation per epoch, the samples consumed being the checkpoint's data
+position; bytes: windows at starts from random.Random(seed * 1000003 + step), as before). With dp > 1 a step's
+batch is the global one, dp times as many rows, of which data-parallel replica d takes rows [d R, (d + 1) R).
 Rank r is the grid coordinate (d, s, t) = (r // (pp * tp), (r // tp) % pp, r % tp) over (dp, pp, tp): tp
 innermost (Megatron-LM's order); the tp ranks of a stage train on the same rows, each on its parameter
 slices. Rank 0 shows a progress bar (tqdm
@@ -23,9 +26,11 @@ step). Every K steps and after the last, the validation loss is the mean of ptra
 batches of the held-out data. At the end, ptrain_step_save writes the checkpoint (one file per stage:
 PATH.stage<s> when pp > 1; PATH[.stage<s>].tp<t>, tp rank t's part, when tp > 1; with codec states and dp > 1
 also PATH[.stage<s>][.tp<t>].dp<d>, replica d's own, since each replica's residuals differ) and PATH.json, the data
-position (steps done, seed; python/ptrain/manifest.py). --resume PATH loads such a checkpoint (every state by key:
+position (steps done, seed, samples consumed; python/ptrain/manifest.py). --resume PATH loads such a checkpoint
+(every state by key:
 parameters, AdamW moments and step, codec residuals and warm-start Q) and continues from its step to step N with
-the batches a straight run would draw: the result equals the uninterrupted run's. Before any rank starts the
+the batches a straight run would draw: the result equals the uninterrupted run's (a checkpoint of other data is
+an error naming what differs). Before any rank starts the
 manifest is checked against the plan: another compile's checkpoint is an error naming both fingerprints, another
 pp or tp an error, a missing file named; one of the same plan at another dp is resharded by DESIGN.md decision
 5 (python/ptrain/reshard.py: parameters and moments copied, data-parallel residuals averaged, link residuals
@@ -60,6 +65,9 @@ record per training step (train loss, val loss where validated, bytes per link o
 steps the codec telemetry per site: error, residual norm, LEP cosine) and an "end" record. --telemetry-every N
 measures every N-th step (0, the default: off; the step before a measured one keeps each site's input for the
 LEP cosine). At the end, python/ptrain/plots.py draws the PNGs beside the log (a missing matplotlib is a message).
+Rank 0 also writes a TensorBoard event file (python/ptrain/tb_events.py) in tensorboard/ beside the run log
+(--tensorboard DIR, --no-tensorboard): loss, validation loss, learning rate, tokens/s, MFU with a cluster file,
+bytes per link and codec telemetry, one event per step.
 
 --mpirun-args adds options to the mpirun command after the defaults (e.g. the hosts, rsh agent and TCP interfaces
 of the emulated two-node cluster, bench/cluster/run.sh). The log (--log) also has "step_seconds", each training
@@ -78,7 +86,8 @@ dtype) and the training step (ptrain_comm_set_step before each step); a rank tha
 then ends every rank with ptrain_step_abort (MPI_Abort) and exits nonzero, so a rank that stalls instead of
 failing cannot keep the job alive. PTRAIN_RUN_STALL=RANK:STEP (for the tests) makes that rank sleep before
 that training step (1-based) instead of posting its operations, a real stalled rank. The launcher refuses,
-before mpirun starts, data with a byte outside the model's vocabulary (bytes are the token ids), --val-batches
+before mpirun starts, data whose format is not declared or whose files are malformed, a token id outside the
+model's vocabulary (the first one, with its position), a split shorter than one sequence, --val-batches
 0, a --timeout that is not a positive number, --mpirun-args that do not split into words (an unbalanced
 quote), and --log or --memory-log in a folder that does not exist; a
 file a rank cannot write (OSError) is a message naming it. A failed run leaves no run log that reads like a
@@ -271,8 +280,8 @@ def open_data(data, data_format=None):
 def data_inputs(data):
     """The files --data reads: what no output may overwrite."""
     if os.path.isdir(data):
-        return [os.path.join(data, f) for f in sorted(os.listdir(data))
-                if os.path.isfile(os.path.join(data, f))]
+        names = ("train.bin", "val.bin", "train.idx", "val.idx", token_data.DECLARATION, "meta.pkl")
+        return [os.path.join(data, f) for f in names if os.path.isfile(os.path.join(data, f))]
     return [p for p in (data, data + ".idx", data + ".bin", *data_files(data)) if p and os.path.isfile(p)]
 
 
