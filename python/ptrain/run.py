@@ -926,7 +926,7 @@ def work(args):
     # The grid is (dp, pp, tp), row-major (tp innermost): replica rank // (pp * tp), tp part rank % tp.
     dp, tp = plan.get("dp", 1), plan.get("tp", 1)
     replica, tp_rank = rank.value // (plan["pp"] * tp), rank.value % tp
-    start = resume_position(args, plan)[0] if args.resume else 0
+    start, old_dp, replicas = resume_position(args, plan) if args.resume else (0, dp, 1)
     feed = loader.Loader(corpus, rows, seq, args.seed, replica, dp, start,
                          resume_consumed(args, plan, corpus) if args.resume else 0)
     val_batches = [feed.val(j) for j in range(args.val_batches)]
@@ -934,7 +934,6 @@ def work(args):
                          else None for j in range(args.val_batches)]
 
     if args.resume:
-        start, old_dp, replicas = resume_position(args, plan)
         if old_dp == dp:
             path = stage_path(args.resume, plan, stage.value, tp_rank, replica)
             step.check(step.lib.ptrain_step_load(path.encode()), f"ptrain_step_load({path})")

@@ -308,3 +308,13 @@ def test_torchrun_single_rank_runs_the_worker(plan_dir, monkeypatch):
         monkeypatch.delenv(key, raising=False)
     assert torchrun_main(monkeypatch, out, data, 0, 1) == 0
     assert ran == [True] and os.environ["PTRAIN_COMM_TIMEOUT_S"] == "120.0"
+
+
+def test_help_states_the_data_formats(capsys):
+    # DESIGN.md decision 13: the formats are declared by the files; --help names each and how it is declared.
+    with pytest.raises(SystemExit):
+        run.parser().parse_args(["--help"])
+    text = capsys.readouterr().out
+    for words in ("megatron  Megatron-LM's indexed dataset", "PREFIX.idx", "nanogpt   nanoGPT's token files",
+                  "meta.pkl", "bytes     raw bytes, each byte one token id", "--data-format", "ptrain-data"):
+        assert words in text, words
