@@ -5,7 +5,8 @@
                 [--min-frequency 2] [--eod "<|endoftext|>"]
 
 Each input file is one document; a folder is walked (sorted, hidden entries skipped) for files whose names end
-in one of --ext. A file that is not UTF-8 text is skipped and named in one line. The documents are split into
+in one of --ext, read as UTF-8 with its line ends as they are ("\r\n" stays), so that decoding gives it back
+exactly. A file that is not UTF-8 text (or holds a NUL) is skipped and named in one line. The documents are split into
 training and validation by document: a random.Random(seed) shuffle of the sorted relative paths, the first
 max(1, round(documents x val-fraction)) held out (at least one document stays for training).
 
@@ -204,7 +205,8 @@ def run(args):
 
 def parser():
     p = argparse.ArgumentParser(prog="ptrain-data", description=__doc__.split("\n\n")[0],
-                                epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+                                epilog=__doc__.split("\n\n", 2)[2],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="text files or folders")
     p.add_argument("-o", "--out", required=True, help="the output folder")
     p.add_argument("--format", choices=("megatron", "nanogpt"), default="megatron")

@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="models/gpt")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--vocab-size", type=int, default=GPTConfig.vocab_size,
-                    help="the vocabulary (default 256, bytes; e.g. 8192 for ptrain-data's tokens: examples/tokenized-gpt)")
+                    help="the vocabulary (default 256, bytes; 8192 for examples/tokenized-gpt's ptrain-data tokens)")
     args = ap.parse_args(argv)
     os.makedirs(os.path.join(args.out, "test_data_set_0"), exist_ok=True)
 

@@ -130,7 +130,8 @@ def test_nanogpt_meta_pkl(tmp_path):
         pickle.dump({"vocab_size": 65, "itos": dict(enumerate(chars)), "stoi": {c: i for i, c in enumerate(chars)}}, f)
     corpus = token_data.open_corpus(str(tmp_path))
     assert corpus.format == "nanogpt" and corpus.vocab_size == 65 and corpus.declared_by.endswith("meta.pkl")
-    with pytest.raises(token_data.DataError, match="token id 65 at position 65 is outside the model's vocabulary of 65"):
+    with pytest.raises(token_data.DataError,
+                       match="token id 65 at position 65 is outside the model's vocabulary of 65"):
         token_data.check(corpus, 65, 16)
     (tmp_path / "data.json").write_text(json.dumps({"format": "nanogpt", "dtype": "uint16", "vocab_size": 600}))
     with pytest.raises(token_data.DataError, match="declares a vocabulary of 600, but .*meta.pkl says 65"):

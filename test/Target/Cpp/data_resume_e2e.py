@@ -5,8 +5,8 @@ decision 13), its data position in the checkpoint, and the TensorBoard event fil
     data_resume_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR
 
 The bundled GPT (vocabulary 256) at dp = 2 x pp = 2 (2 micro-batches, AdamW lr 1e-3, optimus-cc's CB on the
-backward link, so a codec state is resumed too). The data: a Megatron indexed dataset (python/ptrain/megatron_index.py)
-of 300 documents of the Python standard library, each file's bytes as uint16 token ids ended by the
+backward link, so a codec state is resumed too). The data: a Megatron indexed dataset
+(python/ptrain/megatron_index.py) of 300 documents of the Python standard library, each file's bytes as uint16 token ids ended by the
 end-of-document id 0 (a byte-level tokenization; 0 never occurs in source text), held out by document.
 1. 6 straight steps with a checkpoint (the manifest records consumed_samples = 6 x the global batch).
 2. 3 steps with a checkpoint, then --resume for steps 4..6: the losses of steps 4..6 and every checkpoint file
