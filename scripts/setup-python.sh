@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates the project's Python virtual environment `.venv` (git-ignored) with the pinned packages of
-# python/requirements-test.txt: a newer onnx (opsets 18-23) and onnxruntime for the tests that need them.
+# python/requirements-test.txt: a newer onnx (opsets 18-23) and onnxruntime for the tests that need them, and
+# tokenizers and tensorboard for ptrain-data and the TensorBoard read-back.
 # Idempotent: an existing .venv whose pins are installed is kept. pip's download cache (~/.cache/pip) is reused.
 # Usage: bash scripts/setup-python.sh   (scripts/setup.sh calls it)
 set -euo pipefail
@@ -21,4 +22,4 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$REQS"
 cp "$REQS" "$STAMP"
-echo "setup-python: .venv ready in $(( $(date +%s) - start )) s: $("$VENV/bin/python" -c 'import onnx, onnxruntime, numpy; print("onnx", onnx.__version__, "onnxruntime", onnxruntime.__version__, "numpy", numpy.__version__)')"
+echo "setup-python: .venv ready in $(( $(date +%s) - start )) s: $("$VENV/bin/python" -c 'import onnx, onnxruntime, numpy, tokenizers, tensorboard; print("onnx", onnx.__version__, "onnxruntime", onnxruntime.__version__, "numpy", numpy.__version__, "tokenizers", tokenizers.__version__, "tensorboard", tensorboard.__version__)')"

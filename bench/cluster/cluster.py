@@ -326,7 +326,7 @@ def bench(args, policies, rates):
     binary = os.path.join(args.out, "pingpong")
     run(["mpicc", "-O2", "-o", binary, os.path.join(HERE, "pingpong.c")], "mpicc pingpong.c")
     data = os.path.join(args.out, "data")
-    if not os.path.isfile(os.path.join(data, "train.bin")):
+    if not os.path.isfile(os.path.join(data, "data.json")):  # data.py's declaration (docs/Data.md)
         run([sys.executable, os.path.join(ROOT, "python", "ptrain", "data.py"), "--out", data, "--max-bytes",
              "2000000"], "data.py")
     env = cluster.mpi_env()

@@ -211,7 +211,7 @@ def bench(args):
     cfg, batch_rows, weights = read_config(args.model_dir)
     os.makedirs(args.out, exist_ok=True)
     data = os.path.join(args.out, "data")
-    if not os.path.isfile(os.path.join(data, "train.bin")):
+    if not os.path.isfile(os.path.join(data, "data.json")):  # data.py's declaration (docs/Data.md)
         subprocess.run([sys.executable, os.path.join(ROOT, "python", "ptrain", "data.py"), "--out", data,
                         "--max-bytes", "2000000"], check=True, stdout=subprocess.DEVNULL)
     from ptrain.run import data_files, read_data

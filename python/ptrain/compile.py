@@ -482,7 +482,7 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     if pipeline:
         plan = {"model": os.path.abspath(args.model), "target": args.target, "optimizer": args.optimizer,
                 "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
-                "library": os.path.abspath(lib), "dp": args.dp, "pp": args.pp, "tp": args.tp,
+                "min_lr_ratio": args.min_lr_ratio, "library": os.path.abspath(lib), "dp": args.dp, "pp": args.pp, "tp": args.tp,
                 "micro_batches": args.micro_batches,
                 "schedule": args.schedule, "virtual_stages": args.virtual_stages,
                 "policy": args.policy, "compress_options": args.compress_options.strip(), "cluster": cluster,

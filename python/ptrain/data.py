@@ -10,6 +10,8 @@ files, and writes two raw uint8 files:
 
   OUT/train.bin   about 95% of the bytes
   OUT/val.bin     about 5% of the bytes
+  OUT/data.json   {"format": "bytes"}: the declaration ptrain-run reads (python/ptrain/token_data.py; DESIGN.md
+                  decision 13: data formats are declared by the files)
 
 The split is by file and deterministic: a file belongs to val when crc32 of its path relative to
 the stdlib root is 0 mod 20. Files are taken in a fixed order (by that crc32, then path, so a
@@ -200,6 +202,8 @@ def main(argv=None) -> int:
     for name, data in (("train.bin", train), ("val.bin", val)):
         with open(os.path.join(args.out, name), "wb") as f:
             f.write(data)
+    with open(os.path.join(args.out, "data.json"), "w") as f:
+        f.write('{"format": "bytes"}\n')
     bits, nats = unigram_entropy(val)
     print(f"source {root} (Python {sys.version.split()[0]}): {info['files']} files, "
           f"{info['train_files']} train / {info['val_files']} val")

@@ -79,13 +79,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="models/gpt")
     ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--vocab-size", type=int, default=GPTConfig.vocab_size,
+                    help="the vocabulary (default 256, bytes; 8192 for examples/tokenized-gpt's ptrain-data tokens)")
     args = ap.parse_args(argv)
     os.makedirs(os.path.join(args.out, "test_data_set_0"), exist_ok=True)
 
     torch.manual_seed(args.seed)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
-    cfg = GPTConfig()
+    cfg = GPTConfig(vocab_size=args.vocab_size)
     model = GPT(cfg, seed=args.seed).eval()
     assert model.wte.weight is not None
 

@@ -12,8 +12,10 @@ reshard_fingerprint the same over the plan without what changes with the data-pa
 batch and the codec states, which DESIGN.md decision 5's resharding rules cover), so that a checkpoint of the
 same plan at another dp is told apart from another plan's; per_replica whether every dp replica d > 0 also
 wrote its own files PATH...dp<d> (codec states differ between replicas); files the suffixes after PATH of
-replica 0's files, one per pipeline stage and tensor-parallel rank (stage_files). Older manifests may lack
-the last four fields: what is there is checked.
+replica 0's files, one per pipeline stage and tensor-parallel rank (stage_files); data the data position of
+python/ptrain/loader.py (format, sampler, seq, train_tokens, val_tokens, vocab_size and, for token formats,
+consumed_samples and samples_per_epoch; docs/Data.md), which run.py's resume_consumed checks against --data.
+Older manifests may lack the last five fields: what is there is checked.
 """
 
 import hashlib

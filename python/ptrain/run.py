@@ -1,20 +1,23 @@
 """ptrain-run: train a compiled step (ptrain-compile's out/), one process per grid rank (dp x pp x tp): under mpirun
 (CPU plans), by its own torchrun-style launcher (CUDA plans), or as one rank of torchrun.
 
-    ptrain-run out/ --data DIR_OR_FILE --steps N [--val-every K] [--val-batches V] [--np P]
+    ptrain-run out/ --data DIR|PREFIX|FILE [--data-format F] --steps N [--val-every K] [--val-batches V] [--np P]
                [--checkpoint PATH] [--resume PATH] [--seed S] [--log run.json] [--timeout SECONDS]
                [--telemetry-every N] [--run-log RUN.jsonl] [--no-plots] [--mpirun-args "ARGS"]
-               [--labels DIR] [--launcher env|mpirun]
+               [--labels DIR] [--launcher env|mpirun] [--tensorboard DIR | --no-tensorboard]
 
 The launcher checks its inputs (out/plan.json, out/libstep.so, the data, the world size; plan.json must equal
 the plan embedded in libstep.so, field by field: plan_abi.py), then starts
 `mpirun -np <dp * pp * tp of plan.json> --oversubscribe --mca mpi_yield_when_idle 1` (as root with
 OMPI_ALLOW_RUN_AS_ROOT{,_CONFIRM}=1; OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1 per rank) running this file with
 --worker. Each worker loads libstep.so with ctypes, calls ptrain_step_init (weights from the ONNX model named
-in plan.json; MPI and the pipeline communicator), and for every step draws the same batch of micro_batches x
-batch windows of seq bytes (data.py's byte-level corpus; window starts from random.Random(seed * 1000003 +
-step)) and calls ptrain_step_train; its stage runs its row of the schedule. With dp > 1 the drawn batch is
-the global one, dp times as many windows, of which data-parallel replica d takes rows [d R, (d + 1) R).
+in plan.json; MPI and the pipeline communicator), and for every step feeds its replica's micro_batches x batch
+sequences of seq tokens and calls ptrain_step_train; its stage runs its row of the schedule. The data's format
+is read from its files (python/ptrain/token_data.py, docs/Data.md: Megatron-LM indexed datasets, nanoGPT token
+files, raw bytes by declaration; --data-format states it) and memory-mapped; python/ptrain/loader.py orders the
+samples (token formats: a seeded permutation per epoch, the samples consumed being the checkpoint's data
+position; bytes: windows at starts from random.Random(seed * 1000003 + step), as before). With dp > 1 a step's
+batch is the global one, dp times as many rows, of which data-parallel replica d takes rows [d R, (d + 1) R).
 Rank r is the grid coordinate (d, s, t) = (r // (pp * tp), (r // tp) % pp, r % tp) over (dp, pp, tp): tp
 innermost (Megatron-LM's order); the tp ranks of a stage train on the same rows, each on its parameter
 slices. Rank 0 shows a progress bar (tqdm
@@ -23,9 +26,11 @@ step). Every K steps and after the last, the validation loss is the mean of ptra
 batches of the held-out data. At the end, ptrain_step_save writes the checkpoint (one file per stage:
 PATH.stage<s> when pp > 1; PATH[.stage<s>].tp<t>, tp rank t's part, when tp > 1; with codec states and dp > 1
 also PATH[.stage<s>][.tp<t>].dp<d>, replica d's own, since each replica's residuals differ) and PATH.json, the data
-position (steps done, seed; python/ptrain/manifest.py). --resume PATH loads such a checkpoint (every state by key:
+position (steps done, seed, samples consumed; python/ptrain/manifest.py). --resume PATH loads such a checkpoint
+(every state by key:
 parameters, AdamW moments and step, codec residuals and warm-start Q) and continues from its step to step N with
-the batches a straight run would draw: the result equals the uninterrupted run's. Before any rank starts the
+the batches a straight run would draw: the result equals the uninterrupted run's (a checkpoint of other data is
+an error naming what differs). Before any rank starts the
 manifest is checked against the plan: another compile's checkpoint is an error naming both fingerprints, another
 pp or tp an error, a missing file named; one of the same plan at another dp is resharded by DESIGN.md decision
 5 (python/ptrain/reshard.py: parameters and moments copied, data-parallel residuals averaged, link residuals
@@ -60,6 +65,9 @@ record per training step (train loss, val loss where validated, bytes per link o
 steps the codec telemetry per site: error, residual norm, LEP cosine) and an "end" record. --telemetry-every N
 measures every N-th step (0, the default: off; the step before a measured one keeps each site's input for the
 LEP cosine). At the end, python/ptrain/plots.py draws the PNGs beside the log (a missing matplotlib is a message).
+Rank 0 also writes a TensorBoard event file (python/ptrain/tb_events.py) in tensorboard/ beside the run log
+(--tensorboard DIR, --no-tensorboard): loss, validation loss, learning rate, tokens/s, MFU with a cluster file,
+bytes per link and codec telemetry, one event per step.
 
 --mpirun-args adds options to the mpirun command after the defaults (e.g. the hosts, rsh agent and TCP interfaces
 of the emulated two-node cluster, bench/cluster/run.sh). The log (--log) also has "step_seconds", each training
@@ -78,7 +86,8 @@ dtype) and the training step (ptrain_comm_set_step before each step); a rank tha
 then ends every rank with ptrain_step_abort (MPI_Abort) and exits nonzero, so a rank that stalls instead of
 failing cannot keep the job alive. PTRAIN_RUN_STALL=RANK:STEP (for the tests) makes that rank sleep before
 that training step (1-based) instead of posting its operations, a real stalled rank. The launcher refuses,
-before mpirun starts, data with a byte outside the model's vocabulary (bytes are the token ids), --val-batches
+before mpirun starts, data whose format is not declared or whose files are malformed, a token id outside the
+model's vocabulary (the first one, with its position), a split shorter than one sequence, --val-batches
 0, a --timeout that is not a positive number, --mpirun-args that do not split into words (an unbalanced
 quote), and --log or --memory-log in a folder that does not exist; a
 file a rank cannot write (OSError) is a message naming it. A failed run leaves no run log that reads like a
@@ -103,9 +112,24 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from ptrain import manifest, plan_abi, reshard  # noqa: E402
+from ptrain import loader, manifest, plan_abi, reshard, tb_events, token_data  # noqa: E402
 
 PLAN_KEYS = ("pp", "micro_batches", "batch", "seq", "vocab", "model", "library")
+
+
+DATA_FORMATS = """data formats (--data; declared by the files, never guessed from the model; docs/Data.md):
+  megatron  Megatron-LM's indexed dataset: --data PREFIX with PREFIX.idx (MMIDIDX header, dtype code, sequence
+            lengths, pointers, document index) and PREFIX.bin; the last documents // 20 documents are held out
+            for validation. Or --data DIR with train.idx/train.bin and val.idx/val.bin (ptrain-data).
+  nanogpt   nanoGPT's token files DIR/train.bin, DIR/val.bin (uint16; uint32 above 65,536 ids), declared by
+            DIR/data.json {"format": "nanogpt", "dtype": "uint16", "vocab_size": N[, "eod": ID]} or
+            nanoGPT's DIR/meta.pkl (vocab_size).
+  bytes     raw bytes, each byte one token id: DIR/data.json {"format": "bytes"} (python/ptrain/data.py writes
+            it) beside train.bin and val.bin, or --data-format bytes for a folder or a single file.
+Every token id must be below the model's vocabulary (else the first offending id, its position and the
+vocabulary are named). Token formats: samples of seq tokens in a seeded order of epochs, each dp replica
+reading its rows; the samples consumed are the checkpoint's data position, so --resume continues on the next
+batch. Make token files with ptrain-data (a BPE or Unigram tokenizer)."""
 
 
 class RunError(Exception):
@@ -220,21 +244,17 @@ def check_library(lib):
 
 
 def data_files(data):
-    """(train, val) paths: a folder holds train.bin and val.bin (data.py); a file is the training data and
-    its folder's val.bin, if any, the held-out data (else the file's last 10%)."""
+    """(train, val) paths of a bytes corpus (test/Target/Cpp/e2e.py): a folder holds train.bin and val.bin
+    (data.py); a file is the training data and its folder's val.bin, if any, the held-out data (else None: the
+    file's last 10%)."""
     if os.path.isdir(data):
-        train, val = os.path.join(data, "train.bin"), os.path.join(data, "val.bin")
-        for p in (train, val):
-            if not os.path.isfile(p):
-                raise RunError(f"{p}: no such file (make the corpus with python3 python/ptrain/data.py --out {data})")
-        return train, val
-    if not os.path.isfile(data):
-        raise RunError(f"--data {data}: no such file or directory")
+        return os.path.join(data, "train.bin"), os.path.join(data, "val.bin")
     val = os.path.join(os.path.dirname(os.path.abspath(data)), "val.bin")
     return data, (val if os.path.isfile(val) and os.path.abspath(val) != os.path.abspath(data) else None)
 
 
 def read_data(train_path, val_path, seq):
+    """The bytes of a bytes corpus's (train, val) files (data_files): without val_path, the last 10% of train."""
     with open(train_path, "rb") as f:
         train = f.read()
     if val_path:
@@ -249,22 +269,24 @@ def read_data(train_path, val_path, seq):
     return train, val
 
 
-def window_starts(length, rows, seq, seed, replica=0, replicas=1):
-    """The offsets of data-parallel replica `replica`'s rows of a global batch of replicas * rows windows of seq
-    consecutive entries of data of `length` (window starts from random.Random(seed)): rows
-    [replica * rows, (replica + 1) * rows) of the global batch."""
-    rng = random.Random(seed)
-    starts = [rng.randrange(length - seq) for _ in range(replicas * rows)]
-    return starts[replica * rows:(replica + 1) * rows]
+def open_data(data, data_format=None):
+    """The corpus of --data (python/ptrain/token_data.py: its format read from its files); memory maps only."""
+    try:
+        return token_data.open_corpus(data, data_format)
+    except token_data.DataError as e:
+        raise RunError(str(e))
 
 
-def batch(data, rows, seq, seed, replica=0, replicas=1):
-    """The windows of window_starts over `data` (bytes, or the labels' int64 array of the same length) as a ctypes
-    int64 [rows, seq] buffer. No numpy needed."""
-    tokens = []
-    for o in window_starts(len(data), rows, seq, seed, replica, replicas):
-        tokens.extend(data[o:o + seq])
-    return (ctypes.c_int64 * len(tokens))(*tokens)
+def data_inputs(data):
+    """The files --data reads: what no output may overwrite."""
+    if os.path.isdir(data):
+        names = ("train.bin", "val.bin", "train.idx", "val.idx", token_data.DECLARATION, "meta.pkl")
+        return [os.path.join(data, f) for f in names if os.path.isfile(os.path.join(data, f))]
+    return [p for p in (data, data + ".idx", data + ".bin", *data_files(data)) if p and os.path.isfile(p)]
+
+
+# The bytes format's window sampler (python/ptrain/loader.py): test/Target/Cpp/e2e.py draws the same batches.
+window_starts, batch = loader.window_starts, loader.window_batch
 
 
 def read_labels(labels_dir, data, train, val):
@@ -299,7 +321,7 @@ def check_outputs_are_not_inputs(args, plan):
     inputs = {os.path.join(args.out, "plan.json"): "the plan's plan.json",
               os.path.join(args.out, plan["library"]): "the plan's library",
               plan["model"]: "the model of the plan (its initial weights)"}
-    inputs.update({path: "training or validation data" for path in data_files(args.data)})
+    inputs.update({path: "training or validation data" for path in data_inputs(args.data)})
     outputs = [("--log", args.log), ("--run-log" if args.run_log else "the run log", run_log_path(args))]
     if args.memory_log:
         outputs += [("--memory-log", f"{args.memory_log}.rank{r}.json")
@@ -336,15 +358,18 @@ def prepare(args, torchrun=None):
     """Checks everything a rank would find out too late (module docstring); returns (plan, world, launcher). Under
     torchrun (its WORLD_SIZE given) the world must be the plan's, and a --target cpu step must be alone."""
     plan = load_plan(args.out)
-    # Too little data, or bytes that are no token of the model, is the launcher's error, not every rank's.
-    train, val = read_data(*data_files(args.data), plan["seq"])
+    # An undeclared format, too little data, or ids that are no token of the model is the launcher's error, not
+    # every rank's (python/ptrain/token_data.py; every token is read once, here).
+    corpus = open_data(args.data, args.data_format)
+    try:
+        token_data.check(corpus, plan["vocab"], plan["seq"])
+    except token_data.DataError as e:
+        raise RunError(str(e))
     if args.labels:
-        read_labels(args.labels, args.data, train, val)
-    top = max(max(train), max(val))
-    if top >= plan["vocab"]:
-        raise RunError(f"--data {args.data}: holds the byte {top}, outside the model's vocabulary of {plan['vocab']} "
-                       "tokens (ptrain-run feeds each byte as a token id: the model needs a vocabulary of 256, or "
-                       f"data whose bytes are below {plan['vocab']})")
+        if corpus.format != "bytes":
+            raise RunError(f"--labels {args.labels}: explicit labels go with the bytes format (one per byte of "
+                           f"train.bin / val.bin); --data {args.data} is {corpus.format}")
+        read_labels(args.labels, args.data, corpus.train.tokens, corpus.val.tokens)
     dp, tp = plan.get("dp", 1), plan.get("tp", 1)
     world = dp * plan["pp"] * tp
     grid = (f"dp * pp = {dp} * {plan['pp']}" if tp == 1 else f"dp * pp * tp = {dp} * {plan['pp']} * {tp}")
@@ -381,6 +406,7 @@ def prepare(args, torchrun=None):
                            f"use a machine with {world} GPUs or compile with --target cpu")
     if args.resume:
         _, old_dp, replicas = resume_position(args, plan)
+        resume_consumed(args, plan, corpus)
         if old_dp != dp:
             lines = reshard_warnings(args, plan, old_dp, replicas)
             if os.environ.get("RANK", "0") == "0" or torchrun is None:
@@ -516,6 +542,31 @@ def resume_position(args, plan):
         replicas = old_dp if per_replica and old_dp > 1 else 1
     check_files(args, plan, old_dp, replicas)
     return start, old_dp, replicas
+
+
+def resume_consumed(args, plan, corpus):
+    """The training samples a checkpoint's run consumed (its manifest's "data" position, python/ptrain/loader.py),
+    after checking that it was trained on this data: the same format, training tokens and sequence length. The
+    bytes format's position is the step (0 here)."""
+    position = manifest.read(args.resume) or {}
+    data = position.get("data")
+    where = f"--resume {args.resume}: {args.resume}.json"
+    if data is None:
+        if corpus.format == "bytes":
+            return 0
+        raise RunError(f"{where} records no data position (a checkpoint of a run on the bytes format, before "
+                       f"DESIGN.md decision 13); --data {args.data} is {corpus.format}")
+    ours = dict(corpus.describe(), seq=plan["seq"])
+    for key in ("format", "train_tokens", "seq"):
+        if data.get(key) != ours[key]:
+            raise RunError(f"{where}: the checkpoint was trained on other data: its {key} is {data.get(key)!r}, "
+                           f"--data {args.data} has {ours[key]!r}")
+    if corpus.format == "bytes":
+        return 0
+    consumed = data.get("consumed_samples")
+    if not isinstance(consumed, int) or consumed < 0:
+        raise RunError(f"{where}: 'consumed_samples' must be a non-negative integer, not {consumed!r}")
+    return consumed
 
 
 def check_files(args, plan, old_dp, replicas):
@@ -718,6 +769,61 @@ def run_log_path(args):
     return os.path.join(args.out, "run.jsonl")
 
 
+def tensorboard_dir(args):
+    """--tensorboard, else tensorboard/ beside the run log."""
+    return args.tensorboard or os.path.join(os.path.dirname(os.path.abspath(run_log_path(args))), "tensorboard")
+
+
+class Scalars:
+    """The TensorBoard scalars of a run log "step" record (python/ptrain/tb_events.py): train/loss, val/loss,
+    train/lr (the step's learning rate from the runtime's own ptrain_lr_warmup_cosine at the plan's lr, warm-up,
+    total steps and min_lr_ratio, as the generated optimizer calls it: docs/CodegenCpu.md), train/tokens_per_s,
+    train/mfu (model FLOP/s over the peak of the plan's cluster file: 6 N FLOPs per token for N parameters, Kaplan
+    et al. 2020, "Scaling Laws for Neural Language Models", section 2.1; only with a cluster file), bytes/<link>
+    (bytes of the step on each link) and codec/<site>/<field> (telemetry of measured steps)."""
+
+    def __init__(self, step, plan):
+        self.lr = None
+        fn = getattr(step.lib, "ptrain_lr_warmup_cosine", None)
+        if fn is not None and plan.get("optimizer", "none") != "none" and "min_lr_ratio" in plan:
+            fn.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_float, ctypes.c_float,
+                           ctypes.POINTER(ctypes.c_float)]
+            warmup, total, peak = plan["warmup_steps"], plan["total_steps"], plan["lr"]
+
+            def lr(t):  # the op's 1-based step t (EmitOptimizer.cpp: s = t <= warmup ? t - 1 : t)
+                out = ctypes.c_float()
+                status = fn(t - 1 if t <= warmup else t, warmup, total, peak, peak * plan["min_lr_ratio"],
+                            ctypes.byref(out))
+                return out.value if status == 0 else None
+            self.lr = lr
+        self.flops_per_token, self.peak = None, None
+        params = sum(math.prod(s.get("shape", [])) for s in plan.get("states", []) if s.get("kind") == "parameter")
+        cluster = plan.get("cluster")
+        if params and isinstance(cluster, str) and os.path.isfile(cluster):
+            try:
+                with open(cluster) as f:
+                    device_peak = json.load(f)["gpu"]["peak_flops"]["f32"]
+                world = plan.get("dp", 1) * plan["pp"] * plan.get("tp", 1)
+                self.flops_per_token, self.peak = 6 * params, float(device_peak) * world
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+
+    def of(self, rec):
+        out = {"train/loss": rec.get("train_loss"), "val/loss": rec.get("val_loss")}
+        if "tokens_per_s" in rec:
+            out["train/tokens_per_s"] = rec["tokens_per_s"]
+            if self.peak:
+                out["train/mfu"] = self.flops_per_token * rec["tokens_per_s"] / self.peak
+        if self.lr and "train_loss" in rec:
+            out["train/lr"] = self.lr(rec["step"])
+        for link, n in rec.get("bytes", {}).items():
+            out[f"bytes/{link}"] = n
+        for site, fields in rec.get("codec", {}).items():
+            for k, v in fields.items():
+                out[f"codec/{site}/{k}"] = v
+        return out
+
+
 def write_plots(path):
     try:
         from ptrain.plots import PlotError, plot_run
@@ -802,9 +908,8 @@ def stall(rank, step):
 
 def work(args):
     plan = load_plan(args.out)
-    train_path, val_path = data_files(args.data)
     rows, seq = plan["micro_batches"] * plan["batch"], plan["seq"]
-    train, val = read_data(train_path, val_path, seq)
+    corpus = open_data(args.data, args.data_format)  # The launcher checked its ids (token_data.check).
     step = Step(plan["library"])
     global _STEP
     _STEP = step
@@ -812,7 +917,8 @@ def work(args):
         raise RunError(f"{plan['library']}: the step was compiled with explicit labels: pass --labels DIR"
                        if step.takes_labels else
                        f"--labels {args.labels}: the step in {args.out} scores the shifted tokens (no labels input)")
-    train_labels, val_labels = read_labels(args.labels, args.data, train, val) if args.labels else (None, None)
+    train_labels, val_labels = (read_labels(args.labels, args.data, corpus.train.tokens, corpus.val.tokens)
+                                if args.labels else (None, None))
     step.check(step.lib.ptrain_step_init(plan["model"].encode()), "ptrain_step_init")
     rank, stage = ctypes.c_int32(), ctypes.c_int32()
     step.check(step.lib.ptrain_step_rank(ctypes.byref(rank), ctypes.byref(stage)), "ptrain_step_rank")
@@ -820,13 +926,14 @@ def work(args):
     # The grid is (dp, pp, tp), row-major (tp innermost): replica rank // (pp * tp), tp part rank % tp.
     dp, tp = plan.get("dp", 1), plan.get("tp", 1)
     replica, tp_rank = rank.value // (plan["pp"] * tp), rank.value % tp
-    val_batches = [batch(val, rows, seq, 7919 * (args.seed + 1) + j, replica, dp) for j in range(args.val_batches)]
+    start, old_dp, replicas = resume_position(args, plan) if args.resume else (0, dp, 1)
+    feed = loader.Loader(corpus, rows, seq, args.seed, replica, dp, start,
+                         resume_consumed(args, plan, corpus) if args.resume else 0)
+    val_batches = [feed.val(j) for j in range(args.val_batches)]
     val_label_batches = [batch(val_labels, rows, seq, 7919 * (args.seed + 1) + j, replica, dp) if args.labels
                          else None for j in range(args.val_batches)]
 
-    start = 0
     if args.resume:
-        start, old_dp, replicas = resume_position(args, plan)
         if old_dp == dp:
             path = stage_path(args.resume, plan, stage.value, tp_rank, replica)
             step.check(step.lib.ptrain_step_load(path.encode()), f"ptrain_step_load({path})")
@@ -857,10 +964,17 @@ def work(args):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         run_log = open(path, "w")
 
+    board = None
+    if rank0 and not args.no_tensorboard:
+        board = tb_events.EventWriter(tensorboard_dir(args))
+    scalars = Scalars(step, plan)
+
     def record(rec):
         if run_log:
             run_log.write(json.dumps(rec) + "\n")
             run_log.flush()
+        if board and rec.get("record") == "step":
+            board.scalars(rec["step"], scalars.of(rec))
 
     log = {"plan": {k: plan[k] for k in PLAN_KEYS if k not in ("library",)}, "steps": args.steps, "start_step": start,
            "seed": args.seed, "tokens_per_step": dp * rows * seq, "train_loss": [], "val_loss": [], "step_seconds": [],
@@ -879,7 +993,7 @@ def work(args):
     bar.write(f"step {start}: val loss {v:.4f}")
     elapsed = 0.0
     for i in range(start, args.steps):
-        tokens = batch(train, rows, seq, args.seed * 1000003 + i, replica, dp)
+        tokens = feed.train(i)
         labels = batch(train_labels, rows, seq, args.seed * 1000003 + i, replica, dp) if args.labels else None
         if telemetry:
             telemetry.set_mode(i)
@@ -895,7 +1009,7 @@ def work(args):
             raise RunError(f"step {i + 1}: the loss is {loss}")
         log["train_loss"].append(loss)
         log["step_seconds"].append(dt)
-        rec = {"record": "step", "step": i + 1, "train_loss": loss}
+        rec = {"record": "step", "step": i + 1, "train_loss": loss, "tokens_per_s": dp * rows * seq / dt}
         if traffic:
             rec["bytes"] = traffic.take(plan["pp"])
         if telemetry and telemetry.measured(i):
@@ -936,7 +1050,8 @@ def work(args):
                 json.dump({"step": args.steps, "seed": args.seed, "dp": dp, "pp": plan["pp"], "tp": tp,
                            "plan_fingerprint": embedded.get("fingerprint"),
                            "reshard_fingerprint": manifest.reshard_fingerprint(embedded),
-                           "per_replica": per_replica_states(plan), "files": files}, f)
+                           "per_replica": per_replica_states(plan), "files": files,
+                           "data": feed.position(args.steps)}, f)
             print(f"checkpoint: {args.checkpoint}" + ("" if plan["pp"] == 1 else ".stage<s>") +
                   ("" if tp == 1 else ".tp<t>") + (" (and .dp<d> per replica d > 0)" if per_replica_states(plan)
                                                    else ""), flush=True)
@@ -948,6 +1063,9 @@ def work(args):
                 "traffic": log.get("traffic", {})})
         run_log.close()
         print(f"run log: {run_log.name}", flush=True)
+    if board:
+        board.close()
+        print(f"TensorBoard: {board.path}", flush=True)
     if args.memory_log:  # Every rank: what its static storage really occupies (python/ptrain/memory.py).
         from ptrain import memory
         measured = memory.measure(plan["library"], stage.value)
@@ -959,9 +1077,22 @@ def work(args):
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="ptrain-run", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="ptrain-run", description=__doc__.split("\n\n")[0],
+                                epilog=DATA_FORMATS, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", help="the output folder of ptrain-compile (plan.json, libstep.so)")
-    p.add_argument("--data", required=True, help="a folder with train.bin and val.bin (data.py), or a file")
+    p.add_argument("--data", required=True, metavar="DIR|PREFIX|FILE",
+                   help="the training data, its format declared by its files (docs/Data.md): a Megatron-LM indexed "
+                        "dataset (PREFIX of PREFIX.idx/PREFIX.bin, or a folder of train.idx/.bin and val.idx/.bin); "
+                        "nanoGPT token files (a folder of train.bin and val.bin, uint16 or uint32, with data.json "
+                        '{"format": "nanogpt", "dtype": ..., "vocab_size": ...} or nanoGPT\'s meta.pkl); or raw '
+                        'bytes, each byte one token id (data.json {"format": "bytes"}, as python/ptrain/data.py '
+                        "writes it, or --data-format bytes)")
+    p.add_argument("--data-format", choices=token_data.FORMATS, default=None,
+                   help="the format --data must have (default: what its files declare); bytes also declares an "
+                        "undeclared folder or file to be raw bytes")
+    p.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="the folder of the TensorBoard event file (default: tensorboard/ beside the run log)")
+    p.add_argument("--no-tensorboard", action="store_true", help="write no TensorBoard event file")
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--val-every", type=int, default=None)
     p.add_argument("--val-batches", type=int, default=4, help="held-out batches per validation")

@@ -41,6 +41,7 @@ def plan_dir(tmp_path):
     data.mkdir()
     (data / "train.bin").write_bytes(bytes(range(256)) * 4)
     (data / "val.bin").write_bytes(bytes(range(256)))
+    (data / "data.json").write_text('{"format": "bytes"}')  # The declaration (DESIGN.md decision 13).
     return out, data
 
 
@@ -75,7 +76,7 @@ def test_garbage_library(plan_dir):
 def test_data_shorter_than_a_window(plan_dir):
     out, data = plan_dir
     (data / "val.bin").write_bytes(b"x" * 64)
-    with pytest.raises(run.RunError, match="the validation data has 64 bytes, fewer than one window of 65"):
+    with pytest.raises(run.RunError, match=r"the validation data \(.*val.bin\) has 64 tokens, fewer than one window of 65"):
         launch(out, "--data", data, "--steps", "1")
 
 
@@ -110,8 +111,8 @@ def test_data_outside_the_vocabulary(plan_dir, monkeypatch):
     (out / "plan.json").write_text(json.dumps(plan))
     shutil.copy(ELF, out / "libstep.so")
     plan_abi.embed(str(out / "libstep.so"), plan)
-    with pytest.raises(run.RunError, match=r"--data .*: holds the byte 255, outside the model's vocabulary of 10 "
-                                           r"tokens"):
+    with pytest.raises(run.RunError, match=r"--data .*train.bin: holds the byte 10, outside the model's vocabulary of "
+                                           r"10 tokens \(first at byte 10; format bytes"):
         launch(out, "--data", data, "--steps", "1")
     (data / "train.bin").write_bytes(bytes(range(10)) * 100)
     (data / "val.bin").write_bytes(bytes(range(10)) * 10)
@@ -307,3 +308,13 @@ def test_torchrun_single_rank_runs_the_worker(plan_dir, monkeypatch):
         monkeypatch.delenv(key, raising=False)
     assert torchrun_main(monkeypatch, out, data, 0, 1) == 0
     assert ran == [True] and os.environ["PTRAIN_COMM_TIMEOUT_S"] == "120.0"
+
+
+def test_help_states_the_data_formats(capsys):
+    # DESIGN.md decision 13: the formats are declared by the files; --help names each and how it is declared.
+    with pytest.raises(SystemExit):
+        run.parser().parse_args(["--help"])
+    text = capsys.readouterr().out
+    for words in ("megatron  Megatron-LM's indexed dataset", "PREFIX.idx", "nanogpt   nanoGPT's token files",
+                  "meta.pkl", "bytes     raw bytes, each byte one token id", "--data-format", "ptrain-data"):
+        assert words in text, words

@@ -55,6 +55,7 @@ for name in ("train", "val"):
     open(os.path.join(padded, f"{name}.bin"), "wb").write(out)
     labels = [out[o + 1] if out[o + 1] != 0 else -100 for o in range(len(out) - 1)] + [-100]
     open(os.path.join(labels_dir, f"{name}.labels"), "wb").write(struct.pack(f"<{len(labels)}q", *labels))
+open(os.path.join(padded, "data.json"), "w").write('{"format": "bytes"}')  # raw bytes, declared (docs/Data.md)
 VOCAB = 256
 class_weights = [0.5 + 0.25 * (c % 5) for c in range(VOCAB)]
 weights_file = os.path.join(work, "weights.txt")
