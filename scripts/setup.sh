@@ -22,9 +22,12 @@ PKGS=(
   libonnx-testdata
   # CPU target: MPI and BLAS
   libopenmpi-dev openmpi-bin libopenblas-dev
-  # Python side: tests of the data and export helpers (torch-dependent ones skip without python3-torch),
-  # .onnxtext importer tests and the compiled-GPT check (python3-onnx); pkg-config finds OpenBLAS
+  # Python side: tests of the data and export helpers, .onnxtext importer tests and the compiled-GPT check
+  # (python3-onnx); pkg-config finds OpenBLAS
   python3-pytest python3-numpy python3-onnx pkg-config python3-tqdm
+  # PyTorch 1.13, CPU build (only /usr/bin/python3 sees it): codegen-cpu-loss-options' references and the
+  # python-tests of the bundled GPT and the import fixtures against the PyTorch models
+  python3-torch
   # ptrain-run's plots of the run log (loss, bytes per link, codec telemetry)
   python3-matplotlib
   # the project venv (.venv: PyPI onnx for opsets 18-23, onnxruntime; scripts/setup-python.sh)

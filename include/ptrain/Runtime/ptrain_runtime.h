@@ -237,6 +237,21 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   bytes) and returns status: the one error buffer shared with libraries
 //   built on this runtime (libptrain_runtime_cuda, ptrain_runtime_cuda.h).
 //
+// --- Kernel paths (cpu/CpuIsa.cpp; docs/Runtime.md, "Kernel paths") ---
+// The GELU (erf form), softmax forward and cross-entropy kernels exist for
+// three x86-64 ISAs, all giving the same bits: "baseline" (SSE2), "avx2" and
+// "avx512" (AVX-512 F, DQ, VL, BW). The environment variable PTRAIN_CPU_ISA
+// (baseline, avx2, avx512 or auto; read once per process) forces one; unset,
+// empty or auto takes the widest the CPU runs. An unknown value, or a path the
+// CPU cannot run, makes every call of those kernels (and ptrain_cpu_isa)
+// return INVALID_ARGUMENT naming the variable, its value and the CPU's paths.
+// ptrain_cpu_isa(out_name)
+//   *out_name = the path the kernels take now (a static string).
+// ptrain_cpu_set_isa(name)
+//   Forces `name` (as PTRAIN_CPU_ISA's values) for the process, over
+//   PTRAIN_CPU_ISA; null returns to PTRAIN_CPU_ISA's choice. INVALID_ARGUMENT
+//   for an unknown name or one the CPU cannot run (the path stays as it was).
+//
 // --- Elementwise and layout ---
 // ptrain_fill_f32(out[n], n, value)                 out[i] = value
 // ptrain_add_f32(a[n], b[n], n, out[n])             out = a + b; out may alias a or b

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common/Status.h"
+#include "cpu/CpuIsa.h"
 #include "cpu/VectorMath.h"
 
 #include <cmath>
@@ -70,12 +71,10 @@ ptrain_status_t checkTargets(const char *call, const int32_t *targets, int64_t n
   return PTRAIN_OK;
 }
 
-PTRAIN_VECTOR_CLONES ptrain_status_t crossEntropyForward(const char *call, const float *logits, const int32_t *targets,
-                                                         int64_t n, int64_t vocab, const Options &o, float *out_loss,
-                                                         float *out_lse) {
-  PTRAIN_RETURN_IF_ERROR(checkArguments(call, n, vocab, {logits, targets, out_loss, out_lse}));
-  double weightSum = 0.0;
-  PTRAIN_RETURN_IF_ERROR(checkTargets(call, targets, n, vocab, o, weightSum));
+/// The forward on checked arguments (weightSum: checkTargets'), compiled once per ISA path (cpu/CpuIsa.h).
+PTRAIN_KERNEL_BODY ptrain_status_t crossEntropyForwardBody(const float *logits, const int32_t *targets, int64_t n,
+                                                           int64_t vocab, const Options &o, double weightSum,
+                                                           float *out_loss, float *out_lse) {
   // Each row's sum of exponentials is one fp64 chain in vocabulary order (the results' bits); four rows at a
   // time run four independent chains, which hides the add latency that bounded the one-row loop. The
   // exponentials are computed a chunk at a time (a vectorized loop, cpu/VectorMath.h).
@@ -132,12 +131,19 @@ PTRAIN_VECTOR_CLONES ptrain_status_t crossEntropyForward(const char *call, const
   return PTRAIN_OK;
 }
 
-PTRAIN_VECTOR_CLONES ptrain_status_t crossEntropyBackward(const char *call, float dloss, const float *logits,
-                                                          const int32_t *targets, const float *lse, int64_t n,
-                                                          int64_t vocab, const Options &o, float *out_dlogits) {
-  PTRAIN_RETURN_IF_ERROR(checkArguments(call, n, vocab, {logits, targets, lse, out_dlogits}));
+ptrain_status_t crossEntropyForward(const char *call, const float *logits, const int32_t *targets, int64_t n,
+                                    int64_t vocab, const Options &o, float *out_loss, float *out_lse) {
+  PTRAIN_RETURN_IF_ERROR(checkArguments(call, n, vocab, {logits, targets, out_loss, out_lse}));
   double weightSum = 0.0;
   PTRAIN_RETURN_IF_ERROR(checkTargets(call, targets, n, vocab, o, weightSum));
+  return ptrain::runtime::IsaClones<crossEntropyForwardBody>::call(call, logits, targets, n, vocab, o, weightSum,
+                                                                   out_loss, out_lse);
+}
+
+/// The backward on checked arguments, compiled once per ISA path (cpu/CpuIsa.h).
+PTRAIN_KERNEL_BODY ptrain_status_t crossEntropyBackwardBody(float dloss, const float *logits, const int32_t *targets,
+                                                            const float *lse, int64_t n, int64_t vocab,
+                                                            const Options &o, double weightSum, float *out_dlogits) {
   const double divisor = o.sum ? 1.0 : weightSum;
   const double coef = divisor == 0.0 ? 0.0 : static_cast<double>(dloss) / divisor;
   for (int64_t i = 0; i < n; ++i) {
@@ -155,6 +161,16 @@ PTRAIN_VECTOR_CLONES ptrain_status_t crossEntropyBackward(const char *call, floa
     drow[targets[i]] -= static_cast<float>(c);
   }
   return PTRAIN_OK;
+}
+
+ptrain_status_t crossEntropyBackward(const char *call, float dloss, const float *logits, const int32_t *targets,
+                                     const float *lse, int64_t n, int64_t vocab, const Options &o,
+                                     float *out_dlogits) {
+  PTRAIN_RETURN_IF_ERROR(checkArguments(call, n, vocab, {logits, targets, lse, out_dlogits}));
+  double weightSum = 0.0;
+  PTRAIN_RETURN_IF_ERROR(checkTargets(call, targets, n, vocab, o, weightSum));
+  return ptrain::runtime::IsaClones<crossEntropyBackwardBody>::call(call, dloss, logits, targets, lse, n, vocab, o,
+                                                                    weightSum, out_dlogits);
 }
 
 Options weightedOptions(const float *weights, int32_t has_ignore_index, int64_t ignore_index, int32_t reduction_sum) {

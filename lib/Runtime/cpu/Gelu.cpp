@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common/Status.h"
+#include "cpu/CpuIsa.h"
 #include "cpu/VectorMath.h"
 
 namespace {
@@ -18,21 +19,18 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 /// Phi(x) = erfc(-x / sqrt 2) / 2, from erfc of |x| / sqrt 2 (accurate in
 /// relative terms on the negative side, where 1 + erf(x / sqrt 2) cancels),
 /// and exp(-x^2 / 2) in `gauss`. Inlined: the loops vectorize.
-inline double cdf(double x, double &gauss) {
+PTRAIN_KERNEL_BODY double cdf(double x, double &gauss) {
   const double z = (x < 0.0 ? -x : x) * kInvSqrt2;
   const double half = 0.5 * ptrain::runtime::erfcNonNegative(z, gauss);
   return x < 0.0 ? half : 1.0 - half;
 }
-inline double cdf(double x) {
+PTRAIN_KERNEL_BODY double cdf(double x) {
   double gauss;
   return cdf(x, gauss);
 }
-} // namespace
 
-extern "C" PTRAIN_VECTOR_CLONES ptrain_status_t ptrain_gelu_fwd_f32(const float *x, int64_t n, float *out_y) {
-  PTRAIN_CHECK_SIZE(n);
-  PTRAIN_CHECK_PTR(x);
-  PTRAIN_CHECK_PTR(out_y);
+/// The forward and backward loops, compiled once per ISA path (cpu/CpuIsa.h).
+PTRAIN_KERNEL_BODY ptrain_status_t geluForward(const float *x, int64_t n, float *out_y) {
   for (int64_t i = 0; i < n; ++i) {
     const double xi = x[i];
     out_y[i] = static_cast<float>(xi * cdf(xi));
@@ -40,12 +38,7 @@ extern "C" PTRAIN_VECTOR_CLONES ptrain_status_t ptrain_gelu_fwd_f32(const float 
   return PTRAIN_OK;
 }
 
-extern "C" PTRAIN_VECTOR_CLONES ptrain_status_t ptrain_gelu_bwd_f32(const float *dy, const float *x, int64_t n,
-                                                                    float *out_dx) {
-  PTRAIN_CHECK_SIZE(n);
-  PTRAIN_CHECK_PTR(dy);
-  PTRAIN_CHECK_PTR(x);
-  PTRAIN_CHECK_PTR(out_dx);
+PTRAIN_KERNEL_BODY ptrain_status_t geluBackward(const float *dy, const float *x, int64_t n, float *out_dx) {
   for (int64_t i = 0; i < n; ++i) {
     const double xi = x[i];
     double gauss;
@@ -53,4 +46,20 @@ extern "C" PTRAIN_VECTOR_CLONES ptrain_status_t ptrain_gelu_bwd_f32(const float 
     out_dx[i] = static_cast<float>(dy[i] * (phi + xi * kInvSqrt2Pi * gauss));
   }
   return PTRAIN_OK;
+}
+} // namespace
+
+extern "C" ptrain_status_t ptrain_gelu_fwd_f32(const float *x, int64_t n, float *out_y) {
+  PTRAIN_CHECK_SIZE(n);
+  PTRAIN_CHECK_PTR(x);
+  PTRAIN_CHECK_PTR(out_y);
+  return ptrain::runtime::IsaClones<geluForward>::call(__func__, x, n, out_y);
+}
+
+extern "C" ptrain_status_t ptrain_gelu_bwd_f32(const float *dy, const float *x, int64_t n, float *out_dx) {
+  PTRAIN_CHECK_SIZE(n);
+  PTRAIN_CHECK_PTR(dy);
+  PTRAIN_CHECK_PTR(x);
+  PTRAIN_CHECK_PTR(out_dx);
+  return ptrain::runtime::IsaClones<geluBackward>::call(__func__, dy, x, n, out_dx);
 }

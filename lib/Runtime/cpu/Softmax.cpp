@@ -7,11 +7,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "common/Status.h"
+#include "cpu/CpuIsa.h"
 #include "cpu/VectorMath.h"
 
 namespace {
 /// Row r's max over [0, valid) and its exponentials exp(x - max) (fp64, rounded to fp32) into yr; x may be y.
-inline void expRow(const float *xr, float *yr, int64_t valid) {
+PTRAIN_KERNEL_BODY void expRow(const float *xr, float *yr, int64_t valid) {
   float maxVal = xr[0];
   for (int64_t c = 1; c < valid; ++c)
     maxVal = xr[c] > maxVal ? xr[c] : maxVal;
@@ -21,7 +22,7 @@ inline void expRow(const float *xr, float *yr, int64_t valid) {
 }
 
 /// yr[0, valid) divided by their sum (fp64, in order), the rest of the row zero.
-inline void normalizeRow(float *yr, double sum, int64_t valid, int64_t cols) {
+PTRAIN_KERNEL_BODY void normalizeRow(float *yr, double sum, int64_t valid, int64_t cols) {
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t c = 0; c < valid; ++c)
     yr[c] *= inv;
@@ -32,18 +33,10 @@ inline void normalizeRow(float *yr, double sum, int64_t valid, int64_t cols) {
 /// The rows' sums are each one fp64 chain in column order (the results' bits); four rows at a time run four
 /// independent chains, which hides the add latency that bounded the one-row loop.
 constexpr int64_t kRowGroup = 4;
-} // namespace
 
-extern "C" PTRAIN_VECTOR_CLONES ptrain_status_t ptrain_softmax_fwd_f32(const float *x, int64_t rows, int64_t cols,
-                                                                       int32_t causal, float *out_y) {
-  PTRAIN_CHECK_SIZE(rows);
-  PTRAIN_CHECK_SIZE(cols);
-  PTRAIN_CHECK_PTR(x);
-  PTRAIN_CHECK_PTR(out_y);
-  PTRAIN_CHECK_ARG(!causal || (cols > 0 && rows % cols == 0),
-                   "causal softmax needs x of shape [..., S, S]: rows (%lld) "
-                   "must be a multiple of cols (%lld)",
-                   static_cast<long long>(rows), static_cast<long long>(cols));
+/// The forward loops on checked arguments, compiled once per ISA path (cpu/CpuIsa.h).
+PTRAIN_KERNEL_BODY ptrain_status_t softmaxForward(const float *x, int64_t rows, int64_t cols, int32_t causal,
+                                                  float *out_y) {
   int64_t r = 0;
   // Without the mask every row has all cols keys: four rows at a time.
   if (!causal && cols > 0)
@@ -78,6 +71,20 @@ extern "C" PTRAIN_VECTOR_CLONES ptrain_status_t ptrain_softmax_fwd_f32(const flo
     normalizeRow(yr, sum, valid, cols);
   }
   return PTRAIN_OK;
+}
+} // namespace
+
+extern "C" ptrain_status_t ptrain_softmax_fwd_f32(const float *x, int64_t rows, int64_t cols, int32_t causal,
+                                                  float *out_y) {
+  PTRAIN_CHECK_SIZE(rows);
+  PTRAIN_CHECK_SIZE(cols);
+  PTRAIN_CHECK_PTR(x);
+  PTRAIN_CHECK_PTR(out_y);
+  PTRAIN_CHECK_ARG(!causal || (cols > 0 && rows % cols == 0),
+                   "causal softmax needs x of shape [..., S, S]: rows (%lld) "
+                   "must be a multiple of cols (%lld)",
+                   static_cast<long long>(rows), static_cast<long long>(cols));
+  return ptrain::runtime::IsaClones<softmaxForward>::call(__func__, x, rows, cols, causal, out_y);
 }
 
 extern "C" ptrain_status_t ptrain_softmax_bwd_f32(const float *dy, const float *y, int64_t rows, int64_t cols,

@@ -4,7 +4,8 @@
 // scalar (they were a fifth of the bundled GPT's training step). These are
 // branch-free fp64 formulas of plain arithmetic and bit operations, inlined
 // into the kernels' loops so that GCC and Clang vectorize them at the
-// baseline ISA (SSE2: two lanes; no -march flag needed):
+// baseline ISA (SSE2: two lanes; no -march flag needed) and in the AVX2 and
+// AVX-512 paths of cpu/CpuIsa.h:
 //   exp(x), x <= 0: x = k ln2 + r with |r| <= ln2 / 2 (k rounded
 //     with the 1.5 * 2^52 trick, whose bits then hold k), e^r by its Taylor
 //     series to r^11 (remainder < 3e-14 relative), times 2^k built in the
@@ -25,22 +26,15 @@
 #include <cstdint>
 #include <cstring>
 
-/// On x86-64, a kernel marked PTRAIN_VECTOR_CLONES is compiled twice, for the
-/// baseline ISA and for AVX2 (four fp64 lanes instead of two), and the loader
-/// picks the clone the CPU runs (GCC/Clang function multi-versioning, an
-/// ifunc): no -march flag, the same binary everywhere. FMA is not enabled in
-/// the clone, so both give the same bits.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__ELF__)
-#define PTRAIN_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define PTRAIN_VECTOR_CLONES
-#endif
+// The kernels that use these are compiled once per ISA path (cpu/CpuIsa.h);
+// the functions are always inlined, so each path's loop is vectorized for its
+// ISA (two, four or eight fp64 lanes).
 
 namespace ptrain::runtime {
 
 /// e^x for x <= 0 (larger x are not checked); below -708 (and -inf) the
 /// result is e^-708, 3e-308, which is 0 once rounded to fp32. NaN stays NaN.
-inline double expNonPositive(double x) {
+__attribute__((always_inline)) inline double expNonPositive(double x) {
   x = x < -708.0 ? -708.0 : x;
   constexpr double kLog2e = 1.4426950408889634074;
   constexpr double kLn2Hi = 6.93147180369123816490e-01;
@@ -70,7 +64,7 @@ inline double expNonPositive(double x) {
 }
 
 /// erfc(z) for z >= 0 (see the file comment), and exp(-z^2) in `gauss`.
-inline double erfcNonNegative(double z, double &gauss) {
+__attribute__((always_inline)) inline double erfcNonNegative(double z, double &gauss) {
   const double zc = z < 10.0 ? z : 10.0;
   const double t = 1.0 / (1.0 + 0.3275911 * zc);
   double p = 5.59791176653451628e-02;

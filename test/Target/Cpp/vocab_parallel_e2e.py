@@ -5,14 +5,16 @@ generated code under mpirun.
     vocab_parallel_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR
 
 1. ptrain-compile the bundled GPT (vocabulary 256, tied embedding) with the same global batch of 16 sequences
-   and AdamW settings: one rank (--micro-batches 4, the reference), --tp 2 --vocab-parallel (2 ranks),
+   and SGD settings (sgd_equivalence.py's SGD_FLAGS): one rank (--micro-batches 4, the reference), --tp 2 --vocab-parallel (2 ranks),
    --tp 2 --pp 2 --vocab-parallel (4 ranks) and --tp 2 --vocab-parallel --vocab-multiple 3 (the vocabulary
    padded to 258: rank 1 holds rows 129..257, its last two zero rows and masked logits).
 2. step.cpp: the last stage's forward-backward calls the vocabulary-parallel kernels with the rank's tp coordinate
    and all-gathers only the per-position maxima (dimension 0), never the logits, and has no replicated loss.
 3. ptrain-run each for 3 steps: the validation loss before training and the step losses within LOSS_TOL
    relative of one rank; the padded rows of the embedding are still exactly zero after training; the
-   embedding halves of the tp ranks' checkpoints, stacked, equal one rank's table within PARAM_TOL.
+   embedding halves of the tp ranks' checkpoints, stacked, equal one rank's table within the derived bound (3) of
+   sgd_equivalence.py (1e-3 of its largest displacement by training plus 3 ulps; SGD's update does not amplify
+   the f32 roundings of the split sums as AdamW's would, issue 20).
 4. The multi-rank executor (ptrain-interpret --multi-rank) runs the 4-rank and the padded step.mlir on the
    same 3 global batches: its step losses within EXEC_TOL relative of the MPI run.
 5. ptrain-compile's option errors: --vocab-parallel without --tp, --vocab-multiple without --vocab-parallel.
@@ -27,16 +29,19 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e import (check, compile_plans, corpus, executor_losses, failures, finish, global_batches,  # noqa: E402
                  read_checkpoint, run, setup)
+from sgd_equivalence import GRAD_NOISE, SGD_FLAGS, bound_use  # noqa: E402
+
+import onnx  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
 
 LOSS_TOL = 1e-5    # relative, losses vs one rank (the f32 sums of the loss's parts grouped otherwise)
-PARAM_TOL = 1e-4   # absolute, the embedding after 3 AdamW steps at lr 1e-3 (tensor_parallel_e2e.py's bound)
 EXEC_TOL = 1e-5    # relative, MPI step losses vs the executor (f64 ops rounded to f32 vs f32 kernels)
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 STEPS, SEED = 3, 5
 data = corpus(source, work)
 
-common = ["--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100", "--target", "cpu"]
+common = [*SGD_FLAGS, "--warmup-steps", "1", "--total-steps", "100", "--target", "cpu"]
 configs = {"ref": ["--micro-batches", "4"],
            "vtp2": ["--tp", "2", "--vocab-parallel", "--micro-batches", "4"],
            "vtp2pp2": ["--tp", "2", "--pp", "2", "--vocab-parallel", "--micro-batches", "4"],
@@ -90,6 +95,7 @@ if logs["ref"]:
     a = logs["ref"]
     print(f"one rank: train {a['train_loss']} val {a['val_loss']}")
     ref_table = table("ref", "")
+    init_table = next(numpy_helper.to_array(i) for i in onnx.load(MODEL).graph.initializer if i.name == "wte.weight")
     for name in ("vtp2", "vtp2pp2", "vtp2pad"):
         b = logs[name]
         if not b:
@@ -106,9 +112,10 @@ if logs["ref"]:
         padding = stacked[256 * 128:]
         check(len(stacked) == 2 * rows * 128 and all(v == 0.0 for v in padding),
               f"{name}: the tp ranks hold {rows} rows each; the {len(padding) // 128} padded rows are still 0")
-        diff = max(abs(x - y) for x, y in zip(stacked[:256 * 128], ref_table))
-        print(f"{name}: embedding vs one rank's after {STEPS} steps: worst |diff| {diff:.3e}")
-        check(diff <= PARAM_TOL, f"{name}: the stacked embedding within {PARAM_TOL} of one rank's")
+        use, diff = bound_use(stacked[:256 * 128], ref_table, init_table, STEPS)
+        print(f"{name}: embedding vs one rank's after {STEPS} steps: worst |diff| {diff:.3e}, {use:.3e} of the bound")
+        check(use <= 1.0, f"{name}: the stacked embedding within the derived bound of one rank's (sgd_equivalence.py "
+              f"(3): {GRAD_NOISE} of its displacement + {STEPS} ulps)")
 
 tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), STEPS, SEED)
 for name in ("vtp2pp2", "vtp2pad"):
