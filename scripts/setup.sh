@@ -28,6 +28,8 @@ PKGS=(
   # PyTorch 1.13, CPU build (only /usr/bin/python3 sees it): codegen-cpu-loss-options' references and the
   # python-tests of the bundled GPT and the import fixtures against the PyTorch models
   python3-torch
+  # bench/cluster (network namespaces, tc); its argument checks run in lit (test/Bench/bench-scripts-args.test)
+  iproute2
   # ptrain-run's plots of the run log (loss, bytes per link, codec telemetry)
   python3-matplotlib
   # the project venv (.venv: PyPI onnx for opsets 18-23, onnxruntime; scripts/setup-python.sh)
