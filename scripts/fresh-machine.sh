@@ -6,7 +6,7 @@
 #   2. mounts what the machine image provides: CUDA (/usr/local/cuda-*, read-only bind, with the image's
 #      /usr/local links and nvcc wrappers and its ld.so.conf.d entry), its CA certificates and /etc/pip.conf (so
 #      apt and pip reach the network as on the machine), /etc/hosts; and /proc, /sys (read-only), a private
-#      /dev/shm (OpenMPI's shared-memory transport);
+#      /dev/shm (OpenMPI's shared-memory transport) and /dev/pts;
 #   3. copies in a clean clone of REF (committed state only, like CI's clean clone) at ROOT/work/ptrain and the
 #      checkout's ../shared beside it at ROOT/work/shared;
 #   4. runs, as root, with CI=true, no standard input and Debian's PATH (nothing of the host's environment),
@@ -164,6 +164,10 @@ fi
 mount_in /proc -t proc proc
 mount_in /sys -t sysfs -o ro sysfs
 mount_in /dev/shm -t tmpfs -o mode=1777,nosuid,nodev tmpfs
+# A private pseudo-terminal instance (apt's log and mpirun open one; the root's /dev/ptmx is a node of its own).
+mount_in /dev/pts -t devpts -o newinstance,ptmxmode=0666,mode=0620,gid=5 devpts
+mount --bind "$ROOT/dev/pts/ptmx" "$ROOT/dev/ptmx"
+MOUNTS+=("$ROOT/dev/ptmx")
 # Caches outside the root. apt-get keeps what it downloads unless told otherwise (docker-clean).
 mount_in /var/cache/apt/archives --bind "$CACHE/apt-archives"
 rm -f "$ROOT/etc/apt/apt.conf.d/docker-clean"
