@@ -25,6 +25,8 @@
 #   --main-only     run only `bash scripts/main.sh`
 #   --test-only     run only `bash .ci/run`
 #   --ccache        keep a ccache in CACHE/ccache across rehearsals (default: a cold build, as in CI)
+#   --ccache=DIR    use the ccache directory DIR (e.g. this machine's ~/.cache/ccache: a warm build, quicker
+#                   when only set-up and tests are rehearsed; build.sh's CCACHE_BASEDIR makes the clone hit it)
 #   --keep          keep ROOT (mounts undone) for inspection: chroot ROOT /bin/bash
 #   --root DIR      where to create the root (default: a new /var/tmp/ptrain-fresh.XXXXXX; DIR must not exist
 #                   or be empty)
@@ -42,12 +44,14 @@ USE_CCACHE=0
 KEEP=0
 ROOT=""
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/ptrain-fresh-machine"
+CCACHE_HOST_DIR=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --ref) REF=${2:?"--ref needs a commit"}; shift ;;
     --main-only) RUN_TEST=0 ;;
     --test-only) RUN_MAIN=0 ;;
     --ccache) USE_CCACHE=1 ;;
+    --ccache=*) USE_CCACHE=1; CCACHE_HOST_DIR=${1#--ccache=} ;;
     --keep) KEEP=1 ;;
     --root) ROOT=${2:?"--root needs a directory"}; shift ;;
     --cache) CACHE=${2:?"--cache needs a directory"}; shift ;;
@@ -84,7 +88,8 @@ fi
 ROOT=$(realpath "$ROOT")
 LOGS="$CACHE/logs/$(date -u +%Y%m%dT%H%M%SZ)-${SHA:0:7}"
 mkdir -p "$CACHE/apt-archives/partial" "$CACHE/pip" "$LOGS"
-[ "$USE_CCACHE" = 1 ] && mkdir -p "$CACHE/ccache"
+CCACHE_HOST_DIR=${CCACHE_HOST_DIR:-$CACHE/ccache}
+[ "$USE_CCACHE" = 1 ] && mkdir -p "$CCACHE_HOST_DIR"
 
 MOUNTS=()   # in mount order; cleanup undoes them in reverse
 mount_in() {  # mount_in TARGET-inside-root mount-arguments...
@@ -177,7 +182,7 @@ APT::Keep-Downloaded-Packages "true";
 Binary::apt::APT::Keep-Downloaded-Packages "true";
 EOF
 mount_in /root/.cache/pip --bind "$CACHE/pip"
-[ "$USE_CCACHE" = 1 ] && mount_in /root/.cache/ccache --bind "$CACHE/ccache"
+[ "$USE_CCACHE" = 1 ] && mount_in /root/.cache/ccache --bind "$CCACHE_HOST_DIR"
 
 # 3. A clean clone of the commit, and shared/ beside it.
 mkdir -p "$ROOT/work"
@@ -196,16 +201,19 @@ in_root() {  # in_root NAME COMMAND: runs COMMAND in ROOT/work/ptrain, logs to L
   local name=$1 cmd=$2 t0 now
   t0=$(date +%s)
   echo "== fresh-machine: $cmd   (log: $LOGS/$name.log)"
-  set +e
-  chroot "$ROOT" /usr/bin/env -i HOME=/root CI=true \
+  # In the background, so that a signal reaches the traps at once (bash defers a trap while it waits on a
+  # foreground pipeline); the cleanup then stops what still runs in the root.
+  { local rc=0
+    chroot "$ROOT" /usr/bin/env -i HOME=/root CI=true \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      /bin/bash -c "cd /work/ptrain && $cmd" < /dev/null 2>&1 |
-    while IFS= read -r line || [ -n "$line" ]; do
+      /bin/bash -c "cd /work/ptrain && $cmd" < /dev/null 2>&1 || rc=$?
+    echo "$rc" > "$LOGS/$name.rc"
+  } | while IFS= read -r line || [ -n "$line" ]; do
       printf -v now '%(%s)T' -1
       printf '[%5d s] %s\n' $((now - t0)) "$line"
-    done | tee "$LOGS/$name.log"
-  RC=${PIPESTATUS[0]}
-  set -e
+    done | tee "$LOGS/$name.log" &
+  wait $!
+  RC=$(cat "$LOGS/$name.rc")
   PHASES+=("$cmd: rc $RC	$(elapsed "$t0")")
 }
 RESULT=0
@@ -223,6 +231,13 @@ echo "== fresh-machine summary: commit ${SHA:0:12}, $(lscpu | sed -n 's/^Model n
 if [ "$RUN_TEST" = 1 ]; then
   sed -n 's/^\[ *[0-9]* s\] //; /tests passed, /,$p' "$LOGS/test.log" | grep -v '^$' || echo "(no CTest summary in $LOGS/test.log)"
 fi
+# Where each command's set-up + build ended: main.sh's first step, CTest's start.
+for mark in "main:== 1. import" "test:Test project "; do
+  name=${mark%%:*}
+  [ -f "$LOGS/$name.log" ] || continue
+  t=$(grep -m1 -F "] ${mark#*:}" "$LOGS/$name.log" | sed 's/^\[ *\([0-9]*\) s\].*/\1/')
+  if [ -n "$t" ]; then PHASES+=("  $name: set-up + build	$((t / 60))m$(printf %02d $((t % 60)))s"); fi
+done
 printf '%s\n' "${PHASES[@]}" | awk -F'\t' '{ printf "  %-40s %s\n", $1, $2 }'
 echo "  logs: $LOGS"
 exit "$RESULT"
