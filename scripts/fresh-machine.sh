@@ -9,7 +9,8 @@
 #      /dev/shm (OpenMPI's shared-memory transport) and /dev/pts;
 #   3. copies in a clean clone of REF (committed state only, like CI's clean clone) at ROOT/work/ptrain and the
 #      checkout's ../shared beside it at ROOT/work/shared;
-#   4. runs, as root, with CI=true, no standard input and Debian's PATH (nothing of the host's environment),
+#   4. runs, as root, with CI=true, no standard input, Debian's PATH and the machine's locale LANG=C.UTF-8
+#      (built into Debian's libc; ccache keys on it) and nothing else of the host's environment,
 #      `bash scripts/main.sh` and then `bash .ci/run` (the README's test command);
 #   5. prints CTest's summary and each command's rc and wall time; exits 1 if either failed.
 # Downloads are cached outside the root, in CACHE (default ~/.cache/ptrain-fresh-machine): apt's archives
@@ -204,7 +205,7 @@ in_root() {  # in_root NAME COMMAND: runs COMMAND in ROOT/work/ptrain, logs to L
   # In the background, so that a signal reaches the traps at once (bash defers a trap while it waits on a
   # foreground pipeline); the cleanup then stops what still runs in the root.
   { local rc=0
-    chroot "$ROOT" /usr/bin/env -i HOME=/root CI=true \
+    chroot "$ROOT" /usr/bin/env -i HOME=/root CI=true LANG=C.UTF-8 \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       /bin/bash -c "cd /work/ptrain && $cmd" < /dev/null 2>&1 || rc=$?
     echo "$rc" > "$LOGS/$name.rc"
