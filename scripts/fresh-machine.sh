@@ -16,7 +16,7 @@
 # Downloads are cached outside the root, in CACHE (default ~/.cache/ptrain-fresh-machine): apt's archives
 # (bind-mounted over ROOT/var/cache/apt/archives, kept by APT::Keep-Downloaded-Packages) and pip's cache
 # (ROOT/root/.cache/pip); with --ccache also ccache's (CI has none: off by default). A rerun then skips the
-# downloads (apt ~1.4 GB), not the installs or the build. Logs, one line per output line with the seconds since
+# downloads (apt: 448 MB of .debs), not the installs or the build. Logs, one line per output line with the seconds since
 # the command started: CACHE/logs/<date>-<commit>/{main,test}.log.
 # At the end (also on failure or Ctrl-C) it stops what still runs in the root, unmounts everything and deletes
 # the root (rm --one-file-system, only once nothing is mounted below it); --keep keeps it for inspection.
