@@ -33,12 +33,13 @@ for a in "$@"; do
   fi
 done
 
+# Who runs it first: a non-root user hears that, whatever tools the machine has (a fresh machine has no iproute2).
+[ "$(id -u)" = 0 ] || refuse "must run as root (it creates network namespaces and shapes them with tc); try sudo"
 command -v "$IP" > /dev/null 2>&1 || refuse "'$IP' not found (Debian: iproute2)"
 "$IP" netns list > /dev/null 2>&1 || refuse "'$IP netns' does not work here (needs iproute2 with netns support)"
 for tool in tc taskset mpirun mpicc; do
   command -v "$tool" > /dev/null 2>&1 || refuse "'$tool' not found (Debian: iproute2, util-linux, openmpi-bin, libopenmpi-dev)"
 done
-[ "$(id -u)" = 0 ] || refuse "must run as root (it creates network namespaces and shapes them with tc); try sudo"
 [ "$(nproc)" -ge 2 ] || refuse "needs 2 cores (one rank per core), this machine has $(nproc)"
 for ns in "${NS[@]}"; do
   if "$IP" netns list | grep -qw "^$ns"; then
