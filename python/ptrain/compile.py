@@ -33,6 +33,7 @@ runs, writing every intermediate into out/:
         head and cross-entropy split over the vocabulary, padded to a multiple of T K)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
+      (plus the build's step_flags.json: -fsanitize=... in a PTRAIN_SANITIZE build, docs/Testing.md)
     with --target cuda (single- and multi-rank steps over NCCL, pipeline codecs; docs/CodegenCuda.md) instead:
       ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu
       nvcc -std=c++17 -O2 -shared sm_80 + sm_90 step.cu -lptrain_runtime_cuda -lcublas -lcudart -> out/libstep.so
@@ -401,6 +402,23 @@ def read_class_weights(path):
     return weights
 
 
+def step_flags(runtime_dir):
+    """The host compiler flags the build tree asks for in <runtime_dir>/step_flags.json (lib/Runtime/CMakeLists.txt):
+    -fsanitize=... in a PTRAIN_SANITIZE build, so libstep.so is checked like the runtime it links; none otherwise.
+    A build tree without the file (older builds) adds none; a malformed one is an error naming it."""
+    path = os.path.join(runtime_dir, "step_flags.json")
+    if not os.path.isfile(path):
+        return []
+    try:
+        with open(path) as f:
+            flags = json.load(f)["cxxflags"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CompileError(f"{path}: cannot read the build's step flags ({e})")
+    if not isinstance(flags, list) or not all(isinstance(x, str) for x in flags):
+        raise CompileError(f"{path}: 'cxxflags' must be a list of strings")
+    return flags
+
+
 def remove_outputs(out):
     for name in OUTPUTS:
         path = os.path.join(out, name)
@@ -476,7 +494,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         build_cuda_library(args, source, lib, runtime_dir, include_dir)
     else:
         run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", step, "-o", cpp], "C++ emission")
-        run([args.cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", f"-I{include_dir}", cpp,
+        run([args.cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", *step_flags(runtime_dir),
+             f"-I{include_dir}", cpp,
              "-o", lib, f"-L{runtime_dir}", "-lptrain_runtime", f"-Wl,-rpath,{runtime_dir}", "-Wl,--no-undefined"],
             "compiling step.cpp")
     if pipeline:

@@ -636,7 +636,9 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 // ptrain_comm_destroy(comm)
 //   Frees the communicator. When the last communicator is destroyed and
 //   ptrain_comm_init initialized MPI, MPI is finalized. Requests must have
-//   completed.
+//   completed; an operation that ptrain_wait left inside MPI after a deadline
+//   error is freed here if MPI has completed it since (else it stays
+//   allocated: MPI may still write into it).
 // ptrain_comm_rank / ptrain_comm_size(comm, out)      this process's rank / the size
 // ptrain_comm_timeout / ptrain_comm_set_timeout(comm, seconds)
 //                                                     read / override the deadline (> 0)
@@ -709,6 +711,8 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   can cancel (receives) and returns PTRAIN_ERROR_DEADLINE_EXCEEDED with a
 //   message naming the operation, the peer (or communicator size), the tag and
 //   the byte count. Never hangs longer than the deadline; never prints.
+//   A multi-phase operation that MPI still holds past the deadline is handed
+//   to its communicator, which frees it (ptrain_comm_destroy).
 //
 // --- Vocabulary-parallel embedding and loss (cpu/VocabParallel.cpp) ---
 // Megatron-LM's VocabParallelEmbedding and _VocabParallelCrossEntropy

@@ -146,6 +146,9 @@ extern "C" ptrain_status_t ptrain_comm_create_group(ptrain_comm_t parent, const 
 
 extern "C" ptrain_status_t ptrain_comm_destroy(ptrain_comm_t comm) {
   PTRAIN_CHECK_PTR(comm);
+  // A deadline's orphaned operations that MPI has since completed (ptrain_wait); any still pending stay
+  // allocated, since MPI may yet write into them.
+  ptrain::runtime::releaseOrphans(comm);
   ptrain::runtime::freeDebug(comm);
   int err = MPI_Comm_free(&comm->mpi);
   delete[] comm->p2pTraffic;

@@ -21,8 +21,8 @@ struct ptrain_request;
 namespace ptrain::runtime {
 /// The phases of a multi-step operation (compressed collectives, compressed
 /// send/recv) that run after its current MPI request completes. Owned by the
-/// request; deleted with it, except when a deadline leaves MPI holding its
-/// buffers (then it is leaked on purpose, see ptrain_wait).
+/// request; deleted with it, also when a deadline leaves MPI holding its
+/// buffers (then the communicator keeps both until MPI completes, see Orphan).
 class Continuation {
 public:
   virtual ~Continuation() = default;
@@ -33,6 +33,19 @@ public:
   virtual void describe(char *buf, size_t size) const = 0;
   /// Whether the posted MPI request is a receive (cancellable at a deadline).
   virtual bool isReceive() const { return false; }
+};
+
+/// Memory that MPI may still write into after a deadline passed on an operation
+/// it could not cancel (an uncancellable phase of a compressed operation, the
+/// debug mode's fingerprint gather): the communicator keeps it, linked through
+/// `next`, and `release(owner)` frees it once MPI reports `mpi` complete
+/// (releaseOrphans, at ptrain_comm_destroy), rather than hand freed memory to
+/// MPI or leak it.
+struct Orphan {
+  MPI_Request mpi = MPI_REQUEST_NULL;
+  void (*release)(void *owner) = nullptr;
+  void *owner = nullptr;
+  Orphan *next = nullptr;
 };
 } // namespace ptrain::runtime
 
@@ -59,6 +72,9 @@ struct ptrain_comm {
   int64_t *p2pTraffic = nullptr;
   int64_t collectiveBytes = 0;
   int64_t collectiveCalls = 0;
+  /// What deadlines left inside MPI (ptrain::runtime::Orphan), freed by ptrain_comm_destroy once MPI reports it
+  /// complete.
+  ptrain::runtime::Orphan *orphans = nullptr;
 };
 
 struct ptrain_request {
@@ -93,6 +109,14 @@ ptrain_request *newRequest(ptrain_request::Kind kind, ptrain_comm_t comm);
 
 /// Deletes a request and its continuation.
 void deleteRequest(ptrain_request *req);
+
+/// Hands memory that MPI may still write into until `mpi` completes to `comm` (Orphan): `release(owner)` runs once
+/// MPI reports `mpi` complete. Out of memory for the record, the memory is leaked (never freed under MPI).
+void orphan(ptrain_comm_t comm, MPI_Request mpi, void (*release)(void *owner), void *owner);
+
+/// Releases every orphan of `comm` whose MPI operation has completed (one MPI_Test each); one still pending stays
+/// allocated, since MPI may yet write into it. Returns how many remain.
+int releaseOrphans(ptrain_comm_t comm);
 
 using Clock = std::chrono::steady_clock;
 

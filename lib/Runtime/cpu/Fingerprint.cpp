@@ -131,7 +131,9 @@ ptrain_status_t checkCollectiveFingerprint(const char *call, ptrain_comm_t comm,
   MPI_Status status;
   const int polled = pollUntil(&req, deadlineIn(comm->timeoutS), &status, &err);
   if (polled == 0) {
-    // MPI keeps the gather posted: leak its buffer, break the communicator.
+    // MPI keeps the gather posted: the communicator keeps its buffer until
+    // the gather completes; the communicator is broken.
+    orphan(comm, req, [](void *owner) { delete[] static_cast<Fingerprint *>(owner); }, all);
     comm->broken = true;
     return fail(PTRAIN_ERROR_DEADLINE_EXCEEDED, call,
                 "debug mode: rank %d posted %s over %d ranks, but the "

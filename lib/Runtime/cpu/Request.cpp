@@ -71,6 +71,9 @@ void describe(const ptrain_request &req, char *buf, size_t size) {
   }
 }
 
+/// An Orphan's release of a request (and its continuation).
+void releaseRequest(void *owner) { ptrain::runtime::deleteRequest(static_cast<ptrain_request *>(owner)); }
+
 /// describe() and, when the driver set one, " at step N".
 void describeAtStep(const ptrain_request &req, char *buf, size_t size) {
   describe(req, buf, size);
@@ -141,6 +144,36 @@ void deleteRequest(ptrain_request *req) {
     MPI_Request_free(&req->debugMpi);
   delete req->next;
   delete req;
+}
+
+void orphan(ptrain_comm_t comm, MPI_Request mpi, void (*release)(void *owner), void *owner) {
+  auto *record = new (std::nothrow) Orphan();
+  if (!record)
+    return;
+  record->mpi = mpi;
+  record->release = release;
+  record->owner = owner;
+  record->next = comm->orphans;
+  comm->orphans = record;
+}
+
+int releaseOrphans(ptrain_comm_t comm) {
+  int remaining = 0;
+  Orphan **link = &comm->orphans;
+  while (Orphan *record = *link) {
+    int done = 0;
+    MPI_Status status;
+    // An error also completes (and frees) the MPI request.
+    if (record->mpi == MPI_REQUEST_NULL || MPI_Test(&record->mpi, &done, &status) != MPI_SUCCESS || done) {
+      *link = record->next;
+      record->release(record->owner);
+      delete record;
+    } else {
+      link = &record->next;
+      ++remaining;
+    }
+  }
+  return remaining;
 }
 
 Clock::time_point deadlineIn(double seconds) {
@@ -314,12 +347,18 @@ extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
       int polledFp = ptrain::runtime::pollUntil(&req.debugMpi, deadline, &status, &mpiError);
       if (polledFp == 0) {
         req.comm->broken = true;
-        req.debugMpi = MPI_REQUEST_NULL; // left posted inside MPI
         result = fail(PTRAIN_ERROR_DEADLINE_EXCEEDED, __func__,
                       "%s: its debug fingerprint was not received within %g "
                       "s (PTRAIN_COMM_TIMEOUT_S); the communicator is now "
                       "broken",
                       describeNow(), req.comm->timeoutS);
+        // The fingerprint send stays posted inside MPI and reads the
+        // request's payload: the communicator keeps the request until it
+        // completes.
+        const MPI_Request fingerprint = req.debugMpi;
+        req.debugMpi = MPI_REQUEST_NULL;
+        ptrain::runtime::orphan(req.comm, fingerprint, releaseRequest, request);
+        return result;
       } else if (polledFp < 0) {
         req.debugMpi = MPI_REQUEST_NULL;
         result = ptrain::runtime::failMpi(__func__, mpiError, describeNow());
@@ -357,9 +396,11 @@ extern "C" ptrain_status_t ptrain_wait(ptrain_request_t request) {
   if (released || !req.next) {
     ptrain::runtime::deleteRequest(request);
   } else {
-    // MPI may still write into the continuation's buffers: leak them (and
-    // the request) rather than hand freed memory to MPI.
+    // MPI may still write into the continuation's buffers: the communicator
+    // keeps them (and the request) until MPI has completed the operation,
+    // rather than hand freed memory to MPI; ptrain_comm_destroy frees them.
     req.debugMpi = MPI_REQUEST_NULL;
+    ptrain::runtime::orphan(req.comm, req.mpi, releaseRequest, request);
   }
   return fail(PTRAIN_ERROR_DEADLINE_EXCEEDED, __func__,
               "%s did not complete within %g s (PTRAIN_COMM_TIMEOUT_S): the "

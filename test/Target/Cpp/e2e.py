@@ -31,17 +31,20 @@ def check(cond, what):
 
 def emitted_library(build, source, work, bin_dir, mlir_name, *cxx_flags):
     """Emits test/Target/Cpp/Inputs/<mlir_name> with ptrain-translate --emit-cpp, builds it against the runtime
-    (-Wall -Werror and `cxx_flags`) and loads it with ctypes (ptrain_step_last_error's restype set); finishes
-    the test on a failure."""
+    (-Wall -Werror, `cxx_flags` and the build's step flags, as ptrain-compile adds them: the sanitizers of a
+    PTRAIN_SANITIZE build) and loads it with ctypes (ptrain_step_last_error's restype set); finishes the test on
+    a failure."""
     import ctypes
+    sys.path.insert(0, os.path.join(source, "python"))
+    from ptrain.compile import step_flags
     cpp, lib = os.path.join(work, "step.cpp"), os.path.join(work, "libstep.so")
     rc, out = run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp",
                    os.path.join(source, "test", "Target", "Cpp", "Inputs", mlir_name), "-o", cpp])
     check(rc == 0, f"ptrain-translate --emit-cpp Inputs/{mlir_name}" + ("" if rc == 0 else ":\n" + out))
     runtime = os.path.join(build, "lib", "Runtime")
     rc, out = run([os.environ.get("CXX", "c++"), "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror",
-                   *cxx_flags, "-I" + os.path.join(source, "include"), cpp, "-o", lib, "-L" + runtime,
-                   "-lptrain_runtime", "-Wl,-rpath," + runtime, "-Wl,--no-undefined"])
+                   *cxx_flags, *step_flags(runtime), "-I" + os.path.join(source, "include"), cpp, "-o", lib,
+                   "-L" + runtime, "-lptrain_runtime", "-Wl,-rpath," + runtime, "-Wl,--no-undefined"])
     check(rc == 0, "compiling step.cpp" + ("" if rc == 0 else ":\n" + out))
     if failures:
         finish()
