@@ -55,10 +55,20 @@ def read(checkpoint):
         return None
     try:
         with open(path) as f:
-            manifest = json.load(f)
+            text = f.read()
+    except (OSError, ValueError) as e:
+        raise ManifestError(f"{path}: not a ptrain-run checkpoint manifest ({e})")
+    return parse(text, path)
+
+
+def parse(text, path):
+    """The manifest whose JSON text was read from path (named in errors); ManifestError unless it is an object
+    with an integer 'step'."""
+    try:
+        manifest = json.loads(text)
         if not isinstance(manifest, dict) or not isinstance(manifest.get("step"), int):
             raise ValueError("no integer 'step'")
-    except (OSError, ValueError) as e:
+    except ValueError as e:
         raise ManifestError(f"{path}: not a ptrain-run checkpoint manifest ({e})")
     return manifest
 
