@@ -36,6 +36,13 @@ ptrain_status_t fileSummary(const char *call, const char *path, int64_t *outByte
   return PTRAIN_OK;
 }
 
+/// Whether the `length` bytes read as a manifest entry's file name are a plain file name: no NUL among them,
+/// no '/', not "." or "..": the rank's file lies inside the checkpoint directory.
+static bool plainFileName(const char *name, int length) {
+  return length > 0 && std::strlen(name) == static_cast<size_t>(length) && std::strchr(name, '/') == nullptr &&
+         std::strcmp(name, ".") != 0 && std::strcmp(name, "..") != 0;
+}
+
 ptrain_status_t parseManifest(const char *call, FILE *f, const char *manifest, int rankOfInterest, int *outRanks,
                               ManifestEntry *outEntry) {
   char magic[64] = "";
@@ -48,7 +55,16 @@ ptrain_status_t parseManifest(const char *call, FILE *f, const char *manifest, i
     char entryFile[256];
     long long entryBytes;
     unsigned long long entrySum;
-    ok = std::fscanf(f, " rank %d %255s %lld %llx", &listed, entryFile, &entryBytes, &entrySum) == 4 && listed == r;
+    int nameBegin = 0, nameEnd = 0;
+    ok = std::fscanf(f, " rank %d %n%255s%n %lld %llx", &listed, &nameBegin, entryFile, &nameEnd, &entryBytes,
+                     &entrySum) == 4 &&
+         listed == r;
+    // %s stops at white space only: a NUL or a '/' in the name would point the loader elsewhere than the file
+    // this directory holds (found by fuzz/CheckpointManifestFuzzer.cpp).
+    if (ok && !plainFileName(entryFile, nameEnd - nameBegin))
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                  "%s: rank %d's file '%s' is not a file name inside the checkpoint directory", manifest, r,
+                  entryFile);
     if (ok && r == rankOfInterest) {
       std::snprintf(outEntry->file, sizeof(outEntry->file), "%s", entryFile);
       outEntry->bytes = entryBytes;
