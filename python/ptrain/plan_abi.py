@@ -100,6 +100,8 @@ def compare(plan, plan_path, lib, embedded):
     """check() with lib's embedded plan already read (read_embedded: a dict, or None when lib has none)."""
     if embedded is None:
         raise PlanError(f"{lib}: no embedded plan (section {SECTION}); compile it again with ptrain-compile")
+    if not isinstance(plan, dict):  # ptrain-export reads plan.json without looking at its type
+        raise PlanError(f"{plan_path}: expected a JSON object, not a {type(plan).__name__}")
     want = dict(embedded)
     fingerprint = want.pop("fingerprint", None)
     if bound_fields(want).get("fingerprint") != fingerprint:
