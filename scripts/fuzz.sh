@@ -36,7 +36,11 @@ if [ "${#TARGETS[@]}" -eq 0 ]; then TARGETS=("${NATIVE[@]}" "${PYTHON[@]}"); fi
 
 if [ "$BUILD" = 1 ]; then
   for tool in clang-22 clang++-22; do
-    command -v "$tool" > /dev/null || { echo "fuzz.sh: $tool not found (apt-get install clang-22 libclang-rt-22-dev; scripts/setup.sh)" >&2; exit 1; }
+    if ! command -v "$tool" > /dev/null; then
+      echo "fuzz.sh: $tool not found (apt-get install clang-22 libclang-rt-22-dev; scripts/setup.sh)" >&2
+      # CTest's fuzz-smoke skips (77) on a developer's machine without clang; CI installs it (scripts/setup.sh).
+      if [ "${CI:-}" = true ]; then exit 1; else exit 77; fi
+    fi
   done
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
   if [ ! -f "$BUILD_DIR/build.ninja" ]; then
@@ -44,11 +48,16 @@ if [ "$BUILD" = 1 ]; then
       -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir -DPython3_EXECUTABLE=/usr/bin/python3 \
       -DPTRAIN_FUZZ=ON -DPTRAIN_ENABLE_CUDA=OFF -DBUILD_TESTING=OFF
   fi
-  ninja -C "$BUILD_DIR" ptrain-fuzzers
+  # Only the targets asked for (the importer's pulls in the dialect and libMLIR: minutes).
+  build=(ptrain-fuzz-checkpoint-seeds)
+  for t in "${TARGETS[@]}"; do
+    case " ${NATIVE[*]} " in *" $t "*) build+=("ptrain-fuzz-$t") ;; esac
+  done
+  ninja -C "$BUILD_DIR" "${build[@]}"
 fi
 
 SEEDS="$BUILD_DIR/fuzz-seeds"
-python3 fuzz/make_seeds.py "$SEEDS" "$BUILD_DIR/bin"
+/usr/bin/python3 fuzz/make_seeds.py "$SEEDS" "$BUILD_DIR/bin"
 lscpu | grep 'Model name' || true
 
 failed=0
