@@ -75,7 +75,10 @@ def parse_embedded(data, lib):
     for i in range(shnum):
         name_off, _, _, _, offset, size = header(i)
         start = strtab[4] + name_off
-        name = data[start:data.index(b"\0", start)].decode(errors="replace") if start < len(data) else ""
+        end = data.find(b"\0", start) if start < len(data) else -1
+        if start < len(data) and end < 0:  # found by fuzz/python/fuzz_checks.py plan-elf
+            raise PlanError(f"{lib}: the name of its ELF section {i} runs past the end of the file")
+        name = data[start:end].decode(errors="replace") if start < len(data) else ""
         if name != SECTION:
             continue
         if offset + size > len(data):
