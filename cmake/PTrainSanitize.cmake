@@ -1,4 +1,4 @@
-# PTRAIN_SANITIZE: build ptrain's own code with GCC's sanitizers (docs/Testing.md "Sanitizers"). GCC: the Python
+# PTRAIN_SANITIZE: build ptrain's own code with GCC's sanitizers (docs/Sanitizers.md). GCC: the Python
 # tests preload the runtimes `gcc -print-file-name` names, and gcc links them into shared libraries, which keeps
 # the runtime's -Wl,--no-undefined (Clang leaves shared libraries' sanitizer symbols undefined).
 #
@@ -21,7 +21,7 @@ set(PTRAIN_SANITIZE "" CACHE STRING
   "Sanitizers for ptrain's code, as -fsanitize= takes them (e.g. address,undefined); empty: none")
 
 set(PTRAIN_SANITIZE_STEP_FLAGS "")
-# Instrumented code runs slower; each test's TIMEOUT is scaled by this factor (docs/Testing.md: measured).
+# Instrumented code runs slower; each test's TIMEOUT is scaled by this factor (docs/Sanitizers.md).
 set(PTRAIN_SANITIZE_TIMEOUT_FACTOR 3)
 # ptrain_sanitize_tests(<plain|mpi|python> [test...]): gives the named tests, or without names every test of the
 # calling directory not given one yet, the environment of PTRAIN_SANITIZE_<KIND>_ENV, and scales their TIMEOUT.

@@ -34,6 +34,8 @@ PKGS=(
   python3-matplotlib
   # the project venv (.venv: PyPI onnx for opsets 18-23, onnxruntime; scripts/setup-python.sh)
   python3-venv
+  # libFuzzer (bookworm-security): the fuzz targets' smoke run in CI (scripts/fuzz.sh, docs/Fuzzing.md)
+  clang-22 libclang-rt-22-dev
 )
 
 missing=()

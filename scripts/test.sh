@@ -2,7 +2,7 @@
 # Set-up, build and every test (lit + GoogleTest, all under CTest). Ends with CTest's summary.
 # Usage: bash scripts/test.sh [build-dir]
 #        bash scripts/test.sh --sanitize [build-dir]   (default build-asan: ASan + UBSan build of the CPU target,
-#                                                      the same tests; docs/Testing.md "Sanitizers")
+#                                                      the same tests; docs/Sanitizers.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CMAKE_OPTIONS=()

@@ -170,7 +170,8 @@ mlir::ptrain::interp::evaluateVocabParallelOp(Operation *op, llvm::function_ref<
   std::optional<std::pair<int64_t, int64_t>> at = axis ? coordinate(axis.getValue()) : std::nullopt;
   if (!at)
     return Result(makeError("the grid has no axis '" + (axis ? axis.getValue() : StringRef()) + "'"));
-  auto [part, parts] = *at;
+  // Not a structured binding: the lambdas below capture these (C++20; clang rejects it in C++17 under -Werror).
+  const int64_t part = at->first, parts = at->second;
   auto one = [](llvm::Expected<Tensor> t) -> Result {
     if (!t)
       return t.takeError();

@@ -24,6 +24,10 @@ import os
 
 # The fields of a plan that change with the data-parallel degree alone (plan_abi.bound_fields' keys).
 DP_FIELDS = ("dp", "global_batch", "codec_states")
+# The optional fields of PATH.json and their types: (key, type, in words).
+FIELD_TYPES = (("seed", int, "an integer"), ("dp", int, "an integer"), ("pp", int, "an integer"),
+               ("tp", int, "an integer"), ("plan_fingerprint", str, "a string"), ("reshard_fingerprint", str, "a string"),
+               ("per_replica", bool, "true or false"), ("files", list, "a list"))
 
 
 class ManifestError(Exception):
@@ -57,11 +61,29 @@ def read(checkpoint):
         return None
     try:
         with open(path) as f:
-            manifest = json.load(f)
-        if not isinstance(manifest, dict) or not isinstance(manifest.get("step"), int):
-            raise ValueError("no integer 'step'")
+            text = f.read()
     except (OSError, ValueError) as e:
         raise ManifestError(f"{path}: not a ptrain-run checkpoint manifest ({e})")
+    return parse(text, path)
+
+
+def parse(text, path):
+    """The manifest whose JSON text was read from path (named in errors); ManifestError unless it is an object
+    with an integer 'step'."""
+    try:
+        manifest = json.loads(text)
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("step"), int):
+            raise ValueError("no integer 'step'")
+    except ValueError as e:
+        raise ManifestError(f"{path}: not a ptrain-run checkpoint manifest ({e})")
+    # The optional fields' types, so that check() compares values, never fails on a wrong type (a
+    # reshard_fingerprint of true made it raise TypeError: found by fuzz/python/fuzz_checks.py manifest).
+    for key, kind, what in FIELD_TYPES:
+        value = manifest.get(key)
+        if key in manifest and not (isinstance(value, kind) and not (kind is int and isinstance(value, bool))):
+            raise ManifestError(f"{path}: '{key}' must be {what}, not {json.dumps(value)}")
+    if "files" in manifest and not all(isinstance(f, str) for f in manifest["files"]):
+        raise ManifestError(f"{path}: 'files' must be a list of strings")
     return manifest
 
 

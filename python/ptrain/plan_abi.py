@@ -54,7 +54,13 @@ def embed(lib, plan, objcopy="objcopy"):
 def read_embedded(lib):
     """The JSON object of lib's .ptrain_plan section; None when the library has none."""
     with open(lib, "rb") as f:
-        data = f.read()
+        return parse_embedded(f.read(), lib)
+
+
+def parse_embedded(data, lib):
+    """The JSON object of the .ptrain_plan section of the ELF file whose bytes are data (read from lib, named in
+    errors); None when it has none. Raises PlanError for anything else than a 64-bit little-endian ELF file
+    whose section headers and plan section lie inside it and hold a JSON object."""
     if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         raise PlanError(f"{lib}: not a 64-bit little-endian ELF shared library")
     shoff, = struct.unpack_from("<Q", data, 0x28)
@@ -69,7 +75,10 @@ def read_embedded(lib):
     for i in range(shnum):
         name_off, _, _, _, offset, size = header(i)
         start = strtab[4] + name_off
-        name = data[start:data.index(b"\0", start)].decode(errors="replace") if start < len(data) else ""
+        end = data.find(b"\0", start) if start < len(data) else -1
+        if start < len(data) and end < 0:  # found by fuzz/python/fuzz_checks.py plan-elf
+            raise PlanError(f"{lib}: the name of its ELF section {i} runs past the end of the file")
+        name = data[start:end].decode(errors="replace") if start < len(data) else ""
         if name != SECTION:
             continue
         if offset + size > len(data):
@@ -87,9 +96,15 @@ def read_embedded(lib):
 def check(plan, plan_path, lib):
     """Raises PlanError naming the first field where plan (read from plan_path) differs from what lib was
     compiled for; a library without the section is refused too (compiled before the plan was embedded)."""
-    embedded = read_embedded(lib)
+    return compare(plan, plan_path, lib, read_embedded(lib))
+
+
+def compare(plan, plan_path, lib, embedded):
+    """check() with lib's embedded plan already read (read_embedded: a dict, or None when lib has none)."""
     if embedded is None:
         raise PlanError(f"{lib}: no embedded plan (section {SECTION}); compile it again with ptrain-compile")
+    if not isinstance(plan, dict):  # ptrain-export reads plan.json without looking at its type
+        raise PlanError(f"{plan_path}: expected a JSON object, not a {type(plan).__name__}")
     want = dict(embedded)
     fingerprint = want.pop("fingerprint", None)
     if bound_fields(want).get("fingerprint") != fingerprint:

@@ -99,8 +99,10 @@ bool onnx_import::hasStaticResultTypes(OnnxNodeOp node) {
 /// Replaces `node` by `newOp` after checking that `newOp` verifies and produces the types ONNX inferred.
 LogicalResult onnx_import::replaceChecked(OnnxNodeOp node, Operation *newOp, IRRewriter &rewriter) {
   if (failed(verify(newOp, /*verifyRecursively=*/false))) {
+    // The name before the erase: reading it from the erased op was a use after free (fuzz/ImportONNXFuzzer.cpp).
+    const OperationName name = newOp->getName();
     rewriter.eraseOp(newOp);
-    return nodeError(node) << "the node does not satisfy ptrain's " << newOp->getName() << " (see above)";
+    return nodeError(node) << "the node does not satisfy ptrain's " << name << " (see above)";
   }
   for (auto [result, onnxType] : llvm::zip(newOp->getResults(), node->getResultTypes()))
     if (!matchesONNXType(result.getType(), onnxType)) {

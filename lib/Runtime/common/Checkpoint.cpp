@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/Checkpoint.h"
 #include "common/StateTable.h"
 
 #include <cstdio>
@@ -146,14 +147,6 @@ ptrain_checkpoint_load(const ptrain_state_desc_t *states, int64_t num_states,
   PTRAIN_CHECK_PTR(path);
   ptrain::runtime::StateBytes bytesOwner;
   PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkStateTable(__func__, states, num_states, bytesOwner));
-  const int64_t *bytes = bytesOwner.get();
-  // For each table state: where its bytes are in the file (-1: not seen).
-  ptrain::runtime::StateBytes foundOwner(ptrain::runtime::allocArray<int64_t>(num_states));
-  int64_t *found = foundOwner.get();
-  if (found == nullptr)
-    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "state table");
-  for (int64_t i = 0; i < num_states; ++i)
-    found[i] = -1;
 
   Buffer file;
   FILE *f = std::fopen(path, "rb");
@@ -173,54 +166,68 @@ ptrain_checkpoint_load(const ptrain_state_desc_t *states, int64_t num_states,
   if (!readOk)
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "%s: cannot read",
                 path);
-  if (file.size < 32 || std::memcmp(file.data, kMagic, 8) != 0)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+  return ptrain::runtime::loadCheckpointBytes(__func__, states, num_states, bytesOwner.get(), file.data, file.size,
+                                              path);
+}
+
+ptrain_status_t ptrain::runtime::loadCheckpointBytes(const char *call, const ptrain_state_desc_t *states,
+                                                     int64_t num_states, const int64_t *bytes,
+                                                     const char *data, int64_t size, const char *path) {
+  // For each table state: where its bytes are in the file (-1: not seen).
+  ptrain::runtime::StateBytes foundOwner(ptrain::runtime::allocArray<int64_t>(num_states));
+  int64_t *found = foundOwner.get();
+  if (found == nullptr)
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "state table");
+  for (int64_t i = 0; i < num_states; ++i)
+    found[i] = -1;
+  if (size < 32 || std::memcmp(data, kMagic, 8) != 0)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                 "%s: not a ptrain checkpoint (bad magic)", path);
   Fnv1a fnv;
-  fnv.add(file.data, static_cast<size_t>(file.size - 8));
+  fnv.add(data, static_cast<size_t>(size - 8));
   uint64_t stored;
-  std::memcpy(&stored, file.data + file.size - 8, 8);
+  std::memcpy(&stored, data + size - 8, 8);
   if (stored != fnv.hash)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                 "%s: checksum mismatch (stored %016llx, computed %016llx): "
                 "the file is corrupt or truncated",
                 path, static_cast<unsigned long long>(stored),
                 static_cast<unsigned long long>(fnv.hash));
 
-  Reader r{file.data, file.size - 8, 8};
+  Reader r{data, size - 8, 8};
   uint32_t version, count;
   uint64_t dataOffset;
   if (!r.get(version) || !r.get(count) || !r.get(dataOffset))
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                 "%s: truncated header", path);
   if (version != kVersion)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                 "%s: version %u, this runtime reads version %u", path, version,
                 kVersion);
-  const int64_t dataEnd = file.size - 8;
+  const int64_t dataEnd = size - 8;
   char key[1024];
   for (uint32_t e = 0; e < count; ++e) {
     uint32_t keyBytes;
     int32_t dtype, kind, rank;
     if (!r.get(keyBytes) || keyBytes >= sizeof(key) || !r.get(key, keyBytes) ||
         !r.get(dtype) || !r.get(kind) || !r.get(rank) || rank < 0 || rank > 64)
-      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                   "%s: malformed header entry %u", path, e);
     key[keyBytes] = '\0';
     int64_t dims[64];
     for (int32_t d = 0; d < rank; ++d)
       if (!r.get(dims[d]))
-        return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+        return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                     "%s: malformed header entry %u", path, e);
     uint64_t offset, numBytes;
     if (!r.get(offset) || !r.get(numBytes))
-      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                   "%s: malformed header entry %u", path, e);
     int64_t i = 0;
     while (i < num_states && std::strcmp(states[i].key, key) != 0)
       ++i;
     if (i == num_states)
-      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                   "%s: holds state '%s', which this step does not have", path,
                   key);
     const ptrain_state_desc_t &s = states[i];
@@ -229,25 +236,25 @@ ptrain_checkpoint_load(const ptrain_state_desc_t *states, int64_t num_states,
     for (int32_t d = 0; same && d < rank; ++d)
       same = dims[d] == s.dims[d];
     if (!same)
-      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                   "%s: state '%s' has another dtype or shape than the step's",
                   path, key);
     if (offset > static_cast<uint64_t>(dataEnd) ||
         dataOffset > static_cast<uint64_t>(dataEnd) - offset ||
         numBytes > static_cast<uint64_t>(dataEnd) - dataOffset - offset)
-      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                   "%s: state '%s' lies past the end of the file", path, key);
     if (found[i] >= 0)
-      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                   "%s: state '%s' appears twice", path, key);
     found[i] = static_cast<int64_t>(dataOffset + offset);
   }
   for (int64_t i = 0; i < num_states; ++i)
     if (found[i] < 0)
-      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                   "%s: has no state '%s'", path, states[i].key);
   for (int64_t i = 0; i < num_states; ++i)
-    std::memcpy(states[i].data, file.data + found[i],
+    std::memcpy(states[i].data, data + found[i],
                 static_cast<size_t>(bytes[i]));
   return PTRAIN_OK;
 }

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common/Env.h"
+#include "common/RendezvousMessages.h"
 
 #include <cerrno>
 #include <chrono>
@@ -52,11 +53,11 @@ struct ptrain_rendezvous {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr uint32_t kMagic = 0x56525450; // "PTRV"
-constexpr uint32_t kVersion = 1;
+using ptrain::runtime::rendezvous::kMagic;
+using ptrain::runtime::rendezvous::kMaxReason;
+using ptrain::runtime::rendezvous::kVersion;
 constexpr double kDefaultTimeoutS = 300.0;
 constexpr int kRetryMs = 50;
-constexpr uint32_t kMaxReason = 1024;
 
 Clock::time_point deadlineIn(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -133,21 +134,33 @@ bool sendVerdict(int fd, const char *reason, Clock::time_point deadline) {
   return !reason || !transfer(fd, copy, head[1], true, deadline);
 }
 
+/// The bytes of one connection, each read polled against the deadline.
+class SocketInbox final : public ptrain::runtime::rendezvous::Inbox {
+public:
+  SocketInbox(int fd, Clock::time_point deadline) : fd(fd), deadline(deadline) {}
+  const char *read(void *buf, size_t n) override { return transfer(fd, buf, n, false, deadline); }
+
+private:
+  int fd;
+  Clock::time_point deadline;
+};
+
 /// Reads the master's status header; on a rejection, fails with its reason.
 ptrain_status_t readVerdict(const char *call, ptrain_rendezvous *r, Clock::time_point deadline, const char *what) {
-  uint32_t head[2];
-  if (const char *why = transfer(r->fds[0], head, sizeof(head), false, deadline))
+  namespace rv = ptrain::runtime::rendezvous;
+  SocketInbox inbox(r->fds[0], deadline);
+  char reason[kMaxReason + 1];
+  const char *why = nullptr;
+  switch (rv::receiveVerdict(inbox, reason, why)) {
+  case rv::Verdict::Ok:
+    return PTRAIN_OK;
+  case rv::Verdict::Lost:
     return fail(why[0] == 't' ? PTRAIN_ERROR_DEADLINE_EXCEEDED : PTRAIN_ERROR_COMM, call,
                 "rank %d: no answer from the master %s to %s within %g s: %s", r->rank, r->master, what, r->timeoutS,
                 why);
-  if (head[0] == 0)
-    return PTRAIN_OK;
-  char reason[kMaxReason + 1] = "";
-  const uint32_t n = head[1] > kMaxReason ? kMaxReason : head[1];
-  if (transfer(r->fds[0], reason, n, false, deadline))
-    std::snprintf(reason, sizeof(reason), "(the reason was cut off)");
-  else
-    reason[n] = '\0';
+  case rv::Verdict::Rejected:
+    break;
+  }
   return fail(PTRAIN_ERROR_MISMATCH, call, "rank %d: the master %s rejected %s: %s", r->rank, r->master, what, reason);
 }
 
@@ -201,21 +214,15 @@ ptrain_status_t runMaster(const char *call, ptrain_rendezvous *r, int32_t port, 
       continue;
     setNonBlocking(fd);
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    int32_t hello[4];
-    if (transfer(fd, hello, sizeof(hello), false, deadline) || static_cast<uint32_t>(hello[0]) != kMagic ||
-        static_cast<uint32_t>(hello[1]) != kVersion) {
+    SocketInbox inbox(fd, deadline);
+    ptrain::runtime::rendezvous::Join join;
+    if (ptrain::runtime::rendezvous::receiveJoin(inbox, join) || !join.fromPtrainRank()) {
       ::close(fd); // Not a ptrain rank (a port scanner, another program): ignore it.
       continue;
     }
-    char reason[256] = "";
-    const int32_t rank = hello[2], world = hello[3];
-    if (world != r->world)
-      std::snprintf(reason, sizeof(reason), "rank %d has WORLD_SIZE=%d but the master (rank 0) has WORLD_SIZE=%d", rank,
-                    world, r->world);
-    else if (rank <= 0 || rank >= r->world)
-      std::snprintf(reason, sizeof(reason), "RANK=%d is not in [1, %d)", rank, r->world);
-    else if (r->fds[rank] >= 0)
-      std::snprintf(reason, sizeof(reason), "RANK=%d joined twice", rank);
+    char reason[256];
+    ptrain::runtime::rendezvous::judgeJoin(join, r->world, r->fds, reason, sizeof(reason));
+    const int32_t rank = join.rank;
     if (reason[0]) {
       // Every rank that joined hears the reason too, so none waits for the rest.
       sendVerdict(fd, reason, deadline);

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cpu/Comm.h"
 #include "cpu/RankedCheckpoint.h"
 
 #include <cerrno>
@@ -30,29 +31,6 @@
 using ptrain::runtime::fail;
 
 namespace {
-constexpr const char *kManifestMagic = "ptrain-checkpoint-manifest";
-
-ptrain_status_t joinPath(const char *call, const char *dir, const char *name, char *out, size_t size) {
-  if (std::snprintf(out, size, "%s/%s", dir, name) >= static_cast<int>(size))
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "path too long: %s/%s", dir, name);
-  return PTRAIN_OK;
-}
-
-/// The size and stored checksum (the last 8 bytes) of a checkpoint file.
-ptrain_status_t fileSummary(const char *call, const char *path, int64_t *outBytes, uint64_t *outChecksum) {
-  FILE *f = std::fopen(path, "rb");
-  if (!f)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: cannot open", path);
-  bool ok = std::fseek(f, 0, SEEK_END) == 0;
-  const long size = ok ? std::ftell(f) : -1;
-  ok = ok && size >= 8 && std::fseek(f, size - 8, SEEK_SET) == 0 && std::fread(outChecksum, 1, 8, f) == 8;
-  std::fclose(f);
-  if (!ok)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: cannot read its checksum (truncated?)", path);
-  *outBytes = size;
-  return PTRAIN_OK;
-}
-
 /// All-gathers (bytes, checksum) of every rank's file.
 ptrain_status_t gatherSummaries(ptrain_comm_t comm, int64_t bytes, uint64_t checksum, int64_t *all) {
   int64_t mine[2] = {bytes, static_cast<int64_t>(checksum)};
@@ -71,7 +49,7 @@ extern "C" ptrain_status_t ptrain_checkpoint_save_ranks(ptrain_comm_t comm, cons
                 std::strerror(errno));
   char name[32], path[4096];
   std::snprintf(name, sizeof(name), "rank-%05d.ckpt", comm->rank);
-  PTRAIN_RETURN_IF_ERROR(joinPath(__func__, dir, name, path, sizeof(path)));
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::joinPath(__func__, dir, name, path, sizeof(path)));
   // Every rank saves, then reports; a failure on one rank still joins the
   // gather (with bytes = -1), so no rank waits for a rank that gave up.
   ptrain_status_t saved = ptrain_checkpoint_save(states, num_states, path);
@@ -79,7 +57,7 @@ extern "C" ptrain_status_t ptrain_checkpoint_save_ranks(ptrain_comm_t comm, cons
   int64_t bytes = -1;
   uint64_t checksum = 0;
   if (saved == PTRAIN_OK)
-    saved = fileSummary(__func__, path, &bytes, &checksum);
+    saved = ptrain::runtime::fileSummary(__func__, path, &bytes, &checksum);
   if (saved != PTRAIN_OK) {
     std::snprintf(savedError, sizeof(savedError), "%s", ptrain_last_error());
     bytes = -1;
@@ -98,13 +76,13 @@ extern "C" ptrain_status_t ptrain_checkpoint_save_ranks(ptrain_comm_t comm, cons
                 r, dir);
   if (st == PTRAIN_OK && comm->rank == 0) {
     char manifest[4096], tmp[4200];
-    st = joinPath(__func__, dir, "manifest", manifest, sizeof(manifest));
+    st = ptrain::runtime::joinPath(__func__, dir, "manifest", manifest, sizeof(manifest));
     std::snprintf(tmp, sizeof(tmp), "%s.tmp", manifest);
     FILE *f = st == PTRAIN_OK ? std::fopen(tmp, "w") : nullptr;
     if (st == PTRAIN_OK && !f)
       st = fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "%s: cannot open for writing", tmp);
     if (f) {
-      bool ok = std::fprintf(f, "%s 1\nranks %d\n", kManifestMagic, comm->size) > 0;
+      bool ok = std::fprintf(f, "%s 1\nranks %d\n", ptrain::runtime::kManifestMagic, comm->size) > 0;
       for (int r = 0; r < comm->size; ++r)
         ok = ok && std::fprintf(f, "rank %d rank-%05d.ckpt %lld %016llx\n", r, r, static_cast<long long>(all[2 * r]),
                                 static_cast<unsigned long long>(static_cast<uint64_t>(all[2 * r + 1]))) > 0;
@@ -124,59 +102,6 @@ extern "C" ptrain_status_t ptrain_checkpoint_save_ranks(ptrain_comm_t comm, cons
   return ptrain_wait(req);
 }
 
-namespace ptrain::runtime {
-ptrain_status_t readManifest(const char *call, const char *dir, int rankOfInterest, int *outRanks,
-                             ManifestEntry *outEntry) {
-  char manifest[4096];
-  PTRAIN_RETURN_IF_ERROR(joinPath(call, dir, "manifest", manifest, sizeof(manifest)));
-  FILE *f = std::fopen(manifest, "r");
-  if (!f)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: cannot open (not a complete checkpoint directory?)",
-                manifest);
-  char magic[64] = "";
-  int version = 0, ranks = 0;
-  bool ok = std::fscanf(f, "%63s %d ranks %d", magic, &version, &ranks) == 3 &&
-            std::strcmp(magic, kManifestMagic) == 0 && version == 1 && ranks > 0;
-  bool found = false;
-  for (int r = 0; ok && r < ranks; ++r) {
-    int listed = -1;
-    char entryFile[256];
-    long long entryBytes;
-    unsigned long long entrySum;
-    ok = std::fscanf(f, " rank %d %255s %lld %llx", &listed, entryFile, &entryBytes, &entrySum) == 4 && listed == r;
-    if (ok && r == rankOfInterest) {
-      std::snprintf(outEntry->file, sizeof(outEntry->file), "%s", entryFile);
-      outEntry->bytes = entryBytes;
-      outEntry->checksum = entrySum;
-      found = true;
-    }
-  }
-  std::fclose(f);
-  if (!ok)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: malformed manifest", manifest);
-  *outRanks = ranks;
-  if (rankOfInterest >= 0 && !found)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s: written by %d ranks, has no rank %d", manifest, ranks,
-                rankOfInterest);
-  return PTRAIN_OK;
-}
-
-ptrain_status_t checkRankFile(const char *call, const char *dir, const ManifestEntry &entry, char *outPath,
-                              size_t pathSize) {
-  PTRAIN_RETURN_IF_ERROR(joinPath(call, dir, entry.file, outPath, pathSize));
-  int64_t actualBytes = 0;
-  uint64_t actualSum = 0;
-  PTRAIN_RETURN_IF_ERROR(fileSummary(call, outPath, &actualBytes, &actualSum));
-  if (actualBytes != entry.bytes || actualSum != entry.checksum)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
-                "%s: %lld bytes with checksum %016llx, but the manifest "
-                "lists %lld bytes with checksum %016llx: the file is not the "
-                "one this checkpoint wrote",
-                outPath, static_cast<long long>(actualBytes), static_cast<unsigned long long>(actualSum),
-                static_cast<long long>(entry.bytes), static_cast<unsigned long long>(entry.checksum));
-  return PTRAIN_OK;
-}
-} // namespace ptrain::runtime
 
 extern "C" ptrain_status_t ptrain_checkpoint_load_ranks(ptrain_comm_t comm, const ptrain_state_desc_t *states,
                                                         int64_t num_states, const char *dir) {

@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common/StateTable.h"
+#include "cpu/Comm.h"
 #include "cpu/RankedCheckpoint.h"
 
 #include <cctype>
