@@ -9,6 +9,7 @@
 #include "ModelProtoLoader.h"
 #include "RecognizeGelu.h"
 #include "RecognizeLayerNorm.h"
+#include "RecognizeRmsNorm.h"
 #include "TiedWeights.h"
 #include "TrainingSignature.h"
 
@@ -71,6 +72,7 @@ LogicalResult mlir::ptrain::legalizeONNX(ModuleOp module) {
   RewritePatternSet patterns(module.getContext());
   onnx_import::populateRecognizeGeluPatterns(patterns);
   onnx_import::populateRecognizeLayerNormPatterns(patterns);
+  onnx_import::populateRecognizeRmsNormPatterns(patterns);
   // Folding is off so that constants stay where the exporter put them; dead expansion ops are removed.
   return applyPatternsGreedily(module, std::move(patterns), GreedyRewriteConfig().enableFolding(false));
 }
