@@ -94,6 +94,8 @@ public:
       addShape(info);
       if (!initializers.contains(info.name()))
         dataDependent.insert(info.name());
+      else
+        overridable.insert(info.name());
     }
     for (auto [index, node] : llvm::enumerate(graph.node()))
       for (auto [k, input] : llvm::enumerate(node.input()))
@@ -123,7 +125,8 @@ public:
   }
 
   const onnx::GraphProto &graph;
-  llvm::StringSet<> initializers, dataDependent;
+  /// Initializers that are also graph inputs (defaults a caller may override).
+  llvm::StringSet<> initializers, dataDependent, overridable;
   llvm::StringMap<llvm::SmallVector<int64_t>> shapes;
   llvm::StringMap<llvm::SmallVector<std::pair<int, int>>> consumers;
 };
@@ -150,6 +153,27 @@ static bool feedsSoftmax(const std::string &value, const GraphFacts &facts, int 
   return false;
 }
 
+/// Whether every use of `value`, followed through ops that only reshape or convert it, is a Mul or Div: the
+/// rows of a rotary cos/sin table gathered by position ids, never a token embedding (which also feeds
+/// normalizations, residual additions or squares).
+static bool onlyMultiplies(const std::string &value, const GraphFacts &facts, int depth = 6) {
+  auto uses = facts.consumers.lookup(value);
+  if (uses.empty() || depth == 0)
+    return false;
+  for (auto [index, k] : uses) {
+    const onnx::NodeProto &node = facts.graph.node(index);
+    llvm::StringRef op = node.op_type();
+    if (op == "Mul" || op == "Div")
+      continue;
+    bool view = op == "Unsqueeze" || op == "Reshape" || op == "Cast" || op == "Expand" || op == "Transpose" ||
+                op == "Squeeze" || op == "Identity" || op == "CastLike" || op == "Slice";
+    // Concat joins the table with itself or other tables (the rotate-half form's concat(c, c)).
+    if (!(op == "Concat" || (view && k == 0)) || !onlyMultiplies(node.output(0), facts, depth - 1))
+      return false;
+  }
+  return true;
+}
+
 /// Ops that only move, select or convert their input #0 (or, for Transpose and Identity, their one input):
 /// a use of their output is a use of the initializer.
 static bool movesValues(const onnx::NodeProto &node, int k, const GraphFacts &facts) {
@@ -174,7 +198,7 @@ static std::optional<std::string> weightRole(const onnx::NodeProto &node, int k,
   bool beside = facts.othersDataDependent(node, k);
   if ((op == "MatMul" || op == "Gemm" || op == "Conv" || op == "ConvTranspose" || op == "Einsum") && beside)
     return (k == 2 && op != "Einsum" ? "the bias of a " : "an operand of a ") + op.str() + " beside an activation";
-  if (op == "Gather" && k == 0 && beside)
+  if (op == "Gather" && k == 0 && beside && !onlyMultiplies(node.output(0), facts))
     return std::string("the table of a Gather by data-dependent indices (an embedding)");
   bool normalization = op == "LayerNormalization" || op == "BatchNormalization" ||
                        op == "InstanceNormalization" || op == "GroupNormalization";
@@ -234,6 +258,10 @@ FailureOr<llvm::StringMap<InitializerClass>> mlir::ptrain::onnx_import::classify
       c = {false, "an empty tensor"};
       continue;
     }
+    if (facts.overridable.contains(init.name())) {
+      c = {true, "a graph input with a default value (ONNX: overridable, so never folded)"};
+      continue;
+    }
     if (isParameterName(init.name())) {
       c = {true, "named like a module parameter"};
       continue;
@@ -263,6 +291,11 @@ FailureOr<llvm::StringMap<InitializerClass>> mlir::ptrain::onnx_import::classify
         }
         llvm::StringRef op = node.op_type();
         bool beside = facts.othersDataDependent(node, k);
+        if (beside && op == "Gather" && k == 0) {
+          constantWhy = "a table gathered by data-dependent indices and only multiplied into the activations "
+                        "(such as rotary cos/sin gathered by position ids)";
+          continue;
+        }
         if (beside && (op == "Add" || op == "Sub")) {
           if (feedsSoftmax(node.output(0), facts)) {
             constantWhy = "an additive attention mask (added by a " + op.str() + " to scores before a Softmax)";

@@ -9,9 +9,11 @@
 //   1. `--frozen REGEX` (whole name) holds it constant, else `--trainable REGEX` makes it trainable;
 //   2. an integer or boolean tensor is a constant;
 //   3. a one-element float is a constant;
-//   4. a name like a module parameter (dotted, last component `weight` or `bias`) is trainable;
+//   4. an initializer that is also a graph input (a default the caller may override) is trainable, and so is
+//      one named like a module parameter (dotted, last component `weight` or `bias`);
 //   5. a use as a weight is trainable: a MatMul/Gemm/Conv operand or Gemm bias beside an activation, the
-//      table of a Gather by data-dependent indices, a normalization scale or bias, a per-feature vector
+//      table of a Gather by data-dependent indices (unless its rows are only multiplied into the activations:
+//      rotary cos/sin gathered by position ids), a normalization scale or bias, a per-feature vector
 //      (every dimension but the last 1) added to or multiplied with an activation, or a table added to an
 //      activation that is not an additive mask (a folded learned position embedding);
 //   6. everything else is a constant: values feeding only shape or constant arithmetic, masks, tables

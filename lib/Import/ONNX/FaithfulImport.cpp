@@ -435,8 +435,7 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
     std::string why;
     FailureOr<DenseElementsAttr> value = constantValue(*init, &why);
     if (failed(value)) {
-      emitError(fileLoc()) << "initializer '" << name.str() << "' is held constant ("
-                           << classes->find(name)->second.why << ") but its value cannot be read: " << why;
+      emitError(fileLoc()) << "initializer '" << name.str() << "': " << why;
       return nullptr;
     }
     values[name] = arith::ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(name), fileLoc()), *value);

@@ -62,7 +62,8 @@ struct RmsNormPattern : OpRewritePattern<BinaryOp> {
       Value scaleF = scale;
       if (scaleType.getElementType() != xfType.getElementType())
         scaleF = CastOp::create(rewriter, loc, scaleType.clone(xfType.getElementType()), scale);
-      Value y = RmsNormOp::create(rewriter, loc, xf, scaleF, rewriter.getI64IntegerAttr(axis),
+      // The axis counted from the end, as RMSNormalization-23 and --ptrain-raise write it.
+      Value y = RmsNormOp::create(rewriter, loc, xf, scaleF, rewriter.getI64IntegerAttr(axis - xfType.getRank()),
                                   rewriter.getF64FloatAttr(eps));
       if (rootType.getElementType() != xfType.getElementType())
         y = CastOp::create(rewriter, loc, rootType, y);
