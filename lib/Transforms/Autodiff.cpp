@@ -5,10 +5,68 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
+
+/// The ONNX node name in `loc` (a NameLoc, possibly inside a fused or call-site location), or "".
+static std::string nodeName(Location loc) {
+  std::string name;
+  loc->walk([&](Location inner) {
+    if (auto named = dyn_cast<NameLoc>(inner)) {
+      name = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
+/// "initializer 'K'" (or "block argument #N") for the first `wrt` value found walking back from the
+/// operands of `op` through the ops that depend on `wrt`: what made the op's input trainable.
+static std::string trainableSource(Operation *op, const llvm::DenseSet<Value> &wrt,
+                                   const llvm::DenseSet<Value> &dependsOnWrt) {
+  SmallVector<Value> worklist(op->getOperands().begin(), op->getOperands().end());
+  llvm::DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    if (!dependsOnWrt.contains(v) || !seen.insert(v).second)
+      continue;
+    if (wrt.contains(v)) {
+      if (auto read = v.getDefiningOp<StateReadOp>()) {
+        auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(read, read.getStateAttr());
+        return "initializer '" + (state ? state.getKey() : read.getState()).str() + "'";
+      }
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return "block argument #" + std::to_string(arg.getArgNumber());
+      return "a trained value";
+    }
+    if (Operation *def = v.getDefiningOp())
+      worklist.append(def->getOperands().begin(), def->getOperands().end());
+  }
+  return "a trained value";
+}
+
+/// The error for an op on the path to the loss without a (working) gradient rule: the node, the op and
+/// the initializer that made its input trainable.
+static InFlightDiagnostic noGradientError(Operation &op, const llvm::DenseSet<Value> &wrt,
+                                          const llvm::DenseSet<Value> &dependsOnWrt) {
+  std::string node = nodeName(op.getLoc());
+  InFlightDiagnostic diag = op.emitError();
+  if (!node.empty())
+    diag << "ONNX node '" << node << "': ";
+  diag << "'" << op.getName() << "'";
+  if (auto binary = dyn_cast<BinaryOp>(op))
+    diag << " " << stringifyBinaryKind(binary.getKind());
+  else if (auto unary = dyn_cast<UnaryOp>(op))
+    diag << " " << stringifyUnaryKind(unary.getKind());
+  diag << " is on the path to the loss but cannot be differentiated; its input is trainable through "
+       << trainableSource(&op, wrt, dependsOnWrt)
+       << " (if that should be a constant, pass the importer --frozen '<name>'; docs/ImportONNX.md)";
+  return diag;
+}
 
 FailureOr<SmallVector<Value>> mlir::ptrain::buildGradients(OpBuilder &builder, Value loss, Value seed,
                                                            ArrayRef<Value> wrt, int64_t *numBuiltOps) {
@@ -41,6 +99,7 @@ FailureOr<SmallVector<Value>> mlir::ptrain::buildGradients(OpBuilder &builder, V
   for (Operation &op : llvm::make_range(block->begin(), end))
     forward.push_back(&op);
   int64_t built = 0;
+  llvm::DenseSet<Value> wrtSet(wrt.begin(), wrt.end());
   for (Operation *opPtr : llvm::reverse(forward)) {
     Operation &op = *opPtr;
     if (!active.contains(&op))
@@ -56,11 +115,11 @@ FailureOr<SmallVector<Value>> mlir::ptrain::buildGradients(OpBuilder &builder, V
       continue;
     auto rule = dyn_cast<GradientOpInterface>(&op);
     if (!rule)
-      return op.emitOpError("is on the path to the loss but has no gradient rule");
+      return noGradientError(op, wrtSet, dependsOnWrt) << ": it has no gradient rule";
     SmallVector<Value> operandGrads;
     size_t sizeBefore = builder.getInsertionBlock()->getOperations().size();
     if (failed(rule.buildGradients(builder, resultGrads, operandGrads)))
-      return failure();
+      return noGradientError(op, wrtSet, dependsOnWrt) << " (the rule's reason is above)";
     built += builder.getInsertionBlock()->getOperations().size() - sizeBefore;
     for (auto [operand, g] : llvm::zip(op.getOperands(), operandGrads))
       if (g && dependsOnWrt.contains(operand))

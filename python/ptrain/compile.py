@@ -215,6 +215,12 @@ def main(argv=None):
     p.add_argument("--import-options", default="",
                    help='more ptrain-translate --import-onnx options, e.g. "--bind batch_size=2,seq_len=8 '
                         '--signature auto" for an export with symbolic dims and extra inputs')
+    p.add_argument("--trainable", default=None, metavar="REGEX",
+                   help="train the initializers whose whole name matches REGEX (POSIX extended), whatever the "
+                        "importer's rule says (ptrain-translate --trainable; docs/ImportONNX.md)")
+    p.add_argument("--frozen", default=None, metavar="REGEX",
+                   help="hold the initializers whose whole name matches REGEX constant: no gradient, no optimizer "
+                        "state (ptrain-translate --frozen; wins over --trainable)")
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"), help="host C++ compiler")
     p.add_argument("--nvcc", default=os.environ.get("NVCC"),
                    help="CUDA compiler for --target cuda (default: $NVCC, nvcc on PATH, /usr/local/cuda/bin/nvcc)")
@@ -279,6 +285,9 @@ def compile_model(args):
         args.import_argv = shlex.split(args.import_options)
     except ValueError as e:  # e.g. an unbalanced quote
         raise CompileError(f"--import-options '{args.import_options}': {e}")
+    for flag in ("trainable", "frozen"):
+        if getattr(args, flag) is not None:
+            args.import_argv.append(f"--{flag}={getattr(args, flag)}")
     out = args.output
     if os.path.lexists(out) and not os.path.isdir(out):
         raise CompileError(f"-o {out}: exists and is not a folder")

@@ -22,13 +22,16 @@ module {
 
 // -----
 
-// An op on the path from a parameter to the loss without a gradient rule.
-ptrain.state @w key "w" kind parameter : tensor<16x8xf32>
+// An op on the path from a parameter to the loss without a gradient rule: the rule's error, then one naming
+// the op and the initializer that made its input trainable (the ONNX node's name too, when the location
+// has one: test/Import/ONNX/initializer-classes.onnxtext).
+ptrain.state @w key "transformer.wte.weight" kind parameter : tensor<16x8xf32>
 func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
   %w = ptrain.state_read @w : tensor<16x8xf32>
   %x = ptrain.embedding %w, %ids : tensor<16x8xf32>, tensor<2x5xi64>
-  // expected-error@+1 {{has no gradient rule for 'pow'}}
-  %y = ptrain.binary pow %x, %x : tensor<2x5x8xf32>, tensor<2x5x8xf32>
+  // expected-error@+2 {{has no gradient rule for 'max'}}
+  // expected-error@+1 {{'ptrain.binary' max is on the path to the loss but cannot be differentiated; its input is trainable through initializer 'transformer.wte.weight' (if that should be a constant, pass the importer --frozen '<name>'; docs/ImportONNX.md) (the rule's reason is above)}}
+  %y = ptrain.binary max %x, %x : tensor<2x5x8xf32>, tensor<2x5x8xf32>
   %wt = ptrain.transpose %w {perm = array<i64: 1, 0>} : tensor<16x8xf32> -> tensor<8x16xf32>
   %logits = ptrain.matmul %y, %wt : tensor<2x5x8xf32>, tensor<8x16xf32>
   return %logits : tensor<2x5x16xf32>

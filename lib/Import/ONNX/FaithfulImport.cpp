@@ -2,7 +2,11 @@
 
 #include "FaithfulImport.h"
 
+#include "ClassifyInitializers.h"
+
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Import/ONNX/Initializers.h"
+#include "ptrain/Interpreter/Tensor.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -152,8 +156,9 @@ namespace {
 /// Builds the faithful module; one instance per import.
 class FaithfulImporter {
 public:
-  FaithfulImporter(const onnx::ModelProto &model, StringRef path, MLIRContext *ctx)
-      : model(model), path(path), ctx(ctx), builder(ctx) {}
+  FaithfulImporter(const onnx::ModelProto &model, StringRef path, MLIRContext *ctx,
+                   const ParameterOverrides &overrides)
+      : model(model), path(path), ctx(ctx), builder(ctx), overrides(overrides) {}
 
   OwningOpRef<ModuleOp> run(StringRef entry);
 
@@ -171,6 +176,10 @@ private:
   FailureOr<Type> valueType(const std::string &name, std::string &why);
   FailureOr<RankedTensorType> convertType(const onnx::TypeProto &type, std::string &why);
   FailureOr<NamedAttribute> convertAttribute(const onnx::AttributeProto &attr, std::string &why);
+  /// The value of an initializer held constant: inline data, or external data (the model's embedded
+  /// weights are external data in the model file itself, EmbeddedWeights.h) read through ONNXInitializers.
+  /// At most kMaxConstantElements elements: constants are inlined into the IR.
+  FailureOr<DenseElementsAttr> constantValue(const onnx::TensorProto &init, std::string *why = nullptr);
   /// The opset the model imports for `domain` ("" and "ai.onnx" are the default domain); 0 when none.
   int64_t opsetFor(const std::string &domain);
 
@@ -178,11 +187,46 @@ private:
   std::string path;
   MLIRContext *ctx;
   OpBuilder builder;
+  const ParameterOverrides &overrides;
   llvm::StringMap<const onnx::TypeProto *> types;
   llvm::StringMap<Value> values;
+  /// The model's initializers, opened on the first constant with external data.
+  std::optional<onnx_data::ONNXInitializers> externalData;
 };
 
 } // namespace
+
+FailureOr<DenseElementsAttr> FaithfulImporter::constantValue(const onnx::TensorProto &init, std::string *why) {
+  constexpr int64_t kMaxConstantElements = int64_t(1) << 22;
+  std::string error;
+  auto fail = [&](std::string message) -> FailureOr<DenseElementsAttr> {
+    if (why)
+      *why = std::move(message);
+    return failure();
+  };
+  int64_t count = 1;
+  for (int64_t d : init.dims())
+    count *= d;
+  if (count > kMaxConstantElements)
+    return fail("it has " + std::to_string(count) + " elements and constants are inlined into the IR (at most " +
+                std::to_string(kMaxConstantElements) + "); frozen weights of that size are not supported yet");
+  if (init.data_location() != onnx::TensorProto::EXTERNAL) {
+    FailureOr<DenseElementsAttr> value = convertTensor(init, ctx, error);
+    if (failed(value))
+      return fail(error);
+    return value;
+  }
+  if (!externalData) {
+    llvm::Expected<onnx_data::ONNXInitializers> opened = onnx_data::ONNXInitializers::open(path);
+    if (!opened)
+      return fail(llvm::toString(opened.takeError()));
+    externalData.emplace(std::move(*opened));
+  }
+  llvm::Expected<interp::Tensor> tensor = externalData->read(init.name());
+  if (!tensor)
+    return fail(llvm::toString(tensor.takeError()));
+  return interp::denseElementsFromTensor(*tensor, ctx);
+}
 
 int64_t FaithfulImporter::opsetFor(const std::string &domain) {
   bool isDefault = domain.empty() || domain == "ai.onnx";
@@ -316,14 +360,27 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
     if (info.has_type())
       types[info.name()] = &info.type();
 
-  // Float initializers are parameters: state symbols keyed by their name. Others are small constants.
+  // Trainable initializers are parameters: state symbols keyed by their name. The others are constants
+  // (ClassifyInitializers.h), each with a remark saying why.
   llvm::StringMap<const onnx::TensorProto *> initializers;
+  for (const onnx::TensorProto &init : graph.initializer())
+    initializers[init.name()] = &init;
+  std::string classifyError;
+  FailureOr<llvm::StringMap<InitializerClass>> classes = classifyInitializers(
+      graph, overrides, [&](const onnx::TensorProto &init) { return constantValue(init); }, classifyError);
+  if (failed(classes)) {
+    emitError(fileLoc()) << classifyError;
+    return nullptr;
+  }
   SmallVector<std::pair<StateOp, const onnx::TensorProto *>> parameters;
   for (const onnx::TensorProto &init : graph.initializer()) {
-    initializers[init.name()] = &init;
-    Type elt = convertElementType(init.data_type(), ctx);
-    if (!elt || !isa<FloatType>(elt))
+    const InitializerClass &c = classes->find(init.name())->second;
+    Location loc = NameLoc::get(builder.getStringAttr(init.name()), fileLoc());
+    if (!c.trainable) {
+      emitRemark(loc) << "initializer '" << init.name() << "' is held constant: " << c.why;
       continue;
+    }
+    Type elt = convertElementType(init.data_type(), ctx);
     SmallVector<int64_t> dims(init.dims().begin(), init.dims().end());
     std::string why;
     if (failed(checkDims(dims, why))) {
@@ -331,8 +388,7 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
       return nullptr;
     }
     auto type = RankedTensorType::get(dims, elt);
-    auto state = StateOp::create(builder, NameLoc::get(builder.getStringAttr(init.name()), fileLoc()), init.name(),
-                                 init.name(), StateKind::Parameter, type);
+    auto state = StateOp::create(builder, loc, init.name(), init.name(), StateKind::Parameter, type);
     parameters.push_back({state, &init});
   }
 
@@ -377,7 +433,7 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
     if (values.count(name))
       continue;
     std::string why;
-    FailureOr<DenseElementsAttr> value = convertTensor(*init, ctx, why);
+    FailureOr<DenseElementsAttr> value = constantValue(*init, &why);
     if (failed(value)) {
       emitError(fileLoc()) << "initializer '" << name.str() << "': " << why;
       return nullptr;
@@ -472,7 +528,8 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
 }
 
 OwningOpRef<ModuleOp> mlir::ptrain::onnx_import::importFaithful(const onnx::ModelProto &model, StringRef path,
-                                                                MLIRContext *context, StringRef entry) {
+                                                                MLIRContext *context, StringRef entry,
+                                                                const ParameterOverrides &overrides) {
   context->loadDialect<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
-  return FaithfulImporter(model, path, context).run(entry);
+  return FaithfulImporter(model, path, context, overrides).run(entry);
 }

@@ -9,6 +9,7 @@
 #include "ModelProtoLoader.h"
 #include "RecognizeGelu.h"
 #include "RecognizeLayerNorm.h"
+#include "RecognizeRmsNorm.h"
 #include "TiedWeights.h"
 #include "TrainingSignature.h"
 
@@ -37,7 +38,12 @@ OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, 
     emitError(FileLineColLoc::get(context, path, 0, 0)) << error;
     return nullptr;
   }
-  OwningOpRef<ModuleOp> module = onnx_import::importFaithful(model, path, context, options.entry);
+  onnx_import::ParameterOverrides overrides{options.trainable, options.frozen};
+  if (std::string error = onnx_import::checkParameterOverrides(overrides); !error.empty()) {
+    emitError(FileLineColLoc::get(context, path, 0, 0)) << error;
+    return nullptr;
+  }
+  OwningOpRef<ModuleOp> module = onnx_import::importFaithful(model, path, context, options.entry, overrides);
   if (!module)
     return nullptr;
   if (!options.constantInputs.empty() &&
@@ -66,6 +72,7 @@ LogicalResult mlir::ptrain::legalizeONNX(ModuleOp module) {
   RewritePatternSet patterns(module.getContext());
   onnx_import::populateRecognizeGeluPatterns(patterns);
   onnx_import::populateRecognizeLayerNormPatterns(patterns);
+  onnx_import::populateRecognizeRmsNormPatterns(patterns);
   // Folding is off so that constants stay where the exporter put them; dead expansion ops are removed.
   return applyPatternsGreedily(module, std::move(patterns), GreedyRewriteConfig().enableFolding(false));
 }
@@ -86,17 +93,34 @@ static llvm::cl::opt<std::string> constantInputOption(
 
 static llvm::cl::opt<std::string> signatureOption(
     "signature",
-    llvm::cl::desc("import for training: roles of graph inputs and outputs (tokens, logits, labels, "
-                   "position_ids, padding_mask, causal_mask, token_type_ids, empty) as role=onnx_name,...; "
-                   "'auto' infers all of them. Generated inputs become constants, empty ones zero-size "
-                   "constants; the function keeps the token input and the logits output"),
-    llvm::cl::value_desc("role=name,...|auto"), llvm::cl::cat(importCategory));
+    llvm::cl::desc("import for training: the roles (tokens, logits, labels, position_ids, padding_mask, "
+                   "causal_mask, token_type_ids, empty) of graph inputs and outputs as onnx_name=role,...; "
+                   "'auto' infers all of them, and roles not given are inferred. Generated inputs become "
+                   "constants, empty ones zero-size constants; the function keeps the token input and the "
+                   "logits output"),
+    llvm::cl::value_desc("onnx_name=role,...|auto"), llvm::cl::cat(importCategory));
+
+static llvm::cl::opt<std::string> trainableOption(
+    "trainable",
+    llvm::cl::desc("train the initializers whose whole name matches this POSIX extended regular expression, "
+                   "whatever the importer's rule says (docs/ImportONNX.md, 'Parameters and constants'); "
+                   "an error when it matches none or an integer initializer"),
+    llvm::cl::value_desc("regex"), llvm::cl::cat(importCategory));
+
+static llvm::cl::opt<std::string> frozenOption(
+    "frozen",
+    llvm::cl::desc("hold the initializers whose whole name matches this POSIX extended regular expression "
+                   "constant (no gradient, no optimizer state); wins over --trainable; an error when it "
+                   "matches none"),
+    llvm::cl::value_desc("regex"), llvm::cl::cat(importCategory));
 
 /// Reads the main buffer of `sourceMgr` as an ONNX model; the buffer's name is the file path.
 static OwningOpRef<Operation *> translateImport(llvm::SourceMgr &sourceMgr, MLIRContext *context, bool legalize) {
   const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
   ImportONNXOptions options;
   options.legalize = legalize;
+  options.trainable = trainableOption;
+  options.frozen = frozenOption;
   Location fileLoc = FileLineColLoc::get(context, buffer->getBufferIdentifier(), 0, 0);
   if (std::string error = onnx_import::parseBindings(bindOption, options.bindings); !error.empty()) {
     emitError(fileLoc) << error;

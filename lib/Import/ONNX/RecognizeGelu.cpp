@@ -11,36 +11,15 @@
 
 #include "RecognizeGelu.h"
 
-#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "RecognizeMatchers.h"
 
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
-#include <array>
 #include <cmath>
 
 using namespace mlir;
 using namespace mlir::ptrain;
-
-/// True when `v` is a constant splat (any shape) equal to `expected` within a relative 1e-6.
-static bool isSplatConstant(Value v, double expected) {
-  DenseFPElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
-    return false;
-  double value = attr.getSplatValue<APFloat>().convertToDouble();
-  return std::abs(value - expected) <= 1e-6 * std::abs(expected);
-}
-
-static BinaryOp binaryOf(Value v, BinaryKind kind) {
-  auto op = v.getDefiningOp<BinaryOp>();
-  return op && op.getKind() == kind ? op : BinaryOp();
-}
-
-/// The operands of `op` in both orders, for matching commutative binaries.
-static std::array<std::pair<Value, Value>, 2> bothOrders(BinaryOp op) {
-  return {std::pair{op.getLhs(), op.getRhs()}, std::pair{op.getRhs(), op.getLhs()}};
-}
+using namespace mlir::ptrain::onnx_import;
 
 /// If `v` is erf's argument x / sqrt(2) or x * (1 / sqrt(2)), returns x.
 static Value matchErfArgument(Value v) {

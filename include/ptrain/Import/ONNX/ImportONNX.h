@@ -36,6 +36,10 @@ struct ImportONNXOptions {
   /// The training signature given on the command line (`--signature input_ids=tokens,logits=logits`), as
   /// ONNX name -> role; roles not given are inferred (lib/Import/ONNX/TrainingSignature.h).
   std::map<std::string, std::string> signature;
+  /// `--trainable REGEX` and `--frozen REGEX`: POSIX extended regular expressions matched against whole
+  /// initializer names, overriding which initializers are parameters (docs/ImportONNX.md, "Parameters and
+  /// constants"; lib/Import/ONNX/ClassifyInitializers.h). Empty when not given.
+  std::string trainable, frozen;
   /// Apply the training signature: generated inputs become constants, empty ones zero-size constants, and
   /// the function keeps only the token input and the logits output (see TrainingSignature.h).
   bool applySignature = false;

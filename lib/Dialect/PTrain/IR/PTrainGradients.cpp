@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 
 #include <cmath>
 
@@ -28,6 +29,13 @@ static Value sumTo(OpBuilder &b, Location loc, Value grad, Type type) {
 static Value scalar(OpBuilder &b, Location loc, Type elt, double value) {
   auto type = RankedTensorType::get({}, elt);
   return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elt, value)));
+}
+
+/// True when `v` is a float constant whose every element is `expected`.
+static bool isSplatConstant(Value v, double expected) {
+  DenseFPElementsAttr attr;
+  return matchPattern(v, m_Constant(&attr)) && attr.isSplat() &&
+         attr.getSplatValue<APFloat>().convertToDouble() == expected;
 }
 
 static Value binary(OpBuilder &b, Location loc, BinaryKind kind, Value lhs, Value rhs) {
@@ -86,10 +94,32 @@ LogicalResult BinaryOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads
     dr = UnaryOp::create(b, loc, UnaryKind::Neg, binary(b, loc, BinaryKind::Mul, dy, quotient));
     break;
   }
+  case BinaryKind::Pow: {
+    // d(a^p)/da = p a^(p-1): for p = 2 that is 2a (no pow built), for p = 1 it is 1. d(a^p)/dp = a^p ln(a)
+    // (real for a > 0), built only when p is not a constant: the exporters' exponents are constants.
+    Type elt = getResult().getType().getElementType();
+    if (isSplatConstant(rhs, 2.0)) {
+      dl = binary(b, loc, BinaryKind::Mul, dy, binary(b, loc, BinaryKind::Mul, lhs, scalar(b, loc, elt, 2.0)));
+    } else if (isSplatConstant(rhs, 1.0)) {
+      dl = dy;
+    } else {
+      Value lower = binary(b, loc, BinaryKind::Pow, lhs, binary(b, loc, BinaryKind::Sub, rhs, scalar(b, loc, elt, 1.0)));
+      dl = binary(b, loc, BinaryKind::Mul, dy, binary(b, loc, BinaryKind::Mul, rhs, lower));
+    }
+    if (!matchPattern(rhs, m_Constant())) {
+      Value logBase = UnaryOp::create(b, loc, UnaryKind::Log, lhs);
+      dr = binary(b, loc, BinaryKind::Mul, dy, binary(b, loc, BinaryKind::Mul, getResult(), logBase));
+    }
+    break;
+  }
   default:
     return emitOpError() << "has no gradient rule for '" << stringifyBinaryKind(getKind()) << "'";
   }
   operandGrads.push_back(sumTo(b, loc, dl, lhs.getType()));
+  if (!dr) {
+    operandGrads.push_back(nullptr);
+    return success();
+  }
   operandGrads.push_back(sumTo(b, loc, dr, rhs.getType()));
   return success();
 }

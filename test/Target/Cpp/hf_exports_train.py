@@ -1,0 +1,93 @@
+"""Exports ptrain did not write train (CTest `codegen-cpu-hf-exports-train`, issue 21).
+
+The dynamo exporter's GPT-2 with the exporter's default optimization (test/Import/ONNX/opset18+/hf/gpt2-folded.onnx)
+and its LLaMA exports, unoptimized and optimized (llama.onnx, llama-folded.onnx), hold their constants (GELU's
+0.5 and 0.044715, the exponent 2, RMSNorm's epsilon, the attention mask, the rotary tables) as initializers.
+The TorchScript exporter of Debian's torch 1.13 at opset 14 (test/Import/ONNX/Inputs/exports/gpt-opset14.onnx,
+python/ptrain/export_gpt_opset14.py: the bundled GPT, vocabulary 256) decomposes LayerNorm and GELU.
+For each:
+1. ptrain-compile at pp=2 with 2 micro-batches and `--signature auto` succeeds; every initializer the importer
+   reports as held constant (`remark: initializer 'X' is held constant: ...`) has no state in plan.json (no
+   parameter, gradient or optimizer moment), and, for the dynamo exports, at least one float initializer is
+   reported (the opset-14 export keeps its scalars in Constant nodes);
+2. the recognizers fired: the forward graph has ptrain.gelu / ptrain.layer_norm (GPT-2) or ptrain.rms_norm
+   (LLaMA) and no ptrain.binary pow;
+3. ptrain-run trains 20 AdamW steps (lr 3e-3, no warm-up) on 2 ranks over byte-level text (data.py's corpus
+   of the Python standard library; its bytes >= 128 dropped for the dynamo exports, whose vocabulary is 128):
+   the mean training loss of the last 5 steps is below that of the first 5, and the final validation loss is below the first.
+Usage: hf_exports_train.py <build-dir> <source-dir> <scratch-dir>
+"""
+
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+
+HF = ("Import", "ONNX", "opset18+", "hf")
+# name -> (folder under test/, ops the recognizers must have made, the vocabulary is bytes < 128)
+FIXTURES = {"gpt2-folded": (HF, ("ptrain.gelu", "ptrain.layer_norm"), True),
+            "llama": (HF, ("ptrain.rms_norm",), True),
+            "llama-folded": (HF, ("ptrain.rms_norm",), True),
+            "gpt-opset14": (("Import", "ONNX", "Inputs", "exports"), ("ptrain.gelu", "ptrain.layer_norm"), False)}
+STEPS = 20
+
+
+def ascii_corpus(data, out):
+    """`data`'s train.bin and val.bin without their bytes >= 128, in `out`."""
+    os.makedirs(out, exist_ok=True)
+    for name in ("train.bin", "val.bin"):
+        with open(os.path.join(data, name), "rb") as f:
+            kept = bytes(b for b in f.read() if b < 128)
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(kept)
+    return out
+
+
+def main():
+    build, source, work, bin_dir, _ = e2e.setup(sys.argv)
+    full = e2e.corpus(source, work, max_bytes=200000)
+    ascii = ascii_corpus(full, os.path.join(work, "ascii"))
+    for name, (folder, ops, small_vocab) in FIXTURES.items():
+        model = os.path.join(source, "test", *folder, name + ".onnx")
+        data = ascii if small_vocab else full
+        out = os.path.join(work, name)
+        rc, log = e2e.run([os.path.join(bin_dir, "ptrain-compile"), model, "--pp", "2", "--micro-batches", "2",
+                           "--lr", "3e-3", "--warmup-steps", "0", "--import-options", "--signature auto", "-o", out])
+        e2e.check(rc == 0, f"{name}: ptrain-compile --pp 2" + ("" if rc == 0 else ":\n" + log[-3000:]))
+        if rc != 0:
+            continue
+        rc, remarks = e2e.run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", model, "--signature", "auto",
+                               "-o", os.devnull])
+        constants = set(re.findall(r"remark: initializer '([^']+)' is held constant", remarks))
+        with open(os.path.join(out, "plan.json")) as f:
+            keys = {s["key"].split("/")[0] for s in json.load(f)["states"]}
+        floats = constants - set(re.findall(
+            r"initializer '([^']+)' is held constant: (?:an integer|a boolean) tensor", remarks))
+        e2e.check((floats or folder != HF) and not constants & keys,
+                  f"{name}: {len(constants)} initializers held constant ({len(floats)} floats), none a state in plan.json"
+                  + ("" if not constants & keys else f" (but {sorted(constants & keys)})"))
+        with open(os.path.join(out, "forward.mlir")) as f:
+            forward = f.read()
+        for op in ops:
+            e2e.check(op + " " in forward, f"{name}: the forward graph has {op}")
+        e2e.check("ptrain.binary pow" not in forward, f"{name}: no ptrain.binary pow left")
+        losses = os.path.join(work, name + "-losses.json")
+        rc, log = e2e.run([os.path.join(bin_dir, "ptrain-run"), out, "--data", data, "--steps", str(STEPS),
+                           "--val-every", str(STEPS), "--no-plots", "--log", losses], timeout=300)
+        e2e.check(rc == 0, f"{name}: ptrain-run --steps {STEPS}" + ("" if rc == 0 else ":\n" + log[-3000:]))
+        if rc != 0:
+            continue
+        with open(losses) as f:
+            result = json.load(f)
+        train, val = result["train_loss"], result["val_loss"]
+        first, last = sum(train[:5]) / 5, sum(train[-5:]) / 5
+        e2e.check(last < first, f"{name}: mean train loss of steps 1-5 {first:.4f} -> 16-20 {last:.4f}")
+        e2e.check(val[-1][1] < val[0][1], f"{name}: val loss {val[0][1]:.4f} -> {val[-1][1]:.4f}")
+    e2e.finish()
+
+
+if __name__ == "__main__":
+    main()
