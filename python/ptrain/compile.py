@@ -580,9 +580,9 @@ def write_phases(out):
     with open(os.path.join(out, "phases.json"), "w") as f:
         json.dump({"phases": PHASES}, f, indent=2)
         f.write("\n")
-    print("ptrain-compile phases            wall s   peak RSS MiB")
+    print(f"{'ptrain-compile phases':<40}  wall s   peak RSS MiB")
     for p in PHASES:
-        print(f"  {p['phase']:<30}{p['wall_s']:>8.2f}{p['peak_rss_bytes'] / (1 << 20):>15.1f}")
+        print(f"  {p['phase']:<38}{p['wall_s']:>8.2f}{p['peak_rss_bytes'] / (1 << 20):>15.1f}")
 
 
 def write_plan(out, lib, plan):

@@ -33,6 +33,7 @@
 #include "OpGeometry.h"
 #include "PipelineDriver.h"
 #include "RuntimeCallTable.h"
+#include "StateStorage.h"
 
 #include "ptrain/Analysis/GemmFusion.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
@@ -1137,39 +1138,7 @@ LogicalResult CppEmitter::emitStorageAllocation(bool pipeline, ArrayRef<Function
                 "--emit-cpp-constants=FILE (FILE lies beside libstep.so)";
     fileName = llvm::sys::path::filename(options.constantsFile).str();
   }
-  const char *alloc = getRuntimeCallInfo(RuntimeCall::ptrain_alloc).name;
-  const char *release = getRuntimeCallInfo(RuntimeCall::ptrain_free).name;
-  s << "//===--- Storage: allocated per rank by ptrain_step_init, freed by ptrain_step_finalize ---===//\n\n"
-       "/// A heap block of the storage and its size.\n"
-       "struct StorageBlock {\n  void *ptr;\n  int64_t bytes;\n};\n"
-       "std::vector<StorageBlock> storage_blocks;\n"
-       "/// The storage allocated: "
-    << (pipeline ? "of pipeline stage S on its ranks (S >= 0)" : "of the whole module (-1)")
-    << "; -2 none (before ptrain_step_init).\n"
-       "int32_t storage_stage = -2;\n"
-       "/// The bytes allocated by kind (ptrain_step_storage_bytes).\n"
-       "int64_t storage_state_bytes = 0, storage_arena_bytes = 0, storage_constant_bytes = 0;\n\n"
-       "template <typename T> ptrain_status_t allocateBlock(T *&out, int64_t bytes, int64_t &total) {\n"
-       "  void *p = nullptr;\n"
-       "  PTRAIN_STEP_CALL("
-    << alloc
-    << "(bytes, &p));\n"
-       "  storage_blocks.push_back({p, bytes});\n"
-       "  total += bytes;\n"
-       "  out = static_cast<T *>(p);\n"
-       "  return PTRAIN_OK;\n"
-       "}\n\n"
-       "/// Frees every block (the pointers into them are dangling until the next ptrain_step_init).\n"
-       "ptrain_status_t releaseStorage() {\n"
-       "  for (const StorageBlock &b : storage_blocks)\n"
-       "    PTRAIN_STEP_CALL("
-    << release
-    << "(b.ptr, b.bytes));\n"
-       "  storage_blocks.clear();\n"
-       "  storage_stage = -2;\n"
-       "  storage_state_bytes = storage_arena_bytes = storage_constant_bytes = 0;\n"
-       "  return PTRAIN_OK;\n"
-       "}\n\n";
+  emitStorageBlocks(s, {"storage_state_bytes", "storage_arena_bytes", "storage_constant_bytes"});
   // The units: each stage of a pipeline (its ranks allocate only its storage) or the whole module.
   std::set<int64_t> units;
   if (pipeline) {
@@ -1194,22 +1163,17 @@ LogicalResult CppEmitter::emitStorageAllocation(bool pipeline, ArrayRef<Function
       list.insert(unstaged.begin(), unstaged.end());
     }
     int64_t stateBytes = 0, calleeArena = 0, arenaBytes = 0, constantBytes = 0;
-    std::string body;
     for (StateOp state : list) {
-      const StateInfo &info = states[state.getSymNameAttr()];
       RankedTensorType type = state.getTensorType();
-      int64_t bytes = numElements(type.getShape()) * elementBytes(type.getElementType());
-      stateBytes += bytes;
-      body += "  PTRAIN_STEP_CALL(allocateBlock(" + info.var + ", " + std::to_string(bytes) +
-              ", storage_state_bytes));\n  kStates[" + std::to_string(info.index) + "].data = " + info.var + ";\n";
-      if (unit >= 0) {
-        auto it = stageStates.find(unit);
-        if (it != stageStates.end())
-          if (auto pos = llvm::find(it->second, state); pos != it->second.end())
-            body += "  kStage" + std::to_string(unit) + "States[" +
-                    std::to_string(std::distance(it->second.begin(), pos)) + "].data = " + info.var + ";\n";
-      }
+      stateBytes += numElements(type.getShape()) * elementBytes(type.getElementType());
     }
+    ArrayRef<StateOp> stageList;
+    if (auto it = stageStates.find(unit); unit >= 0 && it != stageStates.end())
+      stageList = it->second.getArrayRef();
+    std::string body = stateAllocations(
+        list.getArrayRef(), [&](StateOp st) { return states[st.getSymNameAttr()].var; },
+        [&](StateOp st) { return states[st.getSymNameAttr()].index; },
+        unit >= 0 ? "kStage" + std::to_string(unit) + "States" : std::string(), stageList, "storage_state_bytes");
     for (const FunctionArena &a : arenas) {
       if (!inUnit(a.stage, unit))
         continue;
