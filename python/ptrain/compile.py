@@ -32,13 +32,15 @@ runs, writing every intermediate into out/:
         --vocab-parallel [--vocab-multiple K]: "tp=T vocab-parallel=true [vocab-multiple=K]" (the embedding, LM
         head and cross-entropy split over the vocabulary, padded to a multiple of T K)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
+      (with --emit-cpp-constants=out/step.consts.bin: the large constants that are not generated at init)
     c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
-      (plus the build's step_flags.json: -fsanitize=... in a PTRAIN_SANITIZE build, docs/Testing.md)
+      (plus the build's step_flags.json: -fsanitize=... in a PTRAIN_SANITIZE build, docs/Sanitizers.md)
     with --target cuda (single- and multi-rank steps over NCCL, pipeline codecs; docs/CodegenCuda.md) instead:
       ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu
       nvcc -std=c++17 -O2 -shared sm_80 + sm_90 step.cu -lptrain_runtime_cuda -lcublas -lcudart -> out/libstep.so
     out/memory_plan.json (a pipeline step): --ptrain-memory-plan's plan per rank (states, stash, temporaries;
                    with --report also added to the report beside the critical-path model's peak)
+    out/phases.json (and a table on stdout): each phase's wall time and its tool's peak RSS
     out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys, the policy, its
                    options and cluster, and the codec states (residuals, warm-start Q) the policy added;
                    the same facts (without the paths) and their SHA-256 fingerprint are embedded in libstep.so
@@ -61,6 +63,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -71,8 +74,23 @@ class CompileError(Exception):
     pass
 
 
+# Every phase of this run: (what, wall seconds, the tool's peak RSS in bytes), in order (out/phases.json).
+PHASES = []
+
+
 def run(cmd, what):
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """Runs one phase's tool; records its wall time and peak RSS (os.wait4's ru_maxrss, the child alone)."""
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        child = subprocess.Popen(cmd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        proc = subprocess.CompletedProcess(cmd, child.returncode, out.read().decode(errors="replace"),
+                                           err.read().decode(errors="replace"))
+    PHASES.append({"phase": what, "wall_s": round(time.monotonic() - started, 3),
+                   "peak_rss_bytes": usage.ru_maxrss * 1024})  # Linux: KiB
     if proc.returncode != 0:
         raise CompileError(
             f"{what} failed (exit {proc.returncode}): {' '.join(shlex.quote(c) for c in cmd)}\n"
@@ -304,6 +322,7 @@ def compile_model(args):
     started = time.time()
     try:
         write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_dir)
+        write_phases(out)
     except BaseException:
         remove_outputs(out)
         if created and not os.listdir(out):
@@ -364,7 +383,8 @@ def check_linear_ae_options(args):
                            f"(a boundary of the {args.pp * args.virtual_stages} stages must remain)")
 
 
-OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.cu", "libstep.so", "plan.json", "memory_plan.json")
+OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.consts.bin", "step.cu", "libstep.so", "plan.json",
+           "memory_plan.json", "phases.json")
 
 # The GPU architectures of --target cuda (docs/CodegenCuda.md): A100 and H100/H200.
 CUDA_ARCHS = ("80", "90")
@@ -502,7 +522,9 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cuda", step, "-o", source], "CUDA emission")
         build_cuda_library(args, source, lib, runtime_dir, include_dir)
     else:
-        run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", step, "-o", cpp], "C++ emission")
+        # The large constants that are not generated are read at init from step.consts.bin beside libstep.so.
+        run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", step, "-o", cpp,
+             f"--emit-cpp-constants={os.path.join(out, 'step.consts.bin')}"], "C++ emission")
         run([args.cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", *step_flags(runtime_dir),
              f"-I{include_dir}", cpp,
              "-o", lib, f"-L{runtime_dir}", "-lptrain_runtime", f"-Wl,-rpath,{runtime_dir}", "-Wl,--no-undefined"],
@@ -520,6 +542,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         if args.target == "cuda":
             plan["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
             plan["cuda_state_bytes"] = cuda_state_bytes(os.path.join(out, "step.cu"))
+        else:  # the large constants libstep.so reads at init from beside itself (docs/CodegenCpu.md, "Constants")
+            plan["constants_file"] = "step.consts.bin"
         plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
         plan.update(describe_pipeline(plain, step))
         if args.vocab_parallel:
@@ -539,6 +563,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
                              "init": "ptrain_step_init", "save": "ptrain_step_save", "load": "ptrain_step_load"}}
     if args.target == "cuda":
         plan["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
+    else:
+        plan["constants_file"] = "step.consts.bin"
     plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
     plan.update(describe(plain, step))
     write_plan(out, lib, plan)
@@ -575,6 +601,16 @@ def add_memory_plan_to_report(report_path, memory_plan_path):
     with open(report_path, "w") as f:
         json.dump(report, f, indent=2)
         f.write("\n")
+
+
+def write_phases(out):
+    """out/phases.json and a table on stdout: each phase's wall time and its tool's peak RSS (issue 23, item 4)."""
+    with open(os.path.join(out, "phases.json"), "w") as f:
+        json.dump({"phases": PHASES}, f, indent=2)
+        f.write("\n")
+    print(f"{'ptrain-compile phases':<40}  wall s   peak RSS MiB")
+    for p in PHASES:
+        print(f"  {p['phase']:<38}{p['wall_s']:>8.2f}{p['peak_rss_bytes'] / (1 << 20):>15.1f}")
 
 
 def write_plan(out, lib, plan):

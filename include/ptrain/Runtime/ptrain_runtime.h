@@ -322,6 +322,24 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   out[offsets + i] = x[i] for i < x_dims; the rest of out is untouched
 //   (pad = zero_bytes + insert_slice; concat = one insert per input).
 //
+// --- A step's storage and generated constants (docs/CodegenCpu.md, "Storage") ---
+// ptrain_alloc(num_bytes, out_ptr)            *out_ptr = num_bytes of zeroed memory, 64-byte aligned (an
+//   anonymous mapping from 64 KiB on: resident only where written); OUT_OF_MEMORY when refused. 0 bytes
+//   gives a valid pointer. A step's states, arenas and constants, allocated by ptrain_step_init.
+// ptrain_free(ptr, num_bytes)                 frees what ptrain_alloc(num_bytes) returned (NULL: nothing).
+// ptrain_allocated_bytes(out_bytes)           the bytes ptrain_alloc holds now in this process (requested
+//   sizes, no rounding): the counter the memory plan is checked against.
+// ptrain_read_beside(anchor, file_name, offset, num_bytes, out)
+//   reads num_bytes at byte offset of the file file_name in the directory of the shared object that contains
+//   the address anchor (dladdr): a step's constant file beside its libstep.so. INVALID_ARGUMENT naming the
+//   path when it is missing or short.
+// ptrain_fill_elements(out, count, elem_bytes, value)   out[i] = *value, elem_bytes in {1, 2, 4, 8}
+// ptrain_causal_mask(out, elem_bytes, batch, rows, cols, diagonal, keep, masked)
+//   out[b][i][j] = j - i <= diagonal ? *keep : *masked over [batch, rows, cols] (the autoregressive mask of
+//   Vaswani et al. 2017, sec. 3.2.3; torch.tril(ones, diagonal)).
+// ptrain_iota_i64(out, count, period, start, step)      out[i] = start + (i % period) * step (position ids,
+//   period > 0; a [batch, seq] table repeats every seq elements).
+//
 // --- GEMM (cpu: cblas_sgemm, one call per batch entry) ---
 // ptrain_gemm_f32(trans_a, trans_b, batch, m, n, k, alpha, a, stride_a, b,
 //                 stride_b, beta, c, stride_c)

@@ -79,7 +79,7 @@ void mlir::ptrain::cpp::emitTPStateInit(ArrayRef<TPSlice> slices, llvm::raw_ostr
         "/// A parameter --ptrain-shard-tp sliced: dimension `dim` of the ONNX initializer (global_dims) is\n"
         "/// viewed as groups x parts x chunk; the rank with coordinate c on grid axis `axis` holds [:, c, :].\n"
         "struct TPSlice {\n"
-        "  void *local;\n"
+        "  float **local; ///< the state's storage (f32), allocated by ptrain_step_init\n"
         "  const int64_t *local_dims;\n"
         "  const int64_t *global_dims;\n"
         "  int64_t global_count;\n"
@@ -100,7 +100,7 @@ void mlir::ptrain::cpp::emitTPStateInit(ArrayRef<TPSlice> slices, llvm::raw_ostr
   }
   os << "const TPSlice kTPSlices[] = {\n";
   for (auto [i, s] : llvm::enumerate(slices))
-    os << "    {" << s.var << ", " << s.var << "_dims, tp_slice_" << i << "_global, " << numElements(s.global) << ", "
+    os << "    {&" << s.var << ", " << s.var << "_dims, tp_slice_" << i << "_global, " << numElements(s.global) << ", "
        << s.global.size() << ", " << s.dim << ", " << s.groups << ", " << s.axis << ", " << s.parts << ", " << s.padded
        << "},\n";
   os << "};\nconstexpr int64_t kNumTPSlices = " << slices.size() << ";\n\n";
@@ -116,7 +116,7 @@ void mlir::ptrain::cpp::emitTPStateInit(ArrayRef<TPSlice> slices, llvm::raw_ostr
         "  std::vector<std::vector<float>> globals(kNumTPSlices);\n"
         "  for (ptrain_state_desc_t &d : descs)\n"
         "    for (int64_t j = 0; j < kNumTPSlices; ++j)\n"
-        "      if (d.data == kTPSlices[j].local) {\n"
+        "      if (d.data == *kTPSlices[j].local) {\n"
         "        globals[j].resize(kTPSlices[j].global_count);\n"
         "        d.data = globals[j].data();\n"
         "        d.dims = kTPSlices[j].global_dims;\n"
@@ -142,7 +142,7 @@ void mlir::ptrain::cpp::emitTPStateInit(ArrayRef<TPSlice> slices, llvm::raw_ostr
         "      const int64_t valid = begin >= real ? 0 : (real - begin < chunk ? real - begin : chunk);\n"
         "      PTRAIN_STEP_CALL("
      << zero
-     << "(s.local, s.global_count / real * chunk * 4));\n"
+     << "(*s.local, s.global_count / real * chunk * 4));\n"
         "      if (valid == 0)\n"
         "        continue;\n"
         "      offsets[s.dim] = begin;\n"
@@ -153,7 +153,7 @@ void mlir::ptrain::cpp::emitTPStateInit(ArrayRef<TPSlice> slices, llvm::raw_ostr
      << "(globals[j].data(), 4, s.rank, s.global_dims, offsets, piece_dims, piece.data()));\n"
         "      PTRAIN_STEP_CALL("
      << insert
-     << "(piece.data(), 4, s.rank, piece_dims, at, s.local_dims, s.local));\n"
+     << "(piece.data(), 4, s.rank, piece_dims, at, s.local_dims, *s.local));\n"
         "      continue;\n"
         "    }\n"
         "    std::vector<float> piece(s.groups > 1 ? s.global_count / (s.groups * s.parts) : 0);\n"
@@ -162,7 +162,7 @@ void mlir::ptrain::cpp::emitTPStateInit(ArrayRef<TPSlice> slices, llvm::raw_ostr
         "      if (s.groups == 1) {\n"
         "        PTRAIN_STEP_CALL("
      << slice
-     << "(globals[j].data(), 4, s.rank, s.global_dims, offsets, piece_dims, s.local));\n"
+     << "(globals[j].data(), 4, s.rank, s.global_dims, offsets, piece_dims, *s.local));\n"
         "        continue;\n"
         "      }\n"
         "      PTRAIN_STEP_CALL("
@@ -171,7 +171,7 @@ void mlir::ptrain::cpp::emitTPStateInit(ArrayRef<TPSlice> slices, llvm::raw_ostr
         "      at[s.dim] = g * chunk;\n"
         "      PTRAIN_STEP_CALL("
      << insert
-     << "(piece.data(), 4, s.rank, piece_dims, at, s.local_dims, s.local));\n"
+     << "(piece.data(), 4, s.rank, piece_dims, at, s.local_dims, *s.local));\n"
         "    }\n"
         "  }\n"
         "  return PTRAIN_OK;\n"

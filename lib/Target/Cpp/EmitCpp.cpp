@@ -19,6 +19,7 @@
 #include "ptrain/Target/Cpp/EmitCpp.h"
 
 #include "CommGroups.h"
+#include "ConstantForm.h"
 #include "CppTypes.h"
 #include "EmitCodecs.h"
 #include "EmitCollectives.h"
@@ -32,6 +33,7 @@
 #include "OpGeometry.h"
 #include "PipelineDriver.h"
 #include "RuntimeCallTable.h"
+#include "StateStorage.h"
 
 #include "ptrain/Analysis/GemmFusion.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
@@ -50,6 +52,9 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cctype>
@@ -114,12 +119,37 @@ int64_t elemBytes(Value v) { return elementBytes(tensorOf(v).getElementType()); 
 struct StateInfo {
   StateOp op;
   int64_t index;   ///< position in the state table
-  std::string var; ///< the static storage
+  std::string var; ///< the pointer to its heap block (allocated by ptrain_step_init)
+};
+
+/// A large constant that is neither a splat nor generated (ConstantForm::File): its bytes at `offset` of the
+/// module's constant file, read at init into the heap block `var` by the ranks whose functions use it.
+struct FileConstant {
+  std::string var, type;
+  int64_t offset = 0, bytes = 0;
+  std::optional<int64_t> stage; ///< the stage of its function (ptrain.stage); none: every rank
+  Location loc;
+};
+
+/// One function's arena: its own (a function that calls others, `name`) or its share of the callees'
+/// ptrain_arena (`name` empty).
+struct FunctionArena {
+  std::string name;
+  int64_t bytes;
+  std::optional<int64_t> stage; ///< its ptrain.stage; none: every rank's
+};
+
+/// The module's constant file (step.consts.bin): the bytes of every FileConstant, each at a 64-byte offset.
+struct ConstantFile {
+  std::string bytes;
+  std::vector<FileConstant> constants;
 };
 
 /// Where a function's SSA value lives.
 struct Storage {
-  enum Kind { Argument, State, Constant, Arena, Alias } kind = Arena;
+  /// Constant: a literal array (at most kLiteralElements) or a FileConstant; Virtual: a splat only written to
+  /// states, which their writes fill, with no memory of its own.
+  enum Kind { Argument, State, Constant, Arena, Alias, Virtual } kind = Arena;
   Value root;             ///< Alias: the value whose memory this is
   int64_t buffer = -1;    ///< Arena: index into the plan
   bool isConst = false;   ///< argument or constant: read-only memory
@@ -128,14 +158,20 @@ struct Storage {
 
 class CppEmitter {
 public:
-  explicit CppEmitter(ModuleOp module) : module(module) {}
+  CppEmitter(ModuleOp module, const EmitCppOptions &options) : module(module), options(options) {}
   LogicalResult emit(raw_ostream &os);
+  /// The constant file of the emitted module (written by emitCpp to options.constantsFile).
+  const ConstantFile &getConstantFile() const { return constantFile; }
 
 private:
   LogicalResult collectStates();
+  /// The heap storage of each rank (states, arenas, file constants) and its allocation and release.
+  LogicalResult emitStorageAllocation(bool pipeline, ArrayRef<FunctionArena> arenas,
+                                      const llvm::SetVector<StateOp> &unstaged, raw_ostream &s);
   LogicalResult emitFunction(func::FuncOp func, std::string &code, int64_t &arenaBytes);
 
   ModuleOp module;
+  const EmitCppOptions &options;
   llvm::DenseMap<StringAttr, StateInfo> states;
   SmallVector<StateOp> stateOrder;
   /// Pipeline modules: the states each stage's functions (attribute ptrain.stage) use, in table order.
@@ -144,6 +180,7 @@ private:
   CodecSites sites; ///< codec telemetry (EmitTelemetry.h)
   std::string constants; ///< static constant arrays of every function
   int64_t numConstants = 0;
+  ConstantFile constantFile;
 };
 
 LogicalResult CppEmitter::collectStates() {
@@ -167,9 +204,10 @@ LogicalResult CppEmitter::collectStates() {
 class FunctionEmitter final : public CallWriter {
 public:
   FunctionEmitter(func::FuncOp func, llvm::DenseMap<StringAttr, StateInfo> &states, CommGroups &comms,
-                  const CodecSites &sites, std::string &constants, int64_t &numConstants, std::string arena)
+                  const CodecSites &sites, std::string &constants, int64_t &numConstants, ConstantFile &file,
+                  std::string arena)
       : func(func), states(states), comms(comms), sites(sites), constants(constants), numConstants(numConstants),
-        arena(std::move(arena)) {}
+        file(file), arena(std::move(arena)) {}
 
   LogicalResult run(std::string &code, int64_t &arenaBytes);
 
@@ -180,6 +218,9 @@ private:
   int64_t scratch(int64_t bytes);
   LogicalResult emitOp(Operation *op);
   LogicalResult emitConstant(arith::ConstantOp op);
+  /// Writes the generated constant `v` (a large splat, causal mask or iota) into `out` (its arena buffer, or
+  /// the state a Virtual splat is written to).
+  LogicalResult generateConstant(Value v, const std::string &out);
 
   // Helpers writing into `body`.
   std::string ptr(Value v) const override { return storage.lookup(v).name; }
@@ -202,7 +243,13 @@ private:
   const CodecSites &sites;
   std::string &constants;
   int64_t &numConstants;
+  ConstantFile &file;
   std::string arena; ///< the C array this function's buffers live in
+  /// The form of every constant (ConstantForm.h), and the op index where a generated one is first used: its
+  /// arena buffer is live from there and filled just before that op.
+  llvm::DenseMap<Value, ConstantForm> forms;
+  llvm::DenseMap<Value, int64_t> firstUse;
+  int64_t fillCount = 0; ///< names of the fill values in the current pass
 
   SmallVector<Operation *> ops;
   std::optional<GemmFusion> gemms; ///< transposes and batch sums read by GEMMs (GemmFusion.h)
@@ -386,9 +433,28 @@ void FunctionEmitter::planStorage() {
     for (Value result : op->getResults()) {
       Storage s;
       s.name = "v" + std::to_string(valueCount++);
-      if (isa<arith::ConstantOp>(op)) {
+      if (auto c = dyn_cast<arith::ConstantOp>(op)) {
         s.kind = Storage::Constant;
         s.isConst = true;
+        if (auto attr = dyn_cast<DenseElementsAttr>(c.getValue())) {
+          ConstantForm form = classifyConstant(attr);
+          forms[result] = form;
+          if (form.kind != ConstantForm::Literal && form.kind != ConstantForm::File) {
+            // Generated into an arena buffer at its first use, or, a splat only written to states, by the
+            // writes themselves (a memset of the gradient accumulators).
+            s.kind = Storage::Arena;
+            s.isConst = false;
+            int64_t first = INT64_MAX;
+            bool onlyWrites = form.kind == ConstantForm::Splat && !result.use_empty();
+            for (Operation *user : result.getUsers()) {
+              first = std::min(first, opIndex.lookup(user));
+              onlyWrites = onlyWrites && isa<StateWriteOp>(user) && !deferredWrites.contains(user);
+            }
+            if (onlyWrites)
+              s.kind = Storage::Virtual;
+            firstUse[result] = result.use_empty() ? opIndex[op] : first;
+          }
+        }
       } else if (isa<ReshapeOp, TPCopyOp>(op) || gemms->aliasOf(op)) {
         // A reshape, Megatron's f (identity forward, EmitCollectives.h), a transpose its input's GEMM wrote and
         // a bias add its product's GEMM did (GemmFusion.h): an alias of the input.
@@ -442,7 +508,8 @@ void FunctionEmitter::planStorage() {
       Storage &s = storage[result];
       if (s.kind != Storage::Arena || gemms->isFolded(op) || gemms->isDead(op))
         continue;
-      plan.push_back({opIndex[op], lastUse[result], bytesOf(result)});
+      int64_t first = firstUse.count(result) ? firstUse[result] : opIndex[op];
+      plan.push_back({first, std::max(first, lastUse[result]), bytesOf(result)});
       s.buffer = plan.size() - 1;
     }
 }
@@ -452,36 +519,94 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
   if (!attr)
     return op.emitError("--emit-cpp: only dense tensor constants are supported");
   Value result = op.getResult();
+  const ConstantForm &form = forms[result];
+  if (form.kind != ConstantForm::Literal && form.kind != ConstantForm::File)
+    return success(); // generated at its first use (generateConstant)
   const std::string name = "constant_" + std::to_string(numConstants++);
   const int64_t n = countOf(result);
-  std::string values;
-  if (isF32(result)) {
-    auto vals = attr.getValues<float>();
-    for (int64_t i = 0; i < n; ++i)
-      values += (i ? (i % 8 ? ", " : ",\n    ") : "") + floatLiteral(attr.isSplat() ? vals[0] : vals[i]);
-  } else if (isMaskElementType(tensorOf(result).getElementType())) {
-    auto vals = attr.getValues<bool>();
-    for (int64_t i = 0; i < n; ++i)
-      values += (i ? (i % 32 ? ", " : ",\n    ") : "") + std::string((attr.isSplat() ? vals[0] : vals[i]) ? "1" : "0");
-  } else {
-    auto vals = attr.getValues<int64_t>();
-    for (int64_t i = 0; i < n; ++i)
-      values += (i ? (i % 8 ? ", " : ",\n    ") : "") + int64Literal(attr.isSplat() ? vals[0] : vals[i]);
-  }
+  Type elem = tensorOf(result).getElementType();
   std::string loc;
   llvm::raw_string_ostream locOs(loc);
   formatLoc(op.getLoc(), locOs);
   constants += "// " + commentSafe(loc) + ": " + std::to_string(n) + " x " + cType(result) + "\n";
-  constants += "alignas(64) const " + std::string(cType(result)) + " " + name + "[" +
-               std::to_string(std::max<int64_t>(n, 1)) + "] = {\n    " + values + "};\n\n";
+  if (form.kind == ConstantForm::File) {
+    // Read at init from the constant file (ptrain_step_init); 64-byte offsets, as the arena's.
+    int64_t offset = (static_cast<int64_t>(file.bytes.size()) + kArenaAlignment - 1) / kArenaAlignment *
+                     kArenaAlignment;
+    file.bytes.resize(offset, '\0');
+    file.bytes += constantBytes(attr);
+    std::optional<int64_t> stage;
+    if (auto s = func->getAttrOfType<IntegerAttr>("ptrain.stage"))
+      stage = s.getInt();
+    file.constants.push_back({name, cType(result), offset, bytesOf(result), stage, op.getLoc()});
+    constants += "/// bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytesOf(result)) +
+                 ") of the constant file, read by ptrain_step_init\n";
+    constants += std::string(cType(result)) + " *" + name + " = nullptr;\n\n";
+  } else {
+    std::string values;
+    const int perLine = isMaskElementType(elem) ? 32 : 8;
+    for (int64_t i = 0; i < n; ++i) {
+      std::string v;
+      if (elem.isF32())
+        v = floatLiteral(attr.getValues<float>()[attr.isSplat() ? 0 : i]);
+      else if (isMaskElementType(elem))
+        v = attr.getValues<bool>()[attr.isSplat() ? 0 : i] ? "1" : "0";
+      else
+        v = int64Literal(attr.getValues<int64_t>()[attr.isSplat() ? 0 : i]);
+      values += (i ? (i % perLine ? ", " : ",\n    ") : "") + v;
+    }
+    constants += "alignas(64) const " + std::string(cType(result)) + " " + name + "[" +
+                 std::to_string(std::max<int64_t>(n, 1)) + "] = {\n    " + values + "};\n\n";
+  }
   constantDecl = "  const " + std::string(cType(result)) + " *" + ptr(result) + " = " + name + ";\n";
   return success();
+}
+
+LogicalResult FunctionEmitter::generateConstant(Value v, const std::string &out) {
+  const ConstantForm &form = forms[v];
+  Type elem = tensorOf(v).getElementType();
+  const std::string type = cType(v);
+  auto value = [&](uint64_t bits) {
+    std::string name = "fill_" + std::to_string(fillCount++);
+    block += "    static const " + type + " " + name + " = " + elementLiteral(elem, bits) + ";\n";
+    return "&" + name;
+  };
+  switch (form.kind) {
+  case ConstantForm::Splat:
+    if (form.value == 0)
+      return call(RuntimeCall::ptrain_zero_bytes, {out, std::to_string(bytesOf(v))});
+    return call(RuntimeCall::ptrain_fill_elements,
+                {out, std::to_string(form.count), std::to_string(form.elemBytes), value(form.value)});
+  case ConstantForm::CausalMask: {
+    std::string keep = value(form.keep), masked = value(form.masked);
+    return call(RuntimeCall::ptrain_causal_mask,
+                {out, std::to_string(form.elemBytes), std::to_string(form.batch), std::to_string(form.rows),
+                 std::to_string(form.cols), std::to_string(form.diagonal), keep, masked});
+  }
+  case ConstantForm::Iota:
+    return call(RuntimeCall::ptrain_iota_i64, {out, std::to_string(form.count), std::to_string(form.period),
+                                               int64Literal(form.start), int64Literal(form.step)});
+  case ConstantForm::Literal:
+  case ConstantForm::File:
+    break;
+  }
+  return current->emitError("--emit-cpp internal error: the constant is not generated");
 }
 
 LogicalResult FunctionEmitter::emitOp(Operation *op) {
   current = op;
   nextScratch = 0;
   block.clear();
+  // The generated constants this op is the first to read (ConstantForm.h), into their arena buffers.
+  llvm::SmallDenseSet<Value> generated;
+  for (Value operand : op->getOperands()) {
+    auto it = firstUse.find(operand);
+    if (it == firstUse.end() || it->second != opIndex[op] || storage[operand].kind != Storage::Arena ||
+        !generated.insert(operand).second)
+      continue;
+    if (failed(generateConstant(operand, ptr(operand))))
+      return failure();
+  }
   // Declare the results' pointers.
   if (gemms->isDead(op)) {
     std::string loc;
@@ -489,6 +614,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     formatLoc(op->getLoc(), locOs);
     body += "\n  // " + commentSafe(loc) + "\n  // " + op->getName().getStringRef().str() +
             "\n  // not emitted: nothing reads its results (DeadOps.h)\n";
+    if (!block.empty())
+      body += "  {\n" + block + "  }\n";
     return success();
   }
   std::string decls;
@@ -523,6 +650,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       break;
     case Storage::Argument:
     case Storage::Constant:
+    case Storage::Virtual:
       break;
     }
     if (isa<RequestType>(result.getType()))
@@ -547,6 +675,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             }
             const StateInfo &state = states[write.getStateAttr().getAttr()];
             Value v = write.getValue();
+            if (storage[v].kind == Storage::Virtual)
+              return generateConstant(v, state.var); // a splat: a memset or fill of the state
             return call(RuntimeCall::ptrain_copy_bytes, {ptr(v), std::to_string(bytesOf(v)), state.var});
           })
           .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
@@ -934,12 +1064,15 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   // pass is discarded; the constant arrays it wrote are too.
   std::string savedConstants = constants;
   int64_t savedNumConstants = numConstants, savedValues = valueCount;
+  ConstantFile savedFile = file;
   for (Operation *op : ops)
     if (failed(emitOp(op)))
       return failure();
   constants = savedConstants;
   numConstants = savedNumConstants;
   valueCount = savedValues;
+  file = std::move(savedFile);
+  fillCount = 0;
   arenaBytes = planArena(plan, kArenaAlignment);
   body.clear();
   for (Operation *op : ops)
@@ -971,6 +1104,16 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   if (params == 0)
     sig += "void";
   sig += ") {";
+  // The storage is this rank's (allocated by ptrain_step_init): a pipeline stage's functions run only there.
+  const std::string entryName = "ptrain_step_" + func.getSymName().str();
+  auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+  if (stage && func->getParentOfType<ModuleOp>()->hasAttr("ptrain.pipeline"))
+    sig += "\n  if (storage_stage != " + std::to_string(stage.getInt()) + ")\n    return stepError(\"" + entryName +
+           ": the storage of stage " + std::to_string(stage.getInt()) +
+           " is not allocated in this process (stage %d; -2: call ptrain_step_init first)\", "
+           "static_cast<int>(storage_stage));";
+  else
+    sig += "\n  if (storage_stage == -2)\n    return stepError(\"" + entryName + ": call ptrain_step_init first\");";
   // An argument the function does not read (a backward that ignores its tokens) is not a warning.
   for (BlockArgument arg : entry.getArguments())
     if (arg.use_empty())
@@ -984,14 +1127,104 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
 // The translation unit
 //===----------------------------------------------------------------------===//
 
+LogicalResult CppEmitter::emitStorageAllocation(bool pipeline, ArrayRef<FunctionArena> arenas,
+                                                const llvm::SetVector<StateOp> &unstaged, raw_ostream &s) {
+  std::string fileName;
+  if (!constantFile.constants.empty()) {
+    if (options.constantsFile.empty())
+      return mlir::emitError(constantFile.constants.front().loc, "--emit-cpp: a constant of ")
+             << constantFile.constants.front().bytes << " bytes is neither small (at most " << kLiteralElements
+             << " elements), a splat, a causal mask nor an iota: it is read from a constant file at init; pass "
+                "--emit-cpp-constants=FILE (FILE lies beside libstep.so)";
+    fileName = llvm::sys::path::filename(options.constantsFile).str();
+  }
+  emitStorageBlocks(s, {"storage_state_bytes", "storage_arena_bytes", "storage_constant_bytes"});
+  // The units: each stage of a pipeline (its ranks allocate only its storage) or the whole module.
+  std::set<int64_t> units;
+  if (pipeline) {
+    for (auto &entry : stageStates)
+      units.insert(entry.first);
+    for (const FunctionArena &a : arenas)
+      if (a.stage)
+        units.insert(*a.stage);
+  } else {
+    units.insert(-1);
+  }
+  auto inUnit = [&](std::optional<int64_t> stage, int64_t unit) { return unit < 0 || !stage || *stage == unit; };
+  for (int64_t unit : units) {
+    std::string fn = unit < 0 ? "allocateModuleStorage" : "allocateStage" + std::to_string(unit) + "Storage";
+    llvm::SetVector<StateOp> list;
+    if (unit < 0) {
+      list.insert(stateOrder.begin(), stateOrder.end());
+    } else {
+      auto it = stageStates.find(unit);
+      if (it != stageStates.end())
+        list.insert(it->second.begin(), it->second.end());
+      list.insert(unstaged.begin(), unstaged.end());
+    }
+    int64_t stateBytes = 0, calleeArena = 0, arenaBytes = 0, constantBytes = 0;
+    for (StateOp state : list) {
+      RankedTensorType type = state.getTensorType();
+      stateBytes += numElements(type.getShape()) * elementBytes(type.getElementType());
+    }
+    ArrayRef<StateOp> stageList;
+    if (auto it = stageStates.find(unit); unit >= 0 && it != stageStates.end())
+      stageList = it->second.getArrayRef();
+    std::string body = stateAllocations(
+        list.getArrayRef(), [&](StateOp st) { return states[st.getSymNameAttr()].var; },
+        [&](StateOp st) { return states[st.getSymNameAttr()].index; },
+        unit >= 0 ? "kStage" + std::to_string(unit) + "States" : std::string(), stageList, "storage_state_bytes");
+    for (const FunctionArena &a : arenas) {
+      if (!inUnit(a.stage, unit))
+        continue;
+      if (a.name.empty()) {
+        calleeArena = std::max(calleeArena, a.bytes);
+        continue;
+      }
+      arenaBytes += a.bytes;
+      body += "  PTRAIN_STEP_CALL(allocateBlock(" + a.name + ", " + std::to_string(a.bytes) +
+              ", storage_arena_bytes));\n";
+    }
+    arenaBytes += calleeArena;
+    body += "  PTRAIN_STEP_CALL(allocateBlock(ptrain_arena, " + std::to_string(calleeArena) +
+            ", storage_arena_bytes));\n";
+    for (const FileConstant &c : constantFile.constants) {
+      if (!inUnit(c.stage, unit))
+        continue;
+      constantBytes += c.bytes;
+      body += "  PTRAIN_STEP_CALL(allocateBlock(" + c.var + ", " + std::to_string(c.bytes) +
+              ", storage_constant_bytes));\n  PTRAIN_STEP_CALL(" +
+              getRuntimeCallInfo(RuntimeCall::ptrain_read_beside).name + "(step_error, " + stringLiteral(fileName) +
+              ", " + std::to_string(c.offset) + ", " + std::to_string(c.bytes) + ", " + c.var + "));\n";
+    }
+    s << "/// " << (unit < 0 ? std::string("The module's") : "Stage " + std::to_string(unit) + "'s") << " storage: "
+      << list.size() << " states (" << stateBytes << " bytes), arenas (" << arenaBytes << " bytes), constants ("
+      << constantBytes << " bytes" << (constantBytes ? " from " + fileName : std::string()) << ").\n";
+    s << "ptrain_status_t " << fn << "() {\n" << body << "  return PTRAIN_OK;\n}\n\n";
+  }
+  s << "/// This process's storage, once: "
+    << (pipeline ? "its pipeline stage's (ptrain_stage)." : "the whole module's.") << "\n";
+  s << "ptrain_status_t allocateStorage() {\n  if (storage_stage != -2)\n    return PTRAIN_OK;\n";
+  if (pipeline) {
+    s << "  switch (ptrain_stage) {\n";
+    for (int64_t unit : units)
+      s << "  case " << unit << ":\n    PTRAIN_STEP_CALL(allocateStage" << unit << "Storage());\n    break;\n";
+    s << "  default:\n    break;\n  }\n  storage_stage = ptrain_stage;\n";
+  } else {
+    s << "  PTRAIN_STEP_CALL(allocateModuleStorage());\n  storage_stage = -1;\n";
+  }
+  s << "  return PTRAIN_OK;\n}\n\n";
+  return success();
+}
+
 LogicalResult CppEmitter::emit(raw_ostream &os) {
   if (failed(collectStates()))
     return failure();
   sites.collect(module);
   std::string functions;
-  int64_t arenaBytes = 0;
   SmallVector<std::string> entryNames;
-  SmallVector<std::pair<std::string, int64_t>> callerArenas;
+  SmallVector<FunctionArena> arenas;
+  llvm::SetVector<StateOp> unstagedStates; ///< the states of functions without ptrain.stage
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       return mlir::emitError(func.getLoc(), "--emit-cpp: function @") << func.getSymName() << " has no body";
@@ -1000,17 +1233,19 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     // callees use the shared one.
     bool calls = !func.getOps<func::CallOp>().empty();
     std::string arena = calls ? "ptrain_arena_" + identifierFrom(func.getSymName()) : "ptrain_arena";
-    FunctionEmitter emitter(func, states, comms, sites, constants, numConstants, arena);
+    FunctionEmitter emitter(func, states, comms, sites, constants, numConstants, constantFile, arena);
     if (failed(emitter.run(functions, bytes)))
       return failure();
-    if (calls)
-      callerArenas.push_back({arena, bytes});
-    else
-      arenaBytes = std::max(arenaBytes, bytes);
+    std::optional<int64_t> stage;
+    if (auto s = func->getAttrOfType<IntegerAttr>("ptrain.stage"))
+      stage = s.getInt();
+    arenas.push_back({calls ? arena : std::string(), bytes, stage});
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
-    if (auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage")) {
-      llvm::SetVector<StateOp> &used = stageStates[stage.getInt()];
+    if (stage) {
+      llvm::SetVector<StateOp> &used = stageStates[*stage];
       forEachStateSymbol(func, [&](StringAttr sym) { used.insert(states[sym].op); });
+    } else {
+      forEachStateSymbol(func, [&](StringAttr sym) { unstagedStates.insert(states[sym].op); });
     }
   }
   for (Operation &op : module.getBody()->getOperations())
@@ -1091,16 +1326,16 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     bool f = type.getElementType().isF32();
     s << "// @" << state.getSymName() << " key \"" << state.getKey() << "\" kind " << stringifyStateKind(state.getKind())
       << " : " << type << "\n";
-    s << "alignas(64) " << (f ? "float " : "int64_t ") << info.var << "["
-      << std::max<int64_t>(numElements(type.getShape()), 1) << "];\n";
+    s << (f ? "float *" : "int64_t *") << info.var << " = nullptr;\n";
     if (type.getRank() > 0)
       s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape())
         << "};\n";
   }
+  // The tables' data pointers are set when the storage is allocated (allocateStorage).
   auto stateTable = [&](StringRef name, ArrayRef<StateOp> list) {
-    s << "\nconst ptrain_state_desc_t " << name << "[] = {\n";
+    s << "\nptrain_state_desc_t " << name << "[] = {\n";
     for (StateOp state : list) {
-      s << "    " << stateDescriptor(state, states[state.getSymNameAttr()].var) << ",\n";
+      s << "    " << stateDescriptor(state, states[state.getSymNameAttr()].var, "nullptr") << ",\n";
     }
     if (list.empty())
       s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},\n";
@@ -1118,11 +1353,13 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   s << "/// The states this process owns (the stage's in a pipeline; set by ptrain_step_init).\n";
   s << "const ptrain_state_desc_t *active_states = kStates;\nint64_t num_active_states = kNumStates;\n\n";
   s << "//===--- Constants ---===//\n\n" << constants;
-  s << "//===--- The arena: every intermediate tensor and kernel scratch, offsets planned by liveness ---===//\n\n";
-  s << "alignas(64) unsigned char ptrain_arena[" << std::max<int64_t>(arenaBytes, kArenaAlignment) << "];\n";
-  for (auto &[name, bytes] : callerArenas)
-    s << "/// The buffers of a function that calls others (its callees use ptrain_arena).\nalignas(64) unsigned char "
-      << name << "[" << std::max<int64_t>(bytes, kArenaAlignment) << "];\n";
+  s << "//===--- The arenas: every intermediate tensor and kernel scratch, offsets planned by liveness ---===//\n\n";
+  s << "/// The buffers of the functions that call no other (allocated by ptrain_step_init).\n"
+       "unsigned char *ptrain_arena = nullptr;\n";
+  for (const FunctionArena &a : arenas)
+    if (!a.name.empty())
+      s << "/// The buffers of a function that calls others (its callees use ptrain_arena): " << a.bytes
+        << " bytes.\nunsigned char *" << a.name << " = nullptr;\n";
   s << "\n";
   if (hasComm) {
     s << "//===--- Communicators: MPI_COMM_WORLD's duplicate and one group per (grid, axes), created by "
@@ -1161,6 +1398,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
          "  return PTRAIN_OK;\n"
          "}\n\n";
   }
+  if (failed(emitStorageAllocation(pipeline, arenas, unstagedStates, s)))
+    return failure();
   // Parameters --ptrain-shard-tp sliced: ptrain_step_init loads them through initStates (EmitCollectives.h).
   SmallVector<TPSlice> slices;
   for (StateOp state : stateOrder) {
@@ -1219,6 +1458,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     }
     s << "  }\n";
   }
+  s << "  PTRAIN_STEP_CALL(allocateStorage());\n";
   if (slices.empty())
     s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_state_init_onnx).name
       << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
@@ -1229,8 +1469,9 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_rank(int32_t *out_rank, int32_t *out_stage) {\n"
          "  if (!ptrain_world)\n    return stepError(\"ptrain_step_rank: call ptrain_step_init first\");\n"
          "  *out_rank = ptrain_rank;\n  *out_stage = ptrain_stage;\n  return PTRAIN_OK;\n}\n\n";
-    s << "/// Destroys the communicators (and finalizes MPI if ptrain_step_init initialized it).\n";
+    s << "/// Frees the storage, destroys the communicators (and finalizes MPI if ptrain_step_init initialized it).\n";
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_finalize(void) {\n";
+    s << "  PTRAIN_STEP_CALL(releaseStorage());\n";
     for (const CommGroups::Group &g : llvm::reverse(comms.groups))
       s << "  if (" << g.var << ") {\n    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name
         << "(" << g.var << "));\n    " << g.var << " = nullptr;\n  }\n";
@@ -1244,6 +1485,17 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
       << getRuntimeCallInfo(RuntimeCall::ptrain_comm_abort).name << "(ptrain_world, error_code));\n"
          "  return PTRAIN_OK;\n}\n\n";
   }
+  if (!hasComm)
+    s << "/// Frees the storage ptrain_step_init allocated (a later ptrain_step_init allocates it again).\n"
+         "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_finalize(void) {\n"
+         "  PTRAIN_STEP_CALL(releaseStorage());\n  return PTRAIN_OK;\n}\n\n";
+  s << "/// The bytes of this process's storage by kind (0 before ptrain_step_init): states, arenas and the\n"
+       "/// constants read from the constant file; together what ptrain_allocated_bytes counts for this step.\n"
+       "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_storage_bytes(int64_t *out_state_bytes,\n"
+       "                                                                   int64_t *out_arena_bytes,\n"
+       "                                                                   int64_t *out_constant_bytes) {\n"
+       "  *out_state_bytes = storage_state_bytes;\n  *out_arena_bytes = storage_arena_bytes;\n"
+       "  *out_constant_bytes = storage_constant_bytes;\n  return PTRAIN_OK;\n}\n\n";
   s << "/// Writes every state this process owns by key to a checkpoint (format: docs/CodegenCpu.md).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n";
   s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_checkpoint_save).name
@@ -1265,18 +1517,43 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
 
 } // namespace
 
-LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os) {
-  return CppEmitter(module).emit(os);
+LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os, const EmitCppOptions &options) {
+  CppEmitter emitter(module, options);
+  std::string code;
+  llvm::raw_string_ostream codeOs(code);
+  if (failed(emitter.emit(codeOs)))
+    return failure();
+  if (!options.constantsFile.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream file(options.constantsFile, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return mlir::emitError(module.getLoc(), "--emit-cpp: cannot write the constant file '")
+             << options.constantsFile << "': " << ec.message();
+    file << emitter.getConstantFile().bytes;
+    file.close();
+    if (file.has_error())
+      return mlir::emitError(module.getLoc(), "--emit-cpp: cannot write the constant file '")
+             << options.constantsFile << "': " << file.error().message();
+  }
+  os << code;
+  return success();
 }
 
 void mlir::ptrain::registerEmitCppTranslation() {
+  static llvm::cl::opt<std::string> constantsFile(
+      "emit-cpp-constants", llvm::cl::value_desc("file"),
+      llvm::cl::desc("--emit-cpp: write the large constants that are not generated (ConstantForm.h) to this file, "
+                     "which the step reads at init from the directory of its libstep.so"),
+      llvm::cl::init(""));
   TranslateFromMLIRRegistration reg(
       "emit-cpp", "emit a ptrain training step as C++ calling the ptrain runtime (CPU target)",
       [](Operation *op, raw_ostream &os) -> LogicalResult {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)
           return op->emitError("--emit-cpp: expected a builtin.module");
-        return emitCpp(module, os);
+        EmitCppOptions options;
+        options.constantsFile = constantsFile;
+        return emitCpp(module, os, options);
       },
       [](DialectRegistry &registry) {
         registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>();

@@ -30,6 +30,7 @@
 #include "Cpp/OpGeometry.h"
 #include "Cpp/PipelineDriver.h"
 #include "Cpp/RuntimeCallTable.h"
+#include "Cpp/StateStorage.h"
 #include "CudaCallTable.h"
 #include "EmitCudaCodecs.h"
 #include "EmitCudaComm.h"
@@ -94,8 +95,9 @@ const char *cType(Value v) { return elementCType(tensorOf(v).getElementType()); 
 
 struct StateInfo {
   StateOp op;
-  std::string var; ///< the host mirror
+  std::string var; ///< the host mirror (a heap block of ptrain_step_init)
   int64_t offset;  ///< in the device block of states
+  int64_t index;   ///< in kStates
 };
 
 /// Where a function's SSA value lives, always on the device.
@@ -817,7 +819,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     if (failed(checkType(state, state.getType(), "the state")))
       return failure();
     StateInfo info{state, "state_" + std::to_string(storage.stateOrder.size()) + "_" + identifierFrom(state.getKey()),
-                   storage.stateBytes};
+                   storage.stateBytes, static_cast<int64_t>(storage.stateOrder.size())};
     storage.stateBytes = alignUp(storage.stateBytes + numElements(state.getTensorType().getShape()) *
                                                           elementBytes(state.getTensorType().getElementType()));
     storage.states[state.getSymNameAttr()] = info;
@@ -904,7 +906,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "#include <cstdarg>\n"
        "#include <cstdint>\n"
        "#include <cstdio>\n"
-    << (hasComm ? "#include <cstdlib>\n" : "") << (slices.empty() ? "" : "#include <vector>\n")
+    << (hasComm ? "#include <cstdlib>\n" : "") << "#include <vector>\n"
     << "\n"
        "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
        "#define PTRAIN_STEP_CALL(call)                                                 \\\n"
@@ -940,16 +942,15 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
       if (auto it = layout.offsets.find(state.getSymNameAttr()); pipeline && it != layout.offsets.end())
         s << ", stage " << stage << " device offset " << it->second;
     s << "\n";
-    s << "alignas(64) " << elementCType(type.getElementType()) << " " << info.var << "["
-      << std::max<int64_t>(numElements(type.getShape()), 1) << "];\n";
+    s << elementCType(type.getElementType()) << " *" << info.var << " = nullptr;\n";
     if (type.getRank() > 0)
       s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape()) << "};\n";
   }
   // A table over the host mirrors and the device offsets of its states.
   auto stateTable = [&](StringRef name, ArrayRef<StateOp> list, llvm::function_ref<int64_t(StateOp)> offset) {
-    s << "\nconst ptrain_state_desc_t " << name << "[] = {\n";
+    s << "\nptrain_state_desc_t " << name << "[] = {\n";
     for (StateOp state : list) {
-      s << "    " << stateDescriptor(state, storage.states[state.getSymNameAttr()].var) << ",\n";
+      s << "    " << stateDescriptor(state, storage.states[state.getSymNameAttr()].var, "nullptr") << ",\n";
     }
     if (list.empty())
       s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},\n";
@@ -1048,6 +1049,26 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
        "  PTRAIN_STEP_CALL("
     << cudaCall(CudaCall::ptrain_cuda_set_stream) << "(stream));\n  return PTRAIN_OK;\n}\n\n";
   const int64_t worldSize = hasComm ? emitCudaCommunicators(comms, pipes, s) : 1;
+  // The host mirrors of this rank's states (its stage's in a pipeline), allocated by ptrain_step_init.
+  emitStorageBlocks(s, {"storage_state_bytes"});
+  auto stateVar = [&](StateOp st) { return storage.states[st.getSymNameAttr()].var; };
+  auto stateIndex = [&](StateOp st) { return storage.states[st.getSymNameAttr()].index; };
+  s << "/// The host mirrors of this process's states, once.\nptrain_status_t allocateMirrors() {\n"
+       "  if (storage_stage != -2)\n    return PTRAIN_OK;\n";
+  if (pipeline) {
+    s << "  switch (ptrain_stage) {\n";
+    for (auto &[stage, layout] : storage.stages.byStage)
+      s << "  case " << stage << ":\n"
+        << stateAllocations(layout.states.getArrayRef(), stateVar, stateIndex,
+                            "kStage" + std::to_string(stage) + "States", layout.states.getArrayRef(),
+                            "storage_state_bytes")
+        << "    break;\n";
+    s << "  default:\n    break;\n  }\n  storage_stage = ptrain_stage;\n";
+  } else {
+    s << stateAllocations(storage.stateOrder, stateVar, stateIndex, "", {}, "storage_state_bytes")
+      << "  storage_stage = -1;\n";
+  }
+  s << "  return PTRAIN_OK;\n}\n\n";
   if (!slices.empty())
     emitTPStateInit(slices, s);
   emitCudaTelemetryState(storage.sites, s);
@@ -1076,6 +1097,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   s << "  PTRAIN_STEP_CALL(setUpDevice());\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
     << "(stream));\n";
   emitCudaPipeConnect(pipes, s);
+  s << "  PTRAIN_STEP_CALL(allocateMirrors());\n";
   if (slices.empty())
     s << "  PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_state_init_onnx)
       << "(active_states, num_active_states, path));\n";

@@ -231,9 +231,10 @@ void mlir::ptrain::cuda::emitCudaCommEntryPoints(const CommGroups &comms, const 
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_rank(int32_t *out_rank, int32_t *out_stage) {\n"
        "  if (!nccl_world)\n    return stepError(\"ptrain_step_rank: call ptrain_step_init first\");\n"
        "  *out_rank = ptrain_rank;\n  *out_stage = ptrain_stage;\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Destroys the transfer events, the NCCL communicators, the streams, then MPI's (finalizing MPI if\n"
-       "/// ptrain_step_init initialized it).\n";
+  s << "/// Frees the host mirrors, destroys the transfer events, the NCCL communicators, the streams, then MPI's\n"
+       "/// (finalizing MPI if ptrain_step_init initialized it).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_finalize(void) {\n";
+  s << "  PTRAIN_STEP_CALL(releaseStorage()); // the host mirrors\n";
   const std::string destroy = cudaCall(CudaCall::ptrain_nccl_comm_destroy);
   if (!pipes.empty()) {
     s << "  for (int32_t k = 0; k < kNumTransferEvents; ++k) {\n    PTRAIN_STEP_CALL("

@@ -39,7 +39,8 @@ def emitted_library(build, source, work, bin_dir, mlir_name, *cxx_flags):
     from ptrain.compile import step_flags
     cpp, lib = os.path.join(work, "step.cpp"), os.path.join(work, "libstep.so")
     rc, out = run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp",
-                   os.path.join(source, "test", "Target", "Cpp", "Inputs", mlir_name), "-o", cpp])
+                   os.path.join(source, "test", "Target", "Cpp", "Inputs", mlir_name), "-o", cpp,
+                   "--emit-cpp-constants=" + os.path.join(work, "step.consts.bin")])
     check(rc == 0, f"ptrain-translate --emit-cpp Inputs/{mlir_name}" + ("" if rc == 0 else ":\n" + out))
     runtime = os.path.join(build, "lib", "Runtime")
     rc, out = run([os.environ.get("CXX", "c++"), "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror",

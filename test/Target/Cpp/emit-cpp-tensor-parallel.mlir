@@ -15,12 +15,12 @@
 // CHECK: #include <vector>
 // CHECK: const int64_t tp_slice_0_global[2] = {8, 4};
 // CHECK: const TPSlice kTPSlices[] = {
-// CHECK-NEXT: {state_0_w, state_0_w_dims, tp_slice_0_global, 32, 2, 0, 2, 0, 2, 8},
+// CHECK-NEXT: {&state_0_w, state_0_w_dims, tp_slice_0_global, 32, 2, 0, 2, 0, 2, 8},
 // CHECK: ptrain_status_t initStates(const char *path) {
 // CHECK: PTRAIN_STEP_CALL(ptrain_state_init_onnx(descs.data(), num_active_states, path));
 // CHECK: const int64_t c = gridCoordinate(ptrain_rank, s.axis);
 // CHECK: PTRAIN_STEP_CALL(ptrain_slice(globals[j].data(), 4, s.rank, s.global_dims, offsets, piece_dims, piece.data()));
-// CHECK: PTRAIN_STEP_CALL(ptrain_insert_slice(piece.data(), 4, s.rank, piece_dims, at, s.local_dims, s.local));
+// CHECK: PTRAIN_STEP_CALL(ptrain_insert_slice(piece.data(), 4, s.rank, piece_dims, at, s.local_dims, *s.local));
 // CHECK-LABEL: ptrain_status_t ptrain_step_init(
 // CHECK: PTRAIN_STEP_CALL(createGroup(in_group, &comm_grid_tp));
 // CHECK: PTRAIN_STEP_CALL(initStates(path));

@@ -40,21 +40,31 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
   }
 }
 
-// The state table: one static buffer per state, keyed, with its kind and shape.
+// The state table: one heap block per state, allocated by ptrain_step_init, keyed, with its kind and shape;
+// no static storage sized by the model.
 // CHECK: #include "ptrain/Runtime/ptrain_runtime.h"
-// CHECK: alignas(64) float state_0_wte_weight[128];
-// CHECK: alignas(64) int64_t state_3_step[1];
-// CHECK: const ptrain_state_desc_t kStates[] = {
-// CHECK-NEXT: {"wte.weight", state_0_wte_weight, PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 2, state_0_wte_weight_dims, PTRAIN_STATE_INIT_NONE, 0},
-// CHECK-NEXT: {"wte.weight/adam_m", state_1_wte_weight_adam_m, PTRAIN_DTYPE_F32, PTRAIN_STATE_OPTIMIZER_MOMENT, 2,
+// CHECK: float *state_0_wte_weight = nullptr;
+// CHECK: int64_t *state_3_step = nullptr;
+// CHECK: ptrain_state_desc_t kStates[] = {
+// CHECK-NEXT: {"wte.weight", nullptr, PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 2, state_0_wte_weight_dims, PTRAIN_STATE_INIT_NONE, 0},
+// CHECK-NEXT: {"wte.weight/adam_m", nullptr, PTRAIN_DTYPE_F32, PTRAIN_STATE_OPTIMIZER_MOMENT, 2,
 // CHECK-NEXT: {"wte.weight/adam_v",
-// CHECK-NEXT: {"step", state_3_step, PTRAIN_DTYPE_I64, PTRAIN_STATE_STEP_COUNTER, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},
-// CHECK: alignas(64) unsigned char ptrain_arena[[[ARENA:[0-9]+]]];
+// CHECK-NEXT: {"step", nullptr, PTRAIN_DTYPE_I64, PTRAIN_STATE_STEP_COUNTER, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},
+// CHECK: unsigned char *ptrain_arena = nullptr;
+// CHECK-LABEL: ptrain_status_t allocateModuleStorage() {
+// CHECK-NEXT: PTRAIN_STEP_CALL(allocateBlock(state_0_wte_weight, 512, storage_state_bytes));
+// CHECK-NEXT: kStates[0].data = state_0_wte_weight;
+// CHECK: PTRAIN_STEP_CALL(allocateBlock(state_3_step, 8, storage_state_bytes));
+// CHECK-NEXT: kStates[3].data = state_3_step;
+// CHECK-NEXT: PTRAIN_STEP_CALL(allocateBlock(ptrain_arena, [[ARENA:[0-9]+]], storage_arena_bytes));
 
-// Initial values by key from the ONNX file the module names; checkpoints by key.
+// Initial values by key from the ONNX file the module names, after the storage; checkpoints by key.
 // CHECK-LABEL: ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {
 // CHECK: weights_onnx_path ? weights_onnx_path : "model.onnx";
+// CHECK-NEXT: PTRAIN_STEP_CALL(allocateStorage());
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_state_init_onnx(active_states, num_active_states, path));
+// CHECK-LABEL: ptrain_status_t ptrain_step_finalize(void) {
+// CHECK-NEXT: PTRAIN_STEP_CALL(releaseStorage());
 // CHECK-LABEL: ptrain_status_t ptrain_step_save(const char *path) {
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_checkpoint_save(active_states, num_active_states, path));
 // CHECK-LABEL: ptrain_status_t ptrain_step_load(const char *path) {
@@ -63,6 +73,8 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
 // The entry point: tokens in, loss out; state reads use the state in place; every call is checked.
 // CHECK: /// Arena: [[ARENA]] bytes
 // CHECK-NEXT: extern "C" PTRAIN_STEP_API ptrain_status_t ptrain_step_train_step(const int64_t *arg0, float *out_0) {
+// CHECK-NEXT: if (storage_stage == -2)
+// CHECK-NEXT: return stepError("ptrain_step_train_step: call ptrain_step_init first");
 // CHECK: // "wte.weight"
 // CHECK-NEXT: // ptrain.state_read
 // CHECK-NEXT: float *[[W:v[0-9]+]] = state_0_wte_weight;

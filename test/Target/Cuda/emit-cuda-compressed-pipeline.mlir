@@ -56,9 +56,9 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 }
 
 // The residual is a state of stage 1 only (it initializes, saves and loads it).
-// CHECK: const ptrain_state_desc_t kStage0States[] = {
+// CHECK: ptrain_state_desc_t kStage0States[] = {
 // CHECK-NEXT: {"w0",
-// CHECK: const ptrain_state_desc_t kStage1States[] = {
+// CHECK: ptrain_state_desc_t kStage1States[] = {
 // CHECK-NEXT: {"pp1->0/residual",
 // Stage 0: both receives in one NCCL group (the packed bytes as uint8_t), then the decoder on them.
 // CHECK-LABEL: ptrain_status_t device_stage0_train({{.*}}) {

@@ -98,8 +98,8 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // CHECK: // @w0 key "w0" kind parameter : tensor<4xf32>, stage 0 device offset 0
 // CHECK: // @w1 key "w1" kind parameter : tensor<4xf32>, stage 1 device offset 0
 // Each stage's state table and its device offsets; a rank copies and holds its stage's states only.
-// CHECK: const ptrain_state_desc_t kStage0States[] = {
-// CHECK-NEXT: {"w0", state_0_w0,
+// CHECK: ptrain_state_desc_t kStage0States[] = {
+// CHECK-NEXT: {"w0", nullptr,
 // CHECK: const int64_t kStage0StatesOffsets[] = {
 // CHECK-NEXT: 0};
 // CHECK: constexpr int64_t kStage0StateBytes = 256;

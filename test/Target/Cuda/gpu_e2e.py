@@ -129,7 +129,8 @@ def build_codec_steps(build, source, scratch, module="test/Target/Cuda/emit-cuda
     os.makedirs(out, exist_ok=True)
     translate = os.path.join(build, "bin", "ptrain-translate")
     cpp, cu = os.path.join(out, "step.cpp"), os.path.join(out, "step.cu")
-    subprocess.run([translate, "--emit-cpp", module, "-o", cpp], check=True)
+    subprocess.run([translate, "--emit-cpp", module, "-o", cpp,
+                    "--emit-cpp-constants=" + os.path.join(out, "step.consts.bin")], check=True)
     subprocess.run([translate, "--emit-cuda", module, "-o", cu], check=True)
     subprocess.run(["c++", "-std=c++17", "-O2", "-shared", "-fPIC", f"-I{include}", cpp, "-o",
                     os.path.join(out, "libcpu.so"), f"-L{runtime}", "-lptrain_runtime", f"-Wl,-rpath,{runtime}"],

@@ -3,8 +3,9 @@
 // Translates a module of keyed state symbols and functions of ptrain model,
 // gradient, optimizer and state ops into ONE C++17 translation unit that calls
 // only the runtime's call table (include/ptrain/Runtime/RuntimeCalls.def):
-// static state storage with a keyed table, a static arena planned by liveness,
-// one C ABI entry point per function, and ptrain_step_init/save/load
+// state storage with a keyed table and arenas planned by liveness, allocated
+// per rank at init (no static storage sized by the model), one C ABI entry
+// point per function, and ptrain_step_init/save/load/finalize
 // (docs/CodegenCpu.md).
 //
 //===----------------------------------------------------------------------===//
@@ -17,10 +18,19 @@
 
 namespace mlir::ptrain {
 
-/// Writes the C++ translation unit of `module` to `os`. Fails, with an error
-/// naming the op and its location and writing nothing, on an unsupported op,
-/// a dynamic shape or an element type other than f32 and i64.
-LogicalResult emitCpp(ModuleOp module, raw_ostream &os);
+#include <string>
+
+struct EmitCppOptions {
+  /// The constant file: the large constants that are neither splats nor generated (a causal mask, an iota)
+  /// are written there, and the step reads them at init from the file of this name beside its shared object.
+  /// Empty: such a constant is an error.
+  std::string constantsFile;
+};
+
+/// Writes the C++ translation unit of `module` to `os` (and options.constantsFile). Fails, with an error
+/// naming the op and its location and writing nothing, on an unsupported op, a dynamic shape or an element
+/// type other than f32 and i64.
+LogicalResult emitCpp(ModuleOp module, raw_ostream &os, const EmitCppOptions &options = {});
 
 /// Registers `--emit-cpp` with mlir-translate.
 void registerEmitCppTranslation();

@@ -1,0 +1,39 @@
+//===- StateStorage.h - Heap storage of a step, allocated at init -*- C++ -*-===//
+//
+// A compiled step holds no static storage sized by the model (issue 23): its
+// states (on CUDA: their host mirrors), arenas and read constants are heap
+// blocks (ptrain_alloc) that ptrain_step_init allocates for this rank only
+// (its pipeline stage's) and ptrain_step_finalize frees. The CPU and CUDA code
+// generators write the same blocks with these helpers (docs/CodegenCpu.md,
+// "Storage").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TARGET_CPP_STATESTORAGE_H
+#define PTRAIN_TARGET_CPP_STATESTORAGE_H
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir::ptrain::cpp {
+
+/// Writes the block list of the generated code: `StorageBlock`, `storage_blocks`, `storage_stage` (the stage
+/// whose storage is allocated; -1 the whole module's, -2 none), one int64_t counter per name of `totals`,
+/// `allocateBlock(T *&out, bytes, total)` (ptrain_alloc, counted in `total`) and `releaseStorage()` (frees every
+/// block, resets storage_stage and the counters).
+void emitStorageBlocks(llvm::raw_ostream &os, ArrayRef<std::string> totals);
+
+/// The statements that allocate the storage of each state of `list` (`var` of a state names its pointer,
+/// `index` its entry of kStates), counted in `total`, and point its descriptors at it: kStates[index] and,
+/// with a `stageTable`, that table's entry at the state's position in `stageList`.
+std::string stateAllocations(ArrayRef<StateOp> list, llvm::function_ref<std::string(StateOp)> var,
+                             llvm::function_ref<int64_t(StateOp)> index, StringRef stageTable,
+                             ArrayRef<StateOp> stageList, StringRef total);
+
+} // namespace mlir::ptrain::cpp
+
+#endif // PTRAIN_TARGET_CPP_STATESTORAGE_H
