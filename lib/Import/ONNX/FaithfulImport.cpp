@@ -453,6 +453,14 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
                         "runtime-specific fusions (e.g. onnxruntime's com.microsoft ops)";
       return nullptr;
     }
+    // Control flow carries subgraphs (graph attributes): a training step is one static dataflow graph.
+    if (llvm::is_contained({"If", "Loop", "Scan", "SequenceMap"}, node.op_type())) {
+      emitError(loc) << "ONNX " << node.op_type() << " node '" << cast<NameLoc>(loc).getName().getValue()
+                     << "' (opset " << opset << "): control flow (If, Loop, Scan, SequenceMap) is not supported "
+                     << "for training: ptrain trains one static dataflow graph; re-export with the branch or the "
+                        "trip count fixed (e.g. torch.onnx.export of a traced model with static shapes)";
+      return nullptr;
+    }
     SmallVector<Value> inputs;
     for (auto [i, name] : llvm::enumerate(node.input())) {
       if (name.empty()) {
