@@ -948,9 +948,9 @@ def work(args):
                 "traffic": log.get("traffic", {})})
         run_log.close()
         print(f"run log: {run_log.name}", flush=True)
-    if args.memory_log:  # Every rank: what its static storage really occupies (python/ptrain/memory.py).
+    if args.memory_log:  # Every rank: what its heap storage really occupies (python/ptrain/memory.py).
         from ptrain import memory
-        measured = memory.measure(plan["library"], stage.value)
+        measured = memory.measure(step.lib, stage.value)
         with open(f"{args.memory_log}.rank{rank.value}.json", "w") as f:
             json.dump({"rank": rank.value, "stage": stage.value, **measured}, f, indent=1)
     step.check(step.lib.ptrain_step_finalize(), "ptrain_step_finalize")
