@@ -1,42 +1,35 @@
 """The memory the generated step really occupies on this process, for ptrain-run --memory-log.
 
-The C++ step keeps every state and arena in static storage (docs/CodegenCpu.md): `state_<i>_<name>` per
-`ptrain.state`, `ptrain_arena` (the stage functions' temporaries) and `ptrain_arena_<fn>` per function that
-calls others (`ptrain_arena_stage<s>_train_step`: the stash; `..._eval_step`). Those are zero-filled (.bss)
-pages that the kernel maps only when touched, so the bytes of each symbol that lie on a resident page
-(/proc/self/pagemap, bit 63 "present" or 62 "swapped") are the memory that storage really takes on this rank:
-the states of other stages and the parts of an arena no buffer of this rank reaches stay unmapped.
+The C++ step keeps every state and arena in heap blocks that ptrain_step_init allocates for this rank
+(docs/CodegenCpu.md, "Storage"): `state_<i>_<name>` per `ptrain.state` of this rank's stage, `ptrain_arena` (the
+stage functions' temporaries) and `ptrain_arena_<fn>` per function of the stage that calls others
+(`ptrain_arena_stage<s>_train_step`: the stash; `..._eval_step`), listed by ptrain_step_num_storage_blocks /
+ptrain_step_storage_block. Blocks from 64 KiB on are anonymous zero mappings whose pages the kernel maps only
+when touched, so the bytes of each block that lie on a resident page (/proc/self/pagemap, bit 63 "present" or
+62 "swapped") are the memory that storage really takes on this rank: the parts of an arena no buffer of this
+rank reaches stay unmapped.
 """
 
 import os
 import re
 import resource
-import subprocess
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _symbols(lib):
-    """(demangled name, offset, size) of every defined data/bss object of `lib` (binutils nm)."""
-    out = subprocess.run(["nm", "-C", "-S", "--defined-only", lib], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True, check=True).stdout
-    syms = []
-    for line in out.splitlines():
-        parts = line.split(None, 3)
-        if len(parts) == 4 and parts[2] in "bBdD":
-            syms.append((parts[3], int(parts[0], 16), int(parts[1], 16)))
-    return syms
-
-
-def _base(lib):
-    """The load address of `lib` in this process (its mapping at file offset 0)."""
-    real = os.path.realpath(lib)
-    with open("/proc/self/maps") as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) >= 6 and fields[5] == real and int(fields[2], 16) == 0:
-                return int(fields[0].split("-")[0], 16)
-    raise RuntimeError(f"{lib} is not mapped in this process")
+def _blocks(lib):
+    """(variable name, address, bytes) of every heap block of the loaded step `lib` (a ctypes.CDLL)."""
+    import ctypes
+    lib.ptrain_step_num_storage_blocks.restype = ctypes.c_int64
+    blocks = []
+    for i in range(lib.ptrain_step_num_storage_blocks()):
+        name, ptr, size = ctypes.c_char_p(), ctypes.c_void_p(), ctypes.c_int64()
+        status = lib.ptrain_step_storage_block(ctypes.c_int64(i), ctypes.byref(name), ctypes.byref(ptr),
+                                               ctypes.byref(size))
+        if status != 0:
+            raise RuntimeError(f"ptrain_step_storage_block({i}) failed with status {status}")
+        blocks.append((name.value.decode(), ptr.value or 0, size.value))
+    return blocks
 
 
 def _resident_bytes(pagemap, start, size):
@@ -57,25 +50,24 @@ def _resident_bytes(pagemap, start, size):
 
 
 def measure(lib, stage):
-    """Resident bytes of the step's static storage by category on the rank of `stage`, the static sizes of the
-    same symbols (`static`; states: every stage's), and the process's peak RSS."""
-    base = _base(lib)
+    """Resident bytes of the step's storage by category on the rank of `stage` (`lib`: the loaded ctypes.CDLL),
+    the allocated sizes of the same blocks (`static`, the name the sizes had when the storage was static), and the
+    process's peak RSS."""
     result = {"state_bytes": 0, "stash_bytes": 0, "eval_bytes": 0, "temporaries_bytes": 0, "other_bytes": 0}
     static = {"state_bytes": 0, "stash_bytes": 0, "eval_bytes": 0, "temporaries_bytes": 0}
     with open("/proc/self/pagemap", "rb") as pagemap:
-        for name, offset, size in _symbols(lib):
-            short = name.rsplit("::", 1)[-1]
-            if re.fullmatch(r"state_\d+_.*", short) and not short.endswith("_dims"):
+        for name, address, size in _blocks(lib):
+            if re.fullmatch(r"state_\d+_.*", name):
                 key = "state_bytes"
-            elif short == "ptrain_arena":
+            elif name == "ptrain_arena":
                 key = "temporaries_bytes"
-            elif short == f"ptrain_arena_stage{stage}_train_step":
+            elif name == f"ptrain_arena_stage{stage}_train_step":
                 key = "stash_bytes"
-            elif short == f"ptrain_arena_stage{stage}_eval_step":
+            elif name == f"ptrain_arena_stage{stage}_eval_step":
                 key = "eval_bytes"
             else:
                 key = "other_bytes"
-            result[key] += _resident_bytes(pagemap, base + offset, size)
+            result[key] += _resident_bytes(pagemap, address, size)
             if key in static:
                 static[key] += size
     result["static"] = static

@@ -1066,9 +1066,9 @@ def work(args):
     if board:
         board.close()
         print(f"TensorBoard: {board.path}", flush=True)
-    if args.memory_log:  # Every rank: what its static storage really occupies (python/ptrain/memory.py).
+    if args.memory_log:  # Every rank: what its heap storage really occupies (python/ptrain/memory.py).
         from ptrain import memory
-        measured = memory.measure(plan["library"], stage.value)
+        measured = memory.measure(step.lib, stage.value)
         with open(f"{args.memory_log}.rank{rank.value}.json", "w") as f:
             json.dump({"rank": rank.value, "stage": stage.value, **measured}, f, indent=1)
     step.check(step.lib.ptrain_step_finalize(), "ptrain_step_finalize")

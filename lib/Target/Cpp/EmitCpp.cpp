@@ -167,7 +167,7 @@ private:
   LogicalResult collectStates();
   /// The heap storage of each rank (states, arenas, file constants) and its allocation and release.
   LogicalResult emitStorageAllocation(bool pipeline, ArrayRef<FunctionArena> arenas,
-                                      const llvm::SetVector<StateOp> &unstaged, raw_ostream &s);
+                                      raw_ostream &s);
   LogicalResult emitFunction(func::FuncOp func, std::string &code, int64_t &arenaBytes);
 
   ModuleOp module;
@@ -1055,6 +1055,13 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   return success();
 }
 
+/// Whether `func` reads or writes a state.
+bool usesStates(func::FuncOp func) {
+  bool any = false;
+  forEachStateSymbol(func, [&](StringAttr) { any = true; });
+  return any;
+}
+
 LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   if (failed(checkOps()))
     return failure();
@@ -1112,6 +1119,11 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
            ": the storage of stage " + std::to_string(stage.getInt()) +
            " is not allocated in this process (stage %d; -2: call ptrain_step_init first)\", "
            "static_cast<int>(storage_stage));";
+  else if (func->getParentOfType<ModuleOp>()->hasAttr("ptrain.pipeline") && usesStates(func))
+    // Its states span the stages (the whole model's forward of a pipeline module): no rank allocates them.
+    sig += "\n  return stepError(\"" + entryName +
+           ": a function without ptrain.stage that uses states does not run in a pipeline step (a rank holds "
+           "only its stage's states)\");";
   else
     sig += "\n  if (storage_stage == -2)\n    return stepError(\"" + entryName + ": call ptrain_step_init first\");";
   // An argument the function does not read (a backward that ignores its tokens) is not a warning.
@@ -1128,7 +1140,7 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CppEmitter::emitStorageAllocation(bool pipeline, ArrayRef<FunctionArena> arenas,
-                                                const llvm::SetVector<StateOp> &unstaged, raw_ostream &s) {
+                                                raw_ostream &s) {
   std::string fileName;
   if (!constantFile.constants.empty()) {
     if (options.constantsFile.empty())
@@ -1160,7 +1172,6 @@ LogicalResult CppEmitter::emitStorageAllocation(bool pipeline, ArrayRef<Function
       auto it = stageStates.find(unit);
       if (it != stageStates.end())
         list.insert(it->second.begin(), it->second.end());
-      list.insert(unstaged.begin(), unstaged.end());
     }
     int64_t stateBytes = 0, calleeArena = 0, arenaBytes = 0, constantBytes = 0;
     for (StateOp state : list) {
@@ -1182,18 +1193,15 @@ LogicalResult CppEmitter::emitStorageAllocation(bool pipeline, ArrayRef<Function
         continue;
       }
       arenaBytes += a.bytes;
-      body += "  PTRAIN_STEP_CALL(allocateBlock(" + a.name + ", " + std::to_string(a.bytes) +
-              ", storage_arena_bytes));\n";
+      body += "  " + allocateBlockCall(a.name, a.bytes, "storage_arena_bytes") + "\n";
     }
     arenaBytes += calleeArena;
-    body += "  PTRAIN_STEP_CALL(allocateBlock(ptrain_arena, " + std::to_string(calleeArena) +
-            ", storage_arena_bytes));\n";
+    body += "  " + allocateBlockCall("ptrain_arena", calleeArena, "storage_arena_bytes") + "\n";
     for (const FileConstant &c : constantFile.constants) {
       if (!inUnit(c.stage, unit))
         continue;
       constantBytes += c.bytes;
-      body += "  PTRAIN_STEP_CALL(allocateBlock(" + c.var + ", " + std::to_string(c.bytes) +
-              ", storage_constant_bytes));\n  PTRAIN_STEP_CALL(" +
+      body += "  " + allocateBlockCall(c.var, c.bytes, "storage_constant_bytes") + "\n  PTRAIN_STEP_CALL(" +
               getRuntimeCallInfo(RuntimeCall::ptrain_read_beside).name + "(step_error, " + stringLiteral(fileName) +
               ", " + std::to_string(c.offset) + ", " + std::to_string(c.bytes) + ", " + c.var + "));\n";
     }
@@ -1224,7 +1232,6 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   std::string functions;
   SmallVector<std::string> entryNames;
   SmallVector<FunctionArena> arenas;
-  llvm::SetVector<StateOp> unstagedStates; ///< the states of functions without ptrain.stage
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       return mlir::emitError(func.getLoc(), "--emit-cpp: function @") << func.getSymName() << " has no body";
@@ -1239,13 +1246,13 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     std::optional<int64_t> stage;
     if (auto s = func->getAttrOfType<IntegerAttr>("ptrain.stage"))
       stage = s.getInt();
-    arenas.push_back({calls ? arena : std::string(), bytes, stage});
+    // A pipeline module's function without a stage that uses states runs on no rank (its entry point says so).
+    if (stage || !module->hasAttr("ptrain.pipeline") || !usesStates(func))
+      arenas.push_back({calls ? arena : std::string(), bytes, stage});
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
     if (stage) {
       llvm::SetVector<StateOp> &used = stageStates[*stage];
       forEachStateSymbol(func, [&](StringAttr sym) { used.insert(states[sym].op); });
-    } else {
-      forEachStateSymbol(func, [&](StringAttr sym) { unstagedStates.insert(states[sym].op); });
     }
   }
   for (Operation &op : module.getBody()->getOperations())
@@ -1398,7 +1405,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
          "  return PTRAIN_OK;\n"
          "}\n\n";
   }
-  if (failed(emitStorageAllocation(pipeline, arenas, unstagedStates, s)))
+  if (failed(emitStorageAllocation(pipeline, arenas, s)))
     return failure();
   // Parameters --ptrain-shard-tp sliced: ptrain_step_init loads them through initStates (EmitCollectives.h).
   SmallVector<TPSlice> slices;
@@ -1496,6 +1503,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "                                                                   int64_t *out_constant_bytes) {\n"
        "  *out_state_bytes = storage_state_bytes;\n  *out_arena_bytes = storage_arena_bytes;\n"
        "  *out_constant_bytes = storage_constant_bytes;\n  return PTRAIN_OK;\n}\n\n";
+  emitStorageEntryPoints(s);
   s << "/// Writes every state this process owns by key to a checkpoint (format: docs/CodegenCpu.md).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n";
   s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_checkpoint_save).name

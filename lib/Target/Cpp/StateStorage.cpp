@@ -15,20 +15,20 @@ void mlir::ptrain::cpp::emitStorageBlocks(llvm::raw_ostream &s, ArrayRef<std::st
   const char *alloc = getRuntimeCallInfo(RuntimeCall::ptrain_alloc).name;
   const char *release = getRuntimeCallInfo(RuntimeCall::ptrain_free).name;
   s << "//===--- Storage: allocated per rank by ptrain_step_init, freed by ptrain_step_finalize ---===//\n\n"
-       "/// A heap block of the storage and its size.\n"
-       "struct StorageBlock {\n  void *ptr;\n  int64_t bytes;\n};\n"
+       "/// A heap block of the storage: the variable that points to it, its address and size.\n"
+       "struct StorageBlock {\n  const char *name;\n  void *ptr;\n  int64_t bytes;\n};\n"
        "std::vector<StorageBlock> storage_blocks;\n"
        "/// The storage allocated: of pipeline stage S on its ranks (S >= 0), of the whole module (-1); -2 none.\n"
        "int32_t storage_stage = -2;\n"
        "/// The bytes allocated, by kind.\n";
   for (const std::string &t : totals)
     s << "int64_t " << t << " = 0;\n";
-  s << "\ntemplate <typename T> ptrain_status_t allocateBlock(T *&out, int64_t bytes, int64_t &total) {\n"
+  s << "\ntemplate <typename T>\nptrain_status_t allocateBlock(T *&out, int64_t bytes, int64_t &total, const char *name) {\n"
        "  void *p = nullptr;\n"
        "  PTRAIN_STEP_CALL("
     << alloc
     << "(bytes, &p));\n"
-       "  storage_blocks.push_back({p, bytes});\n"
+       "  storage_blocks.push_back({name, p, bytes});\n"
        "  total += bytes;\n"
        "  out = static_cast<T *>(p);\n"
        "  return PTRAIN_OK;\n"
@@ -55,11 +55,30 @@ std::string mlir::ptrain::cpp::stateAllocations(ArrayRef<StateOp> list, llvm::fu
     RankedTensorType type = state.getTensorType();
     const int64_t bytes = numElements(type.getShape()) * elementBytes(type.getElementType());
     const std::string v = var(state);
-    body += "  PTRAIN_STEP_CALL(allocateBlock(" + v + ", " + std::to_string(bytes) + ", " + total.str() +
-            "));\n  kStates[" + std::to_string(index(state)) + "].data = " + v + ";\n";
+    body += "  " + allocateBlockCall(v, bytes, total) + "\n  kStates[" + std::to_string(index(state)) + "].data = " + v +
+            ";\n";
     if (!stageTable.empty())
       if (const StateOp *pos = llvm::find(stageList, state); pos != stageList.end())
         body += "  " + stageTable.str() + "[" + std::to_string(pos - stageList.begin()) + "].data = " + v + ";\n";
   }
   return body;
+}
+
+std::string mlir::ptrain::cpp::allocateBlockCall(StringRef var, int64_t bytes, StringRef total) {
+  return "PTRAIN_STEP_CALL(allocateBlock(" + var.str() + ", " + std::to_string(bytes) + ", " + total.str() + ", \"" +
+         var.str() + "\"));";
+}
+
+void mlir::ptrain::cpp::emitStorageEntryPoints(llvm::raw_ostream &s) {
+  s << "/// The heap blocks of this process's storage (after ptrain_step_init): block i's variable, address and\n"
+       "/// bytes (ptrain-run --memory-log measures their resident pages); INVALID_ARGUMENT for i out of range.\n"
+       "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_storage_blocks(void) {\n"
+       "  return static_cast<int64_t>(storage_blocks.size());\n}\n"
+       "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_storage_block(int64_t i, const char **out_name,\n"
+       "                                                                  void **out_ptr, int64_t *out_bytes) {\n"
+       "  if (i < 0 || i >= static_cast<int64_t>(storage_blocks.size()))\n"
+       "    return stepError(\"ptrain_step_storage_block: block %lld of %lld\", static_cast<long long>(i),\n"
+       "                     static_cast<long long>(storage_blocks.size()));\n"
+       "  *out_name = storage_blocks[i].name;\n  *out_ptr = storage_blocks[i].ptr;\n"
+       "  *out_bytes = storage_blocks[i].bytes;\n  return PTRAIN_OK;\n}\n\n";
 }

@@ -23,9 +23,16 @@ namespace mlir::ptrain::cpp {
 
 /// Writes the block list of the generated code: `StorageBlock`, `storage_blocks`, `storage_stage` (the stage
 /// whose storage is allocated; -1 the whole module's, -2 none), one int64_t counter per name of `totals`,
-/// `allocateBlock(T *&out, bytes, total)` (ptrain_alloc, counted in `total`) and `releaseStorage()` (frees every
+/// `allocateBlock(T *&out, bytes, total, name)` (ptrain_alloc, counted in `total`) and `releaseStorage()` (frees every
 /// block, resets storage_stage and the counters).
 void emitStorageBlocks(llvm::raw_ostream &os, ArrayRef<std::string> totals);
+
+/// `PTRAIN_STEP_CALL(allocateBlock(var, bytes, total, "var"));`: one block of `bytes` pointed to by `var`.
+std::string allocateBlockCall(StringRef var, int64_t bytes, StringRef total);
+
+/// ptrain_step_num_storage_blocks and ptrain_step_storage_block, the exported view of the blocks (outside the
+/// generated code's anonymous namespace).
+void emitStorageEntryPoints(llvm::raw_ostream &os);
 
 /// The statements that allocate the storage of each state of `list` (`var` of a state names its pointer,
 /// `index` its entry of kStates), counted in `total`, and point its descriptors at it: kStates[index] and,

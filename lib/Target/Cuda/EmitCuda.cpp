@@ -1120,6 +1120,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
                             getCudaCallInfo(CudaCall::ptrain_nccl_reset_traffic).name,
                             getRuntimeCallInfo(RuntimeCall::ptrain_rendezvous_all_gather).name});
   }
+  emitStorageEntryPoints(s);
   s << "/// Copies every owned state to the host and writes it by key to a checkpoint (docs/CodegenCpu.md's "
        "format).\n"
        "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n"

@@ -52,11 +52,11 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
 // CHECK-NEXT: {"step", nullptr, PTRAIN_DTYPE_I64, PTRAIN_STATE_STEP_COUNTER, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},
 // CHECK: unsigned char *ptrain_arena = nullptr;
 // CHECK-LABEL: ptrain_status_t allocateModuleStorage() {
-// CHECK-NEXT: PTRAIN_STEP_CALL(allocateBlock(state_0_wte_weight, 512, storage_state_bytes));
+// CHECK-NEXT: PTRAIN_STEP_CALL(allocateBlock(state_0_wte_weight, 512, storage_state_bytes, "state_0_wte_weight"));
 // CHECK-NEXT: kStates[0].data = state_0_wte_weight;
-// CHECK: PTRAIN_STEP_CALL(allocateBlock(state_3_step, 8, storage_state_bytes));
+// CHECK: PTRAIN_STEP_CALL(allocateBlock(state_3_step, 8, storage_state_bytes, "state_3_step"));
 // CHECK-NEXT: kStates[3].data = state_3_step;
-// CHECK-NEXT: PTRAIN_STEP_CALL(allocateBlock(ptrain_arena, [[ARENA:[0-9]+]], storage_arena_bytes));
+// CHECK-NEXT: PTRAIN_STEP_CALL(allocateBlock(ptrain_arena, [[ARENA:[0-9]+]], storage_arena_bytes, "ptrain_arena"));
 
 // Initial values by key from the ONNX file the module names, after the storage; checkpoints by key.
 // CHECK-LABEL: ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {

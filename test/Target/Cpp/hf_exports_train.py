@@ -43,6 +43,8 @@ def ascii_corpus(data, out):
             kept = bytes(b for b in f.read() if b < 128)
         with open(os.path.join(out, name), "wb") as f:
             f.write(kept)
+    with open(os.path.join(out, "data.json"), "w") as f:
+        json.dump({"format": "bytes"}, f)  # raw bytes, declared (docs/Data.md)
     return out
 
 

@@ -136,7 +136,7 @@ def check_codecs(name, text):
         print(f"{name}: {op} blocks calling {call}: {len(found)}, e.g. {found[0] if found else None}")
         if not found:
             failures.append(f"{name}: no {op} block calling {call}")
-    stage1 = re.search(r"const ptrain_state_desc_t kStage1States\[\] = \{(.*?)\};", text, re.S)
+    stage1 = re.search(r"(?:const )?ptrain_state_desc_t kStage1States\[\] = \{(.*?)\};", text, re.S)
     if not stage1 or '"pp1->0/residual"' not in stage1.group(1) or '"pp1->0/warm_start_q"' not in stage1.group(1):
         failures.append(f"{name}: stage 1's state table lacks the residual or the warm-start Q")
     return failures
@@ -166,7 +166,7 @@ def check_selective_compression(name, text, plan):
                                                           for k in ("residual", "warm_start_q")}:
         failures.append(f"{name}: {len(blocks)} compressed all-reduce blocks for {len(sites)} SC sites "
                         f"({len(keys)} SC codec states)")
-    tables = "".join(re.findall(r"const ptrain_state_desc_t kStage\dStates\[\] = \{(.*?)\};", text, re.S))
+    tables = "".join(re.findall(r"(?:const )?ptrain_state_desc_t kStage\dStates\[\] = \{(.*?)\};", text, re.S))
     missing = sorted(k for k in keys if f'{{"{k}", ' not in tables)
     if missing:
         failures.append(f"{name}: SC states missing from the stages' state tables: {missing[:3]}")
@@ -482,7 +482,8 @@ def check_env_launcher(build, pp2, data):
     stop at the device error without launching anything; WORLD_SIZE=1 is the launcher's world error."""
     failures = []
     env = dict(os.environ, PTRAIN_RUN_DEVICE_PROBE="0", PTRAIN_COMM_TIMEOUT_S="60")
-    cmd = [os.path.join(build, "bin", "ptrain-run"), pp2, "--data", data, "--steps", "1", "--no-plots"]
+    cmd = [os.path.join(build, "bin", "ptrain-run"), pp2, "--data", data, "--data-format", "bytes", "--steps", "1",
+           "--no-plots"]
     device_error = "ptrain-run: error: ptrain_step_init failed (status 7): ptrain_cuda_device_count: cudaGetDeviceCount"
     for launcher in ("env", "mpirun"):
         start = time.time()
@@ -638,7 +639,7 @@ def main(build, source, scratch):
     # --- 4. A world that does not match the plan, before any GPU is touched.
     pp2 = os.path.join(scratch, "pp2")
     data = os.path.join(source, "models/gpt/gpt.onnx")  # Any file of more than one window of bytes.
-    run, message = ptrain_run(build, "--np 3 on the pp2 CUDA plan", pp2, "--data", data, "--steps", "1", "--np", "3")
+    run, message = ptrain_run(build, "--np 3 on the pp2 CUDA plan", pp2, "--data", data, "--data-format", "bytes", "--steps", "1", "--np", "3")
     if run.returncode != 1 or "compiled for dp * pp = 1 * 2 = 2 ranks" not in message or "--np 2" not in message:
         failures.append("ptrain-run --np 3: expected exit 1 naming the plan's 2 ranks and --np 2")
     failures += check_world_size_in_step(os.path.join(pp2, "libstep.so"))
@@ -646,7 +647,7 @@ def main(build, source, scratch):
     if gpu_count(build) >= 2:  # Then it trains: codegen-cuda-gpu-multirank's part.
         print("ptrain-run on the pp2 CUDA plan: not run here, this machine has 2 GPUs")
     else:
-        run, message = ptrain_run(build, "on the pp2 CUDA plan", pp2, "--data", data, "--steps", "1")
+        run, message = ptrain_run(build, "on the pp2 CUDA plan", pp2, "--data", data, "--data-format", "bytes", "--steps", "1")
         if run.returncode != 1 or "Traceback" in message:
             failures.append(f"ptrain-run on pp2: exit {run.returncode}, expected 1 without a traceback")
         if not any(s in message for s in ("cudaErrorInsufficientDriver", "cudaErrorNoDevice", "no CUDA device",
