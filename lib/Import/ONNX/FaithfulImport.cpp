@@ -3,6 +3,7 @@
 #include "FaithfulImport.h"
 
 #include "ClassifyInitializers.h"
+#include "GraphOrder.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Import/ONNX/Initializers.h"
@@ -107,48 +108,6 @@ FailureOr<DenseElementsAttr> mlir::ptrain::onnx_import::convertTensor(const onnx
     return DenseElementsAttr::get(type, ArrayRef<bool>(values));
   }
   return DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(bytes.data(), bytes.size()));
-}
-
-/// The node indices of `graph` in a topological order that keeps the file's order wherever it is already
-/// valid (some optimizers append nodes whose outputs earlier nodes read, e.g. onnxruntime's
-/// bert_toy_optimized.onnx). Kahn's algorithm with the smallest ready index first. Nodes on a cycle, or
-/// reading a name nothing defines, stay at the end in file order; the import then reports the missing input.
-static SmallVector<int> topologicalOrder(const onnx::GraphProto &graph) {
-  int n = graph.node_size();
-  llvm::StringMap<int> producer;
-  for (int i = 0; i < n; ++i)
-    for (const std::string &name : graph.node(i).output())
-      if (!name.empty())
-        producer.try_emplace(name, i);
-  SmallVector<int> pending(n, 0);
-  SmallVector<SmallVector<int>> consumers(n);
-  for (int i = 0; i < n; ++i)
-    for (const std::string &name : graph.node(i).input()) {
-      auto it = producer.find(name);
-      if (name.empty() || it == producer.end() || it->second == i)
-        continue;
-      ++pending[i];
-      consumers[it->second].push_back(i);
-    }
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-  for (int i = 0; i < n; ++i)
-    if (pending[i] == 0)
-      ready.push(i);
-  SmallVector<int> order;
-  SmallVector<bool> placed(n, false);
-  while (!ready.empty()) {
-    int i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    placed[i] = true;
-    for (int c : consumers[i])
-      if (--pending[c] == 0)
-        ready.push(c);
-  }
-  for (int i = 0; i < n; ++i)
-    if (!placed[i])
-      order.push_back(i);
-  return order;
 }
 
 namespace {

@@ -33,9 +33,10 @@ using namespace mlir::ptrain;
 OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, MLIRContext *context,
                                                const ImportONNXOptions &options) {
   onnx::ModelProto model;
-  std::string error = onnx_import::loadModelProto(bytes, path, model, options.bindings);
-  if (!error.empty()) {
-    emitError(FileLineColLoc::get(context, path, 0, 0)) << error;
+  onnx_import::LoadError loadError = onnx_import::loadModelProto(bytes, path, model, options.bindings);
+  if (!loadError.message.empty()) {
+    // A node's error is reported at its line, as the faithful import's node locations are (line = position).
+    emitError(FileLineColLoc::get(context, path, loadError.node + 1, 0)) << loadError.message;
     return nullptr;
   }
   onnx_import::ParameterOverrides overrides{options.trainable, options.frozen};

@@ -7,6 +7,7 @@
 #include "ModelProtoLoader.h"
 
 #include "BindDimensions.h"
+#include "GraphOrder.h"
 #include "ptrain/Import/ONNX/EmbeddedWeights.h"
 
 #include "onnx/shape_inference/implementation.h"
@@ -14,10 +15,22 @@
 #include "llvm/Support/Path.h"
 
 #include <exception>
+#include <vector>
 
-std::string mlir::ptrain::onnx_import::loadModelProto(llvm::StringRef bytes, llvm::StringRef path,
-                                                      onnx::ModelProto &model,
-                                                      const std::map<std::string, int64_t> &bindings) {
+using mlir::ptrain::onnx_import::LoadError;
+
+/// Puts the nodes of `graph` in the order `order` (indices into the current order), moving the messages.
+static void permuteNodes(onnx::GraphProto &graph, llvm::ArrayRef<int> order) {
+  int n = graph.node_size();
+  std::vector<onnx::NodeProto *> nodes(static_cast<size_t>(n));
+  graph.mutable_node()->ExtractSubrange(0, n, nodes.data());
+  for (int index : order)
+    graph.mutable_node()->AddAllocated(nodes[static_cast<size_t>(index)]);
+}
+
+LoadError mlir::ptrain::onnx_import::loadModelProto(llvm::StringRef bytes, llvm::StringRef path,
+                                                    onnx::ModelProto &model,
+                                                    const std::map<std::string, int64_t> &bindings) {
   // When `bytes` is the file at `path`, its embedded float weights stay there (EmbeddedWeights.h): only the
   // rest of the model is copied and parsed. Otherwise (e.g. standard input) the whole message is parsed.
   uint64_t fileSize = 0;
@@ -27,21 +40,29 @@ std::string mlir::ptrain::onnx_import::loadModelProto(llvm::StringRef bytes, llv
   if (!llvm::sys::fs::file_size(path, fileSize) && fileSize == bytes.size()) {
     llvm::Expected<onnx_data::ExternalizedWeights> result = onnx_data::externalizeEmbeddedWeightsFromFile(path);
     if (!result)
-      return llvm::toString(result.takeError());
+      return {llvm::toString(result.takeError())};
     stripped = std::move(result->model);
     bytes = stripped;
   }
   if (bytes.empty()) // An empty message parses: say what the file is instead of "no graph".
-    return "the file is empty (0 bytes), not an ONNX model";
+    return {"the file is empty (0 bytes), not an ONNX model"};
   if (bytes.size() > static_cast<size_t>(INT32_MAX))
-    return "the model is too large for protobuf (" + std::to_string(bytes.size()) +
-           " bytes beside its embedded float weights; store the weights as external data)";
+    return {"the model is too large for protobuf (" + std::to_string(bytes.size()) +
+            " bytes beside its embedded float weights; store the weights as external data)"};
   if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return "not a valid ONNX model (the protobuf does not parse)";
+    return {"not a valid ONNX model (the protobuf does not parse)"};
   if (!model.has_graph())
-    return "the ONNX model has no graph";
+    return {"the ONNX model has no graph"};
   if (std::string error = bindSymbolicDimensions(model, bindings); !error.empty())
-    return error;
+    return {error};
+  // ONNX's inference functions dereference the type of an input that no earlier node defines.
+  GraphReferenceError references = checkGraphReferences(model.graph());
+  if (!references.message.empty())
+    return {references.message, references.node};
+  llvm::SmallVector<int> order = topologicalOrder(model.graph());
+  bool sorted = llvm::is_sorted(order);
+  if (!sorted)
+    permuteNodes(*model.mutable_graph(), order);
   try {
     // Node-level inference errors are reported by the legalization, which knows the node; data propagation
     // folds the exporters' Shape -> Gather -> Concat chains when shapes are static.
@@ -49,7 +70,13 @@ std::string mlir::ptrain::onnx_import::loadModelProto(llvm::StringRef bytes, llv
                                         /*data_prop_val=*/true);
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception &e) {
-    return std::string("ONNX shape inference failed: ") + e.what();
+    return {std::string("ONNX shape inference failed: ") + e.what()};
   }
-  return "";
+  if (!sorted) { // Back to the file's order, which node locations (line = position in the file) refer to.
+    llvm::SmallVector<int> inverse(order.size());
+    for (auto [position, index] : llvm::enumerate(order))
+      inverse[static_cast<size_t>(index)] = static_cast<int>(position);
+    permuteNodes(*model.mutable_graph(), inverse);
+  }
+  return {};
 }

@@ -21,9 +21,16 @@ namespace mlir::ptrain::onnx_import {
 /// Parses `bytes` (the content of the model file `path`) into `model` with protobuf's bool-returning API,
 /// leaving embedded float weights in the file (EmbeddedWeights.h: they become external data of `path`),
 /// binds the graph inputs' symbolic dimensions (BindDimensions.h) and runs ONNX shape inference on it, so
-/// that every value with a static shape gets a value_info. Returns "" on success, else what went wrong.
-std::string loadModelProto(llvm::StringRef bytes, llvm::StringRef path, onnx::ModelProto &model,
-                           const std::map<std::string, int64_t> &bindings);
+/// that every value with a static shape gets a value_info. Before inference it checks the graph's references
+/// (GraphOrder.h: an input nothing defines, or a cycle, is an error naming the node), and it infers in
+/// topological order; the nodes stay in the file's order in `model`. Returns an empty message on success,
+/// else what went wrong and, when a node is at fault, its index in the graph.
+struct LoadError {
+  std::string message;
+  int node = -1; ///< the graph's node at fault, -1 when the error is the file's
+};
+LoadError loadModelProto(llvm::StringRef bytes, llvm::StringRef path, onnx::ModelProto &model,
+                         const std::map<std::string, int64_t> &bindings);
 
 } // namespace mlir::ptrain::onnx_import
 
