@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 
@@ -332,7 +333,9 @@ LogicalResult legalizeReshape(OnnxNodeOp node, IRRewriter &rewriter) {
     }
     if (d < 0)
       return nodeError(node) << "target dimension " << i << " is " << d;
-    known *= d;
+    if (llvm::MulOverflow(known, d, known))
+      return nodeError(node) << "the target shape's element count overflows 64 bits (dimension " << i << " is "
+                             << d << ")";
   }
   if (inferIndex >= 0) {
     if (known == 0 || inType.getNumElements() % known != 0)
