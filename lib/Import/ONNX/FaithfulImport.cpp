@@ -4,6 +4,7 @@
 
 #include "ClassifyInitializers.h"
 #include "GraphOrder.h"
+#include "ModelProtoLoader.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Import/ONNX/Initializers.h"
@@ -187,15 +188,7 @@ FailureOr<DenseElementsAttr> FaithfulImporter::constantValue(const onnx::TensorP
   return interp::denseElementsFromTensor(*tensor, ctx);
 }
 
-int64_t FaithfulImporter::opsetFor(const std::string &domain) {
-  bool isDefault = domain.empty() || domain == "ai.onnx";
-  for (const onnx::OperatorSetIdProto &opset : model.opset_import()) {
-    bool opsetDefault = opset.domain().empty() || opset.domain() == "ai.onnx";
-    if ((isDefault && opsetDefault) || (!isDefault && opset.domain() == domain))
-      return opset.version();
-  }
-  return 0;
-}
+int64_t FaithfulImporter::opsetFor(const std::string &domain) { return opsetOf(model, domain); }
 
 FailureOr<RankedTensorType> FaithfulImporter::convertType(const onnx::TypeProto &type, std::string &why) {
   if (!type.has_tensor_type()) {
@@ -412,14 +405,7 @@ OwningOpRef<ModuleOp> FaithfulImporter::run(StringRef entry) {
                         "runtime-specific fusions (e.g. onnxruntime's com.microsoft ops)";
       return nullptr;
     }
-    // Control flow carries subgraphs (graph attributes): a training step is one static dataflow graph.
-    if (llvm::is_contained({"If", "Loop", "Scan", "SequenceMap"}, node.op_type())) {
-      emitError(loc) << "ONNX " << node.op_type() << " node '" << cast<NameLoc>(loc).getName().getValue()
-                     << "' (opset " << opset << "): control flow (If, Loop, Scan, SequenceMap) is not supported "
-                     << "for training: ptrain trains one static dataflow graph; re-export with the branch or the "
-                        "trip count fixed (e.g. torch.onnx.export of a traced model with static shapes)";
-      return nullptr;
-    }
+    // Control flow was refused by the loader (ModelProtoLoader.h), before shape inference.
     SmallVector<Value> inputs;
     for (auto [i, name] : llvm::enumerate(node.input())) {
       if (name.empty()) {

@@ -66,11 +66,13 @@ std::string displayName(const std::string &name) {
   return escaped;
 }
 
-/// The node's name for messages: its name, or its op type and index when it has none (as FaithfulImport's
-/// node locations name it).
-std::string nodeName(const onnx::NodeProto &node, int index) {
+} // namespace
+
+std::string onnx_import::displayNodeName(const onnx::NodeProto &node, int index) {
   return node.name().empty() ? displayName(node.op_type()) + "#" + std::to_string(index) : displayName(node.name());
 }
+
+namespace {
 
 /// checkGraphReferences for `graph` seeing `outer` (the enclosing graphs' names); `where` says which
 /// subgraph attribute holds it ("" at the top level).
@@ -93,7 +95,7 @@ std::string checkScope(const onnx::GraphProto &graph, const llvm::StringSet<> &o
     for (const std::string &name : node.input())
       if (!name.empty() && !defined.contains(name) && !produced.contains(name)) {
         badNode = i;
-        return "ONNX " + displayName(node.op_type()) + " node '" + nodeName(node, i) + "'" + where + ": input '" +
+        return "ONNX " + displayName(node.op_type()) + " node '" + onnx_import::displayNodeName(node, i) + "'" + where + ": input '" +
                displayName(name) +
                "' is defined by no graph input, initializer or node" +
                (where.empty() ? std::string() : std::string(" of its graph or an enclosing one"));
@@ -105,7 +107,7 @@ std::string checkScope(const onnx::GraphProto &graph, const llvm::StringSet<> &o
       auto sub = [&](const onnx::GraphProto &g) {
         int ignored = -1;
         return checkScope(g, visible, where + " (in graph attribute '" + attr.name() + "' of node '" +
-                                          nodeName(node, i) + "')", ignored);
+                                          onnx_import::displayNodeName(node, i) + "')", ignored);
       };
       std::string error;
       if (attr.has_g())
@@ -142,7 +144,7 @@ onnx_import::GraphReferenceError onnx_import::checkGraphReferences(const onnx::G
     for (const std::string &name : node.input())
       if (!name.empty() && !available.contains(name)) {
         error.node = index;
-        error.message = "ONNX " + displayName(node.op_type()) + " node '" + nodeName(node, index) + "': input '" +
+        error.message = "ONNX " + displayName(node.op_type()) + " node '" + onnx_import::displayNodeName(node, index) + "': input '" +
                         displayName(name) +
                         "' is produced on a cycle through this node (ONNX graphs are acyclic)";
         return error;

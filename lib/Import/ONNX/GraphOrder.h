@@ -25,6 +25,10 @@ namespace mlir::ptrain::onnx_import {
 /// defines, stay at the end in file order (checkGraphReferences reports the missing name).
 llvm::SmallVector<int> topologicalOrder(const onnx::GraphProto &graph);
 
+/// The node's name in messages: its name, or its op type and index ("Shape#0") when it has none, as the
+/// faithful import's node locations name it; bytes that are not UTF-8 escaped.
+std::string displayNodeName(const onnx::NodeProto &node, int index);
+
 /// A node input that nothing defines, or a cycle: which top-level node (index in the graph, -1 when none) and
 /// what is wrong.
 struct GraphReferenceError {
