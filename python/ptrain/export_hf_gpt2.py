@@ -12,9 +12,9 @@ The configuration: GPT2Config(vocab_size, n_positions = seq, n_embd, n_layer, n_
 blocks, learned positions, GELU (tanh) MLP of 4 x n_embd, the LM head tied to the token embedding in PyTorch),
 dropout 0, eager attention, no KV cache; random weights from torch.manual_seed(seed) (GPT-2's initializer,
 N(0, 0.02)). The graph takes input_ids int64 [batch, seq] and returns the logits [batch, seq, vocab]; weights
-embedded (DIR/gpt2.onnx; 8,192 x 128: about 9 MB, since the optimizer's folding stores the LM head as its own
-transposed copy, val_N, which ptrain trains as a separate weight: docs/ImportONNX.md). Checks onnxruntime on the
-file against PyTorch's logits (atol 1e-4) and writes DIR/config.json (the GPT2Config).
+embedded (DIR/gpt2.onnx; the defaults: 1,876,257 initializer entries, 7.7 MB; the token embedding and the LM head
+stay one initializer, model.lm_head.weight, so ptrain trains them tied). Checks onnxruntime on the file against
+PyTorch's logits (atol 1e-4) and writes DIR/config.json (the GPT2Config).
 """
 import argparse
 import os
