@@ -14,6 +14,12 @@ PATH.json, python/ptrain/manifest.py), so a resumed run, at the same or another 
 next sample: its batches are the uninterrupted run's. Validation uses V fixed batches of the validation split
 in file order: batch j, replica d, row r is sample (j G + d rows + r) mod N_val.
 
+Megatron's own order (--sample-index megatron, Megatron files only; python/ptrain/megatron_sampler.py): the
+training samples are Megatron-LM GPTDataset's, built over the split's sequences for the samples the run asks for
+(steps x G) with --seed: its document, sample and shuffle indices; a sample is seq tokens along the shuffled
+documents, sharing its last token with the next one in the sample index. The position is consumed_samples as above
+(it indexes the shuffle index); validation is as above.
+
 Bytes (today's corpus, kept as it was so that earlier results reproduce): every step draws G windows of seq
 bytes at random starts, random.Random(seed * 1000003 + i), and validation batch j from
 random.Random(7919 (seed + 1) + j) (run.py's window_starts); the position is the step.
@@ -23,6 +29,10 @@ import ctypes
 import random
 
 import numpy as np
+
+from ptrain import megatron_sampler
+
+SAMPLE_INDEXES = ("epochs", "megatron")
 
 
 class Sampler:
@@ -40,25 +50,53 @@ class Sampler:
             self._epoch = epoch
         return int(self._perm[j])
 
+    def tokens(self, stream, k):
+        """The seq tokens of sample k."""
+        return stream[k * self.seq:(k + 1) * self.seq]
 
-def rows_of(tokens, samples, seq):
-    """The samples (numbers) of `tokens` as one C-contiguous int64 ctypes buffer [len(samples), seq]."""
+
+class SampleIndexError(Exception):
+    pass
+
+
+def make_sampler(corpus, seq, seed, sample_index="epochs", samples=None):
+    """The training order of a token corpus: Sampler ("epochs") or megatron_sampler.MegatronSampler ("megatron",
+    built for `samples` samples; the corpus must be Megatron files, which record their sequences)."""
+    if sample_index not in SAMPLE_INDEXES:
+        raise SampleIndexError(f"--sample-index {sample_index}: one of {', '.join(SAMPLE_INDEXES)}")
+    if sample_index == "epochs":
+        return Sampler(len(corpus.train), seq, seed)
+    if corpus.train.lengths is None:
+        raise SampleIndexError(f"--sample-index megatron: needs Megatron files, whose index records the sequences "
+                               f"(--data is {corpus.format})")
+    try:
+        return megatron_sampler.MegatronSampler(corpus.train.lengths, seq, samples, seed)
+    except megatron_sampler.MegatronSamplerError as e:
+        raise SampleIndexError(f"--sample-index megatron: {e}")
+
+
+def rows_of(tokens, samples, seq, sampler=None):
+    """The samples (numbers) of `tokens` as one C-contiguous int64 ctypes buffer [len(samples), seq]; sample k is
+    sampler.tokens(tokens, k) (without a sampler: tokens [k seq, (k + 1) seq))."""
     out = np.empty((len(samples), seq), dtype=np.int64)
     for r, k in enumerate(samples):
-        out[r] = tokens[k * seq:(k + 1) * seq]
+        out[r] = tokens[k * seq:(k + 1) * seq] if sampler is None else sampler.tokens(tokens, k)
     return (ctypes.c_int64 * out.size).from_buffer(out)
 
 
 class Loader:
     """One rank's batches. corpus: token_data.Corpus; rows, seq: the replica's rows per step and the compiled
     sequence length; replica, replicas: its data-parallel coordinate and dp; consumed: the samples consumed before
-    training step `start` (0 for a run from scratch; the checkpoint's for --resume)."""
+    training step `start` (0 for a run from scratch; the checkpoint's for --resume); sample_index: "epochs" or
+    "megatron" (make_sampler; `samples`: the samples the run asks for, steps x the global batch)."""
 
-    def __init__(self, corpus, rows, seq, seed, replica=0, replicas=1, start=0, consumed=0):
+    def __init__(self, corpus, rows, seq, seed, replica=0, replicas=1, start=0, consumed=0, sample_index="epochs",
+                 samples=None):
         self.corpus, self.rows, self.seq, self.seed = corpus, rows, seq, seed
         self.replica, self.replicas, self.start, self.consumed = replica, replicas, start, consumed
         self.windows = corpus.format == "bytes"
-        self.sampler = None if self.windows else Sampler(len(corpus.train), seq, seed)
+        self.sample_index = "windows" if self.windows else sample_index
+        self.sampler = None if self.windows else make_sampler(corpus, seq, seed, sample_index, samples)
 
     @property
     def global_rows(self):
@@ -73,8 +111,14 @@ class Loader:
         if self.windows:
             return window_batch(self.corpus.train.tokens, self.rows, self.seq, self.seed * 1000003 + i, self.replica,
                                 self.replicas)
-        first = self.consumed + (i - self.start) * self.global_rows + self.replica * self.rows
-        return rows_of(self.corpus.train.tokens, [self.sampler.sample(first + r) for r in range(self.rows)], self.seq)
+        return rows_of(self.corpus.train.tokens, self.train_samples(i), self.seq, self.sampler)
+
+    def train_samples(self, i, replica=None):
+        """The samples (numbers in the sampler's index) data-parallel replica `replica` (default: this one) reads
+        at training step i (0-based): positions [c + d rows, c + (d + 1) rows) of the training order."""
+        d = self.replica if replica is None else replica
+        first = self.consumed + (i - self.start) * self.global_rows + d * self.rows
+        return [self.sampler.sample(first + r) for r in range(self.rows)]
 
     def val(self, j):
         """Validation batch j, this replica's rows."""
@@ -87,10 +131,14 @@ class Loader:
 
     def position(self, step):
         """The data position after `step` training steps, for the checkpoint's manifest."""
-        pos = {"format": self.corpus.format, "sampler": "windows" if self.windows else "epochs", "seq": self.seq}
+        pos = {"format": self.corpus.format, "sampler": self.sample_index, "seq": self.seq}
         pos.update(self.corpus.describe())
         if not self.windows:
-            pos.update({"consumed_samples": self.consumed_after(step), "samples_per_epoch": self.sampler.count})
+            pos["consumed_samples"] = self.consumed_after(step)
+        if self.sample_index == "epochs":
+            pos["samples_per_epoch"] = self.sampler.count
+        elif self.sample_index == "megatron":  # The index depends on the samples asked for (Megatron's too).
+            pos.update({"index_samples": self.sampler.samples, "index_count": self.sampler.count})
         return pos
 
 

@@ -1,7 +1,8 @@
 """ptrain-run: train a compiled step (ptrain-compile's out/), one process per grid rank (dp x pp x tp): under mpirun
 (CPU plans), by its own torchrun-style launcher (CUDA plans), or as one rank of torchrun.
 
-    ptrain-run out/ --data DIR|PREFIX|FILE [--data-format F] --steps N [--val-every K] [--val-batches V] [--np P]
+    ptrain-run out/ --data DIR|PREFIX|FILE [--data-format F] [--val-data DIR|PREFIX|FILE]
+               [--sample-index epochs|megatron] [--log-samples] --steps N [--val-every K] [--val-batches V] [--np P]
                [--checkpoint PATH] [--resume PATH] [--seed S] [--log run.json] [--timeout SECONDS]
                [--telemetry-every N] [--run-log RUN.jsonl] [--no-plots] [--mpirun-args "ARGS"]
                [--labels DIR] [--launcher env|mpirun] [--tensorboard DIR | --no-tensorboard]
@@ -120,16 +121,20 @@ PLAN_KEYS = ("pp", "micro_batches", "batch", "seq", "vocab", "model", "library")
 DATA_FORMATS = """data formats (--data; declared by the files, never guessed from the model; docs/Data.md):
   megatron  Megatron-LM's indexed dataset: --data PREFIX with PREFIX.idx (MMIDIDX header, dtype code, sequence
             lengths, pointers, document index) and PREFIX.bin; the last documents // 20 documents are held out
-            for validation. Or --data DIR with train.idx/train.bin and val.idx/val.bin (ptrain-data).
+            for validation (unless --val-data). Or --data DIR with train.idx/train.bin and val.idx/val.bin
+            (ptrain-data).
   nanogpt   nanoGPT's token files DIR/train.bin, DIR/val.bin (uint16; uint32 above 65,536 ids), declared by
             DIR/data.json {"format": "nanogpt", "dtype": "uint16", "vocab_size": N[, "eod": ID]} or
             nanoGPT's DIR/meta.pkl (vocab_size).
   bytes     raw bytes, each byte one token id: DIR/data.json {"format": "bytes"} (python/ptrain/data.py writes
             it) beside train.bin and val.bin, or --data-format bytes for a folder or a single file.
 Every token id must be below the model's vocabulary (else the first offending id, its position and the
-vocabulary are named). Token formats: samples of seq tokens in a seeded order of epochs, each dp replica
-reading its rows; the samples consumed are the checkpoint's data position, so --resume continues on the next
-batch. Make token files with ptrain-data (a BPE or Unigram tokenizer)."""
+vocabulary are named). Token formats: samples of seq tokens in a seeded order of epochs (--sample-index
+epochs), or Megatron-LM GPTDataset's document, sample and shuffle index (--sample-index megatron, Megatron
+files), each dp replica reading its rows; the samples consumed are the checkpoint's data position, so --resume
+continues on the next batch, also at another dp. --val-data names a separate validation source: a Megatron
+PREFIX (all its documents; a --data PREFIX then trains on all of its own), a folder (its val split) or a bytes
+file (all of it). Make token files with ptrain-data (a BPE or Unigram tokenizer)."""
 
 
 class RunError(Exception):
@@ -269,10 +274,11 @@ def read_data(train_path, val_path, seq):
     return train, val
 
 
-def open_data(data, data_format=None):
-    """The corpus of --data (python/ptrain/token_data.py: its format read from its files); memory maps only."""
+def open_data(data, data_format=None, val_data=None):
+    """The corpus of --data and --val-data (python/ptrain/token_data.py: its format read from its files); memory
+    maps only."""
     try:
-        return token_data.open_corpus(data, data_format)
+        return token_data.open_corpus(data, data_format, val_data)
     except token_data.DataError as e:
         raise RunError(str(e))
 
@@ -322,6 +328,8 @@ def check_outputs_are_not_inputs(args, plan):
               os.path.join(args.out, plan["library"]): "the plan's library",
               plan["model"]: "the model of the plan (its initial weights)"}
     inputs.update({path: "training or validation data" for path in data_inputs(args.data)})
+    if args.val_data:
+        inputs.update({path: "validation data" for path in data_inputs(args.val_data)})
     outputs = [("--log", args.log), ("--run-log" if args.run_log else "the run log", run_log_path(args))]
     if args.memory_log:
         outputs += [("--memory-log", f"{args.memory_log}.rank{r}.json")
@@ -360,11 +368,20 @@ def prepare(args, torchrun=None):
     plan = load_plan(args.out)
     # An undeclared format, too little data, or ids that are no token of the model is the launcher's error, not
     # every rank's (python/ptrain/token_data.py; every token is read once, here).
-    corpus = open_data(args.data, args.data_format)
+    corpus = open_data(args.data, args.data_format, args.val_data)
     try:
         token_data.check(corpus, plan["vocab"], plan["seq"])
     except token_data.DataError as e:
         raise RunError(str(e))
+    if args.sample_index != "epochs" or args.log_samples:
+        if corpus.format == "bytes":
+            raise RunError(f"--{'sample-index' if args.sample_index != 'epochs' else 'log-samples'}: the bytes format "
+                           "draws windows (no sample index); use a token format (megatron, nanogpt)")
+    if args.sample_index != "epochs":  # Built once here too: an error is the launcher's, not every rank's.
+        try:
+            loader.make_sampler(corpus, plan["seq"], args.seed, args.sample_index, run_samples(args, plan))
+        except loader.SampleIndexError as e:
+            raise RunError(str(e))
     if args.labels:
         if corpus.format != "bytes":
             raise RunError(f"--labels {args.labels}: explicit labels go with the bytes format (one per byte of "
@@ -556,17 +573,29 @@ def resume_consumed(args, plan, corpus):
             return 0
         raise RunError(f"{where} records no data position (a checkpoint of a run on the bytes format, before "
                        f"DESIGN.md decision 13); --data {args.data} is {corpus.format}")
-    ours = dict(corpus.describe(), seq=plan["seq"])
-    for key in ("format", "train_tokens", "seq"):
+    ours = dict(corpus.describe(), seq=plan["seq"], sampler="windows" if corpus.format == "bytes" else
+                args.sample_index)
+    if ours["sampler"] == "megatron":
+        ours["index_samples"] = run_samples(args, plan)
+    for key in ("format", "train_tokens", "seq", "sampler", "index_samples"):
+        if key not in ours or (key == "sampler" and key not in data):  # Older manifests: their own sampler.
+            continue
         if data.get(key) != ours[key]:
             raise RunError(f"{where}: the checkpoint was trained on other data: its {key} is {data.get(key)!r}, "
-                           f"--data {args.data} has {ours[key]!r}")
+                           f"--data {args.data} has {ours[key]!r}" + (
+                               " (--sample-index megatron builds its index for --steps x the global batch: resume "
+                               "with the first run's --steps)" if key == "index_samples" else ""))
     if corpus.format == "bytes":
         return 0
     consumed = data.get("consumed_samples")
     if not isinstance(consumed, int) or consumed < 0:
         raise RunError(f"{where}: 'consumed_samples' must be a non-negative integer, not {consumed!r}")
     return consumed
+
+
+def run_samples(args, plan):
+    """The training samples the run asks for: --steps x the global batch (Megatron's train_samples)."""
+    return args.steps * plan.get("dp", 1) * plan["micro_batches"] * plan["batch"]
 
 
 def check_files(args, plan, old_dp, replicas):
@@ -909,7 +938,7 @@ def stall(rank, step):
 def work(args):
     plan = load_plan(args.out)
     rows, seq = plan["micro_batches"] * plan["batch"], plan["seq"]
-    corpus = open_data(args.data, args.data_format)  # The launcher checked its ids (token_data.check).
+    corpus = open_data(args.data, args.data_format, args.val_data)  # The launcher checked its ids (token_data.check).
     step = Step(plan["library"])
     global _STEP
     _STEP = step
@@ -928,7 +957,8 @@ def work(args):
     replica, tp_rank = rank.value // (plan["pp"] * tp), rank.value % tp
     start, old_dp, replicas = resume_position(args, plan) if args.resume else (0, dp, 1)
     feed = loader.Loader(corpus, rows, seq, args.seed, replica, dp, start,
-                         resume_consumed(args, plan, corpus) if args.resume else 0)
+                         resume_consumed(args, plan, corpus) if args.resume else 0, args.sample_index,
+                         run_samples(args, plan))
     val_batches = [feed.val(j) for j in range(args.val_batches)]
     val_label_batches = [batch(val_labels, rows, seq, 7919 * (args.seed + 1) + j, replica, dp) if args.labels
                          else None for j in range(args.val_batches)]
@@ -1010,6 +1040,8 @@ def work(args):
         log["train_loss"].append(loss)
         log["step_seconds"].append(dt)
         rec = {"record": "step", "step": i + 1, "train_loss": loss, "tokens_per_s": dp * rows * seq / dt}
+        if args.log_samples:  # The global batch, replica by replica (each rank read its own: Loader.train_samples).
+            rec["samples"] = [k for d in range(dp) for k in feed.train_samples(i, d)]
         if traffic:
             rec["bytes"] = traffic.take(plan["pp"])
         if telemetry and telemetry.measured(i):
@@ -1087,6 +1119,16 @@ def parser():
                         '{"format": "nanogpt", "dtype": ..., "vocab_size": ...} or nanoGPT\'s meta.pkl); or raw '
                         'bytes, each byte one token id (data.json {"format": "bytes"}, as python/ptrain/data.py '
                         "writes it, or --data-format bytes)")
+    p.add_argument("--val-data", default=None, metavar="DIR|PREFIX|FILE",
+                   help="a separate validation source of --data's format: a Megatron PREFIX (all its documents; a "
+                        "--data PREFIX then trains on all of its own instead of holding out its last documents), a "
+                        "folder (its val split: val.idx/.bin or val.bin) or a bytes file (all of it)")
+    p.add_argument("--sample-index", choices=loader.SAMPLE_INDEXES, default="epochs",
+                   help="the training order of a token format: epochs (a seeded permutation of consecutive samples "
+                        "per epoch; the default) or megatron (Megatron-LM GPTDataset's document, sample and shuffle "
+                        "index for --steps x the global batch samples and --seed; Megatron files; docs/Data.md)")
+    p.add_argument("--log-samples", action="store_true",
+                   help="record each step's global batch (the sample numbers, replica by replica) in the run log")
     p.add_argument("--data-format", choices=token_data.FORMATS, default=None,
                    help="the format --data must have (default: what its files declare); bytes also declares an "
                         "undeclared folder or file to be raw bytes")

@@ -46,11 +46,12 @@ class DataError(Exception):
 
 
 class Split:
-    """One split: `tokens`, a read-only 1-D integer array (a memmap) of the split's token stream, and `where`, the
-    file(s) it comes from, for messages."""
+    """One split: `tokens`, a read-only 1-D integer array (a memmap) of the split's token stream, `where`, the
+    file(s) it comes from, for messages, and `lengths`, its sequences' lengths (int32, summing to len(tokens)) for
+    Megatron files (None for the other formats: their files record no sequences)."""
 
-    def __init__(self, name, tokens, where):
-        self.name, self.tokens, self.where = name, tokens, where
+    def __init__(self, name, tokens, where, lengths=None):
+        self.name, self.tokens, self.where, self.lengths = name, tokens, where, lengths
 
     def __len__(self):
         return len(self.tokens)
@@ -141,27 +142,35 @@ def _nanogpt(folder, decl_path, decl):
     return Corpus("nanogpt", *splits, by, vocab, eod)
 
 
-def _megatron(prefix, val_prefix, by, decl=None):
+def _megatron(prefix, val_prefix, by, decl=None, whole=False):
+    """The Corpus of a Megatron prefix (and a validation prefix); without one, its last documents are held out
+    for validation, unless `whole` (--val-data gives the validation data): then train is every document."""
     vocab, eod = (decl or {}).get("vocab_size"), (decl or {}).get("eod")
     if decl is not None and vocab is not None and not (isinstance(vocab, int) and vocab >= 1):
         raise DataError(f"{by}: 'vocab_size' must be a positive integer, not {vocab!r}")
     try:
         data = megatron_index.IndexedDataset(prefix)
-        if val_prefix is not None:
+        if val_prefix is not None or whole:
+            train = Split("train", data.tokens, prefix + ".bin", data.lengths)
+            if val_prefix is None:
+                return Corpus("megatron", train, None, by, vocab, eod)
             val = megatron_index.IndexedDataset(val_prefix)
-            return Corpus("megatron", Split("train", data.tokens, prefix + ".bin"),
-                          Split("val", val.tokens, val_prefix + ".bin"), by, vocab, eod)
+            return Corpus("megatron", train, Split("val", val.tokens, val_prefix + ".bin", val.lengths), by, vocab,
+                          eod)
     except megatron_index.MegatronError as e:
         raise DataError(str(e))
     docs = data.document_count
     if docs < 2:
         raise DataError(f"{prefix}.idx: {docs} document(s): too few to hold one out for validation (give --data a "
-                        "folder with train.idx/.bin and val.idx/.bin)")
+                        "folder with train.idx/.bin and val.idx/.bin, or --val-data)")
     held = max(1, docs // 20)
     a, b = data.document_tokens(0, docs - held)
     c, d = data.document_tokens(docs - held, docs)
-    return Corpus("megatron", Split("train", data.tokens[a:b], f"{prefix}.bin documents [0, {docs - held})"),
-                  Split("val", data.tokens[c:d], f"{prefix}.bin documents [{docs - held}, {docs})"), by, vocab, eod)
+    cut = int(data.documents[docs - held])
+    return Corpus("megatron", Split("train", data.tokens[a:b], f"{prefix}.bin documents [0, {docs - held})",
+                                    data.lengths[:cut]),
+                  Split("val", data.tokens[c:d], f"{prefix}.bin documents [{docs - held}, {docs})",
+                        data.lengths[cut:]), by, vocab, eod)
 
 
 def _bytes(data, by):
@@ -215,11 +224,14 @@ def detect(data, data_format=None):
     return found
 
 
-def open_corpus(data, data_format=None):
-    """The Corpus of --data `data` (module docstring). Opens memory maps; reads no token."""
+def _open(data, data_format=None, whole=False):
     fmt, by, decl = detect(data, data_format)
     if fmt == "bytes":
-        return _bytes(data, by)
+        corpus = _bytes(data, by)
+        if whole and not os.path.isdir(data):  # One file: all of it is training data.
+            tokens = _memmap(data, np.uint8)
+            corpus.train = Split("train", tokens, data)
+        return corpus
     if fmt == "nanogpt":
         if not os.path.isdir(data):
             raise DataError(f"--data {data}: nanoGPT token files are a folder (train.bin, val.bin, {DECLARATION})")
@@ -227,7 +239,27 @@ def open_corpus(data, data_format=None):
     if os.path.isdir(data):
         train, val = os.path.join(data, "train"), os.path.join(data, "val")
         return _megatron(train, val if os.path.isfile(val + ".idx") else None, by, decl)
-    return _megatron(data, None, by)
+    return _megatron(data, None, by, whole=whole)
+
+
+def open_corpus(data, data_format=None, val_data=None):
+    """The Corpus of --data `data` (module docstring). Opens memory maps; reads no token. With `val_data`
+    (--val-data) the validation split is that source's instead: a Megatron PREFIX (every document; --data's
+    PREFIX then trains on every document of its own), a folder's val split (val.idx/.bin or val.bin), or a bytes
+    file (all of it; --data's file then trains on all of its own). Both must have one format."""
+    corpus = _open(data, data_format, whole=val_data is not None)
+    if val_data is None:
+        return corpus
+    other = _open(val_data, data_format or corpus.format, whole=True)
+    if os.path.isdir(val_data) or other.val is None:
+        val = other.val if other.val is not None else other.train
+    else:  # A PREFIX or a bytes file: all of it.
+        val = other.train
+    corpus.val = Split("val", val.tokens, f"--val-data {val.where}", val.lengths)
+    if other.vocab_size is not None and corpus.vocab_size is not None and other.vocab_size != corpus.vocab_size:
+        raise DataError(f"--val-data {val_data}: declares the vocabulary {other.vocab_size}, --data {data} "
+                        f"{corpus.vocab_size}")
+    return corpus
 
 
 def first_at_or_above(tokens, limit, chunk=1 << 24):

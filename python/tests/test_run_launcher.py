@@ -318,3 +318,7 @@ def test_help_states_the_data_formats(capsys):
     for words in ("megatron  Megatron-LM's indexed dataset", "PREFIX.idx", "nanogpt   nanoGPT's token files",
                   "meta.pkl", "bytes     raw bytes, each byte one token id", "--data-format", "ptrain-data"):
         assert words in text, words
+    flat = " ".join(text.split())  # argparse wraps the options' help to the terminal's width
+    for words in ("--val-data DIR|PREFIX|FILE", "a separate validation source", "--sample-index {epochs,megatron}",
+                  "Megatron-LM GPTDataset's document, sample and shuffle index", "--log-samples"):
+        assert words in flat, words

@@ -225,3 +225,35 @@ def test_data_py_declares_bytes(tmp_path):
     assert json.loads((tmp_path / "out" / "data.json").read_text()) == {"format": "bytes"}
     corpus = token_data.open_corpus(str(tmp_path / "out"))
     assert corpus.format == "bytes" and corpus.train.tokens.dtype == np.uint8
+
+
+def test_val_data_prefix_trains_on_every_document(tmp_path):
+    docs = [np.arange(10 + i, dtype=np.int64) % 50 for i in range(30)]
+    megatron_index.write(str(tmp_path / "a"), docs, np.uint16)
+    megatron_index.write(str(tmp_path / "b"), docs[:4], np.uint16)
+    held = token_data.open_corpus(str(tmp_path / "a"))
+    assert len(held.train) < sum(len(d) for d in docs)  # Without --val-data: the last documents are held out.
+    c = token_data.open_corpus(str(tmp_path / "a"), val_data=str(tmp_path / "b"))
+    assert len(c.train) == sum(len(d) for d in docs) and list(c.train.lengths) == [len(d) for d in docs]
+    assert np.array_equal(c.val.tokens, np.concatenate(docs[:4])) and c.val.where.startswith("--val-data ")
+    assert list(c.val.lengths) == [len(d) for d in docs[:4]]
+
+
+def test_val_data_folder_and_bytes_file(tmp_path):
+    for name, n in (("train", 400), ("val", 100)):
+        (np.arange(n, dtype="<u2") % 7).tofile(tmp_path / f"{name}.bin")
+    (tmp_path / "data.json").write_text(json.dumps({"format": "nanogpt", "dtype": "uint16", "vocab_size": 8}))
+    other = tmp_path / "other"
+    other.mkdir()
+    (np.arange(60, dtype="<u2") % 5).tofile(other / "val.bin")
+    (np.arange(60, dtype="<u2") % 5).tofile(other / "train.bin")
+    (other / "data.json").write_text(json.dumps({"format": "nanogpt", "dtype": "uint16", "vocab_size": 8}))
+    c = token_data.open_corpus(str(tmp_path), val_data=str(other))
+    assert len(c.train) == 400 and len(c.val) == 60  # A folder: its val split.
+    (other / "data.json").write_text(json.dumps({"format": "nanogpt", "dtype": "uint16", "vocab_size": 6}))
+    with pytest.raises(token_data.DataError, match="declares the vocabulary 6"):
+        token_data.open_corpus(str(tmp_path), val_data=str(other))
+    (tmp_path / "all.txt").write_bytes(b"x" * 1000)
+    (tmp_path / "v.txt").write_bytes(b"y" * 300)
+    c = token_data.open_corpus(str(tmp_path / "all.txt"), "bytes", val_data=str(tmp_path / "v.txt"))
+    assert len(c.train) == 1000 and len(c.val) == 300  # Bytes files: all of each.

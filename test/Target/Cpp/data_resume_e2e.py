@@ -12,6 +12,22 @@ end-of-document id 0 (a byte-level tokenization; 0 never occurs in source text),
 2. 3 steps with a checkpoint, then --resume for steps 4..6: the losses of steps 4..6 and every checkpoint file
    (every stage, every replica) are bit-equal to the straight run's, and the manifest's position equals it.
 3. Another --seed draws another order: other losses.
+3b. Resume at another dp degree (dp 1 x pp 2, the same compile's flags at --dp 1: python/ptrain/reshard.py) from
+   the dp 2 checkpoint after step 3. A dp 1 step's global batch is half the dp 2 one (micro-batches and batch are
+   compiled in; the reshard keeps them), so the dp 1 run takes steps 4..9 for the straight run's steps 4..6.
+   Bit-equal, by --log-samples (each step's global batch, replica by replica, as the ranks read it): the dp 1
+   run's samples of steps 4..9, concatenated, are the straight dp 2 run's of steps 4..6, and its manifest's
+   consumed_samples is the straight run's (96). The states: resumed at dp 1 for 0 steps, its checkpoint holds
+   every state that is no codec state (plan.json's kinds: parameters, gradient buffers, AdamW moments, step) bit
+   for bit as the dp 2 checkpoint's replica 0 file (copied; the link residual is reset and SC's data-parallel
+   states dropped, with a warning). Not compared: the parameters after
+   further steps, which a dp 1 step updates from 8 samples where the dp 2 step used 16 (another average, not a
+   rounding difference), so no tolerance is claimed for them.
+3c. --sample-index megatron: 2 steps whose logged samples are Megatron's shuffle index
+   (python/ptrain/megatron_sampler.py, itself compared with megatron-core's in python/tests) for 2 x 16 samples;
+   resuming the epochs-order checkpoint with it is an error naming the sampler.
+3d. --val-data: --data PREFIX (the train files) with --val-data PREFIX (the val files) is the folder's corpus:
+   the step-0 validation loss and the first step's loss bit-equal to the straight run's.
 4. The same corpus as nanoGPT token files (uint16, data.json) trains 1 step to a finite loss.
 5. The TensorBoard event file beside the run log, read back with the tensorboard package's own event reader
    (EventAccumulator, from the project's .venv, scripts/setup-python.sh): train/loss for steps 1..6 equal to the
@@ -63,11 +79,11 @@ def ptrain_run(data, steps, *extra):
 
 
 ck = lambda name: os.path.join(work, name, "ck")  # noqa: E731
-for name in ("straight", "first", "resumed", "seed1", "nano"):
+for name in ("straight", "first", "resumed", "seed1", "nano", "dp1", "dp1-0", "megatron", "valdata"):
     os.makedirs(os.path.join(work, name))
 log = lambda name: json.load(open(os.path.join(work, name, "log.json")))  # noqa: E731
 rc, out = ptrain_run(mega, 6, "--checkpoint", ck("straight"), "--log", os.path.join(work, "straight", "log.json"),
-                     "--val-every", "3")
+                     "--val-every", "3", "--log-samples")
 check(rc == 0, "dp 2 x pp 2 on the Megatron dataset: 6 steps" + ("" if rc == 0 else ":\n" + out))
 if failures:
     finish()
@@ -96,6 +112,84 @@ check(json.load(open(ck("resumed") + ".json"))["data"] == position, "the resumed
 
 rc, out = ptrain_run(mega, 3, "--seed", "1", "--log", os.path.join(work, "seed1", "log.json"))
 check(rc == 0 and log("seed1")["train_loss"] != straight[:3], "--seed 1 draws another order: other losses")
+
+
+
+def run_records(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def step_samples(path):
+    return {r["step"]: r["samples"] for r in run_records(path) if r.get("record") == "step" and "samples" in r}
+
+
+# 3b. Resume at dp 1 from the dp 2 checkpoint after step 3.
+straight_samples = step_samples(os.path.join(work, "straight", "run.jsonl"))
+check(sorted(straight_samples) == [1, 2, 3, 4, 5, 6] and all(len(v) == global_batch for v in straight_samples.values()),
+      f"--log-samples: 6 steps of {global_batch} samples in the straight run's run log")
+dp1_flags = [x if x != "2" or flags[i - 1] != "--dp" else "1" for i, x in enumerate(flags)]
+dp1_flags[-1] = os.path.join(work, "plan-dp1")
+rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *dp1_flags], timeout=600)
+check(rc == 0, "ptrain-compile --dp 1 --pp 2 (the same flags)" + ("" if rc == 0 else ":\n" + out))
+if failures:
+    finish()
+
+
+def ptrain_run_dp1(steps, *extra):
+    return run([os.path.join(BIN, "ptrain-run"), os.path.join(work, "plan-dp1"), "--data", mega, "--steps", str(steps),
+                "--val-batches", "2", "--no-plots", "--timeout", "120", *extra], timeout=600)
+
+
+rc, out = ptrain_run_dp1(3, "--resume", ck("first"), "--checkpoint", ck("dp1-0"),
+                         "--run-log", os.path.join(work, "dp1-0", "run.jsonl"))
+check(rc == 0 and "was written at dp = 2; resharded to dp = 1" in out, "--resume of the dp 2 checkpoint at dp 1 for 0 "
+      "steps: resharded, with the warning" + ("" if rc == 0 else ":\n" + out))
+kinds = {st["key"]: st["kind"] for st in json.load(open(os.path.join(work, "plan", "plan.json")))["states"]}
+for s in (0, 1):
+    old, new = read_checkpoint(ck("first") + f".stage{s}"), read_checkpoint(ck("dp1-0") + f".stage{s}")
+    plain = [k for k in old if not kinds[k].startswith("codec_")]
+    differ = [k for k in plain if new.get(k) != old[k]]
+    moments = sum(kinds[k] == "optimizer_moment" for k in plain)
+    check(moments and kinds.get("step") == "step_counter" and not differ,
+          f"stage {s}: the {len(plain)} states that are no codec state (parameters, gradients, {moments} AdamW "
+          f"moments, step) resharded to dp 1 bit for bit" + (f"; differ: {differ}" if differ else ""))
+rc, out = ptrain_run_dp1(9, "--resume", ck("first"), "--checkpoint", ck("dp1"), "--log-samples",
+                         "--run-log", os.path.join(work, "dp1", "run.jsonl"))
+check(rc == 0, "--resume at dp 1 for steps 4..9" + ("" if rc == 0 else ":\n" + out))
+if rc == 0:
+    dp1_samples = step_samples(os.path.join(work, "dp1", "run.jsonl"))
+    got = [k for step in range(4, 10) for k in dp1_samples.get(step, [])]
+    want = [k for step in range(4, 7) for k in straight_samples[step]]
+    check(got == want, f"the dp 1 run's samples of steps 4..9 are the straight dp 2 run's of steps 4..6, in order "
+          f"({len(got)} of {len(want)})")
+    dp1_position = json.load(open(ck("dp1") + ".json"))["data"]
+    check(dp1_position["consumed_samples"] == position["consumed_samples"] and dp1_position["seq"] == position["seq"],
+          f"the dp 1 run's data position after step 9 is the straight run's after step 6: {dp1_position}")
+
+# 3c. Megatron's sample index.
+rc, out = ptrain_run(mega, 2, "--sample-index", "megatron", "--log-samples",
+                     "--run-log", os.path.join(work, "megatron", "run.jsonl"))
+check(rc == 0, "--sample-index megatron: 2 steps" + ("" if rc == 0 else ":\n" + out))
+if rc == 0:
+    from ptrain import megatron_sampler, token_data  # noqa: E402
+    train = token_data.open_corpus(mega).train
+    index = megatron_sampler.MegatronSampler(train.lengths, position["seq"], 2 * global_batch, 0)
+    got = step_samples(os.path.join(work, "megatron", "run.jsonl"))
+    check([k for step in (1, 2) for k in got.get(step, [])] == [index.sample(p) for p in range(2 * global_batch)],
+          "--sample-index megatron: the steps read Megatron's shuffle index in order")
+rc, out = ptrain_run(mega, 6, "--resume", ck("first"), "--sample-index", "megatron")
+check(rc == 1 and "its sampler is 'epochs'" in out and "Traceback" not in out,
+      "resuming an epochs-order checkpoint with --sample-index megatron: refused, naming the sampler:\n  " + out.strip())
+
+# 3d. --val-data.
+rc, out = ptrain_run(os.path.join(mega, "train"), 1, "--val-data", os.path.join(mega, "val"),
+                     "--log", os.path.join(work, "valdata", "log.json"))
+check(rc == 0, "--data PREFIX --val-data PREFIX" + ("" if rc == 0 else ":\n" + out))
+if rc == 0:
+    ours, ref = log("valdata"), log("straight")
+    check(ours["val_loss"][0] == ref["val_loss"][0] and ours["train_loss"][0] == ref["train_loss"][0],
+          f"--val-data: the step-0 validation loss and step 1's loss are the folder corpus's "
+          f"({ours['val_loss'][0]}, {ours['train_loss'][0]} vs {ref['val_loss'][0]}, {ref['train_loss'][0]})")
 
 # 4. nanoGPT token files of the same documents.
 nano = os.path.join(work, "nano-data")
