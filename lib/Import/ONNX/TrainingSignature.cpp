@@ -266,7 +266,7 @@ LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module,
     }
   }
   if (logitsIndex < 0) {
-    // By shape: a float [batch, seq, V] output whose V is the vocabulary (docs/ImportONNX.md "The signature").
+    // By shape: a float [batch, seq, V] output whose V is the vocabulary (docs/ImportONNX.md, "Training signature").
     std::set<int64_t> vocab = vocabularySizes(fn.getArgument(tokenIndex));
     SmallVector<unsigned> candidates, matching;
     for (unsigned i = 0; i < fn.getNumResults(); ++i) {
