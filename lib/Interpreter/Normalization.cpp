@@ -95,14 +95,16 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalSoftmax(const Tensor &input, in
       double maxValue = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < len; ++j)
         maxValue = std::max(maxValue, x[base + j * inner]);
+      // A fully masked row (every value -inf) is 0, as in onnxruntime and the runtime kernels, not NaN.
+      const bool masked = maxValue == -std::numeric_limits<double>::infinity();
       double sum = 0.0;
       for (int64_t j = 0; j < len; ++j) {
-        double e = std::exp(x[base + j * inner] - maxValue);
+        double e = masked ? 0.0 : std::exp(x[base + j * inner] - maxValue);
         y[base + j * inner] = e;
         sum += e;
       }
       for (int64_t j = 0; j < len; ++j)
-        y[base + j * inner] /= sum;
+        y[base + j * inner] = sum > 0.0 ? y[base + j * inner] / sum : 0.0;
     }
   }
   out.roundToDType();

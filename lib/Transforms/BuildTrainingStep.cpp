@@ -159,8 +159,18 @@ LogicalResult BuildTrainingStepPass::checkForward(func::FuncOp forward) {
   auto logits = dyn_cast<RankedTensorType>(type.getResult(0));
   if (!tokens || !logits || tokens.getRank() != 2 || !tokens.getElementType().isSignlessInteger() ||
       logits.getRank() != 3 || !isa<FloatType>(logits.getElementType()) ||
-      logits.getShape().drop_back() != tokens.getShape() || tokens.getDimSize(1) < 2)
+      logits.getShape().drop_back() != tokens.getShape())
     return fail();
+  // (Zero-size and length-1 inputs: a step with nothing to train on, or a next-token loss with nothing to
+  // predict.)
+  if (tokens.getDimSize(0) == 0)
+    return emitError(forward.getLoc()) << "the training step needs @" << forward.getSymName()
+                                       << "'s token ids to have a batch of at least 1, got " << tokens;
+  if (tokens.getDimSize(1) < 2)
+    return emitError(forward.getLoc()) << "the training step needs @" << forward.getSymName() << "'s token ids "
+                                       << tokens
+                                       << " to have a sequence of at least 2 tokens (a next-token loss over a "
+                                          "shorter one has nothing to predict)";
   return success();
 }
 

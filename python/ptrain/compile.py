@@ -462,7 +462,10 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     lib = os.path.join(out, "libstep.so")
 
     try:
-        run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", args.model, *args.import_argv,
+        # --check-external-data: a missing or short weights file is ptrain-compile's error (naming the initializer,
+        # the file and the byte range), not first ptrain-run's.
+        run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", args.model, "--check-external-data",
+             *args.import_argv,
              "--mlir-print-debuginfo", "-o", forward],
             "ONNX import")
     except CompileError as e:

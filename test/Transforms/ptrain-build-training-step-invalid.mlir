@@ -45,3 +45,21 @@ func.func @forward(%ids: tensor<2x5xi64>, %mask: tensor<2x5xf32>) -> tensor<2x5x
   %0 = "test.unreachable"() : () -> tensor<2x5x16xf32>
   return %0 : tensor<2x5x16xf32>
 }
+
+// -----
+
+// A batch of zero sequences trains on nothing.
+// expected-error@+1 {{the training step needs @forward's token ids to have a batch of at least 1, got 'tensor<0x5xi64>'}}
+func.func @forward(%ids: tensor<0x5xi64>) -> tensor<0x5x16xf32> {
+  %0 = "test.unreachable"() : () -> tensor<0x5x16xf32>
+  return %0 : tensor<0x5x16xf32>
+}
+
+// -----
+
+// A sequence of one token leaves the next-token loss nothing to predict.
+// expected-error@+1 {{the training step needs @forward's token ids 'tensor<2x1xi64>' to have a sequence of at least 2 tokens (a next-token loss over a shorter one has nothing to predict)}}
+func.func @forward(%ids: tensor<2x1xi64>) -> tensor<2x1x16xf32> {
+  %0 = "test.unreachable"() : () -> tensor<2x1x16xf32>
+  return %0 : tensor<2x1x16xf32>
+}

@@ -257,6 +257,18 @@ TEST(Softmax, LargeValuesAndMaskedEntries) {
   expectValues(y, {3}, {0.5, 0.5, 0.0});
 }
 
+TEST(Softmax, FullyMaskedRowIsZero) {
+  // A row that is -inf everywhere (an attention row its mask hides) is 0, as in onnxruntime, not NaN; along a
+  // non-last axis too. Its gradient (softmax_grad of y = 0) is 0.
+  double inf = std::numeric_limits<double>::infinity();
+  Tensor y = ok(evalSoftmax(f32({2, 3}, {-inf, -inf, -inf, 0, 0, -inf}), -1));
+  expectValues(y, {2, 3}, {0, 0, 0, 0.5, 0.5, 0});
+  Tensor cols = ok(evalSoftmax(f32({2, 2}, {-inf, 1, -inf, 1}), 0));
+  expectValues(cols, {2, 2}, {0, 0.5, 0, 0.5});
+  Tensor dx = ok(evalSoftmaxGrad(f32({2, 3}, {1, 2, 3, 4, 5, 6}), y, -1));
+  expectValues(dx, {2, 3}, {0, 0, 0, -0.25, 0.25, 0});
+}
+
 TEST(CrossEntropy, HandValue) {
   // Two positions, three classes. Position 0: logits [0,0,0], label 1 -> log 3. Position 1: [1,2,3], label 2
   // -> log(e + e^2 + e^3) - 3 = 0.40760596444438.

@@ -50,6 +50,32 @@ TEST(Softmax, LargeLogitsDoNotOverflow) {
   expectClose(y, Vec{0.5, 0.5}, 0, 0, "y");
 }
 
+TEST(Softmax, FullyMaskedRowsAreZeroNotNaN) {
+  // An attention row the mask hides entirely (every score -inf, the ONNX Attention-23 boolean mask's select)
+  // gives 0 as in onnxruntime and the ONNX reference, in the four-row groups (rows 0-3) and alone (row 5), and
+  // its gradient is 0; the other rows are untouched softmaxes.
+  const float inf = INFINITY;
+  constexpr int64_t kRows = 6, kCols = 3;
+  std::vector<float> x = {-inf, -inf, -inf, 1, 2, 3, 0, -inf, 0, -inf, -inf, -inf, 5, 5, -inf, -inf, -inf, -inf};
+  std::vector<float> y(kRows * kCols), dx(kRows * kCols), dy(kRows * kCols, 1.5f);
+  ASSERT_PTRAIN_OK(ptrain_softmax_fwd_f32(x.data(), kRows, kCols, 0, y.data()));
+  for (int64_t r : {0, 3, 5})
+    for (int64_t c = 0; c < kCols; ++c)
+      EXPECT_EQ(y[r * kCols + c], 0.0f) << "row " << r << " col " << c;
+  expectClose(std::vector<float>(y.begin() + 6, y.begin() + 9), Vec{0.5, 0.0, 0.5}, 0, 1e-7, "row 2");
+  dy[1] = -2.0f;
+  ASSERT_PTRAIN_OK(ptrain_softmax_bwd_f32(dy.data(), y.data(), kRows, kCols, dx.data()));
+  for (int64_t i = 0; i < kRows * kCols; ++i)
+    EXPECT_FALSE(std::isnan(dx[i])) << i;
+  for (int64_t r : {0, 3, 5})
+    for (int64_t c = 0; c < kCols; ++c)
+      EXPECT_EQ(dx[r * kCols + c], 0.0f) << "row " << r << " col " << c;
+  // A causal [2, 2] pair whose first query's only key is -inf.
+  std::vector<float> cx = {-inf, 7, 1, 1}, cy(4);
+  ASSERT_PTRAIN_OK(ptrain_softmax_fwd_f32(cx.data(), 2, 2, 1, cy.data()));
+  expectClose(cy, Vec{0.0, 0.0, 0.5, 0.5}, 0, 0, "causal");
+}
+
 TEST(Softmax, RowGroupsGiveEachRowsBitsAlone) {
   // The kernels sum four rows at a time (four fp64 chains, each in column order): every row of a 7-row call
   // (one group and three single rows), in place as the attention kernel calls them, has the bits of a

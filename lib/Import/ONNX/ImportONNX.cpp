@@ -1,6 +1,7 @@
 //===- ImportONNX.cpp - the importer's entry points ---------------*- C++ -*-===//
 
 #include "ptrain/Import/ONNX/ImportONNX.h"
+#include "ptrain/Import/ONNX/Initializers.h"
 
 #include "BindDimensions.h"
 #include "ConstantInputs.h"
@@ -38,6 +39,14 @@ OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, 
     // A node's error is reported at its line, as the faithful import's node locations are (line = position).
     emitError(FileLineColLoc::get(context, path, loadError.node + 1, 0)) << loadError.message;
     return nullptr;
+  }
+  if (options.checkExternalData) {
+    llvm::Expected<onnx_data::ONNXInitializers> initializers = onnx_data::ONNXInitializers::open(path);
+    llvm::Error checked = initializers ? initializers->checkExternalData() : initializers.takeError();
+    if (checked) {
+      emitError(FileLineColLoc::get(context, path, 0, 0)) << "--check-external-data: " << llvm::toString(std::move(checked));
+      return nullptr;
+    }
   }
   onnx_import::ParameterOverrides overrides{options.trainable, options.frozen};
   if (std::string error = onnx_import::checkParameterOverrides(overrides); !error.empty()) {
@@ -115,6 +124,12 @@ static llvm::cl::opt<std::string> frozenOption(
                    "matches none"),
     llvm::cl::value_desc("regex"), llvm::cl::cat(importCategory));
 
+static llvm::cl::opt<bool> checkExternalDataOption(
+    "check-external-data",
+    llvm::cl::desc("check that every initializer's external data file exists and holds its byte range before "
+                   "importing (ptrain-compile does; without it the weights are only found when read)"),
+    llvm::cl::cat(importCategory));
+
 /// Reads the main buffer of `sourceMgr` as an ONNX model; the buffer's name is the file path.
 static OwningOpRef<Operation *> translateImport(llvm::SourceMgr &sourceMgr, MLIRContext *context, bool legalize) {
   const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
@@ -122,6 +137,7 @@ static OwningOpRef<Operation *> translateImport(llvm::SourceMgr &sourceMgr, MLIR
   options.legalize = legalize;
   options.trainable = trainableOption;
   options.frozen = frozenOption;
+  options.checkExternalData = checkExternalDataOption;
   Location fileLoc = FileLineColLoc::get(context, buffer->getBufferIdentifier(), 0, 0);
   if (std::string error = onnx_import::parseBindings(bindOption, options.bindings); !error.empty()) {
     emitError(fileLoc) << error;

@@ -271,55 +271,93 @@ std::vector<std::string> ONNXInitializers::getNames() const {
   return names;
 }
 
+/// The bytes of `t`'s EXTERNAL data (location, offset, length relative to the model's folder), the file mapped
+/// and cached; an error for a bad entry, a location outside the folder, a missing file or a range past its end.
+llvm::Expected<llvm::StringRef> ONNXInitializers::externalBytes(const onnx::TensorProto &t, std::string *out_path,
+                                                                uint64_t *out_offset) {
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  for (const onnx::StringStringEntryProto &entry : t.external_data()) {
+    llvm::StringRef key = entry.key(), value = entry.value();
+    if (key == "location") {
+      location = value.str();
+    } else if (key == "offset" || key == "length") {
+      uint64_t number;
+      if (value.getAsInteger(10, number))
+        return makeError("has a bad external data " + key + " '" + value + "'");
+      if (key == "offset")
+        offset = number;
+      else
+        length = number;
+    }
+  }
+  if (location.empty())
+    return makeError("has external data without a location");
+  if (llvm::sys::path::is_absolute(location))
+    return makeError("has an absolute external data location '" + location + "'");
+  // Locations are relative to the model's folder and stay inside it (onnx::checker refuses them too).
+  if (llvm::is_contained(llvm::make_range(llvm::sys::path::begin(location), llvm::sys::path::end(location)), ".."))
+    return makeError("has the external data location '" + location +
+                     "', outside the model's folder (a '..' component)");
+  llvm::SmallString<256> path = externalPath(modelPath, location);
+  if (out_path)
+    *out_path = path.str().str();
+  if (out_offset)
+    *out_offset = offset;
+  auto cached = externalFiles.find(path);
+  if (cached == externalFiles.end()) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+        llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!buffer)
+      return makeError("has external data in '" + path + "', which cannot be read: " + buffer.getError().message());
+    cached = externalFiles.try_emplace(path, std::move(*buffer)).first;
+  }
+  llvm::StringRef data = cached->second->getBuffer();
+  uint64_t size = length ? *length : (offset <= data.size() ? data.size() - offset : 0);
+  if (offset > data.size() || size > data.size() - offset)
+    return makeError("has external data [" + llvm::Twine(offset) + ", " + llvm::Twine(offset + size) +
+                     ") past the end of '" + path + "' (" + llvm::Twine(data.size()) + " bytes)");
+  return data.substr(offset, size);
+}
+
+llvm::Error ONNXInitializers::checkExternalData() {
+  for (const onnx::TensorProto &init : model->graph().initializer()) {
+    if (init.data_location() != onnx::TensorProto::EXTERNAL)
+      continue;
+    auto fail = [&](const llvm::Twine &why) {
+      return makeError(modelPath + ": initializer '" + init.name() + "' " + why);
+    };
+    std::string path;
+    uint64_t offset = 0;
+    llvm::Expected<llvm::StringRef> bytes = externalBytes(init, &path, &offset);
+    if (!bytes)
+      return fail(llvm::toString(bytes.takeError()));
+    llvm::Expected<DType> dtype = dtypeFromONNX(init.data_type());
+    if (!dtype)
+      return fail(llvm::toString(dtype.takeError()));
+    llvm::SmallVector<int64_t> shape;
+    for (int64_t d : init.dims()) {
+      if (d < 0)
+        return fail("has a negative dimension " + llvm::Twine(d));
+      shape.push_back(d);
+    }
+    size_t need = static_cast<size_t>(interp::numElements(shape)) * elementBytes(*dtype);
+    if (bytes->size() != need)
+      return fail("has " + llvm::Twine(bytes->size()) + " bytes of external data at [" + llvm::Twine(offset) + ", " +
+                  llvm::Twine(offset + bytes->size()) + ") of '" + path + "'; the shape " + interp::formatShape(shape) + " of " +
+                  interp::stringifyDType(*dtype) + " needs " + llvm::Twine(need));
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<Tensor> ONNXInitializers::read(llvm::StringRef name) {
   auto it = byName.find(name);
   if (it == byName.end())
     return llvm::make_error<interp::MissingStateError>(modelPath + ": no initializer named '" + name.str() + "'");
   const onnx::TensorProto &proto = *it->second;
 
-  auto external = [&](const onnx::TensorProto &t) -> llvm::Expected<llvm::StringRef> {
-    std::string location;
-    uint64_t offset = 0;
-    std::optional<uint64_t> length;
-    for (const onnx::StringStringEntryProto &entry : t.external_data()) {
-      llvm::StringRef key = entry.key(), value = entry.value();
-      if (key == "location") {
-        location = value.str();
-      } else if (key == "offset" || key == "length") {
-        uint64_t number;
-        if (value.getAsInteger(10, number))
-          return makeError("has a bad external data " + key + " '" + value + "'");
-        if (key == "offset")
-          offset = number;
-        else
-          length = number;
-      }
-    }
-    if (location.empty())
-      return makeError("has external data without a location");
-    if (llvm::sys::path::is_absolute(location))
-      return makeError("has an absolute external data location '" + location + "'");
-    // Locations are relative to the model's folder and stay inside it (onnx::checker refuses them too).
-    if (llvm::is_contained(llvm::make_range(llvm::sys::path::begin(location), llvm::sys::path::end(location)), ".."))
-      return makeError("has the external data location '" + location +
-                       "', outside the model's folder (a '..' component)");
-    llvm::SmallString<256> path = externalPath(modelPath, location);
-    auto cached = externalFiles.find(path);
-    if (cached == externalFiles.end()) {
-      llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-          llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-      if (!buffer)
-        return makeError("has external data in '" + path + "', which cannot be read: " + buffer.getError().message());
-      cached = externalFiles.try_emplace(path, std::move(*buffer)).first;
-    }
-    llvm::StringRef data = cached->second->getBuffer();
-    uint64_t size = length ? *length : (offset <= data.size() ? data.size() - offset : 0);
-    if (offset > data.size() || size > data.size() - offset)
-      return makeError("has external data [" + llvm::Twine(offset) + ", " + llvm::Twine(offset + size) +
-                       ") past the end of '" + path + "' (" + llvm::Twine(data.size()) + " bytes)");
-    return data.substr(offset, size);
-  };
-
+  auto external = [&](const onnx::TensorProto &t) { return externalBytes(t); };
   llvm::Expected<Tensor> tensor = decodeTensor(proto, external);
   if (!tensor)
     return makeError(modelPath + ": initializer '" + name + "' " + llvm::toString(tensor.takeError()));

@@ -10,7 +10,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
+
+#include <set>
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -56,6 +59,35 @@ static std::string inferInputRole(StringRef name, RankedTensorType type) {
   if (n == "input_ids" || n == "tokens")
     return "tokens";
   return "";
+}
+
+/// The vocabularies `tokens` [batch, seq] indexes: the rows of every ptrain.embedding table whose ids are the
+/// token ids, directly or through integer ops that keep their element count (cast, reshape, squeeze). Empty when
+/// no embedding reads the tokens (then the logits are picked by shape alone).
+static std::set<int64_t> vocabularySizes(Value tokens) {
+  std::set<int64_t> sizes;
+  int64_t count = cast<RankedTensorType>(tokens.getType()).getNumElements();
+  SmallVector<Value> work = {tokens};
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (!seen.insert(user).second)
+        continue;
+      if (auto embedding = dyn_cast<EmbeddingOp>(user)) {
+        if (embedding.getIds() == v)
+          sizes.insert(cast<RankedTensorType>(embedding.getTable().getType()).getDimSize(0));
+        continue;
+      }
+      for (Value result : user->getResults()) {
+        auto type = dyn_cast<RankedTensorType>(result.getType());
+        if (type && type.getElementType().isSignlessInteger() && !type.getElementType().isInteger(1) &&
+            type.hasStaticShape() && type.getNumElements() == count)
+          work.push_back(result);
+      }
+    }
+  }
+  return sizes;
 }
 
 /// A dense constant of `type` whose element at multi-index `index` is `value(index)`.
@@ -147,6 +179,12 @@ LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module,
   if (tokensType.getRank() != 2 || !tokensType.getElementType().isSignlessInteger())
     return emitError(loc) << "--signature: the token input must be an integer [batch, seq] tensor, got " << tokensType;
   int64_t seq = tokensType.getDimSize(1);
+  // A zero-size batch or sequence (an export traced so, or --bind batch=0) trains on nothing.
+  if (tokensType.getDimSize(0) == 0 || seq == 0)
+    return emitError(loc) << "--signature: the token ids " << tokensType << " have a zero-size "
+                          << (tokensType.getDimSize(0) == 0 ? "batch" : "sequence")
+                          << ": a training step needs at least one sequence of at least 2 tokens (--bind the "
+                             "batch and sequence sizes)";
 
   llvm::BitVector eraseArgs(fn.getNumArguments());
   int labelsIndex = -1;
@@ -227,23 +265,60 @@ LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module,
       return emitError(loc) << "--signature: '" << name.getValue() << "' is a graph output; only 'logits' names one";
     }
   }
-  if (logitsIndex < 0)
+  if (logitsIndex < 0) {
+    // By shape: a float [batch, seq, V] output whose V is the vocabulary (docs/ImportONNX.md, "Training signature").
+    std::set<int64_t> vocab = vocabularySizes(fn.getArgument(tokenIndex));
+    SmallVector<unsigned> candidates, matching;
     for (unsigned i = 0; i < fn.getNumResults(); ++i) {
       auto type = dyn_cast<RankedTensorType>(fn.getResultTypes()[i]);
-      if (type && type.getRank() == 3 && isa<FloatType>(type.getElementType())) {
-        if (logitsIndex >= 0)
-          return emitError(loc) << "--signature: several float [batch, seq, vocab] outputs; give the logits with "
-                                   "--signature <name>=logits";
-        logitsIndex = i;
-      }
+      if (!type || type.getRank() != 3 || !isa<FloatType>(type.getElementType()) ||
+          type.getShape().drop_back() != tokensType.getShape())
+        continue;
+      candidates.push_back(i);
+      if (vocab.empty() || vocab.count(type.getDimSize(2)))
+        matching.push_back(i);
     }
-  if (logitsIndex < 0)
-    return emitError(loc) << "--signature: no graph output is the logits (a float [batch, seq, vocab] tensor); "
-                             "give it with --signature <name>=logits";
+    auto listCandidates = [&](InFlightDiagnostic &diag) {
+      diag << "; the float [batch, seq, V] outputs:";
+      if (candidates.empty())
+        diag << " none";
+      for (unsigned i : candidates) {
+        auto name = fn.getResultAttrOfType<StringAttr>(i, "ptrain.onnx_name");
+        diag << " '" << (name ? name.getValue().str() : "#" + std::to_string(i)) << "' "
+             << fn.getResultTypes()[i];
+      }
+      diag << "; give the logits with --signature <name>=logits";
+      return failure();
+    };
+    std::string vocabText;
+    for (int64_t v : vocab)
+      vocabText += (vocabText.empty() ? "" : " or ") + std::to_string(v);
+    if (matching.size() > 1) {
+      InFlightDiagnostic diag = emitError(loc) << "--signature: several float [batch, seq, vocab] outputs";
+      if (!vocab.empty())
+        diag << " with the vocabulary " << vocabText;
+      return listCandidates(diag);
+    }
+    if (matching.empty()) {
+      InFlightDiagnostic diag = emitError(loc) << "--signature: no graph output is the logits (a float [batch, seq, "
+                                               << (vocab.empty() ? std::string("vocab") : vocabText) << "] tensor";
+      if (!vocab.empty())
+        diag << ", the vocabulary being the rows of the token embedding";
+      diag << ")";
+      return listCandidates(diag);
+    }
+    logitsIndex = matching.front();
+  }
   auto logitsType = cast<RankedTensorType>(fn.getResultTypes()[logitsIndex]);
   if (logitsType.getRank() != 3 || logitsType.getShape().drop_back() != tokensType.getShape())
     return emitError(loc) << "--signature: the logits must be [batch, seq, vocab] for tokens " << tokensType << ", got "
                           << logitsType;
+  // A next-token loss scores positions 0..S-2 against tokens 1..S-1: with S = 1 there is nothing to predict.
+  if (labelsIndex < 0 && seq < 2)
+    return emitError(loc) << "--signature: the token ids " << tokensType
+                          << " have a sequence of length " << seq
+                          << ": a next-token loss has nothing to predict; export (or --bind) a sequence of at least 2 "
+                             "tokens, or give the labels with --signature <name>=labels";
   for (const auto &[name, wasUsed] : used)
     if (!wasUsed)
       return emitError(loc) << "--signature: '" << name << "' is neither a graph input nor a graph output";

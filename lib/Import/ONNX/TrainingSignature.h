@@ -22,7 +22,10 @@
 // Inference: names containing "label" are labels, "past" empty, "position" position_ids, "token_type" or "segment"
 // token_type_ids, "mask" padding_mask (rank 2) or causal_mask (rank >= 3, last two dimensions
 // [S, T]); the tokens are "input_ids" or the one remaining integer [B, S] input; the logits are "logits" or
-// the one float rank-3 output. Anything else is an error naming the input and asking for --signature.
+// the one float [B, S, V] output whose V is the vocabulary (the rows of the embedding tables the token ids
+// index; any V when no embedding reads them): none or several is an error listing the [B, S, *] outputs with
+// their shapes. Anything else is an error naming the input and asking for --signature. Token ids with a
+// zero-size batch or sequence, or (without labels) a sequence of 1, are refused: nothing to predict.
 //
 //===----------------------------------------------------------------------===//
 

@@ -3,6 +3,8 @@
 // Max-subtracted softmax per row. The causal mask is the autoregressive mask
 // of Vaswani et al. 2017, "Attention Is All You Need", sec. 3.2.3: row r of a
 // [..., S, S] tensor is query q = r mod S, and keys j > q get probability 0.
+// A row whose every value is -inf (an attention row the mask hides entirely)
+// gives 0 everywhere, as onnxruntime and the ONNX reference do, not NaN.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,18 +14,25 @@
 
 namespace {
 /// Row r's max over [0, valid) and its exponentials exp(x - max) (fp64, rounded to fp32) into yr; x may be y.
+/// A fully masked row (every value -inf) gets zeros, whose sum 0 normalizeRow keeps as zeros.
 PTRAIN_KERNEL_BODY void expRow(const float *xr, float *yr, int64_t valid) {
   float maxVal = xr[0];
   for (int64_t c = 1; c < valid; ++c)
     maxVal = xr[c] > maxVal ? xr[c] : maxVal;
+  if (maxVal == -__builtin_inff()) {
+    for (int64_t c = 0; c < valid; ++c)
+      yr[c] = 0.0f;
+    return;
+  }
   // exp in fp64 (cpu/VectorMath.h, vectorized), rounded to fp32.
   for (int64_t c = 0; c < valid; ++c)
     yr[c] = static_cast<float>(ptrain::runtime::expNonPositive(static_cast<double>(xr[c] - maxVal)));
 }
 
-/// yr[0, valid) divided by their sum (fp64, in order), the rest of the row zero.
+/// yr[0, valid) divided by their sum (fp64, in order), the rest of the row zero. A sum of 0 is a fully masked
+/// row: it stays 0, as in onnxruntime and the ONNX reference's Attention, instead of 0 / 0 = NaN.
 PTRAIN_KERNEL_BODY void normalizeRow(float *yr, double sum, int64_t valid, int64_t cols) {
-  const float inv = static_cast<float>(1.0 / sum);
+  const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
   for (int64_t c = 0; c < valid; ++c)
     yr[c] *= inv;
   for (int64_t c = valid; c < cols; ++c)

@@ -104,13 +104,16 @@ __global__ void __launch_bounds__(kRowThreads) softmaxFwd(const float *x, int64_
   for (int64_t c = threadIdx.x; c < valid; c += blockDim.x)
     m = fmaxf(m, xr[c]);
   m = blockMax(m, sharedMax);
+  // A fully masked row (every value -inf) gives zeros, as on the CPU (cpu/Softmax.cpp), not -inf - -inf = NaN.
+  const bool masked = m == -INFINITY;
   double sum = 0.0;
   for (int64_t c = threadIdx.x; c < valid; c += blockDim.x) {
-    const float e = expf(__fsub_rn(xr[c], m));
+    const float e = masked ? 0.0f : expf(__fsub_rn(xr[c], m));
     yr[c] = e;
     sum += e;
   }
-  const float inv = static_cast<float>(1.0 / blockSum(sum, shared));
+  const double total = blockSum(sum, shared);
+  const float inv = total > 0.0 ? static_cast<float>(1.0 / total) : 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
     yr[c] = c < valid ? __fmul_rn(yr[c], inv) : 0.0f;
 }

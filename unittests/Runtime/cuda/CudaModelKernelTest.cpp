@@ -336,6 +336,28 @@ TEST(CudaModelKernels, ReduceAndBroadcastTo) {
   expectEqualArrays(cib, oib.download(), "broadcast_to i64");
 }
 
+TEST(CudaModelKernels, SoftmaxFullyMaskedRowIsZero) {
+  // Rows 0 and 2 are -inf everywhere (an attention row its mask hides): 0 as on the CPU (cpu/Softmax.cpp) and in
+  // onnxruntime, not NaN, forward and backward; row 1 keeps its softmax.
+  const float inf = INFINITY;
+  const std::vector<float> s = {-inf, -inf, -inf, -inf, 1, -inf, 2, 0, -inf, -inf, -inf, -inf};
+  const std::vector<float> ds = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  std::vector<float> cy(12), cdx(12);
+  DeviceArray<float> d_s(s), d_ds(ds), y(12), dx(12);
+  ASSERT_EQ(ptrain_softmax_fwd_f32(s.data(), 3, 4, 0, cy.data()), PTRAIN_OK);
+  ASSERT_EQ(ptrain_cuda_softmax_fwd_f32(d_s.get(), 3, 4, 0, y.get()), PTRAIN_OK) << ptrain_last_error();
+  const std::vector<float> gy = y.download();
+  expectClose(cy, gy, "masked softmax");
+  for (int64_t c = 0; c < 4; ++c)
+    EXPECT_TRUE(gy[c] == 0.0f && gy[8 + c] == 0.0f) << "col " << c;
+  ASSERT_EQ(ptrain_softmax_bwd_f32(ds.data(), cy.data(), 3, 4, cdx.data()), PTRAIN_OK);
+  ASSERT_EQ(ptrain_cuda_softmax_bwd_f32(d_ds.get(), y.get(), 3, 4, dx.get()), PTRAIN_OK) << ptrain_last_error();
+  const std::vector<float> gdx = dx.download();
+  expectClose(cdx, gdx, "masked softmax_bwd");
+  for (float v : gdx)
+    EXPECT_FALSE(std::isnan(v));
+}
+
 TEST(CudaModelKernels, CastGatherLogSoftmax) {
   // Casts between f32 and i64 (truncation toward zero, rounding through fp64), exact.
   const std::vector<float> f = {-2.75f, -0.5f, 0.0f, 0.99f, 3.5f, 1e10f, -1e18f, 7.0f};

@@ -43,6 +43,10 @@ struct ImportONNXOptions {
   /// Apply the training signature: generated inputs become constants, empty ones zero-size constants, and
   /// the function keeps only the token input and the logits output (see TrainingSignature.h).
   bool applySignature = false;
+  /// Check every initializer's external data (its file and byte range, onnx_data::ONNXInitializers::
+  /// checkExternalData) before importing; off by default so that a module can be imported apart from its
+  /// weights (ptrain-interpret --weights). ptrain-compile turns it on (`--check-external-data`).
+  bool checkExternalData = false;
 };
 
 /// Imports the serialized ONNX model `bytes`, read from `path` (used for locations and recorded as the

@@ -54,8 +54,18 @@ public:
 
   llvm::StringRef getModelPath() const { return modelPath; }
 
+  /// Checks, without decoding them, that every initializer with EXTERNAL data has its file and byte range
+  /// [offset, offset + length) inside it, and that the range holds the initializer's shape x element size
+  /// bytes. The first failure is an error naming the model, the initializer, the file and the byte range
+  /// (ptrain-compile's check before it compiles, so that a missing or short weights file is not first seen by
+  /// ptrain-run).
+  llvm::Error checkExternalData();
+
 private:
   ONNXInitializers();
+  /// The bytes of `t`'s EXTERNAL data, the resolved file in `out_path` and the offset in `out_offset`.
+  llvm::Expected<llvm::StringRef> externalBytes(const onnx::TensorProto &t, std::string *out_path = nullptr,
+                                                uint64_t *out_offset = nullptr);
 
   std::string modelPath;
   std::unique_ptr<onnx::ModelProto> model;
