@@ -20,7 +20,7 @@
 #include "ptrain/Import/ONNX/ImportONNX.h"
 #include "ptrain/Tools/Registration.h"
 #include "ptrain/Transforms/Passes.h"
-#include "ptrain/Transforms/ScheduleTable.h"
+#include "ptrain/Plan/ScheduleTable.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"

@@ -10,9 +10,9 @@
 #include "ptrain/Analysis/MemoryPlan.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
-#include "ptrain/Transforms/CompressDataParallel.h"
-#include "ptrain/Transforms/CompressTensorParallel.h"
-#include "ptrain/Transforms/CompressionPlan.h"
+#include "ptrain/Plan/DataParallelBuckets.h"
+#include "ptrain/Plan/CompressTensorParallel.h"
+#include "ptrain/Plan/CompressionPlan.h"
 #include "ptrain/Transforms/GradientClipping.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -11,11 +11,11 @@
 
 #include "ptrain/Transforms/CompressAuto.h"
 #include "ptrain/Transforms/CompressDataParallel.h"
-#include "ptrain/Transforms/CompressTensorParallel.h"
+#include "ptrain/Plan/CompressTensorParallel.h"
 #include "ptrain/Transforms/CompressionConfig.h"
-#include "ptrain/Transforms/CompressionPlan.h"
+#include "ptrain/Plan/CompressionPlan.h"
 #include "ptrain/Transforms/GradientClipping.h"
-#include "ptrain/Transforms/ScheduleTable.h"
+#include "ptrain/Plan/ScheduleTable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

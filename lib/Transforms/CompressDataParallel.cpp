@@ -28,27 +28,12 @@ struct Bucket {
   SmallVector<StateReadOp> reads;
 };
 
-/// The bucket's operands: the concatenated pieces, or the one input.
-SmallVector<Value> bucketPieces(AllReduceStartOp start) {
-  Value input = start.getInput();
-  if (auto concat = input.getDefiningOp<ConcatOp>())
-    return SmallVector<Value>(concat->operand_begin(), concat->operand_end());
-  return {input};
-}
-
-/// The gradient read behind a piece (through its flattening reshape), or null.
-StateReadOp readOf(Value piece) {
-  if (auto reshape = piece.getDefiningOp<ReshapeOp>())
-    piece = reshape->getOperand(0);
-  return piece.getDefiningOp<StateReadOp>();
-}
-
 FailureOr<Bucket> readBucket(AllReduceStartOp start) {
   Bucket bucket;
   bucket.start = start;
   bucket.pieces = bucketPieces(start);
   for (Value piece : bucket.pieces) {
-    StateReadOp op = readOf(piece);
+    StateReadOp op = gradientReadOf(piece);
     if (!op)
       return start.emitError("--ptrain-lower-to-runtime: the dp all-reduce to rewrite must reduce gradient reads "
                              "(ptrain.state_read, flattened and concatenated), got ")
@@ -59,15 +44,6 @@ FailureOr<Bucket> readBucket(AllReduceStartOp start) {
     return start.emitError("--ptrain-lower-to-runtime: the dp all-reduce to rewrite needs exactly one wait");
   bucket.wait = cast<WaitOp>(*start.getRequest().getUsers().begin());
   return bucket;
-}
-
-SmallVector<AllReduceStartOp> allReducesOver(func::FuncOp fn, ArrayRef<StringRef> axes) {
-  SmallVector<AllReduceStartOp> ops;
-  fn.walk([&](AllReduceStartOp op) {
-    if (llvm::equal(op.getGridAxes().getAsValueRange<StringAttr>(), axes))
-      ops.push_back(op);
-  });
-  return ops;
 }
 
 /// Replaces the bucket's wait with `replacement` and erases the bucket and the concatenation feeding it.
@@ -92,36 +68,6 @@ RankedTensorType flatOf(ArrayRef<Value> values) {
   return RankedTensorType::get({total}, cast<RankedTensorType>(values[0].getType()).getElementType());
 }
 } // namespace
-
-SmallVector<StateReadOp> mlir::ptrain::dataParallelGradientReads(func::FuncOp optimizerStep) {
-  SmallVector<StateReadOp> reads;
-  for (AllReduceStartOp op : allReducesOver(optimizerStep, {"dp"}))
-    for (Value piece : bucketPieces(op))
-      if (StateReadOp read = readOf(piece))
-        reads.push_back(read);
-  return reads;
-}
-
-SmallVector<SmallVector<StateReadOp>> mlir::ptrain::dataParallelBuckets(func::FuncOp optimizerStep) {
-  SmallVector<SmallVector<StateReadOp>> buckets;
-  for (AllReduceStartOp op : allReducesOver(optimizerStep, {"dp"})) {
-    buckets.emplace_back();
-    for (Value piece : bucketPieces(op))
-      if (StateReadOp read = readOf(piece))
-        buckets.back().push_back(read);
-  }
-  return buckets;
-}
-
-CodecAttrInterface mlir::ptrain::dataParallelCodecOf(const CompressionPlan &plan, int64_t stage, StringRef key,
-                                                     RankedTensorType type) {
-  if (auto it = plan.dpCodecs.find(key.str()); it != plan.dpCodecs.end())
-    return it->second;
-  if (stage >= static_cast<int64_t>(plan.dpAllReduce.size()) || !plan.dpAllReduce[stage])
-    return CodecAttrInterface();
-  auto [n, m] = *MatrixViewAttr::getMatrixShape(MatrixViewAttr(), type, nullptr);
-  return PowerSGDAttr::get(type.getContext(), std::min({plan.scRank, n, m}), BoolAttr(), MatrixViewAttr());
-}
 
 LogicalResult mlir::ptrain::compressDataParallelAllReduces(ModuleOp module, func::FuncOp optimizerStep, int64_t stage,
                                                            const CompressionPlan &plan, int64_t *numCompressed) {

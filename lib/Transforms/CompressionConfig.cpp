@@ -6,7 +6,7 @@
 
 #include "ptrain/Transforms/CompressionConfig.h"
 
-#include "ptrain/Transforms/ScheduleTable.h"
+#include "ptrain/Plan/ScheduleTable.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Builders.h"

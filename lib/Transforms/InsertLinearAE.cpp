@@ -14,7 +14,7 @@
 #include "ptrain/Transforms/Passes.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainStateInit.h"
-#include "ptrain/Transforms/CompressionPlan.h"
+#include "ptrain/Plan/CompressionPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -10,10 +10,10 @@
 #include "ptrain/Transforms/Passes.h"
 
 #include "ptrain/Transforms/CompressDataParallel.h"
-#include "ptrain/Transforms/CompressTensorParallel.h"
-#include "ptrain/Transforms/CompressionPlan.h"
+#include "ptrain/Plan/CompressTensorParallel.h"
+#include "ptrain/Plan/CompressionPlan.h"
 #include "ptrain/Transforms/DropoutRows.h"
-#include "ptrain/Transforms/ScheduleTable.h"
+#include "ptrain/Plan/ScheduleTable.h"
 #include "ptrain/Transforms/StepLoss.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"

@@ -7,7 +7,7 @@
 #include "ptrain/Transforms/Passes.h"
 
 #include "ptrain/Analysis/PipelinePlan.h"
-#include "ptrain/Transforms/ScheduleTable.h"
+#include "ptrain/Plan/ScheduleTable.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"

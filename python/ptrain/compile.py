@@ -12,7 +12,9 @@
 runs, writing every intermediate into out/:
 
     ptrain-translate --import-onnx model.onnx [--import-options]  -> out/forward.mlir   (L0 model graph)
-    ptrain-opt --ptrain-build-training-step=...          -> out/step.mlir      (L1 training step)
+    ptrain-opt --ptrain-pipeline="dp=.. tp=.. pp=.. micro-batches=.. ..."   -> out/step.mlir   (L1 training step)
+      (one option set, lib/Pipelines/TrainingPipeline.cpp, docs/Pipeline.md), which runs
+      --ptrain-build-training-step=... alone for a single-rank step, and
       with --pp P > 1 or --micro-batches M > 1 (the pipeline): --ptrain-split-stages="pp=P"
       --ptrain-build-training-step="micro-batches=M ..." --ptrain-schedule="micro-batches=M schedule=1f1b"
       with --linear-ae DIM, between the split and the step: --ptrain-insert-linear-ae="dim=DIM skip-stages=K"
@@ -476,6 +478,7 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
             raise CompileError(f"{e}\n(ptrain-compile passes importer options with --import-options, e.g. "
                                f"--import-options \"{hint.group(0).strip()}\")")
         raise
+    # One option set for every pass of the step (ptrain-opt --ptrain-pipeline, lib/Pipelines, docs/Pipeline.md).
     options = (f"optimizer={args.optimizer} lr={args.lr!r} warmup-steps={args.warmup_steps} "
                f"total-steps={args.total_steps} min-lr-ratio={args.min_lr_ratio!r} "
                f"weight-decay={args.weight_decay!r}")
@@ -488,38 +491,27 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     if args.class_weights is not None:
         options += " class-weights=" + ",".join(repr(w) for w in read_class_weights(args.class_weights))
     opt = os.path.join(bin_dir, "ptrain-opt")
-    if not pipeline:
-        run([opt, forward, f"--ptrain-build-training-step={options}", "--mlir-print-debuginfo", "-o", step],
-            "building the training step")
-    else:
-        data_parallel = f" dp={args.dp}"
+    if pipeline:
+        options += (f" dp={args.dp} tp={args.tp} pp={args.pp} virtual-stages={args.virtual_stages}"
+                    f" micro-batches={args.micro_batches} schedule={args.schedule}")
         if args.bucket_bytes is not None:
-            data_parallel += f" bucket-bytes={args.bucket_bytes}"
-        # Tensor parallelism shards the forward graph first: raise finds the layers, shard-tp slices them.
-        shard = f"tp={args.tp}"
+            options += f" bucket-bytes={args.bucket_bytes}"
         if args.vocab_parallel:
-            shard += " vocab-parallel=true" + (f" vocab-multiple={args.vocab_multiple}" if args.vocab_multiple else "")
-        passes = ["--ptrain-raise", f"--ptrain-shard-tp={shard}"] if args.tp > 1 else []
-        passes.append(f"--ptrain-split-stages=pp={args.pp} virtual-stages={args.virtual_stages}")
-        if args.linear_ae is not None:  # trainable weights: before autodiff builds the step
-            passes.append(f"--ptrain-insert-linear-ae=dim={args.linear_ae} "
-                          f"skip-stages={args.linear_ae_skip_stages or 0}")
-        passes.append(f"--ptrain-build-training-step={options} micro-batches={args.micro_batches}{data_parallel}")
-        passes.append(f"--ptrain-schedule=micro-batches={args.micro_batches} schedule={args.schedule}")
-        if args.policy != "none" or args.report is not None:
-            passes.append(f"--ptrain-critical-path=cluster={cluster}")
+            options += " vocab-parallel=true" + (f" vocab-multiple={args.vocab_multiple}" if args.vocab_multiple else "")
+        if args.linear_ae is not None:
+            options += f" linear-ae-dim={args.linear_ae} linear-ae-skip-stages={args.linear_ae_skip_stages or 0}"
         if args.policy != "none":
-            passes.append(f"--ptrain-compress=policy={args.policy} {args.compress_options.strip()}".rstrip())
+            options += f" policy={args.policy} compress-options={{{args.compress_options.strip()}}}"
+        if cluster is not None:
+            options += f" cluster={cluster}"
         if args.report is not None:
-            passes.append(f"--ptrain-report=json={os.path.abspath(args.report)}")
-        passes.append("--ptrain-lower-to-runtime")
-        # Each rank's memory over its schedule (states, stash, temporaries; docs/TrainingStep.md).
+            options += f" report={os.path.abspath(args.report)}"
         memory_plan = os.path.join(out, "memory_plan.json")
-        passes.append(f"--ptrain-memory-plan=json={os.path.abspath(memory_plan)}")
-        passes.append("--ptrain-verify-plan")  # Every rank's steps run abstractly: no deadlock, no mismatch.
-        run([opt, forward, *passes, "--mlir-print-debuginfo", "-o", step], "building the pipeline training step")
-        if args.report is not None:
-            add_memory_plan_to_report(args.report, memory_plan)
+        options += f" memory-plan={os.path.abspath(memory_plan)}"
+    run([opt, forward, f"--ptrain-pipeline={options}", "--mlir-print-debuginfo", "-o", step],
+        "building the pipeline training step" if pipeline else "building the training step")
+    if pipeline and args.report is not None:
+        add_memory_plan_to_report(args.report, memory_plan)
     if args.target == "cuda":
         source = os.path.join(out, "step.cu")
         run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cuda", step, "-o", source], "CUDA emission")

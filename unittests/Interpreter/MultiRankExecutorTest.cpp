@@ -13,7 +13,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 #include "ptrain/Interpreter/StateDefaults.h"
-#include "ptrain/Transforms/CompressionPlan.h"
+#include "ptrain/Plan/CompressionPlan.h"
 
 #include <cstdio>
 #include <map>

@@ -32,7 +32,7 @@
 #define PTRAIN_ANALYSIS_PIPELINEPLAN_H
 
 #include "ptrain/Analysis/TimingPlan.h"
-#include "ptrain/Transforms/ScheduleTable.h"
+#include "ptrain/Plan/ScheduleTable.h"
 
 #include "llvm/Support/Error.h"
 

@@ -18,7 +18,7 @@
 #ifndef PTRAIN_TRANSFORMS_COMPRESSAUTO_H
 #define PTRAIN_TRANSFORMS_COMPRESSAUTO_H
 
-#include "ptrain/Transforms/CompressTensorParallel.h"
+#include "ptrain/Plan/CompressTensorParallel.h"
 #include "ptrain/Transforms/CompressionConfig.h"
 
 #include <optional>

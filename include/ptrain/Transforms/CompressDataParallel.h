@@ -10,24 +10,11 @@
 #ifndef PTRAIN_TRANSFORMS_COMPRESSDATAPARALLEL_H
 #define PTRAIN_TRANSFORMS_COMPRESSDATAPARALLEL_H
 
-#include "ptrain/Transforms/CompressionPlan.h"
+#include "ptrain/Plan/DataParallelBuckets.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace mlir::ptrain {
-
-/// The codec of the dp all-reduce of the gradient `key` of `type` on `stage`: the plan's `dp_codecs`
-/// override, else PowerSGD of rank min(scRank, n, m) when the stage is in `dp_all_reduce`, else null (exact).
-CodecAttrInterface dataParallelCodecOf(const CompressionPlan &plan, int64_t stage, llvm::StringRef key,
-                                       RankedTensorType type);
-
-/// The gradient reads the `ptrain.all_reduce_start`s over `[dp]` of `optimizerStep` reduce (a bucket is one
-/// read, or the concatenation of flattened reads), in bucket order; operands of another form are skipped.
-llvm::SmallVector<StateReadOp> dataParallelGradientReads(func::FuncOp optimizerStep);
-
-/// The same reads per bucket: one list per `ptrain.all_reduce_start` over `[dp]`, in bucket order (the
-/// timing model prices one all-reduce per bucket).
-llvm::SmallVector<llvm::SmallVector<StateReadOp>> dataParallelBuckets(func::FuncOp optimizerStep);
 
 /// Rewrites every `ptrain.all_reduce_start` over `[dp]` in `optimizerStep` of `stage` (a bucket: one
 /// gradient read, or the concatenation of flattened gradient reads) in which some gradient has a codec

@@ -9,7 +9,7 @@
 #ifndef PTRAIN_TRANSFORMS_COMPRESSIONCONFIG_H
 #define PTRAIN_TRANSFORMS_COMPRESSIONCONFIG_H
 
-#include "ptrain/Transforms/CompressionPlan.h"
+#include "ptrain/Plan/CompressionPlan.h"
 
 #include "llvm/ADT/StringRef.h"
 

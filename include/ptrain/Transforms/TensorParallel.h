@@ -1,8 +1,8 @@
 //===- TensorParallel.h - what --ptrain-raise records for --ptrain-shard-tp --*- C++ -*-===//
 //
-// The discardable attributes through which --ptrain-raise hands the structure of the forward graph to
-// --ptrain-shard-tp, and the slicing record that --ptrain-shard-tp leaves on a sliced parameter for the
-// executor and the runtime (docs/Plan.md, "Tensor parallelism").
+// What --ptrain-raise and --ptrain-shard-tp share: the parameter and node-error helpers, the vocabulary-parallel
+// split and its cross-entropy; the attribute names they record are in ptrain/Plan/TensorParallelAttrs.h
+// (docs/Plan.md, "Tensor parallelism").
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,20 +10,11 @@
 #define PTRAIN_TRANSFORMS_TENSORPARALLEL_H
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Plan/TensorParallelAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace mlir::ptrain {
-
-/// On a `ptrain.matmul`: `{layer, role}`, role one of qkv, attn_out, mlp_up, mlp_down, lm_head.
-inline constexpr llvm::StringLiteral kLinearAttr = "ptrain.linear";
-/// On an attention's `ptrain.softmax`: `{layer, heads, head_dim}`.
-inline constexpr llvm::StringLiteral kAttentionAttr = "ptrain.attention";
-/// On the raised function: the number of transformer layers.
-inline constexpr llvm::StringLiteral kLayersAttr = "ptrain.layers";
-/// On a sliced `ptrain.state`: `{axis, dim, groups, shape}` (--ptrain-shard-tp's description); the executor
-/// reads it through mlir::ptrain::interp's loadState.
-inline constexpr llvm::StringLiteral kTPSliceAttr = "ptrain.tp_slice";
 
 /// The `ptrain.state_read` of a parameter that `weight` is, directly or through one `ptrain.transpose`
 /// (a torch Linear's [out, in] weight); null otherwise. `symbols` is the module's symbol table.

@@ -13,7 +13,7 @@
 #include "CppTypes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
-#include "ptrain/Transforms/TensorParallel.h"
+#include "ptrain/Plan/TensorParallelAttrs.h"
 
 #include "llvm/ADT/STLExtras.h"
 

@@ -11,6 +11,7 @@
 #ifndef PTRAIN_TARGET_CPP_RUNTIMECALLTABLE_H
 #define PTRAIN_TARGET_CPP_RUNTIMECALLTABLE_H
 
+#include "RuntimeEnums.h"
 #include "ptrain/Runtime/ptrain_runtime.h"
 
 #include <cstddef>

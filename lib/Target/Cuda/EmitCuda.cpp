@@ -1,6 +1,6 @@
 //===- EmitCuda.cpp - The CUDA code generator (--emit-cuda) ---------------===//
 //
-// One CUDA translation unit per single-rank module (docs/CodegenCuda.md):
+// One CUDA translation unit per module, single-rank or lowered per rank (docs/CodegenCuda.md):
 //   1. a host mirror of every ptrain.state (the keyed table that
 //      ptrain_state_init_onnx and the checkpoints read and write) and its
 //      offset in ONE device block of states; constants in one device block;
@@ -1154,7 +1154,9 @@ LogicalResult mlir::ptrain::emitCuda(ModuleOp module, raw_ostream &os) { return 
 
 void mlir::ptrain::registerEmitCudaTranslation() {
   TranslateFromMLIRRegistration reg(
-      "emit-cuda", "emit a single-rank ptrain training step as CUDA calling libptrain_runtime_cuda (GPU target)",
+      "emit-cuda",
+      "emit a ptrain training step (single-rank, or per-rank after --ptrain-lower-to-runtime) as CUDA calling "
+      "libptrain_runtime_cuda over NCCL (GPU target)",
       [](Operation *op, raw_ostream &os) -> LogicalResult {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)

@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PTRAIN_TRANSFORMS_COMPRESSTENSORPARALLEL_H
-#define PTRAIN_TRANSFORMS_COMPRESSTENSORPARALLEL_H
+#ifndef PTRAIN_PLAN_COMPRESSTENSORPARALLEL_H
+#define PTRAIN_PLAN_COMPRESSTENSORPARALLEL_H
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
@@ -96,4 +96,4 @@ LogicalResult compressTensorParallelAllReduces(ModuleOp module, llvm::ArrayRef<T
 
 } // namespace mlir::ptrain
 
-#endif // PTRAIN_TRANSFORMS_COMPRESSTENSORPARALLEL_H
+#endif // PTRAIN_PLAN_COMPRESSTENSORPARALLEL_H

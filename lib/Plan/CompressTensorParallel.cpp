@@ -1,13 +1,13 @@
 //===- CompressTensorParallel.cpp - mcbench's TP site: codecs on TP all-reduces -*- C++ -*-===//
 //
-// See include/ptrain/Transforms/CompressTensorParallel.h.
+// See include/ptrain/Plan/CompressTensorParallel.h.
 //
 //===----------------------------------------------------------------------===//
 
-#include "ptrain/Transforms/CompressTensorParallel.h"
+#include "ptrain/Plan/CompressTensorParallel.h"
 
-#include "ptrain/Transforms/CompressionPlan.h"
-#include "ptrain/Transforms/TensorParallel.h"
+#include "ptrain/Plan/CompressionPlan.h"
+#include "ptrain/Plan/TensorParallelAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -1,10 +1,10 @@
 //===- CompressionPlan.cpp - the decisions of --ptrain-compress ---*- C++ -*-===//
 //
-// See include/ptrain/Transforms/CompressionPlan.h.
+// See include/ptrain/Plan/CompressionPlan.h.
 //
 //===----------------------------------------------------------------------===//
 
-#include "ptrain/Transforms/CompressionPlan.h"
+#include "ptrain/Plan/CompressionPlan.h"
 
 #include "mlir/IR/Builders.h"
 

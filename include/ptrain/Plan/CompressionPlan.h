@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PTRAIN_TRANSFORMS_COMPRESSIONPLAN_H
-#define PTRAIN_TRANSFORMS_COMPRESSIONPLAN_H
+#ifndef PTRAIN_PLAN_COMPRESSIONPLAN_H
+#define PTRAIN_PLAN_COMPRESSIONPLAN_H
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
@@ -105,4 +105,4 @@ FailureOr<StateOp> getOrAddCodecState(ModuleOp module, Operation *anchor, llvm::
 
 } // namespace mlir::ptrain
 
-#endif // PTRAIN_TRANSFORMS_COMPRESSIONPLAN_H
+#endif // PTRAIN_PLAN_COMPRESSIONPLAN_H

@@ -1,6 +1,6 @@
 //===- ScheduleTable.cpp - steps of a per-stage pipeline schedule --*- C++ -*-===//
 
-#include "ptrain/Transforms/ScheduleTable.h"
+#include "ptrain/Plan/ScheduleTable.h"
 
 #include <algorithm>
 

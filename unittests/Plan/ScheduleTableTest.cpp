@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ptrain/Transforms/ScheduleTable.h"
+#include "ptrain/Plan/ScheduleTable.h"
 #include "ptrain/Analysis/PipelinePlan.h"
 
 #include "gtest/gtest.h"

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PTRAIN_TRANSFORMS_SCHEDULETABLE_H
-#define PTRAIN_TRANSFORMS_SCHEDULETABLE_H
+#ifndef PTRAIN_PLAN_SCHEDULETABLE_H
+#define PTRAIN_PLAN_SCHEDULETABLE_H
 
 #include "llvm/ADT/StringRef.h"
 
@@ -58,4 +58,4 @@ std::optional<ScheduleTableRows> buildScheduleTable(llvm::StringRef kind, int64_
 
 } // namespace mlir::ptrain
 
-#endif // PTRAIN_TRANSFORMS_SCHEDULETABLE_H
+#endif // PTRAIN_PLAN_SCHEDULETABLE_H

@@ -1,0 +1,45 @@
+//===- DataParallelBuckets.h - the dp all-reduce buckets and their codecs -*- C++ -*-===//
+//
+// Queries over the data-parallel gradient all-reduces of a stage's optimizer step (the buckets that
+// --ptrain-build-training-step forms, docs/TrainingStep.md) and the codec the compression plan gives each
+// gradient (docs/Compression.md). The timing model (lib/Analysis/ModuleCosts.cpp) prices them and
+// --ptrain-lower-to-runtime rewrites them (lib/Transforms/CompressDataParallel.cpp): both read them here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_PLAN_DATAPARALLELBUCKETS_H
+#define PTRAIN_PLAN_DATAPARALLELBUCKETS_H
+
+#include "ptrain/Plan/CompressionPlan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::ptrain {
+
+/// The `ptrain.all_reduce_start`s of `fn` whose grid axes are exactly `axes`, in program order.
+llvm::SmallVector<AllReduceStartOp> allReducesOver(func::FuncOp fn, llvm::ArrayRef<llvm::StringRef> axes);
+
+/// A bucket's operands: the pieces its input concatenates (a `ptrain.concat`), or the one input.
+llvm::SmallVector<Value> bucketPieces(AllReduceStartOp start);
+
+/// The gradient read behind a bucket piece (directly, or through its flattening `ptrain.reshape`), or null.
+StateReadOp gradientReadOf(Value piece);
+
+/// The codec of the dp all-reduce of the gradient `key` of `type` on `stage`: the plan's `dp_codecs`
+/// override, else PowerSGD of rank min(scRank, n, m) (n x m the gradient's matrix view) when the stage is in
+/// `dp_all_reduce` (Optimus-CC's selective stage compression, Song et al., ASPLOS 2023, section 4.4), else
+/// null (exact).
+CodecAttrInterface dataParallelCodecOf(const CompressionPlan &plan, int64_t stage, llvm::StringRef key,
+                                       RankedTensorType type);
+
+/// The gradient reads the `ptrain.all_reduce_start`s over `[dp]` of `optimizerStep` reduce (a bucket is one
+/// read, or the concatenation of flattened reads), in bucket order; operands of another form are skipped.
+llvm::SmallVector<StateReadOp> dataParallelGradientReads(func::FuncOp optimizerStep);
+
+/// The same reads per bucket: one list per `ptrain.all_reduce_start` over `[dp]`, in bucket order (the
+/// timing model prices one all-reduce per bucket).
+llvm::SmallVector<llvm::SmallVector<StateReadOp>> dataParallelBuckets(func::FuncOp optimizerStep);
+
+} // namespace mlir::ptrain
+
+#endif // PTRAIN_PLAN_DATAPARALLELBUCKETS_H
