@@ -9,8 +9,9 @@
 #      /dev/shm (OpenMPI's shared-memory transport) and /dev/pts;
 #   3. copies in a clean clone of REF (committed state only, like CI's clean clone) at ROOT/work/ptrain and the
 #      checkout's ../shared beside it at ROOT/work/shared;
-#   4. runs, as root, with CI=true, no standard input, Debian's PATH and the machine's locale LANG=C.UTF-8
-#      (built into Debian's libc; ccache keys on it) and nothing else of the host's environment,
+#   4. runs, as root, with CI=true, no standard input, every signal's default action, Debian's PATH and the
+#      machine's locale LANG=C.UTF-8 (built into Debian's libc; ccache keys on it) and nothing else of the
+#      host's environment,
 #      `bash scripts/main.sh` and then `bash .ci/run` (the README's test command);
 #   5. prints CTest's summary and each command's rc and wall time; exits 1 if either failed.
 # Downloads are cached outside the root, in CACHE (default ~/.cache/ptrain-fresh-machine): apt's archives
@@ -203,9 +204,12 @@ in_root() {  # in_root NAME COMMAND: runs COMMAND in ROOT/work/ptrain, logs to L
   t0=$(date +%s)
   echo "== fresh-machine: $cmd   (log: $LOGS/$name.log)"
   # In the background, so that a signal reaches the traps at once (bash defers a trap while it waits on a
-  # foreground pipeline); the cleanup then stops what still runs in the root.
+  # foreground pipeline); the cleanup then stops what still runs in the root. The command starts as a CI job
+  # does, with every signal's default action (env --default-signal): a background job of a shell without job
+  # control has SIGINT and SIGQUIT ignored, and so has this script if it was started as one (bash can then
+  # neither trap nor reset them), and the commands' processes would inherit that.
   { local rc=0
-    chroot "$ROOT" /usr/bin/env -i HOME=/root CI=true LANG=C.UTF-8 \
+    chroot "$ROOT" /usr/bin/env -i --default-signal HOME=/root CI=true LANG=C.UTF-8 \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       /bin/bash -c "cd /work/ptrain && $cmd" < /dev/null 2>&1 || rc=$?
     echo "$rc" > "$LOGS/$name.rc"

@@ -9,18 +9,25 @@ are removed, so a launcher started under mpirun does not make its ranks believe 
 rank is its own process group (so one signal reaches a rank and whatever it started) and is killed by the
 kernel if the launcher dies (PR_SET_PDEATHSIG), so no rank outlives it.
 
-The ranks' output is streamed as it comes, every line (and every \\r redraw of a progress bar) prefixed with
-"[rank r] ", stdout to stdout and stderr to stderr. When a rank exits with a nonzero status or a signal, the
-others get FAIL_GRACE_S seconds to report their own errors (peers of a failed rank usually fail at once, e.g.
-all ranks at a missing GPU), then SIGTERM, then SIGKILL after KILL_AFTER_S more: no rank keeps the job alive.
+The ranks' output is streamed line by line, every line (and every \\r redraw of a progress bar) prefixed with
+"[rank r] ", stdout to stdout and stderr to stderr. A line is written once it is complete, in one write, so lines
+of different ranks never mix, however a rank's writes are cut (an unbuffered rank, PYTHONUNBUFFERED=1, writes
+print's text and its newline apart); a rank's last line without its newline is written, with one, when that
+stream ends, and a line longer than MAX_LINE characters in parts of that size.
+
+When a rank exits with a nonzero status or a signal, the others get FAIL_GRACE_S seconds to report their own
+errors (peers of a failed rank usually fail at once, e.g. all ranks at a missing GPU), then SIGTERM, then SIGKILL
+after KILL_AFTER_S more: no rank keeps the job alive.
 Ctrl-C (SIGINT) or SIGTERM to the launcher is forwarded to every rank as SIGINT; ranks still running
 KILL_AFTER_S later are killed. At the end the launcher prints one line per failed rank: the rank, its exit
 status or signal, and its error (its last "ptrain-run: error:" line, else its last line of output), and one
 line per rank it ended. The result is 0 when every rank exited 0, 130 after an interrupt, else 1.
 """
 
+import codecs
 import ctypes
 import os
+import re
 import selectors
 import signal
 import socket
@@ -31,6 +38,8 @@ import time
 FAIL_GRACE_S = 2.0  # after a rank fails: time for the other ranks' own errors before SIGTERM
 KILL_AFTER_S = 5.0  # after SIGTERM (or a forwarded SIGINT): time before SIGKILL
 PR_SET_PDEATHSIG = 1
+MAX_LINE = 1 << 16  # characters of an unfinished line kept before they are written as a part of it
+LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)")  # a line with its end (a redraw's \r ends one too)
 
 
 def free_port(host="127.0.0.1"):
@@ -65,10 +74,10 @@ class Rank:
         self.rank, self.proc = rank, proc
         self.status = None  # the exit status (negative: the signal), once it has exited
         self.ended = None  # the signal the launcher sent it, if any
-        self.at_line_start = {}  # per stream: the next byte starts a line
+        self.decoder = {}  # per stream: UTF-8 decoding across reads (a character may span two)
         self.last_line = ""  # the last nonempty line of its output
         self.last_error = ""  # its last "ptrain-run: error:" line
-        self.pending = {}  # per stream: the text of the current line so far
+        self.pending = {}  # per stream: the text of the current, unfinished line
 
     def signal(self, sig):
         if self.status is None:
@@ -82,28 +91,30 @@ class Rank:
 
 
 def _forward(rank, name, chunk, stream):
-    """Writes chunk with "[rank r] " at each line start (a line ends at \\n or \\r); remembers its last lines."""
+    """Writes the lines of rank's stream `name` that chunk completes (a line ends at \\n or \\r), each with
+    "[rank r] " in front, in one write, and keeps the unfinished rest; chunk b"" is the stream's end: the rest is
+    written with a newline. Remembers the rank's last line and its last "ptrain-run: error:" line."""
+    decoder = rank.decoder.setdefault(name, codecs.getincrementaldecoder("utf-8")(errors="replace"))
+    text = rank.pending.get(name, "") + decoder.decode(chunk, final=not chunk)
+    lines, done = [], 0
+    for match in LINE.finditer(text):
+        lines.append(match.group())
+        done = match.end()
+    rest = text[done:]
+    if rest and (not chunk or len(rest) >= MAX_LINE):
+        lines.append(rest if chunk else rest + "\n")
+        rest = ""
+    rank.pending[name] = rest
     prefix = f"[rank {rank.rank}] "
-    text = chunk.decode(errors="replace")
-    out = []
-    for piece in text.splitlines(keepends=True):
-        if rank.at_line_start.get(name, True):
-            out.append(prefix)
-        out.append(piece)
-        ended = piece.endswith(("\n", "\r"))
-        rank.at_line_start[name] = ended
-        line = rank.pending.get(name, "") + piece
-        if ended:
-            line = line.strip()
-            rank.pending[name] = ""
-            if line:
-                rank.last_line = line
-                if "ptrain-run: error:" in line:
-                    rank.last_error = line[line.index("ptrain-run: error:"):]
-        else:
-            rank.pending[name] = line
-    stream.write("".join(out))
-    stream.flush()
+    for line in lines:
+        line = line.strip()
+        if line:
+            rank.last_line = line
+            if "ptrain-run: error:" in line:
+                rank.last_error = line[line.index("ptrain-run: error:"):]
+    if lines:
+        stream.write("".join(prefix + line for line in lines))
+        stream.flush()
 
 
 def _set_death_signal():
@@ -142,9 +153,8 @@ def run_ranks(cmd, world, env, out=None, err=None, fail_grace_s=FAIL_GRACE_S, ki
             for key, _ in selector.select(timeout=0.05):
                 rank, name, stream = key.data
                 chunk = os.read(key.fileobj.fileno(), 65536)
-                if chunk:
-                    _forward(rank, name, chunk, stream)
-                else:
+                _forward(rank, name, chunk, stream)
+                if not chunk:
                     selector.unregister(key.fileobj)
                     key.fileobj.close()
                     open_pipes -= 1
@@ -179,10 +189,6 @@ def run_ranks(cmd, world, env, out=None, err=None, fail_grace_s=FAIL_GRACE_S, ki
         selector.close()
         for s, handler in old.items():
             signal.signal(s, handler)
-    for rank in ranks:
-        for name in ("stdout", "stderr"):  # A last line without its newline.
-            if rank.pending.get(name, "").strip():
-                rank.last_line = rank.pending[name].strip()
     if interrupted:
         print(f"ptrain-run: interrupted ({signal.Signals(interrupted[0]).name}); forwarded SIGINT to every rank",
               file=err, flush=True)

@@ -462,6 +462,52 @@ def rank_defaults(env, timeout):
     return env
 
 
+MPIRUN_OWN_EXIT_S = 1.0  # after Ctrl-C: time for an mpirun that got the same SIGINT to end its ranks itself
+MPIRUN_TERM_S = 5.0  # then SIGTERM (mpirun forwards it to its ranks); SIGKILL if it still runs this much later
+
+
+def call_mpirun(cmd, env, own_exit_s=MPIRUN_OWN_EXIT_S, term_s=MPIRUN_TERM_S):
+    """Runs cmd (mpirun and its arguments) to its end and returns its exit status (negative: the signal).
+
+    A KeyboardInterrupt (SIGINT to this process: Ctrl-C, or kill -INT of the launcher alone) at any point stops
+    mpirun before it is re-raised: own_exit_s seconds for mpirun to exit by itself (a terminal's Ctrl-C reached
+    it too), then SIGTERM, then SIGKILL term_s seconds later; mpirun is reaped, so it leaves no zombie. SIGINT is
+    blocked while mpirun is started: subprocess.call, used before, had a window in Popen() between mpirun's exec
+    and the point where it could stop it, and a SIGINT there (a loaded machine delays the launcher right after
+    the fork) left mpirun running, and with it the launcher's stdout/stderr, while the launcher said it had
+    stopped it. mpirun starts with the signal mask the launcher had (restored in the child before exec) and
+    SIGINT's default action (exec resets the launcher's handler)."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    proc = None
+    try:
+        proc = subprocess.Popen(cmd, env=env, preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, mask))
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a SIGINT that came meanwhile is raised here
+        return proc.wait()
+    except KeyboardInterrupt:
+        if proc is not None:
+            stop_process(proc, own_exit_s, term_s)
+        raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def stop_process(proc, own_exit_s, term_s):
+    """Waits own_exit_s seconds for proc to exit, then SIGTERM, SIGKILL after term_s more (or at a second
+    Ctrl-C), and reaps it."""
+    for sig, wait_s in ((None, own_exit_s), (signal.SIGTERM, term_s), (signal.SIGKILL, None)):
+        if sig is not None and proc.poll() is None:
+            proc.send_signal(sig)
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+        except KeyboardInterrupt:  # impatient: no more waiting
+            proc.kill()
+            proc.wait()
+            return
+
+
 def launch(args):
     plan, world, launcher = prepare(args)
     try:
@@ -486,10 +532,10 @@ def launch(args):
         status = env_launcher.run_ranks(worker, world, env)  # forwards Ctrl-C itself; 130 after one
     else:
         try:
-            status = subprocess.call(cmd, env=env)
+            status = call_mpirun(cmd, env)
         except KeyboardInterrupt:
-            # Ctrl-C (SIGINT): subprocess.call has stopped mpirun, and its ranks end with it; the interrupted
-            # run's log is renamed below like a failed run's.
+            # Ctrl-C (SIGINT): call_mpirun has stopped mpirun, and its ranks end with it; the interrupted run's
+            # log is renamed below like a failed run's.
             status = 128 + signal.SIGINT
             print("ptrain-run: interrupted (SIGINT): mpirun and its ranks are stopped", file=sys.stderr, flush=True)
     if status != 0 and os.path.isfile(log) and os.stat(log).st_mtime_ns != before:

@@ -1,8 +1,8 @@
 """ptrain-run's torchrun-style launcher (python/ptrain/launcher.py) with fake ranks, real processes: the
-environment each rank sees, the rank-prefixed output, a failed rank ending the others (SIGTERM, then SIGKILL for
-one that ignores it) with every rank's error reported, Ctrl-C forwarded, and no rank outliving a killed
-launcher. (The real step under it: test/Target/Cuda/compile_e2e.py, the pp2 CUDA plan's ranks at the device
-error.)"""
+environment each rank sees, the rank-prefixed output (whole lines, however the ranks' writes are cut), a failed
+rank ending the others (SIGTERM, then SIGKILL for one that ignores it) with every rank's error reported, Ctrl-C
+forwarded, and no rank outliving a killed launcher. (The real step under it: test/Target/Cuda/compile_e2e.py,
+the pp2 CUDA plan's ranks at the device error.)"""
 
 import os
 import signal
@@ -55,6 +55,27 @@ def test_environment_and_prefixed_output(capfd):
         assert f"[rank {r}] bar 1/2\r[rank {r}] bar 2/2\n" in err  # A progress bar's redraw keeps its prefix.
     assert len(ports) == 1 and 1 <= int(ports.pop()) <= 65535
     assert "failed" not in err
+
+
+def test_lines_of_ranks_do_not_mix(capfd):
+    # Unbuffered ranks (PYTHONUNBUFFERED=1: print writes its text and its newline apart), here cut further, a few
+    # bytes a write, all at once: every output line is one whole line of one rank. The launcher wrote each piece
+    # as it came, and "[rank 1] pid 22285[rank 0] pid 22284" made test_ctrl_c_is_forwarded wait for ever.
+    # A UTF-8 character cut between two writes stays one character; a last line without a newline gets one.
+    body = """
+        text = "".join(f"rank {rank} line {i} \u00e9t\u00e9 " + "x" * (i % 7) + "\\n" for i in range(40)) + "end"
+        data = text.encode()
+        for i in range(0, len(data), 3):
+            os.write(1, data[i:i + 3])
+            time.sleep(0.0005)
+    """
+    assert launcher.run_ranks(rank_cmd(body), 3, dict(os.environ)) == 0
+    lines = capfd.readouterr().out.split("\n")
+    assert lines.pop() == ""  # the output ends with a newline
+    for r in range(3):
+        want = [f"[rank {r}] rank {r} line {i} \u00e9t\u00e9 " + "x" * (i % 7) for i in range(40)] + [f"[rank {r}] end"]
+        assert [line for line in lines if line.startswith(f"[rank {r}] ")] == want
+    assert all(line.startswith(tuple(f"[rank {r}] " for r in range(3))) for line in lines), lines
 
 
 def test_a_failed_rank_ends_the_others(capfd):
@@ -127,13 +148,22 @@ def start_launcher(body):
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def wait_for_pids(proc, n):
-    pids = []
-    while len(pids) < n:
-        line = proc.stdout.readline()
-        assert line, "the launcher ended before its ranks started"
-        if " pid " in line:
-            pids.append(int(line.split()[-1]))
+def wait_for_pids(proc, n, timeout_s=60):
+    """The pids that the launcher's n ranks print first; a launcher that has not printed them all within timeout_s
+    is killed (its ranks die with it), so a failure is this assertion, not a test waiting for ever."""
+    import threading
+    watchdog = threading.Timer(timeout_s, proc.kill)
+    watchdog.start()
+    pids, seen = [], []
+    try:
+        while len(pids) < n:
+            line = proc.stdout.readline()
+            assert line, f"the launcher ended (or printed no {n} pids in {timeout_s} s); its output: {seen}"
+            seen.append(line)
+            if line.startswith("[rank ") and " pid " in line:
+                pids.append(int(line.split()[-1]))
+    finally:
+        watchdog.cancel()
     return pids
 
 

@@ -117,7 +117,7 @@ def test_data_outside_the_vocabulary(plan_dir, monkeypatch):
     (data / "train.bin").write_bytes(bytes(range(10)) * 100)
     (data / "val.bin").write_bytes(bytes(range(10)) * 10)
     monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/mpirun")
-    monkeypatch.setattr(run.subprocess, "call", lambda cmd, env: 0)
+    monkeypatch.setattr(run, "call_mpirun", lambda cmd, env: 0)
     assert launch(out, "--data", data, "--steps", "1") == 0  # bytes below 10: the launcher starts mpirun
 
 
@@ -159,7 +159,7 @@ def test_failed_run_renames_its_run_log(plan_dir, monkeypatch, capsys):
         return 1
 
     monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/mpirun")
-    monkeypatch.setattr(run.subprocess, "call", failing_run)
+    monkeypatch.setattr(run, "call_mpirun", failing_run)
     assert launch(out, "--data", data, "--steps", "1") == 1
     assert not (out / "run.jsonl").exists()
     assert (out / "run.jsonl.failed").read_text() == '{"record": "run"}\n'
@@ -169,7 +169,7 @@ def test_failed_run_renames_its_run_log(plan_dir, monkeypatch, capsys):
         (out / "run.jsonl").write_text('{"record": "end"}\n')
         return 0
 
-    monkeypatch.setattr(run.subprocess, "call", good_run)
+    monkeypatch.setattr(run, "call_mpirun", good_run)
     assert launch(out, "--data", data, "--steps", "1") == 0
     assert (out / "run.jsonl").exists()
 
@@ -184,7 +184,7 @@ def test_interrupted_run(plan_dir, monkeypatch, capsys):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/mpirun")
-    monkeypatch.setattr(run.subprocess, "call", interrupted_run)
+    monkeypatch.setattr(run, "call_mpirun", interrupted_run)
     assert launch(out, "--data", data, "--steps", "1") == 130
     assert (out / "run.jsonl.failed").exists() and not (out / "run.jsonl").exists()
     err = capsys.readouterr().err
@@ -192,9 +192,26 @@ def test_interrupted_run(plan_dir, monkeypatch, capsys):
     assert "Traceback" not in err
 
 
-def test_sigint_stops_mpirun(plan_dir, tmp_path):
-    # A real SIGINT to the launcher process alone (kill -INT, or Ctrl-C): mpirun (here a stand-in that writes its
-    # pid and sleeps) is stopped, not left running, and the launcher exits 130 without a traceback.
+# The launcher in its own process, for a real SIGINT. DELAY_START: seconds it sleeps right after mpirun's exec,
+# inside Popen() (as a loaded machine may deschedule it there).
+LAUNCHER = """
+import subprocess, sys, time
+if {delay_start}:
+    execute_child = subprocess.Popen._execute_child
+    def delayed(self, *args, **kwargs):
+        execute_child(self, *args, **kwargs)
+        time.sleep({delay_start})
+    subprocess.Popen._execute_child = delayed
+sys.path.insert(0, {python!r})
+from ptrain import run
+sys.exit(run.main({argv!r}))
+"""
+
+
+def interrupt_launcher(plan_dir, tmp_path, fake_mpirun="", delay_start=0):
+    """Starts the launcher with a stand-in mpirun (a shell script: `fake_mpirun`, then it writes its pid and
+    sleeps 60 s), sends the launcher alone SIGINT once mpirun runs; returns (the launcher's exit status, its
+    stderr, the seconds from the SIGINT to its end, mpirun's state: "gone" or a /proc state letter)."""
     import signal
     import subprocess
     import time
@@ -203,28 +220,65 @@ def test_sigint_stops_mpirun(plan_dir, tmp_path):
     bindir.mkdir()
     pidfile = tmp_path / "mpirun.pid"
     fake = bindir / "mpirun"
-    fake.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 60\n")
+    fake.write_text(f"#!/bin/sh\n{fake_mpirun}\necho $$ > {pidfile}\nexec sleep 60\n")
     fake.chmod(0o755)
     env = dict(os.environ, PATH=f"{bindir}:{os.environ.get('PATH', '')}")
-    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "python", "ptrain", "run.py"), str(out), "--data",
-                             str(data), "--steps", "1", "--no-plots"], env=env, stderr=subprocess.PIPE, text=True,
+    code = LAUNCHER.format(delay_start=delay_start, python=os.path.join(ROOT, "python"),
+                           argv=[str(out), "--data", str(data), "--steps", "1", "--no-plots"])
+    # SIGINT's default action in the launcher whatever this test inherited (a background job's is SIG_IGN).
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while not (pidfile.exists() and pidfile.read_text().strip()) and time.time() < deadline:
-        time.sleep(0.1)
+        time.sleep(0.05)
     assert pidfile.exists(), "the launcher did not start mpirun"
     mpirun_pid = int(pidfile.read_text())
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err and "interrupted (SIGINT)" in err
-    # Gone, or a zombie left to init (subprocess.call does not reap a child it killed after a KeyboardInterrupt).
+    sent = time.monotonic()
+    try:
+        # The stderr pipe reaches its end when the launcher and mpirun (which inherited it) have both ended.
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        try:
+            os.kill(mpirun_pid, signal.SIGKILL)  # Left running (the failure under test): do not keep it.
+        except ProcessLookupError:
+            pass
+    took = time.monotonic() - sent
     try:
         with open(f"/proc/{mpirun_pid}/stat") as f:
             state = f.read().rsplit(")", 1)[1].split()[0]
     except FileNotFoundError:
         state = "gone"
-    assert state in ("gone", "Z"), f"mpirun {mpirun_pid} still runs (state {state})"
+    return proc.returncode, err, took, state
+
+
+def test_sigint_stops_mpirun(plan_dir, tmp_path):
+    # A real SIGINT to the launcher process alone (kill -INT, or Ctrl-C): mpirun (here a stand-in that writes its
+    # pid and sleeps) is stopped (SIGTERM) and reaped, and the launcher exits 130 without a traceback.
+    status, err, took, state = interrupt_launcher(plan_dir, tmp_path)
+    assert status == 130, err
+    assert "Traceback" not in err and "interrupted (SIGINT): mpirun and its ranks are stopped" in err
+    assert state == "gone", f"mpirun still there (state {state})"
+    assert took < run.MPIRUN_OWN_EXIT_S + run.MPIRUN_TERM_S, took
+
+
+def test_sigint_while_mpirun_starts(plan_dir, tmp_path):
+    # The SIGINT comes while the launcher is still inside Popen(), after mpirun's exec. subprocess.call had no
+    # hold on mpirun there: the launcher said "mpirun and its ranks are stopped" and exited 130, mpirun slept on
+    # with the launcher's stderr (seen in the fresh-machine rehearsal, test_sigint_stops_mpirun timing out).
+    status, err, took, state = interrupt_launcher(plan_dir, tmp_path, delay_start=2)
+    assert status == 130, err
+    assert "interrupted (SIGINT): mpirun and its ranks are stopped" in err
+    assert state == "gone", f"mpirun still there (state {state})"
+
+
+def test_sigint_kills_an_mpirun_that_ignores_sigterm(plan_dir, tmp_path):
+    status, err, took, state = interrupt_launcher(plan_dir, tmp_path, fake_mpirun="trap '' TERM")
+    assert status == 130, err
+    assert state == "gone", f"mpirun still there (state {state})"
+    assert run.MPIRUN_OWN_EXIT_S + run.MPIRUN_TERM_S <= took < 20, took  # SIGKILL, after the SIGTERM's grace
 
 
 @pytest.mark.parametrize("flag,target", [("--log", "plan.json"), ("--run-log", "train.bin"),
@@ -284,7 +338,7 @@ def torchrun_main(monkeypatch, out, data, rank, world):
 def test_torchrun_world_must_be_the_plans(plan_dir, monkeypatch, capsys):
     # Started by torchrun (RANK, WORLD_SIZE set, no mpirun): ptrain-run is one rank and launches nothing.
     out, data = plan_dir
-    monkeypatch.setattr(run.subprocess, "call", lambda *a, **k: pytest.fail("launched mpirun under torchrun"))
+    monkeypatch.setattr(run, "call_mpirun", lambda *a, **k: pytest.fail("launched mpirun under torchrun"))
     assert torchrun_main(monkeypatch, out, data, 0, 3) == 1
     assert ("WORLD_SIZE=3 (torchrun's environment): the step in " in capsys.readouterr().err)
     assert torchrun_main(monkeypatch, out, data, 2, 2) == 1
