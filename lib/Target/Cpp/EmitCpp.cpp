@@ -18,6 +18,7 @@
 
 #include "ptrain/Target/Cpp/EmitCpp.h"
 
+#include "AdamWTable.h"
 #include "CommGroups.h"
 #include "ConstantForm.h"
 #include "CppTypes.h"
@@ -263,6 +264,9 @@ private:
   /// wait, so the copy into the state's storage is emitted after that wait instead of at the write.
   llvm::DenseMap<Operation *, SmallVector<StateWriteOp>> writesAfterWait;
   llvm::DenseSet<Operation *> deferredWrites;
+  /// Runs of AdamW updates emitted as a table and a loop (AdamWTable.h), and the run of each of their ops.
+  std::vector<AdamWRun> adamRuns;
+  llvm::DenseMap<Operation *, const AdamWRun *> adamRunOf;
   Operation *current = nullptr;
   size_t nextScratch = 0;
   std::string block;     ///< the current op's declarations and calls
@@ -506,7 +510,7 @@ void FunctionEmitter::planStorage() {
   for (Operation *op : ops)
     for (Value result : op->getResults()) {
       Storage &s = storage[result];
-      if (s.kind != Storage::Arena || gemms->isFolded(op) || gemms->isDead(op))
+      if (s.kind != Storage::Arena || gemms->isFolded(op) || gemms->isDead(op) || adamRunOf.count(op))
         continue;
       int64_t first = firstUse.count(result) ? firstUse[result] : opIndex[op];
       plan.push_back({first, std::max(first, lastUse[result]), bytesOf(result)});
@@ -597,6 +601,21 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   current = op;
   nextScratch = 0;
   block.clear();
+  // An op of an AdamW run: its first op writes the run's table and loop, the others nothing (AdamWTable.h).
+  if (auto run = adamRunOf.find(op); run != adamRunOf.end()) {
+    if (run->second->ops.front() != op)
+      return success();
+    if (failed(emitAdamWRun(
+            *run->second, [&](StringAttr state) { return states[state].var; }, *this)))
+      return failure();
+    std::string loc;
+    llvm::raw_string_ostream locOs(loc);
+    AdamWOp first = run->second->rows.front().op;
+    formatLoc(first.getLoc(), locOs);
+    body += "\n  // " + commentSafe(loc) + "\n  // ptrain.adamw x " + std::to_string(run->second->rows.size()) +
+            " (with their state reads and writes)\n  {\n" + block + "  }\n";
+    return success();
+  }
   // The generated constants this op is the first to read (ConstantForm.h), into their arena buffers.
   llvm::SmallDenseSet<Value> generated;
   for (Value operand : op->getOperands()) {
@@ -1066,6 +1085,10 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   if (failed(checkOps()))
     return failure();
   gemms.emplace(ops);
+  adamRuns = findAdamWRuns(ops, deferredWrites);
+  for (const AdamWRun &run : adamRuns)
+    for (Operation *op : run.ops)
+      adamRunOf[op] = &run;
   planStorage();
   // Dry run: every op's emitter requests its scratch, which is planned like any buffer. The text of this
   // pass is discarded; the constant arrays it wrote are too.
