@@ -213,6 +213,10 @@ public:
   LogicalResult run(std::string &code, int64_t &arenaBytes);
 
 private:
+  /// Plans the function's storage and writes its body; `arenaBytes` is its arena's size.
+  LogicalResult planAndEmitBody(int64_t &arenaBytes);
+  /// The documented entry point around the body (only its refusal when `runsNowhere`).
+  LogicalResult writeFunction(std::string &code, int64_t arenaBytes, bool runsNowhere);
   LogicalResult checkOps();
   LogicalResult deferCompressedStateWrites();
   void planStorage();
@@ -1084,6 +1088,19 @@ bool usesStates(func::FuncOp func) {
 LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   if (failed(checkOps()))
     return failure();
+  // A pipeline module's function without a stage that uses states (the whole model's forward) runs on no rank,
+  // since a rank holds only its stage's states: its entry point only refuses, and its body is not emitted (it
+  // was a tenth of a 12-layer GPT's step.cpp).
+  auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+  const bool pipeline = func->getParentOfType<ModuleOp>()->hasAttr("ptrain.pipeline");
+  const bool runsNowhere = pipeline && !stage && usesStates(func);
+  arenaBytes = 0;
+  if (!runsNowhere && failed(planAndEmitBody(arenaBytes)))
+    return failure();
+  return writeFunction(code, arenaBytes, runsNowhere);
+}
+
+LogicalResult FunctionEmitter::planAndEmitBody(int64_t &arenaBytes) {
   gemms.emplace(ops);
   adamRuns = findAdamWRuns(ops, deferredWrites);
   for (const AdamWRun &run : adamRuns)
@@ -1108,18 +1125,22 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   for (Operation *op : ops)
     if (failed(emitOp(op)))
       return failure();
+  return success();
+}
 
-  // The signature: arguments as const pointers, results as out pointers.
+LogicalResult FunctionEmitter::writeFunction(std::string &code, int64_t arenaBytes, bool runsNowhere) {
+  // The signature: arguments as const pointers (named as planStorage names them), results as out pointers.
+  auto argName = [](BlockArgument arg) { return "arg" + std::to_string(arg.getArgNumber()); };
   std::string sig = "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_" + func.getSymName().str() + "(";
   std::string doc = "/// @" + func.getSymName().str() + ":\n";
   Block &entry = func.getBody().front();
   int64_t params = 0;
   for (BlockArgument arg : entry.getArguments()) {
-    sig += (params++ ? ", " : "") + std::string("const ") + cType(arg) + " *" + ptr(arg);
+    sig += (params++ ? ", " : "") + std::string("const ") + cType(arg) + " *" + argName(arg);
     std::string type;
     llvm::raw_string_ostream ts(type);
     ts << arg.getType();
-    doc += "///   " + ptr(arg) + ": " + type + "\n";
+    doc += "///   " + argName(arg) + ": " + type + "\n";
   }
   for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
     bool f = cast<RankedTensorType>(type).getElementType().isF32();
@@ -1137,22 +1158,29 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   // The storage is this rank's (allocated by ptrain_step_init): a pipeline stage's functions run only there.
   const std::string entryName = "ptrain_step_" + func.getSymName().str();
   auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+  if (runsNowhere) {
+    // Its states span the stages (the whole model's forward of a pipeline module): no rank allocates them.
+    for (BlockArgument arg : entry.getArguments())
+      sig += "\n  (void)" + argName(arg) + ";";
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      sig += "\n  (void)out_" + std::to_string(i) + ";";
+    code += doc + "/// Not emitted: it runs on no rank of the pipeline.\n" + sig + "\n  return stepError(\"" +
+            entryName +
+            ": a function without ptrain.stage that uses states does not run in a pipeline step (a rank holds "
+            "only its stage's states)\");\n}\n\n";
+    return success();
+  }
   if (stage && func->getParentOfType<ModuleOp>()->hasAttr("ptrain.pipeline"))
     sig += "\n  if (storage_stage != " + std::to_string(stage.getInt()) + ")\n    return stepError(\"" + entryName +
            ": the storage of stage " + std::to_string(stage.getInt()) +
            " is not allocated in this process (stage %d; -2: call ptrain_step_init first)\", "
            "static_cast<int>(storage_stage));";
-  else if (func->getParentOfType<ModuleOp>()->hasAttr("ptrain.pipeline") && usesStates(func))
-    // Its states span the stages (the whole model's forward of a pipeline module): no rank allocates them.
-    sig += "\n  return stepError(\"" + entryName +
-           ": a function without ptrain.stage that uses states does not run in a pipeline step (a rank holds "
-           "only its stage's states)\");";
   else
     sig += "\n  if (storage_stage == -2)\n    return stepError(\"" + entryName + ": call ptrain_step_init first\");";
   // An argument the function does not read (a backward that ignores its tokens) is not a warning.
   for (BlockArgument arg : entry.getArguments())
     if (arg.use_empty())
-      sig += "\n  (void)" + ptr(arg) + ";";
+      sig += "\n  (void)" + argName(arg) + ";";
   code += doc + "/// Arena: " + std::to_string(arenaBytes) + " bytes for " + std::to_string(plan.size()) +
           " buffers (tensors and kernel scratch) planned by liveness.\n" + sig + body + "  return PTRAIN_OK;\n}\n\n";
   return success();
