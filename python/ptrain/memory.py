@@ -49,12 +49,24 @@ def _resident_bytes(pagemap, start, size):
     return total
 
 
+def _allocated_bytes(lib):
+    """The runtime's counter of the bytes ptrain_alloc holds in this process (ptrain_allocated_bytes; the runtime
+    is libstep.so's dependency, loaded RTLD_GLOBAL by ptrain-run)."""
+    import ctypes
+    out = ctypes.c_int64()
+    status = lib.ptrain_allocated_bytes(ctypes.byref(out))
+    if status != 0:
+        raise RuntimeError(f"ptrain_allocated_bytes failed with status {status}")
+    return out.value
+
+
 def measure(lib, stage):
     """Resident bytes of the step's storage by category on the rank of `stage` (`lib`: the loaded ctypes.CDLL),
-    the allocated sizes of the same blocks (`static`, the name the sizes had when the storage was static), and the
-    process's peak RSS."""
+    the allocated sizes of the same blocks (`static`, the name the sizes had when the storage was static), the
+    runtime's allocation counter (`allocated_bytes`: every block ptrain_alloc holds, so it equals the sum of
+    `static` when the step's block list is complete), and the process's peak RSS."""
     result = {"state_bytes": 0, "stash_bytes": 0, "eval_bytes": 0, "temporaries_bytes": 0, "other_bytes": 0}
-    static = {"state_bytes": 0, "stash_bytes": 0, "eval_bytes": 0, "temporaries_bytes": 0}
+    static = {"state_bytes": 0, "stash_bytes": 0, "eval_bytes": 0, "temporaries_bytes": 0, "other_bytes": 0}
     with open("/proc/self/pagemap", "rb") as pagemap:
         for name, address, size in _blocks(lib):
             if re.fullmatch(r"state_\d+_.*", name):
@@ -68,8 +80,8 @@ def measure(lib, stage):
             else:
                 key = "other_bytes"
             result[key] += _resident_bytes(pagemap, address, size)
-            if key in static:
-                static[key] += size
+            static[key] += size
     result["static"] = static
+    result["allocated_bytes"] = _allocated_bytes(lib)
     result["maxrss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return result

@@ -18,6 +18,7 @@
 
 #include "ptrain/Target/Cpp/EmitCpp.h"
 
+#include "AdamWTable.h"
 #include "CommGroups.h"
 #include "ConstantForm.h"
 #include "CppTypes.h"
@@ -212,6 +213,10 @@ public:
   LogicalResult run(std::string &code, int64_t &arenaBytes);
 
 private:
+  /// Plans the function's storage and writes its body; `arenaBytes` is its arena's size.
+  LogicalResult planAndEmitBody(int64_t &arenaBytes);
+  /// The documented entry point around the body (only its refusal when `runsNowhere`).
+  LogicalResult writeFunction(std::string &code, int64_t arenaBytes, bool runsNowhere);
   LogicalResult checkOps();
   LogicalResult deferCompressedStateWrites();
   void planStorage();
@@ -263,6 +268,9 @@ private:
   /// wait, so the copy into the state's storage is emitted after that wait instead of at the write.
   llvm::DenseMap<Operation *, SmallVector<StateWriteOp>> writesAfterWait;
   llvm::DenseSet<Operation *> deferredWrites;
+  /// Runs of AdamW updates emitted as a table and a loop (AdamWTable.h), and the run of each of their ops.
+  std::vector<AdamWRun> adamRuns;
+  llvm::DenseMap<Operation *, const AdamWRun *> adamRunOf;
   Operation *current = nullptr;
   size_t nextScratch = 0;
   std::string block;     ///< the current op's declarations and calls
@@ -506,7 +514,7 @@ void FunctionEmitter::planStorage() {
   for (Operation *op : ops)
     for (Value result : op->getResults()) {
       Storage &s = storage[result];
-      if (s.kind != Storage::Arena || gemms->isFolded(op) || gemms->isDead(op))
+      if (s.kind != Storage::Arena || gemms->isFolded(op) || gemms->isDead(op) || adamRunOf.count(op))
         continue;
       int64_t first = firstUse.count(result) ? firstUse[result] : opIndex[op];
       plan.push_back({first, std::max(first, lastUse[result]), bytesOf(result)});
@@ -597,6 +605,21 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   current = op;
   nextScratch = 0;
   block.clear();
+  // An op of an AdamW run: its first op writes the run's table and loop, the others nothing (AdamWTable.h).
+  if (auto run = adamRunOf.find(op); run != adamRunOf.end()) {
+    if (run->second->ops.front() != op)
+      return success();
+    if (failed(emitAdamWRun(
+            *run->second, [&](StringAttr state) { return states[state].var; }, *this)))
+      return failure();
+    std::string loc;
+    llvm::raw_string_ostream locOs(loc);
+    AdamWOp first = run->second->rows.front().op;
+    formatLoc(first.getLoc(), locOs);
+    body += "\n  // " + commentSafe(loc) + "\n  // ptrain.adamw x " + std::to_string(run->second->rows.size()) +
+            " (with their state reads and writes)\n  {\n" + block + "  }\n";
+    return success();
+  }
   // The generated constants this op is the first to read (ConstantForm.h), into their arena buffers.
   llvm::SmallDenseSet<Value> generated;
   for (Value operand : op->getOperands()) {
@@ -1065,7 +1088,24 @@ bool usesStates(func::FuncOp func) {
 LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   if (failed(checkOps()))
     return failure();
+  // A pipeline module's function without a stage that uses states (the whole model's forward) runs on no rank,
+  // since a rank holds only its stage's states: its entry point only refuses, and its body is not emitted (it
+  // was a tenth of a 12-layer GPT's step.cpp).
+  auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+  const bool pipeline = func->getParentOfType<ModuleOp>()->hasAttr("ptrain.pipeline");
+  const bool runsNowhere = pipeline && !stage && usesStates(func);
+  arenaBytes = 0;
+  if (!runsNowhere && failed(planAndEmitBody(arenaBytes)))
+    return failure();
+  return writeFunction(code, arenaBytes, runsNowhere);
+}
+
+LogicalResult FunctionEmitter::planAndEmitBody(int64_t &arenaBytes) {
   gemms.emplace(ops);
+  adamRuns = findAdamWRuns(ops, deferredWrites);
+  for (const AdamWRun &run : adamRuns)
+    for (Operation *op : run.ops)
+      adamRunOf[op] = &run;
   planStorage();
   // Dry run: every op's emitter requests its scratch, which is planned like any buffer. The text of this
   // pass is discarded; the constant arrays it wrote are too.
@@ -1085,18 +1125,22 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   for (Operation *op : ops)
     if (failed(emitOp(op)))
       return failure();
+  return success();
+}
 
-  // The signature: arguments as const pointers, results as out pointers.
+LogicalResult FunctionEmitter::writeFunction(std::string &code, int64_t arenaBytes, bool runsNowhere) {
+  // The signature: arguments as const pointers (named as planStorage names them), results as out pointers.
+  auto argName = [](BlockArgument arg) { return "arg" + std::to_string(arg.getArgNumber()); };
   std::string sig = "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_" + func.getSymName().str() + "(";
   std::string doc = "/// @" + func.getSymName().str() + ":\n";
   Block &entry = func.getBody().front();
   int64_t params = 0;
   for (BlockArgument arg : entry.getArguments()) {
-    sig += (params++ ? ", " : "") + std::string("const ") + cType(arg) + " *" + ptr(arg);
+    sig += (params++ ? ", " : "") + std::string("const ") + cType(arg) + " *" + argName(arg);
     std::string type;
     llvm::raw_string_ostream ts(type);
     ts << arg.getType();
-    doc += "///   " + ptr(arg) + ": " + type + "\n";
+    doc += "///   " + argName(arg) + ": " + type + "\n";
   }
   for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
     bool f = cast<RankedTensorType>(type).getElementType().isF32();
@@ -1114,22 +1158,29 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   // The storage is this rank's (allocated by ptrain_step_init): a pipeline stage's functions run only there.
   const std::string entryName = "ptrain_step_" + func.getSymName().str();
   auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+  if (runsNowhere) {
+    // Its states span the stages (the whole model's forward of a pipeline module): no rank allocates them.
+    for (BlockArgument arg : entry.getArguments())
+      sig += "\n  (void)" + argName(arg) + ";";
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      sig += "\n  (void)out_" + std::to_string(i) + ";";
+    code += doc + "/// Not emitted: it runs on no rank of the pipeline.\n" + sig + "\n  return stepError(\"" +
+            entryName +
+            ": a function without ptrain.stage that uses states does not run in a pipeline step (a rank holds "
+            "only its stage's states)\");\n}\n\n";
+    return success();
+  }
   if (stage && func->getParentOfType<ModuleOp>()->hasAttr("ptrain.pipeline"))
     sig += "\n  if (storage_stage != " + std::to_string(stage.getInt()) + ")\n    return stepError(\"" + entryName +
            ": the storage of stage " + std::to_string(stage.getInt()) +
            " is not allocated in this process (stage %d; -2: call ptrain_step_init first)\", "
            "static_cast<int>(storage_stage));";
-  else if (func->getParentOfType<ModuleOp>()->hasAttr("ptrain.pipeline") && usesStates(func))
-    // Its states span the stages (the whole model's forward of a pipeline module): no rank allocates them.
-    sig += "\n  return stepError(\"" + entryName +
-           ": a function without ptrain.stage that uses states does not run in a pipeline step (a rank holds "
-           "only its stage's states)\");";
   else
     sig += "\n  if (storage_stage == -2)\n    return stepError(\"" + entryName + ": call ptrain_step_init first\");";
   // An argument the function does not read (a backward that ignores its tokens) is not a warning.
   for (BlockArgument arg : entry.getArguments())
     if (arg.use_empty())
-      sig += "\n  (void)" + ptr(arg) + ";";
+      sig += "\n  (void)" + argName(arg) + ";";
   code += doc + "/// Arena: " + std::to_string(arenaBytes) + " bytes for " + std::to_string(plan.size()) +
           " buffers (tensors and kernel scratch) planned by liveness.\n" + sig + body + "  return PTRAIN_OK;\n}\n\n";
   return success();

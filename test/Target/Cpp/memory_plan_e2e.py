@@ -9,6 +9,9 @@ out/memory_plan.json, and the report's memory_plan beside the critical-path mode
 under mpirun with ptrain-run --memory-log: every rank writes how many bytes of its states and arenas lie on
 resident pages at the end (python/ptrain/memory.py). Requires, per rank and schedule:
 
+* the planned states equal the allocated bytes of the state blocks exactly, and the runtime's allocation counter
+  (ptrain_allocated_bytes) equals the sum of the blocks the step lists (states, arenas, constants): planned
+  bytes = allocated bytes for the states (issue 23);
 * the planned states equal the resident bytes of the state symbols (init writes exactly this rank's states),
   within 8 pages (the neighbours of other stages that share a page);
 * the emitted arena of the rank's train step (its static size) equals the planned stash exactly: the emitter
@@ -90,6 +93,11 @@ for schedule, (planned, measured) in results.items():
     for s in sorted(planned):
         p, m = planned[s], measured[s]
         tag = f"{schedule} stage {s}"
+        check(m["static"]["state_bytes"] == p["state_bytes"],
+              f"{tag}: allocated states {m['static']['state_bytes']} = planned {p['state_bytes']} (exactly)")
+        listed = sum(m["static"].values())
+        check(m["allocated_bytes"] == listed,
+              f"{tag}: the runtime's allocation counter {m['allocated_bytes']} = the step's listed blocks {listed}")
         check(abs(m["state_bytes"] - p["state_bytes"]) <= 8 * PAGE,
               f"{tag}: resident states {m['state_bytes']} = planned {p['state_bytes']} (+- 8 pages)")
         check(m["static"]["stash_bytes"] == max(p["stash_bytes"], 64),

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""CTest codegen-cpu-scale: the generated code's size against the model's depth, and no model-sized data in it.
+
+    scale_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR
+
+Exports two GPTs of the same width that differ only in depth (bench/scale/export_gpt.py: 2 and 12 layers x 64,
+2 heads, sequence 32, byte vocabulary, batch 4; Debian's python3-torch) and compiles both with
+`ptrain-compile --pp 2 --micro-batches 4 --target cpu` (issue 23). Requires:
+
+* code size (issue 23 item 3): step.cpp of the 12-layer model within 10% of the 2-layer one's lines (TARGET_RATIO)
+  once identical layers are emitted once. Until then (ITEM3_DONE = False) the ratio is pinned to the measured
+  growth, CURRENT_RATIO +- 10%: a regression (code growing faster with depth) fails, and so does an improvement
+  past the band, which must then tighten the constants here. Measured on main d5b1097: 2 layers 7,888 lines,
+  12 layers 34,188 lines, ratio 4.33; with the AdamW updates as a table (AdamWTable.h) 6,111 and 24,851 lines,
+  ratio 4.07; without the pipeline module's whole-model forward, which runs on no rank, 5,439 and 21,269 lines,
+  ratio 3.91 (CURRENT_RATIO): about 1,580 lines per layer, the forward and backward of each layer;
+* no literal over 64 elements in step.cpp (issue 23 item 2; lib/Target/Cpp/ConstantForm.cpp): every numeric
+  array initializer `T name[N] = {...}` of the constants has N <= 64 and at most 64 values;
+* no model-sized static object in libstep.so: `nm -S --size-sort` lists no .bss/.data/.rodata object (types b, B,
+  d, D, r, R) of 64 KiB or more (the 12-layer model's parameters, gradients and moments are 9.9 MB, heap blocks
+  of ptrain_step_init; the largest static object is the state table kStates, 33 KB, one entry per state), and
+  step.consts.bin is empty (every large constant of the GPT is a splat, a mask or an iota).
+Prints the sizes. About 1-2 minutes on 2 cores (two exports and two c++ compiles).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+build, source, work = sys.argv[1:4]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+
+TARGET_RATIO = 1.10   # issue 23: the 12-layer model's generated code within 10% of the 2-layer one's
+ITEM3_DONE = False    # identical layers emitted once (issue 23 item 3); set True with it and drop the band
+CURRENT_RATIO = 3.91  # the ratio measured before layer outlining (see the docstring); the band is +- 10% of it
+MAX_LITERAL = 64      # ConstantForm.cpp: constants up to 64 elements stay literals
+MAX_STATIC = 64 << 10  # bytes: no static object this large in libstep.so
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok  " if ok else "FAIL") + "  " + what)
+    if not ok:
+        failures.append(what)
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=540)
+    if p.returncode:
+        print(p.stdout)
+        sys.exit(f"failed (exit {p.returncode}): {' '.join(cmd)}")
+    return p.stdout
+
+
+def literal_arrays(text):
+    """(declared length, number of values, first line) of every numeric array initializer in `text`."""
+    found = []
+    decl = re.compile(r"\b(?:float|double|int64_t|int32_t|int16_t|int8_t|uint8_t|uint16_t|bool)\s+\w+\s*"
+                      r"\[(\d+)\]\s*=\s*\{([^}]*)\}")
+    for m in decl.finditer(text):
+        values = [v for v in m.group(2).split(",") if v.strip()]
+        found.append((int(m.group(1)), len(values), text.count("\n", 0, m.start()) + 1))
+    return found
+
+
+sizes = {}
+for layers in (2, 12):
+    model = os.path.join(work, f"gpt{layers}")
+    print(run(["/usr/bin/python3", os.path.join(source, "bench", "scale", "export_gpt.py"), "--out", model,
+               "--layers", str(layers), "--width", "64", "--heads", "2", "--seq", "32", "--vocab", "256",
+               "--batch", "4"]), end="")
+    out = os.path.join(work, f"out{layers}")
+    run([os.path.join(build, "bin", "ptrain-compile"), os.path.join(model, "gpt.onnx"), "--pp", "2",
+         "--micro-batches", "4", "--target", "cpu", "-o", out])
+    step = open(os.path.join(out, "step.cpp")).read()
+    sizes[layers] = (step.count("\n"), len(step), os.path.getsize(os.path.join(out, "libstep.so")))
+    print(f"{layers:>2} layers: step.cpp {sizes[layers][0]} lines, {sizes[layers][1]} bytes; libstep.so "
+          f"{sizes[layers][2]} bytes")
+
+    arrays = literal_arrays(step)
+    big = [a for a in arrays if a[0] > MAX_LITERAL or a[1] > MAX_LITERAL]
+    check(arrays and not big, f"{layers} layers: {len(arrays)} numeric literal arrays in step.cpp, none over "
+          f"{MAX_LITERAL} elements" + (f" (over: {big[:5]}, declared length, values, line)" if big else ""))
+
+    nm = run(["nm", "-S", "--size-sort", "-C", os.path.join(out, "libstep.so")])
+    objects = []
+    for line in nm.splitlines():
+        parts = line.split(None, 3)
+        if len(parts) == 4 and parts[2] in "bBdDrR":
+            objects.append((int(parts[1], 16), parts[2], parts[3]))
+    largest = max(objects, default=(0, "-", "-"))
+    check(objects and largest[0] < MAX_STATIC,
+          f"{layers} layers: largest static object of libstep.so {largest[2]} ({largest[1]}) is {largest[0]} "
+          f"bytes (< {MAX_STATIC})")
+    consts = os.path.join(out, "step.consts.bin")
+    check(not os.path.exists(consts) or os.path.getsize(consts) == 0,
+          f"{layers} layers: step.consts.bin empty")
+
+ratio = sizes[12][0] / sizes[2][0]
+if ITEM3_DONE:
+    check(ratio <= TARGET_RATIO, f"step.cpp lines 12 / 2 layers = {ratio:.3f} <= {TARGET_RATIO}")
+else:
+    print(f"note: target ratio {TARGET_RATIO} not met until identical layers are emitted once (issue 23 item 3)")
+    check(abs(ratio - CURRENT_RATIO) <= 0.10 * CURRENT_RATIO,
+          f"step.cpp lines 12 / 2 layers = {ratio:.3f} within 10% of the pre-item-3 growth {CURRENT_RATIO} "
+          f"(below the band: tighten scale_e2e.py; above: the code grows faster with depth)")
+if failures:
+    sys.exit(f"{len(failures)} check(s) failed")
+print("all checks passed")
