@@ -820,12 +820,20 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     Option<"autoErrorBudget", "auto-error-budget", "double", /*default=*/"1.0",
            "auto: the largest error proxy sqrt(1 - r / min(n, m)) a codec may have, in (0, 1].">,
     Option<"autoMaxPicks", "auto-max-picks", "int64_t", /*default=*/"256", "auto: at most this many moves.">,
-    Option<"autoForwardCodecs", "auto-forward-codecs", "std::string", /*default=*/"\"\"",
+    Option<"autoBackwardCodecs", "auto-backward-codecs", "std::string", /*default=*/"\"default\"",
+           "auto: codecs besides PowerSGD to try on the backward sends, ';'-separated specs (e.g. "
+           "'topk:ratio=0.1;quant:bits=8'); 'default': the candidate table (AutoCandidates.cpp); 'none': "
+           "PowerSGD only.">,
+    Option<"autoForwardCodecs", "auto-forward-codecs", "std::string", /*default=*/"\"default\"",
            "auto: codecs to try on the forward sends, ';'-separated specs (e.g. 'fp16;quant:bits=8'); "
-           "empty: forward sends are not candidates.">,
-    Option<"autoTpCodecs", "auto-tp-codecs", "std::string", /*default=*/"\"\"",
+           "'default': the candidate table; 'none': forward sends are not candidates.">,
+    Option<"autoTpCodecs", "auto-tp-codecs", "std::string", /*default=*/"\"default\"",
            "auto: codecs to try on the tp all-reduce sites, ';'-separated specs (e.g. 'bf16;quant:bits=8'); "
-           "forward sites take the stateless ones; empty: tp sites are not candidates.">,
+           "forward sites take the stateless ones; 'default': the candidate table where the module has tp "
+           "sites; 'none': tp sites are not candidates.">,
+    Option<"autoQualityBudget", "auto-quality-budget", "double", /*default=*/"0.02",
+           "auto: the largest predicted quality cost of the plan (QualityModel.h), a fraction of the "
+           "uncompressed validation loss (default 0.02 = 2%); 'inf' for no limit.">,
   ];
   let statistics = [
     Statistic<"numCompressedSends", "compressed-sends", "Pipeline sends marked for compression">,
