@@ -842,7 +842,8 @@ TEST(CompressedPlan, AutoPlansTrainAndTheirExactPathIsBitEqual) {
       exact.scRank = 100000;
       module->setAttr("ptrain.compression", exact.toAttr(module.getContext()));
     };
-    OwningOpRef<ModuleOp> exactModule = gpt.plans.lower(*gpt.l0, plan, 1e-3, "policy=auto", slowLink, toExactPath);
+    OwningOpRef<ModuleOp> exactModule = gpt.plans.lower(*gpt.l0, plan, 1e-3, "policy=auto auto-backward-codecs=none auto-forward-codecs=none",
+                                                       slowLink, toExactPath);
     ASSERT_TRUE(exactModule);
     expectBitEqualRuns(gpt.run(plan, "", 2), gpt.plans.run(*exactModule, gpt.provider(), CompressedGpt::batches(2)),
                        planName(plan) + " auto plan on the exact path");
@@ -869,8 +870,8 @@ TEST(CompressedPlan, AutoPlansWithForwardCodecsAndFusedEmbeddingTrain) {
     const char *options;
   };
   for (const Case &c :
-       {Case{Plan{1, 2, 4, "1f1b"}, "policy=auto auto-error-budget=0.9 auto-forward-codecs=fp16;quant:bits=8"},
-        Case{Plan{2, 2, 2, "1f1b"}, "policy=auto auto-error-budget=0.001"}}) {
+       {Case{Plan{1, 2, 4, "1f1b"}, "policy=auto auto-error-budget=0.9 auto-backward-codecs=none auto-forward-codecs=fp16;quant:bits=8"},
+        Case{Plan{2, 2, 2, "1f1b"}, "policy=auto auto-error-budget=0.001 auto-backward-codecs=none auto-forward-codecs=none"}}) {
     std::optional<mlir::ptrain::CompressionPlan> record;
     auto readRecord = [&](ModuleOp module) {
       auto read = mlir::ptrain::readCompressionPlan(module, c.plan.pp, c.plan.m, "test");
