@@ -29,6 +29,7 @@ tools = [
     "ptrain-translate",
     "ptrain-interpret",
     "ptrain-compile",
+    "ptrain-calibrate",
     "split-file",
     "not",
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),

@@ -106,6 +106,74 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name) {
   return link;
 }
 
+/// `calibration` (ptrain-calibrate): provenance (free-form object), gemm_flops and memory_bandwidth (> 0), an
+/// optional link {bandwidth, latency}, and codecs [{codec, shape, error_feedback, encode_s, decode_s}].
+static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value &value) {
+  const json::Object *o = value.getAsObject();
+  if (!o)
+    return fieldError("calibration", "must be an object");
+  ObjectReader reader(*o, "calibration");
+  TRY(provenance, reader.object_("provenance"));
+  for (const char *key : {"machine", "cpu_model", "isa", "date", "command"}) {
+    TRY(text, provenance.string(key));
+    (void)text;
+  }
+  provenance.used.insert("plan");
+  if (Error e = provenance.checkNoUnknown())
+    return std::move(e);
+  TRY(gemm, reader.positive("gemm_flops"));
+  TRY(bandwidth, reader.positive("memory_bandwidth"));
+  (void)gemm;
+  (void)bandwidth;
+  reader.used.insert("gemm_shapes");
+  TRY(link, reader.get("link", /*optional=*/true));
+  if (link) {
+    auto parsed = parseLink(reader, "link");
+    if (!parsed)
+      return parsed.takeError();
+  }
+  std::vector<CodecKernelTime> kernels;
+  TRY(codecs, reader.get("codecs"));
+  const json::Array *array = codecs->getAsArray();
+  if (!array)
+    return fieldError("calibration.codecs", "must be an array");
+  for (auto [i, entry] : llvm::enumerate(*array)) {
+    std::string path = "calibration.codecs[" + std::to_string(i) + "]";
+    const json::Object *e = entry.getAsObject();
+    if (!e)
+      return fieldError(path, "must be an object");
+    ObjectReader r(*e, path);
+    CodecKernelTime k;
+    TRY(codec, r.string("codec"));
+    k.codec = codec;
+    TRY(shape, r.get("shape"));
+    const json::Array *dims = shape->getAsArray();
+    if (!dims || dims->empty())
+      return fieldError(r.field("shape"), "must be a non-empty array of integers >= 1");
+    for (const json::Value &d : *dims) {
+      std::optional<int64_t> n = d.getAsInteger();
+      if (!n || *n < 1)
+        return fieldError(r.field("shape"), "must be a non-empty array of integers >= 1");
+      k.shape.push_back(*n);
+    }
+    TRY(ef, r.get("error_feedback"));
+    std::optional<bool> b = ef->getAsBoolean();
+    if (!b)
+      return fieldError(r.field("error_feedback"), "must be true or false");
+    k.errorFeedback = *b;
+    TRY(encode, r.positive("encode_s"));
+    TRY(decode, r.positive("decode_s"));
+    k.encodeSeconds = encode;
+    k.decodeSeconds = decode;
+    if (Error err = r.checkNoUnknown())
+      return std::move(err);
+    kernels.push_back(std::move(k));
+  }
+  if (Error e = reader.checkNoUnknown())
+    return std::move(e);
+  return kernels;
+}
+
 Expected<ClusterSpec> mlir::ptrain::parseCluster(const json::Value &value) {
   const json::Object *root = value.getAsObject();
   if (!root)
@@ -166,6 +234,13 @@ Expected<ClusterSpec> mlir::ptrain::parseCluster(const json::Value &value) {
         return fieldError("axis_order", "axis '" + *s + "' appears twice");
       c.axisOrder.push_back(s->str());
     }
+  }
+  TRY(calibration, reader.get("calibration", /*optional=*/true));
+  if (calibration) {
+    auto kernels = parseCalibration(*calibration);
+    if (!kernels)
+      return kernels.takeError();
+    c.codecKernels = std::move(*kernels);
   }
   if (Error e = reader.checkNoUnknown())
     return std::move(e);

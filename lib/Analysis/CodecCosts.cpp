@@ -6,7 +6,12 @@
 
 #include "ptrain/Analysis/CodecCosts.h"
 
+#include "mlir/AsmParser/AsmParser.h"
+
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -179,6 +184,9 @@ mlir::ptrain::getCompressedAllReduceCost(CodecAttrInterface codec, RankedTensorT
   if (!work)
     return work.takeError();
   CompressedAllReduceCost cost;
+  double calibration = getCodecCalibration(codec, type, errorFeedback, cluster).both;
+  for (std::vector<CodecPhase> *phases : {&work->phaseP, &work->phaseQ, &work->finish})
+    scaleCodecPhases(*phases, calibration);
   for (const std::vector<CodecPhase> *phases : {&work->phaseP, &work->phaseQ, &work->finish}) {
     llvm::Expected<double> seconds = getCodecSeconds(*phases, cluster);
     if (!seconds)
@@ -192,4 +200,64 @@ mlir::ptrain::getCompressedAllReduceCost(CodecAttrInterface codec, RankedTensorT
       cost.sentBytes += c.sentBytes;
     }
   return cost;
+}
+
+/// The codec kind of an attribute's text: "#ptrain.powersgd<rank = 4>" -> "powersgd".
+static llvm::StringRef codecKind(llvm::StringRef text) {
+  text.consume_front("#ptrain.");
+  return text.take_until([](char c) { return c == '<'; });
+}
+
+CodecCalibration mlir::ptrain::getCodecCalibration(CodecAttrInterface codec, RankedTensorType type, bool errorFeedback,
+                                                   const ClusterSpec &cluster) {
+  CodecCalibration result;
+  if (cluster.codecKernels.empty() || !codec || !type || !type.hasStaticShape())
+    return result;
+  std::string text;
+  llvm::raw_string_ostream(text) << Attribute(codec);
+  llvm::StringRef kind = codecKind(text);
+  const double numel = type.getNumElements();
+  const CodecKernelTime *best = nullptr;
+  CodecAttrInterface bestCodec;
+  RankedTensorType bestType;
+  std::tuple<int, int, double> bestScore;
+  for (const CodecKernelTime &k : cluster.codecKernels) {
+    if (codecKind(k.codec) != kind)
+      continue;
+    auto attr = dyn_cast_or_null<CodecAttrInterface>(parseAttribute(k.codec, codec.getContext()));
+    if (!attr)
+      continue;
+    auto entryType = RankedTensorType::get(k.shape, Float32Type::get(codec.getContext()));
+    if (failed(attr.verifyForType([] { return InFlightDiagnostic(); }, entryType)))
+      continue;
+    std::tuple<int, int, double> score{k.codec != text, k.errorFeedback != errorFeedback,
+                                       std::fabs(std::log(entryType.getNumElements() / numel))};
+    if (!best || score < bestScore) {
+      best = &k;
+      bestScore = score;
+      bestCodec = attr;
+      bestType = entryType;
+    }
+  }
+  if (!best)
+    return result;
+  CodecWork work = getCodecWork(bestCodec, bestType, best->errorFeedback);
+  auto encode = getCodecSeconds(work.encode, cluster), decode = getCodecSeconds(work.decode, cluster);
+  if (!encode || !decode || *encode <= 0 || *decode <= 0) {
+    llvm::consumeError(encode.takeError());
+    llvm::consumeError(decode.takeError());
+    return result;
+  }
+  result.encode = best->encodeSeconds / *encode;
+  result.decode = best->decodeSeconds / *decode;
+  result.both = (best->encodeSeconds + best->decodeSeconds) / (*encode + *decode);
+  result.calibrated = true;
+  return result;
+}
+
+void mlir::ptrain::scaleCodecPhases(std::vector<CodecPhase> &phases, double factor) {
+  for (CodecPhase &p : phases) {
+    p.cost.flops *= factor;
+    p.cost.bytes *= factor;
+  }
 }

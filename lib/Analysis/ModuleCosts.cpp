@@ -214,7 +214,12 @@ static llvm::Error addCompressedSends(ModuleTimingModel &model, const Compressio
           return costError("ptrain.compression: the " + llvm::Twine(forward ? "forward" : "backward") +
                            "-send codec cannot encode " + (model.virtualStages > 1 ? "virtual " : "") + "stage " +
                            llvm::Twine(s) + "'s " + (forward ? "activation" : "gradient"));
-        CodecWork work = getCodecWork(codec, type, forward ? plan.forwardErrorFeedback : plan.backwardErrorFeedback);
+        bool ef = forward ? plan.forwardErrorFeedback : plan.backwardErrorFeedback;
+        CodecWork work = getCodecWork(codec, type, ef);
+        // A calibrated cluster prices the kernels at this machine's measured speed (CodecCalibration).
+        CodecCalibration calibration = getCodecCalibration(codec, type, ef, cluster);
+        scaleCodecPhases(work.encode, calibration.encode);
+        scaleCodecPhases(work.decode, calibration.decode);
         auto encode = getCodecSeconds(work.encode, cluster);
         if (!encode)
           return encode.takeError();
@@ -306,7 +311,10 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
       if (!work)
         return costError("stage " + llvm::Twine(s) + ", gradient @" + read.getState() + ": " +
                          llvm::toString(work.takeError()));
-      double scale = powerSGD ? 1 : 1 / tp;
+      double scale = (powerSGD ? 1 : 1 / tp) *
+                     getCodecCalibration(codec, powerSGD ? tpShard(type, model.tp) : type, plan->scErrorFeedback,
+                                         cluster)
+                         .both;
       for (auto [to, from] : {std::make_pair(&phases[0], &work->phaseP), std::make_pair(&phases[1], &work->phaseQ),
                               std::make_pair(&phases[2], &work->finish)})
         for (CodecPhase ph : *from) {

@@ -295,6 +295,10 @@ llvm::SmallVector<const Tensor *> pointers(llvm::ArrayRef<Tensor> tensors) {
 }
 } // namespace
 
+llvm::Expected<ptrain_codec_t> mlir::ptrain::interp::getCodecDescriptor(CodecAttrInterface codec, RankedTensorType type) {
+  return descriptorOf(codec, type);
+}
+
 llvm::Expected<std::vector<Tensor>> mlir::ptrain::interp::evalCompress(CompressOp op,
                                                                        llvm::function_ref<const Tensor &(Value)> get) {
   auto type = cast<RankedTensorType>(op.getInput().getType());

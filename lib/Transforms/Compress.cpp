@@ -9,6 +9,7 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Transforms/AutoCandidates.h"
 #include "ptrain/Transforms/CompressAuto.h"
 #include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Plan/CompressTensorParallel.h"
@@ -244,7 +245,7 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   AutoSearchOptions options;
   options.ranks.assign(autoRanks.begin(), autoRanks.end());
   if (options.ranks.empty())
-    options.ranks = {4, 8, 16, 32, 64, 128};
+    options.ranks.assign(getDefaultPowerSGDRanks().begin(), getDefaultPowerSGDRanks().end());
   for (int64_t r : options.ranks)
     if (r < 1)
       return error("auto-ranks must be >= 1, got ") << r, failure();
@@ -254,12 +255,25 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
     return error("auto-error-budget must be in (0, 1], got ") << autoErrorBudget.getValue(), failure();
   if (autoMaxPicks < 1)
     return error("auto-max-picks must be >= 1, got ") << autoMaxPicks.getValue(), failure();
+  if (!(autoQualityBudget >= 0))
+    return error("auto-quality-budget must be >= 0 (inf: no limit), got ") << autoQualityBudget.getValue(), failure();
+  options.qualityBudget = autoQualityBudget;
   options.minGain = autoMinGain;
   options.errorBudget = autoErrorBudget;
   options.maxPicks = autoMaxPicks;
-  // The forward and TP candidates: codec specs separated by ';' (a spec's own parameters use ',').
+  // The backward, forward and TP candidates: codec specs separated by ';' (a spec's own parameters use ','),
+  // 'default' (the candidate table, AutoCandidates.h) or 'none'.
   auto parseCandidates = [&](StringRef option, StringRef text, StringRef what,
                              std::vector<CodecAttrInterface> &out) -> LogicalResult {
+    std::string table;
+    if (text.trim() == "none")
+      return success();
+    if (text.trim() == "default") {
+      table = getDefaultCandidateSpecs(what == "backward" ? CandidateSite::BackwardSend
+                                       : what == "forward" ? CandidateSite::ForwardSend
+                                                           : CandidateSite::TensorParallel);
+      text = table;
+    }
     SmallVector<StringRef> specs;
     text.split(specs, ';', -1, /*KeepEmpty=*/false);
     for (StringRef spec : specs) {
@@ -267,8 +281,11 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
       if (failed(codec))
         return failure();
       if (!*codec)
-        return error(option) << ": 'none' is not a codec (leave the option out for no " << what << " candidates)",
+        return error(option) << ": 'none' inside a list is not a codec (" << option << "=none alone: no " << what
+                             << " candidates)",
                failure();
+      if (isa<PowerSGDAttr>(*codec) && what == "backward")
+        return error(option) << ": PowerSGD's ranks are auto-ranks", failure();
       if (isa<LinearAEAttr>(*codec) && what == "tp")
         return error(option) << ": the linear autoencoder needs trainable parameters, which --ptrain-compress "
                                 "does not add on tensor-parallel all-reduces",
@@ -277,10 +294,13 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
     }
     return success();
   };
-  if (failed(parseCandidates("auto-forward-codecs", autoForwardCodecs, "forward", options.forwardCodecs)) ||
-      failed(parseCandidates("auto-tp-codecs", autoTpCodecs, "tp", options.tpCodecs)))
+  bool tpSitesInModule = !uniqueTensorParallelSites(module).empty();
+  if (failed(parseCandidates("auto-backward-codecs", autoBackwardCodecs, "backward", options.backwardCodecs)) ||
+      failed(parseCandidates("auto-forward-codecs", autoForwardCodecs, "forward", options.forwardCodecs)) ||
+      failed(parseCandidates("auto-tp-codecs", tpSitesInModule || autoTpCodecs != "default" ? StringRef(autoTpCodecs.getValue()) : StringRef("none"),
+                             "tp", options.tpCodecs)))
     return failure();
-  if (!options.tpCodecs.empty() && uniqueTensorParallelSites(module).empty())
+  if (!options.tpCodecs.empty() && !tpSitesInModule)
     return error("auto-tp-codecs: the module has no tensor-parallel all-reduce of a row-parallel linear or of f's "
                  "gradient (run --ptrain-raise and --ptrain-shard-tp with tp > 1 before --ptrain-split-stages)"),
            failure();
@@ -304,6 +324,29 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
       return failure();
     seeds.push_back(std::move(seed));
   }
+  // The mcbench seed: bench/cluster's hand policy (every forward send 8-bit quantized, every backward send
+  // top-k 10%, no error feedback; with pp = 2 no boundary skipped), where the candidates include its codecs.
+  {
+    MLIRContext *context = &getContext();
+    auto quant = parseCodecSpec(context, "quant:bits=8", "mcbench seed", [&] { return error(""); });
+    auto topk = parseCodecSpec(context, "topk:ratio=0.1", "mcbench seed", [&] { return error(""); });
+    if (failed(quant) || failed(topk))
+      return failure();
+    AutoSeed seed;
+    seed.name = "mcbench fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1";
+    seed.plan = plan;
+    seed.plan.backwardErrorFeedback = seed.plan.forwardErrorFeedback = false;
+    for (int64_t c = 0; c < edges.pp * edges.v; ++c)
+      for (int64_t i = 0; i < edges.m; ++i) {
+        if (c + 1 < edges.pp * edges.v && edges.forwardTypes[c] &&
+            succeeded((*quant).verifyForType([] { return InFlightDiagnostic(); }, edges.forwardTypes[c])))
+          seed.plan.forwardSend(c, i) = *quant;
+        if (c > 0 && edges.backwardTypes[c] &&
+            succeeded((*topk).verifyForType([] { return InFlightDiagnostic(); }, edges.backwardTypes[c])))
+          seed.plan.backwardSend(c, i) = *topk;
+      }
+    seeds.push_back(std::move(seed));
+  }
   std::vector<AutoDecision> decisions;
   AutoSummary summary;
   if (failed(searchAutoCompression(module, edges, options, seeds, plan, autoTensorParallel, decisions, summary,
@@ -314,18 +357,28 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
     llvm::raw_string_ostream(text) << llvm::format("%.3f", seconds * 1e3) << " ms";
     return text;
   };
+  auto percent = [](double fraction) {
+    std::string text;
+    llvm::raw_string_ostream(text) << llvm::format("%.3f", fraction * 100) << "%";
+    return text;
+  };
   {
     InFlightDiagnostic remark = emitRemark(module.getLoc());
     remark << "--ptrain-compress policy=auto: seeds";
-    for (auto [n, seed] : llvm::enumerate(summary.seeds))
+    for (auto [n, seed] : llvm::enumerate(summary.seeds)) {
       remark << (n ? ", " : " ") << seed.first << " "
              << (seed.second < 0 ? std::string("(not expressible with the candidates)") : ms(seed.second));
+      if (seed.second >= 0 && n > 0)
+        remark << " quality " << percent(summary.seedQualityCosts[n])
+               << (summary.seedQualityCosts[n] > summary.qualityBudget ? " (over the budget)" : "");
+    }
     remark << "; starting from " << summary.seeds[summary.start].first;
   }
   for (auto [n, d] : llvm::enumerate(decisions))
     emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: move " << n + 1 << ": " << d.edge << " -> "
                                 << d.codec << ", saves " << ms(d.savedSeconds) << " (iteration "
-                                << ms(d.iterationSeconds) << ")";
+                                << ms(d.iterationSeconds) << "), quality cost " << (d.qualityCost < 0 ? "" : "+")
+                                << percent(d.qualityCost) << " (plan " << percent(d.totalQualityCost) << ")";
   for (const std::string &site : summary.tensorParallelSites)
     emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: " << site;
   // The comparison with the paper's rule (the first seed after none).
@@ -338,7 +391,9 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
                               << (rule < 0
                                       ? std::string("not expressible")
                                       : ms(rule) + " (" +
-                                            llvm::formatv("{0:F4}", summary.uncompressedSeconds / rule).str() + "x)");
+                                            llvm::formatv("{0:F4}", summary.uncompressedSeconds / rule).str() + "x)")
+                              << "; predicted quality cost " << percent(summary.finalQualityCost) << " (budget "
+                              << percent(summary.qualityBudget) << ")";
   numAutoPicks += decisions.size();
   return success();
 }
@@ -389,11 +444,12 @@ void CompressPass::runOnOperation() {
                         tpFwdCodec != "none" || tpBwdCodec != "none" || tpSkipLayers != 0;
   bool optimusOptions = !cb || cbSends != "cooldown" || cbRank != 16 || !lep || !fe || !sc || scAll || scRank != 128;
   bool autoOptions = !autoRanks.empty() || autoMinGain != 0.001 || autoErrorBudget != 1.0 || autoMaxPicks != 256 ||
-                     !autoForwardCodecs.empty() || !autoTpCodecs.empty();
+                     autoBackwardCodecs != "default" || autoForwardCodecs != "default" || autoTpCodecs != "default" ||
+                     autoQualityBudget != 0.02;
   if (policy != "auto" && autoOptions) {
     error("policy=") << policy.getValue()
                      << " does not take auto-ranks, auto-min-gain, auto-error-budget, auto-max-picks, "
-                        "auto-forward-codecs or auto-tp-codecs (policy=auto)";
+                        "auto-backward-codecs, auto-forward-codecs, auto-tp-codecs or auto-quality-budget (policy=auto)";
     return signalPassFailure();
   }
   if (policy != "mcbench" && policy != "auto" && !tpErrorFeedback) {

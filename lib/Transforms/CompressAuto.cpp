@@ -12,6 +12,7 @@
 #include "ptrain/Analysis/ModuleCluster.h"
 #include "ptrain/Analysis/ModuleCosts.h"
 #include "ptrain/Analysis/PipelinePlan.h"
+#include "ptrain/Transforms/QualityModel.h"
 
 #include "llvm/Support/Format.h"
 
@@ -52,17 +53,22 @@ std::optional<double> mlir::ptrain::estimateCodecError(CodecAttrInterface codec,
 }
 
 namespace {
-/// One codec a backward send can take, with its modelled cost.
+/// One codec a backward send can take, with its modelled cost and predicted quality cost without ([0]) and
+/// with ([1]) error feedback. `rank` is the option's code: > 0 PowerSGD at that rank, < 0 the backward codec
+/// -rank - 1 of AutoSearchOptions::backwardCodecs.
 struct SendOption {
   int64_t rank = 0;
   CodecAttrInterface codec;
-  CompressedTransfer transfer;
+  CompressedTransfer transfer[2];
+  bool priced[2] = {false, false};
+  double quality[2] = {0, 0};
 };
 /// One codec a forward send can take (the index into AutoSearchOptions::forwardCodecs), with its cost.
 struct ForwardOption {
   int64_t index = 0;
   CodecAttrInterface codec;
   CompressedTransfer transfer;
+  double quality = 0;
 };
 /// One codec a TP site can take (the index into AutoSearchOptions::tpCodecs), with what it saves in each stage
 /// function holding the site.
@@ -71,6 +77,7 @@ struct TensorParallelOption {
   CodecAttrInterface codec;
   std::string text;
   std::vector<TensorParallelSaving> savings;
+  double quality = 0;
 };
 } // namespace
 
@@ -157,6 +164,38 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   // [FE mode][stage]: requested rank -> the compressed dp all-reduce.
   std::vector<std::vector<std::map<int64_t, CompressedAllReduce>>> dpOptions(
       feModes.size(), std::vector<std::map<int64_t, CompressedAllReduce>>(pp));
+  // The predicted quality cost of a codec on one edge (QualityModel.h): a send is one of the pipeline's
+  // (links x micro-batches) sends.
+  const double sendShare = chunks > 1 ? 1.0 / static_cast<double>((chunks - 1) * m) : 1.0;
+  auto sendQuality = [&](CodecAttrInterface codec, RankedTensorType type, bool forward, int64_t boundary, bool ef) {
+    QualitySite site;
+    site.kind = forward ? QualitySite::ForwardSend : QualitySite::BackwardSend;
+    site.boundary = boundary;
+    site.share = sendShare;
+    site.errorFeedback = ef;
+    return predictQualityCost(codec, type, site);
+  };
+  // The backward sends' costs without error feedback ([0]) from a probe of the same codecs without it.
+  auto priceWithoutErrorFeedback = [&](CompressionPlan probe, int64_t code) -> LogicalResult {
+    probe.backwardErrorFeedback = false;
+    probe.fusedEmbedding = false;
+    probe.dpAllReduce.assign(pp, false);
+    auto model = modelOf(probe);
+    if (!model)
+      return modelError(model.takeError());
+    for (int64_t s = 1; s < chunks; ++s)
+      for (int64_t i = 0; i < m; ++i)
+        if (auto it = model->costs.stages[s].compressedBackward.find(i);
+            probe.backwardSend(s, i) && it != model->costs.stages[s].compressedBackward.end())
+          for (SendOption &option : sendOptions[s][i])
+            if (option.rank == code || (code == 0 && option.rank > 0 && option.codec == probe.backwardSend(s, i))) {
+              option.transfer[0] = it->second;
+              option.priced[0] = true;
+              option.quality[0] = sendQuality(option.codec, edges.backwardTypes[s], false, s - 1, false);
+            }
+    return success();
+  };
+
   for (int64_t r : ranks) {
     CompressionPlan probe = emptyProbe();
     probe.scRank = r;
@@ -199,12 +238,74 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       for (int64_t s = 1; s < chunks && !fe; ++s)
         for (int64_t i = 0; i < m && stageRank[s]; ++i)
           if (auto it = model->costs.stages[s].compressedBackward.find(i);
-              it != model->costs.stages[s].compressedBackward.end())
-            sendOptions[s][i].push_back({stageRank[s], probe.backwardSend(s, i), it->second});
+              it != model->costs.stages[s].compressedBackward.end()) {
+            SendOption option;
+            option.rank = stageRank[s];
+            option.codec = probe.backwardSend(s, i);
+            option.transfer[1] = it->second;
+            option.priced[1] = true;
+            option.quality[1] = sendQuality(option.codec, edges.backwardTypes[s], false, s - 1, true);
+            sendOptions[s][i].push_back(option);
+          }
       for (int64_t s = 0; s < pp; ++s)
         if (probe.dpAllReduce[s] && model->costs.ranks[s].compressedDataParallel)
           dpOptions[fe][s][r] = *model->costs.ranks[s].compressedDataParallel;
     }
+    if (llvm::any_of(stageRank, [](int64_t r) { return r != 0; }) && failed(priceWithoutErrorFeedback(probe, 0)))
+      return failure();
+  }
+  // The dp all-reduce's quality cost per stage and requested rank: its worst gradient (one stage of pp).
+  std::vector<std::map<int64_t, double>> dpQuality(pp);
+  for (int64_t s = 0; s < pp; ++s)
+    for (int64_t r : ranks) {
+      double q = 0;
+      for (const auto &[key, type] : edges.gradients[s])
+        if (auto nm = MatrixViewAttr::getMatrixShape(MatrixViewAttr(), type, nullptr); succeeded(nm)) {
+          int64_t rc = std::min({r, nm->first, nm->second});
+          QualitySite site;
+          site.kind = QualitySite::DataParallel;
+          site.share = 1.0 / static_cast<double>(pp);
+          site.errorFeedback = true;
+          q = std::max(q, predictQualityCost(PowerSGDAttr::get(context, rc, BoolAttr(), MatrixViewAttr()), type, site));
+        }
+      dpQuality[s][r] = q;
+    }
+  // Backward probes of the other codecs: per codec of `backwardCodecs`, every backward send it can encode
+  // within the error budget and not ruled out, with error feedback and without.
+  for (auto [j, codec] : llvm::enumerate(options.backwardCodecs)) {
+    const int64_t code = -static_cast<int64_t>(j) - 1;
+    CompressionPlan probe = emptyProbe();
+    bool any = false;
+    for (int64_t s = 1; s < chunks; ++s) {
+      RankedTensorType type = edges.backwardTypes[s];
+      if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
+        continue;
+      std::optional<double> error = estimateCodecError(codec, type);
+      if (!error || *error > options.errorBudget || std::isinf(sendQuality(codec, type, false, s - 1, false)))
+        continue;
+      for (int64_t i = 0; i < m; ++i)
+        probe.backwardSend(s, i) = codec;
+      any = true;
+    }
+    if (!any)
+      continue;
+    auto model = modelOf(probe);
+    if (!model)
+      return modelError(model.takeError());
+    for (int64_t s = 1; s < chunks; ++s)
+      for (int64_t i = 0; i < m; ++i)
+        if (auto it = model->costs.stages[s].compressedBackward.find(i);
+            probe.backwardSend(s, i) && it != model->costs.stages[s].compressedBackward.end()) {
+          SendOption option;
+          option.rank = code;
+          option.codec = codec;
+          option.transfer[1] = it->second;
+          option.priced[1] = true;
+          option.quality[1] = sendQuality(codec, edges.backwardTypes[s], false, s - 1, true);
+          sendOptions[s][i].push_back(option);
+        }
+    if (failed(priceWithoutErrorFeedback(probe, code)))
+      return failure();
   }
   // Forward probes: per codec of `forwardCodecs`, every forward send it can encode within the error budget.
   std::vector<std::vector<std::vector<ForwardOption>>> forwardOptions(chunks,
@@ -217,7 +318,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
         continue;
       std::optional<double> error = estimateCodecError(codec, type);
-      if (!error || *error > options.errorBudget)
+      if (!error || *error > options.errorBudget || std::isinf(sendQuality(codec, type, true, s, false)))
         continue;
       for (int64_t i = 0; i < m; ++i)
         probe.forwardSend(s, i) = codec;
@@ -232,7 +333,8 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       for (int64_t i = 0; i < m; ++i)
         if (auto it = model->costs.stages[s].compressedForward.find(i);
             probe.forwardSend(s, i) && it != model->costs.stages[s].compressedForward.end())
-          forwardOptions[s][i].push_back({static_cast<int64_t>(j), codec, it->second});
+          forwardOptions[s][i].push_back({static_cast<int64_t>(j), codec, it->second,
+                                          sendQuality(codec, edges.forwardTypes[s], true, s, false)});
   }
 
   // TP probes: per codec of `tpCodecs`, every TP site it can serve within the error budget (forward sites:
@@ -260,8 +362,15 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       for (auto [k, site] : llvm::enumerate(tpSites)) {
         if (site.layer != saving.layer || site.role != saving.role || site.forward != saving.forward)
           continue;
-        if (tpOptions[k].empty() || tpOptions[k].back().index != static_cast<int64_t>(j))
-          tpOptions[k].push_back({static_cast<int64_t>(j), codec, saving.codec, {}});
+        if (tpOptions[k].empty() || tpOptions[k].back().index != static_cast<int64_t>(j)) {
+          QualitySite site;
+          site.kind = QualitySite::TensorParallel;
+          site.share = 1.0 / static_cast<double>(tpSites.size());
+          site.errorFeedback = !tpSites[k].forward && options.tpErrorFeedback;
+          tpOptions[k].push_back({static_cast<int64_t>(j), codec, saving.codec, {},
+                                  predictQualityCost(codec, cast<RankedTensorType>(tpSites[k].op->getResult(0).getType()),
+                                                     site)});
+        }
         tpOptions[k].back().savings.push_back(saving);
       }
   }
@@ -275,8 +384,10 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     std::vector<int64_t> dp;
     bool fe = false;
     std::vector<int64_t> tp;
+    /// Error feedback on the backward sends (one flag for the plan).
+    bool bwdEf = true;
     bool operator==(const State &o) const {
-      return send == o.send && fwd == o.fwd && dp == o.dp && fe == o.fe && tp == o.tp;
+      return send == o.send && fwd == o.fwd && dp == o.dp && fe == o.fe && tp == o.tp && bwdEf == o.bwdEf;
     }
   };
   auto findSend = [&](int64_t s, int64_t i, int64_t rank) -> const SendOption * {
@@ -311,7 +422,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     for (int64_t s = 1; s < chunks; ++s)
       for (int64_t i = 0; i < m; ++i)
         if (state.send[s][i])
-          costs.stages[s].compressedBackward[i] = findSend(s, i, state.send[s][i])->transfer;
+          costs.stages[s].compressedBackward[i] = findSend(s, i, state.send[s][i])->transfer[state.bwdEf];
     for (int64_t s = 0; s + 1 < chunks; ++s)
       for (int64_t i = 0; i < m; ++i)
         if (state.fwd[s][i])
@@ -322,14 +433,49 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     return costs;
   };
   auto timeOf = [&](const State &state) { return iterationSeconds(costsOf(state)); };
+  // The plan's predicted quality cost: the sum over its compressed edges (QualityModel.h).
+  auto qualityOf = [&](const State &state) {
+    double q = 0;
+    for (int64_t s = 1; s < chunks; ++s)
+      for (int64_t i = 0; i < m; ++i)
+        if (state.send[s][i])
+          q += findSend(s, i, state.send[s][i])->quality[state.bwdEf];
+    for (int64_t s = 0; s + 1 < chunks; ++s)
+      for (int64_t i = 0; i < m; ++i)
+        if (state.fwd[s][i])
+          q += findForward(s, i, state.fwd[s][i])->quality;
+    for (int64_t s = 0; s < pp; ++s)
+      if (state.dp[s])
+        q += dpQuality[s].at(state.dp[s]);
+    for (size_t k = 0; k < tpSites.size(); ++k)
+      if (state.tp[k])
+        q += findTensorParallel(k, state.tp[k])->quality;
+    return q;
+  };
+  // Every compressed backward send is priced in the state's error-feedback mode.
+  auto sendsPriced = [&](const State &state) {
+    for (int64_t s = 1; s < chunks; ++s)
+      for (int64_t i = 0; i < m; ++i)
+        if (state.send[s][i] && !findSend(s, i, state.send[s][i])->priced[state.bwdEf])
+          return false;
+    return true;
+  };
   // The option of a requested rank on a send: the largest option rank <= it (its clamp to min(n, m)), else
   // the smallest option (the requested rank is beyond the error budget); 0 when the send has no option.
   auto sendRankFor = [&](int64_t s, int64_t i, int64_t requested) -> int64_t {
-    int64_t rank = 0;
-    for (const SendOption &option : sendOptions[s][i])
-      if (option.rank <= requested)
+    int64_t rank = 0, smallest = 0;
+    for (const SendOption &option : sendOptions[s][i]) {
+      if (option.rank > 0 && option.rank <= requested)
         rank = option.rank;
-    return rank ? rank : (sendOptions[s][i].empty() ? 0 : sendOptions[s][i].front().rank);
+      if (option.rank > 0 && !smallest)
+        smallest = option.rank;
+    }
+    return rank ? rank : smallest;
+  };
+  // The code a send takes in a group move: a rank (> 0, as sendRankFor), another backward codec (< 0, when
+  // the send has it), or 0 (the send keeps its code).
+  auto sendCodeFor = [&](int64_t s, int64_t i, int64_t code) -> int64_t {
+    return code > 0 ? sendRankFor(s, i, code) : code < 0 && findSend(s, i, code) ? code : 0;
   };
   // The candidate rank nearest `rank` (ties: the smaller), for mapping a seed's ranks.
   auto nearestRank = [&](int64_t rank) {
@@ -348,11 +494,22 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     return modelError(now.takeError());
   summary.uncompressedSeconds = *now;
   summary.seeds.push_back({"none", *now});
+  summary.seedQualityCosts.push_back(0);
   summary.start = 0;
+  summary.qualityBudget = options.qualityBudget;
+  const double budget = options.qualityBudget;
+  auto indexOf = [](ArrayRef<CodecAttrInterface> codecs, CodecAttrInterface codec) -> int64_t {
+    auto it = llvm::find(codecs, codec);
+    return it == codecs.end() ? -1 : it - codecs.begin();
+  };
   for (const AutoSeed &seed : seeds) {
     State state = empty;
     state.fe = options.fusedEmbedding && seed.plan.fusedEmbedding;
-    bool expressible = true;
+    state.bwdEf = seed.plan.backwardErrorFeedback;
+    bool expressible = !seed.plan.forwardErrorFeedback ||
+                       llvm::all_of(seed.plan.forwardSends, [](const std::vector<CodecAttrInterface> &row) {
+                         return llvm::all_of(row, [](CodecAttrInterface c) { return !c; });
+                       });
     for (int64_t s = 1; s < chunks && !seed.plan.backwardSends.empty(); ++s)
       for (int64_t i = 0; i < m; ++i)
         if (isa_and_nonnull<PowerSGDAttr>(seed.plan.backwardCodecOf(s, i))) {
@@ -361,9 +518,19 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
           int64_t rank = succeeded(nm) ? std::min({nearestRank(seed.cbRank), nm->first, nm->second}) : 0;
           state.send[s][i] = findSend(s, i, rank) ? rank : 0;
           expressible &= state.send[s][i] != 0;
-        } else if (seed.plan.backwardCodecOf(s, i)) {
-          expressible = false;
+        } else if (CodecAttrInterface codec = seed.plan.backwardCodecOf(s, i)) {
+          int64_t j = indexOf(options.backwardCodecs, codec);
+          state.send[s][i] = j >= 0 && findSend(s, i, -j - 1) ? -j - 1 : 0;
+          expressible &= state.send[s][i] != 0;
         }
+    for (int64_t s = 0; s + 1 < chunks && !seed.plan.forwardSends.empty(); ++s)
+      for (int64_t i = 0; i < m; ++i)
+        if (CodecAttrInterface codec = seed.plan.forwardCodecOf(s, i)) {
+          int64_t j = indexOf(options.forwardCodecs, codec);
+          state.fwd[s][i] = j >= 0 && findForward(s, i, j + 1) ? j + 1 : 0;
+          expressible &= state.fwd[s][i] != 0;
+        }
+    expressible &= sendsPriced(state);
     for (int64_t s = 0; s < pp && s < static_cast<int64_t>(seed.plan.dpAllReduce.size()); ++s)
       if (seed.plan.dpAllReduce[s]) {
         state.dp[s] = nearestRank(seed.plan.scRank);
@@ -376,13 +543,16 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
         name += std::string(" (") + what + " at rank " + std::to_string(nearestRank(rank)) + ")";
     if (!expressible) {
       summary.seeds.push_back({name, -1});
+      summary.seedQualityCosts.push_back(0);
       continue;
     }
     auto t = timeOf(state);
     if (!t)
       return modelError(t.takeError());
     summary.seeds.push_back({name, *t});
-    if (*t < *now) {
+    double quality = qualityOf(state);
+    summary.seedQualityCosts.push_back(quality);
+    if (*t < *now && quality <= budget) {
       *now = *t;
       current = state;
       summary.start = summary.seeds.size() - 1;
@@ -397,7 +567,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     std::string edge, codec;
   };
   auto sendCodec = [&](int64_t s, int64_t i, int64_t rank) -> std::string {
-    return rank ? findSend(s, i, rank)->transfer.codec : "none";
+    return rank ? findSend(s, i, rank)->transfer[1].codec : "none";
   };
   auto moves = [&](const State &from) {
     std::vector<Move> out;
@@ -431,9 +601,15 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       return true;
     };
     auto add = [&](State state, std::string edge, std::string codec) {
-      if (!(state == from) && oneRankPerLink(state) && oneCodecPerLink(state) && dpPriced(state))
+      if (!(state == from) && oneRankPerLink(state) && oneCodecPerLink(state) && dpPriced(state) &&
+          sendsPriced(state) && qualityOf(state) <= budget)
         out.push_back({std::move(state), std::move(edge), std::move(codec)});
     };
+    {
+      State state = from;
+      state.bwdEf = !from.bwdEf;
+      add(state, "backward error feedback", state.bwdEf ? "on" : "off");
+    }
     if (options.fusedEmbedding) {
       State state = from;
       state.fe = !from.fe;
@@ -488,40 +664,45 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
         for (auto it = sendOptions[s][i].rbegin(); it != sendOptions[s][i].rend(); ++it) {
           State state = from;
           state.send[s][i] = it->rank;
-          add(state, stageName(s, i), it->transfer.codec);
+          add(state, stageName(s, i), it->transfer[1].codec);
         }
         State state = from;
         state.send[s][i] = 0;
         add(state, stageName(s, i), "none");
       }
     // Group moves: every send of a set at the requested rank (each send's clamp), or uncompressed.
+    // The codes of group moves: the ranks (larger first), the other backward codecs, uncompressed.
+    std::vector<int64_t> sendCodes(ranks.rbegin(), ranks.rend());
+    for (int64_t j = 0; j < static_cast<int64_t>(options.backwardCodecs.size()); ++j)
+      sendCodes.push_back(-j - 1);
+    sendCodes.push_back(0);
     auto group = [&](std::string edge, auto member) {
-      for (int64_t r : requested) {
+      for (int64_t r : sendCodes) {
         State state = from;
         std::string codec = r ? "" : "none";
         for (int64_t s = 1; s < chunks; ++s)
           for (int64_t i = 0; i < m; ++i)
-            if (member(s, i) && (!r || !sendOptions[s][i].empty())) {
-              state.send[s][i] = r ? sendRankFor(s, i, r) : 0;
+            if (member(s, i) && (!r || sendCodeFor(s, i, r))) {
+              state.send[s][i] = r ? sendCodeFor(s, i, r) : 0;
               if (codec.empty())
                 codec = sendCodec(s, i, state.send[s][i]);
             }
         if (!codec.empty())
-          add(state, edge, codec + (r && chunks > 2 ? " (clamped per link)" : ""));
+          add(state, edge, codec + (r > 0 && chunks > 2 ? " (clamped per link)" : ""));
       }
-      // The compressed sends of the set at another rank (the uncompressed ones stay so).
-      for (int64_t r : requested) {
+      // The compressed sends of the set at another rank or codec (the uncompressed ones stay so).
+      for (int64_t r : sendCodes) {
         State state = from;
         std::string codec;
         for (int64_t s = 1; s < chunks && r; ++s)
           for (int64_t i = 0; i < m; ++i)
-            if (member(s, i) && from.send[s][i]) {
-              state.send[s][i] = sendRankFor(s, i, r);
+            if (member(s, i) && from.send[s][i] && sendCodeFor(s, i, r)) {
+              state.send[s][i] = sendCodeFor(s, i, r);
               if (codec.empty())
                 codec = sendCodec(s, i, state.send[s][i]);
             }
         if (!codec.empty())
-          add(state, edge + " (the compressed ones)", codec + (chunks > 2 ? " (clamped per link)" : ""));
+          add(state, edge + " (the compressed ones)", codec + (r > 0 && chunks > 2 ? " (clamped per link)" : ""));
       }
     };
     for (int64_t l = 1; l < chunks; ++l)
@@ -609,11 +790,14 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     }
     if (!best)
       break;
+    double before = qualityOf(current);
     current = best->state;
-    decisions.push_back({best->edge, best->codec, *now - bestTime, bestTime});
+    double after = qualityOf(current);
+    decisions.push_back({best->edge, best->codec, *now - bestTime, bestTime, after - before, after});
     *now = bestTime;
   }
   summary.finalSeconds = *now;
+  summary.finalQualityCost = qualityOf(current);
 
   // Why each TP site is (or is not) compressed: the final plan re-simulated with that one site changed.
   for (size_t k = 0; k < tpSites.size(); ++k) {
@@ -676,6 +860,6 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     scRank = current.dp[s] ? current.dp[s] : scRank;
   }
   plan.scRank = scRank ? scRank : plan.scRank;
-  plan.backwardErrorFeedback = true;
+  plan.backwardErrorFeedback = current.bwdEf;
   return success();
 }

@@ -782,7 +782,7 @@ StateProvider randomParameters() {
 
 // policy=auto plans of the bundled GPT, timed on the H200 node with a 1 GB/s NVLink
 // (test/Transforms/Inputs/h200-slow-link.json: sends and dp all-reduces dominate, so the search compresses),
-// with `auto-error-budget=0.9` (PowerSGD rank >= 0.19 min(n, m): 32 on the 256 x 128 activation-gradient view),
+// with `auto-error-budget=0.9` and the PowerSGD-only candidates (PowerSGD rank >= 0.19 min(n, m): 32 on the 256 x 128 activation-gradient view),
 // run on the executor for 3 steps against the single-rank step over the same global batch (16 x 64 tokens, 4
 // micro-batches; pp = 2 with 4 micro-batches, dp = 2 x pp = 2 with 2 per replica). The loss before the first
 // update is the reference's within 1e-6 relative (compression changes gradients only); the later losses stay
@@ -807,7 +807,8 @@ TEST(CompressedPlan, AutoPlansTrainAndTheirExactPathIsBitEqual) {
       record = **read;
     };
     OwningOpRef<ModuleOp> module =
-        gpt.plans.lower(*gpt.l0, plan, 1e-3, "policy=auto auto-error-budget=0.9", slowLink, readRecord);
+        gpt.plans.lower(*gpt.l0, plan, 1e-3, "policy=auto auto-error-budget=0.9 auto-backward-codecs=none auto-forward-codecs=none", slowLink,
+                        readRecord);
     ASSERT_TRUE(module && record);
     int64_t sends = 0, stages = llvm::count(record->dpAllReduce, true);
     for (const auto &row : record->backwardSends)
@@ -841,7 +842,8 @@ TEST(CompressedPlan, AutoPlansTrainAndTheirExactPathIsBitEqual) {
       exact.scRank = 100000;
       module->setAttr("ptrain.compression", exact.toAttr(module.getContext()));
     };
-    OwningOpRef<ModuleOp> exactModule = gpt.plans.lower(*gpt.l0, plan, 1e-3, "policy=auto", slowLink, toExactPath);
+    OwningOpRef<ModuleOp> exactModule = gpt.plans.lower(*gpt.l0, plan, 1e-3, "policy=auto auto-backward-codecs=none auto-forward-codecs=none",
+                                                       slowLink, toExactPath);
     ASSERT_TRUE(exactModule);
     expectBitEqualRuns(gpt.run(plan, "", 2), gpt.plans.run(*exactModule, gpt.provider(), CompressedGpt::batches(2)),
                        planName(plan) + " auto plan on the exact path");
@@ -868,8 +870,8 @@ TEST(CompressedPlan, AutoPlansWithForwardCodecsAndFusedEmbeddingTrain) {
     const char *options;
   };
   for (const Case &c :
-       {Case{Plan{1, 2, 4, "1f1b"}, "policy=auto auto-error-budget=0.9 auto-forward-codecs=fp16;quant:bits=8"},
-        Case{Plan{2, 2, 2, "1f1b"}, "policy=auto auto-error-budget=0.001"}}) {
+       {Case{Plan{1, 2, 4, "1f1b"}, "policy=auto auto-error-budget=0.9 auto-backward-codecs=none auto-forward-codecs=fp16;quant:bits=8"},
+        Case{Plan{2, 2, 2, "1f1b"}, "policy=auto auto-error-budget=0.001 auto-backward-codecs=none auto-forward-codecs=none"}}) {
     std::optional<mlir::ptrain::CompressionPlan> record;
     auto readRecord = [&](ModuleOp module) {
       auto read = mlir::ptrain::readCompressionPlan(module, c.plan.pp, c.plan.m, "test");

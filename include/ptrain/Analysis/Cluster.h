@@ -31,6 +31,16 @@ struct LinkSpec {
   double latency = 0;
 };
 
+/// One codec kernel measured by ptrain-calibrate (docs/TimingModel.md, "Calibration"): the codec attribute
+/// as text, the f32 tensor shape it encoded, whether the encode updated an error-feedback residual, and the
+/// best encode and decode seconds on the calibrated machine.
+struct CodecKernelTime {
+  std::string codec;
+  std::vector<int64_t> shape;
+  bool errorFeedback = false;
+  double encodeSeconds = 0, decodeSeconds = 0;
+};
+
 /// A parsed and checked cluster description.
 struct ClusterSpec {
   std::string name;
@@ -51,6 +61,8 @@ struct ClusterSpec {
   /// Grid axes from the innermost (neighbouring ranks, same node) to the outermost. Grid axes not listed
   /// come after, in the grid's order. Default: tp, dp, pp (Megatron-LM's rank order).
   std::vector<std::string> axisOrder = {"tp", "dp", "pp"};
+  /// The measured codec kernels of a calibrated cluster file (`calibration.codecs`); empty otherwise.
+  std::vector<CodecKernelTime> codecKernels;
 
   /// Peak FLOP/s for results of element type `dtype` ("f32", "bf16", ...); `matmul` selects
   /// f32MatmulDtype for f32. Fails naming the missing field gpu.peak_flops.<key>.

@@ -90,11 +90,32 @@ llvm::Expected<DataParallelCodecWork> getDataParallelCodecWork(CodecAttrInterfac
 /// Seconds of `phases` on one device of `cluster` (the op-time rule above). Fails naming a missing peak.
 llvm::Expected<double> getCodecSeconds(llvm::ArrayRef<CodecPhase> phases, const ClusterSpec &cluster);
 
+/// The calibration of a codec's kernels (docs/TimingModel.md, "Calibration"): measured / modelled seconds of
+/// the encode and of the decode, from the cluster's `calibration.codecs` entry nearest to (`codec`, `type`,
+/// `errorFeedback`): an entry of the same codec kind (the attribute's mnemonic) is required; among those, the
+/// same attribute text first, then the same error feedback, then the element count nearest in ratio. The
+/// modelled seconds of the entry are getCodecWork + getCodecSeconds at the entry's own codec and shape, so a
+/// calibrated kernel at a measured shape is priced at its measured time and other shapes scale with the
+/// roofline. Without an entry of that kind (or an uncalibrated cluster) both ratios are 1 and `calibrated`
+/// is false: the roofline alone (the documented fallback).
+struct CodecCalibration {
+  double encode = 1, decode = 1;
+  bool calibrated = false;
+  /// The measured encode + decode over the modelled encode + decode: for phases that mix both (the dp and tp
+  /// compressed all-reduces).
+  double both = 1;
+};
+CodecCalibration getCodecCalibration(CodecAttrInterface codec, RankedTensorType type, bool errorFeedback,
+                                     const ClusterSpec &cluster);
+/// Multiplies every phase's FLOPs and bytes by `factor` (so its getCodecSeconds scales by it).
+void scaleCodecPhases(std::vector<CodecPhase> &phases, double factor);
+
 /// One compressed all-reduce of `type` over n ranks (getDataParallelCodecWork's phases and rounds, with the
 /// residual's add and update when `errorFeedback`) on links of `bandwidth` bytes/s per GPU and `latency` s: the codec
 /// phases by getCodecSeconds plus, per round, latencies x latency + sent bytes / bandwidth. mcbench's TP site prices
 /// each compressed tensor-parallel all-reduce with it: summable codes (rand-k, casts, PowerSGD) reduced in compressed
 /// form, top-k and quantization all-gathered and decoded n times (docs/TimingModel.md, "Tensor parallelism").
+/// The codec phases are scaled by getCodecCalibration's `both`.
 struct CompressedAllReduceCost {
   double seconds = 0, codecSeconds = 0, sentBytes = 0;
 };

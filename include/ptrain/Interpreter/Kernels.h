@@ -15,6 +15,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Interpreter/Tensor.h"
+#include "ptrain/Runtime/ptrain_runtime.h"
 
 #include <optional>
 #include <vector>
@@ -174,6 +175,10 @@ llvm::Expected<Tensor> evalLogSoftmax(const Tensor &input, int64_t axis);
 /// rand-k's counter)} from the runtime's ptrain_codec_encode on the fp32 input (batch 1; PowerSGD seed 0).
 /// The linear autoencoder, non-f32 tensors and matrix views that are not a reshape are errors.
 llvm::Expected<std::vector<Tensor>> evalCompress(CompressOp op, llvm::function_ref<const Tensor &(Value)> get);
+/// The runtime descriptor (ptrain_codec_t, one batch entry) of `codec` on f32 tensors of `type`, as
+/// evalCompress passes it to ptrain_codec_encode; ptrain-calibrate times the kernels through it. Errors: a
+/// codec without a runtime kernel (the linear autoencoder), a non-f32 type, a view that is not a reshape.
+llvm::Expected<ptrain_codec_t> getCodecDescriptor(CodecAttrInterface codec, RankedTensorType type);
 /// `ptrain.decompress`: {the decoded tensor, the codec's new decoder state} (ptrain_codec_decode).
 llvm::Expected<std::vector<Tensor>> evalDecompress(DecompressOp op, llvm::function_ref<const Tensor &(Value)> get);
 /// `ptrain.compressed_all_reduce_start` over the members' `inputs` and their `states` (residual with

@@ -36,8 +36,14 @@ struct AutoSearchOptions {
   double errorBudget = 1.0;
   /// At most this many changes.
   int64_t maxPicks = 256;
+  /// Codecs besides PowerSGD to try on the backward sends (each with and without error feedback: one
+  /// backward_error_feedback flag for the plan, a search dimension); empty: PowerSGD only.
+  std::vector<CodecAttrInterface> backwardCodecs;
   /// Codecs to try on the forward (activation) sends; empty: forward sends are not candidates.
   std::vector<CodecAttrInterface> forwardCodecs;
+  /// The largest predicted quality cost of the plan (QualityModel.h), a fraction of the uncompressed
+  /// validation loss; +infinity: no limit.
+  double qualityBudget = 0.02;
   /// Fused embedding sync (Optimus-CC section 4.3) is a candidate: dp > 1 and a tied-parameter sync.
   bool fusedEmbedding = false;
   /// Codecs to try on the tensor-parallel all-reduce sites (forward sites: the stateless ones); empty: TP
@@ -51,8 +57,9 @@ struct AutoSearchOptions {
 struct AutoSeed {
   /// For the report: "none", "optimus-cc", "optimus-cc cb-sends=critical", ...
   std::string name;
-  /// backwardSends (PowerSGD codecs or null), dpAllReduce / scRank and fusedEmbedding (used when FE is a
-  /// candidate); the other fields are ignored.
+  /// backwardSends and forwardSends (codecs of the candidates or null), backwardErrorFeedback,
+  /// forwardErrorFeedback (must be false: auto has no forward error feedback), dpAllReduce / scRank and
+  /// fusedEmbedding (used when FE is a candidate); the other fields are ignored.
   CompressionPlan plan;
   /// The rule's CB rank (before any clamp to the links' min(n, m)), for the report.
   int64_t cbRank = 16;
@@ -64,10 +71,13 @@ struct AutoSummary {
   /// Per seed, in order: its name and modelled iteration seconds, or a negative time when the seed is not
   /// expressible with the candidates (a rank beyond the error budget).
   std::vector<std::pair<std::string, double>> seeds;
+  /// Per seed: its predicted quality cost (QualityModel.h); +infinity for a rule the literature excludes.
+  std::vector<double> seedQualityCosts;
   /// The index into `seeds` the search started from.
   size_t start = 0;
-  /// The modelled iteration seconds of the final plan.
-  double finalSeconds = 0;
+  /// The modelled iteration seconds of the final plan, and its predicted quality cost.
+  double finalSeconds = 0, finalQualityCost = 0;
+  double qualityBudget = 0;
   /// Per TP site of the candidates (with auto-tp-codecs), in record order: "<site>: <codec> (...)", why it
   /// is or is not compressed in the final plan, measured by re-simulating it alone changed.
   std::vector<std::string> tensorParallelSites;
@@ -85,6 +95,9 @@ struct AutoDecision {
   std::string codec;
   /// Modelled seconds the change saved and the iteration time after it.
   double savedSeconds = 0, iterationSeconds = 0;
+  /// The predicted quality cost the change added (negative: removed) and the plan's total after it
+  /// (QualityModel.h; fractions of the uncompressed validation loss).
+  double qualityCost = 0, totalQualityCost = 0;
 };
 
 /// The error proxy of PowerSGD rank r on an n x m matrix: sqrt(1 - r / min(n, m)), the relative Frobenius
@@ -104,7 +117,8 @@ std::optional<double> estimateCodecError(CodecAttrInterface codec, RankedTensorT
 /// Fills `plan` (backwardSends, forwardSends, dpAllReduce, scRank, fusedEmbedding; the caller set the shapes) and
 /// `tensorParallel` (the record's `tp_all_reduces`) by the greedy search on the module's `ptrain.cluster`, started
 /// from the best of the uncompressed plan and `seeds`; `decisions` explains each move and `summary` the seeds and
-/// the TP sites. Errors (through `emitError`) say what is missing: no cluster, or a timing model that cannot be
+/// the TP sites. Seeds and moves whose predicted quality cost exceeds `options.qualityBudget` are not taken.
+/// Errors (through `emitError`) say what is missing: no cluster, or a timing model that cannot be
 /// built.
 LogicalResult searchAutoCompression(ModuleOp module, const CompressionEdges &edges, const AutoSearchOptions &options,
                                     llvm::ArrayRef<AutoSeed> seeds, CompressionPlan &plan,

@@ -718,14 +718,17 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     * `auto`: a greedy search by re-simulation on the module's `ptrain.cluster`. Candidates are the edges
       the timing model prices: every backward send (stage, micro-batch) and every stage's dp gradient
       all-reduce, each with PowerSGD at the ranks `auto-ranks` (default 4, 8, 16, 32, 64, 128, clamped to
-      min(n, m)); every forward send with each codec of `auto-forward-codecs` (default none: a compressed
-      activation changes the forward itself, without error feedback); and fused embedding sync (FE) where
+      min(n, m)); the backward sends also with each codec of `auto-backward-codecs`, with and without error
+      feedback; every forward send with each codec of `auto-forward-codecs` (without error feedback); the
+      defaults of the three codec options are the candidate table of AutoCandidates.cpp (docs/Compression.md,
+      "Candidates, seeds and the quality model"); and fused embedding sync (FE) where
       dp > 1 and a tied parameter is synced; with tensor parallelism, every TP site (the forward all-reduce
       after a row-parallel linear and the backward all-reduce of f's gradient, per layer) with each codec of
-      `auto-tp-codecs` (default none; forward sites take the stateless ones only; backward sites with error
+      `auto-tp-codecs` (default: the table; forward sites take the stateless ones only; backward sites with error
       feedback unless `tp-error-feedback=false`). It starts from the fastest of its seeds: the uncompressed plan
-      and the Optimus-CC rule with CB on the cool-down, the critical and every backward send (SC on the
-      critical stages, FE where it applies). Then it
+      the Optimus-CC rule with CB on the cool-down, the critical and every backward send (SC on the
+      critical stages, FE where it applies), and mcbench (8-bit forward, top-k 10% backward); seeds and moves
+      whose predicted quality cost (QualityModel.h) exceeds `auto-quality-budget` (default 0.02) are not taken. Then it
       repeatedly applies the move that lowers the modelled iteration time most (re-simulating the whole
       plan per move): one edge, or a group (every send of a link, of a micro-batch, of the pipeline; every
       stage's dp all-reduce; a TP site, a role's sites of every layer, every forward or backward TP site,
@@ -820,12 +823,20 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     Option<"autoErrorBudget", "auto-error-budget", "double", /*default=*/"1.0",
            "auto: the largest error proxy sqrt(1 - r / min(n, m)) a codec may have, in (0, 1].">,
     Option<"autoMaxPicks", "auto-max-picks", "int64_t", /*default=*/"256", "auto: at most this many moves.">,
-    Option<"autoForwardCodecs", "auto-forward-codecs", "std::string", /*default=*/"\"\"",
+    Option<"autoBackwardCodecs", "auto-backward-codecs", "std::string", /*default=*/"\"default\"",
+           "auto: codecs besides PowerSGD to try on the backward sends, ';'-separated specs (e.g. "
+           "'topk:ratio=0.1;quant:bits=8'); 'default': the candidate table (AutoCandidates.cpp); 'none': "
+           "PowerSGD only.">,
+    Option<"autoForwardCodecs", "auto-forward-codecs", "std::string", /*default=*/"\"default\"",
            "auto: codecs to try on the forward sends, ';'-separated specs (e.g. 'fp16;quant:bits=8'); "
-           "empty: forward sends are not candidates.">,
-    Option<"autoTpCodecs", "auto-tp-codecs", "std::string", /*default=*/"\"\"",
+           "'default': the candidate table; 'none': forward sends are not candidates.">,
+    Option<"autoTpCodecs", "auto-tp-codecs", "std::string", /*default=*/"\"default\"",
            "auto: codecs to try on the tp all-reduce sites, ';'-separated specs (e.g. 'bf16;quant:bits=8'); "
-           "forward sites take the stateless ones; empty: tp sites are not candidates.">,
+           "forward sites take the stateless ones; 'default': the candidate table where the module has tp "
+           "sites; 'none': tp sites are not candidates.">,
+    Option<"autoQualityBudget", "auto-quality-budget", "double", /*default=*/"0.02",
+           "auto: the largest predicted quality cost of the plan (QualityModel.h), a fraction of the "
+           "uncompressed validation loss (default 0.02 = 2%); 'inf' for no limit.">,
   ];
   let statistics = [
     Statistic<"numCompressedSends", "compressed-sends", "Pipeline sends marked for compression">,

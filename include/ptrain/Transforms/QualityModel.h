@@ -1,0 +1,63 @@
+//===- QualityModel.h - the predicted quality cost of auto's choices -*- C++ -*-===//
+//
+// policy=auto's quality budget (docs/Compression.md, "Quality model"): each codec choice has a predicted
+// cost, a fraction of the uncompressed run's validation loss, and the search keeps the plan's total within
+// `auto-quality-budget` (default 0.02, 2%). The prediction is a heuristic built from the codec's relative
+// error and the literature's rules; it is a model to be checked against measured losses (bench/cluster's
+// time-to-target table), not a guarantee:
+//
+//   cost = kQualityScale * weight * e^2 * share
+//
+//  - e: the codec's relative error on the edge: a measured one where given (codec telemetry), else the
+//    worst-case proxy of estimateCodecError (CompressAuto.h); halved with error feedback (the residual is
+//    re-sent the next time);
+//  - share: the edge's part of its kind (one send of the pipeline's (links x micro-batches) sends; one of
+//    the TP sites; one stage's dp all-reduce among pp), so that compressing every edge of a kind with e = 1
+//    costs kQualityScale * weight;
+//  - weight: 1, times 2 on the first pipeline boundary (MCBench, Bian et al. MLSys 2024: compressing the
+//    early layers hurts most; the paper leaves them uncompressed), times 4 for plain quantization below 4
+//    bits (TAH-Quant, arXiv 2506.01352: 3-4 bits suffice only after a Hadamard rotation spreads outliers);
+//  - ruled out (infinite cost): top-k keeping less than 10% (Rudakov et al. 2024, arXiv 2401.07788: below
+//    10% the pipeline does not converge) and error feedback on forward activations (same paper: it does not
+//    help activations; auto never uses it there).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TRANSFORMS_QUALITYMODEL_H
+#define PTRAIN_TRANSFORMS_QUALITYMODEL_H
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace mlir::ptrain {
+
+/// The scale of the quality model: the cost of compressing every edge of a kind with relative error 1.
+/// An assumption (1% of the validation loss), to be revised from bench/cluster's measured losses.
+constexpr double kQualityScale = 0.01;
+
+/// Where a codec sits, for the quality model.
+struct QualitySite {
+  enum Kind { BackwardSend, ForwardSend, TensorParallel, DataParallel } kind = BackwardSend;
+  /// The pipeline boundary (0 = after the first virtual stage) of a send; ignored elsewhere.
+  int64_t boundary = 0;
+  /// The edge's part of all edges of its kind, in (0, 1].
+  double share = 1;
+  bool errorFeedback = false;
+};
+
+/// The predicted quality cost (fraction of the uncompressed validation loss) of `codec` on a tensor of
+/// `type` at `site`; `measuredError` replaces the error proxy when given. +infinity, with the rule in `why`,
+/// when the literature rules the choice out; also +infinity when the codec has no error proxy and no
+/// measured error is given (why says so).
+double predictQualityCost(CodecAttrInterface codec, RankedTensorType type, const QualitySite &site,
+                          std::optional<double> measuredError = std::nullopt, std::string *why = nullptr);
+
+} // namespace mlir::ptrain
+
+#endif // PTRAIN_TRANSFORMS_QUALITYMODEL_H

@@ -1,0 +1,39 @@
+//===- QualityModel.cpp - the predicted quality cost of auto's choices -*- C++ -*-===//
+//
+// See include/ptrain/Transforms/QualityModel.h (the formula and its sources) and docs/Compression.md,
+// "Quality model".
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Transforms/QualityModel.h"
+
+#include "ptrain/Transforms/CompressAuto.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+double mlir::ptrain::predictQualityCost(CodecAttrInterface codec, RankedTensorType type, const QualitySite &site,
+                                        std::optional<double> measuredError, std::string *why) {
+  constexpr double kRuledOut = std::numeric_limits<double>::infinity();
+  auto refuse = [&](const char *rule) {
+    if (why)
+      *why = rule;
+    return kRuledOut;
+  };
+  if (auto topk = dyn_cast<TopKAttr>(codec); topk && type && type.hasStaticShape() &&
+                                             10 * topk.getKFor(type.getNumElements()) < type.getNumElements())
+    return refuse("top-k below 10% of the elements (Rudakov et al. 2024, arXiv 2401.07788: does not converge)");
+  if (site.kind == QualitySite::ForwardSend && site.errorFeedback)
+    return refuse("error feedback on activations (Rudakov et al. 2024: it does not help activations)");
+  std::optional<double> error = measuredError ? measuredError : estimateCodecError(codec, type);
+  if (!error)
+    return refuse("no error proxy for this codec and no measured error");
+  double e = *error * (site.errorFeedback ? 0.5 : 1.0);
+  double weight = 1;
+  bool send = site.kind == QualitySite::BackwardSend || site.kind == QualitySite::ForwardSend;
+  if (send && site.boundary == 0)
+    weight *= 2; // MCBench: the early layers
+  if (auto quant = dyn_cast<QuantAttr>(codec); quant && quant.getBits() < 4)
+    weight *= 4; // TAH-Quant: below 4 bits only after a rotation
+  return kQualityScale * weight * e * e * site.share;
+}

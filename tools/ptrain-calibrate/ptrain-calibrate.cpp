@@ -1,0 +1,445 @@
+//===- ptrain-calibrate.cpp - measure this machine for the timing model ---===//
+//
+// ptrain-calibrate (docs/TimingModel.md, "Calibration"; issue 25) measures, on this machine and at the
+// shapes of a compiled plan (its step.mlir):
+//  - f32 GEMM throughput: every distinct ptrain.matmul shape through ptrain_gemm_f32 (the kernel the CPU
+//    target calls), best of --repeats; the plan's rate = its FLOPs / its GEMM seconds (each shape weighted
+//    by how often the plan runs it);
+//  - memory bandwidth: bytes read + written per second by a 64 MiB copy, best of --repeats;
+//  - every codec kernel of auto's candidates (AutoCandidates.h: the table's codecs and PowerSGD at the
+//    default ranks) on every distinct f32 tensor the plan sends between stages (ptrain.send_start) or
+//    all-reduces (ptrain.all_reduce_start, the largest --max-reduce-shapes): encode (with and without an
+//    error-feedback residual) and decode through the runtime's ptrain_codec_encode / ptrain_codec_decode,
+//    best of --repeats;
+//  - with --hosts A,B: the link between A and B by an MPI ping-pong (this tool under mpirun -np 2 in its
+//    --pingpong mode): latency = half the median 1-byte round trip, rate = bytes / half the median round
+//    trip of --pingpong-bytes.
+// It writes a cluster file (the schema the timing model reads, docs/TimingModel.md): --base's fields (or a
+// one-node, one-core description), gpu.peak_flops.f32 and gpu.memory_bandwidth set to the measured rates,
+// inter_node to the ping-pong's (with --hosts), and `calibration` with the figures, the codec kernel times
+// and their provenance (machine, CPU model, ISA, date, command).
+//
+//   ptrain-calibrate PLAN (a folder with step.mlir, or an .mlir file) -o CLUSTER.json [--base FILE]
+//       [--repeats 5] [--efficiency 1] [--nodes 2] [--hosts A,B [--mpirun-args ARGS] [--pingpong-bytes 1048576]]
+//
+// Errors (exit 1) name the file or option: an unreadable plan, a plan without ptrain.matmul, a failing
+// kernel (the runtime's message), a ping-pong that does not run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Analysis/Cluster.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Interpreter/Kernels.h"
+#include "ptrain/Runtime/ptrain_runtime.h"
+#include "ptrain/Tools/Registration.h"
+#include "ptrain/Transforms/AutoCandidates.h"
+#include "ptrain/Transforms/CompressionConfig.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+using namespace mlir;
+using namespace mlir::ptrain;
+namespace cl = llvm::cl;
+namespace json = llvm::json;
+
+static cl::opt<std::string> planPath(cl::Positional, cl::desc("<plan folder or step.mlir>"), cl::init(""));
+static cl::opt<std::string> outputPath("o", cl::desc("the cluster file to write"), cl::init(""));
+static cl::opt<std::string> basePath("base", cl::desc("cluster file whose other fields the output keeps"),
+                                     cl::init(""));
+static cl::opt<int> repeats("repeats", cl::desc("timed repeats per kernel (the best is kept)"), cl::init(5));
+static cl::opt<double> efficiency("efficiency", cl::desc("gpu.efficiency of the output (default 1: the "
+                                                         "measured rates are achieved ones)"),
+                                  cl::init(1.0));
+static cl::opt<std::string> hosts("hosts", cl::desc("A,B: measure the link between two MPI hosts"), cl::init(""));
+static cl::opt<std::string> mpirunArgs("mpirun-args", cl::desc("extra mpirun options for --hosts"), cl::init(""));
+static cl::opt<int> pingpongBytes("pingpong-bytes", cl::desc("message size of the rate measurement"),
+                                  cl::init(1 << 20));
+static cl::opt<int> maxReduceShapes("max-reduce-shapes", cl::desc("largest all-reduced tensors measured"),
+                                    cl::init(4));
+static cl::opt<int> numNodes("nodes", cl::desc("nodes of the output without --base (one core each)"),
+                             cl::init(2));
+static cl::opt<bool> pingpongMode("pingpong", cl::desc("(internal) run one side of the ping-pong under mpirun"),
+                                  cl::Hidden, cl::init(false));
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "ptrain-calibrate: error: " << message << "\n";
+  return 1;
+}
+
+using Clock = std::chrono::steady_clock;
+template <typename F> static double best(F &&f) {
+  double t = 1e30;
+  for (int r = 0; r < std::max(1, repeats.getValue()); ++r) {
+    auto t0 = Clock::now();
+    f();
+    t = std::min(t, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return t;
+}
+
+static std::vector<float> randomFloats(int64_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+//===--- The link: MPI ping-pong ------------------------------------------===//
+
+static double medianRoundTrip(int rank, std::vector<char> &buf, int bytes, int reps) {
+  std::vector<double> t;
+  for (int i = -2; i < reps; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (rank == 0) {
+      MPI_Send(buf.data(), bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+      MPI_Recv(buf.data(), bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(buf.data(), bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf.data(), bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+    }
+    if (i >= 0)
+      t.push_back(MPI_Wtime() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+static int runPingpong() {
+  MPI_Init(nullptr, nullptr);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != 2) {
+    if (rank == 0)
+      llvm::errs() << "ptrain-calibrate --pingpong: needs exactly 2 ranks, got " << size << "\n";
+    MPI_Finalize();
+    return 1;
+  }
+  std::vector<char> buf(std::max(1, pingpongBytes.getValue()), 1);
+  double small = medianRoundTrip(rank, buf, 1, 20);
+  double large = medianRoundTrip(rank, buf, pingpongBytes, 10);
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  if (rank == 0)
+    llvm::outs() << "{\"latency_s\": " << llvm::format("%.9g", small / 2) << ", \"rate_bytes_per_s\": "
+                 << llvm::format("%.9g", pingpongBytes / (large / 2)) << ", \"bytes\": " << pingpongBytes << "}\n";
+  MPI_Finalize();
+  return 0;
+}
+
+/// Runs this binary's --pingpong under mpirun on `hosts`; the JSON line of rank 0.
+static llvm::Expected<json::Value> measureLink(const char *argv0) {
+  std::string self = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&measureLink));
+  auto mpirun = llvm::sys::findProgramByName("mpirun");
+  if (!mpirun)
+    return llvm::createStringError(mpirun.getError(), "--hosts: mpirun not found");
+  llvm::SmallString<128> out;
+  llvm::sys::fs::createTemporaryFile("ptrain-calibrate-pingpong", "json", out);
+  std::vector<std::string> args = {*mpirun, "-np", "2", "--host", hosts};
+  llvm::SmallVector<llvm::StringRef> extra;
+  llvm::StringRef(mpirunArgs).split(extra, ' ', -1, false);
+  for (llvm::StringRef a : extra)
+    args.push_back(a.str());
+  args.insert(args.end(), {self, "--pingpong", "--pingpong-bytes=" + std::to_string(pingpongBytes.getValue())});
+  std::vector<llvm::StringRef> refs(args.begin(), args.end());
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out), std::nullopt};
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(*mpirun, refs, std::nullopt, redirects, 0, 0, &error);
+  auto text = llvm::MemoryBuffer::getFile(out);
+  llvm::sys::fs::remove(out);
+  if (rc != 0 || !text)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--hosts " + hosts + ": the ping-pong under mpirun failed (exit " +
+                                       std::to_string(rc) + ")" + (error.empty() ? "" : ": " + error));
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*text)->getBuffer().split(lines, '\n', -1, false);
+  for (llvm::StringRef line : lines)
+    if (line.starts_with("{"))
+      return json::parse(line);
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "--hosts " + hosts + ": no result line");
+}
+
+//===--- Provenance --------------------------------------------------------===//
+
+static std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (llvm::StringRef(line).starts_with("model name"))
+      return llvm::StringRef(line).split(':').second.trim().str();
+  return "unknown";
+}
+
+static std::string isaName() {
+  const char *name = nullptr;
+  if (ptrain_cpu_isa(&name) != PTRAIN_OK || !name)
+    return "unknown";
+  return name;
+}
+
+static std::string nowUtc() {
+  std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+//===--- Main --------------------------------------------------------------===//
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  std::string command;
+  for (int i = 0; i < argc; ++i)
+    command += (i ? " " : "") + std::string(argv[i]);
+  cl::ParseCommandLineOptions(argc, argv, "ptrain-calibrate: measure this machine for the timing model\n");
+  if (pingpongMode)
+    return runPingpong();
+  if (planPath.empty() || outputPath.empty())
+    return fail("usage: ptrain-calibrate PLAN -o CLUSTER.json (PLAN: a plan folder or its step.mlir)");
+  if (repeats < 1)
+    return fail("--repeats " + llvm::Twine(repeats.getValue()) + ": must be at least 1");
+  if (!(efficiency > 0 && efficiency <= 1))
+    return fail("--efficiency: must be in (0, 1]");
+  std::string file = planPath;
+  if (llvm::sys::fs::is_directory(file))
+    file = (llvm::Twine(file) + "/step.mlir").str();
+
+  DialectRegistry registry;
+  registerPTrainDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  std::string includeError;
+  if (sourceMgr.AddIncludeFile(file, llvm::SMLoc(), includeError) == 0)
+    return fail("cannot read '" + file + "'");
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return fail("cannot parse '" + file + "'");
+
+  // The plan's shapes.
+  std::map<std::vector<int64_t>, int64_t> gemms; // {batch, m, n, k} -> count
+  std::map<std::vector<int64_t>, RankedTensorType> sends, reduces;
+  module->walk([&](Operation *op) {
+    if (auto mm = dyn_cast<MatmulOp>(op)) {
+      auto a = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+      auto c = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+      if (!a || !c || !a.hasStaticShape() || !c.hasStaticShape() || c.getRank() < 2 || a.getRank() < 2)
+        return;
+      int64_t m = c.getDimSize(c.getRank() - 2), n = c.getDimSize(c.getRank() - 1);
+      int64_t k = a.getDimSize(a.getRank() - 1), batch = c.getNumElements() / (m * n);
+      ++gemms[{batch, m, n, k}];
+      return;
+    }
+    llvm::StringRef name = op->getName().getStringRef();
+    if ((name == "ptrain.send_start" || name == "ptrain.all_reduce_start") && op->getNumOperands() > 0)
+      if (auto t = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+          t && t.hasStaticShape() && t.getElementType().isF32() && t.getNumElements() > 1)
+        (name == "ptrain.send_start" ? sends : reduces)[t.getShape().vec()] = t;
+  });
+  if (gemms.empty())
+    return fail("'" + file + "' has no ptrain.matmul: give a compiled training step (a plan folder's step.mlir)");
+
+  // GEMM throughput at the plan's shapes.
+  json::Array gemmShapes;
+  double flops = 0, seconds = 0;
+  for (const auto &[shape, count] : gemms) {
+    int64_t batch = shape[0], m = shape[1], n = shape[2], k = shape[3];
+    std::vector<float> a = randomFloats(batch * m * k, 1), b = randomFloats(k * n, 2), c(batch * m * n);
+    ptrain_status_t st = PTRAIN_OK;
+    double t = best([&] {
+      st = ptrain_gemm_f32(0, 0, batch, m, n, k, 1.0f, a.data(), m * k, b.data(), 0, 0.0f, c.data(), m * n);
+    });
+    if (st != PTRAIN_OK)
+      return fail(llvm::Twine("ptrain_gemm_f32: ") + ptrain_last_error());
+    double f = 2.0 * batch * m * n * k;
+    flops += f * count;
+    seconds += t * count;
+    gemmShapes.push_back(json::Object{{"batch", batch}, {"m", m}, {"n", n}, {"k", k}, {"count", count},
+                                      {"seconds", t}, {"flops_per_s", f / t}});
+  }
+  const double gemmRate = flops / seconds;
+
+  // Memory bandwidth: a 64 MiB copy (read + write).
+  const size_t copyBytes = size_t(64) << 20;
+  std::vector<char> src(copyBytes, 1), dst(copyBytes, 0);
+  double copy = best([&] { std::memcpy(dst.data(), src.data(), copyBytes); });
+  const double bandwidth = 2.0 * copyBytes / copy;
+
+  // Codec kernels on the plan's sent and all-reduced tensors.
+  std::vector<RankedTensorType> shapes;
+  for (const auto &[s, t] : sends)
+    shapes.push_back(t);
+  std::vector<RankedTensorType> largest;
+  for (const auto &[s, t] : reduces)
+    largest.push_back(t);
+  llvm::sort(largest, [](RankedTensorType x, RankedTensorType y) { return x.getNumElements() > y.getNumElements(); });
+  for (size_t i = 0; i < largest.size() && static_cast<int>(i) < maxReduceShapes; ++i)
+    if (!llvm::is_contained(shapes, largest[i]))
+      shapes.push_back(largest[i]);
+  std::vector<CodecAttrInterface> codecs;
+  for (const CodecCandidate &c : getCodecCandidates()) {
+    auto codec = parseCodecSpec(&context, c.spec, "the candidate table", [&] { return emitError(module->getLoc()); });
+    if (failed(codec))
+      return 1;
+    codecs.push_back(*codec);
+  }
+  json::Array codecTimes;
+  for (RankedTensorType type : shapes) {
+    std::vector<CodecAttrInterface> here = codecs;
+    auto nm = MatrixViewAttr::getMatrixShape(MatrixViewAttr(), type, nullptr);
+    for (int64_t r : getDefaultPowerSGDRanks())
+      if (succeeded(nm) && r < std::min(nm->first, nm->second))
+        here.push_back(PowerSGDAttr::get(&context, r, BoolAttr(), MatrixViewAttr()));
+    const int64_t numel = type.getNumElements();
+    std::vector<float> g = randomFloats(numel, 3), out(numel);
+    for (CodecAttrInterface codec : here) {
+      if (failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
+        continue;
+      auto d = interp::getCodecDescriptor(codec, type);
+      if (!d)
+        return fail("codec descriptor: " + llvm::toString(d.takeError()));
+      int64_t bytes = 0;
+      if (ptrain_codec_code_bytes(&*d, &bytes) != PTRAIN_OK)
+        return fail(llvm::Twine("ptrain_codec_code_bytes: ") + ptrain_last_error());
+      std::vector<unsigned char> code(bytes);
+      std::vector<float> state = randomFloats(d->kind == PTRAIN_CODEC_POWERSGD ? d->cols * d->rank : 1, 4);
+      int64_t counter = 0;
+      void *statePtr = d->kind == PTRAIN_CODEC_POWERSGD && d->warm_start ? static_cast<void *>(state.data())
+                       : d->kind == PTRAIN_CODEC_RANDK                   ? static_cast<void *>(&counter)
+                                                                        : nullptr;
+      for (bool ef : {true, false}) {
+        std::vector<float> residual(numel, 0.0f);
+        ptrain_status_t st = PTRAIN_OK;
+        double enc = best([&] {
+          st = ptrain_codec_encode(&*d, g.data(), ef ? residual.data() : nullptr, statePtr, code.data());
+        });
+        if (st != PTRAIN_OK)
+          return fail(llvm::Twine("ptrain_codec_encode: ") + ptrain_last_error());
+        double dec = best([&] { st = ptrain_codec_decode(&*d, code.data(), statePtr, out.data()); });
+        if (st != PTRAIN_OK)
+          return fail(llvm::Twine("ptrain_codec_decode: ") + ptrain_last_error());
+        std::string text;
+        llvm::raw_string_ostream(text) << Attribute(codec);
+        codecTimes.push_back(json::Object{{"codec", text},
+                                          {"shape", json::Array(type.getShape())},
+                                          {"error_feedback", ef},
+                                          {"encode_s", enc},
+                                          {"decode_s", dec}});
+      }
+    }
+  }
+
+  std::optional<json::Value> link;
+  if (!hosts.empty()) {
+    auto measured = measureLink(argv[0]);
+    if (!measured)
+      return fail(llvm::toString(measured.takeError()));
+    link = std::move(*measured);
+  }
+
+  // The cluster file: the base's fields with the measured ones.
+  json::Value root = json::Object{
+      {"name", "calibrated"},
+      {"description", "ptrain-calibrate: nodes of one CPU core of this machine each"},
+      {"nodes", std::max(1, numNodes.getValue())},
+      {"gpus_per_node", 1},
+      {"gpu", json::Object{{"name", "cpu-core"}, {"memory_capacity", 8e9}}},
+      {"intra_node", json::Object{{"bandwidth", bandwidth}, {"latency", 1e-6}}},
+      {"inter_node", json::Object{{"bandwidth", bandwidth}, {"latency", 1e-6}}},
+      {"axis_order", json::Array{"tp", "dp", "pp"}}};
+  if (!basePath.empty()) {
+    auto buffer = llvm::MemoryBuffer::getFile(basePath);
+    if (!buffer)
+      return fail("--base " + basePath + ": " + buffer.getError().message());
+    auto parsed = json::parse((*buffer)->getBuffer());
+    if (!parsed || !parsed->getAsObject())
+      return fail("--base " + basePath + ": not a JSON object");
+    root = std::move(*parsed);
+  }
+  json::Object &o = *root.getAsObject();
+  json::Object *gpu = o.getObject("gpu");
+  if (!gpu)
+    return fail("--base " + basePath + ": no gpu object");
+  json::Object peak;
+  if (json::Object *old = gpu->getObject("peak_flops"))
+    peak = *old;
+  peak["f32"] = gemmRate;
+  (*gpu)["peak_flops"] = std::move(peak);
+  (*gpu)["f32_matmul_dtype"] = "f32";
+  (*gpu)["memory_bandwidth"] = bandwidth;
+  (*gpu)["efficiency"] = efficiency.getValue();
+  const size_t numCodecTimes = codecTimes.size();
+  json::Object calibration{
+      {"provenance", json::Object{{"machine", [] {
+                                     struct utsname u;
+                                     return uname(&u) == 0 ? std::string(u.nodename) + " (" + u.machine + ")"
+                                                           : std::string("unknown");
+                                   }()},
+                                  {"cpu_model", cpuModel()},
+                                  {"isa", isaName()},
+                                  {"date", nowUtc()},
+                                  {"command", command},
+                                  {"plan", file}}},
+      {"gemm_flops", gemmRate},
+      {"memory_bandwidth", bandwidth},
+      {"gemm_shapes", std::move(gemmShapes)},
+      {"codecs", std::move(codecTimes)}};
+  if (link) {
+    const json::Object *l = link->getAsObject();
+    auto rate = l ? l->getNumber("rate_bytes_per_s") : std::nullopt;
+    auto latency = l ? l->getNumber("latency_s") : std::nullopt;
+    if (!rate || !latency)
+      return fail("--hosts: the ping-pong's result has no rate_bytes_per_s / latency_s");
+    o["inter_node"] = json::Object{{"bandwidth", *rate}, {"latency", *latency}};
+    calibration["link"] = json::Object{{"bandwidth", *rate}, {"latency", *latency}};
+  }
+  o["calibration"] = std::move(calibration);
+  if (json::Object *sources = o.getObject("sources"))
+    (*sources)["calibration"] = "ptrain-calibrate (see calibration.provenance)";
+
+  // The output must be a cluster file the timing model reads.
+  if (auto checked = parseCluster(root); !checked)
+    return fail("the written cluster file would not parse: " + llvm::toString(checked.takeError()));
+  std::error_code ec;
+  llvm::raw_fd_ostream os(outputPath, ec);
+  if (ec)
+    return fail("-o " + outputPath + ": " + ec.message());
+  os << llvm::formatv("{0:2}", root) << "\n";
+  llvm::outs() << "ptrain-calibrate: " << file << ": f32 GEMM " << llvm::format("%.2f", gemmRate / 1e9)
+               << " GFLOP/s over " << gemms.size() << " shapes, memory " << llvm::format("%.2f", bandwidth / 1e9)
+               << " GB/s, " << numCodecTimes << " codec kernel timings on " << shapes.size() << " tensors";
+  if (link)
+    llvm::outs() << ", link " << llvm::format("%.1f", o.getObject("inter_node")->getNumber("bandwidth").value_or(0) * 8 / 1e6)
+                 << " Mbit/s";
+  llvm::outs() << " -> " << outputPath << "\n";
+  return 0;
+}
