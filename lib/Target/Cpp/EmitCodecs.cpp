@@ -59,6 +59,10 @@ RuntimeCall cpuCall(CodecKernel kernel) {
     return RuntimeCall::ptrain_quant_encode_f32;
   case CodecKernel::QuantDecode:
     return RuntimeCall::ptrain_quant_decode_f32;
+  case CodecKernel::TahQuantEncode:
+    return RuntimeCall::ptrain_tahquant_encode_f32;
+  case CodecKernel::TahQuantDecode:
+    return RuntimeCall::ptrain_tahquant_decode_f32;
   case CodecKernel::CastEncode:
     return RuntimeCall::ptrain_cast_encode_f32;
   case CodecKernel::CastDecode:
