@@ -97,7 +97,7 @@ LogicalResult mlir::ptrain::cpp::checkCodecKernel(Operation *op, StringRef flag,
   auto [codec, type] = codecOf(op);
   if (isa<LinearAEAttr>(codec))
     return op->emitError(flag) << ": the codec " << codec << " has no runtime kernel; the " << generator
-                               << " emits #ptrain.powersgd, #ptrain.topk, #ptrain.randk, #ptrain.quant and "
+                               << " emits #ptrain.powersgd, #ptrain.topk, #ptrain.randk, #ptrain.quant, #ptrain.tahquant and "
                                   "#ptrain.cast";
   if (!isa<PowerSGDAttr, TopKAttr, RandKAttr, QuantAttr, TahQuantAttr, CastAttr>(codec))
     return op->emitError(flag) << ": the codec " << codec << " is not supported by the " << generator;
