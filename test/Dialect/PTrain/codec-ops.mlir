@@ -62,7 +62,7 @@ func.func @tahquant(%a: tensor<4x64x128xf32>) {
   // CHECK: {codec = #ptrain.tahquant<>} : tensor<4x64x128xf32> -> (tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>)
   %p, %s, %z, %f = ptrain.compress %a {codec = #ptrain.tahquant<>} : tensor<4x64x128xf32> -> (tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>)
   // 32-element tiles, 2 / 4 bits, half high: T = 1024, (512 x 4 + 512 x 2) x 32 / 8 = 12288.
-  // CHECK: {codec = #ptrain.tahquant<tile_size = 32, low_bits = 2, high_ratio = 5.000000e-01>} : tensor<4x64x128xf32> -> (tensor<12288xi8>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xi8>)
+  // CHECK: {codec = #ptrain.tahquant<tile_size = 32, low_bits = 2, high_ratio = 5.000000e-01 : f64>} : tensor<4x64x128xf32> -> (tensor<12288xi8>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xi8>)
   %p2, %s2, %z2, %f2 = ptrain.compress %a {codec = #ptrain.tahquant<tile_size = 32, low_bits = 2, high_ratio = 0.5>} : tensor<4x64x128xf32> -> (tensor<12288xi8>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xi8>)
   %d = ptrain.decompress %p, %s, %z, %f {codec = #ptrain.tahquant<>} : (tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>) -> tensor<4x64x128xf32>
   return
