@@ -47,23 +47,9 @@ namespace {
 
 ptrain_status_t makeLayout(const char *call, int64_t numel, int64_t tile, int32_t lowBits, int32_t highBits,
                            int64_t highTiles, TahQuantLayout &l) {
-  if (tile != 8 && tile != 16 && tile != 32 && tile != 64)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "tile_size must be 8, 16, 32 or 64, got %lld",
-                static_cast<long long>(tile));
-  if (numel < tile || numel % tile != 0)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "numel must be a positive multiple of tile_size %lld, got %lld",
-                static_cast<long long>(tile), static_cast<long long>(numel));
-  if (lowBits < 1 || lowBits > highBits || highBits > 8)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "needs 1 <= low_bits <= high_bits <= 8, got %d and %d", lowBits,
-                highBits);
-  if (highTiles < 0 || highTiles > numel / tile)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "high_tiles must be in [0, tiles = %lld], got %lld",
-                static_cast<long long>(numel / tile), static_cast<long long>(highTiles));
-  l.numel = numel;
-  l.tile = tile;
-  l.lowBits = lowBits;
-  l.highBits = highBits;
-  l.highTiles = highTiles;
+  char why[160];
+  if (!ptrain::runtime::tahMakeLayout(numel, tile, lowBits, highBits, highTiles, l, why, sizeof(why)))
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s", why);
   return PTRAIN_OK;
 }
 

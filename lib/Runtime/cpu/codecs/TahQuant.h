@@ -32,6 +32,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 
 // The tile helpers are shared with cuda/TahQuant.cu, one thread per tile.
 #ifdef __CUDACC__
@@ -53,6 +54,31 @@ struct TahQuantLayout {
   PTRAIN_TAH_HD int64_t tiles() const { return numel / tile; }
   PTRAIN_TAH_HD int64_t packedBytes() const { return (highTiles * highBits + (tiles() - highTiles) * lowBits) * tile / 8; }
 };
+
+/// Checks a call's sizes and fills `l`; on a bad argument writes why into
+/// why[size] and returns false (both runtimes' entry points).
+inline bool tahMakeLayout(int64_t numel, int64_t tile, int32_t lowBits, int32_t highBits, int64_t highTiles,
+                          TahQuantLayout &l, char *why, size_t size) {
+  if (tile != 8 && tile != 16 && tile != 32 && tile != 64)
+    std::snprintf(why, size, "tile_size must be 8, 16, 32 or 64, got %lld", static_cast<long long>(tile));
+  else if (numel < tile || numel % tile != 0)
+    std::snprintf(why, size, "numel must be a positive multiple of tile_size %lld, got %lld",
+                  static_cast<long long>(tile), static_cast<long long>(numel));
+  else if (lowBits < 1 || lowBits > highBits || highBits > 8)
+    std::snprintf(why, size, "needs 1 <= low_bits <= high_bits <= 8, got %d and %d", lowBits, highBits);
+  else if (highTiles < 0 || highTiles > numel / tile)
+    std::snprintf(why, size, "high_tiles must be in [0, tiles = %lld], got %lld", static_cast<long long>(numel / tile),
+                  static_cast<long long>(highTiles));
+  else {
+    l.numel = numel;
+    l.tile = tile;
+    l.lowBits = lowBits;
+    l.highBits = highBits;
+    l.highTiles = highTiles;
+    return true;
+  }
+  return false;
+}
 
 /// The normalized Walsh-Hadamard transform of x[g] in place (g a power of two).
 PTRAIN_TAH_HD inline void tahHadamard(float *x, int64_t g) {
