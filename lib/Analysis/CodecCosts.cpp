@@ -84,6 +84,19 @@ CodecWork mlir::ptrain::getCodecWork(CodecAttrInterface codec, RankedTensorType 
         work.encode.push_back(pass(3 * numel, encodeBytes + 2 * kF32 * numel));
         work.decode.push_back(pass(0, decodeBytes));
       })
+      .Case([&](TahQuantAttr a) {
+        // cpu/codecs/TahQuant.cpp, two passes (docs/TimingModel.md "Codec kernels"). Pass 1: v = g + e and the
+        // tile entropies, 8 FLOPs per element (|x|, the sum, the divide, a log counted as 4, the multiply-add).
+        // Pass 2: pivot search (2), the Walsh-Hadamard butterflies and normalization (log2 G + 1, priced for
+        // every tile: the worst case), min/max (2) and quantization (3); with error feedback the tile's decode
+        // (log2 G + 3) and e = v - decode (1). Decode: unpack and u s + z (3) and the inverse rotation
+        // (log2 G + 1, every tile). The selection (nth_element over N / G tiles) is below one FLOP per element.
+        const double lg = std::log2(static_cast<double>(a.getTileSize()));
+        work.encode.push_back(pass((errorFeedback ? 9 : 8) * numel, (errorFeedback ? 3 : 1) * kF32 * numel));
+        work.encode.push_back(pass((lg + 8 + (errorFeedback ? lg + 4 : 0)) * numel,
+                                   (errorFeedback ? 2 : 1) * kF32 * numel + work.codeBytes));
+        work.decode.push_back(pass((lg + 4) * numel, decodeBytes));
+      })
       .Case([&](LinearAEAttr a) {
         auto [n, m] = *MatrixViewAttr::getMatrixShape(a.getView(), type, nullptr);
         work.encode.push_back(gemm(n, m, a.getDim()));

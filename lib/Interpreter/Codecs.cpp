@@ -3,7 +3,7 @@
 // The reference semantics of the codec ops run the runtime's own CPU codec kernels (lib/Runtime/cpu/codecs,
 // linked as the MPI-free object library ptrain_codecs), so that an interpreted plan and a compiled one
 // encode bit for bit alike. Every codec the runtime has a kernel for runs here: PowerSGD, top-k, rand-k,
-// quantization and the f16/bf16 casts (the linear autoencoder has no kernel and is an error). A codec is
+// quantization, TAH-Quant and the f16/bf16 casts (the linear autoencoder has no kernel and is an error). A codec is
 // described to the runtime by its ptrain_codec_t descriptor; its codes are serialized by
 // ptrain_codec_encode into the runtime's byte layout (cpu/codecs/Codec.h: sections 8-byte aligned, in the
 // order of the attribute's code types) and unpacked into the op's code tensors. Tensors are converted to
@@ -107,6 +107,14 @@ llvm::Expected<ptrain_codec_t> descriptorOf(CodecAttrInterface codec, RankedTens
                             d.block_size = c.getBlockSize();
                             d.symmetric = c.isSymmetric();
                             return view(c.getView());
+                          })
+                          .Case([&](TahQuantAttr c) {
+                            d.kind = PTRAIN_CODEC_TAHQUANT;
+                            d.tile_size = c.getTileSize();
+                            d.low_bits = static_cast<int32_t>(c.getLowBits());
+                            d.bits = static_cast<int32_t>(c.getHighBits());
+                            d.k = c.getHighTilesFor(c.getNumTiles(type));
+                            return llvm::Error::success();
                           })
                           .Case([&](CastAttr c) {
                             d.kind = PTRAIN_CODEC_CAST;

@@ -43,6 +43,11 @@ std::optional<double> mlir::ptrain::estimateCodecError(CodecAttrInterface codec,
   }
   if (auto quant = dyn_cast<QuantAttr>(codec))
     return 1.0 / (std::ldexp(1.0, quant.getBits()) - 1.0);
+  if (auto tah = dyn_cast<TahQuantAttr>(codec)) {
+    // The uniform proxy at each tile's width, weighted by the tiles' shares (docs/Compression.md "auto").
+    const double high = tah.getHighRatioValue();
+    return high / (std::ldexp(1.0, tah.getHighBits()) - 1.0) + (1.0 - high) / (std::ldexp(1.0, tah.getLowBits()) - 1.0);
+  }
   if (auto cast = dyn_cast<CastAttr>(codec))
     return cast.getType().isBF16() ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
   if (auto topk = dyn_cast<TopKAttr>(codec))

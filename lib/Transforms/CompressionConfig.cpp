@@ -120,9 +120,17 @@ FailureOr<CodecAttrInterface> mlir::ptrain::parseCodecSpec(MLIRContext *context,
     BoolAttr symmetric = boolean("symmetric");
     if (!bad)
       codec = QuantAttr::getChecked(checked, context, bits, granularity, block, symmetric, MatrixViewAttr());
+  } else if (name == "tahquant") {
+    int64_t tile = integer("tile", 64);
+    int64_t low = integer("low-bits", 3);
+    int64_t high = integer("high-bits", 4);
+    FloatAttr ratio = real("high-ratio");
+    if (!bad)
+      codec = TahQuantAttr::getChecked(checked, context, tile, low, high, ratio);
   } else {
     return error() << "unknown codec '" << name
-                   << "' (known: none, powersgd, topk, randk, quant, fp16, bf16, or a #ptrain codec attribute)",
+                   << "' (known: none, powersgd, topk, randk, quant, tahquant, fp16, bf16, or a #ptrain codec "
+                      "attribute)",
            failure();
   }
   if (bad || !codec)

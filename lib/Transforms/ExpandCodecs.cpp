@@ -221,7 +221,7 @@ void ExpandCodecsPass::runOnOperation() {
     if (auto codec = dyn_cast<PowerSGDAttr>(start.getCodec())) {
       if (failed(expand(start, codec, symbols)))
         return signalPassFailure();
-    } else if (isa<TopKAttr, QuantAttr>(start.getCodec())) {
+    } else if (isa<TopKAttr, QuantAttr, TahQuantAttr>(start.getCodec())) {
       if (failed(expandGathered(start, start.getCodec(), symbols)))
         return signalPassFailure();
     } else {

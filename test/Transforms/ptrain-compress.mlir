@@ -15,6 +15,7 @@
 // RUN: ptrain-opt %t.pp2.mlir --ptrain-compress="policy=none" | FileCheck %s --check-prefix=NONE
 // RUN: ptrain-opt %t.pp2.mlir --ptrain-compress="policy=mcbench fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1" | FileCheck %s --check-prefix=MC
 // RUN: ptrain-opt %t.pp2.mlir --ptrain-compress="policy=mcbench fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1 error-feedback=true" --ptrain-lower-to-runtime --ptrain-verify-plan | FileCheck %s --check-prefix=MCLOW
+// RUN: ptrain-opt %t.pp2.mlir --ptrain-compress="policy=mcbench fwd-codec=tahquant bwd-codec=tahquant:tile=32,low-bits=2,high-ratio=0.5" --ptrain-lower-to-runtime --ptrain-verify-plan | FileCheck %s --check-prefix=MCTAH
 // RUN: ptrain-opt %t.pp2.mlir --ptrain-compress="policy=mcbench fwd-codec=bf16 bwd-codec=#ptrain.randk<k=64,seed=5>" --ptrain-lower-to-runtime --ptrain-verify-plan | FileCheck %s --check-prefix=MCRANDK
 // RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=4" --ptrain-build-training-step="micro-batches=4" --ptrain-schedule --ptrain-critical-path="cluster=%S/../../clusters/h200-node.json" --ptrain-compress="policy=mcbench fwd-codec=fp16 bwd-codec=powersgd:rank=8 skip-stages=2" | FileCheck %s --check-prefix=MCSKIP
 // RUN: ptrain-opt %t.pp2.mlir --ptrain-compress="policy=none overrides=%S/Inputs/compress-overrides.json" --ptrain-lower-to-runtime --ptrain-verify-plan | FileCheck %s --check-prefix=OVERRIDE
@@ -101,6 +102,11 @@
 // policy=none: nothing compressed, the record says so.
 // NONE: ptrain.compression = {backward_error_feedback = false, backward_sends = {{\[\[}}false, false, false, false], [false, false, false, false]],
 // NONE-SAME: forward_sends = {{\[\[}}false, false, false, false], [false, false, false, false]], fused_embedding = false, policy = "none"
+
+// mcbench with TAH-Quant both ways, by spec: the forward sends at the defaults (64-element tiles: 512 tiles of the
+// 4 x 64 x 128 activation, 410 at 4 bits), the backward ones at 32-element tiles, 2 / 4 bits, half high.
+// MCTAH: ptrain.compress {{.*}} {codec = #ptrain.tahquant<>} : tensor<4x64x128xf32> -> (tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>)
+// MCTAH: ptrain.compress {{.*}} {codec = #ptrain.tahquant<tile_size = 32, low_bits = 2, high_ratio = 5.000000e-01 : f64>} : tensor<4x64x128xf32> -> (tensor<12288xi8>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xi8>)
 
 // mcbench: every forward send of stage 0 with 8-bit quantization, every backward send of stage 1 with top-k.
 // MC: ptrain.compression = {backward_codec = #ptrain.topk<ratio = 1.000000e-01 : f64>, backward_error_feedback = false,

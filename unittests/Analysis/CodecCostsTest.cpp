@@ -106,6 +106,29 @@ TEST_F(CodecCostsTest, ElementwiseCodecsAreMemoryPasses) {
   EXPECT_DOUBLE_EQ(t.encode[0].cost.bytes, 4 * numel + 8 * k + 8 * numel);
 }
 
+// TAH-Quant's wire bytes are exact: 4 x 64 x 128 at 64-element tiles is T = 512 tiles, H = round(0.8 T) = 410 at 4
+// bits and 102 at 3: 64 (410 x 4 + 102 x 3) / 8 = 15568 packed bytes + 512 x (4 + 4 + 1) = 20176 bytes. The
+// kernel time coefficients are those of docs/TimingModel.md: 8 + (log2 64 + 8) FLOPs per element to encode,
+// log2 64 + 4 to decode; 4 + 4 bytes per element read plus the codes.
+TEST_F(CodecCostsTest, TahQuantBytesAreTheCodes) {
+  auto type = RankedTensorType::get({4, 64, 128}, Float32Type::get(&context));
+  const double numel = 4 * 64 * 128;
+  auto codec = cast<CodecAttrInterface>(parseAttribute("#ptrain.tahquant<>", &context));
+  CodecWork w = getCodecWork(codec, type, false);
+  EXPECT_DOUBLE_EQ(w.codeBytes, 20176);
+  EXPECT_DOUBLE_EQ(w.tensorBytes, 4 * numel);
+  ASSERT_EQ(w.encode.size(), 2u);
+  EXPECT_DOUBLE_EQ(w.encode[0].cost.flops + w.encode[1].cost.flops, (8 + 6 + 8) * numel);
+  EXPECT_DOUBLE_EQ(w.encode[0].cost.bytes + w.encode[1].cost.bytes, 8 * numel + 20176);
+  ASSERT_EQ(w.decode.size(), 1u);
+  EXPECT_DOUBLE_EQ(w.decode[0].cost.flops, 10 * numel);
+  EXPECT_DOUBLE_EQ(w.decode[0].cost.bytes, 20176 + 4 * numel);
+  // With error feedback: g + e (12 B and one more FLOP per element), the residual pass (8 B, log2 G + 4 FLOPs).
+  CodecWork ef = getCodecWork(codec, type, true);
+  EXPECT_DOUBLE_EQ(ef.encode[0].cost.flops + ef.encode[1].cost.flops, (9 + 6 + 8 + 10) * numel);
+  EXPECT_DOUBLE_EQ(ef.encode[0].cost.bytes + ef.encode[1].cost.bytes, 20 * numel + 20176);
+}
+
 TEST_F(CodecCostsTest, DataParallelCodecsFollowTheRuntimesRounds) {
   auto type = RankedTensorType::get({1024, 256}, Float32Type::get(&context));
   double numel = 1024 * 256;

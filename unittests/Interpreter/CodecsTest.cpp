@@ -233,6 +233,48 @@ TEST_F(CodecsTest, QuantizationCodesArePinned) {
   EXPECT_EQ(values(out[1]), (std::vector<double>{-1, 0, 1, 0}));
 }
 
+// TAH-Quant in the executor equals the runtime kernel it calls, bit for bit: codes (packed bytes, scales, zero
+// points, tile flags) and the decode, on 4 x 32 at 16-element tiles (T = 8, round(0.8 T) = 6 high tiles at 4 bits,
+// 2 at 3: (6 x 4 + 2 x 3) x 16 / 8 = 60 packed bytes), with an outlier tile so that the rotation runs.
+TEST_F(CodecsTest, TahQuantEqualsTheRuntimeKernel) {
+  const char *source = R"mlir(
+    func.func @forward(%g: tensor<4x32xf32>)
+        -> (tensor<60xi8>, tensor<8xf32>, tensor<8xf32>, tensor<8xi8>, tensor<4x32xf32>) {
+      %p, %s, %z, %f = ptrain.compress %g {codec = #ptrain.tahquant<tile_size = 16>}
+          : tensor<4x32xf32> -> (tensor<60xi8>, tensor<8xf32>, tensor<8xf32>, tensor<8xi8>)
+      %d = ptrain.decompress %p, %s, %z, %f {codec = #ptrain.tahquant<tile_size = 16>}
+          : (tensor<60xi8>, tensor<8xf32>, tensor<8xf32>, tensor<8xi8>) -> tensor<4x32xf32>
+      return %p, %s, %z, %f, %d : tensor<60xi8>, tensor<8xf32>, tensor<8xf32>, tensor<8xi8>, tensor<4x32xf32>
+    })mlir";
+  std::vector<double> input(128);
+  for (int i = 0; i < 128; ++i)
+    input[i] = static_cast<float>(std::sin(0.37 * i) * (1 + i % 5));
+  input[21] = 30; // tile 1's outlier
+  std::vector<Tensor> out = run(source, {f32({4, 32}, input)});
+  ASSERT_EQ(out.size(), 5u);
+  std::vector<float> g(input.begin(), input.end()), scales(8), zeros(8), decoded(128);
+  std::vector<uint8_t> packed(60), flags(8);
+  ASSERT_EQ(ptrain_tahquant_encode_f32(g.data(), nullptr, 128, 16, 3, 4, 6, packed.data(), scales.data(),
+                                       zeros.data(), flags.data()),
+            PTRAIN_OK);
+  ASSERT_EQ(ptrain_tahquant_decode_f32(packed.data(), scales.data(), zeros.data(), flags.data(), 128, 16, 3, 4, 6,
+                                       decoded.data()),
+            PTRAIN_OK);
+  auto asI8 = [](const std::vector<uint8_t> &bytes) {
+    std::vector<double> v;
+    for (uint8_t b : bytes)
+      v.push_back(static_cast<int8_t>(b));
+    return v;
+  };
+  auto asDouble = [](const std::vector<float> &f) { return std::vector<double>(f.begin(), f.end()); };
+  EXPECT_EQ(values(out[0]), asI8(packed));
+  EXPECT_EQ(values(out[1]), asDouble(scales));
+  EXPECT_EQ(values(out[2]), asDouble(zeros));
+  EXPECT_EQ(values(out[3]), asI8(flags));
+  EXPECT_EQ(values(out[4]), asDouble(decoded));
+  EXPECT_NE(flags[1] & 0x40, 0) << "the outlier tile is rotated";
+}
+
 // Rand-k, n = 8, k = 3, seed 7: the positions of counter 0 are [3, 5, 6] and of counter 1 [0, 1, 3]
 // (Inputs/codec_reference.py reimplements RandK.cpp's rule). Encoder and decoder advance their counters.
 TEST_F(CodecsTest, RandKCodesArePinned) {

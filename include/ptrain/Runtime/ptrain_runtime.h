@@ -163,6 +163,7 @@ enum {
   PTRAIN_CODEC_RANDK = 2,
   PTRAIN_CODEC_QUANT = 3,
   PTRAIN_CODEC_CAST = 4,
+  PTRAIN_CODEC_TAHQUANT = 5,
 };
 
 /// Quantization granularities (the order of the dialect's QuantGranularity).
@@ -188,6 +189,8 @@ typedef struct ptrain_codec {
   int64_t k;                 /* topk, randk: kept values, in [1, numel] */
   int64_t block_size;        /* quant, block granularity: >= 1 */
   uint64_t seed;             /* randk: positions; powersgd: initial Q */
+  int32_t low_bits;          /* tahquant: the low width (bits: the high one; k: the high tiles) */
+  int64_t tile_size;         /* tahquant: 8, 16, 32 or 64 */
 } ptrain_codec_t;
 
 /// Telemetry of one encode at a codec site (ptrain_codec_metrics_f32; docs/Runtime.md, "Codec telemetry").
@@ -555,6 +558,25 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   non-finite value is an INVALID_ARGUMENT error naming its index.
 // ptrain_quant_decode_f32(packed, scales, zero_points, rows, cols, bits,
 //                         granularity, block_size, symmetric, out)
+// ptrain_tahquant_encode_f32(g[numel], residual, numel, tile_size, low_bits,
+//                            high_bits, high_tiles, out_packed, out_scales,
+//                            out_zero_points, out_flags)
+//   TAH-Quant (He et al., arXiv 2506.01352, sec. 3; cpu/codecs/TahQuant.h
+//   has the exact rule): T = numel / tile_size tiles of tile_size in
+//   {8, 16, 32, 64} consecutive elements; the high_tiles (in [0, T]) tiles
+//   of largest magnitude entropy take high_bits, the others low_bits
+//   (1 <= low_bits <= high_bits <= 8); a tile whose largest |x| is at least
+//   twice the others' is pivot-swapped and Walsh-Hadamard rotated; then
+//   asymmetric round-to-nearest-even per tile. Codes: out_packed
+//   [tile_size (high_tiles high_bits + (T - high_tiles) low_bits) / 8],
+//   out_scales [T], out_zero_points [T] (f32), out_flags [T] (bits 0-5
+//   pivot, 6 rotated, 7 high). A non-finite value is an INVALID_ARGUMENT
+//   error naming its index.
+// ptrain_tahquant_decode_f32(packed, scales, zero_points, flags, numel,
+//                            tile_size, low_bits, high_bits, high_tiles,
+//                            out[numel])
+//   Flags marking other than high_tiles high tiles, or a pivot outside the
+//   tile, are an INVALID_ARGUMENT error.
 // ptrain_cast_encode_f32(g[n], residual, n, dtype, out_code[n])
 // ptrain_cast_decode_f32(code[n], n, dtype, out[n])
 //   fp32 <-> PTRAIN_DTYPE_F16 or PTRAIN_DTYPE_BF16 (uint16_t codes), round
@@ -565,7 +587,8 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 // A ptrain_codec_t names a codec instance; its codes are serialized back to
 // back into one byte buffer, each section 8-byte aligned: powersgd P then
 // Q; topk values then int32 indices; randk values; quant packed bytes,
-// scales, zero points (asymmetric); cast the 16-bit codes. `state` is the
+// scales, zero points (asymmetric); cast the 16-bit codes; tahquant packed
+// bytes, scales, zero points, flags (bits = high_bits, k = high_tiles). `state` is the
 // PowerSGD warm-start Q (float [batch, cols, rank]; required when
 // warm_start) or the rand-k counter (int64_t *); NULL for the others.
 // Summable codes (powersgd, randk, cast) are reduced in compressed form by

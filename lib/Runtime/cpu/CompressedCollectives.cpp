@@ -149,14 +149,14 @@ public:
                           comm->mpi, &req.mpi);
       break;
     }
-    default: { // topk, quant: gather the codes
+    default: { // topk, quant, tahquant: gather the codes
       PTRAIN_CHECK_ARG(layout.total <= INT_MAX / size, "%lld code bytes per rank exceed MPI's int counts",
                        static_cast<long long>(layout.total));
       code = zalloc(layout.total);
       gathered = zalloc(layout.total * size);
-      if (codec.kind == PTRAIN_CODEC_QUANT)
+      if (codec.kind == PTRAIN_CODEC_QUANT || codec.kind == PTRAIN_CODEC_TAHQUANT)
         reduced = reinterpret_cast<float *>(zalloc(layout.numel * 4));
-      if (!code || !gathered || (codec.kind == PTRAIN_CODEC_QUANT && !reduced))
+      if (!code || !gathered || ((codec.kind == PTRAIN_CODEC_QUANT || codec.kind == PTRAIN_CODEC_TAHQUANT) && !reduced))
         return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "code buffers");
       PTRAIN_RETURN_IF_ERROR(ptrain_codec_encode(&codec, input, residual, state, code));
       phase = 2;
@@ -236,7 +236,7 @@ public:
       }
       break;
     }
-    default: { // quant
+    default: { // quant, tahquant
       std::memset(out, 0, static_cast<size_t>(numel) * 4);
       for (int r = 0; r < size; ++r) {
         PTRAIN_RETURN_IF_ERROR(ptrain_codec_decode(&codec, gathered + r * layout.total, nullptr, reduced));

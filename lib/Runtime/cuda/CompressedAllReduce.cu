@@ -79,6 +79,10 @@ ptrain_status_t sections(const char *call, const ptrain_codec_t &c, Sections &ou
     out.offset[2] = out.offset[1] + align8(scales * 4);
     break;
   }
+  case PTRAIN_CODEC_TAHQUANT:
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                "tahquant has no NCCL compressed all-reduce (a pipeline-send codec on CUDA; the CPU runtime's "
+                "ptrain_compressed_all_reduce_start gathers its codes)");
   default:
     break;
   }

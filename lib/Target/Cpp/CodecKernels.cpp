@@ -9,11 +9,15 @@
 //              values)
 //   quant     (g, residual, n, m, bits, granularity,    (packed, scales, zero points, n, m, bits,
 //              block, symmetric, packed, scales, zp)     granularity, block, symmetric, out)
+//   tahquant  (g, residual, numel, tile, low bits,      (packed, scales, zero points, flags, numel,
+//              high bits, high tiles, packed, scales,    tile, low bits, high bits, high tiles, out)
+//              zero points, flags)
 //   cast      (g, residual, numel, dtype, code)         (code, numel, dtype, out)
 //
 // A compressed all-reduce takes a ptrain_codec_t {kind, bits, granularity,
 // symmetric, warm_start, cast_dtype, batch, rows, cols, rank, k, block_size,
-// seed} of the same parameters (batch 1, the matrix view's rows and cols),
+// seed, low_bits, tile_size} of the same parameters (tahquant: bits the high
+// width, k the high tiles) (batch 1, the matrix view's rows and cols),
 // then (input, residual, state, ..., reduction) on both runtimes.
 //
 // PowerSGD draws its initial Q from seed 0, as the interpreter does
@@ -93,9 +97,9 @@ LogicalResult mlir::ptrain::cpp::checkCodecKernel(Operation *op, StringRef flag,
   auto [codec, type] = codecOf(op);
   if (isa<LinearAEAttr>(codec))
     return op->emitError(flag) << ": the codec " << codec << " has no runtime kernel; the " << generator
-                               << " emits #ptrain.powersgd, #ptrain.topk, #ptrain.randk, #ptrain.quant and "
+                               << " emits #ptrain.powersgd, #ptrain.topk, #ptrain.randk, #ptrain.quant, #ptrain.tahquant and "
                                   "#ptrain.cast";
-  if (!isa<PowerSGDAttr, TopKAttr, RandKAttr, QuantAttr, CastAttr>(codec))
+  if (!isa<PowerSGDAttr, TopKAttr, RandKAttr, QuantAttr, TahQuantAttr, CastAttr>(codec))
     return op->emitError(flag) << ": the codec " << codec << " is not supported by the " << generator;
   if (!type.getElementType().isF32())
     return op->emitError(flag) << ": the runtime's codec kernels code f32 tensors, not " << type;
@@ -141,6 +145,11 @@ CodecKernelCall mlir::ptrain::cpp::compressKernelCall(CompressOp op, llvm::funct
                                 str(q.getBlockSize()), q.isSymmetric() ? "1" : "0", code(0), code(1),
                                 q.isSymmetric() ? "nullptr" : code(2)}};
       })
+      .Case<TahQuantAttr>([&](TahQuantAttr q) {
+        return CodecKernelCall{CodecKernel::TahQuantEncode,
+                               {g, residual, numel, str(q.getTileSize()), str(q.getLowBits()), str(q.getHighBits()),
+                                str(q.getHighTilesFor(q.getNumTiles(type))), code(0), code(1), code(2), code(3)}};
+      })
       .Default([&](Attribute) {
         // CastAttr: checkCodecKernel admits nothing else.
         return CodecKernelCall{CodecKernel::CastEncode,
@@ -175,6 +184,11 @@ CodecKernelCall mlir::ptrain::cpp::decompressKernelCall(DecompressOp op, llvm::f
                                 str(q.getBits()), quantGranularityEnum(q), str(q.getBlockSize()),
                                 q.isSymmetric() ? "1" : "0", out}};
       })
+      .Case<TahQuantAttr>([&](TahQuantAttr q) {
+        return CodecKernelCall{CodecKernel::TahQuantDecode,
+                               {code(0), code(1), code(2), code(3), numel, str(q.getTileSize()), str(q.getLowBits()),
+                                str(q.getHighBits()), str(q.getHighTilesFor(q.getNumTiles(type))), out}};
+      })
       .Default([&](Attribute) {
         return CodecKernelCall{CodecKernel::CastDecode, {code(0), numel, castDtypeEnum(cast<CastAttr>(codec)), out}};
       });
@@ -187,7 +201,7 @@ mlir::ptrain::cpp::compressedAllReduceArgs(CompressedAllReduceStartOp op, llvm::
   CodecAttrInterface codec = op.getCodec();
   const auto [n, m] = codecMatrix(codec, type);
   std::string kind, bits = "0", gran = "0", sym = "0", warm = "0", dtype = "PTRAIN_DTYPE_F32", rank = "0", k = "0",
-                    block = "0", seed = "0ULL";
+                    block = "0", seed = "0ULL", lowBits = "0", tile = "0";
   llvm::TypeSwitch<Attribute>(codec)
       .Case<PowerSGDAttr>([&](PowerSGDAttr p) {
         kind = "PTRAIN_CODEC_POWERSGD";
@@ -210,17 +224,28 @@ mlir::ptrain::cpp::compressedAllReduceArgs(CompressedAllReduceStartOp op, llvm::
         sym = q.isSymmetric() ? "1" : "0";
         block = str(q.getBlockSize());
       })
+      .Case<TahQuantAttr>([&](TahQuantAttr q) {
+        kind = "PTRAIN_CODEC_TAHQUANT";
+        bits = str(q.getHighBits());
+        k = str(q.getHighTilesFor(q.getNumTiles(type)));
+        lowBits = str(q.getLowBits());
+        tile = str(q.getTileSize());
+      })
       .Case<CastAttr>([&](CastAttr c) {
         kind = "PTRAIN_CODEC_CAST";
         dtype = castDtypeEnum(c);
       });
   if (kind.empty())
     return op.emitError(flag) << ": the codec " << codec << " has no compressed all-reduce";
+  if (isa<TahQuantAttr>(codec) && flag == "--emit-cuda")
+    return op.emitError(flag) << ": the codec " << codec
+                              << " has no NCCL compressed all-reduce (a pipeline-send codec on CUDA; the CPU runtime "
+                                 "gathers its codes)";
   if (op.getReduction() != ReductionKind::Avg && op.getReduction() != ReductionKind::Sum)
     return op.emitError(flag) << ": a compressed all-reduce sums or averages";
   CompressedAllReduceArgs a;
   a.codec = "{" + kind + ", " + bits + ", " + gran + ", " + sym + ", " + warm + ", " + dtype + ", 1, " + str(n) + ", " +
-            str(m) + ", " + rank + ", " + k + ", " + block + ", " + seed + "}";
+            str(m) + ", " + rank + ", " + k + ", " + block + ", " + seed + ", " + lowBits + ", " + tile + "}";
   size_t next = 0;
   a.input = ptr(op.getInput());
   a.residual = op.getErrorFeedback() ? ptr(op.getNewState()[next++]) : "nullptr";

@@ -35,6 +35,8 @@ enum class CodecKernel {
   RandKDecode,
   QuantEncode,
   QuantDecode,
+  TahQuantEncode,
+  TahQuantDecode,
   CastEncode,
   CastDecode,
 };

@@ -7,6 +7,7 @@
 //                                    topk      ptrain_topk_encode_f32
 //                                    randk     ptrain_randk_encode_f32
 //                                    quant     ptrain_quant_encode_f32
+//                                    tahquant  ptrain_tahquant_encode_f32
 //                                    cast      ptrain_cast_encode_f32
 //   ptrain.decompress                each      ptrain_<codec>_decode_f32
 //   ptrain.compressed_all_reduce_start each    ptrain_compressed_all_reduce_start
@@ -59,6 +60,10 @@ RuntimeCall cpuCall(CodecKernel kernel) {
     return RuntimeCall::ptrain_quant_encode_f32;
   case CodecKernel::QuantDecode:
     return RuntimeCall::ptrain_quant_decode_f32;
+  case CodecKernel::TahQuantEncode:
+    return RuntimeCall::ptrain_tahquant_encode_f32;
+  case CodecKernel::TahQuantDecode:
+    return RuntimeCall::ptrain_tahquant_decode_f32;
   case CodecKernel::CastEncode:
     return RuntimeCall::ptrain_cast_encode_f32;
   case CodecKernel::CastDecode:

@@ -58,6 +58,10 @@ CudaCall cudaCall(CodecKernel kernel) {
     return CudaCall::ptrain_cuda_quant_encode_f32;
   case CodecKernel::QuantDecode:
     return CudaCall::ptrain_cuda_quant_decode_f32;
+  case CodecKernel::TahQuantEncode:
+    return CudaCall::ptrain_cuda_tahquant_encode_f32;
+  case CodecKernel::TahQuantDecode:
+    return CudaCall::ptrain_cuda_tahquant_decode_f32;
   case CodecKernel::CastEncode:
     return CudaCall::ptrain_cuda_cast_encode_f32;
   case CodecKernel::CastDecode:

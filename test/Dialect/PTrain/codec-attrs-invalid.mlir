@@ -77,3 +77,39 @@ func.func private @cast_c1() attributes {c = #ptrain.cast<f32>}
 // LinearAE (C1): dim >= 1.
 // expected-error@+1 {{linear autoencoder dim must be >= 1, got 0}}
 func.func private @linear_ae_c1() attributes {c = #ptrain.linear_ae<dim = 0>}
+
+// -----
+
+// TahQuant (C1): the tile size is 8, 16, 32 or 64 (a power of two whose pivot fits the flag byte's 6 bits).
+// expected-error@+1 {{tahquant tile_size must be 8, 16, 32 or 64, got 128}}
+func.func private @tahquant_c1() attributes {c = #ptrain.tahquant<tile_size = 128>}
+
+// -----
+
+// TahQuant (C1): not a power of two.
+// expected-error@+1 {{tahquant tile_size must be 8, 16, 32 or 64, got 48}}
+func.func private @tahquant_c1_odd() attributes {c = #ptrain.tahquant<tile_size = 48>}
+
+// -----
+
+// TahQuant (C2): low_bits >= 1.
+// expected-error@+1 {{tahquant needs 1 <= low_bits <= high_bits <= 8, got low_bits = 0, high_bits = 4}}
+func.func private @tahquant_c2_low() attributes {c = #ptrain.tahquant<low_bits = 0>}
+
+// -----
+
+// TahQuant (C2): low_bits <= high_bits.
+// expected-error@+1 {{tahquant needs 1 <= low_bits <= high_bits <= 8, got low_bits = 5, high_bits = 4}}
+func.func private @tahquant_c2_order() attributes {c = #ptrain.tahquant<low_bits = 5>}
+
+// -----
+
+// TahQuant (C2): high_bits <= 8.
+// expected-error@+1 {{tahquant needs 1 <= low_bits <= high_bits <= 8, got low_bits = 3, high_bits = 9}}
+func.func private @tahquant_c2_high() attributes {c = #ptrain.tahquant<high_bits = 9>}
+
+// -----
+
+// TahQuant (C3): high_ratio in [0, 1].
+// expected-error@+1 {{tahquant high_ratio must be in [0, 1], got 1.5}}
+func.func private @tahquant_c3() attributes {c = #ptrain.tahquant<high_ratio = 1.5>}

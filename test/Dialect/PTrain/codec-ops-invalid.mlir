@@ -66,6 +66,24 @@ func.func @randk_c2(%g: tensor<4x8xf32>, %n: tensor<i64>) {
 
 // -----
 
+// TahQuant (C4): a float element type.
+func.func @tahquant_c4_float(%g: tensor<4x64xi32>) {
+  // expected-error@+1 {{tahquant needs a float element type, got 'tensor<4x64xi32>'}}
+  %p, %s, %z, %f = ptrain.compress %g {codec = #ptrain.tahquant<>} : tensor<4x64xi32> -> (tensor<104xi8>, tensor<4xf32>, tensor<4xf32>, tensor<4xi8>)
+  return
+}
+
+// -----
+
+// TahQuant (C4): the last dimension is a multiple of the tile size.
+func.func @tahquant_c4_tiles(%g: tensor<4x48xf32>) {
+  // expected-error@+1 {{tahquant needs the last dimension to be a multiple of tile_size = 64, got 'tensor<4x48xf32>'}}
+  %p, %s, %z, %f = ptrain.compress %g {codec = #ptrain.tahquant<>} : tensor<4x48xf32> -> (tensor<104xi8>, tensor<4xf32>, tensor<4xf32>, tensor<4xi8>)
+  return
+}
+
+// -----
+
 // Quant (C3): a float element type.
 func.func @quant_c3(%g: tensor<4x8xi32>) {
   // expected-error@+1 {{quantization needs a float element type, got 'tensor<4x8xi32>'}}

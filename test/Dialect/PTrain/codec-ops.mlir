@@ -55,6 +55,19 @@ func.func @randk(%g: tensor<64x128xf32>, %n: tensor<i64>, %m: tensor<i64>) {
   return
 }
 
+// TAH-Quant on 4 x 64 x 128 at 64-element tiles: T = 512 tiles, H = round(0.8 T) = 410 at 4 bits, 102 at 3:
+// (410 x 4 + 102 x 3) x 64 / 8 = 15568 packed bytes, one f32 scale, one f32 zero point and one flag byte per tile.
+// CHECK-LABEL: func.func @tahquant
+func.func @tahquant(%a: tensor<4x64x128xf32>) {
+  // CHECK: {codec = #ptrain.tahquant<>} : tensor<4x64x128xf32> -> (tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>)
+  %p, %s, %z, %f = ptrain.compress %a {codec = #ptrain.tahquant<>} : tensor<4x64x128xf32> -> (tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>)
+  // 32-element tiles, 2 / 4 bits, half high: T = 1024, (512 x 4 + 512 x 2) x 32 / 8 = 12288.
+  // CHECK: {codec = #ptrain.tahquant<tile_size = 32, low_bits = 2, high_ratio = 5.000000e-01 : f64>} : tensor<4x64x128xf32> -> (tensor<12288xi8>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xi8>)
+  %p2, %s2, %z2, %f2 = ptrain.compress %a {codec = #ptrain.tahquant<tile_size = 32, low_bits = 2, high_ratio = 0.5>} : tensor<4x64x128xf32> -> (tensor<12288xi8>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xi8>)
+  %d = ptrain.decompress %p, %s, %z, %f {codec = #ptrain.tahquant<>} : (tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>) -> tensor<4x64x128xf32>
+  return
+}
+
 // Quantization: per channel (default), per tensor, per block, asymmetric adds zero points.
 // CHECK-LABEL: func.func @quant
 func.func @quant(%a: tensor<4x64x128xf32>) {

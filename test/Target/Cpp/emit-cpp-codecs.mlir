@@ -104,6 +104,19 @@ module {
     return %d : tensor<4x64x128xf32>
   }
 
+  // TAH-Quant at the defaults: numel, tile 64, 3 / 4 bits and the 410 high tiles the compiler computes
+  // (round(0.8 x 512)); packed bytes and flags as uint8_t, scales and zero points as float.
+  // CHECK-LABEL: ptrain_step_tahquant(
+  // CHECK: ptrain_tahquant_encode_f32(arg0, nullptr, 32768, 64, 3, 4, 410, [[B:v[0-9]+]], [[S:v[0-9]+]], [[Z:v[0-9]+]], [[F:v[0-9]+]])
+  // CHECK: ptrain_tahquant_decode_f32([[B]], [[S]], [[Z]], [[F]], 32768, 64, 3, 4, 410, {{v[0-9]+}})
+  func.func @tahquant(%g: tensor<4x64x128xf32>) -> tensor<4x64x128xf32> {
+    %b, %s, %z, %f = ptrain.compress %g {codec = #ptrain.tahquant<>}
+        : tensor<4x64x128xf32> -> (tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>)
+    %d = ptrain.decompress %b, %s, %z, %f {codec = #ptrain.tahquant<>}
+        : (tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>) -> tensor<4x64x128xf32>
+    return %d : tensor<4x64x128xf32>
+  }
+
   // Cast to bf16 with error feedback: 16-bit codes as uint16_t.
   // CHECK-LABEL: ptrain_step_cast(
   // CHECK: uint16_t *[[C:v[0-9]+]] =
@@ -121,7 +134,7 @@ module {
   // Data-parallel PowerSGD: a static descriptor {kind, bits, granularity, symmetric, warm_start, cast_dtype,
   // batch, rows, cols, rank, k, block_size, seed}; the state writes follow the wait that completes them.
   // CHECK-LABEL: ptrain_step_dp(
-  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 64, 32, 4, 0, 0, 0ULL};
+  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 64, 32, 4, 0, 0, 0ULL, 0, 0};
   // CHECK: ptrain_copy_bytes({{v[0-9]+}}, 8192, [[E:v[0-9]+]])
   // CHECK: ptrain_copy_bytes({{v[0-9]+}}, 512, [[Q:v[0-9]+]])
   // CHECK: ptrain_compressed_all_reduce_start(comm_grid_dp, &codec, arg0, [[E]], [[Q]], [[R:v[0-9]+]], PTRAIN_REDUCE_AVG, &[[R]]_request)

@@ -30,7 +30,7 @@ func.func @f(%g: tensor<8x16xf32>, %we: tensor<16x4xf32>) -> tensor<8x4xf32> {
       : tensor<8x16xf32> params(tensor<16x4xf32>) -> (tensor<8x4xf32>) loc("/blocks.1/send")
   return %c : tensor<8x4xf32>
 }
-// AE: error: loc("/blocks.1/send"): --emit-cuda: the codec #ptrain.linear_ae<dim = 4> has no runtime kernel; the CUDA code generator emits #ptrain.powersgd, #ptrain.topk, #ptrain.randk, #ptrain.quant and #ptrain.cast
+// AE: error: loc("/blocks.1/send"): --emit-cuda: the codec #ptrain.linear_ae<dim = 4> has no runtime kernel; the CUDA code generator emits #ptrain.powersgd, #ptrain.topk, #ptrain.randk, #ptrain.quant, #ptrain.tahquant and #ptrain.cast
 
 // A matrix view that reorders dimensions is not the row-major n x m matrix the kernels read.
 //--- view.mlir

@@ -1,7 +1,7 @@
 //===- CudaCodecTest.cpp - Every GPU codec kernel against the CPU's -------===//
 //
 // Each ptrain_cuda_* codec call against its CPU counterpart (libptrain_runtime)
-// on the same inputs: bit for bit for casts, quantization (packed codes,
+// on the same inputs: bit for bit for casts, TAH-Quant, quantization (packed codes,
 // scales, zero points, residuals, decode), top-k (values, indices,
 // residuals, ties) and rand-k (values, counter, residuals); PowerSGD within
 // 1e-4 of the largest CPU magnitude (cuBLAS sums in another order), its
@@ -176,6 +176,47 @@ TEST(QuantCodec, LargeTensorsSpanManyChunksAndRowBlocks) {
   checkQuant({513, 1031, 4, PTRAIN_QUANT_TENSOR, 0, true, true});
   checkQuant({70000, 3, 8, PTRAIN_QUANT_CHANNEL, 0, false, true});
   checkQuant({1, 1 << 20, 2, PTRAIN_QUANT_BLOCK, 4096, true, true});
+}
+
+// TAH-Quant (cuda/TahQuant.cu): codes, flags, scales, zero points, residuals and the decode equal the CPU's. The
+// entropies are distinct well beyond an ulp on random data, so the selection agrees.
+TEST(TahQuantCodec, CodesFlagsAndDecodeEqualTheCpu) {
+  for (int64_t tile : {8, 64})
+    for (bool feedback : {false, true}) {
+      SCOPED_TRACE("tile " + std::to_string(tile) + (feedback ? " +ef" : ""));
+      const int64_t numel = 96 * 128, tiles = numel / tile, high = (tiles * 8 + 5) / 10;
+      std::vector<float> g = randomValues(numel, 5);
+      for (int64_t t = 0; t < tiles; t += 3) // outlier tiles: rotated
+        g[t * tile + t % tile] = 30.0f;
+      const std::vector<float> e = randomValues(numel, 6, 0.05f);
+      const int64_t bytes = tile * (4 * high + 3 * (tiles - high)) / 8;
+      std::vector<float> cpuE = e, cpuScales(tiles), cpuZeros(tiles), cpuOut(numel);
+      std::vector<uint8_t> cpuPacked(bytes), cpuFlags(tiles);
+      ASSERT_EQ(ptrain_tahquant_encode_f32(g.data(), feedback ? cpuE.data() : nullptr, numel, tile, 3, 4, high,
+                                           cpuPacked.data(), cpuScales.data(), cpuZeros.data(), cpuFlags.data()),
+                PTRAIN_OK)
+          << ptrain_last_error();
+      DeviceArray<float> dg(g), de(e), dScales(tiles), dZeros(tiles), dOut(numel);
+      DeviceArray<uint8_t> dPacked(bytes), dFlags(tiles);
+      ASSERT_EQ(ptrain_cuda_tahquant_encode_f32(dg.get(), feedback ? de.get() : nullptr, numel, tile, 3, 4, high,
+                                                dPacked.get(), dScales.get(), dZeros.get(), dFlags.get()),
+                PTRAIN_OK)
+          << ptrain_last_error();
+      expectEqualArrays(cpuFlags, dFlags.download(), "flags");
+      expectEqualArrays(cpuPacked, dPacked.download(), "packed");
+      expectSameBits(cpuScales, dScales.download(), "scales");
+      expectSameBits(cpuZeros, dZeros.download(), "zero points");
+      if (feedback)
+        expectSameBits(cpuE, de.download(), "residual");
+      ASSERT_EQ(ptrain_tahquant_decode_f32(cpuPacked.data(), cpuScales.data(), cpuZeros.data(), cpuFlags.data(), numel,
+                                           tile, 3, 4, high, cpuOut.data()),
+                PTRAIN_OK);
+      ASSERT_EQ(ptrain_cuda_tahquant_decode_f32(dPacked.get(), dScales.get(), dZeros.get(), dFlags.get(), numel, tile,
+                                                3, 4, high, dOut.get()),
+                PTRAIN_OK)
+          << ptrain_last_error();
+      expectSameBits(cpuOut, dOut.download(), "decoded");
+    }
 }
 
 TEST(QuantCodec, NonFiniteValueIsAnErrorNamingTheFirstIndex) {

@@ -276,6 +276,59 @@ SmallVector<Type> QuantAttr::getCodeTypes(RankedTensorType type) const {
 bool QuantAttr::isSummable() const { return false; }
 
 //===----------------------------------------------------------------------===//
+// TahQuantAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult TahQuantAttr::verify(EmitErrorFn emitError, int64_t tileSize, int64_t lowBits, int64_t highBits,
+                                   FloatAttr highRatio) {
+  // (C1)
+  if (tileSize != 8 && tileSize != 16 && tileSize != 32 && tileSize != 64)
+    return emitError() << "tahquant tile_size must be 8, 16, 32 or 64, got " << tileSize;
+  // (C2)
+  if (lowBits < 1 || lowBits > highBits || highBits > 8)
+    return emitError() << "tahquant needs 1 <= low_bits <= high_bits <= 8, got low_bits = " << lowBits
+                       << ", high_bits = " << highBits;
+  // (C3)
+  if (highRatio) {
+    double r = highRatio.getValueAsDouble();
+    if (!(r >= 0.0 && r <= 1.0))
+      return emitError() << "tahquant high_ratio must be in [0, 1], got " << r;
+  }
+  return success();
+}
+
+LogicalResult TahQuantAttr::verifyForType(EmitErrorFn emitError, RankedTensorType type) const {
+  // (C4)
+  if (failed(verifyCodecInput(emitError, type, "tahquant", /*needFloat=*/true)))
+    return failure();
+  if (type.getRank() == 0 || type.getShape().back() % getTileSize() != 0)
+    return emitError() << "tahquant needs the last dimension to be a multiple of tile_size = " << getTileSize()
+                       << ", got " << type;
+  return success();
+}
+
+int64_t TahQuantAttr::getNumTiles(RankedTensorType type) const { return type.getNumElements() / getTileSize(); }
+
+int64_t TahQuantAttr::getHighTilesFor(int64_t numTiles) const {
+  return std::min<int64_t>(numTiles, std::llround(getHighRatioValue() * static_cast<double>(numTiles)));
+}
+
+int64_t TahQuantAttr::getPackedBytes(RankedTensorType type) const {
+  const int64_t tiles = getNumTiles(type), high = getHighTilesFor(tiles);
+  return (high * getHighBits() + (tiles - high) * getLowBits()) * getTileSize() / 8;
+}
+
+SmallVector<Type> TahQuantAttr::getCodeTypes(RankedTensorType type) const {
+  MLIRContext *ctx = type.getContext();
+  auto i8 = IntegerType::get(ctx, 8);
+  const int64_t tiles = getNumTiles(type);
+  auto perTile = RankedTensorType::get({tiles}, Float32Type::get(ctx));
+  return {RankedTensorType::get({getPackedBytes(type)}, i8), perTile, perTile, RankedTensorType::get({tiles}, i8)};
+}
+
+bool TahQuantAttr::isSummable() const { return false; }
+
+//===----------------------------------------------------------------------===//
 // CastAttr
 //===----------------------------------------------------------------------===//
 

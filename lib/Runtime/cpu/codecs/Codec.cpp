@@ -7,6 +7,7 @@
 
 #include "cpu/codecs/Codec.h"
 #include "cpu/codecs/Quant.h"
+#include "cpu/codecs/TahQuant.h"
 
 #include <cstdio>
 
@@ -15,7 +16,7 @@ using ptrain::runtime::fail;
 
 namespace {
 int64_t align8(int64_t bytes) { return (bytes + 7) / 8 * 8; }
-const char *kCodecNames[] = {"powersgd", "topk", "randk", "quant", "cast"};
+const char *kCodecNames[] = {"powersgd", "topk", "randk", "quant", "cast", "tahquant"};
 } // namespace
 
 namespace ptrain::runtime {
@@ -31,7 +32,7 @@ ptrain_status_t checkSparsity(const char *call, int64_t n, int64_t k) {
 }
 
 void describeCodec(const ptrain_codec_t &c, char *buf, size_t size) {
-  const char *name = c.kind >= 0 && c.kind <= PTRAIN_CODEC_CAST ? kCodecNames[c.kind] : "unknown codec";
+  const char *name = c.kind >= 0 && c.kind <= PTRAIN_CODEC_TAHQUANT ? kCodecNames[c.kind] : "unknown codec";
   char param[64] = "";
   switch (c.kind) {
   case PTRAIN_CODEC_POWERSGD:
@@ -46,6 +47,10 @@ void describeCodec(const ptrain_codec_t &c, char *buf, size_t size) {
     break;
   case PTRAIN_CODEC_CAST:
     std::snprintf(param, sizeof(param), " to %s", c.cast_dtype == PTRAIN_DTYPE_BF16 ? "bf16" : "f16");
+    break;
+  case PTRAIN_CODEC_TAHQUANT:
+    std::snprintf(param, sizeof(param), " %d/%d-bit tiles of %lld", c.low_bits, c.bits,
+                  static_cast<long long>(c.tile_size));
     break;
   default:
     break;
@@ -112,10 +117,32 @@ ptrain_status_t codecLayout(const char *call, const ptrain_codec_t *codec, CodeL
                   c.cast_dtype);
     out.total = align8(out.numel * 2);
     return PTRAIN_OK;
+  case PTRAIN_CODEC_TAHQUANT: {
+    const int64_t g = c.tile_size;
+    if ((g != 8 && g != 16 && g != 32 && g != 64) || out.numel % g != 0)
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                  "tahquant: tile_size must be 8, 16, 32 or 64 and divide numel = %lld, got %lld",
+                  static_cast<long long>(out.numel), static_cast<long long>(g));
+    if (c.low_bits < 1 || c.low_bits > c.bits || c.bits > 8 || c.k < 0 || c.k > out.numel / g)
+      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                  "tahquant: needs 1 <= low_bits <= bits <= 8 and k (the high tiles) in [0, %lld], got %d, %d, %lld",
+                  static_cast<long long>(out.numel / g), c.low_bits, c.bits, static_cast<long long>(c.k));
+    TahQuantLayout l;
+    l.numel = out.numel;
+    l.tile = g;
+    l.lowBits = c.low_bits;
+    l.highBits = c.bits;
+    l.highTiles = c.k;
+    out.offset[1] = align8(l.packedBytes());
+    out.offset[2] = out.offset[1] + align8(l.tiles() * 4);
+    out.offset[3] = out.offset[2] + align8(l.tiles() * 4);
+    out.total = out.offset[3] + align8(l.tiles());
+    return PTRAIN_OK;
+  }
   default:
     return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
                 "unknown codec kind %d (powersgd = 0, topk = 1, randk = 2, "
-                "quant = 3, cast = 4)",
+                "quant = 3, cast = 4, tahquant = 5)",
                 c.kind);
   }
 }
@@ -153,6 +180,10 @@ extern "C" ptrain_status_t ptrain_codec_encode(const ptrain_codec_t *codec, cons
     return ptrain_quant_encode_f32(input, residual, c.batch * c.rows, c.cols, c.bits, c.granularity, c.block_size,
                                    c.symmetric, reinterpret_cast<uint8_t *>(code), f32(1),
                                    c.symmetric ? nullptr : f32(2));
+  case PTRAIN_CODEC_TAHQUANT:
+    return ptrain_tahquant_encode_f32(input, residual, l.numel, c.tile_size, c.low_bits, c.bits, c.k,
+                                      reinterpret_cast<uint8_t *>(code), f32(1), f32(2),
+                                      reinterpret_cast<uint8_t *>(code + l.offset[3]));
   default:
     return ptrain_cast_encode_f32(input, residual, l.numel, c.cast_dtype, reinterpret_cast<uint16_t *>(code));
   }
@@ -178,6 +209,10 @@ extern "C" ptrain_status_t ptrain_codec_decode(const ptrain_codec_t *codec, cons
   case PTRAIN_CODEC_QUANT:
     return ptrain_quant_decode_f32(reinterpret_cast<const uint8_t *>(code), f32(1), c.symmetric ? nullptr : f32(2),
                                    c.batch * c.rows, c.cols, c.bits, c.granularity, c.block_size, c.symmetric, out);
+  case PTRAIN_CODEC_TAHQUANT:
+    return ptrain_tahquant_decode_f32(reinterpret_cast<const uint8_t *>(code), f32(1), f32(2),
+                                      reinterpret_cast<const uint8_t *>(code + l.offset[3]), l.numel, c.tile_size,
+                                      c.low_bits, c.bits, c.k, out);
   default:
     return ptrain_cast_decode_f32(reinterpret_cast<const uint16_t *>(code), l.numel, c.cast_dtype, out);
   }

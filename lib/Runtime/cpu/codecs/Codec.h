@@ -10,6 +10,8 @@
 //   quant     packed u8 [ceil(numel * bits / 8)], scales f32 [S],
 //             zero points f32 [S] (asymmetric only)
 //   cast      u16 [numel]
+//   tahquant  packed u8 [tile (k bits + (T - k) low_bits) / 8], scales f32
+//             [T], zero points f32 [T], flags u8 [T] (T = numel / tile)
 //
 // The compressed collectives and compressed send/recv move these buffers.
 //
@@ -25,7 +27,7 @@ namespace ptrain::runtime {
 /// Byte offsets of a serialized code's sections (unused ones are 0).
 struct CodeLayout {
   int64_t numel = 0;
-  int64_t offset[3] = {0, 0, 0};
+  int64_t offset[4] = {0, 0, 0, 0};
   int64_t total = 0;
 };
 

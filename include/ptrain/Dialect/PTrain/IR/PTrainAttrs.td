@@ -175,6 +175,63 @@ def PTrain_QuantAttr : PTrain_CodecAttr<"Quant", "quant"> {
   }];
 }
 
+def PTrain_TahQuantAttr : PTrain_CodecAttr<"TahQuant", "tahquant"> {
+  let summary = "TAH-Quant: tile-wise asymmetric quantization at two bit widths, entropy-guided, with a "
+                "pivot-swapped Hadamard rotation of outlier tiles.";
+  let description = [{
+    He et al., "TAH-Quant: Effective Activation Quantization in Pipeline Parallelism over Slow Network",
+    arXiv 2506.01352 (section 3: tile-wise quantization, section 3.2 entropy-guided adaptive bit allocation,
+    section 3.3 the Hadamard transform with pivot swapping), for pipeline activations and their gradients
+    without an activation cache. The tensor is cut into tiles of `tile_size` consecutive elements along its
+    last dimension (a token's channel window). Per tile t, with |x| normalized to p = |x| / sum |x|:
+    1. entropy H_t = -sum p ln p (0 for an all-zero tile);
+    2. the `round(high_ratio * T)` tiles of largest entropy (of T; ties to the smaller tile index) get
+       `high_bits`, the others `low_bits` (the paper's allocator: low-entropy tiles, whose mass sits on a few
+       channels, take the fewer bits; the released code's defaults 4 / 3 bits and ratio 0.8);
+    3. a tile whose largest magnitude is at least twice its second largest (an outlier tile) is rotated:
+       the largest-magnitude element (first such index, the pivot) is swapped to position 0 and the tile is
+       multiplied by the orthonormal Walsh-Hadamard matrix H_G / sqrt(G), spreading the outlier over the tile;
+    4. asymmetric round-to-nearest-even quantization of the (rotated) tile: zero point z = min, scale
+       s = (max - min) / (2^b - 1), u = rn(clamp((y - z) / s, 0, 2^b - 1)).
+    Decode reverses 4, 3 (the transform is its own inverse) and the swap. Round to nearest, not stochastic:
+    the released code rounds to nearest, and a deterministic code keeps the executor and the generated code
+    bit-equal. Scales and zero points are f32 (the paper's fp16 underflows at activation-gradient scales).
+    Not summable.
+
+    Codes: packed `tensor<P x i8>` (tile t's codes, b_t bits each, LSB first, at the byte offset of the tiles
+    before it; P = G (H high_bits + (T - H) low_bits) / 8 with H the high tiles), scales `tensor<T x f32>`,
+    zero points `tensor<T x f32>`, tile flags `tensor<T x i8>` (bits 0-5 the pivot index, bit 6 rotated,
+    bit 7 high precision).
+
+    Constraints:
+    * (C1) `tile_size` is 8, 16, 32 or 64;
+    * (C2) 1 <= `low_bits` <= `high_bits` <= 8;
+    * (C3) `high_ratio` is in [0, 1];
+    * (C4) with a tensor: the element type is a float type and the last dimension is a multiple of
+      `tile_size`.
+
+    ```mlir
+    #ptrain.tahquant<tile_size = 64>
+    #ptrain.tahquant<tile_size = 32, low_bits = 2, high_bits = 4, high_ratio = 0.5>
+    ```
+  }];
+  let parameters = (ins DefaultValuedParameter<"int64_t", "64">:$tile_size,
+                        DefaultValuedParameter<"int64_t", "3">:$low_bits,
+                        DefaultValuedParameter<"int64_t", "4">:$high_bits,
+                        OptionalParameter<"::mlir::FloatAttr">:$high_ratio);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let extraClassDeclaration = [{
+    /// The high-precision share of the tiles: `high_ratio`, 0.8 when not given.
+    double getHighRatioValue() const { return getHighRatio() ? getHighRatio().getValueAsDouble() : 0.8; }
+    /// Number of tiles of a tensor of type `type` (requires verifyForType).
+    int64_t getNumTiles(::mlir::RankedTensorType type) const;
+    /// Number of high-precision tiles among `numTiles`: round(high_ratio * numTiles), halves away from zero.
+    int64_t getHighTilesFor(int64_t numTiles) const;
+    /// Bytes of the packed codes for a tensor of type `type`.
+    int64_t getPackedBytes(::mlir::RankedTensorType type) const;
+  }];
+}
+
 def PTrain_CastAttr : PTrain_CodecAttr<"Cast", "cast"> {
   let summary = "Cast to a 16-bit float type; sums accumulate in fp32.";
   let description = [{
