@@ -37,6 +37,7 @@
 #include "StateStorage.h"
 
 #include "ptrain/Analysis/GemmFusion.h"
+#include "ptrain/Target/Common/BlockOutliner.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -182,6 +183,9 @@ private:
   std::string constants; ///< static constant arrays of every function
   int64_t numConstants = 0;
   ConstantFile constantFile;
+  /// The type of every namespace-scope variable a function body may name: states, their dims, constants,
+  /// arenas, communicators (the block outliner passes those that differ between occurrences).
+  llvm::StringMap<std::string> globals;
 };
 
 LogicalResult CppEmitter::collectStates() {
@@ -206,22 +210,35 @@ class FunctionEmitter final : public CallWriter {
 public:
   FunctionEmitter(func::FuncOp func, llvm::DenseMap<StringAttr, StateInfo> &states, CommGroups &comms,
                   const CodecSites &sites, std::string &constants, int64_t &numConstants, ConstantFile &file,
-                  std::string arena)
+                  llvm::StringMap<std::string> &globals, std::string arena)
       : func(func), states(states), comms(comms), sites(sites), constants(constants), numConstants(numConstants),
-        file(file), arena(std::move(arena)) {}
+        file(file), globals(globals), arena(std::move(arena)) {}
 
-  LogicalResult run(std::string &code, int64_t &arenaBytes);
+  /// Plans the function's storage and emits its chunks (nothing for a function that runs on no rank);
+  /// `arenaBytes` is its arena's size.
+  LogicalResult prepare(int64_t &arenaBytes);
+  /// The emitted chunks and the types of the pointers in scope, for the block outliner (BlockOutliner.h).
+  target::EmittedFunction takeChunks() {
+    return {std::move(chunks), std::move(types)};
+  }
+  /// Appends the function to `code` with `body` (its chunks, repeated blocks replaced by calls).
+  LogicalResult write(std::string &code, const std::string &body);
+  /// The entry point's declaration (set by write): the repeated blocks, written before the entry points,
+  /// may call it (a pipeline step's calls of its stage functions).
+  const std::string &getDeclaration() const { return declaration; }
 
 private:
   /// Plans the function's storage and writes its body; `arenaBytes` is its arena's size.
   LogicalResult planAndEmitBody(int64_t &arenaBytes);
   /// The documented entry point around the body (only its refusal when `runsNowhere`).
-  LogicalResult writeFunction(std::string &code, int64_t arenaBytes, bool runsNowhere);
+  LogicalResult writeFunction(std::string &code, const std::string &body);
   LogicalResult checkOps();
   LogicalResult deferCompressedStateWrites();
   void planStorage();
   int64_t scratch(int64_t bytes);
   LogicalResult emitOp(Operation *op);
+  /// Appends `chunk`, its declarations preceded by those of the pending state reads it names.
+  void pushChunk(target::EmittedChunk chunk);
   LogicalResult emitConstant(arith::ConstantOp op);
   /// Writes the generated constant `v` (a large splat, causal mask or iota) into `out` (its arena buffer, or
   /// the state a Virtual splat is written to).
@@ -249,6 +266,7 @@ private:
   std::string &constants;
   int64_t &numConstants;
   ConstantFile &file;
+  llvm::StringMap<std::string> &globals; ///< the type of each namespace-scope constant (BlockOutliner.h)
   std::string arena; ///< the C array this function's buffers live in
   /// The form of every constant (ConstantForm.h), and the op index where a generated one is first used: its
   /// arena buffer is live from there and filled just before that op.
@@ -274,9 +292,14 @@ private:
   Operation *current = nullptr;
   size_t nextScratch = 0;
   std::string block;     ///< the current op's declarations and calls
-  std::string constantDecl; ///< a constant's pointer, declared at function scope
-  std::string body;
+  std::optional<target::ChunkDecl> constantDecl; ///< a constant's pointer, declared at function scope
+  std::vector<target::EmittedChunk> chunks; ///< one per op (BlockOutliner.h)
+  std::vector<target::ChunkDecl> pendingReads; ///< state reads used in place, not yet named by a chunk
+  llvm::StringMap<std::string> types;       ///< the C type of every pointer declared at function scope
   int64_t valueCount = 0;
+  int64_t arenaBytes = 0;
+  bool runsNowhere = false;
+  std::string declaration;
 };
 
 std::string FunctionEmitter::dims(ArrayRef<int64_t> values, StringRef name) {
@@ -460,7 +483,13 @@ void FunctionEmitter::planStorage() {
             }
             if (onlyWrites)
               s.kind = Storage::Virtual;
-            firstUse[result] = result.use_empty() ? opIndex[op] : first;
+            // One constant several ops read (a causal mask every layer's attention reads) is generated where
+            // it is defined: generated inside its first user's chunk it would make that layer differ from the
+            // others (BlockOutliner.h).
+            llvm::SmallPtrSet<Operation *, 4> users(result.getUsers().begin(), result.getUsers().end());
+            firstUse[result] = result.use_empty() || (users.size() > 1 && s.kind == Storage::Arena)
+                                   ? opIndex[op]
+                                   : first;
           }
         }
       } else if (isa<ReshapeOp, TPCopyOp>(op) || gemms->aliasOf(op)) {
@@ -528,8 +557,13 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
     return op.emitError("--emit-cpp: only dense tensor constants are supported");
   Value result = op.getResult();
   const ConstantForm &form = forms[result];
-  if (form.kind != ConstantForm::Literal && form.kind != ConstantForm::File)
-    return success(); // generated at its first use (generateConstant)
+  if (form.kind != ConstantForm::Literal && form.kind != ConstantForm::File) {
+    // Generated at its first use (generateConstant), here when that is its definition (several users).
+    if (auto it = firstUse.find(result); it != firstUse.end() && it->second == opIndex[op] &&
+                                          storage[result].kind == Storage::Arena && !result.use_empty())
+      return generateConstant(result, ptr(result));
+    return success();
+  }
   const std::string name = "constant_" + std::to_string(numConstants++);
   const int64_t n = countOf(result);
   Type elem = tensorOf(result).getElementType();
@@ -550,6 +584,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
     constants += "/// bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytesOf(result)) +
                  ") of the constant file, read by ptrain_step_init\n";
     constants += std::string(cType(result)) + " *" + name + " = nullptr;\n\n";
+    globals[name] = std::string(cType(result)) + " *";
   } else {
     std::string values;
     const int perLine = isMaskElementType(elem) ? 32 : 8;
@@ -565,8 +600,11 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
     }
     constants += "alignas(64) const " + std::string(cType(result)) + " " + name + "[" +
                  std::to_string(std::max<int64_t>(n, 1)) + "] = {\n    " + values + "};\n\n";
+    globals[name] = "const " + std::string(cType(result)) + "[" + std::to_string(std::max<int64_t>(n, 1)) + "]";
   }
-  constantDecl = "  const " + std::string(cType(result)) + " *" + ptr(result) + " = " + name + ";\n";
+  constantDecl = target::ChunkDecl{ptr(result), "  const " + std::string(cType(result)) + " *" + ptr(result) +
+                                                   " = " + name + ";\n"};
+  types[ptr(result)] = "const " + std::string(cType(result)) + " *";
   return success();
 }
 
@@ -601,9 +639,35 @@ LogicalResult FunctionEmitter::generateConstant(Value v, const std::string &out)
   return current->emitError("--emit-cpp internal error: the constant is not generated");
 }
 
+/// Whether `text` holds the identifier `name` (not as part of a longer one).
+static bool namesIdentifier(StringRef text, StringRef name) {
+  auto identChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = text.find(name); at != StringRef::npos; at = text.find(name, at + 1)) {
+    size_t end = at + name.size();
+    if ((at == 0 || !identChar(text[at - 1])) && (end == text.size() || !identChar(text[end])))
+      return true;
+  }
+  return false;
+}
+
+void FunctionEmitter::pushChunk(target::EmittedChunk chunk) {
+  if (!pendingReads.empty()) {
+    std::string text = chunk.header + chunk.code;
+    for (const target::ChunkDecl &d : chunk.decls)
+      text += d.text;
+    std::vector<target::ChunkDecl> first, rest;
+    for (target::ChunkDecl &d : pendingReads)
+      (namesIdentifier(text, d.name) ? first : rest).push_back(std::move(d));
+    pendingReads = std::move(rest);
+    chunk.decls.insert(chunk.decls.begin(), first.begin(), first.end());
+  }
+  chunks.push_back(std::move(chunk));
+}
+
 LogicalResult FunctionEmitter::emitOp(Operation *op) {
   current = op;
   nextScratch = 0;
+  fillCount = 0; // fill_<n> are static locals of the op's block: named per op, the same in every layer
   block.clear();
   // An op of an AdamW run: its first op writes the run's table and loop, the others nothing (AdamWTable.h).
   if (auto run = adamRunOf.find(op); run != adamRunOf.end()) {
@@ -616,8 +680,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     llvm::raw_string_ostream locOs(loc);
     AdamWOp first = run->second->rows.front().op;
     formatLoc(first.getLoc(), locOs);
-    body += "\n  // " + commentSafe(loc) + "\n  // ptrain.adamw x " + std::to_string(run->second->rows.size()) +
-            " (with their state reads and writes)\n  {\n" + block + "  }\n";
+    target::EmittedChunk chunk;
+    chunk.location = commentSafe(loc);
+    chunk.header = "  // ptrain.adamw x " + std::to_string(run->second->rows.size()) +
+                   " (with their state reads and writes)\n";
+    chunk.code = "  {\n" + block + "  }\n";
+    pushChunk(std::move(chunk));
     return success();
   }
   // The generated constants this op is the first to read (ConstantForm.h), into their arena buffers.
@@ -635,41 +703,53 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     std::string loc;
     llvm::raw_string_ostream locOs(loc);
     formatLoc(op->getLoc(), locOs);
-    body += "\n  // " + commentSafe(loc) + "\n  // " + op->getName().getStringRef().str() +
-            "\n  // not emitted: nothing reads its results (DeadOps.h)\n";
+    target::EmittedChunk chunk;
+    chunk.location = commentSafe(loc);
+    chunk.header = "  // " + op->getName().getStringRef().str() + "\n";
+    chunk.code = "  // not emitted: nothing reads its results (DeadOps.h)\n";
     if (!block.empty())
-      body += "  {\n" + block + "  }\n";
+      chunk.code += "  {\n" + block + "  }\n";
+    pushChunk(std::move(chunk));
     return success();
   }
-  std::string decls;
+  target::EmittedChunk chunk;
+  chunk.header = "  // " + op->getName().getStringRef().str() + "\n";
   if (gemms->isFolded(op))
-    decls = "  // not materialized: its users read its operands in their GEMMs (GemmFusion.h)\n";
+    chunk.header += "  // not materialized: its users read its operands in their GEMMs (GemmFusion.h)\n";
+  auto declare = [&](const std::string &name, const std::string &type, const std::string &text) {
+    chunk.decls.push_back({name, text});
+    if (!type.empty())
+      types[name] = type;
+  };
   for (Value result : op->getResults()) {
     if (gemms->isFolded(op))
       break;
     const Storage &s = storage[result];
     if (auto request = dyn_cast<RequestType>(result.getType()); request && !request.getValueType()) {
-      decls += "  ptrain_request_t " + s.name + "_request = nullptr;\n";
+      declare(s.name + "_request", "", "  ptrain_request_t " + s.name + "_request = nullptr;\n");
       continue;
     }
     std::string type = cType(result);
     switch (s.kind) {
     case Storage::Arena:
-      decls += "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(" + arena + " + " +
-               std::to_string(plan[s.buffer].offset) + ");\n";
+      declare(s.name, type + " *",
+              "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(" + arena + " + " +
+                  std::to_string(plan[s.buffer].offset) + ");\n");
       break;
     case Storage::State: {
       auto read = cast<StateReadOp>(op);
-      decls += "  " + type + " *" + s.name + " = " + states[read.getStateAttr().getAttr()].var + ";\n";
+      std::string text = "  " + type + " *" + s.name + " = " + states[read.getStateAttr().getAttr()].var + ";\n";
       // A read whose users an import pass dropped (an export's unused pooler) or only dead ops read (DeadOps.h).
       if (llvm::all_of(result.getUsers(), [&](Operation *user) { return gemms->isDead(user); }))
-        decls += "  (void)" + s.name + ";\n";
+        text += "  (void)" + s.name + ";\n";
+      declare(s.name, type + " *", text);
       break;
     }
     case Storage::Alias:
       // `(void)`: a reshape whose uses a later rewrite dropped (e.g. a compressed bucket) is still declared.
-      decls += "  " + std::string(s.isConst ? "const " : "") + type + " *" + s.name + " = " + ptr(s.root) + ";\n" +
-               "  (void)" + s.name + ";\n";
+      declare(s.name, std::string(s.isConst ? "const " : "") + type + " *",
+              "  " + std::string(s.isConst ? "const " : "") + type + " *" + s.name + " = " + ptr(s.root) + ";\n" +
+                  "  (void)" + s.name + ";\n");
       break;
     case Storage::Argument:
     case Storage::Constant:
@@ -677,7 +757,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       break;
     }
     if (isa<RequestType>(result.getType()))
-      decls += "  ptrain_request_t " + s.name + "_request = nullptr;\n";
+      declare(s.name + "_request", "", "  ptrain_request_t " + s.name + "_request = nullptr;\n");
   }
 
   auto f32 = [](Value v) { return isF32(v); };
@@ -1069,12 +1149,23 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   std::string loc;
   llvm::raw_string_ostream locOs(loc);
   formatLoc(op->getLoc(), locOs);
-  body += "\n  // " + commentSafe(loc) + "\n";
-  body += "  // " + op->getName().getStringRef().str() + "\n";
-  body += decls + constantDecl;
-  constantDecl.clear();
+  chunk.location = commentSafe(loc);
+  if (constantDecl)
+    chunk.decls.push_back(std::move(*constantDecl));
+  constantDecl.reset();
   if (!block.empty())
-    body += "  {\n" + block + "  }\n";
+    chunk.code = "  {\n" + block + "  }\n";
+  // A transpose or sum its GEMM reads (GemmFusion.h) has no code: not written (the GEMM's block names what it
+  // reads), so that the folded transposes of every layer's weights are no run of comments.
+  if (gemms->isFolded(op) && chunk.decls.empty() && chunk.code.empty())
+    return success();
+  // A state read used in place is only a pointer: declared where it is first named, so that each layer's
+  // reads fall into the layer's block (BlockOutliner.h) instead of a run of reads at the function's top.
+  if (isa<StateReadOp>(op) && storage[op->getResult(0)].kind == Storage::State && block.empty()) {
+    llvm::append_range(pendingReads, chunk.decls);
+    return success();
+  }
+  pushChunk(std::move(chunk));
   return success();
 }
 
@@ -1085,7 +1176,7 @@ bool usesStates(func::FuncOp func) {
   return any;
 }
 
-LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
+LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
   if (failed(checkOps()))
     return failure();
   // A pipeline module's function without a stage that uses states (the whole model's forward) runs on no rank,
@@ -1093,14 +1184,24 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   // was a tenth of a 12-layer GPT's step.cpp).
   auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
   const bool pipeline = func->getParentOfType<ModuleOp>()->hasAttr("ptrain.pipeline");
-  const bool runsNowhere = pipeline && !stage && usesStates(func);
+  runsNowhere = pipeline && !stage && usesStates(func);
   arenaBytes = 0;
+  for (BlockArgument arg : func.getBody().front().getArguments())
+    types["arg" + std::to_string(arg.getArgNumber())] = "const " + std::string(cType(arg)) + " *";
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
+    types["out_" + std::to_string(i)] =
+        cast<RankedTensorType>(type).getElementType().isF32() ? "float *" : "int64_t *";
   if (!runsNowhere && failed(planAndEmitBody(arenaBytes)))
     return failure();
-  return writeFunction(code, arenaBytes, runsNowhere);
+  bytes = arenaBytes;
+  return success();
 }
 
-LogicalResult FunctionEmitter::planAndEmitBody(int64_t &arenaBytes) {
+LogicalResult FunctionEmitter::write(std::string &code, const std::string &body) {
+  return writeFunction(code, body);
+}
+
+LogicalResult FunctionEmitter::planAndEmitBody(int64_t &bytes) {
   gemms.emplace(ops);
   adamRuns = findAdamWRuns(ops, deferredWrites);
   for (const AdamWRun &run : adamRuns)
@@ -1120,15 +1221,24 @@ LogicalResult FunctionEmitter::planAndEmitBody(int64_t &arenaBytes) {
   valueCount = savedValues;
   file = std::move(savedFile);
   fillCount = 0;
-  arenaBytes = planArena(plan, kArenaAlignment);
-  body.clear();
+  bytes = planArena(plan, kArenaAlignment);
+  chunks.clear();
+  pendingReads.clear();
   for (Operation *op : ops)
     if (failed(emitOp(op)))
       return failure();
+  // Reads no op names (their users were dropped): declared at the end, each with its (void).
+  if (!pendingReads.empty()) {
+    target::EmittedChunk unused;
+    unused.location = "state reads no op uses";
+    unused.decls = std::move(pendingReads);
+    pendingReads.clear();
+    chunks.push_back(std::move(unused));
+  }
   return success();
 }
 
-LogicalResult FunctionEmitter::writeFunction(std::string &code, int64_t arenaBytes, bool runsNowhere) {
+LogicalResult FunctionEmitter::writeFunction(std::string &code, const std::string &body) {
   // The signature: arguments as const pointers (named as planStorage names them), results as out pointers.
   auto argName = [](BlockArgument arg) { return "arg" + std::to_string(arg.getArgNumber()); };
   std::string sig = "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_" + func.getSymName().str() + "(";
@@ -1154,7 +1264,9 @@ LogicalResult FunctionEmitter::writeFunction(std::string &code, int64_t arenaByt
   }
   if (params == 0)
     sig += "void";
-  sig += ") {";
+  sig += ")";
+  declaration = sig + ";\n";
+  sig += " {";
   // The storage is this rank's (allocated by ptrain_step_init): a pipeline stage's functions run only there.
   const std::string entryName = "ptrain_step_" + func.getSymName().str();
   auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
@@ -1283,6 +1395,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   std::string functions;
   SmallVector<std::string> entryNames;
   SmallVector<FunctionArena> arenas;
+  std::vector<std::unique_ptr<FunctionEmitter>> emitters;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       return mlir::emitError(func.getLoc(), "--emit-cpp: function @") << func.getSymName() << " has no body";
@@ -1291,8 +1404,10 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     // callees use the shared one.
     bool calls = !func.getOps<func::CallOp>().empty();
     std::string arena = calls ? "ptrain_arena_" + identifierFrom(func.getSymName()) : "ptrain_arena";
-    FunctionEmitter emitter(func, states, comms, sites, constants, numConstants, constantFile, arena);
-    if (failed(emitter.run(functions, bytes)))
+    globals[arena] = "unsigned char *";
+    emitters.push_back(std::make_unique<FunctionEmitter>(func, states, comms, sites, constants, numConstants,
+                                                         constantFile, globals, arena));
+    if (failed(emitters.back()->prepare(bytes)))
       return failure();
     std::optional<int64_t> stage;
     if (auto s = func->getAttrOfType<IntegerAttr>("ptrain.stage"))
@@ -1309,6 +1424,37 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   for (Operation &op : module.getBody()->getOperations())
     if (!isa<func::FuncOp, StateOp, GridOp>(op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' at module level is not supported";
+
+  // Identical layers (and any other repeated run of ops) are written once and called (BlockOutliner.h).
+  for (StateOp state : stateOrder) {
+    const StateInfo &info = states[state.getSymNameAttr()];
+    globals[info.var] = state.getTensorType().getElementType().isF32() ? "float *" : "int64_t *";
+    globals[info.var + "_dims"] = "const int64_t[" + std::to_string(state.getTensorType().getRank()) + "]";
+  }
+  for (const CommGroups::Group &g : comms.groups)
+    globals[g.var] = "ptrain_comm_t";
+  std::vector<target::EmittedFunction> bodies;
+  for (auto &emitter : emitters)
+    bodies.push_back(emitter->takeChunks());
+  auto globalType = [&](StringRef name) { return globals.lookup(name); };
+  // A state's pointer is also its entry of kStates (allocateStateBlocks sets both): a layer's block reads
+  // its states by their indices in its row.
+  llvm::StringMap<std::pair<std::string, int64_t>> stateEntries;
+  for (StateOp state : stateOrder) {
+    const StateInfo &info = states[state.getSymNameAttr()];
+    stateEntries[info.var] = {std::string("static_cast<") +
+                                  (state.getTensorType().getElementType().isF32() ? "float" : "int64_t") +
+                                  " *>(kStates[#].data)",
+                              info.index};
+  }
+  auto tableEntry = [&](StringRef name) { return stateEntries.lookup(name); };
+  target::OutlineOptions outline;
+  outline.globalType = globalType; // function_refs: the lambdas outlive the call
+  outline.tableEntry = tableEntry;
+  target::OutlineResult outlined = target::outlineRepeatedBlocks(bodies, outline, options.outlineBlocks);
+  for (auto [emitter, body] : llvm::zip_equal(emitters, outlined.bodies))
+    if (failed(emitter->write(functions, body)))
+      return failure();
 
   // Pipeline modules: ptrain_step_train / ptrain_step_eval dispatch to this rank's lowered step
   // (--ptrain-lower-to-runtime: functions with ptrain.entry and ptrain.stage).
@@ -1363,6 +1509,13 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "      step_error_own = false;                                                  \\\n"
        "      return ptrain_status_;                                                   \\\n"
        "    }                                                                          \\\n"
+       "  } while (0)\n"
+       "/// A call of a repeated block (BlockOutliner.h): the runtime calls inside it set the error's owner.\n"
+       "#define PTRAIN_STEP_FORWARD(call)                                              \\\n"
+       "  do {                                                                         \\\n"
+       "    const ptrain_status_t ptrain_status_ = (call);                             \\\n"
+       "    if (ptrain_status_ != PTRAIN_OK)                                           \\\n"
+       "      return ptrain_status_;                                                   \\\n"
        "  } while (0)\n\n"
        "namespace {\n\n"
        "/// Errors the step itself detects (the runtime's are in ptrain_last_error()).\n"
@@ -1568,6 +1721,13 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   s << "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return active_states; }"
        "\n\n";
   emitTelemetryEntryPoints(sites, hasComm, s);
+  if (!outlined.definitions.empty()) {
+    s << "//===--- Repeated blocks (" << outlined.numBlocks << " functions for " << outlined.numOccurrences
+      << " calls): identical layers written once (BlockOutliner.h) ---===//\n\n";
+    for (auto &emitter : emitters)
+      s << emitter->getDeclaration();
+    s << "\nnamespace {\n\n" << outlined.definitions << "} // namespace\n\n";
+  }
   s << "//===--- Entry points ---===//\n\n" << functions;
   s << driverCode;
   os << out;
@@ -1604,6 +1764,11 @@ void mlir::ptrain::registerEmitCppTranslation() {
       llvm::cl::desc("--emit-cpp: write the large constants that are not generated (ConstantForm.h) to this file, "
                      "which the step reads at init from the directory of its libstep.so"),
       llvm::cl::init(""));
+  static llvm::cl::opt<bool> outlineBlocks(
+      "emit-cpp-outline",
+      llvm::cl::desc("--emit-cpp: write repeated runs of ops (identical layers) once as functions called per "
+                     "occurrence (default); =false writes every op inline"),
+      llvm::cl::init(true));
   TranslateFromMLIRRegistration reg(
       "emit-cpp", "emit a ptrain training step as C++ calling the ptrain runtime (CPU target)",
       [](Operation *op, raw_ostream &os) -> LogicalResult {
@@ -1612,6 +1777,7 @@ void mlir::ptrain::registerEmitCppTranslation() {
           return op->emitError("--emit-cpp: expected a builtin.module");
         EmitCppOptions options;
         options.constantsFile = constantsFile;
+        options.outlineBlocks = outlineBlocks;
         return emitCpp(module, os, options);
       },
       [](DialectRegistry &registry) {

@@ -33,6 +33,27 @@ void mlir::ptrain::cpp::emitStorageBlocks(llvm::raw_ostream &s, ArrayRef<std::st
        "  out = static_cast<T *>(p);\n"
        "  return PTRAIN_OK;\n"
        "}\n\n"
+       "/// One state's heap block (a row of a stage's table): the address of its pointer variable (a float * when\n"
+       "/// f32, else an int64_t *), its bytes and name, its entry of the state table and of the stage's table (-1:\n"
+       "/// none).\n"
+       "struct StateBlockRow {\n  void *var;\n  bool f32;\n  int64_t bytes;\n  const char *name;\n  int64_t index;\n"
+       "  int64_t stage_index;\n};\n\n"
+       "/// Allocates the blocks of `rows` (allocateBlock), sets their pointer variables and points the descriptors\n"
+       "/// table[row.index] and stage_table[row.stage_index] (when given) at them.\n"
+       "[[maybe_unused]] ptrain_status_t allocateStateBlocks(const StateBlockRow *rows, int64_t n,\n"
+       "                                                     ptrain_state_desc_t *table,\n"
+       "                                                     ptrain_state_desc_t *stage_table, int64_t &total) {\n"
+       "  for (int64_t i = 0; i < n; ++i) {\n"
+       "    const StateBlockRow &r = rows[i];\n"
+       "    void *p = nullptr;\n"
+       "    PTRAIN_STEP_CALL(allocateBlock(p, r.bytes, total, r.name));\n"
+       "    if (r.f32)\n      *static_cast<float **>(r.var) = static_cast<float *>(p);\n"
+       "    else\n      *static_cast<int64_t **>(r.var) = static_cast<int64_t *>(p);\n"
+       "    table[r.index].data = p;\n"
+       "    if (stage_table && r.stage_index >= 0)\n      stage_table[r.stage_index].data = p;\n"
+       "  }\n"
+       "  return PTRAIN_OK;\n"
+       "}\n\n"
        "/// Frees every block (the pointers into them dangle until the next ptrain_step_init allocates again).\n"
        "[[maybe_unused]] ptrain_status_t releaseStorage() {\n"
        "  for (const StorageBlock &b : storage_blocks)\n"
@@ -50,17 +71,24 @@ void mlir::ptrain::cpp::emitStorageBlocks(llvm::raw_ostream &s, ArrayRef<std::st
 std::string mlir::ptrain::cpp::stateAllocations(ArrayRef<StateOp> list, llvm::function_ref<std::string(StateOp)> var,
                                                 llvm::function_ref<int64_t(StateOp)> index, StringRef stageTable,
                                                 ArrayRef<StateOp> stageList, StringRef total) {
-  std::string body;
+  if (list.empty())
+    return "";
+  // A table walked by a loop (data, not code: issue 23 item 3), one row per state.
+  std::string body = "  {\n    static const StateBlockRow rows[] = {\n";
   for (StateOp state : list) {
     RankedTensorType type = state.getTensorType();
     const int64_t bytes = numElements(type.getShape()) * elementBytes(type.getElementType());
     const std::string v = var(state);
-    body += "  " + allocateBlockCall(v, bytes, total) + "\n  kStates[" + std::to_string(index(state)) + "].data = " + v +
-            ";\n";
+    int64_t stageIndex = -1;
     if (!stageTable.empty())
       if (const StateOp *pos = llvm::find(stageList, state); pos != stageList.end())
-        body += "  " + stageTable.str() + "[" + std::to_string(pos - stageList.begin()) + "].data = " + v + ";\n";
+        stageIndex = pos - stageList.begin();
+    body += "        {&" + v + ", " + (type.getElementType().isF32() ? "true" : "false") + ", " +
+            std::to_string(bytes) + ", \"" + v + "\", " + std::to_string(index(state)) + ", " +
+            std::to_string(stageIndex) + "},\n";
   }
+  body += "    };\n    PTRAIN_STEP_CALL(allocateStateBlocks(rows, " + std::to_string(list.size()) + ", kStates, " +
+          (stageTable.empty() ? std::string("nullptr") : stageTable.str()) + ", " + total.str() + "));\n  }\n";
   return body;
 }
 

@@ -23,8 +23,9 @@ namespace mlir::ptrain::cpp {
 
 /// Writes the block list of the generated code: `StorageBlock`, `storage_blocks`, `storage_stage` (the stage
 /// whose storage is allocated; -1 the whole module's, -2 none), one int64_t counter per name of `totals`,
-/// `allocateBlock(T *&out, bytes, total, name)` (ptrain_alloc, counted in `total`) and `releaseStorage()` (frees every
-/// block, resets storage_stage and the counters).
+/// `allocateBlock(T *&out, bytes, total, name)` (ptrain_alloc, counted in `total`), `StateBlockRow` and
+/// `allocateStateBlocks` (stateAllocations' table and loop) and `releaseStorage()` (frees every block, resets
+/// storage_stage and the counters).
 void emitStorageBlocks(llvm::raw_ostream &os, ArrayRef<std::string> totals);
 
 /// `PTRAIN_STEP_CALL(allocateBlock(var, bytes, total, "var"));`: one block of `bytes` pointed to by `var`.
@@ -36,7 +37,9 @@ void emitStorageEntryPoints(llvm::raw_ostream &os);
 
 /// The statements that allocate the storage of each state of `list` (`var` of a state names its pointer,
 /// `index` its entry of kStates), counted in `total`, and point its descriptors at it: kStates[index] and,
-/// with a `stageTable`, that table's entry at the state's position in `stageList`.
+/// with a `stageTable`, that table's entry at the state's position in `stageList`. A table of StateBlockRow
+/// (one row per state) walked by allocateStateBlocks (emitStorageBlocks): the code does not grow with the
+/// states. One braced statement (it may follow a `case` label).
 std::string stateAllocations(ArrayRef<StateOp> list, llvm::function_ref<std::string(StateOp)> var,
                              llvm::function_ref<int64_t(StateOp)> index, StringRef stageTable,
                              ArrayRef<StateOp> stageList, StringRef total);

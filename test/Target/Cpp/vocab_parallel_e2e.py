@@ -65,8 +65,12 @@ check(plans["vtp2"]["vocab_parallel"] == {"multiple": 1} and plans["vtp2pad"]["v
 for name in ("vtp2", "vtp2pp2"):
     cpp = open(os.path.join(work, name, "step.cpp")).read()
     # The last stage's forward-backward holds the loss: it gathers the per-position maxima, never the logits.
-    start = cpp.index(f"ptrain_step_stage{plans[name]['pp'] - 1}_forward_backward(")
+    start = re.search(rf"ptrain_step_stage{plans[name]['pp'] - 1}_forward_backward\([^)]*\) {{", cpp).start()
     body = cpp[start:cpp.index('extern "C"', start)]
+    # With the repeated blocks it calls (identical layers written once: include/ptrain/Target/Common/BlockOutliner.h).
+    for block in sorted(set(re.findall(r"PTRAIN_STEP_FORWARD\((ptrain_block_\d+)\(", body))):
+        at = cpp.index(f"ptrain_status_t {block}(")
+        body += cpp[at:cpp.index("\n}\n", at)]
     gathers = re.findall(r"ptrain_all_gather_dim\(comm_grid_tp, \w+, PTRAIN_DTYPE_F32, 3, dims, (\d)", body)
     check(all(k in cpp for k in ("ptrain_vocab_parallel_embedding_fwd_f32", "ptrain_vocab_parallel_embedding_bwd_f32"))
           and all(k in body for k in ("ptrain_vocab_parallel_ce_parts_fwd_f32", "ptrain_vocab_parallel_ce_parts_bwd_f32"))

@@ -16,15 +16,19 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
-namespace mlir::ptrain {
-
 #include <string>
+
+namespace mlir::ptrain {
 
 struct EmitCppOptions {
   /// The constant file: the large constants that are neither splats nor generated (a causal mask, an iota)
   /// are written there, and the step reads them at init from the file of this name beside its shared object.
   /// Empty: such a constant is an error.
   std::string constantsFile;
+  /// Repeated runs of ops (identical transformer layers) are written once as functions and called with
+  /// their own pointers and a row of integers (include/ptrain/Target/Common/BlockOutliner.h); false writes
+  /// every op inline (ptrain-translate --emit-cpp-outline=false), computing the same.
+  bool outlineBlocks = true;
 };
 
 /// Writes the C++ translation unit of `module` to `os` (and options.constantsFile). Fails, with an error

@@ -1,0 +1,193 @@
+//===- BlockOutlinerTest.cpp - Repeated op blocks emitted once ------------===//
+//
+// outlineRepeatedBlocks (include/ptrain/Target/Common/BlockOutliner.h) on
+// hand-written chunks in the generated code's form: identical layers become
+// one function and a call per layer with its own row; what differs in shape
+// stays inline; live-outs are declared again after the call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Target/Common/BlockOutliner.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace mlir::ptrain::target;
+
+namespace {
+
+std::string globalType(llvm::StringRef name) {
+  if (name == "ptrain_arena")
+    return "unsigned char *";
+  if (name.starts_with("state_"))
+    return "float *";
+  return "";
+}
+
+/// One "layer": a state read, a matmul into the arena and a GELU, reading `in` and writing v<out>.
+void addLayer(EmittedFunction &f, int layer, const std::string &in, int out, int64_t offset) {
+  const std::string w = "v" + std::to_string(100 + layer), h = "v" + std::to_string(200 + layer),
+                    o = "v" + std::to_string(out);
+  const std::string state = "state_" + std::to_string(layer) + "_w";
+  auto arena = [](const std::string &v, int64_t off) {
+    return ChunkDecl{v, "  float *" + v + " = reinterpret_cast<float *>(ptrain_arena + " + std::to_string(off) +
+                            ");\n"};
+  };
+  EmittedChunk mm;
+  mm.location = "layer " + std::to_string(layer) + " matmul";
+  mm.header = "  // ptrain.matmul\n";
+  mm.decls = {{w, "  float *" + w + " = " + state + ";\n"}, arena(h, offset)};
+  mm.code = "  {\n    static const int64_t a_dims[2] = {4, 8};\n    PTRAIN_STEP_CALL(ptrain_matmul_f32(" + in + ", " +
+            w + ", a_dims, 8, " + h + "));\n  }\n";
+  EmittedChunk act;
+  act.location = "layer " + std::to_string(layer) + " gelu";
+  act.header = "  // ptrain.gelu\n";
+  act.decls = {arena(o, offset + 4096)};
+  act.code = "  {\n    PTRAIN_STEP_CALL(ptrain_gelu_f32(" + h + ", 32, " + o + "));\n  }\n";
+  f.chunks.push_back(mm);
+  f.chunks.push_back(act);
+  for (const std::string &v : {w, h, o})
+    f.types[v] = "float *";
+}
+
+OutlineOptions options() {
+  OutlineOptions o;
+  o.minChunks = 2;
+  o.minSavedBytes = 1;
+  return o;
+}
+
+int count(const std::string &text, const std::string &what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+TEST(BlockOutlinerTest, IdenticalLayersBecomeOneFunctionAndCalls) {
+  EmittedFunction f;
+  f.types["arg0"] = "const float *";
+  std::string in = "arg0";
+  for (int l = 0; l < 4; ++l) {
+    addLayer(f, l, in, 300 + l, 8192 * l);
+    in = "v" + std::to_string(300 + l);
+  }
+  EmittedChunk ret;
+  ret.location = "return";
+  ret.header = "  // func.return\n";
+  ret.code = "  {\n    PTRAIN_STEP_CALL(ptrain_copy_bytes(v303, 128, out_0));\n  }\n";
+  f.chunks.push_back(ret);
+  auto types = globalType;
+  OutlineOptions opt = options();
+  opt.globalType = types;
+  OutlineResult r = outlineRepeatedBlocks({f}, opt);
+  ASSERT_EQ(r.bodies.size(), 1u);
+  EXPECT_EQ(r.numBlocks, 1);
+  // The first layer reads the argument, the others the previous layer's output (an arena pointer computed
+  // from the row): all four share the shape once the live-in is abstracted.
+  EXPECT_GE(r.numOccurrences, 3);
+  EXPECT_EQ(count(r.definitions, "ptrain_matmul_f32("), 1);
+  EXPECT_EQ(count(r.bodies[0], "ptrain_matmul_f32("), 4 - r.numOccurrences);
+  EXPECT_EQ(count(r.bodies[0], "PTRAIN_STEP_FORWARD(ptrain_block_0("), r.numOccurrences);
+  // Each layer's state pointer differs: passed by reference (no table entry given).
+  EXPECT_NE(r.definitions.find("decltype(state_"), std::string::npos);
+  // The arena offsets differ: a row table, one row per call.
+  EXPECT_NE(r.definitions.find("kptrain_block_0_rows[" + std::to_string(r.numOccurrences) + "]"),
+            std::string::npos);
+  // The static dims are equal in every layer: they stay literal.
+  EXPECT_NE(r.definitions.find("a_dims[2] = {4, 8}"), std::string::npos);
+  // The last layer's output is read after the call: declared again at the call site.
+  EXPECT_NE(r.bodies[0].find("float *v303 = reinterpret_cast<float *>(ptrain_arena + 28672);"), std::string::npos);
+}
+
+TEST(BlockOutlinerTest, TableEntriesReplaceGlobalParameters) {
+  EmittedFunction f;
+  f.types["arg0"] = "const float *";
+  std::string in = "arg0";
+  for (int l = 0; l < 5; ++l) {
+    addLayer(f, l, in, 300 + l, 8192 * l);
+    in = "v" + std::to_string(300 + l);
+  }
+  auto types = globalType;
+  auto entry = [](llvm::StringRef name) -> std::pair<std::string, int64_t> {
+    if (!name.starts_with("state_"))
+      return {"", -1};
+    return {"static_cast<float *>(kStates[#].data)", 10 + (name[6] - '0')};
+  };
+  OutlineOptions opt = options();
+  opt.globalType = types;
+  opt.tableEntry = entry;
+  OutlineResult r = outlineRepeatedBlocks({f}, opt);
+  EXPECT_EQ(r.numBlocks, 1);
+  EXPECT_EQ(r.definitions.find("decltype("), std::string::npos);
+  EXPECT_NE(r.definitions.find("static_cast<float *>(kStates[row["), std::string::npos);
+}
+
+TEST(BlockOutlinerTest, DifferentShapesStayInline) {
+  EmittedFunction f;
+  f.types["arg0"] = "const float *";
+  addLayer(f, 0, "arg0", 300, 0);
+  addLayer(f, 1, "v300", 301, 8192);
+  // A different static shape in the second layer: not the same block.
+  size_t at = f.chunks[2].code.find("{4, 8}");
+  f.chunks[2].code.replace(at, 6, "{4, 9}");
+  auto types = globalType;
+  OutlineOptions opt = options();
+  opt.globalType = types;
+  OutlineResult r = outlineRepeatedBlocks({f}, opt);
+  EXPECT_EQ(r.numBlocks, 0);
+  EXPECT_TRUE(r.definitions.empty());
+  EXPECT_EQ(count(r.bodies[0], "ptrain_matmul_f32("), 2);
+}
+
+TEST(BlockOutlinerTest, DisabledWritesTheChunksAsTheyAre) {
+  EmittedFunction f;
+  f.types["arg0"] = "const float *";
+  addLayer(f, 0, "arg0", 300, 0);
+  addLayer(f, 1, "v300", 301, 8192);
+  auto types = globalType;
+  OutlineOptions opt = options();
+  opt.globalType = types;
+  OutlineResult r = outlineRepeatedBlocks({f}, opt, /*enabled=*/false);
+  EXPECT_EQ(r.numBlocks, 0);
+  std::string expected;
+  for (const EmittedChunk &c : f.chunks) {
+    expected += "\n  // " + c.location + "\n" + c.header;
+    for (const ChunkDecl &d : c.decls)
+      expected += d.text;
+    expected += c.code;
+  }
+  EXPECT_EQ(r.bodies[0], expected);
+}
+
+TEST(BlockOutlinerTest, RequestsNeverCrossABlock) {
+  // A request started in each "layer" and waited in the next: no block may cut it.
+  EmittedFunction f;
+  for (int l = 0; l < 3; ++l) {
+    EmittedChunk start, wait;
+    const std::string r = "v" + std::to_string(10 + l) + "_request";
+    start.location = "start";
+    start.header = "  // ptrain.all_reduce_start\n";
+    start.decls = {{r, "  ptrain_request_t " + r + " = nullptr;\n"}};
+    start.code = "  {\n    static const int64_t dims[4] = {1, 2, 3, 4};\n    static const int64_t more[4] = {5, 6, 7, 8};\n"
+                 "    PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm, dims, more, 64, &" + r + "));\n  }\n";
+    wait.location = "wait";
+    wait.header = "  // ptrain.wait\n";
+    wait.code = "  {\n    PTRAIN_STEP_CALL(ptrain_wait(&" + r + "));\n  }\n";
+    f.chunks.push_back(start);
+    f.chunks.push_back(wait);
+  }
+  OutlineOptions opt = options();
+  OutlineResult r = outlineRepeatedBlocks({f}, opt);
+  // The pairs (start, wait) are outlined; a block never holds a start without its wait.
+  EXPECT_EQ(r.numBlocks, 1);
+  EXPECT_EQ(r.numOccurrences, 3);
+  for (size_t at = r.definitions.find("ptrain_all_reduce_start"); at != std::string::npos;
+       at = r.definitions.find("ptrain_all_reduce_start", at + 1))
+    EXPECT_NE(r.definitions.find("ptrain_wait", at), std::string::npos);
+}
+
+} // namespace
