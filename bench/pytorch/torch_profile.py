@@ -27,7 +27,7 @@ def main(argv=None):
     opts = bench.parser().parse_args(["--steps", str(max(args.steps, 3)), "--warmup", "0", "--core", str(args.core)])
     bench.pin(opts)  # one thread, one core, before torch loads
     import torch
-    from ptrain.run import data_files, read_data
+    from ptrain.run_data import data_files, read_data
     cfg, rows, weights = bench.read_config(opts.model_dir)
     data = os.path.join(opts.out, "data")
     if not os.path.isfile(os.path.join(data, "train.bin")):
