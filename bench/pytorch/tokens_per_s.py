@@ -14,8 +14,8 @@ calls (time.process_time: user + system of the process, all threads) is reported
 on a machine loaded by others the wall time mostly measures the wait for the core. The first step's loss of
 both (before any update) must agree: it shows the two run the same model on the same data.
 
-    /usr/bin/python3 bench/pytorch/tokens_per_s.py [--build build] [--out out/bench-pytorch] [--micro-batches 4]
-                                                   [--steps 30] [--warmup 5] [--repeats 2] [--core 1] [--nice N]
+    PYTHONPATH=python /usr/bin/python3 bench/pytorch/tokens_per_s.py [--build build] [--out out/bench-pytorch]
+        [--micro-batches 4] [--steps 30] [--warmup 5] [--repeats 2] [--core 1] [--nice N]
 
 Needs torch (Debian's python3-torch 1.13 is visible to /usr/bin/python3 only) and onnx (python3-onnx).
 """
@@ -32,7 +32,6 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
 
 LR, WARMUP, MIN_LR_RATIO, WEIGHT_DECAY = 3e-3, 10, 0.1, 0.1  # passed to ptrain-compile as well
 

@@ -3,7 +3,7 @@
 
 Usage (from the repository root, with Debian's python3-torch and python3-onnx):
 
-    /usr/bin/python3 bench/scale/export_gpt.py --out DIR [--layers 12] [--width 768] [--heads 12]
+    PYTHONPATH=python /usr/bin/python3 bench/scale/export_gpt.py --out DIR [--layers 12] [--width 768] [--heads 12]
                                                [--seq 256] [--vocab 256] [--batch 4] [--seed 0]
 
 Writes DIR/gpt.onnx and DIR/gpt.onnx.data exactly as python/ptrain_fixtures/export_bundled_gpt.py writes the bundled
@@ -23,9 +23,8 @@ import warnings
 import onnx
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-from ptrain_fixtures.export_bundled_gpt import OPSET, save_external  # noqa: E402
-from ptrain_fixtures.models.gpt import GPT, GPTConfig  # noqa: E402
+from ptrain_fixtures.export_bundled_gpt import OPSET, save_external
+from ptrain_fixtures.models.gpt import GPT, GPTConfig
 
 
 def main(argv=None) -> int:

@@ -37,7 +37,6 @@ EXEC_TOL = 1e-5   # relative: MPI step losses vs the executor (f64 ops rounded t
 STEPS, SEED, LR, ROWS, SEQ = 3, 3, 0.5, 16, 64
 
 build, source, work, BIN, MODEL = setup(sys.argv)
-sys.path.insert(0, os.path.join(source, "bench", "pytorch"))
 from ptrain import run_data
 
 # 1. The padded corpus, the class weights and the explicit labels.
@@ -115,11 +114,18 @@ def lr_at(t, warmup=1, total=100, min_ratio=0.1):
 
 def torch_losses(batches):
     """PyTorch's weighted, padded next-token losses of STEPS SGD steps, with the controls of step 1."""
+    import importlib.util
+
     import torch
     import torch.nn.functional as F
-    from tokens_per_s import read_config
 
     from ptrain_fixtures.models.gpt import GPT
+    # bench/pytorch/tokens_per_s.py's read_config, the script loaded from its file (it is not on the import path).
+    spec = importlib.util.spec_from_file_location("tokens_per_s", os.path.join(source, "bench", "pytorch",
+                                                                               "tokens_per_s.py"))
+    tokens_per_s = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tokens_per_s)
+    read_config = tokens_per_s.read_config
     torch.set_num_threads(1)
     cfg, _, weights = read_config(os.path.join(source, "models", "gpt"))
     model = GPT(cfg).double()
