@@ -70,11 +70,14 @@ def checkpoint_seeds(out, bin_dir):
 
 
 def plan_elf_seeds(out):
-    sys.path.insert(0, os.path.join(ROOT, "python"))
-    sys.path.insert(0, os.path.join(ROOT, "fuzz", "python"))
-    from ptrain import plan_abi
-    from fuzz_checks import load_fixtures
-    plan, _ = load_fixtures()
+    import importlib.util
+
+    from ptrain import plan_abi  # python/ on PYTHONPATH (scripts/fuzz.sh)
+    # fuzz/python/fuzz_checks.py's fixtures, the script loaded from its file (it is not on the import path).
+    spec = importlib.util.spec_from_file_location("fuzz_checks", os.path.join(ROOT, "fuzz", "python", "fuzz_checks.py"))
+    fuzz_checks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz_checks)
+    plan, _ = fuzz_checks.load_fixtures()
     with tempfile.TemporaryDirectory() as tmp:
         src, lib = os.path.join(tmp, "step.c"), os.path.join(tmp, "libstep.so")
         with open(src, "w") as f:

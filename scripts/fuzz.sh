@@ -14,6 +14,8 @@
 # summary (execs, coverage, corpus) as bench/fuzz/README.md records it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The Python targets and the seed maker import ptrain from the source tree (docs/PythonPackage.md).
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 
 SECONDS_PER_TARGET=600
 BUILD_DIR=build-fuzz

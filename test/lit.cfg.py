@@ -19,6 +19,8 @@ config.substitutions.append(("%ptrain_include", os.path.join(config.ptrain_src_r
 config.substitutions.append(("%ptrain_build", config.ptrain_obj_root))  # bench scripts' --build
 config.substitutions.append(("%shared", os.path.join(config.ptrain_src_root, "..", "shared")))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+# Python run by the tests imports ptrain and ptrain_fixtures from the source tree (docs/PythonPackage.md).
+config.environment["PYTHONPATH"] = os.path.join(config.ptrain_src_root, "python")
 llvm_config.use_default_substitutions()
 # FileCheck, not, count and split-file come from Debian's llvm-22-tools.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -78,7 +78,7 @@ def main():
     opt = args.opt or os.path.join(args.bin, "ptrain-opt")
     c = CONFIGS[args.config]
     model = os.path.join(args.out, c["file"] + ".mlir")
-    gen = run([sys.executable, os.path.join(ROOT, "python", "ptrain", "gen_gpt_mlir.py"), "--layers", str(c["layers"]),
+    gen = run([sys.executable, os.path.join(ROOT, "python", "ptrain_fixtures", "gen_gpt_mlir.py"), "--layers", str(c["layers"]),
                "--hidden", str(c["hidden"]), "--heads", str(c["heads"]), "--seq", str(c["seq"]), "--vocab",
                str(c["vocab"]), "--micro-batch", str(c["micro_batch"]), "--grid", c["grid"], "-o", model])
     if gen.returncode:

@@ -130,7 +130,7 @@ def gpt2(g, c):
 
 
 def llama(g, c):
-    """A LLaMA-style decoder as the newest exporters write it at opset 23 (python/ptrain/export_newest.py's
+    """A LLaMA-style decoder as the newest exporters write it at opset 23 (python/ptrain_fixtures/export_newest.py's
     llama_tiny at a real model's shape)."""
     h, nh, kvh, s, b = c["hidden"], c["heads"], c["kv_heads"], c["seq"], c["batch"]
     hd = h // nh

@@ -9,8 +9,8 @@ step and the optimizer step (stage0_forward_backward, stage0_optimizer_step) by 
 (the op kind and ONNX node in the comment above each call, with the block index replaced by N). The timer
 costs ~0.1 us per call (~600 calls per micro-batch).
 
-    /usr/bin/python3 bench/pytorch/kernel_times.py --plan out/bench-pytorch/ptrain [--build build] [--steps 10]
-        [--core 1] [--sites 30]
+    PYTHONPATH=python /usr/bin/python3 bench/pytorch/kernel_times.py --plan out/bench-pytorch/ptrain [--build build]
+        [--steps 10] [--core 1] [--sites 30]
 
 The plan is the one bench/pytorch/tokens_per_s.py compiles (out/bench-pytorch/ptrain after a run of it).
 """
@@ -25,10 +25,9 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
+from ptrain import plan_abi
 
-from ptrain import plan_abi  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 TIMED = ("ptrain_step_stage0_forward_backward", "ptrain_step_stage0_optimizer_step")
 

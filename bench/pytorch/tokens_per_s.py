@@ -2,7 +2,7 @@
 """Tokens/s of the compiled ptrain training step against a PyTorch CPU training step of the same model (issue 10).
 
 The model is the bundled GPT (models/gpt): its configuration is read from models/gpt/README.md and checked
-against the ONNX initializers' shapes, and the PyTorch model (python/ptrain/models/gpt.py) is loaded with the
+against the ONNX initializers' shapes, and the PyTorch model (python/ptrain_fixtures/models/gpt.py) is loaded with the
 ONNX file's weights, so both start from the same parameters. Both run on one core (pinned), one thread
 (OPENBLAS/OMP/MKL_NUM_THREADS=1 set before torch loads, and torch.set_num_threads(1)), AdamW (beta 0.9/0.95, eps 1e-8, weight decay 0.1
 on matrices, warm-up + cosine: the compiled step's), M micro-batches of the model's batch per step with
@@ -14,8 +14,8 @@ calls (time.process_time: user + system of the process, all threads) is reported
 on a machine loaded by others the wall time mostly measures the wait for the core. The first step's loss of
 both (before any update) must agree: it shows the two run the same model on the same data.
 
-    /usr/bin/python3 bench/pytorch/tokens_per_s.py [--build build] [--out out/bench-pytorch] [--micro-batches 4]
-                                                   [--steps 30] [--warmup 5] [--repeats 2] [--core 1] [--nice N]
+    PYTHONPATH=python /usr/bin/python3 bench/pytorch/tokens_per_s.py [--build build] [--out out/bench-pytorch]
+        [--micro-batches 4] [--steps 30] [--warmup 5] [--repeats 2] [--core 1] [--nice N]
 
 Needs torch (Debian's python3-torch 1.13 is visible to /usr/bin/python3 only) and onnx (python3-onnx).
 """
@@ -32,7 +32,6 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "python"))
 
 LR, WARMUP, MIN_LR_RATIO, WEIGHT_DECAY = 3e-3, 10, 0.1, 0.1  # passed to ptrain-compile as well
 
@@ -84,7 +83,7 @@ def read_config(model_dir):
     import onnx
     from onnx import numpy_helper
 
-    from ptrain.models.gpt import GPTConfig
+    from ptrain_fixtures.models.gpt import GPTConfig
     readme = open(os.path.join(model_dir, "README.md")).read()
     m = re.search(r"vocabulary (\d+) \(bytes\), (\d+) layers, (\d+) heads, hidden (\d+), sequence (\d+), MLP (\d+)x",
                   readme)
@@ -120,8 +119,8 @@ def lr_at(step, total):
 def pytorch_run(args, cfg, batch_rows, weights, train):
     import torch
 
-    from ptrain.models.gpt import GPT, next_token_loss
-    from ptrain.run import batch as make_batch
+    from ptrain_fixtures.models.gpt import GPT, next_token_loss
+    from ptrain.run_data import batch as make_batch
     torch.set_num_threads(1)
     model = GPT(cfg)
     state = model.state_dict()
@@ -214,7 +213,7 @@ def bench(args):
     if not os.path.isfile(os.path.join(data, "data.json")):  # data.py's declaration (docs/Data.md)
         subprocess.run([sys.executable, os.path.join(ROOT, "python", "ptrain", "data.py"), "--out", data,
                         "--max-bytes", "2000000"], check=True, stdout=subprocess.DEVNULL)
-    from ptrain.run import data_files, read_data
+    from ptrain.run_data import data_files, read_data
     train, _ = read_data(*data_files(data), cfg.seq_len)
     plan = os.path.join(args.out, "ptrain")
     cmd = [os.path.join(args.build, "bin", "ptrain-compile"), os.path.join(args.model_dir, "gpt.onnx"),

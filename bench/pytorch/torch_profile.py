@@ -2,7 +2,7 @@
 """PyTorch's side of bench/pytorch's profile: torch.autograd.profiler over the same training steps as
 tokens_per_s.py (same model, weights, data, AdamW and micro-batches; one thread), ops by self CPU time.
 
-    /usr/bin/python3 bench/pytorch/torch_profile.py [--steps 8] [--rows 25] [--core 1]
+    PYTHONPATH=python /usr/bin/python3 bench/pytorch/torch_profile.py [--steps 8] [--rows 25] [--core 1]
 
 The profiler's times are wall-clock (on a loaded machine they include the wait for the core); compare its
 shares, not its milliseconds, with bench/pytorch/kernel_times.py's CPU times of the compiled step.
@@ -12,8 +12,6 @@ import argparse
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
@@ -22,12 +20,11 @@ def main(argv=None):
     p.add_argument("--rows", type=int, default=25)
     p.add_argument("--core", type=int, default=1)
     args = p.parse_args(argv)
-    sys.path.insert(0, HERE)
-    import tokens_per_s as bench
+    import tokens_per_s as bench  # beside this script, on sys.path as its folder
     opts = bench.parser().parse_args(["--steps", str(max(args.steps, 3)), "--warmup", "0", "--core", str(args.core)])
     bench.pin(opts)  # one thread, one core, before torch loads
     import torch
-    from ptrain.run import data_files, read_data
+    from ptrain.run_data import data_files, read_data
     cfg, rows, weights = bench.read_config(opts.model_dir)
     data = os.path.join(opts.out, "data")
     if not os.path.isfile(os.path.join(data, "train.bin")):

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Export a GPT of any size from the project's model code (python/ptrain/models/gpt.py) to ONNX.
+"""Export a GPT of any size from the project's model code (python/ptrain_fixtures/models/gpt.py) to ONNX.
 
 Usage (from the repository root, with Debian's python3-torch and python3-onnx):
 
-    /usr/bin/python3 bench/scale/export_gpt.py --out DIR [--layers 12] [--width 768] [--heads 12]
+    PYTHONPATH=python /usr/bin/python3 bench/scale/export_gpt.py --out DIR [--layers 12] [--width 768] [--heads 12]
                                                [--seq 256] [--vocab 256] [--batch 4] [--seed 0]
 
-Writes DIR/gpt.onnx and DIR/gpt.onnx.data exactly as python/ptrain/export_bundled_gpt.py writes the bundled
+Writes DIR/gpt.onnx and DIR/gpt.onnx.data exactly as python/ptrain_fixtures/export_bundled_gpt.py writes the bundled
 model (opset 17, no constant folding, training mode so that only the real weight tie is shared, static shapes,
 every weight as external data), without the reference data: the model of the scale benchmark
 (bench/README.md, "Real-size models").
@@ -23,9 +23,8 @@ import warnings
 import onnx
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-from ptrain.export_bundled_gpt import OPSET, save_external  # noqa: E402
-from ptrain.models.gpt import GPT, GPTConfig  # noqa: E402
+from ptrain_fixtures.export_bundled_gpt import OPSET, save_external
+from ptrain_fixtures.models.gpt import GPT, GPTConfig
 
 
 def main(argv=None) -> int:

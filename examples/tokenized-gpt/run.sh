@@ -26,10 +26,10 @@ fi
 # 1. 8,192-id BPE on the documentation (.rst.txt) and the standard library (.py); Megatron files split by document.
 [ -f "$OUT/tok/data.json" ] || "$BIN/ptrain-data" "$DOCS" /usr/lib/python3.11 --ext .txt,.py --vocab-size 8192 -o "$OUT/tok"
 # 2. transformers.GPT2LMHeadModel(GPT2Config(vocab_size=8192, n_positions=64, n_embd=128, n_layer=4, n_head=4)),
-#    random weights, exported by torch.onnx.export(dynamo=True) at opset 18 (python/ptrain/export_hf_gpt2.py).
+#    random weights, exported by torch.onnx.export(dynamo=True) at opset 18 (python/ptrain_fixtures/export_hf_gpt2.py).
 if [ ! -f "$OUT/model/gpt2.onnx" ]; then
-  "$EXPORT_PY" "$ROOT/python/ptrain/export_hf_gpt2.py" --out "$OUT/model" --vocab-size 8192 --n-layer 4 --n-embd 128 \
-    --n-head 4 --seq 64 --batch 4
+  PYTHONPATH="$ROOT/python" "$EXPORT_PY" -m ptrain_fixtures.export_hf_gpt2 --out "$OUT/model" --vocab-size 8192 \
+    --n-layer 4 --n-embd 128 --n-head 4 --seq 64 --batch 4
 fi
 # 3. dp 2 x pp 2, 2 micro-batches, Optimus-CC's compressed backpropagation and fused embedding sync.
 "$BIN/ptrain-compile" "$OUT/model/gpt2.onnx" --import-options "--signature auto" --dp 2 --pp 2 --micro-batches 2 \

@@ -13,9 +13,9 @@ The checks must end in their own error (plan_abi.PlanError, manifest.ManifestErr
 exception (TypeError, ValueError, IndexError, struct.error, RecursionError, ...) is a crash of ptrain-run or
 ptrain-export on a bad file, reported as a finding.
 
-Usage:
-  .venv/bin/python fuzz/python/fuzz_checks.py TARGET [libFuzzer options] [CORPUS_DIR...]   (atheris)
-  python3 fuzz/python/fuzz_checks.py --replay TARGET FILE_OR_DIR...   (no atheris: each file once, for CTest)
+Usage (ptrain from python/ on PYTHONPATH, as scripts/fuzz.sh and CTest set it; docs/PythonPackage.md):
+  PYTHONPATH=python .venv/bin/python fuzz/python/fuzz_checks.py TARGET [libFuzzer options] [CORPUS_DIR...] (atheris)
+  PYTHONPATH=python python3 fuzz/python/fuzz_checks.py --replay TARGET FILE_OR_DIR...   (no atheris: each file once)
 """
 
 import json
@@ -23,7 +23,6 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 
 def load_fixtures():

@@ -48,11 +48,12 @@ runs, writing every intermediate into out/:
                    the same facts (without the paths) and their SHA-256 fingerprint are embedded in libstep.so
                    as the ELF section .ptrain_plan (plan_abi.py), which ptrain-run compares with plan.json
 
-The tools, the runtime library and the headers are found from this file's install location (the wrapper
-tools/ptrain-compile/ptrain-compile, configured into <build>/bin by CMake, passes them in) or from
---build-dir/--source-dir. Every failing step ends the run with its tool's message and a nonzero status, and
-leaves no output: the files above, this run's or an earlier run's, are removed from out/ (other files
-stay), out/ itself if this run made it, and a --report file this run wrote.
+The tools, the runtime library and the headers are found from --build-dir/--source-dir, else
+PTRAIN_BUILD_DIR/PTRAIN_SOURCE_DIR (the wrapper <build>/bin/ptrain-compile, configured by CMake from
+tools/python-tool.in, sets them), else the build of the ptrain-translate on PATH (python/ptrain/build_dirs.py).
+Every failing step ends the run with its tool's message and a nonzero status, and leaves no output: the files
+above, this run's or an earlier run's, are removed from out/ (other files stay), out/ itself if this run made
+it, and a --report file this run wrote.
 A pipeline step runs under mpirun with dp * pp * tp ranks (ptrain-run, python/ptrain/run.py); rank r is the
 grid coordinate (r // (pp * tp), (r // tp) % pp, r % tp) over (dp, pp, tp): tp innermost, as in Megatron-LM.
 """
@@ -68,8 +69,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from ptrain import plan_abi  # noqa: E402
+from ptrain import build_dirs, plan_abi
 
 
 class CompileError(Exception):
@@ -244,9 +244,14 @@ def main(argv=None):
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"), help="host C++ compiler")
     p.add_argument("--nvcc", default=os.environ.get("NVCC"),
                    help="CUDA compiler for --target cuda (default: $NVCC, nvcc on PATH, /usr/local/cuda/bin/nvcc)")
-    p.add_argument("--build-dir", default=os.environ.get("PTRAIN_BUILD_DIR"))
-    p.add_argument("--source-dir", default=os.environ.get("PTRAIN_SOURCE_DIR"))
+    p.add_argument("--build-dir", default=None,
+                   help="the ptrain build (bin/, lib/Runtime/; default: $PTRAIN_BUILD_DIR, else the build of the "
+                        "ptrain-translate on PATH)")
+    p.add_argument("--source-dir", default=None,
+                   help="the ptrain source tree (include/; default: $PTRAIN_SOURCE_DIR, else the build's)")
     args = p.parse_args(argv)
+    args.build_dir = build_dirs.build_dir(args.build_dir)
+    args.source_dir = build_dirs.source_dir(args.source_dir, args.build_dir)
     try:
         compile_model(args)
     except CompileError as e:
@@ -289,8 +294,9 @@ def compile_model(args):
         raise CompileError(f"--report {args.report}: the timing analysis needs a pipeline or parallel step (--pp, "
                            "--dp, --tp or --micro-batches > 1)")
     if not args.build_dir or not args.source_dir:
-        raise CompileError("cannot locate the ptrain build: run the ptrain-compile in <build>/bin or pass "
-                           "--build-dir and --source-dir")
+        raise CompileError("cannot locate the ptrain " + ("source tree" if args.build_dir else "build") + ": " +
+                           build_dirs.HOW.format(tool="ptrain-compile") + (", and --source-dir SOURCE (or "
+                           "PTRAIN_SOURCE_DIR=SOURCE)" if args.build_dir else ""))
     bin_dir = os.path.join(args.build_dir, "bin")
     runtime_dir = os.path.join(args.build_dir, "lib", "Runtime")
     include_dir = os.path.join(args.source_dir, "include")

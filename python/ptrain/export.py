@@ -32,10 +32,9 @@ import re
 import struct
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-from ptrain import manifest as manifest_module  # noqa: E402
-from ptrain import plan_abi  # noqa: E402
+from ptrain import build_dirs
+from ptrain import manifest as manifest_module
+from ptrain import plan_abi
 
 MAGIC = b"PTRNCKPT"
 PARAMETER = 0  # PTRAIN_STATE_PARAMETER
@@ -272,7 +271,11 @@ def export(args):
         raise ExportError(str(e))
     plan["_path"] = plan_path
     manifest = read_manifest(plan, args.checkpoint, embedded)
-    runtime_path = os.path.join(args.build_dir or "", "lib", "Runtime", "libptrain_runtime.so")
+    build = build_dirs.build_dir(args.build_dir)
+    if not build:
+        raise ExportError("cannot locate the ptrain build (its lib/Runtime/libptrain_runtime.so): " +
+                          build_dirs.HOW.format(tool="ptrain-export"))
+    runtime_path = os.path.join(build, "lib", "Runtime", "libptrain_runtime.so")
     try:
         runtime = ctypes.CDLL(runtime_path)
     except OSError as e:
@@ -347,7 +350,9 @@ def main(argv=None):
                        help="write the initializers to OUTPUT.data beside the model")
     group.add_argument("--no-external-data", dest="external_data", action="store_false",
                        help="keep the initializers inline")
-    p.add_argument("--build-dir", default=os.environ.get("PTRAIN_BUILD_DIR"))
+    p.add_argument("--build-dir", default=None,
+                   help="the ptrain build (lib/Runtime/libptrain_runtime.so; default: $PTRAIN_BUILD_DIR, else the "
+                        "build of the ptrain-translate on PATH)")
     args = p.parse_args(argv)
     try:
         result = export(args)

@@ -22,7 +22,7 @@ documents, sharing its last token with the next one in the sample index. The pos
 
 Bytes (today's corpus, kept as it was so that earlier results reproduce): every step draws G windows of seq
 bytes at random starts, random.Random(seed * 1000003 + i), and validation batch j from
-random.Random(7919 (seed + 1) + j) (run.py's window_starts); the position is the step.
+random.Random(7919 (seed + 1) + j) (run_data.py's window_starts); the position is the step.
 """
 
 import ctypes

@@ -14,7 +14,7 @@ same plan at another dp is told apart from another plan's; per_replica whether e
 wrote its own files PATH...dp<d> (codec states differ between replicas); files the suffixes after PATH of
 replica 0's files, one per pipeline stage and tensor-parallel rank (stage_files); data the data position of
 python/ptrain/loader.py (format, sampler, seq, train_tokens, val_tokens, vocab_size and, for token formats,
-consumed_samples and samples_per_epoch; docs/Data.md), which run.py's resume_consumed checks against --data.
+consumed_samples and samples_per_epoch; docs/Data.md), which run_checkpoint.py's resume_consumed checks against --data.
 Older manifests may lack the last five fields: what is there is checked.
 """
 
@@ -36,7 +36,7 @@ class ManifestError(Exception):
 
 def stage_files(plan, checkpoint):
     """[(stage, tp rank, path)] of a checkpoint's files: PATH at pp = tp = 1, PATH.stage<s> per pipeline stage,
-    PATH[.stage<s>].tp<t> per tensor-parallel rank (python/ptrain/run.py's stage_path)."""
+    PATH[.stage<s>].tp<t> per tensor-parallel rank (python/ptrain/run_checkpoint.py's stage_path)."""
     pp, tp = plan.get("pp", 1), plan.get("tp", 1)
     files = []
     for s in range(pp):

@@ -2,19 +2,17 @@
 (Debian: python3-torch python3-onnx)."""
 
 import os
-import sys
 
 import pytest
 
 torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 np = pytest.importorskip("numpy")
-from onnx import numpy_helper  # noqa: E402
+from onnx import numpy_helper
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODEL_DIR = os.path.join(ROOT, "models", "gpt")
-sys.path.insert(0, os.path.join(ROOT, "python"))
-from ptrain.models.gpt import GPT, GPTConfig, next_token_loss  # noqa: E402
+from ptrain_fixtures.models.gpt import GPT, GPTConfig, next_token_loss
 
 
 def _pb(path):

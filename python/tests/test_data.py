@@ -1,13 +1,10 @@
 """Tests for python/ptrain/data.py (standard library only; numpy optional)."""
 
 import math
-import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ptrain import data  # noqa: E402
+from ptrain import data
 
 
 def test_entropy_of_known_strings():

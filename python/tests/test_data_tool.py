@@ -1,4 +1,4 @@
-"""Tests for ptrain-data (tools/ptrain-data, python/ptrain/data_tool.py): the tokenizer it trains or loads, the
+"""Tests for ptrain-data (<build>/bin/ptrain-data, python/ptrain/data_tool.py): the tokenizer it trains or loads, the
 round trip (the files it writes decode back to the documents, exactly), the seeded split by document, the
 formats it writes (read back by python/ptrain/token_data.py), reproducibility, and its errors. The tool runs under
 the project's .venv (Hugging Face tokenizers; scripts/setup-python.sh): skipped without it outside CI."""
@@ -6,17 +6,17 @@ the project's .venv (Hugging Face tokenizers; scripts/setup-python.sh): skipped 
 import json
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ptrain import data_tool, token_data  # noqa: E402
+from ptrain import data_tool, token_data
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VENV_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
-TOOL = os.path.join(ROOT, "tools", "ptrain-data", "ptrain-data")
+# Under CTest (python-tests sets PTRAIN_BUILD_DIR) the build's wrapper, which Debian's python3 runs and which runs
+# the tool under .venv (tokenizers; tools/python-tool.in); by hand, without a build, the module under .venv.
+BUILD_TOOL = os.path.join(os.environ.get("PTRAIN_BUILD_DIR", ""), "bin", "ptrain-data")
 
 DOCS = {
     "a.py": "def f(x):\n    return x * 2  # doubles\n\n\tprint(f(3))\n",
@@ -50,13 +50,14 @@ def texts(tmp_path):
 
 
 def tool(*args):
-    # Debian's python3 runs the wrapper; it re-executes itself under .venv (tokenizers).
-    return subprocess.run(["/usr/bin/python3", TOOL, *map(str, args)], capture_output=True, text=True)
+    if os.environ.get("PTRAIN_BUILD_DIR"):
+        return subprocess.run([BUILD_TOOL, *map(str, args)], capture_output=True, text=True)
+    return subprocess.run([VENV_PYTHON, "-m", "ptrain.data_tool", *map(str, args)], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
 
 
 DECODE = """
 import json, sys
-sys.path.insert(0, sys.argv[3])
 from tokenizers import Tokenizer
 from ptrain import token_data
 tok = Tokenizer.from_file(sys.argv[1] + "/tokenizer.json")
@@ -78,8 +79,8 @@ print(json.dumps(out))
 
 
 def decoded(venv, out):
-    p = subprocess.run([venv, "-c", DECODE, str(out), "", os.path.join(ROOT, "python")], capture_output=True,
-                       text=True)
+    p = subprocess.run([venv, "-c", DECODE, str(out)], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 

@@ -12,8 +12,7 @@ import textwrap
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-from ptrain import launcher  # noqa: E402
+from ptrain import launcher
 
 
 def rank_cmd(body):
@@ -137,15 +136,15 @@ def test_a_rank_killed_by_a_signal(capfd):
 # A launcher in its own process, for the signals sent to it: prints its ranks' output, exits with run_ranks'.
 LAUNCHER = """
 import os, sys
-sys.path.insert(0, {python!r})
 from ptrain import launcher
 sys.exit(launcher.run_ranks({cmd!r}, 2, dict(os.environ), kill_after_s=3))
 """
 
 
 def start_launcher(body):
-    code = LAUNCHER.format(python=os.path.join(ROOT, "python"), cmd=rank_cmd(body))
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    code = LAUNCHER.format(cmd=rank_cmd(body))
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
 
 
 def wait_for_pids(proc, n, timeout_s=60):

@@ -5,15 +5,13 @@ here follows that C++ definition index by index; the end-to-end proof on real ru
 codegen-cpu-export-tp."""
 
 import os
-import sys
 
 import pytest
 
 np = pytest.importorskip("numpy")
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-from ptrain import export  # noqa: E402
+from ptrain import export
 
 
 def executor_slice(full, dim, groups, parts, index):

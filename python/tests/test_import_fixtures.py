@@ -1,9 +1,8 @@
 """The committed importer fixtures (test/Import/ONNX/Inputs/exports) are what
-python/ptrain/export_import_fixtures.py makes: re-exported byte for byte. Skipped without torch and onnx
+python/ptrain_fixtures/export_import_fixtures.py makes: re-exported byte for byte. Skipped without torch and onnx
 (Debian: python3-torch python3-onnx)."""
 
 import os
-import sys
 
 import pytest
 
@@ -11,8 +10,7 @@ pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-from ptrain import export_import_fixtures  # noqa: E402
+from ptrain_fixtures import export_import_fixtures
 
 
 def test_fixtures_reproduce():

@@ -2,13 +2,10 @@
 position that makes a resumed run (at the same or another dp) draw the uninterrupted run's batches."""
 
 import ctypes
-import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ptrain import loader, token_data  # noqa: E402
+from ptrain import loader, token_data
 
 SEQ = 8
 

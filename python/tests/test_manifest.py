@@ -3,13 +3,11 @@ ptrain-export) and the resharding rules of a resume at another dp (python/ptrain
 here; the real runs: test/Target/Cpp/resume_grid_e2e.py (CTest codegen-cpu-resume-grid)."""
 
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-from ptrain import manifest, plan_abi, reshard  # noqa: E402
+from ptrain import manifest, plan_abi, reshard
 
 
 def plan_at(dp, lr=1e-3, codec=True):

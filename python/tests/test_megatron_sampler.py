@@ -4,13 +4,11 @@ make_sample_index.py with megatron-core 0.16.1's GPTDataset code and its compile
 samples it reads are Megatron's: seq tokens from the sample index, consecutive samples sharing one token."""
 
 import os
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ptrain import megatron_sampler  # noqa: E402
+from ptrain import megatron_sampler
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "megatron", "sample_index.npz")
 CASES = ("fixture-1epoch", "fixture-epochs", "random-separate", "random-long")

@@ -1,6 +1,6 @@
-"""The committed opset 18-23 fixtures (test/Import/ONNX/opset18+/Inputs) are what python/ptrain/export_newest.py
-makes, and the unfolded-export ops fixture (test/Import/ONNX/opset18+/unfolded) what
-python/ptrain/export_unfolded_ops.py makes, with the project's venv (.venv: PyPI onnx, onnxruntime;
+"""The committed opset 18-23 fixtures (test/Import/ONNX/opset18+/Inputs) are what
+python/ptrain_fixtures/export_newest.py makes, and the unfolded-export ops fixture (test/Import/ONNX/opset18+/
+unfolded) what python/ptrain_fixtures/export_unfolded_ops.py makes, with the project's venv (.venv: PyPI onnx, onnxruntime;
 scripts/setup-python.sh): the models and inputs byte for byte, the onnxruntime reference outputs and the numpy
 reference gradients to 1e-6. Skipped with a message
 when .venv is missing, except under CI=true, where it must run."""
@@ -8,7 +8,6 @@ when .venv is missing, except under CI=true, where it must run."""
 import glob
 import os
 import subprocess
-import sys
 
 import numpy as np
 import onnx
@@ -18,8 +17,8 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VENV_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
 OPSET18 = os.path.join(ROOT, "test", "Import", "ONNX", "opset18+")
-GENERATORS = [("export_newest.py", os.path.join(OPSET18, "Inputs")),
-              ("export_unfolded_ops.py", os.path.join(OPSET18, "unfolded"))]
+GENERATORS = [("export_newest", os.path.join(OPSET18, "Inputs")),
+              ("export_unfolded_ops", os.path.join(OPSET18, "unfolded"))]
 
 
 def tensor(path):
@@ -33,8 +32,8 @@ def test_newest_fixtures_reproduce(tmp_path, script, fixtures):
         if os.environ.get("CI") == "true":
             pytest.fail(".venv is missing under CI: scripts/setup.sh must create it (scripts/setup-python.sh)")
         pytest.skip(f".venv is missing: run scripts/setup-python.sh to check the fixtures of {script}")
-    subprocess.run([VENV_PYTHON, os.path.join(ROOT, "python", "ptrain", script), "--out", str(tmp_path)],
-                   check=True, cwd=ROOT)
+    subprocess.run([VENV_PYTHON, "-m", f"ptrain_fixtures.{script}", "--out", str(tmp_path)], check=True, cwd=ROOT,
+                   env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
     committed = sorted(os.path.basename(p) for p in glob.glob(os.path.join(fixtures, "*")))
     assert committed == sorted(os.listdir(tmp_path))
     for name in committed:

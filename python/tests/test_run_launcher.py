@@ -1,4 +1,4 @@
-"""ptrain-run's launcher rejects bad input before mpirun starts (python/ptrain/run.py): a libstep.so that is
+"""ptrain-run's launcher rejects bad input before mpirun starts (python/ptrain/run.py, run_launch.py): a libstep.so that is
 not a whole ELF library (a truncated one made every rank die of SIGBUS in dlopen), data shorter than one
 window (every rank reported it after mpirun started), and a --checkpoint folder that does not exist (found
 out by ptrain_step_save after the last training step), and a plan.json that is not the plan embedded in
@@ -18,8 +18,7 @@ import sys
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-from ptrain import plan_abi, run  # noqa: E402
+from ptrain import plan_abi, run, run_launch, run_loop, run_plan
 
 # Any whole ELF shared library stands in for libstep.so: the launcher reads headers, it does not load it.
 ELF = next((p for p in ("/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6")
@@ -48,12 +47,12 @@ def plan_dir(tmp_path):
 def launch(*argv):
     args = run.parser().parse_args([str(a) for a in argv])
     args.argv = list(argv)
-    return run.launch(args)
+    return run_launch.launch(args)
 
 
 def test_whole_library_passes(plan_dir):
     out, _ = plan_dir
-    assert run.load_plan(str(out))["pp"] == 2
+    assert run_plan.load_plan(str(out))["pp"] == 2
 
 
 @pytest.mark.parametrize("keep", [0, 10, 100, 5000, -100])
@@ -62,27 +61,27 @@ def test_truncated_library(plan_dir, keep):
     lib = out / "libstep.so"
     whole = lib.read_bytes()
     lib.write_bytes(whole[:keep] if keep >= 0 else whole[:len(whole) + keep])
-    with pytest.raises(run.RunError, match=r"libstep.so: (truncated|not a 64-bit little-endian ELF)"):
+    with pytest.raises(run_plan.RunError, match=r"libstep.so: (truncated|not a 64-bit little-endian ELF)"):
         launch(out, "--data", data, "--steps", "1")
 
 
 def test_garbage_library(plan_dir):
     out, data = plan_dir
     (out / "libstep.so").write_text("garbage\n" * 100)
-    with pytest.raises(run.RunError, match="libstep.so: not a 64-bit little-endian ELF shared library"):
+    with pytest.raises(run_plan.RunError, match="libstep.so: not a 64-bit little-endian ELF shared library"):
         launch(out, "--data", data, "--steps", "1")
 
 
 def test_data_shorter_than_a_window(plan_dir):
     out, data = plan_dir
     (data / "val.bin").write_bytes(b"x" * 64)
-    with pytest.raises(run.RunError, match=r"the validation data \(.*val.bin\) has 64 tokens, fewer than one window of 65"):
+    with pytest.raises(run_plan.RunError, match=r"the validation data \(.*val.bin\) has 64 tokens, fewer than one window of 65"):
         launch(out, "--data", data, "--steps", "1")
 
 
 def test_checkpoint_folder_missing(plan_dir, tmp_path):
     out, data = plan_dir
-    with pytest.raises(run.RunError, match=r"--checkpoint .*/nope/ck: the folder .*/nope does not exist"):
+    with pytest.raises(run_plan.RunError, match=r"--checkpoint .*/nope/ck: the folder .*/nope does not exist"):
         launch(out, "--data", data, "--steps", "1", "--checkpoint", tmp_path / "nope" / "ck")
 
 
@@ -91,14 +90,14 @@ def test_plan_edited_after_compiling(plan_dir):
     plan = json.loads((out / "plan.json").read_text())
     plan["seq"] = 32
     (out / "plan.json").write_text(json.dumps(plan))
-    with pytest.raises(run.RunError, match=r"plan.json: 'seq' is 32 but .*libstep.so was compiled for 64"):
+    with pytest.raises(run_plan.RunError, match=r"plan.json: 'seq' is 32 but .*libstep.so was compiled for 64"):
         launch(out, "--data", data, "--steps", "1")
 
 
 def test_library_without_embedded_plan(plan_dir):
     out, data = plan_dir
     shutil.copy(ELF, out / "libstep.so")
-    with pytest.raises(run.RunError, match=r"libstep.so: no embedded plan \(section .ptrain_plan\)"):
+    with pytest.raises(run_plan.RunError, match=r"libstep.so: no embedded plan \(section .ptrain_plan\)"):
         launch(out, "--data", data, "--steps", "1")
 
 
@@ -111,27 +110,27 @@ def test_data_outside_the_vocabulary(plan_dir, monkeypatch):
     (out / "plan.json").write_text(json.dumps(plan))
     shutil.copy(ELF, out / "libstep.so")
     plan_abi.embed(str(out / "libstep.so"), plan)
-    with pytest.raises(run.RunError, match=r"--data .*train.bin: holds the byte 10, outside the model's vocabulary of "
+    with pytest.raises(run_plan.RunError, match=r"--data .*train.bin: holds the byte 10, outside the model's vocabulary of "
                                            r"10 tokens \(first at byte 10; format bytes"):
         launch(out, "--data", data, "--steps", "1")
     (data / "train.bin").write_bytes(bytes(range(10)) * 100)
     (data / "val.bin").write_bytes(bytes(range(10)) * 10)
-    monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/mpirun")
-    monkeypatch.setattr(run, "call_mpirun", lambda cmd, env: 0)
+    monkeypatch.setattr(run_launch.shutil, "which", lambda name: "/usr/bin/mpirun")
+    monkeypatch.setattr(run_launch, "call_mpirun", lambda cmd, env: 0)
     assert launch(out, "--data", data, "--steps", "1") == 0  # bytes below 10: the launcher starts mpirun
 
 
 def test_val_batches_zero(plan_dir):
     # The validation loss is the mean over --val-batches: 0 was a ZeroDivisionError traceback in every rank.
     out, data = plan_dir
-    with pytest.raises(run.RunError, match=r"--val-batches 0: must be >= 1"):
+    with pytest.raises(run_plan.RunError, match=r"--val-batches 0: must be >= 1"):
         launch(out, "--data", data, "--steps", "1", "--val-batches", "0")
 
 
 @pytest.mark.parametrize("timeout", ["0", "-5", "nan", "inf"])
 def test_timeout_not_positive(plan_dir, timeout):
     out, data = plan_dir
-    with pytest.raises(run.RunError, match=r"--timeout .*: must be a positive number of seconds"):
+    with pytest.raises(run_plan.RunError, match=r"--timeout .*: must be a positive number of seconds"):
         launch(out, "--data", data, "--steps", "1", "--timeout", timeout)
 
 
@@ -139,14 +138,14 @@ def test_timeout_not_positive(plan_dir, timeout):
 def test_log_folder_missing(plan_dir, tmp_path, flag):
     # Written after the last step: a missing folder was a FileNotFoundError traceback after training.
     out, data = plan_dir
-    with pytest.raises(run.RunError, match=flag + r" .*/nope/x: the folder .*/nope does not exist"):
+    with pytest.raises(run_plan.RunError, match=flag + r" .*/nope/x: the folder .*/nope does not exist"):
         launch(out, "--data", data, "--steps", "1", flag, tmp_path / "nope" / "x")
 
 
 def test_mpirun_args_unbalanced_quote(plan_dir):
     # --mpirun-args is split like a shell line: an unbalanced quote was shlex's ValueError traceback.
     out, data = plan_dir
-    with pytest.raises(run.RunError, match=r"--mpirun-args '--host \"a': No closing quotation"):
+    with pytest.raises(run_plan.RunError, match=r"--mpirun-args '--host \"a': No closing quotation"):
         launch(out, "--data", data, "--steps", "1", "--mpirun-args", '--host "a')
 
 
@@ -158,8 +157,8 @@ def test_failed_run_renames_its_run_log(plan_dir, monkeypatch, capsys):
         (out / "run.jsonl").write_text('{"record": "run"}\n')
         return 1
 
-    monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/mpirun")
-    monkeypatch.setattr(run, "call_mpirun", failing_run)
+    monkeypatch.setattr(run_launch.shutil, "which", lambda name: "/usr/bin/mpirun")
+    monkeypatch.setattr(run_launch, "call_mpirun", failing_run)
     assert launch(out, "--data", data, "--steps", "1") == 1
     assert not (out / "run.jsonl").exists()
     assert (out / "run.jsonl.failed").read_text() == '{"record": "run"}\n'
@@ -169,7 +168,7 @@ def test_failed_run_renames_its_run_log(plan_dir, monkeypatch, capsys):
         (out / "run.jsonl").write_text('{"record": "end"}\n')
         return 0
 
-    monkeypatch.setattr(run, "call_mpirun", good_run)
+    monkeypatch.setattr(run_launch, "call_mpirun", good_run)
     assert launch(out, "--data", data, "--steps", "1") == 0
     assert (out / "run.jsonl").exists()
 
@@ -183,8 +182,8 @@ def test_interrupted_run(plan_dir, monkeypatch, capsys):
         (out / "run.jsonl").write_text('{"record": "run"}\n')
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run.shutil, "which", lambda name: "/usr/bin/mpirun")
-    monkeypatch.setattr(run, "call_mpirun", interrupted_run)
+    monkeypatch.setattr(run_launch.shutil, "which", lambda name: "/usr/bin/mpirun")
+    monkeypatch.setattr(run_launch, "call_mpirun", interrupted_run)
     assert launch(out, "--data", data, "--steps", "1") == 130
     assert (out / "run.jsonl.failed").exists() and not (out / "run.jsonl").exists()
     err = capsys.readouterr().err
@@ -202,7 +201,6 @@ if {delay_start}:
         execute_child(self, *args, **kwargs)
         time.sleep({delay_start})
     subprocess.Popen._execute_child = delayed
-sys.path.insert(0, {python!r})
 from ptrain import run
 sys.exit(run.main({argv!r}))
 """
@@ -222,8 +220,8 @@ def interrupt_launcher(plan_dir, tmp_path, fake_mpirun="", delay_start=0):
     fake = bindir / "mpirun"
     fake.write_text(f"#!/bin/sh\n{fake_mpirun}\necho $$ > {pidfile}\nexec sleep 60\n")
     fake.chmod(0o755)
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ.get('PATH', '')}")
-    code = LAUNCHER.format(delay_start=delay_start, python=os.path.join(ROOT, "python"),
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ.get('PATH', '')}", PYTHONPATH=os.path.join(ROOT, "python"))
+    code = LAUNCHER.format(delay_start=delay_start,
                            argv=[str(out), "--data", str(data), "--steps", "1", "--no-plots"])
     # SIGINT's default action in the launcher whatever this test inherited (a background job's is SIG_IGN).
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True,
@@ -261,7 +259,7 @@ def test_sigint_stops_mpirun(plan_dir, tmp_path):
     assert status == 130, err
     assert "Traceback" not in err and "interrupted (SIGINT): mpirun and its ranks are stopped" in err
     assert state == "gone", f"mpirun still there (state {state})"
-    assert took < run.MPIRUN_OWN_EXIT_S + run.MPIRUN_TERM_S, took
+    assert took < run_launch.MPIRUN_OWN_EXIT_S + run_launch.MPIRUN_TERM_S, took
 
 
 def test_sigint_while_mpirun_starts(plan_dir, tmp_path):
@@ -278,7 +276,7 @@ def test_sigint_kills_an_mpirun_that_ignores_sigterm(plan_dir, tmp_path):
     status, err, took, state = interrupt_launcher(plan_dir, tmp_path, fake_mpirun="trap '' TERM")
     assert status == 130, err
     assert state == "gone", f"mpirun still there (state {state})"
-    assert run.MPIRUN_OWN_EXIT_S + run.MPIRUN_TERM_S <= took < 20, took  # SIGKILL, after the SIGTERM's grace
+    assert run_launch.MPIRUN_OWN_EXIT_S + run_launch.MPIRUN_TERM_S <= took < 20, took  # SIGKILL, after the SIGTERM's grace
 
 
 @pytest.mark.parametrize("flag,target", [("--log", "plan.json"), ("--run-log", "train.bin"),
@@ -297,7 +295,7 @@ def test_outputs_that_are_inputs(plan_dir, tmp_path, flag, target):
         plan_abi.embed(str(out / "libstep.so"), plan)
         path = tmp_path / "model.onnx"
     before = path.read_bytes()
-    with pytest.raises(run.RunError, match=flag + r" writes .*, which is "):
+    with pytest.raises(run_plan.RunError, match=flag + r" writes .*, which is "):
         launch(out, "--data", data, "--steps", "1", flag, path)
     assert path.read_bytes() == before
 
@@ -305,7 +303,7 @@ def test_outputs_that_are_inputs(plan_dir, tmp_path, flag, target):
 def test_env_launcher_refuses_a_multirank_cpu_plan(plan_dir):
     # The CPU step communicates over MPI: without mpirun only a world of 1 can run.
     out, data = plan_dir
-    with pytest.raises(run.RunError, match=r"--launcher env: the step in .* is a --target cpu step of 2 ranks, and "
+    with pytest.raises(run_plan.RunError, match=r"--launcher env: the step in .* is a --target cpu step of 2 ranks, and "
                                            r"the CPU step communicates over MPI: only a world of 1 runs without "
                                            r"mpirun; use --launcher mpirun"):
         launch(out, "--data", data, "--steps", "1", "--launcher", "env")
@@ -323,8 +321,10 @@ def test_env_launcher_runs_a_single_rank_cpu_plan(plan_dir, monkeypatch):
     monkeypatch.setattr(launcher, "run_ranks", lambda cmd, world, env: calls.append((cmd, world, env)) or 0)
     assert launch(out, "--data", data, "--steps", "1", "--launcher", "env") == 0
     (cmd, world, env), = calls
-    assert world == 1 and cmd[2] == "--worker" and env["PTRAIN_COMM_TIMEOUT_S"] == "120.0"
-    with pytest.raises(run.RunError, match=r"--mpirun-args '--host a': only with --launcher mpirun"):
+    assert world == 1 and cmd[1:4] == ["-m", "ptrain.run", "--worker"] and env["PTRAIN_COMM_TIMEOUT_S"] == "120.0"
+    # The ranks import this package: its folder first on their PYTHONPATH.
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == os.path.join(ROOT, "python")
+    with pytest.raises(run_plan.RunError, match=r"--mpirun-args '--host a': only with --launcher mpirun"):
         launch(out, "--data", data, "--steps", "1", "--launcher", "env", "--mpirun-args", "--host a")
 
 
@@ -338,7 +338,7 @@ def torchrun_main(monkeypatch, out, data, rank, world):
 def test_torchrun_world_must_be_the_plans(plan_dir, monkeypatch, capsys):
     # Started by torchrun (RANK, WORLD_SIZE set, no mpirun): ptrain-run is one rank and launches nothing.
     out, data = plan_dir
-    monkeypatch.setattr(run, "call_mpirun", lambda *a, **k: pytest.fail("launched mpirun under torchrun"))
+    monkeypatch.setattr(run_launch, "call_mpirun", lambda *a, **k: pytest.fail("launched mpirun under torchrun"))
     assert torchrun_main(monkeypatch, out, data, 0, 3) == 1
     assert ("WORLD_SIZE=3 (torchrun's environment): the step in " in capsys.readouterr().err)
     assert torchrun_main(monkeypatch, out, data, 2, 2) == 1
@@ -357,8 +357,8 @@ def test_torchrun_single_rank_runs_the_worker(plan_dir, monkeypatch):
     shutil.copy(ELF, out / "libstep.so")
     plan_abi.embed(str(out / "libstep.so"), plan)
     ran = []
-    monkeypatch.setattr(run, "work", lambda args: ran.append(args.worker))
-    for key in run.rank_defaults({}, 1):  # Set by the rank: undone after the test.
+    monkeypatch.setattr(run_loop, "work", lambda args: ran.append(args.worker))
+    for key in run_launch.rank_defaults({}, 1):  # Set by the rank: undone after the test.
         monkeypatch.delenv(key, raising=False)
     assert torchrun_main(monkeypatch, out, data, 0, 1) == 0
     assert ran == [True] and os.environ["PTRAIN_COMM_TIMEOUT_S"] == "120.0"

@@ -5,12 +5,10 @@ import json
 import os
 import struct
 import subprocess
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ptrain import tb_events  # noqa: E402
+from ptrain import tb_events
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VENV_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")

@@ -3,23 +3,33 @@ files, and every error they name. The Megatron fixture (fixtures/megatron/gpt_te
 by megatron-core 0.16.1's own IndexedDatasetBuilder (fixtures/megatron/make_fixture.py, which also checks that
 megatron_index.write gives megatron-core's bytes)."""
 
+import importlib.util
 import json
 import os
 import pickle
 import shutil
 import struct
-import sys
 
 import numpy as np
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-from ptrain import megatron_index, token_data  # noqa: E402
+from ptrain import megatron_index, token_data
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "fixtures", "megatron", "gpt_text_document")
-sys.path.insert(0, os.path.join(HERE, "fixtures", "megatron"))
-from make_fixture import SPLIT_DOC, TEXTS  # noqa: E402  (the fixture's documents)
+
+
+def fixture_script():
+    """fixtures/megatron/make_fixture.py, loaded from its file (it is a script, not on the import path)."""
+    spec = importlib.util.spec_from_file_location("make_fixture", os.path.join(HERE, "fixtures", "megatron",
+                                                                                "make_fixture.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_MAKE_FIXTURE = fixture_script()
+SPLIT_DOC, TEXTS = _MAKE_FIXTURE.SPLIT_DOC, _MAKE_FIXTURE.TEXTS  # the fixture's documents
 
 DOCS = [list(t.encode()) + [0] for t in TEXTS]
 

@@ -1,4 +1,4 @@
-// The LLaMA-style model of python/ptrain/export_newest.py twice, with the same weights: fused at opset 23
+// The LLaMA-style model of python/ptrain_fixtures/export_newest.py twice, with the same weights: fused at opset 23
 // (RMSNormalization, RotaryEmbedding, Attention) and unfused at opset 17 (x * 1/sqrt(mean(x^2) + eps) * w, the
 // rotate-half rotary form, MatMul/Softmax attention with K and V repeated by Expand). --ptrain-raise folds the
 // unfused forms into the ops the importer makes of the fused ones (5 rms_norm, 4 rotary_embedding, no pow or

@@ -1,6 +1,6 @@
 //===- LlamaPlanTest.cpp - LLaMA-style pipeline plans against the one-rank step -===//
 //
-// Issue 6: the LLaMA-style model of python/ptrain/export_newest.py (RMSNorm, rotary q/k read from the
+// Issue 6: the LLaMA-style model of python/ptrain_fixtures/export_newest.py (RMSNorm, rotary q/k read from the
 // rope.cos / rope.sin parameters by constant positions, grouped-query attention with 4 query heads on 2
 // key/value heads, SwiGLU) under pipeline plans, alone and with dp and tp, against the one-rank step over the
 // same global batch: llama_tiny (2 layers) at pp = 2, llama_tiny_4l (4 layers, one per stage) at pp = 4 and

@@ -173,7 +173,7 @@ INSTANTIATE_TEST_SUITE_P(Plans, BertTensorParallelPlan,
                                            Plan{1, 2, 4, "1f1b", 1, 2}),
                          [](const ::testing::TestParamInfo<Plan> &info) { return planName(info.param); });
 
-// The LLaMA-style model of python/ptrain/export_newest.py (2 layers, RMSNorm, rotary q/k, grouped-query
+// The LLaMA-style model of python/ptrain_fixtures/export_newest.py (2 layers, RMSNorm, rotary q/k, grouped-query
 // attention with 4 query heads on 2 key/value heads, SwiGLU), fused at opset 23 and unfused at opset 17 (raised
 // to the same ops): tp = 2, one key/value head and its two query heads per rank; per layer Q, K, V, the gate and
 // up projections column-parallel, the output and down projections row-parallel: 14 sliced parameters of 23

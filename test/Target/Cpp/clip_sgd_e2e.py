@@ -18,8 +18,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, global_batches, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, global_batches, run, setup
 
 LOSS_TOL = 1e-5   # relative, step losses vs one rank (the f32 sums of the norm and gradients grouped otherwise)
 EXEC_TOL = 1e-5   # relative, MPI step losses vs the executor (f64 ops rounded to f32 vs f32 kernels)

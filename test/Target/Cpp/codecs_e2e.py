@@ -17,13 +17,11 @@ No MPI: the module has no grid.
 """
 
 import ctypes
-import os
 import struct
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, emitted_library, finish, setup  # noqa: E402
+from e2e import check, emitted_library, finish, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 L = emitted_library(build, source, work, BIN, "codecs-roundtrip.mlir")

@@ -34,8 +34,7 @@ import re
 import struct
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, global_batches, read_checkpoint, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, global_batches, read_checkpoint, run, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 SEED = 3
@@ -82,7 +81,7 @@ if any(v is None for v in logs.values()):
 for name, log in logs.items():
     print(f"{name}: train {log['train_loss']} val {log['val_loss']}")
 
-# 1. Against the multi-rank executor on the same tokens (run.py's batches).
+# 1. Against the multi-rank executor on the same tokens (run_data.py's batches).
 tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), 3, SEED)
 for name in ("occ", "sc", "iocc"):
     rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, name, "step.mlir"), "--weights", MODEL,

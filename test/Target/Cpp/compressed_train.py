@@ -24,8 +24,7 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, failures, finish, run, setup  # noqa: E402
+from e2e import check, failures, finish, run, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 STEPS = int(sys.argv[4]) if len(sys.argv) > 4 else 200

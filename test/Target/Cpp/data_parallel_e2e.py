@@ -29,8 +29,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, global_batches, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, global_batches, run, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 STEPS, SEED = 3, 3
@@ -74,7 +73,7 @@ if len(logs) == 3:
     check(worst <= 1e-5, f"steps 1-{STEPS}: dp=2 x pp=2 within 1e-5 relative of one rank")
     check(b["train_loss"][-1] < b["train_loss"][0], "the loss decreases")
 
-    # The same global batches as ptrain-run's workers draw (run.py's batch(): random.Random(seed * 1000003 + i),
+    # The same global batches as ptrain-run's workers draw (run_data.py's batch(): random.Random(seed * 1000003 + i),
     # 16 windows of 64 bytes), as raw int64 for the executor.
     tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), STEPS, SEED)
     rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, "dp2pp2", "step.mlir"),

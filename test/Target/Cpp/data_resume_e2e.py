@@ -46,12 +46,10 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, failures, finish, read_checkpoint, run, setup  # noqa: E402
+from e2e import check, failures, finish, read_checkpoint, run, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
-sys.path.insert(0, os.path.join(source, "python"))
-from ptrain import data as stdlib_corpus, megatron_index  # noqa: E402
+from ptrain import data as stdlib_corpus, megatron_index
 
 root = stdlib_corpus.stdlib_dir()
 docs = []

@@ -26,8 +26,7 @@ import os
 import struct
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import (check, compile_plans, corpus, executor_losses, failures, finish, global_batches,  # noqa: E402
+from e2e import (check, compile_plans, corpus, executor_losses, failures, finish, global_batches,
                  print_losses, read_checkpoint, run, setup)
 
 LOSS_TOL = 1e-3        # relative, the 8-bit TP codecs' step losses vs uncompressed (measured: below 1e-4)

@@ -17,9 +17,9 @@ def setup(argv):
     return build, source, work, os.path.join(build, "bin"), os.path.join(source, "models", "gpt", "gpt.onnx")
 
 
-def run(cmd, timeout=300):
-    """(exit status, stdout and stderr together) of `cmd`."""
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+def run(cmd, timeout=300, env=None):
+    """(exit status, stdout and stderr together) of `cmd` (in `env`, default this process's environment)."""
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, env=env)
     return p.returncode, p.stdout
 
 
@@ -35,7 +35,6 @@ def emitted_library(build, source, work, bin_dir, mlir_name, *cxx_flags):
     PTRAIN_SANITIZE build) and loads it with ctypes (ptrain_step_last_error's restype set); finishes the test on
     a failure."""
     import ctypes
-    sys.path.insert(0, os.path.join(source, "python"))
     from ptrain.compile import step_flags
     cpp, lib = os.path.join(work, "step.cpp"), os.path.join(work, "libstep.so")
     rc, out = run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp",
@@ -69,15 +68,14 @@ def corpus(source, work, max_bytes=400000):
 
 
 def global_batches(source, data, path, steps, seed, rows=16, seq=64):
-    """Writes the global batches ptrain-run's workers draw in steps 0..steps-1 (run.py's batch():
+    """Writes the global batches ptrain-run's workers draw in steps 0..steps-1 (run_data.py's batch():
     random.Random(seed * 1000003 + i), `rows` windows of `seq` bytes) as raw int64 for ptrain-interpret
     --tokens-file; returns `path`."""
-    sys.path.insert(0, os.path.join(source, "python"))
-    from ptrain import run as ptrain_run
-    train, _ = ptrain_run.read_data(*ptrain_run.data_files(data), seq)
+    from ptrain import run_data
+    train, _ = run_data.read_data(*run_data.data_files(data), seq)
     with open(path, "wb") as f:
         for i in range(steps):
-            ids = list(ptrain_run.batch(train, rows, seq, seed * 1000003 + i))
+            ids = list(run_data.batch(train, rows, seq, seed * 1000003 + i))
             f.write(struct.pack(f"<{len(ids)}q", *ids))
     return path
 
@@ -139,19 +137,19 @@ def finish():
 
 def ort_val_loss(model, data, plan, seed, val_batches, dp=1):
     """onnxruntime's mean loss of the ONNX `model` over the validation batches a ptrain-run of `plan` with --seed
-    `seed` and --val-batches `val_batches` drew (run.py's batch(), seeds 7919 * (seed + 1) + j): per batch the
+    `seed` and --val-batches `val_batches` drew (run_data.py's batch(), seeds 7919 * (seed + 1) + j): per batch the
     global batch of dp replicas' rows in the eval step's micro-batches, the loss averaged over them (the eval
     step's loss all-reduce averages over dp). Needs .venv (ort_venv.require)."""
     import numpy as np
     import onnxruntime as ort
-    from ptrain import run as ptrain_run
+    from ptrain import run_data
     rows, seq, b = plan["micro_batches"] * plan["batch"], plan["seq"], plan["batch"]
-    _, val = ptrain_run.read_data(*ptrain_run.data_files(data), seq)
+    _, val = run_data.read_data(*run_data.data_files(data), seq)
     sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
     losses = []
     for j in range(val_batches):
-        tokens = np.ctypeslib.as_array(ptrain_run.batch(val, dp * rows, seq, 7919 * (seed + 1) + j)).reshape(-1, seq)
+        tokens = np.ctypeslib.as_array(run_data.batch(val, dp * rows, seq, 7919 * (seed + 1) + j)).reshape(-1, seq)
         micro = []
         for m in range(0, len(tokens), b):
             t = tokens[m:m + b]

@@ -2,7 +2,7 @@
 
 1. ptrain-compile the bundled GPT at pp = 2 (2 micro-batches), ptrain-run 4 steps with --checkpoint (one file
    per stage), ptrain-export the checkpoint to trained.onnx (external data, like the original).
-2. onnxruntime on trained.onnx over the validation batches ptrain-run drew (run.py's batch(), the same seeds)
+2. onnxruntime on trained.onnx over the validation batches ptrain-run drew (run_data.py's batch(), the same seeds)
    gives the run's final validation loss within 1e-5 relative; the untrained model's loss differs (the weights
    did change), and every parameter of trained.onnx equals the checkpoint's.
 3. ptrain re-imports it: ptrain-compile trained.onnx (--optimizer none) and its forward matches onnxruntime's
@@ -20,25 +20,23 @@ import os
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ort_venv  # noqa: E402
+import ort_venv
 
 ort_venv.require(sys.argv[2])
 
-import ctypes  # noqa: E402
+import ctypes
 
-import numpy as np  # noqa: E402
-import onnx  # noqa: E402
-import onnxruntime as ort  # noqa: E402
-from onnx import numpy_helper  # noqa: E402
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
 
-from e2e import check, corpus, failures, finish, ort_val_loss, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, ort_val_loss, run, setup
 
 TOLERANCE = 1e-5
 build, source, work, BIN, MODEL = setup(sys.argv)
-sys.path.insert(0, os.path.join(source, "python"))
-from ptrain import export as ptrain_export  # noqa: E402
-from ptrain import run as ptrain_run  # noqa: E402
+from ptrain import export as ptrain_export
+from ptrain import run_data
 
 data = corpus(source, work)
 out = os.path.join(work, "pp2")
@@ -70,7 +68,7 @@ if failures:
 # --- 2. onnxruntime on the exported model gives the run's final validation loss.
 plan = json.load(open(os.path.join(out, "plan.json")))
 b, seq = plan["batch"], plan["seq"]
-_, val = ptrain_run.read_data(*ptrain_run.data_files(data), seq)
+_, val = run_data.read_data(*run_data.data_files(data), seq)
 
 
 def val_loss(model, dp=1):
@@ -110,7 +108,7 @@ if rc == 0:
     p1 = json.load(open(os.path.join(again, "plan.json")))
     lib = ctypes.CDLL(os.path.join(again, "libstep.so"))
     check(lib.ptrain_step_init(trained.encode()) == 0, "ptrain_step_init(trained.onnx)")
-    tokens = np.ctypeslib.as_array(ptrain_run.batch(val, b, seq, 99)).reshape(b, seq)
+    tokens = np.ctypeslib.as_array(run_data.batch(val, b, seq, 99)).reshape(b, seq)
     logits = np.zeros((b, seq, p1["vocab"]), np.float32)
     check(lib.ptrain_step_forward(tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)),
                                   logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float))) == 0, "forward")

@@ -29,23 +29,21 @@ import os
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ort_venv  # noqa: E402
+import ort_venv
 
 ort_venv.require(sys.argv[2])
 
-import numpy as np  # noqa: E402
-import onnx  # noqa: E402
-from onnx import numpy_helper  # noqa: E402
+import numpy as np
+import onnx
+from onnx import numpy_helper
 
-from e2e import check, compile_plans, corpus, failures, finish, ort_val_loss, run, setup  # noqa: E402
-from sgd_equivalence import GRAD_NOISE, SGD_FLAGS, bound_use  # noqa: E402
+from e2e import check, compile_plans, corpus, failures, finish, ort_val_loss, run, setup
+from sgd_equivalence import GRAD_NOISE, SGD_FLAGS, bound_use
 
 LOSS_TOL = 1e-5    # relative: onnxruntime on the export vs the run's final validation loss
 STEPS, SEED, VAL_BATCHES = 3, 5, 1
 
 build, source, work, BIN, MODEL = setup(sys.argv)
-sys.path.insert(0, os.path.join(source, "python"))
 data = corpus(source, work)
 common = [*SGD_FLAGS, "--warmup-steps", "1", "--total-steps", "100", "--target", "cpu"]
 configs = {"ref": ["--micro-batches", "4"],

@@ -24,9 +24,8 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e  # noqa: E402
-from hf_exports_train import ascii_corpus  # noqa: E402
+import e2e
+from hf_exports_train import ascii_corpus
 
 STEPS = 20
 

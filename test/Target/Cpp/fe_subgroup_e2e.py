@@ -20,8 +20,7 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, global_batches, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, global_batches, run, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 SEED, STEPS = 3, 3

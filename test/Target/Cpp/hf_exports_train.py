@@ -4,7 +4,7 @@ The dynamo exporter's GPT-2 with the exporter's default optimization (test/Impor
 and its LLaMA exports, unoptimized and optimized (llama.onnx, llama-folded.onnx), hold their constants (GELU's
 0.5 and 0.044715, the exponent 2, RMSNorm's epsilon, the attention mask, the rotary tables) as initializers.
 The TorchScript exporter of Debian's torch 1.13 at opset 14 (test/Import/ONNX/Inputs/exports/gpt-opset14.onnx,
-python/ptrain/export_gpt_opset14.py: the bundled GPT, vocabulary 256) decomposes LayerNorm and GELU.
+python/ptrain_fixtures/export_gpt_opset14.py: the bundled GPT, vocabulary 256) decomposes LayerNorm and GELU.
 For each:
 1. ptrain-compile at pp=2 with 2 micro-batches and `--signature auto` succeeds; every initializer the importer
    reports as held constant (`remark: initializer 'X' is held constant: ...`) has no state in plan.json (no
@@ -23,8 +23,7 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e  # noqa: E402
+import e2e
 
 HF = ("Import", "ONNX", "opset18+", "hf")
 # name -> (folder under test/, ops the recognizers must have made, the vocabulary is bytes < 128)

@@ -27,8 +27,7 @@ import os
 import struct
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import (check, corpus, executor_losses, failures, finish, global_batches, read_checkpoint, run,  # noqa: E402
+from e2e import (check, corpus, executor_losses, failures, finish, global_batches, read_checkpoint, run,
                  setup)
 
 build, source, work, BIN, MODEL = setup(sys.argv)

@@ -9,7 +9,7 @@ Needs /usr/bin/python3 with torch (Debian's python3-torch 1.13) and onnx (python
    replicas of a step hold different numbers of real tokens. ptrain-compile the bundled GPT with SGD (lr 0.5,
    no momentum or decay) and `--ignore-index 0 --class-weights FILE` (w[c] = 0.5 + 0.25 (c mod 5)) on one
    global batch of 16 sequences: one rank with 4 micro-batches, and dp 2 x pp 2 with 2 micro-batches (4 ranks).
-2. PyTorch (the same model in float64, python/ptrain/models/gpt.py, with the ONNX file's weights) on the same
+2. PyTorch (the same model in float64, python/ptrain_fixtures/models/gpt.py, with the ONNX file's weights) on the same
    global batches: F.cross_entropy(weight=w, ignore_index=0) of the next-token logits over the whole batch,
    the same SGD steps. The 3 step losses of both compiled runs (ptrain-run, mpirun) are within TORCH_TOL
    relative of PyTorch's: the mean is over the global count of counted tokens (sum(w[y]) over every
@@ -29,8 +29,7 @@ import random
 import struct
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, run, setup
 
 TORCH_TOL = 1e-6  # relative: f32 kernels (fp64 accumulation) vs PyTorch in f64, 3 SGD steps (measured 7.5e-8)
 EXEC_TOL = 1e-5   # relative: MPI step losses vs the executor (f64 ops rounded to f32 vs f32 kernels)
@@ -38,9 +37,7 @@ EXEC_TOL = 1e-5   # relative: MPI step losses vs the executor (f64 ops rounded t
 STEPS, SEED, LR, ROWS, SEQ = 3, 3, 0.5, 16, 64
 
 build, source, work, BIN, MODEL = setup(sys.argv)
-sys.path.insert(0, os.path.join(source, "python"))
-sys.path.insert(0, os.path.join(source, "bench", "pytorch"))
-from ptrain import run as ptrain_run  # noqa: E402
+from ptrain import run_data
 
 # 1. The padded corpus, the class weights and the explicit labels.
 plain = corpus(source, work)
@@ -94,10 +91,10 @@ def ptrain_run_log(path):
 
 def global_batches(data_dir, what="tokens"):
     """The STEPS global batches ptrain-run draws ([ROWS, SEQ] each): token ids or, for `labels`, the labels."""
-    train, val = ptrain_run.read_data(*ptrain_run.data_files(data_dir), SEQ)
+    train, val = run_data.read_data(*run_data.data_files(data_dir), SEQ)
     if what == "labels":
-        train = ptrain_run.read_labels(labels_dir, data_dir, train, val)[0]
-    return [list(ptrain_run.batch(train, ROWS, SEQ, SEED * 1000003 + i)) for i in range(STEPS)]
+        train = run_data.read_labels(labels_dir, data_dir, train, val)[0]
+    return [list(run_data.batch(train, ROWS, SEQ, SEED * 1000003 + i)) for i in range(STEPS)]
 
 
 def write_batches(batches, path):
@@ -117,11 +114,18 @@ def lr_at(t, warmup=1, total=100, min_ratio=0.1):
 
 def torch_losses(batches):
     """PyTorch's weighted, padded next-token losses of STEPS SGD steps, with the controls of step 1."""
+    import importlib.util
+
     import torch
     import torch.nn.functional as F
-    from tokens_per_s import read_config
 
-    from ptrain.models.gpt import GPT
+    from ptrain_fixtures.models.gpt import GPT
+    # bench/pytorch/tokens_per_s.py's read_config, the script loaded from its file (it is not on the import path).
+    spec = importlib.util.spec_from_file_location("tokens_per_s", os.path.join(source, "bench", "pytorch",
+                                                                               "tokens_per_s.py"))
+    tokens_per_s = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tokens_per_s)
+    read_config = tokens_per_s.read_config
     torch.set_num_threads(1)
     cfg, _, weights = read_config(os.path.join(source, "models", "gpt"))
     model = GPT(cfg).double()
@@ -181,7 +185,7 @@ if rc == 0:
     check(len(executor) == STEPS and worst <= TORCH_TOL, f"dp2pp2 executor: within {TORCH_TOL} of PyTorch")
 
 # 3. Explicit labels: the bundled GPT with a `labels` input, pp 2 under mpirun against the one-rank executor.
-import onnx  # noqa: E402
+import onnx
 
 model = onnx.load(MODEL)
 labels_input = onnx.helper.make_tensor_value_info("labels", onnx.TensorProto.INT64, [4, SEQ])

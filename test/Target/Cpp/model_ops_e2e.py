@@ -24,15 +24,14 @@ import ctypes
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ort_venv  # noqa: E402
+import ort_venv
 
 ort_venv.require(sys.argv[2])
 
-import numpy as np  # noqa: E402
-from onnx import numpy_helper  # noqa: E402
+import numpy as np
+from onnx import numpy_helper
 
-from e2e import check, emitted_library, finish, run, setup  # noqa: E402
+from e2e import check, emitted_library, finish, run, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 mlir = os.path.join(source, "test", "Target", "Cpp", "Inputs", "model-ops.mlir")

@@ -21,15 +21,14 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ort_venv  # noqa: E402
+import ort_venv
 
 ort_venv.require(sys.argv[2])
 
-import numpy as np  # noqa: E402
-import onnx  # noqa: E402
-import onnxruntime as ort  # noqa: E402
-from onnx import numpy_helper  # noqa: E402
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
 
 TOLERANCE = 1e-5
 

@@ -3,7 +3,7 @@
 1. Forward against onnxruntime (as ort_forward.py: ptrain-compile --optimizer none, ptrain_step_forward and the
    step's loss vs onnxruntime's CPUExecutionProvider logits on the same inputs and initializers):
    - test/Import/ONNX/Inputs/exports/gpt2-opset17.onnx and gpt2-opset13-folded.onnx: the PyTorch exports of a
-     Hugging Face GPT2LMHeadModel (python/ptrain/models/gpt2.py), whose bool causal-mask buffer is an i1 constant
+     Hugging Face GPT2LMHeadModel (python/ptrain_fixtures/models/gpt2.py), whose bool causal-mask buffer is an i1 constant
      applied with ptrain.select;
    - test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx: RMSNormalization-23, RotaryEmbedding-23 on q and k,
      grouped-query Attention-23, SwiGLU (ptrain-compile --import-options "--signature auto" fixes its position
@@ -27,15 +27,14 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ort_venv  # noqa: E402
+import ort_venv
 
 ort_venv.require(sys.argv[2])
 
-import numpy as np  # noqa: E402
-import onnxruntime as ort  # noqa: E402
+import numpy as np
+import onnxruntime as ort
 
-import ort_forward  # noqa: E402
+import ort_forward
 
 TOLERANCE = 1e-5
 STEPS = 3

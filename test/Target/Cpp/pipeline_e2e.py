@@ -24,8 +24,7 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, run, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 data = corpus(source, work)
@@ -81,9 +80,9 @@ rc, out = run([runner, os.path.join(work, "pp2"), "--data", data, "--steps", "1"
 check(rc != 0 and "compiled for dp * pp = 1 * 2 = 2 ranks" in out, "--np 3 for a pp=2 step")
 # The step's own check: the pp=2 library on a world of 1 rank.
 env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OPENBLAS_NUM_THREADS="1",
-           PTRAIN_COMM_TIMEOUT_S="10")
-p = subprocess.run(["mpirun", "-np", "1", "--oversubscribe", sys.executable,
-                    os.path.join(source, "python", "ptrain", "run.py"), "--worker", os.path.join(work, "pp2"),
+           PTRAIN_COMM_TIMEOUT_S="10", PYTHONPATH=os.path.join(source, "python"))
+p = subprocess.run(["mpirun", "-np", "1", "--oversubscribe", "-x", "PYTHONPATH", sys.executable, "-m", "ptrain.run",
+                    "--worker", os.path.join(work, "pp2"),
                     "--data", data, "--steps", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                    timeout=120, env=env)
 check(p.returncode != 0 and "compiled for 2 ranks" in p.stdout, "world-size mismatch inside the step")

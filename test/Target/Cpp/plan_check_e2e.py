@@ -20,12 +20,10 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, run, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
-sys.path.insert(0, os.path.join(source, "python"))
-from ptrain import plan_abi  # noqa: E402
+from ptrain import plan_abi
 
 data = corpus(source, work, max_bytes=100000)
 common = ["--pp", "2", "--lr", "1e-3", "--target", "cpu"]

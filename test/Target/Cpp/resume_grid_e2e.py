@@ -29,8 +29,7 @@ import shutil
 import struct
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, read_checkpoint, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, read_checkpoint, run, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 data = corpus(source, work)

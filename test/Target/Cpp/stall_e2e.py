@@ -16,8 +16,7 @@ import re
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, run, setup
 
 DEADLINE_S = 3
 SLACK_S = 30  # mpirun's teardown and a loaded 2-core machine

@@ -26,8 +26,7 @@ import os
 import struct
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import check, corpus, failures, finish, run, setup  # noqa: E402
+from e2e import check, corpus, failures, finish, run, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 data = corpus(source, work)
@@ -147,11 +146,10 @@ fake = os.path.join(work, "no-matplotlib", "matplotlib")
 os.makedirs(fake)
 with open(os.path.join(fake, "__init__.py"), "w") as f:
     f.write("raise ImportError('matplotlib hidden by the test')\n")
-env_run = [sys.executable, "-c",
-           "import sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]); "
-           "from ptrain import plots; sys.exit(plots.main([sys.argv[3]]))",
-           os.path.join(work, "no-matplotlib"), os.path.join(source, "python"), os.path.join(work, "occ-10-1.jsonl")]
-rc, out = run(env_run)
+env_run = [sys.executable, "-c", "import sys; from ptrain import plots; sys.exit(plots.main([sys.argv[1]]))",
+           os.path.join(work, "occ-10-1.jsonl")]
+rc, out = run(env_run, env=dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(work, "no-matplotlib"),
+                                                                        os.path.join(source, "python")])))
 check(rc == 1 and "python3-matplotlib" in out and "Traceback" not in out,
       f"plots.py without matplotlib: a message, exit 1 ({out.strip()})")
 rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, "occ"), "--data", data, "--steps", "1",

@@ -33,14 +33,13 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import (check, compile_plans, corpus, executor_losses, failures, finish, global_batches,  # noqa: E402
+from e2e import (check, compile_plans, corpus, executor_losses, failures, finish, global_batches,
                  read_checkpoint, run, setup)
-from sgd_equivalence import GRAD_NOISE, SGD_FLAGS, bound_use  # noqa: E402
+from sgd_equivalence import GRAD_NOISE, SGD_FLAGS, bound_use
 
-import numpy as np  # noqa: E402
-import onnx  # noqa: E402
-from onnx import numpy_helper  # noqa: E402
+import numpy as np
+import onnx
+from onnx import numpy_helper
 
 LOSS_TOL = 1e-5    # relative, step losses vs one rank
 WRONG_SLICE = 100  # the control: a wrong slice uses more than this many times the bound
@@ -165,7 +164,7 @@ if logs["ref"]:
               f"(sgd_equivalence.py (3): {GRAD_NOISE} of the tensor's displacement + {STEPS} ulps)")
         check(wrong > WRONG_SLICE, f"{name}: the control, a wrong slice, exceeds the bound more than {WRONG_SLICE} x")
 
-# 3 + 4: the executor on the same IR and the same global batches (run.py's batch()).
+# 3 + 4: the executor on the same IR and the same global batches (run_data.py's batch()).
 tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), STEPS, SEED)
 logs["dp2tp2pp2occ"] = train("dp2tp2pp2occ")
 for name in ("dp2tp2pp2", "dp2tp2pp2occ"):

@@ -26,13 +26,12 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import (check, compile_plans, corpus, executor_losses, failures, finish, global_batches,  # noqa: E402
+from e2e import (check, compile_plans, corpus, executor_losses, failures, finish, global_batches,
                  read_checkpoint, run, setup)
-from sgd_equivalence import GRAD_NOISE, SGD_FLAGS, bound_use  # noqa: E402
+from sgd_equivalence import GRAD_NOISE, SGD_FLAGS, bound_use
 
-import onnx  # noqa: E402
-from onnx import numpy_helper  # noqa: E402
+import onnx
+from onnx import numpy_helper
 
 LOSS_TOL = 1e-5    # relative, losses vs one rank (the f32 sums of the loss's parts grouped otherwise)
 EXEC_TOL = 1e-5    # relative, MPI step losses vs the executor (f64 ops rounded to f32 vs f32 kernels)

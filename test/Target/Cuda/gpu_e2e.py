@@ -121,7 +121,6 @@ def states(lib):
 
 def build_codec_steps(build, source, scratch, module="test/Target/Cuda/emit-cuda-codecs.mlir", name="codecs"):
     """A module (emit-cuda-codecs.mlir) as a CPU and a CUDA library (ptrain-compile's nvcc command)."""
-    sys.path.insert(0, os.path.join(source, "python"))
     from ptrain.compile import build_cuda_library
     module = os.path.join(source, module)
     runtime, include = os.path.join(build, "lib", "Runtime"), os.path.join(source, "include")

@@ -1,6 +1,6 @@
 """The bundled GPT: a small byte-level decoder-only transformer in PyTorch.
 
-This is the model that `python/ptrain/export_bundled_gpt.py` exports to ONNX for the
+This is the model that `python/ptrain_fixtures/export_bundled_gpt.py` exports to ONNX for the
 compiler (see DESIGN.md, "The bundled model").
 
 Configuration (defaults of `GPTConfig`):

@@ -8,7 +8,7 @@ CUDA wheels, so the LLaMA-style model is written directly as an opset-23 graph h
 newest exporters emit (RMSNormalization, RotaryEmbedding, Attention with grouped-query heads, a SwiGLU MLP
 with Sigmoid).
 
-Usage: .venv/bin/python python/ptrain/export_newest.py [--out test/Import/ONNX/opset18+/Inputs]
+Usage: PYTHONPATH=python .venv/bin/python -m ptrain_fixtures.export_newest [--out test/Import/ONNX/opset18+/Inputs]
 Every file is a pure function of the seeds below: rerunning reproduces the committed bytes.
 """
 import argparse
@@ -20,13 +20,7 @@ import onnx.reference
 import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
-try:
-    from ptrain import llama_reference
-except ImportError:  # run as a script from the repository root
-    import sys
-
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    from ptrain import llama_reference
+from ptrain_fixtures import llama_reference
 
 F = TensorProto.FLOAT
 I64 = TensorProto.INT64

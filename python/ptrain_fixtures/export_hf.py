@@ -3,7 +3,7 @@
 
 Run in the export venv (scripts/setup-export.sh: PyPI torch, transformers, onnxscript):
 
-    .venv-export/bin/python python/ptrain/export_hf.py [--out test/Import/ONNX/opset18+/hf] [--opset 18]
+    .venv-export/bin/python python/ptrain_fixtures/export_hf.py [--out test/Import/ONNX/opset18+/hf] [--opset 18]
 
 Models (random weights from torch.manual_seed(0), tiny configs, eager attention, no KV cache):
   gpt2    transformers.GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab 128, 16 positions))

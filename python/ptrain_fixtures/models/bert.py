@@ -1,6 +1,6 @@
 """A small BERT for masked language modelling with the Hugging Face BERT architecture, in plain PyTorch.
 
-`python/ptrain/export_import_fixtures.py` exports it to ONNX for the importer's tests. Module names,
+`python/ptrain_fixtures/export_import_fixtures.py` exports it to ONNX for the importer's tests. Module names,
 parameter names and the forward computation follow `transformers`' `BertForMaskedLM`
 (modeling_bert.py, eager attention):
 

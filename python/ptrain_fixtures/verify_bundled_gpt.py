@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check the exported bundled GPT with onnxruntime (no torch needed).
 
-    .venv/bin/python python/ptrain/verify_bundled_gpt.py --dir models/gpt [--no-readme]
+    .venv/bin/python python/ptrain_fixtures/verify_bundled_gpt.py --dir models/gpt [--no-readme]
 
 Runs gpt.onnx on test_data_set_0/input_0.pb with onnxruntime, compares with output_0.pb
 (max abs difference must be <= --tol, default 1e-5), recomputes the next-token loss from

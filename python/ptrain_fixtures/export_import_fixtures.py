@@ -4,10 +4,10 @@ constant folding, with PyTorch reference inputs and outputs.
 
 Usage (from the repository root, with Debian's python3-torch 1.13 and python3-onnx):
 
-    /usr/bin/python3 python/ptrain/export_import_fixtures.py [--out test/Import/ONNX/Inputs/exports]
+    PYTHONPATH=python /usr/bin/python3 -m ptrain_fixtures.export_import_fixtures [--out test/Import/ONNX/Inputs/exports]
 
-Writes into OUT, for MODEL in gpt2 (python/ptrain/models/gpt2.py, Hugging Face GPT2LMHeadModel
-architecture) and bert (python/ptrain/models/bert.py, BertForMaskedLM architecture):
+Writes into OUT, for MODEL in gpt2 (python/ptrain_fixtures/models/gpt2.py, Hugging Face GPT2LMHeadModel
+architecture) and bert (python/ptrain_fixtures/models/bert.py, BertForMaskedLM architecture):
   MODEL-opsetN.onnx          torch.onnx.export(..., opset_version=N, do_constant_folding=False)
   MODEL-opsetN-folded.onnx   the same with do_constant_folding=True
   MODEL/input_K.pb           TensorProto inputs (int64 [2, 8]) in the graph's input order
@@ -35,9 +35,8 @@ import onnx
 import torch
 from onnx import numpy_helper
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ptrain.models.bert import BertConfig, BertForMaskedLM  # noqa: E402
-from ptrain.models.gpt2 import GPT2Config, GPT2LMHeadModel  # noqa: E402
+from ptrain_fixtures.models.bert import BertConfig, BertForMaskedLM
+from ptrain_fixtures.models.gpt2 import GPT2Config, GPT2LMHeadModel
 
 OPSETS = (13, 14, 17)
 BATCH, SEQ = 2, 8

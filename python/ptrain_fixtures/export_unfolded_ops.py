@@ -10,7 +10,7 @@ new_axis, CumSum of a run-time float tensor (inclusive, and exclusive + reverse)
 integer tensor, and Cos/Sin of a constant Range. Reference outputs from onnxruntime, checked against
 onnx.reference to 1e-5.
 
-Usage: .venv/bin/python python/ptrain/export_unfolded_ops.py [--out test/Import/ONNX/opset18+/unfolded]
+Usage: .venv/bin/python python/ptrain_fixtures/export_unfolded_ops.py [--out test/Import/ONNX/opset18+/unfolded]
 The file is a pure function of the seed: rerunning reproduces the committed bytes.
 """
 import argparse
