@@ -12,6 +12,9 @@
 //   4. the C ABI: ptrain_step_<func>, ptrain_step_init/save/load, the state
 //      table accessors and, with communicators, the traffic per link
 //      (EmitTraffic.h).
+//   5. the ops' chunks of every function go through the block outliner
+//      (include/ptrain/Target/Common/BlockOutliner.h): identical layers are
+//      written once as functions, called with a row of what differs.
 // The unit is built in memory and written only when every op was emitted.
 //
 //===----------------------------------------------------------------------===//
