@@ -168,8 +168,9 @@ template <typename OpTy, typename... Args> Value buildChecked(OnnxNodeOp node, I
   if (!op)
     return nullptr;
   if (failed(verify(op, /*verifyRecursively=*/false))) {
+    OperationName name = op->getName(); // before the erase (fuzz finding 13: a use after free)
     rewriter.eraseOp(op);
-    nodeError(node) << "the node does not satisfy ptrain's " << op->getName() << " (see above)";
+    nodeError(node) << "the node does not satisfy ptrain's " << name << " (see above)";
     return nullptr;
   }
   return op->getResult(0);
