@@ -224,17 +224,16 @@ public:
   target::EmittedFunction takeChunks() {
     return {std::move(chunks), std::move(types)};
   }
-  /// Appends the function to `code` with `body` (its chunks, repeated blocks replaced by calls).
-  LogicalResult write(std::string &code, const std::string &body);
-  /// The entry point's declaration (set by write): the repeated blocks, written before the entry points,
+  /// Appends the documented entry point to `code` with `body` (its chunks, repeated blocks replaced by calls;
+  /// only its refusal when it runs on no rank).
+  LogicalResult writeFunction(std::string &code, const std::string &body);
+  /// The entry point's declaration (set by writeFunction): the repeated blocks, written before the entry points,
   /// may call it (a pipeline step's calls of its stage functions).
   const std::string &getDeclaration() const { return declaration; }
 
 private:
   /// Plans the function's storage and writes its body; `arenaBytes` is its arena's size.
   LogicalResult planAndEmitBody(int64_t &arenaBytes);
-  /// The documented entry point around the body (only its refusal when `runsNowhere`).
-  LogicalResult writeFunction(std::string &code, const std::string &body);
   LogicalResult checkOps();
   LogicalResult deferCompressedStateWrites();
   void planStorage();
@@ -1200,10 +1199,6 @@ LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
   return success();
 }
 
-LogicalResult FunctionEmitter::write(std::string &code, const std::string &body) {
-  return writeFunction(code, body);
-}
-
 LogicalResult FunctionEmitter::planAndEmitBody(int64_t &bytes) {
   gemms.emplace(ops);
   adamRuns = findAdamWRuns(ops, deferredWrites);
@@ -1456,7 +1451,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   outline.tableEntry = tableEntry;
   target::OutlineResult outlined = target::outlineRepeatedBlocks(bodies, outline, options.outlineBlocks);
   for (auto [emitter, body] : llvm::zip_equal(emitters, outlined.bodies))
-    if (failed(emitter->write(functions, body)))
+    if (failed(emitter->writeFunction(functions, body)))
       return failure();
 
   // Pipeline modules: ptrain_step_train / ptrain_step_eval dispatch to this rank's lowered step
