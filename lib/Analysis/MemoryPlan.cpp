@@ -6,7 +6,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Analysis/MemoryPlan.h"
-#include "ptrain/Analysis/GemmFusion.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/SymbolTable.h"
@@ -22,11 +21,6 @@ using namespace mlir;
 using namespace mlir::ptrain;
 
 namespace {
-int64_t alignUp(int64_t x, int64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
-int64_t alignedSize(const ArenaBuffer &b, int64_t alignment) {
-  return alignUp(std::max<int64_t>(b.bytes, 1), alignment);
-}
-
 /// Bytes of a tensor, or of the tensor a request yields; 0 for anything else.
 int64_t bytesOfType(Type type) {
   if (auto request = dyn_cast<RequestType>(type))
@@ -40,156 +34,28 @@ int64_t bytesOfType(Type type) {
 }
 } // namespace
 
-SmallVector<Value> mlir::ptrain::valuesHeldUntilWait(WaitOp wait) {
-  SmallVector<Value> held;
-  Operation *start = wait.getRequest().getDefiningOp();
-  if (auto a = dyn_cast_or_null<AllReduceStartOp>(start))
-    held.push_back(a.getInput());
-  if (auto c = dyn_cast_or_null<CompressedAllReduceStartOp>(start)) {
-    held.push_back(c.getInput());
-    held.append(c.getNewState().begin(), c.getNewState().end());
-  }
-  return held;
-}
-
-int64_t mlir::ptrain::planArenaGreedyBySize(std::vector<ArenaBuffer> &buffers, int64_t alignment) {
-  std::vector<size_t> order(buffers.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (buffers[a].bytes != buffers[b].bytes)
-      return buffers[a].bytes > buffers[b].bytes;
-    return buffers[a].first < buffers[b].first;
-  });
-  int64_t arenaBytes = 0;
-  std::vector<size_t> placed; // kept sorted by offset
-  std::vector<size_t> overlapping;
-  for (size_t idx : order) {
-    ArenaBuffer &buf = buffers[idx];
-    const int64_t size = alignedSize(buf, alignment);
-    overlapping.clear();
-    for (size_t o : placed)
-      if (buffers[o].first <= buf.last && buf.first <= buffers[o].last)
-        overlapping.push_back(o);
-    // The smallest gap between the overlapping buffers (in offset order) that fits; else after the highest.
-    int64_t prevEnd = 0, best = -1, bestGap = INT64_MAX;
-    for (size_t o : overlapping) {
-      int64_t gap = buffers[o].offset - prevEnd;
-      if (gap >= size && gap < bestGap) {
-        best = prevEnd;
-        bestGap = gap;
-      }
-      prevEnd = std::max(prevEnd, alignUp(buffers[o].offset + alignedSize(buffers[o], alignment), alignment));
-    }
-    buf.offset = best >= 0 ? best : prevEnd;
-    arenaBytes = std::max(arenaBytes, buf.offset + size);
-    placed.insert(std::upper_bound(placed.begin(), placed.end(), idx,
-                                   [&](size_t a, size_t b) { return buffers[a].offset < buffers[b].offset; }),
-                  idx);
-  }
-  return arenaBytes;
-}
-
-int64_t mlir::ptrain::liveBytesLowerBound(const std::vector<ArenaBuffer> &buffers, int64_t alignment) {
-  // Sweep over interval ends: +size at first, -size after last.
-  std::map<int64_t, int64_t> delta;
-  for (const ArenaBuffer &b : buffers) {
-    delta[b.first] += alignedSize(b, alignment);
-    delta[b.last + 1] -= alignedSize(b, alignment);
-  }
-  int64_t live = 0, peak = 0;
-  for (auto &[index, d] : delta)
-    peak = std::max(peak, live += d);
-  return peak;
-}
-
-namespace {
-/// The buffers of `func` and their values (planFunctionMemory without the offsets).
-FunctionMemoryPlan collectBuffers(func::FuncOp func) {
-  FunctionMemoryPlan plan;
-  if (func.isExternal())
-    return plan;
-  SmallVector<Operation *> ops;
-  llvm::DenseMap<Operation *, int64_t> index;
-  func.getBody().walk([&](Operation *op) {
-    index[op] = ops.size();
-    ops.push_back(op);
-  });
-
-  // Aliases share their root's buffer; roots without a buffer (arguments, constants, in-place state reads)
-  // are not planned.
-  llvm::DenseMap<Value, Value> aliasOf;
-  auto rootOf = [&](Value v) {
-    for (auto it = aliasOf.find(v); it != aliasOf.end(); it = aliasOf.find(v))
-      v = it->second;
-    return v;
-  };
-  llvm::DenseMap<Value, int64_t> lastUse;
-  llvm::SetVector<Value> candidates; // values that may take a buffer, in definition order
-  llvm::DenseMap<StringRef, SmallVector<int64_t>> writesOf;
-  // The generated code's GEMMs read transposes' inputs and batch stacks instead of materializing them
-  // (GemmFusion.h): those ops get no buffer and their inputs stay live until the GEMM.
-  GemmFusion gemms(ops);
-  for (Operation *op : ops) {
-    const int64_t i = index[op];
-    if (auto write = dyn_cast<StateWriteOp>(op))
-      writesOf[write.getState()].push_back(i);
-    for (Value operand : llvm::concat<Value>(op->getOperands(), gemms.extraReads(op))) {
-      Value root = rootOf(operand);
-      lastUse[root] = std::max(lastUse.lookup(root), i);
-    }
-    for (Value result : op->getResults()) {
-      lastUse[result] = std::max(lastUse.lookup(result), i);
-      if (isa<arith::ConstantOp>(op) || gemms.isFolded(op) || gemms.isDead(op))
-        continue;
-      if (isa<ReshapeOp, TPCopyOp>(op) || gemms.aliasOf(op)) {
-        aliasOf[result] = gemms.aliasOf(op) ? gemms.aliasOf(op) : op->getOperand(0);
-      } else if (auto send = dyn_cast<SendStartOp>(op)) {
-        aliasOf[result] = send.getInput(); // the request holds the sent buffer until its wait
-      } else if (auto wait = dyn_cast<WaitOp>(op)) {
-        aliasOf[result] = wait.getRequest(); // the buffer its start op received or reduced into
-      } else if (bytesOfType(result.getType()) > 0) {
-        candidates.insert(result);
-      }
-    }
-  }
-  // A collective reads its input until its wait; a compressed all-reduce writes its new states after it.
-  for (Operation *op : ops) {
-    auto wait = dyn_cast<WaitOp>(op);
-    if (!wait)
-      continue;
-    for (Value v : valuesHeldUntilWait(wait)) {
-      Value root = rootOf(v);
-      lastUse[root] = std::max(lastUse.lookup(root), index[op]);
-    }
-  }
-  for (Value v : candidates) {
-    Operation *def = v.getDefiningOp();
-    if (auto read = dyn_cast<StateReadOp>(def)) {
-      // In place unless a later write of the state comes before a use of the value.
-      int64_t firstWrite = INT64_MAX;
-      for (int64_t w : writesOf.lookup(read.getState()))
-        if (w > index[def])
-          firstWrite = std::min(firstWrite, w);
-      if (lastUse[v] <= firstWrite)
-        continue;
-    }
-    plan.buffers.push_back({index[def], lastUse[v], bytesOfType(v.getType())});
-    plan.values.push_back(v);
-    plan.sumBytes += bytesOfType(v.getType());
-  }
-  return plan;
-}
-} // namespace
-
 FunctionMemoryPlan mlir::ptrain::planFunctionMemory(func::FuncOp func, int64_t alignment) {
-  FunctionMemoryPlan plan = collectBuffers(func);
-  plan.arenaBytes = planArenaGreedyBySize(plan.buffers, alignment);
-  plan.lowerBoundBytes = liveBytesLowerBound(plan.buffers, alignment);
+  StorageRules rules = StorageRules::cpu();
+  rules.alignment = alignment;
+  BufferLiveness liveness(func, rules);
+  liveness.run();
+  FunctionMemoryPlan plan;
+  plan.buffers = liveness.buffers();
+  plan.values.assign(liveness.bufferValues().begin(), liveness.bufferValues().end());
+  plan.arenaBytes = liveness.arenaBytes();
+  plan.lowerBoundBytes = liveness.lowerBoundBytes();
+  plan.fileConstantBytes = liveness.fileConstantBytes();
+  for (const ArenaBuffer &b : plan.buffers)
+    plan.sumBytes += b.bytes;
   return plan;
 }
 
 int64_t mlir::ptrain::functionLiveBytes(func::FuncOp func, int64_t alignment) {
-  return liveBytesLowerBound(collectBuffers(func).buffers, alignment);
+  StorageRules rules = StorageRules::cpu();
+  rules.alignment = alignment;
+  BufferLiveness liveness(func, rules);
+  liveness.run(/*place=*/false);
+  return liveness.lowerBoundBytes();
 }
 
 namespace {
@@ -269,6 +135,53 @@ int64_t maxStashedOf(func::FuncOp step) {
   }
   return peak;
 }
+/// Whether `fn` reads or writes a state.
+bool usesStates(func::FuncOp fn) {
+  return fn.walk([](Operation *op) {
+             return isa<StateReadOp, StateWriteOp>(op) ? WalkResult::interrupt() : WalkResult::advance();
+           }).wasInterrupted();
+}
+
+/// The bytes the generated step allocates at init on the rank of pipeline stage `unit` (-1: a step without
+/// pipeline, whose every rank holds the whole module), by the rules of the CPU target's storage
+/// (lib/Target/Cpp/EmitCpp.cpp, emitStorageAllocation): the states its stage's functions use (all states
+/// without pipeline); one arena per function of the unit that calls others; one arena shared by the others,
+/// as large as the largest of them; the constants read from the constant file. A function belongs to the unit
+/// when it has its stage or none, except a pipeline's function without a stage that uses states (the unsplit
+/// model: it runs on no rank).
+int64_t allocatedBytesOf(ModuleOp module, int64_t unit, SymbolTable &symbols,
+                         llvm::function_ref<const FunctionMemoryPlan &(func::FuncOp)> planOf) {
+  llvm::SmallPtrSet<Operation *, 32> states;
+  int64_t stateBytes = 0, ownArenas = 0, sharedArena = 0, constantBytes = 0;
+  auto addState = [&](StringAttr sym) {
+    if (auto state = symbols.lookup<StateOp>(sym); state && states.insert(state).second)
+      stateBytes += bytesOfType(state.getType());
+  };
+  if (unit < 0)
+    for (auto state : module.getOps<StateOp>())
+      addState(state.getSymNameAttr());
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal())
+      continue;
+    auto stage = fn->getAttrOfType<IntegerAttr>("ptrain.stage");
+    if (unit >= 0 && (stage ? stage.getInt() != unit : usesStates(fn)))
+      continue;
+    if (unit >= 0 && stage)
+      fn.walk([&](Operation *op) {
+        if (auto read = dyn_cast<StateReadOp>(op))
+          addState(read.getStateAttr().getAttr());
+        else if (auto write = dyn_cast<StateWriteOp>(op))
+          addState(write.getStateAttr().getAttr());
+      });
+    const FunctionMemoryPlan &fp = planOf(fn);
+    if (!fn.getOps<func::CallOp>().empty())
+      ownArenas += fp.arenaBytes;
+    else
+      sharedArena = std::max(sharedArena, fp.arenaBytes);
+    constantBytes += fp.fileConstantBytes;
+  }
+  return stateBytes + ownArenas + sharedArena + constantBytes;
+}
 } // namespace
 
 FailureOr<std::vector<RankMemoryPlan>> mlir::ptrain::buildMemoryPlan(ModuleOp module, int64_t alignment) {
@@ -284,6 +197,15 @@ FailureOr<std::vector<RankMemoryPlan>> mlir::ptrain::buildMemoryPlan(ModuleOp mo
   if (trainSteps.empty())
     return emitError(module.getLoc(), "--ptrain-memory-plan: no lowered training step (a function with "
                                       "ptrain.entry = \"train\"); run --ptrain-lower-to-runtime first");
+  // Every function's plan, once (a pipeline of many stages asks for the same functions again).
+  llvm::DenseMap<Operation *, FunctionMemoryPlan> functionPlans;
+  auto planOf = [&](func::FuncOp fn) -> const FunctionMemoryPlan & {
+    auto it = functionPlans.find(fn);
+    if (it == functionPlans.end())
+      it = functionPlans.try_emplace(fn, planFunctionMemory(fn, alignment)).first;
+    return it->second;
+  };
+  const bool pipeline = module->hasAttr("ptrain.pipeline");
   std::vector<RankMemoryPlan> plans;
   for (auto &[stage, step] : trainSteps) {
     RankMemoryPlan plan;
@@ -297,16 +219,17 @@ FailureOr<std::vector<RankMemoryPlan>> mlir::ptrain::buildMemoryPlan(ModuleOp mo
       addStates(root, symbols, seenStates, plan);
       for (func::FuncOp callee : calleesOf(root, symbols)) {
         addStates(callee, symbols, seenStates, plan);
-        int64_t bytes = planFunctionMemory(callee, alignment).arenaBytes;
+        int64_t bytes = planOf(callee).arenaBytes;
         if (bytes > plan.temporariesBytes) {
           plan.temporariesBytes = bytes;
           plan.temporariesFunction = callee.getSymName().str();
         }
       }
     }
-    plan.stashBytes = planFunctionMemory(step, alignment).arenaBytes;
-    plan.evalBytes = eval ? planFunctionMemory(eval, alignment).arenaBytes : 0;
+    plan.stashBytes = planOf(step).arenaBytes;
+    plan.evalBytes = eval ? planOf(eval).arenaBytes : 0;
     plan.maxStashed = maxStashedOf(step);
+    plan.allocatedBytes = allocatedBytesOf(module, pipeline ? stage : -1, symbols, planOf);
     plans.push_back(plan);
   }
   return plans;

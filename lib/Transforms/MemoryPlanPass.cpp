@@ -54,7 +54,8 @@ SmallVector<std::pair<StringRef, int64_t>> fieldsOf(const RankMemoryPlan &p) {
           {"stash_bytes", p.stashBytes},
           {"max_stashed", p.maxStashed},
           {"temporaries_bytes", p.temporariesBytes},
-          {"eval_bytes", p.evalBytes}};
+          {"eval_bytes", p.evalBytes},
+          {"allocated_bytes", p.allocatedBytes}};
 }
 
 struct MemoryPlanPass : ptrain::impl::MemoryPlanPassBase<MemoryPlanPass> {

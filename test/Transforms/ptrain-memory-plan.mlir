@@ -22,10 +22,12 @@
 // %m2 [3, 4], %w2 [5, 6] -> 256 B. The largest is the first found, @forward_stage0: 256 B.
 // States: @w 4x8xf32 128 B parameter, @m 128 B optimizer moment, @g 128 B gradient, @step i64 8 B.
 // Peak = 392 (states) + 896 (stash) + 256 (temporaries) = 1544 B. Both micro-batches are stashed at once.
+// Allocated (a module without ptrain.pipeline: every state and function): 392 + the step's own arena 896 +
+// the arena the other three share, 256 = 1544 B.
 
 // CHECK: remark: memory plan of stage 0: peak 1.51 KiB = states 392 B + stash 896 B (2 micro-batches at once) + temporaries 256 B (@forward_stage0)
 // CHECK-LABEL: func.func @stage0_train_step(%arg0
-// CHECK-SAME: ptrain.memory_plan = {codec_bytes = 0 : i64, eval_bytes = 0 : i64, gradient_bytes = 128 : i64, max_stashed = 2 : i64, optimizer_bytes = 128 : i64, other_state_bytes = 8 : i64, parameter_bytes = 128 : i64, peak_bytes = 1544 : i64, stash_bytes = 896 : i64, state_bytes = 392 : i64, temporaries_bytes = 256 : i64, temporaries_function = "forward_stage0"}
+// CHECK-SAME: ptrain.memory_plan = {allocated_bytes = 1544 : i64, codec_bytes = 0 : i64, eval_bytes = 0 : i64, gradient_bytes = 128 : i64, max_stashed = 2 : i64, optimizer_bytes = 128 : i64, other_state_bytes = 8 : i64, parameter_bytes = 128 : i64, peak_bytes = 1544 : i64, stash_bytes = 896 : i64, state_bytes = 392 : i64, temporaries_bytes = 256 : i64, temporaries_function = "forward_stage0"}
 // CHECK: ptrain.slice {{.*}}ptrain.arena_offsets = array<i64: 0>
 // CHECK-NEXT: call @forward_stage0{{.*}}ptrain.arena_offsets = array<i64: 512>
 // CHECK-NEXT: ptrain.send_start {{.*}}ptrain.arena_offsets = array<i64: -1>
@@ -41,6 +43,7 @@
 // CHECK-NEXT: ptrain.all_reduce_start {{.*}}ptrain.arena_offsets = array<i64: 0>
 
 // JSON: "alignment": 64
+// JSON: "allocated_bytes": 1544
 // JSON: "peak_bytes": 1544
 // JSON: "stage": 0
 // JSON: "stash_bytes": 896

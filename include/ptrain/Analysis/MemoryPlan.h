@@ -8,18 +8,18 @@
 // forward output held until the send completes, from its F to its B; received
 // gradients, the loss), and the temporaries of the stage functions it calls.
 //
-// Buffers are intervals of op indices (from the op that defines a value to
-// its last use, extended over its aliases) with a size; offsets into one
-// arena per function come from the greedy-by-size heuristic of Pisarchyk and
-// Lee, "Efficient Memory Management for Deep Neural Net Inference" (2020,
-// arXiv:2001.03288; TensorFlow Lite's GPU delegate), also used by the C++
-// and CUDA emitters for their static arenas.
+// Each function's buffers and arena come from the storage analysis the code
+// generators use (BufferLiveness.h, with the CPU target's rules): intervals of
+// op indices placed by greedy by size (Pisarchyk and Lee 2020). The plan's
+// bytes are therefore the generated code's: allocatedBytes equals the
+// runtime's allocation counter after init (CTest codegen-cpu-memory-plan).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PTRAIN_ANALYSIS_MEMORYPLAN_H
 #define PTRAIN_ANALYSIS_MEMORYPLAN_H
 
+#include "ptrain/Analysis/BufferLiveness.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -31,37 +31,15 @@
 
 namespace mlir::ptrain {
 
-/// The values the wait of a collective keeps live until it: an all-reduce's input (MPI reads the buffer), a
-/// compressed all-reduce's input (read again in its second phase) and new states (written back after the
-/// wait). Empty for other waits. The emitters' liveness uses it too.
-SmallVector<Value> valuesHeldUntilWait(WaitOp wait);
-
-/// A buffer that is live over the op indices [first, last] (inclusive) and takes `bytes`.
-struct ArenaBuffer {
-  int64_t first = 0, last = 0;
-  int64_t bytes = 0;
-  int64_t offset = -1; ///< set by planArenaGreedyBySize
-};
-
-/// Greedy by size (Pisarchyk and Lee 2020, "Greedy by Size for offset calculation"): the buffers in order of
-/// decreasing size (ties: earlier first use, then input order); each goes into the smallest gap between the
-/// already placed buffers whose intervals overlap its own that fits it, else after the highest of them.
-/// Offsets and sizes are rounded up to `alignment` (a buffer of 0 bytes takes `alignment`). Sets every
-/// `offset`, and returns the arena size in bytes. Buffers whose intervals overlap never overlap in memory.
-int64_t planArenaGreedyBySize(std::vector<ArenaBuffer> &buffers, int64_t alignment);
-
-/// The lower bound of any arena for `buffers`: the largest sum of aligned sizes live at one op index.
-int64_t liveBytesLowerBound(const std::vector<ArenaBuffer> &buffers, int64_t alignment);
-
-/// The buffers of one function and their arena. The values live in the arena are the results of ops other
-/// than constants (static), state reads used in place (the state's storage; a copy when a write of the state
-/// comes before a use), reshapes and tp_copy (aliases of their input), sends (the request holds its input
-/// until the wait) and waits (the buffer of their start op). Arguments are the caller's.
+/// The buffers of one function and their arena, as the CPU target allocates them (BufferLiveness.h with
+/// StorageRules::cpu(): the same analysis --emit-cpp plans its arenas with, kernel scratch included).
 struct FunctionMemoryPlan {
   std::vector<ArenaBuffer> buffers;
-  /// The value each buffer holds (the root of its aliases).
+  /// The value each buffer holds (the root of its aliases; null for kernel scratch).
   std::vector<Value> values;
   int64_t arenaBytes = 0, lowerBoundBytes = 0, sumBytes = 0;
+  /// The constants the function reads from the constant file (ConstantForm::File), allocated at init.
+  int64_t fileConstantBytes = 0;
 };
 
 FunctionMemoryPlan planFunctionMemory(func::FuncOp func, int64_t alignment = 64);
@@ -82,8 +60,13 @@ struct RankMemoryPlan {
   /// The largest arena of a function the train step calls (its temporaries), and that function.
   int64_t temporariesBytes = 0;
   std::string temporariesFunction;
-  /// The arena of @stage<s>_eval_step (0 without one): in the generated code a separate static buffer.
+  /// The arena of @stage<s>_eval_step (0 without one): in the generated code a separate heap block.
   int64_t evalBytes = 0;
+  /// Everything the generated CPU step allocates at init on this rank (the runtime's ptrain_allocated_bytes
+  /// after ptrain_step_init): its states, the arena of each of its functions that calls others, the arena
+  /// the others share (the largest of theirs) and its constants read from the constant file. It differs from
+  /// peakBytes() by the arenas of functions the train step does not call and by those constants.
+  int64_t allocatedBytes = 0;
 
   int64_t stateBytes() const { return parameterBytes + gradientBytes + optimizerBytes + codecBytes + otherStateBytes; }
   /// The training step's peak: states + stash + the largest callee's temporaries.

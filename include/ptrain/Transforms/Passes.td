@@ -614,7 +614,14 @@ def MemoryPlanPass : Pass<"ptrain-memory-plan", "::mlir::ModuleOp"> {
       collective its input until its wait). A micro-batch's stage input and its forward output (whose send
       is waited at `B<i>`) thus live from `F<i>` to `B<i>`; `max_stashed` counts the micro-batches live at
       once (1F1B: at most P - s on stage s; GPipe: M);
-    * temporaries: the largest arena of a function the step calls (its name in `temporaries_function`).
+    * temporaries: the largest arena of a function the step calls (its name in `temporaries_function`);
+    * allocated: everything the generated CPU step allocates on the rank at init (states, the arenas of its
+      stage's functions, constants read from the constant file), which the runtime's allocation counter
+      reports (`ptrain_allocated_bytes`).
+
+    Every function's buffers come from the storage analysis of the code generators
+    (`include/ptrain/Analysis/BufferLiveness.h`, the CPU target's rules, kernel scratch included), so the
+    planned arenas are the emitted ones.
 
     Offsets come from greedy by size (Pisarchyk and Lee 2020, arXiv:2001.03288, as in TensorFlow Lite): the
     buffers by decreasing size, each in the smallest fitting gap among the placed buffers live at the same

@@ -20,6 +20,7 @@
 
 #include "EmitCodecs.h"
 
+#include "ptrain/Analysis/AdamWRuns.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -29,26 +30,6 @@
 #include <vector>
 
 namespace mlir::ptrain::cpp {
-
-/// One parameter's update: the states it reads and writes.
-struct AdamWRow {
-  AdamWOp op;
-  StringAttr param, grad, m, v; ///< the state symbols
-  bool zeroGrad = false;        ///< the gradient state is reset to +0.0 after the update
-};
-
-/// A contiguous run of at least two updates of one step, schedule, beta1, beta2 and epsilon.
-struct AdamWRun {
-  std::vector<AdamWRow> rows;
-  SmallVector<Operation *> ops; ///< every op of the run, in order: ops.front() emits the loop
-};
-
-/// The runs in `ops` (one function's body in order). A row is the op sequence
-///   4 x ptrain.state_read (param, grad, m, v in any order), ptrain.adamw of exactly those reads,
-///   3 x ptrain.state_write of new_param, new_m, new_v into the states param, m, v were read from,
-///   optionally arith.constant of a +0.0 f32 splat + ptrain.state_write of it into the grad state,
-/// where every read and every adamw result has this single use and the constant only its write; `excluded` ops (writes the emitter defers) never join a row. Anything else ends a run.
-std::vector<AdamWRun> findAdamWRuns(ArrayRef<Operation *> ops, const llvm::DenseSet<Operation *> &excluded);
 
 /// The run's table and loop into `w`'s current block; `stateVar(symbol)` is the state's pointer variable
 /// (a `float *` assigned by ptrain_step_init); `w.ptr` names the shared step value.

@@ -2,10 +2,12 @@
 //
 // One C++17 translation unit per module (docs/CodegenCpu.md):
 //   1. static storage for every ptrain.state and the keyed state table;
-//   2. per function, a memory plan: arguments and state reads are used in
-//      place, reshapes alias their input, constants are static arrays, and
-//      every other tensor (and every kernel's scratch) gets an offset in one
-//      static arena, reused by liveness (MemoryPlan.h);
+//   2. per function, the storage analysis shared with the memory plan
+//      (include/ptrain/Analysis/BufferLiveness.h, StorageRules::cpu()):
+//      arguments and state reads are used in place, reshapes alias their
+//      input, small constants are static arrays, and every other tensor (and
+//      every kernel's scratch, cpuKernelScratch) gets an offset in one arena,
+//      reused by liveness;
 //   3. per op, calls of the runtime's call table (RuntimeCallTable.h) whose
 //      status is checked and returned, under a comment with the op's location
 //      (codec ops: EmitCodecs.h);
@@ -33,12 +35,12 @@
 #include "EmitTelemetry.h"
 #include "EmitTraffic.h"
 #include "EmitVocabParallel.h"
-#include "MemoryPlan.h"
 #include "OpGeometry.h"
 #include "PipelineDriver.h"
 #include "RuntimeCallTable.h"
 #include "StateStorage.h"
 
+#include "ptrain/Analysis/BufferLiveness.h"
 #include "ptrain/Analysis/GemmFusion.h"
 #include "ptrain/Target/Common/BlockOutliner.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
@@ -48,7 +50,6 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
-#include "ptrain/Analysis/MemoryPlan.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 
@@ -150,15 +151,11 @@ struct ConstantFile {
   std::vector<FileConstant> constants;
 };
 
-/// Where a function's SSA value lives.
-struct Storage {
-  /// Constant: a literal array (at most kLiteralElements) or a FileConstant; Virtual: a splat only written to
-  /// states, which their writes fill, with no memory of its own.
-  enum Kind { Argument, State, Constant, Arena, Alias, Virtual } kind = Arena;
-  Value root;             ///< Alias: the value whose memory this is
-  int64_t buffer = -1;    ///< Arena: index into the plan
-  bool isConst = false;   ///< argument or constant: read-only memory
-  std::string name;       ///< the local pointer variable
+/// Where a function's SSA value lives (BufferLiveness.h) and its pointer's name. Constant: a literal array (at
+/// most kLiteralElements) or a FileConstant; Virtual: a splat only written to states, which their writes fill,
+/// with no memory of its own.
+struct Storage : ValueStorage {
+  std::string name; ///< the local pointer variable
 };
 
 class CppEmitter {
@@ -237,6 +234,8 @@ private:
   LogicalResult checkOps();
   LogicalResult deferCompressedStateWrites();
   void planStorage();
+  /// The next scratch buffer of the current op (cpuKernelScratch declares them); -1 and an internal error at
+  /// the end of the op when `bytes` is not what it declared.
   int64_t scratch(int64_t bytes);
   LogicalResult emitOp(Operation *op);
   /// Appends `chunk`, its declarations preceded by those of the pending state reads it names.
@@ -250,7 +249,10 @@ private:
   std::string ptr(Value v) const override { return storage.lookup(v).name; }
   void line(const std::string &code) override { block += "    " + code + "\n"; }
   std::string scratchPtr(int64_t buffer, StringRef type) const {
-    return "reinterpret_cast<" + type.str() + " *>(" + arena + " + " + std::to_string(plan[buffer].offset) + ")";
+    if (buffer < 0)
+      return "nullptr";
+    return "reinterpret_cast<" + type.str() + " *>(" + arena + " + " +
+           std::to_string(liveness->buffers()[buffer].offset) + ")";
   }
   /// A `static const int64_t` array declared in the current op's block; its name, or "nullptr" when empty.
   std::string dims(ArrayRef<int64_t> values, StringRef name);
@@ -270,27 +272,20 @@ private:
   ConstantFile &file;
   llvm::StringMap<std::string> &globals; ///< the type of each namespace-scope constant (BlockOutliner.h)
   std::string arena; ///< the C array this function's buffers live in
-  /// The form of every constant (ConstantForm.h), and the op index where a generated one is first used: its
-  /// arena buffer is live from there and filled just before that op.
-  llvm::DenseMap<Value, ConstantForm> forms;
-  llvm::DenseMap<Value, int64_t> firstUse;
-  int64_t fillCount = 0; ///< names of the fill values in the current pass
+  int64_t fillCount = 0; ///< names of the fill values of the current op
 
   SmallVector<Operation *> ops;
-  std::optional<GemmFusion> gemms; ///< transposes and batch sums read by GEMMs (GemmFusion.h)
   llvm::DenseMap<Operation *, int64_t> opIndex;
+  /// The storage analysis (BufferLiveness.h): kinds, buffers and offsets, the forms of constants and where a
+  /// generated one is filled, the GEMM fusion, the AdamW runs and the kernels' scratch.
+  std::optional<BufferLiveness> liveness;
+  const GemmFusion *gemms = nullptr; ///< transposes and batch sums read by GEMMs (GemmFusion.h)
   llvm::DenseMap<Value, Storage> storage;
-  std::vector<BufferInterval> plan;
-  /// Scratch buffers per op, in the order the op's emitter asks for them.
-  llvm::DenseMap<Operation *, SmallVector<int64_t>> scratchOf;
-  SmallVector<int64_t> scratchPlanned; ///< sizes requested while planning
+  bool scratchMismatch = false;
   /// State writes of a compressed all-reduce's new state: the runtime completes the state at the request's
   /// wait, so the copy into the state's storage is emitted after that wait instead of at the write.
   llvm::DenseMap<Operation *, SmallVector<StateWriteOp>> writesAfterWait;
   llvm::DenseSet<Operation *> deferredWrites;
-  /// Runs of AdamW updates emitted as a table and a loop (AdamWTable.h), and the run of each of their ops.
-  std::vector<AdamWRun> adamRuns;
-  llvm::DenseMap<Operation *, const AdamWRun *> adamRunOf;
   Operation *current = nullptr;
   size_t nextScratch = 0;
   std::string block;     ///< the current op's declarations and calls
@@ -423,133 +418,31 @@ LogicalResult FunctionEmitter::deferCompressedStateWrites() {
 }
 
 int64_t FunctionEmitter::scratch(int64_t bytes) {
-  // Called in emission order; the sizes were planned by the same code path in planning mode.
-  SmallVector<int64_t> &list = scratchOf[current];
-  if (nextScratch < list.size())
-    return list[nextScratch++];
-  int64_t i = current ? opIndex.lookup(current) : 0;
-  plan.push_back({i, i, bytes});
-  list.push_back(plan.size() - 1);
-  ++nextScratch;
-  return plan.size() - 1;
+  ArrayRef<int64_t> declared = liveness->scratchOf(current);
+  if (nextScratch >= declared.size() || liveness->buffers()[declared[nextScratch]].bytes != bytes) {
+    scratchMismatch = true;
+    return -1;
+  }
+  return declared[nextScratch++];
 }
 
-/// Decides where every value lives (see the file comment) and the arena intervals of the Arena values.
+/// Names every value and takes its storage from the analysis (see the file comment).
 void FunctionEmitter::planStorage() {
-  Block &entry = func.getBody().front();
-  for (BlockArgument arg : entry.getArguments()) {
+  liveness.emplace(func, StorageRules::cpu());
+  liveness->run();
+  gemms = &liveness->gemms();
+  for (BlockArgument arg : func.getBody().front().getArguments()) {
     Storage s;
-    s.kind = Storage::Argument;
-    s.isConst = true;
+    static_cast<ValueStorage &>(s) = liveness->lookup(arg);
     s.name = "arg" + std::to_string(arg.getArgNumber());
     storage[arg] = s;
   }
-  // The first write of each state after a given op index.
-  llvm::DenseMap<StringAttr, SmallVector<int64_t>> writesOf;
   for (Operation *op : ops)
-    if (auto write = dyn_cast<StateWriteOp>(op))
-      writesOf[write.getStateAttr().getAttr()].push_back(opIndex[op]);
-
-  // Values sharing memory with a root (reshape aliases) extend the root's liveness.
-  llvm::DenseMap<Value, int64_t> lastUse;
-  auto rootOf = [&](Value v) {
-    while (storage.count(v) && storage[v].kind == Storage::Alias)
-      v = storage[v].root;
-    return v;
-  };
-  for (Operation *op : ops) {
-    int64_t i = opIndex[op];
-    for (Value operand : llvm::concat<Value>(op->getOperands(), gemms->extraReads(op))) {
-      Value root = rootOf(operand);
-      lastUse[root] = std::max(lastUse.lookup(root), i);
-    }
     for (Value result : op->getResults()) {
       Storage s;
+      static_cast<ValueStorage &>(s) = liveness->lookup(result);
       s.name = "v" + std::to_string(valueCount++);
-      if (auto c = dyn_cast<arith::ConstantOp>(op)) {
-        s.kind = Storage::Constant;
-        s.isConst = true;
-        if (auto attr = dyn_cast<DenseElementsAttr>(c.getValue())) {
-          ConstantForm form = classifyConstant(attr);
-          forms[result] = form;
-          if (form.kind != ConstantForm::Literal && form.kind != ConstantForm::File) {
-            // Generated into an arena buffer at its first use, or, a splat only written to states, by the
-            // writes themselves (a memset of the gradient accumulators).
-            s.kind = Storage::Arena;
-            s.isConst = false;
-            int64_t first = INT64_MAX;
-            bool onlyWrites = form.kind == ConstantForm::Splat && !result.use_empty();
-            for (Operation *user : result.getUsers()) {
-              first = std::min(first, opIndex.lookup(user));
-              onlyWrites = onlyWrites && isa<StateWriteOp>(user) && !deferredWrites.contains(user);
-            }
-            if (onlyWrites)
-              s.kind = Storage::Virtual;
-            // One constant several ops read (a causal mask every layer's attention reads) is generated where
-            // it is defined: generated inside its first user's chunk it would make that layer differ from the
-            // others (BlockOutliner.h).
-            llvm::SmallPtrSet<Operation *, 4> users(result.getUsers().begin(), result.getUsers().end());
-            firstUse[result] = result.use_empty() || (users.size() > 1 && s.kind == Storage::Arena)
-                                   ? opIndex[op]
-                                   : first;
-          }
-        }
-      } else if (isa<ReshapeOp, TPCopyOp>(op) || gemms->aliasOf(op)) {
-        // A reshape, Megatron's f (identity forward, EmitCollectives.h), a transpose its input's GEMM wrote and
-        // a bias add its product's GEMM did (GemmFusion.h): an alias of the input.
-        s.kind = Storage::Alias;
-        s.root = gemms->aliasOf(op) ? gemms->aliasOf(op) : op->getOperand(0);
-        s.isConst = storage[rootOf(s.root)].isConst;
-      } else if (isa<StateReadOp>(op)) {
-        s.kind = Storage::State; // may be demoted to Arena below
-      } else if (auto send = dyn_cast<SendStartOp>(op)) {
-        // The request holds the sent buffer until its wait.
-        s.kind = Storage::Alias;
-        s.root = send.getInput();
-      } else if (auto wait = dyn_cast<WaitOp>(op)) {
-        // The wait yields the buffer its start op reduced into.
-        s.kind = Storage::Alias;
-        s.root = wait.getRequest();
-      }
       storage[result] = s;
-      lastUse[result] = std::max(lastUse.lookup(result), i);
-    }
-  }
-  // A collective reads its input until its wait (MPI holds the buffer; a compressed all-reduce without error
-  // feedback reads it again in its second phase), and a compressed all-reduce's new states are written back
-  // after its wait (deferCompressedStateWrites).
-  for (Operation *op : ops) {
-    auto wait = dyn_cast<WaitOp>(op);
-    if (!wait)
-      continue;
-    int64_t i = opIndex[op];
-    for (Value v : valuesHeldUntilWait(wait)) {
-      Value root = rootOf(v);
-      lastUse[root] = std::max(lastUse.lookup(root), i);
-    }
-  }
-  // A state read is used in place unless a write of that state comes before one of its (alias) uses.
-  for (Operation *op : ops) {
-    auto read = dyn_cast<StateReadOp>(op);
-    if (!read)
-      continue;
-    int64_t i = opIndex[op];
-    int64_t firstWrite = INT64_MAX;
-    for (int64_t w : writesOf.lookup(read.getStateAttr().getAttr()))
-      if (w > i)
-        firstWrite = std::min(firstWrite, w);
-    // Writes before the read do not matter: it reads the storage after them.
-    if (lastUse[read.getResult()] > firstWrite)
-      storage[read.getResult()].kind = Storage::Arena;
-  }
-  for (Operation *op : ops)
-    for (Value result : op->getResults()) {
-      Storage &s = storage[result];
-      if (s.kind != Storage::Arena || gemms->isFolded(op) || gemms->isDead(op) || adamRunOf.count(op))
-        continue;
-      int64_t first = firstUse.count(result) ? firstUse[result] : opIndex[op];
-      plan.push_back({first, std::max(first, lastUse[result]), bytesOf(result)});
-      s.buffer = plan.size() - 1;
     }
 }
 
@@ -558,11 +451,11 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
   if (!attr)
     return op.emitError("--emit-cpp: only dense tensor constants are supported");
   Value result = op.getResult();
-  const ConstantForm &form = forms[result];
+  const ConstantForm &form = *liveness->formOf(result);
   if (form.kind != ConstantForm::Literal && form.kind != ConstantForm::File) {
     // Generated at its first use (generateConstant), here when that is its definition (several users).
-    if (auto it = firstUse.find(result); it != firstUse.end() && it->second == opIndex[op] &&
-                                          storage[result].kind == Storage::Arena && !result.use_empty())
+    if (liveness->fillIndexOf(result) == opIndex[op] && storage[result].kind == Storage::Arena &&
+        !result.use_empty())
       return generateConstant(result, ptr(result));
     return success();
   }
@@ -611,7 +504,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
 }
 
 LogicalResult FunctionEmitter::generateConstant(Value v, const std::string &out) {
-  const ConstantForm &form = forms[v];
+  const ConstantForm &form = *liveness->formOf(v);
   Type elem = tensorOf(v).getElementType();
   const std::string type = cType(v);
   auto value = [&](uint64_t bits) {
@@ -672,19 +565,19 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   fillCount = 0; // fill_<n> are static locals of the op's block: named per op, the same in every layer
   block.clear();
   // An op of an AdamW run: its first op writes the run's table and loop, the others nothing (AdamWTable.h).
-  if (auto run = adamRunOf.find(op); run != adamRunOf.end()) {
-    if (run->second->ops.front() != op)
+  if (const AdamWRun *run = liveness->adamRunOf(op)) {
+    if (run->ops.front() != op)
       return success();
     if (failed(emitAdamWRun(
-            *run->second, [&](StringAttr state) { return states[state].var; }, *this)))
+            *run, [&](StringAttr state) { return states[state].var; }, *this)))
       return failure();
     std::string loc;
     llvm::raw_string_ostream locOs(loc);
-    AdamWOp first = run->second->rows.front().op;
+    AdamWOp first = run->rows.front().op;
     formatLoc(first.getLoc(), locOs);
     target::EmittedChunk chunk;
     chunk.location = commentSafe(loc);
-    chunk.header = "  // ptrain.adamw x " + std::to_string(run->second->rows.size()) +
+    chunk.header = "  // ptrain.adamw x " + std::to_string(run->rows.size()) +
                    " (with their state reads and writes)\n";
     chunk.code = "  {\n" + block + "  }\n";
     pushChunk(std::move(chunk));
@@ -693,8 +586,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   // The generated constants this op is the first to read (ConstantForm.h), into their arena buffers.
   llvm::SmallDenseSet<Value> generated;
   for (Value operand : op->getOperands()) {
-    auto it = firstUse.find(operand);
-    if (it == firstUse.end() || it->second != opIndex[op] || storage[operand].kind != Storage::Arena ||
+    if (liveness->fillIndexOf(operand) != opIndex[op] || storage[operand].kind != Storage::Arena ||
         !generated.insert(operand).second)
       continue;
     if (failed(generateConstant(operand, ptr(operand))))
@@ -736,7 +628,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     case Storage::Arena:
       declare(s.name, type + " *",
               "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(" + arena + " + " +
-                  std::to_string(plan[s.buffer].offset) + ");\n");
+                  std::to_string(liveness->buffers()[s.buffer].offset) + ");\n");
       break;
     case Storage::State: {
       auto read = cast<StateReadOp>(op);
@@ -1147,6 +1039,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           });
   if (failed(result))
     return failure();
+  if (scratchMismatch || nextScratch != liveness->scratchOf(op).size())
+    return op->emitError("--emit-cpp internal error: the kernels' scratch differs from what cpuKernelScratch "
+                         "declares for this op (include/ptrain/Analysis/BufferLiveness.h)");
 
   std::string loc;
   llvm::raw_string_ostream locOs(loc);
@@ -1200,28 +1095,8 @@ LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
 }
 
 LogicalResult FunctionEmitter::planAndEmitBody(int64_t &bytes) {
-  gemms.emplace(ops);
-  adamRuns = findAdamWRuns(ops, deferredWrites);
-  for (const AdamWRun &run : adamRuns)
-    for (Operation *op : run.ops)
-      adamRunOf[op] = &run;
   planStorage();
-  // Dry run: every op's emitter requests its scratch, which is planned like any buffer. The text of this
-  // pass is discarded; the constant arrays it wrote are too.
-  std::string savedConstants = constants;
-  int64_t savedNumConstants = numConstants, savedValues = valueCount;
-  ConstantFile savedFile = file;
-  for (Operation *op : ops)
-    if (failed(emitOp(op)))
-      return failure();
-  constants = savedConstants;
-  numConstants = savedNumConstants;
-  valueCount = savedValues;
-  file = std::move(savedFile);
-  fillCount = 0;
-  bytes = planArena(plan, kArenaAlignment);
-  chunks.clear();
-  pendingReads.clear();
+  bytes = liveness->arenaBytes();
   for (Operation *op : ops)
     if (failed(emitOp(op)))
       return failure();
@@ -1291,7 +1166,7 @@ LogicalResult FunctionEmitter::writeFunction(std::string &code, const std::strin
   for (BlockArgument arg : entry.getArguments())
     if (arg.use_empty())
       sig += "\n  (void)" + argName(arg) + ";";
-  code += doc + "/// Arena: " + std::to_string(arenaBytes) + " bytes for " + std::to_string(plan.size()) +
+  code += doc + "/// Arena: " + std::to_string(arenaBytes) + " bytes for " + std::to_string(liveness->buffers().size()) +
           " buffers (tensors and kernel scratch) planned by liveness.\n" + sig + body + "  return PTRAIN_OK;\n}\n\n";
   return success();
 }

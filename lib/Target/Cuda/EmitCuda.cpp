@@ -4,10 +4,11 @@
 //   1. a host mirror of every ptrain.state (the keyed table that
 //      ptrain_state_init_onnx and the checkpoints read and write) and its
 //      offset in ONE device block of states; constants in one device block;
-//   2. per function, a memory plan over one device arena: host arguments are
-//      copied into arena buffers, state reads use the device state in place,
-//      reshapes alias their input, every other tensor and kernel scratch gets
-//      an arena offset reused by liveness (lib/Target/Cpp/MemoryPlan.h);
+//   2. per function, the storage analysis shared with --emit-cpp and the
+//      memory plan (include/ptrain/Analysis/BufferLiveness.h,
+//      StorageRules::cuda()) over one device arena: state reads use the
+//      device state in place, reshapes alias their input, every other tensor
+//      and kernel scratch gets an arena offset reused by liveness;
 //   3. per op, calls of libptrain_runtime_cuda's call table (CudaCallTable.h:
 //      the model kernels, cuBLAS GEMM) on the step's compute stream (a
 //      pipeline's sends and receives on their channels' streams,
@@ -26,7 +27,6 @@
 #include "Cpp/EmitCollectives.h"
 #include "Cpp/EmitHelpers.h"
 #include "Cpp/EmitTraffic.h"
-#include "Cpp/MemoryPlan.h"
 #include "Cpp/OpGeometry.h"
 #include "Cpp/PipelineDriver.h"
 #include "Cpp/RuntimeCallTable.h"
@@ -38,6 +38,8 @@
 #include "EmitCudaModelOps.h"
 #include "EmitCudaTransformerOps.h"
 #include "StageStates.h"
+
+#include "ptrain/Analysis/BufferLiveness.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -100,12 +102,9 @@ struct StateInfo {
   int64_t index;   ///< in kStates
 };
 
-/// Where a function's SSA value lives, always on the device.
-struct Storage {
-  enum Kind { Argument, State, Constant, Arena, Alias } kind = Arena;
-  Value root;          ///< Alias: the value whose memory this is
-  int64_t buffer = -1; ///< Arena: index into the plan
-  std::string name;    ///< the local pointer variable
+/// Where a function's SSA value lives, always on the device (BufferLiveness.h), and its pointer's name.
+struct Storage : ValueStorage {
+  std::string name; ///< the local pointer variable
 };
 
 /// The module-wide storage the functions share.
@@ -159,7 +158,8 @@ private:
     return module.states.lookup(sym).offset;
   }
   std::string arenaPtr(int64_t buffer, StringRef type) const {
-    return "reinterpret_cast<" + type.str() + " *>(" + arena + " + " + std::to_string(plan[buffer].offset) + ")";
+    return "reinterpret_cast<" + type.str() + " *>(" + arena + " + " +
+           std::to_string(liveness->buffers()[buffer].offset) + ")";
   }
   std::string scratchPtr(int64_t bytes, StringRef type) { return arenaPtr(scratch(bytes), type); }
   /// A `static const` host array in the current op's block (dims, offsets); "nullptr" when empty.
@@ -179,8 +179,8 @@ private:
   SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, int64_t> opIndex;
   llvm::DenseMap<Value, Storage> storage;
-  std::vector<BufferInterval> plan;
-  llvm::DenseMap<Operation *, SmallVector<int64_t>> scratchOf;
+  /// The storage analysis (BufferLiveness.h); the dry run adds the kernels' scratch to it.
+  std::optional<BufferLiveness> liveness;
   Operation *current = nullptr;
   size_t nextScratch = 0;
   bool dryRun = true;
@@ -265,85 +265,31 @@ LogicalResult FunctionEmitter::checkOps() {
 }
 
 int64_t FunctionEmitter::scratch(int64_t bytes) {
-  // Called in emission order; the dry run planned the same requests.
-  SmallVector<int64_t> &list = scratchOf[current];
+  // Called in emission order; the dry run added the same requests to the analysis.
+  ArrayRef<int64_t> list = liveness->scratchOf(current);
   if (nextScratch < list.size())
     return list[nextScratch++];
-  int64_t i = opIndex.lookup(current);
-  plan.push_back({i, i, bytes});
-  list.push_back(plan.size() - 1);
   ++nextScratch;
-  return plan.size() - 1;
+  return liveness->addScratch(current, bytes);
 }
 
-/// Where every value lives and the arena intervals (see the file comment; the rules of --emit-cpp's plan,
-/// docs/CodegenCpu.md "Memory plan", with arguments copied into the arena).
+/// Where every value lives (see the file comment): the analysis with the CUDA target's rules, every value
+/// named.
 void FunctionEmitter::planStorage() {
-  llvm::DenseMap<Value, int64_t> lastUse;
-  auto rootOf = [&](Value v) {
-    while (storage.count(v) && storage[v].kind == Storage::Alias)
-      v = storage[v].root;
-    return v;
-  };
+  liveness.emplace(func, StorageRules::cuda());
+  liveness->run(/*place=*/false);
   for (BlockArgument arg : func.getBody().front().getArguments()) {
     Storage s;
-    s.kind = Storage::Argument; // the caller's device buffer
+    static_cast<ValueStorage &>(s) = liveness->lookup(arg); // the caller's device buffer
     s.name = "d_arg" + std::to_string(arg.getArgNumber());
     storage[arg] = s;
   }
-  llvm::DenseMap<StringAttr, SmallVector<int64_t>> writesOf;
   for (Operation *op : ops)
-    if (auto write = dyn_cast<StateWriteOp>(op))
-      writesOf[write.getStateAttr().getAttr()].push_back(opIndex[op]);
-  for (Operation *op : ops) {
-    int64_t i = opIndex[op];
-    for (Value operand : op->getOperands()) {
-      Value root = rootOf(operand);
-      lastUse[root] = std::max(lastUse.lookup(root), i);
-    }
     for (Value result : op->getResults()) {
       Storage s;
+      static_cast<ValueStorage &>(s) = liveness->lookup(result);
       s.name = "v" + std::to_string(valueCount++);
-      if (isa<arith::ConstantOp>(op)) {
-        s.kind = Storage::Constant;
-      } else if (isa<ReshapeOp, TPCopyOp>(op)) {
-        // A reshape, and Megatron's f (identity forward): an alias of the input.
-        s.kind = Storage::Alias;
-        s.root = op->getOperand(0);
-      } else if (isa<StateReadOp>(op)) {
-        s.kind = Storage::State;
-      } else if (auto send = dyn_cast<SendStartOp>(op)) {
-        // No buffer: the stream sends the input before any later kernel can reuse its memory.
-        s.kind = Storage::Alias;
-        s.root = send.getInput();
-      } else if (auto wait = dyn_cast<WaitOp>(op)) {
-        // The wait yields the buffer its start op received or reduced into.
-        s.kind = Storage::Alias;
-        s.root = wait.getRequest();
-      }
       storage[result] = s;
-      lastUse[result] = std::max(lastUse.lookup(result), i);
-    }
-  }
-  // A state read is used in place unless a write of that state comes before one of its (alias) uses.
-  for (Operation *op : ops) {
-    auto read = dyn_cast<StateReadOp>(op);
-    if (!read)
-      continue;
-    int64_t firstWrite = INT64_MAX;
-    for (int64_t w : writesOf.lookup(read.getStateAttr().getAttr()))
-      if (w > opIndex[op])
-        firstWrite = std::min(firstWrite, w);
-    if (lastUse[read.getResult()] > firstWrite)
-      storage[read.getResult()].kind = Storage::Arena;
-  }
-  for (Operation *op : ops)
-    for (Value result : op->getResults()) {
-      Storage &s = storage[result];
-      if (s.kind != Storage::Arena)
-        continue;
-      plan.push_back({opIndex[op], lastUse[result], bytesOf(result)});
-      s.buffer = plan.size() - 1;
     }
 }
 
@@ -714,7 +660,7 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   for (Operation *op : ops)
     if (failed(emitOp(op)))
       return failure();
-  arenaBytes = planArena(plan, kAlignment);
+  arenaBytes = liveness->place();
   dryRun = false;
   body.clear();
   for (Operation *op : ops)
@@ -790,7 +736,7 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   const std::string signature = "ptrain_status_t " + device + "(" + (params.empty() ? "void" : params) + ")";
   declaration = signature + ";\n";
   code += "/// @" + name + " on device buffers. Arena " + arena + ": " + std::to_string(arenaBytes) + " bytes for " +
-          std::to_string(plan.size()) + " buffers (tensors and kernel scratch) planned by liveness.\n" + signature +
+          std::to_string(liveness->buffers().size()) + " buffers (tensors and kernel scratch) planned by liveness.\n" + signature +
           " {\n" + unused + body + "  return PTRAIN_OK;\n}\n\n";
   entry = doc + hostSignature + " {\n  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_" + name + "\"));\n" + copyIn +
           "  PTRAIN_STEP_CALL(" + device + "(" + deviceArgs + "));\n" + copyOut +

@@ -10,15 +10,16 @@ under mpirun with ptrain-run --memory-log: every rank writes how many bytes of i
 resident pages at the end (python/ptrain/memory.py). Requires, per rank and schedule:
 
 * the planned states equal the allocated bytes of the state blocks exactly, and the runtime's allocation counter
-  (ptrain_allocated_bytes) equals the sum of the blocks the step lists (states, arenas, constants): planned
-  bytes = allocated bytes for the states (issue 23);
+  (ptrain_allocated_bytes) equals the sum of the blocks the step lists (states, arenas, constants);
+* the runtime's allocation counter equals the plan's allocated_bytes exactly, and the emitted shared arena the
+  planned temporaries: the plan and the emitter use one storage analysis (include/ptrain/Analysis/
+  BufferLiveness.h), kernel scratch included (issue 23: planned bytes = allocated bytes);
 * the planned states equal the resident bytes of the state symbols (init writes exactly this rank's states),
   within 8 pages (the neighbours of other stages that share a page);
 * the emitted arena of the rank's train step (its static size) equals the planned stash exactly: the emitter
   and the plan use the same intervals and the same greedy-by-size offsets; and its resident bytes are within
   one page of it;
-* the resident part of the shared arena is within 1% of the planned temporaries (the emitter adds kernel
-  scratch: int32 ids, layer-norm statistics, log-sum-exp) and not above its static size;
+* the resident part of the shared arena is within 1% of the planned temporaries and not above its static size;
 * the critical-path model's peak (ModuleCosts.cpp, the report's stages[s].memory.peak_bytes) is within 10%
   of the planned peak (measured: 2.5-7% below: it takes the largest chunk's working set and no fragmentation);
 * max_stashed on stage 0 is M = 4 for GPipe, P - s = 2 for 1F1B; 1 on the last stage (FB steps);
@@ -98,6 +99,12 @@ for schedule, (planned, measured) in results.items():
         listed = sum(m["static"].values())
         check(m["allocated_bytes"] == listed,
               f"{tag}: the runtime's allocation counter {m['allocated_bytes']} = the step's listed blocks {listed}")
+        check(m["allocated_bytes"] == p["allocated_bytes"],
+              f"{tag}: the runtime's allocation counter {m['allocated_bytes']} = the plan's allocated bytes "
+              f"{p['allocated_bytes']} (exactly: one storage analysis, lib/Analysis/BufferLiveness.cpp)")
+        check(m["static"]["temporaries_bytes"] == p["temporaries_bytes"],
+              f"{tag}: emitted shared arena {m['static']['temporaries_bytes']} = planned temporaries "
+              f"{p['temporaries_bytes']} (kernel scratch included)")
         check(abs(m["state_bytes"] - p["state_bytes"]) <= 8 * PAGE,
               f"{tag}: resident states {m['state_bytes']} = planned {p['state_bytes']} (+- 8 pages)")
         check(m["static"]["stash_bytes"] == max(p["stash_bytes"], 64),
