@@ -108,12 +108,15 @@ std::vector<Token> lex(StringRef s) {
   return out;
 }
 
-/// v<N>, v<N>_request, arg<N>, out_<N>: a function's values and arguments.
+/// v<N>, v<N>_request, arg<N>, out_<N>: a function's values and arguments (d_arg<N>, d_out_<N>: those of a
+/// CUDA step's functions on device pointers).
 bool isValueName(StringRef name, bool &isRequest) {
   isRequest = name.consume_back("_request");
   auto digits = [](StringRef s) {
     return !s.empty() && llvm::all_of(s, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
   };
+  if (name.consume_front("d_") && !name.starts_with("out_") && !name.starts_with("arg"))
+    return false;
   if (name.consume_front("out_"))
     return !isRequest && digits(name);
   if (name.consume_front("arg"))
@@ -517,6 +520,50 @@ struct Candidate {
 };
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// ChunkList
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Whether `text` holds the identifier `name` (not as part of a longer one).
+bool namesIdentifier(StringRef text, StringRef name) {
+  auto identChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = text.find(name); at != StringRef::npos; at = text.find(name, at + 1)) {
+    size_t end = at + name.size();
+    if ((at == 0 || !identChar(text[at - 1])) && (end == text.size() || !identChar(text[end])))
+      return true;
+  }
+  return false;
+}
+} // namespace
+
+void ChunkList::push(EmittedChunk chunk) {
+  if (!pending.empty()) {
+    std::string text = chunkText(chunk);
+    std::vector<ChunkDecl> first, rest;
+    for (ChunkDecl &d : pending)
+      (namesIdentifier(text, d.name) ? first : rest).push_back(std::move(d));
+    pending = std::move(rest);
+    chunk.decls.insert(chunk.decls.begin(), first.begin(), first.end());
+  }
+  chunks.push_back(std::move(chunk));
+}
+
+void ChunkList::defer(const std::vector<ChunkDecl> &decls) { pending.insert(pending.end(), decls.begin(), decls.end()); }
+
+std::vector<EmittedChunk> ChunkList::take(StringRef unusedLocation) {
+  if (!pending.empty()) {
+    EmittedChunk unused;
+    unused.location = unusedLocation.str();
+    unused.decls = std::move(pending);
+    chunks.push_back(std::move(unused));
+  }
+  pending.clear();
+  std::vector<EmittedChunk> out = std::move(chunks);
+  chunks.clear();
+  return out;
+}
 
 OutlineResult mlir::ptrain::target::outlineRepeatedBlocks(const std::vector<EmittedFunction> &functions,
                                                           const OutlineOptions &options, bool enabled) {

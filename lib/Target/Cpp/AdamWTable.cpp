@@ -6,8 +6,8 @@
 
 #include "AdamWTable.h"
 
-#include "CppTypes.h"
-#include "EmitHelpers.h"
+#include "Common/CppTypes.h"
+#include "Common/EmitHelpers.h"
 #include "EmitOptimizer.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

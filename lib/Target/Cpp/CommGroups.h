@@ -11,7 +11,7 @@
 #ifndef PTRAIN_TARGET_CPP_COMMGROUPS_H
 #define PTRAIN_TARGET_CPP_COMMGROUPS_H
 
-#include "EmitHelpers.h"
+#include "Common/EmitHelpers.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"

@@ -2,7 +2,7 @@
 
 #include "ConstantForm.h"
 
-#include "EmitHelpers.h"
+#include "Common/EmitHelpers.h"
 
 #include "llvm/ADT/bit.h"
 

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CppTypes.h"
+#include "Common/CppTypes.h"
 #include "EmitModelOps.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"

@@ -23,7 +23,7 @@
 #include "EmitCodecs.h"
 
 #include "CodecKernels.h"
-#include "CppTypes.h"
+#include "Common/CppTypes.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;

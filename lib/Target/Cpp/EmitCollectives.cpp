@@ -10,7 +10,7 @@
 
 #include "EmitCollectives.h"
 
-#include "CppTypes.h"
+#include "Common/CppTypes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "ptrain/Plan/TensorParallelAttrs.h"

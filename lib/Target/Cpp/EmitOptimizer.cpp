@@ -7,8 +7,8 @@
 
 #include "EmitOptimizer.h"
 
-#include "CppTypes.h"
-#include "EmitHelpers.h"
+#include "Common/CppTypes.h"
+#include "Common/EmitHelpers.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;

@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CppTypes.h"
+#include "Common/CppTypes.h"
 #include "EmitModelOps.h"
-#include "OpGeometry.h"
+#include "Common/OpGeometry.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 

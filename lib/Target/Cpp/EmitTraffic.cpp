@@ -2,7 +2,7 @@
 
 #include "EmitTraffic.h"
 
-#include "EmitHelpers.h"
+#include "Common/EmitHelpers.h"
 #include "RuntimeCallTable.h"
 
 #include "llvm/ADT/STLExtras.h"

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CppTypes.h"
-#include "EmitHelpers.h"
+#include "Common/CppTypes.h"
+#include "Common/EmitHelpers.h"
 #include "EmitModelOps.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"

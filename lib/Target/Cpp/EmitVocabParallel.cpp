@@ -11,7 +11,7 @@
 
 #include "EmitVocabParallel.h"
 
-#include "CppTypes.h"
+#include "Common/CppTypes.h"
 #include "EmitModelOps.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"

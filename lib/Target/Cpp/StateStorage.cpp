@@ -2,7 +2,7 @@
 
 #include "StateStorage.h"
 
-#include "CppTypes.h"
+#include "Common/CppTypes.h"
 #include "RuntimeCallTable.h"
 
 #include "llvm/ADT/STLExtras.h"

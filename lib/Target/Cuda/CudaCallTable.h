@@ -11,8 +11,11 @@
 #ifndef PTRAIN_TARGET_CUDA_CUDACALLTABLE_H
 #define PTRAIN_TARGET_CUDA_CUDACALLTABLE_H
 
+#include "Common/KernelTarget.h"
 #include "Cpp/RuntimeCallTable.h"
 #include "ptrain/Runtime/ptrain_runtime_cuda.h"
+
+#include "llvm/Support/ErrorHandling.h"
 
 namespace mlir::ptrain::cuda {
 
@@ -27,6 +30,24 @@ inline constexpr cpp::RuntimeCallInfo kCudaCalls[] = {
 };
 
 inline const cpp::RuntimeCallInfo &getCudaCallInfo(CudaCall call) { return kCudaCalls[static_cast<size_t>(call)]; }
+
+// Each shared kernel (lib/Target/Common/SharedKernels.def) takes as many parameters on CUDA as on the CPU.
+#define PTRAIN_SHARED_KERNEL(name)                                                                                 \
+  static_assert(cpp::FunctionArity<decltype(::ptrain_##name)>::value ==                                            \
+                    cpp::FunctionArity<decltype(::ptrain_cuda_##name)>::value,                                     \
+                "ptrain_" #name " and ptrain_cuda_" #name " differ in their parameters");
+#include "Common/SharedKernels.def"
+
+/// The CUDA runtime's call of a shared kernel: ptrain_cuda_<name> (SharedKernels.def).
+inline CudaCall cudaKernel(target::Kernel kernel) {
+  switch (kernel) {
+#define PTRAIN_SHARED_KERNEL(name)                                                                                 \
+  case target::Kernel::name:                                                                                       \
+    return CudaCall::ptrain_cuda_##name;
+#include "Common/SharedKernels.def"
+  }
+  llvm_unreachable("every shared kernel has a CUDA call");
+}
 
 } // namespace mlir::ptrain::cuda
 

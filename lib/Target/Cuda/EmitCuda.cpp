@@ -15,7 +15,11 @@
 //      EmitCudaComm.h), under a comment with the op's location, each status
 //      checked and returned;
 //   4. the C ABI of --emit-cpp (host pointers in and out), so plan.json,
-//      ptrain-run and the tests treat both targets alike.
+//      ptrain-run and the tests treat both targets alike;
+//   5. the ops' chunks of every function go through the block outliner of
+//      --emit-cpp (include/ptrain/Target/Common/BlockOutliner.h): identical
+//      layers are written once as host functions on device pointers, called
+//      with a row of what differs (arena, state and constant offsets).
 // The unit is built in memory and written only when every op was emitted.
 //
 //===----------------------------------------------------------------------===//
@@ -23,11 +27,12 @@
 #include "ptrain/Target/Cuda/EmitCuda.h"
 
 #include "Cpp/CommGroups.h"
-#include "Cpp/CppTypes.h"
+#include "Common/CppTypes.h"
 #include "Cpp/EmitCollectives.h"
-#include "Cpp/EmitHelpers.h"
+#include "Common/EmitHelpers.h"
 #include "Cpp/EmitTraffic.h"
-#include "Cpp/OpGeometry.h"
+#include "Common/NamedStorage.h"
+#include "Common/OpGeometry.h"
 #include "Cpp/PipelineDriver.h"
 #include "Cpp/RuntimeCallTable.h"
 #include "Cpp/StateStorage.h"
@@ -40,6 +45,7 @@
 #include "StageStates.h"
 
 #include "ptrain/Analysis/BufferLiveness.h"
+#include "ptrain/Target/Common/BlockOutliner.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -50,6 +56,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -103,9 +110,7 @@ struct StateInfo {
 };
 
 /// Where a function's SSA value lives, always on the device (BufferLiveness.h), and its pointer's name.
-struct Storage : ValueStorage {
-  std::string name; ///< the local pointer variable
-};
+using Storage = target::NamedStorage;
 
 /// The module-wide storage the functions share.
 struct ModuleStorage {
@@ -121,11 +126,20 @@ struct ModuleStorage {
   StageStates stages;    ///< pipeline: each stage's states and their offsets in its d_states
 };
 
-class FunctionEmitter : public CudaCallWriter {
+/// Emits one function on device buffers; the CUDA target of the shared op emitters (KernelTarget.h): device
+/// memory, libptrain_runtime_cuda's kernels on the step's stream (RuntimeCallsCuda.def).
+class FunctionEmitter : public CudaCallWriter, public target::KernelTarget {
 public:
   FunctionEmitter(func::FuncOp func, ModuleStorage &module, CommGroups &comms, PipeChannels &pipes, std::string arena)
       : func(func), module(module), comms(comms), pipes(pipes), arena(std::move(arena)) {}
-  LogicalResult run(std::string &code, int64_t &arenaBytes);
+  /// Plans the function's storage and emits its chunks (none for a function that runs on no pipeline rank);
+  /// `arenaBytes` is its arena's size.
+  LogicalResult prepare(int64_t &arenaBytes);
+  /// The emitted chunks and the types of the pointers in scope, for the block outliner (BlockOutliner.h).
+  target::EmittedFunction takeChunks() { return {chunks.take(), std::move(types)}; }
+  /// Appends the device function to `code` with `body` (its chunks, repeated blocks replaced by calls), and
+  /// sets `declaration`, `entry` and `ioBytes`.
+  void write(std::string &code, const std::string &body);
 
   std::string declaration; ///< the device function's prototype (after run)
   std::string entry;       ///< the C entry point on host buffers (after run)
@@ -135,6 +149,14 @@ public:
   std::string valuePtr(Value v) const override { return ptr(v); }
   LogicalResult emitCall(CudaCall callee, ArrayRef<std::string> args) override { return call(callee, args); }
   std::string scratch(int64_t bytes, StringRef type) override { return scratchPtr(bytes, type); }
+  // KernelTarget (valuePtr above).
+  StringRef flag() const override { return "--emit-cuda"; }
+  LogicalResult callKernel(target::Kernel kernel, ArrayRef<std::string> args) override {
+    return call(cudaKernel(kernel), args);
+  }
+  std::string scratchPtr(int64_t bytes, StringRef type) override { return arenaPtr(scratch(bytes), type); }
+  /// A `static const` host array in the current op's block (dims, offsets); "nullptr" when empty.
+  std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t") override;
   std::string constArray(ArrayRef<int64_t> values, StringRef name, StringRef type) override {
     return hostArray(values, name, type);
   }
@@ -161,9 +183,6 @@ private:
     return "reinterpret_cast<" + type.str() + " *>(" + arena + " + " +
            std::to_string(liveness->buffers()[buffer].offset) + ")";
   }
-  std::string scratchPtr(int64_t bytes, StringRef type) { return arenaPtr(scratch(bytes), type); }
-  /// A `static const` host array in the current op's block (dims, offsets); "nullptr" when empty.
-  std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t");
   LogicalResult call(CudaCall callee, ArrayRef<std::string> args);
   /// A send or receive on the pipeline axis, on the stream of its channel (EmitCudaComm.h, PipeChannels): the
   /// peer is this function's stage (ptrain.stage) + offset.
@@ -184,7 +203,12 @@ private:
   Operation *current = nullptr;
   size_t nextScratch = 0;
   bool dryRun = true;
-  std::string block, body;
+  bool runsNowhere = false;
+  std::string block;
+  target::ChunkList chunks;                   ///< one per op (BlockOutliner.h)
+  std::optional<target::ChunkDecl> constantDecl; ///< the current constant's pointer
+  llvm::StringMap<std::string> types;         ///< the C type of every pointer declared at function scope
+  int64_t arenaBytes = 0;
   int64_t valueCount = 0;
 };
 
@@ -278,19 +302,7 @@ int64_t FunctionEmitter::scratch(int64_t bytes) {
 void FunctionEmitter::planStorage() {
   liveness.emplace(func, StorageRules::cuda());
   liveness->run(/*place=*/false);
-  for (BlockArgument arg : func.getBody().front().getArguments()) {
-    Storage s;
-    static_cast<ValueStorage &>(s) = liveness->lookup(arg); // the caller's device buffer
-    s.name = "d_arg" + std::to_string(arg.getArgNumber());
-    storage[arg] = s;
-  }
-  for (Operation *op : ops)
-    for (Value result : op->getResults()) {
-      Storage s;
-      static_cast<ValueStorage &>(s) = liveness->lookup(result);
-      s.name = "v" + std::to_string(valueCount++);
-      storage[result] = s;
-    }
+  target::nameStorage(func, ops, *liveness, "d_arg", valueCount, storage); // arguments: the caller's device buffers
 }
 
 LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
@@ -318,10 +330,14 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
     module.constantBytes.push_back(bytesOf(result));
     module.constantBlockBytes = alignUp(offset + bytesOf(result));
   }
-  body += "  const " + std::string(cType(result)) + " *" + ptr(result) + " = reinterpret_cast<const " + cType(result) +
-          " *>(d_constants + " + std::to_string(offset) + "); // " + name + "\n";
+  // The constant's name is not in the declaration: the same constant op of two layers differs only in its
+  // offset, a row entry of an outlined block (BlockOutliner.h).
+  std::string text = "  const " + std::string(cType(result)) + " *" + ptr(result) + " = reinterpret_cast<const " +
+                     cType(result) + " *>(d_constants + " + std::to_string(offset) + ");\n";
   if (result.use_empty())
-    body += "  (void)" + ptr(result) + ";\n";
+    text += "  (void)" + ptr(result) + ";\n";
+  constantDecl = target::ChunkDecl{ptr(result), text};
+  types[ptr(result)] = "const " + std::string(cType(result)) + " *";
   return success();
 }
 
@@ -329,35 +345,36 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   current = op;
   nextScratch = 0;
   block.clear();
-  body += "\n  // " + locationComment(op->getLoc()) + "\n  // " + op->getName().getStringRef().str() + "\n";
+  target::EmittedChunk chunk;
+  chunk.location = locationComment(op->getLoc());
+  chunk.header = "  // " + op->getName().getStringRef().str() + "\n";
   for (Value result : op->getResults()) {
     const Storage &s = storage[result];
     if (auto request = dyn_cast<RequestType>(result.getType()); request && !request.getValueType())
       continue; // a send's request: nothing on the device
     if (s.kind == Storage::Alias && result.use_empty())
       continue; // e.g. a reshape the lowering left unused: nvcc's "set but never used" ignores a (void) cast
-    std::string type = cType(result);
+    std::string type = cType(result), text;
     if (s.kind == Storage::Arena)
-      body += "  " + type + " *" + s.name + " = " + arenaPtr(s.buffer, type) + ";\n";
+      text = "  " + type + " *" + s.name + " = " + arenaPtr(s.buffer, type) + ";\n";
     else if (s.kind == Storage::State)
-      body += "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(d_states + " +
-              std::to_string(stateOffset(cast<StateReadOp>(op).getStateAttr().getAttr())) + ");\n";
+      text = "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(d_states + " +
+             std::to_string(stateOffset(cast<StateReadOp>(op).getStateAttr().getAttr())) + ");\n";
     else if (s.kind == Storage::Alias)
-      body += "  " + type + " *" + s.name + " = const_cast<" + type + " *>(" + ptr(s.root) + ");\n";
+      text = "  " + type + " *" + s.name + " = const_cast<" + type + " *>(" + ptr(s.root) + ");\n";
     if (s.kind != Storage::Constant && result.use_empty())
-      body += "  (void)" + s.name + ";\n";
+      text += "  (void)" + s.name + ";\n";
+    if (text.empty())
+      continue;
+    chunk.decls.push_back({s.name, text});
+    types[s.name] = type + " *";
   }
   auto n = [](Value v) { return std::to_string(countOf(v)); };
   auto bytes = [](Value v) { return std::to_string(bytesOf(v)); };
   auto statePtr = [&](StringAttr sym, Value v) {
     return "reinterpret_cast<" + std::string(cType(v)) + " *>(d_states + " + std::to_string(stateOffset(sym)) + ")";
   };
-  auto ids32 = [&](Value ids) -> FailureOr<std::string> {
-    std::string out = scratchPtr(4 * countOf(ids), "int32_t");
-    if (failed(call(CudaCall::ptrain_cuda_cast_i64_i32, {ptr(ids), n(ids), out})))
-      return failure();
-    return out;
-  };
+
   LogicalResult result =
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
           .Case<arith::ConstantOp>([&](auto c) { return emitConstant(c); })
@@ -374,43 +391,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                         {ptr(v), bytes(v), statePtr(write.getStateAttr().getAttr(), v)});
           })
           .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
-          .Case<EmbeddingOp>([&](EmbeddingOp e) -> LogicalResult {
-            if (isF32(e.getIds()))
-              return e.emitError("--emit-cuda: embedding ids must be i64");
-            FailureOr<std::string> ids = ids32(e.getIds());
-            ArrayRef<int64_t> table = shapeOf(e.getTable());
-            return failed(ids) ? failure()
-                               : call(CudaCall::ptrain_cuda_embedding_fwd_f32,
-                                      {ptr(e.getTable()), *ids, n(e.getIds()), std::to_string(table[0]),
-                                       std::to_string(table[1]), ptr(e.getResult())});
-          })
-          .Case<EmbeddingGradOp>([&](EmbeddingGradOp e) -> LogicalResult {
-            FailureOr<std::string> ids = ids32(e.getIds());
-            ArrayRef<int64_t> table = shapeOf(e.getResult());
-            if (failed(ids) ||
-                failed(call(CudaCall::ptrain_cuda_zero_bytes, {ptr(e.getResult()), bytes(e.getResult())})))
-              return failure();
-            return call(CudaCall::ptrain_cuda_embedding_bwd_f32,
-                        {ptr(e.getGrad()), *ids, n(e.getIds()), std::to_string(table[0]), std::to_string(table[1]),
-                         ptr(e.getResult())});
-          })
-          .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
-            Value lhs = b.getLhs(), rhs = b.getRhs(), out = b.getResult();
-            if (!isF32(out)) {
-              if (b.getKind() != BinaryKind::Add || shapeOf(lhs) != shapeOf(rhs))
-                return b.emitError("--emit-cuda: i64 'ptrain.binary' supports only add of equal shapes");
-              return call(CudaCall::ptrain_cuda_add_i64, {ptr(lhs), ptr(rhs), n(out), ptr(out)});
-            }
-            std::string ad = hostArray(shapeOf(lhs), "a_dims"), bd = hostArray(shapeOf(rhs), "b_dims"),
-                        od = hostArray(shapeOf(out), "out_dims");
-            return call(CudaCall::ptrain_cuda_binary_f32,
-                        {binaryKindEnum(b.getKind()), ptr(lhs), std::to_string(shapeOf(lhs).size()), ad, ptr(rhs),
-                         std::to_string(shapeOf(rhs).size()), bd, std::to_string(shapeOf(out).size()), od, ptr(out)});
-          })
-          .Case<UnaryOp>([&](UnaryOp u) {
-            return call(CudaCall::ptrain_cuda_unary_f32,
-                        {unaryKindEnum(u.getKind()), ptr(u.getInput()), n(u.getInput()), ptr(u.getResult())});
-          })
+          // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
+          .Case<EmbeddingOp, EmbeddingGradOp, BinaryOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp, SoftmaxGradOp,
+                GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp>(
+              [&](Operation *o) { return emitSharedOp(o, *this); })
           .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {
             FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cuda");
             if (failed(g))
@@ -419,127 +403,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                         {"0", "0", std::to_string(g->batch), std::to_string(g->rows), std::to_string(g->cols),
                          std::to_string(g->k), "1.0f", ptr(m.getLhs()), std::to_string(g->strideA), ptr(m.getRhs()),
                          std::to_string(g->strideB), "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
-          })
-          .Case<LayerNormOp>([&](LayerNormOp ln) -> LogicalResult {
-            ArrayRef<int64_t> x = shapeOf(ln.getInput());
-            int64_t axis = ln.getNormalizedAxis();
-            int64_t rows = numElements(x.take_front(axis)), cols = numElements(x.drop_front(axis));
-            std::string beta;
-            if (ln.getBias()) {
-              beta = ptr(ln.getBias());
-            } else {
-              beta = scratchPtr(4 * cols, "float");
-              if (failed(call(CudaCall::ptrain_cuda_zero_bytes, {beta, std::to_string(4 * cols)})))
-                return failure();
-            }
-            std::string mean = scratchPtr(4 * rows, "float"), rstd = scratchPtr(4 * rows, "float");
-            return call(CudaCall::ptrain_cuda_layer_norm_fwd_f32,
-                        {ptr(ln.getInput()), ptr(ln.getScale()), beta, std::to_string(rows), std::to_string(cols),
-                         floatLiteral(ln.getEpsilonAttr().getValueAsDouble()), ptr(ln.getResult()), mean, rstd});
-          })
-          .Case<LayerNormGradOp>([&](LayerNormGradOp g) -> LogicalResult {
-            auto [rows, cols] = rowsCols(shapeOf(g.getInput()), g.getAxisAttr().getInt());
-            // Mean and rstd are recomputed by a forward into scratch (the op recomputes them by definition).
-            std::string zeros = scratchPtr(4 * cols, "float"), y = scratchPtr(4 * rows * cols, "float");
-            std::string mean = scratchPtr(4 * rows, "float"), rstd = scratchPtr(4 * rows, "float");
-            std::string dbeta = g.getBiasGrad() ? ptr(g.getBiasGrad()) : scratchPtr(4 * cols, "float");
-            if (failed(call(CudaCall::ptrain_cuda_zero_bytes, {zeros, std::to_string(4 * cols)})) ||
-                failed(call(CudaCall::ptrain_cuda_layer_norm_fwd_f32,
-                            {ptr(g.getInput()), ptr(g.getScale()), zeros, std::to_string(rows), std::to_string(cols),
-                             floatLiteral(g.getEpsilonAttr().getValueAsDouble()), y, mean, rstd})))
-              return failure();
-            return call(CudaCall::ptrain_cuda_layer_norm_bwd_f32,
-                        {ptr(g.getGrad()), ptr(g.getInput()), ptr(g.getScale()), mean, rstd, std::to_string(rows),
-                         std::to_string(cols), ptr(g.getInputGrad()), ptr(g.getScaleGrad()), dbeta});
-          })
-          .Case<SoftmaxOp, SoftmaxGradOp>([&](auto s) -> LogicalResult {
-            Value x = s->getOperand(0);
-            int64_t rank = shapeOf(x).size(), axis = s.getAxisAttr().getInt();
-            if (axis != -1 && axis != rank - 1)
-              return s.emitError("--emit-cuda: softmax is supported over the last axis only, got axis ") << axis;
-            int64_t cols = shapeOf(x).back(), rows = countOf(x) / std::max<int64_t>(cols, 1);
-            if constexpr (std::is_same_v<decltype(s), SoftmaxOp>)
-              return call(CudaCall::ptrain_cuda_softmax_fwd_f32,
-                          {ptr(x), std::to_string(rows), std::to_string(cols), "0", ptr(s.getResult())});
-            else
-              return call(CudaCall::ptrain_cuda_softmax_bwd_f32,
-                          {ptr(s.getGrad()), ptr(s.getOutput()), std::to_string(rows), std::to_string(cols),
-                           ptr(s.getResult())});
-          })
-          .Case<GeluOp>([&](GeluOp g) {
-            bool tanh = g.getApproximate() == GeluApproximation::Tanh;
-            return call(tanh ? CudaCall::ptrain_cuda_gelu_tanh_fwd_f32 : CudaCall::ptrain_cuda_gelu_fwd_f32,
-                        {ptr(g.getInput()), n(g.getInput()), ptr(g.getResult())});
-          })
-          .Case<GeluGradOp>([&](GeluGradOp g) {
-            bool tanh = g.getApproximate() == GeluApproximation::Tanh;
-            return call(tanh ? CudaCall::ptrain_cuda_gelu_tanh_bwd_f32 : CudaCall::ptrain_cuda_gelu_bwd_f32,
-                        {ptr(g.getGrad()), ptr(g.getInput()), n(g.getInput()), ptr(g.getResult())});
-          })
-          .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
-            ArrayRef<int64_t> x = shapeOf(t.getInput());
-            if (x.size() <= 1)
-              return call(CudaCall::ptrain_cuda_copy_bytes,
-                          {ptr(t.getInput()), bytes(t.getInput()), ptr(t.getResult())});
-            if (!isF32(t.getInput()))
-              return t.emitError("--emit-cuda: transpose supports f32 tensors of rank >= 2");
-            std::string d = hostArray(x, "dims"), p = hostArray(t.getPerm(), "perm", "int32_t");
-            return call(CudaCall::ptrain_cuda_permute_f32,
-                        {ptr(t.getInput()), std::to_string(x.size()), d, p, ptr(t.getResult())});
-          })
-          .Case<SliceOp>([&](SliceOp s) {
-            Value x = s.getInput();
-            std::string d = hostArray(shapeOf(x), "dims"), o = hostArray(s.getOffsets(), "offsets"),
-                        od = hostArray(shapeOf(s.getResult()), "out_dims");
-            return call(CudaCall::ptrain_cuda_slice,
-                        {ptr(x), std::to_string(elementBytes(tensorOf(x).getElementType())),
-                         std::to_string(shapeOf(x).size()), d, o, od, ptr(s.getResult())});
-          })
-          .Case<SplitOp>([&](SplitOp s) -> LogicalResult {
-            Value x = s.getInput();
-            int64_t rank = shapeOf(x).size();
-            std::string d = hostArray(shapeOf(x), "dims");
-            SmallVector<SmallVector<int64_t>> offsets = pieceOffsets(rank, s.getAxisAttr().getInt(), s.getResults());
-            for (auto [i, piece] : llvm::enumerate(s.getResults())) {
-              std::string o = hostArray(offsets[i], "offsets_" + std::to_string(i)),
-                          od = hostArray(shapeOf(piece), "out_dims_" + std::to_string(i));
-              if (failed(call(CudaCall::ptrain_cuda_slice,
-                              {ptr(x), std::to_string(elementBytes(tensorOf(x).getElementType())), std::to_string(rank),
-                               d, o, od, ptr(piece)})))
-                return failure();
-            }
-            return success();
-          })
-          .Case<ConcatOp>([&](ConcatOp c) -> LogicalResult {
-            Value out = c.getResult();
-            int64_t rank = shapeOf(out).size();
-            std::string od = hostArray(shapeOf(out), "out_dims");
-            SmallVector<SmallVector<int64_t>> offsets = pieceOffsets(rank, c.getAxisAttr().getInt(), c.getInputs());
-            for (auto [i, in] : llvm::enumerate(c.getInputs())) {
-              std::string o = hostArray(offsets[i], "offsets_" + std::to_string(i)),
-                          xd = hostArray(shapeOf(in), "x_dims_" + std::to_string(i));
-              if (failed(call(CudaCall::ptrain_cuda_insert_slice,
-                              {ptr(in), std::to_string(elementBytes(tensorOf(in).getElementType())),
-                               std::to_string(rank), xd, o, od, ptr(out)})))
-                return failure();
-            }
-            return success();
-          })
-          .Case<PadOp>([&](PadOp p) -> LogicalResult {
-            Value x = p.getInput(), out = p.getResult();
-            std::string xd = hostArray(shapeOf(x), "x_dims"), o = hostArray(p.getLow(), "offsets"),
-                        od = hostArray(shapeOf(out), "out_dims");
-            if (failed(call(CudaCall::ptrain_cuda_zero_bytes, {ptr(out), bytes(out)})))
-              return failure();
-            return call(CudaCall::ptrain_cuda_insert_slice,
-                        {ptr(x), std::to_string(elementBytes(tensorOf(x).getElementType())),
-                         std::to_string(shapeOf(x).size()), xd, o, od, ptr(out)});
-          })
-          .Case<SumToOp>([&](SumToOp s) {
-            Value x = s.getInput(), out = s.getResult();
-            std::string xd = hostArray(shapeOf(x), "dims"), od = hostArray(shapeOf(out), "out_dims");
-            return call(CudaCall::ptrain_cuda_sum_to_f32, {ptr(x), std::to_string(shapeOf(x).size()), xd,
-                                                           std::to_string(shapeOf(out).size()), od, ptr(out)});
           })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {
             return emitCudaCrossEntropy(ce, *this); // weights, ignore_index, reduction: EmitCudaLoss.h
@@ -648,25 +511,45 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   if (failed(result))
     return failure();
   if (!block.empty())
-    body += "  {\n" + block + "  }\n";
+    chunk.code = "  {\n" + block + "  }\n";
+  if (constantDecl)
+    chunk.decls.push_back(std::move(*constantDecl));
+  constantDecl.reset();
+  // A state read stays where it is: a layer's block that reads it computes its pointer from d_states and a row
+  // entry (BlockOutliner.h, live-ins in a global block).
+  chunks.push(std::move(chunk));
   return success();
 }
 
-LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
+LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
   if (failed(checkOps()))
     return failure();
+  // A function of no stage (the unsplit @forward) reads every stage's states, which no pipeline rank holds: its
+  // entry point is only an error (write), and its body is not emitted.
+  runsNowhere = module.pipeline && !module.stages.of(func);
+  arenaBytes = bytes = 0;
+  if (runsNowhere)
+    return success();
   planStorage();
+  for (BlockArgument arg : func.getBody().front().getArguments())
+    types["d_arg" + std::to_string(arg.getArgNumber())] = "const " + std::string(cType(arg)) + " *";
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
+    types["d_out_" + std::to_string(i)] =
+        std::string(elementCType(cast<RankedTensorType>(type).getElementType())) + " *";
   // Dry run: every op's emitter requests its scratch, planned like any buffer; its text is discarded.
   for (Operation *op : ops)
     if (failed(emitOp(op)))
       return failure();
-  arenaBytes = liveness->place();
+  arenaBytes = bytes = liveness->place();
   dryRun = false;
-  body.clear();
+  chunks.take();
   for (Operation *op : ops)
     if (failed(emitOp(op)))
       return failure();
+  return success();
+}
 
+void FunctionEmitter::write(std::string &code, const std::string &body) {
   // The device function (device buffers in and out), then the C entry point (host buffers): its arguments
   // and results go through the block d_io, shared by the entry points (they are not reentrant).
   const std::string name = func.getSymName().str(), device = "device_" + identifierFrom(name);
@@ -715,10 +598,9 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
   }
   const std::string hostSignature = "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_" + name + "(" +
                                     (hostParams.empty() ? "void" : hostParams) + ")";
-  if (module.pipeline && !module.stages.of(func)) {
+  if (runsNowhere) {
     // A function of no stage (the unsplit @forward) reads every stage's states, which no pipeline rank holds on
     // its device: no device function, and its entry point is an error naming what to run instead.
-    arenaBytes = 0;
     entry = doc +
             "/// Not on a pipeline rank: it needs every stage's states (this rank's d_states holds its stage's).\n" +
             hostSignature + " {\n";
@@ -730,7 +612,7 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
              " uses the states of every pipeline stage, but a rank of this pipeline holds only its stage's on the "
              "device; run ptrain_step_train / ptrain_step_eval, or export the weights (ptrain-export) for the whole "
              "model\");\n}\n\n";
-    return success();
+    return;
   }
   ioBytes = io;
   const std::string signature = "ptrain_status_t " + device + "(" + (params.empty() ? "void" : params) + ")";
@@ -742,7 +624,6 @@ LogicalResult FunctionEmitter::run(std::string &code, int64_t &arenaBytes) {
           "  PTRAIN_STEP_CALL(" + device + "(" + deviceArgs + "));\n" + copyOut +
           "  // Any id or target outside the vocabulary that a kernel met (they skip it).\n  PTRAIN_STEP_CALL(" +
           getCudaCallInfo(CudaCall::ptrain_cuda_check_indices).name + "());\n  return PTRAIN_OK;\n}\n\n";
-  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -756,7 +637,7 @@ SmallVector<int64_t> stageKeys(const StageStates &stages) {
   return keys;
 }
 
-LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
+LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options) {
   ModuleStorage storage;
   for (Operation &op : module.getBody()->getOperations())
     if (!isa<func::FuncOp, StateOp, GridOp>(op))
@@ -783,6 +664,9 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   int64_t arenaBytes = 0, ioBytes = 0;
   SmallVector<std::string> entryNames;
   SmallVector<std::pair<std::string, int64_t>> callerArenas;
+  std::vector<std::unique_ptr<FunctionEmitter>> emitters;
+  llvm::StringMap<std::string> globals{{"d_states", "unsigned char *"}, {"d_constants", "unsigned char *"},
+                                       {"d_arena", "unsigned char *"}};
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       return emitError(func.getLoc(), "--emit-cuda: function @") << func.getSymName() << " has no body";
@@ -791,17 +675,30 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     // callees use the shared one.
     bool calls = !func.getOps<func::CallOp>().empty();
     std::string arena = calls ? "d_arena_" + identifierFrom(func.getSymName()) : "d_arena";
-    FunctionEmitter emitter(func, storage, comms, pipes, arena);
-    if (failed(emitter.run(functions, bytes)))
+    globals[arena] = "unsigned char *";
+    emitters.push_back(std::make_unique<FunctionEmitter>(func, storage, comms, pipes, arena));
+    if (failed(emitters.back()->prepare(bytes)))
       return failure();
-    declarations += emitter.declaration;
-    entries += emitter.entry;
-    ioBytes = std::max(ioBytes, emitter.ioBytes);
     if (calls)
       callerArenas.push_back({arena, bytes});
     else
       arenaBytes = std::max(arenaBytes, bytes);
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
+  }
+  // Identical layers (and any other repeated run of ops) are written once and called (BlockOutliner.h): the
+  // blocks are host functions on device pointers, as the device functions are.
+  std::vector<target::EmittedFunction> bodies;
+  for (auto &emitter : emitters)
+    bodies.push_back(emitter->takeChunks());
+  auto globalType = [&](StringRef name) { return globals.lookup(name); };
+  target::OutlineOptions outline;
+  outline.globalType = globalType;
+  target::OutlineResult outlined = target::outlineRepeatedBlocks(bodies, outline, options.outlineBlocks);
+  for (auto [emitter, body] : llvm::zip_equal(emitters, outlined.bodies)) {
+    emitter->write(functions, body);
+    declarations += emitter->declaration;
+    entries += emitter->entry;
+    ioBytes = std::max(ioBytes, emitter->ioBytes);
   }
   const bool pipeline = storage.pipeline;
   std::string driverCode;
@@ -855,15 +752,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
     << (hasComm ? "#include <cstdlib>\n" : "") << "#include <vector>\n"
     << "\n"
        "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
-       "#define PTRAIN_STEP_CALL(call)                                                 \\\n"
-       "  do {                                                                         \\\n"
-       "    const ptrain_status_t ptrain_status_ = (call);                             \\\n"
-       "    if (ptrain_status_ != PTRAIN_OK) {                                         \\\n"
-       "      step_error_own = false;                                                  \\\n"
-       "      return ptrain_status_;                                                   \\\n"
-       "    }                                                                          \\\n"
-       "  } while (0)\n\n"
-       "namespace {\n\n"
+    << kStepCallMacros << "namespace {\n\n"
        "/// Errors the step itself detects (the runtime's are in ptrain_last_error()).\n"
        "char step_error[512];\n"
        "bool step_error_own = false;\n"
@@ -1018,7 +907,16 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
   if (!slices.empty())
     emitTPStateInit(slices, s);
   emitCudaTelemetryState(storage.sites, s);
-  s << "//===--- The functions on device buffers ---===//\n\n" << declarations << "\n" << functions;
+  s << "//===--- The functions on device buffers ---===//\n\n" << declarations << "\n";
+  // A block declares the values it defines that later code reads; when only code after its call reads one (a
+  // state read the next layer uses), the block's (void) does not count as a use for nvcc's front end (#550).
+  if (!outlined.definitions.empty())
+    s << "//===--- Repeated blocks (" << outlined.numBlocks << " functions for " << outlined.numOccurrences
+      << " calls): identical layers written once (BlockOutliner.h) ---===//\n\n"
+      << "#ifdef __NVCC__\n#pragma nv_diag_suppress 550 // set but never used: a live-out read after the call\n"
+         "#endif\n\n"
+      << outlined.definitions << "#ifdef __NVCC__\n#pragma nv_diag_default 550\n#endif\n\n";
+  s << functions;
   s << "} // namespace\n\n//===--- State management ---===//\n\n";
   s << "/// The message of the last failed entry point: the step's own or the runtime's (ptrain_last_error()).\n"
        "extern \"C\" PTRAIN_STEP_API const char *ptrain_step_last_error(void) {\n"
@@ -1096,9 +994,16 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
 
 } // namespace
 
-LogicalResult mlir::ptrain::emitCuda(ModuleOp module, raw_ostream &os) { return emitModule(module, os); }
+LogicalResult mlir::ptrain::emitCuda(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options) {
+  return emitModule(module, os, options);
+}
 
 void mlir::ptrain::registerEmitCudaTranslation() {
+  static llvm::cl::opt<bool> outlineBlocks(
+      "emit-cuda-outline",
+      llvm::cl::desc("--emit-cuda: write repeated runs of ops (identical layers) once as functions called per "
+                     "occurrence (default); =false writes every op inline"),
+      llvm::cl::init(true));
   TranslateFromMLIRRegistration reg(
       "emit-cuda",
       "emit a ptrain training step (single-rank, or per-rank after --ptrain-lower-to-runtime) as CUDA calling "
@@ -1107,7 +1012,9 @@ void mlir::ptrain::registerEmitCudaTranslation() {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)
           return op->emitError("--emit-cuda: expected a builtin.module");
-        return emitCuda(module, os);
+        EmitCudaOptions options;
+        options.outlineBlocks = outlineBlocks;
+        return emitCuda(module, os, options);
       },
       [](DialectRegistry &registry) { registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>(); });
 }

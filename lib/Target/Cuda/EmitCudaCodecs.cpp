@@ -30,7 +30,7 @@
 #include "EmitCudaCodecs.h"
 
 #include "Cpp/CodecKernels.h"
-#include "Cpp/CppTypes.h"
+#include "Common/CppTypes.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;

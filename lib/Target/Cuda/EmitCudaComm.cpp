@@ -6,7 +6,7 @@
 
 #include "EmitCudaComm.h"
 
-#include "Cpp/EmitHelpers.h"
+#include "Common/EmitHelpers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"

@@ -8,7 +8,7 @@
 
 #include "EmitCudaLoss.h"
 
-#include "Cpp/CppTypes.h"
+#include "Common/CppTypes.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 

@@ -15,10 +15,10 @@
 
 #include "EmitCudaModelOps.h"
 
-#include "Cpp/CppTypes.h"
-#include "Cpp/EmitHelpers.h"
+#include "Common/CppTypes.h"
+#include "Common/EmitHelpers.h"
 #include "Cpp/EmitVocabParallel.h"
-#include "Cpp/OpGeometry.h"
+#include "Common/OpGeometry.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 

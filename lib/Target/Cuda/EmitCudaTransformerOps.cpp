@@ -10,8 +10,8 @@
 
 #include "EmitCudaTransformerOps.h"
 
-#include "Cpp/CppTypes.h"
-#include "Cpp/EmitHelpers.h"
+#include "Common/CppTypes.h"
+#include "Common/EmitHelpers.h"
 #include "Cpp/EmitModelOps.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"

@@ -88,6 +88,19 @@ def fatbin_archs(lib, scratch_file):
     return sorted(archs)
 
 
+BUILD = None  # the build folder (main's first argument)
+
+
+def inline_step_text(out):
+    """step.cu as ptrain-compile wrote it into `out`, but with every op inline (ptrain-translate --emit-cuda
+    --emit-cuda-outline=false on out/step.mlir): the text checks look for each op's block under its ONNX node
+    name, while nvcc built the outlined step.cu (identical layers written once, BlockOutliner.h)."""
+    path = out.rstrip("/") + ".inline.cu"
+    subprocess.run([os.path.join(BUILD, "bin", "ptrain-translate"), "--emit-cuda", "--emit-cuda-outline=false",
+                    os.path.join(out, "step.mlir"), "-o", path], check=True)
+    return open(path).read()
+
+
 def compile_cmd(build, source, out, *extra):
     return [os.path.join(build, "bin", "ptrain-compile"), os.path.join(source, "models/gpt/gpt.onnx"),
             "-o", out, *extra]
@@ -264,7 +277,7 @@ def check_multirank(name, out, scratch):
     for entry in MULTIRANK_ENTRY_POINTS + (TELEMETRY_ENTRY_POINTS if name == "pp2occ" else ()):
         if f" {entry}\n" not in symbols + "\n":
             failures.append(f"{name}: libstep.so does not export {entry}")
-    text = open(os.path.join(out, "step.cu")).read()
+    text = inline_step_text(out)
     for call in MULTIRANK_CALLS[name]:
         if call not in text:
             failures.append(f"{name}: step.cu has no {call!r}")
@@ -368,7 +381,7 @@ def check_fused_sync_and_loss_options(build, source, scratch):
     symbols = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
     failures += [f"pp4fe: libstep.so does not export {e}" for e in MULTIRANK_ENTRY_POINTS
                  if f" {e}\n" not in symbols + "\n"]
-    text = open(os.path.join(out, "step.cu")).read()
+    text = inline_step_text(out)
     for call in ("static const int64_t members[] = {0, 3};\n      PTRAIN_STEP_CALL(createGroup(in_group, "
                  "&comm_grid_pp_pp_0_3, 0, members, 2));",
                  "ptrain_nccl_comm_split(nccl_world, member ? color : -1, ptrain_rank, out)",
@@ -547,7 +560,7 @@ def check_llama(build, source, scratch):
         failures.append(f"llama: libstep.so's fat binary has images for {archs}, not sm_80 and sm_90")
     symbols = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
     failures += [f"llama: libstep.so does not export {e}" for e in ENTRY_POINTS if f" {e}\n" not in symbols + "\n"]
-    text = open(os.path.join(out, "step.cu")).read()
+    text = inline_step_text(out)
     # Each op's block: its ONNX node name, the op, then (after the result pointers) its CUDA call.
     calls = {}
     for loc, op, call in re.findall(r'\n  // ("[^"\n]+")[^\n]*\n  // (ptrain\.(?:rms_norm|rotary_embedding|select))\n'
@@ -567,6 +580,8 @@ def check_llama(build, source, scratch):
 
 
 def main(build, source, scratch):
+    global BUILD
+    BUILD = build
     failures = []
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
@@ -603,7 +618,7 @@ def main(build, source, scratch):
         failures.append(f"plan.json: target {plan.get('target')}, batch {plan.get('batch')}, seq {plan.get('seq')}")
     states = len(plan.get("states", []))
     print(f"plan.json: target {plan['target']}, {states} states")
-    source_text = open(os.path.join(out, "step.cu")).read()
+    source_text = inline_step_text(out)
     if source_text.count("ptrain_cuda_gemm_f32(") < 12 or '"/blocks.0/attn/MatMul"' not in source_text:
         failures.append("step.cu: fewer than 12 cuBLAS GEMMs or no ONNX node locations")
 

@@ -64,6 +64,24 @@ struct EmittedFunction {
   llvm::StringMap<std::string> types;
 };
 
+/// The chunks of one function as a code generator writes them, op by op. A declaration that is only a pointer
+/// (a state read used in place) is deferred to the first chunk that names it, so that each layer's reads fall
+/// into the layer's block instead of a run of reads at the function's top (where the lowering puts them).
+class ChunkList {
+public:
+  /// Appends `chunk`, its declarations preceded by the deferred ones its text names.
+  void push(EmittedChunk chunk);
+  /// Declarations to place before the first chunk pushed later that names them.
+  void defer(const std::vector<ChunkDecl> &decls);
+  /// The chunks; the deferred declarations no chunk named close them in a chunk of their own, at
+  /// `unusedLocation`. Leaves the list empty.
+  std::vector<EmittedChunk> take(llvm::StringRef unusedLocation = "state reads no op uses");
+
+private:
+  std::vector<EmittedChunk> chunks;
+  std::vector<ChunkDecl> pending;
+};
+
 struct OutlineOptions {
   /// The smallest block worth a function, in chunks, and in bytes saved overall.
   int64_t minChunks = 4;
@@ -75,7 +93,8 @@ struct OutlineOptions {
   /// The type of a namespace-scope variable (a state pointer, a constant array, an arena, a communicator),
   /// as any string equal for equal types; empty for a name that is not one. A global that differs between
   /// occurrences is passed by reference (`decltype(name) &`); the occurrences must agree on its type. Names
-  /// of the form v<N>, v<N>_request, arg<N>, out_<N> are the function's values and arguments, never globals.
+  /// of the form v<N>, v<N>_request, arg<N>, out_<N> (d_arg<N>, d_out_<N> on CUDA) are the function's values and
+  /// arguments, never globals.
   llvm::function_ref<std::string(llvm::StringRef)> globalType;
   /// A global held in a table as well: an expression with `#` for its index (e.g.
   /// "static_cast<float *>(kStates[#].data)") and its index; empty for none. A block reads such globals by an

@@ -22,7 +22,16 @@ namespace mlir::ptrain {
 /// naming the op and its location and writing nothing, on an op the CUDA
 /// target does not support (communication, codecs, pipelines), a dynamic
 /// shape or an element type other than f32 and i64.
-LogicalResult emitCuda(ModuleOp module, raw_ostream &os);
+struct EmitCudaOptions {
+  /// Repeated runs of ops (identical transformer layers) are written once as host functions on device pointers
+  /// and called with their own pointers and a row of integers (include/ptrain/Target/Common/BlockOutliner.h);
+  /// false writes every op inline (ptrain-translate --emit-cuda-outline=false), computing the same.
+  bool outlineBlocks = true;
+};
+
+/// Writes the CUDA translation unit of `module` to `os`. Fails, with an error naming the op and its location
+/// and writing nothing, on an op the CUDA target does not map.
+LogicalResult emitCuda(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options = {});
 
 /// Registers `--emit-cuda` with mlir-translate.
 void registerEmitCudaTranslation();

@@ -1,6 +1,6 @@
 //===- EmitHelpers.cpp - Text helpers shared by the code generators -------===//
 
-#include "EmitHelpers.h"
+#include "Common/EmitHelpers.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -13,7 +13,7 @@
 
 using namespace mlir;
 
-namespace mlir::ptrain::cpp {
+namespace mlir::ptrain::target {
 
 /// A C++ float literal that reads back as exactly `value` rounded to float.
 std::string doubleLiteral(double value) {
@@ -113,4 +113,4 @@ std::string locationComment(Location loc) {
   return commentSafe(s);
 }
 
-} // namespace mlir::ptrain::cpp
+} // namespace mlir::ptrain::target

@@ -9,20 +9,20 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PTRAIN_TARGET_CPP_CPPTYPES_H
-#define PTRAIN_TARGET_CPP_CPPTYPES_H
+#ifndef PTRAIN_TARGET_COMMON_CPPTYPES_H
+#define PTRAIN_TARGET_COMMON_CPPTYPES_H
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Value.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTypes.h"
 
-#include "EmitHelpers.h"
+#include "Common/EmitHelpers.h"
 
 #include <cmath>
 #include <cstdio>
 #include <string>
 
-namespace mlir::ptrain::cpp {
+namespace mlir::ptrain::target {
 
 /// Element types of model tensors (arguments, states, model ops).
 inline bool isModelElementType(Type t) { return t.isF32() || t.isInteger(64); }
@@ -78,6 +78,6 @@ inline int64_t numElements(ArrayRef<int64_t> shape) {
 inline int64_t countOf(Value v) { return numElements(tensorOf(v).getShape()); }
 inline int64_t bytesOf(Value v) { return countOf(v) * elementBytes(tensorOf(v).getElementType()); }
 
-} // namespace mlir::ptrain::cpp
+} // namespace mlir::ptrain::target
 
-#endif // PTRAIN_TARGET_CPP_CPPTYPES_H
+#endif // PTRAIN_TARGET_COMMON_CPPTYPES_H

@@ -8,17 +8,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PTRAIN_TARGET_CPP_OPGEOMETRY_H
-#define PTRAIN_TARGET_CPP_OPGEOMETRY_H
+#ifndef PTRAIN_TARGET_COMMON_OPGEOMETRY_H
+#define PTRAIN_TARGET_COMMON_OPGEOMETRY_H
 
-#include "CppTypes.h"
+#include "Common/CppTypes.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainStateInit.h"
 
 #include <array>
 
-namespace mlir::ptrain::cpp {
+namespace mlir::ptrain::target {
 
 /// PTRAIN_BINARY_* / PTRAIN_UNARY_* / PTRAIN_STATE_* of ptrain_runtime.h.
 inline const char *binaryKindEnum(BinaryKind kind) {
@@ -116,6 +116,6 @@ inline SmallVector<SmallVector<int64_t>> pieceOffsets(int64_t rank, int64_t axis
   return offsets;
 }
 
-} // namespace mlir::ptrain::cpp
+} // namespace mlir::ptrain::target
 
-#endif // PTRAIN_TARGET_CPP_OPGEOMETRY_H
+#endif // PTRAIN_TARGET_COMMON_OPGEOMETRY_H

@@ -1,0 +1,59 @@
+//===- KernelTarget.h - What a code generator's target provides -*- C++ -*-===//
+//
+// The op emitters both code generators share (SharedOps.cpp) write through
+// this interface, in the manner of Triton's TargetInfoBase: the CPU target
+// (lib/Target/Cpp: host memory, the runtime's kernels, MPI) and the CUDA
+// target (lib/Target/Cuda: device memory, kernels on the step's stream, NCCL)
+// each implement it, and what only one target has (GEMM fusion and the AdamW
+// table on the CPU, streams and events on CUDA) stays in its own op switch as
+// a hook that runs before the shared emitter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TARGET_COMMON_KERNELTARGET_H
+#define PTRAIN_TARGET_COMMON_KERNELTARGET_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LLVM.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::ptrain::target {
+
+/// A kernel both runtimes have (SharedKernels.def): ptrain_<name> on the CPU, ptrain_cuda_<name> on CUDA.
+enum class Kernel {
+#define PTRAIN_SHARED_KERNEL(name) name,
+#include "Common/SharedKernels.def"
+};
+
+/// The emission context of one op on one target.
+class KernelTarget {
+public:
+  virtual ~KernelTarget() = default;
+  /// The option that runs the code generator ("--emit-cpp", "--emit-cuda"): the prefix of its errors.
+  virtual StringRef flag() const = 0;
+  /// The pointer variable of `v`'s buffer (host memory on the CPU, device memory on CUDA).
+  virtual std::string valuePtr(Value v) const = 0;
+  /// One checked call of the target's `kernel` in the current op's block.
+  virtual LogicalResult callKernel(Kernel kernel, ArrayRef<std::string> args) = 0;
+  /// `bytes` of the current op's arena scratch, as a `type *` expression.
+  virtual std::string scratchPtr(int64_t bytes, StringRef type) = 0;
+  /// A `static const type name[] = {values}` host array in the current op's block; its name, or "nullptr" when
+  /// `values` is empty.
+  virtual std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t") = 0;
+};
+
+/// Whether `op` is one of the ops emitSharedOp writes: elementwise binary and unary ops, softmax and GELU and
+/// their gradients, layer norm and its gradient, embedding and its gradient, transpose, slice, split, concat,
+/// pad and sum_to.
+bool isSharedOp(Operation *op);
+
+/// The kernel calls of `op` (isSharedOp) on `target`: the same calls with the same arguments on every target,
+/// up to the kernels' names; an error at the op for what no target supports (softmax over another axis, i64
+/// binary ops other than add of equal shapes, f32 ids, transposes of non-f32 tensors).
+LogicalResult emitSharedOp(Operation *op, KernelTarget &target);
+
+} // namespace mlir::ptrain::target
+
+#endif // PTRAIN_TARGET_COMMON_KERNELTARGET_H
