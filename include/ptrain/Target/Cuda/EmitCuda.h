@@ -1,12 +1,15 @@
 //===- EmitCuda.h - The CUDA code generator (--emit-cuda) -------*- C++ -*-===//
 //
-// Translates a single-rank training step (keyed state symbols and functions of
-// ptrain model, gradient, optimizer and state ops, as --emit-cpp takes them)
-// into ONE CUDA translation unit (.cu, built with nvcc) that keeps every
-// state, constant and intermediate tensor in device memory (cudaMalloc once),
-// runs every op on one CUDA stream through libptrain_runtime_cuda's model
-// kernels (cuBLAS for matmuls) and keeps the C ABI of --emit-cpp: host
-// tokens in, host loss out, ptrain_step_init/save/load (docs/CodegenCuda.md).
+// Translates a training step (keyed state symbols and functions of ptrain
+// model, gradient, optimizer and state ops, as --emit-cpp takes them), either
+// single-rank or the per-rank steps of --ptrain-lower-to-runtime (pipeline
+// sends and receives, data- and tensor-parallel collectives over NCCL, the
+// codecs of a compressed plan), into ONE CUDA translation unit per GPU rank
+// (.cu, built with nvcc) that keeps every state, constant and intermediate
+// tensor in device memory (cudaMalloc once), runs every op through
+// libptrain_runtime_cuda's kernels (cuBLAS for matmuls) and keeps the C ABI
+// of --emit-cpp: host tokens in, host loss out, ptrain_step_init/save/load
+// (docs/CodegenCuda.md, "Multi-rank steps").
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,8 +23,9 @@ namespace mlir::ptrain {
 
 /// Writes the CUDA translation unit of `module` to `os`. Fails, with an error
 /// naming the op and its location and writing nothing, on an op the CUDA
-/// target does not support (communication, codecs, pipelines), a dynamic
-/// shape or an element type other than f32 and i64.
+/// target does not support (docs/CodegenCuda.md lists the ops), a dynamic
+/// shape, or an element type other than f32 and i64 (besides the codecs'
+/// codes and the i1 masks; collectives take f32 only).
 LogicalResult emitCuda(ModuleOp module, raw_ostream &os);
 
 /// Registers `--emit-cuda` with mlir-translate.
