@@ -365,7 +365,8 @@ LogicalResult FunctionEmitter::checkOps() {
              TPAllReduceOp, CompareOp, SelectOp, BroadcastToOp, ReduceOp, RmsNormOp, RotaryEmbeddingOp, DropoutOp,
              func::CallOp, func::ReturnOp>(op) &&
         !isa<SumSquaresOp, ClipScaleOp, SGDOp, CastOp, GatherOp, LogSoftmaxOp, TPAllGatherOp, VocabParallelEmbeddingOp,
-             VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp, VocabParallelCrossEntropyPartsGradOp>(op))
+             VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp, VocabParallelCrossEntropyPartsGradOp,
+             TPSplitOp>(op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
     if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCodecOp(&op)))
       return failure();
@@ -1124,6 +1125,26 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             return failed(comm) ? failure() : emitVocabParallelOp(o, *comm, comms.theGrid, *this);
           })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
+          .Case<TPSplitOp>([&](TPSplitOp t) -> LogicalResult {
+            // The rank's block: a slice whose offset along `dim` is the rank's coordinate on the axis (the
+            // communicator is registered so that the grid's coordinates are set up at init).
+            if (failed(comms.lookup(t, t.getGrid(), ArrayAttr::get(t.getContext(), {t.getAxisAttr()}))))
+              return failure();
+            std::optional<unsigned> axis = comms.theGrid.getAxisIndex(t.getAxis());
+            Value x = t.getInput();
+            ArrayRef<int64_t> out = shapeOf(t.getResult());
+            const int64_t dim = t.getDimAttr().getInt();
+            std::string offsets;
+            for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d)
+              offsets += (d ? ", " : "") + (d == dim ? "gridCoordinate(ptrain_rank, " + std::to_string(*axis) +
+                                                           ") * " + std::to_string(out[d])
+                                                     : std::string("0"));
+            block += "    const int64_t offsets[" + std::to_string(out.size()) + "] = {" + offsets + "};\n";
+            std::string d = dims(shapeOf(x), "dims"), od = dims(out, "out_dims");
+            return call(RuntimeCall::ptrain_slice, {ptr(x), std::to_string(elemBytes(x)),
+                                                     std::to_string(shapeOf(x).size()), d, "offsets", od,
+                                                     ptr(t.getResult())});
+          })
           .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
             FailureOr<std::string> comm = comms.lookup(
                 t, t.getGrid(), ArrayAttr::get(t.getContext(), {StringAttr::get(t.getContext(), t.getAxis())}));

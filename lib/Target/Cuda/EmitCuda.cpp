@@ -240,7 +240,7 @@ LogicalResult FunctionEmitter::checkOps() {
     if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
              SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
              LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
-             SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, CompressOp, DecompressOp,
+             SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, TPSplitOp, CompressOp, DecompressOp,
              CompressedAllReduceStartOp, func::CallOp, func::ReturnOp>(op) &&
         !isCudaModelOp(&op) && !isCudaTransformerOp(&op)) {
       return op.emitError("--emit-cuda: '")
@@ -666,6 +666,26 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                                       : emitCudaDecompress(cast<DecompressOp>(o), w);
           })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
+          .Case<TPSplitOp>([&](TPSplitOp t) -> LogicalResult {
+            // The rank's block: a slice whose offset along `dim` is the rank's coordinate on the axis (the
+            // communicator is registered so that the grid's coordinates are set up at init).
+            if (failed(comms.lookupAxis(t, t.getGrid(), t.getAxis())))
+              return failure();
+            std::optional<unsigned> axis = comms.theGrid.getAxisIndex(t.getAxis());
+            Value x = t.getInput();
+            ArrayRef<int64_t> out = shapeOf(t.getResult());
+            const int64_t dim = t.getDimAttr().getInt();
+            std::string offsets;
+            for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d)
+              offsets += (d ? ", " : "") + (d == dim ? "gridCoordinate(ptrain_rank, " + std::to_string(*axis) +
+                                                           ") * " + std::to_string(out[d])
+                                                     : std::string("0"));
+            block += "    const int64_t offsets[" + std::to_string(out.size()) + "] = {" + offsets + "};\n";
+            std::string d = hostArray(shapeOf(x), "dims"), od = hostArray(out, "out_dims");
+            return call(CudaCall::ptrain_cuda_slice,
+                        {ptr(x), std::to_string(elementBytes(tensorOf(x).getElementType())),
+                         std::to_string(shapeOf(x).size()), d, "offsets", od, ptr(t.getResult())});
+          })
           .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
             if (!isF32(t.getInput()))
               return t.emitError("--emit-cuda: a tensor-parallel all-reduce of a non-f32 tensor is not supported");
