@@ -3,10 +3,10 @@
 
 The reference of docs/Exports.md's autograd column (test/Target/Cpp/exports_table.py): for an export whose
 PyTorch model is in python/ptrain_fixtures/models with a known seed (the TorchScript exporter's fixtures of
-export_import_fixtures.py and export_gpt_opset14.py), rebuilds the model, runs it on the export's committed
-input tokens as ptrain's `--signature auto` does (token types zeros, attention mask ones), takes the
-next-token loss (mean cross-entropy of logits[:, :-1] against tokens[:, 1:], the loss of
---ptrain-build-training-step) and backpropagates with autograd in float64.
+export_import_fixtures.py and export_gpt_opset14.py, and the bundled models/gpt/gpt.onnx), rebuilds the model,
+runs it on the export's committed input tokens as ptrain's `--signature auto` does (token types zeros,
+attention mask ones), takes the next-token loss (mean cross-entropy of logits[:, :-1] against tokens[:, 1:],
+the loss of --ptrain-build-training-step) and backpropagates with autograd in float64.
 
 The export's initializers are not the module's parameters one for one: constant folding stores a linear's
 weight transposed under an `onnx::` name, merges parameters of equal values into one initializer read through
@@ -18,8 +18,8 @@ transposed) among the parameters left; its reference gradient is the sum of thei
 Usage (Debian's python3-torch 1.13):
     PYTHONPATH=python /usr/bin/python3 -m ptrain_fixtures.exports_reference_grads MODEL.onnx OUT_DIR
 Writes OUT_DIR/reference_grads.onnx (initializers: d loss / d initializer), OUT_DIR/tokens.pb (int64 [B, S])
-and OUT_DIR/reference_loss.txt. Exits with 3 when MODEL has no known PyTorch model, 4 when an initializer that
-ptrain trains matches no parameter.
+and OUT_DIR/reference_loss.txt. Exits with 3 when MODEL has no known PyTorch model, 5 when it has dropout in
+training mode (random masks: a training-mode export) and the step cannot match an eval-mode reference.
 """
 
 from __future__ import annotations
@@ -70,6 +70,11 @@ def known_model(path: str):
 
         model = GPT(CONFIG, seed=0)
         return model, model, tokens(os.path.join(root, "gpt-opset14.input_0.pb"))
+    if name == "gpt.onnx" and os.path.exists(os.path.join(root, "test_data_set_0", "input_0.pb")):
+        from ptrain_fixtures.models.gpt import GPT, GPTConfig
+
+        model = GPT(GPTConfig(), seed=0)  # export_bundled_gpt.py's defaults
+        return model, model, tokens(os.path.join(root, "test_data_set_0", "input_0.pb"))
     return None
 
 
@@ -95,6 +100,12 @@ def main(argv=None) -> int:
         print(f"{args.model}: no known PyTorch model", file=sys.stderr)
         return 3
     module, forward, ids = found
+    dropouts = [n.name for n in onnx.load(args.model, load_external_data=False).graph.node if n.op_type == "Dropout"
+                and len(n.input) > 2 and n.input[2]]
+    if dropouts:
+        print(f"{args.model}: dropout in training mode (random masks, e.g. node '{dropouts[0]}'): not comparable",
+              file=sys.stderr)
+        return 5
     torch.manual_seed(0)
     untie(module)
     module = module.double().eval()
