@@ -667,21 +667,13 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
           .Case<TPSplitOp>([&](TPSplitOp t) -> LogicalResult {
-            // The rank's block: a slice whose offset along `dim` is the rank's coordinate on the axis (the
-            // communicator is registered so that the grid's coordinates are set up at init).
-            if (failed(comms.lookupAxis(t, t.getGrid(), t.getAxis())))
+            // The rank's block: a slice at the rank's offset (host arrays, like ptrain.slice's).
+            FailureOr<std::string> offsets = tpSplitOffsets(t, comms, "offsets");
+            if (failed(offsets))
               return failure();
-            std::optional<unsigned> axis = comms.theGrid.getAxisIndex(t.getAxis());
+            block += "    " + *offsets + "\n";
             Value x = t.getInput();
-            ArrayRef<int64_t> out = shapeOf(t.getResult());
-            const int64_t dim = t.getDimAttr().getInt();
-            std::string offsets;
-            for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d)
-              offsets += (d ? ", " : "") + (d == dim ? "gridCoordinate(ptrain_rank, " + std::to_string(*axis) +
-                                                           ") * " + std::to_string(out[d])
-                                                     : std::string("0"));
-            block += "    const int64_t offsets[" + std::to_string(out.size()) + "] = {" + offsets + "};\n";
-            std::string d = hostArray(shapeOf(x), "dims"), od = hostArray(out, "out_dims");
+            std::string d = hostArray(shapeOf(x), "dims"), od = hostArray(shapeOf(t.getResult()), "out_dims");
             return call(CudaCall::ptrain_cuda_slice,
                         {ptr(x), std::to_string(elementBytes(tensorOf(x).getElementType())),
                          std::to_string(shapeOf(x).size()), d, "offsets", od, ptr(t.getResult())});
