@@ -860,6 +860,19 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
     return std::make_pair(coordinate(rank, *d), sizes[*d]);
   };
   std::optional<llvm::Expected<std::vector<Tensor>>> evaluated = evaluateVocabParallelOp(op, value, rankCoordinate);
+  // A rank's block of a replicated tensor (a tied parameter read inside a tensor-parallel region).
+  if (auto slice = dyn_cast<TPSplitOp>(op)) {
+    std::optional<std::pair<int64_t, int64_t>> at = rankCoordinate(slice.getAxis());
+    if (!at)
+      return opError(op, makeError("the grid has no axis '" + slice.getAxis() + "'"));
+    llvm::Expected<Tensor> part =
+        tensorParallelSlice(value(slice.getInput()), slice.getDimAttr().getInt(), 1, at->second, at->first);
+    if (!part)
+      return opError(op, part.takeError());
+    std::vector<Tensor> results;
+    results.push_back(std::move(*part));
+    evaluated = std::move(results);
+  }
   if (auto dropout = dyn_cast<DropoutOp>(op))
     evaluated = evaluateDropout(dropout, value, rankCoordinate);
   if (!evaluated)

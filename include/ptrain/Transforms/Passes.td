@@ -239,12 +239,18 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
     * Everything else (embeddings, layer norms, the LM head, the biases after a row-parallel linear) stays
       replicated: every rank holds the whole parameter and, because f all-reduces the activation gradients,
       computes the same whole gradient, so each is counted once.
+    * A parameter read in several places (a tied weight, or equal values that the exporter merged into one
+      initializer, e.g. every zero bias of a freshly initialized model) is sliced where all its readers
+      slice it alike (the same dimension and groups); otherwise it stays whole and replicated, a remark says
+      so, and each reader inside a tensor-parallel region takes the rank's part with `ptrain.tp_split`
+      (viewed as k x size/k for k groups), whose gradient rule all-gathers the parts: the whole gradient,
+      the same on every rank.
     * The module gets `ptrain.grid @grid(tp = N)`; `--ptrain-build-training-step` extends it to
       (dp, pp, tp), tp varying fastest.
 
     `tp = 1` changes nothing. Fails, naming the ONNX node, when the module was not raised, when the heads,
     the key/value heads or the MLP width are not divisible by tp, when a layer's projections are not all
-    marked, when a sliced weight is read elsewhere (a tied weight), when an
+    marked, when an
     op between the two linears cannot be sharded (e.g. Q, K and V taken apart by `ptrain.slice` instead of
     `ptrain.split`, a reduction, a softmax over the heads), or when a sharded value leaves the layer by
     another way than its row-parallel linear.
@@ -289,6 +295,7 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numSliced", "sliced-parameters", "Parameters sliced over tp">,
     Statistic<"numCollectives", "tp-collectives", "f and g ops inserted">,
+    Statistic<"numSplits", "tp-splits", "Sliced reads of replicated parameters (ptrain.tp_split)">,
   ];
 }
 

@@ -240,7 +240,7 @@ LogicalResult FunctionEmitter::checkOps() {
     if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
              SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
              LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
-             SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, CompressOp, DecompressOp,
+             SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, TPSplitOp, CompressOp, DecompressOp,
              CompressedAllReduceStartOp, func::CallOp, func::ReturnOp>(op) &&
         !isCudaModelOp(&op) && !isCudaTransformerOp(&op)) {
       return op.emitError("--emit-cuda: '")
@@ -666,6 +666,18 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                                       : emitCudaDecompress(cast<DecompressOp>(o), w);
           })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
+          .Case<TPSplitOp>([&](TPSplitOp t) -> LogicalResult {
+            // The rank's block: a slice at the rank's offset (host arrays, like ptrain.slice's).
+            FailureOr<std::string> offsets = tpSplitOffsets(t, comms, "offsets");
+            if (failed(offsets))
+              return failure();
+            block += "    " + *offsets + "\n";
+            Value x = t.getInput();
+            std::string d = hostArray(shapeOf(x), "dims"), od = hostArray(shapeOf(t.getResult()), "out_dims");
+            return call(CudaCall::ptrain_cuda_slice,
+                        {ptr(x), std::to_string(elementBytes(tensorOf(x).getElementType())),
+                         std::to_string(shapeOf(x).size()), d, "offsets", od, ptr(t.getResult())});
+          })
           .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
             if (!isF32(t.getInput()))
               return t.emitError("--emit-cuda: a tensor-parallel all-reduce of a non-f32 tensor is not supported");
