@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Transforms/TensorParallel.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"
@@ -102,10 +103,7 @@ LogicalResult Sharder::sliceParameter(Value weight, int64_t dim, int64_t groups,
   SmallVector<int64_t> shape(type.getShape());
   shape[dim] /= tp;
   auto local = RankedTensorType::get(shape, type.getElementType());
-  state->setAttr(kTPSliceAttr, b.getDictionaryAttr({b.getNamedAttr("axis", b.getStringAttr("tp")),
-                                                    b.getNamedAttr("dim", b.getI64IntegerAttr(dim)),
-                                                    b.getNamedAttr("groups", b.getI64IntegerAttr(groups)),
-                                                    b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape()))}));
+  setTPSlice(state, TPSliceAttr::get(b.getContext(), "tp", dim, groups, type.getShape(), /*padded=*/0));
   state.setTypeAttr(TypeAttr::get(local));
   read.getResult().setType(local);
   ++numSliced;

@@ -13,8 +13,8 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainDialect.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainStateInit.h"
-#include "ptrain/Plan/TensorParallelAttrs.h"
 #include "ptrain/Target/Cuda/EmitCuda.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -49,30 +49,20 @@ FailureOr<RankedTensorType> staticTensor(Operation *op, Type type, const Twine &
   return tensor;
 }
 
-/// `ptrain.tp_slice = {axis, dim, groups, [padded,] shape}` (--ptrain-shard-tp, --vocab-parallel) as
-/// {axis, dim, groups, global_shape[, padded]}.
-LogicalResult writeTPSlice(llvm::json::OStream &j, StateOp state, DictionaryAttr slice) {
-  auto axis = slice.getAs<StringAttr>("axis");
-  auto dim = slice.getAs<IntegerAttr>("dim"), groups = slice.getAs<IntegerAttr>("groups");
-  auto shape = slice.getAs<DenseI64ArrayAttr>("shape");
-  auto padded = slice.get("padded");
-  if (!axis || !dim || !groups || !shape || (padded && !isa<IntegerAttr>(padded)))
-    return state.emitError(kTool) << ": " << kTPSliceAttr
-                                  << " needs a string axis, integers dim and groups, an i64 array shape and "
-                                     "optionally an integer padded, got "
-                                  << slice;
+/// `ptrain.tp_slice = #ptrain.tp_slice<axis, dim, groups, shape[, padded]>` (--ptrain-shard-tp, --vocab-parallel)
+/// as {axis, dim, groups, global_shape[, padded]}.
+void writeTPSlice(llvm::json::OStream &j, TPSliceAttr slice) {
   j.attributeObject("tp_slice", [&] {
-    j.attribute("axis", axis.getValue());
-    j.attribute("dim", dim.getInt());
-    j.attribute("groups", groups.getInt());
+    j.attribute("axis", slice.getAxis());
+    j.attribute("dim", slice.getDim());
+    j.attribute("groups", slice.getGroups());
     j.attributeArray("global_shape", [&] {
-      for (int64_t d : shape.asArrayRef())
+      for (int64_t d : slice.getShape())
         j.value(d);
     });
-    if (padded) // a vocabulary padded with zero rows to a multiple of tp (--vocab-parallel)
-      j.attribute("padded", cast<IntegerAttr>(padded).getInt());
+    if (slice.getPadded()) // a vocabulary padded with zero rows to a multiple of tp (--vocab-parallel)
+      j.attribute("padded", slice.getPadded());
   });
-  return success();
 }
 
 /// One state: {symbol, key, kind, shape, dtype[, tp_slice][, init]}; shape is the rank's (local) one, a
@@ -81,7 +71,6 @@ LogicalResult writeState(llvm::json::OStream &j, StateOp state) {
   FailureOr<RankedTensorType> type = staticTensor(state, state.getType(), "a state's type");
   if (failed(type))
     return failure();
-  LogicalResult result = success();
   j.object([&] {
     j.attribute("symbol", state.getSymName());
     j.attribute("key", state.getKey());
@@ -90,18 +79,15 @@ LogicalResult writeState(llvm::json::OStream &j, StateOp state) {
     writeShape(j, type->getShape());
     j.attributeEnd();
     j.attribute("dtype", dtypeOf(type->getElementType()));
-    if (auto slice = state->getAttr(kTPSliceAttr)) {
-      auto dict = dyn_cast<DictionaryAttr>(slice);
-      result = dict ? writeTPSlice(j, state, dict)
-                    : state.emitError(kTool) << ": " << kTPSliceAttr << " must be a dictionary, got " << slice;
-    }
+    if (TPSliceAttr slice = getTPSlice(state)) // verified against the state's type (PTrainAttrs.td, C1-C9)
+      writeTPSlice(j, slice);
     if (std::optional<StateInit> init = getStateInit(state)) // the default of a parameter no model file holds
       j.attributeObject("init", [&] {
         j.attribute("kind", init->kind);
         j.attribute("seed", init->seed);
       });
   });
-  return result;
+  return success();
 }
 
 /// `states` and, with `codecOnly`, `codec_states` (the states a compression policy added: residuals,

@@ -91,32 +91,6 @@ module attributes {ptrain.pipeline = 2 : i64} {
 
 // -----
 
-// A tp_slice without its fields.
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
-                   ptrain.schedule = {kind = "1f1b"}} {
-  // expected-error@+1 {{--emit-plan-json: ptrain.tp_slice needs a string axis, integers dim and groups, an i64 array shape and optionally an integer padded, got {axis = "tp"}}}
-  ptrain.state @w key "w" kind parameter {ptrain.tp_slice = {axis = "tp"}} : tensor<4x4xf32>
-  func.func @forward_stage0(%t: tensor<2x4xi64>) -> tensor<2x4x16xf32> attributes {ptrain.stage = 0 : i64} {
-    %l = arith.constant dense<0.0> : tensor<2x4x16xf32>
-    return %l : tensor<2x4x16xf32>
-  }
-}
-
-// -----
-
-// A tp_slice that is not a dictionary.
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
-                   ptrain.schedule = {kind = "1f1b"}} {
-  // expected-error@+1 {{--emit-plan-json: ptrain.tp_slice must be a dictionary, got "tp"}}
-  ptrain.state @w key "w" kind parameter {ptrain.tp_slice = "tp"} : tensor<4x4xf32>
-  func.func @forward_stage0(%t: tensor<2x4xi64>) -> tensor<2x4x16xf32> attributes {ptrain.stage = 0 : i64} {
-    %l = arith.constant dense<0.0> : tensor<2x4x16xf32>
-    return %l : tensor<2x4x16xf32>
-  }
-}
-
-// -----
-
 // A first stage without the tokens.
 module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
                    ptrain.schedule = {kind = "1f1b"}} {

@@ -150,10 +150,10 @@ module attributes {ptrain.pipeline = {micro_batches = 3 : i64, pp = 2 : i64, sta
     ptrain.schedule = {kind = "gpipe", micro_batches = 3 : i64, table = [["F0", "F1", "F2", "B0", "B1", "B2", "O"], ["F0", "B0", "F1", "B1", "F2", "B2", "O"]]}} {
   ptrain.grid @grid(dp = 2, pp = 2, tp = 2)
   ptrain.state @wte key "transformer.wte.weight" kind parameter
-      {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, padded = 18 : i64, shape = array<i64: 17, 8>}} : tensor<9x8xf32>
+      {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [17, 8], padded = 18>} : tensor<9x8xf32>
   ptrain.state @ae_encoder_0 key "ae/0->1/encoder" kind parameter
       {ptrain.init = {kind = "orthogonal", seed = 7 : i64},
-       ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 3 : i64, shape = array<i64: 8, 6>}} : tensor<8x3xf32>
+       ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 3, shape = [8, 6]>} : tensor<8x3xf32>
   ptrain.state @resid key "cb/link1->0/residual" kind codec_residual : tensor<2x4x8xf32>
   func.func @forward_stage0(%t: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
     %w = ptrain.state_read @wte : tensor<9x8xf32>
