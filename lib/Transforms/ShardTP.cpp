@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Transforms/TensorParallel.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"
@@ -167,11 +168,7 @@ void Sharder::finish() {
       // Every reader slices it the same way (a parameter read by two layers: the exporter merged equal values).
       SmallVector<int64_t> shape(type.getShape());
       shape[first.dim] /= tp;
-      state->setAttr(kTPSliceAttr,
-                     b.getDictionaryAttr({b.getNamedAttr("axis", b.getStringAttr("tp")),
-                                          b.getNamedAttr("dim", b.getI64IntegerAttr(first.dim)),
-                                          b.getNamedAttr("groups", b.getI64IntegerAttr(first.groups)),
-                                          b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape()))}));
+      setTPSlice(state, TPSliceAttr::get(b.getContext(), "tp", first.dim, first.groups, type.getShape(), /*padded=*/0));
       state.setTypeAttr(TypeAttr::get(RankedTensorType::get(shape, type.getElementType())));
       ++numSliced;
       continue;

@@ -21,14 +21,14 @@
 
 // CHECK: ptrain.grid @grid(tp = 2)
 // CHECK: ptrain.state @wte.weight key "wte.weight" kind parameter : tensor<256x128xf32>
-// CHECK: ptrain.state @blocks.0.attn.qkv.weight key "blocks.0.attn.qkv.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 3 : i64, shape = array<i64: 384, 128>}} : tensor<192x128xf32>
-// CHECK: ptrain.state @blocks.0.attn.qkv.bias key "blocks.0.attn.qkv.bias" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 3 : i64, shape = array<i64: 384>}} : tensor<192xf32>
-// CHECK: ptrain.state @blocks.0.attn.proj.weight key "blocks.0.attn.proj.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 1 : i64, shape = array<i64: 128, 128>}} : tensor<128x64xf32>
+// CHECK: ptrain.state @blocks.0.attn.qkv.weight key "blocks.0.attn.qkv.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 3, shape = [384, 128]>} : tensor<192x128xf32>
+// CHECK: ptrain.state @blocks.0.attn.qkv.bias key "blocks.0.attn.qkv.bias" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 3, shape = [384]>} : tensor<192xf32>
+// CHECK: ptrain.state @blocks.0.attn.proj.weight key "blocks.0.attn.proj.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 1, shape = [128, 128]>} : tensor<128x64xf32>
 // CHECK: ptrain.state @blocks.0.attn.proj.bias key "blocks.0.attn.proj.bias" kind parameter : tensor<128xf32>
 // CHECK: ptrain.state @blocks.0.ln_2.weight key "blocks.0.ln_2.weight" kind parameter : tensor<128xf32>
-// CHECK: ptrain.state @blocks.0.mlp.fc.weight key "blocks.0.mlp.fc.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 512, 128>}} : tensor<256x128xf32>
-// CHECK: ptrain.state @blocks.0.mlp.fc.bias key "blocks.0.mlp.fc.bias" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 512>}} : tensor<256xf32>
-// CHECK: ptrain.state @blocks.0.mlp.proj.weight key "blocks.0.mlp.proj.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 1 : i64, shape = array<i64: 128, 512>}} : tensor<128x256xf32>
+// CHECK: ptrain.state @blocks.0.mlp.fc.weight key "blocks.0.mlp.fc.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [512, 128]>} : tensor<256x128xf32>
+// CHECK: ptrain.state @blocks.0.mlp.fc.bias key "blocks.0.mlp.fc.bias" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [512]>} : tensor<256xf32>
+// CHECK: ptrain.state @blocks.0.mlp.proj.weight key "blocks.0.mlp.proj.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 1, shape = [128, 512]>} : tensor<128x256xf32>
 // CHECK: ptrain.state @blocks.0.mlp.proj.bias key "blocks.0.mlp.proj.bias" kind parameter : tensor<128xf32>
 // CHECK: ptrain.state @ln_f.weight key "ln_f.weight" kind parameter : tensor<128xf32>
 
@@ -80,7 +80,7 @@
 
 // gpt2_megatron over tp = 2: Q|K|V weight columns (ONNX MatMul's [in, out] layout) per head, K and V
 // appended to an empty past that gets the local shape, 1 head of 4 per rank.
-// MEGATRON: ptrain.state @"209" key "209" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 3 : i64, shape = array<i64: 8, 24>}} : tensor<8x12xf32>
+// MEGATRON: ptrain.state @"209" key "209" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 3, shape = [8, 24]>} : tensor<8x12xf32>
 // MEGATRON: ptrain.tp_copy
 // MEGATRON: ptrain.matmul %{{.*}}, %{{.*}} {ptrain.linear = {layer = 0 : i64, role = "qkv"}} : tensor<2x8x8xf32>, tensor<8x12xf32>
 // MEGATRON: ptrain.concat %{{.*}}, %{{.*}} {axis = -2 : i64} : tensor<2x1x0x4xf32>, tensor<2x1x8x4xf32> -> tensor<2x1x8x4xf32>

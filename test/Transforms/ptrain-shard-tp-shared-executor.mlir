@@ -27,7 +27,7 @@
 // BERT-IR-COUNT-6: ptrain.tp_split %{{.*}} on @grid axis tp dim 0 : tensor<32xf32> -> tensor<16xf32>
 // BERT-IR-NOT: ptrain.tp_split
 
-// GPT-IR: ptrain.state @blocks.0.attn.qkv.bias key "blocks.0.attn.qkv.bias" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 3 : i64, shape = array<i64: 96>}} : tensor<48xf32>
+// GPT-IR: ptrain.state @blocks.0.attn.qkv.bias key "blocks.0.attn.qkv.bias" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 3, shape = [96]>} : tensor<48xf32>
 // GPT-IR-NOT: ptrain.tp_split
 // GPT-IR-COUNT-2: ptrain.state_read @blocks.0.attn.qkv.bias : tensor<48xf32>
 // GPT-IR-NOT: ptrain.tp_split

@@ -8,7 +8,7 @@
 // The MLP's up weight also read whole after the layer: the state stays whole, the column-parallel linear
 // reads the rank's columns.
 // CHECK: ptrain.state @w1 key "w1" kind parameter : tensor<4x8xf32>
-// CHECK: ptrain.state @w2 key "w2" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 8, 4>}} : tensor<4x4xf32>
+// CHECK: ptrain.state @w2 key "w2" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [8, 4]>} : tensor<4x4xf32>
 // CHECK-LABEL: func.func @forward
 // CHECK: %[[W1:.*]] = ptrain.state_read @w1 : tensor<4x8xf32>
 // CHECK: %[[PART:.*]] = ptrain.tp_split %[[W1]] on @grid axis tp dim 1 : tensor<4x8xf32> -> tensor<4x4xf32>
@@ -33,7 +33,7 @@ func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x8xf32> attributes {ptrain.la
 
 // One bias read by the up projections of two layers (the exporter merged their equal values), through one
 // state_read: both slice it alike, so the state is sliced once and each reader gets its own local read.
-// CHECK: ptrain.state @b key "b" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 8>}} : tensor<4xf32>
+// CHECK: ptrain.state @b key "b" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [8]>} : tensor<4xf32>
 // CHECK-LABEL: func.func @forward
 // CHECK-NOT: ptrain.tp_split
 // CHECK-COUNT-2: ptrain.state_read @b : tensor<4xf32>

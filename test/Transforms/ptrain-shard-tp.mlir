@@ -9,8 +9,8 @@
 // on 1 head, and the output projection is row-parallel. f (tp_copy) before the first, g (tp_all_reduce)
 // after the second.
 // CHECK-LABEL: ptrain.grid @grid(tp = 2)
-// CHECK: ptrain.state @qkv key "blocks.0.attn.qkv.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 3 : i64, shape = array<i64: 8, 24>}} : tensor<8x12xf32>
-// CHECK: ptrain.state @proj key "blocks.0.attn.proj.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 8, 8>}} : tensor<4x8xf32>
+// CHECK: ptrain.state @qkv key "blocks.0.attn.qkv.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 3, shape = [8, 24]>} : tensor<8x12xf32>
+// CHECK: ptrain.state @proj key "blocks.0.attn.proj.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [8, 8]>} : tensor<4x8xf32>
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %[[X:.*]]: tensor<2x4x8xf32>)
 // CHECK-DAG: %[[WQKV:.*]] = ptrain.state_read @qkv : tensor<8x12xf32>
@@ -58,9 +58,9 @@ func.func @forward(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrai
 // the rank's 8, the down-projection is row-parallel; g comes before the down-projection's bias, which stays
 // replicated (added once, after the sum).
 // CHECK-LABEL: ptrain.grid @grid(tp = 2)
-// CHECK: ptrain.state @fc key "blocks.0.mlp.fc.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 1 : i64, shape = array<i64: 8, 16>}} : tensor<8x8xf32>
-// CHECK: ptrain.state @fc_b key "blocks.0.mlp.fc.bias" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 16>}} : tensor<8xf32>
-// CHECK: ptrain.state @proj key "blocks.0.mlp.proj.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 16, 8>}} : tensor<8x8xf32>
+// CHECK: ptrain.state @fc key "blocks.0.mlp.fc.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 1, shape = [8, 16]>} : tensor<8x8xf32>
+// CHECK: ptrain.state @fc_b key "blocks.0.mlp.fc.bias" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [16]>} : tensor<8xf32>
+// CHECK: ptrain.state @proj key "blocks.0.mlp.proj.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [16, 8]>} : tensor<8x8xf32>
 // CHECK: ptrain.state @proj_b key "blocks.0.mlp.proj.bias" kind parameter : tensor<8xf32>
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %[[X:.*]]: tensor<2x4x8xf32>)

@@ -232,8 +232,8 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
       does not divide stays replicated (a remark names the layer) instead of failing.
     * Before each column-parallel linear, `ptrain.tp_copy` (f); after each row-parallel one, before its
       bias, `ptrain.tp_all_reduce` (g). Their gradient rules make autodiff emit the backward all-reduces.
-    * Each sliced parameter's `ptrain.state` gets its local type and `ptrain.tp_slice = {axis = "tp",
-      dim = d, groups = k, shape = array<...>}`: the initial value has the global `shape`; dimension d is
+    * Each sliced parameter's `ptrain.state` gets its local type and `ptrain.tp_slice =
+      #ptrain.tp_slice<axis = "tp", dim = d, groups = k, shape = [...]>`: the initial value has the global `shape`; dimension d is
       viewed as k x tp x chunk and rank r (its coordinate on `tp`) loads [:, r, :] (k = 3 for the fused
       Q|K|V weight and bias, 1 otherwise). Gradients, moments and accumulators are made with the local type.
     * Everything else (embeddings, layer norms, the LM head, the biases after a row-parallel linear) stays
@@ -259,7 +259,7 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
     default, so that `ptrain-compile --tp`, whose C++ has no kernels for it yet, keeps working), the token
     embedding and the LM head (tied or not) are split over the vocabulary V, padded with zero rows to Vp, a
     multiple of tp x `vocab-multiple`: rank r keeps rows [r Vp/tp, (r + 1) Vp/tp) of the table and of the
-    head's weight (`ptrain.tp_slice = {..., padded = Vp}` when padded; a tied weight stays one sharded
+    head's weight (`#ptrain.tp_slice<..., padded = Vp>` when padded; a tied weight stays one sharded
     symbol). The embedding becomes `ptrain.vocab_parallel_embedding` (the rank's rows, 0 elsewhere) and a
     `ptrain.tp_all_reduce`; the head gets f before it and makes the rank's Vp/tp logits, which the forward
     returns through `ptrain.tp_all_gather` (cut back to V). `--ptrain-build-training-step` then computes the
@@ -271,8 +271,8 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=2"
     ptrain.grid @grid(tp = 2)
-    ptrain.state @w key "h.0.attn.qkv.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64,
-        groups = 3 : i64, shape = array<i64: 384, 128>}} : tensor<192x128xf32>
+    ptrain.state @w key "h.0.attn.qkv.weight" kind parameter
+        {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 3, shape = [384, 128]>} : tensor<192x128xf32>
     %x = ptrain.tp_copy %ln on @grid axis tp : tensor<4x64x128xf32>
     %qkv = ptrain.matmul %x, %wt : tensor<4x64x128xf32>, tensor<128x192xf32>
     ...

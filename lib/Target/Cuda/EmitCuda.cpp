@@ -65,6 +65,12 @@ constexpr int64_t kAlignment = 256; ///< device buffers: cudaMalloc's alignment
 
 int64_t alignUp(int64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
 
+/// A state's place in a device state block: its bytes rounded up to the alignment (kStateBytes,
+/// kStage<s>StateBytes and getCudaStateBytes all add these).
+int64_t stateBlockBytes(StateOp state) {
+  return alignUp(numElements(state.getTensorType().getShape()) * elementBytes(state.getTensorType().getElementType()));
+}
+
 /// The static-shape f32/i64 tensor type of `type` (with `codes`, also the codec codes' i32, i8, f16 and bf16; with
 /// `masks`, also i1: a value inside a function, one uint8_t per element as on the CPU), or an error at `op` naming
 /// `what`.
@@ -832,17 +838,13 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
       return failure();
     StateInfo info{state, "state_" + std::to_string(storage.stateOrder.size()) + "_" + identifierFrom(state.getKey()),
                    storage.stateBytes, static_cast<int64_t>(storage.stateOrder.size())};
-    storage.stateBytes = alignUp(storage.stateBytes + numElements(state.getTensorType().getShape()) *
-                                                          elementBytes(state.getTensorType().getElementType()));
+    storage.stateBytes += stateBlockBytes(state);
     storage.states[state.getSymNameAttr()] = info;
     storage.stateOrder.push_back(state);
   }
   storage.sites.collect(module);
   storage.pipeline = module->hasAttr("ptrain.pipeline");
-  storage.stages.collect(module, kAlignment, [](StateOp state) {
-    return alignUp(numElements(state.getTensorType().getShape()) *
-                   elementBytes(state.getTensorType().getElementType()));
-  });
+  storage.stages.collect(module, kAlignment, stateBlockBytes);
   CommGroups comms("--emit-cuda");
   PipeChannels pipes;
   std::string functions, declarations, entries;
@@ -1163,6 +1165,19 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os) {
 } // namespace
 
 LogicalResult mlir::ptrain::emitCuda(ModuleOp module, raw_ostream &os) { return emitModule(module, os); }
+
+CudaStateBytes mlir::ptrain::getCudaStateBytes(ModuleOp module) {
+  // The emitter's kStateBytes and kStage<s>StateBytes: the same blocks, at least one alignment unit each.
+  CudaStateBytes bytes;
+  for (auto state : module.getOps<StateOp>())
+    bytes.module += stateBlockBytes(state);
+  bytes.module = std::max<int64_t>(bytes.module, kAlignment);
+  StageStates stages;
+  stages.collect(module, kAlignment, stateBlockBytes);
+  for (auto &[stage, layout] : stages.byStage)
+    bytes.perStage.push_back(std::max<int64_t>(layout.bytes, kAlignment));
+  return bytes;
+}
 
 void mlir::ptrain::registerEmitCudaTranslation() {
   TranslateFromMLIRRegistration reg(

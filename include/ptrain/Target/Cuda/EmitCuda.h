@@ -18,6 +18,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
 
 namespace mlir::ptrain {
 
@@ -27,6 +28,16 @@ namespace mlir::ptrain {
 /// shape, or an element type other than f32 and i64 (besides the codecs'
 /// codes and the i1 masks; collectives take f32 only).
 LogicalResult emitCuda(ModuleOp module, raw_ostream &os);
+
+/// The device memory of a --emit-cuda step's states in bytes (docs/CodegenCuda.md, "Memory plan"), as the
+/// emitter lays it out: `perStage`, each pipeline stage's d_states in stage order (kStage<s>StateBytes: a rank
+/// holds its stage's states only; empty without ptrain.stage functions), and `module`, every state's
+/// (kStateBytes). Each block is at least one 256-byte unit, cudaMalloc's alignment.
+struct CudaStateBytes {
+  SmallVector<int64_t> perStage;
+  int64_t module = 0;
+};
+CudaStateBytes getCudaStateBytes(ModuleOp module);
 
 /// Registers `--emit-cuda` with mlir-translate.
 void registerEmitCudaTranslation();
