@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Interpreter/MultiRankExecutor.h"
 
 #include "AbstractSteps.h"
@@ -122,10 +123,10 @@ public:
   /// The size of axis `d` as the run sees it: 1 for an axis collapsed by setSymmetricAxes.
   int64_t runSize(size_t d) const { return collapsed[d] ? 1 : sizes[d]; }
   llvm::Expected<Tensor> loadState(int64_t rank, StateOp state);
-  /// The rank's slice of a parameter that --ptrain-shard-tp sliced (`ptrain.tp_slice = {axis, dim, groups,
-  /// shape}`): dimension `dim` of the global value viewed as groups x axis-size x chunk, entry [:, c, :] for the
+  /// The rank's slice of a parameter that --ptrain-shard-tp sliced (`ptrain.tp_slice = #ptrain.tp_slice<axis,
+  /// dim, groups, shape>`): dimension `dim` of the global value viewed as groups x axis-size x chunk, entry [:, c, :] for the
   /// rank's coordinate c on `axis`.
-  llvm::Expected<Tensor> loadTensorParallelSlice(int64_t rank, StateOp state, DictionaryAttr slice);
+  llvm::Expected<Tensor> loadTensorParallelSlice(int64_t rank, StateOp state, TPSliceAttr slice);
 
   ModuleOp module;
   SymbolTable symbols;
@@ -248,7 +249,7 @@ llvm::Expected<Tensor> MultiRankExecutor::Impl::loadState(int64_t rank, StateOp 
   RankedTensorType type = state.getTensorType();
   Tensor value;
   if (state.getKind() == StateKind::Parameter) {
-    auto slice = state->getAttrOfType<DictionaryAttr>("ptrain.tp_slice");
+    TPSliceAttr slice = getTPSlice(state);
     llvm::Expected<Tensor> loaded =
         slice ? loadTensorParallelSlice(rank, state, slice) : loadParameter(initial, state, type);
     if (!loaded)
@@ -275,24 +276,19 @@ static std::string attributeString(Attribute attr) {
 }
 
 llvm::Expected<Tensor> MultiRankExecutor::Impl::loadTensorParallelSlice(int64_t rank, StateOp state,
-                                                                        DictionaryAttr slice) {
-  auto axis = slice.getAs<StringAttr>("axis");
-  auto dimAttr = slice.getAs<IntegerAttr>("dim"), groupsAttr = slice.getAs<IntegerAttr>("groups");
-  auto shape = slice.getAs<DenseI64ArrayAttr>("shape");
-  std::optional<size_t> found = axis ? axisIndex(axis.getValue()) : std::nullopt;
-  if (!dimAttr || !groupsAttr || !shape || !found)
-    return makeError("ptrain.tp_slice " + attributeString(slice) +
-                     " needs axis (an axis of the grid), dim, groups and shape");
+                                                                        TPSliceAttr slice) {
+  // The slice's fit to the state's type is verified (PTrainAttrs.td, C1-C9); the grid's part is checked here.
+  std::optional<size_t> found = axisIndex(slice.getAxis());
+  if (!found)
+    return makeError("ptrain.tp_slice " + attributeString(slice) + " needs axis (an axis of the grid)");
   const size_t d = *found;
-  const int64_t dim = dimAttr.getInt(), groups = groupsAttr.getInt(), parts = sizes[d];
+  const int64_t dim = slice.getDim(), groups = slice.getGroups(), parts = sizes[d];
+  ArrayRef<int64_t> shape = slice.getShape();
   RankedTensorType local = state.getTensorType();
   // A vocabulary padded to a multiple of tp: the initial value has `shape`, the ranks split `padded` entries.
-  auto padded = slice.getAs<IntegerAttr>("padded");
-  const int64_t split = padded                                                 ? padded.getInt()
-                        : dim >= 0 && dim < static_cast<int64_t>(shape.size()) ? shape[dim]
-                                                                               : 0;
-  if (dim < 0 || dim >= local.getRank() || groups < 1 || static_cast<int64_t>(shape.size()) != local.getRank() ||
-      split != local.getShape()[dim] * parts || local.getShape()[dim] % groups != 0)
+  const bool padded = slice.getPadded() != 0;
+  const int64_t split = slice.getPaddedSize();
+  if (split != local.getShape()[dim] * parts)
     return makeError("ptrain.tp_slice " + attributeString(slice) + " does not fit the local type " + typeString(local) +
                      " on " + std::to_string(parts) + " ranks");
   llvm::Expected<Tensor> global = loadParameter(initial, state, RankedTensorType::get(shape, local.getElementType()));
@@ -860,6 +856,19 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
     return std::make_pair(coordinate(rank, *d), sizes[*d]);
   };
   std::optional<llvm::Expected<std::vector<Tensor>>> evaluated = evaluateVocabParallelOp(op, value, rankCoordinate);
+  // A rank's block of a replicated tensor (a tied parameter read inside a tensor-parallel region).
+  if (auto slice = dyn_cast<TPSplitOp>(op)) {
+    std::optional<std::pair<int64_t, int64_t>> at = rankCoordinate(slice.getAxis());
+    if (!at)
+      return opError(op, makeError("the grid has no axis '" + slice.getAxis() + "'"));
+    llvm::Expected<Tensor> part =
+        tensorParallelSlice(value(slice.getInput()), slice.getDimAttr().getInt(), 1, at->second, at->first);
+    if (!part)
+      return opError(op, part.takeError());
+    std::vector<Tensor> results;
+    results.push_back(std::move(*part));
+    evaluated = std::move(results);
+  }
   if (auto dropout = dyn_cast<DropoutOp>(op))
     evaluated = evaluateDropout(dropout, value, rankCoordinate);
   if (!evaluated)

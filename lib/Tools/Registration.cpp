@@ -18,6 +18,7 @@
 #include "ptrain/Import/ONNX/ImportONNX.h"
 #include "ptrain/Target/Cpp/EmitCpp.h"
 #include "ptrain/Target/Cuda/EmitCuda.h"
+#include "ptrain/Target/PlanJson/EmitPlanJson.h"
 
 void mlir::ptrain::registerPTrainDialects(DialectRegistry &registry) {
   registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect, math::MathDialect,
@@ -35,4 +36,6 @@ void mlir::ptrain::registerPTrainTranslations() {
   registerEmitCppTranslation();
   // ptrain -> CUDA calling libptrain_runtime_cuda (--emit-cuda, docs/CodegenCuda.md).
   registerEmitCudaTranslation();
+  // The module's part of plan.json (--emit-plan-json, docs/Plan.md).
+  registerEmitPlanJsonTranslation();
 }

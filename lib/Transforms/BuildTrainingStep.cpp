@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Transforms/Passes.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"

@@ -127,6 +127,18 @@ MatmulOp Raiser::producerMatmul(Value v, bool throughSplits) {
       // A mask computed from an input (BERT's attention_mask) broadcasts; the scores have the result's shape.
       if (dependent.size() > 1)
         llvm::erase_if(dependent, [&](Value operand) { return operand.getType() != def->getResult(0).getType(); });
+      if (dependent.size() > 1) {
+        // A mask of the scores' whole shape computed from an input (an additive padding mask expanded to all
+        // heads): the one operand that comes from a matmul.
+        MatmulOp found;
+        for (Value operand : dependent)
+          if (MatmulOp mm = producerMatmul(operand, throughSplits)) {
+            if (found && found != mm)
+              return nullptr;
+            found = mm;
+          }
+        return found;
+      }
       if (dependent.size() != 1)
         return nullptr;
       v = dependent.front();

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Transforms/TensorParallel.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"
@@ -40,20 +41,34 @@ struct Sharding {
 
 class Sharder {
 public:
-  Sharder(ModuleOp module, int64_t tp) : tp(tp), b(module.getContext()), symbols(module) {
-    module.walk([&](StateReadOp read) { ++readsOf[read.getState()]; });
-  }
+  Sharder(ModuleOp module, int64_t tp) : module(module), tp(tp), b(module.getContext()), symbols(module) {}
 
   /// Shards the region from the column-parallel linears `columns` (in program order; one fused Q|K|V with
   /// `groups` = 3, or separate Q, K, V / SwiGLU's gate and up with `groups` = 1) to the row-parallel `row`.
   LogicalResult shardRegion(ArrayRef<MatmulOp> columns, MatmulOp row, int64_t groups);
 
-  int64_t numSliced = 0, numCollectives = 0;
+  /// Gives each parameter that a region read sliced its local type where all its reads slice it alike; else
+  /// (read whole elsewhere too, or sliced in two ways) it stays replicated and each sliced read takes the
+  /// rank's part with ptrain.tp_split.
+  void finish();
+
+  int64_t numSliced = 0, numCollectives = 0, numSplits = 0;
 
 private:
+  /// One read of a parameter that a tensor-parallel region uses sliced along `dim` of the state in `groups`.
+  struct SlicedRead {
+    StateReadOp read;
+    int64_t dim, groups;
+  };
+
   /// Slices the parameter that `weight` reads (directly or through a transpose) along `dim` of `weight` in
-  /// `groups` groups, and updates the types on the way. `user` is the op for messages.
-  LogicalResult sliceParameter(Value weight, int64_t dim, int64_t groups, Operation *user);
+  /// `groups` groups for the op `reader` (also the op of messages), and updates the types on the way.
+  LogicalResult sliceParameter(Value weight, int64_t dim, int64_t groups, Operation *reader);
+  /// The rank's part of the replicated `whole` along `dim` in `groups` groups (dimension `dim` viewed as
+  /// groups x size/groups, the rank's part of the second), built before `before`.
+  Value rankPart(Value whole, int64_t dim, int64_t groups, Operation *before);
+  /// `v`, or where it has other uses than `reader`, a clone of its defining op that only `reader` uses.
+  Value exclusiveTo(Value v, Operation *reader);
   /// Gives `op` the result types its (new) operands imply.
   LogicalResult reinfer(Operation *op);
   /// The local shapes of `op`, one of whose operands is sharded; records its sharded results.
@@ -61,11 +76,13 @@ private:
   /// Broadcasting elementwise ops (binary, select, compare): slices full-size parameter operands.
   LogicalResult propagateElementwise(Operation *op);
 
+  ModuleOp module;
   int64_t tp;
   OpBuilder b;
   SymbolTable symbols;
-  llvm::StringMap<int64_t> readsOf;
   llvm::DenseMap<Value, Sharding> sharded;
+  /// Per parameter (in the order first sliced), its reads that a region slices.
+  llvm::MapVector<StateOp, SmallVector<SlicedRead>> slicedReads;
 };
 
 } // namespace
@@ -73,43 +90,104 @@ private:
 /// `axis` in [0, rank) (a negative axis counts from the end).
 static int64_t normalizeAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
-LogicalResult Sharder::sliceParameter(Value weight, int64_t dim, int64_t groups, Operation *user) {
+Value Sharder::rankPart(Value whole, int64_t dim, int64_t groups, Operation *before) {
+  auto type = cast<RankedTensorType>(whole.getType());
+  b.setInsertionPoint(before);
+  Location loc = before->getLoc();
+  Value part = whole;
+  int64_t splitDim = dim;
+  SmallVector<int64_t> viewed(type.getShape());
+  if (groups > 1) {
+    viewed[dim] = type.getShape()[dim] / groups;
+    viewed.insert(viewed.begin() + dim, groups);
+    part = ReshapeOp::create(b, loc, RankedTensorType::get(viewed, type.getElementType()), part);
+    splitDim = dim + 1;
+  }
+  viewed[splitDim] /= tp;
+  part = TPSplitOp::create(b, loc, RankedTensorType::get(viewed, type.getElementType()), part, "grid", "tp", splitDim);
+  if (groups > 1) {
+    SmallVector<int64_t> local(type.getShape());
+    local[dim] /= tp;
+    part = ReshapeOp::create(b, loc, RankedTensorType::get(local, type.getElementType()), part);
+  }
+  ++numSplits;
+  return part;
+}
+
+Value Sharder::exclusiveTo(Value v, Operation *reader) {
+  if (v.hasOneUse())
+    return v;
+  Operation *def = v.getDefiningOp();
+  b.setInsertionPoint(def);
+  Value copy = b.clone(*def)->getResult(cast<OpResult>(v).getResultNumber());
+  reader->replaceUsesOfWith(v, copy);
+  return copy;
+}
+
+LogicalResult Sharder::sliceParameter(Value weight, int64_t dim, int64_t groups, Operation *reader) {
   if (auto transpose = weight.getDefiningOp<TransposeOp>()) {
-    if (!transpose->hasOneUse())
-      return emitNodeError(user, "--ptrain-shard-tp") << ("the transposed weight has more than one use");
-    if (failed(sliceParameter(transpose.getInput(), transpose.getPerm()[dim], groups, user)))
+    // A weight read transposed in several places (a tied embedding used as a head): each reader transposes
+    // its own read.
+    transpose = cast<TransposeOp>(exclusiveTo(weight, reader).getDefiningOp());
+    if (failed(sliceParameter(transpose.getInput(), transpose.getPerm()[dim], groups, transpose)))
       return failure();
     return reinfer(transpose);
   }
   auto read = weight.getDefiningOp<StateReadOp>();
   auto state = read ? symbols.lookup<StateOp>(read.getState()) : StateOp();
   if (!state || state.getKind() != StateKind::Parameter)
-    return emitNodeError(user, "--ptrain-shard-tp")
+    return emitNodeError(reader, "--ptrain-shard-tp")
            << ("operand is not a parameter (a ptrain.state_read of a parameter, "
                "possibly transposed), so it cannot be sliced over tp");
-  if (readsOf[read.getState()] != 1 || !read->hasOneUse())
-    return emitNodeError(user, "--ptrain-shard-tp")
-           << ("parameter '") << state.getKey()
-           << "' is read elsewhere too (a tied weight); it cannot be sliced over tp";
   if (state->hasAttr(kTPSliceAttr))
-    return emitNodeError(user, "--ptrain-shard-tp") << ("parameter '") << state.getKey() << "' is already sliced";
+    return emitNodeError(reader, "--ptrain-shard-tp") << ("parameter '") << state.getKey() << "' is already sliced";
   RankedTensorType type = state.getTensorType();
   int64_t size = type.getShape()[dim];
   if (size % (groups * tp) != 0)
-    return emitNodeError(user, "--ptrain-shard-tp")
+    return emitNodeError(reader, "--ptrain-shard-tp")
            << ("dimension ") << dim << " of parameter '" << state.getKey() << "' (" << type << ") has size " << size
            << ", not divisible by " << (groups > 1 ? std::to_string(groups) + " x " : std::string()) << "tp = " << tp;
+  // The state keeps its type until finish() knows all its readers; this read (one per reader) is local.
+  read = cast<StateReadOp>(exclusiveTo(read.getResult(), reader).getDefiningOp());
   SmallVector<int64_t> shape(type.getShape());
   shape[dim] /= tp;
-  auto local = RankedTensorType::get(shape, type.getElementType());
-  state->setAttr(kTPSliceAttr, b.getDictionaryAttr({b.getNamedAttr("axis", b.getStringAttr("tp")),
-                                                    b.getNamedAttr("dim", b.getI64IntegerAttr(dim)),
-                                                    b.getNamedAttr("groups", b.getI64IntegerAttr(groups)),
-                                                    b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape()))}));
-  state.setTypeAttr(TypeAttr::get(local));
-  read.getResult().setType(local);
-  ++numSliced;
+  read.getResult().setType(RankedTensorType::get(shape, type.getElementType()));
+  slicedReads[state].push_back({read, dim, groups});
   return success();
+}
+
+void Sharder::finish() {
+  llvm::DenseMap<StringAttr, int64_t> readsOf;
+  module.walk([&](StateReadOp read) { ++readsOf[read.getStateAttr().getAttr()]; });
+  for (auto &[state, reads] : slicedReads) {
+    RankedTensorType type = state.getTensorType();
+    const SlicedRead &first = reads.front();
+    const bool alike =
+        llvm::all_of(reads, [&](const SlicedRead &r) { return r.dim == first.dim && r.groups == first.groups; });
+    if (alike && readsOf[state.getSymNameAttr()] == static_cast<int64_t>(reads.size())) {
+      // Every reader slices it the same way (a parameter read by two layers: the exporter merged equal values).
+      SmallVector<int64_t> shape(type.getShape());
+      shape[first.dim] /= tp;
+      setTPSlice(state, TPSliceAttr::get(b.getContext(), "tp", first.dim, first.groups, type.getShape(), /*padded=*/0));
+      state.setTypeAttr(TypeAttr::get(RankedTensorType::get(shape, type.getElementType())));
+      ++numSliced;
+      continue;
+    }
+    // Read whole elsewhere too: the state stays whole and replicated; each sliced read takes the rank's part.
+    // Dimension d in k groups is viewed as [k, size / k] and the rank's part taken of the second.
+    emitRemark(state.getLoc()) << "--ptrain-shard-tp: parameter '" << state.getKey()
+                               << "' is read whole elsewhere too (a tied weight, or equal values the exporter "
+                                  "merged); it stays replicated and its tensor-parallel readers take the rank's part "
+                                  "(ptrain.tp_split)";
+    for (SlicedRead &r : reads) {
+      Value local = r.read.getResult();
+      SmallVector<OpOperand *> uses = llvm::to_vector(llvm::make_pointer_range(local.getUses()));
+      local.setType(type);
+      Value part = rankPart(local, r.dim, r.groups, r.read->getNextNode());
+      for (OpOperand *use : uses)
+        use->set(part);
+    }
+  }
 }
 
 LogicalResult Sharder::reinfer(Operation *op) {
@@ -150,11 +228,15 @@ LogicalResult Sharder::propagateElementwise(Operation *op) {
     int64_t aligned = out->dim - (rank - type.getRank());
     if (aligned < 0 || type.getShape()[aligned] == 1)
       continue; // broadcast along the sharded dimension: a scale or a mask
-    if (!getParameterRead(operand.get(), symbols))
-      return emitNodeError(op, "--ptrain-shard-tp") << ("operand ") << operand.getOperandNumber()
-                                                    << " is full-size along the sharded dimension and not a parameter";
-    if (failed(sliceParameter(operand.get(), aligned, out->groups, op)))
-      return failure();
+    if (getParameterRead(operand.get(), symbols)) {
+      if (failed(sliceParameter(operand.get(), aligned, out->groups, op)))
+        return failure();
+      continue;
+    }
+    // Not sharded, so replicated (computed from replicated values only; every rank holds the same): a mask
+    // expanded to all heads. The rank takes its part (its global size is the sharded operand's, a multiple of
+    // groups x tp).
+    operand.set(rankPart(operand.get(), aligned, out->groups, op));
   }
   sharded[op->getResult(0)] = *out;
   return reinfer(op);
@@ -498,8 +580,10 @@ struct ShardTPPass : public ptrain::impl::ShardTPPassBase<ShardTPPass> {
            failed(shardAttention(sharder, index, layer.attention, layer.attnColumns, layer.attnOut, layer.fusedQKV))) ||
           failed(shardMlp(sharder, index, layer.mlpColumns, layer.mlpDown)))
         return signalPassFailure();
+    sharder.finish();
     numSliced = sharder.numSliced;
     numCollectives = sharder.numCollectives;
+    numSplits = sharder.numSplits;
     // The vocabulary-parallel embedding, LM head and loss (lib/Transforms/VocabParallel.cpp).
     if (vocabParallel && failed(shardVocabParallel(module, fn, tp, vocabMultiple)))
       return signalPassFailure();

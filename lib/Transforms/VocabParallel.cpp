@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Transforms/TensorParallel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -38,13 +39,8 @@ struct VocabUse {
 static void sliceVocabState(StateOp state, int64_t dim, int64_t padded, int64_t tp, ModuleOp module) {
   OpBuilder b(state.getContext());
   RankedTensorType type = state.getTensorType();
-  SmallVector<NamedAttribute> fields = {b.getNamedAttr("axis", b.getStringAttr("tp")),
-                                        b.getNamedAttr("dim", b.getI64IntegerAttr(dim)),
-                                        b.getNamedAttr("groups", b.getI64IntegerAttr(1)),
-                                        b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape()))};
-  if (padded != type.getDimSize(dim))
-    fields.push_back(b.getNamedAttr("padded", b.getI64IntegerAttr(padded)));
-  state->setAttr(kTPSliceAttr, b.getDictionaryAttr(fields));
+  setTPSlice(state, TPSliceAttr::get(b.getContext(), "tp", dim, /*groups=*/1, type.getShape(),
+                                     /*padded=*/padded != type.getDimSize(dim) ? padded : 0));
   SmallVector<int64_t> shape(type.getShape());
   shape[dim] = padded / tp;
   auto local = RankedTensorType::get(shape, type.getElementType());

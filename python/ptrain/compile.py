@@ -44,7 +44,9 @@ runs, writing every intermediate into out/:
                    with --report also added to the report beside the critical-path model's peak)
     out/phases.json (and a table on stdout): each phase's wall time and its tool's peak RSS
     out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys, the policy, its
-                   options and cluster, and the codec states (residuals, warm-start Q) the policy added;
+                   options and cluster, and the codec states (residuals, warm-start Q) the policy added: the
+                   module's facts from ptrain-translate --emit-plan-json out/step.mlir (a walk over the step's
+                   plan state, lib/Target/PlanJson), the paths and options from this driver (docs/Plan.md);
                    the same facts (without the paths) and their SHA-256 fingerprint are embedded in libstep.so
                    as the ELF section .ptrain_plan (plan_abi.py), which ptrain-run compares with plan.json
 
@@ -104,81 +106,40 @@ def run(cmd, what):
     return proc.stdout
 
 
-TENSOR = r"tensor<([0-9x]*?)x?(f32|i64)>"
+# plan.json's fields in file order (docs/Plan.md, "plan.json"). The module's facts come from
+# `ptrain-translate --emit-plan-json` (lib/Target/PlanJson: the grid, schedule, entry points, shapes and states,
+# read by a walk over the step's plan state); the rest are the driver's: paths, the target and its build, and the
+# options it was given. A field the emitter adds that is not listed here follows the listed ones.
+PLAN_FIELDS = ("model", "target", "optimizer", "lr", "warmup_steps", "total_steps", "min_lr_ratio", "library",
+               "dp", "pp", "tp", "micro_batches", "schedule", "virtual_stages", "policy", "compress_options",
+               "cluster", "entry_points", "cuda_archs", "cuda_state_bytes", "constants_file", "batch", "seq",
+               "vocab", "states", "train_step_results", "vocab_parallel", "linear_ae", "codec_states",
+               "replica_batch", "global_batch")
 
 
-def parse_dims(text):
-    m = re.fullmatch(r"tensor<(?:([0-9x]+)x)?(f32|i64|i32)>", text.strip())
-    if not m:
-        raise CompileError(f"cannot read the tensor type '{text}'")
-    dims = [int(d) for d in m.group(1).split("x")] if m.group(1) else []
-    return dims, m.group(2)
+def module_plan(bin_dir, step, target):
+    """The module's part of plan.json: ptrain-translate --emit-plan-json of the lowered step."""
+    text = run([os.path.join(bin_dir, "ptrain-translate"), "--emit-plan-json", f"--plan-json-target={target}", step],
+               "reading the plan of the training step")
+    try:
+        facts = json.loads(text)
+    except ValueError as e:
+        raise CompileError(f"ptrain-translate --emit-plan-json {step}: not a JSON object ({e})")
+    if not isinstance(facts, dict):
+        raise CompileError(f"ptrain-translate --emit-plan-json {step}: not a JSON object")
+    return facts
 
 
-def describe(text, step_mlir):
-    """Reads what plan.json records from the training-step IR (printed without locations)."""
-    states = []
-    for m in re.finditer(r'ptrain\.state @(\S+) key "([^"]*)" kind (\w+) : (tensor<[^>]*>)', text):
-        dims, dtype = parse_dims(m.group(4))
-        states.append({"symbol": m.group(1), "key": m.group(2), "kind": m.group(3), "shape": dims,
-                       "dtype": dtype})
-    def signature(name):
-        m = re.search(r"func\.func @" + name + r"\((.*?)\) -> (.*?) \{\n", text)
-        if not m:
-            return None
-        args = [parse_dims(t) for t in re.findall(r"tensor<[^>]*>", m.group(1))]
-        results = [(parse_dims(t), g) for t, g in
-                   re.findall(r'(tensor<[^>]*>)(?: \{[^}]*?(?:ptrain\.grad_of = "([^"]*)")?[^}]*\})?', m.group(2))]
-        return args, results
-
-    fwd = signature("forward")
-    if not fwd or len(fwd[0]) != 1 or len(fwd[1]) != 1:
-        raise CompileError(f"{step_mlir}: no @forward(tokens) -> logits function")
-    tokens, logits = fwd[0][0][0], fwd[1][0][0][0]
-    step = signature("train_step")
-    if not step:
-        raise CompileError(f"{step_mlir}: no @train_step function")
-    results = []
-    for (dims, dtype), grad_of in step[1]:
-        entry = {"shape": dims, "dtype": dtype}
-        entry.update({"grad_of": grad_of} if grad_of else {"name": "loss"})
-        results.append(entry)
-    return {"batch": tokens[0], "seq": tokens[1], "vocab": logits[-1], "states": states,
-            "train_step_results": results}
-
-
-def tp_slice(attrs):
-    """The ptrain.tp_slice of a state's printed attributes (--ptrain-shard-tp), or None."""
-    m = re.search(r'ptrain\.tp_slice = \{axis = "(\w+)", dim = (\d+) : i64, groups = (\d+) : i64, '
-                  r'(?:padded = (\d+) : i64, )?shape = array<i64: ([0-9, ]+)>\}', attrs)
-    if not m:
-        return None
-    out = {"axis": m.group(1), "dim": int(m.group(2)), "groups": int(m.group(3)),
-           "global_shape": [int(d) for d in m.group(5).split(",")]}
-    if m.group(4):  # a vocabulary padded with zero rows to a multiple of tp (--vocab-parallel)
-        out["padded"] = int(m.group(4))
-    return out
-
-
-def describe_pipeline(text, step_mlir):
-    """plan.json's model facts of a pipeline step: shapes from @forward_stage0 and the last stage's forward."""
-    states = []
-    for m in re.finditer(r'ptrain\.state @(\S+) key "([^"]*)" kind (\w+)(.*?) : (tensor<[^>]*>)$', text, re.M):
-        dims, dtype = parse_dims(m.group(5))
-        states.append({"symbol": m.group(1), "key": m.group(2), "kind": m.group(3), "shape": dims,
-                       "dtype": dtype})
-        if tp_slice(m.group(4)):  # the rank's part: shape is local, global_shape the ONNX initializer's
-            states[-1]["tp_slice"] = tp_slice(m.group(4))
-        init = re.search(r'ptrain\.init = \{kind = "(\w+)", seed = (\d+) : i64\}', m.group(4))
-        if init:  # the default of a parameter the ONNX model does not hold (the linear autoencoder's)
-            states[-1]["init"] = {"kind": init.group(1), "seed": int(init.group(2))}
-    stages = re.findall(r"func\.func @forward_stage(\d+)\((.*?)\) -> (.*?) (?:attributes |\{)", text)
-    if not stages:
-        raise CompileError(f"{step_mlir}: no @forward_stage<s> functions")
-    by_stage = {int(s): (a, r) for s, a, r in stages}
-    tokens, _ = parse_dims(re.findall(r"tensor<[^>]*>", by_stage[0][0])[0])
-    logits, _ = parse_dims(re.findall(r"tensor<[^>]*>", by_stage[max(by_stage)][1])[0])
-    return {"batch": tokens[0], "seq": tokens[1], "vocab": logits[-1], "states": states}
+def compose_plan(driver, facts):
+    """plan.json from the driver's fields and the module's, in PLAN_FIELDS order; a field from both is an error
+    (one source for each)."""
+    both = sorted(set(driver) & set(facts))
+    if both:
+        raise CompileError(f"plan.json: {', '.join(both)} given by both the driver and --emit-plan-json")
+    fields = {**driver, **facts}
+    plan = {k: fields[k] for k in PLAN_FIELDS if k in fields}
+    plan.update({k: v for k, v in facts.items() if k not in plan})
+    return plan
 
 
 def main(argv=None):
@@ -530,56 +491,22 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
              f"-I{include_dir}", cpp,
              "-o", lib, f"-L{runtime_dir}", "-lptrain_runtime", f"-Wl,-rpath,{runtime_dir}", "-Wl,--no-undefined"],
             "compiling step.cpp")
+    # The driver's fields of plan.json; the module's come from ptrain-translate --emit-plan-json (PLAN_FIELDS).
+    driver = {"model": os.path.abspath(args.model), "target": args.target, "optimizer": args.optimizer,
+              "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
+              "library": os.path.abspath(lib)}
     if pipeline:
-        plan = {"model": os.path.abspath(args.model), "target": args.target, "optimizer": args.optimizer,
-                "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
-                "min_lr_ratio": args.min_lr_ratio, "library": os.path.abspath(lib), "dp": args.dp, "pp": args.pp, "tp": args.tp,
-                "micro_batches": args.micro_batches,
-                "schedule": args.schedule, "virtual_stages": args.virtual_stages,
-                "policy": args.policy, "compress_options": args.compress_options.strip(), "cluster": cluster,
-                "entry_points": {"train": "ptrain_step_train", "eval": "ptrain_step_eval",
-                                 "init": "ptrain_step_init", "save": "ptrain_step_save", "load": "ptrain_step_load",
-                                 "finalize": "ptrain_step_finalize", "error": "ptrain_step_last_error"}}
-        if args.target == "cuda":
-            plan["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
-            plan["cuda_state_bytes"] = cuda_state_bytes(os.path.join(out, "step.cu"))
-        else:  # the large constants libstep.so reads at init from beside itself (docs/CodegenCpu.md, "Constants")
-            plan["constants_file"] = "step.consts.bin"
-        plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
-        plan.update(describe_pipeline(plain, step))
+        driver.update({"min_lr_ratio": args.min_lr_ratio, "policy": args.policy,
+                       "compress_options": args.compress_options.strip(), "cluster": cluster})
         if args.vocab_parallel:
-            plan["vocab_parallel"] = {"multiple": args.vocab_multiple or 1}
+            driver["vocab_parallel"] = {"multiple": args.vocab_multiple or 1}
         if args.linear_ae is not None:
-            plan["linear_ae"] = {"dim": args.linear_ae, "skip_stages": args.linear_ae_skip_stages or 0}
-        plan["codec_states"] = [s for s in plan["states"] if s["kind"].startswith("codec_")]
-        # One replica's rows per step; the global batch stacks dp replicas (replica d reads rows [d R, (d+1) R)).
-        plan["replica_batch"] = plan["batch"] * args.micro_batches
-        plan["global_batch"] = plan["replica_batch"] * args.dp
-        write_plan(out, lib, plan)
-        return
-    plan = {"model": os.path.abspath(args.model), "target": args.target, "optimizer": args.optimizer,
-            "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
-            "library": os.path.abspath(lib),
-            "entry_points": {"train_step": "ptrain_step_train_step", "forward": "ptrain_step_forward",
-                             "init": "ptrain_step_init", "save": "ptrain_step_save", "load": "ptrain_step_load"}}
+            driver["linear_ae"] = {"dim": args.linear_ae, "skip_stages": args.linear_ae_skip_stages or 0}
     if args.target == "cuda":
-        plan["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
-    else:
-        plan["constants_file"] = "step.consts.bin"
-    plain = run([os.path.join(bin_dir, "ptrain-opt"), step], "reading the training step")
-    plan.update(describe(plain, step))
-    write_plan(out, lib, plan)
-
-
-def cuda_state_bytes(step_cu):
-    """The device memory of the states on each rank of a --target cuda pipeline (docs/CodegenCuda.md, "Memory
-    plan"): per stage its d_states (kStage<s>StateBytes of step.cu: a rank holds its stage's states only) and the
-    module's (kStateBytes: every state, what each rank held before)."""
-    with open(step_cu) as f:
-        text = f.read()
-    stages = {int(s): int(b) for s, b in re.findall(r"constexpr int64_t kStage(\d+)StateBytes = (\d+);", text)}
-    module = re.search(r"constexpr int64_t kStateBytes = (\d+);", text)
-    return {"per_stage": [stages[s] for s in sorted(stages)], "module": int(module.group(1)) if module else None}
+        driver["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
+    else:  # the large constants libstep.so reads at init from beside itself (docs/CodegenCpu.md, "Constants")
+        driver["constants_file"] = "step.consts.bin"
+    write_plan(out, lib, compose_plan(driver, module_plan(bin_dir, step, args.target)))
 
 
 def add_memory_plan_to_report(report_path, memory_plan_path):

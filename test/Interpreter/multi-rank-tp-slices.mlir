@@ -15,12 +15,14 @@
 // Random tokens need a vocabulary (an embedding's table): an error, not a division by zero.
 // NO-VOCAB: error: --random-tokens: no ptrain.embedding of the token ids (a function argument) gives the vocabulary size
 
-// MISFIT: ptrain.tp_slice {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 3, 2>} does not fit the local type tensor<3x1xf32> on 2 ranks
+// A slice for another grid (tp = 4: a global [3, 4] in parts of 1 column) is the executor's error; a slice that
+// does not fit the state's type at all is the verifier's (test/Dialect/PTrain/plan-attrs-invalid.mlir).
+// MISFIT: ptrain.tp_slice #ptrain.tp_slice<axis = "tp", dim = 1, groups = 1, shape = [3, 4]> does not fit the local type tensor<3x1xf32> on 2 ranks
 
 //--- columns.mlir
 module {
   ptrain.grid @grid(pp = 1, tp = 2)
-  ptrain.state @w key "w" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 1 : i64, shape = array<i64: 3, 2>}} : tensor<3x1xf32>
+  ptrain.state @w key "w" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 1, shape = [3, 2]>} : tensor<3x1xf32>
   func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
     %table = arith.constant dense<0.0> : tensor<3x2xf32>
     %e = ptrain.embedding %table, %t : tensor<3x2xf32>, tensor<1x2xi64>
@@ -34,7 +36,7 @@ module {
 //--- misfit.mlir
 module {
   ptrain.grid @grid(pp = 1, tp = 2)
-  ptrain.state @w key "w" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 3, 2>}} : tensor<3x1xf32>
+  ptrain.state @w key "w" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 1, shape = [3, 4]>} : tensor<3x1xf32>
   func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
     %table = arith.constant dense<0.0> : tensor<3x2xf32>
     %e = ptrain.embedding %table, %t : tensor<3x2xf32>, tensor<1x2xi64>

@@ -1,70 +1,100 @@
-// RUN: ptrain-translate --import-onnx %S/../../models/gpt/gpt.onnx | ptrain-opt --ptrain-raise | FileCheck %s
-// RUN: ptrain-translate --import-onnx %shared/data/onnx/gpt2_megatron.onnx --bind batch_size=2,seq_len=8,past_seq_len=0 --signature auto | ptrain-opt --ptrain-raise | FileCheck %s --check-prefix=MEGATRON
-// RUN: ptrain-translate --import-onnx %shared/data/onnx/bert_toy_optimized.onnx --bind batch=2,max_seq_len_in_batch=7 | ptrain-opt --ptrain-raise | FileCheck %s --check-prefix=BERT
-// RUN: ptrain-translate --import-onnx %S/../Import/ONNX/Inputs/exports/gpt2-opset17.onnx --signature auto | ptrain-opt --ptrain-raise | FileCheck %s --check-prefix=HF-GPT2
-// RUN: ptrain-translate --import-onnx %S/../Import/ONNX/Inputs/exports/bert-opset17.onnx --signature auto | ptrain-opt --ptrain-raise | FileCheck %s --check-prefix=HF-BERT
+// RUN: ptrain-opt %s --split-input-file --ptrain-raise | FileCheck %s
 
-// The bundled GPT (models/gpt, torch Linear weights transposed in the graph): 4 layers, each a fused Q|K|V
-// projection, an attention of 4 heads of 32, its output projection and an MLP of 512; the tied LM head.
+// The structure --ptrain-shard-tp reads, marked on a one-layer forward (errors: ptrain-raise-invalid.mlir;
+// real exports: test/Integration/ptrain-raise.mlir, ptrain-raise-llama.mlir).
 
-// CHECK-LABEL: func.func @forward
-// CHECK-SAME: attributes {ptrain.layers = 4 : i64}
-// CHECK: ptrain.matmul %{{.*}}, %{{.*}} {ptrain.linear = {layer = 0 : i64, role = "qkv"}} : tensor<4x64x128xf32>, tensor<128x384xf32>
-// CHECK: ptrain.softmax %{{.*}} {axis = -1 : i64, ptrain.attention = {head_dim = 32 : i64, heads = 4 : i64, kv_heads = 4 : i64, layer = 0 : i64}} : tensor<4x4x64x64xf32>
-// CHECK: ptrain.matmul %{{.*}}, %{{.*}} {ptrain.linear = {layer = 0 : i64, role = "attn_out"}} : tensor<4x64x128xf32>, tensor<128x128xf32>
-// CHECK: ptrain.matmul %{{.*}}, %{{.*}} {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<4x64x128xf32>, tensor<128x512xf32>
-// CHECK: ptrain.gelu
-// CHECK: ptrain.matmul %{{.*}}, %{{.*}} {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<4x64x512xf32>, tensor<512x128xf32>
-// CHECK: {ptrain.linear = {layer = 1 : i64, role = "qkv"}}
-// CHECK: {ptrain.linear = {layer = 2 : i64, role = "qkv"}}
-// CHECK: {ptrain.linear = {layer = 3 : i64, role = "qkv"}}
-// CHECK: ptrain.attention = {head_dim = 32 : i64, heads = 4 : i64, kv_heads = 4 : i64, layer = 3 : i64}
-// CHECK: {ptrain.linear = {layer = 3 : i64, role = "mlp_down"}}
-// CHECK: %[[LOGITS:.*]] = ptrain.matmul %{{.*}}, %{{.*}} {ptrain.linear = {layer = 4 : i64, role = "lm_head"}} : tensor<4x64x128xf32>, tensor<128x256xf32>
-// CHECK: return %[[LOGITS]]
+// A GPT block with a fused Q|K|V projection (weights through ptrain.transpose, as torch's Linear exports them),
+// a scaled softmax, a GELU MLP and a tied LM head: each linear gets its layer and role, the softmax the head
+// geometry read from the reshapes (2 heads of 4), the function the number of layers; the LM head is "layer"
+// 1, after the last block.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: attributes {ptrain.layers = 1 : i64}
+// CHECK: ptrain.matmul {{.*}} {ptrain.linear = {layer = 0 : i64, role = "qkv"}} : tensor<2x4x8xf32>, tensor<8x24xf32>
+// CHECK: ptrain.softmax {{.*}} {axis = -1 : i64, ptrain.attention = {head_dim = 4 : i64, heads = 2 : i64, kv_heads = 2 : i64, layer = 0 : i64}}
+// CHECK: ptrain.matmul {{.*}} {ptrain.linear = {layer = 0 : i64, role = "attn_out"}} : tensor<2x4x8xf32>, tensor<8x8xf32>
+// CHECK: ptrain.matmul {{.*}} {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x4x8xf32>, tensor<8x16xf32>
+// CHECK: ptrain.matmul {{.*}} {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x4x16xf32>, tensor<16x8xf32>
+// CHECK: ptrain.matmul {{.*}} {ptrain.linear = {layer = 1 : i64, role = "lm_head"}} : tensor<2x4x8xf32>, tensor<8x16xf32>
+// The attention's inner matmuls (scores, context) are not linears.
+// CHECK-NOT: ptrain.linear
+ptrain.state @wte key "wte.weight" kind parameter : tensor<16x8xf32>
+ptrain.state @qkv key "blocks.0.attn.qkv.weight" kind parameter : tensor<24x8xf32>
+ptrain.state @proj key "blocks.0.attn.proj.weight" kind parameter : tensor<8x8xf32>
+ptrain.state @fc key "blocks.0.mlp.fc.weight" kind parameter : tensor<16x8xf32>
+ptrain.state @fc_proj key "blocks.0.mlp.proj.weight" kind parameter : tensor<8x16xf32>
+func.func @forward(%tokens: tensor<2x4xi64>) -> tensor<2x4x16xf32> {
+  %scale = arith.constant dense<0.5> : tensor<f32>
+  %wte = ptrain.state_read @wte : tensor<16x8xf32>
+  %x = ptrain.embedding %wte, %tokens : tensor<16x8xf32>, tensor<2x4xi64>
+  %wqkv = ptrain.state_read @qkv : tensor<24x8xf32>
+  %wqkv_t = ptrain.transpose %wqkv {perm = array<i64: 1, 0>} : tensor<24x8xf32> -> tensor<8x24xf32>
+  %qkv = ptrain.matmul %x, %wqkv_t : tensor<2x4x8xf32>, tensor<8x24xf32>
+  %q, %k, %v = ptrain.split %qkv {axis = 2 : i64, sizes = array<i64: 8, 8, 8>} : tensor<2x4x24xf32> -> tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %q4 = ptrain.reshape %q : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  %qh = ptrain.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+  %k4 = ptrain.reshape %k : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  %kt = ptrain.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+  %v4 = ptrain.reshape %v : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  %vh = ptrain.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+  %s = ptrain.matmul %qh, %kt : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+  %ss = ptrain.binary mul %s, %scale : tensor<2x2x4x4xf32>, tensor<f32>
+  %p = ptrain.softmax %ss {axis = -1 : i64} : tensor<2x2x4x4xf32>
+  %c = ptrain.matmul %p, %vh : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+  %ct = ptrain.transpose %c {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x4x4xf32> -> tensor<2x4x2x4xf32>
+  %cm = ptrain.reshape %ct : tensor<2x4x2x4xf32> -> tensor<2x4x8xf32>
+  %wo = ptrain.state_read @proj : tensor<8x8xf32>
+  %wo_t = ptrain.transpose %wo {perm = array<i64: 1, 0>} : tensor<8x8xf32> -> tensor<8x8xf32>
+  %o = ptrain.matmul %cm, %wo_t : tensor<2x4x8xf32>, tensor<8x8xf32>
+  %x1 = ptrain.binary add %x, %o : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %w1 = ptrain.state_read @fc : tensor<16x8xf32>
+  %w1_t = ptrain.transpose %w1 {perm = array<i64: 1, 0>} : tensor<16x8xf32> -> tensor<8x16xf32>
+  %u = ptrain.matmul %x1, %w1_t : tensor<2x4x8xf32>, tensor<8x16xf32>
+  %g = ptrain.gelu %u : tensor<2x4x16xf32>
+  %w2 = ptrain.state_read @fc_proj : tensor<8x16xf32>
+  %w2_t = ptrain.transpose %w2 {perm = array<i64: 1, 0>} : tensor<8x16xf32> -> tensor<16x8xf32>
+  %d = ptrain.matmul %g, %w2_t : tensor<2x4x16xf32>, tensor<16x8xf32>
+  %x2 = ptrain.binary add %x1, %d : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %wt = ptrain.transpose %wte {perm = array<i64: 1, 0>} : tensor<16x8xf32> -> tensor<8x16xf32>
+  %logits = ptrain.matmul %x2, %wt : tensor<2x4x8xf32>, tensor<8x16xf32>
+  return %logits : tensor<2x4x16xf32>
+}
 
-// onnxruntime's Megatron/Hugging Face GPT-2 export (opset 12): MatMul + Split into Q/K/V, K and V appended to
-// the (empty) past, Q and K each divided by sqrt(sqrt(head_dim)), a multiplicative causal mask; 2 heads of 4.
+// -----
 
-// MEGATRON-LABEL: func.func @forward
-// MEGATRON-SAME: attributes {ptrain.layers = 1 : i64}
-// MEGATRON: {ptrain.linear = {layer = 0 : i64, role = "qkv"}} : tensor<2x8x8xf32>, tensor<8x24xf32>
-// MEGATRON: ptrain.attention = {head_dim = 4 : i64, heads = 2 : i64, kv_heads = 2 : i64, layer = 0 : i64}
-// MEGATRON: {ptrain.linear = {layer = 0 : i64, role = "attn_out"}} : tensor<2x8x8xf32>, tensor<8x8xf32>
-// MEGATRON: {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x8x8xf32>, tensor<8x32xf32>
-// MEGATRON: {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x8x32xf32>, tensor<32x8xf32>
-// MEGATRON: {ptrain.linear = {layer = 1 : i64, role = "lm_head"}} : tensor<2x8x8xf32>, tensor<8x10xf32>
-
-// onnxruntime's BERT (bert_toy_optimized.onnx, 5 layers): separate Q, K and V projections of one input, each with
-// a bias, 4 heads of 8, a mask computed from the attention_mask input; the MLM head's transform (dense, GELU,
-// LayerNorm) after the last layer is not an MLP.
-// BERT-LABEL: func.func @forward
-// BERT-SAME: ptrain.layers = 5 : i64
-// BERT: {ptrain.linear = {layer = 0 : i64, role = "q"}} : tensor<2x7x32xf32>, tensor<32x32xf32>
-// BERT: {ptrain.linear = {layer = 0 : i64, role = "k"}} : tensor<2x7x32xf32>, tensor<32x32xf32>
-// BERT: {ptrain.linear = {layer = 0 : i64, role = "v"}} : tensor<2x7x32xf32>, tensor<32x32xf32>
-// BERT: ptrain.attention = {head_dim = 8 : i64, heads = 4 : i64, kv_heads = 4 : i64, layer = 0 : i64}
-// BERT: {ptrain.linear = {layer = 0 : i64, role = "attn_out"}}
-// BERT: {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x7x32xf32>, tensor<32x37xf32>
-// BERT: {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x7x37xf32>, tensor<37x32xf32>
-// BERT: {ptrain.linear = {layer = 4 : i64, role = "mlp_down"}}
-// BERT-NOT: ptrain.linear
-
-// Hugging Face GPT2LMHeadModel exported by torch 1.13 (opset 17): Conv1D linears as Gemm on [B S, hidden], the
-// fused c_attn split after the batch dimensions are restored; 2 layers of 2 heads of 16.
-// HF-GPT2-LABEL: func.func @forward
-// HF-GPT2-SAME: ptrain.layers = 2 : i64
-// HF-GPT2: {ptrain.linear = {layer = 0 : i64, role = "qkv"}} : tensor<16x32xf32>, tensor<32x96xf32>
-// HF-GPT2: ptrain.attention = {head_dim = 16 : i64, heads = 2 : i64, kv_heads = 2 : i64, layer = 0 : i64}
-// HF-GPT2: {ptrain.linear = {layer = 0 : i64, role = "attn_out"}}
-// HF-GPT2: {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}}
-// HF-GPT2: {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}}
-// HF-GPT2: {ptrain.linear = {layer = 1 : i64, role = "mlp_down"}}
-
-// Hugging Face BertForMaskedLM exported by torch 1.13 (opset 17): separate query/key/value Linears.
-// HF-BERT-LABEL: func.func @forward
-// HF-BERT: {ptrain.linear = {layer = 0 : i64, role = "q"}}
-// HF-BERT: {ptrain.linear = {layer = 0 : i64, role = "k"}}
-// HF-BERT: {ptrain.linear = {layer = 0 : i64, role = "v"}}
-// HF-BERT: {ptrain.linear = {layer = 0 : i64, role = "attn_out"}}
-// HF-BERT: {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}}
+// Separate Q, K and V projections of one input (BERT, LLaMA) with weights read directly, no MLP and no LM
+// head: the roles q, k, v and attn_out.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: attributes {ptrain.layers = 1 : i64}
+// CHECK: ptrain.matmul {{.*}} {ptrain.linear = {layer = 0 : i64, role = "q"}}
+// CHECK-NEXT: ptrain.matmul {{.*}} {ptrain.linear = {layer = 0 : i64, role = "k"}}
+// CHECK-NEXT: ptrain.matmul {{.*}} {ptrain.linear = {layer = 0 : i64, role = "v"}}
+// CHECK: ptrain.softmax {{.*}} {axis = -1 : i64, ptrain.attention = {head_dim = 4 : i64, heads = 2 : i64, kv_heads = 2 : i64, layer = 0 : i64}}
+// CHECK: ptrain.matmul {{.*}} {ptrain.linear = {layer = 0 : i64, role = "attn_out"}}
+// CHECK-NOT: ptrain.linear
+ptrain.state @wq key "blocks.0.attn.q.weight" kind parameter : tensor<8x8xf32>
+ptrain.state @wk key "blocks.0.attn.k.weight" kind parameter : tensor<8x8xf32>
+ptrain.state @wv key "blocks.0.attn.v.weight" kind parameter : tensor<8x8xf32>
+ptrain.state @wo key "blocks.0.attn.o.weight" kind parameter : tensor<8x8xf32>
+func.func @forward(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %wq = ptrain.state_read @wq : tensor<8x8xf32>
+  %wk = ptrain.state_read @wk : tensor<8x8xf32>
+  %wv = ptrain.state_read @wv : tensor<8x8xf32>
+  %q = ptrain.matmul %x, %wq : tensor<2x4x8xf32>, tensor<8x8xf32>
+  %k = ptrain.matmul %x, %wk : tensor<2x4x8xf32>, tensor<8x8xf32>
+  %v = ptrain.matmul %x, %wv : tensor<2x4x8xf32>, tensor<8x8xf32>
+  %q4 = ptrain.reshape %q : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  %qh = ptrain.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+  %k4 = ptrain.reshape %k : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  %kt = ptrain.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+  %v4 = ptrain.reshape %v : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  %vh = ptrain.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+  %s = ptrain.matmul %qh, %kt : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+  %p = ptrain.softmax %s {axis = -1 : i64} : tensor<2x2x4x4xf32>
+  %c = ptrain.matmul %p, %vh : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+  %ct = ptrain.transpose %c {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x4x4xf32> -> tensor<2x4x2x4xf32>
+  %cm = ptrain.reshape %ct : tensor<2x4x2x4xf32> -> tensor<2x4x8xf32>
+  %wo = ptrain.state_read @wo : tensor<8x8xf32>
+  %o = ptrain.matmul %cm, %wo : tensor<2x4x8xf32>, tensor<8x8xf32>
+  %y = ptrain.binary add %x, %o : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}

@@ -26,23 +26,6 @@ func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x4xf32> attributes {ptrain.la
 
 // -----
 
-// A sliced weight that is also read elsewhere (tied).
-ptrain.state @w1 key "w1" kind parameter : tensor<4x8xf32>
-ptrain.state @w2 key "w2" kind parameter : tensor<8x4xf32>
-func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x8xf32> attributes {ptrain.layers = 1 : i64} {
-  %w1 = ptrain.state_read @w1 : tensor<4x8xf32>
-  %w2 = ptrain.state_read @w2 : tensor<8x4xf32>
-  // expected-error@unknown {{parameter 'w1' is read elsewhere too (a tied weight); it cannot be sliced over tp}}
-  %up = ptrain.matmul %x, %w1 {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x4xf32>, tensor<4x8xf32> loc("/mlp/fc/MatMul")
-  %g = ptrain.gelu %up : tensor<2x8xf32> loc("/mlp/Gelu")
-  %down = ptrain.matmul %g, %w2 {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x8xf32>, tensor<8x4xf32> loc("/mlp/proj/MatMul")
-  %tied = ptrain.state_read @w1 : tensor<4x8xf32>
-  %sum = ptrain.matmul %down, %tied : tensor<2x4xf32>, tensor<4x8xf32>
-  return %sum : tensor<2x8xf32>
-}
-
-// -----
-
 // An op the sharding cannot go through inside the region.
 ptrain.state @w1 key "w1" kind parameter : tensor<4x8xf32>
 ptrain.state @w2 key "w2" kind parameter : tensor<8x4xf32>
@@ -70,23 +53,6 @@ func.func @forward(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x8xf32>) at
   %down = ptrain.matmul %g, %w2 {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x8xf32>, tensor<8x4xf32> loc("/mlp/proj/MatMul")
   // expected-error@+1 {{uses a tensor-parallel value of layer region}}
   return %down, %g : tensor<2x4xf32>, tensor<2x8xf32>
-}
-
-// -----
-
-// A full-size activation meets a sharded one.
-ptrain.state @w1 key "w1" kind parameter : tensor<4x8xf32>
-ptrain.state @w2 key "w2" kind parameter : tensor<8x4xf32>
-func.func @forward(%x: tensor<2x4xf32>, %up0: tensor<2x8xf32>) -> tensor<2x4xf32> attributes {ptrain.layers = 1 : i64} {
-  %w1 = ptrain.state_read @w1 : tensor<4x8xf32>
-  %w2 = ptrain.state_read @w2 : tensor<8x4xf32>
-  %up = ptrain.matmul %x, %w1 {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x4xf32>, tensor<4x8xf32> loc("/mlp/fc/MatMul")
-  %g = ptrain.gelu %up : tensor<2x8xf32> loc("/mlp/Gelu")
-  %full = ptrain.unary neg %up0 : tensor<2x8xf32>
-  // expected-error@+1 {{operand 1 is full-size along the sharded dimension and not a parameter}}
-  %act = ptrain.binary add %g, %full : tensor<2x8xf32>, tensor<2x8xf32>
-  %down = ptrain.matmul %act, %w2 {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x8xf32>, tensor<8x4xf32> loc("/mlp/proj/MatMul")
-  return %down : tensor<2x4xf32>
 }
 
 // -----

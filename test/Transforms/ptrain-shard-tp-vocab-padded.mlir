@@ -9,7 +9,7 @@
 // back to 10 for the forward's result.
 
 // CHECK: ptrain.grid @grid(tp = 4)
-// CHECK: ptrain.state @wte key "wte" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, padded = 12 : i64, shape = array<i64: 10, 4>}} : tensor<3x4xf32>
+// CHECK: ptrain.state @wte key "wte" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [10, 4], padded = 12>} : tensor<3x4xf32>
 // CHECK: %[[W:.*]] = ptrain.state_read @wte : tensor<3x4xf32>
 // CHECK: %[[E:.*]] = ptrain.vocab_parallel_embedding %[[W]], %arg0 on @grid axis tp : tensor<3x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
 // CHECK: %[[X:.*]] = ptrain.tp_all_reduce %[[E]] on @grid axis tp : tensor<2x3x4xf32>

@@ -1,107 +1,94 @@
-// RUN: ptrain-translate --import-onnx %S/../../models/gpt/gpt.onnx -o %t.gpt.mlir
-// RUN: ptrain-opt %t.gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=2" | FileCheck %s
-// RUN: ptrain-opt %t.gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=4" | FileCheck %s --check-prefix=TP4
-// RUN: ptrain-opt %t.gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=1" | FileCheck %s --check-prefix=TP1
-// RUN: not ptrain-opt %t.gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=8" 2>&1 | FileCheck %s --check-prefix=HEADS
-// RUN: not ptrain-opt %t.gpt.mlir --ptrain-shard-tp="tp=2" 2>&1 | FileCheck %s --check-prefix=UNRAISED
-// RUN: not ptrain-opt %t.gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=0" 2>&1 | FileCheck %s --check-prefix=TP0
-// RUN: not ptrain-opt %t.gpt.mlir --ptrain-split-stages="pp=2" --ptrain-raise --ptrain-shard-tp="tp=2" 2>&1 | FileCheck %s --check-prefix=SPLIT
-// RUN: not ptrain-opt %t.gpt.mlir --ptrain-build-training-step --ptrain-raise --ptrain-shard-tp="tp=2" 2>&1 | FileCheck %s --check-prefix=STEP
-// RUN: ptrain-translate --import-onnx %shared/data/onnx/gpt2_megatron.onnx --bind batch_size=2,seq_len=8,past_seq_len=0 --signature auto -o %t.megatron.mlir
-// RUN: ptrain-opt %t.megatron.mlir --ptrain-raise --ptrain-shard-tp="tp=2" | FileCheck %s --check-prefix=MEGATRON
-// RUN: not ptrain-opt %t.megatron.mlir --ptrain-raise --ptrain-shard-tp="tp=4" 2>&1 | FileCheck %s --check-prefix=MEGATRON-HEADS
-// RUN: ptrain-opt %t.gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=2" --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule="schedule=1f1b" --ptrain-lower-to-runtime --ptrain-verify-plan -o %t.plan.mlir
-// RUN: FileCheck %s --check-prefix=PLAN < %t.plan.mlir
-// RUN: ptrain-translate --emit-cpp %t.plan.mlir | FileCheck %s --check-prefix=EMIT
+// RUN: ptrain-opt %s --split-input-file --ptrain-shard-tp="tp=2" | FileCheck %s
+// RUN: ptrain-opt %s --split-input-file --ptrain-shard-tp="tp=1" | FileCheck %s --check-prefix=TP1
 
-// The bundled GPT over tp = 2: per layer, the fused Q|K|V weight keeps rows (torch's [out, in] layout) of its
-// 2 of 4 heads from each of Q, K and V (groups = 3), the output projection keeps the matching input columns,
-// the MLP's up projection half of its 512 outputs (weight and bias), its down projection the matching inputs.
-// Layer norms, embeddings, the tied LM head and the biases after the row-parallel linears stay whole.
+// One layer as --ptrain-raise leaves it (ptrain.layers on @forward, ptrain.linear roles on the projections,
+// ptrain.attention on the softmax), without embeddings, norms or mask, which tensor parallelism leaves alone.
 
-// CHECK: ptrain.grid @grid(tp = 2)
-// CHECK: ptrain.state @wte.weight key "wte.weight" kind parameter : tensor<256x128xf32>
-// CHECK: ptrain.state @blocks.0.attn.qkv.weight key "blocks.0.attn.qkv.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 3 : i64, shape = array<i64: 384, 128>}} : tensor<192x128xf32>
-// CHECK: ptrain.state @blocks.0.attn.qkv.bias key "blocks.0.attn.qkv.bias" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 3 : i64, shape = array<i64: 384>}} : tensor<192xf32>
-// CHECK: ptrain.state @blocks.0.attn.proj.weight key "blocks.0.attn.proj.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 1 : i64, shape = array<i64: 128, 128>}} : tensor<128x64xf32>
-// CHECK: ptrain.state @blocks.0.attn.proj.bias key "blocks.0.attn.proj.bias" kind parameter : tensor<128xf32>
-// CHECK: ptrain.state @blocks.0.ln_2.weight key "blocks.0.ln_2.weight" kind parameter : tensor<128xf32>
-// CHECK: ptrain.state @blocks.0.mlp.fc.weight key "blocks.0.mlp.fc.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 512, 128>}} : tensor<256x128xf32>
-// CHECK: ptrain.state @blocks.0.mlp.fc.bias key "blocks.0.mlp.fc.bias" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 512>}} : tensor<256xf32>
-// CHECK: ptrain.state @blocks.0.mlp.proj.weight key "blocks.0.mlp.proj.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 1 : i64, shape = array<i64: 128, 512>}} : tensor<128x256xf32>
-// CHECK: ptrain.state @blocks.0.mlp.proj.bias key "blocks.0.mlp.proj.bias" kind parameter : tensor<128xf32>
-// CHECK: ptrain.state @ln_f.weight key "ln_f.weight" kind parameter : tensor<128xf32>
-
-// The attention of layer 0 on 2 heads: f, the column-parallel Q|K|V, split in three, per-head reshapes,
-// scores, mask, softmax and context on 2 heads, the row-parallel output projection, then g before the bias.
-// CHECK-LABEL: func.func @forward
-// CHECK: %[[LN:.*]] = ptrain.layer_norm
-// CHECK: %[[WQKV:.*]] = ptrain.transpose %{{.*}} {perm = array<i64: 1, 0>} : tensor<192x128xf32> -> tensor<128x192xf32>
-// CHECK: %[[F:.*]] = ptrain.tp_copy %[[LN]] on @grid axis tp : tensor<4x64x128xf32>
-// CHECK: %[[QKV:.*]] = ptrain.matmul %[[F]], %[[WQKV]] {{.*}} : tensor<4x64x128xf32>, tensor<128x192xf32>
-// CHECK: ptrain.binary add %{{.*}}, %[[QKV]] : tensor<192xf32>, tensor<4x64x192xf32>
-// CHECK: ptrain.split %{{.*}} {axis = 2 : i64, sizes = array<i64: 64, 64, 64>} : tensor<4x64x192xf32> -> tensor<4x64x64xf32>, tensor<4x64x64xf32>, tensor<4x64x64xf32>
-// CHECK: ptrain.reshape %{{.*}} : tensor<4x64x64xf32> -> tensor<4x64x2x32xf32>
-// CHECK: ptrain.matmul %{{.*}}, %{{.*}} : tensor<4x2x64x32xf32>, tensor<4x2x32x64xf32>
-// CHECK: ptrain.softmax %{{.*}} : tensor<4x2x64x64xf32>
-// CHECK: ptrain.matmul %{{.*}}, %{{.*}} : tensor<4x2x64x64xf32>, tensor<4x2x64x32xf32>
-// CHECK: ptrain.reshape %{{.*}} : tensor<4x64x2x32xf32> -> tensor<4x64x64xf32>
-// CHECK: %[[OUT:.*]] = ptrain.matmul %{{.*}}, %{{.*}} {ptrain.linear = {layer = 0 : i64, role = "attn_out"}} : tensor<4x64x64xf32>, tensor<64x128xf32>
-// CHECK: %[[G:.*]] = ptrain.tp_all_reduce %[[OUT]] on @grid axis tp : tensor<4x64x128xf32>
-// CHECK: ptrain.binary add %{{.*}}, %[[G]] : tensor<128xf32>, tensor<4x64x128xf32>
-// The MLP: f, the column-parallel up projection and GELU on 256 of 512, the row-parallel down projection, g.
-// CHECK: ptrain.tp_copy
-// CHECK: ptrain.matmul %{{.*}}, %{{.*}} {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<4x64x128xf32>, tensor<128x256xf32>
-// CHECK: ptrain.gelu %{{.*}} : tensor<4x64x256xf32>
-// CHECK: %[[DOWN:.*]] = ptrain.matmul %{{.*}}, %{{.*}} {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<4x64x256xf32>, tensor<256x128xf32>
-// CHECK: ptrain.tp_all_reduce %[[DOWN]] on @grid axis tp : tensor<4x64x128xf32>
-// Three more layers, 2 f and 2 g each; the LM head stays replicated.
-// CHECK-COUNT-6: ptrain.tp_copy
-// CHECK-NOT: ptrain.tp_copy
-// CHECK: ptrain.matmul %{{.*}}, %{{.*}} {ptrain.linear = {layer = 4 : i64, role = "lm_head"}} : tensor<4x64x128xf32>, tensor<128x256xf32>
-
-// tp = 4: one head of 32 per rank.
-// TP4: ptrain.grid @grid(tp = 4)
-// TP4: ptrain.state @blocks.0.attn.qkv.weight {{.*}} : tensor<96x128xf32>
-// TP4: ptrain.reshape %{{.*}} : tensor<4x64x32xf32> -> tensor<4x64x1x32xf32>
-// TP4: ptrain.softmax %{{.*}} : tensor<4x1x64x64xf32>
-
-// tp = 1 leaves the forward as it is.
+// Attention with 2 heads at tp = 2: the fused Q|K|V weight is column-parallel per head (dim 1 viewed as
+// 3 groups x tp x 4: each rank keeps 4 columns of Q, of K and of V), everything between the projections runs
+// on 1 head, and the output projection is row-parallel. f (tp_copy) before the first, g (tp_all_reduce)
+// after the second.
+// CHECK-LABEL: ptrain.grid @grid(tp = 2)
+// CHECK: ptrain.state @qkv key "blocks.0.attn.qkv.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 3, shape = [8, 24]>} : tensor<8x12xf32>
+// CHECK: ptrain.state @proj key "blocks.0.attn.proj.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [8, 8]>} : tensor<4x8xf32>
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[X:.*]]: tensor<2x4x8xf32>)
+// CHECK-DAG: %[[WQKV:.*]] = ptrain.state_read @qkv : tensor<8x12xf32>
+// CHECK-DAG: %[[WO:.*]] = ptrain.state_read @proj : tensor<4x8xf32>
+// CHECK: %[[F:.*]] = ptrain.tp_copy %[[X]] on @grid axis tp : tensor<2x4x8xf32>
+// CHECK-NEXT: %[[QKV:.*]] = ptrain.matmul %[[F]], %[[WQKV]] {{.*}} : tensor<2x4x8xf32>, tensor<8x12xf32>
+// CHECK-NEXT: ptrain.split %[[QKV]] {axis = 2 : i64, sizes = array<i64: 4, 4, 4>}
+// CHECK: ptrain.softmax %{{.*}} : tensor<2x1x4x4xf32>
+// CHECK: %[[CTX:.*]] = ptrain.reshape %{{.*}} : tensor<2x4x1x4xf32> -> tensor<2x4x4xf32>
+// CHECK-NEXT: %[[PART:.*]] = ptrain.matmul %[[CTX]], %[[WO]] {{.*}} : tensor<2x4x4xf32>, tensor<4x8xf32>
+// CHECK-NEXT: %[[G:.*]] = ptrain.tp_all_reduce %[[PART]] on @grid axis tp : tensor<2x4x8xf32>
+// CHECK-NEXT: ptrain.binary add %[[X]], %[[G]]
+// tp = 1 changes nothing: no grid, no slices, no f or g.
 // TP1-NOT: ptrain.grid
-// TP1-NOT: ptrain.tp_copy
+// TP1-NOT: ptrain.tp_slice
+// TP1-LABEL: func.func @forward(
+// TP1-NOT: ptrain.tp_
+// TP1: return
+ptrain.state @qkv key "blocks.0.attn.qkv.weight" kind parameter : tensor<8x24xf32>
+ptrain.state @proj key "blocks.0.attn.proj.weight" kind parameter : tensor<8x8xf32>
+func.func @forward(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.layers = 1 : i64} {
+  %wqkv = ptrain.state_read @qkv : tensor<8x24xf32>
+  %wo = ptrain.state_read @proj : tensor<8x8xf32>
+  %qkv = ptrain.matmul %x, %wqkv {ptrain.linear = {layer = 0 : i64, role = "qkv"}} : tensor<2x4x8xf32>, tensor<8x24xf32>
+  %q, %k, %v = ptrain.split %qkv {axis = 2 : i64, sizes = array<i64: 8, 8, 8>} : tensor<2x4x24xf32> -> tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %q4 = ptrain.reshape %q : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  %qh = ptrain.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+  %k4 = ptrain.reshape %k : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  %kt = ptrain.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+  %v4 = ptrain.reshape %v : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+  %vh = ptrain.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+  %s = ptrain.matmul %qh, %kt : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+  %p = ptrain.softmax %s {axis = -1 : i64, ptrain.attention = {head_dim = 4 : i64, heads = 2 : i64, kv_heads = 2 : i64, layer = 0 : i64}} : tensor<2x2x4x4xf32>
+  %c = ptrain.matmul %p, %vh : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+  %ct = ptrain.transpose %c {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x4x4xf32> -> tensor<2x4x2x4xf32>
+  %cm = ptrain.reshape %ct : tensor<2x4x2x4xf32> -> tensor<2x4x8xf32>
+  %o = ptrain.matmul %cm, %wo {ptrain.linear = {layer = 0 : i64, role = "attn_out"}} : tensor<2x4x8xf32>, tensor<8x8xf32>
+  %y = ptrain.binary add %x, %o : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
 
-// HEADS: error: --ptrain-shard-tp: ('ptrain.softmax'): layer 0 has 4 attention heads, not divisible by tp = 8
-// UNRAISED: error: --ptrain-shard-tp: @forward has no ptrain.layers: run --ptrain-raise first
-// TP0: error: --ptrain-shard-tp: tp must be >= 1, got 0
-// Sharding after the split or the step: the stages and the step read the same parameters, so every one looked
-// like a tied weight ("is read elsewhere too"); the error says the order.
-// SPLIT: error: --ptrain-shard-tp: the module is already split into pipeline stages; shard the forward first: --ptrain-raise --ptrain-shard-tp, then --ptrain-split-stages and --ptrain-build-training-step
-// STEP: error: --ptrain-shard-tp: the module is already a training step (@train_step); shard the forward first
+// -----
 
-// gpt2_megatron over tp = 2: Q|K|V weight columns (ONNX MatMul's [in, out] layout) per head, K and V
-// appended to an empty past that gets the local shape, 1 head of 4 per rank.
-// MEGATRON: ptrain.state @"209" key "209" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 3 : i64, shape = array<i64: 8, 24>}} : tensor<8x12xf32>
-// MEGATRON: ptrain.tp_copy
-// MEGATRON: ptrain.matmul %{{.*}}, %{{.*}} {ptrain.linear = {layer = 0 : i64, role = "qkv"}} : tensor<2x8x8xf32>, tensor<8x12xf32>
-// MEGATRON: ptrain.concat %{{.*}}, %{{.*}} {axis = -2 : i64} : tensor<2x1x0x4xf32>, tensor<2x1x8x4xf32> -> tensor<2x1x8x4xf32>
-// MEGATRON: ptrain.softmax %{{.*}} {axis = 3 : i64, {{.*}}} : tensor<2x1x8x8xf32>
-// MEGATRON: ptrain.tp_all_reduce %{{.*}} on @grid axis tp : tensor<2x8x8xf32>
-// MEGATRON: ptrain.matmul %{{.*}}, %{{.*}} {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x8x8xf32>, tensor<8x16xf32>
-// MEGATRON: ptrain.tp_all_reduce %{{.*}} on @grid axis tp : tensor<2x8x8xf32>
-// MEGATRON-HEADS: error: --ptrain-shard-tp: ('ptrain.softmax'): layer 0 has 2 attention heads, not divisible by tp = 4
-
-// dp = 2 x pp = 2 x tp = 2 through the training step, the schedule, the lowering and --ptrain-verify-plan
-// (which runs the tp collectives of all 8 ranks with rendezvous semantics): stage 0 (2 layers) recomputes
-// its forward with 4 g, and autodiff adds one all-reduce per f (4) for the activation gradients.
-// PLAN: ptrain.grid @grid(dp = 2, pp = 2, tp = 2)
-// PLAN-LABEL: func.func @stage0_backward
-// PLAN-COUNT-8: ptrain.tp_all_reduce %{{.*}} on @grid axis tp : tensor<4x64x128xf32>
-// PLAN-NOT: ptrain.tp_all_reduce
-// PLAN: ptrain.embedding_grad
-// PLAN-LABEL: func.func @stage0_optimizer_step
-// --emit-cpp lowers it (docs/CodegenCpu.md, "Tensor parallelism"): the 24 sliced parameters are cut at init,
-// g runs on the tp communicator.
-// EMIT: constexpr int64_t kNumTPSlices = 24;
-// EMIT: PTRAIN_STEP_CALL(createGroup(in_group, &comm_grid_tp));
-// EMIT: PTRAIN_STEP_CALL(initStates(path));
-// EMIT: PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm_grid_tp,
+// MLP at tp = 2: the up-projection and its bias are column-parallel (8 of the 16 columns each), GELU runs on
+// the rank's 8, the down-projection is row-parallel; g comes before the down-projection's bias, which stays
+// replicated (added once, after the sum).
+// CHECK-LABEL: ptrain.grid @grid(tp = 2)
+// CHECK: ptrain.state @fc key "blocks.0.mlp.fc.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 1, shape = [8, 16]>} : tensor<8x8xf32>
+// CHECK: ptrain.state @fc_b key "blocks.0.mlp.fc.bias" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [16]>} : tensor<8xf32>
+// CHECK: ptrain.state @proj key "blocks.0.mlp.proj.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [16, 8]>} : tensor<8x8xf32>
+// CHECK: ptrain.state @proj_b key "blocks.0.mlp.proj.bias" kind parameter : tensor<8xf32>
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[X:.*]]: tensor<2x4x8xf32>)
+// CHECK: %[[F:.*]] = ptrain.tp_copy %[[X]] on @grid axis tp
+// CHECK-NEXT: %[[U:.*]] = ptrain.matmul %[[F]], %{{.*}} {{.*}} : tensor<2x4x8xf32>, tensor<8x8xf32>
+// CHECK-NEXT: %[[UB:.*]] = ptrain.binary add %{{.*}}, %[[U]] : tensor<8xf32>, tensor<2x4x8xf32>
+// CHECK-NEXT: %[[A:.*]] = ptrain.gelu %[[UB]]
+// CHECK-NEXT: %[[D:.*]] = ptrain.matmul %[[A]], %{{.*}} {{.*}} : tensor<2x4x8xf32>, tensor<8x8xf32>
+// CHECK-NEXT: %[[G:.*]] = ptrain.tp_all_reduce %[[D]] on @grid axis tp : tensor<2x4x8xf32>
+// CHECK-NEXT: ptrain.binary add %{{.*}}, %[[G]] : tensor<8xf32>, tensor<2x4x8xf32>
+// TP1-NOT: ptrain.grid
+// TP1-LABEL: func.func @forward(
+// TP1-NOT: ptrain.tp_
+// TP1: return
+ptrain.state @fc key "blocks.0.mlp.fc.weight" kind parameter : tensor<8x16xf32>
+ptrain.state @fc_b key "blocks.0.mlp.fc.bias" kind parameter : tensor<16xf32>
+ptrain.state @proj key "blocks.0.mlp.proj.weight" kind parameter : tensor<16x8xf32>
+ptrain.state @proj_b key "blocks.0.mlp.proj.bias" kind parameter : tensor<8xf32>
+func.func @forward(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.layers = 1 : i64} {
+  %w1 = ptrain.state_read @fc : tensor<8x16xf32>
+  %b1 = ptrain.state_read @fc_b : tensor<16xf32>
+  %w2 = ptrain.state_read @proj : tensor<16x8xf32>
+  %b2 = ptrain.state_read @proj_b : tensor<8xf32>
+  %u = ptrain.matmul %x, %w1 {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x4x8xf32>, tensor<8x16xf32>
+  %ub = ptrain.binary add %b1, %u : tensor<16xf32>, tensor<2x4x16xf32>
+  %g = ptrain.gelu %ub : tensor<2x4x16xf32>
+  %d = ptrain.matmul %g, %w2 {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x4x16xf32>, tensor<16x8xf32>
+  %db = ptrain.binary add %b2, %d : tensor<8xf32>, tensor<2x4x8xf32>
+  %y = ptrain.binary add %x, %db : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}

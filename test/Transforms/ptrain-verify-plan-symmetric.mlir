@@ -1,20 +1,15 @@
 // The verifier's symmetry shortcut (Passes.td, "Symmetry"): on a grid with dp (and tp) replicas whose ranks
 // run the same function and transfer only along pp, one rank per pp coordinate runs, and the pass says so
-// in a remark. Every mutation below gets the same verdict with all-ranks=true (every rank runs).
+// in a remark. Every mutation below gets the same verdict with all-ranks=true (every rank runs). The bundled
+// GPT at dp x tp x pp: test/Integration/ptrain-verify-plan.mlir.
 // RUN: split-file %s %t
 // RUN: ptrain-opt %t/mutations.mlir --split-input-file --verify-diagnostics --ptrain-verify-plan
 // RUN: ptrain-opt %t/mutations.mlir --split-input-file --verify-diagnostics --ptrain-verify-plan="all-ranks=true"
 // RUN: not ptrain-opt %t/mutations.mlir --split-input-file --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOTE
 // RUN: ptrain-opt %t/valid.mlir --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=VALID
 // RUN: ptrain-opt %t/valid.mlir --ptrain-verify-plan="all-ranks=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ALL --allow-empty
-// RUN: ptrain-translate --import-onnx %S/../../models/gpt/gpt.onnx -o %t/gpt.mlir
-// RUN: ptrain-opt %t/gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=2" --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule="schedule=1f1b" --ptrain-lower-to-runtime -o %t/plan.mlir
-// RUN: ptrain-opt %t/plan.mlir --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=GPT
-// RUN: ptrain-opt %t/plan.mlir --ptrain-verify-plan="all-ranks=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ALL --allow-empty
 
 // VALID: remark: --ptrain-verify-plan: ran 2 of 4 ranks, one per coordinate of the other axes: the replicas over dp run the same steps and post the same communication (all-ranks=true runs every rank)
-// The bundled GPT at dp = 2 x tp = 2 x pp = 2 (8 ranks): dp and tp are symmetric, 2 ranks run.
-// GPT: remark: --ptrain-verify-plan: ran 2 of 8 ranks, one per coordinate of the other axes: the replicas over dp, tp run
 // ALL-NOT: remark
 // An error found on the representatives says so.
 // NOTE: error: --ptrain-verify-plan: train step: deadlock: no rank can progress

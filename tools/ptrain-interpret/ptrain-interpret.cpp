@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Import/ONNX/Initializers.h"
 #include "ptrain/Interpreter/Interpreter.h"
 #include "ptrain/Interpreter/MultiRankExecutor.h"
@@ -232,9 +233,8 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
     } else if (auto v = dyn_cast<VocabParallelEmbeddingOp>(op); v && isa<BlockArgument>(v.getIds())) {
       auto read = v.getTable().getDefiningOp<StateReadOp>();
       auto state = read ? SymbolTable::lookupNearestSymbolFrom<StateOp>(read, read.getStateAttr()) : StateOp();
-      auto slice = state ? state->getAttrOfType<DictionaryAttr>("ptrain.tp_slice") : DictionaryAttr();
-      if (auto shape = slice ? slice.getAs<DenseI64ArrayAttr>("shape") : DenseI64ArrayAttr())
-        rows = shape[cast<IntegerAttr>(slice.get("dim")).getInt()];
+      if (TPSliceAttr slice = state ? getTPSlice(state) : TPSliceAttr())
+        rows = slice.getShape()[slice.getDim()];
     }
     if (rows > 0 && (vocab == 0 || rows < vocab))
       vocab = rows;

@@ -15,6 +15,7 @@
 #include "ptrain/Interpreter/MultiRankExecutor.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "ptrain/Import/ONNX/ImportONNX.h"
 #include "ptrain/Import/ONNX/Initializers.h"
@@ -308,12 +309,12 @@ inline int64_t countParameters(ModuleOp module) {
 }
 
 /// Part `part` of `global` in the layout of the state's `ptrain.tp_slice` (padded first when it is).
-inline Tensor sliceLike(const Tensor &global, DictionaryAttr slice, int64_t parts, int64_t part) {
-  const int64_t dim = cast<IntegerAttr>(slice.get("dim")).getInt();
+inline Tensor sliceLike(const Tensor &global, mlir::ptrain::TPSliceAttr slice, int64_t parts, int64_t part) {
+  const int64_t dim = slice.getDim();
   Tensor padded = global;
-  if (auto to = slice.getAs<IntegerAttr>("padded"))
-    padded = llvm::cantFail(padTensorParallel(global, dim, to.getInt()));
-  return llvm::cantFail(tensorParallelSlice(padded, dim, cast<IntegerAttr>(slice.get("groups")).getInt(), parts, part));
+  if (slice.getPadded())
+    padded = llvm::cantFail(padTensorParallel(global, dim, slice.getPadded()));
+  return llvm::cantFail(tensorParallelSlice(padded, dim, slice.getGroups(), parts, part));
 }
 
 /// One step of `plan` (tp >= 1) on `l0` against the one-rank step over the same global batch `batches[0]`
@@ -335,9 +336,9 @@ inline void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const Sta
   OwningOpRef<ModuleOp> reference = plans.lower(l0, Plan{1, 1, plan.m * plan.dp, "1f1b"}, lr);
   OwningOpRef<ModuleOp> planned = plans.lower(l0, plan, lr);
   ASSERT_TRUE(reference && planned);
-  llvm::StringMap<DictionaryAttr> slices;
+  llvm::StringMap<mlir::ptrain::TPSliceAttr> slices;
   for (auto state : planned->getOps<mlir::ptrain::StateOp>())
-    if (auto slice = state->getAttrOfType<DictionaryAttr>("ptrain.tp_slice"))
+    if (auto slice = mlir::ptrain::getTPSlice(state))
       slices[state.getKey()] = slice;
   EXPECT_EQ(slices.size(), slicedParams);
   PlanRun expected = plans.run(*reference, provider, batches);
@@ -365,7 +366,7 @@ inline void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const Sta
       // The first moment after one step is (1 - beta1) g: the gradient itself, free of AdamW's amplification.
       if (entry.getKey().ends_with("/adam_m")) {
         llvm::StringRef param = entry.getKey().drop_back(strlen("/adam_m"));
-        if (DictionaryAttr slice = slices.lookup(param))
+        if (mlir::ptrain::TPSliceAttr slice = slices.lookup(param))
           want = sliceLike(want, slice, plan.tp, part);
         double scale = 0;
         for (int64_t i = 0, e = want.getNumElements(); i < e; ++i)
@@ -378,7 +379,7 @@ inline void expectTensorParallelStepMatches(Plans &plans, ModuleOp l0, const Sta
       }
       if (entry.getKey().contains('/'))
         continue;
-      if (DictionaryAttr slice = slices.lookup(entry.getKey())) {
+      if (mlir::ptrain::TPSliceAttr slice = slices.lookup(entry.getKey())) {
         want = sliceLike(want, slice, plan.tp, part);
       } else if (part > 0) {
         EXPECT_TRUE(bitEqual(entry.getValue(), actual.states[r - part].lookup(entry.getKey())))

@@ -170,9 +170,9 @@ class ClippedPlan : public ::testing::TestWithParam<Plan> {};
 /// Every parameter of every rank of `actual` against the one-rank `expected` (tp slices cut from it); the
 /// worst absolute difference.
 double worstParameterDifference(ModuleOp planned, const PlanRun &expected, const PlanRun &actual, int64_t tp) {
-  llvm::StringMap<DictionaryAttr> slices;
+  llvm::StringMap<mlir::ptrain::TPSliceAttr> slices;
   for (auto state : planned.getOps<mlir::ptrain::StateOp>())
-    if (auto slice = state->getAttrOfType<DictionaryAttr>("ptrain.tp_slice"))
+    if (auto slice = mlir::ptrain::getTPSlice(state))
       slices[state.getKey()] = slice;
   double worst = 0;
   for (auto [r, states] : llvm::enumerate(actual.states))
@@ -180,9 +180,8 @@ double worstParameterDifference(ModuleOp planned, const PlanRun &expected, const
       if (entry.getKey().contains('/'))
         continue;
       Tensor want = expected.states[0].lookup(entry.getKey());
-      if (DictionaryAttr slice = slices.lookup(entry.getKey()))
-        want = llvm::cantFail(tensorParallelSlice(want, cast<IntegerAttr>(slice.get("dim")).getInt(),
-                                                  cast<IntegerAttr>(slice.get("groups")).getInt(), tp,
+      if (mlir::ptrain::TPSliceAttr slice = slices.lookup(entry.getKey()))
+        want = llvm::cantFail(tensorParallelSlice(want, slice.getDim(), slice.getGroups(), tp,
                                                   static_cast<int64_t>(r) % tp));
       EXPECT_EQ(want.getShape(), entry.getValue().getShape()) << entry.getKey().str();
       if (want.getShape() == entry.getValue().getShape())

@@ -51,7 +51,7 @@ llvm::Expected<Tensor> tensorParallelSlice(const Tensor &global, int64_t dim, in
                                            int64_t index);
 
 /// `global` padded with zeros along `dim` to `padded` entries (a vocabulary-parallel table whose vocabulary
-/// --ptrain-shard-tp padded to a multiple of tp: `ptrain.tp_slice = {..., padded = Vp}`); an error when
+/// --ptrain-shard-tp padded to a multiple of tp: `#ptrain.tp_slice<..., padded = Vp>`); an error when
 /// `padded` is smaller than the dimension.
 llvm::Expected<Tensor> padTensorParallel(const Tensor &global, int64_t dim, int64_t padded);
 

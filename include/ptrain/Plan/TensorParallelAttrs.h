@@ -1,8 +1,8 @@
 //===- TensorParallelAttrs.h - the names of the tensor-parallel plan attributes -*- C++ -*-===//
 //
 // The discardable attributes through which --ptrain-raise hands the structure of the forward graph to
-// --ptrain-shard-tp, and the slicing record that --ptrain-shard-tp leaves on a sliced parameter for the
-// executor, the runtime and plan.json (docs/Plan.md, "Tensor parallelism"). Only names: a header with no
+// --ptrain-shard-tp (the slicing record it leaves on a sliced parameter, #ptrain.tp_slice, is the dialect's:
+// PTrainPlanAttrs.h; docs/Plan.md, "Tensor parallelism"). Only names: a header with no
 // library, so that the plan library (lib/Plan) reads them without depending on the passes.
 //
 //===----------------------------------------------------------------------===//
@@ -20,9 +20,8 @@ inline constexpr llvm::StringLiteral kLinearAttr = "ptrain.linear";
 inline constexpr llvm::StringLiteral kAttentionAttr = "ptrain.attention";
 /// On the raised function: the number of transformer layers.
 inline constexpr llvm::StringLiteral kLayersAttr = "ptrain.layers";
-/// On a sliced `ptrain.state`: `{axis, dim, groups, shape}` (--ptrain-shard-tp's description); the executor
-/// reads it through mlir::ptrain::interp's loadState.
-inline constexpr llvm::StringLiteral kTPSliceAttr = "ptrain.tp_slice";
+// The slicing record on a sliced `ptrain.state`, `ptrain.tp_slice`, is a typed dialect attribute:
+// #ptrain.tp_slice with getTPSlice/setTPSlice in ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h.
 
 } // namespace mlir::ptrain
 

@@ -232,19 +232,25 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
       does not divide stays replicated (a remark names the layer) instead of failing.
     * Before each column-parallel linear, `ptrain.tp_copy` (f); after each row-parallel one, before its
       bias, `ptrain.tp_all_reduce` (g). Their gradient rules make autodiff emit the backward all-reduces.
-    * Each sliced parameter's `ptrain.state` gets its local type and `ptrain.tp_slice = {axis = "tp",
-      dim = d, groups = k, shape = array<...>}`: the initial value has the global `shape`; dimension d is
+    * Each sliced parameter's `ptrain.state` gets its local type and `ptrain.tp_slice =
+      #ptrain.tp_slice<axis = "tp", dim = d, groups = k, shape = [...]>`: the initial value has the global `shape`; dimension d is
       viewed as k x tp x chunk and rank r (its coordinate on `tp`) loads [:, r, :] (k = 3 for the fused
       Q|K|V weight and bias, 1 otherwise). Gradients, moments and accumulators are made with the local type.
     * Everything else (embeddings, layer norms, the LM head, the biases after a row-parallel linear) stays
       replicated: every rank holds the whole parameter and, because f all-reduces the activation gradients,
       computes the same whole gradient, so each is counted once.
+    * A parameter read in several places (a tied weight, or equal values that the exporter merged into one
+      initializer, e.g. every zero bias of a freshly initialized model) is sliced where all its readers
+      slice it alike (the same dimension and groups); otherwise it stays whole and replicated, a remark says
+      so, and each reader inside a tensor-parallel region takes the rank's part with `ptrain.tp_split`
+      (viewed as k x size/k for k groups), whose gradient rule all-gathers the parts: the whole gradient,
+      the same on every rank.
     * The module gets `ptrain.grid @grid(tp = N)`; `--ptrain-build-training-step` extends it to
       (dp, pp, tp), tp varying fastest.
 
     `tp = 1` changes nothing. Fails, naming the ONNX node, when the module was not raised, when the heads,
     the key/value heads or the MLP width are not divisible by tp, when a layer's projections are not all
-    marked, when a sliced weight is read elsewhere (a tied weight), when an
+    marked, when an
     op between the two linears cannot be sharded (e.g. Q, K and V taken apart by `ptrain.slice` instead of
     `ptrain.split`, a reduction, a softmax over the heads), or when a sharded value leaves the layer by
     another way than its row-parallel linear.
@@ -253,7 +259,7 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
     default, so that `ptrain-compile --tp`, whose C++ has no kernels for it yet, keeps working), the token
     embedding and the LM head (tied or not) are split over the vocabulary V, padded with zero rows to Vp, a
     multiple of tp x `vocab-multiple`: rank r keeps rows [r Vp/tp, (r + 1) Vp/tp) of the table and of the
-    head's weight (`ptrain.tp_slice = {..., padded = Vp}` when padded; a tied weight stays one sharded
+    head's weight (`#ptrain.tp_slice<..., padded = Vp>` when padded; a tied weight stays one sharded
     symbol). The embedding becomes `ptrain.vocab_parallel_embedding` (the rank's rows, 0 elsewhere) and a
     `ptrain.tp_all_reduce`; the head gets f before it and makes the rank's Vp/tp logits, which the forward
     returns through `ptrain.tp_all_gather` (cut back to V). `--ptrain-build-training-step` then computes the
@@ -265,8 +271,8 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-raise --ptrain-shard-tp="tp=2"
     ptrain.grid @grid(tp = 2)
-    ptrain.state @w key "h.0.attn.qkv.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64,
-        groups = 3 : i64, shape = array<i64: 384, 128>}} : tensor<192x128xf32>
+    ptrain.state @w key "h.0.attn.qkv.weight" kind parameter
+        {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 3, shape = [384, 128]>} : tensor<192x128xf32>
     %x = ptrain.tp_copy %ln on @grid axis tp : tensor<4x64x128xf32>
     %qkv = ptrain.matmul %x, %wt : tensor<4x64x128xf32>, tensor<128x192xf32>
     ...
@@ -289,6 +295,7 @@ def ShardTPPass : Pass<"ptrain-shard-tp", "::mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numSliced", "sliced-parameters", "Parameters sliced over tp">,
     Statistic<"numCollectives", "tp-collectives", "f and g ops inserted">,
+    Statistic<"numSplits", "tp-splits", "Sliced reads of replicated parameters (ptrain.tp_split)">,
   ];
 }
 

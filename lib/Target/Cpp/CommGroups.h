@@ -145,6 +145,22 @@ inline void forEachStateSymbol(Operation *func, llvm::function_ref<void(StringAt
   });
 }
 
+/// The declaration of `name`, the offsets of a ptrain.tp_split's slice: 0 except along its dimension, where the
+/// rank's coordinate on the op's axis (gridCoordinate, emitGridDeclarations) times the part's size. Registers the
+/// axis' communicator, so that the grid's coordinates are set up at init. Shared by --emit-cpp and --emit-cuda.
+inline FailureOr<std::string> tpSplitOffsets(TPSplitOp op, CommGroups &comms, StringRef name) {
+  if (failed(comms.lookup(op, op.getGrid(), ArrayAttr::get(op.getContext(), {op.getAxisAttr()}))))
+    return failure();
+  const std::string axis = std::to_string(*comms.theGrid.getAxisIndex(op.getAxis()));
+  ArrayRef<int64_t> out = cast<RankedTensorType>(op.getResult().getType()).getShape();
+  std::string offsets;
+  for (int64_t d = 0; d < static_cast<int64_t>(out.size()); ++d)
+    offsets += (d ? ", " : "") + (d == op.getDimAttr().getInt()
+                                      ? "gridCoordinate(ptrain_rank, " + axis + ") * " + std::to_string(out[d])
+                                      : std::string("0"));
+  return "const int64_t " + name.str() + "[" + std::to_string(out.size()) + "] = {" + offsets + "};";
+}
+
 } // namespace mlir::ptrain::cpp
 
 #endif // PTRAIN_TARGET_CPP_COMMGROUPS_H

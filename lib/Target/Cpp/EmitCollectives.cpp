@@ -13,7 +13,7 @@
 #include "Common/CppTypes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
-#include "ptrain/Plan/TensorParallelAttrs.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -34,43 +34,30 @@ LogicalResult mlir::ptrain::cpp::emitTPAllReduce(TPAllReduceOp op, const std::st
 }
 
 FailureOr<std::optional<TPSlice>> mlir::ptrain::cpp::readTPSlice(StateOp state, GridOp grid, std::string var) {
-  auto slice = state->getAttrOfType<DictionaryAttr>(kTPSliceAttr);
+  TPSliceAttr slice = getTPSlice(state); // its fit to the state's type is verified (PTrainAttrs.td, C1-C9)
   if (!slice)
     return std::optional<TPSlice>();
-  auto axis = slice.getAs<StringAttr>("axis");
-  auto dim = slice.getAs<IntegerAttr>("dim"), groups = slice.getAs<IntegerAttr>("groups");
-  auto shape = slice.getAs<DenseI64ArrayAttr>("shape");
-  auto padded = slice.getAs<IntegerAttr>("padded"); // a vocabulary padded to a multiple of tp (VocabParallel.cpp)
-  if (!axis || !dim || !groups || !shape)
-    return state.emitError("--emit-cpp: ") << kTPSliceAttr << " needs axis, dim, groups and shape, got " << slice;
   if (!grid)
-    return state.emitError("--emit-cpp: a parameter sliced over axis ")
-           << axis << " needs a ptrain.grid with that axis and a collective on it";
-  std::optional<unsigned> index = grid.getAxisIndex(axis.getValue());
+    return state.emitError("--emit-cpp: a parameter sliced over axis \"")
+           << slice.getAxis() << "\" needs a ptrain.grid with that axis and a collective on it";
+  std::optional<unsigned> index = grid.getAxisIndex(slice.getAxis());
   if (!index)
     return state.emitError("--emit-cpp: the grid @")
-           << grid.getSymName() << " has no axis " << axis << " for the parameter's " << kTPSliceAttr;
+           << grid.getSymName() << " has no axis \"" << slice.getAxis() << "\" for the parameter's " << kTPSliceAttr;
   TPSlice s;
   s.var = std::move(var);
   s.key = state.getKey().str();
   s.local = state.getTensorType();
-  s.global.assign(shape.asArrayRef().begin(), shape.asArrayRef().end());
-  s.dim = dim.getInt();
-  s.groups = groups.getInt();
+  s.global.assign(slice.getShape().begin(), slice.getShape().end());
+  s.dim = slice.getDim();
+  s.groups = slice.getGroups();
   s.axis = *index;
   s.parts = grid.getShape()[*index];
-  const int64_t rank = s.local.getRank();
-  const bool inRange = s.dim >= 0 && s.dim < rank && static_cast<int64_t>(s.global.size()) == rank;
-  s.padded = padded ? padded.getInt() : inRange ? s.global[s.dim] : 0;
-  if (!s.local.getElementType().isF32() || !inRange || s.groups < 1 || s.local.getShape()[s.dim] % s.groups != 0 ||
-      s.padded != s.local.getShape()[s.dim] * s.parts || s.padded < s.global[s.dim] || (padded && s.groups != 1) ||
-      rank > 8)
+  s.padded = slice.getPaddedSize();
+  if (!s.local.getElementType().isF32() || s.padded != s.local.getShape()[s.dim] * s.parts || s.local.getRank() > 8)
     return state.emitError("--emit-cpp: ") << kTPSliceAttr << " " << slice << " does not fit the f32 state type "
-                                           << s.local << " on " << s.parts << " ranks of axis " << axis;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != s.dim && s.global[d] != s.local.getShape()[d])
-      return state.emitError("--emit-cpp: ")
-             << kTPSliceAttr << " " << slice << ": dimension " << d << " differs from the state type " << s.local;
+                                           << s.local << " on " << s.parts << " ranks of axis \"" << slice.getAxis()
+                                           << "\"";
   return std::optional<TPSlice>(std::move(s));
 }
 

@@ -26,7 +26,8 @@ namespace mlir::ptrain::cpp {
 /// result's buffer and its ptrain_wait at once (the op completes in place; nothing overlaps it).
 LogicalResult emitTPAllReduce(TPAllReduceOp op, const std::string &comm, CallWriter &w);
 
-/// A parameter that --ptrain-shard-tp sliced: `ptrain.tp_slice = {axis, dim, groups, [padded,] shape}`.
+/// A parameter that --ptrain-shard-tp sliced: `ptrain.tp_slice = #ptrain.tp_slice<axis, dim, groups, shape[,
+/// padded]>`.
 struct TPSlice {
   std::string var; ///< the state's static storage
   std::string key;
@@ -37,8 +38,9 @@ struct TPSlice {
   int64_t padded = 0;          ///< global[dim] padded with zeros to a multiple of parts (ptrain.tp_slice's padded)
 };
 
-/// The slice of `state` (std::nullopt without ptrain.tp_slice) on `grid`; an error at the state when the
-/// attribute is malformed, its axis is not one of the grid's, or it does not fit the state's type.
+/// The slice of `state` (std::nullopt without ptrain.tp_slice) on `grid`; an error at the state when there is
+/// no grid, its axis is not one of the grid's, or it does not fit the f32 state type on the axis' ranks (its
+/// fit to the state's shape is the verifier's, PTrainAttrs.td C1-C9).
 FailureOr<std::optional<TPSlice>> readTPSlice(StateOp state, GridOp grid, std::string var);
 
 /// Writes `initStates(path)` (in the generated code's anonymous namespace, after gridCoordinate and

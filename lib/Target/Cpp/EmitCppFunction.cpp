@@ -111,7 +111,8 @@ LogicalResult FunctionEmitter::checkOps() {
              TPAllReduceOp, CompareOp, SelectOp, BroadcastToOp, ReduceOp, RmsNormOp, RotaryEmbeddingOp, DropoutOp,
              func::CallOp, func::ReturnOp>(op) &&
         !isa<SumSquaresOp, ClipScaleOp, SGDOp, CastOp, GatherOp, LogSoftmaxOp, TPAllGatherOp, VocabParallelEmbeddingOp,
-             VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp, VocabParallelCrossEntropyPartsGradOp>(op))
+             VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp, VocabParallelCrossEntropyPartsGradOp,
+             TPSplitOp>(op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
     if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCodecOp(&op)))
       return failure();

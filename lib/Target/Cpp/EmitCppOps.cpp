@@ -338,6 +338,18 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             return failed(comm) ? failure() : emitVocabParallelOp(o, *comm, comms.theGrid, *this);
           })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
+          .Case<TPSplitOp>([&](TPSplitOp t) -> LogicalResult {
+            // The rank's block: a slice at the rank's offset.
+            FailureOr<std::string> offsets = tpSplitOffsets(t, comms, "offsets");
+            if (failed(offsets))
+              return failure();
+            block += "    " + *offsets + "\n";
+            Value x = t.getInput();
+            std::string d = dims(shapeOf(x), "dims"), od = dims(shapeOf(t.getResult()), "out_dims");
+            return call(RuntimeCall::ptrain_slice, {ptr(x), std::to_string(elemBytes(x)),
+                                                     std::to_string(shapeOf(x).size()), d, "offsets", od,
+                                                     ptr(t.getResult())});
+          })
           .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
             FailureOr<std::string> comm = comms.lookup(
                 t, t.getGrid(), ArrayAttr::get(t.getContext(), {StringAttr::get(t.getContext(), t.getAxis())}));

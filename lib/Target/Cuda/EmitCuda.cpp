@@ -74,6 +74,12 @@ constexpr int64_t kAlignment = 256; ///< device buffers: cudaMalloc's alignment
 
 int64_t alignUp(int64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
 
+/// A state's place in a device state block: its bytes rounded up to the alignment (kStateBytes,
+/// kStage<s>StateBytes and getCudaStateBytes all add these).
+int64_t stateBlockBytes(StateOp state) {
+  return alignUp(numElements(state.getTensorType().getShape()) * elementBytes(state.getTensorType().getElementType()));
+}
+
 /// The static-shape f32/i64 tensor type of `type` (with `codes`, also the codec codes' i32, i8, f16 and bf16; with
 /// `masks`, also i1: a value inside a function, one uint8_t per element as on the CPU), or an error at `op` naming
 /// `what`.
@@ -264,7 +270,7 @@ LogicalResult FunctionEmitter::checkOps() {
     if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
              SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
              LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
-             SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, CompressOp, DecompressOp,
+             SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, TPSplitOp, CompressOp, DecompressOp,
              CompressedAllReduceStartOp, func::CallOp, func::ReturnOp>(op) &&
         !isCudaModelOp(&op) && !isCudaTransformerOp(&op)) {
       return op.emitError("--emit-cuda: '")
@@ -475,6 +481,18 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                                       : emitCudaDecompress(cast<DecompressOp>(o), w);
           })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
+          .Case<TPSplitOp>([&](TPSplitOp t) -> LogicalResult {
+            // The rank's block: a slice at the rank's offset (host arrays, like ptrain.slice's).
+            FailureOr<std::string> offsets = tpSplitOffsets(t, comms, "offsets");
+            if (failed(offsets))
+              return failure();
+            block += "    " + *offsets + "\n";
+            Value x = t.getInput();
+            std::string d = hostArray(shapeOf(x), "dims"), od = hostArray(shapeOf(t.getResult()), "out_dims");
+            return call(CudaCall::ptrain_cuda_slice,
+                        {ptr(x), std::to_string(elementBytes(tensorOf(x).getElementType())),
+                         std::to_string(shapeOf(x).size()), d, "offsets", od, ptr(t.getResult())});
+          })
           .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
             if (!isF32(t.getInput()))
               return t.emitError("--emit-cuda: a tensor-parallel all-reduce of a non-f32 tensor is not supported");
@@ -647,17 +665,13 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
       return failure();
     StateInfo info{state, "state_" + std::to_string(storage.stateOrder.size()) + "_" + identifierFrom(state.getKey()),
                    storage.stateBytes, static_cast<int64_t>(storage.stateOrder.size())};
-    storage.stateBytes = alignUp(storage.stateBytes + numElements(state.getTensorType().getShape()) *
-                                                          elementBytes(state.getTensorType().getElementType()));
+    storage.stateBytes += stateBlockBytes(state);
     storage.states[state.getSymNameAttr()] = info;
     storage.stateOrder.push_back(state);
   }
   storage.sites.collect(module);
   storage.pipeline = module->hasAttr("ptrain.pipeline");
-  storage.stages.collect(module, kAlignment, [](StateOp state) {
-    return alignUp(numElements(state.getTensorType().getShape()) *
-                   elementBytes(state.getTensorType().getElementType()));
-  });
+  storage.stages.collect(module, kAlignment, stateBlockBytes);
   CommGroups comms("--emit-cuda");
   PipeChannels pipes;
   std::string functions, declarations, entries;
@@ -996,6 +1010,19 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
 
 LogicalResult mlir::ptrain::emitCuda(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options) {
   return emitModule(module, os, options);
+}
+
+CudaStateBytes mlir::ptrain::getCudaStateBytes(ModuleOp module) {
+  // The emitter's kStateBytes and kStage<s>StateBytes: the same blocks, at least one alignment unit each.
+  CudaStateBytes bytes;
+  for (auto state : module.getOps<StateOp>())
+    bytes.module += stateBlockBytes(state);
+  bytes.module = std::max<int64_t>(bytes.module, kAlignment);
+  StageStates stages;
+  stages.collect(module, kAlignment, stateBlockBytes);
+  for (auto &[stage, layout] : stages.byStage)
+    bytes.perStage.push_back(std::max<int64_t>(layout.bytes, kAlignment));
+  return bytes;
 }
 
 void mlir::ptrain::registerEmitCudaTranslation() {

@@ -46,3 +46,52 @@ func.func @tp_all_reduce_type(%x: tensor<8xf32>) {
   %0 = "ptrain.tp_all_reduce"(%x) <{grid = @grid, axis = "tp"}> : (tensor<8xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// tp_split (C1): the grid is a ptrain.grid.
+func.func @tp_split_c1(%x: tensor<8xf32>) {
+  // expected-error@+1 {{@grid does not name a ptrain.grid}}
+  %0 = ptrain.tp_split %x on @grid axis tp dim 0 : tensor<8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// tp_split (C2): the axis is an axis of the grid.
+ptrain.grid @grid(dp = 2)
+func.func @tp_split_c2(%x: tensor<8xf32>) {
+  // expected-error@+1 {{collective axes name axis 'tp', but grid @grid has axes ["dp"]}}
+  %0 = ptrain.tp_split %x on @grid axis tp dim 0 : tensor<8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// tp_split (C3): dim is a dimension of the input.
+ptrain.grid @grid(tp = 2)
+func.func @tp_split_c3(%x: tensor<8xf32>) {
+  // expected-error@+1 {{dim 1 is not a dimension of 'tensor<8xf32>'}}
+  %0 = ptrain.tp_split %x on @grid axis tp dim 1 : tensor<8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// tp_split (C4): the other dimensions are the input's.
+ptrain.grid @grid(tp = 2)
+func.func @tp_split_c4_other(%x: tensor<8x3xf32>) {
+  // expected-error@+1 {{result 'tensor<4x2xf32>' must equal the input 'tensor<8x3xf32>' outside dimension 0}}
+  %0 = ptrain.tp_split %x on @grid axis tp dim 0 : tensor<8x3xf32> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+// tp_split (C4): dimension `dim` is the input's divided by the axis size.
+ptrain.grid @grid(tp = 2)
+func.func @tp_split_c4_size(%x: tensor<8x3xf32>) {
+  // expected-error@+1 {{result dimension 1 must be 3 / 2 (the size of axis tp), got 'tensor<8x1xf32>'}}
+  %0 = ptrain.tp_split %x on @grid axis tp dim 1 : tensor<8x3xf32> -> tensor<8x1xf32>
+  return
+}

@@ -19,3 +19,15 @@ func.func @f_and_g(%x: tensor<4x64x128xf32>) -> tensor<4x64x128xf32> {
   %twice = ptrain.tp_all_reduce %f on @grid axis tp : tensor<4x64x128xf32>
   return %g : tensor<4x64x128xf32>
 }
+
+// A rank's block of a replicated tensor: no communication, so an unused one is deleted.
+// CHECK-LABEL: func.func @slice
+// KEPT-LABEL: func.func @slice
+func.func @slice(%x: tensor<96x4xf32>) -> tensor<48x4xf32> {
+  // CHECK: ptrain.tp_split %{{.*}} on @grid axis tp dim 0 : tensor<96x4xf32> -> tensor<24x4xf32>
+  // KEPT-COUNT-1: ptrain.tp_split
+  %s = ptrain.tp_split %x on @grid axis tp dim 0 : tensor<96x4xf32> -> tensor<24x4xf32>
+  %unused = ptrain.tp_split %x on @grid axis tp dim 1 : tensor<96x4xf32> -> tensor<96x1xf32>
+  %c = ptrain.concat %s, %s {axis = 0 : i64} : tensor<24x4xf32>, tensor<24x4xf32> -> tensor<48x4xf32>
+  return %c : tensor<48x4xf32>
+}

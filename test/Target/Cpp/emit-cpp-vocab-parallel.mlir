@@ -32,7 +32,7 @@
 //--- vp.mlir
 ptrain.grid @grid(dp = 1, tp = 2)
 ptrain.state @wte key "wte" kind parameter
-    {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, padded = 10 : i64, shape = array<i64: 9, 4>}}
+    {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [9, 4], padded = 10>}
     : tensor<5x4xf32>
 func.func @f(%ids: tensor<2x3xi64>, %labels: tensor<2x3xi64>)
     -> (tensor<2x3x10xf32>, tensor<2x3x5xf32>, tensor<5x4xf32>, tensor<2x3xf32>) {
@@ -65,14 +65,14 @@ func.func @f(%x: tensor<4xf32>, %w: tensor<8xf32>) -> tensor<8xf32> {
 }
 // MASK: error: loc("/gather"): --emit-cpp: 'ptrain.tp_all_gather' supports f32 and i64 tensors, got 'tensor<4xi1>'
 
-// A padded slice must be a single group (a vocabulary), and the padded size tp times the local rows.
+// The padded size must be tp times the local rows (a padded slice of one group is the verifier's C5).
 //--- padded-groups.mlir
 ptrain.grid @grid(tp = 2)
 ptrain.state @w key "w" kind parameter
-    {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 2 : i64, padded = 10 : i64, shape = array<i64: 9, 4>}}
-    : tensor<5x4xf32>
+    {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [9, 4], padded = 10>}
+    : tensor<10x4xf32>
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   %s = ptrain.tp_all_reduce %x on @grid axis tp : tensor<4xf32>
   return %s : tensor<4xf32>
 }
-// GROUPS: error: --emit-cpp: ptrain.tp_slice {{.*}} does not fit the f32 state type 'tensor<5x4xf32>' on 2 ranks of axis "tp"
+// GROUPS: error: --emit-cpp: ptrain.tp_slice {{.*}} does not fit the f32 state type 'tensor<10x4xf32>' on 2 ranks of axis "tp"

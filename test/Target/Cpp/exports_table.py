@@ -9,8 +9,13 @@ models/gpt) plus any given with --extra. For each:
 - tp=2: ptrain-compile --tp 2 (through --ptrain-raise and --ptrain-shard-tp);
 - trains: ptrain-run of the pp=2 step, 20 AdamW steps (lr 3e-3, no warm-up) on 2 ranks over byte-level text
   (bytes >= 128 dropped for a vocabulary under 256, and then taken modulo a vocabulary under 128): the mean loss
-  of steps 16-20 against steps 1-5.
-A failing phase shows its error. Gradients against PyTorch autograd are not a column yet.
+  of steps 16-20 against steps 1-5; trains at tp=2: the same of the tp=2 step.
+- autograd: one training step's loss and gradients (ptrain-interpret of --ptrain-build-training-step
+  optimizer=none on the export's input tokens) against PyTorch autograd on the same weights
+  (python/ptrain_fixtures/exports_reference_grads.py, float64, with Debian's torch 1.13 in /usr/bin/python3):
+  the loss within 1e-4 relative, every gradient within 1e-4 of its largest entry (ptrain-interpret --rtol);
+  "n/a" where the row's PyTorch model is not in the tree (the dynamo rows' Hugging Face models need torch 2.x).
+A failing phase shows its error.
 
 Usage: exports_table.py <build-dir> <source-dir> <scratch-dir> [--write-doc docs/Exports.md] [--extra M.onnx ...]
 """
@@ -69,6 +74,63 @@ def corpus_for(vocab, full, ascii, work):
     return out
 
 
+def isa():
+    """The machine's vector ISA as OpenBLAS and PyTorch see it (docs/ENV.md: the GEMMs' last bits differ)."""
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    if "avx512f" in flags:
+        extra = [n for f, n in (("avx512_bf16", "BF16"), ("avx512_fp16", "FP16")) if f in flags]
+        return "AVX-512" + (" with " + " and ".join(extra) if extra else "")
+    if "avx2" in flags:
+        return "AVX2"
+    return "no AVX2"
+
+
+RTOL = 1e-4
+
+
+def autograd(bin_dir, work, name, model):
+    """The autograd column: ptrain's one-step loss and gradients against PyTorch's (see the docstring)."""
+    ref = os.path.join(work, name + "-autograd")
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.environ["PTRAIN_TABLE_ROOT"], "python"))
+    p = subprocess.run(["/usr/bin/python3", "-m", "ptrain_fixtures.exports_reference_grads", model, ref], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode == 3 or "No module named 'torch'" in p.stdout:
+        return "n/a"
+    if p.returncode == 5:
+        return "n/a (training-mode dropout: random masks)"
+    if p.returncode != 0:
+        return "reference failed: " + first_error(p.stdout)
+    mlir, step = os.path.join(ref, "model.mlir"), os.path.join(ref, "step.mlir")
+    for cmd in ([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", model, "--signature", "auto", "-o", mlir],
+                [os.path.join(bin_dir, "ptrain-opt"), mlir, "--ptrain-build-training-step=optimizer=none", "-o", step]):
+        rc, log = e2e.run(cmd)
+        if rc != 0:
+            return first_error(log)
+    rc, log = e2e.run([os.path.join(bin_dir, "ptrain-interpret"), step, "--entry", "train_step", "--weights", model,
+                       "--input", os.path.join(ref, "tokens.pb"), "--expect-grads",
+                       os.path.join(ref, "reference_grads.onnx"), "--rtol", str(RTOL)])
+    loss = re.search(r"result 0: tensor<f32>.* value = (\S+)", log)
+    if not loss:
+        return first_error(log)
+    with open(os.path.join(ref, "reference_loss.txt")) as f:
+        expected = float(f.read())
+    rel = abs(float(loss.group(1)) - expected) / abs(expected)
+    grads = re.findall(r"grad of '[^']*': max\|x - expected\| / max\|expected\| = (\S+) \(rtol [^)]*\): (\w+)", log)
+    worst = max((float(g) for g, _ in grads), default=0.0)
+    bad = sum(1 for _, verdict in grads if verdict != "ok")
+    ok = rc == 0 and rel <= RTOL and not bad and grads
+    return (f"{'yes' if ok else 'NO'}: loss {expected:.4f} (rel {rel:.0e}), {len(grads)} gradients, worst "
+            f"{worst:.0e}" + (f", {bad} over" if bad else ""))
+
+
 def row(bin_dir, work, exporter, model, full, ascii):
     name = os.path.splitext(os.path.basename(model))[0]
     out = {"exporter": exporter, "model": os.path.relpath(model, os.environ.get("PTRAIN_TABLE_ROOT", "/"))}
@@ -83,24 +145,30 @@ def row(bin_dir, work, exporter, model, full, ascii):
     rc, log = e2e.run([os.path.join(bin_dir, "ptrain-compile"), model, "--pp", "2", "--micro-batches", "2", *common,
                        "-o", pp_dir])
     out["pp=2"] = "ok" if rc == 0 else first_error(log)
-    rc_tp, log = e2e.run([os.path.join(bin_dir, "ptrain-compile"), model, "--tp", "2", *common,
-                          "-o", os.path.join(work, name + "-tp2")])
+    tp_dir = os.path.join(work, name + "-tp2")
+    rc_tp, log = e2e.run([os.path.join(bin_dir, "ptrain-compile"), model, "--tp", "2", *common, "-o", tp_dir])
     out["tp=2"] = "ok" if rc_tp == 0 else first_error(log)
-    if rc != 0:
-        return out
-    with open(os.path.join(pp_dir, "plan.json")) as f:
+    out["autograd"] = autograd(bin_dir, work, name, model)
+    if rc == 0:
+        out["trains"] = train(bin_dir, work, name + "-pp2", pp_dir, full, ascii)
+    if rc_tp == 0:
+        out["trains at tp=2"] = train(bin_dir, work, name + "-tp2", tp_dir, full, ascii)
+    return out
+
+
+def train(bin_dir, work, name, plan_dir, full, ascii):
+    """20 steps of the compiled step in `plan_dir`: the mean loss of steps 1-5 and 16-20."""
+    with open(os.path.join(plan_dir, "plan.json")) as f:
         vocab = json.load(f)["vocab"]
     losses = os.path.join(work, name + "-losses.json")
-    rc, log = e2e.run([os.path.join(bin_dir, "ptrain-run"), pp_dir, "--data", corpus_for(vocab, full, ascii, work),
+    rc, log = e2e.run([os.path.join(bin_dir, "ptrain-run"), plan_dir, "--data", corpus_for(vocab, full, ascii, work),
                        "--steps", str(STEPS), "--val-every", str(STEPS), "--no-plots", "--log", losses], timeout=600)
     if rc != 0:
-        out["trains"] = first_error(log)
-        return out
+        return first_error(log)
     with open(losses) as f:
-        train = json.load(f)["train_loss"]
-    first, last = sum(train[:5]) / 5, sum(train[-5:]) / 5
-    out["trains"] = f"{'yes' if last < first else 'NO'}: {first:.3f} -> {last:.3f}"
-    return out
+        loss = json.load(f)["train_loss"]
+    first, last = sum(loss[:5]) / 5, sum(loss[-5:]) / 5
+    return f"{'yes' if last < first else 'NO'}: {first:.3f} -> {last:.3f}"
 
 
 def main():
@@ -122,14 +190,17 @@ def main():
         rows.append(r)
     cpu = subprocess.run(["sh", "-c", "lscpu | grep 'Model name' | sed 's/.*: *//'"], stdout=subprocess.PIPE,
                          text=True).stdout.strip()
-    cols = ["exporter", "model", "import", "constants", "pp=2", "tp=2", "trains"]
+    cols = ["exporter", "model", "import", "constants", "autograd", "pp=2", "tp=2", "trains", "trains at tp=2"]
     lines = ["# Real exports: import, compile, train", "",
              "Generated by `python3 test/Target/Cpp/exports_table.py build . /tmp/exports-table --write-doc "
              "docs/Exports.md`; do not edit. One row per export in the source tree (what each column checks: the "
              "script's docstring). `constants`: initializers the importer holds constant (no gradient, no optimizer "
-             "state). `trains`: 20 AdamW steps (lr 3e-3) of the pp=2 step on 2 ranks over byte-level text, the "
-             f"mean loss of steps 1-5 -> 16-20. Machine: {cpu} ({platform.machine()}), "
-             "OPENBLAS_NUM_THREADS=1. Not yet a column: one step's loss and gradients against PyTorch autograd.", "",
+             "state). `autograd`: one step's loss and gradients against PyTorch autograd on the same weights (torch "
+             "1.13, float64; the loss within 1e-4 relative, each gradient within 1e-4 of its largest entry; worst: "
+             "the largest gradient error), n/a where the row's PyTorch model is not in the tree. `trains`: 20 AdamW "
+             "steps (lr 3e-3) of the pp=2 step on 2 ranks over byte-level text, the mean loss of steps 1-5 -> 16-20; "
+             "`trains at tp=2`: the same of the tp=2 step (2 ranks). "
+             f"Machine: {cpu} ({platform.machine()}, {isa()}), OPENBLAS_NUM_THREADS=1.", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")

@@ -15,6 +15,9 @@ For each:
 3. ptrain-run trains 20 AdamW steps (lr 3e-3, no warm-up) on 2 ranks over byte-level text (data.py's corpus
    of the Python standard library; its bytes >= 128 dropped for the dynamo exports, whose vocabulary is 128):
    the mean training loss of the last 5 steps is below that of the first 5, and the final validation loss is below the first.
+4. for the exports in TP2 (parameters read in several places), ptrain-compile --tp 2 (through --ptrain-raise and
+   --ptrain-shard-tp) and 20 steps of it on 2 ranks lower the training loss likewise.
+The dynamo exporter's BERT with its optimization (hf/bert-folded.onnx, vocabulary 128) is checked the same way.
 Usage: hf_exports_train.py <build-dir> <source-dir> <scratch-dir>
 """
 
@@ -30,7 +33,11 @@ HF = ("Import", "ONNX", "opset18+", "hf")
 FIXTURES = {"gpt2-folded": (HF, ("ptrain.gelu", "ptrain.layer_norm"), True),
             "llama": (HF, ("ptrain.rms_norm",), True),
             "llama-folded": (HF, ("ptrain.rms_norm",), True),
-            "gpt-opset14": (("Import", "ONNX", "Inputs", "exports"), ("ptrain.gelu", "ptrain.layer_norm"), False)}
+            "gpt-opset14": (("Import", "ONNX", "Inputs", "exports"), ("ptrain.gelu", "ptrain.layer_norm"), False),
+            "bert-folded": (HF, ("ptrain.layer_norm",), True)}
+# Exports whose parameters are read in several places (the exporter merged equal values into one initializer:
+# bert-folded's zero biases into a LayerNorm bias, gpt-opset14's two layers' Q|K|V biases): also at tp=2.
+TP2 = ("gpt-opset14", "bert-folded")
 STEPS = 20
 
 
@@ -87,6 +94,23 @@ def main():
         first, last = sum(train[:5]) / 5, sum(train[-5:]) / 5
         e2e.check(last < first, f"{name}: mean train loss of steps 1-5 {first:.4f} -> 16-20 {last:.4f}")
         e2e.check(val[-1][1] < val[0][1], f"{name}: val loss {val[0][1]:.4f} -> {val[-1][1]:.4f}")
+        if name in TP2:
+            tp_out = os.path.join(work, name + "-tp2")
+            rc, log = e2e.run([os.path.join(bin_dir, "ptrain-compile"), model, "--tp", "2", "--lr", "3e-3",
+                               "--warmup-steps", "0", "--import-options", "--signature auto", "-o", tp_out])
+            e2e.check(rc == 0, f"{name}: ptrain-compile --tp 2" + ("" if rc == 0 else ":\n" + log[-3000:]))
+            if rc != 0:
+                continue
+            losses = os.path.join(work, name + "-tp2-losses.json")
+            rc, log = e2e.run([os.path.join(bin_dir, "ptrain-run"), tp_out, "--data", data, "--steps", str(STEPS),
+                               "--val-every", str(STEPS), "--no-plots", "--log", losses], timeout=300)
+            e2e.check(rc == 0, f"{name}: ptrain-run tp=2 --steps {STEPS}" + ("" if rc == 0 else ":\n" + log[-3000:]))
+            if rc != 0:
+                continue
+            with open(losses) as f:
+                train = json.load(f)["train_loss"]
+            first, last = sum(train[:5]) / 5, sum(train[-5:]) / 5
+            e2e.check(last < first, f"{name}: tp=2 mean train loss of steps 1-5 {first:.4f} -> 16-20 {last:.4f}")
     e2e.finish()
 
 

@@ -44,3 +44,46 @@ LogicalResult TPAllReduceOp::buildGradients(OpBuilder &, ArrayRef<Value> resultG
   operandGrads.push_back(resultGrads[0]);
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// TPSplitOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TPSplitOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  const int64_t dim = getDimAttr().getInt();
+  // (C3)
+  if (dim < 0 || dim >= in.getRank())
+    return emitOpError() << "dim " << dim << " is not a dimension of " << in;
+  // (C4), the part that does not need the grid.
+  if (out.getRank() != in.getRank() || out.getElementType() != in.getElementType())
+    return emitOpError() << "result " << out << " must have the rank and element type of the input " << in;
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    if (d != dim && out.getDimSize(d) != in.getDimSize(d))
+      return emitOpError() << "result " << out << " must equal the input " << in << " outside dimension " << dim;
+  return success();
+}
+
+LogicalResult TPSplitOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<int64_t> size =
+      verifyCollectiveGroup(*this, symbolTable, getGridAttr(), ArrayAttr::get(getContext(), {getAxisAttr()}));
+  if (failed(size))
+    return failure();
+  // (C4)
+  const int64_t dim = getDimAttr().getInt();
+  const int64_t whole = cast<RankedTensorType>(getInput().getType()).getDimSize(dim);
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (whole % *size != 0 || out.getDimSize(dim) * *size != whole)
+    return emitOpError() << "result dimension " << dim << " must be " << whole << " / " << *size
+                         << " (the size of axis " << getAxis() << "), got " << out;
+  return success();
+}
+
+/// The input is replicated: its gradient is every rank's block of the result's gradient, gathered.
+LogicalResult TPSplitOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(TPAllGatherOp::create(b, getLoc(), getInput().getType(), resultGrads[0], getGrid(), getAxis(),
+                                               getDimAttr().getInt()));
+  return success();
+}

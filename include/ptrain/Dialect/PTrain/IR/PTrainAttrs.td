@@ -1,4 +1,4 @@
-//===- PTrainAttrs.td - ptrain attributes: codecs, matrix views -*- tablegen -*-===//
+//===- PTrainAttrs.td - ptrain attributes: codecs, matrix views, plan -*- tablegen -*-===//
 
 #ifndef PTRAIN_DIALECT_PTRAIN_IR_PTRAINATTRS_TD
 #define PTRAIN_DIALECT_PTRAIN_IR_PTRAINATTRS_TD
@@ -38,6 +38,52 @@ def PTrain_MatrixViewAttr : PTrain_Attr<"MatrixView", "matrix_view"> {
     static ::mlir::FailureOr<std::pair<int64_t, int64_t>>
     getMatrixShape(MatrixViewAttr view, ::mlir::RankedTensorType type,
                    ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError);
+  }];
+}
+
+def PTrain_TPSliceAttr : PTrain_Attr<"TPSlice", "tp_slice"> {
+  let summary = "How --ptrain-shard-tp sliced a parameter over a grid axis (Megatron-LM).";
+  let description = [{
+    The value of the discardable attribute `ptrain.tp_slice` on a `ptrain.state` that `--ptrain-shard-tp`
+    (or `vocab-parallel=true`) sliced: dimension `dim` of the model's tensor of shape `shape` (the ONNX
+    initializer's) is viewed as `groups` x parts x chunk, and the rank with coordinate c on grid axis `axis`
+    (parts ranks) holds [:, c, :]; the state's type is that local part. `padded`, when given, is the size
+    `shape[dim]` is padded to with zero rows, a multiple of the parts (a vocabulary padded for
+    vocabulary parallelism; then `groups` is 1). Readers: the code generators, the multi-rank executor and
+    plan.json (docs/Plan.md, "Tensor parallelism"), through `getTPSlice` (PTrainPlanAttrs.h).
+
+    Constraints of the attribute:
+    * (C1) `axis` is not empty;
+    * (C2) `shape` is not empty and every size is >= 1;
+    * (C3) `dim` is a dimension of `shape`;
+    * (C4) `groups` >= 1 and divides `shape[dim]`;
+    * (C5) `padded`, when given, is >= `shape[dim]` and `groups` is 1.
+
+    Constraints where it sits (the dialect's `verifyOperationAttribute`):
+    * (C6) `ptrain.tp_slice` is a `#ptrain.tp_slice`;
+    * (C7) on a `ptrain.state`;
+    * (C8) whose type has the rank of `shape` and equals it in every dimension but `dim`;
+    * (C9) whose size in `dim` is a multiple of `groups` and divides `padded` (or `shape[dim]`).
+
+    ```mlir
+    ptrain.state @qkv key "h.0.attn.c_attn.weight" kind parameter
+        {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 3, shape = [128, 384]>}
+        : tensor<128x192xf32>
+    ptrain.state @wte key "transformer.wte.weight" kind parameter
+        {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [257, 128], padded = 258>}
+        : tensor<129x128xf32>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the grid axis">:$axis, "int64_t":$dim, "int64_t":$groups,
+                        ArrayRefParameter<"int64_t">:$shape, DefaultValuedParameter<"int64_t", "0">:$padded);
+  let assemblyFormat = [{
+    `<` `axis` `=` $axis `,` `dim` `=` $dim `,` `groups` `=` $groups `,` `shape` `=` `[` $shape `]`
+    (`,` `padded` `=` $padded^)? `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// shape[dim] padded to a multiple of the parts: `padded` when given, else shape[dim].
+    int64_t getPaddedSize() const { return getPadded() ? getPadded() : getShape()[getDim()]; }
   }];
 }
 

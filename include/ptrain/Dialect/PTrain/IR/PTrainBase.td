@@ -38,6 +38,8 @@ def PTrain_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
   let usePropertiesForAttributes = 1;
+  // The plan attributes on ops (ptrain.tp_slice, PTrainPlanAttrs.h) are checked where they sit.
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
     void registerTypes();

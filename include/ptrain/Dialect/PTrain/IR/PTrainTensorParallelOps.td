@@ -2,7 +2,7 @@
 //
 // The tensor-parallel collectives of the forward graph (DESIGN "IR levels", --ptrain-shard-tp): Megatron-LM's
 // conjugate pair f and g (Shoeybi et al., "Megatron-LM: Training Multi-Billion Parameter Language Models Using
-// Model Parallelism", 2019, section 3, figure 3). They are model-level ops with gradient rules, so the
+// Model Parallelism", 2019, section 3, figure 3), and the split that takes a rank's part of a replicated value. They are model-level ops with gradient rules, so the
 // backward all-reduces of tensor parallelism come out of reverse-mode autodiff instead of being placed by hand.
 // Unlike the asynchronous collectives of PTrainParallelOps.td they complete in place: a tensor-parallel
 // all-reduce sits on the critical path of every layer and has nothing to overlap with.
@@ -64,6 +64,40 @@ def PTrain_TPAllReduceOp : PTrain_TensorParallelOp<"tp_all_reduce"> {
     %out = ptrain.tp_all_reduce %part on @grid axis tp : tensor<4x64x128xf32>
     ```
   }];
+}
+
+def PTrain_TPSplitOp : PTrain_Op<"tp_split", [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<PTrain_GradientOpInterface>]> {
+  let summary = "This rank's contiguous part of a replicated tensor along one dimension; all-gather backward.";
+  let description = [{
+    Every rank of the `axis` group holds the same `input`; rank r (its coordinate on `axis`) keeps block r of
+    dimension `dim`, of size input_dim / axis_size. No communication forward. The input is replicated, so its
+    gradient is the concatenation of the ranks' blocks: the gradient rule is `ptrain.tp_all_gather` along
+    `dim` (Megatron-LM's `_ScatterToModelParallelRegion`, megatron/core/tensor_parallel/mappings.py: split
+    forward, all-gather backward).
+
+    `--ptrain-shard-tp` takes a parameter's rank part with it where one reader of the parameter is inside a
+    tensor-parallel region (a column-parallel bias) and another reads it whole (a LayerNorm's bias that the
+    exporter merged with it for equal values): the state stays replicated and its gradient whole, the same
+    on every rank.
+
+    Constraints:
+    * (C1) `grid` names a `ptrain.grid`;
+    * (C2) `axis` is one of its axes;
+    * (C3) `dim` is in [0, rank) of the input;
+    * (C4) the result has the input's element type and shape, except dimension `dim`, which is the input's
+      divided by the size of `axis` (which divides it).
+
+    ```mlir
+    %b = ptrain.state_read @ln_bias : tensor<128xf32>
+    %local = ptrain.tp_split %b on @grid axis tp dim 0 : tensor<128xf32> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$grid, StrAttr:$axis, I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `on` $grid `axis` custom<AxisName>($axis) `dim` $dim attr-dict `:` type($input) "
+                       "`->` type($result)";
+  let hasVerifier = 1;
 }
 
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINTENSORPARALLELOPS_TD

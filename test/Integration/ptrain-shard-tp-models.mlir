@@ -14,7 +14,7 @@
 // RUN: ptrain-translate --import-onnx %S/../Import/ONNX/Inputs/exports/gpt2-opset17.onnx --signature auto | ptrain-opt --ptrain-raise --ptrain-shard-tp="tp=2" | FileCheck %s --check-prefix=HF-GPT2
 
 // In BERT, Q, K and V each keep the columns (and bias entries) of the rank's 2 of 4 heads; one f feeds all three.
-// BERT: ptrain.state @bert.encoder.layer.0.attention.self.query.bias {{.*}}ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 32>}} : tensor<16xf32>
+// BERT: ptrain.state @bert.encoder.layer.0.attention.self.query.bias {{.*}}ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [32]>} : tensor<16xf32>
 // BERT: ptrain.state @bert.encoder.layer.0.intermediate.dense.weight_transposed {{.*}} kind parameter : tensor<32x37xf32>
 // BERT: %[[X:.*]] = ptrain.tp_copy %{{.*}} on @grid axis tp : tensor<2x7x32xf32>
 // BERT-NEXT: ptrain.matmul %[[X]], %{{.*}} {ptrain.linear = {layer = 0 : i64, role = "q"}} : tensor<2x7x32xf32>, tensor<32x16xf32>
@@ -33,8 +33,8 @@
 
 // LLaMA: per rank 2 query heads and their one key/value head; rotary embeddings on the local heads, K and V
 // repeated to the rank's query heads; SwiGLU's gate and up column-parallel behind one f.
-// LLAMA: ptrain.state @layers.0.k_proj.weight {{.*}}ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 1 : i64, shape = array<i64: 64, 32>}} : tensor<64x16xf32>
-// LLAMA: ptrain.state @layers.0.down_proj.weight {{.*}}ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 128, 64>}} : tensor<64x64xf32>
+// LLAMA: ptrain.state @layers.0.k_proj.weight {{.*}}ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 1, shape = [64, 32]>} : tensor<64x16xf32>
+// LLAMA: ptrain.state @layers.0.down_proj.weight {{.*}}ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [128, 64]>} : tensor<64x64xf32>
 // LLAMA: ptrain.state @norm.weight key "norm.weight" kind parameter : tensor<64xf32>
 // LLAMA: ptrain.rms_norm %{{.*}} : tensor<2x16x64xf32>, tensor<64xf32>
 // LLAMA: ptrain.tp_copy
@@ -52,7 +52,7 @@
 
 // In Hugging Face GPT-2, the fused c_attn output [B S, 3 x hidden] keeps its 3 groups through the reshape to
 // [B, S, 3 x hidden] before the split.
-// HF-GPT2: ptrain.state @transformer.h.0.attn.c_attn.weight {{.*}}ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 3 : i64, shape = array<i64: 32, 96>}} : tensor<32x48xf32>
+// HF-GPT2: ptrain.state @transformer.h.0.attn.c_attn.weight {{.*}}ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 3, shape = [32, 96]>} : tensor<32x48xf32>
 // HF-GPT2: ptrain.matmul %{{.*}} {ptrain.linear = {layer = 0 : i64, role = "qkv"}} : tensor<16x32xf32>, tensor<32x48xf32>
 // HF-GPT2: ptrain.reshape %{{.*}} : tensor<16x48xf32> -> tensor<2x8x48xf32>
 // HF-GPT2: ptrain.split %{{.*}} sizes = array<i64: 16, 16, 16>

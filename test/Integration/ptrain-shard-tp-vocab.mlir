@@ -11,7 +11,7 @@
 // The bundled GPT at tp = 2: the tied wte.weight (256 x 128) keeps 128 rows per rank, no padding; the token
 // embedding is the rank's lookup plus g, the position embedding stays whole; the head gets f, makes 128 logits
 // per position and the forward returns them gathered (256).
-// CHECK: ptrain.state @wte.weight key "wte.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 256, 128>}} : tensor<128x128xf32>
+// CHECK: ptrain.state @wte.weight key "wte.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [256, 128]>} : tensor<128x128xf32>
 // CHECK: ptrain.state @wpe.weight key "wpe.weight" kind parameter : tensor<64x128xf32>
 // CHECK: ptrain.vocab_parallel_embedding %{{.*}}, %arg0 on @grid axis tp : tensor<128x128xf32>, tensor<4x64xi64> -> tensor<4x64x128xf32>
 // CHECK-NEXT: ptrain.tp_all_reduce %{{.*}} on @grid axis tp : tensor<4x64x128xf32>
@@ -21,7 +21,7 @@
 // CHECK: %[[ALL:.*]] = ptrain.tp_all_gather %[[Y]] on @grid axis tp dim 2 : tensor<4x64x128xf32> -> tensor<4x64x256xf32>
 // CHECK: return %[[ALL]] : tensor<4x64x256xf32>
 
-// TP4: {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, shape = array<i64: 256, 128>}} : tensor<64x128xf32>
+// TP4: {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [256, 128]>} : tensor<64x128xf32>
 // TP4: ptrain.tp_all_gather %{{.*}} on @grid axis tp dim 2 : tensor<4x64x64xf32> -> tensor<4x64x256xf32>
 
 // dp = 2 x pp = 2 x tp = 2: both stages read the one sharded wte.weight; the last stage's backward has the
@@ -41,7 +41,7 @@
 
 // gpt2_megatron (untied [8, 10] head weight, vocabulary 10 padded to 16 by vocab-multiple=4): 8 rows (table)
 // and 8 columns (head) per rank.
-// MEGATRON: ptrain.state @word_embeddings.weight key "word_embeddings.weight" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 0 : i64, groups = 1 : i64, padded = 16 : i64, shape = array<i64: 10, 8>}} : tensor<8x8xf32>
-// MEGATRON: ptrain.state @"223" key "223" kind parameter {ptrain.tp_slice = {axis = "tp", dim = 1 : i64, groups = 1 : i64, padded = 16 : i64, shape = array<i64: 8, 10>}} : tensor<8x8xf32>
+// MEGATRON: ptrain.state @word_embeddings.weight key "word_embeddings.weight" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [10, 8], padded = 16>} : tensor<8x8xf32>
+// MEGATRON: ptrain.state @"223" key "223" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 1, shape = [8, 10], padded = 16>} : tensor<8x8xf32>
 // MEGATRON: ptrain.tp_all_gather %{{.*}} on @grid axis tp dim 2 : tensor<2x8x8xf32> -> tensor<2x8x16xf32>
 // MEGATRON: ptrain.slice %{{.*}} {offsets = array<i64: 0, 0, 0>, sizes = array<i64: 2, 8, 10>} : tensor<2x8x16xf32> -> tensor<2x8x10xf32>

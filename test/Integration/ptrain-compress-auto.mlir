@@ -1,17 +1,17 @@
 // RUN: ptrain-translate --import-onnx %S/../../models/gpt/gpt.onnx -o %t.mlir
 // RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=4" --ptrain-schedule -o %t.sched.mlir
-// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none" 2>&1 | FileCheck %s --check-prefix=SLOW
-// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/Inputs/h200-free-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none" 2>&1 | FileCheck %s --check-prefix=FREE
+// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none" 2>&1 | FileCheck %s --check-prefix=SLOW
+// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-free-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none" 2>&1 | FileCheck %s --check-prefix=FREE
 // The auto plans lower and verify (one codec state per link) at pp = 2 and at dp = 2 x pp = 2.
-// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null
-// RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=DP
+// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null
+// RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=DP
 // DP: move 1: every dp all-reduce -> #ptrain.powersgd<rank = 4> (clamped per gradient)
 // With the tied gradient's dp all-reduce compressed, FE (reducing it exactly over dp x pp) costs more than
 // it saves: the search turns the seed's FE off.
 // DP: move 2: fused embedding sync -> off
 // DP: with auto
 // A budget no PowerSGD rank meets leaves FE (exact) as the only move: on.
-// RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none auto-error-budget=0.001" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=FE
+// RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none auto-error-budget=0.001" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=FE
 // FE: seeds none {{[0-9.]+}} ms, optimus-cc (not expressible with the candidates)
 // FE: move 1: fused embedding sync -> on, saves {{[0-9.]+}} ms
 // FE: 1 moves
@@ -19,12 +19,12 @@
 // Forward sends with the user's codecs (auto-forward-codecs): on the slow link the 128 KiB activation is as
 // costly as the gradient; 8-bit quantization of every forward send of the link is the best first move, then
 // the backward link at rank 4. The plan lowers and verifies.
-// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=fp16;quant:bits=8" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=FWD
+// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=fp16;quant:bits=8" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=FWD
 // FWD: move 1: forward sends of link 0 -> 1 -> #ptrain.quant<bits = 8>, saves {{[0-9.]+}} ms
 // FWD: move 2: backward sends of link 1 -> 0 -> #ptrain.powersgd<rank = 4>
 // FWD: 2 moves, modelled iteration 1.079 ms uncompressed, 0.539 ms with auto (2.0029x)
 // The error budget keeps fp16 (proxy 2^-11) and drops 8-bit quantization (1/255) and every PowerSGD rank.
-// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=fp16;quant:bits=8 auto-error-budget=0.001" 2>&1 | FileCheck %s --check-prefix=FWDBUDGET
+// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=fp16;quant:bits=8 auto-error-budget=0.001" 2>&1 | FileCheck %s --check-prefix=FWDBUDGET
 // FWDBUDGET: move 1: forward sends of link 0 -> 1 -> #ptrain.cast<f16>
 // FWDBUDGET-NOT: move 2
 // FWDBUDGET: forward_error_feedback = false, forward_sends = {{\[}}[#ptrain.cast<f16>, #ptrain.cast<f16>, #ptrain.cast<f16>, #ptrain.cast<f16>], [false, false, false, false]]
@@ -51,12 +51,12 @@
 // feedback) is the fastest on the slow link and within the 2% quality budget; the search then puts PowerSGD
 // rank 4 on the backward link and 4-bit quantization on the forward one, each move listing its predicted
 // quality cost; the plan's total stays within the budget. The plan lowers and verifies.
-// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEFAULT
+// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEFAULT
 // DEFAULT: mcbench fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1 0.570 ms quality 1.800%; starting from mcbench
 // DEFAULT: move 1: backward sends of link 1 -> 0 -> #ptrain.powersgd<rank = 4>, saves {{[0-9.]+}} ms (iteration {{[0-9.]+}} ms), quality cost +0.138% (plan 1.938%)
 // DEFAULT: move 2: forward sends of link 0 -> 1 -> #ptrain.quant<bits = 4>
 // DEFAULT: 2 moves, modelled iteration 1.079 ms uncompressed, 0.477 ms with auto (2.2641x), {{.*}}; predicted quality cost 1.946% (budget 2.000%)
 // A tighter budget (0.5%) rules the mcbench seed out; optimus-cc's seeds stay.
-// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-quality-budget=0.005" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: ptrain-opt %t.sched.mlir --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-quality-budget=0.005" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BUDGET
 // BUDGET: mcbench fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1 0.570 ms quality 1.800% (over the budget); starting from optimus-cc cb-sends=critical
 // BUDGET: predicted quality cost {{0\.[0-4][0-9]*}}% (budget 0.500%)

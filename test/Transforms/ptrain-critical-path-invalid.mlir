@@ -1,0 +1,37 @@
+// RUN: ptrain-opt %s --split-input-file --verify-diagnostics --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json"
+
+// The schedule is timed per pipeline stage: the module needs the pipeline of --ptrain-split-stages.
+// expected-error@+1 {{--ptrain-critical-path: the module has no ptrain.pipeline (run --ptrain-split-stages and --ptrain-build-training-step)}}
+module {
+}
+
+// -----
+
+// ... and the table of --ptrain-schedule.
+// expected-error@+1 {{--ptrain-critical-path: the module has no ptrain.schedule table (run --ptrain-schedule)}}
+module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}} {
+}
+
+// -----
+
+// The grid says how many GPUs the plan takes; its pp must be the pipeline's.
+// expected-error@+1 {{--ptrain-critical-path: the module has no ptrain.grid with an axis pp of size 2}}
+module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["F0", "B0", "O"], ["FB0", "O"]]}} {
+  ptrain.grid @grid(dp = 2)
+}
+
+// -----
+
+// dp = 8 x pp = 2 needs 16 GPUs; the toy cluster has one node of 8.
+// expected-error@+1 {{--ptrain-critical-path: nodes: the grid needs 16 GPUs but the cluster has 1 x 8 = 8}}
+module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["F0", "B0", "O"], ["FB0", "O"]]}} {
+  ptrain.grid @grid(dp = 8, pp = 2)
+}
+
+// -----
+
+// Every step of the table is timed through its stage function: a missing one is named.
+// expected-error@+1 {{--ptrain-critical-path: stage 0: missing @forward_stage0 (run --ptrain-build-training-step)}}
+module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["F0", "B0", "O"], ["FB0", "O"]]}} {
+  ptrain.grid @grid(pp = 2)
+}

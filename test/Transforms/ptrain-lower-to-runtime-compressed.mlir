@@ -1,0 +1,107 @@
+// RUN: ptrain-opt %s --split-input-file --ptrain-lower-to-runtime="eval=false" | FileCheck %s
+
+// --ptrain-lower-to-runtime materializes the ptrain.compression record of --ptrain-compress (written by hand
+// here, as the pass writes it) on the stub stages of ptrain-lower-to-runtime.mlir: pp = 2, 1F1B, 2 micro-batches
+// of 2 x 4 tokens, hidden size 8.
+
+// CB on FB1's gradient (the link 1 -> 0) with PowerSGD rank 2 and LEP's residual: the link's residual and
+// warm-start Q become keyed states; stage 1 compresses with error feedback, writes both states back and sends
+// P and Q (tag 2i + 1 = 3, then 3 + 2 M = 7); stage 0 receives both and decompresses before B1. FB0's
+// gradient (tag 1) travels uncompressed.
+// CHECK-LABEL: module @cb
+// CHECK-DAG: ptrain.state @pp1to0_warm_start_q key "pp1->0/warm_start_q" kind codec_warm_start : tensor<8x2xf32>
+// CHECK-DAG: ptrain.state @pp1to0_residual key "pp1->0/residual" kind codec_residual : tensor<2x4x8xf32>
+// CHECK-LABEL: func.func @stage0_train_step(
+// CHECK: ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1 : i64} : !ptrain.request<tensor<2x4x8xf32>>
+// CHECK: %[[RP:.*]] = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 3 : i64} : !ptrain.request<tensor<8x2xf32>>
+// CHECK-NEXT: %[[P:.*]] = ptrain.wait %[[RP]]
+// CHECK-NEXT: %[[RQ:.*]] = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 7 : i64} : !ptrain.request<tensor<8x2xf32>>
+// CHECK-NEXT: %[[Q:.*]] = ptrain.wait %[[RQ]]
+// CHECK-NEXT: %[[D:.*]] = ptrain.decompress %[[P]], %[[Q]] {codec = #ptrain.powersgd<rank = 2>} : (tensor<8x2xf32>, tensor<8x2xf32>) -> tensor<2x4x8xf32>
+// CHECK: call @stage0_backward(%{{.*}}, %[[D]])
+// CHECK-LABEL: func.func @stage1_train_step(
+// CHECK: ptrain.send_start %{{.*}} to @grid axis pp offset -1 {ptrain.tag = 1 : i64} : tensor<2x4x8xf32>
+// CHECK: %[[FB1:.*]]:2 = call @stage1_forward_backward(
+// CHECK: %[[E:.*]] = ptrain.state_read @pp1to0_residual : tensor<2x4x8xf32>
+// CHECK-NEXT: %[[Q0:.*]] = ptrain.state_read @pp1to0_warm_start_q : tensor<8x2xf32>
+// CHECK-NEXT: %[[CODES:.*]]:2, %[[NEW:.*]]:2 = ptrain.compress %[[FB1]]#1 state(%[[E]], %[[Q0]]) {codec = #ptrain.powersgd<rank = 2>, error_feedback}
+// CHECK-NEXT: ptrain.state_write %[[NEW]]#0 to @pp1to0_residual
+// CHECK-NEXT: ptrain.state_write %[[NEW]]#1 to @pp1to0_warm_start_q
+// CHECK-NEXT: ptrain.send_start %[[CODES]]#0 to @grid axis pp offset -1 {ptrain.tag = 3 : i64} : tensor<8x2xf32>
+// CHECK-NEXT: ptrain.send_start %[[CODES]]#1 to @grid axis pp offset -1 {ptrain.tag = 7 : i64} : tensor<8x2xf32>
+module @cb attributes {ptrain.compression = {backward_codec = #ptrain.powersgd<rank = 2>, backward_error_feedback = true, backward_sends = [[false, false], [false, true]], dp_all_reduce = [false, false], forward_error_feedback = false, forward_sends = [[false, false], [false, false]], fused_embedding = false, policy = "optimus-cc", sc_error_feedback = true, sc_rank = 128 : i64}, ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+  ptrain.grid @grid(pp = 2)
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+    %h = arith.constant dense<1.0> : tensor<2x4x8xf32>
+    return %h : tensor<2x4x8xf32>
+  }
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64} {
+    return
+  }
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+    return
+  }
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = 1 : i64} {
+    %logits = arith.constant dense<0.0> : tensor<2x4x16xf32>
+    return %logits : tensor<2x4x16xf32>
+  }
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64} {
+    %loss = arith.constant dense<2.0> : tensor<f32>
+    return %loss, %h : tensor<f32>, tensor<2x4x8xf32>
+  }
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+    return
+  }
+}
+
+// -----
+
+// MCBench: every forward send of stage 0 with 8-bit quantization and error feedback (one residual for the link
+// 0 -> 1): packed bytes and per-row scales, tags 2i and 2i + 2 M; stage 1 decodes before its forward-backward.
+// CHECK-LABEL: module @forward_quant
+// CHECK: ptrain.state @pp0to1_residual key "pp0->1/residual" kind codec_residual : tensor<2x4x8xf32>
+// CHECK-NOT: ptrain.state @pp1to0
+// CHECK-LABEL: func.func @stage0_train_step(
+// CHECK: %[[Y0:.*]] = call @forward_stage0(
+// CHECK-NEXT: %[[E:.*]] = ptrain.state_read @pp0to1_residual
+// CHECK-NEXT: %[[C:.*]]:2, %[[N:.*]] = ptrain.compress %[[Y0]] state(%[[E]]) {codec = #ptrain.quant<bits = 8>, error_feedback} : tensor<2x4x8xf32> state(tensor<2x4x8xf32>) -> (tensor<64xi8>, tensor<8xf32>) state(tensor<2x4x8xf32>)
+// CHECK-NEXT: ptrain.state_write %[[N]] to @pp0to1_residual
+// CHECK-NEXT: ptrain.send_start %[[C]]#0 to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<64xi8>
+// CHECK-NEXT: ptrain.send_start %[[C]]#1 to @grid axis pp offset 1 {ptrain.tag = 4 : i64} : tensor<8xf32>
+// CHECK: call @forward_stage0(
+// CHECK: ptrain.send_start %{{.*}} {ptrain.tag = 2 : i64} : tensor<64xi8>
+// CHECK-NEXT: ptrain.send_start %{{.*}} {ptrain.tag = 6 : i64} : tensor<8xf32>
+// Gradients come back uncompressed.
+// CHECK: ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1 : i64} : !ptrain.request<tensor<2x4x8xf32>>
+// CHECK-LABEL: func.func @stage1_train_step(
+// CHECK: %[[R0:.*]] = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<64xi8>>
+// CHECK-NEXT: %[[B0:.*]] = ptrain.wait %[[R0]]
+// CHECK-NEXT: %[[R1:.*]] = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 4 : i64} : !ptrain.request<tensor<8xf32>>
+// CHECK-NEXT: %[[S0:.*]] = ptrain.wait %[[R1]]
+// CHECK-NEXT: %[[X0:.*]] = ptrain.decompress %[[B0]], %[[S0]] {codec = #ptrain.quant<bits = 8>} : (tensor<64xi8>, tensor<8xf32>) -> tensor<2x4x8xf32>
+// CHECK: call @stage1_forward_backward(%[[X0]],
+// CHECK-NOT: ptrain.compress
+module @forward_quant attributes {ptrain.compression = {backward_error_feedback = true, backward_sends = [[false, false], [false, false]], dp_all_reduce = [false, false], forward_codec = #ptrain.quant<bits = 8>, forward_error_feedback = true, forward_sends = [[true, true], [false, false]], fused_embedding = false, policy = "mcbench", sc_error_feedback = true, sc_rank = 128 : i64}, ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+  ptrain.grid @grid(pp = 2)
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+    %h = arith.constant dense<1.0> : tensor<2x4x8xf32>
+    return %h : tensor<2x4x8xf32>
+  }
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64} {
+    return
+  }
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+    return
+  }
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = 1 : i64} {
+    %logits = arith.constant dense<0.0> : tensor<2x4x16xf32>
+    return %logits : tensor<2x4x16xf32>
+  }
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64} {
+    %loss = arith.constant dense<2.0> : tensor<f32>
+    return %loss, %h : tensor<f32>, tensor<2x4x8xf32>
+  }
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+    return
+  }
+}

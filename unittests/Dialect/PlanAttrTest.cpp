@@ -1,0 +1,72 @@
+//===- PlanAttrTest.cpp - the typed plan attributes through their C++ API -===//
+//
+// #ptrain.tp_slice as the passes build it (TPSliceAttr::getChecked) and read it (getTPSlice, getPaddedSize):
+// what the parser cannot reach, an empty shape (C2), and the accessors of PTrainPlanAttrs.h. The textual
+// constraints are lit tests: test/Dialect/PTrain/plan-attrs{,-invalid}.mlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "gtest/gtest.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+namespace {
+
+class PlanAttrTest : public ::testing::Test {
+protected:
+  PlanAttrTest() { ctx.loadDialect<PTrainDialect>(); }
+
+  /// The message of the first diagnostic `build` reports, "" when none.
+  std::string messageOf(llvm::function_ref<void()> build) {
+    std::string message;
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+      if (message.empty())
+        message = diag.str();
+      return success();
+    });
+    build();
+    return message;
+  }
+
+  MLIRContext ctx;
+};
+
+TEST_F(PlanAttrTest, TPSliceNeedsAShape) {
+  // (C2) an empty shape: the parser never makes one (a list needs an element), a pass could.
+  auto emitError = [&] { return mlir::emitError(UnknownLoc::get(&ctx)); };
+  EXPECT_EQ(messageOf([&] { EXPECT_FALSE(TPSliceAttr::getChecked(emitError, &ctx, "tp", 0, 1, {}, 0)); }),
+            "tp_slice shape must be a non-empty list of sizes >= 1");
+  EXPECT_EQ(messageOf([&] { EXPECT_TRUE(TPSliceAttr::getChecked(emitError, &ctx, "tp", 0, 1, {8, 4}, 0)); }), "");
+}
+
+TEST_F(PlanAttrTest, PaddedSizeIsTheSplitSize) {
+  EXPECT_EQ(TPSliceAttr::get(&ctx, "tp", 0, 1, {9, 4}, 10).getPaddedSize(), 10);
+  EXPECT_EQ(TPSliceAttr::get(&ctx, "tp", 1, 3, {8, 24}, 0).getPaddedSize(), 24);
+}
+
+TEST_F(PlanAttrTest, AccessorsRoundTripOnAState) {
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  auto type = RankedTensorType::get({8, 12}, b.getF32Type());
+  auto state = StateOp::create(b, b.getUnknownLoc(), "qkv", "h.0.attn.c_attn.weight", StateKind::Parameter, type);
+  EXPECT_FALSE(getTPSlice(state));
+  auto slice = TPSliceAttr::get(&ctx, "tp", 1, 3, {8, 24}, 0);
+  setTPSlice(state, slice);
+  EXPECT_EQ(getTPSlice(state), slice);
+  EXPECT_TRUE(succeeded(verify(*module)));
+  // (C9) on the verifier: 24 is not a multiple of a local 10.
+  setTPSlice(state, TPSliceAttr::get(&ctx, "tp", 1, 1, {8, 24}, 0));
+  state.setTypeAttr(TypeAttr::get(RankedTensorType::get({8, 10}, b.getF32Type())));
+  EXPECT_EQ(messageOf([&] { EXPECT_TRUE(failed(verify(*module))); }),
+            "'ptrain.tp_slice' the state's size 10 in dimension 1 must be a multiple of groups (1) and divide 24");
+}
+
+} // namespace
