@@ -47,12 +47,12 @@ if [ "$steps" -gt 0 ]; then
   data=$dir/data
   [ -f "$data/data.json" ] || /usr/bin/python3 python/ptrain/data.py --out "$data" --max-bytes 2000000 > /dev/null
   echo "load before run: $(load)" >> "$log"
-  ( while sleep 1; do ps -C python3,ptrain-run -o pid=,rss=,args= 2>/dev/null | grep -- "--worker $out " ; done ) > "$out.rss.txt" &
+  ( while sleep 1; do ps -C python3,ptrain-run -o pid=,rss=,args= 2>/dev/null | grep -- "--worker $out " || true; done ) > "$out.rss.txt" &
   sampler=$!
   /usr/bin/time -v -o "$out.run.time" build/bin/ptrain-run "$out" --data "$data" --steps "$steps" --val-batches 1 \
     --timeout 3600 --log "$out.run.json" --memory-log "$out.mem" --no-plots --no-tensorboard > "$out.run.log" 2>&1 \
     || echo "ptrain-run FAILED (see $out.run.log)" >> "$log"
-  kill "$sampler"
+  kill "$sampler" 2>/dev/null || true
   echo "load after run: $(load)" >> "$log"
   grep -E 'Elapsed|Maximum resident|User time|System time' "$out.run.time" | sed 's/^\s*/ptrain-run /' >> "$log"
   awk '{if ($2 > m[$1]) m[$1] = $2} END {for (p in m) printf "peak RSS of worker pid %s: %d KiB\n", p, m[p]}' \
