@@ -58,14 +58,30 @@ def main():
     build, source, work, bin_dir, _ = e2e.setup(sys.argv)
     full = e2e.corpus(source, work, max_bytes=200000)
     ascii = ascii_corpus(full, os.path.join(work, "ascii"))
+
+    def compile_plan(name, model, out, what, grid):
+        """ptrain-compile `model` on `grid` into `out`; whether it succeeded (checked, named `what`)."""
+        rc, log = e2e.run([os.path.join(bin_dir, "ptrain-compile"), model, *grid, "--lr", "3e-3",
+                           "--warmup-steps", "0", "--import-options", "--signature auto", "-o", out])
+        e2e.check(rc == 0, f"{name}: ptrain-compile {what}" + ("" if rc == 0 else ":\n" + log[-3000:]))
+        return rc == 0
+
+    def run_steps(name, out, data, what, tag):
+        """STEPS ptrain-run steps of the plan in `out`; the run log (checked, named `what`), or None."""
+        losses = os.path.join(work, name + tag + "-losses.json")
+        rc, log = e2e.run([os.path.join(bin_dir, "ptrain-run"), out, "--data", data, "--steps", str(STEPS),
+                           "--val-every", str(STEPS), "--no-plots", "--log", losses], timeout=300)
+        e2e.check(rc == 0, f"{name}: ptrain-run {what}--steps {STEPS}" + ("" if rc == 0 else ":\n" + log[-3000:]))
+        if rc != 0:
+            return None
+        with open(losses) as f:
+            return json.load(f)
+
     for name, (folder, ops, small_vocab) in FIXTURES.items():
         model = os.path.join(source, "test", *folder, name + ".onnx")
         data = ascii if small_vocab else full
         out = os.path.join(work, name)
-        rc, log = e2e.run([os.path.join(bin_dir, "ptrain-compile"), model, "--pp", "2", "--micro-batches", "2",
-                           "--lr", "3e-3", "--warmup-steps", "0", "--import-options", "--signature auto", "-o", out])
-        e2e.check(rc == 0, f"{name}: ptrain-compile --pp 2" + ("" if rc == 0 else ":\n" + log[-3000:]))
-        if rc != 0:
+        if not compile_plan(name, model, out, "--pp 2", ["--pp", "2", "--micro-batches", "2"]):
             continue
         rc, remarks = e2e.run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", model, "--signature", "auto",
                                "-o", os.devnull])
@@ -82,34 +98,21 @@ def main():
         for op in ops:
             e2e.check(op + " " in forward, f"{name}: the forward graph has {op}")
         e2e.check("ptrain.binary pow" not in forward, f"{name}: no ptrain.binary pow left")
-        losses = os.path.join(work, name + "-losses.json")
-        rc, log = e2e.run([os.path.join(bin_dir, "ptrain-run"), out, "--data", data, "--steps", str(STEPS),
-                           "--val-every", str(STEPS), "--no-plots", "--log", losses], timeout=300)
-        e2e.check(rc == 0, f"{name}: ptrain-run --steps {STEPS}" + ("" if rc == 0 else ":\n" + log[-3000:]))
-        if rc != 0:
+        result = run_steps(name, out, data, "", "")
+        if result is None:
             continue
-        with open(losses) as f:
-            result = json.load(f)
         train, val = result["train_loss"], result["val_loss"]
         first, last = sum(train[:5]) / 5, sum(train[-5:]) / 5
         e2e.check(last < first, f"{name}: mean train loss of steps 1-5 {first:.4f} -> 16-20 {last:.4f}")
         e2e.check(val[-1][1] < val[0][1], f"{name}: val loss {val[0][1]:.4f} -> {val[-1][1]:.4f}")
         if name in TP2:
             tp_out = os.path.join(work, name + "-tp2")
-            rc, log = e2e.run([os.path.join(bin_dir, "ptrain-compile"), model, "--tp", "2", "--lr", "3e-3",
-                               "--warmup-steps", "0", "--import-options", "--signature auto", "-o", tp_out])
-            e2e.check(rc == 0, f"{name}: ptrain-compile --tp 2" + ("" if rc == 0 else ":\n" + log[-3000:]))
-            if rc != 0:
+            if not compile_plan(name, model, tp_out, "--tp 2", ["--tp", "2"]):
                 continue
-            losses = os.path.join(work, name + "-tp2-losses.json")
-            rc, log = e2e.run([os.path.join(bin_dir, "ptrain-run"), tp_out, "--data", data, "--steps", str(STEPS),
-                               "--val-every", str(STEPS), "--no-plots", "--log", losses], timeout=300)
-            e2e.check(rc == 0, f"{name}: ptrain-run tp=2 --steps {STEPS}" + ("" if rc == 0 else ":\n" + log[-3000:]))
-            if rc != 0:
+            result = run_steps(name, tp_out, data, "tp=2 ", "-tp2")
+            if result is None:
                 continue
-            with open(losses) as f:
-                train = json.load(f)["train_loss"]
-            first, last = sum(train[:5]) / 5, sum(train[-5:]) / 5
+            first, last = sum(result["train_loss"][:5]) / 5, sum(result["train_loss"][-5:]) / 5
             e2e.check(last < first, f"{name}: tp=2 mean train loss of steps 1-5 {first:.4f} -> 16-20 {last:.4f}")
     e2e.finish()
 
