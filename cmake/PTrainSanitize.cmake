@@ -77,7 +77,7 @@ set(PTRAIN_SANITIZE_STEP_FLAGS ${PTRAIN_SANITIZE_FLAGS})
 # its BumpPtrAllocator, inlined into our instrumented code, poisons the unused tail of each slab
 # (LLVM_ADDRESS_SANITIZER_BUILD), and libMLIR's uninstrumented copy of the same allocator later hands that tail out
 # without unpoisoning it. Any tool parsing a DenseArrayAttr then stops on a use-after-poison inside libMLIR's memmove
-# (lit's Dialect/PTrain/codec-ops.mlir, 2026-12-06; the same cause as fuzz finding 7, fuzz/AsanDefaults.cpp). Only
+# (lit's Dialect/PTrain/codec-ops.mlir, 2026-12-06; the same cause as fuzz finding 7, cmake/AsanDefaults.cpp). Only
 # that allocator-level bookkeeping is turned off; heap, stack and global checks stay on.
 set(_asan_options "detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:allow_user_poisoning=0")
 set(_ubsan_options "print_stacktrace=1:halt_on_error=1")

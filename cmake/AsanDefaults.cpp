@@ -1,4 +1,7 @@
-// AddressSanitizer defaults for the libFuzzer targets (docs/Fuzzing.md, "Mixed instrumentation").
+// AddressSanitizer defaults for every instrumented executable that CTest or a user may start without ptrain's
+// ASAN_OPTIONS: the libFuzzer targets (docs/Fuzzing.md, "Mixed instrumentation") and, in a -DPTRAIN_SANITIZE build,
+// the GoogleTest binaries, whose cases CTest discovers at test time and runs without a test ENVIRONMENT
+// (docs/Sanitizers.md). Linked as the object library PTrainAsanDefaults (cmake/PTrainSanitize.cmake).
 //
 // allow_user_poisoning=0: Debian's libMLIR/libLLVM are not instrumented, but llvm/Support/Allocator.h is a
 // header: its BumpPtrAllocator, inlined into our instrumented code, poisons the unused tail of each slab
