@@ -113,7 +113,7 @@ def run(cmd, what):
 PLAN_FIELDS = ("model", "target", "optimizer", "lr", "warmup_steps", "total_steps", "min_lr_ratio", "library",
                "dp", "pp", "tp", "micro_batches", "schedule", "virtual_stages", "policy", "compress_options",
                "cluster", "entry_points", "cuda_archs", "cuda_state_bytes", "constants_file", "batch", "seq",
-               "vocab", "states", "train_step_results", "vocab_parallel", "linear_ae", "codec_states",
+               "vocab", "states", "train_step_results", "vocab_parallel", "linear_ae", "deterministic_dp", "codec_states",
                "replica_batch", "global_batch")
 
 
@@ -173,6 +173,10 @@ def main(argv=None):
                         "(--ptrain-shard-tp vocab-parallel=true); the step never gathers the logits")
     p.add_argument("--vocab-multiple", type=int, default=None,
                    help="with --vocab-parallel: pad the vocabulary to a multiple of tp * K (default 1)")
+    p.add_argument("--deterministic-dp", action="store_true",
+                   help="sum gradients and losses as one pairwise tree over the global micro-batches, so that "
+                        "dp x micro-batches = G gives the same bits at every dp (dp and micro-batches powers of two, "
+                        "--policy none, no --ignore-index/--class-weights; docs/Runtime.md)")
     p.add_argument("--bucket-bytes", type=int, default=None,
                    help="largest data-parallel all-reduce bucket in bytes (default: the pass's, 25 MiB)")
     p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"], help="pipeline schedule")
@@ -221,6 +225,29 @@ def main(argv=None):
     return 0
 
 
+def check_deterministic_dp(args, pipeline):
+    """--deterministic-dp's constraints (--ptrain-build-training-step deterministic-dp checks them too), named
+    before anything is built."""
+    if not args.deterministic_dp:
+        return
+    where = f"--deterministic-dp (--dp {args.dp} --micro-batches {args.micro_batches})"
+    power = lambda n: n > 0 and n & (n - 1) == 0  # noqa: E731
+    if not pipeline:
+        raise CompileError(f"{where}: needs a pipeline or parallel step (--dp, --tp, --pp or --micro-batches > 1)")
+    if not power(args.dp) or not power(args.micro_batches):
+        raise CompileError(f"{where}: --dp and --micro-batches must be powers of two (the pairwise tree over the "
+                           "global micro-batches)")
+    if args.policy != "none":
+        raise CompileError(f"{where}: --policy {args.policy}: a codec's error feedback depends on how the "
+                           "micro-batches are split between replicas; use --policy none")
+    if args.schedule == "interleaved":
+        raise CompileError(f"{where}: --schedule interleaved is not supported (use 1f1b or gpipe)")
+    if args.ignore_index is not None or args.class_weights is not None:
+        raise CompileError(f"{where}: --ignore-index and --class-weights (a weighted mean) are not supported")
+    if args.linear_ae is not None:
+        raise CompileError(f"{where}: --linear-ae is not supported")
+
+
 def compile_model(args):
     if args.pp < 1 or args.micro_batches < 1 or args.dp < 1 or args.tp < 1:
         raise CompileError(f"--dp {args.dp} --tp {args.tp} --pp {args.pp} --micro-batches {args.micro_batches}: "
@@ -234,6 +261,7 @@ def compile_model(args):
     if args.bucket_bytes is not None and args.bucket_bytes < 0:
         raise CompileError(f"--bucket-bytes {args.bucket_bytes}: must be at least 0")
     pipeline = args.pp > 1 or args.micro_batches > 1 or args.dp > 1 or args.tp > 1
+    check_deterministic_dp(args, pipeline)
     check_schedule_options(args)
     check_linear_ae_options(args)
     if args.momentum != 0.0 and args.optimizer != "sgd":
@@ -463,6 +491,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
                     f" micro-batches={args.micro_batches} schedule={args.schedule}")
         if args.bucket_bytes is not None:
             options += f" bucket-bytes={args.bucket_bytes}"
+        if args.deterministic_dp:
+            options += " deterministic-dp=true"
         if args.vocab_parallel:
             options += " vocab-parallel=true" + (f" vocab-multiple={args.vocab_multiple}" if args.vocab_multiple else "")
         if args.linear_ae is not None:
@@ -502,6 +532,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
             driver["vocab_parallel"] = {"multiple": args.vocab_multiple or 1}
         if args.linear_ae is not None:
             driver["linear_ae"] = {"dim": args.linear_ae, "skip_stages": args.linear_ae_skip_stages or 0}
+        if args.deterministic_dp:
+            driver["deterministic_dp"] = True
     if args.target == "cuda":
         driver["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
     else:  # the large constants libstep.so reads at init from beside itself (docs/CodegenCpu.md, "Constants")

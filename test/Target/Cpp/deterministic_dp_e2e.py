@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""CTest codegen-cpu-deterministic-dp: ptrain-compile --deterministic-dp (docs/Runtime.md, "Deterministic data
+parallelism"): the step's gradients and losses are summed as one pairwise tree over the global micro-batches, so
+one global batch split as dp x micro-batches gives the same bits at every dp, and a checkpoint resumes bit-equal
+at another dp degree.
+
+    deterministic_dp_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR
+
+The bundled GPT (vocabulary 256), AdamW lr 1e-3, on a Megatron indexed dataset of Python standard-library files
+(byte-level ids, end-of-document 0), global batch G = 4 micro-batches of 4 rows:
+1. pp 1: dp 1 x 4 micro-batches, dp 2 x 2 and dp 4 x 1, 4 steps each: the losses, the validation losses and
+   every state of the final checkpoints (parameters, AdamW moments, step) bit-equal.
+2. Control: the same dp 1 and dp 2 plans without --deterministic-dp: their parameters after 4 steps differ (the
+   sequential accumulation and MPI's average are another order), so the mode is what makes them equal.
+3. Resume at another dp (pp 1): the dp 2 run checkpointed after step 2, resumed at dp 1 and at dp 4 for steps 3..4:
+   losses, checkpoint states and data position bit-equal to the straight dp 2 run of 4 steps.
+4. pp 2: dp 2 x pp 2 straight for 4 steps, and its checkpoint after step 2 resumed at dp 1 x pp 2 for steps
+   3..4: losses and every stage's checkpoint states bit-equal to the straight run.
+5. The constraints, named before anything is built: --dp 3, --policy optimus-cc.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+from e2e import check, failures, finish, read_checkpoint, run, setup
+
+build, source, work, BIN, MODEL = setup(sys.argv)
+from ptrain import data as stdlib_corpus, megatron_index
+
+root = stdlib_corpus.stdlib_dir()
+docs = []
+for rel in stdlib_corpus.list_sources(root)[:120]:
+    with open(os.path.join(root, rel), "rb") as f:
+        docs.append(np.frombuffer(f.read(), dtype=np.uint8).astype(np.uint16).tolist() + [0])
+mega = os.path.join(work, "mega")
+os.makedirs(mega)
+megatron_index.write(os.path.join(mega, "train"), docs[:110], np.uint16)
+megatron_index.write(os.path.join(mega, "val"), docs[110:], np.uint16)
+with open(os.path.join(mega, "data.json"), "w") as f:
+    json.dump({"format": "megatron", "vocab_size": 256, "eod": 0}, f)
+
+COMMON = ["--lr", "1e-3", "--warmup-steps", "2", "--total-steps", "100", "--target", "cpu"]
+
+
+def compile_plan(name, dp, pp, micro_batches, deterministic=True):
+    flags = ["--dp", str(dp), "--pp", str(pp), "--micro-batches", str(micro_batches), *COMMON,
+             "-o", os.path.join(work, name)] + (["--deterministic-dp"] if deterministic else [])
+    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags], timeout=600)
+    check(rc == 0, f"ptrain-compile {' '.join(flags[:6])}{' --deterministic-dp' if deterministic else ''}" +
+          ("" if rc == 0 else ":\n" + out))
+    return os.path.join(work, name)
+
+
+def ptrain_run(plan, name, steps, *extra):
+    os.makedirs(os.path.join(work, name), exist_ok=True)
+    rc, out = run([os.path.join(BIN, "ptrain-run"), plan, "--data", mega, "--steps", str(steps), "--val-batches", "2",
+                   "--val-every", str(steps), "--no-plots", "--no-tensorboard", "--timeout", "120",
+                   "--checkpoint", ck(name), "--log", os.path.join(work, name, "log.json"), *extra], timeout=600)
+    check(rc == 0, f"ptrain-run {os.path.basename(plan)} ({name}): {steps} steps {' '.join(extra)}" +
+          ("" if rc == 0 else ":\n" + out))
+    return out
+
+
+def ck(name):
+    return os.path.join(work, name, "ck")
+
+
+def log(name):
+    return json.load(open(os.path.join(work, name, "log.json")))
+
+
+def states(name, stage=None):
+    """The checkpoint's states that are no codec state (there are none here): {key: bytes}; every stage's with
+    pp 2 (stage None: the single file of pp 1)."""
+    path = ck(name) + ("" if stage is None else f".stage{stage}")
+    return read_checkpoint(path)
+
+
+def same_states(a, b, stages=(None,)):
+    """(equal, how many states, the first key that differs)."""
+    n, first = 0, None
+    for s in stages:
+        sa, sb = states(a, s), states(b, s)
+        if sorted(sa) != sorted(sb):
+            return False, n, f"the keys differ: {sorted(set(sa) ^ set(sb))[:3]}"
+        for key in sorted(sa):
+            n += 1
+            if sa[key] != sb[key] and first is None:
+                first = key
+    return first is None, n, first
+
+
+# 1. pp 1: one global batch of 4 micro-batches at dp 1, 2, 4.
+plans = {dp: compile_plan(f"plan-dp{dp}", dp, 1, 4 // dp) for dp in (1, 2, 4)}
+if failures:
+    finish()
+plan_json = json.load(open(os.path.join(plans[2], "plan.json")))
+check(plan_json.get("deterministic_dp") is True and plan_json["global_batch"] == 16,
+      f"plan.json records deterministic_dp and the global batch 16: {plan_json.get('deterministic_dp')}, "
+      f"{plan_json['global_batch']}")
+for dp in (1, 2, 4):
+    ptrain_run(plans[dp], f"straight-dp{dp}", 4)
+if failures:
+    finish()
+losses = {dp: log(f"straight-dp{dp}")["train_loss"] for dp in (1, 2, 4)}
+vals = {dp: log(f"straight-dp{dp}")["val_loss"] for dp in (1, 2, 4)}
+for dp in (1, 2, 4):
+    print(f"dp {dp}: train {losses[dp]} val {vals[dp]}")
+for dp in (2, 4):
+    check(losses[dp] == losses[1] and vals[dp] == vals[1],
+          f"dp {dp} x {4 // dp} micro-batches: the 4 training losses and the validation losses bit-equal to dp 1 x 4")
+    equal, n, first = same_states(f"straight-dp{dp}", "straight-dp1")
+    check(equal and n > 100, f"dp {dp}: every state of the checkpoint after step 4 bit-equal to dp 1's ({n} states"
+          + ("" if equal else f"; first difference: {first}") + ")")
+
+# 2. Control: without --deterministic-dp, dp 1 and dp 2 differ in the last bits.
+control = {dp: compile_plan(f"control-dp{dp}", dp, 1, 4 // dp, deterministic=False) for dp in (1, 2)}
+if not failures:
+    for dp in (1, 2):
+        ptrain_run(control[dp], f"control-dp{dp}", 4)
+    equal, n, first = same_states("control-dp2", "control-dp1")
+    params = [k for k in states("control-dp1") if "/" not in k]
+    differ = [k for k in params if states("control-dp1")[k] != states("control-dp2")[k]]
+    check(not equal and differ, f"control: without --deterministic-dp the dp 2 run's parameters differ from dp 1's "
+          f"({len(differ)} of {len(params)} parameters differ)")
+
+# 3. Resume at another dp (pp 1): the dp 2 checkpoint after step 2, resumed at dp 1 and at dp 4.
+ptrain_run(plans[2], "first-dp2", 2)
+for dp in (1, 4):
+    out = ptrain_run(plans[dp], f"resumed-dp{dp}", 4, "--resume", ck("first-dp2"))
+    check(f"was written at dp = 2; resharded to dp = {dp}" in out, f"the resume at dp {dp} reshards the dp 2 "
+          "checkpoint")
+if failures:
+    finish()
+first = log("first-dp2")["train_loss"]
+for dp in (1, 4):
+    resumed = log(f"resumed-dp{dp}")["train_loss"]
+    print(f"resumed at dp {dp}: {first} + {resumed}")
+    check(first + resumed == losses[2], f"dp 2 for steps 1..2, then dp {dp} for 3..4: the losses bit-equal to the "
+          "straight dp 2 run's")
+    equal, n, diff = same_states(f"resumed-dp{dp}", "straight-dp2")
+    check(equal and n > 100, f"resumed at dp {dp}: every state after step 4 bit-equal to the straight dp 2 run's "
+          f"({n} states" + ("" if equal else f"; first difference: {diff}") + ")")
+    ours, theirs = json.load(open(ck(f"resumed-dp{dp}") + ".json")), json.load(open(ck("straight-dp2") + ".json"))
+    check(ours["data"] == theirs["data"], f"resumed at dp {dp}: the data position after step 4 is the straight "
+          f"run's ({ours['data'].get('consumed_samples')} samples)")
+
+# 4. pp 2: dp 2 x pp 2 (2 micro-batches) straight; its checkpoint after step 2 resumed at dp 1 x pp 2 (4).
+pp2 = compile_plan("plan-dp2-pp2", 2, 2, 2)
+pp2_dp1 = compile_plan("plan-dp1-pp2", 1, 2, 4)
+if failures:
+    finish()
+ptrain_run(pp2, "pp2-straight", 4)
+ptrain_run(pp2, "pp2-first", 2)
+out = ptrain_run(pp2_dp1, "pp2-resumed-dp1", 4, "--resume", ck("pp2-first"))
+if failures:
+    finish()
+straight, first, resumed = (log(n)["train_loss"] for n in ("pp2-straight", "pp2-first", "pp2-resumed-dp1"))
+print(f"pp 2: straight dp 2 {straight}\n      dp 2 then dp 1 {first} + {resumed}")
+check(first + resumed == straight, "pp 2: dp 2 for steps 1..2, then dp 1 for 3..4: the losses bit-equal to the "
+      "straight dp 2 x pp 2 run's")
+equal, n, diff = same_states("pp2-resumed-dp1", "pp2-straight", stages=(0, 1))
+check(equal and n > 100, f"pp 2: every state of both stages after step 4 bit-equal to the straight run's ({n} states"
+      + ("" if equal else f"; first difference: {diff}") + ")")
+
+# 5. The constraints, named.
+for flags, expect in ((["--dp", "3", "--micro-batches", "2"], "must be powers of two"),
+                      (["--dp", "2", "--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"],
+                       "use --policy none")):
+    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, "--deterministic-dp", *COMMON, "-o",
+                   os.path.join(work, "bad")], timeout=300)
+    check(rc == 1 and expect in out and "Traceback" not in out,
+          f"--deterministic-dp {' '.join(flags)}: exit 1 naming it:\n  " + out.strip())
+finish()
