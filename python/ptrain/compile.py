@@ -3,7 +3,7 @@
     ptrain-compile model.onnx [--optimizer adamw|sgd|none [--momentum MU]] [--clip-norm C]
                    [--ignore-index N] [--class-weights FILE]
                    [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
-                   [--dp D] [--tp T [--vocab-parallel [--vocab-multiple K]]]
+                   [--dp D [--deterministic-dp]] [--tp T [--vocab-parallel [--vocab-multiple K]]]
                    [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved [--virtual-stages V]]
                     [--linear-ae DIM [--linear-ae-skip-stages K]]]
                    [--policy none|optimus-cc|... [--cluster FILE] [--compress-options "cb-rank=8 sc=false"]]
@@ -29,6 +29,8 @@ runs, writing every intermediate into out/:
         analysis' prediction of this plan on the cluster (docs/TimingModel.md); with --policy none it runs
         --ptrain-critical-path itself (bench/cluster: the predicted iteration time of each compiled plan)
       with --dp D > 1: --ptrain-build-training-step="dp=D [bucket-bytes=N]" (gradients averaged over dp)
+      with --deterministic-dp: "deterministic-dp=true" (the gradients and losses summed as one pairwise tree over
+        the global micro-batches, the same bits at every dp with dp x M fixed; docs/Runtime.md)
       with --tp T > 1, first: --ptrain-raise --ptrain-shard-tp="tp=T" (Megatron's column/row-parallel layers;
         a head count or width that T does not divide is the pass's error naming the ONNX node); with
         --vocab-parallel [--vocab-multiple K]: "tp=T vocab-parallel=true [vocab-multiple=K]" (the embedding, LM
@@ -246,6 +248,9 @@ def check_deterministic_dp(args, pipeline):
         raise CompileError(f"{where}: --ignore-index and --class-weights (a weighted mean) are not supported")
     if args.linear_ae is not None:
         raise CompileError(f"{where}: --linear-ae is not supported")
+    if args.target != "cpu":
+        raise CompileError(f"{where}: --target {args.target}: the CPU target only (the CUDA code generator has no "
+                           "all-gather over dp yet)")
 
 
 def compile_model(args):
