@@ -15,7 +15,8 @@ The bundled GPT (vocabulary 256), AdamW lr 1e-3, on a Megatron indexed dataset o
 3. Resume at another dp (pp 1): the dp 2 run checkpointed after step 2, resumed at dp 1 and at dp 4 for steps 3..4:
    losses, checkpoint states and data position bit-equal to the straight dp 2 run of 4 steps.
 4. pp 2: dp 2 x pp 2 straight for 4 steps, and its checkpoint after step 2 resumed at dp 1 x pp 2 for steps
-   3..4: losses and every stage's checkpoint states bit-equal to the straight run.
+   3..4: losses and every stage's checkpoint states bit-equal to the straight run; dp 1 x pp 2 under GPipe
+   (another backward order) for 4 steps: the same.
 5. The constraints, named before anything is built: --dp 3, --policy optimus-cc.
 """
 
@@ -45,11 +46,11 @@ with open(os.path.join(mega, "data.json"), "w") as f:
 COMMON = ["--lr", "1e-3", "--warmup-steps", "2", "--total-steps", "100", "--target", "cpu"]
 
 
-def compile_plan(name, dp, pp, micro_batches, deterministic=True):
-    flags = ["--dp", str(dp), "--pp", str(pp), "--micro-batches", str(micro_batches), *COMMON,
+def compile_plan(name, dp, pp, micro_batches, deterministic=True, schedule="1f1b"):
+    flags = ["--dp", str(dp), "--pp", str(pp), "--micro-batches", str(micro_batches), "--schedule", schedule, *COMMON,
              "-o", os.path.join(work, name)] + (["--deterministic-dp"] if deterministic else [])
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags], timeout=600)
-    check(rc == 0, f"ptrain-compile {' '.join(flags[:6])}{' --deterministic-dp' if deterministic else ''}" +
+    check(rc == 0, f"ptrain-compile {' '.join(flags[:8])}{' --deterministic-dp' if deterministic else ''}" +
           ("" if rc == 0 else ":\n" + out))
     return os.path.join(work, name)
 
@@ -151,6 +152,7 @@ for dp in (1, 4):
 # 4. pp 2: dp 2 x pp 2 (2 micro-batches) straight; its checkpoint after step 2 resumed at dp 1 x pp 2 (4).
 pp2 = compile_plan("plan-dp2-pp2", 2, 2, 2)
 pp2_dp1 = compile_plan("plan-dp1-pp2", 1, 2, 4)
+gpipe = compile_plan("plan-dp1-pp2-gpipe", 1, 2, 4, schedule="gpipe")
 if failures:
     finish()
 ptrain_run(pp2, "pp2-straight", 4)
@@ -165,6 +167,13 @@ check(first + resumed == straight, "pp 2: dp 2 for steps 1..2, then dp 1 for 3..
 equal, n, diff = same_states("pp2-resumed-dp1", "pp2-straight", stages=(0, 1))
 check(equal and n > 100, f"pp 2: every state of both stages after step 4 bit-equal to the straight run's ({n} states"
       + ("" if equal else f"; first difference: {diff}") + ")")
+# GPipe runs the backwards in another order than 1F1B: the tree pairs the same micro-batches.
+ptrain_run(gpipe, "pp2-gpipe-dp1", 4)
+if not failures:
+    equal, n, diff = same_states("pp2-gpipe-dp1", "pp2-straight", stages=(0, 1))
+    check(log("pp2-gpipe-dp1")["train_loss"] == straight and equal,
+          "pp 2: dp 1 x 4 micro-batches under GPipe: the losses and every state after step 4 bit-equal to the 1F1B "
+          "dp 2 x pp 2 run's" + ("" if equal else f" (first difference: {diff})"))
 
 # 5. The constraints, named.
 for flags, expect in ((["--dp", "3", "--micro-batches", "2"], "must be powers of two"),
