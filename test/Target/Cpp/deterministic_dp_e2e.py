@@ -17,7 +17,10 @@ The bundled GPT (vocabulary 256), AdamW lr 1e-3, on a Megatron indexed dataset o
 4. pp 2: dp 2 x pp 2 straight for 4 steps, and its checkpoint after step 2 resumed at dp 1 x pp 2 for steps
    3..4: losses and every stage's checkpoint states bit-equal to the straight run; dp 1 x pp 2 under GPipe
    (another backward order) for 4 steps: the same.
-5. The constraints, named before anything is built: --dp 3, --policy optimus-cc.
+5. The multi-rank executor (ptrain-interpret --multi-rank, the lowered step's oracle) on the pp 1 plans, 2 steps
+   on the byte corpus's global batches: dp 1, 2 and 4 print the same losses (9 digits, a float32's round trip),
+   and the generated dp 2 step (ptrain-run on the same batches) is within 1e-5 relative of them.
+6. The constraints, named before anything is built: --dp 3, --policy optimus-cc.
 """
 
 import json
@@ -26,7 +29,7 @@ import sys
 
 import numpy as np
 
-from e2e import check, failures, finish, read_checkpoint, run, setup
+from e2e import check, corpus, executor_losses, failures, finish, global_batches, read_checkpoint, run, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 from ptrain import data as stdlib_corpus, megatron_index
@@ -175,7 +178,24 @@ if not failures:
           "pp 2: dp 1 x 4 micro-batches under GPipe: the losses and every state after step 4 bit-equal to the 1F1B "
           "dp 2 x pp 2 run's" + ("" if equal else f" (first difference: {diff})"))
 
-# 5. The constraints, named.
+# 5. The multi-rank executor on the pp 1 plans, over the byte corpus's global batches (run_data.py's batch()).
+data = corpus(source, work)
+tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), 2, 0)
+executor = {dp: executor_losses(BIN, MODEL, plans[dp], tokens, 2) for dp in (1, 2, 4)}
+print(f"executor: {executor}")
+check(executor[1] and len(executor[1]) == 2 and executor[2] == executor[1] and executor[4] == executor[1],
+      "the multi-rank executor: dp 2 and dp 4 give dp 1's losses, all 9 digits")
+rc, out = run([os.path.join(BIN, "ptrain-run"), plans[2], "--data", data, "--steps", "2", "--val-batches", "1",
+               "--no-plots", "--no-tensorboard", "--timeout", "120", "--log", os.path.join(work, "bytes-dp2.json")],
+              timeout=600)
+check(rc == 0, "ptrain-run dp 2 on the byte corpus" + ("" if rc == 0 else ":\n" + out))
+if rc == 0 and executor[2]:
+    generated = json.load(open(os.path.join(work, "bytes-dp2.json")))["train_loss"]
+    worst = max(abs(x - y) / abs(y) for x, y in zip(generated, executor[2]))
+    print(f"generated dp 2 {generated}; worst relative difference to the executor {worst:.3e}")
+    check(len(generated) == 2 and worst <= 1e-5, "the generated dp 2 step within 1e-5 relative of the executor")
+
+# 6. The constraints, named.
 for flags, expect in ((["--dp", "3", "--micro-batches", "2"], "must be powers of two"),
                       (["--dp", "2", "--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"],
                        "use --policy none")):
