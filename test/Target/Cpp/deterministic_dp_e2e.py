@@ -27,24 +27,11 @@ import json
 import os
 import sys
 
-import numpy as np
-
-from e2e import check, corpus, executor_losses, failures, finish, global_batches, read_checkpoint, run, setup
+from e2e import (check, corpus, executor_losses, failures, finish, global_batches, read_checkpoint, run, setup,
+                 stdlib_megatron)
 
 build, source, work, BIN, MODEL = setup(sys.argv)
-from ptrain import data as stdlib_corpus, megatron_index
-
-root = stdlib_corpus.stdlib_dir()
-docs = []
-for rel in stdlib_corpus.list_sources(root)[:120]:
-    with open(os.path.join(root, rel), "rb") as f:
-        docs.append(np.frombuffer(f.read(), dtype=np.uint8).astype(np.uint16).tolist() + [0])
-mega = os.path.join(work, "mega")
-os.makedirs(mega)
-megatron_index.write(os.path.join(mega, "train"), docs[:110], np.uint16)
-megatron_index.write(os.path.join(mega, "val"), docs[110:], np.uint16)
-with open(os.path.join(mega, "data.json"), "w") as f:
-    json.dump({"format": "megatron", "vocab_size": 256, "eod": 0}, f)
+mega, _ = stdlib_megatron(work, 120, 110)
 
 COMMON = ["--lr", "1e-3", "--warmup-steps", "2", "--total-steps", "100", "--target", "cpu"]
 
