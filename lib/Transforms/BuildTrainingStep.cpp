@@ -564,7 +564,7 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
     return signalPassFailure();
   }
   // deterministic-dp (DeterministicSum.h): a complete pairwise tree over the D M micro-batches, each replica's M
-  // a subtree; one gradient per micro-batch and rank (a chunk of its own), and an unweighted mean.
+  // a subtree; one gradient per micro-batch and rank (a chunk of its own).
   if (deterministicDp) {
     std::string why;
     if (!isPowerOfTwo(dp) || !isPowerOfTwo(microBatches))
@@ -572,8 +572,6 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
             " must be powers of two (the pairwise tree over the global micro-batches)";
     else if (interleaved)
       why = "the interleaved schedule (a rank adds the gradients of several model chunks) is not supported";
-    else if (lossOptions.weighted())
-      why = "ignore-index and class-weights (a weighted mean over the step's weight sum) are not supported";
     if (!why.empty()) {
       emitError(module.getLoc()) << "--ptrain-build-training-step: deterministic-dp: " << why;
       return signalPassFailure();
@@ -677,7 +675,8 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
     if (last) {
       auto seedType = RankedTensorType::get({}, f32);
       // The plain loss is each micro-batch's mean, seeded with 1 / M; the weighted one the micro-batch's
-      // weighted sum over the step's weight sum, seeded with dp (the dp average divides by it again).
+      // weighted sum over the step's weight sum, seeded with dp (the dp average divides by it again), or with 1
+      // under deterministic-dp (the dp reduction sums).
       // deterministic-dp: every micro-batch's mean seeded with 1 / G, the global micro-batches (summed over dp).
       double seedValue = 1.0 / static_cast<double>(deterministicDp ? microBatches * dp : microBatches);
       if (lossOptions.weighted()) {
@@ -685,7 +684,7 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
         if (!target)
           return signalPassFailure();
         target = BinaryOp::create(fb, loc, BinaryKind::Div, target, body->getArgument(2));
-        seedValue = static_cast<double>(dp);
+        seedValue = deterministicDp ? 1.0 : static_cast<double>(dp);
       } else {
         target = buildLoss(fb, loc, out, body->getArgument(1), explicitLabels);
       }

@@ -187,6 +187,25 @@ public:
 
 private:
   func::FuncOp func(const std::string &name) { return module.lookupSymbol<func::FuncOp>(name); }
+  /// deterministic-dp: the scalar `local` of every replica, all-gathered over dp (replica order) and added
+  /// pairwise (DeterministicSum.h); `local` itself at dp 1.
+  Value sumOverReplicas(Location loc, Value local) {
+    int64_t dp = grid.getAxisIndex("dp") ? grid.getAxisSize("dp") : 1;
+    if (dp == 1)
+      return local;
+    auto scalarType = RankedTensorType::get({}, b.getF32Type());
+    auto gatheredType = RankedTensorType::get({dp}, b.getF32Type());
+    Value one = ReshapeOp::create(b, loc, RankedTensorType::get({1}, b.getF32Type()), local);
+    auto gather = AllGatherStartOp::create(b, loc, RequestType::get(b.getContext(), gatheredType), one,
+                                           grid.getSymName(), b.getStrArrayAttr({"dp"}), 0);
+    Value gathered = WaitOp::create(b, loc, gather.getRequest()).getResult();
+    SmallVector<Value> partials;
+    for (int64_t d = 0; d < dp; ++d)
+      partials.push_back(ReshapeOp::create(
+          b, loc, scalarType,
+          SliceOp::create(b, loc, gathered, b.getDenseI64ArrayAttr({d}), b.getDenseI64ArrayAttr({1}))));
+    return pairwiseSum(b, loc, partials);
+  }
   /// deterministic-dp: after the backward `callee` of micro-batch i, reads each gradient state it wrote (its
   /// micro-batch's gradient) into that state's tree (`trees`); the root, after the last micro-batch, is written
   /// back for the optimizer step.
@@ -214,13 +233,20 @@ private:
   }
   /// What the last stage scores for micro-batch i: its labels, or its token ids (the shifted tokens).
   Value labelsOf(Location loc, int64_t i) { return withLabels ? microBatchOf(loc, allLabels, i) : tokensOf(loc, i); }
-  /// The weighted loss's normalizer: the weight sum over the step's micro-batches, summed over dp.
+  /// The weighted loss's normalizer: the weight sum over the step's micro-batches, summed over dp (with
+  /// deterministic-dp as the pairwise tree over the global micro-batches, sumOverReplicas).
   Value buildNormalizer(Location loc) {
     Value total;
+    SmallVector<Value> parts;
     for (int64_t i = 0; i < m; ++i) {
       Value part = call(loc, lossWeight.getSymName().str(), {labelsOf(loc, i)});
-      total = total ? Value(BinaryOp::create(b, loc, BinaryKind::Add, total, part)) : part;
+      if (deterministicDp)
+        parts.push_back(part);
+      else
+        total = total ? Value(BinaryOp::create(b, loc, BinaryKind::Add, total, part)) : part;
     }
+    if (deterministicDp)
+      return sumOverReplicas(loc, pairwiseSum(b, loc, parts));
     if (grid.getAxisIndex("dp") && grid.getAxisSize("dp") > 1) {
       auto reduce =
           AllReduceStartOp::create(b, loc, total, grid.getSymName(), b.getStrArrayAttr({"dp"}), ReductionKind::Sum);
@@ -524,23 +550,11 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
   std::optional<unsigned> dpAxis = grid.getAxisIndex("dp");
   int64_t dp = dpAxis ? grid.getAxisSize("dp") : 1;
   if (deterministicDp) {
-    // The replicas' loss sums (0 off the last stage) in replica order, added pairwise, over G = M D; then
-    // over pp, where one term is not 0 (exact in any order).
-    Value local = isLast ? lossSum : scalar(loc, 0.0);
-    if (dp > 1) {
-      auto gatheredType = RankedTensorType::get({dp}, b.getF32Type());
-      Value one = ReshapeOp::create(b, loc, RankedTensorType::get({1}, b.getF32Type()), local);
-      auto gather = AllGatherStartOp::create(b, loc, RequestType::get(b.getContext(), gatheredType), one,
-                                             grid.getSymName(), b.getStrArrayAttr({"dp"}), 0);
-      Value gathered = WaitOp::create(b, loc, gather.getRequest()).getResult();
-      SmallVector<Value> partials;
-      for (int64_t d = 0; d < dp; ++d)
-        partials.push_back(ReshapeOp::create(
-            b, loc, lossType,
-            SliceOp::create(b, loc, gathered, b.getDenseI64ArrayAttr({d}), b.getDenseI64ArrayAttr({1}))));
-      local = pairwiseSum(b, loc, partials);
-    }
-    Value mean = BinaryOp::create(b, loc, BinaryKind::Div, local, scalar(loc, double(m * dp)));
+    // The replicas' loss sums (0 off the last stage) in replica order, added pairwise, over G = M D (the
+    // weighted parts are over the step's weight sum already); then over pp, where one term is not 0 (exact in
+    // any order).
+    Value local = sumOverReplicas(loc, isLast ? lossSum : scalar(loc, 0.0));
+    Value mean = normalizer ? local : BinaryOp::create(b, loc, BinaryKind::Div, local, scalar(loc, double(m * dp)));
     auto reduce =
         AllReduceStartOp::create(b, loc, mean, grid.getSymName(), b.getStrArrayAttr({"pp"}), ReductionKind::Sum);
     func::ReturnOp::create(b, loc, WaitOp::create(b, loc, reduce.getRequest()).getResult());

@@ -178,7 +178,7 @@ def main(argv=None):
     p.add_argument("--deterministic-dp", action="store_true",
                    help="sum gradients and losses as one pairwise tree over the global micro-batches, so that "
                         "dp x micro-batches = G gives the same bits at every dp (dp and micro-batches powers of two, "
-                        "--policy none, no --ignore-index/--class-weights; docs/Runtime.md)")
+                        "--policy none; docs/Runtime.md)")
     p.add_argument("--bucket-bytes", type=int, default=None,
                    help="largest data-parallel all-reduce bucket in bytes (default: the pass's, 25 MiB)")
     p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"], help="pipeline schedule")
@@ -244,8 +244,6 @@ def check_deterministic_dp(args, pipeline):
                            "micro-batches are split between replicas; use --policy none")
     if args.schedule == "interleaved":
         raise CompileError(f"{where}: --schedule interleaved is not supported (use 1f1b or gpipe)")
-    if args.ignore_index is not None or args.class_weights is not None:
-        raise CompileError(f"{where}: --ignore-index and --class-weights (a weighted mean) are not supported")
     if args.linear_ae is not None:
         raise CompileError(f"{where}: --linear-ae is not supported")
     if args.target != "cpu":

@@ -26,6 +26,10 @@ def test_powers_of_two_are_accepted(dp, micro_batches):
     check(options(dp=dp, micro_batches=micro_batches))
 
 
+def test_a_weighted_loss_is_accepted():
+    check(options(ignore_index=-100, class_weights="w.txt"))
+
+
 def test_without_the_flag_nothing_is_checked():
     check(options(deterministic_dp=False, dp=3, policy="optimus-cc", target="cuda"))
 
@@ -37,8 +41,6 @@ def test_without_the_flag_nothing_is_checked():
     (dict(policy="optimus-cc"), r"--policy optimus-cc: a codec's error feedback depends on how the micro-batches are "
                                 r"split between replicas; use --policy none"),
     (dict(pp=2, schedule="interleaved"), r"--schedule interleaved is not supported"),
-    (dict(ignore_index=-100), r"--ignore-index and --class-weights \(a weighted mean\) are not supported"),
-    (dict(class_weights="w.txt"), r"--ignore-index and --class-weights"),
     (dict(pp=2, linear_ae=64), r"--linear-ae is not supported"),
     (dict(target="cuda"), r"--target cuda: the CPU target only"),
 ])

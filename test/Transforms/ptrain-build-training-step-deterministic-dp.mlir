@@ -4,7 +4,7 @@
 // RUN: ptrain-opt %s --ptrain-pipeline="dp=4 micro-batches=4 lr=0.001 deterministic-dp=true" | FileCheck %s --check-prefix=TREE
 // RUN: not ptrain-opt %s --ptrain-pipeline="dp=3 micro-batches=2 lr=0.001 deterministic-dp=true" 2>&1 | FileCheck %s --check-prefix=POW2
 // RUN: not ptrain-opt %s --ptrain-pipeline="dp=2 micro-batches=6 lr=0.001 deterministic-dp=true" 2>&1 | FileCheck %s --check-prefix=POW2MB
-// RUN: not ptrain-opt %s --ptrain-pipeline="dp=2 micro-batches=2 lr=0.001 ignore-index=0 deterministic-dp=true" 2>&1 | FileCheck %s --check-prefix=WEIGHTED
+// RUN: ptrain-opt %s --ptrain-pipeline="dp=2 micro-batches=2 lr=0.001 ignore-index=3 deterministic-dp=true" | FileCheck %s --check-prefix=WEIGHTED
 // RUN: not ptrain-opt %s --ptrain-pipeline="dp=2 micro-batches=2 lr=0.001 deterministic-dp=true policy=optimus-cc" 2>&1 | FileCheck %s --check-prefix=POLICY
 // RUN: not ptrain-opt %s --ptrain-pipeline="lr=0.001 deterministic-dp=true" 2>&1 | FileCheck %s --check-prefix=ONERANK
 
@@ -73,7 +73,22 @@
 
 // POW2: deterministic-dp: dp = 3 and micro-batches = 2 must be powers of two
 // POW2MB: deterministic-dp: dp = 2 and micro-batches = 6 must be powers of two
-// WEIGHTED: deterministic-dp: ignore-index and class-weights (a weighted mean over the step's weight sum) are not supported
+// A weighted loss (ignore-index): the step's weight sum is the pairwise tree too, each micro-batch's part of the
+// mean is seeded with 1 (the dp reduction sums), and the loss is not divided by G again.
+// WEIGHTED-LABEL: func.func @stage0_forward_backward(
+// WEIGHTED: arith.constant dense<1.000000e+00> : tensor<f32>
+// WEIGHTED-LABEL: func.func @stage0_train_step(
+// WEIGHTED: %[[W0:.*]] = call @stage0_loss_weight(
+// WEIGHTED: %[[W1:.*]] = call @stage0_loss_weight(
+// WEIGHTED-NEXT: %[[W:.*]] = ptrain.binary add %[[W0]], %[[W1]]
+// WEIGHTED-NEXT: %[[WF:.*]] = ptrain.reshape %[[W]]
+// WEIGHTED-NEXT: ptrain.all_gather_start %[[WF]] on @grid axes [dp] gather_dim = 0
+// WEIGHTED: %[[NORM:.*]] = ptrain.binary add
+// WEIGHTED: call @stage0_forward_backward(%{{.*}}, %{{.*}}, %[[NORM]])
+// WEIGHTED: call @stage0_optimizer_step()
+// WEIGHTED: ptrain.all_gather_start
+// WEIGHTED: %[[LOSS:.*]] = ptrain.binary add
+// WEIGHTED-NEXT: ptrain.all_reduce_start %[[LOSS]] on @grid axes [pp] reduction = sum
 // POLICY: deterministic-dp with policy = optimus-cc: a codec's error feedback depends on how the micro-batches are split between replicas; use policy = none
 // ONERANK: deterministic-dp needs a pipeline or parallel step
 

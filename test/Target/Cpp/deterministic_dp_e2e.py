@@ -9,7 +9,8 @@ at another dp degree.
 The bundled GPT (vocabulary 256), AdamW lr 1e-3, on a Megatron indexed dataset of Python standard-library files
 (byte-level ids, end-of-document 0), global batch G = 4 micro-batches of 4 rows:
 1. pp 1: dp 1 x 4 micro-batches, dp 2 x 2 and dp 4 x 1, 4 steps each: the losses, the validation losses and
-   every state of the final checkpoints (parameters, AdamW moments, step) bit-equal.
+   every state of the final checkpoints (parameters, AdamW moments, step) bit-equal. 1b: with a weighted mean
+   (--ignore-index 10, fractional --class-weights), dp 1 x 4 and dp 2 x 2 for 3 steps: the same.
 2. Control: the same dp 1 and dp 2 plans without --deterministic-dp: their parameters after 4 steps differ (the
    sequential accumulation and MPI's average are another order), so the mode is what makes them equal.
 3. Resume at another dp (pp 1): the dp 2 run checkpointed after step 2, resumed at dp 1 and at dp 4 for steps 3..4:
@@ -36,9 +37,9 @@ mega, _ = stdlib_megatron(work, 120, 110)
 COMMON = ["--lr", "1e-3", "--warmup-steps", "2", "--total-steps", "100", "--target", "cpu"]
 
 
-def compile_plan(name, dp, pp, micro_batches, deterministic=True, schedule="1f1b"):
+def compile_plan(name, dp, pp, micro_batches, deterministic=True, schedule="1f1b", extra=()):
     flags = ["--dp", str(dp), "--pp", str(pp), "--micro-batches", str(micro_batches), "--schedule", schedule, *COMMON,
-             "-o", os.path.join(work, name)] + (["--deterministic-dp"] if deterministic else [])
+             "-o", os.path.join(work, name), *extra] + (["--deterministic-dp"] if deterministic else [])
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags], timeout=600)
     check(rc == 0, f"ptrain-compile {' '.join(flags[:8])}{' --deterministic-dp' if deterministic else ''}" +
           ("" if rc == 0 else ":\n" + out))
@@ -106,6 +107,22 @@ for dp in (2, 4):
     equal, n, first = same_states(f"straight-dp{dp}", "straight-dp1")
     check(equal and n > 100, f"dp {dp}: every state of the checkpoint after step 4 bit-equal to dp 1's ({n} states"
           + ("" if equal else f"; first difference: {first}") + ")")
+
+# 1b. A weighted mean (--ignore-index and fractional --class-weights): the step's weight sum is a tree too.
+weights = os.path.join(work, "class_weights.txt")
+with open(weights, "w") as f:
+    f.write(" ".join(repr(0.3 + (i % 7) * 0.15) for i in range(256)))
+weighted = {dp: compile_plan(f"weighted-dp{dp}", dp, 1, 4 // dp, extra=("--ignore-index", "10", "--class-weights",
+                                                                        weights)) for dp in (1, 2)}
+if not failures:
+    for dp in (1, 2):
+        ptrain_run(weighted[dp], f"weighted-dp{dp}", 3)
+if not failures:
+    equal, n, diff = same_states("weighted-dp2", "weighted-dp1")
+    check(log("weighted-dp2")["train_loss"] == log("weighted-dp1")["train_loss"] and equal and
+          log("weighted-dp1")["train_loss"] != losses[1][:3],
+          f"--ignore-index 10 --class-weights: dp 2 x 2 bit-equal to dp 1 x 4 after 3 steps, losses and {n} states"
+          + ("" if equal else f" (first difference: {diff})") + f"; losses {log('weighted-dp1')['train_loss']}")
 
 # 2. Control: without --deterministic-dp, dp 1 and dp 2 differ in the last bits.
 control = {dp: compile_plan(f"control-dp{dp}", dp, 1, 4 // dp, deterministic=False) for dp in (1, 2)}
