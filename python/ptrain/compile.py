@@ -228,8 +228,8 @@ def main(argv=None):
 
 
 def check_deterministic_dp(args, pipeline):
-    """--deterministic-dp's constraints (--ptrain-build-training-step deterministic-dp checks them too), named
-    before anything is built."""
+    """--deterministic-dp's constraints (--ptrain-build-training-step deterministic-dp and the pipeline's options
+    check them too), named before anything is built."""
     if not args.deterministic_dp:
         return
     where = f"--deterministic-dp (--dp {args.dp} --micro-batches {args.micro_batches})"

@@ -94,7 +94,8 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     micro-batch gradients as a fixed pairwise tree over the global micro-batch index d M + i; the dp reduction
     is the tree's upper levels: each bucket is all-gathered over `dp` (replica order) and its D partial sums
     added pairwise ((P0 + P1) + (P2 + P3)), a sum, not an average, since the seed already divides by G. D and M
-    must be powers of two, the loss unweighted (no ignore-index or class-weights), the schedule not interleaved.
+    must be powers of two and the schedule not interleaved; a weighted loss (ignore-index, class-weights) sums
+    its weight sum as the same tree and seeds each micro-batch's part with 1.
     The pipeline attribute records `deterministic_dp = true`.
 
     Global-norm clipping (`clip-norm` = C > 0; 0, the default, is off; Megatron-LM's clip_grad_norm_fp32,
