@@ -10,7 +10,8 @@ The bundled GPT (vocabulary 256), AdamW lr 1e-3, on a Megatron indexed dataset o
 (byte-level ids, end-of-document 0), global batch G = 4 micro-batches of 4 rows:
 1. pp 1: dp 1 x 4 micro-batches, dp 2 x 2 and dp 4 x 1, 4 steps each: the losses, the validation losses and
    every state of the final checkpoints (parameters, AdamW moments, step) bit-equal. 1b: with a weighted mean
-   (--ignore-index 10, fractional --class-weights), dp 1 x 4 and dp 2 x 2 for 3 steps: the same.
+   (--ignore-index 10, fractional --class-weights), dp 1 x 4 and dp 2 x 2 for 3 steps: the same. 1c: at tp 2,
+   dp 1 x 4 and dp 2 x 2 for 3 steps: the same, both tp ranks' states.
 2. Control: the same dp 1 and dp 2 plans without --deterministic-dp: their parameters after 4 steps differ (the
    sequential accumulation and MPI's average are another order), so the mode is what makes them equal.
 3. Resume at another dp (pp 1): the dp 2 run checkpointed after step 2, resumed at dp 1 and at dp 4 for steps 3..4:
@@ -71,11 +72,12 @@ def states(name, stage=None):
     return read_checkpoint(path)
 
 
-def same_states(a, b, stages=(None,)):
-    """(equal, how many states, the first key that differs)."""
+def same_states(a, b, stages=(None,), tp=None):
+    """(equal, how many states, the first key that differs); with tp, every tensor-parallel rank's file."""
     n, first = 0, None
-    for s in stages:
-        sa, sb = states(a, s), states(b, s)
+    files = [s for s in stages] if tp is None else [f"tp{t}" for t in range(tp)]
+    for s in files:
+        sa, sb = (read_checkpoint(ck(x) + f".{s}") if isinstance(s, str) else states(x, s) for x in (a, b))
         if sorted(sa) != sorted(sb):
             return False, n, f"the keys differ: {sorted(set(sa) ^ set(sb))[:3]}"
         for key in sorted(sa):
@@ -123,6 +125,17 @@ if not failures:
           log("weighted-dp1")["train_loss"] != losses[1][:3],
           f"--ignore-index 10 --class-weights: dp 2 x 2 bit-equal to dp 1 x 4 after 3 steps, losses and {n} states"
           + ("" if equal else f" (first difference: {diff})") + f"; losses {log('weighted-dp1')['train_loss']}")
+
+# 1c. Tensor parallelism beside it: dp 2 x tp 2 (2 micro-batches) and dp 1 x tp 2 (4), 3 steps.
+tensor = {dp: compile_plan(f"tp2-dp{dp}", dp, 1, 4 // dp, extra=("--tp", "2")) for dp in (1, 2)}
+if not failures:
+    for dp in (1, 2):
+        ptrain_run(tensor[dp], f"tp2-dp{dp}", 3)
+if not failures:
+    equal, n, diff = same_states("tp2-dp2", "tp2-dp1", tp=2)
+    check(log("tp2-dp2")["train_loss"] == log("tp2-dp1")["train_loss"] and equal and n > 100,
+          f"tp 2: dp 2 x 2 bit-equal to dp 1 x 4 after 3 steps, losses and {n} states of both tp ranks"
+          + ("" if equal else f" (first difference: {diff})"))
 
 # 2. Control: without --deterministic-dp, dp 1 and dp 2 differ in the last bits.
 control = {dp: compile_plan(f"control-dp{dp}", dp, 1, 4 // dp, deterministic=False) for dp in (1, 2)}
