@@ -918,6 +918,11 @@ void BuildTrainingStepPass::runOnOperation() {
                                   "parallelism or micro-batches alone)";
     return signalPassFailure();
   }
+  if (deterministicDp) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: deterministic-dp needs a pipeline module (run "
+                                  "--ptrain-split-stages; a single-stage step has one micro-batch and no dp)";
+    return signalPassFailure();
+  }
   if (symbols->lookup("train_step")) {
     emitError(module.getLoc()) << "--ptrain-build-training-step: the module already has a @train_step";
     return signalPassFailure();

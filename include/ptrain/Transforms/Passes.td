@@ -574,6 +574,13 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     pass it to every forward-backward as the normalizer; the loss is then the sum of the parts (already the
     global weighted mean), and the eval step divides the summed cross-entropy by the same normalizer.
 
+    With `deterministic_dp = true` in `ptrain.pipeline` (--ptrain-build-training-step deterministic-dp), after
+    each backward call of micro-batch i the step reads every gradient state the callee wrote (that micro-batch's
+    gradient) and adds the micro-batches pairwise as their indices allow ((g0 + g1) + (g2 + g3), whatever the
+    schedule's order), writing the sum back after the last; the losses and the normalizer are pairwise trees
+    over i too, and the replicas' sums are all-gathered over `dp` and added pairwise before the pp sum
+    (include/ptrain/Transforms/DeterministicSum.h).
+
     With virtual stages (`virtual_stages` = V in `ptrain.pipeline`, steps `F<i>.<k>` of model chunk k), a
     step of chunk k on stage s runs virtual stage c = k P + s; the input of c comes from the rank of c - 1
     (offset -1, or P - 1 from stage 0, wrapping around) and the output goes to the rank of c + 1 (offset +1, or
