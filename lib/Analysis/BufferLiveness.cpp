@@ -10,6 +10,11 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/ADT/SetVector.h"
+
+#include <functional>
 
 #include <algorithm>
 #include <map>
@@ -245,11 +250,35 @@ void BufferLiveness::run(bool placeBuffers) {
     s.isConst = true;
     storage[arg] = s;
   }
-  // The writes of each state, by op index.
+  // The writes of each state, by op index; a call writes every state its callee (or a function it calls)
+  // writes (a state read before a stage function's call and used after it is copied).
   llvm::DenseMap<StringAttr, SmallVector<int64_t>> writesOf;
-  for (Operation *op : opList)
+  auto module = func->getParentOfType<ModuleOp>();
+  llvm::DenseMap<Operation *, llvm::SetVector<StringAttr>> writtenBy; // per callee, computed once
+  std::function<const llvm::SetVector<StringAttr> &(func::FuncOp)> statesWritten =
+      [&](func::FuncOp callee) -> const llvm::SetVector<StringAttr> & {
+    auto [it, inserted] = writtenBy.try_emplace(callee.getOperation());
+    if (!inserted)
+      return it->second; // done, or in progress (recursion: its own writes are being collected)
+    llvm::SetVector<StringAttr> written;
+    callee.walk([&](Operation *inner) {
+      if (auto write = dyn_cast<StateWriteOp>(inner))
+        written.insert(write.getStateAttr().getAttr());
+      else if (auto call = dyn_cast<func::CallOp>(inner))
+        if (auto next = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+          for (StringAttr sym : statesWritten(next))
+            written.insert(sym);
+    });
+    return writtenBy[callee.getOperation()] = std::move(written);
+  };
+  for (Operation *op : opList) {
     if (auto write = dyn_cast<StateWriteOp>(op))
       writesOf[write.getStateAttr().getAttr()].push_back(opIndex[op]);
+    else if (auto call = dyn_cast<func::CallOp>(op); call && module)
+      if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+        for (StringAttr sym : statesWritten(callee))
+          writesOf[sym].push_back(opIndex[op]);
+  }
 
   // Values sharing memory with a root (aliases) extend the root's liveness.
   llvm::DenseMap<Value, int64_t> lastUse;

@@ -29,6 +29,14 @@ std::string mlir::ptrain::checkTrainingPipelineOptions(const TrainingPipelineOpt
     os << "compress-options = '" << o.compressOptions << "' without a policy";
   else if (!o.isParallel() && (!o.report.empty() || !o.memoryPlan.empty()))
     os << "report and memory-plan need a pipeline or parallel step (dp, tp, pp or micro-batches > 1)";
+  else if (o.deterministicDp && !o.isParallel())
+    os << "deterministic-dp needs a pipeline or parallel step (dp, tp, pp or micro-batches > 1)";
+  else if (o.deterministicDp && o.policy != "none")
+    os << "deterministic-dp with policy = " << o.policy
+       << ": a codec's error feedback depends on how the micro-batches are split between replicas; use policy = none";
+  else if (o.deterministicDp && o.linearAEDim != 0)
+    os << "deterministic-dp with linear-ae-dim = " << o.linearAEDim
+       << ": the autoencoders' gradients are accumulated by --ptrain-insert-linear-ae, not as the tree";
   else if (o.linearAEDim == 0 && o.linearAESkipStages != 0)
     os << "linear-ae-skip-stages = " << o.linearAESkipStages << " without linear-ae-dim";
   return error;
@@ -50,6 +58,7 @@ static BuildTrainingStepPassOptions trainingStepOptions(const TrainingPipelineOp
   if (o.isParallel()) {
     step.microBatches = o.microBatches;
     step.dp = o.dp;
+    step.deterministicDp = o.deterministicDp;
     if (o.bucketBytes >= 0)
       step.bucketBytes = o.bucketBytes;
   }

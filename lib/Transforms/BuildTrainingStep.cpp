@@ -11,6 +11,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Transforms/Autodiff.h"
+#include "ptrain/Transforms/DeterministicSum.h"
 #include "ptrain/Transforms/DropoutRows.h"
 #include "ptrain/Transforms/GradientClipping.h"
 #include "ptrain/Transforms/StepLoss.h"
@@ -319,7 +320,13 @@ void BuildTrainingStepPass::buildDataParallelAllReduce(OpBuilder &b, Location lo
   SmallVector<Value> requests;
   for (SmallVector<StateOp> &bucket : buckets) {
     Value flat;
-    if (bucket.size() == 1) {
+    if (deterministicDp && bucket.size() == 1) {
+      // deterministic-dp: gathered along dimension 0 of a 1-D view (the replicas' sums back to back).
+      RankedTensorType type = bucket[0].getTensorType();
+      flat = StateReadOp::create(b, loc, type, gradState(bucket[0]).getSymName());
+      if (type.getRank() != 1)
+        flat = ReshapeOp::create(b, loc, RankedTensorType::get({type.getNumElements()}, type.getElementType()), flat);
+    } else if (bucket.size() == 1) {
       flat = StateReadOp::create(b, loc, bucket[0].getTensorType(), gradState(bucket[0]).getSymName());
     } else {
       SmallVector<Value> pieces;
@@ -334,13 +341,32 @@ void BuildTrainingStepPass::buildDataParallelAllReduce(OpBuilder &b, Location lo
       auto bucketType = RankedTensorType::get({total}, bucket[0].getTensorType().getElementType());
       flat = ConcatOp::create(b, loc, bucketType, pieces, b.getI64IntegerAttr(0));
     }
+    if (deterministicDp) {
+      // The replicas' partial sums in replica order, added by pairwiseSum after the wait (DeterministicSum.h).
+      auto flatType = cast<RankedTensorType>(flat.getType());
+      auto gathered = RankedTensorType::get({flatType.getDimSize(0) * dp}, flatType.getElementType());
+      auto start = AllGatherStartOp::create(b, bucket[0].getLoc(), RequestType::get(b.getContext(), gathered), flat,
+                                            grid.getSymName(), b.getStrArrayAttr({"dp"}), 0);
+      requests.push_back(start.getRequest());
+      continue;
+    }
     auto start = AllReduceStartOp::create(b, bucket[0].getLoc(), flat, grid.getSymName(), b.getStrArrayAttr({"dp"}),
                                           ReductionKind::Avg);
     requests.push_back(start.getRequest());
   }
   for (auto [bucket, request] : llvm::zip(buckets, requests)) {
     Value averaged = WaitOp::create(b, loc, request).getResult();
+    if (deterministicDp) {
+      int64_t n = cast<RankedTensorType>(averaged.getType()).getDimSize(0) / dp;
+      SmallVector<Value> partials;
+      for (int64_t d = 0; d < dp; ++d)
+        partials.push_back(SliceOp::create(b, loc, averaged, b.getDenseI64ArrayAttr({d * n}),
+                                           b.getDenseI64ArrayAttr({n})));
+      averaged = pairwiseSum(b, loc, partials);
+    }
     if (bucket.size() == 1) {
+      if (deterministicDp && bucket[0].getTensorType().getRank() != 1)
+        averaged = ReshapeOp::create(b, loc, bucket[0].getTensorType(), averaged);
       StateWriteOp::create(b, loc, averaged, gradState(bucket[0]).getSymName());
       continue;
     }
@@ -537,6 +563,20 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
                                << dp.getValue() << ", bucket-bytes = " << bucketBytes.getValue();
     return signalPassFailure();
   }
+  // deterministic-dp (DeterministicSum.h): a complete pairwise tree over the D M micro-batches, each replica's M
+  // a subtree; one gradient per micro-batch and rank (a chunk of its own).
+  if (deterministicDp) {
+    std::string why;
+    if (!isPowerOfTwo(dp) || !isPowerOfTwo(microBatches))
+      why = "dp = " + std::to_string(dp) + " and micro-batches = " + std::to_string(microBatches) +
+            " must be powers of two (the pairwise tree over the global micro-batches)";
+    else if (interleaved)
+      why = "the interleaved schedule (a rank adds the gradients of several model chunks) is not supported";
+    if (!why.empty()) {
+      emitError(module.getLoc()) << "--ptrain-build-training-step: deterministic-dp: " << why;
+      return signalPassFailure();
+    }
+  }
   // The grid: an existing one with a `pp` axis (and a `dp` axis when dp > 1) of the right sizes, or a new one.
   // After --ptrain-shard-tp the module has @grid(tp = T): it becomes @grid(dp = D, pp = P, tp = T), tp varying
   // fastest, and the tp collectives of the forward keep naming @grid.
@@ -635,14 +675,16 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
     if (last) {
       auto seedType = RankedTensorType::get({}, f32);
       // The plain loss is each micro-batch's mean, seeded with 1 / M; the weighted one the micro-batch's
-      // weighted sum over the step's weight sum, seeded with dp (the dp average divides by it again).
-      double seedValue = 1.0 / static_cast<double>(microBatches);
+      // weighted sum over the step's weight sum, seeded with dp (the dp average divides by it again), or with 1
+      // under deterministic-dp (the dp reduction sums).
+      // deterministic-dp: every micro-batch's mean seeded with 1 / G, the global micro-batches (summed over dp).
+      double seedValue = 1.0 / static_cast<double>(deterministicDp ? microBatches * dp : microBatches);
       if (lossOptions.weighted()) {
         target = buildLoss(fb, loc, out, body->getArgument(1), explicitLabels, /*sum=*/true);
         if (!target)
           return signalPassFailure();
         target = BinaryOp::create(fb, loc, BinaryKind::Div, target, body->getArgument(2));
-        seedValue = static_cast<double>(dp);
+        seedValue = deterministicDp ? 1.0 : static_cast<double>(dp);
       } else {
         target = buildLoss(fb, loc, out, body->getArgument(1), explicitLabels);
       }
@@ -659,6 +701,10 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
     numParameters += reads.size();
     for (auto [read, grad] : llvm::zip(reads, *grads)) {
       StateOp acc = gradState(symbols->lookup<StateOp>(read.getState()));
+      if (deterministicDp) { // The micro-batch's own gradient; --ptrain-lower-to-runtime adds them up as a tree.
+        StateWriteOp::create(fb, loc, grad, acc.getSymName());
+        continue;
+      }
       Value old = StateReadOp::create(fb, loc, acc.getTensorType(), acc.getSymName());
       StateWriteOp::create(fb, loc, BinaryOp::create(fb, loc, BinaryKind::Add, old, grad), acc.getSymName());
     }
@@ -755,6 +801,8 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
   }
   SmallVector<NamedAttribute> attrs(pipeline.getValue());
   attrs.push_back(b.getNamedAttr("micro_batches", b.getI64IntegerAttr(microBatches)));
+  if (deterministicDp)
+    attrs.push_back(b.getNamedAttr("deterministic_dp", b.getBoolAttr(true)));
   if (explicitLabels)
     attrs.push_back(b.getNamedAttr("labels", b.getBoolAttr(true)));
   module->setAttr("ptrain.pipeline", b.getDictionaryAttr(attrs));
@@ -868,6 +916,11 @@ void BuildTrainingStepPass::runOnOperation() {
                                << (dp != 1 ? dp.getValue() : microBatches.getValue())
                                << " needs a pipeline module (run --ptrain-split-stages, with pp=1 for data "
                                   "parallelism or micro-batches alone)";
+    return signalPassFailure();
+  }
+  if (deterministicDp) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: deterministic-dp needs a pipeline module (run "
+                                  "--ptrain-split-stages; a single-stage step has one micro-batch and no dp)";
     return signalPassFailure();
   }
   if (symbols->lookup("train_step")) {

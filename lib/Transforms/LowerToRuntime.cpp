@@ -12,6 +12,7 @@
 #include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Plan/CompressTensorParallel.h"
 #include "ptrain/Plan/CompressionPlan.h"
+#include "ptrain/Transforms/DeterministicSum.h"
 #include "ptrain/Transforms/DropoutRows.h"
 #include "ptrain/Plan/ScheduleTable.h"
 #include "ptrain/Transforms/StepLoss.h"
@@ -23,6 +24,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 
 #include <string>
 
@@ -148,9 +150,12 @@ public:
       if (failed(lookup("stage" + std::to_string(s) + "_optimizer_step", 0, 0)))
         return failure();
     // Explicit labels (ptrain.pipeline's `labels`) and the weighted loss (a label-weight function).
-    if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline"))
+    if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline")) {
       if (auto labelsAttr = pipeline.getAs<BoolAttr>("labels"))
         withLabels = labelsAttr.getValue();
+      if (auto deterministicAttr = pipeline.getAs<BoolAttr>("deterministic_dp"))
+        deterministicDp = deterministicAttr.getValue();
+    }
     const std::string weightName = lossWeightFunctionName(chunks - 1);
     if (module.lookupSymbol(weightName)) {
       FailureOr<func::FuncOp> weightFn = lookup(weightName, 1, 1);
@@ -176,9 +181,50 @@ public:
   bool withLabels = false;
   /// `@stage<c>_loss_weight` of the weighted loss (ignore-index, class-weights), or null.
   func::FuncOp lossWeight;
+  /// ptrain.pipeline's `deterministic_dp`: each backward writes its micro-batch's gradients, which the step
+  /// adds up as a pairwise tree (DeterministicSum.h), and the loss is summed the same way.
+  bool deterministicDp = false;
 
 private:
   func::FuncOp func(const std::string &name) { return module.lookupSymbol<func::FuncOp>(name); }
+  /// deterministic-dp: the scalar `local` of every replica, all-gathered over dp (replica order) and added
+  /// pairwise (DeterministicSum.h); `local` itself at dp 1.
+  Value sumOverReplicas(Location loc, Value local) {
+    int64_t dp = grid.getAxisIndex("dp") ? grid.getAxisSize("dp") : 1;
+    if (dp == 1)
+      return local;
+    auto scalarType = RankedTensorType::get({}, b.getF32Type());
+    auto gatheredType = RankedTensorType::get({dp}, b.getF32Type());
+    Value one = ReshapeOp::create(b, loc, RankedTensorType::get({1}, b.getF32Type()), local);
+    auto gather = AllGatherStartOp::create(b, loc, RequestType::get(b.getContext(), gatheredType), one,
+                                           grid.getSymName(), b.getStrArrayAttr({"dp"}), 0);
+    Value gathered = WaitOp::create(b, loc, gather.getRequest()).getResult();
+    SmallVector<Value> partials;
+    for (int64_t d = 0; d < dp; ++d)
+      partials.push_back(ReshapeOp::create(
+          b, loc, scalarType,
+          SliceOp::create(b, loc, gathered, b.getDenseI64ArrayAttr({d}), b.getDenseI64ArrayAttr({1}))));
+    return pairwiseSum(b, loc, partials);
+  }
+  /// deterministic-dp: after the backward `callee` of micro-batch i, reads each gradient state it wrote (its
+  /// micro-batch's gradient) into that state's tree (`trees`); the root, after the last micro-batch, is written
+  /// back for the optimizer step.
+  void accumulateTree(Location loc, const std::string &callee, int64_t i,
+                      llvm::MapVector<StringAttr, TreeAccumulator> &trees) {
+    SmallVector<StateWriteOp> writes;
+    func(callee).walk([&](StateWriteOp write) {
+      auto state = module.lookupSymbol<StateOp>(write.getStateAttr().getAttr());
+      if (state && state.getKind() == StateKind::Gradient)
+        writes.push_back(write);
+    });
+    for (StateWriteOp write : writes) {
+      StringAttr symbol = write.getStateAttr().getAttr();
+      Value grad = StateReadOp::create(b, loc, write.getValue().getType(), symbol);
+      auto tree = trees.try_emplace(symbol, TreeAccumulator(m)).first;
+      if (Value root = tree->second.add(b, loc, i, grad))
+        StateWriteOp::create(b, loc, root, symbol);
+    }
+  }
   Value tokensOf(Location loc, int64_t i) { return microBatchOf(loc, allTokens, i); }
   /// Micro-batch i's rows of `all` ([M B, S] token ids or labels).
   Value microBatchOf(Location loc, Value all, int64_t i) {
@@ -187,13 +233,20 @@ private:
   }
   /// What the last stage scores for micro-batch i: its labels, or its token ids (the shifted tokens).
   Value labelsOf(Location loc, int64_t i) { return withLabels ? microBatchOf(loc, allLabels, i) : tokensOf(loc, i); }
-  /// The weighted loss's normalizer: the weight sum over the step's micro-batches, summed over dp.
+  /// The weighted loss's normalizer: the weight sum over the step's micro-batches, summed over dp (with
+  /// deterministic-dp as the pairwise tree over the global micro-batches, sumOverReplicas).
   Value buildNormalizer(Location loc) {
     Value total;
+    SmallVector<Value> parts;
     for (int64_t i = 0; i < m; ++i) {
       Value part = call(loc, lossWeight.getSymName().str(), {labelsOf(loc, i)});
-      total = total ? Value(BinaryOp::create(b, loc, BinaryKind::Add, total, part)) : part;
+      if (deterministicDp)
+        parts.push_back(part);
+      else
+        total = total ? Value(BinaryOp::create(b, loc, BinaryKind::Add, total, part)) : part;
     }
+    if (deterministicDp)
+      return sumOverReplicas(loc, pairwiseSum(b, loc, parts));
     if (grid.getAxisIndex("dp") && grid.getAxisSize("dp") > 1) {
       auto reduce =
           AllReduceStartOp::create(b, loc, total, grid.getSymName(), b.getStrArrayAttr({"dp"}), ReductionKind::Sum);
@@ -400,7 +453,14 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
   SmallVector<SmallVector<SmallVector<Value>>> forwardSends(v, SmallVector<SmallVector<Value>>(m));
   SmallVector<Value> pending; // sends not yet waited, in start order
   Value lossSum;
-  auto addLoss = [&](Value loss) {
+  // deterministic-dp: the micro-batches' losses and gradients as pairwise trees over the micro-batch index.
+  TreeAccumulator lossTree(m);
+  llvm::MapVector<StringAttr, TreeAccumulator> gradTrees;
+  auto addLoss = [&](Value loss, int64_t i) {
+    if (deterministicDp) {
+      lossSum = lossTree.add(b, loc, i, loss);
+      return;
+    }
     lossSum = lossSum ? BinaryOp::create(b, loc, BinaryKind::Add, lossSum, loss).getResult() : loss;
   };
   // Forward activations are compressed in training steps only (evaluation runs uncompressed).
@@ -438,6 +498,8 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
         for (Value request : forwardSends[k][i]) // the forward output was received
           waitSend(request);
         Value din = call(loc, "stage" + cs + "_backward", {inputs[k][i], dout}, nullptr, i);
+        if (deterministicDp)
+          accumulateTree(loc, "stage" + cs + "_backward", i, gradTrees);
         if (c > 0)
           sendGradient(loc, s, c, i, din, pending);
         break;
@@ -449,7 +511,9 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
         if (normalizer)
           args.push_back(normalizer);
         call(loc, "stage" + cs + "_forward_backward", args, &results, i);
-        addLoss(results[0]);
+        if (deterministicDp)
+          accumulateTree(loc, "stage" + cs + "_forward_backward", i, gradTrees);
+        addLoss(results[0], i);
         if (c > 0)
           sendGradient(loc, s, c, i, results[1], pending);
         break;
@@ -475,7 +539,7 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
           pending.push_back(send(loc, out, nextOffset(s), tagOf(i, c, /*gradient=*/false)));
           continue;
         }
-        addLoss(evalLoss(loc, out, i, normalizer));
+        addLoss(evalLoss(loc, out, i, normalizer), i);
       }
     setMicroBatchRow(b, loc, module, 0);
     for (Value request : SmallVector<Value>(pending))
@@ -485,6 +549,17 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
   // (and dp) onto every rank.
   std::optional<unsigned> dpAxis = grid.getAxisIndex("dp");
   int64_t dp = dpAxis ? grid.getAxisSize("dp") : 1;
+  if (deterministicDp) {
+    // The replicas' loss sums (0 off the last stage) in replica order, added pairwise, over G = M D (the
+    // weighted parts are over the step's weight sum already); then over pp, where one term is not 0 (exact in
+    // any order).
+    Value local = sumOverReplicas(loc, isLast ? lossSum : scalar(loc, 0.0));
+    Value mean = normalizer ? local : BinaryOp::create(b, loc, BinaryKind::Div, local, scalar(loc, double(m * dp)));
+    auto reduce =
+        AllReduceStartOp::create(b, loc, mean, grid.getSymName(), b.getStrArrayAttr({"pp"}), ReductionKind::Sum);
+    func::ReturnOp::create(b, loc, WaitOp::create(b, loc, reduce.getRequest()).getResult());
+    return fn;
+  }
   // The weighted loss is already over the step's weight sum: the micro-batches' parts add up to the mean.
   Value loss = !isLast ? scalar(loc, 0.0)
                : normalizer

@@ -3,7 +3,7 @@
     ptrain-compile model.onnx [--optimizer adamw|sgd|none [--momentum MU]] [--clip-norm C]
                    [--ignore-index N] [--class-weights FILE]
                    [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
-                   [--dp D] [--tp T [--vocab-parallel [--vocab-multiple K]]]
+                   [--dp D [--deterministic-dp]] [--tp T [--vocab-parallel [--vocab-multiple K]]]
                    [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved [--virtual-stages V]]
                     [--linear-ae DIM [--linear-ae-skip-stages K]]]
                    [--policy none|optimus-cc|... [--cluster FILE] [--compress-options "cb-rank=8 sc=false"]]
@@ -29,6 +29,8 @@ runs, writing every intermediate into out/:
         analysis' prediction of this plan on the cluster (docs/TimingModel.md); with --policy none it runs
         --ptrain-critical-path itself (bench/cluster: the predicted iteration time of each compiled plan)
       with --dp D > 1: --ptrain-build-training-step="dp=D [bucket-bytes=N]" (gradients averaged over dp)
+      with --deterministic-dp: "deterministic-dp=true" (the gradients and losses summed as one pairwise tree over
+        the global micro-batches, the same bits at every dp with dp x M fixed; docs/Runtime.md)
       with --tp T > 1, first: --ptrain-raise --ptrain-shard-tp="tp=T" (Megatron's column/row-parallel layers;
         a head count or width that T does not divide is the pass's error naming the ONNX node); with
         --vocab-parallel [--vocab-multiple K]: "tp=T vocab-parallel=true [vocab-multiple=K]" (the embedding, LM
@@ -113,7 +115,7 @@ def run(cmd, what):
 PLAN_FIELDS = ("model", "target", "optimizer", "lr", "warmup_steps", "total_steps", "min_lr_ratio", "library",
                "dp", "pp", "tp", "micro_batches", "schedule", "virtual_stages", "policy", "compress_options",
                "cluster", "entry_points", "cuda_archs", "cuda_state_bytes", "constants_file", "batch", "seq",
-               "vocab", "states", "train_step_results", "vocab_parallel", "linear_ae", "codec_states",
+               "vocab", "states", "train_step_results", "vocab_parallel", "linear_ae", "deterministic_dp", "codec_states",
                "replica_batch", "global_batch")
 
 
@@ -173,6 +175,10 @@ def main(argv=None):
                         "(--ptrain-shard-tp vocab-parallel=true); the step never gathers the logits")
     p.add_argument("--vocab-multiple", type=int, default=None,
                    help="with --vocab-parallel: pad the vocabulary to a multiple of tp * K (default 1)")
+    p.add_argument("--deterministic-dp", action="store_true",
+                   help="sum gradients and losses as one pairwise tree over the global micro-batches, so that "
+                        "dp x micro-batches = G gives the same bits at every dp (dp and micro-batches powers of two, "
+                        "--policy none; docs/Runtime.md)")
     p.add_argument("--bucket-bytes", type=int, default=None,
                    help="largest data-parallel all-reduce bucket in bytes (default: the pass's, 25 MiB)")
     p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"], help="pipeline schedule")
@@ -221,6 +227,30 @@ def main(argv=None):
     return 0
 
 
+def check_deterministic_dp(args, pipeline):
+    """--deterministic-dp's constraints (--ptrain-build-training-step deterministic-dp and the pipeline's options
+    check them too), named before anything is built."""
+    if not args.deterministic_dp:
+        return
+    where = f"--deterministic-dp (--dp {args.dp} --micro-batches {args.micro_batches})"
+    power = lambda n: n > 0 and n & (n - 1) == 0  # noqa: E731
+    if not pipeline:
+        raise CompileError(f"{where}: needs a pipeline or parallel step (--dp, --tp, --pp or --micro-batches > 1)")
+    if not power(args.dp) or not power(args.micro_batches):
+        raise CompileError(f"{where}: --dp and --micro-batches must be powers of two (the pairwise tree over the "
+                           "global micro-batches)")
+    if args.policy != "none":
+        raise CompileError(f"{where}: --policy {args.policy}: a codec's error feedback depends on how the "
+                           "micro-batches are split between replicas; use --policy none")
+    if args.schedule == "interleaved":
+        raise CompileError(f"{where}: --schedule interleaved is not supported (use 1f1b or gpipe)")
+    if args.linear_ae is not None:
+        raise CompileError(f"{where}: --linear-ae is not supported")
+    if args.target != "cpu":
+        raise CompileError(f"{where}: --target {args.target}: the CPU target only (the CUDA code generator has no "
+                           "all-gather over dp yet)")
+
+
 def compile_model(args):
     if args.pp < 1 or args.micro_batches < 1 or args.dp < 1 or args.tp < 1:
         raise CompileError(f"--dp {args.dp} --tp {args.tp} --pp {args.pp} --micro-batches {args.micro_batches}: "
@@ -234,6 +264,7 @@ def compile_model(args):
     if args.bucket_bytes is not None and args.bucket_bytes < 0:
         raise CompileError(f"--bucket-bytes {args.bucket_bytes}: must be at least 0")
     pipeline = args.pp > 1 or args.micro_batches > 1 or args.dp > 1 or args.tp > 1
+    check_deterministic_dp(args, pipeline)
     check_schedule_options(args)
     check_linear_ae_options(args)
     if args.momentum != 0.0 and args.optimizer != "sgd":
@@ -463,6 +494,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
                     f" micro-batches={args.micro_batches} schedule={args.schedule}")
         if args.bucket_bytes is not None:
             options += f" bucket-bytes={args.bucket_bytes}"
+        if args.deterministic_dp:
+            options += " deterministic-dp=true"
         if args.vocab_parallel:
             options += " vocab-parallel=true" + (f" vocab-multiple={args.vocab_multiple}" if args.vocab_multiple else "")
         if args.linear_ae is not None:
@@ -502,6 +535,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
             driver["vocab_parallel"] = {"multiple": args.vocab_multiple or 1}
         if args.linear_ae is not None:
             driver["linear_ae"] = {"dim": args.linear_ae, "skip_stages": args.linear_ae_skip_stages or 0}
+        if args.deterministic_dp:
+            driver["deterministic_dp"] = True
     if args.target == "cuda":
         driver["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
     else:  # the large constants libstep.so reads at init from beside itself (docs/CodegenCpu.md, "Constants")

@@ -9,7 +9,8 @@ ptrain-run --checkpoint PATH writes, beside the checkpoint files, PATH.json:
 step and seed are the data position (--resume continues from there); dp/pp/tp the grid that wrote it;
 plan_fingerprint the fingerprint of the plan embedded in libstep.so (python/ptrain/plan_abi.py);
 reshard_fingerprint the same over the plan without what changes with the data-parallel degree (dp, the global
-batch and the codec states, which DESIGN.md decision 5's resharding rules cover), so that a checkpoint of the
+batch, its split into micro-batches per replica, and the codec states, which DESIGN.md decision 5's resharding
+rules cover), so that a checkpoint of the
 same plan at another dp is told apart from another plan's; per_replica whether every dp replica d > 0 also
 wrote its own files PATH...dp<d> (codec states differ between replicas); files the suffixes after PATH of
 replica 0's files, one per pipeline stage and tensor-parallel rank (stage_files); data the data position of
@@ -22,8 +23,10 @@ import hashlib
 import json
 import os
 
-# The fields of a plan that change with the data-parallel degree alone (plan_abi.bound_fields' keys).
-DP_FIELDS = ("dp", "global_batch", "codec_states")
+# The fields of a plan that change with the data-parallel degree alone (plan_abi.bound_fields' keys): the
+# degree, the global batch or its split into micro-batches per replica (--deterministic-dp keeps dp x
+# micro-batches; docs/Runtime.md), and the codec states.
+DP_FIELDS = ("dp", "global_batch", "micro_batches", "replica_batch", "codec_states")
 # The optional fields of PATH.json and their types: (key, type, in words).
 FIELD_TYPES = (("seed", int, "an integer"), ("dp", int, "an integer"), ("pp", int, "an integer"),
                ("tp", int, "an integer"), ("plan_fingerprint", str, "a string"), ("reshard_fingerprint", str, "a string"),

@@ -56,6 +56,21 @@ def test_another_dp_of_the_same_plan():
         check(written_by(old, old_embedded), plan, embedded, other_dp=False)  # ptrain-export's check
 
 
+def test_another_dp_with_the_global_batch_split_otherwise():
+    # --deterministic-dp keeps the global batch: dp 2 x 2 micro-batches resumes at dp 1 x 4 (docs/Runtime.md).
+    def split(dp, micro_batches, batch=4):
+        plan = dict(plan_at(dp, codec=False)[0], micro_batches=micro_batches, batch=batch,
+                    replica_batch=micro_batches * batch, global_batch=dp * micro_batches * batch, deterministic_dp=True)
+        return plan, plan_abi.bound_fields(plan)
+    plan, embedded = split(1, 4)
+    old, old_embedded = split(2, 2)
+    assert check(written_by(old, old_embedded), plan, embedded)["dp"] == 2
+    # Another micro-batch size (rows per micro-batch) is another compile.
+    other, other_embedded = split(2, 1, batch=8)
+    with pytest.raises(manifest.ManifestError, match=r"differs from it in more than the data-parallel degree"):
+        check(written_by(other, other_embedded), plan, embedded)
+
+
 def test_another_plan_at_another_dp():
     plan, embedded = plan_at(1)
     old, old_embedded = plan_at(2, lr=3e-3)

@@ -7,6 +7,8 @@
 // DP: error: --ptrain-build-training-step: dp and micro-batches must be >= 1, got dp = 0, micro-batches = 1
 // MB: error: --ptrain-build-training-step: dp and micro-batches must be >= 1, got dp = 1, micro-batches = -1
 // STAGES: error: --ptrain-build-training-step: dp = 2 needs a pipeline module
+// RUN: not ptrain-opt %s --ptrain-build-training-step=deterministic-dp=true 2>&1 | FileCheck %s --check-prefix=DET
+// DET: error: --ptrain-build-training-step: deterministic-dp needs a pipeline module
 
 ptrain.state @wte key "wte" kind parameter : tensor<16x8xf32>
 

@@ -154,4 +154,40 @@ TEST_F(BufferLivenessTest, StateReadCopiedWhenOverwritten) {
   }
 }
 
+// A call writes every state its callee writes, also through a nested call (deterministic-dp's step reads a
+// micro-batch's gradient after one backward call and adds it after the next): a read used after such a call
+// is copied; one used before it, or of a state no callee writes, stays in place.
+TEST_F(BufferLivenessTest, StateReadCopiedWhenACallOverwritesIt) {
+  func::FuncOp f = parse(R"mlir(
+    ptrain.state @g key "g" kind gradient : tensor<4xf32>
+    ptrain.state @m key "m" kind optimizer_moment : tensor<4xf32>
+    func.func private @inner(%x: tensor<4xf32>) {
+      ptrain.state_write %x to @g : tensor<4xf32>
+      return
+    }
+    func.func private @backward(%x: tensor<4xf32>) {
+      call @inner(%x) : (tensor<4xf32>) -> ()
+      return
+    }
+    func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+      call @backward(%x) : (tensor<4xf32>) -> ()
+      %g0 = ptrain.state_read @g : tensor<4xf32>
+      %m = ptrain.state_read @m : tensor<4xf32>
+      %u = ptrain.binary mul %g0, %x : tensor<4xf32>, tensor<4xf32>
+      call @backward(%u) : (tensor<4xf32>) -> ()
+      %g1 = ptrain.state_read @g : tensor<4xf32>
+      %s = ptrain.binary add %g0, %g1 : tensor<4xf32>, tensor<4xf32>
+      %y = ptrain.binary add %s, %m : tensor<4xf32>, tensor<4xf32>
+      return %y : tensor<4xf32>
+    })mlir");
+  ASSERT_TRUE(f);
+  for (StorageRules rules : {StorageRules::cpu(), StorageRules::cuda()}) {
+    BufferLiveness liveness(f, rules);
+    liveness.run();
+    EXPECT_EQ(liveness.lookup(result(f, 1)).kind, ValueStorage::Arena); // %g0: used after the second call
+    EXPECT_EQ(liveness.lookup(result(f, 2)).kind, ValueStorage::State); // %m: no callee writes it
+    EXPECT_EQ(liveness.lookup(result(f, 5)).kind, ValueStorage::State); // %g1: no write after it
+  }
+}
+
 } // namespace

@@ -36,6 +36,10 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
   Option<int64_t> bucketBytes{*this, "bucket-bytes",
                               llvm::cl::desc("dp gradient all-reduce bucket size in bytes; -1: the pass's default."),
                               llvm::cl::init(-1)};
+  Option<bool> deterministicDp{*this, "deterministic-dp",
+                               llvm::cl::desc("Gradient and loss sums in an order independent of dp "
+                                              "(--ptrain-build-training-step deterministic-dp)."),
+                               llvm::cl::init(false)};
   Option<bool> vocabParallel{*this, "vocab-parallel", llvm::cl::desc("Split the vocabulary over tp."),
                              llvm::cl::init(false)};
   Option<int64_t> vocabMultiple{*this, "vocab-multiple", llvm::cl::desc("Pad the vocabulary to tp x this."),

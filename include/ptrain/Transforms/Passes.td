@@ -88,6 +88,16 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     gradient of D replicas of M micro-batches each is the mean over D M micro-batches: the step equals a
     one-rank step over the global batch.
 
+    `deterministic-dp` (docs/Runtime.md, "Deterministic data parallelism"): the sums of the step do not depend
+    on how its G = D M micro-batches are split between replicas. Every micro-batch's loss is seeded with 1 / G;
+    its backward writes its gradient to the accumulator (no sum there), and --ptrain-lower-to-runtime adds the
+    micro-batch gradients as a fixed pairwise tree over the global micro-batch index d M + i; the dp reduction
+    is the tree's upper levels: each bucket is all-gathered over `dp` (replica order) and its D partial sums
+    added pairwise ((P0 + P1) + (P2 + P3)), a sum, not an average, since the seed already divides by G. D and M
+    must be powers of two and the schedule not interleaved; a weighted loss (ignore-index, class-weights) sums
+    its weight sum as the same tree and seeds each micro-batch's part with 1.
+    The pipeline attribute records `deterministic_dp = true`.
+
     Global-norm clipping (`clip-norm` = C > 0; 0, the default, is off; Megatron-LM's clip_grad_norm_fp32,
     torch.nn.utils.clip_grad_norm_): after the dp average and the tied sync, each rank sums the squared norms
     of its gradients (`ptrain.sum_squares`), a tied parameter on the first stage holding it only and, after
@@ -138,6 +148,9 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
            "Largest data-parallel all-reduce bucket in bytes (default 25 MiB, PyTorch DDP's bucket_cap_mb = 25); "
            "0 reduces every gradient on its own.">,
+    Option<"deterministicDp", "deterministic-dp", "bool", /*default=*/"false",
+           "Sum the step's gradients and losses in an order that does not depend on dp (pipeline mode; dp and "
+           "micro-batches powers of two): dp x micro-batches = G gives the same bits at every dp.">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0",
            "SGD heavy-ball momentum in [0, 1) (optimizer=sgd; 0: no momentum buffer).">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
@@ -560,6 +573,13 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     makes the last stage first sum that function over its micro-batches, all-reduce the sum over `dp`, and
     pass it to every forward-backward as the normalizer; the loss is then the sum of the parts (already the
     global weighted mean), and the eval step divides the summed cross-entropy by the same normalizer.
+
+    With `deterministic_dp = true` in `ptrain.pipeline` (--ptrain-build-training-step deterministic-dp), after
+    each backward call of micro-batch i the step reads every gradient state the callee wrote (that micro-batch's
+    gradient) and adds the micro-batches pairwise as their indices allow ((g0 + g1) + (g2 + g3), whatever the
+    schedule's order), writing the sum back after the last; the losses and the normalizer are pairwise trees
+    over i too, and the replicas' sums are all-gathered over `dp` and added pairwise before the pp sum
+    (include/ptrain/Transforms/DeterministicSum.h).
 
     With virtual stages (`virtual_stages` = V in `ptrain.pipeline`, steps `F<i>.<k>` of model chunk k), a
     step of chunk k on stage s runs virtual stage c = k P + s; the input of c comes from the rank of c - 1

@@ -287,6 +287,19 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                         {*comm, ptr(in), ptr(req), std::to_string(countOf(in)), "PTRAIN_DTYPE_F32", op,
                          "&" + ptr(req) + "_request"});
           })
+          .Case<AllGatherStartOp>([&](AllGatherStartOp a) -> LogicalResult {
+            // Along dimension 0 only: the group's tensors back to back in group-rank order (deterministic-dp's
+            // gathered partial sums).
+            Value in = a.getInput(), req = a.getRequest();
+            if (!isF32(in) || a.getGatherDim() != 0)
+              return a.emitError("--emit-cpp: only an all-gather of an f32 tensor along dimension 0 is supported");
+            FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes(), getSubgroup(a));
+            if (failed(comm))
+              return failure();
+            return call(RuntimeCall::ptrain_all_gather_start,
+                        {*comm, ptr(in), ptr(req), std::to_string(countOf(in)), "PTRAIN_DTYPE_F32",
+                         "&" + ptr(req) + "_request"});
+          })
           .Case<SendStartOp>([&](SendStartOp send) -> LogicalResult {
             return pointToPoint(send, RuntimeCall::ptrain_send_start, send.getInput(), send.getRequest(),
                                 send.getGridAttr().getValue(), send.getAxis(), send.getOffset());

@@ -46,22 +46,12 @@ import sys
 
 import numpy as np
 
-from e2e import check, failures, finish, read_checkpoint, run, setup
+from e2e import check, failures, finish, read_checkpoint, run, setup, stdlib_megatron
 
 build, source, work, BIN, MODEL = setup(sys.argv)
-from ptrain import data as stdlib_corpus, megatron_index
+from ptrain import megatron_index
 
-root = stdlib_corpus.stdlib_dir()
-docs = []
-for rel in stdlib_corpus.list_sources(root)[:300]:
-    with open(os.path.join(root, rel), "rb") as f:
-        docs.append(np.frombuffer(f.read(), dtype=np.uint8).astype(np.uint16).tolist() + [0])
-mega = os.path.join(work, "mega")
-os.makedirs(mega)
-megatron_index.write(os.path.join(mega, "train"), docs[:285], np.uint16)
-megatron_index.write(os.path.join(mega, "val"), docs[285:], np.uint16)
-with open(os.path.join(mega, "data.json"), "w") as f:
-    json.dump({"format": "megatron", "vocab_size": 256, "eod": 0}, f)
+mega, docs = stdlib_megatron(work, 300, 285)
 
 flags = ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc", "--lr", "1e-3",
          "--warmup-steps", "2", "--total-steps", "100", "--target", "cpu", "-o", os.path.join(work, "plan")]

@@ -67,6 +67,28 @@ def corpus(source, work, max_bytes=400000):
     return data
 
 
+def stdlib_megatron(work, count, val_from):
+    """A Megatron indexed dataset WORK/mega (train and val, data.json: vocabulary 256, end-of-document 0) of the
+    first `count` Python standard-library files, each file's bytes as uint16 ids ended by 0 (a byte-level
+    tokenization; 0 never occurs in source text), files [val_from, count) held out; returns (folder, the
+    documents as lists of ids)."""
+    import json
+    import numpy as np
+    from ptrain import data as stdlib_corpus, megatron_index
+    root = stdlib_corpus.stdlib_dir()
+    docs = []
+    for rel in stdlib_corpus.list_sources(root)[:count]:
+        with open(os.path.join(root, rel), "rb") as f:
+            docs.append(np.frombuffer(f.read(), dtype=np.uint8).astype(np.uint16).tolist() + [0])
+    mega = os.path.join(work, "mega")
+    os.makedirs(mega)
+    megatron_index.write(os.path.join(mega, "train"), docs[:val_from], np.uint16)
+    megatron_index.write(os.path.join(mega, "val"), docs[val_from:], np.uint16)
+    with open(os.path.join(mega, "data.json"), "w") as f:
+        json.dump({"format": "megatron", "vocab_size": 256, "eod": 0}, f)
+    return mega, docs
+
+
 def global_batches(source, data, path, steps, seed, rows=16, seq=64):
     """Writes the global batches ptrain-run's workers draw in steps 0..steps-1 (run_data.py's batch():
     random.Random(seed * 1000003 + i), `rows` windows of `seq` bytes) as raw int64 for ptrain-interpret
