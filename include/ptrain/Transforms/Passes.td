@@ -88,6 +88,30 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     gradient of D replicas of M micro-batches each is the mean over D M micro-batches: the step equals a
     one-rank step over the global batch.
 
+    ZeRO-1 (`zero=1`, optimizer=adamw, dp > 1; docs/DistributedOptimizer.md): Megatron-LM's distributed
+    optimizer, ZeRO stage 1 "P_os" (Rajbhandari et al., SC'20, sec. 5.1). The tied-parameter sync runs first
+    (on the replicas' own accumulated gradients); then the stage's parameters, matrices and the others apart
+    (one weight decay per bucket), fill buckets of at most `bucket-bytes`, each flattened and zero-padded to a
+    multiple of dp; every bucket is `ptrain.reduce_scatter_start ... axes [dp] reduction = avg`, this rank's
+    shard of the parameters is `ptrain.tp_split ... axis dp`, one `ptrain.adamw` updates the shard with moment
+    states of the shard's size only (`stage<s>_zero_bucket<k>_adam_m` / `_adam_v`, attribute
+    `ptrain.zero_bucket` naming the bucket's parameters, elements and padded size), and
+    `ptrain.all_gather_start ... gather_dim = 0` brings the updated parameters back to every replica. Optimizer
+    state per rank is 1 / dp of plain data parallelism plus the padding. zero=1 with dp = 1 (nothing to shard),
+    with optimizer=sgd or none, or with clip-norm > 0 is an error naming the options; zero > 1 (ZeRO-2, -3) is
+    not implemented and an error.
+
+    ```mlir
+    // dp = 2, zero = 1: one bucket of 2 parameters (4096 + 128 elements, padded to 4224)
+    %r = ptrain.reduce_scatter_start %flat on @grid axes [dp] scatter_dim = 0 reduction = avg
+        : tensor<4224xf32> -> !ptrain.request<tensor<2112xf32>>
+    %g = ptrain.wait %r : !ptrain.request<tensor<2112xf32>>
+    %p = ptrain.tp_split %params on @grid axis dp dim 0 : tensor<4224xf32> -> tensor<2112xf32>
+    %p1, %m1, %v1 = ptrain.adamw %p, %g, %m, %v, %t {...} : tensor<2112xf32>
+    %a = ptrain.all_gather_start %p1 on @grid axes [dp] gather_dim = 0
+        : tensor<2112xf32> -> !ptrain.request<tensor<4224xf32>>
+    ```
+
     Global-norm clipping (`clip-norm` = C > 0; 0, the default, is off; Megatron-LM's clip_grad_norm_fp32,
     torch.nn.utils.clip_grad_norm_): after the dp average and the tied sync, each rank sums the squared norms
     of its gradients (`ptrain.sum_squares`), a tied parameter on the first stage holding it only and, after
@@ -138,6 +162,11 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
            "Largest data-parallel all-reduce bucket in bytes (default 25 MiB, PyTorch DDP's bucket_cap_mb = 25); "
            "0 reduces every gradient on its own.">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "ZeRO stage: 0 (default) all-reduces the dp gradient buckets and keeps the whole optimizer state on "
+           "every replica; 1 (optimizer=adamw, dp > 1) reduce-scatters them, updates this rank's 1 / dp shard "
+           "of every bucket with shard-sized AdamW moments, and all-gathers the parameters (Megatron-LM's "
+           "distributed optimizer; ZeRO P_os, Rajbhandari et al. SC'20 sec. 5.1).">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0",
            "SGD heavy-ball momentum in [0, 1) (optimizer=sgd; 0: no momentum buffer).">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
