@@ -36,6 +36,10 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
   Option<int64_t> bucketBytes{*this, "bucket-bytes",
                               llvm::cl::desc("dp gradient all-reduce bucket size in bytes; -1: the pass's default."),
                               llvm::cl::init(-1)};
+  Option<int64_t> zero{*this, "zero",
+                       llvm::cl::desc("ZeRO stage of the dp optimizer: 0 all-reduces the gradient buckets, 1 "
+                                      "reduce-scatters them and shards AdamW over dp (docs/DistributedOptimizer.md)."),
+                       llvm::cl::init(0)};
   Option<bool> vocabParallel{*this, "vocab-parallel", llvm::cl::desc("Split the vocabulary over tp."),
                              llvm::cl::init(false)};
   Option<int64_t> vocabMultiple{*this, "vocab-multiple", llvm::cl::desc("Pad the vocabulary to tp x this."),
