@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""CTest codegen-cpu-zero: ZeRO-1 (ptrain-compile --zero 1, docs/DistributedOptimizer.md) under mpirun.
+
+    zero_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR
+
+1. ptrain-compile the bundled GPT at --dp 2 and --dp 4 (pp 1, buckets of at most 1,000,000 bytes), each plain and
+   with --zero 1; plan.json records "zero": 1 (and nothing for plain dp).
+2. ptrain-run each for 5 steps with --memory-log: the step losses of --zero 1 equal plain dp's at the same dp
+   within 1e-6 relative (the reduce-scatter averages the same values as the all-reduce; AdamW is elementwise),
+   and every rank's optimizer state (ptrain-run --memory-log's optimizer_state_bytes, the resident bytes of the
+   states of kind optimizer_moment) is exactly the sum of the moment states' shard sizes in plan.json, between
+   plain dp's / dp and that plus the padding (at most dp - 1 f32 per bucket and moment).
+3. The multi-rank executor (ptrain-interpret --multi-rank) on the dp 2 ZeRO-1 step.mlir and the same global
+   batches: within 1e-5 relative of the MPI run.
+4. Resume at the same dp: 3 steps with --checkpoint, then --resume to 5: the losses of steps 4-5 and every
+   replica's checkpoint file (each holds its own moment shards: PATH and PATH.dp1) byte for byte those of 5
+   straight steps. Resuming that checkpoint at dp 4 is refused, naming ZeRO-1.
+5. ptrain-compile refuses --zero 1 with --dp 1, --optimizer sgd, --target cuda and a --policy, each by name.
+"""
+
+import filecmp
+import json
+import math
+import os
+import sys
+
+from e2e import check, corpus, failures, finish, global_batches, run, setup
+
+build, source, work, BIN, MODEL = setup(sys.argv)
+STEPS, SEED = 5, 3
+data = corpus(source, work)
+
+common = ["--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100", "--target", "cpu", "--bucket-bytes",
+          "1000000"]
+configs = {f"dp{d}{'z' if z else ''}": ["--dp", str(d)] + (["--zero", "1"] if z else []) for d in (2, 4)
+           for z in (0, 1)}
+for name, flags in configs.items():
+    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, "-o", os.path.join(work, name)])
+    check(rc == 0, f"ptrain-compile {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
+if failures:
+    finish()
+plans = {name: json.load(open(os.path.join(work, name, "plan.json"))) for name in configs}
+check(plans["dp2z"].get("zero") == 1 and "zero" not in plans["dp2"], "plan.json: zero = 1 with --zero 1, absent without")
+
+logs, memory = {}, {}
+for name in configs:
+    log, mem = os.path.join(work, f"{name}.json"), os.path.join(work, f"{name}.mem")
+    rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, name), "--data", data, "--steps", str(STEPS),
+                   "--val-batches", "1", "--seed", str(SEED), "--log", log, "--memory-log", mem, "--timeout", "120"],
+                  timeout=600)
+    check(rc == 0, f"ptrain-run {name} {STEPS} steps" + ("" if rc == 0 else ":\n" + out))
+    if rc == 0:
+        logs[name] = json.load(open(log))
+        dp = plans[name]["dp"]
+        memory[name] = [json.load(open(f"{mem}.rank{r}.json")) for r in range(dp)]
+
+for dp in (2, 4):
+    plain, zero = f"dp{dp}", f"dp{dp}z"
+    if plain not in logs or zero not in logs:
+        continue
+    a, b = logs[plain]["train_loss"], logs[zero]["train_loss"]
+    worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+    print(f"dp {dp}: plain {a}\n      zero-1 {b}\n      worst relative difference {worst:.3e}")
+    check(len(a) == len(b) == STEPS and worst <= 1e-6, f"dp {dp}: --zero 1 losses within 1e-6 relative of plain dp")
+    moments = [s for s in plans[zero]["states"] if s["kind"] == "optimizer_moment"]
+    expected = 4 * sum(math.prod(s["shape"]) for s in moments)
+    buckets = len(moments) // 2
+    plain_bytes = memory[plain][0]["optimizer_state_bytes"]
+    ranks = [m["optimizer_state_bytes"] for m in memory[zero]]
+    print(f"dp {dp}: optimizer state bytes per rank: plain {plain_bytes}, zero-1 {ranks} "
+          f"(plain / dp = {plain_bytes / dp:.0f}; {buckets} buckets)")
+    check(all(r == expected for r in ranks), f"dp {dp}: every rank's optimizer state is its moment shards "
+          f"({expected} bytes)")
+    check(plain_bytes / dp <= expected <= plain_bytes / dp + 2 * 4 * (dp - 1) * buckets,
+          f"dp {dp}: optimizer state per rank is 1 / dp of plain dp's plus the padding")
+
+# 3. The executor on the same IR and global batches.
+if "dp2z" in logs:
+    tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), STEPS, SEED,
+                            rows=plans["dp2z"]["global_batch"], seq=plans["dp2z"]["seq"])
+    rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, "dp2z", "step.mlir"), "--weights", MODEL,
+                   "--multi-rank", "--steps", str(STEPS), "--tokens-file", tokens], timeout=600)
+    check(rc == 0, "ptrain-interpret --multi-rank on dp2z/step.mlir" + ("" if rc == 0 else ":\n" + out))
+    if rc == 0:
+        executor = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
+        worst = max(abs(x - y) / abs(x) for x, y in zip(executor, logs["dp2z"]["train_loss"]))
+        print(f"executor {executor}: worst relative difference to MPI {worst:.3e}")
+        check(len(executor) == STEPS and worst <= 1e-5, "executor within 1e-5 relative of the MPI run")
+
+# 4. Resume at the same dp, bit for bit; at another dp refused.
+ck = os.path.join(work, "ck")
+os.makedirs(ck)
+runs = {"straight": ["--steps", str(STEPS), "--checkpoint", os.path.join(ck, "a")],
+        "first": ["--steps", "3", "--checkpoint", os.path.join(ck, "b")],
+        "resumed": ["--steps", str(STEPS), "--resume", os.path.join(ck, "b"), "--checkpoint", os.path.join(ck, "c")]}
+resumed = {}
+for name, flags in runs.items():
+    log = os.path.join(work, f"ck-{name}.json")
+    rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, "dp2z"), "--data", data, "--val-batches", "1",
+                   "--seed", str(SEED), "--log", log, "--timeout", "120", *flags], timeout=600)
+    check(rc == 0, f"ptrain-run dp2z {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
+    resumed[name] = json.load(open(log)) if rc == 0 else {}
+if all(resumed.values()):
+    check(resumed["resumed"]["train_loss"] == resumed["straight"]["train_loss"][3:],
+          f"resumed steps 4-5 {resumed['resumed']['train_loss']} equal the straight run's")
+    for suffix in ("", ".dp1"):
+        a, c = os.path.join(ck, "a" + suffix), os.path.join(ck, "c" + suffix)
+        check(os.path.isfile(a) and os.path.isfile(c) and filecmp.cmp(a, c, shallow=False),
+              f"checkpoint PATH{suffix} after 3 + 2 steps equals 5 straight steps byte for byte")
+    check(not filecmp.cmp(os.path.join(ck, "a"), os.path.join(ck, "a.dp1"), shallow=False),
+          "the replicas' checkpoints differ (each holds its own moment shards)")
+rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, "dp4z"), "--data", data, "--steps", str(STEPS),
+               "--seed", str(SEED), "--resume", os.path.join(ck, "b"), "--timeout", "60"], timeout=120)
+check(rc != 0 and "ZeRO-1 AdamW moments are sharded over dp" in out, "a dp 2 ZeRO-1 checkpoint at dp 4 is refused")
+
+# 5. The driver's refusals.
+refusals = {("--dp", "1"): "needs --dp > 1 (got --dp 1)",
+            ("--dp", "2", "--optimizer", "sgd"): "needs --optimizer adamw (got --optimizer sgd)",
+            ("--dp", "2", "--target", "cuda"): "the CUDA target does not emit the reduce-scatter",
+            ("--dp", "2", "--policy", "optimus-cc"): "compression of the reduce-scattered gradient buckets"}
+for flags, message in refusals.items():
+    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, "--zero", "1", *flags, "-o",
+                   os.path.join(work, "refused")])
+    check(rc != 0 and message in out and not os.path.exists(os.path.join(work, "refused", "plan.json")),
+          f"ptrain-compile --zero 1 {' '.join(flags)} is refused: {message}")
+finish()
