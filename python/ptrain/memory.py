@@ -76,13 +76,12 @@ def measure(lib, stage, plan=None):
     static = {"state_bytes": 0, "stash_bytes": 0, "eval_bytes": 0, "temporaries_bytes": 0, "other_bytes": 0}
     moments = {_identifier(s["key"]) for s in (plan or {}).get("states", []) if s.get("kind") == "optimizer_moment"}
     if plan is not None:
-        result["optimizer_state_bytes"] = static["optimizer_state_bytes"] = 0
+        result["optimizer_state_bytes"] = 0  # a part of state_bytes: not in `static`, whose sum is the blocks'
     with open("/proc/self/pagemap", "rb") as pagemap:
         for name, address, size in _blocks(lib):
             state = re.fullmatch(r"state_\d+_(.*)", name)
             if state and state.group(1) in moments:
                 result["optimizer_state_bytes"] += _resident_bytes(pagemap, address, size)
-                static["optimizer_state_bytes"] += size
             if state:
                 key = "state_bytes"
             elif name == "ptrain_arena":

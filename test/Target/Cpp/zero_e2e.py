@@ -8,7 +8,7 @@
 2. ptrain-run each for 5 steps with --memory-log: the step losses of --zero 1 equal plain dp's at the same dp
    within 1e-6 relative (the reduce-scatter averages the same values as the all-reduce; AdamW is elementwise),
    and every rank's optimizer state (ptrain-run --memory-log's optimizer_state_bytes, the resident bytes of the
-   states of kind optimizer_moment) is exactly the sum of the moment states' shard sizes in plan.json, between
+   states of kind optimizer_moment, all of whose pages the run touched) is exactly the sum of the moment states' shard sizes in plan.json, between
    plain dp's / dp and that plus the padding (at most dp - 1 f32 per bucket and moment).
 3. The multi-rank executor (ptrain-interpret --multi-rank) on the dp 2 ZeRO-1 step.mlir and the same global
    batches: within 1e-5 relative of the MPI run.
