@@ -42,11 +42,6 @@ def resume_position(args, plan):
         raise RunError(f"--resume {args.resume}: cannot read the data position {args.resume}.json ({e})")
     dp = plan.get("dp", 1)
     old_dp = position.get("dp", dp)
-    if old_dp != dp and plan.get("zero", 0) == 1:
-        # The moments are one shard per replica, of padded / dp elements per bucket (docs/DistributedOptimizer.md).
-        raise RunError(f"--resume {args.resume}: the checkpoint was written at dp = {old_dp} and this plan is ZeRO-1 "
-                       f"(--zero 1) at dp = {dp}: ZeRO-1 AdamW moments are sharded over dp, and resharding them to "
-                       "another dp is not implemented yet (resume at the same dp)")
     try:
         manifest.check(position, plan, os.path.join(args.out, "plan.json"), args.resume,
                        plan_abi.read_embedded(plan["library"]) or {}, other_dp=True)

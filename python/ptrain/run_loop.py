@@ -131,7 +131,7 @@ def work(args):
         else:  # DESIGN.md decision 5 (python/ptrain/reshard.py); the launcher printed what is not copied.
             try:
                 reshard.load(step, [old_path(args.resume, plan, stage.value, tp_rank, d, replicas > 1)
-                                    for d in range(replicas)])
+                                    for d in range(replicas)], replica, dp)
             except reshard.ReshardError as e:
                 raise RunError(f"--resume {args.resume}: {e}")
     traffic = Traffic(step, dp * plan["pp"] * tp, tp) if step.has_traffic else None
