@@ -56,8 +56,7 @@ Value flatBucket(OpBuilder &b, Location loc, const Bucket &bucket, llvm::functio
   }
   if (bucket.padded > bucket.elements) {
     auto padType = RankedTensorType::get({bucket.padded - bucket.elements}, element);
-    pieces.push_back(
-        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(padType, b.getFloatAttr(element, 0.0))));
+    pieces.push_back(arith::ConstantOp::create(b, loc, DenseElementsAttr::get(padType, b.getFloatAttr(element, 0.0))));
   }
   if (pieces.size() == 1)
     return pieces.front();
@@ -88,9 +87,10 @@ int64_t mlir::ptrain::buildShardedAdamW(OpBuilder &b, Location loc, GridOp grid,
       return StateReadOp::create(b, loc, param.getTensorType(), gradState(param).getSymName());
     });
     auto shardType = RankedTensorType::get({bucket.padded / dp}, getElementTypeOrSelf(flat.getType()));
-    auto start = ReduceScatterStartOp::create(b, StateOp(bucket.params.front()).getLoc(),
-                                              RequestType::get(b.getContext(), shardType), flat, grid.getSymName(), dpAxes,
-                                              /*scatter_dim=*/0, ReductionKind::Avg);
+    auto start =
+        ReduceScatterStartOp::create(b, StateOp(bucket.params.front()).getLoc(),
+                                     RequestType::get(b.getContext(), shardType), flat, grid.getSymName(), dpAxes,
+                                     /*scatter_dim=*/0, ReductionKind::Avg);
     scattered.push_back(start.getRequest());
   }
   // 2. Per bucket: AdamW on this rank's shard, then the all-gather of the new shard.
@@ -118,10 +118,10 @@ int64_t mlir::ptrain::buildShardedAdamW(OpBuilder &b, Location loc, GridOp grid,
     Value mv = StateReadOp::create(b, loc, shardType, m.getSymName());
     Value vv = StateReadOp::create(b, loc, shardType, v.getSymName());
     double decay = bucket.decayed ? options.weightDecay : 0.0;
-    auto update = AdamWOp::create(b, bucket.params.front().getLoc(), shardType, shardType, shardType, shard, grad, mv,
-                                  vv, t, options.schedule, b.getF64FloatAttr(options.beta1),
-                                  b.getF64FloatAttr(options.beta2), b.getF64FloatAttr(options.epsilon),
-                                  b.getF64FloatAttr(decay));
+    auto update =
+        AdamWOp::create(b, bucket.params.front().getLoc(), shardType, shardType, shardType, shard, grad, mv, vv, t,
+                        options.schedule, b.getF64FloatAttr(options.beta1), b.getF64FloatAttr(options.beta2),
+                        b.getF64FloatAttr(options.epsilon), b.getF64FloatAttr(decay));
     StateWriteOp::create(b, loc, update.getNewM(), m.getSymName());
     StateWriteOp::create(b, loc, update.getNewV(), v.getSymName());
     auto fullType = RankedTensorType::get({bucket.padded}, shardType.getElementType());
@@ -135,8 +135,8 @@ int64_t mlir::ptrain::buildShardedAdamW(OpBuilder &b, Location loc, GridOp grid,
     Value full = WaitOp::create(b, loc, request).getResult();
     Type element = getElementTypeOrSelf(full.getType());
     if (bucket.padded > bucket.elements)
-      full = SliceOp::create(b, loc, RankedTensorType::get({bucket.elements}, element), full,
-                             ArrayRef<int64_t>{0}, ArrayRef<int64_t>{bucket.elements});
+      full = SliceOp::create(b, loc, RankedTensorType::get({bucket.elements}, element), full, ArrayRef<int64_t>{0},
+                             ArrayRef<int64_t>{bucket.elements});
     SmallVector<Value> pieces;
     if (bucket.params.size() == 1) {
       pieces.push_back(full);
@@ -152,9 +152,8 @@ int64_t mlir::ptrain::buildShardedAdamW(OpBuilder &b, Location loc, GridOp grid,
       pieces.append(split.getResults().begin(), split.getResults().end());
     }
     for (auto [param, piece] : llvm::zip(bucket.params, pieces)) {
-      Value shaped = param.getTensorType().getRank() == 1
-                         ? piece
-                         : Value(ReshapeOp::create(b, loc, param.getTensorType(), piece));
+      Value shaped =
+          param.getTensorType().getRank() == 1 ? piece : Value(ReshapeOp::create(b, loc, param.getTensorType(), piece));
       StateWriteOp::create(b, loc, shaped, param.getSymName());
     }
   }
