@@ -71,8 +71,8 @@ private:
   /// Rejects optimizer options that make no optimizer: the schedule (lr, warm-up, total, min ratio) and weight
   /// decay; AdamW's betas and epsilon; SGD's momentum. The error names the option.
   LogicalResult checkOptimizerOptions(ModuleOp module);
-  /// Rejects a ZeRO stage this pass does not build: zero must be 0 or 1, and zero=1 needs optimizer=adamw,
-  /// dp > 1 (nothing to shard otherwise) and no clip-norm (the norm of sharded gradients is not built yet).
+  /// Rejects a ZeRO stage this pass does not build: zero must be 0 or 1, and zero=1 needs optimizer=adamw and
+  /// dp > 1 (nothing to shard otherwise).
   LogicalResult checkZeroOptions(ModuleOp module);
   /// The clip scale of the gradients `grads` of `params`, the parameters this rank counts (global-norm
   /// clipping, clip-norm > 0), over the grid axes `axes`: a tp-sliced parameter (or any, when tp = 1) counts
@@ -733,11 +733,26 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
       options.beta2 = beta2;
       options.epsilon = epsilon;
       options.weightDecay = weightDecay;
+      options.clipNorm = clipNorm;
+      options.tp = tp;
+      // The norm's axes: dp (the shards) and those that partition the model, in grid order.
+      options.normAxes.push_back("dp");
+      if (numStages > 1)
+        options.normAxes.push_back("pp");
+      if (tp > 1)
+        options.normAxes.push_back("tp");
       auto addMoment = [&](StringRef name, StringRef key, RankedTensorType type) {
         return getOrAddState(ob, anchor, name, key, StateKind::OptimizerMoment, type);
       };
+      // As buildClipScale: a tied parameter counts on the first stage holding it; a tp slice (or any parameter
+      // at tp = 1) in full, a replicated one 1 / tp.
+      auto normTerm = [&](StateOp param) {
+        if (readers[param.getSymName()].front() != s)
+          return NormTerm::Uncounted;
+        return tp > 1 && !param->hasAttr(kTPSliceAttr) ? NormTerm::Replicated : NormTerm::Owned;
+      };
       numBuckets += buildShardedAdamW(ob, loc, grid, s, llvm::to_vector(llvm::reverse(held[s])), gradState, addMoment,
-                                      options, t);
+                                      options, t, normTerm);
       for (StateOp param : held[s]) {
         auto type = param.getTensorType();
         Value zeroGrad = arith::ConstantOp::create(
@@ -843,10 +858,6 @@ LogicalResult BuildTrainingStepPass::checkZeroOptions(ModuleOp module) {
     return error() << "zero=1 shards AdamW's moments and needs optimizer=adamw, got optimizer=" << optimizer;
   if (dp < 2)
     return error() << "zero=1 shards the optimizer state over dp and needs dp > 1, got dp = " << dp.getValue();
-  if (clipNorm > 0.0)
-    return error() << "zero=1 with clip-norm > 0 is not supported yet (the global norm of dp-sharded gradients), got "
-                      "clip-norm = "
-                   << clipNorm.getValue();
   return success();
 }
 

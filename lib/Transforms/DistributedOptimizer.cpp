@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Transforms/DistributedOptimizer.h"
+#include "ptrain/Transforms/GradientClipping.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -23,10 +24,12 @@ struct Bucket {
   int64_t elements = 0; ///< N: the parameters' elements
   int64_t padded = 0;   ///< N': N rounded up to a multiple of dp
   bool decayed = false; ///< parameters of rank >= 2 (weight decay applies)
+  NormTerm term = NormTerm::Owned; ///< how its gradients count in the clipping norm
 };
 
 /// Buckets of consecutive parameters of `params` (at most `bucketBytes` each, a larger parameter alone).
-void fillBuckets(ArrayRef<StateOp> params, int64_t bucketBytes, bool decayed, SmallVectorImpl<Bucket> &buckets) {
+void fillBuckets(ArrayRef<StateOp> params, int64_t bucketBytes, bool decayed, NormTerm term,
+                 SmallVectorImpl<Bucket> &buckets) {
   int64_t filled = 0;
   bool open = false;
   for (StateOp param : params) {
@@ -35,6 +38,7 @@ void fillBuckets(ArrayRef<StateOp> params, int64_t bucketBytes, bool decayed, Sm
     if (!open || filled + bytes > bucketBytes) {
       buckets.emplace_back();
       buckets.back().decayed = decayed;
+      buckets.back().term = term;
       filled = 0;
       open = true;
     }
@@ -68,14 +72,21 @@ Value flatBucket(OpBuilder &b, Location loc, const Bucket &bucket, llvm::functio
 
 int64_t mlir::ptrain::buildShardedAdamW(OpBuilder &b, Location loc, GridOp grid, int64_t stage,
                                         ArrayRef<StateOp> params, llvm::function_ref<StateOp(StateOp)> gradState,
-                                        AddMomentState addMoment, const ShardedAdamWOptions &options, Value t) {
+                                        AddMomentState addMoment, const ShardedAdamWOptions &options, Value t,
+                                        llvm::function_ref<NormTerm(StateOp)> normTerm) {
   const int64_t dp = options.dp;
-  SmallVector<StateOp> decayed, plain;
-  for (StateOp param : params)
-    (param.getTensorType().getRank() >= 2 ? decayed : plain).push_back(param);
+  const bool clip = options.clipNorm > 0.0;
+  // Groups by (weight decay, norm term); without clipping every parameter is Owned: two groups.
   SmallVector<Bucket> buckets;
-  fillBuckets(decayed, options.bucketBytes, /*decayed=*/true, buckets);
-  fillBuckets(plain, options.bucketBytes, /*decayed=*/false, buckets);
+  for (bool decayed : {true, false})
+    for (NormTerm term : {NormTerm::Owned, NormTerm::Replicated, NormTerm::Uncounted}) {
+      SmallVector<StateOp> group;
+      for (StateOp param : params)
+        if ((param.getTensorType().getRank() >= 2) == decayed &&
+            (clip && normTerm ? normTerm(param) : NormTerm::Owned) == term)
+          group.push_back(param);
+      fillBuckets(group, options.bucketBytes, decayed, term, buckets);
+    }
   for (Bucket &bucket : buckets)
     bucket.padded = (bucket.elements + dp - 1) / dp * dp;
 
@@ -93,10 +104,25 @@ int64_t mlir::ptrain::buildShardedAdamW(OpBuilder &b, Location loc, GridOp grid,
                                      /*scatter_dim=*/0, ReductionKind::Avg);
     scattered.push_back(start.getRequest());
   }
+  // With clipping: every shard first, then the global norm of the shards and its scale.
+  SmallVector<Value> shardGrads(buckets.size());
+  if (clip) {
+    GlobalNormTerms terms;
+    for (auto [k, bucket] : llvm::enumerate(buckets)) {
+      shardGrads[k] = WaitOp::create(b, loc, scattered[k]).getResult();
+      if (bucket.term == NormTerm::Owned)
+        terms.owned.push_back(shardGrads[k]);
+      else if (bucket.term == NormTerm::Replicated)
+        terms.replicated.push_back(shardGrads[k]);
+    }
+    Value scale = buildGlobalNormClipScale(b, loc, terms, options.tp, grid, options.normAxes, options.clipNorm);
+    for (Value &grad : shardGrads)
+      grad = scaleGradient(b, loc, grad, scale);
+  }
   // 2. Per bucket: AdamW on this rank's shard, then the all-gather of the new shard.
   SmallVector<Value> gathered;
   for (auto [k, bucket] : llvm::enumerate(buckets)) {
-    Value grad = WaitOp::create(b, loc, scattered[k]).getResult();
+    Value grad = clip ? shardGrads[k] : Value(WaitOp::create(b, loc, scattered[k]).getResult());
     auto shardType = cast<RankedTensorType>(grad.getType());
     Value full = flatBucket(b, loc, bucket, [&](StateOp param) -> Value {
       return StateReadOp::create(b, loc, param.getTensorType(), param.getSymName());

@@ -121,7 +121,7 @@ PLAN_FIELDS = ("model", "target", "optimizer", "lr", "warmup_steps", "total_step
 
 def check_zero_options(args):
     """--zero 1 (docs/DistributedOptimizer.md): what the ZeRO-1 step is built for, each refusal naming the options.
-    The pass checks the same (zero=1 needs dp > 1 and AdamW, not clip-norm); the driver also refuses what only it
+    The pass checks the same (zero=1 needs dp > 1 and AdamW); the driver also refuses what only it
     knows: the CUDA target (no reduce-scatter / all-gather emission yet) and a compression policy (the dp
     gradients are reduce-scattered, which the codecs do not compress yet)."""
     if not args.zero:
@@ -132,9 +132,6 @@ def check_zero_options(args):
     if args.optimizer != "adamw":
         raise CompileError(f"--zero {args.zero} shards AdamW's moments and needs --optimizer adamw (got --optimizer "
                            f"{args.optimizer})")
-    if args.clip_norm != 0.0:
-        raise CompileError(f"--zero {args.zero} with --clip-norm {args.clip_norm}: the global norm of dp-sharded "
-                           "gradients is not built yet")
     if args.target != "cpu":
         raise CompileError(f"--zero {args.zero} --target {args.target}: the CUDA target does not emit the "
                            "reduce-scatter and all-gather of the distributed optimizer yet (use --target cpu)")

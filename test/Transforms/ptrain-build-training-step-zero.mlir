@@ -7,12 +7,23 @@
 // RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 zero=2" 2>&1 | FileCheck %s --check-prefix=ZERO2
 // RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 zero=-1" 2>&1 | FileCheck %s --check-prefix=ZERO2
 // RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 zero=1 optimizer=sgd" 2>&1 | FileCheck %s --check-prefix=SGD
-// RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 zero=1 clip-norm=1.0" 2>&1 | FileCheck %s --check-prefix=CLIP
+// With clipping: every shard waited, their squared norms all-reduced over dp, each shard scaled before AdamW.
+// RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 zero=1 clip-norm=1.0" | FileCheck %s --check-prefix=CLIP
 // RUN: not ptrain-opt %s --ptrain-build-training-step="zero=1" 2>&1 | FileCheck %s --check-prefix=DP1
 // DP1: error: --ptrain-build-training-step: zero=1 shards the optimizer state over dp and needs dp > 1, got dp = 1
 // ZERO2: error: --ptrain-build-training-step: zero must be 0 (plain data parallelism) or 1 (ZeRO-1, the distributed optimizer)
 // SGD: error: --ptrain-build-training-step: zero=1 shards AdamW's moments and needs optimizer=adamw, got optimizer=sgd
-// CLIP: error: --ptrain-build-training-step: zero=1 with clip-norm > 0 is not supported yet
+// CLIP-LABEL: func.func @stage0_optimizer_step()
+// CLIP: %[[R0:.*]] = ptrain.reduce_scatter_start
+// CLIP: %[[R1:.*]] = ptrain.reduce_scatter_start
+// CLIP: %[[G0:.*]] = ptrain.wait %[[R0]]
+// CLIP: %[[G1:.*]] = ptrain.wait %[[R1]]
+// CLIP: ptrain.sum_squares %[[G0]]
+// CLIP: ptrain.sum_squares %[[G1]]
+// CLIP: %[[N:.*]] = ptrain.all_reduce_start %{{.*}} on @grid axes [dp] reduction = sum {ptrain.global_norm}
+// CLIP: %[[SCALE:.*]] = ptrain.clip_scale %{{.*}} {max_norm = 1.000000e+00 : f64}
+// CLIP: %[[S0:.*]] = ptrain.binary mul %[[G0]], %[[SCALE]]
+// CLIP: ptrain.adamw %{{.*}}, %[[S0]],
 
 // The moments hold one shard each; the attribute names the bucket's parameters and sizes.
 // CHECK-DAG: ptrain.state @stage0_zero_bucket0_adam_m key "stage0.zero_bucket0/adam_m" kind optimizer_moment {ptrain.zero_bucket = {axis = "dp", elements = 256 : i64, padded = 258 : i64, params = ["head", "wte"]}} : tensor<86xf32>

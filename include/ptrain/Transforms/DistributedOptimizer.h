@@ -16,6 +16,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
 
 namespace mlir::ptrain {
 
@@ -32,7 +33,17 @@ struct ShardedAdamWOptions {
   LRScheduleAttr schedule;
   double beta1 = 0.9, beta2 = 0.95, epsilon = 1e-8;
   double weightDecay = 0.0; ///< applied to the buckets of parameters of rank >= 2 only
+  /// Global-norm clipping (clip-norm > 0; docs/TrainingStep.md): the norm is summed over the dp shards and
+  /// all-reduced over `normAxes` (dp, and pp / tp where the grid has them); `tp` weighs replicated parameters.
+  double clipNorm = 0.0;
+  int64_t tp = 1;
+  SmallVector<StringRef> normAxes;
 };
+
+/// How a parameter's gradient counts in the global norm of clipping (GradientClipping.h): in full (a tp slice,
+/// or any parameter at tp = 1), weighted 1 / tp (replicated over tp), or not at all (a tied parameter on a
+/// stage other than the first that holds it).
+enum class NormTerm { Owned, Replicated, Uncounted };
 
 /// Creates (or returns) the state `name` with key `key`, kind optimizer_moment, of type `type`.
 using AddMomentState = llvm::function_ref<StateOp(StringRef name, StringRef key, RankedTensorType type)>;
@@ -51,9 +62,15 @@ using AddMomentState = llvm::function_ref<StateOp(StringRef name, StringRef key,
 /// 4. `ptrain.all_gather_start ... axes [dp] gather_dim = 0` of the new shard (all started before the first
 ///    wait), the padding sliced off, split and reshaped back into the parameters' states.
 /// The gradient accumulators are not written (the caller zeroes them). Returns the number of buckets.
+/// With clipping (options.clipNorm > 0) the buckets are also split by `normTerm(param)`, every reduce-scatter
+/// is waited before the first update, the shards' squared norms (ptrain.sum_squares, Replicated ones times
+/// 1 / tp, Uncounted ones left out) are all-reduced over options.normAxes into ptrain.clip_scale, and every
+/// shard's gradient is multiplied by the scale before AdamW (Megatron-LM's distributed optimizer clips its
+/// gradient shards the same way: clip_grad_norm_fp32 over the data-parallel and model-parallel groups).
 int64_t buildShardedAdamW(OpBuilder &b, Location loc, GridOp grid, int64_t stage, ArrayRef<StateOp> params,
                           llvm::function_ref<StateOp(StateOp)> gradState, AddMomentState addMoment,
-                          const ShardedAdamWOptions &options, Value t);
+                          const ShardedAdamWOptions &options, Value t,
+                          llvm::function_ref<NormTerm(StateOp)> normTerm = nullptr);
 
 } // namespace mlir::ptrain
 

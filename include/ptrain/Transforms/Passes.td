@@ -97,9 +97,11 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     states of the shard's size only (`stage<s>_zero_bucket<k>_adam_m` / `_adam_v`, attribute
     `ptrain.zero_bucket` naming the bucket's parameters, elements and padded size), and
     `ptrain.all_gather_start ... gather_dim = 0` brings the updated parameters back to every replica. Optimizer
-    state per rank is 1 / dp of plain data parallelism plus the padding. zero=1 with dp = 1 (nothing to shard),
-    with optimizer=sgd or none, or with clip-norm > 0 is an error naming the options; zero > 1 (ZeRO-2, -3) is
-    not implemented and an error.
+    state per rank is 1 / dp of plain data parallelism plus the padding. With clip-norm > 0 the buckets are also
+    split by how they count in the global norm (a tied parameter on its first stage only, replicated ones 1 / tp),
+    every reduce-scatter is waited first, and the shards' squared norms, all-reduced over [dp] plus pp and tp,
+    give the scale of every shard. zero=1 with dp = 1 (nothing to shard) or with optimizer=sgd or none is an
+    error naming the options; zero > 1 (ZeRO-2, -3) is not implemented and an error.
 
     ```mlir
     // dp = 2, zero = 1: one bucket of 2 parameters (4096 + 128 elements, padded to 4224)

@@ -19,7 +19,9 @@
    the dp 2 ZeRO-1 checkpoint at dp 4, and at dp 3 for step 4 (a bucket padded from 237,568 to 237,570
    elements) then back at dp 2 for step 5 (the padding cut), give the losses of the same resumes of plain dp's
    checkpoints within 1e-6 relative (plain dp copies replica 0's whole moments).
-6. ptrain-compile refuses --zero 1 with --dp 1, --optimizer sgd, --target cuda and a --policy, each by name.
+6. Clipping: --clip-norm 0.1 at dp 2 with and without --zero 1, 3 steps: the same losses within 1e-6 relative,
+   and different from the unclipped ones (clipping is active).
+7. ptrain-compile refuses --zero 1 with --dp 1, --optimizer sgd, --target cuda and a --policy, each by name.
 """
 
 import filecmp
@@ -150,7 +152,24 @@ for name in ("dp4", "dp3", "dp3-dp2"):
     print(f"resume {name}: plain {a}, zero-1 {b}, worst relative difference {worst:.3e}")
     check(len(a) == len(b) > 0 and worst <= 1e-6, f"resume {name}: ZeRO-1's resharded moments train as plain dp's")
 
-# 6. The driver's refusals.
+# 6. Clipping in generated C++: the norm of the dp shards (all-reduced over [dp]) against plain dp's.
+clipped = {}
+for name, flags in (("clip", []), ("clipz", ["--zero", "1"])):
+    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, "--dp", "2", "--clip-norm", "0.1", *flags, *common,
+                   "-o", os.path.join(work, name)])
+    check(rc == 0, f"ptrain-compile --dp 2 --clip-norm 0.1 {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
+    log = os.path.join(work, f"{name}.json")
+    rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, name), "--data", data, "--steps", "3",
+                   "--val-batches", "1", "--seed", str(SEED), "--log", log, "--timeout", "120"], timeout=600)
+    check(rc == 0, f"ptrain-run {name} 3 steps" + ("" if rc == 0 else ":\n" + out))
+    clipped[name] = json.load(open(log))["train_loss"] if rc == 0 else []
+a, b = clipped.get("clip", []), clipped.get("clipz", [])
+worst = max((abs(x - y) / abs(x) for x, y in zip(a, b)), default=float("inf"))
+print(f"clip-norm 0.1 at dp 2: plain {a}, zero-1 {b}, worst relative difference {worst:.3e}")
+check(len(a) == len(b) == 3 and worst <= 1e-6, "clip-norm 0.1: --zero 1 losses within 1e-6 relative of plain dp")
+check(len(a) == 3 and "dp2" in logs and a != logs["dp2"]["train_loss"][:3], "clipping changes the losses")
+
+# 7. The driver's refusals.
 refusals = {("--dp", "1"): "needs --dp > 1 (got --dp 1)",
             ("--dp", "2", "--optimizer", "sgd"): "needs --optimizer adamw (got --optimizer sgd)",
             ("--dp", "2", "--target", "cuda"): "the CUDA target does not emit the reduce-scatter",
