@@ -125,6 +125,10 @@ SmallVector<Value> mlir::ptrain::valuesHeldUntilWait(WaitOp wait) {
   Operation *start = wait.getRequest().getDefiningOp();
   if (auto a = dyn_cast_or_null<AllReduceStartOp>(start))
     held.push_back(a.getInput());
+  if (auto r = dyn_cast_or_null<ReduceScatterStartOp>(start))
+    held.push_back(r.getInput());
+  if (auto g = dyn_cast_or_null<AllGatherStartOp>(start))
+    held.push_back(g.getInput());
   if (auto c = dyn_cast_or_null<CompressedAllReduceStartOp>(start)) {
     held.push_back(c.getInput());
     held.append(c.getNewState().begin(), c.getNewState().end());

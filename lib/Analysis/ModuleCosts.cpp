@@ -270,6 +270,16 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
   std::vector<CodecPhase> phases[3];
   std::vector<std::string> codecNames;
   bool compressed = false;
+  // ZeRO-1 (--ptrain-build-training-step zero=1): each bucket is a reduce-scatter over dp and, after the sharded
+  // AdamW, an all-gather of the same padded size. A ring reduce-scatter and a ring all-gather each move
+  // (n - 1) / n of the bucket in n - 1 steps: together exactly a ring all-reduce (Patarasuk & Yuan, JPDC 2009;
+  // Rajbhandari et al., SC'20, sec. 7.1: P_os has the communication volume of plain data parallelism).
+  opt.walk([&](ReduceScatterStartOp rs) {
+    if (!llvm::equal(rs.getGridAxes().getAsValueRange<StringAttr>(), llvm::ArrayRef<StringRef>{"dp"}))
+      return;
+    addRound(rc.dataParallel, ringAllReduce(getTensorBytes(rs.getInput().getType()) / tp, n), 1);
+    ++rc.dataParallelBuckets;
+  });
   for (const SmallVector<StateReadOp> &bucket : dataParallelBuckets(opt)) {
     struct Gradient {
       StateReadOp read;

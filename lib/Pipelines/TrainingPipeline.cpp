@@ -55,6 +55,7 @@ static BuildTrainingStepPassOptions trainingStepOptions(const TrainingPipelineOp
   step.clipNorm = o.clipNorm;
   step.ignoreIndex = o.ignoreIndex;
   step.classWeights.assign(o.classWeights.begin(), o.classWeights.end());
+  step.zero = o.zero; // the pass rejects zero=1 without dp > 1 (a one-rank step has no dp)
   if (o.isParallel()) {
     step.microBatches = o.microBatches;
     step.dp = o.dp;

@@ -12,6 +12,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Transforms/Autodiff.h"
 #include "ptrain/Transforms/DeterministicSum.h"
+#include "ptrain/Transforms/DistributedOptimizer.h"
 #include "ptrain/Transforms/DropoutRows.h"
 #include "ptrain/Transforms/GradientClipping.h"
 #include "ptrain/Transforms/StepLoss.h"
@@ -71,6 +72,9 @@ private:
   /// Rejects optimizer options that make no optimizer: the schedule (lr, warm-up, total, min ratio) and weight
   /// decay; AdamW's betas and epsilon; SGD's momentum. The error names the option.
   LogicalResult checkOptimizerOptions(ModuleOp module);
+  /// Rejects a ZeRO stage this pass does not build: zero must be 0 or 1, and zero=1 needs optimizer=adamw and
+  /// dp > 1 (nothing to shard otherwise).
+  LogicalResult checkZeroOptions(ModuleOp module);
   /// The clip scale of the gradients `grads` of `params`, the parameters this rank counts (global-norm
   /// clipping, clip-norm > 0), over the grid axes `axes`: a tp-sliced parameter (or any, when tp = 1) counts
   /// in full, a replicated one 1 / tp.
@@ -734,7 +738,9 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
     opt->setAttr("ptrain.stage", b.getI64IntegerAttr(s));
     OpBuilder ob = OpBuilder::atBlockEnd(opt.addEntryBlock());
     Value t = incrementStep(ob, loc, anchor);
-    if (dp > 1)
+    // ZeRO-1 shards the dp-averaged gradients, so the tied sync below runs first, on the replicas' own
+    // gradients (a sum over pp, then the average over dp: the same value as the other order up to rounding).
+    if (dp > 1 && zero == 0)
       buildDataParallelAllReduce(ob, loc, grid, llvm::to_vector(llvm::reverse(held[s])), gradState);
     // Tied parameters whose holders are neither all stages nor just the first and the last: summed among
     // the holders only (buildHolderSync); their transfers are posted before the all-reduces below.
@@ -764,6 +770,44 @@ void BuildTrainingStepPass::buildPipeline(DictionaryAttr pipeline, bool explicit
         StateWriteOp::create(ob, loc, summed, gradState(param).getSymName());
     }
     finishHolderSync(ob, loc, posted, gradState);
+    if (zero == 1) {
+      ShardedAdamWOptions options;
+      options.dp = dp;
+      options.bucketBytes = bucketBytes;
+      options.schedule = schedule(ob);
+      options.beta1 = beta1;
+      options.beta2 = beta2;
+      options.epsilon = epsilon;
+      options.weightDecay = weightDecay;
+      options.clipNorm = clipNorm;
+      options.tp = tp;
+      // The norm's axes: dp (the shards) and those that partition the model, in grid order.
+      options.normAxes.push_back("dp");
+      if (numStages > 1)
+        options.normAxes.push_back("pp");
+      if (tp > 1)
+        options.normAxes.push_back("tp");
+      auto addMoment = [&](StringRef name, StringRef key, RankedTensorType type) {
+        return getOrAddState(ob, anchor, name, key, StateKind::OptimizerMoment, type);
+      };
+      // As buildClipScale: a tied parameter counts on the first stage holding it; a tp slice (or any parameter
+      // at tp = 1) in full, a replicated one 1 / tp.
+      auto normTerm = [&](StateOp param) {
+        if (readers[param.getSymName()].front() != s)
+          return NormTerm::Uncounted;
+        return tp > 1 && !param->hasAttr(kTPSliceAttr) ? NormTerm::Replicated : NormTerm::Owned;
+      };
+      numBuckets += buildShardedAdamW(ob, loc, grid, s, llvm::to_vector(llvm::reverse(held[s])), gradState, addMoment,
+                                      options, t, normTerm);
+      for (StateOp param : held[s]) {
+        auto type = param.getTensorType();
+        Value zeroGrad = arith::ConstantOp::create(
+            ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0)));
+        StateWriteOp::create(ob, loc, zeroGrad, gradState(param).getSymName());
+      }
+      func::ReturnOp::create(ob, loc);
+      continue;
+    }
     // Global-norm clipping of the synced gradients: every parameter of the stage, a tied one on the first
     // stage holding it only, summed over pp (and tp) and the same scale on every rank.
     Value scale;
@@ -851,6 +895,23 @@ LogicalResult BuildTrainingStepPass::checkOptimizerOptions(ModuleOp module) {
   return success();
 }
 
+LogicalResult BuildTrainingStepPass::checkZeroOptions(ModuleOp module) {
+  auto error = [&]() { return emitError(module.getLoc()) << "--ptrain-build-training-step: "; };
+  if (zero != 0 && zero != 1)
+    return error() << "zero must be 0 (plain data parallelism) or 1 (ZeRO-1, the distributed optimizer), got zero = "
+                   << zero.getValue() << " (ZeRO-2 and -3 are not implemented)";
+  if (zero == 0)
+    return success();
+  if (optimizer != "adamw")
+    return error() << "zero=1 shards AdamW's moments and needs optimizer=adamw, got optimizer=" << optimizer;
+  if (dp < 2)
+    return error() << "zero=1 shards the optimizer state over dp and needs dp > 1, got dp = " << dp.getValue();
+  if (deterministicDp)
+    return error() << "zero=1 and deterministic-dp=true: the reduce-scatter sums the replicas in the "
+                      "communicator's order, not as deterministic-dp's pairwise tree; choose one";
+  return success();
+}
+
 void BuildTrainingStepPass::runOnOperation() {
   ModuleOp module = getOperation();
   SymbolTable symbolTable(module);
@@ -874,6 +935,8 @@ void BuildTrainingStepPass::runOnOperation() {
                                   "the raw gradients)";
     return signalPassFailure();
   }
+  if (failed(checkZeroOptions(module)))
+    return signalPassFailure();
   FailureOr<StepLossOptions> parsedLoss = parseStepLossOptions(module.getLoc(), ignoreIndex, classWeights);
   if (failed(parsedLoss))
     return signalPassFailure();

@@ -3,7 +3,7 @@
     ptrain-compile model.onnx [--optimizer adamw|sgd|none [--momentum MU]] [--clip-norm C]
                    [--ignore-index N] [--class-weights FILE]
                    [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
-                   [--dp D [--deterministic-dp]] [--tp T [--vocab-parallel [--vocab-multiple K]]]
+                   [--dp D [--deterministic-dp | --zero 1]] [--tp T [--vocab-parallel [--vocab-multiple K]]]
                    [--pp P --micro-batches M [--schedule 1f1b|gpipe|interleaved [--virtual-stages V]]
                     [--linear-ae DIM [--linear-ae-skip-stages K]]]
                    [--policy none|optimus-cc|... [--cluster FILE] [--compress-options "cb-rank=8 sc=false"]]
@@ -28,7 +28,9 @@ runs, writing every intermediate into out/:
       with --report FILE (a pipeline or parallel step): --ptrain-report="json=FILE" before the lowering, the timing
         analysis' prediction of this plan on the cluster (docs/TimingModel.md); with --policy none it runs
         --ptrain-critical-path itself (bench/cluster: the predicted iteration time of each compiled plan)
-      with --dp D > 1: --ptrain-build-training-step="dp=D [bucket-bytes=N]" (gradients averaged over dp)
+      with --dp D > 1: --ptrain-build-training-step="dp=D [bucket-bytes=N]" (gradients averaged over dp); with
+        --zero 1 also "zero=1": ZeRO-1, the distributed optimizer (buckets reduce-scattered over dp, AdamW on
+        each rank's 1 / D shard with shard-sized moments, parameters all-gathered; docs/DistributedOptimizer.md)
       with --deterministic-dp: "deterministic-dp=true" (the gradients and losses summed as one pairwise tree over
         the global micro-batches, the same bits at every dp with dp x M fixed; docs/Runtime.md)
       with --tp T > 1, first: --ptrain-raise --ptrain-shard-tp="tp=T" (Megatron's column/row-parallel layers;
@@ -113,10 +115,34 @@ def run(cmd, what):
 # read by a walk over the step's plan state); the rest are the driver's: paths, the target and its build, and the
 # options it was given. A field the emitter adds that is not listed here follows the listed ones.
 PLAN_FIELDS = ("model", "target", "optimizer", "lr", "warmup_steps", "total_steps", "min_lr_ratio", "library",
-               "dp", "pp", "tp", "micro_batches", "schedule", "virtual_stages", "policy", "compress_options",
+               "dp", "zero", "pp", "tp", "micro_batches", "schedule", "virtual_stages", "policy", "compress_options",
                "cluster", "entry_points", "cuda_archs", "cuda_state_bytes", "constants_file", "batch", "seq",
                "vocab", "states", "train_step_results", "vocab_parallel", "linear_ae", "deterministic_dp", "codec_states",
                "replica_batch", "global_batch")
+
+
+def check_zero_options(args):
+    """--zero 1 (docs/DistributedOptimizer.md): what the ZeRO-1 step is built for, each refusal naming the options.
+    The pass checks the same (zero=1 needs dp > 1 and AdamW); the driver also refuses what only it
+    knows: the CUDA target (no reduce-scatter / all-gather emission yet) and a compression policy (the dp
+    gradients are reduce-scattered, which the codecs do not compress yet)."""
+    if not args.zero:
+        return
+    if args.deterministic_dp:
+        raise CompileError(f"--zero {args.zero} --deterministic-dp: the distributed optimizer's reduce-scatter sums "
+                           "in MPI's order, not the pairwise tree over the global micro-batches; choose one")
+    if args.dp < 2:
+        raise CompileError(f"--zero {args.zero} shards the optimizer state over data-parallel replicas and needs "
+                           f"--dp > 1 (got --dp {args.dp})")
+    if args.optimizer != "adamw":
+        raise CompileError(f"--zero {args.zero} shards AdamW's moments and needs --optimizer adamw (got --optimizer "
+                           f"{args.optimizer})")
+    if args.target != "cpu":
+        raise CompileError(f"--zero {args.zero} --target {args.target}: the CUDA target does not emit the "
+                           "reduce-scatter and all-gather of the distributed optimizer yet (use --target cpu)")
+    if args.policy != "none":
+        raise CompileError(f"--zero {args.zero} --policy {args.policy}: compression of the reduce-scattered "
+                           "gradient buckets is not implemented yet (use --policy none)")
 
 
 def module_plan(bin_dir, step, target):
@@ -181,6 +207,8 @@ def main(argv=None):
                         "--policy none; docs/Runtime.md)")
     p.add_argument("--bucket-bytes", type=int, default=None,
                    help="largest data-parallel all-reduce bucket in bytes (default: the pass's, 25 MiB)")
+    p.add_argument("--zero", type=int, default=0, choices=[0, 1],
+                   help="ZeRO stage: 1 shards AdamW's state over dp (Megatron's distributed optimizer); needs --dp > 1")
     p.add_argument("--schedule", default="1f1b", choices=["1f1b", "gpipe", "interleaved"], help="pipeline schedule")
     p.add_argument("--virtual-stages", type=int, default=1,
                    help="model chunks per pipeline stage (--schedule interleaved; micro-batches a multiple of pp)")
@@ -265,6 +293,7 @@ def compile_model(args):
         raise CompileError(f"--bucket-bytes {args.bucket_bytes}: must be at least 0")
     pipeline = args.pp > 1 or args.micro_batches > 1 or args.dp > 1 or args.tp > 1
     check_deterministic_dp(args, pipeline)
+    check_zero_options(args)
     check_schedule_options(args)
     check_linear_ae_options(args)
     if args.momentum != 0.0 and args.optimizer != "sgd":
@@ -496,6 +525,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
             options += f" bucket-bytes={args.bucket_bytes}"
         if args.deterministic_dp:
             options += " deterministic-dp=true"
+        if args.zero:
+            options += f" zero={args.zero}"
         if args.vocab_parallel:
             options += " vocab-parallel=true" + (f" vocab-multiple={args.vocab_multiple}" if args.vocab_multiple else "")
         if args.linear_ae is not None:
@@ -531,6 +562,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     if pipeline:
         driver.update({"min_lr_ratio": args.min_lr_ratio, "policy": args.policy,
                        "compress_options": args.compress_options.strip(), "cluster": cluster})
+        if args.zero:  # absent: 0, so that the plans of plain data parallelism keep their bytes and fingerprints
+            driver["zero"] = args.zero
         if args.vocab_parallel:
             driver["vocab_parallel"] = {"multiple": args.vocab_multiple or 1}
         if args.linear_ae is not None:

@@ -22,11 +22,14 @@ Older manifests may lack the last five fields: what is there is checked.
 import hashlib
 import json
 import os
+import re
 
 # The fields of a plan that change with the data-parallel degree alone (plan_abi.bound_fields' keys): the
 # degree, the global batch or its split into micro-batches per replica (--deterministic-dp keeps dp x
 # micro-batches; docs/Runtime.md), and the codec states.
 DP_FIELDS = ("dp", "global_batch", "micro_batches", "replica_batch", "codec_states")
+# The keys of ZeRO-1's AdamW moment shards (lib/Transforms/DistributedOptimizer.cpp): their shape changes with dp.
+ZERO_KEY = re.compile(r"stage\d+\.zero_bucket\d+/adam_[mv]")
 # The optional fields of PATH.json and their types: (key, type, in words).
 FIELD_TYPES = (("seed", int, "an integer"), ("dp", int, "an integer"), ("pp", int, "an integer"),
                ("tp", int, "an integer"), ("plan_fingerprint", str, "a string"), ("reshard_fingerprint", str, "a string"),
@@ -53,6 +56,9 @@ def reshard_fingerprint(embedded):
     DP_FIELDS, with only the states that are no codec state: equal for one compile at two dp degrees."""
     facts = {k: v for k, v in embedded.items() if k not in DP_FIELDS and k != "fingerprint"}
     facts["states"] = [s for s in facts.get("states", []) if not str(s.get("kind", "")).startswith("codec_")]
+    # A ZeRO-1 moment's shape is its shard, padded bucket / dp (python/ptrain/reshard.py reshards it).
+    facts["states"] = [{k: v for k, v in s.items() if k != "shape"} if ZERO_KEY.fullmatch(str(s.get("key", "")))
+                       else s for s in facts["states"]]
     text = json.dumps(facts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 

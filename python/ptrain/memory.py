@@ -60,16 +60,29 @@ def _allocated_bytes(lib):
     return out.value
 
 
-def measure(lib, stage):
+def _identifier(key):
+    """The C identifier the emitters derive from a state key (identifierFrom, lib/Target/Common/EmitHelpers.cpp)."""
+    return "".join(c if c.isascii() and c.isalnum() else "_" for c in key)
+
+
+def measure(lib, stage, plan=None):
     """Resident bytes of the step's storage by category on the rank of `stage` (`lib`: the loaded ctypes.CDLL),
     the allocated sizes of the same blocks (`static`, the name the sizes had when the storage was static), the
     runtime's allocation counter (`allocated_bytes`: every block ptrain_alloc holds, so it equals the sum of
-    `static` when the step's block list is complete), and the process's peak RSS."""
+    `static` when the step's block list is complete), and the process's peak RSS. With the step's `plan`
+    (plan.json), `optimizer_state_bytes` is the part of `state_bytes` in states of kind optimizer_moment (AdamW's
+    moments, SGD's momentum buffers; under ZeRO-1 this rank's shards, docs/DistributedOptimizer.md)."""
     result = {"state_bytes": 0, "stash_bytes": 0, "eval_bytes": 0, "temporaries_bytes": 0, "other_bytes": 0}
     static = {"state_bytes": 0, "stash_bytes": 0, "eval_bytes": 0, "temporaries_bytes": 0, "other_bytes": 0}
+    moments = {_identifier(s["key"]) for s in (plan or {}).get("states", []) if s.get("kind") == "optimizer_moment"}
+    if plan is not None:
+        result["optimizer_state_bytes"] = 0  # a part of state_bytes: not in `static`, whose sum is the blocks'
     with open("/proc/self/pagemap", "rb") as pagemap:
         for name, address, size in _blocks(lib):
-            if re.fullmatch(r"state_\d+_.*", name):
+            state = re.fullmatch(r"state_\d+_(.*)", name)
+            if state and state.group(1) in moments:
+                result["optimizer_state_bytes"] += _resident_bytes(pagemap, address, size)
+            if state:
                 key = "state_bytes"
             elif name == "ptrain_arena":
                 key = "temporaries_bytes"

@@ -12,6 +12,10 @@ replica d's PATH...dp<d>. Per state of the rank's table (ptrain_step_states), by
           old replicas' residuals, in fp64 (the pending error of the averaged update is kept)
   reset   a pipeline-link codec residual (key "pp<s>-><t>/..."): zero, since it is one replica's error on its
           own micro-batches, which change with the degree
+  shard   a ZeRO-1 AdamW moment (key "stage<s>.zero_bucket<k>/adam_m" or "/adam_v", docs/DistributedOptimizer.md):
+          old replica d holds block d of the bucket padded to a multiple of dp; the old blocks are concatenated
+          (gathered), the tail cut or zero-padded to the new padded size, and new replica d' takes block d'. Only
+          padding elements are cut or added: their gradient and parameter are 0, so their moments are 0
   init    a codec state the old checkpoint does not hold (e.g. the data-parallel PowerSGD states a dp = 1 run
           has none of): its initial value from ptrain_step_init (a residual: zero)
   drop    a state of the old files the new rank does not hold (the other way round): not loaded
@@ -28,10 +32,11 @@ import os
 import re
 import tempfile
 
-from ptrain import export
+from ptrain import export, manifest
 
 CODEC_RESIDUAL = 2  # PTRAIN_STATE_CODEC_RESIDUAL
 LINK_KEY = re.compile(r"pp\d+->\d+/")  # CompressionPlan's linkStateKey (also "pp1->0/c1->1/...")
+ZERO_KEY = manifest.ZERO_KEY
 DTYPES = {0: ctypes.c_float, 2: ctypes.c_int64}
 
 
@@ -43,6 +48,8 @@ def rule(key, kind, in_old, replicas):
     """How a state of the new rank's table gets its value (module docstring): copy, mean, reset or init;
     None when no rule gives one. replicas: the old replicas that wrote files of their own."""
     residual = kind in (CODEC_RESIDUAL, "codec_residual")
+    if in_old and ZERO_KEY.fullmatch(key):
+        return "shard"
     codec = residual or str(kind).startswith("codec_") or kind in (3, 4)  # warm start, seed
     if not in_old:
         return "init" if codec else None
@@ -59,6 +66,8 @@ def describe(key, how, old_dp, new_dp, count=1):
     states = "a codec state" if count == 1 else f"{count} codec states"
     return {"mean": f"averaged '{key}' (data-parallel codec residual) over the {old_dp} old replicas' files "
                     f"({change})",
+            "shard": f"resharded {count} ZeRO-1 AdamW moment shard(s) from the {old_dp} old replicas' files "
+                     f"(gathered, padding adjusted, re-split over dp; {change}): {key}",
             "reset": f"reset '{key}' to zero (pipeline-link codec residual: each replica's micro-batches change with "
                      f"the data-parallel degree, {change})",
             "init": f"initialized {states} the checkpoint at dp {old_dp} does not hold to their initial values "
@@ -73,7 +82,7 @@ def report(plan, checkpoint, headers, old_dp, replicas):
     dims)]}; `replicas` old replicas wrote their own), and every checkpoint state the plan does not hold.
     Raises ReshardError for a state the plan needs that the checkpoint lacks and no rule gives."""
     old = {key: kind for states in headers.values() for key, _, kind, _ in states}
-    new_dp, lines, init = plan.get("dp", 1), [], []
+    new_dp, lines, init, shards = plan.get("dp", 1), [], [], []
     for s in plan.get("states", []):
         how = rule(s["key"], s["kind"], s["key"] in old, replicas)
         if how is None:
@@ -83,18 +92,21 @@ def report(plan, checkpoint, headers, old_dp, replicas):
             lines.append(describe(s["key"], how, old_dp, new_dp))
         elif how == "init":
             init.append(s["key"])
+        elif how == "shard":
+            shards.append(s["key"])
     keys = {s["key"] for s in plan.get("states", [])}
     dropped = sorted(k for k in old if k not in keys)
     # The codec states only one degree has (the data-parallel PowerSGD's at dp > 1): one line each way.
-    for how, group in (("init", init), ("drop", dropped)):
+    for how, group in (("shard", shards), ("init", init), ("drop", dropped)):
         if group:
             lines.append(describe(", ".join(f"'{k}'" for k in group), how, old_dp, new_dp, len(group)))
     return lines
 
 
-def load(step, files):
+def load(step, files, replica=0, new_dp=1):
     """Loads this rank's states from the old files of its (stage, tp rank) (files[d]: old replica d's; one file
-    without per-replica files) by the rules above, through a temporary checkpoint and ptrain_step_load."""
+    without per-replica files) by the rules above, through a temporary checkpoint and ptrain_step_load. `replica`
+    of `new_dp`: this rank's data-parallel coordinate, whose block of each ZeRO-1 moment it takes."""
     import numpy as np
     lib = step.lib
     lib.ptrain_last_error.restype = ctypes.c_char_p
@@ -119,12 +131,22 @@ def load(step, files):
         if how is None:
             raise ReshardError(f"{files[0]}: has no state '{key}', which this rank holds: it is not this plan's "
                                "checkpoint")
-        if how in ("copy", "mean", "reset"):
+        if how == "shard":
+            if any(key not in o for o in old):
+                raise ReshardError(f"state '{key}' (a ZeRO-1 moment shard) is missing from one of {files}")
+            full = np.concatenate([o[key][1].reshape(-1) for o in old])
+            padded = count * new_dp  # this rank's shard of the bucket padded to a multiple of the new dp
+            full = full[:padded] if full.size >= padded else np.concatenate([full, np.zeros(padded - full.size,
+                                                                                            full.dtype)])
+            value = full[replica * count:(replica + 1) * count]
+        elif how in ("copy", "mean", "reset"):
             kind, value = old[0][key]
             if list(value.shape) != dims or kind != d.kind:
                 raise ReshardError(f"{files[0]}: state '{key}' has the shape {list(value.shape)} (kind {kind}), this "
                                    f"rank's has {dims} (kind {d.kind})")
-        if how == "copy":
+        if how == "shard":
+            pass
+        elif how == "copy":
             value = old[0][key][1].reshape(-1)
         elif how == "mean":
             value = (sum(o[key][1].astype(np.float64) for o in old) / len(old)).astype(np.float32).reshape(-1)

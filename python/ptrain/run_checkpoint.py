@@ -10,8 +10,9 @@ from ptrain.run_plan import RunError
 
 def per_replica_states(plan):
     """Whether the dp replicas hold different states: codec states (error-feedback residuals of pipeline links,
-    TP sites and dp gradients) are what each replica's own data lost, so every replica keeps its own."""
-    return plan.get("dp", 1) > 1 and bool(plan.get("codec_states"))
+    TP sites and dp gradients) are what each replica's own data lost, and under ZeRO-1 (plan "zero" = 1) each
+    replica holds its own shard of the AdamW moments, so every replica keeps its own."""
+    return plan.get("dp", 1) > 1 and (bool(plan.get("codec_states")) or plan.get("zero", 0) == 1)
 
 
 def stage_path(path, plan, stage, tp_rank=0, replica=0):
@@ -39,6 +40,8 @@ def resume_position(args, plan):
         raise RunError(f"--resume {args.resume}: {e}")
     except (ValueError, KeyError, TypeError) as e:
         raise RunError(f"--resume {args.resume}: cannot read the data position {args.resume}.json ({e})")
+    dp = plan.get("dp", 1)
+    old_dp = position.get("dp", dp)
     try:
         manifest.check(position, plan, os.path.join(args.out, "plan.json"), args.resume,
                        plan_abi.read_embedded(plan["library"]) or {}, other_dp=True)
@@ -48,8 +51,6 @@ def resume_position(args, plan):
         raise RunError(f"--resume {args.resume}: the checkpoint was trained with --seed {seed}, not {args.seed}")
     if start > args.steps:
         raise RunError(f"--resume {args.resume}: the checkpoint is after step {start}, beyond --steps {args.steps}")
-    dp = plan.get("dp", 1)
-    old_dp = position.get("dp", dp)
     if old_dp == dp:
         replicas = dp if per_replica_states(plan) else 1
     else:  # Another degree: the old run's own files (an older manifest without per_replica: the files there).

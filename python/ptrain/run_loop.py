@@ -131,7 +131,7 @@ def work(args):
         else:  # DESIGN.md decision 5 (python/ptrain/reshard.py); the launcher printed what is not copied.
             try:
                 reshard.load(step, [old_path(args.resume, plan, stage.value, tp_rank, d, replicas > 1)
-                                    for d in range(replicas)])
+                                    for d in range(replicas)], replica, dp)
             except reshard.ReshardError as e:
                 raise RunError(f"--resume {args.resume}: {e}")
     traffic = Traffic(step, dp * plan["pp"] * tp, tp) if step.has_traffic else None
@@ -261,7 +261,7 @@ def work(args):
         print(f"TensorBoard: {board.path}", flush=True)
     if args.memory_log:  # Every rank: what its heap storage really occupies (python/ptrain/memory.py).
         from ptrain import memory
-        measured = memory.measure(step.lib, stage.value)
+        measured = memory.measure(step.lib, stage.value, plan)
         with open(f"{args.memory_log}.rank{rank.value}.json", "w") as f:
             json.dump({"rank": rank.value, "stage": stage.value, **measured}, f, indent=1)
     step.check(step.lib.ptrain_step_finalize(), "ptrain_step_finalize")

@@ -40,6 +40,10 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                                llvm::cl::desc("Gradient and loss sums in an order independent of dp "
                                               "(--ptrain-build-training-step deterministic-dp)."),
                                llvm::cl::init(false)};
+  Option<int64_t> zero{*this, "zero",
+                       llvm::cl::desc("ZeRO stage of the dp optimizer: 0 all-reduces the gradient buckets, 1 "
+                                      "reduce-scatters them and shards AdamW over dp (docs/DistributedOptimizer.md)."),
+                       llvm::cl::init(0)};
   Option<bool> vocabParallel{*this, "vocab-parallel", llvm::cl::desc("Split the vocabulary over tp."),
                              llvm::cl::init(false)};
   Option<int64_t> vocabMultiple{*this, "vocab-multiple", llvm::cl::desc("Pad the vocabulary to tp x this."),

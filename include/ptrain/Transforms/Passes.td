@@ -97,6 +97,31 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     must be powers of two and the schedule not interleaved; a weighted loss (ignore-index, class-weights) sums
     its weight sum as the same tree and seeds each micro-batch's part with 1.
     The pipeline attribute records `deterministic_dp = true`.
+    ZeRO-1 (`zero=1`, optimizer=adamw, dp > 1; docs/DistributedOptimizer.md): Megatron-LM's distributed
+    optimizer, ZeRO stage 1 "P_os" (Rajbhandari et al., SC'20, sec. 5.1). The tied-parameter sync runs first
+    (on the replicas' own accumulated gradients); then the stage's parameters, matrices and the others apart
+    (one weight decay per bucket), fill buckets of at most `bucket-bytes`, each flattened and zero-padded to a
+    multiple of dp; every bucket is `ptrain.reduce_scatter_start ... axes [dp] reduction = avg`, this rank's
+    shard of the parameters is `ptrain.tp_split ... axis dp`, one `ptrain.adamw` updates the shard with moment
+    states of the shard's size only (`stage<s>_zero_bucket<k>_adam_m` / `_adam_v`, attribute
+    `ptrain.zero_bucket` naming the bucket's parameters, elements and padded size), and
+    `ptrain.all_gather_start ... gather_dim = 0` brings the updated parameters back to every replica. Optimizer
+    state per rank is 1 / dp of plain data parallelism plus the padding. With clip-norm > 0 the buckets are also
+    split by how they count in the global norm (a tied parameter on its first stage only, replicated ones 1 / tp),
+    every reduce-scatter is waited first, and the shards' squared norms, all-reduced over [dp] plus pp and tp,
+    give the scale of every shard. zero=1 with dp = 1 (nothing to shard) or with optimizer=sgd or none is an
+    error naming the options; zero > 1 (ZeRO-2, -3) is not implemented and an error.
+
+    ```mlir
+    // dp = 2, zero = 1: one bucket of 2 parameters (4096 + 128 elements, padded to 4224)
+    %r = ptrain.reduce_scatter_start %flat on @grid axes [dp] scatter_dim = 0 reduction = avg
+        : tensor<4224xf32> -> !ptrain.request<tensor<2112xf32>>
+    %g = ptrain.wait %r : !ptrain.request<tensor<2112xf32>>
+    %p = ptrain.tp_split %params on @grid axis dp dim 0 : tensor<4224xf32> -> tensor<2112xf32>
+    %p1, %m1, %v1 = ptrain.adamw %p, %g, %m, %v, %t {...} : tensor<2112xf32>
+    %a = ptrain.all_gather_start %p1 on @grid axes [dp] gather_dim = 0
+        : tensor<2112xf32> -> !ptrain.request<tensor<4224xf32>>
+    ```
 
     Global-norm clipping (`clip-norm` = C > 0; 0, the default, is off; Megatron-LM's clip_grad_norm_fp32,
     torch.nn.utils.clip_grad_norm_): after the dp average and the tied sync, each rank sums the squared norms
@@ -151,6 +176,11 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     Option<"deterministicDp", "deterministic-dp", "bool", /*default=*/"false",
            "Sum the step's gradients and losses in an order that does not depend on dp (pipeline mode; dp and "
            "micro-batches powers of two): dp x micro-batches = G gives the same bits at every dp.">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "ZeRO stage: 0 (default) all-reduces the dp gradient buckets and keeps the whole optimizer state on "
+           "every replica; 1 (optimizer=adamw, dp > 1) reduce-scatters them, updates this rank's 1 / dp shard "
+           "of every bucket with shard-sized AdamW moments, and all-gathers the parameters (Megatron-LM's "
+           "distributed optimizer; ZeRO P_os, Rajbhandari et al. SC'20 sec. 5.1).">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0",
            "SGD heavy-ball momentum in [0, 1) (optimizer=sgd; 0: no momentum buffer).">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",

@@ -287,18 +287,33 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                         {*comm, ptr(in), ptr(req), std::to_string(countOf(in)), "PTRAIN_DTYPE_F32", op,
                          "&" + ptr(req) + "_request"});
           })
-          .Case<AllGatherStartOp>([&](AllGatherStartOp a) -> LogicalResult {
-            // Along dimension 0 only: the group's tensors back to back in group-rank order (deterministic-dp's
-            // gathered partial sums).
-            Value in = a.getInput(), req = a.getRequest();
-            if (!isF32(in) || a.getGatherDim() != 0)
-              return a.emitError("--emit-cpp: only an all-gather of an f32 tensor along dimension 0 is supported");
-            FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes(), getSubgroup(a));
+          .Case<ReduceScatterStartOp>([&](ReduceScatterStartOp r) -> LogicalResult {
+            // MPI_Ireduce_scatter_block: rank i of the group keeps block i of dimension 0 (ZeRO-1's buckets;
+            // the verifier checks that the group size divides it).
+            Value in = r.getInput(), req = r.getRequest();
+            if (!isF32(in) || r.getScatterDim() != 0)
+              return r.emitError("--emit-cpp: only f32 reduce-scatters along dimension 0 are supported");
+            if (r.getReduction() != ReductionKind::Sum && r.getReduction() != ReductionKind::Avg)
+              return r.emitError("--emit-cpp: only sum and avg reduce-scatters are supported");
+            FailureOr<std::string> comm = comms.lookup(r, r.getGridAttr().getValue(), r.getGridAxes());
             if (failed(comm))
               return failure();
-            return call(RuntimeCall::ptrain_all_gather_start,
-                        {*comm, ptr(in), ptr(req), std::to_string(countOf(in)), "PTRAIN_DTYPE_F32",
+            return call(RuntimeCall::ptrain_reduce_scatter_start,
+                        {*comm, ptr(in), ptr(req), std::to_string(countOf(req)), "PTRAIN_DTYPE_F32",
+                         r.getReduction() == ReductionKind::Sum ? "PTRAIN_REDUCE_SUM" : "PTRAIN_REDUCE_AVG",
                          "&" + ptr(req) + "_request"});
+          })
+          .Case<AllGatherStartOp>([&](AllGatherStartOp g) -> LogicalResult {
+            // MPI_Iallgather: the group's tensors concatenated in group-rank order along dimension 0 (ZeRO-1's
+            // updated shards; deterministic-dp's gathered partial sums).
+            Value in = g.getInput(), req = g.getRequest();
+            if (!isF32(in) || g.getGatherDim() != 0)
+              return g.emitError("--emit-cpp: only f32 all-gathers along dimension 0 are supported");
+            FailureOr<std::string> comm = comms.lookup(g, g.getGridAttr().getValue(), g.getGridAxes(), getSubgroup(g));
+            if (failed(comm))
+              return failure();
+            return call(RuntimeCall::ptrain_all_gather_start, {*comm, ptr(in), ptr(req), std::to_string(countOf(in)),
+                                                               "PTRAIN_DTYPE_F32", "&" + ptr(req) + "_request"});
           })
           .Case<SendStartOp>([&](SendStartOp send) -> LogicalResult {
             return pointToPoint(send, RuntimeCall::ptrain_send_start, send.getInput(), send.getRequest(),

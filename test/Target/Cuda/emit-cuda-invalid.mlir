@@ -10,6 +10,8 @@
 // RUN: not ptrain-translate --emit-cuda %t/mask.mlir 2>&1 | FileCheck %s --check-prefix=MASK
 // RUN: not ptrain-translate --emit-cuda %t/dropout-axis.mlir -o %t/d.cu 2>&1 | FileCheck %s --check-prefix=DROPAXIS
 // RUN: not test -e %t/d.cu
+// RUN: not ptrain-translate --emit-cuda %t/zero.mlir -o %t/z.cu 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not test -e %t/z.cu
 
 // An op the CUDA code generator has no rule for: named, with its ONNX node location; no output file.
 //--- unsupported-op.mlir
@@ -82,3 +84,13 @@ func.func @f(%x: tensor<4x2x8xf32>, %c: tensor<i64>) -> tensor<4x2x8xf32> {
   return %y : tensor<4x2x8xf32>
 }
 // DROPAXIS: error: loc("/attn/Dropout"): --emit-cuda: the dropout layout names grid axis 'tp', which no grid has
+
+// ZeRO-1's reduce-scatter (--ptrain-build-training-step zero=1) is refused by name; no output file.
+//--- zero.mlir
+ptrain.grid @grid(dp = 2)
+func.func @f(%g: tensor<8xf32>) -> tensor<4xf32> {
+  %r = ptrain.reduce_scatter_start %g on @grid axes [dp] scatter_dim = 0 reduction = avg : tensor<8xf32> -> !ptrain.request<tensor<4xf32>>
+  %s = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
+  return %s : tensor<4xf32>
+}
+// ZERO: error: --emit-cuda: 'ptrain.reduce_scatter_start' (ZeRO-1, the distributed optimizer: --ptrain-build-training-step zero=1, ptrain-compile --zero 1) is not supported by the CUDA code generator yet; --target cpu runs it

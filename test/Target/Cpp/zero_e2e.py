@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""CTest codegen-cpu-zero: ZeRO-1 (ptrain-compile --zero 1, docs/DistributedOptimizer.md) under mpirun.
+
+    zero_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR
+
+1. ptrain-compile the bundled GPT at --dp 2 and --dp 4 (pp 1, buckets of at most 1,000,000 bytes), each plain and
+   with --zero 1; plan.json records "zero": 1 (and nothing for plain dp).
+2. ptrain-run each for 5 steps with --memory-log: the step losses of --zero 1 equal plain dp's at the same dp
+   within 1e-6 relative (the reduce-scatter averages the same values as the all-reduce; AdamW is elementwise),
+   and every rank's optimizer state (ptrain-run --memory-log's optimizer_state_bytes, the resident bytes of the
+   states of kind optimizer_moment, all of whose pages the run touched) is exactly the sum of the moment states' shard sizes in plan.json, between
+   plain dp's / dp and that plus the padding (at most dp - 1 f32 per bucket and moment).
+3. The multi-rank executor (ptrain-interpret --multi-rank) on the dp 2 ZeRO-1 step.mlir and the same global
+   batches: within 1e-5 relative of the MPI run.
+4. Resume at the same dp: 3 steps with --checkpoint, then --resume to 5: the losses of steps 4-5 and every
+   replica's checkpoint file (each holds its own moment shards: PATH and PATH.dp1) byte for byte those of 5
+   straight steps.
+5. Resume at another dp (python/ptrain/reshard.py gathers the old replicas' moment shards and re-splits them):
+   the dp 2 ZeRO-1 checkpoint at dp 4, and at dp 3 for step 4 (a bucket padded from 237,568 to 237,570
+   elements) then back at dp 2 for step 5 (the padding cut), give the losses of the same resumes of plain dp's
+   checkpoints within 1e-6 relative (plain dp copies replica 0's whole moments).
+6. Clipping: --clip-norm 0.1 at dp 2 with and without --zero 1, 3 steps: the same losses within 1e-6 relative,
+   and different from the unclipped ones (clipping is active).
+7. ptrain-compile refuses --zero 1 with --dp 1, --optimizer sgd, --target cuda and a --policy, each by name.
+"""
+
+import filecmp
+import json
+import math
+import os
+import sys
+
+from e2e import check, corpus, failures, finish, global_batches, run, setup
+
+build, source, work, BIN, MODEL = setup(sys.argv)
+STEPS, SEED = 5, 3
+data = corpus(source, work)
+
+common = ["--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100", "--target", "cpu", "--bucket-bytes",
+          "1000000"]
+configs = {f"dp{d}{'z' if z else ''}": ["--dp", str(d)] + (["--zero", "1"] if z else []) for d in (2, 3, 4)
+           for z in (0, 1)}
+for name, flags in configs.items():
+    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, "-o", os.path.join(work, name)])
+    check(rc == 0, f"ptrain-compile {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
+if failures:
+    finish()
+plans = {name: json.load(open(os.path.join(work, name, "plan.json"))) for name in configs}
+check(plans["dp2z"].get("zero") == 1 and "zero" not in plans["dp2"], "plan.json: zero = 1 with --zero 1, absent without")
+
+logs, memory = {}, {}
+for name in ("dp2", "dp2z", "dp4", "dp4z"):
+    log, mem = os.path.join(work, f"{name}.json"), os.path.join(work, f"{name}.mem")
+    rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, name), "--data", data, "--steps", str(STEPS),
+                   "--val-batches", "1", "--seed", str(SEED), "--log", log, "--memory-log", mem, "--timeout", "120"],
+                  timeout=600)
+    check(rc == 0, f"ptrain-run {name} {STEPS} steps" + ("" if rc == 0 else ":\n" + out))
+    if rc == 0:
+        logs[name] = json.load(open(log))
+        dp = plans[name]["dp"]
+        memory[name] = [json.load(open(f"{mem}.rank{r}.json")) for r in range(dp)]
+
+for dp in (2, 4):
+    plain, zero = f"dp{dp}", f"dp{dp}z"
+    if plain not in logs or zero not in logs:
+        continue
+    a, b = logs[plain]["train_loss"], logs[zero]["train_loss"]
+    worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+    print(f"dp {dp}: plain {a}\n      zero-1 {b}\n      worst relative difference {worst:.3e}")
+    check(len(a) == len(b) == STEPS and worst <= 1e-6, f"dp {dp}: --zero 1 losses within 1e-6 relative of plain dp")
+    moments = [s for s in plans[zero]["states"] if s["kind"] == "optimizer_moment"]
+    expected = 4 * sum(math.prod(s["shape"]) for s in moments)
+    buckets = len(moments) // 2
+    plain_bytes = memory[plain][0]["optimizer_state_bytes"]
+    ranks = [m["optimizer_state_bytes"] for m in memory[zero]]
+    print(f"dp {dp}: optimizer state bytes per rank: plain {plain_bytes}, zero-1 {ranks} "
+          f"(plain / dp = {plain_bytes / dp:.0f}; {buckets} buckets)")
+    check(all(r == expected for r in ranks), f"dp {dp}: every rank's optimizer state is its moment shards "
+          f"({expected} bytes)")
+    check(plain_bytes / dp <= expected <= plain_bytes / dp + 2 * 4 * (dp - 1) * buckets,
+          f"dp {dp}: optimizer state per rank is 1 / dp of plain dp's plus the padding")
+
+# 3. The executor on the same IR and global batches.
+if "dp2z" in logs:
+    tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), STEPS, SEED,
+                            rows=plans["dp2z"]["global_batch"], seq=plans["dp2z"]["seq"])
+    rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, "dp2z", "step.mlir"), "--weights", MODEL,
+                   "--multi-rank", "--steps", str(STEPS), "--tokens-file", tokens], timeout=600)
+    check(rc == 0, "ptrain-interpret --multi-rank on dp2z/step.mlir" + ("" if rc == 0 else ":\n" + out))
+    if rc == 0:
+        executor = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
+        worst = max(abs(x - y) / abs(x) for x, y in zip(executor, logs["dp2z"]["train_loss"]))
+        print(f"executor {executor}: worst relative difference to MPI {worst:.3e}")
+        check(len(executor) == STEPS and worst <= 1e-5, "executor within 1e-5 relative of the MPI run")
+
+# 4. Resume at the same dp, bit for bit; at another dp refused.
+ck = os.path.join(work, "ck")
+os.makedirs(ck)
+runs = {"straight": ["--steps", str(STEPS), "--checkpoint", os.path.join(ck, "a")],
+        "first": ["--steps", "3", "--checkpoint", os.path.join(ck, "b")],
+        "resumed": ["--steps", str(STEPS), "--resume", os.path.join(ck, "b"), "--checkpoint", os.path.join(ck, "c")]}
+resumed = {}
+for name, flags in runs.items():
+    log = os.path.join(work, f"ck-{name}.json")
+    rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, "dp2z"), "--data", data, "--val-batches", "1",
+                   "--seed", str(SEED), "--log", log, "--timeout", "120", *flags], timeout=600)
+    check(rc == 0, f"ptrain-run dp2z {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
+    resumed[name] = json.load(open(log)) if rc == 0 else {}
+if all(resumed.values()):
+    check(resumed["resumed"]["train_loss"] == resumed["straight"]["train_loss"][3:],
+          f"resumed steps 4-5 {resumed['resumed']['train_loss']} equal the straight run's")
+    for suffix in ("", ".dp1"):
+        a, c = os.path.join(ck, "a" + suffix), os.path.join(ck, "c" + suffix)
+        check(os.path.isfile(a) and os.path.isfile(c) and filecmp.cmp(a, c, shallow=False),
+              f"checkpoint PATH{suffix} after 3 + 2 steps equals 5 straight steps byte for byte")
+    check(not filecmp.cmp(os.path.join(ck, "a"), os.path.join(ck, "a.dp1"), shallow=False),
+          "the replicas' checkpoints differ (each holds its own moment shards)")
+
+# 5. Another dp: ZeRO-1's resharded moments against plain dp's copied ones, the same chain of resumes.
+def resume_chain(zero):
+    """Step losses of: dp 2 for 3 steps, then dp 4 to 5; and dp 3 to 4 (checkpoint), then dp 2 to 5."""
+    z = "z" if zero else ""
+    base = os.path.join(ck, "b") if zero else os.path.join(ck, "plain")
+    losses = {}
+    chain = [("plain-first", "dp2", ["--steps", "3", "--checkpoint", base]) if not zero else None,
+             ("dp4", f"dp4{z}", ["--steps", str(STEPS), "--resume", base]),
+             ("dp3", f"dp3{z}", ["--steps", "4", "--resume", base, "--checkpoint", base + "-dp3"]),
+             ("dp3-dp2", f"dp2{z}", ["--steps", str(STEPS), "--resume", base + "-dp3"])]
+    for name, plan, flags in filter(None, chain):
+        log = os.path.join(work, f"chain-{z}{name}.json")
+        rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, plan), "--data", data, "--val-batches",
+                       "1", "--seed", str(SEED), "--log", log, "--timeout", "120", *flags], timeout=600)
+        check(rc == 0, f"ptrain-run {plan} {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
+        if zero and name == "dp4":
+            check("resharded 10 ZeRO-1 AdamW moment shard(s) from the 2 old replicas' files" in out,
+                  "the launcher names the resharded ZeRO-1 moments")
+        losses[name] = json.load(open(log))["train_loss"] if rc == 0 else []
+    return losses
+
+
+def padded_sizes(name):
+    plan = plans[name]
+    return [s["shape"][0] * plan["dp"] for s in plan["states"] if s["key"].endswith("/adam_m") and "zero" in s["key"]]
+
+
+check(padded_sizes("dp3z") != padded_sizes("dp2z") and len(padded_sizes("dp3z")) == len(padded_sizes("dp2z")),
+      f"dp 3 pads a bucket that dp 2 does not (padded sizes {padded_sizes('dp2z')} and {padded_sizes('dp3z')})")
+plain_chain, zero_chain = resume_chain(False), resume_chain(True)
+for name in ("dp4", "dp3", "dp3-dp2"):
+    a, b = plain_chain.get(name, []), zero_chain.get(name, [])
+    worst = max((abs(x - y) / abs(x) for x, y in zip(a, b)), default=float("inf"))
+    print(f"resume {name}: plain {a}, zero-1 {b}, worst relative difference {worst:.3e}")
+    check(len(a) == len(b) > 0 and worst <= 1e-6, f"resume {name}: ZeRO-1's resharded moments train as plain dp's")
+
+# 6. Clipping in generated C++: the norm of the dp shards (all-reduced over [dp]) against plain dp's.
+clipped = {}
+for name, flags in (("clip", []), ("clipz", ["--zero", "1"])):
+    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, "--dp", "2", "--clip-norm", "0.1", *flags, *common,
+                   "-o", os.path.join(work, name)])
+    check(rc == 0, f"ptrain-compile --dp 2 --clip-norm 0.1 {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
+    log = os.path.join(work, f"{name}.json")
+    rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, name), "--data", data, "--steps", "3",
+                   "--val-batches", "1", "--seed", str(SEED), "--log", log, "--timeout", "120"], timeout=600)
+    check(rc == 0, f"ptrain-run {name} 3 steps" + ("" if rc == 0 else ":\n" + out))
+    clipped[name] = json.load(open(log))["train_loss"] if rc == 0 else []
+a, b = clipped.get("clip", []), clipped.get("clipz", [])
+worst = max((abs(x - y) / abs(x) for x, y in zip(a, b)), default=float("inf"))
+print(f"clip-norm 0.1 at dp 2: plain {a}, zero-1 {b}, worst relative difference {worst:.3e}")
+check(len(a) == len(b) == 3 and worst <= 1e-6, "clip-norm 0.1: --zero 1 losses within 1e-6 relative of plain dp")
+check(len(a) == 3 and "dp2" in logs and a != logs["dp2"]["train_loss"][:3], "clipping changes the losses")
+
+# 7. The driver's refusals.
+refusals = {("--dp", "1"): "needs --dp > 1 (got --dp 1)",
+            ("--dp", "2", "--optimizer", "sgd"): "needs --optimizer adamw (got --optimizer sgd)",
+            ("--dp", "2", "--target", "cuda"): "the CUDA target does not emit the reduce-scatter",
+            ("--dp", "2", "--policy", "optimus-cc"): "compression of the reduce-scattered gradient buckets"}
+for flags, message in refusals.items():
+    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, "--zero", "1", *flags, "-o",
+                   os.path.join(work, "refused")])
+    check(rc != 0 and message in out and not os.path.exists(os.path.join(work, "refused", "plan.json")),
+          f"ptrain-compile --zero 1 {' '.join(flags)} is refused: {message}")
+finish()
