@@ -3,7 +3,7 @@
 
 The reference of docs/Exports.md's autograd column (test/Target/Cpp/exports_table.py): for an export whose
 PyTorch model is in python/ptrain_fixtures/models with a known seed (the TorchScript exporter's fixtures of
-export_import_fixtures.py and export_gpt_opset14.py, and the bundled models/gpt/gpt.onnx), rebuilds the model,
+export_import_fixtures.py: GPT-2, BERT and LLaMA; export_gpt_opset14.py; and the bundled models/gpt/gpt.onnx), rebuilds the model,
 runs it on the export's committed input tokens as ptrain's `--signature auto` does (token types zeros,
 attention mask ones), takes the next-token loss (mean cross-entropy of logits[:, :-1] against tokens[:, 1:],
 the loss of --ptrain-build-training-step) and backpropagates with autograd in float64.
@@ -64,6 +64,11 @@ def known_model(path: str):
         zeros = torch.zeros(ids.shape, dtype=torch.int64)
         ones = torch.ones(ids.shape, dtype=torch.int64)
         return model, lambda x: model(x, zeros, ones), ids
+    if name.startswith("llama-opset"):
+        from ptrain_fixtures.models.llama import LlamaConfig, LlamaForCausalLM
+
+        model = LlamaForCausalLM(LlamaConfig(), seed=2)
+        return model, model, tokens(os.path.join(root, "llama", "input_0.pb"))
     if name == "gpt-opset14.onnx":
         from ptrain_fixtures.export_gpt_opset14 import CONFIG
         from ptrain_fixtures.models.gpt import GPT
