@@ -30,7 +30,7 @@ import subprocess
 import sys
 
 import e2e
-from hf_exports_train import ascii_corpus
+from hf_exports_train import ascii_corpus, corpus_for
 
 STEPS = 20
 
@@ -53,25 +53,6 @@ def exports(source, extra):
     rows.append(("ptrain export (torch 1.13, opset 17)", os.path.join(source, "models/gpt/gpt.onnx")))
     rows += [("given", p) for p in extra]
     return rows
-
-
-def corpus_for(vocab, full, ascii, work):
-    """The byte-level corpus for a vocabulary of `vocab`: all bytes, bytes < 128, or those modulo `vocab`."""
-    if vocab >= 256:
-        return full
-    if vocab >= 128:
-        return ascii
-    out = os.path.join(work, f"mod{vocab}")
-    if not os.path.exists(os.path.join(out, "data.json")):
-        os.makedirs(out, exist_ok=True)
-        for name in ("train.bin", "val.bin"):
-            with open(os.path.join(ascii, name), "rb") as f:
-                data = bytes(b % vocab for b in f.read())
-            with open(os.path.join(out, name), "wb") as f:
-                f.write(data)
-        with open(os.path.join(out, "data.json"), "w") as f:
-            json.dump({"format": "bytes"}, f)
-    return out
 
 
 def isa():
