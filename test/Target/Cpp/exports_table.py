@@ -14,7 +14,10 @@ models/gpt) plus any given with --extra. For each:
   optimizer=none on the export's input tokens) against PyTorch autograd on the same weights
   (python/ptrain_fixtures/exports_reference_grads.py, float64, with Debian's torch 1.13 in /usr/bin/python3):
   the loss within 1e-4 relative, every gradient within 1e-4 of its largest entry (ptrain-interpret --rtol);
-  "n/a" where the row's PyTorch model is not in the tree (the dynamo rows' Hugging Face models need torch 2.x).
+  "n/a" where the row's PyTorch model is not in the tree. The dynamo rows' Hugging Face models are rebuilt in
+  plain PyTorch (python/ptrain_fixtures/models: the same architectures, which torch 1.13 runs without
+  transformers) with the weights of the unoptimized export's initializers; the optimized exports folded some
+  parameters away (zero biases, the position lookup), which then have nothing to compare.
 A failing phase shows its error.
 
 Usage: exports_table.py <build-dir> <source-dir> <scratch-dir> [--write-doc docs/Exports.md] [--extra M.onnx ...]
@@ -178,7 +181,9 @@ def main():
              "script's docstring). `constants`: initializers the importer holds constant (no gradient, no optimizer "
              "state). `autograd`: one step's loss and gradients against PyTorch autograd on the same weights (torch "
              "1.13, float64; the loss within 1e-4 relative, each gradient within 1e-4 of its largest entry; worst: "
-             "the largest gradient error), n/a where the row's PyTorch model is not in the tree. `trains`: 20 AdamW "
+             "the largest gradient error), n/a where the row's PyTorch model is not in the tree; the dynamo rows' "
+             "Hugging Face models as the same architectures in plain PyTorch (python/ptrain_fixtures/models) with the "
+             "export's weights, computed with torch 1.13 as the others. `trains`: 20 AdamW "
              "steps (lr 3e-3) of the pp=2 step on 2 ranks over byte-level text, the mean loss of steps 1-5 -> 16-20; "
              "`trains at tp=2`: the same of the tp=2 step (2 ranks). "
              f"Machine: {cpu} ({platform.machine()}, {isa()}), OPENBLAS_NUM_THREADS=1.", "",
