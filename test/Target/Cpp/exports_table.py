@@ -1,8 +1,8 @@
 """Writes docs/Exports.md: which real exports import, compile and train, at which tp / pp (issue 21).
 
 One row per export present in the source tree (the dynamo exporter's Hugging Face models in
-test/Import/ONNX/opset18+/hf, the TorchScript exporter's in test/Import/ONNX/Inputs/exports, the bundled GPT in
-models/gpt) plus any given with --extra. For each:
+test/Import/ONNX/opset18+/hf, the TorchScript exporter's in test/Import/ONNX/Inputs/exports, tf2onnx's Keras GPT in
+test/Import/ONNX/Inputs/tf2onnx, the bundled GPT in models/gpt) plus any given with --extra. For each:
 - import: `ptrain-translate --import-onnx MODEL --signature auto` succeeds; the initializers it holds constant
   (`remark: initializer 'X' is held constant`) are counted;
 - forward vs ORT: ptrain-interpret of the import (without --signature) against onnxruntime
@@ -57,6 +57,8 @@ def exports(source, extra):
     rows = [("dynamo (torch 2.x)", p) for p in sorted(glob.glob(os.path.join(source, "test/Import/ONNX/opset18+/hf/*.onnx")))]
     rows += [("TorchScript (torch 1.13)", p)
              for p in sorted(glob.glob(os.path.join(source, "test/Import/ONNX/Inputs/exports/*.onnx")))]
+    rows += [("tf2onnx 1.17 (TensorFlow 2.21, Keras 3.15)", p)
+             for p in sorted(glob.glob(os.path.join(source, "test/Import/ONNX/Inputs/tf2onnx/*.onnx")))]
     rows.append(("ptrain export (torch 1.13, opset 17)", os.path.join(source, "models/gpt/gpt.onnx")))
     rows += [("given", p) for p in extra]
     return rows
