@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Export the importer's real-export fixtures: GPT-2 and BERT at opsets 13, 14, 17, with and without
+"""Export the importer's real-export fixtures: GPT-2, BERT and LLaMA at opsets 11, 13, 14, 17, with and without
 constant folding, with PyTorch reference inputs and outputs.
 
 Usage (from the repository root, with Debian's python3-torch 1.13 and python3-onnx):
@@ -7,12 +7,14 @@ Usage (from the repository root, with Debian's python3-torch 1.13 and python3-on
     PYTHONPATH=python /usr/bin/python3 -m ptrain_fixtures.export_import_fixtures [--out test/Import/ONNX/Inputs/exports]
 
 Writes into OUT, for MODEL in gpt2 (python/ptrain_fixtures/models/gpt2.py, Hugging Face GPT2LMHeadModel
-architecture) and bert (python/ptrain_fixtures/models/bert.py, BertForMaskedLM architecture):
+architecture), bert (python/ptrain_fixtures/models/bert.py, BertForMaskedLM architecture) and llama
+(python/ptrain_fixtures/models/llama.py, LlamaForCausalLM architecture: RMSNorm, rotary embedding, grouped-query
+attention, SwiGLU, no biases):
   MODEL-opsetN.onnx          torch.onnx.export(..., opset_version=N, do_constant_folding=False)
   MODEL-opsetN-folded.onnx   the same with do_constant_folding=True
   MODEL/input_K.pb           TensorProto inputs (int64 [2, 8]) in the graph's input order
-  MODEL/output_0.pb          TensorProto f32 [2, 8, 64]: PyTorch's output (eval mode)
-for N in 13, 14, 17, and gpt2-opset17-training.onnx, exported with training=TrainingMode.TRAINING (its
+  MODEL/output_0.pb          TensorProto f32 [2, 8, V]: PyTorch's output (eval mode; V 64, llama 128)
+for N in 11, 13, 14, 17, and gpt2-opset17-training.onnx, exported with training=TrainingMode.TRAINING (its
 dropouts become Dropout nodes with training_mode true; no reference output, the masks are random). Each file is well under 1 MB (weights inline). Rerunning with the same torch and
 onnx versions gives byte-identical ONNX files and inputs (checked by --check, which exports to a temporary
 folder and compares); the reference outputs agree within REFERENCE_ATOL across CPUs (their last bits follow
@@ -37,8 +39,9 @@ from onnx import numpy_helper
 
 from ptrain_fixtures.models.bert import BertConfig, BertForMaskedLM
 from ptrain_fixtures.models.gpt2 import GPT2Config, GPT2LMHeadModel
+from ptrain_fixtures.models.llama import LlamaConfig, LlamaForCausalLM
 
-OPSETS = (13, 14, 17)
+OPSETS = (11, 13, 14, 17)
 BATCH, SEQ = 2, 8
 
 
@@ -68,6 +71,11 @@ def models():
     mask[1, SEQ - 3 :] = 0  # the second row is padded at the end
     names = ["input_ids", "token_type_ids", "attention_mask"]
     yield "bert", bert, names, [ids, token_types, mask], "prediction_scores"
+
+    lcfg = LlamaConfig()
+    llama = LlamaForCausalLM(lcfg, seed=2).eval()
+    ids = zen_ids(BATCH * SEQ + 1, lcfg.vocab_size)[1:].reshape(BATCH, SEQ)
+    yield "llama", llama, ["input_ids"], [ids], "logits"
 
 
 def save_tensor(path: str, arr: np.ndarray, name: str) -> None:

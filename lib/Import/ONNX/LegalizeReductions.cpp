@@ -2,7 +2,7 @@
 //
 // ReduceSum (axes as attribute before opset 13, as an optional input from 13), ReduceMean and ReduceMax
 // (axes as attribute in opsets 1-17, as an optional input from 18) become ptrain.reduce; ReduceMin becomes
-// -max(-x), ReduceProd a tree of multiplications, ReduceL2 sqrt(sum(x * x)) (same opsets); Softmax and LogSoftmax (the
+// -max(-x), ReduceProd a tree of multiplications, ReduceL2 sqrt(sum(x * x)) (same opsets), GlobalAveragePool a mean over the spatial dimensions; Softmax and LogSoftmax (the
 // 2-D coercion at `axis` before opset 13, one axis from 13) become ptrain.softmax / ptrain.log_softmax, with reshapes
 // around them for the coercion (the losses are in LegalizeLosses.cpp). Semantics from the ONNX operator definitions
 // (https://onnx.ai/onnx/operators/).
@@ -126,6 +126,23 @@ template <bool axesAsInput> LogicalResult legalizeReduceL2(OnnxNodeOp node, IRRe
   return replaceFirstOutput(node, UnaryOp::create(rewriter, loc, UnaryKind::Sqrt, sum), rewriter);
 }
 
+/// GlobalAveragePool-1: the mean over every spatial dimension (all but N and C) of an [N, C, D1, ...] float
+/// tensor, kept as size 1. tf2onnx writes TensorFlow's moments over the last axis of a rank-3 [B, T, D] tensor
+/// (Keras LayerNormalization) this way: a mean over D.
+LogicalResult legalizeGlobalAveragePool(OnnxNodeOp node, IRRewriter &rewriter) {
+  if (failed(expectArity(node, 1, 1)))
+    return failure();
+  Value x = node.getInputs()[0];
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getRank() < 3 || !isa<FloatType>(type.getElementType()))
+    return nodeError(node) << "GlobalAveragePool of " << type
+                           << " is not supported (a float tensor [N, C, D1, ...] of rank 3 or more)";
+  SmallVector<int64_t> axes;
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    axes.push_back(d);
+  return replaceWith<ReduceOp>(node, rewriter, ReduceKind::Mean, x, ArrayRef<int64_t>(axes), /*keepdims=*/true);
+}
+
 /// At most this many elements per output of a ReduceProd (each becomes one multiplication).
 constexpr int64_t kMaxProductLength = 4096;
 
@@ -237,6 +254,7 @@ void onnx_import::populateReductionPatterns(PatternTable &t) {
   t.onOp("ReduceProd", 18, legalizeReduceProd</*axesAsInput=*/true>);
   t.onOp("ReduceL2", 1, legalizeReduceL2</*axesAsInput=*/false>);
   t.onOp("ReduceL2", 18, legalizeReduceL2</*axesAsInput=*/true>);
+  t.onOp("GlobalAveragePool", 1, legalizeGlobalAveragePool);
   t.onOp("Softmax", 1, legalizeSoftmax1<SoftmaxOp>);
   t.onOp("Softmax", 13, legalizeSoftmax13<SoftmaxOp>);
   t.onOp("LogSoftmax", 1, legalizeSoftmax1<LogSoftmaxOp>);

@@ -1,10 +1,14 @@
 """Writes docs/Exports.md: which real exports import, compile and train, at which tp / pp (issue 21).
 
 One row per export present in the source tree (the dynamo exporter's Hugging Face models in
-test/Import/ONNX/opset18+/hf, the TorchScript exporter's in test/Import/ONNX/Inputs/exports, the bundled GPT in
-models/gpt) plus any given with --extra. For each:
+test/Import/ONNX/opset18+/hf, the TorchScript exporter's in test/Import/ONNX/Inputs/exports, tf2onnx's Keras GPT in
+test/Import/ONNX/Inputs/tf2onnx, the bundled GPT in models/gpt) plus any given with --extra. For each:
 - import: `ptrain-translate --import-onnx MODEL --signature auto` succeeds; the initializers it holds constant
   (`remark: initializer 'X' is held constant`) are counted;
+- forward vs ORT: ptrain-interpret of the import (without --signature) against onnxruntime
+  (test/Target/Cpp/ort_reference.py under .venv/bin/python) on the same generated inputs (token ids in [0, 64),
+  token types zeros, attention mask ones): max|ptrain - onnxruntime| / max|onnxruntime| of the first output, at
+  most FORWARD_RTOL; "n/a" for a training-mode export (random dropout masks) or without the .venv;
 - pp=2: ptrain-compile --pp 2 --micro-batches 2 (the stage split and 1F1B);
 - tp=2: ptrain-compile --tp 2 (through --ptrain-raise and --ptrain-shard-tp);
 - trains: ptrain-run of the pp=2 step, 20 AdamW steps (lr 3e-3, no warm-up) on 2 ranks over byte-level text
@@ -14,7 +18,10 @@ models/gpt) plus any given with --extra. For each:
   optimizer=none on the export's input tokens) against PyTorch autograd on the same weights
   (python/ptrain_fixtures/exports_reference_grads.py, float64, with Debian's torch 1.13 in /usr/bin/python3):
   the loss within 1e-4 relative, every gradient within 1e-4 of its largest entry (ptrain-interpret --rtol);
-  "n/a" where the row's PyTorch model is not in the tree (the dynamo rows' Hugging Face models need torch 2.x).
+  "n/a" where the row's PyTorch model is not in the tree. The dynamo rows' Hugging Face models are rebuilt in
+  plain PyTorch (python/ptrain_fixtures/models: the same architectures, which torch 1.13 runs without
+  transformers) with the weights of the unoptimized export's initializers; the optimized exports folded some
+  parameters away (zero biases, the position lookup), which then have nothing to compare.
 A failing phase shows its error.
 
 Usage: exports_table.py <build-dir> <source-dir> <scratch-dir> [--write-doc docs/Exports.md] [--extra M.onnx ...]
@@ -30,7 +37,7 @@ import subprocess
 import sys
 
 import e2e
-from hf_exports_train import ascii_corpus
+from hf_exports_train import ascii_corpus, corpus_for
 
 STEPS = 20
 
@@ -50,28 +57,11 @@ def exports(source, extra):
     rows = [("dynamo (torch 2.x)", p) for p in sorted(glob.glob(os.path.join(source, "test/Import/ONNX/opset18+/hf/*.onnx")))]
     rows += [("TorchScript (torch 1.13)", p)
              for p in sorted(glob.glob(os.path.join(source, "test/Import/ONNX/Inputs/exports/*.onnx")))]
+    rows += [("tf2onnx 1.17 (TensorFlow 2.21, Keras 3.15)", p)
+             for p in sorted(glob.glob(os.path.join(source, "test/Import/ONNX/Inputs/tf2onnx/*.onnx")))]
     rows.append(("ptrain export (torch 1.13, opset 17)", os.path.join(source, "models/gpt/gpt.onnx")))
     rows += [("given", p) for p in extra]
     return rows
-
-
-def corpus_for(vocab, full, ascii, work):
-    """The byte-level corpus for a vocabulary of `vocab`: all bytes, bytes < 128, or those modulo `vocab`."""
-    if vocab >= 256:
-        return full
-    if vocab >= 128:
-        return ascii
-    out = os.path.join(work, f"mod{vocab}")
-    if not os.path.exists(os.path.join(out, "data.json")):
-        os.makedirs(out, exist_ok=True)
-        for name in ("train.bin", "val.bin"):
-            with open(os.path.join(ascii, name), "rb") as f:
-                data = bytes(b % vocab for b in f.read())
-            with open(os.path.join(out, name), "wb") as f:
-                f.write(data)
-        with open(os.path.join(out, "data.json"), "w") as f:
-            json.dump({"format": "bytes"}, f)
-    return out
 
 
 def isa():
@@ -94,6 +84,36 @@ def isa():
 
 
 RTOL = 1e-4
+FORWARD_RTOL = 1e-5
+
+
+def forward_vs_ort(bin_dir, work, name, model):
+    """The `forward vs ORT` column (see the docstring)."""
+    ref = os.path.join(work, name + "-ort")
+    root = os.environ["PTRAIN_TABLE_ROOT"]
+    venv = os.path.join(root, ".venv", "bin", "python")
+    if not os.path.isfile(venv):
+        return "n/a (no .venv: scripts/setup-python.sh)"
+    p = subprocess.run([venv, os.path.join(root, "test", "Target", "Cpp", "ort_reference.py"), model, ref],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode == 5:
+        return "n/a (training-mode dropout: random masks)"
+    scale = re.search(r"max\|output\| = (\S+)", p.stdout)
+    if p.returncode != 0 or not scale:
+        return "onnxruntime failed: " + first_error(p.stdout)
+    mlir = os.path.join(ref, "forward.mlir")
+    rc, log = e2e.run([os.path.join(bin_dir, "ptrain-translate"), "--import-onnx", model, "-o", mlir])
+    if rc != 0:
+        return first_error(log)
+    inputs = sorted(glob.glob(os.path.join(ref, "input_*.pb")), key=lambda f: int(re.findall(r"\d+", f)[-1]))
+    rc, log = e2e.run([os.path.join(bin_dir, "ptrain-interpret"), mlir, *[a for f in inputs for a in ("--input", f)],
+                       "--expect", os.path.join(ref, "output_0.pb"), "--atol", "0", "--expect-rtol",
+                       str(FORWARD_RTOL)])
+    diff = re.search(r"max\|x - expected\| = (\S+)", log)
+    if not diff:
+        return first_error(log)
+    rel = float(diff.group(1)) / max(float(scale.group(1)), 1e-30)
+    return f"{'yes' if rc == 0 and rel <= FORWARD_RTOL else 'NO'}: {rel:.0e}"
 
 
 def autograd(bin_dir, work, name, model):
@@ -140,6 +160,7 @@ def row(bin_dir, work, exporter, model, full, ascii):
     out["constants"] = len(set(re.findall(r"remark: initializer '([^']+)' is held constant", log))) if rc == 0 else ""
     if rc != 0:
         return out
+    out["forward vs ORT"] = forward_vs_ort(bin_dir, work, name, model)
     common = ["--lr", "3e-3", "--warmup-steps", "0", "--import-options", "--signature auto"]
     pp_dir = os.path.join(work, name + "-pp2")
     rc, log = e2e.run([os.path.join(bin_dir, "ptrain-compile"), model, "--pp", "2", "--micro-batches", "2", *common,
@@ -190,14 +211,17 @@ def main():
         rows.append(r)
     cpu = subprocess.run(["sh", "-c", "lscpu | grep 'Model name' | sed 's/.*: *//'"], stdout=subprocess.PIPE,
                          text=True).stdout.strip()
-    cols = ["exporter", "model", "import", "constants", "autograd", "pp=2", "tp=2", "trains", "trains at tp=2"]
+    cols = ["exporter", "model", "import", "constants", "forward vs ORT", "autograd", "pp=2", "tp=2", "trains", "trains at tp=2"]
     lines = ["# Real exports: import, compile, train", "",
              "Generated by `python3 test/Target/Cpp/exports_table.py build . /tmp/exports-table --write-doc "
              "docs/Exports.md`; do not edit. One row per export in the source tree (what each column checks: the "
              "script's docstring). `constants`: initializers the importer holds constant (no gradient, no optimizer "
-             "state). `autograd`: one step's loss and gradients against PyTorch autograd on the same weights (torch "
+             "state). `forward vs ORT`: the forward against onnxruntime on the same inputs, max|ptrain - onnxruntime| / "
+             "max|onnxruntime| (at most 1e-5). `autograd`: one step's loss and gradients against PyTorch autograd on the same weights (torch "
              "1.13, float64; the loss within 1e-4 relative, each gradient within 1e-4 of its largest entry; worst: "
-             "the largest gradient error), n/a where the row's PyTorch model is not in the tree. `trains`: 20 AdamW "
+             "the largest gradient error), n/a where the row's PyTorch model is not in the tree; the dynamo rows' "
+             "Hugging Face models as the same architectures in plain PyTorch (python/ptrain_fixtures/models) with the "
+             "export's weights, computed with torch 1.13 as the others. `trains`: 20 AdamW "
              "steps (lr 3e-3) of the pp=2 step on 2 ranks over byte-level text, the mean loss of steps 1-5 -> 16-20; "
              "`trains at tp=2`: the same of the tp=2 step (2 ranks). "
              f"Machine: {cpu} ({platform.machine()}, {isa()}), OPENBLAS_NUM_THREADS=1.", "",

@@ -4,19 +4,24 @@ The dynamo exporter's GPT-2 with the exporter's default optimization (test/Impor
 and its LLaMA exports, unoptimized and optimized (llama.onnx, llama-folded.onnx), hold their constants (GELU's
 0.5 and 0.044715, the exponent 2, RMSNorm's epsilon, the attention mask, the rotary tables) as initializers.
 The TorchScript exporter of Debian's torch 1.13 at opset 14 (test/Import/ONNX/Inputs/exports/gpt-opset14.onnx,
-python/ptrain_fixtures/export_gpt_opset14.py: the bundled GPT, vocabulary 256) decomposes LayerNorm and GELU.
+python/ptrain_fixtures/export_gpt_opset14.py: the bundled GPT, vocabulary 256) decomposes LayerNorm and GELU;
+at opset 11 (gpt2-opset11.onnx, bert-opset11-folded.onnx: python/ptrain_fixtures/export_import_fixtures.py,
+vocabulary 64) it also writes Unsqueeze's axes and Split's sizes as attributes; its LLaMA-style exports
+(llama-opset11.onnx, llama-opset14-folded.onnx, llama-opset17.onnx, vocabulary 128) decompose RMSNorm with
+rsqrt as Div(1, Sqrt) between float32 casts and keep the rotary tables and causal mask in Constant nodes.
 For each:
 1. ptrain-compile at pp=2 with 2 micro-batches and `--signature auto` succeeds; every initializer the importer
    reports as held constant (`remark: initializer 'X' is held constant: ...`) has no state in plan.json (no
    parameter, gradient or optimizer moment), and, for the dynamo exports, at least one float initializer is
-   reported (the opset-14 export keeps its scalars in Constant nodes);
-2. the recognizers fired: the forward graph has ptrain.gelu / ptrain.layer_norm (GPT-2) or ptrain.rms_norm
-   (LLaMA) and no ptrain.binary pow;
+   reported (the TorchScript exports keep their scalars in Constant nodes);
+2. the recognizers fired: the forward graph has ptrain.gelu / ptrain.layer_norm (GPT-2, BERT) or
+   ptrain.rms_norm (LLaMA) and no ptrain.binary pow;
 3. ptrain-run trains 20 AdamW steps (lr 3e-3, no warm-up) on 2 ranks over byte-level text (data.py's corpus
-   of the Python standard library; its bytes >= 128 dropped for the dynamo exports, whose vocabulary is 128):
-   the mean training loss of the last 5 steps is below that of the first 5, and the final validation loss is below the first.
-4. for the exports in TP2 (parameters read in several places), ptrain-compile --tp 2 (through --ptrain-raise and
-   --ptrain-shard-tp) and 20 steps of it on 2 ranks lower the training loss likewise.
+   of the Python standard library; for a vocabulary under 256 its bytes >= 128 dropped, and under 128 the rest
+   taken modulo the vocabulary: corpus_for): the mean training loss of the last 5 steps is below that of the
+   first 5, and the final validation loss is below the first.
+4. for the exports in TP2, ptrain-compile --tp 2 (through --ptrain-raise and --ptrain-shard-tp) and 20 steps of
+   it on 2 ranks lower the training loss likewise.
 The dynamo exporter's BERT with its optimization (hf/bert-folded.onnx, vocabulary 128) is checked the same way.
 Usage: hf_exports_train.py <build-dir> <source-dir> <scratch-dir>
 """
@@ -29,15 +34,22 @@ import sys
 import e2e
 
 HF = ("Import", "ONNX", "opset18+", "hf")
-# name -> (folder under test/, ops the recognizers must have made, the vocabulary is bytes < 128)
-FIXTURES = {"gpt2-folded": (HF, ("ptrain.gelu", "ptrain.layer_norm"), True),
-            "llama": (HF, ("ptrain.rms_norm",), True),
-            "llama-folded": (HF, ("ptrain.rms_norm",), True),
-            "gpt-opset14": (("Import", "ONNX", "Inputs", "exports"), ("ptrain.gelu", "ptrain.layer_norm"), False),
-            "bert-folded": (HF, ("ptrain.layer_norm",), True)}
+TS = ("Import", "ONNX", "Inputs", "exports")
+# name -> (folder under test/, ops the recognizers must have made)
+FIXTURES = {"gpt2-folded": (HF, ("ptrain.gelu", "ptrain.layer_norm")),
+            "llama": (HF, ("ptrain.rms_norm",)),
+            "llama-folded": (HF, ("ptrain.rms_norm",)),
+            "gpt-opset14": (TS, ("ptrain.gelu", "ptrain.layer_norm")),
+            "bert-folded": (HF, ("ptrain.layer_norm",)),
+            "gpt2-opset11": (TS, ("ptrain.gelu", "ptrain.layer_norm")),
+            "bert-opset11-folded": (TS, ("ptrain.gelu", "ptrain.layer_norm")),
+            "llama-opset11": (TS, ("ptrain.rms_norm",)),
+            "llama-opset14-folded": (TS, ("ptrain.rms_norm",)),
+            "llama-opset17": (TS, ("ptrain.rms_norm",))}
 # Exports whose parameters are read in several places (the exporter merged equal values into one initializer:
-# bert-folded's zero biases into a LayerNorm bias, gpt-opset14's two layers' Q|K|V biases): also at tp=2.
-TP2 = ("gpt-opset14", "bert-folded")
+# bert-folded's zero biases into a LayerNorm bias, gpt-opset14's two layers' Q|K|V biases), and the TorchScript
+# exporter's opset-11 GPT-2 and BERT and its LLaMA (grouped-query attention, repeat_kv): also at tp=2.
+TP2 = ("gpt-opset14", "bert-folded", "gpt2-opset11", "bert-opset11-folded", "llama-opset11", "llama-opset17")
 STEPS = 20
 
 
@@ -51,6 +63,25 @@ def ascii_corpus(data, out):
             f.write(kept)
     with open(os.path.join(out, "data.json"), "w") as f:
         json.dump({"format": "bytes"}, f)  # raw bytes, declared (docs/Data.md)
+    return out
+
+
+def corpus_for(vocab, full, ascii, work):
+    """The byte-level corpus for a vocabulary of `vocab`: all bytes, bytes < 128, or those modulo `vocab`."""
+    if vocab >= 256:
+        return full
+    if vocab >= 128:
+        return ascii
+    out = os.path.join(work, f"mod{vocab}")
+    if not os.path.exists(os.path.join(out, "data.json")):
+        os.makedirs(out, exist_ok=True)
+        for name in ("train.bin", "val.bin"):
+            with open(os.path.join(ascii, name), "rb") as f:
+                data = bytes(b % vocab for b in f.read())
+            with open(os.path.join(out, name), "wb") as f:
+                f.write(data)
+        with open(os.path.join(out, "data.json"), "w") as f:
+            json.dump({"format": "bytes"}, f)
     return out
 
 
@@ -77,9 +108,8 @@ def main():
         with open(losses) as f:
             return json.load(f)
 
-    for name, (folder, ops, small_vocab) in FIXTURES.items():
+    for name, (folder, ops) in FIXTURES.items():
         model = os.path.join(source, "test", *folder, name + ".onnx")
-        data = ascii if small_vocab else full
         out = os.path.join(work, name)
         if not compile_plan(name, model, out, "--pp 2", ["--pp", "2", "--micro-batches", "2"]):
             continue
@@ -87,7 +117,9 @@ def main():
                                "-o", os.devnull])
         constants = set(re.findall(r"remark: initializer '([^']+)' is held constant", remarks))
         with open(os.path.join(out, "plan.json")) as f:
-            keys = {s["key"].split("/")[0] for s in json.load(f)["states"]}
+            plan = json.load(f)
+        keys = {s["key"].split("/")[0] for s in plan["states"]}
+        data = corpus_for(plan["vocab"], full, ascii, work)
         floats = constants - set(re.findall(
             r"initializer '([^']+)' is held constant: (?:an integer|a boolean) tensor", remarks))
         e2e.check((floats or folder != HF) and not constants & keys,

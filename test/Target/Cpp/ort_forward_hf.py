@@ -5,6 +5,9 @@
    - test/Import/ONNX/Inputs/exports/gpt2-opset17.onnx and gpt2-opset13-folded.onnx: the PyTorch exports of a
      Hugging Face GPT2LMHeadModel (python/ptrain_fixtures/models/gpt2.py), whose bool causal-mask buffer is an i1 constant
      applied with ptrain.select;
+   - gpt2-opset11.onnx, the same GPT-2 by the TorchScript exporter at opset 11 (Split's sizes and Unsqueeze's
+     axes as attributes), and llama-opset11.onnx, its LLaMA-style export (python/ptrain_fixtures/models/llama.py:
+     RMSNorm with rsqrt as Div(1, Sqrt), rotary tables, grouped-query attention, SwiGLU);
    - test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx: RMSNormalization-23, RotaryEmbedding-23 on q and k,
      grouped-query Attention-23, SwiGLU (ptrain-compile --import-options "--signature auto" fixes its position
    ids to 0..S-1; onnxruntime gets those);
@@ -91,7 +94,7 @@ def main(build, source, scratch):
     failures = []
     exports = os.path.join(source, "test", "Import", "ONNX", "Inputs", "exports")
     llama = os.path.join(source, "test", "Import", "ONNX", "opset18+", "Inputs", "llama_tiny.onnx")
-    for name in ("gpt2-opset17", "gpt2-opset13-folded", "llama_tiny", "bert-opset17"):
+    for name in ("gpt2-opset17", "gpt2-opset13-folded", "gpt2-opset11", "llama_tiny", "llama-opset11", "bert-opset17"):
         model = llama if name == "llama_tiny" else os.path.join(exports, name + ".onnx")
         plan, lib, check = ort_forward.compiled(build, model, os.path.join(scratch, name), *import_options(name))
         sess = ort_forward.session(model)
