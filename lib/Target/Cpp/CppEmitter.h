@@ -156,7 +156,7 @@ public:
   LogicalResult prepare(int64_t &arenaBytes);
   /// The emitted chunks and the types of the pointers in scope, for the block outliner (BlockOutliner.h).
   target::EmittedFunction takeChunks() {
-    return {chunks.take(), std::move(types)};
+    return {chunks.take(), std::move(types), func->hasAttr("ptrain.entry")};
   }
   /// Appends the documented entry point to `code` with `body` (its chunks, repeated blocks replaced by calls;
   /// only its refusal when it runs on no rank).

@@ -142,7 +142,7 @@ public:
   /// `arenaBytes` is its arena's size.
   LogicalResult prepare(int64_t &arenaBytes);
   /// The emitted chunks and the types of the pointers in scope, for the block outliner (BlockOutliner.h).
-  target::EmittedFunction takeChunks() { return {chunks.take(), std::move(types)}; }
+  target::EmittedFunction takeChunks() { return {chunks.take(), std::move(types), func->hasAttr("ptrain.entry")}; }
   /// Appends the device function to `code` with `body` (its chunks, repeated blocks replaced by calls), and
   /// sets `declaration`, `entry` and `ioBytes`.
   void write(std::string &code, const std::string &body);
