@@ -185,11 +185,15 @@ std::optional<std::string> mlir::ptrain::target::writeScheduleTable(const Emitte
       }
       op.shape += "\x1f";
     }
-    // The row's comment: the op, and its location where it is not the function's (the lowering's ops all
-    // carry the function's name).
+    // The row's comment: the op (the lowering's ops all carry the function's name as their location).
     op.name = StringRef(c.header).trim().ltrim("/ ").split('\n').first.str();
-    if (c.location != fn.chunks.front().location)
-      op.name += " at " + c.location;
+    if (op.name == "func.call") // the callee: the first function the code calls in PTRAIN_STEP_CALL
+      for (size_t t = 0; t + 2 < op.tokens.size(); ++t)
+        if (op.tokens[t].text == "PTRAIN_STEP_CALL" && op.tokens[t + 1].text == "(" &&
+            op.tokens[t + 2].kind == TokenKind::Ident) {
+          op.name += " " + op.tokens[t + 2].text;
+          break;
+        }
     ops.push_back(std::move(op));
   }
 
