@@ -23,7 +23,7 @@
 #include "EmitTelemetry.h"
 #include "Common/KernelTarget.h"
 #include "Common/NamedStorage.h"
-#include "RuntimeCallTable.h"
+#include "Common/RuntimeCallTable.h"
 
 #include "ptrain/Analysis/BufferLiveness.h"
 #include "ptrain/Analysis/GemmFusion.h"
@@ -201,6 +201,13 @@ private:
   }
   std::string scratchPtr(int64_t bytes, StringRef type) override { return bufferPtr(scratch(bytes), type); }
   std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t") override;
+  FailureOr<std::string> rankOffsetsArray(TPSplitOp op, StringRef name) override {
+    FailureOr<std::string> decl = tpSplitOffsets(op, comms, name);
+    if (failed(decl))
+      return failure();
+    block += "    " + *decl + "\n";
+    return name.str();
+  }
   /// One runtime call, its status checked; fails (an emitter bug) on a parameter-count mismatch.
   LogicalResult call(RuntimeCall callee, ArrayRef<std::string> args) override;
   /// A send or receive on the pipeline axis: the peer is this function's stage (ptrain.stage) + offset.

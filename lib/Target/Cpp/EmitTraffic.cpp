@@ -3,7 +3,7 @@
 #include "EmitTraffic.h"
 
 #include "Common/EmitHelpers.h"
-#include "RuntimeCallTable.h"
+#include "Common/RuntimeCallTable.h"
 
 #include "llvm/ADT/STLExtras.h"
 

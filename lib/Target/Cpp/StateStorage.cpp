@@ -3,7 +3,7 @@
 #include "StateStorage.h"
 
 #include "Common/CppTypes.h"
-#include "RuntimeCallTable.h"
+#include "Common/RuntimeCallTable.h"
 
 #include "llvm/ADT/STLExtras.h"
 

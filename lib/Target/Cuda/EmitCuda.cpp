@@ -34,7 +34,7 @@
 #include "Common/NamedStorage.h"
 #include "Common/OpGeometry.h"
 #include "Cpp/PipelineDriver.h"
-#include "Cpp/RuntimeCallTable.h"
+#include "Common/RuntimeCallTable.h"
 #include "Cpp/StateStorage.h"
 #include "CudaCallTable.h"
 #include "EmitCudaCodecs.h"
@@ -166,6 +166,13 @@ public:
   std::string constArray(ArrayRef<int64_t> values, StringRef name, StringRef type) override {
     return hostArray(values, name, type);
   }
+  FailureOr<std::string> rankOffsetsArray(TPSplitOp op, StringRef name) override {
+    FailureOr<std::string> decl = tpSplitOffsets(op, comms, name);
+    if (failed(decl))
+      return failure();
+    block += "    " + *decl + "\n";
+    return name.str();
+  }
   FailureOr<std::string> axisCommunicator(Operation *op, StringRef grid, StringRef axis) override {
     return comms.lookupAxis(op, grid, axis);
   }
@@ -227,15 +234,7 @@ std::string FunctionEmitter::hostArray(ArrayRef<int64_t> values, StringRef name,
 }
 
 LogicalResult FunctionEmitter::call(CudaCall callee, ArrayRef<std::string> args) {
-  const RuntimeCallInfo &info = getCudaCallInfo(callee);
-  if (args.size() != info.arity)
-    return current->emitError("--emit-cuda internal error: ")
-           << info.name << " takes " << info.arity << " arguments, the emitter passed " << args.size();
-  block += "    PTRAIN_STEP_CALL(" + std::string(info.name) + "(";
-  for (auto [i, a] : llvm::enumerate(args))
-    block += (i ? ", " : "") + a;
-  block += "));\n";
-  return success();
+  return writeCheckedCall(block, current, "--emit-cuda", getCudaCallInfo(callee), args);
 }
 
 LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid,
@@ -399,7 +398,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
           .Case<EmbeddingOp, EmbeddingGradOp, BinaryOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp, SoftmaxGradOp,
-                GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp>(
+                GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp>(
               [&](Operation *o) { return emitSharedOp(o, *this); })
           .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {
             FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cuda");
@@ -481,18 +480,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                                       : emitCudaDecompress(cast<DecompressOp>(o), w);
           })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
-          .Case<TPSplitOp>([&](TPSplitOp t) -> LogicalResult {
-            // The rank's block: a slice at the rank's offset (host arrays, like ptrain.slice's).
-            FailureOr<std::string> offsets = tpSplitOffsets(t, comms, "offsets");
-            if (failed(offsets))
-              return failure();
-            block += "    " + *offsets + "\n";
-            Value x = t.getInput();
-            std::string d = hostArray(shapeOf(x), "dims"), od = hostArray(shapeOf(t.getResult()), "out_dims");
-            return call(CudaCall::ptrain_cuda_slice,
-                        {ptr(x), std::to_string(elementBytes(tensorOf(x).getElementType())),
-                         std::to_string(shapeOf(x).size()), d, "offsets", od, ptr(t.getResult())});
-          })
           .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
             if (!isF32(t.getInput()))
               return t.emitError("--emit-cuda: a tensor-parallel all-reduce of a non-f32 tensor is not supported");
