@@ -16,7 +16,7 @@
 
 #include "ptrain/Target/Cpp/EmitCpp.h"
 
-#include "CommGroups.h"
+#include "Common/CommGroups.h"
 #include "Common/CppTypes.h"
 #include "Common/EmitHelpers.h"
 #include "EmitModelOps.h"

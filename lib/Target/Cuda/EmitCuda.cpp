@@ -26,16 +26,16 @@
 
 #include "ptrain/Target/Cuda/EmitCuda.h"
 
-#include "Cpp/CommGroups.h"
+#include "Common/CommGroups.h"
 #include "Common/CppTypes.h"
 #include "Cpp/EmitCollectives.h"
 #include "Common/EmitHelpers.h"
-#include "Cpp/EmitTraffic.h"
+#include "Common/EmitTraffic.h"
 #include "Common/NamedStorage.h"
 #include "Common/OpGeometry.h"
-#include "Cpp/PipelineDriver.h"
+#include "Common/PipelineDriver.h"
 #include "Common/RuntimeCallTable.h"
-#include "Cpp/StateStorage.h"
+#include "Common/StateStorage.h"
 #include "CudaCallTable.h"
 #include "EmitCudaCodecs.h"
 #include "EmitCudaComm.h"
@@ -953,8 +953,8 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     emitCudaCommEntryPoints(comms, pipes, s);
     // Bytes per link from the NCCL communicators' counters (the pipeline channels' sends count on the pp
     // links), gathered over MPI (ptrain-run's traffic table).
-    SmallVector<cpp::TrafficGroup> traffic = trafficGroups(comms);
-    for (cpp::TrafficGroup &g : traffic)
+    SmallVector<target::TrafficGroup> traffic = trafficGroups(comms);
+    for (target::TrafficGroup &g : traffic)
       if (g.var == pipes.ppComm)
         for (const PipeChannels::Channel &c : pipes.channels)
           g.p2pChannels.push_back({c.comm, c.from, c.to});
