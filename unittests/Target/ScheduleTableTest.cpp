@@ -68,7 +68,7 @@ size_t count(const std::string &text, const std::string &what) {
   return n;
 }
 
-TEST(ScheduleTable, MicroBatchesShareCasesAndDifferInRows) {
+TEST(EmittedScheduleTable, MicroBatchesShareCasesAndDifferInRows) {
   EmittedFunction f;
   f.schedule = true;
   for (int i = 0; i < 4; ++i)
@@ -103,7 +103,7 @@ TEST(ScheduleTable, MicroBatchesShareCasesAndDifferInRows) {
   EXPECT_EQ(body->find("v1"), std::string::npos) << "no value name survives: " << *body;
 }
 
-TEST(ScheduleTable, AliasesFoldIntoTheirSource) {
+TEST(EmittedScheduleTable, AliasesFoldIntoTheirSource) {
   EmittedFunction f;
   EmittedChunk recv;
   recv.location = "\"step\"";
@@ -127,7 +127,7 @@ TEST(ScheduleTable, AliasesFoldIntoTheirSource) {
       << *body;
 }
 
-TEST(ScheduleTable, UnknownDeclarationsStayInline) {
+TEST(EmittedScheduleTable, UnknownDeclarationsStayInline) {
   // A scalar declared at function scope is no pointer: the table cannot hold it.
   EmittedFunction f;
   addMicroBatch(f, 0);
