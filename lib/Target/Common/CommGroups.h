@@ -161,6 +161,17 @@ inline FailureOr<std::string> tpSplitOffsets(TPSplitOp op, CommGroups &comms, St
   return "const int64_t " + name.str() + "[" + std::to_string(out.size()) + "] = {" + offsets + "};";
 }
 
+/// tpSplitOffsets' declaration appended to `block` (the current op's block of calls, indented); the array's name.
+/// Both targets' KernelTarget::rankOffsetsArray.
+inline FailureOr<std::string> writeTpSplitOffsets(TPSplitOp op, CommGroups &comms, StringRef name,
+                                                  std::string &block) {
+  FailureOr<std::string> decl = tpSplitOffsets(op, comms, name);
+  if (failed(decl))
+    return failure();
+  block += "    " + *decl + "\n";
+  return name.str();
+}
+
 } // namespace mlir::ptrain::target
 
 #endif // PTRAIN_TARGET_COMMON_COMMGROUPS_H

@@ -14,6 +14,7 @@
 #ifndef PTRAIN_TARGET_COMMON_RUNTIMECALLTABLE_H
 #define PTRAIN_TARGET_COMMON_RUNTIMECALLTABLE_H
 
+#include "Common/EmitHelpers.h" // also: the CPU and CUDA namespaces find these names unqualified
 #include "Common/RuntimeEnums.h"
 #include "ptrain/Runtime/ptrain_runtime.h"
 
@@ -57,13 +58,5 @@ LogicalResult writeCheckedCall(std::string &block, Operation *op, StringRef flag
                                ArrayRef<std::string> args);
 
 } // namespace mlir::ptrain::target
-
-// Found unqualified from the CPU and CUDA targets' namespaces (as EmitHelpers.h's helpers).
-namespace mlir::ptrain::cpp {
-using namespace mlir::ptrain::target;
-} // namespace mlir::ptrain::cpp
-namespace mlir::ptrain::cuda {
-using namespace mlir::ptrain::target;
-} // namespace mlir::ptrain::cuda
 
 #endif // PTRAIN_TARGET_COMMON_RUNTIMECALLTABLE_H

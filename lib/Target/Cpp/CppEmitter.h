@@ -202,11 +202,7 @@ private:
   std::string scratchPtr(int64_t bytes, StringRef type) override { return bufferPtr(scratch(bytes), type); }
   std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t") override;
   FailureOr<std::string> rankOffsetsArray(TPSplitOp op, StringRef name) override {
-    FailureOr<std::string> decl = tpSplitOffsets(op, comms, name);
-    if (failed(decl))
-      return failure();
-    block += "    " + *decl + "\n";
-    return name.str();
+    return writeTpSplitOffsets(op, comms, name, block);
   }
   /// One runtime call, its status checked; fails (an emitter bug) on a parameter-count mismatch.
   LogicalResult call(RuntimeCall callee, ArrayRef<std::string> args) override;

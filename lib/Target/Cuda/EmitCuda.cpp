@@ -167,11 +167,7 @@ public:
     return hostArray(values, name, type);
   }
   FailureOr<std::string> rankOffsetsArray(TPSplitOp op, StringRef name) override {
-    FailureOr<std::string> decl = tpSplitOffsets(op, comms, name);
-    if (failed(decl))
-      return failure();
-    block += "    " + *decl + "\n";
-    return name.str();
+    return writeTpSplitOffsets(op, comms, name, block);
   }
   FailureOr<std::string> axisCommunicator(Operation *op, StringRef grid, StringRef axis) override {
     return comms.lookupAxis(op, grid, axis);
