@@ -61,13 +61,6 @@ void addMicroBatch(EmittedFunction &f, int i) {
     f.chunks.push_back(*c);
 }
 
-size_t count(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-    ++n;
-  return n;
-}
-
 TEST(EmittedScheduleTable, MicroBatchesShareCasesAndDifferInRows) {
   EmittedFunction f;
   f.schedule = true;
@@ -83,7 +76,7 @@ TEST(EmittedScheduleTable, MicroBatchesShareCasesAndDifferInRows) {
   EXPECT_EQ(stats.requests, 4);
   EXPECT_EQ(stats.intFields, 3);
   EXPECT_EQ(stats.textFields, 1);
-  EXPECT_EQ(count(*body, "\n    case "), 4u);
+  EXPECT_EQ(llvm::StringRef(*body).count("\n    case "), 4u);
   // Micro-batch 2's rows: the slice's row offset 4 and buffer 1024; the call's buffers; the send's tag 4, slot 2.
   EXPECT_NE(body->find("{0, {4, 1024}, {nullptr}}, // ptrain.slice"), std::string::npos) << *body;
   EXPECT_NE(body->find("{1, {1024, 0}, {nullptr}}, // func.call ptrain_step_forward"), std::string::npos) << *body;
