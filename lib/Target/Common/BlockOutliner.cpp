@@ -13,6 +13,9 @@
 
 #include "ptrain/Target/Common/BlockOutliner.h"
 
+#include "Common/ChunkLexer.h"
+#include "ptrain/Target/Common/ScheduleTable.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -28,101 +31,9 @@
 using namespace mlir::ptrain::target;
 using llvm::SmallVector;
 using llvm::StringRef;
+using namespace mlir::ptrain::target::chunk;
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Tokens
-//===----------------------------------------------------------------------===//
-
-enum class TokenKind { Space, Ident, Int, Other };
-
-struct Token {
-  TokenKind kind;
-  std::string text;
-  /// An integer that may become a row entry: not in a `static` declaration, and between operators or
-  /// argument separators (never an array bound or a template argument).
-  bool liftable = false;
-};
-
-/// Lexes the generated C++ of one chunk. Comments, string and character literals and non-integer numbers
-/// (`0.5f`, `1e-05f`, `0ULL`) are single Other tokens: they must match literally.
-std::vector<Token> lex(StringRef s) {
-  std::vector<Token> out;
-  size_t i = 0, n = s.size();
-  auto isIdent = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  while (i < n) {
-    char c = s[i];
-    size_t j = i + 1;
-    TokenKind kind = TokenKind::Other;
-    if (c == ' ' || c == '\t' || c == '\n') {
-      while (j < n && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n'))
-        ++j;
-      kind = TokenKind::Space;
-    } else if (c == '/' && j < n && s[j] == '/') {
-      while (j < n && s[j] != '\n')
-        ++j;
-    } else if (c == '"' || c == '\'') {
-      while (j < n && s[j] != c) {
-        if (s[j] == '\\')
-          ++j;
-        ++j;
-      }
-      j = std::min(n, j + 1);
-    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      while (j < n && isIdent(s[j]))
-        ++j;
-      kind = TokenKind::Ident;
-    } else if (std::isdigit(static_cast<unsigned char>(c))) {
-      while (j < n && (isIdent(s[j]) || s[j] == '.' ||
-                       ((s[j] == '+' || s[j] == '-') && (s[j - 1] == 'e' || s[j - 1] == 'E'))))
-        ++j;
-      StringRef text = s.slice(i, j);
-      kind = llvm::all_of(text, [](char d) { return std::isdigit(static_cast<unsigned char>(d)); }) &&
-                     text.size() <= 18
-                 ? TokenKind::Int
-                 : TokenKind::Other;
-    }
-    out.push_back({kind, s.slice(i, j).str()});
-    i = j;
-  }
-  // Liftable integers (see Token::liftable).
-  static const std::set<std::string> before = {"(", ",", "+", "-", "*", "=", "{"};
-  static const std::set<std::string> after = {")", ",", ";", "}", "+", "-", "*"};
-  bool inStatic = false;
-  for (size_t t = 0; t < out.size(); ++t) {
-    Token &tok = out[t];
-    if (tok.kind == TokenKind::Space && tok.text.find('\n') != std::string::npos)
-      inStatic = false;
-    if (tok.kind == TokenKind::Ident && tok.text == "static")
-      inStatic = true;
-    if (tok.kind != TokenKind::Int || inStatic)
-      continue;
-    size_t p = t, q = t + 1;
-    while (p > 0 && out[p - 1].kind == TokenKind::Space)
-      --p;
-    while (q < out.size() && out[q].kind == TokenKind::Space)
-      ++q;
-    tok.liftable = p > 0 && q < out.size() && before.count(out[p - 1].text) && after.count(out[q].text);
-  }
-  return out;
-}
-
-/// v<N>, v<N>_request, arg<N>, out_<N>: a function's values and arguments (d_arg<N>, d_out_<N>: those of a
-/// CUDA step's functions on device pointers).
-bool isValueName(StringRef name, bool &isRequest) {
-  isRequest = name.consume_back("_request");
-  auto digits = [](StringRef s) {
-    return !s.empty() && llvm::all_of(s, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-  };
-  if (name.consume_front("d_") && !name.starts_with("out_") && !name.starts_with("arg"))
-    return false;
-  if (name.consume_front("out_"))
-    return !isRequest && digits(name);
-  if (name.consume_front("arg"))
-    return !isRequest && digits(name);
-  return name.consume_front("v") && digits(name);
-}
 
 //===----------------------------------------------------------------------===//
 // Chunks
@@ -136,13 +47,6 @@ struct LexedChunk {
   std::vector<std::string> used;     ///< value names read or written, in order of first appearance
   std::vector<std::string> declared; ///< value names it declares at function scope
 };
-
-std::string chunkText(const EmittedChunk &c) {
-  std::string text = c.header;
-  for (const ChunkDecl &d : c.decls)
-    text += d.text;
-  return text + c.code;
-}
 
 bool isGlobal(const OutlineOptions &options, StringRef name) {
   return options.globalType && !options.globalType(name).empty();
@@ -598,7 +502,7 @@ OutlineResult mlir::ptrain::target::outlineRepeatedBlocks(const std::vector<Emit
     std::vector<int64_t> nextBreak;                  // the first unique symbol at or after each position
     for (auto [f, items] : llvm::enumerate(bodies)) {
       for (auto [p, item] : llvm::enumerate(items)) {
-        bool plain = item.chunk >= 0 && !functions[f].chunks[item.chunk].barrier;
+        bool plain = item.chunk >= 0 && !functions[f].chunks[item.chunk].barrier && !functions[f].schedule;
         seq.push_back(plain ? m.chunks[f][item.chunk].shape : (1ULL << 63) + uniqueSymbol++);
         bytes.push_back(bytes.back() + (plain ? m.chunks[f][item.chunk].bytes : 0));
         where.push_back({static_cast<int64_t>(f), plain ? static_cast<int64_t>(p) : -1});
@@ -741,6 +645,12 @@ OutlineResult mlir::ptrain::target::outlineRepeatedBlocks(const std::vector<Emit
       result.bodies.push_back(std::move(body));
       continue;
     }
+    // A lowered schedule: its table and loop (ScheduleTable.h), where one can be written.
+    if (functions[f].schedule)
+      if (std::optional<std::string> table = writeScheduleTable(functions[f])) {
+        result.bodies.push_back(std::move(*table));
+        continue;
+      }
     // From the end: a declaration (a pointer, without effects) is written only if later text reads it, so
     // that the pointers a block now computes itself, and live-outs nothing reads, are not declared.
     std::vector<std::string> parts(items.size());

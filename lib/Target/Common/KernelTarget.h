@@ -19,6 +19,10 @@
 #include <optional>
 #include <string>
 
+namespace mlir::ptrain {
+class TPSplitOp;
+} // namespace mlir::ptrain
+
 namespace mlir::ptrain::target {
 
 /// A kernel both runtimes have (SharedKernels.def): ptrain_<name> on the CPU, ptrain_cuda_<name> on CUDA.
@@ -42,11 +46,16 @@ public:
   /// A `static const type name[] = {values}` host array in the current op's block; its name, or "nullptr" when
   /// `values` is empty.
   virtual std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t") = 0;
+  /// The offsets of `op`'s slice at this rank, declared as an `int64_t name[rank]` host array in the current op's
+  /// block (the rank's coordinate on the op's axis times the part's size along its dimension: tpSplitOffsets over
+  /// the target's communicators, which it registers); its name. Fails with an error at `op` when the grid has no
+  /// such axis.
+  virtual FailureOr<std::string> rankOffsetsArray(TPSplitOp op, StringRef name) = 0;
 };
 
 /// Whether `op` is one of the ops emitSharedOp writes: elementwise binary and unary ops, softmax and GELU and
 /// their gradients, layer norm and its gradient, embedding and its gradient, transpose, slice, split, concat,
-/// pad and sum_to.
+/// pad, sum_to and tp_split (the rank's block of a tensor-parallel split).
 bool isSharedOp(Operation *op);
 
 /// The kernel calls of `op` (isSharedOp) on `target`: the same calls with the same arguments on every target,

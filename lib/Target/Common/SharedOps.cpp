@@ -24,7 +24,7 @@ using namespace mlir::ptrain::target;
 
 bool mlir::ptrain::target::isSharedOp(Operation *op) {
   return isa<BinaryOp, UnaryOp, SoftmaxOp, SoftmaxGradOp, GeluOp, GeluGradOp, LayerNormOp, LayerNormGradOp, EmbeddingOp,
-             EmbeddingGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp>(op);
+             EmbeddingGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp>(op);
 }
 
 LogicalResult mlir::ptrain::target::emitSharedOp(Operation *op, KernelTarget &t) {
@@ -150,6 +150,15 @@ LogicalResult mlir::ptrain::target::emitSharedOp(Operation *op, KernelTarget &t)
         std::string d = t.hostArray(shapeOf(x), "dims"), o = t.hostArray(s.getOffsets(), "offsets"),
                     od = t.hostArray(shapeOf(s.getResult()), "out_dims");
         return t.callKernel(Kernel::slice, {ptr(x), elemBytes(x), rank(x), d, o, od, ptr(s.getResult())});
+      })
+      .Case<TPSplitOp>([&](TPSplitOp s) -> LogicalResult {
+        // The rank's block: a slice at the rank's offsets (known at run time, from its grid coordinate).
+        Value x = s.getInput();
+        FailureOr<std::string> o = t.rankOffsetsArray(s, "offsets");
+        if (failed(o))
+          return failure();
+        std::string d = t.hostArray(shapeOf(x), "dims"), od = t.hostArray(shapeOf(s.getResult()), "out_dims");
+        return t.callKernel(Kernel::slice, {ptr(x), elemBytes(x), rank(x), d, *o, od, ptr(s.getResult())});
       })
       .Case<SplitOp>([&](SplitOp s) -> LogicalResult {
         Value x = s.getInput();

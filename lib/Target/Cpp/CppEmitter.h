@@ -16,14 +16,14 @@
 
 #include "ptrain/Target/Cpp/EmitCpp.h"
 
-#include "CommGroups.h"
+#include "Common/CommGroups.h"
 #include "Common/CppTypes.h"
 #include "Common/EmitHelpers.h"
 #include "EmitModelOps.h"
 #include "EmitTelemetry.h"
 #include "Common/KernelTarget.h"
 #include "Common/NamedStorage.h"
-#include "RuntimeCallTable.h"
+#include "Common/RuntimeCallTable.h"
 
 #include "ptrain/Analysis/BufferLiveness.h"
 #include "ptrain/Analysis/GemmFusion.h"
@@ -156,7 +156,7 @@ public:
   LogicalResult prepare(int64_t &arenaBytes);
   /// The emitted chunks and the types of the pointers in scope, for the block outliner (BlockOutliner.h).
   target::EmittedFunction takeChunks() {
-    return {chunks.take(), std::move(types)};
+    return {chunks.take(), std::move(types), func->hasAttr("ptrain.entry")};
   }
   /// Appends the documented entry point to `code` with `body` (its chunks, repeated blocks replaced by calls;
   /// only its refusal when it runs on no rank).
@@ -201,6 +201,9 @@ private:
   }
   std::string scratchPtr(int64_t bytes, StringRef type) override { return bufferPtr(scratch(bytes), type); }
   std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t") override;
+  FailureOr<std::string> rankOffsetsArray(TPSplitOp op, StringRef name) override {
+    return writeTpSplitOffsets(op, comms, name, block);
+  }
   /// One runtime call, its status checked; fails (an emitter bug) on a parameter-count mismatch.
   LogicalResult call(RuntimeCall callee, ArrayRef<std::string> args) override;
   /// A send or receive on the pipeline axis: the peer is this function's stage (ptrain.stage) + offset.

@@ -22,7 +22,7 @@
 
 #include "EmitCodecs.h"
 
-#include "CodecKernels.h"
+#include "Common/CodecKernels.h"
 #include "Common/CppTypes.h"
 
 using namespace mlir;

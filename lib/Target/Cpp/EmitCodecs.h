@@ -11,7 +11,7 @@
 #ifndef PTRAIN_TARGET_CPP_EMITCODECS_H
 #define PTRAIN_TARGET_CPP_EMITCODECS_H
 
-#include "RuntimeCallTable.h"
+#include "Common/RuntimeCallTable.h"
 
 #include "mlir/Support/LogicalResult.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"

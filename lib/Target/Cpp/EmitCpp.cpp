@@ -27,10 +27,10 @@
 
 #include "EmitCodecs.h"
 #include "EmitCollectives.h"
-#include "EmitTraffic.h"
+#include "Common/EmitTraffic.h"
 #include "Common/OpGeometry.h"
-#include "PipelineDriver.h"
-#include "StateStorage.h"
+#include "Common/PipelineDriver.h"
+#include "Common/StateStorage.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"

@@ -81,15 +81,7 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, RuntimeCall callee, V
 }
 
 LogicalResult FunctionEmitter::call(RuntimeCall callee, ArrayRef<std::string> args) {
-  const RuntimeCallInfo &info = getRuntimeCallInfo(callee);
-  if (args.size() != info.arity)
-    return current->emitError("--emit-cpp internal error: ")
-           << info.name << " takes " << info.arity << " arguments, the emitter passed " << args.size();
-  block += "    PTRAIN_STEP_CALL(" + std::string(info.name) + "(";
-  for (auto [i, a] : llvm::enumerate(args))
-    block += (i ? ", " : "") + a;
-  block += "));\n";
-  return success();
+  return writeCheckedCall(block, current, "--emit-cpp", getRuntimeCallInfo(callee), args);
 }
 
 /// The ops the emitter handles and the types it accepts.

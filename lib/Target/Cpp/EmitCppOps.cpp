@@ -151,7 +151,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
           .Case<EmbeddingOp, EmbeddingGradOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp, SoftmaxGradOp, GeluOp,
-                GeluGradOp, SliceOp, SplitOp, ConcatOp, PadOp>([&](Operation *o) { return emitSharedOp(o, *this); })
+                GeluGradOp, SliceOp, SplitOp, ConcatOp, PadOp, TPSplitOp>([&](Operation *o) { return emitSharedOp(o, *this); })
           .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
             if (gemms->aliasOf(b)) {
               line("// an alias: the GEMM of its product started from the bias rows (GemmFusion.h)");
@@ -366,18 +366,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             return failed(comm) ? failure() : emitVocabParallelOp(o, *comm, comms.theGrid, *this);
           })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
-          .Case<TPSplitOp>([&](TPSplitOp t) -> LogicalResult {
-            // The rank's block: a slice at the rank's offset.
-            FailureOr<std::string> offsets = tpSplitOffsets(t, comms, "offsets");
-            if (failed(offsets))
-              return failure();
-            block += "    " + *offsets + "\n";
-            Value x = t.getInput();
-            std::string d = dims(shapeOf(x), "dims"), od = dims(shapeOf(t.getResult()), "out_dims");
-            return call(RuntimeCall::ptrain_slice, {ptr(x), std::to_string(elemBytes(x)),
-                                                     std::to_string(shapeOf(x).size()), d, "offsets", od,
-                                                     ptr(t.getResult())});
-          })
           .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
             FailureOr<std::string> comm = comms.lookup(
                 t, t.getGrid(), ArrayAttr::get(t.getContext(), {StringAttr::get(t.getContext(), t.getAxis())}));

@@ -11,7 +11,7 @@
 
 #include "CppEmitter.h"
 
-#include "StateStorage.h"
+#include "Common/StateStorage.h"
 
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"

@@ -11,7 +11,7 @@
 
 #include "EmitTelemetry.h"
 
-#include "RuntimeCallTable.h"
+#include "Common/RuntimeCallTable.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringMap.h"

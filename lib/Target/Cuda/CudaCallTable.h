@@ -1,6 +1,6 @@
 //===- CudaCallTable.h - The CUDA runtime calls --emit-cuda may emit -*- C++ -*-===//
 //
-// As lib/Target/Cpp/RuntimeCallTable.h for the CPU: the CUDA emitter names
+// As lib/Target/Common/RuntimeCallTable.h for the CPU: the CUDA emitter names
 // calls of libptrain_runtime_cuda only as `CudaCall::<name>`, an enum
 // generated from include/ptrain/Runtime/RuntimeCallsCuda.def, so a call that
 // is not in the table does not compile, and each call's parameter count is
@@ -12,7 +12,7 @@
 #define PTRAIN_TARGET_CUDA_CUDACALLTABLE_H
 
 #include "Common/KernelTarget.h"
-#include "Cpp/RuntimeCallTable.h"
+#include "Common/RuntimeCallTable.h"
 #include "ptrain/Runtime/ptrain_runtime_cuda.h"
 
 #include "llvm/Support/ErrorHandling.h"
@@ -24,17 +24,17 @@ enum class CudaCall {
 #include "ptrain/Runtime/RuntimeCallsCuda.def"
 };
 
-inline constexpr cpp::RuntimeCallInfo kCudaCalls[] = {
-#define PTRAIN_RUNTIME_CALL(name, ret, params) {#name, cpp::FunctionArity<ret params>::value},
+inline constexpr target::RuntimeCallInfo kCudaCalls[] = {
+#define PTRAIN_RUNTIME_CALL(name, ret, params) {#name, target::FunctionArity<ret params>::value},
 #include "ptrain/Runtime/RuntimeCallsCuda.def"
 };
 
-inline const cpp::RuntimeCallInfo &getCudaCallInfo(CudaCall call) { return kCudaCalls[static_cast<size_t>(call)]; }
+inline const target::RuntimeCallInfo &getCudaCallInfo(CudaCall call) { return kCudaCalls[static_cast<size_t>(call)]; }
 
 // Each shared kernel (lib/Target/Common/SharedKernels.def) takes as many parameters on CUDA as on the CPU.
 #define PTRAIN_SHARED_KERNEL(name)                                                                                 \
-  static_assert(cpp::FunctionArity<decltype(::ptrain_##name)>::value ==                                            \
-                    cpp::FunctionArity<decltype(::ptrain_cuda_##name)>::value,                                     \
+  static_assert(target::FunctionArity<decltype(::ptrain_##name)>::value ==                                            \
+                    target::FunctionArity<decltype(::ptrain_cuda_##name)>::value,                                     \
                 "ptrain_" #name " and ptrain_cuda_" #name " differ in their parameters");
 #include "Common/SharedKernels.def"
 

@@ -26,16 +26,16 @@
 
 #include "ptrain/Target/Cuda/EmitCuda.h"
 
-#include "Cpp/CommGroups.h"
+#include "Common/CommGroups.h"
 #include "Common/CppTypes.h"
 #include "Cpp/EmitCollectives.h"
 #include "Common/EmitHelpers.h"
-#include "Cpp/EmitTraffic.h"
+#include "Common/EmitTraffic.h"
 #include "Common/NamedStorage.h"
 #include "Common/OpGeometry.h"
-#include "Cpp/PipelineDriver.h"
-#include "Cpp/RuntimeCallTable.h"
-#include "Cpp/StateStorage.h"
+#include "Common/PipelineDriver.h"
+#include "Common/RuntimeCallTable.h"
+#include "Common/StateStorage.h"
 #include "CudaCallTable.h"
 #include "EmitCudaCodecs.h"
 #include "EmitCudaComm.h"
@@ -142,7 +142,7 @@ public:
   /// `arenaBytes` is its arena's size.
   LogicalResult prepare(int64_t &arenaBytes);
   /// The emitted chunks and the types of the pointers in scope, for the block outliner (BlockOutliner.h).
-  target::EmittedFunction takeChunks() { return {chunks.take(), std::move(types)}; }
+  target::EmittedFunction takeChunks() { return {chunks.take(), std::move(types), func->hasAttr("ptrain.entry")}; }
   /// Appends the device function to `code` with `body` (its chunks, repeated blocks replaced by calls), and
   /// sets `declaration`, `entry` and `ioBytes`.
   void write(std::string &code, const std::string &body);
@@ -165,6 +165,9 @@ public:
   std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t") override;
   std::string constArray(ArrayRef<int64_t> values, StringRef name, StringRef type) override {
     return hostArray(values, name, type);
+  }
+  FailureOr<std::string> rankOffsetsArray(TPSplitOp op, StringRef name) override {
+    return writeTpSplitOffsets(op, comms, name, block);
   }
   FailureOr<std::string> axisCommunicator(Operation *op, StringRef grid, StringRef axis) override {
     return comms.lookupAxis(op, grid, axis);
@@ -227,15 +230,7 @@ std::string FunctionEmitter::hostArray(ArrayRef<int64_t> values, StringRef name,
 }
 
 LogicalResult FunctionEmitter::call(CudaCall callee, ArrayRef<std::string> args) {
-  const RuntimeCallInfo &info = getCudaCallInfo(callee);
-  if (args.size() != info.arity)
-    return current->emitError("--emit-cuda internal error: ")
-           << info.name << " takes " << info.arity << " arguments, the emitter passed " << args.size();
-  block += "    PTRAIN_STEP_CALL(" + std::string(info.name) + "(";
-  for (auto [i, a] : llvm::enumerate(args))
-    block += (i ? ", " : "") + a;
-  block += "));\n";
-  return success();
+  return writeCheckedCall(block, current, "--emit-cuda", getCudaCallInfo(callee), args);
 }
 
 LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid,
@@ -406,7 +401,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
           .Case<EmbeddingOp, EmbeddingGradOp, BinaryOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp, SoftmaxGradOp,
-                GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp>(
+                GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp>(
               [&](Operation *o) { return emitSharedOp(o, *this); })
           .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {
             FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cuda");
@@ -488,18 +483,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                                       : emitCudaDecompress(cast<DecompressOp>(o), w);
           })
           .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
-          .Case<TPSplitOp>([&](TPSplitOp t) -> LogicalResult {
-            // The rank's block: a slice at the rank's offset (host arrays, like ptrain.slice's).
-            FailureOr<std::string> offsets = tpSplitOffsets(t, comms, "offsets");
-            if (failed(offsets))
-              return failure();
-            block += "    " + *offsets + "\n";
-            Value x = t.getInput();
-            std::string d = hostArray(shapeOf(x), "dims"), od = hostArray(shapeOf(t.getResult()), "out_dims");
-            return call(CudaCall::ptrain_cuda_slice,
-                        {ptr(x), std::to_string(elementBytes(tensorOf(x).getElementType())),
-                         std::to_string(shapeOf(x).size()), d, "offsets", od, ptr(t.getResult())});
-          })
           .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
             if (!isF32(t.getInput()))
               return t.emitError("--emit-cuda: a tensor-parallel all-reduce of a non-f32 tensor is not supported");
@@ -973,8 +956,8 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     emitCudaCommEntryPoints(comms, pipes, s);
     // Bytes per link from the NCCL communicators' counters (the pipeline channels' sends count on the pp
     // links), gathered over MPI (ptrain-run's traffic table).
-    SmallVector<cpp::TrafficGroup> traffic = trafficGroups(comms);
-    for (cpp::TrafficGroup &g : traffic)
+    SmallVector<target::TrafficGroup> traffic = trafficGroups(comms);
+    for (target::TrafficGroup &g : traffic)
       if (g.var == pipes.ppComm)
         for (const PipeChannels::Channel &c : pipes.channels)
           g.p2pChannels.push_back({c.comm, c.from, c.to});

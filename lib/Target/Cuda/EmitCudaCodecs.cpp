@@ -17,7 +17,7 @@
 //
 // each preceded by ptrain_cuda_copy_bytes of every old state into its new
 // state (SSA in the IR, in place in the runtime). The arguments are
-// lib/Target/Cpp/CodecKernels.h's, shared with --emit-cpp. A compressed
+// lib/Target/Common/CodecKernels.h's, shared with --emit-cpp. A compressed
 // all-reduce enqueues all its phases on the step's stream, so its new states
 // are complete in stream order: the state writes right after the start (the
 // IR's order) need no deferral to the wait, unlike on the CPU.
@@ -29,7 +29,7 @@
 
 #include "EmitCudaCodecs.h"
 
-#include "Cpp/CodecKernels.h"
+#include "Common/CodecKernels.h"
 #include "Common/CppTypes.h"
 
 using namespace mlir;

@@ -6,7 +6,7 @@
 // (lib/Runtime/cuda/{PowerSGD,Quant,Sparse,Cast}.cu) with fused error
 // feedback, on device buffers and the step's stream, and its compressed
 // all-reduce over NCCL (lib/Runtime/cuda/CompressedAllReduce.cu). The kernel and its
-// arguments are the CPU target's (lib/Target/Cpp/CodecKernels.h); the codec
+// arguments are the CPU target's (lib/Target/Common/CodecKernels.h); the codec
 // states (residuals, warm-start Q, rand-k counters) are ordinary states of the
 // device block, so init, checkpoints and the stage tables cover them. The
 // codes travel over the pipeline's NCCL sends and receives like any buffer.

@@ -5,7 +5,7 @@
 // the bootstrap, ptrain_nccl_comm_init makes the NCCL world over it (its
 // unique id all-gathered through MPI, the device chosen from LOCAL_RANK /
 // OMPI_COMM_WORLD_LOCAL_RANK), and ptrain_nccl_comm_split one communicator
-// per group of lib/Target/Cpp/CommGroups.h, its ranks ordered as the CPU
+// per group of lib/Target/Common/CommGroups.h, its ranks ordered as the CPU
 // target's createGroup orders them (by world rank), so a pp peer is the
 // stage coordinate on both targets.
 //
@@ -14,7 +14,7 @@
 #ifndef PTRAIN_TARGET_CUDA_EMITCUDACOMM_H
 #define PTRAIN_TARGET_CUDA_EMITCUDACOMM_H
 
-#include "Cpp/CommGroups.h"
+#include "Common/CommGroups.h"
 #include "CudaCallTable.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -71,14 +71,14 @@ private:
 /// pipeline channel, the channels' streams and the transfer events), the grid (kGridShape, kWorldSize),
 /// ptrain_rank / ptrain_stage, gridCoordinate and createGroup, in the generated code's anonymous namespace.
 /// Returns the world size (the grid's product).
-int64_t emitCudaCommunicators(const cpp::CommGroups &comms, const PipeChannels &pipes, llvm::raw_ostream &os);
+int64_t emitCudaCommunicators(const target::CommGroups &comms, const PipeChannels &pipes, llvm::raw_ostream &os);
 
 /// Writes the start of ptrain_step_init: the bootstrap (a torchrun-style TCP rendezvous when RANK and
 /// WORLD_SIZE are set outside mpirun, else MPI), the world size check (before any device is touched), the device
 /// check, the NCCL world, every group, the stage coordinate, the pipeline channels (communicators split from
 /// the pp group, their streams, the events) and, for a pipeline (`stages` not empty), the stage's state table and the
 /// size of its d_states (active_state_bytes).
-void emitCudaCommInit(const cpp::CommGroups &comms, const PipeChannels &pipes, ArrayRef<int64_t> stages,
+void emitCudaCommInit(const target::CommGroups &comms, const PipeChannels &pipes, ArrayRef<int64_t> stages,
                       llvm::raw_ostream &os);
 
 /// Writes the part of ptrain_step_init after the device blocks exist: every channel of this rank connected by
@@ -89,7 +89,7 @@ void emitCudaPipeConnect(const PipeChannels &pipes, llvm::raw_ostream &os);
 /// Writes ptrain_step_rank, ptrain_step_finalize (the transfer events, every communicator, then the channels' streams
 /// and the compute stream destroyed, MPI last) and ptrain_step_abort (MPI_Abort of the job), the entry points
 /// ptrain-run calls on a multi-rank step.
-void emitCudaCommEntryPoints(const cpp::CommGroups &comms, const PipeChannels &pipes, llvm::raw_ostream &os);
+void emitCudaCommEntryPoints(const target::CommGroups &comms, const PipeChannels &pipes, llvm::raw_ostream &os);
 
 /// NCCL matches the sends and receives between two ranks in posting order (it has no tags): for every entry
 /// kind (ptrain.entry) and ordered pair of stages (one channel), the tags stage s sends to stage t (its ops in

@@ -6,7 +6,7 @@
 
 #include "StageStates.h"
 
-#include "Cpp/CommGroups.h"
+#include "Common/CommGroups.h"
 
 #include "mlir/IR/SymbolTable.h"
 
@@ -21,7 +21,7 @@ void StageStates::collect(ModuleOp module, int64_t alignment, llvm::function_ref
     if (!stage)
       continue;
     Stage &s = byStage[stage.getInt()];
-    cpp::forEachStateSymbol(func, [&](StringAttr sym) {
+    target::forEachStateSymbol(func, [&](StringAttr sym) {
       auto state = symbols.lookup<StateOp>(sym);
       if (!state || !s.states.insert(state))
         return;
@@ -42,6 +42,6 @@ const StageStates::Stage *StageStates::of(func::FuncOp func) const {
     return nullptr;
   const Stage &only = byStage.begin()->second;
   bool covered = true;
-  cpp::forEachStateSymbol(func, [&](StringAttr sym) { covered &= only.offsets.contains(sym); });
+  target::forEachStateSymbol(func, [&](StringAttr sym) { covered &= only.offsets.contains(sym); });
   return covered ? &only : nullptr;
 }

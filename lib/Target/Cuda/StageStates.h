@@ -4,7 +4,7 @@
 // (docs/CodegenCuda.md, "Memory plan"): per stage (ptrain.stage, the pp
 // coordinate; a rank's virtual stages are functions of the same stage), the
 // states its functions read or write, in the order of the stage's state table
-// (lib/Target/Cpp/CommGroups.h's forEachStateSymbol, the CPU target's order),
+// (lib/Target/Common/CommGroups.h's forEachStateSymbol, the CPU target's order),
 // packed at the device alignment into that stage's d_states. The host
 // mirrors, the tables' descriptors and so the checkpoints are the CPU
 // target's: only the device offsets are per stage.

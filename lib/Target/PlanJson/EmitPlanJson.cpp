@@ -177,7 +177,7 @@ LogicalResult writePipeline(llvm::json::OStream &j, ModuleOp module, DictionaryA
   j.attribute("micro_batches", microBatches.getInt());
   j.attribute("schedule", kind.getValue());
   j.attribute("virtual_stages", virtualStages);
-  // The pipeline driver's entry points (lib/Target/Cpp/PipelineDriver.cpp) and the module's C ABI.
+  // The pipeline driver's entry points (lib/Target/Common/PipelineDriver.cpp) and the module's C ABI.
   j.attributeObject("entry_points", [&] {
     j.attribute("train", "ptrain_step_train");
     j.attribute("eval", "ptrain_step_eval");

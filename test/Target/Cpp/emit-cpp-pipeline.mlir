@@ -17,25 +17,61 @@
 // CHECK: ptrain_request_t [[REQ:v[0-9]+]]_request = nullptr;
 // CHECK: PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm_grid_pp, {{v[0-9]+}}, [[REQ]], 16, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM, &[[REQ]]_request));
 // CHECK: PTRAIN_STEP_CALL(ptrain_wait(request));
-// Stage 0: F0 F1 B0 B1 O. The forward's send is waited on before its backward.
+// Stage 0: F0 F1 B0 B1 O, as data (include/ptrain/Target/Common/ScheduleTable.h): a row per op (its case, the
+// integers that differ: arena offsets, tags, request slots), a case per distinct op. The forward's send is waited
+// on before its backward.
 // CHECK-LABEL: ptrain_status_t ptrain_step_stage0_train_step(const int64_t *arg0, float *out_0) {
-// CHECK: PTRAIN_STEP_CALL(ptrain_slice(arg0,
-// CHECK: PTRAIN_STEP_CALL(ptrain_step_forward_stage0([[T0:v[0-9]+]], [[OUT0:v[0-9]+]]));
-// CHECK: PTRAIN_STEP_CALL(ptrain_send_start(comm_grid_pp, [[OUT0]], 64, 1, 0, &[[S0:v[0-9]+]]_request));
-// CHECK: PTRAIN_STEP_CALL(ptrain_send_start(comm_grid_pp, {{v[0-9]+}}, 64, 1, 2, &[[S1:v[0-9]+]]_request));
-// CHECK: PTRAIN_STEP_CALL(ptrain_recv_start(comm_grid_pp, [[DOUT:v[0-9]+]], 64, 1, 1, &[[DOUT]]_request));
-// CHECK: ptrain_request_t request = [[DOUT]]_request;
-// CHECK: ptrain_request_t request = [[S0]]_request;
-// CHECK: PTRAIN_STEP_CALL(ptrain_step_stage0_backward([[T0]], {{v[0-9]+}}));
+// CHECK: static const ScheduleRow kSchedule[18] = {
+// CHECK-NEXT: {[[SLICE:[0-9]+]], {0, [[T0:[0-9]+]]}}, // ptrain.slice
+// CHECK-NEXT: {[[FWD:[0-9]+]], {[[T0]], [[OUT0:[0-9]+]]}}, // func.call ptrain_step_forward_stage0
+// CHECK-NEXT: {[[SEND:[0-9]+]], {[[OUT0]], 0, [[S0:[0-9]+]]}}, // ptrain.send_start
+// CHECK-NEXT: {[[SLICE]], {1, [[T1:[0-9]+]]}}, // ptrain.slice
+// CHECK-NEXT: {[[FWD]], {[[T1]], [[OUT1:[0-9]+]]}}, // func.call ptrain_step_forward_stage0
+// CHECK-NEXT: {[[SEND]], {[[OUT1]], 2, [[S1:[0-9]+]]}}, // ptrain.send_start
+// CHECK-NEXT: {[[RECV:[0-9]+]], {[[DOUT:[0-9]+]], 1, [[R0:[0-9]+]]}}, // ptrain.recv_start
+// CHECK-NEXT: {[[WAIT:[0-9]+]], {[[R0]]}}, // ptrain.wait
+// CHECK-NEXT: {[[WAIT]], {[[S0]]}}, // ptrain.wait
+// CHECK-NEXT: {[[BWD:[0-9]+]], {[[T0]], [[DOUT]]}}, // func.call ptrain_step_stage0_backward
+// CHECK-NEXT: {[[RECV]], {{{[0-9]+}}, 3, [[R1:[0-9]+]]}}, // ptrain.recv_start
+// CHECK-NEXT: {[[WAIT]], {[[R1]]}}, // ptrain.wait
+// CHECK-NEXT: {[[WAIT]], {[[S1]]}}, // ptrain.wait
+// CHECK-NEXT: {[[BWD]], {[[T1]], {{[0-9]+}}}}, // func.call ptrain_step_stage0_backward
+// CHECK-NEXT: func.call ptrain_step_stage0_optimizer_step
+// CHECK-NEXT: ptrain.all_reduce_start
+// CHECK-NEXT: {[[WAIT]],
+// CHECK-NEXT: func.return
+// CHECK-NEXT: };
+// CHECK-NEXT: ptrain_request_t ptrain_schedule_requests[5] = {};
+// CHECK-NEXT: for (const ScheduleRow &row : kSchedule) {
+// CHECK-NEXT: switch (row.op) {
+// The slice's offset is a field: its array is no longer static.
+// CHECK: case [[SLICE]]: {
+// CHECK: const int64_t offsets[2] = {row.arg[0], 0};
+// CHECK: PTRAIN_STEP_CALL(ptrain_slice(arg0, 8, 2, dims, offsets, out_dims, (reinterpret_cast<int64_t *>(ptrain_arena_stage0_train_step + row.arg[1]))));
+// CHECK: case [[FWD]]: {
+// CHECK: PTRAIN_STEP_CALL(ptrain_step_forward_stage0((reinterpret_cast<int64_t *>(ptrain_arena_stage0_train_step + row.arg[0])), (reinterpret_cast<float *>(ptrain_arena_stage0_train_step + row.arg[1]))));
+// CHECK: case [[SEND]]: {
+// CHECK: PTRAIN_STEP_CALL(ptrain_send_start(comm_grid_pp, (reinterpret_cast<float *>(ptrain_arena_stage0_train_step + row.arg[0])), 64, 1, row.arg[1], &ptrain_schedule_requests[row.arg[2]]));
+// CHECK: case [[RECV]]: {
+// CHECK: PTRAIN_STEP_CALL(ptrain_recv_start(comm_grid_pp, (reinterpret_cast<float *>(ptrain_arena_stage0_train_step + row.arg[0])), 64, 1, row.arg[1], &ptrain_schedule_requests[row.arg[2]]));
+// CHECK: case [[WAIT]]: {
+// CHECK: ptrain_request_t request = ptrain_schedule_requests[row.arg[0]];
+// CHECK-NEXT: ptrain_schedule_requests[row.arg[0]] = nullptr;
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_wait(request));
 // CHECK: PTRAIN_STEP_CALL(ptrain_step_stage0_optimizer_step());
-// CHECK: PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm_grid_pp, {{v[0-9]+}}, {{v[0-9]+}}, 1, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM,
-// CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes({{v[0-9]+}}, 4, out_0));
-// Stage 1: FB0 FB1 O.
+// CHECK: PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm_grid_pp, {{constant_[0-9]+}}, (reinterpret_cast<float *>(ptrain_arena_stage0_train_step + 0)), 1, PTRAIN_DTYPE_F32, PTRAIN_REDUCE_SUM,
+// CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes((reinterpret_cast<float *>(ptrain_arena_stage0_train_step + 0)), 4, out_0));
+// Stage 1: FB0 FB1 O; the loss sum and the gradients' sends.
 // CHECK-LABEL: ptrain_status_t ptrain_step_stage1_train_step(const int64_t *arg0, float *out_0) {
-// CHECK: PTRAIN_STEP_CALL(ptrain_recv_start(comm_grid_pp, [[H:v[0-9]+]], 64, 0, 0, &[[H]]_request));
-// CHECK: ptrain_request_t request = [[H]]_request;
-// CHECK: PTRAIN_STEP_CALL(ptrain_step_stage1_forward_backward({{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, [[DH:v[0-9]+]]));
-// CHECK: PTRAIN_STEP_CALL(ptrain_send_start(comm_grid_pp, [[DH]], 64, 0, 1, &{{v[0-9]+}}_request));
+// CHECK: {[[RECV1:[0-9]+]], {0}}, // ptrain.recv_start
+// CHECK-NEXT: {[[WAIT1:[0-9]+]], {0}}, // ptrain.wait
+// CHECK-NEXT: ptrain.slice
+// CHECK-NEXT: func.call ptrain_step_stage1_forward_backward
+// CHECK-NEXT: ptrain.send_start
+// CHECK: func.call ptrain_step_stage1_optimizer_step
+// CHECK: case [[RECV1]]: {
+// CHECK: PTRAIN_STEP_CALL(ptrain_recv_start(comm_grid_pp, (reinterpret_cast<float *>(ptrain_arena_stage1_train_step + 0)), 64, 0, row.arg[0], &ptrain_schedule_requests[row.arg[0]]));
+// CHECK: PTRAIN_STEP_CALL(ptrain_send_start(comm_grid_pp, (reinterpret_cast<float *>(ptrain_arena_stage1_train_step + row.arg[0])), 64, 0, row.arg[1], &ptrain_schedule_requests[row.arg[1]]));
 // CHECK: PTRAIN_STEP_CALL(ptrain_step_stage1_optimizer_step());
 // CHECK: PTRAIN_STEP_CALL(ptrain_all_reduce_start(comm_grid_pp,
 // CHECK-LABEL: ptrain_step_train(const int64_t *tokens, float *out_loss) {

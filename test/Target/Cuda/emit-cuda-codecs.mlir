@@ -5,7 +5,7 @@
 // RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t.cu
 
 // Every codec op onto the CUDA runtime's codec kernels (lib/Target/Cuda/EmitCudaCodecs.cpp): the arguments of
-// the CPU target (lib/Target/Cpp/CodecKernels.h) on device pointers, error feedback through the kernel's
+// the CPU target (lib/Target/Common/CodecKernels.h) on device pointers, error feedback through the kernel's
 // residual, each new state a device copy of the old one that the kernel updates in place; codec states live
 // in the device block of states like every other state (so init and checkpoints cover them).
 

@@ -4,7 +4,7 @@
 
 // Every codec kind of a compressed all-reduce (Optimus-CC's SC, MCBench's TP sites) onto
 // ptrain_nccl_compressed_all_reduce (lib/Target/Cuda/EmitCudaCodecs.cpp): the ptrain_codec_t and the arguments
-// of the CPU target's ptrain_compressed_all_reduce_start (lib/Target/Cpp/CodecKernels.h computes both), the new
+// of the CPU target's ptrain_compressed_all_reduce_start (lib/Target/Common/CodecKernels.h computes both), the new
 // states first device copies of the old ones that the runtime updates in place; the state writes stay right
 // after the start (every phase is enqueued on the step's stream), and the wait is the communicator's watchdog.
 

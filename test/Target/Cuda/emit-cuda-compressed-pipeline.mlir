@@ -1,9 +1,14 @@
 // RUN: ptrain-translate --emit-cuda %s -o %t.cu
-// RUN: FileCheck %s --input-file %t.cu
-// RUN: FileCheck %s --check-prefix=TRAFFIC --input-file %t.cu
-// RUN: FileCheck %s --check-prefix=CONNECT --input-file %t.cu
-// RUN: FileCheck %s --check-prefix=TELEMETRY --input-file %t.cu
+// RUN: ptrain-translate --emit-cuda --emit-cuda-outline=false %s -o %t.inline.cu
+// RUN: FileCheck %s --input-file %t.inline.cu
+// RUN: FileCheck %s --check-prefix=TRAFFIC --input-file %t.inline.cu
+// RUN: FileCheck %s --check-prefix=CONNECT --input-file %t.inline.cu
+// RUN: FileCheck %s --check-prefix=TELEMETRY --input-file %t.inline.cu
+// RUN: FileCheck %s --check-prefix=TABLE --input-file %t.cu
 // RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t.cu
+// The lowered steps are schedule tables by default (include/ptrain/Target/Common/ScheduleTable.h): the op checks
+// read the op-by-op text (--emit-cuda-outline=false), the same calls in the same order; the table form compiles.
+// TABLE: static const ScheduleRow kSchedule[
 
 // A compressed pipeline edge on CUDA (docs/CodegenCuda.md, "Codecs"): stage 1 encodes its gradient with 8-bit
 // quantization and error feedback (the residual a state of stage 1 only), sends the packed bytes (i8) and the

@@ -8,7 +8,9 @@
 // pair of stages whose send and receive orders differ is an error naming the op.
 // RUN: split-file %s %t
 // RUN: ptrain-translate --emit-cuda %t/pipeline.mlir -o %t/pipeline.cu
-// RUN: FileCheck %s < %t/pipeline.cu
+// RUN: ptrain-translate --emit-cuda --emit-cuda-outline=false %t/pipeline.mlir -o %t/pipeline.inline.cu
+// RUN: FileCheck %s < %t/pipeline.inline.cu
+// RUN: FileCheck %s --check-prefix=TABLE < %t/pipeline.cu
 // RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t/pipeline.cu
 // RUN: not grep -q "device_forward(" %t/pipeline.cu
 // RUN: not ptrain-translate --emit-cuda %t/order.mlir -o %t/order.cu 2>&1 | FileCheck %s --check-prefix=ORDER
@@ -20,13 +22,13 @@
 // simulation holds only the members there. A sub-group that would stop (stage 0 waits at the all-reduce for
 // stage 2, which waits for a transfer stage 0 starts after it) is still an error naming the all-reduce.
 // RUN: ptrain-translate --emit-cuda %t/subgroup.mlir -o %t/subgroup.cu
-// RUN: FileCheck %s --check-prefix=SUBGROUP < %t/subgroup.cu
+// RUN: ptrain-translate --emit-cuda --emit-cuda-outline=false %t/subgroup.mlir | FileCheck %s --check-prefix=SUBGROUP
 // RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t/subgroup.cu
 // RUN: not ptrain-translate --emit-cuda %t/subgroup-stall.mlir 2>&1 | FileCheck %s --check-prefix=SUBSTALL
 // GPipe's order (all forward sends, then the backward receives), which one stream per rank could not run: each
 // direction has its own channel, so it is emitted (and compiles).
 // RUN: ptrain-translate --emit-cuda %t/gpipe.mlir -o %t/gpipe.cu
-// RUN: FileCheck %s --check-prefix=GPIPE < %t/gpipe.cu
+// RUN: ptrain-translate --emit-cuda --emit-cuda-outline=false %t/gpipe.mlir | FileCheck %s --check-prefix=GPIPE
 // RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t/gpipe.cu
 // A schedule that stops under any semantics (each stage waits for its receive before it sends): an error naming
 // the transfer and where each stage stops, never a hang.
@@ -37,6 +39,9 @@
 // RUN: not ptrain-translate --emit-cuda %t/collective.mlir 2>&1 | FileCheck %s --check-prefix=COLLECTIVE
 // A send whose request is never waited on: its buffer could be reused while the channel's stream reads it.
 // RUN: not ptrain-translate --emit-cuda %t/nowait.mlir 2>&1 | FileCheck %s --check-prefix=NOWAIT
+// The lowered steps are schedule tables by default (include/ptrain/Target/Common/ScheduleTable.h): the op checks
+// read the op-by-op text (--emit-cuda-outline=false), the same calls in the same order; the table form compiles.
+// TABLE: static const ScheduleRow kSchedule[
 
 //--- pipeline.mlir
 module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {

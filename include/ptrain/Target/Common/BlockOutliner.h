@@ -62,6 +62,9 @@ struct EmittedChunk {
 struct EmittedFunction {
   std::vector<EmittedChunk> chunks;
   llvm::StringMap<std::string> types;
+  /// A lowered pipeline schedule (`ptrain.entry`): never outlined; written as a table of its ops that a loop
+  /// walks (include/ptrain/Target/Common/ScheduleTable.h), or inline where the table cannot hold it.
+  bool schedule = false;
 };
 
 /// The chunks of one function as a code generator writes them, op by op. A declaration that is only a pointer
@@ -117,7 +120,8 @@ struct OutlineResult {
 };
 
 /// Outlines repeated blocks of `functions` (see the file comment). With `enabled` false, or when nothing
-/// repeats, `bodies` are the chunks as written and `definitions` is empty.
+/// repeats, `bodies` are the chunks as written and `definitions` is empty. With `enabled`, the body of a
+/// function marked `schedule` is its schedule table (writeScheduleTable) where one can be written.
 OutlineResult outlineRepeatedBlocks(const std::vector<EmittedFunction> &functions, const OutlineOptions &options,
                                     bool enabled = true);
 

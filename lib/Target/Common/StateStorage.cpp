@@ -1,17 +1,17 @@
 //===- StateStorage.cpp - Heap storage of a step, allocated at init -------===//
 
-#include "StateStorage.h"
+#include "Common/StateStorage.h"
 
 #include "Common/CppTypes.h"
-#include "RuntimeCallTable.h"
+#include "Common/RuntimeCallTable.h"
 
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
-using namespace mlir::ptrain::cpp;
+using namespace mlir::ptrain::target;
 
-void mlir::ptrain::cpp::emitStorageBlocks(llvm::raw_ostream &s, ArrayRef<std::string> totals) {
+void mlir::ptrain::target::emitStorageBlocks(llvm::raw_ostream &s, ArrayRef<std::string> totals) {
   const char *alloc = getRuntimeCallInfo(RuntimeCall::ptrain_alloc).name;
   const char *release = getRuntimeCallInfo(RuntimeCall::ptrain_free).name;
   s << "//===--- Storage: allocated per rank by ptrain_step_init, freed by ptrain_step_finalize ---===//\n\n"
@@ -68,7 +68,7 @@ void mlir::ptrain::cpp::emitStorageBlocks(llvm::raw_ostream &s, ArrayRef<std::st
        "}\n\n";
 }
 
-std::string mlir::ptrain::cpp::stateAllocations(ArrayRef<StateOp> list, llvm::function_ref<std::string(StateOp)> var,
+std::string mlir::ptrain::target::stateAllocations(ArrayRef<StateOp> list, llvm::function_ref<std::string(StateOp)> var,
                                                 llvm::function_ref<int64_t(StateOp)> index, StringRef stageTable,
                                                 ArrayRef<StateOp> stageList, StringRef total) {
   if (list.empty())
@@ -92,12 +92,12 @@ std::string mlir::ptrain::cpp::stateAllocations(ArrayRef<StateOp> list, llvm::fu
   return body;
 }
 
-std::string mlir::ptrain::cpp::allocateBlockCall(StringRef var, int64_t bytes, StringRef total) {
+std::string mlir::ptrain::target::allocateBlockCall(StringRef var, int64_t bytes, StringRef total) {
   return "PTRAIN_STEP_CALL(allocateBlock(" + var.str() + ", " + std::to_string(bytes) + ", " + total.str() + ", \"" +
          var.str() + "\"));";
 }
 
-void mlir::ptrain::cpp::emitStorageEntryPoints(llvm::raw_ostream &s) {
+void mlir::ptrain::target::emitStorageEntryPoints(llvm::raw_ostream &s) {
   s << "/// The heap blocks of this process's storage (after ptrain_step_init): block i's variable, address and\n"
        "/// bytes (ptrain-run --memory-log measures their resident pages); INVALID_ARGUMENT for i out of range.\n"
        "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_storage_blocks(void) {\n"

@@ -1,20 +1,20 @@
 //===- EmitTraffic.cpp - Bytes per link in the generated step -------------===//
 
-#include "EmitTraffic.h"
+#include "Common/EmitTraffic.h"
 
 #include "Common/EmitHelpers.h"
-#include "RuntimeCallTable.h"
+#include "Common/RuntimeCallTable.h"
 
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
-using namespace mlir::ptrain::cpp;
+using namespace mlir::ptrain::target;
 
 namespace {
 const char *name(RuntimeCall call) { return getRuntimeCallInfo(call).name; }
 } // namespace
 
-SmallVector<TrafficGroup> mlir::ptrain::cpp::trafficGroups(const CommGroups &comms) {
+SmallVector<TrafficGroup> mlir::ptrain::target::trafficGroups(const CommGroups &comms) {
   SmallVector<TrafficGroup> traffic;
   GridOp grid = comms.theGrid;
   for (const CommGroups::Group &g : comms.groups) {
@@ -31,14 +31,14 @@ SmallVector<TrafficGroup> mlir::ptrain::cpp::trafficGroups(const CommGroups &com
   return traffic;
 }
 
-void mlir::ptrain::cpp::emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, llvm::raw_ostream &s) {
+void mlir::ptrain::target::emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, llvm::raw_ostream &s) {
   emitTrafficEntryPoints(groups, s,
                          {name(RuntimeCall::ptrain_comm_size), name(RuntimeCall::ptrain_comm_p2p_traffic),
                           name(RuntimeCall::ptrain_comm_collective_traffic),
                           name(RuntimeCall::ptrain_comm_reset_traffic)});
 }
 
-void mlir::ptrain::cpp::emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, llvm::raw_ostream &s,
+void mlir::ptrain::target::emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, llvm::raw_ostream &s,
                                                const TrafficCalls &calls) {
   SmallVector<std::string> links;
   std::string local; // the body of localTraffic

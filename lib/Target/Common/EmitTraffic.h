@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PTRAIN_TARGET_CPP_EMITTRAFFIC_H
-#define PTRAIN_TARGET_CPP_EMITTRAFFIC_H
+#ifndef PTRAIN_TARGET_COMMON_EMITTRAFFIC_H
+#define PTRAIN_TARGET_COMMON_EMITTRAFFIC_H
 
-#include "CommGroups.h"
+#include "Common/CommGroups.h"
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -19,7 +19,7 @@
 
 #include <string>
 
-namespace mlir::ptrain::cpp {
+namespace mlir::ptrain::target {
 
 /// One communicator of the step: its static variable and the grid axes it spans.
 struct TrafficGroup {
@@ -58,6 +58,6 @@ void emitTrafficEntryPoints(ArrayRef<TrafficGroup> groups, llvm::raw_ostream &s,
 /// with its members).
 SmallVector<TrafficGroup> trafficGroups(const CommGroups &comms);
 
-} // namespace mlir::ptrain::cpp
+} // namespace mlir::ptrain::target
 
-#endif // PTRAIN_TARGET_CPP_EMITTRAFFIC_H
+#endif // PTRAIN_TARGET_COMMON_EMITTRAFFIC_H

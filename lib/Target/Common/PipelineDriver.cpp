@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PipelineDriver.h"
+#include "Common/PipelineDriver.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -13,7 +13,7 @@
 using namespace mlir;
 using namespace mlir::ptrain;
 
-LogicalResult mlir::ptrain::cpp::emitPipelineDriver(ModuleOp module, CommGroups &comms, const std::set<int64_t> &stages,
+LogicalResult mlir::ptrain::target::emitPipelineDriver(ModuleOp module, CommGroups &comms, const std::set<int64_t> &stages,
                                                     std::string &driverCode, SmallVectorImpl<std::string> &entryNames,
                                                     StringRef readyVar) {
   auto pipelineAttr = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");

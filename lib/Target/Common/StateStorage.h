@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PTRAIN_TARGET_CPP_STATESTORAGE_H
-#define PTRAIN_TARGET_CPP_STATESTORAGE_H
+#ifndef PTRAIN_TARGET_COMMON_STATESTORAGE_H
+#define PTRAIN_TARGET_COMMON_STATESTORAGE_H
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
@@ -19,7 +19,7 @@
 
 #include <string>
 
-namespace mlir::ptrain::cpp {
+namespace mlir::ptrain::target {
 
 /// Writes the block list of the generated code: `StorageBlock`, `storage_blocks`, `storage_stage` (the stage
 /// whose storage is allocated; -1 the whole module's, -2 none), one int64_t counter per name of `totals`,
@@ -44,6 +44,6 @@ std::string stateAllocations(ArrayRef<StateOp> list, llvm::function_ref<std::str
                              llvm::function_ref<int64_t(StateOp)> index, StringRef stageTable,
                              ArrayRef<StateOp> stageList, StringRef total);
 
-} // namespace mlir::ptrain::cpp
+} // namespace mlir::ptrain::target
 
-#endif // PTRAIN_TARGET_CPP_STATESTORAGE_H
+#endif // PTRAIN_TARGET_COMMON_STATESTORAGE_H

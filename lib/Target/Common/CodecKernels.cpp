@@ -26,13 +26,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CodecKernels.h"
+#include "Common/CodecKernels.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
-using namespace mlir::ptrain::cpp;
+using namespace mlir::ptrain::target;
 
 namespace {
 
@@ -71,15 +71,15 @@ bool isMemoryOrderView(MatrixViewAttr view) {
 
 } // namespace
 
-std::pair<int64_t, int64_t> mlir::ptrain::cpp::codecMatrix(CodecAttrInterface codec, RankedTensorType type) {
+std::pair<int64_t, int64_t> mlir::ptrain::target::codecMatrix(CodecAttrInterface codec, RankedTensorType type) {
   return *MatrixViewAttr::getMatrixShape(viewOf(codec), type, nullptr);
 }
 
-const char *mlir::ptrain::cpp::castDtypeEnum(CastAttr c) {
+const char *mlir::ptrain::target::castDtypeEnum(CastAttr c) {
   return c.getType().isF16() ? "PTRAIN_DTYPE_F16" : "PTRAIN_DTYPE_BF16";
 }
 
-const char *mlir::ptrain::cpp::quantGranularityEnum(QuantAttr q) {
+const char *mlir::ptrain::target::quantGranularityEnum(QuantAttr q) {
   switch (q.getGranularity()) {
   case QuantGranularity::Tensor:
     return "PTRAIN_QUANT_TENSOR";
@@ -91,9 +91,9 @@ const char *mlir::ptrain::cpp::quantGranularityEnum(QuantAttr q) {
   return "PTRAIN_QUANT_TENSOR";
 }
 
-std::string mlir::ptrain::cpp::seedLiteral(int64_t seed) { return std::to_string(static_cast<uint64_t>(seed)) + "ULL"; }
+std::string mlir::ptrain::target::seedLiteral(int64_t seed) { return std::to_string(static_cast<uint64_t>(seed)) + "ULL"; }
 
-LogicalResult mlir::ptrain::cpp::checkCodecKernel(Operation *op, StringRef flag, StringRef generator) {
+LogicalResult mlir::ptrain::target::checkCodecKernel(Operation *op, StringRef flag, StringRef generator) {
   auto [codec, type] = codecOf(op);
   if (isa<LinearAEAttr>(codec))
     return op->emitError(flag) << ": the codec " << codec << " has no runtime kernel; the " << generator
@@ -115,7 +115,7 @@ LogicalResult mlir::ptrain::cpp::checkCodecKernel(Operation *op, StringRef flag,
   return success();
 }
 
-CodecKernelCall mlir::ptrain::cpp::compressKernelCall(CompressOp op, llvm::function_ref<std::string(Value)> ptr) {
+CodecKernelCall mlir::ptrain::target::compressKernelCall(CompressOp op, llvm::function_ref<std::string(Value)> ptr) {
   auto type = cast<RankedTensorType>(op.getInput().getType());
   CodecAttrInterface codec = op.getCodec();
   const std::string g = ptr(op.getInput()), numel = str(type.getNumElements());
@@ -157,7 +157,7 @@ CodecKernelCall mlir::ptrain::cpp::compressKernelCall(CompressOp op, llvm::funct
       });
 }
 
-CodecKernelCall mlir::ptrain::cpp::decompressKernelCall(DecompressOp op, llvm::function_ref<std::string(Value)> ptr) {
+CodecKernelCall mlir::ptrain::target::decompressKernelCall(DecompressOp op, llvm::function_ref<std::string(Value)> ptr) {
   auto type = cast<RankedTensorType>(op.getResult().getType());
   CodecAttrInterface codec = op.getCodec();
   const std::string out = ptr(op.getResult()), numel = str(type.getNumElements());
@@ -195,7 +195,7 @@ CodecKernelCall mlir::ptrain::cpp::decompressKernelCall(DecompressOp op, llvm::f
 }
 
 FailureOr<CompressedAllReduceArgs>
-mlir::ptrain::cpp::compressedAllReduceArgs(CompressedAllReduceStartOp op, llvm::function_ref<std::string(Value)> ptr,
+mlir::ptrain::target::compressedAllReduceArgs(CompressedAllReduceStartOp op, llvm::function_ref<std::string(Value)> ptr,
                                            StringRef flag) {
   auto type = cast<RankedTensorType>(op.getInput().getType());
   CodecAttrInterface codec = op.getCodec();

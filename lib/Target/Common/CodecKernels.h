@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PTRAIN_TARGET_CPP_CODECKERNELS_H
-#define PTRAIN_TARGET_CPP_CODECKERNELS_H
+#ifndef PTRAIN_TARGET_COMMON_CODECKERNELS_H
+#define PTRAIN_TARGET_COMMON_CODECKERNELS_H
 
 #include "mlir/Support/LogicalResult.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
@@ -23,7 +23,7 @@
 #include <string>
 #include <utility>
 
-namespace mlir::ptrain::cpp {
+namespace mlir::ptrain::target {
 
 /// The codec kernels both runtimes provide (CPU ptrain_<name>_f32, CUDA ptrain_cuda_<name>_f32).
 enum class CodecKernel {
@@ -89,6 +89,6 @@ const char *castDtypeEnum(CastAttr c);
 const char *quantGranularityEnum(QuantAttr q);
 std::string seedLiteral(int64_t seed);
 
-} // namespace mlir::ptrain::cpp
+} // namespace mlir::ptrain::target
 
-#endif // PTRAIN_TARGET_CPP_CODECKERNELS_H
+#endif // PTRAIN_TARGET_COMMON_CODECKERNELS_H

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PTRAIN_TARGET_CPP_COMMGROUPS_H
-#define PTRAIN_TARGET_CPP_COMMGROUPS_H
+#ifndef PTRAIN_TARGET_COMMON_COMMGROUPS_H
+#define PTRAIN_TARGET_COMMON_COMMGROUPS_H
 
 #include "Common/EmitHelpers.h"
 
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-namespace mlir::ptrain::cpp {
+namespace mlir::ptrain::target {
 
 /// The communicators of the step: one per (grid, set of axes) a collective names, created by
 /// ptrain_step_init over the world (rank = row-major grid coordinate).
@@ -161,6 +161,17 @@ inline FailureOr<std::string> tpSplitOffsets(TPSplitOp op, CommGroups &comms, St
   return "const int64_t " + name.str() + "[" + std::to_string(out.size()) + "] = {" + offsets + "};";
 }
 
-} // namespace mlir::ptrain::cpp
+/// tpSplitOffsets' declaration appended to `block` (the current op's block of calls, indented); the array's name.
+/// Both targets' KernelTarget::rankOffsetsArray.
+inline FailureOr<std::string> writeTpSplitOffsets(TPSplitOp op, CommGroups &comms, StringRef name,
+                                                  std::string &block) {
+  FailureOr<std::string> decl = tpSplitOffsets(op, comms, name);
+  if (failed(decl))
+    return failure();
+  block += "    " + *decl + "\n";
+  return name.str();
+}
 
-#endif // PTRAIN_TARGET_CPP_COMMGROUPS_H
+} // namespace mlir::ptrain::target
+
+#endif // PTRAIN_TARGET_COMMON_COMMGROUPS_H

@@ -10,17 +10,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PTRAIN_TARGET_CPP_PIPELINEDRIVER_H
-#define PTRAIN_TARGET_CPP_PIPELINEDRIVER_H
+#ifndef PTRAIN_TARGET_COMMON_PIPELINEDRIVER_H
+#define PTRAIN_TARGET_COMMON_PIPELINEDRIVER_H
 
-#include "CommGroups.h"
+#include "Common/CommGroups.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
 #include <set>
 #include <string>
 
-namespace mlir::ptrain::cpp {
+namespace mlir::ptrain::target {
 
 /// Checks the pipeline module (pp, micro_batches, a grid with axis pp, a function of every stage in `stages`,
 /// a train and an eval step per stage mapping tensor<NxSxi64> tokens to a tensor<f32> loss), registers the
@@ -31,6 +31,6 @@ LogicalResult emitPipelineDriver(ModuleOp module, CommGroups &comms, const std::
                                  std::string &driverCode, SmallVectorImpl<std::string> &entryNames,
                                  StringRef readyVar = "ptrain_world");
 
-} // namespace mlir::ptrain::cpp
+} // namespace mlir::ptrain::target
 
-#endif // PTRAIN_TARGET_CPP_PIPELINEDRIVER_H
+#endif // PTRAIN_TARGET_COMMON_PIPELINEDRIVER_H
