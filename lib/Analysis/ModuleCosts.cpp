@@ -11,9 +11,9 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
-#include "ptrain/Plan/DataParallelBuckets.h"
 #include "ptrain/Plan/CompressTensorParallel.h"
 #include "ptrain/Plan/CompressionPlan.h"
+#include "ptrain/Plan/DataParallelBuckets.h"
 #include "ptrain/Transforms/GradientClipping.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -199,8 +199,8 @@ struct Links {
 /// policy's or an override's); the lowering compresses activations in training steps only, which is what the
 /// model times. Without virtual stages c is the stage.
 static llvm::Error addCompressedSends(ModuleTimingModel &model, const CompressionPlan &plan, SymbolTable &symbols,
-                                      ArrayRef<FlatSymbolRefAttr> stageRefs, const ClusterSpec &cluster, const Links &links,
-                                      bool ppInter) {
+                                      ArrayRef<FlatSymbolRefAttr> stageRefs, const ClusterSpec &cluster,
+                                      const Links &links, bool ppInter) {
   auto [bw, lat] = links.get(ppInter);
   const int64_t chunks = stageRefs.size();
   for (bool forward : {false, true})
@@ -455,8 +455,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     std::string bwdName = "stage" + std::to_string(vs) + (last ? "_forward_backward" : "_backward");
     auto bwd = symbols.lookup<func::FuncOp>(bwdName);
     if (!fwd || !bwd)
-      return costError("stage " + llvm::Twine(vs) + ": missing @" +
-                       (!fwd ? stageRefs[vs].getValue().str() : bwdName) +
+      return costError("stage " + llvm::Twine(vs) + ": missing @" + (!fwd ? stageRefs[vs].getValue().str() : bwdName) +
                        " (run --ptrain-build-training-step)");
     if (vs < p)
       d.forwardFunction = fwd.getSymName().str();

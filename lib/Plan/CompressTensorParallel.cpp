@@ -6,9 +6,9 @@
 
 #include "ptrain/Plan/CompressTensorParallel.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Plan/CompressionPlan.h"
 #include "ptrain/Plan/TensorParallelAttrs.h"
-#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -53,8 +53,8 @@ private:
   }
   /// Reads the edges the plan can compress: schedule rows, send types, dp gradients.
   LogicalResult readEdges(ModuleOp module, int64_t pp, int64_t v, int64_t m, ArrayAttr table, CompressionEdges &edges);
-  LogicalResult optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
-                          ScheduleAttr schedule, const OptimusCCRule &rule, CompressionPlan &plan);
+  LogicalResult optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical, ScheduleAttr schedule,
+                          const OptimusCCRule &rule, CompressionPlan &plan);
   LogicalResult mcbench(const CompressionEdges &edges, CompressionPlan &plan);
   /// mcbench's TP site: the `tp_all_reduces` record entry from tp-fwd-codec, tp-bwd-codec, tp-skip-layers.
   FailureOr<ArrayAttr> tensorParallelSites(ModuleOp module);

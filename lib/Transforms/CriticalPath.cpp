@@ -75,10 +75,10 @@ void CriticalPathPass::runOnOperation() {
   }
   // The analysis read the schedule (analyzeModule fails without one); a second run replaces the first's results.
   ScheduleAttr schedule = getSchedule(module);
-  setSchedule(module, ScheduleAttr::get(module.getContext(), schedule.getKind(), schedule.getMicroBatches(),
-                                        schedule.getVirtualStages(), schedule.getTable(), b.getArrayAttr(slack),
-                                        b.getArrayAttr(critical), b.getArrayAttr(sendSlack),
-                                        b.getArrayAttr(sendCritical), dpSlackAttr, dpCriticalAttr,
-                                        b.getF64FloatAttr(analysis->getTimeline().iterationTime),
-                                        b.getF64FloatAttr(analysis->getTimeline().bubble)));
+  setSchedule(module,
+              ScheduleAttr::get(module.getContext(), schedule.getKind(), schedule.getMicroBatches(),
+                                schedule.getVirtualStages(), schedule.getTable(), b.getArrayAttr(slack),
+                                b.getArrayAttr(critical), b.getArrayAttr(sendSlack), b.getArrayAttr(sendCritical),
+                                dpSlackAttr, dpCriticalAttr, b.getF64FloatAttr(analysis->getTimeline().iterationTime),
+                                b.getF64FloatAttr(analysis->getTimeline().bubble)));
 }

@@ -55,8 +55,7 @@ struct PrintSchedulePass : ptrain::impl::PrintSchedulePassBase<PrintSchedulePass
       }
     }
     llvm::raw_ostream &os = llvm::outs();
-    os << "schedule " << kind << ": pp = " << p << ", virtual stages = " << v
-       << ", micro-batches = " << m << "\n";
+    os << "schedule " << kind << ": pp = " << p << ", virtual stages = " << v << ", micro-batches = " << m << "\n";
     for (int64_t s = 0; s < p; ++s) {
       os << "stage " << s << ":";
       for (const ScheduleStep &step : rows[s])

@@ -107,6 +107,6 @@ void SchedulePass::runOnOperation() {
       row.push_back(b.getStringAttr(step.str()));
     rows.push_back(b.getArrayAttr(row));
   }
-  setSchedule(module, ScheduleAttr::get(module.getContext(), schedule.getValue(), m, v, b.getArrayAttr(rows), {}, {}, {},
-                                        {}, {}, {}, {}, {}));
+  setSchedule(module, ScheduleAttr::get(module.getContext(), schedule.getValue(), m, v, b.getArrayAttr(rows), {}, {},
+                                        {}, {}, {}, {}, {}, {}));
 }

@@ -519,7 +519,7 @@ struct ShardTPPass : public ptrain::impl::ShardTPPassBase<ShardTPPass> {
     if (getPipeline(module) || module.lookupSymbol("train_step")) {
       emitError(module.getLoc()) << "--ptrain-shard-tp: the module is already "
                                  << (getPipeline(module) ? "split into pipeline stages"
-                                                                        : "a training step (@train_step)")
+                                                         : "a training step (@train_step)")
                                  << "; shard the forward first: --ptrain-raise --ptrain-shard-tp, then "
                                     "--ptrain-split-stages and --ptrain-build-training-step";
       return signalPassFailure();

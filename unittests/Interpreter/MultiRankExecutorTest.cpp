@@ -11,10 +11,10 @@
 #include "PlanHarness.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 #include "ptrain/Interpreter/StateDefaults.h"
 #include "ptrain/Plan/CompressionPlan.h"
-#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include <cstdio>
 #include <map>

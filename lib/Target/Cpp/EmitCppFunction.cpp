@@ -15,9 +15,9 @@
 #include "EmitCodecs.h"
 #include "EmitOptimizer.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
-#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"

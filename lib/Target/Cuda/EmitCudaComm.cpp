@@ -10,8 +10,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
-#include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 
 #include "llvm/ADT/DenseSet.h"
 

@@ -52,7 +52,6 @@ static FailureOr<bool> parseFlag(AsmParser &parser) {
   return parser.emitError(parser.getCurrentLocation(), "expected 'true' or 'false'");
 }
 
-
 #define GET_ATTRDEF_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainAttrs.cpp.inc"
 

@@ -28,8 +28,8 @@ LogicalResult PipelineAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "pipeline virtual_stages must be >= 1, and 1 when pp is 1, got " << virtualStages;
   // (C3)
   if (static_cast<int64_t>(stages.size()) != pp * virtualStages)
-    return emitError() << "pipeline lists " << stages.size() << " stage functions, pp x virtual_stages = "
-                       << pp * virtualStages;
+    return emitError() << "pipeline lists " << stages.size()
+                       << " stage functions, pp x virtual_stages = " << pp * virtualStages;
   // (C4)
   if (microBatches && *microBatches < 1)
     return emitError() << "pipeline micro_batches must be >= 1, got " << *microBatches;
@@ -88,9 +88,8 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (auto [name, attr, floats] :
        {std::tuple<StringRef, ArrayAttr, bool>{"dp_all_reduce_slack", dpAllReduceSlack, true},
         {"dp_all_reduce_critical", dpAllReduceCritical, false}})
-    if (attr && (attr.size() != table.size() || !llvm::all_of(attr, [&](Attribute a) {
-                   return floats ? isa<FloatAttr>(a) : isa<BoolAttr>(a);
-                 })))
+    if (attr && (attr.size() != table.size() ||
+                 !llvm::all_of(attr, [&](Attribute a) { return floats ? isa<FloatAttr>(a) : isa<BoolAttr>(a); })))
       return emitError() << "schedule " << name << " must have one " << (floats ? "float" : "bool")
                          << " per row of the table (" << table.size() << ")";
   return success();

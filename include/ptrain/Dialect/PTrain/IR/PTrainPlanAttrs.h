@@ -2,9 +2,9 @@
 //
 // The discardable attributes through which the passes hand the parallel plan to the code generators, the
 // executor and plan.json, with one typed accessor each (issue 28, item 2). Each is an AttrDef of
-// PTrainPlanAttrs.td (tp_slice: PTrainAttrs.td) whose constraints are numbered there, checked on the attribute (its verify) and where it
-// sits (PTrainDialect::verifyOperationAttribute, lib/Dialect/PTrain/IR/PTrainPlanAttrs.cpp), with one negative
-// test per error in test/Dialect/PTrain/plan-attrs-invalid.mlir:
+// PTrainPlanAttrs.td (tp_slice: PTrainAttrs.td) whose constraints are numbered there, checked on the attribute (its
+// verify) and where it sits (PTrainDialect::verifyOperationAttribute, lib/Dialect/PTrain/IR/PTrainPlanAttrs.cpp), with
+// one negative test per error in test/Dialect/PTrain/plan-attrs-invalid.mlir:
 //   ptrain.pipeline = #ptrain.pipeline<...>  on the module (--ptrain-split-stages, --ptrain-build-training-step)
 //   ptrain.stage    = #ptrain.stage<k>       on a stage's functions (split-stages, build-training-step, lowering)
 //   ptrain.schedule = #ptrain.schedule<...>  on the module (--ptrain-schedule, --ptrain-critical-path)
