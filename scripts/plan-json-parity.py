@@ -12,7 +12,9 @@ library's code, only on step.mlir (and step.cu's state blocks for --target cuda,
 The old driver reads printed IR: from 471d385 on, ptrain.tp_slice prints as the typed #ptrain.tp_slice<...>,
 which its regular expression does not match, so its plans of tp > 1 lose their tp_slice fields. Run the check
 on a build of 5decd91 (the commit of --emit-plan-json, before the typed attribute) for the tp plans; the
-other plans compare on any later build.
+other plans compare on any build up to 9a50ea9. From the next commit on, ptrain.pipeline, ptrain.stage and
+ptrain.schedule print typed as well (#ptrain.pipeline<...>, docs/Plan.md "The plan attributes") and the old
+driver reads no pipeline plan: compare on a build of 9a50ea9 or earlier.
 
 Usage: scripts/plan-json-parity.py [--old COMMIT] [--only NAME,...] [--keep] BUILD_DIR SCRATCH_DIR
 Exit status 0 when every plan.json and section is identical, or differs only where the old reader was wrong (a

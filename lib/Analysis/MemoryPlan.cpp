@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Analysis/MemoryPlan.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/SymbolTable.h"
@@ -163,8 +164,8 @@ int64_t allocatedBytesOf(ModuleOp module, int64_t unit, SymbolTable &symbols,
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal())
       continue;
-    auto stage = fn->getAttrOfType<IntegerAttr>("ptrain.stage");
-    if (unit >= 0 && (stage ? stage.getInt() != unit : usesStates(fn)))
+    auto stage = getStage(fn);
+    if (unit >= 0 && (stage ? stage.getIndex() != unit : usesStates(fn)))
       continue;
     if (unit >= 0 && stage)
       fn.walk([&](Operation *op) {
@@ -188,11 +189,11 @@ FailureOr<std::vector<RankMemoryPlan>> mlir::ptrain::buildMemoryPlan(ModuleOp mo
   SymbolTable symbols(module);
   std::map<int64_t, func::FuncOp> trainSteps, evalSteps;
   for (auto fn : module.getOps<func::FuncOp>()) {
-    auto stage = fn->getAttrOfType<IntegerAttr>("ptrain.stage");
+    auto stage = getStage(fn);
     auto entry = fn->getAttrOfType<StringAttr>("ptrain.entry");
     if (!stage || !entry)
       continue;
-    (entry.getValue() == "train" ? trainSteps : evalSteps)[stage.getInt()] = fn;
+    (entry.getValue() == "train" ? trainSteps : evalSteps)[stage.getIndex()] = fn;
   }
   if (trainSteps.empty())
     return emitError(module.getLoc(), "--ptrain-memory-plan: no lowered training step (a function with "
@@ -205,7 +206,7 @@ FailureOr<std::vector<RankMemoryPlan>> mlir::ptrain::buildMemoryPlan(ModuleOp mo
       it = functionPlans.try_emplace(fn, planFunctionMemory(fn, alignment)).first;
     return it->second;
   };
-  const bool pipeline = module->hasAttr("ptrain.pipeline");
+  const bool pipeline = static_cast<bool>(getPipeline(module));
   std::vector<RankMemoryPlan> plans;
   for (auto &[stage, step] : trainSteps) {
     RankMemoryPlan plan;

@@ -9,10 +9,11 @@
 #include "ptrain/Analysis/CodecCosts.h"
 #include "ptrain/Analysis/MemoryPlan.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
-#include "ptrain/Plan/DataParallelBuckets.h"
 #include "ptrain/Plan/CompressTensorParallel.h"
 #include "ptrain/Plan/CompressionPlan.h"
+#include "ptrain/Plan/DataParallelBuckets.h"
 #include "ptrain/Transforms/GradientClipping.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -198,13 +199,13 @@ struct Links {
 /// policy's or an override's); the lowering compresses activations in training steps only, which is what the
 /// model times. Without virtual stages c is the stage.
 static llvm::Error addCompressedSends(ModuleTimingModel &model, const CompressionPlan &plan, SymbolTable &symbols,
-                                      ArrayAttr stageRefs, const ClusterSpec &cluster, const Links &links,
-                                      bool ppInter) {
+                                      ArrayRef<FlatSymbolRefAttr> stageRefs, const ClusterSpec &cluster,
+                                      const Links &links, bool ppInter) {
   auto [bw, lat] = links.get(ppInter);
   const int64_t chunks = stageRefs.size();
   for (bool forward : {false, true})
     for (int64_t s = forward ? 0 : 1; s < (forward ? chunks - 1 : chunks); ++s) {
-      auto fwd = symbols.lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stageRefs[s]).getValue());
+      auto fwd = symbols.lookup<func::FuncOp>(stageRefs[s].getValue());
       auto type = dyn_cast<RankedTensorType>(forward ? fwd.getResultTypes()[0] : fwd.getArgumentTypes()[0]);
       for (int64_t i = 0; i < model.microBatches; ++i) {
         CodecAttrInterface codec = forward ? plan.forwardCodecOf(s, i) : plan.backwardCodecOf(s, i);
@@ -370,30 +371,22 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
 llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp module, const ClusterSpec &cluster,
                                                                        bool applyCompression) {
   ModuleTimingModel model;
-  auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
-  ArrayAttr stageRefs = pipeline ? pipeline.getAs<ArrayAttr>("stages") : ArrayAttr();
-  if (!stageRefs)
+  PipelineAttr pipeline = getPipeline(module);
+  if (!pipeline)
     return costError("the module has no ptrain.pipeline (run --ptrain-split-stages and "
                      "--ptrain-build-training-step)");
-  auto schedule = module->getAttrOfType<DictionaryAttr>("ptrain.schedule");
-  ArrayAttr rows = schedule ? schedule.getAs<ArrayAttr>("table") : ArrayAttr();
-  if (!rows)
+  ArrayRef<FlatSymbolRefAttr> stageRefs = pipeline.getStages();
+  ScheduleAttr schedule = getSchedule(module);
+  if (!schedule)
     return costError("the module has no ptrain.schedule table (run --ptrain-schedule)");
-  int64_t v = 1;
-  if (auto attr = pipeline.getAs<IntegerAttr>("virtual_stages"))
-    v = attr.getInt();
-  int64_t numChunks = stageRefs.size();
-  if (v < 1 || numChunks % v != 0)
-    return costError("ptrain.pipeline has " + llvm::Twine(numChunks) + " stage functions, not a multiple of " +
-                     llvm::Twine(v) + " virtual stages");
-  int64_t p = numChunks / v;
+  ArrayAttr rows = schedule.getTable();
+  // pp x virtual_stages stage functions (#ptrain.pipeline C3), one table row per rank (#ptrain.schedule C8).
+  const int64_t v = pipeline.getVirtualStages(), p = pipeline.getPp();
   model.pp = p;
   model.virtualStages = v;
   model.costs.virtualStages = v;
-  if (auto kind = schedule.getAs<StringAttr>("kind"))
-    model.scheduleKind = kind.str();
-  if (auto m = schedule.getAs<IntegerAttr>("micro_batches"))
-    model.microBatches = m.getInt();
+  model.scheduleKind = schedule.getKind().str();
+  model.microBatches = schedule.getMicroBatches();
   if (static_cast<int64_t>(rows.size()) != p)
     return costError("ptrain.schedule has " + llvm::Twine(rows.size()) + " rows for " + llvm::Twine(p) + " stages");
 
@@ -468,12 +461,11 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     StageCosts &c = model.costs.stages[vs];
     StageDetails &d = model.stages[s];
     bool last = vs == p * v - 1;
-    auto fwd = symbols.lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(stageRefs[vs]).getValue());
+    auto fwd = symbols.lookup<func::FuncOp>(stageRefs[vs].getValue());
     std::string bwdName = "stage" + std::to_string(vs) + (last ? "_forward_backward" : "_backward");
     auto bwd = symbols.lookup<func::FuncOp>(bwdName);
     if (!fwd || !bwd)
-      return costError("stage " + llvm::Twine(vs) + ": missing @" +
-                       (!fwd ? cast<FlatSymbolRefAttr>(stageRefs[vs]).getValue().str() : bwdName) +
+      return costError("stage " + llvm::Twine(vs) + ": missing @" + (!fwd ? stageRefs[vs].getValue().str() : bwdName) +
                        " (run --ptrain-build-training-step)");
     if (vs < p)
       d.forwardFunction = fwd.getSymName().str();

@@ -1046,8 +1046,8 @@ llvm::Expected<std::string> MultiRankExecutor::entryForRank(int64_t rank, llvm::
   int64_t stage = getCoordinate(rank, "pp");
   for (auto fn : impl->module.getOps<func::FuncOp>()) {
     auto entry = fn->getAttrOfType<StringAttr>("ptrain.entry");
-    auto s = fn->getAttrOfType<IntegerAttr>("ptrain.stage");
-    if (entry && entry.getValue() == kind && s && s.getInt() == stage)
+    auto s = getStage(fn);
+    if (entry && entry.getValue() == kind && s && s.getIndex() == stage)
       return fn.getSymName().str();
   }
   if (!fallback.empty() && impl->symbols.lookup<func::FuncOp>(fallback))

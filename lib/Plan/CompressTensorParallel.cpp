@@ -6,6 +6,7 @@
 
 #include "ptrain/Plan/CompressTensorParallel.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Plan/CompressionPlan.h"
 #include "ptrain/Plan/TensorParallelAttrs.h"
 
@@ -46,7 +47,7 @@ bool isForwardRole(StringRef role) { return role == "attn_out" || role == "mlp_d
 std::vector<TensorParallelSite> mlir::ptrain::collectTensorParallelSites(ModuleOp module) {
   std::vector<TensorParallelSite> sites;
   for (auto fn : module.getOps<func::FuncOp>()) {
-    auto stage = fn->getAttrOfType<IntegerAttr>("ptrain.stage");
+    auto stage = getStage(fn);
     if (!stage || fn.isExternal())
       continue;
     // The weights of the column-parallel linears (their rhs values) of this function's forward. f's
@@ -76,7 +77,7 @@ std::vector<TensorParallelSite> mlir::ptrain::collectTensorParallelSites(ModuleO
     fn.walk([&](TPAllReduceOp op) {
       TensorParallelSite site;
       site.op = op;
-      site.stage = stage.getInt();
+      site.stage = stage.getIndex();
       if (auto linear = linearOf(op.getInput().getDefiningOp()); linear && isForwardRole(linear->second)) {
         site.layer = linear->first;
         site.role = linear->second.str();

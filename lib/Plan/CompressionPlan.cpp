@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Plan/CompressionPlan.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -75,11 +76,8 @@ FailureOr<std::optional<CompressionPlan>> mlir::ptrain::readCompressionPlan(Modu
     return bad("needs a string `policy`");
   plan.policy = policy.getValue().str();
   // With virtual stages (the interleaved schedule) a row holds V M entries: chunk k's micro-batch i at k M + i.
-  if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline"))
-    if (auto v = pipeline.getAs<IntegerAttr>("virtual_stages"))
-      plan.virtualStages = v.getInt();
-  if (plan.virtualStages < 1)
-    return bad("ptrain.pipeline's virtual_stages must be >= 1");
+  if (PipelineAttr pipeline = getPipeline(module))
+    plan.virtualStages = pipeline.getVirtualStages(); // >= 1 (#ptrain.pipeline C2)
   const int64_t v = plan.virtualStages, entries = v * m;
   auto readFlags = [&](ArrayAttr array, int64_t size, std::vector<bool> &out) -> LogicalResult {
     if (!array || static_cast<int64_t>(array.size()) != size)

@@ -9,6 +9,8 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
+
 #include "ptrain/Transforms/AutoCandidates.h"
 #include "ptrain/Transforms/CompressAuto.h"
 #include "ptrain/Transforms/CompressDataParallel.h"
@@ -51,13 +53,13 @@ private:
   }
   /// Reads the edges the plan can compress: schedule rows, send types, dp gradients.
   LogicalResult readEdges(ModuleOp module, int64_t pp, int64_t v, int64_t m, ArrayAttr table, CompressionEdges &edges);
-  LogicalResult optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
-                          DictionaryAttr schedule, const OptimusCCRule &rule, CompressionPlan &plan);
+  LogicalResult optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical, ScheduleAttr schedule,
+                          const OptimusCCRule &rule, CompressionPlan &plan);
   LogicalResult mcbench(const CompressionEdges &edges, CompressionPlan &plan);
   /// mcbench's TP site: the `tp_all_reduces` record entry from tp-fwd-codec, tp-bwd-codec, tp-skip-layers.
   FailureOr<ArrayAttr> tensorParallelSites(ModuleOp module);
   LogicalResult autoSearch(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
-                           DictionaryAttr schedule, CompressionPlan &plan);
+                           ScheduleAttr schedule, CompressionPlan &plan);
   /// The TP sites policy=auto compresses (its `tp_all_reduces`).
   std::vector<TensorParallelCodec> autoTensorParallel;
 };
@@ -135,7 +137,7 @@ static bool canFuseEmbeddingSync(ModuleOp module, const CompressionEdges &edges)
 }
 
 LogicalResult CompressPass::optimusCC(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
-                                      DictionaryAttr schedule, const OptimusCCRule &rule, CompressionPlan &plan) {
+                                      ScheduleAttr schedule, const OptimusCCRule &rule, CompressionPlan &plan) {
   const int64_t pp = edges.pp, m = edges.m;
   const std::string &cbSends = rule.cbSends;
   if (rule.cbRank < 1 || rule.scRank < 1) {
@@ -182,7 +184,7 @@ LogicalResult CompressPass::optimusCC(ModuleOp module, const CompressionEdges &e
   }
   plan.scRank = rule.scRank;
   if (rule.sc) {
-    auto dpCritical = schedule.getAs<ArrayAttr>("dp_all_reduce_critical");
+    ArrayAttr dpCritical = schedule.getDpAllReduceCritical();
     for (int64_t s = 0; s < pp && dpCritical; ++s) {
       auto flag = s < static_cast<int64_t>(dpCritical.size()) ? dyn_cast<BoolAttr>(dpCritical[s]) : BoolAttr();
       plan.dpAllReduce[s] = rule.scAll || (flag && flag.getValue());
@@ -241,7 +243,7 @@ LogicalResult CompressPass::mcbench(const CompressionEdges &edges, CompressionPl
 }
 
 LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
-                                       DictionaryAttr schedule, CompressionPlan &plan) {
+                                       ScheduleAttr schedule, CompressionPlan &plan) {
   AutoSearchOptions options;
   options.ranks.assign(autoRanks.begin(), autoRanks.end());
   if (options.ranks.empty())
@@ -408,35 +410,24 @@ void CompressPass::runOnOperation() {
     error("the module already has ptrain.compression (compressed twice?)");
     return signalPassFailure();
   }
-  auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
-  auto schedule = module->getAttrOfType<DictionaryAttr>("ptrain.schedule");
+  PipelineAttr pipeline = getPipeline(module);
+  ScheduleAttr schedule = getSchedule(module);
   if (!pipeline || !schedule) {
     error("no ptrain.pipeline or ptrain.schedule attribute; run --ptrain-split-stages, "
           "--ptrain-build-training-step and --ptrain-schedule first");
     return signalPassFailure();
   }
-  auto ppAttr = pipeline.getAs<IntegerAttr>("pp");
-  auto mbAttr = pipeline.getAs<IntegerAttr>("micro_batches");
-  if (!ppAttr || !mbAttr || ppAttr.getInt() < 1 || mbAttr.getInt() < 1) {
-    error("ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
+  if (!pipeline.getMicroBatches()) {
+    error("ptrain.pipeline has no training step (micro_batches); run --ptrain-build-training-step first");
     return signalPassFailure();
   }
-  int64_t v = 1;
-  if (auto attr = pipeline.getAs<IntegerAttr>("virtual_stages"))
-    v = attr.getInt();
-  if (v < 1) {
-    error("ptrain.pipeline's virtual_stages must be >= 1, got ") << v;
-    return signalPassFailure();
-  }
-  const int64_t pp = ppAttr.getInt(), m = mbAttr.getInt();
-  auto table = schedule.getAs<ArrayAttr>("table");
-  auto sendCritical = schedule.getAs<ArrayAttr>("send_critical");
+  // One table row per rank, the pipeline's virtual stages (#ptrain.schedule C8); send_critical has the table's
+  // shape (C4).
+  const int64_t pp = pipeline.getPp(), m = *pipeline.getMicroBatches(), v = pipeline.getVirtualStages();
+  ArrayAttr table = schedule.getTable();
+  ArrayAttr sendCritical = schedule.getSendCritical();
   if (!sendCritical) {
     error("ptrain.schedule has no critical-path information; run --ptrain-critical-path first");
-    return signalPassFailure();
-  }
-  if (!table || static_cast<int64_t>(table.size()) != pp || sendCritical.size() != table.size()) {
-    error("ptrain.schedule's table and send_critical need one row per stage (") << pp << ")";
     return signalPassFailure();
   }
   // Options of one policy given to another would be ignored silently: an error instead.

@@ -7,6 +7,7 @@
 #include "ptrain/Transforms/Passes.h"
 
 #include "ptrain/Analysis/TimingAnalysis.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Format.h"
@@ -61,11 +62,7 @@ void CriticalPathPass::runOnOperation() {
                                    << analysis->getCluster().gpuName;
     }
   }
-  NamedAttrList entries(module->getAttrOfType<DictionaryAttr>("ptrain.schedule"));
-  entries.set("slack", b.getArrayAttr(slack));
-  entries.set("critical", b.getArrayAttr(critical));
-  entries.set("send_slack", b.getArrayAttr(sendSlack));
-  entries.set("send_critical", b.getArrayAttr(sendCritical));
+  ArrayAttr dpSlackAttr, dpCriticalAttr;
   if (model.dp > 1) {
     SmallVector<Attribute> dpSlack, dpCritical;
     for (int64_t s = 0; s < model.pp; ++s) {
@@ -73,10 +70,15 @@ void CriticalPathPass::runOnOperation() {
       dpSlack.push_back(b.getF64FloatAttr(t ? t->slack : -1.0));
       dpCritical.push_back(b.getBoolAttr(t && t->critical));
     }
-    entries.set("dp_all_reduce_slack", b.getArrayAttr(dpSlack));
-    entries.set("dp_all_reduce_critical", b.getArrayAttr(dpCritical));
+    dpSlackAttr = b.getArrayAttr(dpSlack);
+    dpCriticalAttr = b.getArrayAttr(dpCritical);
   }
-  entries.set("iteration_time", b.getF64FloatAttr(analysis->getTimeline().iterationTime));
-  entries.set("bubble", b.getF64FloatAttr(analysis->getTimeline().bubble));
-  module->setAttr("ptrain.schedule", entries.getDictionary(module.getContext()));
+  // The analysis read the schedule (analyzeModule fails without one); a second run replaces the first's results.
+  ScheduleAttr schedule = getSchedule(module);
+  setSchedule(module,
+              ScheduleAttr::get(module.getContext(), schedule.getKind(), schedule.getMicroBatches(),
+                                schedule.getVirtualStages(), schedule.getTable(), b.getArrayAttr(slack),
+                                b.getArrayAttr(critical), b.getArrayAttr(sendSlack), b.getArrayAttr(sendCritical),
+                                dpSlackAttr, dpCriticalAttr, b.getF64FloatAttr(analysis->getTimeline().iterationTime),
+                                b.getF64FloatAttr(analysis->getTimeline().bubble)));
 }

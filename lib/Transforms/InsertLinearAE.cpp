@@ -13,6 +13,7 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainStateInit.h"
 #include "ptrain/Plan/CompressionPlan.h"
 
@@ -48,12 +49,12 @@ static std::string linearAEKey(int64_t from, int64_t to, StringRef part) {
 
 void InsertLinearAEPass::runOnOperation() {
   ModuleOp module = getOperation();
-  auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
-  auto stages = pipeline ? pipeline.getAs<ArrayAttr>("stages") : ArrayAttr();
-  if (!stages) { // (C1)
+  PipelineAttr pipeline = getPipeline(module);
+  if (!pipeline) { // (C1)
     error("no ptrain.pipeline with stages; run --ptrain-split-stages first");
     return signalPassFailure();
   }
+  ArrayRef<FlatSymbolRefAttr> stages = pipeline.getStages();
   const int64_t chunks = stages.size();
   for (int64_t c = 0; c < chunks; ++c)
     for (StringRef suffix : {"_backward", "_forward_backward"})
@@ -80,8 +81,8 @@ void InsertLinearAEPass::runOnOperation() {
   }
   OpBuilder b(&getContext());
   for (int64_t c = skipStages; c + 1 < chunks; ++c) {
-    auto sender = module.lookupSymbol<func::FuncOp>(cast<FlatSymbolRefAttr>(stages[c]).getValue());
-    auto receiver = module.lookupSymbol<func::FuncOp>(cast<FlatSymbolRefAttr>(stages[c + 1]).getValue());
+    auto sender = module.lookupSymbol<func::FuncOp>(stages[c].getValue());
+    auto receiver = module.lookupSymbol<func::FuncOp>(stages[c + 1].getValue());
     if (!sender || !receiver || sender.getNumResults() != 1 || receiver.getNumArguments() != 1) {
       error("stage ") << c << " -> " << c + 1 << ": needs stage functions of one result and one argument";
       return signalPassFailure();

@@ -9,6 +9,8 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
+
 #include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Plan/CompressTensorParallel.h"
 #include "ptrain/Plan/CompressionPlan.h"
@@ -45,19 +47,12 @@ using Step = ScheduleStep;
 /// The schedule rows, checked: every micro-batch forward and backward exactly once per stage (F before B), or
 /// FB once on the last stage, and "O" last.
 FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t pp, int64_t v, int64_t m) {
-  auto schedule = module->getAttrOfType<DictionaryAttr>("ptrain.schedule");
+  ScheduleAttr schedule = getSchedule(module);
   if (!schedule)
     return emitError(module.getLoc(),
                      "--ptrain-lower-to-runtime: no ptrain.schedule attribute; run --ptrain-schedule first");
-  auto mb = schedule.getAs<IntegerAttr>("micro_batches");
-  if (!mb || mb.getInt() != m)
-    return emitError(module.getLoc(), "--ptrain-lower-to-runtime: ptrain.schedule's micro_batches ")
-           << (mb ? std::to_string(mb.getInt()) : std::string("(missing)")) << " differs from ptrain.pipeline's " << m;
-  auto table = schedule.getAs<ArrayAttr>("table");
-  if (!table || static_cast<int64_t>(table.size()) != pp)
-    return emitError(module.getLoc(),
-                     "--ptrain-lower-to-runtime: ptrain.schedule's table must have one row per stage (")
-           << pp << ")";
+  // One row per rank, the pipeline's micro-batches (#ptrain.schedule C8).
+  ArrayAttr table = schedule.getTable();
   SmallVector<SmallVector<Step>> rows;
   for (auto [s, rowAttr] : llvm::enumerate(table)) {
     auto row = dyn_cast<ArrayAttr>(rowAttr);
@@ -150,11 +145,9 @@ public:
       if (failed(lookup("stage" + std::to_string(s) + "_optimizer_step", 0, 0)))
         return failure();
     // Explicit labels (ptrain.pipeline's `labels`) and the weighted loss (a label-weight function).
-    if (auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline")) {
-      if (auto labelsAttr = pipeline.getAs<BoolAttr>("labels"))
-        withLabels = labelsAttr.getValue();
-      if (auto deterministicAttr = pipeline.getAs<BoolAttr>("deterministic_dp"))
-        deterministicDp = deterministicAttr.getValue();
+    if (PipelineAttr pipeline = getPipeline(module)) {
+      withLabels = pipeline.getLabels();
+      deterministicDp = pipeline.getDeterministicDp();
     }
     const std::string weightName = lossWeightFunctionName(chunks - 1);
     if (module.lookupSymbol(weightName)) {
@@ -438,7 +431,7 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
     argTypes.push_back(allType);
   auto fn = func::FuncOp::create(b, loc, "stage" + ss + (train ? "_train_step" : "_eval_step"),
                                  b.getFunctionType(argTypes, {lossType}));
-  fn->setAttr("ptrain.stage", b.getI64IntegerAttr(s));
+  setStage(fn, s);
   fn->setAttr("ptrain.entry", b.getStringAttr(train ? "train" : "eval"));
   b.setInsertionPointToStart(fn.addEntryBlock());
   allTokens = fn.getArgument(0);
@@ -578,17 +571,15 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
+    PipelineAttr pipeline = getPipeline(module);
     if (!pipeline) {
       emitError(module.getLoc(), "--ptrain-lower-to-runtime: no ptrain.pipeline attribute; run --ptrain-split-stages, "
                                  "--ptrain-build-training-step and --ptrain-schedule first");
       return signalPassFailure();
     }
-    auto ppAttr = pipeline.getAs<IntegerAttr>("pp");
-    auto mbAttr = pipeline.getAs<IntegerAttr>("micro_batches");
-    if (!ppAttr || !mbAttr || ppAttr.getInt() < 1 || mbAttr.getInt() < 1) {
-      emitError(module.getLoc(),
-                "--ptrain-lower-to-runtime: ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
+    if (!pipeline.getMicroBatches()) {
+      emitError(module.getLoc(), "--ptrain-lower-to-runtime: ptrain.pipeline has no training step (micro_batches); "
+                                 "run --ptrain-build-training-step first");
       return signalPassFailure();
     }
     GridOp grid;
@@ -599,15 +590,8 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
       emitError(module.getLoc(), "--ptrain-lower-to-runtime: no ptrain.grid with an axis pp");
       return signalPassFailure();
     }
-    const int64_t pp = ppAttr.getInt(), m = mbAttr.getInt();
-    int64_t v = 1;
-    if (auto attr = pipeline.getAs<IntegerAttr>("virtual_stages"))
-      v = attr.getInt();
-    if (v < 1 || (v > 1 && pp < 2)) {
-      emitError(module.getLoc(),
-                "--ptrain-lower-to-runtime: ptrain.pipeline's virtual_stages must be >= 1, and 1 when pp < 2");
-      return signalPassFailure();
-    }
+    // pp >= 1, virtual_stages >= 1 and 1 when pp is 1 (#ptrain.pipeline C1, C2).
+    const int64_t pp = pipeline.getPp(), m = *pipeline.getMicroBatches(), v = pipeline.getVirtualStages();
     FailureOr<SmallVector<SmallVector<Step>>> rows = readSchedule(module, pp, v, m);
     if (failed(rows))
       return signalPassFailure();

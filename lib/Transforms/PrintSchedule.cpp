@@ -6,6 +6,8 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
+
 #include "ptrain/Analysis/PipelinePlan.h"
 #include "ptrain/Plan/ScheduleTable.h"
 
@@ -30,18 +32,14 @@ struct PrintSchedulePass : ptrain::impl::PrintSchedulePassBase<PrintSchedulePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto schedule = module->getAttrOfType<DictionaryAttr>("ptrain.schedule");
-    auto kind = schedule ? schedule.getAs<StringAttr>("kind") : StringAttr();
-    auto m = schedule ? schedule.getAs<IntegerAttr>("micro_batches") : IntegerAttr();
-    auto table = schedule ? schedule.getAs<ArrayAttr>("table") : ArrayAttr();
-    if (!kind || !m || !table) {
-      emitError(module.getLoc(), "--ptrain-print-schedule: no ptrain.schedule {kind, micro_batches, table}; run "
-                                 "--ptrain-schedule first");
+    ScheduleAttr schedule = getSchedule(module);
+    if (!schedule) {
+      emitError(module.getLoc(), "--ptrain-print-schedule: no ptrain.schedule; run --ptrain-schedule first");
       return signalPassFailure();
     }
-    int64_t v = 1;
-    if (auto attr = schedule.getAs<IntegerAttr>("virtual_stages"))
-      v = attr.getInt();
+    StringRef kind = schedule.getKind();
+    const int64_t m = schedule.getMicroBatches(), v = schedule.getVirtualStages();
+    ArrayAttr table = schedule.getTable();
     const int64_t p = table.size();
     ScheduleTableRows rows(p);
     for (auto [s, rowAttr] : llvm::enumerate(table)) {
@@ -57,8 +55,7 @@ struct PrintSchedulePass : ptrain::impl::PrintSchedulePassBase<PrintSchedulePass
       }
     }
     llvm::raw_ostream &os = llvm::outs();
-    os << "schedule " << kind.getValue() << ": pp = " << p << ", virtual stages = " << v
-       << ", micro-batches = " << m.getInt() << "\n";
+    os << "schedule " << kind << ": pp = " << p << ", virtual stages = " << v << ", micro-batches = " << m << "\n";
     for (int64_t s = 0; s < p; ++s) {
       os << "stage " << s << ":";
       for (const ScheduleStep &step : rows[s])

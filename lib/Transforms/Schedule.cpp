@@ -6,6 +6,8 @@
 
 #include "ptrain/Transforms/Passes.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
+
 #include "ptrain/Analysis/PipelinePlan.h"
 #include "ptrain/Plan/ScheduleTable.h"
 
@@ -38,9 +40,8 @@ struct SchedulePass : public ptrain::impl::SchedulePassBase<SchedulePass> {
 
 void SchedulePass::runOnOperation() {
   ModuleOp module = getOperation();
-  auto pipeline = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
-  auto stages = pipeline ? pipeline.getAs<ArrayAttr>("stages") : ArrayAttr();
-  if (!stages) {
+  PipelineAttr pipeline = getPipeline(module);
+  if (!pipeline) {
     emitError(module.getLoc()) << "--ptrain-schedule: the module has no pipeline (run --ptrain-split-stages and "
                                   "--ptrain-build-training-step first)";
     return signalPassFailure();
@@ -48,12 +49,12 @@ void SchedulePass::runOnOperation() {
   // The table is what --ptrain-build-training-step's functions run and what the later passes read: without the
   // step the next pass failed on a misleading count; after the critical path, compression or lowering a new
   // table would silently disagree with their records and the lowered steps.
-  if (!pipeline.get("micro_batches")) {
+  if (!pipeline.getMicroBatches()) {
     emitError(module.getLoc()) << "--ptrain-schedule: the pipeline has no training step (run "
                                   "--ptrain-build-training-step micro-batches=M first)";
     return signalPassFailure();
   }
-  if (auto old = module->getAttrOfType<DictionaryAttr>("ptrain.schedule"); old && old.get("send_critical")) {
+  if (ScheduleAttr old = getSchedule(module); old && old.hasCriticalPath()) {
     emitError(module.getLoc()) << "--ptrain-schedule: the module's schedule already has the critical path of "
                                   "--ptrain-critical-path (and what was planned on it); schedule before "
                                   "--ptrain-critical-path";
@@ -69,24 +70,19 @@ void SchedulePass::runOnOperation() {
   }
   int64_t m = microBatches;
   if (m == 0)
-    if (auto attr = pipeline.getAs<IntegerAttr>("micro_batches"))
-      m = attr.getInt();
+    m = *pipeline.getMicroBatches();
   if (m < 1) {
     emitError(module.getLoc()) << "--ptrain-schedule: micro-batches must be >= 1 (give micro-batches= or build "
                                   "the training step with micro-batches=), got "
                                << m;
     return signalPassFailure();
   }
-  if (auto built = pipeline.getAs<IntegerAttr>("micro_batches"); built && built.getInt() != m) {
+  if (const int64_t built = *pipeline.getMicroBatches(); built != m) {
     emitError(module.getLoc()) << "--ptrain-schedule: micro-batches = " << m << " differs from the training step's "
-                               << built.getInt() << " (its loss gradient is seeded with 1 / micro-batches)";
+                               << built << " (its loss gradient is seeded with 1 / micro-batches)";
     return signalPassFailure();
   }
-  int64_t p = stages.size(), v = 1;
-  if (auto pp = pipeline.getAs<IntegerAttr>("pp"))
-    p = pp.getInt();
-  if (auto virtualStages = pipeline.getAs<IntegerAttr>("virtual_stages"))
-    v = virtualStages.getInt();
+  const int64_t p = pipeline.getPp(), v = pipeline.getVirtualStages();
   std::string error;
   std::optional<ScheduleTableRows> table = buildScheduleTable(schedule, p, v, m, error);
   if (!table) {
@@ -111,10 +107,6 @@ void SchedulePass::runOnOperation() {
       row.push_back(b.getStringAttr(step.str()));
     rows.push_back(b.getArrayAttr(row));
   }
-  SmallVector<NamedAttribute> attrs = {b.getNamedAttr("kind", b.getStringAttr(schedule)),
-                                       b.getNamedAttr("micro_batches", b.getI64IntegerAttr(m)),
-                                       b.getNamedAttr("table", b.getArrayAttr(rows))};
-  if (v > 1)
-    attrs.push_back(b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(v)));
-  module->setAttr("ptrain.schedule", b.getDictionaryAttr(attrs));
+  setSchedule(module, ScheduleAttr::get(module.getContext(), schedule.getValue(), m, v, b.getArrayAttr(rows), {}, {},
+                                        {}, {}, {}, {}, {}, {}));
 }

@@ -516,10 +516,10 @@ struct ShardTPPass : public ptrain::impl::ShardTPPassBase<ShardTPPass> {
     }
     // The stages and the step read the same parameters as @forward: after them every parameter looked like a
     // tied weight ("read elsewhere too"), or the pp grid had no tp axis.
-    if (module->hasAttr("ptrain.pipeline") || module.lookupSymbol("train_step")) {
+    if (getPipeline(module) || module.lookupSymbol("train_step")) {
       emitError(module.getLoc()) << "--ptrain-shard-tp: the module is already "
-                                 << (module->hasAttr("ptrain.pipeline") ? "split into pipeline stages"
-                                                                        : "a training step (@train_step)")
+                                 << (getPipeline(module) ? "split into pipeline stages"
+                                                         : "a training step (@train_step)")
                                  << "; shard the forward first: --ptrain-raise --ptrain-shard-tp, then "
                                     "--ptrain-split-stages and --ptrain-build-training-step";
       return signalPassFailure();

@@ -7,6 +7,7 @@
 #include "ptrain/Transforms/Passes.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -161,7 +162,7 @@ void SplitStagesPass::runOnOperation() {
   }
   // The split runs once, on the model graph: a second split redefined @forward_stage<s>; a split after
   // --ptrain-build-training-step left a @train_step of the whole model beside the stages.
-  if (module->hasAttr("ptrain.pipeline")) {
+  if (getPipeline(module)) {
     emitError(module.getLoc()) << "--ptrain-split-stages: the module is already split (it has ptrain.pipeline)";
     return signalPassFailure();
   }
@@ -287,7 +288,7 @@ void SplitStagesPass::runOnOperation() {
   // Build the stage functions.
   OpBuilder b(module.getContext());
   b.setInsertionPointAfter(forward);
-  SmallVector<Attribute> stageRefs;
+  SmallVector<FlatSymbolRefAttr> stageRefs;
   size_t begin = 0;
   Value input = forward.getArgument(0);
   for (int64_t k = 0; k < pieces; ++k) {
@@ -297,7 +298,7 @@ void SplitStagesPass::runOnOperation() {
     auto fn = func::FuncOp::create(
         b, forward.getLoc(), name,
         b.getFunctionType({k == 0 ? forward.getArgumentTypes()[0] : input.getType()}, {output.getType()}));
-    fn->setAttr("ptrain.stage", b.getI64IntegerAttr(k % pp));
+    setStage(fn, k % pp);
     if (virtualStages > 1)
       fn->setAttr("ptrain.virtual_stage", b.getI64IntegerAttr(k));
     if (k == 0 && forward.getArgAttr(0, "ptrain.onnx_name"))
@@ -332,9 +333,6 @@ void SplitStagesPass::runOnOperation() {
     begin = end;
     input = output;
   }
-  SmallVector<NamedAttribute> attrs = {b.getNamedAttr("pp", b.getI64IntegerAttr(pp)),
-                                       b.getNamedAttr("stages", b.getArrayAttr(stageRefs))};
-  if (virtualStages > 1)
-    attrs.push_back(b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(virtualStages)));
-  module->setAttr("ptrain.pipeline", b.getDictionaryAttr(attrs));
+  setPipeline(module, PipelineAttr::get(module.getContext(), pp.getValue(), virtualStages.getValue(), stageRefs,
+                                        std::nullopt, false));
 }

@@ -11,11 +11,11 @@
 // micro-batches) and backward; gradients accumulate in `gradient` states; each optimizer step sums the tied
 // embedding's gradient over the pipeline axis before AdamW.
 
-// CHECK: ptrain.pipeline = {micro_batches = 4 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}
+// CHECK: ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 4>
 // CHECK-DAG: ptrain.grid @grid(pp = 2)
 // CHECK-DAG: ptrain.state @wte.weight.grad key "wte.weight/grad" kind gradient : tensor<256x128xf32>
 // CHECK-LABEL: func.func @stage0_backward
-// CHECK-SAME: (%[[T:.*]]: tensor<4x64xi64>, %[[DOUT:.*]]: tensor<4x64x128xf32>) attributes {ptrain.stage = 0 : i64}
+// CHECK-SAME: (%[[T:.*]]: tensor<4x64xi64>, %[[DOUT:.*]]: tensor<4x64x128xf32>) attributes {ptrain.stage = #ptrain.stage<0>}
 // CHECK: ptrain.embedding_grad
 // CHECK: %[[ACC:.*]] = ptrain.state_read @wte.weight.grad
 // CHECK: %[[SUM:.*]] = ptrain.binary add %[[ACC]]
@@ -27,7 +27,7 @@
 // CHECK: ptrain.state_write %[[S]] to @wte.weight.grad
 // CHECK: ptrain.adamw
 // CHECK-LABEL: func.func @stage1_forward_backward
-// CHECK-SAME: -> (tensor<f32>, tensor<4x64x128xf32>) attributes {ptrain.stage = 1 : i64}
+// CHECK-SAME: -> (tensor<f32>, tensor<4x64x128xf32>) attributes {ptrain.stage = #ptrain.stage<1>}
 // CHECK: %[[LOSS:.*]] = ptrain.cross_entropy
 // CHECK: arith.constant dense<2.500000e-01> : tensor<f32>
 // CHECK: return %[[LOSS]], %{{.*}} : tensor<f32>, tensor<4x64x128xf32>

@@ -9,17 +9,19 @@
 // transfer it sends, written next to the table; the first forward, the last backward and the optimizer
 // step of stage 0 are on the critical path; entries that send nothing have send_slack -1.
 // CHECK: ptrain.cluster = {{{.*}}gpus_per_node = 8 : i64{{.*}}name = "h200-node"
-// CHECK-SAME: ptrain.schedule = {bubble = {{.*}} : f64, critical = {{\[\[}}true, {{.*}}, true, true], [{{.*}}]], iteration_time = {{.*}} : f64, kind = "1f1b", micro_batches = 4 : i64,
-// CHECK-SAME: send_critical = {{\[\[}}true, {{.*}}], [{{.*}}, false]],
+// CHECK-SAME: ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 4,
+// CHECK-SAME: table = {{\[\[}}"F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3", "O"], ["FB0", "FB1", "FB2", "FB3", "O"]],
+// CHECK-SAME: slack = {{\[\[}}0.000000e+00, {{[^]]*}}, 0.000000e+00]
+// CHECK-SAME: critical = {{\[\[}}true, {{[^]]*}}, true, true], [{{[^]]*}}]],
 // CHECK-SAME: send_slack = {{\[\[}}0.000000e+00, {{.*}}, -1.000000e+00, {{.*}}, -1.000000e+00], [{{.*}}, -1.000000e+00]],
-// CHECK-SAME: slack = {{\[\[}}0.000000e+00, {{.*}}, 0.000000e+00]
-// CHECK-SAME: table = {{\[\[}}"F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3", "O"], ["FB0", "FB1", "FB2", "FB3", "O"]]}
+// CHECK-SAME: send_critical = {{\[\[}}true, {{.*}}], [{{.*}}, false]],
+// CHECK-SAME: iteration_time = {{.*}} : f64, bubble = {{.*}} : f64>
 
 // Without cluster=, the pass reads the module's ptrain.cluster: the same iteration time.
-// ATTACHED: iteration_time = [[T:[-+.0-9Ee]+]] : f64
-// ATTACHED: iteration_time = [[T]] : f64
+// ATTACHED: iteration_time = [[T:[-+.0-9Ee]+]] : f64,
+// ATTACHED: iteration_time = [[T]] : f64,
 
 // GPipe, pp = 4, 8 micro-batches: the first forward of stage 0 is critical, its second is not (it can wait
 // while stage 1 works through the forwards).
-// GPIPE: critical = {{\[\[}}true, false,
-// GPIPE-SAME: table = {{\[\[}}"F0", "F1", "F2", "F3", "F4", "F5", "F6", "F7", "B0", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "O"],
+// GPIPE: table = {{\[\[}}"F0", "F1", "F2", "F3", "F4", "F5", "F6", "F7", "B0", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "O"],
+// GPIPE-SAME: critical = {{\[\[}}true, false,

@@ -8,7 +8,7 @@
 // on its forward's send (the buffer is free again) before the recomputing backward; the optimizer comes last and
 // the stage contributes 0 to the loss all-reduce.
 // CHECK-LABEL: func.func @stage0_train_step(
-// CHECK-SAME: %[[TOK:.*]]: tensor<16x64xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64}
+// CHECK-SAME: %[[TOK:.*]]: tensor<16x64xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>}
 // CHECK: %[[T0:.*]] = ptrain.slice %[[TOK]] {offsets = array<i64: 0, 0>, sizes = array<i64: 4, 64>}
 // CHECK-NEXT: %[[Y0:.*]] = call @forward_stage0(%[[T0]])
 // CHECK-NEXT: %[[S0:.*]] = ptrain.send_start %[[Y0]] to @grid axis pp offset 1 {ptrain.tag = 0 : i64}
@@ -36,7 +36,7 @@
 
 // Stage 0's evaluation: the forwards in order, every send waited at the end.
 // CHECK-LABEL: func.func @stage0_eval_step(
-// CHECK-SAME: attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64}
+// CHECK-SAME: attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<0>}
 // CHECK-COUNT-4: call @forward_stage0
 // CHECK-NOT: call @stage0_backward
 // CHECK-COUNT-4: ptrain.wait %{{.*}} : !ptrain.request
@@ -46,7 +46,7 @@
 // Stage 1 (FB0 FB1 FB2 FB3 O): receive, fused forward-backward on the micro-batch's tokens, sum the loss, send
 // the input gradient back; all sends waited before the optimizer; the mean loss all-reduced over pp.
 // CHECK-LABEL: func.func @stage1_train_step(
-// CHECK-SAME: %[[TOK1:.*]]: tensor<16x64xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64}
+// CHECK-SAME: %[[TOK1:.*]]: tensor<16x64xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>}
 // CHECK: %[[RH0:.*]] = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4x64x128xf32>>
 // CHECK-NEXT: %[[H0:.*]] = ptrain.wait %[[RH0]]
 // CHECK-NEXT: %[[L0T:.*]] = ptrain.slice %[[TOK1]] {offsets = array<i64: 0, 0>

@@ -25,9 +25,9 @@
 
 // 1F1B: stage s runs P - s - 1 warm-up forwards, then one forward / one backward, then the cool-down; the
 // last stage fuses forward, loss and backward per micro-batch; the optimizer step closes every stage.
-// CHECK: ptrain.schedule = {kind = "1f1b", micro_batches = 4 : i64, table = {{\[}}["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3", "O"], ["FB0", "FB1", "FB2", "FB3", "O"]]}
+// CHECK: ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 4, table = {{\[}}["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3", "O"], ["FB0", "FB1", "FB2", "FB3", "O"]]>
 // PP4: table = {{\[}}["F0", "F1", "F2", "F3", "B0", "B1", "B2", "B3", "O"], ["F0", "F1", "F2", "B0", "F3", "B1", "B2", "B3", "O"], ["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3", "O"], ["FB0", "FB1", "FB2", "FB3", "O"]]
-// GPIPE: {kind = "gpipe", micro_batches = 3 : i64, table = {{\[}}["F0", "F1", "F2", "B0", "B1", "B2", "O"], ["FB0", "FB1", "FB2", "O"]]}
+// GPIPE: <kind = "gpipe", micro_batches = 3, table = {{\[}}["F0", "F1", "F2", "B0", "B1", "B2", "O"], ["FB0", "FB1", "FB2", "O"]]>
 
 // NOPIPE: error: --ptrain-schedule: the module has no pipeline (run --ptrain-split-stages and --ptrain-build-training-step first)
 // MISMATCH: error: --ptrain-schedule: micro-batches = 8 differs from the training step's 4 (its loss gradient is seeded with 1 / micro-batches)
@@ -42,7 +42,7 @@
 // INTERLEAVED-NEXT: stage 1: F0 F1 FB0.1 FB1.1 F2 B0 F3 B1 FB2.1 FB3.1 B2 B3 O
 // INTERLEAVED: stage 0: busy 24, idle 3, bubble (idle / busy) 0.1250
 // INTERLEAVED: stage 1: busy 24, idle 3, bubble (idle / busy) 0.1250
-// INTERLEAVED: ptrain.schedule = {kind = "interleaved", micro_batches = 4 : i64, table = {{\[}}["F0", "F1", "F0.1", "F1.1", {{.*}}, "O"]], virtual_stages = 2 : i64}
+// INTERLEAVED: ptrain.schedule = #ptrain.schedule<kind = "interleaved", micro_batches = 4, virtual_stages = 2, table = {{\[}}["F0", "F1", "F0.1", "F1.1", {{.*}}, "O"]]>
 // V1F1B: error: --ptrain-schedule: the 1f1b schedule runs one model chunk per stage, but the pipeline has 2 virtual stages per stage (use schedule=interleaved)
 // DIVISIBLE: error: --ptrain-schedule: the interleaved schedule needs micro-batches to be a multiple of pp (chunks advance in groups of pp micro-batches; Megatron-LM), got 3 micro-batches for pp = 2
 
@@ -65,6 +65,6 @@
 // BUBBLE: stage 0: busy 24, idle 9, bubble (idle / busy) 0.3750
 // BUBBLE: stage 3: busy 24, idle 9, bubble (idle / busy) 0.3750
 
-// NOSCHEDULE: error: --ptrain-print-schedule: no ptrain.schedule {kind, micro_batches, table}; run --ptrain-schedule first
+// NOSCHEDULE: error: --ptrain-print-schedule: no ptrain.schedule; run --ptrain-schedule first
 // V1PP: error: --ptrain-split-stages: virtual-stages must be >= 1, and 1 when pp < 2 (the chunks of a rank exchange activations with other ranks), got virtual-stages = 2 with pp = 1
 // VLAYERS: error: --ptrain-split-stages: pp = 4 x virtual-stages = 2 needs 7 cut points but @forward has only 3 layer boundaries where a single tensor crosses (more stages than layers)

@@ -19,7 +19,7 @@
 
 // Stage 0: layers 0 and 1; stage 1: layer 2; stage 2: layer 3 (cut at its MLP: the stage starts at the
 // layer holding it) and the head with the tied embedding. Each layer once.
-// CHECK: ptrain.pipeline = {pp = 3 : i64, stages = [@forward_stage0, @forward_stage1, @forward_stage2]}
+// CHECK: ptrain.pipeline = #ptrain.pipeline<pp = 3, stages = [@forward_stage0, @forward_stage1, @forward_stage2]>
 // CHECK-LABEL: func.func @forward_stage0(
 // CHECK: ptrain.state_read @wte.weight
 // CHECK: ptrain.state_read @blocks.0.ln_1.weight
@@ -39,11 +39,11 @@
 
 // Four chunks of one layer each (the names may come in any order).
 // VIRTUAL-LABEL: func.func @forward_stage1(
-// VIRTUAL-SAME: ptrain.stage = 1 : i64, ptrain.virtual_stage = 1 : i64
+// VIRTUAL-SAME: ptrain.stage = #ptrain.stage<1>, ptrain.virtual_stage = 1 : i64
 // VIRTUAL: @blocks.1.ln_1.weight
 // VIRTUAL-NOT: @blocks.2.
 // VIRTUAL-LABEL: func.func @forward_stage2(
-// VIRTUAL-SAME: ptrain.stage = 0 : i64, ptrain.virtual_stage = 2 : i64
+// VIRTUAL-SAME: ptrain.stage = #ptrain.stage<0>, ptrain.virtual_stage = 2 : i64
 // VIRTUAL: @blocks.2.ln_1.weight
 // VIRTUAL-NOT: @blocks.3.
 // VIRTUAL-LABEL: func.func @forward_stage3(

@@ -10,16 +10,16 @@
 // embedding is read by the first and the last stage from the one parameter symbol, and running the stages
 // one after the other gives the export's logits. 5 stages is more than the model has layers.
 
-// CHECK: ptrain.pipeline = {pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}
+// CHECK: ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1]>
 // CHECK-LABEL: func.func @forward_stage0
 // CHECK-SAME: (%{{.*}}: tensor<4x64xi64> {ptrain.onnx_name = "input_ids"}) -> tensor<4x64x128xf32>
-// CHECK-SAME: attributes {ptrain.stage = 0 : i64}
+// CHECK-SAME: attributes {ptrain.stage = #ptrain.stage<0>}
 // CHECK: %[[WTE0:.*]] = ptrain.state_read @wte.weight
 // CHECK: ptrain.embedding %[[WTE0]]
 // CHECK-NOT: @blocks.2.
 // CHECK: return
 // CHECK-LABEL: func.func @forward_stage1
-// CHECK-SAME: (%{{.*}}: tensor<4x64x128xf32>) -> tensor<4x64x256xf32> attributes {ptrain.stage = 1 : i64}
+// CHECK-SAME: (%{{.*}}: tensor<4x64x128xf32>) -> tensor<4x64x256xf32> attributes {ptrain.stage = #ptrain.stage<1>}
 // CHECK-NOT: @blocks.1.
 // CHECK-NOT: ptrain.embedding
 // CHECK: %[[WTE1:.*]] = ptrain.state_read @wte.weight
@@ -29,7 +29,7 @@
 // RUN2: stage @forward_stage1: 1 result(s)
 // RUN2: max|x - expected| = {{.*}}: ok
 
-// PP4: ptrain.pipeline = {pp = 4 : i64, stages = [@forward_stage0, @forward_stage1, @forward_stage2, @forward_stage3]}
+// PP4: ptrain.pipeline = #ptrain.pipeline<pp = 4, stages = [@forward_stage0, @forward_stage1, @forward_stage2, @forward_stage3]>
 // PP4-COUNT-4: ptrain.softmax
 // RUN4: stage @forward_stage3: 1 result(s)
 // RUN4: max|x - expected| = {{.*}}: ok

@@ -23,7 +23,7 @@
 module {
   ptrain.grid @grid(pp = 1, tp = 2)
   ptrain.state @w key "w" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 1, shape = [3, 2]>} : tensor<3x1xf32>
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %table = arith.constant dense<0.0> : tensor<3x2xf32>
     %e = ptrain.embedding %table, %t : tensor<3x2xf32>, tensor<1x2xi64>
     %w = ptrain.state_read @w : tensor<3x1xf32>
@@ -37,7 +37,7 @@ module {
 module {
   ptrain.grid @grid(pp = 1, tp = 2)
   ptrain.state @w key "w" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 1, shape = [3, 4]>} : tensor<3x1xf32>
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %table = arith.constant dense<0.0> : tensor<3x2xf32>
     %e = ptrain.embedding %table, %t : tensor<3x2xf32>, tensor<1x2xi64>
     %w = ptrain.state_read @w : tensor<3x1xf32>
@@ -49,7 +49,7 @@ module {
 //--- no-vocab.mlir
 module {
   ptrain.grid @grid(pp = 1, tp = 2)
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }

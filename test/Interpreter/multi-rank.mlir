@@ -48,7 +48,7 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset 1 {ptrain.tag = 7} : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 7} : !ptrain.request<tensor<2xf32>>
@@ -67,7 +67,7 @@ module {
     %loss = ptrain.reshape %l : tensor<1xf32> -> tensor<f32>
     return %loss : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset -1 {ptrain.tag = 7} : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 7} : !ptrain.request<tensor<2xf32>>
@@ -101,7 +101,7 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 7} : !ptrain.request<tensor<2xf32>>
     %x = ptrain.wait %r : !ptrain.request<tensor<2xf32>>
@@ -110,7 +110,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 7} : !ptrain.request<tensor<2xf32>>
     %x = ptrain.wait %r : !ptrain.request<tensor<2xf32>>
@@ -134,7 +134,7 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset 1 {ptrain.tag = 7} : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 7} : !ptrain.request<tensor<2xf32>>
@@ -143,7 +143,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset -1 {ptrain.tag = 7} : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 7} : !ptrain.request<tensor<3xf32>>
@@ -167,7 +167,7 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %a = ptrain.all_reduce_start %h on @grid axes [pp] reduction = sum : tensor<2xf32>
     %b = ptrain.broadcast_start %h on @grid axes [pp] root = 0 : tensor<2xf32>
@@ -176,7 +176,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %a = ptrain.broadcast_start %h on @grid axes [pp] root = 0 : tensor<2xf32>
     %b = ptrain.all_reduce_start %h on @grid axes [pp] reduction = sum : tensor<2xf32>
@@ -200,7 +200,7 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset 1 {ptrain.tag = 7} : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 7} : !ptrain.request<tensor<2xf32>>
@@ -209,7 +209,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset 1 {ptrain.tag = 7} : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 7} : !ptrain.request<tensor<2xf32>>

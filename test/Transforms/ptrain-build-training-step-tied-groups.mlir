@@ -103,7 +103,7 @@ module {
   ptrain.state @wb key "wb" kind parameter : tensor<4x4xf32>
   ptrain.state @sum_a key "sum_a" kind gradient : tensor<4x4xf32>
   ptrain.state @sum_b key "sum_b" kind gradient : tensor<4x4xf32>
-  func.func @stage0_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %wte = ptrain.state_read @wte : tensor<8x4xf32>
     %e = ptrain.embedding %wte, %t : tensor<8x4xf32>, tensor<2x4xi64>
     %c = arith.constant dense<1.0> : tensor<4x4xf32>
@@ -123,7 +123,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %c = arith.constant dense<2.0> : tensor<4x4xf32>
     %wa = ptrain.state_read @wa : tensor<4x4xf32>
     %la = ptrain.binary mul %wa, %c : tensor<4x4xf32>, tensor<4x4xf32>
@@ -154,7 +154,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage2_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = 2 : i64, ptrain.entry = "train"} {
+  func.func @stage2_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<2>, ptrain.entry = "train"} {
     %c = arith.constant dense<3.0> : tensor<4x4xf32>
     %wb = ptrain.state_read @wb : tensor<4x4xf32>
     %lb = ptrain.binary mul %wb, %c : tensor<4x4xf32>, tensor<4x4xf32>
@@ -185,7 +185,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage3_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = 3 : i64, ptrain.entry = "train"} {
+  func.func @stage3_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<3>, ptrain.entry = "train"} {
     %c = arith.constant dense<4.0> : tensor<4x4xf32>
     %wb = ptrain.state_read @wb : tensor<4x4xf32>
     %lb = ptrain.binary mul %wb, %c : tensor<4x4xf32>, tensor<4x4xf32>
@@ -214,7 +214,7 @@ module {
   ptrain.state @wb key "wb" kind parameter : tensor<4x4xf32>
   ptrain.state @sum_a key "sum_a" kind gradient : tensor<4x4xf32>
   ptrain.state @sum_b key "sum_b" kind gradient : tensor<4x4xf32>
-  func.func @stage0_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %wte = ptrain.state_read @wte : tensor<8x4xf32>
     %e = ptrain.embedding %wte, %t : tensor<8x4xf32>, tensor<2x4xi64>
     %c = arith.constant dense<1.0> : tensor<4x4xf32>
@@ -234,7 +234,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %c = arith.constant dense<2.0> : tensor<4x4xf32>
     %wa = ptrain.state_read @wa : tensor<4x4xf32>
     %la = ptrain.binary mul %wa, %c : tensor<4x4xf32>, tensor<4x4xf32>
@@ -265,7 +265,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage2_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = 2 : i64, ptrain.entry = "train"} {
+  func.func @stage2_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<2>, ptrain.entry = "train"} {
     %c = arith.constant dense<3.0> : tensor<4x4xf32>
     %wb = ptrain.state_read @wb : tensor<4x4xf32>
     %lb = ptrain.binary mul %wb, %c : tensor<4x4xf32>, tensor<4x4xf32>
@@ -296,7 +296,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage3_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = 3 : i64, ptrain.entry = "train"} {
+  func.func @stage3_train_step(%t: tensor<2x4xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<3>, ptrain.entry = "train"} {
     %c = arith.constant dense<4.0> : tensor<4x4xf32>
     %wb = ptrain.state_read @wb : tensor<4x4xf32>
     %lb = ptrain.binary mul %wb, %c : tensor<4x4xf32>, tensor<4x4xf32>

@@ -55,27 +55,27 @@
 // MCEF-NOT: backward_codec
 // MCEF-SAME: backward_error_feedback = true, backward_sends = {{\[\[}}false, false], [false, false]]
 // MCEF-SAME: forward_codec = #ptrain.cast<bf16>, forward_error_feedback = true, forward_sends = {{\[\[}}true, true], [false, false]]
-module @pp2 attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {critical = [[true, false, false, true, true], [true, true, false]], kind = "1f1b", micro_batches = 2 : i64, send_critical = [[true, true, false, false, false], [true, false, false]], table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+module @pp2 attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]], critical = [[true, false, false, true, true], [true, true, false]], send_critical = [[true, true, false, false, false], [true, false, false]]>} {
   ptrain.grid @grid(pp = 2)
-  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %h = arith.constant dense<1.0> : tensor<2x4x8xf32>
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
     return
   }
-  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
     return
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     %logits = arith.constant dense<0.0> : tensor<2x4x16xf32>
     return %logits : tensor<2x4x16xf32>
   }
-  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
     %loss = arith.constant dense<2.0> : tensor<f32>
     return %loss, %h : tensor<f32>, tensor<2x4x8xf32>
   }
-  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = #ptrain.stage<1>} {
     return
   }
 }
@@ -104,19 +104,19 @@ module @pp2 attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64
 // NONE-SAME: dp_all_reduce = [false, false], {{.*}}fused_embedding = false, policy = "none"
 // MC-LABEL: module @dp2_pp2
 // MCEF-LABEL: module @dp2_pp2
-module @dp2_pp2 attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {critical = [[true, false, false, true, true], [true, true, false]], kind = "1f1b", micro_batches = 2 : i64, dp_all_reduce_critical = [true, false], send_critical = [[true, true, false, false, false], [true, false, false]], table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+module @dp2_pp2 attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]], critical = [[true, false, false, true, true], [true, true, false]], send_critical = [[true, true, false, false, false], [true, false, false]], dp_all_reduce_critical = [true, false]>} {
   ptrain.grid @grid(dp = 2, pp = 2)
   ptrain.state @wte.grad key "wte/grad" kind gradient : tensor<16x8xf32>
   ptrain.state @w0.grad key "blocks.0.w/grad" kind gradient : tensor<8x8xf32>
   ptrain.state @w1.grad key "blocks.1.w/grad" kind gradient : tensor<8x8xf32>
-  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %h = arith.constant dense<1.0> : tensor<2x4x8xf32>
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
     return
   }
-  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
     %g = ptrain.state_read @w0.grad : tensor<8x8xf32>
     %gf = ptrain.reshape %g : tensor<8x8xf32> -> tensor<64xf32>
     %e = ptrain.state_read @wte.grad : tensor<16x8xf32>
@@ -135,15 +135,15 @@ module @dp2_pp2 attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 :
     ptrain.state_write %e4 to @wte.grad : tensor<16x8xf32>
     return
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     %logits = arith.constant dense<0.0> : tensor<2x4x16xf32>
     return %logits : tensor<2x4x16xf32>
   }
-  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
     %loss = arith.constant dense<2.0> : tensor<f32>
     return %loss, %h : tensor<f32>, tensor<2x4x8xf32>
   }
-  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = #ptrain.stage<1>} {
     %g = ptrain.state_read @w1.grad : tensor<8x8xf32>
     %gf = ptrain.reshape %g : tensor<8x8xf32> -> tensor<64xf32>
     %e = ptrain.state_read @wte.grad : tensor<16x8xf32>

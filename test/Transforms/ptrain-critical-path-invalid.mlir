@@ -9,14 +9,18 @@ module {
 
 // ... and the table of --ptrain-schedule.
 // expected-error@+1 {{--ptrain-critical-path: the module has no ptrain.schedule table (run --ptrain-schedule)}}
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>} {
+  func.func private @forward_stage0()
+  func.func private @forward_stage1()
 }
 
 // -----
 
 // The grid says how many GPUs the plan takes; its pp must be the pipeline's.
 // expected-error@+1 {{--ptrain-critical-path: the module has no ptrain.grid with an axis pp of size 2}}
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["F0", "B0", "O"], ["FB0", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 1>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["F0", "B0", "O"], ["FB0", "O"]]>} {
+  func.func private @forward_stage0()
+  func.func private @forward_stage1()
   ptrain.grid @grid(dp = 2)
 }
 
@@ -24,14 +28,19 @@ module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 2 : i64, sta
 
 // dp = 8 x pp = 2 needs 16 GPUs; the toy cluster has one node of 8.
 // expected-error@+1 {{--ptrain-critical-path: nodes: the grid needs 16 GPUs but the cluster has 1 x 8 = 8}}
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["F0", "B0", "O"], ["FB0", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 1>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["F0", "B0", "O"], ["FB0", "O"]]>} {
+  func.func private @forward_stage0()
+  func.func private @forward_stage1()
   ptrain.grid @grid(dp = 8, pp = 2)
 }
 
 // -----
 
-// Every step of the table is timed through its stage function: a missing one is named.
-// expected-error@+1 {{--ptrain-critical-path: stage 0: missing @forward_stage0 (run --ptrain-build-training-step)}}
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["F0", "B0", "O"], ["FB0", "O"]]}} {
+// Every step of the table is timed through its stage function: a missing one is named (a missing forward stage
+// is the verifier's, #ptrain.pipeline (C8)).
+// expected-error@+1 {{--ptrain-critical-path: stage 0: missing @stage0_backward (run --ptrain-build-training-step)}}
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 1>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["F0", "B0", "O"], ["FB0", "O"]]>} {
+  func.func private @forward_stage0()
+  func.func private @forward_stage1()
   ptrain.grid @grid(pp = 2)
 }

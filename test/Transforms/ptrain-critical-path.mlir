@@ -9,38 +9,38 @@
 // 2.304 us of slack (it could end as late as F1's send starts), B0 1.024 us.
 // CHECK-LABEL: module attributes
 // CHECK-SAME: ptrain.cluster = {{.*}}name = "toy"
-// CHECK-SAME: ptrain.schedule = {bubble = 6.250000e-01 : f64,
-// CHECK-SAME: critical = {{\[\[}}true, false, false, true, true], [true, true, false]],
-// CHECK-SAME: iteration_time = 9.98{{[0-9]*}}E-6 : f64, kind = "1f1b", micro_batches = 2 : i64,
-// CHECK-SAME: send_critical = {{\[\[}}true, true, false, false, false], [false, true, false]],
-// CHECK-SAME: send_slack = {{\[\[}}{{.*}}, {{.*}}, -1.000000e+00, -1.000000e+00, -1.000000e+00], [1.02{{[0-9]*}}E-6, 0.000000e+00, -1.000000e+00]],
+// CHECK-SAME: ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2,
+// CHECK-SAME: table = {{\[\[}}"F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]],
 // CHECK-SAME: slack = {{\[\[}}{{.*}}, 2.30{{[0-9]*}}E-6, 1.02{{[0-9]*}}E-6, 0.000000e+00, 0.000000e+00], [{{.*}}, 0.000000e+00, 2.04{{[0-9]*}}E-6]],
-// CHECK-SAME: table = {{\[\[}}"F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}
+// CHECK-SAME: critical = {{\[\[}}true, false, false, true, true], [true, true, false]],
+// CHECK-SAME: send_slack = {{\[\[}}{{.*}}, {{.*}}, -1.000000e+00, -1.000000e+00, -1.000000e+00], [1.02{{[0-9]*}}E-6, 0.000000e+00, -1.000000e+00]],
+// CHECK-SAME: send_critical = {{\[\[}}true, true, false, false, false], [false, true, false]],
+// CHECK-SAME: iteration_time = 9.98{{[0-9]*}}E-6 : f64, bubble = 6.250000e-01 : f64>
 // Run again without cluster=, the pass takes the cluster the module carries: the same times.
 // AGAIN-LABEL: module attributes
-// AGAIN-SAME: iteration_time = 9.98{{[0-9]*}}E-6 : f64
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+// AGAIN-SAME: iteration_time = 9.98{{[0-9]*}}E-6 : f64,
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
   ptrain.state @w key "w" kind parameter : tensor<8x8xf32>
-  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %x = arith.constant dense<1.0> : tensor<2x4x8xf32>
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %h = ptrain.matmul %x, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %a = ptrain.matmul %dh, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     %b = ptrain.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return
   }
-  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
     return
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %a = ptrain.matmul %h, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     %b = ptrain.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
@@ -48,7 +48,7 @@ module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, sta
     %loss = arith.constant dense<2.0> : tensor<f32>
     return %loss, %dh : tensor<f32>, tensor<2x4x8xf32>
   }
-  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = #ptrain.stage<1>} {
     return
   }
 }
@@ -59,37 +59,37 @@ module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, sta
 // 0.256 us) before O. Stage 0's follows B1 (critical, it delays the iteration to 10.246 us); stage 1's runs
 // during B1 and has 2.048 us of slack.
 // CHECK-LABEL: module attributes
-// CHECK-SAME: dp_all_reduce_critical = [true, false], dp_all_reduce_slack = [0.000000e+00, 2.04{{[0-9]*}}E-6],
-// CHECK-SAME: iteration_time = 1.024{{[0-9]*}}E-5 : f64
+// CHECK-SAME: dp_all_reduce_slack = [0.000000e+00, 2.04{{[0-9]*}}E-6], dp_all_reduce_critical = [true, false],
+// CHECK-SAME: iteration_time = 1.024{{[0-9]*}}E-5 : f64,
 // AGAIN-LABEL: module attributes
-// AGAIN-SAME: iteration_time = 1.024{{[0-9]*}}E-5 : f64
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+// AGAIN-SAME: iteration_time = 1.024{{[0-9]*}}E-5 : f64,
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(dp = 2, pp = 2)
   ptrain.state @w key "w" kind parameter : tensor<8x8xf32>
   ptrain.state @w.grad key "w/grad" kind gradient : tensor<8x8xf32>
-  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %x = arith.constant dense<1.0> : tensor<2x4x8xf32>
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %h = ptrain.matmul %x, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %a = ptrain.matmul %dh, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     %b = ptrain.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return
   }
-  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
     %g = ptrain.state_read @w.grad : tensor<8x8xf32>
     %r = ptrain.all_reduce_start %g on @grid axes [dp] reduction = avg : tensor<8x8xf32>
     %a = ptrain.wait %r : !ptrain.request<tensor<8x8xf32>>
     ptrain.state_write %a to @w.grad : tensor<8x8xf32>
     return
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %a = ptrain.matmul %h, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     %b = ptrain.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
@@ -97,7 +97,7 @@ module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, sta
     %loss = arith.constant dense<2.0> : tensor<f32>
     return %loss, %dh : tensor<f32>, tensor<2x4x8xf32>
   }
-  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = #ptrain.stage<1>} {
     %g = ptrain.state_read @w.grad : tensor<8x8xf32>
     %r = ptrain.all_reduce_start %g on @grid axes [dp] reduction = avg : tensor<8x8xf32>
     %a = ptrain.wait %r : !ptrain.request<tensor<8x8xf32>>

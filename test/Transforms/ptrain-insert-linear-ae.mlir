@@ -45,20 +45,20 @@
 // C4: error: --ptrain-insert-linear-ae: skip-stages must be in [0, 1] (a boundary must remain), got 2
 // C6: error: --ptrain-insert-linear-ae: the module already has a linear autoencoder (state 'ae/0->1/encoder'): insert it once, with one dim for every boundary
 
-module @pp3 attributes {ptrain.pipeline = {pp = 3 : i64, stages = [@forward_stage0, @forward_stage1, @forward_stage2]}} {
+module @pp3 attributes {ptrain.pipeline = #ptrain.pipeline<pp = 3, stages = [@forward_stage0, @forward_stage1, @forward_stage2]>} {
   ptrain.state @wte key "wte" kind parameter : tensor<16x8xf32>
   ptrain.state @w1 key "blocks.1.w" kind parameter : tensor<8x8xf32>
-  func.func @forward_stage0(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%ids: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %wte = ptrain.state_read @wte : tensor<16x8xf32>
     %x = ptrain.embedding %wte, %ids : tensor<16x8xf32>, tensor<2x4xi64>
     return %x : tensor<2x4x8xf32>
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     %w = ptrain.state_read @w1 : tensor<8x8xf32>
     %y = ptrain.matmul %h, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return %y : tensor<2x4x8xf32>
   }
-  func.func @forward_stage2(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = 2 : i64} {
+  func.func @forward_stage2(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = #ptrain.stage<2>} {
     %wte = ptrain.state_read @wte : tensor<16x8xf32>
     %wt = ptrain.transpose %wte {perm = array<i64: 1, 0>} : tensor<16x8xf32> -> tensor<8x16xf32>
     %logits = ptrain.matmul %h, %wt : tensor<2x4x8xf32>, tensor<8x16xf32>

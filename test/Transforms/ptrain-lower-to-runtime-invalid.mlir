@@ -12,9 +12,9 @@ module {
 
 // The transfers need a grid with the pipeline axis pp.
 // expected-error@+1 {{--ptrain-lower-to-runtime: no ptrain.grid with an axis pp}}
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
-    ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["FB0", "O"]]}} {
-  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 0 : i64} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward_stage0], micro_batches = 1>,
+    ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["FB0", "O"]]>} {
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %c = arith.constant dense<0.0> : tensor<1x4x4xf32>
     return %c : tensor<1x4x4xf32>
   }
@@ -24,9 +24,9 @@ module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, sta
 
 // A pipeline module without its schedule table.
 // expected-error@+1 {{--ptrain-lower-to-runtime: no ptrain.schedule attribute; run --ptrain-schedule first}}
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward_stage0], micro_batches = 1>} {
   ptrain.grid @grid(pp = 1)
-  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %c = arith.constant dense<0.0> : tensor<1x4x4xf32>
     return %c : tensor<1x4x4xf32>
   }
@@ -36,10 +36,10 @@ module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, sta
 
 // A table step that is not F<i>, B<i>, FB<i> or O.
 // expected-error@+1 {{--ptrain-lower-to-runtime: ptrain.schedule: stage 0 step 0 'X0': expected F<i>, B<i>, FB<i> or O}}
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
-    ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["X0", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward_stage0], micro_batches = 1>,
+    ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["X0", "O"]]>} {
   ptrain.grid @grid(pp = 1)
-  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %c = arith.constant dense<0.0> : tensor<1x4x4xf32>
     return %c : tensor<1x4x4xf32>
   }
@@ -49,10 +49,10 @@ module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, sta
 
 // A micro-batch scheduled twice on one stage.
 // expected-error@+1 {{--ptrain-lower-to-runtime: ptrain.schedule: stage 0 step 1 'FB0': micro-batch scheduled twice}}
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
-    ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["FB0", "FB0", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward_stage0], micro_batches = 1>,
+    ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["FB0", "FB0", "O"]]>} {
   ptrain.grid @grid(pp = 1)
-  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %c = arith.constant dense<0.0> : tensor<1x4x4xf32>
     return %c : tensor<1x4x4xf32>
   }
@@ -62,10 +62,10 @@ module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, sta
 
 // The stage functions of --ptrain-build-training-step must be there.
 // expected-error@+1 {{--ptrain-lower-to-runtime: the pipeline module has no function @stage0_optimizer_step}}
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
-    ptrain.schedule = {kind = "1f1b", micro_batches = 1 : i64, table = [["FB0", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward_stage0], micro_batches = 1>,
+    ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["FB0", "O"]]>} {
   ptrain.grid @grid(pp = 1)
-  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %c = arith.constant dense<0.0> : tensor<1x4x4xf32>
     return %c : tensor<1x4x4xf32>
   }

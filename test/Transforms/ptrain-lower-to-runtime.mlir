@@ -8,7 +8,7 @@
 // sends each forward output (tag 2i) and waits on it at B<i>, after the gradient (tag 2i + 1) came back; the
 // optimizer step comes last; the loss is 0 on stage 0, all-reduced over pp.
 // CHECK-LABEL: func.func @stage0_train_step(
-// CHECK-SAME: %[[TOK:.*]]: tensor<4x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64}
+// CHECK-SAME: %[[TOK:.*]]: tensor<4x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>}
 // CHECK-NEXT: %[[T0:.*]] = ptrain.slice %[[TOK]] {offsets = array<i64: 0, 0>, sizes = array<i64: 2, 4>}
 // CHECK-NEXT: %[[Y0:.*]] = call @forward_stage0(%[[T0]])
 // CHECK-NEXT: %[[S0:.*]] = ptrain.send_start %[[Y0]] to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<2x4x8xf32>
@@ -30,13 +30,13 @@
 // CHECK-NEXT: return %[[LOSS]]
 // The eval step: the forwards and their sends only.
 // CHECK-LABEL: func.func @stage0_eval_step(
-// CHECK-SAME: attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64}
+// CHECK-SAME: attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<0>}
 // CHECK-NOT: call @stage0_backward
 // CHECK: return
 // The last stage receives each input, runs the fused forward-backward on it and its tokens, sends the input
 // gradient back, and returns the summed loss divided by M = 2.
 // CHECK-LABEL: func.func @stage1_train_step(
-// CHECK-SAME: %[[TOK1:.*]]: tensor<4x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64}
+// CHECK-SAME: %[[TOK1:.*]]: tensor<4x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>}
 // CHECK-NEXT: %[[RX0:.*]] = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64}
 // CHECK-NEXT: %[[X0:.*]] = ptrain.wait %[[RX0]]
 // CHECK-NEXT: %[[U0:.*]] = ptrain.slice %[[TOK1]] {offsets = array<i64: 0, 0>
@@ -58,27 +58,27 @@
 // NOEVAL-NOT: _eval_step
 // NOEVAL-LABEL: func.func @stage1_train_step(
 // NOEVAL-NOT: _eval_step
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
-  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %h = arith.constant dense<1.0> : tensor<2x4x8xf32>
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
     return
   }
-  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
     return
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     %logits = arith.constant dense<0.0> : tensor<2x4x16xf32>
     return %logits : tensor<2x4x16xf32>
   }
-  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
     %loss = arith.constant dense<2.0> : tensor<f32>
     return %loss, %h : tensor<f32>, tensor<2x4x8xf32>
   }
-  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = #ptrain.stage<1>} {
     return
   }
 }
@@ -93,27 +93,27 @@ module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, sta
 // CHECK-NEXT: %[[MEAN:.*]] = ptrain.binary div %{{.*}}, %[[MD]]
 // CHECK-NEXT: ptrain.all_reduce_start %[[MEAN]] on @grid axes [dp, pp] reduction = sum
 // NOEVAL-LABEL: func.func @stage1_train_step(
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(dp = 2, pp = 2)
-  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %h = arith.constant dense<1.0> : tensor<2x4x8xf32>
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
     return
   }
-  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
     return
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     %logits = arith.constant dense<0.0> : tensor<2x4x16xf32>
     return %logits : tensor<2x4x16xf32>
   }
-  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
     %loss = arith.constant dense<2.0> : tensor<f32>
     return %loss, %h : tensor<f32>, tensor<2x4x8xf32>
   }
-  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = #ptrain.stage<1>} {
     return
   }
 }
@@ -141,39 +141,39 @@ module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, sta
 // CHECK: call @stage1_backward(
 // CHECK: call @stage1_optimizer_step()
 // NOEVAL-LABEL: func.func @stage0_train_step(
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1, @forward_stage2, @forward_stage3], virtual_stages = 2 : i64}, ptrain.schedule = {kind = "interleaved", micro_batches = 2 : i64, table = [["F0", "F1", "F0.1", "F1.1", "B0.1", "B1.1", "B0", "B1", "O"], ["F0", "F1", "FB0.1", "FB1.1", "B0", "B1", "O"]], virtual_stages = 2 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, virtual_stages = 2, stages = [@forward_stage0, @forward_stage1, @forward_stage2, @forward_stage3], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "interleaved", micro_batches = 2, virtual_stages = 2, table = [["F0", "F1", "F0.1", "F1.1", "B0.1", "B1.1", "B0", "B1", "O"], ["F0", "F1", "FB0.1", "FB1.1", "B0", "B1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
-  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64, ptrain.virtual_stage = 0 : i64} {
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.virtual_stage = 0 : i64} {
     %h = arith.constant dense<1.0> : tensor<2x4x8xf32>
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64, ptrain.virtual_stage = 0 : i64} {
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>, ptrain.virtual_stage = 0 : i64} {
     return
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 1 : i64, ptrain.virtual_stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.virtual_stage = 1 : i64} {
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage1_backward(%h: tensor<2x4x8xf32>, %dh: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 1 : i64, ptrain.virtual_stage = 1 : i64} {
+  func.func @stage1_backward(%h: tensor<2x4x8xf32>, %dh: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.virtual_stage = 1 : i64} {
     return %dh : tensor<2x4x8xf32>
   }
-  func.func @forward_stage2(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64, ptrain.virtual_stage = 2 : i64} {
+  func.func @forward_stage2(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.virtual_stage = 2 : i64} {
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage2_backward(%h: tensor<2x4x8xf32>, %dh: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64, ptrain.virtual_stage = 2 : i64} {
+  func.func @stage2_backward(%h: tensor<2x4x8xf32>, %dh: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.virtual_stage = 2 : i64} {
     return %dh : tensor<2x4x8xf32>
   }
-  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
     return
   }
-  func.func @forward_stage3(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = 1 : i64, ptrain.virtual_stage = 3 : i64} {
+  func.func @forward_stage3(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.virtual_stage = 3 : i64} {
     %logits = arith.constant dense<0.0> : tensor<2x4x16xf32>
     return %logits : tensor<2x4x16xf32>
   }
-  func.func @stage3_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64, ptrain.virtual_stage = 3 : i64} {
+  func.func @stage3_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>, ptrain.virtual_stage = 3 : i64} {
     %loss = arith.constant dense<2.0> : tensor<f32>
     return %loss, %h : tensor<f32>, tensor<2x4x8xf32>
   }
-  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = #ptrain.stage<1>} {
     return
   }
 }

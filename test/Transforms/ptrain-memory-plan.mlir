@@ -81,7 +81,7 @@ module {
     %s = ptrain.state_read @step : tensor<i64>
     return
   }
-  func.func @stage0_train_step(%tok: tensor<8x8xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+  func.func @stage0_train_step(%tok: tensor<8x8xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>} {
     %t0 = ptrain.slice %tok {offsets = array<i64: 0, 0>, sizes = array<i64: 4, 8>} : tensor<8x8xi64> -> tensor<4x8xi64>
     %y0 = call @forward_stage0(%t0) : (tensor<4x8xi64>) -> tensor<4x8xf32>
     %s0 = ptrain.send_start %y0 to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<4x8xf32>

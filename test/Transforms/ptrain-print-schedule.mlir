@@ -9,7 +9,9 @@
 // CHECK-NEXT: unit costs (forward 1, backward 2 per model chunk, free communication): makespan 15
 // CHECK-NEXT: stage 0: busy 12, idle 3, bubble (idle / busy) 0.2500
 // CHECK-NEXT: stage 1: busy 12, idle 3, bubble (idle / busy) 0.2500
-module attributes {ptrain.pipeline = {micro_batches = 4 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 4 : i64, table = [["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3", "O"], ["FB0", "FB1", "FB2", "FB3", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 4>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 4, table = [["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3", "O"], ["FB0", "FB1", "FB2", "FB3", "O"]]>} {
+  func.func private @forward_stage0()
+  func.func private @forward_stage1()
 }
 
 // -----
@@ -20,12 +22,16 @@ module attributes {ptrain.pipeline = {micro_batches = 4 : i64, pp = 2 : i64, sta
 // CHECK-NEXT: stage 1: F0 F1 FB0.1 FB1.1 F2 B0 F3 B1 FB2.1 FB3.1 B2 B3 O
 // CHECK: stage 0: busy 24, idle 3, bubble (idle / busy) 0.1250
 // CHECK-NEXT: stage 1: busy 24, idle 3, bubble (idle / busy) 0.1250
-module attributes {ptrain.pipeline = {micro_batches = 4 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1, @forward_stage2, @forward_stage3], virtual_stages = 2 : i64}, ptrain.schedule = {kind = "interleaved", micro_batches = 4 : i64, table = [["F0", "F1", "F0.1", "F1.1", "F2", "B0.1", "F3", "B1.1", "F2.1", "B0", "F3.1", "B1", "B2.1", "B3.1", "B2", "B3", "O"], ["F0", "F1", "FB0.1", "FB1.1", "F2", "B0", "F3", "B1", "FB2.1", "FB3.1", "B2", "B3", "O"]], virtual_stages = 2 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, virtual_stages = 2, stages = [@forward_stage0, @forward_stage1, @forward_stage2, @forward_stage3], micro_batches = 4>, ptrain.schedule = #ptrain.schedule<kind = "interleaved", micro_batches = 4, virtual_stages = 2, table = [["F0", "F1", "F0.1", "F1.1", "F2", "B0.1", "F3", "B1.1", "F2.1", "B0", "F3.1", "B1", "B2.1", "B3.1", "B2", "B3", "O"], ["F0", "F1", "FB0.1", "FB1.1", "F2", "B0", "F3", "B1", "FB2.1", "FB3.1", "B2", "B3", "O"]]>} {
+  func.func private @forward_stage0()
+  func.func private @forward_stage1()
+  func.func private @forward_stage2()
+  func.func private @forward_stage3()
 }
 
 // -----
 
 // Without a schedule there is nothing to print.
-// expected-error@+1 {{--ptrain-print-schedule: no ptrain.schedule {kind, micro_batches, table}; run --ptrain-schedule first}}
+// expected-error@+1 {{--ptrain-print-schedule: no ptrain.schedule; run --ptrain-schedule first}}
 module {
 }

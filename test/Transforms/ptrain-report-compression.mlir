@@ -26,28 +26,28 @@
 // JSON: "policy": "optimus-cc",
 // JSON-NEXT: "speedup": 0.857
 
-module attributes {ptrain.compression = {backward_codec = #ptrain.powersgd<rank = 2>, backward_error_feedback = true, backward_sends = [[false, false], [true, true]], dp_all_reduce = [false, false], forward_error_feedback = false, forward_sends = [[false, false], [false, false]], fused_embedding = false, policy = "optimus-cc", sc_error_feedback = true, sc_rank = 128 : i64}, ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+module attributes {ptrain.compression = {backward_codec = #ptrain.powersgd<rank = 2>, backward_error_feedback = true, backward_sends = [[false, false], [true, true]], dp_all_reduce = [false, false], forward_error_feedback = false, forward_sends = [[false, false], [false, false]], fused_embedding = false, policy = "optimus-cc", sc_error_feedback = true, sc_rank = 128 : i64}, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
   ptrain.state @w key "w" kind parameter : tensor<8x8xf32>
-  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %x = arith.constant dense<1.0> : tensor<2x4x8xf32>
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %h = ptrain.matmul %x, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %a = ptrain.matmul %dh, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     %b = ptrain.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return
   }
-  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
     return
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %a = ptrain.matmul %h, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     %b = ptrain.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
@@ -55,7 +55,7 @@ module attributes {ptrain.compression = {backward_codec = #ptrain.powersgd<rank 
     %loss = arith.constant dense<2.0> : tensor<f32>
     return %loss, %dh : tensor<f32>, tensor<2x4x8xf32>
   }
-  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = #ptrain.stage<1>} {
     return
   }
 }

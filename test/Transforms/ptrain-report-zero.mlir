@@ -18,23 +18,23 @@
 // JSON: "dp_all_reduce": {
 // JSON-NEXT: "bytes": 256,
 
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(dp = 2, pp = 2)
   ptrain.state @w key "w" kind parameter : tensor<8x8xf32>
   ptrain.state @w.grad key "w/grad" kind gradient : tensor<8x8xf32>
-  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %x = arith.constant dense<1.0> : tensor<2x4x8xf32>
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %h = ptrain.matmul %x, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %a = ptrain.matmul %dh, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     %b = ptrain.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return
   }
-  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
     %g = ptrain.state_read @w.grad : tensor<8x8xf32>
     %flat = ptrain.reshape %g : tensor<8x8xf32> -> tensor<64xf32>
     %r = ptrain.reduce_scatter_start %flat on @grid axes [dp] scatter_dim = 0 reduction = avg : tensor<64xf32> -> !ptrain.request<tensor<32xf32>>
@@ -45,10 +45,10 @@ module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, sta
     ptrain.state_write %w to @w : tensor<8x8xf32>
     return
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %a = ptrain.matmul %h, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     %b = ptrain.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
@@ -56,7 +56,7 @@ module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, sta
     %loss = arith.constant dense<2.0> : tensor<f32>
     return %loss, %dh : tensor<f32>, tensor<2x4x8xf32>
   }
-  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = #ptrain.stage<1>} {
     %g = ptrain.state_read @w.grad : tensor<8x8xf32>
     %flat = ptrain.reshape %g : tensor<8x8xf32> -> tensor<64xf32>
     %r = ptrain.reduce_scatter_start %flat on @grid axes [dp] scatter_dim = 0 reduction = avg : tensor<64xf32> -> !ptrain.request<tensor<32xf32>>

@@ -25,11 +25,11 @@
 // NODE: ptrain.state_read @w3
 
 // Interleaved: pp x v = 4 virtual stages of one layer each; virtual stage c runs on rank c mod pp.
-// VIRTUAL: ptrain.pipeline = {pp = 2 : i64, stages = [@forward_stage0, @forward_stage1, @forward_stage2, @forward_stage3], virtual_stages = 2 : i64}
-// VIRTUAL-LABEL: func.func @forward_stage0(%{{.*}}: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64, ptrain.virtual_stage = 0 : i64}
-// VIRTUAL-LABEL: func.func @forward_stage1(%{{.*}}: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 1 : i64, ptrain.virtual_stage = 1 : i64}
-// VIRTUAL-LABEL: func.func @forward_stage2(%{{.*}}: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64, ptrain.virtual_stage = 2 : i64}
-// VIRTUAL-LABEL: func.func @forward_stage3(%{{.*}}: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = 1 : i64, ptrain.virtual_stage = 3 : i64}
+// VIRTUAL: ptrain.pipeline = #ptrain.pipeline<pp = 2, virtual_stages = 2, stages = [@forward_stage0, @forward_stage1, @forward_stage2, @forward_stage3]>
+// VIRTUAL-LABEL: func.func @forward_stage0(%{{.*}}: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.virtual_stage = 0 : i64}
+// VIRTUAL-LABEL: func.func @forward_stage1(%{{.*}}: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.virtual_stage = 1 : i64}
+// VIRTUAL-LABEL: func.func @forward_stage2(%{{.*}}: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.virtual_stage = 2 : i64}
+// VIRTUAL-LABEL: func.func @forward_stage3(%{{.*}}: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.virtual_stage = 3 : i64}
 
 // The cut errors, (C1)-(C5) of the pass description, each at @forward and naming the cut.
 // C1: error: --ptrain-split-stages: cuts= names 1 cut(s) but pp = 3 needs exactly 2

@@ -28,7 +28,9 @@ func.func @forward(%x: tensor<2x8x8xf32>) -> tensor<2x8x8xf32> {
 
 // The split runs once: a module that is already split is refused, not split again into clashing symbols.
 // expected-error@+1 {{--ptrain-split-stages: the module is already split (it has ptrain.pipeline)}}
-module attributes {ptrain.pipeline = {pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1]>} {
+  func.func private @forward_stage0()
+  func.func private @forward_stage1()
   func.func @forward(%x: tensor<2xf32>) -> tensor<2xf32> {
     return %x : tensor<2xf32>
   }

@@ -3,10 +3,10 @@
 // Two layers (a layer is recognized by its attention, a softmax) and a tied embedding: the cut is the layer
 // boundary where only the residual stream crosses; the embedding table is not sent but read again by the last
 // stage for the LM head, and @forward stays as the reference.
-// CHECK-LABEL: module attributes {ptrain.pipeline = {pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}}
+// CHECK-LABEL: module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1]>}
 // CHECK: func.func @forward(
 // CHECK-LABEL: func.func @forward_stage0(
-// CHECK-SAME: %[[IDS:.*]]: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64}
+// CHECK-SAME: %[[IDS:.*]]: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>}
 // CHECK-DAG: %[[WTE:.*]] = ptrain.state_read @wte
 // CHECK-DAG: %[[W0:.*]] = ptrain.state_read @w0
 // CHECK: %[[X0:.*]] = ptrain.embedding %[[WTE]], %[[IDS]]
@@ -15,7 +15,7 @@
 // CHECK: %[[X1:.*]] = ptrain.binary add %[[X0]], %[[P0]]
 // CHECK: return %[[X1]] : tensor<2x4x8xf32>
 // CHECK-LABEL: func.func @forward_stage1(
-// CHECK-SAME: %[[H:.*]]: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = 1 : i64}
+// CHECK-SAME: %[[H:.*]]: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = #ptrain.stage<1>}
 // CHECK-DAG: %[[WTE1:.*]] = ptrain.state_read @wte
 // CHECK-DAG: %[[W1:.*]] = ptrain.state_read @w1
 // CHECK-DAG: %[[WT:.*]] = ptrain.transpose %[[WTE1]]

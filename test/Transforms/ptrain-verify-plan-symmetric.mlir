@@ -20,7 +20,7 @@
 // a dp gradient average and the loss all-reduce over [dp, pp].
 module {
   ptrain.grid @grid(dp = 2, pp = 2)
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = arith.constant dense<1.0> : tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset 1 {ptrain.tag = 0} : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1} : !ptrain.request<tensor<2xf32>>
@@ -33,7 +33,7 @@ module {
     %lw = ptrain.wait %l : !ptrain.request<tensor<f32>>
     return %lw : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0} : !ptrain.request<tensor<2xf32>>
     %x = ptrain.wait %r : !ptrain.request<tensor<2xf32>>
     %s = ptrain.send_start %x to @grid axis pp offset -1 {ptrain.tag = 1} : tensor<2xf32>
@@ -52,7 +52,7 @@ module {
 // expected-error@+1 {{deadlock: no rank can progress}}
 module {
   ptrain.grid @grid(dp = 2, pp = 2)
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = arith.constant dense<1.0> : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1} : !ptrain.request<tensor<2xf32>>
     %dh = ptrain.wait %r : !ptrain.request<tensor<2xf32>>
@@ -61,7 +61,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0} : !ptrain.request<tensor<2xf32>>
     %x = ptrain.wait %r : !ptrain.request<tensor<2xf32>>
     %s = ptrain.send_start %x to @grid axis pp offset -1 {ptrain.tag = 1} : tensor<2xf32>
@@ -77,13 +77,13 @@ module {
 // expected-error@+1 {{mismatched collectives: collective #0 on the communicator [dp, pp] of ranks}}
 module {
   ptrain.grid @grid(dp = 2, pp = 2)
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %z = arith.constant dense<0.0> : tensor<f32>
     %l = ptrain.all_reduce_start %z on @grid axes [dp, pp] reduction = sum : tensor<f32>
     %lw = ptrain.wait %l : !ptrain.request<tensor<f32>>
     return %lw : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %h = arith.constant dense<1.0> : tensor<2xf32>
     %a = ptrain.all_gather_start %h on @grid axes [dp, pp] gather_dim = 0 : tensor<2xf32> -> !ptrain.request<tensor<8xf32>>
     %aw = ptrain.wait %a : !ptrain.request<tensor<8xf32>>
@@ -98,14 +98,14 @@ module {
 // expected-error@+1 {{rank 2 (dp=1, pp=0): 'ptrain.send_start' (tag 3)}}
 module {
   ptrain.grid @grid(dp = 2, pp = 2)
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = arith.constant dense<1.0> : tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis dp offset 1 {ptrain.tag = 3} : tensor<2xf32>
     ptrain.wait %s : !ptrain.request
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }

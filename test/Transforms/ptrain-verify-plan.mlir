@@ -21,7 +21,7 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset 1 {ptrain.tag = 0} : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1} : !ptrain.request<tensor<2xf32>>
@@ -30,7 +30,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0} : !ptrain.request<tensor<2xf32>>
     %x = ptrain.wait %r : !ptrain.request<tensor<2xf32>>
     %y = ptrain.binary add %x, %x : tensor<2xf32>, tensor<2xf32>
@@ -54,7 +54,7 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1} : !ptrain.request<tensor<2xf32>>
     %dh = ptrain.wait %r : !ptrain.request<tensor<2xf32>>
@@ -63,7 +63,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0} : !ptrain.request<tensor<2xf32>>
     %x = ptrain.wait %r : !ptrain.request<tensor<2xf32>>
     %y = ptrain.binary add %x, %x : tensor<2xf32>, tensor<2xf32>
@@ -87,7 +87,7 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset 1 {ptrain.tag = 0} : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1} : !ptrain.request<tensor<2xf32>>
@@ -96,7 +96,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %x = arith.constant dense<1.0> : tensor<2xf32>
     %y = ptrain.binary add %x, %x : tensor<2xf32>, tensor<2xf32>
     %s = ptrain.send_start %y to @grid axis pp offset -1 {ptrain.tag = 1} : tensor<2xf32>
@@ -119,7 +119,7 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset 1 {ptrain.tag = 0} : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1} : !ptrain.request<tensor<2xf32>>
@@ -128,7 +128,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0} : !ptrain.request<tensor<3xf32>>
     %x = ptrain.wait %r : !ptrain.request<tensor<3xf32>>
     %y = ptrain.binary add %x, %x : tensor<3xf32>, tensor<3xf32>
@@ -152,7 +152,7 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset 1 {ptrain.tag = 0} : tensor<2xf32>
     ptrain.wait %s : !ptrain.request
@@ -161,7 +161,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %c = arith.constant dense<1.0> : tensor<2xf32>
     %s = ptrain.send_start %c to @grid axis pp offset -1 {ptrain.tag = 1} : tensor<2xf32>
     ptrain.wait %s : !ptrain.request
@@ -184,7 +184,7 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset 1 {ptrain.tag = 0} : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1} : !ptrain.request<tensor<2xf32>>
@@ -193,7 +193,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %c = arith.constant dense<1.0> : tensor<2xf32>
     %s = ptrain.send_start %c to @grid axis pp offset -1 {ptrain.tag = 1} : tensor<2xf32>
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0} : !ptrain.request<tensor<2xf32>>
@@ -217,7 +217,7 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %a0 = ptrain.all_reduce_start %h on @grid axes [pp] reduction = sum : tensor<2xf32>
     %w0 = ptrain.wait %a0 : !ptrain.request<tensor<2xf32>>
@@ -226,7 +226,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %a0 = ptrain.all_gather_start %h on @grid axes [pp] gather_dim = 0 : tensor<2xf32> -> !ptrain.request<tensor<4xf32>>
     %w0 = ptrain.wait %a0 : !ptrain.request<tensor<4xf32>>
@@ -250,13 +250,13 @@ module {
     %h = ptrain.slice %r {offsets = array<i64: 0>, sizes = array<i64: 2>} : tensor<4xf32> -> tensor<2xf32>
     return %h : tensor<2xf32>
   }
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %h = func.call @embed(%t) : (tensor<1x2xi64>) -> tensor<2xf32>
     %s = ptrain.send_start %h to @grid axis pp offset 1 {ptrain.tag = 5} : tensor<2xf32>
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }

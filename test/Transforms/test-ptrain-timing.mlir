@@ -22,28 +22,28 @@
 // CHECK-NEXT: * loss all-reduce ranks 0 1 start 9.984 end 9.988 slack 0.000 duration 0.004
 // The iteration time is also written on the module (seconds).
 // CHECK: ptrain.test.iteration_time = 9.98{{[0-9]*}}E-6 : f64
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
   ptrain.state @w key "w" kind parameter : tensor<8x8xf32>
-  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %x = arith.constant dense<1.0> : tensor<2x4x8xf32>
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %h = ptrain.matmul %x, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %a = ptrain.matmul %dh, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     %b = ptrain.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return
   }
-  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
     return
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %a = ptrain.matmul %h, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     %b = ptrain.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
@@ -51,7 +51,7 @@ module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, sta
     %loss = arith.constant dense<2.0> : tensor<f32>
     return %loss, %dh : tensor<f32>, tensor<2x4x8xf32>
   }
-  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = #ptrain.stage<1>} {
     return
   }
 }
@@ -66,33 +66,33 @@ module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, sta
 // CHECK: * dp all-reduce stage 0 ranks 0 start 9.984 end 10.240 slack 0.000 duration 0.256
 // CHECK-NEXT:   dp all-reduce stage 1 ranks 1 start 7.936 end 8.192 slack 2.048 duration 0.256
 // CHECK-NEXT: * loss all-reduce ranks 0 1 start 10.240 end 10.246 slack 0.000 duration 0.006
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]}, ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(dp = 2, pp = 2)
   ptrain.state @w key "w" kind parameter : tensor<8x8xf32>
   ptrain.state @w.grad key "w/grad" kind gradient : tensor<8x8xf32>
-  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %x = arith.constant dense<1.0> : tensor<2x4x8xf32>
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %h = ptrain.matmul %x, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %a = ptrain.matmul %dh, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     %b = ptrain.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     return
   }
-  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
     %g = ptrain.state_read @w.grad : tensor<8x8xf32>
     %r = ptrain.all_reduce_start %g on @grid axes [dp] reduction = avg : tensor<8x8xf32>
     %a = ptrain.wait %r : !ptrain.request<tensor<8x8xf32>>
     ptrain.state_write %a to @w.grad : tensor<8x8xf32>
     return
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     return %h : tensor<2x4x8xf32>
   }
-  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
     %w = ptrain.state_read @w : tensor<8x8xf32>
     %a = ptrain.matmul %h, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
     %b = ptrain.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x8xf32>
@@ -100,7 +100,7 @@ module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, sta
     %loss = arith.constant dense<2.0> : tensor<f32>
     return %loss, %dh : tensor<f32>, tensor<2x4x8xf32>
   }
-  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = #ptrain.stage<1>} {
     %g = ptrain.state_read @w.grad : tensor<8x8xf32>
     %r = ptrain.all_reduce_start %g on @grid axes [dp] reduction = avg : tensor<8x8xf32>
     %a = ptrain.wait %r : !ptrain.request<tensor<8x8xf32>>

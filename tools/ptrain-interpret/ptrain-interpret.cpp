@@ -367,21 +367,21 @@ int main(int argc, char **argv) {
   interp::Interpreter interpreter(*module, provider);
   llvm::Expected<std::vector<interp::Tensor>> results = std::vector<interp::Tensor>();
   if (runPipeline) {
-    auto pipeline = (*module)->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
-    auto stages = pipeline ? pipeline.getAs<ArrayAttr>("stages") : ArrayAttr();
-    if (!stages)
+    PipelineAttr pipeline = getPipeline(*module);
+    if (!pipeline)
       return fail("--pipeline: the module has no ptrain.pipeline attribute with stages (run "
                   "--ptrain-split-stages first)");
+    ArrayRef<FlatSymbolRefAttr> stages = pipeline.getStages();
     std::vector<interp::Tensor> values = std::move(arguments);
-    for (Attribute stage : stages) {
-      std::string name = cast<FlatSymbolRefAttr>(stage).getValue().str();
+    for (FlatSymbolRefAttr stage : stages) {
+      std::string name = stage.getValue().str();
       results = interpreter.run(name, values);
       if (!results)
         return fail(llvm::toString(results.takeError()));
       values = *results;
       llvm::outs() << "stage @" << name << ": " << values.size() << " result(s)\n";
     }
-    entryName = cast<FlatSymbolRefAttr>(stages[stages.size() - 1]).getValue().str();
+    entryName = stages.back().getValue().str();
   } else {
     results = interpreter.run(entryName, arguments);
   }

@@ -1,13 +1,15 @@
 //===- PlanAttrTest.cpp - the typed plan attributes through their C++ API -===//
 //
 // #ptrain.tp_slice as the passes build it (TPSliceAttr::getChecked) and read it (getTPSlice, getPaddedSize):
-// what the parser cannot reach, an empty shape (C2), and the accessors of PTrainPlanAttrs.h. The textual
+// what the parser cannot reach, an empty shape (C2), and the accessors of PTrainPlanAttrs.h (pipeline, stage,
+// schedule, tp_slice). The textual
 // constraints are lit tests: test/Dialect/PTrain/plan-attrs{,-invalid}.mlir.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -21,7 +23,7 @@ namespace {
 
 class PlanAttrTest : public ::testing::Test {
 protected:
-  PlanAttrTest() { ctx.loadDialect<PTrainDialect>(); }
+  PlanAttrTest() { ctx.loadDialect<PTrainDialect, func::FuncDialect>(); }
 
   /// The message of the first diagnostic `build` reports, "" when none.
   std::string messageOf(llvm::function_ref<void()> build) {
@@ -67,6 +69,55 @@ TEST_F(PlanAttrTest, AccessorsRoundTripOnAState) {
   state.setTypeAttr(TypeAttr::get(RankedTensorType::get({8, 10}, b.getF32Type())));
   EXPECT_EQ(messageOf([&] { EXPECT_TRUE(failed(verify(*module))); }),
             "'ptrain.tp_slice' the state's size 10 in dimension 1 must be a multiple of groups (1) and divide 24");
+}
+
+TEST_F(PlanAttrTest, PipelineStageAndScheduleThroughTheirAccessors) {
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  SmallVector<FlatSymbolRefAttr> stages;
+  for (StringRef name : {"forward_stage0", "forward_stage1"}) {
+    auto fn = func::FuncOp::create(b, b.getUnknownLoc(), name, b.getFunctionType({}, {}));
+    fn.setPrivate();
+    setStage(fn, static_cast<int64_t>(stages.size()));
+    stages.push_back(FlatSymbolRefAttr::get(fn.getSymNameAttr()));
+  }
+  EXPECT_FALSE(getPipeline(*module));
+  auto split = PipelineAttr::get(&ctx, 2, 1, stages, std::nullopt, false);
+  setPipeline(*module, split);
+  EXPECT_EQ(getPipeline(*module).getNumStageFunctions(), 2);
+  EXPECT_FALSE(getPipeline(*module).getMicroBatches());
+  // --ptrain-build-training-step's addition keeps the split.
+  PipelineAttr built = split.withTrainingStep(4, true);
+  EXPECT_EQ(built.getStages(), split.getStages());
+  EXPECT_EQ(built.getMicroBatches(), std::optional<int64_t>(4));
+  EXPECT_TRUE(built.getLabels());
+  setPipeline(*module, built);
+  auto fn = module->lookupSymbol<func::FuncOp>("forward_stage1");
+  ASSERT_TRUE(getStage(fn));
+  EXPECT_EQ(getStage(fn).getIndex(), 1);
+  // A schedule and the same schedule after --ptrain-critical-path, without its results again.
+  auto row = [&](ArrayRef<StringRef> steps) {
+    SmallVector<Attribute> attrs;
+    for (StringRef step : steps)
+      attrs.push_back(b.getStringAttr(step));
+    return b.getArrayAttr(attrs);
+  };
+  ArrayAttr table = b.getArrayAttr({row({"F0", "B0", "O"}), row({"FB0", "O"})});
+  auto plain = ScheduleAttr::get(&ctx, "1f1b", 4, 1, table, {}, {}, {}, {}, {}, {}, {}, {});
+  setSchedule(*module, plain);
+  EXPECT_FALSE(getSchedule(*module).hasCriticalPath());
+  EXPECT_EQ(getSchedule(*module).getRow(1).size(), 2u);
+  ArrayAttr flags = b.getArrayAttr({b.getArrayAttr({b.getBoolAttr(true), b.getBoolAttr(false), b.getBoolAttr(false)}),
+                                    b.getArrayAttr({b.getBoolAttr(true), b.getBoolAttr(false)})});
+  auto analysed = ScheduleAttr::get(&ctx, "1f1b", 4, 1, table, {}, {}, {}, flags, {}, {}, {}, {});
+  EXPECT_TRUE(analysed.hasCriticalPath());
+  EXPECT_EQ(analysed.withoutCriticalPath(), plain);
+  EXPECT_TRUE(succeeded(verify(*module)));
+  // (C4) of #ptrain.stage where it sits: rank 2 of a 2-rank pipeline.
+  setStage(fn, 2);
+  EXPECT_EQ(messageOf([&] { EXPECT_TRUE(failed(verify(*module))); }),
+            "'ptrain.stage' index 2 is not a rank of the module's pipeline (pp = 2)");
 }
 
 } // namespace

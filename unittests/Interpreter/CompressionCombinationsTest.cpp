@@ -17,6 +17,7 @@
 #include "SourceDir.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainCodecPhaseOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include <cmath>
 #include <cstdio>
@@ -78,10 +79,10 @@ std::map<int64_t, int64_t> fusedSyncsPerStage(ModuleOp module) {
   std::map<int64_t, int64_t> syncs;
   module->walk([&](mlir::ptrain::AllReduceStartOp op) {
     auto fn = op->getParentOfType<func::FuncOp>();
-    auto stage = fn->getAttrOfType<IntegerAttr>("ptrain.stage");
+    auto stage = mlir::ptrain::getStage(fn);
     auto axes = llvm::to_vector(op.getGridAxes().getAsValueRange<StringAttr>());
     if (stage && fn.getSymName().ends_with("_optimizer_step") && axes == SmallVector<StringRef>{"dp", "pp"})
-      ++syncs[stage.getInt()];
+      ++syncs[stage.getIndex()];
   });
   return syncs;
 }

@@ -14,6 +14,8 @@
 #include "SourceDir.h"
 #include "PlanHarness.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -95,7 +97,7 @@ protected:
     for (auto fn : lowered->getOps<func::FuncOp>())
       if (fn->getAttrOfType<StringAttr>("ptrain.entry") &&
           fn->getAttrOfType<StringAttr>("ptrain.entry").getValue() == "train" &&
-          fn->getAttrOfType<IntegerAttr>("ptrain.stage").getInt() == stage)
+          mlir::ptrain::getStage(fn).getIndex() == stage)
         return fn;
     ADD_FAILURE() << "no train step for stage " << stage;
     return nullptr;

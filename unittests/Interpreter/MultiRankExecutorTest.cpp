@@ -11,6 +11,7 @@
 #include "PlanHarness.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 #include "ptrain/Interpreter/StateDefaults.h"
 #include "ptrain/Plan/CompressionPlan.h"
@@ -242,7 +243,7 @@ TEST_P(HuggingFaceGpt2DropoutPlan, OneStepMatchesTheOneRankStep) {
   ASSERT_TRUE(planned);
   int64_t dropouts = 0, byRow = 0, byPart = 0;
   planned->walk([&](mlir::ptrain::DropoutOp d) {
-    if (!d->getParentOfType<func::FuncOp>()->hasAttr("ptrain.stage"))
+    if (!mlir::ptrain::getStage(d->getParentOfType<func::FuncOp>()))
       return; // the forward before the split
     ++dropouts;
     auto layout = d->getAttrOfType<DictionaryAttr>("ptrain.dropout_layout");
@@ -496,7 +497,7 @@ TEST(CompressedPlan, FusedEmbeddingSubgroupAtFourStages) {
   std::map<int64_t, int64_t> subgroupSyncs, otherPpSyncs;
   fusedPlan->walk([&](mlir::ptrain::AllReduceStartOp op) {
     auto fn = op->getParentOfType<func::FuncOp>();
-    auto stage = fn->getAttrOfType<IntegerAttr>("ptrain.stage");
+    auto stage = mlir::ptrain::getStage(fn);
     if (!stage || !fn.getSymName().ends_with("_optimizer_step"))
       return;
     auto axes = llvm::to_vector(op.getGridAxes().getAsValueRange<StringAttr>());
@@ -505,9 +506,9 @@ TEST(CompressedPlan, FusedEmbeddingSubgroupAtFourStages) {
     std::optional<mlir::ptrain::Subgroup> group = mlir::ptrain::getSubgroup(op);
     if (group && axes == SmallVector<StringRef>{"dp", "pp"} && group->axis == "pp" &&
         group->members == ArrayRef<int64_t>{0, 3})
-      ++subgroupSyncs[stage.getInt()];
+      ++subgroupSyncs[stage.getIndex()];
     else
-      ++otherPpSyncs[stage.getInt()];
+      ++otherPpSyncs[stage.getIndex()];
   });
   EXPECT_EQ(subgroupSyncs, (std::map<int64_t, int64_t>{{0, 1}, {3, 1}})) << "one {first, last} x dp sync per holder";
   EXPECT_TRUE(otherPpSyncs.empty()) << "a middle stage posts a tied sync";
@@ -996,7 +997,7 @@ TEST(TiedEmbedding, TwoTiedGroupsInDifferentOrdersOnTwoStages) {
 constexpr const char *kBothSendFirst = R"mlir(
 module {
   ptrain.grid @grid(pp = 2)
-  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 0 : i64, ptrain.entry = "train"} {
+  func.func @stage0_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>, ptrain.entry = "train"} {
     %c = arith.constant dense<1.0> : tensor<2xf32>
     %s = ptrain.send_start %c to @grid axis pp offset 1 : tensor<2xf32>
     ptrain.wait %s : !ptrain.request
@@ -1005,7 +1006,7 @@ module {
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }
-  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = 1 : i64, ptrain.entry = "train"} {
+  func.func @stage1_train_step(%t: tensor<1x2xi64>) -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>, ptrain.entry = "train"} {
     %c = arith.constant dense<2.0> : tensor<2xf32>
     %s = ptrain.send_start %c to @grid axis pp offset -1 : tensor<2xf32>
     ptrain.wait %s : !ptrain.request

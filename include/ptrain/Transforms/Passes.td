@@ -355,12 +355,12 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
     segment that holds an attention (a softmax) before the next single-tensor cut, and have a layer before
     it, so each stage holds whole layers and each layer is placed exactly once (until `--ptrain-raise` names
     layers, a layer is recognized by its attention). `@forward` is kept as the reference; the module gets
-    `ptrain.pipeline = {pp = P, stages = [...]}`.
+    `ptrain.pipeline = #ptrain.pipeline<pp = P, stages = [...]>`.
 
     With `virtual-stages` = v > 1 (the interleaved schedule, Narayanan et al., "Efficient Large-Scale Language
     Model Training on GPU Clusters Using Megatron-LM", SC'21, sec. 2.2.2), the forward is cut into P v
     virtual stages `@forward_stage<c>`, c in [0, P v); virtual stage c runs on rank (pipeline stage) c mod P,
-    so rank r holds the v model chunks r, r + P, ..., each with `ptrain.stage = c mod P` and
+    so rank r holds the v model chunks r, r + P, ..., each with `ptrain.stage = #ptrain.stage<c mod P>` and
     `ptrain.virtual_stage = c`; the pipeline attribute gets `virtual_stages = v`.
 
     User cuts: `cuts=name1,name2,...` (exactly P v - 1 names) places the stage boundaries instead of the
@@ -377,8 +377,8 @@ def SplitStagesPass : Pass<"ptrain-split-stages", "::mlir::ModuleOp"> {
 
     ```mlir
     // ptrain-opt gpt.mlir --ptrain-split-stages="pp=2"
-    func.func @forward_stage0(%tokens: tensor<4x64xi64>) -> tensor<4x64x128xf32> attributes {ptrain.stage = 0 : i64}
-    func.func @forward_stage1(%h: tensor<4x64x128xf32>) -> tensor<4x64x256xf32> attributes {ptrain.stage = 1 : i64}
+    func.func @forward_stage0(%tokens: tensor<4x64xi64>) -> tensor<4x64x128xf32> attributes {ptrain.stage = #ptrain.stage<0>}
+    func.func @forward_stage1(%h: tensor<4x64x128xf32>) -> tensor<4x64x256xf32> attributes {ptrain.stage = #ptrain.stage<1>}
     ```
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::ptrain::PTrainDialect"];
@@ -453,7 +453,7 @@ def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
   let summary = "Writes the per-stage pipeline schedule table (GPipe, 1F1B or interleaved 1F1B).";
   let description = [{
     For a module built by `--ptrain-build-training-step` after `--ptrain-split-stages`, writes the module
-    attribute `ptrain.schedule = {kind, micro_batches, table}`: per stage s of P, the ordered steps
+    attribute `ptrain.schedule = #ptrain.schedule<kind, micro_batches, table>`: per stage s of P, the ordered steps
     `"F<i>"` (forward of micro-batch i; stage s > 0 receives its input from s - 1, stage s < P - 1 sends its
     output to s + 1), `"B<i>"` (backward of micro-batch i, receiving the gradient from s + 1 and sending the
     input gradient to s - 1), `"FB<i>"` (the last stage's fused forward, loss and backward) and `"O"` (the
@@ -482,8 +482,8 @@ def SchedulePass : Pass<"ptrain-schedule", "::mlir::ModuleOp"> {
 
     ```mlir
     // ptrain-opt step.mlir --ptrain-schedule="schedule=1f1b"   (pp = 2, 4 micro-batches)
-    module attributes {ptrain.schedule = {kind = "1f1b", micro_batches = 4 : i64,
-        table = [["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3", "O"], ["FB0", "FB1", "FB2", "FB3", "O"]]}}
+    module attributes {ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 4,
+        table = [["F0", "F1", "B0", "F2", "B1", "F3", "B2", "B3", "O"], ["FB0", "FB1", "FB2", "FB3", "O"]]>}
     ```
   }];
   let options = [
@@ -574,7 +574,7 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
   let description = [{
     For a module with `ptrain.pipeline` and `ptrain.schedule` (after `--ptrain-schedule`), builds per stage s
     of P the function `@stage<s>_train_step(%tokens: tensor<(M*B) x S x i64>) -> tensor<f32>` (attributes
-    `ptrain.stage = s`, `ptrain.entry = "train"`): the stage's table row unrolled, step by step:
+    `ptrain.stage = #ptrain.stage<s>`, `ptrain.entry = "train"`): the stage's table row unrolled, step by step:
 
     * `F<i>`: `ptrain.slice` of micro-batch i's tokens (rows [i*B, (i+1)*B)) on stage 0, or a
       `ptrain.recv_start` from `@grid axis pp offset -1` and its `ptrain.wait` on s > 0; `func.call
@@ -635,7 +635,7 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     ```mlir
     // ptrain-opt step.mlir --ptrain-lower-to-runtime   (pp = 2, 1F1B; stage 1, micro-batch 0)
     func.func @stage1_train_step(%tokens: tensor<8x64xi64>) -> tensor<f32>
-        attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+        attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>} {
       %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<2x64x128xf32>>
       %h = ptrain.wait %r : !ptrain.request<tensor<2x64x128xf32>>
       %t = ptrain.slice %tokens {offsets = array<i64: 0, 0>, sizes = array<i64: 2, 64>} : tensor<8x64xi64> -> tensor<2x64xi64>
@@ -692,7 +692,7 @@ def MemoryPlanPass : Pass<"ptrain-memory-plan", "::mlir::ModuleOp"> {
     // remark: memory plan of stage 0: peak 7.87 MiB = states 2.10 MiB + stash 256.50 KiB (2 micro-batches
     //         at once) + temporaries 5.51 MiB (@stage0_backward)
     func.func @stage0_train_step(%tokens: tensor<16x64xi64>) -> tensor<f32> attributes {
-        ptrain.entry = "train", ptrain.stage = 0 : i64,
+        ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>,
         ptrain.memory_plan = {codec_bytes = 0 : i64, eval_bytes = 1024 : i64, max_stashed = 2 : i64,
                               peak_bytes = 8252928 : i64, stash_bytes = 262656 : i64, ...}} {
     ```
@@ -729,13 +729,13 @@ def CriticalPathPass : Pass<"ptrain-critical-path", "::mlir::ModuleOp"> {
     ```mlir
     // ptrain-opt step.mlir --ptrain-critical-path="cluster=clusters/h200-node.json"   (pp = 2, 2 micro-batches)
     // (the bundled GPT; slack in seconds)
-    module attributes {ptrain.schedule = {bubble = 0.3789 : f64,
-        critical = [[true, false, false, true, true], [true, true, false]],
-        iteration_time = 1.8379E-4 : f64, kind = "1f1b", micro_batches = 2 : i64,
-        send_critical = [[true, true, false, false, false], [false, true, false]],
-        send_slack = [[0.0, 0.0, -1.0, -1.0, -1.0], [2.74E-6, 0.0, -1.0]],
+    module attributes {ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2,
+        table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]],
         slack = [[0.0, 3.80E-5, 2.74E-6, 0.0, 0.0], [0.0, 0.0, 9.26E-8]],
-        table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}}
+        critical = [[true, false, false, true, true], [true, true, false]],
+        send_slack = [[0.0, 0.0, -1.0, -1.0, -1.0], [2.74E-6, 0.0, -1.0]],
+        send_critical = [[true, true, false, false, false], [false, true, false]],
+        iteration_time = 1.8379E-4 : f64, bubble = 0.3789 : f64>}
     ```
   }];
   let options = [

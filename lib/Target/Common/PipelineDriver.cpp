@@ -6,6 +6,8 @@
 
 #include "Common/PipelineDriver.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <map>
@@ -16,15 +18,12 @@ using namespace mlir::ptrain;
 LogicalResult mlir::ptrain::target::emitPipelineDriver(ModuleOp module, CommGroups &comms, const std::set<int64_t> &stages,
                                                     std::string &driverCode, SmallVectorImpl<std::string> &entryNames,
                                                     StringRef readyVar) {
-  auto pipelineAttr = module->getAttrOfType<DictionaryAttr>("ptrain.pipeline");
-  auto ppAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("pp") : IntegerAttr();
-  auto mbAttr = pipelineAttr ? pipelineAttr.getAs<IntegerAttr>("micro_batches") : IntegerAttr();
-  if (!ppAttr || !mbAttr || ppAttr.getInt() < 1 || mbAttr.getInt() < 1)
+  PipelineAttr pipelineAttr = getPipeline(module);
+  if (!pipelineAttr || !pipelineAttr.getMicroBatches())
     return mlir::emitError(module.getLoc(),
                            comms.tool + ": ptrain.pipeline needs integer pp >= 1 and micro_batches >= 1");
-  const int64_t pp = ppAttr.getInt();
-  auto labelsAttr = pipelineAttr.getAs<BoolAttr>("labels");
-  const bool withLabels = labelsAttr && labelsAttr.getValue();
+  const int64_t pp = pipelineAttr.getPp();
+  const bool withLabels = pipelineAttr.getLabels();
   GridOp grid;
   for (auto g : module.getOps<GridOp>())
     grid = g;
@@ -42,7 +41,7 @@ LogicalResult mlir::ptrain::target::emitPipelineDriver(ModuleOp module, CommGrou
   std::map<std::string, std::map<int64_t, func::FuncOp>> steps;
   for (auto func : module.getOps<func::FuncOp>()) {
     auto entry = func->getAttrOfType<StringAttr>("ptrain.entry");
-    auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+    auto stage = getStage(func);
     if (!entry || !stage)
       continue;
     auto type = func.getFunctionType();
@@ -55,7 +54,7 @@ LogicalResult mlir::ptrain::target::emitPipelineDriver(ModuleOp module, CommGrou
       return mlir::emitError(func.getLoc(), comms.tool + ": the step @")
              << func.getSymName() << " must map tensor<NxSxi64> tokens" << (withLabels ? " and labels" : "")
              << " to a tensor<f32> loss";
-    steps[entry.getValue().str()][stage.getInt()] = func;
+    steps[entry.getValue().str()][stage.getIndex()] = func;
   }
   for (StringRef kind : {"train", "eval"}) {
     for (int64_t s = 0; s < pp; ++s)

@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CppEmitter.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "EmitCodecs.h"
 #include "EmitCollectives.h"
@@ -70,10 +71,10 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     if (failed(emitters.back()->prepare(bytes)))
       return failure();
     std::optional<int64_t> stage;
-    if (auto s = func->getAttrOfType<IntegerAttr>("ptrain.stage"))
-      stage = s.getInt();
+    if (auto s = getStage(func))
+      stage = s.getIndex();
     // A pipeline module's function without a stage that uses states runs on no rank (its entry point says so).
-    if (stage || !module->hasAttr("ptrain.pipeline") || !usesStates(func))
+    if (stage || !static_cast<bool>(getPipeline(module)) || !usesStates(func))
       arenas.push_back({calls ? arena : std::string(), bytes, stage});
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
     if (stage) {
@@ -118,7 +119,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
 
   // Pipeline modules: ptrain_step_train / ptrain_step_eval dispatch to this rank's lowered step
   // (--ptrain-lower-to-runtime: functions with ptrain.entry and ptrain.stage).
-  const bool pipeline = module->hasAttr("ptrain.pipeline");
+  const bool pipeline = static_cast<bool>(getPipeline(module));
   std::string driverCode;
   if (pipeline) {
     std::set<int64_t> stages;
@@ -126,7 +127,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
       stages.insert(entry.first);
     if (failed(emitPipelineDriver(module, comms, stages, driverCode, entryNames)))
       return failure();
-  } else if (module->hasAttr("ptrain.schedule")) {
+  } else if (static_cast<bool>(getSchedule(module))) {
     return mlir::emitError(module.getLoc(), "--emit-cpp: ptrain.schedule without ptrain.pipeline");
   }
   const bool hasComm = !comms.groups.empty();

@@ -15,6 +15,7 @@
 #include "EmitCodecs.h"
 #include "EmitOptimizer.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 
@@ -66,7 +67,7 @@ std::string FunctionEmitter::hostArray(ArrayRef<int64_t> values, StringRef name,
 
 LogicalResult FunctionEmitter::pointToPoint(Operation *op, RuntimeCall callee, Value buffer, Value request,
                                            StringRef grid, StringRef axis, int64_t offset) {
-  auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+  auto stage = getStage(func);
   if (!stage)
     return op->emitError("--emit-cpp: a send or receive needs its function's ptrain.stage (the pp coordinate)");
   if (axis != "pp")
@@ -76,7 +77,7 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, RuntimeCall callee, V
   if (failed(comm))
     return failure();
   auto tag = op->getAttrOfType<IntegerAttr>("ptrain.tag");
-  return call(callee, {*comm, ptr(buffer), std::to_string(bytesOf(buffer)), std::to_string(stage.getInt() + offset),
+  return call(callee, {*comm, ptr(buffer), std::to_string(bytesOf(buffer)), std::to_string(stage.getIndex() + offset),
                        std::to_string(tag ? tag.getInt() : 0), "&" + ptr(request) + "_request"});
 }
 
@@ -206,8 +207,8 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
     file.bytes.resize(offset, '\0');
     file.bytes += constantBytes(attr);
     std::optional<int64_t> stage;
-    if (auto s = func->getAttrOfType<IntegerAttr>("ptrain.stage"))
-      stage = s.getInt();
+    if (auto s = getStage(func))
+      stage = s.getIndex();
     file.constants.push_back({name, cType(result), offset, bytesOf(result), stage, op.getLoc()});
     constants += "/// bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytesOf(result)) +
                  ") of the constant file, read by ptrain_step_init\n";
@@ -280,8 +281,8 @@ LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
   // A pipeline module's function without a stage that uses states (the whole model's forward) runs on no rank,
   // since a rank holds only its stage's states: its entry point only refuses, and its body is not emitted (it
   // was a tenth of a 12-layer GPT's step.cpp).
-  auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
-  const bool pipeline = func->getParentOfType<ModuleOp>()->hasAttr("ptrain.pipeline");
+  auto stage = getStage(func);
+  const bool pipeline = static_cast<bool>(getPipeline(func->getParentOfType<ModuleOp>()));
   runsNowhere = pipeline && !stage && usesStates(func);
   arenaBytes = 0;
   for (BlockArgument arg : func.getBody().front().getArguments())
@@ -336,7 +337,7 @@ LogicalResult FunctionEmitter::writeFunction(std::string &code, const std::strin
   sig += " {";
   // The storage is this rank's (allocated by ptrain_step_init): a pipeline stage's functions run only there.
   const std::string entryName = "ptrain_step_" + func.getSymName().str();
-  auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+  auto stage = getStage(func);
   if (runsNowhere) {
     // Its states span the stages (the whole model's forward of a pipeline module): no rank allocates them.
     for (BlockArgument arg : entry.getArguments())
@@ -349,9 +350,9 @@ LogicalResult FunctionEmitter::writeFunction(std::string &code, const std::strin
             "only its stage's states)\");\n}\n\n";
     return success();
   }
-  if (stage && func->getParentOfType<ModuleOp>()->hasAttr("ptrain.pipeline"))
-    sig += "\n  if (storage_stage != " + std::to_string(stage.getInt()) + ")\n    return stepError(\"" + entryName +
-           ": the storage of stage " + std::to_string(stage.getInt()) +
+  if (stage && static_cast<bool>(getPipeline(func->getParentOfType<ModuleOp>())))
+    sig += "\n  if (storage_stage != " + std::to_string(stage.getIndex()) + ")\n    return stepError(\"" + entryName +
+           ": the storage of stage " + std::to_string(stage.getIndex()) +
            " is not allocated in this process (stage %d; -2: call ptrain_step_init first)\", "
            "static_cast<int>(storage_stage));";
   else

@@ -52,6 +52,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
@@ -235,7 +236,7 @@ LogicalResult FunctionEmitter::call(CudaCall callee, ArrayRef<std::string> args)
 
 LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid,
                                             StringRef axis, int64_t offset) {
-  auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+  auto stage = getStage(func);
   if (!stage)
     return op->emitError("--emit-cuda: a send or receive needs its function's ptrain.stage (the pp coordinate)");
   if (axis != "pp")
@@ -243,7 +244,7 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value bu
   FailureOr<std::string> comm = comms.lookupAxis(op, grid, axis);
   if (failed(comm))
     return failure();
-  for (auto &[callee, args] : pipes.startCalls(op, request, isSend, stage.getInt(), stage.getInt() + offset, *comm,
+  for (auto &[callee, args] : pipes.startCalls(op, request, isSend, stage.getIndex(), stage.getIndex() + offset, *comm,
                                                ptr(buffer), bytesOf(buffer)))
     if (failed(call(callee, args)))
       return failure();
@@ -660,7 +661,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     storage.stateOrder.push_back(state);
   }
   storage.sites.collect(module);
-  storage.pipeline = module->hasAttr("ptrain.pipeline");
+  storage.pipeline = static_cast<bool>(getPipeline(module));
   storage.stages.collect(module, kAlignment, stateBlockBytes);
   CommGroups comms("--emit-cuda");
   PipeChannels pipes;
@@ -713,7 +714,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     if (failed(emitPipelineDriver(module, comms, stages, driverCode, entryNames, "nccl_world")) ||
         failed(checkPointToPoint(module)))
       return failure();
-  } else if (module->hasAttr("ptrain.schedule")) {
+  } else if (static_cast<bool>(getSchedule(module))) {
     return emitError(module.getLoc(), "--emit-cuda: ptrain.schedule without ptrain.pipeline");
   }
   const bool hasComm = !comms.groups.empty();

@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -433,10 +434,10 @@ LogicalResult mlir::ptrain::cuda::checkPointToPoint(ModuleOp module) {
   std::map<std::string, std::map<int64_t, SmallVector<Item>>> byKind;
   for (auto func : module.getOps<func::FuncOp>()) {
     auto entry = func->getAttrOfType<StringAttr>("ptrain.entry");
-    auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+    auto stage = getStage(func);
     if (!entry || !stage || func.isExternal())
       continue;
-    SmallVector<Item> &items = byKind[entry.getValue().str()][stage.getInt()];
+    SmallVector<Item> &items = byKind[entry.getValue().str()][stage.getIndex()];
     if (failed(collectItems(func, symbols, items)))
       return failure();
     for (const Item &item : items) {
@@ -445,9 +446,9 @@ LogicalResult mlir::ptrain::cuda::checkPointToPoint(ModuleOp module) {
       auto tagAttr = item.op->getAttrOfType<IntegerAttr>("ptrain.tag");
       Transfer t{item.op, tagAttr ? tagAttr.getInt() : 0};
       if (auto send = dyn_cast<SendStartOp>(item.op))
-        sent[{entry.getValue().str(), stage.getInt(), stage.getInt() + send.getOffset()}].push_back(t);
+        sent[{entry.getValue().str(), stage.getIndex(), stage.getIndex() + send.getOffset()}].push_back(t);
       else if (auto recv = dyn_cast<RecvStartOp>(item.op))
-        received[{entry.getValue().str(), stage.getInt() + recv.getOffset(), stage.getInt()}].push_back(t);
+        received[{entry.getValue().str(), stage.getIndex() + recv.getOffset(), stage.getIndex()}].push_back(t);
     }
   }
   llvm::DenseMap<Operation *, Operation *> partner, previous;

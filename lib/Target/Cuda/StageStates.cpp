@@ -8,6 +8,8 @@
 
 #include "Common/CommGroups.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
+
 #include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
@@ -17,10 +19,10 @@ using namespace mlir::ptrain::cuda;
 void StageStates::collect(ModuleOp module, int64_t alignment, llvm::function_ref<int64_t(StateOp)> bytesOf) {
   SymbolTable symbols(module);
   for (auto func : module.getOps<func::FuncOp>()) {
-    auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage");
+    auto stage = getStage(func);
     if (!stage)
       continue;
-    Stage &s = byStage[stage.getInt()];
+    Stage &s = byStage[stage.getIndex()];
     target::forEachStateSymbol(func, [&](StringAttr sym) {
       auto state = symbols.lookup<StateOp>(sym);
       if (!state || !s.states.insert(state))
@@ -32,8 +34,8 @@ void StageStates::collect(ModuleOp module, int64_t alignment, llvm::function_ref
 }
 
 const StageStates::Stage *StageStates::of(func::FuncOp func) const {
-  if (auto stage = func->getAttrOfType<IntegerAttr>("ptrain.stage")) {
-    auto it = byStage.find(stage.getInt());
+  if (auto stage = getStage(func)) {
+    auto it = byStage.find(stage.getIndex());
     return it == byStage.end() ? nullptr : &it->second;
   }
   // A function of no stage (the unsplit @forward) runs on the one stage of a pp = 1 pipeline if it holds every

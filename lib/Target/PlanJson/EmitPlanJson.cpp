@@ -136,23 +136,20 @@ int64_t axisSize(GridOp grid, StringRef name) {
   return grid && grid.getAxisIndex(name) ? grid.getAxisSize(name) : 1;
 }
 
-LogicalResult writePipeline(llvm::json::OStream &j, ModuleOp module, DictionaryAttr pipeline,
+LogicalResult writePipeline(llvm::json::OStream &j, ModuleOp module, PipelineAttr pipeline,
                             const EmitPlanJsonOptions &options) {
   auto bad = [&](const Twine &why) -> InFlightDiagnostic {
     return mlir::emitError(module.getLoc()) << kTool << ": " << why;
   };
-  auto pp = pipeline.getAs<IntegerAttr>("pp"), microBatches = pipeline.getAs<IntegerAttr>("micro_batches");
-  auto stages = pipeline.getAs<ArrayAttr>("stages");
-  if (!pp || !microBatches || !stages || stages.empty())
-    return bad("ptrain.pipeline needs integers pp and micro_batches and the stages' forward functions")
-           << ", got " << pipeline;
-  int64_t virtualStages = 1;
-  if (auto v = pipeline.getAs<IntegerAttr>("virtual_stages"))
-    virtualStages = v.getInt();
-  auto schedule = module->getAttrOfType<DictionaryAttr>("ptrain.schedule");
-  auto kind = schedule ? schedule.getAs<StringAttr>("kind") : StringAttr();
-  if (!kind)
-    return bad("a pipeline module needs ptrain.schedule with a string kind (run --ptrain-schedule)");
+  if (!pipeline.getMicroBatches())
+    return bad("ptrain.pipeline has no training step (micro_batches; run --ptrain-build-training-step)");
+  const int64_t pp = pipeline.getPp(), microBatches = *pipeline.getMicroBatches();
+  const int64_t virtualStages = pipeline.getVirtualStages();
+  ArrayRef<FlatSymbolRefAttr> stages = pipeline.getStages();
+  ScheduleAttr schedule = getSchedule(module);
+  if (!schedule)
+    return bad("a pipeline module needs ptrain.schedule (run --ptrain-schedule)");
+  StringRef kind = schedule.getKind();
   GridOp grid;
   for (auto g : module.getOps<GridOp>()) {
     if (grid)
@@ -172,10 +169,10 @@ LogicalResult writePipeline(llvm::json::OStream &j, ModuleOp module, DictionaryA
     return failure();
   const int64_t dp = axisSize(grid, "dp");
   j.attribute("dp", dp);
-  j.attribute("pp", pp.getInt());
+  j.attribute("pp", pp);
   j.attribute("tp", axisSize(grid, "tp"));
-  j.attribute("micro_batches", microBatches.getInt());
-  j.attribute("schedule", kind.getValue());
+  j.attribute("micro_batches", microBatches);
+  j.attribute("schedule", kind);
   j.attribute("virtual_stages", virtualStages);
   // The pipeline driver's entry points (lib/Target/Common/PipelineDriver.cpp) and the module's C ABI.
   j.attributeObject("entry_points", [&] {
@@ -202,8 +199,8 @@ LogicalResult writePipeline(llvm::json::OStream &j, ModuleOp module, DictionaryA
       failed(writeStates(j, module, "codec_states", /*codecOnly=*/true)))
     return failure();
   // One replica's rows per step; the global batch stacks dp replicas (replica d reads rows [d R, (d+1) R)).
-  j.attribute("replica_batch", ends->batch * microBatches.getInt());
-  j.attribute("global_batch", ends->batch * microBatches.getInt() * dp);
+  j.attribute("replica_batch", ends->batch * microBatches);
+  j.attribute("global_batch", ends->batch * microBatches * dp);
   return success();
 }
 
@@ -260,10 +257,8 @@ LogicalResult mlir::ptrain::emitPlanJson(ModuleOp module, raw_ostream &os, const
   {
     llvm::json::OStream j(buffer, /*IndentSize=*/2);
     j.object([&] {
-      if (auto pipeline = module->getAttr("ptrain.pipeline")) {
-        auto dict = dyn_cast<DictionaryAttr>(pipeline);
-        result = dict ? writePipeline(j, module, dict, options)
-                      : mlir::emitError(module.getLoc()) << kTool << ": ptrain.pipeline must be a dictionary";
+      if (PipelineAttr pipeline = getPipeline(module)) {
+        result = writePipeline(j, module, pipeline, options);
       } else {
         result = writeSingleRank(j, module);
       }

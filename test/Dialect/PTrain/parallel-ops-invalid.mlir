@@ -259,7 +259,7 @@ func.func @all_reduce_c7(%x: tensor<4xf32>) {
 
 // All-reduce (C8): a middle stage (1) must not post the {first, last} collective.
 ptrain.grid @grid(dp = 2, pp = 4)
-func.func @all_reduce_c8(%x: tensor<4xf32>) attributes {ptrain.stage = 1 : i64} {
+func.func @all_reduce_c8(%x: tensor<4xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
   // expected-error@+1 {{in @all_reduce_c8 of stage 1, which is not a member of its subgroup pp = [0, 3]}}
   %r = ptrain.all_reduce_start %x on @grid axes [dp, pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 3>}} : tensor<4xf32>
   %v = ptrain.wait %r : !ptrain.request<tensor<4xf32>>

@@ -42,7 +42,7 @@ func.func @collectives(%g: tensor<512x128xf32>, %x: tensor<64x32xf32>) {
 // A subgroup all-reduce: {first, last} x dp of one TP rank (Optimus-CC's fused embedding sync), in a stage
 // function of a member stage.
 // CHECK-LABEL: func.func @subgroup_all_reduce
-func.func @subgroup_all_reduce(%w: tensor<64x32xf32>) attributes {ptrain.stage = 3 : i64} {
+func.func @subgroup_all_reduce(%w: tensor<64x32xf32>) attributes {ptrain.stage = #ptrain.stage<3>} {
   // CHECK: ptrain.all_reduce_start %{{.*}} on @grid axes [dp, pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 3>}} : tensor<64x32xf32>
   %r = ptrain.all_reduce_start %w on @grid axes [dp, pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 3>}} : tensor<64x32xf32>
   %0 = ptrain.wait %r : !ptrain.request<tensor<64x32xf32>>

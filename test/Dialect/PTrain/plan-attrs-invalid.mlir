@@ -77,3 +77,155 @@ ptrain.state @w key "w" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis 
 // (C9) the local size divides the (padded) global size.
 // expected-error@+1 {{'ptrain.tp_slice' the state's size 4 in dimension 0 must be a multiple of groups (1) and divide 6}}
 ptrain.state @w key "w" kind parameter {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [6, 4]>} : tensor<4x4xf32>
+
+// -----
+
+// Pipeline (C1): pp >= 1.
+// expected-error@+1 {{pipeline pp must be >= 1, got 0}}
+func.func private @pipeline_c1() attributes {p = #ptrain.pipeline<pp = 0, stages = []>}
+
+// -----
+
+// Pipeline (C2): virtual_stages >= 1.
+// expected-error@+1 {{pipeline virtual_stages must be >= 1, and 1 when pp is 1, got 0}}
+func.func private @pipeline_c2_zero() attributes {p = #ptrain.pipeline<pp = 2, virtual_stages = 0, stages = []>}
+
+// -----
+
+// Pipeline (C2): one rank runs no chunks.
+// expected-error@+1 {{pipeline virtual_stages must be >= 1, and 1 when pp is 1, got 2}}
+func.func private @pipeline_c2_one_rank() attributes {p = #ptrain.pipeline<pp = 1, virtual_stages = 2, stages = [@a, @b]>}
+
+// -----
+
+// Pipeline (C3): pp x virtual_stages stage functions.
+// expected-error@+1 {{pipeline lists 3 stage functions, pp x virtual_stages = 4}}
+func.func private @pipeline_c3() attributes {p = #ptrain.pipeline<pp = 2, virtual_stages = 2, stages = [@a, @b, @c]>}
+
+// -----
+
+// Pipeline (C4): micro_batches >= 1.
+// expected-error@+1 {{pipeline micro_batches must be >= 1, got 0}}
+func.func private @pipeline_c4() attributes {p = #ptrain.pipeline<pp = 1, stages = [@a], micro_batches = 0>}
+
+// -----
+
+// Pipeline (C5): labels belong to a training step.
+// expected-error@+1 {{pipeline labels needs micro_batches (a training step)}}
+func.func private @pipeline_c5() attributes {p = #ptrain.pipeline<pp = 1, stages = [@a], labels = true>}
+
+// -----
+
+// (C6) ptrain.pipeline is a #ptrain.pipeline.
+// expected-error@+1 {{'ptrain.pipeline' must be a #ptrain.pipeline, got {pp = 1 : i64, stages = [@f]}}}
+module attributes {ptrain.pipeline = {pp = 1 : i64, stages = [@f]}} {
+  func.func private @f()
+}
+
+// -----
+
+// (C7) on a builtin.module.
+// expected-error@+1 {{'ptrain.pipeline' belongs on a builtin.module}}
+func.func private @f() attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@f]>}
+
+// -----
+
+// (C8) every stage is a func.func of the module.
+// expected-error@+1 {{'ptrain.pipeline' stage @forward_stage1 is not a func.func of the module}}
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1]>} {
+  func.func private @forward_stage0()
+  ptrain.state @forward_stage1 key "w" kind parameter : tensor<4xf32>
+}
+
+// -----
+
+// Stage (C1): index >= 0.
+// expected-error@+1 {{stage index must be >= 0, got -1}}
+func.func private @stage_c1() attributes {s = #ptrain.stage<-1>}
+
+// -----
+
+// Stage (C2): ptrain.stage is a #ptrain.stage.
+// expected-error@+1 {{'ptrain.stage' must be a #ptrain.stage, got 1 : i64}}
+func.func private @f() attributes {ptrain.stage = 1 : i64}
+
+// -----
+
+// Stage (C3): on a func.func.
+// expected-error@+1 {{'ptrain.stage' belongs on a func.func}}
+ptrain.state @w key "w" kind parameter {ptrain.stage = #ptrain.stage<0>} : tensor<4xf32>
+
+// -----
+
+// Stage (C4): a rank of the module's pipeline.
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1]>} {
+  func.func private @forward_stage0() attributes {ptrain.stage = #ptrain.stage<0>}
+  // expected-error@+1 {{'ptrain.stage' index 2 is not a rank of the module's pipeline (pp = 2)}}
+  func.func private @forward_stage1() attributes {ptrain.stage = #ptrain.stage<2>}
+}
+
+// -----
+
+// Schedule (C1): a known kind.
+// expected-error@+1 {{schedule kind must be gpipe, 1f1b or interleaved, got 'zigzag'}}
+func.func private @schedule_c1() attributes {s = #ptrain.schedule<kind = "zigzag", micro_batches = 1, table = [["FB0", "O"]]>}
+
+// -----
+
+// Schedule (C2): micro_batches >= 1.
+// expected-error@+1 {{schedule micro_batches and virtual_stages must be >= 1, got 0 and 1}}
+func.func private @schedule_c2() attributes {s = #ptrain.schedule<kind = "1f1b", micro_batches = 0, table = [["O"]]>}
+
+// -----
+
+// Schedule (C3): rows of step strings.
+// expected-error@+1 {{schedule table must be a non-empty list of rows of step strings}}
+func.func private @schedule_c3() attributes {s = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["FB0", 0]]>}
+
+// -----
+
+// Schedule (C4): slack has the table's shape.
+// expected-error@+1 {{schedule slack must have the shape of the table, of floats}}
+func.func private @schedule_c4_shape() attributes {s = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["FB0", "O"]], slack = [[0.0]]>}
+
+// -----
+
+// Schedule (C4): send_critical holds bools.
+// expected-error@+1 {{schedule send_critical must have the shape of the table, of bools}}
+func.func private @schedule_c4_type() attributes {s = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["FB0", "O"]], send_critical = [[0.0, 1.0]]>}
+
+// -----
+
+// Schedule (C5): one data-parallel flag per row.
+// expected-error@+1 {{schedule dp_all_reduce_critical must have one bool per row of the table (1)}}
+func.func private @schedule_c5() attributes {s = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["FB0", "O"]], dp_all_reduce_critical = [true, false]>}
+
+// -----
+
+// (C6) ptrain.schedule is a #ptrain.schedule.
+// expected-error@+1 {{'ptrain.schedule' must be a #ptrain.schedule, got {kind = "1f1b"}}}
+module attributes {ptrain.schedule = {kind = "1f1b"}} {
+}
+
+// -----
+
+// (C7) on a builtin.module.
+// expected-error@+1 {{'ptrain.schedule' belongs on a builtin.module}}
+func.func private @f() attributes {ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["FB0", "O"]]>}
+
+// -----
+
+// (C7) with a pipeline.
+// expected-error@+1 {{'ptrain.schedule' needs a #ptrain.pipeline on the module}}
+module attributes {ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["FB0", "O"]]>} {
+}
+
+// -----
+
+// (C8) one row per pipeline rank, the pipeline's micro-batches.
+// expected-error@+1 {{'ptrain.schedule' (1 rows, virtual_stages 1, micro_batches 2) does not fit the pipeline (pp 2, virtual_stages 1, micro_batches 2)}}
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>,
+                   ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["FB0", "FB1", "O"]]>} {
+  func.func private @forward_stage0()
+  func.func private @forward_stage1()
+}

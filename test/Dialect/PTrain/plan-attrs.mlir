@@ -16,3 +16,42 @@ ptrain.state @qkv key "h.0.attn.c_attn.weight" kind parameter
 // CHECK-SAME: {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [9, 4], padded = 10>} : tensor<5x4xf32>
 ptrain.state @wte key "wte" kind parameter
     {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [9, 4], padded = 10>} : tensor<5x4xf32>
+
+// -----
+
+// A pipeline of 2 ranks before its training step: default virtual_stages, no micro_batches, no labels.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1]>
+// CHECK: func.func private @forward_stage0() attributes {ptrain.stage = #ptrain.stage<0>}
+// CHECK: func.func private @forward_stage1() attributes {ptrain.stage = #ptrain.stage<1>}
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1]>} {
+  func.func private @forward_stage0() attributes {ptrain.stage = #ptrain.stage<0>}
+  func.func private @forward_stage1() attributes {ptrain.stage = #ptrain.stage<1>}
+}
+
+// -----
+
+// Interleaved chunks with the training step and its schedule; fields given out of order print in order.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: ptrain.pipeline = #ptrain.pipeline<pp = 2, virtual_stages = 2, stages = [@s0, @s1, @s2, @s3], micro_batches = 2, labels = true>
+// CHECK-SAME: ptrain.schedule = #ptrain.schedule<kind = "interleaved", micro_batches = 2, virtual_stages = 2, table = {{\[\[}}"F0", "O"], ["FB0", "O"]]>
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, virtual_stages = 2, stages = [@s0, @s1, @s2, @s3], micro_batches = 2, labels = true>,
+                   ptrain.schedule = #ptrain.schedule<kind = "interleaved", micro_batches = 2, virtual_stages = 2, table = [["F0", "O"], ["FB0", "O"]]>} {
+  func.func private @s0()
+  func.func private @s1()
+  func.func private @s2()
+  func.func private @s3()
+}
+
+// -----
+
+// A schedule with its critical path (--ptrain-critical-path's fields).
+// CHECK-LABEL: module attributes
+// CHECK-SAME: ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = {{\[\[}}"FB0", "O"]], slack = {{\[\[}}0.000000e+00, 5.000000e-01]], critical = {{\[\[}}true, false]], send_slack = {{\[\[}}-1.000000e+00, -1.000000e+00]], send_critical = {{\[\[}}false, false]], dp_all_reduce_slack = [0.000000e+00], dp_all_reduce_critical = [true], iteration_time = 2.500000e+00 : f64, bubble = 0.000000e+00 : f64>
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward_stage0], micro_batches = 1>,
+                   ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["FB0", "O"]],
+                       slack = [[0.0, 0.5]], critical = [[true, false]], send_slack = [[-1.0, -1.0]],
+                       send_critical = [[false, false]], dp_all_reduce_slack = [0.0], dp_all_reduce_critical = [true],
+                       iteration_time = 2.5, bubble = 0.0>} {
+  func.func private @forward_stage0()
+}

@@ -84,35 +84,35 @@
 // NOTLOWERED: error: --emit-cpp: the pipeline module has no train step of stage 0 (a function with ptrain.entry = "train"); run --ptrain-lower-to-runtime before --emit-cpp
 
 //--- pp2.mlir
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]},
-    ptrain.schedule = {kind = "1f1b", micro_batches = 2 : i64, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>,
+    ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
   ptrain.state @w key "w" kind parameter : tensor<1x4x4xf32>
   ptrain.state @w.grad key "w/grad" kind gradient : tensor<1x4x4xf32>
-  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %w = ptrain.state_read @w : tensor<1x4x4xf32>
     return %w : tensor<1x4x4xf32>
   }
-  func.func @stage0_backward(%t: tensor<1x4xi64>, %d: tensor<1x4x4xf32>) attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_backward(%t: tensor<1x4xi64>, %d: tensor<1x4x4xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
     ptrain.state_write %d to @w.grad : tensor<1x4x4xf32>
     return
   }
-  func.func @stage0_optimizer_step() attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
     %g = ptrain.state_read @w.grad : tensor<1x4x4xf32>
     %r = ptrain.all_reduce_start %g on @grid axes [pp] reduction = sum : tensor<1x4x4xf32>
     %s = ptrain.wait %r : !ptrain.request<tensor<1x4x4xf32>>
     ptrain.state_write %s to @w : tensor<1x4x4xf32>
     return
   }
-  func.func @forward_stage1(%h: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     return %h : tensor<1x4x4xf32>
   }
   func.func @stage1_forward_backward(%h: tensor<1x4x4xf32>, %t: tensor<1x4xi64>) -> (tensor<f32>, tensor<1x4x4xf32>)
-      attributes {ptrain.stage = 1 : i64} {
+      attributes {ptrain.stage = #ptrain.stage<1>} {
     %l = arith.constant dense<1.0> : tensor<f32>
     return %l, %h : tensor<f32>, tensor<1x4x4xf32>
   }
-  func.func @stage1_optimizer_step() attributes {ptrain.stage = 1 : i64} {
+  func.func @stage1_optimizer_step() attributes {ptrain.stage = #ptrain.stage<1>} {
     %g = ptrain.state_read @w.grad : tensor<1x4x4xf32>
     %r = ptrain.all_reduce_start %g on @grid axes [pp] reduction = sum : tensor<1x4x4xf32>
     %s = ptrain.wait %r : !ptrain.request<tensor<1x4x4xf32>>

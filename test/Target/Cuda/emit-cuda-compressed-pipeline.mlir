@@ -16,11 +16,11 @@
 // communicators' counters (gathered over MPI), and the codec telemetry of --emit-cpp (the same site table and
 // entry points) measured on the device.
 
-module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_train, @stage1_train], micro_batches = 1>} {
   ptrain.grid @grid(pp = 2)
   ptrain.state @w0 key "w0" kind parameter : tensor<4x8xf32>
   ptrain.state @e key "pp1->0/residual" kind codec_residual : tensor<4x8xf32>
-  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>} {
     %rb = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<32xi8>> loc("/stage0/RecvCode")
     %rs = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1 : i64} : !ptrain.request<tensor<8xf32>> loc("/stage0/RecvScales")
     %b = ptrain.wait %rb : !ptrain.request<tensor<32xi8>>
@@ -35,7 +35,7 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
     %loss = ptrain.wait %lr : !ptrain.request<tensor<f32>>
     return %loss : tensor<f32>
   }
-  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>} {
     %x = arith.constant dense<0.5> : tensor<4x8xf32>
     %e = ptrain.state_read @e : tensor<4x8xf32>
     %c:2, %e1 = ptrain.compress %x state(%e) {codec = #ptrain.quant<bits = 8, granularity = channel>, error_feedback}
@@ -50,11 +50,11 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
     %loss = ptrain.wait %lr : !ptrain.request<tensor<f32>>
     return %loss : tensor<f32>
   }
-  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<1>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }

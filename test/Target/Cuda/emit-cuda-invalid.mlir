@@ -23,7 +23,13 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // A pipeline module needs its grid with an axis pp (the pipeline driver shared with --emit-cpp).
 //--- pipeline.mlir
-module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 2 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_train, @stage1_train], micro_batches = 2>} {
+  func.func @stage0_train() {
+    return
+  }
+  func.func @stage1_train() {
+    return
+  }
   func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
     return %x : tensor<4xf32>
   }

@@ -44,16 +44,16 @@
 // TABLE: static const ScheduleRow kSchedule[
 
 //--- pipeline.mlir
-module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_train, @stage1_train], micro_batches = 1>} {
   ptrain.grid @grid(dp = 2, pp = 2)
   ptrain.state @w0 key "w0" kind parameter : tensor<4xf32>
   ptrain.state @w1 key "w1" kind parameter : tensor<4xf32>
-  func.func @stage0_forward(%x: tensor<4xf32>) -> tensor<4xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @stage0_forward(%x: tensor<4xf32>) -> tensor<4xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %w = ptrain.state_read @w0 : tensor<4xf32> loc("/stage0/Read")
     %y = ptrain.binary mul %x, %w : tensor<4xf32>, tensor<4xf32> loc("/stage0/Mul")
     return %y : tensor<4xf32>
   }
-  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>} {
     %x = arith.constant dense<1.0> : tensor<4xf32> loc("/stage0/Input")
     %y = func.call @stage0_forward(%x) : (tensor<4xf32>) -> tensor<4xf32> loc("/stage0/Forward")
     %s = ptrain.send_start %y to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<4xf32> loc("/stage0/SendActivation")
@@ -68,7 +68,7 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
     %loss = ptrain.wait %lr : !ptrain.request<tensor<f32>>
     return %loss : tensor<f32>
   }
-  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>} {
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage1/RecvActivation")
     %x = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
     %w = ptrain.state_read @w1 : tensor<4xf32>
@@ -80,11 +80,11 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
     %loss = ptrain.wait %lr : !ptrain.request<tensor<f32>>
     return %loss : tensor<f32>
   }
-  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<1>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
@@ -250,9 +250,9 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // CHECK-NEXT: return ptrain_step_stage1_train(tokens, out_loss);
 
 //--- order.mlir
-module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 2 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_train, @stage1_train], micro_batches = 2>} {
   ptrain.grid @grid(pp = 2)
-  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>} {
     %x = arith.constant dense<1.0> : tensor<4xf32>
     %a = ptrain.send_start %x to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<4xf32> loc("/stage0/Send0")
     %b = ptrain.send_start %x to @grid axis pp offset 1 {ptrain.tag = 2 : i64} : tensor<4xf32> loc("/stage0/Send2")
@@ -261,7 +261,7 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 2 : i64}} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>} {
     %a = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 2 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage1/Recv2")
     %b = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage1/Recv0")
     %x = ptrain.wait %a : !ptrain.request<tensor<4xf32>>
@@ -269,11 +269,11 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 2 : i64}} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<1>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
@@ -281,23 +281,23 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 2 : i64}} {
 // ORDER: error: loc("/stage0/Send0"): --emit-cuda: NCCL matches point-to-point transfers in posting order (it has no tags), but in the train step stage 0 sends the tags [0, 2] to stage 1, which receives [2, 0]; reorder the transfers or compile with --target cpu
 
 //--- unmatched.mlir
-module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_train, @stage1_train], micro_batches = 1>} {
   ptrain.grid @grid(pp = 2)
-  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>} {
     %a = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage1/Recv")
     %x = ptrain.wait %a : !ptrain.request<tensor<4xf32>>
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<1>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
@@ -305,9 +305,9 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // UNMATCHED: error: loc("/stage1/Recv"): --emit-cuda: in the train step stage 1 receives from stage 0, which sends it nothing
 
 //--- subgroup.mlir
-module attributes {ptrain.pipeline = {pp = 3 : i64, micro_batches = 1 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 3, stages = [@stage0_train, @stage1_train, @stage2_train], micro_batches = 1>} {
   ptrain.grid @grid(pp = 3)
-  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>} {
     %w = arith.constant dense<1.0> : tensor<4xf32>
     %r = ptrain.all_reduce_start %w on @grid axes [pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 2>}} : tensor<4xf32> loc("/stage0/FusedEmbeddingSync")
     %s = ptrain.wait %r : !ptrain.request<tensor<4xf32>> loc("/stage0/WaitSync")
@@ -316,28 +316,28 @@ module attributes {ptrain.pipeline = {pp = 3 : i64, micro_batches = 1 : i64}} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>} {
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage1/Recv")
     %x = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage2_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 2 : i64} {
+  func.func @stage2_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<2>} {
     %w = arith.constant dense<2.0> : tensor<4xf32>
     %r = ptrain.all_reduce_start %w on @grid axes [pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 2>}} : tensor<4xf32> loc("/stage2/FusedEmbeddingSync")
     %s = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<1>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage2_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 2 : i64} {
+  func.func @stage2_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<2>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
@@ -374,9 +374,9 @@ module attributes {ptrain.pipeline = {pp = 3 : i64, micro_batches = 1 : i64}} {
 // SUBGROUP-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_comm_destroy(comm_grid_pp_pp_0_2));
 
 //--- subgroup-stall.mlir
-module attributes {ptrain.pipeline = {pp = 3 : i64, micro_batches = 1 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 3, stages = [@stage0_train, @stage1_train, @stage2_train], micro_batches = 1>} {
   ptrain.grid @grid(pp = 3)
-  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>} {
     %w = arith.constant dense<1.0> : tensor<4xf32>
     %r = ptrain.all_reduce_start %w on @grid axes [pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 2>}} : tensor<4xf32> loc("/stage0/FusedEmbeddingSync")
     %s = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
@@ -385,7 +385,7 @@ module attributes {ptrain.pipeline = {pp = 3 : i64, micro_batches = 1 : i64}} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>} {
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage1/Recv")
     %x = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
     %s = ptrain.send_start %x to @grid axis pp offset 1 {ptrain.tag = 1 : i64} : tensor<4xf32> loc("/stage1/Send")
@@ -393,7 +393,7 @@ module attributes {ptrain.pipeline = {pp = 3 : i64, micro_batches = 1 : i64}} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage2_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 2 : i64} {
+  func.func @stage2_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<2>} {
     %q = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 1 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage2/Recv")
     %y = ptrain.wait %q : !ptrain.request<tensor<4xf32>> loc("/stage2/WaitRecv")
     %r = ptrain.all_reduce_start %y on @grid axes [pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 2>}} : tensor<4xf32> loc("/stage2/FusedEmbeddingSync")
@@ -401,15 +401,15 @@ module attributes {ptrain.pipeline = {pp = 3 : i64, micro_batches = 1 : i64}} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<1>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage2_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 2 : i64} {
+  func.func @stage2_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<2>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
@@ -418,9 +418,9 @@ module attributes {ptrain.pipeline = {pp = 3 : i64, micro_batches = 1 : i64}} {
 // SUBSTALL: note: loc("/stage2/WaitRecv"): stage 2 stops here
 
 //--- gpipe.mlir
-module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 4 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_train, @stage1_train], micro_batches = 4>} {
   ptrain.grid @grid(pp = 2)
-  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>} {
     %x = arith.constant dense<1.0> : tensor<4xf32>
     %x0 = ptrain.unary neg %x : tensor<4xf32>
     %s0 = ptrain.send_start %x0 to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<4xf32> loc("/stage0/SendActivation0")
@@ -445,7 +445,7 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 4 : i64}} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>} {
     %r0 = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>>
     %a0 = ptrain.wait %r0 : !ptrain.request<tensor<4xf32>>
     %y0 = ptrain.unary neg %a0 : tensor<4xf32>
@@ -469,11 +469,11 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 4 : i64}} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<1>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
@@ -493,9 +493,9 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 4 : i64}} {
 // GPIPE: ptrain_nccl_wait_event(comm_pp_1_to_0, ev_done[4], "the receive of 16 bytes (tag 1) from stage 1 at \"/stage0/RecvGradient0\"")
 
 //--- stall.mlir
-module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_train, @stage1_train], micro_batches = 1>} {
   ptrain.grid @grid(pp = 2)
-  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>} {
     %r = ptrain.recv_start from @grid axis pp offset 1 {ptrain.tag = 1 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage0/RecvGradient")
     %g = ptrain.wait %r : !ptrain.request<tensor<4xf32>> loc("/stage0/WaitGradient")
     %s = ptrain.send_start %g to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<4xf32> loc("/stage0/SendActivation")
@@ -503,7 +503,7 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>} {
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage1/RecvActivation")
     %x = ptrain.wait %r : !ptrain.request<tensor<4xf32>> loc("/stage1/WaitActivation")
     %s = ptrain.send_start %x to @grid axis pp offset -1 {ptrain.tag = 1 : i64} : tensor<4xf32> loc("/stage1/SendGradient")
@@ -511,11 +511,11 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<1>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
@@ -525,9 +525,9 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // STALL: note: loc("/stage1/WaitActivation"): stage 1 stops here
 
 //--- collective.mlir
-module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_train, @stage1_train], micro_batches = 1>} {
   ptrain.grid @grid(pp = 2)
-  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     %lr = ptrain.all_reduce_start %l on @grid axes [pp] reduction = sum : tensor<f32> loc("/stage0/Loss")
     %x = arith.constant dense<1.0> : tensor<4xf32>
@@ -536,7 +536,7 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
     %loss = ptrain.wait %lr : !ptrain.request<tensor<f32>>
     return %loss : tensor<f32>
   }
-  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>} {
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>> loc("/stage1/RecvActivation")
     %x = ptrain.wait %r : !ptrain.request<tensor<4xf32>> loc("/stage1/WaitActivation")
     %l = arith.constant dense<2.0> : tensor<f32>
@@ -544,11 +544,11 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
     %loss = ptrain.wait %lr : !ptrain.request<tensor<f32>>
     return %loss : tensor<f32>
   }
-  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<1>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
@@ -557,25 +557,25 @@ module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
 // COLLECTIVE: note: loc("/stage1/WaitActivation"): stage 1 stops here
 
 //--- nowait.mlir
-module attributes {ptrain.pipeline = {pp = 2 : i64, micro_batches = 1 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_train, @stage1_train], micro_batches = 1>} {
   ptrain.grid @grid(pp = 2)
-  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 0 : i64} {
+  func.func @stage0_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<0>} {
     %x = arith.constant dense<1.0> : tensor<4xf32>
     %s = ptrain.send_start %x to @grid axis pp offset 1 {ptrain.tag = 0 : i64} : tensor<4xf32> loc("/stage0/SendActivation")
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = 1 : i64} {
+  func.func @stage1_train(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "train", ptrain.stage = #ptrain.stage<1>} {
     %r = ptrain.recv_start from @grid axis pp offset -1 {ptrain.tag = 0 : i64} : !ptrain.request<tensor<4xf32>>
     %x = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 0 : i64} {
+  func.func @stage0_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = 1 : i64} {
+  func.func @stage1_eval(%t: tensor<1x4xi64>) -> tensor<f32> attributes {ptrain.entry = "eval", ptrain.stage = #ptrain.stage<1>} {
     %l = arith.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }

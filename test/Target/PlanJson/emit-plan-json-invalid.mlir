@@ -52,50 +52,38 @@ module {
 
 // -----
 
-// A pipeline without its micro-batches.
-// expected-error@+1 {{--emit-plan-json: ptrain.pipeline needs integers pp and micro_batches and the stages' forward functions, got {pp = 2 : i64, stages = [@f]}}}
-module attributes {ptrain.pipeline = {pp = 2 : i64, stages = [@f]}} {
+// A pipeline without its training step (micro-batches).
+// expected-error@+1 {{--emit-plan-json: ptrain.pipeline has no training step (micro_batches; run --ptrain-build-training-step)}}
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@f]>} {
+  func.func private @f()
 }
 
 // -----
 
 // A pipeline that was not scheduled.
-// expected-error@+1 {{--emit-plan-json: a pipeline module needs ptrain.schedule with a string kind (run --ptrain-schedule)}}
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 1 : i64, stages = [@f]}} {
-}
-
-// -----
-
-// Stages that name no function.
-// expected-error@+1 {{--emit-plan-json: ptrain.pipeline's stages must name the stages' forward functions}}
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 1 : i64, stages = [@f]},
-                   ptrain.schedule = {kind = "1f1b"}} {
+// expected-error@+1 {{--emit-plan-json: a pipeline module needs ptrain.schedule (run --ptrain-schedule)}}
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@f], micro_batches = 2>} {
+  func.func private @f()
 }
 
 // -----
 
 // Two grids.
 // expected-error@+1 {{--emit-plan-json: more than one ptrain.grid}}
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 1 : i64, stages = [@f]},
-                   ptrain.schedule = {kind = "1f1b"}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@f], micro_batches = 2>,
+                   ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["FB0", "FB1", "O"]]>} {
   ptrain.grid @a(pp = 1)
   ptrain.grid @b(pp = 1)
-}
-
-// -----
-
-// ptrain.pipeline that is not a dictionary.
-// expected-error@+1 {{--emit-plan-json: ptrain.pipeline must be a dictionary}}
-module attributes {ptrain.pipeline = 2 : i64} {
+  func.func private @f()
 }
 
 // -----
 
 // A first stage without the tokens.
-module attributes {ptrain.pipeline = {micro_batches = 1 : i64, pp = 1 : i64, stages = [@forward_stage0]},
-                   ptrain.schedule = {kind = "1f1b"}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward_stage0], micro_batches = 1>,
+                   ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["FB0", "O"]]>} {
   // expected-error@+1 {{--emit-plan-json: @forward_stage0 must take the tokens and @forward_stage0 return the logits}}
-  func.func @forward_stage0() -> tensor<2x4x16xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0() -> tensor<2x4x16xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %l = arith.constant dense<0.0> : tensor<2x4x16xf32>
     return %l : tensor<2x4x16xf32>
   }

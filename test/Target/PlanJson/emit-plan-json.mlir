@@ -146,8 +146,8 @@ module {
 // CUDA-NEXT:    "module": 1024
 // CUDA-NEXT:  },
 // CUDA-NEXT:  "batch": 2,
-module attributes {ptrain.pipeline = {micro_batches = 3 : i64, pp = 2 : i64, stages = [@forward_stage0, @forward_stage1]},
-    ptrain.schedule = {kind = "gpipe", micro_batches = 3 : i64, table = [["F0", "F1", "F2", "B0", "B1", "B2", "O"], ["F0", "B0", "F1", "B1", "F2", "B2", "O"]]}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 3>,
+    ptrain.schedule = #ptrain.schedule<kind = "gpipe", micro_batches = 3, table = [["F0", "F1", "F2", "B0", "B1", "B2", "O"], ["F0", "B0", "F1", "B1", "F2", "B2", "O"]]>} {
   ptrain.grid @grid(dp = 2, pp = 2, tp = 2)
   ptrain.state @wte key "transformer.wte.weight" kind parameter
       {ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 0, groups = 1, shape = [17, 8], padded = 18>} : tensor<9x8xf32>
@@ -155,13 +155,13 @@ module attributes {ptrain.pipeline = {micro_batches = 3 : i64, pp = 2 : i64, sta
       {ptrain.init = {kind = "orthogonal", seed = 7 : i64},
        ptrain.tp_slice = #ptrain.tp_slice<axis = "tp", dim = 1, groups = 3, shape = [8, 6]>} : tensor<8x3xf32>
   ptrain.state @resid key "cb/link1->0/residual" kind codec_residual : tensor<2x4x8xf32>
-  func.func @forward_stage0(%t: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%t: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %w = ptrain.state_read @wte : tensor<9x8xf32>
     %e = ptrain.state_read @ae_encoder_0 : tensor<8x3xf32>
     %h = arith.constant dense<0.0> : tensor<2x4x8xf32>
     return %h : tensor<2x4x8xf32>
   }
-  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x9xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x9xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     %r = ptrain.state_read @resid : tensor<2x4x8xf32>
     %l = arith.constant dense<0.0> : tensor<2x4x9xf32>
     return %l : tensor<2x4x9xf32>
@@ -182,21 +182,21 @@ module attributes {ptrain.pipeline = {micro_batches = 3 : i64, pp = 2 : i64, sta
 // CHECK:       "codec_states": [],
 // CHECK-NEXT:  "replica_batch": 2,
 // CHECK-NEXT:  "global_batch": 2
-module attributes {ptrain.pipeline = {micro_batches = 2 : i64, pp = 2 : i64, virtual_stages = 2 : i64,
-    stages = [@forward_stage0, @forward_stage1, @forward_stage2, @forward_stage3]},
-    ptrain.schedule = {kind = "interleaved", micro_batches = 2 : i64, table = [], virtual_stages = 2 : i64}} {
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, virtual_stages = 2, stages = [@forward_stage0, @forward_stage1, @forward_stage2, @forward_stage3], micro_batches = 2>,
+    ptrain.schedule = #ptrain.schedule<kind = "interleaved", micro_batches = 2, virtual_stages = 2,
+        table = [["F0", "F1", "F0.1", "F1.1", "B0.1", "B1.1", "B0", "B1", "O"], ["F0", "F1", "FB0.1", "FB1.1", "B0", "B1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
-  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %h = arith.constant dense<0.0> : tensor<1x4x8xf32>
     return %h : tensor<1x4x8xf32>
   }
-  func.func @forward_stage1(%h: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage1(%h: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     return %h : tensor<1x4x8xf32>
   }
-  func.func @forward_stage2(%h: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {ptrain.stage = 0 : i64} {
+  func.func @forward_stage2(%h: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     return %h : tensor<1x4x8xf32>
   }
-  func.func @forward_stage3(%h: tensor<1x4x8xf32>) -> tensor<1x4x5xf32> attributes {ptrain.stage = 1 : i64} {
+  func.func @forward_stage3(%h: tensor<1x4x8xf32>) -> tensor<1x4x5xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
     %l = arith.constant dense<0.0> : tensor<1x4x5xf32>
     return %l : tensor<1x4x5xf32>
   }

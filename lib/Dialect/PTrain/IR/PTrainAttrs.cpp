@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -21,6 +22,35 @@ using namespace mlir;
 using namespace mlir::ptrain;
 
 #include "ptrain/Dialect/PTrain/IR/PTrainAttrInterfaces.cpp.inc"
+
+/// `[@a, @b]`: the stage list of #ptrain.pipeline (PTrain_SymbolListParameter).
+static FailureOr<SmallVector<FlatSymbolRefAttr>> parseSymbolList(AsmParser &parser) {
+  SmallVector<FlatSymbolRefAttr> symbols;
+  if (failed(parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() -> ParseResult {
+        FlatSymbolRefAttr symbol;
+        if (parser.parseAttribute(symbol))
+          return failure();
+        symbols.push_back(symbol);
+        return success();
+      })))
+    return failure();
+  return symbols;
+}
+
+static void printSymbolList(AsmPrinter &printer, ArrayRef<FlatSymbolRefAttr> symbols) {
+  printer << '[';
+  llvm::interleaveComma(symbols, printer, [&](FlatSymbolRefAttr symbol) { printer.printAttribute(symbol); });
+  printer << ']';
+}
+
+/// `true` or `false` (PTrain_FlagParameter).
+static FailureOr<bool> parseFlag(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return parser.emitError(parser.getCurrentLocation(), "expected 'true' or 'false'");
+}
 
 #define GET_ATTRDEF_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainAttrs.cpp.inc"

@@ -1,14 +1,101 @@
 //===- PTrainPlanAttrs.cpp - the plan attributes' verifiers --------------===//
 //
-// #ptrain.tp_slice's own constraints (C1-C5) and the dialect's check of the plan attributes where they sit
-// (C6-C9), PTrainAttrs.td and PTrainPlanAttrs.h; negative tests: test/Dialect/PTrain/plan-attrs-invalid.mlir.
+// The plan attributes' own constraints (#ptrain.pipeline C1-C5, #ptrain.stage C1, #ptrain.schedule C1-C5,
+// #ptrain.tp_slice C1-C5) and the dialect's check of them where they sit (pipeline C6-C8, stage C2-C4,
+// schedule C6-C8, tp_slice C6-C9); PTrainAttrs.td and PTrainPlanAttrs.h. Negative tests, one per error:
+// test/Dialect/PTrain/plan-attrs-invalid.mlir.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <tuple>
+
 using namespace mlir;
 using namespace mlir::ptrain;
+
+LogicalResult PipelineAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t pp, int64_t virtualStages,
+                                   ArrayRef<FlatSymbolRefAttr> stages, std::optional<int64_t> microBatches,
+                                   bool labels, bool deterministicDp) {
+  // (C1)
+  if (pp < 1)
+    return emitError() << "pipeline pp must be >= 1, got " << pp;
+  // (C2)
+  if (virtualStages < 1 || (virtualStages > 1 && pp == 1))
+    return emitError() << "pipeline virtual_stages must be >= 1, and 1 when pp is 1, got " << virtualStages;
+  // (C3)
+  if (static_cast<int64_t>(stages.size()) != pp * virtualStages)
+    return emitError() << "pipeline lists " << stages.size()
+                       << " stage functions, pp x virtual_stages = " << pp * virtualStages;
+  // (C4)
+  if (microBatches && *microBatches < 1)
+    return emitError() << "pipeline micro_batches must be >= 1, got " << *microBatches;
+  // (C5)
+  if (labels && !microBatches)
+    return emitError() << "pipeline labels needs micro_batches (a training step)";
+  if (deterministicDp && !microBatches)
+    return emitError() << "pipeline deterministic_dp needs micro_batches (a training step)";
+  return success();
+}
+
+LogicalResult StageAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t index) {
+  // (C1)
+  if (index < 0)
+    return emitError() << "stage index must be >= 0, got " << index;
+  return success();
+}
+
+/// Whether `attr` is an array of rows with the row lengths of `table`, of floats (`floats`) or bools.
+static bool hasTableShape(ArrayAttr attr, ArrayAttr table, bool floats) {
+  if (attr.size() != table.size())
+    return false;
+  for (auto [row, tableRow] : llvm::zip(attr, table)) {
+    auto entries = dyn_cast<ArrayAttr>(row);
+    if (!entries || entries.size() != cast<ArrayAttr>(tableRow).size() ||
+        !llvm::all_of(entries, [&](Attribute a) { return floats ? isa<FloatAttr>(a) : isa<BoolAttr>(a); }))
+      return false;
+  }
+  return true;
+}
+
+LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef kind, int64_t microBatches,
+                                   int64_t virtualStages, ArrayAttr table, ArrayAttr slack, ArrayAttr critical,
+                                   ArrayAttr sendSlack, ArrayAttr sendCritical, ArrayAttr dpAllReduceSlack,
+                                   ArrayAttr dpAllReduceCritical, FloatAttr iterationTime, FloatAttr bubble) {
+  // (C1)
+  if (kind != "gpipe" && kind != "1f1b" && kind != "interleaved")
+    return emitError() << "schedule kind must be gpipe, 1f1b or interleaved, got '" << kind << "'";
+  // (C2)
+  if (microBatches < 1 || virtualStages < 1)
+    return emitError() << "schedule micro_batches and virtual_stages must be >= 1, got " << microBatches << " and "
+                       << virtualStages;
+  // (C3)
+  if (!table || table.empty() || llvm::any_of(table, [](Attribute row) {
+        auto steps = dyn_cast<ArrayAttr>(row);
+        return !steps || !llvm::all_of(steps, [](Attribute step) { return isa<StringAttr>(step); });
+      }))
+    return emitError() << "schedule table must be a non-empty list of rows of step strings";
+  // (C4)
+  for (auto [name, attr, floats] : {std::tuple<StringRef, ArrayAttr, bool>{"slack", slack, true},
+                                    {"critical", critical, false},
+                                    {"send_slack", sendSlack, true},
+                                    {"send_critical", sendCritical, false}})
+    if (attr && !hasTableShape(attr, table, floats))
+      return emitError() << "schedule " << name << " must have the shape of the table, of "
+                         << (floats ? "floats" : "bools");
+  // (C5)
+  for (auto [name, attr, floats] :
+       {std::tuple<StringRef, ArrayAttr, bool>{"dp_all_reduce_slack", dpAllReduceSlack, true},
+        {"dp_all_reduce_critical", dpAllReduceCritical, false}})
+    if (attr && (attr.size() != table.size() ||
+                 !llvm::all_of(attr, [&](Attribute a) { return floats ? isa<FloatAttr>(a) : isa<BoolAttr>(a); })))
+      return emitError() << "schedule " << name << " must have one " << (floats ? "float" : "bool")
+                         << " per row of the table (" << table.size() << ")";
+  return success();
+}
 
 LogicalResult TPSliceAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef axis, int64_t dim,
                                   int64_t groups, ArrayRef<int64_t> shape, int64_t padded) {
@@ -33,9 +120,84 @@ LogicalResult TPSliceAttr::verify(function_ref<InFlightDiagnostic()> emitError, 
   return success();
 }
 
+/// The module `op` is, or null after reporting that `name` belongs on one.
+static ModuleOp moduleOrError(Operation *op, StringRef name) {
+  auto module = dyn_cast<ModuleOp>(op);
+  if (!module)
+    op->emitError() << "'" << name << "' belongs on a builtin.module";
+  return module;
+}
+
+/// Pipeline (C6-C8).
+static LogicalResult verifyPipelineAttr(Operation *op, Attribute value) {
+  // (C6)
+  auto pipeline = dyn_cast<PipelineAttr>(value);
+  if (!pipeline)
+    return op->emitError() << "'" << kPipelineAttr << "' must be a #ptrain.pipeline, got " << value;
+  // (C7)
+  ModuleOp module = moduleOrError(op, kPipelineAttr);
+  if (!module)
+    return failure();
+  // (C8)
+  for (FlatSymbolRefAttr stage : pipeline.getStages())
+    if (!isa_and_nonnull<func::FuncOp>(SymbolTable::lookupSymbolIn(module, stage.getAttr())))
+      return op->emitError() << "'" << kPipelineAttr << "' stage " << stage << " is not a func.func of the module";
+  return success();
+}
+
+/// Stage (C2-C4).
+static LogicalResult verifyStageAttr(Operation *op, Attribute value) {
+  // (C2)
+  auto stage = dyn_cast<StageAttr>(value);
+  if (!stage)
+    return op->emitError() << "'" << kStageAttr << "' must be a #ptrain.stage, got " << value;
+  // (C3)
+  if (!isa<func::FuncOp>(op))
+    return op->emitError() << "'" << kStageAttr << "' belongs on a func.func";
+  // (C4)
+  auto module = op->getParentOfType<ModuleOp>();
+  if (PipelineAttr pipeline = module ? getPipeline(module) : PipelineAttr())
+    if (stage.getIndex() >= pipeline.getPp())
+      return op->emitError() << "'" << kStageAttr << "' index " << stage.getIndex()
+                             << " is not a rank of the module's pipeline (pp = " << pipeline.getPp() << ")";
+  return success();
+}
+
+/// Schedule (C6-C8).
+static LogicalResult verifyScheduleAttr(Operation *op, Attribute value) {
+  // (C6)
+  auto schedule = dyn_cast<ScheduleAttr>(value);
+  if (!schedule)
+    return op->emitError() << "'" << kScheduleAttr << "' must be a #ptrain.schedule, got " << value;
+  // (C7)
+  ModuleOp module = moduleOrError(op, kScheduleAttr);
+  if (!module)
+    return failure();
+  PipelineAttr pipeline = getPipeline(module);
+  if (!pipeline)
+    return op->emitError() << "'" << kScheduleAttr << "' needs a #ptrain.pipeline on the module";
+  // (C8)
+  if (static_cast<int64_t>(schedule.getTable().size()) != pipeline.getPp() ||
+      schedule.getVirtualStages() != pipeline.getVirtualStages() ||
+      (pipeline.getMicroBatches() && *pipeline.getMicroBatches() != schedule.getMicroBatches()))
+    return op->emitError() << "'" << kScheduleAttr << "' (" << schedule.getTable().size() << " rows, virtual_stages "
+                           << schedule.getVirtualStages() << ", micro_batches " << schedule.getMicroBatches()
+                           << ") does not fit the pipeline (pp " << pipeline.getPp() << ", virtual_stages "
+                           << pipeline.getVirtualStages() << ", micro_batches "
+                           << pipeline.getMicroBatches().value_or(0) << ")";
+  return success();
+}
+
 LogicalResult PTrainDialect::verifyOperationAttribute(Operation *op, NamedAttribute attribute) {
-  if (attribute.getName() != kTPSliceAttr)
-    return success(); // the plan attributes not typed yet (PTrainPlanAttrs.h) and the passes' own
+  StringRef name = attribute.getName().getValue();
+  if (name == kPipelineAttr)
+    return verifyPipelineAttr(op, attribute.getValue());
+  if (name == kStageAttr)
+    return verifyStageAttr(op, attribute.getValue());
+  if (name == kScheduleAttr)
+    return verifyScheduleAttr(op, attribute.getValue());
+  if (name != kTPSliceAttr)
+    return success(); // ptrain.compression (not typed yet, PTrainPlanAttrs.h) and the passes' own
   // (C6)
   auto slice = dyn_cast<TPSliceAttr>(attribute.getValue());
   if (!slice)

@@ -7,6 +7,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -57,9 +58,9 @@ LogicalResult mlir::ptrain::verifySubgroup(Operation *op, ArrayAttr axes) {
   }
   // (C8)
   auto fn = op->getParentOfType<func::FuncOp>();
-  auto stage = fn ? fn->getAttrOfType<IntegerAttr>("ptrain.stage") : IntegerAttr();
-  if (stage && group.axis == "pp" && !group.contains(stage.getInt()))
-    return op->emitOpError() << "in @" << fn.getSymName() << " of stage " << stage.getInt()
+  StageAttr stage = fn ? getStage(fn) : StageAttr();
+  if (stage && group.axis == "pp" && !group.contains(stage.getIndex()))
+    return op->emitOpError() << "in @" << fn.getSymName() << " of stage " << stage.getIndex()
                              << ", which is not a member of its subgroup pp = [" << group.members
                              << "]: a stage outside the group must not post the collective";
   return success();

@@ -38,7 +38,8 @@ def PTrain_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
   let usePropertiesForAttributes = 1;
-  // The plan attributes on ops (ptrain.tp_slice, PTrainPlanAttrs.h) are checked where they sit.
+  // The plan attributes (ptrain.pipeline, ptrain.stage, ptrain.schedule, ptrain.tp_slice; PTrainPlanAttrs.h) are
+  // checked where they sit.
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
@@ -75,6 +76,8 @@ class PTrain_CollectiveStartOp<string mnemonic, list<Trait> traits = []>
   let hasVerifier = 1;
 }
 
+// The enums are attribute definitions: PTrainPlanAttrs.td, generated alone, leaves them out.
+#ifndef PTRAIN_PLAN_ATTRS_ONLY
 //===----------------------------------------------------------------------===//
 // Enums
 //===----------------------------------------------------------------------===//
@@ -184,5 +187,7 @@ def PTrain_QuantGranularity : I32EnumAttr<"QuantGranularity",
 }
 def PTrain_QuantGranularityAttr
     : EnumAttr<PTrain_Dialect, PTrain_QuantGranularity, "granularity">;
+
+#endif // PTRAIN_PLAN_ATTRS_ONLY
 
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINBASE_TD

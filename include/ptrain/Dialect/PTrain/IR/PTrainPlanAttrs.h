@@ -1,11 +1,15 @@
 //===- PTrainPlanAttrs.h - typed accessors of the plan attributes -*- C++ -*-===//
 //
 // The discardable attributes through which the passes hand the parallel plan to the code generators, the
-// executor and plan.json, with one typed accessor each (issue 28, item 2). Typed so far:
-//   ptrain.tp_slice = #ptrain.tp_slice<...>  on a sliced ptrain.state (--ptrain-shard-tp; PTrainAttrs.td,
-//                                            constraints C1-C9, verified by PTrainDialect::
-//                                            verifyOperationAttribute, test/Dialect/PTrain/plan-attrs-invalid.mlir)
-// Still dictionaries read by string key: ptrain.pipeline, ptrain.stage, ptrain.schedule, ptrain.compression.
+// executor and plan.json, with one typed accessor each (issue 28, item 2). Each is an AttrDef of
+// PTrainPlanAttrs.td (tp_slice: PTrainAttrs.td) whose constraints are numbered there, checked on the attribute (its
+// verify) and where it sits (PTrainDialect::verifyOperationAttribute, lib/Dialect/PTrain/IR/PTrainPlanAttrs.cpp), with
+// one negative test per error in test/Dialect/PTrain/plan-attrs-invalid.mlir:
+//   ptrain.pipeline = #ptrain.pipeline<...>  on the module (--ptrain-split-stages, --ptrain-build-training-step)
+//   ptrain.stage    = #ptrain.stage<k>       on a stage's functions (split-stages, build-training-step, lowering)
+//   ptrain.schedule = #ptrain.schedule<...>  on the module (--ptrain-schedule, --ptrain-critical-path)
+//   ptrain.tp_slice = #ptrain.tp_slice<...>  on a sliced ptrain.state (--ptrain-shard-tp)
+// Still a dictionary read by string key: ptrain.compression (lib/Plan/CompressionPlan.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,10 +18,41 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+
+#define GET_ATTRDEF_CLASSES
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h.inc"
+
 namespace mlir::ptrain {
 
+/// On a pipelined module: a #ptrain.pipeline (C1-C8).
+inline constexpr llvm::StringLiteral kPipelineAttr = "ptrain.pipeline";
+/// On a function of a pipelined module: a #ptrain.stage, the pipeline rank it runs on (C1-C4).
+inline constexpr llvm::StringLiteral kStageAttr = "ptrain.stage";
+/// On a scheduled module: a #ptrain.schedule (C1-C8).
+inline constexpr llvm::StringLiteral kScheduleAttr = "ptrain.schedule";
 /// On a sliced `ptrain.state`: a #ptrain.tp_slice (--ptrain-shard-tp's description of the slice).
 inline constexpr llvm::StringLiteral kTPSliceAttr = "ptrain.tp_slice";
+
+/// The module's pipeline split, or null when the module is not split into stages.
+inline PipelineAttr getPipeline(ModuleOp module) { return module->getAttrOfType<PipelineAttr>(kPipelineAttr); }
+
+/// Records the module's pipeline split.
+inline void setPipeline(ModuleOp module, PipelineAttr pipeline) { module->setAttr(kPipelineAttr, pipeline); }
+
+/// The pipeline rank `fn` runs on, or null when it belongs to no stage.
+inline StageAttr getStage(Operation *fn) { return fn->getAttrOfType<StageAttr>(kStageAttr); }
+
+/// Records that `fn` runs on pipeline rank `index` (>= 0, < the module's pp).
+inline void setStage(Operation *fn, int64_t index) { fn->setAttr(kStageAttr, StageAttr::get(fn->getContext(), index)); }
+
+/// The module's pipeline schedule, or null before --ptrain-schedule.
+inline ScheduleAttr getSchedule(ModuleOp module) { return module->getAttrOfType<ScheduleAttr>(kScheduleAttr); }
+
+/// Records the module's pipeline schedule.
+inline void setSchedule(ModuleOp module, ScheduleAttr schedule) { module->setAttr(kScheduleAttr, schedule); }
 
 /// The slice of `state`, or null when the state is not sliced (verified: C1-C9).
 inline TPSliceAttr getTPSlice(StateOp state) { return state->getAttrOfType<TPSliceAttr>(kTPSliceAttr); }
