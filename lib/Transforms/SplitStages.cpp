@@ -334,5 +334,5 @@ void SplitStagesPass::runOnOperation() {
     input = output;
   }
   setPipeline(module, PipelineAttr::get(module.getContext(), pp.getValue(), virtualStages.getValue(), stageRefs,
-                                        std::nullopt, false));
+                                        std::nullopt, /*labels=*/false, /*deterministic_dp=*/false));
 }

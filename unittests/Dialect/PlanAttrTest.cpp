@@ -83,15 +83,16 @@ TEST_F(PlanAttrTest, PipelineStageAndScheduleThroughTheirAccessors) {
     stages.push_back(FlatSymbolRefAttr::get(fn.getSymNameAttr()));
   }
   EXPECT_FALSE(getPipeline(*module));
-  auto split = PipelineAttr::get(&ctx, 2, 1, stages, std::nullopt, false);
+  auto split = PipelineAttr::get(&ctx, 2, 1, stages, std::nullopt, false, false);
   setPipeline(*module, split);
   EXPECT_EQ(getPipeline(*module).getNumStageFunctions(), 2);
   EXPECT_FALSE(getPipeline(*module).getMicroBatches());
   // --ptrain-build-training-step's addition keeps the split.
-  PipelineAttr built = split.withTrainingStep(4, true);
+  PipelineAttr built = split.withTrainingStep(4, true, true);
   EXPECT_EQ(built.getStages(), split.getStages());
   EXPECT_EQ(built.getMicroBatches(), std::optional<int64_t>(4));
   EXPECT_TRUE(built.getLabels());
+  EXPECT_TRUE(built.getDeterministicDp());
   setPipeline(*module, built);
   auto fn = module->lookupSymbol<func::FuncOp>("forward_stage1");
   ASSERT_TRUE(getStage(fn));

@@ -116,6 +116,12 @@ func.func private @pipeline_c5() attributes {p = #ptrain.pipeline<pp = 1, stages
 
 // -----
 
+// Pipeline (C5): so does the dp-invariant sum order.
+// expected-error@+1 {{pipeline deterministic_dp needs micro_batches (a training step)}}
+func.func private @pipeline_c5_deterministic() attributes {p = #ptrain.pipeline<pp = 1, stages = [@a], deterministic_dp = true>}
+
+// -----
+
 // (C6) ptrain.pipeline is a #ptrain.pipeline.
 // expected-error@+1 {{'ptrain.pipeline' must be a #ptrain.pipeline, got {pp = 1 : i64, stages = [@f]}}}
 module attributes {ptrain.pipeline = {pp = 1 : i64, stages = [@f]}} {

@@ -33,9 +33,9 @@ module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward
 
 // Interleaved chunks with the training step and its schedule; fields given out of order print in order.
 // CHECK-LABEL: module attributes
-// CHECK-SAME: ptrain.pipeline = #ptrain.pipeline<pp = 2, virtual_stages = 2, stages = [@s0, @s1, @s2, @s3], micro_batches = 2, labels = true>
+// CHECK-SAME: ptrain.pipeline = #ptrain.pipeline<pp = 2, virtual_stages = 2, stages = [@s0, @s1, @s2, @s3], micro_batches = 2, labels = true, deterministic_dp = true>
 // CHECK-SAME: ptrain.schedule = #ptrain.schedule<kind = "interleaved", micro_batches = 2, virtual_stages = 2, table = {{\[\[}}"F0", "O"], ["FB0", "O"]]>
-module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, virtual_stages = 2, stages = [@s0, @s1, @s2, @s3], micro_batches = 2, labels = true>,
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, virtual_stages = 2, stages = [@s0, @s1, @s2, @s3], micro_batches = 2, labels = true, deterministic_dp = true>,
                    ptrain.schedule = #ptrain.schedule<kind = "interleaved", micro_batches = 2, virtual_stages = 2, table = [["F0", "O"], ["FB0", "O"]]>} {
   func.func private @s0()
   func.func private @s1()
