@@ -422,7 +422,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
 
   // Compression decisions of --ptrain-compress.
   std::optional<CompressionPlan> plan;
-  if (applyCompression && module->hasAttr("ptrain.compression")) {
+  if (applyCompression && getCompression(module)) {
     FailureOr<std::optional<CompressionPlan>> read =
         readCompressionPlan(module, p, model.microBatches, "the timing model");
     if (failed(read) || !*read)

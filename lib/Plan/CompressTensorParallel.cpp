@@ -184,18 +184,15 @@ ArrayAttr mlir::ptrain::tensorParallelRecord(MLIRContext *context, ArrayRef<Tens
 
 FailureOr<std::vector<TensorParallelCodec>> mlir::ptrain::readTensorParallelRecord(ModuleOp module, StringRef pass) {
   std::vector<TensorParallelCodec> codecs;
-  auto dict = module->getAttrOfType<DictionaryAttr>("ptrain.compression");
-  if (!dict || !dict.get("tp_all_reduces"))
+  CompressionAttr record = getCompression(module);
+  if (!record || !record.getTpAllReduces())
     return codecs;
   auto bad = [&](const Twine &why) {
     emitError(module.getLoc()) << pass << ": ptrain.compression: tp_all_reduces: " << why;
     return failure();
   };
-  auto entries = dict.getAs<ArrayAttr>("tp_all_reduces");
-  if (!entries)
-    return bad("must be an array");
-  for (auto [i, attr] : llvm::enumerate(entries)) {
-    auto entry = dyn_cast<DictionaryAttr>(attr);
+  for (auto [i, attr] : llvm::enumerate(record.getTpAllReduces())) {
+    auto entry = dyn_cast<DictionaryAttr>(attr); // a dictionary (#ptrain.compression C7)
     auto layer = entry ? entry.getAs<IntegerAttr>("layer") : IntegerAttr();
     auto role = entry ? entry.getAs<StringAttr>("role") : StringAttr();
     auto direction = entry ? entry.getAs<StringAttr>("direction") : StringAttr();

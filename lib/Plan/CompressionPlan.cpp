@@ -22,7 +22,7 @@ ArrayAttr sendRow(Builder &b, ArrayRef<CodecAttrInterface> row, CodecAttrInterfa
 }
 } // namespace
 
-DictionaryAttr CompressionPlan::toAttr(MLIRContext *context) const {
+CompressionAttr CompressionPlan::toAttr(MLIRContext *context) const {
   Builder b(context);
   auto bools = [&](const std::vector<bool> &flags) {
     SmallVector<Attribute> attrs;
@@ -36,129 +36,65 @@ DictionaryAttr CompressionPlan::toAttr(MLIRContext *context) const {
       attrs.push_back(sendRow(b, row, codec));
     return b.getArrayAttr(attrs);
   };
-  NamedAttrList entries;
-  entries.set("policy", b.getStringAttr(policy));
-  entries.set("backward_sends", rows(backwardSends, backwardCodec));
-  if (backwardCodec)
-    entries.set("backward_codec", backwardCodec);
-  entries.set("backward_error_feedback", b.getBoolAttr(backwardErrorFeedback));
-  entries.set("forward_sends", rows(forwardSends, forwardCodec));
-  if (forwardCodec)
-    entries.set("forward_codec", forwardCodec);
-  entries.set("forward_error_feedback", b.getBoolAttr(forwardErrorFeedback));
-  entries.set("dp_all_reduce", bools(dpAllReduce));
-  entries.set("sc_rank", b.getI64IntegerAttr(scRank));
-  entries.set("sc_error_feedback", b.getBoolAttr(scErrorFeedback));
+  DictionaryAttr codecs;
   if (!dpCodecs.empty()) {
-    NamedAttrList codecs;
+    NamedAttrList entries;
     for (const auto &[key, codec] : dpCodecs)
-      codecs.set(key, codec ? Attribute(codec) : Attribute(b.getBoolAttr(false)));
-    entries.set("dp_codecs", codecs.getDictionary(context));
+      entries.set(key, codec ? Attribute(codec) : Attribute(b.getBoolAttr(false)));
+    codecs = entries.getDictionary(context);
   }
-  entries.set("fused_embedding", b.getBoolAttr(fusedEmbedding));
-  if (skipStages)
-    entries.set("skip_stages", b.getI64IntegerAttr(skipStages));
-  return entries.getDictionary(context);
+  return CompressionAttr::get(context, policy, rows(backwardSends, backwardCodec), backwardCodec, backwardErrorFeedback,
+                              rows(forwardSends, forwardCodec), forwardCodec, forwardErrorFeedback, bools(dpAllReduce),
+                              scRank, scErrorFeedback, codecs, fusedEmbedding, skipStages, /*tpAllReduces=*/ArrayAttr(),
+                              /*tpSkipLayers=*/0);
 }
 
 FailureOr<std::optional<CompressionPlan>> mlir::ptrain::readCompressionPlan(ModuleOp module, int64_t pp, int64_t m,
                                                                             StringRef pass) {
-  auto dict = module->getAttrOfType<DictionaryAttr>("ptrain.compression");
-  if (!dict)
+  CompressionAttr record = getCompression(module);
+  if (!record)
     return std::optional<CompressionPlan>();
-  auto bad = [&](const Twine &why) {
-    emitError(module.getLoc()) << pass << ": ptrain.compression: " << why;
-    return failure();
-  };
   CompressionPlan plan;
-  auto policy = dict.getAs<StringAttr>("policy");
-  if (!policy)
-    return bad("needs a string `policy`");
-  plan.policy = policy.getValue().str();
+  plan.policy = record.getPolicy().str();
   // With virtual stages (the interleaved schedule) a row holds V M entries: chunk k's micro-batch i at k M + i.
   if (PipelineAttr pipeline = getPipeline(module))
     plan.virtualStages = pipeline.getVirtualStages(); // >= 1 (#ptrain.pipeline C2)
   const int64_t v = plan.virtualStages, entries = v * m;
-  auto readFlags = [&](ArrayAttr array, int64_t size, std::vector<bool> &out) -> LogicalResult {
-    if (!array || static_cast<int64_t>(array.size()) != size)
-      return failure();
-    for (Attribute flag : array) {
-      auto value = dyn_cast<BoolAttr>(flag);
-      if (!value)
-        return failure();
-      out.push_back(value.getValue());
-    }
-    return success();
-  };
-  // The rows of one direction: per stage, per micro-batch false, true (the direction's codec) or a codec.
-  auto readSends = [&](StringRef name, StringRef codecName, std::vector<std::vector<CodecAttrInterface>> &out,
-                       CodecAttrInterface &codec) -> LogicalResult {
-    codec = dict.getAs<CodecAttrInterface>(codecName);
-    if (dict.get(codecName) && !codec)
-      return bad("`" + codecName + "` must be a codec attribute");
-    auto sends = dict.getAs<ArrayAttr>(name);
-    if (!sends && name == "forward_sends") { // optional: no forward compression
+  // The rows are rectangular, of true, false or codecs, a `true` with the direction's codec (C2, C3).
+  auto readSends = [&](ArrayAttr sends, CodecAttrInterface codec, std::vector<std::vector<CodecAttrInterface>> &out) {
+    if (!sends) { // no forward compression
       out.assign(pp, std::vector<CodecAttrInterface>(entries));
-      return success();
+      return;
     }
-    if (!sends || static_cast<int64_t>(sends.size()) != pp)
-      return bad("`" + name + "` needs one row per stage (" + Twine(pp) + ")");
-    for (Attribute rowAttr : sends) {
-      auto row = dyn_cast<ArrayAttr>(rowAttr);
-      if (!row || static_cast<int64_t>(row.size()) != entries)
-        return bad("every `" + name + "` row needs one entry per " +
-                   (v > 1 ? "model chunk and micro-batch (" + Twine(v) + " x " + Twine(m) + ")"
-                          : "micro-batch (" + Twine(m) + ")"));
+    for (Attribute row : sends) {
       out.emplace_back();
-      for (Attribute entry : row) {
-        if (auto flag = dyn_cast<BoolAttr>(entry)) {
-          if (flag.getValue() && !codec)
-            return bad("`" + name + "` marks a send `true` but there is no `" + codecName + "`");
-          out.back().push_back(flag.getValue() ? codec : CodecAttrInterface());
-        } else if (auto c = dyn_cast<CodecAttrInterface>(entry)) {
-          out.back().push_back(c);
-        } else {
-          return bad("a `" + name + "` entry must be a bool or a codec attribute");
-        }
+      for (Attribute entry : cast<ArrayAttr>(row)) {
+        auto flag = dyn_cast<BoolAttr>(entry);
+        out.back().push_back(flag ? (flag.getValue() ? codec : CodecAttrInterface()) : cast<CodecAttrInterface>(entry));
       }
     }
-    return success();
   };
-  if (failed(readSends("backward_sends", "backward_codec", plan.backwardSends, plan.backwardCodec)) ||
-      failed(readSends("forward_sends", "forward_codec", plan.forwardSends, plan.forwardCodec)))
+  plan.backwardCodec = record.getBackwardCodec();
+  plan.forwardCodec = record.getForwardCodec();
+  readSends(record.getBackwardSends(), plan.backwardCodec, plan.backwardSends);
+  readSends(record.getForwardSends(), plan.forwardCodec, plan.forwardSends);
+  // Checked where the record sits (C10); a pass that changed the pipeline since would read past the rows.
+  if (static_cast<int64_t>(plan.backwardSends.size()) != pp || plan.backwardSends[0].size() != size_t(entries)) {
+    emitError(module.getLoc()) << pass << ": ptrain.compression: its rows of sends do not fit " << pp << " stages of "
+                               << entries << " sends";
     return failure();
-  for (int64_t i = 0; i < m && pp > 0; ++i) {
-    if (plan.backwardCodecOf(0, i))
-      return bad(v > 1 ? "virtual stage 0 sends no gradient backward" : "stage 0 sends no gradient backward");
-    if (plan.forwardCodecOf(pp * v - 1, i))
-      return bad(v > 1 ? "the last virtual stage sends no activation forward"
-                       : "the last stage sends no activation forward");
   }
-  auto flag = [&](StringRef name, bool byDefault) {
-    auto value = dict.getAs<BoolAttr>(name);
-    return value ? value.getValue() : byDefault;
-  };
-  plan.backwardErrorFeedback = flag("backward_error_feedback", true);
-  plan.forwardErrorFeedback = flag("forward_error_feedback", false);
-  if (failed(readFlags(dict.getAs<ArrayAttr>("dp_all_reduce"), pp, plan.dpAllReduce)))
-    return bad("`dp_all_reduce` needs one bool per stage (" + Twine(pp) + ")");
-  if (auto rank = dict.getAs<IntegerAttr>("sc_rank"))
-    plan.scRank = rank.getInt();
-  if (plan.scRank < 1)
-    return bad("`sc_rank` must be >= 1");
-  plan.scErrorFeedback = flag("sc_error_feedback", true);
-  if (auto codecs = dict.getAs<DictionaryAttr>("dp_codecs")) {
-    for (NamedAttribute entry : codecs) {
-      auto codec = dyn_cast<CodecAttrInterface>(entry.getValue());
-      auto off = dyn_cast<BoolAttr>(entry.getValue());
-      if (!codec && !(off && !off.getValue()))
-        return bad("a `dp_codecs` entry must be a codec attribute or false");
-      plan.dpCodecs[entry.getName().str()] = codec;
-    }
-  }
-  plan.fusedEmbedding = flag("fused_embedding", false);
-  if (auto skip = dict.getAs<IntegerAttr>("skip_stages"))
-    plan.skipStages = skip.getInt();
+  plan.backwardErrorFeedback = record.getBackwardErrorFeedback();
+  plan.forwardErrorFeedback = record.getForwardErrorFeedback();
+  for (Attribute flag : record.getDpAllReduce()) // one bool per stage (C4)
+    plan.dpAllReduce.push_back(cast<BoolAttr>(flag).getValue());
+  plan.scRank = record.getScRank();
+  plan.scErrorFeedback = record.getScErrorFeedback();
+  if (DictionaryAttr codecs = record.getDpCodecs())
+    for (NamedAttribute entry : codecs) // a codec or false (C6)
+      plan.dpCodecs[entry.getName().str()] = dyn_cast<CodecAttrInterface>(entry.getValue());
+  plan.fusedEmbedding = record.getFusedEmbedding();
+  plan.skipStages = record.getSkipStages();
   return std::optional<CompressionPlan>(std::move(plan));
 }
 

@@ -406,7 +406,7 @@ void CompressPass::runOnOperation() {
     error("unknown policy '") << policy.getValue() << "' (known: optimus-cc, mcbench, none, auto)";
     return signalPassFailure();
   }
-  if (module->hasAttr("ptrain.compression")) {
+  if (getCompression(module)) {
     error("the module already has ptrain.compression (compressed twice?)");
     return signalPassFailure();
   }
@@ -509,24 +509,18 @@ void CompressPass::runOnOperation() {
     emitWarning(module.getLoc()) << "--ptrain-compress: policy=" << policy.getValue()
                                  << " compresses nothing on this plan (no pipeline send, data-parallel all-reduce "
                                     "or tensor-parallel site it applies to)";
-  DictionaryAttr record = plan.toAttr(&getContext());
+  CompressionAttr record = plan.toAttr(&getContext());
   if (policy == "mcbench" && (tpFwdCodec != "none" || tpBwdCodec != "none")) {
     FailureOr<ArrayAttr> tp = tensorParallelSites(module);
     if (failed(tp))
       return signalPassFailure();
-    NamedAttrList entries(record);
-    entries.set("tp_all_reduces", *tp);
-    if (tpSkipLayers)
-      entries.set("tp_skip_layers", IntegerAttr::get(IntegerType::get(&getContext(), 64), tpSkipLayers));
-    record = entries.getDictionary(&getContext());
+    record = record.withTensorParallel(*tp, tpSkipLayers);
   }
   if (policy == "auto" && !autoTensorParallel.empty()) {
-    NamedAttrList entries(record);
-    entries.set("tp_all_reduces", tensorParallelRecord(&getContext(), autoTensorParallel));
-    record = entries.getDictionary(&getContext());
+    record = record.withTensorParallel(tensorParallelRecord(&getContext(), autoTensorParallel), 0);
     numCompressedTPSites += autoTensorParallel.size();
   }
-  module->setAttr("ptrain.compression", record);
+  setCompression(module, record);
 }
 
 FailureOr<ArrayAttr> CompressPass::tensorParallelSites(ModuleOp module) {

@@ -134,15 +134,12 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     return probe;
   };
   auto modelOf = [&](const CompressionPlan &probe, ArrayRef<TensorParallelCodec> tp = {}) {
-    DictionaryAttr record = probe.toAttr(context);
-    if (!tp.empty()) {
-      NamedAttrList entries(record);
-      entries.set("tp_all_reduces", tensorParallelRecord(context, tp));
-      record = entries.getDictionary(context);
-    }
-    module->setAttr("ptrain.compression", record);
+    CompressionAttr record = probe.toAttr(context);
+    if (!tp.empty())
+      record = record.withTensorParallel(tensorParallelRecord(context, tp), 0);
+    setCompression(module, record);
     auto model = buildModuleTimingModel(module, *cluster, /*applyCompression=*/true);
-    module->removeAttr("ptrain.compression");
+    removeCompression(module);
     return model;
   };
   // The costs without codecs, per FE mode: with fused embedding sync the tied gradients leave the dp

@@ -60,7 +60,7 @@ void SchedulePass::runOnOperation() {
                                   "--ptrain-critical-path";
     return signalPassFailure();
   }
-  if (module->hasAttr("ptrain.compression") || module.lookupSymbol("stage0_train_step")) {
+  if (getCompression(module) || module.lookupSymbol("stage0_train_step")) {
     emitError(module.getLoc()) << "--ptrain-schedule: the module is already "
                                << (module.lookupSymbol("stage0_train_step") ? "lowered (@stage0_train_step)"
                                                                             : "compressed (ptrain.compression)")

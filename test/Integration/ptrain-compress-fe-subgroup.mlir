@@ -41,7 +41,8 @@
 // PP4: ptrain.all_reduce_start %{{.*}} on @grid axes [pp] reduction = sum {ptrain.subgroup = {pp = array<i64: 0, 3>}} : tensor<256x128xf32>
 
 // fe=false: the two-step sync, where the middle stages join the [pp] sum with zeros.
-// NOFE: fused_embedding = false
+// NOFE: ptrain.compression = #ptrain.compression<
+// NOFE-NOT: fused_embedding
 // NOFE-LABEL: func.func @stage1_optimizer_step(
 // NOFE: %[[Z:.*]] = arith.constant dense<0.000000e+00> : tensor<256x128xf32>
 // NOFE-NEXT: ptrain.all_reduce_start %[[Z]] on @grid axes [pp] reduction = sum : tensor<256x128xf32>

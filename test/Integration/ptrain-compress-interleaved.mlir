@@ -29,10 +29,10 @@
 // CB's cool-down rule per rank's row: the backward steps from the row's last forward on. Rank 0 (last forward
 // F3.1): B1, B2, B3 are virtual stage 0's (no send), B2.1 and B3.1 send on 2 -> 1; rank 1 (last forward FB3.1):
 // FB3.1 on 3 -> 2, B2 and B3 on 1 -> 0. A row holds chunk 0's micro-batches 0..3, then chunk 1's.
-// CB: ptrain.compression = {backward_codec = #ptrain.powersgd<rank = 16>, backward_error_feedback = true,
+// CB: ptrain.compression = #ptrain.compression<policy = "optimus-cc",
 // CB-SAME: backward_sends = {{\[\[}}false, false, false, false, false, false, true, true], [false, false, true, true, false, false, false, true]],
+// CB-SAME: backward_codec = #ptrain.powersgd<rank = 16>,
 // CB-SAME: forward_sends = {{\[\[}}false, false, false, false, false, false, false, false], [false, false, false, false, false, false, false, false]],
-// CB-SAME: policy = "optimus-cc"
 
 // Lowered: one residual and warm start per chunk boundary and direction, "pp<s>-><t>/c<k>-><k'>/...". Rank 0's
 // chunk 1 compresses B2.1 and B3.1 to rank 1's chunk 0 (tags 2 (2 i + 0) + 1 = 9, 13; Q at + 2 M V = 16), and
@@ -72,10 +72,10 @@
 // backward sends from 1, 2, 3 (rank 0's chunk 0 is the first). With error feedback, one residual per
 // boundary and direction: at pp = 2 the pair 0 -> 1 carries rank 0's activations of both chunks (c0->0, c1->1)
 // and its chunk-1 gradient (c1->0).
-// MC: backward_codec = #ptrain.topk<ratio = 1.000000e-01 : f64>, backward_error_feedback = true,
-// MC-SAME: backward_sends = {{\[\[}}false, false, false, false, true, true, true, true], [true, true, true, true, true, true, true, true]]
-// MC-SAME: forward_codec = #ptrain.cast<bf16>, forward_error_feedback = true,
+// MC: backward_sends = {{\[\[}}false, false, false, false, true, true, true, true], [true, true, true, true, true, true, true, true]]
+// MC-SAME: backward_codec = #ptrain.topk<ratio = 1.000000e-01 : f64>,
 // MC-SAME: forward_sends = {{\[\[}}true, true, true, true, true, true, true, true], [true, true, true, true, false, false, false, false]]
+// MC-SAME: forward_codec = #ptrain.cast<bf16>, forward_error_feedback = true,
 // MCLOW-DAG: key "pp0->1/c0->0/residual"
 // MCLOW-DAG: key "pp0->1/c1->1/residual"
 // MCLOW-DAG: key "pp0->1/c1->0/residual"
@@ -87,7 +87,7 @@
 // MCSKIP-SAME: skip_stages = 2
 
 // policy=none: rows of 2 x 4 entries, nothing compressed, no codec state.
-// NONE: backward_error_feedback = false, backward_sends = {{\[\[}}false, false, false, false, false, false, false, false], [false, false, false, false, false, false, false, false]]
+// NONE: backward_sends = {{\[\[}}false, false, false, false, false, false, false, false], [false, false, false, false, false, false, false, false]], backward_error_feedback = false
 // NONE: func.func @stage0_train_step(
 
 // The report prices each compressed send on its virtual stage: 5 compressed backward sends.
@@ -132,7 +132,8 @@
 // CB4-DAG: key "pp1->0/c1->1/residual"
 // CB4-DAG: key "pp0->3/c1->0/residual" kind codec_residual : tensor<2x16x32xf32>
 // CB4-DAG: key "pp0->3/c1->0/warm_start_q" kind codec_warm_start : tensor<32x16xf32>
-// NOLEP4: backward_error_feedback = false, backward_sends = {{\[\[}}false, false, false, false, false, false, false, false, false, false, false, false, true, true, true, true],
+// NOLEP4: backward_sends = {{\[\[}}false, false, false, false, false, false, false, false, false, false, false, false, true, true, true, true],
+// NOLEP4-SAME: backward_error_feedback = false
 
 // mcbench at pp = 4 x V = 2: every forward send but the last virtual stage's, every backward send but virtual stage 0's.
 // MC4: backward_sends = {{\[\[}}false, false, false, false, false, false, false, false, true, true, true, true, true, true, true, true], [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true], [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true], [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true]]

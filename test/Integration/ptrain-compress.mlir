@@ -23,10 +23,9 @@
 
 // pp = 2, 4 micro-batches, 1F1B: stage 0 has 1 warm-up forward, so its cool-down is its last backward B3;
 // the send that feeds it, FB3 of stage 1 on the link 1 -> 0, is compressed with PowerSGD rank 16.
-// PP2: ptrain.compression = {backward_codec = #ptrain.powersgd<rank = 16>, backward_error_feedback = true,
-// PP2-SAME: backward_sends = {{\[\[}}false, false, false, false], [false, false, false, true]], dp_all_reduce = [false, false],
-// PP2-SAME: forward_error_feedback = false, forward_sends = {{\[\[}}false, false, false, false], [false, false, false, false]],
-// PP2-SAME: fused_embedding = false, policy = "optimus-cc", sc_error_feedback = true, sc_rank = 128 : i64}
+// PP2: ptrain.compression = #ptrain.compression<policy = "optimus-cc",
+// PP2-SAME: backward_sends = {{\[\[}}false, false, false, false], [false, false, false, true]], backward_codec = #ptrain.powersgd<rank = 16>,
+// PP2-SAME: forward_sends = {{\[\[}}false, false, false, false], [false, false, false, false]], dp_all_reduce = [false, false]>
 // ALL: backward_sends = {{\[\[}}false, false, false, false], [true, true, true, true]]
 // NOCB: backward_sends = {{\[\[}}false, false, false, false], [false, false, false, false]]
 // NOCB-NOT: backward_codec
@@ -97,11 +96,12 @@
 // FE-LABEL: func.func @stage1_optimizer_step(
 // FE-NOT: axes [pp] reduction
 // FE: ptrain.all_reduce_start %{{.*}} on @grid axes [dp, pp] reduction = sum : tensor<256x128xf32>
-// NOFE: fused_embedding = false
+// NOFE: ptrain.compression = #ptrain.compression<
+// NOFE-NOT: fused_embedding
 
 // policy=none: nothing compressed, the record says so.
-// NONE: ptrain.compression = {backward_error_feedback = false, backward_sends = {{\[\[}}false, false, false, false], [false, false, false, false]],
-// NONE-SAME: forward_sends = {{\[\[}}false, false, false, false], [false, false, false, false]], fused_embedding = false, policy = "none"
+// NONE: ptrain.compression = #ptrain.compression<policy = "none", backward_sends = {{\[\[}}false, false, false, false], [false, false, false, false]],
+// NONE-SAME: backward_error_feedback = false, forward_sends = {{\[\[}}false, false, false, false], [false, false, false, false]], dp_all_reduce = [false, false]>
 
 // mcbench with TAH-Quant both ways, by spec: the forward sends at the defaults (64-element tiles: 512 tiles of the
 // 4 x 64 x 128 activation, 410 at 4 bits), the backward ones at 32-element tiles, 2 / 4 bits, half high.
@@ -109,10 +109,10 @@
 // MCTAH: ptrain.compress {{.*}} {codec = #ptrain.tahquant<tile_size = 32, low_bits = 2, high_ratio = 5.000000e-01 : f64>} : tensor<4x64x128xf32> -> (tensor<12288xi8>, tensor<1024xf32>, tensor<1024xf32>, tensor<1024xi8>)
 
 // mcbench: every forward send of stage 0 with 8-bit quantization, every backward send of stage 1 with top-k.
-// MC: ptrain.compression = {backward_codec = #ptrain.topk<ratio = 1.000000e-01 : f64>, backward_error_feedback = false,
+// MC: ptrain.compression = #ptrain.compression<policy = "mcbench",
 // MC-SAME: backward_sends = {{\[\[}}false, false, false, false], [true, true, true, true]],
-// MC-SAME: forward_codec = #ptrain.quant<bits = 8>, forward_error_feedback = false,
-// MC-SAME: forward_sends = {{\[\[}}true, true, true, true], [false, false, false, false]], fused_embedding = false, policy = "mcbench"
+// MC-SAME: backward_codec = #ptrain.topk<ratio = 1.000000e-01 : f64>, backward_error_feedback = false,
+// MC-SAME: forward_sends = {{\[\[}}true, true, true, true], [false, false, false, false]], forward_codec = #ptrain.quant<bits = 8>, dp_all_reduce
 
 // Lowered with error feedback: one residual per link and direction; stage 0 compresses each forward output
 // and sends packed bytes and scales (tags 2i and 2i + 2 M); stage 1 decodes them; the gradients come back as

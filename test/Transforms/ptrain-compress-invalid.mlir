@@ -29,7 +29,7 @@ module @no_stage_functions attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2
 
 // A second run would stack codecs on codecs.
 // expected-error@+1 {{--ptrain-compress: the module already has ptrain.compression (compressed twice?)}}
-module @twice attributes {ptrain.compression = {policy = "none"}, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 1>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["F0", "B0", "O"], ["FB0", "O"]], send_critical = [[true, false, false], [true, false]]>} {
+module @twice attributes {ptrain.compression = #ptrain.compression<policy = "none", backward_sends = [[false], [false]], dp_all_reduce = [false, false]>, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 1>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["F0", "B0", "O"], ["FB0", "O"]], send_critical = [[true, false, false], [true, false]]>} {
   func.func private @forward_stage0()
   func.func private @forward_stage1()
   ptrain.grid @grid(pp = 2)

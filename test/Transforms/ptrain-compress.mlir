@@ -25,10 +25,9 @@
 // pp = 2, 1F1B, 2 micro-batches. Optimus-CC's CB compresses the backward sends of the receiver's cool-down:
 // on the link 1 -> 0, the last min(P - s, M) = 1 micro-batch (FB1), with PowerSGD and LEP's residual.
 // CHECK-LABEL: module @pp2
-// CHECK-SAME: ptrain.compression = {backward_codec = #ptrain.powersgd<rank = 2>, backward_error_feedback = true,
-// CHECK-SAME: backward_sends = {{\[\[}}false, false], [false, true]], dp_all_reduce = [false, false],
-// CHECK-SAME: forward_error_feedback = false, forward_sends = {{\[\[}}false, false], [false, false]],
-// CHECK-SAME: fused_embedding = false, policy = "optimus-cc", sc_error_feedback = true, sc_rank = 128 : i64}
+// CHECK-SAME: ptrain.compression = #ptrain.compression<policy = "optimus-cc",
+// CHECK-SAME: backward_sends = {{\[\[}}false, false], [false, true]], backward_codec = #ptrain.powersgd<rank = 2>,
+// CHECK-SAME: forward_sends = {{\[\[}}false, false], [false, false]], dp_all_reduce = [false, false]>
 // cb-sends=all: every backward send; cb-sends=critical: the sends marked in send_critical (FB0 here).
 // ALL-LABEL: module @pp2
 // ALL-SAME: backward_sends = {{\[\[}}false, false], [true, true]]
@@ -40,21 +39,20 @@
 // NOCB-SAME: backward_sends = {{\[\[}}false, false], [false, false]]
 // lep=false: CB without the residual (the LEP ablation).
 // NOLEP-LABEL: module @pp2
-// NOLEP-SAME: backward_error_feedback = false, backward_sends = {{\[\[}}false, false], [false, true]]
+// NOLEP-SAME: backward_sends = {{\[\[}}false, false], [false, true]], backward_codec = #ptrain.powersgd<rank = 2>, backward_error_feedback = false
 // policy=none: the record says nothing is compressed.
 // NONE-LABEL: module @pp2
-// NONE-SAME: ptrain.compression = {backward_error_feedback = false, backward_sends = {{\[\[}}false, false], [false, false]], dp_all_reduce = [false, false], forward_error_feedback = false, forward_sends = {{\[\[}}false, false], [false, false]], fused_embedding = false, policy = "none"
+// NONE-SAME: ptrain.compression = #ptrain.compression<policy = "none", backward_sends = {{\[\[}}false, false], [false, false]], backward_error_feedback = false, forward_sends = {{\[\[}}false, false], [false, false]], dp_all_reduce = [false, false]>
 // MCBench: every forward send (stage 0's) with fwd-codec and every backward send (stage 1's) with bwd-codec.
 // MC-LABEL: module @pp2
+// MC-SAME: policy = "mcbench", backward_sends = {{\[\[}}false, false], [true, true]],
 // MC-SAME: backward_codec = #ptrain.topk<ratio = 2.500000e-01 : f64>, backward_error_feedback = false,
-// MC-SAME: backward_sends = {{\[\[}}false, false], [true, true]], dp_all_reduce = [false, false],
-// MC-SAME: forward_codec = #ptrain.quant<bits = 8>, forward_error_feedback = false, forward_sends = {{\[\[}}true, true], [false, false]],
-// MC-SAME: policy = "mcbench"
+// MC-SAME: forward_sends = {{\[\[}}true, true], [false, false]], forward_codec = #ptrain.quant<bits = 8>, dp_all_reduce = [false, false]>
 // error-feedback=true: a residual per link and direction; no bwd-codec, no backward send compressed.
 // MCEF-LABEL: module @pp2
 // MCEF-NOT: backward_codec
-// MCEF-SAME: backward_error_feedback = true, backward_sends = {{\[\[}}false, false], [false, false]]
-// MCEF-SAME: forward_codec = #ptrain.cast<bf16>, forward_error_feedback = true, forward_sends = {{\[\[}}true, true], [false, false]]
+// MCEF-SAME: backward_sends = {{\[\[}}false, false], [false, false]], forward_sends = {{\[\[}}true, true], [false, false]],
+// MCEF-SAME: forward_codec = #ptrain.cast<bf16>, forward_error_feedback = true
 module @pp2 attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]], critical = [[true, false, false, true, true], [true, true, false]], send_critical = [[true, true, false, false, false], [true, false, false]]>} {
   ptrain.grid @grid(pp = 2)
   func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
@@ -86,7 +84,7 @@ module @pp2 attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@fo
 // summed over pp). SC compresses the dp all-reduce of the stages whose all-reduce the critical path marks
 // (dp_all_reduce_critical: stage 0); FE fuses the tied sync into one reduction over [dp, pp].
 // CHECK-LABEL: module @dp2_pp2
-// CHECK-SAME: backward_sends = {{\[\[}}false, false], [false, true]], dp_all_reduce = [true, false],
+// CHECK-SAME: backward_sends = {{\[\[}}false, false], [false, true]], {{.*}}dp_all_reduce = [true, false],
 // CHECK-SAME: fused_embedding = true
 // ALL-LABEL: module @dp2_pp2
 // CRIT-LABEL: module @dp2_pp2
@@ -95,13 +93,13 @@ module @pp2 attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@fo
 // sc=false fe=false: the dp all-reduces and the tied sync stay as they are.
 // NOSC-LABEL: module @pp2
 // NOSC-LABEL: module @dp2_pp2
-// NOSC-SAME: dp_all_reduce = [false, false], {{.*}}fused_embedding = false
+// NOSC-SAME: dp_all_reduce = [false, false]>
 // sc-all: every stage's dp all-reduce, at the given rank.
 // SCALL-LABEL: module @pp2
 // SCALL-LABEL: module @dp2_pp2
-// SCALL-SAME: dp_all_reduce = [true, true], {{.*}}sc_rank = 2 : i64
+// SCALL-SAME: dp_all_reduce = [true, true], sc_rank = 2
 // NONE-LABEL: module @dp2_pp2
-// NONE-SAME: dp_all_reduce = [false, false], {{.*}}fused_embedding = false, policy = "none"
+// NONE-SAME: policy = "none", {{.*}}dp_all_reduce = [false, false]>
 // MC-LABEL: module @dp2_pp2
 // MCEF-LABEL: module @dp2_pp2
 module @dp2_pp2 attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]], critical = [[true, false, false, true, true], [true, true, false]], send_critical = [[true, true, false, false, false], [true, false, false]], dp_all_reduce_critical = [true, false]>} {

@@ -29,7 +29,7 @@
 // CHECK-NEXT: ptrain.state_write %[[NEW]]#1 to @pp1to0_warm_start_q
 // CHECK-NEXT: ptrain.send_start %[[CODES]]#0 to @grid axis pp offset -1 {ptrain.tag = 3 : i64} : tensor<8x2xf32>
 // CHECK-NEXT: ptrain.send_start %[[CODES]]#1 to @grid axis pp offset -1 {ptrain.tag = 7 : i64} : tensor<8x2xf32>
-module @cb attributes {ptrain.compression = {backward_codec = #ptrain.powersgd<rank = 2>, backward_error_feedback = true, backward_sends = [[false, false], [false, true]], dp_all_reduce = [false, false], forward_error_feedback = false, forward_sends = [[false, false], [false, false]], fused_embedding = false, policy = "optimus-cc", sc_error_feedback = true, sc_rank = 128 : i64}, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
+module @cb attributes {ptrain.compression = #ptrain.compression<policy = "optimus-cc", backward_sends = [[false, false], [false, true]], backward_codec = #ptrain.powersgd<rank = 2>, forward_sends = [[false, false], [false, false]], dp_all_reduce = [false, false]>, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
   func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %h = arith.constant dense<1.0> : tensor<2x4x8xf32>
@@ -81,7 +81,7 @@ module @cb attributes {ptrain.compression = {backward_codec = #ptrain.powersgd<r
 // CHECK-NEXT: %[[X0:.*]] = ptrain.decompress %[[B0]], %[[S0]] {codec = #ptrain.quant<bits = 8>} : (tensor<64xi8>, tensor<8xf32>) -> tensor<2x4x8xf32>
 // CHECK: call @stage1_forward_backward(%[[X0]],
 // CHECK-NOT: ptrain.compress
-module @forward_quant attributes {ptrain.compression = {backward_error_feedback = true, backward_sends = [[false, false], [false, false]], dp_all_reduce = [false, false], forward_codec = #ptrain.quant<bits = 8>, forward_error_feedback = true, forward_sends = [[true, true], [false, false]], fused_embedding = false, policy = "mcbench", sc_error_feedback = true, sc_rank = 128 : i64}, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
+module @forward_quant attributes {ptrain.compression = #ptrain.compression<policy = "mcbench", backward_sends = [[false, false], [false, false]], forward_sends = [[true, true], [false, false]], forward_codec = #ptrain.quant<bits = 8>, forward_error_feedback = true, dp_all_reduce = [false, false]>, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
   func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
     %h = arith.constant dense<1.0> : tensor<2x4x8xf32>

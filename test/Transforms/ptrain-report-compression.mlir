@@ -26,7 +26,7 @@
 // JSON: "policy": "optimus-cc",
 // JSON-NEXT: "speedup": 0.857
 
-module attributes {ptrain.compression = {backward_codec = #ptrain.powersgd<rank = 2>, backward_error_feedback = true, backward_sends = [[false, false], [true, true]], dp_all_reduce = [false, false], forward_error_feedback = false, forward_sends = [[false, false], [false, false]], fused_embedding = false, policy = "optimus-cc", sc_error_feedback = true, sc_rank = 128 : i64}, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
+module attributes {ptrain.compression = #ptrain.compression<policy = "optimus-cc", backward_sends = [[false, false], [true, true]], backward_codec = #ptrain.powersgd<rank = 2>, forward_sends = [[false, false], [false, false]], dp_all_reduce = [false, false]>, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
   ptrain.state @w key "w" kind parameter : tensor<8x8xf32>
   func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {

@@ -26,7 +26,7 @@ module @after_critical_path attributes {ptrain.pipeline = #ptrain.pipeline<pp = 
 
 // ... and after --ptrain-compress, the compression record.
 // expected-error@+1 {{--ptrain-schedule: the module is already compressed (ptrain.compression) for its schedule; schedule before --ptrain-compress and --ptrain-lower-to-runtime}}
-module @after_compress attributes {ptrain.compression = {policy = "none"}, ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward_stage0], micro_batches = 1>} {
+module @after_compress attributes {ptrain.compression = #ptrain.compression<policy = "none", backward_sends = [[false]], dp_all_reduce = [false]>, ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward_stage0], micro_batches = 1>} {
   func.func private @forward_stage0()
 }
 

@@ -2,7 +2,7 @@
 //
 // #ptrain.tp_slice as the passes build it (TPSliceAttr::getChecked) and read it (getTPSlice, getPaddedSize):
 // what the parser cannot reach, an empty shape (C2), and the accessors of PTrainPlanAttrs.h (pipeline, stage,
-// schedule, tp_slice). The textual
+// schedule, compression, tp_slice). The textual
 // constraints are lit tests: test/Dialect/PTrain/plan-attrs{,-invalid}.mlir.
 //
 //===----------------------------------------------------------------------===//
@@ -119,6 +119,40 @@ TEST_F(PlanAttrTest, PipelineStageAndScheduleThroughTheirAccessors) {
   setStage(fn, 2);
   EXPECT_EQ(messageOf([&] { EXPECT_TRUE(failed(verify(*module))); }),
             "'ptrain.stage' index 2 is not a rank of the module's pipeline (pp = 2)");
+}
+
+TEST_F(PlanAttrTest, CompressionThroughItsAccessors) {
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  SmallVector<FlatSymbolRefAttr> stages;
+  for (StringRef name : {"forward_stage0", "forward_stage1"}) {
+    auto fn = func::FuncOp::create(b, b.getUnknownLoc(), name, b.getFunctionType({}, {}));
+    fn.setPrivate();
+    stages.push_back(FlatSymbolRefAttr::get(fn.getSymNameAttr()));
+  }
+  setPipeline(*module, PipelineAttr::get(&ctx, 2, 1, stages, 1, false, false));
+  EXPECT_FALSE(getCompression(*module));
+  ArrayAttr off = b.getArrayAttr({b.getBoolAttr(false), b.getBoolAttr(false)});
+  ArrayAttr sends = b.getArrayAttr({b.getArrayAttr({b.getBoolAttr(false)}), b.getArrayAttr({b.getBoolAttr(true)})});
+  auto codec = cast<CodecAttrInterface>(CastAttr::get(&ctx, b.getBF16Type()));
+  auto record =
+      CompressionAttr::get(&ctx, "mcbench", sends, codec, true, {}, {}, false, off, 128, true, {}, false, 0, {}, 0);
+  setCompression(*module, record);
+  EXPECT_EQ(getCompression(*module).getBackwardCodec(), codec);
+  EXPECT_TRUE(succeeded(verify(*module)));
+  // The tensor-parallel sites keep the rest of the record.
+  CompressionAttr tp = record.withTensorParallel(b.getArrayAttr({b.getDictionaryAttr({})}), 1);
+  EXPECT_EQ(tp.getBackwardSends(), sends);
+  EXPECT_EQ(tp.getTpSkipLayers(), 1);
+  removeCompression(*module);
+  EXPECT_FALSE(getCompression(*module));
+  // (C11) where it sits: a compressed gradient out of stage 0.
+  ArrayAttr first = b.getArrayAttr({b.getArrayAttr({b.getBoolAttr(true)}), b.getArrayAttr({b.getBoolAttr(false)})});
+  setCompression(*module, CompressionAttr::get(&ctx, "mcbench", first, codec, true, {}, {}, false, off, 128, true, {},
+                                               false, 0, {}, 0));
+  EXPECT_EQ(messageOf([&] { EXPECT_TRUE(failed(verify(*module))); }),
+            "'ptrain.compression' compresses a gradient out of stage 0, which sends none backward");
 }
 
 } // namespace

@@ -1,16 +1,16 @@
 //===- CompressionPlan.h - the decisions of --ptrain-compress -----*- C++ -*-===//
 //
-// The module attribute `ptrain.compression` that --ptrain-compress writes and --ptrain-lower-to-runtime
-// reads (docs/Compression.md): per pipeline edge (stage, direction, micro-batch) the codec of its transfer,
-// per stage whether its data-parallel gradient all-reduce is compressed, per-parameter data-parallel codec
-// overrides, and fused embedding synchronization. The data-parallel rewrites are in CompressDataParallel.h.
+// The module attribute `ptrain.compression` (#ptrain.compression, PTrainPlanAttrs.td) that --ptrain-compress writes and
+// --ptrain-lower-to-runtime reads (docs/Compression.md): per pipeline edge (stage, direction, micro-batch) the codec of
+// its transfer, per stage whether its data-parallel gradient all-reduce is compressed, per-parameter data-parallel
+// codec overrides, and fused embedding synchronization. The data-parallel rewrites are in CompressDataParallel.h.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PTRAIN_PLAN_COMPRESSIONPLAN_H
 #define PTRAIN_PLAN_COMPRESSIONPLAN_H
 
-#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -72,13 +72,13 @@ struct CompressionPlan {
     return forwardSends.empty() ? CodecAttrInterface() : sendOf(forwardSends, virtualStages, c, i);
   }
 
-  /// The plan as the `ptrain.compression` dictionary.
-  DictionaryAttr toAttr(MLIRContext *context) const;
+  /// The plan as the `ptrain.compression` record (without tensor-parallel sites: withTensorParallel).
+  CompressionAttr toAttr(MLIRContext *context) const;
 };
 
 /// Reads `ptrain.compression` of `module`: std::nullopt when absent; failure, with an error prefixed by
-/// `pass`, when malformed or not of `pp` stages and `m` micro-batches (rows of V M entries with the
-/// `virtual_stages` V of `ptrain.pipeline`).
+/// `pass`, when not of `pp` stages and `m` micro-batches (rows of V M entries with the `virtual_stages` V of
+/// `ptrain.pipeline`; checked where it sits, #ptrain.compression C10, unless the pipeline changed since).
 FailureOr<std::optional<CompressionPlan>> readCompressionPlan(ModuleOp module, int64_t pp, int64_t m,
                                                               llvm::StringRef pass);
 

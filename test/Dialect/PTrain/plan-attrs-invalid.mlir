@@ -235,3 +235,110 @@ module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward
   func.func private @forward_stage0()
   func.func private @forward_stage1()
 }
+
+// -----
+
+// Compression (C1): a known policy.
+// expected-error@+1 {{compression policy must be optimus-cc, mcbench, none or auto, got 'magic'}}
+func.func private @compression_c1() attributes {c = #ptrain.compression<policy = "magic", backward_sends = [[false]], dp_all_reduce = [false]>}
+
+// -----
+
+// Compression (C2): rows of one length.
+// expected-error@+1 {{compression backward_sends must be a non-empty list of rows of one length, of true, false or codecs}}
+func.func private @compression_c2() attributes {c = #ptrain.compression<policy = "none", backward_sends = [[false, false], [false]], dp_all_reduce = [false, false]>}
+
+// -----
+
+// Compression (C2): entries true, false or a codec.
+// expected-error@+1 {{compression backward_sends must be a non-empty list of rows of one length, of true, false or codecs}}
+func.func private @compression_c2_entry() attributes {c = #ptrain.compression<policy = "none", backward_sends = [[false, 1]], dp_all_reduce = [false]>}
+
+// -----
+
+// Compression (C2): forward_sends has the shape of backward_sends.
+// expected-error@+1 {{compression forward_sends must have the shape of backward_sends}}
+func.func private @compression_c2_forward() attributes {c = #ptrain.compression<policy = "none", backward_sends = [[false, false], [false, false]], forward_sends = [[false], [false]], dp_all_reduce = [false, false]>}
+
+// -----
+
+// Compression (C3): a send marked true needs the direction's codec.
+// expected-error@+1 {{compression backward_sends marks a send true but there is no backward_codec}}
+func.func private @compression_c3() attributes {c = #ptrain.compression<policy = "none", backward_sends = [[false], [true]], dp_all_reduce = [false, false]>}
+
+// -----
+
+// Compression (C4): one dp flag per stage.
+// expected-error@+1 {{compression dp_all_reduce must have one bool per row of backward_sends (2)}}
+func.func private @compression_c4() attributes {c = #ptrain.compression<policy = "none", backward_sends = [[false], [false]], dp_all_reduce = [false]>}
+
+// -----
+
+// Compression (C5): sc_rank >= 1.
+// expected-error@+1 {{compression sc_rank must be >= 1 and skip_stages, tp_skip_layers >= 0, got 0, 0, 0}}
+func.func private @compression_c5() attributes {c = #ptrain.compression<policy = "none", backward_sends = [[false]], dp_all_reduce = [false], sc_rank = 0>}
+
+// -----
+
+// Compression (C6): a dp codec or false.
+// expected-error@+1 {{compression dp_codecs entry 'wte/grad' must be a codec or false}}
+func.func private @compression_c6() attributes {c = #ptrain.compression<policy = "none", backward_sends = [[false]], dp_all_reduce = [false], dp_codecs = {"wte/grad" = true}>}
+
+// -----
+
+// Compression (C7): tensor-parallel sites are dictionaries.
+// expected-error@+1 {{compression tp_all_reduces must be a list of dictionaries}}
+func.func private @compression_c7() attributes {c = #ptrain.compression<policy = "none", backward_sends = [[false]], dp_all_reduce = [false], tp_all_reduces = [1]>}
+
+// -----
+
+// (C8) ptrain.compression is a #ptrain.compression.
+// expected-error@+1 {{'ptrain.compression' must be a #ptrain.compression, got {policy = "none"}}}
+module attributes {ptrain.compression = {policy = "none"}} {
+}
+
+// -----
+
+// (C9) on a builtin.module.
+// expected-error@+1 {{'ptrain.compression' belongs on a builtin.module}}
+func.func private @f() attributes {ptrain.compression = #ptrain.compression<policy = "none", backward_sends = [[false]], dp_all_reduce = [false]>}
+
+// -----
+
+// (C9) with a pipeline.
+// expected-error@+1 {{'ptrain.compression' needs a #ptrain.pipeline on the module}}
+module attributes {ptrain.compression = #ptrain.compression<policy = "none", backward_sends = [[false]], dp_all_reduce = [false]>} {
+}
+
+// -----
+
+// (C10) one row per pipeline rank, of virtual_stages x micro_batches sends.
+// expected-error@+1 {{'ptrain.compression' has 2 rows of 1 sends, the pipeline needs 2 rows of 2 (virtual_stages x micro_batches)}}
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>,
+                   ptrain.compression = #ptrain.compression<policy = "none", backward_sends = [[false], [false]], dp_all_reduce = [false, false]>} {
+  func.func private @forward_stage0()
+  func.func private @forward_stage1()
+}
+
+// -----
+
+// (C11) stage 0 sends no gradient backward.
+// expected-error@+1 {{'ptrain.compression' compresses a gradient out of stage 0, which sends none backward}}
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 1>,
+                   ptrain.compression = #ptrain.compression<policy = "none", backward_sends = [[#ptrain.cast<bf16>], [false]], dp_all_reduce = [false, false]>} {
+  func.func private @forward_stage0()
+  func.func private @forward_stage1()
+}
+
+// -----
+
+// (C11) the last virtual stage sends no activation forward.
+// expected-error@+1 {{'ptrain.compression' compresses an activation out of the last virtual stage, which sends none forward}}
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, virtual_stages = 2, stages = [@s0, @s1, @s2, @s3], micro_batches = 1>,
+                   ptrain.compression = #ptrain.compression<policy = "none", backward_sends = [[false, false], [false, false]],
+                                                            forward_sends = [[false, false], [false, #ptrain.cast<bf16>]], dp_all_reduce = [false, false]>} {
+  func.func private @s0()
+  func.func private @s1()
+  func.func private @s2()
+  func.func private @s3()
+}

@@ -55,3 +55,23 @@ module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward
                        iteration_time = 2.5, bubble = 0.0>} {
   func.func private @forward_stage0()
 }
+
+// -----
+
+// A compression record: the defaults (error feedback backward and on the dp PowerSGD, sc_rank 128, no fused
+// embedding, no skipped stages) are not printed; a per-send codec, a dp codec and a tp site are.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: ptrain.compression = #ptrain.compression<policy = "auto", backward_sends = {{\[\[}}false, false], [true, #ptrain.cast<bf16>]],
+// CHECK-SAME: backward_codec = #ptrain.powersgd<rank = 2>, forward_sends = {{\[\[}}#ptrain.quant<bits = 8>, false], [false, false]],
+// CHECK-SAME: forward_error_feedback = true, dp_all_reduce = [false, true], sc_rank = 4, dp_codecs = {"wte/grad" = false},
+// CHECK-SAME: tp_all_reduces = [{codec = #ptrain.cast<f16>, direction = "forward", layer = 0 : i64, role = "attn_out"}]>
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>,
+                   ptrain.compression = #ptrain.compression<policy = "auto", backward_sends = [[false, false], [true, #ptrain.cast<bf16>]],
+                       backward_codec = #ptrain.powersgd<rank = 2>, backward_error_feedback = true,
+                       forward_sends = [[#ptrain.quant<bits = 8>, false], [false, false]], forward_error_feedback = true,
+                       dp_all_reduce = [false, true], sc_rank = 4, sc_error_feedback = true, dp_codecs = {"wte/grad" = false},
+                       fused_embedding = false, skip_stages = 0,
+                       tp_all_reduces = [{codec = #ptrain.cast<f16>, direction = "forward", layer = 0 : i64, role = "attn_out"}]>} {
+  func.func private @forward_stage0()
+  func.func private @forward_stage1()
+}

@@ -1,9 +1,9 @@
 //===- PTrainPlanAttrs.cpp - the plan attributes' verifiers --------------===//
 //
 // The plan attributes' own constraints (#ptrain.pipeline C1-C5, #ptrain.stage C1, #ptrain.schedule C1-C5,
-// #ptrain.tp_slice C1-C5) and the dialect's check of them where they sit (pipeline C6-C8, stage C2-C4,
-// schedule C6-C8, tp_slice C6-C9); PTrainAttrs.td and PTrainPlanAttrs.h. Negative tests, one per error:
-// test/Dialect/PTrain/plan-attrs-invalid.mlir.
+// #ptrain.compression C1-C7, #ptrain.tp_slice C1-C5) and the dialect's check of them where they sit (pipeline
+// C6-C8, stage C2-C4, schedule C6-C8, compression C8-C11, tp_slice C6-C9); PTrainAttrs.td and PTrainPlanAttrs.h.
+// Negative tests, one per error: test/Dialect/PTrain/plan-attrs-invalid.mlir.
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,6 +94,64 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                  !llvm::all_of(attr, [&](Attribute a) { return floats ? isa<FloatAttr>(a) : isa<BoolAttr>(a); })))
       return emitError() << "schedule " << name << " must have one " << (floats ? "float" : "bool")
                          << " per row of the table (" << table.size() << ")";
+  return success();
+}
+
+LogicalResult CompressionAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef policy,
+                                      ArrayAttr backwardSends, CodecAttrInterface backwardCodec, bool,
+                                      ArrayAttr forwardSends, CodecAttrInterface forwardCodec, bool,
+                                      ArrayAttr dpAllReduce, int64_t scRank, bool, DictionaryAttr dpCodecs, bool,
+                                      int64_t skipStages, ArrayAttr tpAllReduces, int64_t tpSkipLayers) {
+  // (C1)
+  if (policy != "optimus-cc" && policy != "mcbench" && policy != "none" && policy != "auto")
+    return emitError() << "compression policy must be optimus-cc, mcbench, none or auto, got '" << policy << "'";
+  // (C2), (C3)
+  auto checkSends = [&](StringRef name, ArrayAttr sends, CodecAttrInterface codec) -> LogicalResult {
+    auto firstRow = sends.empty() ? ArrayAttr() : dyn_cast<ArrayAttr>(sends[0]);
+    if (!firstRow || llvm::any_of(sends, [&](Attribute rowAttr) {
+          auto row = dyn_cast<ArrayAttr>(rowAttr);
+          return !row || row.size() != firstRow.size() ||
+                 !llvm::all_of(row, [](Attribute e) { return isa<BoolAttr, CodecAttrInterface>(e); });
+        }))
+      return emitError() << "compression " << name
+                         << " must be a non-empty list of rows of one length, of true, false or codecs";
+    const bool backward = name == "backward_sends";
+    if (!backward &&
+        (sends.size() != backwardSends.size() || firstRow.size() != cast<ArrayAttr>(backwardSends[0]).size()))
+      return emitError() << "compression forward_sends must have the shape of backward_sends";
+    if (!codec)
+      for (Attribute row : sends)
+        if (llvm::any_of(cast<ArrayAttr>(row), [](Attribute e) {
+              auto flag = dyn_cast<BoolAttr>(e);
+              return flag && flag.getValue();
+            }))
+          return emitError() << "compression " << name << " marks a send true but there is no "
+                             << (backward ? "backward_codec" : "forward_codec");
+    return success();
+  };
+  if (!backwardSends || failed(checkSends("backward_sends", backwardSends, backwardCodec)) ||
+      (forwardSends && failed(checkSends("forward_sends", forwardSends, forwardCodec))))
+    return failure();
+  // (C4)
+  if (!dpAllReduce || dpAllReduce.size() != backwardSends.size() ||
+      !llvm::all_of(dpAllReduce, [](Attribute a) { return isa<BoolAttr>(a); }))
+    return emitError() << "compression dp_all_reduce must have one bool per row of backward_sends ("
+                       << backwardSends.size() << ")";
+  // (C5)
+  if (scRank < 1 || skipStages < 0 || tpSkipLayers < 0)
+    return emitError() << "compression sc_rank must be >= 1 and skip_stages, tp_skip_layers >= 0, got " << scRank
+                       << ", " << skipStages << ", " << tpSkipLayers;
+  // (C6)
+  if (dpCodecs)
+    for (NamedAttribute entry : dpCodecs) {
+      auto off = dyn_cast<BoolAttr>(entry.getValue());
+      if (!isa<CodecAttrInterface>(entry.getValue()) && !(off && !off.getValue()))
+        return emitError() << "compression dp_codecs entry '" << entry.getName().getValue()
+                           << "' must be a codec or false";
+    }
+  // (C7)
+  if (tpAllReduces && !llvm::all_of(tpAllReduces, [](Attribute a) { return isa<DictionaryAttr>(a); }))
+    return emitError() << "compression tp_all_reduces must be a list of dictionaries";
   return success();
 }
 
@@ -188,6 +246,49 @@ static LogicalResult verifyScheduleAttr(Operation *op, Attribute value) {
   return success();
 }
 
+/// Compression (C8-C11).
+static LogicalResult verifyCompressionAttr(Operation *op, Attribute value) {
+  // (C8)
+  auto compression = dyn_cast<CompressionAttr>(value);
+  if (!compression)
+    return op->emitError() << "'" << kCompressionAttr << "' must be a #ptrain.compression, got " << value;
+  // (C9)
+  ModuleOp module = moduleOrError(op, kCompressionAttr);
+  if (!module)
+    return failure();
+  PipelineAttr pipeline = getPipeline(module);
+  if (!pipeline)
+    return op->emitError() << "'" << kCompressionAttr << "' needs a #ptrain.pipeline on the module";
+  // (C10)
+  const int64_t pp = pipeline.getPp(), v = pipeline.getVirtualStages();
+  ArrayAttr backward = compression.getBackwardSends(), forward = compression.getForwardSends();
+  const int64_t entries = cast<ArrayAttr>(backward[0]).size(); // C2
+  std::optional<int64_t> m = pipeline.getMicroBatches();
+  if (static_cast<int64_t>(backward.size()) != pp || (m ? entries != v * *m : entries % v != 0))
+    return op->emitError() << "'" << kCompressionAttr << "' has " << backward.size() << " rows of " << entries
+                           << " sends, the pipeline needs " << pp << " rows of "
+                           << (m ? std::to_string(v * *m) : "a multiple of " + std::to_string(v))
+                           << " (virtual_stages x micro_batches)";
+  // (C11) Virtual stage 0 is chunk 0 of rank 0 (entries [0, M) of row 0); the last is chunk V - 1 of rank
+  // pp - 1 (entries [(V - 1) M, V M) of row pp - 1).
+  const int64_t perChunk = entries / v;
+  auto compressed = [](Attribute e) {
+    auto flag = dyn_cast<BoolAttr>(e);
+    return !flag || flag.getValue();
+  };
+  auto first = cast<ArrayAttr>(backward[0]).getValue().take_front(perChunk);
+  if (llvm::any_of(first, compressed))
+    return op->emitError() << "'" << kCompressionAttr << "' compresses a gradient out of "
+                           << (v > 1 ? "virtual stage 0" : "stage 0") << ", which sends none backward";
+  if (forward) {
+    auto last = cast<ArrayAttr>(forward[pp - 1]).getValue().take_back(perChunk);
+    if (llvm::any_of(last, compressed))
+      return op->emitError() << "'" << kCompressionAttr << "' compresses an activation out of the last "
+                             << (v > 1 ? "virtual stage" : "stage") << ", which sends none forward";
+  }
+  return success();
+}
+
 LogicalResult PTrainDialect::verifyOperationAttribute(Operation *op, NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
   if (name == kPipelineAttr)
@@ -196,8 +297,10 @@ LogicalResult PTrainDialect::verifyOperationAttribute(Operation *op, NamedAttrib
     return verifyStageAttr(op, attribute.getValue());
   if (name == kScheduleAttr)
     return verifyScheduleAttr(op, attribute.getValue());
+  if (name == kCompressionAttr)
+    return verifyCompressionAttr(op, attribute.getValue());
   if (name != kTPSliceAttr)
-    return success(); // ptrain.compression (not typed yet, PTrainPlanAttrs.h) and the passes' own
+    return success(); // the passes' own
   // (C6)
   auto slice = dyn_cast<TPSliceAttr>(attribute.getValue());
   if (!slice)

@@ -9,7 +9,8 @@
 //   ptrain.stage    = #ptrain.stage<k>       on a stage's functions (split-stages, build-training-step, lowering)
 //   ptrain.schedule = #ptrain.schedule<...>  on the module (--ptrain-schedule, --ptrain-critical-path)
 //   ptrain.tp_slice = #ptrain.tp_slice<...>  on a sliced ptrain.state (--ptrain-shard-tp)
-// Still a dictionary read by string key: ptrain.compression (lib/Plan/CompressionPlan.cpp).
+//   ptrain.compression = #ptrain.compression<...>  on the module (--ptrain-compress; read through
+//                                                  readCompressionPlan, lib/Plan/CompressionPlan.cpp)
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,8 @@ inline constexpr llvm::StringLiteral kPipelineAttr = "ptrain.pipeline";
 inline constexpr llvm::StringLiteral kStageAttr = "ptrain.stage";
 /// On a scheduled module: a #ptrain.schedule (C1-C8).
 inline constexpr llvm::StringLiteral kScheduleAttr = "ptrain.schedule";
+/// On a compressed module: a #ptrain.compression, the decisions of --ptrain-compress (C1-C11).
+inline constexpr llvm::StringLiteral kCompressionAttr = "ptrain.compression";
 /// On a sliced `ptrain.state`: a #ptrain.tp_slice (--ptrain-shard-tp's description of the slice).
 inline constexpr llvm::StringLiteral kTPSliceAttr = "ptrain.tp_slice";
 
@@ -53,6 +56,19 @@ inline ScheduleAttr getSchedule(ModuleOp module) { return module->getAttrOfType<
 
 /// Records the module's pipeline schedule.
 inline void setSchedule(ModuleOp module, ScheduleAttr schedule) { module->setAttr(kScheduleAttr, schedule); }
+
+/// The module's compression decisions, or null before --ptrain-compress.
+inline CompressionAttr getCompression(ModuleOp module) {
+  return module->getAttrOfType<CompressionAttr>(kCompressionAttr);
+}
+
+/// Records the module's compression decisions.
+inline void setCompression(ModuleOp module, CompressionAttr compression) {
+  module->setAttr(kCompressionAttr, compression);
+}
+
+/// Drops the module's compression decisions (CompressAuto's probes).
+inline void removeCompression(ModuleOp module) { module->removeAttr(kCompressionAttr); }
 
 /// The slice of `state`, or null when the state is not sliced (verified: C1-C9).
 inline TPSliceAttr getTPSlice(StateOp state) { return state->getAttrOfType<TPSliceAttr>(kTPSliceAttr); }

@@ -1,7 +1,8 @@
 //===- PTrainPlanAttrs.td - the typed plan attributes -------*- tablegen -*-===//
 //
 // The discardable attributes through which the passes hand the parallel plan to the code generators, the
-// executor and plan.json (issue 28, item 2): #ptrain.pipeline, #ptrain.stage, #ptrain.schedule. Typed
+// executor and plan.json (issue 28, item 2): #ptrain.pipeline, #ptrain.stage, #ptrain.schedule,
+// #ptrain.compression. Typed
 // accessors: PTrainPlanAttrs.h; verifiers: lib/Dialect/PTrain/IR/PTrainPlanAttrs.cpp. (#ptrain.tp_slice, the
 // first of them, is in PTrainAttrs.td.) Their declarations are generated apart from PTrainAttrs.h.inc
 // (PTrainPlanAttrs.h.inc, included only by PTrainPlanAttrs.h), so that only the plan's readers and writers see
@@ -35,6 +36,18 @@ class PTrain_OptionalIntParameter<string desc> : OptionalParameter<"std::optiona
 class PTrain_FlagParameter<string desc> : DefaultValuedParameter<"bool", "false", desc> {
   let parser = "parseFlag($_parser)";
   let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+}
+
+/// A flag printed and parsed as `true` or `false`, true when absent.
+class PTrain_TrueFlagParameter<string desc> : DefaultValuedParameter<"bool", "true", desc> {
+  let parser = "parseFlag($_parser)";
+  let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+}
+
+/// A codec attribute (`#ptrain.powersgd<rank = 2>`) that may be absent (null), printed only when present.
+class PTrain_OptionalCodecParameter<string desc> : OptionalParameter<"::mlir::ptrain::CodecAttrInterface", desc> {
+  let parser = "::mlir::FieldParser<::mlir::ptrain::CodecAttrInterface>::parse($_parser)";
+  let printer = "$_printer.printAttribute($_self)";
 }
 
 def PTrain_PipelineAttr : PTrain_PlanAttr<"Pipeline", "pipeline"> {
@@ -178,6 +191,79 @@ def PTrain_ScheduleAttr : PTrain_PlanAttr<"Schedule", "schedule"> {
     ScheduleAttr withoutCriticalPath() const {
       return get(getContext(), getKind(), getMicroBatches(), getVirtualStages(), getTable(), {}, {}, {}, {}, {},
                  {}, {}, {});
+    }
+  }];
+}
+
+def PTrain_CompressionAttr : PTrain_PlanAttr<"Compression", "compression"> {
+  let summary = "The decisions of a compression policy: the codec of every pipeline send and all-reduce.";
+  let description = [{
+    The value of the discardable attribute `ptrain.compression` that `--ptrain-compress` puts on a scheduled
+    module (docs/Compression.md) and `--ptrain-lower-to-runtime` materializes: the `policy` that decided
+    (`optimus-cc`, Song et al., ASPLOS 2023; `mcbench`; `auto`, the greedy search; `none`), and per pipeline
+    rank s a row of `backward_sends` (`forward_sends`): per model chunk k and micro-batch i (entry k M + i) the
+    codec of the gradient (activation) virtual stage k P + s sends to the previous (next) virtual stage,
+    `false` for a send as is, `true` for the direction's `backward_codec` (`forward_codec`) or a codec
+    attribute of its own. `backward_error_feedback` (default true, Optimus-CC's lazy error propagation) and
+    `forward_error_feedback` (default false) keep one residual per link and direction. Data parallelism:
+    `dp_all_reduce`, per rank whether its gradient all-reduce is compressed by PowerSGD of rank `sc_rank`
+    (default 128, clamped to min(n, m)) with `sc_error_feedback` (default true); `dp_codecs`, per gradient key
+    ("<parameter>/grad") a codec, or `false` for an exact all-reduce, overriding `dp_all_reduce`;
+    `fused_embedding` (Optimus-CC section 4.3). `skip_stages` records mcbench's uncompressed first stages.
+    Tensor parallelism: `tp_all_reduces`, one dictionary `{layer, role, direction, codec[, error_feedback]}`
+    per compressed tp all-reduce site (its entries are checked by their reader, readTensorParallelRecord),
+    and mcbench's `tp_skip_layers`. Readers: the lowering, cost and report passes, through `getCompression`
+    and readCompressionPlan (PTrainPlanAttrs.h, CompressionPlan.h).
+
+    Constraints of the attribute:
+    * (C1) `policy` is `optimus-cc`, `mcbench`, `none` or `auto`;
+    * (C2) `backward_sends` is a non-empty list of rows of one length, each entry `true`, `false` or a codec;
+      `forward_sends`, when given, has its shape;
+    * (C3) a send marked `true` needs the direction's codec (`backward_codec`, `forward_codec`);
+    * (C4) `dp_all_reduce` has one bool per row of `backward_sends`;
+    * (C5) `sc_rank` >= 1, `skip_stages` >= 0 and `tp_skip_layers` >= 0;
+    * (C6) each `dp_codecs` entry is a codec or `false`;
+    * (C7) `tp_all_reduces`, when given, is a list of dictionaries.
+
+    Constraints where it sits (the dialect's `verifyOperationAttribute`):
+    * (C8) `ptrain.compression` is a `#ptrain.compression`;
+    * (C9) on a `builtin.module` with a `#ptrain.pipeline`;
+    * (C10) with one row of sends per pipeline rank (`pp`), each of virtual_stages x micro_batches entries
+      (the pipeline's; a multiple of virtual_stages before the training step is built);
+    * (C11) no compressed gradient leaves (virtual) stage 0 and no compressed activation the last one.
+
+    ```mlir
+    module attributes {
+        ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>,
+        ptrain.compression = #ptrain.compression<policy = "optimus-cc",
+            backward_sends = [[false, false], [true, true]], backward_codec = #ptrain.powersgd<rank = 2>,
+            forward_sends = [[false, false], [false, false]], dp_all_reduce = [false, false]>}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"optimus-cc, mcbench, none or auto">:$policy,
+                        "::mlir::ArrayAttr":$backward_sends,
+                        PTrain_OptionalCodecParameter<"the codec of a backward send marked true">:$backward_codec,
+                        PTrain_TrueFlagParameter<"error feedback on the backward sends">:$backward_error_feedback,
+                        OptionalParameter<"::mlir::ArrayAttr">:$forward_sends,
+                        PTrain_OptionalCodecParameter<"the codec of a forward send marked true">:$forward_codec,
+                        PTrain_FlagParameter<"error feedback on the forward sends">:$forward_error_feedback,
+                        "::mlir::ArrayAttr":$dp_all_reduce,
+                        DefaultValuedParameter<"int64_t", "128">:$sc_rank,
+                        PTrain_TrueFlagParameter<"error feedback on the dp PowerSGD">:$sc_error_feedback,
+                        OptionalParameter<"::mlir::DictionaryAttr">:$dp_codecs,
+                        PTrain_FlagParameter<"fused embedding synchronization">:$fused_embedding,
+                        DefaultValuedParameter<"int64_t", "0">:$skip_stages,
+                        OptionalParameter<"::mlir::ArrayAttr">:$tp_all_reduces,
+                        DefaultValuedParameter<"int64_t", "0">:$tp_skip_layers);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The record with the tensor-parallel sites `tpAllReduces` (null: none) and mcbench's `tpSkipLayers`.
+    CompressionAttr withTensorParallel(::mlir::ArrayAttr tpAllReduces, int64_t tpSkipLayers) const {
+      return get(getContext(), getPolicy(), getBackwardSends(), getBackwardCodec(), getBackwardErrorFeedback(),
+                 getForwardSends(), getForwardCodec(), getForwardErrorFeedback(), getDpAllReduce(), getScRank(),
+                 getScErrorFeedback(), getDpCodecs(), getFusedEmbedding(), getSkipStages(), tpAllReduces,
+                 tpSkipLayers);
     }
   }];
 }
