@@ -23,6 +23,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -561,7 +562,7 @@ void BuildTrainingStepPass::buildPipeline(PipelineAttr pipeline, bool explicitLa
   // a subtree; one gradient per micro-batch and rank (a chunk of its own).
   if (deterministicDp) {
     std::string why;
-    if (!isPowerOfTwo(dp) || !isPowerOfTwo(microBatches))
+    if (dp < 1 || microBatches < 1 || !llvm::isPowerOf2_64(dp) || !llvm::isPowerOf2_64(microBatches))
       why = "dp = " + std::to_string(dp) + " and micro-batches = " + std::to_string(microBatches) +
             " must be powers of two (the pairwise tree over the global micro-batches)";
     else if (interleaved)

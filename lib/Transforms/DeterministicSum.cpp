@@ -6,13 +6,15 @@
 
 #include "ptrain/Transforms/DeterministicSum.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
 
 Value mlir::ptrain::pairwiseSum(OpBuilder &b, Location loc, ArrayRef<Value> terms) {
-  assert(isPowerOfTwo(static_cast<int64_t>(terms.size())) && "pairwiseSum needs a power-of-two count");
+  assert(llvm::isPowerOf2_64(terms.size()) && "pairwiseSum needs a power-of-two count");
   SmallVector<Value> level(terms.begin(), terms.end());
   while (level.size() > 1) {
     SmallVector<Value> next;

@@ -25,6 +25,21 @@ class PlanAttrTest : public ::testing::Test {
 protected:
   PlanAttrTest() { ctx.loadDialect<PTrainDialect, func::FuncDialect>(); }
 
+  /// Private functions @forward_stage0 and @forward_stage1 at the end of `module`, each with its #ptrain.stage
+  /// when `withStages`; their symbols in order.
+  SmallVector<FlatSymbolRefAttr> addStageFunctions(OpBuilder &b, ModuleOp module, bool withStages) {
+    b.setInsertionPointToEnd(module.getBody());
+    SmallVector<FlatSymbolRefAttr> stages;
+    for (StringRef name : {"forward_stage0", "forward_stage1"}) {
+      auto fn = func::FuncOp::create(b, b.getUnknownLoc(), name, b.getFunctionType({}, {}));
+      fn.setPrivate();
+      if (withStages)
+        setStage(fn, static_cast<int64_t>(stages.size()));
+      stages.push_back(FlatSymbolRefAttr::get(fn.getSymNameAttr()));
+    }
+    return stages;
+  }
+
   /// The message of the first diagnostic `build` reports, "" when none.
   std::string messageOf(llvm::function_ref<void()> build) {
     std::string message;
@@ -74,14 +89,7 @@ TEST_F(PlanAttrTest, AccessorsRoundTripOnAState) {
 TEST_F(PlanAttrTest, PipelineStageAndScheduleThroughTheirAccessors) {
   OpBuilder b(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-  b.setInsertionPointToEnd(module->getBody());
-  SmallVector<FlatSymbolRefAttr> stages;
-  for (StringRef name : {"forward_stage0", "forward_stage1"}) {
-    auto fn = func::FuncOp::create(b, b.getUnknownLoc(), name, b.getFunctionType({}, {}));
-    fn.setPrivate();
-    setStage(fn, static_cast<int64_t>(stages.size()));
-    stages.push_back(FlatSymbolRefAttr::get(fn.getSymNameAttr()));
-  }
+  SmallVector<FlatSymbolRefAttr> stages = addStageFunctions(b, *module, /*withStages=*/true);
   EXPECT_FALSE(getPipeline(*module));
   auto split = PipelineAttr::get(&ctx, 2, 1, stages, std::nullopt, false, false);
   setPipeline(*module, split);
@@ -124,13 +132,7 @@ TEST_F(PlanAttrTest, PipelineStageAndScheduleThroughTheirAccessors) {
 TEST_F(PlanAttrTest, CompressionThroughItsAccessors) {
   OpBuilder b(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-  b.setInsertionPointToEnd(module->getBody());
-  SmallVector<FlatSymbolRefAttr> stages;
-  for (StringRef name : {"forward_stage0", "forward_stage1"}) {
-    auto fn = func::FuncOp::create(b, b.getUnknownLoc(), name, b.getFunctionType({}, {}));
-    fn.setPrivate();
-    stages.push_back(FlatSymbolRefAttr::get(fn.getSymNameAttr()));
-  }
+  SmallVector<FlatSymbolRefAttr> stages = addStageFunctions(b, *module, /*withStages=*/false);
   setPipeline(*module, PipelineAttr::get(&ctx, 2, 1, stages, 1, false, false));
   EXPECT_FALSE(getCompression(*module));
   ArrayAttr off = b.getArrayAttr({b.getBoolAttr(false), b.getBoolAttr(false)});

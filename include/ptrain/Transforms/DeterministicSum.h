@@ -20,9 +20,6 @@
 
 namespace mlir::ptrain {
 
-/// Whether n is a power of two (1, 2, 4, ...).
-inline bool isPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
-
 /// The pairwise sum of `terms` (all of one tensor type; a power-of-two count): ((t0 + t1) + (t2 + t3)) ...,
 /// built with ptrain.binary add at `b`'s insertion point. One term: that term.
 Value pairwiseSum(OpBuilder &b, Location loc, ArrayRef<Value> terms);

@@ -186,6 +186,18 @@ static ModuleOp moduleOrError(Operation *op, StringRef name) {
   return module;
 }
 
+/// The pipeline of the module `op` is, or null after reporting that `name` belongs on a module (C7 / C9) that
+/// has one.
+static PipelineAttr modulePipelineOrError(Operation *op, StringRef name) {
+  ModuleOp module = moduleOrError(op, name);
+  if (!module)
+    return {};
+  PipelineAttr pipeline = getPipeline(module);
+  if (!pipeline)
+    op->emitError() << "'" << name << "' needs a #ptrain.pipeline on the module";
+  return pipeline;
+}
+
 /// Pipeline (C6-C8).
 static LogicalResult verifyPipelineAttr(Operation *op, Attribute value) {
   // (C6)
@@ -228,12 +240,9 @@ static LogicalResult verifyScheduleAttr(Operation *op, Attribute value) {
   if (!schedule)
     return op->emitError() << "'" << kScheduleAttr << "' must be a #ptrain.schedule, got " << value;
   // (C7)
-  ModuleOp module = moduleOrError(op, kScheduleAttr);
-  if (!module)
-    return failure();
-  PipelineAttr pipeline = getPipeline(module);
+  PipelineAttr pipeline = modulePipelineOrError(op, kScheduleAttr);
   if (!pipeline)
-    return op->emitError() << "'" << kScheduleAttr << "' needs a #ptrain.pipeline on the module";
+    return failure();
   // (C8)
   if (static_cast<int64_t>(schedule.getTable().size()) != pipeline.getPp() ||
       schedule.getVirtualStages() != pipeline.getVirtualStages() ||
@@ -253,12 +262,9 @@ static LogicalResult verifyCompressionAttr(Operation *op, Attribute value) {
   if (!compression)
     return op->emitError() << "'" << kCompressionAttr << "' must be a #ptrain.compression, got " << value;
   // (C9)
-  ModuleOp module = moduleOrError(op, kCompressionAttr);
-  if (!module)
-    return failure();
-  PipelineAttr pipeline = getPipeline(module);
+  PipelineAttr pipeline = modulePipelineOrError(op, kCompressionAttr);
   if (!pipeline)
-    return op->emitError() << "'" << kCompressionAttr << "' needs a #ptrain.pipeline on the module";
+    return failure();
   // (C10)
   const int64_t pp = pipeline.getPp(), v = pipeline.getVirtualStages();
   ArrayAttr backward = compression.getBackwardSends(), forward = compression.getForwardSends();
