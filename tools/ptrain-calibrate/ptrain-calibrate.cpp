@@ -67,24 +67,26 @@ using namespace mlir::ptrain;
 namespace cl = llvm::cl;
 namespace json = llvm::json;
 
-static cl::opt<std::string> planPath(cl::Positional, cl::desc("<plan folder or step.mlir>"), cl::init(""));
-static cl::opt<std::string> outputPath("o", cl::desc("the cluster file to write"), cl::init(""));
+static cl::OptionCategory calibrateOptions("ptrain-calibrate options");
+
+static cl::opt<std::string> planPath(cl::Positional, cl::desc("<plan folder or step.mlir>"), cl::init(""), cl::cat(calibrateOptions));
+static cl::opt<std::string> outputPath("o", cl::desc("the cluster file to write"), cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<std::string> basePath("base", cl::desc("cluster file whose other fields the output keeps"),
-                                     cl::init(""));
-static cl::opt<int> repeats("repeats", cl::desc("timed repeats per kernel (the best is kept)"), cl::init(5));
+                                     cl::init(""), cl::cat(calibrateOptions));
+static cl::opt<int> repeats("repeats", cl::desc("timed repeats per kernel (the best is kept)"), cl::init(5), cl::cat(calibrateOptions));
 static cl::opt<double> efficiency("efficiency", cl::desc("gpu.efficiency of the output (default 1: the "
                                                          "measured rates are achieved ones)"),
-                                  cl::init(1.0));
-static cl::opt<std::string> hosts("hosts", cl::desc("A,B: measure the link between two MPI hosts"), cl::init(""));
-static cl::opt<std::string> mpirunArgs("mpirun-args", cl::desc("extra mpirun options for --hosts"), cl::init(""));
+                                  cl::init(1.0), cl::cat(calibrateOptions));
+static cl::opt<std::string> hosts("hosts", cl::desc("A,B: measure the link between two MPI hosts"), cl::init(""), cl::cat(calibrateOptions));
+static cl::opt<std::string> mpirunArgs("mpirun-args", cl::desc("extra mpirun options for --hosts"), cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<int> pingpongBytes("pingpong-bytes", cl::desc("message size of the rate measurement"),
-                                  cl::init(1 << 20));
+                                  cl::init(1 << 20), cl::cat(calibrateOptions));
 static cl::opt<int> maxReduceShapes("max-reduce-shapes", cl::desc("largest all-reduced tensors measured"),
-                                    cl::init(4));
+                                    cl::init(4), cl::cat(calibrateOptions));
 static cl::opt<int> numNodes("nodes", cl::desc("nodes of the output without --base (one core each)"),
-                             cl::init(2));
+                             cl::init(2), cl::cat(calibrateOptions));
 static cl::opt<bool> pingpongMode("pingpong", cl::desc("(internal) run one side of the ping-pong under mpirun"),
-                                  cl::Hidden, cl::init(false));
+                                  cl::Hidden, cl::init(false), cl::cat(calibrateOptions));
 
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "ptrain-calibrate: error: " << message << "\n";
@@ -219,6 +221,7 @@ int main(int argc, char **argv) {
   std::string command;
   for (int i = 0; i < argc; ++i)
     command += (i ? " " : "") + std::string(argv[i]);
+  cl::HideUnrelatedOptions(calibrateOptions);
   cl::ParseCommandLineOptions(argc, argv, "ptrain-calibrate: measure this machine for the timing model\n");
   if (pingpongMode)
     return runPingpong();
