@@ -5,9 +5,11 @@ Run through bench/cluster/run.sh, which creates the namespaces node0/node1 and t
 after. For each link rate this driver
   1. shapes both ends of the veth pair with tc tbf and measures the link once with an MPI ping-pong
      (pingpong.c: latency = half the 1-byte round trip, rate = bytes / half the large round trip, medians);
-  2. writes a cluster file for it (2 nodes, one "GPU" each = one CPU core: its f32 GEMM rate and memory
-     bandwidth measured once with numpy on one thread, its efficiency calibrated once so that the model's
-     single-rank step equals the measured single-rank step; the link = the ping-pong's rate and latency);
+  2. writes a cluster file for it (2 nodes, one "GPU" each = one CPU core): once, ptrain-calibrate on core 0
+     measures the pp = 2 plan's GEMM shapes, the memory bandwidth and every candidate codec kernel on the
+     plan's boundary tensors (docs/TimingModel.md "Calibration"), and the efficiency is calibrated so that the
+     model's single-rank step equals the measured single-rank step; the link = the ping-pong's rate and
+     latency;
   3. compiles the model with ptrain-compile --pp 2 --micro-batches M for every policy on that cluster file,
      with --report: the timing analysis' predicted iteration time of exactly the compiled plan;
   4. runs each under ptrain-run with 2 ranks, in R rounds that cycle through the policies (round r starts at
@@ -18,17 +20,24 @@ after. For each link rate this driver
      speedup the median over rounds of the uncompressed plan's median / the policy's median in that round
      (the step times of this shared, virtualized host drift by +-30% over minutes even at load 0: rounds
      taken minutes apart are not comparable, neighbouring runs are).
+With --ttt-steps N, each rate then runs every policy once more for time to target (issue 25 item 5): the
+uncompressed run trains N steps and its validation loss at step N is the target; every other policy trains up
+to --ttt-max-factor x N steps, validating every --ttt-val-every steps on --ttt-val-batches held-out batches, and
+its time to target is the training wall time (the sum of its step times, validation excluded) up to the first
+validation at or below the target ("not reached" beside its best loss otherwise).
 The rate "occ" is derived so that the modelled ratio of stage compute to p2p transfer time per micro-batch
 equals the Optimus-CC configuration's (bench/compression/ablation.py's plan; the derivation is printed);
 other rates are tc rates (1gbit, 200mbit, ...). Prints one markdown table per rate and writes results.json.
 
     sudo bash bench/cluster/run.sh [--build build] [--out out/bench-cluster] [--model models/gpt/gpt.onnx]
         [--micro-batches 4] [--steps 40] [--warmup 5] [--policies none,optimus-cc,mcbench,auto]
-        [--rates occ,1gbit,20mbit] [--rounds 3] [--nice N]
+        [--rates occ,1gbit,20mbit] [--rounds 3] [--nice N] [--ttt-steps N [--ttt-val-every K]
+        [--ttt-val-batches B] [--ttt-max-factor F]]
 """
 
 import argparse
 import json
+import math
 import os
 import re
 import shlex
@@ -85,6 +94,13 @@ def parser():
     p.add_argument("--nice", type=int, default=0,
                    help="niceness of the measured runs (ranks, ping-pong, CPU probe) and of their session's "
                         "scheduler autogroup, e.g. -20 on a machine loaded by others (root)")
+    p.add_argument("--ttt-steps", type=int, default=0,
+                   help="time to target: the uncompressed run's validation loss at this step is the target (0: off)")
+    p.add_argument("--ttt-val-every", type=int, default=0, help="validation interval of the time-to-target runs "
+                   "(default: ttt-steps / 10)")
+    p.add_argument("--ttt-val-batches", type=int, default=8, help="held-out batches per validation")
+    p.add_argument("--ttt-max-factor", type=float, default=1.5,
+                   help="a compressed policy trains at most this many times ttt-steps to reach the target")
     p.add_argument("--check-args", action="store_true", help=argparse.SUPPRESS)
     return p
 
@@ -112,11 +128,23 @@ def check_args(args):
         raise BenchError(f"--rounds {args.rounds}: at least 1")
     if args.calibration_steps < 3:
         raise BenchError(f"--calibration-steps {args.calibration_steps}: at least 3")
+    if args.ttt_steps < 0 or (args.ttt_steps and args.ttt_steps < 10):
+        raise BenchError(f"--ttt-steps {args.ttt_steps}: 0 (off) or at least 10")
+    if args.ttt_steps:
+        if args.ttt_val_every == 0:
+            args.ttt_val_every = max(1, args.ttt_steps // 10)
+        if not 1 <= args.ttt_val_every <= args.ttt_steps or args.ttt_steps % args.ttt_val_every:
+            raise BenchError(f"--ttt-val-every {args.ttt_val_every}: between 1 and --ttt-steps {args.ttt_steps}, "
+                             "dividing it")
+        if args.ttt_val_batches < 1:
+            raise BenchError(f"--ttt-val-batches {args.ttt_val_batches}: at least 1")
+        if not args.ttt_max_factor >= 1:
+            raise BenchError(f"--ttt-max-factor {args.ttt_max_factor}: at least 1")
     if not -20 <= args.nice <= 19:
         raise BenchError(f"--nice {args.nice}: between -20 and 19")
     if not os.path.isfile(args.model):
         raise BenchError(f"--model {args.model}: no such file")
-    for tool in ("ptrain-compile", "ptrain-run"):
+    for tool in ("ptrain-compile", "ptrain-run", "ptrain-calibrate"):
         if not os.path.isfile(os.path.join(args.build, "bin", tool)):
             raise BenchError(f"--build {args.build}: no bin/{tool} (build with bash scripts/build.sh {args.build})")
     return policies, rates
@@ -187,45 +215,34 @@ class Cluster:
         return env
 
 
-CPU_PROBE = r"""
-import json, time, numpy as np
-def best(f, n):
-    t = []
-    for _ in range(n):
-        t0 = time.perf_counter(); f(); t.append(time.perf_counter() - t0)
-    return min(t)
-a = np.random.rand(256, 512).astype(np.float32); b = np.random.rand(512, 512).astype(np.float32)
-gemm = best(lambda: a @ b, 50)
-x = np.ones(8 << 20, np.float32); y = np.empty_like(x)
-copy = best(lambda: np.copyto(y, x), 10)
-print(json.dumps({"f32_flops": 2 * 256 * 512 * 512 / gemm, "memory_bandwidth": 2 * x.nbytes / copy}))
-"""
+def calibrate(args, cluster, plan_dir, out_path):
+    """ptrain-calibrate on core 0 (node0) at the plan's shapes: GEMM rate, memory bandwidth, every candidate
+    codec kernel on the plan's boundary tensors (docs/TimingModel.md "Calibration"). Returns the cluster file."""
+    run(cluster.in_node(0, [os.path.join(args.build, "bin", "ptrain-calibrate"), plan_dir, "-o", out_path,
+                            "--nodes", "2", "--repeats", "5"]),
+        "ptrain-calibrate", env=cluster.mpi_env(), nice=cluster.nice)
+    with open(out_path) as f:
+        return json.load(f)
 
 
-def measure_cpu(cluster, env):
-    """One core's f32 GEMM rate (256 x 512 x 512, the scale of the model's GEMMs) and copy bandwidth, best of
-    repeats, single-threaded numpy on core 0."""
-    out = run(cluster.in_node(0, [sys.executable, "-c", CPU_PROBE]), "the CPU probe (numpy)", env=env,
-              nice=cluster.nice)
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def cluster_file(path, cpu, efficiency, rate_bytes, latency, note):
-    data = {
-        "name": "netns-2node",
-        "description": "bench/cluster: two network namespaces on one machine, one CPU core per node, a veth "
-                       "pair shaped with tc tbf: " + note,
-        "sources": {"gpu.peak_flops.f32, gpu.memory_bandwidth": "numpy on one pinned core (cluster.py CPU_PROBE)",
-                    "gpu.efficiency": "calibrated: the model's single-rank step / the measured one",
-                    "inter_node.bandwidth, inter_node.latency": "MPI ping-pong over the shaped link (pingpong.c)"},
-        "nodes": 2,
-        "gpus_per_node": 1,
-        "gpu": {"name": "cpu-core", "peak_flops": {"f32": cpu["f32_flops"]}, "f32_matmul_dtype": "f32",
-                "memory_bandwidth": cpu["memory_bandwidth"], "memory_capacity": 8e9, "efficiency": efficiency},
-        "intra_node": {"bandwidth": cpu["memory_bandwidth"], "latency": 1e-6},
-        "inter_node": {"bandwidth": rate_bytes, "latency": latency},
-        "axis_order": ["tp", "dp", "pp"],
-    }
+def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note):
+    """The cluster file of one rate: ptrain-calibrate's file (2 nodes of one core) with the calibrated
+    efficiency and the measured link. `calibrated` None: a draft with placeholder rates, only to compile the
+    plan that ptrain-calibrate measures."""
+    data = json.loads(json.dumps(calibrated)) if calibrated else {
+        "nodes": 2, "gpus_per_node": 1,
+        "gpu": {"name": "cpu-core", "peak_flops": {"f32": 1e10}, "f32_matmul_dtype": "f32", "memory_bandwidth": 1e10,
+                "memory_capacity": 8e9},
+        "intra_node": {"bandwidth": 1e10, "latency": 1e-6}, "axis_order": ["tp", "dp", "pp"]}
+    data["name"] = "netns-2node"
+    data["description"] = ("bench/cluster: two network namespaces on one machine, one CPU core per node, a veth "
+                           "pair shaped with tc tbf: " + note)
+    data["sources"] = {"gpu.peak_flops.f32, gpu.memory_bandwidth, calibration":
+                       "ptrain-calibrate on core 0 at the pp = 2 plan's shapes (calibration.provenance)",
+                       "gpu.efficiency": "calibrated: the model's single-rank step / the measured one",
+                       "inter_node.bandwidth, inter_node.latency": "MPI ping-pong over the shaped link (pingpong.c)"}
+    data["gpu"]["efficiency"] = efficiency
+    data["inter_node"] = {"bandwidth": rate_bytes, "latency": latency}
     with open(path, "w") as f:
         json.dump(data, f, indent=2)
         f.write("\n")
@@ -236,7 +253,7 @@ def compile_plan(args, out, pp, policy, cluster_path):
     report = os.path.join(out, "report.json")
     cmd = [os.path.join(args.build, "bin", "ptrain-compile"), args.model, "--pp", str(pp), "--micro-batches",
            str(args.micro_batches), "--schedule", "1f1b", "--lr", "3e-3", "--warmup-steps", "10", "--total-steps",
-           str(max(100, args.steps, args.calibration_steps)), "--target", "cpu", "--cluster", cluster_path,
+           str(total_steps(args)), "--target", "cpu", "--cluster", cluster_path,
            "--report", report, "-o", out]
     if policy != "none":
         cmd += ["--policy", policy]
@@ -247,12 +264,20 @@ def compile_plan(args, out, pp, policy, cluster_path):
         return json.load(f)
 
 
-def train(args, cluster, plan_dir, steps, data, ranks):
-    """Runs the compiled step: mpirun started in node0 (on core 0), ranks as placed by agent.sh. Returns the log."""
+def total_steps(args):
+    """The learning-rate schedule's length, one for every run, so that every policy follows the same schedule."""
+    return max(100, args.steps, args.calibration_steps, math.ceil(args.ttt_steps * args.ttt_max_factor))
+
+
+def train(args, cluster, plan_dir, steps, data, ranks, val_every=0, val_batches=1):
+    """Runs the compiled step: mpirun started in node0 (on core 0), ranks as placed by agent.sh. Returns the log
+    (with val_every > 0, a validation every val_every steps on val_batches batches)."""
     log = os.path.join(plan_dir, "log.json")
     cmd = [os.path.join(args.build, "bin", "ptrain-run"), plan_dir, "--data", data, "--steps", str(steps),
-           "--val-batches", "1", "--log", log, "--run-log", os.path.join(plan_dir, "run.jsonl"), "--no-plots",
+           "--val-batches", str(val_batches), "--log", log, "--run-log", os.path.join(plan_dir, "run.jsonl"), "--no-plots",
            "--timeout", "300"]
+    if val_every:
+        cmd += ["--val-every", str(val_every)]
     if ranks > 1:
         cmd.append("--mpirun-args=" + cluster.mpirun_args())
     else:
@@ -331,12 +356,21 @@ def bench(args, policies, rates):
              "2000000"], "data.py")
     env = cluster.mpi_env()
 
-    # 1. One core, once: GEMM rate, copy bandwidth, and the efficiency from a single-rank run.
-    cpu = measure_cpu(cluster, env)
-    say(f"core 0: f32 GEMM {cpu['f32_flops'] / 1e9:.2f} GFLOP/s, copy {cpu['memory_bandwidth'] / 1e9:.2f} GB/s")
-    draft = cluster_file(os.path.join(args.out, "cluster-draft.json"), cpu, 1.0, 1e9, 1e-5, "draft, efficiency 1")
+    # 1. One core, once: ptrain-calibrate on the pp = 2 plan (GEMM shapes, copy bandwidth, codec kernels), then
+    #    the efficiency from a single-rank run.
+    draft = cluster_file(os.path.join(args.out, "cluster-draft.json"), None, 1.0, 1e9, 1e-5, "draft")
+    shapes = os.path.join(args.out, "calibration-plan")
+    compile_plan(args, shapes, 2, "none", draft)
+    calibrated = calibrate(args, cluster, shapes, os.path.join(args.out, "calibrated.json"))
+    cpu = {"f32_flops": calibrated["calibration"]["gemm_flops"],
+           "memory_bandwidth": calibrated["calibration"]["memory_bandwidth"],
+           "codec_timings": len(calibrated["calibration"]["codecs"])}
+    say(f"core 0 (ptrain-calibrate): f32 GEMM {cpu['f32_flops'] / 1e9:.2f} GFLOP/s at the plan's shapes, copy "
+        f"{cpu['memory_bandwidth'] / 1e9:.2f} GB/s, {cpu['codec_timings']} codec kernel timings")
     pp1 = os.path.join(args.out, "pp1")
-    rep1 = compile_plan(args, pp1, 1, "none", draft)
+    rep1 = compile_plan(args, pp1, 1, "none",
+                        cluster_file(os.path.join(args.out, "cluster-e1.json"), calibrated, 1.0, 1e9, 1e-5,
+                                     "calibrated, efficiency 1"))
     log1 = train(args, cluster, pp1, args.calibration_steps, data, 1)
     t1 = median_step(log1, min(args.warmup, args.calibration_steps - 3))
     efficiency = min(1.0, rep1["iteration_time_s"] / t1)
@@ -349,7 +383,7 @@ def bench(args, policies, rates):
     for r in rates:
         if r == "occ":
             occ = occ_ratio(args)
-            probe = cluster_file(os.path.join(args.out, "cluster-probe.json"), cpu, efficiency, 1e9, 1e-5,
+            probe = cluster_file(os.path.join(args.out, "cluster-probe.json"), calibrated, efficiency, 1e9, 1e-5,
                                  "probe: 1e9 B/s, 10 us")
             ours = stage_ratio(compile_plan(args, os.path.join(args.out, "probe"), 2, "none", probe))
             boundary = (ours["send_s"] - 1e-5) * 1e9  # bytes of one boundary message, from the model itself
@@ -387,7 +421,7 @@ def bench(args, policies, rates):
         say(f"== rate {name}: tbf {bits / 1e6:.1f} Mbit/s on both ends; ping-pong: latency "
             f"{link['latency_s'] * 1e6:.1f} us, rate {link['rate_bytes_per_s'] * 8 / 1e6:.1f} Mbit/s "
             f"({link['rate_bytes_per_s'] / 1e6:.2f} MB/s)")
-        cpath = cluster_file(os.path.join(folder, "cluster.json"), cpu, efficiency, link["rate_bytes_per_s"],
+        cpath = cluster_file(os.path.join(folder, "cluster.json"), calibrated, efficiency, link["rate_bytes_per_s"],
                              link["latency_s"], f"tbf {bits / 1e6:.1f} Mbit/s")
         reports, logs, errors = {}, {p: [] for p in policies}, {}
         for policy in policies:
@@ -434,14 +468,46 @@ def bench(args, policies, rates):
                 f"({min(speedups):.3f}-{max(speedups):.3f}), predicted {rep['iteration_time_s'] * 1e3:.2f} ms, "
                 f"{total:,.0f} B/iter")
         modelled = stage_ratio(reports["none"])
-        results["rates"].append({"name": name, "tbf_bits": bits, "link": link, "rows": rows,
-                                 "modelled_ratio": modelled["ratio"],
-                                 "target_ratio": target_ratio})
+        entry = {"name": name, "tbf_bits": bits, "link": link, "rows": rows, "modelled_ratio": modelled["ratio"],
+                 "target_ratio": target_ratio}
+        if args.ttt_steps:
+            entry["time_to_target"] = time_to_target(args, cluster, folder, data, [p for p in policies if p not in errors])
+        results["rates"].append(entry)
     results["load_end"] = os.getloadavg()
     results["seconds"] = time.time() - started
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     print_tables(results, args)
+
+
+def first_at_or_below(log, target):
+    """(step, training seconds up to it) of the first validation at or below target, else None."""
+    for step, loss in log["val_loss"]:
+        if step > log["start_step"] and loss <= target:
+            return step, sum(log["step_seconds"][:step - log["start_step"]])
+    return None
+
+
+def time_to_target(args, cluster, folder, data, policies):
+    """Issue 25 item 5: the uncompressed run's validation loss at --ttt-steps is the target; each policy's
+    training wall time until its first validation at or below it."""
+    rows = []
+    target = None
+    for policy in policies:
+        steps = args.ttt_steps if policy == "none" else math.ceil(args.ttt_steps * args.ttt_max_factor)
+        steps -= steps % args.ttt_val_every  # end on a validation
+        log = train(args, cluster, os.path.join(folder, policy), steps, data, 2, args.ttt_val_every,
+                    args.ttt_val_batches)
+        if policy == "none":
+            target = log["val_loss"][-1][1]
+        hit = first_at_or_below(log, target)
+        best = min(v for _, v in log["val_loss"])
+        rows.append({"policy": policy, "steps": steps, "val_loss": log["val_loss"], "best_val_loss": best,
+                     "target_step": hit[0] if hit else None, "seconds_to_target": hit[1] if hit else None})
+        say(f"  time to target ({target:.4f}), {policy}: " +
+            (f"step {hit[0]}, {hit[1]:.1f} s" if hit else f"not reached in {steps} steps (best {best:.4f})"))
+    return {"target_val_loss": target, "steps": args.ttt_steps, "val_every": args.ttt_val_every,
+            "val_batches": args.ttt_val_batches, "rows": rows}
 
 
 def print_tables(results, args):
@@ -466,6 +532,20 @@ def print_tables(results, args):
             say(f"| {r['policy']} | {r['measured_s']:.4f} | {r['predicted_s']:.4f} | "
                 f"{r['speedup']:.3f} ({r['speedup_range'][0]:.3f}-{r['speedup_range'][1]:.3f}) | "
                 f"{base['predicted_s'] / r['predicted_s']:.3f} | {r['bytes']:,.0f} |")
+        ttt = rate.get("time_to_target")
+        if ttt:
+            say(f"\ntime to target, rate {rate['name']}: the uncompressed run's validation loss at step {ttt['steps']} "
+                f"({ttt['target_val_loss']:.4f}, {ttt['val_batches']} batches), validation every {ttt['val_every']} "
+                "steps; training seconds (validation excluded)\n")
+            say("| policy | step reaching it | seconds to target | speedup to target | best validation loss |")
+            say("|---|---|---|---|---|")
+            base_s = ttt["rows"][0]["seconds_to_target"]
+            for r in ttt["rows"]:
+                if r["seconds_to_target"] is None:
+                    say(f"| {r['policy']} | not reached in {r['steps']} | | | {r['best_val_loss']:.4f} |")
+                else:
+                    say(f"| {r['policy']} | {r['target_step']} | {r['seconds_to_target']:.1f} | "
+                        f"{base_s / r['seconds_to_target']:.3f} | {r['best_val_loss']:.4f} |")
 
 
 if __name__ == "__main__":

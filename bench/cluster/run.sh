@@ -7,6 +7,7 @@
 #
 #   sudo bash bench/cluster/run.sh [--build build] [--out out/bench-cluster] [--steps 40] [--warmup 5]
 #                                  [--policies none,optimus-cc,mcbench,auto] [--rates occ,1gbit,20mbit] [--rounds 3] [--nice N]
+#                                  [--ttt-steps N [--ttt-val-every K] [--ttt-val-batches B] [--ttt-max-factor F]]
 #   bash bench/cluster/run.sh --help
 #
 # Refuses (exit 2, nothing created) when not root, when `ip netns`, tc, taskset or mpirun is missing, when the
