@@ -22,6 +22,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -242,6 +243,30 @@ LogicalResult CompressPass::mcbench(const CompressionEdges &edges, CompressionPl
   return success();
 }
 
+/// Writes auto's explanation (autoSummaryToJSON) to `path` through a temporary file renamed into place, so
+/// that a failed write leaves no partial file.
+static LogicalResult writeAutoReport(ModuleOp module, StringRef path, const AutoSummary &summary,
+                                     ArrayRef<AutoDecision> decisions) {
+  std::string temporary = (path + ".tmp").str();
+  std::error_code ec;
+  {
+    llvm::raw_fd_ostream os(temporary, ec, llvm::sys::fs::OF_Text);
+    if (!ec) {
+      os << llvm::formatv("{0:2}", autoSummaryToJSON(summary, decisions)) << "\n";
+      os.close();
+      ec = os.error();
+    }
+  }
+  if (!ec)
+    ec = llvm::sys::fs::rename(temporary, path);
+  if (ec) {
+    llvm::sys::fs::remove(temporary);
+    return emitError(module.getLoc()) << "--ptrain-compress: auto-report: cannot write '" << path
+                                      << "': " << ec.message();
+  }
+  return success();
+}
+
 LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &edges, ArrayAttr sendCritical,
                                        ScheduleAttr schedule, CompressionPlan &plan) {
   AutoSearchOptions options;
@@ -397,6 +422,8 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
                               << "; predicted quality cost " << percent(summary.finalQualityCost) << " (budget "
                               << percent(summary.qualityBudget) << ")";
   numAutoPicks += decisions.size();
+  if (!autoReport.empty() && failed(writeAutoReport(module, autoReport, summary, decisions)))
+    return failure();
   return success();
 }
 
@@ -436,11 +463,12 @@ void CompressPass::runOnOperation() {
   bool optimusOptions = !cb || cbSends != "cooldown" || cbRank != 16 || !lep || !fe || !sc || scAll || scRank != 128;
   bool autoOptions = !autoRanks.empty() || autoMinGain != 0.001 || autoErrorBudget != 1.0 || autoMaxPicks != 256 ||
                      autoBackwardCodecs != "default" || autoForwardCodecs != "default" || autoTpCodecs != "default" ||
-                     autoQualityBudget != 0.02;
+                     autoQualityBudget != 0.02 || !autoReport.empty();
   if (policy != "auto" && autoOptions) {
     error("policy=") << policy.getValue()
                      << " does not take auto-ranks, auto-min-gain, auto-error-budget, auto-max-picks, "
-                        "auto-backward-codecs, auto-forward-codecs, auto-tp-codecs or auto-quality-budget (policy=auto)";
+                        "auto-backward-codecs, auto-forward-codecs, auto-tp-codecs, auto-quality-budget or auto-report "
+                        "(policy=auto)";
     return signalPassFailure();
   }
   if (policy != "mcbench" && policy != "auto" && !tpErrorFeedback) {

@@ -865,3 +865,33 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   plan.backwardErrorFeedback = current.bwdEf;
   return success();
 }
+
+llvm::json::Value mlir::ptrain::autoSummaryToJSON(const AutoSummary &summary, llvm::ArrayRef<AutoDecision> decisions) {
+  namespace json = llvm::json;
+  auto finite = [](double x) -> json::Value { return std::isfinite(x) ? json::Value(x) : json::Value(nullptr); };
+  json::Array seeds, moves, sites;
+  for (auto [n, seed] : llvm::enumerate(summary.seeds))
+    seeds.push_back(json::Object{
+        {"name", seed.first},
+        {"seconds", seed.second < 0 ? json::Value(nullptr) : json::Value(seed.second)},
+        {"quality_cost", n < summary.seedQualityCosts.size() ? finite(summary.seedQualityCosts[n]) : json::Value(0.0)}});
+  for (const AutoDecision &d : decisions)
+    moves.push_back(json::Object{{"edge", d.edge},
+                                 {"codec", d.codec},
+                                 {"saved_s", d.savedSeconds},
+                                 {"iteration_s", d.iterationSeconds},
+                                 {"quality_cost", finite(d.qualityCost)},
+                                 {"total_quality_cost", finite(d.totalQualityCost)}});
+  for (const std::string &site : summary.tensorParallelSites)
+    sites.push_back(site);
+  return json::Object{
+      {"uncompressed_s", summary.uncompressedSeconds},
+      {"final_s", summary.finalSeconds},
+      {"speedup", summary.finalSeconds > 0 ? summary.uncompressedSeconds / summary.finalSeconds : 0.0},
+      {"quality_budget", finite(summary.qualityBudget)},
+      {"final_quality_cost", finite(summary.finalQualityCost)},
+      {"seeds", std::move(seeds)},
+      {"start", summary.start < summary.seeds.size() ? summary.seeds[summary.start].first : std::string()},
+      {"moves", std::move(moves)},
+      {"tp_sites", std::move(sites)}};
+}

@@ -47,6 +47,8 @@ runs, writing every intermediate into out/:
     out/memory_plan.json (a pipeline step): --ptrain-memory-plan's plan per rank (states, stash, temporaries;
                    with --report also added to the report beside the critical-path model's peak)
     out/phases.json (and a table on stdout): each phase's wall time and its tool's peak RSS
+    out/auto.json (--policy auto): the search's explanation, --ptrain-compress's auto-report (each seed's and
+                   each move's modelled time and predicted quality cost; docs/Compression.md "auto-report")
     out/plan.json: model path, batch, sequence, vocabulary, entry points, results, state keys, the policy, its
                    options and cluster, and the codec states (residuals, warm-start Q) the policy added: the
                    module's facts from ptrain-translate --emit-plan-json out/step.mlir (a walk over the step's
@@ -413,7 +415,7 @@ def check_linear_ae_options(args):
 
 
 OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.consts.bin", "step.cu", "libstep.so", "plan.json",
-           "memory_plan.json", "phases.json")
+           "memory_plan.json", "phases.json", "auto.json")
 
 # The GPU architectures of --target cuda (docs/CodegenCuda.md): A100 and H100/H200.
 CUDA_ARCHS = ("80", "90")
@@ -532,7 +534,10 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         if args.linear_ae is not None:
             options += f" linear-ae-dim={args.linear_ae} linear-ae-skip-stages={args.linear_ae_skip_stages or 0}"
         if args.policy != "none":
-            options += f" policy={args.policy} compress-options={{{args.compress_options.strip()}}}"
+            compress_options = args.compress_options.strip()
+            if args.policy == "auto" and "auto-report" not in compress_options:
+                compress_options += f" auto-report={os.path.abspath(os.path.join(out, 'auto.json'))}"
+            options += f" policy={args.policy} compress-options={{{compress_options.strip()}}}"
         if cluster is not None:
             options += f" cluster={cluster}"
         if args.report is not None:

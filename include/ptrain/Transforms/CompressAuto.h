@@ -21,6 +21,8 @@
 #include "ptrain/Plan/CompressTensorParallel.h"
 #include "ptrain/Transforms/CompressionConfig.h"
 
+#include "llvm/Support/JSON.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -125,6 +127,14 @@ LogicalResult searchAutoCompression(ModuleOp module, const CompressionEdges &edg
                                     std::vector<TensorParallelCodec> &tensorParallel,
                                     std::vector<AutoDecision> &decisions, AutoSummary &summary,
                                     llvm::function_ref<InFlightDiagnostic()> emitError);
+
+/// The search's explanation as JSON (`auto-report`, docs/Compression.md): {"uncompressed_s", "final_s",
+/// "speedup", "quality_budget", "final_quality_cost", "seeds": [{"name", "seconds" (null: not expressible),
+/// "quality_cost"}], "start" (the seed's name), "moves": [{"edge", "codec", "saved_s", "iteration_s",
+/// "quality_cost", "total_quality_cost"}], "tp_sites": [...]}. Seconds are modelled iteration seconds;
+/// quality costs are fractions of the uncompressed validation loss (QualityModel.h); an infinite cost (a
+/// choice the literature rules out) is written as null.
+llvm::json::Value autoSummaryToJSON(const AutoSummary &summary, llvm::ArrayRef<AutoDecision> decisions);
 
 } // namespace mlir::ptrain
 

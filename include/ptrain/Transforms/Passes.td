@@ -901,6 +901,11 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     Option<"autoQualityBudget", "auto-quality-budget", "double", /*default=*/"0.02",
            "auto: the largest predicted quality cost of the plan (QualityModel.h), a fraction of the "
            "uncompressed validation loss (default 0.02 = 2%); 'inf' for no limit.">,
+    Option<"autoReport", "auto-report", "std::string", /*default=*/"\"\"",
+           "auto: write the search's explanation as JSON to this file: each seed's modelled iteration seconds "
+           "and predicted quality cost, each move's edge, codec, modelled saving (seconds) and quality cost, the "
+           "TP sites' reasons, the final plan's time and quality cost against the budget (docs/Compression.md "
+           "'auto-report').">,
   ];
   let statistics = [
     Statistic<"numCompressedSends", "compressed-sends", "Pipeline sends marked for compression">,

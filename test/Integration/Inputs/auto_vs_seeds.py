@@ -7,7 +7,10 @@ critical and every backward send; mcbench with bench/cluster's codecs) and with 
 --ptrain-report, and compares the reports' modelled iteration times (the timing model of exactly that plan):
   - auto at auto-quality-budget=inf <= every hand policy and <= uncompressed;
   - auto at the default budget (2%) <= uncompressed and <= every hand policy whose predicted quality cost
-    (auto's seed remark) is within the budget.
+    (the seed's entry in auto's auto-report JSON) is within the budget;
+  - auto's auto-report agrees with the report: its final time is --ptrain-report's iteration time, its
+    start seed's time minus the moves' savings is the final time, each move's running quality total ends at
+    the final quality cost, which is within the budget.
 Prints one line per (plan, cluster) and OK at the end; exits 1 naming the first violation.
 
     auto_vs_seeds.py --bin BUILD/bin --model models/gpt/gpt.onnx --out DIR CLUSTER.json...
@@ -15,7 +18,6 @@ Prints one line per (plan, cluster) and OK at the end; exits 1 naming the first 
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -32,7 +34,6 @@ HAND = {
     "optimus-cc cb-sends=all": "policy=optimus-cc cb-sends=all",
     "mcbench": "policy=mcbench fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1",
 }
-SEED_QUALITY = re.compile(r"(optimus-cc(?: cb-sends=\w+)?|mcbench)[^,;]*? [0-9.]+ ms quality ([0-9.]+)%")
 
 
 def run(cmd):
@@ -40,6 +41,21 @@ def run(cmd):
     if p.returncode != 0:
         sys.exit(f"auto_vs_seeds: failed (exit {p.returncode}): {' '.join(cmd)}\n{p.stderr[-3000:]}")
     return p.stderr
+
+
+def check_explanation(where, e, report_time):
+    """auto-report's numbers agree with the report and with each other."""
+    close = lambda a, b: abs(a - b) <= 1e-9 * max(abs(a), abs(b)) + 1e-15
+    if not close(e["final_s"], report_time):
+        sys.exit(f"{where}: auto-report final_s {e['final_s']:.9e} != --ptrain-report {report_time:.9e}")
+    start = next(s for s in e["seeds"] if s["name"] == e["start"])
+    if not close(start["seconds"] - sum(m["saved_s"] for m in e["moves"]), e["final_s"]):
+        sys.exit(f"{where}: start seed {start['seconds']:.9e} s minus the moves' savings != final_s {e['final_s']:.9e}")
+    total = e["moves"][-1]["total_quality_cost"] if e["moves"] else start["quality_cost"]
+    if not close(total, e["final_quality_cost"]):
+        sys.exit(f"{where}: the last move's quality total {total} != final_quality_cost {e['final_quality_cost']}")
+    if e["quality_budget"] is not None and e["final_quality_cost"] > e["quality_budget"] + 1e-12:
+        sys.exit(f"{where}: final quality cost {e['final_quality_cost']} over the budget {e['quality_budget']}")
 
 
 def main():
@@ -58,17 +74,22 @@ def main():
         run([opt, imported, *passes, "--ptrain-schedule", "-o", sched])
         for cluster in a.clusters:
             cname = os.path.splitext(os.path.basename(cluster))[0]
-            times, remarks = {}, {}
+            times, explained = {}, {}
             policies = {"none": "policy=none", **HAND, "auto": "policy=auto",
                         "auto budget=inf": "policy=auto auto-quality-budget=inf"}
             for name, options in policies.items():
                 report = os.path.join(a.out, f"{plan}-{cname}-{name.replace(' ', '_')}.json")
-                remarks[name] = run([opt, sched, f"--ptrain-critical-path=cluster={cluster}",
-                                     f"--ptrain-compress={options}", f"--ptrain-report=json={report}",
-                                     "-o", os.devnull])
+                if name.startswith("auto"):
+                    options += f" auto-report={report}.auto"
+                run([opt, sched, f"--ptrain-critical-path=cluster={cluster}", f"--ptrain-compress={options}",
+                     f"--ptrain-report=json={report}", "-o", os.devnull])
                 with open(report) as f:
                     times[name] = json.load(f)["iteration_time_s"]
-            quality = {m.group(1): float(m.group(2)) / 100 for m in SEED_QUALITY.finditer(remarks["auto"])}
+                if name.startswith("auto"):
+                    with open(report + ".auto") as f:
+                        explained[name] = json.load(f)
+                    check_explanation(f"{plan} on {cname}: {name}", explained[name], times[name])
+            quality = {seed["name"].split(" fwd-codec")[0]: seed["quality_cost"] for seed in explained["auto"]["seeds"]}
             eps = 1e-12
             for name in ["none", *HAND]:
                 if times["auto budget=inf"] > times[name] * (1 + 1e-9) + eps:
