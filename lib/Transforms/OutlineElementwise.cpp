@@ -117,11 +117,14 @@ struct OutlineElementwisePass : ptrain::impl::OutlineElementwisePassBase<Outline
     auto kernels = ModuleOp::create(builder, module.getLoc(), StringRef(kKernelModuleName));
     OpBuilder inKernels = OpBuilder::atBlockEnd(kernels.getBody());
     llvm::StringMap<StringAttr> bySignature;
+    // Not numKernels: statistics count nothing in a build without LLVM_ENABLE_STATS.
+    int64_t kernelCount = 0;
     for (auto &[func, chains] : found) {
       for (const ElementwiseChain &chain : chains) {
         StringAttr &name = bySignature[chain.signature()];
         if (!name) {
-          name = StringAttr::get(ctx, "ptrain_kernel_" + std::to_string(numKernels++));
+          name = StringAttr::get(ctx, "ptrain_kernel_" + std::to_string(kernelCount++));
+          ++numKernels;
           buildKernel(inKernels, chain.ops.front()->getLoc(), name, chain);
         }
         auto ref = SymbolRefAttr::get(ctx, kKernelModuleName, {FlatSymbolRefAttr::get(name)});

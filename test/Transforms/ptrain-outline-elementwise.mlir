@@ -58,3 +58,22 @@ func.func @shared_kernel(%x: tensor<8xf32>, %r: tensor<8xf32>, %b: tensor<8xf32>
   %6 = ptrain.binary mul %5, %5 : tensor<8xf32>, tensor<8xf32>
   return %6 : tensor<8xf32>
 }
+
+// -----
+
+// Two different chains: two kernels, numbered in order.
+// CHECK-LABEL: func.func @two_kernels
+// CHECK: ptrain.binary add {{.*}}@ptrain_kernels::@ptrain_kernel_0
+// CHECK: ptrain.binary mul {{.*}}@ptrain_kernels::@ptrain_kernel_0
+// CHECK: ptrain.binary sub {{.*}}@ptrain_kernels::@ptrain_kernel_1
+// CHECK: ptrain.binary div {{.*}}@ptrain_kernels::@ptrain_kernel_1
+// CHECK: func.func @ptrain_kernel_0
+// CHECK: func.func @ptrain_kernel_1
+func.func @two_kernels(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = ptrain.binary add %x, %y : tensor<8xf32>, tensor<8xf32>
+  %1 = ptrain.binary mul %0, %y : tensor<8xf32>, tensor<8xf32>
+  %2 = ptrain.gelu %1 : tensor<8xf32>
+  %3 = ptrain.binary sub %2, %y : tensor<8xf32>, tensor<8xf32>
+  %4 = ptrain.binary div %3, %x : tensor<8xf32>, tensor<8xf32>
+  return %4 : tensor<8xf32>
+}
