@@ -15,7 +15,6 @@ step losses of both must be identical (the fused chains compute the same bits): 
         [--core 1] [--kernels-cpu native]
 """
 
-import argparse
 import importlib.util
 import json
 import os
@@ -36,26 +35,19 @@ def load_pytorch_bench():
     return module
 
 
-def parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--build", default=os.path.join(ROOT, "build"))
-    p.add_argument("--out", default=os.path.join(ROOT, "out", "bench-generated-kernels"))
-    p.add_argument("--model-dir", default=os.path.join(ROOT, "models", "gpt"))
-    p.add_argument("--micro-batches", type=int, default=4)
-    p.add_argument("--steps", type=int, default=30)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--core", type=int, default=1, help="the core both run on")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--nice", type=int, default=0, help="niceness of both (e.g. -10 on a machine loaded by others)")
+def parser(torch_bench):
+    """bench/pytorch's options (build, out, model, micro-batches, steps, warm-up, repeats, core, seed, nice) with
+    this benchmark's description and defaults, and --kernels-cpu."""
+    p = torch_bench.parser()
+    p.description, p.epilog = __doc__.split("\n\n")[0], __doc__
+    p.set_defaults(out=os.path.join(ROOT, "out", "bench-generated-kernels"), repeats=1)
     p.add_argument("--kernels-cpu", default="native", help="ptrain-compile --kernels-cpu of the fused step")
     return p
 
 
 def main(argv=None):
-    args = parser().parse_args(argv)
     torch_bench = load_pytorch_bench()
+    args = parser(torch_bench).parse_args(argv)
     try:
         torch_bench.pin(args)
         cfg, batch_rows, _ = torch_bench.read_config(args.model_dir)
