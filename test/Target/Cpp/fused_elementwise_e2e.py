@@ -4,7 +4,9 @@
     fused_elementwise_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR
 
 1. ptrain-compile the bundled GPT with --fuse-elementwise=off and =on, at pp=1 and pp=2 (1F1B), 2 micro-batches,
-   and =on for the baseline x86-64 CPU (SSE2 only, whatever the host has: --kernels-cpu x86-64).
+   and =on for the baseline x86-64 CPU (SSE2 only, whatever the host has: --kernels-cpu x86-64); and at tp=2,
+   where the row-parallel linears add their bias after the all-reduce, so bias + residual fuse too (a second
+   kernel).
 2. The fused steps call the generated kernel (step.cpp names it, kernels.o defines it, libstep.so keeps it
    local) and the unfused ones do not.
 3. ptrain-run each for 3 steps on the same data and seed: the validation loss before training and the three
@@ -30,6 +32,8 @@ configs = {
     "pp1-on-x86-64": ["--pp", "1", "--micro-batches", "2", "--fuse-elementwise", "on", "--kernels-cpu", "x86-64"],
     "pp2-off": ["--pp", "2", "--micro-batches", "2", "--fuse-elementwise", "off"],
     "pp2-on": ["--pp", "2", "--micro-batches", "2", "--fuse-elementwise", "on"],
+    "tp2-off": ["--tp", "2", "--micro-batches", "2", "--fuse-elementwise", "off"],
+    "tp2-on": ["--tp", "2", "--micro-batches", "2", "--fuse-elementwise", "on"],
 }
 for name, flags in configs.items():
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *common, *flags, "-o", os.path.join(work, name)])
@@ -46,6 +50,8 @@ for name in configs:
     check("ptrain_kernel_0(" in step, f"{name}: step.cpp calls ptrain_kernel_0")
     symbols = subprocess.run(["nm", kernels], capture_output=True, text=True).stdout
     check(" T ptrain_kernel_0" in symbols, f"{name}: kernels.o defines ptrain_kernel_0")
+    if name.startswith("tp2"):
+        check("ptrain_kernel_1(" in step, f"{name}: step.cpp also calls ptrain_kernel_1 (bias + residual)")
     dynamic = subprocess.run(["nm", "-D", "--defined-only", os.path.join(work, name, "libstep.so")],
                              capture_output=True, text=True).stdout
     check("ptrain_kernel_" not in dynamic, f"{name}: libstep.so does not export its kernels")
