@@ -38,8 +38,10 @@ runs, writing every intermediate into out/:
         --vocab-parallel [--vocab-multiple K]: "tp=T vocab-parallel=true [vocab-multiple=K]" (the embedding, LM
         head and cross-entropy split over the vocabulary, padded to a multiple of T K)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
-      (with --emit-cpp-constants=out/step.consts.bin: the large constants that are not generated at init)
-    c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
+      (with --emit-cpp-constants=out/step.consts.bin: the large constants that are not generated at init;
+      with --fuse-elementwise on, --emit-cpp-kernels=out/kernels.o --emit-cpp-kernels-cpu=<--kernels-cpu>: the
+      elementwise chains' kernels generated through MLIR and LLVM, docs/GeneratedKernels.md)
+    c++ -std=c++17 -O2 -shared -fPIC step.cpp [kernels.o] -lptrain_runtime -> out/libstep.so
       (plus the build's step_flags.json: -fsanitize=... in a PTRAIN_SANITIZE build, docs/Sanitizers.md)
     with --target cuda (single- and multi-rank steps over NCCL, pipeline codecs; docs/CodegenCuda.md) instead:
       ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu
@@ -116,8 +118,8 @@ def run(cmd, what):
 # options it was given. A field the emitter adds that is not listed here follows the listed ones.
 PLAN_FIELDS = ("model", "target", "optimizer", "lr", "warmup_steps", "total_steps", "min_lr_ratio", "library",
                "dp", "zero", "pp", "tp", "micro_batches", "schedule", "virtual_stages", "policy", "compress_options",
-               "cluster", "entry_points", "cuda_archs", "cuda_state_bytes", "constants_file", "generated_kernels", "batch", "seq",
-               "vocab", "states", "train_step_results", "vocab_parallel", "linear_ae", "deterministic_dp", "codec_states",
+               "cluster", "entry_points", "cuda_archs", "cuda_state_bytes", "constants_file", "generated_kernels",
+               "batch", "seq", "vocab", "states", "train_step_results", "vocab_parallel", "linear_ae", "deterministic_dp", "codec_states",
                "replica_batch", "global_batch")
 
 
@@ -302,6 +304,9 @@ def compile_model(args):
     check_zero_options(args)
     check_schedule_options(args)
     check_linear_ae_options(args)
+    if args.fuse_elementwise == "on" and args.target != "cpu":
+        raise CompileError(f"--fuse-elementwise on: generated kernels exist for --target cpu only, got --target "
+                           f"{args.target} (docs/GeneratedKernels.md)")
     if args.momentum != 0.0 and args.optimizer != "sgd":
         raise CompileError(f"--momentum {args.momentum}: an option of --optimizer sgd (got --optimizer "
                            f"{args.optimizer})")
@@ -418,8 +423,8 @@ def check_linear_ae_options(args):
                            f"(a boundary of the {args.pp * args.virtual_stages} stages must remain)")
 
 
-OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.consts.bin", "kernels.o", "step.cu", "libstep.so", "plan.json",
-           "memory_plan.json", "phases.json")
+OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.consts.bin", "kernels.o", "step.cu", "libstep.so",
+           "plan.json", "memory_plan.json", "phases.json")
 
 # The GPU architectures of --target cuda (docs/CodegenCuda.md): A100 and H100/H200.
 CUDA_ARCHS = ("80", "90")
