@@ -45,8 +45,7 @@ AffineMap ElementwiseChain::inputMap(Value input) const {
   SmallVector<AffineExpr> exprs;
   const size_t lead = out.size() - in.size();
   for (auto [d, size] : llvm::enumerate(in))
-    exprs.push_back(size == 1 && out[lead + d] != 1 ? getAffineConstantExpr(0, ctx)
-                                                    : getAffineDimExpr(lead + d, ctx));
+    exprs.push_back(size == 1 && out[lead + d] != 1 ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(lead + d, ctx));
   return AffineMap::get(out.size(), 0, exprs, ctx);
 }
 
@@ -88,8 +87,7 @@ ElementwiseChain mlir::ptrain::describeChain(ArrayRef<Operation *> ops) {
       if (!members.contains(operand.getDefiningOp()) && !llvm::is_contained(chain.inputs, operand))
         chain.inputs.push_back(operand);
     Value result = op->getResult(0);
-    if (op == ops.back() ||
-        llvm::any_of(result.getUsers(), [&](Operation *user) { return !members.contains(user); }))
+    if (op == ops.back() || llvm::any_of(result.getUsers(), [&](Operation *user) { return !members.contains(user); }))
       chain.outputs.push_back(result);
   }
   return chain;

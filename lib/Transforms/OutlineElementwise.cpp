@@ -51,38 +51,38 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, const
   maps.append(chain.outputs.size(), body.getMultiDimIdentityMap(rank));
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
   ValueRange args = entry->getArguments();
-  linalg::GenericOp::create(
-      body, loc, args.take_front(chain.inputs.size()), args.drop_front(chain.inputs.size()), maps, iterators,
-      [&](OpBuilder &b, Location l, ValueRange elems) {
-        IRMapping scalars;
-        for (auto [in, elem] : llvm::zip(chain.inputs, elems))
-          scalars.map(in, elem);
-        for (Operation *op : chain.ops) {
-          auto binary = cast<BinaryOp>(op);
-          Value lhs = scalars.lookup(binary.getLhs()), rhs = scalars.lookup(binary.getRhs()), result;
-          switch (binary.getKind()) {
-          case BinaryKind::Add:
-            result = arith::AddFOp::create(b, l, lhs, rhs);
-            break;
-          case BinaryKind::Sub:
-            result = arith::SubFOp::create(b, l, lhs, rhs);
-            break;
-          case BinaryKind::Mul:
-            result = arith::MulFOp::create(b, l, lhs, rhs);
-            break;
-          case BinaryKind::Div:
-            result = arith::DivFOp::create(b, l, lhs, rhs);
-            break;
-          default:
-            llvm_unreachable("isFusibleElementwise admits add, sub, mul and div only");
-          }
-          scalars.map(binary.getResult(), result);
-        }
-        SmallVector<Value> yielded;
-        for (Value out : chain.outputs)
-          yielded.push_back(scalars.lookup(out));
-        linalg::YieldOp::create(b, l, yielded);
-      });
+  linalg::GenericOp::create(body, loc, args.take_front(chain.inputs.size()), args.drop_front(chain.inputs.size()), maps,
+                            iterators, [&](OpBuilder &b, Location l, ValueRange elems) {
+                              IRMapping scalars;
+                              for (auto [in, elem] : llvm::zip(chain.inputs, elems))
+                                scalars.map(in, elem);
+                              for (Operation *op : chain.ops) {
+                                auto binary = cast<BinaryOp>(op);
+                                Value lhs = scalars.lookup(binary.getLhs()), rhs = scalars.lookup(binary.getRhs()),
+                                      result;
+                                switch (binary.getKind()) {
+                                case BinaryKind::Add:
+                                  result = arith::AddFOp::create(b, l, lhs, rhs);
+                                  break;
+                                case BinaryKind::Sub:
+                                  result = arith::SubFOp::create(b, l, lhs, rhs);
+                                  break;
+                                case BinaryKind::Mul:
+                                  result = arith::MulFOp::create(b, l, lhs, rhs);
+                                  break;
+                                case BinaryKind::Div:
+                                  result = arith::DivFOp::create(b, l, lhs, rhs);
+                                  break;
+                                default:
+                                  llvm_unreachable("isFusibleElementwise admits add, sub, mul and div only");
+                                }
+                                scalars.map(binary.getResult(), result);
+                              }
+                              SmallVector<Value> yielded;
+                              for (Value out : chain.outputs)
+                                yielded.push_back(scalars.lookup(out));
+                              linalg::YieldOp::create(b, l, yielded);
+                            });
   func::ReturnOp::create(body, loc);
   return func;
 }

@@ -65,8 +65,7 @@ ElementwiseChain describeChain(ArrayRef<Operation *> ops);
 
 /// The chains of two or more ops among `ops` (a function body's top-level ops, in order); `skip(op)` breaks a
 /// chain at `op` (an op another fusion already consumes, e.g. a bias add folded into its GEMM).
-SmallVector<ElementwiseChain> findElementwiseChains(ArrayRef<Operation *> ops,
-                                                    function_ref<bool(Operation *)> skip);
+SmallVector<ElementwiseChain> findElementwiseChains(ArrayRef<Operation *> ops, function_ref<bool(Operation *)> skip);
 
 } // namespace mlir::ptrain
 

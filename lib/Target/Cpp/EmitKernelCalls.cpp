@@ -31,7 +31,7 @@ LogicalResult FunctionEmitter::planFusedChains() {
     int64_t begin = liveness->buffers()[s.buffer].offset;
     return std::make_pair(begin, begin + bytesOf(v));
   };
-  auto isArenaOrOutside = [&](Value v) {
+  auto isMemory = [&](Value v) {
     while (storage[v].kind == Storage::Alias)
       v = storage[v].root;
     return storage[v].kind != Storage::Virtual;
@@ -52,10 +52,15 @@ LogicalResult FunctionEmitter::planFusedChains() {
       return members.front()->emitError("--emit-cpp: '")
              << kKernelAttr << "' names " << kernel << ", which is not a kernel of "
              << chain.inputs.size() + chain.outputs.size() << " memrefs for this chain";
-    // What the memory plan allows: inputs that are neither virtual nor overlapping (a generated constant filled
+    // What the memory plan allows: inputs that are real memory and not overlapping (a generated constant filled
     // inside the chain may take the buffer of an input that died in it), outputs in the arena that overlap no
     // input but one read element by element at the same index.
-    bool safe = llvm::all_of(chain.inputs, isArenaOrOutside);
+    bool safe = llvm::all_of(chain.inputs, isMemory);
+    // The pass broke chains where GEMM fusion or dead-op elimination take an op; a module edited since must
+    // not lose an op's results to a kernel that is never called.
+    if (llvm::any_of(members,
+                     [&](Operation *op) { return gemms->isDead(op) || gemms->isFolded(op) || gemms->aliasOf(op); }))
+      safe = false;
     for (auto [a, in] : llvm::enumerate(chain.inputs))
       for (Value other : ArrayRef<Value>(chain.inputs).drop_front(a + 1)) {
         auto x = arenaRange(in), y = arenaRange(other);
@@ -70,8 +75,7 @@ LogicalResult FunctionEmitter::planFusedChains() {
       }
       for (Value in : chain.inputs) {
         auto x = arenaRange(in);
-        if (x && x->first < o->second && o->first < x->second &&
-            (*x != *o || !chain.inputMap(in).isIdentity()))
+        if (x && x->first < o->second && o->first < x->second && (*x != *o || !chain.inputMap(in).isIdentity()))
           safe = false;
       }
     }

@@ -39,8 +39,7 @@ std::string mlir::ptrain::kernelDeclaration(StringRef name, unsigned numInputs, 
 
 /// The target machine of `cpu` ("native": the host's model and features) for the host's triple, position
 /// independent (the object goes into a shared library).
-static std::unique_ptr<llvm::TargetMachine> hostTargetMachine(StringRef cpu, unsigned optLevel,
-                                                              std::string &error) {
+static std::unique_ptr<llvm::TargetMachine> hostTargetMachine(StringRef cpu, unsigned optLevel, std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getProcessTriple());
@@ -51,8 +50,7 @@ static std::unique_ptr<llvm::TargetMachine> hostTargetMachine(StringRef cpu, uns
   if (cpu == "native") {
     cpuName = llvm::sys::getHostCPUName().str();
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
-      features += (features.empty() ? "" : ",") + std::string(feature.getValue() ? "+" : "-") +
-                  feature.getKey().str();
+      features += (features.empty() ? "" : ",") + std::string(feature.getValue() ? "+" : "-") + feature.getKey().str();
   }
   std::unique_ptr<llvm::MCSubtargetInfo> subtarget(target->createMCSubtargetInfo(triple, cpuName, features));
   if (!subtarget || !subtarget->isCPUStringValid(cpuName)) {
