@@ -311,6 +311,17 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   if (pipeline)
     s << "/// A rank owns the states of its pipeline stage (its coordinate on pp).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n";
+  if (!options.kernelsFeatures.empty()) {
+    // The generated kernels (docs/GeneratedKernels.md, "Which CPU") use these extensions: an older CPU gets an
+    // error naming the one it lacks instead of an illegal instruction.
+    s << "  __builtin_cpu_init();\n";
+    for (const std::string &feature : options.kernelsFeatures)
+      s << "  if (!__builtin_cpu_supports(\"" << feature << "\"))\n"
+        << "    return stepError(\"ptrain_step_init: the generated kernels were compiled for "
+        << options.kernelsCpuName << ", which has " << feature
+        << ", and this CPU has not: recompile here, or with ptrain-compile --kernels-cpu naming the oldest CPU "
+           "that runs the step\");\n";
+  }
   s << "  const char *path = weights_onnx_path ? weights_onnx_path : "
     << (onnxFile.empty() ? std::string("nullptr") : stringLiteral(onnxFile)) << ";\n";
   if (hasComm) {
@@ -406,6 +417,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   return success();
 }
 
+static LogicalResult emitCppUnits(ModuleOp module, raw_ostream &os, const EmitCppOptions &options);
+
 LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os, const EmitCppOptions &options) {
   if (!options.kernelsObject.empty()) {
     PassManager pm(module.getContext());
@@ -425,9 +438,19 @@ LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os, const Emit
     }
     KernelObjectOptions kernelOptions;
     kernelOptions.cpu = options.kernelsCpu;
-    if (failed(writeKernelObject(kernels, object, kernelOptions)))
+    KernelObjectTarget target;
+    if (failed(writeKernelObject(kernels, object, kernelOptions, &target)))
       return failure();
+    EmitCppOptions withTarget = options;
+    withTarget.kernelsCpuName = target.cpu;
+    withTarget.kernelsFeatures = target.features;
+    return emitCppUnits(module, os, withTarget);
   }
+  return emitCppUnits(module, os, options);
+}
+
+/// emitCpp after the generated kernels' object, if any, is written.
+static LogicalResult emitCppUnits(ModuleOp module, raw_ostream &os, const EmitCppOptions &options) {
   CppEmitter emitter(module, options);
   std::string code;
   llvm::raw_string_ostream codeOs(code);

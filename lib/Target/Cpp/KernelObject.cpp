@@ -68,7 +68,7 @@ static std::unique_ptr<llvm::TargetMachine> hostTargetMachine(StringRef cpu, uns
 }
 
 LogicalResult mlir::ptrain::writeKernelObject(ModuleOp kernels, llvm::raw_pwrite_stream &os,
-                                              const KernelObjectOptions &options) {
+                                              const KernelObjectOptions &options, KernelObjectTarget *target) {
   OwningOpRef<ModuleOp> module(cast<ModuleOp>(kernels->clone()));
   MLIRContext *ctx = kernels.getContext();
   DialectRegistry registry;
@@ -102,6 +102,14 @@ LogicalResult mlir::ptrain::writeKernelObject(ModuleOp kernels, llvm::raw_pwrite
   for (llvm::Function &function : *llvmModule)
     if (!function.isDeclaration())
       function.setVisibility(llvm::GlobalValue::HiddenVisibility);
+  if (target) {
+    target->cpu = machine->getTargetCPU().str();
+    target->features.clear();
+    const llvm::MCSubtargetInfo *subtarget = machine->getMCSubtargetInfo();
+    for (const char *feature : {"sse4.2", "avx", "fma", "avx2", "avx512f", "avx512bw", "avx512dq", "avx512vl"})
+      if (subtarget->checkFeatures(std::string("+") + feature))
+        target->features.push_back(feature);
+  }
   llvmModule->setTargetTriple(machine->getTargetTriple());
   llvmModule->setDataLayout(machine->createDataLayout());
   // opt -O3 with the target machine: without it the loop vectorizer has no vector width and does nothing.

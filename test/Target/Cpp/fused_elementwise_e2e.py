@@ -12,7 +12,9 @@
 3. ptrain-run each for 3 steps on the same data and seed: the validation loss before training and the three
    step losses of every fused step are identical to the unfused step's (docs/GeneratedKernels.md: the fused
    chains perform the same fp32 operations in the same order).
-4. An unknown --kernels-cpu is ptrain-compile's error, naming the CPU.
+4. ptrain_step_init checks the instruction-set extensions the kernels use (none for x86-64); on a CPU without
+   AVX-512, a step compiled for skylake-avx512 fails at init naming avx512f.
+5. An unknown --kernels-cpu is ptrain-compile's error, naming the CPU.
 """
 
 import json
@@ -74,6 +76,26 @@ for name, log in logs.items():
         continue
     check(log["val_loss"][0][1] == ref["val_loss"][0][1], f"{name}: eval before training identical to unfused")
     check(log["train_loss"] == ref["train_loss"], f"{name}: the 3 step losses identical to unfused")
+
+# The extensions the kernels use are checked at init (docs/GeneratedKernels.md, "Which CPU"): the host's step
+# tests them, the x86-64 one none; a step for an AVX-512 CPU on a machine without AVX-512 (the AMD AVX2 machines
+# of CI) fails at init naming avx512f instead of dying of an illegal instruction.
+check('__builtin_cpu_supports("sse4.2")' in open(os.path.join(work, "pp1-on", "step.cpp")).read(),
+      "pp1-on: ptrain_step_init checks the host's extensions")
+check("__builtin_cpu_supports" not in open(os.path.join(work, "pp1-on-x86-64", "step.cpp")).read(),
+      "pp1-on-x86-64: nothing to check")
+flags = open("/proc/cpuinfo").read().split()
+if "avx512f" in flags:
+    print("skipped: the check of a step for skylake-avx512 on a CPU without AVX-512 (this one has it)")
+else:
+    avx512 = os.path.join(work, "avx512")
+    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *common, *configs["pp1-on"], "--kernels-cpu",
+                   "skylake-avx512", "-o", avx512])
+    check(rc == 0, "ptrain-compile --kernels-cpu skylake-avx512" + ("" if rc == 0 else ":\n" + out))
+    rc, out = run([os.path.join(BIN, "ptrain-run"), avx512, "--data", data, "--steps", "1", "--timeout", "60",
+                   "--no-tensorboard", "--no-plots"])
+    check(rc != 0 and "compiled for skylake-avx512, which has avx512f, and this CPU has not" in out,
+          "a step for skylake-avx512 on a CPU without AVX-512 fails at init naming avx512f")
 
 rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *common, "--fuse-elementwise", "on", "--kernels-cpu",
                "no-such-cpu", "-o", os.path.join(work, "bad-cpu")])

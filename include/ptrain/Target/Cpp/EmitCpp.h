@@ -36,6 +36,11 @@ struct EmitCppOptions {
   std::string kernelsObject;
   /// The CPU the kernels are compiled for (KernelObjectOptions::cpu): "native" is the host.
   std::string kernelsCpu = "native";
+  /// Set by emitCpp from the object it wrote: the CPU's name and the extensions ptrain_step_init checks with
+  /// `__builtin_cpu_supports` before anything runs (a step moved to an older CPU fails with an error naming the
+  /// missing extension, not an illegal instruction).
+  std::string kernelsCpuName;
+  SmallVector<std::string> kernelsFeatures;
 };
 
 /// Writes the C++ translation unit of `module` to `os` (and options.constantsFile). Fails, with an error

@@ -33,11 +33,21 @@ struct KernelObjectOptions {
   unsigned optLevel = 3;
 };
 
+/// What an object was compiled for: the CPU's LLVM name ("native" resolved: "znver4", "sapphirerapids") and the
+/// instruction-set extensions among those a C++ compiler can test at run time (`__builtin_cpu_supports`: sse4.2,
+/// avx, fma, avx2, avx512f, avx512bw, avx512dq, avx512vl) that it may use.
+struct KernelObjectTarget {
+  std::string cpu;
+  SmallVector<std::string> features;
+};
+
 /// Lowers `kernels` (func.func ops of linalg, memref and arith on static shapes; not modified) to LLVM IR with
 /// bare-pointer arguments (`void name(float *...)`: the kernel's memrefs in order), optimizes it for the target
 /// and writes an ELF object to `os`. Fails with an error at `kernels` naming the stage that failed (the MLIR
 /// lowering, the LLVM translation, an unknown CPU or target).
-LogicalResult writeKernelObject(ModuleOp kernels, llvm::raw_pwrite_stream &os, const KernelObjectOptions &options);
+/// `target`, when given, receives what the object was compiled for.
+LogicalResult writeKernelObject(ModuleOp kernels, llvm::raw_pwrite_stream &os, const KernelObjectOptions &options,
+                                KernelObjectTarget *target = nullptr);
 
 /// The C declaration of kernel `func` as the step calls it: `extern "C" void name(const float *, ..., float *);`
 /// (`numInputs` read-only pointers, then the outputs).
