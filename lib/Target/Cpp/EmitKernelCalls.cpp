@@ -31,11 +31,12 @@ LogicalResult FunctionEmitter::planFusedChains() {
     int64_t begin = liveness->buffers()[s.buffer].offset;
     return std::make_pair(begin, begin + bytesOf(v));
   };
-  auto isMemory = [&](Value v) {
+  auto rootOf = [&](Value v) {
     while (storage[v].kind == Storage::Alias)
       v = storage[v].root;
-    return storage[v].kind != Storage::Virtual;
+    return v;
   };
+  auto isMemory = [&](Value v) { return storage[rootOf(v)].kind != Storage::Virtual; };
   for (size_t i = 0; i < ops.size(); ++i) {
     auto kernel = ops[i]->getAttrOfType<SymbolRefAttr>(kKernelAttr);
     auto position = ops[i]->getAttrOfType<IntegerAttr>(kKernelOpAttr);
@@ -52,19 +53,21 @@ LogicalResult FunctionEmitter::planFusedChains() {
       return members.front()->emitError("--emit-cpp: '")
              << kKernelAttr << "' names " << kernel << ", which is not a kernel of "
              << chain.inputs.size() + chain.outputs.size() << " memrefs for this chain";
-    // What the memory plan allows: inputs that are real memory and not overlapping (a generated constant filled
-    // inside the chain may take the buffer of an input that died in it), outputs in the arena that overlap no
-    // input but one read element by element at the same index.
+    // What the memory plan allows: inputs that are real memory and do not share bytes (a generated constant
+    // filled inside the chain may take the buffer of an input that died in it), outputs in the arena that
+    // overlap no input but one they equal exactly and read element by element at the same index.
     bool safe = llvm::all_of(chain.inputs, isMemory);
     // The pass broke chains where GEMM fusion or dead-op elimination take an op; a module edited since must
     // not lose an op's results to a kernel that is never called.
     if (llvm::any_of(members,
                      [&](Operation *op) { return gemms->isDead(op) || gemms->isFolded(op) || gemms->aliasOf(op); }))
       safe = false;
+    // Two inputs in overlapping arena bytes are views of one buffer (an alias and its root) or a buffer that
+    // changed hands inside the chain, whose first holder the kernel would read overwritten.
     for (auto [a, in] : llvm::enumerate(chain.inputs))
       for (Value other : ArrayRef<Value>(chain.inputs).drop_front(a + 1)) {
         auto x = arenaRange(in), y = arenaRange(other);
-        if (x && y && x->first < y->second && y->first < x->second && *x != *y)
+        if (x && y && x->first < y->second && y->first < x->second && rootOf(in) != rootOf(other))
           safe = false;
       }
     for (Value out : chain.outputs) {
