@@ -38,8 +38,10 @@ runs, writing every intermediate into out/:
         --vocab-parallel [--vocab-multiple K]: "tp=T vocab-parallel=true [vocab-multiple=K]" (the embedding, LM
         head and cross-entropy split over the vocabulary, padded to a multiple of T K)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
-      (with --emit-cpp-constants=out/step.consts.bin: the large constants that are not generated at init)
-    c++ -std=c++17 -O2 -shared -fPIC step.cpp -lptrain_runtime -> out/libstep.so
+      (with --emit-cpp-constants=out/step.consts.bin: the large constants that are not generated at init;
+      with --fuse-elementwise on, --emit-cpp-kernels=out/kernels.o --emit-cpp-kernels-cpu=<--kernels-cpu>: the
+      elementwise chains' kernels generated through MLIR and LLVM, docs/GeneratedKernels.md)
+    c++ -std=c++17 -O2 -shared -fPIC step.cpp [kernels.o] -lptrain_runtime -> out/libstep.so
       (plus the build's step_flags.json: -fsanitize=... in a PTRAIN_SANITIZE build, docs/Sanitizers.md)
     with --target cuda (single- and multi-rank steps over NCCL, pipeline codecs; docs/CodegenCuda.md) instead:
       ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu
@@ -118,8 +120,8 @@ def run(cmd, what):
 # options it was given. A field the emitter adds that is not listed here follows the listed ones.
 PLAN_FIELDS = ("model", "target", "optimizer", "lr", "warmup_steps", "total_steps", "min_lr_ratio", "library",
                "dp", "zero", "pp", "tp", "micro_batches", "schedule", "virtual_stages", "policy", "compress_options",
-               "cluster", "entry_points", "cuda_archs", "cuda_state_bytes", "constants_file", "batch", "seq",
-               "vocab", "states", "train_step_results", "vocab_parallel", "linear_ae", "deterministic_dp", "codec_states",
+               "cluster", "entry_points", "cuda_archs", "cuda_state_bytes", "constants_file", "generated_kernels",
+               "batch", "seq", "vocab", "states", "train_step_results", "vocab_parallel", "linear_ae", "deterministic_dp", "codec_states",
                "replica_batch", "global_batch")
 
 
@@ -238,6 +240,12 @@ def main(argv=None):
     p.add_argument("--frozen", default=None, metavar="REGEX",
                    help="hold the initializers whose whole name matches REGEX constant: no gradient, no optimizer "
                         "state (ptrain-translate --frozen; wins over --trainable)")
+    p.add_argument("--fuse-elementwise", default="off", choices=["off", "on"],
+                   help="CPU target: outline the step's elementwise chains into kernels generated through MLIR and "
+                        "LLVM, linked into libstep.so (docs/GeneratedKernels.md); off: the runtime's kernel per op")
+    p.add_argument("--kernels-cpu", default="native",
+                   help="the CPU the generated kernels are compiled for (an LLVM CPU name, e.g. x86-64-v3 or "
+                        "skylake-avx512; default native: this machine's)")
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"), help="host C++ compiler")
     p.add_argument("--nvcc", default=os.environ.get("NVCC"),
                    help="CUDA compiler for --target cuda (default: $NVCC, nvcc on PATH, /usr/local/cuda/bin/nvcc)")
@@ -298,6 +306,9 @@ def compile_model(args):
     check_zero_options(args)
     check_schedule_options(args)
     check_linear_ae_options(args)
+    if args.fuse_elementwise == "on" and args.target != "cpu":
+        raise CompileError(f"--fuse-elementwise on: generated kernels exist for --target cpu only, got --target "
+                           f"{args.target} (docs/GeneratedKernels.md)")
     if args.momentum != 0.0 and args.optimizer != "sgd":
         raise CompileError(f"--momentum {args.momentum}: an option of --optimizer sgd (got --optimizer "
                            f"{args.optimizer})")
@@ -414,8 +425,8 @@ def check_linear_ae_options(args):
                            f"(a boundary of the {args.pp * args.virtual_stages} stages must remain)")
 
 
-OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.consts.bin", "step.cu", "libstep.so", "plan.json",
-           "memory_plan.json", "phases.json", "auto.json")
+OUTPUTS = ("forward.mlir", "step.mlir", "step.cpp", "step.consts.bin", "kernels.o", "step.cu", "libstep.so",
+           "plan.json", "memory_plan.json", "phases.json", "auto.json")
 
 # The GPU architectures of --target cuda (docs/CodegenCuda.md): A100 and H100/H200.
 CUDA_ARCHS = ("80", "90")
@@ -554,10 +565,17 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         build_cuda_library(args, source, lib, runtime_dir, include_dir)
     else:
         # The large constants that are not generated are read at init from step.consts.bin beside libstep.so.
+        # --fuse-elementwise=on: ptrain-translate also writes the generated kernels' object (KernelObject.h).
+        kernels = []
+        if args.fuse_elementwise == "on":
+            kernels = [os.path.join(out, "kernels.o")]
+            kernel_flags = [f"--emit-cpp-kernels={kernels[0]}", f"--emit-cpp-kernels-cpu={args.kernels_cpu}"]
+        else:
+            kernel_flags = []
         run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", step, "-o", cpp,
-             f"--emit-cpp-constants={os.path.join(out, 'step.consts.bin')}"], "C++ emission")
+             f"--emit-cpp-constants={os.path.join(out, 'step.consts.bin')}", *kernel_flags], "C++ emission")
         run([args.cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", *step_flags(runtime_dir),
-             f"-I{include_dir}", cpp,
+             f"-I{include_dir}", cpp, *kernels,
              "-o", lib, f"-L{runtime_dir}", "-lptrain_runtime", f"-Wl,-rpath,{runtime_dir}", "-Wl,--no-undefined"],
             "compiling step.cpp")
     # The driver's fields of plan.json; the module's come from ptrain-translate --emit-plan-json (PLAN_FIELDS).
@@ -579,6 +597,8 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         driver["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
     else:  # the large constants libstep.so reads at init from beside itself (docs/CodegenCpu.md, "Constants")
         driver["constants_file"] = "step.consts.bin"
+        if args.fuse_elementwise == "on":  # absent when off, so that unfused plans keep their bytes
+            driver["generated_kernels"] = {"cpu": args.kernels_cpu}
     write_plan(out, lib, compose_plan(driver, module_plan(bin_dir, step, args.target)))
 
 

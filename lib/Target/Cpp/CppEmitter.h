@@ -26,6 +26,7 @@
 #include "Common/RuntimeCallTable.h"
 
 #include "ptrain/Analysis/BufferLiveness.h"
+#include "ptrain/Analysis/ElementwiseChains.h"
 #include "ptrain/Analysis/GemmFusion.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Target/Common/BlockOutliner.h"
@@ -154,6 +155,9 @@ public:
   /// Plans the function's storage and emits its chunks (nothing for a function that runs on no rank);
   /// `arenaBytes` is its arena's size.
   LogicalResult prepare(int64_t &arenaBytes);
+  /// Calls the generated kernel of each chain --ptrain-outline-elementwise marked (docs/GeneratedKernels.md)
+  /// instead of the runtime's kernel per op; false (the default) emits every op with the runtime's kernels.
+  void setUseKernels(bool use) { useKernels = use; }
   /// The emitted chunks and the types of the pointers in scope, for the block outliner (BlockOutliner.h).
   target::EmittedFunction takeChunks() {
     return {chunks.take(), std::move(types), func->hasAttr("ptrain.entry")};
@@ -175,6 +179,12 @@ private:
   /// the end of the op when `bytes` is not what it declared.
   int64_t scratch(int64_t bytes);
   LogicalResult emitOp(Operation *op);
+  /// The marked chains of this function whose kernel it calls (EmitKernelCalls.cpp): every chain whose inputs
+  /// are all still intact where its last op runs and whose outputs are arena buffers that overlap no input
+  /// (or one input exactly, read at the same index); the others stay per-op calls.
+  LogicalResult planFusedChains();
+  /// `op`'s part of its fused chain: nothing for all but the last op, the kernel's call for the last.
+  void emitFusedChainOp(Operation *op, size_t chain);
   LogicalResult emitConstant(arith::ConstantOp op);
   /// Writes the generated constant `v` (a large splat, causal mask or iota) into `out` (its arena buffer, or
   /// the state a Virtual splat is written to).
@@ -241,6 +251,14 @@ private:
   llvm::StringMap<std::string> types;       ///< the C type of every pointer declared at function scope
   int64_t valueCount = 0;
   int64_t arenaBytes = 0;
+  bool useKernels = false;
+  /// A chain whose generated kernel this function calls, and that kernel's symbol.
+  struct FusedChain {
+    std::string kernel;
+    ElementwiseChain chain;
+  };
+  std::vector<FusedChain> fusedChains;
+  llvm::DenseMap<Operation *, size_t> fusedChainOf; ///< index into fusedChains of each op of a fused chain
   bool runsNowhere = false;
   std::string declaration;
 };

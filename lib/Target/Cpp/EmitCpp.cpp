@@ -24,6 +24,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "CppEmitter.h"
+#include "ptrain/Target/Cpp/KernelObject.h"
+#include "ptrain/Transforms/Passes.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "EmitCodecs.h"
@@ -35,6 +37,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -48,6 +51,27 @@
 using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::cpp;
+
+/// Whether `op` is the nested module of generated kernels (--ptrain-outline-elementwise).
+static bool isKernelModule(Operation *op) {
+  auto module = dyn_cast<ModuleOp>(op);
+  return module && module.getSymName() == kKernelModuleName;
+}
+
+/// The C declarations of the generated kernels the step may call (none without options.kernelsObject).
+static std::string kernelDeclarations(ModuleOp module, const EmitCppOptions &options) {
+  auto kernels = dyn_cast_or_null<ModuleOp>(SymbolTable::lookupSymbolIn(module, kKernelModuleName));
+  if (options.kernelsObject.empty() || !kernels)
+    return "";
+  std::string text = "// The kernels --ptrain-outline-elementwise generated, in the object ptrain-compile links\n"
+                     "// (docs/GeneratedKernels.md).\n";
+  for (auto kernel : kernels.getOps<func::FuncOp>()) {
+    unsigned outputs = 0;
+    kernel.walk([&](linalg::GenericOp g) { outputs = g.getNumDpsInits(); });
+    text += kernelDeclaration(kernel.getSymName(), kernel.getNumArguments() - outputs, outputs);
+  }
+  return text + "\n";
+}
 
 LogicalResult CppEmitter::emit(raw_ostream &os) {
   if (failed(collectStates()))
@@ -68,6 +92,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     globals[arena] = "unsigned char *";
     emitters.push_back(std::make_unique<FunctionEmitter>(func, states, comms, sites, constants, numConstants,
                                                          constantFile, globals, arena));
+    emitters.back()->setUseKernels(!options.kernelsObject.empty());
     if (failed(emitters.back()->prepare(bytes)))
       return failure();
     std::optional<int64_t> stage;
@@ -83,7 +108,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     }
   }
   for (Operation &op : module.getBody()->getOperations())
-    if (!isa<func::FuncOp, StateOp, GridOp>(op))
+    if (!isa<func::FuncOp, StateOp, GridOp>(op) && !isKernelModule(&op))
       return op.emitError("--emit-cpp: '") << op.getName() << "' at module level is not supported";
 
   // Identical layers (and any other repeated run of ops) are written once and called (BlockOutliner.h).
@@ -162,7 +187,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "#include <cstdint>\n"
        "#include <cstdio>\n"
        "#include <vector>\n\n"
-       "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
+    << kernelDeclarations(module, options)
+    << "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
     << kStepCallMacros << "namespace {\n\n"
        "/// Errors the step itself detects (the runtime's are in ptrain_last_error()).\n"
        "char step_error[512];\n"
@@ -285,6 +311,17 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   if (pipeline)
     s << "/// A rank owns the states of its pipeline stage (its coordinate on pp).\n";
   s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n";
+  if (!options.kernelsFeatures.empty()) {
+    // The generated kernels (docs/GeneratedKernels.md, "Which CPU") use these extensions: an older CPU gets an
+    // error naming the one it lacks instead of an illegal instruction.
+    s << "  __builtin_cpu_init();\n";
+    for (const std::string &feature : options.kernelsFeatures)
+      s << "  if (!__builtin_cpu_supports(\"" << feature << "\"))\n"
+        << "    return stepError(\"ptrain_step_init: the generated kernels were compiled for "
+        << options.kernelsCpuName << ", which has " << feature
+        << ", and this CPU has not: recompile here, or with ptrain-compile --kernels-cpu naming the oldest CPU "
+           "that runs the step\");\n";
+  }
   s << "  const char *path = weights_onnx_path ? weights_onnx_path : "
     << (onnxFile.empty() ? std::string("nullptr") : stringLiteral(onnxFile)) << ";\n";
   if (hasComm) {
@@ -380,7 +417,40 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   return success();
 }
 
+static LogicalResult emitCppUnits(ModuleOp module, raw_ostream &os, const EmitCppOptions &options);
+
 LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os, const EmitCppOptions &options) {
+  if (!options.kernelsObject.empty()) {
+    PassManager pm(module.getContext());
+    pm.addPass(createOutlineElementwisePass());
+    if (failed(pm.run(module)))
+      return failure();
+    std::error_code ec;
+    llvm::raw_fd_ostream object(options.kernelsObject, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return mlir::emitError(module.getLoc(), "--emit-cpp: cannot write the kernel object '")
+             << options.kernelsObject << "': " << ec.message();
+    OwningOpRef<ModuleOp> empty;
+    ModuleOp kernels = dyn_cast_or_null<ModuleOp>(SymbolTable::lookupSymbolIn(module, kKernelModuleName));
+    if (!kernels) {
+      empty = ModuleOp::create(module.getLoc());
+      kernels = *empty;
+    }
+    KernelObjectOptions kernelOptions;
+    kernelOptions.cpu = options.kernelsCpu;
+    KernelObjectTarget target;
+    if (failed(writeKernelObject(kernels, object, kernelOptions, &target)))
+      return failure();
+    EmitCppOptions withTarget = options;
+    withTarget.kernelsCpuName = target.cpu;
+    withTarget.kernelsFeatures = target.features;
+    return emitCppUnits(module, os, withTarget);
+  }
+  return emitCppUnits(module, os, options);
+}
+
+/// emitCpp after the generated kernels' object, if any, is written.
+static LogicalResult emitCppUnits(ModuleOp module, raw_ostream &os, const EmitCppOptions &options) {
   CppEmitter emitter(module, options);
   std::string code;
   llvm::raw_string_ostream codeOs(code);
@@ -413,6 +483,16 @@ void mlir::ptrain::registerEmitCppTranslation() {
       llvm::cl::desc("--emit-cpp: write repeated runs of ops (identical layers) once as functions called per "
                      "occurrence (default); =false writes every op inline"),
       llvm::cl::init(true));
+  static llvm::cl::opt<std::string> kernelsObject(
+      "emit-cpp-kernels", llvm::cl::value_desc("file.o"),
+      llvm::cl::desc("--emit-cpp: outline the step's elementwise chains (--ptrain-outline-elementwise), call the "
+                     "generated kernels and write their object file here (docs/GeneratedKernels.md)"),
+      llvm::cl::init(""));
+  static llvm::cl::opt<std::string> kernelsCpu(
+      "emit-cpp-kernels-cpu", llvm::cl::value_desc("cpu"),
+      llvm::cl::desc("--emit-cpp: the CPU the generated kernels are compiled for (an LLVM CPU name such as "
+                     "x86-64-v3 or skylake-avx512; default native: this host's)"),
+      llvm::cl::init("native"));
   TranslateFromMLIRRegistration reg(
       "emit-cpp", "emit a ptrain training step as C++ calling the ptrain runtime (CPU target)",
       [](Operation *op, raw_ostream &os) -> LogicalResult {
@@ -422,9 +502,12 @@ void mlir::ptrain::registerEmitCppTranslation() {
         EmitCppOptions options;
         options.constantsFile = constantsFile;
         options.outlineBlocks = outlineBlocks;
+        options.kernelsObject = kernelsObject;
+        options.kernelsCpu = kernelsCpu;
         return emitCpp(module, os, options);
       },
       [](DialectRegistry &registry) {
-        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>();
+        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect, linalg::LinalgDialect,
+                        memref::MemRefDialect>();
       });
 }

@@ -299,6 +299,8 @@ LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
 LogicalResult FunctionEmitter::planAndEmitBody(int64_t &bytes) {
   planStorage();
   bytes = liveness->arenaBytes();
+  if (useKernels && failed(planFusedChains()))
+    return failure();
   for (Operation *op : ops)
     if (failed(emitOp(op)))
       return failure();

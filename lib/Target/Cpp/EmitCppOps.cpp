@@ -157,6 +157,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               line("// an alias: the GEMM of its product started from the bias rows (GemmFusion.h)");
               return success();
             }
+            if (auto chain = fusedChainOf.find(b); chain != fusedChainOf.end()) {
+              emitFusedChainOp(b, chain->second);
+              return success();
+            }
             return emitSharedOp(b, *this);
           })
           .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {

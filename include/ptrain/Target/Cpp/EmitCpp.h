@@ -29,6 +29,18 @@ struct EmitCppOptions {
   /// their own pointers and a row of integers (include/ptrain/Target/Common/BlockOutliner.h); false writes
   /// every op inline (ptrain-translate --emit-cpp-outline=false), computing the same.
   bool outlineBlocks = true;
+  /// Generated kernels (issue 26, docs/GeneratedKernels.md): non-empty runs --ptrain-outline-elementwise on the
+  /// module, calls its kernels where the chains' memory allows, and writes their object file here for the
+  /// driver to link into libstep.so (an object without functions when nothing fuses). Empty: the runtime's
+  /// kernels only.
+  std::string kernelsObject;
+  /// The CPU the kernels are compiled for (KernelObjectOptions::cpu): "native" is the host.
+  std::string kernelsCpu = "native";
+  /// Set by emitCpp from the object it wrote: the CPU's name and the extensions ptrain_step_init checks with
+  /// `__builtin_cpu_supports` before anything runs (a step moved to an older CPU fails with an error naming the
+  /// missing extension, not an illegal instruction).
+  std::string kernelsCpuName;
+  SmallVector<std::string> kernelsFeatures;
 };
 
 /// Writes the C++ translation unit of `module` to `os` (and options.constantsFile). Fails, with an error

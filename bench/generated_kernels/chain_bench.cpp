@@ -1,0 +1,105 @@
+//===- chain_bench.cpp - Generated kernels vs the runtime's, per chain ----===//
+//
+// Built and run by chain_bench.py with the object ptrain-translate --emit-cpp-kernels writes for chains.mlir:
+// each chain as the runtime's ptrain_binary_f32 calls (one pass per op, the intermediate written and read
+// back) and as its generated kernel (one pass), the best of --reps runs of each, alternating. Prints one line
+// per chain: milliseconds, the bytes each variant moves at least (reads + writes of its operands, broadcast
+// inputs once) over its time, the ratio, and whether the outputs are identical (exit status 1 if not).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Runtime/ptrain_runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+// The kernels take their chain's inputs in order of first use (ElementwiseChains.h), then the output.
+extern "C" void ptrain_kernel_0(const float *, const float *, const float *, float *);
+extern "C" void ptrain_kernel_1(const float *, const float *, const float *, float *);
+
+namespace {
+
+std::vector<float> random(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-2.0f, 2.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+template <typename F> double bestMs(int reps, F &&f) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+/// Prints the chain's row; returns `same`.
+bool report(const char *name, double unfusedMs, double fusedMs, double unfusedBytes, double fusedBytes, bool same) {
+  std::printf("| %s | %.3f | %.1f | %.3f | %.1f | %.2f | %s |\n", name, unfusedMs, unfusedBytes / unfusedMs / 1e6,
+              fusedMs, fusedBytes / fusedMs / 1e6, unfusedMs / fusedMs, same ? "yes" : "NO");
+  return same;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 20;
+  bool allSame = true;
+  std::printf("| chain | runtime per op (ms) | GB/s | generated kernel (ms) | GB/s | speedup | same bits |\n"
+              "|---|---|---|---|---|---|---|\n");
+  {
+    const int64_t dims[4] = {8, 12, 256, 256}, maskDims[2] = {256, 256};
+    const size_t n = 8 * 12 * 256 * 256;
+    std::vector<float> x = random(n, 1), mask = random(256 * 256, 2), tmp(n), ref(n), out(n);
+    const float scale = 0.125f;
+    bool ok = true;
+    auto unfused = [&] {
+      ok &= ptrain_binary_f32(PTRAIN_BINARY_MUL, x.data(), 4, dims, &scale, 0, nullptr, 4, dims, tmp.data()) == 0;
+      ok &=
+          ptrain_binary_f32(PTRAIN_BINARY_ADD, tmp.data(), 4, dims, mask.data(), 2, maskDims, 4, dims, ref.data()) == 0;
+    };
+    auto fused = [&] { ptrain_kernel_0(x.data(), &scale, mask.data(), out.data()); };
+    unfused();
+    fused();
+    double u = 0, f = 0;
+    for (int r = 0; r < 2; ++r) { // alternate, twice
+      u = r ? std::min(u, bestMs(reps, unfused)) : bestMs(reps, unfused);
+      f = r ? std::min(f, bestMs(reps, fused)) : bestMs(reps, fused);
+    }
+    // Unfused: x read, tmp written, tmp read, out written; fused: x read, out written (the mask stays cached).
+    allSame &= report("scale + mask, 8x12x256x256", u, f, 4.0 * n * 4, 2.0 * n * 4,
+                      ok && std::memcmp(ref.data(), out.data(), n * 4) == 0);
+  }
+  {
+    const int64_t dims[3] = {16, 512, 768}, biasDims[1] = {768};
+    const size_t n = 16 * 512 * 768;
+    std::vector<float> y = random(n, 3), b = random(768, 4), res = random(n, 5), tmp(n), ref(n), out(n);
+    bool ok = true;
+    auto unfused = [&] {
+      ok &= ptrain_binary_f32(PTRAIN_BINARY_ADD, b.data(), 1, biasDims, y.data(), 3, dims, 3, dims, tmp.data()) == 0;
+      ok &= ptrain_binary_f32(PTRAIN_BINARY_ADD, res.data(), 3, dims, tmp.data(), 3, dims, 3, dims, ref.data()) == 0;
+    };
+    auto fused = [&] { ptrain_kernel_1(b.data(), y.data(), res.data(), out.data()); }; // inputs in first-use order
+    unfused();
+    fused();
+    double u = 0, f = 0;
+    for (int r = 0; r < 2; ++r) {
+      u = r ? std::min(u, bestMs(reps, unfused)) : bestMs(reps, unfused);
+      f = r ? std::min(f, bestMs(reps, fused)) : bestMs(reps, fused);
+    }
+    // Unfused: y read, tmp written; res and tmp read, out written. Fused: y and res read, out written.
+    allSame &= report("bias + residual, 16x512x768", u, f, 5.0 * n * 4, 3.0 * n * 4,
+                      ok && std::memcmp(ref.data(), out.data(), n * 4) == 0);
+  }
+  return allSame ? 0 : 1; // a kernel that computes other bits is an error, not a result
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""Tokens/s of the compiled CPU step with the compiler's generated kernels against without them (issue 26).
+
+The bundled GPT (models/gpt) is compiled twice with the settings of bench/pytorch/tokens_per_s.py (AdamW, its
+learning-rate schedule, --micro-batches M): `ptrain-compile --fuse-elementwise=off` (the runtime's kernel per
+op) and `--fuse-elementwise=on` (the elementwise chains outlined by --ptrain-outline-elementwise and compiled
+for this machine's CPU, or --kernels-cpu; docs/GeneratedKernels.md). Both run with ptrain-run on the same data
+and seed, pinned to one core with one BLAS thread, alternating (off, on, off, on, ...) --repeats times; a step's
+time is its training call alone and the figure is the median step after --warmup steps (ptrain-run's log, the
+same measurement as bench/pytorch; its CPU time beside it, steadier on a loaded machine). tokens/s = M x batch x seq / that median; the ratio is on / off. The
+step losses of both must be identical (the fused chains compute the same bits): otherwise it is an error.
+
+    PYTHONPATH=python /usr/bin/python3 bench/generated_kernels/tokens_per_s.py [--build build]
+        [--out out/bench-generated-kernels] [--micro-batches 4] [--steps 30] [--warmup 5] [--repeats 1]
+        [--core 1] [--kernels-cpu native]
+"""
+
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def load_pytorch_bench():
+    """bench/pytorch/tokens_per_s.py as a module: its model configuration, pinning, compile settings and
+    ptrain-run timing, shared rather than copied (it imports torch only in its own bench())."""
+    path = os.path.join(ROOT, "bench", "pytorch", "tokens_per_s.py")
+    spec = importlib.util.spec_from_file_location("pytorch_tokens_per_s", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def parser(torch_bench):
+    """bench/pytorch's options (build, out, model, micro-batches, steps, warm-up, repeats, core, seed, nice) with
+    this benchmark's description and defaults, and --kernels-cpu."""
+    p = torch_bench.parser()
+    p.description, p.epilog = __doc__.split("\n\n")[0], __doc__
+    p.set_defaults(out=os.path.join(ROOT, "out", "bench-generated-kernels"), repeats=1)
+    p.add_argument("--kernels-cpu", default="native", help="ptrain-compile --kernels-cpu of the fused step")
+    return p
+
+
+def main(argv=None):
+    torch_bench = load_pytorch_bench()
+    args = parser(torch_bench).parse_args(argv)
+    try:
+        torch_bench.pin(args)
+        cfg, batch_rows, _ = torch_bench.read_config(args.model_dir)
+        os.makedirs(args.out, exist_ok=True)
+        data = os.path.join(args.out, "data")
+        if not os.path.isfile(os.path.join(data, "data.json")):
+            subprocess.run([sys.executable, os.path.join(ROOT, "python", "ptrain", "data.py"), "--out", data,
+                            "--max-bytes", "2000000"], check=True, stdout=subprocess.DEVNULL)
+        plans = {}
+        for fuse in ("off", "on"):
+            plans[fuse] = os.path.join(args.out, f"fuse-{fuse}")
+            cmd = [os.path.join(args.build, "bin", "ptrain-compile"), os.path.join(args.model_dir, "gpt.onnx"),
+                   "--micro-batches", str(args.micro_batches), "--lr", repr(torch_bench.LR), "--warmup-steps",
+                   str(torch_bench.WARMUP), "--total-steps", str(max(100, args.steps)), "--min-lr-ratio",
+                   repr(torch_bench.MIN_LR_RATIO), "--weight-decay", repr(torch_bench.WEIGHT_DECAY), "--target",
+                   "cpu", "--fuse-elementwise", fuse, "--kernels-cpu", args.kernels_cpu, "-o", plans[fuse]]
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if proc.returncode:
+                raise torch_bench.BenchError(f"ptrain-compile --fuse-elementwise={fuse} failed:\n{proc.stdout[-3000:]}")
+        tokens = args.micro_batches * batch_rows * cfg.seq_len
+        calls = {fuse: open(os.path.join(plans[fuse], "step.cpp")).read().count("ptrain_binary_f32(")
+                 for fuse in plans}
+        print(f"bundled GPT, {tokens} tokens per step, core {args.core}, one thread, kernels for "
+              f"{args.kernels_cpu}; ptrain_binary_f32 calls in step.cpp: off {calls['off']}, on {calls['on']}; "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+        runs, cpu_runs, losses = {"off": [], "on": []}, {"off": [], "on": []}, {}
+        for r in range(args.repeats):
+            for fuse in ("off", "on"):
+                times, cpu, loss = torch_bench.ptrain_run(args, plans[fuse], data)
+                med, cpu_med = statistics.median(times[args.warmup:]), statistics.median(cpu[args.warmup:])
+                runs[fuse].append(med)
+                cpu_runs[fuse].append(cpu_med)
+                losses.setdefault(fuse, loss)
+                print(f"  repeat {r + 1} fuse={fuse:<3} median {med * 1e3:8.2f} ms/step  {tokens / med:>10,.0f} "
+                      f"tok/s  CPU {cpu_med * 1e3:8.2f} ms/step  (first loss {loss[0]:.6f}, last {loss[-1]:.4f})", flush=True)
+        if losses["on"] != losses["off"]:
+            raise torch_bench.BenchError("the fused step's losses differ from the unfused step's")
+        best = {k: min(v) for k, v in runs.items()}
+        best_cpu = {k: min(v) for k, v in cpu_runs.items()}
+        print(f"\n| --fuse-elementwise | median s/step (best repeat) | tokens/s | median CPU s/step | "
+              f"tokens per CPU-second |\n|---|---|---|---|---|")
+        for fuse in ("off", "on"):
+            print(f"| {fuse} | {best[fuse]:.4f} | {tokens / best[fuse]:,.0f} | {best_cpu[fuse]:.4f} | "
+                  f"{tokens / best_cpu[fuse]:,.0f} |")
+        ratio, cpu_ratio = best["off"] / best["on"], best_cpu["off"] / best_cpu["on"]
+        print(f"\ntokens/s on / off = {ratio:.3f}; per CPU-second {cpu_ratio:.3f}; step losses identical "
+              f"({len(losses['on'])} steps)")
+        with open(os.path.join(args.out, "results.json"), "w") as f:
+            json.dump({"tokens_per_step": tokens, "median_s": runs, "median_cpu_s": cpu_runs, "ratio": ratio,
+                       "cpu_ratio": cpu_ratio, "kernels_cpu": args.kernels_cpu},
+                      f, indent=1)
+    except torch_bench.BenchError as e:
+        print(f"bench/generated_kernels: error: {e}", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+//===- ElementwiseChains.h - Elementwise chains the compiler fuses -*- C++ -*-===//
+//
+// The elementwise chains of a lowered step that --ptrain-outline-elementwise
+// outlines into generated kernels (issue 26; docs/GeneratedKernels.md), and
+// the description of one chain that the pass and the CPU code generator share
+// (the kernel's parameters: its inputs, then its outputs, in this order).
+//
+// A chain is a run of consecutive f32 `ptrain.binary` ops of kind add, sub, mul
+// or div with one result shape, each after the first reading a result of an
+// earlier one: the greedy producer-consumer grouping of MLIR's linalg
+// elementwise fusion (mlir/Dialect/Linalg/Transforms/ElementwiseOpFusion.cpp),
+// restricted to ops next to each other so that every input is still live and
+// unchanged where the fused kernel runs. These four kinds are exact in fp32
+// (IEEE 754 rounds each once), so the fused kernel computes the same bits as
+// the runtime's ptrain_binary_f32 calls when it performs the same operations
+// in the same order, which it does (one loop nest, one op after the other per
+// element).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_ANALYSIS_ELEMENTWISECHAINS_H
+#define PTRAIN_ANALYSIS_ELEMENTWISECHAINS_H
+
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LLVM.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+namespace mlir::ptrain {
+
+/// The discardable attribute on every op of an outlined chain: the kernel that computes the chain
+/// (`@ptrain_kernels::@<name>`, a SymbolRefAttr into the module's kernel module).
+inline constexpr llvm::StringLiteral kKernelAttr = "ptrain.kernel";
+/// The op's position in its chain (i64, 0 for the first op).
+inline constexpr llvm::StringLiteral kKernelOpAttr = "ptrain.kernel_op";
+/// The name of the nested module of generated kernels.
+inline constexpr llvm::StringLiteral kKernelModuleName = "ptrain_kernels";
+
+/// One chain and its kernel's interface.
+struct ElementwiseChain {
+  SmallVector<Operation *> ops;
+  /// Values defined outside the chain that its ops read, in the order of first use (operand order).
+  SmallVector<Value> inputs;
+  /// Results of the chain's ops read outside it (always the last op's), in op order.
+  SmallVector<Value> outputs;
+
+  /// The iteration space: the shape every op of the chain computes.
+  ArrayRef<int64_t> shape() const;
+  /// The indexing map of `input` over the iteration space (numpy broadcasting: trailing dimensions aligned,
+  /// size-1 dimensions read at 0).
+  AffineMap inputMap(Value input) const;
+  /// A text naming the chain's computation up to its values (kinds, shapes, wiring): chains with equal
+  /// signatures share one kernel.
+  std::string signature() const;
+};
+
+/// Whether `op` may be part of a chain: an f32 ptrain.binary of kind add, sub, mul or div.
+bool isFusibleElementwise(Operation *op);
+
+/// The chain of `ops` (consecutive, as findElementwiseChains grouped them): its inputs and outputs.
+ElementwiseChain describeChain(ArrayRef<Operation *> ops);
+
+/// The chains of two or more ops among `ops` (a function body's top-level ops, in order); `skip(op)` breaks a
+/// chain at `op` (an op another fusion already consumes, e.g. a bias add folded into its GEMM).
+SmallVector<ElementwiseChain> findElementwiseChains(ArrayRef<Operation *> ops, function_ref<bool(Operation *)> skip);
+
+} // namespace mlir::ptrain
+
+#endif // PTRAIN_ANALYSIS_ELEMENTWISECHAINS_H

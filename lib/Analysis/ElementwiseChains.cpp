@@ -1,0 +1,118 @@
+//===- ElementwiseChains.cpp - Elementwise chains the compiler fuses ------===//
+//
+// See ElementwiseChains.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Analysis/ElementwiseChains.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+static ArrayRef<int64_t> shapeOfValue(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+
+bool mlir::ptrain::isFusibleElementwise(Operation *op) {
+  auto binary = dyn_cast<BinaryOp>(op);
+  if (!binary)
+    return false;
+  auto type = dyn_cast<RankedTensorType>(binary.getResult().getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
+    return false;
+  switch (binary.getKind()) {
+  case BinaryKind::Add:
+  case BinaryKind::Sub:
+  case BinaryKind::Mul:
+  case BinaryKind::Div:
+    return true;
+  default: // pow goes through fp64 in the runtime; max and min have their NaN rules
+    return false;
+  }
+}
+
+ArrayRef<int64_t> ElementwiseChain::shape() const { return shapeOfValue(ops.front()->getResult(0)); }
+
+AffineMap ElementwiseChain::inputMap(Value input) const {
+  ArrayRef<int64_t> out = shape(), in = shapeOfValue(input);
+  MLIRContext *ctx = input.getContext();
+  SmallVector<AffineExpr> exprs;
+  const size_t lead = out.size() - in.size();
+  for (auto [d, size] : llvm::enumerate(in))
+    exprs.push_back(size == 1 && out[lead + d] != 1 ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(lead + d, ctx));
+  return AffineMap::get(out.size(), 0, exprs, ctx);
+}
+
+std::string ElementwiseChain::signature() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto shapeText = [&](ArrayRef<int64_t> s) {
+    os << "<";
+    llvm::interleave(s, os, "x");
+    os << ">";
+  };
+  shapeText(shape());
+  for (Value in : inputs) {
+    os << " in";
+    shapeText(shapeOfValue(in));
+  }
+  for (Operation *op : ops) {
+    os << " " << stringifyBinaryKind(cast<BinaryOp>(op).getKind()) << "(";
+    for (Value operand : op->getOperands()) {
+      if (const Value *in = llvm::find(inputs, operand); in != inputs.end())
+        os << "i" << (in - inputs.begin());
+      else
+        os << "t" << (llvm::find(ops, operand.getDefiningOp()) - ops.begin());
+      os << ",";
+    }
+    os << ")";
+  }
+  for (Value out : outputs)
+    os << " out" << (llvm::find(ops, out.getDefiningOp()) - ops.begin());
+  return text;
+}
+
+ElementwiseChain mlir::ptrain::describeChain(ArrayRef<Operation *> ops) {
+  ElementwiseChain chain;
+  chain.ops.assign(ops.begin(), ops.end());
+  llvm::SmallPtrSet<Operation *, 8> members(ops.begin(), ops.end());
+  for (Operation *op : ops) {
+    for (Value operand : op->getOperands())
+      if (!members.contains(operand.getDefiningOp()) && !llvm::is_contained(chain.inputs, operand))
+        chain.inputs.push_back(operand);
+    Value result = op->getResult(0);
+    if (op == ops.back() || llvm::any_of(result.getUsers(), [&](Operation *user) { return !members.contains(user); }))
+      chain.outputs.push_back(result);
+  }
+  return chain;
+}
+
+SmallVector<ElementwiseChain> mlir::ptrain::findElementwiseChains(ArrayRef<Operation *> ops,
+                                                                  function_ref<bool(Operation *)> skip) {
+  SmallVector<ElementwiseChain> chains;
+  SmallVector<Operation *> run;
+  auto close = [&] {
+    if (run.size() >= 2)
+      chains.push_back(describeChain(run));
+    run.clear();
+  };
+  for (Operation *op : ops) {
+    if (!isFusibleElementwise(op) || skip(op)) {
+      close();
+      continue;
+    }
+    bool extends = !run.empty() && shapeOfValue(op->getResult(0)) == shapeOfValue(run.front()->getResult(0)) &&
+                   llvm::any_of(op->getOperands(), [&](Value v) { return llvm::is_contained(run, v.getDefiningOp()); });
+    if (!extends)
+      close();
+    run.push_back(op);
+  }
+  close();
+  return chains;
+}

@@ -1,0 +1,142 @@
+//===- OutlineElementwise.cpp - Elementwise chains into linalg kernels ----===//
+//
+// --ptrain-outline-elementwise: see the pass description in Passes.td and
+// include/ptrain/Analysis/ElementwiseChains.h (issue 26).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Transforms/Passes.h"
+
+#include "ptrain/Analysis/ElementwiseChains.h"
+#include "ptrain/Analysis/GemmFusion.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#define DEBUG_TYPE "ptrain-outline-elementwise"
+
+namespace mlir::ptrain {
+#define GEN_PASS_DEF_OUTLINEELEMENTWISEPASS
+#include "ptrain/Transforms/Passes.h.inc"
+} // namespace mlir::ptrain
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+namespace {
+
+MemRefType memrefOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return MemRefType::get(type.getShape(), type.getElementType());
+}
+
+/// The kernel of `chain`: `func.func @name(inputs..., outputs...)` of one linalg.generic whose body performs
+/// the chain's ops in order.
+func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, const ElementwiseChain &chain) {
+  SmallVector<Type> params;
+  for (Value v : chain.inputs)
+    params.push_back(memrefOf(v));
+  for (Value v : chain.outputs)
+    params.push_back(memrefOf(v));
+  auto func = func::FuncOp::create(builder, loc, name, builder.getFunctionType(params, {}));
+  Block *entry = func.addEntryBlock();
+  OpBuilder body = OpBuilder::atBlockBegin(entry);
+  const size_t rank = chain.shape().size();
+  SmallVector<AffineMap> maps;
+  for (Value v : chain.inputs)
+    maps.push_back(chain.inputMap(v));
+  maps.append(chain.outputs.size(), body.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  ValueRange args = entry->getArguments();
+  linalg::GenericOp::create(body, loc, args.take_front(chain.inputs.size()), args.drop_front(chain.inputs.size()), maps,
+                            iterators, [&](OpBuilder &b, Location l, ValueRange elems) {
+                              IRMapping scalars;
+                              for (auto [in, elem] : llvm::zip(chain.inputs, elems))
+                                scalars.map(in, elem);
+                              for (Operation *op : chain.ops) {
+                                auto binary = cast<BinaryOp>(op);
+                                Value lhs = scalars.lookup(binary.getLhs()), rhs = scalars.lookup(binary.getRhs()),
+                                      result;
+                                switch (binary.getKind()) {
+                                case BinaryKind::Add:
+                                  result = arith::AddFOp::create(b, l, lhs, rhs);
+                                  break;
+                                case BinaryKind::Sub:
+                                  result = arith::SubFOp::create(b, l, lhs, rhs);
+                                  break;
+                                case BinaryKind::Mul:
+                                  result = arith::MulFOp::create(b, l, lhs, rhs);
+                                  break;
+                                case BinaryKind::Div:
+                                  result = arith::DivFOp::create(b, l, lhs, rhs);
+                                  break;
+                                default:
+                                  llvm_unreachable("isFusibleElementwise admits add, sub, mul and div only");
+                                }
+                                scalars.map(binary.getResult(), result);
+                              }
+                              SmallVector<Value> yielded;
+                              for (Value out : chain.outputs)
+                                yielded.push_back(scalars.lookup(out));
+                              linalg::YieldOp::create(b, l, yielded);
+                            });
+  func::ReturnOp::create(body, loc);
+  return func;
+}
+
+struct OutlineElementwisePass : ptrain::impl::OutlineElementwisePassBase<OutlineElementwisePass> {
+  using OutlineElementwisePassBase::OutlineElementwisePassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = module.getContext();
+    if (SymbolTable::lookupSymbolIn(module, kKernelModuleName)) {
+      emitError(module.getLoc(), "--ptrain-outline-elementwise: the module already has @")
+          << kKernelModuleName << "; the pass runs once";
+      return signalPassFailure();
+    }
+    SmallVector<std::pair<func::FuncOp, SmallVector<ElementwiseChain>>> found;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal() || !func.getBody().hasOneBlock())
+        continue;
+      SmallVector<Operation *> ops;
+      for (Operation &op : func.getBody().front())
+        ops.push_back(&op);
+      GemmFusion gemms(ops);
+      SmallVector<ElementwiseChain> chains = findElementwiseChains(
+          ops, [&](Operation *op) { return gemms.isFolded(op) || gemms.isDead(op) || gemms.aliasOf(op); });
+      if (!chains.empty())
+        found.emplace_back(func, std::move(chains));
+    }
+    if (found.empty())
+      return;
+    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    auto kernels = ModuleOp::create(builder, module.getLoc(), StringRef(kKernelModuleName));
+    OpBuilder inKernels = OpBuilder::atBlockEnd(kernels.getBody());
+    llvm::StringMap<StringAttr> bySignature;
+    // Not numKernels: statistics count nothing in a build without LLVM_ENABLE_STATS.
+    int64_t kernelCount = 0;
+    for (auto &[func, chains] : found) {
+      for (const ElementwiseChain &chain : chains) {
+        StringAttr &name = bySignature[chain.signature()];
+        if (!name) {
+          name = StringAttr::get(ctx, "ptrain_kernel_" + std::to_string(kernelCount++));
+          ++numKernels;
+          buildKernel(inKernels, chain.ops.front()->getLoc(), name, chain);
+        }
+        auto ref = SymbolRefAttr::get(ctx, kKernelModuleName, {FlatSymbolRefAttr::get(name)});
+        for (auto [i, op] : llvm::enumerate(chain.ops)) {
+          op->setAttr(kKernelAttr, ref);
+          op->setAttr(kKernelOpAttr, IntegerAttr::get(IntegerType::get(ctx, 64), i));
+        }
+        ++numChains;
+        numOps += chain.ops.size();
+      }
+    }
+  }
+};
+
+} // namespace
