@@ -270,6 +270,57 @@ extern "C" ptrain_status_t ptrain_compare_i64(int32_t kind, const int64_t *a, in
   return compareTensors(__func__, kind, a, a_rank, a_dims, b, b_rank, b_dims, out_rank, out_dims, out);
 }
 
+extern "C" ptrain_status_t ptrain_binary_i64(int32_t kind, const int64_t *a, int32_t a_rank, const int64_t *a_dims,
+                                             const int64_t *b, int32_t b_rank, const int64_t *b_dims, int32_t out_rank,
+                                             const int64_t *out_dims, int64_t *out) {
+  PTRAIN_CHECK_ARG(kind == PTRAIN_BINARY_ADD || kind == PTRAIN_BINARY_SUB || kind == PTRAIN_BINARY_MUL ||
+                       kind == PTRAIN_BINARY_MAX || kind == PTRAIN_BINARY_MIN,
+                   "binary kind %d is not one of add, sub, mul, max, min (0, 1, 2, 5, 6)", kind);
+  int64_t strides[2][kMaxRank] = {}, n;
+  PTRAIN_RETURN_IF_ERROR(twoOperands(__func__, a_rank, a_dims, b_rank, b_dims, out_rank, out_dims, strides, n));
+  if (n == 0)
+    return PTRAIN_OK;
+  PTRAIN_CHECK_PTR(a);
+  PTRAIN_CHECK_PTR(b);
+  PTRAIN_CHECK_PTR(out);
+  // Each element is read before it is written, so out may alias an operand of its shape.
+  int64_t bad = -1, badA = 0, badB = 0;
+  walkBroadcast<2>(out_rank, out_dims, n, strides, [&](int64_t o, int64_t i, int64_t j) {
+    const int64_t x = a[i], y = b[j];
+    int64_t r = 0;
+    bool overflow = false;
+    switch (kind) {
+    case PTRAIN_BINARY_ADD:
+      overflow = __builtin_add_overflow(x, y, &r);
+      break;
+    case PTRAIN_BINARY_SUB:
+      overflow = __builtin_sub_overflow(x, y, &r);
+      break;
+    case PTRAIN_BINARY_MUL:
+      overflow = __builtin_mul_overflow(x, y, &r);
+      break;
+    case PTRAIN_BINARY_MAX:
+      r = x > y ? x : y;
+      break;
+    default: // PTRAIN_BINARY_MIN
+      r = x < y ? x : y;
+      break;
+    }
+    if (overflow && bad < 0) {
+      bad = o;
+      badA = x;
+      badB = y;
+    }
+    out[o] = r;
+  });
+  if (bad >= 0)
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+                                 "out[%lld] of %lld and %lld (binary kind %d) overflows int64",
+                                 static_cast<long long>(bad), static_cast<long long>(badA),
+                                 static_cast<long long>(badB), kind);
+  return PTRAIN_OK;
+}
+
 extern "C" ptrain_status_t ptrain_logical_u8(int32_t kind, const uint8_t *a, int32_t a_rank, const int64_t *a_dims,
                                              const uint8_t *b, int32_t b_rank, const int64_t *b_dims, int32_t out_rank,
                                              const int64_t *out_dims, uint8_t *out) {
