@@ -45,7 +45,7 @@ ISSUE_OPS = [
 OTHER_OPS = [
     "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Identity", "Shape", "Size",
     "Min", "Max", "Constant", "NegativeLogLikelihoodLoss", "ReduceMin", "ReduceProd",
-    "ReduceL2", "Clip", "GatherND", "CastLike", "CumSum", "Cos", "Sin", "Abs", "Sigmoid", "GlobalAveragePool",
+    "ReduceL2", "Clip", "GatherND", "CastLike", "CumSum", "Cos", "Sin", "Sigmoid", "GlobalAveragePool",
 ]
 # Ops ptrain imports that have no one-node test in libonnx-testdata 1.12 (newer opsets, or sequences that only
 # occur between other ops); their importer tests are named in the generated document.
@@ -81,6 +81,7 @@ REASONS = [
     ("element type 8", "strings are not a tensor type ptrain represents"),
     ("'Loop'", "the expansion uses Loop (control flow), outside ptrain's static IR"),
     ("Loop attribute", "the expansion uses Loop (control flow), outside ptrain's static IR"),
+    ("ONNX Loop node", "the expansion uses Loop (control flow), outside ptrain's static IR"),
     ("GatherElements", "the expansion uses GatherElements, which ptrain does not import"),
     ("not a tensor", "sequence and optional types are not tensors"),
 ]
