@@ -21,7 +21,8 @@ test/Import/ONNX/Inputs/tf2onnx, the bundled GPT in models/gpt) plus any given w
   "n/a" where the row's PyTorch model is not in the tree. The dynamo rows' Hugging Face models are rebuilt in
   plain PyTorch (python/ptrain_fixtures/models: the same architectures, which torch 1.13 runs without
   transformers) with the weights of the unoptimized export's initializers; the optimized exports folded some
-  parameters away (zero biases, the position lookup), which then have nothing to compare.
+  parameters away (zero biases, the position lookup), which then have nothing to compare. tf2onnx's Keras GPT
+  likewise (python/ptrain_fixtures/models/keras_gpt.py, with the export's own weights).
 A failing phase shows its error.
 
 With --rows REGEX only the exports whose path (relative to the source tree) matches are run; the other rows are
@@ -242,7 +243,8 @@ def main():
              "1.13, float64; the loss within 1e-4 relative, each gradient within 1e-4 of its largest entry; worst: "
              "the largest gradient error), n/a where the row's PyTorch model is not in the tree; the dynamo rows' "
              "Hugging Face models as the same architectures in plain PyTorch (python/ptrain_fixtures/models) with the "
-             "export's weights, computed with torch 1.13 as the others. `trains`: 20 AdamW "
+             "export's weights, computed with torch 1.13 as the others, and tf2onnx's Keras GPT likewise "
+             "(python/ptrain_fixtures/models/keras_gpt.py). `trains`: 20 AdamW "
              "steps (lr 3e-3) of the pp=2 step on 2 ranks over byte-level text, the mean loss of steps 1-5 -> 16-20; "
              "`trains at tp=2`: the same of the tp=2 step (2 ranks). "
              f"Machine: {cpu} ({platform.machine()}, {isa()}), OPENBLAS_NUM_THREADS=1.", "",
