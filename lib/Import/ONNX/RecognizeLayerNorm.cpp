@@ -4,10 +4,11 @@
 // Div, Mul, Add (Ba et al., 2016: y = (x - E[x]) / sqrt(Var[x] + eps) * gamma + beta, with the biased
 // variance); other exporters square as Mul(d, d) and divide as Reciprocal + Mul, and a LayerNorm without
 // bias ends at the Mul. Epsilon added after the Sqrt, (x - E[x]) / (sqrt(Var[x]) + eps), is another
-// function: it stays decomposed (and trains through the elementwise gradient rules). tf2onnx writes a Keras
-// LayerNormalization as TensorFlow's batch-norm algebra, x * s + (beta - mean * s) with s = gamma / sqrt(var +
-// eps): the same function, recognized too (BatchNormAlgebraPattern). Recognizing it gives the training step one op with one gradient rule instead of nine ops, one
+// function: it stays decomposed (and trains through the elementwise gradient rules). Recognizing it gives the training step one op with one gradient rule instead of nine ops, one
 // of them a `pow` that has no gradient rule.
+//
+// tf2onnx writes a Keras LayerNormalization as TensorFlow's batch-norm algebra, x * s + (beta - mean * s) with
+// s = gamma / sqrt(var + eps): the same function, recognized too (BatchNormAlgebraPattern).
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,20 +99,21 @@ struct LayerNormBiasPattern : OpRewritePattern<BinaryOp> {
   }
 };
 
-/// `v` as a layer_norm scale or bias of `paramType` (x.shape[axis:]): itself, or reshaped from a per-feature
-/// [1, ..., 1, x.shape[axis:]] (TensorFlow broadcasts gamma and beta so); null when it is neither.
-static Value asNormParameter(Value v, RankedTensorType paramType, PatternRewriter &rewriter, Location loc) {
+/// Whether `v` can be a layer_norm scale or bias of `paramType` (x.shape[axis:]): of that type, or per-feature
+/// [1, ..., 1, x.shape[axis:]] (TensorFlow broadcasts gamma and beta so).
+static bool isNormParameter(Value v, RankedTensorType paramType) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   if (!type || type.getElementType() != paramType.getElementType())
-    return nullptr;
-  if (type == paramType)
-    return v;
+    return false;
   ArrayRef<int64_t> shape = type.getShape();
   int64_t lead = type.getRank() - paramType.getRank();
-  if (lead < 0 || shape.drop_front(lead) != paramType.getShape() ||
-      !llvm::all_of(shape.take_front(lead), [](int64_t d) { return d == 1; }))
-    return nullptr;
-  return ReshapeOp::create(rewriter, loc, paramType, v);
+  return lead >= 0 && shape.drop_front(lead) == paramType.getShape() &&
+         llvm::all_of(shape.take_front(lead), [](int64_t d) { return d == 1; });
+}
+
+/// `v` (isNormParameter) with the type `paramType`: itself, or reshaped.
+static Value asNormParameter(Value v, RankedTensorType paramType, PatternRewriter &rewriter, Location loc) {
+  return v.getType() == paramType ? v : ReshapeOp::create(rewriter, loc, paramType, v).getResult();
 }
 
 /// TensorFlow's batch-norm algebra, as tf2onnx writes a Keras LayerNormalization (tf.nn.batch_normalization):
@@ -162,10 +164,10 @@ struct BatchNormAlgebraPattern : OpRewritePattern<BinaryOp> {
         auto paramType = RankedTensorType::get(xType.getShape().drop_front(axis), xType.getElementType());
         if (root.getType() != xType)
           continue;
-        Value scale = asNormParameter(gamma, paramType, rewriter, root.getLoc());
-        Value bias = scale ? asNormParameter(beta, paramType, rewriter, root.getLoc()) : Value();
-        if (!scale || !bias)
+        if (!isNormParameter(gamma, paramType) || !isNormParameter(beta, paramType))
           return rewriter.notifyMatchFailure(root, "gamma or beta is not per-feature over x.shape[axis:]");
+        Value scale = asNormParameter(gamma, paramType, rewriter, root.getLoc());
+        Value bias = asNormParameter(beta, paramType, rewriter, root.getLoc());
         rewriter.replaceOpWithNewOp<LayerNormOp>(root, xType, x, scale, bias, rewriter.getI64IntegerAttr(axis),
                                                  rewriter.getF64FloatAttr(eps));
         return success();
