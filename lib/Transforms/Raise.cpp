@@ -259,17 +259,28 @@ LogicalResult Raiser::run(int64_t &numLayers, int64_t &numLinears) {
     Value probs = softmax.getResult();
     if (auto dropout = dyn_cast<DropoutOp>(*probs.getUsers().begin()); dropout && dropout.getResult().hasOneUse())
       probs = dropout.getResult();
+    // Keras' einsum attention reshapes them ([B, H, S, S] to [B, H, S, 1, S] to [B * H, S, S]) first.
+    while (probs.hasOneUse() && isa<ReshapeOp>(*probs.getUsers().begin()))
+      probs = probs.getUsers().begin()->getResult(0);
     auto context = dyn_cast<MatmulOp>(*probs.getUsers().begin());
     if (!context || context.getLhs() != probs)
       return emitNodeError(softmax, "--ptrain-raise") << ("the attention's probabilities do not feed a matmul with V");
     MatmulOp projQ = producerMatmul(scores.getLhs(), true), projK = producerMatmul(scores.getRhs(), true),
              projV = producerMatmul(context.getRhs(), true);
-    const int64_t heads = q.getShape()[q.getRank() - 3], headDim = q.getShape().back();
+    const int64_t headDim = q.getShape().back();
+    // The heads: Q's dimension -3 ([..., heads, S, head_dim]), unless the batch and the heads are one
+    // dimension ([B * heads, S, head_dim]: Keras); then the Q projection's outputs over head_dim.
+    int64_t heads = q.getShape()[q.getRank() - 3];
     int64_t kvHeads = heads;
+    auto outputs = [](MatmulOp mm) { return cast<RankedTensorType>(mm.getRhs().getType()).getShape().back(); };
     if (projQ && projQ == projK && projQ == projV && getParameterRead(projQ.getRhs(), symbols)) {
       mark(projQ, l, "qkv"); // one fused Q|K|V projection (GPT, Megatron GPT-2)
+      if (q.getRank() == 3)
+        heads = kvHeads = outputs(projQ) / 3 / headDim;
     } else if (failed(raiseSeparateQKV(scores, projQ, projK, projV, l, headDim, kvHeads))) {
       return failure();
+    } else if (q.getRank() == 3) {
+      heads = outputs(projQ) / headDim;
     }
     MatmulOp out = consumerMatmul(context.getResult());
     if (!out || !getParameterRead(out.getRhs(), symbols))

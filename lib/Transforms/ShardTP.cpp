@@ -6,8 +6,9 @@
 // between them (split, per-head reshapes, transposes, scores, mask, softmax, context, GELU), and inserts g
 // after the row-parallel linear. Shoeybi et al. 2019, section 3.
 //
-// Propagation tracks, per value, which dimension is sharded and in how many groups the rank's slices of that
-// dimension lie (3 for the output of the fused Q|K|V projection: Q, K and V each hold the rank's heads).
+// Propagation tracks, per value, which dimension is sharded, in how many groups the rank's slices of that
+// dimension lie (3 for the output of the fused Q|K|V projection: Q, K and V each hold the rank's heads), and
+// what part of the dimension lies outside the heads (a batch x heads dimension: Keras' einsum attention).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,10 +34,13 @@ using namespace mlir::ptrain;
 
 namespace {
 
-/// A sharded value: its sharded dimension and the number of groups the rank's slices of it form.
+/// A sharded value: its sharded dimension, the number of groups the rank's slices of it form, and the size of
+/// the dimension's outer part that is not sharded (1, or B where the heads are merged into a [B x heads]
+/// batch dimension: Keras' einsum attention): the rank holds, for each outer index, its 1/tp of the rest.
 struct Sharding {
   int64_t dim;
   int64_t groups;
+  int64_t outer = 1;
 };
 
 class Sharder {
@@ -216,8 +220,9 @@ LogicalResult Sharder::propagateElementwise(Operation *op) {
     auto it = sharded.find(operand);
     if (it == sharded.end())
       continue;
-    Sharding s = {it->second.dim + rank - cast<RankedTensorType>(operand.getType()).getRank(), it->second.groups};
-    if (out && (out->dim != s.dim || out->groups != s.groups))
+    Sharding s = {it->second.dim + rank - cast<RankedTensorType>(operand.getType()).getRank(), it->second.groups,
+                  it->second.outer};
+    if (out && (out->dim != s.dim || out->groups != s.groups || out->outer != s.outer))
       return emitNodeError(op, "--ptrain-shard-tp") << ("two operands are sharded along different dimensions");
     out = s;
   }
@@ -228,6 +233,11 @@ LogicalResult Sharder::propagateElementwise(Operation *op) {
     int64_t aligned = out->dim - (rank - type.getRank());
     if (aligned < 0 || type.getShape()[aligned] == 1)
       continue; // broadcast along the sharded dimension: a scale or a mask
+    if (out->outer != 1)
+      return emitNodeError(op, "--ptrain-shard-tp")
+             << "operand " << operand.getOperandNumber()
+             << " is not sharded, and the sharded heads are merged into a batch x heads dimension, whose rank's "
+                "part is not one slice";
     if (getParameterRead(operand.get(), symbols)) {
       if (failed(sliceParameter(operand.get(), aligned, out->groups, op)))
         return failure();
@@ -245,6 +255,13 @@ LogicalResult Sharder::propagateElementwise(Operation *op) {
 LogicalResult Sharder::propagate(Operation *op) {
   if (isa<BinaryOp, SelectOp, CompareOp>(op))
     return propagateElementwise(op);
+  // Heads merged into a batch x heads dimension pass only through ops that keep each element's place.
+  if (!isa<ReshapeOp, TransposeOp, MatmulOp, UnaryOp, GeluOp, CastOp, SoftmaxOp>(op))
+    for (Value operand : op->getOperands())
+      if (auto it = sharded.find(operand); it != sharded.end() && it->second.outer != 1)
+        return emitNodeError(op, "--ptrain-shard-tp")
+               << ("cannot shard through this op: its operand's sharded heads are merged into a batch x heads "
+                   "dimension");
   if (auto concat = dyn_cast<ConcatOp>(op)) {
     // Appending to an empty key/value cache (the past of an export with one): the empty operand gets the
     // local shape; every other operand must be sharded alike.
@@ -326,7 +343,7 @@ LogicalResult Sharder::propagate(Operation *op) {
   }
   if (auto transpose = dyn_cast<TransposeOp>(op)) {
     ArrayRef<int64_t> perm = transpose.getPerm();
-    sharded[op->getResult(0)] = {static_cast<int64_t>(llvm::find(perm, s.dim) - perm.begin()), s.groups};
+    sharded[op->getResult(0)] = {static_cast<int64_t>(llvm::find(perm, s.dim) - perm.begin()), s.groups, s.outer};
     return reinfer(op);
   }
   if (auto split = dyn_cast<SplitOp>(op)) {
@@ -348,31 +365,33 @@ LogicalResult Sharder::propagate(Operation *op) {
     return reinfer(op);
   }
   if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-    // The dimension of the result that starts at the same linear offset as the sharded one: its leading
-    // index then walks the rank's slice (heads are the outer part of the hidden dimension).
+    // The rank's heads start at a linear offset: the global dimensions before the sharded one times its outer
+    // part. The result dimension j that holds that offset (after outer' = offset / the result dimensions before
+    // j) holds the heads as the outer part of what follows outer': the rank's slice is the same 1/tp of it
+    // (heads are the outer part of the hidden dimension; Keras merges the batch and the heads).
     SmallVector<int64_t> outShape(cast<RankedTensorType>(reshape.getType()).getShape());
     SmallVector<int64_t> globalIn(inType.getShape());
     globalIn[s.dim] *= tp;
-    int64_t prefix = 1;
+    int64_t prefix = s.outer;
     for (int64_t d = 0; d < s.dim; ++d)
       prefix *= globalIn[d];
+    const int64_t n = static_cast<int64_t>(outShape.size());
     int64_t outPrefix = 1, j = 0;
-    while (j < static_cast<int64_t>(outShape.size()) && outPrefix < prefix)
+    while (j < n && outPrefix * outShape[j] <= prefix)
       outPrefix *= outShape[j++];
-    while (j < static_cast<int64_t>(outShape.size()) && outShape[j] == 1 && globalIn[s.dim] != 1)
-      ++j;
-    if (outPrefix != prefix || j >= static_cast<int64_t>(outShape.size()) || outShape[j] % tp != 0)
+    const int64_t outer = prefix / outPrefix;
+    if (j >= n || prefix % outPrefix != 0 || outShape[j] % (outer * tp) != 0)
       return emitNodeError(op, "--ptrain-shard-tp")
              << ("the reshape to ") << reshape.getType() << " does not keep the sharded dimension " << s.dim << " of "
              << inType << " (global) as the outer part of one result dimension divisible by tp = " << tp;
     // A dimension that holds groups (a fused Q|K|V) may only pass through whole (HF GPT-2 restores the batch
     // dimensions around its 2-D Gemm).
-    if (s.groups != 1 && outShape[j] != globalIn[s.dim])
+    if (s.groups != 1 && (outer != 1 || outShape[j] != globalIn[s.dim]))
       return emitNodeError(op, "--ptrain-shard-tp")
              << ("reshapes a dimension that holds ") << s.groups << " groups (split Q, K and V first)";
     outShape[j] /= tp;
     reshape.getResult().setType(RankedTensorType::get(outShape, inType.getElementType()));
-    sharded[reshape.getResult()] = {j, s.groups};
+    sharded[reshape.getResult()] = {j, s.groups, outer};
     return success();
   }
   if (auto mm = dyn_cast<MatmulOp>(op)) {
@@ -390,11 +409,11 @@ LogicalResult Sharder::propagate(Operation *op) {
       dl = batchDim(mm.getLhs(), lhs->second);
       dr = batchDim(mm.getRhs(), rhs->second);
     }
-    if (!dl || !dr || *dl != *dr)
+    if (!dl || !dr || *dl != *dr || lhs->second.outer != rhs->second.outer)
       return emitNodeError(op, "--ptrain-shard-tp")
              << ("a matmul inside the tensor-parallel region must be batched over "
                  "the sharded heads on both sides");
-    sharded[mm.getResult()] = {*dl, 1};
+    sharded[mm.getResult()] = {*dl, 1, lhs->second.outer};
     return reinfer(op);
   }
   return emitNodeError(op, "--ptrain-shard-tp") << ("cannot shard through this op");
@@ -429,7 +448,7 @@ LogicalResult Sharder::shardRegion(ArrayRef<MatmulOp> columns, MatmulOp row, int
       auto lhs = sharded.find(row.getLhs());
       auto lhsType = cast<RankedTensorType>(row.getLhs().getType());
       if (lhs == sharded.end() || lhs->second.dim != lhsType.getRank() - 1 || lhs->second.groups != 1 ||
-          sharded.count(row.getRhs()))
+          lhs->second.outer != 1 || sharded.count(row.getRhs()))
         return emitNodeError(row, "--ptrain-shard-tp")
                << ("the row-parallel linear's input is not sharded along its last "
                    "(contracted) dimension");

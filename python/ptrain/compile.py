@@ -246,6 +246,9 @@ def main(argv=None):
     p.add_argument("--kernels-cpu", default="native",
                    help="the CPU the generated kernels are compiled for (an LLVM CPU name, e.g. x86-64-v3 or "
                         "skylake-avx512; default native: this machine's)")
+    p.add_argument("--ort-training-model", default=None, metavar="FILE",
+                   help="onnxruntime's training artifact of the model (training_model.onnx): train exactly the "
+                        "initializers its requires_grad list names (ptrain-translate --ort-training-model)")
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"), help="host C++ compiler")
     p.add_argument("--nvcc", default=os.environ.get("NVCC"),
                    help="CUDA compiler for --target cuda (default: $NVCC, nvcc on PATH, /usr/local/cuda/bin/nvcc)")
@@ -345,9 +348,9 @@ def compile_model(args):
         args.import_argv = shlex.split(args.import_options)
     except ValueError as e:  # e.g. an unbalanced quote
         raise CompileError(f"--import-options '{args.import_options}': {e}")
-    for flag in ("trainable", "frozen"):
+    for flag in ("trainable", "frozen", "ort_training_model"):
         if getattr(args, flag) is not None:
-            args.import_argv.append(f"--{flag}={getattr(args, flag)}")
+            args.import_argv.append(f"--{flag.replace('_', '-')}={getattr(args, flag)}")
     out = args.output
     if os.path.lexists(out) and not os.path.isdir(out):
         raise CompileError(f"-o {out}: exists and is not a folder")

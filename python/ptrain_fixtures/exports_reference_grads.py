@@ -81,6 +81,11 @@ def known_model(path: str):
 
         model = GPT(CONFIG, seed=0)
         return model, model, tokens(os.path.join(root, "gpt-opset14.input_0.pb"))
+    if name == "gpt-tf2onnx-opset13.onnx":
+        from ptrain_fixtures.models.keras_gpt import KerasGPT
+
+        model = KerasGPT(path)
+        return model, model, tokens(os.path.join(root, "gpt-tf2onnx.input_0.pb"))
     hf = hf_model(path)
     if hf is not None:
         return hf

@@ -128,3 +128,41 @@ func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x4xf32> attributes {ptrain.la
   %down = ptrain.matmul %back, %w2 {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x8xf32>, tensor<8x4xf32> loc("/mlp/proj/MatMul")
   return %down : tensor<2x4xf32>
 }
+
+// -----
+
+// Heads merged with an outer dimension (the [B x heads] batch of Keras' einsum attention) pass only reshapes,
+// transposes, batched matmuls and elementwise ops: a split of the merged dimension is refused.
+ptrain.state @w1 key "w1" kind parameter : tensor<8x8xf32>
+ptrain.state @w2 key "w2" kind parameter : tensor<8x8xf32>
+func.func @forward(%x: tensor<2x3x8xf32>) -> tensor<2x3x8xf32> attributes {ptrain.layers = 1 : i64} {
+  %w1 = ptrain.state_read @w1 : tensor<8x8xf32>
+  %w2 = ptrain.state_read @w2 : tensor<8x8xf32>
+  %up = ptrain.matmul %x, %w1 {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x3x8xf32>, tensor<8x8xf32>
+  %g = ptrain.gelu %up : tensor<2x3x8xf32>
+  %flat = ptrain.reshape %g : tensor<2x3x8xf32> -> tensor<48xf32>
+  // expected-error@unknown {{--ptrain-shard-tp: ONNX node '/Split' ('ptrain.split'): cannot shard through this op: its operand's sharded heads are merged into a batch x heads dimension}}
+  %h0, %h1 = ptrain.split %flat {axis = 0 : i64, sizes = array<i64: 24, 24>} : tensor<48xf32> -> tensor<24xf32>, tensor<24xf32> loc("/Split")
+  %c = ptrain.concat %h0, %h1 {axis = 0 : i64} : tensor<24xf32>, tensor<24xf32> -> tensor<48xf32>
+  %back = ptrain.reshape %c : tensor<48xf32> -> tensor<2x3x8xf32>
+  %down = ptrain.matmul %back, %w2 {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x3x8xf32>, tensor<8x8xf32>
+  return %down : tensor<2x3x8xf32>
+}
+
+// -----
+
+// Nor can a replicated operand of the merged dimension's full size be cut to the rank's part (it is not one slice).
+ptrain.state @w1 key "w1" kind parameter : tensor<8x8xf32>
+ptrain.state @w2 key "w2" kind parameter : tensor<8x8xf32>
+func.func @forward(%x: tensor<2x3x8xf32>, %m: tensor<48xf32>) -> tensor<2x3x8xf32> attributes {ptrain.layers = 1 : i64} {
+  %w1 = ptrain.state_read @w1 : tensor<8x8xf32>
+  %w2 = ptrain.state_read @w2 : tensor<8x8xf32>
+  %up = ptrain.matmul %x, %w1 {ptrain.linear = {layer = 0 : i64, role = "mlp_up"}} : tensor<2x3x8xf32>, tensor<8x8xf32>
+  %flat = ptrain.reshape %up : tensor<2x3x8xf32> -> tensor<48xf32>
+  // expected-error@unknown {{--ptrain-shard-tp: ONNX node '/Add' ('ptrain.binary'): operand 1 is not sharded, and the sharded heads are merged into a batch x heads dimension, whose rank's part is not one slice}}
+  %a = ptrain.binary add %flat, %m : tensor<48xf32>, tensor<48xf32> loc("/Add")
+  %back = ptrain.reshape %a : tensor<48xf32> -> tensor<2x3x8xf32>
+  %g = ptrain.gelu %back : tensor<2x3x8xf32>
+  %down = ptrain.matmul %g, %w2 {ptrain.linear = {layer = 0 : i64, role = "mlp_down"}} : tensor<2x3x8xf32>, tensor<8x8xf32>
+  return %down : tensor<2x3x8xf32>
+}

@@ -108,6 +108,37 @@ TEST(Unary, EveryKindMatchesLibm) {
             PTRAIN_ERROR_INVALID_ARGUMENT);
 }
 
+// tf2onnx's guard of negative token ids: ids * (ids >= 0) + (ids < 0) * (ids + vocab), broadcast scalars.
+TEST(Integer, BinaryI64BroadcastsAndChecksOverflow) {
+  const int64_t ids[] = {3, -1, 0, 7}, vocab = 64, two[] = {2, 1};
+  const int64_t d22[] = {2, 2}, d2[] = {2};
+  int64_t out[4];
+  ASSERT_PTRAIN_OK(ptrain_binary_i64(PTRAIN_BINARY_ADD, ids, 2, d22, &vocab, 0, nullptr, 2, d22, out));
+  EXPECT_EQ(out[1], 63);
+  EXPECT_EQ(out[3], 71);
+  ASSERT_PTRAIN_OK(ptrain_binary_i64(PTRAIN_BINARY_MUL, ids, 2, d22, two, 1, d2, 2, d22, out));
+  EXPECT_EQ(out[0], 6);
+  EXPECT_EQ(out[1], -1);
+  EXPECT_EQ(out[2], 0);
+  EXPECT_EQ(out[3], 7);
+  ASSERT_PTRAIN_OK(ptrain_binary_i64(PTRAIN_BINARY_SUB, ids, 2, d22, two, 1, d2, 2, d22, out));
+  EXPECT_EQ(out[1], -2);
+  ASSERT_PTRAIN_OK(ptrain_binary_i64(PTRAIN_BINARY_MAX, ids, 2, d22, two, 1, d2, 2, d22, out));
+  EXPECT_EQ(out[1], 1);
+  ASSERT_PTRAIN_OK(ptrain_binary_i64(PTRAIN_BINARY_MIN, ids, 2, d22, two, 1, d2, 2, d22, out));
+  EXPECT_EQ(out[0], 2);
+  const int64_t big[] = {INT64_MAX / 2 + 1};
+  const int64_t d1[] = {1};
+  EXPECT_EQ(ptrain_binary_i64(PTRAIN_BINARY_MUL, big, 1, d1, two, 1, d1, 1, d1, out), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(ptrain_last_error(),
+               "ptrain_binary_i64: out[0] of 4611686018427387904 and 2 (binary kind 2) overflows int64");
+  EXPECT_EQ(ptrain_binary_i64(PTRAIN_BINARY_DIV, ids, 2, d22, two, 1, d2, 2, d22, out),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  const int64_t d3[] = {3};
+  EXPECT_EQ(ptrain_binary_i64(PTRAIN_BINARY_ADD, ids, 2, d22, two, 1, d3, 2, d22, out),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+}
+
 TEST(Integer, AddAndCastCheckOverflow) {
   int64_t a[] = {1, INT64_MAX}, b[] = {2, 1}, out[2];
   ASSERT_PTRAIN_OK(ptrain_add_i64(a, b, 1, out));

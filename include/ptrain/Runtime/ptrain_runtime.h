@@ -283,6 +283,11 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   reciprocal, erf, tanh, relu, computed in fp64; out may alias x.
 // ptrain_add_i64(a[n], b[n], n, out[n])      out = a + b (the step counter);
 //   out may alias a or b; signed overflow is an INVALID_ARGUMENT error.
+// ptrain_binary_i64(kind, a, a_rank, a_dims, b, b_rank, b_dims, out_rank,
+//                   out_dims, out)
+//   ptrain_binary_f32's broadcasting on int64 for add, sub, mul, max and min
+//   (integer index arithmetic in exports, e.g. tf2onnx's guard of negative
+//   token ids); signed overflow and any other kind are INVALID_ARGUMENT errors.
 // ptrain_cast_i64_i32(x[n], n, out[n])       token ids and labels to the
 //   kernels' int32; a value outside int32 is an INVALID_ARGUMENT error.
 // ptrain_reduce_f32(kind, x, rank, dims, out_rank, out_dims, out)

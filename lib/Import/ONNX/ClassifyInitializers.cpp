@@ -8,6 +8,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Regex.h"
 
 #include <cmath>
@@ -20,6 +21,32 @@ using namespace mlir::ptrain::onnx_import;
 
 /// Whole-name matching: the user's expression anchored at both ends.
 static llvm::Regex wholeName(const std::string &pattern) { return llvm::Regex("^(" + pattern + ")$"); }
+
+FailureOr<llvm::StringSet<>> mlir::ptrain::onnx_import::readOrtRequiresGrad(llvm::StringRef path,
+                                                                             std::string &error) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file = llvm::MemoryBuffer::getFile(path);
+  if (!file) {
+    error = "--ort-training-model '" + path.str() + "': " + file.getError().message();
+    return failure();
+  }
+  // Only the graph's inputs are read: the artifact's gradient ops (com.microsoft) are never imported.
+  onnx::ModelProto model;
+  if (!model.ParseFromArray((*file)->getBufferStart(), static_cast<int>((*file)->getBufferSize()))) {
+    error = "--ort-training-model '" + path.str() + "': not an ONNX model (the protobuf does not parse)";
+    return failure();
+  }
+  llvm::StringSet<> names;
+  for (const onnx::ValueInfoProto &input : model.graph().input())
+    if (llvm::StringRef name = input.name(); name.ends_with(kOrtGradBufferSuffix))
+      names.insert(name.drop_back(kOrtGradBufferSuffix.size()));
+  if (names.empty()) {
+    error = "--ort-training-model '" + path.str() + "': no graph input is named '<parameter>" +
+            kOrtGradBufferSuffix.str() +
+            "', so it is not onnxruntime's training artifact (onnxruntime.training.artifacts' training_model.onnx)";
+    return failure();
+  }
+  return names;
+}
 
 std::string mlir::ptrain::onnx_import::checkParameterOverrides(const ParameterOverrides &overrides) {
   for (auto [flag, pattern] : {std::pair<const char *, const std::string *>{"--trainable", &overrides.trainable},
@@ -245,6 +272,20 @@ FailureOr<llvm::StringMap<InitializerClass>> mlir::ptrain::onnx_import::classify
       c = {true, "it matches --trainable '" + overrides.trainable + "'"};
       continue;
     }
+    if (overrides.ortRequiresGrad) {
+      bool listed = overrides.ortRequiresGrad->contains(init.name());
+      if (listed && !isFloat) {
+        error = "--ort-training-model '" + overrides.ortTrainingModel + "' lists initializer '" + init.name() +
+                "' as requiring a gradient, but it is not floating-point";
+        return failure();
+      }
+      c = {listed, (listed ? "onnxruntime's training artifact '" : "not in the requires_grad list of onnxruntime's "
+                                                                    "training artifact '") +
+                       overrides.ortTrainingModel +
+                       (listed ? "' computes its gradient (input '" + init.name() + kOrtGradBufferSuffix.str() + "')"
+                               : "' (no input '" + init.name() + kOrtGradBufferSuffix.str() + "')")};
+      continue;
+    }
     if (!isFloat) {
       c = {false, init.data_type() == onnx::TensorProto::BOOL ? "a boolean tensor (a mask)"
                                                                : "an integer tensor (shapes, indices, axes)"};
@@ -330,5 +371,12 @@ FailureOr<llvm::StringMap<InitializerClass>> mlir::ptrain::onnx_import::classify
     error = "--frozen '" + overrides.frozen + "' matches no initializer";
     return failure();
   }
+  if (overrides.ortRequiresGrad)
+    for (const auto &name : *overrides.ortRequiresGrad)
+      if (!result.count(name.getKey())) {
+        error = "--ort-training-model '" + overrides.ortTrainingModel + "' lists parameter '" + name.getKey().str() +
+                "', which is no initializer of this model (the artifact was made from another model)";
+        return failure();
+      }
   return result;
 }

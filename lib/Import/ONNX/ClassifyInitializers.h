@@ -6,7 +6,9 @@
 // parameter only of an initializer this classification calls trainable; every other one becomes an
 // `arith.constant` and gets a remark saying why. The rule, in order (docs/ImportONNX.md, "Parameters and
 // constants"):
-//   1. `--frozen REGEX` (whole name) holds it constant, else `--trainable REGEX` makes it trainable;
+//   1. `--frozen REGEX` (whole name) holds it constant, else `--trainable REGEX` makes it trainable; else,
+//      with `--ort-training-model FILE` (onnxruntime's training artifact), it is trainable exactly when the
+//      artifact's requires_grad list names it;
 //   2. an integer or boolean tensor is a constant;
 //   3. a one-element float is a constant;
 //   4. an initializer that is also a graph input (a default the caller may override) is trainable, and so is
@@ -30,8 +32,10 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "onnx/onnx_pb.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir::ptrain::onnx_import {
@@ -41,7 +45,20 @@ namespace mlir::ptrain::onnx_import {
 struct ParameterOverrides {
   std::string trainable;
   std::string frozen;
+  /// The parameters onnxruntime's training artifact `ortTrainingModel` computes gradients for (its
+  /// `requires_grad` list; readOrtRequiresGrad); set only with `--ort-training-model`.
+  std::optional<llvm::StringSet<>> ortRequiresGrad;
+  std::string ortTrainingModel;
 };
+
+/// The suffix onnxruntime.training's artifact generator gives the gradient buffer input of each parameter in
+/// its `requires_grad` list (onnxblock/_training_graph_utils.py, build_gradient_accumulation_graph).
+inline constexpr llvm::StringLiteral kOrtGradBufferSuffix = "_grad.accumulation.buffer";
+
+/// The `requires_grad` list of onnxruntime's training artifact at `path` (training_model.onnx): the names
+/// X of its graph inputs `X_grad.accumulation.buffer`. Fails with `error` naming the file when it cannot be
+/// read or parsed, or has no such input (not a training artifact).
+FailureOr<llvm::StringSet<>> readOrtRequiresGrad(llvm::StringRef path, std::string &error);
 
 /// Checks that the overrides are valid regular expressions; returns "" or an error naming the flag.
 std::string checkParameterOverrides(const ParameterOverrides &overrides);

@@ -48,10 +48,20 @@ OwningOpRef<ModuleOp> mlir::ptrain::importONNX(StringRef bytes, StringRef path, 
       return nullptr;
     }
   }
-  onnx_import::ParameterOverrides overrides{options.trainable, options.frozen};
+  onnx_import::ParameterOverrides overrides{options.trainable, options.frozen, std::nullopt,
+                                             options.ortTrainingModel};
   if (std::string error = onnx_import::checkParameterOverrides(overrides); !error.empty()) {
     emitError(FileLineColLoc::get(context, path, 0, 0)) << error;
     return nullptr;
+  }
+  if (!options.ortTrainingModel.empty()) {
+    std::string error;
+    FailureOr<llvm::StringSet<>> names = onnx_import::readOrtRequiresGrad(options.ortTrainingModel, error);
+    if (failed(names)) {
+      emitError(FileLineColLoc::get(context, path, 0, 0)) << error;
+      return nullptr;
+    }
+    overrides.ortRequiresGrad = std::move(*names);
   }
   OwningOpRef<ModuleOp> module = onnx_import::importFaithful(model, path, context, options.entry, overrides);
   if (!module)
@@ -124,6 +134,14 @@ static llvm::cl::opt<std::string> frozenOption(
                    "matches none"),
     llvm::cl::value_desc("regex"), llvm::cl::cat(importCategory));
 
+static llvm::cl::opt<std::string> ortTrainingModelOption(
+    "ort-training-model",
+    llvm::cl::desc("onnxruntime's training artifact of this model (onnxruntime.training.artifacts' "
+                   "training_model.onnx): train exactly the initializers its requires_grad list names (its "
+                   "inputs <name>_grad.accumulation.buffer) and hold every other one constant; --frozen and "
+                   "--trainable still win"),
+    llvm::cl::value_desc("training_model.onnx"), llvm::cl::cat(importCategory));
+
 static llvm::cl::opt<bool> checkExternalDataOption(
     "check-external-data",
     llvm::cl::desc("check that every initializer's external data file exists and holds its byte range before "
@@ -137,6 +155,7 @@ static OwningOpRef<Operation *> translateImport(llvm::SourceMgr &sourceMgr, MLIR
   options.legalize = legalize;
   options.trainable = trainableOption;
   options.frozen = frozenOption;
+  options.ortTrainingModel = ortTrainingModelOption;
   options.checkExternalData = checkExternalDataOption;
   Location fileLoc = FileLineColLoc::get(context, buffer->getBufferIdentifier(), 0, 0);
   if (std::string error = onnx_import::parseBindings(bindOption, options.bindings); !error.empty()) {

@@ -235,6 +235,17 @@ ptrain_status_t twoOperands(const char *call, int32_t a_rank, const int64_t *a_d
   return broadcastStrides(call, "b", b_rank, b_dims, out_rank, out_dims, strides[1]);
 }
 
+/// twoOperands, then the pointers, which must not be null unless the result is empty (n = 0: nothing to do).
+ptrain_status_t twoOperandsWithData(const char *call, const void *a, int32_t a_rank, const int64_t *a_dims,
+                                    const void *b, int32_t b_rank, const int64_t *b_dims, int32_t out_rank,
+                                    const int64_t *out_dims, const void *out, int64_t (&strides)[2][kMaxRank],
+                                    int64_t &n) {
+  PTRAIN_RETURN_IF_ERROR(twoOperands(call, a_rank, a_dims, b_rank, b_dims, out_rank, out_dims, strides, n));
+  if (n > 0 && (a == nullptr || b == nullptr || out == nullptr))
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "a, b and out must not be null");
+  return PTRAIN_OK;
+}
+
 template <typename T>
 ptrain_status_t compareTensors(const char *call, int32_t kind, const T *a, int32_t a_rank, const int64_t *a_dims,
                                const T *b, int32_t b_rank, const int64_t *b_dims, int32_t out_rank,
@@ -245,11 +256,8 @@ ptrain_status_t compareTensors(const char *call, int32_t kind, const T *a, int32
                                  "ge are 0..4)",
                                  kind);
   int64_t strides[2][kMaxRank] = {}, n;
-  PTRAIN_RETURN_IF_ERROR(twoOperands(call, a_rank, a_dims, b_rank, b_dims, out_rank, out_dims, strides, n));
-  if (n == 0)
-    return PTRAIN_OK;
-  if (a == nullptr || b == nullptr || out == nullptr)
-    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "a, b and out must not be null");
+  PTRAIN_RETURN_IF_ERROR(
+      twoOperandsWithData(call, a, a_rank, a_dims, b, b_rank, b_dims, out_rank, out_dims, out, strides, n));
   walkBroadcast<2>(out_rank, out_dims, n, strides, [&](int64_t o, int64_t i, int64_t j) {
     out[o] = ptrain::runtime::compareValues(kind, a[i], b[j]) ? 1 : 0;
   });
@@ -270,6 +278,53 @@ extern "C" ptrain_status_t ptrain_compare_i64(int32_t kind, const int64_t *a, in
   return compareTensors(__func__, kind, a, a_rank, a_dims, b, b_rank, b_dims, out_rank, out_dims, out);
 }
 
+extern "C" ptrain_status_t ptrain_binary_i64(int32_t kind, const int64_t *a, int32_t a_rank, const int64_t *a_dims,
+                                             const int64_t *b, int32_t b_rank, const int64_t *b_dims, int32_t out_rank,
+                                             const int64_t *out_dims, int64_t *out) {
+  PTRAIN_CHECK_ARG(kind == PTRAIN_BINARY_ADD || kind == PTRAIN_BINARY_SUB || kind == PTRAIN_BINARY_MUL ||
+                       kind == PTRAIN_BINARY_MAX || kind == PTRAIN_BINARY_MIN,
+                   "binary kind %d is not one of add, sub, mul, max, min (0, 1, 2, 5, 6)", kind);
+  int64_t strides[2][kMaxRank] = {}, n;
+  PTRAIN_RETURN_IF_ERROR(
+      twoOperandsWithData(__func__, a, a_rank, a_dims, b, b_rank, b_dims, out_rank, out_dims, out, strides, n));
+  // Each element is read before it is written, so out may alias an operand of its shape.
+  int64_t bad = -1, badA = 0, badB = 0;
+  walkBroadcast<2>(out_rank, out_dims, n, strides, [&](int64_t o, int64_t i, int64_t j) {
+    const int64_t x = a[i], y = b[j];
+    int64_t r = 0;
+    bool overflow = false;
+    switch (kind) {
+    case PTRAIN_BINARY_ADD:
+      overflow = __builtin_add_overflow(x, y, &r);
+      break;
+    case PTRAIN_BINARY_SUB:
+      overflow = __builtin_sub_overflow(x, y, &r);
+      break;
+    case PTRAIN_BINARY_MUL:
+      overflow = __builtin_mul_overflow(x, y, &r);
+      break;
+    case PTRAIN_BINARY_MAX:
+      r = x > y ? x : y;
+      break;
+    default: // PTRAIN_BINARY_MIN
+      r = x < y ? x : y;
+      break;
+    }
+    if (overflow && bad < 0) {
+      bad = o;
+      badA = x;
+      badB = y;
+    }
+    out[o] = r;
+  });
+  if (bad >= 0)
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+                                 "out[%lld] of %lld and %lld (binary kind %d) overflows int64",
+                                 static_cast<long long>(bad), static_cast<long long>(badA),
+                                 static_cast<long long>(badB), kind);
+  return PTRAIN_OK;
+}
+
 extern "C" ptrain_status_t ptrain_logical_u8(int32_t kind, const uint8_t *a, int32_t a_rank, const int64_t *a_dims,
                                              const uint8_t *b, int32_t b_rank, const int64_t *b_dims, int32_t out_rank,
                                              const int64_t *out_dims, uint8_t *out) {
@@ -278,12 +333,8 @@ extern "C" ptrain_status_t ptrain_logical_u8(int32_t kind, const uint8_t *a, int
   PTRAIN_CHECK_ARG(kind >= PTRAIN_COMPARE_AND && kind <= PTRAIN_COMPARE_XOR,
                    "unknown logical kind %d (and, or, xor are 5..7)", kind);
   int64_t strides[2][kMaxRank] = {}, n;
-  PTRAIN_RETURN_IF_ERROR(twoOperands(__func__, a_rank, a_dims, b_rank, b_dims, out_rank, out_dims, strides, n));
-  if (n == 0)
-    return PTRAIN_OK;
-  PTRAIN_CHECK_PTR(a);
-  PTRAIN_CHECK_PTR(b);
-  PTRAIN_CHECK_PTR(out);
+  PTRAIN_RETURN_IF_ERROR(
+      twoOperandsWithData(__func__, a, a_rank, a_dims, b, b_rank, b_dims, out_rank, out_dims, out, strides, n));
   walkBroadcast<2>(out_rank, out_dims, n, strides, [&](int64_t o, int64_t i, int64_t j) {
     const bool x = a[i] != 0, y = b[j] != 0;
     out[o] = kind == PTRAIN_COMPARE_AND ? (x && y) : kind == PTRAIN_COMPARE_OR ? (x || y) : (x != y);

@@ -1,4 +1,4 @@
-//===- EmitBroadcast.cpp - Masks, select, broadcast_to, reduce in --emit-cpp ---===//
+//===- EmitBroadcast.cpp - Broadcasting masks, select, reduce, i64 in --emit-cpp ===//
 //
 // i1 masks (the bool causal mask of Hugging Face GPT-2 exports, ONNX Equal/Less/Not/And) are uint8_t buffers
 // (CppTypes.h). Every op here calls one broadcasting kernel of cpu/Broadcast.cpp with its operands' and
@@ -60,6 +60,24 @@ LogicalResult emitCompare(CompareOp op, CallWriter &w) {
   return w.call(callee, args);
 }
 
+/// An i64 `ptrain.binary` other than the step counter's add of equal shapes (KernelTarget.h's add_i64): integer
+/// index arithmetic of exports (tf2onnx's guard of negative token ids multiplies and adds with broadcasting).
+LogicalResult emitIntegerBinary(BinaryOp op, CallWriter &w) {
+  Type elem = tensorOf(op.getResult()).getElementType();
+  BinaryKind kind = op.getKind();
+  if (!elem.isInteger(64))
+    return op.emitError("--emit-cpp: 'ptrain.binary' of ") << elem << " is not supported (f32, i64)";
+  if (kind != BinaryKind::Add && kind != BinaryKind::Sub && kind != BinaryKind::Mul && kind != BinaryKind::Max &&
+      kind != BinaryKind::Min)
+    return op.emitError("--emit-cpp: i64 'ptrain.binary' supports add, sub, mul, max and min, got ")
+           << stringifyBinaryKind(kind);
+  SmallVector<std::string> args = {std::to_string(static_cast<int>(kind))};
+  args.append(operandArgs(w, op.getLhs(), "a"));
+  args.append(operandArgs(w, op.getRhs(), "b"));
+  args.append(resultArgs(w, op.getResult()));
+  return w.call(RuntimeCall::ptrain_binary_i64, args);
+}
+
 LogicalResult emitSelect(SelectOp op, CallWriter &w) {
   SmallVector<std::string> args = operandArgs(w, op.getCondition(), "c");
   args.append(operandArgs(w, op.getLhs(), "a"));
@@ -97,6 +115,7 @@ LogicalResult emitReduce(ReduceOp op, CallWriter &w) {
 LogicalResult mlir::ptrain::cpp::emitBroadcastOp(Operation *op, CallWriter &w) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<CompareOp>([&](CompareOp c) { return emitCompare(c, w); })
+      .Case<BinaryOp>([&](BinaryOp b) { return emitIntegerBinary(b, w); })
       .Case<SelectOp>([&](SelectOp s) { return emitSelect(s, w); })
       .Case<BroadcastToOp>([&](BroadcastToOp b) { return emitBroadcastTo(b, w); })
       .Case<ReduceOp>([&](ReduceOp r) { return emitReduce(r, w); })

@@ -161,6 +161,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               emitFusedChainOp(b, chain->second);
               return success();
             }
+            // i64 other than the step counter's add of equal shapes: the broadcasting integer kernel.
+            if (!tensorOf(b.getResult()).getElementType().isF32() &&
+                (b.getKind() != BinaryKind::Add || shapeOf(b.getLhs()) != shapeOf(b.getRhs())))
+              return emitBroadcastOp(b, *this);
             return emitSharedOp(b, *this);
           })
           .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {

@@ -26,8 +26,8 @@ namespace mlir::ptrain::cpp {
 /// A `static const int64_t name[] = {...}` line in the op's block; its name, or "nullptr" when empty.
 std::string emitDimsArray(CallWriter &w, ArrayRef<int64_t> values, const std::string &name);
 
-/// ptrain.compare, ptrain.select, ptrain.broadcast_to or ptrain.reduce; an error at the op for what the
-/// kernels do not cover (e.g. compare of another element type).
+/// ptrain.compare, ptrain.select, ptrain.broadcast_to, ptrain.reduce or an i64 ptrain.binary; an error at the op
+/// for what the kernels do not cover (e.g. compare of another element type, an i64 div).
 LogicalResult emitBroadcastOp(Operation *op, CallWriter &w);
 
 /// ptrain.rms_norm, ptrain.rotary_embedding or ptrain.dropout on f32 tensors.

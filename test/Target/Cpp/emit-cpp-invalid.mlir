@@ -51,6 +51,7 @@ func.func @f(%a: tensor<2x1x3x4xf32>, %b: tensor<1x5x4x6xf32>) -> tensor<2x5x3x6
 // RUN: not ptrain-translate --emit-cpp %t/cast.mlir 2>&1 | FileCheck %s --check-prefix=CAST
 // RUN: not ptrain-translate --emit-cpp %t/mask-state.mlir 2>&1 | FileCheck %s --check-prefix=MASK-STATE
 // RUN: not ptrain-translate --emit-cpp %t/reduce-i64.mlir 2>&1 | FileCheck %s --check-prefix=REDUCE-I64
+// RUN: not ptrain-translate --emit-cpp %t/div-i64.mlir 2>&1 | FileCheck %s --check-prefix=DIV-I64
 
 // i1 masks live inside a function only: an i1 argument (or result, or state) is refused.
 //--- mask-arg.mlir
@@ -85,3 +86,11 @@ func.func @f(%x: tensor<2x8xi64>) -> tensor<2xi64> {
   return %y : tensor<2xi64>
 }
 // REDUCE-I64: error: loc("/ReduceSum"): --emit-cpp: 'ptrain.reduce' supports f32 tensors only
+
+// i64 ptrain.binary: add, sub, mul, max and min only (an integer division would need ONNX's rounding).
+//--- div-i64.mlir
+func.func @f(%x: tensor<2x8xi64>, %d: tensor<i64>) -> tensor<2x8xi64> {
+  %y = ptrain.binary div %x, %d : tensor<2x8xi64>, tensor<i64> loc("/Div")
+  return %y : tensor<2x8xi64>
+}
+// DIV-I64: error: loc("/Div"): --emit-cpp: i64 'ptrain.binary' supports add, sub, mul, max and min, got div

@@ -23,6 +23,23 @@ func.func @masked(%x: tensor<3x2x2xf32>, %pos: tensor<2xi64>) -> tensor<3x2x2xf3
   return %y : tensor<3x2x2xf32>
 }
 
+// i64 arithmetic with broadcasting (tf2onnx's guard of negative token ids) calls the integer kernel; the
+// step counter's add of equal shapes keeps ptrain_add_i64.
+// CHECK-LABEL: ptrain_step_ids(const int64_t *arg0, const int64_t *arg1, int64_t *out_0)
+// CHECK: // "/Add"
+// CHECK: PTRAIN_STEP_CALL(ptrain_binary_i64(0, arg0, 2, a_dims, {{.*}}, 0, nullptr, 2, out_dims, v{{[0-9]+}}));
+// CHECK: // "/Mul"
+// CHECK: PTRAIN_STEP_CALL(ptrain_binary_i64(2, v{{[0-9]+}}, 2, a_dims, arg1, 1, b_dims, 2, out_dims, v{{[0-9]+}}));
+// CHECK: // "/Add_1"
+// CHECK: PTRAIN_STEP_CALL(ptrain_add_i64(
+func.func @ids(%ids: tensor<2x8xi64>, %keep: tensor<8xi64>) -> tensor<2x8xi64> {
+  %vocab = arith.constant dense<64> : tensor<i64>
+  %s = ptrain.binary add %ids, %vocab : tensor<2x8xi64>, tensor<i64> loc("/Add")
+  %m = ptrain.binary mul %s, %keep : tensor<2x8xi64>, tensor<8xi64> loc("/Mul")
+  %y = ptrain.binary add %m, %ids : tensor<2x8xi64>, tensor<2x8xi64> loc("/Add_1")
+  return %y : tensor<2x8xi64>
+}
+
 // Reductions reduce to the keepdims shape; broadcast_to copies bytes.
 // CHECK-LABEL: ptrain_step_reduce(const float *arg0, float *out_0, float *out_1)
 // CHECK: static const int64_t out_dims[3] = {2, 1, 1};

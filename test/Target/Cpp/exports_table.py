@@ -21,10 +21,16 @@ test/Import/ONNX/Inputs/tf2onnx, the bundled GPT in models/gpt) plus any given w
   "n/a" where the row's PyTorch model is not in the tree. The dynamo rows' Hugging Face models are rebuilt in
   plain PyTorch (python/ptrain_fixtures/models: the same architectures, which torch 1.13 runs without
   transformers) with the weights of the unoptimized export's initializers; the optimized exports folded some
-  parameters away (zero biases, the position lookup), which then have nothing to compare.
+  parameters away (zero biases, the position lookup), which then have nothing to compare. tf2onnx's Keras GPT
+  likewise (python/ptrain_fixtures/models/keras_gpt.py, with the export's own weights).
 A failing phase shows its error.
 
+With --rows REGEX only the exports whose path (relative to the source tree) matches are run; the other rows are
+kept as they stand in the --write-doc file (which must exist), so one changed row is regenerated without the
+others' hour of training.
+
 Usage: exports_table.py <build-dir> <source-dir> <scratch-dir> [--write-doc docs/Exports.md] [--extra M.onnx ...]
+                        [--rows REGEX]
 """
 
 import argparse
@@ -199,13 +205,29 @@ def main():
     p.add_argument("work")
     p.add_argument("--write-doc")
     p.add_argument("--extra", nargs="*", default=[])
+    p.add_argument("--rows", help="rerun only the exports whose path matches; keep the others' rows of --write-doc")
     args = p.parse_args()
+    kept = {}
+    if args.rows:
+        if not args.write_doc:
+            sys.exit("exports_table.py: --rows needs --write-doc (the rows it keeps come from that file)")
+        with open(args.write_doc) as f:
+            for line in f:
+                cells = line.split(" | ")
+                if line.startswith("| ") and len(cells) > 2:
+                    kept[cells[1]] = line.rstrip("\n")
     build, source, work, bin_dir, _ = e2e.setup([sys.argv[0], args.build, args.source, args.work])
     os.environ["PTRAIN_TABLE_ROOT"] = source
     full = e2e.corpus(source, work, max_bytes=200000)
     ascii = ascii_corpus(full, os.path.join(work, "ascii"))
     rows = []
     for exporter, model in exports(source, args.extra):
+        rel = os.path.relpath(model, source)
+        if args.rows and not re.search(args.rows, rel):
+            if rel not in kept:
+                sys.exit(f"exports_table.py: {rel} has no row in {args.write_doc} to keep; rerun it (widen --rows)")
+            rows.append(kept[rel])
+            continue
         r = row(bin_dir, work, exporter, model, full, ascii)
         print(json.dumps(r), flush=True)
         rows.append(r)
@@ -221,13 +243,14 @@ def main():
              "1.13, float64; the loss within 1e-4 relative, each gradient within 1e-4 of its largest entry; worst: "
              "the largest gradient error), n/a where the row's PyTorch model is not in the tree; the dynamo rows' "
              "Hugging Face models as the same architectures in plain PyTorch (python/ptrain_fixtures/models) with the "
-             "export's weights, computed with torch 1.13 as the others. `trains`: 20 AdamW "
+             "export's weights, computed with torch 1.13 as the others, and tf2onnx's Keras GPT likewise "
+             "(python/ptrain_fixtures/models/keras_gpt.py). `trains`: 20 AdamW "
              "steps (lr 3e-3) of the pp=2 step on 2 ranks over byte-level text, the mean loss of steps 1-5 -> 16-20; "
              "`trains at tp=2`: the same of the tp=2 step (2 ranks). "
              f"Machine: {cpu} ({platform.machine()}, {isa()}), OPENBLAS_NUM_THREADS=1.", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
-        lines.append("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
+        lines.append(r if isinstance(r, str) else "| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
     if args.write_doc:
         with open(args.write_doc, "w") as f:
             f.write("\n".join(lines) + "\n")

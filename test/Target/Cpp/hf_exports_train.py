@@ -22,7 +22,10 @@ For each:
    first 5, and the final validation loss is below the first.
 4. for the exports in TP2, ptrain-compile --tp 2 (through --ptrain-raise and --ptrain-shard-tp) and 20 steps of
    it on 2 ranks lower the training loss likewise.
-The dynamo exporter's BERT with its optimization (hf/bert-folded.onnx, vocabulary 128) is checked the same way.
+The dynamo exporter's BERT with its optimization (hf/bert-folded.onnx, vocabulary 128) is checked the same way, and
+so is tf2onnx's Keras GPT (test/Import/ONNX/Inputs/tf2onnx/gpt-tf2onnx-opset13.onnx, vocabulary 64: its int64 guard
+of negative token ids, its tanh GELU and TensorFlow's LayerNorm algebra recognized, its einsum attention raised
+at tp=2).
 Usage: hf_exports_train.py <build-dir> <source-dir> <scratch-dir>
 """
 
@@ -35,6 +38,7 @@ import e2e
 
 HF = ("Import", "ONNX", "opset18+", "hf")
 TS = ("Import", "ONNX", "Inputs", "exports")
+TF = ("Import", "ONNX", "Inputs", "tf2onnx")
 # name -> (folder under test/, ops the recognizers must have made)
 FIXTURES = {"gpt2-folded": (HF, ("ptrain.gelu", "ptrain.layer_norm")),
             "llama": (HF, ("ptrain.rms_norm",)),
@@ -45,11 +49,14 @@ FIXTURES = {"gpt2-folded": (HF, ("ptrain.gelu", "ptrain.layer_norm")),
             "bert-opset11-folded": (TS, ("ptrain.gelu", "ptrain.layer_norm")),
             "llama-opset11": (TS, ("ptrain.rms_norm",)),
             "llama-opset14-folded": (TS, ("ptrain.rms_norm",)),
-            "llama-opset17": (TS, ("ptrain.rms_norm",))}
+            "llama-opset17": (TS, ("ptrain.rms_norm",)),
+            "gpt-tf2onnx-opset13": (TF, ("ptrain.gelu", "ptrain.layer_norm"))}
 # Exports whose parameters are read in several places (the exporter merged equal values into one initializer:
 # bert-folded's zero biases into a LayerNorm bias, gpt-opset14's two layers' Q|K|V biases), and the TorchScript
 # exporter's opset-11 GPT-2 and BERT and its LLaMA (grouped-query attention, repeat_kv): also at tp=2.
-TP2 = ("gpt-opset14", "bert-folded", "gpt2-opset11", "bert-opset11-folded", "llama-opset11", "llama-opset17")
+# tf2onnx's Keras GPT merges the batch and the heads for its einsums ([B * heads, S, head_dim]).
+TP2 = ("gpt-opset14", "bert-folded", "gpt2-opset11", "bert-opset11-folded", "llama-opset11", "llama-opset17",
+       "gpt-tf2onnx-opset13")
 STEPS = 20
 
 

@@ -40,6 +40,11 @@ struct ImportONNXOptions {
   /// initializer names, overriding which initializers are parameters (docs/ImportONNX.md, "Parameters and
   /// constants"; lib/Import/ONNX/ClassifyInitializers.h). Empty when not given.
   std::string trainable, frozen;
+  /// `--ort-training-model FILE`: onnxruntime's training artifact (onnxruntime.training.artifacts'
+  /// training_model.onnx) of this model; the parameters it computes gradients for (its graph inputs
+  /// `<name>_grad.accumulation.buffer`, the `requires_grad` list) are the trainable initializers, every other
+  /// one is held constant (after --frozen and --trainable). Empty when not given.
+  std::string ortTrainingModel;
   /// Apply the training signature: generated inputs become constants, empty ones zero-size constants, and
   /// the function keeps only the token input and the logits output (see TrainingSignature.h).
   bool applySignature = false;
