@@ -3,9 +3,12 @@
 #include "Common/StateStorage.h"
 
 #include "Common/CppTypes.h"
+#include "Common/EmitHelpers.h"
 #include "Common/RuntimeCallTable.h"
 
 #include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -90,6 +93,43 @@ std::string mlir::ptrain::target::stateAllocations(ArrayRef<StateOp> list, llvm:
   body += "    };\n    PTRAIN_STEP_CALL(allocateStateBlocks(rows, " + std::to_string(list.size()) + ", kStates, " +
           (stageTable.empty() ? std::string("nullptr") : stageTable.str()) + ", " + total.str() + "));\n  }\n";
   return body;
+}
+
+void mlir::ptrain::target::emitStateAllocator(llvm::raw_ostream &s, ArrayRef<std::string> vars) {
+  s << "/// The pointer variable of each state of kStates (a float * when f32, else an int64_t *) and its name.\n"
+       "struct StateVar {\n  void *var;\n  const char *name;\n};\n"
+       "const StateVar kStateVars[] = {\n";
+  for (const std::string &v : vars)
+    s << "    {&" << v << ", \"" << v << "\"},\n";
+  if (vars.empty())
+    s << "    {nullptr, nullptr},\n";
+  s << "};\n\n"
+       "/// Allocates the blocks of the states `indices` of kStates (all n from 0 when nullptr; allocateBlock), their\n"
+       "/// bytes from the descriptors' dims and dtype, sets their pointer variables and descriptors, and copies\n"
+       "/// descriptor indices[i] into stage_table[i] when given.\n"
+       "[[maybe_unused]] ptrain_status_t allocateStates(const int64_t *indices, int64_t n,\n"
+       "                                                ptrain_state_desc_t *stage_table, int64_t &total) {\n"
+       "  for (int64_t i = 0; i < n; ++i) {\n"
+       "    const int64_t index = indices ? indices[i] : i;\n"
+       "    ptrain_state_desc_t &d = kStates[index];\n"
+       "    const bool f32 = d.dtype == PTRAIN_DTYPE_F32;\n"
+       "    int64_t bytes = f32 ? 4 : 8;\n"
+       "    for (int32_t k = 0; k < d.rank; ++k)\n      bytes *= d.dims[k];\n"
+       "    void *p = nullptr;\n"
+       "    PTRAIN_STEP_CALL(allocateBlock(p, bytes, total, kStateVars[index].name));\n"
+       "    if (f32)\n      *static_cast<float **>(kStateVars[index].var) = static_cast<float *>(p);\n"
+       "    else\n      *static_cast<int64_t **>(kStateVars[index].var) = static_cast<int64_t *>(p);\n"
+       "    d.data = p;\n"
+       "    if (stage_table)\n      stage_table[i] = d;\n"
+       "  }\n"
+       "  return PTRAIN_OK;\n"
+       "}\n\n";
+}
+
+std::string mlir::ptrain::target::stateIndexList(StringRef name, ArrayRef<int64_t> indices) {
+  // A zero-length array is not C++: an empty list keeps one unused entry.
+  return "const int64_t " + name.str() + "[" + std::to_string(std::max<size_t>(indices.size(), 1)) + "] = {" +
+         (indices.empty() ? std::string("0") : wrapInts(indices, 16, "    ")) + "};\n";
 }
 
 std::string mlir::ptrain::target::allocateBlockCall(StringRef var, int64_t bytes, StringRef total) {

@@ -28,6 +28,18 @@ namespace mlir::ptrain::target {
 /// storage_stage and the counters).
 void emitStorageBlocks(llvm::raw_ostream &os, ArrayRef<std::string> totals);
 
+/// The state-indexed allocation of the generated code, after emitStorageBlocks and after the state table
+/// `kStates` (one ptrain_state_desc_t per state, its dims in the table, f32 or i64): `kStateVars`, the address and
+/// name of each state's pointer variable (`vars`, in kStates' order), and `allocateStates(indices, n,
+/// stage_table, total)`, which allocates the states `indices` of kStates (all n from 0 when nullptr), their bytes
+/// from the descriptors' dims and dtype, sets their pointer variables and descriptors and copies descriptor
+/// indices[i] into stage_table[i] (when given). A stage is then its list of indices (stateIndexList): what
+/// grows with the states is one row of kStateVars and of kStates, and an index, not a row per stage table.
+void emitStateAllocator(llvm::raw_ostream &os, ArrayRef<std::string> vars);
+
+/// `const int64_t name[n] = {...};`, the indices `indices` as data, several to a line (wrapInts).
+std::string stateIndexList(StringRef name, ArrayRef<int64_t> indices);
+
 /// `PTRAIN_STEP_CALL(allocateBlock(var, bytes, total, "var"));`: one block of `bytes` pointed to by `var`.
 std::string allocateBlockCall(StringRef var, int64_t bytes, StringRef total);
 

@@ -45,6 +45,7 @@ FailureOr<std::optional<TPSlice>> mlir::ptrain::cpp::readTPSlice(StateOp state, 
     return state.emitError("--emit-cpp: the grid @")
            << grid.getSymName() << " has no axis \"" << slice.getAxis() << "\" for the parameter's " << kTPSliceAttr;
   TPSlice s;
+  s.dims = var + "_dims";
   s.var = std::move(var);
   s.key = state.getKey().str();
   s.local = state.getTensorType();
@@ -87,7 +88,7 @@ void mlir::ptrain::cpp::emitTPStateInit(ArrayRef<TPSlice> slices, llvm::raw_ostr
   }
   os << "const TPSlice kTPSlices[] = {\n";
   for (auto [i, s] : llvm::enumerate(slices))
-    os << "    {&" << s.var << ", " << s.var << "_dims, tp_slice_" << i << "_global, " << numElements(s.global) << ", "
+    os << "    {&" << s.var << ", " << s.dims << ", tp_slice_" << i << "_global, " << numElements(s.global) << ", "
        << s.global.size() << ", " << s.dim << ", " << s.groups << ", " << s.axis << ", " << s.parts << ", " << s.padded
        << "},\n";
   os << "};\nconstexpr int64_t kNumTPSlices = " << slices.size() << ";\n\n";

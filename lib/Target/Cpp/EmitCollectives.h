@@ -30,6 +30,7 @@ LogicalResult emitTPAllReduce(TPAllReduceOp op, const std::string &comm, CallWri
 /// padded]>`.
 struct TPSlice {
   std::string var; ///< the state's static storage
+  std::string dims; ///< its local dims (readTPSlice: `var`_dims; the CPU target's kStateDims + offset)
   std::string key;
   RankedTensorType local;      ///< the state's (local) type
   SmallVector<int64_t> global; ///< the shape of the ONNX initializer
