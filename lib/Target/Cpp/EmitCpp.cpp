@@ -176,8 +176,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "}\n\n"
        "//===--- State storage (";
   s << stateOrder.size() << " states) ---===//\n\n";
-  // A state is its pointer variable and its row of kStates (key, kind, dtype, dims in kStateDims): what grows
-  // with the states is data, one line each (issue 23 item 3).
+  // A state is its pointer variable, its row of kStates (key, kind, dtype, dims in kStateDims) and its row of
+  // kStateVars: what grows with the states is data, a line of each (issue 23 item 3).
   s << "/// The pointer to each state's heap block (allocated by ptrain_step_init; kStateVars).\n";
   for (StateOp state : stateOrder)
     s << (state.getTensorType().getElementType().isF32() ? "float *" : "int64_t *")
