@@ -51,8 +51,8 @@ void CodecSites::collect(ModuleOp module) {
 }
 
 void mlir::ptrain::target::emitCompressTelemetry(CompressOp op, const CodecSites &sites,
-                                              llvm::function_ref<std::string(Value)> ptr,
-                                              llvm::function_ref<void(const std::string &)> line) {
+                                                 llvm::function_ref<std::string(Value)> ptr,
+                                                 llvm::function_ref<void(const std::string &)> line) {
   const int64_t site = sites.lookup(op);
   if (site < 0)
     return;
@@ -64,7 +64,7 @@ void mlir::ptrain::target::emitCompressTelemetry(CompressOp op, const CodecSites
 }
 
 void mlir::ptrain::target::emitTelemetryState(const CodecSites &sites, const TelemetryTarget &target,
-                                           llvm::raw_ostream &s) {
+                                              llvm::raw_ostream &s) {
   if (sites.sites.empty())
     return;
   const size_t n = sites.sites.size();
@@ -128,7 +128,7 @@ void mlir::ptrain::target::emitTelemetryState(const CodecSites &sites, const Tel
 }
 
 void mlir::ptrain::target::emitTelemetryEntryPoints(const CodecSites &sites, bool hasWorld, llvm::raw_ostream &s,
-                                                 const char *rendezvousGather) {
+                                                    const char *rendezvousGather) {
   if (sites.sites.empty())
     return;
   s << "//===--- Codec telemetry entry points ---===//\n\n";

@@ -55,7 +55,9 @@ std::string joinInts(ArrayRef<int64_t> values) {
 std::string wrapInts(ArrayRef<int64_t> values, int64_t perLine, StringRef indent) {
   std::string s;
   for (auto [i, v] : llvm::enumerate(values))
-    s += (i == 0 ? std::string() : static_cast<int64_t>(i) % perLine ? std::string(", ") : ",\n" + indent.str()) +
+    s += (i == 0                              ? std::string()
+          : static_cast<int64_t>(i) % perLine ? std::string(", ")
+                                              : ",\n" + indent.str()) +
          std::to_string(v);
   return s;
 }

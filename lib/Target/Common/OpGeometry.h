@@ -50,7 +50,10 @@ inline std::string stateDescriptor(StateOp state, const std::string &var, const 
   return "{" + stringLiteral(state.getKey()) + ", " + (data.empty() ? var : data) + ", " +
          (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") + ", " +
          stateKindEnum(state.getKind()) + ", " + std::to_string(type.getRank()) + ", " +
-         (type.getRank() == 0 ? std::string("nullptr") : dims.empty() ? var + "_dims" : dims) + ", " +
+         (type.getRank() == 0 ? std::string("nullptr")
+          : dims.empty()      ? var + "_dims"
+                              : dims) +
+         ", " +
          (init ? std::string(init->kind == kOrthogonalTransposedInit ? "PTRAIN_STATE_INIT_ORTHOGONAL_TRANSPOSED, "
                                                                      : "PTRAIN_STATE_INIT_ORTHOGONAL, ") +
                      std::to_string(init->seed) + "u"

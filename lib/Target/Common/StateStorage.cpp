@@ -95,20 +95,26 @@ std::string mlir::ptrain::target::stateAllocations(ArrayRef<StateOp> list, llvm:
   return body;
 }
 
-void mlir::ptrain::target::emitStateAllocator(llvm::raw_ostream &s, ArrayRef<std::string> vars) {
-  s << "/// The pointer variable of each state of kStates (a float * when f32, else an int64_t *) and its name.\n"
-       "struct StateVar {\n  void *var;\n  const char *name;\n};\n"
-       "const StateVar kStateVars[] = {\n";
-  for (const std::string &v : vars)
-    s << "    {&" << v << ", \"" << v << "\"},\n";
-  if (vars.empty())
-    s << "    {nullptr, nullptr},\n";
-  s << "};\n\n"
+void mlir::ptrain::target::emitStateAllocator(llvm::raw_ostream &s) {
+  s << "/// The name of each state's block: state_<index>_<its key, every character but [0-9A-Za-z] as '_'>, the\n"
+       "/// name of its pointer in this code (set once, never resized: the blocks keep pointers into it).\n"
+       "std::vector<std::string> state_block_names;\n\n"
        "/// Allocates the blocks of the states `indices` of kStates (all n from 0 when nullptr; allocateBlock), their\n"
-       "/// bytes from the descriptors' dims and dtype, sets their pointer variables and descriptors, and copies\n"
-       "/// descriptor indices[i] into stage_table[i] when given.\n"
+       "/// bytes from the descriptors' dims and dtype, sets their pointers (state_f32 or state_i64) and\n"
+       "/// descriptors, and copies descriptor indices[i] into stage_table[i] when given.\n"
        "[[maybe_unused]] ptrain_status_t allocateStates(const int64_t *indices, int64_t n,\n"
        "                                                ptrain_state_desc_t *stage_table, int64_t &total) {\n"
+       "  if (state_block_names.empty()) {\n"
+       "    state_block_names.resize(kNumStates);\n"
+       "    for (int64_t i = 0; i < kNumStates; ++i) {\n"
+       "      std::string &name = state_block_names[i];\n"
+       "      name = \"state_\" + std::to_string(i) + \"_\";\n"
+       "      for (const char *c = kStates[i].key; *c; ++c) {\n"
+       "        const bool alnum = (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z');\n"
+       "        name += alnum ? *c : '_';\n"
+       "      }\n"
+       "    }\n"
+       "  }\n"
        "  for (int64_t i = 0; i < n; ++i) {\n"
        "    const int64_t index = indices ? indices[i] : i;\n"
        "    ptrain_state_desc_t &d = kStates[index];\n"
@@ -116,9 +122,9 @@ void mlir::ptrain::target::emitStateAllocator(llvm::raw_ostream &s, ArrayRef<std
        "    int64_t bytes = f32 ? 4 : 8;\n"
        "    for (int32_t k = 0; k < d.rank; ++k)\n      bytes *= d.dims[k];\n"
        "    void *p = nullptr;\n"
-       "    PTRAIN_STEP_CALL(allocateBlock(p, bytes, total, kStateVars[index].name));\n"
-       "    if (f32)\n      *static_cast<float **>(kStateVars[index].var) = static_cast<float *>(p);\n"
-       "    else\n      *static_cast<int64_t **>(kStateVars[index].var) = static_cast<int64_t *>(p);\n"
+       "    PTRAIN_STEP_CALL(allocateBlock(p, bytes, total, state_block_names[index].c_str()));\n"
+       "    if (f32)\n      state_f32[index] = static_cast<float *>(p);\n"
+       "    else\n      state_i64[index] = static_cast<int64_t *>(p);\n"
        "    d.data = p;\n"
        "    if (stage_table)\n      stage_table[i] = d;\n"
        "  }\n"

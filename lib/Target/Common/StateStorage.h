@@ -28,14 +28,15 @@ namespace mlir::ptrain::target {
 /// storage_stage and the counters).
 void emitStorageBlocks(llvm::raw_ostream &os, ArrayRef<std::string> totals);
 
-/// The state-indexed allocation of the generated code, after emitStorageBlocks and after the state table
-/// `kStates` (one ptrain_state_desc_t per state, its dims in the table, f32 or i64): `kStateVars`, the address and
-/// name of each state's pointer variable (`vars`, in kStates' order), and `allocateStates(indices, n,
-/// stage_table, total)`, which allocates the states `indices` of kStates (all n from 0 when nullptr), their bytes
-/// from the descriptors' dims and dtype, sets their pointer variables and descriptors and copies descriptor
-/// indices[i] into stage_table[i] (when given). A stage is then its list of indices (stateIndexList): what
-/// grows with the states is one row of kStateVars and of kStates, and an index, not a row per stage table.
-void emitStateAllocator(llvm::raw_ostream &os, ArrayRef<std::string> vars);
+/// The state-indexed allocation of the generated code, after emitStorageBlocks, after the state table `kStates`
+/// (kNumStates ptrain_state_desc_t, their dims in the table, f32 or i64) and the pointer arrays `state_f32` and
+/// `state_i64` (a state's pointer at its index in kStates): `allocateStates(indices, n, stage_table, total)`,
+/// which allocates the states `indices` of kStates (all n from 0 when nullptr), their bytes from the
+/// descriptors' dims and dtype, each block named `state_<index>_<key as an identifier>` (identifierFrom, the
+/// name of the state's pointer in the code), sets the state's pointer and descriptor and copies descriptor
+/// indices[i] into stage_table[i] (when given). A stage is then its list of indices (stateIndexList): what grows
+/// with the states is a row of kStates and an index, not a row per table.
+void emitStateAllocator(llvm::raw_ostream &os);
 
 /// `const int64_t name[n] = {...};`, the indices `indices` as data, several to a line (wrapInts).
 std::string stateIndexList(StringRef name, ArrayRef<int64_t> indices);

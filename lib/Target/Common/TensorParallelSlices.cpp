@@ -44,9 +44,9 @@ FailureOr<std::optional<TPSlice>> mlir::ptrain::target::readTPSlice(StateOp stat
   s.parts = grid.getShape()[*index];
   s.padded = slice.getPaddedSize();
   if (!s.local.getElementType().isF32() || s.padded != s.local.getShape()[s.dim] * s.parts || s.local.getRank() > 8)
-    return state.emitError("--emit-cpp: ") << kTPSliceAttr << " " << slice << " does not fit the f32 state type "
-                                           << s.local << " on " << s.parts << " ranks of axis \"" << slice.getAxis()
-                                           << "\"";
+    return state.emitError("--emit-cpp: ")
+           << kTPSliceAttr << " " << slice << " does not fit the f32 state type " << s.local << " on " << s.parts
+           << " ranks of axis \"" << slice.getAxis() << "\"";
   return std::optional<TPSlice>(std::move(s));
 }
 

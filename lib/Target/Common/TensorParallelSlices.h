@@ -25,7 +25,7 @@ namespace mlir::ptrain::target {
 /// A parameter that --ptrain-shard-tp sliced: `ptrain.tp_slice = #ptrain.tp_slice<axis, dim, groups, shape[,
 /// padded]>`.
 struct TPSlice {
-  std::string var; ///< the state's static storage
+  std::string var;  ///< the state's static storage
   std::string dims; ///< its local dims (readTPSlice: `var`_dims; the CPU target's kStateDims + offset)
   std::string key;
   RankedTensorType local;      ///< the state's (local) type

@@ -15,4 +15,3 @@ std::pair<StringRef, StringRef> mlir::ptrain::target::vocabParallelAxis(Operatio
             VocabParallelCrossEntropyPartsGradOp>([](auto o) { return std::make_pair(o.getGrid(), o.getAxis()); })
       .Default([](Operation *) { return std::make_pair(StringRef(), StringRef()); });
 }
-

@@ -1,9 +1,9 @@
 //===- EmitCollectives.cpp - Tensor parallelism in the CPU code generator ===//
 //
 // Megatron's f/g pair (Shoeybi et al. 2019, section 3) in generated code (the sliced parameters of
-// --ptrain-shard-tp: Common/TensorParallelSlices.h). f (ptrain.tp_copy) needs no code: the function emitter aliases its result to its input.
-// g (ptrain.tp_all_reduce) is one all-reduce (sum) over the communicator of the tp axis, started and waited
-// at once. The tp communicator is one of the groups ptrain_step_init creates up front from the grid (the
+// --ptrain-shard-tp: Common/TensorParallelSlices.h). f (ptrain.tp_copy) needs no code: the function emitter aliases its
+// result to its input. g (ptrain.tp_all_reduce) is one all-reduce (sum) over the communicator of the tp axis, started
+// and waited at once. The tp communicator is one of the groups ptrain_step_init creates up front from the grid (the
 // ranks equal to this one on every other axis; rank = row-major coordinate over (dp, pp, tp), tp fastest).
 //
 //===----------------------------------------------------------------------===//

@@ -160,9 +160,11 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "#include <cstdarg>\n"
        "#include <cstdint>\n"
        "#include <cstdio>\n"
+       "#include <string>\n"
        "#include <vector>\n\n"
        "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
-    << kStepCallMacros << "namespace {\n\n"
+    << kStepCallMacros
+    << "namespace {\n\n"
        "/// Errors the step itself detects (the runtime's are in ptrain_last_error()).\n"
        "char step_error[512];\n"
        "bool step_error_own = false;\n"
@@ -176,12 +178,18 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "}\n\n"
        "//===--- State storage (";
   s << stateOrder.size() << " states) ---===//\n\n";
-  // A state is its pointer variable, its row of kStates (key, kind, dtype, dims in kStateDims) and its row of
-  // kStateVars: what grows with the states is data, a line of each (issue 23 item 3).
-  s << "/// The pointer to each state's heap block (allocated by ptrain_step_init; kStateVars).\n";
-  for (StateOp state : stateOrder)
-    s << (state.getTensorType().getElementType().isF32() ? "float *" : "int64_t *")
-      << states[state.getSymNameAttr()].var << " = nullptr;\n";
+  // A state is its named pointer, a reference to its entry of the pointer arrays, and its row of kStates (key,
+  // kind, dtype, dims in kStateDims): what grows with the states is a line of each (issue 23 item 3).
+  const size_t numSlots = std::max<size_t>(stateOrder.size(), 1);
+  s << "/// The pointer to each state's heap block by its index in kStates, f32 states in state_f32, i64 states in\n"
+       "/// state_i64 (allocateStates), and each state's name for it.\n"
+    << "float *state_f32[" << numSlots << "] = {};\nint64_t *state_i64[" << numSlots << "] = {};\n";
+  for (StateOp state : stateOrder) {
+    const StateInfo &info = states[state.getSymNameAttr()];
+    const bool f32 = state.getTensorType().getElementType().isF32();
+    s << "[[maybe_unused]] " << (f32 ? "float *&" : "int64_t *&") << info.var << " = "
+      << (f32 ? "state_f32[" : "state_i64[") << info.index << "];\n";
+  }
   SmallVector<int64_t> allDims;
   for (StateOp state : stateOrder)
     llvm::append_range(allDims, state.getTensorType().getShape());

@@ -50,10 +50,7 @@ LogicalResult CppEmitter::emitStorageAllocation(bool pipeline, ArrayRef<Function
     fileName = llvm::sys::path::filename(options.constantsFile).str();
   }
   emitStorageBlocks(s, {"storage_state_bytes", "storage_arena_bytes", "storage_constant_bytes"});
-  std::vector<std::string> vars;
-  for (StateOp state : stateOrder)
-    vars.push_back(states[state.getSymNameAttr()].var);
-  emitStateAllocator(s, vars);
+  emitStateAllocator(s);
   // The units: each stage of a pipeline (its ranks allocate only its storage) or the whole module.
   std::set<int64_t> units;
   if (pipeline) {
