@@ -49,8 +49,8 @@ LogicalResult CppEmitter::emitStorageAllocation(bool pipeline, ArrayRef<Function
                 "--emit-cpp-constants=FILE (FILE lies beside libstep.so)";
     fileName = llvm::sys::path::filename(options.constantsFile).str();
   }
-  emitStorageBlocks(s, {"storage_state_bytes", "storage_arena_bytes", "storage_constant_bytes"});
-  emitStateAllocator(s);
+  emitStorageBlocks(s, {"storage_state_bytes", "storage_arena_bytes", "storage_constant_bytes"},
+                    StateAllocation::Indexed);
   // The units: each stage of a pipeline (its ranks allocate only its storage) or the whole module.
   std::set<int64_t> units;
   if (pipeline) {
