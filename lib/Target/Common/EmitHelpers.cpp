@@ -52,6 +52,16 @@ std::string joinInts(ArrayRef<int64_t> values) {
   return s;
 }
 
+std::string wrapInts(ArrayRef<int64_t> values, int64_t perLine, StringRef indent) {
+  std::string s;
+  for (auto [i, v] : llvm::enumerate(values))
+    s += (i == 0                              ? std::string()
+          : static_cast<int64_t>(i) % perLine ? std::string(", ")
+                                              : ",\n" + indent.str()) +
+         std::to_string(v);
+  return s;
+}
+
 /// A location for a comment: ONNX node names in quotes, files as file:line:col.
 void formatLoc(Location loc, llvm::raw_ostream &os) {
   if (auto name = dyn_cast<NameLoc>(loc)) {

@@ -28,6 +28,10 @@ std::string int64Literal(int64_t v);
 /// "a, b, c".
 std::string joinInts(ArrayRef<int64_t> values);
 
+/// joinInts broken into lines of `perLine` values, each line after the first starting with `indent`: the
+/// initializer of a table of integers that is data, one line per `perLine` entries rather than per entry.
+std::string wrapInts(ArrayRef<int64_t> values, int64_t perLine, StringRef indent);
+
 /// A location for a comment: ONNX node names in quotes, files as file:line:col.
 void formatLoc(Location loc, llvm::raw_ostream &os);
 

@@ -40,16 +40,20 @@ inline const char *stateKindEnum(StateKind kind) {
   return names[static_cast<int>(kind)];
 }
 
-/// The ptrain_state_desc_t initializer of `state`, whose storage is the array `var` (and `var`_dims): key,
-/// data (`data` when given: "nullptr" for storage allocated at init), dtype, kind, rank, dims, and the default
-/// of a parameter the model lacks (its `ptrain.init`).
-inline std::string stateDescriptor(StateOp state, const std::string &var, const std::string &data = "") {
+/// The ptrain_state_desc_t initializer of `state`, whose storage is the array `var` (and `var`_dims, or the
+/// expression `dims` when given): key, data (`data` when given: "nullptr" for storage allocated at init), dtype,
+/// kind, rank, dims, and the default of a parameter the model lacks (its `ptrain.init`).
+inline std::string stateDescriptor(StateOp state, const std::string &var, const std::string &data = "",
+                                   const std::string &dims = "") {
   RankedTensorType type = state.getTensorType();
   std::optional<StateInit> init = getStateInit(state);
   return "{" + stringLiteral(state.getKey()) + ", " + (data.empty() ? var : data) + ", " +
          (type.getElementType().isF32() ? "PTRAIN_DTYPE_F32" : "PTRAIN_DTYPE_I64") + ", " +
          stateKindEnum(state.getKind()) + ", " + std::to_string(type.getRank()) + ", " +
-         (type.getRank() > 0 ? var + "_dims" : std::string("nullptr")) + ", " +
+         (type.getRank() == 0 ? std::string("nullptr")
+          : dims.empty()      ? var + "_dims"
+                              : dims) +
+         ", " +
          (init ? std::string(init->kind == kOrthogonalTransposedInit ? "PTRAIN_STATE_INIT_ORTHOGONAL_TRANSPOSED, "
                                                                      : "PTRAIN_STATE_INIT_ORTHOGONAL, ") +
                      std::to_string(init->seed) + "u"

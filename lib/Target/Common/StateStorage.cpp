@@ -3,15 +3,59 @@
 #include "Common/StateStorage.h"
 
 #include "Common/CppTypes.h"
+#include "Common/EmitHelpers.h"
 #include "Common/RuntimeCallTable.h"
 
 #include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::target;
 
-void mlir::ptrain::target::emitStorageBlocks(llvm::raw_ostream &s, ArrayRef<std::string> totals) {
+namespace {
+/// StateAllocation::Indexed's `state_block_names` and `allocateStates` (StateStorage.h).
+void emitStateAllocator(llvm::raw_ostream &s) {
+  s << "/// The name of each state's block: state_<index>_<its key, every character but [0-9A-Za-z] as '_'>, the\n"
+       "/// name of its pointer in this code (set once, never resized: the blocks keep pointers into it).\n"
+       "std::vector<std::string> state_block_names;\n\n"
+       "/// Allocates the blocks of the states `indices` of kStates (all n from 0 when nullptr; allocateBlock), their\n"
+       "/// bytes from the descriptors' dims and dtype, sets their pointers (state_f32 or state_i64) and\n"
+       "/// descriptors, and copies descriptor indices[i] into stage_table[i] when given.\n"
+       "[[maybe_unused]] ptrain_status_t allocateStates(const int64_t *indices, int64_t n,\n"
+       "                                                ptrain_state_desc_t *stage_table, int64_t &total) {\n"
+       "  if (state_block_names.empty()) {\n"
+       "    state_block_names.resize(kNumStates);\n"
+       "    for (int64_t i = 0; i < kNumStates; ++i) {\n"
+       "      std::string &name = state_block_names[i];\n"
+       "      name = \"state_\" + std::to_string(i) + \"_\";\n"
+       "      for (const char *c = kStates[i].key; *c; ++c) {\n"
+       "        const bool alnum = (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z');\n"
+       "        name += alnum ? *c : '_';\n"
+       "      }\n"
+       "    }\n"
+       "  }\n"
+       "  for (int64_t i = 0; i < n; ++i) {\n"
+       "    const int64_t index = indices ? indices[i] : i;\n"
+       "    ptrain_state_desc_t &d = kStates[index];\n"
+       "    const bool f32 = d.dtype == PTRAIN_DTYPE_F32;\n"
+       "    int64_t bytes = f32 ? 4 : 8;\n"
+       "    for (int32_t k = 0; k < d.rank; ++k)\n      bytes *= d.dims[k];\n"
+       "    void *p = nullptr;\n"
+       "    PTRAIN_STEP_CALL(allocateBlock(p, bytes, total, state_block_names[index].c_str()));\n"
+       "    if (f32)\n      state_f32[index] = static_cast<float *>(p);\n"
+       "    else\n      state_i64[index] = static_cast<int64_t *>(p);\n"
+       "    d.data = p;\n"
+       "    if (stage_table)\n      stage_table[i] = d;\n"
+       "  }\n"
+       "  return PTRAIN_OK;\n"
+       "}\n\n";
+}
+} // namespace
+
+void mlir::ptrain::target::emitStorageBlocks(llvm::raw_ostream &s, ArrayRef<std::string> totals,
+                                             StateAllocation states) {
   const char *alloc = getRuntimeCallInfo(RuntimeCall::ptrain_alloc).name;
   const char *release = getRuntimeCallInfo(RuntimeCall::ptrain_free).name;
   s << "//===--- Storage: allocated per rank by ptrain_step_init, freed by ptrain_step_finalize ---===//\n\n"
@@ -32,8 +76,11 @@ void mlir::ptrain::target::emitStorageBlocks(llvm::raw_ostream &s, ArrayRef<std:
        "  total += bytes;\n"
        "  out = static_cast<T *>(p);\n"
        "  return PTRAIN_OK;\n"
-       "}\n\n"
-       "/// One state's heap block (a row of a stage's table): the address of its pointer variable (a float * when\n"
+       "}\n\n";
+  if (states == StateAllocation::Indexed)
+    emitStateAllocator(s);
+  else
+    s << "/// One state's heap block (a row of a stage's table): the address of its pointer variable (a float * when\n"
        "/// f32, else an int64_t *), its bytes and name, its entry of the state table and of the stage's table (-1:\n"
        "/// none).\n"
        "struct StateBlockRow {\n  void *var;\n  bool f32;\n  int64_t bytes;\n  const char *name;\n  int64_t index;\n"
@@ -53,8 +100,8 @@ void mlir::ptrain::target::emitStorageBlocks(llvm::raw_ostream &s, ArrayRef<std:
        "    if (stage_table && r.stage_index >= 0)\n      stage_table[r.stage_index].data = p;\n"
        "  }\n"
        "  return PTRAIN_OK;\n"
-       "}\n\n"
-       "/// Frees every block (the pointers into them dangle until the next ptrain_step_init allocates again).\n"
+       "}\n\n";
+  s << "/// Frees every block (the pointers into them dangle until the next ptrain_step_init allocates again).\n"
        "[[maybe_unused]] ptrain_status_t releaseStorage() {\n"
        "  for (const StorageBlock &b : storage_blocks)\n"
        "    PTRAIN_STEP_CALL("
@@ -90,6 +137,12 @@ std::string mlir::ptrain::target::stateAllocations(ArrayRef<StateOp> list, llvm:
   body += "    };\n    PTRAIN_STEP_CALL(allocateStateBlocks(rows, " + std::to_string(list.size()) + ", kStates, " +
           (stageTable.empty() ? std::string("nullptr") : stageTable.str()) + ", " + total.str() + "));\n  }\n";
   return body;
+}
+
+std::string mlir::ptrain::target::stateIndexList(StringRef name, ArrayRef<int64_t> indices) {
+  // A zero-length array is not C++: an empty list keeps one unused entry.
+  return "const int64_t " + name.str() + "[" + std::to_string(std::max<size_t>(indices.size(), 1)) + "] = {" +
+         (indices.empty() ? std::string("0") : wrapInts(indices, 16, "    ")) + "};\n";
 }
 
 std::string mlir::ptrain::target::allocateBlockCall(StringRef var, int64_t bytes, StringRef total) {

@@ -21,12 +21,28 @@
 
 namespace mlir::ptrain::target {
 
+/// How the generated code allocates its states' blocks:
+/// - Rows: a table of one row per state (`StateBlockRow`, walked by `allocateStateBlocks`; stateAllocations
+///   writes the table and the call);
+/// - Indexed: by their indices in the state table `kStates` (kNumStates ptrain_state_desc_t, their dims in the
+///   table, f32 or i64, declared before), whose pointers are the arrays `state_f32` and `state_i64` at the same
+///   indices: `allocateStates(indices, n, stage_table, total)` allocates the states `indices` of kStates (all n
+///   from 0 when nullptr), their bytes from the descriptors' dims and dtype, each block named
+///   `state_<index>_<key as an identifier>` (identifierFrom, the name of the state's pointer in the code), sets
+///   the state's pointer and descriptor and copies descriptor indices[i] into stage_table[i] (when given). A
+///   stage is then its list of indices (stateIndexList): what grows with the states is a row of kStates and an
+///   index, not a row per table.
+enum class StateAllocation { Rows, Indexed };
+
 /// Writes the block list of the generated code: `StorageBlock`, `storage_blocks`, `storage_stage` (the stage
 /// whose storage is allocated; -1 the whole module's, -2 none), one int64_t counter per name of `totals`,
-/// `allocateBlock(T *&out, bytes, total, name)` (ptrain_alloc, counted in `total`), `StateBlockRow` and
-/// `allocateStateBlocks` (stateAllocations' table and loop) and `releaseStorage()` (frees every block, resets
-/// storage_stage and the counters).
-void emitStorageBlocks(llvm::raw_ostream &os, ArrayRef<std::string> totals);
+/// `allocateBlock(T *&out, bytes, total, name)` (ptrain_alloc, counted in `total`), the states' allocation
+/// (`states`) and `releaseStorage()` (frees every block, resets storage_stage and the counters).
+void emitStorageBlocks(llvm::raw_ostream &os, ArrayRef<std::string> totals,
+                       StateAllocation states = StateAllocation::Rows);
+
+/// `const int64_t name[n] = {...};`, the indices `indices` as data, several to a line (wrapInts).
+std::string stateIndexList(StringRef name, ArrayRef<int64_t> indices);
 
 /// `PTRAIN_STEP_CALL(allocateBlock(var, bytes, total, "var"));`: one block of `bytes` pointed to by `var`.
 std::string allocateBlockCall(StringRef var, int64_t bytes, StringRef total);

@@ -78,6 +78,7 @@ struct StateInfo {
   StateOp op;
   int64_t index;   ///< position in the state table
   std::string var; ///< the pointer to its heap block (allocated by ptrain_step_init)
+  std::string dims; ///< its dims in the flat table kStateDims ("kStateDims + offset"; empty for a scalar)
 };
 
 /// A large constant that is neither a splat nor generated (ConstantForm::File): its bytes at `offset` of the

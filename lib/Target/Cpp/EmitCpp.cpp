@@ -115,7 +115,6 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   for (StateOp state : stateOrder) {
     const StateInfo &info = states[state.getSymNameAttr()];
     globals[info.var] = state.getTensorType().getElementType().isF32() ? "float *" : "int64_t *";
-    globals[info.var + "_dims"] = "const int64_t[" + std::to_string(state.getTensorType().getRank()) + "]";
   }
   for (const CommGroups::Group &g : comms.groups)
     globals[g.var] = "ptrain_comm_t";
@@ -123,7 +122,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   for (auto &emitter : emitters)
     bodies.push_back(emitter->takeChunks());
   auto globalType = [&](StringRef name) { return globals.lookup(name); };
-  // A state's pointer is also its entry of kStates (allocateStateBlocks sets both): a layer's block reads
+  // A state's pointer is also its entry of kStates (allocateStates sets both): a layer's block reads
   // its states by their indices in its row.
   llvm::StringMap<std::pair<std::string, int64_t>> stateEntries;
   for (StateOp state : stateOrder) {
@@ -186,6 +185,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "#include <cstdarg>\n"
        "#include <cstdint>\n"
        "#include <cstdio>\n"
+       "#include <string>\n"
        "#include <vector>\n\n"
     << kernelDeclarations(module, options)
     << "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
@@ -203,34 +203,45 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "}\n\n"
        "//===--- State storage (";
   s << stateOrder.size() << " states) ---===//\n\n";
+  // A state is its named pointer, a reference to its entry of the pointer arrays, and its row of kStates (key,
+  // kind, dtype, dims in kStateDims): what grows with the states is a line of each (issue 23 item 3).
+  const size_t numSlots = std::max<size_t>(stateOrder.size(), 1);
+  s << "/// The pointer to each state's heap block by its index in kStates, f32 states in state_f32, i64 states in\n"
+       "/// state_i64 (allocateStates), and each state's name for it.\n"
+    << "float *state_f32[" << numSlots << "] = {};\nint64_t *state_i64[" << numSlots << "] = {};\n";
   for (StateOp state : stateOrder) {
     const StateInfo &info = states[state.getSymNameAttr()];
-    RankedTensorType type = state.getTensorType();
-    bool f = type.getElementType().isF32();
-    s << "// @" << state.getSymName() << " key \"" << state.getKey() << "\" kind " << stringifyStateKind(state.getKind())
-      << " : " << type << "\n";
-    s << (f ? "float *" : "int64_t *") << info.var << " = nullptr;\n";
-    if (type.getRank() > 0)
-      s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape())
-        << "};\n";
+    const bool f32 = state.getTensorType().getElementType().isF32();
+    s << "[[maybe_unused]] " << (f32 ? "float *&" : "int64_t *&") << info.var << " = "
+      << (f32 ? "state_f32[" : "state_i64[") << info.index << "];\n";
   }
-  // The tables' data pointers are set when the storage is allocated (allocateStorage).
-  auto stateTable = [&](StringRef name, ArrayRef<StateOp> list) {
-    s << "\nptrain_state_desc_t " << name << "[] = {\n";
-    for (StateOp state : list) {
-      s << "    " << stateDescriptor(state, states[state.getSymNameAttr()].var, "nullptr") << ",\n";
-    }
-    if (list.empty())
-      s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},\n";
-    s << "};\n";
-  };
-  stateTable("kStates", stateOrder);
+  SmallVector<int64_t> allDims;
+  for (StateOp state : stateOrder)
+    llvm::append_range(allDims, state.getTensorType().getShape());
+  s << "\n/// The dims of every state, in kStates' order (a state's descriptor points at its own).\n"
+    << "const int64_t kStateDims[" << std::max<size_t>(allDims.size(), 1) << "] = {"
+    << (allDims.empty() ? std::string("0") : wrapInts(allDims, 16, "    ")) << "};\n";
+  // The tables' data pointers are set when the storage is allocated (allocateStates).
+  s << "\nptrain_state_desc_t kStates[] = {\n";
+  for (StateOp state : stateOrder) {
+    const StateInfo &info = states[state.getSymNameAttr()];
+    s << "    " << stateDescriptor(state, info.var, "nullptr", info.dims) << ",\n";
+  }
+  if (stateOrder.empty())
+    s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},\n";
+  s << "};\n";
   s << "constexpr int64_t kNumStates = " << stateOrder.size() << ";\n";
   if (pipeline) {
-    s << "\n// The states each pipeline stage's functions use: a rank initializes, saves and loads its stage's.\n";
+    s << "\n// The states each pipeline stage's functions use: a rank initializes, saves and loads its stage's. A\n"
+         "// stage's table holds the descriptors of its states' indices in kStates (filled by allocateStates).\n";
     for (auto &[stage, list] : stageStates) {
-      stateTable("kStage" + std::to_string(stage) + "States", list.getArrayRef());
-      s << "constexpr int64_t kNumStage" << stage << "States = " << list.size() << ";\n";
+      const std::string name = "kStage" + std::to_string(stage) + "State";
+      SmallVector<int64_t> indices;
+      for (StateOp state : list)
+        indices.push_back(states[state.getSymNameAttr()].index);
+      s << "constexpr int64_t kNumStage" << stage << "States = " << list.size() << ";\n"
+        << stateIndexList(name + "Indices", indices) << "ptrain_state_desc_t " << name << "s["
+        << std::max<size_t>(list.size(), 1) << "] = {};\n";
     }
   }
   s << "/// The states this process owns (the stage's in a pipeline; set by ptrain_step_init).\n";
@@ -290,8 +301,10 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
         readTPSlice(state, hasComm ? comms.theGrid : GridOp(), states[state.getSymNameAttr()].var);
     if (failed(slice))
       return failure();
-    if (*slice)
+    if (*slice) {
+      (*slice)->dims = states[state.getSymNameAttr()].dims;
       slices.push_back(std::move(**slice));
+    }
   }
   if (!slices.empty())
     emitTPStateInit(slices, s);

@@ -23,12 +23,15 @@ using namespace mlir::ptrain;
 using namespace mlir::ptrain::cpp;
 
 LogicalResult CppEmitter::collectStates() {
+  int64_t dimsOffset = 0;
   for (auto state : module.getOps<StateOp>()) {
     FailureOr<RankedTensorType> type = supportedType(state, state.getType(), "the state");
     if (failed(type))
       return failure();
     StateInfo info{state, static_cast<int64_t>(stateOrder.size()),
-                   "state_" + std::to_string(stateOrder.size()) + "_" + identifierFrom(state.getKey())};
+                   "state_" + std::to_string(stateOrder.size()) + "_" + identifierFrom(state.getKey()),
+                   type->getRank() ? "kStateDims + " + std::to_string(dimsOffset) : std::string()};
+    dimsOffset += type->getRank();
     states[state.getSymNameAttr()] = info;
     stateOrder.push_back(state);
   }
@@ -46,7 +49,8 @@ LogicalResult CppEmitter::emitStorageAllocation(bool pipeline, ArrayRef<Function
                 "--emit-cpp-constants=FILE (FILE lies beside libstep.so)";
     fileName = llvm::sys::path::filename(options.constantsFile).str();
   }
-  emitStorageBlocks(s, {"storage_state_bytes", "storage_arena_bytes", "storage_constant_bytes"});
+  emitStorageBlocks(s, {"storage_state_bytes", "storage_arena_bytes", "storage_constant_bytes"},
+                    StateAllocation::Indexed);
   // The units: each stage of a pipeline (its ranks allocate only its storage) or the whole module.
   std::set<int64_t> units;
   if (pipeline) {
@@ -74,13 +78,14 @@ LogicalResult CppEmitter::emitStorageAllocation(bool pipeline, ArrayRef<Function
       RankedTensorType type = state.getTensorType();
       stateBytes += numElements(type.getShape()) * elementBytes(type.getElementType());
     }
-    ArrayRef<StateOp> stageList;
-    if (auto it = stageStates.find(unit); unit >= 0 && it != stageStates.end())
-      stageList = it->second.getArrayRef();
-    std::string body = stateAllocations(
-        list.getArrayRef(), [&](StateOp st) { return states[st.getSymNameAttr()].var; },
-        [&](StateOp st) { return states[st.getSymNameAttr()].index; },
-        unit >= 0 ? "kStage" + std::to_string(unit) + "States" : std::string(), stageList, "storage_state_bytes");
+    // The states by their indices in kStates (allocateStates, StateStorage.h): a stage's list of indices and
+    // table are written beside kStates (EmitCpp.cpp).
+    std::string body;
+    if (unit < 0)
+      body = "  PTRAIN_STEP_CALL(allocateStates(nullptr, kNumStates, nullptr, storage_state_bytes));\n";
+    else if (!list.empty())
+      body = "  PTRAIN_STEP_CALL(allocateStates(kStage" + std::to_string(unit) + "StateIndices, kNumStage" +
+             std::to_string(unit) + "States, kStage" + std::to_string(unit) + "States, storage_state_bytes));\n";
     for (const FunctionArena &a : arenas) {
       if (!inUnit(a.stage, unit))
         continue;

@@ -16,6 +16,8 @@
 
 #include "EmitCodecs.h"
 
+#include "Common/DropoutLayout.h"
+
 #include "mlir/Support/LogicalResult.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
@@ -32,23 +34,6 @@ LogicalResult emitBroadcastOp(Operation *op, CallWriter &w);
 
 /// ptrain.rms_norm, ptrain.rotary_embedding or ptrain.dropout on f32 tensors.
 LogicalResult emitTransformerOp(Operation *op, CallWriter &w);
-
-/// The runtime arguments of a ptrain.dropout's ptrain.dropout_layout (PTrainDropoutLayout.h): the global index
-/// of each local element, as the reference interpreter computes it. Shared by --emit-cpp and --emit-cuda (which
-/// reads the counter on the device).
-struct DropoutLayoutArgs {
-  bool global = false;           ///< the op has a layout (else: ptrain_dropout_f32, indices 0..n-1)
-  int64_t mid = 0, inner = 1;    ///< the sharded dimension's local size (0: not sharded), elements after it
-  std::string part = "0";        ///< this rank's part along it (a C expression) ...
-  int64_t parts = 1;             ///< ... of parts
-  bool packedRows = false;       ///< the counter packs step + 2^32 row (lib/Transforms/DropoutRows.cpp) ...
-  int64_t rowElems = 0;          ///< ... and a row has this many global elements
-  std::string replicaCoordinate; ///< non-empty: the rows are offset by this coordinate * replicaRows
-  int64_t replicaRows = 0;
-};
-
-/// The layout arguments of `op`, or an error at it (prefixed by `flag`) when the layout names an unknown axis.
-FailureOr<DropoutLayoutArgs> dropoutLayoutArgs(DropoutOp op, StringRef flag);
 
 /// ptrain.cast (between f32, i64 and i1 masks), ptrain.gather (i64 indices) or ptrain.log_softmax (f32, any
 /// axis): EmitSelection.cpp.

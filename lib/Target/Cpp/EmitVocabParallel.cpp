@@ -71,13 +71,6 @@ LogicalResult emitPartsGrad(VocabParallelCrossEntropyPartsGradOp op, const Part 
 
 } // namespace
 
-std::pair<StringRef, StringRef> mlir::ptrain::cpp::vocabParallelAxis(Operation *op) {
-  return llvm::TypeSwitch<Operation *, std::pair<StringRef, StringRef>>(op)
-      .Case<TPAllGatherOp, VocabParallelEmbeddingOp, VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp,
-            VocabParallelCrossEntropyPartsGradOp>([](auto o) { return std::make_pair(o.getGrid(), o.getAxis()); })
-      .Default([](Operation *) { return std::make_pair(StringRef(), StringRef()); });
-}
-
 LogicalResult mlir::ptrain::cpp::emitVocabParallelOp(Operation *op, const std::string &comm, GridOp grid,
                                                      CallWriter &w) {
   StringRef axis = vocabParallelAxis(op).second;

@@ -10,6 +10,8 @@
 
 #include "EmitCodecs.h"
 
+#include "Common/VocabParallelAxis.h"
+
 #include "mlir/Support/LogicalResult.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
@@ -17,9 +19,6 @@
 #include <utility>
 
 namespace mlir::ptrain::cpp {
-
-/// The (grid, axis) a vocabulary-parallel op or ptrain.tp_all_gather names; empty for any other op.
-std::pair<StringRef, StringRef> vocabParallelAxis(Operation *op);
 
 /// One vocabulary-parallel op or ptrain.tp_all_gather, over the communicator variable `comm` of its axis
 /// on `grid`: the rank-local kernels get this rank's coordinate on the axis, the gather is blocking.

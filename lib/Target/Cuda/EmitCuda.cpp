@@ -28,7 +28,6 @@
 
 #include "Common/CommGroups.h"
 #include "Common/CppTypes.h"
-#include "Cpp/EmitCollectives.h"
 #include "Common/EmitHelpers.h"
 #include "Common/EmitTraffic.h"
 #include "Common/NamedStorage.h"
@@ -36,6 +35,7 @@
 #include "Common/PipelineDriver.h"
 #include "Common/RuntimeCallTable.h"
 #include "Common/StateStorage.h"
+#include "Common/TensorParallelSlices.h"
 #include "CudaCallTable.h"
 #include "EmitCudaCodecs.h"
 #include "EmitCudaComm.h"
@@ -128,7 +128,7 @@ struct ModuleStorage {
   SmallVector<std::pair<std::string, int64_t>> constantCopies; ///< (host array, device offset) and bytes below
   SmallVector<int64_t> constantBytes;
   int64_t constantBlockBytes = 0;
-  CodecSites sites;      ///< codec telemetry (lib/Target/Cpp/EmitTelemetry.h)
+  CodecSites sites;      ///< codec telemetry (Common/CodecTelemetry.h)
   bool pipeline = false; ///< ptrain.pipeline: a rank's d_states holds its stage's states only
   StageStates stages;    ///< pipeline: each stage's states and their offsets in its d_states
 };

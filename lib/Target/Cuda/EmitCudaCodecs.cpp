@@ -22,7 +22,7 @@
 // are complete in stream order: the state writes right after the start (the
 // IR's order) need no deferral to the wait, unlike on the CPU.
 // After an encode at a codec site, the telemetry record of
-// lib/Target/Cpp/EmitTelemetry.h (ptrain_cuda_codec_metrics_f32 on the device
+// Common/CodecTelemetry.h (ptrain_cuda_codec_metrics_f32 on the device
 // buffers).
 //
 //===----------------------------------------------------------------------===//

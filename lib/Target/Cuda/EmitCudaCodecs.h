@@ -17,7 +17,7 @@
 #ifndef PTRAIN_TARGET_CUDA_EMITCUDACODECS_H
 #define PTRAIN_TARGET_CUDA_EMITCUDACODECS_H
 
-#include "Cpp/EmitTelemetry.h"
+#include "Common/CodecTelemetry.h"
 #include "CudaCallTable.h"
 
 #include "mlir/Support/LogicalResult.h"
@@ -45,13 +45,13 @@ LogicalResult checkCudaCodecOp(Operation *op);
 /// ptrain.compress: the new states are copied from the old ones on the device, then the encoder updates them in
 /// place and writes the codes. rand-k's counter (a host pointer for the runtime) goes through a host copy. Then,
 /// for an op with a codec site (error feedback into a residual state), the site's telemetry record when on.
-LogicalResult emitCudaCompress(CompressOp op, const cpp::CodecSites &sites, CudaCodecWriter &w);
+LogicalResult emitCudaCompress(CompressOp op, const CodecSites &sites, CudaCodecWriter &w);
 
-/// The codec telemetry of --emit-cpp (lib/Target/Cpp/EmitTelemetry.h: the same site table, modes, fields and
+/// The codec telemetry of --emit-cpp (Common/CodecTelemetry.h: the same site table, modes, fields and
 /// entry points) on the device: the record helper measures with ptrain_cuda_codec_metrics_f32 on the device
 /// buffers and keeps each site's previous input in device memory, allocated at the site's first compression with
 /// telemetry on (docs/CodegenCuda.md, "Codec telemetry"). Nothing for a module without sites.
-void emitCudaTelemetryState(const cpp::CodecSites &sites, llvm::raw_ostream &s);
+void emitCudaTelemetryState(const CodecSites &sites, llvm::raw_ostream &s);
 
 /// ptrain.decompress: the decoder writes the result (rand-k: its counter, as for the encoder).
 LogicalResult emitCudaDecompress(DecompressOp op, CudaCodecWriter &w);

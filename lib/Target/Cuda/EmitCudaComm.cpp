@@ -65,8 +65,8 @@ SmallVector<PipeChannels::Call> PipeChannels::startCalls(Operation *op, Value re
   auto tag = op->getAttrOfType<IntegerAttr>("ptrain.tag");
   std::string what = std::string(isSend ? "the send of " : "the receive of ") + std::to_string(bytes) + " bytes (tag " +
                      std::to_string(tag ? tag.getInt() : 0) + ") " + (isSend ? "to" : "from") + " stage " +
-                     std::to_string(peer) + " at " + cpp::locationComment(op->getLoc());
-  pending[request] = {it->comm, done, cpp::stringLiteral(what)};
+                     std::to_string(peer) + " at " + locationComment(op->getLoc());
+  pending[request] = {it->comm, done, stringLiteral(what)};
   return {{CudaCall::ptrain_cuda_event_record, {posted, "stream"}},
           {CudaCall::ptrain_cuda_stream_wait_event, {it->stream, posted}},
           {CudaCall::ptrain_cuda_set_stream, {it->stream}},

@@ -19,8 +19,8 @@
 using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::cuda;
-using cpp::countOf;
-using cpp::tensorOf;
+using target::countOf;
+using target::tensorOf;
 
 namespace {
 

@@ -17,8 +17,8 @@
 
 #include "Common/CppTypes.h"
 #include "Common/EmitHelpers.h"
-#include "Cpp/EmitVocabParallel.h"
 #include "Common/OpGeometry.h"
+#include "Common/VocabParallelAxis.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 

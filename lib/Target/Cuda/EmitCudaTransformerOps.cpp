@@ -3,7 +3,7 @@
 // See EmitCudaTransformerOps.h. The arguments are --emit-cpp's (masks are uint8_t buffers, one byte 0 or 1 per
 // element, on the device as on the CPU; dims are host arrays), with one difference: the dropout counter is a
 // device tensor, so ptrain_cuda_dropout_f32 takes its pointer and derives the step and the first row of a
-// row-packed counter on the device; the layout's other arguments (lib/Target/Cpp/EmitModelOps.h,
+// row-packed counter on the device; the layout's other arguments (Common/DropoutLayout.h,
 // dropoutLayoutArgs) are the CPU's.
 //
 //===----------------------------------------------------------------------===//
@@ -11,8 +11,8 @@
 #include "EmitCudaTransformerOps.h"
 
 #include "Common/CppTypes.h"
+#include "Common/DropoutLayout.h"
 #include "Common/EmitHelpers.h"
-#include "Cpp/EmitModelOps.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"

@@ -8,6 +8,13 @@
 // --ptrain-lower-to-runtime: the all-reduce, sends, receives and waits become runtime calls on the pp
 // communicator, calls of stage functions become calls of their entry points, and ptrain_step_train/eval
 // dispatch to this rank's lowered step.
+// A stage's states are their indices in kStates, data; its table of descriptors is filled when they are
+// allocated.
+// CHECK: constexpr int64_t kNumStage0States = 2;
+// CHECK-NEXT: const int64_t kStage0StateIndices[2] = {0, 1};
+// CHECK-NEXT: ptrain_state_desc_t kStage0States[2] = {};
+// CHECK-LABEL: ptrain_status_t allocateStage0Storage() {
+// CHECK-NEXT: PTRAIN_STEP_CALL(allocateStates(kStage0StateIndices, kNumStage0States, kStage0States, storage_state_bytes));
 // CHECK-LABEL: ptrain_status_t ptrain_step_init(
 // CHECK: PTRAIN_STEP_CALL(ptrain_comm_init(&world));
 // CHECK: return stepError("ptrain_step_init: the step was compiled for 2 ranks (grid @grid) but MPI_COMM_WORLD has %d

@@ -14,7 +14,7 @@
 // CHECK: #include <vector>
 // CHECK: const int64_t tp_slice_0_global[2] = {8, 4};
 // CHECK: const TPSlice kTPSlices[] = {
-// CHECK-NEXT: {&state_0_w, state_0_w_dims, tp_slice_0_global, 32, 2, 0, 2, 0, 2, 8},
+// CHECK-NEXT: {&state_0_w, kStateDims + 0, tp_slice_0_global, 32, 2, 0, 2, 0, 2, 8},
 // CHECK: ptrain_status_t initStates(const char *path) {
 // CHECK: PTRAIN_STEP_CALL(ptrain_state_init_onnx(descs.data(), num_active_states, path));
 // CHECK: const int64_t c = gridCoordinate(ptrain_rank, s.axis);

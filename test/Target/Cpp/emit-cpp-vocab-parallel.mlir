@@ -11,7 +11,7 @@
 // are blocking all-gathers along their dimension on the tp communicator, and ptrain_step_init cuts the
 // 9-row initializer into rows [5c, 5c + 5) with zero rows past 9 (padded = 10).
 // CHECK: const TPSlice kTPSlices[] = {
-// CHECK-NEXT: {&state_0_wte, state_0_wte_dims, tp_slice_0_global, 36, 2, 0, 1, 1, 2, 10},
+// CHECK-NEXT: {&state_0_wte, kStateDims + 0, tp_slice_0_global, 36, 2, 0, 1, 1, 2, 10},
 // CHECK: if (s.padded != s.global_dims[s.dim]) {
 // CHECK: PTRAIN_STEP_CALL(ptrain_zero_bytes(*s.local, s.global_count / real * chunk * 4));
 // CHECK-LABEL: ptrain_status_t ptrain_step_f(const int64_t *arg0, const int64_t *arg1, float *out_0, float *out_1, float *out_2, float *out_3) {

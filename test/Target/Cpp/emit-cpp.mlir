@@ -40,27 +40,24 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
   }
 }
 
-// The state table: one heap block per state, allocated by ptrain_step_init, keyed, with its kind and shape;
-// no static storage sized by the model.
+// The state table: one heap block per state, allocated by ptrain_step_init, keyed, with its kind and shape
+// (its dims in the flat kStateDims); no static storage sized by the model.
 // CHECK: #include "ptrain/Runtime/ptrain_runtime.h"
-// CHECK: float *state_0_wte_weight = nullptr;
-// CHECK: int64_t *state_3_step = nullptr;
+// CHECK: float *state_f32[4] = {};
+// CHECK-NEXT: int64_t *state_i64[4] = {};
+// CHECK-NEXT: {{\[\[}}maybe_unused]] float *&state_0_wte_weight = state_f32[0];
+// CHECK: {{\[\[}}maybe_unused]] int64_t *&state_3_step = state_i64[3];
+// CHECK: const int64_t kStateDims[6] = {16, 8, 16, 8, 16, 8};
 // CHECK: ptrain_state_desc_t kStates[] = {
-// CHECK-NEXT: {"wte.weight", nullptr, PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 2, state_0_wte_weight_dims, PTRAIN_STATE_INIT_NONE, 0},
-// CHECK-NEXT: {"wte.weight/adam_m", nullptr, PTRAIN_DTYPE_F32, PTRAIN_STATE_OPTIMIZER_MOMENT, 2,
+// CHECK-NEXT: {"wte.weight", nullptr, PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 2, kStateDims + 0, PTRAIN_STATE_INIT_NONE, 0},
+// CHECK-NEXT: {"wte.weight/adam_m", nullptr, PTRAIN_DTYPE_F32, PTRAIN_STATE_OPTIMIZER_MOMENT, 2, kStateDims + 2,
 // CHECK-NEXT: {"wte.weight/adam_v",
 // CHECK-NEXT: {"step", nullptr, PTRAIN_DTYPE_I64, PTRAIN_STATE_STEP_COUNTER, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},
 // CHECK: unsigned char *ptrain_arena = nullptr;
-// The states' blocks: a table (a row per state: pointer variable, f32, bytes, name, kStates entry, stage entry)
-// and one loop.
+// The states' blocks: one loop over kStates, each block's bytes from its descriptor and its name from its
+// index and key.
 // CHECK-LABEL: ptrain_status_t allocateModuleStorage() {
-// CHECK-NEXT: {
-// CHECK-NEXT: static const StateBlockRow rows[] = {
-// CHECK-NEXT: {&state_0_wte_weight, true, 512, "state_0_wte_weight", 0, -1},
-// CHECK: {&state_3_step, false, 8, "state_3_step", 3, -1},
-// CHECK-NEXT: };
-// CHECK-NEXT: PTRAIN_STEP_CALL(allocateStateBlocks(rows, 4, kStates, nullptr, storage_state_bytes));
-// CHECK-NEXT: }
+// CHECK-NEXT: PTRAIN_STEP_CALL(allocateStates(nullptr, kNumStates, nullptr, storage_state_bytes));
 // CHECK-NEXT: PTRAIN_STEP_CALL(allocateBlock(ptrain_arena, [[ARENA:[0-9]+]], storage_arena_bytes, "ptrain_arena"));
 
 // Initial values by key from the ONNX file the module names, after the storage; checkpoints by key.

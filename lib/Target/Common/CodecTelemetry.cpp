@@ -1,4 +1,4 @@
-//===- EmitTelemetry.cpp - Codec telemetry in the generated step ----------===//
+//===- CodecTelemetry.cpp - Codec telemetry in the generated step ---------===//
 //
 // The generated code of docs/CodegenCpu.md's "Codec telemetry": per site a
 // copy of the last input g (for the LEP cosine's x_k - x_{k+1}) and
@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "EmitTelemetry.h"
+#include "Common/CodecTelemetry.h"
 
 #include "Common/RuntimeCallTable.h"
 
@@ -20,7 +20,7 @@
 
 using namespace mlir;
 using namespace mlir::ptrain;
-using namespace mlir::ptrain::cpp;
+using namespace mlir::ptrain::target;
 
 namespace {
 const char *name(RuntimeCall call) { return getRuntimeCallInfo(call).name; }
@@ -50,9 +50,9 @@ void CodecSites::collect(ModuleOp module) {
   });
 }
 
-void mlir::ptrain::cpp::emitCompressTelemetry(CompressOp op, const CodecSites &sites,
-                                              llvm::function_ref<std::string(Value)> ptr,
-                                              llvm::function_ref<void(const std::string &)> line) {
+void mlir::ptrain::target::emitCompressTelemetry(CompressOp op, const CodecSites &sites,
+                                                 llvm::function_ref<std::string(Value)> ptr,
+                                                 llvm::function_ref<void(const std::string &)> line) {
   const int64_t site = sites.lookup(op);
   if (site < 0)
     return;
@@ -63,8 +63,8 @@ void mlir::ptrain::cpp::emitCompressTelemetry(CompressOp op, const CodecSites &s
        ptr(op.getState()[0]) + ", " + ptr(op.getNewState()[0]) + "));");
 }
 
-void mlir::ptrain::cpp::emitTelemetryState(const CodecSites &sites, const TelemetryTarget &target,
-                                           llvm::raw_ostream &s) {
+void mlir::ptrain::target::emitTelemetryState(const CodecSites &sites, const TelemetryTarget &target,
+                                              llvm::raw_ostream &s) {
   if (sites.sites.empty())
     return;
   const size_t n = sites.sites.size();
@@ -127,8 +127,8 @@ void mlir::ptrain::cpp::emitTelemetryState(const CodecSites &sites, const Teleme
        "}\n\n";
 }
 
-void mlir::ptrain::cpp::emitTelemetryEntryPoints(const CodecSites &sites, bool hasWorld, llvm::raw_ostream &s,
-                                                 const char *rendezvousGather) {
+void mlir::ptrain::target::emitTelemetryEntryPoints(const CodecSites &sites, bool hasWorld, llvm::raw_ostream &s,
+                                                    const char *rendezvousGather) {
   if (sites.sites.empty())
     return;
   s << "//===--- Codec telemetry entry points ---===//\n\n";
