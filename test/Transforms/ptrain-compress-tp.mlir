@@ -3,6 +3,23 @@
 // RUN: ptrain-opt %s --split-input-file --ptrain-compress="policy=mcbench tp-bwd-codec=bf16 tp-error-feedback=false" | FileCheck %s --check-prefix=NOEF
 // RUN: not ptrain-opt %s --split-input-file --ptrain-compress="policy=mcbench tp-fwd-codec=randk:ratio=0.5" 2>&1 | FileCheck %s --check-prefix=STATEFUL
 
+// Bad configurations, each an error naming the option and the site (on every module of the file).
+// RUN: not ptrain-opt %s --split-input-file --ptrain-compress="policy=mcbench tp-fwd-codec=powersgd:rank=4" 2>&1 | FileCheck %s --check-prefix=WARM
+// RUN: not ptrain-opt %s --split-input-file --ptrain-compress="policy=mcbench tp-bwd-codec=#ptrain.linear_ae<dim=16>" 2>&1 | FileCheck %s --check-prefix=AE
+// RUN: not ptrain-opt %s --split-input-file --ptrain-compress="policy=mcbench tp-bwd-codec=topk:k=100" 2>&1 | FileCheck %s --check-prefix=TOPK
+// RUN: not ptrain-opt %s --split-input-file --ptrain-compress="policy=mcbench tp-fwd-codec=quant:bits=3" 2>&1 | FileCheck %s --check-prefix=BITS
+// RUN: not ptrain-opt %s --split-input-file --ptrain-compress="policy=mcbench tp-fwd-codec=fp16 tp-skip-layers=-1" 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: not ptrain-opt %s --split-input-file --ptrain-compress="policy=optimus-cc tp-error-feedback=false" 2>&1 | FileCheck %s --check-prefix=EFPOLICY
+// A warm-started PowerSGD keeps its Q between steps: not on a forward site.
+// WARM: error: --ptrain-compress: tp-fwd-codec #ptrain.powersgd<rank = 4> on the forward tp all-reduce attn_out of layer 0 keeps codec state
+// The linear autoencoder would need parameters on the site.
+// AE: error: --ptrain-compress: codec #ptrain.linear_ae<dim = 16> on the backward tp all-reduce attn_in of layer 0: the linear autoencoder needs trainable parameters, which --ptrain-compress does not add on tensor-parallel all-reduces
+// The codec's own check against the site's tensor (64 elements).
+// TOPK: error: --ptrain-compress: codec #ptrain.topk<k = 100> cannot serve the backward tp all-reduce attn_in of layer 0: top-k k = 100 exceeds the 64 elements of 'tensor<2x4x8xf32>'
+// BITS: error: --ptrain-compress: tp-fwd-codec: quantization bits must be 2, 4 or 8, got 3
+// NEG: error: --ptrain-compress: tp-skip-layers must be >= 0, got -1
+// EFPOLICY: error: --ptrain-compress: policy=optimus-cc does not take tp-error-feedback (policy=mcbench or auto)
+
 // mcbench's TP site (docs/Compression.md, "The TP site"): --ptrain-compress finds the tensor-parallel
 // all-reduces of each stage function by the ptrain.linear marks of --ptrain-raise (a forward site follows a
 // row-parallel linear, attn_out or mlp_down; a backward site reduces f's gradient, dy W^T of a column-parallel
