@@ -33,8 +33,8 @@ LogicalResult emitBroadcastOp(Operation *op, CallWriter &w);
 /// ptrain.rms_norm, ptrain.rotary_embedding or ptrain.dropout on f32 tensors.
 LogicalResult emitTransformerOp(Operation *op, CallWriter &w);
 
-/// The runtime arguments of a ptrain.dropout's ptrain.dropout_layout (PTrainDropoutLayout.h): the global index
-/// of each local element, as the reference interpreter computes it. Shared by --emit-cpp and --emit-cuda (which
+/// The runtime arguments of a ptrain.dropout's #ptrain.dropout_layout (PTrainPlanAttrs.h): the global index of
+/// each local element, as the reference interpreter computes it. Shared by --emit-cpp and --emit-cuda (which
 /// reads the counter on the device).
 struct DropoutLayoutArgs {
   bool global = false;           ///< the op has a layout (else: ptrain_dropout_f32, indices 0..n-1)

@@ -402,3 +402,27 @@ ptrain.state @zero_bucket_c5 key "w" kind parameter {ptrain.zero_bucket = #ptrai
 // (C6) the state is a rank-1 shard of the padded bucket.
 // expected-error@+1 {{'ptrain.zero_bucket' the state's type 'tensor<3xf32>' must be rank 1 with a size that divides padded (4)}}
 ptrain.state @zero_bucket_c6 key "m" kind optimizer_moment {ptrain.zero_bucket = #ptrain.zero_bucket<params = ["w"], elements = 4, padded = 4, axis = "dp">} : tensor<3xf32>
+
+// -----
+
+// DropoutLayout (C1): counts >= 1 (dimension 0 holds the batch rows, never the sharded one).
+// expected-error@+1 {{dropout_layout shard_dim must be >= 1, got 0}}
+func.func private @dropout_layout_c1() attributes {d = #ptrain.dropout_layout<shard_axis = "tp", shard_dim = 0>}
+
+// -----
+
+// DropoutLayout (C2): shard_axis without shard_dim.
+// expected-error@+1 {{dropout_layout: shard_axis and shard_dim come together}}
+func.func private @dropout_layout_c2() attributes {d = #ptrain.dropout_layout<shard_axis = "tp">}
+
+// -----
+
+// DropoutLayout (C3): replica_axis without replica_rows.
+// expected-error@+1 {{dropout_layout: replica_axis and replica_rows come together}}
+func.func private @dropout_layout_c3() attributes {d = #ptrain.dropout_layout<batch_rows = 4, replica_axis = "dp">}
+
+// -----
+
+// DropoutLayout (C3): the replicas' rows need the batch rows (the row packed into the counter).
+// expected-error@+1 {{dropout_layout: replica_rows needs batch_rows (the row packed into the counter)}}
+func.func private @dropout_layout_c3_rows() attributes {d = #ptrain.dropout_layout<replica_axis = "dp", replica_rows = 8>}

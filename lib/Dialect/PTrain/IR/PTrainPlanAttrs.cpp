@@ -1,7 +1,8 @@
 //===- PTrainPlanAttrs.cpp - the plan attributes' verifiers --------------===//
 //
 // The plan attributes' own constraints (#ptrain.pipeline C1-C5, #ptrain.stage C1, #ptrain.schedule C1-C5,
-// #ptrain.compression C1-C7, #ptrain.tp_site C1-C4, #ptrain.zero_bucket C1-C3, #ptrain.tp_slice C1-C5) and the
+// #ptrain.compression C1-C7, #ptrain.tp_site C1-C4, #ptrain.zero_bucket C1-C3, #ptrain.dropout_layout C1-C3,
+// #ptrain.tp_slice C1-C5) and the
 // dialect's check of them where they sit (pipeline C6-C8, stage C2-C4, schedule C6-C8, compression C8-C11,
 // zero_bucket C4-C6, tp_slice C6-C9); PTrainAttrs.td and PTrainPlanAttrs.h.
 // Negative tests, one per error: test/Dialect/PTrain/plan-attrs-invalid.mlir.
@@ -329,6 +330,27 @@ static LogicalResult verifyCompressionAttr(Operation *op, Attribute value) {
       return op->emitError() << "'" << kCompressionAttr << "' compresses an activation out of the last "
                              << (v > 1 ? "virtual stage" : "stage") << ", which sends none forward";
   }
+  return success();
+}
+
+LogicalResult DropoutLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                        std::optional<int64_t> batchRows, StringRef replicaAxis,
+                                        std::optional<int64_t> replicaRows, StringRef shardAxis,
+                                        std::optional<int64_t> shardDim) {
+  // (C1)
+  for (auto [name, value] : {std::pair<StringRef, std::optional<int64_t>>{"batch_rows", batchRows},
+                             {"replica_rows", replicaRows},
+                             {"shard_dim", shardDim}})
+    if (value && *value < 1)
+      return emitError() << "dropout_layout " << name << " must be >= 1, got " << *value;
+  // (C2)
+  if (shardAxis.empty() != !shardDim)
+    return emitError() << "dropout_layout: shard_axis and shard_dim come together";
+  // (C3)
+  if (replicaAxis.empty() != !replicaRows)
+    return emitError() << "dropout_layout: replica_axis and replica_rows come together";
+  if (replicaRows && !batchRows)
+    return emitError() << "dropout_layout: replica_rows needs batch_rows (the row packed into the counter)";
   return success();
 }
 

@@ -14,6 +14,8 @@
 //                                                  tp_all_reduces a list of #ptrain.tp_site<...>
 //                                                  (readTensorParallelRecord, CompressTensorParallel.h)
 //   ptrain.zero_bucket = #ptrain.zero_bucket<...>  on a ZeRO-1 moment state (--ptrain-build-training-step)
+//   ptrain.dropout_layout = #ptrain.dropout_layout<...>  on a ptrain.dropout of a partitioned plan
+//                                                        (--ptrain-shard-tp, --ptrain-build-training-step)
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +45,9 @@ inline constexpr llvm::StringLiteral kCompressionAttr = "ptrain.compression";
 inline constexpr llvm::StringLiteral kTPSliceAttr = "ptrain.tp_slice";
 /// On a ZeRO-1 AdamW moment `ptrain.state`: a #ptrain.zero_bucket, the bucket whose shard it holds (C1-C6).
 inline constexpr llvm::StringLiteral kZeroBucketAttr = "ptrain.zero_bucket";
+/// On a `ptrain.dropout`: a #ptrain.dropout_layout, where its tensor lies in the step's batch (C1-C3; the op's
+/// C4-C6).
+inline constexpr llvm::StringLiteral kDropoutLayoutAttr = "ptrain.dropout_layout";
 
 /// The module's pipeline split, or null when the module is not split into stages.
 inline PipelineAttr getPipeline(ModuleOp module) { return module->getAttrOfType<PipelineAttr>(kPipelineAttr); }
@@ -86,6 +91,16 @@ inline ZeroBucketAttr getZeroBucket(StateOp state) { return state->getAttrOfType
 
 /// Records that `state` holds a moment shard of `bucket`.
 inline void setZeroBucket(StateOp state, ZeroBucketAttr bucket) { state->setAttr(kZeroBucketAttr, bucket); }
+
+/// The layout of `dropout`'s tensor in the step's batch, or null (the one-rank step's own).
+inline DropoutLayoutAttr getDropoutLayout(DropoutOp dropout) {
+  return dropout->getAttrOfType<DropoutLayoutAttr>(kDropoutLayoutAttr);
+}
+
+/// Records the layout of `dropout`'s tensor.
+inline void setDropoutLayout(DropoutOp dropout, DropoutLayoutAttr layout) {
+  dropout->setAttr(kDropoutLayoutAttr, layout);
+}
 
 } // namespace mlir::ptrain
 

@@ -2,7 +2,8 @@
 //
 // The discardable attributes through which the passes hand the parallel plan to the code generators, the
 // executor and plan.json (issue 28, item 2): #ptrain.pipeline, #ptrain.stage, #ptrain.schedule,
-// #ptrain.compression with its #ptrain.tp_site entries, and ZeRO-1's #ptrain.zero_bucket. Typed
+// #ptrain.compression with its #ptrain.tp_site entries, ZeRO-1's #ptrain.zero_bucket and the dropout masks'
+// #ptrain.dropout_layout. Typed
 // accessors: PTrainPlanAttrs.h; verifiers: lib/Dialect/PTrain/IR/PTrainPlanAttrs.cpp. (#ptrain.tp_slice, the
 // first of them, is in PTrainAttrs.td.) Their declarations are generated apart from PTrainAttrs.h.inc
 // (PTrainPlanAttrs.h.inc, included only by PTrainPlanAttrs.h), so that only the plan's readers and writers see
@@ -351,6 +352,56 @@ def PTrain_ZeroBucketAttr : PTrain_PlanAttr<"ZeroBucket", "zero_bucket"> {
                         StringRefParameter<"the grid axis">:$axis);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+}
+
+/// A grid axis that may be absent (empty), printed only when present.
+class PTrain_OptionalAxisParameter<string desc> : StringRefParameter<desc, [{""}]>;
+
+def PTrain_DropoutLayoutAttr : PTrain_PlanAttr<"DropoutLayout", "dropout_layout"> {
+  let summary = "Where a ptrain.dropout's local tensor lies in the whole step's batch.";
+  let description = [{
+    The value of the discardable attribute `ptrain.dropout_layout` on a `ptrain.dropout` of a partitioned
+    plan, so that every rank draws the one-rank step's mask on its elements (the mask is keyed by the
+    element's global row-major index; PTrainModelOps.td, `ptrain.dropout`, has the formula):
+    * `batch_rows` = b: the counter packs step + 2^32 r, r the global batch row of the tensor's first row
+      within its replica, and the tensor holds b rows (--ptrain-build-training-step, on the pipeline's stage
+      functions);
+    * `replica_axis`, `replica_rows`: the row adds replica_rows x the rank's coordinate on that grid axis (the
+      rows of the data-parallel replicas before this one);
+    * `shard_axis`, `shard_dim` = k: the tensor is the rank's part of dimension k over that grid axis
+      (--ptrain-shard-tp, inside a tensor-parallel region).
+    Readers: the reference interpreter and the multi-rank executor (lib/Interpreter/Elementwise.cpp), both
+    code generators (`dropoutLayoutArgs`, lib/Target/Cpp/EmitTransformer.cpp), through `getDropoutLayout`
+    (PTrainPlanAttrs.h).
+
+    Constraints of the attribute:
+    * (C1) `batch_rows`, `replica_rows` and `shard_dim`, when given, are >= 1 (dimension 0 holds the batch
+      rows, so it is never the sharded one);
+    * (C2) `shard_axis` and `shard_dim` come together;
+    * (C3) `replica_axis` and `replica_rows` come together, and with `batch_rows`.
+
+    Where it sits: `ptrain.dropout` C4-C6 (PTrainModelOps.td).
+
+    ```mlir
+    %p = ptrain.dropout %probs, %c {ptrain.dropout_layout = #ptrain.dropout_layout<batch_rows = 4,
+        replica_axis = "dp", replica_rows = 8, shard_axis = "tp", shard_dim = 1>, ratio = 1.000000e-01 : f64,
+        seed = 9 : i64} : tensor<4x2x64x64xf32>, tensor<i64>
+    ```
+  }];
+  let parameters = (ins PTrain_OptionalIntParameter<"rows of the batch the tensor holds">:$batch_rows,
+                        PTrain_OptionalAxisParameter<"the data-parallel grid axis">:$replica_axis,
+                        PTrain_OptionalIntParameter<"batch rows per replica">:$replica_rows,
+                        PTrain_OptionalAxisParameter<"the tensor-parallel grid axis">:$shard_axis,
+                        PTrain_OptionalIntParameter<"the sharded dimension">:$shard_dim);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The layout with the batch rows `rows` and, when `replicaAxis` is not empty, the replicas' rows.
+    DropoutLayoutAttr withBatchRows(int64_t rows, ::llvm::StringRef replicaAxis,
+                                    std::optional<int64_t> replicaRows) const {
+      return get(getContext(), rows, replicaAxis, replicaRows, getShardAxis(), getShardDim());
+    }
+  }];
 }
 
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINPLANATTRS_TD
