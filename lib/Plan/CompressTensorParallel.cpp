@@ -168,8 +168,8 @@ FailureOr<std::vector<TensorParallelCodec>> mlir::ptrain::planTensorParallelComp
 ArrayAttr mlir::ptrain::tensorParallelRecord(MLIRContext *context, ArrayRef<TensorParallelCodec> codecs) {
   SmallVector<Attribute> entries;
   for (const TensorParallelCodec &c : codecs)
-    entries.push_back(TPSiteAttr::get(context, c.layer, c.role, c.forward ? "forward" : "backward", c.codec,
-                                      c.errorFeedback));
+    entries.push_back(
+        TPSiteAttr::get(context, c.layer, c.role, c.forward ? "forward" : "backward", c.codec, c.errorFeedback));
   return ArrayAttr::get(context, entries);
 }
 

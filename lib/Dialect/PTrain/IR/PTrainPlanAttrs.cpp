@@ -2,9 +2,9 @@
 //
 // The plan attributes' own constraints (#ptrain.pipeline C1-C5, #ptrain.stage C1, #ptrain.schedule C1-C5,
 // #ptrain.compression C1-C7, #ptrain.tp_site C1-C4, #ptrain.zero_bucket C1-C3, #ptrain.dropout_layout C1-C3,
-// #ptrain.tp_slice C1-C5) and the
-// dialect's check of them where they sit (pipeline C6-C8, stage C2-C4, schedule C6-C8, compression C8-C11,
-// zero_bucket C4-C6, tp_slice C6-C9); PTrainAttrs.td and PTrainPlanAttrs.h.
+// #ptrain.tp_slice C1-C5) and the dialect's check of them where they sit (pipeline C6-C8, stage C2-C4, schedule
+// C6-C8, compression C8-C11, zero_bucket C4-C6, tp_slice C6-C9; the dropout layout's is ptrain.dropout's own,
+// C4-C6 in PTrainSelectionOps.cpp); PTrainAttrs.td and PTrainPlanAttrs.h.
 // Negative tests, one per error: test/Dialect/PTrain/plan-attrs-invalid.mlir.
 //
 //===----------------------------------------------------------------------===//
@@ -178,8 +178,8 @@ LogicalResult TPSiteAttr::verify(function_ref<InFlightDiagnostic()> emitError, i
   return success();
 }
 
-LogicalResult ZeroBucketAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayAttr params,
-                                     int64_t elements, int64_t padded, StringRef axis) {
+LogicalResult ZeroBucketAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayAttr params, int64_t elements,
+                                     int64_t padded, StringRef axis) {
   // (C1)
   if (axis.empty())
     return emitError() << "zero_bucket needs a grid axis";
@@ -333,9 +333,8 @@ static LogicalResult verifyCompressionAttr(Operation *op, Attribute value) {
   return success();
 }
 
-LogicalResult DropoutLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                        std::optional<int64_t> batchRows, StringRef replicaAxis,
-                                        std::optional<int64_t> replicaRows, StringRef shardAxis,
+LogicalResult DropoutLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError, std::optional<int64_t> batchRows,
+                                        StringRef replicaAxis, std::optional<int64_t> replicaRows, StringRef shardAxis,
                                         std::optional<int64_t> shardDim) {
   // (C1)
   for (auto [name, value] : {std::pair<StringRef, std::optional<int64_t>>{"batch_rows", batchRows},

@@ -224,8 +224,7 @@ LogicalResult DropoutOp::verify() {
   auto type = cast<RankedTensorType>(getInput().getType());
   // (C5)
   if (std::optional<int64_t> k = layout.getShardDim(); k && *k >= type.getRank())
-    return emitOpError() << kDropoutLayoutAttr << ": shard_dim " << *k << " is not in [1, " << type.getRank()
-                         << ")";
+    return emitOpError() << kDropoutLayoutAttr << ": shard_dim " << *k << " is not in [1, " << type.getRank() << ")";
   // (C6)
   if (std::optional<int64_t> rows = layout.getBatchRows();
       rows && (type.getRank() < 1 || type.getNumElements() % *rows != 0))
