@@ -434,10 +434,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
   std::vector<TensorParallelCodec> tpCodecs;
   std::vector<TensorParallelSite> tpSites;
   if (plan) {
-    FailureOr<std::vector<TensorParallelCodec>> read = readTensorParallelRecord(module, "the timing model");
-    if (failed(read))
-      return costError("malformed tp_all_reduces in ptrain.compression");
-    tpCodecs = std::move(*read);
+    tpCodecs = readTensorParallelRecord(module);
     if (!tpCodecs.empty())
       tpSites = collectTensorParallelSites(module);
   }

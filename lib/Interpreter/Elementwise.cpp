@@ -272,41 +272,39 @@ llvm::Expected<mlir::ptrain::interp::DropoutLayout> mlir::ptrain::interp::dropou
                                                                                         AxisCoordinate coordinate) {
   DropoutLayout layout;
   layout.step = counter;
-  auto spec = op->getAttrOfType<DictionaryAttr>(kDropoutLayoutAttr);
+  DropoutLayoutAttr spec = getDropoutLayout(op);
   if (!spec)
     return layout;
   auto type = cast<RankedTensorType>(op.getInput().getType());
-  auto at = [&](StringRef key) -> llvm::Expected<std::pair<int64_t, int64_t>> {
-    StringRef axis = spec.getAs<StringAttr>(key).getValue();
+  auto at = [&](StringRef axis) -> llvm::Expected<std::pair<int64_t, int64_t>> {
     if (auto c = coordinate(axis))
       return *c;
     return makeError("dropout's layout names the grid axis '" + axis.str() +
                      "', which this run has no coordinate on (run the plan on the multi-rank executor)");
   };
-  auto integer = [&](StringRef key) { return spec.getAs<IntegerAttr>(key).getInt(); };
   // Global elements per batch row: the local ones, the sharded dimension P times larger.
   int64_t rowElements = 0;
-  if (spec.get("shard_axis")) {
-    auto c = at("shard_axis");
+  if (std::optional<int64_t> shardDim = spec.getShardDim()) { // with shard_axis (C2)
+    auto c = at(spec.getShardAxis());
     if (!c)
       return c.takeError();
-    int64_t k = integer("shard_dim");
+    int64_t k = *shardDim;
     layout.mid = type.getDimSize(k);
     for (int64_t d = k + 1; d < type.getRank(); ++d)
       layout.inner *= type.getDimSize(d);
     std::tie(layout.part, layout.parts) = *c;
   }
-  if (spec.get("batch_rows")) {
+  if (std::optional<int64_t> batchRows = spec.getBatchRows()) {
     // The counter packs step + 2^32 row (DropoutRows.h).
     layout.step = counter & 0xFFFFFFFFLL;
     int64_t row = counter >> 32;
-    if (spec.get("replica_axis")) {
-      auto c = at("replica_axis");
+    if (std::optional<int64_t> replicaRows = spec.getReplicaRows()) { // with replica_axis (C3)
+      auto c = at(spec.getReplicaAxis());
       if (!c)
         return c.takeError();
-      row += c->first * integer("replica_rows");
+      row += c->first * *replicaRows;
     }
-    rowElements = type.getNumElements() / integer("batch_rows") * layout.parts;
+    rowElements = type.getNumElements() / *batchRows * layout.parts;
     layout.base = row * rowElements;
   }
   return layout;

@@ -166,55 +166,23 @@ FailureOr<std::vector<TensorParallelCodec>> mlir::ptrain::planTensorParallelComp
 }
 
 ArrayAttr mlir::ptrain::tensorParallelRecord(MLIRContext *context, ArrayRef<TensorParallelCodec> codecs) {
-  Builder b(context);
   SmallVector<Attribute> entries;
   for (const TensorParallelCodec &c : codecs)
-    entries.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("layer", b.getI64IntegerAttr(c.layer)), b.getNamedAttr("role", b.getStringAttr(c.role)),
-         b.getNamedAttr("direction", b.getStringAttr(c.forward ? "forward" : "backward")),
-         b.getNamedAttr("codec", c.codec)}));
-  for (auto [c, entry] : llvm::zip(codecs, entries))
-    if (c.errorFeedback) {
-      NamedAttrList list(cast<DictionaryAttr>(entry));
-      list.set("error_feedback", b.getBoolAttr(true));
-      entry = list.getDictionary(context);
-    }
-  return b.getArrayAttr(entries);
+    entries.push_back(
+        TPSiteAttr::get(context, c.layer, c.role, c.forward ? "forward" : "backward", c.codec, c.errorFeedback));
+  return ArrayAttr::get(context, entries);
 }
 
-FailureOr<std::vector<TensorParallelCodec>> mlir::ptrain::readTensorParallelRecord(ModuleOp module, StringRef pass) {
+std::vector<TensorParallelCodec> mlir::ptrain::readTensorParallelRecord(ModuleOp module) {
   std::vector<TensorParallelCodec> codecs;
   CompressionAttr record = getCompression(module);
   if (!record || !record.getTpAllReduces())
     return codecs;
-  auto bad = [&](const Twine &why) {
-    emitError(module.getLoc()) << pass << ": ptrain.compression: tp_all_reduces: " << why;
-    return failure();
-  };
-  for (auto [i, attr] : llvm::enumerate(record.getTpAllReduces())) {
-    auto entry = dyn_cast<DictionaryAttr>(attr); // a dictionary (#ptrain.compression C7)
-    auto layer = entry ? entry.getAs<IntegerAttr>("layer") : IntegerAttr();
-    auto role = entry ? entry.getAs<StringAttr>("role") : StringAttr();
-    auto direction = entry ? entry.getAs<StringAttr>("direction") : StringAttr();
-    auto codec = entry ? entry.getAs<CodecAttrInterface>("codec") : CodecAttrInterface();
-    if (!layer || !role || !direction || !codec ||
-        (direction.getValue() != "forward" && direction.getValue() != "backward"))
-      return bad("entry " + Twine(i) +
-                 " needs an integer layer, a string role, direction forward or backward and a codec");
-    bool forward = direction.getValue() == "forward";
-    if (forward != isForwardRole(role.getValue()))
-      return bad("entry " + Twine(i) + ": role '" + role.getValue() + "' is not a " + direction.getValue() +
-                 " site (forward: attn_out, mlp_down; backward: attn_in, mlp_in)");
-    Attribute ef = entry.get("error_feedback");
-    if (ef && !isa<BoolAttr>(ef))
-      return bad("entry " + Twine(i) + ": error_feedback must be a bool");
-    bool errorFeedback = ef && cast<BoolAttr>(ef).getValue();
-    if (forward && errorFeedback)
-      return bad("entry " + Twine(i) + ": the forward site " + role.getValue() +
-                 " cannot have error feedback (the backward recomputes the forward, which must decode the same "
-                 "value: forward sites are stateless)");
-    codecs.push_back({layer.getInt(), role.str(), forward, codec, errorFeedback});
-  }
+  // Each entry a #ptrain.tp_site (#ptrain.compression C7) with a role of its direction and error feedback
+  // on backward sites only (#ptrain.tp_site C1-C4).
+  for (auto site : record.getTpAllReduces().getAsRange<TPSiteAttr>())
+    codecs.push_back(
+        {site.getLayer(), site.getRole().str(), site.isForward(), site.getCodec(), site.getErrorFeedback()});
   return codecs;
 }
 

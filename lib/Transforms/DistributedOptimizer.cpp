@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Transforms/DistributedOptimizer.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Transforms/GradientClipping.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -133,14 +135,11 @@ int64_t mlir::ptrain::buildShardedAdamW(OpBuilder &b, Location loc, GridOp grid,
     SmallVector<Attribute> keys;
     for (StateOp param : bucket.params)
       keys.push_back(param.getKeyAttr());
-    DictionaryAttr layout = b.getDictionaryAttr({b.getNamedAttr("params", b.getArrayAttr(keys)),
-                                                 b.getNamedAttr("elements", b.getI64IntegerAttr(bucket.elements)),
-                                                 b.getNamedAttr("padded", b.getI64IntegerAttr(bucket.padded)),
-                                                 b.getNamedAttr("axis", b.getStringAttr("dp"))});
+    auto layout = ZeroBucketAttr::get(b.getContext(), b.getArrayAttr(keys), bucket.elements, bucket.padded, "dp");
     StateOp m = addMoment(name + "_adam_m", key + "/adam_m", shardType);
     StateOp v = addMoment(name + "_adam_v", key + "/adam_v", shardType);
-    m->setAttr(kZeroBucketAttr, layout);
-    v->setAttr(kZeroBucketAttr, layout);
+    setZeroBucket(m, layout);
+    setZeroBucket(v, layout);
     Value mv = StateReadOp::create(b, loc, shardType, m.getSymName());
     Value vv = StateReadOp::create(b, loc, shardType, v.getSymName());
     double decay = bucket.decayed ? options.weightDecay : 0.0;

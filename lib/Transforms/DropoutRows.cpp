@@ -6,8 +6,8 @@
 
 #include "ptrain/Transforms/DropoutRows.h"
 
-#include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -22,8 +22,8 @@ int64_t mlir::ptrain::keyDropoutByBatchRow(ModuleOp module, Operation *anchor, A
   int64_t keyed = 0;
   for (func::FuncOp fn : stages)
     fn.walk([&](DropoutOp dropout) {
-      NamedAttrList layout(dropout->getAttrOfType<DictionaryAttr>(kDropoutLayoutAttr));
-      if (layout.get("batch_rows"))
+      DropoutLayoutAttr layout = getDropoutLayout(dropout);
+      if (layout && layout.getBatchRows())
         return;
       if (!state) {
         b.setInsertionPoint(anchor);
@@ -35,12 +35,12 @@ int64_t mlir::ptrain::keyDropoutByBatchRow(ModuleOp module, Operation *anchor, A
       Value packed = StateReadOp::create(b, dropout.getLoc(), type, state.getSymName());
       dropout.getCounterMutable().assign(
           BinaryOp::create(b, dropout.getLoc(), BinaryKind::Add, dropout.getCounter(), packed));
-      layout.set("batch_rows", b.getI64IntegerAttr(rows));
-      if (dp > 1) {
-        layout.set("replica_axis", b.getStringAttr("dp"));
-        layout.set("replica_rows", b.getI64IntegerAttr(microBatches * rows));
-      }
-      dropout->setAttr(kDropoutLayoutAttr, layout.getDictionary(module.getContext()));
+      if (!layout)
+        layout = DropoutLayoutAttr::get(module.getContext(), std::nullopt, "", std::nullopt, "", std::nullopt);
+      if (dp > 1)
+        setDropoutLayout(dropout, layout.withBatchRows(rows, "dp", microBatches * rows));
+      else
+        setDropoutLayout(dropout, layout.withBatchRows(rows, "", std::nullopt));
       ++keyed;
     });
   return keyed;

@@ -606,9 +606,7 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
     if (failed(plan))
       return signalPassFailure();
     // mcbench's TP site: the recorded tp all-reduces of the stage functions become compressed all-reduces.
-    FailureOr<std::vector<TensorParallelCodec>> tpCodecs =
-        readTensorParallelRecord(module, "--ptrain-lower-to-runtime");
-    if (failed(tpCodecs) || failed(compressTensorParallelAllReduces(module, *tpCodecs)))
+    if (failed(compressTensorParallelAllReduces(module, readTensorParallelRecord(module))))
       return signalPassFailure();
     Lowering lowering(module, grid, pp, v, m, *plan);
     if (failed(lowering.init()))

@@ -15,7 +15,6 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Transforms/TensorParallel.h"
 
-#include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Transforms/Passes.h"
 
@@ -310,10 +309,10 @@ LogicalResult Sharder::propagate(Operation *op) {
       return emitNodeError(op, "--ptrain-shard-tp")
              << "dropout on a value sharded along dimension " << s.dim << " in " << s.groups
              << " groups (a mask keyed by the global index needs one contiguous part of a dimension >= 1)";
-    NamedAttrList layout(dropout->getAttrOfType<DictionaryAttr>(kDropoutLayoutAttr));
-    layout.set("shard_axis", b.getStringAttr("tp"));
-    layout.set("shard_dim", b.getI64IntegerAttr(s.dim));
-    dropout->setAttr(kDropoutLayoutAttr, layout.getDictionary(op->getContext()));
+    DropoutLayoutAttr layout = getDropoutLayout(dropout);
+    setDropoutLayout(dropout, DropoutLayoutAttr::get(op->getContext(), layout ? layout.getBatchRows() : std::nullopt,
+                                                     layout ? layout.getReplicaAxis() : "",
+                                                     layout ? layout.getReplicaRows() : std::nullopt, "tp", s.dim));
     sharded[op->getResult(0)] = s;
     return reinfer(op);
   }

@@ -28,9 +28,9 @@
 // CLIP: ptrain.adamw %{{.*}}, %[[S0]],
 
 // The moments hold one shard each; the attribute names the bucket's parameters and sizes.
-// CHECK-DAG: ptrain.state @stage0_zero_bucket0_adam_m key "stage0.zero_bucket0/adam_m" kind optimizer_moment {ptrain.zero_bucket = {axis = "dp", elements = 256 : i64, padded = 258 : i64, params = ["head", "wte"]}} : tensor<86xf32>
+// CHECK-DAG: ptrain.state @stage0_zero_bucket0_adam_m key "stage0.zero_bucket0/adam_m" kind optimizer_moment {ptrain.zero_bucket = #ptrain.zero_bucket<params = ["head", "wte"], elements = 256, padded = 258, axis = "dp">} : tensor<86xf32>
 // CHECK-DAG: ptrain.state @stage0_zero_bucket0_adam_v key "stage0.zero_bucket0/adam_v" kind optimizer_moment {{.*}} : tensor<86xf32>
-// CHECK-DAG: ptrain.state @stage0_zero_bucket1_adam_m key "stage0.zero_bucket1/adam_m" kind optimizer_moment {ptrain.zero_bucket = {axis = "dp", elements = 8 : i64, padded = 9 : i64, params = ["bias"]}} : tensor<3xf32>
+// CHECK-DAG: ptrain.state @stage0_zero_bucket1_adam_m key "stage0.zero_bucket1/adam_m" kind optimizer_moment {ptrain.zero_bucket = #ptrain.zero_bucket<params = ["bias"], elements = 8, padded = 9, axis = "dp">} : tensor<3xf32>
 // No whole-parameter moments.
 // CHECK-NOT: @wte.adam_m
 // CHECK-LABEL: func.func @stage0_optimizer_step()

@@ -44,6 +44,7 @@
 // C3-WIDE: error: --ptrain-insert-linear-ae: dim 9 exceeds the hidden size 8 of the boundary 0 -> 1 ('tensor<2x4x8xf32>'): the code would be larger than the activation
 // C4: error: --ptrain-insert-linear-ae: skip-stages must be in [0, 1] (a boundary must remain), got 2
 // C6: error: --ptrain-insert-linear-ae: the module already has a linear autoencoder (state 'ae/0->1/encoder'): insert it once, with one dim for every boundary
+// C6-NOT: see current operation
 
 module @pp3 attributes {ptrain.pipeline = #ptrain.pipeline<pp = 3, stages = [@forward_stage0, @forward_stage1, @forward_stage2]>} {
   ptrain.state @wte key "wte" kind parameter : tensor<16x8xf32>

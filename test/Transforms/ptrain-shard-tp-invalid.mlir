@@ -112,7 +112,7 @@ func.func @forward(%x: tensor<2x4xf32>, %cos: tensor<2x1x16xf32>) -> tensor<2x4x
 // -----
 
 // A dropout on a value sharded along dimension 0 (its mask is keyed by the global index, which needs the
-// batch rows outside the sharded dimension: PTrainModelOps.td, ptrain.dropout_layout C5).
+// batch rows outside the sharded dimension: #ptrain.dropout_layout C1, PTrainPlanAttrs.td).
 ptrain.state @step key "step" kind step_counter : tensor<i64>
 ptrain.state @w1 key "w1" kind parameter : tensor<4x8xf32>
 ptrain.state @w2 key "w2" kind parameter : tensor<8x4xf32>

@@ -150,18 +150,18 @@ protected:
         return %y : tensor<6x4x5xf32>
       }
       func.func @rows(%x: tensor<2x4x5xf32>, %t: tensor<i64>) -> tensor<2x4x5xf32> {
-        %y = ptrain.dropout %x, %t {ptrain.dropout_layout = {batch_rows = 2 : i64}, ratio = 0.5 : f64, seed = 3 : i64}
+        %y = ptrain.dropout %x, %t {ptrain.dropout_layout = #ptrain.dropout_layout<batch_rows = 2>, ratio = 0.5 : f64, seed = 3 : i64}
           : tensor<2x4x5xf32>, tensor<i64>
         return %y : tensor<2x4x5xf32>
       }
       func.func @flat_rows(%x: tensor<8x5xf32>, %t: tensor<i64>) -> tensor<8x5xf32> {
-        %y = ptrain.dropout %x, %t {ptrain.dropout_layout = {batch_rows = 2 : i64}, ratio = 0.5 : f64, seed = 3 : i64}
+        %y = ptrain.dropout %x, %t {ptrain.dropout_layout = #ptrain.dropout_layout<batch_rows = 2>, ratio = 0.5 : f64, seed = 3 : i64}
           : tensor<8x5xf32>, tensor<i64>
         return %y : tensor<8x5xf32>
       }
       func.func @sharded(%x: tensor<2x2x5xf32>, %t: tensor<i64>) -> tensor<2x2x5xf32> {
-        %y = ptrain.dropout %x, %t {ptrain.dropout_layout = {batch_rows = 2 : i64, replica_axis = "dp",
-          replica_rows = 4 : i64, shard_axis = "tp", shard_dim = 1 : i64}, ratio = 0.5 : f64, seed = 3 : i64}
+        %y = ptrain.dropout %x, %t {ptrain.dropout_layout = #ptrain.dropout_layout<batch_rows = 2, replica_axis = "dp",
+          replica_rows = 4, shard_axis = "tp", shard_dim = 1>, ratio = 0.5 : f64, seed = 3 : i64}
           : tensor<2x2x5xf32>, tensor<i64>
         return %y : tensor<2x2x5xf32>
       }

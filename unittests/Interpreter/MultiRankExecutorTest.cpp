@@ -246,9 +246,9 @@ TEST_P(HuggingFaceGpt2DropoutPlan, OneStepMatchesTheOneRankStep) {
     if (!mlir::ptrain::getStage(d->getParentOfType<func::FuncOp>()))
       return; // the forward before the split
     ++dropouts;
-    auto layout = d->getAttrOfType<DictionaryAttr>("ptrain.dropout_layout");
-    byRow += layout && layout.get("batch_rows") && (plan.dp == 1) == !layout.get("replica_axis");
-    byPart += layout && layout.get("shard_axis");
+    mlir::ptrain::DropoutLayoutAttr layout = mlir::ptrain::getDropoutLayout(d);
+    byRow += layout && layout.getBatchRows() && (plan.dp == 1) == layout.getReplicaAxis().empty();
+    byPart += layout && !layout.getShardAxis().empty();
   });
   EXPECT_GT(dropouts, 0);
   EXPECT_EQ(byRow, dropouts);
@@ -260,7 +260,7 @@ TEST_P(HuggingFaceGpt2DropoutPlan, OneStepMatchesTheOneRankStep) {
   // on every micro-batch (and tp part) and moves the loss well beyond the tolerance.
   OwningOpRef<ModuleOp> local = plans.lower(*l0, plan, 1e-3, "", "clusters/h200-node.json", [](ModuleOp m) {
     m.walk([](mlir::ptrain::DropoutOp d) {
-      d->removeAttr("ptrain.dropout_layout");
+      d->removeAttr(mlir::ptrain::kDropoutLayoutAttr);
       if (auto add = d.getCounter().getDefiningOp<mlir::ptrain::BinaryOp>())
         d.getCounterMutable().assign(add.getLhs());
     });

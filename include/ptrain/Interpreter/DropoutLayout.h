@@ -14,8 +14,8 @@
 #include "ptrain/Interpreter/Tensor.h"
 #include "ptrain/Interpreter/VocabParallelKernels.h" // AxisCoordinate
 
-#include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 namespace mlir::ptrain::interp {
 

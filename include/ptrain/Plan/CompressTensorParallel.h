@@ -77,13 +77,13 @@ planTensorParallelCompression(ModuleOp module, CodecAttrInterface forwardCodec, 
                               int64_t skipLayers, bool backwardErrorFeedback,
                               llvm::function_ref<InFlightDiagnostic()> emitError);
 
-/// The record entry `tp_all_reduces`: one dictionary {layer, role, direction, codec[, error_feedback]} per
+/// The record entry `tp_all_reduces`: one #ptrain.tp_site<layer, role, direction, codec[, error_feedback]> per
 /// compressed site.
 ArrayAttr tensorParallelRecord(MLIRContext *context, llvm::ArrayRef<TensorParallelCodec> codecs);
 
-/// Reads `tp_all_reduces` of `ptrain.compression` (empty when absent); fails, with an error prefixed by
-/// `pass`, on a malformed entry.
-FailureOr<std::vector<TensorParallelCodec>> readTensorParallelRecord(ModuleOp module, llvm::StringRef pass);
+/// Reads `tp_all_reduces` of `ptrain.compression` (empty when absent). The verifier has checked the entries
+/// (#ptrain.compression C7, #ptrain.tp_site C1-C4).
+std::vector<TensorParallelCodec> readTensorParallelRecord(ModuleOp module);
 
 /// The key of the codec state `what` of a site: "tp/layer<l>/<role>/<what>".
 std::string tensorParallelStateKey(int64_t layer, llvm::StringRef role, llvm::StringRef what);

@@ -20,12 +20,6 @@
 
 namespace mlir::ptrain {
 
-/// The discardable dictionary attribute on each moment state of a ZeRO-1 bucket: `params` (the parameter keys
-/// of the bucket, in bucket order), `elements` (their total element count N), `padded` (N rounded up to a
-/// multiple of the dp degree: the bucket is zero-padded so that every rank's shard has padded / dp elements),
-/// `axis` ("dp"). The state's own type is the shard, tensor<padded / dp x f32>.
-inline constexpr llvm::StringLiteral kZeroBucketAttr = "ptrain.zero_bucket";
-
 /// AdamW's hyper-parameters (the pass options of --ptrain-build-training-step).
 struct ShardedAdamWOptions {
   int64_t dp = 1;          ///< the size of grid axis dp (> 1)
@@ -58,7 +52,7 @@ using AddMomentState = llvm::function_ref<StateOp(StringRef name, StringRef key,
 ///    started before the first wait); the parameters the same way through `ptrain.tp_split ... axis dp` (the
 ///    rank's shard, no communication: they are replicated over dp);
 /// 3. `ptrain.adamw` on the shard with moments `stage<stage>_zero_bucket<k>_adam_m` / `_adam_v` (keys
-///    `stage<stage>.zero_bucket<k>/adam_m`, type tensor<N' / dp x f32>, kZeroBucketAttr) and step `t`;
+///    `stage<stage>.zero_bucket<k>/adam_m`, type tensor<N' / dp x f32>, a #ptrain.zero_bucket) and step `t`;
 /// 4. `ptrain.all_gather_start ... axes [dp] gather_dim = 0` of the new shard (all started before the first
 ///    wait), the padding sliced off, split and reshaped back into the parameters' states.
 /// The gradient accumulators are not written (the caller zeroes them). Returns the number of buckets.

@@ -4,8 +4,8 @@
 // alone would repeat across micro-batches (and data-parallel replicas). --ptrain-build-training-step gives
 // every ptrain.dropout of the stage functions the counter step + @micro_batch_row, a state that
 // --ptrain-lower-to-runtime sets to 2^32 i b before each call for micro-batch i (b rows), and the layout
-// entries batch_rows = b (and replica_axis = "dp", replica_rows = M b) of `ptrain.dropout_layout`
-// (PTrainModelOps.td). The masks are then those of the one-rank step on the same global rows.
+// entries batch_rows = b (and replica_axis = "dp", replica_rows = M b) of its #ptrain.dropout_layout
+// (PTrainPlanAttrs.td). The masks are then those of the one-rank step on the same global rows.
 //
 //===----------------------------------------------------------------------===//
 

@@ -104,7 +104,7 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     multiple of dp; every bucket is `ptrain.reduce_scatter_start ... axes [dp] reduction = avg`, this rank's
     shard of the parameters is `ptrain.tp_split ... axis dp`, one `ptrain.adamw` updates the shard with moment
     states of the shard's size only (`stage<s>_zero_bucket<k>_adam_m` / `_adam_v`, attribute
-    `ptrain.zero_bucket` naming the bucket's parameters, elements and padded size), and
+    `ptrain.zero_bucket = #ptrain.zero_bucket<...>` naming the bucket's parameters, elements and padded size), and
     `ptrain.all_gather_start ... gather_dim = 0` brings the updated parameters back to every replica. Optimizer
     state per rank is 1 / dp of plain data parallelism plus the padding. With clip-norm > 0 the buckets are also
     split by how they count in the global norm (a tied parameter on its first stage only, replicated ones 1 / tp),
@@ -817,8 +817,8 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     virtual stages per model chunk k and micro-batch i at k M + i: `false`, `true` for the direction's codec `backward_codec` / `forward_codec`, or a codec attribute of an override);
     `backward_error_feedback`, `forward_error_feedback`; `dp_all_reduce` (per stage), `sc_rank`,
     `sc_error_feedback`, `dp_codecs` (gradient key -> codec or false, from overrides); `fused_embedding`;
-    `skip_stages` (mcbench); `tp_all_reduces` (mcbench's and auto's TP sites: one `{layer, role, direction,
-    codec[, error_feedback]}` per compressed site, rewritten into `ptrain.compressed_all_reduce_start` over [tp] with states
+    `skip_stages` (mcbench); `tp_all_reduces` (mcbench's and auto's TP sites: one `#ptrain.tp_site<layer, role,
+    direction, codec[, error_feedback]>` per compressed site, rewritten into `ptrain.compressed_all_reduce_start` over [tp] with states
     "tp/layer<l>/<role>/..."). `--ptrain-lower-to-runtime` materializes it: `ptrain.compress` before the send
     (codes with tags t, t + 2 M, ...), `ptrain.decompress` after the receive, keyed states per link
     ("pp<s>-><t>/residual", "pp<s>-><t>/warm_start_q", "pp<s>-><t>/counter"; with virtual stages per chunk

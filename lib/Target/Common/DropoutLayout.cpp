@@ -8,7 +8,7 @@
 
 #include "Common/CppTypes.h"
 
-#include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -25,33 +25,32 @@ static FailureOr<std::pair<std::string, int64_t>> gridCoordinateOf(Operation *op
 
 FailureOr<DropoutLayoutArgs> mlir::ptrain::target::dropoutLayoutArgs(DropoutOp op, StringRef flag) {
   DropoutLayoutArgs args;
-  auto layout = op->getAttrOfType<DictionaryAttr>(kDropoutLayoutAttr);
+  DropoutLayoutAttr layout = getDropoutLayout(op);
   if (!layout)
     return args;
   // The global index of the op's description, as lib/Interpreter/Elementwise.cpp's dropoutLayout computes it.
   args.global = true;
-  auto integer = [&](StringRef key) { return layout.getAs<IntegerAttr>(key).getInt(); };
   RankedTensorType type = tensorOf(op.getInput());
-  if (auto axis = layout.getAs<StringAttr>("shard_axis")) {
-    FailureOr<std::pair<std::string, int64_t>> c = gridCoordinateOf(op, axis.getValue(), flag);
+  if (std::optional<int64_t> shardDim = layout.getShardDim()) { // with shard_axis (C2)
+    FailureOr<std::pair<std::string, int64_t>> c = gridCoordinateOf(op, layout.getShardAxis(), flag);
     if (failed(c))
       return failure();
-    int64_t k = integer("shard_dim");
+    int64_t k = *shardDim;
     args.mid = type.getDimSize(k);
     for (int64_t d = k + 1; d < type.getRank(); ++d)
       args.inner *= type.getDimSize(d);
     std::tie(args.part, args.parts) = *c;
   }
-  if (layout.get("batch_rows")) {
-    if (auto axis = layout.getAs<StringAttr>("replica_axis")) {
-      FailureOr<std::pair<std::string, int64_t>> c = gridCoordinateOf(op, axis.getValue(), flag);
+  if (std::optional<int64_t> batchRows = layout.getBatchRows()) {
+    if (std::optional<int64_t> replicaRows = layout.getReplicaRows()) { // with replica_axis (C3)
+      FailureOr<std::pair<std::string, int64_t>> c = gridCoordinateOf(op, layout.getReplicaAxis(), flag);
       if (failed(c))
         return failure();
       args.replicaCoordinate = c->first;
-      args.replicaRows = integer("replica_rows");
+      args.replicaRows = *replicaRows;
     }
     args.packedRows = true;
-    args.rowElems = type.getNumElements() / integer("batch_rows") * args.parts;
+    args.rowElems = type.getNumElements() / *batchRows * args.parts;
   }
   return args;
 }

@@ -20,7 +20,7 @@
 
 namespace mlir::ptrain::target {
 
-/// The runtime arguments of a ptrain.dropout's ptrain.dropout_layout (PTrainDropoutLayout.h): the global index
+/// The runtime arguments of a ptrain.dropout's #ptrain.dropout_layout (PTrainPlanAttrs.h): the global index
 /// of each local element, as the reference interpreter computes it. Shared by --emit-cpp and --emit-cuda (which
 /// reads the counter on the device).
 struct DropoutLayoutArgs {

@@ -11,6 +11,7 @@
 #include "EmitModelOps.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"

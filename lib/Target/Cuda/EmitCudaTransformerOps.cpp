@@ -14,7 +14,7 @@
 #include "Common/DropoutLayout.h"
 #include "Common/EmitHelpers.h"
 
-#include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -92,12 +92,12 @@ LogicalResult emitDropout(DropoutOp op, CudaCallWriter &w) {
     return failure();
   // The rank's coordinates on the layout's axes need the grid's communicators set up at init (ptrain_rank,
   // gridCoordinate): a plan with such a layout has them already (its dp / tp all-reduces); register them anyway.
-  if (auto dict = op->getAttrOfType<DictionaryAttr>(kDropoutLayoutAttr))
-    for (StringRef key : {"shard_axis", "replica_axis"})
-      if (auto axis = dict.getAs<StringAttr>(key))
+  if (DropoutLayoutAttr layout = getDropoutLayout(op))
+    for (StringRef axis : {layout.getShardAxis(), layout.getReplicaAxis()})
+      if (!axis.empty())
         for (GridOp grid : op->getParentOfType<ModuleOp>().getOps<GridOp>())
-          if (grid.getAxisIndex(axis.getValue())) {
-            if (failed(w.axisCommunicator(op, grid.getSymName(), axis.getValue())))
+          if (grid.getAxisIndex(axis)) {
+            if (failed(w.axisCommunicator(op, grid.getSymName(), axis)))
               return failure();
             break;
           }

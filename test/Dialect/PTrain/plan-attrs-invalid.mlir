@@ -286,8 +286,8 @@ func.func private @compression_c6() attributes {c = #ptrain.compression<policy =
 
 // -----
 
-// Compression (C7): tensor-parallel sites are dictionaries.
-// expected-error@+1 {{compression tp_all_reduces must be a list of dictionaries}}
+// Compression (C7): tensor-parallel sites are #ptrain.tp_site.
+// expected-error@+1 {{compression tp_all_reduces must be a list of #ptrain.tp_site}}
 func.func private @compression_c7() attributes {c = #ptrain.compression<policy = "none", backward_sends = [[false]], dp_all_reduce = [false], tp_all_reduces = [1]>}
 
 // -----
@@ -342,3 +342,87 @@ module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, virtual_stages = 2
   func.func private @s2()
   func.func private @s3()
 }
+
+// -----
+
+// TPSite (C1): a layer >= 0.
+// expected-error@+1 {{tp_site layer must be >= 0, got -1}}
+func.func private @tp_site_c1() attributes {s = #ptrain.tp_site<layer = -1, role = "attn_out", direction = "forward", codec = #ptrain.cast<f16>>}
+
+// -----
+
+// TPSite (C2): forward or backward.
+// expected-error@+1 {{tp_site direction must be forward or backward, got 'sideways'}}
+func.func private @tp_site_c2() attributes {s = #ptrain.tp_site<layer = 0, role = "attn_out", direction = "sideways", codec = #ptrain.cast<f16>>}
+
+// -----
+
+// TPSite (C3): the role is a site of its direction (attn_in is f's backward all-reduce, not a forward one).
+// expected-error@+1 {{tp_site role 'attn_in' is not a forward site (forward: attn_out, mlp_down; backward: attn_in, mlp_in)}}
+func.func private @tp_site_c3() attributes {s = #ptrain.tp_site<layer = 0, role = "attn_in", direction = "forward", codec = #ptrain.cast<f16>>}
+
+// -----
+
+// TPSite (C4): no error feedback on a forward site.
+// expected-error@+1 {{tp_site: the forward site mlp_down cannot have error feedback}}
+func.func private @tp_site_c4() attributes {s = #ptrain.tp_site<layer = 0, role = "mlp_down", direction = "forward", codec = #ptrain.cast<f16>, error_feedback = true>}
+
+// -----
+
+// ZeroBucket (C1): a grid axis.
+// expected-error@+1 {{zero_bucket needs a grid axis}}
+func.func private @zero_bucket_c1() attributes {z = #ptrain.zero_bucket<params = ["w"], elements = 4, padded = 4, axis = "">}
+
+// -----
+
+// ZeroBucket (C2): padded covers the elements.
+// expected-error@+1 {{zero_bucket elements must be >= 1 and padded >= elements, got 4 and 3}}
+func.func private @zero_bucket_c2() attributes {z = #ptrain.zero_bucket<params = ["w"], elements = 4, padded = 3, axis = "dp">}
+
+// -----
+
+// ZeroBucket (C3): parameter keys.
+// expected-error@+1 {{zero_bucket params must be a non-empty list of parameter keys (strings)}}
+func.func private @zero_bucket_c3() attributes {z = #ptrain.zero_bucket<params = [1], elements = 4, padded = 4, axis = "dp">}
+
+// -----
+
+// (C4) ptrain.zero_bucket is a #ptrain.zero_bucket.
+// expected-error@+1 {{'ptrain.zero_bucket' must be a #ptrain.zero_bucket, got {axis = "dp"}}}
+ptrain.state @zero_bucket_c4 key "m" kind optimizer_moment {ptrain.zero_bucket = {axis = "dp"}} : tensor<2xf32>
+
+// -----
+
+// (C5) on an optimizer moment.
+// expected-error@+1 {{'ptrain.zero_bucket' belongs on a ptrain.state of kind optimizer_moment}}
+ptrain.state @zero_bucket_c5 key "w" kind parameter {ptrain.zero_bucket = #ptrain.zero_bucket<params = ["w"], elements = 4, padded = 4, axis = "dp">} : tensor<2xf32>
+
+// -----
+
+// (C6) the state is a rank-1 shard of the padded bucket.
+// expected-error@+1 {{'ptrain.zero_bucket' the state's type 'tensor<3xf32>' must be rank 1 with a size that divides padded (4)}}
+ptrain.state @zero_bucket_c6 key "m" kind optimizer_moment {ptrain.zero_bucket = #ptrain.zero_bucket<params = ["w"], elements = 4, padded = 4, axis = "dp">} : tensor<3xf32>
+
+// -----
+
+// DropoutLayout (C1): counts >= 1 (dimension 0 holds the batch rows, never the sharded one).
+// expected-error@+1 {{dropout_layout shard_dim must be >= 1, got 0}}
+func.func private @dropout_layout_c1() attributes {d = #ptrain.dropout_layout<shard_axis = "tp", shard_dim = 0>}
+
+// -----
+
+// DropoutLayout (C2): shard_axis without shard_dim.
+// expected-error@+1 {{dropout_layout: shard_axis and shard_dim come together}}
+func.func private @dropout_layout_c2() attributes {d = #ptrain.dropout_layout<shard_axis = "tp">}
+
+// -----
+
+// DropoutLayout (C3): replica_axis without replica_rows.
+// expected-error@+1 {{dropout_layout: replica_axis and replica_rows come together}}
+func.func private @dropout_layout_c3() attributes {d = #ptrain.dropout_layout<batch_rows = 4, replica_axis = "dp">}
+
+// -----
+
+// DropoutLayout (C3): the replicas' rows need the batch rows (the row packed into the counter).
+// expected-error@+1 {{dropout_layout: replica_rows needs batch_rows (the row packed into the counter)}}
+func.func private @dropout_layout_c3_rows() attributes {d = #ptrain.dropout_layout<replica_axis = "dp", replica_rows = 8>}

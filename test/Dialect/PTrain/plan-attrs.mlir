@@ -64,14 +64,24 @@ module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward
 // CHECK-SAME: ptrain.compression = #ptrain.compression<policy = "auto", backward_sends = {{\[\[}}false, false], [true, #ptrain.cast<bf16>]],
 // CHECK-SAME: backward_codec = #ptrain.powersgd<rank = 2>, forward_sends = {{\[\[}}#ptrain.quant<bits = 8>, false], [false, false]],
 // CHECK-SAME: forward_error_feedback = true, dp_all_reduce = [false, true], sc_rank = 4, dp_codecs = {"wte/grad" = false},
-// CHECK-SAME: tp_all_reduces = [{codec = #ptrain.cast<f16>, direction = "forward", layer = 0 : i64, role = "attn_out"}]>
+// CHECK-SAME: tp_all_reduces = [#ptrain.tp_site<layer = 0, role = "attn_out", direction = "forward", codec = #ptrain.cast<f16>>,
+// CHECK-SAME: #ptrain.tp_site<layer = 1, role = "mlp_in", direction = "backward", codec = #ptrain.quant<bits = 8>, error_feedback = true>]>
 module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>,
                    ptrain.compression = #ptrain.compression<policy = "auto", backward_sends = [[false, false], [true, #ptrain.cast<bf16>]],
                        backward_codec = #ptrain.powersgd<rank = 2>, backward_error_feedback = true,
                        forward_sends = [[#ptrain.quant<bits = 8>, false], [false, false]], forward_error_feedback = true,
                        dp_all_reduce = [false, true], sc_rank = 4, sc_error_feedback = true, dp_codecs = {"wte/grad" = false},
                        fused_embedding = false, skip_stages = 0,
-                       tp_all_reduces = [{codec = #ptrain.cast<f16>, direction = "forward", layer = 0 : i64, role = "attn_out"}]>} {
+                       tp_all_reduces = [#ptrain.tp_site<layer = 0, role = "attn_out", direction = "forward", codec = #ptrain.cast<f16>, error_feedback = false>,
+                                         #ptrain.tp_site<layer = 1, role = "mlp_in", direction = "backward", codec = #ptrain.quant<bits = 8>, error_feedback = true>]>} {
   func.func private @forward_stage0()
   func.func private @forward_stage1()
 }
+
+// -----
+
+// A ZeRO-1 bucket on its AdamW moment shard (dp = 3: 258 / 3 = 86 elements per rank).
+// CHECK-LABEL: ptrain.state @m key "stage0.zero_bucket0/adam_m" kind optimizer_moment
+// CHECK-SAME: {ptrain.zero_bucket = #ptrain.zero_bucket<params = ["head", "wte"], elements = 256, padded = 258, axis = "dp">} : tensor<86xf32>
+ptrain.state @m key "stage0.zero_bucket0/adam_m" kind optimizer_moment
+    {ptrain.zero_bucket = #ptrain.zero_bucket<params = ["head", "wte"], elements = 256, padded = 258, axis = "dp">} : tensor<86xf32>

@@ -159,46 +159,20 @@ func.func @dropout_c2(%x: tensor<4x8xf32>, %t: tensor<1xi64>) {
 
 // -----
 
-// Dropout (C4): the layout is a dictionary of known entries.
-func.func @dropout_c4_not_dictionary(%x: tensor<4x8xf32>, %t: tensor<i64>) {
-  // expected-error@+1 {{ptrain.dropout_layout must be a dictionary, got 3 : i64}}
-  %0 = ptrain.dropout %x, %t {ptrain.dropout_layout = 3 : i64, ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
+// Dropout (C4): the layout is a #ptrain.dropout_layout (whose entries are checked by the attribute:
+// plan-attrs-invalid.mlir, @dropout_layout_c1 to _c3).
+func.func @dropout_c4(%x: tensor<4x8xf32>, %t: tensor<i64>) {
+  // expected-error@+1 {{ptrain.dropout_layout must be a #ptrain.dropout_layout, got {batch_rows = 2 : i64}}}
+  %0 = ptrain.dropout %x, %t {ptrain.dropout_layout = {batch_rows = 2 : i64}, ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
   return
 }
 
 // -----
 
-// Dropout (C4): an unknown entry.
-func.func @dropout_c4_unknown(%x: tensor<4x8xf32>, %t: tensor<i64>) {
-  // expected-error@+1 {{ptrain.dropout_layout has an unknown entry 'rows' (batch_rows, replica_axis, replica_rows, shard_axis, shard_dim)}}
-  %0 = ptrain.dropout %x, %t {ptrain.dropout_layout = {rows = 2 : i64}, ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
-  return
-}
-
-// -----
-
-// Dropout (C4): an entry of the wrong kind.
-func.func @dropout_c4_kind(%x: tensor<4x8xf32>, %t: tensor<i64>) {
-  // expected-error@+1 {{ptrain.dropout_layout's shard_axis must be a string, got 1 : i64}}
-  %0 = ptrain.dropout %x, %t {ptrain.dropout_layout = {shard_axis = 1 : i64, shard_dim = 1 : i64}, ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
-  return
-}
-
-// -----
-
-// Dropout (C5): shard_axis without shard_dim.
-func.func @dropout_c5_alone(%x: tensor<4x8xf32>, %t: tensor<i64>) {
-  // expected-error@+1 {{ptrain.dropout_layout: shard_axis and shard_dim come together}}
-  %0 = ptrain.dropout %x, %t {ptrain.dropout_layout = {shard_axis = "tp"}, ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
-  return
-}
-
-// -----
-
-// Dropout (C5): the sharded dimension is not the batch's (0) and exists.
-func.func @dropout_c5_dim(%x: tensor<4x8xf32>, %t: tensor<i64>) {
+// Dropout (C5): the sharded dimension exists.
+func.func @dropout_c5(%x: tensor<4x8xf32>, %t: tensor<i64>) {
   // expected-error@+1 {{ptrain.dropout_layout: shard_dim 2 is not in [1, 2)}}
-  %0 = ptrain.dropout %x, %t {ptrain.dropout_layout = {shard_axis = "tp", shard_dim = 2 : i64}, ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
+  %0 = ptrain.dropout %x, %t {ptrain.dropout_layout = #ptrain.dropout_layout<shard_axis = "tp", shard_dim = 2>, ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
   return
 }
 
@@ -207,25 +181,7 @@ func.func @dropout_c5_dim(%x: tensor<4x8xf32>, %t: tensor<i64>) {
 // Dropout (C6): batch_rows divides the elements.
 func.func @dropout_c6(%x: tensor<4x8xf32>, %t: tensor<i64>) {
   // expected-error@+1 {{ptrain.dropout_layout: batch_rows 3 does not divide the input's 32 elements}}
-  %0 = ptrain.dropout %x, %t {ptrain.dropout_layout = {batch_rows = 3 : i64}, ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
-  return
-}
-
-// -----
-
-// Dropout (C7): replica_axis without replica_rows.
-func.func @dropout_c7_alone(%x: tensor<4x8xf32>, %t: tensor<i64>) {
-  // expected-error@+1 {{ptrain.dropout_layout: replica_axis and replica_rows come together}}
-  %0 = ptrain.dropout %x, %t {ptrain.dropout_layout = {batch_rows = 4 : i64, replica_axis = "dp"}, ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
-  return
-}
-
-// -----
-
-// Dropout (C7): replica rows need the batch rows (the row packed into the counter).
-func.func @dropout_c7_rows(%x: tensor<4x8xf32>, %t: tensor<i64>) {
-  // expected-error@+1 {{ptrain.dropout_layout: replica_rows must be >= 1 and needs batch_rows}}
-  %0 = ptrain.dropout %x, %t {ptrain.dropout_layout = {replica_axis = "dp", replica_rows = 8 : i64}, ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
+  %0 = ptrain.dropout %x, %t {ptrain.dropout_layout = #ptrain.dropout_layout<batch_rows = 3>, ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x8xf32>, tensor<i64>
   return
 }
 

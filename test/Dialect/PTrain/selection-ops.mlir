@@ -44,7 +44,7 @@ func.func @conversions(%x: tensor<4x64xf32>, %p: tensor<1x64xi64>, %h: tensor<4x
 func.func @dropout(%x: tensor<4x64x128xf32>, %t: tensor<i64>) -> tensor<4x64x128xf32> {
   // CHECK: ptrain.dropout %{{.*}}, %{{.*}} {ratio = 1.000000e-01 : f64, seed = 7 : i64} : tensor<4x64x128xf32>, tensor<i64>
   %y = ptrain.dropout %x, %t {ratio = 0.1 : f64, seed = 7 : i64} : tensor<4x64x128xf32>, tensor<i64>
-  // CHECK: ptrain.dropout %{{.*}}, %{{.*}} {ptrain.dropout_layout = {batch_rows = 4 : i64, replica_axis = "dp", replica_rows = 8 : i64, shard_axis = "tp", shard_dim = 1 : i64}, ratio = 1.000000e-01 : f64, seed = 9 : i64}
-  %z = ptrain.dropout %y, %t {ptrain.dropout_layout = {batch_rows = 4 : i64, replica_axis = "dp", replica_rows = 8 : i64, shard_axis = "tp", shard_dim = 1 : i64}, ratio = 0.1 : f64, seed = 9 : i64} : tensor<4x64x128xf32>, tensor<i64>
+  // CHECK: ptrain.dropout %{{.*}}, %{{.*}} {ptrain.dropout_layout = #ptrain.dropout_layout<batch_rows = 4, replica_axis = "dp", replica_rows = 8, shard_axis = "tp", shard_dim = 1>, ratio = 1.000000e-01 : f64, seed = 9 : i64}
+  %z = ptrain.dropout %y, %t {ptrain.dropout_layout = #ptrain.dropout_layout<batch_rows = 4, replica_axis = "dp", replica_rows = 8, shard_axis = "tp", shard_dim = 1>, ratio = 0.1 : f64, seed = 9 : i64} : tensor<4x64x128xf32>, tensor<i64>
   return %z : tensor<4x64x128xf32>
 }

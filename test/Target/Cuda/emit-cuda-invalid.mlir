@@ -85,7 +85,7 @@ func.func @f(%x: tensor<6xi64>) -> tensor<6xi1> {
 // A dropout layout naming an axis no grid has (the rank's coordinate is unknown): named at the op, nothing written.
 //--- dropout-axis.mlir
 func.func @f(%x: tensor<4x2x8xf32>, %c: tensor<i64>) -> tensor<4x2x8xf32> {
-  %y = ptrain.dropout %x, %c {ptrain.dropout_layout = {shard_axis = "tp", shard_dim = 1 : i64}, ratio = 1.000000e-01 : f64,
+  %y = ptrain.dropout %x, %c {ptrain.dropout_layout = #ptrain.dropout_layout<shard_axis = "tp", shard_dim = 1>, ratio = 1.000000e-01 : f64,
       seed = 9 : i64} : tensor<4x2x8xf32>, tensor<i64> loc("/attn/Dropout")
   return %y : tensor<4x2x8xf32>
 }

@@ -82,7 +82,7 @@ func.func @llama(%x: tensor<2x4x16xf32>, %g: tensor<16xf32>, %cos: tensor<2x4x4x
       : tensor<2x1x4x16xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32> loc("/Rotary")
   %d = ptrain.dropout %y, %t {ratio = 0.10000000149011612 : f64, seed = -7 : i64} : tensor<2x1x4x16xf32>, tensor<i64> loc("/Dropout")
   %x2 = ptrain.reshape %x : tensor<2x4x16xf32> -> tensor<2x64xf32>
-  %e = ptrain.dropout %x2, %t {ptrain.dropout_layout = {batch_rows = 2 : i64}, ratio = 3.000000e-01 : f64,
+  %e = ptrain.dropout %x2, %t {ptrain.dropout_layout = #ptrain.dropout_layout<batch_rows = 2>, ratio = 3.000000e-01 : f64,
       seed = -9223372036854775808 : i64} : tensor<2x64xf32>, tensor<i64> loc("/DropoutRows")
   return %d, %e : tensor<2x1x4x16xf32>, tensor<2x64xf32>
 }
@@ -96,8 +96,8 @@ func.func @llama(%x: tensor<2x4x16xf32>, %g: tensor<16xf32>, %cos: tensor<2x4x4x
 module {
   ptrain.grid @grid(dp = 2, tp = 2)
   func.func @stage(%p: tensor<4x2x8x8xf32>, %c: tensor<i64>) -> tensor<4x2x8x8xf32> {
-    %y = ptrain.dropout %p, %c {ptrain.dropout_layout = {batch_rows = 4 : i64, replica_axis = "dp",
-        replica_rows = 8 : i64, shard_axis = "tp", shard_dim = 1 : i64}, ratio = 1.000000e-01 : f64,
+    %y = ptrain.dropout %p, %c {ptrain.dropout_layout = #ptrain.dropout_layout<batch_rows = 4, replica_axis = "dp",
+        replica_rows = 8, shard_axis = "tp", shard_dim = 1>, ratio = 1.000000e-01 : f64,
         seed = 9 : i64} : tensor<4x2x8x8xf32>, tensor<i64> loc("/attn/Dropout")
     return %y : tensor<4x2x8x8xf32>
   }

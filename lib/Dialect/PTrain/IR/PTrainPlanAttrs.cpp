@@ -1,8 +1,10 @@
 //===- PTrainPlanAttrs.cpp - the plan attributes' verifiers --------------===//
 //
 // The plan attributes' own constraints (#ptrain.pipeline C1-C5, #ptrain.stage C1, #ptrain.schedule C1-C5,
-// #ptrain.compression C1-C7, #ptrain.tp_slice C1-C5) and the dialect's check of them where they sit (pipeline
-// C6-C8, stage C2-C4, schedule C6-C8, compression C8-C11, tp_slice C6-C9); PTrainAttrs.td and PTrainPlanAttrs.h.
+// #ptrain.compression C1-C7, #ptrain.tp_site C1-C4, #ptrain.zero_bucket C1-C3, #ptrain.dropout_layout C1-C3,
+// #ptrain.tp_slice C1-C5) and the dialect's check of them where they sit (pipeline C6-C8, stage C2-C4, schedule
+// C6-C8, compression C8-C11, zero_bucket C4-C6, tp_slice C6-C9; the dropout layout's is ptrain.dropout's own,
+// C4-C6 in PTrainSelectionOps.cpp); PTrainAttrs.td and PTrainPlanAttrs.h.
 // Negative tests, one per error: test/Dialect/PTrain/plan-attrs-invalid.mlir.
 //
 //===----------------------------------------------------------------------===//
@@ -150,8 +152,44 @@ LogicalResult CompressionAttr::verify(function_ref<InFlightDiagnostic()> emitErr
                            << "' must be a codec or false";
     }
   // (C7)
-  if (tpAllReduces && !llvm::all_of(tpAllReduces, [](Attribute a) { return isa<DictionaryAttr>(a); }))
-    return emitError() << "compression tp_all_reduces must be a list of dictionaries";
+  if (tpAllReduces && !llvm::all_of(tpAllReduces, [](Attribute a) { return isa<TPSiteAttr>(a); }))
+    return emitError() << "compression tp_all_reduces must be a list of #ptrain.tp_site";
+  return success();
+}
+
+LogicalResult TPSiteAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t layer, StringRef role,
+                                 StringRef direction, CodecAttrInterface codec, bool errorFeedback) {
+  // (C1)
+  if (layer < 0)
+    return emitError() << "tp_site layer must be >= 0, got " << layer;
+  // (C2)
+  if (direction != "forward" && direction != "backward")
+    return emitError() << "tp_site direction must be forward or backward, got '" << direction << "'";
+  // (C3)
+  const bool forward = direction == "forward";
+  if (forward ? (role != "attn_out" && role != "mlp_down") : (role != "attn_in" && role != "mlp_in"))
+    return emitError() << "tp_site role '" << role << "' is not a " << direction
+                       << " site (forward: attn_out, mlp_down; backward: attn_in, mlp_in)";
+  // (C4)
+  if (forward && errorFeedback)
+    return emitError() << "tp_site: the forward site " << role
+                       << " cannot have error feedback (the backward recomputes the forward, which must decode "
+                          "the same value: forward sites are stateless)";
+  return success();
+}
+
+LogicalResult ZeroBucketAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayAttr params, int64_t elements,
+                                     int64_t padded, StringRef axis) {
+  // (C1)
+  if (axis.empty())
+    return emitError() << "zero_bucket needs a grid axis";
+  // (C2)
+  if (elements < 1 || padded < elements)
+    return emitError() << "zero_bucket elements must be >= 1 and padded >= elements, got " << elements << " and "
+                       << padded;
+  // (C3)
+  if (!params || params.empty() || !llvm::all_of(params, [](Attribute a) { return isa<StringAttr>(a); }))
+    return emitError() << "zero_bucket params must be a non-empty list of parameter keys (strings)";
   return success();
 }
 
@@ -295,6 +333,44 @@ static LogicalResult verifyCompressionAttr(Operation *op, Attribute value) {
   return success();
 }
 
+LogicalResult DropoutLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError, std::optional<int64_t> batchRows,
+                                        StringRef replicaAxis, std::optional<int64_t> replicaRows, StringRef shardAxis,
+                                        std::optional<int64_t> shardDim) {
+  // (C1)
+  for (auto [name, value] : {std::pair<StringRef, std::optional<int64_t>>{"batch_rows", batchRows},
+                             {"replica_rows", replicaRows},
+                             {"shard_dim", shardDim}})
+    if (value && *value < 1)
+      return emitError() << "dropout_layout " << name << " must be >= 1, got " << *value;
+  // (C2)
+  if (shardAxis.empty() != !shardDim)
+    return emitError() << "dropout_layout: shard_axis and shard_dim come together";
+  // (C3)
+  if (replicaAxis.empty() != !replicaRows)
+    return emitError() << "dropout_layout: replica_axis and replica_rows come together";
+  if (replicaRows && !batchRows)
+    return emitError() << "dropout_layout: replica_rows needs batch_rows (the row packed into the counter)";
+  return success();
+}
+
+/// ZeRO bucket (C4-C6).
+static LogicalResult verifyZeroBucketAttr(Operation *op, Attribute value) {
+  // (C4)
+  auto bucket = dyn_cast<ZeroBucketAttr>(value);
+  if (!bucket)
+    return op->emitError() << "'" << kZeroBucketAttr << "' must be a #ptrain.zero_bucket, got " << value;
+  // (C5)
+  auto state = dyn_cast<StateOp>(op);
+  if (!state || state.getKind() != StateKind::OptimizerMoment)
+    return op->emitError() << "'" << kZeroBucketAttr << "' belongs on a ptrain.state of kind optimizer_moment";
+  // (C6)
+  RankedTensorType type = state.getTensorType();
+  if (type.getRank() != 1 || type.getDimSize(0) < 1 || bucket.getPadded() % type.getDimSize(0) != 0)
+    return op->emitError() << "'" << kZeroBucketAttr << "' the state's type " << type
+                           << " must be rank 1 with a size that divides padded (" << bucket.getPadded() << ")";
+  return success();
+}
+
 LogicalResult PTrainDialect::verifyOperationAttribute(Operation *op, NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
   if (name == kPipelineAttr)
@@ -305,6 +381,8 @@ LogicalResult PTrainDialect::verifyOperationAttribute(Operation *op, NamedAttrib
     return verifyScheduleAttr(op, attribute.getValue());
   if (name == kCompressionAttr)
     return verifyCompressionAttr(op, attribute.getValue());
+  if (name == kZeroBucketAttr)
+    return verifyZeroBucketAttr(op, attribute.getValue());
   if (name != kTPSliceAttr)
     return success(); // the passes' own
   // (C6)

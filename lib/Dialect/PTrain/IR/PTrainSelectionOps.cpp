@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ptrain/Dialect/PTrain/IR/PTrainDropoutLayout.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Builders.h"
@@ -217,38 +217,18 @@ LogicalResult DropoutOp::verify() {
   Attribute layoutAttr = (*this)->getAttr(kDropoutLayoutAttr);
   if (!layoutAttr)
     return success();
-  // (C4)
-  auto layout = dyn_cast<DictionaryAttr>(layoutAttr);
+  // (C4) Its entries are the attribute's own (#ptrain.dropout_layout C1-C3).
+  auto layout = dyn_cast<DropoutLayoutAttr>(layoutAttr);
   if (!layout)
-    return emitOpError() << kDropoutLayoutAttr << " must be a dictionary, got " << layoutAttr;
-  for (NamedAttribute entry : layout) {
-    StringRef key = entry.getName().getValue();
-    bool axis = key == "shard_axis" || key == "replica_axis";
-    bool integer = key == "shard_dim" || key == "replica_rows" || key == "batch_rows";
-    if (!axis && !integer)
-      return emitOpError() << kDropoutLayoutAttr << " has an unknown entry '" << key
-                           << "' (batch_rows, replica_axis, replica_rows, shard_axis, shard_dim)";
-    if (axis ? !isa<StringAttr>(entry.getValue()) : !isa<IntegerAttr>(entry.getValue()))
-      return emitOpError() << kDropoutLayoutAttr << "'s " << key << " must be " << (axis ? "a string" : "an integer")
-                           << ", got " << entry.getValue();
-  }
+    return emitOpError() << kDropoutLayoutAttr << " must be a #ptrain.dropout_layout, got " << layoutAttr;
   auto type = cast<RankedTensorType>(getInput().getType());
-  auto integer = [&](StringRef key) { return layout.getAs<IntegerAttr>(key).getInt(); };
   // (C5)
-  if (static_cast<bool>(layout.get("shard_axis")) != static_cast<bool>(layout.get("shard_dim")))
-    return emitOpError() << kDropoutLayoutAttr << ": shard_axis and shard_dim come together";
-  if (layout.get("shard_dim") && (integer("shard_dim") < 1 || integer("shard_dim") >= type.getRank()))
-    return emitOpError() << kDropoutLayoutAttr << ": shard_dim " << integer("shard_dim") << " is not in [1, "
-                         << type.getRank() << ")";
+  if (std::optional<int64_t> k = layout.getShardDim(); k && *k >= type.getRank())
+    return emitOpError() << kDropoutLayoutAttr << ": shard_dim " << *k << " is not in [1, " << type.getRank() << ")";
   // (C6)
-  if (layout.get("batch_rows") &&
-      (type.getRank() < 1 || integer("batch_rows") < 1 || type.getNumElements() % integer("batch_rows") != 0))
-    return emitOpError() << kDropoutLayoutAttr << ": batch_rows " << integer("batch_rows")
-                         << " does not divide the input's " << type.getNumElements() << " elements";
-  // (C7)
-  if (static_cast<bool>(layout.get("replica_axis")) != static_cast<bool>(layout.get("replica_rows")))
-    return emitOpError() << kDropoutLayoutAttr << ": replica_axis and replica_rows come together";
-  if (layout.get("replica_rows") && (!layout.get("batch_rows") || integer("replica_rows") < 1))
-    return emitOpError() << kDropoutLayoutAttr << ": replica_rows must be >= 1 and needs batch_rows";
+  if (std::optional<int64_t> rows = layout.getBatchRows();
+      rows && (type.getRank() < 1 || type.getNumElements() % *rows != 0))
+    return emitOpError() << kDropoutLayoutAttr << ": batch_rows " << *rows << " does not divide the input's "
+                         << type.getNumElements() << " elements";
   return success();
 }

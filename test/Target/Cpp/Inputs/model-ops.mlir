@@ -14,7 +14,7 @@ func.func @dropout(%x: tensor<4x64xf32>, %t: tensor<i64>) -> (tensor<4x64xf32>, 
 // A micro-batch's dropout (ptrain.dropout_layout batch_rows, PTrainModelOps.td): the counter packs step + 2^32 r,
 // and the 2 rows draw rows [r, r + 2) of the whole batch's mask (@dropout's %a on 4 rows at the same step).
 func.func @dropout_rows(%x: tensor<2x64xf32>, %t: tensor<i64>) -> tensor<2x64xf32> {
-  %a = ptrain.dropout %x, %t {ptrain.dropout_layout = {batch_rows = 2 : i64}, ratio = 3.000000e-01 : f64, seed = 7 : i64} : tensor<2x64xf32>, tensor<i64>
+  %a = ptrain.dropout %x, %t {ptrain.dropout_layout = #ptrain.dropout_layout<batch_rows = 2>, ratio = 3.000000e-01 : f64, seed = 7 : i64} : tensor<2x64xf32>, tensor<i64>
   return %a : tensor<2x64xf32>
 }
 

@@ -481,8 +481,8 @@ def PTrain_DropoutOp : PTrain_ModelOp<"dropout", [InferTypeOpAdaptor,
     state, kind `step_counter`, that the optimizer increments), so masks differ per site and per step.
     Without a layout, step = the counter and g(i) = i.
 
-    The optional dictionary attribute `ptrain.dropout_layout` places the local tensor (shape L) in the
-    tensor of the whole step's batch, so that a partitioned plan draws the one-rank step's mask on every
+    The optional attribute `ptrain.dropout_layout` (a `#ptrain.dropout_layout`, PTrainPlanAttrs.td) places
+    the local tensor (shape L) in the tensor of the whole step's batch, so that a partitioned plan draws the one-rank step's mask on every
     global element: local coordinates c become c_0 + R on dimension 0 (batch rows) and c_k + p L_k on the
     sharded dimension k, and g(i) is the row-major index in the global shape G (G_k = P L_k, G_0 unused):
     * `batch_rows` = b: the counter packs step + 2^32 r (step = its low 32 bits), r the global batch row
@@ -507,11 +507,9 @@ def PTrain_DropoutOp : PTrain_ModelOp<"dropout", [InferTypeOpAdaptor,
     * (C1) 0 <= ratio < 1;
     * (C2) the counter is a rank-0 i64 tensor;
     * (C3) the result has the input's type (inferred);
-    * (C4) the layout is a dictionary of batch_rows, replica_rows, shard_dim (integers) and replica_axis,
-      shard_axis (strings);
-    * (C5) shard_axis and shard_dim come together, with 1 <= shard_dim < rank;
-    * (C6) batch_rows >= 1 divides the number of elements (rank >= 1);
-    * (C7) replica_axis and replica_rows come together, replica_rows >= 1, with batch_rows.
+    * (C4) the layout is a `#ptrain.dropout_layout` (which checks its entries: C1-C3 there);
+    * (C5) shard_dim < rank;
+    * (C6) batch_rows divides the number of elements (rank >= 1).
 
     ```mlir
     %t = ptrain.state_read @step : tensor<i64>
@@ -519,8 +517,8 @@ def PTrain_DropoutOp : PTrain_ModelOp<"dropout", [InferTypeOpAdaptor,
     // A pipeline stage, dp = 2, tp = 2: micro-batches of 4 rows, 2 per replica, 2 of 4 heads per rank.
     %r = ptrain.state_read @micro_batch_row : tensor<i64>
     %c = ptrain.binary add %t, %r : tensor<i64>, tensor<i64>
-    %p = ptrain.dropout %probs, %c {ptrain.dropout_layout = {batch_rows = 4 : i64, replica_axis = "dp",
-        replica_rows = 8 : i64, shard_axis = "tp", shard_dim = 1 : i64}, ratio = 1.000000e-01 : f64,
+    %p = ptrain.dropout %probs, %c {ptrain.dropout_layout = #ptrain.dropout_layout<batch_rows = 4,
+        replica_axis = "dp", replica_rows = 8, shard_axis = "tp", shard_dim = 1>, ratio = 1.000000e-01 : f64,
         seed = 9 : i64} : tensor<4x2x64x64xf32>, tensor<i64>
     ```
   }];

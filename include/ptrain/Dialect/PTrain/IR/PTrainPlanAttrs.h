@@ -10,7 +10,12 @@
 //   ptrain.schedule = #ptrain.schedule<...>  on the module (--ptrain-schedule, --ptrain-critical-path)
 //   ptrain.tp_slice = #ptrain.tp_slice<...>  on a sliced ptrain.state (--ptrain-shard-tp)
 //   ptrain.compression = #ptrain.compression<...>  on the module (--ptrain-compress; read through
-//                                                  readCompressionPlan, lib/Plan/CompressionPlan.cpp)
+//                                                  readCompressionPlan, lib/Plan/CompressionPlan.cpp), its
+//                                                  tp_all_reduces a list of #ptrain.tp_site<...>
+//                                                  (readTensorParallelRecord, CompressTensorParallel.h)
+//   ptrain.zero_bucket = #ptrain.zero_bucket<...>  on a ZeRO-1 moment state (--ptrain-build-training-step)
+//   ptrain.dropout_layout = #ptrain.dropout_layout<...>  on a ptrain.dropout of a partitioned plan
+//                                                        (--ptrain-shard-tp, --ptrain-build-training-step)
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +43,11 @@ inline constexpr llvm::StringLiteral kScheduleAttr = "ptrain.schedule";
 inline constexpr llvm::StringLiteral kCompressionAttr = "ptrain.compression";
 /// On a sliced `ptrain.state`: a #ptrain.tp_slice (--ptrain-shard-tp's description of the slice).
 inline constexpr llvm::StringLiteral kTPSliceAttr = "ptrain.tp_slice";
+/// On a ZeRO-1 AdamW moment `ptrain.state`: a #ptrain.zero_bucket, the bucket whose shard it holds (C1-C6).
+inline constexpr llvm::StringLiteral kZeroBucketAttr = "ptrain.zero_bucket";
+/// On a `ptrain.dropout`: a #ptrain.dropout_layout, where its tensor lies in the step's batch (C1-C3; the op's
+/// C4-C6).
+inline constexpr llvm::StringLiteral kDropoutLayoutAttr = "ptrain.dropout_layout";
 
 /// The module's pipeline split, or null when the module is not split into stages.
 inline PipelineAttr getPipeline(ModuleOp module) { return module->getAttrOfType<PipelineAttr>(kPipelineAttr); }
@@ -75,6 +85,22 @@ inline TPSliceAttr getTPSlice(StateOp state) { return state->getAttrOfType<TPSli
 
 /// Records that `state` is the local part of `slice`.
 inline void setTPSlice(StateOp state, TPSliceAttr slice) { state->setAttr(kTPSliceAttr, slice); }
+
+/// The ZeRO-1 bucket whose AdamW moment shard `state` holds, or null (verified: C1-C6).
+inline ZeroBucketAttr getZeroBucket(StateOp state) { return state->getAttrOfType<ZeroBucketAttr>(kZeroBucketAttr); }
+
+/// Records that `state` holds a moment shard of `bucket`.
+inline void setZeroBucket(StateOp state, ZeroBucketAttr bucket) { state->setAttr(kZeroBucketAttr, bucket); }
+
+/// The layout of `dropout`'s tensor in the step's batch, or null (the one-rank step's own).
+inline DropoutLayoutAttr getDropoutLayout(DropoutOp dropout) {
+  return dropout->getAttrOfType<DropoutLayoutAttr>(kDropoutLayoutAttr);
+}
+
+/// Records the layout of `dropout`'s tensor.
+inline void setDropoutLayout(DropoutOp dropout, DropoutLayoutAttr layout) {
+  dropout->setAttr(kDropoutLayoutAttr, layout);
+}
 
 } // namespace mlir::ptrain
 

@@ -2,7 +2,8 @@
 //
 // The discardable attributes through which the passes hand the parallel plan to the code generators, the
 // executor and plan.json (issue 28, item 2): #ptrain.pipeline, #ptrain.stage, #ptrain.schedule,
-// #ptrain.compression. Typed
+// #ptrain.compression with its #ptrain.tp_site entries, ZeRO-1's #ptrain.zero_bucket and the dropout masks'
+// #ptrain.dropout_layout. Typed
 // accessors: PTrainPlanAttrs.h; verifiers: lib/Dialect/PTrain/IR/PTrainPlanAttrs.cpp. (#ptrain.tp_slice, the
 // first of them, is in PTrainAttrs.td.) Their declarations are generated apart from PTrainAttrs.h.inc
 // (PTrainPlanAttrs.h.inc, included only by PTrainPlanAttrs.h), so that only the plan's readers and writers see
@@ -210,9 +211,8 @@ def PTrain_CompressionAttr : PTrain_PlanAttr<"Compression", "compression"> {
     (default 128, clamped to min(n, m)) with `sc_error_feedback` (default true); `dp_codecs`, per gradient key
     ("<parameter>/grad") a codec, or `false` for an exact all-reduce, overriding `dp_all_reduce`;
     `fused_embedding` (Optimus-CC section 4.3). `skip_stages` records mcbench's uncompressed first stages.
-    Tensor parallelism: `tp_all_reduces`, one dictionary `{layer, role, direction, codec[, error_feedback]}`
-    per compressed tp all-reduce site (its entries are checked by their reader, readTensorParallelRecord),
-    and mcbench's `tp_skip_layers`. Readers: the lowering, cost and report passes, through `getCompression`
+    Tensor parallelism: `tp_all_reduces`, one `#ptrain.tp_site` per compressed tp all-reduce site, and
+    mcbench's `tp_skip_layers`. Readers: the lowering, cost and report passes, through `getCompression`
     and readCompressionPlan (PTrainPlanAttrs.h, CompressionPlan.h).
 
     Constraints of the attribute:
@@ -223,7 +223,7 @@ def PTrain_CompressionAttr : PTrain_PlanAttr<"Compression", "compression"> {
     * (C4) `dp_all_reduce` has one bool per row of `backward_sends`;
     * (C5) `sc_rank` >= 1, `skip_stages` >= 0 and `tp_skip_layers` >= 0;
     * (C6) each `dp_codecs` entry is a codec or `false`;
-    * (C7) `tp_all_reduces`, when given, is a list of dictionaries.
+    * (C7) `tp_all_reduces`, when given, is a list of `#ptrain.tp_site`.
 
     Constraints where it sits (the dialect's `verifyOperationAttribute`):
     * (C8) `ptrain.compression` is a `#ptrain.compression`;
@@ -237,7 +237,9 @@ def PTrain_CompressionAttr : PTrain_PlanAttr<"Compression", "compression"> {
         ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>,
         ptrain.compression = #ptrain.compression<policy = "optimus-cc",
             backward_sends = [[false, false], [true, true]], backward_codec = #ptrain.powersgd<rank = 2>,
-            forward_sends = [[false, false], [false, false]], dp_all_reduce = [false, false]>}
+            forward_sends = [[false, false], [false, false]], dp_all_reduce = [false, false],
+            tp_all_reduces = [#ptrain.tp_site<layer = 0, role = "attn_out", direction = "forward",
+                                              codec = #ptrain.cast<f16>>]>}
     ```
   }];
   let parameters = (ins StringRefParameter<"optimus-cc, mcbench, none or auto">:$policy,
@@ -264,6 +266,140 @@ def PTrain_CompressionAttr : PTrain_PlanAttr<"Compression", "compression"> {
                  getForwardSends(), getForwardCodec(), getForwardErrorFeedback(), getDpAllReduce(), getScRank(),
                  getScErrorFeedback(), getDpCodecs(), getFusedEmbedding(), getSkipStages(), tpAllReduces,
                  tpSkipLayers);
+    }
+  }];
+}
+
+/// A codec attribute (`#ptrain.quant<bits = 8>`), required.
+class PTrain_CodecParameter<string desc> : AttrParameter<"::mlir::ptrain::CodecAttrInterface", desc> {
+  let parser = "::mlir::FieldParser<::mlir::ptrain::CodecAttrInterface>::parse($_parser)";
+  let printer = "$_printer.printAttribute($_self)";
+}
+
+def PTrain_TPSiteAttr : PTrain_PlanAttr<"TPSite", "tp_site"> {
+  let summary = "One compressed tensor-parallel all-reduce site of a layer and its codec (mcbench's TP site).";
+  let description = [{
+    An entry of `#ptrain.compression`'s `tp_all_reduces` (docs/Compression.md, "The TP site"): the codec
+    `--ptrain-compress` (policy mcbench or auto) puts on one tensor-parallel all-reduce site of layer `layer`,
+    and that `--ptrain-lower-to-runtime` turns into a `ptrain.compressed_all_reduce_start` over the tp axis.
+    A site is named by its `role` and `direction` (Megatron-LM's g and f; Shoeybi et al. 2019, section 3):
+    the forward all-reduces after the row-parallel linears (`attn_out`, `mlp_down`) and the backward
+    all-reduces of f's gradient before the column-parallel ones (`attn_in` before Q|K|V, `mlp_in` before the
+    MLP up projection). `error_feedback` keeps a residual per site and rank
+    (`tp/layer<l>/<role>/residual`). Readers: readTensorParallelRecord (CompressTensorParallel.h), the
+    lowering and the timing model.
+
+    Constraints of the attribute:
+    * (C1) `layer` >= 0;
+    * (C2) `direction` is `forward` or `backward`;
+    * (C3) `role` is a site of that direction: `attn_out` or `mlp_down` forward, `attn_in` or `mlp_in`
+      backward;
+    * (C4) `error_feedback` only on a backward site (the stage's backward recomputes the forward, which must
+      decode the same value: forward sites are stateless).
+
+    Where it sits: `#ptrain.compression` C7.
+
+    ```mlir
+    #ptrain.tp_site<layer = 1, role = "attn_out", direction = "forward", codec = #ptrain.quant<bits = 8>>
+    #ptrain.tp_site<layer = 1, role = "attn_in", direction = "backward", codec = #ptrain.cast<bf16>,
+                    error_feedback = true>
+    ```
+  }];
+  let parameters = (ins "int64_t":$layer,
+                        StringRefParameter<"attn_out, mlp_down, attn_in or mlp_in">:$role,
+                        StringRefParameter<"forward or backward">:$direction,
+                        PTrain_CodecParameter<"the site's codec">:$codec,
+                        PTrain_FlagParameter<"a residual per site and rank (backward sites)">:$error_feedback);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether the site is a forward all-reduce (verified: C2).
+    bool isForward() const { return getDirection() == "forward"; }
+  }];
+}
+
+def PTrain_ZeroBucketAttr : PTrain_PlanAttr<"ZeroBucket", "zero_bucket"> {
+  let summary = "The layout of a ZeRO-1 bucket whose AdamW moment shard a state holds.";
+  let description = [{
+    The value of the discardable attribute `ptrain.zero_bucket` that `--ptrain-build-training-step`
+    (`zero=true`, docs/DistributedOptimizer.md; Rajbhandari et al., SC 2020, ZeRO stage 1) puts on each
+    AdamW moment state of a bucket: `params`, the keys of the bucket's parameters in bucket order; `elements`,
+    their total element count N; `padded`, N rounded up to a multiple of the dp degree (the bucket is
+    zero-padded so that every rank's shard has padded / dp elements); `axis`, the grid axis the bucket is
+    sharded over. The state's own type is the shard, `tensor<padded / dp x f32>`. Written through
+    `setZeroBucket` and read through `getZeroBucket` (PTrainPlanAttrs.h); no pass reads it yet (the
+    checkpoint's resharding, python/ptrain/reshard.py, works from the state keys and manifest).
+
+    Constraints of the attribute:
+    * (C1) `axis` is not empty;
+    * (C2) `elements` >= 1 and `padded` >= `elements`;
+    * (C3) `params` is a non-empty list of strings.
+
+    Constraints where it sits (the dialect's `verifyOperationAttribute`):
+    * (C4) `ptrain.zero_bucket` is a `#ptrain.zero_bucket`;
+    * (C5) on a `ptrain.state` of kind `optimizer_moment`;
+    * (C6) whose type is rank 1 with a size that divides `padded`.
+
+    ```mlir
+    ptrain.state @stage0_zero_bucket0_adam_m key "stage0.zero_bucket0/adam_m" kind optimizer_moment
+        {ptrain.zero_bucket = #ptrain.zero_bucket<params = ["head", "wte"], elements = 256, padded = 258,
+                                                  axis = "dp">} : tensor<86xf32>
+    ```
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$params,
+                        "int64_t":$elements,
+                        "int64_t":$padded,
+                        StringRefParameter<"the grid axis">:$axis);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+/// A grid axis that may be absent (empty), printed only when present.
+class PTrain_OptionalAxisParameter<string desc> : StringRefParameter<desc, [{""}]>;
+
+def PTrain_DropoutLayoutAttr : PTrain_PlanAttr<"DropoutLayout", "dropout_layout"> {
+  let summary = "Where a ptrain.dropout's local tensor lies in the whole step's batch.";
+  let description = [{
+    The value of the discardable attribute `ptrain.dropout_layout` on a `ptrain.dropout` of a partitioned
+    plan, so that every rank draws the one-rank step's mask on its elements (the mask is keyed by the
+    element's global row-major index; PTrainModelOps.td, `ptrain.dropout`, has the formula):
+    * `batch_rows` = b: the counter packs step + 2^32 r, r the global batch row of the tensor's first row
+      within its replica, and the tensor holds b rows (--ptrain-build-training-step, on the pipeline's stage
+      functions);
+    * `replica_axis`, `replica_rows`: the row adds replica_rows x the rank's coordinate on that grid axis (the
+      rows of the data-parallel replicas before this one);
+    * `shard_axis`, `shard_dim` = k: the tensor is the rank's part of dimension k over that grid axis
+      (--ptrain-shard-tp, inside a tensor-parallel region).
+    Readers: the reference interpreter and the multi-rank executor (lib/Interpreter/Elementwise.cpp), both
+    code generators (`dropoutLayoutArgs`, lib/Target/Cpp/EmitTransformer.cpp), through `getDropoutLayout`
+    (PTrainPlanAttrs.h).
+
+    Constraints of the attribute:
+    * (C1) `batch_rows`, `replica_rows` and `shard_dim`, when given, are >= 1 (dimension 0 holds the batch
+      rows, so it is never the sharded one);
+    * (C2) `shard_axis` and `shard_dim` come together;
+    * (C3) `replica_axis` and `replica_rows` come together, and with `batch_rows`.
+
+    Where it sits: `ptrain.dropout` C4-C6 (PTrainModelOps.td).
+
+    ```mlir
+    %p = ptrain.dropout %probs, %c {ptrain.dropout_layout = #ptrain.dropout_layout<batch_rows = 4,
+        replica_axis = "dp", replica_rows = 8, shard_axis = "tp", shard_dim = 1>, ratio = 1.000000e-01 : f64,
+        seed = 9 : i64} : tensor<4x2x64x64xf32>, tensor<i64>
+    ```
+  }];
+  let parameters = (ins PTrain_OptionalIntParameter<"rows of the batch the tensor holds">:$batch_rows,
+                        PTrain_OptionalAxisParameter<"the data-parallel grid axis">:$replica_axis,
+                        PTrain_OptionalIntParameter<"batch rows per replica">:$replica_rows,
+                        PTrain_OptionalAxisParameter<"the tensor-parallel grid axis">:$shard_axis,
+                        PTrain_OptionalIntParameter<"the sharded dimension">:$shard_dim);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The layout with the batch rows `rows` and, when `replicaAxis` is not empty, the replicas' rows.
+    DropoutLayoutAttr withBatchRows(int64_t rows, ::llvm::StringRef replicaAxis,
+                                    std::optional<int64_t> replicaRows) const {
+      return get(getContext(), rows, replicaAxis, replicaRows, getShardAxis(), getShardDim());
     }
   }];
 }
