@@ -16,17 +16,20 @@
 
 #include "ptrain/Runtime/ptrain_runtime.h"
 
+#include "common/Random.h"
+
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <map>
-#include <random>
 #include <tuple>
 #include <vector>
 
 namespace {
+
+using ptrain::bench::randomFloats;
 
 using Shape = std::tuple<int64_t, int64_t, int64_t>;
 
@@ -34,15 +37,6 @@ double cpuSeconds() {
   timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-std::vector<float> randomFloats(int64_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(gen);
-  return v;
 }
 
 std::vector<uint16_t> toBf16(const std::vector<float> &f) {

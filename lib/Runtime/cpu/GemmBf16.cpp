@@ -13,18 +13,17 @@
 //
 // Operands are packed once per call: op(A) as [m][ceil(k/2)] bf16 pairs, op(B)
 // as panels of 64 columns of [ceil(k/2)][64] pairs (zero-padded), which is the
-// layout VDPBF16PS reads. One thread; the packing is allocated with nothrow.
+// layout VDPBF16PS reads. One thread; the packing is allocated with allocArray.
 //
 //===----------------------------------------------------------------------===//
 
-#include "common/Status.h"
 #include "cpu/Bf16Dot.h"
 #include "cpu/CpuIsa.h"
+#include "cpu/GemmArgs.h"
 #include "cpu/codecs/Cast.h"
 
 #include <algorithm>
 #include <memory>
-#include <new>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -175,9 +174,16 @@ PTRAIN_TARGET_AVX512BF16 ptrain_status_t hardwareGemm(const Packed *pk, float al
 }
 #endif
 
-/// Owned nothrow storage of `count` uint32_t.
-std::unique_ptr<uint32_t[]> allocate(int64_t count) {
-  return std::unique_ptr<uint32_t[]>(new (std::nothrow) uint32_t[static_cast<size_t>(count > 0 ? count : 1)]);
+/// The casts' checks and loop: out[i] = Convert(x[i]), naming `call` in errors.
+template <typename In, typename Out, Out (*Convert)(In)>
+ptrain_status_t castArray(const char *call, const In *x, int64_t n, Out *out) {
+  if (n < 0)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'n' must be >= 0, got %lld", static_cast<long long>(n));
+  if (n > 0 && (!x || !out))
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'%s' must not be null", x ? "out" : "x");
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = Convert(x[i]);
+  return PTRAIN_OK;
 }
 
 } // namespace
@@ -186,27 +192,15 @@ extern "C" ptrain_status_t ptrain_gemm_bf16(int32_t trans_a, int32_t trans_b, in
                                             int64_t k, float alpha, const uint16_t *a, int64_t stride_a,
                                             const uint16_t *b, int64_t stride_b, float beta, float *c,
                                             int64_t stride_c) {
-  PTRAIN_CHECK_SIZE(batch);
-  PTRAIN_CHECK_SIZE(m);
-  PTRAIN_CHECK_SIZE(n);
-  PTRAIN_CHECK_SIZE(k);
-  PTRAIN_CHECK_SIZE(stride_a);
-  PTRAIN_CHECK_SIZE(stride_b);
-  PTRAIN_CHECK_SIZE(stride_c);
+  bool empty = false;
+  PTRAIN_RETURN_IF_ERROR(checkGemmArgs(__func__, batch, m, n, k, a, stride_a, b, stride_b, c, stride_c, empty));
   CpuIsa isa = CpuIsa::Baseline;
   PTRAIN_RETURN_IF_ERROR(selectedCpuIsa(__func__, isa));
-  if (batch == 0 || m == 0 || n == 0)
+  if (empty)
     return PTRAIN_OK;
-  PTRAIN_CHECK_PTR(c);
-  PTRAIN_CHECK_ARG(batch == 1 || stride_c >= m * n,
-                   "stride_c (%lld) must be >= m*n (%lld) when batch > 1: batch entries would overwrite each other",
-                   static_cast<long long>(stride_c), static_cast<long long>(m * n));
-  if (k > 0) {
-    PTRAIN_CHECK_PTR(a);
-    PTRAIN_CHECK_PTR(b);
-  }
   const int64_t pairs = (k + 1) / 2, panels = (n + kPanel - 1) / kPanel;
-  std::unique_ptr<uint32_t[]> packedA = allocate(m * pairs), packedB = allocate(panels * pairs * kPanel);
+  std::unique_ptr<uint32_t[], FreeDeleter> packedA(allocArray<uint32_t>(m * pairs)),
+      packedB(allocArray<uint32_t>(panels * pairs * kPanel));
   if (!packedA || !packedB)
     return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate %lld bytes of packed operands",
                 static_cast<long long>((m + panels * kPanel) * pairs * 4));
@@ -230,21 +224,9 @@ extern "C" ptrain_status_t ptrain_gemm_bf16(int32_t trans_a, int32_t trans_b, in
 }
 
 extern "C" ptrain_status_t ptrain_cast_f32_bf16(const float *x, int64_t n, uint16_t *out) {
-  PTRAIN_CHECK_SIZE(n);
-  if (n == 0)
-    return PTRAIN_OK;
-  PTRAIN_CHECK_PTR(x);
-  PTRAIN_CHECK_PTR(out);
-  castEncode<PTRAIN_DTYPE_BF16>(x, nullptr, n, out);
-  return PTRAIN_OK;
+  return castArray<float, uint16_t, floatToBf16>(__func__, x, n, out);
 }
 
 extern "C" ptrain_status_t ptrain_cast_bf16_f32(const uint16_t *x, int64_t n, float *out) {
-  PTRAIN_CHECK_SIZE(n);
-  if (n == 0)
-    return PTRAIN_OK;
-  PTRAIN_CHECK_PTR(x);
-  PTRAIN_CHECK_PTR(out);
-  castDecode<PTRAIN_DTYPE_BF16>(x, n, out);
-  return PTRAIN_OK;
+  return castArray<uint16_t, float, bf16ToFloat>(__func__, x, n, out);
 }
