@@ -355,6 +355,28 @@ TEST(GemmBf16, EveryPathGivesTheEmulationsBits) {
   ASSERT_PTRAIN_OK(ptrain_cpu_set_isa(nullptr));
 }
 
+TEST(GemmBf16, TinyAfterRoundingOnEveryPath) {
+  // k = 2, one pair: the odd product 2^-63 * 2^-63 = 2^-126 first, then the even one. 2^-126 - 0.75 * 2^-150
+  // rounds (24 bits, unbounded exponent) below 2^-126 and is flushed; 2^-126 - 2^-151 rounds to 2^-126. The
+  // emulation's vectorized pass sees a result of exactly 2^-126 and redoes the pair with bf16DotStep.
+  const uint16_t b[2] = {bf(0x1p-75f), bf(0x1p-63f)};
+  const struct {
+    float a0;
+    uint32_t want;
+  } cases[] = {{-0x1.8p-76f, 0x00000000u}, {-0x1p-76f, 0x00800000u}};
+  for (const char *path : {"baseline", "avx2", "avx512", "avx512bf16"}) {
+    if (ptrain_cpu_set_isa(path) != PTRAIN_OK)
+      continue;
+    for (const auto &t : cases) {
+      const uint16_t a[2] = {bf(t.a0), bf(0x1p-63f)};
+      float c = 1.0f;
+      ASSERT_PTRAIN_OK(ptrain_gemm_bf16(0, 0, 1, 1, 1, 2, 1.0f, a, 0, b, 0, 0.0f, &c, 0));
+      EXPECT_EQ(bitsOf(c), t.want) << path << ", a0 = " << t.a0;
+    }
+  }
+  ASSERT_PTRAIN_OK(ptrain_cpu_set_isa(nullptr));
+}
+
 TEST(GemmBf16, NanResultsAreOneQuietNan) {
   const uint16_t a[2] = {0x7f80, 0x3f80}; // inf, 1
   const uint16_t b[2] = {0x0000, 0x3f80}; // 0, 1: inf * 0 is invalid

@@ -242,14 +242,15 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //
 // --- Kernel paths (cpu/CpuIsa.cpp; docs/Runtime.md, "Kernel paths") ---
 // The GELU (erf form), softmax forward and cross-entropy kernels exist for
-// three x86-64 ISAs, all giving the same bits: "baseline" (SSE2), "avx2" and
-// "avx512" (AVX-512 F, DQ, VL, BW); "avx512bf16" (AVX-512 plus AVX512-BF16)
-// runs their avx512 clones and ptrain_gemm_bf16's VDPBF16PS kernel, which the
-// other paths emulate bit for bit. The environment variable PTRAIN_CPU_ISA
-// (baseline, avx2, avx512, avx512bf16 or auto; read once per process) forces
-// one; unset, empty or auto takes the widest the CPU runs. An unknown value, or a path the
-// CPU cannot run, makes every call of those kernels (and ptrain_cpu_isa)
-// return INVALID_ARGUMENT naming the variable, its value and the CPU's paths.
+// three x86-64 ISAs, all giving the same bits: "baseline" (SSE2), "avx2"
+// (AVX2 and FMA) and "avx512" (AVX-512 F, DQ, VL, BW); "avx512bf16" (AVX-512
+// plus AVX512-BF16) runs their avx512 clones and ptrain_gemm_bf16's VDPBF16PS
+// kernel, which the other paths emulate bit for bit. The environment variable
+// PTRAIN_CPU_ISA (baseline, avx2, avx512, avx512bf16 or auto; read once per
+// process) forces one; unset, empty or auto takes the widest the CPU runs. An
+// unknown value, or a path the CPU cannot run, makes every call of those
+// kernels (and ptrain_cpu_isa) return INVALID_ARGUMENT naming the variable,
+// its value and the CPU's paths.
 // ptrain_cpu_isa(out_name)
 //   *out_name = the path the kernels take now (a static string).
 // ptrain_cpu_set_isa(name)

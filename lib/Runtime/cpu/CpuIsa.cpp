@@ -105,7 +105,7 @@ bool cpuSupports(CpuIsa isa) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
   case CpuIsa::Avx2:
-    return __builtin_cpu_supports("avx2");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   case CpuIsa::Baseline:
     return true;
   }

@@ -2,8 +2,10 @@
 //
 // The GELU, softmax and cross-entropy kernels (cpu/Gelu.cpp, cpu/Softmax.cpp,
 // cpu/CrossEntropy.cpp) are compiled three times from one inline body: for
-// the baseline x86-64 ISA (SSE2, two fp64 lanes), for AVX2 (four) and for
-// AVX-512 F/DQ/VL/BW (eight), with explicit __attribute__((target)) clones.
+// the baseline x86-64 ISA (SSE2, two fp64 lanes), for AVX2 plus FMA (four;
+// Intel's AVX2 CPUs since Haswell and AMD's since Zen have both; FMA makes the
+// bf16 GEMM emulation's std::fmaf one instruction) and for AVX-512
+// F/DQ/VL/BW (eight), with explicit __attribute__((target)) clones.
 // Which one runs is chosen once per process: PTRAIN_CPU_ISA=baseline|avx2|
 // avx512 forces a path (an unknown value, or one the CPU cannot run, is an
 // INVALID_ARGUMENT error of every such kernel call); unset, empty or "auto"
@@ -32,7 +34,7 @@
 #include "common/Status.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define PTRAIN_TARGET_AVX2 __attribute__((target("avx2")))
+#define PTRAIN_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define PTRAIN_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
 #define PTRAIN_TARGET_AVX512BF16 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx512bf16")))
 #else

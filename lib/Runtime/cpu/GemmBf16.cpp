@@ -23,6 +23,8 @@
 #include "cpu/codecs/Cast.h"
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <memory>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -91,9 +93,12 @@ inline void storeRow(const float *acc, int64_t cols, float alpha, float beta, fl
   }
 }
 
-/// The emulation: bf16DotStep over the packed operands, the instruction's order.
+/// The emulation: bf16DotStep over the packed operands, the instruction's order. One pair for a whole panel row
+/// at a time: the fused multiply-adds and the flush of results below 2^-126 as selects, which the avx512 clone
+/// vectorizes; a result of exactly 2^-126 (its flush depends on the exact sum, bf16DotStep) makes the pair be
+/// redone from the saved accumulators with bf16DotStep itself.
 PTRAIN_KERNEL_BODY ptrain_status_t emulatedBody(const Packed *pk, float alpha, float beta, float *c) {
-  float acc[kPanel];
+  float acc[kPanel], prev[kPanel];
   for (int64_t j0 = 0; j0 < pk->n; j0 += kPanel) {
     const uint32_t *panel = pk->b + (j0 / kPanel) * pk->pairs * kPanel;
     const int64_t cols = std::min(kPanel, pk->n - j0);
@@ -103,10 +108,20 @@ PTRAIN_KERNEL_BODY ptrain_status_t emulatedBody(const Packed *pk, float alpha, f
       for (int64_t p = 0; p < pk->pairs; ++p) {
         const float aLo = bitsFloat(ai[p] << 16), aHi = bitsFloat(ai[p] & 0xffff0000u);
         const uint32_t *bp = panel + p * kPanel;
-        for (int64_t jj = 0; jj < cols; ++jj) {
-          const float bLo = bitsFloat(bp[jj] << 16), bHi = bitsFloat(bp[jj] & 0xffff0000u);
-          acc[jj] = bf16DotStep(bf16DotStep(acc[jj], aHi, bHi), aLo, bLo);
+        std::copy(acc, acc + kPanel, prev);
+        int edge = 0;
+        for (int64_t jj = 0; jj < kPanel; ++jj) { // the panel's zero padding included: a fixed trip count
+          const float hi = std::fmaf(aHi, bitsFloat(bp[jj] & 0xffff0000u), acc[jj]);
+          edge |= std::fabs(hi) == FLT_MIN;
+          const float hiFlushed = std::fabs(hi) < FLT_MIN ? std::copysign(0.0f, hi) : hi;
+          const float lo = std::fmaf(aLo, bitsFloat(bp[jj] << 16), hiFlushed);
+          edge |= std::fabs(lo) == FLT_MIN;
+          acc[jj] = std::fabs(lo) < FLT_MIN ? std::copysign(0.0f, lo) : lo;
         }
+        if (edge)
+          for (int64_t jj = 0; jj < kPanel; ++jj)
+            acc[jj] = bf16DotStep(bf16DotStep(prev[jj], aHi, bitsFloat(bp[jj] & 0xffff0000u)), aLo,
+                                  bitsFloat(bp[jj] << 16));
       }
       storeRow(acc, cols, alpha, beta, c + i * pk->n + j0);
     }
