@@ -6,7 +6,7 @@
 // t_f32 is measured before the benchmarks, once per shape in the same
 // process (the best of 5 calls), so the ratio comes from one run.
 // Arguments: m, n, k, path (1: avx512bf16, VDPBF16PS; 0: the emulation on the
-// avx512 clone, or the widest this CPU runs). Layout: C[m, n] = A[m, k] B^T
+// avx512 clone; 2: on the avx2 clone; a path the CPU lacks is skipped). Layout: C[m, n] = A[m, k] B^T
 // with B [n, k], the linear layer's forward (gemm(0, 1, ...)).
 //
 // Times are CPU times (the machine is shared). One thread on both sides:
@@ -78,9 +78,9 @@ void BM_GemmF32(benchmark::State &state) {
 
 void BM_GemmBf16(benchmark::State &state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  const bool hardware = state.range(3) != 0;
-  if (ptrain_cpu_set_isa(hardware ? "avx512bf16" : "avx512") != PTRAIN_OK &&
-      (hardware || ptrain_cpu_set_isa("auto") != PTRAIN_OK)) {
+  const bool hardware = state.range(3) == 1;
+  const char *const forced = hardware ? "avx512bf16" : state.range(3) == 2 ? "avx2" : "avx512";
+  if (ptrain_cpu_set_isa(forced) != PTRAIN_OK) {
     state.SkipWithError(ptrain_last_error());
     return;
   }
@@ -125,7 +125,7 @@ void shapeArgs(benchmark::internal::Benchmark *b) {
 
 void pathArgs(benchmark::internal::Benchmark *b) {
   for (const auto &[m, n, k] : kShapes)
-    for (int64_t path : {1, 0})
+    for (int64_t path : {1, 0, 2})
       b->Args({m, n, k, path});
 }
 

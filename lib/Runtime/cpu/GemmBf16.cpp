@@ -165,25 +165,12 @@ PTRAIN_TARGET_AVX512BF16 ptrain_status_t hardwareGemm(const Packed *pk, float al
     int64_t i = 0;
     for (; i + kRows <= pk->m; i += kRows)
       hardwareBlock<kRows>(pk, panel, i, cols, alpha, beta, c + j0);
-    switch (pk->m - i) {
-    case 5:
-      hardwareBlock<5>(pk, panel, i, cols, alpha, beta, c + j0);
-      break;
-    case 4:
-      hardwareBlock<4>(pk, panel, i, cols, alpha, beta, c + j0);
-      break;
-    case 3:
-      hardwareBlock<3>(pk, panel, i, cols, alpha, beta, c + j0);
-      break;
-    case 2:
-      hardwareBlock<2>(pk, panel, i, cols, alpha, beta, c + j0);
-      break;
-    case 1:
-      hardwareBlock<1>(pk, panel, i, cols, alpha, beta, c + j0);
-      break;
-    default:
-      break;
-    }
+    // The last m % 6 rows: one instance per count.
+    using Block = void (*)(const Packed *, const uint32_t *, int64_t, int64_t, float, float, float *);
+    static constexpr Block kTail[kRows] = {nullptr,           hardwareBlock<1>, hardwareBlock<2>,
+                                           hardwareBlock<3>, hardwareBlock<4>, hardwareBlock<5>};
+    if (i < pk->m)
+      kTail[pk->m - i](pk, panel, i, cols, alpha, beta, c + j0);
   }
   return PTRAIN_OK;
 }
