@@ -20,7 +20,7 @@ mkdir -p "$LOGS"
 flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
 has() { [[ " $flags " == *" $1 "* ]]; }
 cores=(Haswell) isas=(baseline)
-if has avx2; then isas+=(avx2); fi
+if has avx2 && has fma; then isas+=(avx2); fi # the avx2 path is AVX2 plus FMA
 if has avx512f && has avx512dq && has avx512vl && has avx512bw; then cores+=(SkylakeX) isas+=(avx512); fi
 if has avx512f && has avx512dq && has avx512vl && has avx512bw && has avx512_bf16; then isas+=(avx512bf16); fi
 all=()
