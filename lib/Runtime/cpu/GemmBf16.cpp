@@ -94,8 +94,8 @@ inline void storeRow(const float *acc, int64_t cols, float alpha, float beta, fl
 }
 
 /// The emulation: bf16DotStep over the packed operands, the instruction's order. One pair for a whole panel row
-/// at a time: the fused multiply-adds and the flush of results below 2^-126 as selects, which the avx512 clone
-/// vectorizes; a result of exactly 2^-126 (its flush depends on the exact sum, bf16DotStep) makes the pair be
+/// at a time: the fused multiply-adds and the flush of results below 2^-126 as selects, which the avx2 and avx512
+/// clones vectorize; a result of exactly 2^-126 (its flush depends on the exact sum, bf16DotStep) makes the pair be
 /// redone from the saved accumulators with bf16DotStep itself.
 PTRAIN_KERNEL_BODY ptrain_status_t emulatedBody(const Packed *pk, float alpha, float beta, float *c) {
   float acc[kPanel], prev[kPanel];
