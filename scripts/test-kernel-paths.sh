@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the numerics tests once per kernel path this CPU can take (issue 20): OpenBLAS's GEMM kernel family
 # (OPENBLAS_CORETYPE: Haswell = AVX2, SkylakeX = AVX-512) times the runtime's own vector clones
-# (PTRAIN_CPU_ISA: baseline, avx2, avx512; docs/Runtime.md, "Kernel paths"). One machine with AVX-512 then covers
-# what an AVX2-only machine and an AVX-512 machine would run. Each forced OpenBLAS core is checked to be the one
+# (PTRAIN_CPU_ISA: baseline, avx2, avx512, avx512bf16; docs/Runtime.md, "Kernel paths"). One machine with AVX-512
+# then covers what an AVX2-only machine and an AVX-512 machine would run. Each forced OpenBLAS core is checked to be the one
 # OpenBLAS loads (OPENBLAS_VERBOSE=2 prints "Core: NAME"; an unknown name silently falls back to the CPU's own).
 # Paths the CPU lacks are left out and listed. Ends with one line per path and exits non-zero if any failed.
 #
@@ -13,15 +13,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
-REGEX=${2:-'^(CpuIsa|Gelu|Softmax|CrossEntropy|Gemm|Attention|LayerNorm|Optimizer|ModelOps)|^codegen-cpu-(gpt|tensor-parallel|export-tp|vocab-parallel|data-parallel|pipeline|loss-options|ort-forward|model-ops|clip-sgd)$'}
+REGEX=${2:-'^(CpuIsa|CastBf16|Gelu|Softmax|CrossEntropy|Gemm|Attention|LayerNorm|Optimizer|ModelOps)|^codegen-cpu-(gpt|tensor-parallel|export-tp|vocab-parallel|data-parallel|pipeline|loss-options|ort-forward|model-ops|clip-sgd)$'}
 LOGS="$BUILD_DIR/kernel-paths"
 mkdir -p "$LOGS"
 
 flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
 has() { [[ " $flags " == *" $1 "* ]]; }
 cores=(Haswell) isas=(baseline)
-if has avx2; then isas+=(avx2); fi
+if has avx2 && has fma; then isas+=(avx2); fi # the avx2 path is AVX2 plus FMA
 if has avx512f && has avx512dq && has avx512vl && has avx512bw; then cores+=(SkylakeX) isas+=(avx512); fi
+if has avx512f && has avx512dq && has avx512vl && has avx512bw && has avx512_bf16; then isas+=(avx512bf16); fi
 all=()
 for c in "${cores[@]}"; do for i in "${isas[@]}"; do all+=("$c:$i"); done; done
 has avx2 || all=(":baseline") # OpenBLAS's Haswell kernels need AVX2: the CPU's own core only

@@ -22,6 +22,8 @@
 
 #include "ptrain/Runtime/ptrain_runtime.h"
 
+#include "common/Random.h"
+
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -34,6 +36,8 @@
 #include <vector>
 
 namespace {
+
+using ptrain::bench::randomFloats;
 
 constexpr int64_t kN = int64_t(1) << 23;     // 32 MiB per fp32 array: past the 32 MiB L3 with two arrays
 constexpr double kLinkBytesPerS = 200e9 / 8; // 200 Gb/s
@@ -55,15 +59,6 @@ double measureMemcpy(int64_t n) {
     best = t < best ? t : best;
   }
   return 8.0 * n / best;
-}
-
-std::vector<float> randomFloats(int64_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(gen);
-  return v;
 }
 
 void check(ptrain_status_t st, benchmark::State &state) {

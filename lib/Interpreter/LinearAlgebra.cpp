@@ -1,46 +1,70 @@
 //===- LinearAlgebra.cpp - matmul and embedding kernels ------------------===//
 //
-// ptrain.matmul (batched, broadcast batch dimensions, dot products accumulated in double) and
+// ptrain.matmul (batched, broadcast batch dimensions, dot products accumulated in double), the bf16 matmul
+// with fp32 accumulation (the runtime's ptrain_gemm_bf16, linked from ptrain_codecs: the same bits) and
 // ptrain.embedding (row lookup with a range check on every id) and its adjoint ptrain.embedding_grad
 // (scatter-add of gradient rows).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Interpreter/Kernels.h"
+#include "ptrain/Interpreter/MixedPrecisionKernels.h"
+#include "ptrain/Runtime/ptrain_runtime.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::interp;
 
-llvm::Expected<Tensor> mlir::ptrain::interp::evalMatmul(const Tensor &lhs, const Tensor &rhs) {
-  if (!lhs.isFloat() || lhs.getDType() != rhs.getDType())
-    return makeError("matmul needs two float tensors of one element type, got " + lhs.getTypeString() +
-                     " and " + rhs.getTypeString());
+namespace {
+
+/// The shapes of a batched matmul [..., n, k] x [..., k, m] and the operands' batch entries for each result entry.
+struct MatmulGeometry {
+  int64_t n, k, m;
+  std::vector<int64_t> lmap, rmap;
+  llvm::SmallVector<int64_t> shape; // [broadcast batch..., n, m]
+};
+
+llvm::Expected<MatmulGeometry> matmulGeometry(const Tensor &lhs, const Tensor &rhs) {
   // (C1) rank >= 2; (C2) equal contracted dimensions; (C3) broadcast batch dimensions.
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
     return makeError("matmul needs operands of rank >= 2, got " + lhs.getTypeString() + " and " +
                      rhs.getTypeString());
   llvm::ArrayRef<int64_t> ls = lhs.getShape(), rs = rhs.getShape();
-  int64_t n = ls[ls.size() - 2], k = ls.back(), m = rs.back();
-  if (rs[rs.size() - 2] != k)
+  MatmulGeometry g;
+  g.n = ls[ls.size() - 2];
+  g.k = ls.back();
+  g.m = rs.back();
+  if (rs[rs.size() - 2] != g.k)
     return makeError("matmul contracted dimensions differ: " + formatShape(ls) + " x " + formatShape(rs));
   llvm::ArrayRef<int64_t> lbatch = ls.drop_back(2), rbatch = rs.drop_back(2);
   llvm::Expected<llvm::SmallVector<int64_t>> batch = broadcastShapes(lbatch, rbatch);
   if (!batch)
     return batch.takeError();
-  std::vector<int64_t> lmap = broadcastIndexMap(*batch, lbatch);
-  std::vector<int64_t> rmap = broadcastIndexMap(*batch, rbatch);
+  g.lmap = broadcastIndexMap(*batch, lbatch);
+  g.rmap = broadcastIndexMap(*batch, rbatch);
+  g.shape.assign(batch->begin(), batch->end());
+  g.shape.push_back(g.n);
+  g.shape.push_back(g.m);
+  return g;
+}
 
-  llvm::SmallVector<int64_t> shape(*batch);
-  shape.push_back(n);
-  shape.push_back(m);
-  Tensor out(lhs.getDType(), shape);
+} // namespace
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalMatmul(const Tensor &lhs, const Tensor &rhs) {
+  if (!lhs.isFloat() || lhs.getDType() != rhs.getDType())
+    return makeError("matmul needs two float tensors of one element type, got " + lhs.getTypeString() +
+                     " and " + rhs.getTypeString());
+  llvm::Expected<MatmulGeometry> geometry = matmulGeometry(lhs, rhs);
+  if (!geometry)
+    return geometry.takeError();
+  const int64_t n = geometry->n, k = geometry->k, m = geometry->m;
+  Tensor out(lhs.getDType(), geometry->shape);
   llvm::ArrayRef<double> a = lhs.floats(), b = rhs.floats();
   llvm::MutableArrayRef<double> o = out.floats();
   std::vector<double> row(m);
-  for (size_t bi = 0; bi < lmap.size(); ++bi) {
-    const double *abase = a.data() + lmap[bi] * n * k;
-    const double *bbase = b.data() + rmap[bi] * k * m;
+  for (size_t bi = 0; bi < geometry->lmap.size(); ++bi) {
+    const double *abase = a.data() + geometry->lmap[bi] * n * k;
+    const double *bbase = b.data() + geometry->rmap[bi] * k * m;
     double *obase = o.data() + static_cast<int64_t>(bi) * n * m;
     for (int64_t i = 0; i < n; ++i) {
       std::fill(row.begin(), row.end(), 0.0);
@@ -54,6 +78,34 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalMatmul(const Tensor &lhs, const
     }
   }
   out.roundToDType();
+  return out;
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalMatmulBf16(const Tensor &lhs, const Tensor &rhs) {
+  if (lhs.getDType() != DType::BF16 || rhs.getDType() != DType::BF16)
+    return makeError("bf16 matmul needs two bf16 tensors, got " + lhs.getTypeString() + " and " +
+                     rhs.getTypeString());
+  llvm::Expected<MatmulGeometry> geometry = matmulGeometry(lhs, rhs);
+  if (!geometry)
+    return geometry.takeError();
+  const int64_t n = geometry->n, k = geometry->k, m = geometry->m;
+  // The operands' bf16 bits (their values are bf16 values, so the fp32 and bf16 roundings are exact).
+  auto toBits = [](const Tensor &t) {
+    std::vector<float> wide(t.floats().begin(), t.floats().end());
+    std::vector<uint16_t> bits(wide.size());
+    (void)ptrain_cast_f32_bf16(wide.data(), static_cast<int64_t>(wide.size()), bits.data());
+    return bits;
+  };
+  const std::vector<uint16_t> a = toBits(lhs), b = toBits(rhs);
+  std::vector<float> c(static_cast<size_t>(n * m));
+  Tensor out(DType::F32, geometry->shape);
+  llvm::MutableArrayRef<double> o = out.floats();
+  for (size_t bi = 0; bi < geometry->lmap.size(); ++bi) {
+    if (ptrain_status_t status = ptrain_gemm_bf16(0, 0, 1, n, m, k, 1.0f, a.data() + geometry->lmap[bi] * n * k, 0,
+                                                  b.data() + geometry->rmap[bi] * k * m, 0, 0.0f, c.data(), 0))
+      return makeError(llvm::Twine("bf16 matmul: ") + ptrain_status_string(status) + ": " + ptrain_last_error());
+    std::copy(c.begin(), c.end(), o.begin() + static_cast<int64_t>(bi) * n * m);
+  }
   return out;
 }
 

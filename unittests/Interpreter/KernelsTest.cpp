@@ -1,10 +1,13 @@
 //===- KernelsTest.cpp - reference kernels against hand-computed values ---===//
 
 #include "ptrain/Interpreter/Kernels.h"
+#include "ptrain/Interpreter/MixedPrecisionKernels.h"
+#include "ptrain/Runtime/ptrain_runtime.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace mlir;
@@ -177,6 +180,62 @@ TEST(Matmul, Errors) {
                 .find("contracted"),
             std::string::npos);
   EXPECT_NE(errorOf(evalMatmul(f32({3}, {1, 2, 3}), f32({3, 1}, {1, 2, 3}))).find("rank >= 2"),
+            std::string::npos);
+}
+
+Tensor bf16(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<double> values) {
+  return Tensor::fromFloats(DType::BF16, shape, values);
+}
+
+TEST(MatmulBf16, AccumulatesInFp32InVdpbf16psOrder) {
+  // k = 3 in pairs (1, 2^-24) and (2^-24, 0): 0 + 2^-24 * 1, then + 1 * 1 ties to 1; + 0, then + 2^-24 ties to 1.
+  // Accumulated in double (ptrain.matmul) the sum would be 1 + 2^-23.
+  const double tiny = std::ldexp(1.0, -24);
+  Tensor a = bf16({1, 3}, {1, tiny, tiny});
+  Tensor b = bf16({3, 1}, {1, 1, 1});
+  Tensor out = ok(evalMatmulBf16(a, b));
+  EXPECT_EQ(out.getDType(), DType::F32);
+  expectValues(out, {1, 1}, {1.0});
+  expectValues(ok(evalMatmul(f32({1, 3}, {1, tiny, tiny}), f32({3, 1}, {1, 1, 1}))),
+               {1, 1}, {1.0 + 2 * tiny});
+}
+
+TEST(MatmulBf16, BroadcastBatchGivesTheRuntimeKernelsBits) {
+  // [2,1,3,5] x [3,5,4] -> [2,3,3,4]: each result entry is the runtime's ptrain_gemm_bf16 of its operands' entries.
+  std::vector<double> av(2 * 3 * 5), bv(3 * 5 * 4);
+  for (size_t i = 0; i < av.size(); ++i)
+    av[i] = std::ldexp(static_cast<double>((i * 37) % 255) - 127, -5);
+  for (size_t i = 0; i < bv.size(); ++i)
+    bv[i] = std::ldexp(static_cast<double>((i * 91) % 253) - 126, -7);
+  Tensor a = bf16({2, 1, 3, 5}, av), b = bf16({3, 5, 4}, bv);
+  Tensor out = ok(evalMatmulBf16(a, b));
+  ASSERT_EQ(out.getShape(), llvm::ArrayRef<int64_t>({2, 3, 3, 4}));
+  auto bits = [](llvm::ArrayRef<double> v) {
+    std::vector<uint16_t> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      const float f = static_cast<float>(v[i]);
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      out[i] = static_cast<uint16_t>(u >> 16); // exact: the values are bf16
+    }
+    return out;
+  };
+  const std::vector<uint16_t> ab = bits(a.floats()), bb = bits(b.floats());
+  for (int64_t x = 0; x < 2; ++x)
+    for (int64_t y = 0; y < 3; ++y) {
+      float c[12];
+      ASSERT_EQ(ptrain_gemm_bf16(0, 0, 1, 3, 4, 5, 1.0f, ab.data() + x * 15, 0, bb.data() + y * 20, 0, 0.0f, c, 0),
+                PTRAIN_OK);
+      for (int64_t e = 0; e < 12; ++e)
+        EXPECT_EQ(out.floats()[(x * 3 + y) * 12 + e], static_cast<double>(c[e])) << x << ", " << y << ", " << e;
+    }
+}
+
+TEST(MatmulBf16, Errors) {
+  EXPECT_NE(errorOf(evalMatmulBf16(f32({1, 1}, {1}), bf16({1, 1}, {1}))).find("two bf16 tensors"),
+            std::string::npos);
+  EXPECT_NE(errorOf(evalMatmulBf16(bf16({2, 3}, {1, 2, 3, 4, 5, 6}), bf16({2, 3}, {1, 2, 3, 4, 5, 6})))
+                .find("contracted"),
             std::string::npos);
 }
 

@@ -1,10 +1,11 @@
 //===- CpuIsaTest.cpp - The kernel paths give the same bits ---------------===//
 //
 // The GELU, softmax and cross-entropy kernels run on every ISA path this CPU
-// supports (cpu/CpuIsa.h: baseline, avx2, avx512; all three on an AVX-512
-// machine) and give the bits of the baseline path, on inputs with vector
-// tails, masked rows, saturating exponentials and ignored targets. A path the
-// CPU lacks, an unknown name and a bad PTRAIN_CPU_ISA are errors.
+// supports (cpu/CpuIsa.h: baseline, avx2, avx512, and avx512bf16, which runs
+// the avx512 clones; all four on a machine with AVX512-BF16) and give the bits
+// of the baseline path, on inputs with vector tails, masked rows, saturating
+// exponentials and ignored targets. A path the CPU lacks, an unknown name and
+// a bad PTRAIN_CPU_ISA are errors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,17 +19,18 @@ using namespace ptrain::testing;
 
 namespace {
 
-const char *const kPaths[] = {"baseline", "avx2", "avx512"};
+const char *const kPaths[] = {"baseline", "avx2", "avx512", "avx512bf16"};
 
 /// Whether this CPU runs `path`, asked independently of the runtime (the test's expectation).
 bool cpuRuns(const std::string &path) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
   if (path == "avx2")
-    return __builtin_cpu_supports("avx2");
-  if (path == "avx512")
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (path == "avx512" || path == "avx512bf16")
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+           (path == "avx512" || __builtin_cpu_supports("avx512bf16"));
 #else
   if (path != "baseline")
     return false;
@@ -109,7 +111,7 @@ TEST(CpuIsa, UnknownNameIsAnErrorAndKeepsThePath) {
   ASSERT_PTRAIN_OK(ptrain_cpu_set_isa("baseline"));
   EXPECT_EQ(ptrain_cpu_set_isa("avx1024"), PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::strstr(ptrain_last_error(), "ptrain_cpu_set_isa: name = 'avx1024' is not a kernel path: use "
-                                             "baseline, avx2, avx512 or auto"),
+                                             "baseline, avx2, avx512, avx512bf16 or auto"),
             nullptr)
       << ptrain_last_error();
   const char *active = nullptr;

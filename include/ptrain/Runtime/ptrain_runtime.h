@@ -242,12 +242,15 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //
 // --- Kernel paths (cpu/CpuIsa.cpp; docs/Runtime.md, "Kernel paths") ---
 // The GELU (erf form), softmax forward and cross-entropy kernels exist for
-// three x86-64 ISAs, all giving the same bits: "baseline" (SSE2), "avx2" and
-// "avx512" (AVX-512 F, DQ, VL, BW). The environment variable PTRAIN_CPU_ISA
-// (baseline, avx2, avx512 or auto; read once per process) forces one; unset,
-// empty or auto takes the widest the CPU runs. An unknown value, or a path the
-// CPU cannot run, makes every call of those kernels (and ptrain_cpu_isa)
-// return INVALID_ARGUMENT naming the variable, its value and the CPU's paths.
+// three x86-64 ISAs, all giving the same bits: "baseline" (SSE2), "avx2"
+// (AVX2 and FMA) and "avx512" (AVX-512 F, DQ, VL, BW); "avx512bf16" (AVX-512
+// plus AVX512-BF16) runs their avx512 clones and ptrain_gemm_bf16's VDPBF16PS
+// kernel, which the other paths emulate bit for bit. The environment variable
+// PTRAIN_CPU_ISA (baseline, avx2, avx512, avx512bf16 or auto; read once per
+// process) forces one; unset, empty or auto takes the widest the CPU runs. An
+// unknown value, or a path the CPU cannot run, makes every call of those
+// kernels (and ptrain_cpu_isa) return INVALID_ARGUMENT naming the variable,
+// its value and the CPU's paths.
 // ptrain_cpu_isa(out_name)
 //   *out_name = the path the kernels take now (a static string).
 // ptrain_cpu_set_isa(name)
@@ -360,6 +363,29 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   A linear layer y = x W^T + b with W [out, in] is
 //   gemm(0, 1, 1, rows, out, in, 1, x, 0, W, 0, 0, y, 0) then bias_add;
 //   its backward is dx = dy W (gemm(0,0,...)), dW = dy^T x (gemm(1,0,...)).
+//
+// --- bf16 GEMM with fp32 accumulation, bf16 casts (cpu/GemmBf16.cpp; docs/Runtime.md, "bf16 GEMM") ---
+// ptrain_gemm_bf16(trans_a, trans_b, batch, m, n, k, alpha, a, stride_a, b,
+//                  stride_b, beta, c, stride_c)
+//   ptrain_gemm_f32's arguments and layout with A and B in bfloat16 (uint16_t
+//   bits) and C in fp32. Each C element is one fp32 accumulator, +0 at first,
+//   that takes op(A)'s row and op(B)'s column in pairs as Intel's VDPBF16PS
+//   does: for p = 0 .. ceil(k/2) - 1, acc = fma(a[2p+1], b[2p+1], acc), then
+//   acc = fma(a[2p], b[2p], acc), each rounded to nearest even; bf16 denormal
+//   operands read as zero, results below 2^-126 after rounding become zeros
+//   of their sign, and an odd k ends with a zero element. Then C = alpha * acc
+//   + beta * C (beta = 0 ignores C) in fp32, and any NaN is written as
+//   0x7fc00000. Every kernel path gives the same bits: the avx512bf16 path runs
+//   the instruction, the others an exact emulation (cpu/Bf16Dot.h). Error:
+//   |C - exact| <= gamma_{k+2} (|alpha| sum |a b| + |beta C|), gamma_j =
+//   j 2^-24 / (1 - j 2^-24), plus k 2^-126 for flushed tiny terms.
+//   OUT_OF_MEMORY when the packed operands ((m + 64 ceil(n/64)) ceil(k/2) 4
+//   bytes) cannot be allocated. One thread.
+// ptrain_cast_f32_bf16(x[n], n, out[n])       out = bf16(x): round to nearest
+//   even, NaN stays NaN (made quiet, sign and high payload kept), +-inf and
+//   +-0 kept, fp32 denormals round to bf16 denormals (no flush), a value that
+//   rounds past bf16's largest becomes +-inf.
+// ptrain_cast_bf16_f32(x[n], n, out[n])       out = fp32(x), exact.
 //
 // --- Layer norm (Ba, Kiros, Hinton 2016, "Layer Normalization", eq. 4) ---
 // ptrain_layer_norm_fwd_f32(x[rows, cols], gamma[cols], beta[cols], rows, cols,

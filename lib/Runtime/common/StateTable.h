@@ -27,9 +27,6 @@ ptrain_status_t checkStateTable(const char *call,
                                 int64_t numStates, int64_t *outBytes);
 
 /// Per-state byte sizes, freed with std::free (allocArray's memory).
-struct FreeDeleter {
-  void operator()(void *p) const { std::free(p); }
-};
 using StateBytes = std::unique_ptr<int64_t[], FreeDeleter>;
 
 /// Allocates `outBytes` and runs checkStateTable into it: the start of every call that walks the table.

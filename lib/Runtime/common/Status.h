@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 namespace ptrain::runtime {
 
@@ -30,6 +31,11 @@ template <typename T> T *allocArray(int64_t count) {
     return nullptr;
   return static_cast<T *>(allocBytes(static_cast<size_t>(count) * sizeof(T)));
 }
+
+/// Frees allocArray's memory: `std::unique_ptr<T[], FreeDeleter>`.
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
 
 } // namespace ptrain::runtime
 

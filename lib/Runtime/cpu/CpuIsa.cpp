@@ -15,7 +15,7 @@ namespace ptrain::runtime {
 namespace {
 
 constexpr const char *kEnv = "PTRAIN_CPU_ISA";
-constexpr CpuIsa kAll[] = {CpuIsa::Baseline, CpuIsa::Avx2, CpuIsa::Avx512};
+constexpr CpuIsa kAll[] = {CpuIsa::Baseline, CpuIsa::Avx2, CpuIsa::Avx512, CpuIsa::Avx512Bf16};
 
 /// The widest path this CPU runs.
 CpuIsa widest() {
@@ -41,7 +41,7 @@ ptrain_status_t parse(const char *what, const char *name, CpuIsa &out, char *mes
     out = widest();
     return PTRAIN_OK;
   }
-  char supported[64];
+  char supported[96];
   supportedList(supported, sizeof(supported));
   for (CpuIsa isa : kAll) {
     if (std::strcmp(name, cpuIsaName(isa)) != 0)
@@ -54,8 +54,8 @@ ptrain_status_t parse(const char *what, const char *name, CpuIsa &out, char *mes
     out = isa;
     return PTRAIN_OK;
   }
-  std::snprintf(message, size, "%s = '%s' is not a kernel path: use baseline, avx2, avx512 or auto (this CPU "
-                "runs: %s)", what, name, supported);
+  std::snprintf(message, size, "%s = '%s' is not a kernel path: use baseline, avx2, avx512, avx512bf16 or auto "
+                "(this CPU runs: %s)", what, name, supported);
   return PTRAIN_ERROR_INVALID_ARGUMENT;
 }
 
@@ -82,6 +82,8 @@ std::atomic<int> forced{-1};
 
 const char *cpuIsaName(CpuIsa isa) {
   switch (isa) {
+  case CpuIsa::Avx512Bf16:
+    return "avx512bf16";
   case CpuIsa::Avx512:
     return "avx512";
   case CpuIsa::Avx2:
@@ -97,11 +99,13 @@ bool cpuSupports(CpuIsa isa) {
   // libgcc's / compiler-rt's CPU model also checks that the OS saves the YMM / ZMM state (XGETBV).
   __builtin_cpu_init();
   switch (isa) {
+  case CpuIsa::Avx512Bf16:
+    return cpuSupports(CpuIsa::Avx512) && __builtin_cpu_supports("avx512bf16");
   case CpuIsa::Avx512:
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
   case CpuIsa::Avx2:
-    return __builtin_cpu_supports("avx2");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   case CpuIsa::Baseline:
     return true;
   }

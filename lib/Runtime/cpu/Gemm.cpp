@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "common/Status.h"
+#include "cpu/GemmArgs.h"
 
 #include <cblas.h>
 #include <climits>
@@ -16,29 +16,15 @@ ptrain_gemm_f32(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
                 int64_t n, int64_t k, float alpha, const float *a,
                 int64_t stride_a, const float *b, int64_t stride_b, float beta,
                 float *c, int64_t stride_c) {
-  PTRAIN_CHECK_SIZE(batch);
-  PTRAIN_CHECK_SIZE(m);
-  PTRAIN_CHECK_SIZE(n);
-  PTRAIN_CHECK_SIZE(k);
-  PTRAIN_CHECK_SIZE(stride_a);
-  PTRAIN_CHECK_SIZE(stride_b);
-  PTRAIN_CHECK_SIZE(stride_c);
   PTRAIN_CHECK_ARG(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX,
                    "m, n, k must fit CBLAS's int, got %lld x %lld x %lld",
                    static_cast<long long>(m), static_cast<long long>(n),
                    static_cast<long long>(k));
-  if (batch == 0 || m == 0 || n == 0)
+  bool empty = false;
+  PTRAIN_RETURN_IF_ERROR(ptrain::runtime::checkGemmArgs(__func__, batch, m, n, k, a, stride_a, b, stride_b, c,
+                                                        stride_c, empty));
+  if (empty)
     return PTRAIN_OK;
-  PTRAIN_CHECK_PTR(c);
-  PTRAIN_CHECK_ARG(batch == 1 || stride_c >= m * n,
-                   "stride_c (%lld) must be >= m*n (%lld) when batch > 1: "
-                   "batch entries would overwrite each other",
-                   static_cast<long long>(stride_c),
-                   static_cast<long long>(m * n));
-  if (k > 0) {
-    PTRAIN_CHECK_PTR(a);
-    PTRAIN_CHECK_PTR(b);
-  }
   // Leading dimensions of the stored (row-major) matrices.
   const int lda = static_cast<int>(trans_a ? m : k);
   const int ldb = static_cast<int>(trans_b ? k : n);
