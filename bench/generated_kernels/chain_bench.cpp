@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/Random.h"
 #include "ptrain/Runtime/ptrain_runtime.h"
 
 #include <algorithm>
@@ -24,14 +25,7 @@ extern "C" void ptrain_kernel_1(const float *, const float *, const float *, flo
 
 namespace {
 
-std::vector<float> random(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-2.0f, 2.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
-}
+using ptrain::bench::randomFloats;
 
 template <typename F> double bestMs(int reps, F &&f) {
   double best = 1e30;
@@ -60,7 +54,7 @@ int main(int argc, char **argv) {
   {
     const int64_t dims[4] = {8, 12, 256, 256}, maskDims[2] = {256, 256};
     const size_t n = 8 * 12 * 256 * 256;
-    std::vector<float> x = random(n, 1), mask = random(256 * 256, 2), tmp(n), ref(n), out(n);
+    std::vector<float> x = randomFloats(n, 1), mask = randomFloats(256 * 256, 2), tmp(n), ref(n), out(n);
     const float scale = 0.125f;
     bool ok = true;
     auto unfused = [&] {
@@ -83,7 +77,8 @@ int main(int argc, char **argv) {
   {
     const int64_t dims[3] = {16, 512, 768}, biasDims[1] = {768};
     const size_t n = 16 * 512 * 768;
-    std::vector<float> y = random(n, 3), b = random(768, 4), res = random(n, 5), tmp(n), ref(n), out(n);
+    std::vector<float> y = randomFloats(n, 3), b = randomFloats(768, 4), res = randomFloats(n, 5), tmp(n), ref(n),
+                       out(n);
     bool ok = true;
     auto unfused = [&] {
       ok &= ptrain_binary_f32(PTRAIN_BINARY_ADD, b.data(), 1, biasDims, y.data(), 3, dims, 3, dims, tmp.data()) == 0;

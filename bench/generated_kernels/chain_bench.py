@@ -36,7 +36,7 @@ def main(argv=None):
         subprocess.run([os.path.join(args.build, "bin", "ptrain-translate"), "--emit-cpp",
                         os.path.join(HERE, "chains.mlir"), "-o", os.path.join(work, "chains.cpp"),
                         f"--emit-cpp-kernels={kernels}", f"--emit-cpp-kernels-cpu={args.kernels_cpu}"], check=True)
-        subprocess.run([args.cxx, "-std=c++17", "-O2", f"-I{os.path.join(ROOT, 'include')}",
+        subprocess.run([args.cxx, "-std=c++17", "-O2", f"-I{os.path.join(ROOT, 'include')}", f"-I{os.path.join(ROOT, 'bench')}",
                         os.path.join(HERE, "chain_bench.cpp"), kernels, "-o", exe, f"-L{runtime}", "-lptrain_runtime",
                         f"-Wl,-rpath,{runtime}"], check=True)
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
