@@ -433,11 +433,10 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
   // mcbench's TP site: the compressed tensor-parallel all-reduces and where they are.
   std::vector<TensorParallelCodec> tpCodecs;
   std::vector<TensorParallelSite> tpSites;
-  if (plan) {
+  if (plan)
     tpCodecs = readTensorParallelRecord(module);
-    if (!tpCodecs.empty())
-      tpSites = collectTensorParallelSites(module);
-  }
+  if (model.tp > 1)
+    tpSites = collectTensorParallelSites(module);
   // Fused embedding sync reduces the tied gradients once over dp x (the stages holding them)
   // (CompressDataParallel.h); without dp over the holders alone.
   const bool fusedEmbedding = plan && plan->fusedEmbedding;
@@ -488,12 +487,31 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     auto [tpBw, tpLat] = link(tpInter);
     double tpAllReduce = allReduceSeconds(residualBytes, model.tp, tpBw, tpLat);
     double tpForwardSeconds = 2 * layers * tpAllReduce, tpBackwardSeconds = 4 * layers * tpAllReduce;
+    double busBytes = 2.0 * (model.tp - 1) / model.tp * residualBytes;
+    double tpForwardBytes = 2 * layers * busBytes, tpBackwardBytes = 4 * layers * busBytes;
+    // A step sharded by --ptrain-shard-tp has its sites in the IR: those are priced, whatever the layer count
+    // (a stage whose layers are not one softmax each would otherwise be priced none, and a compressed site's
+    // saving would make its time negative). Megatron's layers give the same count, 2 and 4 per layer.
+    if (llvm::any_of(tpSites, [&](const TensorParallelSite &site) {
+          Operation *fn = site.op->getParentOp();
+          return fn == fwd.getOperation() || fn == bwd.getOperation();
+        })) {
+      tpForwardSeconds = tpBackwardSeconds = tpForwardBytes = tpBackwardBytes = 0;
+      for (const TensorParallelSite &site : tpSites) {
+        Operation *fn = site.op->getParentOp();
+        if (fn != fwd.getOperation() && fn != bwd.getOperation())
+          continue;
+        double bytes = getTensorBytes(site.op->getResult(0).getType());
+        (fn == fwd.getOperation() ? tpForwardSeconds : tpBackwardSeconds) +=
+            allReduceSeconds(bytes, model.tp, tpBw, tpLat);
+        (fn == fwd.getOperation() ? tpForwardBytes : tpBackwardBytes) += 2.0 * (model.tp - 1) / model.tp * bytes;
+      }
+    }
     d.tpForwardSeconds += tpForwardSeconds / v;
     d.tpBackwardSeconds += tpBackwardSeconds / v;
     if (model.tp > 1) {
-      double busBytes = 2.0 * (model.tp - 1) / model.tp * residualBytes;
-      d.tpForwardBytes += 2 * layers * busBytes / v;
-      d.tpBackwardBytes += 4 * layers * busBytes / v;
+      d.tpForwardBytes += tpForwardBytes / v;
+      d.tpBackwardBytes += tpBackwardBytes / v;
       d.tpInterNode = tpInter;
     }
     // mcbench's TP site: each compressed tp all-reduce of the forward (and of the forward the backward

@@ -3,7 +3,10 @@
 that the binary needs neither libMLIR.so nor libLLVM.so (readelf -d), and that `--help` and the import of the
 bundled GPT (models/gpt/gpt.onnx) peak below LIMIT_MB resident (ru_maxrss of each process, os.wait4). With
 the shared libraries `--help` alone peaked at 91 MB (the loader relocates and touches both whole libraries);
-statically linked it is 11 MB, the imports 20 MB (bench/README.md "import").
+statically linked it was 11 MB, the imports 20 MB (bench/README.md "import"). Since --emit-cpp-kernels lowers
+generated kernels in-process (issue 26: LLVM's X86 backend and MLIR's LLVM translation linked in, an 89 MB
+binary) `--help` peaks at 30 MB and the import at 39-40 MB (AMD EPYC host and the fresh-machine root,
+2026-12-07), so the limit is 48 MB: still half of the shared libraries' start-up alone.
 
 Usage: translate_static.py BUILD/bin/ptrain-translate SOURCE_DIR
 """
@@ -12,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-LIMIT_MB = 40
+LIMIT_MB = 48
 
 
 def peak_mb(args):
