@@ -36,6 +36,7 @@ other rates are tc rates (1gbit, 200mbit, ...). Prints one markdown table per ra
 """
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -229,7 +230,7 @@ def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note):
     """The cluster file of one rate: ptrain-calibrate's file (2 nodes of one core) with the calibrated
     efficiency and the measured link. `calibrated` None: a draft with placeholder rates, only to compile the
     plan that ptrain-calibrate measures."""
-    data = json.loads(json.dumps(calibrated)) if calibrated else {
+    data = copy.deepcopy(calibrated) if calibrated else {
         "nodes": 2, "gpus_per_node": 1,
         "gpu": {"name": "cpu-core", "peak_flops": {"f32": 1e10}, "f32_matmul_dtype": "f32", "memory_bandwidth": 1e10,
                 "memory_capacity": 8e9},

@@ -22,9 +22,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 #define DEBUG_TYPE "ptrain-compress"
 
@@ -243,27 +243,17 @@ LogicalResult CompressPass::mcbench(const CompressionEdges &edges, CompressionPl
   return success();
 }
 
-/// Writes auto's explanation (autoSummaryToJSON) to `path` through a temporary file renamed into place, so
-/// that a failed write leaves no partial file.
+/// Writes auto's explanation (autoSummaryToJSON) to `path` through llvm::writeToOutput (a temporary file
+/// renamed into place), so that a failed write leaves no partial file.
 static LogicalResult writeAutoReport(ModuleOp module, StringRef path, const AutoSummary &summary,
                                      ArrayRef<AutoDecision> decisions) {
-  std::string temporary = (path + ".tmp").str();
-  std::error_code ec;
-  {
-    llvm::raw_fd_ostream os(temporary, ec, llvm::sys::fs::OF_Text);
-    if (!ec) {
-      os << llvm::formatv("{0:2}", autoSummaryToJSON(summary, decisions)) << "\n";
-      os.close();
-      ec = os.error();
-    }
-  }
-  if (!ec)
-    ec = llvm::sys::fs::rename(temporary, path);
-  if (ec) {
-    llvm::sys::fs::remove(temporary);
+  llvm::Error written = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+    os << llvm::formatv("{0:2}", autoSummaryToJSON(summary, decisions)) << "\n";
+    return llvm::Error::success();
+  });
+  if (written)
     return emitError(module.getLoc()) << "--ptrain-compress: auto-report: cannot write '" << path
-                                      << "': " << ec.message();
-  }
+                                      << "': " << llvm::toString(std::move(written));
   return success();
 }
 
