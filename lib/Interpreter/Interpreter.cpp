@@ -291,6 +291,9 @@ llvm::Error Evaluation::eval(Operation *op, std::vector<Tensor> &returned) {
     evaluated.emplace(std::vector<Tensor>());
   } else {
     evaluated = evaluateOp(op, [&](Value v) -> const Tensor & { return get(v); });
+    if (!evaluated && isa<StateWriteOp>(op))
+      return opError(op, makeError("a training step writes its states (the optimizer's updates): run it with "
+                                   "ptrain-interpret --multi-rank, the executor that keeps states across steps"));
     if (!evaluated)
       return opError(op, makeError("the reference interpreter has no rule for this op"));
   }

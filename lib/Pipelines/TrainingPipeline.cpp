@@ -108,7 +108,10 @@ LogicalResult mlir::ptrain::buildTrainingPipeline(OpPassManager &pm, const Train
     std::unique_ptr<Pass> compress = createCompressPass();
     std::string options = "policy=" + o.policy + " " + StringRef(o.compressOptions).trim().str();
     if (failed(compress->initializeOptions(StringRef(options).rtrim(), [&](const Twine &message) {
-          return errorHandler("--ptrain-pipeline: compress-options: " + message);
+          // llvm::cl prints a value's parse error itself (naming the option) and passes no message.
+          std::string why = message.str();
+          return errorHandler("--ptrain-pipeline: compress-options: " +
+                              (why.empty() ? "'" + options + "' does not parse (the option is named above)" : why));
         })))
       return failure();
     pm.addPass(std::move(compress));

@@ -61,9 +61,11 @@ runs, writing every intermediate into out/:
 The tools, the runtime library and the headers are found from --build-dir/--source-dir, else
 PTRAIN_BUILD_DIR/PTRAIN_SOURCE_DIR (the wrapper <build>/bin/ptrain-compile, configured by CMake from
 tools/python-tool.in, sets them), else the build of the ptrain-translate on PATH (python/ptrain/build_dirs.py).
-Every failing step ends the run with its tool's message and a nonzero status, and leaves no output: the files
-above, this run's or an earlier run's, are removed from out/ (other files stay), out/ itself if this run made
-it, and a --report file this run wrote.
+Every failing step ends the run with its tool's message and a nonzero status, and leaves out/ as it was: the run
+writes into a staging folder out/.ptrain-compile-<pid>/ (the --report file too) and replaces the files above in
+out/ only when every step has succeeded (an earlier run's files this run does not write are removed then, other
+files stay); a failed or interrupted run (SIGINT, SIGTERM: the running tool's process group is killed) removes
+the staging folder, and out/ itself if this run made it.
 A pipeline step runs under mpirun with dp * pp * tp ranks (ptrain-run, python/ptrain/run.py); rank r is the
 grid coordinate (r // (pp * tp), (r // tp) % pp, r % tp) over (dp, pp, tp): tp innermost, as in Megatron-LM.
 """
@@ -74,6 +76,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -86,6 +89,33 @@ class CompileError(Exception):
     pass
 
 
+INTERRUPTS = {signal.SIGINT, signal.SIGTERM}  # what main's handlers turn into Interrupted
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM reached ptrain-compile (main's handlers raise it; the staging folder is removed)."""
+
+    def __init__(self, signum):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def raise_interrupted(signum, _frame):
+    raise Interrupted(signum)
+
+
+def kill_process_group(child):
+    """SIGKILL to a phase's tool and everything it started (run() puts each in its own session), then reaps it."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(child.pid, 0)
+    except ChildProcessError:
+        pass
+
+
 # Every phase of this run: (what, wall seconds, the tool's peak RSS in bytes), in order (out/phases.json).
 PHASES = []
 
@@ -94,8 +124,24 @@ def run(cmd, what):
     """Runs one phase's tool; records its wall time and peak RSS (os.wait4's ru_maxrss, the child alone)."""
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        child = subprocess.Popen(cmd, stdout=out, stderr=err)
-        _, status, usage = os.wait4(child.pid, 0)
+        # Its own process group, so that an interrupted ptrain-compile takes the tool and its children (c++ runs
+        # cc1plus, as, ld) down with it instead of leaving them writing into out/. SIGINT and SIGTERM are held
+        # while the child starts (a signal inside Popen would lose its pid), and unblocked in the child.
+        child = None
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)
+        try:
+            try:
+                child = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True,
+                                         preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, held))
+            except OSError as e:  # --cxx /no/such/c++, a build without its tools
+                raise CompileError(f"{what}: cannot run {cmd[0]} ({e.strerror})")
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            _, status, usage = os.wait4(child.pid, 0)
+        except BaseException:
+            if child is not None:
+                kill_process_group(child)
+            raise
         child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
@@ -260,11 +306,18 @@ def main(argv=None):
     args = p.parse_args(argv)
     args.build_dir = build_dirs.build_dir(args.build_dir)
     args.source_dir = build_dirs.source_dir(args.source_dir, args.build_dir)
+    previous = {s: signal.signal(s, raise_interrupted) for s in INTERRUPTS}
     try:
         compile_model(args)
     except CompileError as e:
         print(f"ptrain-compile: error: {e}", file=sys.stderr)
         return 1
+    except Interrupted as e:
+        print(f"ptrain-compile: interrupted ({e}); -o {args.output} is as it was before this run", file=sys.stderr)
+        return 128 + e.signum
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     return 0
 
 
@@ -335,6 +388,8 @@ def compile_model(args):
                            build_dirs.HOW.format(tool="ptrain-compile") + (", and --source-dir SOURCE (or "
                            "PTRAIN_SOURCE_DIR=SOURCE)" if args.build_dir else ""))
     bin_dir = os.path.join(args.build_dir, "bin")
+    if not os.path.isfile(os.path.join(bin_dir, "ptrain-translate")):
+        raise CompileError(f"--build-dir {args.build_dir}: not a ptrain build (no bin/ptrain-translate in it)")
     runtime_dir = os.path.join(args.build_dir, "lib", "Runtime")
     include_dir = os.path.join(args.source_dir, "include")
     if not os.path.isfile(args.model):
@@ -359,27 +414,28 @@ def compile_model(args):
     created = not os.path.isdir(out)
     try:
         os.makedirs(out, exist_ok=True)
+        stage = tempfile.mkdtemp(prefix=f".ptrain-compile-{os.getpid()}-", dir=out)
     except OSError as e:
         raise CompileError(f"-o {out}: cannot create the output folder ({e.strerror})")
-    # A failed run leaves no output: neither half of a plan nor an older run's files beside this run's, nor
-    # a --report that this run wrote before a later step failed.
-    remove_outputs(out)
-    started = time.time()
+    # Every output is written into the staging folder and moved into out/ only when all steps have succeeded, so a
+    # failed or interrupted run leaves out/ (an earlier plan, its checkpoints and logs) and --report as they were.
     try:
-        write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_dir)
-        write_phases(out)
+        write_outputs(args, stage, out, pipeline, cluster, bin_dir, runtime_dir, include_dir)
+        write_phases(stage)
+        publish_outputs(args, stage, out)
     except BaseException:
-        remove_outputs(out)
+        shutil.rmtree(stage, ignore_errors=True)
         if created and not os.listdir(out):
             os.rmdir(out)
-        if args.report is not None and os.path.isfile(args.report) and os.path.getmtime(args.report) >= started:
-            os.remove(args.report)
         raise
 
 
 def check_report_path(args, cluster, out):
     """--report must not name an input or another output: --report MODEL.onnx replaced the model with the JSON
     report (and a failed compile then removed it)."""
+    folder = os.path.dirname(os.path.abspath(args.report))
+    if not os.path.isdir(folder):
+        raise CompileError(f"--report {args.report}: no folder {folder} to write it in")
     inputs = {args.model: "the model", cluster: "the cluster description"}
     if args.class_weights:
         inputs[args.class_weights] = "the --class-weights file"
@@ -436,6 +492,8 @@ CUDA_ARCHS = ("80", "90")
 
 
 def find_nvcc(args):
+    if args.nvcc is not None and not (os.path.isfile(args.nvcc) and os.access(args.nvcc, os.X_OK)):
+        raise CompileError(f"--nvcc {args.nvcc}: not an executable file (or $NVCC)")
     for candidate in (args.nvcc, shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
@@ -493,14 +551,35 @@ def step_flags(runtime_dir):
     return flags
 
 
-def remove_outputs(out):
-    for name in OUTPUTS:
-        path = os.path.join(out, name)
-        if os.path.lexists(path):
-            os.remove(path)
+STAGED_REPORT = "report.json"  # --report's file while staged (not an output of -o)
 
 
-def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_dir):
+def publish_outputs(args, stage, out):
+    """Moves a successful run's files from the staging folder into out/ (the same file system: each a rename),
+    after removing the earlier run's outputs that this run did not write (e.g. kernels.o of a fused plan), and
+    --report to its path (possibly on another file system). Signals are held off meanwhile, so that out/ never
+    holds half of two plans."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)
+    try:
+        if args.report is not None:
+            shutil.move(os.path.join(stage, STAGED_REPORT), args.report)
+        for name in OUTPUTS:
+            path = os.path.join(out, name)
+            if os.path.lexists(path) and not os.path.lexists(os.path.join(stage, name)):
+                os.remove(path)
+        for name in OUTPUTS:
+            if os.path.lexists(os.path.join(stage, name)):
+                os.replace(os.path.join(stage, name), os.path.join(out, name))
+        shutil.rmtree(stage)
+    except OSError as e:
+        raise CompileError(f"-o {out}: cannot move the outputs into place ({e})")
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def write_outputs(args, out, final_out, pipeline, cluster, bin_dir, runtime_dir, include_dir):
+    """Every output into `out` (the staging folder); `final_out` is where publish_outputs moves them (plan.json's
+    library path names it)."""
     forward = os.path.join(out, "forward.mlir")
     step = os.path.join(out, "step.mlir")
     cpp = os.path.join(out, "step.cpp")
@@ -555,13 +634,13 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
         if cluster is not None:
             options += f" cluster={cluster}"
         if args.report is not None:
-            options += f" report={os.path.abspath(args.report)}"
+            options += f" report={os.path.abspath(os.path.join(out, STAGED_REPORT))}"
         memory_plan = os.path.join(out, "memory_plan.json")
         options += f" memory-plan={os.path.abspath(memory_plan)}"
     run([opt, forward, f"--ptrain-pipeline={options}", "--mlir-print-debuginfo", "-o", step],
         "building the pipeline training step" if pipeline else "building the training step")
     if pipeline and args.report is not None:
-        add_memory_plan_to_report(args.report, memory_plan)
+        add_memory_plan_to_report(os.path.join(out, STAGED_REPORT), memory_plan)
     if args.target == "cuda":
         source = os.path.join(out, "step.cu")
         run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cuda", step, "-o", source], "CUDA emission")
@@ -584,7 +663,7 @@ def write_outputs(args, out, pipeline, cluster, bin_dir, runtime_dir, include_di
     # The driver's fields of plan.json; the module's come from ptrain-translate --emit-plan-json (PLAN_FIELDS).
     driver = {"model": os.path.abspath(args.model), "target": args.target, "optimizer": args.optimizer,
               "lr": args.lr, "warmup_steps": args.warmup_steps, "total_steps": args.total_steps,
-              "library": os.path.abspath(lib)}
+              "library": os.path.abspath(os.path.join(final_out, "libstep.so"))}
     if pipeline:
         driver.update({"min_lr_ratio": args.min_lr_ratio, "policy": args.policy,
                        "compress_options": args.compress_options.strip(), "cluster": cluster})

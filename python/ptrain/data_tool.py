@@ -33,7 +33,9 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 
 DEFAULT_EXT = ".py,.txt,.md,.rst"
@@ -139,6 +141,10 @@ def encode(tok, texts, eod_id, desc):
     return out
 
 
+# The files of OUT (write, run): both formats', so that a run in one removes the other's.
+OUTPUTS = ("tokenizer.json", "data.json", "train.bin", "val.bin", "train.idx", "val.idx")
+
+
 def write(out_dir, fmt, vocab, train_docs, val_docs):
     """Writes the splits in `fmt`; returns the declaration's dtype."""
     import numpy as np
@@ -175,28 +181,43 @@ def run(args):
         raise DataToolError(f"no documents in {' '.join(args.inputs)} (files ending in {', '.join(exts)})")
     train_idx, val_idx = split([n for n, _ in texts], args.val_fraction, args.seed)
     train_texts, val_texts = [texts[i][1] for i in train_idx], [texts[i][1] for i in val_idx]
-    try:
-        os.makedirs(args.out, exist_ok=True)
-    except OSError as e:
-        raise DataToolError(f"-o {args.out}: cannot create the folder ({e.strerror})")
     if args.tokenizer:
         tok = load_tokenizer(args.tokenizer, args.eod)
     else:
         tok = train_tokenizer(train_texts, args.model, args.vocab_size, args.min_frequency, args.eod)
     vocab = tok.get_vocab_size(with_added_tokens=True)
     eod_id = tok.token_to_id(args.eod)
-    tok.save(os.path.join(args.out, "tokenizer.json"))
     train_docs = encode(tok, train_texts, eod_id, "train")
     val_docs = encode(tok, val_texts, eod_id, "val")
-    dtype = write(args.out, args.format, vocab, train_docs, val_docs)
-    tokens = {"train": int(sum(len(d) for d in train_docs)), "val": int(sum(len(d) for d in val_docs))}
-    decl = {"format": args.format, "vocab_size": vocab, "eod": eod_id, "tokenizer": "tokenizer.json",
-            "documents": {"train": len(train_docs), "val": len(val_docs)}, "tokens": tokens}
-    if args.format == "nanogpt":
-        decl["dtype"] = dtype
-    with open(os.path.join(args.out, "data.json"), "w") as f:
-        json.dump(decl, f, indent=1)
-        f.write("\n")
+    # Written into a staging folder inside OUT and moved into place at the end: a failed run leaves OUT as it
+    # was, and a run in another --format leaves no file of the earlier one beside its own.
+    created = not os.path.isdir(args.out)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        stage = tempfile.mkdtemp(prefix=".ptrain-data-", dir=args.out)
+    except OSError as e:
+        raise DataToolError(f"-o {args.out}: cannot create the folder ({e.strerror})")
+    try:
+        tok.save(os.path.join(stage, "tokenizer.json"))
+        dtype = write(stage, args.format, vocab, train_docs, val_docs)
+        tokens = {"train": int(sum(len(d) for d in train_docs)), "val": int(sum(len(d) for d in val_docs))}
+        decl = {"format": args.format, "vocab_size": vocab, "eod": eod_id, "tokenizer": "tokenizer.json",
+                "documents": {"train": len(train_docs), "val": len(val_docs)}, "tokens": tokens}
+        if args.format == "nanogpt":
+            decl["dtype"] = dtype
+        with open(os.path.join(stage, "data.json"), "w") as f:
+            json.dump(decl, f, indent=1)
+            f.write("\n")
+        for name in OUTPUTS:  # the earlier run's files this run does not write, then this run's
+            if os.path.lexists(os.path.join(args.out, name)) and not os.path.lexists(os.path.join(stage, name)):
+                os.remove(os.path.join(args.out, name))
+        for name in OUTPUTS:
+            if os.path.lexists(os.path.join(stage, name)):
+                os.replace(os.path.join(stage, name), os.path.join(args.out, name))
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        if created and not os.listdir(args.out):
+            os.rmdir(args.out)
     print(f"ptrain-data: {len(texts)} documents ({len(train_docs)} train, {len(val_docs)} val), "
           f"{tokens['train']:,} + {tokens['val']:,} tokens of a vocabulary of {vocab} ({dtype}), "
           f"{args.format} files in {args.out} ({time.time() - t0:.1f} s)", flush=True)

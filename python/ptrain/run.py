@@ -27,13 +27,16 @@ step). Every K steps and after the last, the validation loss is the mean of ptra
 batches of the held-out data. At the end, ptrain_step_save writes the checkpoint (one file per stage:
 PATH.stage<s> when pp > 1; PATH[.stage<s>].tp<t>, tp rank t's part, when tp > 1; with codec states and dp > 1
 also PATH[.stage<s>][.tp<t>].dp<d>, replica d's own, since each replica's residuals differ) and PATH.json, the data
-position (steps done, seed, samples consumed; python/ptrain/manifest.py). --resume PATH loads such a checkpoint
+position (steps done, seed, samples consumed; python/ptrain/manifest.py), as one set: each rank saves a pending
+file, rank 0 renames them into place once all are there and writes PATH.json last, so a save that fails on any
+rank leaves the earlier checkpoint whole (python/ptrain/checkpoint_set.py). --resume PATH loads such a checkpoint
 (every state by key:
 parameters, AdamW moments and step, codec residuals and warm-start Q) and continues from its step to step N with
 the batches a straight run would draw: the result equals the uninterrupted run's (a checkpoint of other data is
 an error naming what differs). Before any rank starts the
 manifest is checked against the plan: another compile's checkpoint is an error naming both fingerprints, another
-pp or tp an error, a missing file named; one of the same plan at another dp is resharded by DESIGN.md decision
+pp or tp an error, a missing or truncated file named, files of different steps (or of another step than PATH.json's)
+an error naming them; one of the same plan at another dp is resharded by DESIGN.md decision
 5 (python/ptrain/reshard.py: parameters and moments copied, data-parallel residuals averaged, link residuals
 reset) with a warning naming each state not copied. --log writes the losses as JSON (rank 0).
 
@@ -90,9 +93,11 @@ that training step (1-based) instead of posting its operations, a real stalled r
 before mpirun starts, data whose format is not declared or whose files are malformed, a token id outside the
 model's vocabulary (the first one, with its position), a split shorter than one sequence, --val-batches
 0, a --timeout that is not a positive number, --mpirun-args that do not split into words (an unbalanced
-quote), and --log or --memory-log in a folder that does not exist; a
-file a rank cannot write (OSError) is a message naming it. A failed run leaves no run log that reads like a
-finished run's: the launcher renames it RUN.jsonl.failed (the steps up to the failure).
+quote), --log or --memory-log in a folder that does not exist, and a run log or TensorBoard folder under a file
+or an unwritable folder; a file a rank cannot write (OSError) is a message naming it. A failed run leaves no run
+log that reads like a finished run's: the launcher renames it RUN.jsonl.failed (the steps up to the failure). The
+run log is opened at the first step's record, so a run that fails while starting leaves an earlier run's log as
+it was.
 
 The modules: this one parses the arguments and dispatches (launcher, torchrun rank or worker); run_plan.py
 checks out/, run_data.py the data, run_checkpoint.py the checkpoint files and --resume, run_launch.py starts

@@ -40,6 +40,8 @@ def resume_position(args, plan):
         raise RunError(f"--resume {args.resume}: {e}")
     except (ValueError, KeyError, TypeError) as e:
         raise RunError(f"--resume {args.resume}: cannot read the data position {args.resume}.json ({e})")
+    if start < 0:
+        raise RunError(f"--resume {args.resume}: {args.resume}.json says step {start}; a step is >= 0")
     dp = plan.get("dp", 1)
     old_dp = position.get("dp", dp)
     try:
@@ -57,6 +59,9 @@ def resume_position(args, plan):
         per_replica = position.get("per_replica", os.path.isfile(old_path(args.resume, plan, 0, 0, 1, True)))
         replicas = old_dp if per_replica and old_dp > 1 else 1
     check_files(args, plan, old_dp, replicas)
+    from ptrain import checkpoint_set  # it imports this module
+    checkpoint_set.check_steps(args.resume, [old_path(args.resume, plan, s, t, d, replicas > 1) for d in range(replicas)
+                                             for s in range(plan["pp"]) for t in range(plan.get("tp", 1))], start)
     return start, old_dp, replicas
 
 

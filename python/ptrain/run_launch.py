@@ -14,7 +14,7 @@ from ptrain import loader, token_data
 from ptrain.run_checkpoint import reshard_warnings, resume_consumed, resume_position, stage_path
 from ptrain.run_data import data_inputs, open_data, read_labels, run_samples
 from ptrain.run_plan import RunError, cuda_devices, load_plan
-from ptrain.run_telemetry import run_log_path
+from ptrain.run_telemetry import run_log_path, tensorboard_dir
 
 def check_outputs_are_not_inputs(args, plan):
     """What the run writes (--log, the run log, --memory-log's rank files, the checkpoint's files) must not be
@@ -144,10 +144,28 @@ def prepare(args, torchrun=None):
         folder = os.path.dirname(os.path.abspath(path)) if path else None
         if folder and (not os.path.isdir(folder) or not os.access(folder, os.W_OK)):
             raise RunError(f"{flag} {path}: the folder {folder} does not exist or is not writable")
+    # Folders the run makes: what exists of their path must be folders this user can write into.
+    made = [("--run-log" if args.run_log else "the run log", os.path.dirname(os.path.abspath(run_log_path(args))))]
+    if not args.no_tensorboard:
+        made.append(("--tensorboard" if args.tensorboard else "the TensorBoard folder", tensorboard_dir(args)))
+    for flag, folder in made:
+        check_creatable_folder(flag, folder)
     if args.telemetry_every < 0:
         raise RunError(f"--telemetry-every {args.telemetry_every}: must be >= 0 (0: off)")
     check_outputs_are_not_inputs(args, plan)
     return plan, world, launcher
+
+
+def check_creatable_folder(flag, folder):
+    """RunError unless `folder` is a folder, or can be made (os.makedirs): its nearest existing ancestor is a
+    writable folder, not a file."""
+    existing = os.path.abspath(folder)
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise RunError(f"{flag} {folder}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK):
+        raise RunError(f"{flag} {folder}: the folder {existing} is not writable")
 
 
 def rank_defaults(env, timeout):

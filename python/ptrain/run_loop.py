@@ -9,12 +9,12 @@ import os
 import sys
 import time
 
-from ptrain import loader, manifest, plan_abi, reshard, tb_events
+from ptrain import checkpoint_set, loader, manifest, plan_abi, reshard, tb_events
 from ptrain.run_checkpoint import old_path, per_replica_states, resume_consumed, resume_position, stage_path
 from ptrain.run_data import batch, open_data, read_labels, run_samples
 from ptrain.run_plan import PLAN_KEYS, RunError, load_plan
-from ptrain.run_telemetry import Bar, Scalars, Telemetry, Traffic, print_traffic, run_log_path, tensorboard_dir, \
-    write_plots
+from ptrain.run_telemetry import Bar, RunLog, Scalars, Telemetry, Traffic, print_traffic, run_log_path, \
+    tensorboard_dir, write_plots
 
 class Step:
     """libstep.so through ctypes."""
@@ -149,11 +149,10 @@ def work(args):
             traffic.resume()
         return v
 
-    run_log = None
-    if rank0:
-        path = run_log_path(args)
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        run_log = open(path, "w")
+    run_log = RunLog(run_log_path(args)) if rank0 else None
+    started = time.time()  # the pending checkpoint files of this run are not older (checkpoint_set.commit)
+    if rank0 and args.checkpoint:
+        checkpoint_set.clear_pending(args.checkpoint, plan)
 
     board = None
     if rank0 and not args.no_tensorboard:
@@ -162,8 +161,7 @@ def work(args):
 
     def record(rec):
         if run_log:
-            run_log.write(json.dumps(rec) + "\n")
-            run_log.flush()
+            run_log.write(rec)
         if board and rec.get("record") == "step":
             board.scalars(rec["step"], scalars.of(rec))
 
@@ -230,21 +228,24 @@ def work(args):
                 print_traffic(log["traffic"], args.steps - start, "NCCL" if plan.get("target") == "cuda" else "MPI")
     # The dp replicas hold the same parameters and moments: replica 0 saves them, and every other replica its
     # own copy too when the plan has codec states, which differ between replicas (per_replica_states).
+    # One set of files, committed together (python/ptrain/checkpoint_set.py): each rank saves a pending file,
+    # rank 0 renames them all into place once every one is there, then writes the manifest.
     if args.checkpoint and (replica == 0 or per_replica_states(plan)):
         path = stage_path(args.checkpoint, plan, stage.value, tp_rank, replica)
-        step.check(step.lib.ptrain_step_save(path.encode()), f"ptrain_step_save({path})")
+        pending = path + checkpoint_set.PENDING
+        step.check(step.lib.ptrain_step_save(pending.encode()), f"ptrain_step_save({pending})")
         if rank0:
             # The manifest: the data position (--resume) and what ptrain-export checks the files against.
             # files: each file's suffix after PATH (a renamed checkpoint stays valid).
             files = [stage_path(args.checkpoint, plan, s, t)[len(args.checkpoint):] for s in range(plan["pp"])
                      for t in range(tp)]
             embedded = plan_abi.read_embedded(plan["library"]) or {}
-            with open(args.checkpoint + ".json", "w") as f:  # python/ptrain/manifest.py
-                json.dump({"step": args.steps, "seed": args.seed, "dp": dp, "pp": plan["pp"], "tp": tp,
-                           "plan_fingerprint": embedded.get("fingerprint"),
-                           "reshard_fingerprint": manifest.reshard_fingerprint(embedded),
-                           "per_replica": per_replica_states(plan), "files": files,
-                           "data": feed.position(args.steps)}, f)
+            checkpoint_set.commit(args.checkpoint, plan, args.steps, {  # python/ptrain/manifest.py
+                "step": args.steps, "seed": args.seed, "dp": dp, "pp": plan["pp"], "tp": tp,
+                "plan_fingerprint": embedded.get("fingerprint"),
+                "reshard_fingerprint": manifest.reshard_fingerprint(embedded),
+                "per_replica": per_replica_states(plan), "files": files,
+                "data": feed.position(args.steps)}, started - 1.0, args.timeout)
             print(f"checkpoint: {args.checkpoint}" + ("" if plan["pp"] == 1 else ".stage<s>") +
                   ("" if tp == 1 else ".tp<t>") + (" (and .dp<d> per replica d > 0)" if per_replica_states(plan)
                                                    else ""), flush=True)

@@ -109,6 +109,34 @@ def run_log_path(args):
     return os.path.join(args.out, "run.jsonl")
 
 
+class RunLog:
+    """Rank 0's JSON-lines run log (docs/Runtime.md). The file is opened, replacing an earlier run's log, only
+    when this run has a record beyond its header (the first step's, or the end of a run with no step left): a run
+    that fails while starting (a bad option the ranks find, a checkpoint that does not load) leaves the earlier
+    log as it was."""
+
+    def __init__(self, path):
+        self.name = path
+        self.file = None
+        self.held = []
+
+    def write(self, rec):
+        if self.file is None and rec.get("record") == "run":
+            self.held.append(rec)
+            return
+        if self.file is None:
+            os.makedirs(os.path.dirname(os.path.abspath(self.name)), exist_ok=True)
+            self.file = open(self.name, "w")
+            for held in self.held:
+                self.file.write(json.dumps(held) + "\n")
+        self.file.write(json.dumps(rec) + "\n")
+        self.file.flush()
+
+    def close(self):
+        if self.file is not None:
+            self.file.close()
+
+
 def tensorboard_dir(args):
     """--tensorboard, else tensorboard/ beside the run log."""
     return args.tensorboard or os.path.join(os.path.dirname(os.path.abspath(run_log_path(args))), "tensorboard")

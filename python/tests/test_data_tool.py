@@ -152,6 +152,22 @@ def test_input_errors(venv, texts, tmp_path):
     assert p.returncode == 1 and "not a tokenizers tokenizer.json" in p.stderr and "Traceback" not in p.stderr
 
 
+def test_output_folder_is_all_or_nothing(venv, texts, tmp_path):
+    # A failed run makes no folder and leaves an existing one as it was; a run in another format leaves none of
+    # the earlier format's files beside its own.
+    p = tool(texts, "-o", tmp_path / "new", "--tokenizer", tmp_path / "nonexistent.json")
+    assert p.returncode == 1 and not (tmp_path / "new").exists(), p.stderr
+    out = tmp_path / "out"
+    assert tool(texts, "-o", out, "--vocab-size", 300, "--val-fraction", 0.25).returncode == 0
+    before = {n: (out / n).read_bytes() for n in os.listdir(out)}
+    p = tool(texts, "-o", out, "--tokenizer", tmp_path / "nonexistent.json")
+    assert p.returncode == 1 and {n: (out / n).read_bytes() for n in os.listdir(out)} == before
+    p = tool(texts, "-o", out, "--vocab-size", 300, "--val-fraction", 0.25, "--format", "nanogpt")
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(out)) == ["data.json", "tokenizer.json", "train.bin", "val.bin"]
+    assert token_data.open_corpus(str(out)).format == "nanogpt"
+
+
 def test_split_is_by_document_and_seeded():
     names = [f"d{i}" for i in range(40)]
     train, val = data_tool.split(names, 0.05, 0)

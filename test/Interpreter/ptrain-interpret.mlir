@@ -58,6 +58,10 @@
 // RUN:   2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // UNKNOWN: error: {{.*}}unknown-op.mlir:{{[0-9]+}}:8: 'math.absf': the reference interpreter has no rule for this op
 
+// A step that writes its states (an optimizer's) is the multi-rank executor's: the error says so.
+// RUN: not ptrain-interpret %t/state-write.mlir --weights %S/Inputs/linear.onnx --input %S/Inputs/linear_input.pb 2>&1 | FileCheck %s --check-prefix=WRITE
+// WRITE: error: {{.*}}state-write.mlir:{{[0-9]+}}:5: 'ptrain.state_write': a training step writes its states (the optimizer's updates): run it with ptrain-interpret --multi-rank
+
 // A tolerance that is negative or NaN, and --steps below 1, are errors naming the option: a negative --atol was
 // a MISMATCH of correct results, a negative --expect-rtol one blamed on --atol, --steps 0 ran nothing with status 0.
 // RUN: not ptrain-interpret %t/linear.mlir --weights %S/Inputs/linear.onnx --input %S/Inputs/linear_input.pb \
@@ -107,6 +111,15 @@ module attributes {ptrain.onnx_file = "Inputs/linear.onnx"} {
   ptrain.state @w key "lin.w" kind parameter : tensor<3x2xf32>
   func.func @forward(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
     %w = ptrain.state_read @w : tensor<3x2xf32>
+    return %x : tensor<2x3xf32>
+  }
+}
+
+//--- state-write.mlir
+module {
+  ptrain.state @acc key "acc" kind optimizer_moment : tensor<2x3xf32>
+  func.func @forward(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    ptrain.state_write %x to @acc : tensor<2x3xf32>
     return %x : tensor<2x3xf32>
   }
 }

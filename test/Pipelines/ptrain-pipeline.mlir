@@ -33,4 +33,8 @@
 // DEGREE: --ptrain-pipeline: dp = 1, tp = 1, pp = 0, micro-batches = 1: each must be at least 1
 // A compress option the pass does not know is the pass's parse error, named as the pipeline's.
 // RUN: not ptrain-opt %t.forward.mlir --ptrain-pipeline="pp=2 policy=optimus-cc compress-options={cb-rnk=8}" 2>&1 | FileCheck %s --check-prefix=COMPRESS
-// COMPRESS: --ptrain-pipeline: compress-options:
+// COMPRESS: --ptrain-pipeline: compress-options: {{.+}}
+// A value that does not parse: llvm::cl names the option on its own line, the pipeline says which options.
+// RUN: not ptrain-opt %t.forward.mlir --ptrain-pipeline="pp=2 policy=optimus-cc compress-options={cb-rank=abc}" 2>&1 | FileCheck %s --check-prefix=VALUE
+// VALUE: for the --cb-rank option: 'abc' value invalid
+// VALUE: --ptrain-pipeline: compress-options: 'policy=optimus-cc cb-rank=abc' does not parse (the option is named above)

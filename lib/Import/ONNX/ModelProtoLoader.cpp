@@ -6,6 +6,7 @@
 
 #include "ModelProtoLoader.h"
 
+#include "AttributeTypes.h"
 #include "BindDimensions.h"
 #include "GraphOrder.h"
 #include "ptrain/Import/ONNX/EmbeddedWeights.h"
@@ -139,6 +140,8 @@ LoadError mlir::ptrain::onnx_import::loadModelProto(llvm::StringRef bytes, llvm:
   if (LoadError error = refuseControlFlow(model); !error.message.empty())
     return error;
   if (LoadError error = checkTensorSizes(model.graph()); !error.message.empty())
+    return error;
+  if (LoadError error = checkAttributeTypes(model); !error.message.empty())
     return error;
   // ONNX's inference functions dereference the type of an input that no earlier node defines.
   GraphReferenceError references = checkGraphReferences(model.graph());
