@@ -278,7 +278,8 @@ def first_at_or_above(tokens, limit, chunk=1 << 24):
 
 def check(corpus, vocab, seq):
     """Raises DataError unless both splits hold at least one sequence of `seq` tokens (bytes: seq + 1), the
-    declared vocabulary fits the model's `vocab`, and every id is in [0, vocab) (reading every token once)."""
+    declared vocabulary fits the model's `vocab`, and every id is in [0, vocab) and below the declared vocabulary
+    (reading every token once)."""
     need = seq + 1 if corpus.format == "bytes" else seq  # bytes: windows at random starts in [0, len - seq)
     for split in (corpus.train, corpus.val):
         if len(split) < need:
@@ -289,8 +290,16 @@ def check(corpus, vocab, seq):
     if corpus.format != "bytes" and corpus.vocab_size is not None and corpus.vocab_size > vocab:
         raise DataError(f"{corpus.declared_by} declares a vocabulary of {corpus.vocab_size} ids, more than the model's "
                         f"{vocab}: the model cannot embed every token of this tokenizer")
+    # The ids must fit the model's vocabulary and the data's own declaration (an id at or above the declared
+    # vocabulary is a file that its tokenizer did not write: a declaration of another corpus).
+    declared = corpus.vocab_size if corpus.format != "bytes" and corpus.vocab_size is not None else vocab
     for split in (corpus.train, corpus.val):
-        bad = first_at_or_above(split.tokens, vocab)
+        bad = first_at_or_above(split.tokens, min(vocab, declared))
+        if bad is not None and 0 <= bad[1] < vocab:
+            pos, token = bad
+            raise DataError(f"{split.where}: token id {token} at position {pos} is outside the vocabulary of {declared} "
+                            f"ids that {corpus.declared_by} declares (format {corpus.format}): the declaration is not "
+                            "this data's")
         if bad is not None:
             pos, token = bad
             if corpus.format == "bytes":

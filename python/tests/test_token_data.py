@@ -209,6 +209,14 @@ def test_first_offending_id_is_named(tmp_path):
     assert token_data.first_at_or_above(np.array([3, -1, 2], dtype=np.int32), 10) == (1, -1)
 
 
+def test_id_beyond_the_declared_vocabulary(tmp_path):
+    # ids up to 255 under a declaration of 200 ids, for a model of 256: the declaration is not this data's.
+    corpus = token_data.open_corpus(nanogpt(tmp_path, vocab=200, train=np.arange(1000) % 256))
+    with pytest.raises(token_data.DataError, match=r"train.bin: token id 200 at position 200 is outside the vocabulary "
+                                                   r"of 200 ids that .*data.json declares \(format nanogpt\)"):
+        token_data.check(corpus, 256, 64)
+
+
 def test_undeclared_and_mismatched_formats(tmp_path):
     (tmp_path / "train.bin").write_bytes(bytes(100))
     (tmp_path / "val.bin").write_bytes(bytes(100))
