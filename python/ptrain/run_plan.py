@@ -33,6 +33,10 @@ def load_plan(out_dir):
     if plan.get("target") == "cuda" and "pp" not in plan:
         check_cuda_plan(out_dir)
     missing = [k for k in PLAN_KEYS if k not in plan]
+    if "pp" in missing and "micro_batches" in missing and "library" in plan:
+        raise RunError(f"{path}: {out_dir} holds a single-rank step (ptrain-compile without --pp, --dp, --tp or "
+                       "--micro-batches above 1), which ptrain-run does not train; compile a pipeline plan, e.g. "
+                       f"ptrain-compile MODEL --micro-batches 2 -o {out_dir} (one rank) or --pp 2 --micro-batches 4")
     if missing:
         raise RunError(f"{path}: missing {', '.join(missing)} (a pipeline plan of ptrain-compile is needed: "
                        "--pp or --micro-batches)")
