@@ -20,12 +20,18 @@ using namespace mlir::ptrain;
 static ArrayRef<int64_t> shapeOfValue(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
 bool mlir::ptrain::isFusibleElementwise(Operation *op) {
-  auto binary = dyn_cast<BinaryOp>(op);
-  if (!binary)
+  if (!isa<BinaryOp, GeluOp, GeluGradOp>(op) || op->getNumResults() != 1)
     return false;
-  auto type = dyn_cast<RankedTensorType>(binary.getResult().getType());
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
     return false;
+  // The exact (erf) GELU: GeluArith.h reproduces the runtime's definition bit for bit. The tanh form's runtime
+  // kernel (cpu/GeluTanh.cpp) has no arith twin yet.
+  if (auto gelu = dyn_cast<GeluOp>(op))
+    return gelu.getApproximate() == GeluApproximation::None;
+  if (auto grad = dyn_cast<GeluGradOp>(op))
+    return grad.getApproximate() == GeluApproximation::None;
+  auto binary = cast<BinaryOp>(op);
   switch (binary.getKind()) {
   case BinaryKind::Add:
   case BinaryKind::Sub:
@@ -63,7 +69,10 @@ std::string ElementwiseChain::signature() const {
     shapeText(shapeOfValue(in));
   }
   for (Operation *op : ops) {
-    os << " " << stringifyBinaryKind(cast<BinaryOp>(op).getKind()) << "(";
+    if (auto binary = dyn_cast<BinaryOp>(op))
+      os << " " << stringifyBinaryKind(binary.getKind()) << "(";
+    else
+      os << " " << op->getName().stripDialect() << "(";
     for (Value operand : op->getOperands()) {
       if (const Value *in = llvm::find(inputs, operand); in != inputs.end())
         os << "i" << (in - inputs.begin());
