@@ -55,6 +55,43 @@ AffineMap ElementwiseChain::inputMap(Value input) const {
   return AffineMap::get(out.size(), 0, exprs, ctx);
 }
 
+static int64_t bytesOfValue(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+}
+
+int64_t ElementwiseChain::fusedBytes() const {
+  int64_t bytes = 0;
+  for (Value v : llvm::concat<const Value>(inputs, outputs))
+    bytes += bytesOfValue(v);
+  return bytes;
+}
+
+int64_t ElementwiseChain::unfusedBytes() const {
+  int64_t bytes = 0;
+  for (Operation *op : ops) {
+    for (Value v : op->getOperands())
+      bytes += bytesOfValue(v);
+    bytes += bytesOfValue(op->getResult(0));
+  }
+  return bytes;
+}
+
+SmallVector<Operation *> mlir::ptrain::markedChainAt(ArrayRef<Operation *> ops, size_t i) {
+  auto positionOf = [](Operation *op) -> int64_t {
+    auto position = op->getAttrOfType<IntegerAttr>(kKernelOpAttr);
+    return position ? position.getInt() : -1;
+  };
+  auto kernel = ops[i]->getAttrOfType<SymbolRefAttr>(kKernelAttr);
+  if (!kernel || positionOf(ops[i]) != 0)
+    return {};
+  SmallVector<Operation *> members{ops[i]};
+  while (i + 1 < ops.size() && ops[i + 1]->getAttr(kKernelAttr) == kernel &&
+         positionOf(ops[i + 1]) == static_cast<int64_t>(members.size()))
+    members.push_back(ops[++i]);
+  return members;
+}
+
 std::string ElementwiseChain::signature() const {
   std::string text;
   llvm::raw_string_ostream os(text);

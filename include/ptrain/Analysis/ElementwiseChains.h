@@ -55,6 +55,11 @@ struct ElementwiseChain {
   /// The indexing map of `input` over the iteration space (numpy broadcasting: trailing dimensions aligned,
   /// size-1 dimensions read at 0).
   AffineMap inputMap(Value input) const;
+  /// Bytes the fused kernel moves: each input read once, each output written once (its element type's size
+  /// times its elements). The timing model prices a fused chain by these (ModuleCosts.h).
+  int64_t fusedBytes() const;
+  /// Bytes the ops move one runtime call each: every op reads its operands and writes its result.
+  int64_t unfusedBytes() const;
   /// A text naming the chain's computation up to its values (kinds, shapes, wiring): chains with equal
   /// signatures share one kernel.
   std::string signature() const;
@@ -66,6 +71,10 @@ bool isFusibleElementwise(Operation *op);
 
 /// The chain of `ops` (consecutive, as findElementwiseChains grouped them): its inputs and outputs.
 ElementwiseChain describeChain(ArrayRef<Operation *> ops);
+
+/// The chain that starts at `ops[i]`, an op marked as the first of an outlined chain (kKernelOpAttr 0): the
+/// consecutive ops with the same kKernelAttr at positions 0, 1, 2, ... (empty if `ops[i]` is not such an op).
+SmallVector<Operation *> markedChainAt(ArrayRef<Operation *> ops, size_t i);
 
 /// The chains of two or more ops among `ops` (a function body's top-level ops, in order); `skip(op)` breaks a
 /// chain at `op` (an op another fusion already consumes, e.g. a bias add folded into its GEMM).
