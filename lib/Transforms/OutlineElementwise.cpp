@@ -138,6 +138,11 @@ struct OutlineElementwisePass : ptrain::impl::OutlineElementwisePassBase<Outline
         }
         ++numChains;
         numOps += chain.ops.size();
+        if (remarks)
+          emitRemark(chain.ops.front()->getLoc())
+              << "elementwise chain in @" << func.getSymName() << ": " << name.getValue() << ", "
+              << chain.ops.size() << " ops, fused " << chain.fusedBytes() << " bytes, unfused " << chain.unfusedBytes()
+              << " bytes";
       }
     }
   }

@@ -1064,12 +1064,18 @@ def OutlineElementwisePass : Pass<"ptrain-outline-elementwise", "::mlir::ModuleO
     }
     ```
   }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "A remark at each chain's first op: its function, kernel, ops, and the bytes the kernel moves "
+           "(inputs read and outputs written once) against the ops' one runtime call each (every operand "
+           "read, every result written); bench/generated_kernels/bytes_per_step.py sums them per step">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
                            "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect"];
   let statistics = [
     Statistic<"numChains", "chains", "Elementwise chains outlined">,
     Statistic<"numKernels", "kernels", "Distinct kernels generated">,
-    Statistic<"numOps", "ops", "ptrain.binary ops inside chains">,
+    Statistic<"numOps", "ops", "Elementwise ops inside chains">,
   ];
 }
 
