@@ -1,7 +1,7 @@
 //===- chain_bench.cpp - Generated kernels vs the runtime's, per chain ----===//
 //
 // Built and run by chain_bench.py with the object ptrain-translate --emit-cpp-kernels writes for chains.mlir:
-// each chain as the runtime's ptrain_binary_f32 calls (one pass per op, the intermediate written and read
+// each chain as the runtime's ptrain_binary_f32 (and ptrain_gelu_fwd_f32) calls (one pass per op, the intermediate written and read
 // back) and as its generated kernel (one pass), the best of --reps runs of each, alternating. Prints one line
 // per chain: milliseconds, the bytes each variant moves at least (reads + writes of its operands, broadcast
 // inputs once) over its time, the ratio, and whether the outputs are identical (exit status 1 if not).
@@ -22,6 +22,7 @@
 // The kernels take their chain's inputs in order of first use (ElementwiseChains.h), then the output.
 extern "C" void ptrain_kernel_0(const float *, const float *, const float *, float *);
 extern "C" void ptrain_kernel_1(const float *, const float *, const float *, float *);
+extern "C" void ptrain_kernel_2(const float *, const float *, float *);
 
 namespace {
 
@@ -94,6 +95,27 @@ int main(int argc, char **argv) {
     }
     // Unfused: y read, tmp written; res and tmp read, out written. Fused: y and res read, out written.
     allSame &= report("bias + residual, 16x512x768", u, f, 5.0 * n * 4, 3.0 * n * 4,
+                      ok && std::memcmp(ref.data(), out.data(), n * 4) == 0);
+  }
+  {
+    const int64_t dims[3] = {8, 512, 3072}, biasDims[1] = {3072};
+    const size_t n = 8 * 512 * 3072;
+    std::vector<float> y = randomFloats(n, 6), b = randomFloats(3072, 7), tmp(n), ref(n), out(n);
+    bool ok = true;
+    auto unfused = [&] {
+      ok &= ptrain_binary_f32(PTRAIN_BINARY_ADD, y.data(), 3, dims, b.data(), 1, biasDims, 3, dims, tmp.data()) == 0;
+      ok &= ptrain_gelu_fwd_f32(tmp.data(), n, ref.data()) == 0;
+    };
+    auto fused = [&] { ptrain_kernel_2(y.data(), b.data(), out.data()); };
+    unfused();
+    fused();
+    double u = 0, f = 0;
+    for (int r = 0; r < 2; ++r) {
+      u = r ? std::min(u, bestMs(reps, unfused)) : bestMs(reps, unfused);
+      f = r ? std::min(f, bestMs(reps, fused)) : bestMs(reps, fused);
+    }
+    // Unfused: y read, tmp written; tmp read, out written. Fused: y read, out written (the bias stays cached).
+    allSame &= report("bias + GELU, 8x512x3072", u, f, 4.0 * n * 4, 2.0 * n * 4,
                       ok && std::memcmp(ref.data(), out.data(), n * 4) == 0);
   }
   return allSame ? 0 : 1; // a kernel that computes other bits is an error, not a result
