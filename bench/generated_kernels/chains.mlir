@@ -1,9 +1,7 @@
 // The chains bench/generated_kernels/chain_bench.py times (chain_bench.cpp): ptrain_kernel_0 is the attention
 // scores' scale and causal mask of a GPT-2-small-sized batch (8 x 12 heads x 256 x 256), ptrain_kernel_1 the
 // bias + residual add after a row-parallel linear (16 x 512 tokens x 768), ptrain_kernel_2 the bias + exact GELU
-// of a GPT-2-small MLP's up projection (8 x 512 tokens x 3072), ptrain_kernel_3 and ptrain_kernel_4 a lone GELU
-// and a lone GELU gradient of that size (the bundled GPT's, whose bias rides on the GEMM). All far larger than
-// the caches.
+// of a GPT-2-small MLP's up projection (8 x 512 tokens x 3072). All far larger than the caches.
 module {
   func.func @scale_mask(%x: tensor<8x12x256x256xf32>, %mask: tensor<256x256xf32>) -> tensor<8x12x256x256xf32> {
     %scale = arith.constant dense<0.125> : tensor<f32>
@@ -20,13 +18,5 @@ module {
     %0 = ptrain.binary add %y, %b : tensor<8x512x3072xf32>, tensor<3072xf32>
     %1 = ptrain.gelu %0 : tensor<8x512x3072xf32>
     return %1 : tensor<8x512x3072xf32>
-  }
-  func.func @gelu(%x: tensor<8x512x3072xf32>) -> tensor<8x512x3072xf32> {
-    %0 = ptrain.gelu %x : tensor<8x512x3072xf32>
-    return %0 : tensor<8x512x3072xf32>
-  }
-  func.func @gelu_grad(%dy: tensor<8x512x3072xf32>, %x: tensor<8x512x3072xf32>) -> tensor<8x512x3072xf32> {
-    %0 = ptrain.gelu_grad %dy, %x : tensor<8x512x3072xf32>
-    return %0 : tensor<8x512x3072xf32>
   }
 }

@@ -144,9 +144,7 @@ SmallVector<ElementwiseChain> mlir::ptrain::findElementwiseChains(ArrayRef<Opera
   SmallVector<ElementwiseChain> chains;
   SmallVector<Operation *> run;
   auto close = [&] {
-    // A lone GELU or GELU gradient is a kernel of its own: the generated loop computes the runtime's bits
-    // faster than the runtime's (bench/README.md, "GELU in the chains"). A lone arithmetic op is not.
-    if (run.size() >= 2 || (run.size() == 1 && isa<GeluOp, GeluGradOp>(run.front())))
+    if (run.size() >= 2)
       chains.push_back(describeChain(run));
     run.clear();
   };

@@ -53,7 +53,7 @@ Value buildScalar(OpBuilder &b, Location l, Operation *op, const IRMapping &scal
   case BinaryKind::Div:
     return arith::DivFOp::create(b, l, lhs, rhs);
   default:
-    llvm_unreachable("isFusibleElementwise admits the binary kinds add, sub, mul and div only");
+    llvm_unreachable("isFusibleElementwise admits add, sub, mul and div only");
   }
 }
 

@@ -138,21 +138,3 @@ func.func @gelu_tanh(%x: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
   %3 = ptrain.binary add %2, %b : tensor<8xf32>, tensor<8xf32>
   return %3 : tensor<8xf32>
 }
-
-// -----
-
-// A lone exact GELU and a lone GELU gradient are kernels of their own (the bundled GPT's MLP: the bias is on the
-// GEMM); one kernel each.
-// CHECK-LABEL: func.func @lone_gelu
-// CHECK: ptrain.gelu {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 0 : i64
-// CHECK: ptrain.softmax
-// CHECK-NOT: ptrain.kernel = {{.*}}kernel_0
-// CHECK: ptrain.gelu_grad {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_1, ptrain.kernel_op = 0 : i64
-// CHECK: func.func @ptrain_kernel_0(%{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>)
-// CHECK: func.func @ptrain_kernel_1(%{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>)
-func.func @lone_gelu(%x: tensor<8xf32>, %dy: tensor<8xf32>) -> tensor<8xf32> {
-  %0 = ptrain.gelu %x : tensor<8xf32>
-  %1 = ptrain.softmax %0 {axis = -1 : i64} : tensor<8xf32>
-  %2 = ptrain.gelu_grad %dy, %1 : tensor<8xf32>
-  return %2 : tensor<8xf32>
-}

@@ -76,8 +76,7 @@ ElementwiseChain describeChain(ArrayRef<Operation *> ops);
 /// consecutive ops with the same kKernelAttr at positions 0, 1, 2, ... (empty if `ops[i]` is not such an op).
 SmallVector<Operation *> markedChainAt(ArrayRef<Operation *> ops, size_t i);
 
-/// The chains of two or more ops, and each lone GELU or GELU gradient, among `ops` (a function body's top-level
-/// ops, in order); `skip(op)` breaks a
+/// The chains of two or more ops among `ops` (a function body's top-level ops, in order); `skip(op)` breaks a
 /// chain at `op` (an op another fusion already consumes, e.g. a bias add folded into its GEMM).
 SmallVector<ElementwiseChain> findElementwiseChains(ArrayRef<Operation *> ops, function_ref<bool(Operation *)> skip);
 

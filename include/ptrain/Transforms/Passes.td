@@ -1032,8 +1032,7 @@ def OutlineElementwisePass : Pass<"ptrain-outline-elementwise", "::mlir::ModuleO
     A chain (include/ptrain/Analysis/ElementwiseChains.h) is a run of consecutive f32 elementwise ops
     (`ptrain.binary` of kind add, sub, mul or div; the exact, erf-form `ptrain.gelu` and `ptrain.gelu_grad`,
     whose kernel body is the runtime's fp64 definition op for op, include/ptrain/Transforms/GeluArith.h)
-    with one result shape, each after the first reading a result of an earlier one (a lone GELU or GELU
-    gradient is a kernel too: the generated loop is faster than the runtime's and computes its bits): the producer-consumer grouping of MLIR's linalg elementwise fusion
+    with one result shape, each after the first reading a result of an earlier one: the producer-consumer grouping of MLIR's linalg elementwise fusion
     (`mlir/Dialect/Linalg/Transforms/ElementwiseOpFusion.cpp`, `linalg-fuse-elementwise-ops`), done on the
     ptrain ops so that the memory plan and every analysis of the step keep their meaning. A bias add the
     GEMM already adds (GemmFusion.h) or an op nothing reads (DeadOps.h) breaks a chain. The kernel's
