@@ -138,3 +138,17 @@ func.func @gelu_tanh(%x: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
   %3 = ptrain.binary add %2, %b : tensor<8xf32>, tensor<8xf32>
   return %3 : tensor<8xf32>
 }
+
+// -----
+
+// A lone exact GELU or GELU gradient (the bundled GPT's MLP, whose bias rides on the GEMM) stays the runtime's
+// kernel: the generated loop alone is no faster (bench/README.md, "GELU in the chains").
+// CHECK-LABEL: func.func @lone_gelu
+// CHECK-NOT: ptrain.kernel
+// CHECK: return
+func.func @lone_gelu(%x: tensor<8xf32>, %dy: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = ptrain.gelu %x : tensor<8xf32>
+  %1 = ptrain.softmax %0 {axis = -1 : i64} : tensor<8xf32>
+  %2 = ptrain.gelu_grad %dy, %1 : tensor<8xf32>
+  return %2 : tensor<8xf32>
+}
