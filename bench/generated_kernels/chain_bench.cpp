@@ -57,6 +57,21 @@ bool report(const char *name, double unfusedMs, double fusedMs, double unfusedBy
   return same;
 }
 
+/// Runs both variants once (the outputs to compare), then times them alternating twice and prints the row.
+template <typename U, typename F>
+bool compare(const char *name, int reps, U &&unfused, F &&fused, double unfusedBytes, double fusedBytes,
+             const std::vector<float> &ref, const std::vector<float> &out, const bool &ok) {
+  unfused();
+  fused();
+  double u = 0, f = 0;
+  for (int r = 0; r < 2; ++r) { // alternate, twice
+    u = r ? std::min(u, bestMs(reps, unfused)) : bestMs(reps, unfused);
+    f = r ? std::min(f, bestMs(reps, fused)) : bestMs(reps, fused);
+  }
+  return report(name, u, f, unfusedBytes, fusedBytes,
+                ok && std::memcmp(ref.data(), out.data(), ref.size() * sizeof(float)) == 0);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -76,16 +91,8 @@ int main(int argc, char **argv) {
           ptrain_binary_f32(PTRAIN_BINARY_ADD, tmp.data(), 4, dims, mask.data(), 2, maskDims, 4, dims, ref.data()) == 0;
     };
     auto fused = [&] { ptrain_kernel_0(x.data(), &scale, mask.data(), out.data()); };
-    unfused();
-    fused();
-    double u = 0, f = 0;
-    for (int r = 0; r < 2; ++r) { // alternate, twice
-      u = r ? std::min(u, bestMs(reps, unfused)) : bestMs(reps, unfused);
-      f = r ? std::min(f, bestMs(reps, fused)) : bestMs(reps, fused);
-    }
     // Unfused: x read, tmp written, tmp read, out written; fused: x read, out written (the mask stays cached).
-    allSame &= report("scale + mask, 8x12x256x256", u, f, 4.0 * n * 4, 2.0 * n * 4,
-                      ok && std::memcmp(ref.data(), out.data(), n * 4) == 0);
+    allSame &= compare("scale + mask, 8x12x256x256", reps, unfused, fused, 4.0 * n * 4, 2.0 * n * 4, ref, out, ok);
   }
   {
     const int64_t dims[3] = {16, 512, 768}, biasDims[1] = {768};
@@ -98,16 +105,8 @@ int main(int argc, char **argv) {
       ok &= ptrain_binary_f32(PTRAIN_BINARY_ADD, res.data(), 3, dims, tmp.data(), 3, dims, 3, dims, ref.data()) == 0;
     };
     auto fused = [&] { ptrain_kernel_1(b.data(), y.data(), res.data(), out.data()); }; // inputs in first-use order
-    unfused();
-    fused();
-    double u = 0, f = 0;
-    for (int r = 0; r < 2; ++r) {
-      u = r ? std::min(u, bestMs(reps, unfused)) : bestMs(reps, unfused);
-      f = r ? std::min(f, bestMs(reps, fused)) : bestMs(reps, fused);
-    }
     // Unfused: y read, tmp written; res and tmp read, out written. Fused: y and res read, out written.
-    allSame &= report("bias + residual, 16x512x768", u, f, 5.0 * n * 4, 3.0 * n * 4,
-                      ok && std::memcmp(ref.data(), out.data(), n * 4) == 0);
+    allSame &= compare("bias + residual, 16x512x768", reps, unfused, fused, 5.0 * n * 4, 3.0 * n * 4, ref, out, ok);
   }
   {
     const int64_t dims[3] = {8, 512, 3072}, biasDims[1] = {3072};
@@ -119,16 +118,8 @@ int main(int argc, char **argv) {
       ok &= ptrain_gelu_fwd_f32(tmp.data(), n, ref.data()) == 0;
     };
     auto fused = [&] { ptrain_kernel_2(y.data(), b.data(), out.data()); };
-    unfused();
-    fused();
-    double u = 0, f = 0;
-    for (int r = 0; r < 2; ++r) {
-      u = r ? std::min(u, bestMs(reps, unfused)) : bestMs(reps, unfused);
-      f = r ? std::min(f, bestMs(reps, fused)) : bestMs(reps, fused);
-    }
     // Unfused: y read, tmp written; tmp read, out written. Fused: y read, out written (the bias stays cached).
-    allSame &= report("bias + GELU, 8x512x3072", u, f, 4.0 * n * 4, 2.0 * n * 4,
-                      ok && std::memcmp(ref.data(), out.data(), n * 4) == 0);
+    allSame &= compare("bias + GELU, 8x512x3072", reps, unfused, fused, 4.0 * n * 4, 2.0 * n * 4, ref, out, ok);
   }
   return allSame ? 0 : 1; // a kernel that computes other bits is an error, not a result
 }
