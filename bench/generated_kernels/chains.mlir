@@ -1,6 +1,7 @@
 // The chains bench/generated_kernels/chain_bench.py times (chain_bench.cpp): ptrain_kernel_0 is the attention
 // scores' scale and causal mask of a GPT-2-small-sized batch (8 x 12 heads x 256 x 256), ptrain_kernel_1 the
-// bias + residual add after a row-parallel linear (16 x 512 tokens x 768). Both far larger than the caches.
+// bias + residual add after a row-parallel linear (16 x 512 tokens x 768), ptrain_kernel_2 the bias + exact GELU
+// of a GPT-2-small MLP's up projection (8 x 512 tokens x 3072). All far larger than the caches.
 module {
   func.func @scale_mask(%x: tensor<8x12x256x256xf32>, %mask: tensor<256x256xf32>) -> tensor<8x12x256x256xf32> {
     %scale = arith.constant dense<0.125> : tensor<f32>
@@ -12,5 +13,10 @@ module {
     %0 = ptrain.binary add %b, %y : tensor<768xf32>, tensor<16x512x768xf32>
     %1 = ptrain.binary add %r, %0 : tensor<16x512x768xf32>, tensor<16x512x768xf32>
     return %1 : tensor<16x512x768xf32>
+  }
+  func.func @bias_gelu(%y: tensor<8x512x3072xf32>, %b: tensor<3072xf32>) -> tensor<8x512x3072xf32> {
+    %0 = ptrain.binary add %y, %b : tensor<8x512x3072xf32>, tensor<3072xf32>
+    %1 = ptrain.gelu %0 : tensor<8x512x3072xf32>
+    return %1 : tensor<8x512x3072xf32>
   }
 }

@@ -20,12 +20,18 @@ using namespace mlir::ptrain;
 static ArrayRef<int64_t> shapeOfValue(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
 bool mlir::ptrain::isFusibleElementwise(Operation *op) {
-  auto binary = dyn_cast<BinaryOp>(op);
-  if (!binary)
+  if (!isa<BinaryOp, GeluOp, GeluGradOp>(op) || op->getNumResults() != 1)
     return false;
-  auto type = dyn_cast<RankedTensorType>(binary.getResult().getType());
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
     return false;
+  // The exact (erf) GELU: GeluArith.h reproduces the runtime's definition bit for bit. The tanh form's runtime
+  // kernel (cpu/GeluTanh.cpp) has no arith twin yet.
+  if (auto gelu = dyn_cast<GeluOp>(op))
+    return gelu.getApproximate() == GeluApproximation::None;
+  if (auto grad = dyn_cast<GeluGradOp>(op))
+    return grad.getApproximate() == GeluApproximation::None;
+  auto binary = cast<BinaryOp>(op);
   switch (binary.getKind()) {
   case BinaryKind::Add:
   case BinaryKind::Sub:
@@ -49,6 +55,43 @@ AffineMap ElementwiseChain::inputMap(Value input) const {
   return AffineMap::get(out.size(), 0, exprs, ctx);
 }
 
+static int64_t bytesOfValue(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+}
+
+int64_t ElementwiseChain::fusedBytes() const {
+  int64_t bytes = 0;
+  for (Value v : llvm::concat<const Value>(inputs, outputs))
+    bytes += bytesOfValue(v);
+  return bytes;
+}
+
+int64_t ElementwiseChain::unfusedBytes() const {
+  int64_t bytes = 0;
+  for (Operation *op : ops) {
+    for (Value v : op->getOperands())
+      bytes += bytesOfValue(v);
+    bytes += bytesOfValue(op->getResult(0));
+  }
+  return bytes;
+}
+
+SmallVector<Operation *> mlir::ptrain::markedChainAt(ArrayRef<Operation *> ops, size_t i) {
+  auto positionOf = [](Operation *op) -> int64_t {
+    auto position = op->getAttrOfType<IntegerAttr>(kKernelOpAttr);
+    return position ? position.getInt() : -1;
+  };
+  auto kernel = ops[i]->getAttrOfType<SymbolRefAttr>(kKernelAttr);
+  if (!kernel || positionOf(ops[i]) != 0)
+    return {};
+  SmallVector<Operation *> members{ops[i]};
+  while (i + 1 < ops.size() && ops[i + 1]->getAttr(kKernelAttr) == kernel &&
+         positionOf(ops[i + 1]) == static_cast<int64_t>(members.size()))
+    members.push_back(ops[++i]);
+  return members;
+}
+
 std::string ElementwiseChain::signature() const {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -63,7 +106,10 @@ std::string ElementwiseChain::signature() const {
     shapeText(shapeOfValue(in));
   }
   for (Operation *op : ops) {
-    os << " " << stringifyBinaryKind(cast<BinaryOp>(op).getKind()) << "(";
+    if (auto binary = dyn_cast<BinaryOp>(op))
+      os << " " << stringifyBinaryKind(binary.getKind()) << "(";
+    else
+      os << " " << op->getName().stripDialect() << "(";
     for (Value operand : op->getOperands()) {
       if (const Value *in = llvm::find(inputs, operand); in != inputs.end())
         os << "i" << (in - inputs.begin());

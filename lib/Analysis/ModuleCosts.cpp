@@ -7,6 +7,7 @@
 #include "ptrain/Analysis/ModuleCosts.h"
 
 #include "ptrain/Analysis/CodecCosts.h"
+#include "ptrain/Analysis/ElementwiseChains.h"
 #include "ptrain/Analysis/MemoryPlan.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
@@ -56,9 +57,42 @@ public:
       return it->second;
     Cost total;
     llvm::Error error = llvm::Error::success();
+    // The chains --ptrain-outline-elementwise marked run as one generated kernel each (docs/GeneratedKernels.md):
+    // priced once, at their first op, by the kernel's traffic (inputs read and outputs written once) and the
+    // ops' FLOPs; their other ops cost nothing.
+    llvm::DenseMap<Operation *, ElementwiseChain> chainAt;
+    llvm::DenseSet<Operation *> inChain;
+    if (!fn.isExternal() && fn.getBody().hasOneBlock()) {
+      SmallVector<Operation *> body;
+      for (Operation &op : fn.getBody().front())
+        body.push_back(&op);
+      for (size_t i = 0; i < body.size(); ++i)
+        if (SmallVector<Operation *> members = markedChainAt(body, i); !members.empty()) {
+          inChain.insert(members.begin(), members.end());
+          chainAt[members.front()] = describeChain(members);
+          i += members.size() - 1;
+        }
+    }
     fn.walk([&](Operation *op) {
       if (error)
         return WalkResult::interrupt();
+      if (inChain.contains(op)) {
+        auto chain = chainAt.find(op);
+        if (chain == chainAt.end())
+          return WalkResult::advance();
+        double flops = 0;
+        for (Operation *member : chain->second.ops)
+          flops += getOpCost(member).flops;
+        auto peak = cluster.getPeakFlops(dtypeOf(op), false);
+        if (!peak) {
+          error = peak.takeError();
+          return WalkResult::interrupt();
+        }
+        total.seconds +=
+            std::max(flops / *peak, chain->second.fusedBytes() / cluster.memoryBandwidth) / cluster.efficiency;
+        total.flops += flops;
+        return WalkResult::advance();
+      }
       if (auto call = dyn_cast<func::CallOp>(op)) {
         if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee())) {
           auto c = get(callee);

@@ -10,6 +10,7 @@
 #include "ptrain/Analysis/ElementwiseChains.h"
 #include "ptrain/Analysis/GemmFusion.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Transforms/GeluArith.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -31,6 +32,29 @@ namespace {
 MemRefType memrefOf(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
   return MemRefType::get(type.getShape(), type.getElementType());
+}
+
+/// The scalar computation of one op of a chain on its operands' elements (`scalars`), in the runtime's
+/// order of operations.
+Value buildScalar(OpBuilder &b, Location l, Operation *op, const IRMapping &scalars) {
+  if (auto gelu = dyn_cast<GeluOp>(op))
+    return buildGeluF32(b, l, scalars.lookup(gelu.getInput()));
+  if (auto grad = dyn_cast<GeluGradOp>(op))
+    return buildGeluGradF32(b, l, scalars.lookup(grad.getGrad()), scalars.lookup(grad.getInput()));
+  auto binary = cast<BinaryOp>(op);
+  Value lhs = scalars.lookup(binary.getLhs()), rhs = scalars.lookup(binary.getRhs());
+  switch (binary.getKind()) {
+  case BinaryKind::Add:
+    return arith::AddFOp::create(b, l, lhs, rhs);
+  case BinaryKind::Sub:
+    return arith::SubFOp::create(b, l, lhs, rhs);
+  case BinaryKind::Mul:
+    return arith::MulFOp::create(b, l, lhs, rhs);
+  case BinaryKind::Div:
+    return arith::DivFOp::create(b, l, lhs, rhs);
+  default:
+    llvm_unreachable("isFusibleElementwise admits add, sub, mul and div only");
+  }
 }
 
 /// The kernel of `chain`: `func.func @name(inputs..., outputs...)` of one linalg.generic whose body performs
@@ -56,28 +80,8 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, const
                               IRMapping scalars;
                               for (auto [in, elem] : llvm::zip(chain.inputs, elems))
                                 scalars.map(in, elem);
-                              for (Operation *op : chain.ops) {
-                                auto binary = cast<BinaryOp>(op);
-                                Value lhs = scalars.lookup(binary.getLhs()), rhs = scalars.lookup(binary.getRhs()),
-                                      result;
-                                switch (binary.getKind()) {
-                                case BinaryKind::Add:
-                                  result = arith::AddFOp::create(b, l, lhs, rhs);
-                                  break;
-                                case BinaryKind::Sub:
-                                  result = arith::SubFOp::create(b, l, lhs, rhs);
-                                  break;
-                                case BinaryKind::Mul:
-                                  result = arith::MulFOp::create(b, l, lhs, rhs);
-                                  break;
-                                case BinaryKind::Div:
-                                  result = arith::DivFOp::create(b, l, lhs, rhs);
-                                  break;
-                                default:
-                                  llvm_unreachable("isFusibleElementwise admits add, sub, mul and div only");
-                                }
-                                scalars.map(binary.getResult(), result);
-                              }
+                              for (Operation *op : chain.ops)
+                                scalars.map(op->getResult(0), buildScalar(b, l, op, scalars));
                               SmallVector<Value> yielded;
                               for (Value out : chain.outputs)
                                 yielded.push_back(scalars.lookup(out));
@@ -134,6 +138,11 @@ struct OutlineElementwisePass : ptrain::impl::OutlineElementwisePassBase<Outline
         }
         ++numChains;
         numOps += chain.ops.size();
+        if (remarks)
+          emitRemark(chain.ops.front()->getLoc())
+              << "elementwise chain in @" << func.getSymName() << ": " << name.getValue() << ", "
+              << chain.ops.size() << " ops, fused " << chain.fusedBytes() << " bytes, unfused " << chain.unfusedBytes()
+              << " bytes";
       }
     }
   }

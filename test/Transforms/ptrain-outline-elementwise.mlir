@@ -40,7 +40,8 @@ func.func @two_outputs(%a: tensor<3x5xf32>, %b: tensor<1x5xf32>, %c: tensor<3x5x
 
 // -----
 
-// Two residual adds of the same computation share one kernel; a lone op and a pow are not chains.
+// Two residual adds of the same computation share one kernel; max (its NaN rule), a lone op and a pow are not
+// chains.
 // CHECK-LABEL: func.func @shared_kernel
 // CHECK-COUNT-2: ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 0
 // CHECK: ptrain.binary pow
@@ -51,7 +52,7 @@ func.func @two_outputs(%a: tensor<3x5xf32>, %b: tensor<1x5xf32>, %c: tensor<3x5x
 func.func @shared_kernel(%x: tensor<8xf32>, %r: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
   %0 = ptrain.binary add %x, %b : tensor<8xf32>, tensor<8xf32>
   %1 = ptrain.binary add %r, %0 : tensor<8xf32>, tensor<8xf32>
-  %2 = ptrain.gelu %1 : tensor<8xf32>
+  %2 = ptrain.binary max %1, %x : tensor<8xf32>, tensor<8xf32>
   %3 = ptrain.binary add %2, %b : tensor<8xf32>, tensor<8xf32>
   %4 = ptrain.binary add %r, %3 : tensor<8xf32>, tensor<8xf32>
   %5 = ptrain.binary pow %4, %x : tensor<8xf32>, tensor<8xf32>
@@ -72,8 +73,82 @@ func.func @shared_kernel(%x: tensor<8xf32>, %r: tensor<8xf32>, %b: tensor<8xf32>
 func.func @two_kernels(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
   %0 = ptrain.binary add %x, %y : tensor<8xf32>, tensor<8xf32>
   %1 = ptrain.binary mul %0, %y : tensor<8xf32>, tensor<8xf32>
-  %2 = ptrain.gelu %1 : tensor<8xf32>
+  %2 = ptrain.softmax %1 {axis = -1 : i64} : tensor<8xf32>
   %3 = ptrain.binary sub %2, %y : tensor<8xf32>, tensor<8xf32>
   %4 = ptrain.binary div %3, %x : tensor<8xf32>, tensor<8xf32>
   return %4 : tensor<8xf32>
+}
+
+// -----
+
+// Bias + GELU (the exact form): one kernel whose body is the runtime's fp64 GELU (GeluArith.h): the f32 sum
+// widened, erfc's reciprocal, exp's 2^k built in the exponent bits, the product rounded back to f32.
+// CHECK-LABEL: func.func @bias_gelu
+// CHECK: ptrain.binary add {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 0 : i64
+// CHECK: ptrain.gelu {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 1 : i64
+// CHECK: func.func @ptrain_kernel_0(%{{.*}}: memref<4x16xf32>, %{{.*}}: memref<16xf32>, %{{.*}}: memref<4x16xf32>)
+// CHECK: ^bb0(%[[X:.*]]: f32, %[[B:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[SUM:.*]] = arith.addf %[[X]], %[[B]] : f32
+// CHECK: %[[WIDE:.*]] = arith.extf %[[SUM]] : f32 to f64
+// CHECK: arith.cmpf olt, %[[WIDE]]
+// CHECK: arith.divf
+// CHECK: arith.bitcast %{{.*}} : f64 to i64
+// CHECK: arith.shli
+// CHECK: arith.bitcast %{{.*}} : i64 to f64
+// CHECK: %[[Y:.*]] = arith.mulf %[[WIDE]], %{{.*}} : f64
+// CHECK: %[[NARROW:.*]] = arith.truncf %[[Y]] : f64 to f32
+// CHECK: linalg.yield %[[NARROW]] : f32
+func.func @bias_gelu(%x: tensor<4x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %0 = ptrain.binary add %x, %b : tensor<4x16xf32>, tensor<16xf32>
+  %1 = ptrain.gelu %0 : tensor<4x16xf32>
+  return %1 : tensor<4x16xf32>
+}
+
+// -----
+
+// GELU's gradient then a residual add (the backward's dx + the skip connection's gradient): one kernel of
+// three inputs.
+// CHECK-LABEL: func.func @gelu_grad_residual
+// CHECK: ptrain.gelu_grad {{.*}}ptrain.kernel_op = 0 : i64
+// CHECK: ptrain.binary add {{.*}}ptrain.kernel_op = 1 : i64
+// CHECK: func.func @ptrain_kernel_0(%{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>, %{{.*}}: memref<8xf32>)
+// CHECK: ^bb0(%[[DY:.*]]: f32, %[[X:.*]]: f32, %[[R:.*]]: f32, %{{.*}}: f32):
+// CHECK: arith.extf %[[X]] : f32 to f64
+// CHECK: %[[DYW:.*]] = arith.extf %[[DY]] : f32 to f64
+// CHECK: %[[DX:.*]] = arith.mulf %[[DYW]], %{{.*}} : f64
+// CHECK: %[[DXN:.*]] = arith.truncf %[[DX]] : f64 to f32
+// CHECK: %[[OUT:.*]] = arith.addf %[[R]], %[[DXN]] : f32
+// CHECK: linalg.yield %[[OUT]] : f32
+func.func @gelu_grad_residual(%dy: tensor<8xf32>, %x: tensor<8xf32>, %r: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = ptrain.gelu_grad %dy, %x : tensor<8xf32>
+  %1 = ptrain.binary add %r, %0 : tensor<8xf32>, tensor<8xf32>
+  return %1 : tensor<8xf32>
+}
+
+// -----
+
+// The tanh-approximated GELU has no arith twin of its runtime kernel: it breaks the chain, forward and backward.
+// CHECK-LABEL: func.func @gelu_tanh
+// CHECK-NOT: ptrain.kernel
+// CHECK: return
+func.func @gelu_tanh(%x: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = ptrain.binary add %x, %b : tensor<8xf32>, tensor<8xf32>
+  %1 = ptrain.gelu %0 {approximate = #ptrain<gelu_approximation tanh>} : tensor<8xf32>
+  %2 = ptrain.gelu_grad %1, %x {approximate = #ptrain<gelu_approximation tanh>} : tensor<8xf32>
+  %3 = ptrain.binary add %2, %b : tensor<8xf32>, tensor<8xf32>
+  return %3 : tensor<8xf32>
+}
+
+// -----
+
+// A lone exact GELU or GELU gradient (the bundled GPT's MLP, whose bias rides on the GEMM) stays the runtime's
+// kernel: the generated loop alone is no faster (bench/README.md, "GELU in the chains").
+// CHECK-LABEL: func.func @lone_gelu
+// CHECK-NOT: ptrain.kernel
+// CHECK: return
+func.func @lone_gelu(%x: tensor<8xf32>, %dy: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = ptrain.gelu %x : tensor<8xf32>
+  %1 = ptrain.softmax %0 {axis = -1 : i64} : tensor<8xf32>
+  %2 = ptrain.gelu_grad %dy, %1 : tensor<8xf32>
+  return %2 : tensor<8xf32>
 }

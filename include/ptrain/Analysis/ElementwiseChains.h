@@ -5,16 +5,19 @@
 // the description of one chain that the pass and the CPU code generator share
 // (the kernel's parameters: its inputs, then its outputs, in this order).
 //
-// A chain is a run of consecutive f32 `ptrain.binary` ops of kind add, sub, mul
-// or div with one result shape, each after the first reading a result of an
-// earlier one: the greedy producer-consumer grouping of MLIR's linalg
-// elementwise fusion (mlir/Dialect/Linalg/Transforms/ElementwiseOpFusion.cpp),
-// restricted to ops next to each other so that every input is still live and
-// unchanged where the fused kernel runs. These four kinds are exact in fp32
-// (IEEE 754 rounds each once), so the fused kernel computes the same bits as
-// the runtime's ptrain_binary_f32 calls when it performs the same operations
-// in the same order, which it does (one loop nest, one op after the other per
-// element).
+// A chain is a run of consecutive f32 elementwise ops with one result shape,
+// each after the first reading a result of an earlier one: the greedy
+// producer-consumer grouping of MLIR's linalg elementwise fusion
+// (mlir/Dialect/Linalg/Transforms/ElementwiseOpFusion.cpp), restricted to ops
+// next to each other so that every input is still live and unchanged where
+// the fused kernel runs. The ops: `ptrain.binary` of kind add, sub, mul or
+// div, exact in fp32 (IEEE 754 rounds each once), and the exact (erf)
+// `ptrain.gelu` and `ptrain.gelu_grad`, whose kernel body is the runtime's
+// own fp64 definition op for op (include/ptrain/Transforms/GeluArith.h). The
+// fused kernel computes the same bits as the runtime's ptrain_binary_f32 /
+// ptrain_gelu_fwd_f32 / ptrain_gelu_bwd_f32 calls because it performs the
+// same operations in the same order (one loop nest, one op after the other
+// per element).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,16 +55,26 @@ struct ElementwiseChain {
   /// The indexing map of `input` over the iteration space (numpy broadcasting: trailing dimensions aligned,
   /// size-1 dimensions read at 0).
   AffineMap inputMap(Value input) const;
+  /// Bytes the fused kernel moves: each input read once, each output written once (its element type's size
+  /// times its elements). The timing model prices a fused chain by these (ModuleCosts.h).
+  int64_t fusedBytes() const;
+  /// Bytes the ops move one runtime call each: every op reads its operands and writes its result.
+  int64_t unfusedBytes() const;
   /// A text naming the chain's computation up to its values (kinds, shapes, wiring): chains with equal
   /// signatures share one kernel.
   std::string signature() const;
 };
 
-/// Whether `op` may be part of a chain: an f32 ptrain.binary of kind add, sub, mul or div.
+/// Whether `op` may be part of a chain: an f32 ptrain.binary of kind add, sub, mul or div, or an f32
+/// ptrain.gelu / ptrain.gelu_grad of the exact (erf) form; static shapes.
 bool isFusibleElementwise(Operation *op);
 
 /// The chain of `ops` (consecutive, as findElementwiseChains grouped them): its inputs and outputs.
 ElementwiseChain describeChain(ArrayRef<Operation *> ops);
+
+/// The chain that starts at `ops[i]`, an op marked as the first of an outlined chain (kKernelOpAttr 0): the
+/// consecutive ops with the same kKernelAttr at positions 0, 1, 2, ... (empty if `ops[i]` is not such an op).
+SmallVector<Operation *> markedChainAt(ArrayRef<Operation *> ops, size_t i);
 
 /// The chains of two or more ops among `ops` (a function body's top-level ops, in order); `skip(op)` breaks a
 /// chain at `op` (an op another fusion already consumes, e.g. a bias add folded into its GEMM).

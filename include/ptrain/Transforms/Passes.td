@@ -1029,9 +1029,10 @@ def OutlineElementwisePass : Pass<"ptrain-outline-elementwise", "::mlir::ModuleO
     into libstep.so and calls the kernel once per chain instead of the runtime's `ptrain_binary_f32` once
     per op (docs/GeneratedKernels.md).
 
-    A chain (include/ptrain/Analysis/ElementwiseChains.h) is a run of consecutive f32 `ptrain.binary` ops
-    of kind add, sub, mul or div with one result shape, each after the first reading a result of an
-    earlier one: the producer-consumer grouping of MLIR's linalg elementwise fusion
+    A chain (include/ptrain/Analysis/ElementwiseChains.h) is a run of consecutive f32 elementwise ops
+    (`ptrain.binary` of kind add, sub, mul or div; the exact, erf-form `ptrain.gelu` and `ptrain.gelu_grad`,
+    whose kernel body is the runtime's fp64 definition op for op, include/ptrain/Transforms/GeluArith.h)
+    with one result shape, each after the first reading a result of an earlier one: the producer-consumer grouping of MLIR's linalg elementwise fusion
     (`mlir/Dialect/Linalg/Transforms/ElementwiseOpFusion.cpp`, `linalg-fuse-elementwise-ops`), done on the
     ptrain ops so that the memory plan and every analysis of the step keep their meaning. A bias add the
     GEMM already adds (GemmFusion.h) or an op nothing reads (DeadOps.h) breaks a chain. The kernel's
@@ -1063,12 +1064,18 @@ def OutlineElementwisePass : Pass<"ptrain-outline-elementwise", "::mlir::ModuleO
     }
     ```
   }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "A remark at each chain's first op: its function, kernel, ops, and the bytes the kernel moves "
+           "(inputs read and outputs written once) against the ops' one runtime call each (every operand "
+           "read, every result written); bench/generated_kernels/bytes_per_step.py sums them per step">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
                            "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect"];
   let statistics = [
     Statistic<"numChains", "chains", "Elementwise chains outlined">,
     Statistic<"numKernels", "kernels", "Distinct kernels generated">,
-    Statistic<"numOps", "ops", "ptrain.binary ops inside chains">,
+    Statistic<"numOps", "ops", "Elementwise ops inside chains">,
   ];
 }
 

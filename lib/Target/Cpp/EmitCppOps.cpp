@@ -150,8 +150,15 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
-          .Case<EmbeddingOp, EmbeddingGradOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp, SoftmaxGradOp, GeluOp,
-                GeluGradOp, SliceOp, SplitOp, ConcatOp, PadOp, TPSplitOp>([&](Operation *o) { return emitSharedOp(o, *this); })
+          .Case<GeluOp, GeluGradOp>([&](Operation *o) {
+            if (auto chain = fusedChainOf.find(o); chain != fusedChainOf.end()) {
+              emitFusedChainOp(o, chain->second);
+              return success();
+            }
+            return emitSharedOp(o, *this);
+          })
+          .Case<EmbeddingOp, EmbeddingGradOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp, SoftmaxGradOp, SliceOp,
+                SplitOp, ConcatOp, PadOp, TPSplitOp>([&](Operation *o) { return emitSharedOp(o, *this); })
           .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
             if (gemms->aliasOf(b)) {
               line("// an alias: the GEMM of its product started from the bias rows (GemmFusion.h)");

@@ -38,15 +38,11 @@ LogicalResult FunctionEmitter::planFusedChains() {
   };
   auto isMemory = [&](Value v) { return storage[rootOf(v)].kind != Storage::Virtual; };
   for (size_t i = 0; i < ops.size(); ++i) {
-    auto kernel = ops[i]->getAttrOfType<SymbolRefAttr>(kKernelAttr);
-    auto position = ops[i]->getAttrOfType<IntegerAttr>(kKernelOpAttr);
-    if (!kernel || !position || position.getInt() != 0)
+    SmallVector<Operation *> members = markedChainAt(ops, i);
+    if (members.empty())
       continue;
-    SmallVector<Operation *> members{ops[i]};
-    while (i + 1 < ops.size() && ops[i + 1]->getAttr(kKernelAttr) == kernel &&
-           ops[i + 1]->getAttrOfType<IntegerAttr>(kKernelOpAttr) &&
-           ops[i + 1]->getAttrOfType<IntegerAttr>(kKernelOpAttr).getInt() == static_cast<int64_t>(members.size()))
-      members.push_back(ops[++i]);
+    i += members.size() - 1;
+    auto kernel = members.front()->getAttrOfType<SymbolRefAttr>(kKernelAttr);
     ElementwiseChain chain = describeChain(members);
     auto callee = dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(module, kernel));
     if (!callee || callee.getNumArguments() != chain.inputs.size() + chain.outputs.size())
