@@ -9,11 +9,26 @@
 // it saves: the search turns the seed's FE off.
 // DP: move 2: fused embedding sync -> off
 // DP: with auto
-// A budget no PowerSGD rank meets leaves FE (exact) as the only move: on.
-// RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none auto-error-budget=0.001" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=FE
+// A budget no PowerSGD rank meets, without the other dp codecs, leaves FE (exact) as the only move: on.
+// RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none auto-dp-codecs=none auto-error-budget=0.001" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=FE
 // FE: seeds none {{[0-9.]+}} ms, optimus-cc (not expressible with the candidates)
 // FE: move 1: fused embedding sync -> on, saves {{[0-9.]+}} ms
 // FE: 1 moves
+// The dp codecs beyond PowerSGD (auto-dp-codecs, default: the candidate table's dp column): within the same
+// budget fp16 (proxy 2^-11) serves every gradient; auto casts every dp all-reduce (the record's per-gradient
+// dp_codecs, summed 16-bit chunks), then turns FE on. The plan lowers and verifies on the executor's ranks.
+// RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none auto-error-budget=0.001" -o %t.dpcast.mlir 2>&1 | FileCheck %s --check-prefix=DPCAST
+// RUN: FileCheck %s --check-prefix=DPCASTREC < %t.dpcast.mlir
+// RUN: ptrain-opt %t.dpcast.mlir --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null
+// DPCAST: move 1: every dp all-reduce -> #ptrain.cast<f16> (per gradient), saves {{[0-9.]+}} ms
+// DPCAST: move 2: fused embedding sync -> on
+// DPCAST: 2 moves
+// DPCASTREC: dp_all_reduce = [false, false]
+// DPCASTREC-SAME: dp_codecs = {"blocks.0.attn.proj.bias/grad" = #ptrain.cast<f16>, "blocks.0.attn.proj.weight/grad" = #ptrain.cast<f16>,
+// With 4-bit quantization and top-k only (auto-dp-codecs), at the budget 0.1 (top-k 30% has proxy 0.84:
+// out), every dp all-reduce takes 4-bit quantization.
+// RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2" --ptrain-build-training-step="micro-batches=2 dp=2" --ptrain-schedule --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none auto-dp-codecs=quant:bits=4;topk:ratio=0.3 auto-error-budget=0.1" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=DPQUANT
+// DPQUANT: move 1: every dp all-reduce -> #ptrain.quant<bits = 4> (per gradient)
 
 // Forward sends with the user's codecs (auto-forward-codecs): on the slow link the 128 KiB activation is as
 // costly as the gradient; 8-bit quantization of every forward send of the link is the best first move, then
