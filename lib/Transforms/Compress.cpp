@@ -26,6 +26,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 #define DEBUG_TYPE "ptrain-compress"
 
 namespace mlir::ptrain {
@@ -384,6 +386,8 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
     return text;
   };
   auto percent = [](double fraction) {
+    if (std::isinf(fraction))
+      return std::string("ruled out by the literature (QualityModel.h)");
     std::string text;
     llvm::raw_string_ostream(text) << llvm::format("%.3f", fraction * 100) << "%";
     return text;

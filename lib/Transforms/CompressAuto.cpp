@@ -323,7 +323,11 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
         continue;
       std::optional<double> error = estimateCodecError(codec, type);
-      if (!error || *error > options.errorBudget || std::isinf(sendQuality(codec, type, false, s - 1, false)))
+      // Ruled out only when the quality model rules it out with and without error feedback (top-k on
+      // gradients needs it: the option without it then has an infinite cost, which no budget takes).
+      if (!error || *error > options.errorBudget ||
+          (std::isinf(sendQuality(codec, type, false, s - 1, false)) &&
+           std::isinf(sendQuality(codec, type, false, s - 1, true))))
         continue;
       for (int64_t i = 0; i < m; ++i)
         probe.backwardSend(s, i) = codec;

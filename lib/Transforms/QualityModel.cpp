@@ -23,6 +23,11 @@ double mlir::ptrain::predictQualityCost(CodecAttrInterface codec, RankedTensorTy
   if (auto topk = dyn_cast<TopKAttr>(codec); topk && type && type.hasStaticShape() &&
                                              10 * topk.getKFor(type.getNumElements()) < type.getNumElements())
     return refuse("top-k below 10% of the elements (Rudakov et al. 2024, arXiv 2401.07788: does not converge)");
+  if (isa<TopKAttr>(codec) && !site.errorFeedback &&
+      (site.kind == QualitySite::BackwardSend || site.kind == QualitySite::DataParallel))
+    return refuse("top-k on gradients without error feedback (Karimireddy et al., ICML 2019, arXiv 1901.09847: a "
+                  "biased compressor needs it to converge; bench/README.md \"cluster\": mcbench's top-k 10% "
+                  "without it is 21% above the uncompressed validation loss after 300 steps)");
   if (site.kind == QualitySite::ForwardSend && site.errorFeedback)
     return refuse("error feedback on activations (Rudakov et al. 2024: it does not help activations)");
   std::optional<double> error = measuredError ? measuredError : estimateCodecError(codec, type);
