@@ -26,6 +26,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 #define DEBUG_TYPE "ptrain-compress"
 
 namespace mlir::ptrain {
@@ -288,6 +290,7 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
     if (text.trim() == "default") {
       table = getDefaultCandidateSpecs(what == "backward" ? CandidateSite::BackwardSend
                                        : what == "forward" ? CandidateSite::ForwardSend
+                                       : what == "dp"      ? CandidateSite::DataParallel
                                                            : CandidateSite::TensorParallel);
       text = table;
     }
@@ -301,8 +304,12 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
         return error(option) << ": 'none' inside a list is not a codec (" << option << "=none alone: no " << what
                              << " candidates)",
                failure();
-      if (isa<PowerSGDAttr>(*codec) && what == "backward")
+      if (isa<PowerSGDAttr>(*codec) && (what == "backward" || what == "dp"))
         return error(option) << ": PowerSGD's ranks are auto-ranks", failure();
+      if (isa<LinearAEAttr>(*codec) && what == "dp")
+        return error(option) << ": the linear autoencoder has no compressed all-reduce (it is a pipeline-boundary "
+                                "layer: --ptrain-insert-linear-ae)",
+               failure();
       if (isa<LinearAEAttr>(*codec) && what == "tp")
         return error(option) << ": the linear autoencoder needs trainable parameters, which --ptrain-compress "
                                 "does not add on tensor-parallel all-reduces",
@@ -315,7 +322,11 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   if (failed(parseCandidates("auto-backward-codecs", autoBackwardCodecs, "backward", options.backwardCodecs)) ||
       failed(parseCandidates("auto-forward-codecs", autoForwardCodecs, "forward", options.forwardCodecs)) ||
       failed(parseCandidates("auto-tp-codecs", tpSitesInModule || autoTpCodecs != "default" ? StringRef(autoTpCodecs.getValue()) : StringRef("none"),
-                             "tp", options.tpCodecs)))
+                             "tp", options.tpCodecs)) ||
+      failed(parseCandidates("auto-dp-codecs",
+                             edges.dp > 1 || autoDpCodecs != "default" ? StringRef(autoDpCodecs.getValue())
+                                                                       : StringRef("none"),
+                             "dp", options.dpCodecs)))
     return failure();
   if (!options.tpCodecs.empty() && !tpSitesInModule)
     return error("auto-tp-codecs: the module has no tensor-parallel all-reduce of a row-parallel linear or of f's "
@@ -375,6 +386,8 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
     return text;
   };
   auto percent = [](double fraction) {
+    if (std::isinf(fraction))
+      return std::string("ruled out by the literature (QualityModel.h)");
     std::string text;
     llvm::raw_string_ostream(text) << llvm::format("%.3f", fraction * 100) << "%";
     return text;
@@ -453,11 +466,13 @@ void CompressPass::runOnOperation() {
   bool optimusOptions = !cb || cbSends != "cooldown" || cbRank != 16 || !lep || !fe || !sc || scAll || scRank != 128;
   bool autoOptions = !autoRanks.empty() || autoMinGain != 0.001 || autoErrorBudget != 1.0 || autoMaxPicks != 256 ||
                      autoBackwardCodecs != "default" || autoForwardCodecs != "default" || autoTpCodecs != "default" ||
+                     autoDpCodecs != "default" ||
                      autoQualityBudget != 0.02 || !autoReport.empty();
   if (policy != "auto" && autoOptions) {
     error("policy=") << policy.getValue()
                      << " does not take auto-ranks, auto-min-gain, auto-error-budget, auto-max-picks, "
-                        "auto-backward-codecs, auto-forward-codecs, auto-tp-codecs, auto-quality-budget or auto-report "
+                        "auto-backward-codecs, auto-forward-codecs, auto-tp-codecs, auto-dp-codecs, auto-quality-budget or "
+                        "auto-report "
                         "(policy=auto)";
     return signalPassFailure();
   }

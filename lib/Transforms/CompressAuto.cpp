@@ -272,6 +272,46 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
         }
       dpQuality[s][r] = q;
     }
+  // The other dp codecs (`dpCodecs`, code -j - 1 in State::dp): per codec, a probe with every gradient it
+  // serves within the error budget and not ruled out compressed with it (the record's per-gradient
+  // dp_codecs), per FE mode; a stage's option exists when the probe compressed some of its gradients.
+  // dpKeys[s][code]: the gradients the code compresses on stage s.
+  std::vector<std::map<int64_t, std::vector<std::string>>> dpKeys(pp);
+  for (auto [j, codec] : llvm::enumerate(options.dpCodecs)) {
+    const int64_t code = -static_cast<int64_t>(j) - 1;
+    CompressionPlan probe = emptyProbe();
+    for (int64_t s = 0; s < pp && edges.dp > 1; ++s) {
+      double q = 0;
+      for (const auto &[key, type] : edges.gradients[s]) {
+        if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
+          continue;
+        std::optional<double> error = estimateCodecError(codec, type);
+        QualitySite site;
+        site.kind = QualitySite::DataParallel;
+        site.share = 1.0 / static_cast<double>(pp);
+        site.errorFeedback = true;
+        double cost = predictQualityCost(codec, type, site);
+        if (!error || *error > options.errorBudget || std::isinf(cost))
+          continue;
+        probe.dpCodecs[key] = codec;
+        dpKeys[s][code].push_back(key);
+        q = std::max(q, cost);
+      }
+      if (dpKeys[s].count(code))
+        dpQuality[s][code] = q;
+    }
+    if (probe.dpCodecs.empty())
+      continue;
+    for (bool fe : feModes) {
+      probe.fusedEmbedding = fe;
+      auto model = modelOf(probe);
+      if (!model)
+        return modelError(model.takeError());
+      for (int64_t s = 0; s < pp; ++s)
+        if (dpKeys[s].count(code) && model->costs.ranks[s].compressedDataParallel)
+          dpOptions[fe][s][code] = *model->costs.ranks[s].compressedDataParallel;
+    }
+  }
   // Backward probes of the other codecs: per codec of `backwardCodecs`, every backward send it can encode
   // within the error budget and not ruled out, with error feedback and without.
   for (auto [j, codec] : llvm::enumerate(options.backwardCodecs)) {
@@ -283,7 +323,11 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
         continue;
       std::optional<double> error = estimateCodecError(codec, type);
-      if (!error || *error > options.errorBudget || std::isinf(sendQuality(codec, type, false, s - 1, false)))
+      // Ruled out only when the quality model rules it out with and without error feedback (top-k on
+      // gradients needs it: the option without it then has an infinite cost, which no budget takes).
+      if (!error || *error > options.errorBudget ||
+          (std::isinf(sendQuality(codec, type, false, s - 1, false)) &&
+           std::isinf(sendQuality(codec, type, false, s - 1, true))))
         continue;
       for (int64_t i = 0; i < m; ++i)
         probe.backwardSend(s, i) = codec;
@@ -378,9 +422,9 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   }
 
   // The search state: per (stage, micro-batch) the rank of the backward send's option and 1 + the index of
-  // the forward send's codec, per stage the requested rank of its dp all-reduce (0 = uncompressed), and
-  // whether FE is on. The record has one sc_rank, so every compressed dp all-reduce has the same requested
-  // rank. Per TP site, 1 + the index of its codec in `tpCodecs` (0 = uncompressed).
+  // the forward send's codec, per stage the requested rank of its dp all-reduce (> 0: PowerSGD; < 0: the dp
+  // codec -code - 1 on each gradient it serves; 0 = uncompressed), and whether FE is on. The record has one
+  // sc_rank, so every dp all-reduce compressed with PowerSGD has the same requested rank. Per TP site, 1 + the index of its codec in `tpCodecs` (0 = uncompressed).
   struct State {
     std::vector<std::vector<int64_t>> send, fwd;
     std::vector<int64_t> dp;
@@ -617,21 +661,34 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       state.fe = !from.fe;
       add(state, "fused embedding sync", state.fe ? "on" : "off");
     }
+    // The dp codes: PowerSGD ranks (larger first), the other dp codecs, uncompressed.
     std::vector<int64_t> requested(ranks.rbegin(), ranks.rend());
+    for (int64_t j = 0; j < static_cast<int64_t>(options.dpCodecs.size()); ++j)
+      requested.push_back(-j - 1);
     requested.push_back(0);
+    auto dpCodecName = [&](int64_t r) -> std::string {
+      if (r > 0)
+        return "#ptrain.powersgd<rank = " + std::to_string(r) + "> (clamped per gradient)";
+      if (r == 0)
+        return "none";
+      std::string text;
+      llvm::raw_string_ostream(text) << Attribute(options.dpCodecs[-r - 1]);
+      return text + " (per gradient)";
+    };
     int64_t scRank = 0;
     for (int64_t r : from.dp)
-      scRank = r ? r : scRank;
-    int64_t compressedStages = llvm::count_if(from.dp, [](int64_t r) { return r != 0; });
+      scRank = r > 0 ? r : scRank;
+    int64_t powerSGDStages = llvm::count_if(from.dp, [](int64_t r) { return r > 0; });
     for (int64_t s = 0; s < pp; ++s)
       for (int64_t r : requested) {
-        // One stage at another rank only when it is the only compressed one (one sc_rank).
+        // One stage at another PowerSGD rank only when it is the only one with PowerSGD (one sc_rank).
         const auto &stageOptions = dpOptions[from.fe][s];
-        if ((r && !stageOptions.count(r)) || (r && scRank && r != scRank && !(compressedStages == 1 && from.dp[s])))
+        if ((r && !stageOptions.count(r)) ||
+            (r > 0 && scRank && r != scRank && !(powerSGDStages == 1 && from.dp[s] > 0)))
           continue;
         State state = from;
         state.dp[s] = r;
-        add(state, "dp all-reduce stage " + std::to_string(s), r ? stageOptions.at(r).codec : "none");
+        add(state, "dp all-reduce stage " + std::to_string(s), r ? dpCodecName(r) : "none");
       }
     for (int64_t r : requested) {
       State state = from;
@@ -642,8 +699,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
         possible &= !r || stageOptions.count(r) || stageOptions.empty();
       }
       if (possible && edges.dp > 1)
-        add(state, "every dp all-reduce",
-            r ? "#ptrain.powersgd<rank = " + std::to_string(r) + "> (clamped per gradient)" : "none");
+        add(state, "every dp all-reduce", dpCodecName(r));
     }
     // A send named by its schedule step: "backward send stage 1 B3" ("... B3.1" for model chunk 1).
     auto sendName = [&](bool forward, int64_t c, int64_t i) {
@@ -858,8 +914,11 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   plan.fusedEmbedding = current.fe;
   int64_t scRank = 0;
   for (int64_t s = 0; s < pp; ++s) {
-    plan.dpAllReduce[s] = current.dp[s] != 0;
-    scRank = current.dp[s] ? current.dp[s] : scRank;
+    plan.dpAllReduce[s] = current.dp[s] > 0;
+    scRank = current.dp[s] > 0 ? current.dp[s] : scRank;
+    if (current.dp[s] < 0)
+      for (const std::string &key : dpKeys[s].at(current.dp[s]))
+        plan.dpCodecs[key] = options.dpCodecs[-current.dp[s] - 1];
   }
   plan.scRank = scRank ? scRank : plan.scRank;
   plan.backwardErrorFeedback = current.bwdEf;

@@ -23,6 +23,15 @@ double mlir::ptrain::predictQualityCost(CodecAttrInterface codec, RankedTensorTy
   if (auto topk = dyn_cast<TopKAttr>(codec); topk && type && type.hasStaticShape() &&
                                              10 * topk.getKFor(type.getNumElements()) < type.getNumElements())
     return refuse("top-k below 10% of the elements (Rudakov et al. 2024, arXiv 2401.07788: does not converge)");
+  if (isa<TopKAttr>(codec) && !site.errorFeedback &&
+      (site.kind == QualitySite::BackwardSend || site.kind == QualitySite::DataParallel))
+    return refuse("top-k on gradients without error feedback (Karimireddy et al., ICML 2019, arXiv 1901.09847: a "
+                  "biased compressor needs it to converge; bench/README.md \"cluster\": mcbench's top-k 10% "
+                  "without it is 21% above the uncompressed validation loss after 300 steps)");
+  if (auto quant = dyn_cast<QuantAttr>(codec); quant && quant.getBits() < 4 && site.kind == QualitySite::ForwardSend)
+    return refuse("plain quantization of activations below 4 bits (TAH-Quant, arXiv 2506.01352: 3-4 bits suffice "
+                  "only after a Hadamard rotation; bench/README.md \"cluster\": 2-bit forward sends with PowerSGD "
+                  "rank 4 backward never reach the uncompressed validation loss of step 300 in 450 steps)");
   if (site.kind == QualitySite::ForwardSend && site.errorFeedback)
     return refuse("error feedback on activations (Rudakov et al. 2024: it does not help activations)");
   std::optional<double> error = measuredError ? measuredError : estimateCodecError(codec, type);

@@ -107,8 +107,9 @@
 // AUTO: move 1: every backward send -> #ptrain.powersgd<rank = 4> (clamped per link)
 // AUTO: 1 moves, modelled iteration {{[0-9.]+}} ms uncompressed, {{[0-9.]+}} ms with auto
 // With the default candidates the mcbench seed (8-bit forward, top-k 10% backward on every virtual link) is
-// the fastest; auto starts from it and the mixed plan lowers and verifies.
-// AUTODEFAULT: starting from mcbench
+// the fastest but ruled out (top-k on gradients without error feedback: QualityModel.h); auto starts from
+// another seed and the mixed plan lowers and verifies.
+// AUTODEFAULT: mcbench fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1 {{[0-9.]+}} ms quality ruled out by the literature (QualityModel.h) (over the budget); starting from optimus-cc
 // AUTODEFAULT: predicted quality cost {{[0-9.]+}}% (budget 2.000%)
 
 // llama_tiny_8l at pp = 4 x V = 2, 8 micro-batches: rank s runs virtual stages s and s + 4.

@@ -4,7 +4,9 @@
 // "policy=auto"), and what `ptrain-calibrate` measures at a plan's shapes: one table, so that a new codec
 // kind joins both the search and the calibration by adding one row to kCodecCandidates
 // (lib/Transforms/AutoCandidates.cpp). PowerSGD's ranks are not rows: they come from `auto-ranks` (backward
-// sends and dp all-reduces).
+// sends and dp all-reduces). A dp row must be a codec with a compressed all-reduce in both runtimes (the CPU
+// runtime's and NCCL's: summed casts and rand-k, gathered top-k and quantization; not TAH-Quant, whose
+// codes the CUDA generator cannot all-reduce).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,13 +23,13 @@
 namespace mlir::ptrain {
 
 /// The kinds of edge a candidate can sit on.
-enum class CandidateSite { BackwardSend, ForwardSend, TensorParallel };
+enum class CandidateSite { BackwardSend, ForwardSend, TensorParallel, DataParallel };
 
 /// One row of the table: a codec spec (CompressionConfig.h's parseCodecSpec) and the sites it is a default
 /// candidate on, with the source that makes it one.
 struct CodecCandidate {
   const char *spec;
-  bool backwardSend, forwardSend, tensorParallel;
+  bool backwardSend, forwardSend, tensorParallel, dataParallel;
   const char *source;
 };
 

@@ -8,7 +8,8 @@
 // stage's dp all-reduce), to a codec or back to uncompressed, or turns fused embedding sync (FE) on or off.
 // Edges are the ones the timing model prices: each backward send (stage, micro-batch; with virtual stages,
 // virtual stage and micro-batch, and the links are virtual links c -> c - 1) and each stage's dp
-// gradient all-reduce with PowerSGD at the ranks of `auto-ranks` (clamped to min(n, m)), each forward send
+// gradient all-reduce with PowerSGD at the ranks of `auto-ranks` (clamped to min(n, m)) and with the codecs of
+// `auto-dp-codecs` (per gradient: casts, quantization, top-k), each forward send
 // with the codecs of `auto-forward-codecs`, FE where the plan has a tied parameter and dp > 1, and, with
 // tensor parallelism, each TP site (CompressTensorParallel.h) with the codecs of `auto-tp-codecs`.
 // Every applied move lowers the modelled time, so auto is never modelled slower than its best seed.
@@ -53,6 +54,10 @@ struct AutoSearchOptions {
   std::vector<CodecAttrInterface> tpCodecs;
   /// Error feedback on the backward TP sites (a residual per site and rank; its cost is in the timing).
   bool tpErrorFeedback = true;
+  /// Codecs besides PowerSGD to try on the dp gradient all-reduces: a move sets every gradient of a stage
+  /// that the codec serves (within the error budget, not ruled out by the quality model) to it, through
+  /// the record's per-gradient `dp_codecs`, with the dp error feedback; empty: PowerSGD only.
+  std::vector<CodecAttrInterface> dpCodecs;
 };
 
 /// A plan the search may start from (its PowerSGD ranks are mapped to the nearest candidate rank).
@@ -89,7 +94,8 @@ struct AutoSummary {
 struct AutoDecision {
   /// "backward send stage 2 B15", "backward sends of link 3 -> 2", "backward sends of micro-batch 4",
   /// "every backward send", "forward send stage 0 F2", "forward sends of link 0 -> 1", "every forward send",
-  /// "dp all-reduce stage 0", "every dp all-reduce", "fused embedding sync", "forward tp all-reduce attn_out
+  /// "dp all-reduce stage 0", "every dp all-reduce" (a PowerSGD rank, or another dp codec on each of the
+  /// stage's gradients: "#ptrain.cast<bf16> (per gradient)"), "fused embedding sync", "forward tp all-reduce attn_out
   /// of layer 3", "tp all-reduces mlp_in of every layer", "every backward tp all-reduce" or "every tp
   /// all-reduce".
   std::string edge;

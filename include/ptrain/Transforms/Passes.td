@@ -783,8 +783,10 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
       the timing model prices: every backward send (stage, micro-batch) and every stage's dp gradient
       all-reduce, each with PowerSGD at the ranks `auto-ranks` (default 4, 8, 16, 32, 64, 128, clamped to
       min(n, m)); the backward sends also with each codec of `auto-backward-codecs`, with and without error
-      feedback; every forward send with each codec of `auto-forward-codecs` (without error feedback); the
-      defaults of the three codec options are the candidate table of AutoCandidates.cpp (docs/Compression.md,
+      feedback; every forward send with each codec of `auto-forward-codecs` (without error feedback); every
+      stage's dp all-reduce also with each codec of `auto-dp-codecs` on each of its gradients (the record's
+      `dp_codecs`, with the dp error feedback `sc-error-feedback`); the
+      defaults of the four codec options are the candidate table of AutoCandidates.cpp (docs/Compression.md,
       "Candidates, seeds and the quality model"); and fused embedding sync (FE) where
       dp > 1 and a tied parameter is synced; with tensor parallelism, every TP site (the forward all-reduce
       after a row-parallel linear and the backward all-reduce of f's gradient, per layer) with each codec of
@@ -797,8 +799,8 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
       plan per move): one edge, or a group (every send of a link, of a micro-batch, of the pipeline; every
       stage's dp all-reduce; a TP site, a role's sites of every layer, every forward or backward TP site,
       every TP site), set to a rank or codec or back to uncompressed, or FE on or off; the compressed
-      sends of a link share one rank or codec (the codec state is keyed by the link) and the compressed dp
-      all-reduces one `sc_rank`.
+      sends of a link share one rank or codec (the codec state is keyed by the link) and the dp all-reduces
+      compressed with PowerSGD one `sc_rank` (the other dp codecs are per gradient: each stage its own).
       Ties go to the dp all-reduces, then single sends, then groups, the larger rank first. It stops when
       no move saves more than `auto-min-gain` (a fraction of the uncompressed iteration, default 0.001) or
       after `auto-max-picks` moves, so it is never modelled slower than its best seed. A codec whose error
@@ -898,6 +900,10 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
            "auto: codecs to try on the tp all-reduce sites, ';'-separated specs (e.g. 'bf16;quant:bits=8'); "
            "forward sites take the stateless ones; 'default': the candidate table where the module has tp "
            "sites; 'none': tp sites are not candidates.">,
+    Option<"autoDpCodecs", "auto-dp-codecs", "std::string", /*default=*/"\"default\"",
+           "auto: codecs besides PowerSGD to try on the dp gradient all-reduces (every gradient of a stage), "
+           "';'-separated specs (e.g. 'bf16;topk:ratio=0.1'); 'default': the candidate table where dp > 1; "
+           "'none': PowerSGD only.">,
     Option<"autoQualityBudget", "auto-quality-budget", "double", /*default=*/"0.02",
            "auto: the largest predicted quality cost of the plan (QualityModel.h), a fraction of the "
            "uncompressed validation loss (default 0.02 = 2%); 'inf' for no limit.">,

@@ -18,8 +18,14 @@
 //    early layers hurts most; the paper leaves them uncompressed), times 4 for plain quantization below 4
 //    bits (TAH-Quant, arXiv 2506.01352: 3-4 bits suffice only after a Hadamard rotation spreads outliers);
 //  - ruled out (infinite cost): top-k keeping less than 10% (Rudakov et al. 2024, arXiv 2401.07788: below
-//    10% the pipeline does not converge) and error feedback on forward activations (same paper: it does not
-//    help activations; auto never uses it there).
+//    10% the pipeline does not converge), top-k on gradients (backward sends, dp all-reduces) without error
+//    feedback (Karimireddy et al., ICML 2019, arXiv 1901.09847: a biased compressor needs error feedback to
+//    converge; measured on the bundled GPT, bench/README.md "cluster" 2026-12-07: top-k 10% on the backward
+//    sends without it, with 8-bit forward sends, ends 21% above the uncompressed validation loss after 300
+//    steps, against a predicted 1.8%), plain quantization of forward activations below 4 bits (TAH-Quant;
+//    measured, same page: 2-bit forward sends with PowerSGD rank 4 backward, predicted 1.37%, never reach the
+//    uncompressed step-300 validation loss in 450 steps) and error feedback on forward activations (Rudakov
+//    et al.: it does not help activations; auto never uses it there).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """policy=auto is never modelled slower than uncompressed or than a hand policy (issue 25).
 
-For each plan (bundled GPT: pp 2 x 4 micro-batches, pp 4 x 8, dp 2 x pp 2, tp 2 x pp 2) and cluster, runs
+For each plan (bundled GPT: pp 2 x 4 micro-batches, pp 4 x 8, dp 2 x pp 2, dp 4 x pp 2, tp 2 x pp 2) and
+cluster, runs
 --ptrain-compress with every hand policy that auto seeds from (optimus-cc with CB on the cool-down, the
 critical and every backward send; mcbench with bench/cluster's codecs) and with auto, each followed by
 --ptrain-report, and compares the reports' modelled iteration times (the timing model of exactly that plan):
@@ -11,7 +12,11 @@ critical and every backward send; mcbench with bench/cluster's codecs) and with 
   - auto's auto-report agrees with the report: its final time is --ptrain-report's iteration time, its
     start seed's time minus the moves' savings is the final time, each move's running quality total ends at
     the final quality cost, which is within the budget.
-Prints one line per (plan, cluster) and OK at the end; exits 1 naming the first violation.
+  - auto at auto-error-budget=0.1 (no PowerSGD rank below min(n, m) qualifies; 8/4-bit quantization and the
+    casts do) <= uncompressed.
+Prints one line per (plan, cluster), one more per auto run with its dp all-reduce moves where it made some
+(the dp codecs beyond PowerSGD are candidates: auto-dp-codecs), and OK at the end; exits 1 naming the first
+violation.
 
     auto_vs_seeds.py --bin BUILD/bin --model models/gpt/gpt.onnx --out DIR CLUSTER.json...
 """
@@ -25,6 +30,7 @@ PLANS = {
     "pp2-m4": ["--ptrain-split-stages=pp=2", "--ptrain-build-training-step=micro-batches=4"],
     "pp4-m8": ["--ptrain-split-stages=pp=4", "--ptrain-build-training-step=micro-batches=8"],
     "dp2-pp2": ["--ptrain-split-stages=pp=2", "--ptrain-build-training-step=micro-batches=2 dp=2"],
+    "dp4-pp2": ["--ptrain-split-stages=pp=2", "--ptrain-build-training-step=micro-batches=2 dp=4"],
     "tp2-pp2": ["--ptrain-raise", "--ptrain-shard-tp=tp=2", "--ptrain-split-stages=pp=2",
                 "--ptrain-build-training-step=micro-batches=2"],
 }
@@ -76,7 +82,8 @@ def main():
             cname = os.path.splitext(os.path.basename(cluster))[0]
             times, explained = {}, {}
             policies = {"none": "policy=none", **HAND, "auto": "policy=auto",
-                        "auto budget=inf": "policy=auto auto-quality-budget=inf"}
+                        "auto budget=inf": "policy=auto auto-quality-budget=inf",
+                        "auto error-budget=0.1": "policy=auto auto-error-budget=0.1"}
             for name, options in policies.items():
                 report = os.path.join(a.out, f"{plan}-{cname}-{name.replace(' ', '_')}.json")
                 if name.startswith("auto"):
@@ -89,8 +96,15 @@ def main():
                     with open(report + ".auto") as f:
                         explained[name] = json.load(f)
                     check_explanation(f"{plan} on {cname}: {name}", explained[name], times[name])
-            quality = {seed["name"].split(" fwd-codec")[0]: seed["quality_cost"] for seed in explained["auto"]["seeds"]}
+            # A null quality cost is a choice the literature rules out (QualityModel.h): infinite.
+            quality = {seed["name"].split(" fwd-codec")[0]:
+                       float("inf") if seed["quality_cost"] is None else seed["quality_cost"]
+                       for seed in explained["auto"]["seeds"]}
             eps = 1e-12
+            # With an error budget no PowerSGD rank below min(n, m) meets, auto still never loses to none.
+            if times["auto error-budget=0.1"] > times["none"] * (1 + 1e-9) + eps:
+                sys.exit(f"{plan} on {cname}: auto error-budget=0.1 {times['auto error-budget=0.1']:.6e} s > none "
+                         f"{times['none']:.6e} s")
             for name in ["none", *HAND]:
                 if times["auto budget=inf"] > times[name] * (1 + 1e-9) + eps:
                     sys.exit(f"{plan} on {cname}: auto (budget inf) {times['auto budget=inf']:.6e} s > {name} "
@@ -100,6 +114,11 @@ def main():
                     sys.exit(f"{plan} on {cname}: auto {times['auto']:.6e} s > {name} {times[name]:.6e} s "
                              f"(quality {quality.get(name)})")
             print(f"{plan} on {cname}: " + ", ".join(f"{k} {v * 1e3:.4f} ms" for k, v in times.items()))
+            for name in ("auto", "auto error-budget=0.1"):
+                dp_moves = [f"{m['edge']} -> {m['codec']}" for m in explained[name]["moves"]
+                            if " dp all-reduce" in m["edge"] or m["edge"].startswith("dp all-reduce")]
+                if dp_moves:
+                    print(f"{plan} on {cname}: {name}'s dp moves: " + "; ".join(dp_moves))
     print("OK")
 
 
