@@ -537,11 +537,20 @@ void CompressPass::runOnOperation() {
   for (const auto *rows : {&plan.backwardSends, &plan.forwardSends})
     for (const std::vector<CodecAttrInterface> &row : *rows)
       anySend |= llvm::any_of(row, [](CodecAttrInterface c) { return bool(c); });
+  bool mcbenchWithoutCodecs = policy == "mcbench" && fwdCodec == "none" && bwdCodec == "none" &&
+                              tpFwdCodec == "none" && tpBwdCodec == "none";
   if (policy != "none" && policy != "auto" && !anySend && !llvm::is_contained(plan.dpAllReduce, true) &&
-      !plan.fusedEmbedding && plan.dpCodecs.empty() && !tpSites)
-    emitWarning(module.getLoc()) << "--ptrain-compress: policy=" << policy.getValue()
-                                 << " compresses nothing on this plan (no pipeline send, data-parallel all-reduce "
-                                    "or tensor-parallel site it applies to)";
+      !plan.fusedEmbedding && plan.dpCodecs.empty() && !tpSites) {
+    if (mcbenchWithoutCodecs)
+      emitWarning(module.getLoc())
+          << "--ptrain-compress: policy=mcbench compresses nothing: its codecs fwd-codec, bwd-codec, tp-fwd-codec "
+             "and tp-bwd-codec are all 'none' (the default); name one, e.g. fwd-codec=quant:bits=8 "
+             "bwd-codec=topk:ratio=0.1 (ptrain-compile --compress-options)";
+    else
+      emitWarning(module.getLoc()) << "--ptrain-compress: policy=" << policy.getValue()
+                                   << " compresses nothing on this plan (no pipeline send, data-parallel all-reduce "
+                                      "or tensor-parallel site it applies to)";
+  }
   CompressionAttr record = plan.toAttr(&getContext());
   if (policy == "mcbench" && (tpFwdCodec != "none" || tpBwdCodec != "none")) {
     FailureOr<ArrayAttr> tp = tensorParallelSites(module);

@@ -433,9 +433,6 @@ def compile_model(args):
 def check_report_path(args, cluster, out):
     """--report must not name an input or another output: --report MODEL.onnx replaced the model with the JSON
     report (and a failed compile then removed it)."""
-    folder = os.path.dirname(os.path.abspath(args.report))
-    if not os.path.isdir(folder):
-        raise CompileError(f"--report {args.report}: no folder {folder} to write it in")
     inputs = {args.model: "the model", cluster: "the cluster description"}
     if args.class_weights:
         inputs[args.class_weights] = "the --class-weights file"
@@ -453,6 +450,9 @@ def check_report_path(args, cluster, out):
         if path and os.path.abspath(path) == os.path.abspath(args.report) or (
                 path and os.path.exists(path) and os.path.exists(args.report) and os.path.samefile(path, args.report)):
             raise CompileError(f"--report {args.report}: is {role}; name another file for the report")
+    folder = os.path.dirname(os.path.abspath(args.report))
+    if not os.path.isdir(folder) and folder != os.path.abspath(out):  # -o is made by the run
+        raise CompileError(f"--report {args.report}: no folder {folder} to write it in")
 
 
 def check_schedule_options(args):
