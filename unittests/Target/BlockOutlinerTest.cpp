@@ -103,6 +103,34 @@ TEST(BlockOutlinerTest, IdenticalLayersBecomeOneFunctionAndCalls) {
   EXPECT_NE(r.bodies[0].find("float *v303 = reinterpret_cast<float *>(ptrain_arena + 28672);"), std::string::npos);
 }
 
+TEST(BlockOutlinerTest, LiveInsMatchUpToConst) {
+  // The first layer reads the function's const argument, the others the previous layer's arena pointer (not
+  // const): one block for all four, whose input parameter is const (the same body compiled with it const in the
+  // first occurrence, so it only reads it), called with the argument and with the arena pointers.
+  EmittedFunction f;
+  f.types["arg0"] = "const float *";
+  std::string in = "arg0";
+  for (int l = 0; l < 4; ++l) {
+    addLayer(f, l, in, 300 + l, 8192 * l);
+    f.types["v" + std::to_string(300 + l)] = "float *";
+    in = "v" + std::to_string(300 + l);
+  }
+  EmittedChunk ret;
+  ret.location = "return";
+  ret.header = "  // func.return\n";
+  ret.code = "  {\n    PTRAIN_STEP_CALL(ptrain_copy_bytes(v303, 128, out_0));\n  }\n";
+  f.chunks.push_back(ret);
+  OutlineOptions opt = options();
+  opt.globalType = globalType;
+  OutlineResult r = outlineRepeatedBlocks({f}, opt);
+  EXPECT_EQ(r.numBlocks, 1);
+  EXPECT_EQ(r.numOccurrences, 4);
+  EXPECT_EQ(count(r.bodies[0], "ptrain_matmul_f32("), 0);
+  EXPECT_NE(r.definitions.find("ptrain_block_0(const int64_t *row, const float *x"), std::string::npos)
+      << r.definitions;
+  EXPECT_NE(r.bodies[0].find("ptrain_block_0(kptrain_block_0_rows[0], arg0"), std::string::npos) << r.bodies[0];
+}
+
 TEST(BlockOutlinerTest, TableEntriesReplaceGlobalParameters) {
   EmittedFunction f;
   f.types["arg0"] = "const float *";

@@ -102,6 +102,10 @@ struct Occurrence {
   /// Per value: its arena and offset when it is a live-in `T *v = reinterpret_cast<T *>(ARENA + OFFSET)`
   /// (computed inside the block when every occurrence's is, from the same arena), else empty.
   std::vector<std::string> arenaBase, arenaOffset;
+  /// Per value: its pointer type when it is a parameter (a live-in), else empty. The key holds it without
+  /// `const`: a block whose live-in is const in one occurrence (a function's argument) and not in another (an
+  /// earlier block's result) is one block, whose parameter is const when any occurrence's is.
+  std::vector<std::string> types;
   /// Per global: the index in `ints` of its entry in a table (OutlineOptions::tableEntry), else -1.
   std::vector<int64_t> globalInt;
   std::vector<std::string> globalTable;
@@ -127,6 +131,15 @@ bool parseArenaDecl(StringRef text, std::string &base, std::string &offset) {
   offset = groups[2].str();
   return true;
 }
+
+/// `type` without a leading `const ` (the pointer types of live-ins: `const float *` -> `float *`).
+std::string withoutConst(StringRef type) {
+  type.consume_front("const ");
+  return type.str();
+}
+
+/// `type` with a leading `const ` (`float *` -> `const float *`).
+std::string withConst(StringRef type) { return type.starts_with("const ") ? type.str() : "const " + type.str(); }
 
 Occurrence canonicalize(const Module &m, int64_t fn, int64_t start, int64_t length) {
   Occurrence o;
@@ -186,6 +199,7 @@ Occurrence canonicalize(const Module &m, int64_t fn, int64_t start, int64_t leng
   key += "\x1e";
   o.arenaBase.assign(o.values.size(), "");
   o.arenaOffset.assign(o.values.size(), "");
+  o.types.assign(o.values.size(), "");
   for (auto [i, name] : llvm::enumerate(o.values)) {
     bool request = false;
     isValueName(name, request);
@@ -207,7 +221,8 @@ Occurrence canonicalize(const Module &m, int64_t fn, int64_t start, int64_t leng
       o.arenaBase[i] = base;
       o.arenaOffset[i] = offset;
     }
-    key += "I" + type->second + ";";
+    o.types[i] = type->second;
+    key += "I" + withoutConst(type->second) + ";";
   }
   o.valid = true;
   return o;
@@ -219,6 +234,9 @@ struct BlockShape {
   /// Per value: a live-in computed inside the block from its arena (every occurrence's is a pointer into the
   /// same arena), and whether its offset differs (then a row entry after the varying integers).
   std::vector<bool> computed, offsetVaries;
+  /// Per value: a live-in whose type is const in some occurrence (the parameter is then const: the body, the
+  /// same text in every occurrence, compiled with it const there, so it only reads it).
+  std::vector<bool> constIn;
   /// Per integer: the first varying integer equal to it in every occurrence (itself if none): one row entry.
   std::vector<int64_t> sameAs;
   int64_t numRowInts = 0;
@@ -231,6 +249,7 @@ BlockShape shapeOf(const std::vector<const Occurrence *> &group) {
   s.varyingInt.assign(first.ints.size(), false);
   s.computed.assign(first.values.size(), false);
   s.offsetVaries.assign(first.values.size(), false);
+  s.constIn.assign(first.values.size(), false);
   for (size_t i = 0; i < first.values.size(); ++i)
     s.computed[i] = !first.local[i] && !first.arenaBase[i].empty();
   for (const Occurrence *o : group) {
@@ -241,6 +260,7 @@ BlockShape shapeOf(const std::vector<const Occurrence *> &group) {
     for (size_t i = 0; i < first.values.size(); ++i) {
       s.computed[i] = s.computed[i] && o->arenaBase[i] == first.arenaBase[i];
       s.offsetVaries[i] = s.offsetVaries[i] || o->arenaOffset[i] != first.arenaOffset[i];
+      s.constIn[i] = s.constIn[i] || StringRef(o->types[i]).starts_with("const ");
     }
   }
   s.sameAs.resize(first.ints.size());
@@ -351,6 +371,8 @@ std::string functionText(const Module &m, const Occurrence &o, const BlockShape 
     if (o.local[i])
       continue;
     std::string type = types.lookup(name);
+    if (s.constIn[i])
+      type = withConst(type);
     std::string var = type + (type.empty() || type.back() == '*' ? "" : " ") + "x" + std::to_string(i);
     if (s.computed[i]) {
       std::string elem = StringRef(type).rtrim(" *").str();
