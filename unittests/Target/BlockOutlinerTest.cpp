@@ -53,6 +53,15 @@ void addLayer(EmittedFunction &f, int layer, const std::string &in, int out, int
     f.types[v] = "float *";
 }
 
+/// The function's return: a copy of the last layer's output v303 into out_0 (read after the layers).
+void addReturn(EmittedFunction &f) {
+  EmittedChunk ret;
+  ret.location = "return";
+  ret.header = "  // func.return\n";
+  ret.code = "  {\n    PTRAIN_STEP_CALL(ptrain_copy_bytes(v303, 128, out_0));\n  }\n";
+  f.chunks.push_back(ret);
+}
+
 OutlineOptions options() {
   OutlineOptions o;
   o.minChunks = 2;
@@ -75,11 +84,7 @@ TEST(BlockOutlinerTest, IdenticalLayersBecomeOneFunctionAndCalls) {
     addLayer(f, l, in, 300 + l, 8192 * l);
     in = "v" + std::to_string(300 + l);
   }
-  EmittedChunk ret;
-  ret.location = "return";
-  ret.header = "  // func.return\n";
-  ret.code = "  {\n    PTRAIN_STEP_CALL(ptrain_copy_bytes(v303, 128, out_0));\n  }\n";
-  f.chunks.push_back(ret);
+  addReturn(f);
   auto types = globalType;
   OutlineOptions opt = options();
   opt.globalType = types;
@@ -115,11 +120,7 @@ TEST(BlockOutlinerTest, LiveInsMatchUpToConst) {
     f.types["v" + std::to_string(300 + l)] = "float *";
     in = "v" + std::to_string(300 + l);
   }
-  EmittedChunk ret;
-  ret.location = "return";
-  ret.header = "  // func.return\n";
-  ret.code = "  {\n    PTRAIN_STEP_CALL(ptrain_copy_bytes(v303, 128, out_0));\n  }\n";
-  f.chunks.push_back(ret);
+  addReturn(f);
   OutlineOptions opt = options();
   opt.globalType = globalType;
   OutlineResult r = outlineRepeatedBlocks({f}, opt);
@@ -156,11 +157,7 @@ TEST(BlockOutlinerTest, AliasesOfArgumentsPassTheArgument) {
     addLayer(f, l, alias, 300 + l, 8192 * l);
     in = "v" + std::to_string(300 + l);
   }
-  EmittedChunk ret;
-  ret.location = "return";
-  ret.header = "  // func.return\n";
-  ret.code = "  {\n    PTRAIN_STEP_CALL(ptrain_copy_bytes(v303, 128, out_0));\n  }\n";
-  f.chunks.push_back(ret);
+  addReturn(f);
   OutlineOptions opt = options();
   opt.globalType = globalType;
   OutlineResult r = outlineRepeatedBlocks({f}, opt);
