@@ -53,6 +53,15 @@ void addLayer(EmittedFunction &f, int layer, const std::string &in, int out, int
     f.types[v] = "float *";
 }
 
+/// The function's return: a copy of the last layer's output v303 into out_0 (read after the layers).
+void addReturn(EmittedFunction &f) {
+  EmittedChunk ret;
+  ret.location = "return";
+  ret.header = "  // func.return\n";
+  ret.code = "  {\n    PTRAIN_STEP_CALL(ptrain_copy_bytes(v303, 128, out_0));\n  }\n";
+  f.chunks.push_back(ret);
+}
+
 OutlineOptions options() {
   OutlineOptions o;
   o.minChunks = 2;
@@ -75,11 +84,7 @@ TEST(BlockOutlinerTest, IdenticalLayersBecomeOneFunctionAndCalls) {
     addLayer(f, l, in, 300 + l, 8192 * l);
     in = "v" + std::to_string(300 + l);
   }
-  EmittedChunk ret;
-  ret.location = "return";
-  ret.header = "  // func.return\n";
-  ret.code = "  {\n    PTRAIN_STEP_CALL(ptrain_copy_bytes(v303, 128, out_0));\n  }\n";
-  f.chunks.push_back(ret);
+  addReturn(f);
   auto types = globalType;
   OutlineOptions opt = options();
   opt.globalType = types;
@@ -101,6 +106,68 @@ TEST(BlockOutlinerTest, IdenticalLayersBecomeOneFunctionAndCalls) {
   EXPECT_NE(r.definitions.find("a_dims[2] = {4, 8}"), std::string::npos);
   // The last layer's output is read after the call: declared again at the call site.
   EXPECT_NE(r.bodies[0].find("float *v303 = reinterpret_cast<float *>(ptrain_arena + 28672);"), std::string::npos);
+}
+
+TEST(BlockOutlinerTest, LiveInsMatchUpToConst) {
+  // The first layer reads the function's const argument, the others the previous layer's arena pointer (not
+  // const): one block for all four, whose input parameter is const (the same body compiled with it const in the
+  // first occurrence, so it only reads it), called with the argument and with the arena pointers.
+  EmittedFunction f;
+  f.types["arg0"] = "const float *";
+  std::string in = "arg0";
+  for (int l = 0; l < 4; ++l) {
+    addLayer(f, l, in, 300 + l, 8192 * l);
+    f.types["v" + std::to_string(300 + l)] = "float *";
+    in = "v" + std::to_string(300 + l);
+  }
+  addReturn(f);
+  OutlineOptions opt = options();
+  opt.globalType = globalType;
+  OutlineResult r = outlineRepeatedBlocks({f}, opt);
+  EXPECT_EQ(r.numBlocks, 1);
+  EXPECT_EQ(r.numOccurrences, 4);
+  EXPECT_EQ(count(r.bodies[0], "ptrain_matmul_f32("), 0);
+  EXPECT_NE(r.definitions.find("ptrain_block_0(const int64_t *row, const float *x"), std::string::npos)
+      << r.definitions;
+  EXPECT_NE(r.bodies[0].find("ptrain_block_0(kptrain_block_0_rows[0], arg0"), std::string::npos) << r.bodies[0];
+  // The other layers' inputs are pointers into the arena: passed as their expressions, not declared first.
+  EXPECT_NE(r.bodies[0].find("ptrain_block_0(kptrain_block_0_rows[1], reinterpret_cast<float *>(ptrain_arena + 4096)"),
+            std::string::npos)
+      << r.bodies[0];
+  EXPECT_EQ(r.bodies[0].find("float *v300 ="), std::string::npos) << r.bodies[0];
+  // The last layer's output is read by the copy after the calls: declared.
+  EXPECT_NE(r.bodies[0].find("float *v303 = reinterpret_cast<float *>(ptrain_arena + 28672);"), std::string::npos);
+}
+
+TEST(BlockOutlinerTest, AliasesOfArgumentsPassTheArgument) {
+  // Each layer reads an alias (a reshape used in place) of the previous layer's output, the first an alias of
+  // the argument: the calls pass the aliased expression or argument, and no alias is declared in the caller.
+  EmittedFunction f;
+  f.types["arg0"] = "const float *";
+  std::string in = "arg0";
+  for (int l = 0; l < 4; ++l) {
+    const std::string alias = "v" + std::to_string(400 + l);
+    EmittedChunk reshape;
+    reshape.location = "layer " + std::to_string(l) + " reshape";
+    reshape.header = "  // ptrain.reshape\n";
+    const std::string type = l == 0 ? "const float *" : "float *";
+    reshape.decls = {{alias, "  " + type + alias + " = " + in + ";\n  (void)" + alias + ";\n"}};
+    f.chunks.push_back(reshape);
+    f.types[alias] = type;
+    addLayer(f, l, alias, 300 + l, 8192 * l);
+    in = "v" + std::to_string(300 + l);
+  }
+  addReturn(f);
+  OutlineOptions opt = options();
+  opt.globalType = globalType;
+  OutlineResult r = outlineRepeatedBlocks({f}, opt);
+  EXPECT_EQ(r.numBlocks, 1);
+  EXPECT_EQ(r.numOccurrences, 4);
+  EXPECT_NE(r.bodies[0].find("ptrain_block_0(kptrain_block_0_rows[0], arg0"), std::string::npos) << r.bodies[0];
+  EXPECT_NE(r.bodies[0].find("ptrain_block_0(kptrain_block_0_rows[2], reinterpret_cast<float *>(ptrain_arena + 12288)"),
+            std::string::npos)
+      << r.bodies[0];
+  EXPECT_EQ(r.bodies[0].find("(void)v40"), std::string::npos) << r.bodies[0];
 }
 
 TEST(BlockOutlinerTest, TableEntriesReplaceGlobalParameters) {

@@ -99,9 +99,15 @@ struct Occurrence {
   std::vector<std::string> globals; ///< canonical global index -> its name here
   std::vector<std::string> ints;    ///< liftable integers, in order
   std::vector<std::string> liveOut; ///< locals read after the block, in the block's order
-  /// Per value: its arena and offset when it is a live-in `T *v = reinterpret_cast<T *>(ARENA + OFFSET)`
-  /// (computed inside the block when every occurrence's is, from the same arena), else empty.
+  /// Per value: its arena and offset when it is a live-in `T *v = reinterpret_cast<T *>(ARENA + OFFSET)`,
+  /// or kTableMark + its table's expression and its index when it is a live-in `T *v = GLOBAL` whose global is
+  /// in a table (OutlineOptions::tableEntry); computed inside the block when every occurrence's is, from the
+  /// same arena or table; else empty.
   std::vector<std::string> arenaBase, arenaOffset;
+  /// Per value: its pointer type when it is a parameter (a live-in), else empty. The key holds it without
+  /// `const`: a block whose live-in is const in one occurrence (a function's argument) and not in another (an
+  /// earlier block's result) is one block, whose parameter is const when any occurrence's is.
+  std::vector<std::string> types;
   /// Per global: the index in `ints` of its entry in a table (OutlineOptions::tableEntry), else -1.
   std::vector<int64_t> globalInt;
   std::vector<std::string> globalTable;
@@ -127,6 +133,29 @@ bool parseArenaDecl(StringRef text, std::string &base, std::string &offset) {
   offset = groups[2].str();
   return true;
 }
+
+/// `  T *NAME = GLOBAL;\n`: a pointer that is a global (a state read used in place).
+bool parseGlobalDecl(StringRef text, std::string &global) {
+  static const llvm::Regex pattern("^  [A-Za-z0-9_ ]+ \\*v[0-9]+ = ([A-Za-z_][A-Za-z0-9_]*);\n$");
+  SmallVector<StringRef, 2> groups;
+  if (!pattern.match(text, &groups))
+    return false;
+  global = groups[1].str();
+  return true;
+}
+
+/// Marks Occurrence::arenaBase as a table's expression (OutlineOptions::tableEntry, `#` its index) rather than
+/// an arena's name.
+constexpr char kTableMark = '\x01';
+
+/// `type` without a leading `const ` (the pointer types of live-ins: `const float *` -> `float *`).
+std::string withoutConst(StringRef type) {
+  type.consume_front("const ");
+  return type.str();
+}
+
+/// `type` with a leading `const ` (`float *` -> `const float *`).
+std::string withConst(StringRef type) { return type.starts_with("const ") ? type.str() : "const " + type.str(); }
 
 Occurrence canonicalize(const Module &m, int64_t fn, int64_t start, int64_t length) {
   Occurrence o;
@@ -186,6 +215,7 @@ Occurrence canonicalize(const Module &m, int64_t fn, int64_t start, int64_t leng
   key += "\x1e";
   o.arenaBase.assign(o.values.size(), "");
   o.arenaOffset.assign(o.values.size(), "");
+  o.types.assign(o.values.size(), "");
   for (auto [i, name] : llvm::enumerate(o.values)) {
     bool request = false;
     isValueName(name, request);
@@ -202,12 +232,21 @@ Occurrence canonicalize(const Module &m, int64_t fn, int64_t start, int64_t leng
     auto type = m.functions[fn].types.find(name);
     if (request || type == m.functions[fn].types.end())
       return o;
-    std::string base, offset;
-    if (parseArenaDecl(m.declText[fn].lookup(name), base, offset) && isGlobal(m.options, base)) {
+    std::string base, offset, state;
+    const std::string decl = m.declText[fn].lookup(name);
+    if (parseArenaDecl(decl, base, offset) && isGlobal(m.options, base)) {
       o.arenaBase[i] = base;
       o.arenaOffset[i] = offset;
+    } else if (parseGlobalDecl(decl, state) && isGlobal(m.options, state) && m.options.tableEntry) {
+      // A state read used in place (`T *v = state_N_name;`) whose state is in a table: read from its entry.
+      auto [table, index] = m.options.tableEntry(state);
+      if (!table.empty()) {
+        o.arenaBase[i] = kTableMark + table;
+        o.arenaOffset[i] = std::to_string(index);
+      }
     }
-    key += "I" + type->second + ";";
+    o.types[i] = type->second;
+    key += "I" + withoutConst(type->second) + ";";
   }
   o.valid = true;
   return o;
@@ -219,6 +258,9 @@ struct BlockShape {
   /// Per value: a live-in computed inside the block from its arena (every occurrence's is a pointer into the
   /// same arena), and whether its offset differs (then a row entry after the varying integers).
   std::vector<bool> computed, offsetVaries;
+  /// Per value: a live-in whose type is const in some occurrence (the parameter is then const: the body, the
+  /// same text in every occurrence, compiled with it const there, so it only reads it).
+  std::vector<bool> constIn;
   /// Per integer: the first varying integer equal to it in every occurrence (itself if none): one row entry.
   std::vector<int64_t> sameAs;
   int64_t numRowInts = 0;
@@ -231,6 +273,7 @@ BlockShape shapeOf(const std::vector<const Occurrence *> &group) {
   s.varyingInt.assign(first.ints.size(), false);
   s.computed.assign(first.values.size(), false);
   s.offsetVaries.assign(first.values.size(), false);
+  s.constIn.assign(first.values.size(), false);
   for (size_t i = 0; i < first.values.size(); ++i)
     s.computed[i] = !first.local[i] && !first.arenaBase[i].empty();
   for (const Occurrence *o : group) {
@@ -241,6 +284,7 @@ BlockShape shapeOf(const std::vector<const Occurrence *> &group) {
     for (size_t i = 0; i < first.values.size(); ++i) {
       s.computed[i] = s.computed[i] && o->arenaBase[i] == first.arenaBase[i];
       s.offsetVaries[i] = s.offsetVaries[i] || o->arenaOffset[i] != first.arenaOffset[i];
+      s.constIn[i] = s.constIn[i] || StringRef(o->types[i]).starts_with("const ");
     }
   }
   s.sameAs.resize(first.ints.size());
@@ -273,9 +317,45 @@ std::vector<std::string> rowOf(const Occurrence &o, const BlockShape &s) {
   return row;
 }
 
+/// `  T *NAME = ROOT;\n  (void)NAME;\n`: an alias (a reshape used in place) of the value or argument ROOT.
+bool parseAliasDecl(StringRef text, std::string &root) {
+  static const llvm::Regex pattern("^  [A-Za-z0-9_ ]+ \\*(v[0-9]+) = ([A-Za-z_][A-Za-z0-9_]*);\n  \\(void\\)(v[0-9]+);\n$");
+  SmallVector<StringRef, 4> groups;
+  if (!pattern.match(text, &groups) || groups[1] != groups[3])
+    return false;
+  root = groups[2].str();
+  return true;
+}
+
+/// The argument for the live-in `name` of a call in function `fn`: a pointer into an arena or a global (a state
+/// read used in place), or an alias of one, is passed as its declaration's expression, and an alias of an
+/// argument as the argument, so that the caller need not declare it (a declaration is written only where later
+/// text reads it); any other value by its name.
+std::string argumentText(const Module &m, int64_t fn, const std::string &name, int depth = 0) {
+  const std::string decl = m.declText[fn].lookup(name);
+  std::string base, offset, global, root;
+  if ((parseArenaDecl(decl, base, offset) && isGlobal(m.options, base)) ||
+      (parseGlobalDecl(decl, global) && isGlobal(m.options, global)))
+    return StringRef(decl).split(" = ").second.rtrim("\n").drop_back().str();
+  if (depth < 64 && parseAliasDecl(decl, root)) {
+    bool request = false;
+    if (!isValueName(root, request) || request)
+      return name;
+    if (m.declText[fn].count(root)) {
+      std::string text = argumentText(m, fn, root, depth + 1);
+      return text == root ? name : text;
+    }
+    StringRef r(root);
+    if (r.starts_with("arg") || r.starts_with("d_arg") || r.starts_with("out_") || r.starts_with("d_out_"))
+      return root; // an argument of the function: in scope everywhere in it
+  }
+  return name;
+}
+
 /// The call that replaces `o` (its row: `rowExpr`), and in `redecls` the live-out declarations that follow it.
+/// `expandArguments`: pointers into an arena and globals passed as their expressions (argumentText).
 std::string callText(const Module &m, const Occurrence &o, const BlockShape &s, const std::string &fnName,
-                     const std::string &rowExpr, std::vector<ChunkDecl> &redecls) {
+                     const std::string &rowExpr, std::vector<ChunkDecl> &redecls, bool expandArguments = true) {
   const auto &src = m.functions[o.fn].chunks;
   std::string text = "\n  // " + fnName + " (" + std::to_string(o.length) + " ops): " + src[o.start].location +
                      " .. " + src[o.start + o.length - 1].location + "\n";
@@ -285,7 +365,7 @@ std::string callText(const Module &m, const Occurrence &o, const BlockShape &s, 
     add(rowExpr);
   for (auto [i, name] : llvm::enumerate(o.values))
     if (!o.local[i] && !s.computed[i])
-      add(name);
+      add(expandArguments ? argumentText(m, o.fn, name) : name);
   for (auto [j, name] : llvm::enumerate(o.globals))
     if (s.varyingGlobal[j] && o.globalInt[j] < 0)
       add(name);
@@ -351,10 +431,18 @@ std::string functionText(const Module &m, const Occurrence &o, const BlockShape 
     if (o.local[i])
       continue;
     std::string type = types.lookup(name);
+    if (s.constIn[i])
+      type = withConst(type);
     std::string var = type + (type.empty() || type.back() == '*' ? "" : " ") + "x" + std::to_string(i);
     if (s.computed[i]) {
       std::string elem = StringRef(type).rtrim(" *").str();
       std::string offset = offsetIndex[i] >= 0 ? "row[" + std::to_string(offsetIndex[i]) + "]" : o.arenaOffset[i];
+      if (!o.arenaBase[i].empty() && o.arenaBase[i][0] == kTableMark) {
+        std::string t = o.arenaBase[i].substr(1);
+        size_t at = t.find('#');
+        prologue += "  " + var + " = " + t.substr(0, at) + offset + t.substr(at + 1) + ";\n";
+        continue;
+      }
       prologue += "  " + var + " = reinterpret_cast<" + elem + " *>(" + o.arenaBase[i] + " + " + offset + ");\n";
       continue;
     }
@@ -587,7 +675,8 @@ OutlineResult mlir::ptrain::target::outlineRepeatedBlocks(const std::vector<Emit
           weight += m.chunks[group[0]->fn][c].bytes;
         for (const Occurrence *o : group) {
           std::vector<ChunkDecl> redecls;
-          calls += static_cast<int64_t>(callText(m, *o, s, "f", "r", redecls).size()) + 8 * s.numRowInts;
+          // Arguments by name: a pointer passed as its expression saves its declaration in the caller.
+          calls += static_cast<int64_t>(callText(m, *o, s, "f", "r", redecls, false).size()) + 8 * s.numRowInts;
           for (const ChunkDecl &d : redecls)
             calls += static_cast<int64_t>(d.text.size());
         }

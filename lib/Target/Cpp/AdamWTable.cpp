@@ -38,7 +38,7 @@ LogicalResult mlir::ptrain::cpp::emitAdamWRun(const AdamWRun &run,
     w.line("    {&" + stateVar(row.param) + ", &" + stateVar(row.grad) + ", &" + stateVar(row.m) + ", &" +
            stateVar(row.v) + ", " + std::to_string(countOf(param(row))) + ", " +
            floatLiteral(decay(row)) + ", " +
-           (row.zeroGrad ? "true" : "false") + "},");
+           (row.zeroGrad ? "true" : "false") + "}, // " + row.param.getValue().str());
   w.line("};");
   if (failed(emitLearningRate(first.getSchedule(), first.getStep(), w)))
     return failure();

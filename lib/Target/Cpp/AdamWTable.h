@@ -31,8 +31,9 @@
 
 namespace mlir::ptrain::cpp {
 
-/// The run's table and loop into `w`'s current block; `stateVar(symbol)` is the state's pointer variable
-/// (a `float *` assigned by ptrain_step_init); `w.ptr` names the shared step value.
+/// The run's table and loop into `w`'s current block; `stateVar(symbol)` is an lvalue of the state's pointer
+/// (a `float *` assigned by ptrain_step_init: its entry of state_f32), a row a line, commented with the
+/// parameter's symbol; `w.ptr` names the shared step value.
 LogicalResult emitAdamWRun(const AdamWRun &run, llvm::function_ref<std::string(StringAttr)> stateVar,
                            CallWriter &w);
 

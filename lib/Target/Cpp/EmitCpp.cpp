@@ -46,6 +46,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "llvm/ADT/StringSet.h"
+
+#include <cctype>
 #include <set>
 
 using namespace mlir;
@@ -71,6 +74,34 @@ static std::string kernelDeclarations(ModuleOp module, const EmitCppOptions &opt
     text += kernelDeclaration(kernel.getSymName(), kernel.getNumArguments() - outputs, outputs);
   }
   return text + "\n";
+}
+
+/// Where the named state pointers go in the unit (replaced by withNamedStatePointers).
+static constexpr llvm::StringLiteral kNamedStatesMark = "@@named state pointers@@\n";
+
+std::string CppEmitter::withNamedStatePointers(StringRef unit) const {
+  // The identifiers of the form state_<N>_... in the unit, in one pass.
+  llvm::StringSet<> named;
+  auto identChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = unit.find("state_"); at != StringRef::npos; at = unit.find("state_", at + 1)) {
+    if (at > 0 && identChar(unit[at - 1]))
+      continue;
+    size_t end = at;
+    while (end < unit.size() && identChar(unit[end]))
+      ++end;
+    named.insert(unit.slice(at, end));
+  }
+  std::string pointers;
+  for (StateOp state : stateOrder) {
+    const StateInfo &info = states.find(state.getSymNameAttr())->second;
+    if (!named.contains(info.var))
+      continue;
+    const bool f32 = state.getTensorType().getElementType().isF32();
+    pointers += std::string("[[maybe_unused]] ") + (f32 ? "float *&" : "int64_t *&") + info.var + " = " +
+                (f32 ? "state_f32[" : "state_i64[") + std::to_string(info.index) + "];\n";
+  }
+  size_t mark = unit.find(kNamedStatesMark);
+  return (unit.take_front(mark) + pointers + unit.drop_front(mark + kNamedStatesMark.size())).str();
 }
 
 LogicalResult CppEmitter::emit(raw_ostream &os) {
@@ -209,12 +240,9 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   s << "/// The pointer to each state's heap block by its index in kStates, f32 states in state_f32, i64 states in\n"
        "/// state_i64 (allocateStates), and each state's name for it.\n"
     << "float *state_f32[" << numSlots << "] = {};\nint64_t *state_i64[" << numSlots << "] = {};\n";
-  for (StateOp state : stateOrder) {
-    const StateInfo &info = states[state.getSymNameAttr()];
-    const bool f32 = state.getTensorType().getElementType().isF32();
-    s << "[[maybe_unused]] " << (f32 ? "float *&" : "int64_t *&") << info.var << " = "
-      << (f32 ? "state_f32[" : "state_i64[") << info.index << "];\n";
-  }
+  // The named pointers: only those the code below names (the outlined blocks read the others through kStates,
+  // the AdamW tables through state_f32), written once the unit is complete.
+  s << kNamedStatesMark;
   SmallVector<int64_t> allDims;
   for (StateOp state : stateOrder)
     llvm::append_range(allDims, state.getTensorType().getShape());
@@ -426,7 +454,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   }
   s << "//===--- Entry points ---===//\n\n" << functions;
   s << driverCode;
-  os << out;
+  os << withNamedStatePointers(out);
   return success();
 }
 

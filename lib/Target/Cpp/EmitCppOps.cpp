@@ -42,7 +42,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     if (run->ops.front() != op)
       return success();
     if (failed(emitAdamWRun(
-            *run, [&](StringAttr state) { return states[state].var; }, *this)))
+            *run, [&](StringAttr state) { return "state_f32[" + std::to_string(states[state].index) + "]"; },
+            *this)))
       return failure();
     std::string loc;
     llvm::raw_string_ostream locOs(loc);

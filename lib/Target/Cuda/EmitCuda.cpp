@@ -60,6 +60,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <type_traits>
@@ -127,6 +128,9 @@ struct ModuleStorage {
   std::string constants;                                       ///< host arrays of every constant
   SmallVector<std::pair<std::string, int64_t>> constantCopies; ///< (host array, device offset) and bytes below
   SmallVector<int64_t> constantBytes;
+  /// Per constant: empty for a host array copied to the device, else the statement that writes a splat into its
+  /// device range at set-up (issue 23: a splat, e.g. the zeros that reset a gradient, is never printed).
+  SmallVector<std::string> constantFills;
   int64_t constantBlockBytes = 0;
   CodecSites sites;      ///< codec telemetry (Common/CodecTelemetry.h)
   bool pipeline = false; ///< ptrain.pipeline: a rank's d_states holds its stage's states only
@@ -314,6 +318,10 @@ void FunctionEmitter::planStorage() {
   target::nameStorage(func, ops, *liveness, "d_arg", valueCount, storage); // arguments: the caller's device buffers
 }
 
+/// Splat constants up to this many elements are printed (a host array copied at set-up); larger ones are
+/// zeroed or filled on the device at set-up (the CPU target's bound, lib/Target/Cpp/ConstantForm.cpp).
+constexpr int64_t kPrintedSplatElements = 64;
+
 LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
   auto attr = dyn_cast<DenseElementsAttr>(op.getValue());
   if (!attr)
@@ -323,7 +331,39 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
   const int64_t index = module.constantCopies.size();
   const std::string name = "constant_" + std::to_string(index);
   int64_t offset = module.constantBlockBytes;
-  if (!dryRun) {
+  if (!dryRun && attr.isSplat() && n > kPrintedSplatElements) {
+    // A splat: zeroed (all bits zero) or filled from a host vector of its value when the device is set up.
+    const bool mask = isMaskElementType(tensorOf(result).getElementType());
+    std::string value;
+    bool zero = false;
+    if (isF32(result)) {
+      const float v = attr.getSplatValue<float>();
+      value = floatLiteral(v);
+      zero = v == 0.0f && !std::signbit(v);
+    } else if (mask) {
+      zero = !attr.getSplatValue<bool>();
+      value = zero ? "0" : "1";
+    } else {
+      const int64_t v = attr.getSplatValue<int64_t>();
+      value = int64Literal(v);
+      zero = v == 0;
+    }
+    const std::string range = "d_constants + " + std::to_string(offset);
+    const std::string bytes = std::to_string(bytesOf(result));
+    module.constants += "// " + locationComment(op.getLoc()) + ": " + std::to_string(n) + " x " + cType(result) +
+                        ", device offset " + std::to_string(offset) + ": a splat of " + value +
+                        (zero ? ", zeroed" : ", filled") + " at set-up\n\n";
+    module.constantCopies.push_back({"", offset});
+    module.constantBytes.push_back(bytesOf(result));
+    module.constantFills.push_back(
+        zero ? "PTRAIN_STEP_CALL(" + std::string(getCudaCallInfo(CudaCall::ptrain_cuda_zero_bytes).name) + "(" +
+                   range + ", " + bytes + "));"
+             : "{\n    std::vector<" + std::string(cType(result)) + "> fill(" + std::to_string(n) + ", " + value +
+                   ");\n    PTRAIN_STEP_CALL(" +
+                   std::string(getCudaCallInfo(CudaCall::ptrain_cuda_copy_to_device).name) + "(fill.data(), " +
+                   bytes + ", " + range + "));\n  }");
+    module.constantBlockBytes = alignUp(offset + bytesOf(result));
+  } else if (!dryRun) {
     std::string values;
     const bool mask = isMaskElementType(tensorOf(result).getElementType()); // uint8_t 0 / 1
     for (int64_t i = 0; i < n; ++i)
@@ -337,6 +377,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
                         std::to_string(std::max<int64_t>(n, 1)) + "] = {\n    " + values + "};\n\n";
     module.constantCopies.push_back({name, offset});
     module.constantBytes.push_back(bytesOf(result));
+    module.constantFills.push_back("");
     module.constantBlockBytes = alignUp(offset + bytesOf(result));
   }
   // The constant's name is not in the declaration: the same constant op of two layers differs only in its
@@ -878,9 +919,14 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_malloc) << "(" << bytes << ", &p));\n";
     s << "  " << block << " = static_cast<unsigned char *>(p);\n";
   }
-  for (auto [i, copy] : llvm::enumerate(storage.constantCopies))
+  for (auto [i, copy] : llvm::enumerate(storage.constantCopies)) {
+    if (!storage.constantFills[i].empty()) {
+      s << "  " << storage.constantFills[i] << "\n";
+      continue;
+    }
     s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_copy_to_device) << "(" << copy.first << ", "
       << storage.constantBytes[i] << ", d_constants + " << copy.second << "));\n";
+  }
   s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_malloc) << "(kArenaBytes, &p));\n"
     << "  d_arena = static_cast<unsigned char *>(p); // set last: the step is ready\n  return PTRAIN_OK;\n}\n\n";
   s << "/// Every entry point's first call: the device is set up and this thread runs on the step's stream.\n"

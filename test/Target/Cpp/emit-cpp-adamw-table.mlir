@@ -57,12 +57,20 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
   }
 }
 
+// The named state pointers: only those the code names (@c's, read op by op, and the step); the table reads
+// @a's and @b's through state_f32.
+// CHECK: int64_t *state_i64[13] = {};
+// CHECK-NOT: state_0_a
+// CHECK-NEXT: float *&state_8_c = state_f32[8];
+// CHECK-NOT: state_4_b
+// CHECK: int64_t *&state_12_step = state_i64[12];
+// CHECK-EMPTY:
 // CHECK-LABEL: ptrain_step_optimizer_step(void)
 // CHECK: ptrain.adamw x 2 (with their state reads and writes)
 // CHECK: // 2 AdamW updates as a table (AdamWTable.h)
 // CHECK: static const AdamWRow rows[2] = {
-// CHECK-NEXT: {&state_0_a, &state_1_a_grad, &state_2_a_adam_m, &state_3_a_adam_v, 32, 0.100000001f, true},
-// CHECK-NEXT: {&state_4_b, &state_5_b_grad, &state_6_b_adam_m, &state_7_b_adam_v, 8, 0.0f, true},
+// CHECK-NEXT: {&state_f32[0], &state_f32[1], &state_f32[2], &state_f32[3], 32, 0.100000001f, true}, // a
+// CHECK-NEXT: {&state_f32[4], &state_f32[5], &state_f32[6], &state_f32[7], 8, 0.0f, true}, // b
 // CHECK-NEXT: };
 // CHECK: PTRAIN_STEP_CALL(ptrain_lr_warmup_cosine(t <= 10 ? t - 1 : t, 10, 100, 0.00100000005f, 9.99999975e-05f, &lr));
 // CHECK-NEXT: for (const AdamWRow &row : rows) {

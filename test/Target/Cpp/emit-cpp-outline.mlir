@@ -59,23 +59,25 @@ module {
   }
 }
 
-// CHECK: //===--- Repeated blocks (1 functions for 7 calls)
+// CHECK: //===--- Repeated blocks (1 functions for 8 calls)
 // CHECK: ptrain_status_t ptrain_step_forward(const float *arg0, float *out_0);
 // CHECK: namespace {
-// The rows: the arena offsets of the layer's input, product and result, and its weight's index in kStates.
-// CHECK: const int64_t kptrain_block_0_rows[7][{{[0-9]+}}] = {
-// CHECK: ptrain_status_t ptrain_block_0(const int64_t *row) {
+// The rows: the arena offsets of the layer's product and result, and its weight's index in kStates (its input is
+// a parameter: the first layer's is the argument).
+// CHECK: const int64_t kptrain_block_0_rows[8][{{[0-9]+}}] = {
+// CHECK: ptrain_status_t ptrain_block_0(const int64_t *row, const float *[[IN:x[0-9]+]]) {
 // CHECK: static_cast<float *>(kStates[row[{{[0-9]+}}]].data)
 // CHECK-COUNT-1: ptrain_gemm_f32(
 // CHECK: return PTRAIN_OK;
 // CHECK-LABEL: ptrain_step_forward(const float *arg0, float *out_0) {
-// The first layer reads the argument: a different block shape (a pointer parameter, not an arena offset).
-// CHECK: // "/l0/MatMul"
-// CHECK: ptrain_gemm_f32(
+// The first layer reads the argument, the others the previous layer's result: the same block, its input a
+// const pointer parameter (the live-ins match up to const; BlockOutliner.cpp). A pointer into the arena is
+// passed as its expression: the caller declares no pointer for it.
+// CHECK: // ptrain_block_0 (4 ops): "/l0/MatMul" .. "/l0/Add"
+// CHECK-NEXT: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[0], arg0));
 // CHECK: // ptrain_block_0 (4 ops): "/l1/MatMul"
-// CHECK-NEXT: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[0]));
-// CHECK: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[1]));
-// CHECK: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[6]));
+// CHECK-NEXT: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[1], reinterpret_cast<float *>(ptrain_arena + {{[0-9]+}})));
+// CHECK: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[7], reinterpret_cast<float *>(ptrain_arena + {{[0-9]+}})));
 // The last layer's result is read after its call (the copy to out_0): declared again.
 // CHECK-NEXT: float *[[R:v[0-9]+]] = reinterpret_cast<float *>(ptrain_arena + {{[0-9]+}});
 // CHECK: ptrain_copy_bytes([[R]], 128, out_0)

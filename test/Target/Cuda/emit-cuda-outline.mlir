@@ -59,20 +59,23 @@ module {
   }
 }
 
-// CHECK: //===--- Repeated blocks (1 functions for 7 calls)
-// The rows: the arena offsets of the layer's input and result, and its weight's offset in d_states.
-// CHECK: const int64_t kptrain_block_0_rows[7][3] = {
-// CHECK: ptrain_status_t ptrain_block_0(const int64_t *row) {
+// CHECK: //===--- Repeated blocks (1 functions for 8 calls)
+// The rows: the arena offset of the layer's result and its weight's offset in d_states (its input is a
+// parameter: the first layer's is the argument).
+// CHECK: const int64_t kptrain_block_0_rows[8][{{[0-9]+}}] = {
+// CHECK: ptrain_status_t ptrain_block_0(const int64_t *row, const float *[[IN:x[0-9]+]]) {
 // CHECK: float *{{x[0-9]+}} = reinterpret_cast<float *>(d_states + row[{{[0-9]}}]);
 // CHECK-COUNT-1: ptrain_cuda_gemm_f32(
 // CHECK: return PTRAIN_OK;
 // CHECK-LABEL: ptrain_status_t device_forward(const float *d_arg0, float *d_out_0) {
-// The first layer reads the argument: a different block shape (a pointer parameter, not an arena offset).
-// CHECK: // "/l0/MatMul"
-// CHECK: ptrain_cuda_gemm_f32(
+// The first layer reads the argument, the others the previous layer's result: the same block, its input a
+// const pointer parameter (the live-ins match up to const; BlockOutliner.cpp). A pointer into the arena is
+// passed as its expression: the caller declares no pointer for it.
+// CHECK: // ptrain_block_0 (5 ops): "l0.w" .. "/l0/Add"
+// CHECK-NEXT: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[0], d_arg0));
 // CHECK: // ptrain_block_0 (5 ops): "l1.w" .. "/l1/Add"
-// CHECK-NEXT: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[0]));
-// CHECK: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[6]));
+// CHECK-NEXT: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[1], reinterpret_cast<float *>(d_arena + {{[0-9]+}})));
+// CHECK: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[7], reinterpret_cast<float *>(d_arena + {{[0-9]+}})));
 // The last layer's result is read after its call (the copy to d_out_0): declared again.
 // CHECK-NEXT: float *[[R:v[0-9]+]] = reinterpret_cast<float *>(d_arena + {{[0-9]+}});
 // CHECK: ptrain_cuda_copy_bytes([[R]], 128, d_out_0)
