@@ -60,7 +60,9 @@ GemmFusion::GemmFusion(ArrayRef<Operation *> ops) : deadOps(ops) {
     }
     if (auto s = dyn_cast<SumToOp>(op)) {
       auto m = s.getInput().getDefiningOp<MatmulOp>();
-      if (!m || !s.getInput().hasOneUse() || !isF32(s.getResult()))
+      // Not a bf16 GEMM: its batch entries are rounded to fp32 one by one before the sum (the interpreter's
+      // order, which one GEMM over the batch-long contraction would change).
+      if (!m || m.getAccumulate() || !s.getInput().hasOneUse() || !isF32(s.getResult()))
         continue;
       // Both operands carry the whole batch (at least 2 entries): A_b, B_b follow each other in memory.
       ArrayRef<int64_t> product = tensorOf(m.getResult()).getShape();

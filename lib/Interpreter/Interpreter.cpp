@@ -13,6 +13,7 @@
 #include "ptrain/Interpreter/CodecPhases.h"
 #include "ptrain/Interpreter/DropoutLayout.h"
 #include "ptrain/Interpreter/Kernels.h"
+#include "ptrain/Interpreter/MixedPrecisionKernels.h"
 #include "ptrain/Interpreter/StateDefaults.h"
 #include "ptrain/Interpreter/StepKernels.h"
 #include "ptrain/Interpreter/TransformerKernels.h"
@@ -151,7 +152,12 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
       .Case([&](EmbeddingOp e) -> Result { return one(evalEmbedding(get(e.getTable()), get(e.getIds()))); })
       .Case([&](BinaryOp b) -> Result { return one(evalBinary(b.getKind(), get(b.getLhs()), get(b.getRhs()))); })
       .Case([&](UnaryOp u) -> Result { return one(evalUnary(u.getKind(), get(u.getInput()))); })
-      .Case([&](MatmulOp m) -> Result { return one(evalMatmul(get(m.getLhs()), get(m.getRhs()))); })
+      .Case([&](MatmulOp m) -> Result {
+        // bf16 operands with fp32 accumulation: the runtime's ptrain_gemm_bf16 bits (docs/MixedPrecision.md).
+        if (m.getAccumulate())
+          return one(evalMatmulBf16(get(m.getLhs()), get(m.getRhs())));
+        return one(evalMatmul(get(m.getLhs()), get(m.getRhs())));
+      })
       .Case([&](LayerNormOp l) -> Result {
         const Tensor *bias = l.getBias() ? &get(l.getBias()) : nullptr;
         return one(evalLayerNorm(get(l.getInput()), get(l.getScale()), bias, l.getAxisAttr().getInt(),

@@ -53,6 +53,7 @@ static BuildTrainingStepPassOptions trainingStepOptions(const TrainingPipelineOp
   step.weightDecay = o.weightDecay;
   step.momentum = o.momentum;
   step.clipNorm = o.clipNorm;
+  step.precision = o.precision;
   step.ignoreIndex = o.ignoreIndex;
   step.classWeights.assign(o.classWeights.begin(), o.classWeights.end());
   step.zero = o.zero; // the pass rejects zero=1 without dp > 1 (a one-rank step has no dp)

@@ -15,6 +15,7 @@
 #include "ptrain/Transforms/DistributedOptimizer.h"
 #include "ptrain/Transforms/DropoutRows.h"
 #include "ptrain/Transforms/GradientClipping.h"
+#include "ptrain/Transforms/MixedPrecision.h"
 #include "ptrain/Transforms/StepLoss.h"
 #include "ptrain/Transforms/TensorParallel.h"
 
@@ -42,6 +43,8 @@ namespace {
 struct BuildTrainingStepPass : public ptrain::impl::BuildTrainingStepPassBase<BuildTrainingStepPass> {
   using Base::Base;
   void runOnOperation() override;
+  /// Builds the step in fp32 (runOnOperation places the casts of `precision` afterwards).
+  void build();
 
 private:
   /// Checks `@entry(%tokens: B x S x int [, %labels: B x S x int]) -> B x S x V x float`, the labels marked
@@ -898,6 +901,28 @@ LogicalResult BuildTrainingStepPass::checkZeroOptions(ModuleOp module) {
 }
 
 void BuildTrainingStepPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  std::optional<Precision> parsedPrecision = parsePrecision(precision);
+  if (!parsedPrecision) {
+    emitError(module.getLoc()) << "--ptrain-build-training-step: precision must be fp32 or bf16, got '" << precision
+                               << "'";
+    return signalPassFailure();
+  }
+  llvm::SmallPtrSet<Operation *, 8> before;
+  for (auto f : module.getOps<func::FuncOp>())
+    before.insert(f);
+  build();
+  // bf16: the GEMMs of the functions this pass built (docs/MixedPrecision.md); the forward stays fp32.
+  if (*parsedPrecision == Precision::BF16) {
+    for (auto f : module.getOps<func::FuncOp>())
+      if (!before.contains(f))
+        numBf16Gemms += placeBf16GemmCasts(f);
+    if (getPipeline(module))
+      module->setAttr(kPrecisionAttr, StringAttr::get(module.getContext(), "bf16"));
+  }
+}
+
+void BuildTrainingStepPass::build() {
   ModuleOp module = getOperation();
   SymbolTable symbolTable(module);
   symbols = &symbolTable;

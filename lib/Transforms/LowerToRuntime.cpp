@@ -16,6 +16,7 @@
 #include "ptrain/Plan/CompressionPlan.h"
 #include "ptrain/Transforms/DeterministicSum.h"
 #include "ptrain/Transforms/DropoutRows.h"
+#include "ptrain/Transforms/MixedPrecision.h"
 #include "ptrain/Plan/ScheduleTable.h"
 #include "ptrain/Transforms/StepLoss.h"
 
@@ -116,7 +117,10 @@ FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t 
 class Lowering {
 public:
   Lowering(ModuleOp module, GridOp grid, int64_t pp, int64_t v, int64_t m, std::optional<CompressionPlan> plan)
-      : module(module), grid(grid), pp(pp), v(v), m(m), plan(std::move(plan)), b(module.getContext()) {}
+      : module(module), grid(grid), pp(pp), v(v), m(m), plan(std::move(plan)), b(module.getContext()) {
+    auto precision = module->getAttrOfType<StringAttr>(kPrecisionAttr);
+    bf16Messages = precision && precision.getValue() == "bf16";
+  }
 
   FailureOr<func::FuncOp> lookup(const std::string &name, unsigned numArgs, unsigned numResults) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
@@ -285,6 +289,22 @@ private:
     ++numTransfers;
     return WaitOp::create(b, loc, recv.getRequest()).getResult();
   }
+  /// Receives an activation or its gradient (uncompressed) of fp32 `type`: in bf16, cast back to fp32 after
+  /// the wait, when the step was built with precision=bf16 (the module's kPrecisionAttr; docs/MixedPrecision.md).
+  Value receiveMessage(Location loc, Type type, int64_t offset, int64_t tag) {
+    auto tensor = cast<RankedTensorType>(type);
+    if (!bf16Messages || !tensor.getElementType().isF32())
+      return receive(loc, type, offset, tag);
+    Value half = receive(loc, tensor.clone(b.getBF16Type()), offset, tag);
+    return CastOp::create(b, loc, type, half);
+  }
+  /// Sends an activation or its gradient (uncompressed): cast to bf16 first with precision=bf16.
+  Value sendMessage(Location loc, Value value, int64_t offset, int64_t tag) {
+    auto tensor = cast<RankedTensorType>(value.getType());
+    if (bf16Messages && tensor.getElementType().isF32())
+      value = CastOp::create(b, loc, tensor.clone(b.getBF16Type()), value);
+    return send(loc, value, offset, tag);
+  }
   Value send(Location loc, Value value, int64_t offset, int64_t tag) {
     auto send = SendStartOp::create(b, loc, RequestType::get(b.getContext()), value, grid.getSymName(), "pp", offset);
     send->setAttr("ptrain.tag", b.getI64IntegerAttr(tag));
@@ -300,7 +320,7 @@ private:
                         int64_t tag, Value value, CodecAttrInterface codec, bool errorFeedback,
                         SmallVectorImpl<Value> &requests) {
     if (!codec) {
-      requests.push_back(send(loc, value, offset, tag));
+      requests.push_back(sendMessage(loc, value, offset, tag));
       return;
     }
     auto type = cast<RankedTensorType>(value.getType());
@@ -311,7 +331,7 @@ private:
     for (Type t : codec.getEncoderStateTypes(type))
       states.push_back(linkState(from, to, chunk, toChunk, stateName, stateKind, cast<RankedTensorType>(t)));
     if (llvm::is_contained(states, StateOp())) {
-      requests.push_back(send(loc, value, offset, tag));
+      requests.push_back(sendMessage(loc, value, offset, tag));
       return;
     }
     SmallVector<Value> stateValues;
@@ -333,7 +353,7 @@ private:
   Value receiveCompressible(Location loc, int64_t from, int64_t to, int64_t chunk, int64_t toChunk, int64_t offset,
                             int64_t tag, Type type, CodecAttrInterface codec) {
     if (!codec)
-      return receive(loc, type, offset, tag);
+      return receiveMessage(loc, type, offset, tag);
     auto tensorType = cast<RankedTensorType>(type);
     SmallVector<Value> codes;
     for (auto [j, codeType] : llvm::enumerate(codec.getCodeTypes(tensorType)))
@@ -347,7 +367,7 @@ private:
       stateValues.push_back(state ? Value(StateReadOp::create(b, loc, state.getTensorType(), state.getSymName()))
                                   : Value());
     if (llvm::is_contained(stateValues, Value()))
-      return receive(loc, type, offset, tag);
+      return receiveMessage(loc, type, offset, tag);
     auto decompress =
         DecompressOp::create(b, loc, type, ValueRange(stateValues).getTypes(), codes, stateValues, ValueRange(), codec);
     for (auto [state, newValue] : llvm::zip(states, decompress.getNewState()))
@@ -413,6 +433,8 @@ private:
   int64_t pp, v, m;
   std::optional<CompressionPlan> plan;
   OpBuilder b;
+  /// Pipeline messages in bf16 (precision=bf16).
+  bool bf16Messages = false;
   RankedTensorType tokens, logits;
   Value allTokens, allLabels;
 };
@@ -529,7 +551,7 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
         Value in = inputOf(c, i);
         Value out = call(loc, "forward_stage" + std::to_string(c), {in}, nullptr, i);
         if (c != chunks - 1) {
-          pending.push_back(send(loc, out, nextOffset(s), tagOf(i, c, /*gradient=*/false)));
+          pending.push_back(sendMessage(loc, out, nextOffset(s), tagOf(i, c, /*gradient=*/false)));
           continue;
         }
         addLoss(evalLoss(loc, out, i, normalizer), i);

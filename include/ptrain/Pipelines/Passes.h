@@ -65,6 +65,10 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                              llvm::cl::init(0.1)};
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum."), llvm::cl::init(0.0)};
   Option<double> clipNorm{*this, "clip-norm", llvm::cl::desc("Global-norm clipping; 0: off."), llvm::cl::init(0.0)};
+  Option<std::string> precision{*this, "precision",
+                                llvm::cl::desc("fp32 or bf16 (bf16 GEMM operands, fp32 master weights and sums, bf16 "
+                                               "pipeline messages; docs/MixedPrecision.md)."),
+                                llvm::cl::init("fp32")};
   Option<std::string> ignoreIndex{*this, "ignore-index", llvm::cl::desc("The label the loss does not count."),
                                   llvm::cl::init("")};
   ListOption<double> classWeights{*this, "class-weights", llvm::cl::desc("Class weights of the loss.")};

@@ -191,8 +191,14 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     ListOption<"classWeights", "class-weights", "double",
                "Class weights of the loss, one per vocabulary entry: the mean is sum(w[y] nll) / sum(w[y]) over the "
                "counted positions (torch.nn.functional.cross_entropy's weight).">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "fp32 (default) or bf16: every GEMM of the built step (forward and backward) reads bf16 operands "
+           "(ptrain.cast, one per value) and accumulates in fp32 (ptrain.matmul {accumulate = f32}); parameters, "
+           "moments, checkpoint, norms, softmax, the loss, gradient sums and the dp reduction stay fp32, and "
+           "pipeline messages are sent in bf16 (docs/MixedPrecision.md).">,
   ];
   let statistics = [
+    Statistic<"numBf16Gemms", "bf16-gemms", "GEMMs given bf16 operands (precision=bf16)">,
     Statistic<"numBuckets", "dp-buckets", "Data-parallel gradient all-reduce buckets">,
     Statistic<"numParameters", "parameters", "Parameters differentiated">,
     Statistic<"numBackwardOps", "backward-ops", "Ops built by gradient rules">,

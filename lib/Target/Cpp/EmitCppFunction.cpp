@@ -111,7 +111,11 @@ LogicalResult FunctionEmitter::checkOps() {
     if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCodecOp(&op)))
       return failure();
     // Codes (and the transfers and waits that carry them) may have the codecs' element types.
-    const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op);
+    // Mixed precision: bf16 casts and the bf16 GEMMs with fp32 accumulation (docs/MixedPrecision.md); the
+    // cast's other element types are checked where it is emitted (EmitSelection.cpp).
+    auto matmul = dyn_cast<MatmulOp>(op);
+    const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp, CastOp>(op) ||
+                       (matmul && matmul.getAccumulate());
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
       if (failed(supportedType(&op, v.getType(), "operand #" + Twine(i), codes, /*masks=*/true)))
         return failure();

@@ -190,7 +190,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                                dims(out, "out_dims"), ptr(m.getResult())})))
                 return failure();
             }
-            return call(RuntimeCall::ptrain_gemm_f32,
+            // bf16 operands, fp32 accumulation and result (docs/MixedPrecision.md): the same arguments.
+            return call(m.getAccumulate() ? RuntimeCall::ptrain_gemm_bf16 : RuntimeCall::ptrain_gemm_f32,
                         {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
                          std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f", ptr(a.source),
                          std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB),

@@ -93,6 +93,34 @@ func.func @matmul_c4(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) {
 
 // -----
 
+// Matmul (C5): accumulate is f32.
+func.func @matmul_c5_type(%a: tensor<2x4xbf16>, %b: tensor<4x3xbf16>) {
+  // expected-error@+1 {{accumulate must be f32, got 'f16'}}
+  %0 = ptrain.matmul %a, %b {accumulate = f16} : tensor<2x4xbf16>, tensor<4x3xbf16>
+  return
+}
+
+// -----
+
+// Matmul (C5): accumulate = f32 reads bf16 operands.
+func.func @matmul_c5_operands(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) {
+  // expected-error@+1 {{accumulate = f32 needs bf16 operands, got 'tensor<2x4xf32>' and 'tensor<4x3xf32>'}}
+  %0 = ptrain.matmul %a, %b {accumulate = f32} : tensor<2x4xf32>, tensor<4x3xf32>
+  return
+}
+
+// -----
+
+// Matmul (C4): with accumulate, the result has its type (generic form).
+func.func @matmul_c4_accumulate(%a: tensor<2x4xbf16>, %b: tensor<4x3xbf16>) {
+  // expected-error@+2 {{failed to infer returned types}}
+  // expected-error@+1 {{inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<2x3xbf16>'}}
+  %0 = "ptrain.matmul"(%a, %b) <{accumulate = f32}> : (tensor<2x4xbf16>, tensor<4x3xbf16>) -> tensor<2x3xbf16>
+  return
+}
+
+// -----
+
 // LayerNorm (C1): axis in range.
 func.func @layer_norm_c1(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
   // expected-error@+1 {{axis 2 is out of range for rank 2}}

@@ -25,6 +25,13 @@ func.func @gpt_block_ops(%ids: tensor<4x64xi64>, %wte: tensor<256x128xf32>, %g: 
   %kt = ptrain.transpose %kh {perm = array<i64: 0, 2, 3, 1>} : tensor<4x64x4x32xf32> -> tensor<4x4x32x64xf32>
   // Batched matmul: [4, 4, 64, 32] x [4, 4, 32, 64].
   %s = ptrain.matmul %qt, %kt : tensor<4x4x64x32xf32>, tensor<4x4x32x64xf32>
+  // Mixed precision: bf16 operands, fp32 accumulation and result.
+  // CHECK: %[[QB:.*]] = ptrain.cast %{{.*}} : tensor<4x4x64x32xf32> -> tensor<4x4x64x32xbf16>
+  // CHECK: ptrain.matmul %[[QB]], %{{.*}} {accumulate = f32} : tensor<4x4x64x32xbf16>, tensor<4x4x32x64xbf16>
+  %qb = ptrain.cast %qt : tensor<4x4x64x32xf32> -> tensor<4x4x64x32xbf16>
+  %kb = ptrain.cast %kt : tensor<4x4x32x64xf32> -> tensor<4x4x32x64xbf16>
+  %sb = ptrain.matmul %qb, %kb {accumulate = f32} : tensor<4x4x64x32xbf16>, tensor<4x4x32x64xbf16>
+  %sbsum = ptrain.binary add %s, %sb : tensor<4x4x64x64xf32>, tensor<4x4x64x64xf32>
   // CHECK: ptrain.softmax %{{.*}} {axis = -1 : i64} : tensor<4x4x64x64xf32>
   %p = ptrain.softmax %s {axis = -1 : i64} : tensor<4x4x64x64xf32>
   // CHECK: ptrain.gelu %{{.*}} : tensor<4x64x384xf32>

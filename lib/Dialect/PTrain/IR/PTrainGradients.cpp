@@ -178,6 +178,10 @@ LogicalResult MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads
                                        SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
   Value dy = resultGrads[0];
+  if (getAccumulate())
+    return emitOpError() << "has no gradient rule with accumulate = " << *getAccumulate()
+                         << ": differentiate the fp32 step, then place the casts (--ptrain-build-training-step "
+                            "precision=bf16)";
   // C = A B: dA = dC B^T, dB = A^T dC, each summed over broadcast batch dimensions.
   Value da = MatmulOp::create(b, loc, dy, transposeLast2(b, loc, getRhs()));
   Value db = MatmulOp::create(b, loc, transposeLast2(b, loc, getLhs()), dy);

@@ -112,10 +112,25 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locatio
   if (!OpTrait::util::getBroadcastedShape(lhs.getShape().drop_back(2), rhs.getShape().drop_back(2), batch))
     return emitOptionalError(loc, "'ptrain.matmul' op batch dimensions of ", shapeString(lhs.getShape()),
                              " and ", shapeString(rhs.getShape()), " do not broadcast");
+  // (C5)
+  Type element = lhs.getElementType();
+  // The custom parser infers before the attribute dictionary becomes properties: read it from there too.
+  TypeAttr accumulate = adaptor.getAccumulateAttr();
+  if (!accumulate)
+    if (DictionaryAttr attrs = adaptor.getAttributes())
+      accumulate = attrs.getAs<TypeAttr>("accumulate");
+  if (accumulate) {
+    if (!accumulate.getValue().isF32())
+      return emitOptionalError(loc, "'ptrain.matmul' op accumulate must be f32, got ", accumulate.getValue());
+    if (!element.isBF16())
+      return emitOptionalError(loc, "'ptrain.matmul' op accumulate = f32 needs bf16 operands, got ", lhs, " and ",
+                               rhs);
+    element = accumulate.getValue();
+  }
   // (C4)
   batch.push_back(lhs.getShape()[lhs.getRank() - 2]);
   batch.push_back(rhs.getShape().back());
-  inferred.push_back(RankedTensorType::get(batch, lhs.getElementType()));
+  inferred.push_back(RankedTensorType::get(batch, element));
   return success();
 }
 

@@ -82,19 +82,35 @@ def PTrain_MatmulOp : PTrain_ModelOp<"matmul", [InferTypeOpAdaptor, DeclareOpInt
     lhs [..., n, k] x rhs [..., k, m] -> [..., n, m]; the batch dimensions broadcast (numpy rules). FLOPs:
     2 * n * k * m per batch element.
 
+    Mixed precision (docs/MixedPrecision.md): with `accumulate = f32` the operands are bf16, every product is
+    accumulated in fp32 and the result is fp32; its value is the runtime's `ptrain_gemm_bf16` (AVX512-BF16's
+    `VDPBF16PS` definition: pairs of products summed in fp32, docs/Runtime.md "bf16 GEMM"), bit for bit on every
+    path. `--ptrain-build-training-step="precision=bf16"` places these GEMMs.
+
     Constraints:
     * (C1) both operands have rank >= 2 and the same element type;
     * (C2) the contracted dimensions are equal (k);
     * (C3) the batch dimensions broadcast;
-    * (C4) the result is [broadcast batch..., n, m] (inferred).
+    * (C4) the result is [broadcast batch..., n, m] (inferred), with the operands' element type, or `accumulate`
+      when given;
+    * (C5) `accumulate`, when given, is f32 and the operands are bf16.
 
     ```mlir
     %y = ptrain.matmul %x, %w : tensor<4x64x128xf32>, tensor<128x384xf32>
     // %y : tensor<4x64x384xf32>
+    %z = ptrain.matmul %xb, %wb {accumulate = f32} : tensor<4x64x128xbf16>, tensor<128x384xbf16>
+    // %z : tensor<4x64x384xf32>
     ```
   }];
-  let arguments = (ins PTrain_FloatTensor:$lhs, PTrain_FloatTensor:$rhs);
+  let arguments = (ins PTrain_FloatTensor:$lhs, PTrain_FloatTensor:$rhs, OptionalAttr<TypeAttr>:$accumulate);
   let results = (outs PTrain_FloatTensor:$result);
+  let builders = [
+    // The plain product (no `accumulate`): the result has the operands' element type.
+    OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs),
+              [{ build($_builder, $_state, lhs, rhs, ::mlir::TypeAttr()); }]>,
+    OpBuilder<(ins "::mlir::TypeRange":$resultTypes, "::mlir::Value":$lhs, "::mlir::Value":$rhs),
+              [{ build($_builder, $_state, resultTypes, lhs, rhs, ::mlir::TypeAttr()); }]>,
+  ];
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 

@@ -1,0 +1,59 @@
+//===- MixedPrecision.cpp - bf16 casts of a built training step ---------===//
+//
+// placeBf16GemmCasts (include/ptrain/Transforms/MixedPrecision.h): the bf16 GEMMs with fp32 accumulation of
+// `--ptrain-build-training-step="precision=bf16"` (docs/MixedPrecision.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Transforms/MixedPrecision.h"
+
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+std::optional<Precision> mlir::ptrain::parsePrecision(llvm::StringRef text) {
+  if (text == "fp32")
+    return Precision::F32;
+  if (text == "bf16")
+    return Precision::BF16;
+  return std::nullopt;
+}
+
+Value mlir::ptrain::castOnce(Value value, Type elementType, Operation *user) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getElementType() == elementType)
+    return value;
+  for (Operation *other : value.getUsers())
+    if (auto existing = dyn_cast<CastOp>(other); existing && existing->getBlock() == user->getBlock() &&
+                                                 existing->isBeforeInBlock(user) &&
+                                                 existing.getType().getElementType() == elementType)
+      return existing.getResult();
+  Block *block = value.getParentBlock();
+  OpBuilder b(value.getContext());
+  if (Operation *def = value.getDefiningOp())
+    b.setInsertionPointAfter(def);
+  else
+    b.setInsertionPointToStart(block);
+  return CastOp::create(b, value.getLoc(), type.clone(elementType), value);
+}
+
+int64_t mlir::ptrain::placeBf16GemmCasts(func::FuncOp func) {
+  SmallVector<MatmulOp> gemms;
+  func.walk([&](MatmulOp m) {
+    if (!m.getAccumulate() && m.getLhs().getType().getElementType().isF32())
+      gemms.push_back(m);
+  });
+  Type bf16 = BFloat16Type::get(func.getContext()), f32 = Float32Type::get(func.getContext());
+  for (MatmulOp m : gemms) {
+    Value lhs = castOnce(m.getLhs(), bf16, m), rhs = castOnce(m.getRhs(), bf16, m);
+    OpBuilder b(m);
+    auto mixed = MatmulOp::create(b, m.getLoc(), lhs, rhs, TypeAttr::get(f32));
+    mixed->setDiscardableAttrs(m->getDiscardableAttrDictionary());
+    m.getResult().replaceAllUsesWith(mixed.getResult());
+    m.erase();
+  }
+  return static_cast<int64_t>(gemms.size());
+}

@@ -1,0 +1,189 @@
+"""bf16 mixed precision on the bundled GPT (CTest `codegen-cpu-precision`, issue 24, docs/MixedPrecision.md).
+
+1. The oracle: ptrain-compile --precision bf16 --optimizer none; the compiled step's loss and every gradient
+   against ptrain-interpret on the same step.mlir (the interpreter runs the bf16 GEMMs as the runtime's
+   ptrain_gemm_bf16 and the fp32 ops in fp64 rounded to fp32, so the step agrees within TOL_ORACLE and
+   TOL_GRAD, not bit for bit: the fp32 step does not either). The bf16 loss must differ from the fp32 one by more than that
+   tolerance, so a step that silently ran in fp32 fails.
+2. Bytes: with --pp 2 --micro-batches 2 the bf16 step's pipeline sends carry half the fp32 step's bytes (the
+   send ops of step.mlir, per link and direction).
+3. Training: STEPS AdamW steps of fp32 and of bf16 on consecutive, never repeated batches of a byte corpus (the
+   repository's docs); each loss is measured before the step trains on its batch, so on unseen data. The mean
+   loss of steps 10..29 of bf16 is within 1% of fp32's; the last 20 steps' gap (open, see EARLY) within 20%.
+
+Usage: precision_e2e.py <build-dir> <source-dir> <scratch-dir>
+"""
+
+import ctypes
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+# Compiled vs interpreted bf16 step: the loss within TOL_ORACLE relative (measured 1.7e-7; bf16 vs fp32 differ by
+# 6.7e-6), each gradient within TOL_GRAD as max|a-b|/max|b| (measured 1.8e-3; bf16 vs fp32: 7.1e-3): an fp32 value
+# that the two compute a few ulps apart can round to neighbouring bf16 values (one bf16 ulp is 2^-8 relative).
+TOL_ORACLE = 1e-6
+TOL_GRAD = 4e-3
+STEPS = int(os.environ.get("PTRAIN_PRECISION_STEPS", "150"))
+LAST = 20
+# Steps 10..29 (after the warm-up): bf16 within 1% of fp32 (measured 5.3e-4). Later the curves part:
+# the last 20 of 150 steps measured bf16 12.5% above fp32 (3.49 vs 3.10) on the EPYC of bench/README.md; not
+# understood yet (docs/MixedPrecision.md, "Open"), so that gap is only held to LATE_BOUND against regressions.
+EARLY = (10, 30)
+BOUND = 0.01
+LATE_BOUND = 0.2
+
+
+def compile_step(build, source, out, *extra):
+    cmd = [os.path.join(build, "bin", "ptrain-compile"), os.path.join(source, "models/gpt/gpt.onnx"),
+           "--target", "cpu", "-o", out, *extra]
+    subprocess.run(cmd, check=True)
+    with open(os.path.join(out, "plan.json")) as f:
+        plan = json.load(f)
+    return plan
+
+
+def load(build, out):
+    lib = ctypes.CDLL(os.path.join(out, "libstep.so"))
+    rt = ctypes.CDLL(os.path.join(build, "lib/Runtime/libptrain_runtime.so"))
+    rt.ptrain_last_error.restype = ctypes.c_char_p
+    return lib, rt
+
+
+def check(status, rt, what):
+    if status != 0:
+        raise SystemExit(f"FAIL: {what}: status {status}: {rt.ptrain_last_error().decode()}")
+
+
+def f32p(a):
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+
+
+def i64p(a):
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+
+
+def send_bytes(step_mlir):
+    """Bytes of every ptrain.send_start of a step, by element type: {(elem): bytes}."""
+    sizes = {"f32": 4, "bf16": 2, "f16": 2, "i64": 8}
+    total = {}
+    for m in re.finditer(r"ptrain\.send_start .*?: tensor<([0-9x]+)x(f32|bf16|f16|i64)>", open(step_mlir).read()):
+        n = int(np.prod([int(d) for d in m.group(1).split("x")]))
+        total[m.group(2)] = total.get(m.group(2), 0) + n * sizes[m.group(2)]
+    return total
+
+
+def main(build, source, scratch):
+    os.makedirs(scratch, exist_ok=True)
+    gpt = os.path.join(source, "models/gpt")
+    tokens = numpy_helper.to_array(onnx.load_tensor(os.path.join(gpt, "test_data_set_0/input_0.pb")))
+    tokens = np.ascontiguousarray(tokens.astype(np.int64))
+    failures = []
+
+    # --- 1. The compiled bf16 step against the interpreter on the same IR.
+    losses = {}
+    grads = {}
+    for precision in ("fp32", "bf16"):
+        out = os.path.join(scratch, "none-" + precision)
+        plan = compile_step(build, source, out, "--optimizer", "none", "--precision", precision)
+        lib, rt = load(build, out)
+        check(lib.ptrain_step_init(os.path.join(gpt, "gpt.onnx").encode()), rt, "init")
+        outs = [np.zeros(r["shape"], np.float32) for r in plan["train_step_results"]]
+        check(lib.ptrain_step_train_step(i64p(tokens), *[f32p(o) for o in outs]), rt, "train_step " + precision)
+        losses[precision] = float(outs[0])
+        grads[precision] = outs
+    step = open(os.path.join(scratch, "none-bf16", "step.mlir")).read()
+    step = step[step.index("func.func @train_step"):]  # @forward, the user's function, stays fp32
+    n_gemms = len(re.findall(r"ptrain\.matmul .*\{accumulate = f32\}", step))
+    n_fp32 = len(re.findall(r"ptrain\.matmul [^{]*: tensor<[0-9x]+xf32>", step))
+    print(f"bf16 step: {n_gemms} bf16 GEMMs with fp32 accumulation, {n_fp32} fp32 GEMMs")
+    if n_gemms == 0 or n_fp32 != 0:
+        failures.append(f"the bf16 step has {n_gemms} bf16 GEMMs and {n_fp32} fp32 ones")
+    # The interpreter's gradients, as a node-less ONNX file the way ptrain-interpret --expect-grads reads them.
+    ref = onnx.helper.make_model(onnx.helper.make_graph(
+        [], "grads", [], [],
+        [numpy_helper.from_array(o, r["grad_of"]) for r, o in zip(plan["train_step_results"][1:], grads["bf16"][1:])]))
+    ref_path = os.path.join(scratch, "compiled_grads.onnx")
+    onnx.save(ref, ref_path)
+    res = subprocess.run([os.path.join(build, "bin", "ptrain-interpret"), os.path.join(scratch, "none-bf16", "step.mlir"),
+                          "--entry", "train_step", "--weights", os.path.join(gpt, "gpt.onnx"), "--input",
+                          os.path.join(gpt, "test_data_set_0/input_0.pb"), "--expect-grads", ref_path,
+                          "--rtol", str(TOL_GRAD)], capture_output=True, text=True)
+    print(res.stdout[-600:], res.stderr[-600:])
+    m = re.search(r"result 0: tensor<f32>.*value = ([-+0-9.eE]+)", res.stdout)
+    if res.returncode != 0 or not m:
+        failures.append(f"ptrain-interpret on the bf16 step failed (rc {res.returncode})")
+    else:
+        interp = float(m.group(1))
+        rel = abs(interp - losses["bf16"]) / abs(interp)
+        gap = abs(losses["bf16"] - losses["fp32"]) / abs(losses["fp32"])
+        print(f"loss: bf16 compiled {losses['bf16']:.8f}, interpreted {interp:.8f} (relative {rel:.2e}); "
+              f"fp32 {losses['fp32']:.8f} (bf16 vs fp32 relative {gap:.2e})")
+        if not rel <= TOL_ORACLE:
+            failures.append(f"compiled vs interpreted bf16 loss: relative {rel:.2e} > {TOL_ORACLE}")
+        if not gap > TOL_ORACLE:
+            failures.append(f"bf16 and fp32 losses differ by {gap:.2e} only: is the bf16 step bf16?")
+
+    # --- 2. Pipeline bytes per link.
+    sent = {}
+    for precision in ("fp32", "bf16"):
+        out = os.path.join(scratch, "pp2-" + precision)
+        compile_step(build, source, out, "--pp", "2", "--micro-batches", "2", "--precision", precision)
+        sent[precision] = send_bytes(os.path.join(out, "step.mlir"))
+    print(f"pipeline send bytes per step: fp32 {sent['fp32']}, bf16 {sent['bf16']}")
+    if not sent["fp32"].get("f32") or sent["bf16"].get("f32") or sent["bf16"].get("bf16", 0) * 2 != sent["fp32"]["f32"]:
+        failures.append(f"bf16 pipeline bytes {sent['bf16']} are not half of fp32's {sent['fp32']}")
+
+    # --- 3. Training, fp32 vs bf16.
+    corpus = b"".join(open(p, "rb").read() for p in sorted(glob.glob(os.path.join(source, "docs", "*.md"))))
+    b, s = tokens.shape
+    need = (STEPS + 1) * b * s
+    if len(corpus) < need:
+        raise SystemExit(f"FAIL: the corpus has {len(corpus)} bytes, {need} needed")
+    data = np.frombuffer(corpus[:need], np.uint8).astype(np.int64)
+    curves = {}
+    for precision in ("fp32", "bf16"):
+        out = os.path.join(scratch, "adamw-" + precision)
+        compile_step(build, source, out, "--optimizer", "adamw", "--lr", "1e-3", "--warmup-steps", "10",
+                     "--total-steps", str(STEPS), "--precision", precision)
+        lib, rt = load(build, out)
+        check(lib.ptrain_step_init(None), rt, "init")
+        curve = []
+        loss = np.zeros((), np.float32)
+        for i in range(STEPS):
+            batch = np.ascontiguousarray(data[i * b * s:(i + 1) * b * s].reshape(b, s))
+            check(lib.ptrain_step_train_step(i64p(batch), f32p(loss)), rt, f"{precision} step {i}")
+            curve.append(float(loss))
+        curves[precision] = curve
+        print(f"{precision}: loss {curve[0]:.4f} -> mean of the last {LAST} {np.mean(curve[-LAST:]):.4f}")
+    f, h = np.mean(curves["fp32"][EARLY[0]:EARLY[1]]), np.mean(curves["bf16"][EARLY[0]:EARLY[1]])
+    rel = abs(h - f) / f
+    print(f"bf16 vs fp32, mean loss of steps {EARLY[0]}..{EARLY[1] - 1}: relative {rel:.2e} (bound {BOUND})")
+    if not rel <= BOUND:
+        failures.append(f"bf16 training loss {h:.4f} vs fp32 {f:.4f} (steps {EARLY}): relative {rel:.2e} > {BOUND}")
+    f, h = np.mean(curves["fp32"][-LAST:]), np.mean(curves["bf16"][-LAST:])
+    rel = (h - f) / f
+    print(f"bf16 vs fp32, mean loss of the last {LAST} of {STEPS} steps: {h:.4f} vs {f:.4f}, relative {rel:+.2e} "
+          f"(open: docs/MixedPrecision.md; regression bound {LATE_BOUND})")
+    if not abs(rel) <= LATE_BOUND:
+        failures.append(f"bf16 training loss {h:.4f} vs fp32 {f:.4f} (last {LAST} steps): relative {rel:.2e} > "
+                        f"{LATE_BOUND}")
+    if not f < curves["fp32"][0] - 1.0:
+        failures.append(f"fp32 did not train: {curves['fp32'][0]:.4f} -> {f:.4f}")
+
+    if failures:
+        print("FAIL:\n  " + "\n  ".join(failures))
+        return 1
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))
