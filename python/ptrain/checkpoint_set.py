@@ -8,9 +8,10 @@ its manifest would then describe a state no run had. So:
 
 1. every rank saves to its file's PENDING name (the runtime itself writes PENDING.tmp and renames it, so a
    pending file is whole);
-2. rank 0 waits until every file of the set is pending, written by this run (not older than its start) and after
-   this run's step (its step counter, when the plan's optimizer has one), then renames each pending file to its
-   name and last writes PATH.json through a temporary file and a rename. A rank that fails instead ends the job
+2. rank 0 waits until every file of the set is pending, written by this run (not older than its start: a pending
+   file an earlier failed run left is waited past, and replaced by this run's) and after this run's step (its
+   step counter, when the plan's optimizer has one), then renames each pending file to its name and last writes
+   PATH.json through a temporary file and a rename. A rank that fails instead ends the job
    (ptrain-run aborts every rank), so rank 0 never commits a set with a file missing;
 3. --resume reads each file's step counter and refuses a set whose files are of different steps, or of another
    step than PATH.json's (a commit interrupted between its renames).
@@ -77,15 +78,6 @@ def read_step(path):
         raise RunError(f"checkpoint file {path}: {e.strerror}")
     except struct.error:
         raise RunError(f"checkpoint file {path}: truncated or corrupt header ({os.path.getsize(path)} bytes)")
-
-
-def clear_pending(checkpoint, plan):
-    """Rank 0, before training: removes pending files an earlier failed run left, so that step 2 only ever
-    finds this run's."""
-    for path in set_files(checkpoint, plan):
-        for stale in (path + PENDING, path + PENDING + ".tmp"):
-            if os.path.isfile(stale) or os.path.islink(stale):
-                os.remove(stale)
 
 
 def commit(checkpoint, plan, step, manifest, started, timeout_s):

@@ -97,6 +97,9 @@ def stall(rank, step):
 
 
 def work(args):
+    # Before ptrain_step_init (MPI_Init, which every rank reaches): every pending checkpoint file this run writes is
+    # younger (checkpoint_set.commit; 1 s of margin for the file system's coarse clock).
+    started = time.time()
     plan = load_plan(args.out)
     rows, seq = plan["micro_batches"] * plan["batch"], plan["seq"]
     corpus = open_data(args.data, args.data_format, args.val_data)  # The launcher checked its ids (token_data.check).
@@ -150,9 +153,6 @@ def work(args):
         return v
 
     run_log = RunLog(run_log_path(args)) if rank0 else None
-    started = time.time()  # the pending checkpoint files of this run are not older (checkpoint_set.commit)
-    if rank0 and args.checkpoint:
-        checkpoint_set.clear_pending(args.checkpoint, plan)
 
     board = None
     if rank0 and not args.no_tensorboard:
