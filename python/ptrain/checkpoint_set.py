@@ -28,8 +28,6 @@ from ptrain.run_checkpoint import per_replica_states, stage_path
 from ptrain.run_plan import RunError
 
 PENDING = ".pending"
-MAGIC = b"PTRNCKPT"
-STEP_COUNTER = 5  # PTRAIN_STATE_STEP_COUNTER
 # How often rank 0 looks for the other ranks' pending files (seconds).
 POLL_S = 0.05
 
@@ -43,41 +41,26 @@ def set_files(checkpoint, plan):
 
 def read_step(path):
     """The step counter (AdamW's, the state of kind PTRAIN_STATE_STEP_COUNTER) a checkpoint file was saved
-    after, read from its header and that state's 8 bytes (docs/CodegenCpu.md, "Checkpoint format (version 1)");
-    None when the step has no counter (SGD, no optimizer). RunError naming the file when its header cannot be
-    read or the file is not as long as its header says (a truncated copy); the loader checks the whole file's
-    checksum later."""
+    after, from its header (export.read_entries) and that state's 8 bytes; None when the step has no counter
+    (SGD, no optimizer). RunError naming the file when its header cannot be read or the file is not as long as
+    its header says (a truncated copy); the loader checks the whole file's checksum later."""
+    from ptrain import export  # ptrain-export's reader of the checkpoint format
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            head = f.read(24)
-            if len(head) < 24 or head[:8] != MAGIC:
-                raise RunError(f"checkpoint file {path}: not a ptrain checkpoint (no PTRNCKPT header)")
-            _, n, data_offset = struct.unpack_from("<IIQ", head, 8)
-            header = f.read(max(data_offset - 24, 0))
-            pos, data_end, counter = 0, 0, None
-            for _ in range(n):
-                length, = struct.unpack_from("<I", header, pos)
-                pos += 4 + length
-                dtype, kind, rank = struct.unpack_from("<iii", header, pos)
-                pos += 12 + 8 * rank
-                offset, nbytes = struct.unpack_from("<QQ", header, pos)
-                pos += 16
-                data_end = max(data_end, offset + nbytes)
-                if kind == STEP_COUNTER and dtype == 2 and nbytes == 8:
-                    counter = data_offset + offset
-            expected = data_offset + data_end + 8  # the states, then the FNV-1a 64 checksum
-            if size != expected:
-                raise RunError(f"checkpoint file {path}: {size} bytes, but its header describes {expected} "
-                               f"({'truncated' if size < expected else 'trailing bytes'})")
-            if counter is None:
-                return None
-            f.seek(counter)
-            return struct.unpack("<q", f.read(8))[0]
-    except OSError as e:
-        raise RunError(f"checkpoint file {path}: {e.strerror}")
-    except struct.error:
-        raise RunError(f"checkpoint file {path}: truncated or corrupt header ({os.path.getsize(path)} bytes)")
+        data_offset, entries = export.read_entries(path)
+    except export.ExportError as e:
+        raise RunError(str(e))
+    size = os.path.getsize(path)
+    expected = data_offset + max((offset + nbytes for *_, offset, nbytes in entries), default=0) + 8  # + FNV-1a 64
+    if size != expected:
+        raise RunError(f"checkpoint file {path}: {size} bytes, but its header describes {expected} "
+                       f"({'truncated' if size < expected else 'trailing bytes'})")
+    counters = [offset for _, dtype, kind, _, offset, nbytes in entries if kind == export.STEP_COUNTER and dtype == 2 and
+                nbytes == 8]
+    if not counters:
+        return None
+    with open(path, "rb") as f:
+        f.seek(data_offset + counters[0])
+        return struct.unpack("<q", f.read(8))[0]
 
 
 def commit(checkpoint, plan, step, manifest, started, timeout_s):

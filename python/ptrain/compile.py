@@ -82,7 +82,7 @@ import sys
 import tempfile
 import time
 
-from ptrain import build_dirs, plan_abi
+from ptrain import build_dirs, plan_abi, staging
 
 
 class CompileError(Exception):
@@ -570,13 +570,7 @@ def publish_outputs(args, stage, out):
     try:
         if args.report is not None:
             shutil.move(os.path.join(stage, STAGED_REPORT), args.report)
-        for name in OUTPUTS:
-            path = os.path.join(out, name)
-            if os.path.lexists(path) and not os.path.lexists(os.path.join(stage, name)):
-                os.remove(path)
-        for name in OUTPUTS:
-            if os.path.lexists(os.path.join(stage, name)):
-                os.replace(os.path.join(stage, name), os.path.join(out, name))
+        staging.publish(stage, out, OUTPUTS)
         shutil.rmtree(stage)
     except OSError as e:
         raise CompileError(f"-o {out}: cannot move the outputs into place ({e})")

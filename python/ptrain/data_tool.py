@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+from ptrain import staging
+
 DEFAULT_EXT = ".py,.txt,.md,.rst"
 
 
@@ -208,12 +210,7 @@ def run(args):
         with open(os.path.join(stage, "data.json"), "w") as f:
             json.dump(decl, f, indent=1)
             f.write("\n")
-        for name in OUTPUTS:  # the earlier run's files this run does not write, then this run's
-            if os.path.lexists(os.path.join(args.out, name)) and not os.path.lexists(os.path.join(stage, name)):
-                os.remove(os.path.join(args.out, name))
-        for name in OUTPUTS:
-            if os.path.lexists(os.path.join(stage, name)):
-                os.replace(os.path.join(stage, name), os.path.join(args.out, name))
+        staging.publish(stage, args.out, OUTPUTS)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
         if created and not os.listdir(args.out):

@@ -53,17 +53,20 @@ class StateDesc(ctypes.Structure):
                 ("init", ctypes.c_int32), ("init_seed", ctypes.c_uint64)]  # ptrain_state_desc_t
 
 
-def read_header(path):
-    """[(key, dtype, kind, dims)] of a checkpoint (docs/CodegenCpu.md, "Checkpoint format (version 1)")."""
+def read_entries(path):
+    """(data offset, [(key, dtype, kind, dims, offset, size)]) of a checkpoint's header, reading the header only
+    (docs/CodegenCpu.md, "Checkpoint format (version 1)"): each state's bytes are at data offset + offset."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(24)
+            if len(data) == 24:
+                data += f.read(max(struct.unpack_from("<Q", data, 16)[0] - 24, 0))
     except OSError as e:
         raise ExportError(f"checkpoint {path}: {e.strerror}")
     try:
         if data[:8] != MAGIC:
             raise ExportError(f"checkpoint {path}: not a ptrain checkpoint (no PTRNCKPT magic)")
-        version, n = struct.unpack_from("<II", data, 8)
+        version, n, data_offset = struct.unpack_from("<IIQ", data, 8)
         if version != 1:
             raise ExportError(f"checkpoint {path}: version {version}, this ptrain-export reads version 1")
         pos, states = 24, []
@@ -73,11 +76,17 @@ def read_header(path):
             pos += 4 + length
             dtype, kind, rank = struct.unpack_from("<iii", data, pos)
             dims = list(struct.unpack_from(f"<{rank}q", data, pos + 12))
+            offset, size = struct.unpack_from("<QQ", data, pos + 12 + 8 * rank)
             pos += 12 + 8 * rank + 16
-            states.append((key, dtype, kind, dims))
+            states.append((key, dtype, kind, dims, offset, size))
     except (struct.error, UnicodeDecodeError, ValueError) as e:
         raise ExportError(f"checkpoint {path}: corrupt header ({e})")
-    return states
+    return data_offset, states
+
+
+def read_header(path):
+    """[(key, dtype, kind, dims)] of a checkpoint (read_entries without the offsets)."""
+    return [entry[:4] for entry in read_entries(path)[1]]
 
 
 def load_checkpoint(runtime, path):
