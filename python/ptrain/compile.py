@@ -38,6 +38,8 @@ runs, writing every intermediate into out/:
         --vocab-parallel [--vocab-multiple K]: "tp=T vocab-parallel=true [vocab-multiple=K]" (the embedding, LM
         head and cross-entropy split over the vocabulary, padded to a multiple of T K)
     ptrain-translate --emit-cpp out/step.mlir            -> out/step.cpp       (L4, docs/CodegenCpu.md)
+      (with --emit-verify-plan=false: the pipeline above has just verified the plan; run by hand, --emit-cpp and
+      --emit-cuda verify a lowered plan first, lib/Target/Common/VerifyPlanBeforeEmit.h)
       (with --emit-cpp-constants=out/step.consts.bin: the large constants that are not generated at init;
       with --fuse-elementwise on, --emit-cpp-kernels=out/kernels.o --emit-cpp-kernels-cpu=<--kernels-cpu>: the
       elementwise chains' kernels generated through MLIR and LLVM, docs/GeneratedKernels.md)
@@ -646,7 +648,8 @@ def write_outputs(args, out, final_out, pipeline, cluster, bin_dir, runtime_dir,
         add_memory_plan_to_report(os.path.join(out, STAGED_REPORT), memory_plan)
     if args.target == "cuda":
         source = os.path.join(out, "step.cu")
-        run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cuda", step, "-o", source], "CUDA emission")
+        run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cuda", "--emit-verify-plan=false", step, "-o", source],
+            "CUDA emission")
         build_cuda_library(args, source, lib, runtime_dir, include_dir)
     else:
         # The large constants that are not generated are read at init from step.consts.bin beside libstep.so.
@@ -657,7 +660,7 @@ def write_outputs(args, out, final_out, pipeline, cluster, bin_dir, runtime_dir,
             kernel_flags = [f"--emit-cpp-kernels={kernels[0]}", f"--emit-cpp-kernels-cpu={args.kernels_cpu}"]
         else:
             kernel_flags = []
-        run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", step, "-o", cpp,
+        run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cpp", "--emit-verify-plan=false", step, "-o", cpp,
              f"--emit-cpp-constants={os.path.join(out, 'step.consts.bin')}", *kernel_flags], "C++ emission")
         run([args.cxx, "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror", *step_flags(runtime_dir),
              f"-I{include_dir}", cpp, *kernels,

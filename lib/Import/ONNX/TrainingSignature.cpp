@@ -90,20 +90,21 @@ static std::set<int64_t> vocabularySizes(Value tokens) {
   return sizes;
 }
 
+/// `v` as an attribute of the float, integer or i1 type `elt`.
+static Attribute elementAttr(OpBuilder &b, Type elt, double v) {
+  if (isa<FloatType>(elt))
+    return b.getFloatAttr(elt, v);
+  return b.getIntegerAttr(elt, elt.isInteger(1) ? APInt(1, v != 0)
+                                                : APInt(elt.getIntOrFloatBitWidth(), static_cast<int64_t>(v), true));
+}
+
 /// A dense constant of `type` whose element at multi-index `index` is `value(index)`.
 static Value generate(OpBuilder &b, Location loc, RankedTensorType type,
                       llvm::function_ref<double(ArrayRef<int64_t>)> value) {
-  Type elt = type.getElementType();
   SmallVector<Attribute> elements;
   SmallVector<int64_t> index(type.getRank(), 0);
   for (int64_t i = 0, e = type.getNumElements(); i < e; ++i) {
-    double v = value(index);
-    if (isa<FloatType>(elt))
-      elements.push_back(b.getFloatAttr(elt, v));
-    else
-      elements.push_back(
-          b.getIntegerAttr(elt, elt.isInteger(1) ? APInt(1, v != 0)
-                                                 : APInt(elt.getIntOrFloatBitWidth(), static_cast<int64_t>(v), true)));
+    elements.push_back(elementAttr(b, type.getElementType(), value(index)));
     for (int64_t d = type.getRank() - 1; d >= 0; --d) {
       if (++index[d] < type.getDimSize(d))
         break;
@@ -111,6 +112,23 @@ static Value generate(OpBuilder &b, Location loc, RankedTensorType type,
     }
   }
   return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, elements));
+}
+
+/// A value of `type` whose element depends only on the last `varying` dimensions: a constant of those dimensions
+/// (the leading ones 1) broadcast to `type` (ptrain.broadcast_to), or a splat when `varying` is 0. The constant
+/// is then Q x K for a causal mask and 1 x S for position ids, whatever the batch: a [B, 1, S, S] mask at batch
+/// 20,000 and sequence 1,024 would be 20 G elements printed into the module.
+static Value generateRows(OpBuilder &b, Location loc, RankedTensorType type, int64_t varying,
+                          llvm::function_ref<double(ArrayRef<int64_t>)> value) {
+  SmallVector<int64_t> shape(type.getShape());
+  for (int64_t d = 0, e = type.getRank() - varying; d < e; ++d)
+    shape[d] = 1;
+  if (varying == 0) // One value: a splat.
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, elementAttr(b, type.getElementType(), value(SmallVector<int64_t>(type.getRank(), 0)))));
+  auto small = RankedTensorType::get(shape, type.getElementType());
+  Value rows = generate(b, loc, small, value);
+  return small == type ? rows : BroadcastToOp::create(b, loc, type, rows).getResult();
 }
 
 LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module, StringRef entry,
@@ -227,9 +245,12 @@ LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module,
                    std::to_string(seq));
       if (role == "position_ids" && !type.getElementType().isSignlessInteger())
         return bad("position ids must be integers");
-      replacement = generate(b, loc, type, [&](ArrayRef<int64_t> index) -> double {
-        return role == "position_ids" ? index[1] : role == "padding_mask" ? 1.0 : 0.0;
-      });
+      if (role == "position_ids")
+        replacement = generateRows(b, loc, type, /*varying=*/1,
+                                   [&](ArrayRef<int64_t> index) -> double { return index[1]; });
+      else
+        replacement = generateRows(b, loc, type, /*varying=*/0,
+                                   [&](ArrayRef<int64_t>) -> double { return role == "padding_mask" ? 1.0 : 0.0; });
     } else if (role == "causal_mask") {
       if (type.getRank() < 2)
         return bad("a causal mask needs rank >= 2");
@@ -238,7 +259,7 @@ LogicalResult mlir::ptrain::onnx_import::applyTrainingSignature(ModuleOp module,
         return bad("it has fewer key positions than query positions");
       // The export may reserve more positions than the sequence (a max-length buffer the graph slices).
       int64_t offset = keys - queries;
-      replacement = generate(b, loc, type, [&](ArrayRef<int64_t> index) -> double {
+      replacement = generateRows(b, loc, type, /*varying=*/2, [&](ArrayRef<int64_t> index) -> double {
         return index[index.size() - 1] <= index[index.size() - 2] + offset ? 1.0 : 0.0;
       });
     } else {

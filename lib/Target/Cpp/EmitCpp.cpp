@@ -34,6 +34,7 @@
 #include "Common/OpGeometry.h"
 #include "Common/PipelineDriver.h"
 #include "Common/StateStorage.h"
+#include "Common/VerifyPlanBeforeEmit.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
@@ -540,6 +541,8 @@ void mlir::ptrain::registerEmitCppTranslation() {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)
           return op->emitError("--emit-cpp: expected a builtin.module");
+        if (shouldVerifyPlanBeforeEmit() && failed(verifyPlanBeforeEmit(module, "--emit-cpp")))
+          return failure();
         EmitCppOptions options;
         options.constantsFile = constantsFile;
         options.outlineBlocks = outlineBlocks;

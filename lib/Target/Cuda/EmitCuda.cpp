@@ -36,6 +36,7 @@
 #include "Common/RuntimeCallTable.h"
 #include "Common/StateStorage.h"
 #include "Common/TensorParallelSlices.h"
+#include "Common/VerifyPlanBeforeEmit.h"
 #include "CudaCallTable.h"
 #include "EmitCudaCodecs.h"
 #include "EmitCudaComm.h"
@@ -1076,6 +1077,8 @@ void mlir::ptrain::registerEmitCudaTranslation() {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)
           return op->emitError("--emit-cuda: expected a builtin.module");
+        if (shouldVerifyPlanBeforeEmit() && failed(verifyPlanBeforeEmit(module, "--emit-cuda")))
+          return failure();
         EmitCudaOptions options;
         options.outlineBlocks = outlineBlocks;
         return emitCuda(module, os, options);

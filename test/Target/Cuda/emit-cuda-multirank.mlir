@@ -15,7 +15,12 @@
 // RUN: not grep -q "device_forward(" %t/pipeline.cu
 // RUN: not ptrain-translate --emit-cuda %t/order.mlir -o %t/order.cu 2>&1 | FileCheck %s --check-prefix=ORDER
 // RUN: not test -e %t/order.cu
-// RUN: not ptrain-translate --emit-cuda %t/unmatched.mlir 2>&1 | FileCheck %s --check-prefix=UNMATCHED
+// The emitter's own checks (an unmatched receive here, the stalls and the unwaited send below) run behind the
+// plan verifier that --emit-cuda runs first (VerifyPlanBeforeEmit.h), so the plans the verifier also rejects pass
+// --emit-verify-plan=false to reach them; without it the deadlock is the verifier's error:
+// RUN: not ptrain-translate --emit-cuda --emit-verify-plan=false %t/unmatched.mlir 2>&1 | FileCheck %s --check-prefix=UNMATCHED
+// RUN: not ptrain-translate --emit-cuda %t/unmatched.mlir 2>&1 | FileCheck %s --check-prefix=UNMATCHED-VERIFY
+// UNMATCHED-VERIFY: error: --ptrain-verify-plan: train step: deadlock: no rank can progress
 // Optimus-CC's fused embedding sync over a sub-group (ptrain.subgroup = {pp = [0, 2]} at pp = 3): its own NCCL
 // communicator, split at init with no color (-1) on the ranks outside it (stage 1 posts nothing and holds a null
 // communicator); the all-reduce on it, and its wait. Stage 1 never reaches the all-reduce: the compile-time
@@ -24,7 +29,7 @@
 // RUN: ptrain-translate --emit-cuda %t/subgroup.mlir -o %t/subgroup.cu
 // RUN: ptrain-translate --emit-cuda --emit-cuda-outline=false %t/subgroup.mlir | FileCheck %s --check-prefix=SUBGROUP
 // RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t/subgroup.cu
-// RUN: not ptrain-translate --emit-cuda %t/subgroup-stall.mlir 2>&1 | FileCheck %s --check-prefix=SUBSTALL
+// RUN: not ptrain-translate --emit-cuda --emit-verify-plan=false %t/subgroup-stall.mlir 2>&1 | FileCheck %s --check-prefix=SUBSTALL
 // GPipe's order (all forward sends, then the backward receives), which one stream per rank could not run: each
 // direction has its own channel, so it is emitted (and compiles).
 // RUN: ptrain-translate --emit-cuda %t/gpipe.mlir -o %t/gpipe.cu
@@ -32,13 +37,13 @@
 // RUN: c++ -x c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t/gpipe.cu
 // A schedule that stops under any semantics (each stage waits for its receive before it sends): an error naming
 // the transfer and where each stage stops, never a hang.
-// RUN: not ptrain-translate --emit-cuda %t/stall.mlir -o %t/stall.cu 2>&1 | FileCheck %s --check-prefix=STALL
+// RUN: not ptrain-translate --emit-cuda --emit-verify-plan=false %t/stall.mlir -o %t/stall.cu 2>&1 | FileCheck %s --check-prefix=STALL
 // RUN: not test -e %t/stall.cu
 // One that MPI runs but CUDA cannot: stage 0's all-reduce over pp holds its compute stream, so the send after it
 // never starts, while stage 1 waits for that send before its all-reduce.
 // RUN: not ptrain-translate --emit-cuda %t/collective.mlir 2>&1 | FileCheck %s --check-prefix=COLLECTIVE
 // A send whose request is never waited on: its buffer could be reused while the channel's stream reads it.
-// RUN: not ptrain-translate --emit-cuda %t/nowait.mlir 2>&1 | FileCheck %s --check-prefix=NOWAIT
+// RUN: not ptrain-translate --emit-cuda --emit-verify-plan=false %t/nowait.mlir 2>&1 | FileCheck %s --check-prefix=NOWAIT
 // The lowered steps are schedule tables by default (include/ptrain/Target/Common/ScheduleTable.h): the op checks
 // read the op-by-op text (--emit-cuda-outline=false), the same calls in the same order; the table form compiles.
 // TABLE: static const ScheduleRow kSchedule[
