@@ -117,10 +117,8 @@ FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t 
 class Lowering {
 public:
   Lowering(ModuleOp module, GridOp grid, int64_t pp, int64_t v, int64_t m, std::optional<CompressionPlan> plan)
-      : module(module), grid(grid), pp(pp), v(v), m(m), plan(std::move(plan)), b(module.getContext()) {
-    auto precision = module->getAttrOfType<StringAttr>(kPrecisionAttr);
-    bf16Messages = precision && precision.getValue() == "bf16";
-  }
+      : module(module), grid(grid), pp(pp), v(v), m(m), plan(std::move(plan)), b(module.getContext()),
+        bf16Messages(sendsBf16Messages(module)) {}
 
   FailureOr<func::FuncOp> lookup(const std::string &name, unsigned numArgs, unsigned numResults) {
     auto func = module.lookupSymbol<func::FuncOp>(name);

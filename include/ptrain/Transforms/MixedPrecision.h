@@ -13,6 +13,7 @@
 #define PTRAIN_TRANSFORMS_MIXEDPRECISION_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Value.h"
 
 namespace mlir::ptrain {
@@ -21,6 +22,14 @@ namespace mlir::ptrain {
 /// on a pipeline module: `--ptrain-lower-to-runtime` then sends the activations and their gradients between
 /// stages in bf16 (cast before the send, back to fp32 after the receive), halving their bytes.
 inline constexpr llvm::StringLiteral kPrecisionAttr = "ptrain.precision";
+
+/// Whether `module`'s pipeline messages (activations and their gradients between stages) travel in bf16: the
+/// module has kPrecisionAttr = "bf16". The lowering casts them (LowerToRuntime.cpp) and the timing model prices
+/// them at 2 bytes an element (ModuleCosts.cpp), so both read it here.
+inline bool sendsBf16Messages(ModuleOp module) {
+  auto precision = module->getAttrOfType<StringAttr>(kPrecisionAttr);
+  return precision && precision.getValue() == "bf16";
+}
 
 /// The precisions `--ptrain-build-training-step` and `ptrain-compile` accept.
 enum class Precision { F32, BF16 };
