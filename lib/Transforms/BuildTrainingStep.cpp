@@ -912,10 +912,17 @@ void BuildTrainingStepPass::runOnOperation() {
   for (auto f : module.getOps<func::FuncOp>())
     before.insert(f);
   build();
-  // bf16: the GEMMs of the functions this pass built (docs/MixedPrecision.md); the forward stays fp32.
+  // bf16: the GEMMs of the functions this pass built (docs/MixedPrecision.md) and, in a pipeline, of the stage
+  // forwards, which the schedule's F<i> steps and the eval step run (so the forward that produces a stage's
+  // output and the one its backward recomputes round alike); a single-stage module's @forward stays fp32.
   if (*parsedPrecision == Precision::BF16) {
+    llvm::SmallPtrSet<Operation *, 8> stageForwards;
+    if (PipelineAttr pipeline = getPipeline(module))
+      for (FlatSymbolRefAttr stage : pipeline.getStages())
+        if (auto f = module.lookupSymbol<func::FuncOp>(stage.getAttr()))
+          stageForwards.insert(f);
     for (auto f : module.getOps<func::FuncOp>())
-      if (!before.contains(f))
+      if (!before.contains(f) || stageForwards.contains(f))
         numBf16Gemms += placeBf16GemmCasts(f);
     if (getPipeline(module))
       module->setAttr(kPrecisionAttr, StringAttr::get(module.getContext(), "bf16"));
