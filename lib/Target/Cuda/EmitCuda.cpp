@@ -287,14 +287,18 @@ LogicalResult FunctionEmitter::checkOps() {
     }
     if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCudaCodecOp(&op)))
       return failure();
-    // Codes (and the transfers and waits that carry them) may have the codecs' element types.
-    const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op);
+    // Codes (and the transfers and waits that carry them) may have the codecs' element types; so may the mixed
+    // precision casts and bf16 GEMMs with fp32 accumulation (docs/MixedPrecision.md; a cast's element types are
+    // checked where it is emitted, EmitCudaModelOps.cpp).
+    auto matmul = dyn_cast<MatmulOp>(op);
+    const bool transfer = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op);
+    const bool codes = transfer || isa<CastOp>(op) || (matmul && matmul.getAccumulate());
 
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
-      if (failed(checkType(&op, v.getType(), "operand #" + Twine(i), codes, /*masks=*/!codes)))
+      if (failed(checkType(&op, v.getType(), "operand #" + Twine(i), codes, /*masks=*/!transfer)))
         return failure();
     for (auto [i, v] : llvm::enumerate(op.getResults()))
-      if (failed(checkType(&op, v.getType(), "result #" + Twine(i), codes, /*masks=*/!codes)))
+      if (failed(checkType(&op, v.getType(), "result #" + Twine(i), codes, /*masks=*/!transfer)))
         return failure();
     opIndex[&op] = ops.size();
     ops.push_back(&op);
@@ -450,7 +454,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cuda");
             if (failed(g))
               return failure();
-            return call(CudaCall::ptrain_cuda_gemm_f32,
+            // --precision bf16: bf16 operands, fp32 accumulation and result (docs/MixedPrecision.md), the same
+            // arguments.
+            return call(m.getAccumulate() ? CudaCall::ptrain_cuda_gemm_bf16 : CudaCall::ptrain_cuda_gemm_f32,
                         {"0", "0", std::to_string(g->batch), std::to_string(g->rows), std::to_string(g->cols),
                          std::to_string(g->k), "1.0f", ptr(m.getLhs()), std::to_string(g->strideA), ptr(m.getRhs()),
                          std::to_string(g->strideB), "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});

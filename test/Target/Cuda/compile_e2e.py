@@ -47,6 +47,11 @@
    nvcc builds its AdamW step for sm_80 and sm_90; step.cu calls the CUDA RMS norm, rotary embedding and
    select (the causal mask, an i1 constant in the device block of constants) under their ONNX node names, and
    no CPU kernel; the mask constant is a uint8_t array.
+7. Mixed precision (--precision bf16, docs/MixedPrecision.md): the pp2 plan's step.cu calls cuBLAS's bf16 GEMM
+   (ptrain_cuda_gemm_bf16: CUDA_R_16BF operands, fp32 compute) for every GEMM of both stages and no fp32 GEMM,
+   casts with the cast codec's kernels without a residual (PTRAIN_DTYPE_BF16), and sends bf16 pipeline
+   messages (the send blocks carry half the fp32 plan's bytes); nvcc builds it for sm_80 and sm_90 (with
+   section 3's checks of every multi-rank plan).
 (What --target cuda refuses, an ignore_index outside int32, is a lit test:
 test/Target/Cuda/ptrain-compile-cuda-errors.test.)
 
@@ -132,6 +137,8 @@ MULTIRANK_CALLS = {
                'kCodecSiteNames[kNumCodecSites] = {"pp1->0"};', "ptrain_cuda_codec_metrics_f32(g, residual, ",
                "PTRAIN_STEP_CALL(recordCodecSite(0, "),
 }
+# The bf16 pp2 plan (section 7): the pp2 plan's calls, its GEMMs in bf16 on cuBLAS.
+MULTIRANK_CALLS["pp2bf16"] = MULTIRANK_CALLS["pp2"] + ("ptrain_cuda_gemm_bf16(",)
 TELEMETRY_ENTRY_POINTS = ("ptrain_step_num_codec_sites", "ptrain_step_codec_site_name", "ptrain_step_set_telemetry",
                           "ptrain_step_codec_telemetry")
 
@@ -203,13 +210,13 @@ PIPELINE_CALLS = (
     "ptrain_cuda_malloc(active_state_bytes, &p)", "active_state_bytes = kStage1StateBytes;")
 for plan in ("gpipe", "interleaved"):
     MULTIRANK_CALLS[plan] = MULTIRANK_CALLS["pp2"] + PIPELINE_CALLS
-for plan in ("pp2", "pp2occ", "dp2pp2sc"):
+for plan in ("pp2", "pp2occ", "dp2pp2sc", "pp2bf16"):
     MULTIRANK_CALLS[plan] = MULTIRANK_CALLS[plan] + PIPELINE_CALLS
 
 # A send or receive's block: the compute stream's event at the start op, the channel's stream waits on it,
 # the transfer on that stream, its done event there, back to the compute stream.
 TRANSFER = re.compile(
-    r'\n  // ("[^"\n]+")[^\n]*\n  // ptrain\.(send|recv)_start\n(?:  [a-z]+ \*v\d+ = [^\n]*\n)?  \{\n'
+    r'\n  // ("[^"\n]+")[^\n]*\n  // ptrain\.(send|recv)_start\n(?:  [a-z0-9_]+ \*v\d+ = [^\n]*\n)?  \{\n'
     r'    PTRAIN_STEP_CALL\(ptrain_cuda_event_record\(ev_posted\[(\d+)\], stream\)\);\n'
     r'    PTRAIN_STEP_CALL\(ptrain_cuda_stream_wait_event\((stream_pp_\d+_to_\d+), ev_posted\[\3\]\)\);\n'
     r'    PTRAIN_STEP_CALL\(ptrain_cuda_set_stream\(\4\)\);\n'
@@ -288,7 +295,7 @@ def check_multirank(name, out, scratch):
     print(f"{name}: {text.count('PTRAIN_STEP_CALL(ptrain_nccl_')} NCCL calls in step.cu, {len(located)} communication "
           f"ops under their location, e.g. {located[0] if located else None}")
     ops = {op for _, op, _ in located}
-    pipeline = name in ("pp2", "gpipe", "interleaved", "pp2occ", "dp2pp2sc")
+    pipeline = name in ("pp2", "gpipe", "interleaved", "pp2occ", "dp2pp2sc", "pp2bf16")
     want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if pipeline else \
         {"dp2tp2": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"},
          "tp2vocab": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce", "ptrain.tp_all_gather"}}[name]
@@ -579,6 +586,28 @@ def check_llama(build, source, scratch):
     return failures
 
 
+def check_bf16(scratch):
+    """Section 7: the pp2 plan in bf16 against the fp32 one (both compiled in section 3)."""
+    failures = []
+    text, fp32 = (inline_step_text(os.path.join(scratch, name)) for name in ("pp2bf16", "pp2"))
+    gemms = {kind: len(re.findall(rf"PTRAIN_STEP_CALL\(ptrain_cuda_gemm_{kind}\(", text)) for kind in ("bf16", "f32")}
+    casts = len(re.findall(r"ptrain_cuda_cast_encode_f32\([^;]*nullptr[^;]*PTRAIN_DTYPE_BF16", text))
+    print(f"pp2bf16: {gemms['bf16']} bf16 GEMMs, {gemms['f32']} fp32 GEMMs, {casts} casts to bf16")
+    if gemms["bf16"] != len(re.findall(r"PTRAIN_STEP_CALL\(ptrain_cuda_gemm_f32\(", fp32)) or gemms["f32"]:
+        failures.append(f"pp2bf16: GEMMs {gemms}, expected every one of the fp32 plan's GEMMs in bf16")
+    if casts == 0:
+        failures.append("pp2bf16: no cast to bf16 (ptrain_cuda_cast_encode_f32 without a residual)")
+
+    def send_bytes(code):
+        return sum(int(n) for n in re.findall(r"PTRAIN_STEP_CALL\(ptrain_nccl_send\([^,]+, [^,]+, (\d+),", code))
+
+    sent, sent32 = send_bytes(text), send_bytes(fp32)
+    print(f"pp2bf16: pipeline sends of {sent} bytes (fp32 plan: {sent32})")
+    if sent32 == 0 or 2 * sent != sent32:
+        failures.append(f"pp2bf16: the sends carry {sent} bytes, not half the fp32 plan's {sent32}")
+    return failures
+
+
 def main(build, source, scratch):
     global BUILD
     BUILD = build
@@ -640,7 +669,8 @@ def main(build, source, scratch):
                           "0.9"],
              "pp2occ": ["--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"],
              "dp2pp2sc": ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--bucket-bytes", "1000000", "--policy",
-                          "optimus-cc", "--compress-options", "sc-all=true sc-rank=8"]}
+                          "optimus-cc", "--compress-options", "sc-all=true sc-rank=8"],
+             "pp2bf16": ["--pp", "2", "--micro-batches", "2", "--precision", "bf16"]}
     for name, options in plans.items():
         out = os.path.join(scratch, name)
         start = time.time()
@@ -673,6 +703,9 @@ def main(build, source, scratch):
 
     # --- 6. The LLaMA-style fixture through nvcc.
     failures += check_llama(build, source, scratch)
+
+    # --- 7. Mixed precision: the bf16 pp2 plan of section 3.
+    failures += check_bf16(scratch)
 
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))

@@ -11,6 +11,7 @@
 // RUN: not ptrain-translate --emit-cuda %t/dropout-axis.mlir -o %t/d.cu 2>&1 | FileCheck %s --check-prefix=DROPAXIS
 // RUN: not test -e %t/d.cu
 // RUN: not ptrain-translate --emit-cuda %t/zero.mlir -o %t/z.cu 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not ptrain-translate --emit-cuda %t/cast-f16.mlir 2>&1 | FileCheck %s --check-prefix=CAST16
 // RUN: not test -e %t/z.cu
 
 // An op the CUDA code generator has no rule for: named, with its ONNX node location; no output file.
@@ -100,3 +101,12 @@ func.func @f(%g: tensor<8xf32>) -> tensor<4xf32> {
   return %s : tensor<4xf32>
 }
 // ZERO: error: --emit-cuda: 'ptrain.reduce_scatter_start' (ZeRO-1, the distributed optimizer: --ptrain-build-training-step zero=1, ptrain-compile --zero 1) is not supported by the CUDA code generator yet; --target cpu runs it
+
+// A mixed-precision cast the CUDA target has no kernel for (f32 <-> bf16 only; f16 is a codec's code type).
+//--- cast-f16.mlir
+func.func @train_step(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %h = ptrain.cast %x : tensor<4xf32> -> tensor<4xf16> loc("/model/Cast_3")
+  %y = ptrain.cast %h : tensor<4xf16> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+// CAST16: error: loc("/model/Cast_3"): --emit-cuda: a cast from 'f32' to 'f16' is not supported (f32, i64 and i1 among themselves, f32 <-> bf16)

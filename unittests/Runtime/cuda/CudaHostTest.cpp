@@ -150,6 +150,13 @@ TEST(CudaArguments, ModelKernelsRejectBadArgumentsByName) {
   EXPECT_EQ(ptrain_cuda_gemm_f32(0, 0, 1, 2, 2, -1, 1.0f, dummy, 0, dummy, 0, 0.0f, dummy, 0),
             PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(lastErrorHas("ptrain_cuda_gemm_f32: 'k' must be >= 0, got -1")) << ptrain_last_error();
+  uint16_t *half = reinterpret_cast<uint16_t *>(dummy);
+  EXPECT_EQ(ptrain_cuda_gemm_bf16(0, 0, 1, 2, 2, 3, 1.0f, half, -1, half, 0, 0.0f, dummy, 0),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_gemm_bf16: strides must be >= 0")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_gemm_bf16(0, 0, 1, 2, 2, 3, 1.0f, nullptr, 0, half, 0, 0.0f, dummy, 0),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_gemm_bf16: 'a' must not be null")) << ptrain_last_error();
   void *p = nullptr;
   EXPECT_EQ(ptrain_cuda_malloc(-1, &p), PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(lastErrorHas("ptrain_cuda_malloc: 'num_bytes' must be >= 0, got -1")) << ptrain_last_error();
