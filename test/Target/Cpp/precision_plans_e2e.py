@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""CTest codegen-cpu-precision-plans: --precision bf16 under every policy and schedule (issue 24's "16-bit plans work
+under every policy and every schedule"; docs/MixedPrecision.md).
+
+    precision_plans_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR
+
+For each plan below, the bundled GPT (models/gpt) is compiled with `ptrain-compile --precision fp32` and `bf16`
+and trained by `ptrain-run` under mpirun for STEPS AdamW steps on the same bytes of docs/*.md (the user's path:
+plan.json, libstep.so, run.jsonl). Requires of each plan:
+* the bf16 run's training loss at every step within BOUND (relative) of the fp32 run's (bf16 rounds every GEMM
+  operand; over the first steps the two agree to about 1e-3, docs/MixedPrecision.md), and finite;
+* its pipeline traffic: an uncompressed link carries exactly half of fp32's bytes (the lowering sends bf16); a
+  link whose messages a codec encodes carries the codec's codes, at most fp32's bytes.
+Plans: 1F1B (pp 2, 4 micro-batches), GPipe, interleaved 1F1B (2 virtual stages), dp 2 x pp 2, tp 2 x pp 2,
+Optimus-CC (CB's PowerSGD on the backward sends, LEP, the fused embedding sync), MCBench (8-bit forward
+quantization, top-k 25% backward with error feedback; interleaved), and auto. About 3-4 minutes on 2 cores.
+"""
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+build, source, work = sys.argv[1:4]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+
+STEPS = 8
+BOUND = 0.01  # bf16 vs fp32 training loss, relative, at every one of the first STEPS steps
+PLANS = {
+    "1f1b": ["--pp", "2", "--micro-batches", "4"],
+    "gpipe": ["--pp", "2", "--micro-batches", "4", "--schedule", "gpipe"],
+    "interleaved": ["--pp", "2", "--micro-batches", "4", "--schedule", "interleaved", "--virtual-stages", "2"],
+    "dp2pp2": ["--dp", "2", "--pp", "2", "--micro-batches", "2"],
+    "tp2pp2": ["--tp", "2", "--pp", "2", "--micro-batches", "2"],
+    "optimus-cc": ["--pp", "2", "--micro-batches", "4", "--policy", "optimus-cc"],
+    "mcbench": ["--pp", "2", "--micro-batches", "4", "--schedule", "interleaved", "--virtual-stages", "2",
+                "--policy", "mcbench", "--compress-options",
+                "fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.25 error-feedback=true"],
+    "auto": ["--pp", "2", "--micro-batches", "4", "--policy", "auto"],
+}
+
+corpus = os.path.join(work, "corpus.txt")
+with open(corpus, "wb") as f:
+    for name in sorted(os.listdir(os.path.join(source, "docs"))):
+        if name.endswith(".md"):
+            f.write(open(os.path.join(source, "docs", name), "rb").read())
+
+failures = []
+# The compressed plans' uncompressed counterparts (same schedule, same micro-batches), trained first.
+REFERENCE = {"optimus-cc": "1f1b", "auto": "1f1b", "mcbench": "interleaved"}
+traffic_of = {}
+
+
+def run(cmd, what):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    if p.returncode:
+        print(p.stdout[-3000:])
+        raise SystemExit(f"FAIL: {what}: exit {p.returncode}")
+    return p.stdout
+
+
+def train(name, precision, options):
+    out = os.path.join(work, f"{name}-{precision}")
+    run([os.path.join(build, "bin", "ptrain-compile"), os.path.join(source, "models", "gpt", "gpt.onnx"), "-o", out,
+         "--precision", precision, "--lr", "1e-3", *options], f"ptrain-compile {name} {precision}")
+    run([os.path.join(build, "bin", "ptrain-run"), out, "--data", corpus, "--data-format", "bytes", "--steps",
+         str(STEPS), "--val-every", str(STEPS), "--no-tensorboard", "--no-plots"], f"ptrain-run {name} {precision}")
+    records = [json.loads(line) for line in open(os.path.join(out, "run.jsonl"))]
+    losses = [r["train_loss"] for r in records if r.get("record") == "step" and "train_loss" in r]
+    traffic = [r for r in records if r.get("record") == "end"][0]["traffic"]
+    plan = json.load(open(os.path.join(out, "plan.json")))
+    return losses, traffic, plan
+
+
+for name, options in PLANS.items():
+    (l32, t32, plan), (l16, t16, _) = (train(name, p, options) for p in ("fp32", "bf16"))
+    worst = max(abs(a - b) / abs(a) for a, b in zip(l32, l16))
+    print(f"{name}: {len(l16)} steps, loss at step {STEPS}: fp32 {l32[-1]:.6f}, bf16 {l16[-1]:.6f}; worst relative "
+          f"difference {worst:.2e}")
+    if len(l16) != STEPS or len(l32) != STEPS or not all(math.isfinite(v) for v in l16):
+        failures.append(f"{name}: {len(l16)} bf16 and {len(l32)} fp32 steps, expected {STEPS} finite losses")
+    elif not worst <= BOUND:
+        failures.append(f"{name}: bf16 loss differs from fp32 by {worst:.2e} relative > {BOUND}")
+    # A link the codecs leave alone (its fp32 bytes those of the same plan uncompressed) carries bf16: half.
+    uncompressed = traffic_of.get(REFERENCE.get(name, name), t32)
+    for link, stats in t32.items():
+        if not link.startswith(("pp forward", "pp backward")):
+            continue
+        b32, b16 = stats["bytes"], t16[link]["bytes"]
+        coded = b32 != uncompressed[link]["bytes"]
+        print(f"  {link}: fp32 {b32:,} B, bf16 {b16:,} B ({b16 / b32:.4f}){' (codec codes)' if coded else ''}")
+        if not coded and 2 * b16 != b32:
+            failures.append(f"{name}: {link} carries {b16} bytes in bf16, not half of fp32's {b32}")
+        if coded and b16 > b32:
+            failures.append(f"{name}: {link} carries {b16} bytes in bf16, more than fp32's {b32}")
+    traffic_of[name] = t32
+
+if failures:
+    print("FAIL:\n  " + "\n  ".join(failures))
+    sys.exit(1)
+print("PASS")
