@@ -23,12 +23,21 @@
 
 namespace mlir::ptrain {
 
+/// One point of a link's message-size table: a message of `bytes` bytes takes `seconds` one way (measured by
+/// ptrain-calibrate's ping-pong: half the median round trip).
+struct MessageTime {
+  double bytes = 0, seconds = 0;
+};
+
 /// One kind of link, per direction.
 struct LinkSpec {
   /// Bytes per second in one direction (intra-node: per GPU; inter-node: per node, all NICs together).
   double bandwidth = 0;
   /// Seconds per message (the alpha of alpha-beta), > 0 not required (0 is allowed).
   double latency = 0;
+  /// Optional size-dependent message times (`messages` in the file), bytes strictly increasing: when given, a
+  /// message is priced by interpolating this table (LinkCost.h) instead of latency + bytes / bandwidth.
+  std::vector<MessageTime> messages;
 };
 
 /// One codec kernel measured by ptrain-calibrate (docs/TimingModel.md, "Calibration"): the codec attribute
