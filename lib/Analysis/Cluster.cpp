@@ -99,32 +99,43 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, llvm::
   TRY(reader, parent.object_(name));
   for (StringRef field : extra)
     reader.used.insert(field);
+  TRY(halfDuplex, reader.get("half_duplex", /*optional=*/true));
   LinkSpec link;
   TRY(bandwidth, reader.positive("bandwidth"));
   TRY(latency, reader.positive("latency", /*allowZero=*/true));
   link.bandwidth = bandwidth;
   link.latency = latency;
-  // `messages`: [{bytes, seconds}, ...], bytes integers >= 1 strictly increasing, seconds > 0 (one way).
-  TRY(messages, reader.get("messages", /*optional=*/true));
-  if (messages) {
+  if (halfDuplex) {
+    std::optional<bool> b = halfDuplex->getAsBoolean();
+    if (!b)
+      return fieldError(reader.field("half_duplex"), "must be true or false");
+    link.halfDuplex = *b;
+  }
+  // `messages`, `duplex_messages`: [{bytes, seconds}, ...], bytes integers >= 1 strictly increasing, seconds > 0
+  // (one way).
+  for (auto [name, table] : {std::make_pair("messages", &link.messages),
+                             std::make_pair("duplex_messages", &link.duplexMessages)}) {
+    TRY(messages, reader.get(name, /*optional=*/true));
+    if (!messages)
+      continue;
     const json::Array *array = messages->getAsArray();
     if (!array || array->empty())
-      return fieldError(reader.field("messages"), "must be a non-empty array of {bytes, seconds}");
+      return fieldError(reader.field(name), "must be a non-empty array of {bytes, seconds}");
     for (auto [i, entry] : llvm::enumerate(*array)) {
-      std::string path = reader.field("messages") + "[" + std::to_string(i) + "]";
+      std::string path = reader.field(name) + "[" + std::to_string(i) + "]";
       const json::Object *e = entry.getAsObject();
       if (!e)
         return fieldError(path, "must be an object {bytes, seconds}");
       ObjectReader r(*e, path);
       TRY(bytes, r.positiveInt("bytes"));
       TRY(seconds, r.positive("seconds"));
-      if (!link.messages.empty() && bytes <= link.messages.back().bytes)
+      if (!table->empty() && bytes <= table->back().bytes)
         return fieldError(r.field("bytes"), "must be larger than the previous entry's (" +
-                                                std::to_string(static_cast<int64_t>(link.messages.back().bytes)) +
+                                                std::to_string(static_cast<int64_t>(table->back().bytes)) +
                                                 "): sizes strictly increasing");
       if (Error err = r.checkNoUnknown())
         return std::move(err);
-      link.messages.push_back({static_cast<double>(bytes), seconds});
+      table->push_back({static_cast<double>(bytes), seconds});
     }
   }
   if (Error e = reader.checkNoUnknown())
@@ -155,7 +166,7 @@ static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value
   TRY(link, reader.get("link", /*optional=*/true));
   if (link) {
     // The ping-pong's medians before the fit and how they were taken: provenance, not read by the model.
-    auto parsed = parseLink(reader, "link", {"samples", "fit", "round_trips"});
+    auto parsed = parseLink(reader, "link", {"samples", "duplex_samples", "fit", "round_trips"});
     if (!parsed)
       return parsed.takeError();
   }

@@ -8,9 +8,10 @@
 
 using namespace mlir::ptrain;
 
-double LinkCost::message(double bytes) const {
+double LinkCost::message(double bytes, bool duplex) const {
   const double b = bytes * sharers;
-  const std::vector<MessageTime> &table = spec.messages;
+  const std::vector<MessageTime> &table =
+      duplex && !spec.duplexMessages.empty() ? spec.duplexMessages : spec.messages;
   if (table.empty())
     return spec.latency + b / spec.bandwidth;
   if (b >= table.back().bytes)
@@ -27,7 +28,7 @@ double LinkCost::message(double bytes) const {
 double LinkCost::messages(double count, double sentBytes) const {
   if (count <= 0)
     return sentBytes * sharers / spec.bandwidth;
-  return count * message(sentBytes / count);
+  return count * message(sentBytes / count, /*duplex=*/true);
 }
 
 double LinkCost::allReduce(double bytes, int64_t n) const {

@@ -452,6 +452,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       coords.push_back(name == "pp" ? s : 0);
     model.costs.rankNodes.push_back(placement->getNode(coords));
   }
+  model.costs.halfDuplex = cluster.interNode.halfDuplex;
 
   // Compression decisions of --ptrain-compress.
   std::optional<CompressionPlan> plan;

@@ -154,6 +154,23 @@ static double medianRoundTrip(int rank, std::vector<char> &buf, int bytes, int r
   return t[t.size() / 2];
 }
 
+/// Both ranks send `bytes` to each other at once (MPI_Sendrecv): the median time until both have arrived, i.e.
+/// the one-way time of a message while the other direction carries one of the same size (a collective's round).
+static double medianExchange(int rank, std::vector<char> &buf, std::vector<char> &recv, int bytes, int reps) {
+  std::vector<double> t;
+  for (int i = -2; i < reps; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    MPI_Sendrecv(buf.data(), bytes, MPI_BYTE, 1 - rank, 1, recv.data(), bytes, MPI_BYTE, 1 - rank, 1, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (i >= 0)
+      t.push_back(MPI_Wtime() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 static int runPingpong() {
   MPI_Init(nullptr, nullptr);
   int rank = 0, size = 0;
@@ -181,7 +198,7 @@ static int runPingpong() {
   int largest = pingpongBytes;
   for (int b : sizes)
     largest = std::max(largest, b);
-  std::vector<char> buf(largest, 1);
+  std::vector<char> buf(largest, 1), recv(largest, 0);
   const int reps = std::max(1, pingpongReps.getValue());
   if (!llvm::is_contained(sizes, pingpongBytes.getValue()))
     sizes.push_back(pingpongBytes);
@@ -192,7 +209,9 @@ static int runPingpong() {
     double roundTrip = medianRoundTrip(rank, buf, bytes, reps);
     if (bytes == pingpongBytes)
       large = roundTrip;
-    samples.push_back(json::Object{{"bytes", bytes}, {"seconds", roundTrip / 2}});
+    samples.push_back(json::Object{{"bytes", bytes},
+                                   {"seconds", roundTrip / 2},
+                                   {"duplex_seconds", medianExchange(rank, buf, recv, bytes, reps)}});
   }
   if (rank == 0)
   {
@@ -551,29 +570,48 @@ int main(int argc, char **argv) {
     if (!rate || !latency || !measured)
       return fail("--hosts: the ping-pong's result has no rate_bytes_per_s / latency_s / samples");
     // The table: the 1-byte time, each swept size's, the large message's; fitted monotone (LinkCost.h).
-    std::vector<MessageTime> samples = {{1, *latency}};
-    json::Array raw;
+    // The duplex table (both directions at once, a collective's round) starts at the first swept size.
+    std::vector<MessageTime> samples = {{1, *latency}}, duplexSamples;
+    json::Array raw, duplexRaw;
     for (const json::Value &e : *measured) {
       const json::Object *m = e.getAsObject();
       auto bytes = m ? m->getNumber("bytes") : std::nullopt;
       auto secs = m ? m->getNumber("seconds") : std::nullopt;
-      if (!bytes || !secs || *bytes < 1 || *secs <= 0)
+      auto duplex = m ? m->getNumber("duplex_seconds") : std::nullopt;
+      if (!bytes || !secs || !duplex || *bytes < 1 || *secs <= 0 || *duplex <= 0)
         return fail("--hosts: a bad ping-pong sample");
       samples.push_back({*bytes, *secs});
+      duplexSamples.push_back({*bytes, *duplex});
       raw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *secs}});
+      duplexRaw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *duplex}});
     }
-    json::Array table;
-    for (const MessageTime &m : fitMessageTimes(samples))
-      table.push_back(json::Object{{"bytes", static_cast<int64_t>(m.bytes)}, {"seconds", m.seconds}});
-    o["inter_node"] = json::Object{{"bandwidth", *rate}, {"latency", *latency}, {"messages", json::Array(table)}};
+    auto toJson = [](const std::vector<MessageTime> &fit) {
+      json::Array table;
+      for (const MessageTime &m : fit)
+        table.push_back(json::Object{{"bytes", static_cast<int64_t>(m.bytes)}, {"seconds", m.seconds}});
+      return table;
+    };
+    json::Array table = toJson(fitMessageTimes(samples)), duplexTable = toJson(fitMessageTimes(duplexSamples));
+    // Half duplex where both ways at once take 1.5x or more the one-way time at the largest size (a full-duplex
+    // link: about 1x; one shared rate: 2x).
+    const bool halfDuplex = duplexSamples.back().seconds >= 1.5 * samples.back().seconds;
+    o["inter_node"] = json::Object{{"bandwidth", *rate},
+                                   {"latency", *latency},
+                                   {"messages", json::Array(table)},
+                                   {"duplex_messages", json::Array(duplexTable)},
+                                   {"half_duplex", halfDuplex}};
     calibration["link"] = json::Object{
         {"bandwidth", *rate},
         {"latency", *latency},
         {"messages", std::move(table)},
+        {"duplex_messages", std::move(duplexTable)},
+        {"half_duplex", halfDuplex},
         {"samples", std::move(raw)},
+        {"duplex_samples", std::move(duplexRaw)},
         {"round_trips", pingpongReps.getValue()},
-        {"fit", "one-way time = half the median round trip per size; monotone least squares (pool adjacent "
-                "violators); priced by piecewise-linear interpolation, above the largest size at bandwidth"}};
+        {"fit", "one-way time = half the median round trip per size (duplex: the median MPI_Sendrecv of that size "
+                "both ways at once); monotone least squares (pool adjacent violators); priced by piecewise-linear "
+                "interpolation, above the largest size at bandwidth"}};
   }
   o["calibration"] = std::move(calibration);
   if (json::Object *sources = o.getObject("sources"))

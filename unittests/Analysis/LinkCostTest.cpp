@@ -64,6 +64,20 @@ TEST(LinkCostTest, TableIsInterpolated) {
   EXPECT_DOUBLE_EQ(LinkCost(c.interNode, 2).message(5000), 6e-3);
 }
 
+// A duplex table prices the rounds of collectives (each rank sends and receives at once); lone messages keep
+// the one-way table; without a duplex table collectives use the one-way one.
+TEST(LinkCostTest, CollectivesUseTheDuplexTable) {
+  ClusterSpec c = parse(R"({"bandwidth": 2.5e6, "latency": 1e-4,
+    "messages": [{"bytes": 10000, "seconds": 6e-3}],
+    "duplex_messages": [{"bytes": 10000, "seconds": 9e-3}]})");
+  LinkCost link(c.interNode);
+  EXPECT_DOUBLE_EQ(link.message(10000), 6e-3);
+  EXPECT_DOUBLE_EQ(link.message(10000, /*duplex=*/true), 9e-3);
+  EXPECT_DOUBLE_EQ(link.allReduce(20000, 2), 2 * 9e-3);
+  EXPECT_DOUBLE_EQ(link.reduceScatter(20000, 2), 9e-3);
+  EXPECT_DOUBLE_EQ(LinkCost(parse(kTable).interNode).allReduce(20000, 2), 2 * 6e-3);
+}
+
 // The fit: sorted, equal sizes averaged, non-decreasing (pool adjacent violators).
 TEST(LinkCostTest, FitIsMonotoneLeastSquares) {
   std::vector<MessageTime> fit =
@@ -88,6 +102,11 @@ TEST(LinkCostTest, FitIsMonotoneLeastSquares) {
 // {bytes >= 1 integer, seconds > 0}, sizes strictly increasing, nothing else.
 TEST(LinkCostTest, SchemaErrorsNameTheField) {
   EXPECT_TRUE(parse(R"({"bandwidth": 1e9, "latency": 1e-5})").interNode.messages.empty());
+  EXPECT_FALSE(parse(R"({"bandwidth": 1e9, "latency": 1e-5})").interNode.halfDuplex);
+  EXPECT_TRUE(parse(R"({"bandwidth": 1e9, "latency": 1e-5, "half_duplex": true})").interNode.halfDuplex);
+  std::string duplexError;
+  parse(R"({"bandwidth": 1e9, "latency": 1e-5, "half_duplex": 1})", &duplexError);
+  EXPECT_EQ(duplexError, "inter_node.half_duplex: must be true or false");
   std::string error;
   parse(R"({"bandwidth": 1e9, "latency": 0, "messages": [{"bytes": 10, "seconds": 1e-3}, {"bytes": 10,
             "seconds": 2e-3}]})",

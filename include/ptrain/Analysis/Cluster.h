@@ -38,6 +38,14 @@ struct LinkSpec {
   /// Optional size-dependent message times (`messages` in the file), bytes strictly increasing: when given, a
   /// message is priced by interpolating this table (LinkCost.h) instead of latency + bytes / bandwidth.
   std::vector<MessageTime> messages;
+  /// Optional (`duplex_messages`): the one-way time of a message while the opposite direction carries one of the
+  /// same size at the same time, as in every round of a collective (each rank sends and receives at once);
+  /// collectives are priced from it where given, else from `messages`.
+  std::vector<MessageTime> duplexMessages;
+  /// `half_duplex` (optional, default false): the two directions share one rate, so transfers in opposite
+  /// directions go one at a time (ptrain-calibrate sets it where a message both ways at once takes 1.5x or more
+  /// the one-way time at its largest size).
+  bool halfDuplex = false;
 };
 
 /// One codec kernel measured by ptrain-calibrate (docs/TimingModel.md, "Calibration"): the codec attribute

@@ -30,9 +30,12 @@ public:
   /// Seconds of one message of `bytes` bytes, one way. Without a table: latency + bytes / bandwidth. With a
   /// table (x_i bytes, y_i seconds), for b = sharers x bytes: below x_0 the line from (0, latency) to
   /// (x_0, y_0); between two entries their line; above the last entry y_last + (b - x_last) / bandwidth.
-  double message(double bytes) const;
-  /// Seconds of `messages` messages in sequence carrying `sentBytes` bytes together (sentBytes / messages each),
-  /// the unit of the ring collectives; `messages` <= 0: the bytes at the bandwidth alone.
+  /// `duplex`: the other direction carries a message of the same size at the same time (a collective's round):
+  /// priced from the link's duplex table where it has one, else as a lone message.
+  double message(double bytes, bool duplex = false) const;
+  /// Seconds of `messages` rounds of a collective in sequence carrying `sentBytes` bytes together (sentBytes /
+  /// messages each; each rank sends one and receives one per round, so duplex); `messages` <= 0: the bytes at
+  /// the bandwidth alone.
   double messages(double messages, double sentBytes) const;
   /// NCCL ring all-reduce of `bytes` per rank over n ranks: 2(n-1) messages of bytes / n (2(n-1)/n of the
   /// bytes sent; nccl-tests doc/PERFORMANCE.md); 0 when n <= 1.
@@ -41,7 +44,7 @@ public:
   double reduceScatter(double bytes, int64_t n) const;
   /// Bytes per second one GPU gets at large sizes (bandwidth / sharers).
   double bandwidth() const { return spec.bandwidth / sharers; }
-  bool isSizeDependent() const { return !spec.messages.empty(); }
+  bool isSizeDependent() const { return !spec.messages.empty() || !spec.duplexMessages.empty(); }
 
 private:
   LinkSpec spec;
