@@ -273,6 +273,10 @@ Expected<ClusterSpec> mlir::ptrain::parseCluster(const json::Value &value) {
       c.axisOrder.push_back(s->str());
     }
   }
+  TRY(algorithm, reader.string("all_reduce_algorithm", /*optional=*/true, "ring"));
+  if (algorithm != "ring" && algorithm != "binomial")
+    return fieldError("all_reduce_algorithm", "must be \"ring\" or \"binomial\", got '" + algorithm + "'");
+  c.binomialAllReduce = algorithm == "binomial";
   TRY(calibration, reader.get("calibration", /*optional=*/true));
   if (calibration) {
     auto kernels = parseCalibration(*calibration);

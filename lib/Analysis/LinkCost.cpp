@@ -5,6 +5,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace mlir::ptrain;
 
@@ -34,6 +35,8 @@ double LinkCost::messages(double count, double sentBytes) const {
 double LinkCost::allReduce(double bytes, int64_t n) const {
   if (n <= 1)
     return 0;
+  if (binomial)
+    return 2.0 * std::ceil(std::log2(static_cast<double>(n))) * message(bytes);
   return messages(2.0 * (n - 1), 2.0 * (n - 1) / n * bytes);
 }
 

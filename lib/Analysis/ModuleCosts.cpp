@@ -219,7 +219,8 @@ struct Links {
   const ClusterSpec &cluster;
   int64_t sharers;
   LinkCost get(bool inter) const {
-    return inter ? LinkCost(cluster.interNode, sharers) : LinkCost(cluster.intraNode);
+    return inter ? LinkCost(cluster.interNode, sharers, cluster.binomialAllReduce)
+                 : LinkCost(cluster.intraNode, 1, cluster.binomialAllReduce);
   }
 };
 } // namespace
@@ -299,6 +300,13 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
     to.sentBytes = std::max(0.0, to.sentBytes) + scale * c.sentBytes;
     to.interNode = dpInter;
   };
+  // A plain all-reduce of `bytes` per rank: the ring's traffic, timed by the cluster's algorithm
+  // (LinkCost::allReduce: ring, or binomial on the CPU target).
+  auto addAllReduce = [&](CommCost &to, double bytes) {
+    CodecCollective c = ringAllReduce(bytes, n);
+    addRound(to, c, 1);
+    to.seconds += dpLink.allReduce(bytes, n) - dpLink.messages(c.latencies, c.sentBytes);
+  };
   RankCosts &rc = model.costs.ranks[s];
   CompressedAllReduce ca;
   std::vector<CodecPhase> phases[3];
@@ -336,7 +344,7 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
       double bytes = 0;
       for (Gradient &g : grads)
         bytes += getTensorBytes(g.read.getType());
-      addRound(rc.dataParallel, ringAllReduce(bytes / tp, n), 1);
+      addAllReduce(rc.dataParallel, bytes / tp);
       ++rc.dataParallelBuckets;
       continue;
     }
@@ -346,7 +354,7 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
       CodecAttrInterface codec = g.codec;
       auto type = cast<RankedTensorType>(read.getType());
       if (!codec) {
-        addRound(ca.first, ringAllReduce(getTensorBytes(type) / tp, n), 1);
+        addAllReduce(ca.first, getTensorBytes(type) / tp);
         ++ca.exact;
         continue;
       }

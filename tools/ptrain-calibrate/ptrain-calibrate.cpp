@@ -614,6 +614,9 @@ int main(int argc, char **argv) {
                 "interpolation, above the largest size at bandwidth"}};
   }
   o["calibration"] = std::move(calibration);
+  // The CPU target's all-reduce is MPI_Iallreduce in place, which OpenMPI's libnbc runs as a binomial reduce +
+  // broadcast (ClusterSpec::binomialAllReduce).
+  o["all_reduce_algorithm"] = "binomial";
   if (json::Object *sources = o.getObject("sources"))
     (*sources)["calibration"] = "ptrain-calibrate (see calibration.provenance)";
 

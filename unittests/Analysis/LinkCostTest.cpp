@@ -78,6 +78,26 @@ TEST(LinkCostTest, CollectivesUseTheDuplexTable) {
   EXPECT_DOUBLE_EQ(LinkCost(parse(kTable).interNode).allReduce(20000, 2), 2 * 6e-3);
 }
 
+// all_reduce_algorithm "binomial" (the CPU target's MPI_Iallreduce in place under OpenMPI's libnbc): a reduce
+// up a binomial tree and a broadcast down it, 2 ceil(log2 n) lone messages of the whole buffer.
+TEST(LinkCostTest, BinomialAllReduceSendsTheWholeBufferUpAndDown) {
+  ClusterSpec c = parse(kTable);
+  EXPECT_FALSE(c.binomialAllReduce);
+  LinkCost binomial(c.interNode, 1, /*binomial=*/true);
+  EXPECT_DOUBLE_EQ(binomial.allReduce(10000, 2), 2 * 6e-3);
+  EXPECT_DOUBLE_EQ(binomial.allReduce(10000, 3), 4 * 6e-3);
+  EXPECT_DOUBLE_EQ(binomial.allReduce(10000, 4), 4 * 6e-3);
+  EXPECT_DOUBLE_EQ(binomial.allReduce(10000, 1), 0);
+  // The ring on the same link: 2 messages of 5,000 B.
+  EXPECT_DOUBLE_EQ(LinkCost(c.interNode).allReduce(10000, 2), 2 * LinkCost(c.interNode).message(5000));
+  std::string text = R"({"nodes": 1, "gpus_per_node": 1, "all_reduce_algorithm": "tree",
+    "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
+    "intra_node": {"bandwidth": 1e10, "latency": 1e-6}, "inter_node": {"bandwidth": 1e9, "latency": 0}})";
+  auto bad = parseCluster(*llvm::json::parse(text));
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_EQ(llvm::toString(bad.takeError()), "all_reduce_algorithm: must be \"ring\" or \"binomial\", got 'tree'");
+}
+
 // The fit: sorted, equal sizes averaged, non-decreasing (pool adjacent violators).
 TEST(LinkCostTest, FitIsMonotoneLeastSquares) {
   std::vector<MessageTime> fit =

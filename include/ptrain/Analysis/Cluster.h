@@ -78,6 +78,12 @@ struct ClusterSpec {
   /// Grid axes from the innermost (neighbouring ranks, same node) to the outermost. Grid axes not listed
   /// come after, in the grid's order. Default: tp, dp, pp (Megatron-LM's rank order).
   std::vector<std::string> axisOrder = {"tp", "dp", "pp"};
+  /// How an all-reduce runs (`all_reduce_algorithm`): false ("ring", the default) NCCL's ring, 2(n-1) messages
+  /// of bytes / n; true ("binomial") a binomial-tree reduce then broadcast of the whole buffer, 2 ceil(log2 n)
+  /// messages of all the bytes one after the other, which is what the CPU target's MPI_Iallreduce with
+  /// MPI_IN_PLACE runs under OpenMPI (libnbc, ompi/mca/coll/libnbc/nbc_iallreduce.c: binomial whenever the
+  /// buffer is in place or p < 4); ptrain-calibrate writes "binomial".
+  bool binomialAllReduce = false;
   /// The measured codec kernels of a calibrated cluster file (`calibration.codecs`); empty otherwise.
   std::vector<CodecKernelTime> codecKernels;
 

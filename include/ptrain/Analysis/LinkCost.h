@@ -25,7 +25,9 @@ public:
   /// `sharers` GPUs of a node use the link at the same time (the node's NIC shared fairly): each of their
   /// messages of b bytes ends when one message of sharers x b bytes would (with alpha-beta: latency +
   /// b / (bandwidth / sharers)).
-  explicit LinkCost(const LinkSpec &spec, double sharers = 1) : spec(spec), sharers(sharers < 1 ? 1 : sharers) {}
+  /// `binomial`: all-reduces run as a binomial reduce + broadcast (ClusterSpec::binomialAllReduce).
+  explicit LinkCost(const LinkSpec &spec, double sharers = 1, bool binomial = false)
+      : spec(spec), sharers(sharers < 1 ? 1 : sharers), binomial(binomial) {}
 
   /// Seconds of one message of `bytes` bytes, one way. Without a table: latency + bytes / bandwidth. With a
   /// table (x_i bytes, y_i seconds), for b = sharers x bytes: below x_0 the line from (0, latency) to
@@ -38,7 +40,8 @@ public:
   /// the bandwidth alone.
   double messages(double messages, double sentBytes) const;
   /// NCCL ring all-reduce of `bytes` per rank over n ranks: 2(n-1) messages of bytes / n (2(n-1)/n of the
-  /// bytes sent; nccl-tests doc/PERFORMANCE.md); 0 when n <= 1.
+  /// bytes sent; nccl-tests doc/PERFORMANCE.md); binomial: 2 ceil(log2 n) lone messages of all the bytes, one
+  /// after the other (reduce up the tree, broadcast down); 0 when n <= 1.
   double allReduce(double bytes, int64_t n) const;
   /// Ring reduce-scatter or all-gather: n-1 messages of bytes / n; 0 when n <= 1.
   double reduceScatter(double bytes, int64_t n) const;
@@ -49,6 +52,7 @@ public:
 private:
   LinkSpec spec;
   double sharers = 1;
+  bool binomial = false;
 };
 
 /// The message-size table ptrain-calibrate writes from its ping-pong medians: entries sorted by size, equal
