@@ -15,36 +15,29 @@ static int cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static double medianRoundTrip(int rank, char *buf, int bytes, int reps) {
-  double *t = malloc(sizeof(double) * reps);
-  for (int i = -2; i < reps; ++i) {  // two warm-up round trips
+/* One timed exchange of `bytes` between ranks 0 and 1: a round trip (duplex 0) or both directions at once
+   (duplex 1, MPI_Sendrecv, until both messages have arrived). */
+static void exchange(int rank, char *buf, char *recv, int bytes, int duplex) {
+  if (duplex) {
+    MPI_Sendrecv(buf, bytes, MPI_BYTE, 1 - rank, 1, recv, bytes, MPI_BYTE, 1 - rank, 1, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    if (rank == 0) {
-      MPI_Send(buf, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-      MPI_Recv(buf, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    } else {
-      MPI_Recv(buf, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(buf, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
-    }
-    if (i >= 0)
-      t[i] = MPI_Wtime() - t0;
+  } else if (rank == 0) {
+    MPI_Send(buf, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+    MPI_Recv(buf, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Recv(buf, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Send(buf, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
   }
-  qsort(t, reps, sizeof(double), cmp);
-  double m = t[reps / 2];
-  free(t);
-  return m;
 }
 
-/* Both ranks send `bytes` to each other at once; the median time until both messages have arrived. */
-static double medianExchange(int rank, char *buf, char *recv, int bytes, int reps) {
+/* The median seconds of `reps` exchanges after two warm-up ones. */
+static double median(int rank, char *buf, char *recv, int bytes, int reps, int duplex) {
   double *t = malloc(sizeof(double) * reps);
   for (int i = -2; i < reps; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    MPI_Sendrecv(buf, bytes, MPI_BYTE, 1 - rank, 1, recv, bytes, MPI_BYTE, 1 - rank, 1, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
-    MPI_Barrier(MPI_COMM_WORLD);
+    exchange(rank, buf, recv, bytes, duplex);
     if (i >= 0)
       t[i] = MPI_Wtime() - t0;
   }
@@ -73,9 +66,9 @@ int main(int argc, char **argv) {
   }
   int duplex = argc > 3 && strcmp(argv[3], "duplex") == 0;
   char *buf = calloc(large, 1), *recv = calloc(large, 1);
-  double small = medianRoundTrip(rank, buf, 1, 5 * reps) / 2;
-  double big = medianRoundTrip(rank, buf, large, reps) / 2;
-  double both = duplex ? medianExchange(rank, buf, recv, large, reps) : 0;
+  double small = median(rank, buf, recv, 1, 5 * reps, 0) / 2;
+  double big = median(rank, buf, recv, large, reps, 0) / 2;
+  double both = duplex ? median(rank, buf, recv, large, reps, 1) : 0;
   if (rank == 0) {
     printf("{\"latency_s\": %.9g, \"large_bytes\": %d, \"large_one_way_s\": %.9g, \"rate_bytes_per_s\": %.9g",
            small, large, big, large / (big - small > 0 ? big - small : big));

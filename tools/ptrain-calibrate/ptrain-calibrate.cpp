@@ -135,35 +135,26 @@ static std::vector<float> randomFloats(int64_t n, unsigned seed) {
 
 //===--- The link: MPI ping-pong ------------------------------------------===//
 
-static double medianRoundTrip(int rank, std::vector<char> &buf, int bytes, int reps) {
+/// The median seconds of `reps` exchanges of `bytes` between ranks 0 and 1 after two warm-up ones: a round trip,
+/// or with `duplex` both ranks sending to each other at once (MPI_Sendrecv, until both messages have arrived:
+/// the one-way time of a message while the other direction carries one of the same size, a collective's round).
+static double medianExchange(int rank, std::vector<char> &buf, std::vector<char> &recv, int bytes, int reps,
+                             bool duplex) {
   std::vector<double> t;
   for (int i = -2; i < reps; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    if (rank == 0) {
+    if (duplex) {
+      MPI_Sendrecv(buf.data(), bytes, MPI_BYTE, 1 - rank, 1, recv.data(), bytes, MPI_BYTE, 1 - rank, 1,
+                   MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Barrier(MPI_COMM_WORLD);
+    } else if (rank == 0) {
       MPI_Send(buf.data(), bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
       MPI_Recv(buf.data(), bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else {
       MPI_Recv(buf.data(), bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       MPI_Send(buf.data(), bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
     }
-    if (i >= 0)
-      t.push_back(MPI_Wtime() - t0);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-/// Both ranks send `bytes` to each other at once (MPI_Sendrecv): the median time until both have arrived, i.e.
-/// the one-way time of a message while the other direction carries one of the same size (a collective's round).
-static double medianExchange(int rank, std::vector<char> &buf, std::vector<char> &recv, int bytes, int reps) {
-  std::vector<double> t;
-  for (int i = -2; i < reps; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    MPI_Sendrecv(buf.data(), bytes, MPI_BYTE, 1 - rank, 1, recv.data(), bytes, MPI_BYTE, 1 - rank, 1, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
-    MPI_Barrier(MPI_COMM_WORLD);
     if (i >= 0)
       t.push_back(MPI_Wtime() - t0);
   }
@@ -202,16 +193,16 @@ static int runPingpong() {
   const int reps = std::max(1, pingpongReps.getValue());
   if (!llvm::is_contained(sizes, pingpongBytes.getValue()))
     sizes.push_back(pingpongBytes);
-  double small = medianRoundTrip(rank, buf, 1, 2 * reps);
+  double small = medianExchange(rank, buf, recv, 1, 2 * reps, /*duplex=*/false);
   double large = 0;
   json::Array samples;
   for (int bytes : sizes) {
-    double roundTrip = medianRoundTrip(rank, buf, bytes, reps);
+    double roundTrip = medianExchange(rank, buf, recv, bytes, reps, /*duplex=*/false);
     if (bytes == pingpongBytes)
       large = roundTrip;
     samples.push_back(json::Object{{"bytes", bytes},
                                    {"seconds", roundTrip / 2},
-                                   {"duplex_seconds", medianExchange(rank, buf, recv, bytes, reps)}});
+                                   {"duplex_seconds", medianExchange(rank, buf, recv, bytes, reps, /*duplex=*/true)}});
   }
   if (rank == 0)
   {
