@@ -198,15 +198,20 @@ class Cluster:
         return [self.ip, "netns", "exec", ns, "nice", "-n", str(self.nice), "taskset", "-c", str(core), *cmd]
 
     def shape(self, bits):
-        """tbf on both ends at `bits`/s: burst 1 ms of data (at least 32 KiB), 50 ms of queue."""
-        burst = max(32 * 1024, int(bits / 8 * 1e-3))
+        """tbf on both ends at `bits`/s: burst 1 ms of data (at least 4 KiB), 50 ms of queue. (Before 2026-12-07
+        at least 32 KiB: a bucket that lets a message of up to 32 KiB after an idle gap leave faster than the
+        rate, by an amount that depends on the bucket's state, which no link model can price; bench/README.md.)"""
+        burst = max(4 * 1024, int(bits / 8 * 1e-3))
         for ns, dev in self.devices.items():
             run([self.ip, "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
                  f"{int(bits)}bit", "burst", str(burst), "latency", "50ms"], f"tc on {ns}/{dev}")
 
-    def mpirun_args(self):
-        hosts = ",".join(f"{addr}:1" for addr, _, _ in self.hosts)
-        return (f"--host {hosts} --mca plm_rsh_agent {os.path.join(HERE, 'agent.sh')} --mca btl tcp,self "
+    def host_list(self):
+        return ",".join(f"{addr}:1" for addr, _, _ in self.hosts)
+
+    def mpirun_args(self, with_hosts=True):
+        hosts = f"--host {self.host_list()} " if with_hosts else ""
+        return (f"{hosts}--mca plm_rsh_agent {os.path.join(HERE, 'agent.sh')} --mca btl tcp,self "
                 f"--mca btl_tcp_if_include {self.subnet} --mca oob_tcp_if_include {self.subnet} --bind-to none")
 
     def mpi_env(self):
@@ -226,7 +231,20 @@ def calibrate(args, cluster, plan_dir, out_path):
         return json.load(f)
 
 
-def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note):
+def calibrate_link(args, cluster, plan_dir, calibrated_path, out_path):
+    """ptrain-calibrate --link-only: the link's one-way time over the plan's message sizes (1 byte, the boundary
+    tensor, every candidate codec's code tensors, the ring messages, 1 MiB) under mpirun between the two
+    namespaces, fitted into inter_node.messages (docs/TimingModel.md "Calibration"). Returns its inter_node."""
+    run(cluster.in_node(0, [os.path.join(args.build, "bin", "ptrain-calibrate"), plan_dir, "-o", out_path, "--base",
+                            calibrated_path, "--link-only", "--hosts", cluster.host_list(),
+                            "--mpirun-args=" + cluster.mpirun_args(with_hosts=False), "--pingpong-reps", "10"]),
+        "ptrain-calibrate --link-only", env=cluster.mpi_env(), nice=cluster.nice)
+    with open(out_path) as f:
+        data = json.load(f)
+    return data["inter_node"], data["calibration"]["link"]
+
+
+def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note, link=None):
     """The cluster file of one rate: ptrain-calibrate's file (2 nodes of one core) with the calibrated
     efficiency and the measured link. `calibrated` None: a draft with placeholder rates, only to compile the
     plan that ptrain-calibrate measures."""
@@ -241,9 +259,13 @@ def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note):
     data["sources"] = {"gpu.peak_flops.f32, gpu.memory_bandwidth, calibration":
                        "ptrain-calibrate on core 0 at the pp = 2 plan's shapes (calibration.provenance)",
                        "gpu.efficiency": "calibrated: the model's single-rank step / the measured one",
-                       "inter_node.bandwidth, inter_node.latency": "MPI ping-pong over the shaped link (pingpong.c)"}
+                       "inter_node": "ptrain-calibrate --link-only: MPI ping-pong over the shaped link at the plan's "
+                                     "message sizes (calibration.link)" if link else
+                                     "MPI ping-pong over the shaped link (pingpong.c)"}
     data["gpu"]["efficiency"] = efficiency
-    data["inter_node"] = {"bandwidth": rate_bytes, "latency": latency}
+    data["inter_node"] = link[0] if link else {"bandwidth": rate_bytes, "latency": latency}
+    if link:
+        data["calibration"]["link"] = link[1]
     with open(path, "w") as f:
         json.dump(data, f, indent=2)
         f.write("\n")
@@ -422,8 +444,14 @@ def bench(args, policies, rates):
         say(f"== rate {name}: tbf {bits / 1e6:.1f} Mbit/s on both ends; ping-pong: latency "
             f"{link['latency_s'] * 1e6:.1f} us, rate {link['rate_bytes_per_s'] * 8 / 1e6:.1f} Mbit/s "
             f"({link['rate_bytes_per_s'] / 1e6:.2f} MB/s)")
+        # The link by message size (the model prices every message from this table).
+        sized = calibrate_link(args, cluster, shapes, os.path.join(args.out, "calibrated.json"),
+                               os.path.join(folder, "calibrated-link.json"))
+        say("   message sizes (one way, fitted): " + ", ".join(
+            f"{m['bytes']:,} B {m['seconds'] * 1e3:.3f} ms" for m in sized[0]["messages"]))
+        link["sizes"] = sized[0]["messages"]
         cpath = cluster_file(os.path.join(folder, "cluster.json"), calibrated, efficiency, link["rate_bytes_per_s"],
-                             link["latency_s"], f"tbf {bits / 1e6:.1f} Mbit/s")
+                             link["latency_s"], f"tbf {bits / 1e6:.1f} Mbit/s", link=sized)
         reports, logs, errors = {}, {p: [] for p in policies}, {}
         for policy in policies:
             try:

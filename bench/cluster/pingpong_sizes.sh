@@ -3,7 +3,9 @@
 # veth pair of run.sh, tc tbf at RATE on both ends with each BURST, and pingpong.c (built by run.sh into OUT)
 # at the message sizes of the bundled GPT's pp = 2 plans (PowerSGD rank 4 code 6,144 B, 4-bit activation
 # 16,896 B, 8-bit activation 33,280 B, fp32 activation / tied gradient 131,072 B, 1 MiB). The timing model
-# prices a message at latency + bytes / rate; this shows where TCP through tbf does not.
+# prices a message at latency + bytes / rate (or, calibrated, from ptrain-calibrate's table of isolated
+# messages); this shows where TCP through tbf does not, and (duplex_one_way_s) what a message costs while the
+# other direction carries one of the same size, as 1F1B's crossing forward and backward sends do.
 #
 #   sudo bash bench/cluster/pingpong_sizes.sh [OUT (default out/bench-cluster)] [RATE (default 20000000bit)] [BURSTS (default "32768 4096")]
 #
@@ -37,6 +39,6 @@ for burst in $BURSTS; do
     echo -n "rate $RATE burst $burst size $size: "
     ip netns exec node0 taskset -c 0 mpirun -np 2 --host 10.77.0.1:1,10.77.0.2:1 --mca plm_rsh_agent "$HERE/agent.sh" \
       --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 --bind-to none \
-      "$OUT/pingpong" "$size" 10 2>&1 | grep '^{' || echo failed
+      "$OUT/pingpong" "$size" 10 duplex 2>&1 | grep '^{' || echo failed
   done
 done

@@ -94,20 +94,57 @@ public:
     return var##OrErr.takeError();                                                                                     \
   auto var = std::move(*var##OrErr);
 
-static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name) {
+/// A link object {bandwidth, latency, messages?}; `extra` names further fields allowed (and not read).
+static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, llvm::ArrayRef<StringRef> extra = {}) {
   TRY(reader, parent.object_(name));
+  for (StringRef field : extra)
+    reader.used.insert(field);
+  TRY(halfDuplex, reader.get("half_duplex", /*optional=*/true));
   LinkSpec link;
   TRY(bandwidth, reader.positive("bandwidth"));
   TRY(latency, reader.positive("latency", /*allowZero=*/true));
   link.bandwidth = bandwidth;
   link.latency = latency;
+  if (halfDuplex) {
+    std::optional<bool> b = halfDuplex->getAsBoolean();
+    if (!b)
+      return fieldError(reader.field("half_duplex"), "must be true or false");
+    link.halfDuplex = *b;
+  }
+  // `messages`, `duplex_messages`: [{bytes, seconds}, ...], bytes integers >= 1 strictly increasing, seconds > 0
+  // (one way).
+  for (auto [name, table] : {std::make_pair("messages", &link.messages),
+                             std::make_pair("duplex_messages", &link.duplexMessages)}) {
+    TRY(messages, reader.get(name, /*optional=*/true));
+    if (!messages)
+      continue;
+    const json::Array *array = messages->getAsArray();
+    if (!array || array->empty())
+      return fieldError(reader.field(name), "must be a non-empty array of {bytes, seconds}");
+    for (auto [i, entry] : llvm::enumerate(*array)) {
+      std::string path = reader.field(name) + "[" + std::to_string(i) + "]";
+      const json::Object *e = entry.getAsObject();
+      if (!e)
+        return fieldError(path, "must be an object {bytes, seconds}");
+      ObjectReader r(*e, path);
+      TRY(bytes, r.positiveInt("bytes"));
+      TRY(seconds, r.positive("seconds"));
+      if (!table->empty() && bytes <= table->back().bytes)
+        return fieldError(r.field("bytes"), "must be larger than the previous entry's (" +
+                                                std::to_string(static_cast<int64_t>(table->back().bytes)) +
+                                                "): sizes strictly increasing");
+      if (Error err = r.checkNoUnknown())
+        return std::move(err);
+      table->push_back({static_cast<double>(bytes), seconds});
+    }
+  }
   if (Error e = reader.checkNoUnknown())
     return std::move(e);
   return link;
 }
 
 /// `calibration` (ptrain-calibrate): provenance (free-form object), gemm_flops and memory_bandwidth (> 0), an
-/// optional link {bandwidth, latency}, and codecs [{codec, shape, error_feedback, encode_s, decode_s}].
+/// optional link {bandwidth, latency, messages?, samples?, fit?, round_trips?}, and codecs [{codec, shape, error_feedback, encode_s, decode_s}].
 static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value &value) {
   const json::Object *o = value.getAsObject();
   if (!o)
@@ -128,7 +165,8 @@ static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value
   reader.used.insert("gemm_shapes");
   TRY(link, reader.get("link", /*optional=*/true));
   if (link) {
-    auto parsed = parseLink(reader, "link");
+    // The ping-pong's medians before the fit and how they were taken: provenance, not read by the model.
+    auto parsed = parseLink(reader, "link", {"samples", "duplex_samples", "fit", "round_trips"});
     if (!parsed)
       return parsed.takeError();
   }
@@ -235,6 +273,10 @@ Expected<ClusterSpec> mlir::ptrain::parseCluster(const json::Value &value) {
       c.axisOrder.push_back(s->str());
     }
   }
+  TRY(algorithm, reader.string("all_reduce_algorithm", /*optional=*/true, "ring"));
+  if (algorithm != "ring" && algorithm != "binomial")
+    return fieldError("all_reduce_algorithm", "must be \"ring\" or \"binomial\", got '" + algorithm + "'");
+  c.binomialAllReduce = algorithm == "binomial";
   TRY(calibration, reader.get("calibration", /*optional=*/true));
   if (calibration) {
     auto kernels = parseCalibration(*calibration);

@@ -191,8 +191,8 @@ mlir::ptrain::getDataParallelCodecWork(CodecAttrInterface codec, RankedTensorTyp
 }
 
 llvm::Expected<CompressedAllReduceCost>
-mlir::ptrain::getCompressedAllReduceCost(CodecAttrInterface codec, RankedTensorType type, int64_t n, double bandwidth,
-                                         double latency, const ClusterSpec &cluster, bool errorFeedback) {
+mlir::ptrain::getCompressedAllReduceCost(CodecAttrInterface codec, RankedTensorType type, int64_t n, const LinkCost &link,
+                                         const ClusterSpec &cluster, bool errorFeedback) {
   llvm::Expected<DataParallelCodecWork> work = getDataParallelCodecWork(codec, type, n, errorFeedback);
   if (!work)
     return work.takeError();
@@ -209,7 +209,7 @@ mlir::ptrain::getCompressedAllReduceCost(CodecAttrInterface codec, RankedTensorT
   cost.seconds = cost.codecSeconds;
   for (const std::vector<CodecCollective> *rounds : {&work->first, &work->second})
     for (const CodecCollective &c : *rounds) {
-      cost.seconds += c.latencies * latency + c.sentBytes / bandwidth;
+      cost.seconds += link.messages(c.latencies, c.sentBytes);
       cost.sentBytes += c.sentBytes;
     }
   return cost;

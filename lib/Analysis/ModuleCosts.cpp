@@ -32,15 +32,11 @@ static llvm::Error costError(const llvm::Twine &what) {
 }
 
 double mlir::ptrain::allReduceSeconds(double bytes, int64_t n, double bandwidth, double latency) {
-  if (n <= 1)
-    return 0;
-  return 2.0 * (n - 1) * latency + 2.0 * (n - 1) / n * bytes / bandwidth;
+  return LinkCost(LinkSpec{bandwidth, latency, {}}).allReduce(bytes, n);
 }
 
 double mlir::ptrain::reduceScatterSeconds(double bytes, int64_t n, double bandwidth, double latency) {
-  if (n <= 1)
-    return 0;
-  return (n - 1) * latency + static_cast<double>(n - 1) / n * bytes / bandwidth;
+  return LinkCost(LinkSpec{bandwidth, latency, {}}).reduceScatter(bytes, n);
 }
 
 namespace {
@@ -221,13 +217,14 @@ static RankedTensorType tpShard(RankedTensorType type, int64_t tp) {
 }
 
 namespace {
-/// The link figures the costs use: per GPU bandwidth and latency of intra- or inter-node links.
+/// The link the costs use per GPU: intra-node, or inter-node with the node's NIC shared by `sharers` GPUs
+/// (each message priced by its size, LinkCost.h).
 struct Links {
   const ClusterSpec &cluster;
   int64_t sharers;
-  std::pair<double, double> get(bool inter) const {
-    return inter ? std::make_pair(cluster.interNode.bandwidth / sharers, cluster.interNode.latency)
-                 : std::make_pair(cluster.intraNode.bandwidth, cluster.intraNode.latency);
+  LinkCost get(bool inter) const {
+    return inter ? LinkCost(cluster.interNode, sharers, cluster.binomialAllReduce)
+                 : LinkCost(cluster.intraNode, 1, cluster.binomialAllReduce);
   }
 };
 } // namespace
@@ -239,7 +236,7 @@ struct Links {
 static llvm::Error addCompressedSends(ModuleTimingModel &model, const CompressionPlan &plan, SymbolTable &symbols,
                                       ArrayRef<FlatSymbolRefAttr> stageRefs, const ClusterSpec &cluster,
                                       const Links &links, bool ppInter) {
-  auto [bw, lat] = links.get(ppInter);
+  const LinkCost pp = links.get(ppInter);
   const int64_t chunks = stageRefs.size();
   for (bool forward : {false, true})
     for (int64_t s = forward ? 0 : 1; s < (forward ? chunks - 1 : chunks); ++s) {
@@ -268,8 +265,11 @@ static llvm::Error addCompressedSends(ModuleTimingModel &model, const Compressio
         CompressedTransfer t;
         t.encodeSeconds = *encode;
         t.decodeSeconds = *decode;
-        double messages = codec.getCodeTypes(type).size();
-        t.codes = {messages * lat + work.codeBytes / bw, work.codeBytes, ppInter};
+        // One message per code tensor (LowerToRuntime's sendCompressible), each priced by its size.
+        double seconds = 0;
+        for (Type code : codec.getCodeTypes(type))
+          seconds += pp.message(getTensorBytes(code));
+        t.codes = {seconds, work.codeBytes, ppInter};
         llvm::raw_string_ostream(t.codec) << Attribute(codec);
         (forward ? model.costs.stages[s].compressedForward : model.costs.stages[s].compressedBackward)[i] = t;
       }
@@ -287,7 +287,7 @@ static llvm::Error addCompressedSends(ModuleTimingModel &model, const Compressio
 static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::FuncOp opt, SymbolTable &symbols,
                                    const CompressionPlan *plan, const ClusterSpec &cluster, const Links &links,
                                    bool dpInter) {
-  auto [bw, lat] = links.get(dpInter);
+  const LinkCost dpLink = links.get(dpInter);
   const int64_t n = model.dp;
   const double tp = model.tp;
   llvm::StringSet<> tied;
@@ -299,10 +299,17 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
           tied.insert(read.getState());
     });
   auto addRound = [&](CommCost &to, const CodecCollective &c, double scale) {
-    to.seconds += c.latencies * lat + scale * c.sentBytes / bw;
+    to.seconds += dpLink.messages(c.latencies, scale * c.sentBytes);
     to.bytes += scale * c.bytes;
     to.sentBytes = std::max(0.0, to.sentBytes) + scale * c.sentBytes;
     to.interNode = dpInter;
+  };
+  // A plain all-reduce of `bytes` per rank: the ring's traffic, timed by the cluster's algorithm
+  // (LinkCost::allReduce: ring, or binomial on the CPU target).
+  auto addAllReduce = [&](CommCost &to, double bytes) {
+    CodecCollective c = ringAllReduce(bytes, n);
+    addRound(to, c, 1);
+    to.seconds += dpLink.allReduce(bytes, n) - dpLink.messages(c.latencies, c.sentBytes);
   };
   RankCosts &rc = model.costs.ranks[s];
   CompressedAllReduce ca;
@@ -341,7 +348,7 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
       double bytes = 0;
       for (Gradient &g : grads)
         bytes += getTensorBytes(g.read.getType());
-      addRound(rc.dataParallel, ringAllReduce(bytes / tp, n), 1);
+      addAllReduce(rc.dataParallel, bytes / tp);
       ++rc.dataParallelBuckets;
       continue;
     }
@@ -351,7 +358,7 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
       CodecAttrInterface codec = g.codec;
       auto type = cast<RankedTensorType>(read.getType());
       if (!codec) {
-        addRound(ca.first, ringAllReduce(getTensorBytes(type) / tp, n), 1);
+        addAllReduce(ca.first, getTensorBytes(type) / tp);
         ++ca.exact;
         continue;
       }
@@ -458,6 +465,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       coords.push_back(name == "pp" ? s : 0);
     model.costs.rankNodes.push_back(placement->getNode(coords));
   }
+  model.costs.halfDuplex = cluster.interNode.halfDuplex;
 
   // Compression decisions of --ptrain-compress.
   std::optional<CompressionPlan> plan;
@@ -523,8 +531,8 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
         residualBytes = getTensorBytes(ln.getInput().getType());
     });
     d.layers += layers;
-    auto [tpBw, tpLat] = link(tpInter);
-    double tpAllReduce = allReduceSeconds(residualBytes, model.tp, tpBw, tpLat);
+    const LinkCost tpLink = link(tpInter);
+    double tpAllReduce = tpLink.allReduce(residualBytes, model.tp);
     double tpForwardSeconds = 2 * layers * tpAllReduce, tpBackwardSeconds = 4 * layers * tpAllReduce;
     double busBytes = 2.0 * (model.tp - 1) / model.tp * residualBytes;
     double tpForwardBytes = 2 * layers * busBytes, tpBackwardBytes = 4 * layers * busBytes;
@@ -542,7 +550,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
           continue;
         double bytes = getTensorBytes(site.op->getResult(0).getType());
         (fn == fwd.getOperation() ? tpForwardSeconds : tpBackwardSeconds) +=
-            allReduceSeconds(bytes, model.tp, tpBw, tpLat);
+            tpLink.allReduce(bytes, model.tp);
         (fn == fwd.getOperation() ? tpForwardBytes : tpBackwardBytes) += 2.0 * (model.tp - 1) / model.tp * bytes;
       }
     }
@@ -564,12 +572,12 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       if ((!inForward && !inBackward) || codec == tpCodecs.end() || model.tp < 2)
         continue;
       auto type = cast<RankedTensorType>(site.op->getResult(0).getType());
-      auto cost = getCompressedAllReduceCost(codec->codec, type, model.tp, tpBw, tpLat, cluster, codec->errorFeedback);
+      auto cost = getCompressedAllReduceCost(codec->codec, type, model.tp, tpLink, cluster, codec->errorFeedback);
       if (!cost)
         return costError("stage " + llvm::Twine(vs) + ", tp all-reduce " + site.role + " of layer " +
                          llvm::Twine(site.layer) + ": " + llvm::toString(cost.takeError()));
       double bytes = getTensorBytes(type);
-      double saved = allReduceSeconds(bytes, model.tp, tpBw, tpLat) - cost->seconds;
+      double saved = tpLink.allReduce(bytes, model.tp) - cost->seconds;
       double savedBytes = 2.0 * (model.tp - 1) / model.tp * bytes - cost->sentBytes;
       (inForward ? tpForwardSeconds : tpBackwardSeconds) -= saved;
       (inForward ? d.tpForwardSeconds : d.tpBackwardSeconds) -= saved / v;
@@ -586,7 +594,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
 
     // Pipeline transfers: every TP rank sends the whole (replicated) boundary tensor, in bf16 when the step was
     // built with precision=bf16 (2 bytes an element; the lowering casts around the send and receive).
-    auto [ppBw, ppLat] = link(ppInter);
+    const LinkCost ppLink = link(ppInter);
     auto messageBytes = [&](Type type) {
       auto tensor = cast<RankedTensorType>(type);
       if (bf16Messages && isa<FloatType>(tensor.getElementType()))
@@ -595,11 +603,11 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     };
     if (!last) {
       double bytes = messageBytes(fwd.getResultTypes()[0]);
-      c.sendForward = {ppLat + bytes / ppBw, bytes, ppInter};
+      c.sendForward = {ppLink.message(bytes), bytes, ppInter};
     }
     if (vs > 0) {
       double bytes = messageBytes(fwd.getArgumentTypes()[0]);
-      c.sendBackward = {ppLat + bytes / ppBw, bytes, ppInter};
+      c.sendBackward = {ppLink.message(bytes), bytes, ppInter};
     }
     // Per micro-batch in flight: the stage input, and the forward output, whose send is waited at B<i>.
     if (vs == s && fwd.getNumArguments() > 0)
@@ -658,10 +666,9 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
           n = (k < holders.size() ? holders[k] : n) * model.dp;
         }
         bool inter = placement->crossesNodes(arAxes);
-        auto [bw, lat] = link(inter);
         double bytes = getTensorBytes(ar.getInput().getType()) / tp;
         model.costs.tied.bytes += bytes;
-        model.costs.tied.seconds += allReduceSeconds(bytes, n, bw, lat);
+        model.costs.tied.seconds += link(inter).allReduce(bytes, n);
         model.costs.tied.sentBytes =
             std::max(0.0, model.costs.tied.sentBytes) + (n > 1 ? 2.0 * (n - 1) / n * bytes : 0.0);
         model.costs.tied.interNode |= inter;
@@ -699,8 +706,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     int64_t n = model.dp * p;
     if (n > 1) {
       bool inter = placement->crossesNodes(lossAxes);
-      auto [bw, lat] = link(inter);
-      model.costs.loss = {allReduceSeconds(4, n, bw, lat), 4, inter, 2.0 * (n - 1) / n * 4};
+      model.costs.loss = {link(inter).allReduce(4, n), 4, inter, 2.0 * (n - 1) / n * 4};
     }
   }
 

@@ -63,8 +63,9 @@ private:
 std::vector<int> PipelinePlanBuilder::linksOf(int src, int dst) const {
   if (costs.rankNodes.empty() || costs.rankNodes[src] == costs.rankNodes[dst])
     return {};
-  // Node n's egress is resource 2 n, its ingress 2 n + 1.
-  return {static_cast<int>(2 * costs.rankNodes[src]), static_cast<int>(2 * costs.rankNodes[dst] + 1)};
+  // Node n's egress is resource 2 n, its ingress 2 n + 1 (half duplex: both 2 n).
+  const int in = costs.halfDuplex ? 0 : 1;
+  return {static_cast<int>(2 * costs.rankNodes[src]), static_cast<int>(2 * costs.rankNodes[dst] + in)};
 }
 
 llvm::Error PipelinePlanBuilder::addTableSteps() {

@@ -12,22 +12,32 @@
 //    error-feedback residual) and decode through the runtime's ptrain_codec_encode / ptrain_codec_decode,
 //    best of --repeats;
 //  - with --hosts A,B: the link between A and B by an MPI ping-pong (this tool under mpirun -np 2 in its
-//    --pingpong mode): latency = half the median 1-byte round trip, rate = bytes / half the median round
-//    trip of --pingpong-bytes.
+//    --pingpong mode) over a sweep of message sizes: 1 byte, the sizes the plan sends (every boundary tensor
+//    sent between stages, every candidate codec's code tensors of it, the ring messages (bytes / n) of its
+//    all-reduces) and --pingpong-bytes; one-way time = half the median round trip of each size. latency = the
+//    1-byte time, rate = --pingpong-bytes / its time, and the message-size table `messages` = the monotone
+//    least-squares fit of the one-way times (fitMessageTimes, LinkCost.h), which the timing model
+//    interpolates to price each message by its size.
 // It writes a cluster file (the schema the timing model reads, docs/TimingModel.md): --base's fields (or a
 // one-node, one-core description), gpu.peak_flops.f32 and gpu.memory_bandwidth set to the measured rates,
 // inter_node to the ping-pong's (with --hosts), and `calibration` with the figures, the codec kernel times
 // and their provenance (machine, CPU model, ISA, date, command).
 //
 //   ptrain-calibrate PLAN (a folder with step.mlir, or an .mlir file) -o CLUSTER.json [--base FILE]
-//       [--repeats 5] [--efficiency 1] [--nodes 2] [--hosts A,B [--mpirun-args ARGS] [--pingpong-bytes 1048576]]
+//       [--repeats 5] [--efficiency 1] [--nodes 2] [--max-reduce-shapes 4]
+//       [--hosts A,B [--mpirun-args ARGS] [--pingpong-bytes 1048576] [--pingpong-reps 10] [--link-only]]
 //
-// Errors (exit 1) name the file or option: an unreadable plan, a plan without ptrain.matmul, a failing
-// kernel (the runtime's message), a ping-pong that does not run.
+// --link-only (with --hosts and --base, a calibrated file) measures the link alone and keeps --base's other
+// figures (re-measuring a link whose rate changed). Errors (exit 1) name the file or option, and every option
+// is checked before anything is measured or written: a value out of range (--pingpong-bytes 0, --nodes 0, ...),
+// --hosts not two names, --mpirun-args or --link-only without --hosts, an unreadable or invalid --base, an
+// output folder that does not exist; then an unreadable plan, a plan without ptrain.matmul, a failing kernel
+// (the runtime's message), a ping-pong that does not run.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Analysis/Cluster.h"
+#include "ptrain/Analysis/LinkCost.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Interpreter/Kernels.h"
 #include "ptrain/Runtime/ptrain_runtime.h"
@@ -58,6 +68,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <set>
 #include <random>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -79,8 +90,17 @@ static cl::opt<double> efficiency("efficiency", cl::desc("gpu.efficiency of the 
                                   cl::init(1.0), cl::cat(calibrateOptions));
 static cl::opt<std::string> hosts("hosts", cl::desc("A,B: measure the link between two MPI hosts"), cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<std::string> mpirunArgs("mpirun-args", cl::desc("extra mpirun options for --hosts"), cl::init(""), cl::cat(calibrateOptions));
-static cl::opt<int> pingpongBytes("pingpong-bytes", cl::desc("message size of the rate measurement"),
+static cl::opt<int> pingpongBytes("pingpong-bytes", cl::desc("message size of the rate measurement (bytes, "
+                                                             "1 to 1 GiB; the sweep's largest size)"),
                                   cl::init(1 << 20), cl::cat(calibrateOptions));
+static cl::opt<int> pingpongReps("pingpong-reps", cl::desc("timed round trips per message size (the median is "
+                                                           "kept; 1 to 1000)"),
+                                 cl::init(10), cl::cat(calibrateOptions));
+static cl::opt<bool> linkOnly("link-only", cl::desc("with --hosts and --base: measure the link only, keep "
+                                                    "--base's other figures"),
+                              cl::init(false), cl::cat(calibrateOptions));
+static cl::opt<std::string> pingpongSizes("pingpong-sizes", cl::desc("(internal) the sweep's sizes, comma-separated"),
+                                          cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<int> maxReduceShapes("max-reduce-shapes", cl::desc("largest all-reduced tensors measured"),
                                     cl::init(4), cl::cat(calibrateOptions));
 static cl::opt<int> numNodes("nodes", cl::desc("nodes of the output without --base (one core each)"),
@@ -115,12 +135,20 @@ static std::vector<float> randomFloats(int64_t n, unsigned seed) {
 
 //===--- The link: MPI ping-pong ------------------------------------------===//
 
-static double medianRoundTrip(int rank, std::vector<char> &buf, int bytes, int reps) {
+/// The median seconds of `reps` exchanges of `bytes` between ranks 0 and 1 after two warm-up ones: a round trip,
+/// or with `duplex` both ranks sending to each other at once (MPI_Sendrecv, until both messages have arrived:
+/// the one-way time of a message while the other direction carries one of the same size, a collective's round).
+static double medianExchange(int rank, std::vector<char> &buf, std::vector<char> &recv, int bytes, int reps,
+                             bool duplex) {
   std::vector<double> t;
   for (int i = -2; i < reps; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    if (rank == 0) {
+    if (duplex) {
+      MPI_Sendrecv(buf.data(), bytes, MPI_BYTE, 1 - rank, 1, recv.data(), bytes, MPI_BYTE, 1 - rank, 1,
+                   MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Barrier(MPI_COMM_WORLD);
+    } else if (rank == 0) {
       MPI_Send(buf.data(), bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
       MPI_Recv(buf.data(), bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else {
@@ -145,20 +173,54 @@ static int runPingpong() {
     MPI_Finalize();
     return 1;
   }
-  std::vector<char> buf(std::max(1, pingpongBytes.getValue()), 1);
-  double small = medianRoundTrip(rank, buf, 1, 20);
-  double large = medianRoundTrip(rank, buf, pingpongBytes, 10);
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
+  std::vector<int> sizes;
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(pingpongSizes).split(parts, ',', -1, false);
+  for (llvm::StringRef part : parts) {
+    int bytes = 0;
+    if (part.getAsInteger(10, bytes) || bytes < 1) {
+      if (rank == 0)
+        llvm::errs() << "ptrain-calibrate --pingpong: bad --pingpong-sizes entry '" << part << "'\n";
+      MPI_Finalize();
+      return 1;
+    }
+    sizes.push_back(bytes);
+  }
+  int largest = pingpongBytes;
+  for (int b : sizes)
+    largest = std::max(largest, b);
+  std::vector<char> buf(largest, 1), recv(largest, 0);
+  const int reps = std::max(1, pingpongReps.getValue());
+  if (!llvm::is_contained(sizes, pingpongBytes.getValue()))
+    sizes.push_back(pingpongBytes);
+  double small = medianExchange(rank, buf, recv, 1, 2 * reps, /*duplex=*/false);
+  double large = 0;
+  json::Array samples;
+  for (int bytes : sizes) {
+    double roundTrip = medianExchange(rank, buf, recv, bytes, reps, /*duplex=*/false);
+    if (bytes == pingpongBytes)
+      large = roundTrip;
+    samples.push_back(json::Object{{"bytes", bytes},
+                                   {"seconds", roundTrip / 2},
+                                   {"duplex_seconds", medianExchange(rank, buf, recv, bytes, reps, /*duplex=*/true)}});
+  }
   if (rank == 0)
-    llvm::outs() << "{\"latency_s\": " << llvm::format("%.9g", small / 2) << ", \"rate_bytes_per_s\": "
-                 << llvm::format("%.9g", pingpongBytes / (large / 2)) << ", \"bytes\": " << pingpongBytes << "}\n";
+  {
+    json::Object result;
+    result["latency_s"] = small / 2;
+    result["rate_bytes_per_s"] = pingpongBytes / (large / 2);
+    result["bytes"] = pingpongBytes.getValue();
+    result["large_one_way_s"] = large / 2;
+    result["round_trips"] = reps;
+    result["samples"] = std::move(samples);
+    llvm::outs() << json::Value(std::move(result)) << "\n";
+  }
   MPI_Finalize();
   return 0;
 }
 
-/// Runs this binary's --pingpong under mpirun on `hosts`; the JSON line of rank 0.
-static llvm::Expected<json::Value> measureLink(const char *argv0) {
+/// Runs this binary's --pingpong under mpirun on `hosts` over the message sizes `sizes`; the JSON line of rank 0.
+static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vector<int64_t> &sizes) {
   std::string self = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&measureLink));
   auto mpirun = llvm::sys::findProgramByName("mpirun");
   if (!mpirun)
@@ -170,7 +232,12 @@ static llvm::Expected<json::Value> measureLink(const char *argv0) {
   llvm::StringRef(mpirunArgs).split(extra, ' ', -1, false);
   for (llvm::StringRef a : extra)
     args.push_back(a.str());
-  args.insert(args.end(), {self, "--pingpong", "--pingpong-bytes=" + std::to_string(pingpongBytes.getValue())});
+  std::string sizeList;
+  for (int64_t b : sizes)
+    sizeList += (sizeList.empty() ? "" : ",") + std::to_string(b);
+  args.insert(args.end(), {self, "--pingpong", "--pingpong-bytes=" + std::to_string(pingpongBytes.getValue()),
+                           "--pingpong-reps=" + std::to_string(pingpongReps.getValue()),
+                           "--pingpong-sizes=" + sizeList});
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out), std::nullopt};
   std::string error;
@@ -225,12 +292,56 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "ptrain-calibrate: measure this machine for the timing model\n");
   if (pingpongMode)
     return runPingpong();
+  // Every option is checked before anything is measured or written.
   if (planPath.empty() || outputPath.empty())
     return fail("usage: ptrain-calibrate PLAN -o CLUSTER.json (PLAN: a plan folder or its step.mlir)");
-  if (repeats < 1)
-    return fail("--repeats " + llvm::Twine(repeats.getValue()) + ": must be at least 1");
+  if (repeats < 1 || repeats > 1000)
+    return fail("--repeats " + llvm::Twine(repeats.getValue()) + ": must be between 1 and 1000");
   if (!(efficiency > 0 && efficiency <= 1))
-    return fail("--efficiency: must be in (0, 1]");
+    return fail("--efficiency " + std::to_string(efficiency.getValue()) + ": must be in (0, 1]");
+  if (numNodes < 1)
+    return fail("--nodes " + llvm::Twine(numNodes.getValue()) + ": must be at least 1");
+  if (maxReduceShapes < 0)
+    return fail("--max-reduce-shapes " + llvm::Twine(maxReduceShapes.getValue()) + ": must be >= 0");
+  if (pingpongBytes < 1 || pingpongBytes > (1 << 30))
+    return fail("--pingpong-bytes " + llvm::Twine(pingpongBytes.getValue()) +
+                ": must be between 1 and 1073741824 (1 GiB)");
+  if (pingpongReps < 1 || pingpongReps > 1000)
+    return fail("--pingpong-reps " + llvm::Twine(pingpongReps.getValue()) + ": must be between 1 and 1000");
+  if (!hosts.empty()) {
+    auto [a, b] = llvm::StringRef(hosts).split(',');
+    if (a.trim().empty() || b.trim().empty() || b.contains(','))
+      return fail("--hosts '" + hosts + "': must be two host names A,B");
+  } else if (!mpirunArgs.empty()) {
+    return fail("--mpirun-args: only with --hosts (the ping-pong is the only thing run under mpirun)");
+  }
+  if (linkOnly && (hosts.empty() || basePath.empty()))
+    return fail("--link-only: needs --hosts (the link to measure) and --base (the calibrated file whose other "
+                "figures are kept)");
+  {
+    llvm::SmallString<256> dir(outputPath.getValue());
+    llvm::sys::path::remove_filename(dir);
+    if (!dir.empty() && !llvm::sys::fs::is_directory(dir))
+      return fail("-o " + outputPath + ": folder '" + dir + "' does not exist");
+    if (llvm::sys::fs::is_directory(outputPath.getValue()))
+      return fail("-o " + outputPath + ": is a folder, not a file");
+  }
+  // --base: read and checked now (a cluster file the timing model reads), kept for the output.
+  std::optional<json::Value> base;
+  if (!basePath.empty()) {
+    auto buffer = llvm::MemoryBuffer::getFile(basePath);
+    if (!buffer)
+      return fail("--base " + basePath + ": " + buffer.getError().message());
+    auto parsed = json::parse((*buffer)->getBuffer());
+    if (!parsed)
+      return fail("--base " + basePath + ": " + llvm::toString(parsed.takeError()));
+    if (auto checked = parseCluster(*parsed); !checked)
+      return fail("--base " + basePath + ": " + llvm::toString(checked.takeError()));
+    if (linkOnly && !parsed->getAsObject()->getObject("calibration"))
+      return fail("--link-only: --base " + basePath + " has no calibration (run ptrain-calibrate without "
+                  "--link-only first)");
+    base = std::move(*parsed);
+  }
   std::string file = planPath;
   if (llvm::sys::fs::is_directory(file))
     file = (llvm::Twine(file) + "/step.mlir").str();
@@ -251,7 +362,20 @@ int main(int argc, char **argv) {
   // The plan's shapes.
   std::map<std::vector<int64_t>, int64_t> gemms; // {batch, m, n, k} -> count
   std::map<std::vector<int64_t>, RankedTensorType> sends, reduces;
+  // The message sizes the plan sends (the link sweep): boundary tensors, and the ring messages of all-reduces.
+  std::set<int64_t> messageSizes;
+  SymbolTable symbols(*module);
   module->walk([&](Operation *op) {
+    if (auto send = dyn_cast<SendStartOp>(op))
+      if (auto t = dyn_cast<RankedTensorType>(send.getInput().getType()); t && t.hasStaticShape())
+        messageSizes.insert(static_cast<int64_t>(getTensorBytes(t)));
+    if (auto ar = dyn_cast<AllReduceStartOp>(op)) {
+      auto t = dyn_cast<RankedTensorType>(ar.getInput().getType());
+      auto grid = symbols.lookup<GridOp>(ar.getGrid());
+      int64_t n = grid ? grid.getGroupSize(ar.getGridAxes()) : 1;
+      if (t && t.hasStaticShape() && n > 1)
+        messageSizes.insert(std::max<int64_t>(1, static_cast<int64_t>(getTensorBytes(t)) / n));
+    }
     if (auto mm = dyn_cast<MatmulOp>(op)) {
       auto a = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
       auto c = dyn_cast<RankedTensorType>(op->getResult(0).getType());
@@ -275,6 +399,8 @@ int main(int argc, char **argv) {
   json::Array gemmShapes;
   double flops = 0, seconds = 0;
   for (const auto &[shape, count] : gemms) {
+    if (linkOnly)
+      break;
     int64_t batch = shape[0], m = shape[1], n = shape[2], k = shape[3];
     std::vector<float> a = randomFloats(batch * m * k, 1), b = randomFloats(k * n, 2), c(batch * m * n);
     ptrain_status_t st = PTRAIN_OK;
@@ -289,13 +415,16 @@ int main(int argc, char **argv) {
     gemmShapes.push_back(json::Object{{"batch", batch}, {"m", m}, {"n", n}, {"k", k}, {"count", count},
                                       {"seconds", t}, {"flops_per_s", f / t}});
   }
-  const double gemmRate = flops / seconds;
+  const double gemmRate = linkOnly ? 0 : flops / seconds;
 
   // Memory bandwidth: a 64 MiB copy (read + write).
-  const size_t copyBytes = size_t(64) << 20;
-  std::vector<char> src(copyBytes, 1), dst(copyBytes, 0);
-  double copy = best([&] { std::memcpy(dst.data(), src.data(), copyBytes); });
-  const double bandwidth = 2.0 * copyBytes / copy;
+  double bandwidth = 0;
+  if (!linkOnly) {
+    const size_t copyBytes = size_t(64) << 20;
+    std::vector<char> src(copyBytes, 1), dst(copyBytes, 0);
+    double copy = best([&] { std::memcpy(dst.data(), src.data(), copyBytes); });
+    bandwidth = 2.0 * copyBytes / copy;
+  }
 
   // Codec kernels on the plan's sent and all-reduced tensors.
   std::vector<RankedTensorType> shapes;
@@ -326,6 +455,11 @@ int main(int argc, char **argv) {
     std::vector<float> g = randomFloats(numel, 3), out(numel);
     for (CodecAttrInterface codec : here) {
       if (failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
+        continue;
+      // Each code tensor is one message of a compressed send (LowerToRuntime's sendCompressible).
+      for (Type code : codec.getCodeTypes(type))
+        messageSizes.insert(std::max<int64_t>(1, static_cast<int64_t>(getTensorBytes(code))));
+      if (linkOnly)
         continue;
       auto d = interp::getCodecDescriptor(codec, type);
       if (!d)
@@ -362,15 +496,22 @@ int main(int argc, char **argv) {
   }
 
   std::optional<json::Value> link;
+  std::vector<int64_t> sweep;
   if (!hosts.empty()) {
-    auto measured = measureLink(argv[0]);
+    // The sweep: the plan's sizes up to --pingpong-bytes (a size within 5% of the previous one adds nothing),
+    // then --pingpong-bytes itself.
+    for (int64_t b : messageSizes)
+      if (b > 1 && b < pingpongBytes && (sweep.empty() || b > sweep.back() * 1.05))
+        sweep.push_back(b);
+    sweep.push_back(pingpongBytes);
+    auto measured = measureLink(argv[0], sweep);
     if (!measured)
       return fail(llvm::toString(measured.takeError()));
     link = std::move(*measured);
   }
 
   // The cluster file: the base's fields with the measured ones.
-  json::Value root = json::Object{
+  json::Value root = base ? std::move(*base) : json::Object{
       {"name", "calibrated"},
       {"description", "ptrain-calibrate: nodes of one CPU core of this machine each"},
       {"nodes", std::max(1, numNodes.getValue())},
@@ -379,29 +520,20 @@ int main(int argc, char **argv) {
       {"intra_node", json::Object{{"bandwidth", bandwidth}, {"latency", 1e-6}}},
       {"inter_node", json::Object{{"bandwidth", bandwidth}, {"latency", 1e-6}}},
       {"axis_order", json::Array{"tp", "dp", "pp"}}};
-  if (!basePath.empty()) {
-    auto buffer = llvm::MemoryBuffer::getFile(basePath);
-    if (!buffer)
-      return fail("--base " + basePath + ": " + buffer.getError().message());
-    auto parsed = json::parse((*buffer)->getBuffer());
-    if (!parsed || !parsed->getAsObject())
-      return fail("--base " + basePath + ": not a JSON object");
-    root = std::move(*parsed);
-  }
   json::Object &o = *root.getAsObject();
   json::Object *gpu = o.getObject("gpu");
-  if (!gpu)
-    return fail("--base " + basePath + ": no gpu object");
-  json::Object peak;
-  if (json::Object *old = gpu->getObject("peak_flops"))
-    peak = *old;
-  peak["f32"] = gemmRate;
-  (*gpu)["peak_flops"] = std::move(peak);
-  (*gpu)["f32_matmul_dtype"] = "f32";
-  (*gpu)["memory_bandwidth"] = bandwidth;
-  (*gpu)["efficiency"] = efficiency.getValue();
+  if (!linkOnly) {
+    json::Object peak;
+    if (json::Object *old = gpu->getObject("peak_flops"))
+      peak = *old;
+    peak["f32"] = gemmRate;
+    (*gpu)["peak_flops"] = std::move(peak);
+    (*gpu)["f32_matmul_dtype"] = "f32";
+    (*gpu)["memory_bandwidth"] = bandwidth;
+    (*gpu)["efficiency"] = efficiency.getValue();
+  }
   const size_t numCodecTimes = codecTimes.size();
-  json::Object calibration{
+  json::Object fresh{
       {"provenance", json::Object{{"machine", [] {
                                      struct utsname u;
                                      return uname(&u) == 0 ? std::string(u.nodename) + " (" + u.machine + ")"
@@ -416,16 +548,66 @@ int main(int argc, char **argv) {
       {"memory_bandwidth", bandwidth},
       {"gemm_shapes", std::move(gemmShapes)},
       {"codecs", std::move(codecTimes)}};
+  // --link-only keeps the base's calibration (its GEMM, memory and codec figures) with a new link and
+  // provenance.
+  json::Object calibration = linkOnly ? *o.getObject("calibration") : std::move(fresh);
+  if (linkOnly)
+    calibration["provenance"] = std::move(*fresh.get("provenance"));
   if (link) {
     const json::Object *l = link->getAsObject();
     auto rate = l ? l->getNumber("rate_bytes_per_s") : std::nullopt;
     auto latency = l ? l->getNumber("latency_s") : std::nullopt;
-    if (!rate || !latency)
-      return fail("--hosts: the ping-pong's result has no rate_bytes_per_s / latency_s");
-    o["inter_node"] = json::Object{{"bandwidth", *rate}, {"latency", *latency}};
-    calibration["link"] = json::Object{{"bandwidth", *rate}, {"latency", *latency}};
+    const json::Array *measured = l ? l->getArray("samples") : nullptr;
+    if (!rate || !latency || !measured)
+      return fail("--hosts: the ping-pong's result has no rate_bytes_per_s / latency_s / samples");
+    // The table: the 1-byte time, each swept size's, the large message's; fitted monotone (LinkCost.h).
+    // The duplex table (both directions at once, a collective's round) starts at the first swept size.
+    std::vector<MessageTime> samples = {{1, *latency}}, duplexSamples;
+    json::Array raw, duplexRaw;
+    for (const json::Value &e : *measured) {
+      const json::Object *m = e.getAsObject();
+      auto bytes = m ? m->getNumber("bytes") : std::nullopt;
+      auto secs = m ? m->getNumber("seconds") : std::nullopt;
+      auto duplex = m ? m->getNumber("duplex_seconds") : std::nullopt;
+      if (!bytes || !secs || !duplex || *bytes < 1 || *secs <= 0 || *duplex <= 0)
+        return fail("--hosts: a bad ping-pong sample");
+      samples.push_back({*bytes, *secs});
+      duplexSamples.push_back({*bytes, *duplex});
+      raw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *secs}});
+      duplexRaw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *duplex}});
+    }
+    auto toJson = [](const std::vector<MessageTime> &fit) {
+      json::Array table;
+      for (const MessageTime &m : fit)
+        table.push_back(json::Object{{"bytes", static_cast<int64_t>(m.bytes)}, {"seconds", m.seconds}});
+      return table;
+    };
+    json::Array table = toJson(fitMessageTimes(samples)), duplexTable = toJson(fitMessageTimes(duplexSamples));
+    // Half duplex where both ways at once take 1.5x or more the one-way time at the largest size (a full-duplex
+    // link: about 1x; one shared rate: 2x).
+    const bool halfDuplex = duplexSamples.back().seconds >= 1.5 * samples.back().seconds;
+    o["inter_node"] = json::Object{{"bandwidth", *rate},
+                                   {"latency", *latency},
+                                   {"messages", json::Array(table)},
+                                   {"duplex_messages", json::Array(duplexTable)},
+                                   {"half_duplex", halfDuplex}};
+    calibration["link"] = json::Object{
+        {"bandwidth", *rate},
+        {"latency", *latency},
+        {"messages", std::move(table)},
+        {"duplex_messages", std::move(duplexTable)},
+        {"half_duplex", halfDuplex},
+        {"samples", std::move(raw)},
+        {"duplex_samples", std::move(duplexRaw)},
+        {"round_trips", pingpongReps.getValue()},
+        {"fit", "one-way time = half the median round trip per size (duplex: the median MPI_Sendrecv of that size "
+                "both ways at once); monotone least squares (pool adjacent violators); priced by piecewise-linear "
+                "interpolation, above the largest size at bandwidth"}};
   }
   o["calibration"] = std::move(calibration);
+  // The CPU target's all-reduce is MPI_Iallreduce in place, which OpenMPI's libnbc runs as a binomial reduce +
+  // broadcast (ClusterSpec::binomialAllReduce).
+  o["all_reduce_algorithm"] = "binomial";
   if (json::Object *sources = o.getObject("sources"))
     (*sources)["calibration"] = "ptrain-calibrate (see calibration.provenance)";
 
@@ -437,12 +619,15 @@ int main(int argc, char **argv) {
   if (ec)
     return fail("-o " + outputPath + ": " + ec.message());
   os << llvm::formatv("{0:2}", root) << "\n";
-  llvm::outs() << "ptrain-calibrate: " << file << ": f32 GEMM " << llvm::format("%.2f", gemmRate / 1e9)
-               << " GFLOP/s over " << gemms.size() << " shapes, memory " << llvm::format("%.2f", bandwidth / 1e9)
-               << " GB/s, " << numCodecTimes << " codec kernel timings on " << shapes.size() << " tensors";
+  llvm::outs() << "ptrain-calibrate: " << file << ": ";
+  if (!linkOnly)
+    llvm::outs() << "f32 GEMM " << llvm::format("%.2f", gemmRate / 1e9) << " GFLOP/s over " << gemms.size()
+                 << " shapes, memory " << llvm::format("%.2f", bandwidth / 1e9) << " GB/s, " << numCodecTimes
+                 << " codec kernel timings on " << shapes.size() << " tensors";
   if (link)
-    llvm::outs() << ", link " << llvm::format("%.1f", o.getObject("inter_node")->getNumber("bandwidth").value_or(0) * 8 / 1e6)
-                 << " Mbit/s";
+    llvm::outs() << (linkOnly ? "" : ", ") << "link "
+                 << llvm::format("%.1f", o.getObject("inter_node")->getNumber("bandwidth").value_or(0) * 8 / 1e6)
+                 << " Mbit/s, " << sweep.size() + 1 << " message sizes";
   llvm::outs() << " -> " << outputPath << "\n";
   return 0;
 }

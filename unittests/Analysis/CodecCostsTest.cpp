@@ -193,7 +193,7 @@ TEST_F(CodecCostsTest, CompressedAllReduceCostOfTheTensorParallelSite) {
   cluster.efficiency = 0.5;
   const double bw = 1e9, lat = 3e-6;
   CodecAttrInterface quant = codec("#ptrain.quant<bits = 8>");
-  auto q = getCompressedAllReduceCost(quant, type, 2, bw, lat, cluster);
+  auto q = getCompressedAllReduceCost(quant, type, 2, LinkCost(LinkSpec{bw, lat, {}}), cluster);
   ASSERT_TRUE(static_cast<bool>(q));
   auto work = cantFail(getDataParallelCodecWork(quant, type, 2, false));
   double phases = cantFail(getCodecSeconds(work.phaseP, cluster)) + cantFail(getCodecSeconds(work.finish, cluster));
@@ -203,12 +203,12 @@ TEST_F(CodecCostsTest, CompressedAllReduceCostOfTheTensorParallelSite) {
   EXPECT_NEAR(q->seconds, phases + lat + code / bw, 1e-15);
   // Cheaper than the fp32 ring all-reduce of the same tensor on this slow link (2 latencies, 4 N bytes).
   EXPECT_LT(q->seconds, 2 * lat + 4.0 * 4 * 64 * 128 / bw);
-  auto r = getCompressedAllReduceCost(codec("#ptrain.randk<k = 1000, seed = 1>"), type, 2, bw, lat, cluster);
+  auto r = getCompressedAllReduceCost(codec("#ptrain.randk<k = 1000, seed = 1>"), type, 2, LinkCost(LinkSpec{bw, lat, {}}), cluster);
   ASSERT_TRUE(static_cast<bool>(r));
   EXPECT_DOUBLE_EQ(r->sentBytes, 4000);
   EXPECT_NEAR(r->seconds - r->codecSeconds, 2 * lat + 4000 / bw, 1e-15);
   // The linear autoencoder has no compressed all-reduce: the error comes through.
-  auto ae = getCompressedAllReduceCost(codec("#ptrain.linear_ae<dim = 8>"), type, 2, bw, lat, cluster);
+  auto ae = getCompressedAllReduceCost(codec("#ptrain.linear_ae<dim = 8>"), type, 2, LinkCost(LinkSpec{bw, lat, {}}), cluster);
   ASSERT_FALSE(static_cast<bool>(ae));
   EXPECT_NE(llvm::toString(ae.takeError()).find("linear autoencoder"), std::string::npos);
 }

@@ -23,12 +23,29 @@
 
 namespace mlir::ptrain {
 
+/// One point of a link's message-size table: a message of `bytes` bytes takes `seconds` one way (measured by
+/// ptrain-calibrate's ping-pong: half the median round trip).
+struct MessageTime {
+  double bytes = 0, seconds = 0;
+};
+
 /// One kind of link, per direction.
 struct LinkSpec {
   /// Bytes per second in one direction (intra-node: per GPU; inter-node: per node, all NICs together).
   double bandwidth = 0;
   /// Seconds per message (the alpha of alpha-beta), > 0 not required (0 is allowed).
   double latency = 0;
+  /// Optional size-dependent message times (`messages` in the file), bytes strictly increasing: when given, a
+  /// message is priced by interpolating this table (LinkCost.h) instead of latency + bytes / bandwidth.
+  std::vector<MessageTime> messages;
+  /// Optional (`duplex_messages`): the one-way time of a message while the opposite direction carries one of the
+  /// same size at the same time, as in every round of a collective (each rank sends and receives at once);
+  /// collectives are priced from it where given, else from `messages`.
+  std::vector<MessageTime> duplexMessages;
+  /// `half_duplex` (optional, default false): the two directions share one rate, so transfers in opposite
+  /// directions go one at a time (ptrain-calibrate sets it where a message both ways at once takes 1.5x or more
+  /// the one-way time at its largest size).
+  bool halfDuplex = false;
 };
 
 /// One codec kernel measured by ptrain-calibrate (docs/TimingModel.md, "Calibration"): the codec attribute
@@ -61,6 +78,12 @@ struct ClusterSpec {
   /// Grid axes from the innermost (neighbouring ranks, same node) to the outermost. Grid axes not listed
   /// come after, in the grid's order. Default: tp, dp, pp (Megatron-LM's rank order).
   std::vector<std::string> axisOrder = {"tp", "dp", "pp"};
+  /// How an all-reduce runs (`all_reduce_algorithm`): false ("ring", the default) NCCL's ring, 2(n-1) messages
+  /// of bytes / n; true ("binomial") a binomial-tree reduce then broadcast of the whole buffer, 2 ceil(log2 n)
+  /// messages of all the bytes one after the other, which is what the CPU target's MPI_Iallreduce with
+  /// MPI_IN_PLACE runs under OpenMPI (libnbc, ompi/mca/coll/libnbc/nbc_iallreduce.c: binomial whenever the
+  /// buffer is in place or p < 4); ptrain-calibrate writes "binomial".
+  bool binomialAllReduce = false;
   /// The measured codec kernels of a calibrated cluster file (`calibration.codecs`); empty otherwise.
   std::vector<CodecKernelTime> codecKernels;
 

@@ -22,6 +22,7 @@
 #define PTRAIN_ANALYSIS_CODECCOSTS_H
 
 #include "ptrain/Analysis/Cluster.h"
+#include "ptrain/Analysis/LinkCost.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainCost.h"
 
@@ -111,8 +112,9 @@ CodecCalibration getCodecCalibration(CodecAttrInterface codec, RankedTensorType 
 void scaleCodecPhases(std::vector<CodecPhase> &phases, double factor);
 
 /// One compressed all-reduce of `type` over n ranks (getDataParallelCodecWork's phases and rounds, with the
-/// residual's add and update when `errorFeedback`) on links of `bandwidth` bytes/s per GPU and `latency` s: the codec
-/// phases by getCodecSeconds plus, per round, latencies x latency + sent bytes / bandwidth. mcbench's TP site prices
+/// residual's add and update when `errorFeedback`) on `link`: the codec phases by getCodecSeconds plus, per round,
+/// `latencies` messages carrying its sent bytes (LinkCost::messages; alpha-beta: latencies x latency + sent bytes /
+/// bandwidth). mcbench's TP site prices
 /// each compressed tensor-parallel all-reduce with it: summable codes (rand-k, casts, PowerSGD) reduced in compressed
 /// form, top-k and quantization all-gathered and decoded n times (docs/TimingModel.md, "Tensor parallelism").
 /// The codec phases are scaled by getCodecCalibration's `both`.
@@ -120,7 +122,7 @@ struct CompressedAllReduceCost {
   double seconds = 0, codecSeconds = 0, sentBytes = 0;
 };
 llvm::Expected<CompressedAllReduceCost> getCompressedAllReduceCost(CodecAttrInterface codec, RankedTensorType type,
-                                                                   int64_t n, double bandwidth, double latency,
+                                                                   int64_t n, const LinkCost &link,
                                                                    const ClusterSpec &cluster,
                                                                    bool errorFeedback = false);
 

@@ -118,6 +118,9 @@ struct PipelineCosts {
   double memoryCapacity = 0;
   /// Per rank, the node holding its (first) GPU; empty: no NIC sharing between ranks is modelled.
   std::vector<int64_t> rankNodes;
+  /// The inter-node link is half duplex (the cluster's `inter_node.half_duplex`): a node's egress and ingress
+  /// are one resource, so transfers crossing between two nodes in opposite directions go one at a time.
+  bool halfDuplex = false;
 };
 
 /// Where the plan steps of the table went.

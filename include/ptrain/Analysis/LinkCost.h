@@ -1,0 +1,67 @@
+//===- LinkCost.h - the time of a message on a link, by size -----*- C++ -*-===//
+//
+// How the timing model prices communication on one link kind (docs/TimingModel.md, "Messages"): a message of
+// b bytes takes latency + b / bandwidth (the alpha-beta model; Hockney, "The communication challenge for MPP",
+// Parallel Computing 20(3), 1994), or, where the cluster file gives the link a measured message-size table
+// (`messages`, written by ptrain-calibrate's ping-pong sweep), the table's piecewise-linear interpolation.
+// Collectives are sequences of such messages (NCCL's ring: an all-reduce is 2(n-1) messages of bytes / n).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_ANALYSIS_LINKCOST_H
+#define PTRAIN_ANALYSIS_LINKCOST_H
+
+#include "ptrain/Analysis/Cluster.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace mlir::ptrain {
+
+/// Prices messages on one link kind for one GPU.
+class LinkCost {
+public:
+  LinkCost() = default;
+  /// `sharers` GPUs of a node use the link at the same time (the node's NIC shared fairly): each of their
+  /// messages of b bytes ends when one message of sharers x b bytes would (with alpha-beta: latency +
+  /// b / (bandwidth / sharers)).
+  /// `binomial`: all-reduces run as a binomial reduce + broadcast (ClusterSpec::binomialAllReduce).
+  explicit LinkCost(const LinkSpec &spec, double sharers = 1, bool binomial = false)
+      : spec(spec), sharers(sharers < 1 ? 1 : sharers), binomial(binomial) {}
+
+  /// Seconds of one message of `bytes` bytes, one way. Without a table: latency + bytes / bandwidth. With a
+  /// table (x_i bytes, y_i seconds), for b = sharers x bytes: below x_0 the line from (0, latency) to
+  /// (x_0, y_0); between two entries their line; above the last entry y_last + (b - x_last) / bandwidth.
+  /// `duplex`: the other direction carries a message of the same size at the same time (a collective's round):
+  /// priced from the link's duplex table where it has one, else as a lone message.
+  double message(double bytes, bool duplex = false) const;
+  /// Seconds of `messages` rounds of a collective in sequence carrying `sentBytes` bytes together (sentBytes /
+  /// messages each; each rank sends one and receives one per round, so duplex); `messages` <= 0: the bytes at
+  /// the bandwidth alone.
+  double messages(double messages, double sentBytes) const;
+  /// NCCL ring all-reduce of `bytes` per rank over n ranks: 2(n-1) messages of bytes / n (2(n-1)/n of the
+  /// bytes sent; nccl-tests doc/PERFORMANCE.md); binomial: 2 ceil(log2 n) lone messages of all the bytes, one
+  /// after the other (reduce up the tree, broadcast down); 0 when n <= 1.
+  double allReduce(double bytes, int64_t n) const;
+  /// Ring reduce-scatter or all-gather: n-1 messages of bytes / n; 0 when n <= 1.
+  double reduceScatter(double bytes, int64_t n) const;
+  /// Bytes per second one GPU gets at large sizes (bandwidth / sharers).
+  double bandwidth() const { return spec.bandwidth / sharers; }
+  bool isSizeDependent() const { return !spec.messages.empty() || !spec.duplexMessages.empty(); }
+
+private:
+  LinkSpec spec;
+  double sharers = 1;
+  bool binomial = false;
+};
+
+/// The message-size table ptrain-calibrate writes from its ping-pong medians: entries sorted by size, equal
+/// sizes averaged, then the least-squares non-decreasing fit of the times (isotonic regression by the
+/// pool-adjacent-violators algorithm; Ayer et al., Ann. Math. Statist. 26(4), 1955; Barlow et al.,
+/// "Statistical Inference under Order Restrictions", 1972, ch. 1): on a FIFO link a message is never faster
+/// than a shorter one, so a smaller median above a larger size is noise. Sizes must be >= 1 byte, times > 0.
+std::vector<MessageTime> fitMessageTimes(std::vector<MessageTime> samples);
+
+} // namespace mlir::ptrain
+
+#endif // PTRAIN_ANALYSIS_LINKCOST_H

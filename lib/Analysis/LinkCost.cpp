@@ -1,0 +1,82 @@
+//===- LinkCost.cpp - the time of a message on a link, by size -----------===//
+
+#include "ptrain/Analysis/LinkCost.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir::ptrain;
+
+double LinkCost::message(double bytes, bool duplex) const {
+  const double b = bytes * sharers;
+  const std::vector<MessageTime> &table =
+      duplex && !spec.duplexMessages.empty() ? spec.duplexMessages : spec.messages;
+  if (table.empty())
+    return spec.latency + b / spec.bandwidth;
+  if (b >= table.back().bytes)
+    return table.back().seconds + (b - table.back().bytes) / spec.bandwidth;
+  MessageTime lo{0, spec.latency};
+  for (const MessageTime &hi : table) {
+    if (b <= hi.bytes)
+      return lo.seconds + (hi.seconds - lo.seconds) * (b - lo.bytes) / (hi.bytes - lo.bytes);
+    lo = hi;
+  }
+  return table.back().seconds; // unreachable: b < table.back().bytes
+}
+
+double LinkCost::messages(double count, double sentBytes) const {
+  if (count <= 0)
+    return sentBytes * sharers / spec.bandwidth;
+  return count * message(sentBytes / count, /*duplex=*/true);
+}
+
+double LinkCost::allReduce(double bytes, int64_t n) const {
+  if (n <= 1)
+    return 0;
+  if (binomial)
+    return 2.0 * std::ceil(std::log2(static_cast<double>(n))) * message(bytes);
+  return messages(2.0 * (n - 1), 2.0 * (n - 1) / n * bytes);
+}
+
+double LinkCost::reduceScatter(double bytes, int64_t n) const {
+  if (n <= 1)
+    return 0;
+  return messages(n - 1.0, static_cast<double>(n - 1) / n * bytes);
+}
+
+std::vector<MessageTime> mlir::ptrain::fitMessageTimes(std::vector<MessageTime> samples) {
+  llvm::stable_sort(samples, [](const MessageTime &a, const MessageTime &b) { return a.bytes < b.bytes; });
+  // Blocks of the pool-adjacent-violators algorithm: each block's mean time and weight (number of samples); a
+  // block spans the sizes first..last of `sizes`.
+  struct Block {
+    double mean, weight;
+    size_t first, last;
+  };
+  std::vector<double> sizes;
+  std::vector<Block> blocks;
+  for (size_t i = 0; i < samples.size();) {
+    size_t j = i;
+    double sum = 0;
+    while (j < samples.size() && samples[j].bytes == samples[i].bytes)
+      sum += samples[j++].seconds;
+    sizes.push_back(samples[i].bytes);
+    blocks.push_back({sum / (j - i), static_cast<double>(j - i), sizes.size() - 1, sizes.size() - 1});
+    // Pool while the previous block's mean is above this one's.
+    while (blocks.size() > 1 && blocks[blocks.size() - 2].mean > blocks.back().mean) {
+      Block b = blocks.back();
+      blocks.pop_back();
+      Block &a = blocks.back();
+      a.mean = (a.mean * a.weight + b.mean * b.weight) / (a.weight + b.weight);
+      a.weight += b.weight;
+      a.last = b.last;
+    }
+    i = j;
+  }
+  std::vector<MessageTime> fit;
+  for (const Block &b : blocks)
+    for (size_t k = b.first; k <= b.last; ++k)
+      fit.push_back({sizes[k], b.mean});
+  return fit;
+}

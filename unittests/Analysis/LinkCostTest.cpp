@@ -1,0 +1,146 @@
+//===- LinkCostTest.cpp - message prices by size and the size-table fit ---===//
+
+#include "ptrain/Analysis/LinkCost.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir::ptrain;
+
+namespace {
+
+ClusterSpec parse(const std::string &interNode, std::string *error = nullptr) {
+  std::string text = R"({"nodes": 2, "gpus_per_node": 1,
+    "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
+    "intra_node": {"bandwidth": 1e10, "latency": 1e-6}, "inter_node": )" +
+                     interNode + "}";
+  auto value = llvm::json::parse(text);
+  EXPECT_TRUE(static_cast<bool>(value));
+  auto cluster = parseCluster(*value);
+  if (!cluster) {
+    std::string message = llvm::toString(cluster.takeError());
+    if (error)
+      *error = message;
+    else
+      ADD_FAILURE() << message;
+    return {};
+  }
+  return *cluster;
+}
+
+// The 20 Mbit/s emulated link of bench/cluster, shaped like the ping-pong sweep found it (2026-12-07): small
+// messages cost more than alpha-beta says (TCP through tc tbf), the large ones the rate.
+const char *kTable = R"({"bandwidth": 2.5e6, "latency": 1e-4, "messages": [
+  {"bytes": 1000, "seconds": 2e-3}, {"bytes": 10000, "seconds": 6e-3}, {"bytes": 100000, "seconds": 4.2e-2}]})";
+
+// Without a table: latency + bytes / bandwidth, the NCCL ring factors, NIC sharing as bandwidth / sharers.
+TEST(LinkCostTest, WithoutATableItIsAlphaBeta) {
+  LinkCost link(LinkSpec{1e9, 1e-5, {}});
+  EXPECT_FALSE(link.isSizeDependent());
+  EXPECT_DOUBLE_EQ(link.message(1e6), 1e-5 + 1e-3);
+  EXPECT_DOUBLE_EQ(link.allReduce(1e6, 4), 6 * 1e-5 + 1.5e6 / 1e9);
+  EXPECT_DOUBLE_EQ(link.reduceScatter(1e6, 4), 3 * 1e-5 + 0.75e6 / 1e9);
+  EXPECT_DOUBLE_EQ(link.allReduce(1e6, 1), 0);
+  LinkCost shared(LinkSpec{1e9, 1e-5, {}}, 4);
+  EXPECT_DOUBLE_EQ(shared.message(1e6), 1e-5 + 4e-3);
+  EXPECT_DOUBLE_EQ(shared.bandwidth(), 2.5e8);
+}
+
+// With a table: interpolated between entries, from (0, latency) below the first, at the bandwidth above the last.
+TEST(LinkCostTest, TableIsInterpolated) {
+  ClusterSpec c = parse(kTable);
+  LinkCost link(c.interNode);
+  ASSERT_TRUE(link.isSizeDependent());
+  EXPECT_DOUBLE_EQ(link.message(1000), 2e-3);
+  EXPECT_DOUBLE_EQ(link.message(10000), 6e-3);
+  EXPECT_DOUBLE_EQ(link.message(5500), 4e-3);
+  EXPECT_DOUBLE_EQ(link.message(500), 1e-4 + 0.5 * (2e-3 - 1e-4));
+  EXPECT_DOUBLE_EQ(link.message(200000), 4.2e-2 + 1e5 / 2.5e6);
+  // Size matters: a 10 kB message costs 6 ms where alpha-beta with the same figures says 4.1 ms, and a ring
+  // all-reduce is priced at the size of its messages (bytes / n), not its total.
+  EXPECT_NEAR(LinkCost(LinkSpec{2.5e6, 1e-4, {}}).message(10000), 4.1e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(link.allReduce(40000, 4), 6 * link.message(10000));
+  EXPECT_DOUBLE_EQ(link.messages(3, 30000), 3 * 6e-3);
+  // Two GPUs sharing the NIC: each message ends when one of twice its size would.
+  EXPECT_DOUBLE_EQ(LinkCost(c.interNode, 2).message(5000), 6e-3);
+}
+
+// A duplex table prices the rounds of collectives (each rank sends and receives at once); lone messages keep
+// the one-way table; without a duplex table collectives use the one-way one.
+TEST(LinkCostTest, CollectivesUseTheDuplexTable) {
+  ClusterSpec c = parse(R"({"bandwidth": 2.5e6, "latency": 1e-4,
+    "messages": [{"bytes": 10000, "seconds": 6e-3}],
+    "duplex_messages": [{"bytes": 10000, "seconds": 9e-3}]})");
+  LinkCost link(c.interNode);
+  EXPECT_DOUBLE_EQ(link.message(10000), 6e-3);
+  EXPECT_DOUBLE_EQ(link.message(10000, /*duplex=*/true), 9e-3);
+  EXPECT_DOUBLE_EQ(link.allReduce(20000, 2), 2 * 9e-3);
+  EXPECT_DOUBLE_EQ(link.reduceScatter(20000, 2), 9e-3);
+  EXPECT_DOUBLE_EQ(LinkCost(parse(kTable).interNode).allReduce(20000, 2), 2 * 6e-3);
+}
+
+// all_reduce_algorithm "binomial" (the CPU target's MPI_Iallreduce in place under OpenMPI's libnbc): a reduce
+// up a binomial tree and a broadcast down it, 2 ceil(log2 n) lone messages of the whole buffer.
+TEST(LinkCostTest, BinomialAllReduceSendsTheWholeBufferUpAndDown) {
+  ClusterSpec c = parse(kTable);
+  EXPECT_FALSE(c.binomialAllReduce);
+  LinkCost binomial(c.interNode, 1, /*binomial=*/true);
+  EXPECT_DOUBLE_EQ(binomial.allReduce(10000, 2), 2 * 6e-3);
+  EXPECT_DOUBLE_EQ(binomial.allReduce(10000, 3), 4 * 6e-3);
+  EXPECT_DOUBLE_EQ(binomial.allReduce(10000, 4), 4 * 6e-3);
+  EXPECT_DOUBLE_EQ(binomial.allReduce(10000, 1), 0);
+  // The ring on the same link: 2 messages of 5,000 B.
+  EXPECT_DOUBLE_EQ(LinkCost(c.interNode).allReduce(10000, 2), 2 * LinkCost(c.interNode).message(5000));
+  std::string text = R"({"nodes": 1, "gpus_per_node": 1, "all_reduce_algorithm": "tree",
+    "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
+    "intra_node": {"bandwidth": 1e10, "latency": 1e-6}, "inter_node": {"bandwidth": 1e9, "latency": 0}})";
+  auto bad = parseCluster(*llvm::json::parse(text));
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_EQ(llvm::toString(bad.takeError()), "all_reduce_algorithm: must be \"ring\" or \"binomial\", got 'tree'");
+}
+
+// The fit: sorted, equal sizes averaged, non-decreasing (pool adjacent violators).
+TEST(LinkCostTest, FitIsMonotoneLeastSquares) {
+  std::vector<MessageTime> fit =
+      fitMessageTimes({{100000, 4e-2}, {1000, 2e-3}, {10000, 3e-3}, {30000, 1e-3}, {10000, 5e-3}});
+  ASSERT_EQ(fit.size(), 4u);
+  EXPECT_DOUBLE_EQ(fit[0].bytes, 1000);
+  EXPECT_DOUBLE_EQ(fit[0].seconds, 2e-3);
+  // 10000 (mean 4e-3 of two samples) and 30000 (1e-3) violate the order: pooled to (2 x 4e-3 + 1e-3) / 3.
+  EXPECT_DOUBLE_EQ(fit[1].bytes, 10000);
+  EXPECT_DOUBLE_EQ(fit[1].seconds, 3e-3);
+  EXPECT_DOUBLE_EQ(fit[2].bytes, 30000);
+  EXPECT_DOUBLE_EQ(fit[2].seconds, 3e-3);
+  EXPECT_DOUBLE_EQ(fit[3].seconds, 4e-2);
+  for (size_t i = 1; i < fit.size(); ++i)
+    EXPECT_LE(fit[i - 1].seconds, fit[i].seconds);
+  // An already monotone table is unchanged.
+  std::vector<MessageTime> same = fitMessageTimes({{1, 1e-4}, {2, 2e-4}});
+  EXPECT_DOUBLE_EQ(same[1].seconds, 2e-4);
+}
+
+// The schema: `messages` is optional (older files without it are read, priced by alpha-beta), each entry
+// {bytes >= 1 integer, seconds > 0}, sizes strictly increasing, nothing else.
+TEST(LinkCostTest, SchemaErrorsNameTheField) {
+  EXPECT_TRUE(parse(R"({"bandwidth": 1e9, "latency": 1e-5})").interNode.messages.empty());
+  EXPECT_FALSE(parse(R"({"bandwidth": 1e9, "latency": 1e-5})").interNode.halfDuplex);
+  EXPECT_TRUE(parse(R"({"bandwidth": 1e9, "latency": 1e-5, "half_duplex": true})").interNode.halfDuplex);
+  std::string duplexError;
+  parse(R"({"bandwidth": 1e9, "latency": 1e-5, "half_duplex": 1})", &duplexError);
+  EXPECT_EQ(duplexError, "inter_node.half_duplex: must be true or false");
+  std::string error;
+  parse(R"({"bandwidth": 1e9, "latency": 0, "messages": [{"bytes": 10, "seconds": 1e-3}, {"bytes": 10,
+            "seconds": 2e-3}]})",
+        &error);
+  EXPECT_EQ(error, "inter_node.messages[1].bytes: must be larger than the previous entry's (10): sizes strictly "
+                   "increasing");
+  parse(R"({"bandwidth": 1e9, "latency": 0, "messages": [{"bytes": 10, "seconds": 0}]})", &error);
+  EXPECT_EQ(error, "inter_node.messages[0].seconds: must be > 0, got 0.000000");
+  parse(R"({"bandwidth": 1e9, "latency": 0, "messages": [{"bytes": 0.5, "seconds": 1}]})", &error);
+  EXPECT_EQ(error, "inter_node.messages[0].bytes: must be an integer >= 1");
+  parse(R"({"bandwidth": 1e9, "latency": 0, "messages": [{"bytes": 1, "seconds": 1, "rate": 2}]})", &error);
+  EXPECT_EQ(error, "inter_node.messages[0].rate: unknown field");
+  parse(R"({"bandwidth": 1e9, "latency": 0, "messages": []})", &error);
+  EXPECT_EQ(error, "inter_node.messages: must be a non-empty array of {bytes, seconds}");
+}
+
+} // namespace
