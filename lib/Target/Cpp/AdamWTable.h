@@ -31,11 +31,11 @@
 
 namespace mlir::ptrain::cpp {
 
-/// The run's table and loop into `w`'s current block; `stateVar(symbol)` is an lvalue of the state's pointer
-/// (a `float *` assigned by ptrain_step_init: its entry of state_f32), a row a line, commented with the
-/// parameter's symbol; `w.ptr` names the shared step value.
-LogicalResult emitAdamWRun(const AdamWRun &run, llvm::function_ref<std::string(StringAttr)> stateVar,
-                           CallWriter &w);
+/// The run's table and loop into `w`'s current block; `stateIndex(symbol)` is the state's index in state_f32 (its
+/// `float *`, assigned by ptrain_step_init). The rows of the run's layers are runs of one layer's rows (the same
+/// counts, decays and resets, the state indices up by the same strides from layer to layer): the table holds one
+/// layer's rows, commented with their parameters' symbols, and each run's period, count and strides.
+LogicalResult emitAdamWRun(const AdamWRun &run, llvm::function_ref<int64_t(StringAttr)> stateIndex, CallWriter &w);
 
 } // namespace mlir::ptrain::cpp
 
