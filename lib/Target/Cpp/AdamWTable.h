@@ -5,9 +5,12 @@
 // gradient to zero. Emitted op by op, that is about 30 lines of C++ per parameter tensor, so the optimizer
 // step grew with the depth of the model (issue 23 item 3: the code grows with the distinct ops). A run of
 // such updates with the same step, schedule, betas and epsilon is emitted instead as one table of rows
-// (the four state pointers, the element count, the weight decay, whether the gradient is reset) walked by a
-// loop that calls ptrain_adamw_step_f32 in place on the states and ptrain_zero_bytes on the gradient
-// (docs/CodegenCpu.md, "Optimizer").
+// (the four states' indices in state_f32, the element count, the weight decay, whether the gradient is reset)
+// walked by a loop that calls ptrain_adamw_step_f32 in place on the states and ptrain_zero_bytes on the
+// gradient (docs/CodegenCpu.md, "Optimizer"). The rows of a model's layers differ only in their indices, by the
+// same strides from layer to layer: the table holds one layer's rows and a table of runs (rows, count,
+// strides) repeats them, so it grows with a layer's parameters, not with the layers; the runs are found
+// greedily, as the state table's (include/ptrain/Target/Common/StateTable.h).
 //
 // In place is bit-identical to the op-by-op form (copies of parameter and moments into arena buffers,
 // the step on the copies, copies back): the kernel is elementwise and reads each element before writing
