@@ -172,7 +172,6 @@ StorageRules StorageRules::cpu() {
 StorageRules StorageRules::cuda() {
   StorageRules rules;
   rules.holdUntilWait = false;
-  rules.fuseGemms = false;
   rules.generateConstants = false;
   rules.adamWRuns = false;
   rules.alignment = 256;

@@ -820,10 +820,10 @@ void BuildTrainingStepPass::buildPipeline(PipelineAttr pipeline, bool explicitLa
         axes.push_back("tp");
       scale = buildClipScale(ob, loc, counted, grads, tp, grid, axes);
     }
-    for (auto &[name, stagesReading] : readers) {
-      if (!llvm::is_contained(stagesReading, s))
-        continue;
-      auto param = symbols->lookup<StateOp>(name);
+    // The stage's parameters in order of first use (held[s], not the hash order of `readers`): their moments
+    // and updates then follow the layers, so that the generated state and optimizer tables are runs of one
+    // layer's rows (include/ptrain/Target/Common/StateTable.h).
+    for (StateOp param : held[s]) {
       auto type = param.getTensorType();
       StateOp acc = gradState(param);
       Value value = StateReadOp::create(ob, loc, type, param.getSymName());

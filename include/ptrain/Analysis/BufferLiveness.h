@@ -102,8 +102,8 @@ struct StorageRules {
   /// The CPU target: host memory, MPI, OpenBLAS GEMMs with fusion, generated constants, AdamW tables,
   /// cpuKernelScratch, 64-byte alignment.
   static StorageRules cpu();
-  /// The CUDA target: device memory, NCCL on streams, every constant in a device block, scratch added by the
-  /// emitter, 256-byte alignment (cudaMalloc's).
+  /// The CUDA target: device memory, NCCL on streams, cuBLAS GEMMs with fusion (as the CPU's), every constant
+  /// in a device block, scratch added by the emitter, 256-byte alignment (cudaMalloc's).
   static StorageRules cuda();
 };
 

@@ -9,6 +9,16 @@
 // walking the body backwards). Constants and aliases (reshape) are never
 // dead: they cost nothing and their declarations stay.
 //
+// The forward of a parameter is not dead either: an op reading a parameter
+// (a matmul by a weight, a bias add) and the ops computing from its results.
+// Such dead ops are the tail of a stage's last layer in its backward, which
+// recomputes the forward but takes the incoming gradient in place of the
+// stage's output (the last matmul, bias add and residual add): computing and
+// discarding them makes that layer the same code as every other layer, a call
+// of the same outlined block (BlockOutliner.h; issue 23 item 3: the code of a
+// 12-layer model within 10% of a 2-layer one's). The cost is that tail once
+// per backward and its buffers, which the memory plan counts the same way.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PTRAIN_ANALYSIS_DEADOPS_H

@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CppEmitter.h"
+#include "ptrain/Target/Common/StateTable.h"
 #include "ptrain/Target/Cpp/KernelObject.h"
 #include "ptrain/Transforms/Passes.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
@@ -244,35 +245,22 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   // The named pointers: only those the code below names (the outlined blocks read the others through kStates,
   // the AdamW tables through state_f32), written once the unit is complete.
   s << kNamedStatesMark;
-  SmallVector<int64_t> allDims;
-  for (StateOp state : stateOrder)
-    llvm::append_range(allDims, state.getTensorType().getShape());
-  s << "\n/// The dims of every state, in kStates' order (a state's descriptor points at its own).\n"
-    << "const int64_t kStateDims[" << std::max<size_t>(allDims.size(), 1) << "] = {"
-    << (allDims.empty() ? std::string("0") : wrapInts(allDims, 16, "    ")) << "};\n";
-  // The tables' data pointers are set when the storage is allocated (allocateStates).
-  s << "\nptrain_state_desc_t kStates[] = {\n";
-  for (StateOp state : stateOrder) {
-    const StateInfo &info = states[state.getSymNameAttr()];
-    s << "    " << stateDescriptor(state, info.var, "nullptr", info.dims) << ",\n";
-  }
-  if (stateOrder.empty())
-    s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},\n";
-  s << "};\n";
-  s << "constexpr int64_t kNumStates = " << stateOrder.size() << ";\n";
-  if (pipeline) {
-    s << "\n// The states each pipeline stage's functions use: a rank initializes, saves and loads its stage's. A\n"
-         "// stage's table holds the descriptors of its states' indices in kStates (filled by allocateStates).\n";
+  // The table as runs of a layer's rows (StateTable.h): it grows with a layer's distinct states, not the layers.
+  // A stage's list of indices in kStates (its states: a rank initializes, saves and loads its stage's) is
+  // ranges; its table of descriptors is filled by allocateStates.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> stageLists;
+  if (pipeline)
     for (auto &[stage, list] : stageStates) {
-      const std::string name = "kStage" + std::to_string(stage) + "State";
-      SmallVector<int64_t> indices;
+      std::vector<int64_t> indices;
       for (StateOp state : list)
         indices.push_back(states[state.getSymNameAttr()].index);
-      s << "constexpr int64_t kNumStage" << stage << "States = " << list.size() << ";\n"
-        << stateIndexList(name + "Indices", indices) << "ptrain_state_desc_t " << name << "s["
-        << std::max<size_t>(list.size(), 1) << "] = {};\n";
+      stageLists.push_back({"kStage" + std::to_string(stage) + "StateIndices", std::move(indices)});
     }
-  }
+  s << "\n" << target::stateTable(stateOrder, stageLists);
+  if (pipeline)
+    for (auto &[stage, list] : stageStates)
+      s << "constexpr int64_t kNumStage" << stage << "States = " << list.size() << ";\nptrain_state_desc_t kStage"
+        << stage << "States[" << std::max<size_t>(list.size(), 1) << "] = {};\n";
   s << "/// The states this process owns (the stage's in a pipeline; set by ptrain_step_init).\n";
   s << "const ptrain_state_desc_t *active_states = kStates;\nint64_t num_active_states = kNumStates;\n\n";
   s << "//===--- Constants ---===//\n\n" << constants;

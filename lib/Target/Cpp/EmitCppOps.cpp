@@ -42,8 +42,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     if (run->ops.front() != op)
       return success();
     if (failed(emitAdamWRun(
-            *run, [&](StringAttr state) { return "state_f32[" + std::to_string(states[state].index) + "]"; },
-            *this)))
+*run, [&](StringAttr state) { return states[state].index; }, *this)))
       return failure();
     std::string loc;
     llvm::raw_string_ostream locOs(loc);
@@ -200,10 +199,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
             if (gemms->isFolded(t))
               return success(); // every user reads the input with BLAS's transpose flag
-            if (gemms->aliasOf(t)) {
-              line("// an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)");
-              return success();
-            }
+            if (gemms->aliasOf(t))
+              return success(); // an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)
             return emitSharedOp(t, *this);
           })
           .Case<SumToOp>([&](SumToOp s) -> LogicalResult {
@@ -425,7 +422,11 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     return success();
   // A state read used in place is only a pointer: declared where it is first named, so that each layer's
   // reads fall into the layer's block (BlockOutliner.h) instead of a run of reads at the function's top.
-  if (isa<StateReadOp>(op) && storage[op->getResult(0)].kind == Storage::State && block.empty()) {
+  // So is a transpose whose GEMM wrote the transposed matrix (GemmFusion.h): an alias, no code, declared where
+  // it is read, so that a layer's weight gradients leave no run of alias-only chunks between the layers' blocks.
+  if (((isa<StateReadOp>(op) && storage[op->getResult(0)].kind == Storage::State) ||
+       (isa<TransposeOp>(op) && gemms->aliasOf(op))) &&
+      block.empty()) {
     chunks.defer(chunk.decls);
     return success();
   }

@@ -46,6 +46,7 @@
 #include "StageStates.h"
 
 #include "ptrain/Analysis/BufferLiveness.h"
+#include "ptrain/Analysis/GemmFusion.h"
 #include "ptrain/Target/Common/BlockOutliner.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -403,7 +404,17 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   target::EmittedChunk chunk;
   chunk.location = locationComment(op->getLoc());
   chunk.header = "  // " + op->getName().getStringRef().str() + "\n";
+  // GEMM fusion (GemmFusion.h), as on the CPU: dead ops write nothing; transposes and batch sums a GEMM reads
+  // and bias adds a GEMM starts from are not materialized.
+  const GemmFusion &gemms = liveness->gemms();
+  if (gemms.isDead(op)) {
+    chunk.code = "  // not emitted: nothing reads its results (DeadOps.h)\n";
+    chunks.push(std::move(chunk));
+    return success();
+  }
   for (Value result : op->getResults()) {
+    if (gemms.isFolded(op))
+      break;
     const Storage &s = storage[result];
     if (auto request = dyn_cast<RequestType>(result.getType()); request && !request.getValueType())
       continue; // a send's request: nothing on the device
@@ -447,19 +458,63 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
-          .Case<EmbeddingOp, EmbeddingGradOp, BinaryOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp, SoftmaxGradOp,
-                GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp>(
+          .Case<EmbeddingOp, EmbeddingGradOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp, SoftmaxGradOp, GeluOp,
+                GeluGradOp, SliceOp, SplitOp, ConcatOp, PadOp, TPSplitOp>(
               [&](Operation *o) { return emitSharedOp(o, *this); })
+          .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
+            if (gemms.aliasOf(b)) {
+              block += "    // an alias: the GEMM of its product started from the bias rows (GemmFusion.h)\n";
+              return success();
+            }
+            return emitSharedOp(b, *this);
+          })
+          .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
+            if (gemms.isFolded(t))
+              return success(); // every user reads the input with cuBLAS's transpose flag
+            if (gemms.aliasOf(t)) {
+              block += "    // an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)\n";
+              return success();
+            }
+            return emitSharedOp(t, *this);
+          })
+          .Case<SumToOp>([&](SumToOp sum) -> LogicalResult {
+            MatmulOp m = gemms.summedMatmul(sum);
+            if (!m)
+              return emitSharedOp(sum, *this);
+            // sum_b A_b B_b as one GEMM over the batch-long contraction (A stored transposed, GemmFusion.h).
+            FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cuda");
+            if (failed(g))
+              return failure();
+            Value a = gemms.operand(m, 0).source, b = gemms.operand(m, 1).source;
+            const bool transposed = gemms.writesTransposed(sum); // its only user transposes it: B^T A
+            return call(CudaCall::ptrain_cuda_gemm_f32,
+                        {"1", "0", "1", std::to_string(transposed ? g->cols : g->rows),
+                         std::to_string(transposed ? g->rows : g->cols), std::to_string(g->batch * g->k), "1.0f", ptr(transposed ? b : a), "0", ptr(transposed ? a : b),
+                         "0", "0.0f", ptr(sum.getResult()), "0"});
+          })
           .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {
             FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cuda");
             if (failed(g))
               return failure();
+            if (gemms.isFolded(m))
+              return success(); // computed by the sum_to of its result
+            GemmOperand a = gemms.operand(m, 0), b = gemms.operand(m, 1);
+            Value bias = gemms.biasOf(m);
+            if (bias) { // C = the bias rows, then C = A B + C (the add of its only user, GemmFusion.h)
+              ArrayRef<int64_t> in = shapeOf(bias), out = shapeOf(m.getResult());
+              if (failed(call(CudaCall::ptrain_cuda_broadcast_to,
+                              {ptr(bias), "4", std::to_string(in.size()), constArray(in, "bias_dims", "int64_t"),
+                               std::to_string(out.size()), constArray(out, "out_dims", "int64_t"),
+                               ptr(m.getResult())})))
+                return failure();
+            }
             // --precision bf16: bf16 operands, fp32 accumulation and result (docs/MixedPrecision.md), the same
             // arguments.
             return call(m.getAccumulate() ? CudaCall::ptrain_cuda_gemm_bf16 : CudaCall::ptrain_cuda_gemm_f32,
-                        {"0", "0", std::to_string(g->batch), std::to_string(g->rows), std::to_string(g->cols),
-                         std::to_string(g->k), "1.0f", ptr(m.getLhs()), std::to_string(g->strideA), ptr(m.getRhs()),
-                         std::to_string(g->strideB), "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
+                        {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
+                         std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f",
+                         ptr(a.source), std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB),
+                         bias ? "1.0f" : "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
           })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {
             return emitCudaCrossEntropy(ce, *this); // weights, ignore_index, reduction: EmitCudaLoss.h
@@ -572,6 +627,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   if (constantDecl)
     chunk.decls.push_back(std::move(*constantDecl));
   constantDecl.reset();
+  // A transpose or batched product a GEMM reads (GemmFusion.h) has no code and no pointer: no chunk (the GEMM
+  // names what it reads).
+  if (gemms.isFolded(op) && chunk.decls.empty() && chunk.code.empty())
+    return success();
   // A state read stays where it is: a layer's block that reads it computes its pointer from d_states and a row
   // entry (BlockOutliner.h, live-ins in a global block).
   chunks.push(std::move(chunk));

@@ -69,14 +69,22 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
 // CHECK: ptrain.adamw x 2 (with their state reads and writes)
 // CHECK: // 2 AdamW updates as a table (AdamWTable.h)
 // CHECK: static const AdamWRow rows[2] = {
-// CHECK-NEXT: {&state_f32[0], &state_f32[1], &state_f32[2], &state_f32[3], 32, 0.100000001f, true}, // a
-// CHECK-NEXT: {&state_f32[4], &state_f32[5], &state_f32[6], &state_f32[7], 8, 0.0f, true}, // b
+// CHECK-NEXT: {0, 1, 2, 3, 32, 0.100000001f, true}, // a
+// CHECK-NEXT: {4, 5, 6, 7, 8, 0.0f, true}, // b
+// CHECK-NEXT: };
+// The runs: a and b differ in count and decay, so nothing repeats: one run of both rows, once.
+// CHECK: static const int64_t runs[1][7] = {
+// CHECK-NEXT: {0, 2, 1, 0, 0, 0, 0},
 // CHECK-NEXT: };
 // CHECK: PTRAIN_STEP_CALL(ptrain_lr_warmup_cosine(t <= 10 ? t - 1 : t, 10, 100, 0.00100000005f, 9.99999975e-05f, &lr));
-// CHECK-NEXT: for (const AdamWRow &row : rows) {
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_adamw_step_f32(*row.param, *row.grad, *row.m, *row.v, row.n, t, lr, 0.899999976f, 0.949999988f, 9.99999994e-09f, row.weight_decay));
+// CHECK-NEXT: for (const auto &run : runs)
+// CHECK-NEXT: for (int64_t c = 0; c < run[2]; ++c)
+// CHECK-NEXT: for (int64_t p = 0; p < run[1]; ++p) {
+// CHECK-NEXT: const AdamWRow &row = rows[run[0] + p];
+// CHECK-NEXT: float *grad = state_f32[row.grad + c * run[4]];
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_adamw_step_f32(state_f32[row.param + c * run[3]], grad, state_f32[row.m + c * run[5]], state_f32[row.v + c * run[6]], row.n, t, lr, 0.899999976f, 0.949999988f, 9.99999994e-09f, row.weight_decay));
 // CHECK-NEXT: if (row.zero_grad)
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_zero_bytes(*row.grad, row.n * 4));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_zero_bytes(grad, row.n * 4));
 // CHECK-NEXT: }
 // The single update of @c: op by op.
 // CHECK-NOT: AdamWRow

@@ -10,8 +10,11 @@
 // dispatch to this rank's lowered step.
 // A stage's states are their indices in kStates, data; its table of descriptors is filled when they are
 // allocated.
+// The list is ranges (start, length), expanded with the state table at load (StateTable.h).
+// CHECK: const int64_t kStage0StateIndicesRanges[2] = {0, 2};
+// CHECK-NEXT: int64_t kStage0StateIndices[2] = {};
+// CHECK: kStage0StateIndices[k++] = kStage0StateIndicesRanges[r] + j;
 // CHECK: constexpr int64_t kNumStage0States = 2;
-// CHECK-NEXT: const int64_t kStage0StateIndices[2] = {0, 1};
 // CHECK-NEXT: ptrain_state_desc_t kStage0States[2] = {};
 // CHECK-LABEL: ptrain_status_t allocateStage0Storage() {
 // CHECK-NEXT: PTRAIN_STEP_CALL(allocateStates(kStage0StateIndices, kNumStage0States, kStage0States, storage_state_bytes));

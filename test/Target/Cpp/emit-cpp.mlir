@@ -47,12 +47,19 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
 // CHECK-NEXT: int64_t *state_i64[4] = {};
 // CHECK-NEXT: {{\[\[}}maybe_unused]] float *&state_0_wte_weight = state_f32[0];
 // CHECK: {{\[\[}}maybe_unused]] int64_t *&state_3_step = state_i64[3];
-// CHECK: const int64_t kStateDims[6] = {16, 8, 16, 8, 16, 8};
-// CHECK: ptrain_state_desc_t kStates[] = {
-// CHECK-NEXT: {"wte.weight", nullptr, PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 2, kStateDims + 0, PTRAIN_STATE_INIT_NONE, 0},
-// CHECK-NEXT: {"wte.weight/adam_m", nullptr, PTRAIN_DTYPE_F32, PTRAIN_STATE_OPTIMIZER_MOMENT, 2, kStateDims + 2,
+// The table is runs of templates (StateTable.h), expanded into kStates and kStateDims at load: no state has a
+// number in its key here, so one run of the four templates.
+// CHECK: const StateTemplate kStateTemplates[4] = {
+// CHECK-NEXT: {"wte.weight", "", false, PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 2, {16, 8}, PTRAIN_STATE_INIT_NONE, 0},
+// CHECK-NEXT: {"wte.weight/adam_m", "", false, PTRAIN_DTYPE_F32, PTRAIN_STATE_OPTIMIZER_MOMENT, 2, {16, 8},
 // CHECK-NEXT: {"wte.weight/adam_v",
-// CHECK-NEXT: {"step", nullptr, PTRAIN_DTYPE_I64, PTRAIN_STATE_STEP_COUNTER, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},
+// CHECK-NEXT: {"step", "", false, PTRAIN_DTYPE_I64, PTRAIN_STATE_STEP_COUNTER, 0, {0}, PTRAIN_STATE_INIT_NONE, 0},
+// CHECK: const int64_t kStateRuns[5] = {0, 4, 1, 0, 0};
+// CHECK-NEXT: constexpr int64_t kNumStates = 4;
+// CHECK: int64_t kStateDims[6] = {};
+// CHECK: ptrain_state_desc_t kStates[4] = {};
+// CHECK: kStates[i] = {state_keys[i].c_str(), nullptr, t.dtype, t.kind, t.rank,
+// CHECK: const bool state_table_expanded = expandStateTable();
 // CHECK: unsigned char *ptrain_arena = nullptr;
 // The states' blocks: one loop over kStates, each block's bytes from its descriptor and its name from its
 // index and key.
@@ -101,12 +108,13 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
 // dlogits^T x (the transpose is an alias of it, GemmFusion.h).
 // CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 16, 8, 8, 1.0f, [[DL]], 0, [[X]], 0, 0.0f, [[DWT:v[0-9]+]], 0));
 // CHECK-NOT: ptrain_permute_f32
-// CHECK: // an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)
 // (W^T)^T is W itself.
 // CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(0, 0, 2, 4, 8, 16, 1.0f, [[DL]], 64, [[W]], 0, 0.0f, {{v[0-9]+}}, 32));
 // CHECK: PTRAIN_STEP_CALL(ptrain_zero_bytes([[DW2:v[0-9]+]], 512));
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_embedding_bwd_f32({{v[0-9]+}}, {{.*}}, 8, 16, 8, [[DW2]]));
-// CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD, {{v[0-9]+}}, 2, a_dims, [[DW2]], 2, b_dims, 2, out_dims, [[DW:v[0-9]+]]));
+// The transpose (an alias of the GEMM's result, no code) is declared where it is first read: the gradients' sum.
+// CHECK: float *[[DWTT:v[0-9]+]] = [[DWT]];
+// CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD, [[DWTT]], 2, a_dims, [[DW2]], 2, b_dims, 2, out_dims, [[DW:v[0-9]+]]));
 // The step counter: i64 add, written back.
 // CHECK: int64_t *[[T:v[0-9]+]] = state_3_step;
 // CHECK: PTRAIN_STEP_CALL(ptrain_add_i64([[T]], {{v[0-9]+}}, 1, [[T1:v[0-9]+]]));
