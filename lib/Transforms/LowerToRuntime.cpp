@@ -118,8 +118,7 @@ class Lowering {
 public:
   Lowering(ModuleOp module, GridOp grid, int64_t pp, int64_t v, int64_t m, std::optional<CompressionPlan> plan)
       : module(module), grid(grid), pp(pp), v(v), m(m), plan(std::move(plan)), b(module.getContext()) {
-    auto precision = module->getAttrOfType<StringAttr>(kPrecisionAttr);
-    bf16Messages = precision && precision.getValue() == "bf16";
+    bf16Messages = getPrecision(module) == Precision::BF16;
   }
 
   FailureOr<func::FuncOp> lookup(const std::string &name, unsigned numArgs, unsigned numResults) {

@@ -17,16 +17,9 @@
 
 namespace mlir::ptrain {
 
-/// The discardable module attribute (a string, "bf16") that `--ptrain-build-training-step="precision=bf16"` sets
-/// on a pipeline module: `--ptrain-lower-to-runtime` then sends the activations and their gradients between
-/// stages in bf16 (cast before the send, back to fp32 after the receive), halving their bytes.
-inline constexpr llvm::StringLiteral kPrecisionAttr = "ptrain.precision";
-
-/// The precisions `--ptrain-build-training-step` and `ptrain-compile` accept.
-enum class Precision { F32, BF16 };
-
-/// Parses "fp32" or "bf16"; std::nullopt otherwise.
-std::optional<Precision> parsePrecision(llvm::StringRef text);
+// The precisions `--ptrain-build-training-step` and `ptrain-compile` accept are the enum `Precision`
+// (PTrainBase.td; `symbolizePrecision` parses "fp32" and "bf16"); the module attribute that records it for the
+// pipeline's messages is `ptrain.precision` (`getPrecision`, `setPrecision`: PTrainPlanAttrs.h).
 
 /// Rewrites every fp32 `ptrain.matmul` of `func` into a bf16 GEMM with fp32 accumulation: each operand is
 /// cast to bf16 once per function (`ptrain.cast`, right after the operand is defined, so a parameter read
