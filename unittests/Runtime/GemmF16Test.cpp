@@ -20,12 +20,6 @@ using namespace ptrain::testing;
 
 namespace {
 
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
 uint16_t toF16(float f) {
   uint16_t h = 0;
   EXPECT_EQ(ptrain_cast_f32_f16(&f, 1, &h), PTRAIN_OK) << ptrain_last_error();
