@@ -902,7 +902,7 @@ LogicalResult BuildTrainingStepPass::checkZeroOptions(ModuleOp module) {
 
 void BuildTrainingStepPass::runOnOperation() {
   ModuleOp module = getOperation();
-  std::optional<Precision> parsedPrecision = parsePrecision(precision);
+  std::optional<Precision> parsedPrecision = symbolizePrecision(precision);
   if (!parsedPrecision) {
     emitError(module.getLoc()) << "--ptrain-build-training-step: precision must be fp32 or bf16, got '" << precision
                                << "'";
@@ -925,7 +925,7 @@ void BuildTrainingStepPass::runOnOperation() {
       if (!before.contains(f) || stageForwards.contains(f))
         numBf16Gemms += placeBf16GemmCasts(f);
     if (getPipeline(module))
-      module->setAttr(kPrecisionAttr, StringAttr::get(module.getContext(), "bf16"));
+      setPrecision(module, Precision::BF16);
   }
 }
 

@@ -14,14 +14,6 @@
 using namespace mlir;
 using namespace mlir::ptrain;
 
-std::optional<Precision> mlir::ptrain::parsePrecision(llvm::StringRef text) {
-  if (text == "fp32")
-    return Precision::F32;
-  if (text == "bf16")
-    return Precision::BF16;
-  return std::nullopt;
-}
-
 Value mlir::ptrain::castOnce(Value value, Type elementType, Operation *user) {
   auto type = cast<RankedTensorType>(value.getType());
   if (type.getElementType() == elementType)

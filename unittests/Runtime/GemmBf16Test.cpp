@@ -29,11 +29,6 @@ using namespace ptrain::testing;
 
 namespace {
 
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
 float floatOf(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);

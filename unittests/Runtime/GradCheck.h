@@ -15,11 +15,20 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
 
 namespace ptrain::testing {
+
+/// The bits of an fp32 value (the 16-bit GEMM and cast tests compare bits).
+inline uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 
 using Vec = std::vector<double>;
 /// A reference function of several fp64 inputs.

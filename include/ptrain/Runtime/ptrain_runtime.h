@@ -387,6 +387,43 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   rounds past bf16's largest becomes +-inf.
 // ptrain_cast_bf16_f32(x[n], n, out[n])       out = fp32(x), exact.
 //
+// --- fp16 GEMM with fp32 accumulation, fp16 casts (cpu/GemmF16.cpp; docs/MixedPrecision.md, "fp16") ---
+// ptrain_gemm_f16(trans_a, trans_b, batch, m, n, k, alpha, a, stride_a, b,
+//                 stride_b, beta, c, stride_c)
+//   ptrain_gemm_f32's arguments and layout with A and B in IEEE binary16
+//   (uint16_t bits) and C in fp32. Defined as a fixed-order fp32 kernel on
+//   exactly widened operands (no CPU here has an fp16 dot instruction): each C
+//   element is one fp32 accumulator, +0 at first, with acc = fma(a[p], b[p],
+//   acc) for p = 0 .. k-1 in order, rounded to nearest even (the products are
+//   exact in fp32, so nothing is flushed); then C = alpha * acc + beta * C
+//   (beta = 0 ignores C) in fp32, any NaN written as 0x7fc00000. Every kernel
+//   path gives the same bits. OUT_OF_MEMORY when the widened operands
+//   ((m + 64 ceil(n/64)) k 4 bytes) cannot be allocated. One thread.
+// ptrain_cast_f32_f16(x[n], n, out[n])        out = binary16(x): round to
+//   nearest even, overflow to +-inf, NaN stays a quiet NaN, tiny values to
+//   binary16 subnormals.
+// ptrain_cast_f16_f32(x[n], n, out[n])        out = fp32(x), exact.
+//
+// --- fp16 dynamic loss scaling (cpu/GradScaler.cpp; Megatron-LM's DynamicGradScaler) ---
+// The scaler state is float state[3] = {scale, growth_tracker,
+// hysteresis_tracker}, checkpointed as a ptrain.state.
+// ptrain_grad_unscale_check_f32(grad[n], n, inv_scale, inout_found_inf[1])
+//   grad *= inv_scale in place (fp32); sets *inout_found_inf = 1 when any
+//   result is +-inf or NaN and leaves it otherwise, so one flag ORs over many
+//   tensors (then a max all-reduce over every rank). inv_scale finite, > 0.
+// ptrain_grad_scaler_init(initial_scale, hysteresis, out_state[3])
+//   state = {initial_scale, 0, hysteresis} (Megatron: initial 2^32,
+//   hysteresis 2).
+// ptrain_grad_scaler_update(state[3], found_inf, growth_factor, backoff_factor,
+//                           growth_interval, hysteresis, min_scale)
+//   found_inf != 0: growth_tracker = 0, hysteresis_tracker -= 1, and when it
+//   is <= 0 scale = max(scale * backoff_factor, min_scale) (the step is
+//   skipped by the caller). Otherwise growth_tracker += 1; at growth_interval
+//   it resets to 0, hysteresis_tracker to hysteresis and scale *=
+//   growth_factor. Megatron's defaults: growth 2, backoff 0.5, interval 1000,
+//   hysteresis 2, min scale 1. INVALID_ARGUMENT for growth_factor <= 1,
+//   backoff_factor outside (0, 1), interval or hysteresis < 1, min_scale <= 0.
+//
 // --- Layer norm (Ba, Kiros, Hinton 2016, "Layer Normalization", eq. 4) ---
 // ptrain_layer_norm_fwd_f32(x[rows, cols], gamma[cols], beta[cols], rows, cols,
 //                           eps, out_y[rows, cols], out_mean[rows], out_rstd[rows])

@@ -12,30 +12,22 @@
 #ifndef PTRAIN_TRANSFORMS_MIXEDPRECISION_H
 #define PTRAIN_TRANSFORMS_MIXEDPRECISION_H
 
+#include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Value.h"
 
 namespace mlir::ptrain {
 
-/// The discardable module attribute (a string, "bf16") that `--ptrain-build-training-step="precision=bf16"` sets
-/// on a pipeline module: `--ptrain-lower-to-runtime` then sends the activations and their gradients between
-/// stages in bf16 (cast before the send, back to fp32 after the receive), halving their bytes.
-inline constexpr llvm::StringLiteral kPrecisionAttr = "ptrain.precision";
+// The precisions `--ptrain-build-training-step` and `ptrain-compile` accept are the enum `Precision`
+// (PTrainBase.td; `symbolizePrecision` parses "fp32" and "bf16"); the module attribute that records it for the
+// pipeline's messages is `ptrain.precision` (`getPrecision`, `setPrecision`: PTrainPlanAttrs.h).
 
 /// Whether `module`'s pipeline messages (activations and their gradients between stages) travel in bf16: the
-/// module has kPrecisionAttr = "bf16". The lowering casts them (LowerToRuntime.cpp) and the timing model prices
-/// them at 2 bytes an element (ModuleCosts.cpp), so both read it here.
-inline bool sendsBf16Messages(ModuleOp module) {
-  auto precision = module->getAttrOfType<StringAttr>(kPrecisionAttr);
-  return precision && precision.getValue() == "bf16";
-}
-
-/// The precisions `--ptrain-build-training-step` and `ptrain-compile` accept.
-enum class Precision { F32, BF16 };
-
-/// Parses "fp32" or "bf16"; std::nullopt otherwise.
-std::optional<Precision> parsePrecision(llvm::StringRef text);
+/// step was built in bf16 (`getPrecision`). The lowering casts them (LowerToRuntime.cpp) and the timing model
+/// prices them at 2 bytes an element (ModuleCosts.cpp), so both read it here.
+inline bool sendsBf16Messages(ModuleOp module) { return getPrecision(module) == Precision::BF16; }
 
 /// Rewrites every fp32 `ptrain.matmul` of `func` into a bf16 GEMM with fp32 accumulation: each operand is
 /// cast to bf16 once per function (`ptrain.cast`, right after the operand is defined, so a parameter read

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cpu/Bf16Dot.h"
+#include "cpu/CastArray.h"
 #include "cpu/CpuIsa.h"
 #include "cpu/GemmArgs.h"
 #include "cpu/codecs/Cast.h"
@@ -175,18 +176,6 @@ PTRAIN_TARGET_AVX512BF16 ptrain_status_t hardwareGemm(const Packed *pk, float al
   return PTRAIN_OK;
 }
 #endif
-
-/// The casts' checks and loop: out[i] = Convert(x[i]), naming `call` in errors.
-template <typename In, typename Out, Out (*Convert)(In)>
-ptrain_status_t castArray(const char *call, const In *x, int64_t n, Out *out) {
-  if (n < 0)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'n' must be >= 0, got %lld", static_cast<long long>(n));
-  if (n > 0 && (!x || !out))
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'%s' must not be null", x ? "out" : "x");
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = Convert(x[i]);
-  return PTRAIN_OK;
-}
 
 } // namespace
 

@@ -426,3 +426,22 @@ func.func private @dropout_layout_c3() attributes {d = #ptrain.dropout_layout<ba
 // DropoutLayout (C3): the replicas' rows need the batch rows (the row packed into the counter).
 // expected-error@+1 {{dropout_layout: replica_rows needs batch_rows (the row packed into the counter)}}
 func.func private @dropout_layout_c3_rows() attributes {d = #ptrain.dropout_layout<replica_axis = "dp", replica_rows = 8>}
+
+// -----
+
+// Precision (C1): ptrain.precision is a #ptrain.precision (the string of earlier builds is refused).
+// expected-error@+1 {{'ptrain.precision' must be a #ptrain.precision, got "bf16"}}
+module attributes {ptrain.precision = "bf16"} {}
+
+// -----
+
+// Precision (C1): an unknown format does not parse.
+// expected-error@+2 {{expected ::mlir::ptrain::Precision to be one of: fp32, bf16}}
+// expected-error@+1 {{failed to parse PTrain_PrecisionAttr parameter 'value'}}
+module attributes {ptrain.precision = #ptrain.precision<fp8>} {}
+
+// -----
+
+// Precision (C2): on a module.
+// expected-error@+1 {{'ptrain.precision' belongs on a builtin.module}}
+func.func private @precision_c2() attributes {ptrain.precision = #ptrain.precision<bf16>}

@@ -85,3 +85,9 @@ module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward
 // CHECK-SAME: {ptrain.zero_bucket = #ptrain.zero_bucket<params = ["head", "wte"], elements = 256, padded = 258, axis = "dp">} : tensor<86xf32>
 ptrain.state @m key "stage0.zero_bucket0/adam_m" kind optimizer_moment
     {ptrain.zero_bucket = #ptrain.zero_bucket<params = ["head", "wte"], elements = 256, padded = 258, axis = "dp">} : tensor<86xf32>
+
+// -----
+
+// The precision a pipeline step was built in, on its module.
+// CHECK: module attributes {ptrain.precision = #ptrain.precision<bf16>}
+module attributes {ptrain.precision = #ptrain.precision<bf16>} {}

@@ -7,9 +7,13 @@
    tolerance, so a step that silently ran in fp32 fails.
 2. Bytes: with --pp 2 --micro-batches 2 the bf16 step's pipeline sends carry half the fp32 step's bytes (the
    send ops of step.mlir, per link and direction).
-3. Training: STEPS AdamW steps of fp32 and of bf16 on consecutive, never repeated batches of a byte corpus (the
-   repository's docs); each loss is measured before the step trains on its batch, so on unseen data. The mean
-   loss of steps 10..29 of bf16 is within 1% of fp32's; the last 20 steps' gap (open, see EARLY) within 20%.
+3. Training: STEPS (200) AdamW steps of fp32 and of bf16 with global-norm clipping at 1.0 (Megatron-LM's and
+   GPT-2's default) on consecutive, never repeated batches of a byte corpus (the repository's docs); each loss is
+   measured before the step trains on its batch, so on unseen data: the mean of the last 20 (5120 tokens at the
+   weights of steps 180..199) is the validation loss, and bf16's is within 1% of fp32's (the issue's bound), as
+   is every 20-step window after the warm-up. Without clipping this configuration spikes near the peak learning
+   rate and the precision that spikes ends on a worse plateau: PyTorch autocast does the same
+   (bench/precision/torch_reference.py, docs/MixedPrecision.md), so the clipped run is the one that tests bf16.
 
 Usage: precision_e2e.py <build-dir> <source-dir> <scratch-dir>
 """
@@ -31,14 +35,12 @@ from onnx import numpy_helper
 # that the two compute a few ulps apart can round to neighbouring bf16 values (one bf16 ulp is 2^-8 relative).
 TOL_ORACLE = 1e-6
 TOL_GRAD = 4e-3
-STEPS = int(os.environ.get("PTRAIN_PRECISION_STEPS", "150"))
-LAST = 20
-# Steps 10..29 (after the warm-up): bf16 within 1% of fp32 (measured 5.3e-4). Later the curves part:
-# the last 20 of 150 steps measured bf16 12.5% above fp32 (3.49 vs 3.10) on the EPYC of bench/README.md; not
-# understood yet (docs/MixedPrecision.md, "Open"), so that gap is only held to LATE_BOUND against regressions.
-EARLY = (10, 30)
+STEPS = int(os.environ.get("PTRAIN_PRECISION_STEPS", "200"))
+WINDOW = 20
+CLIP = "1.0"
+# bf16 / fp32 - 1 of the mean loss of each 20-step window from step 20 on, and of the last 20 steps (the validation
+# loss): measured at most 0.2% (PyTorch autocast on the same run: 0.2% too); the issue's bound is 1%.
 BOUND = 0.01
-LATE_BOUND = 0.2
 
 
 def compile_step(build, source, out, *extra):
@@ -152,7 +154,7 @@ def main(build, source, scratch):
     for precision in ("fp32", "bf16"):
         out = os.path.join(scratch, "adamw-" + precision)
         compile_step(build, source, out, "--optimizer", "adamw", "--lr", "1e-3", "--warmup-steps", "10",
-                     "--total-steps", str(STEPS), "--precision", precision)
+                     "--total-steps", str(STEPS), "--clip-norm", CLIP, "--precision", precision)
         lib, rt = load(build, out)
         check(lib.ptrain_step_init(None), rt, "init")
         curve = []
@@ -162,19 +164,23 @@ def main(build, source, scratch):
             check(lib.ptrain_step_train_step(i64p(batch), f32p(loss)), rt, f"{precision} step {i}")
             curve.append(float(loss))
         curves[precision] = curve
-        print(f"{precision}: loss {curve[0]:.4f} -> mean of the last {LAST} {np.mean(curve[-LAST:]):.4f}")
-    f, h = np.mean(curves["fp32"][EARLY[0]:EARLY[1]]), np.mean(curves["bf16"][EARLY[0]:EARLY[1]])
-    rel = abs(h - f) / f
-    print(f"bf16 vs fp32, mean loss of steps {EARLY[0]}..{EARLY[1] - 1}: relative {rel:.2e} (bound {BOUND})")
-    if not rel <= BOUND:
-        failures.append(f"bf16 training loss {h:.4f} vs fp32 {f:.4f} (steps {EARLY}): relative {rel:.2e} > {BOUND}")
-    f, h = np.mean(curves["fp32"][-LAST:]), np.mean(curves["bf16"][-LAST:])
-    rel = (h - f) / f
-    print(f"bf16 vs fp32, mean loss of the last {LAST} of {STEPS} steps: {h:.4f} vs {f:.4f}, relative {rel:+.2e} "
-          f"(open: docs/MixedPrecision.md; regression bound {LATE_BOUND})")
-    if not abs(rel) <= LATE_BOUND:
-        failures.append(f"bf16 training loss {h:.4f} vs fp32 {f:.4f} (last {LAST} steps): relative {rel:.2e} > "
-                        f"{LATE_BOUND}")
+        print(f"{precision}: loss {curve[0]:.4f} -> mean of the last {WINDOW} {np.mean(curve[-WINDOW:]):.4f}")
+    if os.environ.get("PTRAIN_PRECISION_CURVES"):  # for bench/precision/torch_reference.py --compare
+        with open(os.environ["PTRAIN_PRECISION_CURVES"], "w") as f:
+            json.dump(curves, f)
+    f32, b16 = np.array(curves["fp32"]), np.array(curves["bf16"])
+    windows = [(k, min(k + WINDOW, STEPS)) for k in range(WINDOW, STEPS, WINDOW)]
+    if windows[-1] != (STEPS - WINDOW, STEPS):
+        windows.append((STEPS - WINDOW, STEPS))
+    gaps = [(lo, hi, float(np.mean(b16[lo:hi]) / np.mean(f32[lo:hi]) - 1.0)) for lo, hi in windows]
+    print("bf16 / fp32 - 1 by window: " + ", ".join(f"{lo}..{hi - 1} {g:+.4f}" for lo, hi, g in gaps))
+    lo, hi, val = gaps[-1]
+    print(f"validation loss (steps {lo}..{hi - 1}, unseen batches): bf16 {np.mean(b16[lo:hi]):.4f}, fp32 "
+          f"{np.mean(f32[lo:hi]):.4f}, relative {val:+.2e} (bound {BOUND})")
+    for lo, hi, g in gaps:
+        if not abs(g) <= BOUND:
+            failures.append(f"bf16 vs fp32 mean loss over steps {lo}..{hi - 1}: relative {g:+.2e}, bound {BOUND}")
+    f = float(np.mean(f32[-WINDOW:]))
     if not f < curves["fp32"][0] - 1.0:
         failures.append(f"fp32 did not train: {curves['fp32'][0]:.4f} -> {f:.4f}")
 

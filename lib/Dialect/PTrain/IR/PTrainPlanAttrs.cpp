@@ -371,8 +371,21 @@ static LogicalResult verifyZeroBucketAttr(Operation *op, Attribute value) {
   return success();
 }
 
+/// Precision (C1-C2; PTrainBase.td).
+static LogicalResult verifyPrecisionAttr(Operation *op, Attribute value) {
+  // (C1)
+  if (!isa<PrecisionAttr>(value))
+    return op->emitError() << "'" << kPrecisionAttr << "' must be a #ptrain.precision, got " << value;
+  // (C2)
+  if (!isa<ModuleOp>(op))
+    return op->emitError() << "'" << kPrecisionAttr << "' belongs on a builtin.module";
+  return success();
+}
+
 LogicalResult PTrainDialect::verifyOperationAttribute(Operation *op, NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
+  if (name == kPrecisionAttr)
+    return verifyPrecisionAttr(op, attribute.getValue());
   if (name == kPipelineAttr)
     return verifyPipelineAttr(op, attribute.getValue());
   if (name == kStageAttr)

@@ -16,6 +16,8 @@
 //   ptrain.zero_bucket = #ptrain.zero_bucket<...>  on a ZeRO-1 moment state (--ptrain-build-training-step)
 //   ptrain.dropout_layout = #ptrain.dropout_layout<...>  on a ptrain.dropout of a partitioned plan
 //                                                        (--ptrain-shard-tp, --ptrain-build-training-step)
+//   ptrain.precision = #ptrain.precision<bf16>  on the module (--ptrain-build-training-step precision=bf16; an
+//                                               enum attribute of PTrainBase.td)
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,12 +50,25 @@ inline constexpr llvm::StringLiteral kZeroBucketAttr = "ptrain.zero_bucket";
 /// On a `ptrain.dropout`: a #ptrain.dropout_layout, where its tensor lies in the step's batch (C1-C3; the op's
 /// C4-C6).
 inline constexpr llvm::StringLiteral kDropoutLayoutAttr = "ptrain.dropout_layout";
+/// On a module built in 16-bit precision: a #ptrain.precision, the format of its pipeline messages (C1-C2).
+inline constexpr llvm::StringLiteral kPrecisionAttr = "ptrain.precision";
 
 /// The module's pipeline split, or null when the module is not split into stages.
 inline PipelineAttr getPipeline(ModuleOp module) { return module->getAttrOfType<PipelineAttr>(kPipelineAttr); }
 
 /// Records the module's pipeline split.
 inline void setPipeline(ModuleOp module, PipelineAttr pipeline) { module->setAttr(kPipelineAttr, pipeline); }
+
+/// The precision the module's training step was built in: fp32 when it has no `ptrain.precision`.
+inline Precision getPrecision(ModuleOp module) {
+  auto attr = module->getAttrOfType<PrecisionAttr>(kPrecisionAttr);
+  return attr ? attr.getValue() : Precision::F32;
+}
+
+/// Records the precision the module's training step was built in.
+inline void setPrecision(ModuleOp module, Precision precision) {
+  module->setAttr(kPrecisionAttr, PrecisionAttr::get(module.getContext(), precision));
+}
 
 /// The pipeline rank `fn` runs on, or null when it belongs to no stage.
 inline StageAttr getStage(Operation *fn) { return fn->getAttrOfType<StageAttr>(kStageAttr); }

@@ -1,0 +1,83 @@
+//===- GradScaler.cpp - fp16 dynamic loss scaling ---------------------------===//
+//
+// Megatron-LM's DynamicGradScaler (megatron/core/optimizer/grad_scaler.py) and
+// the unscale-and-check of its MixedPrecisionOptimizer
+// (megatron/core/optimizer/optimizer.py, _unscale_main_grads_and_check_for_nan),
+// for the fp16 training step (docs/MixedPrecision.md, "The design", item 4;
+// Micikevicius et al., "Mixed Precision Training", ICLR 2018, sec. 3.2).
+//
+// The scaler's state is three fp32 values, one `ptrain.state` of shape [3]
+// checkpointed with the others: {scale, growth_tracker, hysteresis_tracker}.
+// Every value it takes is exact in fp32 (scales are the initial scale times
+// powers of two, the trackers small integers).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Runtime/ptrain_runtime.h"
+
+#include "common/Status.h"
+
+#include <cmath>
+
+using namespace ptrain::runtime;
+
+extern "C" ptrain_status_t ptrain_grad_unscale_check_f32(float *grad, int64_t n, float inv_scale,
+                                                         float *inout_found_inf) {
+  PTRAIN_CHECK_SIZE(n);
+  PTRAIN_CHECK_PTR(inout_found_inf);
+  if (n > 0)
+    PTRAIN_CHECK_PTR(grad);
+  PTRAIN_CHECK_ARG(std::isfinite(inv_scale) && inv_scale > 0.0f, "inv_scale must be finite and > 0, got %g",
+                   static_cast<double>(inv_scale));
+  bool found = false;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i] * inv_scale;
+    found |= !std::isfinite(g);
+    grad[i] = g;
+  }
+  if (found)
+    *inout_found_inf = 1.0f;
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_grad_scaler_init(float initial_scale, int64_t hysteresis, float *out_state) {
+  PTRAIN_CHECK_PTR(out_state);
+  PTRAIN_CHECK_ARG(std::isfinite(initial_scale) && initial_scale > 0.0f,
+                   "initial_scale must be finite and > 0, got %g", static_cast<double>(initial_scale));
+  PTRAIN_CHECK_ARG(hysteresis >= 1, "hysteresis must be >= 1, got %lld", static_cast<long long>(hysteresis));
+  out_state[0] = initial_scale;
+  out_state[1] = 0.0f;
+  out_state[2] = static_cast<float>(hysteresis);
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_grad_scaler_update(float *state, float found_inf, float growth_factor,
+                                                     float backoff_factor, int64_t growth_interval,
+                                                     int64_t hysteresis, float min_scale) {
+  PTRAIN_CHECK_PTR(state);
+  PTRAIN_CHECK_ARG(growth_factor > 1.0f && std::isfinite(growth_factor), "growth_factor must be > 1, got %g",
+                   static_cast<double>(growth_factor));
+  PTRAIN_CHECK_ARG(backoff_factor > 0.0f && backoff_factor < 1.0f, "backoff_factor must be in (0, 1), got %g",
+                   static_cast<double>(backoff_factor));
+  PTRAIN_CHECK_ARG(growth_interval >= 1 && hysteresis >= 1,
+                   "growth_interval (%lld) and hysteresis (%lld) must be >= 1",
+                   static_cast<long long>(growth_interval), static_cast<long long>(hysteresis));
+  PTRAIN_CHECK_ARG(min_scale > 0.0f && std::isfinite(min_scale), "min_scale must be finite and > 0, got %g",
+                   static_cast<double>(min_scale));
+  float &scale = state[0], &growth = state[1], &hyst = state[2];
+  if (found_inf != 0.0f) {
+    // Megatron: _growth_tracker = 0; _hysteresis_tracker -= 1; back off once it reaches 0.
+    growth = 0.0f;
+    hyst -= 1.0f;
+    if (hyst <= 0.0f)
+      scale = std::fmax(scale * backoff_factor, min_scale);
+    return PTRAIN_OK;
+  }
+  growth += 1.0f;
+  if (growth == static_cast<float>(growth_interval)) {
+    growth = 0.0f;
+    hyst = static_cast<float>(hysteresis);
+    scale = scale * growth_factor;
+  }
+  return PTRAIN_OK;
+}
