@@ -43,6 +43,19 @@ bool mlir::ptrain::isFusibleElementwise(Operation *op) {
   }
 }
 
+bool mlir::ptrain::isRowSoftmax(Operation *op) {
+  auto softmax = dyn_cast<SoftmaxOp>(op);
+  if (!softmax)
+    return false;
+  auto type = dyn_cast<RankedTensorType>(softmax.getResult().getType());
+  if (!type || !type.hasStaticShape() || type.getRank() < 1 || !type.getElementType().isF32())
+    return false;
+  int64_t axis = softmax.getAxisAttr().getInt();
+  return axis == -1 || axis == type.getRank() - 1;
+}
+
+bool ElementwiseChain::endsInSoftmax() const { return !ops.empty() && isa<SoftmaxOp>(ops.back()); }
+
 ArrayRef<int64_t> ElementwiseChain::shape() const { return shapeOfValue(ops.front()->getResult(0)); }
 
 AffineMap ElementwiseChain::inputMap(Value input) const {
@@ -148,14 +161,22 @@ SmallVector<ElementwiseChain> mlir::ptrain::findElementwiseChains(ArrayRef<Opera
       chains.push_back(describeChain(run));
     run.clear();
   };
+  auto extends = [&](Operation *op) {
+    return !run.empty() && shapeOfValue(op->getResult(0)) == shapeOfValue(run.front()->getResult(0)) &&
+           llvm::any_of(op->getOperands(), [&](Value v) { return llvm::is_contained(run, v.getDefiningOp()); });
+  };
   for (Operation *op : ops) {
+    // A row softmax ends the run it extends (its rows read the elementwise prologue's results).
+    if (isRowSoftmax(op) && !skip(op) && extends(op)) {
+      run.push_back(op);
+      close();
+      continue;
+    }
     if (!isFusibleElementwise(op) || skip(op)) {
       close();
       continue;
     }
-    bool extends = !run.empty() && shapeOfValue(op->getResult(0)) == shapeOfValue(run.front()->getResult(0)) &&
-                   llvm::any_of(op->getOperands(), [&](Value v) { return llvm::is_contained(run, v.getDefiningOp()); });
-    if (!extends)
+    if (!extends(op))
       close();
     run.push_back(op);
   }

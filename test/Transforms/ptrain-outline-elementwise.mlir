@@ -4,7 +4,7 @@
 // CHECK-LABEL: func.func @scale_mask
 // CHECK: ptrain.binary mul {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 0 : i64
 // CHECK: ptrain.binary add {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 1 : i64
-// CHECK: ptrain.softmax
+// CHECK: ptrain.binary max
 // CHECK-NOT: ptrain.kernel
 // CHECK: module @ptrain_kernels
 // CHECK: func.func @ptrain_kernel_0(%[[X:.*]]: memref<2x4x4xf32>, %[[S:.*]]: memref<f32>, %[[M:.*]]: memref<4x4xf32>, %[[OUT:.*]]: memref<2x4x4xf32>)
@@ -18,8 +18,69 @@ func.func @scale_mask(%x: tensor<2x4x4xf32>, %mask: tensor<4x4xf32>) -> tensor<2
   %scale = arith.constant dense<0.5> : tensor<f32>
   %0 = ptrain.binary mul %x, %scale : tensor<2x4x4xf32>, tensor<f32>
   %1 = ptrain.binary add %0, %mask : tensor<2x4x4xf32>, tensor<4x4xf32>
+  %2 = ptrain.binary max %1, %x : tensor<2x4x4xf32>, tensor<2x4x4xf32>
+  return %2 : tensor<2x4x4xf32>
+}
+
+// -----
+
+// Scale, mask and a softmax over the last axis: one kernel, a loop per leading dimension, then the row's five
+// passes of the runtime's softmax (prologue stored, max, fp64 exp, fp64 sum in column order, reciprocal).
+// CHECK-LABEL: func.func @scale_mask_softmax
+// CHECK: ptrain.binary mul {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 0 : i64
+// CHECK: ptrain.binary add {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 1 : i64
+// CHECK: ptrain.softmax {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 2 : i64
+// CHECK: module @ptrain_kernels
+// CHECK: func.func @ptrain_kernel_0(%[[X:.*]]: memref<2x4x4xf32>, %[[S:.*]]: memref<f32>, %[[M:.*]]: memref<4x4xf32>, %[[Y:.*]]: memref<2x4x4xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for %[[I:.*]] =
+// CHECK: scf.for %[[J:.*]] =
+// CHECK: scf.for %[[C:.*]] =
+// CHECK: %[[A:.*]] = memref.load %[[X]][%[[I]], %[[J]], %[[C]]]
+// CHECK: %[[B:.*]] = memref.load %[[S]][]
+// CHECK: %[[D:.*]] = memref.load %[[M]][%[[J]], %[[C]]]
+// CHECK: %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK: arith.addf %[[P]], %[[D]] : f32
+// CHECK: memref.store {{.*}}, %[[Y]][%[[I]], %[[J]], %[[C]]]
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
+// CHECK: arith.cmpf oeq, {{.*}} : f32
+// CHECK: scf.for
+// CHECK: arith.subf {{.*}} : f32
+// CHECK: arith.extf {{.*}} : f32 to f64
+// CHECK: arith.truncf {{.*}} : f64 to f32
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f64)
+// CHECK: arith.addf {{.*}} : f64
+// CHECK: arith.divf {{.*}} : f64
+// CHECK: scf.for
+// CHECK: arith.mulf {{.*}} : f32
+func.func @scale_mask_softmax(%x: tensor<2x4x4xf32>, %mask: tensor<4x4xf32>) -> tensor<2x4x4xf32> {
+  %scale = arith.constant dense<0.5> : tensor<f32>
+  %0 = ptrain.binary mul %x, %scale : tensor<2x4x4xf32>, tensor<f32>
+  %1 = ptrain.binary add %0, %mask : tensor<2x4x4xf32>, tensor<4x4xf32>
   %2 = ptrain.softmax %1 {axis = -1 : i64} : tensor<2x4x4xf32>
   return %2 : tensor<2x4x4xf32>
+}
+
+// -----
+
+// A softmax ends a chain, never starts or continues one, and one over another axis or alone is no chain.
+// CHECK-LABEL: func.func @softmax_not_fused
+// CHECK: ptrain.softmax %{{.*}} {axis = 1 : i64} : tensor<2x4x4xf32>
+// CHECK-NOT: ptrain.kernel
+// CHECK: ptrain.softmax %{{.*}} {axis = -1 : i64} : tensor<2x4x4xf32>
+// CHECK-NOT: ptrain.kernel
+// CHECK: ptrain.binary mul {{.*}}ptrain.kernel_op = 0
+// CHECK: ptrain.binary add {{.*}}ptrain.kernel_op = 1
+// CHECK: return
+func.func @softmax_not_fused(%x: tensor<2x4x4xf32>, %mask: tensor<4x4xf32>) -> tensor<2x4x4xf32> {
+  %0 = ptrain.binary add %x, %mask : tensor<2x4x4xf32>, tensor<4x4xf32>
+  %1 = ptrain.softmax %0 {axis = 1 : i64} : tensor<2x4x4xf32>
+  %2 = ptrain.softmax %1 {axis = -1 : i64} : tensor<2x4x4xf32>
+  %3 = ptrain.binary mul %2, %x : tensor<2x4x4xf32>, tensor<2x4x4xf32>
+  %4 = ptrain.binary add %3, %mask : tensor<2x4x4xf32>, tensor<4x4xf32>
+  return %4 : tensor<2x4x4xf32>
 }
 
 // -----
@@ -148,7 +209,7 @@ func.func @gelu_tanh(%x: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
 // CHECK: return
 func.func @lone_gelu(%x: tensor<8xf32>, %dy: tensor<8xf32>) -> tensor<8xf32> {
   %0 = ptrain.gelu %x : tensor<8xf32>
-  %1 = ptrain.softmax %0 {axis = -1 : i64} : tensor<8xf32>
+  %1 = ptrain.binary max %0, %x : tensor<8xf32>, tensor<8xf32>
   %2 = ptrain.gelu_grad %dy, %1 : tensor<8xf32>
   return %2 : tensor<8xf32>
 }

@@ -19,6 +19,13 @@
 // same operations in the same order (one loop nest, one op after the other
 // per element).
 //
+// A chain may end in a row softmax (`ptrain.softmax` over the last axis):
+// the elementwise ops before it are its prologue (the attention scores'
+// scale and mask), and the kernel walks the rows once, in the runtime's
+// order (lib/Runtime/cpu/Softmax.cpp: max, fp64 exp, fp64 sum in column
+// order, scale by the fp32 reciprocal), so the bits are those of the
+// unfused calls.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PTRAIN_ANALYSIS_ELEMENTWISECHAINS_H
@@ -60,6 +67,9 @@ struct ElementwiseChain {
   int64_t fusedBytes() const;
   /// Bytes the ops move one runtime call each: every op reads its operands and writes its result.
   int64_t unfusedBytes() const;
+  /// Whether the last op is a row softmax (isRowSoftmax): the kernel is then a loop over the rows, not one
+  /// elementwise loop nest.
+  bool endsInSoftmax() const;
   /// A text naming the chain's computation up to its values (kinds, shapes, wiring): chains with equal
   /// signatures share one kernel.
   std::string signature() const;
@@ -68,6 +78,10 @@ struct ElementwiseChain {
 /// Whether `op` may be part of a chain: an f32 ptrain.binary of kind add, sub, mul or div, or an f32
 /// ptrain.gelu / ptrain.gelu_grad of the exact (erf) form; static shapes.
 bool isFusibleElementwise(Operation *op);
+
+/// Whether `op` may end a chain: an f32 ptrain.softmax over the last axis, static shape, rank >= 1 (the
+/// runtime's ptrain_softmax_fwd_f32 without its causal flag, as the CPU step calls it).
+bool isRowSoftmax(Operation *op);
 
 /// The chain of `ops` (consecutive, as findElementwiseChains grouped them): its inputs and outputs.
 ElementwiseChain describeChain(ArrayRef<Operation *> ops);

@@ -1050,7 +1050,11 @@ def OutlineElementwisePass : Pass<"ptrain-outline-elementwise", "::mlir::ModuleO
     GEMM already adds (GemmFusion.h) or an op nothing reads (DeadOps.h) breaks a chain. The kernel's
     parameters are the chain's inputs (values from outside it, broadcast numpy-style through the indexing
     maps), then its outputs (results read outside the chain, the last op's always); chains with the same
-    computation share one kernel. The ops stay in the step, each marked with `ptrain.kernel` (the kernel)
+    computation share one kernel. A chain may end in an f32 `ptrain.softmax` over the last axis (the
+    attention scores' scale, mask and softmax): its kernel is then a loop over the rows, each row the
+    runtime's softmax step by step (max, fp64 exp, fp64 sum in column order, the fp32 reciprocal;
+    include/ptrain/Transforms/SoftmaxArith.h) with the prologue computed in its first pass, as `scf`
+    loops of `memref` loads and stores: the same bits as the unfused calls. The ops stay in the step, each marked with `ptrain.kernel` (the kernel)
     and `ptrain.kernel_op` (its position in the chain): the runtime's per-op kernels remain the reference
     and the fallback, and a code generator that ignores the marks computes the same bits.
 
@@ -1083,7 +1087,8 @@ def OutlineElementwisePass : Pass<"ptrain-outline-elementwise", "::mlir::ModuleO
            "read, every result written); bench/generated_kernels/bytes_per_step.py sums them per step">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
-                           "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect"];
+                           "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
   let statistics = [
     Statistic<"numChains", "chains", "Elementwise chains outlined">,
     Statistic<"numKernels", "kernels", "Distinct kernels generated">,

@@ -97,6 +97,6 @@ void FunctionEmitter::emitFusedChainOp(Operation *op, size_t index) {
   std::string args;
   for (Value v : llvm::concat<const Value>(fused.chain.inputs, fused.chain.outputs))
     args += (args.empty() ? "" : ", ") + ptr(v);
-  line("// " + std::to_string(fused.chain.ops.size()) + " elementwise ops in one pass (--ptrain-outline-elementwise)");
+  line("// " + std::to_string(fused.chain.ops.size()) + " ops in one generated kernel (--ptrain-outline-elementwise)");
   line(fused.kernel + "(" + args + ");");
 }
