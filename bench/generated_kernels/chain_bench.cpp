@@ -26,6 +26,8 @@
 extern "C" void ptrain_kernel_0(const float *, const float *, const float *, float *);
 extern "C" void ptrain_kernel_1(const float *, const float *, const float *, float *);
 extern "C" void ptrain_kernel_2(const float *, const float *, float *);
+extern "C" void ptrain_kernel_3(const float *, const float *, const float *, float *);
+extern "C" void ptrain_kernel_4(const float *, const float *, const float *, float *);
 
 namespace {
 
@@ -121,5 +123,28 @@ int main(int argc, char **argv) {
     // Unfused: y read, tmp written; tmp read, out written. Fused: y read, out written (the bias stays cached).
     allSame &= compare("bias + GELU, 8x512x3072", reps, unfused, fused, 4.0 * n * 4, 2.0 * n * 4, ref, out, ok);
   }
+  // The scores' scale, causal mask (0 or -inf) and softmax: the GPT-2-small size (far beyond the caches) and the
+  // bundled GPT's (in L2), the runtime's three calls against one generated kernel.
+  auto softmaxChain = [&](const char *name, int64_t batch, int64_t heads, int64_t seq, float scale,
+                          void (*kernel)(const float *, const float *, const float *, float *)) {
+    const int64_t dims[4] = {batch, heads, seq, seq}, maskDims[2] = {seq, seq};
+    const size_t n = batch * heads * seq * seq;
+    std::vector<float> x = randomFloats(n, 8), mask(seq * seq), tmp(n), tmp2(n), ref(n), out(n);
+    for (int64_t q = 0; q < seq; ++q)
+      for (int64_t k = 0; k < seq; ++k)
+        mask[q * seq + k] = k > q ? -__builtin_inff() : 0.0f;
+    bool ok = true;
+    auto unfused = [&] {
+      ok &= ptrain_binary_f32(PTRAIN_BINARY_MUL, x.data(), 4, dims, &scale, 0, nullptr, 4, dims, tmp.data()) == 0;
+      ok &= ptrain_binary_f32(PTRAIN_BINARY_ADD, tmp.data(), 4, dims, mask.data(), 2, maskDims, 4, dims,
+                              tmp2.data()) == 0;
+      ok &= ptrain_softmax_fwd_f32(tmp2.data(), n / seq, seq, 0, ref.data()) == 0;
+    };
+    auto fused = [&] { kernel(x.data(), &scale, mask.data(), out.data()); };
+    // Unfused: x read, tmp written, tmp read, tmp2 written, tmp2 read, out written; fused: x read, out written.
+    return compare(name, reps, unfused, fused, 6.0 * n * 4, 2.0 * n * 4, ref, out, ok);
+  };
+  allSame &= softmaxChain("scale + mask + softmax, 8x12x256x256", 8, 12, 256, 0.125f, ptrain_kernel_3);
+  allSame &= softmaxChain("scale + mask + softmax, 4x4x64x64", 4, 4, 64, 0.17677669f, ptrain_kernel_4);
   return allSame ? 0 : 1; // a kernel that computes other bits is an error, not a result
 }

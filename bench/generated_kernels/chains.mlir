@@ -1,7 +1,9 @@
 // The chains bench/generated_kernels/chain_bench.py times (chain_bench.cpp): ptrain_kernel_0 is the attention
 // scores' scale and causal mask of a GPT-2-small-sized batch (8 x 12 heads x 256 x 256), ptrain_kernel_1 the
 // bias + residual add after a row-parallel linear (16 x 512 tokens x 768), ptrain_kernel_2 the bias + exact GELU
-// of a GPT-2-small MLP's up projection (8 x 512 tokens x 3072). All far larger than the caches.
+// of a GPT-2-small MLP's up projection (8 x 512 tokens x 3072). All far larger than the caches. ptrain_kernel_3
+// and ptrain_kernel_4 are the scores' scale, mask and softmax at the GPT-2-small size and at the bundled GPT's
+// (4 x 4 heads x 64 x 64, 256 KiB: in L2).
 module {
   func.func @scale_mask(%x: tensor<8x12x256x256xf32>, %mask: tensor<256x256xf32>) -> tensor<8x12x256x256xf32> {
     %scale = arith.constant dense<0.125> : tensor<f32>
@@ -18,5 +20,19 @@ module {
     %0 = ptrain.binary add %y, %b : tensor<8x512x3072xf32>, tensor<3072xf32>
     %1 = ptrain.gelu %0 : tensor<8x512x3072xf32>
     return %1 : tensor<8x512x3072xf32>
+  }
+  func.func @scale_mask_softmax(%x: tensor<8x12x256x256xf32>, %mask: tensor<256x256xf32>) -> tensor<8x12x256x256xf32> {
+    %scale = arith.constant dense<0.125> : tensor<f32>
+    %0 = ptrain.binary mul %x, %scale : tensor<8x12x256x256xf32>, tensor<f32>
+    %1 = ptrain.binary add %0, %mask : tensor<8x12x256x256xf32>, tensor<256x256xf32>
+    %2 = ptrain.softmax %1 {axis = -1 : i64} : tensor<8x12x256x256xf32>
+    return %2 : tensor<8x12x256x256xf32>
+  }
+  func.func @scale_mask_softmax_gpt(%x: tensor<4x4x64x64xf32>, %mask: tensor<64x64xf32>) -> tensor<4x4x64x64xf32> {
+    %scale = arith.constant dense<0.17677669> : tensor<f32>
+    %0 = ptrain.binary mul %x, %scale : tensor<4x4x64x64xf32>, tensor<f32>
+    %1 = ptrain.binary add %0, %mask : tensor<4x4x64x64xf32>, tensor<64x64xf32>
+    %2 = ptrain.softmax %1 {axis = -1 : i64} : tensor<4x4x64x64xf32>
+    return %2 : tensor<4x4x64x64xf32>
   }
 }

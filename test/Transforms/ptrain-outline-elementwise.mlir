@@ -24,8 +24,9 @@ func.func @scale_mask(%x: tensor<2x4x4xf32>, %mask: tensor<4x4xf32>) -> tensor<2
 
 // -----
 
-// Scale, mask and a softmax over the last axis: one kernel, a loop per leading dimension, then the row's five
-// passes of the runtime's softmax (prologue stored, max, fp64 exp, fp64 sum in column order, reciprocal).
+// Scale, mask and a softmax over the last axis: one kernel, a loop per leading dimension (the innermost over
+// groups of four rows), then per row the runtime's softmax passes (prologue stored, max, fp64 exp), the four
+// rows' fp64 sums in one loop (four chains in column order), and each row's scaling by its reciprocal.
 // CHECK-LABEL: func.func @scale_mask_softmax
 // CHECK: ptrain.binary mul {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 0 : i64
 // CHECK: ptrain.binary add {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 1 : i64
@@ -33,9 +34,9 @@ func.func @scale_mask(%x: tensor<2x4x4xf32>, %mask: tensor<4x4xf32>) -> tensor<2
 // CHECK: module @ptrain_kernels
 // CHECK: func.func @ptrain_kernel_0(%[[X:.*]]: memref<2x4x4xf32>, %[[S:.*]]: memref<f32>, %[[M:.*]]: memref<4x4xf32>, %[[Y:.*]]: memref<2x4x4xf32>)
 // CHECK-NOT: linalg.generic
-// CHECK: scf.for %[[I:.*]] =
-// CHECK: scf.for %[[J:.*]] =
-// CHECK: scf.for %[[C:.*]] =
+// CHECK: scf.for %[[I:[^ ]*]] = %{{.*}} to %{{.*}} step %c1 {
+// CHECK: scf.for %[[J:[^ ]*]] = %{{.*}} to %{{.*}} step %c4{{(_[0-9]+)?}} {
+// CHECK: scf.for %[[C:[^ ]*]] =
 // CHECK: %[[A:.*]] = memref.load %[[X]][%[[I]], %[[J]], %[[C]]]
 // CHECK: %[[B:.*]] = memref.load %[[S]][]
 // CHECK: %[[D:.*]] = memref.load %[[M]][%[[J]], %[[C]]]
@@ -50,8 +51,8 @@ func.func @scale_mask(%x: tensor<2x4x4xf32>, %mask: tensor<4x4xf32>) -> tensor<2
 // CHECK: arith.subf {{.*}} : f32
 // CHECK: arith.extf {{.*}} : f32 to f64
 // CHECK: arith.truncf {{.*}} : f64 to f32
-// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f64)
-// CHECK: arith.addf {{.*}} : f64
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f64, f64, f64, f64)
+// CHECK-COUNT-4: arith.addf {{.*}} : f64
 // CHECK: arith.divf {{.*}} : f64
 // CHECK: scf.for
 // CHECK: arith.mulf {{.*}} : f32
@@ -61,6 +62,23 @@ func.func @scale_mask_softmax(%x: tensor<2x4x4xf32>, %mask: tensor<4x4xf32>) -> 
   %1 = ptrain.binary add %0, %mask : tensor<2x4x4xf32>, tensor<4x4xf32>
   %2 = ptrain.softmax %1 {axis = -1 : i64} : tensor<2x4x4xf32>
   return %2 : tensor<2x4x4xf32>
+}
+
+// -----
+
+// Rows that are not a multiple of four go one at a time; the softmax input read after the chain is a second
+// output, stored in the rows' first pass.
+// CHECK-LABEL: func.func @softmax_rows_one_by_one
+// CHECK: func.func @ptrain_kernel_0(%{{.*}}: memref<3x5xf32>, %{{.*}}: memref<3x5xf32>, %[[T:.*]]: memref<3x5xf32>, %[[Y:.*]]: memref<3x5xf32>)
+// CHECK: scf.for %[[I:[^ ]*]] = %{{.*}} to %c3 step %c1{{(_[0-9]+)?}} {
+// CHECK: scf.for %[[C:[^ ]*]] = %{{.*}} to %c5 step %c1 {
+// CHECK: memref.store %[[V:.*]], %[[T]][%[[I]], %[[C]]]
+// CHECK-NEXT: memref.store %[[V]], %[[Y]][%[[I]], %[[C]]]
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f64) {
+func.func @softmax_rows_one_by_one(%x: tensor<3x5xf32>, %b: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>) {
+  %0 = ptrain.binary sub %x, %b : tensor<3x5xf32>, tensor<3x5xf32>
+  %1 = ptrain.softmax %0 {axis = 1 : i64} : tensor<3x5xf32>
+  return %0, %1 : tensor<3x5xf32>, tensor<3x5xf32>
 }
 
 // -----

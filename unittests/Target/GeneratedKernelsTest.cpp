@@ -95,10 +95,10 @@ func.func @scale_mask_softmax(%x: tensor<2x4x64x64xf32>, %s: tensor<f32>, %m: te
   %2 = ptrain.softmax %1 {axis = -1 : i64} : tensor<2x4x64x64xf32>
   return %2 : tensor<2x4x64x64xf32>
 }
-func.func @masked_rows_softmax(%x: tensor<700x3xf32>, %m: tensor<700x3xf32>) -> (tensor<700x3xf32>, tensor<700x3xf32>) {
-  %0 = ptrain.binary add %x, %m : tensor<700x3xf32>, tensor<700x3xf32>
-  %1 = ptrain.softmax %0 {axis = -1 : i64} : tensor<700x3xf32>
-  return %0, %1 : tensor<700x3xf32>, tensor<700x3xf32>
+func.func @masked_rows_softmax(%x: tensor<100x7x3xf32>, %m: tensor<100x7x3xf32>) -> (tensor<100x7x3xf32>, tensor<100x7x3xf32>) {
+  %0 = ptrain.binary add %x, %m : tensor<100x7x3xf32>, tensor<100x7x3xf32>
+  %1 = ptrain.softmax %0 {axis = -1 : i64} : tensor<100x7x3xf32>
+  return %0, %1 : tensor<100x7x3xf32>, tensor<100x7x3xf32>
 }
 func.func @gelu_then_grad(%x: tensor<1031xf32>, %dy: tensor<1031xf32>) -> (tensor<1031xf32>, tensor<1031xf32>) {
   %0 = ptrain.gelu %x : tensor<1031xf32>
