@@ -28,6 +28,8 @@ extern "C" void ptrain_kernel_1(const float *, const float *, const float *, flo
 extern "C" void ptrain_kernel_2(const float *, const float *, float *);
 extern "C" void ptrain_kernel_3(const float *, const float *, const float *, float *);
 extern "C" void ptrain_kernel_4(const float *, const float *, const float *, float *);
+extern "C" void ptrain_kernel_5(const float *, const float *, float *);
+extern "C" void ptrain_kernel_6(const float *, const float *, float *);
 
 namespace {
 
@@ -146,5 +148,33 @@ int main(int argc, char **argv) {
   };
   allSame &= softmaxChain("scale + mask + softmax, 8x12x256x256", 8, 12, 256, 0.125f, ptrain_kernel_3);
   allSame &= softmaxChain("scale + mask + softmax, 4x4x64x64", 4, 4, 64, 0.17677669f, ptrain_kernel_4);
+  // Bias + GELU after the MLP's up projection, the two ways the step can compute it: GemmFusion's bias rows
+  // (C = the bias broadcast, C = x W^T + C, then the runtime's GELU) against the GEMM alone (beta 0) and the
+  // generated bias + GELU kernel. The bits may differ, and that is a result, not an error of the kernel (the
+  // kernel's own bits are checked against the runtime's add + GELU above and in the unit test): OpenBLAS blocks
+  // a long K and adds each block's product to C, so with the bias in C it is added before the last blocks.
+  auto biasGelu = [&](const char *name, int64_t rows, int64_t in, int64_t out,
+                      void (*kernel)(const float *, const float *, float *)) {
+    const size_t n = rows * out;
+    std::vector<float> x = randomFloats(rows * in, 9), w = randomFloats(out * in, 10), b = randomFloats(out, 11),
+                       c(n), ref(n), res(n);
+    const int64_t biasDims[1] = {out}, outDims[2] = {rows, out};
+    bool ok = true;
+    auto folded = [&] {
+      ok &= ptrain_broadcast_to(b.data(), 4, 1, biasDims, 2, outDims, c.data()) == 0;
+      ok &= ptrain_gemm_f32(0, 1, 1, rows, out, in, 1.0f, x.data(), 0, w.data(), 0, 1.0f, c.data(), 0) == 0;
+      ok &= ptrain_gelu_fwd_f32(c.data(), n, ref.data()) == 0;
+    };
+    auto chained = [&] {
+      ok &= ptrain_gemm_f32(0, 1, 1, rows, out, in, 1.0f, x.data(), 0, w.data(), 0, 0.0f, c.data(), 0) == 0;
+      kernel(c.data(), b.data(), res.data());
+    };
+    // Folded: C written (bias rows), read and written by the GEMM, read by GELU, out written; chained: C
+    // written by the GEMM, read by the kernel, out written (the GEMM's operands alike in both: not counted).
+    return compare(name, reps, folded, chained, 5.0 * n * 4, 3.0 * n * 4, ref, res, ok);
+  };
+  biasGelu("GEMM + bias rows + GELU vs GEMM + bias + GELU kernel, 256x128 -> 512", 256, 128, 512, ptrain_kernel_5);
+  biasGelu("GEMM + bias rows + GELU vs GEMM + bias + GELU kernel, 1024x768 -> 3072", 1024, 768, 3072,
+           ptrain_kernel_6);
   return allSame ? 0 : 1; // a kernel that computes other bits is an error, not a result
 }
