@@ -30,6 +30,8 @@ extern "C" void ptrain_kernel_3(const float *, const float *, const float *, flo
 extern "C" void ptrain_kernel_4(const float *, const float *, const float *, float *);
 extern "C" void ptrain_kernel_5(const float *, const float *, float *);
 extern "C" void ptrain_kernel_6(const float *, const float *, float *);
+extern "C" void ptrain_kernel_7(const float *, const float *, const float *, float *);
+extern "C" void ptrain_kernel_8(const float *, const float *, const float *, float *);
 
 namespace {
 
@@ -148,6 +150,24 @@ int main(int argc, char **argv) {
   };
   allSame &= softmaxChain("scale + mask + softmax, 8x12x256x256", 8, 12, 256, 0.125f, ptrain_kernel_3);
   allSame &= softmaxChain("scale + mask + softmax, 4x4x64x64", 4, 4, 64, 0.17677669f, ptrain_kernel_4);
+  // The softmax gradient and the scale's gradient: the runtime's two calls against one generated kernel.
+  auto softmaxGradChain = [&](const char *name, int64_t batch, int64_t heads, int64_t seq, float scale,
+                              void (*kernel)(const float *, const float *, const float *, float *)) {
+    const int64_t dims[4] = {batch, heads, seq, seq};
+    const size_t n = batch * heads * seq * seq;
+    std::vector<float> dy = randomFloats(n, 12), y = randomFloats(n, 13), tmp(n), ref(n), out(n);
+    bool ok = true;
+    auto unfused = [&] {
+      ok &= ptrain_softmax_bwd_f32(dy.data(), y.data(), n / seq, seq, tmp.data()) == 0;
+      ok &= ptrain_binary_f32(PTRAIN_BINARY_MUL, tmp.data(), 4, dims, &scale, 0, nullptr, 4, dims, ref.data()) == 0;
+    };
+    auto fused = [&] { kernel(dy.data(), y.data(), &scale, out.data()); };
+    // Unfused: dy, y read twice (dot, dx) and tmp written, tmp read, out written; fused: dy, y read twice, out
+    // written (a 64-column row stays in L1 between the two reads, so count them once).
+    return compare(name, reps, unfused, fused, 5.0 * n * 4, 3.0 * n * 4, ref, out, ok);
+  };
+  allSame &= softmaxGradChain("softmax grad + scale, 8x12x256x256", 8, 12, 256, 0.125f, ptrain_kernel_7);
+  allSame &= softmaxGradChain("softmax grad + scale, 4x4x64x64", 4, 4, 64, 0.17677669f, ptrain_kernel_8);
   // Bias + GELU after the MLP's up projection, the two ways the step can compute it: GemmFusion's bias rows
   // (C = the bias broadcast, C = x W^T + C, then the runtime's GELU) against the GEMM alone (beta 0) and the
   // generated bias + GELU kernel. The bits may differ, and that is a result, not an error of the kernel (the

@@ -54,6 +54,19 @@ bool mlir::ptrain::isRowSoftmax(Operation *op) {
   return axis == -1 || axis == type.getRank() - 1;
 }
 
+bool mlir::ptrain::isRowSoftmaxGrad(Operation *op) {
+  auto grad = dyn_cast<SoftmaxGradOp>(op);
+  if (!grad)
+    return false;
+  auto type = dyn_cast<RankedTensorType>(grad.getResult().getType());
+  if (!type || !type.hasStaticShape() || type.getRank() < 1 || !type.getElementType().isF32())
+    return false;
+  int64_t axis = grad.getAxisAttr().getInt();
+  return axis == -1 || axis == type.getRank() - 1;
+}
+
+bool ElementwiseChain::startsWithSoftmaxGrad() const { return !ops.empty() && isa<SoftmaxGradOp>(ops.front()); }
+
 bool ElementwiseChain::endsInSoftmax() const { return !ops.empty() && isa<SoftmaxOp>(ops.back()); }
 
 ArrayRef<int64_t> ElementwiseChain::shape() const { return shapeOfValue(ops.front()->getResult(0)); }
@@ -90,7 +103,7 @@ int64_t ElementwiseChain::unfusedBytes() const {
   return bytes;
 }
 
-SmallVector<Operation *> mlir::ptrain::markedChainAt(ArrayRef<Operation *> ops, size_t i) {
+SmallVector<Operation *> mlir::ptrain::markedChainAt(ArrayRef<Operation *> ops, size_t i, TransparentOps transparent) {
   auto positionOf = [](Operation *op) -> int64_t {
     auto position = op->getAttrOfType<IntegerAttr>(kKernelOpAttr);
     return position ? position.getInt() : -1;
@@ -99,9 +112,12 @@ SmallVector<Operation *> mlir::ptrain::markedChainAt(ArrayRef<Operation *> ops, 
   if (!kernel || positionOf(ops[i]) != 0)
     return {};
   SmallVector<Operation *> members{ops[i]};
-  while (i + 1 < ops.size() && ops[i + 1]->getAttr(kKernelAttr) == kernel &&
-         positionOf(ops[i + 1]) == static_cast<int64_t>(members.size()))
-    members.push_back(ops[++i]);
+  for (size_t j = i + 1; j < ops.size(); ++j) {
+    if (ops[j]->getAttr(kKernelAttr) == kernel && positionOf(ops[j]) == static_cast<int64_t>(members.size()))
+      members.push_back(ops[j]);
+    else if (!transparent || !transparent(ops[j]) || ops[j]->getAttr(kKernelAttr))
+      break;
+  }
   return members;
 }
 
@@ -137,7 +153,7 @@ std::string ElementwiseChain::signature() const {
   return text;
 }
 
-ElementwiseChain mlir::ptrain::describeChain(ArrayRef<Operation *> ops) {
+ElementwiseChain mlir::ptrain::describeChain(ArrayRef<Operation *> ops, TransparentOps transparent) {
   ElementwiseChain chain;
   chain.ops.assign(ops.begin(), ops.end());
   llvm::SmallPtrSet<Operation *, 8> members(ops.begin(), ops.end());
@@ -146,19 +162,22 @@ ElementwiseChain mlir::ptrain::describeChain(ArrayRef<Operation *> ops) {
       if (!members.contains(operand.getDefiningOp()) && !llvm::is_contained(chain.inputs, operand))
         chain.inputs.push_back(operand);
     Value result = op->getResult(0);
-    if (op == ops.back() || llvm::any_of(result.getUsers(), [&](Operation *user) { return !members.contains(user); }))
+    if (op == ops.back() || llvm::any_of(result.getUsers(), [&](Operation *user) {
+          return !members.contains(user) && !(transparent && transparent(user));
+        }))
       chain.outputs.push_back(result);
   }
   return chain;
 }
 
 SmallVector<ElementwiseChain> mlir::ptrain::findElementwiseChains(ArrayRef<Operation *> ops,
-                                                                  function_ref<bool(Operation *)> skip) {
+                                                                  function_ref<bool(Operation *)> skip,
+                                                                  TransparentOps transparent) {
   SmallVector<ElementwiseChain> chains;
   SmallVector<Operation *> run;
   auto close = [&] {
     if (run.size() >= 2)
-      chains.push_back(describeChain(run));
+      chains.push_back(describeChain(run, transparent));
     run.clear();
   };
   auto extends = [&](Operation *op) {
@@ -166,8 +185,17 @@ SmallVector<ElementwiseChain> mlir::ptrain::findElementwiseChains(ArrayRef<Opera
            llvm::any_of(op->getOperands(), [&](Value v) { return llvm::is_contained(run, v.getDefiningOp()); });
   };
   for (Operation *op : ops) {
-    // A row softmax ends the run it extends (its rows read the elementwise prologue's results).
-    if (isRowSoftmax(op) && !skip(op) && extends(op)) {
+    if (transparent && transparent(op))
+      continue; // not emitted: neither in the chain nor between its ops
+    // A row softmax gradient starts a run (its rows' dot products come first).
+    if (isRowSoftmaxGrad(op) && !skip(op)) {
+      close();
+      run.push_back(op);
+      continue;
+    }
+    // A row softmax ends the run it extends (its rows read the elementwise prologue's results); one row
+    // reduction per kernel.
+    if (isRowSoftmax(op) && !skip(op) && extends(op) && !isRowSoftmaxGrad(run.front())) {
       run.push_back(op);
       close();
       continue;

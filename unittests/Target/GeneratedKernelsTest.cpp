@@ -49,7 +49,8 @@ namespace {
 /// outside it (two outputs) and a size-1 dimension, a long chain of odd sizes (vector remainders), scalars;
 /// bias + GELU, GELU's gradient + a residual add, GELU and its gradient in one kernel (two outputs); the scores'
 /// scale, mask and softmax, short rows with -inf masks (fully masked rows) and the softmax input as a second
-/// output.
+/// output; the softmax gradient with the scale's gradient (grouped rows) and with a residual add, its own
+/// result also an output (one row at a time).
 constexpr const char *kPatterns = R"mlir(
 func.func @scale_mask(%x: tensor<2x4x64x64xf32>, %s: tensor<f32>, %m: tensor<64x64xf32>) -> tensor<2x4x64x64xf32> {
   %0 = ptrain.binary mul %x, %s : tensor<2x4x64x64xf32>, tensor<f32>
@@ -99,6 +100,16 @@ func.func @masked_rows_softmax(%x: tensor<100x7x3xf32>, %m: tensor<100x7x3xf32>)
   %0 = ptrain.binary add %x, %m : tensor<100x7x3xf32>, tensor<100x7x3xf32>
   %1 = ptrain.softmax %0 {axis = -1 : i64} : tensor<100x7x3xf32>
   return %0, %1 : tensor<100x7x3xf32>, tensor<100x7x3xf32>
+}
+func.func @softmax_grad_scale(%dy: tensor<2x4x64x64xf32>, %y: tensor<2x4x64x64xf32>, %s: tensor<f32>) -> tensor<2x4x64x64xf32> {
+  %0 = ptrain.softmax_grad %dy, %y {axis = -1 : i64} : tensor<2x4x64x64xf32>
+  %1 = ptrain.binary mul %0, %s : tensor<2x4x64x64xf32>, tensor<f32>
+  return %1 : tensor<2x4x64x64xf32>
+}
+func.func @softmax_grad_rows_one_by_one(%dy: tensor<7x5xf32>, %y: tensor<7x5xf32>, %r: tensor<7x5xf32>) -> (tensor<7x5xf32>, tensor<7x5xf32>) {
+  %0 = ptrain.softmax_grad %dy, %y {axis = 1 : i64} : tensor<7x5xf32>
+  %1 = ptrain.binary add %r, %0 : tensor<7x5xf32>, tensor<7x5xf32>
+  return %0, %1 : tensor<7x5xf32>, tensor<7x5xf32>
 }
 func.func @gelu_then_grad(%x: tensor<1031xf32>, %dy: tensor<1031xf32>) -> (tensor<1031xf32>, tensor<1031xf32>) {
   %0 = ptrain.gelu %x : tensor<1031xf32>
@@ -262,6 +273,15 @@ TEST_P(GeneratedKernelsTest, FusedChainsEqualRuntimeKernelsBitForBit) {
         values[key(g.getResult())] = std::move(out);
         continue;
       }
+      if (auto grad = dyn_cast<SoftmaxGradOp>(op)) {
+        std::vector<float> out(countOf(grad.getResult()));
+        const int64_t cols = shapeOf(grad.getResult()).back();
+        ASSERT_EQ(ptrain_softmax_bwd_f32(values[key(grad.getGrad())].data(), values[key(grad.getOutput())].data(),
+                                         out.size() / cols, cols, out.data()),
+                  PTRAIN_OK);
+        values[key(grad.getResult())] = std::move(out);
+        continue;
+      }
       if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
         std::vector<float> out(countOf(softmax.getResult()));
         const int64_t cols = shapeOf(softmax.getResult()).back();
@@ -320,7 +340,7 @@ TEST_P(GeneratedKernelsTest, FusedChainsEqualRuntimeKernelsBitForBit) {
     }
     ++chains;
   }
-  EXPECT_EQ(chains, 10);
+  EXPECT_EQ(chains, 12);
 }
 
 /// The host's CPU and the x86-64 baseline (SSE2): the two kinds of object a fresh machine may get.

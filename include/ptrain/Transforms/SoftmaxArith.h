@@ -38,6 +38,17 @@ namespace mlir::ptrain {
 void buildSoftmaxRowsF32(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value y,
                          function_ref<Value(OpBuilder &, Location, ValueRange)> element);
 
+/// Builds, at `b`'s insertion point, the softmax gradient over the last dimension of `shape` from the f32 memrefs
+/// `dy` (the incoming gradient) and `y` (the softmax's output), both of that shape: per row the runtime's
+/// ptrain_softmax_bwd_f32 (lib/Runtime/cpu/Softmax.cpp), d = sum of (double) dy[c] * (double) y[c] (one fp64
+/// chain in column order, one row at a time: four in one loop are packed with gathers by LLVM's SLP vectorizer,
+/// 0.43x the runtime's speed), then per element
+/// dx = (float) ((double) y[c] * ((double) dy[c] - d)), handed to `epilogue(b, loc, indices, dx)`, which builds
+/// the rest of the chain and stores its outputs (it may write where dy or y are, at the same index: both are read
+/// there first). The gradient of y = softmax(x): dx = y (dy - <dy, y>) (the Jacobian diag(y) - y y^T).
+void buildSoftmaxGradRowsF32(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Value dy, Value y,
+                             function_ref<void(OpBuilder &, Location, ValueRange, Value)> epilogue);
+
 } // namespace mlir::ptrain
 
 #endif // PTRAIN_TRANSFORMS_SOFTMAXARITH_H
