@@ -43,27 +43,22 @@ bool mlir::ptrain::isFusibleElementwise(Operation *op) {
   }
 }
 
-bool mlir::ptrain::isRowSoftmax(Operation *op) {
-  auto softmax = dyn_cast<SoftmaxOp>(op);
-  if (!softmax)
+/// Whether `op` is an `OpT` (ptrain.softmax or ptrain.softmax_grad) over the last axis of an f32 tensor of
+/// static shape and rank >= 1.
+template <typename OpT> static bool isLastAxisF32(Operation *op) {
+  auto row = dyn_cast<OpT>(op);
+  if (!row)
     return false;
-  auto type = dyn_cast<RankedTensorType>(softmax.getResult().getType());
+  auto type = dyn_cast<RankedTensorType>(row.getResult().getType());
   if (!type || !type.hasStaticShape() || type.getRank() < 1 || !type.getElementType().isF32())
     return false;
-  int64_t axis = softmax.getAxisAttr().getInt();
+  int64_t axis = row.getAxisAttr().getInt();
   return axis == -1 || axis == type.getRank() - 1;
 }
 
-bool mlir::ptrain::isRowSoftmaxGrad(Operation *op) {
-  auto grad = dyn_cast<SoftmaxGradOp>(op);
-  if (!grad)
-    return false;
-  auto type = dyn_cast<RankedTensorType>(grad.getResult().getType());
-  if (!type || !type.hasStaticShape() || type.getRank() < 1 || !type.getElementType().isF32())
-    return false;
-  int64_t axis = grad.getAxisAttr().getInt();
-  return axis == -1 || axis == type.getRank() - 1;
-}
+bool mlir::ptrain::isRowSoftmax(Operation *op) { return isLastAxisF32<SoftmaxOp>(op); }
+
+bool mlir::ptrain::isRowSoftmaxGrad(Operation *op) { return isLastAxisF32<SoftmaxGradOp>(op); }
 
 bool ElementwiseChain::startsWithSoftmaxGrad() const { return !ops.empty() && isa<SoftmaxGradOp>(ops.front()); }
 
