@@ -10,9 +10,16 @@ time is its training call alone and the figure is the median step after --warmup
 same measurement as bench/pytorch; its CPU time beside it, steadier on a loaded machine). tokens/s = M x batch x seq / that median; the ratio is on / off. The
 step losses of both must be identical (the fused chains compute the same bits): otherwise it is an error.
 
+With --pytorch a PyTorch eager step of the same model (bench/pytorch's, same weights, data and optimizer) runs
+in the same rounds (off, on, pytorch, off, ...), and the table gives each against it. --isa forces one vector
+path in all three where the machine has several: avx2 sets PTRAIN_CPU_ISA=avx2 (the runtime's clones),
+OPENBLAS_CORETYPE=Haswell, --kernels-cpu x86-64-v3 (the generated kernels), ATEN_CPU_CAPABILITY=avx2 and
+DNNL_MAX_CPU_ISA=AVX2 (PyTorch's kernels and oneDNN); avx512 the AVX-512 counterparts (avx512, SkylakeX,
+the host CPU, avx512, AVX512_CORE).
+
     PYTHONPATH=python /usr/bin/python3 bench/generated_kernels/tokens_per_s.py [--build build]
         [--out out/bench-generated-kernels] [--micro-batches 4] [--steps 30] [--warmup 5] [--repeats 1]
-        [--core 1] [--kernels-cpu native]
+        [--core 1] [--kernels-cpu native] [--pytorch] [--isa cpu|avx2|avx512]
 """
 
 import importlib.util
@@ -41,13 +48,32 @@ def parser(torch_bench):
     p = torch_bench.parser()
     p.description, p.epilog = __doc__.split("\n\n")[0], __doc__
     p.set_defaults(out=os.path.join(ROOT, "out", "bench-generated-kernels"), repeats=1)
-    p.add_argument("--kernels-cpu", default="native", help="ptrain-compile --kernels-cpu of the fused step")
+    p.add_argument("--kernels-cpu", default=None,
+                   help="ptrain-compile --kernels-cpu of the fused step (default: native; x86-64-v3 with --isa avx2)")
+    p.add_argument("--pytorch", action="store_true", help="a PyTorch eager step in the same rounds")
+    p.add_argument("--isa", choices=sorted(ISA_ENV), default="cpu",
+                   help="force one vector path in the runtime, OpenBLAS, the generated kernels and PyTorch")
     return p
+
+
+# The environment of each forced path (docs/Runtime.md "Kernel paths", scripts/test-kernel-paths.sh; PyTorch's
+# ATEN_CPU_CAPABILITY and oneDNN's DNNL_MAX_CPU_ISA are read when torch loads, after main sets them), and the
+# generated kernels' CPU. "cpu": what each library picks on this machine.
+ISA_ENV = {
+    "cpu": ({}, "native"),
+    "avx2": ({"PTRAIN_CPU_ISA": "avx2", "OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2",
+              "DNNL_MAX_CPU_ISA": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}, "x86-64-v3"),
+    "avx512": ({"PTRAIN_CPU_ISA": "avx512", "OPENBLAS_CORETYPE": "SkylakeX", "ATEN_CPU_CAPABILITY": "avx512",
+                "DNNL_MAX_CPU_ISA": "AVX512_CORE", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE"}, "native"),
+}
 
 
 def main(argv=None):
     torch_bench = load_pytorch_bench()
     args = parser(torch_bench).parse_args(argv)
+    env, default_cpu = ISA_ENV[args.isa]
+    os.environ.update(env)
+    args.kernels_cpu = args.kernels_cpu or default_cpu
     try:
         torch_bench.pin(args)
         cfg, batch_rows, _ = torch_bench.read_config(args.model_dir)
@@ -73,31 +99,45 @@ def main(argv=None):
         print(f"bundled GPT, {tokens} tokens per step, core {args.core}, one thread, kernels for "
               f"{args.kernels_cpu}; ptrain_binary_f32 calls in step.cpp: off {calls['off']}, on {calls['on']}; "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
-        runs, cpu_runs, losses = {"off": [], "on": []}, {"off": [], "on": []}, {}
+        names = ("off", "on") + (("pytorch",) if args.pytorch else ())
+        if args.pytorch:
+            from ptrain.run_data import data_files, read_data
+            cfg, batch_rows, weights = torch_bench.read_config(args.model_dir)
+            train, _ = read_data(*data_files(data), cfg.seq_len)
+        runs, cpu_runs, losses = {n: [] for n in names}, {n: [] for n in names}, {}
         for r in range(args.repeats):
-            for fuse in ("off", "on"):
-                times, cpu, loss = torch_bench.ptrain_run(args, plans[fuse], data)
+            for name in names:
+                times, cpu, loss = (torch_bench.pytorch_run(args, cfg, batch_rows, weights, train)
+                                    if name == "pytorch" else torch_bench.ptrain_run(args, plans[name], data))
                 med, cpu_med = statistics.median(times[args.warmup:]), statistics.median(cpu[args.warmup:])
-                runs[fuse].append(med)
-                cpu_runs[fuse].append(cpu_med)
-                losses.setdefault(fuse, loss)
-                print(f"  repeat {r + 1} fuse={fuse:<3} median {med * 1e3:8.2f} ms/step  {tokens / med:>10,.0f} "
+                runs[name].append(med)
+                cpu_runs[name].append(cpu_med)
+                losses.setdefault(name, loss)
+                print(f"  repeat {r + 1} {name:<7} median {med * 1e3:8.2f} ms/step  {tokens / med:>10,.0f} "
                       f"tok/s  CPU {cpu_med * 1e3:8.2f} ms/step  (first loss {loss[0]:.6f}, last {loss[-1]:.4f})", flush=True)
         if losses["on"] != losses["off"]:
             raise torch_bench.BenchError("the fused step's losses differ from the unfused step's")
+        if args.pytorch and abs(losses["off"][0] - losses["pytorch"][0]) > 1e-4 * abs(losses["pytorch"][0]):
+            raise torch_bench.BenchError("PyTorch's first-step loss differs: not the same model or data")
         best = {k: min(v) for k, v in runs.items()}
         best_cpu = {k: min(v) for k, v in cpu_runs.items()}
-        print(f"\n| --fuse-elementwise | median s/step (best repeat) | tokens/s | median CPU s/step | "
-              f"tokens per CPU-second |\n|---|---|---|---|---|")
-        for fuse in ("off", "on"):
-            print(f"| {fuse} | {best[fuse]:.4f} | {tokens / best[fuse]:,.0f} | {best_cpu[fuse]:.4f} | "
-                  f"{tokens / best_cpu[fuse]:,.0f} |")
+        print(f"\n--isa {args.isa}, generated kernels for {args.kernels_cpu}, load at the end "
+              f"{os.getloadavg()[0]:.1f}\n")
+        print("| step | median s/step (best repeat) | tokens/s | median CPU s/step | tokens per CPU-second |"
+              + (" tokens/s / PyTorch | per CPU-second / PyTorch |" if args.pytorch else "")
+              + "\n|---|---|---|---|---|" + ("---|---|" if args.pytorch else ""))
+        for name in names:
+            row = (f"| {name} | {best[name]:.4f} | {tokens / best[name]:,.0f} | {best_cpu[name]:.4f} | "
+                   f"{tokens / best_cpu[name]:,.0f} |")
+            if args.pytorch:
+                row += f" {best['pytorch'] / best[name]:.3f} | {best_cpu['pytorch'] / best_cpu[name]:.3f} |"
+            print(row)
         ratio, cpu_ratio = best["off"] / best["on"], best_cpu["off"] / best_cpu["on"]
         print(f"\ntokens/s on / off = {ratio:.3f}; per CPU-second {cpu_ratio:.3f}; step losses identical "
               f"({len(losses['on'])} steps)")
         with open(os.path.join(args.out, "results.json"), "w") as f:
             json.dump({"tokens_per_step": tokens, "median_s": runs, "median_cpu_s": cpu_runs, "ratio": ratio,
-                       "cpu_ratio": cpu_ratio, "kernels_cpu": args.kernels_cpu},
+                       "cpu_ratio": cpu_ratio, "kernels_cpu": args.kernels_cpu, "isa": args.isa},
                       f, indent=1)
     except torch_bench.BenchError as e:
         print(f"bench/generated_kernels: error: {e}", file=sys.stderr, flush=True)

@@ -43,6 +43,27 @@ bool mlir::ptrain::isFusibleElementwise(Operation *op) {
   }
 }
 
+/// Whether `op` is an `OpT` (ptrain.softmax or ptrain.softmax_grad) over the last axis of an f32 tensor of
+/// static shape and rank >= 1.
+template <typename OpT> static bool isLastAxisF32(Operation *op) {
+  auto row = dyn_cast<OpT>(op);
+  if (!row)
+    return false;
+  auto type = dyn_cast<RankedTensorType>(row.getResult().getType());
+  if (!type || !type.hasStaticShape() || type.getRank() < 1 || !type.getElementType().isF32())
+    return false;
+  int64_t axis = row.getAxisAttr().getInt();
+  return axis == -1 || axis == type.getRank() - 1;
+}
+
+bool mlir::ptrain::isRowSoftmax(Operation *op) { return isLastAxisF32<SoftmaxOp>(op); }
+
+bool mlir::ptrain::isRowSoftmaxGrad(Operation *op) { return isLastAxisF32<SoftmaxGradOp>(op); }
+
+bool ElementwiseChain::startsWithSoftmaxGrad() const { return !ops.empty() && isa<SoftmaxGradOp>(ops.front()); }
+
+bool ElementwiseChain::endsInSoftmax() const { return !ops.empty() && isa<SoftmaxOp>(ops.back()); }
+
 ArrayRef<int64_t> ElementwiseChain::shape() const { return shapeOfValue(ops.front()->getResult(0)); }
 
 AffineMap ElementwiseChain::inputMap(Value input) const {
@@ -77,7 +98,7 @@ int64_t ElementwiseChain::unfusedBytes() const {
   return bytes;
 }
 
-SmallVector<Operation *> mlir::ptrain::markedChainAt(ArrayRef<Operation *> ops, size_t i) {
+SmallVector<Operation *> mlir::ptrain::markedChainAt(ArrayRef<Operation *> ops, size_t i, TransparentOps transparent) {
   auto positionOf = [](Operation *op) -> int64_t {
     auto position = op->getAttrOfType<IntegerAttr>(kKernelOpAttr);
     return position ? position.getInt() : -1;
@@ -86,9 +107,12 @@ SmallVector<Operation *> mlir::ptrain::markedChainAt(ArrayRef<Operation *> ops, 
   if (!kernel || positionOf(ops[i]) != 0)
     return {};
   SmallVector<Operation *> members{ops[i]};
-  while (i + 1 < ops.size() && ops[i + 1]->getAttr(kKernelAttr) == kernel &&
-         positionOf(ops[i + 1]) == static_cast<int64_t>(members.size()))
-    members.push_back(ops[++i]);
+  for (size_t j = i + 1; j < ops.size(); ++j) {
+    if (ops[j]->getAttr(kKernelAttr) == kernel && positionOf(ops[j]) == static_cast<int64_t>(members.size()))
+      members.push_back(ops[j]);
+    else if (!transparent || !transparent(ops[j]) || ops[j]->getAttr(kKernelAttr))
+      break;
+  }
   return members;
 }
 
@@ -124,7 +148,7 @@ std::string ElementwiseChain::signature() const {
   return text;
 }
 
-ElementwiseChain mlir::ptrain::describeChain(ArrayRef<Operation *> ops) {
+ElementwiseChain mlir::ptrain::describeChain(ArrayRef<Operation *> ops, TransparentOps transparent) {
   ElementwiseChain chain;
   chain.ops.assign(ops.begin(), ops.end());
   llvm::SmallPtrSet<Operation *, 8> members(ops.begin(), ops.end());
@@ -133,29 +157,49 @@ ElementwiseChain mlir::ptrain::describeChain(ArrayRef<Operation *> ops) {
       if (!members.contains(operand.getDefiningOp()) && !llvm::is_contained(chain.inputs, operand))
         chain.inputs.push_back(operand);
     Value result = op->getResult(0);
-    if (op == ops.back() || llvm::any_of(result.getUsers(), [&](Operation *user) { return !members.contains(user); }))
+    if (op == ops.back() || llvm::any_of(result.getUsers(), [&](Operation *user) {
+          return !members.contains(user) && !(transparent && transparent(user));
+        }))
       chain.outputs.push_back(result);
   }
   return chain;
 }
 
 SmallVector<ElementwiseChain> mlir::ptrain::findElementwiseChains(ArrayRef<Operation *> ops,
-                                                                  function_ref<bool(Operation *)> skip) {
+                                                                  function_ref<bool(Operation *)> skip,
+                                                                  TransparentOps transparent) {
   SmallVector<ElementwiseChain> chains;
   SmallVector<Operation *> run;
   auto close = [&] {
     if (run.size() >= 2)
-      chains.push_back(describeChain(run));
+      chains.push_back(describeChain(run, transparent));
     run.clear();
   };
+  auto extends = [&](Operation *op) {
+    return !run.empty() && shapeOfValue(op->getResult(0)) == shapeOfValue(run.front()->getResult(0)) &&
+           llvm::any_of(op->getOperands(), [&](Value v) { return llvm::is_contained(run, v.getDefiningOp()); });
+  };
   for (Operation *op : ops) {
+    if (transparent && transparent(op))
+      continue; // not emitted: neither in the chain nor between its ops
+    // A row softmax gradient starts a run (its rows' dot products come first).
+    if (isRowSoftmaxGrad(op) && !skip(op)) {
+      close();
+      run.push_back(op);
+      continue;
+    }
+    // A row softmax ends the run it extends (its rows read the elementwise prologue's results); one row
+    // reduction per kernel.
+    if (isRowSoftmax(op) && !skip(op) && extends(op) && !isRowSoftmaxGrad(run.front())) {
+      run.push_back(op);
+      close();
+      continue;
+    }
     if (!isFusibleElementwise(op) || skip(op)) {
       close();
       continue;
     }
-    bool extends = !run.empty() && shapeOfValue(op->getResult(0)) == shapeOfValue(run.front()->getResult(0)) &&
-                   llvm::any_of(op->getOperands(), [&](Value v) { return llvm::is_contained(run, v.getDefiningOp()); });
-    if (!extends)
+    if (!extends(op))
       close();
     run.push_back(op);
   }

@@ -7,6 +7,7 @@
 #include "ptrain/Analysis/ModuleCosts.h"
 
 #include "ptrain/Analysis/CodecCosts.h"
+#include "ptrain/Analysis/DeadOps.h"
 #include "ptrain/Analysis/ElementwiseChains.h"
 #include "ptrain/Analysis/MemoryPlan.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
@@ -63,11 +64,13 @@ public:
       SmallVector<Operation *> body;
       for (Operation &op : fn.getBody().front())
         body.push_back(&op);
+      DeadOps deadOps(body);
+      auto dead = [&](Operation *op) { return deadOps.isDead(op); };
       for (size_t i = 0; i < body.size(); ++i)
-        if (SmallVector<Operation *> members = markedChainAt(body, i); !members.empty()) {
+        if (SmallVector<Operation *> members = markedChainAt(body, i, dead); !members.empty()) {
           inChain.insert(members.begin(), members.end());
-          chainAt[members.front()] = describeChain(members);
-          i += members.size() - 1;
+          chainAt[members.front()] = describeChain(members, dead);
+          i = llvm::find(body, members.back()) - body.begin();
         }
     }
     fn.walk([&](Operation *op) {

@@ -93,6 +93,10 @@ struct F64 {
 
 } // namespace
 
+Value mlir::ptrain::buildExpNonPositiveF64(OpBuilder &b, Location loc, Value x) {
+  return F64{b, loc}.expNonPositive(x);
+}
+
 Value mlir::ptrain::buildGeluF32(OpBuilder &b, Location loc, Value x) {
   F64 f{b, loc};
   Value xi = f.extend(x); // const double xi = x[i];

@@ -11,6 +11,7 @@
 #include "ptrain/Analysis/GemmFusion.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Transforms/GeluArith.h"
+#include "ptrain/Transforms/SoftmaxArith.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -57,8 +58,58 @@ Value buildScalar(OpBuilder &b, Location l, Operation *op, const IRMapping &scal
   }
 }
 
+/// The indices of `map` (dimension results and the constant 0 of a broadcast size-1 dimension) at `ivs`.
+SmallVector<Value> indicesOf(OpBuilder &b, Location l, AffineMap map, ValueRange ivs) {
+  SmallVector<Value> indices;
+  for (AffineExpr e : map.getResults())
+    indices.push_back(isa<AffineDimExpr>(e) ? ivs[cast<AffineDimExpr>(e).getPosition()]
+                                            : Value(arith::ConstantIndexOp::create(b, l, 0)));
+  return indices;
+}
+
+/// The body of a chain that ends in a row softmax (SoftmaxArith.h): per element the prologue's ops in order on
+/// the inputs read through their maps, the prologue's outputs stored, then the softmax rows into the last
+/// output.
+void buildSoftmaxKernelBody(OpBuilder &body, Location loc, const ElementwiseChain &chain, ValueRange args) {
+  ValueRange ins = args.take_front(chain.inputs.size()), outs = args.drop_front(chain.inputs.size());
+  Value softmaxInput = chain.ops.back()->getOperand(0);
+  buildSoftmaxRowsF32(body, loc, chain.shape(), outs.back(), [&](OpBuilder &b, Location l, ValueRange ivs) {
+    IRMapping scalars;
+    for (auto [in, arg] : llvm::zip(chain.inputs, ins))
+      scalars.map(in, memref::LoadOp::create(b, l, arg, indicesOf(b, l, chain.inputMap(in), ivs)).getResult());
+    for (Operation *op : ArrayRef<Operation *>(chain.ops).drop_back())
+      scalars.map(op->getResult(0), buildScalar(b, l, op, scalars));
+    for (auto [out, arg] : llvm::zip(ArrayRef<Value>(chain.outputs).drop_back(), outs))
+      memref::StoreOp::create(b, l, scalars.lookup(out), arg, ivs);
+    return scalars.lookup(softmaxInput);
+  });
+}
+
+/// The body of a chain that starts with a row softmax gradient (SoftmaxArith.h): per row the dot of dy and y, then
+/// per element dx and the epilogue's ops in order on the inputs read through their maps, the outputs stored.
+void buildSoftmaxGradKernelBody(OpBuilder &body, Location loc, const ElementwiseChain &chain, ValueRange args) {
+  ValueRange ins = args.take_front(chain.inputs.size()), outs = args.drop_front(chain.inputs.size());
+  auto grad = cast<SoftmaxGradOp>(chain.ops.front());
+  auto argOf = [&](Value v) { return ins[llvm::find(chain.inputs, v) - chain.inputs.begin()]; };
+  buildSoftmaxGradRowsF32(
+      body, loc, chain.shape(), argOf(grad.getGrad()), argOf(grad.getOutput()),
+      [&](OpBuilder &b, Location l, ValueRange ivs, Value dx) {
+        IRMapping scalars;
+        scalars.map(grad.getResult(), dx);
+        for (auto [in, arg] : llvm::zip(chain.inputs, ins))
+          if (llvm::any_of(ArrayRef<Operation *>(chain.ops).drop_front(),
+                           [&](Operation *op) { return llvm::is_contained(op->getOperands(), in); }))
+            scalars.map(in, memref::LoadOp::create(b, l, arg, indicesOf(b, l, chain.inputMap(in), ivs)).getResult());
+        for (Operation *op : ArrayRef<Operation *>(chain.ops).drop_front())
+          scalars.map(op->getResult(0), buildScalar(b, l, op, scalars));
+        for (auto [out, arg] : llvm::zip(chain.outputs, outs))
+          memref::StoreOp::create(b, l, scalars.lookup(out), arg, ivs);
+      });
+}
+
 /// The kernel of `chain`: `func.func @name(inputs..., outputs...)` of one linalg.generic whose body performs
-/// the chain's ops in order.
+/// the chain's ops in order, or, for a chain that ends in a row softmax or starts with its gradient, the rows of
+/// buildSoftmaxKernelBody or buildSoftmaxGradKernelBody.
 func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, const ElementwiseChain &chain) {
   SmallVector<Type> params;
   for (Value v : chain.inputs)
@@ -68,6 +119,16 @@ func::FuncOp buildKernel(OpBuilder &builder, Location loc, StringRef name, const
   auto func = func::FuncOp::create(builder, loc, name, builder.getFunctionType(params, {}));
   Block *entry = func.addEntryBlock();
   OpBuilder body = OpBuilder::atBlockBegin(entry);
+  if (chain.startsWithSoftmaxGrad()) {
+    buildSoftmaxGradKernelBody(body, loc, chain, entry->getArguments());
+    func::ReturnOp::create(body, loc);
+    return func;
+  }
+  if (chain.endsInSoftmax()) {
+    buildSoftmaxKernelBody(body, loc, chain, entry->getArguments());
+    func::ReturnOp::create(body, loc);
+    return func;
+  }
   const size_t rank = chain.shape().size();
   SmallVector<AffineMap> maps;
   for (Value v : chain.inputs)
@@ -111,7 +172,8 @@ struct OutlineElementwisePass : ptrain::impl::OutlineElementwisePassBase<Outline
         ops.push_back(&op);
       GemmFusion gemms(ops);
       SmallVector<ElementwiseChain> chains = findElementwiseChains(
-          ops, [&](Operation *op) { return gemms.isFolded(op) || gemms.isDead(op) || gemms.aliasOf(op); });
+          ops, [&](Operation *op) { return gemms.isFolded(op) || gemms.aliasOf(op); },
+          [&](Operation *op) { return gemms.isDead(op); });
       if (!chains.empty())
         found.emplace_back(func, std::move(chains));
     }

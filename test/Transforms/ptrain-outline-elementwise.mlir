@@ -4,7 +4,7 @@
 // CHECK-LABEL: func.func @scale_mask
 // CHECK: ptrain.binary mul {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 0 : i64
 // CHECK: ptrain.binary add {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 1 : i64
-// CHECK: ptrain.softmax
+// CHECK: ptrain.binary max
 // CHECK-NOT: ptrain.kernel
 // CHECK: module @ptrain_kernels
 // CHECK: func.func @ptrain_kernel_0(%[[X:.*]]: memref<2x4x4xf32>, %[[S:.*]]: memref<f32>, %[[M:.*]]: memref<4x4xf32>, %[[OUT:.*]]: memref<2x4x4xf32>)
@@ -18,8 +18,125 @@ func.func @scale_mask(%x: tensor<2x4x4xf32>, %mask: tensor<4x4xf32>) -> tensor<2
   %scale = arith.constant dense<0.5> : tensor<f32>
   %0 = ptrain.binary mul %x, %scale : tensor<2x4x4xf32>, tensor<f32>
   %1 = ptrain.binary add %0, %mask : tensor<2x4x4xf32>, tensor<4x4xf32>
+  %2 = ptrain.binary max %1, %x : tensor<2x4x4xf32>, tensor<2x4x4xf32>
+  return %2 : tensor<2x4x4xf32>
+}
+
+// -----
+
+// Scale, mask and a softmax over the last axis: one kernel, a loop per leading dimension (the innermost over
+// groups of four rows), then per row the runtime's softmax passes (prologue stored, max, fp64 exp), the four
+// rows' fp64 sums in one loop (four chains in column order), and each row's scaling by its reciprocal.
+// CHECK-LABEL: func.func @scale_mask_softmax
+// CHECK: ptrain.binary mul {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 0 : i64
+// CHECK: ptrain.binary add {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 1 : i64
+// CHECK: ptrain.softmax {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 2 : i64
+// CHECK: module @ptrain_kernels
+// CHECK: func.func @ptrain_kernel_0(%[[X:.*]]: memref<2x4x4xf32>, %[[S:.*]]: memref<f32>, %[[M:.*]]: memref<4x4xf32>, %[[Y:.*]]: memref<2x4x4xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for %[[I:[^ ]*]] = %{{.*}} to %{{.*}} step %c1{{(_[0-9]+)?}} {
+// CHECK: scf.for %[[J:[^ ]*]] = %{{.*}} to %{{.*}} step %c4{{(_[0-9]+)?}} {
+// CHECK: scf.for %[[C:[^ ]*]] =
+// CHECK: %[[A:.*]] = memref.load %[[X]][%[[I]], %[[J]], %[[C]]]
+// CHECK: %[[B:.*]] = memref.load %[[S]][]
+// CHECK: %[[D:.*]] = memref.load %[[M]][%[[J]], %[[C]]]
+// CHECK: %[[P:.*]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK: arith.addf %[[P]], %[[D]] : f32
+// CHECK: memref.store {{.*}}, %[[Y]][%[[I]], %[[J]], %[[C]]]
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
+// CHECK: arith.cmpf oeq, {{.*}} : f32
+// CHECK: scf.for
+// CHECK: arith.subf {{.*}} : f32
+// CHECK: arith.extf {{.*}} : f32 to f64
+// CHECK: arith.truncf {{.*}} : f64 to f32
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f64, f64, f64, f64)
+// CHECK-COUNT-4: arith.addf {{.*}} : f64
+// CHECK: arith.divf {{.*}} : f64
+// CHECK: scf.for
+// CHECK: arith.mulf {{.*}} : f32
+func.func @scale_mask_softmax(%x: tensor<2x4x4xf32>, %mask: tensor<4x4xf32>) -> tensor<2x4x4xf32> {
+  %scale = arith.constant dense<0.5> : tensor<f32>
+  %0 = ptrain.binary mul %x, %scale : tensor<2x4x4xf32>, tensor<f32>
+  %1 = ptrain.binary add %0, %mask : tensor<2x4x4xf32>, tensor<4x4xf32>
   %2 = ptrain.softmax %1 {axis = -1 : i64} : tensor<2x4x4xf32>
   return %2 : tensor<2x4x4xf32>
+}
+
+// -----
+
+// Rows that are not a multiple of four go one at a time; the softmax input read after the chain is a second
+// output, stored in the rows' first pass.
+// CHECK-LABEL: func.func @softmax_rows_one_by_one
+// CHECK: func.func @ptrain_kernel_0(%{{.*}}: memref<3x5xf32>, %{{.*}}: memref<3x5xf32>, %[[T:.*]]: memref<3x5xf32>, %[[Y:.*]]: memref<3x5xf32>)
+// CHECK: scf.for %[[I:[^ ]*]] = %{{.*}} to %c3 step %c1{{(_[0-9]+)?}} {
+// CHECK: scf.for %[[C:[^ ]*]] = %{{.*}} to %c5 step %c1{{(_[0-9]+)?}} {
+// CHECK: memref.store %[[V:.*]], %[[T]][%[[I]], %[[C]]]
+// CHECK-NEXT: memref.store %[[V]], %[[Y]][%[[I]], %[[C]]]
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f64) {
+func.func @softmax_rows_one_by_one(%x: tensor<3x5xf32>, %b: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>) {
+  %0 = ptrain.binary sub %x, %b : tensor<3x5xf32>, tensor<3x5xf32>
+  %1 = ptrain.softmax %0 {axis = 1 : i64} : tensor<3x5xf32>
+  return %0, %1 : tensor<3x5xf32>, tensor<3x5xf32>
+}
+
+// -----
+
+// The softmax gradient starts a chain: per row the dot of dy and y (one row at a time), then dx and the
+// scale's gradient per element; the dead sum_to's of the mask's and the scale's gradients between them are passed
+// over (nothing is emitted for them) and are no outputs.
+// CHECK-LABEL: func.func @softmax_grad_scale
+// CHECK: ptrain.softmax_grad {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 0 : i64
+// CHECK: ptrain.sum_to
+// CHECK-NOT: ptrain.kernel
+// CHECK: ptrain.binary mul {{.*}}ptrain.kernel = @ptrain_kernels::@ptrain_kernel_0, ptrain.kernel_op = 1 : i64
+// CHECK: ptrain.binary mul
+// CHECK-NOT: ptrain.kernel
+// CHECK: module @ptrain_kernels
+// CHECK: func.func @ptrain_kernel_0(%[[DY:.*]]: memref<2x4x4xf32>, %[[Y:.*]]: memref<2x4x4xf32>, %[[S:.*]]: memref<f32>, %[[OUT:[^ ]*]]: memref<2x4x4xf32>) {
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f64) {
+// CHECK: arith.mulf {{.*}} : f64
+// CHECK: arith.addf {{.*}} : f64
+// CHECK: scf.for
+// CHECK: arith.subf {{.*}} : f64
+// CHECK: arith.mulf {{.*}} : f64
+// CHECK: arith.truncf {{.*}} : f64 to f32
+// CHECK: memref.load %[[S]][]
+// CHECK: arith.mulf {{.*}} : f32
+// CHECK: memref.store {{.*}}, %[[OUT]]
+func.func @softmax_grad_scale(%dy: tensor<2x4x4xf32>, %y: tensor<2x4x4xf32>, %scores: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> {
+  %scale = arith.constant dense<0.5> : tensor<f32>
+  %0 = ptrain.softmax_grad %dy, %y {axis = -1 : i64} : tensor<2x4x4xf32>
+  %1 = ptrain.sum_to %0 : tensor<2x4x4xf32> -> tensor<4x4xf32>
+  %2 = ptrain.binary mul %0, %scale : tensor<2x4x4xf32>, tensor<f32>
+  %3 = ptrain.binary mul %0, %scores : tensor<2x4x4xf32>, tensor<2x4x4xf32>
+  %4 = ptrain.sum_to %3 : tensor<2x4x4xf32> -> tensor<f32>
+  return %2 : tensor<2x4x4xf32>
+}
+
+// -----
+
+// A softmax ends a chain, never starts or continues one, and one over another axis or alone is no chain; a softmax
+// gradient never ends one.
+// CHECK-LABEL: func.func @softmax_not_fused
+// CHECK: ptrain.softmax %{{.*}} {axis = 1 : i64} : tensor<2x4x4xf32>
+// CHECK-NOT: ptrain.kernel
+// CHECK: ptrain.softmax %{{.*}} {axis = -1 : i64} : tensor<2x4x4xf32>
+// CHECK-NOT: ptrain.kernel
+// CHECK: ptrain.binary mul {{.*}}ptrain.kernel_op = 0
+// CHECK: ptrain.binary add {{.*}}ptrain.kernel_op = 1
+// CHECK: ptrain.softmax_grad
+// CHECK-NOT: ptrain.kernel
+// CHECK: return
+func.func @softmax_not_fused(%x: tensor<2x4x4xf32>, %mask: tensor<4x4xf32>) -> tensor<2x4x4xf32> {
+  %0 = ptrain.binary add %x, %mask : tensor<2x4x4xf32>, tensor<4x4xf32>
+  %1 = ptrain.softmax %0 {axis = 1 : i64} : tensor<2x4x4xf32>
+  %2 = ptrain.softmax %1 {axis = -1 : i64} : tensor<2x4x4xf32>
+  %3 = ptrain.binary mul %2, %x : tensor<2x4x4xf32>, tensor<2x4x4xf32>
+  %4 = ptrain.binary add %3, %mask : tensor<2x4x4xf32>, tensor<4x4xf32>
+  %5 = ptrain.softmax_grad %4, %2 {axis = -1 : i64} : tensor<2x4x4xf32>
+  return %5 : tensor<2x4x4xf32>
 }
 
 // -----
@@ -148,7 +265,7 @@ func.func @gelu_tanh(%x: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
 // CHECK: return
 func.func @lone_gelu(%x: tensor<8xf32>, %dy: tensor<8xf32>) -> tensor<8xf32> {
   %0 = ptrain.gelu %x : tensor<8xf32>
-  %1 = ptrain.softmax %0 {axis = -1 : i64} : tensor<8xf32>
+  %1 = ptrain.binary max %0, %x : tensor<8xf32>, tensor<8xf32>
   %2 = ptrain.gelu_grad %dy, %1 : tensor<8xf32>
   return %2 : tensor<8xf32>
 }

@@ -47,7 +47,10 @@ namespace {
 
 /// The patterns: the attention scores' scale and mask, bias + residual, a chain with an intermediate read
 /// outside it (two outputs) and a size-1 dimension, a long chain of odd sizes (vector remainders), scalars;
-/// bias + GELU, GELU's gradient + a residual add, GELU and its gradient in one kernel (two outputs).
+/// bias + GELU, GELU's gradient + a residual add, GELU and its gradient in one kernel (two outputs); the scores'
+/// scale, mask and softmax, short rows with -inf masks (fully masked rows) and the softmax input as a second
+/// output; the softmax gradient with the scale's gradient (grouped rows) and with a residual add, its own
+/// result also an output (one row at a time).
 constexpr const char *kPatterns = R"mlir(
 func.func @scale_mask(%x: tensor<2x4x64x64xf32>, %s: tensor<f32>, %m: tensor<64x64xf32>) -> tensor<2x4x64x64xf32> {
   %0 = ptrain.binary mul %x, %s : tensor<2x4x64x64xf32>, tensor<f32>
@@ -87,6 +90,27 @@ func.func @gelu_grad_residual(%dy: tensor<5x67xf32>, %x: tensor<5x67xf32>, %r: t
   %1 = ptrain.binary add %r, %0 : tensor<5x67xf32>, tensor<5x67xf32>
   return %1 : tensor<5x67xf32>
 }
+func.func @scale_mask_softmax(%x: tensor<2x4x64x64xf32>, %s: tensor<f32>, %m: tensor<64x64xf32>) -> tensor<2x4x64x64xf32> {
+  %0 = ptrain.binary mul %x, %s : tensor<2x4x64x64xf32>, tensor<f32>
+  %1 = ptrain.binary add %0, %m : tensor<2x4x64x64xf32>, tensor<64x64xf32>
+  %2 = ptrain.softmax %1 {axis = -1 : i64} : tensor<2x4x64x64xf32>
+  return %2 : tensor<2x4x64x64xf32>
+}
+func.func @masked_rows_softmax(%x: tensor<100x7x3xf32>, %m: tensor<100x7x3xf32>) -> (tensor<100x7x3xf32>, tensor<100x7x3xf32>) {
+  %0 = ptrain.binary add %x, %m : tensor<100x7x3xf32>, tensor<100x7x3xf32>
+  %1 = ptrain.softmax %0 {axis = -1 : i64} : tensor<100x7x3xf32>
+  return %0, %1 : tensor<100x7x3xf32>, tensor<100x7x3xf32>
+}
+func.func @softmax_grad_scale(%dy: tensor<2x4x64x64xf32>, %y: tensor<2x4x64x64xf32>, %s: tensor<f32>) -> tensor<2x4x64x64xf32> {
+  %0 = ptrain.softmax_grad %dy, %y {axis = -1 : i64} : tensor<2x4x64x64xf32>
+  %1 = ptrain.binary mul %0, %s : tensor<2x4x64x64xf32>, tensor<f32>
+  return %1 : tensor<2x4x64x64xf32>
+}
+func.func @softmax_grad_rows_one_by_one(%dy: tensor<7x5xf32>, %y: tensor<7x5xf32>, %r: tensor<7x5xf32>) -> (tensor<7x5xf32>, tensor<7x5xf32>) {
+  %0 = ptrain.softmax_grad %dy, %y {axis = 1 : i64} : tensor<7x5xf32>
+  %1 = ptrain.binary add %r, %0 : tensor<7x5xf32>, tensor<7x5xf32>
+  return %0, %1 : tensor<7x5xf32>, tensor<7x5xf32>
+}
 func.func @gelu_then_grad(%x: tensor<1031xf32>, %dy: tensor<1031xf32>) -> (tensor<1031xf32>, tensor<1031xf32>) {
   %0 = ptrain.gelu %x : tensor<1031xf32>
   %1 = ptrain.gelu_grad %dy, %0 : tensor<1031xf32>
@@ -108,6 +132,10 @@ int64_t firstDifference(const std::vector<float> &got, const std::vector<float> 
 bool hasGelu(const ElementwiseChain &chain) {
   return llvm::any_of(chain.ops, [](Operation *op) { return isa<GeluOp, GeluGradOp>(op); });
 }
+
+/// Patterns with a softmax: an eighth of the elements -inf (masked keys; rows of 3 get fully masked ones), one
+/// in 512 another special (a NaN or an infinity poisons its row: rarely, so most rows stay finite).
+bool hasSoftmax(const ElementwiseChain &chain) { return chain.endsInSoftmax(); }
 
 /// Values GELU must get right besides random ones: NaN, infinities, signed zeros, subnormals, the edges of the
 /// erfc cut-off (|x| / sqrt 2 = 10) and of the exp clamp, the largest and smallest normals.
@@ -208,7 +236,8 @@ TEST_P(GeneratedKernelsTest, FusedChainsEqualRuntimeKernelsBitForBit) {
     // Random inputs away from zero (divisors), then the runtime's kernels op by op.
     std::map<const void *, std::vector<float>> values;
     auto key = [](Value v) { return v.getAsOpaquePointer(); };
-    const bool gelu = hasGelu(chain);
+    const bool gelu = hasGelu(chain), softmax = hasSoftmax(chain);
+    std::uniform_int_distribution<int> oneIn(0, 4095);
     std::uniform_real_distribution<float> wide(-12.0f, 12.0f);
     std::uniform_int_distribution<size_t> special(0, std::size(kSpecials) * 4 - 1);
     for (Value in : chain.inputs) {
@@ -219,6 +248,13 @@ TEST_P(GeneratedKernelsTest, FusedChainsEqualRuntimeKernelsBitForBit) {
         if (gelu) { // a quarter of the elements special, the rest over GELU's curved part and beyond
           size_t pick = special(rng);
           x = pick < std::size(kSpecials) ? kSpecials[pick] : wide(rng);
+        }
+        if (softmax) {
+          int draw = oneIn(rng);
+          if (draw < 512)
+            x = -std::numeric_limits<float>::infinity();
+          else if (draw < 520)
+            x = kSpecials[draw % std::size(kSpecials)];
         }
       }
     }
@@ -235,6 +271,24 @@ TEST_P(GeneratedKernelsTest, FusedChainsEqualRuntimeKernelsBitForBit) {
                                       out.data()),
                   PTRAIN_OK);
         values[key(g.getResult())] = std::move(out);
+        continue;
+      }
+      if (auto grad = dyn_cast<SoftmaxGradOp>(op)) {
+        std::vector<float> out(countOf(grad.getResult()));
+        const int64_t cols = shapeOf(grad.getResult()).back();
+        ASSERT_EQ(ptrain_softmax_bwd_f32(values[key(grad.getGrad())].data(), values[key(grad.getOutput())].data(),
+                                         out.size() / cols, cols, out.data()),
+                  PTRAIN_OK);
+        values[key(grad.getResult())] = std::move(out);
+        continue;
+      }
+      if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+        std::vector<float> out(countOf(softmax.getResult()));
+        const int64_t cols = shapeOf(softmax.getResult()).back();
+        ASSERT_EQ(ptrain_softmax_fwd_f32(values[key(softmax.getInput())].data(), out.size() / cols, cols,
+                                         /*causal=*/0, out.data()),
+                  PTRAIN_OK);
+        values[key(softmax.getResult())] = std::move(out);
         continue;
       }
       auto b = cast<BinaryOp>(op);
@@ -286,7 +340,7 @@ TEST_P(GeneratedKernelsTest, FusedChainsEqualRuntimeKernelsBitForBit) {
     }
     ++chains;
   }
-  EXPECT_EQ(chains, 8);
+  EXPECT_EQ(chains, 12);
 }
 
 /// The host's CPU and the x86-64 baseline (SSE2): the two kinds of object a fresh machine may get.

@@ -19,6 +19,20 @@
 // same operations in the same order (one loop nest, one op after the other
 // per element).
 //
+// A chain may end in a row softmax (`ptrain.softmax` over the last axis):
+// the elementwise ops before it are its prologue (the attention scores'
+// scale and mask), and the kernel walks the rows once, in the runtime's
+// order (lib/Runtime/cpu/Softmax.cpp: max, fp64 exp, fp64 sum in column
+// order, scale by the fp32 reciprocal), so the bits are those of the
+// unfused calls. A chain may start with a row softmax gradient
+// (`ptrain.softmax_grad` over the last axis) followed by elementwise ops
+// (the attention scores' scale gradient): per row the runtime's fp64 dot
+// of dy and y, then dx and the epilogue element by element.
+//
+// Ops nothing live reads (DeadOps.h: the gradients of constants, such as
+// the causal mask's `sum_to`) are transparent: they neither join nor break
+// a chain, since nothing is emitted for them.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PTRAIN_ANALYSIS_ELEMENTWISECHAINS_H
@@ -60,6 +74,12 @@ struct ElementwiseChain {
   int64_t fusedBytes() const;
   /// Bytes the ops move one runtime call each: every op reads its operands and writes its result.
   int64_t unfusedBytes() const;
+  /// Whether the last op is a row softmax (isRowSoftmax): the kernel is then a loop over the rows, not one
+  /// elementwise loop nest.
+  bool endsInSoftmax() const;
+  /// Whether the first op is a row softmax gradient (isRowSoftmaxGrad): the kernel is then a loop over the
+  /// rows, the dot product first.
+  bool startsWithSoftmaxGrad() const;
   /// A text naming the chain's computation up to its values (kinds, shapes, wiring): chains with equal
   /// signatures share one kernel.
   std::string signature() const;
@@ -69,16 +89,31 @@ struct ElementwiseChain {
 /// ptrain.gelu / ptrain.gelu_grad of the exact (erf) form; static shapes.
 bool isFusibleElementwise(Operation *op);
 
-/// The chain of `ops` (consecutive, as findElementwiseChains grouped them): its inputs and outputs.
-ElementwiseChain describeChain(ArrayRef<Operation *> ops);
+/// Whether `op` may end a chain: an f32 ptrain.softmax over the last axis, static shape, rank >= 1 (the
+/// runtime's ptrain_softmax_fwd_f32 without its causal flag, as the CPU step calls it).
+bool isRowSoftmax(Operation *op);
+
+/// Whether `op` may start a chain: an f32 ptrain.softmax_grad over the last axis, static shape, rank >= 1 (the
+/// runtime's ptrain_softmax_bwd_f32).
+bool isRowSoftmaxGrad(Operation *op);
+
+/// Which ops a chain looks through (ops that are not emitted: DeadOps.h), or nullptr for none.
+using TransparentOps = function_ref<bool(Operation *)>;
+
+/// The chain of `ops` (consecutive but for `transparent` ops, as findElementwiseChains grouped them): its inputs
+/// and outputs (a result only `transparent` ops read outside the chain is no output).
+ElementwiseChain describeChain(ArrayRef<Operation *> ops, TransparentOps transparent = nullptr);
 
 /// The chain that starts at `ops[i]`, an op marked as the first of an outlined chain (kKernelOpAttr 0): the
-/// consecutive ops with the same kKernelAttr at positions 0, 1, 2, ... (empty if `ops[i]` is not such an op).
-SmallVector<Operation *> markedChainAt(ArrayRef<Operation *> ops, size_t i);
+/// consecutive ops with the same kKernelAttr at positions 0, 1, 2, ..., `transparent` ops between them passed
+/// over (empty if `ops[i]` is not such an op).
+SmallVector<Operation *> markedChainAt(ArrayRef<Operation *> ops, size_t i, TransparentOps transparent = nullptr);
 
 /// The chains of two or more ops among `ops` (a function body's top-level ops, in order); `skip(op)` breaks a
-/// chain at `op` (an op another fusion already consumes, e.g. a bias add folded into its GEMM).
-SmallVector<ElementwiseChain> findElementwiseChains(ArrayRef<Operation *> ops, function_ref<bool(Operation *)> skip);
+/// chain at `op` (an op another fusion already consumes, e.g. a bias add folded into its GEMM); `transparent`
+/// ops are passed over.
+SmallVector<ElementwiseChain> findElementwiseChains(ArrayRef<Operation *> ops, function_ref<bool(Operation *)> skip,
+                                                   TransparentOps transparent = nullptr);
 
 } // namespace mlir::ptrain
 

@@ -36,6 +36,10 @@ Value buildGeluF32(OpBuilder &b, Location loc, Value x);
 /// bits of ptrain_gelu_bwd_f32.
 Value buildGeluGradF32(OpBuilder &b, Location loc, Value dy, Value x);
 
+/// exp(x) of the f64 scalar `x` <= 0 (larger x are outside its range): an f64 value, the bits of the
+/// runtime's expNonPositive (cpu/VectorMath.h), shared by GELU's erfc and the softmax rows (SoftmaxArith.h).
+Value buildExpNonPositiveF64(OpBuilder &b, Location loc, Value x);
+
 } // namespace mlir::ptrain
 
 #endif // PTRAIN_TRANSFORMS_GELUARITH_H

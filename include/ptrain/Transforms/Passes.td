@@ -1047,10 +1047,17 @@ def OutlineElementwisePass : Pass<"ptrain-outline-elementwise", "::mlir::ModuleO
     with one result shape, each after the first reading a result of an earlier one: the producer-consumer grouping of MLIR's linalg elementwise fusion
     (`mlir/Dialect/Linalg/Transforms/ElementwiseOpFusion.cpp`, `linalg-fuse-elementwise-ops`), done on the
     ptrain ops so that the memory plan and every analysis of the step keep their meaning. A bias add the
-    GEMM already adds (GemmFusion.h) or an op nothing reads (DeadOps.h) breaks a chain. The kernel's
+    GEMM already adds (GemmFusion.h) breaks a chain; an op nothing reads (DeadOps.h: nothing is emitted
+    for it) is passed over, neither in a chain nor breaking it. The kernel's
     parameters are the chain's inputs (values from outside it, broadcast numpy-style through the indexing
     maps), then its outputs (results read outside the chain, the last op's always); chains with the same
-    computation share one kernel. The ops stay in the step, each marked with `ptrain.kernel` (the kernel)
+    computation share one kernel. A chain may end in an f32 `ptrain.softmax` over the last axis (the
+    attention scores' scale, mask and softmax): its kernel is then a loop over the rows, each row the
+    runtime's softmax step by step (max, fp64 exp, fp64 sum in column order, the fp32 reciprocal;
+    include/ptrain/Transforms/SoftmaxArith.h) with the prologue computed in its first pass, as `scf`
+    loops of `memref` loads and stores: the same bits as the unfused calls. Likewise a chain may start with
+    an f32 `ptrain.softmax_grad` over the last axis (the scores' softmax gradient and the scale's gradient):
+    per row the runtime's fp64 dot of dy and y, then dx and the chain's other ops per element. The ops stay in the step, each marked with `ptrain.kernel` (the kernel)
     and `ptrain.kernel_op` (its position in the chain): the runtime's per-op kernels remain the reference
     and the fallback, and a code generator that ignores the marks computes the same bits.
 
@@ -1083,7 +1090,8 @@ def OutlineElementwisePass : Pass<"ptrain-outline-elementwise", "::mlir::ModuleO
            "read, every result written); bench/generated_kernels/bytes_per_step.py sums them per step">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
-                           "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect"];
+                           "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
   let statistics = [
     Statistic<"numChains", "chains", "Elementwise chains outlined">,
     Statistic<"numKernels", "kernels", "Distinct kernels generated">,

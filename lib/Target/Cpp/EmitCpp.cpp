@@ -71,9 +71,21 @@ static std::string kernelDeclarations(ModuleOp module, const EmitCppOptions &opt
   std::string text = "// The kernels --ptrain-outline-elementwise generated, in the object ptrain-compile links\n"
                      "// (docs/GeneratedKernels.md).\n";
   for (auto kernel : kernels.getOps<func::FuncOp>()) {
-    unsigned outputs = 0;
-    kernel.walk([&](linalg::GenericOp g) { outputs = g.getNumDpsInits(); });
-    text += kernelDeclaration(kernel.getSymName(), kernel.getNumArguments() - outputs, outputs);
+    // The outputs are the trailing parameters, the first of them the first one the kernel writes (a
+    // linalg.generic's init, or a memref.store's target in a row kernel).
+    unsigned firstOutput = kernel.getNumArguments();
+    auto written = [&](Value memref) {
+      if (auto arg = dyn_cast<BlockArgument>(memref); arg && arg.getOwner()->getParentOp() == kernel)
+        firstOutput = std::min(firstOutput, arg.getArgNumber());
+    };
+    kernel.walk([&](Operation *op) {
+      if (auto g = dyn_cast<linalg::GenericOp>(op))
+        for (Value init : g.getDpsInits())
+          written(init);
+      else if (auto store = dyn_cast<memref::StoreOp>(op))
+        written(store.getMemRef());
+    });
+    text += kernelDeclaration(kernel.getSymName(), firstOutput, kernel.getNumArguments() - firstOutput);
   }
   return text + "\n";
 }

@@ -150,14 +150,15 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
-          .Case<GeluOp, GeluGradOp>([&](Operation *o) {
+          // The ops a generated kernel may compute (ElementwiseChains.h), besides BinaryOp below.
+          .Case<GeluOp, GeluGradOp, SoftmaxOp, SoftmaxGradOp>([&](Operation *o) {
             if (auto chain = fusedChainOf.find(o); chain != fusedChainOf.end()) {
               emitFusedChainOp(o, chain->second);
               return success();
             }
             return emitSharedOp(o, *this);
           })
-          .Case<EmbeddingOp, EmbeddingGradOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp, SoftmaxGradOp, SliceOp,
+          .Case<EmbeddingOp, EmbeddingGradOp, UnaryOp, LayerNormOp, LayerNormGradOp, SliceOp,
                 SplitOp, ConcatOp, PadOp, TPSplitOp>([&](Operation *o) { return emitSharedOp(o, *this); })
           .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
             if (gemms->aliasOf(b)) {

@@ -38,12 +38,13 @@ LogicalResult FunctionEmitter::planFusedChains() {
   };
   auto isMemory = [&](Value v) { return storage[rootOf(v)].kind != Storage::Virtual; };
   for (size_t i = 0; i < ops.size(); ++i) {
-    SmallVector<Operation *> members = markedChainAt(ops, i);
+    auto dead = [&](Operation *op) { return gemms->isDead(op); };
+    SmallVector<Operation *> members = markedChainAt(ops, i, dead);
     if (members.empty())
       continue;
-    i += members.size() - 1;
+    i = llvm::find(ops, members.back()) - ops.begin();
     auto kernel = members.front()->getAttrOfType<SymbolRefAttr>(kKernelAttr);
-    ElementwiseChain chain = describeChain(members);
+    ElementwiseChain chain = describeChain(members, dead);
     auto callee = dyn_cast_or_null<func::FuncOp>(SymbolTable::lookupSymbolIn(module, kernel));
     if (!callee || callee.getNumArguments() != chain.inputs.size() + chain.outputs.size())
       return members.front()->emitError("--emit-cpp: '")
@@ -97,6 +98,6 @@ void FunctionEmitter::emitFusedChainOp(Operation *op, size_t index) {
   std::string args;
   for (Value v : llvm::concat<const Value>(fused.chain.inputs, fused.chain.outputs))
     args += (args.empty() ? "" : ", ") + ptr(v);
-  line("// " + std::to_string(fused.chain.ops.size()) + " elementwise ops in one pass (--ptrain-outline-elementwise)");
+  line("// " + std::to_string(fused.chain.ops.size()) + " ops in one generated kernel (--ptrain-outline-elementwise)");
   line(fused.kernel + "(" + args + ");");
 }

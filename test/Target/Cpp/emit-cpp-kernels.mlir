@@ -3,8 +3,8 @@
 // RUN: ptrain-translate --emit-cpp %s | FileCheck %s --check-prefix=OFF
 // RUN: not ptrain-translate --emit-cpp %s --emit-cpp-kernels=%t.o --emit-cpp-kernels-cpu=no-such-cpu 2>&1 | FileCheck %s --check-prefix=BADCPU
 
-// --emit-cpp-kernels (docs/GeneratedKernels.md): the chain of a scale and a mask add is one call of its generated
-// kernel at the chain's last op; ptrain_step_init checks the extensions of the requested CPU (x86-64-v3: AVX2, FMA);
+// --emit-cpp-kernels (docs/GeneratedKernels.md): the chain of a scale, a mask add and the softmax is one call of
+// its generated kernel at the chain's last op; ptrain_step_init checks the extensions of the requested CPU (x86-64-v3: AVX2, FMA);
 // without the option the runtime's kernel is called per op.
 // CHECK: extern "C" void ptrain_kernel_0(const float *, const float *, const float *, float *);
 // CHECK-LABEL: ptrain_step_init(
@@ -13,12 +13,14 @@
 // CHECK: __builtin_cpu_supports("avx2")
 // CHECK-NOT: avx512
 // CHECK-LABEL: ptrain_step_f(
-// CHECK: // computed by ptrain_kernel_0 at the last op of its chain
-// CHECK-NEXT: (void)v{{[0-9]+}};
-// CHECK: ptrain_kernel_0(arg0, [[SCALE:v[0-9]+]], arg1, [[OUT:v[0-9]+]]);
-// CHECK: ptrain_softmax_fwd_f32([[OUT]],
+// CHECK-COUNT-2: // computed by ptrain_kernel_0 at the last op of its chain
+// CHECK: // 3 ops in one generated kernel
+// CHECK-NEXT: ptrain_kernel_0(arg0, [[SCALE:v[0-9]+]], arg1, [[OUT:v[0-9]+]]);
+// CHECK-NOT: ptrain_softmax_fwd_f32
+// CHECK: return
 // OFF-NOT: ptrain_kernel_
 // OFF-COUNT-2: ptrain_binary_f32(
+// OFF: ptrain_softmax_fwd_f32(
 // OFF-NOT: __builtin_cpu_supports
 // BADCPU: --emit-cpp-kernels: no target machine: unknown CPU 'no-such-cpu'
 module {
