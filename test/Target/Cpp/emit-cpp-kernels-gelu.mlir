@@ -2,16 +2,18 @@
 // RUN: ptrain-translate --emit-cpp %s --emit-cpp-kernels=%t.o -o %t.cpp && c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t.cpp
 // RUN: ptrain-translate --emit-cpp %s | FileCheck %s --check-prefix=OFF
 
-// GELU in generated kernels (docs/GeneratedKernels.md): a bias + GELU chain ends at the GELU, which becomes the
-// kernel's call; after a softmax (not elementwise: a second chain), GELU's gradient + a residual add ends at the add. No runtime GELU call is left; without
-// --emit-cpp-kernels both are the runtime's kernels op by op.
+// GELU in generated kernels (docs/GeneratedKernels.md): bias + GELU + the row softmax that ends the chain (a
+// chain may end in a softmax over the last axis, SoftmaxArith.h) is one kernel, called at the softmax; GELU's
+// gradient + a residual add is a second chain, ending at the add. No runtime GELU or softmax call is left; without
+// --emit-cpp-kernels all are the runtime's kernels op by op.
 // CHECK-DAG: extern "C" void ptrain_kernel_0(const float *, const float *, float *);
 // CHECK-DAG: extern "C" void ptrain_kernel_1(const float *, const float *, const float *, float *);
 // CHECK-LABEL: ptrain_step_f(
 // CHECK-NOT: ptrain_gelu_
 // CHECK: // computed by ptrain_kernel_0 at the last op of its chain
-// CHECK: ptrain_kernel_0(arg0, arg1, [[Y:v[0-9]+]]);
-// CHECK: ptrain_softmax_fwd_f32([[Y]], {{.*}}, [[S:v[0-9]+]]));
+// CHECK: // ptrain.softmax
+// CHECK-NOT: ptrain_softmax_fwd_f32
+// CHECK: ptrain_kernel_0(arg0, arg1, [[S:v[0-9]+]]);
 // CHECK-NOT: ptrain_gelu_
 // CHECK: // computed by ptrain_kernel_1 at the last op of its chain
 // CHECK: ptrain_kernel_1(arg2, [[S]], arg3, {{v[0-9]+}});
