@@ -53,17 +53,20 @@ inline unsigned gridFor(int64_t n) {
 
 } // namespace ptrain::cuda
 
-/// Returns INVALID_ARGUMENT from the enclosing call when `cond` does not hold.
-#define PTRAIN_CUDA_CHECK_ARG(cond, ...)                                                                               \
+/// Returns INVALID_ARGUMENT, naming the entry point `call`, from the enclosing function when `cond` does not hold
+/// (the _IN forms serve a helper shared by several entry points; the others name the enclosing function).
+#define PTRAIN_CUDA_CHECK_ARG_IN(call, cond, ...)                                                                      \
   do {                                                                                                                 \
     if (!(cond))                                                                                                       \
-      return ::ptrain::cuda::fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, __VA_ARGS__);                               \
+      return ::ptrain::cuda::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, __VA_ARGS__);                                   \
   } while (0)
+#define PTRAIN_CUDA_CHECK_PTR_IN(call, ptr) PTRAIN_CUDA_CHECK_ARG_IN(call, (ptr) != nullptr, "'%s' must not be null", #ptr)
+#define PTRAIN_CUDA_CHECK_SIZE_IN(call, size)                                                                          \
+  PTRAIN_CUDA_CHECK_ARG_IN(call, (size) >= 0, "'%s' must be >= 0, got %lld", #size, static_cast<long long>(size))
 
-#define PTRAIN_CUDA_CHECK_PTR(ptr) PTRAIN_CUDA_CHECK_ARG((ptr) != nullptr, "'%s' must not be null", #ptr)
-
-#define PTRAIN_CUDA_CHECK_SIZE(size)                                                                                   \
-  PTRAIN_CUDA_CHECK_ARG((size) >= 0, "'%s' must be >= 0, got %lld", #size, static_cast<long long>(size))
+#define PTRAIN_CUDA_CHECK_ARG(cond, ...) PTRAIN_CUDA_CHECK_ARG_IN(__func__, cond, __VA_ARGS__)
+#define PTRAIN_CUDA_CHECK_PTR(ptr) PTRAIN_CUDA_CHECK_PTR_IN(__func__, ptr)
+#define PTRAIN_CUDA_CHECK_SIZE(size) PTRAIN_CUDA_CHECK_SIZE_IN(__func__, size)
 
 /// Propagates a failing status (its message stays).
 #define PTRAIN_CUDA_RETURN_IF_ERROR(expr)                                                                              \

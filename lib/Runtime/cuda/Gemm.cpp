@@ -30,31 +30,20 @@ namespace {
 ptrain_status_t gemm(const char *name, cudaDataType_t ab, int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
                      int64_t n, int64_t k, float alpha, const void *a, int64_t stride_a, const void *b,
                      int64_t stride_b, float beta, float *c, int64_t stride_c) {
-// The PTRAIN_CUDA_CHECK_* checks, naming the entry point `name` instead of this helper.
-#define PTRAIN_GEMM_CHECK(cond, ...)                                                                                  \
-  do {                                                                                                                 \
-    if (!(cond))                                                                                                       \
-      return fail(PTRAIN_ERROR_INVALID_ARGUMENT, name, __VA_ARGS__);                                                 \
-  } while (0)
-#define PTRAIN_GEMM_CHECK_SIZE(size)                                                                                  \
-  PTRAIN_GEMM_CHECK((size) >= 0, "'%s' must be >= 0, got %lld", #size, static_cast<long long>(size))
-#define PTRAIN_GEMM_CHECK_PTR(ptr) PTRAIN_GEMM_CHECK((ptr) != nullptr, "'%s' must not be null", #ptr)
-  PTRAIN_GEMM_CHECK_SIZE(batch);
-  PTRAIN_GEMM_CHECK_SIZE(m);
-  PTRAIN_GEMM_CHECK_SIZE(n);
-  PTRAIN_GEMM_CHECK_SIZE(k);
-  PTRAIN_GEMM_CHECK(stride_a >= 0 && stride_b >= 0 && stride_c >= 0, "strides must be >= 0");
-  PTRAIN_GEMM_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && batch <= INT_MAX,
-                    "m, n, k and batch must fit cuBLAS's int, got %lld, %lld, %lld, %lld", static_cast<long long>(m),
-                    static_cast<long long>(n), static_cast<long long>(k), static_cast<long long>(batch));
+  PTRAIN_CUDA_CHECK_SIZE_IN(name, batch);
+  PTRAIN_CUDA_CHECK_SIZE_IN(name, m);
+  PTRAIN_CUDA_CHECK_SIZE_IN(name, n);
+  PTRAIN_CUDA_CHECK_SIZE_IN(name, k);
+  PTRAIN_CUDA_CHECK_ARG_IN(name, stride_a >= 0 && stride_b >= 0 && stride_c >= 0, "strides must be >= 0");
+  PTRAIN_CUDA_CHECK_ARG_IN(name, m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && batch <= INT_MAX,
+                           "m, n, k and batch must fit cuBLAS's int, got %lld, %lld, %lld, %lld",
+                           static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                           static_cast<long long>(batch));
   if (batch == 0 || m == 0 || n == 0)
     return PTRAIN_OK;
-  PTRAIN_GEMM_CHECK_PTR(a);
-  PTRAIN_GEMM_CHECK_PTR(b);
-  PTRAIN_GEMM_CHECK_PTR(c);
-#undef PTRAIN_GEMM_CHECK_PTR
-#undef PTRAIN_GEMM_CHECK_SIZE
-#undef PTRAIN_GEMM_CHECK
+  PTRAIN_CUDA_CHECK_PTR_IN(name, a);
+  PTRAIN_CUDA_CHECK_PTR_IN(name, b);
+  PTRAIN_CUDA_CHECK_PTR_IN(name, c);
   cublasHandle_t h;
   PTRAIN_CUDA_RETURN_IF_ERROR(blasHandle(name, &h));
   const int lda = static_cast<int>(trans_a ? m : k), ldb = static_cast<int>(trans_b ? k : n);
