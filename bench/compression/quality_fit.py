@@ -26,16 +26,25 @@ machine need not be quiet.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCALE = 0.01  # kQualityScale in include/ptrain/Transforms/QualityModel.h, the scale the predictions use
-HAND = {  # plan name -> (ptrain-compile --policy, --compress-options, the seed's name in auto.json)
+SCALE = 0.039  # kQualityScale in include/ptrain/Transforms/QualityModel.h, the scale the predictions use
+HAND = {  # plan name -> (ptrain-compile --policy, --compress-options, the seed's name in auto.json or None)
     "optimus-cc": ("optimus-cc", "", "optimus-cc"),
     "optimus-cc cb-sends=all": ("optimus-cc", "cb-sends=all", "optimus-cc cb-sends=all"),
     "mcbench quant8/topk10%": ("mcbench", "fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1",
                                "mcbench fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1"),
+}
+# Single codecs on one direction of every pipeline send, to see which codec costs what (--single); not auto seeds,
+# so their predicted cost is not in auto.json.
+SINGLE = {
+    "powersgd r4 + EF, every backward send": ("optimus-cc", "cb-sends=all cb-rank=4 fe=false sc=false", None),
+    "powersgd r16 + EF, every backward send": ("optimus-cc", "cb-sends=all cb-rank=16 fe=false sc=false", None),
+    "quant 4-bit, every forward send": ("mcbench", "fwd-codec=quant:bits=4", None),
+    "quant 8-bit + EF, every backward send": ("mcbench", "bwd-codec=quant:bits=8 error-feedback=true", None),
 }
 
 
@@ -57,6 +66,14 @@ def main():
     ap.add_argument("--val-batches", type=int, default=16)
     ap.add_argument("--seeds", default="0,1,2", help="ptrain-run --seed of each run (the batch order)")
     ap.add_argument("--budgets", default="0.02,0.05,inf", help="auto-quality-budget of each auto plan")
+    ap.add_argument("--clip-norm", type=float, default=1.0,
+                    help="ptrain-compile --clip-norm (default 1.0, Megatron-LM's default; 0 = unclipped, whose loss "
+                    "spikes make the seeds disagree by more than the budget: bench/README.md \"quality\")")
+    ap.add_argument("--single", action="store_true", help="also train the single-codec plans (SINGLE)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep the compiled plans and the runs' logs already in --out (refit without retraining); "
+                    "auto's plans are recompiled, so that a changed quality model gives its predictions")
+    ap.add_argument("--only", default="", help="';'-separated plan names to train (default: all)")
     a = ap.parse_args()
     if a.steps < 20:
         sys.exit(f"quality_fit: --steps {a.steps}: at least 20")
@@ -80,19 +97,48 @@ def main():
 
     plans = {"none": ("none", "")}
     plans.update({name: (p, o) for name, (p, o, _) in HAND.items()})
+    if a.single:
+        plans.update({name: (p, o) for name, (p, o, _) in SINGLE.items()})
     plans.update({f"auto budget={b}": ("auto", f"auto-quality-budget={b}") for b in budgets})
+    if a.only:
+        keep = {n.strip() for n in a.only.split(";")} | {"none"}
+        unknown = keep - set(plans)
+        if unknown:
+            sys.exit(f"quality_fit: --only: no plan named {', '.join(sorted(unknown))} (plans: {', '.join(plans)})")
+        plans = {n: v for n, v in plans.items() if n in keep}
     rows = []
     for name, (policy, options) in plans.items():
         out = os.path.join(a.out, name.replace(" ", "_").replace("/", "_").replace("%", "pct"))
         cmd = [os.path.join(bin_dir, "ptrain-compile"), a.model, "--pp", "2", "--micro-batches", "4", "--schedule",
                "1f1b", "--lr", "3e-3", "--warmup-steps", "10", "--total-steps", str(a.steps), "--target", "cpu",
-               "-o", out]
+               "--clip-norm", repr(a.clip_norm), "-o", out]
         if policy != "none":
             cmd += ["--policy", policy, "--cluster", a.cluster] + (["--compress-options", options] if options else [])
-        run(cmd, f"ptrain-compile ({name})")
+        if a.reuse and policy == "auto" and os.path.isfile(os.path.join(out, "step.cpp")):
+            # Recompiled (the quality model may have changed); the old runs count only for the same code.
+            fresh = out + ".new"
+            shutil.rmtree(fresh, ignore_errors=True)
+            run([fresh if c == out else c for c in cmd], f"ptrain-compile ({name})")
+            with open(os.path.join(out, "step.cpp")) as f, open(os.path.join(fresh, "step.cpp")) as g:
+                same = f.read() == g.read()
+            if same:
+                for seed in seeds:
+                    log = os.path.join(out, f"log-seed{seed}.json")
+                    if os.path.isfile(log):
+                        shutil.copy(log, fresh)
+            else:
+                print(f"{name}: the plan changed; retraining", flush=True)
+            shutil.rmtree(out)
+            os.rename(fresh, out)
+        elif not a.reuse or not os.path.isfile(os.path.join(out, "libstep.so")):
+            run(cmd, f"ptrain-compile ({name})")
         vals = []
         for seed in seeds:
             log = os.path.join(out, f"log-seed{seed}.json")
+            if a.reuse and os.path.isfile(log):
+                with open(log) as f:
+                    vals.append(json.load(f)["val_loss"][-1][1])
+                continue
             run([os.path.join(bin_dir, "ptrain-run"), out, "--data", data, "--steps", str(a.steps), "--val-every",
                  str(a.steps), "--val-batches", str(a.val_batches), "--seed", str(seed), "--log", log, "--no-plots",
                  "--no-tensorboard", "--timeout", "900", "--mpirun-args=--oversubscribe --bind-to none"],
@@ -104,19 +150,22 @@ def main():
 
     # Predicted costs: auto.json of the auto plans (their own final cost, and the hand policies as seeds).
     with open(os.path.join(rows[-1]["out"], "auto.json")) as f:
-        seeds = {s["name"]: s["quality_cost"] for s in json.load(f)["seeds"]}
+        seed_costs = {s["name"]: s["quality_cost"] for s in json.load(f)["seeds"]}
     base = rows[0]["val_loss"]  # per seed
     for r in rows:
         if r["plan"] == "none":
             r["predicted"] = 0.0
         elif r["plan"] in HAND:
-            r["predicted"] = seeds.get(HAND[r["plan"]][2])
+            r["predicted"] = seed_costs.get(HAND[r["plan"]][2])
+        elif r["plan"] in SINGLE:
+            r["predicted"] = None
         else:
             with open(os.path.join(r["out"], "auto.json")) as f:
                 r["predicted"] = json.load(f)["final_quality_cost"]
         per_seed = [v / b - 1 for v, b in zip(r["val_loss"], base)]
         r["measured"], r["measured_range"] = sum(per_seed) / len(per_seed), [min(per_seed), max(per_seed)]
-    fit = [(r["predicted"] / SCALE, r["measured"]) for r in rows if r["predicted"]]
+    fit = [(r["predicted"] / SCALE, r["measured"]) for r in rows
+           if r["predicted"] is not None and 0 < r["predicted"] < float("inf")]
     scale = sum(u * m for u, m in fit) / sum(u * u for u, m in fit) if fit else None
 
     print(f"\nbundled GPT, pp = 2 x 4 micro-batches, {a.steps} steps, validation on {a.val_batches} batches, seeds "

@@ -423,7 +423,9 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
                                       : ms(rule) + " (" +
                                             llvm::formatv("{0:F4}", summary.uncompressedSeconds / rule).str() + "x)")
                               << "; predicted quality cost " << percent(summary.finalQualityCost) << " (budget "
-                              << percent(summary.qualityBudget) << ")";
+                              << (std::isinf(summary.qualityBudget) ? std::string("none")
+                                                                    : percent(summary.qualityBudget))
+                              << ")";
   numAutoPicks += decisions.size();
   if (!autoReport.empty() && failed(writeAutoReport(module, autoReport, summary, decisions)))
     return failure();

@@ -166,14 +166,16 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   // [FE mode][stage]: requested rank -> the compressed dp all-reduce.
   std::vector<std::vector<std::map<int64_t, CompressedAllReduce>>> dpOptions(
       feModes.size(), std::vector<std::map<int64_t, CompressedAllReduce>>(pp));
-  // The predicted quality cost of a codec on one edge (QualityModel.h): a send is one of the pipeline's
-  // (links x micro-batches) sends.
-  const double sendShare = chunks > 1 ? 1.0 / static_cast<double>((chunks - 1) * m) : 1.0;
+  // The predicted quality cost of a codec on one edge (QualityModel.h): a forward send is one of the pipeline's
+  // (links x micro-batches) sends; a backward send's cost is its link's (share 1 / links), and a link costs what
+  // its worst compressed send costs (qualityOf), not the sum over its micro-batches: measured, PowerSGD on the
+  // cool-down send alone costs about what it costs on every send (QualityModel.h).
+  const double links = chunks > 1 ? static_cast<double>(chunks - 1) : 1.0;
   auto sendQuality = [&](CodecAttrInterface codec, RankedTensorType type, bool forward, int64_t boundary, bool ef) {
     QualitySite site;
     site.kind = forward ? QualitySite::ForwardSend : QualitySite::BackwardSend;
     site.boundary = boundary;
-    site.share = sendShare;
+    site.share = forward ? 1.0 / (links * static_cast<double>(m)) : 1.0 / links;
     site.errorFeedback = ef;
     return predictQualityCost(codec, type, site);
   };
@@ -479,13 +481,17 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     return costs;
   };
   auto timeOf = [&](const State &state) { return iterationSeconds(costsOf(state)); };
-  // The plan's predicted quality cost: the sum over its compressed edges (QualityModel.h).
+  // The plan's predicted quality cost: the sum over its compressed edges, a backward link counted once at its
+  // worst send (QualityModel.h).
   auto qualityOf = [&](const State &state) {
     double q = 0;
-    for (int64_t s = 1; s < chunks; ++s)
+    for (int64_t s = 1; s < chunks; ++s) {
+      double link = 0;
       for (int64_t i = 0; i < m; ++i)
         if (state.send[s][i])
-          q += findSend(s, i, state.send[s][i])->quality[state.bwdEf];
+          link = std::max(link, findSend(s, i, state.send[s][i])->quality[state.bwdEf]);
+      q += link;
+    }
     for (int64_t s = 0; s + 1 < chunks; ++s)
       for (int64_t i = 0; i < m; ++i)
         if (state.fwd[s][i])

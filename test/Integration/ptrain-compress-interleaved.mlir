@@ -12,7 +12,7 @@
 // RUN: ptrain-opt %t.i2.mlir --ptrain-compress="policy=mcbench fwd-codec=fp16 skip-stages=2" | FileCheck %s --check-prefix=MCSKIP
 // RUN: ptrain-opt %t.i2.mlir --ptrain-compress="policy=none" --ptrain-lower-to-runtime --ptrain-verify-plan | FileCheck %s --check-prefix=NONE --implicit-check-not="ptrain.compress %" --implicit-check-not=ptrain.decompress --implicit-check-not="ptrain.state @pp"
 // RUN: ptrain-opt %t.i2.mlir --ptrain-compress="policy=optimus-cc" --ptrain-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
-// RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2 virtual-stages=2" --ptrain-build-training-step="micro-batches=4" --ptrain-schedule="schedule=interleaved" --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
+// RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2 virtual-stages=2" --ptrain-build-training-step="micro-batches=4" --ptrain-schedule="schedule=interleaved" --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=none auto-forward-codecs=none auto-quality-budget=inf" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
 // RUN: ptrain-opt %t.mlir --ptrain-split-stages="pp=2 virtual-stages=2" --ptrain-build-training-step="micro-batches=4" --ptrain-schedule="schedule=interleaved" --ptrain-critical-path="cluster=%S/../Transforms/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto" --ptrain-lower-to-runtime --ptrain-verify-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTODEFAULT
 // RUN: ptrain-translate --import-onnx %S/../Import/ONNX/opset18+/Inputs/llama_tiny_8l.onnx --signature auto -o %t.llama.mlir
 // RUN: ptrain-opt %t.llama.mlir --ptrain-split-stages="pp=4 virtual-stages=2" --ptrain-build-training-step="micro-batches=8" --ptrain-schedule="schedule=interleaved" --ptrain-critical-path="cluster=%S/../../clusters/h200-node.json" -o %t.i4.mlir
@@ -101,15 +101,17 @@
 // REPORT-NEXT: send B2 1->0: #ptrain.powersgd<rank = 16>
 // REPORT-NEXT: send B3 1->0: #ptrain.powersgd<rank = 16>
 
-// policy=auto times the interleaved plan per virtual link: on the slow link CB on every backward send is the
-// best seed, and the search lowers every send to rank 4; the plan lowers and verifies.
+// policy=auto times the interleaved plan per virtual link: without a quality budget, on the slow link CB on
+// every backward send is the best seed, and the search lowers every send to rank 4; the plan lowers and
+// verifies.
 // AUTO: seeds none {{[0-9.]+}} ms, optimus-cc {{[0-9.]+}} ms quality {{[0-9.]+}}%, optimus-cc cb-sends=critical {{[0-9.]+}} ms quality {{[0-9.]+}}%, optimus-cc cb-sends=all {{[0-9.]+}} ms quality {{[0-9.]+}}%, mcbench {{.*}} (not expressible with the candidates); starting from optimus-cc cb-sends=all
 // AUTO: move 1: every backward send -> #ptrain.powersgd<rank = 4> (clamped per link)
 // AUTO: 1 moves, modelled iteration {{[0-9.]+}} ms uncompressed, {{[0-9.]+}} ms with auto
 // With the default candidates the mcbench seed (8-bit forward, top-k 10% backward on every virtual link) is
-// the fastest but ruled out (top-k on gradients without error feedback: QualityModel.h); auto starts from
-// another seed and the mixed plan lowers and verifies.
-// AUTODEFAULT: mcbench fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1 {{[0-9.]+}} ms quality ruled out by the literature (QualityModel.h) (over the budget); starting from optimus-cc
+// the fastest but ruled out (top-k on gradients without error feedback: QualityModel.h), and optimus-cc's
+// PowerSGD seeds are predicted over the 2% budget; auto starts from none and the mixed plan lowers and
+// verifies.
+// AUTODEFAULT: mcbench fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1 {{[0-9.]+}} ms quality ruled out by the literature (QualityModel.h) (over the budget); starting from none
 // AUTODEFAULT: predicted quality cost {{[0-9.]+}}% (budget 2.000%)
 
 // llama_tiny_8l at pp = 4 x V = 2, 8 micro-batches: rank s runs virtual stages s and s + 4.

@@ -9,11 +9,15 @@
 //   cost = kQualityScale * weight * e^2 * share
 //
 //  - e: the codec's relative error on the edge: a measured one where given (codec telemetry), else the
-//    worst-case proxy of estimateCodecError (CompressAuto.h); halved with error feedback (the residual is
-//    re-sent the next time);
-//  - share: the edge's part of its kind (one send of the pipeline's (links x micro-batches) sends; one of
-//    the TP sites; one stage's dp all-reduce among pp), so that compressing every edge of a kind with e = 1
-//    costs kQualityScale * weight;
+//    worst-case proxy of estimateCodecError (CompressAuto.h); halved with error feedback on dp all-reduces and
+//    TP sites (the residual is re-sent into the same sum the next time), not on backward pipeline sends (LEP's
+//    residual reaches the previous stage with another micro-batch's activations: the telemetry's LEP cosine is
+//    0.15-0.64, not 0, and PowerSGD with error feedback on every backward send measured +4.2%);
+//  - share: the edge's part of its kind (a forward send: one of the pipeline's (links x micro-batches) sends;
+//    a backward send: one of the links, and a link costs what its worst compressed send costs, not the sum
+//    over its micro-batches (measured: PowerSGD rank 16 on the one cool-down send of a link costs about what
+//    it costs on all four); one of the TP sites; one stage's dp all-reduce among pp), so that compressing
+//    every edge of a kind with e = 1 costs kQualityScale * weight;
 //  - weight: 1, times 2 on the first pipeline boundary (MCBench, Bian et al. MLSys 2024: compressing the
 //    early layers hurts most; the paper leaves them uncompressed), times 4 for plain quantization below 4
 //    bits (TAH-Quant, arXiv 2506.01352: 3-4 bits suffice only after a Hadamard rotation spreads outliers);
@@ -43,9 +47,11 @@
 
 namespace mlir::ptrain {
 
-/// The scale of the quality model: the cost of compressing every edge of a kind with relative error 1.
-/// An assumption (1% of the validation loss), to be revised from bench/cluster's measured losses.
-constexpr double kQualityScale = 0.01;
+/// The scale of the quality model: the cost of compressing every edge of a kind with relative error 1, as a
+/// fraction of the validation loss. Fitted (least squares through the origin) to measured losses:
+/// bench/compression/quality_fit.py, the bundled GPT at pp 2 x 4 micro-batches, 300 steps clipped at 1.0,
+/// 3-5 seeds, 9 plans (bench/README.md "quality", 2026-12-07: "Clipped, 300 steps, 5 seeds").
+constexpr double kQualityScale = 0.039;
 
 /// Where a codec sits, for the quality model.
 struct QualitySite {
