@@ -1,7 +1,10 @@
 //===- Quant.cpp - Uniform quantization: the C entry points ---------------===//
 //
 // Checks the arguments and dispatches to the quantEncode<Bits> /
-// quantDecode<Bits> instances of Quant.h (formulas and packing there).
+// quantDecode<Bits> instances of Quant.h (formulas and packing there). The
+// encoder is compiled once per ISA path (cpu/CpuIsa.h: baseline SSE2, AVX2,
+// AVX-512), all giving the same bits: the same IEEE operations, no FMA
+// (-ffp-contract=off, lib/Runtime/CMakeLists.txt).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,16 @@ using ptrain::runtime::fail;
 using ptrain::runtime::QuantLayout;
 
 namespace {
+/// quantEncode<Bits> as a kernel body of IsaClones: the first non-finite
+/// element (or -1) into *outBadAt.
+template <int Bits>
+PTRAIN_KERNEL_BODY ptrain_status_t quantEncodeBody(const QuantLayout *l, const float *g, float *residual,
+                                                   uint8_t *packed, float *scales, float *zeros, float *lo, float *inv,
+                                                   int64_t *outBadAt) {
+  *outBadAt = ptrain::runtime::quantEncode<Bits>(*l, g, residual, packed, scales, zeros, lo, inv);
+  return PTRAIN_OK;
+}
+
 ptrain_status_t makeLayout(const char *call, int64_t rows, int64_t cols, int32_t bits, int32_t granularity,
                            int64_t blockSize, int32_t symmetric, QuantLayout &l) {
   if (rows < 1 || cols < 1 || rows > INT64_MAX / cols)
@@ -58,13 +71,16 @@ extern "C" ptrain_status_t ptrain_quant_encode_f32(const float *g, float *residu
   int64_t badAt = -1;
   switch (bits) {
   case 2:
-    badAt = quantEncode<2>(l, g, residual, out_packed, out_scales, zeros, lo, inv);
+    PTRAIN_RETURN_IF_ERROR(IsaClones<quantEncodeBody<2>>::call(__func__, &l, g, residual, out_packed, out_scales,
+                                                               zeros, lo, inv, &badAt));
     break;
   case 4:
-    badAt = quantEncode<4>(l, g, residual, out_packed, out_scales, zeros, lo, inv);
+    PTRAIN_RETURN_IF_ERROR(IsaClones<quantEncodeBody<4>>::call(__func__, &l, g, residual, out_packed, out_scales,
+                                                               zeros, lo, inv, &badAt));
     break;
   default:
-    badAt = quantEncode<8>(l, g, residual, out_packed, out_scales, zeros, lo, inv);
+    PTRAIN_RETURN_IF_ERROR(IsaClones<quantEncodeBody<8>>::call(__func__, &l, g, residual, out_packed, out_scales,
+                                                               zeros, lo, inv, &badAt));
     break;
   }
   if (badAt >= 0)

@@ -21,14 +21,18 @@
 // quantDecodeGeneric (bits at run time, one element at a time: the
 // reference), and quantEncode<Bits> / quantDecode<Bits> (whole bytes at a
 // time; block granularity with blocks a multiple of 8 / bits elements runs in
-// one pass over memory, computing each block's scale while it is in cache).
-// The tests check every instance against the generic kernel bit for bit.
+// one pass over memory, computing each block's scale while it is in cache:
+// quantEncodeBlocks, with the block's min and max in 16 lanes).
+// The tests check every instance against the generic kernel bit for bit, and
+// the C entry point on every ISA path (cpu/CpuIsa.h: Quant.cpp compiles the
+// encoder once per path) against it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PTRAIN_RUNTIME_CPU_CODECS_QUANT_H
 #define PTRAIN_RUNTIME_CPU_CODECS_QUANT_H
 
+#include "cpu/CpuIsa.h"
 #include "ptrain/Runtime/ptrain_runtime.h"
 
 #include <algorithm>
@@ -253,7 +257,7 @@ inline void quantDecodeGeneric(const QuantLayout &l, const uint8_t *packed, cons
 /// Writes codes u8[0, count) at the flat positions [start, start + count) of
 /// `packed`. Positions are written in increasing order across calls: a byte
 /// a call ends inside is assigned, and the next call ORs the rest into it.
-template <int Bits> void packCodes(const uint8_t *u8, int64_t start, int64_t count, uint8_t *packed) {
+template <int Bits> PTRAIN_KERNEL_BODY void packCodes(const uint8_t *u8, int64_t start, int64_t count, uint8_t *packed) {
   constexpr int kPerByte = 8 / Bits;
   if (Bits == 8) {
     std::memcpy(packed + start, u8, static_cast<size_t>(count));
@@ -304,7 +308,7 @@ void quantCodes(const float *zero, const float *inv, const float *scale, const Q
 
 /// The same with one group's numbers for every element.
 template <bool Symmetric, bool Feedback>
-void quantCodes(const QuantGroup &group, const float *v, float *residual, int64_t count, uint8_t *u8) {
+PTRAIN_KERNEL_BODY void quantCodes(const QuantGroup &group, const float *v, float *residual, int64_t count, uint8_t *u8) {
   const float zero = Symmetric ? 0.0f : group.zero, inv = group.inv, scale = group.scale;
   const float minCode = group.minCode, maxCode = group.maxCode, offset = group.offset;
   for (int64_t i = 0; i < count; ++i) {
@@ -355,52 +359,273 @@ void quantPackGroupAny(const QuantGroup &q, const float *v, float *residual, int
   }
 }
 
+/// The min and max of x over elements [begin, end) of one block, where x is
+/// g, or with error feedback e + g (stored back into e), with the bits of the
+/// sequential loop `lo = x < lo ? x : lo; hi = hi < x ? x : hi` from
+/// (FLT_MAX, -FLT_MAX) that quantStats runs. Sixteen lanes (GCC vector
+/// extensions: one AVX-512 register, two AVX2 or four SSE2 ones) instead of
+/// one serial chain: that chain, a minss, maxss and a probe addss per element
+/// with a loop-carried dependency each, was 43% of the encoder's time and held
+/// it at 0.44x memcpy (bench/README.md, "Quantization encode at memcpy
+/// speed"). The lanes give the same value; only the sign of a zero can
+/// differ (the sequential loop keeps the FIRST element equal to the min or
+/// max: +0 and -0 compare equal), so a zero result is replaced by the
+/// block's first zero. Returns false when some x is inf or NaN (the lanes'
+/// probe: x * 0 is NaN exactly then, in any order of summation).
+constexpr int kQuantLanes = 16;
+typedef float QuantLanes __attribute__((vector_size(kQuantLanes * sizeof(float))));
+
+/// One step of the lanes' min, max and sum: each lane with lane Idx[lane].
+/// (By reference: a vector argument by value would change the ABI per ISA.)
+template <int... Idx> PTRAIN_KERNEL_BODY void quantFoldLanes(QuantLanes &lo, QuantLanes &hi, QuantLanes &probe) {
+  const QuantLanes l2 = __builtin_shufflevector(lo, lo, Idx...);
+  const QuantLanes h2 = __builtin_shufflevector(hi, hi, Idx...);
+  const QuantLanes p2 = __builtin_shufflevector(probe, probe, Idx...);
+  lo = l2 < lo ? l2 : lo;
+  hi = hi < h2 ? h2 : hi;
+  probe += p2;
+}
+
+template <bool Feedback>
+PTRAIN_KERNEL_BODY bool quantBlockMinMax(const float *g, float *residual, int64_t begin, int64_t end, float &outLo,
+                                         float &outHi) {
+  constexpr int kLanes = kQuantLanes;
+  typedef QuantLanes Lanes;
+  Lanes lo, hi, probe;
+  for (int j = 0; j < kLanes; ++j) {
+    lo[j] = FLT_MAX;
+    hi[j] = -FLT_MAX;
+    probe[j] = 0.0f;
+  }
+  int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) {
+    Lanes x;
+    std::memcpy(&x, g + i, sizeof(x));
+    if (Feedback) {
+      Lanes e;
+      std::memcpy(&e, residual + i, sizeof(e));
+      x = e + x;
+      std::memcpy(residual + i, &x, sizeof(x));
+    }
+    probe += x * 0.0f;
+    lo = x < lo ? x : lo;
+    hi = hi < x ? x : hi;
+  }
+  // The lanes folded in halves (8, 4, 2, 1): shuffles, not 16 dependent
+  // scalar steps per block.
+  quantFoldLanes<8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7>(lo, hi, probe);
+  quantFoldLanes<4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11>(lo, hi, probe);
+  quantFoldLanes<2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13>(lo, hi, probe);
+  quantFoldLanes<1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14>(lo, hi, probe);
+  float mn = lo[0], mx = hi[0], pr = probe[0];
+  for (; i < end; ++i) {
+    const float x = Feedback ? residual[i] + g[i] : g[i];
+    if (Feedback)
+      residual[i] = x;
+    pr += x * 0.0f;
+    mn = x < mn ? x : mn;
+    mx = mx < x ? x : mx;
+  }
+  if (pr != 0.0f)
+    return false;
+  const float *v = Feedback ? residual : g;
+  if (mn == 0.0f || mx == 0.0f) {
+    int64_t first = begin;
+    while (v[first] != 0.0f)
+      ++first;
+    if (mn == 0.0f)
+      mn = v[first];
+    if (mx == 0.0f)
+      mx = v[first];
+  }
+  outLo = mn;
+  outHi = mx;
+  return true;
+}
+
+/// Codes of 16 values x (and with error feedback their residuals, stored at
+/// `residual`), packed into 16 * Bits / 8 bytes at `out`: QuantGroup's
+/// arithmetic as quantCodes has it, in lanes, the codes packed in 32-bit
+/// lanes (x86 has no byte shifts) and narrowed.
+template <int Bits, bool Symmetric, bool Feedback>
+PTRAIN_KERNEL_BODY void quantCodes16(const QuantGroup &q, const QuantLanes &x, float *residual, uint8_t *out) {
+  typedef int32_t IntLanes __attribute__((vector_size(kQuantLanes * sizeof(int32_t))));
+  typedef uint8_t ByteLanes __attribute__((vector_size(kQuantLanes)));
+  typedef uint8_t Byte8 __attribute__((vector_size(8)));
+  typedef uint8_t Byte4 __attribute__((vector_size(4)));
+  typedef int32_t Int8 __attribute__((vector_size(8 * sizeof(int32_t))));
+  typedef int32_t Int4 __attribute__((vector_size(4 * sizeof(int32_t))));
+  const float zero = Symmetric ? 0.0f : q.zero;
+  const float magic = 12582912.0f; // roundEven's 1.5 * 2^23
+  QuantLanes t = (x - zero) * q.inv;
+  t = t < q.minCode ? q.minCode : t; // std::max(t, minCode)
+  t = q.maxCode < t ? q.maxCode : t; // std::min(t, maxCode)
+  const QuantLanes r = (t + magic) - magic;
+  const IntLanes u = __builtin_convertvector(r + q.offset, IntLanes);
+  if (Feedback) {
+    const QuantLanes e = x - (r * q.scale + zero);
+    std::memcpy(residual, &e, sizeof(e));
+  }
+  if constexpr (Bits == 8) {
+    const ByteLanes bytes = __builtin_convertvector(u, ByteLanes);
+    std::memcpy(out, &bytes, sizeof(bytes));
+  } else if constexpr (Bits == 4) {
+    const Int8 even = __builtin_shufflevector(u, u, 0, 2, 4, 6, 8, 10, 12, 14);
+    const Int8 odd = __builtin_shufflevector(u, u, 1, 3, 5, 7, 9, 11, 13, 15);
+    const Byte8 bytes = __builtin_convertvector(even | (odd << 4), Byte8);
+    std::memcpy(out, &bytes, sizeof(bytes));
+  } else {
+    const Int4 c0 = __builtin_shufflevector(u, u, 0, 4, 8, 12), c1 = __builtin_shufflevector(u, u, 1, 5, 9, 13);
+    const Int4 c2 = __builtin_shufflevector(u, u, 2, 6, 10, 14), c3 = __builtin_shufflevector(u, u, 3, 7, 11, 15);
+    const Byte4 bytes = __builtin_convertvector(c0 | (c1 << 2) | (c2 << 4) | (c3 << 6), Byte4);
+    std::memcpy(out, &bytes, sizeof(bytes));
+  }
+}
+
+/// Codes (and with error feedback residuals) of one group's elements
+/// [begin, end), packed: quantCodes16 per 16 elements (the staged bytes and
+/// packCodes' byte loop cost as much as the arithmetic), the tail through
+/// quantCodes and packCodes. `begin` is a multiple of 8 / Bits (whole bytes).
+template <int Bits, bool Symmetric, bool Feedback>
+PTRAIN_KERNEL_BODY void quantGroupCodes(const QuantGroup &q, const float *v, float *residual, int64_t begin,
+                                        int64_t end, uint8_t *packed) {
+  int64_t i = begin;
+  for (; i + kQuantLanes <= end; i += kQuantLanes) {
+    QuantLanes x;
+    std::memcpy(&x, v + i, sizeof(x));
+    quantCodes16<Bits, Symmetric, Feedback>(q, x, Feedback ? residual + i : nullptr, packed + i * Bits / 8);
+  }
+  if (i < end) {
+    uint8_t u8[kQuantChunk]; // kQuantLanes would do; GCC cannot see that end - i < 16
+    quantCodes<Symmetric, Feedback>(q, v + i, Feedback ? residual + i : nullptr, end - i, u8);
+    packCodes<Bits>(u8, i, end - i, packed);
+  }
+}
+
+/// One whole block of Vecs * 16 elements starting at `begin`, held in
+/// registers from the loads of g (and e) to the stores of the codes and the
+/// residual: its min and max (lane by lane, then folded; a zero result takes
+/// the block's first zero, as in quantBlockMinMax), its quantizer into
+/// *scale (and *zero), its codes. Returns false, with x stored into the
+/// residual, when some x is inf or NaN.
+template <int Bits, bool Symmetric, bool Feedback, int Vecs>
+PTRAIN_KERNEL_BODY bool quantBlockInRegisters(const float *g, float *residual, int64_t begin, uint8_t *packed,
+                                              float *scale, float *zero) {
+  QuantLanes x[Vecs];
+  for (int k = 0; k < Vecs; ++k) {
+    std::memcpy(&x[k], g + begin + k * kQuantLanes, sizeof(QuantLanes));
+    if (Feedback) {
+      QuantLanes e;
+      std::memcpy(&e, residual + begin + k * kQuantLanes, sizeof(e));
+      x[k] = e + x[k];
+    }
+  }
+  QuantLanes lo = x[0], hi = x[0], probe = x[0] * 0.0f;
+  for (int k = 1; k < Vecs; ++k) {
+    lo = x[k] < lo ? x[k] : lo;
+    hi = hi < x[k] ? x[k] : hi;
+    probe += x[k] * 0.0f;
+  }
+  quantFoldLanes<8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7>(lo, hi, probe);
+  quantFoldLanes<4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11>(lo, hi, probe);
+  quantFoldLanes<2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13>(lo, hi, probe);
+  quantFoldLanes<1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14>(lo, hi, probe);
+  float mn = lo[0], mx = hi[0];
+  if (probe[0] != 0.0f) {
+    if (Feedback)
+      std::memcpy(residual + begin, x, sizeof(x));
+    return false;
+  }
+  if (mn == 0.0f || mx == 0.0f) {
+    float xs[Vecs * kQuantLanes];
+    std::memcpy(xs, x, sizeof(xs));
+    int first = 0;
+    while (xs[first] != 0.0f)
+      ++first;
+    if (mn == 0.0f)
+      mn = xs[first];
+    if (mx == 0.0f)
+      mx = xs[first];
+  }
+  const QuantGroup q = QuantGroup::make(Bits, Symmetric, mn, mx);
+  *scale = q.scale;
+  if (zero)
+    *zero = q.zero;
+  for (int k = 0; k < Vecs; ++k)
+    quantCodes16<Bits, Symmetric, Feedback>(q, x[k], Feedback ? residual + begin + k * kQuantLanes : nullptr,
+                                            packed + (begin + k * kQuantLanes) * Bits / 8);
+  return true;
+}
+
+/// The one-pass block encoder (block granularity, block a multiple of
+/// 8 / Bits): per block its min and max (quantBlockMinMax), its quantizer,
+/// then its codes and residual (quantGroupCodes) packed while the block is
+/// in L1; with Vecs > 0 (blocks of Vecs * 16 elements) every whole block in
+/// registers (quantBlockInRegisters). Symmetry and error feedback are
+/// template arguments, chosen once per call rather than per chunk. Returns
+/// the first non-finite element or -1.
+template <int Bits, bool Symmetric, bool Feedback, int Vecs>
+PTRAIN_KERNEL_BODY int64_t quantEncodeBlocks(const QuantLayout &l, const float *g, float *residual, uint8_t *packed,
+                                             float *scales, float *zeros) {
+  const float *v = Feedback ? residual : g;
+  const int64_t blocks = l.numScales();
+  for (int64_t s = 0; s < blocks; ++s) {
+    const int64_t begin = s * l.block;
+    const int64_t end = std::min<int64_t>(begin + l.block, l.numel);
+    bool finite = true;
+    if (Vecs > 0 && end - begin == Vecs * kQuantLanes) {
+      finite = quantBlockInRegisters<Bits, Symmetric, Feedback, (Vecs > 0 ? Vecs : 1)>(
+          g, residual, begin, packed, scales + s, zeros ? zeros + s : nullptr);
+    } else {
+      float lo = 0.0f, hi = 0.0f;
+      finite = quantBlockMinMax<Feedback>(g, residual, begin, end, lo, hi);
+      if (finite) {
+        const QuantGroup q = QuantGroup::make(Bits, Symmetric, lo, hi);
+        scales[s] = q.scale;
+        if (zeros)
+          zeros[s] = q.zero;
+        quantGroupCodes<Bits, Symmetric, Feedback>(q, v, residual, begin, end, packed);
+      }
+    }
+    if (!finite)
+      for (int64_t i = begin; i < end; ++i)
+        if (!(std::fabs(v[i]) <= FLT_MAX))
+          return i;
+  }
+  return -1;
+}
+
+/// quantEncodeBlocks for the run-time symmetry, error feedback and block
+/// size (64, the codec's usual block, in registers).
+template <int Bits>
+PTRAIN_KERNEL_BODY int64_t quantEncodeBlocksDispatch(const QuantLayout &l, const float *g, float *residual,
+                                                     uint8_t *packed, float *scales, float *zeros) {
+  const bool in64 = l.block == 64;
+  if (l.symmetric) {
+    if (residual)
+      return in64 ? quantEncodeBlocks<Bits, true, true, 4>(l, g, residual, packed, scales, zeros)
+                  : quantEncodeBlocks<Bits, true, true, 0>(l, g, residual, packed, scales, zeros);
+    return in64 ? quantEncodeBlocks<Bits, true, false, 4>(l, g, residual, packed, scales, zeros)
+                : quantEncodeBlocks<Bits, true, false, 0>(l, g, residual, packed, scales, zeros);
+  }
+  if (residual)
+    return in64 ? quantEncodeBlocks<Bits, false, true, 4>(l, g, residual, packed, scales, zeros)
+                : quantEncodeBlocks<Bits, false, true, 0>(l, g, residual, packed, scales, zeros);
+  return in64 ? quantEncodeBlocks<Bits, false, false, 4>(l, g, residual, packed, scales, zeros)
+              : quantEncodeBlocks<Bits, false, false, 0>(l, g, residual, packed, scales, zeros);
+}
+
 /// Encodes with Bits fixed. `loScratch` and `invScratch` hold numScales()
 /// floats. Returns the first non-finite element or -1 (then outputs are
-/// unspecified).
+/// unspecified). Inlined into each ISA path's clone (Quant.cpp).
 template <int Bits>
-int64_t quantEncode(const QuantLayout &l, const float *g, float *residual, uint8_t *packed, float *scales, float *zeros,
-                    float *loScratch, float *invScratch) {
+PTRAIN_KERNEL_BODY int64_t quantEncode(const QuantLayout &l, const float *g, float *residual, uint8_t *packed,
+                                       float *scales, float *zeros, float *loScratch, float *invScratch) {
   static_assert(Bits == 2 || Bits == 4 || Bits == 8, "bits is 2, 4 or 8");
   constexpr int kPerByte = 8 / Bits;
   const float *v = residual ? residual : g;
-  if (l.granularity == PTRAIN_QUANT_BLOCK && l.block % kPerByte == 0) {
-    // One pass: each block's statistics, scale and codes while it is in cache.
-    const int64_t blocks = l.numScales();
-    for (int64_t s = 0; s < blocks; ++s) {
-      const int64_t begin = s * l.block;
-      const int64_t end = std::min<int64_t>(begin + l.block, l.numel);
-      // probe = sum of x * 0 is NaN exactly when some x is inf or NaN, and
-      // unlike a flag it keeps the loop vectorizable.
-      float lo = FLT_MAX, hi = -FLT_MAX, probe = 0.0f;
-      if (residual) {
-        for (int64_t i = begin; i < end; ++i) {
-          const float x = v[i] + g[i];
-          residual[i] = x;
-          probe += x * 0.0f;
-          lo = std::min(lo, x);
-          hi = std::max(hi, x);
-        }
-      } else {
-        for (int64_t i = begin; i < end; ++i) {
-          const float x = g[i];
-          probe += x * 0.0f;
-          lo = std::min(lo, x);
-          hi = std::max(hi, x);
-        }
-      }
-      if (probe != 0.0f)
-        for (int64_t i = begin; i < end; ++i)
-          if (!(std::fabs(v[i]) <= FLT_MAX))
-            return i;
-      const QuantGroup q = QuantGroup::make(Bits, l.symmetric, lo, hi);
-      scales[s] = q.scale;
-      if (zeros)
-        zeros[s] = q.zero;
-      quantPackGroupAny<Bits>(q, v, residual, begin, end, packed);
-    }
-    return -1;
-  }
+  if (l.granularity == PTRAIN_QUANT_BLOCK && l.block % kPerByte == 0)
+    return quantEncodeBlocksDispatch<Bits>(l, g, residual, packed, scales, zeros);
   // Two passes: statistics of every group, then codes.
   float *lo = zeros ? zeros : loScratch;
   const int64_t badAt = quantStats(l, g, residual, lo, scales);
