@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 namespace ptrain::runtime {
 
@@ -359,64 +360,107 @@ void quantPackGroupAny(const QuantGroup &q, const float *v, float *residual, int
   }
 }
 
-/// The min and max of x over elements [begin, end) of one block, where x is
-/// g, or with error feedback e + g (stored back into e), with the bits of the
-/// sequential loop `lo = x < lo ? x : lo; hi = hi < x ? x : hi` from
-/// (FLT_MAX, -FLT_MAX) that quantStats runs. Sixteen lanes (GCC vector
-/// extensions: one AVX-512 register, two AVX2 or four SSE2 ones) instead of
-/// one serial chain: that chain, a minss, maxss and a probe addss per element
-/// with a loop-carried dependency each, was 43% of the encoder's time and held
-/// it at 0.44x memcpy (bench/README.md, "Quantization encode at memcpy
-/// speed"). The lanes give the same value; only the sign of a zero can
-/// differ (the sequential loop keeps the FIRST element equal to the min or
-/// max: +0 and -0 compare equal), so a zero result is replaced by the
-/// block's first zero. Returns false when some x is inf or NaN (the lanes'
-/// probe: x * 0 is NaN exactly then, in any order of summation).
-constexpr int kQuantLanes = 16;
-typedef float QuantLanes __attribute__((vector_size(kQuantLanes * sizeof(float))));
+/// N floats (int32s, bytes) as one GCC vector: N = 16 is one AVX-512
+/// register, 8 one AVX2 register, 4 one SSE2 register. Each ISA path takes
+/// its own width (Quant.cpp): GCC splits a wider vector into narrower
+/// registers badly (spills, lane moves through the stack: 16 lanes on the AVX2
+/// path ran at 0.19x memcpy).
+template <int N> struct QuantVectors {
+  typedef float Floats __attribute__((vector_size(N * sizeof(float))));
+  typedef int32_t Ints __attribute__((vector_size(N * sizeof(int32_t))));
+  typedef uint8_t Bytes __attribute__((vector_size(N)));
+  /// Floats at any float's alignment, for loads and stores: GCC splits a
+  /// std::memcpy into a vector into halves, whose stores then cannot forward
+  /// to the full-width load (a stall that held the AVX2 path at 0.37x).
+  typedef float FloatsAt4 __attribute__((vector_size(N * sizeof(float)), aligned(4)));
+};
+template <int N> using QuantFloats = typename QuantVectors<N>::Floats;
+template <int N> using QuantInts = typename QuantVectors<N>::Ints;
+template <int N> using QuantBytes = typename QuantVectors<N>::Bytes;
 
-/// One step of the lanes' min, max and sum: each lane with lane Idx[lane].
-/// (By reference: a vector argument by value would change the ABI per ISA.)
-template <int... Idx> PTRAIN_KERNEL_BODY void quantFoldLanes(QuantLanes &lo, QuantLanes &hi, QuantLanes &probe) {
-  const QuantLanes l2 = __builtin_shufflevector(lo, lo, Idx...);
-  const QuantLanes h2 = __builtin_shufflevector(hi, hi, Idx...);
-  const QuantLanes p2 = __builtin_shufflevector(probe, probe, Idx...);
-  lo = l2 < lo ? l2 : lo;
-  hi = hi < h2 ? h2 : hi;
-  probe += p2;
+/// N floats from p (any float alignment; GCC's vector types alias their element type).
+template <int N> PTRAIN_KERNEL_BODY void quantLoad(const float *p, QuantFloats<N> &out) {
+  out = *reinterpret_cast<const typename QuantVectors<N>::FloatsAt4 *>(p);
+}
+/// N floats to p.
+template <int N> PTRAIN_KERNEL_BODY void quantStore(const QuantFloats<N> &v, float *p) {
+  *reinterpret_cast<typename QuantVectors<N>::FloatsAt4 *>(p) = v;
 }
 
-template <bool Feedback>
+/// out = v with lane i replaced by lane (i + Shift) % N. (Vectors by
+/// reference throughout: by value they would change the ABI per ISA.)
+template <int N, int Shift, int... I>
+PTRAIN_KERNEL_BODY void quantRotate(const QuantFloats<N> &v, QuantFloats<N> &out, std::integer_sequence<int, I...>) {
+  out = __builtin_shufflevector(v, v, ((I + Shift) % N)...);
+}
+
+/// The lanes' min, max and sum folded into every lane (log2 N rotations by
+/// halves), read from lane 0.
+template <int N, int Shift = N / 2>
+PTRAIN_KERNEL_BODY void quantFoldLanes(QuantFloats<N> &lo, QuantFloats<N> &hi, QuantFloats<N> &probe) {
+  if constexpr (Shift >= 1) {
+    const auto idx = std::make_integer_sequence<int, N>();
+    QuantFloats<N> l2, h2, p2;
+    quantRotate<N, Shift>(lo, l2, idx);
+    quantRotate<N, Shift>(hi, h2, idx);
+    quantRotate<N, Shift>(probe, p2, idx);
+    lo = l2 < lo ? l2 : lo;
+    hi = hi < h2 ? h2 : hi;
+    probe += p2;
+    quantFoldLanes<N, Shift / 2>(lo, hi, probe);
+  }
+}
+
+/// The sequential loop's bits for a min `mn` and max `mx` found in lanes:
+/// the loop `lo = x < lo ? x : lo; hi = hi < x ? x : hi` from (FLT_MAX,
+/// -FLT_MAX) keeps the FIRST element equal to the min or max, and lanes find
+/// the same value; only the sign of a zero can differ (+0 and -0 compare
+/// equal), so a zero takes the sign of the first zero of x[0, count).
+PTRAIN_KERNEL_BODY void quantFirstZeroSign(const float *x, float &mn, float &mx) {
+  if (mn == 0.0f || mx == 0.0f) {
+    int64_t first = 0;
+    while (x[first] != 0.0f)
+      ++first;
+    if (mn == 0.0f)
+      mn = x[first];
+    if (mx == 0.0f)
+      mx = x[first];
+  }
+}
+
+/// The min and max of x over elements [begin, end) of one block, where x is
+/// g, or with error feedback e + g (stored back into e), with the bits of
+/// quantStats' sequential loop, in N lanes instead of one serial chain: that
+/// chain, a minss, maxss and a probe addss per element with a loop-carried
+/// dependency each, was 43% of the encoder's time and held it at 0.44x
+/// memcpy (bench/README.md, "Quantization encode + EF at memcpy speed").
+/// Returns false when some x is inf or NaN (the lanes' probe: x * 0 is NaN
+/// exactly then, in any order of summation).
+template <int N, bool Feedback>
 PTRAIN_KERNEL_BODY bool quantBlockMinMax(const float *g, float *residual, int64_t begin, int64_t end, float &outLo,
                                          float &outHi) {
-  constexpr int kLanes = kQuantLanes;
-  typedef QuantLanes Lanes;
+  using Lanes = QuantFloats<N>;
   Lanes lo, hi, probe;
-  for (int j = 0; j < kLanes; ++j) {
+  for (int j = 0; j < N; ++j) {
     lo[j] = FLT_MAX;
     hi[j] = -FLT_MAX;
     probe[j] = 0.0f;
   }
   int64_t i = begin;
-  for (; i + kLanes <= end; i += kLanes) {
+  for (; i + N <= end; i += N) {
     Lanes x;
-    std::memcpy(&x, g + i, sizeof(x));
+    quantLoad<N>(g + i, x);
     if (Feedback) {
       Lanes e;
-      std::memcpy(&e, residual + i, sizeof(e));
+      quantLoad<N>(residual + i, e);
       x = e + x;
-      std::memcpy(residual + i, &x, sizeof(x));
+      quantStore<N>(x, residual + i);
     }
     probe += x * 0.0f;
     lo = x < lo ? x : lo;
     hi = hi < x ? x : hi;
   }
-  // The lanes folded in halves (8, 4, 2, 1): shuffles, not 16 dependent
-  // scalar steps per block.
-  quantFoldLanes<8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7>(lo, hi, probe);
-  quantFoldLanes<4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11>(lo, hi, probe);
-  quantFoldLanes<2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13>(lo, hi, probe);
-  quantFoldLanes<1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14>(lo, hi, probe);
+  quantFoldLanes<N>(lo, hi, probe);
   float mn = lo[0], mx = hi[0], pr = probe[0];
   for (; i < end; ++i) {
     const float x = Feedback ? residual[i] + g[i] : g[i];
@@ -428,163 +472,167 @@ PTRAIN_KERNEL_BODY bool quantBlockMinMax(const float *g, float *residual, int64_
   }
   if (pr != 0.0f)
     return false;
-  const float *v = Feedback ? residual : g;
-  if (mn == 0.0f || mx == 0.0f) {
-    int64_t first = begin;
-    while (v[first] != 0.0f)
-      ++first;
-    if (mn == 0.0f)
-      mn = v[first];
-    if (mx == 0.0f)
-      mx = v[first];
-  }
+  quantFirstZeroSign((Feedback ? residual : g) + begin, mn, mx);
   outLo = mn;
   outHi = mx;
   return true;
 }
 
-/// Codes of 16 values x (and with error feedback their residuals, stored at
-/// `residual`), packed into 16 * Bits / 8 bytes at `out`: QuantGroup's
+/// out = lanes [Offset, Offset + Stride, ...) of u: M = N / Stride of them.
+template <int N, int Stride, int Offset, int... I>
+PTRAIN_KERNEL_BODY void quantStrided(const QuantInts<N> &u, QuantInts<N / Stride> &out,
+                                     std::integer_sequence<int, I...>) {
+  out = __builtin_shufflevector(u, u, (I * Stride + Offset)...);
+}
+
+/// out = the low byte of each lane of v (each in [0, 255]): a byte shuffle.
+/// GCC turns __builtin_convertvector from 32-bit to 8-bit lanes into scalar
+/// shifts and ORs on AVX2, which has no vpmovdb.
+template <int M, int... I>
+PTRAIN_KERNEL_BODY void quantNarrow(const QuantInts<M> &v, QuantBytes<M> &out, std::integer_sequence<int, I...>) {
+  typedef uint8_t Bytes4 __attribute__((vector_size(4 * M)));
+  const Bytes4 b = reinterpret_cast<const Bytes4 &>(v);
+  out = __builtin_shufflevector(b, b, (4 * I)...);
+}
+
+/// Codes of N values x (and with error feedback their residuals, stored at
+/// `residual`), packed into N * Bits / 8 bytes at `out`: QuantGroup's
 /// arithmetic as quantCodes has it, in lanes, the codes packed in 32-bit
 /// lanes (x86 has no byte shifts) and narrowed.
-template <int Bits, bool Symmetric, bool Feedback>
-PTRAIN_KERNEL_BODY void quantCodes16(const QuantGroup &q, const QuantLanes &x, float *residual, uint8_t *out) {
-  typedef int32_t IntLanes __attribute__((vector_size(kQuantLanes * sizeof(int32_t))));
-  typedef uint8_t ByteLanes __attribute__((vector_size(kQuantLanes)));
-  typedef uint8_t Byte8 __attribute__((vector_size(8)));
-  typedef uint8_t Byte4 __attribute__((vector_size(4)));
-  typedef int32_t Int8 __attribute__((vector_size(8 * sizeof(int32_t))));
-  typedef int32_t Int4 __attribute__((vector_size(4 * sizeof(int32_t))));
+template <int N, int Bits, bool Symmetric, bool Feedback>
+PTRAIN_KERNEL_BODY void quantCodesLanes(const QuantGroup &q, const QuantFloats<N> &x, float *residual,
+                                        uint8_t *out) {
   const float zero = Symmetric ? 0.0f : q.zero;
   const float magic = 12582912.0f; // roundEven's 1.5 * 2^23
-  QuantLanes t = (x - zero) * q.inv;
+  QuantFloats<N> t = (x - zero) * q.inv;
   t = t < q.minCode ? q.minCode : t; // std::max(t, minCode)
   t = q.maxCode < t ? q.maxCode : t; // std::min(t, maxCode)
-  const QuantLanes r = (t + magic) - magic;
-  const IntLanes u = __builtin_convertvector(r + q.offset, IntLanes);
+  const QuantFloats<N> r = (t + magic) - magic;
+  const QuantInts<N> u = __builtin_convertvector(r + q.offset, QuantInts<N>);
   if (Feedback) {
-    const QuantLanes e = x - (r * q.scale + zero);
-    std::memcpy(residual, &e, sizeof(e));
+    quantStore<N>(x - (r * q.scale + zero), residual);
   }
+  constexpr int kPerByte = 8 / Bits;
+  constexpr int M = N / kPerByte;
+  const auto idx = std::make_integer_sequence<int, M>();
+  QuantInts<M> packedLanes;
   if constexpr (Bits == 8) {
-    const ByteLanes bytes = __builtin_convertvector(u, ByteLanes);
-    std::memcpy(out, &bytes, sizeof(bytes));
+    packedLanes = u;
   } else if constexpr (Bits == 4) {
-    const Int8 even = __builtin_shufflevector(u, u, 0, 2, 4, 6, 8, 10, 12, 14);
-    const Int8 odd = __builtin_shufflevector(u, u, 1, 3, 5, 7, 9, 11, 13, 15);
-    const Byte8 bytes = __builtin_convertvector(even | (odd << 4), Byte8);
-    std::memcpy(out, &bytes, sizeof(bytes));
+    QuantInts<M> even, odd;
+    quantStrided<N, 2, 0>(u, even, idx);
+    quantStrided<N, 2, 1>(u, odd, idx);
+    packedLanes = even | (odd << 4);
   } else {
-    const Int4 c0 = __builtin_shufflevector(u, u, 0, 4, 8, 12), c1 = __builtin_shufflevector(u, u, 1, 5, 9, 13);
-    const Int4 c2 = __builtin_shufflevector(u, u, 2, 6, 10, 14), c3 = __builtin_shufflevector(u, u, 3, 7, 11, 15);
-    const Byte4 bytes = __builtin_convertvector(c0 | (c1 << 2) | (c2 << 4) | (c3 << 6), Byte4);
-    std::memcpy(out, &bytes, sizeof(bytes));
+    QuantInts<M> c0, c1, c2, c3;
+    quantStrided<N, 4, 0>(u, c0, idx);
+    quantStrided<N, 4, 1>(u, c1, idx);
+    quantStrided<N, 4, 2>(u, c2, idx);
+    quantStrided<N, 4, 3>(u, c3, idx);
+    packedLanes = c0 | (c1 << 2) | (c2 << 4) | (c3 << 6);
   }
+  QuantBytes<M> bytes;
+  quantNarrow<M>(packedLanes, bytes, idx);
+  std::memcpy(out, &bytes, sizeof(bytes));
 }
 
 /// Codes (and with error feedback residuals) of one group's elements
-/// [begin, end), packed: quantCodes16 per 16 elements (the staged bytes and
+/// [begin, end), packed: quantCodesLanes per N elements (the staged bytes and
 /// packCodes' byte loop cost as much as the arithmetic), the tail through
 /// quantCodes and packCodes. `begin` is a multiple of 8 / Bits (whole bytes).
-template <int Bits, bool Symmetric, bool Feedback>
+template <int N, int Bits, bool Symmetric, bool Feedback>
 PTRAIN_KERNEL_BODY void quantGroupCodes(const QuantGroup &q, const float *v, float *residual, int64_t begin,
                                         int64_t end, uint8_t *packed) {
   int64_t i = begin;
-  for (; i + kQuantLanes <= end; i += kQuantLanes) {
-    QuantLanes x;
-    std::memcpy(&x, v + i, sizeof(x));
-    quantCodes16<Bits, Symmetric, Feedback>(q, x, Feedback ? residual + i : nullptr, packed + i * Bits / 8);
+  for (; i + N <= end; i += N) {
+    QuantFloats<N> x;
+    quantLoad<N>(v + i, x);
+    quantCodesLanes<N, Bits, Symmetric, Feedback>(q, x, Feedback ? residual + i : nullptr, packed + i * Bits / 8);
   }
   if (i < end) {
-    uint8_t u8[kQuantChunk]; // kQuantLanes would do; GCC cannot see that end - i < 16
+    uint8_t u8[kQuantChunk]; // N would do; GCC cannot see that end - i < N
     quantCodes<Symmetric, Feedback>(q, v + i, Feedback ? residual + i : nullptr, end - i, u8);
     packCodes<Bits>(u8, i, end - i, packed);
   }
 }
 
-/// One whole block of Vecs * 16 elements starting at `begin`, held in
+/// One whole block of Vecs * N elements starting at `begin`, held in
 /// registers from the loads of g (and e) to the stores of the codes and the
-/// residual: its min and max (lane by lane, then folded; a zero result takes
-/// the block's first zero, as in quantBlockMinMax), its quantizer into
-/// *scale (and *zero), its codes. Returns false, with x stored into the
-/// residual, when some x is inf or NaN.
-template <int Bits, bool Symmetric, bool Feedback, int Vecs>
+/// residual: its min and max (lane by lane, then folded, with the sequential
+/// loop's sign of zero), its quantizer into *scale (and *zero), its codes.
+/// Returns false, with x stored into the residual, when some x is inf or NaN.
+template <int N, int Bits, bool Symmetric, bool Feedback, int Vecs>
 PTRAIN_KERNEL_BODY bool quantBlockInRegisters(const float *g, float *residual, int64_t begin, uint8_t *packed,
                                               float *scale, float *zero) {
-  QuantLanes x[Vecs];
+  using Lanes = QuantFloats<N>;
+  Lanes x[Vecs];
   for (int k = 0; k < Vecs; ++k) {
-    std::memcpy(&x[k], g + begin + k * kQuantLanes, sizeof(QuantLanes));
+    quantLoad<N>(g + begin + k * N, x[k]);
     if (Feedback) {
-      QuantLanes e;
-      std::memcpy(&e, residual + begin + k * kQuantLanes, sizeof(e));
+      Lanes e;
+      quantLoad<N>(residual + begin + k * N, e);
       x[k] = e + x[k];
     }
   }
-  QuantLanes lo = x[0], hi = x[0], probe = x[0] * 0.0f;
+  Lanes lo = x[0], hi = x[0], probe = x[0] * 0.0f;
   for (int k = 1; k < Vecs; ++k) {
     lo = x[k] < lo ? x[k] : lo;
     hi = hi < x[k] ? x[k] : hi;
     probe += x[k] * 0.0f;
   }
-  quantFoldLanes<8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7>(lo, hi, probe);
-  quantFoldLanes<4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11>(lo, hi, probe);
-  quantFoldLanes<2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13>(lo, hi, probe);
-  quantFoldLanes<1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14>(lo, hi, probe);
+  quantFoldLanes<N>(lo, hi, probe);
   float mn = lo[0], mx = hi[0];
   if (probe[0] != 0.0f) {
     if (Feedback)
-      std::memcpy(residual + begin, x, sizeof(x));
+      for (int k = 0; k < Vecs; ++k)
+        quantStore<N>(x[k], residual + begin + k * N);
     return false;
   }
   if (mn == 0.0f || mx == 0.0f) {
-    float xs[Vecs * kQuantLanes];
-    std::memcpy(xs, x, sizeof(xs));
-    int first = 0;
-    while (xs[first] != 0.0f)
-      ++first;
-    if (mn == 0.0f)
-      mn = xs[first];
-    if (mx == 0.0f)
-      mx = xs[first];
+    float xs[Vecs * N];
+    for (int k = 0; k < Vecs; ++k)
+      quantStore<N>(x[k], xs + k * N);
+    quantFirstZeroSign(xs, mn, mx);
   }
   const QuantGroup q = QuantGroup::make(Bits, Symmetric, mn, mx);
   *scale = q.scale;
   if (zero)
     *zero = q.zero;
   for (int k = 0; k < Vecs; ++k)
-    quantCodes16<Bits, Symmetric, Feedback>(q, x[k], Feedback ? residual + begin + k * kQuantLanes : nullptr,
-                                            packed + (begin + k * kQuantLanes) * Bits / 8);
+    quantCodesLanes<N, Bits, Symmetric, Feedback>(q, x[k], Feedback ? residual + begin + k * N : nullptr,
+                                                  packed + (begin + k * N) * Bits / 8);
   return true;
 }
 
 /// The one-pass block encoder (block granularity, block a multiple of
-/// 8 / Bits): per block its min and max (quantBlockMinMax), its quantizer,
-/// then its codes and residual (quantGroupCodes) packed while the block is
-/// in L1; with Vecs > 0 (blocks of Vecs * 16 elements) every whole block in
-/// registers (quantBlockInRegisters). Symmetry and error feedback are
+/// 8 / Bits) in N lanes: per block its min and max (quantBlockMinMax), its
+/// quantizer, then its codes and residual (quantGroupCodes) packed while the
+/// block is in L1; blocks of 64 (the codec's usual size) held in registers
+/// (quantBlockInRegisters) where whole. Symmetry and error feedback are
 /// template arguments, chosen once per call rather than per chunk. Returns
 /// the first non-finite element or -1.
-template <int Bits, bool Symmetric, bool Feedback, int Vecs>
+template <int N, int Bits, bool Symmetric, bool Feedback>
 PTRAIN_KERNEL_BODY int64_t quantEncodeBlocks(const QuantLayout &l, const float *g, float *residual, uint8_t *packed,
                                              float *scales, float *zeros) {
+  static_assert(64 % N == 0 && N % (8 / Bits) == 0, "N lanes hold whole bytes of codes and divide 64");
   const float *v = Feedback ? residual : g;
   const int64_t blocks = l.numScales();
   for (int64_t s = 0; s < blocks; ++s) {
     const int64_t begin = s * l.block;
     const int64_t end = std::min<int64_t>(begin + l.block, l.numel);
     bool finite = true;
-    if (Vecs > 0 && end - begin == Vecs * kQuantLanes) {
-      finite = quantBlockInRegisters<Bits, Symmetric, Feedback, (Vecs > 0 ? Vecs : 1)>(
-          g, residual, begin, packed, scales + s, zeros ? zeros + s : nullptr);
+    if (end - begin == 64) {
+      finite = quantBlockInRegisters<N, Bits, Symmetric, Feedback, 64 / N>(g, residual, begin, packed, scales + s,
+                                                                           zeros ? zeros + s : nullptr);
     } else {
       float lo = 0.0f, hi = 0.0f;
-      finite = quantBlockMinMax<Feedback>(g, residual, begin, end, lo, hi);
+      finite = quantBlockMinMax<N, Feedback>(g, residual, begin, end, lo, hi);
       if (finite) {
         const QuantGroup q = QuantGroup::make(Bits, Symmetric, lo, hi);
         scales[s] = q.scale;
         if (zeros)
           zeros[s] = q.zero;
-        quantGroupCodes<Bits, Symmetric, Feedback>(q, v, residual, begin, end, packed);
+        quantGroupCodes<N, Bits, Symmetric, Feedback>(q, v, residual, begin, end, packed);
       }
     }
     if (!finite)
@@ -595,37 +643,29 @@ PTRAIN_KERNEL_BODY int64_t quantEncodeBlocks(const QuantLayout &l, const float *
   return -1;
 }
 
-/// quantEncodeBlocks for the run-time symmetry, error feedback and block
-/// size (64, the codec's usual block, in registers).
-template <int Bits>
+/// quantEncodeBlocks for the run-time symmetry and error feedback.
+template <int N, int Bits>
 PTRAIN_KERNEL_BODY int64_t quantEncodeBlocksDispatch(const QuantLayout &l, const float *g, float *residual,
                                                      uint8_t *packed, float *scales, float *zeros) {
-  const bool in64 = l.block == 64;
-  if (l.symmetric) {
-    if (residual)
-      return in64 ? quantEncodeBlocks<Bits, true, true, 4>(l, g, residual, packed, scales, zeros)
-                  : quantEncodeBlocks<Bits, true, true, 0>(l, g, residual, packed, scales, zeros);
-    return in64 ? quantEncodeBlocks<Bits, true, false, 4>(l, g, residual, packed, scales, zeros)
-                : quantEncodeBlocks<Bits, true, false, 0>(l, g, residual, packed, scales, zeros);
-  }
-  if (residual)
-    return in64 ? quantEncodeBlocks<Bits, false, true, 4>(l, g, residual, packed, scales, zeros)
-                : quantEncodeBlocks<Bits, false, true, 0>(l, g, residual, packed, scales, zeros);
-  return in64 ? quantEncodeBlocks<Bits, false, false, 4>(l, g, residual, packed, scales, zeros)
-              : quantEncodeBlocks<Bits, false, false, 0>(l, g, residual, packed, scales, zeros);
+  if (l.symmetric)
+    return residual ? quantEncodeBlocks<N, Bits, true, true>(l, g, residual, packed, scales, zeros)
+                    : quantEncodeBlocks<N, Bits, true, false>(l, g, residual, packed, scales, zeros);
+  return residual ? quantEncodeBlocks<N, Bits, false, true>(l, g, residual, packed, scales, zeros)
+                  : quantEncodeBlocks<N, Bits, false, false>(l, g, residual, packed, scales, zeros);
 }
 
-/// Encodes with Bits fixed. `loScratch` and `invScratch` hold numScales()
-/// floats. Returns the first non-finite element or -1 (then outputs are
-/// unspecified). Inlined into each ISA path's clone (Quant.cpp).
-template <int Bits>
+/// Encodes with Bits fixed, the block encoder in Lanes lanes (Quant.cpp
+/// inlines it into each ISA path's clone with that path's width).
+/// `loScratch` and `invScratch` hold numScales() floats. Returns the first
+/// non-finite element or -1 (then outputs are unspecified).
+template <int Bits, int Lanes = 4>
 PTRAIN_KERNEL_BODY int64_t quantEncode(const QuantLayout &l, const float *g, float *residual, uint8_t *packed,
                                        float *scales, float *zeros, float *loScratch, float *invScratch) {
   static_assert(Bits == 2 || Bits == 4 || Bits == 8, "bits is 2, 4 or 8");
   constexpr int kPerByte = 8 / Bits;
   const float *v = residual ? residual : g;
   if (l.granularity == PTRAIN_QUANT_BLOCK && l.block % kPerByte == 0)
-    return quantEncodeBlocksDispatch<Bits>(l, g, residual, packed, scales, zeros);
+    return quantEncodeBlocksDispatch<Lanes, Bits>(l, g, residual, packed, scales, zeros);
   // Two passes: statistics of every group, then codes.
   float *lo = zeros ? zeros : loScratch;
   const int64_t badAt = quantStats(l, g, residual, lo, scales);
