@@ -44,6 +44,23 @@ inline uint32_t magnitudeKey(float v) { return ptrain::runtime::floatBits(v) & 0
 } // namespace
 
 namespace {
+/// The selection rule once T is known: every key > T, and the first
+/// `tiesLeft` keys == T in index order.
+struct KeepRule {
+  uint32_t threshold;
+  int64_t tiesLeft;
+  bool keep(uint32_t key) {
+    if (key < threshold)
+      return false;
+    if (key == threshold) {
+      if (tiesLeft == 0)
+        return false;
+      --tiesLeft;
+    }
+    return true;
+  }
+};
+
 /// The three-pass exact select over v = g (+ e, added into e first when
 /// `addResidual`; else e already holds v): see the file comment.
 ptrain_status_t topkEncodeThreePasses(const char *call, const float *g, float *residual, bool addResidual, int64_t n,
@@ -95,17 +112,11 @@ ptrain_status_t topkEncodeThreePasses(const char *call, const float *g, float *r
   const uint32_t threshold = keys[inBin - rankInBin];
   for (int64_t i = inBin - rankInBin + 1; i < inBin; ++i)
     above += keys[i] > threshold;
-  int64_t tiesLeft = k - above;
+  KeepRule rule{threshold, k - above};
   int64_t out = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const uint32_t key = magnitudeKey(v[i]);
-    if (key < threshold)
+    if (!rule.keep(magnitudeKey(v[i])))
       continue;
-    if (key == threshold) {
-      if (tiesLeft == 0)
-        continue;
-      --tiesLeft;
-    }
     out_values[out] = v[i];
     out_indices[out] = static_cast<int32_t>(i);
     ++out;
@@ -173,17 +184,12 @@ OnePass topkEncodeOnePass(const float *g, float *residual, int64_t n, int64_t k,
   int64_t above = 0;
   for (int64_t j = count - k + 1; j < count; ++j)
     above += sorted[j] > threshold;
-  int64_t tiesLeft = k - above, out = 0;
+  KeepRule rule{threshold, k - above};
+  int64_t out = 0;
   const float *v = residual ? residual : g;
   for (int64_t j = 0; j < count; ++j) {
-    const uint32_t key = candKeys[j];
-    if (key < threshold)
+    if (!rule.keep(candKeys[j]))
       continue;
-    if (key == threshold) {
-      if (tiesLeft == 0)
-        continue;
-      --tiesLeft;
-    }
     const int32_t i = candIdx[j];
     out_values[out] = v[i];
     out_indices[out] = i;
