@@ -1,7 +1,10 @@
 //===- Quant.cpp - Uniform quantization: the C entry points ---------------===//
 //
 // Checks the arguments and dispatches to the quantEncode<Bits> /
-// quantDecode<Bits> instances of Quant.h (formulas and packing there).
+// quantDecode<Bits> instances of Quant.h (formulas and packing there). The
+// encoder is compiled once per ISA path (cpu/CpuIsa.h: baseline SSE2, AVX2,
+// AVX-512), all giving the same bits: the same IEEE operations, no FMA
+// (-ffp-contract=off, lib/Runtime/CMakeLists.txt).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,44 @@ using ptrain::runtime::fail;
 using ptrain::runtime::QuantLayout;
 
 namespace {
+/// quantEncode<Bits> per ISA path, each with its register width in lanes
+/// (4 floats SSE2, 8 AVX2, 16 AVX-512; Quant.h's QuantFloats): IsaClones'
+/// one body for all paths does not fit. The first non-finite element (or -1)
+/// into *outBadAt.
+template <int Bits> struct QuantEncodeClones {
+  using L = const QuantLayout &;
+  static void baseline(L l, const float *g, float *e, uint8_t *p, float *s, float *z, float *lo, float *inv,
+                       int64_t *outBadAt) {
+    *outBadAt = ptrain::runtime::quantEncode<Bits, 4>(l, g, e, p, s, z, lo, inv);
+  }
+  PTRAIN_TARGET_AVX2 static void avx2(L l, const float *g, float *e, uint8_t *p, float *s, float *z, float *lo,
+                                      float *inv, int64_t *outBadAt) {
+    *outBadAt = ptrain::runtime::quantEncode<Bits, 8>(l, g, e, p, s, z, lo, inv);
+  }
+  PTRAIN_TARGET_AVX512 static void avx512(L l, const float *g, float *e, uint8_t *p, float *s, float *z, float *lo,
+                                          float *inv, int64_t *outBadAt) {
+    *outBadAt = ptrain::runtime::quantEncode<Bits, 16>(l, g, e, p, s, z, lo, inv);
+  }
+  static ptrain_status_t call(const char *name, L l, const float *g, float *e, uint8_t *p, float *s, float *z,
+                              float *lo, float *inv, int64_t *outBadAt) {
+    ptrain::runtime::CpuIsa isa = ptrain::runtime::CpuIsa::Baseline;
+    PTRAIN_RETURN_IF_ERROR(ptrain::runtime::selectedCpuIsa(name, isa));
+    switch (isa) {
+    case ptrain::runtime::CpuIsa::Avx512Bf16:
+    case ptrain::runtime::CpuIsa::Avx512:
+      avx512(l, g, e, p, s, z, lo, inv, outBadAt);
+      break;
+    case ptrain::runtime::CpuIsa::Avx2:
+      avx2(l, g, e, p, s, z, lo, inv, outBadAt);
+      break;
+    case ptrain::runtime::CpuIsa::Baseline:
+      baseline(l, g, e, p, s, z, lo, inv, outBadAt);
+      break;
+    }
+    return PTRAIN_OK;
+  }
+};
+
 ptrain_status_t makeLayout(const char *call, int64_t rows, int64_t cols, int32_t bits, int32_t granularity,
                            int64_t blockSize, int32_t symmetric, QuantLayout &l) {
   if (rows < 1 || cols < 1 || rows > INT64_MAX / cols)
@@ -58,13 +99,16 @@ extern "C" ptrain_status_t ptrain_quant_encode_f32(const float *g, float *residu
   int64_t badAt = -1;
   switch (bits) {
   case 2:
-    badAt = quantEncode<2>(l, g, residual, out_packed, out_scales, zeros, lo, inv);
+    PTRAIN_RETURN_IF_ERROR(
+        QuantEncodeClones<2>::call(__func__, l, g, residual, out_packed, out_scales, zeros, lo, inv, &badAt));
     break;
   case 4:
-    badAt = quantEncode<4>(l, g, residual, out_packed, out_scales, zeros, lo, inv);
+    PTRAIN_RETURN_IF_ERROR(
+        QuantEncodeClones<4>::call(__func__, l, g, residual, out_packed, out_scales, zeros, lo, inv, &badAt));
     break;
   default:
-    badAt = quantEncode<8>(l, g, residual, out_packed, out_scales, zeros, lo, inv);
+    PTRAIN_RETURN_IF_ERROR(
+        QuantEncodeClones<8>::call(__func__, l, g, residual, out_packed, out_scales, zeros, lo, inv, &badAt));
     break;
   }
   if (badAt >= 0)

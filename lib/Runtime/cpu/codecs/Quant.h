@@ -21,14 +21,18 @@
 // quantDecodeGeneric (bits at run time, one element at a time: the
 // reference), and quantEncode<Bits> / quantDecode<Bits> (whole bytes at a
 // time; block granularity with blocks a multiple of 8 / bits elements runs in
-// one pass over memory, computing each block's scale while it is in cache).
-// The tests check every instance against the generic kernel bit for bit.
+// one pass over memory, computing each block's scale while it is in cache:
+// quantEncodeBlocks, with the block's min and max in 16 lanes).
+// The tests check every instance against the generic kernel bit for bit, and
+// the C entry point on every ISA path (cpu/CpuIsa.h: Quant.cpp compiles the
+// encoder once per path) against it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PTRAIN_RUNTIME_CPU_CODECS_QUANT_H
 #define PTRAIN_RUNTIME_CPU_CODECS_QUANT_H
 
+#include "cpu/CpuIsa.h"
 #include "ptrain/Runtime/ptrain_runtime.h"
 
 #include <algorithm>
@@ -37,6 +41,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 namespace ptrain::runtime {
 
@@ -253,7 +258,7 @@ inline void quantDecodeGeneric(const QuantLayout &l, const uint8_t *packed, cons
 /// Writes codes u8[0, count) at the flat positions [start, start + count) of
 /// `packed`. Positions are written in increasing order across calls: a byte
 /// a call ends inside is assigned, and the next call ORs the rest into it.
-template <int Bits> void packCodes(const uint8_t *u8, int64_t start, int64_t count, uint8_t *packed) {
+template <int Bits> PTRAIN_KERNEL_BODY void packCodes(const uint8_t *u8, int64_t start, int64_t count, uint8_t *packed) {
   constexpr int kPerByte = 8 / Bits;
   if (Bits == 8) {
     std::memcpy(packed + start, u8, static_cast<size_t>(count));
@@ -304,7 +309,7 @@ void quantCodes(const float *zero, const float *inv, const float *scale, const Q
 
 /// The same with one group's numbers for every element.
 template <bool Symmetric, bool Feedback>
-void quantCodes(const QuantGroup &group, const float *v, float *residual, int64_t count, uint8_t *u8) {
+PTRAIN_KERNEL_BODY void quantCodes(const QuantGroup &group, const float *v, float *residual, int64_t count, uint8_t *u8) {
   const float zero = Symmetric ? 0.0f : group.zero, inv = group.inv, scale = group.scale;
   const float minCode = group.minCode, maxCode = group.maxCode, offset = group.offset;
   for (int64_t i = 0; i < count; ++i) {
@@ -355,52 +360,312 @@ void quantPackGroupAny(const QuantGroup &q, const float *v, float *residual, int
   }
 }
 
-/// Encodes with Bits fixed. `loScratch` and `invScratch` hold numScales()
-/// floats. Returns the first non-finite element or -1 (then outputs are
-/// unspecified).
-template <int Bits>
-int64_t quantEncode(const QuantLayout &l, const float *g, float *residual, uint8_t *packed, float *scales, float *zeros,
-                    float *loScratch, float *invScratch) {
+/// N floats (int32s, bytes) as one GCC vector: N = 16 is one AVX-512
+/// register, 8 one AVX2 register, 4 one SSE2 register. Each ISA path takes
+/// its own width (Quant.cpp): GCC splits a wider vector into narrower
+/// registers badly (spills, lane moves through the stack: 16 lanes on the AVX2
+/// path ran at 0.19x memcpy).
+template <int N> struct QuantVectors {
+  typedef float Floats __attribute__((vector_size(N * sizeof(float))));
+  typedef int32_t Ints __attribute__((vector_size(N * sizeof(int32_t))));
+  typedef uint8_t Bytes __attribute__((vector_size(N)));
+  /// Floats at any float's alignment, for loads and stores: GCC splits a
+  /// std::memcpy into a vector into halves, whose stores then cannot forward
+  /// to the full-width load (a stall that held the AVX2 path at 0.37x).
+  typedef float FloatsAt4 __attribute__((vector_size(N * sizeof(float)), aligned(4)));
+};
+template <int N> using QuantFloats = typename QuantVectors<N>::Floats;
+template <int N> using QuantInts = typename QuantVectors<N>::Ints;
+template <int N> using QuantBytes = typename QuantVectors<N>::Bytes;
+
+/// N floats from p (any float alignment; GCC's vector types alias their element type).
+template <int N> PTRAIN_KERNEL_BODY void quantLoad(const float *p, QuantFloats<N> &out) {
+  out = *reinterpret_cast<const typename QuantVectors<N>::FloatsAt4 *>(p);
+}
+/// N floats to p.
+template <int N> PTRAIN_KERNEL_BODY void quantStore(const QuantFloats<N> &v, float *p) {
+  *reinterpret_cast<typename QuantVectors<N>::FloatsAt4 *>(p) = v;
+}
+
+/// out = v with lane i replaced by lane (i + Shift) % N. (Vectors by
+/// reference throughout: by value they would change the ABI per ISA.)
+template <int N, int Shift, int... I>
+PTRAIN_KERNEL_BODY void quantRotate(const QuantFloats<N> &v, QuantFloats<N> &out, std::integer_sequence<int, I...>) {
+  out = __builtin_shufflevector(v, v, ((I + Shift) % N)...);
+}
+
+/// The lanes' min, max and sum folded into every lane (log2 N rotations by
+/// halves), read from lane 0.
+template <int N, int Shift = N / 2>
+PTRAIN_KERNEL_BODY void quantFoldLanes(QuantFloats<N> &lo, QuantFloats<N> &hi, QuantFloats<N> &probe) {
+  if constexpr (Shift >= 1) {
+    const auto idx = std::make_integer_sequence<int, N>();
+    QuantFloats<N> l2, h2, p2;
+    quantRotate<N, Shift>(lo, l2, idx);
+    quantRotate<N, Shift>(hi, h2, idx);
+    quantRotate<N, Shift>(probe, p2, idx);
+    lo = l2 < lo ? l2 : lo;
+    hi = hi < h2 ? h2 : hi;
+    probe += p2;
+    quantFoldLanes<N, Shift / 2>(lo, hi, probe);
+  }
+}
+
+/// The sequential loop's bits for a min `mn` and max `mx` found in lanes:
+/// the loop `lo = x < lo ? x : lo; hi = hi < x ? x : hi` from (FLT_MAX,
+/// -FLT_MAX) keeps the FIRST element equal to the min or max, and lanes find
+/// the same value; only the sign of a zero can differ (+0 and -0 compare
+/// equal), so a zero takes the sign of the first zero of x[0, count).
+PTRAIN_KERNEL_BODY void quantFirstZeroSign(const float *x, float &mn, float &mx) {
+  if (mn == 0.0f || mx == 0.0f) {
+    int64_t first = 0;
+    while (x[first] != 0.0f)
+      ++first;
+    if (mn == 0.0f)
+      mn = x[first];
+    if (mx == 0.0f)
+      mx = x[first];
+  }
+}
+
+/// The min and max of x over elements [begin, end) of one block, where x is
+/// g, or with error feedback e + g (stored back into e), with the bits of
+/// quantStats' sequential loop, in N lanes instead of one serial chain: that
+/// chain, a minss, maxss and a probe addss per element with a loop-carried
+/// dependency each, was 43% of the encoder's time and held it at 0.44x
+/// memcpy (bench/README.md, "Quantization encode + EF at memcpy speed").
+/// Returns false when some x is inf or NaN (the lanes' probe: x * 0 is NaN
+/// exactly then, in any order of summation).
+template <int N, bool Feedback>
+PTRAIN_KERNEL_BODY bool quantBlockMinMax(const float *g, float *residual, int64_t begin, int64_t end, float &outLo,
+                                         float &outHi) {
+  using Lanes = QuantFloats<N>;
+  Lanes lo, hi, probe;
+  for (int j = 0; j < N; ++j) {
+    lo[j] = FLT_MAX;
+    hi[j] = -FLT_MAX;
+    probe[j] = 0.0f;
+  }
+  int64_t i = begin;
+  for (; i + N <= end; i += N) {
+    Lanes x;
+    quantLoad<N>(g + i, x);
+    if (Feedback) {
+      Lanes e;
+      quantLoad<N>(residual + i, e);
+      x = e + x;
+      quantStore<N>(x, residual + i);
+    }
+    probe += x * 0.0f;
+    lo = x < lo ? x : lo;
+    hi = hi < x ? x : hi;
+  }
+  quantFoldLanes<N>(lo, hi, probe);
+  float mn = lo[0], mx = hi[0], pr = probe[0];
+  for (; i < end; ++i) {
+    const float x = Feedback ? residual[i] + g[i] : g[i];
+    if (Feedback)
+      residual[i] = x;
+    pr += x * 0.0f;
+    mn = x < mn ? x : mn;
+    mx = mx < x ? x : mx;
+  }
+  if (pr != 0.0f)
+    return false;
+  quantFirstZeroSign((Feedback ? residual : g) + begin, mn, mx);
+  outLo = mn;
+  outHi = mx;
+  return true;
+}
+
+/// out = lanes [Offset, Offset + Stride, ...) of u: M = N / Stride of them.
+template <int N, int Stride, int Offset, int... I>
+PTRAIN_KERNEL_BODY void quantStrided(const QuantInts<N> &u, QuantInts<N / Stride> &out,
+                                     std::integer_sequence<int, I...>) {
+  out = __builtin_shufflevector(u, u, (I * Stride + Offset)...);
+}
+
+/// out = the low byte of each lane of v (each in [0, 255]): a byte shuffle.
+/// GCC turns __builtin_convertvector from 32-bit to 8-bit lanes into scalar
+/// shifts and ORs on AVX2, which has no vpmovdb.
+template <int M, int... I>
+PTRAIN_KERNEL_BODY void quantNarrow(const QuantInts<M> &v, QuantBytes<M> &out, std::integer_sequence<int, I...>) {
+  typedef uint8_t Bytes4 __attribute__((vector_size(4 * M)));
+  const Bytes4 b = reinterpret_cast<const Bytes4 &>(v);
+  out = __builtin_shufflevector(b, b, (4 * I)...);
+}
+
+/// Codes of N values x (and with error feedback their residuals, stored at
+/// `residual`), packed into N * Bits / 8 bytes at `out`: QuantGroup's
+/// arithmetic as quantCodes has it, in lanes, the codes packed in 32-bit
+/// lanes (x86 has no byte shifts) and narrowed.
+template <int N, int Bits, bool Symmetric, bool Feedback>
+PTRAIN_KERNEL_BODY void quantCodesLanes(const QuantGroup &q, const QuantFloats<N> &x, float *residual,
+                                        uint8_t *out) {
+  const float zero = Symmetric ? 0.0f : q.zero;
+  const float magic = 12582912.0f; // roundEven's 1.5 * 2^23
+  QuantFloats<N> t = (x - zero) * q.inv;
+  t = t < q.minCode ? q.minCode : t; // std::max(t, minCode)
+  t = q.maxCode < t ? q.maxCode : t; // std::min(t, maxCode)
+  const QuantFloats<N> r = (t + magic) - magic;
+  const QuantInts<N> u = __builtin_convertvector(r + q.offset, QuantInts<N>);
+  if (Feedback) {
+    quantStore<N>(x - (r * q.scale + zero), residual);
+  }
+  constexpr int kPerByte = 8 / Bits;
+  constexpr int M = N / kPerByte;
+  const auto idx = std::make_integer_sequence<int, M>();
+  QuantInts<M> packedLanes;
+  if constexpr (Bits == 8) {
+    packedLanes = u;
+  } else if constexpr (Bits == 4) {
+    QuantInts<M> even, odd;
+    quantStrided<N, 2, 0>(u, even, idx);
+    quantStrided<N, 2, 1>(u, odd, idx);
+    packedLanes = even | (odd << 4);
+  } else {
+    QuantInts<M> c0, c1, c2, c3;
+    quantStrided<N, 4, 0>(u, c0, idx);
+    quantStrided<N, 4, 1>(u, c1, idx);
+    quantStrided<N, 4, 2>(u, c2, idx);
+    quantStrided<N, 4, 3>(u, c3, idx);
+    packedLanes = c0 | (c1 << 2) | (c2 << 4) | (c3 << 6);
+  }
+  QuantBytes<M> bytes;
+  quantNarrow<M>(packedLanes, bytes, idx);
+  std::memcpy(out, &bytes, sizeof(bytes));
+}
+
+/// Codes (and with error feedback residuals) of one group's elements
+/// [begin, end), packed: quantCodesLanes per N elements (the staged bytes and
+/// packCodes' byte loop cost as much as the arithmetic), the tail through
+/// quantCodes and packCodes. `begin` is a multiple of 8 / Bits (whole bytes).
+template <int N, int Bits, bool Symmetric, bool Feedback>
+PTRAIN_KERNEL_BODY void quantGroupCodes(const QuantGroup &q, const float *v, float *residual, int64_t begin,
+                                        int64_t end, uint8_t *packed) {
+  int64_t i = begin;
+  for (; i + N <= end; i += N) {
+    QuantFloats<N> x;
+    quantLoad<N>(v + i, x);
+    quantCodesLanes<N, Bits, Symmetric, Feedback>(q, x, Feedback ? residual + i : nullptr, packed + i * Bits / 8);
+  }
+  if (i < end) {
+    uint8_t u8[kQuantChunk]; // N would do; GCC cannot see that end - i < N
+    quantCodes<Symmetric, Feedback>(q, v + i, Feedback ? residual + i : nullptr, end - i, u8);
+    packCodes<Bits>(u8, i, end - i, packed);
+  }
+}
+
+/// One whole block of Vecs * N elements starting at `begin`, held in
+/// registers from the loads of g (and e) to the stores of the codes and the
+/// residual: its min and max (lane by lane, then folded, with the sequential
+/// loop's sign of zero), its quantizer into *scale (and *zero), its codes.
+/// Returns false, with x stored into the residual, when some x is inf or NaN.
+template <int N, int Bits, bool Symmetric, bool Feedback, int Vecs>
+PTRAIN_KERNEL_BODY bool quantBlockInRegisters(const float *g, float *residual, int64_t begin, uint8_t *packed,
+                                              float *scale, float *zero) {
+  using Lanes = QuantFloats<N>;
+  Lanes x[Vecs];
+  for (int k = 0; k < Vecs; ++k) {
+    quantLoad<N>(g + begin + k * N, x[k]);
+    if (Feedback) {
+      Lanes e;
+      quantLoad<N>(residual + begin + k * N, e);
+      x[k] = e + x[k];
+    }
+  }
+  Lanes lo = x[0], hi = x[0], probe = x[0] * 0.0f;
+  for (int k = 1; k < Vecs; ++k) {
+    lo = x[k] < lo ? x[k] : lo;
+    hi = hi < x[k] ? x[k] : hi;
+    probe += x[k] * 0.0f;
+  }
+  quantFoldLanes<N>(lo, hi, probe);
+  float mn = lo[0], mx = hi[0];
+  if (probe[0] != 0.0f) {
+    if (Feedback)
+      for (int k = 0; k < Vecs; ++k)
+        quantStore<N>(x[k], residual + begin + k * N);
+    return false;
+  }
+  if (mn == 0.0f || mx == 0.0f) {
+    float xs[Vecs * N];
+    for (int k = 0; k < Vecs; ++k)
+      quantStore<N>(x[k], xs + k * N);
+    quantFirstZeroSign(xs, mn, mx);
+  }
+  const QuantGroup q = QuantGroup::make(Bits, Symmetric, mn, mx);
+  *scale = q.scale;
+  if (zero)
+    *zero = q.zero;
+  for (int k = 0; k < Vecs; ++k)
+    quantCodesLanes<N, Bits, Symmetric, Feedback>(q, x[k], Feedback ? residual + begin + k * N : nullptr,
+                                                  packed + (begin + k * N) * Bits / 8);
+  return true;
+}
+
+/// The one-pass block encoder (block granularity, block a multiple of
+/// 8 / Bits) in N lanes: per block its min and max (quantBlockMinMax), its
+/// quantizer, then its codes and residual (quantGroupCodes) packed while the
+/// block is in L1; blocks of 64 (the codec's usual size) held in registers
+/// (quantBlockInRegisters) where whole. Symmetry and error feedback are
+/// template arguments, chosen once per call rather than per chunk. Returns
+/// the first non-finite element or -1.
+template <int N, int Bits, bool Symmetric, bool Feedback>
+PTRAIN_KERNEL_BODY int64_t quantEncodeBlocks(const QuantLayout &l, const float *g, float *residual, uint8_t *packed,
+                                             float *scales, float *zeros) {
+  static_assert(64 % N == 0 && N % (8 / Bits) == 0, "N lanes hold whole bytes of codes and divide 64");
+  const float *v = Feedback ? residual : g;
+  const int64_t blocks = l.numScales();
+  for (int64_t s = 0; s < blocks; ++s) {
+    const int64_t begin = s * l.block;
+    const int64_t end = std::min<int64_t>(begin + l.block, l.numel);
+    bool finite = true;
+    if (end - begin == 64) {
+      finite = quantBlockInRegisters<N, Bits, Symmetric, Feedback, 64 / N>(g, residual, begin, packed, scales + s,
+                                                                           zeros ? zeros + s : nullptr);
+    } else {
+      float lo = 0.0f, hi = 0.0f;
+      finite = quantBlockMinMax<N, Feedback>(g, residual, begin, end, lo, hi);
+      if (finite) {
+        const QuantGroup q = QuantGroup::make(Bits, Symmetric, lo, hi);
+        scales[s] = q.scale;
+        if (zeros)
+          zeros[s] = q.zero;
+        quantGroupCodes<N, Bits, Symmetric, Feedback>(q, v, residual, begin, end, packed);
+      }
+    }
+    if (!finite)
+      for (int64_t i = begin; i < end; ++i)
+        if (!(std::fabs(v[i]) <= FLT_MAX))
+          return i;
+  }
+  return -1;
+}
+
+/// quantEncodeBlocks for the run-time symmetry and error feedback.
+template <int N, int Bits>
+PTRAIN_KERNEL_BODY int64_t quantEncodeBlocksDispatch(const QuantLayout &l, const float *g, float *residual,
+                                                     uint8_t *packed, float *scales, float *zeros) {
+  if (l.symmetric)
+    return residual ? quantEncodeBlocks<N, Bits, true, true>(l, g, residual, packed, scales, zeros)
+                    : quantEncodeBlocks<N, Bits, true, false>(l, g, residual, packed, scales, zeros);
+  return residual ? quantEncodeBlocks<N, Bits, false, true>(l, g, residual, packed, scales, zeros)
+                  : quantEncodeBlocks<N, Bits, false, false>(l, g, residual, packed, scales, zeros);
+}
+
+/// Encodes with Bits fixed, the block encoder in Lanes lanes (Quant.cpp
+/// inlines it into each ISA path's clone with that path's width).
+/// `loScratch` and `invScratch` hold numScales() floats. Returns the first
+/// non-finite element or -1 (then outputs are unspecified).
+template <int Bits, int Lanes = 4>
+PTRAIN_KERNEL_BODY int64_t quantEncode(const QuantLayout &l, const float *g, float *residual, uint8_t *packed,
+                                       float *scales, float *zeros, float *loScratch, float *invScratch) {
   static_assert(Bits == 2 || Bits == 4 || Bits == 8, "bits is 2, 4 or 8");
   constexpr int kPerByte = 8 / Bits;
   const float *v = residual ? residual : g;
-  if (l.granularity == PTRAIN_QUANT_BLOCK && l.block % kPerByte == 0) {
-    // One pass: each block's statistics, scale and codes while it is in cache.
-    const int64_t blocks = l.numScales();
-    for (int64_t s = 0; s < blocks; ++s) {
-      const int64_t begin = s * l.block;
-      const int64_t end = std::min<int64_t>(begin + l.block, l.numel);
-      // probe = sum of x * 0 is NaN exactly when some x is inf or NaN, and
-      // unlike a flag it keeps the loop vectorizable.
-      float lo = FLT_MAX, hi = -FLT_MAX, probe = 0.0f;
-      if (residual) {
-        for (int64_t i = begin; i < end; ++i) {
-          const float x = v[i] + g[i];
-          residual[i] = x;
-          probe += x * 0.0f;
-          lo = std::min(lo, x);
-          hi = std::max(hi, x);
-        }
-      } else {
-        for (int64_t i = begin; i < end; ++i) {
-          const float x = g[i];
-          probe += x * 0.0f;
-          lo = std::min(lo, x);
-          hi = std::max(hi, x);
-        }
-      }
-      if (probe != 0.0f)
-        for (int64_t i = begin; i < end; ++i)
-          if (!(std::fabs(v[i]) <= FLT_MAX))
-            return i;
-      const QuantGroup q = QuantGroup::make(Bits, l.symmetric, lo, hi);
-      scales[s] = q.scale;
-      if (zeros)
-        zeros[s] = q.zero;
-      quantPackGroupAny<Bits>(q, v, residual, begin, end, packed);
-    }
-    return -1;
-  }
+  if (l.granularity == PTRAIN_QUANT_BLOCK && l.block % kPerByte == 0)
+    return quantEncodeBlocksDispatch<Lanes, Bits>(l, g, residual, packed, scales, zeros);
   // Two passes: statistics of every group, then codes.
   float *lo = zeros ? zeros : loScratch;
   const int64_t badAt = quantStats(l, g, residual, lo, scales);
