@@ -51,6 +51,8 @@ public:
   /// the target's communicators, which it registers); its name. Fails with an error at `op` when the grid has no
   /// such axis.
   virtual FailureOr<std::string> rankOffsetsArray(TPSplitOp op, StringRef name) = 0;
+  /// A `// text` comment line in the current op's block.
+  virtual void note(StringRef text) = 0;
 };
 
 /// Whether `op` is one of the ops emitSharedOp writes: elementwise binary and unary ops, softmax and GELU and

@@ -35,6 +35,8 @@
 #include "Common/PipelineDriver.h"
 #include "Common/RuntimeCallTable.h"
 #include "Common/StateStorage.h"
+#include "Common/GemmOps.h"
+#include "Common/StepFunction.h"
 #include "Common/TensorParallelSlices.h"
 #include "Common/VerifyPlanBeforeEmit.h"
 #include "CudaCallTable.h"
@@ -84,29 +86,9 @@ int64_t stateBlockBytes(StateOp state) {
   return alignUp(numElements(state.getTensorType().getShape()) * elementBytes(state.getTensorType().getElementType()));
 }
 
-/// The static-shape f32/i64 tensor type of `type` (with `codes`, also the codec codes' i32, i8, f16 and bf16; with
-/// `masks`, also i1: a value inside a function, one uint8_t per element as on the CPU), or an error at `op` naming
-/// `what`.
+/// The static-shape tensor type check of both targets (StepFunction.h) for --emit-cuda.
 LogicalResult checkType(Operation *op, Type type, const Twine &what, bool codes = false, bool masks = false) {
-  if (auto request = dyn_cast<RequestType>(type)) {
-    if (!request.getValueType())
-      return success(); // a send's request: no buffer of its own
-    type = request.getValueType();
-  }
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor)
-    return op->emitError("--emit-cuda: ") << what << " has type " << type << "; only ranked tensors are supported";
-  if (!tensor.hasStaticShape())
-    return op->emitError("--emit-cuda: ")
-           << what << " has the dynamic shape " << type << "; only static shapes are supported";
-  Type elem = tensor.getElementType();
-  if (!isModelElementType(elem) && !(codes && isCodeElementType(elem)) && !(masks && isMaskElementType(elem)))
-    return op->emitError("--emit-cuda: ")
-           << what << " has element type " << elem
-           << (codes   ? "; only f32, i64 and the codec codes' i32, i8, f16 and bf16 are supported"
-               : masks ? "; only f32, i64 and i1 (masks) are supported"
-                       : "; only f32 and i64 are supported");
-  return success();
+  return failure(failed(target::checkTensorType(op, type, what, "--emit-cuda", codes, masks)));
 }
 
 bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
@@ -139,17 +121,16 @@ struct ModuleStorage {
   StageStates stages;    ///< pipeline: each stage's states and their offsets in its d_states
 };
 
-/// Emits one function on device buffers; the CUDA target of the shared op emitters (KernelTarget.h): device
-/// memory, libptrain_runtime_cuda's kernels on the step's stream (RuntimeCallsCuda.def).
-class FunctionEmitter : public CudaCallWriter, public target::KernelTarget {
+/// Emits one function on device buffers; the CUDA target of the shared function walk (StepFunction.h) and op
+/// emitters (KernelTarget.h): device memory, libptrain_runtime_cuda's kernels on the step's stream
+/// (RuntimeCallsCuda.def), NCCL on streams and events.
+class FunctionEmitter : public CudaCallWriter, public target::StepFunction {
 public:
   FunctionEmitter(func::FuncOp func, ModuleStorage &module, CommGroups &comms, PipeChannels &pipes, std::string arena)
-      : func(func), module(module), comms(comms), pipes(pipes), arena(std::move(arena)) {}
+      : StepFunction(func, std::move(arena)), module(module), comms(comms), pipes(pipes) {}
   /// Plans the function's storage and emits its chunks (none for a function that runs on no pipeline rank);
   /// `arenaBytes` is its arena's size.
   LogicalResult prepare(int64_t &arenaBytes);
-  /// The emitted chunks and the types of the pointers in scope, for the block outliner (BlockOutliner.h).
-  target::EmittedFunction takeChunks() { return {chunks.take(), std::move(types), func->hasAttr("ptrain.entry")}; }
   /// Appends the device function to `code` with `body` (its chunks, repeated blocks replaced by calls), and
   /// sets `declaration`, `entry` and `ioBytes`.
   void write(std::string &code, const std::string &body);
@@ -159,7 +140,7 @@ public:
   int64_t ioBytes = 0;     ///< the entry point's arguments and results in d_io
 
   // CudaCallWriter (the per-op emitters of EmitCudaModelOps.cpp).
-  std::string valuePtr(Value v) const override { return ptr(v); }
+  std::string valuePtr(Value v) const override { return StepFunction::valuePtr(v); }
   LogicalResult emitCall(CudaCall callee, ArrayRef<std::string> args) override { return call(callee, args); }
   std::string scratch(int64_t bytes, StringRef type) override { return scratchPtr(bytes, type); }
   // KernelTarget (valuePtr above).
@@ -167,9 +148,7 @@ public:
   LogicalResult callKernel(target::Kernel kernel, ArrayRef<std::string> args) override {
     return call(cudaKernel(kernel), args);
   }
-  std::string scratchPtr(int64_t bytes, StringRef type) override { return arenaPtr(scratch(bytes), type); }
-  /// A `static const` host array in the current op's block (dims, offsets); "nullptr" when empty.
-  std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t") override;
+  std::string scratchPtr(int64_t bytes, StringRef type) override { return bufferPtr(scratch(bytes), type); }
   std::string constArray(ArrayRef<int64_t> values, StringRef name, StringRef type) override {
     return hostArray(values, name, type);
   }
@@ -182,8 +161,9 @@ public:
   GridOp theGrid() const override { return comms.theGrid; }
 
 private:
-  LogicalResult checkOps();
-  void planStorage();
+  LogicalResult checkOp(Operation &op) override;
+  /// A transfer's codes are never masks (and a mask is never sent).
+  bool allowsMasks(Operation &op) const override { return !isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op); }
   int64_t scratch(int64_t bytes);
   LogicalResult emitOp(Operation *op);
   LogicalResult emitConstant(arith::ConstantOp op);
@@ -195,46 +175,18 @@ private:
       return stage->offsets.lookup(sym);
     return module.states.lookup(sym).offset;
   }
-  std::string arenaPtr(int64_t buffer, StringRef type) const {
-    return "reinterpret_cast<" + type.str() + " *>(" + arena + " + " +
-           std::to_string(liveness->buffers()[buffer].offset) + ")";
-  }
   LogicalResult call(CudaCall callee, ArrayRef<std::string> args);
   /// A send or receive on the pipeline axis, on the stream of its channel (EmitCudaComm.h, PipeChannels): the
   /// peer is this function's stage (ptrain.stage) + offset.
   LogicalResult pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid, StringRef axis,
                              int64_t offset);
 
-  func::FuncOp func;
   ModuleStorage &module;
   CommGroups &comms;
   PipeChannels &pipes;
-  std::string arena;                              ///< the device block this function's buffers live in
   llvm::DenseMap<Value, std::string> requestComm; ///< a started all-reduce's communicator (for its wait)
-  SmallVector<Operation *> ops;
-  llvm::DenseMap<Operation *, int64_t> opIndex;
-  llvm::DenseMap<Value, Storage> storage;
-  /// The storage analysis (BufferLiveness.h); the dry run adds the kernels' scratch to it.
-  std::optional<BufferLiveness> liveness;
-  Operation *current = nullptr;
-  size_t nextScratch = 0;
-  bool dryRun = true;
-  bool runsNowhere = false;
-  std::string block;
-  target::ChunkList chunks;                   ///< one per op (BlockOutliner.h)
-  std::optional<target::ChunkDecl> constantDecl; ///< the current constant's pointer
-  llvm::StringMap<std::string> types;         ///< the C type of every pointer declared at function scope
-  int64_t arenaBytes = 0;
-  int64_t valueCount = 0;
+  bool dryRun = true; ///< the first walk: the kernels' scratch is added to the analysis, the text discarded
 };
-
-std::string FunctionEmitter::hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type) {
-  if (values.empty())
-    return "nullptr";
-  block += "    static const " + type.str() + " " + name.str() + "[" + std::to_string(values.size()) + "] = {" +
-           joinInts(values) + "};\n";
-  return name.str();
-}
 
 LogicalResult FunctionEmitter::call(CudaCall callee, ArrayRef<std::string> args) {
   return writeCheckedCall(block, current, "--emit-cuda", getCudaCallInfo(callee), args);
@@ -242,15 +194,13 @@ LogicalResult FunctionEmitter::call(CudaCall callee, ArrayRef<std::string> args)
 
 LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid,
                                             StringRef axis, int64_t offset) {
-  auto stage = getStage(func);
-  if (!stage)
-    return op->emitError("--emit-cuda: a send or receive needs its function's ptrain.stage (the pp coordinate)");
-  if (axis != "pp")
-    return op->emitError("--emit-cuda: point-to-point transfers are supported on the axis pp only");
+  FailureOr<int64_t> stage = pointToPointStage(op, axis);
+  if (failed(stage))
+    return failure();
   FailureOr<std::string> comm = comms.lookupAxis(op, grid, axis);
   if (failed(comm))
     return failure();
-  for (auto &[callee, args] : pipes.startCalls(op, request, isSend, stage.getIndex(), stage.getIndex() + offset, *comm,
+  for (auto &[callee, args] : pipes.startCalls(op, request, isSend, *stage, *stage + offset, *comm,
                                                ptr(buffer), bytesOf(buffer)))
     if (failed(call(callee, args)))
       return failure();
@@ -259,51 +209,26 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value bu
 
 /// The ops the CUDA target handles: the step of --ptrain-build-training-step and, with a grid, the
 /// communication of --ptrain-lower-to-runtime (NCCL) with the pipeline codecs (EmitCudaCodecs.h).
-LogicalResult FunctionEmitter::checkOps() {
-  if (!func.getBody().hasOneBlock())
-    return emitError(func.getLoc(), "--emit-cuda: function @") << func.getSymName() << " has control flow (more than one block)";
-  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
-    if (failed(checkType(func, type, "argument #" + Twine(i))))
-      return failure();
-  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
-    if (failed(checkType(func, type, "result #" + Twine(i))))
-      return failure();
-  for (Operation &op : func.getBody().front()) {
-    // ZeRO-1's collectives (--ptrain-build-training-step zero=1, docs/DistributedOptimizer.md): not mapped to NCCL
-    // yet; refused by name rather than as an unknown op.
-    if (isa<ReduceScatterStartOp, AllGatherStartOp>(op))
-      return op.emitError("--emit-cuda: '")
-             << op.getName()
-             << "' (ZeRO-1, the distributed optimizer: --ptrain-build-training-step zero=1, ptrain-compile --zero 1) "
-                "is not supported by the CUDA code generator yet; --target cpu runs it";
-    if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
-             SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
-             LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
-             SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, TPSplitOp, CompressOp, DecompressOp,
-             CompressedAllReduceStartOp, func::CallOp, func::ReturnOp>(op) &&
-        !isCudaModelOp(&op) && !isCudaTransformerOp(&op)) {
-      return op.emitError("--emit-cuda: '")
-             << op.getName() << "' is not supported by the CUDA code generator (docs/CodegenCuda.md lists the ops "
-             << "it maps; --target cpu has the others)";
-    }
-    if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCudaCodecOp(&op)))
-      return failure();
-    // Codes (and the transfers and waits that carry them) may have the codecs' element types; so may the mixed
-    // precision casts and bf16 GEMMs with fp32 accumulation (docs/MixedPrecision.md; a cast's element types are
-    // checked where it is emitted, EmitCudaModelOps.cpp).
-    auto matmul = dyn_cast<MatmulOp>(op);
-    const bool transfer = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op);
-    const bool codes = transfer || isa<CastOp>(op) || (matmul && matmul.getAccumulate());
-
-    for (auto [i, v] : llvm::enumerate(op.getOperands()))
-      if (failed(checkType(&op, v.getType(), "operand #" + Twine(i), codes, /*masks=*/!transfer)))
-        return failure();
-    for (auto [i, v] : llvm::enumerate(op.getResults()))
-      if (failed(checkType(&op, v.getType(), "result #" + Twine(i), codes, /*masks=*/!transfer)))
-        return failure();
-    opIndex[&op] = ops.size();
-    ops.push_back(&op);
+LogicalResult FunctionEmitter::checkOp(Operation &op) {
+  // ZeRO-1's collectives (--ptrain-build-training-step zero=1, docs/DistributedOptimizer.md): not mapped to NCCL
+  // yet; refused by name rather than as an unknown op.
+  if (isa<ReduceScatterStartOp, AllGatherStartOp>(op))
+    return op.emitError("--emit-cuda: '")
+           << op.getName()
+           << "' (ZeRO-1, the distributed optimizer: --ptrain-build-training-step zero=1, ptrain-compile --zero 1) "
+              "is not supported by the CUDA code generator yet; --target cpu runs it";
+  if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
+           SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
+           LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
+           SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, TPSplitOp, CompressOp, DecompressOp,
+           CompressedAllReduceStartOp, func::CallOp, func::ReturnOp>(op) &&
+      !isCudaModelOp(&op) && !isCudaTransformerOp(&op)) {
+    return op.emitError("--emit-cuda: '")
+           << op.getName() << "' is not supported by the CUDA code generator (docs/CodegenCuda.md lists the ops "
+           << "it maps; --target cpu has the others)";
   }
+  if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op))
+    return checkCudaCodecOp(&op);
   return success();
 }
 
@@ -314,14 +239,6 @@ int64_t FunctionEmitter::scratch(int64_t bytes) {
     return list[nextScratch++];
   ++nextScratch;
   return liveness->addScratch(current, bytes);
-}
-
-/// Where every value lives (see the file comment): the analysis with the CUDA target's rules, every value
-/// named.
-void FunctionEmitter::planStorage() {
-  liveness.emplace(func, StorageRules::cuda());
-  liveness->run(/*place=*/false);
-  target::nameStorage(func, ops, *liveness, "d_arg", valueCount, storage); // arguments: the caller's device buffers
 }
 
 /// Splat constants up to this many elements are printed (a host array copied at set-up); larger ones are
@@ -398,9 +315,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
 }
 
 LogicalResult FunctionEmitter::emitOp(Operation *op) {
-  current = op;
-  nextScratch = 0;
-  block.clear();
+  beginOp(op);
   target::EmittedChunk chunk;
   chunk.location = locationComment(op->getLoc());
   chunk.header = "  // " + op->getName().getStringRef().str() + "\n";
@@ -422,7 +337,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       continue; // e.g. a reshape the lowering left unused: nvcc's "set but never used" ignores a (void) cast
     std::string type = cType(result), text;
     if (s.kind == Storage::Arena)
-      text = "  " + type + " *" + s.name + " = " + arenaPtr(s.buffer, type) + ";\n";
+      text = "  " + type + " *" + s.name + " = " + bufferPtr(s.buffer, type) + ";\n";
     else if (s.kind == Storage::State)
       text = "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(d_states + " +
              std::to_string(stateOffset(cast<StateReadOp>(op).getStateAttr().getAttr())) + ");\n";
@@ -441,7 +356,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     return "reinterpret_cast<" + std::string(cType(v)) + " *>(d_states + " + std::to_string(stateOffset(sym)) + ")";
   };
 
+  // The GEMMs and what their fusion folded or made aliases: both targets alike (GemmOps.h).
   LogicalResult result =
+      target::isGemmOp(op, gemms) ? target::emitGemmOp(op, gemms, *this) :
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
           .Case<arith::ConstantOp>([&](auto c) { return emitConstant(c); })
           .Case<StateReadOp>([&](StateReadOp read) -> LogicalResult {
@@ -458,64 +375,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
-          .Case<EmbeddingOp, EmbeddingGradOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp, SoftmaxGradOp, GeluOp,
-                GeluGradOp, SliceOp, SplitOp, ConcatOp, PadOp, TPSplitOp>(
+          .Case<EmbeddingOp, EmbeddingGradOp, BinaryOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp,
+                SoftmaxGradOp, GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp>(
               [&](Operation *o) { return emitSharedOp(o, *this); })
-          .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
-            if (gemms.aliasOf(b)) {
-              block += "    // an alias: the GEMM of its product started from the bias rows (GemmFusion.h)\n";
-              return success();
-            }
-            return emitSharedOp(b, *this);
-          })
-          .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
-            if (gemms.isFolded(t))
-              return success(); // every user reads the input with cuBLAS's transpose flag
-            if (gemms.aliasOf(t)) {
-              block += "    // an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)\n";
-              return success();
-            }
-            return emitSharedOp(t, *this);
-          })
-          .Case<SumToOp>([&](SumToOp sum) -> LogicalResult {
-            MatmulOp m = gemms.summedMatmul(sum);
-            if (!m)
-              return emitSharedOp(sum, *this);
-            // sum_b A_b B_b as one GEMM over the batch-long contraction (A stored transposed, GemmFusion.h).
-            FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cuda");
-            if (failed(g))
-              return failure();
-            Value a = gemms.operand(m, 0).source, b = gemms.operand(m, 1).source;
-            const bool transposed = gemms.writesTransposed(sum); // its only user transposes it: B^T A
-            return call(CudaCall::ptrain_cuda_gemm_f32,
-                        {"1", "0", "1", std::to_string(transposed ? g->cols : g->rows),
-                         std::to_string(transposed ? g->rows : g->cols), std::to_string(g->batch * g->k), "1.0f", ptr(transposed ? b : a), "0", ptr(transposed ? a : b),
-                         "0", "0.0f", ptr(sum.getResult()), "0"});
-          })
-          .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {
-            FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cuda");
-            if (failed(g))
-              return failure();
-            if (gemms.isFolded(m))
-              return success(); // computed by the sum_to of its result
-            GemmOperand a = gemms.operand(m, 0), b = gemms.operand(m, 1);
-            Value bias = gemms.biasOf(m);
-            if (bias) { // C = the bias rows, then C = A B + C (the add of its only user, GemmFusion.h)
-              ArrayRef<int64_t> in = shapeOf(bias), out = shapeOf(m.getResult());
-              if (failed(call(CudaCall::ptrain_cuda_broadcast_to,
-                              {ptr(bias), "4", std::to_string(in.size()), constArray(in, "bias_dims", "int64_t"),
-                               std::to_string(out.size()), constArray(out, "out_dims", "int64_t"),
-                               ptr(m.getResult())})))
-                return failure();
-            }
-            // --precision bf16: bf16 operands, fp32 accumulation and result (docs/MixedPrecision.md), the same
-            // arguments.
-            return call(m.getAccumulate() ? CudaCall::ptrain_cuda_gemm_bf16 : CudaCall::ptrain_cuda_gemm_f32,
-                        {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
-                         std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f",
-                         ptr(a.source), std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB),
-                         bias ? "1.0f" : "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
-          })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {
             return emitCudaCrossEntropy(ce, *this); // weights, ignore_index, reduction: EmitCudaLoss.h
           })
@@ -646,12 +508,8 @@ LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
   arenaBytes = bytes = 0;
   if (runsNowhere)
     return success();
-  planStorage();
-  for (BlockArgument arg : func.getBody().front().getArguments())
-    types["d_arg" + std::to_string(arg.getArgNumber())] = "const " + std::string(cType(arg)) + " *";
-  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
-    types["d_out_" + std::to_string(i)] =
-        std::string(elementCType(cast<RankedTensorType>(type).getElementType())) + " *";
+  // Where every value lives (see the file comment): arguments are the caller's device buffers.
+  planStorage(StorageRules::cuda(), /*place=*/false, "d_arg", "d_out_");
   // Dry run: every op's emitter requests its scratch, planned like any buffer; its text is discarded.
   for (Operation *op : ops)
     if (failed(emitOp(op)))
