@@ -10,6 +10,7 @@
 #include "Common/CppTypes.h"
 #include "Common/EmitHelpers.h"
 
+#include "ptrain/Analysis/GemmFusion.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
@@ -96,6 +97,24 @@ void StepFunction::planStorage(StorageRules rules, bool place, StringRef argPref
   for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
     types[outPrefix.str() + std::to_string(i)] =
         std::string(elementCType(cast<RankedTensorType>(type).getElementType())) + " *";
+}
+
+void StepFunction::finishChunk(Operation *op, EmittedChunk chunk) {
+  if (constantDecl)
+    chunk.decls.push_back(std::move(*constantDecl));
+  constantDecl.reset();
+  if (!block.empty())
+    chunk.code = "  {\n" + block + "  }\n";
+  const GemmFusion &gemms = liveness->gemms();
+  if (gemms.isFolded(op) && chunk.decls.empty() && chunk.code.empty())
+    return;
+  // (An alias transpose's block is only the note of GemmOps.h, dropped with it.)
+  if ((isa<StateReadOp>(op) && storage.lookup(op->getResult(0)).kind == ValueStorage::State && block.empty()) ||
+      (isa<TransposeOp>(op) && gemms.aliasOf(op))) {
+    chunks.defer(chunk.decls);
+    return;
+  }
+  chunks.push(std::move(chunk));
 }
 
 std::string StepFunction::bufferPtr(int64_t buffer, StringRef type) const {

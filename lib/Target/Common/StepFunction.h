@@ -82,6 +82,12 @@ protected:
     nextScratch = 0;
     block.clear();
   }
+  /// Ends `op`'s chunk (BlockOutliner.h): the op's block as its code, the constant's pointer among its
+  /// declarations. A chunk with nothing (an op a GEMM folded, GemmOps.h) is dropped; a state read used in place
+  /// (nothing in its block) and a transpose a GEMM wrote (an alias) are only their pointers, declared where
+  /// first named (ChunkList::defer), so that each layer's reads fall into the layer's block instead of a run of
+  /// reads at the function's top, and a layer's weight gradients leave no alias-only chunks between the layers.
+  void finishChunk(Operation *op, EmittedChunk chunk);
   /// Arena buffer `buffer` as a `type *` expression ("nullptr" for -1).
   std::string bufferPtr(int64_t buffer, StringRef type) const;
   /// The function's pipeline stage for a send or receive on `axis`: an error at `op` without ptrain.stage or

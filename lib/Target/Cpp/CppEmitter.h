@@ -121,9 +121,6 @@ public:
 
 private:
   LogicalResult collectStates();
-  /// `unit` with its named state pointers (`float *&state_<N>_<name> = state_f32[N];`) in place of its mark:
-  /// those of the states whose name the unit uses (issue 23: the others' lines grew with the layers).
-  std::string withNamedStatePointers(StringRef unit) const;
   /// The heap storage of each rank (states, arenas, file constants) and its allocation and release.
   LogicalResult emitStorageAllocation(bool pipeline, ArrayRef<FunctionArena> arenas,
                                       raw_ostream &s);

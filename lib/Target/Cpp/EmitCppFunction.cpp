@@ -11,7 +11,7 @@
 
 #include "CppEmitter.h"
 
-#include "ConstantForm.h"
+#include "ptrain/Analysis/ConstantForm.h"
 #include "EmitCodecs.h"
 #include "EmitOptimizer.h"
 

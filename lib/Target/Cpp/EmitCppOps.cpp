@@ -361,25 +361,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   llvm::raw_string_ostream locOs(loc);
   formatLoc(op->getLoc(), locOs);
   chunk.location = commentSafe(loc);
-  if (constantDecl)
-    chunk.decls.push_back(std::move(*constantDecl));
-  constantDecl.reset();
-  if (!block.empty())
-    chunk.code = "  {\n" + block + "  }\n";
-  // A transpose or sum its GEMM reads (GemmFusion.h) has no code: not written (the GEMM's block names what it
-  // reads), so that the folded transposes of every layer's weights are no run of comments.
-  if (gemms->isFolded(op) && chunk.decls.empty() && chunk.code.empty())
-    return success();
-  // A state read used in place is only a pointer: declared where it is first named, so that each layer's
-  // reads fall into the layer's block (BlockOutliner.h) instead of a run of reads at the function's top.
-  // So is a transpose whose GEMM wrote the transposed matrix (GemmFusion.h): an alias, no code, declared where
-  // it is read, so that a layer's weight gradients leave no run of alias-only chunks between the layers' blocks.
-  // (Its block is only the note of GemmOps.h, dropped with it.)
-  if ((isa<StateReadOp>(op) && storage[op->getResult(0)].kind == Storage::State && block.empty()) ||
-      (isa<TransposeOp>(op) && gemms->aliasOf(op))) {
-    chunks.defer(chunk.decls);
-    return success();
-  }
-  chunks.push(std::move(chunk));
+  finishChunk(op, std::move(chunk));
   return success();
 }
