@@ -2,6 +2,8 @@
 
 #include "Common/EmitHelpers.h"
 
+#include "llvm/ADT/bit.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
@@ -124,3 +126,11 @@ std::string locationComment(Location loc) {
 }
 
 } // namespace mlir::ptrain::target
+
+std::string mlir::ptrain::target::elementLiteral(Type type, uint64_t bits) {
+  if (type.isF32())
+    return floatLiteral(llvm::bit_cast<float>(static_cast<uint32_t>(bits)));
+  if (type.isInteger(1))
+    return bits ? "1" : "0";
+  return int64Literal(static_cast<int64_t>(bits));
+}

@@ -9,6 +9,7 @@
 #define PTRAIN_TARGET_COMMON_EMITHELPERS_H
 
 #include "mlir/IR/Location.h"
+#include "mlir/IR/Types.h"
 #include "mlir/Support/LLVM.h"
 
 #include <cstdint>
@@ -24,6 +25,10 @@ std::string doubleLiteral(double value);
 
 /// A C++ int64_t literal.
 std::string int64Literal(int64_t v);
+
+/// The C literal of one element of `type` (f32, i64 or i1) with the bits `bits` (a generated constant's fill,
+/// keep or masked value, include/ptrain/Analysis/ConstantForm.h).
+std::string elementLiteral(Type type, uint64_t bits);
 
 /// "a, b, c".
 std::string joinInts(ArrayRef<int64_t> values);

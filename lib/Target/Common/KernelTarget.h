@@ -1,12 +1,13 @@
 //===- KernelTarget.h - What a code generator's target provides -*- C++ -*-===//
 //
-// The op emitters both code generators share (SharedOps.cpp) write through
-// this interface, in the manner of Triton's TargetInfoBase: the CPU target
-// (lib/Target/Cpp: host memory, the runtime's kernels, MPI) and the CUDA
-// target (lib/Target/Cuda: device memory, kernels on the step's stream, NCCL)
-// each implement it, and what only one target has (GEMM fusion and the AdamW
-// table on the CPU, streams and events on CUDA) stays in its own op switch as
-// a hook that runs before the shared emitter.
+// The op emitters both code generators share (SharedOps.cpp, GemmOps.h) write
+// through this interface, in the manner of Triton's TargetInfoBase: the CPU
+// target (lib/Target/Cpp: host memory, the runtime's kernels, MPI) and the
+// CUDA target (lib/Target/Cuda: device memory, kernels on the step's stream,
+// NCCL) each implement it through their function emitter (StepFunction.h,
+// the function walk both share), and what only one target has (the AdamW
+// table and generated kernels on the CPU, streams and events on CUDA) stays in
+// its own op switch as a hook that runs before the shared emitters.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +52,8 @@ public:
   /// the target's communicators, which it registers); its name. Fails with an error at `op` when the grid has no
   /// such axis.
   virtual FailureOr<std::string> rankOffsetsArray(TPSplitOp op, StringRef name) = 0;
+  /// A `// text` comment line in the current op's block.
+  virtual void note(StringRef text) = 0;
 };
 
 /// Whether `op` is one of the ops emitSharedOp writes: elementwise binary and unary ops, softmax and GELU and

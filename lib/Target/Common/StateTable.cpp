@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
 #include <cctype>
@@ -209,4 +210,33 @@ std::string mlir::ptrain::target::stateTable(ArrayRef<StateOp> states,
   os << "  return i == kNumStates;\n}\n"
         "[[maybe_unused]] const bool state_table_expanded = expandStateTable();\n";
   return s;
+}
+
+std::string mlir::ptrain::target::withNamedStatePointers(StringRef unit, ArrayRef<StateOp> states,
+                                                         llvm::function_ref<std::string(StateOp)> var) {
+  // The identifiers of the form state_<N>_... in the unit, in one pass.
+  llvm::StringSet<> named;
+  auto identChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = unit.find("state_"); at != StringRef::npos; at = unit.find("state_", at + 1)) {
+    if (at > 0 && identChar(unit[at - 1]))
+      continue;
+    size_t end = at;
+    while (end < unit.size() && identChar(unit[end]))
+      ++end;
+    named.insert(unit.slice(at, end));
+  }
+  std::string pointers;
+  for (auto [index, op] : llvm::enumerate(states)) {
+    StateOp state = op;
+    std::string name = var(state);
+    if (!named.contains(name))
+      continue;
+    const bool f32 = state.getTensorType().getElementType().isF32();
+    pointers += std::string("[[maybe_unused]] ") + (f32 ? "float *&" : "int64_t *&") + name + " = " +
+                (f32 ? "state_f32[" : "state_i64[") + std::to_string(index) + "];\n";
+  }
+  size_t mark = unit.find(kNamedStatesMark);
+  if (mark == StringRef::npos)
+    return unit.str();
+  return (unit.take_front(mark) + pointers + unit.drop_front(mark + kNamedStatesMark.size())).str();
 }

@@ -23,6 +23,7 @@
 #include "EmitTelemetry.h"
 #include "Common/KernelTarget.h"
 #include "Common/NamedStorage.h"
+#include "Common/StepFunction.h"
 #include "Common/RuntimeCallTable.h"
 
 #include "ptrain/Analysis/BufferLiveness.h"
@@ -61,10 +62,12 @@ inline RuntimeCall cpuKernel(target::Kernel kernel) {
 }
 
 /// The static-shape f32/i64 tensor type of `value` (with `codes`, also the codecs' i32, i8, f16 and bf16), or an
-/// error at `op`.
+/// error at `op` (target::checkTensorType for --emit-cpp).
 /// With `masks`, also i1 (a value inside a function, never a state, argument or result).
-FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine &what, bool codes = false,
-                                          bool masks = false);
+inline FailureOr<RankedTensorType> supportedType(Operation *op, Type type, const Twine &what, bool codes = false,
+                                                 bool masks = false) {
+  return target::checkTensorType(op, type, what, "--emit-cpp", codes, masks);
+}
 
 inline bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
 inline const char *cType(Value v) { return elementCType(tensorOf(v).getElementType()); }
@@ -118,9 +121,6 @@ public:
 
 private:
   LogicalResult collectStates();
-  /// `unit` with its named state pointers (`float *&state_<N>_<name> = state_f32[N];`) in place of its mark:
-  /// those of the states whose name the unit uses (issue 23: the others' lines grew with the layers).
-  std::string withNamedStatePointers(StringRef unit) const;
   /// The heap storage of each rank (states, arenas, file constants) and its allocation and release.
   LogicalResult emitStorageAllocation(bool pipeline, ArrayRef<FunctionArena> arenas,
                                       raw_ostream &s);
@@ -146,15 +146,15 @@ private:
 // One function
 //===----------------------------------------------------------------------===//
 
-/// Emits one function: plans its memory, then writes its body op by op. The CPU target of the shared op
-/// emitters (KernelTarget.h): host memory, the runtime's kernels (RuntimeCalls.def).
-class FunctionEmitter final : public CallWriter, public target::KernelTarget {
+/// Emits one function: plans its memory, then writes its body op by op. The CPU target of the shared function
+/// walk (StepFunction.h) and op emitters (KernelTarget.h): host memory, the runtime's kernels (RuntimeCalls.def).
+class FunctionEmitter final : public CallWriter, public target::StepFunction {
 public:
   FunctionEmitter(func::FuncOp func, llvm::DenseMap<StringAttr, StateInfo> &states, CommGroups &comms,
                   const CodecSites &sites, std::string &constants, int64_t &numConstants, ConstantFile &file,
                   llvm::StringMap<std::string> &globals, std::string arena)
-      : func(func), states(states), comms(comms), sites(sites), constants(constants), numConstants(numConstants),
-        file(file), globals(globals), arena(std::move(arena)) {}
+      : StepFunction(func, std::move(arena)), states(states), comms(comms), sites(sites), constants(constants),
+        numConstants(numConstants), file(file), globals(globals) {}
 
   /// Plans the function's storage and emits its chunks (nothing for a function that runs on no rank);
   /// `arenaBytes` is its arena's size.
@@ -162,10 +162,6 @@ public:
   /// Calls the generated kernel of each chain --ptrain-outline-elementwise marked (docs/GeneratedKernels.md)
   /// instead of the runtime's kernel per op; false (the default) emits every op with the runtime's kernels.
   void setUseKernels(bool use) { useKernels = use; }
-  /// The emitted chunks and the types of the pointers in scope, for the block outliner (BlockOutliner.h).
-  target::EmittedFunction takeChunks() {
-    return {chunks.take(), std::move(types), func->hasAttr("ptrain.entry")};
-  }
   /// Appends the documented entry point to `code` with `body` (its chunks, repeated blocks replaced by calls;
   /// only its refusal when it runs on no rank).
   LogicalResult writeFunction(std::string &code, const std::string &body);
@@ -176,9 +172,8 @@ public:
 private:
   /// Plans the function's storage and writes its body; `arenaBytes` is its arena's size.
   LogicalResult planAndEmitBody(int64_t &arenaBytes);
-  LogicalResult checkOps();
+  LogicalResult checkOp(Operation &op) override;
   LogicalResult deferCompressedStateWrites();
-  void planStorage();
   /// The next scratch buffer of the current op (cpuKernelScratch declares them); -1 and an internal error at
   /// the end of the op when `bytes` is not what it declared.
   int64_t scratch(int64_t bytes);
@@ -195,26 +190,17 @@ private:
   LogicalResult generateConstant(Value v, const std::string &out);
 
   // Helpers writing into `body`.
-  std::string ptr(Value v) const override { return storage.lookup(v).name; }
+  std::string ptr(Value v) const override { return valuePtr(v); }
   void line(const std::string &code) override { block += "    " + code + "\n"; }
-  /// Arena buffer `buffer` as a `type *` expression ("nullptr" for -1).
-  std::string bufferPtr(int64_t buffer, StringRef type) const {
-    if (buffer < 0)
-      return "nullptr";
-    return "reinterpret_cast<" + type.str() + " *>(" + arena + " + " +
-           std::to_string(liveness->buffers()[buffer].offset) + ")";
-  }
   /// A `static const int64_t` array declared in the current op's block; its name, or "nullptr" when empty.
   std::string dims(ArrayRef<int64_t> values, StringRef name) { return hostArray(values, name); }
 
   // KernelTarget (the shared op emitters, KernelTarget.h).
   StringRef flag() const override { return "--emit-cpp"; }
-  std::string valuePtr(Value v) const override { return ptr(v); }
   LogicalResult callKernel(target::Kernel kernel, ArrayRef<std::string> args) override {
     return call(cpuKernel(kernel), args);
   }
   std::string scratchPtr(int64_t bytes, StringRef type) override { return bufferPtr(scratch(bytes), type); }
-  std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t") override;
   FailureOr<std::string> rankOffsetsArray(TPSplitOp op, StringRef name) override {
     return writeTpSplitOffsets(op, comms, name, block);
   }
@@ -224,7 +210,6 @@ private:
   LogicalResult pointToPoint(Operation *op, RuntimeCall callee, Value buffer, Value request, StringRef grid,
                              StringRef axis, int64_t offset);
 
-  func::FuncOp func;
   llvm::DenseMap<StringAttr, StateInfo> &states;
   CommGroups &comms;
   const CodecSites &sites;
@@ -232,29 +217,14 @@ private:
   int64_t &numConstants;
   ConstantFile &file;
   llvm::StringMap<std::string> &globals; ///< the type of each namespace-scope constant (BlockOutliner.h)
-  std::string arena; ///< the C array this function's buffers live in
   int64_t fillCount = 0; ///< names of the fill values of the current op
 
-  SmallVector<Operation *> ops;
-  llvm::DenseMap<Operation *, int64_t> opIndex;
-  /// The storage analysis (BufferLiveness.h): kinds, buffers and offsets, the forms of constants and where a
-  /// generated one is filled, the GEMM fusion, the AdamW runs and the kernels' scratch.
-  std::optional<BufferLiveness> liveness;
   const GemmFusion *gemms = nullptr; ///< transposes and batch sums read by GEMMs (GemmFusion.h)
-  llvm::DenseMap<Value, Storage> storage;
   bool scratchMismatch = false;
   /// State writes of a compressed all-reduce's new state: the runtime completes the state at the request's
   /// wait, so the copy into the state's storage is emitted after that wait instead of at the write.
   llvm::DenseMap<Operation *, SmallVector<StateWriteOp>> writesAfterWait;
   llvm::DenseSet<Operation *> deferredWrites;
-  Operation *current = nullptr;
-  size_t nextScratch = 0;
-  std::string block;     ///< the current op's declarations and calls
-  std::optional<target::ChunkDecl> constantDecl; ///< a constant's pointer, declared at function scope
-  target::ChunkList chunks; ///< one per op; state reads used in place declared where first named (BlockOutliner.h)
-  llvm::StringMap<std::string> types;       ///< the C type of every pointer declared at function scope
-  int64_t valueCount = 0;
-  int64_t arenaBytes = 0;
   bool useKernels = false;
   /// A chain whose generated kernel this function calls, and that kernel's symbol.
   struct FusedChain {
@@ -263,7 +233,6 @@ private:
   };
   std::vector<FusedChain> fusedChains;
   llvm::DenseMap<Operation *, size_t> fusedChainOf; ///< index into fusedChains of each op of a fused chain
-  bool runsNowhere = false;
   std::string declaration;
 };
 

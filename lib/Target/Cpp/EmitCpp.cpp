@@ -90,34 +90,6 @@ static std::string kernelDeclarations(ModuleOp module, const EmitCppOptions &opt
   return text + "\n";
 }
 
-/// Where the named state pointers go in the unit (replaced by withNamedStatePointers).
-static constexpr llvm::StringLiteral kNamedStatesMark = "@@named state pointers@@\n";
-
-std::string CppEmitter::withNamedStatePointers(StringRef unit) const {
-  // The identifiers of the form state_<N>_... in the unit, in one pass.
-  llvm::StringSet<> named;
-  auto identChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (size_t at = unit.find("state_"); at != StringRef::npos; at = unit.find("state_", at + 1)) {
-    if (at > 0 && identChar(unit[at - 1]))
-      continue;
-    size_t end = at;
-    while (end < unit.size() && identChar(unit[end]))
-      ++end;
-    named.insert(unit.slice(at, end));
-  }
-  std::string pointers;
-  for (StateOp state : stateOrder) {
-    const StateInfo &info = states.find(state.getSymNameAttr())->second;
-    if (!named.contains(info.var))
-      continue;
-    const bool f32 = state.getTensorType().getElementType().isF32();
-    pointers += std::string("[[maybe_unused]] ") + (f32 ? "float *&" : "int64_t *&") + info.var + " = " +
-                (f32 ? "state_f32[" : "state_i64[") + std::to_string(info.index) + "];\n";
-  }
-  size_t mark = unit.find(kNamedStatesMark);
-  return (unit.take_front(mark) + pointers + unit.drop_front(mark + kNamedStatesMark.size())).str();
-}
-
 LogicalResult CppEmitter::emit(raw_ostream &os) {
   if (failed(collectStates()))
     return failure();
@@ -256,7 +228,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     << "float *state_f32[" << numSlots << "] = {};\nint64_t *state_i64[" << numSlots << "] = {};\n";
   // The named pointers: only those the code below names (the outlined blocks read the others through kStates,
   // the AdamW tables through state_f32), written once the unit is complete.
-  s << kNamedStatesMark;
+  s << target::kNamedStatesMark;
   // The table as runs of a layer's rows (StateTable.h): it grows with a layer's distinct states, not the layers.
   // A stage's list of indices in kStates (its states: a rank initializes, saves and loads its stage's) is
   // ranges; its table of descriptors is filled by allocateStates.
@@ -455,7 +427,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   }
   s << "//===--- Entry points ---===//\n\n" << functions;
   s << driverCode;
-  os << withNamedStatePointers(out);
+  os << target::withNamedStatePointers(out, stateOrder,
+                                       [&](StateOp state) { return states.find(state.getSymNameAttr())->second.var; });
   return success();
 }
 

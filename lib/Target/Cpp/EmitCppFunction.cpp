@@ -11,7 +11,7 @@
 
 #include "CppEmitter.h"
 
-#include "ConstantForm.h"
+#include "ptrain/Analysis/ConstantForm.h"
 #include "EmitCodecs.h"
 #include "EmitOptimizer.h"
 
@@ -26,58 +26,17 @@ using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::cpp;
 
-/// The static-shape f32/i64 tensor type of `value` (with `codes`, also the codecs' i32, i8, f16 and bf16), or an
-/// error at `op`.
-/// With `masks`, also i1 (a value inside a function, never a state, argument or result).
-FailureOr<RankedTensorType> mlir::ptrain::cpp::supportedType(Operation *op, Type type, const Twine &what, bool codes,
-                                                     bool masks) {
-  if (auto request = dyn_cast<RequestType>(type)) {
-    if (!request.getValueType())
-      return RankedTensorType(); // a send's request: no buffer of its own
-    type = request.getValueType();
-  }
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor) {
-    op->emitError("--emit-cpp: ") << what << " has type " << type << "; only ranked tensors are supported";
-    return failure();
-  }
-  if (!tensor.hasStaticShape()) {
-    op->emitError("--emit-cpp: ") << what << " has the dynamic shape " << type
-                                  << "; only static shapes are supported";
-    return failure();
-  }
-  Type elem = tensor.getElementType();
-  if (!isModelElementType(elem) && !(codes && isCodeElementType(elem)) && !(masks && isMaskElementType(elem))) {
-    op->emitError("--emit-cpp: ") << what << " has element type " << elem
-                                  << (codes ? "; only f32, i64 and the codec codes' i32, i8, f16 and bf16 are supported"
-                                      : masks ? "; only f32, i64 and i1 (masks) are supported"
-                                              : "; only f32 and i64 are supported");
-    return failure();
-  }
-  return tensor;
-}
-
-std::string FunctionEmitter::hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type) {
-  if (values.empty())
-    return "nullptr";
-  block += "    static const " + type.str() + " " + name.str() + "[" + std::to_string(values.size()) + "] = {" +
-           joinInts(values) + "};\n";
-  return name.str();
-}
-
 LogicalResult FunctionEmitter::pointToPoint(Operation *op, RuntimeCall callee, Value buffer, Value request,
                                            StringRef grid, StringRef axis, int64_t offset) {
-  auto stage = getStage(func);
-  if (!stage)
-    return op->emitError("--emit-cpp: a send or receive needs its function's ptrain.stage (the pp coordinate)");
-  if (axis != "pp")
-    return op->emitError("--emit-cpp: point-to-point transfers are supported on the axis pp only");
+  FailureOr<int64_t> stage = pointToPointStage(op, axis);
+  if (failed(stage))
+    return failure();
   FailureOr<std::string> comm =
       comms.lookup(op, grid, ArrayAttr::get(op->getContext(), {StringAttr::get(op->getContext(), axis)}));
   if (failed(comm))
     return failure();
   auto tag = op->getAttrOfType<IntegerAttr>("ptrain.tag");
-  return call(callee, {*comm, ptr(buffer), std::to_string(bytesOf(buffer)), std::to_string(stage.getIndex() + offset),
+  return call(callee, {*comm, ptr(buffer), std::to_string(bytesOf(buffer)), std::to_string(*stage + offset),
                        std::to_string(tag ? tag.getInt() : 0), "&" + ptr(request) + "_request"});
 }
 
@@ -85,47 +44,21 @@ LogicalResult FunctionEmitter::call(RuntimeCall callee, ArrayRef<std::string> ar
   return writeCheckedCall(block, current, "--emit-cpp", getRuntimeCallInfo(callee), args);
 }
 
-/// The ops the emitter handles and the types it accepts.
-LogicalResult FunctionEmitter::checkOps() {
-  if (!func.getBody().hasOneBlock())
-    return mlir::emitError(func.getLoc(), "--emit-cpp: function @")
-           << func.getSymName() << " has control flow (more than one block)";
-  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
-    if (failed(supportedType(func, type, "argument #" + Twine(i))))
-      return failure();
-  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
-    if (failed(supportedType(func, type, "result #" + Twine(i))))
-      return failure();
-  for (Operation &op : func.getBody().front()) {
-    if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
-             SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
-             LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
-             AllGatherStartOp,
-             SendStartOp, RecvStartOp, WaitOp, CompressOp, DecompressOp, CompressedAllReduceStartOp, TPCopyOp,
-             TPAllReduceOp, CompareOp, SelectOp, BroadcastToOp, ReduceOp, RmsNormOp, RotaryEmbeddingOp, DropoutOp,
-             func::CallOp, func::ReturnOp>(op) &&
-        !isa<SumSquaresOp, ClipScaleOp, SGDOp, CastOp, GatherOp, LogSoftmaxOp, TPAllGatherOp, VocabParallelEmbeddingOp,
-             VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp, VocabParallelCrossEntropyPartsGradOp,
-             TPSplitOp, ReduceScatterStartOp, AllGatherStartOp>(op))
-      return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
-    if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCodecOp(&op)))
-      return failure();
-    // Codes (and the transfers and waits that carry them) may have the codecs' element types.
-    // Mixed precision: bf16 casts and the bf16 GEMMs with fp32 accumulation (docs/MixedPrecision.md); the
-    // cast's other element types are checked where it is emitted (EmitSelection.cpp).
-    auto matmul = dyn_cast<MatmulOp>(op);
-    const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp, CastOp>(op) ||
-                       (matmul && matmul.getAccumulate());
-    for (auto [i, v] : llvm::enumerate(op.getOperands()))
-      if (failed(supportedType(&op, v.getType(), "operand #" + Twine(i), codes, /*masks=*/true)))
-        return failure();
-    for (auto [i, v] : llvm::enumerate(op.getResults()))
-      if (failed(supportedType(&op, v.getType(), "result #" + Twine(i), codes, /*masks=*/true)))
-        return failure();
-    opIndex[&op] = ops.size();
-    ops.push_back(&op);
-  }
-  return deferCompressedStateWrites();
+/// The ops the CPU target emits; the codecs it has kernels for (EmitCodecs.h).
+LogicalResult FunctionEmitter::checkOp(Operation &op) {
+  if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
+           SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
+           LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
+           AllGatherStartOp, SendStartOp, RecvStartOp, WaitOp, CompressOp, DecompressOp, CompressedAllReduceStartOp,
+           TPCopyOp, TPAllReduceOp, CompareOp, SelectOp, BroadcastToOp, ReduceOp, RmsNormOp, RotaryEmbeddingOp,
+           DropoutOp, func::CallOp, func::ReturnOp>(op) &&
+      !isa<SumSquaresOp, ClipScaleOp, SGDOp, CastOp, GatherOp, LogSoftmaxOp, TPAllGatherOp, VocabParallelEmbeddingOp,
+           VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp, VocabParallelCrossEntropyPartsGradOp,
+           TPSplitOp, ReduceScatterStartOp, AllGatherStartOp>(op))
+    return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
+  if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op))
+    return checkCodecOp(&op);
+  return success();
 }
 
 /// A compressed all-reduce's new codec state is final only when its request completes (the runtime runs the
@@ -174,14 +107,6 @@ int64_t FunctionEmitter::scratch(int64_t bytes) {
     return -1;
   }
   return declared[nextScratch++];
-}
-
-/// Names every value and takes its storage from the analysis (see the file comment).
-void FunctionEmitter::planStorage() {
-  liveness.emplace(func, StorageRules::cpu());
-  liveness->run();
-  gemms = &liveness->gemms();
-  target::nameStorage(func, ops, *liveness, "arg", valueCount, storage);
 }
 
 LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
@@ -280,7 +205,7 @@ bool mlir::ptrain::cpp::usesStates(func::FuncOp func) {
 }
 
 LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
-  if (failed(checkOps()))
+  if (failed(checkOps()) || failed(deferCompressedStateWrites()))
     return failure();
   // A pipeline module's function without a stage that uses states (the whole model's forward) runs on no rank,
   // since a rank holds only its stage's states: its entry point only refuses, and its body is not emitted (it
@@ -289,11 +214,6 @@ LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
   const bool pipeline = static_cast<bool>(getPipeline(func->getParentOfType<ModuleOp>()));
   runsNowhere = pipeline && !stage && usesStates(func);
   arenaBytes = 0;
-  for (BlockArgument arg : func.getBody().front().getArguments())
-    types["arg" + std::to_string(arg.getArgNumber())] = "const " + std::string(cType(arg)) + " *";
-  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
-    types["out_" + std::to_string(i)] =
-        cast<RankedTensorType>(type).getElementType().isF32() ? "float *" : "int64_t *";
   if (!runsNowhere && failed(planAndEmitBody(arenaBytes)))
     return failure();
   bytes = arenaBytes;
@@ -301,7 +221,9 @@ LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
 }
 
 LogicalResult FunctionEmitter::planAndEmitBody(int64_t &bytes) {
-  planStorage();
+  // The storage of every value (see the file comment).
+  planStorage(StorageRules::cpu(), /*place=*/true, "arg", "out_");
+  gemms = &liveness->gemms();
   bytes = liveness->arenaBytes();
   if (useKernels && failed(planFusedChains()))
     return failure();

@@ -16,6 +16,7 @@
 #include "EmitOptimizer.h"
 #include "EmitVocabParallel.h"
 
+#include "Common/GemmOps.h"
 #include "Common/KernelTarget.h"
 #include "Common/OpGeometry.h"
 
@@ -33,10 +34,8 @@ using namespace mlir::ptrain;
 using namespace mlir::ptrain::cpp;
 
 LogicalResult FunctionEmitter::emitOp(Operation *op) {
-  current = op;
-  nextScratch = 0;
+  beginOp(op);
   fillCount = 0; // fill_<n> are static locals of the op's block: named per op, the same in every layer
-  block.clear();
   // An op of an AdamW run: its first op writes the run's table and loop, the others nothing (AdamWTable.h).
   if (const AdamWRun *run = liveness->adamRunOf(op)) {
     if (run->ops.front() != op)
@@ -127,7 +126,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       declare(s.name + "_request", "", "  ptrain_request_t " + s.name + "_request = nullptr;\n");
   }
 
+  // The GEMMs and what their fusion folded or made aliases: both targets alike (GemmOps.h).
   LogicalResult result =
+      target::isGemmOp(op, *gemms) ? target::emitGemmOp(op, *gemms, *this) :
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
           .Case<arith::ConstantOp>([&](auto c) { return emitConstant(c); })
           .Case<StateReadOp>([&](StateReadOp read) -> LogicalResult {
@@ -158,13 +159,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             }
             return emitSharedOp(o, *this);
           })
-          .Case<EmbeddingOp, EmbeddingGradOp, UnaryOp, LayerNormOp, LayerNormGradOp, SliceOp,
-                SplitOp, ConcatOp, PadOp, TPSplitOp>([&](Operation *o) { return emitSharedOp(o, *this); })
+          .Case<EmbeddingOp, EmbeddingGradOp, UnaryOp, LayerNormOp, LayerNormGradOp, SliceOp, SplitOp, ConcatOp,
+                PadOp, TPSplitOp, TransposeOp, SumToOp>([&](Operation *o) { return emitSharedOp(o, *this); })
           .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
-            if (gemms->aliasOf(b)) {
-              line("// an alias: the GEMM of its product started from the bias rows (GemmFusion.h)");
-              return success();
-            }
             if (auto chain = fusedChainOf.find(b); chain != fusedChainOf.end()) {
               emitFusedChainOp(b, chain->second);
               return success();
@@ -174,54 +171,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                 (b.getKind() != BinaryKind::Add || shapeOf(b.getLhs()) != shapeOf(b.getRhs())))
               return emitBroadcastOp(b, *this);
             return emitSharedOp(b, *this);
-          })
-          .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {
-            FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cpp");
-            if (failed(g))
-              return failure();
-            if (gemms->isFolded(m))
-              return success(); // computed by the sum_to of its result
-            GemmOperand a = gemms->operand(m, 0), b = gemms->operand(m, 1);
-            Value bias = gemms->biasOf(m);
-            if (bias) { // C = the bias rows, then C = A B + C (the add of its only user, GemmFusion.h)
-              ArrayRef<int64_t> out = shapeOf(m.getResult());
-              if (failed(call(RuntimeCall::ptrain_broadcast_to,
-                              {ptr(bias), "4", "1", dims(shapeOf(bias), "bias_dims"), std::to_string(out.size()),
-                               dims(out, "out_dims"), ptr(m.getResult())})))
-                return failure();
-            }
-            // bf16 operands, fp32 accumulation and result (docs/MixedPrecision.md): the same arguments.
-            return call(m.getAccumulate() ? RuntimeCall::ptrain_gemm_bf16 : RuntimeCall::ptrain_gemm_f32,
-                        {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
-                         std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f", ptr(a.source),
-                         std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB),
-                         bias ? "1.0f" : "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
-          })
-          .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
-            if (gemms->isFolded(t))
-              return success(); // every user reads the input with BLAS's transpose flag
-            if (gemms->aliasOf(t))
-              return success(); // an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)
-            return emitSharedOp(t, *this);
-          })
-          .Case<SumToOp>([&](SumToOp s) -> LogicalResult {
-            Value out = s.getResult();
-            if (MatmulOp m = gemms->summedMatmul(s)) {
-              // sum_b A_b B_b as one GEMM over the batch-long contraction (A stored transposed, GemmFusion.h).
-              FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cpp");
-              if (failed(g))
-                return failure();
-              if (gemms->writesTransposed(s)) // its only user transposes it: (A^T B)^T = B^T A
-                return call(RuntimeCall::ptrain_gemm_f32,
-                            {"1", "0", "1", std::to_string(g->cols), std::to_string(g->rows),
-                             std::to_string(g->batch * g->k), "1.0f", ptr(gemms->operand(m, 1).source), "0",
-                             ptr(gemms->operand(m, 0).source), "0", "0.0f", ptr(out), "0"});
-              return call(RuntimeCall::ptrain_gemm_f32,
-                          {"1", "0", "1", std::to_string(g->rows), std::to_string(g->cols),
-                           std::to_string(g->batch * g->k), "1.0f", ptr(gemms->operand(m, 0).source), "0",
-                           ptr(gemms->operand(m, 1).source), "0", "0.0f", ptr(out), "0"});
-            }
-            return emitSharedOp(s, *this);
           })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto ce) -> LogicalResult {
             Value logits = ce.getLogits(), labels = ce.getLabels();
@@ -412,25 +361,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   llvm::raw_string_ostream locOs(loc);
   formatLoc(op->getLoc(), locOs);
   chunk.location = commentSafe(loc);
-  if (constantDecl)
-    chunk.decls.push_back(std::move(*constantDecl));
-  constantDecl.reset();
-  if (!block.empty())
-    chunk.code = "  {\n" + block + "  }\n";
-  // A transpose or sum its GEMM reads (GemmFusion.h) has no code: not written (the GEMM's block names what it
-  // reads), so that the folded transposes of every layer's weights are no run of comments.
-  if (gemms->isFolded(op) && chunk.decls.empty() && chunk.code.empty())
-    return success();
-  // A state read used in place is only a pointer: declared where it is first named, so that each layer's
-  // reads fall into the layer's block (BlockOutliner.h) instead of a run of reads at the function's top.
-  // So is a transpose whose GEMM wrote the transposed matrix (GemmFusion.h): an alias, no code, declared where
-  // it is read, so that a layer's weight gradients leave no run of alias-only chunks between the layers' blocks.
-  if (((isa<StateReadOp>(op) && storage[op->getResult(0)].kind == Storage::State) ||
-       (isa<TransposeOp>(op) && gemms->aliasOf(op))) &&
-      block.empty()) {
-    chunks.defer(chunk.decls);
-    return success();
-  }
-  chunks.push(std::move(chunk));
+  finishChunk(op, std::move(chunk));
   return success();
 }

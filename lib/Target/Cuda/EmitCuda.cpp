@@ -35,6 +35,9 @@
 #include "Common/PipelineDriver.h"
 #include "Common/RuntimeCallTable.h"
 #include "Common/StateStorage.h"
+#include "ptrain/Target/Common/StateTable.h"
+#include "Common/GemmOps.h"
+#include "Common/StepFunction.h"
 #include "Common/TensorParallelSlices.h"
 #include "Common/VerifyPlanBeforeEmit.h"
 #include "CudaCallTable.h"
@@ -46,6 +49,7 @@
 #include "StageStates.h"
 
 #include "ptrain/Analysis/BufferLiveness.h"
+#include "ptrain/Analysis/ConstantForm.h"
 #include "ptrain/Analysis/GemmFusion.h"
 #include "ptrain/Target/Common/BlockOutliner.h"
 
@@ -84,29 +88,9 @@ int64_t stateBlockBytes(StateOp state) {
   return alignUp(numElements(state.getTensorType().getShape()) * elementBytes(state.getTensorType().getElementType()));
 }
 
-/// The static-shape f32/i64 tensor type of `type` (with `codes`, also the codec codes' i32, i8, f16 and bf16; with
-/// `masks`, also i1: a value inside a function, one uint8_t per element as on the CPU), or an error at `op` naming
-/// `what`.
+/// The static-shape tensor type check of both targets (StepFunction.h) for --emit-cuda.
 LogicalResult checkType(Operation *op, Type type, const Twine &what, bool codes = false, bool masks = false) {
-  if (auto request = dyn_cast<RequestType>(type)) {
-    if (!request.getValueType())
-      return success(); // a send's request: no buffer of its own
-    type = request.getValueType();
-  }
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor)
-    return op->emitError("--emit-cuda: ") << what << " has type " << type << "; only ranked tensors are supported";
-  if (!tensor.hasStaticShape())
-    return op->emitError("--emit-cuda: ")
-           << what << " has the dynamic shape " << type << "; only static shapes are supported";
-  Type elem = tensor.getElementType();
-  if (!isModelElementType(elem) && !(codes && isCodeElementType(elem)) && !(masks && isMaskElementType(elem)))
-    return op->emitError("--emit-cuda: ")
-           << what << " has element type " << elem
-           << (codes   ? "; only f32, i64 and the codec codes' i32, i8, f16 and bf16 are supported"
-               : masks ? "; only f32, i64 and i1 (masks) are supported"
-                       : "; only f32 and i64 are supported");
-  return success();
+  return failure(failed(target::checkTensorType(op, type, what, "--emit-cuda", codes, masks)));
 }
 
 bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
@@ -114,9 +98,10 @@ const char *cType(Value v) { return elementCType(tensorOf(v).getElementType()); 
 
 struct StateInfo {
   StateOp op;
-  std::string var; ///< the host mirror (a heap block of ptrain_step_init)
-  int64_t offset;  ///< in the device block of states
-  int64_t index;   ///< in kStates
+  std::string var;  ///< the host mirror (a heap block of ptrain_step_init), a name for state_f32/i64[index]
+  int64_t offset;   ///< in the device block of states
+  int64_t index;    ///< in kStates
+  std::string dims; ///< its dims in kStateDims ("kStateDims + offset"; empty for a scalar)
 };
 
 /// Where a function's SSA value lives, always on the device (BufferLiveness.h), and its pointer's name.
@@ -134,22 +119,25 @@ struct ModuleStorage {
   /// device range at set-up (issue 23: a splat, e.g. the zeros that reset a gradient, is never printed).
   SmallVector<std::string> constantFills;
   int64_t constantBlockBytes = 0;
+  /// The device offset of each constant value already in d_constants, by its (uniqued) attribute and type: the
+  /// same constant of every layer is one copy, so that an outlined layer's row does not carry its offset and
+  /// the constants do not grow with the layers (issue 23). Constants are read-only.
+  llvm::DenseMap<std::pair<Attribute, Type>, int64_t> constantOffsets;
   CodecSites sites;      ///< codec telemetry (Common/CodecTelemetry.h)
   bool pipeline = false; ///< ptrain.pipeline: a rank's d_states holds its stage's states only
   StageStates stages;    ///< pipeline: each stage's states and their offsets in its d_states
 };
 
-/// Emits one function on device buffers; the CUDA target of the shared op emitters (KernelTarget.h): device
-/// memory, libptrain_runtime_cuda's kernels on the step's stream (RuntimeCallsCuda.def).
-class FunctionEmitter : public CudaCallWriter, public target::KernelTarget {
+/// Emits one function on device buffers; the CUDA target of the shared function walk (StepFunction.h) and op
+/// emitters (KernelTarget.h): device memory, libptrain_runtime_cuda's kernels on the step's stream
+/// (RuntimeCallsCuda.def), NCCL on streams and events.
+class FunctionEmitter : public CudaCallWriter, public target::StepFunction {
 public:
   FunctionEmitter(func::FuncOp func, ModuleStorage &module, CommGroups &comms, PipeChannels &pipes, std::string arena)
-      : func(func), module(module), comms(comms), pipes(pipes), arena(std::move(arena)) {}
+      : StepFunction(func, std::move(arena)), module(module), comms(comms), pipes(pipes) {}
   /// Plans the function's storage and emits its chunks (none for a function that runs on no pipeline rank);
   /// `arenaBytes` is its arena's size.
   LogicalResult prepare(int64_t &arenaBytes);
-  /// The emitted chunks and the types of the pointers in scope, for the block outliner (BlockOutliner.h).
-  target::EmittedFunction takeChunks() { return {chunks.take(), std::move(types), func->hasAttr("ptrain.entry")}; }
   /// Appends the device function to `code` with `body` (its chunks, repeated blocks replaced by calls), and
   /// sets `declaration`, `entry` and `ioBytes`.
   void write(std::string &code, const std::string &body);
@@ -159,7 +147,7 @@ public:
   int64_t ioBytes = 0;     ///< the entry point's arguments and results in d_io
 
   // CudaCallWriter (the per-op emitters of EmitCudaModelOps.cpp).
-  std::string valuePtr(Value v) const override { return ptr(v); }
+  std::string valuePtr(Value v) const override { return StepFunction::valuePtr(v); }
   LogicalResult emitCall(CudaCall callee, ArrayRef<std::string> args) override { return call(callee, args); }
   std::string scratch(int64_t bytes, StringRef type) override { return scratchPtr(bytes, type); }
   // KernelTarget (valuePtr above).
@@ -167,9 +155,7 @@ public:
   LogicalResult callKernel(target::Kernel kernel, ArrayRef<std::string> args) override {
     return call(cudaKernel(kernel), args);
   }
-  std::string scratchPtr(int64_t bytes, StringRef type) override { return arenaPtr(scratch(bytes), type); }
-  /// A `static const` host array in the current op's block (dims, offsets); "nullptr" when empty.
-  std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t") override;
+  std::string scratchPtr(int64_t bytes, StringRef type) override { return bufferPtr(scratch(bytes), type); }
   std::string constArray(ArrayRef<int64_t> values, StringRef name, StringRef type) override {
     return hostArray(values, name, type);
   }
@@ -182,8 +168,9 @@ public:
   GridOp theGrid() const override { return comms.theGrid; }
 
 private:
-  LogicalResult checkOps();
-  void planStorage();
+  LogicalResult checkOp(Operation &op) override;
+  /// A transfer's codes are never masks (and a mask is never sent).
+  bool allowsMasks(Operation &op) const override { return !isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op); }
   int64_t scratch(int64_t bytes);
   LogicalResult emitOp(Operation *op);
   LogicalResult emitConstant(arith::ConstantOp op);
@@ -195,46 +182,18 @@ private:
       return stage->offsets.lookup(sym);
     return module.states.lookup(sym).offset;
   }
-  std::string arenaPtr(int64_t buffer, StringRef type) const {
-    return "reinterpret_cast<" + type.str() + " *>(" + arena + " + " +
-           std::to_string(liveness->buffers()[buffer].offset) + ")";
-  }
   LogicalResult call(CudaCall callee, ArrayRef<std::string> args);
   /// A send or receive on the pipeline axis, on the stream of its channel (EmitCudaComm.h, PipeChannels): the
   /// peer is this function's stage (ptrain.stage) + offset.
   LogicalResult pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid, StringRef axis,
                              int64_t offset);
 
-  func::FuncOp func;
   ModuleStorage &module;
   CommGroups &comms;
   PipeChannels &pipes;
-  std::string arena;                              ///< the device block this function's buffers live in
   llvm::DenseMap<Value, std::string> requestComm; ///< a started all-reduce's communicator (for its wait)
-  SmallVector<Operation *> ops;
-  llvm::DenseMap<Operation *, int64_t> opIndex;
-  llvm::DenseMap<Value, Storage> storage;
-  /// The storage analysis (BufferLiveness.h); the dry run adds the kernels' scratch to it.
-  std::optional<BufferLiveness> liveness;
-  Operation *current = nullptr;
-  size_t nextScratch = 0;
-  bool dryRun = true;
-  bool runsNowhere = false;
-  std::string block;
-  target::ChunkList chunks;                   ///< one per op (BlockOutliner.h)
-  std::optional<target::ChunkDecl> constantDecl; ///< the current constant's pointer
-  llvm::StringMap<std::string> types;         ///< the C type of every pointer declared at function scope
-  int64_t arenaBytes = 0;
-  int64_t valueCount = 0;
+  bool dryRun = true; ///< the first walk: the kernels' scratch is added to the analysis, the text discarded
 };
-
-std::string FunctionEmitter::hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type) {
-  if (values.empty())
-    return "nullptr";
-  block += "    static const " + type.str() + " " + name.str() + "[" + std::to_string(values.size()) + "] = {" +
-           joinInts(values) + "};\n";
-  return name.str();
-}
 
 LogicalResult FunctionEmitter::call(CudaCall callee, ArrayRef<std::string> args) {
   return writeCheckedCall(block, current, "--emit-cuda", getCudaCallInfo(callee), args);
@@ -242,15 +201,13 @@ LogicalResult FunctionEmitter::call(CudaCall callee, ArrayRef<std::string> args)
 
 LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid,
                                             StringRef axis, int64_t offset) {
-  auto stage = getStage(func);
-  if (!stage)
-    return op->emitError("--emit-cuda: a send or receive needs its function's ptrain.stage (the pp coordinate)");
-  if (axis != "pp")
-    return op->emitError("--emit-cuda: point-to-point transfers are supported on the axis pp only");
+  FailureOr<int64_t> stage = pointToPointStage(op, axis);
+  if (failed(stage))
+    return failure();
   FailureOr<std::string> comm = comms.lookupAxis(op, grid, axis);
   if (failed(comm))
     return failure();
-  for (auto &[callee, args] : pipes.startCalls(op, request, isSend, stage.getIndex(), stage.getIndex() + offset, *comm,
+  for (auto &[callee, args] : pipes.startCalls(op, request, isSend, *stage, *stage + offset, *comm,
                                                ptr(buffer), bytesOf(buffer)))
     if (failed(call(callee, args)))
       return failure();
@@ -259,51 +216,26 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value bu
 
 /// The ops the CUDA target handles: the step of --ptrain-build-training-step and, with a grid, the
 /// communication of --ptrain-lower-to-runtime (NCCL) with the pipeline codecs (EmitCudaCodecs.h).
-LogicalResult FunctionEmitter::checkOps() {
-  if (!func.getBody().hasOneBlock())
-    return emitError(func.getLoc(), "--emit-cuda: function @") << func.getSymName() << " has control flow (more than one block)";
-  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
-    if (failed(checkType(func, type, "argument #" + Twine(i))))
-      return failure();
-  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
-    if (failed(checkType(func, type, "result #" + Twine(i))))
-      return failure();
-  for (Operation &op : func.getBody().front()) {
-    // ZeRO-1's collectives (--ptrain-build-training-step zero=1, docs/DistributedOptimizer.md): not mapped to NCCL
-    // yet; refused by name rather than as an unknown op.
-    if (isa<ReduceScatterStartOp, AllGatherStartOp>(op))
-      return op.emitError("--emit-cuda: '")
-             << op.getName()
-             << "' (ZeRO-1, the distributed optimizer: --ptrain-build-training-step zero=1, ptrain-compile --zero 1) "
-                "is not supported by the CUDA code generator yet; --target cpu runs it";
-    if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
-             SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
-             LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
-             SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, TPSplitOp, CompressOp, DecompressOp,
-             CompressedAllReduceStartOp, func::CallOp, func::ReturnOp>(op) &&
-        !isCudaModelOp(&op) && !isCudaTransformerOp(&op)) {
-      return op.emitError("--emit-cuda: '")
-             << op.getName() << "' is not supported by the CUDA code generator (docs/CodegenCuda.md lists the ops "
-             << "it maps; --target cpu has the others)";
-    }
-    if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCudaCodecOp(&op)))
-      return failure();
-    // Codes (and the transfers and waits that carry them) may have the codecs' element types; so may the mixed
-    // precision casts and bf16 GEMMs with fp32 accumulation (docs/MixedPrecision.md; a cast's element types are
-    // checked where it is emitted, EmitCudaModelOps.cpp).
-    auto matmul = dyn_cast<MatmulOp>(op);
-    const bool transfer = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op);
-    const bool codes = transfer || isa<CastOp>(op) || (matmul && matmul.getAccumulate());
-
-    for (auto [i, v] : llvm::enumerate(op.getOperands()))
-      if (failed(checkType(&op, v.getType(), "operand #" + Twine(i), codes, /*masks=*/!transfer)))
-        return failure();
-    for (auto [i, v] : llvm::enumerate(op.getResults()))
-      if (failed(checkType(&op, v.getType(), "result #" + Twine(i), codes, /*masks=*/!transfer)))
-        return failure();
-    opIndex[&op] = ops.size();
-    ops.push_back(&op);
+LogicalResult FunctionEmitter::checkOp(Operation &op) {
+  // ZeRO-1's collectives (--ptrain-build-training-step zero=1, docs/DistributedOptimizer.md): not mapped to NCCL
+  // yet; refused by name rather than as an unknown op.
+  if (isa<ReduceScatterStartOp, AllGatherStartOp>(op))
+    return op.emitError("--emit-cuda: '")
+           << op.getName()
+           << "' (ZeRO-1, the distributed optimizer: --ptrain-build-training-step zero=1, ptrain-compile --zero 1) "
+              "is not supported by the CUDA code generator yet; --target cpu runs it";
+  if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
+           SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
+           LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
+           SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, TPSplitOp, CompressOp, DecompressOp,
+           CompressedAllReduceStartOp, func::CallOp, func::ReturnOp>(op) &&
+      !isCudaModelOp(&op) && !isCudaTransformerOp(&op)) {
+    return op.emitError("--emit-cuda: '")
+           << op.getName() << "' is not supported by the CUDA code generator (docs/CodegenCuda.md lists the ops "
+           << "it maps; --target cpu has the others)";
   }
+  if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op))
+    return checkCudaCodecOp(&op);
   return success();
 }
 
@@ -314,14 +246,6 @@ int64_t FunctionEmitter::scratch(int64_t bytes) {
     return list[nextScratch++];
   ++nextScratch;
   return liveness->addScratch(current, bytes);
-}
-
-/// Where every value lives (see the file comment): the analysis with the CUDA target's rules, every value
-/// named.
-void FunctionEmitter::planStorage() {
-  liveness.emplace(func, StorageRules::cuda());
-  liveness->run(/*place=*/false);
-  target::nameStorage(func, ops, *liveness, "d_arg", valueCount, storage); // arguments: the caller's device buffers
 }
 
 /// Splat constants up to this many elements are printed (a host array copied at set-up); larger ones are
@@ -337,7 +261,43 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
   const int64_t index = module.constantCopies.size();
   const std::string name = "constant_" + std::to_string(index);
   int64_t offset = module.constantBlockBytes;
-  if (!dryRun && attr.isSplat() && n > kPrintedSplatElements) {
+  auto known = module.constantOffsets.find({attr, result.getType()});
+  const bool written = known != module.constantOffsets.end();
+  if (written)
+    offset = known->second;
+  else if (!dryRun)
+    module.constantOffsets[{attr, result.getType()}] = offset;
+  const ConstantForm form = n > kPrintedSplatElements ? classifyConstant(attr) : ConstantForm();
+  if (written || dryRun) {
+    // Written already (another layer's), or the dry run: nothing to add to the block.
+  } else if (form.kind == ConstantForm::CausalMask || form.kind == ConstantForm::Iota) {
+    // A causal mask or an iota (ConstantForm.h): generated by its kernel into its device range at set-up, as the
+    // CPU target generates it (issue 23: a [S, S] mask is never printed).
+    Type elem = tensorOf(result).getElementType();
+    const std::string range = "d_constants + " + std::to_string(offset);
+    std::string fill;
+    if (form.kind == ConstantForm::CausalMask) {
+      fill = "{\n    static const " + std::string(cType(result)) + " keep = " + elementLiteral(elem, form.keep) +
+             ", masked = " + elementLiteral(elem, form.masked) + ";\n    PTRAIN_STEP_CALL(" +
+             getCudaCallInfo(CudaCall::ptrain_cuda_causal_mask).name + "(" + range + ", " +
+             std::to_string(form.elemBytes) + ", " + std::to_string(form.batch) + ", " + std::to_string(form.rows) +
+             ", " + std::to_string(form.cols) + ", " + std::to_string(form.diagonal) + ", &keep, &masked));\n  }";
+    } else {
+      fill = "PTRAIN_STEP_CALL(" + std::string(getCudaCallInfo(CudaCall::ptrain_cuda_iota_i64).name) +
+             "(reinterpret_cast<int64_t *>(" + range + "), " + std::to_string(form.count) + ", " +
+             std::to_string(form.period) + ", " + int64Literal(form.start) + ", " + int64Literal(form.step) + "));";
+    }
+    module.constants += "// " + locationComment(op.getLoc()) + ": " + std::to_string(n) + " x " + cType(result) +
+                        ", device offset " + std::to_string(offset) +
+                        (form.kind == ConstantForm::CausalMask
+                             ? ": a causal mask [" + std::to_string(form.batch) + ", " + std::to_string(form.rows) +
+                                   ", " + std::to_string(form.cols) + "], generated at set-up\n\n"
+                             : ": an iota, generated at set-up\n\n");
+    module.constantCopies.push_back({"", offset});
+    module.constantBytes.push_back(bytesOf(result));
+    module.constantFills.push_back(std::move(fill));
+    module.constantBlockBytes = alignUp(offset + bytesOf(result));
+  } else if (attr.isSplat() && n > kPrintedSplatElements) {
     // A splat: zeroed (all bits zero) or filled from a host vector of its value when the device is set up.
     const bool mask = isMaskElementType(tensorOf(result).getElementType());
     std::string value;
@@ -369,7 +329,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
                    std::string(getCudaCallInfo(CudaCall::ptrain_cuda_copy_to_device).name) + "(fill.data(), " +
                    bytes + ", " + range + "));\n  }");
     module.constantBlockBytes = alignUp(offset + bytesOf(result));
-  } else if (!dryRun) {
+  } else {
     std::string values;
     const bool mask = isMaskElementType(tensorOf(result).getElementType()); // uint8_t 0 / 1
     for (int64_t i = 0; i < n; ++i)
@@ -398,9 +358,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
 }
 
 LogicalResult FunctionEmitter::emitOp(Operation *op) {
-  current = op;
-  nextScratch = 0;
-  block.clear();
+  beginOp(op);
   target::EmittedChunk chunk;
   chunk.location = locationComment(op->getLoc());
   chunk.header = "  // " + op->getName().getStringRef().str() + "\n";
@@ -422,13 +380,15 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       continue; // e.g. a reshape the lowering left unused: nvcc's "set but never used" ignores a (void) cast
     std::string type = cType(result), text;
     if (s.kind == Storage::Arena)
-      text = "  " + type + " *" + s.name + " = " + arenaPtr(s.buffer, type) + ";\n";
+      text = "  " + type + " *" + s.name + " = " + bufferPtr(s.buffer, type) + ";\n";
     else if (s.kind == Storage::State)
       text = "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(d_states + " +
              std::to_string(stateOffset(cast<StateReadOp>(op).getStateAttr().getAttr())) + ");\n";
     else if (s.kind == Storage::Alias)
       text = "  " + type + " *" + s.name + " = const_cast<" + type + " *>(" + ptr(s.root) + ");\n";
-    if (s.kind != Storage::Constant && result.use_empty())
+    // An arena result nothing reads is still written by its op's call (the dead tail of a stage's last layer,
+    // DeadOps.h, computed so that the layer is a call of the same block): no (void), which would differ there.
+    if (s.kind == Storage::State && result.use_empty())
       text += "  (void)" + s.name + ";\n";
     if (text.empty())
       continue;
@@ -441,7 +401,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     return "reinterpret_cast<" + std::string(cType(v)) + " *>(d_states + " + std::to_string(stateOffset(sym)) + ")";
   };
 
+  // The GEMMs and what their fusion folded or made aliases: both targets alike (GemmOps.h).
   LogicalResult result =
+      target::isGemmOp(op, gemms) ? target::emitGemmOp(op, gemms, *this) :
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
           .Case<arith::ConstantOp>([&](auto c) { return emitConstant(c); })
           .Case<StateReadOp>([&](StateReadOp read) -> LogicalResult {
@@ -458,64 +420,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
-          .Case<EmbeddingOp, EmbeddingGradOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp, SoftmaxGradOp, GeluOp,
-                GeluGradOp, SliceOp, SplitOp, ConcatOp, PadOp, TPSplitOp>(
+          .Case<EmbeddingOp, EmbeddingGradOp, BinaryOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp,
+                SoftmaxGradOp, GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp>(
               [&](Operation *o) { return emitSharedOp(o, *this); })
-          .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
-            if (gemms.aliasOf(b)) {
-              block += "    // an alias: the GEMM of its product started from the bias rows (GemmFusion.h)\n";
-              return success();
-            }
-            return emitSharedOp(b, *this);
-          })
-          .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
-            if (gemms.isFolded(t))
-              return success(); // every user reads the input with cuBLAS's transpose flag
-            if (gemms.aliasOf(t)) {
-              block += "    // an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)\n";
-              return success();
-            }
-            return emitSharedOp(t, *this);
-          })
-          .Case<SumToOp>([&](SumToOp sum) -> LogicalResult {
-            MatmulOp m = gemms.summedMatmul(sum);
-            if (!m)
-              return emitSharedOp(sum, *this);
-            // sum_b A_b B_b as one GEMM over the batch-long contraction (A stored transposed, GemmFusion.h).
-            FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cuda");
-            if (failed(g))
-              return failure();
-            Value a = gemms.operand(m, 0).source, b = gemms.operand(m, 1).source;
-            const bool transposed = gemms.writesTransposed(sum); // its only user transposes it: B^T A
-            return call(CudaCall::ptrain_cuda_gemm_f32,
-                        {"1", "0", "1", std::to_string(transposed ? g->cols : g->rows),
-                         std::to_string(transposed ? g->rows : g->cols), std::to_string(g->batch * g->k), "1.0f", ptr(transposed ? b : a), "0", ptr(transposed ? a : b),
-                         "0", "0.0f", ptr(sum.getResult()), "0"});
-          })
-          .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {
-            FailureOr<GemmGeometry> g = gemmGeometry(m, "--emit-cuda");
-            if (failed(g))
-              return failure();
-            if (gemms.isFolded(m))
-              return success(); // computed by the sum_to of its result
-            GemmOperand a = gemms.operand(m, 0), b = gemms.operand(m, 1);
-            Value bias = gemms.biasOf(m);
-            if (bias) { // C = the bias rows, then C = A B + C (the add of its only user, GemmFusion.h)
-              ArrayRef<int64_t> in = shapeOf(bias), out = shapeOf(m.getResult());
-              if (failed(call(CudaCall::ptrain_cuda_broadcast_to,
-                              {ptr(bias), "4", std::to_string(in.size()), constArray(in, "bias_dims", "int64_t"),
-                               std::to_string(out.size()), constArray(out, "out_dims", "int64_t"),
-                               ptr(m.getResult())})))
-                return failure();
-            }
-            // --precision bf16: bf16 operands, fp32 accumulation and result (docs/MixedPrecision.md), the same
-            // arguments.
-            return call(m.getAccumulate() ? CudaCall::ptrain_cuda_gemm_bf16 : CudaCall::ptrain_cuda_gemm_f32,
-                        {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
-                         std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f",
-                         ptr(a.source), std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB),
-                         bias ? "1.0f" : "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
-          })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {
             return emitCudaCrossEntropy(ce, *this); // weights, ignore_index, reduction: EmitCudaLoss.h
           })
@@ -622,18 +529,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           });
   if (failed(result))
     return failure();
-  if (!block.empty())
-    chunk.code = "  {\n" + block + "  }\n";
-  if (constantDecl)
-    chunk.decls.push_back(std::move(*constantDecl));
-  constantDecl.reset();
-  // A transpose or batched product a GEMM reads (GemmFusion.h) has no code and no pointer: no chunk (the GEMM
-  // names what it reads).
-  if (gemms.isFolded(op) && chunk.decls.empty() && chunk.code.empty())
-    return success();
-  // A state read stays where it is: a layer's block that reads it computes its pointer from d_states and a row
-  // entry (BlockOutliner.h, live-ins in a global block).
-  chunks.push(std::move(chunk));
+  finishChunk(op, std::move(chunk));
   return success();
 }
 
@@ -646,12 +542,8 @@ LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
   arenaBytes = bytes = 0;
   if (runsNowhere)
     return success();
-  planStorage();
-  for (BlockArgument arg : func.getBody().front().getArguments())
-    types["d_arg" + std::to_string(arg.getArgNumber())] = "const " + std::string(cType(arg)) + " *";
-  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
-    types["d_out_" + std::to_string(i)] =
-        std::string(elementCType(cast<RankedTensorType>(type).getElementType())) + " *";
+  // Where every value lives (see the file comment): arguments are the caller's device buffers.
+  planStorage(StorageRules::cuda(), /*place=*/false, "d_arg", "d_out_");
   // Dry run: every op's emitter requests its scratch, planned like any buffer; its text is discarded.
   for (Operation *op : ops)
     if (failed(emitOp(op)))
@@ -758,11 +650,15 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   for (Operation &op : module.getBody()->getOperations())
     if (!isa<func::FuncOp, StateOp, GridOp>(op))
       return emitError(op.getLoc(), "--emit-cuda: '") << op.getName() << "' at module level is not supported";
+  int64_t dimsOffset = 0;
   for (auto state : module.getOps<StateOp>()) {
     if (failed(checkType(state, state.getType(), "the state")))
       return failure();
+    const int64_t rank = state.getTensorType().getRank();
     StateInfo info{state, "state_" + std::to_string(storage.stateOrder.size()) + "_" + identifierFrom(state.getKey()),
-                   storage.stateBytes, static_cast<int64_t>(storage.stateOrder.size())};
+                   storage.stateBytes, static_cast<int64_t>(storage.stateOrder.size()),
+                   rank ? "kStateDims + " + std::to_string(dimsOffset) : std::string()};
+    dimsOffset += rank;
     storage.stateBytes += stateBlockBytes(state);
     storage.states[state.getSymNameAttr()] = info;
     storage.stateOrder.push_back(state);
@@ -831,8 +727,10 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
         readTPSlice(state, hasComm ? comms.theGrid : GridOp(), storage.states[state.getSymNameAttr()].var);
     if (failed(slice))
       return failure();
-    if (*slice)
+    if (*slice) {
+      (*slice)->dims = storage.states[state.getSymNameAttr()].dims;
       slices.push_back(std::move(**slice));
+    }
   }
   std::string onnxFile;
   if (auto file = module->getAttrOfType<StringAttr>("ptrain.onnx_file"))
@@ -861,7 +759,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
        "#include <cstdarg>\n"
        "#include <cstdint>\n"
        "#include <cstdio>\n"
-    << (hasComm ? "#include <cstdlib>\n" : "") << "#include <vector>\n"
+    << (hasComm ? "#include <cstdlib>\n" : "") << "#include <string>\n#include <vector>\n"
     << "\n"
        "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
     << kStepCallMacros << "namespace {\n\n"
@@ -878,52 +776,38 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
        "}\n\n";
   s << "//===--- States (" << storage.stateOrder.size()
     << "): host mirrors (init, checkpoints) and offsets in the device block d_states ---===//\n\n";
-  for (StateOp state : storage.stateOrder) {
-    const StateInfo &info = storage.states[state.getSymNameAttr()];
-    RankedTensorType type = state.getTensorType();
-    s << "// @" << state.getSymName() << " key \"" << state.getKey() << "\" kind "
-      << stringifyStateKind(state.getKind()) << " : " << type;
-    if (!pipeline)
-      s << ", device offset " << info.offset;
-    for (auto &[stage, layout] : storage.stages.byStage)
-      if (auto it = layout.offsets.find(state.getSymNameAttr()); pipeline && it != layout.offsets.end())
-        s << ", stage " << stage << " device offset " << it->second;
-    s << "\n";
-    s << elementCType(type.getElementType()) << " *" << info.var << " = nullptr;\n";
-    if (type.getRank() > 0)
-      s << "const int64_t " << info.var << "_dims[" << type.getRank() << "] = {" << joinInts(type.getShape()) << "};\n";
-  }
-  // A table over the host mirrors and the device offsets of its states.
-  auto stateTable = [&](StringRef name, ArrayRef<StateOp> list, llvm::function_ref<int64_t(StateOp)> offset) {
-    s << "\nptrain_state_desc_t " << name << "[] = {\n";
-    for (StateOp state : list) {
-      s << "    " << stateDescriptor(state, storage.states[state.getSymNameAttr()].var, "nullptr") << ",\n";
+  // As on the CPU (EmitCpp.cpp): a state is its named pointer (only those the code names), a reference to its
+  // entry of the pointer arrays, and its row of kStates written as runs of a layer's rows (StateTable.h), so
+  // that the table grows with a layer's distinct states, not the layers (issue 23). Its device offset is
+  // computed when the states are allocated (layOutStates), as the code generator laid them out.
+  const size_t numSlots = std::max<size_t>(storage.stateOrder.size(), 1);
+  s << "/// The host mirror of each state by its index in kStates, f32 states in state_f32, i64 states in\n"
+       "/// state_i64 (allocateStates), and each state's name for it.\n"
+    << "float *state_f32[" << numSlots << "] = {};\nint64_t *state_i64[" << numSlots << "] = {};\n"
+    << target::kNamedStatesMark;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> stageLists;
+  if (pipeline)
+    for (auto &[stage, layout] : storage.stages.byStage) {
+      std::vector<int64_t> indices;
+      for (StateOp state : layout.states)
+        indices.push_back(storage.states[state.getSymNameAttr()].index);
+      stageLists.push_back({"kStage" + std::to_string(stage) + "StateIndices", std::move(indices)});
     }
-    if (list.empty())
-      s << "    {nullptr, nullptr, PTRAIN_DTYPE_F32, 0, 0, nullptr, PTRAIN_STATE_INIT_NONE, 0},\n";
-    s << "};\n/// Device offset of each state of " << name << " in d_states.\nconst int64_t " << name
-      << "Offsets[] = {";
-    for (auto [i, state] : llvm::enumerate(list))
-      s << (i ? (i % 8 ? ", " : ",\n    ") : "\n    ") << offset(state);
-    s << (list.empty() ? "0" : "") << "};\n";
-  };
-  stateTable("kStates", storage.stateOrder,
-             [&](StateOp state) { return storage.states[state.getSymNameAttr()].offset; });
-  s << "constexpr int64_t kNumStates = " << storage.stateOrder.size() << ";\n";
+  s << "\n" << target::stateTable(storage.stateOrder, stageLists);
   if (pipeline) {
     s << "\n// The states each pipeline stage's functions use: a rank initializes, copies, saves and loads its "
-         "stage's,\n// and its d_states holds only them (kStage<s>StatesOffsets, kStage<s>StateBytes).\n";
+         "stage's,\n// and its d_states holds only them (kStage<s>StateIndices, kStage<s>StateBytes).\n";
     for (auto &[stage, layout] : storage.stages.byStage) {
-      const StageStates::Stage &l = layout;
-      stateTable("kStage" + std::to_string(stage) + "States", l.states.getArrayRef(),
-                 [&](StateOp state) { return l.offsets.lookup(state.getSymNameAttr()); });
-      s << "constexpr int64_t kNumStage" << stage << "States = " << l.states.size() << ";\n";
-      s << "constexpr int64_t kStage" << stage << "StateBytes = " << std::max<int64_t>(l.bytes, kAlignment)
+      s << "constexpr int64_t kNumStage" << stage << "States = " << layout.states.size()
+        << ";\nptrain_state_desc_t kStage" << stage << "States[" << std::max<size_t>(layout.states.size(), 1)
+        << "] = {};\n";
+      s << "constexpr int64_t kStage" << stage << "StateBytes = " << std::max<int64_t>(layout.bytes, kAlignment)
         << "; ///< the device memory of stage " << stage << "'s states on its ranks\n";
     }
   }
-  s << "/// The states this process owns (the stage's in a pipeline; set by ptrain_step_init).\n"
-       "const ptrain_state_desc_t *active_states = kStates;\nconst int64_t *active_offsets = kStatesOffsets;\n"
+  s << "/// The states this process owns (the stage's in a pipeline; set by ptrain_step_init) and their offsets in\n"
+       "/// d_states (layOutStates).\n"
+       "const ptrain_state_desc_t *active_states = kStates;\nstd::vector<int64_t> active_offsets;\n"
        "int64_t num_active_states = kNumStates;\n\n";
   s << "//===--- Constants: host arrays, copied once into the device block d_constants ---===//\n\n"
     << storage.constants;
@@ -942,6 +826,24 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     s << "/// The buffers of a function that calls others (its callees use d_arena): " << bytes
       << " bytes.\nunsigned char *" << name << " = nullptr;\n";
   s << "unsigned char *d_arena = nullptr;\nvoid *stream = nullptr;\n\n";
+  s << "/// The offset of each owned state in d_states: the states packed in table order, each at a multiple of " << kAlignment
+    << "\n/// bytes, as the code generator laid them out for the device pointers of the functions; an internal error\n"
+       "/// when the total is not the compiled one (kStateBytes or the stage's).\n"
+       "ptrain_status_t layOutStates() {\n"
+       "  active_offsets.assign(num_active_states, 0);\n"
+       "  int64_t offset = 0;\n"
+       "  for (int64_t i = 0; i < num_active_states; ++i) {\n"
+       "    const ptrain_state_desc_t &d = active_states[i];\n"
+       "    int64_t bytes = d.dtype == PTRAIN_DTYPE_I64 ? 8 : 4;\n"
+       "    for (int32_t k = 0; k < d.rank; ++k)\n      bytes *= d.dims[k];\n"
+       "    active_offsets[i] = offset;\n"
+       "    offset = (offset + bytes + " << kAlignment - 1 << ") / " << kAlignment << " * " << kAlignment << ";\n"
+       "  }\n"
+       "  if ((offset > " << kAlignment << " ? offset : " << kAlignment << ") != active_state_bytes)\n"
+       "    return stepError(\"ptrain_step_init internal error: the states take %lld bytes of d_states, compiled for "
+       "%lld\", static_cast<long long>(offset), static_cast<long long>(active_state_bytes));\n"
+       "  return PTRAIN_OK;\n"
+       "}\n\n";
   for (StringRef direction : {"push", "pull"}) {
     bool push = direction == "push";
     s << (push ? "/// Every owned state's host mirror into device memory.\nptrain_status_t pushStates() {\n"
@@ -1002,25 +904,22 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     << cudaCall(CudaCall::ptrain_cuda_set_stream) << "(stream));\n  return PTRAIN_OK;\n}\n\n";
   const int64_t worldSize = hasComm ? emitCudaCommunicators(comms, pipes, s) : 1;
   // The host mirrors of this rank's states (its stage's in a pipeline), allocated by ptrain_step_init.
-  emitStorageBlocks(s, {"storage_state_bytes"});
-  auto stateVar = [&](StateOp st) { return storage.states[st.getSymNameAttr()].var; };
-  auto stateIndex = [&](StateOp st) { return storage.states[st.getSymNameAttr()].index; };
-  s << "/// The host mirrors of this process's states, once.\nptrain_status_t allocateMirrors() {\n"
+  emitStorageBlocks(s, {"storage_state_bytes"}, StateAllocation::Indexed);
+  s << "/// The host mirrors of this process's states and their device offsets, once.\n"
+       "ptrain_status_t allocateMirrors() {\n"
        "  if (storage_stage != -2)\n    return PTRAIN_OK;\n";
   if (pipeline) {
     s << "  switch (ptrain_stage) {\n";
     for (auto &[stage, layout] : storage.stages.byStage)
-      s << "  case " << stage << ":\n"
-        << stateAllocations(layout.states.getArrayRef(), stateVar, stateIndex,
-                            "kStage" + std::to_string(stage) + "States", layout.states.getArrayRef(),
-                            "storage_state_bytes")
-        << "    break;\n";
+      if (!layout.states.empty())
+        s << "  case " << stage << ":\n    PTRAIN_STEP_CALL(allocateStates(kStage" << stage << "StateIndices, kNumStage"
+          << stage << "States, kStage" << stage << "States, storage_state_bytes));\n    break;\n";
     s << "  default:\n    break;\n  }\n  storage_stage = ptrain_stage;\n";
   } else {
-    s << stateAllocations(storage.stateOrder, stateVar, stateIndex, "", {}, "storage_state_bytes")
-      << "  storage_stage = -1;\n";
+    s << "  PTRAIN_STEP_CALL(allocateStates(nullptr, kNumStates, nullptr, storage_state_bytes));\n"
+         "  storage_stage = -1;\n";
   }
-  s << "  return PTRAIN_OK;\n}\n\n";
+  s << "  return layOutStates();\n}\n\n";
   if (!slices.empty())
     emitTPStateInit(slices, s);
   emitCudaTelemetryState(storage.sites, s);
@@ -1105,7 +1004,8 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
        "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_push_states\"));\n  return pushStates();\n}\n\n";
   emitTelemetryEntryPoints(storage.sites, hasComm, s, getRuntimeCallInfo(RuntimeCall::ptrain_rendezvous_all_gather).name);
   s << "//===--- Entry points ---===//\n\n" << entries << driverCode;
-  os << out;
+  os << target::withNamedStatePointers(out, storage.stateOrder,
+                                       [&](StateOp state) { return storage.states[state.getSymNameAttr()].var; });
   return success();
 }
 

@@ -198,7 +198,7 @@ void mlir::ptrain::cuda::emitCudaCommInit(const CommGroups &comms, const PipeCha
     s << "    switch (ptrain_stage) {\n";
     for (int64_t stage : stages)
       s << "    case " << stage << ":\n      active_states = kStage" << stage
-        << "States;\n      active_offsets = kStage" << stage << "StatesOffsets;\n      num_active_states = kNumStage"
+        << "States;\n      num_active_states = kNumStage"
         << stage << "States;\n      active_state_bytes = kStage" << stage << "StateBytes;\n      break;\n";
     s << "    }\n";
   }

@@ -46,7 +46,8 @@
 6. The LLaMA-style fixture (test/Import/ONNX/opset18+/Inputs/llama_tiny.onnx, --signature auto; one rank):
    nvcc builds its AdamW step for sm_80 and sm_90; step.cu calls the CUDA RMS norm, rotary embedding and
    select (the causal mask, an i1 constant in the device block of constants) under their ONNX node names, and
-   no CPU kernel; the mask constant is a uint8_t array.
+   no CPU kernel; the 16 x 16 mask is generated at set-up as uint8_t (ptrain_cuda_causal_mask, 1-byte elements,
+   keep 1, masked 0; issue 23: never printed).
 7. Mixed precision (--precision bf16, docs/MixedPrecision.md): the pp2 plan's step.cu calls cuBLAS's bf16 GEMM
    (ptrain_cuda_gemm_bf16: CUDA_R_16BF operands, fp32 compute) for every GEMM of both stages and no fp32 GEMM,
    casts with the cast codec's kernels without a residual (PTRAIN_DTYPE_BF16), and sends bf16 pipeline
@@ -132,7 +133,7 @@ MULTIRANK_CALLS = {
     # CB on link 1 -> 0: P (4*64 x 16) and Q (128 x 16) sent instead of the 4 x 64 x 128 gradient.
     "pp2occ": ("ptrain_nccl_send(comm_pp_1_to_0, ", "ptrain_nccl_recv(comm_pp_1_to_0, ",
                "ptrain_cuda_powersgd_encode_f32(", ", 1, 256, 128, 16, 0, ", "ptrain_cuda_powersgd_decode_f32(",
-               '{"pp1->0/residual", ', '{"pp1->0/warm_start_q", ', ", 16384, 0));", ", 8192, 0));",
+               ", 16384, 0));", ", 8192, 0));",
                # Codec telemetry: the CPU target's site table, measured by the CUDA kernel.
                'kCodecSiteNames[kNumCodecSites] = {"pp1->0"};', "ptrain_cuda_codec_metrics_f32(g, residual, ",
                "PTRAIN_STEP_CALL(recordCodecSite(0, "),
@@ -146,6 +147,31 @@ TELEMETRY_ENTRY_POINTS = ("ptrain_step_num_codec_sites", "ptrain_step_codec_site
 CODEC_OPS = {"ptrain.compress": "ptrain_cuda_powersgd_encode_f32", "ptrain.decompress": "ptrain_cuda_powersgd_decode_f32"}
 
 
+def state_keys(text):
+    """The state table's keys in kStates order and each stage's keys, expanded from the templates, runs and index
+    ranges as the generated code expands them when loaded (include/ptrain/Target/Common/StateTable.h)."""
+    body = re.search(r"kStateTemplates\[\d+\] = \{(.*?)\n\};", text, re.S)
+    templates = re.findall(r'\{"((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)", (true|false),', body.group(1) if body else "")
+
+    def ints(values):
+        return [int(v) for v in values.replace("\n", " ").split(",") if v.strip()]
+
+    runs = re.search(r"kStateRuns\[\d+\] = \{([^}]*)\}", text)
+    runs = ints(runs.group(1)) if runs else []
+    keys = []
+    for r in range(0, len(runs), 5):
+        first, period, count, number0, step = runs[r:r + 5]
+        for c in range(count):
+            for p in range(period):
+                prefix, suffix, numbered = templates[first + p]
+                keys.append(prefix + (str(number0 + c * step) + suffix if numbered == "true" else ""))
+    stages = {}
+    for stage, ranges in re.findall(r"kStage(\d+)StateIndicesRanges\[\d+\] = \{([^}]*)\}", text):
+        v = ints(ranges)
+        stages[int(stage)] = [keys[start + j] for start, length in zip(v[::2], v[1::2]) for j in range(length)]
+    return keys, stages
+
+
 def check_codecs(name, text):
     """The codec ops' blocks: location, op name, then (after the state copies) the CUDA codec call; the states
     of stage 1 (the sender) name the residual and the warm-start Q."""
@@ -156,8 +182,8 @@ def check_codecs(name, text):
         print(f"{name}: {op} blocks calling {call}: {len(found)}, e.g. {found[0] if found else None}")
         if not found:
             failures.append(f"{name}: no {op} block calling {call}")
-    stage1 = re.search(r"(?:const )?ptrain_state_desc_t kStage1States\[\] = \{(.*?)\};", text, re.S)
-    if not stage1 or '"pp1->0/residual"' not in stage1.group(1) or '"pp1->0/warm_start_q"' not in stage1.group(1):
+    stage1 = state_keys(text)[1].get(1, [])
+    if "pp1->0/residual" not in stage1 or "pp1->0/warm_start_q" not in stage1:
         failures.append(f"{name}: stage 1's state table lacks the residual or the warm-start Q")
     return failures
 
@@ -186,8 +212,8 @@ def check_selective_compression(name, text, plan):
                                                           for k in ("residual", "warm_start_q")}:
         failures.append(f"{name}: {len(blocks)} compressed all-reduce blocks for {len(sites)} SC sites "
                         f"({len(keys)} SC codec states)")
-    tables = "".join(re.findall(r"(?:const )?ptrain_state_desc_t kStage\dStates\[\] = \{(.*?)\};", text, re.S))
-    missing = sorted(k for k in keys if f'{{"{k}", ' not in tables)
+    tables = {k for stage in state_keys(text)[1].values() for k in stage}
+    missing = sorted(k for k in keys if k not in tables)
     if missing:
         failures.append(f"{name}: SC states missing from the stages' state tables: {missing[:3]}")
     if "ptrain_compressed_all_reduce_start" in text:
@@ -581,8 +607,9 @@ def check_llama(build, source, scratch):
             failures.append(f"llama: fewer than {least} {op} blocks calling {call} under an ONNX node name")
     if re.search(r"PTRAIN_STEP_CALL\(ptrain_(rms_norm|rotary|select|compare|dropout|gemm)", text):
         failures.append("llama: step.cu calls a CPU kernel")
-    if not re.search(r"alignas\(64\) const uint8_t constant_[0-9]+\[", text):
-        failures.append("llama: no i1 constant (the causal mask) as a uint8_t array in step.cu")
+    if not re.search(r"static const uint8_t keep = 1, masked = 0;\n    PTRAIN_STEP_CALL\(ptrain_cuda_causal_mask\("
+                     r"d_constants \+ [0-9]+, 1, 1, 16, 16, 0, &keep, &masked\)\);", text):
+        failures.append("llama: the i1 causal mask is not generated as uint8_t (ptrain_cuda_causal_mask) in step.cu")
     return failures
 
 

@@ -9,14 +9,12 @@
 // residual, each new state a device copy of the old one that the kernel updates in place; codec states live
 // in the device block of states like every other state (so init and checkpoints cover them).
 
-// The codec states are ordinary states: host mirrors, the keyed table, offsets in d_states.
-// CHECK: // @e key "link/residual" kind codec_residual : tensor<4x64x128xf32>, device offset 0
-// CHECK: // @q key "link/warm_start_q" kind codec_warm_start : tensor<128x16xf32>, device offset 131072
-// CHECK: // @n key "link/counter" kind codec_seed : tensor<i64>, device offset 139264
-// CHECK: ptrain_state_desc_t kStates[] = {
-// CHECK-NEXT: {"link/residual", nullptr,
-// CHECK-NEXT: {"link/warm_start_q", nullptr,
-// CHECK-NEXT: {"link/counter", nullptr,
+// The codec states are ordinary states: host mirrors, rows of the keyed table, offsets in d_states (packed in
+// table order at 256 bytes: 0, 131072, 139264; the functions' pointers below).
+// CHECK: const StateTemplate kStateTemplates[3] = {
+// CHECK-NEXT: {"link/residual", "", false, PTRAIN_DTYPE_F32, PTRAIN_STATE_CODEC_RESIDUAL, 3, {4, 64, 128}, PTRAIN_STATE_INIT_NONE, 0},
+// CHECK-NEXT: {"link/warm_start_q", "", false, PTRAIN_DTYPE_F32, PTRAIN_STATE_CODEC_WARM_START, 2, {128, 16}, PTRAIN_STATE_INIT_NONE, 0},
+// CHECK-NEXT: {"link/counter", "", false, PTRAIN_DTYPE_I64, PTRAIN_STATE_CODEC_SEED, 0, {0}, PTRAIN_STATE_INIT_NONE, 0},
 // No CPU codec kernel is called.
 // NOCPU-NOT: ptrain_powersgd_
 // NOCPU-NOT: ptrain_topk_
@@ -33,10 +31,11 @@ module {
   // PowerSGD on the default view (rows 4 x 64, cols 128) with error feedback and a warm-started Q (seed 0),
   // cuBLAS inside the runtime; the new states go back to their device state blocks.
   // CHECK-LABEL: ptrain_status_t device_powersgd({{.*}}) {
-  // CHECK: float *[[OLDE:v[0-9]+]] = reinterpret_cast<float *>(d_states + 0);
-  // CHECK: float *[[OLDQ:v[0-9]+]] = reinterpret_cast<float *>(d_states + 131072);
+  // The state reads used in place are declared where first named (StepFunction::finishChunk).
   // CHECK: // "/cb/Compress"
   // CHECK-NEXT: // ptrain.compress
+  // CHECK-NEXT: float *[[OLDE:v[0-9]+]] = reinterpret_cast<float *>(d_states + 0);
+  // CHECK-NEXT: float *[[OLDQ:v[0-9]+]] = reinterpret_cast<float *>(d_states + 131072);
   // CHECK: PTRAIN_STEP_CALL(ptrain_cuda_copy_bytes([[OLDE]], 131072, [[E:v[0-9]+]]));
   // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_copy_bytes([[OLDQ]], 8192, [[Q:v[0-9]+]]));
   // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_powersgd_encode_f32(d_arg0, [[E]], [[Q]], 1, 256, 128, 16, 0, [[P:v[0-9]+]], [[QC:v[0-9]+]]));

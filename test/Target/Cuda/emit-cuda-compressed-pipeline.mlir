@@ -61,10 +61,11 @@ module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_
 }
 
 // The residual is a state of stage 1 only (it initializes, saves and loads it).
-// CHECK: ptrain_state_desc_t kStage0States[] = {
-// CHECK-NEXT: {"w0",
-// CHECK: ptrain_state_desc_t kStage1States[] = {
-// CHECK-NEXT: {"pp1->0/residual",
+// CHECK: const StateTemplate kStateTemplates[2] = {
+// CHECK-NEXT: {"w", "", true, PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 2, {4, 8},
+// CHECK-NEXT: {"pp", "->0/residual", true, PTRAIN_DTYPE_F32, PTRAIN_STATE_CODEC_RESIDUAL, 2, {4, 8},
+// CHECK: const int64_t kStage0StateIndicesRanges[2] = {0, 1};
+// CHECK: const int64_t kStage1StateIndicesRanges[2] = {1, 1};
 // Stage 0: both receives in one NCCL group (the packed bytes as uint8_t), then the decoder on them.
 // CHECK-LABEL: ptrain_status_t device_stage0_train({{.*}}) {
 // CHECK: uint8_t *[[B:v[0-9]+]] = reinterpret_cast<uint8_t *>(d_arena +

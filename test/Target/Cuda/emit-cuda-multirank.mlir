@@ -104,22 +104,26 @@ module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_
 }
 
 // CHECK: // Entry points: ptrain_step_stage0_forward, ptrain_step_stage0_train, ptrain_step_stage1_train, ptrain_step_stage0_eval, ptrain_step_stage1_eval, ptrain_step_forward, ptrain_step_train, ptrain_step_eval
-// Each state's offset in the d_states of the stages that use it.
-// CHECK: // @w0 key "w0" kind parameter : tensor<4xf32>, stage 0 device offset 0
-// CHECK: // @w1 key "w1" kind parameter : tensor<4xf32>, stage 1 device offset 0
-// Each stage's state table and its device offsets; a rank copies and holds its stage's states only.
-// CHECK: ptrain_state_desc_t kStage0States[] = {
-// CHECK-NEXT: {"w0", nullptr,
-// CHECK: const int64_t kStage0StatesOffsets[] = {
-// CHECK-NEXT: 0};
+// The state table as runs of template rows (StateTable.h): w0 and w1 are one template repeated twice.
+// CHECK: const StateTemplate kStateTemplates[1] = {
+// CHECK-NEXT: {"w", "", true, PTRAIN_DTYPE_F32, PTRAIN_STATE_PARAMETER, 1, {4}, PTRAIN_STATE_INIT_NONE, 0},
+// CHECK: const int64_t kStateRuns[5] = {0, 1, 2, 0, 1};
+// Each stage's states by their indices in kStates; a rank copies and holds its stage's states only, each at
+// device offset 0 of its stage's d_states (laid out at init by layOutStates).
+// CHECK: const int64_t kStage0StateIndicesRanges[2] = {0, 1};
+// CHECK: const int64_t kStage1StateIndicesRanges[2] = {1, 1};
+// CHECK: ptrain_state_desc_t kStage0States[1] = {};
 // CHECK: constexpr int64_t kStage0StateBytes = 256;
-// CHECK: const int64_t kStage1StatesOffsets[] = {
-// CHECK-NEXT: 0};
+// CHECK: ptrain_state_desc_t kStage1States[1] = {};
 // CHECK: constexpr int64_t kStage1StateBytes = 256;
 // CHECK: constexpr int64_t kStateBytes = 512;
 // CHECK-NEXT: int64_t active_state_bytes = kStateBytes;
 // The caller's own arena; one NCCL communicator per (grid, axes) a transfer or collective names.
 // CHECK: unsigned char *d_arena_stage0_train = nullptr;
+// The owned states' offsets in d_states, computed as the emitter laid them out (the stage's bytes checked).
+// CHECK-LABEL: ptrain_status_t layOutStates() {
+// CHECK: offset = (offset + bytes + 255) / 256 * 256;
+// CHECK: if ((offset > 256 ? offset : 256) != active_state_bytes)
 // This rank's d_states: its stage's states only (active_state_bytes, set by ptrain_step_init).
 // CHECK: PTRAIN_STEP_CALL(ptrain_cuda_malloc(active_state_bytes, &p));
 // CHECK-NEXT: d_states = static_cast<unsigned char *>(p);
@@ -131,6 +135,13 @@ module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_
 // CHECK-NEXT: ptrain_nccl_comm_t comm_grid_dp = nullptr;
 // CHECK-LABEL: ptrain_status_t createGroup(const bool *in_group, ptrain_nccl_comm_t *out) {
 // CHECK: PTRAIN_STEP_CALL(ptrain_nccl_comm_split(nccl_world, color, ptrain_rank, out));
+// A rank allocates the host mirrors of its stage's states only, then lays them out.
+// CHECK-LABEL: ptrain_status_t allocateMirrors() {
+// CHECK: case 0:
+// CHECK-NEXT: PTRAIN_STEP_CALL(allocateStates(kStage0StateIndices, kNumStage0States, kStage0States, storage_state_bytes));
+// CHECK: case 1:
+// CHECK-NEXT: PTRAIN_STEP_CALL(allocateStates(kStage1StateIndices, kNumStage1States, kStage1States, storage_state_bytes));
+// CHECK: return layOutStates();
 // The device functions: the callee on the shared arena, the caller on its own; the call on device pointers.
 // CHECK-LABEL: ptrain_status_t device_stage0_forward(const float *d_arg0, float *d_out_0) {
 // CHECK: PTRAIN_STEP_CALL(ptrain_cuda_copy_bytes({{v[0-9]+}}, 16, d_out_0));
@@ -203,7 +214,7 @@ module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_stream_create(&stream_pp_0_to_1));
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_comm_split(comm_grid_pp, ptrain_stage == 1 || ptrain_stage == 0 ? 0 : -1, ptrain_stage, &comm_pp_1_to_0));
 // CHECK: PTRAIN_STEP_CALL(ptrain_cuda_event_create(&ev_posted[k]));
-// CHECK: active_offsets = kStage1StatesOffsets;
+// CHECK: active_states = kStage1States;
 // CHECK-NEXT: num_active_states = kNumStage1States;
 // CHECK-NEXT: active_state_bytes = kStage1StateBytes;
 // CHECK: PTRAIN_STEP_CALL(setUpDevice());

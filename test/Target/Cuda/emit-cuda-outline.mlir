@@ -70,10 +70,11 @@ module {
 // CHECK-LABEL: ptrain_status_t device_forward(const float *d_arg0, float *d_out_0) {
 // The first layer reads the argument, the others the previous layer's result: the same block, its input a
 // const pointer parameter (the live-ins match up to const; BlockOutliner.cpp). A pointer into the arena is
-// passed as its expression: the caller declares no pointer for it.
-// CHECK: // ptrain_block_0 (5 ops): "l0.w" .. "/l0/Add"
+// passed as its expression: the caller declares no pointer for it. The weight, a state read used in place, is
+// declared where first named, inside the block (StepFunction::finishChunk, as on the CPU): no op of its own.
+// CHECK: // ptrain_block_0 (4 ops): "/l0/MatMul" .. "/l0/Add"
 // CHECK-NEXT: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[0], d_arg0));
-// CHECK: // ptrain_block_0 (5 ops): "l1.w" .. "/l1/Add"
+// CHECK: // ptrain_block_0 (4 ops): "/l1/MatMul" .. "/l1/Add"
 // CHECK-NEXT: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[1], reinterpret_cast<float *>(d_arena + {{[0-9]+}})));
 // CHECK: PTRAIN_STEP_FORWARD(ptrain_block_0(kptrain_block_0_rows[7], reinterpret_cast<float *>(d_arena + {{[0-9]+}})));
 // The last layer's result is read after its call (the copy to d_out_0): declared again.

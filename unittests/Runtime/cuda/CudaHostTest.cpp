@@ -273,6 +273,26 @@ TEST(CudaArguments, MaskAndTransformerKernelsRejectBadArgumentsByName) {
   EXPECT_EQ(ptrain_cuda_dropout_f32(nullptr, 0, 0.1, 7, nullptr, 0, 1, 0, 1, 0, 0, nullptr), PTRAIN_OK);
 }
 
+// The generated constants (Generate.cu): the CPU calls' checks, before any device work.
+TEST(CudaArguments, GeneratedConstantsRejectBadArgumentsByName) {
+  const float keep = 0.0f, masked = -1.0f;
+  EXPECT_EQ(ptrain_cuda_causal_mask(dummy, 3, 1, 4, 4, 0, &keep, &masked), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_causal_mask: elem_bytes must be 1, 2, 4 or 8, got 3")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_causal_mask(dummy, 4, 1, -4, 4, 0, &keep, &masked), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'rows' must be >= 0, got -4")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_causal_mask(dummy, 4, 1, 4, 4, 0, nullptr, &masked), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'keep' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_causal_mask(dummy, 4, 0, 4, 4, 0, &keep, &masked), PTRAIN_OK); // nothing to write
+  EXPECT_EQ(ptrain_cuda_iota_i64(nullptr, 4, 2, 0, 1), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'out' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_iota_i64(reinterpret_cast<int64_t *>(dummyBytes), 4, 0, 0, 1), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_iota_i64: period must be > 0, got 0")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_fill_elements(dummy, 4, 4, nullptr), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'value' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_fill_elements(dummy, -1, 4, &keep), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'count' must be >= 0, got -1")) << ptrain_last_error();
+}
+
 TEST(CudaArguments, NcclCallsRejectBadArgumentsByName) {
   ptrain_nccl_comm_t out = nullptr;
   EXPECT_EQ(ptrain_nccl_comm_init(nullptr, &out), PTRAIN_ERROR_INVALID_ARGUMENT);

@@ -26,6 +26,9 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +62,16 @@ std::vector<StateRun> compressStateRuns(ArrayRef<std::pair<int64_t, int64_t>> it
 /// indices, all filled when the library is loaded. Each index list is written as ranges.
 std::string stateTable(ArrayRef<StateOp> states,
                        ArrayRef<std::pair<std::string, std::vector<int64_t>>> indexLists);
+
+/// Where the named state pointers go in a unit (withNamedStatePointers replaces it).
+inline constexpr llvm::StringLiteral kNamedStatesMark = "@@named state pointers@@\n";
+
+/// `unit` with its named state pointers in place of kNamedStatesMark: `[[maybe_unused]] float *&<var> =
+/// state_f32[<index>];` (int64_t and state_i64 for an i64 state), `index` a state's position in `states`, for
+/// the states whose `var` the unit names (issue 23: the others' lines grew with the layers). Both targets write
+/// their states' pointers (CPU: the heap blocks; CUDA: the host mirrors) this way.
+std::string withNamedStatePointers(StringRef unit, ArrayRef<StateOp> states,
+                                   llvm::function_ref<std::string(StateOp)> var);
 
 } // namespace mlir::ptrain::target
 

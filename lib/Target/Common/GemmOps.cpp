@@ -1,0 +1,84 @@
+//===- GemmOps.cpp - The GEMMs both targets emit, with their fusion ------===//
+//
+// See GemmOps.h. These cases were written twice, in each target's op switch,
+// differing only in the GEMM call's name.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common/GemmOps.h"
+
+#include "Common/CppTypes.h"
+#include "Common/OpGeometry.h"
+
+#include "ptrain/Analysis/GemmFusion.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+using namespace mlir::ptrain::target;
+
+bool mlir::ptrain::target::isGemmOp(Operation *op, const GemmFusion &gemms) {
+  if (isa<MatmulOp>(op))
+    return true;
+  if (auto sum = dyn_cast<SumToOp>(op))
+    return static_cast<bool>(gemms.summedMatmul(sum));
+  if (isa<TransposeOp>(op))
+    return gemms.isFolded(op) || gemms.aliasOf(op);
+  return isa<BinaryOp>(op) && gemms.aliasOf(op);
+}
+
+LogicalResult mlir::ptrain::target::emitGemmOp(Operation *op, const GemmFusion &gemms, KernelTarget &t) {
+  auto ptr = [&](Value v) { return t.valuePtr(v); };
+  auto str = [](int64_t v) { return std::to_string(v); };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<MatmulOp>([&](MatmulOp m) -> LogicalResult {
+        FailureOr<GemmGeometry> g = gemmGeometry(m, t.flag());
+        if (failed(g))
+          return failure();
+        if (gemms.isFolded(m))
+          return success(); // computed by the sum_to of its result
+        GemmOperand a = gemms.operand(m, 0), b = gemms.operand(m, 1);
+        Value bias = gemms.biasOf(m);
+        if (bias) { // C = the bias rows, then C = A B + C (the add of its only user, GemmFusion.h)
+          ArrayRef<int64_t> in = shapeOf(bias), out = shapeOf(m.getResult());
+          if (failed(t.callKernel(Kernel::broadcast_to,
+                                  {ptr(bias), "4", str(in.size()), t.hostArray(in, "bias_dims"), str(out.size()),
+                                   t.hostArray(out, "out_dims"), ptr(m.getResult())})))
+            return failure();
+        }
+        // bf16 operands, fp32 accumulation and result (docs/MixedPrecision.md): the same arguments.
+        return t.callKernel(m.getAccumulate() ? Kernel::gemm_bf16 : Kernel::gemm_f32,
+                            {a.transposed ? "1" : "0", b.transposed ? "1" : "0", str(g->batch), str(g->rows),
+                             str(g->cols), str(g->k), "1.0f", ptr(a.source), str(g->strideA), ptr(b.source),
+                             str(g->strideB), bias ? "1.0f" : "0.0f", ptr(m.getResult()), str(g->rows * g->cols)});
+      })
+      .Case<SumToOp>([&](SumToOp s) -> LogicalResult {
+        // sum_b A_b B_b as one GEMM over the batch-long contraction (A stored transposed, GemmFusion.h).
+        MatmulOp m = gemms.summedMatmul(s);
+        FailureOr<GemmGeometry> g = gemmGeometry(m, t.flag());
+        if (failed(g))
+          return failure();
+        Value a = gemms.operand(m, 0).source, b = gemms.operand(m, 1).source;
+        const bool transposed = gemms.writesTransposed(s); // its only user transposes it: (A^T B)^T = B^T A
+        return t.callKernel(Kernel::gemm_f32, {"1", "0", "1", str(transposed ? g->cols : g->rows),
+                                               str(transposed ? g->rows : g->cols), str(g->batch * g->k), "1.0f",
+                                               ptr(transposed ? b : a), "0", ptr(transposed ? a : b), "0", "0.0f",
+                                               ptr(s.getResult()), "0"});
+      })
+      .Case<TransposeOp>([&](TransposeOp tr) {
+        // Folded: every user reads the input with the BLAS transpose flag. An alias: the GEMM of its input wrote
+        // the transposed matrix (GemmFusion.h). No code either way (a target may declare it where it is read).
+        if (!gemms.isFolded(tr))
+          t.note("an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)");
+        return success();
+      })
+      .Case<BinaryOp>([&](BinaryOp) {
+        t.note("an alias: the GEMM of its product started from the bias rows (GemmFusion.h)");
+        return success();
+      })
+      .Default([&](Operation *other) {
+        return other->emitError(t.flag()) << " internal error: '" << other->getName() << "' is not a GEMM op";
+      });
+}

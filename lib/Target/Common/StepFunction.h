@@ -1,0 +1,117 @@
+//===- StepFunction.h - One function of the step, for both targets -*- C++ -*-===//
+//
+// The function level of both code generators (issue 23 item 1: one step
+// emitter). A target's function emitter (lib/Target/Cpp/CppEmitter.h,
+// lib/Target/Cuda/EmitCuda.cpp) derives from StepFunction, which owns what
+// both do alike:
+//   - the op walk and its checks (checkOps: one block; static-shape tensors of
+//     the model's, the codecs' and the masks' element types), with the
+//     target's set of ops and its own refusals as the hook checkOp;
+//   - the storage from the one liveness analysis (planStorage:
+//     include/ptrain/Analysis/BufferLiveness.h with the target's
+//     StorageRules, every value named as NamedStorage.h names it), arena
+//     pointers and the pointer types of the signature;
+//   - the current op's block, its host arrays and notes (the KernelTarget
+//     context of the shared op emitters, KernelTarget.h);
+//   - the chunks per op handed to the block outliner (BlockOutliner.h);
+//   - the pipeline peer of a send or receive (pointToPointStage).
+// What only one target has stays in its class: the memory kind of a state
+// pointer, the collectives (MPI requests, NCCL streams and events), the AdamW
+// table, constants (file, generated or device block) and the entry point's C
+// ABI shape.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PTRAIN_TARGET_COMMON_STEPFUNCTION_H
+#define PTRAIN_TARGET_COMMON_STEPFUNCTION_H
+
+#include "Common/KernelTarget.h"
+#include "Common/NamedStorage.h"
+
+#include "ptrain/Analysis/BufferLiveness.h"
+#include "ptrain/Target/Common/BlockOutliner.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::ptrain::target {
+
+/// The static-shape tensor type of `type` (a request: its value's type; a send's request: a null type) whose
+/// element type is f32 or i64, with `codes` also the codec codes' i32, i8, f16 and bf16, with `masks` also i1
+/// (one uint8_t per element); else an error at `op` naming `what`, prefixed by the target's `flag`.
+FailureOr<RankedTensorType> checkTensorType(Operation *op, Type type, const Twine &what, StringRef flag,
+                                            bool codes = false, bool masks = false);
+
+/// One function of the step on one target (see the file comment).
+class StepFunction : public KernelTarget {
+public:
+  /// The emitted chunks and the types of the pointers in scope, for the block outliner (BlockOutliner.h).
+  EmittedFunction takeChunks() { return {chunks.take(), std::move(types), func->hasAttr("ptrain.entry")}; }
+
+  // KernelTarget: the parts every target writes alike.
+  std::string valuePtr(Value v) const override { return storage.lookup(v).name; }
+  std::string hostArray(ArrayRef<int64_t> values, StringRef name, StringRef type = "int64_t") override;
+  void note(StringRef text) override { block += "    // " + text.str() + "\n"; }
+
+protected:
+  /// `arena`: the C variable (a byte pointer or array) this function's buffers live in.
+  StepFunction(func::FuncOp func, std::string arena) : func(func), arena(std::move(arena)) {}
+
+  /// The target's check of one op before any code is written: an error at the op (naming the target's flag)
+  /// for an op it does not emit, or one of its own limits (a codec it has no kernel for).
+  virtual LogicalResult checkOp(Operation &op) = 0;
+  /// Whether `op`'s operands and results may be i1 masks.
+  virtual bool allowsMasks(Operation &op) const { return true; }
+
+  /// The walk: the function has one block, its arguments and results are supported tensors (checkTensorType),
+  /// and so is every op (checkOp) and its operands and results (codes for codec ops, transfers, waits, casts
+  /// and bf16 GEMMs; masks where allowsMasks); fills `ops` and `opIndex`.
+  LogicalResult checkOps();
+  /// The storage of every value from the liveness analysis with `rules` (with `place`, the offsets too; else
+  /// the target adds its kernels' scratch, then places), named `argPrefix`<N> and v<N> (NamedStorage.h); the
+  /// pointer types of the arguments (`const T *argPrefix<N>`) and results (`T *outPrefix<N>`).
+  void planStorage(StorageRules rules, bool place, StringRef argPrefix, StringRef outPrefix);
+  /// The start of `op`'s emission: no block, no scratch taken.
+  void beginOp(Operation *op) {
+    current = op;
+    nextScratch = 0;
+    block.clear();
+  }
+  /// Ends `op`'s chunk (BlockOutliner.h): the op's block as its code, the constant's pointer among its
+  /// declarations. A chunk with nothing (an op a GEMM folded, GemmOps.h) is dropped; a state read used in place
+  /// (nothing in its block) and a transpose a GEMM wrote (an alias) are only their pointers, declared where
+  /// first named (ChunkList::defer), so that each layer's reads fall into the layer's block instead of a run of
+  /// reads at the function's top, and a layer's weight gradients leave no alias-only chunks between the layers.
+  void finishChunk(Operation *op, EmittedChunk chunk);
+  /// Arena buffer `buffer` as a `type *` expression ("nullptr" for -1).
+  std::string bufferPtr(int64_t buffer, StringRef type) const;
+  /// The function's pipeline stage for a send or receive on `axis`: an error at `op` without ptrain.stage or
+  /// on another axis than pp (the peer is the stage + the op's offset).
+  FailureOr<int64_t> pointToPointStage(Operation *op, StringRef axis) const;
+
+  func::FuncOp func;
+  std::string arena; ///< the C variable this function's buffers live in
+  SmallVector<Operation *> ops;
+  llvm::DenseMap<Operation *, int64_t> opIndex;
+  llvm::DenseMap<Value, NamedStorage> storage;
+  /// The storage analysis (BufferLiveness.h): kinds, buffers and offsets, GEMM fusion, the kernels' scratch.
+  std::optional<BufferLiveness> liveness;
+  Operation *current = nullptr;
+  size_t nextScratch = 0;
+  std::string block;                      ///< the current op's declarations and calls
+  ChunkList chunks;                       ///< one per op (BlockOutliner.h)
+  std::optional<ChunkDecl> constantDecl;  ///< the current constant's pointer, declared at function scope
+  llvm::StringMap<std::string> types;     ///< the C type of every pointer declared at function scope
+  int64_t valueCount = 0;
+  int64_t arenaBytes = 0;
+  bool runsNowhere = false; ///< a pipeline module's function of no stage: its entry point only refuses
+};
+
+} // namespace mlir::ptrain::target
+
+#endif // PTRAIN_TARGET_COMMON_STEPFUNCTION_H
