@@ -111,7 +111,7 @@ LogicalResult FunctionEmitter::checkOps() {
     if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCodecOp(&op)))
       return failure();
     // Codes (and the transfers and waits that carry them) may have the codecs' element types.
-    // Mixed precision: bf16 casts and the bf16 GEMMs with fp32 accumulation (docs/MixedPrecision.md); the
+    // Mixed precision: bf16 and f16 casts and the 16-bit GEMMs with fp32 accumulation (docs/MixedPrecision.md); the
     // cast's other element types are checked where it is emitted (EmitSelection.cpp).
     auto matmul = dyn_cast<MatmulOp>(op);
     const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp, CastOp>(op) ||

@@ -190,12 +190,15 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                                dims(out, "out_dims"), ptr(m.getResult())})))
                 return failure();
             }
-            // bf16 operands, fp32 accumulation and result (docs/MixedPrecision.md): the same arguments.
-            return call(m.getAccumulate() ? RuntimeCall::ptrain_gemm_bf16 : RuntimeCall::ptrain_gemm_f32,
-                        {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
-                         std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f", ptr(a.source),
-                         std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB),
-                         bias ? "1.0f" : "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
+            // bf16 or f16 operands, fp32 accumulation and result (docs/MixedPrecision.md): the same arguments.
+            RuntimeCall gemm = RuntimeCall::ptrain_gemm_f32;
+            if (m.getAccumulate())
+              gemm = m.getLhs().getType().getElementType().isBF16() ? RuntimeCall::ptrain_gemm_bf16
+                                                                    : RuntimeCall::ptrain_gemm_f16;
+            return call(gemm, {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
+                               std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f",
+                               ptr(a.source), std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB),
+                               bias ? "1.0f" : "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
           })
           .Case<TransposeOp>([&](TransposeOp t) -> LogicalResult {
             if (gemms->isFolded(t))

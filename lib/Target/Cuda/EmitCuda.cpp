@@ -289,7 +289,7 @@ LogicalResult FunctionEmitter::checkOps() {
     if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op) && failed(checkCudaCodecOp(&op)))
       return failure();
     // Codes (and the transfers and waits that carry them) may have the codecs' element types; so may the mixed
-    // precision casts and bf16 GEMMs with fp32 accumulation (docs/MixedPrecision.md; a cast's element types are
+    // precision casts and 16-bit GEMMs with fp32 accumulation (docs/MixedPrecision.md; a cast's element types are
     // checked where it is emitted, EmitCudaModelOps.cpp).
     auto matmul = dyn_cast<MatmulOp>(op);
     const bool transfer = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op);
@@ -508,13 +508,16 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                                ptr(m.getResult())})))
                 return failure();
             }
-            // --precision bf16: bf16 operands, fp32 accumulation and result (docs/MixedPrecision.md), the same
-            // arguments.
-            return call(m.getAccumulate() ? CudaCall::ptrain_cuda_gemm_bf16 : CudaCall::ptrain_cuda_gemm_f32,
-                        {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
-                         std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f",
-                         ptr(a.source), std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB),
-                         bias ? "1.0f" : "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
+            // --precision bf16 or fp16: 16-bit operands, fp32 accumulation and result (docs/MixedPrecision.md),
+            // the same arguments.
+            CudaCall gemm = CudaCall::ptrain_cuda_gemm_f32;
+            if (m.getAccumulate())
+              gemm = m.getLhs().getType().getElementType().isBF16() ? CudaCall::ptrain_cuda_gemm_bf16
+                                                                    : CudaCall::ptrain_cuda_gemm_f16;
+            return call(gemm, {a.transposed ? "1" : "0", b.transposed ? "1" : "0", std::to_string(g->batch),
+                               std::to_string(g->rows), std::to_string(g->cols), std::to_string(g->k), "1.0f",
+                               ptr(a.source), std::to_string(g->strideA), ptr(b.source), std::to_string(g->strideB),
+                               bias ? "1.0f" : "0.0f", ptr(m.getResult()), std::to_string(g->rows * g->cols)});
           })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {
             return emitCudaCrossEntropy(ce, *this); // weights, ignore_index, reduction: EmitCudaLoss.h
