@@ -135,9 +135,9 @@ private:
       tensor.getElementType().print(os);
       return s;
     };
-    // A GEMM runs at its operands' rate: bf16 operands accumulated in f32 (`ptrain.matmul {accumulate = f32}`,
-    // --precision bf16) at the cluster's bf16 peak (the tensor cores' figure, e.g. 989.5 TFLOP/s on an H200
-    // against 67 in fp32), not at the f32 peak of its result. Other ops at their result's type.
+    // A GEMM runs at its operands' rate: bf16 (or f16) operands accumulated in f32 (`ptrain.matmul {accumulate =
+    // f32}`, --precision bf16 or fp16) at the cluster's bf16 (f16) peak (the tensor cores' figure, e.g. 989.5
+    // TFLOP/s on an H200 against 67 in fp32), not at the f32 peak of its result. Other ops at their result's type.
     ValueRange operands = op->getOperands(), results = op->getResults();
     bool gemm = isa<MatmulOp>(op);
     for (ValueRange values : {gemm ? operands : results, gemm ? results : operands})
@@ -434,7 +434,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
   model.virtualStages = v;
   model.costs.virtualStages = v;
   model.scheduleKind = schedule.getKind().str();
-  const bool bf16Messages = sendsBf16Messages(module);
+  const FloatType halfMessages = getMessageHalfType(module);
   model.microBatches = schedule.getMicroBatches();
   if (static_cast<int64_t>(rows.size()) != p)
     return costError("ptrain.schedule has " + llvm::Twine(rows.size()) + " rows for " + llvm::Twine(p) + " stages");
@@ -595,13 +595,13 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     else
       c.backward = bc->seconds / tp + tpBackwardSeconds;
 
-    // Pipeline transfers: every TP rank sends the whole (replicated) boundary tensor, in bf16 when the step was
-    // built with precision=bf16 (2 bytes an element; the lowering casts around the send and receive).
+    // Pipeline transfers: every TP rank sends the whole (replicated) boundary tensor, in bf16 or f16 when the step
+    // was built with precision=bf16 or fp16 (2 bytes an element; the lowering casts around the send and receive).
     const LinkCost ppLink = link(ppInter);
     auto messageBytes = [&](Type type) {
       auto tensor = cast<RankedTensorType>(type);
-      if (bf16Messages && isa<FloatType>(tensor.getElementType()))
-        tensor = tensor.clone(BFloat16Type::get(module.getContext()));
+      if (halfMessages && isa<FloatType>(tensor.getElementType()))
+        tensor = tensor.clone(halfMessages);
       return getTensorBytes(tensor);
     };
     if (!last) {

@@ -153,9 +153,10 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
       .Case([&](BinaryOp b) -> Result { return one(evalBinary(b.getKind(), get(b.getLhs()), get(b.getRhs()))); })
       .Case([&](UnaryOp u) -> Result { return one(evalUnary(u.getKind(), get(u.getInput()))); })
       .Case([&](MatmulOp m) -> Result {
-        // bf16 operands with fp32 accumulation: the runtime's ptrain_gemm_bf16 bits (docs/MixedPrecision.md).
+        // bf16 or f16 operands with fp32 accumulation: the runtime's ptrain_gemm_bf16 / _f16 bits
+        // (docs/MixedPrecision.md).
         if (m.getAccumulate())
-          return one(evalMatmulBf16(get(m.getLhs()), get(m.getRhs())));
+          return one(evalMatmulHalf(get(m.getLhs()), get(m.getRhs())));
         return one(evalMatmul(get(m.getLhs()), get(m.getRhs())));
       })
       .Case([&](LayerNormOp l) -> Result {

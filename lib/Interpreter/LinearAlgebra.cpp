@@ -1,7 +1,7 @@
 //===- LinearAlgebra.cpp - matmul and embedding kernels ------------------===//
 //
-// ptrain.matmul (batched, broadcast batch dimensions, dot products accumulated in double), the bf16 matmul
-// with fp32 accumulation (the runtime's ptrain_gemm_bf16, linked from ptrain_codecs: the same bits) and
+// ptrain.matmul (batched, broadcast batch dimensions, dot products accumulated in double), the bf16 and f16
+// matmuls with fp32 accumulation (the runtime's ptrain_gemm_bf16 / _f16, linked from ptrain_codecs: the same bits) and
 // ptrain.embedding (row lookup with a range check on every id) and its adjoint ptrain.embedding_grad
 // (scatter-add of gradient rows).
 //
@@ -81,19 +81,23 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalMatmul(const Tensor &lhs, const
   return out;
 }
 
-llvm::Expected<Tensor> mlir::ptrain::interp::evalMatmulBf16(const Tensor &lhs, const Tensor &rhs) {
-  if (lhs.getDType() != DType::BF16 || rhs.getDType() != DType::BF16)
-    return makeError("bf16 matmul needs two bf16 tensors, got " + lhs.getTypeString() + " and " +
+llvm::Expected<Tensor> mlir::ptrain::interp::evalMatmulHalf(const Tensor &lhs, const Tensor &rhs) {
+  const DType half = lhs.getDType();
+  if ((half != DType::BF16 && half != DType::F16) || rhs.getDType() != half)
+    return makeError("16-bit matmul needs two bf16 or two f16 tensors, got " + lhs.getTypeString() + " and " +
                      rhs.getTypeString());
   llvm::Expected<MatmulGeometry> geometry = matmulGeometry(lhs, rhs);
   if (!geometry)
     return geometry.takeError();
   const int64_t n = geometry->n, k = geometry->k, m = geometry->m;
-  // The operands' bf16 bits (their values are bf16 values, so the fp32 and bf16 roundings are exact).
-  auto toBits = [](const Tensor &t) {
+  const bool bf16 = half == DType::BF16;
+  // The operands' 16-bit bits (their values are bf16 / f16 values, so the fp32 and 16-bit roundings are exact).
+  auto toBits = [&](const Tensor &t) {
     std::vector<float> wide(t.floats().begin(), t.floats().end());
     std::vector<uint16_t> bits(wide.size());
-    (void)ptrain_cast_f32_bf16(wide.data(), static_cast<int64_t>(wide.size()), bits.data());
+    const int64_t count = static_cast<int64_t>(wide.size());
+    (void)(bf16 ? ptrain_cast_f32_bf16(wide.data(), count, bits.data())
+                : ptrain_cast_f32_f16(wide.data(), count, bits.data()));
     return bits;
   };
   const std::vector<uint16_t> a = toBits(lhs), b = toBits(rhs);
@@ -101,9 +105,11 @@ llvm::Expected<Tensor> mlir::ptrain::interp::evalMatmulBf16(const Tensor &lhs, c
   Tensor out(DType::F32, geometry->shape);
   llvm::MutableArrayRef<double> o = out.floats();
   for (size_t bi = 0; bi < geometry->lmap.size(); ++bi) {
-    if (ptrain_status_t status = ptrain_gemm_bf16(0, 0, 1, n, m, k, 1.0f, a.data() + geometry->lmap[bi] * n * k, 0,
-                                                  b.data() + geometry->rmap[bi] * k * m, 0, 0.0f, c.data(), 0))
-      return makeError(llvm::Twine("bf16 matmul: ") + ptrain_status_string(status) + ": " + ptrain_last_error());
+    const uint16_t *ab = a.data() + geometry->lmap[bi] * n * k, *bb = b.data() + geometry->rmap[bi] * k * m;
+    if (ptrain_status_t status = bf16 ? ptrain_gemm_bf16(0, 0, 1, n, m, k, 1.0f, ab, 0, bb, 0, 0.0f, c.data(), 0)
+                                      : ptrain_gemm_f16(0, 0, 1, n, m, k, 1.0f, ab, 0, bb, 0, 0.0f, c.data(), 0))
+      return makeError(llvm::Twine(bf16 ? "bf16" : "f16") + " matmul: " + ptrain_status_string(status) + ": " +
+                       ptrain_last_error());
     std::copy(c.begin(), c.end(), o.begin() + static_cast<int64_t>(bi) * n * m);
   }
   return out;

@@ -54,6 +54,10 @@ static BuildTrainingStepPassOptions trainingStepOptions(const TrainingPipelineOp
   step.momentum = o.momentum;
   step.clipNorm = o.clipNorm;
   step.precision = o.precision;
+  step.initialLossScale = o.initialLossScale;
+  step.minLossScale = o.minLossScale;
+  step.lossScaleWindow = o.lossScaleWindow;
+  step.hysteresis = o.hysteresis;
   step.ignoreIndex = o.ignoreIndex;
   step.classWeights.assign(o.classWeights.begin(), o.classWeights.end());
   step.zero = o.zero; // the pass rejects zero=1 without dp > 1 (a one-rank step has no dp)

@@ -76,6 +76,10 @@ private:
   /// Rejects optimizer options that make no optimizer: the schedule (lr, warm-up, total, min ratio) and weight
   /// decay; AdamW's betas and epsilon; SGD's momentum. The error names the option.
   LogicalResult checkOptimizerOptions(ModuleOp module);
+  /// Rejects fp16 loss-scaler options (initial-loss-scale, min-loss-scale, loss-scale-window, hysteresis) that
+  /// make no scaler, or that are set with a precision other than fp16 (bf16 and fp32 have no scaler). The error
+  /// names the options.
+  LogicalResult checkLossScaleOptions(ModuleOp module, Precision parsed);
   /// Rejects a ZeRO stage this pass does not build: zero must be 0 or 1, and zero=1 needs optimizer=adamw and
   /// dp > 1 (nothing to shard otherwise).
   LogicalResult checkZeroOptions(ModuleOp module);
@@ -904,18 +908,20 @@ void BuildTrainingStepPass::runOnOperation() {
   ModuleOp module = getOperation();
   std::optional<Precision> parsedPrecision = symbolizePrecision(precision);
   if (!parsedPrecision) {
-    emitError(module.getLoc()) << "--ptrain-build-training-step: precision must be fp32 or bf16, got '" << precision
-                               << "'";
+    emitError(module.getLoc()) << "--ptrain-build-training-step: precision must be fp32, bf16 or fp16, got '"
+                               << precision << "'";
     return signalPassFailure();
   }
+  if (failed(checkLossScaleOptions(module, *parsedPrecision)))
+    return signalPassFailure();
   llvm::SmallPtrSet<Operation *, 8> before;
   for (auto f : module.getOps<func::FuncOp>())
     before.insert(f);
   build();
-  // bf16: the GEMMs of the functions this pass built (docs/MixedPrecision.md) and, in a pipeline, of the stage
-  // forwards, which the schedule's F<i> steps and the eval step run (so the forward that produces a stage's
+  // bf16 and fp16: the GEMMs of the functions this pass built (docs/MixedPrecision.md) and, in a pipeline, of the
+  // stage forwards, which the schedule's F<i> steps and the eval step run (so the forward that produces a stage's
   // output and the one its backward recomputes round alike); a single-stage module's @forward stays fp32.
-  if (*parsedPrecision == Precision::BF16) {
+  if (FloatType half = getHalfType(&getContext(), *parsedPrecision)) {
     llvm::SmallPtrSet<Operation *, 8> stageForwards;
     if (PipelineAttr pipeline = getPipeline(module))
       for (FlatSymbolRefAttr stage : pipeline.getStages())
@@ -923,10 +929,37 @@ void BuildTrainingStepPass::runOnOperation() {
           stageForwards.insert(f);
     for (auto f : module.getOps<func::FuncOp>())
       if (!before.contains(f) || stageForwards.contains(f))
-        numBf16Gemms += placeBf16GemmCasts(f);
+        numHalfGemms += placeHalfGemmCasts(f, half);
     if (getPipeline(module))
-      setPrecision(module, Precision::BF16);
+      setPrecision(module, *parsedPrecision);
   }
+}
+
+LogicalResult BuildTrainingStepPass::checkLossScaleOptions(ModuleOp module, Precision parsed) {
+  auto error = [&]() -> InFlightDiagnostic { return emitError(module.getLoc()) << "--ptrain-build-training-step: "; };
+  const BuildTrainingStepPassOptions defaults;
+  const bool changed = initialLossScale != defaults.initialLossScale || minLossScale != defaults.minLossScale ||
+                       lossScaleWindow != defaults.lossScaleWindow || hysteresis != defaults.hysteresis;
+  if (parsed != Precision::F16) {
+    if (changed)
+      return error() << "initial-loss-scale, min-loss-scale, loss-scale-window and hysteresis configure fp16's loss "
+                        "scaler and need precision=fp16, got precision="
+                     << precision;
+    return success();
+  }
+  // Megatron-LM's DynamicGradScaler (megatron/core/optimizer/grad_scaler.py) asserts scale > 0, min_scale > 0,
+  // growth_interval > 0 and hysteresis > 0; the scale lives in an fp32 state (ptrain_grad_scaler_init).
+  auto isScale = [](double s) { return std::isfinite(s) && s > 0.0 && std::isfinite(static_cast<float>(s)); };
+  if (!isScale(initialLossScale) || !isScale(minLossScale))
+    return error() << "initial-loss-scale and min-loss-scale must be finite fp32 values > 0, got initial-loss-scale = "
+                   << initialLossScale.getValue() << ", min-loss-scale = " << minLossScale.getValue();
+  if (minLossScale > initialLossScale)
+    return error() << "min-loss-scale must not exceed initial-loss-scale, got min-loss-scale = "
+                   << minLossScale.getValue() << " > initial-loss-scale = " << initialLossScale.getValue();
+  if (lossScaleWindow < 1 || hysteresis < 1)
+    return error() << "loss-scale-window and hysteresis must be >= 1, got loss-scale-window = "
+                   << lossScaleWindow.getValue() << ", hysteresis = " << hysteresis.getValue();
+  return success();
 }
 
 void BuildTrainingStepPass::build() {

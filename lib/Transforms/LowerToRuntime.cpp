@@ -118,7 +118,7 @@ class Lowering {
 public:
   Lowering(ModuleOp module, GridOp grid, int64_t pp, int64_t v, int64_t m, std::optional<CompressionPlan> plan)
       : module(module), grid(grid), pp(pp), v(v), m(m), plan(std::move(plan)), b(module.getContext()),
-        bf16Messages(sendsBf16Messages(module)) {}
+        halfMessages(getMessageHalfType(module)) {}
 
   FailureOr<func::FuncOp> lookup(const std::string &name, unsigned numArgs, unsigned numResults) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
@@ -287,20 +287,21 @@ private:
     ++numTransfers;
     return WaitOp::create(b, loc, recv.getRequest()).getResult();
   }
-  /// Receives an activation or its gradient (uncompressed) of fp32 `type`: in bf16, cast back to fp32 after
-  /// the wait, when the step was built with precision=bf16 (the module's kPrecisionAttr; docs/MixedPrecision.md).
+  /// Receives an activation or its gradient (uncompressed) of fp32 `type`: in bf16 or f16, cast back to fp32
+  /// after the wait, when the step was built with precision=bf16 or fp16 (the module's kPrecisionAttr;
+  /// docs/MixedPrecision.md).
   Value receiveMessage(Location loc, Type type, int64_t offset, int64_t tag) {
     auto tensor = cast<RankedTensorType>(type);
-    if (!bf16Messages || !tensor.getElementType().isF32())
+    if (!halfMessages || !tensor.getElementType().isF32())
       return receive(loc, type, offset, tag);
-    Value half = receive(loc, tensor.clone(b.getBF16Type()), offset, tag);
+    Value half = receive(loc, tensor.clone(halfMessages), offset, tag);
     return CastOp::create(b, loc, type, half);
   }
-  /// Sends an activation or its gradient (uncompressed): cast to bf16 first with precision=bf16.
+  /// Sends an activation or its gradient (uncompressed): cast to bf16 or f16 first with precision=bf16 or fp16.
   Value sendMessage(Location loc, Value value, int64_t offset, int64_t tag) {
     auto tensor = cast<RankedTensorType>(value.getType());
-    if (bf16Messages && tensor.getElementType().isF32())
-      value = CastOp::create(b, loc, tensor.clone(b.getBF16Type()), value);
+    if (halfMessages && tensor.getElementType().isF32())
+      value = CastOp::create(b, loc, tensor.clone(halfMessages), value);
     return send(loc, value, offset, tag);
   }
   Value send(Location loc, Value value, int64_t offset, int64_t tag) {
@@ -431,8 +432,8 @@ private:
   int64_t pp, v, m;
   std::optional<CompressionPlan> plan;
   OpBuilder b;
-  /// Pipeline messages in bf16 (precision=bf16).
-  bool bf16Messages = false;
+  /// The 16-bit type of the pipeline messages (precision=bf16 or fp16), or null (fp32).
+  FloatType halfMessages;
   RankedTensorType tokens, logits;
   Value allTokens, allLabels;
 };

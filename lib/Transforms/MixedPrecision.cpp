@@ -1,7 +1,7 @@
-//===- MixedPrecision.cpp - bf16 casts of a built training step ---------===//
+//===- MixedPrecision.cpp - 16-bit casts of a built training step -------===//
 //
-// placeBf16GemmCasts (include/ptrain/Transforms/MixedPrecision.h): the bf16 GEMMs with fp32 accumulation of
-// `--ptrain-build-training-step="precision=bf16"` (docs/MixedPrecision.md).
+// placeHalfGemmCasts (include/ptrain/Transforms/MixedPrecision.h): the bf16 or f16 GEMMs with fp32 accumulation
+// of `--ptrain-build-training-step="precision=bf16|fp16"` (docs/MixedPrecision.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,15 +32,27 @@ Value mlir::ptrain::castOnce(Value value, Type elementType, Operation *user) {
   return CastOp::create(b, value.getLoc(), type.clone(elementType), value);
 }
 
-int64_t mlir::ptrain::placeBf16GemmCasts(func::FuncOp func) {
+FloatType mlir::ptrain::getHalfType(MLIRContext *context, Precision precision) {
+  switch (precision) {
+  case Precision::F32:
+    return {};
+  case Precision::BF16:
+    return BFloat16Type::get(context);
+  case Precision::F16:
+    return Float16Type::get(context);
+  }
+  llvm_unreachable("unknown precision");
+}
+
+int64_t mlir::ptrain::placeHalfGemmCasts(func::FuncOp func, FloatType half) {
   SmallVector<MatmulOp> gemms;
   func.walk([&](MatmulOp m) {
     if (!m.getAccumulate() && m.getLhs().getType().getElementType().isF32())
       gemms.push_back(m);
   });
-  Type bf16 = BFloat16Type::get(func.getContext()), f32 = Float32Type::get(func.getContext());
+  Type f32 = Float32Type::get(func.getContext());
   for (MatmulOp m : gemms) {
-    Value lhs = castOnce(m.getLhs(), bf16, m), rhs = castOnce(m.getRhs(), bf16, m);
+    Value lhs = castOnce(m.getLhs(), half, m), rhs = castOnce(m.getRhs(), half, m);
     OpBuilder b(m);
     auto mixed = MatmulOp::create(b, m.getLoc(), lhs, rhs, TypeAttr::get(f32));
     mixed->setDiscardableAttrs(m->getDiscardableAttrDictionary());

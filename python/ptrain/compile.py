@@ -1,6 +1,6 @@
 """ptrain-compile: an ONNX model to a compiled training step (DESIGN.md, L4).
 
-    ptrain-compile model.onnx [--optimizer adamw|sgd|none [--momentum MU]] [--clip-norm C] [--precision fp32|bf16]
+    ptrain-compile model.onnx [--optimizer adamw|sgd|none [--momentum MU]] [--clip-norm C] [--precision fp32|bf16|fp16]
                    [--ignore-index N] [--class-weights FILE]
                    [--lr 3e-4 --warmup-steps 100 --total-steps 2000]
                    [--dp D [--deterministic-dp | --zero 1]] [--tp T [--vocab-parallel [--vocab-multiple K]]]
@@ -231,10 +231,19 @@ def main(argv=None):
     p.add_argument("--momentum", type=float, default=0.0, help="SGD heavy-ball momentum in [0, 1)")
     p.add_argument("--clip-norm", type=float, default=0.0,
                    help="global-norm gradient clipping (Megatron-LM clip_grad); 0: off")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
-                   help="bf16: GEMMs read bf16 operands and accumulate in fp32 (the runtime's ptrain_gemm_bf16); "
-                        "fp32 master weights, moments, checkpoint, norms, softmax, loss and gradient sums; pipeline "
-                        "messages in bf16 (docs/MixedPrecision.md); on CUDA cuBLAS bf16 GEMMs with fp32 compute")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
+                   help="bf16 / fp16: GEMMs read 16-bit operands and accumulate in fp32 (the runtime's "
+                        "ptrain_gemm_bf16 / ptrain_gemm_f16); fp32 master weights, moments, checkpoint, norms, "
+                        "softmax, loss and gradient sums; pipeline messages in the 16-bit type "
+                        "(docs/MixedPrecision.md); on CUDA cuBLAS 16-bit GEMMs with fp32 compute")
+    p.add_argument("--initial-loss-scale", type=float, default=None,
+                   help="fp16's dynamic loss scaler: the first scale (Megatron-LM's default 2^32)")
+    p.add_argument("--min-loss-scale", type=float, default=None,
+                   help="fp16's dynamic loss scaler: the smallest scale (default 1)")
+    p.add_argument("--loss-scale-window", type=int, default=None,
+                   help="fp16's dynamic loss scaler: clean steps before the scale doubles (default 1000)")
+    p.add_argument("--hysteresis", type=int, default=None,
+                   help="fp16's dynamic loss scaler: overflowing steps before the scale halves (default 2)")
     p.add_argument("--ignore-index", type=int, default=None,
                    help="the label the loss does not count (PyTorch's ignore_index: a pad token id of the shifted "
                         "tokens, or -100 in explicit labels); the mean is over the step's counted positions")
@@ -352,9 +361,6 @@ def check_deterministic_dp(args, pipeline):
 
 
 def compile_model(args):
-    if args.precision not in ("fp32", "bf16") and args.target != "cpu":
-        raise CompileError(f"--precision {args.precision} --target {args.target}: the CUDA code generator has no "
-                           f"{args.precision} GEMMs yet (docs/MixedPrecision.md slice 4); use --target cpu")
     if args.pp < 1 or args.micro_batches < 1 or args.dp < 1 or args.tp < 1:
         raise CompileError(f"--dp {args.dp} --tp {args.tp} --pp {args.pp} --micro-batches {args.micro_batches}: "
                            "each must be at least 1")
@@ -613,6 +619,10 @@ def write_outputs(args, out, final_out, pipeline, cluster, bin_dir, runtime_dir,
         options += f" clip-norm={args.clip_norm!r}"
     if args.precision != "fp32":
         options += f" precision={args.precision}"
+    # fp16's loss scaler: the pass validates them (and rejects them without --precision fp16).
+    for flag in ("initial_loss_scale", "min_loss_scale", "loss_scale_window", "hysteresis"):
+        if getattr(args, flag) is not None:
+            options += f" {flag.replace('_', '-')}={getattr(args, flag)!r}"
     if args.ignore_index is not None:
         options += f" ignore-index={args.ignore_index}"
     if args.class_weights is not None:

@@ -7,7 +7,6 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 using namespace mlir;
@@ -193,49 +192,71 @@ TEST(MatmulBf16, AccumulatesInFp32InVdpbf16psOrder) {
   const double tiny = std::ldexp(1.0, -24);
   Tensor a = bf16({1, 3}, {1, tiny, tiny});
   Tensor b = bf16({3, 1}, {1, 1, 1});
-  Tensor out = ok(evalMatmulBf16(a, b));
+  Tensor out = ok(evalMatmulHalf(a, b));
   EXPECT_EQ(out.getDType(), DType::F32);
   expectValues(out, {1, 1}, {1.0});
   expectValues(ok(evalMatmul(f32({1, 3}, {1, tiny, tiny}), f32({3, 1}, {1, 1, 1}))),
                {1, 1}, {1.0 + 2 * tiny});
 }
 
-TEST(MatmulBf16, BroadcastBatchGivesTheRuntimeKernelsBits) {
-  // [2,1,3,5] x [3,5,4] -> [2,3,3,4]: each result entry is the runtime's ptrain_gemm_bf16 of its operands' entries.
+/// [2,1,3,5] x [3,5,4] -> [2,3,3,4] of `dtype` (BF16 or F16): each entry of evalMatmulHalf's result is the runtime
+/// GEMM `gemm` (ptrain_gemm_bf16 or _f16) of its operands' entries, bit for bit; `narrow` gives the operands' bits.
+void expectRuntimeGemmBits(DType dtype, decltype(&ptrain_cast_f32_bf16) narrow, decltype(&ptrain_gemm_bf16) gemm) {
   std::vector<double> av(2 * 3 * 5), bv(3 * 5 * 4);
   for (size_t i = 0; i < av.size(); ++i)
     av[i] = std::ldexp(static_cast<double>((i * 37) % 255) - 127, -5);
   for (size_t i = 0; i < bv.size(); ++i)
     bv[i] = std::ldexp(static_cast<double>((i * 91) % 253) - 126, -7);
-  Tensor a = bf16({2, 1, 3, 5}, av), b = bf16({3, 5, 4}, bv);
-  Tensor out = ok(evalMatmulBf16(a, b));
+  Tensor a = Tensor::fromFloats(dtype, {2, 1, 3, 5}, av), b = Tensor::fromFloats(dtype, {3, 5, 4}, bv);
+  Tensor out = ok(evalMatmulHalf(a, b));
   ASSERT_EQ(out.getShape(), llvm::ArrayRef<int64_t>({2, 3, 3, 4}));
-  auto bits = [](llvm::ArrayRef<double> v) {
+  auto bits = [&](llvm::ArrayRef<double> v) { // exact: the values are bf16 / f16 values
+    std::vector<float> wide(v.begin(), v.end());
     std::vector<uint16_t> out(v.size());
-    for (size_t i = 0; i < v.size(); ++i) {
-      const float f = static_cast<float>(v[i]);
-      uint32_t u;
-      std::memcpy(&u, &f, 4);
-      out[i] = static_cast<uint16_t>(u >> 16); // exact: the values are bf16
-    }
+    EXPECT_EQ(narrow(wide.data(), static_cast<int64_t>(wide.size()), out.data()), PTRAIN_OK);
     return out;
   };
   const std::vector<uint16_t> ab = bits(a.floats()), bb = bits(b.floats());
   for (int64_t x = 0; x < 2; ++x)
     for (int64_t y = 0; y < 3; ++y) {
       float c[12];
-      ASSERT_EQ(ptrain_gemm_bf16(0, 0, 1, 3, 4, 5, 1.0f, ab.data() + x * 15, 0, bb.data() + y * 20, 0, 0.0f, c, 0),
-                PTRAIN_OK);
+      ASSERT_EQ(gemm(0, 0, 1, 3, 4, 5, 1.0f, ab.data() + x * 15, 0, bb.data() + y * 20, 0, 0.0f, c, 0), PTRAIN_OK);
       for (int64_t e = 0; e < 12; ++e)
         EXPECT_EQ(out.floats()[(x * 3 + y) * 12 + e], static_cast<double>(c[e])) << x << ", " << y << ", " << e;
     }
 }
 
+TEST(MatmulBf16, BroadcastBatchGivesTheRuntimeKernelsBits) {
+  expectRuntimeGemmBits(DType::BF16, ptrain_cast_f32_bf16, ptrain_gemm_bf16);
+}
+
 TEST(MatmulBf16, Errors) {
-  EXPECT_NE(errorOf(evalMatmulBf16(f32({1, 1}, {1}), bf16({1, 1}, {1}))).find("two bf16 tensors"),
+  EXPECT_NE(errorOf(evalMatmulHalf(f32({1, 1}, {1}), bf16({1, 1}, {1}))).find("two bf16 or two f16 tensors"),
             std::string::npos);
-  EXPECT_NE(errorOf(evalMatmulBf16(bf16({2, 3}, {1, 2, 3, 4, 5, 6}), bf16({2, 3}, {1, 2, 3, 4, 5, 6})))
-                .find("contracted"),
+  EXPECT_NE(
+      errorOf(evalMatmulHalf(bf16({2, 3}, {1, 2, 3, 4, 5, 6}), bf16({2, 3}, {1, 2, 3, 4, 5, 6}))).find("contracted"),
+      std::string::npos);
+}
+
+Tensor f16(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<double> values) {
+  return Tensor::fromFloats(DType::F16, shape, values);
+}
+
+TEST(MatmulF16, AccumulatesInFp32InOrderOfK) {
+  // k = 3: 2^15 + 2^-9 ties to 2^15 in fp32 (ulp 2^-8), twice; in double (ptrain.matmul) the sum is 2^15 + 2^-8.
+  const double big = std::ldexp(1.0, 15), half = std::ldexp(1.0, -9);
+  Tensor out = ok(evalMatmulHalf(f16({1, 3}, {big, half, half}), f16({3, 1}, {1, 1, 1})));
+  EXPECT_EQ(out.getDType(), DType::F32);
+  expectValues(out, {1, 1}, {big});
+  expectValues(ok(evalMatmul(f32({1, 3}, {big, half, half}), f32({3, 1}, {1, 1, 1}))), {1, 1}, {big + 2 * half});
+}
+
+TEST(MatmulF16, BroadcastBatchGivesTheRuntimeKernelsBits) {
+  expectRuntimeGemmBits(DType::F16, ptrain_cast_f32_f16, ptrain_gemm_f16);
+}
+
+TEST(MatmulF16, Errors) {
+  EXPECT_NE(errorOf(evalMatmulHalf(bf16({1, 1}, {1}), f16({1, 1}, {1}))).find("two bf16 or two f16 tensors"),
             std::string::npos);
 }
 

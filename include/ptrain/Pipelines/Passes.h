@@ -66,9 +66,19 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum."), llvm::cl::init(0.0)};
   Option<double> clipNorm{*this, "clip-norm", llvm::cl::desc("Global-norm clipping; 0: off."), llvm::cl::init(0.0)};
   Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("fp32 or bf16 (bf16 GEMM operands, fp32 master weights and sums, bf16 "
-                                               "pipeline messages; docs/MixedPrecision.md)."),
+                                llvm::cl::desc("fp32, bf16 or fp16 (16-bit GEMM operands, fp32 master weights and "
+                                               "sums, 16-bit pipeline messages; docs/MixedPrecision.md)."),
                                 llvm::cl::init("fp32")};
+  // fp16's dynamic loss scaler (--ptrain-build-training-step's options of the same names; Megatron's defaults).
+  Option<double> initialLossScale{*this, "initial-loss-scale", llvm::cl::desc("fp16: the first loss scale."),
+                                  llvm::cl::init(4294967296.0)};
+  Option<double> minLossScale{*this, "min-loss-scale", llvm::cl::desc("fp16: the smallest loss scale."),
+                              llvm::cl::init(1.0)};
+  Option<int64_t> lossScaleWindow{*this, "loss-scale-window",
+                                  llvm::cl::desc("fp16: clean steps before the loss scale doubles."),
+                                  llvm::cl::init(1000)};
+  Option<int64_t> hysteresis{*this, "hysteresis", llvm::cl::desc("fp16: overflowing steps before the scale halves."),
+                             llvm::cl::init(2)};
   Option<std::string> ignoreIndex{*this, "ignore-index", llvm::cl::desc("The label the loss does not count."),
                                   llvm::cl::init("")};
   ListOption<double> classWeights{*this, "class-weights", llvm::cl::desc("Class weights of the loss.")};

@@ -141,6 +141,11 @@
 //   cast codec's calls without a residual: ptrain_cuda_cast_encode_f32(x,
 //   NULL, n, PTRAIN_DTYPE_BF16, out) and ptrain_cuda_cast_decode_f32, which
 //   round as ptrain_cast_f32_bf16 / _bf16_f32 do.
+// ptrain_cuda_gemm_f16(trans_a, trans_b, batch, m, n, k, alpha, a, stride_a,
+//     b, stride_b, beta, c, stride_c)
+//   ptrain_gemm_f16 on the device (--precision fp16): A and B IEEE binary16
+//   bit patterns, C fp32; cuBLAS with CUDA_R_16F operands and
+//   CUBLAS_COMPUTE_32F. Casts: the cast codec's calls with PTRAIN_DTYPE_F16.
 // ptrain_cuda_cross_entropy_bwd_f32(dloss, ...)   dloss is a DEVICE pointer
 //   to the upstream gradient (the CPU call takes the float).
 // ptrain_cuda_cross_entropy_weighted_{fwd,bwd}_f32

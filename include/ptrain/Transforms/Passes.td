@@ -192,13 +192,27 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
                "Class weights of the loss, one per vocabulary entry: the mean is sum(w[y] nll) / sum(w[y]) over the "
                "counted positions (torch.nn.functional.cross_entropy's weight).">,
     Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
-           "fp32 (default) or bf16: every GEMM of the built step (forward and backward) reads bf16 operands "
-           "(ptrain.cast, one per value) and accumulates in fp32 (ptrain.matmul {accumulate = f32}); parameters, "
-           "moments, checkpoint, norms, softmax, the loss, gradient sums and the dp reduction stay fp32, and "
-           "pipeline messages are sent in bf16 (docs/MixedPrecision.md).">,
+           "fp32 (default), bf16 or fp16: every GEMM of the built step (forward and backward) reads 16-bit "
+           "operands (bf16, or IEEE binary16 for fp16; ptrain.cast, one per value) and accumulates in fp32 "
+           "(ptrain.matmul {accumulate = f32}); parameters, moments, checkpoint, norms, softmax, the loss, "
+           "gradient sums and the dp reduction stay fp32, and pipeline messages are sent in the 16-bit type "
+           "(docs/MixedPrecision.md).">,
+    Option<"initialLossScale", "initial-loss-scale", "double", /*default=*/"4294967296.0",
+           "fp16's dynamic loss scaler: the first loss scale (Megatron-LM's --initial-loss-scale, default 2^32); "
+           "finite, > 0, >= min-loss-scale and an fp32 value. Validated now; the scaler's place in the step is "
+           "docs/MixedPrecision.md's next fp16 item.">,
+    Option<"minLossScale", "min-loss-scale", "double", /*default=*/"1.0",
+           "fp16's dynamic loss scaler: the scale never backs off below it (Megatron-LM's --min-loss-scale, "
+           "default 1); finite and > 0.">,
+    Option<"lossScaleWindow", "loss-scale-window", "int64_t", /*default=*/"1000",
+           "fp16's dynamic loss scaler: clean steps before the scale doubles (Megatron-LM's --loss-scale-window, "
+           "DynamicGradScaler's growth_interval, default 1000); >= 1.">,
+    Option<"hysteresis", "hysteresis", "int64_t", /*default=*/"2",
+           "fp16's dynamic loss scaler: overflowing steps before the scale halves (Megatron-LM's --hysteresis, "
+           "default 2); >= 1.">,
   ];
   let statistics = [
-    Statistic<"numBf16Gemms", "bf16-gemms", "GEMMs given bf16 operands (precision=bf16)">,
+    Statistic<"numHalfGemms", "half-gemms", "GEMMs given 16-bit operands (precision=bf16 or fp16)">,
     Statistic<"numBuckets", "dp-buckets", "Data-parallel gradient all-reduce buckets">,
     Statistic<"numParameters", "parameters", "Parameters differentiated">,
     Statistic<"numBackwardOps", "backward-ops", "Ops built by gradient rules">,

@@ -1,4 +1,4 @@
-//===- Gemm.cpp - ptrain_gemm_f32 / _bf16 on the GPU through cuBLAS --------===//
+//===- Gemm.cpp - ptrain_gemm_f32 / _bf16 / _f16 on the GPU through cuBLAS -===//
 //
 // ptrain_cuda_gemm_f32 takes ptrain_gemm_f32's parameters (row-major C = alpha
 // op(A) op(B) + beta C over a batch with per-operand strides; stride 0
@@ -14,6 +14,9 @@
 // (--precision bf16, docs/MixedPrecision.md; Micikevicius et al., ICLR 2018,
 // sec. 3.3). The products of two bf16 values are exact in fp32, so it differs
 // from the CPU's VDPBF16PS definition only by the summation order.
+// ptrain_cuda_gemm_f16 is the same with CUDA_R_16F (IEEE binary16) operands
+// (--precision fp16): the products are exact in fp32 too, so it differs from
+// the CPU's ptrain_gemm_f16 only by the summation order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,7 +28,7 @@ using namespace ptrain::cuda;
 
 namespace {
 
-/// Row-major C = alpha op(A) op(B) + beta C over a batch, A and B of the cuBLAS data type `ab` (fp32 or bf16), C
+/// Row-major C = alpha op(A) op(B) + beta C over a batch, A and B of the cuBLAS data type `ab` (fp32, bf16, f16), C
 /// fp32, fp32 compute; the checks and errors of both entry points, named by `name`.
 ptrain_status_t gemm(const char *name, cudaDataType_t ab, int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
                      int64_t n, int64_t k, float alpha, const void *a, int64_t stride_a, const void *b,
@@ -72,5 +75,13 @@ extern "C" ptrain_status_t ptrain_cuda_gemm_bf16(int32_t trans_a, int32_t trans_
                                                  const uint16_t *b, int64_t stride_b, float beta, float *c,
                                                  int64_t stride_c) {
   return gemm(__func__, CUDA_R_16BF, trans_a, trans_b, batch, m, n, k, alpha, a, stride_a, b, stride_b, beta, c,
+              stride_c);
+}
+
+extern "C" ptrain_status_t ptrain_cuda_gemm_f16(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m, int64_t n,
+                                                int64_t k, float alpha, const uint16_t *a, int64_t stride_a,
+                                                const uint16_t *b, int64_t stride_b, float beta, float *c,
+                                                int64_t stride_c) {
+  return gemm(__func__, CUDA_R_16F, trans_a, trans_b, batch, m, n, k, alpha, a, stride_a, b, stride_b, beta, c,
               stride_c);
 }

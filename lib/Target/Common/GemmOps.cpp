@@ -48,8 +48,11 @@ LogicalResult mlir::ptrain::target::emitGemmOp(Operation *op, const GemmFusion &
                                    t.hostArray(out, "out_dims"), ptr(m.getResult())})))
             return failure();
         }
-        // bf16 operands, fp32 accumulation and result (docs/MixedPrecision.md): the same arguments.
-        return t.callKernel(m.getAccumulate() ? Kernel::gemm_bf16 : Kernel::gemm_f32,
+        // bf16 or f16 operands, fp32 accumulation and result (docs/MixedPrecision.md): the same arguments.
+        Kernel gemm = Kernel::gemm_f32;
+        if (m.getAccumulate())
+          gemm = m.getLhs().getType().getElementType().isBF16() ? Kernel::gemm_bf16 : Kernel::gemm_f16;
+        return t.callKernel(gemm,
                             {a.transposed ? "1" : "0", b.transposed ? "1" : "0", str(g->batch), str(g->rows),
                              str(g->cols), str(g->k), "1.0f", ptr(a.source), str(g->strideA), ptr(b.source),
                              str(g->strideB), bias ? "1.0f" : "0.0f", ptr(m.getResult()), str(g->rows * g->cols)});

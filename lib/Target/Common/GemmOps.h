@@ -26,7 +26,7 @@ namespace mlir::ptrain::target {
 bool isGemmOp(Operation *op, const GemmFusion &gemms);
 
 /// The code of `op` (isGemmOp) on `target`. A matmul (batch x rows x k times k x cols, strides in elements)
-/// is gemm_f32 or, with fp32 accumulation of bf16 operands (docs/MixedPrecision.md), gemm_bf16, after a
+/// is gemm_f32 or, with fp32 accumulation of bf16 / f16 operands (docs/MixedPrecision.md), gemm_bf16 / gemm_f16, after a
 /// broadcast of its bias into C; folded ops write nothing, aliases a note. Errors: gemmGeometry's.
 LogicalResult emitGemmOp(Operation *op, const GemmFusion &gemms, KernelTarget &target);
 

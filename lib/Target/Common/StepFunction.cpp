@@ -69,7 +69,7 @@ LogicalResult StepFunction::checkOps() {
     if (failed(checkOp(op)))
       return failure();
     // Codes (and the transfers and waits that carry them) may have the codecs' element types; so may the mixed
-    // precision casts and the bf16 GEMMs with fp32 accumulation (docs/MixedPrecision.md; a cast's element types
+    // precision casts and the 16-bit GEMMs with fp32 accumulation (docs/MixedPrecision.md; a cast's element types
     // are checked where it is emitted).
     auto matmul = dyn_cast<MatmulOp>(op);
     const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp, CastOp>(op) ||

@@ -33,17 +33,19 @@ const char *castKind(Type t) {
 }
 
 LogicalResult emitCast(CastOp op, CallWriter &w) {
-  // Mixed precision (docs/MixedPrecision.md): fp32 <-> bf16, rounding to nearest even one way, exact the other.
+  // Mixed precision (docs/MixedPrecision.md): fp32 <-> bf16 or f16, rounding to nearest even one way, exact the
+  // other.
   Type from = tensorOf(op.getInput()).getElementType(), to = tensorOf(op.getResult()).getElementType();
-  if (from.isF32() && to.isBF16())
-    return w.call(RuntimeCall::ptrain_cast_f32_bf16,
-                  {w.ptr(op.getInput()), std::to_string(countOf(op.getInput())), w.ptr(op.getResult())});
-  if (from.isBF16() && to.isF32())
-    return w.call(RuntimeCall::ptrain_cast_bf16_f32,
-                  {w.ptr(op.getInput()), std::to_string(countOf(op.getInput())), w.ptr(op.getResult())});
+  std::optional<RuntimeCall> halfCast;
+  if (from.isF32() && (to.isBF16() || to.isF16()))
+    halfCast = to.isBF16() ? RuntimeCall::ptrain_cast_f32_bf16 : RuntimeCall::ptrain_cast_f32_f16;
+  else if ((from.isBF16() || from.isF16()) && to.isF32())
+    halfCast = from.isBF16() ? RuntimeCall::ptrain_cast_bf16_f32 : RuntimeCall::ptrain_cast_f16_f32;
+  if (halfCast)
+    return w.call(*halfCast, {w.ptr(op.getInput()), std::to_string(countOf(op.getInput())), w.ptr(op.getResult())});
   if ((!isModelElementType(from) && !isMaskElementType(from)) || (!isModelElementType(to) && !isMaskElementType(to)))
     return op.emitError("--emit-cpp: ptrain.cast from ")
-           << from << " to " << to << " is not supported (f32, i64 and i1 among themselves, f32 <-> bf16)";
+           << from << " to " << to << " is not supported (f32, i64 and i1 among themselves, f32 <-> bf16, f32 <-> f16)";
   return w.call(RuntimeCall::ptrain_cast_elements,
                 {w.ptr(op.getInput()), castKind(tensorOf(op.getInput()).getElementType()),
                  std::to_string(countOf(op.getInput())), castKind(tensorOf(op.getResult()).getElementType()),

@@ -62,19 +62,20 @@ LogicalResult emitBroadcastTo(BroadcastToOp op, CudaCallWriter &w) {
 
 LogicalResult emitCast(CastOp op, CudaCallWriter &w) {
   Type from = tensorOf(op.getInput()).getElementType(), to = tensorOf(op.getResult()).getElementType();
-  // Mixed precision (docs/MixedPrecision.md): fp32 <-> bf16 through the cast codec's kernels without a residual,
-  // which round as the CPU's ptrain_cast_f32_bf16 (to nearest even) and widen exactly.
-  if (from.isF32() && to.isBF16())
-    return w.emitCall(CudaCall::ptrain_cuda_cast_encode_f32, {w.valuePtr(op.getInput()), "nullptr",
-                                                              str(countOf(op.getInput())), "PTRAIN_DTYPE_BF16",
-                                                              w.valuePtr(op.getResult())});
-  if (from.isBF16() && to.isF32())
+  // Mixed precision (docs/MixedPrecision.md): fp32 <-> bf16 or f16 through the cast codec's kernels without a
+  // residual, which round as the CPU's ptrain_cast_f32_bf16 / _f32_f16 (to nearest even) and widen exactly.
+  auto halfDType = [](Type t) { return t.isBF16() ? "PTRAIN_DTYPE_BF16" : "PTRAIN_DTYPE_F16"; };
+  if (from.isF32() && (to.isBF16() || to.isF16()))
+    return w.emitCall(
+        CudaCall::ptrain_cuda_cast_encode_f32,
+        {w.valuePtr(op.getInput()), "nullptr", str(countOf(op.getInput())), halfDType(to), w.valuePtr(op.getResult())});
+  if ((from.isBF16() || from.isF16()) && to.isF32())
     return w.emitCall(CudaCall::ptrain_cuda_cast_decode_f32, {w.valuePtr(op.getInput()), str(countOf(op.getInput())),
-                                                              "PTRAIN_DTYPE_BF16", w.valuePtr(op.getResult())});
+                                                              halfDType(from), w.valuePtr(op.getResult())});
   auto kind = [](Type t) { return t.isF32() || t.isInteger(64) || isMaskElementType(t); };
   if (!kind(from) || !kind(to))
     return op.emitError("--emit-cuda: a cast from ")
-           << from << " to " << to << " is not supported (f32, i64 and i1 among themselves, f32 <-> bf16)";
+           << from << " to " << to << " is not supported (f32, i64 and i1 among themselves, f32 <-> bf16, f32 <-> f16)";
   return w.emitCall(CudaCall::ptrain_cuda_cast_elements,
                     {w.valuePtr(op.getInput()), castKind(op.getInput()), str(countOf(op.getInput())),
                      castKind(op.getResult()), w.valuePtr(op.getResult())});

@@ -102,10 +102,19 @@ func.func @matmul_c5_type(%a: tensor<2x4xbf16>, %b: tensor<4x3xbf16>) {
 
 // -----
 
-// Matmul (C5): accumulate = f32 reads bf16 operands.
+// Matmul (C5): accumulate = f32 reads 16-bit (bf16 or f16) operands.
 func.func @matmul_c5_operands(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) {
-  // expected-error@+1 {{accumulate = f32 needs bf16 operands, got 'tensor<2x4xf32>' and 'tensor<4x3xf32>'}}
+  // expected-error@+1 {{accumulate = f32 needs 16-bit operands (bf16 or f16), got 'tensor<2x4xf32>' and 'tensor<4x3xf32>'}}
   %0 = ptrain.matmul %a, %b {accumulate = f32} : tensor<2x4xf32>, tensor<4x3xf32>
+  return
+}
+
+// -----
+
+// Matmul (C1): a bf16 and an f16 operand do not mix, with accumulate too.
+func.func @matmul_c1_mixed_16bit(%a: tensor<2x4xbf16>, %b: tensor<4x3xf16>) {
+  // expected-error@+1 {{same element type}}
+  %0 = ptrain.matmul %a, %b {accumulate = f32} : tensor<2x4xbf16>, tensor<4x3xf16>
   return
 }
 

@@ -32,6 +32,13 @@ func.func @gpt_block_ops(%ids: tensor<4x64xi64>, %wte: tensor<256x128xf32>, %g: 
   %kb = ptrain.cast %kt : tensor<4x4x32x64xf32> -> tensor<4x4x32x64xbf16>
   %sb = ptrain.matmul %qb, %kb {accumulate = f32} : tensor<4x4x64x32xbf16>, tensor<4x4x32x64xbf16>
   %sbsum = ptrain.binary add %s, %sb : tensor<4x4x64x64xf32>, tensor<4x4x64x64xf32>
+  // Mixed precision: f16 operands (precision=fp16), fp32 accumulation and result.
+  // CHECK: %[[QH:.*]] = ptrain.cast %{{.*}} : tensor<4x4x64x32xf32> -> tensor<4x4x64x32xf16>
+  // CHECK: ptrain.matmul %[[QH]], %{{.*}} {accumulate = f32} : tensor<4x4x64x32xf16>, tensor<4x4x32x64xf16>
+  %qf = ptrain.cast %qt : tensor<4x4x64x32xf32> -> tensor<4x4x64x32xf16>
+  %kf = ptrain.cast %kt : tensor<4x4x32x64xf32> -> tensor<4x4x32x64xf16>
+  %sf = ptrain.matmul %qf, %kf {accumulate = f32} : tensor<4x4x64x32xf16>, tensor<4x4x32x64xf16>
+  %sfsum = ptrain.binary add %sbsum, %sf : tensor<4x4x64x64xf32>, tensor<4x4x64x64xf32>
   // CHECK: ptrain.softmax %{{.*}} {axis = -1 : i64} : tensor<4x4x64x64xf32>
   %p = ptrain.softmax %s {axis = -1 : i64} : tensor<4x4x64x64xf32>
   // CHECK: ptrain.gelu %{{.*}} : tensor<4x64x384xf32>

@@ -61,15 +61,16 @@ func.func @f(%m: tensor<4xi1>, %x: tensor<4xf32>) -> tensor<4xf32> {
 }
 // MASK-ARG: error: --emit-cpp: argument #0 has element type 'i1'; only f32 and i64 are supported
 
-// ptrain.cast converts between f32, i64 and i1 masks, and f32 <-> bf16 (mixed precision, docs/MixedPrecision.md);
-// a cast to f16 (no fp16 kernels yet) is named with its location.
+// ptrain.cast converts between f32, i64 and i1 masks, and f32 <-> bf16 or f16 (mixed precision,
+// docs/MixedPrecision.md); a cast between the two 16-bit types (no kernel) is named with its location.
 //--- cast.mlir
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %h = ptrain.cast %x : tensor<4xf32> -> tensor<4xf16> loc("/model/Cast_3")
+  %b = ptrain.cast %x : tensor<4xf32> -> tensor<4xbf16>
+  %h = ptrain.cast %b : tensor<4xbf16> -> tensor<4xf16> loc("/model/Cast_3")
   %y = ptrain.cast %h : tensor<4xf16> -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
-// CAST: error: loc("/model/Cast_3"): --emit-cpp: ptrain.cast from 'f32' to 'f16' is not supported (f32, i64 and i1 among themselves, f32 <-> bf16)
+// CAST: error: loc("/model/Cast_3"): --emit-cpp: ptrain.cast from 'bf16' to 'f16' is not supported (f32, i64 and i1 among themselves, f32 <-> bf16, f32 <-> f16)
 
 // Nor is an i1 state.
 //--- mask-state.mlir

@@ -48,9 +48,10 @@
    select (the causal mask, an i1 constant in the device block of constants) under their ONNX node names, and
    no CPU kernel; the 16 x 16 mask is generated at set-up as uint8_t (ptrain_cuda_causal_mask, 1-byte elements,
    keep 1, masked 0; issue 23: never printed).
-7. Mixed precision (--precision bf16, docs/MixedPrecision.md): the pp2 plan's step.cu calls cuBLAS's bf16 GEMM
-   (ptrain_cuda_gemm_bf16: CUDA_R_16BF operands, fp32 compute) for every GEMM of both stages and no fp32 GEMM,
-   casts with the cast codec's kernels without a residual (PTRAIN_DTYPE_BF16), and sends bf16 pipeline
+7. Mixed precision (--precision bf16 and fp16, docs/MixedPrecision.md): the pp2 plan's step.cu calls cuBLAS's
+   16-bit GEMM (ptrain_cuda_gemm_bf16 / _f16: CUDA_R_16BF / CUDA_R_16F operands, fp32 compute) for every GEMM of
+   both stages and no other GEMM, casts with the cast codec's kernels without a residual (PTRAIN_DTYPE_BF16 /
+   _F16), and sends 16-bit pipeline
    messages (the send blocks carry half the fp32 plan's bytes); nvcc builds it for sm_80 and sm_90 (with
    section 3's checks of every multi-rank plan).
 (What --target cuda refuses, an ignore_index outside int32, is a lit test:
@@ -140,6 +141,7 @@ MULTIRANK_CALLS = {
 }
 # The bf16 pp2 plan (section 7): the pp2 plan's calls, its GEMMs in bf16 on cuBLAS.
 MULTIRANK_CALLS["pp2bf16"] = MULTIRANK_CALLS["pp2"] + ("ptrain_cuda_gemm_bf16(",)
+MULTIRANK_CALLS["pp2fp16"] = MULTIRANK_CALLS["pp2"] + ("ptrain_cuda_gemm_f16(",)
 TELEMETRY_ENTRY_POINTS = ("ptrain_step_num_codec_sites", "ptrain_step_codec_site_name", "ptrain_step_set_telemetry",
                           "ptrain_step_codec_telemetry")
 
@@ -236,7 +238,7 @@ PIPELINE_CALLS = (
     "ptrain_cuda_malloc(active_state_bytes, &p)", "active_state_bytes = kStage1StateBytes;")
 for plan in ("gpipe", "interleaved"):
     MULTIRANK_CALLS[plan] = MULTIRANK_CALLS["pp2"] + PIPELINE_CALLS
-for plan in ("pp2", "pp2occ", "dp2pp2sc", "pp2bf16"):
+for plan in ("pp2", "pp2occ", "dp2pp2sc", "pp2bf16", "pp2fp16"):
     MULTIRANK_CALLS[plan] = MULTIRANK_CALLS[plan] + PIPELINE_CALLS
 
 # A send or receive's block: the compute stream's event at the start op, the channel's stream waits on it,
@@ -321,7 +323,7 @@ def check_multirank(name, out, scratch):
     print(f"{name}: {text.count('PTRAIN_STEP_CALL(ptrain_nccl_')} NCCL calls in step.cu, {len(located)} communication "
           f"ops under their location, e.g. {located[0] if located else None}")
     ops = {op for _, op, _ in located}
-    pipeline = name in ("pp2", "gpipe", "interleaved", "pp2occ", "dp2pp2sc", "pp2bf16")
+    pipeline = name in ("pp2", "gpipe", "interleaved", "pp2occ", "dp2pp2sc", "pp2bf16", "pp2fp16")
     want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if pipeline else \
         {"dp2tp2": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"},
          "tp2vocab": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce", "ptrain.tp_all_gather"}}[name]
@@ -613,25 +615,27 @@ def check_llama(build, source, scratch):
     return failures
 
 
-def check_bf16(scratch):
-    """Section 7: the pp2 plan in bf16 against the fp32 one (both compiled in section 3)."""
+def check_half(scratch, plan, kind, dtype):
+    """Section 7: the pp2 plan `plan` in 16-bit (`kind` bf16 or f16, cast dtype `dtype`) against the fp32 one (both
+    compiled in section 3)."""
     failures = []
-    text, fp32 = (inline_step_text(os.path.join(scratch, name)) for name in ("pp2bf16", "pp2"))
-    gemms = {kind: len(re.findall(rf"PTRAIN_STEP_CALL\(ptrain_cuda_gemm_{kind}\(", text)) for kind in ("bf16", "f32")}
-    casts = len(re.findall(r"ptrain_cuda_cast_encode_f32\([^;]*nullptr[^;]*PTRAIN_DTYPE_BF16", text))
-    print(f"pp2bf16: {gemms['bf16']} bf16 GEMMs, {gemms['f32']} fp32 GEMMs, {casts} casts to bf16")
-    if gemms["bf16"] != len(re.findall(r"PTRAIN_STEP_CALL\(ptrain_cuda_gemm_f32\(", fp32)) or gemms["f32"]:
-        failures.append(f"pp2bf16: GEMMs {gemms}, expected every one of the fp32 plan's GEMMs in bf16")
+    text, fp32 = (inline_step_text(os.path.join(scratch, name)) for name in (plan, "pp2"))
+    gemms = {k: len(re.findall(rf"PTRAIN_STEP_CALL\(ptrain_cuda_gemm_{k}\(", text)) for k in ("bf16", "f16", "f32")}
+    casts = len(re.findall(rf"ptrain_cuda_cast_encode_f32\([^;]*nullptr[^;]*{dtype}", text))
+    print(f"{plan}: GEMMs {gemms}, {casts} casts to {kind}")
+    want = len(re.findall(r"PTRAIN_STEP_CALL\(ptrain_cuda_gemm_f32\(", fp32))
+    if gemms[kind] != want or sum(gemms.values()) != gemms[kind]:
+        failures.append(f"{plan}: GEMMs {gemms}, expected every one of the fp32 plan's GEMMs in {kind}")
     if casts == 0:
-        failures.append("pp2bf16: no cast to bf16 (ptrain_cuda_cast_encode_f32 without a residual)")
+        failures.append(f"{plan}: no cast to {kind} (ptrain_cuda_cast_encode_f32 without a residual)")
 
     def send_bytes(code):
         return sum(int(n) for n in re.findall(r"PTRAIN_STEP_CALL\(ptrain_nccl_send\([^,]+, [^,]+, (\d+),", code))
 
     sent, sent32 = send_bytes(text), send_bytes(fp32)
-    print(f"pp2bf16: pipeline sends of {sent} bytes (fp32 plan: {sent32})")
+    print(f"{plan}: pipeline sends of {sent} bytes (fp32 plan: {sent32})")
     if sent32 == 0 or 2 * sent != sent32:
-        failures.append(f"pp2bf16: the sends carry {sent} bytes, not half the fp32 plan's {sent32}")
+        failures.append(f"{plan}: the sends carry {sent} bytes, not half the fp32 plan's {sent32}")
     return failures
 
 
@@ -697,7 +701,8 @@ def main(build, source, scratch):
              "pp2occ": ["--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"],
              "dp2pp2sc": ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--bucket-bytes", "1000000", "--policy",
                           "optimus-cc", "--compress-options", "sc-all=true sc-rank=8"],
-             "pp2bf16": ["--pp", "2", "--micro-batches", "2", "--precision", "bf16"]}
+             "pp2bf16": ["--pp", "2", "--micro-batches", "2", "--precision", "bf16"],
+             "pp2fp16": ["--pp", "2", "--micro-batches", "2", "--precision", "fp16"]}
     for name, options in plans.items():
         out = os.path.join(scratch, name)
         start = time.time()
@@ -731,8 +736,9 @@ def main(build, source, scratch):
     # --- 6. The LLaMA-style fixture through nvcc.
     failures += check_llama(build, source, scratch)
 
-    # --- 7. Mixed precision: the bf16 pp2 plan of section 3.
-    failures += check_bf16(scratch)
+    # --- 7. Mixed precision: the bf16 and fp16 pp2 plans of section 3.
+    failures += check_half(scratch, "pp2bf16", "bf16", "PTRAIN_DTYPE_BF16")
+    failures += check_half(scratch, "pp2fp16", "f16", "PTRAIN_DTYPE_F16")
 
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))

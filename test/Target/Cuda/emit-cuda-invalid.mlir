@@ -102,11 +102,12 @@ func.func @f(%g: tensor<8xf32>) -> tensor<4xf32> {
 }
 // ZERO: error: --emit-cuda: 'ptrain.reduce_scatter_start' (ZeRO-1, the distributed optimizer: --ptrain-build-training-step zero=1, ptrain-compile --zero 1) is not supported by the CUDA code generator yet; --target cpu runs it
 
-// A mixed-precision cast the CUDA target has no kernel for (f32 <-> bf16 only; f16 is a codec's code type).
+// A mixed-precision cast the CUDA target has no kernel for (f32 <-> bf16 and f32 <-> f16 only).
 //--- cast-f16.mlir
 func.func @train_step(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %h = ptrain.cast %x : tensor<4xf32> -> tensor<4xf16> loc("/model/Cast_3")
+  %b = ptrain.cast %x : tensor<4xf32> -> tensor<4xbf16>
+  %h = ptrain.cast %b : tensor<4xbf16> -> tensor<4xf16> loc("/model/Cast_3")
   %y = ptrain.cast %h : tensor<4xf16> -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
-// CAST16: error: loc("/model/Cast_3"): --emit-cuda: a cast from 'f32' to 'f16' is not supported (f32, i64 and i1 among themselves, f32 <-> bf16)
+// CAST16: error: loc("/model/Cast_3"): --emit-cuda: a cast from 'bf16' to 'f16' is not supported (f32, i64 and i1 among themselves, f32 <-> bf16, f32 <-> f16)

@@ -9,8 +9,8 @@
 // (reduce, broadcast_to, cast, gather, log-softmax, SGD, global-norm
 // clipping, the vocabulary-parallel embedding and cross-entropy parts, the
 // weighted / ignore_index / sum cross-entropy) the same way: bit for bit where the CPU's result has one rounding of an
-// exact value, else within 1e-6 / 1e-5. The bf16 casts bit for bit and the bf16 GEMM within 1e-5. Skipped (77)
-// without a device.
+// exact value, else within 1e-6 / 1e-5. The bf16 and f16 casts bit for bit and the bf16 and f16 GEMMs within
+// 1e-5. Skipped (77) without a device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,47 +51,65 @@ TEST(CudaModelKernels, GemmBatchedAndBroadcast) {
     }
 }
 
-TEST(CudaModelKernels, GemmBf16AndCasts) {
-  // --precision bf16 (docs/MixedPrecision.md): the casts bit for bit against the CPU's (round to nearest even,
-  // exact widening), then the bf16 GEMM with fp32 accumulation against ptrain_gemm_bf16 on the same bf16
-  // operands: the products are exact in fp32, so only the summation order differs (1e-5 relative).
+/// The CPU and CUDA calls of one 16-bit format (bf16 or f16): its casts and its GEMM with fp32 accumulation.
+struct HalfCalls {
+  ptrain_dtype_t dtype;
+  ptrain_status_t (*narrow)(const float *, int64_t, uint16_t *);
+  ptrain_status_t (*widen)(const uint16_t *, int64_t, float *);
+  decltype(&ptrain_gemm_bf16) cpuGemm;
+  decltype(&ptrain_cuda_gemm_bf16) cudaGemm;
+  const char *what;
+};
+
+/// The casts bit for bit against the CPU's (round to nearest even, exact widening), then the 16-bit GEMM with fp32
+/// accumulation against the CPU's on the same operands: the products are exact in fp32, so only the summation
+/// order differs (1e-5 relative).
+void checkHalfGemmAndCasts(const HalfCalls &calls) {
   const int64_t batch = 3, m = 5, n = 4, k = 33;
   const std::vector<float> a = randomValues(batch * m * k, 11), b = randomValues(k * n, 12);
   std::vector<uint16_t> a16(a.size()), b16(b.size());
-  ASSERT_EQ(ptrain_cast_f32_bf16(a.data(), static_cast<int64_t>(a.size()), a16.data()), PTRAIN_OK);
-  ASSERT_EQ(ptrain_cast_f32_bf16(b.data(), static_cast<int64_t>(b.size()), b16.data()), PTRAIN_OK);
+  ASSERT_EQ(calls.narrow(a.data(), static_cast<int64_t>(a.size()), a16.data()), PTRAIN_OK);
+  ASSERT_EQ(calls.narrow(b.data(), static_cast<int64_t>(b.size()), b16.data()), PTRAIN_OK);
   DeviceArray<float> da(a), db(b);
   DeviceArray<uint16_t> da16(a.size()), db16(b.size());
-  ASSERT_EQ(ptrain_cuda_cast_encode_f32(da.get(), nullptr, static_cast<int64_t>(a.size()), PTRAIN_DTYPE_BF16,
-                                        da16.get()),
+  ASSERT_EQ(ptrain_cuda_cast_encode_f32(da.get(), nullptr, static_cast<int64_t>(a.size()), calls.dtype, da16.get()),
             PTRAIN_OK)
       << ptrain_last_error();
-  ASSERT_EQ(ptrain_cuda_cast_encode_f32(db.get(), nullptr, static_cast<int64_t>(b.size()), PTRAIN_DTYPE_BF16,
-                                        db16.get()),
+  ASSERT_EQ(ptrain_cuda_cast_encode_f32(db.get(), nullptr, static_cast<int64_t>(b.size()), calls.dtype, db16.get()),
             PTRAIN_OK)
       << ptrain_last_error();
-  EXPECT_EQ(da16.download(), a16);
-  EXPECT_EQ(db16.download(), b16);
+  EXPECT_EQ(da16.download(), a16) << calls.what;
+  EXPECT_EQ(db16.download(), b16) << calls.what;
   std::vector<float> widened(a.size());
   DeviceArray<float> dwide(a.size());
-  ASSERT_EQ(ptrain_cast_bf16_f32(a16.data(), static_cast<int64_t>(a.size()), widened.data()), PTRAIN_OK);
-  ASSERT_EQ(ptrain_cuda_cast_decode_f32(da16.get(), static_cast<int64_t>(a.size()), PTRAIN_DTYPE_BF16, dwide.get()),
+  ASSERT_EQ(calls.widen(a16.data(), static_cast<int64_t>(a.size()), widened.data()), PTRAIN_OK);
+  ASSERT_EQ(ptrain_cuda_cast_decode_f32(da16.get(), static_cast<int64_t>(a.size()), calls.dtype, dwide.get()),
             PTRAIN_OK)
       << ptrain_last_error();
-  EXPECT_EQ(dwide.download(), widened);
+  EXPECT_EQ(dwide.download(), widened) << calls.what;
   for (int32_t ta = 0; ta < 2; ++ta)
     for (int32_t tb = 0; tb < 2; ++tb) {
       std::vector<float> cpu(batch * m * n);
       DeviceArray<float> dc(cpu.size());
-      ASSERT_EQ(ptrain_gemm_bf16(ta, tb, batch, m, n, k, 1.0f, a16.data(), m * k, b16.data(), 0, 0.0f, cpu.data(),
-                                 m * n),
+      ASSERT_EQ(calls.cpuGemm(ta, tb, batch, m, n, k, 1.0f, a16.data(), m * k, b16.data(), 0, 0.0f, cpu.data(), m * n),
                 PTRAIN_OK);
-      ASSERT_EQ(ptrain_cuda_gemm_bf16(ta, tb, batch, m, n, k, 1.0f, da16.get(), m * k, db16.get(), 0, 0.0f, dc.get(),
-                                      m * n),
+      ASSERT_EQ(calls.cudaGemm(ta, tb, batch, m, n, k, 1.0f, da16.get(), m * k, db16.get(), 0, 0.0f, dc.get(), m * n),
                 PTRAIN_OK)
           << ptrain_last_error();
-      expectClose(cpu, dc.download(), "gemm_bf16");
+      expectClose(cpu, dc.download(), calls.what);
     }
+}
+
+TEST(CudaModelKernels, GemmBf16AndCasts) {
+  // --precision bf16 (docs/MixedPrecision.md).
+  checkHalfGemmAndCasts({PTRAIN_DTYPE_BF16, ptrain_cast_f32_bf16, ptrain_cast_bf16_f32, ptrain_gemm_bf16,
+                         ptrain_cuda_gemm_bf16, "gemm_bf16"});
+}
+
+TEST(CudaModelKernels, GemmF16AndCasts) {
+  // --precision fp16 (docs/MixedPrecision.md): IEEE binary16 operands, cuBLAS's CUDA_R_16F.
+  checkHalfGemmAndCasts(
+      {PTRAIN_DTYPE_F16, ptrain_cast_f32_f16, ptrain_cast_f16_f32, ptrain_gemm_f16, ptrain_cuda_gemm_f16, "gemm_f16"});
 }
 
 TEST(CudaModelKernels, BroadcastingBinaryUnarySumTo) {

@@ -122,9 +122,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locatio
   if (accumulate) {
     if (!accumulate.getValue().isF32())
       return emitOptionalError(loc, "'ptrain.matmul' op accumulate must be f32, got ", accumulate.getValue());
-    if (!element.isBF16())
-      return emitOptionalError(loc, "'ptrain.matmul' op accumulate = f32 needs bf16 operands, got ", lhs, " and ",
-                               rhs);
+    if (!element.isBF16() && !element.isF16())
+      return emitOptionalError(loc, "'ptrain.matmul' op accumulate = f32 needs 16-bit operands (bf16 or f16), got ",
+                               lhs, " and ", rhs);
     element = accumulate.getValue();
   }
   // (C4)

@@ -98,6 +98,7 @@ def PTrain_Precision : I32EnumAttr<"Precision",
     "the floating-point format of a training step's GEMM operands and messages", [
       I32EnumAttrCase<"F32", 0, "fp32">,
       I32EnumAttrCase<"BF16", 1, "bf16">,
+      I32EnumAttrCase<"F16", 2, "fp16">,
     ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::ptrain";
@@ -107,10 +108,11 @@ def PTrain_PrecisionAttr : EnumAttr<PTrain_Dialect, PTrain_Precision, "precision
   let summary = "The precision a training step was built in (module attribute `ptrain.precision`).";
   let description = [{
     The value of the discardable module attribute `ptrain.precision` that `--ptrain-build-training-step`
-    (`precision=bf16`, docs/MixedPrecision.md) sets on a pipeline module: `--ptrain-lower-to-runtime` then sends
-    the activations and their gradients between stages in that format (a `ptrain.cast` before the send, a cast
-    back to fp32 after the receive), half the bytes of fp32. `fp32` (the default when the attribute is absent)
-    sends fp32. Read and written through `getPrecision` and `setPrecision` (PTrainPlanAttrs.h).
+    (`precision=bf16` or `precision=fp16`, docs/MixedPrecision.md) sets on a pipeline module:
+    `--ptrain-lower-to-runtime` then sends the activations and their gradients between stages in that 16-bit
+    format (bf16 or IEEE binary16: a `ptrain.cast` before the send, a cast back to fp32 after the receive), half
+    the bytes of fp32, and the timing model prices them at 2 bytes an element. `fp32` (the default when the
+    attribute is absent) sends fp32. Read and written through `getPrecision` and `setPrecision` (PTrainPlanAttrs.h).
 
     Constraints where it sits (the dialect's `verifyOperationAttribute`):
     * (C1) `ptrain.precision` is a `#ptrain.precision`;

@@ -82,10 +82,12 @@ def PTrain_MatmulOp : PTrain_ModelOp<"matmul", [InferTypeOpAdaptor, DeclareOpInt
     lhs [..., n, k] x rhs [..., k, m] -> [..., n, m]; the batch dimensions broadcast (numpy rules). FLOPs:
     2 * n * k * m per batch element.
 
-    Mixed precision (docs/MixedPrecision.md): with `accumulate = f32` the operands are bf16, every product is
-    accumulated in fp32 and the result is fp32; its value is the runtime's `ptrain_gemm_bf16` (AVX512-BF16's
-    `VDPBF16PS` definition: pairs of products summed in fp32, docs/Runtime.md "bf16 GEMM"), bit for bit on every
-    path. `--ptrain-build-training-step="precision=bf16"` places these GEMMs.
+    Mixed precision (docs/MixedPrecision.md): with `accumulate = f32` the operands are 16-bit (bf16 or f16),
+    every product is accumulated in fp32 and the result is fp32. On bf16 operands its value is the runtime's
+    `ptrain_gemm_bf16` (AVX512-BF16's `VDPBF16PS` definition: pairs of products summed in fp32, docs/Runtime.md
+    "bf16 GEMM"); on f16 operands the runtime's `ptrain_gemm_f16` (one fp32 accumulator per element taking the
+    exact products in order of k, docs/MixedPrecision.md "fp16"); bit for bit on every path.
+    `--ptrain-build-training-step="precision=bf16"` (or `fp16`) places these GEMMs.
 
     Constraints:
     * (C1) both operands have rank >= 2 and the same element type;
@@ -93,7 +95,7 @@ def PTrain_MatmulOp : PTrain_ModelOp<"matmul", [InferTypeOpAdaptor, DeclareOpInt
     * (C3) the batch dimensions broadcast;
     * (C4) the result is [broadcast batch..., n, m] (inferred), with the operands' element type, or `accumulate`
       when given;
-    * (C5) `accumulate`, when given, is f32 and the operands are bf16.
+    * (C5) `accumulate`, when given, is f32 and the operands are bf16 or f16.
 
     ```mlir
     %y = ptrain.matmul %x, %w : tensor<4x64x128xf32>, tensor<128x384xf32>
