@@ -21,7 +21,8 @@
    checkpoints within 1e-6 relative (plain dp copies replica 0's whole moments).
 6. Clipping: --clip-norm 0.1 at dp 2 with and without --zero 1, 3 steps: the same losses within 1e-6 relative,
    and different from the unclipped ones (clipping is active).
-7. ptrain-compile refuses --zero 1 with --dp 1, --optimizer sgd, --target cuda and a --policy, each by name.
+7. ptrain-compile refuses --zero 1 with --dp 1, --optimizer sgd, --target cuda and a policy whose dp codec the
+   reduce-scatter does not run (optimus-cc: PowerSGD), each by name.
 """
 
 import filecmp
@@ -173,7 +174,8 @@ check(len(a) == 3 and "dp2" in logs and a != logs["dp2"]["train_loss"][:3], "cli
 refusals = {("--dp", "1"): "needs --dp > 1 (got --dp 1)",
             ("--dp", "2", "--optimizer", "sgd"): "needs --optimizer adamw (got --optimizer sgd)",
             ("--dp", "2", "--target", "cuda"): "the CUDA target does not emit the reduce-scatter",
-            ("--dp", "2", "--policy", "optimus-cc"): "compression of the reduce-scattered gradient buckets"}
+            ("--dp", "2", "--policy", "optimus-cc"): "its data-parallel codec (PowerSGD, or auto's search) on the "
+                                                     "reduce-scattered gradient buckets is not built"}
 for flags, message in refusals.items():
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, "--zero", "1", *flags, "-o",
                    os.path.join(work, "refused")])
