@@ -190,6 +190,19 @@ mlir::ptrain::getDataParallelCodecWork(CodecAttrInterface codec, RankedTensorTyp
   return work;
 }
 
+DataParallelCodecWork mlir::ptrain::getZeroReduceScatterCodecWork(CodecAttrInterface codec, RankedTensorType chunk,
+                                                                  int64_t n, bool errorFeedback) {
+  DataParallelCodecWork work;
+  const double size = std::max<int64_t>(n, 1);
+  CodecWork w = getCodecWork(codec, chunk, errorFeedback);
+  for (int64_t r = 0; r < n; ++r) {
+    append(work.phaseP, w.encode);
+    append(work.finish, w.decode);
+  }
+  work.first.push_back({size - 1, (size - 1) * w.codeBytes, size * w.codeBytes});
+  return work;
+}
+
 llvm::Expected<CompressedAllReduceCost>
 mlir::ptrain::getCompressedAllReduceCost(CodecAttrInterface codec, RankedTensorType type, int64_t n, const LinkCost &link,
                                          const ClusterSpec &cluster, bool errorFeedback) {

@@ -323,12 +323,50 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
   // AdamW, an all-gather of the same padded size. A ring reduce-scatter and a ring all-gather each move
   // (n - 1) / n of the bucket in n - 1 steps: together exactly a ring all-reduce (Patarasuk & Yuan, JPDC 2009;
   // Rajbhandari et al., SC'20, sec. 7.1: P_os has the communication volume of plain data parallelism).
-  opt.walk([&](ReduceScatterStartOp rs) {
-    if (!llvm::equal(rs.getGridAxes().getAsValueRange<StringAttr>(), llvm::ArrayRef<StringRef>{"dp"}))
-      return;
-    addRound(rc.dataParallel, ringAllReduce(getTensorBytes(rs.getInput().getType()) / tp, n), 1);
-    ++rc.dataParallelBuckets;
-  });
+  // A bucket whose gradients have a codec in the plan (quantization: docs/DistributedOptimizer.md,
+  // "Compression") is priced as ptrain_compressed_reduce_scatter_start runs it (getZeroReduceScatterCodecWork)
+  // plus the uncompressed ring all-gather of the updated shards, in the compressed dp reduction.
+  for (Operation *bucket : zeroBuckets(opt)) {
+    auto type = cast<RankedTensorType>(bucket->getOperand(0).getType());
+    const double bytes = getTensorBytes(type) / tp;
+    CodecAttrInterface codec;
+    if (auto c = dyn_cast<CompressedReduceScatterStartOp>(bucket)) {
+      codec = c.getCodec();
+    } else if (plan) {
+      FailureOr<CodecAttrInterface> planned =
+          zeroBucketCodec(opt->getParentOfType<ModuleOp>(), *plan, s, zeroBucketReads(bucket),
+                          [&] { return bucket->emitError("timing model: "); });
+      if (failed(planned))
+        return costError("stage " + llvm::Twine(s) + ": a ZeRO-1 bucket mixes dp codecs");
+      codec = *planned;
+    }
+    if (!codec) {
+      addRound(rc.dataParallel, ringAllReduce(bytes, n), 1);
+      ++rc.dataParallelBuckets;
+      continue;
+    }
+    compressed = true;
+    const bool ef = plan ? plan->scErrorFeedback : !cast<CompressedReduceScatterStartOp>(bucket).getState().empty();
+    auto chunk = RankedTensorType::get({type.getNumElements() / n}, type.getElementType());
+    DataParallelCodecWork work = getZeroReduceScatterCodecWork(codec, chunk, n, ef);
+    double scale = getCodecCalibration(codec, chunk, ef, cluster).both / tp;
+    for (auto [to, from] : {std::make_pair(&phases[0], &work.phaseP), std::make_pair(&phases[2], &work.finish)})
+      for (CodecPhase ph : *from) {
+        ph.cost.flops *= scale;
+        ph.cost.bytes *= scale;
+        to->push_back(ph);
+      }
+    for (const CodecCollective &c : work.first)
+      addRound(ca.first, c, 1 / tp);
+    // The ring all-gather of the updated shards: each rank hands bytes / n and sends (n - 1) / n of the bucket
+    // (the runtime's counters count what a rank hands MPI, as for the codes).
+    addRound(ca.first, {static_cast<double>(n - 1), (n - 1) * bytes / n, bytes / n}, 1);
+    ++ca.compressed;
+    std::string name;
+    llvm::raw_string_ostream(name) << Attribute(codec);
+    if (!llvm::is_contained(codecNames, name))
+      codecNames.push_back(name);
+  }
   for (const SmallVector<StateReadOp> &bucket : dataParallelBuckets(opt)) {
     struct Gradient {
       StateReadOp read;
@@ -408,7 +446,7 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
       return seconds.takeError();
     *out = *seconds;
   }
-  if (s < static_cast<int64_t>(plan->dpAllReduce.size()) && plan->dpAllReduce[s])
+  if (plan && s < static_cast<int64_t>(plan->dpAllReduce.size()) && plan->dpAllReduce[s])
     codecNames.insert(codecNames.begin(),
                       "#ptrain.powersgd<rank = " + std::to_string(plan->scRank) + "> (clamped to min(n, m))");
   ca.codec = llvm::join(codecNames, ", ");

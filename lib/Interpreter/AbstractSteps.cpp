@@ -15,7 +15,7 @@ using namespace mlir::ptrain::interp;
 /// The ops the executor treats as communication (MultiRankExecutor::Impl::step).
 static bool isCommunication(Operation *op) {
   return isa<WaitOp, SendStartOp, RecvStartOp, CompressedAllReduceStartOp, TPAllReduceOp, TPAllGatherOp,
-             AllReduceStartOp, AllGatherStartOp, ReduceScatterStartOp, BroadcastStartOp>(op);
+             AllReduceStartOp, AllGatherStartOp, ReduceScatterStartOp, BroadcastStartOp, CompressedReduceScatterStartOp>(op);
 }
 
 func::FuncOp AbstractSteps::calleeOf(func::CallOp call) {

@@ -511,6 +511,59 @@ mlir::ptrain::interp::evalCompressedAllReduce(CompressedAllReduceStartOp op, llv
   return results;
 }
 
+llvm::Expected<std::vector<std::pair<Tensor, std::vector<Tensor>>>>
+mlir::ptrain::interp::evalCompressedReduceScatter(CompressedReduceScatterStartOp op,
+                                                  llvm::ArrayRef<const Tensor *> inputs,
+                                                  llvm::ArrayRef<std::vector<Tensor>> states) {
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  auto chunkType = cast<RankedTensorType>(op.getRequest().getType().getValueType());
+  llvm::Expected<ptrain_codec_t> d = descriptorOf(op.getCodec(), chunkType);
+  if (!d)
+    return d.takeError();
+  int64_t bytes = 0;
+  if (ptrain_status_t status = ptrain_codec_code_bytes(&*d, &bytes))
+    return kernelError(status);
+  const size_t size = inputs.size(), chunk = static_cast<size_t>(chunkType.getNumElements());
+  if (chunk * size != static_cast<size_t>(type.getNumElements()))
+    return makeError("a compressed reduce-scatter of " + std::to_string(type.getNumElements()) + " elements over " +
+                     std::to_string(size) + " members cannot yield chunks of " + std::to_string(chunk));
+  const bool ef = op.getErrorFeedback();
+  // Member i's code of chunk j at codes[i][j * bytes] (what its all-to-all sends to member j).
+  std::vector<std::vector<char>> codes(size, std::vector<char>(static_cast<size_t>(bytes) * size, 0));
+  std::vector<std::vector<float>> residuals(size);
+  for (size_t i = 0; i < size; ++i) {
+    std::vector<float> g = toFloats(*inputs[i]);
+    if (ef)
+      residuals[i] = toFloats(states[i][0]);
+    for (size_t j = 0; j < size; ++j)
+      if (ptrain_status_t status = ptrain_codec_encode(&*d, g.data() + j * chunk,
+                                                       ef ? residuals[i].data() + j * chunk : nullptr, nullptr,
+                                                       codes[i].data() + j * bytes))
+        return kernelError(status);
+  }
+  // Member j decodes every member's code of its chunk and adds them in member order, then scales.
+  const float alpha = op.getReduction() == ReductionKind::Avg ? 1.0f / static_cast<float>(size) : 1.0f;
+  std::vector<std::pair<Tensor, std::vector<Tensor>>> results;
+  std::vector<float> decoded(chunk);
+  for (size_t j = 0; j < size; ++j) {
+    std::vector<float> out(chunk, 0.0f);
+    for (size_t i = 0; i < size; ++i) {
+      if (ptrain_status_t status = ptrain_codec_decode(&*d, codes[i].data() + j * bytes, nullptr, decoded.data()))
+        return kernelError(status);
+      for (size_t k = 0; k < chunk; ++k)
+        out[k] += decoded[k];
+    }
+    if (alpha != 1.0f)
+      for (float &v : out)
+        v *= alpha;
+    std::vector<Tensor> newStates;
+    if (ef)
+      newStates.push_back(fromFloats(type.getShape(), residuals[j]));
+    results.emplace_back(fromFloats(chunkType.getShape(), out), std::move(newStates));
+  }
+  return results;
+}
+
 //===----------------------------------------------------------------------===//
 // PowerSGD phases (--ptrain-expand-codecs)
 //===----------------------------------------------------------------------===//

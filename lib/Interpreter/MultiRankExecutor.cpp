@@ -628,11 +628,13 @@ llvm::Error MultiRankExecutor::Impl::complete(Communicator &comm) {
     } else if (auto b = dyn_cast<BroadcastStartOp>(op)) {
       for (Tensor &r : results)
         r = *inputs[b.getRoot()];
-    } else if (auto c = dyn_cast<CompressedAllReduceStartOp>(op)) {
+    } else if (isa<CompressedAllReduceStartOp, CompressedReduceScatterStartOp>(op)) {
       std::vector<std::vector<Tensor>> states;
       for (Request *post : posts)
         states.push_back(post->states);
-      auto reduced = evalCompressedAllReduce(c, inputs, states);
+      auto reduced = isa<CompressedAllReduceStartOp>(op)
+                         ? evalCompressedAllReduce(cast<CompressedAllReduceStartOp>(op), inputs, states)
+                         : evalCompressedReduceScatter(cast<CompressedReduceScatterStartOp>(op), inputs, states);
       if (!reduced)
         return opError(op, reduced.takeError());
       for (auto [post, result, member] : llvm::zip(posts, results, *reduced)) {
@@ -734,20 +736,28 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
   };
   // A compressed all-reduce returns its new codec state with the request, so the executor completes it at the
   // start: the rank blocks there until every member has posted.
-  if (auto c = dyn_cast<CompressedAllReduceStartOp>(op)) {
-    llvm::Expected<Request *> request = inPlace(c.getRequest(), c.getGrid(), c.getGridAxes(), [&](Request &r) {
-      r.input = value(c.getInput());
-      for (Value state : c.getState())
-        r.states.push_back(value(state));
+  auto compressedStart = [&](Value key, StringRef grid, ArrayAttr axes, Value input, ValueRange state,
+                             ValueRange newState) -> llvm::Error {
+    llvm::Expected<Request *> request = inPlace(key, grid, axes, [&](Request &r) {
+      r.input = value(input);
+      for (Value v : state)
+        r.states.push_back(value(v));
     });
     if (!request || !*request)
       return request.takeError();
     if (concrete())
-      for (auto [v, tensor] : llvm::zip(c.getNewState(), (*request)->newStates))
+      for (auto [v, tensor] : llvm::zip(newState, (*request)->newStates))
         frame.values[v] = tensor;
     ++frame.it;
     return llvm::Error::success();
-  }
+  };
+  if (auto c = dyn_cast<CompressedAllReduceStartOp>(op))
+    return compressedStart(c.getRequest(), c.getGrid(), c.getGridAxes(), c.getInput(), c.getState(),
+                           c.getNewState());
+  // ZeRO-1's compressed reduce-scatter likewise (its new residual comes with the request).
+  if (auto c = dyn_cast<CompressedReduceScatterStartOp>(op))
+    return compressedStart(c.getRequest(), c.getGrid(), c.getGridAxes(), c.getInput(), c.getState(),
+                           c.getNewState());
   // Megatron's f is the identity forward; its all-reduce is in the backward, as a tp_all_reduce.
   if (auto f = dyn_cast<TPCopyOp>(op)) {
     if (concrete())

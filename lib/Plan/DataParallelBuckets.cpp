@@ -37,6 +37,8 @@ SmallVector<StateReadOp> mlir::ptrain::dataParallelGradientReads(func::FuncOp op
   SmallVector<StateReadOp> reads;
   for (const SmallVector<StateReadOp> &bucket : dataParallelBuckets(optimizerStep))
     reads.append(bucket.begin(), bucket.end());
+  for (Operation *bucket : zeroBuckets(optimizerStep))
+    llvm::append_range(reads, zeroBucketReads(bucket));
   return reads;
 }
 
@@ -59,4 +61,61 @@ CodecAttrInterface mlir::ptrain::dataParallelCodecOf(const CompressionPlan &plan
     return CodecAttrInterface();
   auto [n, m] = *MatrixViewAttr::getMatrixShape(MatrixViewAttr(), type, nullptr);
   return PowerSGDAttr::get(type.getContext(), std::min({plan.scRank, n, m}), BoolAttr(), MatrixViewAttr());
+}
+
+SmallVector<Operation *> mlir::ptrain::zeroBuckets(func::FuncOp optimizerStep) {
+  SmallVector<Operation *> ops;
+  optimizerStep.walk([&](Operation *op) {
+    auto axes = op->getAttrOfType<ArrayAttr>("grid_axes");
+    if (isa<ReduceScatterStartOp, CompressedReduceScatterStartOp>(op) && axes &&
+        llvm::equal(axes.getAsValueRange<StringAttr>(), ArrayRef<StringRef>{"dp"}))
+      ops.push_back(op);
+  });
+  return ops;
+}
+
+SmallVector<StateReadOp> mlir::ptrain::zeroBucketReads(Operation *bucket) {
+  Value input = bucket->getOperand(0);
+  SmallVector<Value> pieces;
+  if (auto concat = input.getDefiningOp<ConcatOp>())
+    pieces.append(concat->operand_begin(), concat->operand_end());
+  else
+    pieces.push_back(input);
+  SmallVector<StateReadOp> reads;
+  for (Value piece : pieces)
+    if (StateReadOp read = gradientReadOf(piece))
+      reads.push_back(read);
+  return reads;
+}
+
+FailureOr<CodecAttrInterface> mlir::ptrain::zeroBucketCodec(ModuleOp module, const CompressionPlan &plan,
+                                                            int64_t stage, ArrayRef<StateReadOp> reads,
+                                                            llvm::function_ref<InFlightDiagnostic()> error) {
+  CodecAttrInterface codec;
+  std::string first;
+  for (auto [i, constRead] : llvm::enumerate(reads)) {
+    StateReadOp read = constRead;
+    auto state = module.lookupSymbol<StateOp>(read.getState());
+    std::string key = state ? state.getKey().str() : read.getState().str();
+    CodecAttrInterface c = dataParallelCodecOf(plan, stage, key, cast<RankedTensorType>(read.getType()));
+    if (i == 0) {
+      codec = c;
+      first = key;
+    } else if (c != codec) {
+      InFlightDiagnostic diag = error();
+      diag << "the ZeRO-1 bucket of '" << first << "' and '" << key
+           << "' is reduce-scattered as one flat tensor and needs one codec for all its gradients, got ";
+      if (codec)
+        diag << Attribute(codec);
+      else
+        diag << "none";
+      diag << " and ";
+      if (c)
+        diag << Attribute(c);
+      else
+        diag << "none";
+      return failure();
+    }
+  }
+  return codec;
 }

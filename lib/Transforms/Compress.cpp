@@ -213,9 +213,24 @@ LogicalResult CompressPass::mcbench(const CompressionEdges &edges, CompressionPl
   auto parse = [&](StringRef option, StringRef spec) {
     return parseCodecSpec(context, spec, option, [&] { return error(""); });
   };
-  FailureOr<CodecAttrInterface> fwd = parse("fwd-codec", fwdCodec), bwd = parse("bwd-codec", bwdCodec);
-  if (failed(fwd) || failed(bwd))
+  FailureOr<CodecAttrInterface> fwd = parse("fwd-codec", fwdCodec), bwd = parse("bwd-codec", bwdCodec),
+                                dp = parse("dp-codec", dpCodec);
+  if (failed(fwd) || failed(bwd) || failed(dp))
     return failure();
+  // dp-codec: every dp gradient reduction, through the record's per-gradient dp_codecs.
+  if (*dp && edges.dp < 2) {
+    error("dp-codec=") << dpCodec.getValue() << " compresses the data-parallel gradient reductions, but dp = "
+                       << edges.dp;
+    return failure();
+  }
+  if (*dp)
+    for (const auto &stageGrads : edges.gradients)
+      for (const auto &[key, type] : stageGrads) {
+        if (failed(checkCodecForEdge(*dp, type, "the dp reduction of '" + key + "' (dp-codec)",
+                                     [&] { return error(""); })))
+          return failure();
+        plan.dpCodecs[key] = *dp;
+      }
   plan.forwardCodec = *fwd;
   plan.backwardCodec = *bwd;
   plan.forwardErrorFeedback = plan.backwardErrorFeedback = errorFeedback;
@@ -463,7 +478,8 @@ void CompressPass::runOnOperation() {
     return signalPassFailure();
   }
   // Options of one policy given to another would be ignored silently: an error instead.
-  bool mcbenchOptions = fwdCodec != "none" || bwdCodec != "none" || skipStages != 0 || errorFeedback ||
+  bool mcbenchOptions = fwdCodec != "none" || bwdCodec != "none" || dpCodec != "none" || skipStages != 0 ||
+                        errorFeedback ||
                         tpFwdCodec != "none" || tpBwdCodec != "none" || tpSkipLayers != 0;
   bool optimusOptions = !cb || cbSends != "cooldown" || cbRank != 16 || !lep || !fe || !sc || scAll || scRank != 128;
   bool autoOptions = !autoRanks.empty() || autoMinGain != 0.001 || autoErrorBudget != 1.0 || autoMaxPicks != 256 ||
@@ -485,7 +501,7 @@ void CompressPass::runOnOperation() {
   if ((policy != "mcbench" && mcbenchOptions) || (policy != "optimus-cc" && optimusOptions)) {
     error("policy=") << policy.getValue() << " does not take "
                      << (policy != "mcbench" && mcbenchOptions
-                             ? "fwd-codec, bwd-codec, skip-stages, error-feedback, tp-fwd-codec, tp-bwd-codec or "
+                             ? "fwd-codec, bwd-codec, dp-codec, skip-stages, error-feedback, tp-fwd-codec, tp-bwd-codec or "
                                "tp-skip-layers (policy=mcbench)"
                              : "cb, cb-sends, cb-rank, lep, fe, sc, sc-all or sc-rank (policy=optimus-cc)");
     return signalPassFailure();
@@ -539,7 +555,7 @@ void CompressPass::runOnOperation() {
   for (const auto *rows : {&plan.backwardSends, &plan.forwardSends})
     for (const std::vector<CodecAttrInterface> &row : *rows)
       anySend |= llvm::any_of(row, [](CodecAttrInterface c) { return bool(c); });
-  bool mcbenchWithoutCodecs = policy == "mcbench" && fwdCodec == "none" && bwdCodec == "none" &&
+  bool mcbenchWithoutCodecs = policy == "mcbench" && fwdCodec == "none" && bwdCodec == "none" && dpCodec == "none" &&
                               tpFwdCodec == "none" && tpBwdCodec == "none";
   if (policy != "none" && policy != "auto" && !anySend && !llvm::is_contained(plan.dpAllReduce, true) &&
       !plan.fusedEmbedding && plan.dpCodecs.empty() && !tpSites) {

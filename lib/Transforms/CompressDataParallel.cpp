@@ -73,6 +73,9 @@ LogicalResult mlir::ptrain::compressDataParallelAllReduces(ModuleOp module, func
                                                            const CompressionPlan &plan, int64_t *numCompressed) {
   SymbolTable symbols(module);
   for (AllReduceStartOp op : allReducesOver(optimizerStep, {"dp"})) {
+    // Not a gradient bucket: ZeRO-1's clipping norm, a sum over [dp] of the shards' squared norms.
+    if (llvm::none_of(bucketPieces(op), [](Value piece) { return bool(gradientReadOf(piece)); }))
+      continue;
     FailureOr<Bucket> bucket = readBucket(op);
     if (failed(bucket))
       return failure();
@@ -136,6 +139,57 @@ LogicalResult mlir::ptrain::compressDataParallelAllReduces(ModuleOp module, func
   return success();
 }
 
+LogicalResult mlir::ptrain::compressZeroReduceScatters(ModuleOp module, func::FuncOp optimizerStep, int64_t stage,
+                                                       const CompressionPlan &plan, int64_t *numCompressed) {
+  for (auto [k, bucket] : llvm::enumerate(zeroBuckets(optimizerStep))) {
+    auto rs = dyn_cast<ReduceScatterStartOp>(bucket);
+    if (!rs)
+      continue;
+    FailureOr<CodecAttrInterface> codec = zeroBucketCodec(module, plan, stage, zeroBucketReads(rs), [&] {
+      return rs.emitError("--ptrain-lower-to-runtime: ");
+    });
+    if (failed(codec))
+      return failure();
+    if (!*codec)
+      continue;
+    auto quant = dyn_cast<QuantAttr>(*codec);
+    if (!quant)
+      return rs.emitError("--ptrain-lower-to-runtime: the ZeRO-1 reduce-scatter compresses a bucket with "
+                          "quantization (#ptrain.quant); ")
+             << Attribute(*codec) << " on a ZeRO-1 bucket is not built (docs/DistributedOptimizer.md)";
+    if (quant.getGranularity() == QuantGranularity::Channel)
+      return rs.emitError("--ptrain-lower-to-runtime: a ZeRO-1 bucket is a flat tensor: quantize it with "
+                          "granularity tensor or block (e.g. quant:bits=8,granularity=block,block-size=256), not ")
+             << Attribute(*codec) << " (channel granularity would keep a scale per element)";
+    auto type = cast<RankedTensorType>(rs.getInput().getType());
+    OpBuilder b(rs);
+    Location loc = rs.getLoc();
+    SmallVector<Value> state;
+    StateOp residual;
+    if (plan.scErrorFeedback) {
+      std::string bucketName = "stage" + std::to_string(stage) + "_zero_bucket" + std::to_string(k);
+      FailureOr<StateOp> s =
+          getOrAddCodecState(module, optimizerStep, "sc_" + bucketName + "_residual",
+                             "sc/stage" + std::to_string(stage) + ".zero_bucket" + std::to_string(k) + "/residual",
+                             StateKind::CodecResidual, type);
+      if (failed(s))
+        return failure();
+      residual = *s;
+      state.push_back(StateReadOp::create(b, loc, type, residual.getSymName()));
+    }
+    auto start = CompressedReduceScatterStartOp::create(
+        b, loc, rs.getRequest().getType(), TypeRange(ValueRange(state)), rs.getInput(), state, rs.getGrid(),
+        rs.getGridAxes(), rs.getReduction(), *codec, plan.scErrorFeedback);
+    if (residual)
+      StateWriteOp::create(b, loc, start.getNewState()[0], residual.getSymName());
+    rs.getRequest().replaceAllUsesWith(start.getRequest());
+    rs.erase();
+    if (numCompressed)
+      ++*numCompressed;
+  }
+  return success();
+}
+
 /// The tied syncs of an optimizer step: its sums over [pp] that are not the global gradient norm, in order.
 static SmallVector<AllReduceStartOp> tiedSyncs(func::FuncOp optimizerStep) {
   SmallVector<AllReduceStartOp> syncs;
@@ -148,6 +202,9 @@ static SmallVector<AllReduceStartOp> tiedSyncs(func::FuncOp optimizerStep) {
 /// Takes the gradient `read` out of the dp buckets of `optimizerStep`: reduced locally, kept in place.
 static LogicalResult removeFromBuckets(func::FuncOp optimizerStep, StateReadOp read) {
   for (AllReduceStartOp op : allReducesOver(optimizerStep, {"dp"})) {
+    // Not a gradient bucket: ZeRO-1's clipping norm, a sum over [dp] of the shards' squared norms.
+    if (llvm::none_of(bucketPieces(op), [](Value piece) { return bool(gradientReadOf(piece)); }))
+      continue;
     FailureOr<Bucket> bucket = readBucket(op);
     if (failed(bucket))
       return failure();

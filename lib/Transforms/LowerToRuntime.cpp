@@ -641,7 +641,8 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
       if ((**plan).fusedEmbedding && failed(fuseEmbeddingSync(module, opts, grid)))
         return signalPassFailure();
       for (int64_t s = 0; s < pp; ++s)
-        if (failed(compressDataParallelAllReduces(module, opts[s], s, **plan)))
+        if (failed(compressDataParallelAllReduces(module, opts[s], s, **plan)) ||
+            failed(compressZeroReduceScatters(module, opts[s], s, **plan)))
           return signalPassFailure();
     }
     for (int64_t s = 0; s < pp; ++s) {

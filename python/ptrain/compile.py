@@ -176,8 +176,8 @@ PLAN_FIELDS = ("model", "target", "optimizer", "lr", "warmup_steps", "total_step
 def check_zero_options(args):
     """--zero 1 (docs/DistributedOptimizer.md): what the ZeRO-1 step is built for, each refusal naming the options.
     The pass checks the same (zero=1 needs dp > 1 and AdamW); the driver also refuses what only it
-    knows: the CUDA target (no reduce-scatter / all-gather emission yet) and a compression policy (the dp
-    gradients are reduce-scattered, which the codecs do not compress yet)."""
+    knows: the CUDA target (no reduce-scatter / all-gather emission yet) and a compression policy whose dp codec
+    the reduce-scatter does not run (optimus-cc's PowerSGD, auto; mcbench's dp-codec quantization does)."""
     if not args.zero:
         return
     if args.deterministic_dp:
@@ -192,9 +192,12 @@ def check_zero_options(args):
     if args.target != "cpu":
         raise CompileError(f"--zero {args.zero} --target {args.target}: the CUDA target does not emit the "
                            "reduce-scatter and all-gather of the distributed optimizer yet (use --target cpu)")
-    if args.policy != "none":
-        raise CompileError(f"--zero {args.zero} --policy {args.policy}: compression of the reduce-scattered "
-                           "gradient buckets is not implemented yet (use --policy none)")
+    if args.policy not in ("none", "mcbench"):
+        raise CompileError(f"--zero {args.zero} --policy {args.policy}: its data-parallel codec (PowerSGD, or "
+                           "auto's search) on the reduce-scattered gradient buckets is not built; ZeRO-1 compresses "
+                           "its buckets with quantization: --policy mcbench --compress-options "
+                           "\"dp-codec=quant:bits=8,granularity=block,block-size=256\" "
+                           "(docs/DistributedOptimizer.md, \"Compression\")")
 
 
 def module_plan(bin_dir, step, target):

@@ -30,6 +30,9 @@ import re
 DP_FIELDS = ("dp", "global_batch", "micro_batches", "replica_batch", "codec_states")
 # The keys of ZeRO-1's AdamW moment shards (lib/Transforms/DistributedOptimizer.cpp): their shape changes with dp.
 ZERO_KEY = re.compile(r"stage\d+\.zero_bucket\d+/adam_[mv]")
+# The keys of the error-feedback residuals of ZeRO-1's compressed reduce-scatter (lib/Transforms/
+# CompressDataParallel.cpp): the whole bucket padded to a multiple of dp, so their shape changes with dp too.
+ZERO_RESIDUAL_KEY = re.compile(r"sc/stage\d+\.zero_bucket\d+/residual")
 # The optional fields of PATH.json and their types: (key, type, in words).
 FIELD_TYPES = (("seed", int, "an integer"), ("dp", int, "an integer"), ("pp", int, "an integer"),
                ("tp", int, "an integer"), ("plan_fingerprint", str, "a string"), ("reshard_fingerprint", str, "a string"),

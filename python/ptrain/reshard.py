@@ -9,7 +9,9 @@ replica d's PATH...dp<d>. Per state of the rank's table (ptrain_step_states), by
   copy    parameters, optimizer moments, step counters, codec seeds, PowerSGD warm-start Q: old replica 0's
           (replicated across replicas; "warm-start Q is copied")
   mean    a data-parallel codec residual (a codec residual whose key is no pipeline link's): the mean of the
-          old replicas' residuals, in fp64 (the pending error of the averaged update is kept)
+          old replicas' residuals, in fp64 (the pending error of the averaged update is kept); a ZeRO-1 bucket's
+          residual ("sc/stage<s>.zero_bucket<k>/residual", the bucket padded to a multiple of dp) then has its
+          padding tail cut or zero-padded to the new padded size
   reset   a pipeline-link codec residual (key "pp<s>-><t>/..."): zero, since it is one replica's error on its
           own micro-batches, which change with the degree
   shard   a ZeRO-1 AdamW moment (key "stage<s>.zero_bucket<k>/adam_m" or "/adam_v", docs/DistributedOptimizer.md):
@@ -37,6 +39,7 @@ from ptrain import export, manifest
 CODEC_RESIDUAL = 2  # PTRAIN_STATE_CODEC_RESIDUAL
 LINK_KEY = re.compile(r"pp\d+->\d+/")  # CompressionPlan's linkStateKey (also "pp1->0/c1->1/...")
 ZERO_KEY = manifest.ZERO_KEY
+ZERO_RESIDUAL_KEY = manifest.ZERO_RESIDUAL_KEY
 DTYPES = {0: ctypes.c_float, 2: ctypes.c_int64}
 
 
@@ -141,7 +144,9 @@ def load(step, files, replica=0, new_dp=1):
             value = full[replica * count:(replica + 1) * count]
         elif how in ("copy", "mean", "reset"):
             kind, value = old[0][key]
-            if list(value.shape) != dims or kind != d.kind:
+            # A ZeRO-1 bucket's residual is the bucket padded to a multiple of dp: its length may change.
+            resized = ZERO_RESIDUAL_KEY.fullmatch(key) and len(dims) == 1 and value.ndim == 1
+            if (list(value.shape) != dims and not resized) or kind != d.kind:
                 raise ReshardError(f"{files[0]}: state '{key}' has the shape {list(value.shape)} (kind {kind}), this "
                                    f"rank's has {dims} (kind {d.kind})")
         if how == "shard":
@@ -154,6 +159,10 @@ def load(step, files, replica=0, new_dp=1):
             value = np.zeros(count, current.dtype)
         else:
             value = current
+        if how in ("copy", "mean") and ZERO_RESIDUAL_KEY.fullmatch(key) and value.size != count:
+            # Only padding elements are cut or added (what the bucket's padding lost is dropped; new ones start at 0).
+            value = value[:count] if value.size >= count else np.concatenate([value, np.zeros(count - value.size,
+                                                                                              value.dtype)])
         value = np.ascontiguousarray(value, current.dtype)
         keep += [value, d.key]
         out[i] = export.StateDesc(d.key, value.ctypes.data, d.dtype, d.kind, d.rank, d.dims, d.init, d.init_seed)

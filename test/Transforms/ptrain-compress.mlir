@@ -164,7 +164,7 @@ module @dp2_pp2 attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = 
 
 // Option errors, reported before anything is decided.
 // POLICY: error: --ptrain-compress: unknown policy 'bogus' (known: optimus-cc, mcbench, none, auto)
-// OTHER: error: --ptrain-compress: policy=optimus-cc does not take fwd-codec, bwd-codec, skip-stages, error-feedback, tp-fwd-codec, tp-bwd-codec or tp-skip-layers (policy=mcbench)
+// OTHER: error: --ptrain-compress: policy=optimus-cc does not take fwd-codec, bwd-codec, dp-codec, skip-stages, error-feedback, tp-fwd-codec, tp-bwd-codec or tp-skip-layers (policy=mcbench)
 // SENDS: error: --ptrain-compress: unknown cb-sends 'bogus' (known: cooldown, critical, all)
 // RANK0: error: --ptrain-compress: cb-rank and sc-rank must be >= 1, got cb-rank = 0, sc-rank = 128
 // BITS: error: --ptrain-compress: bwd-codec: quantization bits must be 2, 4 or 8, got 3

@@ -88,6 +88,13 @@ struct DataParallelCodecWork {
 llvm::Expected<DataParallelCodecWork> getDataParallelCodecWork(CodecAttrInterface codec, RankedTensorType type,
                                                                int64_t n, bool errorFeedback);
 
+/// ZeRO-1's compressed bucket reduce-scatter of a gathered codec over n ranks (`chunk`: the elements each rank
+/// keeps), as ptrain_compressed_reduce_scatter_start runs it (docs/DistributedOptimizer.md, "Compression"): phase
+/// P encodes the n chunks (with error feedback), one all-to-all round sends (n - 1) chunk codes per rank in
+/// n - 1 messages, the finish decodes the n codes of this rank's chunk and adds them.
+DataParallelCodecWork getZeroReduceScatterCodecWork(CodecAttrInterface codec, RankedTensorType chunk, int64_t n,
+                                                   bool errorFeedback);
+
 /// Seconds of `phases` on one device of `cluster` (the op-time rule above). Fails naming a missing peak.
 llvm::Expected<double> getCodecSeconds(llvm::ArrayRef<CodecPhase> phases, const ClusterSpec &cluster);
 

@@ -193,6 +193,14 @@ llvm::Expected<std::vector<Tensor>> evalDecompress(DecompressOp op, llvm::functi
 llvm::Expected<std::vector<std::pair<Tensor, std::vector<Tensor>>>>
 evalCompressedAllReduce(CompressedAllReduceStartOp op, llvm::ArrayRef<const Tensor *> inputs,
                         llvm::ArrayRef<std::vector<Tensor>> states);
+/// `ptrain.compressed_reduce_scatter_start` (ZeRO-1's quantized bucket reduce-scatter) over the members'
+/// flat `inputs` and `states` (the residual with error_feedback): per member j {its chunk, its new residual},
+/// as ptrain_compressed_reduce_scatter_start runs it: member i encodes each chunk of its input + residual
+/// alone (the codec on the chunk type), member j decodes every member's code of chunk j and adds them in
+/// member order (fp32), then scales by 1 / N for avg.
+llvm::Expected<std::vector<std::pair<Tensor, std::vector<Tensor>>>>
+evalCompressedReduceScatter(CompressedReduceScatterStartOp op, llvm::ArrayRef<const Tensor *> inputs,
+                            llvm::ArrayRef<std::vector<Tensor>> states);
 
 } // namespace mlir::ptrain::interp
 

@@ -33,12 +33,29 @@ CodecAttrInterface dataParallelCodecOf(const CompressionPlan &plan, int64_t stag
                                        RankedTensorType type);
 
 /// The gradient reads the `ptrain.all_reduce_start`s over `[dp]` of `optimizerStep` reduce (a bucket is one
-/// read, or the concatenation of flattened reads), in bucket order; operands of another form are skipped.
+/// read, or the concatenation of flattened reads), in bucket order, then those of its ZeRO-1 buckets
+/// (zeroBucketReads); operands of another form are skipped.
 llvm::SmallVector<StateReadOp> dataParallelGradientReads(func::FuncOp optimizerStep);
 
 /// The same reads per bucket: one list per `ptrain.all_reduce_start` over `[dp]`, in bucket order (the
 /// timing model prices one all-reduce per bucket).
 llvm::SmallVector<llvm::SmallVector<StateReadOp>> dataParallelBuckets(func::FuncOp optimizerStep);
+
+/// ZeRO-1's gradient buckets (docs/DistributedOptimizer.md): the `ptrain.reduce_scatter_start`s over `[dp]` of
+/// `optimizerStep` and the ZeRO-1 compressed ones, `ptrain.compressed_reduce_scatter_start`, in program (bucket)
+/// order.
+llvm::SmallVector<Operation *> zeroBuckets(func::FuncOp optimizerStep);
+
+/// The gradient reads a ZeRO-1 bucket reduce-scatters: the flattened reads its input concatenates (the zero
+/// padding and operands of another form skipped).
+llvm::SmallVector<StateReadOp> zeroBucketReads(Operation *bucket);
+
+/// The one codec of a ZeRO-1 bucket of `stage` whose gradients are `reads` (dataParallelCodecOf of each gradient,
+/// by its state key in `module`): null when none has a codec. Fails through `error` (given the reason) when the
+/// gradients disagree (a bucket is reduce-scattered as one tensor, so it has one codec).
+FailureOr<CodecAttrInterface> zeroBucketCodec(ModuleOp module, const CompressionPlan &plan, int64_t stage,
+                                              llvm::ArrayRef<StateReadOp> reads,
+                                              llvm::function_ref<InFlightDiagnostic()> error);
 
 } // namespace mlir::ptrain
 

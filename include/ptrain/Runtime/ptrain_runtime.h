@@ -661,6 +661,16 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 // warm_start) or the rand-k counter (int64_t *); NULL for the others.
 // Summable codes (powersgd, randk, cast) are reduced in compressed form by
 // ptrain_compressed_all_reduce_start; topk and quant are gathered.
+// ptrain_compressed_reduce_scatter_start(comm, codec, input[size numel],
+//                                        residual[size numel], out[numel], op,
+//                                        out_request)
+//   ZeRO-1's compressed bucket reduce-scatter (docs/DistributedOptimizer.md):
+//   the codec describes one chunk (numel = the elements each rank keeps;
+//   quantization only). Each chunk j of input is encoded alone (with chunk j
+//   of residual for error feedback, updated at the start; NULL: none), one
+//   MPI_Ialltoall hands rank j every rank's code of chunk j, and the wait
+//   decodes and adds them in rank order into out (avg: times 1 / size).
+//   Counted as size x code bytes per chunk in the collective traffic.
 // ptrain_codec_code_bytes(codec, out_bytes)     the serialized code size
 // ptrain_codec_encode(codec, input, residual, state, out_code)
 // ptrain_codec_decode(codec, code, state, out)

@@ -26,6 +26,15 @@ namespace mlir::ptrain {
 LogicalResult compressDataParallelAllReduces(ModuleOp module, func::FuncOp optimizerStep, int64_t stage,
                                              const CompressionPlan &plan, int64_t *numCompressed = nullptr);
 
+/// Rewrites every ZeRO-1 bucket reduce-scatter (`ptrain.reduce_scatter_start` over `[dp]`, the k-th of
+/// `optimizerStep` of `stage`) whose gradients have a codec (zeroBucketCodec; one per bucket) into a
+/// `ptrain.compressed_reduce_scatter_start` of the same flat bucket and request, with error feedback when
+/// plan.scErrorFeedback and the keyed residual "sc/stage<s>.zero_bucket<k>/residual" (the whole padded bucket,
+/// fp32, per dp rank; docs/DistributedOptimizer.md, "Compression"). Quantization only: another codec, or
+/// gradients of one bucket with different codecs, is an error at the reduce-scatter.
+LogicalResult compressZeroReduceScatters(ModuleOp module, func::FuncOp optimizerStep, int64_t stage,
+                                         const CompressionPlan &plan, int64_t *numCompressed = nullptr);
+
 /// Fused embedding synchronization (Optimus-CC section 4.3) in the optimizer steps of every stage
 /// (`optimizerSteps[s]` is stage s's): every gradient a tied sync (`ptrain.all_reduce_start` over `[pp]`, sum)
 /// reduces leaves the holders' dp all-reduce buckets, and the sync runs once over `[dp, pp]` (sum), divided by

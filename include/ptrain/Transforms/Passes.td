@@ -888,6 +888,10 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
            "mcbench: the codec spec of forward sends (activations).">,
     Option<"bwdCodec", "bwd-codec", "std::string", /*default=*/"\"none\"",
            "mcbench: the codec spec of backward sends (activation gradients).">,
+    Option<"dpCodec", "dp-codec", "std::string", /*default=*/"\"none\"",
+           "mcbench: the codec spec of every data-parallel gradient reduction (dp > 1): each gradient's "
+           "all-reduce, or ZeRO-1's bucket reduce-scatter (quantization only), with the dp error feedback "
+           "`sc-error-feedback` (the record's `dp_codecs`).">,
     Option<"skipStages", "skip-stages", "int64_t", /*default=*/"0",
            "mcbench: leave the edges of the first L stages' outputs uncompressed.">,
     Option<"errorFeedback", "error-feedback", "bool", /*default=*/"false",

@@ -20,6 +20,13 @@
 //   quant     all-gather of the packed codes and scales, decode and add in
 //             rank order.
 //
+// ptrain_compressed_reduce_scatter_start (ZeRO-1's bucket reduce-scatter,
+// docs/DistributedOptimizer.md, "Compression"): each rank encodes each
+// destination's chunk of its bucket separately (error feedback per chunk of
+// one residual), one all-to-all hands rank j every rank's code of chunk j,
+// and rank j decodes and adds them in rank order: (N - 1) / N of the codes
+// cross the wire, as the ring reduce-scatter moves (N - 1) / N of the data.
+//
 // Every phase is a nonblocking MPI call completed by ptrain_wait, which runs
 // the next phase (Continuation) and gives each phase the deadline.
 //
@@ -48,6 +55,16 @@ namespace {
 
 /// Zeroed heap bytes, freed with std::free.
 char *zalloc(int64_t bytes) { return static_cast<char *>(std::calloc(static_cast<size_t>(bytes > 0 ? bytes : 1), 1)); }
+
+/// The text of a compressed collective in deadline and mismatch messages.
+void describeCompressed(char *buf, size_t size, const char *what, const ptrain_codec_t &codec, ptrain_reduce_op_t op,
+                        const CodeLayout &layout, const ptrain_comm *comm, const char *phase) {
+  char c[128];
+  ptrain::runtime::describeCodec(codec, c, sizeof(c));
+  std::snprintf(buf, size, "%s (%s, %s, %lld elements, %lld code bytes) over %d ranks as rank %d, phase: %s", what,
+                op == PTRAIN_REDUCE_AVG ? "avg" : "sum", c, static_cast<long long>(layout.numel),
+                static_cast<long long>(layout.total), comm->size, comm->rank, phase);
+}
 
 class CompressedAllReduce final : public ptrain::runtime::Continuation {
 public:
@@ -79,13 +96,7 @@ public:
   float alpha() const { return op == PTRAIN_REDUCE_AVG ? 1.0f / static_cast<float>(comm->size) : 1.0f; }
 
   void describe(char *buf, size_t size) const override {
-    char c[128];
-    ptrain::runtime::describeCodec(codec, c, sizeof(c));
-    std::snprintf(buf, size,
-                  "compressed_all_reduce (%s, %s, %lld elements, %lld code "
-                  "bytes) over %d ranks as rank %d, phase: %s",
-                  op == PTRAIN_REDUCE_AVG ? "avg" : "sum", c, static_cast<long long>(layout.numel),
-                  static_cast<long long>(layout.total), comm->size, comm->rank, phaseName);
+    describeCompressed(buf, size, "compressed_all_reduce", codec, op, layout, comm, phaseName);
   }
 
   int allReduceF32(float *data, int64_t count, MPI_Request *req) {
@@ -253,6 +264,71 @@ public:
   }
 };
 
+/// ZeRO-1's compressed reduce-scatter of a gathered codec: the chunk of every
+/// destination encoded alone, one all-to-all of the codes, decoded and added.
+class CompressedReduceScatter final : public ptrain::runtime::Continuation {
+public:
+  ptrain_codec_t codec; // one chunk: numel = the elements each rank keeps
+  CodeLayout layout;
+  ptrain_comm *comm = nullptr;
+  float *out = nullptr;
+  ptrain_reduce_op_t op = PTRAIN_REDUCE_SUM;
+  char *code = nullptr;     // [size][layout.total]: this rank's code of each chunk
+  char *gathered = nullptr; // [size][layout.total]: every rank's code of this rank's chunk
+  float *decoded = nullptr;
+
+  ~CompressedReduceScatter() override {
+    std::free(code);
+    std::free(gathered);
+    std::free(decoded);
+  }
+
+  void describe(char *buf, size_t size) const override {
+    describeCompressed(buf, size, "compressed_reduce_scatter (per chunk)", codec, op, layout, comm,
+                       "all-to-all of the codes");
+  }
+
+  /// Encodes every chunk of `input` (with its chunk of `residual`) and posts the all-to-all.
+  ptrain_status_t start(const char *call, const float *input, float *residual, ptrain_request &req) {
+    const int size = comm->size;
+    PTRAIN_CHECK_ARG(layout.total <= INT_MAX / size, "%lld code bytes per chunk exceed MPI's int counts",
+                     static_cast<long long>(layout.total));
+    code = zalloc(layout.total * size);
+    gathered = zalloc(layout.total * size);
+    decoded = reinterpret_cast<float *>(zalloc(layout.numel * 4));
+    if (!code || !gathered || !decoded)
+      return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "code buffers");
+    for (int j = 0; j < size; ++j)
+      PTRAIN_RETURN_IF_ERROR(ptrain_codec_encode(&codec, input + j * layout.numel,
+                                                 residual ? residual + j * layout.numel : nullptr, nullptr,
+                                                 code + j * layout.total));
+    ptrain::runtime::countCollective(comm, layout.total * size, false);
+    int err = MPI_Ialltoall(code, static_cast<int>(layout.total), MPI_BYTE, gathered, static_cast<int>(layout.total),
+                            MPI_BYTE, comm->mpi, &req.mpi);
+    if (err != MPI_SUCCESS)
+      return ptrain::runtime::failMpi(call, err, "MPI_Ialltoall of the codes");
+    return PTRAIN_OK;
+  }
+
+  ptrain_status_t step(ptrain_request &, const MPI_Status &, bool *more) override {
+    *more = false;
+    const int size = comm->size;
+    const int64_t numel = layout.numel;
+    std::memset(out, 0, static_cast<size_t>(numel) * 4);
+    for (int r = 0; r < size; ++r) {
+      PTRAIN_RETURN_IF_ERROR(ptrain_codec_decode(&codec, gathered + r * layout.total, nullptr, decoded));
+      for (int64_t i = 0; i < numel; ++i)
+        out[i] += decoded[i];
+    }
+    if (op == PTRAIN_REDUCE_AVG) {
+      const float a = 1.0f / static_cast<float>(size);
+      for (int64_t i = 0; i < numel; ++i)
+        out[i] *= a;
+    }
+    return PTRAIN_OK;
+  }
+};
+
 class CompressedP2P final : public ptrain::runtime::Continuation {
 public:
   ptrain_codec_t codec;
@@ -316,6 +392,18 @@ ptrain_status_t prepare(const char *call, ptrain_comm_t comm, const ptrain_codec
   req->bytes = layout.total;
   return PTRAIN_OK;
 }
+
+/// The end of a compressed collective's start: on success the operation is counted and the request handed out,
+/// else the request is freed and `st` returned.
+ptrain_status_t posted(ptrain_status_t st, ptrain_comm_t comm, ptrain_request *req, ptrain_request_t *out_request) {
+  if (st != PTRAIN_OK) {
+    ptrain::runtime::deleteRequest(req);
+    return st;
+  }
+  ptrain::runtime::countCollective(comm, 0, true);
+  *out_request = req;
+  return PTRAIN_OK;
+}
 } // namespace
 
 extern "C" ptrain_status_t ptrain_compressed_all_reduce_start(ptrain_comm_t comm, const ptrain_codec_t *codec,
@@ -342,13 +430,34 @@ extern "C" ptrain_status_t ptrain_compressed_all_reduce_start(ptrain_comm_t comm
     cont->op = op;
     st = cont->start(__func__, input, *req);
   }
-  if (st != PTRAIN_OK) {
-    ptrain::runtime::deleteRequest(req);
-    return st;
+  return posted(st, comm, req, out_request);
+}
+
+extern "C" ptrain_status_t ptrain_compressed_reduce_scatter_start(ptrain_comm_t comm, const ptrain_codec_t *codec,
+                                                                  const float *input, float *residual, float *out,
+                                                                  ptrain_reduce_op_t op,
+                                                                  ptrain_request_t *out_request) {
+  CompressedReduceScatter *cont = nullptr;
+  ptrain_request *req = nullptr;
+  PTRAIN_RETURN_IF_ERROR(prepare(__func__, comm, codec, out_request, cont, req));
+  ptrain_status_t st = PTRAIN_OK;
+  if (!input || !out)
+    st = fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "'input' and 'out' must not be null");
+  else if (codec->kind != PTRAIN_CODEC_QUANT)
+    st = fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
+              "the compressed reduce-scatter runs quantization (kind %d); got codec kind %d", PTRAIN_CODEC_QUANT,
+              codec->kind);
+  else if (op != PTRAIN_REDUCE_SUM && op != PTRAIN_REDUCE_AVG)
+    st = fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "unsupported reduction %d (sum = 0, avg = 1)", op);
+  if (st == PTRAIN_OK)
+    st = ptrain::runtime::checkCollectiveFingerprint(__func__, comm, "compressed_reduce_scatter", cont->layout.numel,
+                                                     PTRAIN_DTYPE_F32, codec->kind);
+  if (st == PTRAIN_OK) {
+    cont->out = out;
+    cont->op = op;
+    st = cont->start(__func__, input, residual, *req);
   }
-  ptrain::runtime::countCollective(comm, 0, true);
-  *out_request = req;
-  return PTRAIN_OK;
+  return posted(st, comm, req, out_request);
 }
 
 namespace {

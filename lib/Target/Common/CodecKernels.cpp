@@ -194,11 +194,7 @@ CodecKernelCall mlir::ptrain::target::decompressKernelCall(DecompressOp op, llvm
       });
 }
 
-FailureOr<CompressedAllReduceArgs>
-mlir::ptrain::target::compressedAllReduceArgs(CompressedAllReduceStartOp op, llvm::function_ref<std::string(Value)> ptr,
-                                           StringRef flag) {
-  auto type = cast<RankedTensorType>(op.getInput().getType());
-  CodecAttrInterface codec = op.getCodec();
+std::string mlir::ptrain::target::codecInitializer(CodecAttrInterface codec, RankedTensorType type) {
   const auto [n, m] = codecMatrix(codec, type);
   std::string kind, bits = "0", gran = "0", sym = "0", warm = "0", dtype = "PTRAIN_DTYPE_F32", rank = "0", k = "0",
                     block = "0", seed = "0ULL", lowBits = "0", tile = "0";
@@ -236,6 +232,18 @@ mlir::ptrain::target::compressedAllReduceArgs(CompressedAllReduceStartOp op, llv
         dtype = castDtypeEnum(c);
       });
   if (kind.empty())
+    return "";
+  return "{" + kind + ", " + bits + ", " + gran + ", " + sym + ", " + warm + ", " + dtype + ", 1, " + str(n) + ", " +
+         str(m) + ", " + rank + ", " + k + ", " + block + ", " + seed + ", " + lowBits + ", " + tile + "}";
+}
+
+FailureOr<CompressedAllReduceArgs>
+mlir::ptrain::target::compressedAllReduceArgs(CompressedAllReduceStartOp op, llvm::function_ref<std::string(Value)> ptr,
+                                           StringRef flag) {
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  CodecAttrInterface codec = op.getCodec();
+  std::string initializer = codecInitializer(codec, type);
+  if (initializer.empty())
     return op.emitError(flag) << ": the codec " << codec << " has no compressed all-reduce";
   if (isa<TahQuantAttr>(codec) && flag == "--emit-cuda")
     return op.emitError(flag) << ": the codec " << codec
@@ -244,8 +252,7 @@ mlir::ptrain::target::compressedAllReduceArgs(CompressedAllReduceStartOp op, llv
   if (op.getReduction() != ReductionKind::Avg && op.getReduction() != ReductionKind::Sum)
     return op.emitError(flag) << ": a compressed all-reduce sums or averages";
   CompressedAllReduceArgs a;
-  a.codec = "{" + kind + ", " + bits + ", " + gran + ", " + sym + ", " + warm + ", " + dtype + ", 1, " + str(n) + ", " +
-            str(m) + ", " + rank + ", " + k + ", " + block + ", " + seed + ", " + lowBits + ", " + tile + "}";
+  a.codec = initializer;
   size_t next = 0;
   a.input = ptr(op.getInput());
   a.residual = op.getErrorFeedback() ? ptr(op.getNewState()[next++]) : "nullptr";

@@ -76,6 +76,10 @@ struct CompressedAllReduceArgs {
   std::string input, residual, state, reduction;
 };
 
+/// The ptrain_codec_t of `codec` on `type` as a C initializer ("{PTRAIN_CODEC_QUANT, 8, ...}"); empty for a codec
+/// without a runtime descriptor (the linear autoencoder).
+std::string codecInitializer(CodecAttrInterface codec, RankedTensorType type);
+
 /// The arguments of `op`, whose new states must already hold copies of the old ones (the runtime updates them in
 /// place); fails at the op, naming `flag`, for a reduction other than sum and avg.
 FailureOr<CompressedAllReduceArgs> compressedAllReduceArgs(CompressedAllReduceStartOp op,

@@ -11,6 +11,7 @@
 //                                    cast      ptrain_cast_encode_f32
 //   ptrain.decompress                each      ptrain_<codec>_decode_f32
 //   ptrain.compressed_all_reduce_start each    ptrain_compressed_all_reduce_start
+//   ptrain.compressed_reduce_scatter_start quant ptrain_compressed_reduce_scatter_start
 //
 // The codec attribute's parameters become literal arguments (CodecKernels.h,
 // shared with --emit-cuda; or a static ptrain_codec_t); the encoders fuse
@@ -104,4 +105,20 @@ LogicalResult mlir::ptrain::cpp::emitCompressedAllReduceStart(CompressedAllReduc
   const std::string request = w.ptr(op.getRequest());
   return w.call(RuntimeCall::ptrain_compressed_all_reduce_start,
                 {comm, "&codec", a->input, a->residual, a->state, request, a->reduction, "&" + request + "_request"});
+}
+
+LogicalResult mlir::ptrain::cpp::emitCompressedReduceScatterStart(CompressedReduceScatterStartOp op,
+                                                                  const std::string &comm, CallWriter &w) {
+  auto chunk = cast<RankedTensorType>(op.getRequest().getType().getValueType());
+  if (!chunk.getElementType().isF32())
+    return op.emitError("--emit-cpp: the runtime's codec kernels code f32 tensors, not ") << chunk;
+  w.line("static const ptrain_codec_t codec = " + target::codecInitializer(op.getCodec(), chunk) + ";");
+  if (failed(copyStates(op.getState(), op.getNewState(), w)))
+    return failure();
+  const std::string request = w.ptr(op.getRequest());
+  return w.call(RuntimeCall::ptrain_compressed_reduce_scatter_start,
+                {comm, "&codec", w.ptr(op.getInput()),
+                 op.getErrorFeedback() ? w.ptr(op.getNewState()[0]) : std::string("nullptr"), request,
+                 op.getReduction() == ReductionKind::Avg ? "PTRAIN_REDUCE_AVG" : "PTRAIN_REDUCE_SUM",
+                 "&" + request + "_request"});
 }

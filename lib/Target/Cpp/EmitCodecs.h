@@ -50,6 +50,13 @@ LogicalResult emitDecompress(DecompressOp op, CallWriter &w);
 /// state symbols after that wait).
 LogicalResult emitCompressedAllReduceStart(CompressedAllReduceStartOp op, const std::string &comm, CallWriter &w);
 
+/// ptrain.compressed_reduce_scatter_start (ZeRO-1's quantized bucket reduce-scatter) over `comm`: a static
+/// ptrain_codec_t of the codec on one chunk, the new residual copied from the old one, and
+/// ptrain_compressed_reduce_scatter_start, which updates the residual at the start (every chunk is encoded
+/// there), so its state write needs no deferral.
+LogicalResult emitCompressedReduceScatterStart(CompressedReduceScatterStartOp op, const std::string &comm,
+                                               CallWriter &w);
+
 } // namespace mlir::ptrain::cpp
 
 #endif // PTRAIN_TARGET_CPP_EMITCODECS_H

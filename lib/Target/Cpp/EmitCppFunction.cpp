@@ -54,7 +54,7 @@ LogicalResult FunctionEmitter::checkOp(Operation &op) {
            DropoutOp, func::CallOp, func::ReturnOp>(op) &&
       !isa<SumSquaresOp, ClipScaleOp, SGDOp, CastOp, GatherOp, LogSoftmaxOp, TPAllGatherOp, VocabParallelEmbeddingOp,
            VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp, VocabParallelCrossEntropyPartsGradOp,
-           TPSplitOp, ReduceScatterStartOp, AllGatherStartOp>(op))
+           TPSplitOp, ReduceScatterStartOp, AllGatherStartOp, CompressedReduceScatterStartOp>(op))
     return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";
   if (isa<CompressOp, DecompressOp, CompressedAllReduceStartOp>(op))
     return checkCodecOp(&op);

@@ -341,6 +341,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               return failure();
             return emitCompressedAllReduceStart(c, *comm, *this);
           })
+          .Case<CompressedReduceScatterStartOp>([&](CompressedReduceScatterStartOp c) -> LogicalResult {
+            FailureOr<std::string> comm = comms.lookup(c, c.getGridAttr().getValue(), c.getGridAxes());
+            if (failed(comm))
+              return failure();
+            return emitCompressedReduceScatterStart(c, *comm, *this);
+          })
           .Case<func::ReturnOp>([&](func::ReturnOp r) -> LogicalResult {
             for (auto [i, v] : llvm::enumerate(r.getOperands()))
               if (failed(call(RuntimeCall::ptrain_copy_bytes,

@@ -395,3 +395,112 @@ func.func @finish_c4(%p: tensor<4x1xf32>, %q: tensor<4x1xf32>, %m: tensor<4x4xf3
   %o, %e, %w = ptrain.powersgd_finish %p, %q, %m {codec = #ptrain.powersgd<rank = 1>, alpha = 1.0 : f32, beta = 0.0 : f32} : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x1xf32>
   return
 }
+
+// -----
+
+// Compressed reduce-scatter (C1): the grid exists.
+func.func @compressed_reduce_scatter_c1(%g: tensor<16xf32>) {
+  // expected-error@+1 {{@grid does not name a ptrain.grid}}
+  %r = ptrain.compressed_reduce_scatter_start %g on @grid axes [dp] reduction = avg {codec = #ptrain.quant<bits = 8, granularity = tensor>} : tensor<16xf32> -> !ptrain.request<tensor<8xf32>>
+  return
+}
+
+// -----
+
+// Compressed reduce-scatter (C2): the axes exist.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_reduce_scatter_c2(%g: tensor<16xf32>) {
+  // expected-error@+1 {{collective axes name axis 'tp', but grid @grid has axes ["dp"]}}
+  %r = ptrain.compressed_reduce_scatter_start %g on @grid axes [tp] reduction = avg {codec = #ptrain.quant<bits = 8, granularity = tensor>} : tensor<16xf32> -> !ptrain.request<tensor<8xf32>>
+  return
+}
+
+// -----
+
+// Compressed reduce-scatter (C3): no axis twice.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_reduce_scatter_c3(%g: tensor<16xf32>) {
+  // expected-error@+1 {{collective axes name grid axis 'dp' twice}}
+  %r = ptrain.compressed_reduce_scatter_start %g on @grid axes [dp, dp] reduction = avg {codec = #ptrain.quant<bits = 8, granularity = tensor>} : tensor<16xf32> -> !ptrain.request<tensor<8xf32>>
+  return
+}
+
+// -----
+
+// Compressed reduce-scatter (C4): decoded chunks are summed, so the reduction is sum or avg.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_reduce_scatter_c4(%g: tensor<16xf32>) {
+  // expected-error@+1 {{a compressed reduce-scatter sums decoded chunks: reduction must be sum or avg, got max}}
+  %r = ptrain.compressed_reduce_scatter_start %g on @grid axes [dp] reduction = max {codec = #ptrain.quant<bits = 8, granularity = tensor>} : tensor<16xf32> -> !ptrain.request<tensor<8xf32>>
+  return
+}
+
+// -----
+
+// Compressed reduce-scatter (C5): the input is a flattened (1-D) bucket.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_reduce_scatter_c5(%g: tensor<4x4xf32>) {
+  // expected-error@+1 {{input must be a static 1-D tensor (a flattened bucket), got 'tensor<4x4xf32>'}}
+  %r = ptrain.compressed_reduce_scatter_start %g on @grid axes [dp] reduction = avg {codec = #ptrain.quant<bits = 8, granularity = tensor>} : tensor<4x4xf32> -> !ptrain.request<tensor<8xf32>>
+  return
+}
+
+// -----
+
+// Compressed reduce-scatter (C6): quantization, not a summable codec.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_reduce_scatter_c6(%g: tensor<16xf32>) {
+  // expected-error@+1 {{codec must be #ptrain.quant with granularity tensor or block (the chunk is 1-D: channel granularity would keep a scale per element), got #ptrain.cast<bf16>}}
+  %r = ptrain.compressed_reduce_scatter_start %g on @grid axes [dp] reduction = avg {codec = #ptrain.cast<bf16>} : tensor<16xf32> -> !ptrain.request<tensor<8xf32>>
+  return
+}
+
+// -----
+
+// Compressed reduce-scatter (C6): channel granularity on a 1-D chunk is a scale per element.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_reduce_scatter_c6_channel(%g: tensor<16xf32>) {
+  // expected-error@+1 {{codec must be #ptrain.quant with granularity tensor or block}}
+  %r = ptrain.compressed_reduce_scatter_start %g on @grid axes [dp] reduction = avg {codec = #ptrain.quant<bits = 8>} : tensor<16xf32> -> !ptrain.request<tensor<8xf32>>
+  return
+}
+
+// -----
+
+// Compressed reduce-scatter (C7): the codec accepts the chunk type (a block quantizer on f32 chunks).
+ptrain.grid @grid(dp = 2)
+func.func @compressed_reduce_scatter_c7(%g: tensor<16xi32>) {
+  // expected-error@+1 {{'ptrain.compressed_reduce_scatter_start' op}}
+  %r = ptrain.compressed_reduce_scatter_start %g on @grid axes [dp] reduction = avg {codec = #ptrain.quant<bits = 8, granularity = tensor>} : tensor<16xi32> -> !ptrain.request<tensor<8xi32>>
+  return
+}
+
+// -----
+
+// Compressed reduce-scatter (C8): error feedback needs one residual of the input type.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_reduce_scatter_c8(%g: tensor<16xf32>, %e: tensor<8xf32>) {
+  // expected-error@+1 {{with error_feedback the state and new state are one residual of the input type 'tensor<16xf32>'; got 1 state and 1 new state values}}
+  %r, %e1 = ptrain.compressed_reduce_scatter_start %g state(%e) on @grid axes [dp] reduction = avg {codec = #ptrain.quant<bits = 8, granularity = tensor>, error_feedback} : tensor<16xf32> state(tensor<8xf32>) -> !ptrain.request<tensor<8xf32>> state(tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Compressed reduce-scatter (C8): without error feedback there is no state.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_reduce_scatter_c8_none(%g: tensor<16xf32>, %e: tensor<16xf32>) {
+  // expected-error@+1 {{without error_feedback there is no state; got 1 state and 1 new state values}}
+  %r, %e1 = ptrain.compressed_reduce_scatter_start %g state(%e) on @grid axes [dp] reduction = avg {codec = #ptrain.quant<bits = 8, granularity = tensor>} : tensor<16xf32> state(tensor<16xf32>) -> !ptrain.request<tensor<8xf32>> state(tensor<16xf32>)
+  return
+}
+
+// -----
+
+// Compressed reduce-scatter (C9): the group size divides the bucket and each rank keeps 1 / D of it.
+ptrain.grid @grid(dp = 2)
+func.func @compressed_reduce_scatter_c9(%g: tensor<16xf32>) {
+  // expected-error@+1 {{scatters 16 elements over 2 ranks ["dp"]: the group size must divide them and the request yield 8 elements each, got 4}}
+  %r = ptrain.compressed_reduce_scatter_start %g on @grid axes [dp] reduction = avg {codec = #ptrain.quant<bits = 8, granularity = tensor>} : tensor<16xf32> -> !ptrain.request<tensor<4xf32>>
+  return
+}

@@ -137,3 +137,12 @@ func.func @powersgd_phases(%g: tensor<512x128xf32>, %e: tensor<512x128xf32>, %q0
       : tensor<512x8xf32>, tensor<128x8xf32>, tensor<512x128xf32> -> tensor<512x128xf32>, tensor<512x128xf32>, tensor<128x8xf32>
   return %out, %e1, %q1 : tensor<512x128xf32>, tensor<512x128xf32>, tensor<128x8xf32>
 }
+
+// ZeRO-1's quantized reduce-scatter of a flat bucket round-trips, with its residual (dp = 4: 1 / 4 each).
+// CHECK-LABEL: func.func @compressed_reduce_scatter
+func.func @compressed_reduce_scatter(%g: tensor<256xf32>, %e: tensor<256xf32>) -> (tensor<64xf32>, tensor<256xf32>) {
+  // CHECK: %[[R:.*]], %[[E:.*]] = ptrain.compressed_reduce_scatter_start %{{.*}} state(%{{.*}}) on @grid axes [dp] reduction = avg {codec = #ptrain.quant<bits = 8, granularity = block, block_size = 32>, error_feedback} : tensor<256xf32> state(tensor<256xf32>) -> !ptrain.request<tensor<64xf32>> state(tensor<256xf32>)
+  %r, %e1 = ptrain.compressed_reduce_scatter_start %g state(%e) on @grid axes [dp] reduction = avg {codec = #ptrain.quant<bits = 8, granularity = block, block_size = 32>, error_feedback} : tensor<256xf32> state(tensor<256xf32>) -> !ptrain.request<tensor<64xf32>> state(tensor<256xf32>)
+  %s = ptrain.wait %r : !ptrain.request<tensor<64xf32>>
+  return %s, %e1 : tensor<64xf32>, tensor<256xf32>
+}

@@ -129,3 +129,60 @@ LogicalResult CompressedAllReduceStartOp::verify() {
 LogicalResult CompressedAllReduceStartOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return verifyCollectiveGroup(*this, symbolTable, getGridAttr(), getGridAxes());
 }
+
+//===----------------------------------------------------------------------===//
+// CompressedReduceScatterStartOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CompressedReduceScatterStartOp::verify() {
+  if (failed(verifyAxesUnique(*this, getGridAxes(), "collective axes")))
+    return failure();
+  // (C4)
+  if (getReduction() != ReductionKind::Sum && getReduction() != ReductionKind::Avg)
+    return emitOpError() << "a compressed reduce-scatter sums decoded chunks: reduction must be sum or avg, got "
+                         << stringifyReductionKind(getReduction());
+  auto type = cast<RankedTensorType>(getInput().getType());
+  // (C5)
+  if (type.getRank() != 1 || !type.hasStaticShape())
+    return emitOpError() << "input must be a static 1-D tensor (a flattened bucket), got " << type;
+  // (C6)
+  auto quant = dyn_cast<QuantAttr>(getCodec());
+  if (!quant || quant.getGranularity() == QuantGranularity::Channel)
+    return emitOpError() << "codec must be #ptrain.quant with granularity tensor or block (the chunk is 1-D: "
+                            "channel granularity would keep a scale per element), got "
+                         << Attribute(getCodec());
+  auto chunk = dyn_cast<RankedTensorType>(getRequest().getType().getValueType());
+  if (!chunk || chunk.getRank() != 1 || chunk.getElementType() != type.getElementType())
+    return emitOpError() << "request must yield a 1-D chunk of the input's element type, got "
+                         << getRequest().getType();
+  // (C7)
+  if (failed(getCodec().verifyForType([&] { return emitOpError(); }, chunk)))
+    return failure();
+  // (C8)
+  SmallVector<Type> expected;
+  if (getErrorFeedback())
+    expected.push_back(type);
+  if (!llvm::equal(getState().getTypes(), expected) || !llvm::equal(getNewState().getTypes(), expected)) {
+    InFlightDiagnostic diag = emitOpError();
+    if (getErrorFeedback())
+      diag << "with error_feedback the state and new state are one residual of the input type " << type;
+    else
+      diag << "without error_feedback there is no state";
+    return diag << "; got " << getState().size() << " state and " << getNewState().size() << " new state values";
+  }
+  return success();
+}
+
+LogicalResult CompressedReduceScatterStartOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<int64_t> group = verifyCollectiveGroup(*this, symbolTable, getGridAttr(), getGridAxes());
+  if (failed(group))
+    return failure();
+  // (C9)
+  int64_t n = cast<RankedTensorType>(getInput().getType()).getDimSize(0);
+  int64_t shard = cast<RankedTensorType>(getRequest().getType().getValueType()).getDimSize(0);
+  if (n % *group != 0 || shard * *group != n)
+    return emitOpError() << "scatters " << n << " elements over " << *group << " ranks " << getGridAxes()
+                         << ": the group size must divide them and the request yield " << n / *group
+                         << " elements each, got " << shard;
+  return success();
+}

@@ -131,4 +131,46 @@ def PTrain_CompressedAllReduceStartOp : PTrain_CollectiveStartOp<"compressed_all
   ];
 }
 
+def PTrain_CompressedReduceScatterStartOp : PTrain_CollectiveStartOp<"compressed_reduce_scatter_start"> {
+  let summary = "Starts a reduce-scatter of a flat bucket whose chunks are quantized, with error feedback.";
+  let description = [{
+    ZeRO-1's compressed gradient reduce-scatter (docs/DistributedOptimizer.md, "Compression"; the sharded
+    data parallelism that PyTorch's communication hooks cannot compress, pytorch#64665). The input is a
+    flattened, padded bucket of N elements and the group has D ranks; member j keeps chunk j (elements
+    [j N / D, (j + 1) N / D)). Every member encodes each chunk of input + residual alone with `codec`
+    (quantization: one scale and zero point per chunk at tensor granularity, or per block), keeps what its codes lost in
+    the residual (`error_feedback`: one fp32 residual of the whole bucket per member, Karimireddy et al.,
+    ICML 2019), and hands chunk j's code to member j (one all-to-all: (D - 1) / D of the codes cross the
+    wire per rank, as a ring reduce-scatter moves (D - 1) / D of the data); member j decodes the D codes of
+    its chunk and adds them in member order (`avg`: times 1 / D). The wait yields the chunk.
+
+    Constraints: (C1)-(C3) of every collective, and
+    * (C4) the reduction is `sum` or `avg`;
+    * (C5) the input is 1-D (a flattened bucket);
+    * (C6) the codec is `#ptrain.quant` with granularity `tensor` or `block` (the chunk is 1-D: `channel`
+      would keep a scale per element);
+    * (C7) the codec accepts the chunk type, the request's value type;
+    * (C8) with `error_feedback` the state and new state are one residual of the input type, without it none;
+    * (C9) the group size divides the input and the request yields `tensor<N / D x f32>`.
+
+    ```mlir
+    %r, %e1 = ptrain.compressed_reduce_scatter_start %flat state(%e) on @grid axes [dp] reduction = avg
+        {codec = #ptrain.quant<bits = 8, granularity = tensor>, error_feedback}
+        : tensor<258xf32> state(tensor<258xf32>) -> !ptrain.request<tensor<86xf32>> state(tensor<258xf32>)
+    %g = ptrain.wait %r : !ptrain.request<tensor<86xf32>>
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$input, Variadic<AnyRankedTensor>:$state),
+                       gridArgs,
+                       (ins PTrain_ReductionKindAttr:$reduction, PTrain_CodecAttr:$codec,
+                            UnitAttr:$error_feedback));
+  let results = (outs PTrain_ValueRequestType:$request, Variadic<AnyRankedTensor>:$new_state);
+  let assemblyFormat = [{
+    $input (`state` `(` $state^ `)`)? `on` $grid `axes` custom<GridAxes>($grid_axes)
+    `reduction` `=` `` $reduction attr-dict
+    `:` type($input) (`state` `(` type($state)^ `)`)? `->` qualified(type($request))
+    (`state` `(` type($new_state)^ `)`)?
+  }];
+}
+
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINCODECOPS_TD
