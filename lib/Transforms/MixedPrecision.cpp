@@ -32,18 +32,6 @@ Value mlir::ptrain::castOnce(Value value, Type elementType, Operation *user) {
   return CastOp::create(b, value.getLoc(), type.clone(elementType), value);
 }
 
-FloatType mlir::ptrain::getHalfType(MLIRContext *context, Precision precision) {
-  switch (precision) {
-  case Precision::F32:
-    return {};
-  case Precision::BF16:
-    return BFloat16Type::get(context);
-  case Precision::F16:
-    return Float16Type::get(context);
-  }
-  llvm_unreachable("unknown precision");
-}
-
 int64_t mlir::ptrain::placeHalfGemmCasts(func::FuncOp func, FloatType half) {
   SmallVector<MatmulOp> gemms;
   func.walk([&](MatmulOp m) {

@@ -17,7 +17,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Value.h"
+#include "llvm/Support/ErrorHandling.h"
 
 namespace mlir::ptrain {
 
@@ -26,8 +28,19 @@ namespace mlir::ptrain {
 // the pipeline's messages is `ptrain.precision` (`getPrecision`, `setPrecision`: PTrainPlanAttrs.h).
 
 /// The 16-bit element type of `precision`'s GEMM operands and pipeline messages: bf16 for BF16, f16 (IEEE
-/// binary16) for F16, and a null type for F32 (nothing is cast).
-FloatType getHalfType(MLIRContext *context, Precision precision);
+/// binary16) for F16, and a null type for F32 (nothing is cast). Inline: the timing model (PTrainAnalysis, which
+/// does not link PTrainTransforms) reads it through getMessageHalfType.
+inline FloatType getHalfType(MLIRContext *context, Precision precision) {
+  switch (precision) {
+  case Precision::F32:
+    return {};
+  case Precision::BF16:
+    return BFloat16Type::get(context);
+  case Precision::F16:
+    return Float16Type::get(context);
+  }
+  llvm_unreachable("unknown precision");
+}
 
 /// The element type `module`'s pipeline messages (activations and their gradients between stages) travel in:
 /// the 16-bit type of the precision the step was built in (`getPrecision`), or a null type for fp32. The lowering
