@@ -12,7 +12,7 @@
 //    worst-case proxy of estimateCodecError (CompressAuto.h); halved with error feedback on dp all-reduces and
 //    TP sites (the residual is re-sent into the same sum the next time), not on backward pipeline sends (LEP's
 //    residual reaches the previous stage with another micro-batch's activations: the telemetry's LEP cosine is
-//    0.15-0.64, not 0, and PowerSGD with error feedback on every backward send measured +4.2%);
+//    0.15-0.64, not 0, and PowerSGD with error feedback on every backward send measured +4.8% over 5 seeds);
 //  - share: the edge's part of its kind (a forward send: one of the pipeline's (links x micro-batches) sends;
 //    a backward send: one of the links, and a link costs what its worst compressed send costs, not the sum
 //    over its micro-batches (measured: PowerSGD rank 16 on the one cool-down send of a link costs about what
