@@ -40,7 +40,7 @@ import math
 import os
 import sys
 
-from e2e import check, corpus, failures, finish, global_batches, run, setup
+from e2e import check, corpus, executor_losses, failures, finish, global_batches, run, setup
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 STEPS, SEED = 5, 3
@@ -94,11 +94,8 @@ for dp in (2, 4):
 if "dp2z" in logs:
     tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), STEPS, SEED,
                             rows=plans["dp2z"]["global_batch"], seq=plans["dp2z"]["seq"])
-    rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, "dp2z", "step.mlir"), "--weights", MODEL,
-                   "--multi-rank", "--steps", str(STEPS), "--tokens-file", tokens], timeout=600)
-    check(rc == 0, "ptrain-interpret --multi-rank on dp2z/step.mlir" + ("" if rc == 0 else ":\n" + out))
-    if rc == 0:
-        executor = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
+    executor = executor_losses(BIN, MODEL, os.path.join(work, "dp2z"), tokens, STEPS, timeout=600)
+    if executor is not None:
         worst = max(abs(x - y) / abs(x) for x, y in zip(executor, logs["dp2z"]["train_loss"]))
         print(f"executor {executor}: worst relative difference to MPI {worst:.3e}")
         check(len(executor) == STEPS and worst <= 1e-5, "executor within 1e-5 relative of the MPI run")
@@ -232,11 +229,8 @@ if all(q8.values()):
 # The executor on the quantized step.mlir.
 tokens = global_batches(source, data, os.path.join(work, "tokens.bin"), STEPS, SEED,
                         rows=plans["dp2zq8"]["global_batch"], seq=plans["dp2zq8"]["seq"])
-rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, "dp2zq8", "step.mlir"), "--weights", MODEL,
-               "--multi-rank", "--steps", str(STEPS), "--tokens-file", tokens], timeout=600)
-check(rc == 0, "ptrain-interpret --multi-rank on dp2zq8/step.mlir" + ("" if rc == 0 else ":\n" + out))
-if rc == 0 and q8.get("dp2zq8"):
-    executor = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
+executor = executor_losses(BIN, MODEL, os.path.join(work, "dp2zq8"), tokens, STEPS, timeout=600)
+if executor is not None and q8.get("dp2zq8"):
     worst = max(abs(x - y) / abs(x) for x, y in zip(executor, q8["dp2zq8"]["train_loss"]))
     print(f"8-bit: executor {executor}: worst relative difference to MPI {worst:.3e}")
     check(len(executor) == STEPS and worst <= 1e-4, "8-bit: executor within 1e-4 relative of the MPI run")
