@@ -3,19 +3,27 @@
 
 Builds the configuration of Song et al., ASPLOS 2023 (shared/papers/optimus-cc.md): GPT-2.5B shape (52
 layers, hidden 1920, 24 heads, sequence 1024, vocabulary 51200), TP 8, PP 4, DP 4, 16 micro-batches of 8,
-fp32, 1F1B, on clusters/optimus-cc-a100.json; runs --ptrain-critical-path once, then for every row of ROWS
+in fp32 (or --precision), 1F1B, on clusters/optimus-cc-a100.json; runs --ptrain-critical-path once, then for every row of ROWS
 --ptrain-compress with the row's options and --ptrain-report, and prints one table (markdown) of the
 modelled iteration time, the speedup over the uncompressed plan, the bytes one GPU sends per iteration
 across nodes and on the compressed links, and the codec kernel time.
 
     python3 bench/compression/ablation.py [--bin build/bin | --opt PATH] [--out DIR] [--rows none,CB,...]
                                           [--config optimus-cc|small] [--virtual-stages V] [--check-auto]
+                                          [--precision fp32[,fp16,bf16]]
 
 `--config small` is a small plan of the same shape family (4 layers, hidden 256, TP 1, PP 2, DP 2, 4
 micro-batches) on the same cluster. `--virtual-stages V` (V >= 2) splits every stage into V model chunks and
 schedules interleaved 1F1B instead (docs/Compression.md, "Interleaved schedules"). `--check-auto` fails (exit 1) unless the auto row is modelled no slower
 than every other row that printed a time, except rows named "auto + ..." that widen its candidates (the search starts from the best of none and the Optimus-CC rule's
 plans, so it must never lose to them).
+
+`--precision` builds the training step at each listed precision (`--ptrain-build-training-step=precision=`,
+docs/MixedPrecision.md: 16-bit activations, pipeline messages and GEMM operands, fp32 master weights and dp
+reductions) and prints one table per precision, then the speedups side by side. Optimus-CC itself trained in
+fp16 (Megatron-LM with dynamic loss scaling; shared/papers/optimus-cc.md), so `--precision fp16,fp32` sets the
+paper's setting next to the fp32 one: 16-bit messages halve what compression can save on the pipeline links,
+while the dp all-reduce stays fp32.
 
 A row whose policy or option the compiler does not know yet is printed as "not available" with the
 compiler's message, so ROWS can name policies before they exist (FE, mcbench, auto).
@@ -71,12 +79,33 @@ def main():
                     help="model chunks per stage: V >= 2 schedules interleaved 1F1B (default 1: 1F1B)")
     ap.add_argument("--check-auto", action="store_true",
                     help="exit 1 unless the auto row is modelled no slower than every other row")
+    ap.add_argument("--precision", default="fp32",
+                    help="comma-separated precisions of the training step: fp32, bf16, fp16 (default fp32)")
     ap.add_argument("--row", action="append", default=[], metavar="NAME:OPTIONS",
                     help="an extra row: its name and --ptrain-compress options (repeatable)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     opt = args.opt or os.path.join(args.bin, "ptrain-opt")
     c = CONFIGS[args.config]
+    precisions = [p.strip() for p in args.precision.split(",") if p.strip()]
+    if not precisions or any(p not in ("fp32", "bf16", "fp16") for p in precisions):
+        sys.exit(f"--precision: a comma-separated list of fp32, bf16, fp16, got '{args.precision}'")
+    speedups = {}
+    for precision in precisions:
+        speedups[precision] = ablate(args, opt, dict(c), precision)
+    if len(precisions) > 1:
+        names = [n for n in speedups[precisions[0]] if all(n in speedups[p] for p in precisions)]
+        print("\nspeedup over the uncompressed plan of the same precision, side by side\n")
+        print("| row | " + " | ".join(precisions) + " |")
+        print("|---|" + "---|" * len(precisions))
+        for n in names:
+            print(f"| {n} | " + " | ".join(f"{speedups[p][n]:.4f}" for p in precisions) + " |")
+
+
+def ablate(args, opt, c, precision):
+    """Plans `c` at `precision`, runs every row and prints its table; returns {row: speedup}."""
+    if precision != "fp32":
+        c["file"] += "-" + precision
     model = os.path.join(args.out, c["file"] + ".mlir")
     gen = run([sys.executable, os.path.join(ROOT, "python", "ptrain_fixtures", "gen_gpt_mlir.py"), "--layers", str(c["layers"]),
                "--hidden", str(c["hidden"]), "--heads", str(c["heads"]), "--seq", str(c["seq"]), "--vocab",
@@ -89,7 +118,7 @@ def main():
     if v > 1:
         c["file"] += f"-v{v}"
     r = run([opt, model, f"--ptrain-split-stages=pp={c['pp']} virtual-stages={v}",
-             f"--ptrain-build-training-step=micro-batches={c['micro_batches']} dp={c['dp']}",
+             f"--ptrain-build-training-step=micro-batches={c['micro_batches']} dp={c['dp']} precision={precision}",
              f"--ptrain-schedule=schedule={schedule}",
              f"--ptrain-critical-path=cluster={c['cluster']}", "-o", planned])
     if r.returncode:
@@ -115,7 +144,7 @@ def main():
 
     base = next((rep for name, _, rep, _ in results if name == "none" and rep), None)
     print(f"{c['name']}, grid {c['grid']}, {c['micro_batches']} micro-batches of "
-          f"{c['micro_batch']} x {c['seq']}, "
+          f"{c['micro_batch']} x {c['seq']}, {precision}, "
           f"{f'interleaved 1F1B with {v} model chunks per stage' if v > 1 else '1F1B'}, {os.path.basename(c['cluster'])}\n")
     print("| row | --ptrain-compress | iteration (ms) | speedup | inter-node bytes / GPU (GiB) | compressed "
           "edges | codec time, slowest stage (ms) |")
@@ -149,6 +178,7 @@ def main():
             sys.exit(f"auto check FAILED: auto {auto * 1e3:.3f} ms is slower than {best_name} {best * 1e3:.3f} ms")
         print(f"\nauto check: auto {auto * 1e3:.3f} ms <= the best other row, {best_name}, {best * 1e3:.3f} ms")
 
+    return {name: base["iteration_time_s"] / rep["iteration_time_s"] for name, _, rep, _ in results if rep and base}
 
 if __name__ == "__main__":
     main()
