@@ -30,7 +30,7 @@ equals the Optimus-CC configuration's (bench/compression/ablation.py's plan; the
 other rates are tc rates (1gbit, 200mbit, ...). Prints one markdown table per rate and writes results.json.
 
     sudo bash bench/cluster/run.sh [--build build] [--out out/bench-cluster] [--model models/gpt/gpt.onnx]
-        [--micro-batches 4] [--steps 40] [--warmup 5] [--policies none,optimus-cc,mcbench,auto]
+        [--micro-batches 4] [--precision fp32|bf16|fp16] [--steps 40] [--warmup 5] [--policies none,optimus-cc,mcbench,auto]
         [--rates occ,1gbit,20mbit] [--rounds 3] [--nice N] [--ttt-steps N [--ttt-val-every K]
         [--ttt-val-batches B] [--ttt-max-factor F]]
 """
@@ -84,6 +84,8 @@ def parser():
     p.add_argument("--out", default=os.path.join(ROOT, "out", "bench-cluster"), help="output folder")
     p.add_argument("--model", default=os.path.join(ROOT, "models", "gpt", "gpt.onnx"))
     p.add_argument("--micro-batches", type=int, default=4)
+    p.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"),
+                   help="ptrain-compile --precision of every plan (docs/MixedPrecision.md; default fp32)")
     p.add_argument("--steps", type=int, default=40, help="training steps per run (warm-up included)")
     p.add_argument("--warmup", type=int, default=5, help="steps left out of the median")
     p.add_argument("--calibration-steps", type=int, default=20, help="steps of the single-rank calibration run")
@@ -250,13 +252,13 @@ def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note, link=N
     plan that ptrain-calibrate measures."""
     data = copy.deepcopy(calibrated) if calibrated else {
         "nodes": 2, "gpus_per_node": 1,
-        "gpu": {"name": "cpu-core", "peak_flops": {"f32": 1e10}, "f32_matmul_dtype": "f32", "memory_bandwidth": 1e10,
+        "gpu": {"name": "cpu-core", "peak_flops": {"f32": 1e10, "bf16": 1e10, "f16": 1e10}, "f32_matmul_dtype": "f32", "memory_bandwidth": 1e10,
                 "memory_capacity": 8e9},
         "intra_node": {"bandwidth": 1e10, "latency": 1e-6}, "axis_order": ["tp", "dp", "pp"]}
     data["name"] = "netns-2node"
     data["description"] = ("bench/cluster: two network namespaces on one machine, one CPU core per node, a veth "
                            "pair shaped with tc tbf: " + note)
-    data["sources"] = {"gpu.peak_flops.f32, gpu.memory_bandwidth, calibration":
+    data["sources"] = {"gpu.peak_flops (f32, and bf16/f16 where the plan has 16-bit GEMMs), gpu.memory_bandwidth, calibration":
                        "ptrain-calibrate on core 0 at the pp = 2 plan's shapes (calibration.provenance)",
                        "gpu.efficiency": "calibrated: the model's single-rank step / the measured one",
                        "inter_node": "ptrain-calibrate --link-only: MPI ping-pong over the shaped link at the plan's "
@@ -277,7 +279,7 @@ def compile_plan(args, out, pp, policy, cluster_path):
     cmd = [os.path.join(args.build, "bin", "ptrain-compile"), args.model, "--pp", str(pp), "--micro-batches",
            str(args.micro_batches), "--schedule", "1f1b", "--lr", "3e-3", "--warmup-steps", "10", "--total-steps",
            str(total_steps(args)), "--target", "cpu", "--cluster", cluster_path,
-           "--report", report, "-o", out]
+           "--report", report, "--precision", args.precision, "-o", out]
     if policy != "none":
         cmd += ["--policy", policy]
         if POLICIES[policy]:
@@ -428,7 +430,7 @@ def bench(args, policies, rates):
             want.append((f"{r / 1e6:g}mbit", r, None))
 
     results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_start": os.getloadavg(),
-               "cpu": cpu, "efficiency": efficiency, "calibration_s": t1, "rates": []}
+               "cpu": cpu, "efficiency": efficiency, "calibration_s": t1, "precision": args.precision, "rates": []}
     for name, bits, target_ratio in want:
         folder = os.path.join(args.out, f"rate-{name}")
         os.makedirs(folder, exist_ok=True)
@@ -540,7 +542,7 @@ def time_to_target(args, cluster, folder, data, policies):
 
 
 def print_tables(results, args):
-    say(f"\nbundled GPT ({os.path.relpath(args.model, ROOT)}), pp=2, {args.micro_batches} micro-batches, 1F1B; "
+    say(f"\nbundled GPT ({os.path.relpath(args.model, ROOT)}), pp=2, {args.micro_batches} micro-batches, 1F1B, {args.precision}; "
         f"{args.rounds} rounds of {args.steps} steps per policy, median of steps {args.warmup + 1}-{args.steps} "
         f"of each; load average {results['load_start'][0]:.1f} at the "
         f"start, {results['load_end'][0]:.1f} at the end; {results['seconds']:.0f} s")

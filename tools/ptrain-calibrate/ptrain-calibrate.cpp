@@ -4,7 +4,10 @@
 // shapes of a compiled plan (its step.mlir):
 //  - f32 GEMM throughput: every distinct ptrain.matmul shape through ptrain_gemm_f32 (the kernel the CPU
 //    target calls), best of --repeats; the plan's rate = its FLOPs / its GEMM seconds (each shape weighted
-//    by how often the plan runs it);
+//    by how often the plan runs it). A plan built with --precision bf16 or fp16 (docs/MixedPrecision.md)
+//    also has GEMMs with 16-bit operands: those shapes are measured again through ptrain_gemm_bf16 /
+//    ptrain_gemm_f16, and their rate, weighted the same way, is gpu.peak_flops.bf16 / .f16 (the timing
+//    model prices a 16-bit GEMM at it);
 //  - memory bandwidth: bytes read + written per second by a 64 MiB copy, best of --repeats;
 //  - every codec kernel of auto's candidates (AutoCandidates.h: the table's codecs and PowerSGD at the
 //    default ranks) on every distinct f32 tensor the plan sends between stages (ptrain.send_start) or
@@ -19,7 +22,8 @@
 //    least-squares fit of the one-way times (fitMessageTimes, LinkCost.h), which the timing model
 //    interpolates to price each message by its size.
 // It writes a cluster file (the schema the timing model reads, docs/TimingModel.md): --base's fields (or a
-// one-node, one-core description), gpu.peak_flops.f32 and gpu.memory_bandwidth set to the measured rates,
+// one-node, one-core description), gpu.peak_flops.f32 (and .bf16 / .f16) and gpu.memory_bandwidth set to the
+// measured rates,
 // inter_node to the ping-pong's (with --hosts), and `calibration` with the figures, the codec kernel times
 // and their provenance (machine, CPU model, ISA, date, command).
 //
@@ -361,6 +365,8 @@ int main(int argc, char **argv) {
 
   // The plan's shapes.
   std::map<std::vector<int64_t>, int64_t> gemms; // {batch, m, n, k} -> count
+  // The same shapes with 16-bit operands, per element type: "bf16" / "f16" -> {batch, m, n, k} -> count.
+  std::map<std::string, std::map<std::vector<int64_t>, int64_t>> halfGemms;
   std::map<std::vector<int64_t>, RankedTensorType> sends, reduces;
   // The message sizes the plan sends (the link sweep): boundary tensors, and the ring messages of all-reduces.
   std::set<int64_t> messageSizes;
@@ -384,6 +390,8 @@ int main(int argc, char **argv) {
       int64_t m = c.getDimSize(c.getRank() - 2), n = c.getDimSize(c.getRank() - 1);
       int64_t k = a.getDimSize(a.getRank() - 1), batch = c.getNumElements() / (m * n);
       ++gemms[{batch, m, n, k}];
+      if (Type e = a.getElementType(); e.isBF16() || e.isF16())
+        ++halfGemms[e.isBF16() ? "bf16" : "f16"][{batch, m, n, k}];
       return;
     }
     llvm::StringRef name = op->getName().getStringRef();
@@ -416,6 +424,36 @@ int main(int argc, char **argv) {
                                       {"seconds", t}, {"flops_per_s", f / t}});
   }
   const double gemmRate = linkOnly ? 0 : flops / seconds;
+
+  // 16-bit GEMM throughput at the plan's 16-bit shapes (operands as uint16_t bits, fp32 C).
+  std::map<std::string, double> halfRates; // "bf16" / "f16" -> FLOP/s
+  for (const auto &[dtype, shapes] : halfGemms) {
+    if (linkOnly)
+      break;
+    auto gemm = dtype == "bf16" ? ptrain_gemm_bf16 : ptrain_gemm_f16;
+    double halfFlops = 0, halfSeconds = 0;
+    for (const auto &[shape, count] : shapes) {
+      int64_t batch = shape[0], m = shape[1], n = shape[2], k = shape[3];
+      std::vector<float> a32 = randomFloats(batch * m * k, 1), b32 = randomFloats(k * n, 2);
+      std::vector<uint16_t> a(a32.size()), b(b32.size());
+      auto cast = dtype == "bf16" ? ptrain_cast_f32_bf16 : ptrain_cast_f32_f16;
+      ptrain_status_t st = cast(a32.data(), static_cast<int64_t>(a32.size()), a.data());
+      if (st == PTRAIN_OK)
+        st = cast(b32.data(), static_cast<int64_t>(b32.size()), b.data());
+      if (st != PTRAIN_OK)
+        return fail("ptrain_cast_f32_" + dtype + ": " + ptrain_last_error());
+      std::vector<float> c(batch * m * n);
+      double t = best([&] { st = gemm(0, 0, batch, m, n, k, 1.0f, a.data(), m * k, b.data(), 0, 0.0f, c.data(), m * n); });
+      if (st != PTRAIN_OK)
+        return fail("ptrain_gemm_" + dtype + ": " + ptrain_last_error());
+      double f = 2.0 * batch * m * n * k;
+      halfFlops += f * count;
+      halfSeconds += t * count;
+      gemmShapes.push_back(json::Object{{"dtype", dtype}, {"batch", batch}, {"m", m}, {"n", n}, {"k", k},
+                                        {"count", count}, {"seconds", t}, {"flops_per_s", f / t}});
+    }
+    halfRates[dtype] = halfFlops / halfSeconds;
+  }
 
   // Memory bandwidth: a 64 MiB copy (read + write).
   double bandwidth = 0;
@@ -527,6 +565,8 @@ int main(int argc, char **argv) {
     if (json::Object *old = gpu->getObject("peak_flops"))
       peak = *old;
     peak["f32"] = gemmRate;
+    for (const auto &[dtype, rate] : halfRates)
+      peak[dtype] = rate;
     (*gpu)["peak_flops"] = std::move(peak);
     (*gpu)["f32_matmul_dtype"] = "f32";
     (*gpu)["memory_bandwidth"] = bandwidth;
@@ -622,7 +662,12 @@ int main(int argc, char **argv) {
   llvm::outs() << "ptrain-calibrate: " << file << ": ";
   if (!linkOnly)
     llvm::outs() << "f32 GEMM " << llvm::format("%.2f", gemmRate / 1e9) << " GFLOP/s over " << gemms.size()
-                 << " shapes, memory " << llvm::format("%.2f", bandwidth / 1e9) << " GB/s, " << numCodecTimes
+                 << " shapes";
+  for (const auto &[dtype, rate] : halfRates)
+    llvm::outs() << ", " << dtype << " GEMM " << llvm::format("%.2f", rate / 1e9) << " GFLOP/s over "
+                 << halfGemms[dtype].size() << " shapes";
+  if (!linkOnly)
+    llvm::outs() << ", memory " << llvm::format("%.2f", bandwidth / 1e9) << " GB/s, " << numCodecTimes
                  << " codec kernel timings on " << shapes.size() << " tensors";
   if (link)
     llvm::outs() << (linkOnly ? "" : ", ") << "link "
