@@ -319,81 +319,14 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
   std::vector<CodecPhase> phases[3];
   std::vector<std::string> codecNames;
   bool compressed = false;
-  // ZeRO-1 (--ptrain-build-training-step zero=1): each bucket is a reduce-scatter over dp and, after the sharded
-  // AdamW, an all-gather of the same padded size. A ring reduce-scatter and a ring all-gather each move
-  // (n - 1) / n of the bucket in n - 1 steps: together exactly a ring all-reduce (Patarasuk & Yuan, JPDC 2009;
-  // Rajbhandari et al., SC'20, sec. 7.1: P_os has the communication volume of plain data parallelism).
-  // A bucket whose gradients have a codec in the plan (quantization: docs/DistributedOptimizer.md,
-  // "Compression") is priced as ptrain_compressed_reduce_scatter_start runs it (getZeroReduceScatterCodecWork)
-  // plus the uncompressed ring all-gather of the updated shards, in the compressed dp reduction.
-  for (Operation *bucket : zeroBuckets(opt)) {
-    auto type = cast<RankedTensorType>(bucket->getOperand(0).getType());
-    const double bytes = getTensorBytes(type) / tp;
+  struct Gradient {
+    StateReadOp read;
     CodecAttrInterface codec;
-    if (auto c = dyn_cast<CompressedReduceScatterStartOp>(bucket)) {
-      codec = c.getCodec();
-    } else if (plan) {
-      FailureOr<CodecAttrInterface> planned =
-          zeroBucketCodec(opt->getParentOfType<ModuleOp>(), *plan, s, zeroBucketReads(bucket),
-                          [&] { return bucket->emitError("timing model: "); });
-      if (failed(planned))
-        return costError("stage " + llvm::Twine(s) + ": a ZeRO-1 bucket mixes dp codecs");
-      codec = *planned;
-    }
-    if (!codec) {
-      addRound(rc.dataParallel, ringAllReduce(bytes, n), 1);
-      ++rc.dataParallelBuckets;
-      continue;
-    }
-    compressed = true;
-    const bool ef = plan ? plan->scErrorFeedback : !cast<CompressedReduceScatterStartOp>(bucket).getState().empty();
-    auto chunk = RankedTensorType::get({type.getNumElements() / n}, type.getElementType());
-    DataParallelCodecWork work = getZeroReduceScatterCodecWork(codec, chunk, n, ef);
-    double scale = getCodecCalibration(codec, chunk, ef, cluster).both / tp;
-    for (auto [to, from] : {std::make_pair(&phases[0], &work.phaseP), std::make_pair(&phases[2], &work.finish)})
-      for (CodecPhase ph : *from) {
-        ph.cost.flops *= scale;
-        ph.cost.bytes *= scale;
-        to->push_back(ph);
-      }
-    for (const CodecCollective &c : work.first)
-      addRound(ca.first, c, 1 / tp);
-    // The ring all-gather of the updated shards: each rank hands bytes / n and sends (n - 1) / n of the bucket
-    // (the runtime's counters count what a rank hands MPI, as for the codes).
-    addRound(ca.first, {static_cast<double>(n - 1), (n - 1) * bytes / n, bytes / n}, 1);
-    ++ca.compressed;
-    std::string name;
-    llvm::raw_string_ostream(name) << Attribute(codec);
-    if (!llvm::is_contained(codecNames, name))
-      codecNames.push_back(name);
-  }
-  for (const SmallVector<StateReadOp> &bucket : dataParallelBuckets(opt)) {
-    struct Gradient {
-      StateReadOp read;
-      CodecAttrInterface codec;
-      bool override;
-    };
-    SmallVector<Gradient> grads;
-    for (StateReadOp read : bucket) {
-      if (tied.contains(read.getState()))
-        continue;
-      auto state = symbols.lookup<StateOp>(read.getState());
-      std::string key = state ? state.getKey().str() : read.getState().str();
-      auto type = cast<RankedTensorType>(read.getType());
-      grads.push_back({read, plan ? dataParallelCodecOf(*plan, s, key, type) : CodecAttrInterface(),
-                       plan && plan->dpCodecs.count(key)});
-    }
-    if (grads.empty())
-      continue;
-    if (llvm::none_of(grads, [](const Gradient &g) { return bool(g.codec); })) {
-      double bytes = 0;
-      for (Gradient &g : grads)
-        bytes += getTensorBytes(g.read.getType());
-      addAllReduce(rc.dataParallel, bytes / tp);
-      ++rc.dataParallelBuckets;
-      continue;
-    }
-    compressed = true;
+    bool override;
+  };
+  // Gradients reduced one by one, each compressed with its codec (PowerSGD on the TP shard, the other codecs on
+  // the full gradient scaled by 1 / tp) or exactly, in the compressed dp reduction.
+  auto addGradients = [&](ArrayRef<Gradient> grads) -> llvm::Error {
     for (const Gradient &g : grads) {
       StateReadOp read = g.read;
       CodecAttrInterface codec = g.codec;
@@ -429,6 +362,99 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
       if ((!powerSGD || g.override) && !llvm::is_contained(codecNames, name))
         codecNames.push_back(name);
     }
+    return llvm::Error::success();
+  };
+  // ZeRO-1 (--ptrain-build-training-step zero=1): each bucket is a reduce-scatter over dp and, after the sharded
+  // AdamW, an all-gather of the same padded size. A ring reduce-scatter and a ring all-gather each move
+  // (n - 1) / n of the bucket in n - 1 steps: together exactly a ring all-reduce (Patarasuk & Yuan, JPDC 2009;
+  // Rajbhandari et al., SC'20, sec. 7.1: P_os has the communication volume of plain data parallelism).
+  // A bucket whose gradients have a codec in the plan (quantization: docs/DistributedOptimizer.md,
+  // "Compression") is priced as ptrain_compressed_reduce_scatter_start runs it (getZeroReduceScatterCodecWork)
+  // plus the uncompressed ring all-gather of the updated shards, in the compressed dp reduction; a bucket of
+  // PowerSGD gradients (ZeroBucketReduction::perGradient) as its gradients' all-reduces (addGradients) plus the
+  // same all-gather.
+  for (Operation *bucket : zeroBuckets(opt)) {
+    auto type = cast<RankedTensorType>(bucket->getOperand(0).getType());
+    const double bytes = getTensorBytes(type) / tp;
+    CodecAttrInterface codec;
+    if (auto c = dyn_cast<CompressedReduceScatterStartOp>(bucket)) {
+      codec = c.getCodec();
+    } else if (plan) {
+      SmallVector<StateReadOp> reads = zeroBucketReads(bucket);
+      FailureOr<ZeroBucketReduction> planned =
+          zeroBucketReduction(opt->getParentOfType<ModuleOp>(), *plan, s, reads,
+                              [&] { return bucket->emitError("timing model: "); });
+      if (failed(planned))
+        return costError("stage " + llvm::Twine(s) + ": a ZeRO-1 bucket mixes dp codecs");
+      if (planned->perGradient) {
+        // PowerSGD: every gradient all-reduced alone (CompressDataParallel.cpp, allReduceZeroBucket), then the
+        // all-gather of the updated shards.
+        compressed = true;
+        SmallVector<Gradient> grads;
+        for (auto [read, c] : llvm::zip(reads, planned->codecs)) {
+          if (tied.contains(read.getState())) // reduced by the fused embedding sync already
+            continue;
+          auto state = symbols.lookup<StateOp>(read.getState());
+          grads.push_back({read, c, state && plan->dpCodecs.count(state.getKey().str())});
+        }
+        if (llvm::Error e = addGradients(grads))
+          return e;
+        addRound(ca.first, {static_cast<double>(n - 1), (n - 1) * bytes / n, bytes / n}, 1);
+        continue;
+      }
+      codec = planned->flatCodec;
+    }
+    if (!codec) {
+      addRound(rc.dataParallel, ringAllReduce(bytes, n), 1);
+      ++rc.dataParallelBuckets;
+      continue;
+    }
+    compressed = true;
+    const bool ef = plan ? plan->scErrorFeedback : !cast<CompressedReduceScatterStartOp>(bucket).getState().empty();
+    auto chunk = RankedTensorType::get({type.getNumElements() / n}, type.getElementType());
+    DataParallelCodecWork work = getZeroReduceScatterCodecWork(codec, chunk, n, ef);
+    double scale = getCodecCalibration(codec, chunk, ef, cluster).both / tp;
+    for (auto [to, from] : {std::make_pair(&phases[0], &work.phaseP), std::make_pair(&phases[2], &work.finish)})
+      for (CodecPhase ph : *from) {
+        ph.cost.flops *= scale;
+        ph.cost.bytes *= scale;
+        to->push_back(ph);
+      }
+    for (const CodecCollective &c : work.first)
+      addRound(ca.first, c, 1 / tp);
+    // The ring all-gather of the updated shards: each rank hands bytes / n and sends (n - 1) / n of the bucket
+    // (the runtime's counters count what a rank hands MPI, as for the codes).
+    addRound(ca.first, {static_cast<double>(n - 1), (n - 1) * bytes / n, bytes / n}, 1);
+    ++ca.compressed;
+    std::string name;
+    llvm::raw_string_ostream(name) << Attribute(codec);
+    if (!llvm::is_contained(codecNames, name))
+      codecNames.push_back(name);
+  }
+  for (const SmallVector<StateReadOp> &bucket : dataParallelBuckets(opt)) {
+    SmallVector<Gradient> grads;
+    for (StateReadOp read : bucket) {
+      if (tied.contains(read.getState()))
+        continue;
+      auto state = symbols.lookup<StateOp>(read.getState());
+      std::string key = state ? state.getKey().str() : read.getState().str();
+      auto type = cast<RankedTensorType>(read.getType());
+      grads.push_back({read, plan ? dataParallelCodecOf(*plan, s, key, type) : CodecAttrInterface(),
+                       plan && plan->dpCodecs.count(key)});
+    }
+    if (grads.empty())
+      continue;
+    if (llvm::none_of(grads, [](const Gradient &g) { return bool(g.codec); })) {
+      double bytes = 0;
+      for (Gradient &g : grads)
+        bytes += getTensorBytes(g.read.getType());
+      addAllReduce(rc.dataParallel, bytes / tp);
+      ++rc.dataParallelBuckets;
+      continue;
+    }
+    compressed = true;
+    if (llvm::Error e = addGradients(grads))
+      return e;
   }
   if (!compressed)
     return llvm::Error::success();

@@ -88,34 +88,46 @@ SmallVector<StateReadOp> mlir::ptrain::zeroBucketReads(Operation *bucket) {
   return reads;
 }
 
-FailureOr<CodecAttrInterface> mlir::ptrain::zeroBucketCodec(ModuleOp module, const CompressionPlan &plan,
-                                                            int64_t stage, ArrayRef<StateReadOp> reads,
-                                                            llvm::function_ref<InFlightDiagnostic()> error) {
-  CodecAttrInterface codec;
-  std::string first;
-  for (auto [i, constRead] : llvm::enumerate(reads)) {
+FailureOr<ZeroBucketReduction> mlir::ptrain::zeroBucketReduction(ModuleOp module, const CompressionPlan &plan,
+                                                                 int64_t stage, ArrayRef<StateReadOp> reads,
+                                                                 llvm::function_ref<InFlightDiagnostic()> error) {
+  ZeroBucketReduction reduction;
+  SmallVector<std::string> keys;
+  for (StateReadOp constRead : reads) {
     StateReadOp read = constRead;
     auto state = module.lookupSymbol<StateOp>(read.getState());
-    std::string key = state ? state.getKey().str() : read.getState().str();
-    CodecAttrInterface c = dataParallelCodecOf(plan, stage, key, cast<RankedTensorType>(read.getType()));
-    if (i == 0) {
-      codec = c;
-      first = key;
-    } else if (c != codec) {
-      InFlightDiagnostic diag = error();
-      diag << "the ZeRO-1 bucket of '" << first << "' and '" << key
-           << "' is reduce-scattered as one flat tensor and needs one codec for all its gradients, got ";
-      if (codec)
-        diag << Attribute(codec);
-      else
-        diag << "none";
-      diag << " and ";
-      if (c)
-        diag << Attribute(c);
-      else
-        diag << "none";
-      return failure();
-    }
+    keys.push_back(state ? state.getKey().str() : read.getState().str());
+    reduction.codecs.push_back(dataParallelCodecOf(plan, stage, keys.back(), cast<RankedTensorType>(read.getType())));
   }
-  return codec;
+  auto coded = llvm::find_if(reduction.codecs, [](CodecAttrInterface c) { return bool(c); });
+  if (coded == reduction.codecs.end()) {
+    reduction.codecs.clear();
+    return reduction;
+  }
+  const bool perGradient = isa<PowerSGDAttr>(*coded);
+  for (auto [i, c] : llvm::enumerate(reduction.codecs)) {
+    // PowerSGD and exact gradients mix (each is reduced alone); a flat codec is the bucket's one codec.
+    bool fits = perGradient ? (!c || isa<PowerSGDAttr>(c)) : c == *coded;
+    if (fits)
+      continue;
+    InFlightDiagnostic diag = error();
+    diag << "the ZeRO-1 bucket of '" << keys[coded - reduction.codecs.begin()] << "' and '" << keys[i] << "' ";
+    if (perGradient)
+      diag << "all-reduces its PowerSGD gradients one by one and cannot also reduce-scatter a flat codec, got ";
+    else
+      diag << "is reduce-scattered as one flat tensor and needs one codec for all its gradients, got ";
+    diag << Attribute(*coded) << " and ";
+    if (c)
+      diag << Attribute(c);
+    else
+      diag << "none";
+    return failure();
+  }
+  if (perGradient) {
+    reduction.perGradient = true;
+  } else {
+    reduction.flatCodec = *coded;
+    reduction.codecs.clear();
+  }
+  return reduction;
 }

@@ -12,7 +12,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
+
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -67,6 +70,43 @@ RankedTensorType flatOf(ArrayRef<Value> values) {
     total += cast<RankedTensorType>(v.getType()).getNumElements();
   return RankedTensorType::get({total}, cast<RankedTensorType>(values[0].getType()).getElementType());
 }
+
+/// Posts the dp reduction of one gradient `read` (state key `key`) at `b`: a `ptrain.compressed_all_reduce_start`
+/// with `codec`, its keyed states ("sc/<key>/residual" with error feedback, "sc/<key>/<codec state>") created
+/// before `optimizerStep`, or a plain all-reduce when `codec` is null. Returns the request.
+FailureOr<Value> startGradientAllReduce(OpBuilder &b, ModuleOp module, func::FuncOp optimizerStep, Location loc,
+                                        StateReadOp read, StringRef key, CodecAttrInterface codec,
+                                        const CompressionPlan &plan, StringRef grid, ReductionKind reduction,
+                                        int64_t *numCompressed) {
+  auto type = cast<RankedTensorType>(read.getType());
+  ArrayAttr dpAxes = b.getStrArrayAttr({"dp"});
+  if (!codec)
+    return AllReduceStartOp::create(b, loc, read.getResult(), grid, dpAxes, reduction).getRequest();
+  SmallVector<StateOp> stateOps;
+  auto addState = [&](StringRef name, StringRef what, StateKind kind, RankedTensorType t) -> LogicalResult {
+    FailureOr<StateOp> s = getOrAddCodecState(module, optimizerStep, name, "sc/" + key.str() + "/" + what.str(), kind, t);
+    if (failed(s))
+      return failure();
+    stateOps.push_back(*s);
+    return success();
+  };
+  if (plan.scErrorFeedback && failed(addState("sc_residual", "residual", StateKind::CodecResidual, type)))
+    return failure();
+  auto [stateName, stateKind] = codecStateNameAndKind(codec);
+  for (Type t : codec.getEncoderStateTypes(type))
+    if (failed(addState(("sc_" + stateName).str(), stateName, stateKind, cast<RankedTensorType>(t))))
+      return failure();
+  SmallVector<Value> state;
+  for (StateOp s : stateOps)
+    state.push_back(StateReadOp::create(b, loc, s.getTensorType(), s.getSymName()));
+  auto start = CompressedAllReduceStartOp::create(b, loc, read.getResult(), state, ValueRange(), grid,
+                                                  {StringRef("dp")}, reduction, codec, plan.scErrorFeedback);
+  for (auto [s, value] : llvm::zip(stateOps, start.getNewState()))
+    StateWriteOp::create(b, loc, value, s.getSymName());
+  if (numCompressed)
+    ++*numCompressed;
+  return start.getRequest();
+}
 } // namespace
 
 LogicalResult mlir::ptrain::compressDataParallelAllReduces(ModuleOp module, func::FuncOp optimizerStep, int64_t stage,
@@ -90,43 +130,16 @@ LogicalResult mlir::ptrain::compressDataParallelAllReduces(ModuleOp module, func
       continue;
 
     OpBuilder b(op);
-    Location loc = op.getLoc();
     SmallVector<Value> requests;
     for (auto [read, key, codec] : llvm::zip(bucket->reads, keys, codecs)) {
-      auto type = cast<RankedTensorType>(read.getType());
-      if (!codec) {
-        requests.push_back(
-            AllReduceStartOp::create(b, loc, read.getResult(), op.getGrid(), op.getGridAxes(), op.getReduction())
-                .getRequest());
-        continue;
-      }
-      SmallVector<StateOp> stateOps;
-      auto addState = [&](StringRef name, StringRef what, StateKind kind, RankedTensorType t) -> LogicalResult {
-        FailureOr<StateOp> s = getOrAddCodecState(module, optimizerStep, name, "sc/" + key + "/" + what.str(), kind, t);
-        if (failed(s))
-          return failure();
-        stateOps.push_back(*s);
-        return success();
-      };
-      if (plan.scErrorFeedback && failed(addState("sc_residual", "residual", StateKind::CodecResidual, type)))
+      FailureOr<Value> request = startGradientAllReduce(b, module, optimizerStep, op.getLoc(), read, key, codec, plan,
+                                                        op.getGrid(), op.getReduction(), numCompressed);
+      if (failed(request))
         return failure();
-      auto [stateName, stateKind] = codecStateNameAndKind(codec);
-      for (Type t : codec.getEncoderStateTypes(type))
-        if (failed(addState(("sc_" + stateName).str(), stateName, stateKind, cast<RankedTensorType>(t))))
-          return failure();
-      SmallVector<Value> state;
-      for (StateOp s : stateOps)
-        state.push_back(StateReadOp::create(b, loc, s.getTensorType(), s.getSymName()));
-      auto start =
-          CompressedAllReduceStartOp::create(b, loc, read.getResult(), state, ValueRange(), op.getGrid(),
-                                             {StringRef("dp")}, op.getReduction(), codec, plan.scErrorFeedback);
-      for (auto [s, value] : llvm::zip(stateOps, start.getNewState()))
-        StateWriteOp::create(b, loc, value, s.getSymName());
-      requests.push_back(start.getRequest());
-      if (numCompressed)
-        ++*numCompressed;
+      requests.push_back(*request);
     }
     b.setInsertionPoint(bucket->wait);
+    Location loc = op.getLoc();
     SmallVector<Value> results;
     for (auto [request, piece] : llvm::zip(requests, bucket->pieces)) {
       Value reduced = WaitOp::create(b, loc, request).getResult();
@@ -139,17 +152,103 @@ LogicalResult mlir::ptrain::compressDataParallelAllReduces(ModuleOp module, func
   return success();
 }
 
+/// A ZeRO-1 bucket whose gradients are reduced one by one (ZeroBucketReduction::perGradient: PowerSGD): each
+/// gradient of `rs`'s flat input is all-reduced (avg over dp) alone with its codec (startGradientAllReduce;
+/// the padding's zeros stay zeros), and this rank's shard of the averaged, re-flattened bucket is cut at its
+/// dp coordinate (`ptrain.tp_split ... axis dp dim 0`, as the parameters' shard is) where the reduce-scatter
+/// was waited. The reduce-scatter and its wait are erased.
+static LogicalResult allReduceZeroBucket(ModuleOp module, func::FuncOp optimizerStep, ReduceScatterStartOp rs,
+                                         ArrayRef<StateReadOp> reads, ArrayRef<CodecAttrInterface> codecs,
+                                         const CompressionPlan &plan, int64_t *numCompressed) {
+  if (!rs.getRequest().hasOneUse() || !isa<WaitOp>(*rs.getRequest().getUsers().begin()))
+    return rs.emitError("--ptrain-lower-to-runtime: the ZeRO-1 reduce-scatter to rewrite needs exactly one wait");
+  auto wait = cast<WaitOp>(*rs.getRequest().getUsers().begin());
+  if (rs.getReduction() != ReductionKind::Avg)
+    return rs.emitError("--ptrain-lower-to-runtime: a ZeRO-1 bucket with PowerSGD gradients must average over dp");
+  SmallVector<Value> pieces;
+  if (auto concat = rs.getInput().getDefiningOp<ConcatOp>())
+    pieces.append(concat->operand_begin(), concat->operand_end());
+  else
+    pieces.push_back(rs.getInput());
+  SymbolTable symbols(module);
+  // Gradients fused embedding sync (fuseEmbeddingSync, run before) already reduced over [dp, pp] and wrote back:
+  // the same on every replica, so they are not reduced (nor compressed) again.
+  llvm::StringSet<> reduced;
+  for (AllReduceStartOp sync : allReducesOver(optimizerStep, {"dp", "pp"}))
+    if (auto read = sync.getInput().getDefiningOp<StateReadOp>())
+      reduced.insert(read.getState());
+  OpBuilder b(rs);
+  Location loc = rs.getLoc();
+  // One request per gradient piece (null for the padding and the gradients reduced already, left as they are).
+  SmallVector<Value> requests;
+  size_t r = 0;
+  for (Value piece : pieces) {
+    StateReadOp read = gradientReadOf(piece);
+    if (!read) {
+      if (!matchPattern(piece, m_Constant()))
+        return rs.emitError("--ptrain-lower-to-runtime: a ZeRO-1 bucket's pieces must be flattened gradient reads "
+                            "and the zero padding, got ")
+               << piece;
+      requests.push_back(Value());
+      continue;
+    }
+    if (r >= reads.size() || reads[r] != read)
+      return rs.emitError("--ptrain-lower-to-runtime: the ZeRO-1 bucket's gradient reads are out of order");
+    if (reduced.contains(read.getState())) {
+      requests.push_back(Value());
+      ++r;
+      continue;
+    }
+    auto gradState = symbols.lookup<StateOp>(read.getState());
+    std::string key = gradState ? gradState.getKey().str() : read.getState().str();
+    FailureOr<Value> request = startGradientAllReduce(b, module, optimizerStep, loc, read, key, codecs[r], plan,
+                                                      rs.getGrid(), ReductionKind::Avg, numCompressed);
+    if (failed(request))
+      return failure();
+    requests.push_back(*request);
+    ++r;
+  }
+  b.setInsertionPoint(wait);
+  SmallVector<Value> averaged;
+  for (auto [request, piece] : llvm::zip(requests, pieces)) {
+    Value v = request ? WaitOp::create(b, loc, request).getResult() : piece;
+    if (v.getType() != piece.getType())
+      v = ReshapeOp::create(b, loc, piece.getType(), v);
+    averaged.push_back(v);
+  }
+  Value full = concatenate(b, loc, rs.getInput().getType(), averaged);
+  auto shardType = cast<RequestType>(rs.getRequest().getType()).getValueType();
+  Value shard = TPSplitOp::create(b, loc, shardType, full, rs.getGrid(), "dp", /*dim=*/0);
+  wait.getResult().replaceAllUsesWith(shard);
+  wait.erase();
+  Operation *feeder = rs.getInput().getDefiningOp();
+  rs.erase();
+  if (auto concat = dyn_cast_or_null<ConcatOp>(feeder); concat && concat->use_empty())
+    concat.erase();
+  // The flattening reshapes of the gradients are read by nothing now (each gradient is reduced in its shape).
+  for (Value piece : pieces)
+    if (auto reshape = piece.getDefiningOp<ReshapeOp>(); reshape && reshape->use_empty())
+      reshape.erase();
+  return success();
+}
+
 LogicalResult mlir::ptrain::compressZeroReduceScatters(ModuleOp module, func::FuncOp optimizerStep, int64_t stage,
                                                        const CompressionPlan &plan, int64_t *numCompressed) {
   for (auto [k, bucket] : llvm::enumerate(zeroBuckets(optimizerStep))) {
     auto rs = dyn_cast<ReduceScatterStartOp>(bucket);
     if (!rs)
       continue;
-    FailureOr<CodecAttrInterface> codec = zeroBucketCodec(module, plan, stage, zeroBucketReads(rs), [&] {
-      return rs.emitError("--ptrain-lower-to-runtime: ");
-    });
-    if (failed(codec))
+    SmallVector<StateReadOp> reads = zeroBucketReads(rs);
+    FailureOr<ZeroBucketReduction> reduction =
+        zeroBucketReduction(module, plan, stage, reads, [&] { return rs.emitError("--ptrain-lower-to-runtime: "); });
+    if (failed(reduction))
       return failure();
+    if (reduction->perGradient) {
+      if (failed(allReduceZeroBucket(module, optimizerStep, rs, reads, reduction->codecs, plan, numCompressed)))
+        return failure();
+      continue;
+    }
+    std::optional<CodecAttrInterface> codec = reduction->flatCodec;
     if (!*codec)
       continue;
     auto quant = dyn_cast<QuantAttr>(*codec);

@@ -192,12 +192,12 @@ def check_zero_options(args):
     if args.target != "cpu":
         raise CompileError(f"--zero {args.zero} --target {args.target}: the CUDA target does not emit the "
                            "reduce-scatter and all-gather of the distributed optimizer yet (use --target cpu)")
-    if args.policy not in ("none", "mcbench"):
-        raise CompileError(f"--zero {args.zero} --policy {args.policy}: its data-parallel codec (PowerSGD, or "
-                           "auto's search) on the reduce-scattered gradient buckets is not built; ZeRO-1 compresses "
-                           "its buckets with quantization: --policy mcbench --compress-options "
-                           "\"dp-codec=quant:bits=8,granularity=block,block-size=256\" "
-                           "(docs/DistributedOptimizer.md, \"Compression\")")
+    if args.policy not in ("none", "mcbench", "optimus-cc"):
+        raise CompileError(f"--zero {args.zero} --policy {args.policy}: auto's search over the reduce-scattered "
+                           "gradient buckets is not built; ZeRO-1 compresses its buckets with PowerSGD (--policy "
+                           "optimus-cc) or quantization (--policy mcbench --compress-options "
+                           "\"dp-codec=quant:bits=8,granularity=block,block-size=256\"; "
+                           "docs/DistributedOptimizer.md, \"Compression\")")
 
 
 def module_plan(bin_dir, step, target):

@@ -21,6 +21,27 @@
 // RUN:   --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json" \
 // RUN:   --ptrain-compress="policy=mcbench dp-codec=quant:bits=8,granularity=tensor" \
 // RUN:   --ptrain-report="cluster=%S/Inputs/toy-cluster.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// PowerSGD (optimus-cc's SC on every stage, rank 2): each gradient of a bucket is all-reduced compressed alone
+// and each rank keeps its shard of the averaged bucket; the bias (rank 1 on its 8 x 1 view) likewise.
+// RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1" --ptrain-schedule \
+// RUN:   --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json" \
+// RUN:   --ptrain-compress="policy=optimus-cc sc-all=true sc-rank=2" \
+// RUN:   --ptrain-lower-to-runtime --ptrain-verify-plan | FileCheck %s --check-prefix=POWERSGD
+// RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1" --ptrain-schedule \
+// RUN:   --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json" \
+// RUN:   --ptrain-compress="policy=optimus-cc sc-all=true sc-rank=2" \
+// RUN:   --ptrain-report="cluster=%S/Inputs/toy-cluster.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PSGDREPORT
+// A bucket mixing codecs the reduction cannot run together (overrides per parameter): a flat codec with none,
+// and PowerSGD with a flat codec.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: echo '{"edges": [{"parameter": "head", "codec": "quant:bits=8,granularity=tensor"}]}' > %t/quant-head.json
+// RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1" --ptrain-schedule \
+// RUN:   --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json" --ptrain-compress="policy=none overrides=%t/quant-head.json" \
+// RUN:   --ptrain-lower-to-runtime 2>&1 | FileCheck %s --check-prefix=MIXFLAT
+// RUN: echo '{"edges": [{"parameter": "head", "codec": "powersgd:rank=2"}, {"parameter": "wte", "codec": "quant:bits=8,granularity=tensor"}]}' > %t/mixed.json
+// RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1" --ptrain-schedule \
+// RUN:   --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json" --ptrain-compress="policy=none overrides=%t/mixed.json" \
+// RUN:   --ptrain-lower-to-runtime 2>&1 | FileCheck %s --check-prefix=MIXPSGD
 // What the reduce-scatter does not run, each an error naming it.
 // RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1" --ptrain-schedule \
 // RUN:   --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json" --ptrain-compress="policy=mcbench dp-codec=quant:bits=8" \
@@ -54,6 +75,29 @@
 // The compressed reduction is priced as the all-to-all of the chunk codes plus the all-gather of the shards.
 // REPORT: compression (policy mcbench)
 // REPORT: dp all-reduce stage 0
+
+// POWERSGD-LABEL: func.func @stage0_optimizer_step
+// POWERSGD-NOT: reduce_scatter_start
+// POWERSGD: ptrain.compressed_all_reduce_start %{{.*}} state(%{{.*}}, %{{.*}}) on @grid axes [dp] reduction = avg {codec = #ptrain.powersgd<rank = 2>, error_feedback} : tensor<8x16xf32>
+// POWERSGD: ptrain.compressed_all_reduce_start %{{.*}} state(%{{.*}}, %{{.*}}) on @grid axes [dp] reduction = avg {codec = #ptrain.powersgd<rank = 2>, error_feedback} : tensor<16x8xf32>
+// POWERSGD: %[[HEAD:.*]] = ptrain.wait %{{.*}} : !ptrain.request<tensor<8x16xf32>>
+// POWERSGD: %[[HEADF:.*]] = ptrain.reshape %[[HEAD]] : tensor<8x16xf32> -> tensor<128xf32>
+// POWERSGD: %[[WTE:.*]] = ptrain.wait %{{.*}} : !ptrain.request<tensor<16x8xf32>>
+// POWERSGD: %[[WTEF:.*]] = ptrain.reshape %[[WTE]] : tensor<16x8xf32> -> tensor<128xf32>
+// POWERSGD: %[[FULL:.*]] = ptrain.concat %[[HEADF]], %[[WTEF]], %{{.*}} {axis = 0 : i64} : tensor<128xf32>, tensor<128xf32>, tensor<2xf32> -> tensor<258xf32>
+// POWERSGD: %[[SHARD:.*]] = ptrain.tp_split %[[FULL]] on @grid axis dp dim 0 : tensor<258xf32> -> tensor<86xf32>
+// POWERSGD: ptrain.adamw %{{.*}}, %[[SHARD]],
+// POWERSGD: ptrain.all_gather_start
+// POWERSGD-NOT: reduce_scatter_start
+// POWERSGD: return
+
+// The report prices each gradient's PowerSGD all-reduce (the bias's rank 1 on its 8 x 1 view is exact) plus the
+// all-gather of the shards.
+// PSGDREPORT: compression (policy optimus-cc)
+// PSGDREPORT: dp all-reduce stage 0: #ptrain.powersgd<rank = 2> (clamped to min(n, m)) on 2 gradients, 1 exact
+
+// MIXFLAT: error: --ptrain-lower-to-runtime: the ZeRO-1 bucket of 'head/grad' and 'wte/grad' is reduce-scattered as one flat tensor and needs one codec for all its gradients, got #ptrain.quant<bits = 8, granularity = tensor> and none
+// MIXPSGD: error: --ptrain-lower-to-runtime: the ZeRO-1 bucket of 'head/grad' and 'wte/grad' all-reduces its PowerSGD gradients one by one and cannot also reduce-scatter a flat codec, got #ptrain.powersgd<rank = 2> and #ptrain.quant<bits = 8, granularity = tensor>
 
 // CHANNEL: error: --ptrain-lower-to-runtime: a ZeRO-1 bucket is a flat tensor: quantize it with granularity tensor or block (e.g. quant:bits=8,granularity=block,block-size=256), not #ptrain.quant<bits = 8> (channel granularity would keep a scale per element)
 // CAST: error: --ptrain-lower-to-runtime: the ZeRO-1 reduce-scatter compresses a bucket with quantization (#ptrain.quant); #ptrain.cast<bf16> on a ZeRO-1 bucket is not built

@@ -50,12 +50,28 @@ llvm::SmallVector<Operation *> zeroBuckets(func::FuncOp optimizerStep);
 /// padding and operands of another form skipped).
 llvm::SmallVector<StateReadOp> zeroBucketReads(Operation *bucket);
 
-/// The one codec of a ZeRO-1 bucket of `stage` whose gradients are `reads` (dataParallelCodecOf of each gradient,
-/// by its state key in `module`): null when none has a codec. Fails through `error` (given the reason) when the
-/// gradients disagree (a bucket is reduce-scattered as one tensor, so it has one codec).
-FailureOr<CodecAttrInterface> zeroBucketCodec(ModuleOp module, const CompressionPlan &plan, int64_t stage,
-                                              llvm::ArrayRef<StateReadOp> reads,
-                                              llvm::function_ref<InFlightDiagnostic()> error);
+/// How a ZeRO-1 bucket's gradients are reduced (docs/DistributedOptimizer.md, "Compression"), from the codec
+/// each gradient has (dataParallelCodecOf, by its state key):
+/// - none has a codec: the plain flat reduce-scatter (`flatCodec` null, `perGradient` false);
+/// - a codec that works on a flat tensor (quantization, #ptrain.quant): the whole bucket is reduce-scattered
+///   compressed as one tensor, so every gradient must have the same codec (`flatCodec`);
+/// - PowerSGD (#ptrain.powersgd, a low-rank codec of each gradient's matrix view: Vogels et al., NeurIPS 2019):
+///   a flat bucket has no matrices, so each gradient is all-reduced alone, compressed with its own codec as
+///   plain data parallelism does (Optimus-CC's selective stage compression, Song et al., ASPLOS 2023, sec. 4.4;
+///   the gradients without a codec exactly), and each rank keeps its shard of the averaged bucket
+///   (`perGradient`, `codecs[i]` the codec of reads[i], null where exact). Communication: PowerSGD's P and Q
+///   all-reduces instead of the reduce-scatter; the all-gather of the updated shards is unchanged.
+struct ZeroBucketReduction {
+  CodecAttrInterface flatCodec;
+  bool perGradient = false;
+  llvm::SmallVector<CodecAttrInterface> codecs;
+};
+
+/// The reduction of a ZeRO-1 bucket of `stage` whose gradients are `reads` (above). Fails through `error`
+/// (given the reason) when a flat codec is mixed with another codec or with none, or with PowerSGD.
+FailureOr<ZeroBucketReduction> zeroBucketReduction(ModuleOp module, const CompressionPlan &plan, int64_t stage,
+                                                   llvm::ArrayRef<StateReadOp> reads,
+                                                   llvm::function_ref<InFlightDiagnostic()> error);
 
 } // namespace mlir::ptrain
 

@@ -27,11 +27,17 @@ LogicalResult compressDataParallelAllReduces(ModuleOp module, func::FuncOp optim
                                              const CompressionPlan &plan, int64_t *numCompressed = nullptr);
 
 /// Rewrites every ZeRO-1 bucket reduce-scatter (`ptrain.reduce_scatter_start` over `[dp]`, the k-th of
-/// `optimizerStep` of `stage`) whose gradients have a codec (zeroBucketCodec; one per bucket) into a
-/// `ptrain.compressed_reduce_scatter_start` of the same flat bucket and request, with error feedback when
-/// plan.scErrorFeedback and the keyed residual "sc/stage<s>.zero_bucket<k>/residual" (the whole padded bucket,
-/// fp32, per dp rank; docs/DistributedOptimizer.md, "Compression"). Quantization only: another codec, or
-/// gradients of one bucket with different codecs, is an error at the reduce-scatter.
+/// `optimizerStep` of `stage`) whose gradients have a codec, as zeroBucketReduction says
+/// (docs/DistributedOptimizer.md, "Compression"):
+/// - quantization (one codec for the bucket): a `ptrain.compressed_reduce_scatter_start` of the same flat
+///   bucket and request, with error feedback when plan.scErrorFeedback and the keyed residual
+///   "sc/stage<s>.zero_bucket<k>/residual" (the whole padded bucket, fp32, per dp rank);
+/// - PowerSGD: each gradient all-reduced alone (avg over dp) as compressDataParallelAllReduces does, with the
+///   same keyed states "sc/<gradient key>/..."; a gradient the fused embedding sync reduced already is left as
+///   it is; this rank's shard of the averaged, flattened, padded bucket (`ptrain.tp_split` on dp) replaces
+///   the reduce-scatter's wait.
+/// Another codec (a cast, top-k), or a bucket whose gradients mix codecs the two forms cannot run together, is
+/// an error at the reduce-scatter.
 LogicalResult compressZeroReduceScatters(ModuleOp module, func::FuncOp optimizerStep, int64_t stage,
                                          const CompressionPlan &plan, int64_t *numCompressed = nullptr);
 

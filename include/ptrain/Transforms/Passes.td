@@ -890,7 +890,8 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
            "mcbench: the codec spec of backward sends (activation gradients).">,
     Option<"dpCodec", "dp-codec", "std::string", /*default=*/"\"none\"",
            "mcbench: the codec spec of every data-parallel gradient reduction (dp > 1): each gradient's "
-           "all-reduce, or ZeRO-1's bucket reduce-scatter (quantization only), with the dp error feedback "
+           "all-reduce, or under ZeRO-1 its bucket's compressed reduce-scatter (quantization) or its own compressed "
+           "all-reduce (PowerSGD), with the dp error feedback "
            "`sc-error-feedback` (the record's `dp_codecs`).">,
     Option<"skipStages", "skip-stages", "int64_t", /*default=*/"0",
            "mcbench: leave the edges of the first L stages' outputs uncompressed.">,
