@@ -10,8 +10,9 @@
 //    model prices a 16-bit GEMM at it);
 //  - memory bandwidth: bytes read + written per second by a 64 MiB copy, best of --repeats;
 //  - every codec kernel of auto's candidates (AutoCandidates.h: the table's codecs and PowerSGD at the
-//    default ranks) on every distinct f32 tensor the plan sends between stages (ptrain.send_start) or
-//    all-reduces (ptrain.all_reduce_start, the largest --max-reduce-shapes): encode (with and without an
+//    default ranks) on every distinct tensor the plan sends between stages (ptrain.send_start) or
+//    all-reduces (ptrain.all_reduce_start, the largest --max-reduce-shapes), in fp32 (a 16-bit plan's bf16 /
+//    f16 messages as the fp32 value a codec on that link compresses): encode (with and without an
 //    error-feedback residual) and decode through the runtime's ptrain_codec_encode / ptrain_codec_decode,
 //    best of --repeats;
 //  - with --hosts A,B: the link between A and B by an MPI ping-pong (this tool under mpirun -np 2 in its
@@ -395,10 +396,14 @@ int main(int argc, char **argv) {
       return;
     }
     llvm::StringRef name = op->getName().getStringRef();
+    // A 16-bit plan sends its uncompressed messages as bf16 / f16, but a codec on that link compresses the
+    // fp32 value (docs/MixedPrecision.md): the codec kernels are timed on the fp32 tensor of the same shape.
     if ((name == "ptrain.send_start" || name == "ptrain.all_reduce_start") && op->getNumOperands() > 0)
       if (auto t = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
-          t && t.hasStaticShape() && t.getElementType().isF32() && t.getNumElements() > 1)
-        (name == "ptrain.send_start" ? sends : reduces)[t.getShape().vec()] = t;
+          t && t.hasStaticShape() && (t.getElementType().isF32() || t.getElementType().isBF16() ||
+                                      t.getElementType().isF16()) && t.getNumElements() > 1)
+        (name == "ptrain.send_start" ? sends : reduces)[t.getShape().vec()] =
+            RankedTensorType::get(t.getShape(), Float32Type::get(op->getContext()));
   });
   if (gemms.empty())
     return fail("'" + file + "' has no ptrain.matmul: give a compiled training step (a plan folder's step.mlir)");
