@@ -334,13 +334,24 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
     return success();
   };
   bool tpSitesInModule = !uniqueTensorParallelSites(module).empty();
+  // ZeRO-1 (a reduce-scatter over [dp]: docs/DistributedOptimizer.md): the dp codecs the search may try are
+  // PowerSGD's (each gradient all-reduced compressed alone); the other dp codecs would give a bucket gradients
+  // with and without a codec, which its flat reduce-scatter cannot run.
+  bool zero = false;
+  module.walk([&](ReduceScatterStartOp) { zero = true; });
+  if (zero && autoDpCodecs != "default" && autoDpCodecs != "none")
+    return error("auto-dp-codecs=" + autoDpCodecs.getValue() + ": under ZeRO-1 auto searches PowerSGD only on the "
+                 "data-parallel gradients (give auto-dp-codecs=none, or quantize the buckets with policy=mcbench "
+                 "dp-codec=quant:...,granularity=block)"),
+           failure();
   if (failed(parseCandidates("auto-backward-codecs", autoBackwardCodecs, "backward", options.backwardCodecs)) ||
       failed(parseCandidates("auto-forward-codecs", autoForwardCodecs, "forward", options.forwardCodecs)) ||
       failed(parseCandidates("auto-tp-codecs", tpSitesInModule || autoTpCodecs != "default" ? StringRef(autoTpCodecs.getValue()) : StringRef("none"),
                              "tp", options.tpCodecs)) ||
       failed(parseCandidates("auto-dp-codecs",
-                             edges.dp > 1 || autoDpCodecs != "default" ? StringRef(autoDpCodecs.getValue())
-                                                                       : StringRef("none"),
+                             (edges.dp > 1 && !zero) || autoDpCodecs != "default"
+                                 ? StringRef(autoDpCodecs.getValue())
+                                 : StringRef("none"),
                              "dp", options.dpCodecs)))
     return failure();
   if (!options.tpCodecs.empty() && !tpSitesInModule)

@@ -176,8 +176,8 @@ PLAN_FIELDS = ("model", "target", "optimizer", "lr", "warmup_steps", "total_step
 def check_zero_options(args):
     """--zero 1 (docs/DistributedOptimizer.md): what the ZeRO-1 step is built for, each refusal naming the options.
     The pass checks the same (zero=1 needs dp > 1 and AdamW); the driver also refuses what only it
-    knows: the CUDA target (no reduce-scatter / all-gather emission yet) and a compression policy whose dp codec
-    the reduce-scatter does not run (optimus-cc's PowerSGD, auto; mcbench's dp-codec quantization does)."""
+    knows: the CUDA target (no reduce-scatter / all-gather emission yet) and --deterministic-dp. Every policy
+    compiles: quantized buckets (mcbench's dp-codec), PowerSGD per gradient (optimus-cc's SC, auto's search)."""
     if not args.zero:
         return
     if args.deterministic_dp:
@@ -192,12 +192,6 @@ def check_zero_options(args):
     if args.target != "cpu":
         raise CompileError(f"--zero {args.zero} --target {args.target}: the CUDA target does not emit the "
                            "reduce-scatter and all-gather of the distributed optimizer yet (use --target cpu)")
-    if args.policy not in ("none", "mcbench", "optimus-cc"):
-        raise CompileError(f"--zero {args.zero} --policy {args.policy}: auto's search over the reduce-scattered "
-                           "gradient buckets is not built; ZeRO-1 compresses its buckets with PowerSGD (--policy "
-                           "optimus-cc) or quantization (--policy mcbench --compress-options "
-                           "\"dp-codec=quant:bits=8,granularity=block,block-size=256\"; "
-                           "docs/DistributedOptimizer.md, \"Compression\")")
 
 
 def module_plan(bin_dir, step, target):

@@ -42,6 +42,10 @@
 // RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1" --ptrain-schedule \
 // RUN:   --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json" --ptrain-compress="policy=none overrides=%t/mixed.json" \
 // RUN:   --ptrain-lower-to-runtime 2>&1 | FileCheck %s --check-prefix=MIXPSGD
+// auto under ZeRO-1 searches PowerSGD only on the dp gradients; another dp candidate is an error naming it.
+// RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1" --ptrain-schedule \
+// RUN:   --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json" --ptrain-compress="policy=auto auto-dp-codecs=bf16" \
+// RUN:   2>&1 | FileCheck %s --check-prefix=AUTODP
 // What the reduce-scatter does not run, each an error naming it.
 // RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1" --ptrain-schedule \
 // RUN:   --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json" --ptrain-compress="policy=mcbench dp-codec=quant:bits=8" \
@@ -99,6 +103,7 @@
 // MIXFLAT: error: --ptrain-lower-to-runtime: the ZeRO-1 bucket of 'head/grad' and 'wte/grad' is reduce-scattered as one flat tensor and needs one codec for all its gradients, got #ptrain.quant<bits = 8, granularity = tensor> and none
 // MIXPSGD: error: --ptrain-lower-to-runtime: the ZeRO-1 bucket of 'head/grad' and 'wte/grad' all-reduces its PowerSGD gradients one by one and cannot also reduce-scatter a flat codec, got #ptrain.powersgd<rank = 2> and #ptrain.quant<bits = 8, granularity = tensor>
 
+// AUTODP: error: --ptrain-compress: auto-dp-codecs=bf16: under ZeRO-1 auto searches PowerSGD only on the data-parallel gradients (give auto-dp-codecs=none, or quantize the buckets with policy=mcbench dp-codec=quant:...,granularity=block)
 // CHANNEL: error: --ptrain-lower-to-runtime: a ZeRO-1 bucket is a flat tensor: quantize it with granularity tensor or block (e.g. quant:bits=8,granularity=block,block-size=256), not #ptrain.quant<bits = 8> (channel granularity would keep a scale per element)
 // CAST: error: --ptrain-lower-to-runtime: the ZeRO-1 reduce-scatter compresses a bucket with quantization (#ptrain.quant); #ptrain.cast<bf16> on a ZeRO-1 bucket is not built
 // DP1: error: --ptrain-compress: dp-codec=bf16 compresses the data-parallel gradient reductions, but dp = 1

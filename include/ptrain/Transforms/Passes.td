@@ -927,8 +927,8 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
            "sites; 'none': tp sites are not candidates.">,
     Option<"autoDpCodecs", "auto-dp-codecs", "std::string", /*default=*/"\"default\"",
            "auto: codecs besides PowerSGD to try on the dp gradient all-reduces (every gradient of a stage), "
-           "';'-separated specs (e.g. 'bf16;topk:ratio=0.1'); 'default': the candidate table where dp > 1; "
-           "'none': PowerSGD only.">,
+           "';'-separated specs (e.g. 'bf16;topk:ratio=0.1'); 'default': the candidate table where dp > 1 "
+           "(PowerSGD only under ZeRO-1, where other specs are an error); 'none': PowerSGD only.">,
     Option<"autoQualityBudget", "auto-quality-budget", "double", /*default=*/"0.02",
            "auto: the largest predicted quality cost of the plan (QualityModel.h), a fraction of the "
            "uncompressed validation loss (default 0.02 = 2%); 'inf' for no limit.">,

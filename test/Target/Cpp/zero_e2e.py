@@ -21,7 +21,8 @@
    checkpoints within 1e-6 relative (plain dp copies replica 0's whole moments).
 6. Clipping: --clip-norm 0.1 at dp 2 with and without --zero 1, 3 steps: the same losses within 1e-6 relative,
    and different from the unclipped ones (clipping is active).
-7. ptrain-compile refuses --zero 1 with --dp 1, --optimizer sgd, --target cuda and --policy auto, each by name.
+7. ptrain-compile refuses --zero 1 with --dp 1, --optimizer sgd, --target cuda and auto with dp codecs other than
+   PowerSGD (auto-dp-codecs=bf16), each by name.
 8. The compressed reduce-scatter (docs/DistributedOptimizer.md, "Compression"): --zero 1 --policy mcbench
    --compress-options "dp-codec=quant:bits=8,granularity=block,block-size=256" at dp 2: plan.json lists one
    error-feedback residual per bucket; the executor on its step.mlir within 1e-4 relative of mpirun over 5 steps
@@ -36,7 +37,8 @@
    fused embedding sync on the tied embedding), with and without --zero 1: each gradient is all-reduced
    compressed alone and each rank keeps its shard of the average, so the 3 step losses equal plain dp's
    within 1e-6 relative; the step posts as many compressed all-reduces as plain dp's and no reduce-scatter
-   (the tied gradient, reduced by the fused sync, is not compressed again).
+   (the tied gradient, reduced by the fused sync, is not compressed again). --policy auto with --zero 1 (its dp
+   candidates PowerSGD only) compiles and trains 3 steps.
 """
 
 import filecmp
@@ -185,8 +187,8 @@ check(len(a) == 3 and "dp2" in logs and a != logs["dp2"]["train_loss"][:3], "cli
 refusals = {("--dp", "1"): "needs --dp > 1 (got --dp 1)",
             ("--dp", "2", "--optimizer", "sgd"): "needs --optimizer adamw (got --optimizer sgd)",
             ("--dp", "2", "--target", "cuda"): "the CUDA target does not emit the reduce-scatter",
-            ("--dp", "2", "--policy", "auto"): "auto's search over the reduce-scattered gradient buckets is not "
-                                               "built"}
+            ("--dp", "2", "--policy", "auto", "--compress-options", "auto-dp-codecs=bf16"):
+                "under ZeRO-1 auto searches PowerSGD only on the data-parallel gradients"}
 for flags, message in refusals.items():
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, "--zero", "1", *flags, "-o",
                    os.path.join(work, "refused")])
@@ -272,7 +274,8 @@ if all(resumed.values()):
 # 9. PowerSGD on the ZeRO-1 buckets, against plain dp's PowerSGD.
 SC = ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc", "--compress-options", "sc-all=true"]
 powersgd = {}
-for name, flags in (("sc", SC), ("scz", SC + ["--zero", "1"])):
+AUTOZ = ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--policy", "auto", "--zero", "1"]
+for name, flags in (("sc", SC), ("scz", SC + ["--zero", "1"]), ("autoz", AUTOZ)):
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, "-o", os.path.join(work, name)])
     check(rc == 0, f"ptrain-compile {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
     if rc != 0:
@@ -293,4 +296,6 @@ a, b = powersgd.get("sc", []), powersgd.get("scz", [])
 worst = max((abs(x - y) / abs(x) for x, y in zip(a, b)), default=float("inf"))
 print(f"PowerSGD at dp 2 x pp 2: plain dp {a}, zero-1 {b}, worst relative difference {worst:.3e}")
 check(len(a) == len(b) == 3 and worst <= 1e-6, "PowerSGD: --zero 1 losses within 1e-6 relative of plain dp's")
+check(len(powersgd.get("autoz", [])) == 3 and all(math.isfinite(x) for x in powersgd.get("autoz", [])),
+      f"--zero 1 --policy auto trains 3 steps: {powersgd.get('autoz')}")
 finish()
