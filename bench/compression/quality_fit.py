@@ -45,6 +45,7 @@ SINGLE = {
     "powersgd r16 + EF, every backward send": ("optimus-cc", "cb-sends=all cb-rank=16 fe=false sc=false", None),
     "quant 4-bit, every forward send": ("mcbench", "fwd-codec=quant:bits=4", None),
     "quant 8-bit + EF, every backward send": ("mcbench", "bwd-codec=quant:bits=8 error-feedback=true", None),
+    "quant 2-bit + EF, every backward send": ("mcbench", "bwd-codec=quant:bits=2 error-feedback=true", None),
 }
 
 

@@ -140,6 +140,8 @@ public:
   std::vector<bool> collapsed;
   /// The ranks that run, in rank order (all of them unless axes are collapsed).
   std::vector<int64_t> active;
+  /// setSendObserver's callback (may be null).
+  MultiRankExecutor::SendObserver sendObserver;
 
 private:
   /// Advances `rank` until it blocks or returns; returns whether it executed at least one op.
@@ -703,6 +705,9 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
     if (concrete()) {
       request->input = value(send.getInput());
       request->hasInput = true;
+      if (sendObserver)
+        if (llvm::Error error = sendObserver(rank, send, request->input))
+          return opError(op, std::move(error));
     }
     ++frame.it;
     return pointToPoint(rank, op, request, send.getGrid(), send.getAxis(), send.getOffset(), /*isSend=*/true);
@@ -1042,6 +1047,8 @@ std::string MultiRankExecutor::describeRank(int64_t rank) const { return impl->d
 llvm::Error MultiRankExecutor::setSymmetricAxes(llvm::ArrayRef<std::string> axes) {
   return impl->setSymmetricAxes(axes);
 }
+
+void MultiRankExecutor::setSendObserver(SendObserver observer) { impl->sendObserver = std::move(observer); }
 
 int64_t MultiRankExecutor::getNumActiveRanks() const { return static_cast<int64_t>(impl->active.size()); }
 

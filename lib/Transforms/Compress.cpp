@@ -12,6 +12,7 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "ptrain/Transforms/AutoCandidates.h"
+#include "ptrain/Transforms/CodecErrors.h"
 #include "ptrain/Transforms/CompressAuto.h"
 #include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Plan/CompressTensorParallel.h"
@@ -292,6 +293,17 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   if (!(autoQualityBudget >= 0))
     return error("auto-quality-budget must be >= 0 (inf: no limit), got ") << autoQualityBudget.getValue(), failure();
   options.qualityBudget = autoQualityBudget;
+  // auto-codec-errors: read and checked against this model and pipeline before the search.
+  std::optional<MeasuredCodecErrors> measured;
+  if (!autoCodecErrors.empty()) {
+    auto read = readCodecErrors(module.getContext(), autoCodecErrors);
+    if (!read)
+      return error("auto-codec-errors: ") << llvm::toString(read.takeError()), failure();
+    if (llvm::Error mismatch = checkCodecErrorsForPlan(*read, module, edges))
+      return error("auto-codec-errors: ") << llvm::toString(std::move(mismatch)), failure();
+    measured = std::move(*read);
+    options.measuredErrors = &*measured;
+  }
   options.minGain = autoMinGain;
   options.errorBudget = autoErrorBudget;
   options.maxPicks = autoMaxPicks;
@@ -403,6 +415,7 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   }
   std::vector<AutoDecision> decisions;
   AutoSummary summary;
+  summary.codecErrorsFile = autoCodecErrors;
   if (failed(searchAutoCompression(module, edges, options, seeds, plan, autoTensorParallel, decisions, summary,
                                    [&] { return error(""); })))
     return failure();
@@ -434,7 +447,9 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
     emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: move " << n + 1 << ": " << d.edge << " -> "
                                 << d.codec << ", saves " << ms(d.savedSeconds) << " (iteration "
                                 << ms(d.iterationSeconds) << "), quality cost " << (d.qualityCost < 0 ? "" : "+")
-                                << percent(d.qualityCost) << " (plan " << percent(d.totalQualityCost) << ")";
+                                << percent(d.qualityCost) << " (plan " << percent(d.totalQualityCost) << "; "
+                                << (d.errorSource == "none" ? std::string("no codec error")
+                                                            : d.errorSource + " error") << ")";
   for (const std::string &site : summary.tensorParallelSites)
     emitRemark(module.getLoc()) << "--ptrain-compress policy=auto: " << site;
   // The comparison with the paper's rule (the first seed after none).
@@ -496,12 +511,12 @@ void CompressPass::runOnOperation() {
   bool autoOptions = !autoRanks.empty() || autoMinGain != 0.001 || autoErrorBudget != 1.0 || autoMaxPicks != 256 ||
                      autoBackwardCodecs != "default" || autoForwardCodecs != "default" || autoTpCodecs != "default" ||
                      autoDpCodecs != "default" ||
-                     autoQualityBudget != 0.02 || !autoReport.empty();
+                     autoQualityBudget != 0.02 || !autoReport.empty() || !autoCodecErrors.empty();
   if (policy != "auto" && autoOptions) {
     error("policy=") << policy.getValue()
                      << " does not take auto-ranks, auto-min-gain, auto-error-budget, auto-max-picks, "
-                        "auto-backward-codecs, auto-forward-codecs, auto-tp-codecs, auto-dp-codecs, auto-quality-budget or "
-                        "auto-report "
+                        "auto-backward-codecs, auto-forward-codecs, auto-tp-codecs, auto-dp-codecs, "
+                        "auto-quality-budget, auto-report or auto-codec-errors "
                         "(policy=auto)";
     return signalPassFailure();
   }

@@ -12,6 +12,7 @@
 #include "ptrain/Analysis/ModuleCluster.h"
 #include "ptrain/Analysis/ModuleCosts.h"
 #include "ptrain/Analysis/PipelinePlan.h"
+#include "ptrain/Transforms/CodecErrors.h"
 #include "ptrain/Transforms/QualityModel.h"
 
 #include "llvm/Support/Format.h"
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -67,6 +69,8 @@ struct SendOption {
   CompressedTransfer transfer[2];
   bool priced[2] = {false, false};
   double quality[2] = {0, 0};
+  /// Whether quality[] came from a measured error (auto-codec-errors) rather than the proxy.
+  bool measured[2] = {false, false};
 };
 /// One codec a forward send can take (the index into AutoSearchOptions::forwardCodecs), with its cost.
 struct ForwardOption {
@@ -74,6 +78,7 @@ struct ForwardOption {
   CodecAttrInterface codec;
   CompressedTransfer transfer;
   double quality = 0;
+  bool measured = false;
 };
 /// One codec a TP site can take (the index into AutoSearchOptions::tpCodecs), with what it saves in each stage
 /// function holding the site.
@@ -171,13 +176,31 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   // its worst compressed send costs (qualityOf), not the sum over its micro-batches: measured, PowerSGD on the
   // cool-down send alone costs about what it costs on every send (QualityModel.h).
   const double links = chunks > 1 ? static_cast<double>(chunks - 1) : 1.0;
-  auto sendQuality = [&](CodecAttrInterface codec, RankedTensorType type, bool forward, int64_t boundary, bool ef) {
+  // With auto-codec-errors, a figure measured at the boundary replaces the proxy (`measured` says which was
+  // used); each distinct (boundary, codec, error feedback) figure is listed once in the summary.
+  std::set<std::string> listed;
+  auto sendQuality = [&](CodecAttrInterface codec, RankedTensorType type, bool forward, int64_t boundary, bool ef,
+                         bool *measured = nullptr) {
     QualitySite site;
     site.kind = forward ? QualitySite::ForwardSend : QualitySite::BackwardSend;
     site.boundary = boundary;
     site.share = forward ? 1.0 / (links * static_cast<double>(m)) : 1.0 / links;
     site.errorFeedback = ef;
-    return predictQualityCost(codec, type, site);
+    std::optional<double> error =
+        options.measuredErrors ? options.measuredErrors->lookup(forward, boundary, codec, ef) : std::nullopt;
+    if (measured)
+      *measured = error.has_value();
+    double cost = predictQualityCost(codec, type, site, error);
+    AutoQualityFigure figure;
+    figure.site = std::string(forward ? "forward" : "backward") + " sends of boundary " + std::to_string(boundary);
+    llvm::raw_string_ostream(figure.codec) << Attribute(codec);
+    figure.errorFeedback = ef;
+    figure.measured = error.has_value();
+    figure.error = error ? error : estimateCodecError(codec, type);
+    figure.qualityCost = cost;
+    if (listed.insert(figure.site + "|" + figure.codec + (ef ? "|ef" : "")).second)
+      summary.qualityFigures.push_back(std::move(figure));
+    return cost;
   };
   // The backward sends' costs without error feedback ([0]) from a probe of the same codecs without it.
   auto priceWithoutErrorFeedback = [&](CompressionPlan probe, int64_t code) -> LogicalResult {
@@ -195,7 +218,8 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
             if (option.rank == code || (code == 0 && option.rank > 0 && option.codec == probe.backwardSend(s, i))) {
               option.transfer[0] = it->second;
               option.priced[0] = true;
-              option.quality[0] = sendQuality(option.codec, edges.backwardTypes[s], false, s - 1, false);
+              option.quality[0] =
+                  sendQuality(option.codec, edges.backwardTypes[s], false, s - 1, false, &option.measured[0]);
             }
     return success();
   };
@@ -248,7 +272,8 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
             option.codec = probe.backwardSend(s, i);
             option.transfer[1] = it->second;
             option.priced[1] = true;
-            option.quality[1] = sendQuality(option.codec, edges.backwardTypes[s], false, s - 1, true);
+            option.quality[1] =
+                sendQuality(option.codec, edges.backwardTypes[s], false, s - 1, true, &option.measured[1]);
             sendOptions[s][i].push_back(option);
           }
       for (int64_t s = 0; s < pp; ++s)
@@ -349,7 +374,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
           option.codec = codec;
           option.transfer[1] = it->second;
           option.priced[1] = true;
-          option.quality[1] = sendQuality(codec, edges.backwardTypes[s], false, s - 1, true);
+          option.quality[1] = sendQuality(codec, edges.backwardTypes[s], false, s - 1, true, &option.measured[1]);
           sendOptions[s][i].push_back(option);
         }
     if (failed(priceWithoutErrorFeedback(probe, code)))
@@ -380,9 +405,11 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     for (int64_t s = 0; s + 1 < chunks; ++s)
       for (int64_t i = 0; i < m; ++i)
         if (auto it = model->costs.stages[s].compressedForward.find(i);
-            probe.forwardSend(s, i) && it != model->costs.stages[s].compressedForward.end())
-          forwardOptions[s][i].push_back({static_cast<int64_t>(j), codec, it->second,
-                                          sendQuality(codec, edges.forwardTypes[s], true, s, false)});
+            probe.forwardSend(s, i) && it != model->costs.stages[s].compressedForward.end()) {
+          ForwardOption option{static_cast<int64_t>(j), codec, it->second, 0, false};
+          option.quality = sendQuality(codec, edges.forwardTypes[s], true, s, false, &option.measured);
+          forwardOptions[s][i].push_back(option);
+        }
   }
 
   // TP probes: per codec of `tpCodecs`, every TP site it can serve within the error budget (forward sites:
@@ -481,6 +508,29 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     return costs;
   };
   auto timeOf = [&](const State &state) { return iterationSeconds(costsOf(state)); };
+  // Where the quality figures of the edges a move changes come from: "measured" (auto-codec-errors), "proxy"
+  // (estimateCodecError; dp and TP sites always), "measured and proxy", or "none" (no codec's error changes:
+  // fused embedding sync, which is exact).
+  auto errorSourceOf = [&](const State &before, const State &after) -> std::string {
+    bool measured = false, proxy = false;
+    auto note = [&](bool fromFile) { (fromFile ? measured : proxy) = true; };
+    for (int64_t s = 1; s < chunks; ++s)
+      for (int64_t i = 0; i < m; ++i)
+        if (before.send[s][i] != after.send[s][i] ||
+            (before.bwdEf != after.bwdEf && (before.send[s][i] || after.send[s][i])))
+          for (const State *state : {&before, &after})
+            if (state->send[s][i])
+              note(findSend(s, i, state->send[s][i])->measured[state->bwdEf]);
+    for (int64_t s = 0; s + 1 < chunks; ++s)
+      for (int64_t i = 0; i < m; ++i)
+        if (before.fwd[s][i] != after.fwd[s][i])
+          for (const State *state : {&before, &after})
+            if (state->fwd[s][i])
+              note(findForward(s, i, state->fwd[s][i])->measured);
+    if (before.dp != after.dp || before.tp != after.tp)
+      note(false);
+    return measured && proxy ? "measured and proxy" : measured ? "measured" : proxy ? "proxy" : "none";
+  };
   // The plan's predicted quality cost: the sum over its compressed edges, a backward link counted once at its
   // worst send (QualityModel.h).
   auto qualityOf = [&](const State &state) {
@@ -855,9 +905,11 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     if (!best)
       break;
     double before = qualityOf(current);
+    State previous = current;
     current = best->state;
     double after = qualityOf(current);
-    decisions.push_back({best->edge, best->codec, *now - bestTime, bestTime, after - before, after});
+    decisions.push_back(
+        {best->edge, best->codec, *now - bestTime, bestTime, after - before, after, errorSourceOf(previous, current)});
     *now = bestTime;
   }
   summary.finalSeconds = *now;
@@ -946,9 +998,18 @@ llvm::json::Value mlir::ptrain::autoSummaryToJSON(const AutoSummary &summary, ll
                                  {"saved_s", d.savedSeconds},
                                  {"iteration_s", d.iterationSeconds},
                                  {"quality_cost", finite(d.qualityCost)},
-                                 {"total_quality_cost", finite(d.totalQualityCost)}});
+                                 {"total_quality_cost", finite(d.totalQualityCost)},
+                                 {"error_source", d.errorSource}});
   for (const std::string &site : summary.tensorParallelSites)
     sites.push_back(site);
+  json::Array figures;
+  for (const AutoQualityFigure &f : summary.qualityFigures)
+    figures.push_back(json::Object{{"site", f.site},
+                                   {"codec", f.codec},
+                                   {"error_feedback", f.errorFeedback},
+                                   {"error", f.error ? json::Value(*f.error) : json::Value(nullptr)},
+                                   {"source", f.measured ? "measured" : "proxy"},
+                                   {"quality_cost", finite(f.qualityCost)}});
   return json::Object{
       {"uncompressed_s", summary.uncompressedSeconds},
       {"final_s", summary.finalSeconds},
@@ -958,5 +1019,7 @@ llvm::json::Value mlir::ptrain::autoSummaryToJSON(const AutoSummary &summary, ll
       {"seeds", std::move(seeds)},
       {"start", summary.start < summary.seeds.size() ? summary.seeds[summary.start].first : std::string()},
       {"moves", std::move(moves)},
-      {"tp_sites", std::move(sites)}};
+      {"tp_sites", std::move(sites)},
+      {"codec_errors", summary.codecErrorsFile.empty() ? json::Value(nullptr) : json::Value(summary.codecErrorsFile)},
+      {"send_quality_figures", std::move(figures)}};
 }

@@ -42,7 +42,9 @@ double mlir::ptrain::predictQualityCost(CodecAttrInterface codec, RankedTensorTy
   // another micro-batch's activations, and the codec telemetry's LEP cosine (docs/CodegenCpu.md, "Codec
   // telemetry": 0.15-0.64, not 0) says that error does not cancel; measured, PowerSGD rank 16 with error
   // feedback on every backward send costs +4.8% over 5 seeds (bench/README.md "quality", 2026-12-07).
-  double e = *error * (site.errorFeedback && site.kind != QualitySite::BackwardSend ? 0.5 : 1.0);
+  // A measured error with error feedback already holds its effect (CodecErrorProbe.h keeps the residual across
+  // the measured messages): it is not halved again.
+  double e = *error * (!measuredError && site.errorFeedback && site.kind != QualitySite::BackwardSend ? 0.5 : 1.0);
   double weight = 1;
   bool send = site.kind == QualitySite::BackwardSend || site.kind == QualitySite::ForwardSend;
   if (send && site.boundary == 0)

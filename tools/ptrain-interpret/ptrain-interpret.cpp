@@ -7,6 +7,10 @@
 //   ptrain-interpret model.mlir --weights models/gpt/gpt.onnx --input models/gpt/test_data_set_0/input_0.pb
 //       --expect models/gpt/test_data_set_0/output_0.pb --atol 1e-5
 //
+// With --multi-rank --codec-errors FILE it also measures every candidate codec of policy=auto on the tensors
+// the plan sends between pipeline stages (CodecErrorProbe.h) and writes the figures for auto-codec-errors
+// (CodecErrors.h; docs/Compression.md, "Measured codec errors").
+//
 // Exit code 0 on success, 1 on any error or when a result differs from its expectation by more than --atol.
 // See docs/Interpreter.md.
 //
@@ -18,13 +22,17 @@
 #include "ptrain/Interpreter/Interpreter.h"
 #include "ptrain/Interpreter/MultiRankExecutor.h"
 #include "ptrain/Tools/Registration.h"
+#include "ptrain/Transforms/AutoCandidates.h"
+#include "ptrain/Transforms/CodecErrors.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -32,6 +40,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <ctime>
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -101,11 +110,21 @@ static llvm::cl::opt<bool> printStates("print-states",
                                        llvm::cl::desc("--multi-rank: after the last step, print every rank's "
                                                       "parameters (type, max|x|, FNV-1a of the f32 bits)"),
                                        llvm::cl::cat(interpretOptions));
+static llvm::cl::opt<std::string> codecErrorsFile(
+    "codec-errors",
+    llvm::cl::desc("--multi-rank on an uncompressed plan: encode and decode every tensor sent between pipeline "
+                   "stages with every candidate codec of policy=auto (the candidate table and PowerSGD at the "
+                   "default ranks), without and with error feedback, and write the relative errors per boundary "
+                   "and codec to this file (the input of --ptrain-compress auto-codec-errors)"),
+    llvm::cl::value_desc("codec-errors.json"), llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<std::string> entryName("entry", llvm::cl::desc("function to run"), llvm::cl::init("forward"),
                                             llvm::cl::cat(interpretOptions));
 static llvm::cl::opt<bool> printSummary("print-summary",
                                         llvm::cl::desc("print the ops evaluated and the states loaded"),
                                         llvm::cl::cat(interpretOptions));
+
+/// The command line, for --codec-errors' provenance.
+static std::string commandLine;
 
 static int fail(const llvm::Twine &message) {
   llvm::outs().flush(); // Keep the error after what was printed before it.
@@ -243,6 +262,39 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
     return fail("--random-tokens: no ptrain.embedding of the token ids (a function argument) gives the "
                 "vocabulary size");
 
+  // --codec-errors: every send along pp is measured as it is posted.
+  std::optional<interp::CodecErrorProbe> probe;
+  if (!codecErrorsFile.empty()) {
+    if (entryKind != "train")
+      return fail("--codec-errors measures the sends of training steps (--entry-kind train)");
+    if (getCompression(module))
+      return fail("--codec-errors: the plan is compressed (ptrain.compression): measure the uncompressed plan");
+    if (PipelineAttr pipeline = getPipeline(module); pipeline && pipeline.getVirtualStages() > 1)
+      return fail("--codec-errors: interleaved plans (virtual stages) are not measured yet");
+    if (executor.getAxisSize("pp") < 2)
+      return fail("--codec-errors: the plan has no pipeline (a pp axis of 2 or more) whose sends to measure");
+    std::vector<CodecAttrInterface> codecs;
+    for (const CodecCandidate &c : getCodecCandidates()) {
+      if (!c.backwardSend && !c.forwardSend)
+        continue;
+      auto codec = parseCodecSpec(module.getContext(), c.spec, "the candidate table",
+                                  [&] { return emitError(module.getLoc()); });
+      if (failed(codec))
+        return 1;
+      codecs.push_back(*codec);
+    }
+    probe.emplace(std::move(codecs), std::vector<int64_t>(getDefaultPowerSGDRanks().begin(),
+                                                          getDefaultPowerSGDRanks().end()));
+    executor.setSendObserver([&](int64_t rank, SendStartOp send, const interp::Tensor &value) -> llvm::Error {
+      if (send.getAxis() != "pp")
+        return llvm::Error::success();
+      const int64_t stage = executor.getCoordinate(rank, "pp");
+      const bool forward = send.getOffset() > 0;
+      return probe->observe(rank, {forward, forward ? stage : stage - 1},
+                            dyn_cast<RankedTensorType>(send.getInput().getType()), value);
+    });
+  }
+
   for (int step = 1; step <= numSteps; ++step) {
     if (!fileTokens.empty()) {
       const int64_t block = dp * rows * seq;
@@ -292,6 +344,36 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
     llvm::outs() << "step " << step << ": loss " << llvm::format("%.9g", loss0.getAsDouble(0)) << " on all " << n
                  << " rank(s)\n";
   }
+  if (probe) {
+    std::vector<interp::CodecErrorSiteResult> results = probe->results();
+    std::string weights = module->getAttrOfType<StringAttr>("ptrain.onnx_file")
+                              ? module->getAttrOfType<StringAttr>("ptrain.onnx_file").getValue().str()
+                              : weightsFile.getValue();
+    std::string date(32, '\0');
+    std::time_t now = std::time(nullptr);
+    date.resize(std::strftime(date.data(), date.size(), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now)));
+    std::string data = !tokensFile.empty() ? "tokens-file " + tokensFile
+                       : randomTokens >= 0 ? "random-tokens " + std::to_string(randomTokens)
+                                           : "input " + argumentFiles[0];
+    llvm::json::Object provenance{{"model", llvm::sys::path::filename(weights).str()},
+                                  {"model_path", weightsFile.empty() ? weights : weightsFile.getValue()},
+                                  {"plan", inputFile.getValue()},
+                                  {"steps", numSteps.getValue()},
+                                  {"data", data},
+                                  {"date", date},
+                                  {"command", commandLine}};
+    llvm::json::Value file = codecErrorsToJSON(results, std::move(provenance));
+    if (llvm::Error error = llvm::writeToOutput(codecErrorsFile, [&](llvm::raw_ostream &os) {
+          os << llvm::formatv("{0:2}", file) << "\n";
+          return llvm::Error::success();
+        }))
+      return fail("--codec-errors: cannot write '" + codecErrorsFile + "': " + llvm::toString(std::move(error)));
+    size_t figures = 0;
+    for (const interp::CodecErrorSiteResult &r : results)
+      figures += r.figures.size();
+    llvm::outs() << "codec errors: " << results.size() << " site(s), " << figures << " figure(s) over " << numSteps
+                 << " step(s) -> " << codecErrorsFile << "\n";
+  }
   if (printStates)
     for (int64_t r = 0; r < n; ++r) {
       std::vector<std::string> keys;
@@ -311,6 +393,8 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  for (int i = 0; i < argc; ++i)
+    commandLine += (i ? " " : "") + std::string(argv[i]);
   llvm::cl::HideUnrelatedOptions(interpretOptions);
   llvm::cl::ParseCommandLineOptions(argc, argv, "ptrain reference interpreter\n");
   // A negative or NaN tolerance made every comparison a MISMATCH blamed on the results (an --expect-rtol's on
@@ -321,6 +405,8 @@ int main(int argc, char **argv) {
       llvm::raw_string_ostream(value) << llvm::format("%g", tolerance->getValue());
       return fail("--" + tolerance->ArgStr + " " + value + ": a tolerance must be a finite number >= 0");
     }
+  if (!codecErrorsFile.empty() && !multiRank)
+    return fail("--codec-errors needs --multi-rank (it measures the sends of a plan's ranks)");
   if (numSteps < 1)
     return fail("--steps " + llvm::Twine(numSteps.getValue()) + ": must be at least 1");
 

@@ -348,6 +348,44 @@ TEST(TimingPlanTest, TransfersThroughOneNicGoOneAtATime) {
     EXPECT_TRUE(s.links.empty()) << s.name;
 }
 
+TEST(TimingPlanTest, OppositeSendsOverlapOnAFullDuplexLink) {
+  // Two stages on two nodes, 1F1B over 2 micro-batches, F 1 s, FB 3 s, B 2 s, every send 4 s (a slow link).
+  // By hand, with the rendezvous rules of docs/TimingModel.md (a receive is posted when the step before its
+  // consumer ends): F0 [0, 1], send F0 [1, 5], F1 [1, 2], FB0 [5, 8]; stage 1 posts the receive of F1 at 8, when
+  // its send B0 (1 -> 0) is also ready: the two cross. Full duplex (node 0's egress and node 1's ingress are
+  // not node 1's egress and node 0's ingress): both run [8, 12], FB1 [12, 15], B0 [12, 14], send B1 [15, 19],
+  // B1 [19, 21]: 21 s, the sends of F1 and B0 on no common resource. Half duplex (one resource per node):
+  // send F1 [8, 12] first (readiness order), send B0 [12, 16], FB1 [12, 15], B0 [16, 18], send B1 posted by
+  // the receiver at 18: [18, 22], B1 [22, 24]: 24 s.
+  for (bool half : {false, true}) {
+    PipelineCosts costs = uniformCosts("1f1b", 2, 2, 1.0, 2.0);
+    costs.rankNodes = {0, 1};
+    costs.halfDuplex = half;
+    costs.stages[0].sendForward.seconds = 4;
+    costs.stages[1].sendBackward.seconds = 4;
+    PipelinePlanIndex index;
+    Plan plan = planOrDie(costs, index);
+    Timeline t = simulateOrDie(plan);
+    EXPECT_DOUBLE_EQ(t.iterationTime, half ? 24 : 21) << (half ? "half" : "full") << " duplex";
+    for (auto [id, step] : llvm::enumerate(plan.steps)) {
+      if (step.name == "send B0 1->0") {
+        EXPECT_DOUBLE_EQ(t.start[id], half ? 12 : 8) << step.name;
+      }
+      if (step.name == "send F1 0->1") {
+        EXPECT_DOUBLE_EQ(t.start[id], 8) << step.name;
+      }
+    }
+    std::vector<std::string> path;
+    for (int id : t.criticalPath)
+      path.push_back(plan.steps[id].name);
+    EXPECT_EQ(path, half ? (std::vector<std::string>{"F0", "send F0 0->1", "FB0", "send F1 0->1", "send B0 1->0",
+                                                     "B0", "send B1 1->0", "B1", "O"})
+                         : (std::vector<std::string>{"F0", "send F0 0->1", "FB0", "send F1 0->1", "FB1",
+                                                     "send B1 1->0", "B1", "O"}))
+        << (half ? "half" : "full") << " duplex";
+  }
+}
+
 TEST(TimingPlanTest, InterleavedBubbleIsDividedByTheChunks) {
   // Equal chunk costs, free communication: (p - 1) / (v m) (Narayanan et al., SC'21, sec. 2.2.2).
   for (int p : {2, 4})

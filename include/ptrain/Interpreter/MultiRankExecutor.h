@@ -23,6 +23,7 @@
 #ifndef PTRAIN_INTERPRETER_MULTIRANKEXECUTOR_H
 #define PTRAIN_INTERPRETER_MULTIRANKEXECUTOR_H
 
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Interpreter/Interpreter.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -98,6 +99,13 @@ public:
   /// `rank`'s coordinate on `pp` (the lowered steps of --ptrain-lower-to-runtime); without a pipeline, `@fallback`
   /// when given. An error when there is none.
   llvm::Expected<std::string> entryForRank(int64_t rank, llvm::StringRef kind, llvm::StringRef fallback = "") const;
+
+  /// Called with (rank, the `ptrain.send_start`, the tensor it sends) each time a rank posts a point-to-point
+  /// send in concrete mode, before the transfer is matched; an error it returns ends run() with it. Used by
+  /// ptrain-interpret --codec-errors to measure candidate codecs on the tensors a plan really sends
+  /// (CodecErrorProbe.h). Null: none (the default).
+  using SendObserver = std::function<llvm::Error(int64_t rank, SendStartOp send, const Tensor &value)>;
+  void setSendObserver(SendObserver observer);
 
   /// The states of `rank` loaded or written so far, by key (concrete mode).
   const llvm::StringMap<Tensor> &getStates(int64_t rank) const;

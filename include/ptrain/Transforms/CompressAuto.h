@@ -30,6 +30,8 @@
 
 namespace mlir::ptrain {
 
+struct MeasuredCodecErrors; // CodecErrors.h
+
 struct AutoSearchOptions {
   /// PowerSGD ranks to try (each clamped to min(n, m) of the edge, duplicates dropped).
   std::vector<int64_t> ranks;
@@ -58,6 +60,25 @@ struct AutoSearchOptions {
   /// that the codec serves (within the error budget, not ruled out by the quality model) to it, through
   /// the record's per-gradient `dp_codecs`, with the dp error feedback; empty: PowerSGD only.
   std::vector<CodecAttrInterface> dpCodecs;
+  /// Measured errors of the send codecs (auto-codec-errors, CodecErrors.h): where the file has a figure for a
+  /// boundary, codec and error-feedback mode, the quality model takes it instead of the proxy. Null: proxies.
+  const MeasuredCodecErrors *measuredErrors = nullptr;
+};
+
+/// One quality figure of a send codec the search priced, and where its error came from (auto.json's
+/// `send_quality_figures`).
+struct AutoQualityFigure {
+  /// "backward sends of boundary 0", "forward sends of boundary 1".
+  std::string site;
+  /// The codec attribute's text.
+  std::string codec;
+  bool errorFeedback = false;
+  /// From auto-codec-errors (true) or the proxy of estimateCodecError (false).
+  bool measured = false;
+  /// The relative error used (std::nullopt: no proxy and no measurement), and the predicted quality cost
+  /// (+infinity when the literature rules the choice out).
+  std::optional<double> error;
+  double qualityCost = 0;
 };
 
 /// A plan the search may start from (its PowerSGD ranks are mapped to the nearest candidate rank).
@@ -88,6 +109,9 @@ struct AutoSummary {
   /// Per TP site of the candidates (with auto-tp-codecs), in record order: "<site>: <codec> (...)", why it
   /// is or is not compressed in the final plan, measured by re-simulating it alone changed.
   std::vector<std::string> tensorParallelSites;
+  /// The auto-codec-errors file ("" without one) and every send codec's quality figure, in pricing order.
+  std::string codecErrorsFile;
+  std::vector<AutoQualityFigure> qualityFigures;
 };
 
 /// One move the search applied, in order.
@@ -106,6 +130,9 @@ struct AutoDecision {
   /// The predicted quality cost the change added (negative: removed) and the plan's total after it
   /// (QualityModel.h; fractions of the uncompressed validation loss).
   double qualityCost = 0, totalQualityCost = 0;
+  /// Where the errors behind qualityCost come from: "measured" (auto-codec-errors), "proxy", "measured and
+  /// proxy", or "none" (no codec error changes, e.g. fused embedding sync).
+  std::string errorSource;
 };
 
 /// The error proxy of PowerSGD rank r on an n x m matrix: sqrt(1 - r / min(n, m)), the relative Frobenius
@@ -137,7 +164,9 @@ LogicalResult searchAutoCompression(ModuleOp module, const CompressionEdges &edg
 /// The search's explanation as JSON (`auto-report`, docs/Compression.md): {"uncompressed_s", "final_s",
 /// "speedup", "quality_budget", "final_quality_cost", "seeds": [{"name", "seconds" (null: not expressible),
 /// "quality_cost"}], "start" (the seed's name), "moves": [{"edge", "codec", "saved_s", "iteration_s",
-/// "quality_cost", "total_quality_cost"}], "tp_sites": [...]}. Seconds are modelled iteration seconds;
+/// "quality_cost", "total_quality_cost", "error_source"}], "tp_sites": [...], "codec_errors" (the
+/// auto-codec-errors file or null), "send_quality_figures": [{"site", "codec", "error_feedback", "error",
+/// "source" ("measured" or "proxy"), "quality_cost"}]}. Seconds are modelled iteration seconds;
 /// quality costs are fractions of the uncompressed validation loss (QualityModel.h); an infinite cost (a
 /// choice the literature rules out) is written as null.
 llvm::json::Value autoSummaryToJSON(const AutoSummary &summary, llvm::ArrayRef<AutoDecision> decisions);

@@ -932,6 +932,11 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     Option<"autoQualityBudget", "auto-quality-budget", "double", /*default=*/"0.02",
            "auto: the largest predicted quality cost of the plan (QualityModel.h), a fraction of the "
            "uncompressed validation loss (default 0.02 = 2%); 'inf' for no limit.">,
+    Option<"autoCodecErrors", "auto-codec-errors", "std::string", /*default=*/"\"\"",
+           "auto: measured relative errors of the send codecs (the file of ptrain-interpret --multi-rank "
+           "--codec-errors on this model's uncompressed plan, docs/Compression.md 'Measured codec errors'); "
+           "where it has a figure for a boundary, codec and error-feedback mode, the quality model takes it "
+           "instead of the codec's error proxy, and the report says which source each figure came from.">,
     Option<"autoReport", "auto-report", "std::string", /*default=*/"\"\"",
            "auto: write the search's explanation as JSON to this file: each seed's modelled iteration seconds "
            "and predicted quality cost, each move's edge, codec, modelled saving (seconds) and quality cost, the "

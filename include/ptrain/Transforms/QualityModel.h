@@ -8,8 +8,10 @@
 //
 //   cost = kQualityScale * weight * e^2 * share
 //
-//  - e: the codec's relative error on the edge: a measured one where given (codec telemetry), else the
-//    worst-case proxy of estimateCodecError (CompressAuto.h); halved with error feedback on dp all-reduces and
+//  - e: the codec's relative error on the edge: a measured one where given (auto-codec-errors: the figures of
+//    ptrain-interpret --codec-errors, CodecErrors.h, measured with the site's error feedback, so not halved
+//    again), else the worst-case proxy of estimateCodecError (CompressAuto.h); the proxy is halved with error
+//    feedback on dp all-reduces and
 //    TP sites (the residual is re-sent into the same sum the next time), not on backward pipeline sends (LEP's
 //    residual reaches the previous stage with another micro-batch's activations: the telemetry's LEP cosine is
 //    0.15-0.64, not 0, and PowerSGD with error feedback on every backward send measured +4.8% over 5 seeds);
@@ -64,7 +66,8 @@ struct QualitySite {
 };
 
 /// The predicted quality cost (fraction of the uncompressed validation loss) of `codec` on a tensor of
-/// `type` at `site`; `measuredError` replaces the error proxy when given. +infinity, with the rule in `why`,
+/// `type` at `site`; `measuredError` (measured with `site.errorFeedback`, CodecErrorProbe.h) replaces the error
+/// proxy and its error-feedback factor when given. +infinity, with the rule in `why`,
 /// when the literature rules the choice out; also +infinity when the codec has no error proxy and no
 /// measured error is given (why says so).
 double predictQualityCost(CodecAttrInterface codec, RankedTensorType type, const QualitySite &site,
