@@ -21,6 +21,7 @@
 
 #include "ptrain/Runtime/ptrain_runtime.h"
 
+#include "common/GradScalerRule.h"
 #include "common/Status.h"
 
 #include <cmath>
@@ -61,30 +62,11 @@ extern "C" ptrain_status_t ptrain_grad_scaler_update(float *state, float found_i
                                                      float backoff_factor, int64_t growth_interval,
                                                      int64_t hysteresis, float min_scale) {
   PTRAIN_CHECK_PTR(state);
-  PTRAIN_CHECK_ARG(growth_factor > 1.0f && std::isfinite(growth_factor), "growth_factor must be > 1, got %g",
-                   static_cast<double>(growth_factor));
-  PTRAIN_CHECK_ARG(backoff_factor > 0.0f && backoff_factor < 1.0f, "backoff_factor must be in (0, 1), got %g",
-                   static_cast<double>(backoff_factor));
-  PTRAIN_CHECK_ARG(growth_interval >= 1 && hysteresis >= 1,
-                   "growth_interval (%lld) and hysteresis (%lld) must be >= 1",
-                   static_cast<long long>(growth_interval), static_cast<long long>(hysteresis));
-  PTRAIN_CHECK_ARG(min_scale > 0.0f && std::isfinite(min_scale), "min_scale must be finite and > 0, got %g",
-                   static_cast<double>(min_scale));
-  float &scale = state[0], &growth = state[1], &hyst = state[2];
-  if (found_inf != 0.0f) {
-    // Megatron: _growth_tracker = 0; _hysteresis_tracker -= 1; back off once it reaches 0.
-    growth = 0.0f;
-    hyst -= 1.0f;
-    if (hyst <= 0.0f)
-      scale = std::fmax(scale * backoff_factor, min_scale);
-    return PTRAIN_OK;
-  }
-  growth += 1.0f;
-  if (growth == static_cast<float>(growth_interval)) {
-    growth = 0.0f;
-    hyst = static_cast<float>(hysteresis);
-    scale = scale * growth_factor;
-  }
+  char why[160];
+  PTRAIN_CHECK_ARG(!gradScalerOptionsInvalid(growth_factor, backoff_factor, growth_interval, hysteresis, min_scale,
+                                             why, sizeof(why)),
+                   "%s", why);
+  gradScalerUpdate(state, found_inf != 0.0f, growth_factor, backoff_factor, growth_interval, hysteresis, min_scale);
   return PTRAIN_OK;
 }
 

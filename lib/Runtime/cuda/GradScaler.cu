@@ -8,11 +8,13 @@
 // grad_scaler.py) and the unscale-and-check of its mixed-precision optimizer
 // (torch's _amp_foreach_non_finite_check_and_unscale_). The scaler state is
 // {scale, growth_tracker, hysteresis_tracker}; a zero scale stands for the
-// initial state {initial_scale, 0, hysteresis}. With -fmad=false the unscale
-// rounds its one product as the CPU does, so both give the same bits.
+// initial state {initial_scale, 0, hysteresis}; the update is
+// common/GradScalerRule.h's, the CPU's. With -fmad=false the unscale rounds
+// its one product as the CPU does, so both give the same bits.
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/GradScalerRule.h"
 #include "cuda/Device.h"
 #include "cuda/GridStride.h"
 
@@ -40,32 +42,20 @@ __global__ void gradUnscale(const float *grad, int64_t n, const float *scale, fl
   }
 }
 
-/// ptrain_grad_scaler_update (cpu/GradScaler.cpp) in one thread, after ptrain_grad_scaler_init for a zero state.
+/// ptrain_grad_scaler_update (common/GradScalerRule.h) in one thread, after ptrain_grad_scaler_init for a zero state.
 __global__ void scalerUpdate(const float *state, const float *foundInf, float initialScale, float growthFactor,
                              float backoffFactor, int64_t growthInterval, int64_t hysteresis, float minScale,
                              float *outState) {
-  float scale = state[0], growth = state[1], hyst = state[2];
-  if (scale == 0.0f) {
-    scale = initialScale;
-    growth = 0.0f;
-    hyst = static_cast<float>(hysteresis);
+  float next[3] = {state[0], state[1], state[2]};
+  if (next[0] == 0.0f) {
+    next[0] = initialScale;
+    next[1] = 0.0f;
+    next[2] = static_cast<float>(hysteresis);
   }
-  if (*foundInf != 0.0f) {
-    growth = 0.0f;
-    hyst -= 1.0f;
-    if (hyst <= 0.0f)
-      scale = fmaxf(__fmul_rn(scale, backoffFactor), minScale);
-  } else {
-    growth += 1.0f;
-    if (growth == static_cast<float>(growthInterval)) {
-      growth = 0.0f;
-      hyst = static_cast<float>(hysteresis);
-      scale = __fmul_rn(scale, growthFactor);
-    }
-  }
-  outState[0] = scale;
-  outState[1] = growth;
-  outState[2] = hyst;
+  ptrain::runtime::gradScalerUpdate(next, *foundInf != 0.0f, growthFactor, backoffFactor, growthInterval, hysteresis,
+                                    minScale);
+  for (int i = 0; i < 3; ++i)
+    outState[i] = next[i];
 }
 
 } // namespace
@@ -103,15 +93,10 @@ extern "C" ptrain_status_t ptrain_cuda_grad_scaler_update_f32(const float *state
   PTRAIN_CUDA_CHECK_PTR(out_state);
   PTRAIN_CUDA_CHECK_ARG(std::isfinite(initial_scale) && initial_scale > 0.0f,
                         "initial_scale must be finite and > 0, got %g", static_cast<double>(initial_scale));
-  PTRAIN_CUDA_CHECK_ARG(growth_factor > 1.0f && std::isfinite(growth_factor), "growth_factor must be > 1, got %g",
-                        static_cast<double>(growth_factor));
-  PTRAIN_CUDA_CHECK_ARG(backoff_factor > 0.0f && backoff_factor < 1.0f, "backoff_factor must be in (0, 1), got %g",
-                        static_cast<double>(backoff_factor));
-  PTRAIN_CUDA_CHECK_ARG(growth_interval >= 1 && hysteresis >= 1,
-                        "growth_interval (%lld) and hysteresis (%lld) must be >= 1",
-                        static_cast<long long>(growth_interval), static_cast<long long>(hysteresis));
-  PTRAIN_CUDA_CHECK_ARG(min_scale > 0.0f && std::isfinite(min_scale), "min_scale must be finite and > 0, got %g",
-                        static_cast<double>(min_scale));
+  char why[160];
+  PTRAIN_CUDA_CHECK_ARG(!ptrain::runtime::gradScalerOptionsInvalid(growth_factor, backoff_factor, growth_interval,
+                                                                   hysteresis, min_scale, why, sizeof(why)),
+                        "%s", why);
   scalerUpdate<<<1, 1, 0, currentStream()>>>(state, found_inf, initial_scale, growth_factor, backoff_factor,
                                              growth_interval, hysteresis, min_scale, out_state);
   PTRAIN_CUDA_TRY(cudaGetLastError());
