@@ -253,6 +253,16 @@ mlir::ptrain::interp::evaluateOp(Operation *op, llvm::function_ref<const Tensor 
       .Case([&](ClipScaleOp c) -> Result {
         return one(evalClipScale(get(c.getSumSquares()), c.getMaxNorm().convertToDouble()));
       })
+      .Case([&](LossScaleOp l) -> Result {
+        return one(evalLossScale(get(l.getScaler()), l.getInitialScale().convertToDouble()));
+      })
+      .Case([&](GradUnscaleOp u) -> Result { return evalGradUnscale(get(u.getGrad()), get(u.getScale())); })
+      .Case([&](GradScalerUpdateOp u) -> Result {
+        GradScalerOptions options{u.getInitialScale().convertToDouble(), u.getGrowthFactor().convertToDouble(),
+                                  u.getBackoffFactor().convertToDouble(), u.getMinScale().convertToDouble(),
+                                  static_cast<int64_t>(u.getGrowthInterval()), static_cast<int64_t>(u.getHysteresis())};
+        return one(evalGradScalerUpdate(get(u.getScaler()), get(u.getFoundInf()), options));
+      })
       .Case([&](SGDOp o) -> Result {
         const Tensor *buf = o.getMomentumBuf() ? &get(o.getMomentumBuf()) : nullptr;
         return evalSGD(get(o.getParam()), get(o.getGrad()), get(o.getStep()), buf, scheduleOf(o.getSchedule()),

@@ -6,6 +6,9 @@
 
 #include "ptrain/Interpreter/StepKernels.h"
 
+#include "ptrain/Runtime/ptrain_runtime.h"
+
+#include <array>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -72,4 +75,66 @@ llvm::Expected<std::vector<Tensor>> mlir::ptrain::interp::evalSGD(const Tensor &
     results.push_back(std::move(*newBuf));
   }
   return results;
+}
+
+namespace {
+/// The error of a runtime call of the loss scaler.
+llvm::Error scalerError(llvm::StringRef op, ptrain_status_t status) {
+  return makeError(op + ": " + ptrain_status_string(status) + ": " + ptrain_last_error());
+}
+
+/// A rank-1 f32 tensor of 3 elements, the scaler state, as floats.
+llvm::Expected<std::array<float, 3>> scalerState(llvm::StringRef op, const Tensor &scaler) {
+  if (scaler.getDType() != DType::F32 || scaler.getRank() != 1 || scaler.getNumElements() != 3)
+    return makeError(op + " needs the scaler state tensor<3xf32>, got " + scaler.getTypeString());
+  return std::array<float, 3>{static_cast<float>(scaler.floats()[0]), static_cast<float>(scaler.floats()[1]),
+                              static_cast<float>(scaler.floats()[2])};
+}
+
+/// A rank-0 f32 tensor holding `value`.
+Tensor scalarF32(double value) {
+  Tensor out(DType::F32, {});
+  out.floats()[0] = value;
+  return out;
+}
+} // namespace
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalLossScale(const Tensor &scaler, double initialScale) {
+  llvm::Expected<std::array<float, 3>> state = scalerState("loss_scale", scaler);
+  if (!state)
+    return state.takeError();
+  return scalarF32((*state)[0] != 0.0f ? (*state)[0] : static_cast<float>(initialScale));
+}
+
+llvm::Expected<std::vector<Tensor>> mlir::ptrain::interp::evalGradUnscale(const Tensor &grad, const Tensor &scale) {
+  if (grad.getDType() != DType::F32 || scale.getDType() != DType::F32 || scale.getRank() != 0)
+    return makeError("grad_unscale needs an f32 gradient and a rank-0 f32 scale, got " + grad.getTypeString() +
+                     " and " + scale.getTypeString());
+  std::vector<float> values(grad.floats().begin(), grad.floats().end());
+  const float invScale = static_cast<float>(1.0 / scale.floats()[0]);
+  float found = 0.0f;
+  if (ptrain_status_t status = ptrain_grad_unscale_check_f32(values.data(), static_cast<int64_t>(values.size()),
+                                                              invScale, &found))
+    return scalerError("grad_unscale", status);
+  Tensor result = Tensor::fromFloats(DType::F32, grad.getShape(), std::vector<double>(values.begin(), values.end()));
+  return std::vector<Tensor>{std::move(result), scalarF32(found)};
+}
+
+llvm::Expected<Tensor> mlir::ptrain::interp::evalGradScalerUpdate(const Tensor &scaler, const Tensor &foundInf,
+                                                                  const GradScalerOptions &options) {
+  llvm::Expected<std::array<float, 3>> state = scalerState("grad_scaler_update", scaler);
+  if (!state)
+    return state.takeError();
+  if (foundInf.getDType() != DType::F32 || foundInf.getRank() != 0)
+    return makeError("grad_scaler_update needs a rank-0 f32 flag, got " + foundInf.getTypeString());
+  if ((*state)[0] == 0.0f)
+    if (ptrain_status_t status = ptrain_grad_scaler_init(static_cast<float>(options.initialScale), options.hysteresis,
+                                                         state->data()))
+      return scalerError("grad_scaler_update", status);
+  if (ptrain_status_t status = ptrain_grad_scaler_update(
+          state->data(), static_cast<float>(foundInf.floats()[0]), static_cast<float>(options.growthFactor),
+          static_cast<float>(options.backoffFactor), options.growthInterval, options.hysteresis,
+          static_cast<float>(options.minScale)))
+    return scalerError("grad_scaler_update", status);
+  return Tensor::fromFloats(DType::F32, {3}, std::vector<double>(state->begin(), state->end()));
 }

@@ -18,6 +18,7 @@
 #include "ptrain/Transforms/MixedPrecision.h"
 #include "ptrain/Transforms/StepLoss.h"
 #include "ptrain/Transforms/TensorParallel.h"
+#include "ptrain/Transforms/LossScaling.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -136,8 +137,35 @@ private:
   /// "labels"` argument) instead of the shifted token ids.
   void buildPipeline(PipelineAttr pipeline, bool explicitLabels);
 
+  /// Writes an optimizer result `updated` to `state`; on a step that fp16's loss scaler skips (`skipStep`
+  /// set), the state's value before the update, `old`, where the skip condition holds.
+  void writeUpdate(OpBuilder &b, Location loc, Value updated, Value old, StringRef state) {
+    StateWriteOp::create(b, loc, skipStep ? keepOnSkip(b, loc, skipStep, old, updated) : updated, state);
+  }
+  /// fp16's loss scaling (docs/MixedPrecision.md, "The loss scaler in the step"), before the optimizer of one
+  /// optimizer step: unscales `grads` in place, sums the overflow flags over `axes` of `grid`, sets `skipStep`
+  /// and updates the scaler state. Nothing without loss scaling.
+  void buildUnscale(OpBuilder &b, Location loc, MutableArrayRef<Value> grads, GridOp grid, ArrayRef<StringRef> axes);
+  /// The loss gradient's seed `seed` times the loss scale (fp16), or `seed`.
+  Value scaleSeed(OpBuilder &b, Location loc, Value seed) {
+    if (!lossScaling)
+      return seed;
+    return BinaryOp::create(b, loc, BinaryKind::Mul, seed, buildLossScale(b, loc, lossScale));
+  }
+  /// Declares the scaler's state (fp16).
+  void addLossScalerState(OpBuilder &b, Operation *anchor) {
+    if (lossScaling)
+      getOrAddState(b, anchor, kLossScalerState, kLossScalerState, StateKind::StepCounter,
+                    getLossScalerType(b.getContext()));
+  }
+
   SymbolTable *symbols = nullptr;
   StepLossOptions lossOptions;
+  /// precision=fp16 with an optimizer: the step scales the loss and skips on overflow.
+  bool lossScaling = false;
+  LossScaleOptions lossScale;
+  /// The skip condition of the optimizer step being built (rank-0 i1), null without loss scaling.
+  Value skipStep;
 };
 
 } // namespace
@@ -266,6 +294,8 @@ Value BuildTrainingStepPass::incrementStep(OpBuilder &b, Location loc, Operation
   Value t = StateReadOp::create(b, loc, counterType, counter.getSymName());
   Value one = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1)));
   Value next = BinaryOp::create(b, loc, BinaryKind::Add, t, one);
+  // The count is the iteration's (the checkpoint's step, the learning-rate schedule): it advances on a step that
+  // fp16's loss scaler skips too (docs/MixedPrecision.md, "The loss scaler in the step").
   StateWriteOp::create(b, loc, next, counter.getSymName());
   return next;
 }
@@ -284,9 +314,9 @@ void BuildTrainingStepPass::buildAdamW(OpBuilder &b, Location loc, Operation *an
   auto update = AdamWOp::create(b, param.getLoc(), type, type, type, value, grad, mv, vv, t, schedule(b),
                                 b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon),
                                 b.getF64FloatAttr(decay));
-  StateWriteOp::create(b, loc, update.getNewParam(), param.getSymName());
-  StateWriteOp::create(b, loc, update.getNewM(), m.getSymName());
-  StateWriteOp::create(b, loc, update.getNewV(), v.getSymName());
+  writeUpdate(b, loc, update.getNewParam(), value, param.getSymName());
+  writeUpdate(b, loc, update.getNewM(), mv, m.getSymName());
+  writeUpdate(b, loc, update.getNewV(), vv, v.getSymName());
 }
 
 void BuildTrainingStepPass::buildSGD(OpBuilder &b, Location loc, Operation *anchor, StateOp param, Value value,
@@ -307,9 +337,9 @@ void BuildTrainingStepPass::buildSGD(OpBuilder &b, Location loc, Operation *anch
                                        b.getNamedAttr("momentum", b.getF64FloatAttr(momentum)),
                                        b.getNamedAttr("weight_decay", b.getF64FloatAttr(decay))};
   auto update = SGDOp::create(b, param.getLoc(), TypeRange(results), ValueRange(operands), attrs);
-  StateWriteOp::create(b, loc, update.getNewParam(), param.getSymName());
+  writeUpdate(b, loc, update.getNewParam(), value, param.getSymName());
   if (buf)
-    StateWriteOp::create(b, loc, update.getNewMomentumBuf(), buf.getSymName());
+    writeUpdate(b, loc, update.getNewMomentumBuf(), operands.back(), buf.getSymName());
 }
 
 void BuildTrainingStepPass::buildDataParallelAllReduce(OpBuilder &b, Location loc, GridOp grid,
@@ -476,6 +506,10 @@ void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
   SmallVector<StateReadOp> reads = parameterReads(body);
   auto seedType = RankedTensorType::get({}, f32);
   Value seed = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(seedType, b.getFloatAttr(f32, 1.0)));
+  if (optimizer != "none") {
+    addLossScalerState(b, forward);
+    seed = scaleSeed(b, loc, seed);
+  }
   FailureOr<SmallVector<Value>> grads = differentiate(b, loss, seed, reads, {});
   if (failed(grads))
     return signalPassFailure();
@@ -492,16 +526,17 @@ void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
   }
   SmallVector<StateOp> params = llvm::to_vector(
       llvm::map_range(reads, [&](StateReadOp read) { return symbols->lookup<StateOp>(read.getState()); }));
+  // One stage: only tp (after --ptrain-shard-tp) partitions the model.
+  GridOp tpGrid;
+  for (auto g : getOperation().getOps<GridOp>())
+    if (g.getAxisIndex("tp"))
+      tpGrid = g;
+  int64_t tp = tpGrid ? tpGrid.getAxisSize("tp") : 1;
+  SmallVector<StringRef> axes;
+  if (tp > 1)
+    axes.push_back("tp");
+  buildUnscale(b, loc, *grads, tpGrid, axes);
   if (clipNorm > 0.0) {
-    // One stage: only tp (after --ptrain-shard-tp) partitions the model.
-    GridOp tpGrid;
-    for (auto g : getOperation().getOps<GridOp>())
-      if (g.getAxisIndex("tp"))
-        tpGrid = g;
-    int64_t tp = tpGrid ? tpGrid.getAxisSize("tp") : 1;
-    SmallVector<StringRef> axes;
-    if (tp > 1)
-      axes.push_back("tp");
     Value scale = buildClipScale(b, loc, params, *grads, tp, tpGrid, axes);
     for (Value &grad : *grads)
       grad = scaleGradient(b, loc, grad, scale);
@@ -509,6 +544,7 @@ void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
   Value t = incrementStep(b, loc, forward);
   for (auto [read, param, grad] : llvm::zip(reads, params, *grads))
     buildUpdate(b, loc, forward, param, read, grad, t);
+  skipStep = nullptr;
   func::ReturnOp::create(b, loc, loss);
   step.setType(b.getFunctionType(inputTypes, {loss.getType()}));
 }
@@ -645,6 +681,7 @@ void BuildTrainingStepPass::buildPipeline(PipelineAttr pipeline, bool explicitLa
   // (micro-batch and replica), so they are the one-rank step's (DropoutRows.h).
   keyDropoutByBatchRow(module, anchor, forwards, tokensType.getDimSize(0), microBatches, dp);
 
+  addLossScalerState(b, anchor);
   SmallVector<func::FuncOp> backwards;
   for (auto [s, forward] : llvm::enumerate(forwards)) {
     bool last = static_cast<int64_t>(s) == numChunks - 1;
@@ -691,6 +728,7 @@ void BuildTrainingStepPass::buildPipeline(PipelineAttr pipeline, bool explicitLa
         target = buildLoss(fb, loc, out, body->getArgument(1), explicitLabels);
       }
       seed = arith::ConstantOp::create(fb, loc, DenseElementsAttr::get(seedType, fb.getFloatAttr(f32, seedValue)));
+      seed = scaleSeed(fb, loc, seed);
       returned.push_back(target);
     }
     SmallVector<StateReadOp> reads = parameterReads(body);
@@ -768,6 +806,20 @@ void BuildTrainingStepPass::buildPipeline(PipelineAttr pipeline, bool explicitLa
         StateWriteOp::create(ob, loc, summed, gradState(param).getSymName());
     }
     finishHolderSync(ob, loc, posted, gradState);
+    // fp16: every gradient of the stage unscaled after the dp reduction and the tied sync, the overflow flags
+    // summed over the whole grid (every dp, pp and tp rank), so that all ranks skip or step alike.
+    if (lossScaling) {
+      SmallVector<Value> grads;
+      for (StateOp param : held[s])
+        grads.push_back(StateReadOp::create(ob, loc, param.getTensorType(), gradState(param).getSymName()));
+      SmallVector<StringRef> axes;
+      for (StringRef axis : grid.getAxisNames().getAsValueRange<StringAttr>())
+        if (grid.getAxisSize(axis) > 1)
+          axes.push_back(axis);
+      buildUnscale(ob, loc, grads, grid, axes);
+      for (auto [param, grad] : llvm::zip(held[s], grads))
+        StateWriteOp::create(ob, loc, grad, gradState(param).getSymName());
+    }
     if (zero == 1) {
       ShardedAdamWOptions options;
       options.dp = dp;
@@ -839,9 +891,19 @@ void BuildTrainingStepPass::buildPipeline(PipelineAttr pipeline, bool explicitLa
           arith::ConstantOp::create(ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0)));
       StateWriteOp::create(ob, loc, zero, acc.getSymName());
     }
+    skipStep = nullptr;
     func::ReturnOp::create(ob, loc);
   }
   setPipeline(module, pipeline.withTrainingStep(microBatches, explicitLabels, deterministicDp));
+}
+
+void BuildTrainingStepPass::buildUnscale(OpBuilder &b, Location loc, MutableArrayRef<Value> grads, GridOp grid,
+                                         ArrayRef<StringRef> axes) {
+  if (!lossScaling)
+    return;
+  Value scale = buildLossScale(b, loc, lossScale);
+  skipStep = buildUnscaleAndCheck(b, loc, grads, scale, grid, axes);
+  buildScalerUpdate(b, loc, skipStep, lossScale);
 }
 
 Value BuildTrainingStepPass::buildClipScale(OpBuilder &b, Location loc, ArrayRef<StateOp> params, ArrayRef<Value> grads,
@@ -914,6 +976,11 @@ void BuildTrainingStepPass::runOnOperation() {
   }
   if (failed(checkLossScaleOptions(module, *parsedPrecision)))
     return signalPassFailure();
+  lossScaling = *parsedPrecision == Precision::F16 && optimizer != "none";
+  lossScale.initialScale = initialLossScale;
+  lossScale.minScale = minLossScale;
+  lossScale.window = lossScaleWindow;
+  lossScale.hysteresis = hysteresis;
   llvm::SmallPtrSet<Operation *, 8> before;
   for (auto f : module.getOps<func::FuncOp>())
     before.insert(f);
@@ -959,6 +1026,11 @@ LogicalResult BuildTrainingStepPass::checkLossScaleOptions(ModuleOp module, Prec
   if (lossScaleWindow < 1 || hysteresis < 1)
     return error() << "loss-scale-window and hysteresis must be >= 1, got loss-scale-window = "
                    << lossScaleWindow.getValue() << ", hysteresis = " << hysteresis.getValue();
+  // The unscale reads the dp-reduced gradient states of the optimizer step: ZeRO-1 reduce-scatters inside its
+  // sharded update and deterministic-dp sums in --ptrain-lower-to-runtime, both after that point.
+  if (zero != 0 || deterministicDp)
+    return error() << "precision=fp16 (the loss scaler) with " << (zero != 0 ? "zero=1" : "deterministic-dp=true")
+                   << " is not supported yet (docs/MixedPrecision.md, \"Left for fp16\")";
   return success();
 }
 

@@ -234,17 +234,15 @@ def main(argv=None):
                         "softmax, loss and gradient sums; pipeline messages in the 16-bit type "
                         "(docs/MixedPrecision.md); on CUDA cuBLAS 16-bit GEMMs with fp32 compute")
     p.add_argument("--initial-loss-scale", type=float, default=None,
-                   help="fp16's dynamic loss scaler: the first scale (Megatron-LM's default 2^32); "
-                        "validated, not yet applied in the step")
+                   help="fp16's dynamic loss scaler (Megatron-LM's DynamicGradScaler, in the step: the loss "
+                        "gradient times the scale, gradients unscaled and checked, a step with an inf/NaN skipped): "
+                        "the first scale (default 2^32)")
     p.add_argument("--min-loss-scale", type=float, default=None,
-                   help="fp16's dynamic loss scaler: the smallest scale (default 1); "
-                        "validated, not yet applied in the step")
+                   help="fp16's dynamic loss scaler: the smallest scale (default 1)")
     p.add_argument("--loss-scale-window", type=int, default=None,
-                   help="fp16's dynamic loss scaler: clean steps before the scale doubles (default 1000); "
-                        "validated, not yet applied in the step")
+                   help="fp16's dynamic loss scaler: clean steps before the scale doubles (default 1000)")
     p.add_argument("--hysteresis", type=int, default=None,
-                   help="fp16's dynamic loss scaler: overflowing steps before the scale halves (default 2); "
-                        "validated, not yet applied in the step")
+                   help="fp16's dynamic loss scaler: overflowing steps before the scale halves (default 2)")
     p.add_argument("--ignore-index", type=int, default=None,
                    help="the label the loss does not count (PyTorch's ignore_index: a pad token id of the shifted "
                         "tokens, or -100 in explicit labels); the mean is over the step's counted positions")
@@ -362,12 +360,6 @@ def check_deterministic_dp(args, pipeline):
 
 
 def compile_model(args):
-    if args.precision == "fp16":
-        # Not an error: fp16 GEMM operands with fp32 master weights train the bundled model (codegen-cpu-precision),
-        # but gradients that underflow binary16 are lost until the dynamic loss scaler is in the step.
-        print("ptrain-compile: warning: --precision fp16 trains without loss scaling: the dynamic loss scaler's "
-              "options are validated but the scaler is not in the step yet (docs/MixedPrecision.md, \"fp16\")",
-              file=sys.stderr)
     if args.pp < 1 or args.micro_batches < 1 or args.dp < 1 or args.tp < 1:
         raise CompileError(f"--dp {args.dp} --tp {args.tp} --pp {args.pp} --micro-batches {args.micro_batches}: "
                            "each must be at least 1")

@@ -342,7 +342,14 @@ static int runMultiRank(ModuleOp module, interp::StateProvider states, std::vect
       return fail("step " + llvm::Twine(step) + ": the ranks return different losses");
     }
     llvm::outs() << "step " << step << ": loss " << llvm::format("%.9g", loss0.getAsDouble(0)) << " on all " << n
-                 << " rank(s)\n";
+                 << " rank(s)";
+    // fp16's loss scaler (docs/MixedPrecision.md): rank 0's scaler state after the step, as Megatron-LM logs the
+    // loss scale.
+    auto scaler = executor.getStates(0).find("loss_scaler");
+    if (scaler != executor.getStates(0).end() && scaler->second.getNumElements() == 3)
+      llvm::outs() << ", loss scale " << llvm::format("%.9g", scaler->second.getAsDouble(0)) << " (growth tracker "
+                   << scaler->second.getAsDouble(1) << ", hysteresis tracker " << scaler->second.getAsDouble(2) << ")";
+    llvm::outs() << "\n";
   }
   if (probe) {
     std::vector<interp::CodecErrorSiteResult> results = probe->results();

@@ -129,4 +129,49 @@ TEST(GradScaler, Errors) {
   EXPECT_EQ(ptrain_grad_unscale_check_f32(g, 1, 1.0f, nullptr), PTRAIN_ERROR_INVALID_ARGUMENT);
 }
 
+// The code generators' forms (ptrain.loss_scale, ptrain.grad_unscale, ptrain.grad_scaler_update): a zero state is
+// the initial one, the unscale is out of place (or in place) with inv_scale = fp32(1 / fp64(scale)) and a flag
+// reset per call, and the update is ptrain_grad_scaler_update's on a copy.
+TEST(GradScaler, CodeGeneratorForms) {
+  const float zero[3] = {0.0f, 0.0f, 0.0f};
+  float scale = 0.0f;
+  ASSERT_PTRAIN_OK(ptrain_loss_scale_f32(zero, 1024.0f, &scale));
+  EXPECT_EQ(scale, 1024.0f);
+  const float running[3] = {8.0f, 3.0f, 1.0f};
+  ASSERT_PTRAIN_OK(ptrain_loss_scale_f32(running, 1024.0f, &scale));
+  EXPECT_EQ(scale, 8.0f);
+
+  // 3: 1 / 3 rounded once from fp64, the product rounded in fp32.
+  const float three = 3.0f, g[3] = {6.0f, 1.0f, -7.0f};
+  const float inv = static_cast<float>(1.0 / 3.0);
+  float out[3], found = 5.0f;
+  ASSERT_PTRAIN_OK(ptrain_grad_unscale_f32(g, 3, &three, out, &found));
+  EXPECT_EQ(found, 0.0f);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(out[i], g[i] * inv) << i;
+  float inPlace[2] = {1.0f, std::numeric_limits<float>::infinity()};
+  ASSERT_PTRAIN_OK(ptrain_grad_unscale_f32(inPlace, 2, &three, inPlace, &found));
+  EXPECT_EQ(found, 1.0f);
+  EXPECT_EQ(inPlace[0], inv);
+
+  // From the zero state: init (scale 1024, hysteresis 2), then an overflow keeps the scale (hysteresis 1 left).
+  float next[3], overflow = 1.0f, clean = 0.0f;
+  ASSERT_PTRAIN_OK(ptrain_grad_scaler_update_f32(zero, &overflow, 1024.0f, 2.0f, 0.5f, 1000, 2, 1.0f, next));
+  EXPECT_EQ(next[0], 1024.0f);
+  EXPECT_EQ(next[1], 0.0f);
+  EXPECT_EQ(next[2], 1.0f);
+  // In place: the second overflow halves it; a clean step counts towards the window.
+  ASSERT_PTRAIN_OK(ptrain_grad_scaler_update_f32(next, &overflow, 1024.0f, 2.0f, 0.5f, 1000, 2, 1.0f, next));
+  EXPECT_EQ(next[0], 512.0f);
+  ASSERT_PTRAIN_OK(ptrain_grad_scaler_update_f32(next, &clean, 1024.0f, 2.0f, 0.5f, 1000, 2, 1.0f, next));
+  EXPECT_EQ(next[0], 512.0f);
+  EXPECT_EQ(next[1], 1.0f);
+
+  EXPECT_EQ(ptrain_loss_scale_f32(zero, 0.0f, &scale), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ptrain_grad_unscale_f32(g, 3, nullptr, out, &found), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ptrain_grad_scaler_update_f32(zero, &clean, 1024.0f, 2.0f, 1.5f, 1000, 2, 1.0f, next),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ptrain_last_error()).find("backoff_factor"), std::string::npos) << ptrain_last_error();
+}
+
 } // namespace

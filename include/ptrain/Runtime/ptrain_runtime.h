@@ -423,6 +423,19 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   growth_factor. Megatron's defaults: growth 2, backoff 0.5, interval 1000,
 //   hysteresis 2, min scale 1. INVALID_ARGUMENT for growth_factor <= 1,
 //   backoff_factor outside (0, 1), interval or hysteresis < 1, min_scale <= 0.
+// The forms the code generators call (ptrain.loss_scale, ptrain.grad_unscale,
+// ptrain.grad_scaler_update; PTrainStepOps.td), pointer arguments only, out of
+// place (out may alias in), a zero state standing for the initial one:
+// ptrain_loss_scale_f32(state[3], initial_scale, out_scale[1])
+//   *out_scale = state[0], or initial_scale when state[0] == 0.
+// ptrain_grad_unscale_f32(grad[n], n, scale[1], out_grad[n], out_found_inf[1])
+//   out_grad = grad * fp32(1 / fp64(*scale)); *out_found_inf = 1 when any
+//   result is +-inf or NaN, else 0.
+// ptrain_grad_scaler_update_f32(state[3], found_inf[1], initial_scale,
+//     growth_factor, backoff_factor, growth_interval, hysteresis, min_scale,
+//     out_state[3])
+//   out_state = the state (ptrain_grad_scaler_init's when state[0] == 0)
+//   after ptrain_grad_scaler_update with *found_inf.
 //
 // --- Layer norm (Ba, Kiros, Hinton 2016, "Layer Normalization", eq. 4) ---
 // ptrain_layer_norm_fwd_f32(x[rows, cols], gamma[cols], beta[cols], rows, cols,

@@ -172,6 +172,10 @@
 //   once into the DEVICE float out_sum.
 // ptrain_cuda_clip_scale_f32(sum_squares, max_norm, out_scale)
 //   min(1, max_norm / (sqrt(*sum_squares) + 1e-6)) on the device.
+// ptrain_cuda_loss_scale_f32, ptrain_cuda_grad_unscale_f32,
+// ptrain_cuda_grad_scaler_update_f32
+//   fp16's loss scaler: ptrain_loss_scale_f32 etc. (ptrain_runtime.h) with
+//   the state, scale and flag in DEVICE memory (cuda/GradScaler.cu).
 // ptrain_cuda_vocab_parallel_embedding_{fwd,bwd}_f32,
 // ptrain_cuda_vocab_parallel_ce_parts_{fwd,bwd}_f32
 //   cpu/VocabParallel.cpp's kernels with int32 DEVICE ids / labels; the

@@ -196,11 +196,12 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
            "operands (bf16, or IEEE binary16 for fp16; ptrain.cast, one per value) and accumulates in fp32 "
            "(ptrain.matmul {accumulate = f32}); parameters, moments, checkpoint, norms, softmax, the loss, "
            "gradient sums and the dp reduction stay fp32, and pipeline messages are sent in the 16-bit type "
-           "(docs/MixedPrecision.md).">,
+           "(docs/MixedPrecision.md). fp16 (with an optimizer) adds Megatron-LM's dynamic loss scaler: a "
+           "tensor<3xf32> state `loss_scaler`, the loss gradient seeded times the scale, every gradient unscaled "
+           "and checked after the dp reduction, and a step with an inf/NaN on any rank skipped.">,
     Option<"initialLossScale", "initial-loss-scale", "double", /*default=*/"4294967296.0",
            "fp16's dynamic loss scaler: the first loss scale (Megatron-LM's --initial-loss-scale, default 2^32); "
-           "finite, > 0, >= min-loss-scale and an fp32 value. Validated now; the scaler's place in the step is "
-           "docs/MixedPrecision.md's next fp16 item.">,
+           "finite, > 0, >= min-loss-scale and an fp32 value.">,
     Option<"minLossScale", "min-loss-scale", "double", /*default=*/"1.0",
            "fp16's dynamic loss scaler: the scale never backs off below it (Megatron-LM's --min-loss-scale, "
            "default 1); finite and > 0.">,

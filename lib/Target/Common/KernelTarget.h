@@ -58,7 +58,8 @@ public:
 
 /// Whether `op` is one of the ops emitSharedOp writes: elementwise binary and unary ops, softmax and GELU and
 /// their gradients, layer norm and its gradient, embedding and its gradient, transpose, slice, split, concat,
-/// pad, sum_to and tp_split (the rank's block of a tensor-parallel split).
+/// pad, sum_to, tp_split (the rank's block of a tensor-parallel split) and fp16's loss scaler (loss_scale,
+/// grad_unscale, grad_scaler_update).
 bool isSharedOp(Operation *op);
 
 /// The kernel calls of `op` (isSharedOp) on `target`: the same calls with the same arguments on every target,

@@ -12,6 +12,7 @@
 #include "Common/OpGeometry.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -24,7 +25,8 @@ using namespace mlir::ptrain::target;
 
 bool mlir::ptrain::target::isSharedOp(Operation *op) {
   return isa<BinaryOp, UnaryOp, SoftmaxOp, SoftmaxGradOp, GeluOp, GeluGradOp, LayerNormOp, LayerNormGradOp, EmbeddingOp,
-             EmbeddingGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp>(op);
+             EmbeddingGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp, LossScaleOp,
+             GradUnscaleOp, GradScalerUpdateOp>(op);
 }
 
 LogicalResult mlir::ptrain::target::emitSharedOp(Operation *op, KernelTarget &t) {
@@ -194,6 +196,26 @@ LogicalResult mlir::ptrain::target::emitSharedOp(Operation *op, KernelTarget &t)
         if (failed(t.callKernel(Kernel::zero_bytes, {ptr(out), bytes(out)})))
           return failure();
         return t.callKernel(Kernel::insert_slice, {ptr(x), elemBytes(x), rank(x), xd, o, od, ptr(out)});
+      })
+      // fp16's loss scaler (PTrainStepOps.td): the state, scale and flag stay in the target's memory.
+      .Case<LossScaleOp>([&](LossScaleOp l) {
+        return t.callKernel(Kernel::loss_scale_f32, {ptr(l.getScaler()),
+                                                     floatLiteral(l.getInitialScale().convertToDouble()),
+                                                     ptr(l.getScale())});
+      })
+      .Case<GradUnscaleOp>([&](GradUnscaleOp u) {
+        return t.callKernel(Kernel::grad_unscale_f32,
+                            {ptr(u.getGrad()), n(u.getGrad()), ptr(u.getScale()), ptr(u.getResult()),
+                             ptr(u.getFoundInf())});
+      })
+      .Case<GradScalerUpdateOp>([&](GradScalerUpdateOp u) {
+        return t.callKernel(Kernel::grad_scaler_update_f32,
+                            {ptr(u.getScaler()), ptr(u.getFoundInf()),
+                             floatLiteral(u.getInitialScale().convertToDouble()),
+                             floatLiteral(u.getGrowthFactor().convertToDouble()),
+                             floatLiteral(u.getBackoffFactor().convertToDouble()), std::to_string(u.getGrowthInterval()),
+                             std::to_string(u.getHysteresis()), floatLiteral(u.getMinScale().convertToDouble()),
+                             ptr(u.getNewScaler())});
       })
       .Case<SumToOp>([&](SumToOp s) {
         Value x = s.getInput(), out = s.getResult();

@@ -52,7 +52,7 @@ LogicalResult FunctionEmitter::checkOp(Operation &op) {
            AllGatherStartOp, SendStartOp, RecvStartOp, WaitOp, CompressOp, DecompressOp, CompressedAllReduceStartOp,
            TPCopyOp, TPAllReduceOp, CompareOp, SelectOp, BroadcastToOp, ReduceOp, RmsNormOp, RotaryEmbeddingOp,
            DropoutOp, func::CallOp, func::ReturnOp>(op) &&
-      !isa<SumSquaresOp, ClipScaleOp, SGDOp, CastOp, GatherOp, LogSoftmaxOp, TPAllGatherOp, VocabParallelEmbeddingOp,
+      !isa<SumSquaresOp, ClipScaleOp, SGDOp, LossScaleOp, GradUnscaleOp, GradScalerUpdateOp, CastOp, GatherOp, LogSoftmaxOp, TPAllGatherOp, VocabParallelEmbeddingOp,
            VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp, VocabParallelCrossEntropyPartsGradOp,
            TPSplitOp, ReduceScatterStartOp, AllGatherStartOp, CompressedReduceScatterStartOp>(op))
     return op.emitError("--emit-cpp: '") << op.getName() << "' is not supported by the CPU code generator";

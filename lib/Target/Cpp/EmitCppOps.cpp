@@ -160,7 +160,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             return emitSharedOp(o, *this);
           })
           .Case<EmbeddingOp, EmbeddingGradOp, UnaryOp, LayerNormOp, LayerNormGradOp, SliceOp, SplitOp, ConcatOp,
-                PadOp, TPSplitOp, TransposeOp, SumToOp>([&](Operation *o) { return emitSharedOp(o, *this); })
+                PadOp, TPSplitOp, TransposeOp, SumToOp, LossScaleOp, GradUnscaleOp, GradScalerUpdateOp>(
+              [&](Operation *o) { return emitSharedOp(o, *this); })
           .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
             if (auto chain = fusedChainOf.find(b); chain != fusedChainOf.end()) {
               emitFusedChainOp(b, chain->second);

@@ -229,7 +229,7 @@ LogicalResult FunctionEmitter::checkOp(Operation &op) {
            LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
            SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, TPSplitOp, CompressOp, DecompressOp,
            CompressedAllReduceStartOp, func::CallOp, func::ReturnOp>(op) &&
-      !isCudaModelOp(&op) && !isCudaTransformerOp(&op)) {
+      !target::isSharedOp(&op) && !isCudaModelOp(&op) && !isCudaTransformerOp(&op)) {
     return op.emitError("--emit-cuda: '")
            << op.getName() << "' is not supported by the CUDA code generator (docs/CodegenCuda.md lists the ops "
            << "it maps; --target cpu has the others)";
@@ -421,8 +421,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
           .Case<EmbeddingOp, EmbeddingGradOp, BinaryOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp,
-                SoftmaxGradOp, GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp>(
-              [&](Operation *o) { return emitSharedOp(o, *this); })
+                SoftmaxGradOp, GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp,
+                LossScaleOp, GradUnscaleOp, GradScalerUpdateOp>([&](Operation *o) { return emitSharedOp(o, *this); })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {
             return emitCudaCrossEntropy(ce, *this); // weights, ignore_index, reduction: EmitCudaLoss.h
           })

@@ -30,3 +30,19 @@ func.func @sgd(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %buf: tensor<4x8xf32>, 
       : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<i64>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
   return %p1, %p2, %buf2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// fp16 dynamic loss scaling: the scale, an unscaled gradient with its flag, the scaler's update.
+// CHECK-LABEL: func.func @loss_scaler
+func.func @loss_scaler(%s: tensor<3xf32>, %g: tensor<4x8xf32>) -> (tensor<f32>, tensor<4x8xf32>, tensor<3xf32>) {
+  // CHECK: ptrain.loss_scale %{{.*}} {initial_scale = 6.553600e+04 : f64} : tensor<3xf32> -> tensor<f32>
+  %scale = ptrain.loss_scale %s {initial_scale = 65536.0 : f64} : tensor<3xf32> -> tensor<f32>
+  // CHECK: ptrain.grad_unscale %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<f32>
+  %u, %found = ptrain.grad_unscale %g, %scale : tensor<4x8xf32>, tensor<f32>
+  // CHECK: ptrain.grad_scaler_update %{{.*}}, %{{.*}} {backoff_factor = 5.000000e-01 : f64
+  // CHECK-SAME: growth_interval = 1000 : i64, hysteresis = 2 : i64
+  // CHECK-SAME: : tensor<3xf32>, tensor<f32>
+  %next = ptrain.grad_scaler_update %s, %found {initial_scale = 65536.0 : f64, growth_factor = 2.0 : f64,
+      backoff_factor = 0.5 : f64, growth_interval = 1000 : i64, hysteresis = 2 : i64, min_scale = 1.0 : f64}
+      : tensor<3xf32>, tensor<f32>
+  return %found, %u, %next : tensor<f32>, tensor<4x8xf32>, tensor<3xf32>
+}

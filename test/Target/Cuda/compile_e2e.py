@@ -52,8 +52,9 @@
    16-bit GEMM (ptrain_cuda_gemm_bf16 / _f16: CUDA_R_16BF / CUDA_R_16F operands, fp32 compute) for every GEMM of
    both stages and no other GEMM, casts with the cast codec's kernels without a residual (PTRAIN_DTYPE_BF16 /
    _F16), and sends 16-bit pipeline
-   messages (the send blocks carry half the fp32 plan's bytes); nvcc builds it for sm_80 and sm_90 (with
-   section 3's checks of every multi-rank plan).
+   messages (the send blocks carry half the fp32 plan's bytes); fp16 also calls its loss scaler's kernels
+   (ptrain_cuda_loss_scale_f32, ptrain_cuda_grad_unscale_f32, one ptrain_cuda_grad_scaler_update_f32 per stage),
+   bf16 none; nvcc builds it for sm_80 and sm_90 (with section 3's checks of every multi-rank plan).
 (What --target cuda refuses, an ignore_index outside int32, is a lit test:
 test/Target/Cuda/ptrain-compile-cuda-errors.test.)
 
@@ -628,6 +629,15 @@ def check_half(scratch, plan, kind, dtype):
         failures.append(f"{plan}: GEMMs {gemms}, expected every one of the fp32 plan's GEMMs in {kind}")
     if casts == 0:
         failures.append(f"{plan}: no cast to {kind} (ptrain_cuda_cast_encode_f32 without a residual)")
+    # fp16's loss scaler (docs/MixedPrecision.md): the seed's scale, every gradient unscaled, one update per stage's
+    # optimizer step; bf16 has none.
+    scaler = {k: len(re.findall(rf"PTRAIN_STEP_CALL\(ptrain_cuda_{k}\(", text))
+              for k in ("loss_scale_f32", "grad_unscale_f32", "grad_scaler_update_f32")}
+    print(f"{plan}: loss scaler calls {scaler}")
+    expected_updates = 2 if kind == "f16" else 0
+    if scaler["grad_scaler_update_f32"] != expected_updates or (kind == "f16") != (scaler["grad_unscale_f32"] > 0):
+        failures.append(f"{plan}: loss scaler calls {scaler}, expected {expected_updates} updates (one per stage) and "
+                        f"{'unscales' if kind == 'f16' else 'no scaler'}")
 
     def send_bytes(code):
         return sum(int(n) for n in re.findall(r"PTRAIN_STEP_CALL\(ptrain_nccl_send\([^,]+, [^,]+, (\d+),", code))

@@ -164,6 +164,27 @@ TEST(CudaArguments, ModelKernelsRejectBadArgumentsByName) {
   EXPECT_TRUE(lastErrorHas("ptrain_cuda_copy_to_host: 'src' must not be null")) << ptrain_last_error();
 }
 
+// fp16's loss scaler (cuda/GradScaler.cu): the host-side checks, before any launch, name the entry point.
+TEST(CudaArguments, LossScalerRejectsBadArgumentsByName) {
+  EXPECT_EQ(ptrain_cuda_loss_scale_f32(dummy, 0.0f, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_loss_scale_f32: initial_scale must be finite and > 0, got 0"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_loss_scale_f32(nullptr, 1.0f, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ptrain_cuda_grad_unscale_f32(dummy, -1, dummy, dummy, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_grad_unscale_f32")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_grad_unscale_f32(dummy, 4, nullptr, dummy, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ptrain_cuda_grad_scaler_update_f32(dummy, dummy, 1024.0f, 2.0f, 1.5f, 1000, 2, 1.0f, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_grad_scaler_update_f32: backoff_factor must be in (0, 1), got 1.5"))
+      << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_grad_scaler_update_f32(dummy, dummy, 1024.0f, 2.0f, 0.5f, 0, 2, 1.0f, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("growth_interval (0) and hysteresis (2) must be >= 1")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_grad_scaler_update_f32(dummy, dummy, 1024.0f, 2.0f, 0.5f, 1000, 2, 0.0f, dummy),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("min_scale must be finite and > 0")) << ptrain_last_error();
+}
+
 TEST(CudaArguments, ModelKernelsBeyondTheGptCoreRejectBadArgumentsByName) {
   const int64_t dims[2] = {2, 3}, wrong[2] = {3, 3};
   EXPECT_EQ(ptrain_cuda_reduce_f32(7, dummy, 2, dims, 2, dims, dummy), PTRAIN_ERROR_INVALID_ARGUMENT);

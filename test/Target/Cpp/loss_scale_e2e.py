@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""CTest codegen-cpu-loss-scale: fp16's dynamic loss scaler in the step (docs/MixedPrecision.md, "The loss scaler in
+the step"; Megatron-LM's DynamicGradScaler) on a real overflow.
+
+    loss_scale_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR
+
+The bundled GPT compiled with --precision fp16 --initial-loss-scale 2^27 --loss-scale-window 2 (hysteresis 2, the
+default): at that scale the loss gradient seeded into the backward overflows binary16 (the f16 casts of the GEMM
+operands round it to inf), nothing is mocked. Plans: pp 2 with 2 micro-batches, and dp 2.
+1. The multi-rank executor (ptrain-interpret --multi-rank) prints rank 0's scaler state after every step: the
+   sequence is Megatron's rule step by step (each transition is update(found_inf) of the previous state for
+   found_inf 1 or 0, from {2^27, 0, 2}); the first step overflows and keeps the scale (hysteresis), the second
+   halves it, the scale backs off until a step is clean, and (pp 2, which is clean from step 5) with the window
+   of 2 it grows back.
+2. The skipped steps leave every parameter and moment bit-unchanged: ptrain-run (mpirun, pp 2) for 2 steps, both
+   skipped, with --checkpoint: every parameter of both stages' files equals the ONNX initializer byte for byte and
+   every moment is zero.
+3. The compiled step (mpirun) equals the executor: the losses of STEPS steps within 1e-5 relative, and the final
+   scaler state of every checkpoint file equals the executor's (pp 2 and dp 2).
+4. Resume across a skip: 3 steps with --checkpoint then --resume to STEPS give the losses and checkpoint files of
+   STEPS straight steps byte for byte (the scaler is a checkpointed state).
+About a minute on 2 cores.
+"""
+
+import filecmp
+import json
+import os
+import re
+import struct
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from e2e import check, corpus, failures, finish, global_batches, read_checkpoint, run, setup
+
+build, source, work, BIN, MODEL = setup(sys.argv)
+STEPS, SEED = 8, 3
+SCALE, WINDOW, HYSTERESIS = 2.0 ** 27, 2, 2
+data = corpus(source, work)
+common = ["--target", "cpu", "--precision", "fp16", "--initial-loss-scale", str(int(SCALE)), "--loss-scale-window",
+          str(WINDOW), "--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100", "--clip-norm", "1.0"]
+configs = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2": ["--dp", "2"]}
+plans = {}
+for name, flags in configs.items():
+    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, "-o", os.path.join(work, name)])
+    check(rc == 0, f"ptrain-compile {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
+    check("warning" not in out, f"ptrain-compile {name}: no warning")
+    if rc == 0:
+        plans[name] = json.load(open(os.path.join(work, name, "plan.json")))
+if failures:
+    finish()
+
+
+def megatron_update(state, found_inf):
+    """megatron/core/optimizer/grad_scaler.py DynamicGradScaler.update (growth 2, backoff 0.5, min scale 1)."""
+    scale, growth, hyst = state
+    if found_inf:
+        growth, hyst = 0, hyst - 1
+        if hyst <= 0:
+            scale = max(scale * 0.5, 1.0)
+        return (scale, growth, hyst)
+    growth += 1
+    if growth == WINDOW:
+        growth, hyst, scale = 0, HYSTERESIS, scale * 2.0
+    return (scale, growth, hyst)
+
+
+def executor(name):
+    """(losses, scaler states) of the executor over the global batches ptrain-run draws."""
+    plan = plans[name]
+    tokens = global_batches(source, data, os.path.join(work, f"{name}-tokens.bin"), STEPS, SEED,
+                            rows=plan["global_batch"], seq=plan["seq"])
+    rc, out = run([os.path.join(BIN, "ptrain-interpret"), os.path.join(work, name, "step.mlir"), "--weights", MODEL,
+                   "--multi-rank", "--steps", str(STEPS), "--tokens-file", tokens], timeout=600)
+    check(rc == 0, f"ptrain-interpret --multi-rank {name}" + ("" if rc == 0 else ":\n" + out[-3000:]))
+    pattern = re.compile(r"^step (\d+): loss (\S+) .*loss scale (\S+) \(growth tracker (\S+), hysteresis tracker (\S+)\)")
+    losses, states = [], []
+    for line in out.splitlines():
+        m = pattern.match(line)
+        if m:
+            losses.append(float(m.group(2)))
+            states.append(tuple(float(m.group(k)) for k in (3, 4, 5)))
+    check(len(states) == STEPS, f"{name}: the executor prints the scaler after each of {STEPS} steps")
+    return losses, states
+
+
+def skips_of(states):
+    """The found_inf of each step under Megatron's rule, or None where neither transition gives the state."""
+    prev, found = (SCALE, 0, HYSTERESIS), []
+    for state in states:
+        options = [f for f in (1, 0) if megatron_update(prev, f) == state]
+        found.append(options[0] if len(options) == 1 else None)
+        prev = state
+    return found
+
+
+def ptrain_run(name, *flags):
+    log = os.path.join(work, f"{name}-{len(os.listdir(work))}.json")
+    rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, name), "--data", data, "--val-batches", "1",
+                   "--seed", str(SEED), "--log", log, "--timeout", "120", *flags], timeout=600)
+    check(rc == 0, f"ptrain-run {name} {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out[-3000:]))
+    return json.load(open(log)) if rc == 0 else None
+
+
+def checkpoint_files(path):
+    """The files of checkpoint PATH (one per stage or replica), sorted."""
+    folder, base = os.path.dirname(path), os.path.basename(path)
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                  if (f == base or f.startswith(base + ".")) and not f.endswith((".json", ".pending")))
+
+
+initial = {t.name: numpy_helper.to_array(t).astype(np.float32).tobytes() for t in onnx.load(MODEL).graph.initializer}
+ck = os.path.join(work, "ck")
+os.makedirs(ck)
+for name in plans:
+    losses, states = executor(name)
+    if len(states) != STEPS:
+        continue
+    found = skips_of(states)
+    print(f"{name}: executor losses {losses}\n      scaler states {states}\n      found_inf {found}")
+    check(None not in found, f"{name}: every scaler state is Megatron's update of the previous one")
+    check(found[:2] == [1, 1] and states[0][0] == SCALE and states[1][0] == SCALE / 2,
+          f"{name}: the first two steps overflow; the first keeps the scale (hysteresis 2), the second halves it")
+    first_clean = found.index(0) if 0 in found else None
+    check(first_clean is not None, f"{name}: the scale backs off until a step is clean")
+    if name == "pp2":  # dp 2 backs off for 7 steps (smaller replica batches, larger gradients): no growth by STEPS
+        check(any(b[0] > a[0] for a, b in zip(states, states[1:])), f"{name}: the scale grows back after {WINDOW} "
+              "clean steps")
+
+    # 2. Two skipped steps: the parameters are the ONNX initializers, the moments zero, bit for bit.
+    if found[:2] == [1, 1] and name == "pp2":
+        ptrain_run(name, "--steps", "2", "--checkpoint", os.path.join(ck, f"{name}-skip"))
+        files = checkpoint_files(os.path.join(ck, f"{name}-skip"))
+        check(len(files) == plans[name]["pp"], f"{name}: a checkpoint file per stage after 2 steps ({files})")
+        for path in files:
+            states_in = read_checkpoint(path)
+            params = [k for k in states_in if k in initial]
+            same = all(states_in[k] == initial[k] for k in params)
+            zero = all(not any(v) for k, v in states_in.items() if k.endswith(("/adam_m", "/adam_v")))
+            check(params and same and zero, f"{name}: {os.path.basename(path)}: {len(params)} parameters bit-equal "
+                  "to the ONNX initializers and zero moments after 2 skipped steps")
+
+    # 3. The compiled step against the executor, the scaler state exactly.
+    straight = ptrain_run(name, "--steps", str(STEPS), "--checkpoint", os.path.join(ck, f"{name}-a"))
+    if straight:
+        worst = max(abs(x - y) / abs(y) for x, y in zip(straight["train_loss"], losses))
+        print(f"{name}: mpirun losses {straight['train_loss']}: worst relative difference {worst:.3e}")
+        check(len(straight["train_loss"]) == STEPS and worst <= 1e-5,
+              f"{name}: the compiled step's losses within 1e-5 relative of the executor's")
+        for path in checkpoint_files(os.path.join(ck, f"{name}-a")):
+            scaler = struct.unpack("<3f", read_checkpoint(path)["loss_scaler"])
+            check(scaler == states[-1], f"{name}: {os.path.basename(path)}: the scaler {scaler} is the executor's "
+                  f"{states[-1]}")
+
+    # 4. Resume across the skipped steps, bit for bit.
+    if name == "pp2" and straight:
+        first = ptrain_run(name, "--steps", "3", "--checkpoint", os.path.join(ck, f"{name}-b"))
+        resumed = ptrain_run(name, "--steps", str(STEPS), "--resume", os.path.join(ck, f"{name}-b"), "--checkpoint",
+                             os.path.join(ck, f"{name}-c"))
+        if first and resumed:
+            check(resumed["train_loss"] == straight["train_loss"][3:],
+                  f"{name}: resumed steps 4-{STEPS} equal the straight run's losses")
+            a, c = checkpoint_files(os.path.join(ck, f"{name}-a")), checkpoint_files(os.path.join(ck, f"{name}-c"))
+            check(len(a) == len(c) == 2 and all(filecmp.cmp(x, y, shallow=False) for x, y in zip(a, c)),
+                  f"{name}: the checkpoint after 3 + {STEPS - 3} steps equals {STEPS} straight steps byte for byte")
+finish()
