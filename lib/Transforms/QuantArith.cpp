@@ -154,8 +154,11 @@ void buildBlockCodes(QuantBuilder &q, Value g, Value e, Value packed, Value scal
   OpBuilder &b = q.b;
   const QuantKernelShape &shape = q.shape;
   Value v = e ? e : g;
-  Value mn = vector::ReductionOp::create(b, q.loc, vector::CombiningKind::MINNUMF, loLanes);
-  Value mx = vector::ReductionOp::create(b, q.loc, vector::CombiningKind::MAXNUMF, hiLanes);
+  // The lanes hold finite values here (the probe passed) and a zero's sign is set below: `nnan nsz` lets LLVM
+  // fold the lanes in a tree (vminps) without the NaN and signed-zero fix-ups; the value is the same.
+  const auto finiteFlags = arith::FastMathFlags::nnan | arith::FastMathFlags::nsz;
+  Value mn = vector::ReductionOp::create(b, q.loc, vector::CombiningKind::MINNUMF, loLanes, finiteFlags);
+  Value mx = vector::ReductionOp::create(b, q.loc, vector::CombiningKind::MAXNUMF, hiLanes, finiteFlags);
   std::tie(mn, mx) = buildFirstZeroSign(q, v, begin, mn, mx);
   // QuantGroup::make.
   Value scale, zero;
@@ -241,7 +244,10 @@ func::FuncOp mlir::ptrain::buildQuantBlockEncoder(OpBuilder &builder, Location l
               QuantBuilder in{tb, l2, shape, q.lanes, q.ints};
               Value begin = arith::MulIOp::create(tb, l2, s, in.index(shape.block));
               SmallVector<Value> stats = buildBlockStats(in, g, e, begin);
-              Value probe = vector::ReductionOp::create(tb, l2, vector::CombiningKind::ADD, stats[2]);
+              // Whether the sum is NaN does not depend on its order: `reassoc` lets LLVM add the lanes in a tree
+              // instead of one chain of 16 dependent adds per block.
+              Value probe = vector::ReductionOp::create(tb, l2, vector::CombiningKind::ADD, stats[2],
+                                                        arith::FastMathFlags::reassoc);
               Value broken = arith::CmpFOp::create(tb, l2, arith::CmpFPredicate::UNE, probe, in.f32(0.0f));
               auto ifBroken = scf::IfOp::create(
                   tb, l2, broken,
