@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/CpuTime.h"
 #include "common/Random.h"
 #include "ptrain/Runtime/ptrain_runtime.h"
 
@@ -27,23 +28,8 @@ extern "C" int64_t ptrain_codec_kernel_2(const float *, float *, uint8_t *, floa
 
 namespace {
 
+using ptrain::bench::bestMs;
 using ptrain::bench::randomFloats;
-
-double threadCpuMs() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-template <typename F> double bestMs(int reps, F &&f) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    const double t0 = threadCpuMs();
-    f();
-    best = std::min(best, threadCpuMs() - t0);
-  }
-  return best;
-}
 
 constexpr int64_t kNumel = int64_t(1) << 22, kBlock = 64, kBlocks = kNumel / kBlock;
 

@@ -200,26 +200,33 @@ protected:
     context.loadAllAvailableDialects();
   }
 
+  /// Runs `pass` (an outlining pass) on `module`, compiles its @ptrain_kernels for the CPU of the test's
+  /// parameter and loads the object into `jit` (ORC), as ptrain-compile links it.
+  void outlineAndLoad(ModuleOp module, std::unique_ptr<Pass> pass, std::unique_ptr<llvm::orc::LLJIT> &jit) {
+    PassManager pm(&context);
+    pm.addPass(std::move(pass));
+    ASSERT_TRUE(succeeded(pm.run(module)));
+    auto kernels = dyn_cast_or_null<ModuleOp>(SymbolTable::lookupSymbolIn(module, kKernelModuleName));
+    ASSERT_TRUE(kernels);
+    llvm::SmallString<0> object;
+    llvm::raw_svector_ostream os(object);
+    KernelObjectOptions options;
+    options.cpu = GetParam();
+    ASSERT_TRUE(succeeded(writeKernelObject(kernels, os, options)));
+    auto created = llvm::orc::LLJITBuilder().create();
+    ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
+    jit = std::move(*created);
+    ASSERT_FALSE(jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object.str(), "kernels.o")));
+  }
+
   MLIRContext context;
 };
 
 TEST_P(GeneratedKernelsTest, FusedChainsEqualRuntimeKernelsBitForBit) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kPatterns, &context);
   ASSERT_TRUE(module);
-  PassManager pm(&context);
-  pm.addPass(createOutlineElementwisePass());
-  ASSERT_TRUE(succeeded(pm.run(*module)));
-  auto kernels = dyn_cast_or_null<ModuleOp>(SymbolTable::lookupSymbolIn(*module, kKernelModuleName));
-  ASSERT_TRUE(kernels);
-
-  llvm::SmallString<0> object;
-  llvm::raw_svector_ostream os(object);
-  KernelObjectOptions options;
-  options.cpu = GetParam();
-  ASSERT_TRUE(succeeded(writeKernelObject(kernels, os, options)));
-  auto jit = llvm::orc::LLJITBuilder().create();
-  ASSERT_TRUE(static_cast<bool>(jit)) << llvm::toString(jit.takeError());
-  ASSERT_FALSE((*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object.str(), "kernels.o")));
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  ASSERT_NO_FATAL_FAILURE(outlineAndLoad(*module, createOutlineElementwisePass(), jit));
 
   std::mt19937 rng(26);
   std::uniform_real_distribution<float> magnitude(0.25f, 4.0f);
@@ -312,7 +319,7 @@ TEST_P(GeneratedKernelsTest, FusedChainsEqualRuntimeKernelsBitForBit) {
       outs.emplace_back(countOf(out), std::numeric_limits<float>::quiet_NaN());
     for (std::vector<float> &out : outs)
       args.push_back(out.data());
-    auto address = (*jit)->lookup(kernel.getLeafReference().getValue());
+    auto address = jit->lookup(kernel.getLeafReference().getValue());
     ASSERT_TRUE(static_cast<bool>(address)) << llvm::toString(address.takeError());
     using F3 = void (*)(float *, float *, float *);
     using F4 = void (*)(float *, float *, float *, float *);
@@ -450,19 +457,8 @@ TEST_P(GeneratedKernelsTest, QuantizationKernelsEqualTheRuntimeEncoder) {
     text += quantSiteFunction(q, static_cast<int>(i));
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
   ASSERT_TRUE(module);
-  PassManager pm(&context);
-  pm.addPass(createOutlineCodecsPass());
-  ASSERT_TRUE(succeeded(pm.run(*module)));
-  auto kernels = dyn_cast_or_null<ModuleOp>(SymbolTable::lookupSymbolIn(*module, kKernelModuleName));
-  ASSERT_TRUE(kernels);
-  llvm::SmallString<0> object;
-  llvm::raw_svector_ostream os(object);
-  KernelObjectOptions options;
-  options.cpu = GetParam();
-  ASSERT_TRUE(succeeded(writeKernelObject(kernels, os, options)));
-  auto jit = llvm::orc::LLJITBuilder().create();
-  ASSERT_TRUE(static_cast<bool>(jit)) << llvm::toString(jit.takeError());
-  ASSERT_FALSE((*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object.str(), "kernels.o")));
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  ASSERT_NO_FATAL_FAILURE(outlineAndLoad(*module, createOutlineCodecsPass(), jit));
 
   int checked = 0;
   for (auto [index, q] : llvm::enumerate(sites)) {
@@ -476,7 +472,7 @@ TEST_P(GeneratedKernelsTest, QuantizationKernelsEqualTheRuntimeEncoder) {
     ASSERT_TRUE(op);
     auto kernel = op->getAttrOfType<SymbolRefAttr>(kCodecKernelAttr);
     ASSERT_TRUE(kernel);
-    auto address = (*jit)->lookup(kernel.getLeafReference().getValue());
+    auto address = jit->lookup(kernel.getLeafReference().getValue());
     ASSERT_TRUE(static_cast<bool>(address)) << llvm::toString(address.takeError());
     const int64_t scales = q.block ? q.numel / q.block : 1, bytes = q.numel * q.bits / 8;
     for (int poison : {0, 1, 2}) { // none, a NaN in block 5, an infinity in the last block
