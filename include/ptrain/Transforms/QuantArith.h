@@ -23,10 +23,13 @@
 //      per byte, by lane shuffles.
 // Round-to-nearest uniform quantization: the #ptrain.quant codec (Bian et al.,
 // MLSys 2024, "The compressors"); error feedback: Seide et al., Interspeech
-// 2014 ("1-bit SGD"), sec. 3. Every step is an IEEE 754 operation, a
-// comparison with a select, or an integer operation; no `contract` or `fast`
-// flag, so the kernel computes the runtime's codes, scales, zero points and
-// residuals bit for bit on every target CPU.
+// 2014 ("1-bit SGD": the quantization error is added to the next input).
+// Every step is an IEEE 754 operation, a comparison with a select, or an
+// integer operation, with no `contract` flag; the only fast-math flags are
+// `nnan nsz` on the min/max folds (finite values there; the zero's sign is
+// set after) and `reassoc` on the probe's sum (NaN or not in any order), where
+// they cannot change a bit. So the kernel computes the runtime's codes,
+// scales, zero points and residuals bit for bit on every target CPU.
 //
 //===----------------------------------------------------------------------===//
 
