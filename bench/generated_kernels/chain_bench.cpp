@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/CpuTime.h"
 #include "common/Random.h"
 #include "ptrain/Runtime/ptrain_runtime.h"
 
@@ -35,26 +36,8 @@ extern "C" void ptrain_kernel_8(const float *, const float *, const float *, flo
 
 namespace {
 
+using ptrain::bench::bestMs;
 using ptrain::bench::randomFloats;
-
-/// The thread's CPU time in ms (CLOCK_THREAD_CPUTIME_ID): on a shared machine the time this thread ran, not
-/// the time it waited for the core.
-double threadCpuMs() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-/// The best of `reps` runs of `f`, in thread CPU time.
-template <typename F> double bestMs(int reps, F &&f) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    const double t0 = threadCpuMs();
-    f();
-    best = std::min(best, threadCpuMs() - t0);
-  }
-  return best;
-}
 
 /// Prints the chain's row; returns `same`.
 bool report(const char *name, double unfusedMs, double fusedMs, double unfusedBytes, double fusedBytes, bool same) {
@@ -140,8 +123,8 @@ int main(int argc, char **argv) {
     bool ok = true;
     auto unfused = [&] {
       ok &= ptrain_binary_f32(PTRAIN_BINARY_MUL, x.data(), 4, dims, &scale, 0, nullptr, 4, dims, tmp.data()) == 0;
-      ok &= ptrain_binary_f32(PTRAIN_BINARY_ADD, tmp.data(), 4, dims, mask.data(), 2, maskDims, 4, dims,
-                              tmp2.data()) == 0;
+      ok &= ptrain_binary_f32(PTRAIN_BINARY_ADD, tmp.data(), 4, dims, mask.data(), 2, maskDims, 4, dims, tmp2.data()) ==
+            0;
       ok &= ptrain_softmax_fwd_f32(tmp2.data(), n / seq, seq, 0, ref.data()) == 0;
     };
     auto fused = [&] { kernel(x.data(), &scale, mask.data(), out.data()); };
@@ -176,8 +159,8 @@ int main(int argc, char **argv) {
   auto biasGelu = [&](const char *name, int64_t rows, int64_t in, int64_t out,
                       void (*kernel)(const float *, const float *, float *)) {
     const size_t n = rows * out;
-    std::vector<float> x = randomFloats(rows * in, 9), w = randomFloats(out * in, 10), b = randomFloats(out, 11),
-                       c(n), ref(n), res(n);
+    std::vector<float> x = randomFloats(rows * in, 9), w = randomFloats(out * in, 10), b = randomFloats(out, 11), c(n),
+                       ref(n), res(n);
     const int64_t biasDims[1] = {out}, outDims[2] = {rows, out};
     bool ok = true;
     auto folded = [&] {
@@ -194,7 +177,6 @@ int main(int argc, char **argv) {
     return compare(name, reps, folded, chained, 5.0 * n * 4, 3.0 * n * 4, ref, res, ok);
   };
   biasGelu("GEMM + bias rows + GELU vs GEMM + bias + GELU kernel, 256x128 -> 512", 256, 128, 512, ptrain_kernel_5);
-  biasGelu("GEMM + bias rows + GELU vs GEMM + bias + GELU kernel, 1024x768 -> 3072", 1024, 768, 3072,
-           ptrain_kernel_6);
+  biasGelu("GEMM + bias rows + GELU vs GEMM + bias + GELU kernel, 1024x768 -> 3072", 1024, 768, 3072, ptrain_kernel_6);
   return allSame ? 0 : 1; // a kernel that computes other bits is an error, not a result
 }

@@ -11,37 +11,9 @@ the speedup.
         [--kernels-cpu native] [--cxx c++]
 """
 
-import argparse
-import os
-import subprocess
 import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-
-
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--build", default=os.path.join(ROOT, "build"))
-    p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--core", type=int, default=1)
-    p.add_argument("--kernels-cpu", default="native")
-    p.add_argument("--cxx", default=os.environ.get("CXX", "c++"))
-    args = p.parse_args(argv)
-    runtime = os.path.join(args.build, "lib", "Runtime")
-    with tempfile.TemporaryDirectory() as work:
-        kernels, exe = os.path.join(work, "kernels.o"), os.path.join(work, "chain_bench")
-        subprocess.run([os.path.join(args.build, "bin", "ptrain-translate"), "--emit-cpp",
-                        os.path.join(HERE, "chains.mlir"), "-o", os.path.join(work, "chains.cpp"),
-                        f"--emit-cpp-kernels={kernels}", f"--emit-cpp-kernels-cpu={args.kernels_cpu}"], check=True)
-        subprocess.run([args.cxx, "-std=c++17", "-O2", f"-I{os.path.join(ROOT, 'include')}", f"-I{os.path.join(ROOT, 'bench')}",
-                        os.path.join(HERE, "chain_bench.cpp"), kernels, "-o", exe, f"-L{runtime}", "-lptrain_runtime",
-                        f"-Wl,-rpath,{runtime}"], check=True)
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-        return subprocess.run(["taskset", "-c", str(args.core), exe, str(args.reps)], env=env).returncode
-
+import kernel_bench
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(kernel_bench.main(__doc__, "chains.mlir", "chain_bench.cpp", 20))

@@ -13,6 +13,8 @@
 #include "cpu/codecs/Cast.h"
 #include "cpu/codecs/Quant.h"
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -139,7 +141,7 @@ std::vector<float> blockEdgeValues(int64_t n, unsigned seed) {
       g[at + std::min<int64_t>(len - 1, 3)] = 0.0f;
       g[at + std::min<int64_t>(len - 1, 50)] = -0.0f;
       break;
-    case 4: // tiny, with subnormal values (the scale stays normal: see SubnormalScales below)
+    case 4: // tiny, with subnormal values (the scale stays normal: see SubnormalScalesAreCoded... below)
       for (int64_t i = 0; i < len; ++i)
         g[at + i] *= 1e-36f;
       g[at + len / 2] = 1e-40f;
@@ -209,36 +211,118 @@ TEST(QuantCodec, TheBlockEncoderOnEveryIsaPathMatchesTheGenericKernel) {
         }
 }
 
-// A block whose scale is below 2^-128 has 1 / scale = inf, and its minimum's t = 0 * inf is NaN: the
-// specialized kernels (before and after the lanes) code it 0 and leave a NaN residual, while the generic
-// reference decodes the NaN's integer conversion (undefined in C++). Not the generic's bits, then, and not
-// sound (issue 26's docs, "Left for later"); but the same on every ISA path.
-TEST(QuantCodec, SubnormalScalesGiveTheSameBitsOnEveryIsaPath) {
-  const std::vector<std::string> paths = pathsThisCpuRuns();
-  const int64_t n = 200;
-  std::vector<float> g = ptrain::testing::randomFloats(n, 71, -3, 5);
-  for (float &x : g)
-    x *= 1e-39f;
-  for (int bits : {2, 4, 8})
-    for (int32_t symmetric : {1, 0}) {
-      std::string first;
-      for (const std::string &isa : paths) {
-        ASSERT_EQ(ptrain_cpu_set_isa(isa.c_str()), PTRAIN_OK);
-        std::vector<uint8_t> packed(n);
-        std::vector<float> scales(4), zeros(4), residual(n, -0.0f);
-        ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), residual.data(), 1, n, bits, PTRAIN_QUANT_BLOCK, 64,
-                                                 symmetric, packed.data(), scales.data(), zeros.data()));
-        std::string bitsOut(reinterpret_cast<const char *>(packed.data()), packed.size());
-        bitsOut.append(reinterpret_cast<const char *>(scales.data()), scales.size() * sizeof(float));
-        bitsOut.append(reinterpret_cast<const char *>(residual.data()), residual.size() * sizeof(float));
-        if (!symmetric)
-          bitsOut.append(reinterpret_cast<const char *>(zeros.data()), zeros.size() * sizeof(float));
-        if (first.empty())
-          first = bitsOut;
-        EXPECT_EQ(bitsOut, first) << isa << " bits " << bits << " symmetric " << symmetric;
-      }
+/// k units of the smallest subnormal, 2^-149 (exact for k < 2^24 or with trailing zeros).
+float subnormalUnits(int64_t k) { return std::ldexp(static_cast<float>(k), -149); }
+
+/// Blocks of 64 whose scale lies around 2^-128, where 1 / scale overflows fp32 (common/QuantScale.h): for the
+/// code range D (2^bits - 1 asymmetric, 2^(bits-1) - 1 symmetric) a block spanning D * S has scale S (or its
+/// rounding): S = 2^-128 (the largest scale whose reciprocal overflows), 2^-128 - 2^-149, 2^-128 + j 2^-149
+/// (j = 1, 2, 3: coded, reciprocal just under FLT_MAX), 2^-149 (the smallest), 2^-126 (FLT_MIN, coded), and
+/// random values times 1e-39 (a scale's division rounded). Each block has its extremes first and last, its
+/// middle values in between: [0, span] (symmetric: [-span / 2, span]) and [-span, 0] (a negative zero point,
+/// or the symmetric amax reached by a negative value). With error feedback the residual comes in as -0 (x = g).
+std::vector<float> subnormalScaleBlocks(int bits, bool symmetric, unsigned seed) {
+  const int64_t range = symmetric ? (int64_t(1) << (bits - 1)) - 1 : (int64_t(1) << bits) - 1;
+  const int64_t units[] = {int64_t(1) << 21,       (int64_t(1) << 21) - 1,
+                           (int64_t(1) << 21) + 1, (int64_t(1) << 21) + 2,
+                           (int64_t(1) << 21) + 3, 1,
+                           int64_t(1) << 23,       0};
+  const int64_t kinds = sizeof(units) / sizeof(units[0]);
+  std::vector<float> g = ptrain::testing::randomFloats(64 * kinds * 2, seed, -3, 5);
+  for (int64_t b = 0; b < 2 * kinds; ++b) {
+    float *x = g.data() + 64 * b;
+    const int64_t k = units[b % kinds];
+    if (k == 0) { // random values around 1e-39
+      for (int64_t i = 0; i < 64; ++i)
+        x[i] *= 1e-39f;
+      continue;
     }
-  ASSERT_EQ(ptrain_cpu_set_isa(nullptr), PTRAIN_OK);
+    const float span = static_cast<float>(range) * subnormalUnits(k); // rounded where not exact
+    const bool negative = b >= kinds;
+    const float lo = negative ? -span : (symmetric ? -0.5f * span : 0.0f), hi = negative ? 0.0f : span;
+    for (int64_t i = 0; i < 64; ++i) {
+      const float t = (x[i] + 3.0f) / 8.0f; // [0, 1)
+      x[i] = std::min(hi, std::max(lo, lo + t * (hi - lo)));
+    }
+    x[0] = lo;
+    x[63] = hi;
+  }
+  return g;
+}
+
+// The subnormal-scale NaN (issue 26): a block whose scale is at most 2^-128 had 1 / scale = inf, its minimum's
+// t = 0 * inf = NaN, a NaN residual (and the generic reference decoded the NaN's integer conversion). Such a
+// block is now stored as a constant block (scale 0). On every ISA path the CPU runs and in the generic
+// reference, for blocks around the threshold: the same bits, no NaN anywhere, a flushed block's scale 0 and
+// every other scale's reciprocal finite, and the residual exactly v - decode(u) (error feedback loses
+// nothing). The cases are checked to reach both sides of the threshold.
+TEST(QuantCodec, SubnormalScalesAreCodedOrConstantWithoutNaN) {
+  const std::vector<std::string> paths = pathsThisCpuRuns();
+  ASSERT_FALSE(paths.empty());
+  for (int bits : {2, 4, 8})
+    for (bool symmetric : {true, false})
+      for (int64_t block : {int64_t(64), int64_t(16), int64_t(24)}) {
+        SCOPED_TRACE(::testing::Message() << "bits " << bits << " symmetric " << symmetric << " block " << block);
+        const std::vector<float> g = subnormalScaleBlocks(bits, symmetric, 81 + bits);
+        const int64_t n = static_cast<int64_t>(g.size());
+        QuantLayout l;
+        l.numel = n;
+        l.cols = n;
+        l.bits = bits;
+        l.granularity = PTRAIN_QUANT_BLOCK;
+        l.block = block;
+        l.symmetric = symmetric;
+        const std::vector<float> e(n, -0.0f);
+        const Encoded want = runInstance(l, g, &e, true);
+        // Soundness of the reference (the paths are compared with it below).
+        int flushed = 0, codedBelowFltMin = 0, codedNearThreshold = 0;
+        for (int64_t s = 0; s < l.numScales(); ++s) {
+          const float lo = *std::min_element(g.begin() + s * block, g.begin() + std::min(n, (s + 1) * block));
+          const float hi = *std::max_element(g.begin() + s * block, g.begin() + std::min(n, (s + 1) * block));
+          const float scale = want.scales[s];
+          if (scale == 0.0f && lo != hi)
+            ++flushed;
+          else
+            ASSERT_LE(1.0f / scale, FLT_MAX) << "block " << s << ": a coded scale has a finite reciprocal";
+          if (scale > 0.0f && scale < FLT_MIN)
+            ++codedBelowFltMin;
+          if (scale > subnormalUnits(int64_t(1) << 21) && scale <= subnormalUnits((int64_t(1) << 21) + 3))
+            ++codedNearThreshold;
+        }
+        EXPECT_GT(flushed, 0);
+        EXPECT_GT(codedBelowFltMin, 0);
+        if (block == 64) {
+          EXPECT_GT(codedNearThreshold, 0);
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_FALSE(std::isnan(want.residual[i])) << "residual " << i;
+          ASSERT_FALSE(std::isnan(want.decoded[i])) << "decoded " << i;
+          ASSERT_EQ(floatBits(want.residual[i]), floatBits(g[i] - want.decoded[i])) << "e = v - decode(u) at " << i;
+        }
+        // Every ISA path: the reference's bits, through the C entry points.
+        for (const std::string &isa : paths) {
+          SCOPED_TRACE(isa);
+          ASSERT_EQ(ptrain_cpu_set_isa(isa.c_str()), PTRAIN_OK);
+          std::vector<uint8_t> packed(l.packedBytes(), 0xAB);
+          std::vector<float> scales(l.numScales(), -1.0f), zeros(l.numScales(), -1.0f), residual = e;
+          float *zp = symmetric ? nullptr : zeros.data();
+          ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), residual.data(), 1, n, bits, PTRAIN_QUANT_BLOCK, block,
+                                                   symmetric, packed.data(), scales.data(), zp));
+          ASSERT_EQ(packed, want.packed);
+          expectBitEqual(scales, want.scales, "scales");
+          if (!symmetric)
+            expectBitEqual(zeros, want.zeros, "zeros");
+          expectBitEqual(residual, want.residual, "residual");
+          std::vector<float> decoded(n, NAN);
+          ASSERT_PTRAIN_OK(ptrain_quant_decode_f32(packed.data(), scales.data(), zp, 1, n, bits, PTRAIN_QUANT_BLOCK,
+                                                   block, symmetric, decoded.data()));
+          expectBitEqual(decoded, want.decoded, "decoded");
+          // The next step's encode of the same site: the residual is finite, so no error.
+          ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), residual.data(), 1, n, bits, PTRAIN_QUANT_BLOCK, block,
+                                                   symmetric, packed.data(), scales.data(), zp));
+        }
+        ASSERT_EQ(ptrain_cpu_set_isa(nullptr), PTRAIN_OK);
+      }
 }
 
 TEST(QuantCodec, DecodedValuesLieOnTheGridWithinHalfAStep) {

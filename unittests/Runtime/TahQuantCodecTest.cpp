@@ -179,6 +179,31 @@ TEST(TahQuantCodec, ErrorFeedbackKeepsWhatTheCodeLost) {
     ASSERT_EQ(residual[i], (g[i] + e0[i]) - c.decoded[i]) << i;
 }
 
+// The subnormal-scale NaN (issue 26): tiles of values around 1e-39 have scales at or below 2^-128, whose
+// reciprocal overflows; such a tile is stored as constant (scale 0, common/QuantScale.h), and the residual keeps
+// exactly what the code lost. Before, its minimum's t = 0 * inf = NaN went through an undefined NaN-to-integer
+// conversion (code 0 on x86, so the residual, decoded from the codes, happened to stay finite).
+TEST(TahQuantCodec, SubnormalScalesLeaveAFiniteResidual) {
+  const size_t n = 32 * 64;
+  std::vector<float> g = activations(n, 32, 4, 13), e0 = activations(n, 32, 0, 14);
+  for (size_t i = 0; i < n; ++i)
+    g[i] *= 1e-39f, e0[i] *= 1e-40f;
+  std::vector<float> residual = e0;
+  Code c = roundTrip(g, 32, 3, 4, 51, residual.data());
+  int constantTiles = 0;
+  for (float scale : c.scales) {
+    if (scale == 0.0f)
+      ++constantTiles;
+    else
+      ASSERT_TRUE(std::isfinite(1.0f / scale)) << scale;
+  }
+  EXPECT_GT(constantTiles, 0);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(std::isfinite(residual[i])) << i;
+    ASSERT_EQ(residual[i], (g[i] + e0[i]) - c.decoded[i]) << i;
+  }
+}
+
 TEST(TahQuantCodec, ErrorsNameTheArgument) {
   std::vector<float> x(64, 1.0f), out(64);
   std::vector<uint8_t> packed(64), flags(2);

@@ -18,6 +18,7 @@
 #include "ptrain/Target/Cpp/KernelObject.h"
 #include "ptrain/Tools/Registration.h"
 #include "ptrain/Transforms/Passes.h"
+#include "ptrain/Transforms/QuantArith.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -38,6 +39,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace mlir;
@@ -198,26 +200,33 @@ protected:
     context.loadAllAvailableDialects();
   }
 
+  /// Runs `pass` (an outlining pass) on `module`, compiles its @ptrain_kernels for the CPU of the test's
+  /// parameter and loads the object into `jit` (ORC), as ptrain-compile links it.
+  void outlineAndLoad(ModuleOp module, std::unique_ptr<Pass> pass, std::unique_ptr<llvm::orc::LLJIT> &jit) {
+    PassManager pm(&context);
+    pm.addPass(std::move(pass));
+    ASSERT_TRUE(succeeded(pm.run(module)));
+    auto kernels = dyn_cast_or_null<ModuleOp>(SymbolTable::lookupSymbolIn(module, kKernelModuleName));
+    ASSERT_TRUE(kernels);
+    llvm::SmallString<0> object;
+    llvm::raw_svector_ostream os(object);
+    KernelObjectOptions options;
+    options.cpu = GetParam();
+    ASSERT_TRUE(succeeded(writeKernelObject(kernels, os, options)));
+    auto created = llvm::orc::LLJITBuilder().create();
+    ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
+    jit = std::move(*created);
+    ASSERT_FALSE(jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object.str(), "kernels.o")));
+  }
+
   MLIRContext context;
 };
 
 TEST_P(GeneratedKernelsTest, FusedChainsEqualRuntimeKernelsBitForBit) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kPatterns, &context);
   ASSERT_TRUE(module);
-  PassManager pm(&context);
-  pm.addPass(createOutlineElementwisePass());
-  ASSERT_TRUE(succeeded(pm.run(*module)));
-  auto kernels = dyn_cast_or_null<ModuleOp>(SymbolTable::lookupSymbolIn(*module, kKernelModuleName));
-  ASSERT_TRUE(kernels);
-
-  llvm::SmallString<0> object;
-  llvm::raw_svector_ostream os(object);
-  KernelObjectOptions options;
-  options.cpu = GetParam();
-  ASSERT_TRUE(succeeded(writeKernelObject(kernels, os, options)));
-  auto jit = llvm::orc::LLJITBuilder().create();
-  ASSERT_TRUE(static_cast<bool>(jit)) << llvm::toString(jit.takeError());
-  ASSERT_FALSE((*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object.str(), "kernels.o")));
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  ASSERT_NO_FATAL_FAILURE(outlineAndLoad(*module, createOutlineElementwisePass(), jit));
 
   std::mt19937 rng(26);
   std::uniform_real_distribution<float> magnitude(0.25f, 4.0f);
@@ -310,7 +319,7 @@ TEST_P(GeneratedKernelsTest, FusedChainsEqualRuntimeKernelsBitForBit) {
       outs.emplace_back(countOf(out), std::numeric_limits<float>::quiet_NaN());
     for (std::vector<float> &out : outs)
       args.push_back(out.data());
-    auto address = (*jit)->lookup(kernel.getLeafReference().getValue());
+    auto address = jit->lookup(kernel.getLeafReference().getValue());
     ASSERT_TRUE(static_cast<bool>(address)) << llvm::toString(address.takeError());
     using F3 = void (*)(float *, float *, float *);
     using F4 = void (*)(float *, float *, float *, float *);
@@ -344,6 +353,187 @@ TEST_P(GeneratedKernelsTest, FusedChainsEqualRuntimeKernelsBitForBit) {
 }
 
 /// The host's CPU and the x86-64 baseline (SSE2): the two kinds of object a fresh machine may get.
+/// One quantization site of the codec kernels' test: `ptrain.compress` of a 1-D f32 tensor.
+struct QuantSite {
+  int64_t numel, block; // block 0: per tensor
+  int bits;
+  bool symmetric, feedback;
+};
+
+std::string quantSiteFunction(const QuantSite &q, int index) {
+  const std::string n = std::to_string(q.numel), scales = std::to_string(q.block ? q.numel / q.block : 1);
+  const std::string bytes = std::to_string(q.numel * q.bits / 8);
+  std::string codec = "#ptrain.quant<bits = " + std::to_string(q.bits) +
+                      (q.block ? ", granularity = block, block_size = " + std::to_string(q.block)
+                               : std::string(", granularity = tensor")) +
+                      (q.symmetric ? "" : ", symmetric = false") + ">";
+  std::string codes =
+      "tensor<" + bytes + "xi8>, tensor<" + scales + "xf32>" + (q.symmetric ? "" : ", tensor<" + scales + "xf32>");
+  std::string t = "tensor<" + n + "xf32>";
+  std::string results = q.symmetric ? "%c:2" : "%c:3";
+  std::string text = "func.func @site" + std::to_string(index) + "(%g: " + t + ", %e: " + t + ") {\n  " + results;
+  if (q.feedback)
+    text += ", %e1 = ptrain.compress %g state(%e) {codec = " + codec + ", error_feedback} : " + t + " state(" + t +
+            ") -> (" + codes + ") state(" + t + ")\n";
+  else
+    text += " = ptrain.compress %g {codec = " + codec + "} : " + t + " -> (" + codes + ")\n";
+  return text + "  return\n}\n";
+}
+
+/// Values the quantizer must treat as the runtime does, one kind per block of 64: +-0 only (either sign first), a
+/// min of 0 reached by -0 before +0 and a max of 0 by +0 before -0 (the sign-of-zero rule), values around 1e-39
+/// (scales at or below 2^-128: constant blocks) and around 1e-36 with subnormals, huge ones, ties to even at 4
+/// bits, one value; the rest random over [-3, 5].
+std::vector<float> quantEdgeValues(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-3.0f, 5.0f);
+  std::vector<float> g(n);
+  for (float &x : g)
+    x = uniform(rng);
+  for (int64_t b = 0; b * 64 < n; ++b) {
+    float *x = g.data() + b * 64;
+    const int64_t len = std::min<int64_t>(64, n - b * 64);
+    switch (b % 11) {
+    case 0:
+    case 1:
+      for (int64_t i = 0; i < len; ++i)
+        x[i] = (i + b) % 3 == 0 ? -0.0f : 0.0f;
+      break;
+    case 2:
+      for (int64_t i = 0; i < len; ++i)
+        x[i] = std::fabs(x[i]) + 0.5f;
+      x[std::min<int64_t>(len - 1, 36)] = 0.0f, x[std::min<int64_t>(len - 1, 5)] = -0.0f;
+      break;
+    case 3:
+      for (int64_t i = 0; i < len; ++i)
+        x[i] = -std::fabs(x[i]) - 0.5f;
+      x[std::min<int64_t>(len - 1, 3)] = 0.0f, x[std::min<int64_t>(len - 1, 50)] = -0.0f;
+      break;
+    case 4:
+      for (int64_t i = 0; i < len; ++i)
+        x[i] *= 1e-39f;
+      break;
+    case 5:
+      for (int64_t i = 0; i < len; ++i)
+        x[i] *= 1e-36f;
+      x[len / 2] = 1e-40f;
+      break;
+    case 6:
+      for (int64_t i = 0; i < len; ++i)
+        x[i] *= 1e37f;
+      break;
+    case 7:
+      for (int64_t i = 0; i < len; ++i)
+        x[i] = static_cast<float>(i % 15) + 0.5f;
+      x[0] = 0.0f, x[len - 1] = 15.0f;
+      break;
+    case 8:
+      for (int64_t i = 0; i < len; ++i)
+        x[i] = 0.3f;
+      break;
+    default:
+      break;
+    }
+  }
+  return g;
+}
+
+/// The codec kernels (--ptrain-outline-codecs, QuantArith.h) against ptrain_quant_encode_f32: codes, scales,
+/// zero points and residuals by memcmp over bits 2, 4 and 8, symmetric and asymmetric, with and without error
+/// feedback, blocks of 64, 32 and 16 and per tensor, on quantEdgeValues; and the error path: a NaN or an
+/// infinity in a block returns the runtime's element, with the residual as the runtime leaves it.
+TEST_P(GeneratedKernelsTest, QuantizationKernelsEqualTheRuntimeEncoder) {
+  std::vector<QuantSite> sites;
+  for (int bits : {2, 4, 8})
+    for (bool symmetric : {true, false})
+      for (bool feedback : {false, true}) {
+        sites.push_back({64 * 37, 64, bits, symmetric, feedback});
+        sites.push_back({32 * 45, 32, bits, symmetric, feedback});
+        sites.push_back({16 * 90, 16, bits, symmetric, feedback});
+        sites.push_back({16 * 61, 0, bits, symmetric, feedback});
+      }
+  std::string text;
+  for (auto [i, q] : llvm::enumerate(sites))
+    text += quantSiteFunction(q, static_cast<int>(i));
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+  ASSERT_TRUE(module);
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  ASSERT_NO_FATAL_FAILURE(outlineAndLoad(*module, createOutlineCodecsPass(), jit));
+
+  int checked = 0;
+  for (auto [index, q] : llvm::enumerate(sites)) {
+    SCOPED_TRACE(::testing::Message() << "numel " << q.numel << " block " << q.block << " bits " << q.bits
+                                      << " symmetric " << q.symmetric << " feedback " << q.feedback);
+    CompressOp op;
+    module->walk([&](CompressOp c) {
+      if (c->getParentOfType<func::FuncOp>().getSymName() == "site" + std::to_string(index))
+        op = c;
+    });
+    ASSERT_TRUE(op);
+    auto kernel = op->getAttrOfType<SymbolRefAttr>(kCodecKernelAttr);
+    ASSERT_TRUE(kernel);
+    auto address = jit->lookup(kernel.getLeafReference().getValue());
+    ASSERT_TRUE(static_cast<bool>(address)) << llvm::toString(address.takeError());
+    const int64_t scales = q.block ? q.numel / q.block : 1, bytes = q.numel * q.bits / 8;
+    for (int poison : {0, 1, 2}) { // none, a NaN in block 5, an infinity in the last block
+      std::vector<float> g = quantEdgeValues(q.numel, 61 + q.bits + static_cast<unsigned>(index));
+      if (poison == 1)
+        g[5 * 64 % q.numel + 7] = NAN;
+      if (poison == 2)
+        g[q.numel - 3] = -INFINITY;
+      std::mt19937 rng(7 + index);
+      std::uniform_real_distribution<float> small(-0.2f, 0.2f);
+      std::vector<float> e(q.numel);
+      for (float &x : e)
+        x = small(rng);
+      for (int64_t i = 0; i < q.numel; ++i) // the edge blocks keep their values: -0 + g is g
+        if ((i / 64) % 11 != 10)
+          e[i] = -0.0f;
+      // The runtime, then the kernel, from the same inputs; outputs pre-filled alike.
+      std::vector<uint8_t> wantPacked(bytes, 0xAB), gotPacked(bytes, 0xAB);
+      std::vector<float> wantScales(scales, -1.0f), gotScales(scales, -1.0f), wantZeros(scales, -1.0f),
+          gotZeros(scales, -1.0f), wantE = e, gotE = e;
+      const ptrain_status_t status =
+          ptrain_quant_encode_f32(g.data(), q.feedback ? wantE.data() : nullptr, 1, q.numel, q.bits,
+                                  q.block ? PTRAIN_QUANT_BLOCK : PTRAIN_QUANT_TENSOR, q.block, q.symmetric,
+                                  wantPacked.data(), wantScales.data(), wantZeros.data());
+      int64_t bad = -1;
+      if (q.feedback && q.symmetric)
+        bad = address->toPtr<int64_t (*)(const float *, float *, uint8_t *, float *)>()(
+            g.data(), gotE.data(), gotPacked.data(), gotScales.data());
+      else if (q.feedback)
+        bad = address->toPtr<int64_t (*)(const float *, float *, uint8_t *, float *, float *)>()(
+            g.data(), gotE.data(), gotPacked.data(), gotScales.data(), gotZeros.data());
+      else if (q.symmetric)
+        bad = address->toPtr<int64_t (*)(const float *, uint8_t *, float *)>()(g.data(), gotPacked.data(),
+                                                                               gotScales.data());
+      else
+        bad = address->toPtr<int64_t (*)(const float *, uint8_t *, float *, float *)>()(
+            g.data(), gotPacked.data(), gotScales.data(), gotZeros.data());
+      if (poison == 0) {
+        ASSERT_EQ(status, PTRAIN_OK) << ptrain_last_error();
+        ASSERT_EQ(bad, -1);
+        ASSERT_EQ(gotPacked, wantPacked);
+        ASSERT_EQ(std::memcmp(gotScales.data(), wantScales.data(), scales * sizeof(float)), 0);
+        if (!q.symmetric) {
+          ASSERT_EQ(std::memcmp(gotZeros.data(), wantZeros.data(), scales * sizeof(float)), 0);
+        }
+      } else {
+        // The runtime's message names the element; the kernel returns it.
+        ASSERT_EQ(status, PTRAIN_ERROR_INVALID_ARGUMENT);
+        const std::string message = ptrain_last_error();
+        ASSERT_NE(message.find("element " + std::to_string(bad) + " of the"), std::string::npos)
+            << message << " / kernel: " << bad;
+      }
+      if (q.feedback) {
+        ASSERT_EQ(firstDifference(gotE, wantE), -1) << "residual";
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int>(sites.size()) * 3);
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpus, GeneratedKernelsTest, ::testing::Values("native", "x86-64"));
 
 TEST(GeneratedKernelsObjectTest, UnknownCpuIsAnError) {

@@ -10,7 +10,8 @@
 //              thread per column and row chunk per channel), and the first
 //              non-finite index (atomicMin);
 //   2. scales: per group, s and the zero point exactly as QuantGroup::make,
-//              and 1 / s (0 when s = 0);
+//              and 1 / s (common/QuantScale.h: s and 1 / s are 0 when s = 0
+//              or 1 / s overflows, s <= 2^-128);
 //   3. pack:   a thread per output byte codes its 8 / bits elements,
 //              r = rn(clamp((v - z) / s)) (1.5 * 2^23 added and subtracted,
 //              as roundEven), u = r + 2^(bits-1) (symmetric), and with error
@@ -24,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/QuantScale.h"
 #include "cuda/Device.h"
 
 #include <cuda_runtime.h>
@@ -166,8 +168,9 @@ __global__ void __launch_bounds__(kThreads)
       scale = __fdiv_rn(__fsub_rn(hi, lo), static_cast<float>((1 << l.bits) - 1));
       zeros[s] = lo;
     }
-    scales[s] = scale;
-    inv[s] = scale > 0.0f ? __fdiv_rn(1.0f, scale) : 0.0f;
+    const ptrain::runtime::QuantScale stored = ptrain::runtime::quantScaleAndInverse(scale);
+    scales[s] = stored.scale;
+    inv[s] = stored.inv;
   }
 }
 

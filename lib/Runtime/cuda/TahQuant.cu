@@ -27,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "common/QuantScale.h"
 #include "cpu/codecs/TahQuant.h"
 #include "cuda/Device.h"
 
@@ -58,9 +59,11 @@ struct Quantizer {
   float scale, inv, zero, maxCode;
   __device__ Quantizer(int bits, float lo, float hi) {
     maxCode = static_cast<float>((1 << bits) - 1);
-    scale = __fdiv_rn(__fsub_rn(hi, lo), maxCode);
+    const ptrain::runtime::QuantScale stored =
+        ptrain::runtime::quantScaleAndInverse(__fdiv_rn(__fsub_rn(hi, lo), maxCode));
+    scale = stored.scale;
     zero = lo;
-    inv = scale > 0.0f ? __fdiv_rn(1.0f, scale) : 0.0f;
+    inv = stored.inv;
   }
   __device__ uint32_t encode(float v) const {
     float t = __fmul_rn(__fsub_rn(v, zero), inv);

@@ -13,6 +13,9 @@
 //   ptrain.compressed_all_reduce_start each    ptrain_compressed_all_reduce_start
 //   ptrain.compressed_reduce_scatter_start quant ptrain_compressed_reduce_scatter_start
 //
+// A quantization site --ptrain-outline-codecs marked (`ptrain.codec_kernel`,
+// with --emit-cpp-kernels) calls its generated encoder instead
+// (docs/GeneratedKernels.md).
 // The codec attribute's parameters become literal arguments (CodecKernels.h,
 // shared with --emit-cuda; or a static ptrain_codec_t); the encoders fuse
 // error feedback, so the op's residual is passed as the kernel's residual.
@@ -25,6 +28,8 @@
 
 #include "Common/CodecKernels.h"
 #include "Common/CppTypes.h"
+
+#include "ptrain/Transforms/QuantArith.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -79,9 +84,37 @@ LogicalResult mlir::ptrain::cpp::checkCodecOp(Operation *op) {
   return checkCodecKernel(op, "--emit-cpp", "CPU code generator");
 }
 
+/// A site --ptrain-outline-codecs gave a kernel (QuantArith.h): one call of it with the runtime encoder's
+/// pointers (g, the residual, the codes), and the runtime's error for a non-finite element, through
+/// ptrain_record_error with ptrain_quant_encode_f32's message.
+static LogicalResult emitGeneratedEncoder(CompressOp op, SymbolRefAttr kernel, CallWriter &w) {
+  std::optional<QuantKernelShape> shape = quantKernelShapeOf(op);
+  if (!shape)
+    return op.emitError("--emit-cpp: '") << kCodecKernelAttr << "' names " << kernel
+                                         << ", but the op is no site of a generated quantization kernel";
+  std::string args = w.ptr(op.getInput());
+  if (shape->feedback)
+    args += ", " + w.ptr(op.getNewState()[0]);
+  for (Value code : op.getCodes())
+    args += ", " + w.ptr(code);
+  w.line("// the encoder generated for this site (--ptrain-outline-codecs; the same bits as ptrain_quant_encode_f32)");
+  w.line("if (const int64_t bad = " + kernel.getLeafReference().str() + "(" + args + "); bad >= 0) {");
+  w.line("  char message[128];");
+  w.line("  std::snprintf(message, sizeof(message), \"element %lld of the %s is not finite; a quantization scale "
+         "needs finite values\", static_cast<long long>(bad), \"" +
+         std::string(shape->feedback ? "input plus residual" : "input") + "\");");
+  if (failed(w.call(RuntimeCall::ptrain_record_error,
+                    {"PTRAIN_ERROR_INVALID_ARGUMENT", "\"ptrain_quant_encode_f32\"", "message"})))
+    return failure();
+  w.line("}");
+  return success();
+}
+
 LogicalResult mlir::ptrain::cpp::emitCompress(CompressOp op, CallWriter &w) {
   if (failed(copyStates(op.getState(), op.getNewState(), w)))
     return failure();
+  if (auto kernel = op->getAttrOfType<SymbolRefAttr>(kCodecKernelAttr))
+    return emitGeneratedEncoder(op, kernel, w);
   CodecKernelCall k = compressKernelCall(op, [&](Value v) { return w.ptr(v); });
   return w.call(cpuCall(k.kernel), k.args);
 }

@@ -68,8 +68,9 @@ static std::string kernelDeclarations(ModuleOp module, const EmitCppOptions &opt
   auto kernels = dyn_cast_or_null<ModuleOp>(SymbolTable::lookupSymbolIn(module, kKernelModuleName));
   if (options.kernelsObject.empty() || !kernels)
     return "";
-  std::string text = "// The kernels --ptrain-outline-elementwise generated, in the object ptrain-compile links\n"
-                     "// (docs/GeneratedKernels.md).\n";
+  std::string text =
+      "// The kernels --ptrain-outline-elementwise and --ptrain-outline-codecs generated, in the object\n"
+      "// ptrain-compile links (docs/GeneratedKernels.md).\n";
   for (auto kernel : kernels.getOps<func::FuncOp>()) {
     // The outputs are the trailing parameters, the first of them the first one the kernel writes (a
     // linalg.generic's init, or a memref.store's target in a row kernel).
@@ -84,8 +85,10 @@ static std::string kernelDeclarations(ModuleOp module, const EmitCppOptions &opt
           written(init);
       else if (auto store = dyn_cast<memref::StoreOp>(op))
         written(store.getMemRef());
+      else if (auto store = dyn_cast<vector::StoreOp>(op))
+        written(store.getBase());
     });
-    text += kernelDeclaration(kernel.getSymName(), firstOutput, kernel.getNumArguments() - firstOutput);
+    text += kernelDeclaration(kernel, firstOutput);
   }
   return text + "\n";
 }
@@ -438,6 +441,7 @@ LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os, const Emit
   if (!options.kernelsObject.empty()) {
     PassManager pm(module.getContext());
     pm.addPass(createOutlineElementwisePass());
+    pm.addPass(createOutlineCodecsPass());
     if (failed(pm.run(module)))
       return failure();
     std::error_code ec;

@@ -30,10 +30,14 @@
 using namespace mlir;
 using namespace mlir::ptrain;
 
-std::string mlir::ptrain::kernelDeclaration(StringRef name, unsigned numInputs, unsigned numOutputs) {
-  std::string text = "extern \"C\" void " + name.str() + "(";
-  for (unsigned i = 0; i < numInputs + numOutputs; ++i)
-    text += std::string(i ? ", " : "") + (i < numInputs ? "const float *" : "float *");
+std::string mlir::ptrain::kernelDeclaration(func::FuncOp kernel, unsigned numInputs) {
+  FunctionType type = kernel.getFunctionType();
+  std::string text =
+      std::string("extern \"C\" ") + (type.getNumResults() ? "int64_t " : "void ") + kernel.getSymName().str() + "(";
+  for (auto [i, param] : llvm::enumerate(type.getInputs())) {
+    const bool bytes = cast<MemRefType>(param).getElementType().isInteger(8);
+    text += std::string(i ? ", " : "") + (i < numInputs ? "const " : "") + (bytes ? "uint8_t *" : "float *");
+  }
   return text + ");\n";
 }
 
@@ -76,10 +80,14 @@ LogicalResult mlir::ptrain::writeKernelObject(ModuleOp kernels, llvm::raw_pwrite
   registerLLVMDialectTranslation(registry);
   ctx->appendDialectRegistry(registry);
 
-  // linalg -> loops -> cf -> LLVM dialect; memref arguments as bare pointers (static shapes).
+  // linalg -> loops -> cf -> LLVM dialect; memref arguments as bare pointers (static shapes); a codec kernel's
+  // i64 result is the C function's int64_t.
   PassManager pm(ctx, ModuleOp::getOperationName());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
+  // vector.load/store/reduction/shuffle/broadcast of the codec kernels (QuantArith.h), before the memrefs they
+  // index become LLVM pointers.
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   ConvertFuncToLLVMPassOptions funcOptions;

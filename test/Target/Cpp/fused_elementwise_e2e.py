@@ -15,6 +15,9 @@
 4. ptrain_step_init checks the instruction-set extensions the kernels use (none for x86-64); on a CPU without
    AVX-512, a step compiled for skylake-avx512 fails at init naming avx512f.
 5. An unknown --kernels-cpu is ptrain-compile's error, naming the CPU.
+6. qpp2: pp=2 with every pipeline send quantized (4-bit asymmetric blocks of 64 forward, 8-bit symmetric blocks
+   of 32 backward, error feedback on both): the fused step calls the generated per-site encoders
+   (--ptrain-outline-codecs) and no ptrain_quant_encode_f32, and trains identically to the unfused step.
 """
 
 import json
@@ -27,6 +30,9 @@ from e2e import check, corpus, failures, finish, run, setup
 build, source, work, BIN, MODEL = setup(sys.argv)
 data = corpus(source, work)
 
+QUANT = ["--policy", "mcbench", "--compress-options",
+         "fwd-codec=quant:bits=4,granularity=block,block-size=64,symmetric=false "
+         "bwd-codec=quant:bits=8,granularity=block,block-size=32 error-feedback=true"]
 common = ["--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100", "--target", "cpu"]
 configs = {
     "pp1-off": ["--pp", "1", "--micro-batches", "2", "--fuse-elementwise", "off"],
@@ -36,6 +42,9 @@ configs = {
     "pp2-on": ["--pp", "2", "--micro-batches", "2", "--fuse-elementwise", "on"],
     "tp2-off": ["--tp", "2", "--micro-batches", "2", "--fuse-elementwise", "off"],
     "tp2-on": ["--tp", "2", "--micro-batches", "2", "--fuse-elementwise", "on"],
+    # Quantized pipeline sends with error feedback: the generated per-site encoders (--ptrain-outline-codecs).
+    "qpp2-off": ["--pp", "2", "--micro-batches", "2", "--fuse-elementwise", "off", *QUANT],
+    "qpp2-on": ["--pp", "2", "--micro-batches", "2", "--fuse-elementwise", "on", *QUANT],
 }
 for name, flags in configs.items():
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *common, *flags, "-o", os.path.join(work, name)])
@@ -47,11 +56,16 @@ for name in configs:
     step = open(os.path.join(work, name, "step.cpp")).read()
     kernels = os.path.join(work, name, "kernels.o")
     if name.endswith("off"):
-        check("ptrain_kernel_" not in step and not os.path.exists(kernels), f"{name}: no generated kernel")
+        check("ptrain_kernel_" not in step and "ptrain_codec_kernel_" not in step and not os.path.exists(kernels),
+              f"{name}: no generated kernel")
         continue
     check("ptrain_kernel_0(" in step, f"{name}: step.cpp calls ptrain_kernel_0")
     symbols = subprocess.run(["nm", kernels], capture_output=True, text=True).stdout
     check(" T ptrain_kernel_0" in symbols, f"{name}: kernels.o defines ptrain_kernel_0")
+    if name.startswith("qpp2"):
+        check("ptrain_codec_kernel_0(" in step and "ptrain_quant_encode_f32(" not in step,
+              f"{name}: step.cpp calls the generated quantization encoders, not the runtime's")
+        check(" T ptrain_codec_kernel_0" in symbols, f"{name}: kernels.o defines ptrain_codec_kernel_0")
     if name.startswith("tp2"):
         check("ptrain_kernel_1(" in step, f"{name}: step.cpp also calls ptrain_kernel_1 (bias + residual)")
     dynamic = subprocess.run(["nm", "-D", "--defined-only", os.path.join(work, name, "libstep.so")],

@@ -106,6 +106,7 @@ struct QuantCase {
   int32_t bits, granularity;
   int64_t block;
   bool symmetric, feedback;
+  float magnitude = 1.0f; // g and e are multiplied by it
 };
 
 std::string describe(const QuantCase &c) {
@@ -121,10 +122,10 @@ void checkQuant(const QuantCase &c) {
                          : c.granularity == PTRAIN_QUANT_CHANNEL ? c.cols
                                                                  : (numel + c.block - 1) / c.block;
   const int64_t bytes = (numel * c.bits + 7) / 8;
-  std::vector<float> g = randomValues(numel, 7 + c.bits);
+  std::vector<float> g = randomValues(numel, 7 + c.bits, c.magnitude);
   for (int64_t i = 0; i < numel; i += 97) // constant stretches: groups with s = 0
-    g[i] = 0.5f;
-  const std::vector<float> e = randomValues(numel, 11, 0.05f);
+    g[i] = 0.5f * c.magnitude;
+  const std::vector<float> e = randomValues(numel, 11, 0.05f * c.magnitude);
   std::vector<float> cpuE = e, cpuScales(scales), cpuZeros(scales);
   std::vector<uint8_t> cpuPacked(bytes);
   ASSERT_EQ(ptrain_quant_encode_f32(g.data(), c.feedback ? cpuE.data() : nullptr, c.rows, c.cols, c.bits, c.granularity,
@@ -176,6 +177,18 @@ TEST(QuantCodec, LargeTensorsSpanManyChunksAndRowBlocks) {
   checkQuant({513, 1031, 4, PTRAIN_QUANT_TENSOR, 0, true, true});
   checkQuant({70000, 3, 8, PTRAIN_QUANT_CHANNEL, 0, false, true});
   checkQuant({1, 1 << 20, 2, PTRAIN_QUANT_BLOCK, 4096, true, true});
+}
+
+// The subnormal-scale NaN (issue 26): values around 1e-39 give scales at or below 2^-128, whose reciprocal
+// overflows; both targets store such a group as constant (common/QuantScale.h), with the CPU's bits.
+TEST(QuantCodec, SubnormalScalesEqualTheCpu) {
+  for (int32_t bits : {2, 4, 8})
+    for (bool symmetric : {true, false})
+      for (bool feedback : {false, true}) {
+        checkQuant({1, 1000, bits, PTRAIN_QUANT_BLOCK, 64, symmetric, feedback, 1e-39f});
+        checkQuant({37, 129, bits, PTRAIN_QUANT_BLOCK, 7, symmetric, feedback, 3e-39f});
+        checkQuant({37, 129, bits, PTRAIN_QUANT_CHANNEL, 0, symmetric, feedback, 1e-39f});
+      }
 }
 
 // TAH-Quant (cuda/TahQuant.cu): codes, flags, scales, zero points, residuals and the decode equal the CPU's. The

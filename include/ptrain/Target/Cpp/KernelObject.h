@@ -13,6 +13,7 @@
 #ifndef PTRAIN_TARGET_CPP_KERNELOBJECT_H
 #define PTRAIN_TARGET_CPP_KERNELOBJECT_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
@@ -49,9 +50,10 @@ struct KernelObjectTarget {
 LogicalResult writeKernelObject(ModuleOp kernels, llvm::raw_pwrite_stream &os, const KernelObjectOptions &options,
                                 KernelObjectTarget *target = nullptr);
 
-/// The C declaration of kernel `func` as the step calls it: `extern "C" void name(const float *, ..., float *);`
-/// (`numInputs` read-only pointers, then the outputs).
-std::string kernelDeclaration(StringRef name, unsigned numInputs, unsigned numOutputs);
+/// The C declaration of `kernel` as the step calls it: `extern "C" void name(const float *, ..., float *);`
+/// (`numInputs` read-only pointers, then the outputs; `uint8_t *` for an i8 memref), returning int64_t for a
+/// kernel with an i64 result (a codec kernel: QuantArith.h).
+std::string kernelDeclaration(func::FuncOp kernel, unsigned numInputs);
 
 } // namespace mlir::ptrain
 

@@ -13,7 +13,9 @@
 //               u = rn((v - z) / s) in [0, 2^bits - 1], decode u * s + z;
 //
 // where v / s is computed as v * (1 / s) and clamped to the code range before
-// rounding, and s = 0 (a constant group) encodes every value as the zero code.
+// rounding, and s = 0 (a constant group) encodes every value as the zero code;
+// a scale whose reciprocal overflows (s <= 2^-128) is stored as 0, a constant
+// group too (common/QuantScale.h: otherwise 0 * inf = NaN).
 // With error feedback the encoder quantizes v = g + e and leaves
 // e = v - decode(u).
 //
@@ -32,6 +34,7 @@
 #ifndef PTRAIN_RUNTIME_CPU_CODECS_QUANT_H
 #define PTRAIN_RUNTIME_CPU_CODECS_QUANT_H
 
+#include "common/QuantScale.h"
 #include "cpu/CpuIsa.h"
 #include "ptrain/Runtime/ptrain_runtime.h"
 
@@ -105,7 +108,9 @@ struct QuantGroup {
       g.minCode = 0.0f;
       g.offset = 0.0f;
     }
-    g.inv = g.scale > 0.0f ? 1.0f / g.scale : 0.0f;
+    const QuantScale s = quantScaleAndInverse(g.scale);
+    g.scale = s.scale;
+    g.inv = s.inv;
     return g;
   }
   uint32_t encode(float v) const {
@@ -199,8 +204,8 @@ inline QuantGroup quantGroupFromScale(const QuantLayout &l, float scale, float z
     q = QuantGroup::make(l.bits, false, 0.0f, 0.0f);
     q.zero = zero;
   }
-  q.scale = scale;
-  q.inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+  q.scale = scale; // as stored: the encoder stores a scale whose reciprocal overflows as 0
+  q.inv = quantScaleAndInverse(scale).inv;
   return q;
 }
 
