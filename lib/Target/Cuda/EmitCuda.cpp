@@ -64,6 +64,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -123,6 +125,11 @@ struct ModuleStorage {
   /// same constant of every layer is one copy, so that an outlined layer's row does not carry its offset and
   /// the constants do not grow with the layers (issue 23). Constants are read-only.
   llvm::DenseMap<std::pair<Attribute, Type>, int64_t> constantOffsets;
+  /// The constant file (EmitCudaOptions::constantsFile): the bytes of every large constant that is neither a
+  /// splat nor generated, each at a 64-byte offset, read at set-up into its range of d_constants; and its name
+  /// beside libstep.so (empty: no file, such a constant is an error).
+  std::string constantFile;
+  std::string constantFileName;
   CodecSites sites;      ///< codec telemetry (Common/CodecTelemetry.h)
   bool pipeline = false; ///< ptrain.pipeline: a rank's d_states holds its stage's states only
   StageStates stages;    ///< pipeline: each stage's states and their offsets in its d_states
@@ -328,6 +335,33 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
                    ");\n    PTRAIN_STEP_CALL(" +
                    std::string(getCudaCallInfo(CudaCall::ptrain_cuda_copy_to_device).name) + "(fill.data(), " +
                    bytes + ", " + range + "));\n  }");
+    module.constantBlockBytes = alignUp(offset + bytesOf(result));
+  } else if (n > kPrintedSplatElements) {
+    // Anything else large (ConstantForm::File): its bytes go to the constant file beside libstep.so and are read
+    // into its device range at set-up, never printed (issue 23; the CPU target's step.consts.bin, at 64-byte
+    // offsets). ptrain_read_beside fails naming the file when it is missing or shorter than this build's.
+    if (module.constantFileName.empty())
+      return op.emitError("--emit-cuda: a constant of ")
+             << bytesOf(result) << " bytes is neither small (at most " << kPrintedSplatElements
+             << " elements), a splat, a causal mask nor an iota: it is read from a constant file at set-up; pass "
+                "--emit-cuda-constants=FILE (FILE lies beside libstep.so)";
+    const int64_t fileOffset = (static_cast<int64_t>(module.constantFile.size()) + 63) / 64 * 64;
+    module.constantFile.resize(fileOffset, '\0');
+    module.constantFile += constantBytes(attr);
+    const std::string bytes = std::to_string(bytesOf(result));
+    module.constants += "// " + locationComment(op.getLoc()) + ": " + std::to_string(n) + " x " + cType(result) +
+                        ", device offset " + std::to_string(offset) + ": bytes [" + std::to_string(fileOffset) +
+                        ", " + std::to_string(fileOffset + bytesOf(result)) + ") of " + module.constantFileName +
+                        ", read at set-up\n\n";
+    module.constantCopies.push_back({"", offset});
+    module.constantBytes.push_back(bytesOf(result));
+    module.constantFills.push_back(
+        "{\n    std::vector<unsigned char> bytes(" + bytes + ");\n    PTRAIN_STEP_CALL(" +
+        std::string(getRuntimeCallInfo(RuntimeCall::ptrain_read_beside).name) + "(step_error, " +
+        stringLiteral(module.constantFileName) + ", " + std::to_string(fileOffset) + ", " + bytes +
+        ", bytes.data()));\n    PTRAIN_STEP_CALL(" +
+        std::string(getCudaCallInfo(CudaCall::ptrain_cuda_copy_to_device).name) + "(bytes.data(), " + bytes +
+        ", d_constants + " + std::to_string(offset) + "));\n  }");
     module.constantBlockBytes = alignUp(offset + bytesOf(result));
   } else {
     std::string values;
@@ -645,8 +679,11 @@ SmallVector<int64_t> stageKeys(const StageStates &stages) {
   return keys;
 }
 
-LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options) {
+LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options,
+                         std::string &constantFile) {
   ModuleStorage storage;
+  if (!options.constantsFile.empty())
+    storage.constantFileName = llvm::sys::path::filename(options.constantsFile).str();
   for (Operation &op : module.getBody()->getOperations())
     if (!isa<func::FuncOp, StateOp, GridOp>(op))
       return emitError(op.getLoc(), "--emit-cuda: '") << op.getName() << "' at module level is not supported";
@@ -1006,13 +1043,32 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   s << "//===--- Entry points ---===//\n\n" << entries << driverCode;
   os << target::withNamedStatePointers(out, storage.stateOrder,
                                        [&](StateOp state) { return storage.states[state.getSymNameAttr()].var; });
+  constantFile = std::move(storage.constantFile);
   return success();
 }
 
 } // namespace
 
 LogicalResult mlir::ptrain::emitCuda(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options) {
-  return emitModule(module, os, options);
+  std::string code;
+  llvm::raw_string_ostream codeOs(code);
+  std::string constantFile;
+  if (failed(emitModule(module, codeOs, options, constantFile)))
+    return failure();
+  if (!options.constantsFile.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream file(options.constantsFile, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return mlir::emitError(module.getLoc(), "--emit-cuda: cannot write the constant file '")
+             << options.constantsFile << "': " << ec.message();
+    file << constantFile;
+    file.close();
+    if (file.has_error())
+      return mlir::emitError(module.getLoc(), "--emit-cuda: cannot write the constant file '")
+             << options.constantsFile << "': " << file.error().message();
+  }
+  os << code;
+  return success();
 }
 
 CudaStateBytes mlir::ptrain::getCudaStateBytes(ModuleOp module) {
@@ -1029,6 +1085,11 @@ CudaStateBytes mlir::ptrain::getCudaStateBytes(ModuleOp module) {
 }
 
 void mlir::ptrain::registerEmitCudaTranslation() {
+  static llvm::cl::opt<std::string> constantsFile(
+      "emit-cuda-constants", llvm::cl::value_desc("file"),
+      llvm::cl::desc("--emit-cuda: write the large constants that are not generated (ConstantForm.h) to this file, "
+                     "which the step reads at set-up from the directory of its libstep.so into device memory"),
+      llvm::cl::init(""));
   static llvm::cl::opt<bool> outlineBlocks(
       "emit-cuda-outline",
       llvm::cl::desc("--emit-cuda: write repeated runs of ops (identical layers) once as functions called per "
@@ -1046,6 +1107,7 @@ void mlir::ptrain::registerEmitCudaTranslation() {
           return failure();
         EmitCudaOptions options;
         options.outlineBlocks = outlineBlocks;
+        options.constantsFile = constantsFile;
         return emitCuda(module, os, options);
       },
       [](DialectRegistry &registry) { registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>(); });
