@@ -1,6 +1,9 @@
 //===- EmitCodecs.cpp - Codec ops in the CPU code generator ---------------===//
 //
-// Per codec op, the runtime calls of docs/CodegenCpu.md's codec table:
+// The CPU's runtime calls of the codec ops of docs/CodegenCpu.md's codec table
+// (the ops are written for both targets by Common/CodecOps.cpp; this file maps
+// their codec kernels to the CPU's calls, cpuCodecCall, and writes ZeRO's
+// compressed reduce-scatter, which only the CPU target has):
 //
 //   op                               codec     runtime call(s)
 //   ptrain.compress                  powersgd  ptrain_powersgd_encode_f32
@@ -42,8 +45,9 @@ LogicalResult copyStates(ValueRange state, ValueRange newState, CallWriter &w) {
   return success();
 }
 
-/// The CPU runtime's call of a codec kernel (CodecKernels.h).
-RuntimeCall cpuCall(CodecKernel kernel) {
+} // namespace
+
+RuntimeCall mlir::ptrain::cpp::cpuCodecCall(CodecKernel kernel) {
   switch (kernel) {
   case CodecKernel::PowerSGDEncode:
     return RuntimeCall::ptrain_powersgd_encode_f32;
@@ -73,38 +77,8 @@ RuntimeCall cpuCall(CodecKernel kernel) {
   return RuntimeCall::ptrain_cast_decode_f32;
 }
 
-} // namespace
-
 LogicalResult mlir::ptrain::cpp::checkCodecOp(Operation *op) {
   return checkCodecKernel(op, "--emit-cpp", "CPU code generator");
-}
-
-LogicalResult mlir::ptrain::cpp::emitCompress(CompressOp op, CallWriter &w) {
-  if (failed(copyStates(op.getState(), op.getNewState(), w)))
-    return failure();
-  CodecKernelCall k = compressKernelCall(op, [&](Value v) { return w.ptr(v); });
-  return w.call(cpuCall(k.kernel), k.args);
-}
-
-LogicalResult mlir::ptrain::cpp::emitDecompress(DecompressOp op, CallWriter &w) {
-  if (failed(copyStates(op.getState(), op.getNewState(), w)))
-    return failure();
-  CodecKernelCall k = decompressKernelCall(op, [&](Value v) { return w.ptr(v); });
-  return w.call(cpuCall(k.kernel), k.args);
-}
-
-LogicalResult mlir::ptrain::cpp::emitCompressedAllReduceStart(CompressedAllReduceStartOp op, const std::string &comm,
-                                                              CallWriter &w) {
-  FailureOr<CompressedAllReduceArgs> a = compressedAllReduceArgs(
-      op, [&](Value v) { return w.ptr(v); }, "--emit-cpp");
-  if (failed(a))
-    return failure();
-  w.line("static const ptrain_codec_t codec = " + a->codec + ";");
-  if (failed(copyStates(op.getState(), op.getNewState(), w)))
-    return failure();
-  const std::string request = w.ptr(op.getRequest());
-  return w.call(RuntimeCall::ptrain_compressed_all_reduce_start,
-                {comm, "&codec", a->input, a->residual, a->state, request, a->reduction, "&" + request + "_request"});
 }
 
 LogicalResult mlir::ptrain::cpp::emitCompressedReduceScatterStart(CompressedReduceScatterStartOp op,

@@ -30,11 +30,12 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "EmitCodecs.h"
-#include "EmitCollectives.h"
+
 #include "Common/EmitTraffic.h"
 #include "Common/OpGeometry.h"
 #include "Common/PipelineDriver.h"
 #include "Common/StateStorage.h"
+#include "Common/TensorParallelSlices.h"
 #include "Common/VerifyPlanBeforeEmit.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -295,7 +296,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   }
   if (failed(emitStorageAllocation(pipeline, arenas, s)))
     return failure();
-  // Parameters --ptrain-shard-tp sliced: ptrain_step_init loads them through initStates (EmitCollectives.h).
+  // Parameters --ptrain-shard-tp sliced: ptrain_step_init loads them through initStates (Common/TensorParallelSlices.h).
   SmallVector<TPSlice> slices;
   for (StateOp state : stateOrder) {
     FailureOr<std::optional<TPSlice>> slice =

@@ -26,8 +26,9 @@ using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::cpp;
 
-LogicalResult FunctionEmitter::pointToPoint(Operation *op, RuntimeCall callee, Value buffer, Value request,
-                                           StringRef grid, StringRef axis, int64_t offset) {
+LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid,
+                                           StringRef axis, int64_t offset) {
+  const RuntimeCall callee = isSend ? RuntimeCall::ptrain_send_start : RuntimeCall::ptrain_recv_start;
   FailureOr<int64_t> stage = pointToPointStage(op, axis);
   if (failed(stage))
     return failure();

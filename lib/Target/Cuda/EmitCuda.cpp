@@ -43,7 +43,6 @@
 #include "CudaCallTable.h"
 #include "EmitCudaCodecs.h"
 #include "EmitCudaComm.h"
-#include "EmitCudaLoss.h"
 #include "EmitCudaModelOps.h"
 #include "EmitCudaTransformerOps.h"
 #include "StageStates.h"
@@ -174,7 +173,43 @@ public:
   }
   GridOp theGrid() const override { return comms.theGrid; }
 
+  // Hooks of the op families both targets share (StepFunction::emitStepOp): device states, NCCL on streams.
+  std::string statePtr(StringAttr sym, Value v) const override {
+    return "reinterpret_cast<" + std::string(cType(v)) + " *>(d_states + " + std::to_string(stateOffset(sym)) + ")";
+  }
+  std::string calleeFunction(StringRef callee) const override { return "device_" + identifierFrom(callee); }
+  std::string scalarArg(Value v) const override { return valuePtr(v); } // dloss: a device pointer
+  CommGroups &communicators() override { return comms; }
+  LogicalResult startAllReduce(const std::string &comm, Value in, Value request, StringRef reduction) override {
+    requestComm[request] = comm; // its wait: ptrain_nccl_wait of the communicator
+    return call(CudaCall::ptrain_nccl_all_reduce, {comm, ptr(in), ptr(request), std::to_string(countOf(in)),
+                                                   "PTRAIN_DTYPE_F32", reduction.str()});
+  }
+  LogicalResult tpAllReduce(TPAllReduceOp t, const std::string &comm) override {
+    if (failed(call(CudaCall::ptrain_nccl_all_reduce, {comm, ptr(t.getInput()), ptr(t.getResult()),
+                                                       std::to_string(countOf(t.getInput())), "PTRAIN_DTYPE_F32",
+                                                       "PTRAIN_REDUCE_SUM"})))
+      return failure();
+    return call(CudaCall::ptrain_nccl_wait, {comm});
+  }
+  LogicalResult codecCall(const target::CodecKernelCall &k) override { return emitCudaCodecKernel(k, codecWriter()); }
+  LogicalResult startCompressedAllReduce(CompressedAllReduceStartOp op, const std::string &comm,
+                                         const target::CompressedAllReduceArgs &a) override {
+    requestComm[op.getRequest()] = comm;
+    return call(CudaCall::ptrain_nccl_compressed_all_reduce,
+                {comm, "&codec", a.input, a.residual, a.state, ptr(op.getRequest()), a.reduction});
+  }
+  void compressTelemetry(CompressOp op) override {
+    CudaCodecWriter w = codecWriter();
+    target::emitCompressTelemetry(op, module.sites, w.ptr, w.line);
+  }
+
 private:
+  CudaCodecWriter codecWriter() {
+    return CudaCodecWriter{[this](Value v) { return ptr(v); },
+                           [this](CudaCall c, ArrayRef<std::string> args) { return call(c, args); },
+                           [this](const std::string &code) { blockLine(code); }};
+  }
   LogicalResult checkOp(Operation &op) override;
   /// A transfer's codes are never masks (and a mask is never sent).
   bool allowsMasks(Operation &op) const override { return !isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op); }
@@ -193,7 +228,7 @@ private:
   /// A send or receive on the pipeline axis, on the stream of its channel (EmitCudaComm.h, PipeChannels): the
   /// peer is this function's stage (ptrain.stage) + offset.
   LogicalResult pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid, StringRef axis,
-                             int64_t offset);
+                             int64_t offset) override;
 
   ModuleStorage &module;
   CommGroups &comms;
@@ -416,8 +451,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     if (s.kind == Storage::Arena)
       text = "  " + type + " *" + s.name + " = " + bufferPtr(s.buffer, type) + ";\n";
     else if (s.kind == Storage::State)
-      text = "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(d_states + " +
-             std::to_string(stateOffset(cast<StateReadOp>(op).getStateAttr().getAttr())) + ");\n";
+      text = "  " + type + " *" + s.name + " = " + statePtr(cast<StateReadOp>(op).getStateAttr().getAttr(), result) +
+             ";\n";
     else if (s.kind == Storage::Alias)
       text = "  " + type + " *" + s.name + " = const_cast<" + type + " *>(" + ptr(s.root) + ");\n";
     // An arena result nothing reads is still written by its op's call (the dead tail of a stage's last layer,
@@ -430,36 +465,21 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     types[s.name] = type + " *";
   }
   auto n = [](Value v) { return std::to_string(countOf(v)); };
-  auto bytes = [](Value v) { return std::to_string(bytesOf(v)); };
-  auto statePtr = [&](StringAttr sym, Value v) {
-    return "reinterpret_cast<" + std::string(cType(v)) + " *>(d_states + " + std::to_string(stateOffset(sym)) + ")";
-  };
 
-  // The GEMMs and what their fusion folded or made aliases: both targets alike (GemmOps.h).
+  // The GEMMs and what their fusion folded or made aliases, then the op families both targets write with one
+  // emitter over this target's hooks (StepFunction::emitStepOp: states, calls, the loss, collectives, codecs).
+  std::optional<LogicalResult> shared;
+  if (!target::isGemmOp(op, gemms))
+    shared = emitStepOp(op);
   LogicalResult result =
       target::isGemmOp(op, gemms) ? target::emitGemmOp(op, gemms, *this) :
+      shared ? *shared :
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
           .Case<arith::ConstantOp>([&](auto c) { return emitConstant(c); })
-          .Case<StateReadOp>([&](StateReadOp read) -> LogicalResult {
-            Value v = read.getResult();
-            if (storage[v].kind != Storage::Arena)
-              return success();
-            return call(CudaCall::ptrain_cuda_copy_bytes,
-                        {statePtr(read.getStateAttr().getAttr(), v), bytes(v), ptr(v)});
-          })
-          .Case<StateWriteOp>([&](StateWriteOp write) {
-            Value v = write.getValue();
-            return call(CudaCall::ptrain_cuda_copy_bytes,
-                        {ptr(v), bytes(v), statePtr(write.getStateAttr().getAttr(), v)});
-          })
-          .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
           .Case<EmbeddingOp, EmbeddingGradOp, BinaryOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp,
                 SoftmaxGradOp, GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp>(
               [&](Operation *o) { return emitSharedOp(o, *this); })
-          .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {
-            return emitCudaCrossEntropy(ce, *this); // weights, ignore_index, reduction: EmitCudaLoss.h
-          })
           .Case<AdamWOp>([&](AdamWOp a) {
             LRScheduleAttr schedule = a.getSchedule();
             double peak = schedule.getPeak().getValueAsDouble();
@@ -472,29 +492,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                          floatLiteral(a.getEpsilonAttr().getValueAsDouble()),
                          floatLiteral(a.getWeightDecayAttr().getValueAsDouble()), ptr(a.getNewParam()),
                          ptr(a.getNewM()), ptr(a.getNewV())});
-          })
-          .Case<AllReduceStartOp>([&](AllReduceStartOp a) -> LogicalResult {
-            Value in = a.getInput(), req = a.getRequest();
-            if (!isF32(in))
-              return a.emitError("--emit-cuda: all-reduce of a non-f32 tensor is not supported");
-            if (a.getReduction() != ReductionKind::Sum && a.getReduction() != ReductionKind::Avg)
-              return a.emitError("--emit-cuda: only sum and avg all-reduces are supported");
-            // A subgroup (Optimus-CC's fused embedding sync): its own NCCL communicator (EmitCudaComm.h).
-            FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes(), getSubgroup(a));
-            if (failed(comm))
-              return failure();
-            requestComm[req] = *comm;
-            return call(CudaCall::ptrain_nccl_all_reduce,
-                        {*comm, ptr(in), ptr(req), n(in), "PTRAIN_DTYPE_F32",
-                         a.getReduction() == ReductionKind::Sum ? "PTRAIN_REDUCE_SUM" : "PTRAIN_REDUCE_AVG"});
-          })
-          .Case<SendStartOp>([&](SendStartOp send) {
-            return pointToPoint(send, /*isSend=*/true, send.getInput(), send.getRequest(),
-                                send.getGridAttr().getValue(), send.getAxis(), send.getOffset());
-          })
-          .Case<RecvStartOp>([&](RecvStartOp recv) {
-            return pointToPoint(recv, /*isSend=*/false, recv.getRequest(), recv.getRequest(),
-                                recv.getGridAttr().getValue(), recv.getAxis(), recv.getOffset());
           })
           .Case<WaitOp>([&](WaitOp w) -> LogicalResult {
             // A send or receive: the watchdog over its transfer, then the compute stream waits on its event.
@@ -511,48 +508,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               return w.emitError("--emit-cuda: the request is not started by a send, receive or all-reduce of "
                                  "this function");
             return call(CudaCall::ptrain_nccl_wait, {comm->second});
-          })
-          .Case<CompressOp, DecompressOp, CompressedAllReduceStartOp>([&](Operation *o) -> LogicalResult {
-            // Codec kernels with fused error feedback, compressed all-reduces over NCCL (EmitCudaCodecs.h).
-            CudaCodecWriter w{[&](Value v) { return ptr(v); },
-                              [&](CudaCall c, ArrayRef<std::string> args) { return call(c, args); },
-                              [&](const std::string &code) { block += "    " + code + "\n"; }};
-            if (auto c = dyn_cast<CompressedAllReduceStartOp>(o)) {
-              FailureOr<std::string> comm = comms.lookup(c, c.getGridAttr().getValue(), c.getGridAxes());
-              if (failed(comm))
-                return failure();
-              requestComm[c.getRequest()] = *comm;
-              return emitCudaCompressedAllReduce(c, *comm, w);
-            }
-            return isa<CompressOp>(o) ? emitCudaCompress(cast<CompressOp>(o), module.sites, w)
-                                      : emitCudaDecompress(cast<DecompressOp>(o), w);
-          })
-          .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
-          .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
-            if (!isF32(t.getInput()))
-              return t.emitError("--emit-cuda: a tensor-parallel all-reduce of a non-f32 tensor is not supported");
-            FailureOr<std::string> comm = comms.lookupAxis(t, t.getGrid(), t.getAxis());
-            if (failed(comm) || failed(call(CudaCall::ptrain_nccl_all_reduce,
-                                            {*comm, ptr(t.getInput()), ptr(t.getResult()), n(t.getInput()),
-                                             "PTRAIN_DTYPE_F32", "PTRAIN_REDUCE_SUM"})))
-              return failure();
-            return call(CudaCall::ptrain_nccl_wait, {*comm});
-          })
-          .Case<func::CallOp>([&](func::CallOp c) -> LogicalResult {
-            // Another function of the step, on device pointers: it runs in the shared arena, the caller in its
-            // own.
-            std::string args;
-            for (Value v : llvm::concat<Value>(c.getOperands(), c.getResults()))
-              args += (args.empty() ? "" : ", ") + ptr(v);
-            block += "    PTRAIN_STEP_CALL(device_" + identifierFrom(c.getCallee()) + "(" + args + "));\n";
-            return success();
-          })
-          .Case<func::ReturnOp>([&](func::ReturnOp r) -> LogicalResult {
-            // Into the caller's buffers (the host entry point copies them to the host).
-            for (auto [i, v] : llvm::enumerate(r.getOperands()))
-              if (failed(call(CudaCall::ptrain_cuda_copy_bytes, {ptr(v), bytes(v), "d_out_" + std::to_string(i)})))
-                return failure();
-            return success();
           })
           .Default([&](Operation *other) -> LogicalResult {
             if (isCudaModelOp(other))
