@@ -312,10 +312,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     emitTPStateInit(slices, s);
   emitTelemetryState(sites, {getRuntimeCallInfo(RuntimeCall::ptrain_codec_metrics_f32).name}, s);
   s << "\n} // namespace\n\n";
-  s << "//===--- State management ---===//\n\n";
-  s << "/// The message of the last failed entry point: the step's own or the runtime's (ptrain_last_error()).\n";
-  s << "extern \"C\" PTRAIN_STEP_API const char *ptrain_step_last_error(void) {\n"
-       "  return step_error_own ? step_error : ptrain_last_error();\n}\n\n";
+  target::emitLastErrorEntryPoint(s);
   s << "/// Loads every parameter by key from the ONNX model at `weights_onnx_path` (and its external data) and\n"
        "/// zeroes every other state (optimizer moments, step counter). NULL means the model this step was\n"
        "/// compiled from: "
@@ -406,18 +403,12 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "  *out_state_bytes = storage_state_bytes;\n  *out_arena_bytes = storage_arena_bytes;\n"
        "  *out_constant_bytes = storage_constant_bytes;\n  return PTRAIN_OK;\n}\n\n";
   emitStorageEntryPoints(s);
-  s << "/// Writes every state this process owns by key to a checkpoint (format: docs/CodegenCpu.md).\n";
-  s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n";
-  s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_checkpoint_save).name
-    << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Reads every state this process owns by key from a checkpoint written by ptrain_step_save.\n";
-  s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_load(const char *path) {\n";
-  s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_checkpoint_load).name
-    << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// The state table this process owns: key, storage, dtype, kind and shape of every state.\n";
-  s << "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_states(void) { return num_active_states; }\n";
-  s << "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return active_states; }"
-       "\n\n";
+  // The states are the heap blocks themselves: nothing around the checkpoint's calls (StateStorage.h).
+  target::CheckpointEntryPoints checkpoints;
+  checkpoints.saveDoc = "/// Writes every state this process owns by key to a checkpoint (format: docs/CodegenCpu.md).\n";
+  checkpoints.loadDoc = "/// Reads every state this process owns by key from a checkpoint written by ptrain_step_save.\n";
+  checkpoints.tableDoc = "/// The state table this process owns: key, storage, dtype, kind and shape of every state.\n";
+  target::emitCheckpointEntryPoints(s, checkpoints);
   emitTelemetryEntryPoints(sites, hasComm, s);
   if (!outlined.definitions.empty()) {
     s << "//===--- Repeated blocks (" << outlined.numBlocks << " functions for " << outlined.numOccurrences

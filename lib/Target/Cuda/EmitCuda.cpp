@@ -925,10 +925,8 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
          "#endif\n\n"
       << outlined.definitions << "#ifdef __NVCC__\n#pragma nv_diag_default 550\n#endif\n\n";
   s << functions;
-  s << "} // namespace\n\n//===--- State management ---===//\n\n";
-  s << "/// The message of the last failed entry point: the step's own or the runtime's (ptrain_last_error()).\n"
-       "extern \"C\" PTRAIN_STEP_API const char *ptrain_step_last_error(void) {\n"
-       "  return step_error_own ? step_error : ptrain_last_error();\n}\n\n";
+  s << "} // namespace\n\n";
+  target::emitLastErrorEntryPoint(s);
   s << "/// The number of CUDA devices this process sees (a DEVICE error without a driver): ptrain-run's check.\n"
        "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_cuda_devices(int32_t *out_count) {\n"
        "  if (!out_count)\n    return stepError(\"ptrain_step_cuda_devices: null out_count\");\n"
@@ -973,27 +971,23 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
                             getRuntimeCallInfo(RuntimeCall::ptrain_rendezvous_all_gather).name});
   }
   emitStorageEntryPoints(s);
-  s << "/// Copies every owned state to the host and writes it by key to a checkpoint (docs/CodegenCpu.md's "
-       "format).\n"
-       "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n"
-       "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_save\"));\n  PTRAIN_STEP_CALL(pullStates());\n"
-       "  PTRAIN_STEP_CALL("
-    << cpuCall(RuntimeCall::ptrain_checkpoint_save)
-    << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Reads every owned state from a checkpoint (nothing changes on error) and copies it to the device.\n"
-       "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_load(const char *path) {\n"
-       "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_load\"));\n"
-       "  PTRAIN_STEP_CALL("
-    << cpuCall(RuntimeCall::ptrain_checkpoint_load)
-    << "(active_states, num_active_states, path));\n  PTRAIN_STEP_CALL(pushStates());\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// The owned state table over the host mirrors; ptrain_step_pull_states() refreshes them from the device\n"
-       "/// and ptrain_step_push_states() copies edits back.\n"
-       "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_states(void) { return num_active_states; }\n"
-       "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return active_states; }\n"
-       "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_pull_states(void) {\n"
-       "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_pull_states\"));\n  return pullStates();\n}\n"
-       "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_push_states(void) {\n"
-       "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_push_states\"));\n  return pushStates();\n}\n\n";
+  // The states' host mirrors are checkpointed: pulled from the device before a save, pushed after a load.
+  target::CheckpointEntryPoints checkpoints;
+  checkpoints.saveDoc = "/// Copies every owned state to the host and writes it by key to a checkpoint (docs/CodegenCpu.md's "
+                        "format).\n";
+  checkpoints.saveFirst = "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_save\"));\n  PTRAIN_STEP_CALL(pullStates());\n";
+  checkpoints.loadDoc =
+      "/// Reads every owned state from a checkpoint (nothing changes on error) and copies it to the device.\n";
+  checkpoints.loadFirst = "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_load\"));\n";
+  checkpoints.loadLast = "  PTRAIN_STEP_CALL(pushStates());\n";
+  checkpoints.tableDoc =
+      "/// The owned state table over the host mirrors; ptrain_step_pull_states() refreshes them from the device\n"
+      "/// and ptrain_step_push_states() copies edits back.\n";
+  checkpoints.tableMore = "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_pull_states(void) {\n"
+                          "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_pull_states\"));\n  return pullStates();\n}\n"
+                          "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_push_states(void) {\n"
+                          "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_push_states\"));\n  return pushStates();\n}\n";
+  target::emitCheckpointEntryPoints(s, checkpoints);
   emitTelemetryEntryPoints(storage.sites, hasComm, s, getRuntimeCallInfo(RuntimeCall::ptrain_rendezvous_all_gather).name);
   s << "//===--- Entry points ---===//\n\n" << entries << driverCode;
   os << target::withNamedStatePointers(out, storage.stateOrder,
