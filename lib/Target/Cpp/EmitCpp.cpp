@@ -31,6 +31,7 @@
 
 #include "EmitCodecs.h"
 
+#include "Common/ConstantFile.h"
 #include "Common/EmitTraffic.h"
 #include "Common/OpGeometry.h"
 #include "Common/PipelineDriver.h"
@@ -208,18 +209,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     << kernelDeclarations(module, options)
     << "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
     << kStepCallMacros << "namespace {\n\n"
-       "/// Errors the step itself detects (the runtime's are in ptrain_last_error()).\n"
-       "char step_error[512];\n"
-       "bool step_error_own = false;\n"
-       "[[maybe_unused]] __attribute__((format(printf, 1, 2))) ptrain_status_t stepError(const char *format, ...) {\n"
-       "  va_list args;\n"
-       "  va_start(args, format);\n"
-       "  std::vsnprintf(step_error, sizeof(step_error), format, args);\n"
-       "  va_end(args);\n"
-       "  step_error_own = true;\n"
-       "  return PTRAIN_ERROR_INVALID_ARGUMENT;\n"
-       "}\n\n"
-       "//===--- State storage (";
+    << kStepErrorDefinitions << "//===--- State storage (";
   s << stateOrder.size() << " states) ---===//\n\n";
   // A state is its named pointer, a reference to its entry of the pointer arrays, and its row of kStates (key,
   // kind, dtype, dims in kStateDims): what grows with the states is a line of each (issue 23 item 3).
@@ -463,18 +453,10 @@ static LogicalResult emitCppUnits(ModuleOp module, raw_ostream &os, const EmitCp
   llvm::raw_string_ostream codeOs(code);
   if (failed(emitter.emit(codeOs)))
     return failure();
-  if (!options.constantsFile.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream file(options.constantsFile, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return mlir::emitError(module.getLoc(), "--emit-cpp: cannot write the constant file '")
-             << options.constantsFile << "': " << ec.message();
-    file << emitter.getConstantFile().bytes;
-    file.close();
-    if (file.has_error())
-      return mlir::emitError(module.getLoc(), "--emit-cpp: cannot write the constant file '")
-             << options.constantsFile << "': " << file.error().message();
-  }
+  if (!options.constantsFile.empty() && failed(target::writeConstantFile(module.getLoc(), "--emit-cpp",
+                                                                          options.constantsFile,
+                                                                          emitter.getConstantFile().bytes)))
+    return failure();
   os << code;
   return success();
 }

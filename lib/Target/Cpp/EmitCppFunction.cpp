@@ -15,6 +15,8 @@
 #include "EmitCodecs.h"
 #include "EmitOptimizer.h"
 
+#include "Common/ConstantFile.h"
+
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
@@ -132,10 +134,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
   constants += "// " + commentSafe(loc) + ": " + std::to_string(n) + " x " + cType(result) + "\n";
   if (form.kind == ConstantForm::File) {
     // Read at init from the constant file (ptrain_step_init); 64-byte offsets, as the arena's.
-    int64_t offset = (static_cast<int64_t>(file.bytes.size()) + kArenaAlignment - 1) / kArenaAlignment *
-                     kArenaAlignment;
-    file.bytes.resize(offset, '\0');
-    file.bytes += constantBytes(attr);
+    int64_t offset = target::appendToConstantFile(file.bytes, constantBytes(attr));
     std::optional<int64_t> stage;
     if (auto s = getStage(func))
       stage = s.getIndex();

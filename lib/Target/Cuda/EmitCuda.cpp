@@ -34,6 +34,7 @@
 #include "Common/OpGeometry.h"
 #include "Common/PipelineDriver.h"
 #include "Common/RuntimeCallTable.h"
+#include "Common/ConstantFile.h"
 #include "Common/StateStorage.h"
 #include "ptrain/Target/Common/StateTable.h"
 #include "Common/GemmOps.h"
@@ -380,9 +381,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
              << bytesOf(result) << " bytes is neither small (at most " << kPrintedSplatElements
              << " elements), a splat, a causal mask nor an iota: it is read from a constant file at set-up; pass "
                 "--emit-cuda-constants=FILE (FILE lies beside libstep.so)";
-    const int64_t fileOffset = (static_cast<int64_t>(module.constantFile.size()) + 63) / 64 * 64;
-    module.constantFile.resize(fileOffset, '\0');
-    module.constantFile += constantBytes(attr);
+    const int64_t fileOffset = target::appendToConstantFile(module.constantFile, constantBytes(attr));
     const std::string bytes = std::to_string(bytesOf(result));
     module.constants += "// " + locationComment(op.getLoc()) + ": " + std::to_string(n) + " x " + cType(result) +
                         ", device offset " + std::to_string(offset) + ": bytes [" + std::to_string(fileOffset) +
@@ -754,18 +753,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     << (hasComm ? "#include <cstdlib>\n" : "") << "#include <string>\n#include <vector>\n"
     << "\n"
        "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
-    << kStepCallMacros << "namespace {\n\n"
-       "/// Errors the step itself detects (the runtime's are in ptrain_last_error()).\n"
-       "char step_error[512];\n"
-       "bool step_error_own = false;\n"
-       "__attribute__((format(printf, 1, 2))) ptrain_status_t stepError(const char *format, ...) {\n"
-       "  va_list args;\n"
-       "  va_start(args, format);\n"
-       "  std::vsnprintf(step_error, sizeof(step_error), format, args);\n"
-       "  va_end(args);\n"
-       "  step_error_own = true;\n"
-       "  return PTRAIN_ERROR_INVALID_ARGUMENT;\n"
-       "}\n\n";
+    << kStepCallMacros << "namespace {\n\n" << kStepErrorDefinitions;
   s << "//===--- States (" << storage.stateOrder.size()
     << "): host mirrors (init, checkpoints) and offsets in the device block d_states ---===//\n\n";
   // As on the CPU (EmitCpp.cpp): a state is its named pointer (only those the code names), a reference to its
@@ -1004,18 +992,9 @@ LogicalResult mlir::ptrain::emitCuda(ModuleOp module, raw_ostream &os, const Emi
   std::string constantFile;
   if (failed(emitModule(module, codeOs, options, constantFile)))
     return failure();
-  if (!options.constantsFile.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream file(options.constantsFile, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return mlir::emitError(module.getLoc(), "--emit-cuda: cannot write the constant file '")
-             << options.constantsFile << "': " << ec.message();
-    file << constantFile;
-    file.close();
-    if (file.has_error())
-      return mlir::emitError(module.getLoc(), "--emit-cuda: cannot write the constant file '")
-             << options.constantsFile << "': " << file.error().message();
-  }
+  if (!options.constantsFile.empty() &&
+      failed(target::writeConstantFile(module.getLoc(), "--emit-cuda", options.constantsFile, constantFile)))
+    return failure();
   os << code;
   return success();
 }
