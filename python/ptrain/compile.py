@@ -46,7 +46,7 @@ runs, writing every intermediate into out/:
     c++ -std=c++17 -O2 -shared -fPIC step.cpp [kernels.o] -lptrain_runtime -> out/libstep.so
       (plus the build's step_flags.json: -fsanitize=... in a PTRAIN_SANITIZE build, docs/Sanitizers.md)
     with --target cuda (single- and multi-rank steps over NCCL, pipeline codecs; docs/CodegenCuda.md) instead:
-      ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu
+      ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu (--emit-cuda-constants=out/step.consts.bin)
       nvcc -std=c++17 -O2 -shared sm_80 + sm_90 step.cu -lptrain_runtime_cuda -lcublas -lcudart -> out/libstep.so
     out/memory_plan.json (a pipeline step): --ptrain-memory-plan's plan per rank (states, stash, temporaries;
                    with --report also added to the report beside the critical-path model's peak)
@@ -657,8 +657,9 @@ def write_outputs(args, out, final_out, pipeline, cluster, bin_dir, runtime_dir,
         add_memory_plan_to_report(os.path.join(out, STAGED_REPORT), memory_plan)
     if args.target == "cuda":
         source = os.path.join(out, "step.cu")
-        run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cuda", "--emit-verify-plan=false", step, "-o", source],
-            "CUDA emission")
+        # As on the CPU: the large constants that are not generated are read at set-up from step.consts.bin.
+        run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cuda", "--emit-verify-plan=false", step, "-o", source,
+             f"--emit-cuda-constants={os.path.join(out, 'step.consts.bin')}"], "CUDA emission")
         build_cuda_library(args, source, lib, runtime_dir, include_dir)
     else:
         # The large constants that are not generated are read at init from step.consts.bin beside libstep.so.
@@ -690,10 +691,11 @@ def write_outputs(args, out, final_out, pipeline, cluster, bin_dir, runtime_dir,
             driver["linear_ae"] = {"dim": args.linear_ae, "skip_stages": args.linear_ae_skip_stages or 0}
         if args.deterministic_dp:
             driver["deterministic_dp"] = True
+    # The large constants libstep.so reads at init from beside itself (docs/CodegenCpu.md, "Constants"), either target.
+    driver["constants_file"] = "step.consts.bin"
     if args.target == "cuda":
         driver["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
-    else:  # the large constants libstep.so reads at init from beside itself (docs/CodegenCpu.md, "Constants")
-        driver["constants_file"] = "step.consts.bin"
+    else:
         if args.fuse_elementwise == "on":  # absent when off, so that unfused plans keep their bytes
             driver["generated_kernels"] = {"cpu": args.kernels_cpu}
     write_plan(out, lib, compose_plan(driver, module_plan(bin_dir, step, args.target)))

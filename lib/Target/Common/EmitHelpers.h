@@ -71,6 +71,21 @@ inline constexpr const char kStepCallMacros[] =
     "      return ptrain_status_;                                                   \\\n"
     "  } while (0)\n\n";
 
+/// The step's own errors (both targets, inside the generated unit's anonymous namespace): stepError formats the
+/// message into step_error and makes it ptrain_step_last_error()'s; INVALID_ARGUMENT.
+inline constexpr const char kStepErrorDefinitions[] =
+    "/// Errors the step itself detects (the runtime's are in ptrain_last_error()).\n"
+    "char step_error[512];\n"
+    "bool step_error_own = false;\n"
+    "[[maybe_unused]] __attribute__((format(printf, 1, 2))) ptrain_status_t stepError(const char *format, ...) {\n"
+    "  va_list args;\n"
+    "  va_start(args, format);\n"
+    "  std::vsnprintf(step_error, sizeof(step_error), format, args);\n"
+    "  va_end(args);\n"
+    "  step_error_own = true;\n"
+    "  return PTRAIN_ERROR_INVALID_ARGUMENT;\n"
+    "}\n\n";
+
 } // namespace mlir::ptrain::target
 
 // The target-independent helpers (this header, CppTypes.h, OpGeometry.h, KernelTarget.h) are found from the CPU

@@ -163,3 +163,23 @@ void mlir::ptrain::target::emitStorageEntryPoints(llvm::raw_ostream &s) {
        "  *out_name = storage_blocks[i].name;\n  *out_ptr = storage_blocks[i].ptr;\n"
        "  *out_bytes = storage_blocks[i].bytes;\n  return PTRAIN_OK;\n}\n\n";
 }
+
+void mlir::ptrain::target::emitLastErrorEntryPoint(llvm::raw_ostream &s) {
+  s << "//===--- State management ---===//\n\n";
+  s << "/// The message of the last failed entry point: the step's own or the runtime's (ptrain_last_error()).\n"
+       "extern \"C\" PTRAIN_STEP_API const char *ptrain_step_last_error(void) {\n"
+       "  return step_error_own ? step_error : ptrain_last_error();\n}\n\n";
+}
+
+void mlir::ptrain::target::emitCheckpointEntryPoints(llvm::raw_ostream &s, const CheckpointEntryPoints &target) {
+  s << target.saveDoc << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n"
+    << target.saveFirst << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_checkpoint_save).name
+    << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
+  s << target.loadDoc << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_load(const char *path) {\n"
+    << target.loadFirst << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_checkpoint_load).name
+    << "(active_states, num_active_states, path));\n" << target.loadLast << "  return PTRAIN_OK;\n}\n\n";
+  s << target.tableDoc
+    << "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_states(void) { return num_active_states; }\n"
+       "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return active_states; }\n"
+    << target.tableMore << "\n";
+}

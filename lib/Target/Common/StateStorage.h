@@ -51,6 +51,25 @@ std::string allocateBlockCall(StringRef var, int64_t bytes, StringRef total);
 /// generated code's anonymous namespace).
 void emitStorageEntryPoints(llvm::raw_ostream &os);
 
+/// What a target adds to the checkpoint and state-table entry points (emitCheckpointEntryPoints): each doc is
+/// `/// ...` lines with their newlines; each statement list is indented lines with their newlines.
+struct CheckpointEntryPoints {
+  std::string saveDoc, loadDoc, tableDoc;
+  std::string saveFirst; ///< before the checkpoint is written (CUDA: the stream bound, the mirrors pulled)
+  std::string loadFirst; ///< before it is read (CUDA: the stream bound)
+  std::string loadLast;  ///< after it is read (CUDA: the mirrors pushed to the device)
+  std::string tableMore; ///< entry points after the table's two (CUDA: ptrain_step_pull_states / _push_states)
+};
+
+/// The "State management" section's start (outside the anonymous namespace) and ptrain_step_last_error: the
+/// step's own message (stepError) or the runtime's (ptrain_last_error()). Both targets.
+void emitLastErrorEntryPoint(llvm::raw_ostream &os);
+
+/// ptrain_step_save / ptrain_step_load (ptrain_checkpoint_save / _load of the states this process owns,
+/// active_states: docs/CodegenCpu.md's checkpoint format on both targets, so checkpoints move between them) and
+/// ptrain_step_num_states / ptrain_step_states (that table), with `target`'s statements and docs.
+void emitCheckpointEntryPoints(llvm::raw_ostream &os, const CheckpointEntryPoints &target);
+
 /// The statements that allocate the storage of each state of `list` (`var` of a state names its pointer,
 /// `index` its entry of kStates), counted in `total`, and point its descriptors at it: kStates[index] and,
 /// with a `stageTable`, that table's entry at the state's position in `stageList`. A table of StateBlockRow

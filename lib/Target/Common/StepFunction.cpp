@@ -88,6 +88,7 @@ LogicalResult StepFunction::checkOps() {
 }
 
 void StepFunction::planStorage(StorageRules rules, bool place, StringRef argPrefix, StringRef outPrefix) {
+  this->outPrefix = outPrefix.str();
   liveness.emplace(func, std::move(rules));
   liveness->run(place);
   nameStorage(func, ops, *liveness, argPrefix, valueCount, storage);

@@ -29,6 +29,7 @@
 #include "Common/NamedStorage.h"
 
 #include "ptrain/Analysis/BufferLiveness.h"
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Target/Common/BlockOutliner.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -40,6 +41,10 @@
 #include <string>
 
 namespace mlir::ptrain::target {
+
+class CommGroups;
+struct CodecKernelCall;
+struct CompressedAllReduceArgs;
 
 /// The static-shape tensor type of `type` (a request: its value's type; a send's request: a null type) whose
 /// element type is f32 or i64, with `codes` also the codec codes' i32, i8, f16 and bf16, with `masks` also i1
@@ -67,6 +72,52 @@ protected:
   virtual LogicalResult checkOp(Operation &op) = 0;
   /// Whether `op`'s operands and results may be i1 masks.
   virtual bool allowsMasks(Operation &op) const { return true; }
+
+  /// The op families both targets write with the same code up to the hooks below (StepOps.cpp, CodecOps.cpp):
+  /// state reads and writes, reshape and tp_copy aliases, calls and returns, the cross-entropy and its gradient,
+  /// the all-reduce, send, receive and tensor-parallel all-reduce (their checks and communicators), the codecs
+  /// (compress, decompress, compressed all-reduce: the old states copied into the new ones, the codec kernel's
+  /// arguments of CodecKernels.h, the telemetry record). None: `op` is not one of them (the target's own switch:
+  /// waits, the optimizers, ZeRO's collectives, constants).
+  std::optional<LogicalResult> emitStepOp(Operation *op);
+  /// ptrain.compress, decompress or compressed_all_reduce_start (CodecOps.cpp), through the codec hooks below.
+  LogicalResult emitCodecOp(Operation *op);
+
+  // Hooks of emitStepOp: what differs between the targets inside the shared families.
+  /// State `sym`'s storage as an expression of `v`'s C pointer type (the CPU: its heap block's named pointer;
+  /// CUDA: its offset in d_states).
+  virtual std::string statePtr(StringAttr sym, Value v) const = 0;
+  /// A state write the target writes otherwise (the CPU: a codec state completed at its all-reduce's wait, a
+  /// virtual splat filled into the state); none: the copy of the value into the state.
+  virtual std::optional<LogicalResult> writeStateHook(StateWriteOp write) { return std::nullopt; }
+  /// The C function of the step's function `callee` (a func.call): ptrain_step_<name> / device_<name>.
+  virtual std::string calleeFunction(StringRef callee) const = 0;
+  /// A one-element f32 tensor a kernel takes by value (the CPU: `p[0]`, a host read) or by pointer (CUDA).
+  virtual std::string scalarArg(Value v) const = 0;
+  /// The communicator groups of the module (CommGroups.h).
+  virtual CommGroups &communicators() = 0;
+  /// The start of an f32 all-reduce (`reduction`: PTRAIN_REDUCE_SUM or _AVG) of `in` into `request`'s buffer on
+  /// `comm` (the CPU: an MPI request; CUDA: NCCL on the stream, the communicator remembered for the wait).
+  virtual LogicalResult startAllReduce(const std::string &comm, Value in, Value request, StringRef reduction) = 0;
+  /// A send (or receive) of `buffer` on the pipeline axis; the peer is this function's stage + `offset`.
+  virtual LogicalResult pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid,
+                                     StringRef axis, int64_t offset) = 0;
+  /// A blocking f32 sum all-reduce of `op`'s input into its result on `comm` (Megatron's g).
+  virtual LogicalResult tpAllReduce(TPAllReduceOp op, const std::string &comm) = 0;
+  /// One codec kernel's call (CodecKernels.h) on the target's runtime.
+  virtual LogicalResult codecCall(const CodecKernelCall &call) = 0;
+  /// The start of a compressed all-reduce with `args` on `comm` (the static codec and the new states' copies are
+  /// written already).
+  virtual LogicalResult startCompressedAllReduce(CompressedAllReduceStartOp op, const std::string &comm,
+                                                 const CompressedAllReduceArgs &args) = 0;
+  /// The codec telemetry's record after a compress (CodecTelemetry.h): nothing for an op without a site.
+  virtual void compressTelemetry(CompressOp op) = 0;
+  /// A compress op's own encoder where the target has one for it (the CPU: the kernel --ptrain-outline-codecs
+  /// generated for the site, docs/GeneratedKernels.md), written instead of the codec kernel's call; none: the
+  /// runtime's kernel (codecCall).
+  virtual std::optional<LogicalResult> generatedEncoder(CompressOp op) { return std::nullopt; }
+  /// One line of C++ in the current op's block (indented, without its newline).
+  void blockLine(const std::string &code) { block += "    " + code + "\n"; }
 
   /// The walk: the function has one block, its arguments and results are supported tensors (checkTensorType),
   /// and so is every op (checkOp) and its operands and results (codes for codec ops, transfers, waits, casts
@@ -96,6 +147,7 @@ protected:
 
   func::FuncOp func;
   std::string arena; ///< the C variable this function's buffers live in
+  std::string outPrefix; ///< the results' pointer names (planStorage): out_<i> / d_out_<i>
   SmallVector<Operation *> ops;
   llvm::DenseMap<Operation *, int64_t> opIndex;
   llvm::DenseMap<Value, NamedStorage> storage;

@@ -206,9 +206,23 @@ private:
   }
   /// One runtime call, its status checked; fails (an emitter bug) on a parameter-count mismatch.
   LogicalResult call(RuntimeCall callee, ArrayRef<std::string> args) override;
+  // Hooks of the op families both targets share (StepFunction::emitStepOp, EmitCppOps.cpp): host heap states,
+  // MPI requests.
+  std::string statePtr(StringAttr sym, Value) const override { return states[sym].var; }
+  std::optional<LogicalResult> writeStateHook(StateWriteOp write) override;
+  std::string calleeFunction(StringRef callee) const override { return "ptrain_step_" + callee.str(); }
+  std::string scalarArg(Value v) const override { return valuePtr(v) + "[0]"; }
+  target::CommGroups &communicators() override { return comms; }
+  LogicalResult startAllReduce(const std::string &comm, Value in, Value request, StringRef reduction) override;
   /// A send or receive on the pipeline axis: the peer is this function's stage (ptrain.stage) + offset.
-  LogicalResult pointToPoint(Operation *op, RuntimeCall callee, Value buffer, Value request, StringRef grid,
-                             StringRef axis, int64_t offset);
+  LogicalResult pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid,
+                             StringRef axis, int64_t offset) override;
+  LogicalResult tpAllReduce(TPAllReduceOp op, const std::string &comm) override;
+  LogicalResult codecCall(const target::CodecKernelCall &k) override;
+  LogicalResult startCompressedAllReduce(CompressedAllReduceStartOp op, const std::string &comm,
+                                         const target::CompressedAllReduceArgs &args) override;
+  void compressTelemetry(CompressOp op) override;
+  std::optional<LogicalResult> generatedEncoder(CompressOp op) override;
 
   llvm::DenseMap<StringAttr, StateInfo> &states;
   CommGroups &comms;

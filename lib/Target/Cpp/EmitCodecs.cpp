@@ -1,6 +1,9 @@
 //===- EmitCodecs.cpp - Codec ops in the CPU code generator ---------------===//
 //
-// Per codec op, the runtime calls of docs/CodegenCpu.md's codec table:
+// The CPU's runtime calls of the codec ops of docs/CodegenCpu.md's codec table
+// (the ops are written for both targets by Common/CodecOps.cpp; this file maps
+// their codec kernels to the CPU's calls, cpuCodecCall, and writes ZeRO's
+// compressed reduce-scatter, which only the CPU target has):
 //
 //   op                               codec     runtime call(s)
 //   ptrain.compress                  powersgd  ptrain_powersgd_encode_f32
@@ -47,8 +50,9 @@ LogicalResult copyStates(ValueRange state, ValueRange newState, CallWriter &w) {
   return success();
 }
 
-/// The CPU runtime's call of a codec kernel (CodecKernels.h).
-RuntimeCall cpuCall(CodecKernel kernel) {
+} // namespace
+
+RuntimeCall mlir::ptrain::cpp::cpuCodecCall(CodecKernel kernel) {
   switch (kernel) {
   case CodecKernel::PowerSGDEncode:
     return RuntimeCall::ptrain_powersgd_encode_f32;
@@ -78,8 +82,6 @@ RuntimeCall cpuCall(CodecKernel kernel) {
   return RuntimeCall::ptrain_cast_decode_f32;
 }
 
-} // namespace
-
 LogicalResult mlir::ptrain::cpp::checkCodecOp(Operation *op) {
   return checkCodecKernel(op, "--emit-cpp", "CPU code generator");
 }
@@ -87,7 +89,7 @@ LogicalResult mlir::ptrain::cpp::checkCodecOp(Operation *op) {
 /// A site --ptrain-outline-codecs gave a kernel (QuantArith.h): one call of it with the runtime encoder's
 /// pointers (g, the residual, the codes), and the runtime's error for a non-finite element, through
 /// ptrain_record_error with ptrain_quant_encode_f32's message.
-static LogicalResult emitGeneratedEncoder(CompressOp op, SymbolRefAttr kernel, CallWriter &w) {
+LogicalResult mlir::ptrain::cpp::emitGeneratedEncoder(CompressOp op, SymbolRefAttr kernel, CallWriter &w) {
   std::optional<QuantKernelShape> shape = quantKernelShapeOf(op);
   if (!shape)
     return op.emitError("--emit-cpp: '") << kCodecKernelAttr << "' names " << kernel
@@ -108,36 +110,6 @@ static LogicalResult emitGeneratedEncoder(CompressOp op, SymbolRefAttr kernel, C
     return failure();
   w.line("}");
   return success();
-}
-
-LogicalResult mlir::ptrain::cpp::emitCompress(CompressOp op, CallWriter &w) {
-  if (failed(copyStates(op.getState(), op.getNewState(), w)))
-    return failure();
-  if (auto kernel = op->getAttrOfType<SymbolRefAttr>(kCodecKernelAttr))
-    return emitGeneratedEncoder(op, kernel, w);
-  CodecKernelCall k = compressKernelCall(op, [&](Value v) { return w.ptr(v); });
-  return w.call(cpuCall(k.kernel), k.args);
-}
-
-LogicalResult mlir::ptrain::cpp::emitDecompress(DecompressOp op, CallWriter &w) {
-  if (failed(copyStates(op.getState(), op.getNewState(), w)))
-    return failure();
-  CodecKernelCall k = decompressKernelCall(op, [&](Value v) { return w.ptr(v); });
-  return w.call(cpuCall(k.kernel), k.args);
-}
-
-LogicalResult mlir::ptrain::cpp::emitCompressedAllReduceStart(CompressedAllReduceStartOp op, const std::string &comm,
-                                                              CallWriter &w) {
-  FailureOr<CompressedAllReduceArgs> a = compressedAllReduceArgs(
-      op, [&](Value v) { return w.ptr(v); }, "--emit-cpp");
-  if (failed(a))
-    return failure();
-  w.line("static const ptrain_codec_t codec = " + a->codec + ";");
-  if (failed(copyStates(op.getState(), op.getNewState(), w)))
-    return failure();
-  const std::string request = w.ptr(op.getRequest());
-  return w.call(RuntimeCall::ptrain_compressed_all_reduce_start,
-                {comm, "&codec", a->input, a->residual, a->state, request, a->reduction, "&" + request + "_request"});
 }
 
 LogicalResult mlir::ptrain::cpp::emitCompressedReduceScatterStart(CompressedReduceScatterStartOp op,

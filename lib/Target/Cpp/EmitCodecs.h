@@ -11,6 +11,7 @@
 #ifndef PTRAIN_TARGET_CPP_EMITCODECS_H
 #define PTRAIN_TARGET_CPP_EMITCODECS_H
 
+#include "Common/CodecKernels.h"
 #include "Common/RuntimeCallTable.h"
 
 #include "mlir/Support/LogicalResult.h"
@@ -37,18 +38,15 @@ public:
 /// written, so the error names the op's location.
 LogicalResult checkCodecOp(Operation *op);
 
-/// ptrain.compress: the new states are copied from the old ones, then the encoder updates them in place
-/// (the residual with error feedback, PowerSGD's warm-start Q, rand-k's counter) and writes the codes.
-LogicalResult emitCompress(CompressOp op, CallWriter &w);
+/// The CPU runtime's call of a codec kernel (CodecKernels.h): ptrain_<codec>_encode_f32 / _decode_f32. The codec
+/// ops themselves (compress, decompress, compressed all-reduce) are both targets' (Common/CodecOps.cpp).
+RuntimeCall cpuCodecCall(target::CodecKernel kernel);
 
-/// ptrain.decompress: the decoder writes the result (rand-k: its counter, copied into the new state first).
-LogicalResult emitDecompress(DecompressOp op, CallWriter &w);
-
-/// ptrain.compressed_all_reduce_start over the communicator variable `comm`: a static ptrain_codec_t of the
-/// op's codec and shape, the new states copied from the old ones, and ptrain_compressed_all_reduce_start,
-/// which updates them in place until the request's wait completes (the emitter writes them back to their
-/// state symbols after that wait).
-LogicalResult emitCompressedAllReduceStart(CompressedAllReduceStartOp op, const std::string &comm, CallWriter &w);
+/// A quantization site --ptrain-outline-codecs gave a kernel (`ptrain.codec_kernel` = `kernel`; QuantArith.h,
+/// docs/GeneratedKernels.md): one call of the generated encoder with the runtime encoder's pointers (g, the
+/// residual, the codes), and for a non-finite element the runtime's error through ptrain_record_error with
+/// ptrain_quant_encode_f32's message. Fails, at the op, when the op is no site of a generated kernel.
+LogicalResult emitGeneratedEncoder(CompressOp op, SymbolRefAttr kernel, CallWriter &w);
 
 /// ptrain.compressed_reduce_scatter_start (ZeRO-1's quantized bucket reduce-scatter) over `comm`: a static
 /// ptrain_codec_t of the codec on one chunk, the new residual copied from the old one, and

@@ -30,11 +30,13 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "EmitCodecs.h"
-#include "EmitCollectives.h"
+
+#include "Common/ConstantFile.h"
 #include "Common/EmitTraffic.h"
 #include "Common/OpGeometry.h"
 #include "Common/PipelineDriver.h"
 #include "Common/StateStorage.h"
+#include "Common/TensorParallelSlices.h"
 #include "Common/VerifyPlanBeforeEmit.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -210,18 +212,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     << kernelDeclarations(module, options)
     << "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
     << kStepCallMacros << "namespace {\n\n"
-       "/// Errors the step itself detects (the runtime's are in ptrain_last_error()).\n"
-       "char step_error[512];\n"
-       "bool step_error_own = false;\n"
-       "[[maybe_unused]] __attribute__((format(printf, 1, 2))) ptrain_status_t stepError(const char *format, ...) {\n"
-       "  va_list args;\n"
-       "  va_start(args, format);\n"
-       "  std::vsnprintf(step_error, sizeof(step_error), format, args);\n"
-       "  va_end(args);\n"
-       "  step_error_own = true;\n"
-       "  return PTRAIN_ERROR_INVALID_ARGUMENT;\n"
-       "}\n\n"
-       "//===--- State storage (";
+    << kStepErrorDefinitions << "//===--- State storage (";
   s << stateOrder.size() << " states) ---===//\n\n";
   // A state is its named pointer, a reference to its entry of the pointer arrays, and its row of kStates (key,
   // kind, dtype, dims in kStateDims): what grows with the states is a line of each (issue 23 item 3).
@@ -298,7 +289,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   }
   if (failed(emitStorageAllocation(pipeline, arenas, s)))
     return failure();
-  // Parameters --ptrain-shard-tp sliced: ptrain_step_init loads them through initStates (EmitCollectives.h).
+  // Parameters --ptrain-shard-tp sliced: ptrain_step_init loads them through initStates (Common/TensorParallelSlices.h).
   SmallVector<TPSlice> slices;
   for (StateOp state : stateOrder) {
     FailureOr<std::optional<TPSlice>> slice =
@@ -314,10 +305,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     emitTPStateInit(slices, s);
   emitTelemetryState(sites, {getRuntimeCallInfo(RuntimeCall::ptrain_codec_metrics_f32).name}, s);
   s << "\n} // namespace\n\n";
-  s << "//===--- State management ---===//\n\n";
-  s << "/// The message of the last failed entry point: the step's own or the runtime's (ptrain_last_error()).\n";
-  s << "extern \"C\" PTRAIN_STEP_API const char *ptrain_step_last_error(void) {\n"
-       "  return step_error_own ? step_error : ptrain_last_error();\n}\n\n";
+  target::emitLastErrorEntryPoint(s);
   s << "/// Loads every parameter by key from the ONNX model at `weights_onnx_path` (and its external data) and\n"
        "/// zeroes every other state (optimizer moments, step counter). NULL means the model this step was\n"
        "/// compiled from: "
@@ -408,18 +396,12 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
        "  *out_state_bytes = storage_state_bytes;\n  *out_arena_bytes = storage_arena_bytes;\n"
        "  *out_constant_bytes = storage_constant_bytes;\n  return PTRAIN_OK;\n}\n\n";
   emitStorageEntryPoints(s);
-  s << "/// Writes every state this process owns by key to a checkpoint (format: docs/CodegenCpu.md).\n";
-  s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n";
-  s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_checkpoint_save).name
-    << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Reads every state this process owns by key from a checkpoint written by ptrain_step_save.\n";
-  s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_load(const char *path) {\n";
-  s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_checkpoint_load).name
-    << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// The state table this process owns: key, storage, dtype, kind and shape of every state.\n";
-  s << "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_states(void) { return num_active_states; }\n";
-  s << "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return active_states; }"
-       "\n\n";
+  // The states are the heap blocks themselves: nothing around the checkpoint's calls (StateStorage.h).
+  target::CheckpointEntryPoints checkpoints;
+  checkpoints.saveDoc = "/// Writes every state this process owns by key to a checkpoint (format: docs/CodegenCpu.md).\n";
+  checkpoints.loadDoc = "/// Reads every state this process owns by key from a checkpoint written by ptrain_step_save.\n";
+  checkpoints.tableDoc = "/// The state table this process owns: key, storage, dtype, kind and shape of every state.\n";
+  target::emitCheckpointEntryPoints(s, checkpoints);
   emitTelemetryEntryPoints(sites, hasComm, s);
   if (!outlined.definitions.empty()) {
     s << "//===--- Repeated blocks (" << outlined.numBlocks << " functions for " << outlined.numOccurrences
@@ -475,18 +457,10 @@ static LogicalResult emitCppUnits(ModuleOp module, raw_ostream &os, const EmitCp
   llvm::raw_string_ostream codeOs(code);
   if (failed(emitter.emit(codeOs)))
     return failure();
-  if (!options.constantsFile.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream file(options.constantsFile, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return mlir::emitError(module.getLoc(), "--emit-cpp: cannot write the constant file '")
-             << options.constantsFile << "': " << ec.message();
-    file << emitter.getConstantFile().bytes;
-    file.close();
-    if (file.has_error())
-      return mlir::emitError(module.getLoc(), "--emit-cpp: cannot write the constant file '")
-             << options.constantsFile << "': " << file.error().message();
-  }
+  if (!options.constantsFile.empty() && failed(target::writeConstantFile(module.getLoc(), "--emit-cpp",
+                                                                          options.constantsFile,
+                                                                          emitter.getConstantFile().bytes)))
+    return failure();
   os << code;
   return success();
 }

@@ -15,6 +15,8 @@
 #include "EmitCodecs.h"
 #include "EmitOptimizer.h"
 
+#include "Common/ConstantFile.h"
+
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
@@ -26,8 +28,9 @@ using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::cpp;
 
-LogicalResult FunctionEmitter::pointToPoint(Operation *op, RuntimeCall callee, Value buffer, Value request,
-                                           StringRef grid, StringRef axis, int64_t offset) {
+LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid,
+                                           StringRef axis, int64_t offset) {
+  const RuntimeCall callee = isSend ? RuntimeCall::ptrain_send_start : RuntimeCall::ptrain_recv_start;
   FailureOr<int64_t> stage = pointToPointStage(op, axis);
   if (failed(stage))
     return failure();
@@ -131,10 +134,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
   constants += "// " + commentSafe(loc) + ": " + std::to_string(n) + " x " + cType(result) + "\n";
   if (form.kind == ConstantForm::File) {
     // Read at init from the constant file (ptrain_step_init); 64-byte offsets, as the arena's.
-    int64_t offset = (static_cast<int64_t>(file.bytes.size()) + kArenaAlignment - 1) / kArenaAlignment *
-                     kArenaAlignment;
-    file.bytes.resize(offset, '\0');
-    file.bytes += constantBytes(attr);
+    int64_t offset = target::appendToConstantFile(file.bytes, constantBytes(attr));
     std::optional<int64_t> stage;
     if (auto s = getStage(func))
       stage = s.getIndex();

@@ -12,16 +12,17 @@
 
 #include "AdamWTable.h"
 #include "EmitCodecs.h"
-#include "EmitCollectives.h"
 #include "EmitOptimizer.h"
 #include "EmitVocabParallel.h"
 
+#include "Common/CodecKernels.h"
 #include "Common/GemmOps.h"
 #include "Common/KernelTarget.h"
 #include "Common/OpGeometry.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
+#include "ptrain/Transforms/QuantArith.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -126,30 +127,16 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       declare(s.name + "_request", "", "  ptrain_request_t " + s.name + "_request = nullptr;\n");
   }
 
-  // The GEMMs and what their fusion folded or made aliases: both targets alike (GemmOps.h).
+  // The GEMMs and what their fusion folded or made aliases, then the op families both targets write with one
+  // emitter over this target's hooks (StepFunction::emitStepOp: states, calls, the loss, collectives, codecs).
+  std::optional<LogicalResult> shared;
+  if (!target::isGemmOp(op, *gemms))
+    shared = emitStepOp(op);
   LogicalResult result =
       target::isGemmOp(op, *gemms) ? target::emitGemmOp(op, *gemms, *this) :
+      shared ? *shared :
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
           .Case<arith::ConstantOp>([&](auto c) { return emitConstant(c); })
-          .Case<StateReadOp>([&](StateReadOp read) -> LogicalResult {
-            Value v = read.getResult();
-            if (storage[v].kind != Storage::Arena)
-              return success();
-            return call(RuntimeCall::ptrain_copy_bytes,
-                        {states[read.getStateAttr().getAttr()].var, std::to_string(bytesOf(v)), ptr(v)});
-          })
-          .Case<StateWriteOp>([&](StateWriteOp write) -> LogicalResult {
-            if (deferredWrites.contains(write)) {
-              line("// after the wait of its compressed all-reduce, which completes this codec state");
-              return success();
-            }
-            const StateInfo &state = states[write.getStateAttr().getAttr()];
-            Value v = write.getValue();
-            if (storage[v].kind == Storage::Virtual)
-              return generateConstant(v, state.var); // a splat: a memset or fill of the state
-            return call(RuntimeCall::ptrain_copy_bytes, {ptr(v), std::to_string(bytesOf(v)), state.var});
-          })
-          .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
           // The ops a generated kernel may compute (ElementwiseChains.h), besides BinaryOp below.
           .Case<GeluOp, GeluGradOp, SoftmaxOp, SoftmaxGradOp>([&](Operation *o) {
@@ -173,45 +160,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               return emitBroadcastOp(b, *this);
             return emitSharedOp(b, *this);
           })
-          .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto ce) -> LogicalResult {
-            Value logits = ce.getLogits(), labels = ce.getLabels();
-            int64_t classes = shapeOf(logits).back(), n = countOf(labels);
-            std::string ids32 = scratchPtr(4 * n, "int32_t");
-            std::string lse = scratchPtr(4 * n, "float");
-            if (failed(call(RuntimeCall::ptrain_cast_i64_i32, {ptr(labels), std::to_string(n), ids32})))
-              return failure();
-            // Weights, ignore_index and reduction (PTrainCrossEntropy.h): the _weighted_ kernels; the labels
-            // are int32 there, so the ignore_index must be one.
-            std::optional<int64_t> ignore = ce.getIgnoreIndex();
-            if (ignore && (*ignore < INT32_MIN || *ignore > INT32_MAX))
-              return ce.emitError("--emit-cpp: ignore_index ") << *ignore << " does not fit the runtime's int32 labels";
-            const bool weighted = ce.isWeighted() || ce.isSumReduction();
-            SmallVector<std::string> options = {ce.getWeight() ? ptr(ce.getWeight()) : "nullptr", ignore ? "1" : "0",
-                                                ignore ? std::to_string(*ignore) : "0",
-                                                ce.isSumReduction() ? "1" : "0"};
-            auto forward = [&](const std::string &loss) {
-              if (!weighted)
-                return call(RuntimeCall::ptrain_cross_entropy_fwd_f32,
-                            {ptr(logits), ids32, std::to_string(n), std::to_string(classes), loss, lse});
-              return call(RuntimeCall::ptrain_cross_entropy_weighted_fwd_f32,
-                          {ptr(logits), ids32, options[0], std::to_string(n), std::to_string(classes), options[1],
-                           options[2], options[3], loss, lse});
-            };
-            if constexpr (std::is_same_v<decltype(ce), CrossEntropyOp>) {
-              return forward(ptr(ce.getLoss()));
-            } else {
-              // The backward needs the log-sum-exp: recompute it (the loss itself goes to scratch).
-              if (failed(forward(scratchPtr(4, "float"))))
-                return failure();
-              if (!weighted)
-                return call(RuntimeCall::ptrain_cross_entropy_bwd_f32,
-                            {ptr(ce.getGrad()) + "[0]", ptr(logits), ids32, lse, std::to_string(n),
-                             std::to_string(classes), ptr(ce.getResult())});
-              return call(RuntimeCall::ptrain_cross_entropy_weighted_bwd_f32,
-                          {ptr(ce.getGrad()) + "[0]", ptr(logits), ids32, options[0], lse, std::to_string(n),
-                           std::to_string(classes), options[1], options[2], options[3], ptr(ce.getResult())});
-            }
-          })
           .Case<AdamWOp>([&](AdamWOp a) -> LogicalResult {
             Value p = a.getParam();
             std::string bytes = std::to_string(bytesOf(p)), n = std::to_string(countOf(p));
@@ -230,28 +178,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<SumSquaresOp>([&](SumSquaresOp s) { return emitSumSquares(s, *this); })
           .Case<ClipScaleOp>([&](ClipScaleOp c) { return emitClipScale(c, *this); })
           .Case<SGDOp>([&](SGDOp o) { return emitSGD(o, *this); })
-          .Case<AllReduceStartOp>([&](AllReduceStartOp a) -> LogicalResult {
-            Value in = a.getInput(), req = a.getRequest();
-            if (!isF32(in))
-              return a.emitError("--emit-cpp: all-reduce of a non-f32 tensor is not supported");
-            const char *op = nullptr;
-            switch (a.getReduction()) {
-            case ReductionKind::Sum:
-              op = "PTRAIN_REDUCE_SUM";
-              break;
-            case ReductionKind::Avg:
-              op = "PTRAIN_REDUCE_AVG";
-              break;
-            default:
-              return a.emitError("--emit-cpp: only sum and avg all-reduces are supported");
-            }
-            FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes(), getSubgroup(a));
-            if (failed(comm))
-              return failure();
-            return call(RuntimeCall::ptrain_all_reduce_start,
-                        {*comm, ptr(in), ptr(req), std::to_string(countOf(in)), "PTRAIN_DTYPE_F32", op,
-                         "&" + ptr(req) + "_request"});
-          })
           .Case<ReduceScatterStartOp>([&](ReduceScatterStartOp r) -> LogicalResult {
             // MPI_Ireduce_scatter_block: rank i of the group keeps block i of dimension 0 (ZeRO-1's buckets;
             // the verifier checks that the group size divides it).
@@ -280,24 +206,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             return call(RuntimeCall::ptrain_all_gather_start, {*comm, ptr(in), ptr(req), std::to_string(countOf(in)),
                                                                "PTRAIN_DTYPE_F32", "&" + ptr(req) + "_request"});
           })
-          .Case<SendStartOp>([&](SendStartOp send) -> LogicalResult {
-            return pointToPoint(send, RuntimeCall::ptrain_send_start, send.getInput(), send.getRequest(),
-                                send.getGridAttr().getValue(), send.getAxis(), send.getOffset());
-          })
-          .Case<RecvStartOp>([&](RecvStartOp recv) -> LogicalResult {
-            return pointToPoint(recv, RuntimeCall::ptrain_recv_start, recv.getRequest(), recv.getRequest(),
-                                recv.getGridAttr().getValue(), recv.getAxis(), recv.getOffset());
-          })
-          .Case<func::CallOp>([&](func::CallOp c) -> LogicalResult {
-            // Another function of the step: it runs in the shared arena, the caller in its own.
-            std::string args;
-            for (Value v : c.getOperands())
-              args += (args.empty() ? "" : ", ") + ptr(v);
-            for (Value v : c.getResults())
-              args += (args.empty() ? "" : ", ") + ptr(v);
-            block += "    PTRAIN_STEP_CALL(ptrain_step_" + c.getCallee().str() + "(" + args + "));\n";
-            return success();
-          })
           .Case<WaitOp>([&](WaitOp w) -> LogicalResult {
             // A failing wait frees the request too (ptrain_wait), so the handle is cleared either way.
             std::string request = ptr(w.getRequest()) + "_request";
@@ -313,13 +221,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             }
             return success();
           })
-          .Case<CompressOp>([&](CompressOp c) -> LogicalResult {
-            if (failed(emitCompress(c, *this)))
-              return failure();
-            emitCompressTelemetry(c, sites, *this);
-            return success();
-          })
-          .Case<DecompressOp>([&](DecompressOp d) { return emitDecompress(d, *this); })
           .Case<CompareOp, SelectOp, BroadcastToOp, ReduceOp>([&](Operation *o) { return emitBroadcastOp(o, *this); })
           .Case<RmsNormOp, RotaryEmbeddingOp, DropoutOp>([&](Operation *o) { return emitTransformerOp(o, *this); })
           .Case<CastOp, GatherOp, LogSoftmaxOp>([&](Operation *o) { return emitSelectionOp(o, *this); })
@@ -330,30 +231,11 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                 comms.lookup(o, grid, ArrayAttr::get(o->getContext(), {StringAttr::get(o->getContext(), axis)}));
             return failed(comm) ? failure() : emitVocabParallelOp(o, *comm, comms.theGrid, *this);
           })
-          .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
-          .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
-            FailureOr<std::string> comm = comms.lookup(
-                t, t.getGrid(), ArrayAttr::get(t.getContext(), {StringAttr::get(t.getContext(), t.getAxis())}));
-            return failed(comm) ? failure() : emitTPAllReduce(t, *comm, *this);
-          })
-          .Case<CompressedAllReduceStartOp>([&](CompressedAllReduceStartOp c) -> LogicalResult {
-            FailureOr<std::string> comm = comms.lookup(c, c.getGridAttr().getValue(), c.getGridAxes());
-            if (failed(comm))
-              return failure();
-            return emitCompressedAllReduceStart(c, *comm, *this);
-          })
           .Case<CompressedReduceScatterStartOp>([&](CompressedReduceScatterStartOp c) -> LogicalResult {
             FailureOr<std::string> comm = comms.lookup(c, c.getGridAttr().getValue(), c.getGridAxes());
             if (failed(comm))
               return failure();
             return emitCompressedReduceScatterStart(c, *comm, *this);
-          })
-          .Case<func::ReturnOp>([&](func::ReturnOp r) -> LogicalResult {
-            for (auto [i, v] : llvm::enumerate(r.getOperands()))
-              if (failed(call(RuntimeCall::ptrain_copy_bytes,
-                              {ptr(v), std::to_string(bytesOf(v)), "out_" + std::to_string(i)})))
-                return failure();
-            return success();
           })
           .Default([&](Operation *other) {
             return other->emitError("--emit-cpp: '") << other->getName() << "' is not supported";
@@ -370,4 +252,48 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   chunk.location = commentSafe(loc);
   finishChunk(op, std::move(chunk));
   return success();
+}
+
+std::optional<LogicalResult> FunctionEmitter::writeStateHook(StateWriteOp write) {
+  if (deferredWrites.contains(write)) {
+    line("// after the wait of its compressed all-reduce, which completes this codec state");
+    return success();
+  }
+  Value v = write.getValue();
+  if (storage[v].kind == Storage::Virtual)
+    return generateConstant(v, states[write.getStateAttr().getAttr()].var); // a splat: a memset or fill of the state
+  return std::nullopt;
+}
+
+LogicalResult FunctionEmitter::startAllReduce(const std::string &comm, Value in, Value request, StringRef reduction) {
+  return call(RuntimeCall::ptrain_all_reduce_start, {comm, ptr(in), ptr(request), std::to_string(countOf(in)),
+                                                     "PTRAIN_DTYPE_F32", reduction.str(), "&" + ptr(request) + "_request"});
+}
+
+LogicalResult FunctionEmitter::tpAllReduce(TPAllReduceOp op, const std::string &comm) {
+  // A failing start leaves no request; a failing wait frees it (ptrain_wait).
+  line("ptrain_request_t tp_request = nullptr;");
+  if (failed(call(RuntimeCall::ptrain_all_reduce_start,
+                  {comm, ptr(op.getInput()), ptr(op.getResult()), std::to_string(countOf(op.getInput())),
+                   "PTRAIN_DTYPE_F32", "PTRAIN_REDUCE_SUM", "&tp_request"})))
+    return failure();
+  return call(RuntimeCall::ptrain_wait, {"tp_request"});
+}
+
+LogicalResult FunctionEmitter::codecCall(const target::CodecKernelCall &k) { return call(cpuCodecCall(k.kernel), k.args); }
+
+LogicalResult FunctionEmitter::startCompressedAllReduce(CompressedAllReduceStartOp op, const std::string &comm,
+                                                        const target::CompressedAllReduceArgs &a) {
+  // The runtime updates the new states in place until the request's wait completes (deferCompressedStateWrites).
+  const std::string request = ptr(op.getRequest());
+  return call(RuntimeCall::ptrain_compressed_all_reduce_start,
+              {comm, "&codec", a.input, a.residual, a.state, request, a.reduction, "&" + request + "_request"});
+}
+
+void FunctionEmitter::compressTelemetry(CompressOp op) { emitCompressTelemetry(op, sites, *this); }
+
+std::optional<LogicalResult> FunctionEmitter::generatedEncoder(CompressOp op) {
+  if (auto kernel = op->getAttrOfType<SymbolRefAttr>(kCodecKernelAttr))
+    return emitGeneratedEncoder(op, kernel, *this);
+  return std::nullopt;
 }

@@ -34,6 +34,7 @@
 #include "Common/OpGeometry.h"
 #include "Common/PipelineDriver.h"
 #include "Common/RuntimeCallTable.h"
+#include "Common/ConstantFile.h"
 #include "Common/StateStorage.h"
 #include "ptrain/Target/Common/StateTable.h"
 #include "Common/GemmOps.h"
@@ -43,7 +44,6 @@
 #include "CudaCallTable.h"
 #include "EmitCudaCodecs.h"
 #include "EmitCudaComm.h"
-#include "EmitCudaLoss.h"
 #include "EmitCudaModelOps.h"
 #include "EmitCudaTransformerOps.h"
 #include "StageStates.h"
@@ -64,6 +64,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -123,6 +125,11 @@ struct ModuleStorage {
   /// same constant of every layer is one copy, so that an outlined layer's row does not carry its offset and
   /// the constants do not grow with the layers (issue 23). Constants are read-only.
   llvm::DenseMap<std::pair<Attribute, Type>, int64_t> constantOffsets;
+  /// The constant file (EmitCudaOptions::constantsFile): the bytes of every large constant that is neither a
+  /// splat nor generated, each at a 64-byte offset, read at set-up into its range of d_constants; and its name
+  /// beside libstep.so (empty: no file, such a constant is an error).
+  std::string constantFile;
+  std::string constantFileName;
   CodecSites sites;      ///< codec telemetry (Common/CodecTelemetry.h)
   bool pipeline = false; ///< ptrain.pipeline: a rank's d_states holds its stage's states only
   StageStates stages;    ///< pipeline: each stage's states and their offsets in its d_states
@@ -167,7 +174,43 @@ public:
   }
   GridOp theGrid() const override { return comms.theGrid; }
 
+  // Hooks of the op families both targets share (StepFunction::emitStepOp): device states, NCCL on streams.
+  std::string statePtr(StringAttr sym, Value v) const override {
+    return "reinterpret_cast<" + std::string(cType(v)) + " *>(d_states + " + std::to_string(stateOffset(sym)) + ")";
+  }
+  std::string calleeFunction(StringRef callee) const override { return "device_" + identifierFrom(callee); }
+  std::string scalarArg(Value v) const override { return valuePtr(v); } // dloss: a device pointer
+  CommGroups &communicators() override { return comms; }
+  LogicalResult startAllReduce(const std::string &comm, Value in, Value request, StringRef reduction) override {
+    requestComm[request] = comm; // its wait: ptrain_nccl_wait of the communicator
+    return call(CudaCall::ptrain_nccl_all_reduce, {comm, ptr(in), ptr(request), std::to_string(countOf(in)),
+                                                   "PTRAIN_DTYPE_F32", reduction.str()});
+  }
+  LogicalResult tpAllReduce(TPAllReduceOp t, const std::string &comm) override {
+    if (failed(call(CudaCall::ptrain_nccl_all_reduce, {comm, ptr(t.getInput()), ptr(t.getResult()),
+                                                       std::to_string(countOf(t.getInput())), "PTRAIN_DTYPE_F32",
+                                                       "PTRAIN_REDUCE_SUM"})))
+      return failure();
+    return call(CudaCall::ptrain_nccl_wait, {comm});
+  }
+  LogicalResult codecCall(const target::CodecKernelCall &k) override { return emitCudaCodecKernel(k, codecWriter()); }
+  LogicalResult startCompressedAllReduce(CompressedAllReduceStartOp op, const std::string &comm,
+                                         const target::CompressedAllReduceArgs &a) override {
+    requestComm[op.getRequest()] = comm;
+    return call(CudaCall::ptrain_nccl_compressed_all_reduce,
+                {comm, "&codec", a.input, a.residual, a.state, ptr(op.getRequest()), a.reduction});
+  }
+  void compressTelemetry(CompressOp op) override {
+    CudaCodecWriter w = codecWriter();
+    target::emitCompressTelemetry(op, module.sites, w.ptr, w.line);
+  }
+
 private:
+  CudaCodecWriter codecWriter() {
+    return CudaCodecWriter{[this](Value v) { return ptr(v); },
+                           [this](CudaCall c, ArrayRef<std::string> args) { return call(c, args); },
+                           [this](const std::string &code) { blockLine(code); }};
+  }
   LogicalResult checkOp(Operation &op) override;
   /// A transfer's codes are never masks (and a mask is never sent).
   bool allowsMasks(Operation &op) const override { return !isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp>(op); }
@@ -186,7 +229,7 @@ private:
   /// A send or receive on the pipeline axis, on the stream of its channel (EmitCudaComm.h, PipeChannels): the
   /// peer is this function's stage (ptrain.stage) + offset.
   LogicalResult pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid, StringRef axis,
-                             int64_t offset);
+                             int64_t offset) override;
 
   ModuleStorage &module;
   CommGroups &comms;
@@ -329,6 +372,31 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
                    std::string(getCudaCallInfo(CudaCall::ptrain_cuda_copy_to_device).name) + "(fill.data(), " +
                    bytes + ", " + range + "));\n  }");
     module.constantBlockBytes = alignUp(offset + bytesOf(result));
+  } else if (n > kPrintedSplatElements) {
+    // Anything else large (ConstantForm::File): its bytes go to the constant file beside libstep.so and are read
+    // into its device range at set-up, never printed (issue 23; the CPU target's step.consts.bin, at 64-byte
+    // offsets). ptrain_read_beside fails naming the file when it is missing or shorter than this build's.
+    if (module.constantFileName.empty())
+      return op.emitError("--emit-cuda: a constant of ")
+             << bytesOf(result) << " bytes is neither small (at most " << kPrintedSplatElements
+             << " elements), a splat, a causal mask nor an iota: it is read from a constant file at set-up; pass "
+                "--emit-cuda-constants=FILE (FILE lies beside libstep.so)";
+    const int64_t fileOffset = target::appendToConstantFile(module.constantFile, constantBytes(attr));
+    const std::string bytes = std::to_string(bytesOf(result));
+    module.constants += "// " + locationComment(op.getLoc()) + ": " + std::to_string(n) + " x " + cType(result) +
+                        ", device offset " + std::to_string(offset) + ": bytes [" + std::to_string(fileOffset) +
+                        ", " + std::to_string(fileOffset + bytesOf(result)) + ") of " + module.constantFileName +
+                        ", read at set-up\n\n";
+    module.constantCopies.push_back({"", offset});
+    module.constantBytes.push_back(bytesOf(result));
+    module.constantFills.push_back(
+        "{\n    std::vector<unsigned char> bytes(" + bytes + ");\n    PTRAIN_STEP_CALL(" +
+        std::string(getRuntimeCallInfo(RuntimeCall::ptrain_read_beside).name) + "(step_error, " +
+        stringLiteral(module.constantFileName) + ", " + std::to_string(fileOffset) + ", " + bytes +
+        ", bytes.data()));\n    PTRAIN_STEP_CALL(" +
+        std::string(getCudaCallInfo(CudaCall::ptrain_cuda_copy_to_device).name) + "(bytes.data(), " + bytes +
+        ", d_constants + " + std::to_string(offset) + "));\n  }");
+    module.constantBlockBytes = alignUp(offset + bytesOf(result));
   } else {
     std::string values;
     const bool mask = isMaskElementType(tensorOf(result).getElementType()); // uint8_t 0 / 1
@@ -382,8 +450,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     if (s.kind == Storage::Arena)
       text = "  " + type + " *" + s.name + " = " + bufferPtr(s.buffer, type) + ";\n";
     else if (s.kind == Storage::State)
-      text = "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(d_states + " +
-             std::to_string(stateOffset(cast<StateReadOp>(op).getStateAttr().getAttr())) + ");\n";
+      text = "  " + type + " *" + s.name + " = " + statePtr(cast<StateReadOp>(op).getStateAttr().getAttr(), result) +
+             ";\n";
     else if (s.kind == Storage::Alias)
       text = "  " + type + " *" + s.name + " = const_cast<" + type + " *>(" + ptr(s.root) + ");\n";
     // An arena result nothing reads is still written by its op's call (the dead tail of a stage's last layer,
@@ -396,36 +464,21 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     types[s.name] = type + " *";
   }
   auto n = [](Value v) { return std::to_string(countOf(v)); };
-  auto bytes = [](Value v) { return std::to_string(bytesOf(v)); };
-  auto statePtr = [&](StringAttr sym, Value v) {
-    return "reinterpret_cast<" + std::string(cType(v)) + " *>(d_states + " + std::to_string(stateOffset(sym)) + ")";
-  };
 
-  // The GEMMs and what their fusion folded or made aliases: both targets alike (GemmOps.h).
+  // The GEMMs and what their fusion folded or made aliases, then the op families both targets write with one
+  // emitter over this target's hooks (StepFunction::emitStepOp: states, calls, the loss, collectives, codecs).
+  std::optional<LogicalResult> shared;
+  if (!target::isGemmOp(op, gemms))
+    shared = emitStepOp(op);
   LogicalResult result =
       target::isGemmOp(op, gemms) ? target::emitGemmOp(op, gemms, *this) :
+      shared ? *shared :
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
           .Case<arith::ConstantOp>([&](auto c) { return emitConstant(c); })
-          .Case<StateReadOp>([&](StateReadOp read) -> LogicalResult {
-            Value v = read.getResult();
-            if (storage[v].kind != Storage::Arena)
-              return success();
-            return call(CudaCall::ptrain_cuda_copy_bytes,
-                        {statePtr(read.getStateAttr().getAttr(), v), bytes(v), ptr(v)});
-          })
-          .Case<StateWriteOp>([&](StateWriteOp write) {
-            Value v = write.getValue();
-            return call(CudaCall::ptrain_cuda_copy_bytes,
-                        {ptr(v), bytes(v), statePtr(write.getStateAttr().getAttr(), v)});
-          })
-          .Case<ReshapeOp>([&](ReshapeOp) { return success(); })
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
           .Case<EmbeddingOp, EmbeddingGradOp, BinaryOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp,
                 SoftmaxGradOp, GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp,
                 LossScaleOp, GradUnscaleOp, GradScalerUpdateOp>([&](Operation *o) { return emitSharedOp(o, *this); })
-          .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {
-            return emitCudaCrossEntropy(ce, *this); // weights, ignore_index, reduction: EmitCudaLoss.h
-          })
           .Case<AdamWOp>([&](AdamWOp a) {
             LRScheduleAttr schedule = a.getSchedule();
             double peak = schedule.getPeak().getValueAsDouble();
@@ -438,29 +491,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                          floatLiteral(a.getEpsilonAttr().getValueAsDouble()),
                          floatLiteral(a.getWeightDecayAttr().getValueAsDouble()), ptr(a.getNewParam()),
                          ptr(a.getNewM()), ptr(a.getNewV())});
-          })
-          .Case<AllReduceStartOp>([&](AllReduceStartOp a) -> LogicalResult {
-            Value in = a.getInput(), req = a.getRequest();
-            if (!isF32(in))
-              return a.emitError("--emit-cuda: all-reduce of a non-f32 tensor is not supported");
-            if (a.getReduction() != ReductionKind::Sum && a.getReduction() != ReductionKind::Avg)
-              return a.emitError("--emit-cuda: only sum and avg all-reduces are supported");
-            // A subgroup (Optimus-CC's fused embedding sync): its own NCCL communicator (EmitCudaComm.h).
-            FailureOr<std::string> comm = comms.lookup(a, a.getGridAttr().getValue(), a.getGridAxes(), getSubgroup(a));
-            if (failed(comm))
-              return failure();
-            requestComm[req] = *comm;
-            return call(CudaCall::ptrain_nccl_all_reduce,
-                        {*comm, ptr(in), ptr(req), n(in), "PTRAIN_DTYPE_F32",
-                         a.getReduction() == ReductionKind::Sum ? "PTRAIN_REDUCE_SUM" : "PTRAIN_REDUCE_AVG"});
-          })
-          .Case<SendStartOp>([&](SendStartOp send) {
-            return pointToPoint(send, /*isSend=*/true, send.getInput(), send.getRequest(),
-                                send.getGridAttr().getValue(), send.getAxis(), send.getOffset());
-          })
-          .Case<RecvStartOp>([&](RecvStartOp recv) {
-            return pointToPoint(recv, /*isSend=*/false, recv.getRequest(), recv.getRequest(),
-                                recv.getGridAttr().getValue(), recv.getAxis(), recv.getOffset());
           })
           .Case<WaitOp>([&](WaitOp w) -> LogicalResult {
             // A send or receive: the watchdog over its transfer, then the compute stream waits on its event.
@@ -477,48 +507,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               return w.emitError("--emit-cuda: the request is not started by a send, receive or all-reduce of "
                                  "this function");
             return call(CudaCall::ptrain_nccl_wait, {comm->second});
-          })
-          .Case<CompressOp, DecompressOp, CompressedAllReduceStartOp>([&](Operation *o) -> LogicalResult {
-            // Codec kernels with fused error feedback, compressed all-reduces over NCCL (EmitCudaCodecs.h).
-            CudaCodecWriter w{[&](Value v) { return ptr(v); },
-                              [&](CudaCall c, ArrayRef<std::string> args) { return call(c, args); },
-                              [&](const std::string &code) { block += "    " + code + "\n"; }};
-            if (auto c = dyn_cast<CompressedAllReduceStartOp>(o)) {
-              FailureOr<std::string> comm = comms.lookup(c, c.getGridAttr().getValue(), c.getGridAxes());
-              if (failed(comm))
-                return failure();
-              requestComm[c.getRequest()] = *comm;
-              return emitCudaCompressedAllReduce(c, *comm, w);
-            }
-            return isa<CompressOp>(o) ? emitCudaCompress(cast<CompressOp>(o), module.sites, w)
-                                      : emitCudaDecompress(cast<DecompressOp>(o), w);
-          })
-          .Case<TPCopyOp>([&](TPCopyOp) { return success(); }) // an alias (planStorage)
-          .Case<TPAllReduceOp>([&](TPAllReduceOp t) -> LogicalResult {
-            if (!isF32(t.getInput()))
-              return t.emitError("--emit-cuda: a tensor-parallel all-reduce of a non-f32 tensor is not supported");
-            FailureOr<std::string> comm = comms.lookupAxis(t, t.getGrid(), t.getAxis());
-            if (failed(comm) || failed(call(CudaCall::ptrain_nccl_all_reduce,
-                                            {*comm, ptr(t.getInput()), ptr(t.getResult()), n(t.getInput()),
-                                             "PTRAIN_DTYPE_F32", "PTRAIN_REDUCE_SUM"})))
-              return failure();
-            return call(CudaCall::ptrain_nccl_wait, {*comm});
-          })
-          .Case<func::CallOp>([&](func::CallOp c) -> LogicalResult {
-            // Another function of the step, on device pointers: it runs in the shared arena, the caller in its
-            // own.
-            std::string args;
-            for (Value v : llvm::concat<Value>(c.getOperands(), c.getResults()))
-              args += (args.empty() ? "" : ", ") + ptr(v);
-            block += "    PTRAIN_STEP_CALL(device_" + identifierFrom(c.getCallee()) + "(" + args + "));\n";
-            return success();
-          })
-          .Case<func::ReturnOp>([&](func::ReturnOp r) -> LogicalResult {
-            // Into the caller's buffers (the host entry point copies them to the host).
-            for (auto [i, v] : llvm::enumerate(r.getOperands()))
-              if (failed(call(CudaCall::ptrain_cuda_copy_bytes, {ptr(v), bytes(v), "d_out_" + std::to_string(i)})))
-                return failure();
-            return success();
           })
           .Default([&](Operation *other) -> LogicalResult {
             if (isCudaModelOp(other))
@@ -645,8 +633,11 @@ SmallVector<int64_t> stageKeys(const StageStates &stages) {
   return keys;
 }
 
-LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options) {
+LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options,
+                         std::string &constantFile) {
   ModuleStorage storage;
+  if (!options.constantsFile.empty())
+    storage.constantFileName = llvm::sys::path::filename(options.constantsFile).str();
   for (Operation &op : module.getBody()->getOperations())
     if (!isa<func::FuncOp, StateOp, GridOp>(op))
       return emitError(op.getLoc(), "--emit-cuda: '") << op.getName() << "' at module level is not supported";
@@ -762,18 +753,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     << (hasComm ? "#include <cstdlib>\n" : "") << "#include <string>\n#include <vector>\n"
     << "\n"
        "#define PTRAIN_STEP_API __attribute__((visibility(\"default\")))\n"
-    << kStepCallMacros << "namespace {\n\n"
-       "/// Errors the step itself detects (the runtime's are in ptrain_last_error()).\n"
-       "char step_error[512];\n"
-       "bool step_error_own = false;\n"
-       "__attribute__((format(printf, 1, 2))) ptrain_status_t stepError(const char *format, ...) {\n"
-       "  va_list args;\n"
-       "  va_start(args, format);\n"
-       "  std::vsnprintf(step_error, sizeof(step_error), format, args);\n"
-       "  va_end(args);\n"
-       "  step_error_own = true;\n"
-       "  return PTRAIN_ERROR_INVALID_ARGUMENT;\n"
-       "}\n\n";
+    << kStepCallMacros << "namespace {\n\n" << kStepErrorDefinitions;
   s << "//===--- States (" << storage.stateOrder.size()
     << "): host mirrors (init, checkpoints) and offsets in the device block d_states ---===//\n\n";
   // As on the CPU (EmitCpp.cpp): a state is its named pointer (only those the code names), a reference to its
@@ -933,10 +913,8 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
          "#endif\n\n"
       << outlined.definitions << "#ifdef __NVCC__\n#pragma nv_diag_default 550\n#endif\n\n";
   s << functions;
-  s << "} // namespace\n\n//===--- State management ---===//\n\n";
-  s << "/// The message of the last failed entry point: the step's own or the runtime's (ptrain_last_error()).\n"
-       "extern \"C\" PTRAIN_STEP_API const char *ptrain_step_last_error(void) {\n"
-       "  return step_error_own ? step_error : ptrain_last_error();\n}\n\n";
+  s << "} // namespace\n\n";
+  target::emitLastErrorEntryPoint(s);
   s << "/// The number of CUDA devices this process sees (a DEVICE error without a driver): ptrain-run's check.\n"
        "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_cuda_devices(int32_t *out_count) {\n"
        "  if (!out_count)\n    return stepError(\"ptrain_step_cuda_devices: null out_count\");\n"
@@ -981,38 +959,44 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
                             getRuntimeCallInfo(RuntimeCall::ptrain_rendezvous_all_gather).name});
   }
   emitStorageEntryPoints(s);
-  s << "/// Copies every owned state to the host and writes it by key to a checkpoint (docs/CodegenCpu.md's "
-       "format).\n"
-       "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_save(const char *path) {\n"
-       "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_save\"));\n  PTRAIN_STEP_CALL(pullStates());\n"
-       "  PTRAIN_STEP_CALL("
-    << cpuCall(RuntimeCall::ptrain_checkpoint_save)
-    << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Reads every owned state from a checkpoint (nothing changes on error) and copies it to the device.\n"
-       "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_load(const char *path) {\n"
-       "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_load\"));\n"
-       "  PTRAIN_STEP_CALL("
-    << cpuCall(RuntimeCall::ptrain_checkpoint_load)
-    << "(active_states, num_active_states, path));\n  PTRAIN_STEP_CALL(pushStates());\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// The owned state table over the host mirrors; ptrain_step_pull_states() refreshes them from the device\n"
-       "/// and ptrain_step_push_states() copies edits back.\n"
-       "extern \"C\" PTRAIN_STEP_API int64_t ptrain_step_num_states(void) { return num_active_states; }\n"
-       "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return active_states; }\n"
-       "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_pull_states(void) {\n"
-       "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_pull_states\"));\n  return pullStates();\n}\n"
-       "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_push_states(void) {\n"
-       "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_push_states\"));\n  return pushStates();\n}\n\n";
+  // The states' host mirrors are checkpointed: pulled from the device before a save, pushed after a load.
+  target::CheckpointEntryPoints checkpoints;
+  checkpoints.saveDoc = "/// Copies every owned state to the host and writes it by key to a checkpoint (docs/CodegenCpu.md's "
+                        "format).\n";
+  checkpoints.saveFirst = "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_save\"));\n  PTRAIN_STEP_CALL(pullStates());\n";
+  checkpoints.loadDoc =
+      "/// Reads every owned state from a checkpoint (nothing changes on error) and copies it to the device.\n";
+  checkpoints.loadFirst = "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_load\"));\n";
+  checkpoints.loadLast = "  PTRAIN_STEP_CALL(pushStates());\n";
+  checkpoints.tableDoc =
+      "/// The owned state table over the host mirrors; ptrain_step_pull_states() refreshes them from the device\n"
+      "/// and ptrain_step_push_states() copies edits back.\n";
+  checkpoints.tableMore = "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_pull_states(void) {\n"
+                          "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_pull_states\"));\n  return pullStates();\n}\n"
+                          "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_push_states(void) {\n"
+                          "  PTRAIN_STEP_CALL(enterStep(\"ptrain_step_push_states\"));\n  return pushStates();\n}\n";
+  target::emitCheckpointEntryPoints(s, checkpoints);
   emitTelemetryEntryPoints(storage.sites, hasComm, s, getRuntimeCallInfo(RuntimeCall::ptrain_rendezvous_all_gather).name);
   s << "//===--- Entry points ---===//\n\n" << entries << driverCode;
   os << target::withNamedStatePointers(out, storage.stateOrder,
                                        [&](StateOp state) { return storage.states[state.getSymNameAttr()].var; });
+  constantFile = std::move(storage.constantFile);
   return success();
 }
 
 } // namespace
 
 LogicalResult mlir::ptrain::emitCuda(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options) {
-  return emitModule(module, os, options);
+  std::string code;
+  llvm::raw_string_ostream codeOs(code);
+  std::string constantFile;
+  if (failed(emitModule(module, codeOs, options, constantFile)))
+    return failure();
+  if (!options.constantsFile.empty() &&
+      failed(target::writeConstantFile(module.getLoc(), "--emit-cuda", options.constantsFile, constantFile)))
+    return failure();
+  os << code;
+  return success();
 }
 
 CudaStateBytes mlir::ptrain::getCudaStateBytes(ModuleOp module) {
@@ -1029,6 +1013,11 @@ CudaStateBytes mlir::ptrain::getCudaStateBytes(ModuleOp module) {
 }
 
 void mlir::ptrain::registerEmitCudaTranslation() {
+  static llvm::cl::opt<std::string> constantsFile(
+      "emit-cuda-constants", llvm::cl::value_desc("file"),
+      llvm::cl::desc("--emit-cuda: write the large constants that are not generated (ConstantForm.h) to this file, "
+                     "which the step reads at set-up from the directory of its libstep.so into device memory"),
+      llvm::cl::init(""));
   static llvm::cl::opt<bool> outlineBlocks(
       "emit-cuda-outline",
       llvm::cl::desc("--emit-cuda: write repeated runs of ops (identical layers) once as functions called per "
@@ -1046,6 +1035,7 @@ void mlir::ptrain::registerEmitCudaTranslation() {
           return failure();
         EmitCudaOptions options;
         options.outlineBlocks = outlineBlocks;
+        options.constantsFile = constantsFile;
         return emitCuda(module, os, options);
       },
       [](DialectRegistry &registry) { registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>(); });

@@ -1,6 +1,8 @@
 //===- EmitCudaCodecs.cpp - Codec ops in the CUDA code generator ----------===//
 //
-// Per codec op, the calls of docs/CodegenCuda.md's codec table:
+// The CUDA calls of the codec ops of docs/CodegenCuda.md's codec table (the
+// ops are written for both targets by Common/CodecOps.cpp; this file maps
+// their codec kernels to the CUDA calls and writes the telemetry's state):
 //
 //   op                  codec     CUDA runtime call(s)
 //   ptrain.compress     powersgd  ptrain_cuda_powersgd_encode_f32 (cuBLAS)
@@ -70,21 +72,16 @@ CudaCall cudaCall(CodecKernel kernel) {
   return CudaCall::ptrain_cuda_cast_decode_f32;
 }
 
-/// new_state[i] = state[i] on the device: the runtime then updates the new states in place.
-LogicalResult copyStates(ValueRange state, ValueRange newState, CudaCodecWriter &w) {
-  for (auto [old, fresh] : llvm::zip(state, newState))
-    if (failed(w.call(CudaCall::ptrain_cuda_copy_bytes, {w.ptr(old), std::to_string(bytesOf(old)), w.ptr(fresh)})))
-      return failure();
-  return success();
+} // namespace
+
+LogicalResult mlir::ptrain::cuda::checkCudaCodecOp(Operation *op) {
+  return checkCodecKernel(op, "--emit-cuda", "CUDA code generator");
 }
 
-/// Copies the old states into the new ones, then runs the kernel. rand-k's counter is a host pointer for the
-/// runtime (it draws the positions on the host, docs/Runtime.md): the device state is read into a host variable
-/// (ptrain_cuda_copy_to_host waits for the stream), the kernel advances it, and it is copied back (a pageable
-/// host-to-device copy is staged before the call returns).
-LogicalResult emitKernel(CodecKernelCall k, ValueRange state, ValueRange newState, CudaCodecWriter &w) {
-  if (failed(copyStates(state, newState, w)))
-    return failure();
+/// rand-k's counter is a host pointer for the runtime (it draws the positions on the host, docs/Runtime.md): the
+/// device state is read into a host variable (ptrain_cuda_copy_to_host waits for the stream), the kernel advances
+/// it, and it is copied back (a pageable host-to-device copy is staged before the call returns).
+LogicalResult mlir::ptrain::cuda::emitCudaCodecKernel(CodecKernelCall k, const CudaCodecWriter &w) {
   if (k.counterArg < 0)
     return w.call(cudaCall(k.kernel), k.args);
   const std::string device = k.args[k.counterArg];
@@ -97,38 +94,9 @@ LogicalResult emitKernel(CodecKernelCall k, ValueRange state, ValueRange newStat
   return w.call(CudaCall::ptrain_cuda_copy_to_device, {"&counter", "8", device});
 }
 
-} // namespace
-
-LogicalResult mlir::ptrain::cuda::checkCudaCodecOp(Operation *op) {
-  return checkCodecKernel(op, "--emit-cuda", "CUDA code generator");
-}
-
-LogicalResult mlir::ptrain::cuda::emitCudaCompress(CompressOp op, const CodecSites &sites, CudaCodecWriter &w) {
-  if (failed(emitKernel(compressKernelCall(op, w.ptr), op.getState(), op.getNewState(), w)))
-    return failure();
-  emitCompressTelemetry(op, sites, w.ptr, w.line);
-  return success();
-}
-
 void mlir::ptrain::cuda::emitCudaTelemetryState(const CodecSites &sites, llvm::raw_ostream &s) {
   emitTelemetryState(sites,
                      {getCudaCallInfo(CudaCall::ptrain_cuda_codec_metrics_f32).name,
                       getCudaCallInfo(CudaCall::ptrain_cuda_malloc).name},
                      s);
-}
-
-LogicalResult mlir::ptrain::cuda::emitCudaDecompress(DecompressOp op, CudaCodecWriter &w) {
-  return emitKernel(decompressKernelCall(op, w.ptr), op.getState(), op.getNewState(), w);
-}
-
-LogicalResult mlir::ptrain::cuda::emitCudaCompressedAllReduce(CompressedAllReduceStartOp op, const std::string &comm,
-                                                              CudaCodecWriter &w) {
-  FailureOr<CompressedAllReduceArgs> a = compressedAllReduceArgs(op, w.ptr, "--emit-cuda");
-  if (failed(a))
-    return failure();
-  w.line("static const ptrain_codec_t codec = " + a->codec + ";");
-  if (failed(copyStates(op.getState(), op.getNewState(), w)))
-    return failure();
-  return w.call(CudaCall::ptrain_nccl_compressed_all_reduce,
-                {comm, "&codec", a->input, a->residual, a->state, w.ptr(op.getRequest()), a->reduction});
 }

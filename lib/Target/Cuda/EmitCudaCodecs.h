@@ -17,6 +17,7 @@
 #ifndef PTRAIN_TARGET_CUDA_EMITCUDACODECS_H
 #define PTRAIN_TARGET_CUDA_EMITCUDACODECS_H
 
+#include "Common/CodecKernels.h"
 #include "Common/CodecTelemetry.h"
 #include "CudaCallTable.h"
 
@@ -42,24 +43,16 @@ struct CudaCodecWriter {
 /// autoencoder's codec, a reordering matrix view, params). Called before any code is written.
 LogicalResult checkCudaCodecOp(Operation *op);
 
-/// ptrain.compress: the new states are copied from the old ones on the device, then the encoder updates them in
-/// place and writes the codes. rand-k's counter (a host pointer for the runtime) goes through a host copy. Then,
-/// for an op with a codec site (error feedback into a residual state), the site's telemetry record when on.
-LogicalResult emitCudaCompress(CompressOp op, const CodecSites &sites, CudaCodecWriter &w);
+/// One codec kernel's call (CodecKernels.h) on the device: ptrain_cuda_<codec>_encode_f32 / _decode_f32; rand-k's
+/// counter (a host pointer for the runtime) goes through a host copy. The codec ops themselves (the new states'
+/// copies, the telemetry record, the compressed all-reduce's codec) are both targets' (Common/CodecOps.cpp).
+LogicalResult emitCudaCodecKernel(target::CodecKernelCall k, const CudaCodecWriter &w);
 
 /// The codec telemetry of --emit-cpp (Common/CodecTelemetry.h: the same site table, modes, fields and
 /// entry points) on the device: the record helper measures with ptrain_cuda_codec_metrics_f32 on the device
 /// buffers and keeps each site's previous input in device memory, allocated at the site's first compression with
 /// telemetry on (docs/CodegenCuda.md, "Codec telemetry"). Nothing for a module without sites.
 void emitCudaTelemetryState(const CodecSites &sites, llvm::raw_ostream &s);
-
-/// ptrain.decompress: the decoder writes the result (rand-k: its counter, as for the encoder).
-LogicalResult emitCudaDecompress(DecompressOp op, CudaCodecWriter &w);
-
-/// ptrain.compressed_all_reduce_start over the NCCL communicator variable `comm`: a static ptrain_codec_t, the new
-/// states copied from the old ones, and ptrain_nccl_compressed_all_reduce, which enqueues every phase on the
-/// stream and updates the new states in place (the op's ptrain.wait is the communicator's watchdog).
-LogicalResult emitCudaCompressedAllReduce(CompressedAllReduceStartOp op, const std::string &comm, CudaCodecWriter &w);
 
 } // namespace mlir::ptrain::cuda
 

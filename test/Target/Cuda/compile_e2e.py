@@ -105,7 +105,7 @@ def inline_step_text(out):
     name, while nvcc built the outlined step.cu (identical layers written once, BlockOutliner.h)."""
     path = out.rstrip("/") + ".inline.cu"
     subprocess.run([os.path.join(BUILD, "bin", "ptrain-translate"), "--emit-cuda", "--emit-cuda-outline=false",
-                    os.path.join(out, "step.mlir"), "-o", path], check=True)
+                    os.path.join(out, "step.mlir"), "-o", path, f"--emit-cuda-constants={path}.consts.bin"], check=True)
     return open(path).read()
 
 
@@ -417,6 +417,13 @@ def check_fused_sync_and_loss_options(build, source, scratch):
     symbols = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
     failures += [f"pp4fe: libstep.so does not export {e}" for e in MULTIRANK_ENTRY_POINTS
                  if f" {e}\n" not in symbols + "\n"]
+    # The 256 class weights: read at set-up from step.consts.bin beside libstep.so (issue 23), not printed.
+    consts = os.path.join(out, "step.consts.bin")
+    step_cu = open(os.path.join(out, "step.cu")).read()
+    if os.path.getsize(consts) != 1024 or "[256] = {" in step_cu or \
+            'ptrain_read_beside(step_error, "step.consts.bin", 0, 1024, bytes.data())' not in step_cu:
+        failures.append(f"pp4fe: the class weights are not read from step.consts.bin ({os.path.getsize(consts)} "
+                        "bytes) at set-up, or step.cu prints them")
     text = inline_step_text(out)
     for call in ("static const int64_t members[] = {0, 3};\n      PTRAIN_STEP_CALL(createGroup(in_group, "
                  "&comm_grid_pp_pp_0_3, 0, members, 2));",

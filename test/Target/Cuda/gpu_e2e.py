@@ -130,7 +130,9 @@ def build_codec_steps(build, source, scratch, module="test/Target/Cuda/emit-cuda
     cpp, cu = os.path.join(out, "step.cpp"), os.path.join(out, "step.cu")
     subprocess.run([translate, "--emit-cpp", module, "-o", cpp,
                     "--emit-cpp-constants=" + os.path.join(out, "step.consts.bin")], check=True)
-    subprocess.run([translate, "--emit-cuda", module, "-o", cu], check=True)
+    # Each target's constant file beside its library (the CUDA target keeps one copy per value, so the files differ).
+    subprocess.run([translate, "--emit-cuda", module, "-o", cu,
+                    "--emit-cuda-constants=" + os.path.join(out, "step.cu.consts.bin")], check=True)
     subprocess.run(["c++", "-std=c++17", "-O2", "-shared", "-fPIC", f"-I{include}", cpp, "-o",
                     os.path.join(out, "libcpu.so"), f"-L{runtime}", "-lptrain_runtime", f"-Wl,-rpath,{runtime}"],
                    check=True)

@@ -28,9 +28,13 @@ struct EmitCudaOptions {
   /// and called with their own pointers and a row of integers (include/ptrain/Target/Common/BlockOutliner.h);
   /// false writes every op inline (ptrain-translate --emit-cuda-outline=false), computing the same.
   bool outlineBlocks = true;
+  /// The constant file: the large constants that are neither splats nor generated (a causal mask, an iota) are
+  /// written there (64-byte offsets, as --emit-cpp-constants), and the step reads each at set-up from the file
+  /// of this name beside its libstep.so into its range of d_constants. Empty: such a constant is an error.
+  std::string constantsFile;
 };
 
-/// Writes the CUDA translation unit of `module` to `os`. Fails, with an error naming the op and its location
+/// Writes the CUDA translation unit of `module` to `os` (and options.constantsFile). Fails, with an error naming the op and its location
 /// and writing nothing, on an op the CUDA target does not support (docs/CodegenCuda.md lists the ops), a dynamic
 /// shape, or an element type other than f32 and i64 (besides the codecs' codes and the i1 masks; collectives take
 /// f32 only).
