@@ -26,7 +26,6 @@ import importlib.util
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -78,21 +77,12 @@ def main(argv=None):
         torch_bench.pin(args)
         cfg, batch_rows, _ = torch_bench.read_config(args.model_dir)
         os.makedirs(args.out, exist_ok=True)
-        data = os.path.join(args.out, "data")
-        if not os.path.isfile(os.path.join(data, "data.json")):
-            subprocess.run([sys.executable, os.path.join(ROOT, "python", "ptrain", "data.py"), "--out", data,
-                            "--max-bytes", "2000000"], check=True, stdout=subprocess.DEVNULL)
+        data = torch_bench.prepare_data(args)
         plans = {}
         for fuse in ("off", "on"):
             plans[fuse] = os.path.join(args.out, f"fuse-{fuse}")
-            cmd = [os.path.join(args.build, "bin", "ptrain-compile"), os.path.join(args.model_dir, "gpt.onnx"),
-                   "--micro-batches", str(args.micro_batches), "--lr", repr(torch_bench.LR), "--warmup-steps",
-                   str(torch_bench.WARMUP), "--total-steps", str(max(100, args.steps)), "--min-lr-ratio",
-                   repr(torch_bench.MIN_LR_RATIO), "--weight-decay", repr(torch_bench.WEIGHT_DECAY), "--target",
-                   "cpu", "--fuse-elementwise", fuse, "--kernels-cpu", args.kernels_cpu, "-o", plans[fuse]]
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            if proc.returncode:
-                raise torch_bench.BenchError(f"ptrain-compile --fuse-elementwise={fuse} failed:\n{proc.stdout[-3000:]}")
+            torch_bench.compile_ptrain(args, plans[fuse],
+                                       ["--fuse-elementwise", fuse, "--kernels-cpu", args.kernels_cpu])
         tokens = args.micro_batches * batch_rows * cfg.seq_len
         calls = {fuse: open(os.path.join(plans[fuse], "step.cpp")).read().count("ptrain_binary_f32(")
                  for fuse in plans}

@@ -23,7 +23,6 @@ import importlib.util
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -64,21 +63,11 @@ def main(argv=None):
         torch_bench.pin(args)
         cfg, batch_rows, _ = torch_bench.read_config(args.model_dir)
         os.makedirs(args.out, exist_ok=True)
-        data = os.path.join(args.out, "data")
-        if not os.path.isfile(os.path.join(data, "data.json")):
-            subprocess.run([sys.executable, os.path.join(ROOT, "python", "ptrain", "data.py"), "--out", data,
-                            "--max-bytes", "2000000"], check=True, stdout=subprocess.DEVNULL)
+        data = torch_bench.prepare_data(args)
         plans = {}
         for precision in precisions:
             plans[precision] = os.path.join(args.out, precision)
-            cmd = [os.path.join(args.build, "bin", "ptrain-compile"), os.path.join(args.model_dir, "gpt.onnx"),
-                   "--micro-batches", str(args.micro_batches), "--lr", repr(torch_bench.LR), "--warmup-steps",
-                   str(torch_bench.WARMUP), "--total-steps", str(max(100, args.steps)), "--min-lr-ratio",
-                   repr(torch_bench.MIN_LR_RATIO), "--weight-decay", repr(torch_bench.WEIGHT_DECAY), "--target",
-                   "cpu", "--precision", precision, "-o", plans[precision]]
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            if proc.returncode:
-                raise torch_bench.BenchError(f"ptrain-compile --precision {precision} failed:\n{proc.stdout[-3000:]}")
+            torch_bench.compile_ptrain(args, plans[precision], ["--precision", precision])
         tokens = args.micro_batches * batch_rows * cfg.seq_len
         gemms = {p: {k: open(os.path.join(plans[p], "step.cpp")).read().count(f"ptrain_gemm_{k}(")
                      for k in ("f32", "bf16", "f16")} for p in precisions}

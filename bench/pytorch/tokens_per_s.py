@@ -202,6 +202,27 @@ def pin(args):
         os.nice(args.nice)
 
 
+def prepare_data(args):
+    """The byte-level corpus of python/ptrain/data.py (docs/Data.md) in args.out/data, made once; its folder."""
+    data = os.path.join(args.out, "data")
+    if not os.path.isfile(os.path.join(data, "data.json")):  # data.py's declaration (docs/Data.md)
+        subprocess.run([sys.executable, os.path.join(ROOT, "python", "ptrain", "data.py"), "--out", data,
+                        "--max-bytes", "2000000"], check=True, stdout=subprocess.DEVNULL)
+    return data
+
+
+def compile_ptrain(args, plan, extra=()):
+    """ptrain-compile of the bundled GPT into `plan` with this benchmark's optimizer and schedule (the settings
+    of the PyTorch step) and the `extra` flags (the other benchmarks' variants: --precision, --fuse-elementwise)."""
+    cmd = [os.path.join(args.build, "bin", "ptrain-compile"), os.path.join(args.model_dir, "gpt.onnx"),
+           "--micro-batches", str(args.micro_batches), "--lr", repr(LR), "--warmup-steps", str(WARMUP),
+           "--total-steps", str(max(100, args.steps)), "--min-lr-ratio", repr(MIN_LR_RATIO), "--weight-decay",
+           repr(WEIGHT_DECAY), "--target", "cpu", *extra, "-o", plan]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode:
+        raise BenchError(f"ptrain-compile {' '.join(extra)} failed:\n{proc.stdout[-3000:]}")
+
+
 def bench(args):
     try:
         import torch
@@ -209,20 +230,11 @@ def bench(args):
         raise BenchError(f"torch is not importable by {sys.executable} (Debian: python3-torch, for /usr/bin/python3)")
     cfg, batch_rows, weights = read_config(args.model_dir)
     os.makedirs(args.out, exist_ok=True)
-    data = os.path.join(args.out, "data")
-    if not os.path.isfile(os.path.join(data, "data.json")):  # data.py's declaration (docs/Data.md)
-        subprocess.run([sys.executable, os.path.join(ROOT, "python", "ptrain", "data.py"), "--out", data,
-                        "--max-bytes", "2000000"], check=True, stdout=subprocess.DEVNULL)
+    data = prepare_data(args)
     from ptrain.run_data import data_files, read_data
     train, _ = read_data(*data_files(data), cfg.seq_len)
     plan = os.path.join(args.out, "ptrain")
-    cmd = [os.path.join(args.build, "bin", "ptrain-compile"), os.path.join(args.model_dir, "gpt.onnx"),
-           "--micro-batches", str(args.micro_batches), "--lr", repr(LR), "--warmup-steps", str(WARMUP),
-           "--total-steps", str(max(100, args.steps)), "--min-lr-ratio", repr(MIN_LR_RATIO), "--weight-decay",
-           repr(WEIGHT_DECAY), "--target", "cpu", "-o", plan]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if proc.returncode:
-        raise BenchError(f"ptrain-compile failed:\n{proc.stdout[-3000:]}")
+    compile_ptrain(args, plan)
     tokens = args.micro_batches * batch_rows * cfg.seq_len
     print(f"bundled GPT: {cfg.n_layer} layers, hidden {cfg.n_embd}, {cfg.n_head} heads, seq {cfg.seq_len}, vocab "
           f"{cfg.vocab_size}; {args.micro_batches} micro-batches of {batch_rows} = {tokens} tokens per step; core "
