@@ -94,8 +94,10 @@ public:
     return var##OrErr.takeError();                                                                                     \
   auto var = std::move(*var##OrErr);
 
-/// A link object {bandwidth, latency, messages?}; `extra` names further fields allowed (and not read).
-static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, llvm::ArrayRef<StringRef> extra = {}) {
+/// A link object {bandwidth, latency, messages?, duplex_messages?, half_duplex?, cpu_overhead?}; `extra` names
+/// further fields allowed (and not read); `version` is the file's schema version (cpu_overhead needs 2).
+static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_t version,
+                                    llvm::ArrayRef<StringRef> extra = {}) {
   TRY(reader, parent.object_(name));
   for (StringRef field : extra)
     reader.used.insert(field);
@@ -138,6 +140,27 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, llvm::
       table->push_back({static_cast<double>(bytes), seconds});
     }
   }
+  // `cpu_overhead`: {per_message_s, per_byte_s}, both >= 0 (schema version 2).
+  TRY(overhead, reader.get("cpu_overhead", /*optional=*/true));
+  if (overhead) {
+    if (version < 2)
+      return fieldError(reader.field("cpu_overhead"),
+                        "needs \"version\": 2 at the top of the file (the field is new in schema version 2; this "
+                        "file is version " + std::to_string(version) + ")");
+    const json::Object *o = overhead->getAsObject();
+    if (!o)
+      return fieldError(reader.field("cpu_overhead"), "must be an object {per_message_s, per_byte_s}");
+    ObjectReader r(*o, reader.field("cpu_overhead"));
+    TRY(perMessage, r.positive("per_message_s", /*allowZero=*/true));
+    TRY(perByte, r.positive("per_byte_s", /*allowZero=*/true));
+    // The fit's samples and method (ptrain-calibrate): provenance, not read by the model.
+    r.used.insert("samples");
+    r.used.insert("fit");
+    if (Error err = r.checkNoUnknown())
+      return std::move(err);
+    link.overheadPerMessage = perMessage;
+    link.overheadPerByte = perByte;
+  }
   if (Error e = reader.checkNoUnknown())
     return std::move(e);
   return link;
@@ -145,7 +168,7 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, llvm::
 
 /// `calibration` (ptrain-calibrate): provenance (free-form object), gemm_flops and memory_bandwidth (> 0), an
 /// optional link {bandwidth, latency, messages?, samples?, fit?, round_trips?}, and codecs [{codec, shape, error_feedback, encode_s, decode_s}].
-static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value &value) {
+static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value &value, int64_t version) {
   const json::Object *o = value.getAsObject();
   if (!o)
     return fieldError("calibration", "must be an object");
@@ -166,7 +189,7 @@ static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value
   TRY(link, reader.get("link", /*optional=*/true));
   if (link) {
     // The ping-pong's medians before the fit and how they were taken: provenance, not read by the model.
-    auto parsed = parseLink(reader, "link", {"samples", "duplex_samples", "fit", "round_trips"});
+    auto parsed = parseLink(reader, "link", version, {"samples", "duplex_samples", "fit", "round_trips"});
     if (!parsed)
       return parsed.takeError();
   }
@@ -222,6 +245,17 @@ Expected<ClusterSpec> mlir::ptrain::parseCluster(const json::Value &value) {
   reader.used.insert("sources");
   TRY(name, reader.string("name", /*optional=*/true, "cluster"));
   c.name = name;
+  // `version` (optional): the schema version, 1 (the default: every file written before the field) or 2.
+  TRY(version, reader.get("version", /*optional=*/true));
+  if (version) {
+    std::optional<int64_t> v = version->getAsInteger();
+    if (!v || *v < 1)
+      return fieldError("version", "must be an integer >= 1");
+    if (*v > kClusterSchemaVersion)
+      return fieldError("version", "is " + std::to_string(*v) + ", but this ptrain reads cluster files up to version " +
+                                       std::to_string(kClusterSchemaVersion));
+    c.version = *v;
+  }
   TRY(nodes, reader.positiveInt("nodes"));
   c.nodes = nodes;
   TRY(gpusPerNode, reader.positiveInt("gpus_per_node"));
@@ -252,9 +286,9 @@ Expected<ClusterSpec> mlir::ptrain::parseCluster(const json::Value &value) {
   if (Error e = gpu.checkNoUnknown())
     return std::move(e);
 
-  TRY(intra, parseLink(reader, "intra_node"));
+  TRY(intra, parseLink(reader, "intra_node", c.version));
   c.intraNode = intra;
-  TRY(inter, parseLink(reader, "inter_node"));
+  TRY(inter, parseLink(reader, "inter_node", c.version));
   c.interNode = inter;
 
   TRY(order, reader.get("axis_order", /*optional=*/true));
@@ -279,7 +313,7 @@ Expected<ClusterSpec> mlir::ptrain::parseCluster(const json::Value &value) {
   c.binomialAllReduce = algorithm == "binomial";
   TRY(calibration, reader.get("calibration", /*optional=*/true));
   if (calibration) {
-    auto kernels = parseCalibration(*calibration);
+    auto kernels = parseCalibration(*calibration, c.version);
     if (!kernels)
       return kernels.takeError();
     c.codecKernels = std::move(*kernels);

@@ -29,14 +29,14 @@ double LinkCost::message(double bytes, bool duplex) const {
 double LinkCost::messages(double count, double sentBytes) const {
   if (count <= 0)
     return sentBytes * sharers / spec.bandwidth;
-  return count * message(sentBytes / count, /*duplex=*/true);
+  return count * (message(sentBytes / count, /*duplex=*/true) + 2 * overhead(sentBytes / count));
 }
 
 double LinkCost::allReduce(double bytes, int64_t n) const {
   if (n <= 1)
     return 0;
   if (binomial)
-    return 2.0 * std::ceil(std::log2(static_cast<double>(n))) * message(bytes);
+    return 2.0 * std::ceil(std::log2(static_cast<double>(n))) * (message(bytes) + 2 * overhead(bytes));
   return messages(2.0 * (n - 1), 2.0 * (n - 1) / n * bytes);
 }
 
@@ -78,5 +78,31 @@ std::vector<MessageTime> mlir::ptrain::fitMessageTimes(std::vector<MessageTime> 
   for (const Block &b : blocks)
     for (size_t k = b.first; k <= b.last; ++k)
       fit.push_back({sizes[k], b.mean});
+  return fit;
+}
+
+CpuOverhead mlir::ptrain::fitCpuOverhead(const std::vector<MessageTime> &samples) {
+  if (samples.empty())
+    return {};
+  const double n = samples.size();
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const MessageTime &s : samples) {
+    sx += s.bytes;
+    sy += s.seconds;
+    sxx += s.bytes * s.bytes;
+    sxy += s.bytes * s.seconds;
+  }
+  const double mean = sy / n, denominator = n * sxx - sx * sx;
+  CpuOverhead fit{mean, 0};
+  if (denominator > 0) {
+    fit.perByte = (n * sxy - sx * sy) / denominator;
+    fit.perMessage = (sy - fit.perByte * sx) / n;
+  }
+  if (fit.perByte < 0)
+    fit = {mean, 0};
+  if (fit.perMessage < 0)
+    fit = {0, sxx > 0 ? sxy / sxx : 0};
+  fit.perMessage = std::max(0.0, fit.perMessage);
+  fit.perByte = std::max(0.0, fit.perByte);
   return fit;
 }

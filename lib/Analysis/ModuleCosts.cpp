@@ -269,10 +269,13 @@ static llvm::Error addCompressedSends(ModuleTimingModel &model, const Compressio
         t.encodeSeconds = *encode;
         t.decodeSeconds = *decode;
         // One message per code tensor (LowerToRuntime's sendCompressible), each priced by its size.
-        double seconds = 0;
-        for (Type code : codec.getCodeTypes(type))
+        double seconds = 0, overhead = 0;
+        for (Type code : codec.getCodeTypes(type)) {
           seconds += pp.message(getTensorBytes(code));
+          overhead += pp.overhead(getTensorBytes(code));
+        }
         t.codes = {seconds, work.codeBytes, ppInter};
+        t.codes.cpuOverhead = overhead;
         llvm::raw_string_ostream(t.codec) << Attribute(codec);
         (forward ? model.costs.stages[s].compressedForward : model.costs.stages[s].compressedBackward)[i] = t;
       }
@@ -671,10 +674,12 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     if (!last) {
       double bytes = messageBytes(fwd.getResultTypes()[0]);
       c.sendForward = {ppLink.message(bytes), bytes, ppInter};
+      c.sendForward.cpuOverhead = ppLink.overhead(bytes);
     }
     if (vs > 0) {
       double bytes = messageBytes(fwd.getArgumentTypes()[0]);
       c.sendBackward = {ppLink.message(bytes), bytes, ppInter};
+      c.sendBackward.cpuOverhead = ppLink.overhead(bytes);
     }
     // Per micro-batch in flight: the stage input, and the forward output, whose send is waited at B<i>.
     if (vs == s && fwd.getNumArguments() > 0)

@@ -167,6 +167,53 @@ static double medianExchange(int rank, std::vector<char> &buf, std::vector<char>
   return t[t.size() / 2];
 }
 
+/// `iterations` passes of in-cache floating-point work over 4 KiB (no memory traffic, no system calls): the
+/// stand-in for a step's compute in the overhead measurement. Returns a value that depends on the work.
+static float spin(int64_t iterations) {
+  static float x[1024];
+  for (int64_t it = 0; it < iterations; ++it)
+    for (float &v : x)
+      v = v * 0.999f + 0.001f;
+  return x[iterations % 1024];
+}
+
+/// The seconds a message of `bytes` (rank 0 -> rank 1) adds to the compute it overlaps with, per rank, as the
+/// generated code overlaps them: the sender posts MPI_Isend, computes, then waits; the receiver posts MPI_Irecv,
+/// computes, then waits (docs/TimingModel.md, "The per-message overhead"). The compute lasts about twice the
+/// message's one-way time `oneWay` (at least 1 ms), long enough for a transfer that progresses in the background
+/// to end inside it, so what remains is the CPU the message costs the rank (LogP's o) and any part of the
+/// transfer that only progresses inside MPI calls. Median of `reps` overlapped runs minus the median of `reps`
+/// runs of the compute alone, interleaved; may be slightly negative (noise).
+static double messageOverhead(int rank, std::vector<char> &buf, int bytes, double oneWay, double perIteration,
+                              int reps) {
+  const int64_t iterations = std::max<int64_t>(1, static_cast<int64_t>(std::max(2 * oneWay, 1e-3) / perIteration));
+  std::vector<double> alone, overlapped;
+  float sink = 0;
+  for (int i = -1; i < reps; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    sink += spin(iterations);
+    double a = MPI_Wtime() - t0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Request request;
+    t0 = MPI_Wtime();
+    if (rank == 0)
+      MPI_Isend(buf.data(), bytes, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &request);
+    else
+      MPI_Irecv(buf.data(), bytes, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &request);
+    sink += spin(iterations);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    double o = MPI_Wtime() - t0;
+    if (i >= 0) {
+      alone.push_back(a);
+      overlapped.push_back(o);
+    }
+  }
+  std::sort(alone.begin(), alone.end());
+  std::sort(overlapped.begin(), overlapped.end());
+  return overlapped[overlapped.size() / 2] - alone[alone.size() / 2] + (sink == -1.0f ? 1e-30 : 0.0);
+}
+
 static int runPingpong() {
   MPI_Init(nullptr, nullptr);
   int rank = 0, size = 0;
@@ -200,14 +247,34 @@ static int runPingpong() {
     sizes.push_back(pingpongBytes);
   double small = medianExchange(rank, buf, recv, 1, 2 * reps, /*duplex=*/false);
   double large = 0;
+  // The compute stand-in's seconds per pass (the median of 11 runs of 200 passes), for the overhead runs.
+  std::vector<double> passes;
+  float sink = 0;
+  for (int i = 0; i < 11; ++i) {
+    double t0 = MPI_Wtime();
+    sink += spin(200);
+    passes.push_back((MPI_Wtime() - t0) / 200);
+  }
+  std::sort(passes.begin(), passes.end());
+  double perIteration = std::max(1e-9, passes[passes.size() / 2]) + (sink == -1.0f ? 1e-30 : 0.0);
+  MPI_Bcast(&perIteration, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   json::Array samples;
   for (int bytes : sizes) {
     double roundTrip = medianExchange(rank, buf, recv, bytes, reps, /*duplex=*/false);
     if (bytes == pingpongBytes)
       large = roundTrip;
+    double duplex = medianExchange(rank, buf, recv, bytes, reps, /*duplex=*/true);
+    // The overhead on each side: rank 1's figure comes to rank 0.
+    double overhead[2] = {messageOverhead(rank, buf, bytes, roundTrip / 2, perIteration, reps), 0};
+    if (rank == 1)
+      MPI_Send(&overhead[0], 1, MPI_DOUBLE, 0, 3, MPI_COMM_WORLD);
+    else
+      MPI_Recv(&overhead[1], 1, MPI_DOUBLE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     samples.push_back(json::Object{{"bytes", bytes},
                                    {"seconds", roundTrip / 2},
-                                   {"duplex_seconds", medianExchange(rank, buf, recv, bytes, reps, /*duplex=*/true)}});
+                                   {"duplex_seconds", duplex},
+                                   {"send_overhead_s", overhead[0]},
+                                   {"recv_overhead_s", overhead[1]}});
   }
   if (rank == 0)
   {
@@ -607,8 +674,8 @@ int main(int argc, char **argv) {
       return fail("--hosts: the ping-pong's result has no rate_bytes_per_s / latency_s / samples");
     // The table: the 1-byte time, each swept size's, the large message's; fitted monotone (LinkCost.h).
     // The duplex table (both directions at once, a collective's round) starts at the first swept size.
-    std::vector<MessageTime> samples = {{1, *latency}}, duplexSamples;
-    json::Array raw, duplexRaw;
+    std::vector<MessageTime> samples = {{1, *latency}}, duplexSamples, overheadSamples;
+    json::Array raw, duplexRaw, overheadRaw;
     for (const json::Value &e : *measured) {
       const json::Object *m = e.getAsObject();
       auto bytes = m ? m->getNumber("bytes") : std::nullopt;
@@ -616,8 +683,16 @@ int main(int argc, char **argv) {
       auto duplex = m ? m->getNumber("duplex_seconds") : std::nullopt;
       if (!bytes || !secs || !duplex || *bytes < 1 || *secs <= 0 || *duplex <= 0)
         return fail("--hosts: a bad ping-pong sample");
+      auto sendOverhead = m->getNumber("send_overhead_s"), recvOverhead = m->getNumber("recv_overhead_s");
+      if (!sendOverhead || !recvOverhead)
+        return fail("--hosts: a ping-pong sample without its overhead");
       samples.push_back({*bytes, *secs});
       duplexSamples.push_back({*bytes, *duplex});
+      // LogP charges o on both ends: one figure per message, the mean of the sender's and the receiver's.
+      overheadSamples.push_back({*bytes, (*sendOverhead + *recvOverhead) / 2});
+      overheadRaw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)},
+                                         {"send_s", *sendOverhead},
+                                         {"recv_s", *recvOverhead}});
       raw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *secs}});
       duplexRaw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *duplex}});
     }
@@ -631,17 +706,27 @@ int main(int argc, char **argv) {
     // Half duplex where both ways at once take 1.5x or more the one-way time at the largest size (a full-duplex
     // link: about 1x; one shared rate: 2x).
     const bool halfDuplex = duplexSamples.back().seconds >= 1.5 * samples.back().seconds;
+    const CpuOverhead overhead = fitCpuOverhead(overheadSamples);
+    json::Object cpuOverhead{{"per_message_s", overhead.perMessage}, {"per_byte_s", overhead.perByte}};
+    json::Object cpuOverheadRaw = cpuOverhead;
+    cpuOverheadRaw["samples"] = std::move(overheadRaw);
+    cpuOverheadRaw["fit"] = "per size: the median of (MPI_Isend or MPI_Irecv, compute of about twice the one-way "
+                            "time, MPI_Wait) minus the median of the compute alone, interleaved; the mean of "
+                            "sender and receiver; least-squares line over the sizes, clamped >= 0 (fitCpuOverhead, "
+                            "LinkCost.h)";
     o["inter_node"] = json::Object{{"bandwidth", *rate},
                                    {"latency", *latency},
                                    {"messages", json::Array(table)},
                                    {"duplex_messages", json::Array(duplexTable)},
-                                   {"half_duplex", halfDuplex}};
+                                   {"half_duplex", halfDuplex},
+                                   {"cpu_overhead", std::move(cpuOverhead)}};
     calibration["link"] = json::Object{
         {"bandwidth", *rate},
         {"latency", *latency},
         {"messages", std::move(table)},
         {"duplex_messages", std::move(duplexTable)},
         {"half_duplex", halfDuplex},
+        {"cpu_overhead", std::move(cpuOverheadRaw)},
         {"samples", std::move(raw)},
         {"duplex_samples", std::move(duplexRaw)},
         {"round_trips", pingpongReps.getValue()},
@@ -650,6 +735,9 @@ int main(int argc, char **argv) {
                 "interpolation, above the largest size at bandwidth"}};
   }
   o["calibration"] = std::move(calibration);
+  // cpu_overhead is schema version 2 (Cluster.h kClusterSchemaVersion); a link-less file stays readable as 1
+  // but is written as 2 too, so that a later --link-only on it needs no change of version.
+  o["version"] = kClusterSchemaVersion;
   // The CPU target's all-reduce is MPI_Iallreduce in place, which OpenMPI's libnbc runs as a binomial reduce +
   // broadcast (ClusterSpec::binomialAllReduce).
   o["all_reduce_algorithm"] = "binomial";

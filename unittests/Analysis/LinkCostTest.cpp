@@ -143,4 +143,78 @@ TEST(LinkCostTest, SchemaErrorsNameTheField) {
   EXPECT_EQ(error, "inter_node.messages: must be a non-empty array of {bytes, seconds}");
 }
 
+// The per-message CPU overhead (LogP's o, `cpu_overhead`): a least-squares line over the measured sizes,
+// clamped >= 0, and priced per message; collectives pay a send's and a receive's per round.
+TEST(LinkCostTest, CpuOverheadIsFittedAndPriced) {
+  // On a line: 1e-5 s + 2e-8 s/B exactly.
+  CpuOverhead line = fitCpuOverhead({{1000, 3e-5}, {2000, 5e-5}, {3000, 7e-5}});
+  EXPECT_NEAR(line.perMessage, 1e-5, 1e-15);
+  EXPECT_NEAR(line.perByte, 2e-8, 1e-20);
+  // Falling with size (noise): no per-byte term, the mean per message.
+  CpuOverhead flat = fitCpuOverhead({{1000, 4e-5}, {3000, 2e-5}});
+  EXPECT_DOUBLE_EQ(flat.perByte, 0);
+  EXPECT_DOUBLE_EQ(flat.perMessage, 3e-5);
+  // A negative intercept (OLS: -2e-6 + 3e-9 x): the line through the origin, sum(x y) / sum(x^2) =
+  // (1e-3 + 8e-3) / (1e6 + 4e6) = 1.8e-9 s/B.
+  CpuOverhead origin = fitCpuOverhead({{1000, 1e-6}, {2000, 4e-6}});
+  EXPECT_DOUBLE_EQ(origin.perMessage, 0);
+  EXPECT_NEAR(origin.perByte, 1.8e-9, 1e-21);
+  // Nothing measured or all below zero: no overhead.
+  EXPECT_DOUBLE_EQ(fitCpuOverhead({}).perMessage, 0);
+  CpuOverhead negative = fitCpuOverhead({{1000, -1e-6}, {2000, -1e-6}});
+  EXPECT_DOUBLE_EQ(negative.perMessage, 0);
+  EXPECT_DOUBLE_EQ(negative.perByte, 0);
+
+  LinkSpec spec{1e9, 1e-5, {}};
+  spec.overheadPerMessage = 1e-5;
+  spec.overheadPerByte = 2e-8;
+  LinkCost link(spec);
+  // The link time is unchanged; the overhead is separate: 1e-5 + 1000 x 2e-8 = 3e-5 s.
+  EXPECT_DOUBLE_EQ(link.message(1000), 1e-5 + 1e-6);
+  EXPECT_DOUBLE_EQ(link.overhead(1000), 3e-5);
+  // Ring all-reduce of 1e6 B over 4: 6 rounds of 250,000 B, each 1e-5 + 2.5e-4 on the link and 2 x (1e-5 +
+  // 5e-3) of overhead: 6 x 0.01028 = 0.06168 s.
+  EXPECT_NEAR(link.allReduce(1e6, 4), 0.06168, 1e-12);
+  // Binomial over 2: the whole buffer up and down, each 1e-5 + 1e-3 + 2 x (1e-5 + 2e-2).
+  EXPECT_NEAR(LinkCost(spec, 1, /*binomial=*/true).allReduce(1e6, 2), 2 * (1.01e-3 + 4.002e-2), 1e-12);
+  // Without the field: no overhead.
+  EXPECT_DOUBLE_EQ(LinkCost(LinkSpec{1e9, 1e-5, {}}).overhead(1e6), 0);
+}
+
+// The schema: `cpu_overhead` {per_message_s >= 0, per_byte_s >= 0} needs "version": 2; a version above the
+// newest this build reads is an error, as is one that is not an integer >= 1.
+TEST(LinkCostTest, CpuOverheadSchemaIsVersioned) {
+  auto parseVersioned = [](const std::string &version, const std::string &overhead) -> std::string {
+    std::string text = "{" + version + R"("nodes": 2, "gpus_per_node": 1,
+      "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
+      "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
+      "inter_node": {"bandwidth": 1e9, "latency": 1e-5)" + overhead + "}}";
+    auto value = llvm::json::parse(text);
+    EXPECT_TRUE(static_cast<bool>(value)) << text;
+    auto cluster = parseCluster(*value);
+    if (!cluster)
+      return llvm::toString(cluster.takeError());
+    return "ok " + std::to_string(cluster->version) + " " + std::to_string(cluster->interNode.overheadPerMessage) +
+           " " + std::to_string(cluster->interNode.overheadPerByte * 1e9);
+  };
+  const std::string ok = R"(, "cpu_overhead": {"per_message_s": 2e-5, "per_byte_s": 3e-9})";
+  EXPECT_EQ(parseVersioned(R"("version": 2, )", ok), "ok 2 0.000020 3.000000");
+  EXPECT_EQ(parseVersioned("", ""), "ok 1 0.000000 0.000000");
+  EXPECT_EQ(parseVersioned(R"("version": 1, )", ""), "ok 1 0.000000 0.000000");
+  EXPECT_EQ(parseVersioned("", ok), "inter_node.cpu_overhead: needs \"version\": 2 at the top of the file (the "
+                                    "field is new in schema version 2; this file is version 1)");
+  EXPECT_EQ(parseVersioned(R"("version": 3, )", ""),
+            "version: is 3, but this ptrain reads cluster files up to version 2");
+  EXPECT_EQ(parseVersioned(R"("version": "2", )", ""), "version: must be an integer >= 1");
+  EXPECT_EQ(parseVersioned(R"("version": 2, )", R"(, "cpu_overhead": {"per_message_s": -1e-6, "per_byte_s": 0})"),
+            "inter_node.cpu_overhead.per_message_s: must be >= 0, got -0.000001");
+  EXPECT_EQ(parseVersioned(R"("version": 2, )", R"(, "cpu_overhead": {"per_message_s": 0})"),
+            "inter_node.cpu_overhead.per_byte_s: missing");
+  EXPECT_EQ(parseVersioned(R"("version": 2, )", R"(, "cpu_overhead": 1e-5)"),
+            "inter_node.cpu_overhead: must be an object {per_message_s, per_byte_s}");
+  EXPECT_EQ(parseVersioned(R"("version": 2, )",
+                           R"(, "cpu_overhead": {"per_message_s": 0, "per_byte_s": 0, "per_round_s": 1})"),
+            "inter_node.cpu_overhead.per_round_s: unknown field");
+}
+
 } // namespace

@@ -386,6 +386,28 @@ TEST(TimingPlanTest, OppositeSendsOverlapOnAFullDuplexLink) {
   }
 }
 
+TEST(TimingPlanTest, CpuOverheadLengthensBothEndpoints) {
+  // Two stages, one micro-batch, each send 0.5 s on the link and 0.0625 s of CPU overhead at each end (LogP's
+  // o, CommCost::cpuOverhead). By hand: F0 [0, 1.0625] (1 + the send's o), send F0 [1.0625, 1.5625], FB0 3 +
+  // o (receive) + o (send) = 3.125 [1.5625, 4.6875], send B0 [4.6875, 5.1875], B0 2 + o [5.1875, 7.25]: the
+  // iteration is the link-free chain plus 4 o. Without the overhead: 1 + 0.5 + 3 + 0.5 + 2 = 7.
+  for (double o : {0.0, 0.0625}) {
+    PipelineCosts costs = uniformCosts("1f1b", 2, 1, 1.0, 2.0);
+    costs.stages[0].sendForward = {0.5, 1000, true};
+    costs.stages[0].sendForward.cpuOverhead = o;
+    costs.stages[1].sendBackward = {0.5, 1000, true};
+    costs.stages[1].sendBackward.cpuOverhead = o;
+    PipelinePlanIndex index;
+    Plan plan = planOrDie(costs, index);
+    Timeline t = simulateOrDie(plan);
+    EXPECT_DOUBLE_EQ(t.iterationTime, 7.0 + 4 * o) << "o = " << o;
+    EXPECT_DOUBLE_EQ(t.start[index.sendSteps[0][0]], 1.0 + o);
+    EXPECT_DOUBLE_EQ(plan.steps[index.tableSteps[1][0]].duration, 3.0 + 2 * o);
+    // The overhead is busy compute, not bubble.
+    EXPECT_DOUBLE_EQ(t.computeTime[0], 3.0 + 2 * o);
+  }
+}
+
 TEST(TimingPlanTest, InterleavedBubbleIsDividedByTheChunks) {
   // Equal chunk costs, free communication: (p - 1) / (v m) (Narayanan et al., SC'21, sec. 2.2.2).
   for (int p : {2, 4})

@@ -46,6 +46,15 @@ struct LinkSpec {
   /// directions go one at a time (ptrain-calibrate sets it where a message both ways at once takes 1.5x or more
   /// the one-way time at its largest size).
   bool halfDuplex = false;
+  /// `cpu_overhead` (optional, schema version 2): {per_message_s, per_byte_s}, both >= 0. The seconds a message
+  /// of b bytes takes from the compute stream of each of its two endpoints, per_message_s + b per_byte_s, beyond
+  /// its time on the link: LogP's overhead o, "the length of time that a processor is engaged in the transmission
+  /// or reception of each message; during this time, the processor cannot perform other operations" (Culler et
+  /// al., "LogP: towards a realistic model of parallel computation", PPoPP 1993, sec. 2), here with a per-byte
+  /// term (the copies and the network stack's work on the same cores, the progress a rendezvous message needs
+  /// from MPI calls). ptrain-calibrate measures it as the time a message adds to compute it overlaps with
+  /// (docs/TimingModel.md, "The per-message overhead"). 0 and 0 without the field.
+  double overheadPerMessage = 0, overheadPerByte = 0;
 };
 
 /// One codec kernel measured by ptrain-calibrate (docs/TimingModel.md, "Calibration"): the codec attribute
@@ -58,9 +67,15 @@ struct CodecKernelTime {
   double encodeSeconds = 0, decodeSeconds = 0;
 };
 
+/// The newest cluster-file schema version this build reads (`version`, docs/TimingModel.md): 1, the schema
+/// before the field existed (files without `version`); 2 adds the links' `cpu_overhead`.
+constexpr int64_t kClusterSchemaVersion = 2;
+
 /// A parsed and checked cluster description.
 struct ClusterSpec {
   std::string name;
+  /// The file's schema version (`version`, 1 when absent), at most kClusterSchemaVersion.
+  int64_t version = 1;
   int64_t nodes = 0;
   int64_t gpusPerNode = 0;
   std::string gpuName;

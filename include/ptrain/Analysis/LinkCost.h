@@ -35,13 +35,19 @@ public:
   /// `duplex`: the other direction carries a message of the same size at the same time (a collective's round):
   /// priced from the link's duplex table where it has one, else as a lone message.
   double message(double bytes, bool duplex = false) const;
+  /// Seconds a message of `bytes` bytes takes from each endpoint's compute stream beyond its link time (the
+  /// link's `cpu_overhead`, LogP's o: per_message_s + bytes x per_byte_s; 0 without the field). The timing model
+  /// charges it to the sender's producing step and the receiver's consuming step of a pipeline send
+  /// (PipelinePlan.h), and twice per round (a send and a receive) to a collective's time.
+  double overhead(double bytes) const { return spec.overheadPerMessage + bytes * spec.overheadPerByte; }
   /// Seconds of `messages` rounds of a collective in sequence carrying `sentBytes` bytes together (sentBytes /
-  /// messages each; each rank sends one and receives one per round, so duplex); `messages` <= 0: the bytes at
-  /// the bandwidth alone.
+  /// messages each; each rank sends one and receives one per round, so duplex, and pays the overhead of both);
+  /// `messages` <= 0: the bytes at the bandwidth alone.
   double messages(double messages, double sentBytes) const;
   /// NCCL ring all-reduce of `bytes` per rank over n ranks: 2(n-1) messages of bytes / n (2(n-1)/n of the
   /// bytes sent; nccl-tests doc/PERFORMANCE.md); binomial: 2 ceil(log2 n) lone messages of all the bytes, one
-  /// after the other (reduce up the tree, broadcast down); 0 when n <= 1.
+  /// after the other (reduce up the tree, broadcast down), each with the sender's and the receiver's overhead;
+  /// 0 when n <= 1.
   double allReduce(double bytes, int64_t n) const;
   /// Ring reduce-scatter or all-gather: n-1 messages of bytes / n; 0 when n <= 1.
   double reduceScatter(double bytes, int64_t n) const;
@@ -61,6 +67,16 @@ private:
 /// "Statistical Inference under Order Restrictions", 1972, ch. 1): on a FIFO link a message is never faster
 /// than a shorter one, so a smaller median above a larger size is noise. Sizes must be >= 1 byte, times > 0.
 std::vector<MessageTime> fitMessageTimes(std::vector<MessageTime> samples);
+
+/// A link's per-message CPU overhead (LinkSpec::overheadPerMessage, overheadPerByte) fitted to measured
+/// (bytes, seconds) samples, as ptrain-calibrate writes `cpu_overhead`: the ordinary least-squares line
+/// seconds = a + b x bytes; where that gives b < 0 (overhead not growing with size: noise), b = 0 and a = the
+/// mean; where it gives a < 0, the least-squares line through the origin (a = 0, b = sum(x y) / sum(x^2));
+/// negative samples count as measured (noise around 0), the result is never negative. No samples: {0, 0}.
+struct CpuOverhead {
+  double perMessage = 0, perByte = 0;
+};
+CpuOverhead fitCpuOverhead(const std::vector<MessageTime> &samples);
 
 } // namespace mlir::ptrain
 

@@ -13,6 +13,8 @@
 //   has finished F<i> and the receiving rank has finished the step before F<i> (it posts its receive then);
 // * B<i> / FB<i> of c < P V - 1 needs the gradient from c + 1 (sent by its B<i> or FB<i>) and the end of its
 //   own F<i> send (the lowering waits on it there);
+// * a transfer's CPU overhead (CommCost::cpuOverhead, LogP's o) lengthens the sender's producing step and the
+//   receiver's consuming step (the encode and the decode of a compressed one);
 // * a compressed send (gradient or activation) has an encode step on the sender's compute stream right after
 //   the producing step (the transfer starts after it) and a decode step on the receiver's compute stream
 //   right before the consuming step (after the transfer); the transfer carries the codes;
@@ -50,6 +52,11 @@ struct CommCost {
   bool interNode = false;
   /// Collectives: bytes each member sends on the wire (PlanStep::sentBytes); < 0: not given.
   double sentBytes = -1;
+  /// Point-to-point transfers: seconds the message takes from each endpoint's compute stream (the link's
+  /// cpu_overhead, LinkCost::overhead; LogP's o), charged to the sender's producing step (its encode when
+  /// compressed) and the receiver's consuming step (its decode when compressed). Collectives include theirs in
+  /// `seconds`.
+  double cpuOverhead = 0;
 };
 
 /// A compressed point-to-point message: codec kernels on the sender's and the receiver's compute streams
