@@ -189,12 +189,17 @@ static double messageOverhead(int rank, std::vector<char> &buf, int bytes, doubl
   const int64_t iterations = std::max<int64_t>(1, static_cast<int64_t>(std::max(2 * oneWay, 1e-3) / perIteration));
   std::vector<double> alone, overlapped;
   float sink = 0;
+  // Each timed run starts after a quarter of the compute untimed: on the 2-vCPU VM of bench/cluster the first
+  // ~0.3 ms after leaving MPI_Barrier run at half speed (measured: 1.8 ms against 0.9 ms for the same work; the
+  // vCPU waking from the barrier's wait), which would otherwise count as overhead of whichever run comes first.
   for (int i = -1; i < reps; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
+    sink += spin(iterations / 4);
     double t0 = MPI_Wtime();
     sink += spin(iterations);
     double a = MPI_Wtime() - t0;
     MPI_Barrier(MPI_COMM_WORLD);
+    sink += spin(iterations / 4);
     MPI_Request request;
     t0 = MPI_Wtime();
     if (rank == 0)
@@ -706,14 +711,22 @@ int main(int argc, char **argv) {
     // Half duplex where both ways at once take 1.5x or more the one-way time at the largest size (a full-duplex
     // link: about 1x; one shared rate: 2x).
     const bool halfDuplex = duplexSamples.back().seconds >= 1.5 * samples.back().seconds;
-    const CpuOverhead overhead = fitCpuOverhead(overheadSamples);
+    // The overhead is fitted over the plan's own sizes (the sweep below --pingpong-bytes) where there are two or
+    // more: the rate measurement's --pingpong-bytes message (1 MiB by default) is larger than anything the plan
+    // sends, and its overhead (a rendezvous transfer that progresses only inside MPI calls) would set the
+    // per-byte slope alone.
+    std::vector<MessageTime> planSizes;
+    for (const MessageTime &m : overheadSamples)
+      if (m.bytes < pingpongBytes)
+        planSizes.push_back(m);
+    const CpuOverhead overhead = fitCpuOverhead(planSizes.size() >= 2 ? planSizes : overheadSamples);
     json::Object cpuOverhead{{"per_message_s", overhead.perMessage}, {"per_byte_s", overhead.perByte}};
     json::Object cpuOverheadRaw = cpuOverhead;
     cpuOverheadRaw["samples"] = std::move(overheadRaw);
     cpuOverheadRaw["fit"] = "per size: the median of (MPI_Isend or MPI_Irecv, compute of about twice the one-way "
                             "time, MPI_Wait) minus the median of the compute alone, interleaved; the mean of "
-                            "sender and receiver; least-squares line over the sizes, clamped >= 0 (fitCpuOverhead, "
-                            "LinkCost.h)";
+                            "sender and receiver; least-squares line over the sizes below --pingpong-bytes (the plan's), "
+                            "clamped >= 0 (fitCpuOverhead, LinkCost.h)";
     o["inter_node"] = json::Object{{"bandwidth", *rate},
                                    {"latency", *latency},
                                    {"messages", json::Array(table)},
