@@ -51,9 +51,9 @@ struct LinkSpec {
   /// its time on the link: LogP's overhead o, "the length of time that a processor is engaged in the transmission
   /// or reception of each message; during this time, the processor cannot perform other operations" (Culler et
   /// al., "LogP: towards a realistic model of parallel computation", PPoPP 1993, sec. 2), here with a per-byte
-  /// term (the copies and the network stack's work on the same cores, the progress a rendezvous message needs
-  /// from MPI calls). ptrain-calibrate measures it as the time a message adds to compute it overlaps with
-  /// (docs/TimingModel.md, "The per-message overhead"). 0 and 0 without the field.
+  /// term (the copies and the network stack's work on the same cores). ptrain-calibrate measures it as the time
+  /// a message adds to the sender's compute it overlaps with (docs/TimingModel.md, "The per-message overhead").
+  /// 0 and 0 without the field.
   double overheadPerMessage = 0, overheadPerByte = 0;
 };
 
