@@ -21,7 +21,9 @@
 //    all-reduces) and --pingpong-bytes; one-way time = half the median round trip of each size. latency = the
 //    1-byte time, rate = --pingpong-bytes / its time, and the message-size table `messages` = the monotone
 //    least-squares fit of the one-way times (fitMessageTimes, LinkCost.h), which the timing model
-//    interpolates to price each message by its size.
+//    interpolates to price each message by its size; and per size the time a message adds to compute it
+//    overlaps with on each rank (messageOverhead), whose sender's figures fitted as a line (fitCpuOverhead) are
+//    the link's `cpu_overhead` (LogP's o; schema version 2).
 // It writes a cluster file (the schema the timing model reads, docs/TimingModel.md): --base's fields (or a
 // one-node, one-core description), gpu.peak_flops.f32 (and .bf16 / .f16) and gpu.memory_bandwidth set to the
 // measured rates,
