@@ -891,8 +891,16 @@ void BuildTrainingStepPass::buildPipeline(PipelineAttr pipeline, bool explicitLa
           arith::ConstantOp::create(ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0)));
       StateWriteOp::create(ob, loc, zero, acc.getSymName());
     }
+    // fp16: the skip flag (1 skipped, 0 stepped) is the function's result, so that the training step keeps its codec states on a
+    // skipped step (keepCodecStatesOnSkip, --ptrain-lower-to-runtime).
+    if (skipStep) {
+      Value flag = buildSkipFlag(ob, loc, skipStep);
+      func::ReturnOp::create(ob, loc, flag);
+      opt.setType(ob.getFunctionType({}, {flag.getType()}));
+    } else {
+      func::ReturnOp::create(ob, loc);
+    }
     skipStep = nullptr;
-    func::ReturnOp::create(ob, loc);
   }
   setPipeline(module, pipeline.withTrainingStep(microBatches, explicitLabels, deterministicDp));
 }

@@ -34,7 +34,7 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
 // CHECK: %[[SCALE:.*]] = ptrain.loss_scale %[[S]] {initial_scale = 1.024000e+03 : f64} : tensor<3xf32> -> tensor<f32>
 // CHECK: %[[SCALED:.*]] = ptrain.binary mul %[[SEED]], %[[SCALE]] : tensor<f32>, tensor<f32>
 // CHECK: ptrain.cross_entropy_grad %[[SCALED]],
-// CHECK-LABEL: func.func @stage0_optimizer_step
+// CHECK-LABEL: func.func @stage0_optimizer_step() -> tensor<f32>
 // The step count is the iteration's (the checkpoint's step): it advances on a skipped step too.
 // CHECK: %[[T0:.*]] = ptrain.state_read @step : tensor<i64>
 // CHECK: %[[T1:.*]] = ptrain.binary add %[[T0]]
@@ -70,6 +70,10 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
 // CHECK: ptrain.state_write %[[KV]] to @wte.adam_v
 // The accumulators are zeroed either way.
 // CHECK: ptrain.state_write %{{.*}} to @wte.grad
+// The skip flag (1 skipped, 0 stepped) is the result, for the training step's codec states
+// (--ptrain-lower-to-runtime, keepCodecStatesOnSkip).
+// CHECK: %[[FLAG:.*]] = ptrain.select %[[SKIP]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<f32>, tensor<f32>
+// CHECK-NEXT: return %[[FLAG]] : tensor<f32>
 
 // SGD-LABEL: func.func @train_step
 // SGD: ptrain.loss_scale %{{.*}} {initial_scale = 0x41F0000000000000 : f64}

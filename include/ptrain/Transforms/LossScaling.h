@@ -18,6 +18,7 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::ptrain {
@@ -52,8 +53,22 @@ Value buildUnscaleAndCheck(OpBuilder &b, Location loc, MutableArrayRef<Value> gr
 /// and writes it back.
 void buildScalerUpdate(OpBuilder &b, Location loc, Value skip, const LossScaleOptions &options);
 
+/// The rank-0 f32 flag of the rank-0 i1 skip condition `skip`: 1 on a skipped step, else 0 (what
+/// ptrain.grad_scaler_update reads and what `@stage<s>_optimizer_step` returns under fp16).
+Value buildSkipFlag(OpBuilder &b, Location loc, Value skip);
+
 /// `old` when the rank-0 i1 `skip` holds, else `updated` (ptrain.select): an optimizer write of a skipped step.
 Value keepOnSkip(OpBuilder &b, Location loc, Value skip, Value old, Value updated);
+
+/// Error feedback under fp16 (docs/MixedPrecision.md, "Error feedback under fp16"): makes the training step
+/// `trainStep` leave every codec residual and PowerSGD warm-start Q bit-unchanged on a step that the loss scaler
+/// skips. `optimizerCall` is the step's call of `@stage<s>_optimizer_step`, whose one result is the rank-0 f32 skip
+/// flag (buildSkipFlag). Every state of kind codec_residual or codec_warm_start that `trainStep` or a function it calls
+/// (transitively) writes is read at the start of `trainStep` and, after `optimizerCall`, written back as
+/// `ptrain.select %flag > 0, %at_start, %now`: a skipped step's codec updates (which saw its loss-scaled and possibly
+/// non-finite gradients) are discarded, as its optimizer writes are. Rand-k's counters advance either way (both
+/// ends alike). Returns the number of states kept.
+unsigned keepCodecStatesOnSkip(func::FuncOp trainStep, func::CallOp optimizerCall);
 
 } // namespace mlir::ptrain
 

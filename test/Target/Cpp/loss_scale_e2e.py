@@ -41,7 +41,13 @@ SCALE, WINDOW, HYSTERESIS = 2.0 ** 27, 2, 2
 data = corpus(source, work)
 common = ["--target", "cpu", "--precision", "fp16", "--initial-loss-scale", str(int(SCALE)), "--loss-scale-window",
           str(WINDOW), "--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100", "--clip-norm", "1.0"]
-configs = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2": ["--dp", "2"]}
+configs = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2": ["--dp", "2"],
+           "pp2-optimus-cc": ["--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"]}
+# Checked on two skipped steps only (section 2): optimus-cc's SC (PowerSGD on stage 0's dp all-reduces, its residuals
+# written inside the optimizer step) besides CB and LEP.
+SKIP_ONLY = {"dp2pp2-optimus-cc": ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"]}
+configs.update(SKIP_ONLY)
+CODEC_STATES = ("/residual", "/warm_start_q")  # error feedback's residuals and PowerSGD's warm start
 plans = {}
 for name, flags in configs.items():
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, "-o", os.path.join(work, name)])
@@ -114,7 +120,34 @@ def checkpoint_files(path):
 initial = {t.name: numpy_helper.to_array(t).astype(np.float32).tobytes() for t in onnx.load(MODEL).graph.initializer}
 ck = os.path.join(work, "ck")
 os.makedirs(ck)
+
+def check_skipped(name, path, files):
+    """Section 2 on checkpoint file `path` of `files` after 2 skipped steps."""
+    states_in = read_checkpoint(path)
+    params = [k for k in states_in if k in initial]
+    same = all(states_in[k] == initial[k] for k in params)
+    zero = all(not any(v) for k, v in states_in.items() if k.endswith(("/adam_m", "/adam_v")))
+    check(params and same and zero, f"{name}: {os.path.basename(path)}: {len(params)} parameters bit-equal "
+          "to the ONNX initializers and zero moments after 2 skipped steps")
+    codec = {k: v for k, v in states_in.items() if k.endswith(CODEC_STATES)}
+    check(not any(any(v) for v in codec.values()), f"{name}: {os.path.basename(path)}: every codec state "
+          f"({len(codec)}) still its initial zero after 2 skipped steps, bit for bit")
+    return codec
+
+
 for name in plans:
+    if name in SKIP_ONLY:
+        ptrain_run(name, "--steps", "2", "--checkpoint", os.path.join(ck, f"{name}-skip"))
+        files = checkpoint_files(os.path.join(ck, f"{name}-skip"))
+        scaler = megatron_update(megatron_update((SCALE, 0, HYSTERESIS), 1), 1)
+        codec = set()
+        for path in files:
+            found = struct.unpack("<3f", read_checkpoint(path)["loss_scaler"])
+            check(found == scaler, f"{name}: {os.path.basename(path)}: the scaler {found} after two overflows")
+            codec |= set(check_skipped(name, path, files))
+        check(any(k.startswith("sc/") for k in codec) and any(k.startswith("pp") for k in codec),
+              f"{name}: the kept codec states include SC's dp residuals and the pipeline link's ({len(codec)} keys)")
+        continue
     losses, states = executor(name)
     if len(states) != STEPS:
         continue
@@ -130,17 +163,14 @@ for name in plans:
               "clean steps")
 
     # 2. Two skipped steps: the parameters are the ONNX initializers, the moments zero, bit for bit.
-    if found[:2] == [1, 1] and name == "pp2":
+    if found[:2] == [1, 1] and name.startswith("pp2"):
         ptrain_run(name, "--steps", "2", "--checkpoint", os.path.join(ck, f"{name}-skip"))
         files = checkpoint_files(os.path.join(ck, f"{name}-skip"))
         check(len(files) == plans[name]["pp"], f"{name}: a checkpoint file per stage after 2 steps ({files})")
         for path in files:
-            states_in = read_checkpoint(path)
-            params = [k for k in states_in if k in initial]
-            same = all(states_in[k] == initial[k] for k in params)
-            zero = all(not any(v) for k, v in states_in.items() if k.endswith(("/adam_m", "/adam_v")))
-            check(params and same and zero, f"{name}: {os.path.basename(path)}: {len(params)} parameters bit-equal "
-                  "to the ONNX initializers and zero moments after 2 skipped steps")
+            codec = check_skipped(name, path, files)
+            check(name == "pp2" or (path == files[0]) == (not codec),
+                  f"{name}: {os.path.basename(path)}: the codec states are the sender's ({sorted(codec)})")
 
     # 3. The compiled step against the executor, the scaler state exactly.
     straight = ptrain_run(name, "--steps", str(STEPS), "--checkpoint", os.path.join(ck, f"{name}-a"))
@@ -153,9 +183,14 @@ for name in plans:
             scaler = struct.unpack("<3f", read_checkpoint(path)["loss_scaler"])
             check(scaler == states[-1], f"{name}: {os.path.basename(path)}: the scaler {scaler} is the executor's "
                   f"{states[-1]}")
+            for key, blob in read_checkpoint(path).items():
+                if key.endswith("/residual"):  # error feedback is at work on the clean steps, and finite
+                    values = np.frombuffer(blob, dtype=np.float32)
+                    check(np.isfinite(values).all() and np.abs(values).max() > 0,
+                          f"{name}: {os.path.basename(path)}: {key} is finite and nonzero after {STEPS} steps")
 
     # 4. Resume across the skipped steps, bit for bit.
-    if name == "pp2" and straight:
+    if name.startswith("pp2") and straight:
         first = ptrain_run(name, "--steps", "3", "--checkpoint", os.path.join(ck, f"{name}-b"))
         resumed = ptrain_run(name, "--steps", str(STEPS), "--resume", os.path.join(ck, f"{name}-b"), "--checkpoint",
                              os.path.join(ck, f"{name}-c"))
