@@ -74,6 +74,11 @@ private:
                         RankedTensorType type);
   /// step = step + 1 on the `step` counter; returns the new value.
   Value incrementStep(OpBuilder &b, Location loc, Operation *anchor);
+  /// The step count the optimizer reads (the learning-rate schedule, AdamW's bias correction): `t`, the
+  /// iteration's, without loss scaling; under fp16 (`skipStep` set) the optimizer-only counter
+  /// `@optimizer_step` + 1, written back unless the step is skipped (Megatron-LM's optimizer.step() returns
+  /// early on an overflow, and its scheduler steps only on a successful update).
+  Value optimizerStepCount(OpBuilder &b, Location loc, Operation *anchor, Value t);
   /// Rejects optimizer options that make no optimizer: the schedule (lr, warm-up, total, min ratio) and weight
   /// decay; AdamW's betas and epsilon; SGD's momentum. The error names the option.
   LogicalResult checkOptimizerOptions(ModuleOp module);
@@ -294,9 +299,23 @@ Value BuildTrainingStepPass::incrementStep(OpBuilder &b, Location loc, Operation
   Value t = StateReadOp::create(b, loc, counterType, counter.getSymName());
   Value one = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1)));
   Value next = BinaryOp::create(b, loc, BinaryKind::Add, t, one);
-  // The count is the iteration's (the checkpoint's step, the learning-rate schedule): it advances on a step that
-  // fp16's loss scaler skips too (docs/MixedPrecision.md, "The loss scaler in the step").
+  // The count is the iteration's (the checkpoint's step, dropout's masks; the learning-rate schedule and AdamW
+  // without fp16's loss scaler): it advances on a step that the scaler skips too, whose optimizer reads
+  // optimizerStepCount (docs/MixedPrecision.md, "The optimizer-only step counter").
   StateWriteOp::create(b, loc, next, counter.getSymName());
+  return next;
+}
+
+Value BuildTrainingStepPass::optimizerStepCount(OpBuilder &b, Location loc, Operation *anchor, Value t) {
+  if (!skipStep)
+    return t;
+  auto counterType = RankedTensorType::get({}, b.getI64Type());
+  StateOp counter =
+      getOrAddState(b, anchor, kOptimizerStepState, kOptimizerStepState, StateKind::StepCounter, counterType);
+  Value old = StateReadOp::create(b, loc, counterType, counter.getSymName());
+  Value one = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1)));
+  Value next = BinaryOp::create(b, loc, BinaryKind::Add, old, one);
+  StateWriteOp::create(b, loc, keepOnSkip(b, loc, skipStep, old, next), counter.getSymName());
   return next;
 }
 
@@ -541,7 +560,7 @@ void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
     for (Value &grad : *grads)
       grad = scaleGradient(b, loc, grad, scale);
   }
-  Value t = incrementStep(b, loc, forward);
+  Value t = optimizerStepCount(b, loc, forward, incrementStep(b, loc, forward));
   for (auto [read, param, grad] : llvm::zip(reads, params, *grads))
     buildUpdate(b, loc, forward, param, read, grad, t);
   skipStep = nullptr;
@@ -819,6 +838,7 @@ void BuildTrainingStepPass::buildPipeline(PipelineAttr pipeline, bool explicitLa
       buildUnscale(ob, loc, grads, grid, axes);
       for (auto [param, grad] : llvm::zip(held[s], grads))
         StateWriteOp::create(ob, loc, grad, gradState(param).getSymName());
+      t = optimizerStepCount(ob, loc, anchor, t);
     }
     if (zero == 1) {
       ShardedAdamWOptions options;

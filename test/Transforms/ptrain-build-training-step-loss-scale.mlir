@@ -28,6 +28,8 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
 
 // The scaler's state, zero-initialized like every step state (a zero scale reads as initial-loss-scale).
 // CHECK: ptrain.state @loss_scaler key "loss_scaler" kind step_counter : tensor<3xf32>
+// The optimizer-only step counter (Megatron-LM: a skipped step holds back the schedule and Adam's step).
+// CHECK: ptrain.state @optimizer_step key "optimizer_step" kind step_counter : tensor<i64>
 // CHECK-LABEL: func.func @stage0_forward_backward
 // CHECK: %[[SEED:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[S:.*]] = ptrain.state_read @loss_scaler : tensor<3xf32>
@@ -35,7 +37,7 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
 // CHECK: %[[SCALED:.*]] = ptrain.binary mul %[[SEED]], %[[SCALE]] : tensor<f32>, tensor<f32>
 // CHECK: ptrain.cross_entropy_grad %[[SCALED]],
 // CHECK-LABEL: func.func @stage0_optimizer_step() -> tensor<f32>
-// The step count is the iteration's (the checkpoint's step): it advances on a skipped step too.
+// The step count is the iteration's (the checkpoint's step, dropout's masks): it advances on a skipped step too.
 // CHECK: %[[T0:.*]] = ptrain.state_read @step : tensor<i64>
 // CHECK: %[[T1:.*]] = ptrain.binary add %[[T0]]
 // CHECK-NEXT: ptrain.state_write %[[T1]] to @step
@@ -54,6 +56,11 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
 // CHECK: ptrain.state_write %{{.*}} to @loss_scaler : tensor<3xf32>
 // CHECK: ptrain.state_write %[[U0]] to @wte.grad
 // CHECK: ptrain.state_write %[[U1]] to @bias.grad
+// The optimizer's count advances only on a step that is not skipped.
+// CHECK: %[[O0:.*]] = ptrain.state_read @optimizer_step : tensor<i64>
+// CHECK: %[[O1:.*]] = ptrain.binary add %[[O0]]
+// CHECK: %[[OK:.*]] = ptrain.select %[[SKIP]], %[[O0]], %[[O1]] : tensor<i1>, tensor<i64>, tensor<i64>
+// CHECK-NEXT: ptrain.state_write %[[OK]] to @optimizer_step
 // Clipping sees the unscaled gradients.
 // CHECK: %[[C0:.*]] = ptrain.state_read @wte.grad
 // CHECK: ptrain.sum_squares %[[C0]]
@@ -61,7 +68,8 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
 // CHECK: %[[P:.*]] = ptrain.state_read @wte : tensor<16x8xf32>
 // CHECK: %[[M:.*]] = ptrain.state_read @wte.adam_m
 // CHECK: %[[V:.*]] = ptrain.state_read @wte.adam_v
-// CHECK: %[[NP:.*]], %[[NM:.*]], %[[NV:.*]] = ptrain.adamw %[[P]], %{{.*}}, %[[M]], %[[V]], %[[T1]]
+// AdamW's bias correction and the learning-rate schedule read the optimizer's count, not the iteration's.
+// CHECK: %[[NP:.*]], %[[NM:.*]], %[[NV:.*]] = ptrain.adamw %[[P]], %{{.*}}, %[[M]], %[[V]], %[[O1]]
 // CHECK: %[[KP:.*]] = ptrain.select %[[SKIP]], %[[P]], %[[NP]]
 // CHECK: ptrain.state_write %[[KP]] to @wte :
 // CHECK: %[[KM:.*]] = ptrain.select %[[SKIP]], %[[M]], %[[NM]]
@@ -82,13 +90,17 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
 // SGD: %[[SKIP:.*]] = ptrain.compare gt
 // SGD: ptrain.grad_scaler_update {{.*}}growth_interval = 1000 : i64, hysteresis = 2 : i64
 // SGD: ptrain.state_write %{{.*}} to @step
-// SGD: %[[P:.*]], %[[B:.*]] = ptrain.sgd
+// SGD: %[[O0:.*]] = ptrain.state_read @optimizer_step
+// SGD: %[[O1:.*]] = ptrain.binary add %[[O0]]
+// SGD: ptrain.state_write %{{.*}} to @optimizer_step
+// SGD: %[[P:.*]], %[[B:.*]] = ptrain.sgd %{{.*}}, %{{.*}}, %[[O1]]
 // SGD: ptrain.select %[[SKIP]], %{{.*}}, %[[P]]
 // SGD: ptrain.select %[[SKIP]], %{{.*}}, %[[B]]
 
 // NONE-NOT: loss_scale
 // NONE-NOT: grad_unscale
 // NONE-NOT: grad_scaler_update
+// NONE-NOT: @optimizer_step
 
 // ZERO: error: --ptrain-build-training-step: precision=fp16 (the loss scaler) with zero=1 is not supported yet
 // DET: error: --ptrain-build-training-step: precision=fp16 (the loss scaler) with deterministic-dp=true is not supported yet

@@ -7,9 +7,9 @@
 // after the gradient accumulation and the dp reduction every gradient is unscaled and checked
 // (ptrain.grad_unscale), the flags are added and summed over every rank of the grid (dp, pp and tp, so that
 // all ranks decide alike), and a count > 0 skips the step: every optimizer write (parameters, moments) keeps its
-// old value through ptrain.select. Then ptrain.grad_scaler_update advances the scaler. The step counter is the
-// iteration's (the checkpoint's step) and advances either way; Megatron-LM also holds back its learning-rate
-// schedule and Adam's step on a skipped iteration (docs/MixedPrecision.md, "Left for fp16").
+// old value through ptrain.select. Then ptrain.grad_scaler_update advances the scaler. The step counter `step` is
+// the iteration's (the checkpoint's step) and advances either way; the optimizer reads `optimizer_step`, which a
+// skipped step holds back, as Megatron-LM holds back its learning-rate schedule and Adam's step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +25,10 @@ namespace mlir::ptrain {
 
 /// The symbol and key of the scaler's state, tensor<3xf32> {scale, growth_tracker, hysteresis_tracker}.
 inline constexpr llvm::StringLiteral kLossScalerState = "loss_scaler";
+
+/// The symbol and key of the optimizer-only step counter, tensor<i64>: the steps the optimizer took (not skipped),
+/// which the learning-rate schedule and AdamW's bias correction read under fp16 (Megatron-LM).
+inline constexpr llvm::StringLiteral kOptimizerStepState = "optimizer_step";
 
 /// The scaler's options (Megatron-LM's --initial-loss-scale, --min-loss-scale, --loss-scale-window,
 /// --hysteresis; DynamicGradScaler's growth 2 and backoff 0.5).

@@ -6,7 +6,8 @@ the step"; Megatron-LM's DynamicGradScaler) on a real overflow.
 
 The bundled GPT compiled with --precision fp16 --initial-loss-scale 2^27 --loss-scale-window 2 (hysteresis 2, the
 default): at that scale the loss gradient seeded into the backward overflows binary16 (the f16 casts of the GEMM
-operands round it to inf), nothing is mocked. Plans: pp 2 with 2 micro-batches, and dp 2.
+operands round it to inf), nothing is mocked. Plans: pp 2 with 2 micro-batches, dp 2, pp 2 under --policy optimus-cc
+(error feedback), and dp 2 x pp 2 under optimus-cc (section 2 only).
 1. The multi-rank executor (ptrain-interpret --multi-rank) prints rank 0's scaler state after every step: the
    sequence is Megatron's rule step by step (each transition is update(found_inf) of the previous state for
    found_inf 1 or 0, from {2^27, 0, 2}); the first step overflows and keeps the scale (hysteresis), the second
@@ -17,9 +18,13 @@ operands round it to inf), nothing is mocked. Plans: pp 2 with 2 micro-batches, 
    every moment is zero.
 3. The compiled step (mpirun) equals the executor: the losses of STEPS steps within 1e-5 relative, and the final
    scaler state of every checkpoint file equals the executor's (pp 2 and dp 2).
+   The optimizer-only step counter: after the 2 skipped steps `optimizer_step` is 0 (the step counter 2); after STEPS
+   it counts the clean steps (Megatron-LM holds back the learning-rate schedule and Adam's step on a skip).
+   Error feedback: optimus-cc's codec states (the pipeline link's residual and warm-start Q; at dp 2 x pp 2 also SC's
+   dp residuals) are still zero after the 2 skipped steps, and the link's residual is finite and nonzero after STEPS.
 4. Resume across a skip: 3 steps with --checkpoint then --resume to STEPS give the losses and checkpoint files of
    STEPS straight steps byte for byte (the scaler is a checkpointed state).
-About a minute on 2 cores.
+About 2 minutes on 2 shared cores.
 """
 
 import filecmp
@@ -129,6 +134,9 @@ def check_skipped(name, path, files):
     zero = all(not any(v) for k, v in states_in.items() if k.endswith(("/adam_m", "/adam_v")))
     check(params and same and zero, f"{name}: {os.path.basename(path)}: {len(params)} parameters bit-equal "
           "to the ONNX initializers and zero moments after 2 skipped steps")
+    counters = tuple(struct.unpack("<q", states_in[k])[0] for k in ("step", "optimizer_step"))
+    check(counters == (2, 0), f"{name}: {os.path.basename(path)}: (step, optimizer_step) = {counters}: the iteration "
+          "advanced twice, the optimizer's count (the schedule's, AdamW's bias correction) not at all")
     codec = {k: v for k, v in states_in.items() if k.endswith(CODEC_STATES)}
     check(not any(any(v) for v in codec.values()), f"{name}: {os.path.basename(path)}: every codec state "
           f"({len(codec)}) still its initial zero after 2 skipped steps, bit for bit")
@@ -180,6 +188,9 @@ for name in plans:
         check(len(straight["train_loss"]) == STEPS and worst <= 1e-5,
               f"{name}: the compiled step's losses within 1e-5 relative of the executor's")
         for path in checkpoint_files(os.path.join(ck, f"{name}-a")):
+            counters = tuple(struct.unpack("<q", read_checkpoint(path)[k])[0] for k in ("step", "optimizer_step"))
+            check(counters == (STEPS, found.count(0)), f"{name}: {os.path.basename(path)}: (step, optimizer_step) = "
+                  f"{counters}: {STEPS} iterations, {found.count(0)} of them not skipped")
             scaler = struct.unpack("<3f", read_checkpoint(path)["loss_scaler"])
             check(scaler == states[-1], f"{name}: {os.path.basename(path)}: the scaler {scaler} is the executor's "
                   f"{states[-1]}")
