@@ -9,8 +9,9 @@
 // bf16 and fp32 have no scaler (bf16 has fp32's exponent range: Kalamkar et al. 2019).
 // RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 precision=bf16" | FileCheck %s --check-prefix=NONE
 // RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2" | FileCheck %s --check-prefix=NONE
-// Not supported yet, each an error naming the option.
-// RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 zero=1 precision=fp16" 2>&1 | FileCheck %s --check-prefix=ZERO
+// Not supported yet, an error naming the option.
+// ZeRO-1: each rank unscales its reduce-scattered shards, the flags over every rank, the skip keeps the shards.
+// RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 zero=1 precision=fp16 clip-norm=1.0" | FileCheck %s --check-prefix=ZERO
 // RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 micro-batches=2 deterministic-dp=true precision=fp16" 2>&1 | FileCheck %s --check-prefix=DET
 
 ptrain.state @wte key "wte" kind parameter : tensor<16x8xf32>
@@ -102,5 +103,30 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
 // NONE-NOT: grad_scaler_update
 // NONE-NOT: @optimizer_step
 
-// ZERO: error: --ptrain-build-training-step: precision=fp16 (the loss scaler) with zero=1 is not supported yet
+// ZERO-LABEL: func.func @stage0_optimizer_step() -> tensor<f32>
+// ZERO: %[[RS:.*]] = ptrain.reduce_scatter_start %{{.*}} on @grid axes [dp] scatter_dim = 0 reduction = avg : tensor<128xf32> -> !ptrain.request<tensor<64xf32>>
+// ZERO: %[[G:.*]] = ptrain.wait %[[RS]] : !ptrain.request<tensor<64xf32>>
+// ZERO: %[[G1:.*]] = ptrain.wait %{{.*}} : !ptrain.request<tensor<4xf32>>
+// ZERO: %[[U:.*]], %[[F:.*]] = ptrain.grad_unscale %[[G]], %{{.*}} : tensor<64xf32>, tensor<f32>
+// ZERO: %[[U1:.*]], %[[F1:.*]] = ptrain.grad_unscale %[[G1]], %{{.*}} : tensor<4xf32>, tensor<f32>
+// ZERO: %[[C:.*]] = ptrain.binary add %[[F]], %[[F1]]
+// ZERO: ptrain.all_reduce_start %[[C]] on @grid axes [dp] reduction = sum : tensor<f32>
+// ZERO: %[[SKIP:.*]] = ptrain.compare gt
+// ZERO: ptrain.grad_scaler_update
+// ZERO: %[[O1:.*]] = ptrain.binary add %{{.*}} : tensor<i64>
+// ZERO: ptrain.state_write %{{.*}} to @optimizer_step
+// Clipping reads the unscaled shards.
+// ZERO: ptrain.sum_squares %[[U]] : tensor<64xf32>
+// ZERO: %[[SHARD:.*]] = ptrain.tp_split %{{.*}} on @grid axis dp dim 0 : tensor<128xf32> -> tensor<64xf32>
+// ZERO: %[[M:.*]] = ptrain.state_read @stage0_zero_bucket0_adam_m
+// ZERO: %[[V:.*]] = ptrain.state_read @stage0_zero_bucket0_adam_v
+// ZERO: %[[NP:.*]], %[[NM:.*]], %[[NV:.*]] = ptrain.adamw %[[SHARD]], %{{.*}}, %[[M]], %[[V]], %[[O1]]
+// ZERO: %[[KM:.*]] = ptrain.select %[[SKIP]], %[[M]], %[[NM]]
+// ZERO-NEXT: ptrain.state_write %[[KM]] to @stage0_zero_bucket0_adam_m
+// ZERO: %[[KV:.*]] = ptrain.select %[[SKIP]], %[[V]], %[[NV]]
+// ZERO-NEXT: ptrain.state_write %[[KV]] to @stage0_zero_bucket0_adam_v
+// ZERO: %[[KP:.*]] = ptrain.select %[[SKIP]], %[[SHARD]], %[[NP]]
+// ZERO-NEXT: ptrain.all_gather_start %[[KP]] on @grid axes [dp] gather_dim = 0
+// ZERO: %[[FLAG:.*]] = ptrain.select %[[SKIP]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<f32>, tensor<f32>
+// ZERO-NEXT: return %[[FLAG]] : tensor<f32>
 // DET: error: --ptrain-build-training-step: precision=fp16 (the loss scaler) with deterministic-dp=true is not supported yet

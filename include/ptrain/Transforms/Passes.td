@@ -198,8 +198,10 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
            "gradient sums and the dp reduction stay fp32, and pipeline messages are sent in the 16-bit type "
            "(docs/MixedPrecision.md). fp16 (with an optimizer) adds Megatron-LM's dynamic loss scaler: a "
            "tensor<3xf32> state `loss_scaler`, the loss gradient seeded times the scale, every gradient unscaled "
-           "and checked after the dp reduction, and a step with an inf/NaN on any rank skipped; each "
-           "`@stage<s>_optimizer_step` then returns the skip flag, tensor<f32> 1 or 0.">,
+           "and checked after the dp reduction (zero=1: each rank's reduce-scattered shards), a step with an "
+           "inf/NaN on any rank skipped (the optimizer reads the optimizer-only counter `optimizer_step`, which a "
+           "skipped step holds back); each `@stage<s>_optimizer_step` then returns the skip flag, tensor<f32> 1 "
+           "or 0.">,
     Option<"initialLossScale", "initial-loss-scale", "double", /*default=*/"4294967296.0",
            "fp16's dynamic loss scaler: the first loss scale (Megatron-LM's --initial-loss-scale, default 2^32); "
            "finite, > 0, >= min-loss-scale and an fp32 value.">,
