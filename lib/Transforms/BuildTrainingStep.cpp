@@ -74,6 +74,11 @@ private:
                         RankedTensorType type);
   /// step = step + 1 on the `step` counter; returns the new value.
   Value incrementStep(OpBuilder &b, Location loc, Operation *anchor);
+  /// The step count the optimizer reads (the learning-rate schedule, AdamW's bias correction): `t`, the
+  /// iteration's, without loss scaling; under fp16 (`skipStep` set) the optimizer-only counter
+  /// `@optimizer_step` + 1, written back unless the step is skipped (Megatron-LM's optimizer.step() returns
+  /// early on an overflow, and its scheduler steps only on a successful update).
+  Value optimizerStepCount(OpBuilder &b, Location loc, Operation *anchor, Value t);
   /// Rejects optimizer options that make no optimizer: the schedule (lr, warm-up, total, min ratio) and weight
   /// decay; AdamW's betas and epsilon; SGD's momentum. The error names the option.
   LogicalResult checkOptimizerOptions(ModuleOp module);
@@ -294,9 +299,23 @@ Value BuildTrainingStepPass::incrementStep(OpBuilder &b, Location loc, Operation
   Value t = StateReadOp::create(b, loc, counterType, counter.getSymName());
   Value one = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1)));
   Value next = BinaryOp::create(b, loc, BinaryKind::Add, t, one);
-  // The count is the iteration's (the checkpoint's step, the learning-rate schedule): it advances on a step that
-  // fp16's loss scaler skips too (docs/MixedPrecision.md, "The loss scaler in the step").
+  // The count is the iteration's (the checkpoint's step, dropout's masks; the learning-rate schedule and AdamW
+  // without fp16's loss scaler): it advances on a step that the scaler skips too, whose optimizer reads
+  // optimizerStepCount (docs/MixedPrecision.md, "The optimizer-only step counter").
   StateWriteOp::create(b, loc, next, counter.getSymName());
+  return next;
+}
+
+Value BuildTrainingStepPass::optimizerStepCount(OpBuilder &b, Location loc, Operation *anchor, Value t) {
+  if (!skipStep)
+    return t;
+  auto counterType = RankedTensorType::get({}, b.getI64Type());
+  StateOp counter =
+      getOrAddState(b, anchor, kOptimizerStepState, kOptimizerStepState, StateKind::StepCounter, counterType);
+  Value old = StateReadOp::create(b, loc, counterType, counter.getSymName());
+  Value one = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(counterType, b.getI64IntegerAttr(1)));
+  Value next = BinaryOp::create(b, loc, BinaryKind::Add, old, one);
+  StateWriteOp::create(b, loc, keepOnSkip(b, loc, skipStep, old, next), counter.getSymName());
   return next;
 }
 
@@ -541,7 +560,7 @@ void BuildTrainingStepPass::buildSingleStage(func::FuncOp forward) {
     for (Value &grad : *grads)
       grad = scaleGradient(b, loc, grad, scale);
   }
-  Value t = incrementStep(b, loc, forward);
+  Value t = optimizerStepCount(b, loc, forward, incrementStep(b, loc, forward));
   for (auto [read, param, grad] : llvm::zip(reads, params, *grads))
     buildUpdate(b, loc, forward, param, read, grad, t);
   skipStep = nullptr;
@@ -806,19 +825,33 @@ void BuildTrainingStepPass::buildPipeline(PipelineAttr pipeline, bool explicitLa
         StateWriteOp::create(ob, loc, summed, gradState(param).getSymName());
     }
     finishHolderSync(ob, loc, posted, gradState);
-    // fp16: every gradient of the stage unscaled after the dp reduction and the tied sync, the overflow flags
-    // summed over the whole grid (every dp, pp and tp rank), so that all ranks skip or step alike.
-    if (lossScaling) {
+    // fp16: every gradient of the stage unscaled after the dp reduction and the tied sync (with ZeRO-1 each rank's
+    // reduce-scattered shards, in buildShardedAdamW), the overflow flags summed over the whole grid (every dp, pp
+    // and tp rank), so that all ranks skip or step alike.
+    SmallVector<StringRef> scalerAxes;
+    for (StringRef axis : grid.getAxisNames().getAsValueRange<StringAttr>())
+      if (grid.getAxisSize(axis) > 1)
+        scalerAxes.push_back(axis);
+    // The optimizer step's end: under fp16 it returns the skip flag (1 skipped, 0 stepped), so that the training
+    // step keeps its codec states on a skipped step (keepCodecStatesOnSkip, --ptrain-lower-to-runtime).
+    auto finishOptimizerStep = [&]() {
+      if (skipStep) {
+        Value flag = buildSkipFlag(ob, loc, skipStep);
+        func::ReturnOp::create(ob, loc, flag);
+        opt.setType(ob.getFunctionType({}, {flag.getType()}));
+      } else {
+        func::ReturnOp::create(ob, loc);
+      }
+      skipStep = nullptr;
+    };
+    if (lossScaling && zero == 0) {
       SmallVector<Value> grads;
       for (StateOp param : held[s])
         grads.push_back(StateReadOp::create(ob, loc, param.getTensorType(), gradState(param).getSymName()));
-      SmallVector<StringRef> axes;
-      for (StringRef axis : grid.getAxisNames().getAsValueRange<StringAttr>())
-        if (grid.getAxisSize(axis) > 1)
-          axes.push_back(axis);
-      buildUnscale(ob, loc, grads, grid, axes);
+      buildUnscale(ob, loc, grads, grid, scalerAxes);
       for (auto [param, grad] : llvm::zip(held[s], grads))
         StateWriteOp::create(ob, loc, grad, gradState(param).getSymName());
+      t = optimizerStepCount(ob, loc, anchor, t);
     }
     if (zero == 1) {
       ShardedAdamWOptions options;
@@ -847,6 +880,13 @@ void BuildTrainingStepPass::buildPipeline(PipelineAttr pipeline, bool explicitLa
           return NormTerm::Uncounted;
         return tp > 1 && !param->hasAttr(kTPSliceAttr) ? NormTerm::Replicated : NormTerm::Owned;
       };
+      auto unscaleShards = [&](MutableArrayRef<Value> shards, Value &count) -> Value {
+        buildUnscale(ob, loc, shards, grid, scalerAxes);
+        count = optimizerStepCount(ob, loc, anchor, count);
+        return skipStep;
+      };
+      if (lossScaling)
+        options.unscale = unscaleShards;
       numBuckets += buildShardedAdamW(ob, loc, grid, s, llvm::to_vector(llvm::reverse(held[s])), gradState, addMoment,
                                       options, t, normTerm);
       for (StateOp param : held[s]) {
@@ -855,7 +895,7 @@ void BuildTrainingStepPass::buildPipeline(PipelineAttr pipeline, bool explicitLa
             ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0)));
         StateWriteOp::create(ob, loc, zeroGrad, gradState(param).getSymName());
       }
-      func::ReturnOp::create(ob, loc);
+      finishOptimizerStep();
       continue;
     }
     // Global-norm clipping of the synced gradients: every parameter of the stage, a tied one on the first
@@ -891,8 +931,7 @@ void BuildTrainingStepPass::buildPipeline(PipelineAttr pipeline, bool explicitLa
           arith::ConstantOp::create(ob, loc, DenseElementsAttr::get(type, ob.getFloatAttr(type.getElementType(), 0.0)));
       StateWriteOp::create(ob, loc, zero, acc.getSymName());
     }
-    skipStep = nullptr;
-    func::ReturnOp::create(ob, loc);
+    finishOptimizerStep();
   }
   setPipeline(module, pipeline.withTrainingStep(microBatches, explicitLabels, deterministicDp));
 }
@@ -1026,11 +1065,11 @@ LogicalResult BuildTrainingStepPass::checkLossScaleOptions(ModuleOp module, Prec
   if (lossScaleWindow < 1 || hysteresis < 1)
     return error() << "loss-scale-window and hysteresis must be >= 1, got loss-scale-window = "
                    << lossScaleWindow.getValue() << ", hysteresis = " << hysteresis.getValue();
-  // The unscale reads the dp-reduced gradient states of the optimizer step: ZeRO-1 reduce-scatters inside its
-  // sharded update and deterministic-dp sums in --ptrain-lower-to-runtime, both after that point.
-  if (zero != 0 || deterministicDp)
-    return error() << "precision=fp16 (the loss scaler) with " << (zero != 0 ? "zero=1" : "deterministic-dp=true")
-                   << " is not supported yet (docs/MixedPrecision.md, \"Left for fp16\")";
+  // The unscale reads the dp-reduced gradient states of the optimizer step: deterministic-dp sums in
+  // --ptrain-lower-to-runtime, after that point (ZeRO-1 unscales its reduce-scattered shards instead).
+  if (deterministicDp)
+    return error() << "precision=fp16 (the loss scaler) with deterministic-dp=true is not supported yet "
+                      "(docs/MixedPrecision.md, \"Left for fp16\")";
   return success();
 }
 

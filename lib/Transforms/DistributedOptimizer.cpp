@@ -8,6 +8,7 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Transforms/GradientClipping.h"
+#include "ptrain/Transforms/LossScaling.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -106,12 +107,17 @@ int64_t mlir::ptrain::buildShardedAdamW(OpBuilder &b, Location loc, GridOp grid,
                                      /*scatter_dim=*/0, ReductionKind::Avg);
     scattered.push_back(start.getRequest());
   }
-  // With clipping: every shard first, then the global norm of the shards and its scale.
+  // With clipping or loss scaling: every shard first, unscaled (fp16), then the global norm of the shards and
+  // its scale.
   SmallVector<Value> shardGrads(buckets.size());
+  const bool waitFirst = clip || options.unscale;
+  if (waitFirst)
+    for (auto [k, request] : llvm::enumerate(scattered))
+      shardGrads[k] = WaitOp::create(b, loc, request).getResult();
+  Value skip = options.unscale ? options.unscale(shardGrads, t) : Value();
   if (clip) {
     GlobalNormTerms terms;
     for (auto [k, bucket] : llvm::enumerate(buckets)) {
-      shardGrads[k] = WaitOp::create(b, loc, scattered[k]).getResult();
       if (bucket.term == NormTerm::Owned)
         terms.owned.push_back(shardGrads[k]);
       else if (bucket.term == NormTerm::Replicated)
@@ -124,7 +130,7 @@ int64_t mlir::ptrain::buildShardedAdamW(OpBuilder &b, Location loc, GridOp grid,
   // 2. Per bucket: AdamW on this rank's shard, then the all-gather of the new shard.
   SmallVector<Value> gathered;
   for (auto [k, bucket] : llvm::enumerate(buckets)) {
-    Value grad = clip ? shardGrads[k] : Value(WaitOp::create(b, loc, scattered[k]).getResult());
+    Value grad = waitFirst ? shardGrads[k] : Value(WaitOp::create(b, loc, scattered[k]).getResult());
     auto shardType = cast<RankedTensorType>(grad.getType());
     Value full = flatBucket(b, loc, bucket, [&](StateOp param) -> Value {
       return StateReadOp::create(b, loc, param.getTensorType(), param.getSymName());
@@ -147,11 +153,14 @@ int64_t mlir::ptrain::buildShardedAdamW(OpBuilder &b, Location loc, GridOp grid,
         AdamWOp::create(b, bucket.params.front().getLoc(), shardType, shardType, shardType, shard, grad, mv, vv, t,
                         options.schedule, b.getF64FloatAttr(options.beta1), b.getF64FloatAttr(options.beta2),
                         b.getF64FloatAttr(options.epsilon), b.getF64FloatAttr(decay));
-    StateWriteOp::create(b, loc, update.getNewM(), m.getSymName());
-    StateWriteOp::create(b, loc, update.getNewV(), v.getSymName());
+    // A skipped step (fp16) keeps the shard's old values.
+    auto kept = [&](Value old, Value updated) { return skip ? keepOnSkip(b, loc, skip, old, updated) : updated; };
+    StateWriteOp::create(b, loc, kept(mv, update.getNewM()), m.getSymName());
+    StateWriteOp::create(b, loc, kept(vv, update.getNewV()), v.getSymName());
     auto fullType = RankedTensorType::get({bucket.padded}, shardType.getElementType());
     gathered.push_back(AllGatherStartOp::create(b, bucket.params.front().getLoc(),
-                                                RequestType::get(b.getContext(), fullType), update.getNewParam(),
+                                                RequestType::get(b.getContext(), fullType),
+                                                kept(shard, update.getNewParam()),
                                                 grid.getSymName(), dpAxes, /*gather_dim=*/0)
                            .getRequest());
   }

@@ -7,6 +7,8 @@
 #include "ptrain/Transforms/LossScaling.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace mlir::ptrain;
@@ -50,11 +52,14 @@ Value mlir::ptrain::buildUnscaleAndCheck(OpBuilder &b, Location loc, MutableArra
                            scalarConstant(b, loc, 0.0));
 }
 
+Value mlir::ptrain::buildSkipFlag(OpBuilder &b, Location loc, Value skip) {
+  return SelectOp::create(b, loc, skip, scalarConstant(b, loc, 1.0), scalarConstant(b, loc, 0.0));
+}
+
 void mlir::ptrain::buildScalerUpdate(OpBuilder &b, Location loc, Value skip, const LossScaleOptions &options) {
   RankedTensorType type = getLossScalerType(b.getContext());
   Value state = StateReadOp::create(b, loc, type, kLossScalerState);
-  // The flag the update reads: 1 on a skipped step, else 0.
-  Value found = SelectOp::create(b, loc, skip, scalarConstant(b, loc, 1.0), scalarConstant(b, loc, 0.0));
+  Value found = buildSkipFlag(b, loc, skip);
   Value next = GradScalerUpdateOp::create(
       b, loc, type, state, found, b.getF64FloatAttr(options.initialScale), b.getF64FloatAttr(options.growthFactor),
       b.getF64FloatAttr(options.backoffFactor), b.getI64IntegerAttr(options.window),
@@ -64,4 +69,39 @@ void mlir::ptrain::buildScalerUpdate(OpBuilder &b, Location loc, Value skip, con
 
 Value mlir::ptrain::keepOnSkip(OpBuilder &b, Location loc, Value skip, Value old, Value updated) {
   return SelectOp::create(b, loc, skip, old, updated);
+}
+
+unsigned mlir::ptrain::keepCodecStatesOnSkip(func::FuncOp trainStep, func::CallOp optimizerCall) {
+  auto module = trainStep->getParentOfType<ModuleOp>();
+  SymbolTable symbols(module);
+  // The codec states the step writes, in order of first write, through its calls too.
+  llvm::SetVector<StateOp> written;
+  llvm::SetVector<func::FuncOp> functions;
+  functions.insert(trainStep);
+  for (size_t i = 0; i < functions.size(); ++i)
+    func::FuncOp(functions[i]).walk([&](Operation *op) {
+      if (auto call = dyn_cast<func::CallOp>(op)) {
+        if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+          functions.insert(callee);
+      } else if (auto write = dyn_cast<StateWriteOp>(op)) {
+        auto state = symbols.lookup<StateOp>(write.getState());
+        if (state && (state.getKind() == StateKind::CodecResidual || state.getKind() == StateKind::CodecWarmStart))
+          written.insert(state);
+      }
+    });
+  Location loc = optimizerCall.getLoc();
+  OpBuilder start = OpBuilder::atBlockBegin(&trainStep.front());
+  OpBuilder after(optimizerCall->getContext());
+  after.setInsertionPointAfter(optimizerCall);
+  if (written.empty())
+    return 0;
+  Value skip = CompareOp::create(after, loc, RankedTensorType::get({}, after.getI1Type()), CompareKind::Gt,
+                                 optimizerCall.getResult(0), scalarConstant(after, loc, 0.0));
+  for (StateOp state : written) {
+    RankedTensorType type = state.getTensorType();
+    Value atStart = StateReadOp::create(start, loc, type, state.getSymName());
+    Value now = StateReadOp::create(after, loc, type, state.getSymName());
+    StateWriteOp::create(after, loc, keepOnSkip(after, loc, skip, atStart, now), state.getSymName());
+  }
+  return written.size();
 }

@@ -144,8 +144,10 @@ public:
         !logits || logits.getRank() != 3 || !logits.getElementType().isF32())
       return first->emitError("--ptrain-lower-to-runtime: needs @forward_stage0(tensor<BxSxi64>) and a last stage "
                               "returning logits tensor<BxSxVxf32>");
+    // fp16's loss scaler: the optimizer step returns the skip condition (--ptrain-build-training-step).
+    const unsigned optimizerResults = module.lookupSymbol(kLossScalerState) ? 1 : 0;
     for (int64_t s = 0; s < pp; ++s)
-      if (failed(lookup("stage" + std::to_string(s) + "_optimizer_step", 0, 0)))
+      if (failed(lookup("stage" + std::to_string(s) + "_optimizer_step", 0, optimizerResults)))
         return failure();
     // Explicit labels (ptrain.pipeline's `labels`) and the weighted loss (a label-weight function).
     if (PipelineAttr pipeline = getPipeline(module)) {
@@ -410,6 +412,8 @@ private:
 public:
   /// Set when a link's codec state could not be created (reported).
   bool stateError = false;
+  /// Codec states kept on a step that fp16's loss scaler skips (keepCodecStatesOnSkip), over every stage.
+  unsigned codecStatesKept = 0;
 
 private:
   /// Calls `callee`; `microBatch` >= 0: a stage function on that micro-batch, whose dropout masks read its
@@ -539,6 +543,8 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
         for (Value request : SmallVector<Value>(pending))
           waitSend(request);
         call(loc, "stage" + ss + "_optimizer_step", {});
+        if (auto optimizerCall = cast<func::CallOp>(b.getInsertionBlock()->back()); optimizerCall.getNumResults())
+          codecStatesKept += keepCodecStatesOnSkip(fn, optimizerCall);
         break;
       }
     }
@@ -653,17 +659,6 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
     }
     if (lowering.stateError)
       return signalPassFailure();
-    // fp16's loss scaler skips a step with an inf or NaN gradient, but an error-feedback residual of a codec has
-    // taken the overflowing (and loss-scaled) values by then and would carry them into every later step.
-    if (module.lookupSymbol(kLossScalerState))
-      for (auto state : module.getOps<StateOp>())
-        if (state.getKind() == StateKind::CodecResidual) {
-          state.emitError("--ptrain-lower-to-runtime: precision=fp16 (the loss scaler) with error feedback is not "
-                          "supported yet: the residual '")
-              << state.getKey()
-              << "' would keep the inf/NaN of a skipped step (docs/MixedPrecision.md, \"Left for fp16\")";
-          return signalPassFailure();
-        }
     numTransfers += lowering.numTransfers;
   }
 };

@@ -105,3 +105,57 @@ module @forward_quant attributes {ptrain.compression = #ptrain.compression<polic
     return
   }
 }
+
+// -----
+
+// fp16's loss scaler with error feedback (docs/MixedPrecision.md, "Error feedback under fp16"): the optimizer
+// steps return the skip flag (--ptrain-build-training-step precision=fp16), and each stage's training step reads
+// every codec state it writes (the residual and PowerSGD's warm-start Q of the link 1 -> 0, written by stage 1's
+// compress) at its start and writes it back after the optimizer step through ptrain.select on the flag: a skipped
+// step leaves them bit-unchanged. Stage 0 writes no codec state and keeps nothing.
+// CHECK-LABEL: module @cb_fp16
+// CHECK-LABEL: func.func @stage0_train_step(
+// CHECK-NOT: ptrain.select
+// CHECK: call @stage0_optimizer_step() : () -> tensor<f32>
+// CHECK-NOT: ptrain.select
+// CHECK: return
+// CHECK-LABEL: func.func @stage1_train_step(
+// CHECK-NEXT: %[[E0:.*]] = ptrain.state_read @pp1to0_residual : tensor<2x4x8xf32>
+// CHECK-NEXT: %[[Q0:.*]] = ptrain.state_read @pp1to0_warm_start_q : tensor<8x2xf32>
+// CHECK: ptrain.compress %{{.*}} state(%{{.*}}, %{{.*}}) {codec = #ptrain.powersgd<rank = 2>, error_feedback}
+// CHECK: %[[FLAG:.*]] = call @stage1_optimizer_step() : () -> tensor<f32>
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[SKIP:.*]] = ptrain.compare gt %[[FLAG]], %[[ZERO]] : tensor<f32>, tensor<f32>
+// CHECK-NEXT: %[[E1:.*]] = ptrain.state_read @pp1to0_residual : tensor<2x4x8xf32>
+// CHECK-NEXT: %[[E2:.*]] = ptrain.select %[[SKIP]], %[[E0]], %[[E1]]
+// CHECK-NEXT: ptrain.state_write %[[E2]] to @pp1to0_residual
+// CHECK-NEXT: %[[Q1:.*]] = ptrain.state_read @pp1to0_warm_start_q : tensor<8x2xf32>
+// CHECK-NEXT: %[[Q2:.*]] = ptrain.select %[[SKIP]], %[[Q0]], %[[Q1]]
+// CHECK-NEXT: ptrain.state_write %[[Q2]] to @pp1to0_warm_start_q
+module @cb_fp16 attributes {ptrain.compression = #ptrain.compression<policy = "optimus-cc", backward_sends = [[false, false], [false, true]], backward_codec = #ptrain.powersgd<rank = 2>, forward_sends = [[false, false], [false, false]], dp_all_reduce = [false, false]>, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
+  ptrain.grid @grid(pp = 2)
+  ptrain.state @loss_scaler key "loss_scaler" kind step_counter : tensor<3xf32>
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
+    %h = arith.constant dense<1.0> : tensor<2x4x8xf32>
+    return %h : tensor<2x4x8xf32>
+  }
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
+    return
+  }
+  func.func @stage0_optimizer_step() -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>} {
+    %flag = arith.constant dense<0.0> : tensor<f32>
+    return %flag : tensor<f32>
+  }
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
+    %logits = arith.constant dense<0.0> : tensor<2x4x16xf32>
+    return %logits : tensor<2x4x16xf32>
+  }
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
+    %loss = arith.constant dense<2.0> : tensor<f32>
+    return %loss, %h : tensor<f32>, tensor<2x4x8xf32>
+  }
+  func.func @stage1_optimizer_step() -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>} {
+    %flag = arith.constant dense<0.0> : tensor<f32>
+    return %flag : tensor<f32>
+  }
+}

@@ -70,3 +70,21 @@ module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward
     return %c : tensor<1x4x4xf32>
   }
 }
+
+// -----
+
+// With fp16's loss scaler (the state @loss_scaler), each optimizer step returns the skip flag that the training
+// step's codec states are kept on (--ptrain-build-training-step precision=fp16 builds it so).
+module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 1, stages = [@forward_stage0], micro_batches = 1>,
+    ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 1, table = [["FB0", "O"]]>} {
+  ptrain.grid @grid(pp = 1)
+  ptrain.state @loss_scaler key "loss_scaler" kind step_counter : tensor<3xf32>
+  func.func @forward_stage0(%t: tensor<1x4xi64>) -> tensor<1x4x4xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
+    %c = arith.constant dense<0.0> : tensor<1x4x4xf32>
+    return %c : tensor<1x4x4xf32>
+  }
+  // expected-error@+1 {{--ptrain-lower-to-runtime: @stage0_optimizer_step must take 0 argument(s) and return 1 result(s)}}
+  func.func @stage0_optimizer_step() attributes {ptrain.stage = #ptrain.stage<0>} {
+    return
+  }
+}

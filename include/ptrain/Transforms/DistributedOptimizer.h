@@ -32,6 +32,11 @@ struct ShardedAdamWOptions {
   double clipNorm = 0.0;
   int64_t tp = 1;
   SmallVector<StringRef> normAxes;
+  /// fp16's loss scaling (LossScaling.h; docs/MixedPrecision.md, "The scaler with ZeRO-1"), null without: called
+  /// once with this rank's waited gradient shards (tensor<N' / dp x f32> each, loss-scaled), it unscales them in
+  /// place, returns the step's rank-0 i1 skip condition (the overflow flags summed over every grid axis) and may
+  /// replace `t` with the step count the optimizer reads.
+  llvm::function_ref<Value(MutableArrayRef<Value> shards, Value &t)> unscale = nullptr;
 };
 
 /// How a parameter's gradient counts in the global norm of clipping (GradientClipping.h): in full (a tp slice,
@@ -61,6 +66,10 @@ using AddMomentState = llvm::function_ref<StateOp(StringRef name, StringRef key,
 /// 1 / tp, Uncounted ones left out) are all-reduced over options.normAxes into ptrain.clip_scale, and every
 /// shard's gradient is multiplied by the scale before AdamW (Megatron-LM's distributed optimizer clips its
 /// gradient shards the same way: clip_grad_norm_fp32 over the data-parallel and model-parallel groups).
+/// With options.unscale (fp16), every reduce-scatter is waited first too, the shards are unscaled (before the
+/// norm), and on a skipped step each shard's AdamW results (parameter shard, moments) are the old values
+/// (ptrain.select), so the all-gather brings back the unchanged parameters (Megatron-LM's DistributedOptimizer:
+/// unscale and check its main-gradient shards, found_inf all-reduced over every rank, skip the step).
 int64_t buildShardedAdamW(OpBuilder &b, Location loc, GridOp grid, int64_t stage, ArrayRef<StateOp> params,
                           llvm::function_ref<StateOp(StateOp)> gradState, AddMomentState addMoment,
                           const ShardedAdamWOptions &options, Value t,

@@ -198,7 +198,10 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
            "gradient sums and the dp reduction stay fp32, and pipeline messages are sent in the 16-bit type "
            "(docs/MixedPrecision.md). fp16 (with an optimizer) adds Megatron-LM's dynamic loss scaler: a "
            "tensor<3xf32> state `loss_scaler`, the loss gradient seeded times the scale, every gradient unscaled "
-           "and checked after the dp reduction, and a step with an inf/NaN on any rank skipped.">,
+           "and checked after the dp reduction (zero=1: each rank's reduce-scattered shards), a step with an "
+           "inf/NaN on any rank skipped (the optimizer reads the optimizer-only counter `optimizer_step`, which a "
+           "skipped step holds back); each `@stage<s>_optimizer_step` then returns the skip flag, tensor<f32> 1 "
+           "or 0.">,
     Option<"initialLossScale", "initial-loss-scale", "double", /*default=*/"4294967296.0",
            "fp16's dynamic loss scaler: the first loss scale (Megatron-LM's --initial-loss-scale, default 2^32); "
            "finite, > 0, >= min-loss-scale and an fp32 value.">,
@@ -648,6 +651,13 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     boundary ("pp<s>-><t>/c<k>-><k'>/..."). In each optimizer step, `fused_embedding` fuses the tied sync into one all-reduce over [dp, pp], and the
     dp all-reduce buckets whose gradients have a codec (a stage in `dp_all_reduce`, or `dp_codecs`) become
     per-parameter `ptrain.compressed_all_reduce_start`s.
+
+    With fp16's loss scaler (the state `@loss_scaler`; --ptrain-build-training-step precision=fp16) every
+    `@stage<s>_optimizer_step` returns the skip flag (tensor<f32>, 1 on a skipped step), and each training step
+    reads every codec residual and warm-start Q that it or a function it calls writes at its start, and after the
+    optimizer step writes it back as `ptrain.select` of the flag > 0 between the value at the start and the
+    step's: a skipped step leaves error feedback's states bit-unchanged (docs/MixedPrecision.md, "Error feedback
+    under fp16").
 
     Fails when the module has no `ptrain.pipeline` or no `ptrain.schedule` (run `--ptrain-schedule`), no
     `ptrain.grid` with an axis `pp`, a stage function is missing, a table step is malformed, or

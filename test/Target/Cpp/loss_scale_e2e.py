@@ -6,7 +6,9 @@ the step"; Megatron-LM's DynamicGradScaler) on a real overflow.
 
 The bundled GPT compiled with --precision fp16 --initial-loss-scale 2^27 --loss-scale-window 2 (hysteresis 2, the
 default): at that scale the loss gradient seeded into the backward overflows binary16 (the f16 casts of the GEMM
-operands round it to inf), nothing is mocked. Plans: pp 2 with 2 micro-batches, and dp 2.
+operands round it to inf), nothing is mocked. Plans: pp 2 with 2 micro-batches, dp 2, pp 2 under --policy optimus-cc
+(error feedback), dp 2 with --zero 1 (ZeRO-1: the shards unscaled), and dp 2 x pp 2 under optimus-cc (section 2
+only).
 1. The multi-rank executor (ptrain-interpret --multi-rank) prints rank 0's scaler state after every step: the
    sequence is Megatron's rule step by step (each transition is update(found_inf) of the previous state for
    found_inf 1 or 0, from {2^27, 0, 2}); the first step overflows and keeps the scale (hysteresis), the second
@@ -17,9 +19,14 @@ operands round it to inf), nothing is mocked. Plans: pp 2 with 2 micro-batches, 
    every moment is zero.
 3. The compiled step (mpirun) equals the executor: the losses of STEPS steps within 1e-5 relative, and the final
    scaler state of every checkpoint file equals the executor's (pp 2 and dp 2).
+   The optimizer-only step counter: after the 2 skipped steps `optimizer_step` is 0 (the step counter 2); after STEPS
+   it counts the clean steps (Megatron-LM holds back the learning-rate schedule and Adam's step on a skip).
+   Error feedback: optimus-cc's codec states (the pipeline link's residual and warm-start Q; at dp 2 x pp 2 also SC's
+   dp residuals) are still zero after the 2 skipped steps, and the link's residual is finite and nonzero after STEPS.
 4. Resume across a skip: 3 steps with --checkpoint then --resume to STEPS give the losses and checkpoint files of
    STEPS straight steps byte for byte (the scaler is a checkpointed state).
-About a minute on 2 cores.
+5. ZeRO-1 (dp 2, --zero 1) skips exactly where plain dp 2 does and gives its losses within 1e-6 (the executor's).
+About 2 minutes on 2 shared cores.
 """
 
 import filecmp
@@ -41,7 +48,14 @@ SCALE, WINDOW, HYSTERESIS = 2.0 ** 27, 2, 2
 data = corpus(source, work)
 common = ["--target", "cpu", "--precision", "fp16", "--initial-loss-scale", str(int(SCALE)), "--loss-scale-window",
           str(WINDOW), "--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100", "--clip-norm", "1.0"]
-configs = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2": ["--dp", "2"]}
+configs = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2": ["--dp", "2"],
+           "pp2-optimus-cc": ["--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"],
+           "dp2-zero1": ["--dp", "2", "--zero", "1"]}
+# Checked on two skipped steps only (section 2): optimus-cc's SC (PowerSGD on stage 0's dp all-reduces, its residuals
+# written inside the optimizer step) besides CB and LEP.
+SKIP_ONLY = {"dp2pp2-optimus-cc": ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"]}
+configs.update(SKIP_ONLY)
+CODEC_STATES = ("/residual", "/warm_start_q")  # error feedback's residuals and PowerSGD's warm start
 plans = {}
 for name, flags in configs.items():
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, "-o", os.path.join(work, name)])
@@ -114,7 +128,38 @@ def checkpoint_files(path):
 initial = {t.name: numpy_helper.to_array(t).astype(np.float32).tobytes() for t in onnx.load(MODEL).graph.initializer}
 ck = os.path.join(work, "ck")
 os.makedirs(ck)
+
+def check_skipped(name, path, files):
+    """Section 2 on checkpoint file `path` of `files` after 2 skipped steps."""
+    states_in = read_checkpoint(path)
+    params = [k for k in states_in if k in initial]
+    same = all(states_in[k] == initial[k] for k in params)
+    zero = all(not any(v) for k, v in states_in.items() if k.endswith(("/adam_m", "/adam_v")))
+    check(params and same and zero, f"{name}: {os.path.basename(path)}: {len(params)} parameters bit-equal "
+          "to the ONNX initializers and zero moments after 2 skipped steps")
+    counters = tuple(struct.unpack("<q", states_in[k])[0] for k in ("step", "optimizer_step"))
+    check(counters == (2, 0), f"{name}: {os.path.basename(path)}: (step, optimizer_step) = {counters}: the iteration "
+          "advanced twice, the optimizer's count (the schedule's, AdamW's bias correction) not at all")
+    codec = {k: v for k, v in states_in.items() if k.endswith(CODEC_STATES)}
+    check(not any(any(v) for v in codec.values()), f"{name}: {os.path.basename(path)}: every codec state "
+          f"({len(codec)}) still its initial zero after 2 skipped steps, bit for bit")
+    return codec
+
+
+results = {}
 for name in plans:
+    if name in SKIP_ONLY:
+        ptrain_run(name, "--steps", "2", "--checkpoint", os.path.join(ck, f"{name}-skip"))
+        files = checkpoint_files(os.path.join(ck, f"{name}-skip"))
+        scaler = megatron_update(megatron_update((SCALE, 0, HYSTERESIS), 1), 1)
+        codec = set()
+        for path in files:
+            found = struct.unpack("<3f", read_checkpoint(path)["loss_scaler"])
+            check(found == scaler, f"{name}: {os.path.basename(path)}: the scaler {found} after two overflows")
+            codec |= set(check_skipped(name, path, files))
+        check(any(k.startswith("sc/") for k in codec) and any(k.startswith("pp") for k in codec),
+              f"{name}: the kept codec states include SC's dp residuals and the pipeline link's ({len(codec)} keys)")
+        continue
     losses, states = executor(name)
     if len(states) != STEPS:
         continue
@@ -130,17 +175,17 @@ for name in plans:
               "clean steps")
 
     # 2. Two skipped steps: the parameters are the ONNX initializers, the moments zero, bit for bit.
-    if found[:2] == [1, 1] and name == "pp2":
+    results[name] = (losses, states)
+    if found[:2] == [1, 1] and name != "dp2":
         ptrain_run(name, "--steps", "2", "--checkpoint", os.path.join(ck, f"{name}-skip"))
         files = checkpoint_files(os.path.join(ck, f"{name}-skip"))
-        check(len(files) == plans[name]["pp"], f"{name}: a checkpoint file per stage after 2 steps ({files})")
+        replicas = 2 if "--zero" in configs[name] else 1  # ZeRO-1's checkpoint is sharded by dp
+        check(len(files) == plans[name]["pp"] * replicas, f"{name}: a checkpoint file per stage (and per replica with "
+              f"ZeRO-1) after 2 steps ({files})")
         for path in files:
-            states_in = read_checkpoint(path)
-            params = [k for k in states_in if k in initial]
-            same = all(states_in[k] == initial[k] for k in params)
-            zero = all(not any(v) for k, v in states_in.items() if k.endswith(("/adam_m", "/adam_v")))
-            check(params and same and zero, f"{name}: {os.path.basename(path)}: {len(params)} parameters bit-equal "
-                  "to the ONNX initializers and zero moments after 2 skipped steps")
+            codec = check_skipped(name, path, files)
+            check(name != "pp2-optimus-cc" or (path == files[0]) == (not codec),
+                  f"{name}: {os.path.basename(path)}: the codec states are the sender's ({sorted(codec)})")
 
     # 3. The compiled step against the executor, the scaler state exactly.
     straight = ptrain_run(name, "--steps", str(STEPS), "--checkpoint", os.path.join(ck, f"{name}-a"))
@@ -150,12 +195,20 @@ for name in plans:
         check(len(straight["train_loss"]) == STEPS and worst <= 1e-5,
               f"{name}: the compiled step's losses within 1e-5 relative of the executor's")
         for path in checkpoint_files(os.path.join(ck, f"{name}-a")):
+            counters = tuple(struct.unpack("<q", read_checkpoint(path)[k])[0] for k in ("step", "optimizer_step"))
+            check(counters == (STEPS, found.count(0)), f"{name}: {os.path.basename(path)}: (step, optimizer_step) = "
+                  f"{counters}: {STEPS} iterations, {found.count(0)} of them not skipped")
             scaler = struct.unpack("<3f", read_checkpoint(path)["loss_scaler"])
             check(scaler == states[-1], f"{name}: {os.path.basename(path)}: the scaler {scaler} is the executor's "
                   f"{states[-1]}")
+            for key, blob in read_checkpoint(path).items():
+                if key.endswith("/residual"):  # error feedback is at work on the clean steps, and finite
+                    values = np.frombuffer(blob, dtype=np.float32)
+                    check(np.isfinite(values).all() and np.abs(values).max() > 0,
+                          f"{name}: {os.path.basename(path)}: {key} is finite and nonzero after {STEPS} steps")
 
     # 4. Resume across the skipped steps, bit for bit.
-    if name == "pp2" and straight:
+    if name.startswith("pp2") and straight:
         first = ptrain_run(name, "--steps", "3", "--checkpoint", os.path.join(ck, f"{name}-b"))
         resumed = ptrain_run(name, "--steps", str(STEPS), "--resume", os.path.join(ck, f"{name}-b"), "--checkpoint",
                              os.path.join(ck, f"{name}-c"))
@@ -165,4 +218,13 @@ for name in plans:
             a, c = checkpoint_files(os.path.join(ck, f"{name}-a")), checkpoint_files(os.path.join(ck, f"{name}-c"))
             check(len(a) == len(c) == 2 and all(filecmp.cmp(x, y, shallow=False) for x, y in zip(a, c)),
                   f"{name}: the checkpoint after 3 + {STEPS - 3} steps equals {STEPS} straight steps byte for byte")
+# 5. ZeRO-1 under the scaler: each rank unscales its reduce-scattered shards, the flags summed over every rank: the same
+# skips as plain dp (the same scaler states) and the same losses (AdamW is elementwise; the executor's, and the
+# compiled step's above).
+if "dp2" in results and "dp2-zero1" in results:
+    (plain, plain_states), (zero, zero_states) = results["dp2"], results["dp2-zero1"]
+    worst = max(abs(x - y) / abs(y) for x, y in zip(zero, plain))
+    print(f"dp2-zero1 against dp2: losses {zero} vs {plain}, worst relative difference {worst:.3e}")
+    check(zero_states == plain_states, "dp2-zero1: the scaler states of every step are plain dp 2's")
+    check(len(zero) == STEPS and worst <= 1e-6, "dp2-zero1: the losses within 1e-6 relative of plain dp 2's")
 finish()
