@@ -120,6 +120,13 @@ struct ModuleStorage {
   /// Per constant: empty for a host array copied to the device, else the statement that writes a splat into its
   /// device range at set-up (issue 23: a splat, e.g. the zeros that reset a gradient, is never printed).
   SmallVector<std::string> constantFills;
+  /// Per constant: whether its fill reads the constant file, and the pipeline stages (ptrain.stage) of the
+  /// functions that use it, kNoStage for a function of no stage (issue 23: a rank reads only its own stage's
+  /// bytes of the constant file, as the CPU target's allocateStage<s>Storage does).
+  SmallVector<bool> constantFromFile;
+  SmallVector<std::set<int64_t>> constantStages;
+  llvm::DenseMap<int64_t, size_t> constantIndexAt; ///< a constant's index in the lists above by device offset
+  static constexpr int64_t kNoStage = -1;
   int64_t constantBlockBytes = 0;
   /// The device offset of each constant value already in d_constants, by its (uniqued) attribute and type: the
   /// same constant of every layer is one copy, so that an outlined layer's row does not carry its offset and
@@ -311,6 +318,17 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
   else if (!dryRun)
     module.constantOffsets[{attr, result.getType()}] = offset;
   const ConstantForm form = n > kPrintedSplatElements ? classifyConstant(attr) : ConstantForm();
+  if (!dryRun) {
+    // Which ranks set it up: the stages of the functions that use it (every rank for a function of no stage).
+    const size_t at = written ? module.constantIndexAt.lookup(offset) : static_cast<size_t>(index);
+    if (!written) {
+      module.constantIndexAt[offset] = at;
+      module.constantStages.emplace_back();
+      module.constantFromFile.push_back(form.kind == ConstantForm::File);
+    }
+    StageAttr stage = getStage(func);
+    module.constantStages[at].insert(stage ? stage.getIndex() : ModuleStorage::kNoStage);
+  }
   if (written || dryRun) {
     // Written already (another layer's), or the dry run: nothing to add to the block.
   } else if (form.kind == ConstantForm::CausalMask || form.kind == ConstantForm::Iota) {
@@ -867,7 +885,15 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_malloc) << "(" << bytes << ", &p));\n";
     s << "  " << block << " = static_cast<unsigned char *>(p);\n";
   }
+  std::map<int64_t, std::string> stageConstantReads; // per stage: its file constants' reads
   for (auto [i, copy] : llvm::enumerate(storage.constantCopies)) {
+    const std::set<int64_t> &stages = storage.constantStages[i];
+    if (pipeline && storage.constantFromFile[i] && !stages.count(ModuleStorage::kNoStage)) {
+      // Read by readStageConstants on the ranks of the stages that use it only (issue 23).
+      for (int64_t stage : stages)
+        stageConstantReads[stage] += "    " + llvm::join(llvm::split(storage.constantFills[i], '\n'), "\n  ") + "\n";
+      continue;
+    }
     if (!storage.constantFills[i].empty()) {
       s << "  " << storage.constantFills[i] << "\n";
       continue;
@@ -885,6 +911,18 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   const int64_t worldSize = hasComm ? emitCudaCommunicators(comms, pipes, s) : 1;
   // The host mirrors of this rank's states (its stage's in a pipeline), allocated by ptrain_step_init.
   emitStorageBlocks(s, {"storage_state_bytes"}, StateAllocation::Indexed);
+  if (!stageConstantReads.empty()) {
+    // A pipeline rank reads only its own stage's bytes of the constant file, as the CPU target's
+    // allocateStage<s>Storage (issue 23); a constant of several stages is read on each of their ranks.
+    s << "bool stage_constants_read = false;\n\n"
+         "/// This rank's stage's constants from the constant file into their ranges of d_constants, once.\n"
+         "ptrain_status_t readStageConstants() {\n"
+         "  if (stage_constants_read)\n    return PTRAIN_OK;\n"
+         "  switch (ptrain_stage) {\n";
+    for (auto &[stage, reads] : stageConstantReads)
+      s << "  case " << stage << ":\n" << reads << "    break;\n";
+    s << "  default:\n    break;\n  }\n  stage_constants_read = true;\n  return PTRAIN_OK;\n}\n\n";
+  }
   s << "/// The host mirrors of this process's states and their device offsets, once.\n"
        "ptrain_status_t allocateMirrors() {\n"
        "  if (storage_stage != -2)\n    return PTRAIN_OK;\n";
@@ -935,6 +973,8 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   s << "  PTRAIN_STEP_CALL(setUpDevice());\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
     << "(stream));\n";
   emitCudaPipeConnect(pipes, s);
+  if (!stageConstantReads.empty())
+    s << "  PTRAIN_STEP_CALL(readStageConstants());\n";
   s << "  PTRAIN_STEP_CALL(allocateMirrors());\n";
   if (slices.empty())
     s << "  PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_state_init_onnx)
