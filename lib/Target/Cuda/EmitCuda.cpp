@@ -187,11 +187,42 @@ public:
   }
   std::string calleeFunction(StringRef callee) const override { return "device_" + identifierFrom(callee); }
   std::string scalarArg(Value v) const override { return valuePtr(v); } // dloss: a device pointer
+  /// The learning rate and the clip scale are computed on the device from the device step counter.
+  bool scalarsOnHost() const override { return false; }
+  LogicalResult optimizerCall(target::OptimizerKernel kernel, ArrayRef<std::string> args) override {
+    using target::OptimizerKernel;
+    switch (kernel) {
+    case OptimizerKernel::adamw_step_f32:
+      return call(CudaCall::ptrain_cuda_adamw_step_f32, args);
+    case OptimizerKernel::sgd_step_f32:
+      return call(CudaCall::ptrain_cuda_sgd_step_f32, args);
+    case OptimizerKernel::sum_squares_f32:
+      return call(CudaCall::ptrain_cuda_sum_squares_f32, args);
+    case OptimizerKernel::clip_scale_f32:
+      return call(CudaCall::ptrain_cuda_clip_scale_f32, args);
+    case OptimizerKernel::lr_warmup_cosine:
+      break; // on the device, inside the optimizer kernels
+    }
+    return current->emitError("--emit-cuda internal error: the learning rate is computed on the device");
+  }
   CommGroups &communicators() override { return comms; }
-  LogicalResult startAllReduce(const std::string &comm, Value in, Value request, StringRef reduction) override {
+  /// ncclAllReduce, ncclReduceScatter, ncclAllGather on the compute stream (lib/Runtime/cuda/Nccl.cpp; the
+  /// counts are NCCL's: a reduce-scatter's is the block each rank receives, an all-gather's the block it sends).
+  LogicalResult startCollective(target::Collective kind, const std::string &comm, Value in, Value request,
+                                int64_t count, StringRef reduction) override {
     requestComm[request] = comm; // its wait: ptrain_nccl_wait of the communicator
-    return call(CudaCall::ptrain_nccl_all_reduce, {comm, ptr(in), ptr(request), std::to_string(countOf(in)),
-                                                   "PTRAIN_DTYPE_F32", reduction.str()});
+    switch (kind) {
+    case target::Collective::AllReduce:
+      return call(CudaCall::ptrain_nccl_all_reduce,
+                  {comm, ptr(in), ptr(request), std::to_string(count), "PTRAIN_DTYPE_F32", reduction.str()});
+    case target::Collective::ReduceScatter:
+      return call(CudaCall::ptrain_nccl_reduce_scatter,
+                  {comm, ptr(in), ptr(request), std::to_string(count), "PTRAIN_DTYPE_F32", reduction.str()});
+    case target::Collective::AllGather:
+      break;
+    }
+    return call(CudaCall::ptrain_nccl_all_gather,
+                {comm, ptr(in), ptr(request), std::to_string(count), "PTRAIN_DTYPE_F32"});
   }
   LogicalResult tpAllReduce(TPAllReduceOp t, const std::string &comm) override {
     if (failed(call(CudaCall::ptrain_nccl_all_reduce, {comm, ptr(t.getInput()), ptr(t.getResult()),
@@ -267,18 +298,19 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value bu
 /// The ops the CUDA target handles: the step of --ptrain-build-training-step and, with a grid, the
 /// communication of --ptrain-lower-to-runtime (NCCL) with the pipeline codecs (EmitCudaCodecs.h).
 LogicalResult FunctionEmitter::checkOp(Operation &op) {
-  // ZeRO-1's collectives (--ptrain-build-training-step zero=1, docs/DistributedOptimizer.md): not mapped to NCCL
-  // yet; refused by name rather than as an unknown op.
-  if (isa<ReduceScatterStartOp, AllGatherStartOp>(op))
+  // ZeRO-1's compressed buckets (docs/DistributedOptimizer.md, "Compression"): the CPU runtime's chunked
+  // all-to-all has no NCCL counterpart yet; refused by name rather than as an unknown op.
+  if (isa<CompressedReduceScatterStartOp>(op))
     return op.emitError("--emit-cuda: '")
            << op.getName()
-           << "' (ZeRO-1, the distributed optimizer: --ptrain-build-training-step zero=1, ptrain-compile --zero 1) "
-              "is not supported by the CUDA code generator yet; --target cpu runs it";
+           << "' (ZeRO-1's compressed buckets: ptrain-compile --zero 1 with a dp-codec) is not supported by the CUDA "
+              "code generator; --target cpu runs it";
   if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
            SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
            LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
            SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, TPSplitOp, CompressOp, DecompressOp,
-           CompressedAllReduceStartOp, func::CallOp, func::ReturnOp>(op) &&
+           CompressedAllReduceStartOp, ReduceScatterStartOp, AllGatherStartOp, SGDOp, SumSquaresOp, ClipScaleOp,
+           func::CallOp, func::ReturnOp>(op) &&
       !target::isSharedOp(&op) && !isCudaModelOp(&op) && !isCudaTransformerOp(&op)) {
     return op.emitError("--emit-cuda: '")
            << op.getName() << "' is not supported by the CUDA code generator (docs/CodegenCuda.md lists the ops "
@@ -481,7 +513,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     chunk.decls.push_back({s.name, text});
     types[s.name] = type + " *";
   }
-  auto n = [](Value v) { return std::to_string(countOf(v)); };
 
   // The GEMMs and what their fusion folded or made aliases, then the op families both targets write with one
   // emitter over this target's hooks (StepFunction::emitStepOp: states, calls, the loss, collectives, codecs).
@@ -497,19 +528,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<EmbeddingOp, EmbeddingGradOp, BinaryOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp,
                 SoftmaxGradOp, GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp,
                 LossScaleOp, GradUnscaleOp, GradScalerUpdateOp>([&](Operation *o) { return emitSharedOp(o, *this); })
-          .Case<AdamWOp>([&](AdamWOp a) {
-            LRScheduleAttr schedule = a.getSchedule();
-            double peak = schedule.getPeak().getValueAsDouble();
-            return call(CudaCall::ptrain_cuda_adamw_step_f32,
-                        {ptr(a.getParam()), ptr(a.getGrad()), ptr(a.getM()), ptr(a.getV()), n(a.getParam()),
-                         ptr(a.getStep()), std::to_string(schedule.getWarmup()), std::to_string(schedule.getTotal()),
-                         floatLiteral(peak), floatLiteral(peak * schedule.getMinRatio().getValueAsDouble()),
-                         floatLiteral(a.getBeta1Attr().getValueAsDouble()),
-                         floatLiteral(a.getBeta2Attr().getValueAsDouble()),
-                         floatLiteral(a.getEpsilonAttr().getValueAsDouble()),
-                         floatLiteral(a.getWeightDecayAttr().getValueAsDouble()), ptr(a.getNewParam()),
-                         ptr(a.getNewM()), ptr(a.getNewV())});
-          })
           .Case<WaitOp>([&](WaitOp w) -> LogicalResult {
             // A send or receive: the watchdog over its transfer, then the compute stream waits on its event.
             if (SmallVector<PipeChannels::Call> calls = pipes.waitCalls(w.getRequest()); !calls.empty()) {
@@ -528,7 +546,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Default([&](Operation *other) -> LogicalResult {
             if (isCudaModelOp(other))
-              return emitCudaModelOp(other, *this); // reductions, selection, clipping, SGD, vocab-parallel
+              return emitCudaModelOp(other, *this); // reductions, selection, vocab-parallel
             if (isCudaTransformerOp(other))
               return emitCudaTransformerOp(other, *this); // masks, rms_norm, rotary, dropout
             return other->emitError("--emit-cuda: '") << other->getName() << "' is not supported";
@@ -744,7 +762,6 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   std::string onnxFile;
   if (auto file = module->getAttrOfType<StringAttr>("ptrain.onnx_file"))
     onnxFile = file.getValue().str();
-  auto cpuCall = [](RuntimeCall c) { return std::string(getRuntimeCallInfo(c).name); };
   auto cudaCall = [](CudaCall c) { return std::string(getCudaCallInfo(c).name); };
 
   std::string out;
@@ -958,30 +975,28 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
        "  if (!out_count)\n    return stepError(\"ptrain_step_cuda_devices: null out_count\");\n"
        "  PTRAIN_STEP_CALL("
     << cudaCall(CudaCall::ptrain_cuda_device_count) << "(out_count));\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Sets up the device, loads every parameter by key from the ONNX model at `weights_onnx_path` (NULL: "
-    << (onnxFile.empty() ? std::string("none recorded") : onnxFile)
-    << ")\n/// into the host mirrors, zeroes every other state, and copies them to the device.\n";
+  // ptrain_step_init (StateStorage.h, the writer both targets share): this target's parts.
+  target::StepInitEntryPoint init;
+  llvm::raw_string_ostream doc(init.doc), comm(init.communicators), setUp(init.storage);
+  doc << "/// Sets up the device, loads every parameter by key from the ONNX model at `weights_onnx_path` (NULL: "
+      << (onnxFile.empty() ? std::string("none recorded") : onnxFile)
+      << ")\n/// into the host mirrors, zeroes every other state, and copies them to the device.\n";
   if (hasComm)
-    s << "/// First initializes MPI (ptrain_comm_init; the world must have " << worldSize
-      << " ranks, checked before any device is touched), the NCCL\n/// communicators (the unique id exchanged over "
-         "MPI; device LOCAL_RANK or OMPI_COMM_WORLD_LOCAL_RANK) and their groups.\n";
-  s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n"
-       "  const char *path = weights_onnx_path ? weights_onnx_path : "
-    << (onnxFile.empty() ? std::string("nullptr") : stringLiteral(onnxFile)) << ";\n";
+    doc << "/// First initializes MPI (ptrain_comm_init; the world must have " << worldSize
+        << " ranks, checked before any device is touched), the NCCL\n/// communicators (the unique id exchanged over "
+           "MPI; device LOCAL_RANK or OMPI_COMM_WORLD_LOCAL_RANK) and their groups.\n";
+  init.onnxFile = onnxFile;
   if (hasComm)
-    emitCudaCommInit(comms, pipes, pipeline ? stageKeys(storage.stages) : SmallVector<int64_t>(), s);
-  s << "  PTRAIN_STEP_CALL(setUpDevice());\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
-    << "(stream));\n";
-  emitCudaPipeConnect(pipes, s);
+    emitCudaCommInit(comms, pipes, pipeline ? stageKeys(storage.stages) : SmallVector<int64_t>(), comm);
+  setUp << "  PTRAIN_STEP_CALL(setUpDevice());\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
+        << "(stream));\n";
+  emitCudaPipeConnect(pipes, setUp);
   if (!stageConstantReads.empty())
-    s << "  PTRAIN_STEP_CALL(readStageConstants());\n";
-  s << "  PTRAIN_STEP_CALL(allocateMirrors());\n";
-  if (slices.empty())
-    s << "  PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_state_init_onnx)
-      << "(active_states, num_active_states, path));\n";
-  else
-    s << "  PTRAIN_STEP_CALL(initStates(path));\n";
-  s << "  PTRAIN_STEP_CALL(pushStates());\n  return PTRAIN_OK;\n}\n\n";
+    setUp << "  PTRAIN_STEP_CALL(readStageConstants());\n";
+  setUp << "  PTRAIN_STEP_CALL(allocateMirrors());\n";
+  init.tpSlices = !slices.empty();
+  init.last = "  PTRAIN_STEP_CALL(pushStates());\n";
+  target::emitStepInitEntryPoint(s, init);
   if (hasComm) {
     emitCudaCommEntryPoints(comms, pipes, s);
     // Bytes per link from the NCCL communicators' counters (the pipeline channels' sends count on the pp
