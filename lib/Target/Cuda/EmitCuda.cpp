@@ -699,6 +699,8 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   int64_t arenaBytes = 0, ioBytes = 0;
   SmallVector<std::string> entryNames;
   SmallVector<std::pair<std::string, int64_t>> callerArenas;
+  /// The pipeline stage of each caller arena's function (-1: none; every rank allocates it).
+  SmallVector<int64_t> callerArenaStages;
   std::vector<std::unique_ptr<FunctionEmitter>> emitters;
   llvm::StringMap<std::string> globals{{"d_states", "unsigned char *"}, {"d_constants", "unsigned char *"},
                                        {"d_arena", "unsigned char *"}};
@@ -714,8 +716,11 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     emitters.push_back(std::make_unique<FunctionEmitter>(func, storage, comms, pipes, arena));
     if (failed(emitters.back()->prepare(bytes)))
       return failure();
-    if (calls)
+    if (calls) {
       callerArenas.push_back({arena, bytes});
+      StageAttr stage = getStage(func);
+      callerArenaStages.push_back(storage.pipeline && stage ? stage.getIndex() : -1);
+    }
     else
       arenaBytes = std::max(arenaBytes, bytes);
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
@@ -896,19 +901,28 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream) << "(stream));\n";
   SmallVector<std::pair<std::string, std::string>> blocks = {
       {"d_states", "active_state_bytes"}, {"d_constants", "kConstantBytes"}, {"d_io", "kIoBytes"}};
-  for (auto &[name, bytes] : callerArenas)
-    blocks.push_back({name, std::to_string(std::max<int64_t>(bytes, kAlignment))});
+  // A pipeline stage's own arenas (its train and eval steps') are allocated on its ranks only, by
+  // setUpStage (issue 23: a rank allocates its own stage's storage).
+  std::map<int64_t, std::string> stageSetUp; // per stage: its arenas' allocations and file constants' reads
+  for (auto [i, arena] : llvm::enumerate(callerArenas)) {
+    const std::string bytes = std::to_string(std::max<int64_t>(arena.second, kAlignment));
+    if (callerArenaStages[i] < 0) {
+      blocks.push_back({arena.first, bytes});
+      continue;
+    }
+    stageSetUp[callerArenaStages[i]] += "    PTRAIN_STEP_CALL(" + cudaCall(CudaCall::ptrain_cuda_malloc) + "(" + bytes +
+                                        ", &p));\n    " + arena.first + " = static_cast<unsigned char *>(p);\n";
+  }
   for (auto &[block, bytes] : blocks) {
     s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_malloc) << "(" << bytes << ", &p));\n";
     s << "  " << block << " = static_cast<unsigned char *>(p);\n";
   }
-  std::map<int64_t, std::string> stageConstantReads; // per stage: its file constants' reads
   for (auto [i, copy] : llvm::enumerate(storage.constantCopies)) {
     const std::set<int64_t> &stages = storage.constantStages[i];
     if (pipeline && storage.constantFromFile[i] && !stages.count(ModuleStorage::kNoStage)) {
-      // Read by readStageConstants on the ranks of the stages that use it only (issue 23).
+      // Read by setUpStage on the ranks of the stages that use it only (issue 23).
       for (int64_t stage : stages)
-        stageConstantReads[stage] += "    " + llvm::join(llvm::split(storage.constantFills[i], '\n'), "\n  ") + "\n";
+        stageSetUp[stage] += "    " + llvm::join(llvm::split(storage.constantFills[i], '\n'), "\n  ") + "\n";
       continue;
     }
     if (!storage.constantFills[i].empty()) {
@@ -928,17 +942,20 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   const int64_t worldSize = hasComm ? emitCudaCommunicators(comms, pipes, s) : 1;
   // The host mirrors of this rank's states (its stage's in a pipeline), allocated by ptrain_step_init.
   emitStorageBlocks(s, {"storage_state_bytes"}, StateAllocation::Indexed);
-  if (!stageConstantReads.empty()) {
-    // A pipeline rank reads only its own stage's bytes of the constant file, as the CPU target's
-    // allocateStage<s>Storage (issue 23); a constant of several stages is read on each of their ranks.
-    s << "bool stage_constants_read = false;\n\n"
-         "/// This rank's stage's constants from the constant file into their ranges of d_constants, once.\n"
-         "ptrain_status_t readStageConstants() {\n"
-         "  if (stage_constants_read)\n    return PTRAIN_OK;\n"
+  if (!stageSetUp.empty()) {
+    // A pipeline rank allocates only its own stage's arenas and reads only its own stage's bytes of the
+    // constant file, as the CPU target's allocateStage<s>Storage (issue 23); a constant of several stages is
+    // read on each of their ranks.
+    s << "bool stage_set_up = false;\n\n"
+         "/// This rank's stage's own device blocks (its steps' arenas) and its constants from the constant file,\n"
+         "/// once.\n"
+         "ptrain_status_t setUpStage() {\n"
+         "  if (stage_set_up)\n    return PTRAIN_OK;\n"
+         "  void *p = nullptr;\n"
          "  switch (ptrain_stage) {\n";
-    for (auto &[stage, reads] : stageConstantReads)
-      s << "  case " << stage << ":\n" << reads << "    break;\n";
-    s << "  default:\n    break;\n  }\n  stage_constants_read = true;\n  return PTRAIN_OK;\n}\n\n";
+    for (auto &[stage, code] : stageSetUp)
+      s << "  case " << stage << ":\n" << code << "    break;\n";
+    s << "  default:\n    break;\n  }\n  (void)p;\n  stage_set_up = true;\n  return PTRAIN_OK;\n}\n\n";
   }
   s << "/// The host mirrors of this process's states and their device offsets, once.\n"
        "ptrain_status_t allocateMirrors() {\n"
@@ -991,8 +1008,8 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   setUp << "  PTRAIN_STEP_CALL(setUpDevice());\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
         << "(stream));\n";
   emitCudaPipeConnect(pipes, setUp);
-  if (!stageConstantReads.empty())
-    setUp << "  PTRAIN_STEP_CALL(readStageConstants());\n";
+  if (!stageSetUp.empty())
+    setUp << "  PTRAIN_STEP_CALL(setUpStage());\n";
   setUp << "  PTRAIN_STEP_CALL(allocateMirrors());\n";
   init.tpSlices = !slices.empty();
   init.last = "  PTRAIN_STEP_CALL(pushStates());\n";
