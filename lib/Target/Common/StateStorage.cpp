@@ -183,3 +183,16 @@ void mlir::ptrain::target::emitCheckpointEntryPoints(llvm::raw_ostream &s, const
        "extern \"C\" PTRAIN_STEP_API const ptrain_state_desc_t *ptrain_step_states(void) { return active_states; }\n"
     << target.tableMore << "\n";
 }
+
+void mlir::ptrain::target::emitStepInitEntryPoint(llvm::raw_ostream &os, const StepInitEntryPoint &target) {
+  os << target.doc << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n"
+     << target.first << "  const char *path = weights_onnx_path ? weights_onnx_path : "
+     << (target.onnxFile.empty() ? std::string("nullptr") : stringLiteral(target.onnxFile)) << ";\n"
+     << target.communicators << target.storage;
+  if (target.tpSlices)
+    os << "  PTRAIN_STEP_CALL(initStates(path));\n";
+  else
+    os << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_state_init_onnx).name
+       << "(active_states, num_active_states, path));\n";
+  os << target.last << "  return PTRAIN_OK;\n}\n\n";
+}

@@ -70,6 +70,21 @@ void emitLastErrorEntryPoint(llvm::raw_ostream &os);
 /// ptrain_step_num_states / ptrain_step_states (that table), with `target`'s statements and docs.
 void emitCheckpointEntryPoints(llvm::raw_ostream &os, const CheckpointEntryPoints &target);
 
+/// What a target puts into ptrain_step_init (emitStepInitEntryPoint), in this order: its doc (`/// ...` lines),
+/// `first` (the CPU: the generated kernels' CPU-feature check), the weights' path (`onnxFile` when NULL),
+/// `communicators` (MPI on the CPU; MPI or a TCP rendezvous and NCCL on CUDA; the rank's stage and its states),
+/// `storage` (the CPU: its stage's heap blocks and file constants, allocateStorage; CUDA: the device blocks and
+/// stream, the pipeline channels, its stage's file constants and the host mirrors), the states' init (the
+/// parameters by key from the ONNX file, tensor-parallel slices through initStates when `tpSlices`), then
+/// `last` (CUDA: the mirrors pushed to the device). Statement lists are indented lines with their newlines.
+struct StepInitEntryPoint {
+  std::string doc, first, onnxFile, communicators, storage, last;
+  bool tpSlices = false;
+};
+
+/// The ptrain_step_init entry point both targets write (issue 23: one writer, the target's parts as above).
+void emitStepInitEntryPoint(llvm::raw_ostream &os, const StepInitEntryPoint &target);
+
 /// The statements that allocate the storage of each state of `list` (`var` of a state names its pointer,
 /// `index` its entry of kStates), counted in `total`, and point its descriptors at it: kStates[index] and,
 /// with a `stageTable`, that table's entry at the state's position in `stageList`. A table of StateBlockRow

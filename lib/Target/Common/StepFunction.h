@@ -52,6 +52,17 @@ struct CompressedAllReduceArgs;
 FailureOr<RankedTensorType> checkTensorType(Operation *op, Type type, const Twine &what, StringRef flag,
                                             bool codes = false, bool masks = false);
 
+/// An optimizer kernel both runtimes call under their own names and parameters (OptimizerOps.cpp): the CPU's
+/// take the learning rate computed on the host and update in place (ptrain_<name>), CUDA's the schedule and the
+/// device step counter and update out of place (ptrain_cuda_<name>). lr_warmup_cosine is the CPU's only,
+/// clip_scale_f32 CUDA's only (the CPU computes the scale inline).
+enum class OptimizerKernel { adamw_step_f32, sgd_step_f32, sum_squares_f32, clip_scale_f32, lr_warmup_cosine };
+
+/// The collectives both targets start through StepFunction::startCollective (StepOps.cpp): the data-parallel
+/// all-reduce and ZeRO-1's reduce-scatter of the gradients and all-gather of the updated shards
+/// (docs/DistributedOptimizer.md; Rajbhandari et al. 2020, ZeRO, section 5.1).
+enum class Collective { AllReduce, ReduceScatter, AllGather };
+
 /// One function of the step on one target (see the file comment).
 class StepFunction : public KernelTarget {
 public:
@@ -75,13 +86,22 @@ protected:
 
   /// The op families both targets write with the same code up to the hooks below (StepOps.cpp, CodecOps.cpp):
   /// state reads and writes, reshape and tp_copy aliases, calls and returns, the cross-entropy and its gradient,
-  /// the all-reduce, send, receive and tensor-parallel all-reduce (their checks and communicators), the codecs
+  /// the all-reduce, ZeRO-1's reduce-scatter and all-gather, send, receive and tensor-parallel all-reduce (their
+  /// checks and communicators), the codecs
   /// (compress, decompress, compressed all-reduce: the old states copied into the new ones, the codec kernel's
-  /// arguments of CodecKernels.h, the telemetry record). None: `op` is not one of them (the target's own switch:
-  /// waits, the optimizers, ZeRO's collectives, constants).
+  /// arguments of CodecKernels.h, the telemetry record), the optimizers (AdamW, SGD, clipping: emitOptimizerOp).
+  /// None: `op` is not one of them (the target's own switch: waits, constants, the CPU's compressed
+  /// reduce-scatter).
   std::optional<LogicalResult> emitStepOp(Operation *op);
   /// ptrain.compress, decompress or compressed_all_reduce_start (CodecOps.cpp), through the codec hooks below.
   LogicalResult emitCodecOp(Operation *op);
+  /// ptrain.adamw, sgd, sum_squares or clip_scale (OptimizerOps.cpp) with the step's scalars where
+  /// scalarsOnHost says; none: `op` is none of them.
+  std::optional<LogicalResult> emitOptimizerOp(Operation *op);
+  /// `const int64_t t` (the 1-based step read from the host counter `step`) and `float lr`, the learning rate of
+  /// `schedule` at t (ptrain_lr_warmup_cosine), in the current op's block: the scalars-on-host optimizers' (the
+  /// CPU's AdamW table too).
+  LogicalResult hostLearningRate(LRScheduleAttr schedule, Value step);
 
   // Hooks of emitStepOp: what differs between the targets inside the shared families.
   /// State `sym`'s storage as an expression of `v`'s C pointer type (the CPU: its heap block's named pointer;
@@ -94,11 +114,22 @@ protected:
   virtual std::string calleeFunction(StringRef callee) const = 0;
   /// A one-element f32 tensor a kernel takes by value (the CPU: `p[0]`, a host read) or by pointer (CUDA).
   virtual std::string scalarArg(Value v) const = 0;
+  /// Where the optimizer's scalars live (OptimizerOps.cpp): true on the host (the CPU: the learning rate and the
+  /// clip scale computed there, the step counter a host value), false on the device (CUDA: the kernels compute
+  /// them from the device step counter, so the step reads nothing back).
+  virtual bool scalarsOnHost() const = 0;
+  /// One optimizer kernel's checked call on the target's runtime (ptrain_<name> / ptrain_cuda_<name>); an error
+  /// (an emitter bug) for a kernel the target does not have.
+  virtual LogicalResult optimizerCall(OptimizerKernel kernel, ArrayRef<std::string> args) = 0;
   /// The communicator groups of the module (CommGroups.h).
   virtual CommGroups &communicators() = 0;
-  /// The start of an f32 all-reduce (`reduction`: PTRAIN_REDUCE_SUM or _AVG) of `in` into `request`'s buffer on
-  /// `comm` (the CPU: an MPI request; CUDA: NCCL on the stream, the communicator remembered for the wait).
-  virtual LogicalResult startAllReduce(const std::string &comm, Value in, Value request, StringRef reduction) = 0;
+  /// The start of an f32 collective of `in` into `request`'s buffer on `comm` (the CPU: an MPI request,
+  /// ptrain_<kind>_start; CUDA: NCCL on the stream, ptrain_nccl_<kind>, the communicator remembered for the
+  /// wait): an all-reduce or a reduce-scatter (`reduction`: PTRAIN_REDUCE_SUM or _AVG) or an all-gather (no
+  /// reduction); `count` is the runtime's count, in elements (the input's for an all-reduce and an all-gather,
+  /// a rank's block of the output for a reduce-scatter, as MPI_Ireduce_scatter_block and ncclReduceScatter).
+  virtual LogicalResult startCollective(Collective kind, const std::string &comm, Value in, Value request,
+                                        int64_t count, StringRef reduction) = 0;
   /// A send (or receive) of `buffer` on the pipeline axis; the peer is this function's stage + `offset`.
   virtual LogicalResult pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid,
                                      StringRef axis, int64_t offset) = 0;

@@ -8,7 +8,6 @@
 
 #include "Common/CppTypes.h"
 #include "Common/EmitHelpers.h"
-#include "EmitOptimizer.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -70,7 +69,8 @@ std::vector<RowRun> rowRuns(ArrayRef<std::array<int64_t, 4>> index, ArrayRef<std
 } // namespace
 
 LogicalResult mlir::ptrain::cpp::emitAdamWRun(const AdamWRun &run, llvm::function_ref<int64_t(StringAttr)> stateIndex,
-                                              CallWriter &w) {
+                                             llvm::function_ref<LogicalResult(LRScheduleAttr, Value)> learningRate,
+                                             CallWriter &w) {
   AdamWOp first = run.rows.front().op;
   auto param = [](AdamWRow row) { return row.op.getParam(); };
   auto decay = [](AdamWRow row) { return row.op.getWeightDecayAttr().getValueAsDouble(); };
@@ -112,7 +112,7 @@ LogicalResult mlir::ptrain::cpp::emitAdamWRun(const AdamWRun &run, llvm::functio
     row += r.period;
   }
   w.line("};");
-  if (failed(emitLearningRate(first.getSchedule(), first.getStep(), w)))
+  if (failed(learningRate(first.getSchedule(), first.getStep())))
     return failure();
   w.line("for (const auto &run : runs)");
   w.line("  for (int64_t c = 0; c < run[2]; ++c)");

@@ -38,7 +38,9 @@ namespace mlir::ptrain::cpp {
 /// `float *`, assigned by ptrain_step_init). The rows of the run's layers are runs of one layer's rows (the same
 /// counts, decays and resets, the state indices up by the same strides from layer to layer): the table holds one
 /// layer's rows, commented with their parameters' symbols, and each run's period, count and strides.
-LogicalResult emitAdamWRun(const AdamWRun &run, llvm::function_ref<int64_t(StringAttr)> stateIndex, CallWriter &w);
+/// `learningRate(schedule, step)` writes `t` and `lr` (StepFunction::hostLearningRate).
+LogicalResult emitAdamWRun(const AdamWRun &run, llvm::function_ref<int64_t(StringAttr)> stateIndex,
+                           llvm::function_ref<LogicalResult(LRScheduleAttr, Value)> learningRate, CallWriter &w);
 
 } // namespace mlir::ptrain::cpp
 

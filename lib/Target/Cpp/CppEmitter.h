@@ -212,8 +212,11 @@ private:
   std::optional<LogicalResult> writeStateHook(StateWriteOp write) override;
   std::string calleeFunction(StringRef callee) const override { return "ptrain_step_" + callee.str(); }
   std::string scalarArg(Value v) const override { return valuePtr(v) + "[0]"; }
+  bool scalarsOnHost() const override { return true; }
+  LogicalResult optimizerCall(target::OptimizerKernel kernel, ArrayRef<std::string> args) override;
   target::CommGroups &communicators() override { return comms; }
-  LogicalResult startAllReduce(const std::string &comm, Value in, Value request, StringRef reduction) override;
+  LogicalResult startCollective(target::Collective kind, const std::string &comm, Value in, Value request,
+                                int64_t count, StringRef reduction) override;
   /// A send or receive on the pipeline axis: the peer is this function's stage (ptrain.stage) + offset.
   LogicalResult pointToPoint(Operation *op, bool isSend, Value buffer, Value request, StringRef grid,
                              StringRef axis, int64_t offset) override;

@@ -306,63 +306,61 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
   emitTelemetryState(sites, {getRuntimeCallInfo(RuntimeCall::ptrain_codec_metrics_f32).name}, s);
   s << "\n} // namespace\n\n";
   target::emitLastErrorEntryPoint(s);
-  s << "/// Loads every parameter by key from the ONNX model at `weights_onnx_path` (and its external data) and\n"
-       "/// zeroes every other state (optimizer moments, step counter). NULL means the model this step was\n"
-       "/// compiled from: "
-    << (onnxFile.empty() ? std::string("(none recorded)") : onnxFile) << ".\n";
+  // ptrain_step_init (StateStorage.h, the writer both targets share): this target's parts.
+  target::StepInitEntryPoint init;
+  llvm::raw_string_ostream doc(init.doc), first(init.first), comm(init.communicators);
+  doc << "/// Loads every parameter by key from the ONNX model at `weights_onnx_path` (and its external data) and\n"
+         "/// zeroes every other state (optimizer moments, step counter). NULL means the model this step was\n"
+         "/// compiled from: "
+      << (onnxFile.empty() ? std::string("(none recorded)") : onnxFile) << ".\n";
   if (hasComm)
-    s << "/// First initializes MPI (ptrain_comm_init) and creates the communicators; the world must have "
-      << worldSize << " ranks.\n";
+    doc << "/// First initializes MPI (ptrain_comm_init) and creates the communicators; the world must have "
+        << worldSize << " ranks.\n";
   if (pipeline)
-    s << "/// A rank owns the states of its pipeline stage (its coordinate on pp).\n";
-  s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n";
+    doc << "/// A rank owns the states of its pipeline stage (its coordinate on pp).\n";
   if (!options.kernelsFeatures.empty()) {
     // The generated kernels (docs/GeneratedKernels.md, "Which CPU") use these extensions: an older CPU gets an
     // error naming the one it lacks instead of an illegal instruction.
-    s << "  __builtin_cpu_init();\n";
+    first << "  __builtin_cpu_init();\n";
     for (const std::string &feature : options.kernelsFeatures)
-      s << "  if (!__builtin_cpu_supports(\"" << feature << "\"))\n"
-        << "    return stepError(\"ptrain_step_init: the generated kernels were compiled for "
-        << options.kernelsCpuName << ", which has " << feature
-        << ", and this CPU has not: recompile here, or with ptrain-compile --kernels-cpu naming the oldest CPU "
-           "that runs the step\");\n";
+      first << "  if (!__builtin_cpu_supports(\"" << feature << "\"))\n"
+            << "    return stepError(\"ptrain_step_init: the generated kernels were compiled for "
+            << options.kernelsCpuName << ", which has " << feature
+            << ", and this CPU has not: recompile here, or with ptrain-compile --kernels-cpu naming the oldest CPU "
+               "that runs the step\");\n";
   }
-  s << "  const char *path = weights_onnx_path ? weights_onnx_path : "
-    << (onnxFile.empty() ? std::string("nullptr") : stringLiteral(onnxFile)) << ";\n";
+  init.onnxFile = onnxFile;
   if (hasComm) {
-    s << "  if (!ptrain_world) {\n";
-    s << "    ptrain_comm_t world = nullptr;\n";
-    s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_init).name << "(&world));\n";
-    s << "    int32_t size = 0;\n";
-    s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_size).name << "(world, &size));\n";
-    s << "    if (size != kWorldSize) {\n";
-    s << "      " << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name << "(world);\n";
-    s << "      return stepError(\"ptrain_step_init: the step was compiled for " << worldSize
-      << " ranks (grid @" << comms.theGrid.getSymName()
-      << ") but MPI_COMM_WORLD has %d; launch it with mpirun -np " << worldSize << "\", static_cast<int>(size));\n";
-    s << "    }\n";
-    s << "    ptrain_world = world;\n";
-    s << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_rank).name
-      << "(ptrain_world, &ptrain_rank));\n";
+    comm << "  if (!ptrain_world) {\n";
+    comm << "    ptrain_comm_t world = nullptr;\n";
+    comm << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_init).name << "(&world));\n";
+    comm << "    int32_t size = 0;\n";
+    comm << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_size).name << "(world, &size));\n";
+    comm << "    if (size != kWorldSize) {\n";
+    comm << "      " << getRuntimeCallInfo(RuntimeCall::ptrain_comm_destroy).name << "(world);\n";
+    comm << "      return stepError(\"ptrain_step_init: the step was compiled for " << worldSize
+         << " ranks (grid @" << comms.theGrid.getSymName()
+         << ") but MPI_COMM_WORLD has %d; launch it with mpirun -np " << worldSize << "\", static_cast<int>(size));\n";
+    comm << "    }\n";
+    comm << "    ptrain_world = world;\n";
+    comm << "    PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_comm_rank).name
+         << "(ptrain_world, &ptrain_rank));\n";
     for (const CommGroups::Group &g : comms.groups)
-      emitCreateGroupCall(g, s);
+      emitCreateGroupCall(g, comm);
     if (ppAxis >= 0)
-      s << "    ptrain_stage = static_cast<int32_t>(gridCoordinate(ptrain_rank, " << ppAxis << "));\n";
+      comm << "    ptrain_stage = static_cast<int32_t>(gridCoordinate(ptrain_rank, " << ppAxis << "));\n";
     if (pipeline) {
-      s << "    switch (ptrain_stage) {\n";
+      comm << "    switch (ptrain_stage) {\n";
       for (auto &entry : stageStates)
-        s << "    case " << entry.first << ":\n      active_states = kStage" << entry.first
-          << "States;\n      num_active_states = kNumStage" << entry.first << "States;\n      break;\n";
-      s << "    }\n";
+        comm << "    case " << entry.first << ":\n      active_states = kStage" << entry.first
+             << "States;\n      num_active_states = kNumStage" << entry.first << "States;\n      break;\n";
+      comm << "    }\n";
     }
-    s << "  }\n";
+    comm << "  }\n";
   }
-  s << "  PTRAIN_STEP_CALL(allocateStorage());\n";
-  if (slices.empty())
-    s << "  PTRAIN_STEP_CALL(" << getRuntimeCallInfo(RuntimeCall::ptrain_state_init_onnx).name
-      << "(active_states, num_active_states, path));\n  return PTRAIN_OK;\n}\n\n";
-  else
-    s << "  PTRAIN_STEP_CALL(initStates(path));\n  return PTRAIN_OK;\n}\n\n";
+  init.storage = "  PTRAIN_STEP_CALL(allocateStorage());\n";
+  init.tpSlices = !slices.empty();
+  target::emitStepInitEntryPoint(s, init);
   if (hasComm) {
     s << "/// This process's rank in MPI_COMM_WORLD and its pipeline stage (valid after ptrain_step_init).\n";
     s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_rank(int32_t *out_rank, int32_t *out_stage) {\n"

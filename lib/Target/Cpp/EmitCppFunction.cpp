@@ -13,7 +13,6 @@
 
 #include "ptrain/Analysis/ConstantForm.h"
 #include "EmitCodecs.h"
-#include "EmitOptimizer.h"
 
 #include "Common/ConstantFile.h"
 
@@ -45,6 +44,23 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value bu
 
 LogicalResult FunctionEmitter::call(RuntimeCall callee, ArrayRef<std::string> args) {
   return writeCheckedCall(block, current, "--emit-cpp", getRuntimeCallInfo(callee), args);
+}
+
+LogicalResult FunctionEmitter::optimizerCall(target::OptimizerKernel kernel, ArrayRef<std::string> args) {
+  using target::OptimizerKernel;
+  switch (kernel) {
+  case OptimizerKernel::adamw_step_f32:
+    return call(RuntimeCall::ptrain_adamw_step_f32, args);
+  case OptimizerKernel::sgd_step_f32:
+    return call(RuntimeCall::ptrain_sgd_step_f32, args);
+  case OptimizerKernel::sum_squares_f32:
+    return call(RuntimeCall::ptrain_sum_squares_f32, args);
+  case OptimizerKernel::lr_warmup_cosine:
+    return call(RuntimeCall::ptrain_lr_warmup_cosine, args);
+  case OptimizerKernel::clip_scale_f32:
+    break; // inline on the host (OptimizerOps.cpp)
+  }
+  return current->emitError("--emit-cpp internal error: the CPU runtime has no clip-scale kernel");
 }
 
 /// The ops the CPU target emits; the codecs it has kernels for (EmitCodecs.h).

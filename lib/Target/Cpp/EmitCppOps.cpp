@@ -12,7 +12,6 @@
 
 #include "AdamWTable.h"
 #include "EmitCodecs.h"
-#include "EmitOptimizer.h"
 #include "EmitVocabParallel.h"
 
 #include "Common/CodecKernels.h"
@@ -20,6 +19,7 @@
 #include "Common/KernelTarget.h"
 #include "Common/OpGeometry.h"
 
+#include "ptrain/Dialect/PTrain/IR/PTrainStepOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainSubgroup.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainTransformerOps.h"
 #include "ptrain/Transforms/QuantArith.h"
@@ -42,7 +42,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     if (run->ops.front() != op)
       return success();
     if (failed(emitAdamWRun(
-*run, [&](StringAttr state) { return states[state].index; }, *this)))
+            *run, [&](StringAttr state) { return states[state].index; },
+            [&](LRScheduleAttr schedule, Value step) { return hostLearningRate(schedule, step); }, *this)))
       return failure();
     std::string loc;
     llvm::raw_string_ostream locOs(loc);
@@ -160,52 +161,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               return emitBroadcastOp(b, *this);
             return emitSharedOp(b, *this);
           })
-          .Case<AdamWOp>([&](AdamWOp a) -> LogicalResult {
-            Value p = a.getParam();
-            std::string bytes = std::to_string(bytesOf(p)), n = std::to_string(countOf(p));
-            if (failed(emitLearningRate(a.getSchedule(), a.getStep(), *this)) ||
-                failed(call(RuntimeCall::ptrain_copy_bytes, {ptr(p), bytes, ptr(a.getNewParam())})) ||
-                failed(call(RuntimeCall::ptrain_copy_bytes, {ptr(a.getM()), bytes, ptr(a.getNewM())})) ||
-                failed(call(RuntimeCall::ptrain_copy_bytes, {ptr(a.getV()), bytes, ptr(a.getNewV())})))
-              return failure();
-            return call(RuntimeCall::ptrain_adamw_step_f32,
-                        {ptr(a.getNewParam()), ptr(a.getGrad()), ptr(a.getNewM()), ptr(a.getNewV()), n, "t", "lr",
-                         floatLiteral(a.getBeta1Attr().getValueAsDouble()),
-                         floatLiteral(a.getBeta2Attr().getValueAsDouble()),
-                         floatLiteral(a.getEpsilonAttr().getValueAsDouble()),
-                         floatLiteral(a.getWeightDecayAttr().getValueAsDouble())});
-          })
-          .Case<SumSquaresOp>([&](SumSquaresOp s) { return emitSumSquares(s, *this); })
-          .Case<ClipScaleOp>([&](ClipScaleOp c) { return emitClipScale(c, *this); })
-          .Case<SGDOp>([&](SGDOp o) { return emitSGD(o, *this); })
-          .Case<ReduceScatterStartOp>([&](ReduceScatterStartOp r) -> LogicalResult {
-            // MPI_Ireduce_scatter_block: rank i of the group keeps block i of dimension 0 (ZeRO-1's buckets;
-            // the verifier checks that the group size divides it).
-            Value in = r.getInput(), req = r.getRequest();
-            if (!isF32(in) || r.getScatterDim() != 0)
-              return r.emitError("--emit-cpp: only f32 reduce-scatters along dimension 0 are supported");
-            if (r.getReduction() != ReductionKind::Sum && r.getReduction() != ReductionKind::Avg)
-              return r.emitError("--emit-cpp: only sum and avg reduce-scatters are supported");
-            FailureOr<std::string> comm = comms.lookup(r, r.getGridAttr().getValue(), r.getGridAxes());
-            if (failed(comm))
-              return failure();
-            return call(RuntimeCall::ptrain_reduce_scatter_start,
-                        {*comm, ptr(in), ptr(req), std::to_string(countOf(req)), "PTRAIN_DTYPE_F32",
-                         r.getReduction() == ReductionKind::Sum ? "PTRAIN_REDUCE_SUM" : "PTRAIN_REDUCE_AVG",
-                         "&" + ptr(req) + "_request"});
-          })
-          .Case<AllGatherStartOp>([&](AllGatherStartOp g) -> LogicalResult {
-            // MPI_Iallgather: the group's tensors concatenated in group-rank order along dimension 0 (ZeRO-1's
-            // updated shards; deterministic-dp's gathered partial sums).
-            Value in = g.getInput(), req = g.getRequest();
-            if (!isF32(in) || g.getGatherDim() != 0)
-              return g.emitError("--emit-cpp: only f32 all-gathers along dimension 0 are supported");
-            FailureOr<std::string> comm = comms.lookup(g, g.getGridAttr().getValue(), g.getGridAxes(), getSubgroup(g));
-            if (failed(comm))
-              return failure();
-            return call(RuntimeCall::ptrain_all_gather_start, {*comm, ptr(in), ptr(req), std::to_string(countOf(in)),
-                                                               "PTRAIN_DTYPE_F32", "&" + ptr(req) + "_request"});
-          })
           .Case<WaitOp>([&](WaitOp w) -> LogicalResult {
             // A failing wait frees the request too (ptrain_wait), so the handle is cleared either way.
             std::string request = ptr(w.getRequest()) + "_request";
@@ -265,9 +220,22 @@ std::optional<LogicalResult> FunctionEmitter::writeStateHook(StateWriteOp write)
   return std::nullopt;
 }
 
-LogicalResult FunctionEmitter::startAllReduce(const std::string &comm, Value in, Value request, StringRef reduction) {
-  return call(RuntimeCall::ptrain_all_reduce_start, {comm, ptr(in), ptr(request), std::to_string(countOf(in)),
-                                                     "PTRAIN_DTYPE_F32", reduction.str(), "&" + ptr(request) + "_request"});
+LogicalResult FunctionEmitter::startCollective(target::Collective kind, const std::string &comm, Value in,
+                                               Value request, int64_t count, StringRef reduction) {
+  // MPI_Iallreduce, MPI_Ireduce_scatter_block, MPI_Iallgather (lib/Runtime/cpu): a request its wait completes.
+  std::string handle = "&" + ptr(request) + "_request";
+  switch (kind) {
+  case target::Collective::AllReduce:
+    return call(RuntimeCall::ptrain_all_reduce_start, {comm, ptr(in), ptr(request), std::to_string(count),
+                                                       "PTRAIN_DTYPE_F32", reduction.str(), handle});
+  case target::Collective::ReduceScatter:
+    return call(RuntimeCall::ptrain_reduce_scatter_start, {comm, ptr(in), ptr(request), std::to_string(count),
+                                                           "PTRAIN_DTYPE_F32", reduction.str(), handle});
+  case target::Collective::AllGather:
+    break;
+  }
+  return call(RuntimeCall::ptrain_all_gather_start,
+              {comm, ptr(in), ptr(request), std::to_string(count), "PTRAIN_DTYPE_F32", handle});
 }
 
 LogicalResult FunctionEmitter::tpAllReduce(TPAllReduceOp op, const std::string &comm) {

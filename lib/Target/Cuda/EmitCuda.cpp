@@ -120,6 +120,13 @@ struct ModuleStorage {
   /// Per constant: empty for a host array copied to the device, else the statement that writes a splat into its
   /// device range at set-up (issue 23: a splat, e.g. the zeros that reset a gradient, is never printed).
   SmallVector<std::string> constantFills;
+  /// Per constant: whether its fill reads the constant file, and the pipeline stages (ptrain.stage) of the
+  /// functions that use it, kNoStage for a function of no stage (issue 23: a rank reads only its own stage's
+  /// bytes of the constant file, as the CPU target's allocateStage<s>Storage does).
+  SmallVector<bool> constantFromFile;
+  SmallVector<std::set<int64_t>> constantStages;
+  llvm::DenseMap<int64_t, size_t> constantIndexAt; ///< a constant's index in the lists above by device offset
+  static constexpr int64_t kNoStage = -1;
   int64_t constantBlockBytes = 0;
   /// The device offset of each constant value already in d_constants, by its (uniqued) attribute and type: the
   /// same constant of every layer is one copy, so that an outlined layer's row does not carry its offset and
@@ -180,11 +187,42 @@ public:
   }
   std::string calleeFunction(StringRef callee) const override { return "device_" + identifierFrom(callee); }
   std::string scalarArg(Value v) const override { return valuePtr(v); } // dloss: a device pointer
+  /// The learning rate and the clip scale are computed on the device from the device step counter.
+  bool scalarsOnHost() const override { return false; }
+  LogicalResult optimizerCall(target::OptimizerKernel kernel, ArrayRef<std::string> args) override {
+    using target::OptimizerKernel;
+    switch (kernel) {
+    case OptimizerKernel::adamw_step_f32:
+      return call(CudaCall::ptrain_cuda_adamw_step_f32, args);
+    case OptimizerKernel::sgd_step_f32:
+      return call(CudaCall::ptrain_cuda_sgd_step_f32, args);
+    case OptimizerKernel::sum_squares_f32:
+      return call(CudaCall::ptrain_cuda_sum_squares_f32, args);
+    case OptimizerKernel::clip_scale_f32:
+      return call(CudaCall::ptrain_cuda_clip_scale_f32, args);
+    case OptimizerKernel::lr_warmup_cosine:
+      break; // on the device, inside the optimizer kernels
+    }
+    return current->emitError("--emit-cuda internal error: the learning rate is computed on the device");
+  }
   CommGroups &communicators() override { return comms; }
-  LogicalResult startAllReduce(const std::string &comm, Value in, Value request, StringRef reduction) override {
+  /// ncclAllReduce, ncclReduceScatter, ncclAllGather on the compute stream (lib/Runtime/cuda/Nccl.cpp; the
+  /// counts are NCCL's: a reduce-scatter's is the block each rank receives, an all-gather's the block it sends).
+  LogicalResult startCollective(target::Collective kind, const std::string &comm, Value in, Value request,
+                                int64_t count, StringRef reduction) override {
     requestComm[request] = comm; // its wait: ptrain_nccl_wait of the communicator
-    return call(CudaCall::ptrain_nccl_all_reduce, {comm, ptr(in), ptr(request), std::to_string(countOf(in)),
-                                                   "PTRAIN_DTYPE_F32", reduction.str()});
+    switch (kind) {
+    case target::Collective::AllReduce:
+      return call(CudaCall::ptrain_nccl_all_reduce,
+                  {comm, ptr(in), ptr(request), std::to_string(count), "PTRAIN_DTYPE_F32", reduction.str()});
+    case target::Collective::ReduceScatter:
+      return call(CudaCall::ptrain_nccl_reduce_scatter,
+                  {comm, ptr(in), ptr(request), std::to_string(count), "PTRAIN_DTYPE_F32", reduction.str()});
+    case target::Collective::AllGather:
+      break;
+    }
+    return call(CudaCall::ptrain_nccl_all_gather,
+                {comm, ptr(in), ptr(request), std::to_string(count), "PTRAIN_DTYPE_F32"});
   }
   LogicalResult tpAllReduce(TPAllReduceOp t, const std::string &comm) override {
     if (failed(call(CudaCall::ptrain_nccl_all_reduce, {comm, ptr(t.getInput()), ptr(t.getResult()),
@@ -260,18 +298,19 @@ LogicalResult FunctionEmitter::pointToPoint(Operation *op, bool isSend, Value bu
 /// The ops the CUDA target handles: the step of --ptrain-build-training-step and, with a grid, the
 /// communication of --ptrain-lower-to-runtime (NCCL) with the pipeline codecs (EmitCudaCodecs.h).
 LogicalResult FunctionEmitter::checkOp(Operation &op) {
-  // ZeRO-1's collectives (--ptrain-build-training-step zero=1, docs/DistributedOptimizer.md): not mapped to NCCL
-  // yet; refused by name rather than as an unknown op.
-  if (isa<ReduceScatterStartOp, AllGatherStartOp>(op))
+  // ZeRO-1's compressed buckets (docs/DistributedOptimizer.md, "Compression"): the CPU runtime's chunked
+  // all-to-all has no NCCL counterpart yet; refused by name rather than as an unknown op.
+  if (isa<CompressedReduceScatterStartOp>(op))
     return op.emitError("--emit-cuda: '")
            << op.getName()
-           << "' (ZeRO-1, the distributed optimizer: --ptrain-build-training-step zero=1, ptrain-compile --zero 1) "
-              "is not supported by the CUDA code generator yet; --target cpu runs it";
+           << "' (ZeRO-1's compressed buckets: ptrain-compile --zero 1 with a dp-codec) is not supported by the CUDA "
+              "code generator; --target cpu runs it";
   if (!isa<StateReadOp, StateWriteOp, arith::ConstantOp, EmbeddingOp, BinaryOp, UnaryOp, MatmulOp, LayerNormOp,
            SoftmaxOp, GeluOp, ReshapeOp, TransposeOp, SplitOp, CrossEntropyOp, SliceOp, ConcatOp, SumToOp, PadOp,
            LayerNormGradOp, SoftmaxGradOp, GeluGradOp, EmbeddingGradOp, CrossEntropyGradOp, AdamWOp, AllReduceStartOp,
            SendStartOp, RecvStartOp, WaitOp, TPCopyOp, TPAllReduceOp, TPSplitOp, CompressOp, DecompressOp,
-           CompressedAllReduceStartOp, func::CallOp, func::ReturnOp>(op) &&
+           CompressedAllReduceStartOp, ReduceScatterStartOp, AllGatherStartOp, SGDOp, SumSquaresOp, ClipScaleOp,
+           func::CallOp, func::ReturnOp>(op) &&
       !target::isSharedOp(&op) && !isCudaModelOp(&op) && !isCudaTransformerOp(&op)) {
     return op.emitError("--emit-cuda: '")
            << op.getName() << "' is not supported by the CUDA code generator (docs/CodegenCuda.md lists the ops "
@@ -311,6 +350,17 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
   else if (!dryRun)
     module.constantOffsets[{attr, result.getType()}] = offset;
   const ConstantForm form = n > kPrintedSplatElements ? classifyConstant(attr) : ConstantForm();
+  if (!dryRun) {
+    // Which ranks set it up: the stages of the functions that use it (every rank for a function of no stage).
+    const size_t at = written ? module.constantIndexAt.lookup(offset) : static_cast<size_t>(index);
+    if (!written) {
+      module.constantIndexAt[offset] = at;
+      module.constantStages.emplace_back();
+      module.constantFromFile.push_back(form.kind == ConstantForm::File);
+    }
+    StageAttr stage = getStage(func);
+    module.constantStages[at].insert(stage ? stage.getIndex() : ModuleStorage::kNoStage);
+  }
   if (written || dryRun) {
     // Written already (another layer's), or the dry run: nothing to add to the block.
   } else if (form.kind == ConstantForm::CausalMask || form.kind == ConstantForm::Iota) {
@@ -463,7 +513,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     chunk.decls.push_back({s.name, text});
     types[s.name] = type + " *";
   }
-  auto n = [](Value v) { return std::to_string(countOf(v)); };
 
   // The GEMMs and what their fusion folded or made aliases, then the op families both targets write with one
   // emitter over this target's hooks (StepFunction::emitStepOp: states, calls, the loss, collectives, codecs).
@@ -479,19 +528,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           .Case<EmbeddingOp, EmbeddingGradOp, BinaryOp, UnaryOp, LayerNormOp, LayerNormGradOp, SoftmaxOp,
                 SoftmaxGradOp, GeluOp, GeluGradOp, TransposeOp, SliceOp, SplitOp, ConcatOp, PadOp, SumToOp, TPSplitOp,
                 LossScaleOp, GradUnscaleOp, GradScalerUpdateOp>([&](Operation *o) { return emitSharedOp(o, *this); })
-          .Case<AdamWOp>([&](AdamWOp a) {
-            LRScheduleAttr schedule = a.getSchedule();
-            double peak = schedule.getPeak().getValueAsDouble();
-            return call(CudaCall::ptrain_cuda_adamw_step_f32,
-                        {ptr(a.getParam()), ptr(a.getGrad()), ptr(a.getM()), ptr(a.getV()), n(a.getParam()),
-                         ptr(a.getStep()), std::to_string(schedule.getWarmup()), std::to_string(schedule.getTotal()),
-                         floatLiteral(peak), floatLiteral(peak * schedule.getMinRatio().getValueAsDouble()),
-                         floatLiteral(a.getBeta1Attr().getValueAsDouble()),
-                         floatLiteral(a.getBeta2Attr().getValueAsDouble()),
-                         floatLiteral(a.getEpsilonAttr().getValueAsDouble()),
-                         floatLiteral(a.getWeightDecayAttr().getValueAsDouble()), ptr(a.getNewParam()),
-                         ptr(a.getNewM()), ptr(a.getNewV())});
-          })
           .Case<WaitOp>([&](WaitOp w) -> LogicalResult {
             // A send or receive: the watchdog over its transfer, then the compute stream waits on its event.
             if (SmallVector<PipeChannels::Call> calls = pipes.waitCalls(w.getRequest()); !calls.empty()) {
@@ -510,7 +546,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           })
           .Default([&](Operation *other) -> LogicalResult {
             if (isCudaModelOp(other))
-              return emitCudaModelOp(other, *this); // reductions, selection, clipping, SGD, vocab-parallel
+              return emitCudaModelOp(other, *this); // reductions, selection, vocab-parallel
             if (isCudaTransformerOp(other))
               return emitCudaTransformerOp(other, *this); // masks, rms_norm, rotary, dropout
             return other->emitError("--emit-cuda: '") << other->getName() << "' is not supported";
@@ -663,6 +699,8 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   int64_t arenaBytes = 0, ioBytes = 0;
   SmallVector<std::string> entryNames;
   SmallVector<std::pair<std::string, int64_t>> callerArenas;
+  /// The pipeline stage of each caller arena's function (-1: none; every rank allocates it).
+  SmallVector<int64_t> callerArenaStages;
   std::vector<std::unique_ptr<FunctionEmitter>> emitters;
   llvm::StringMap<std::string> globals{{"d_states", "unsigned char *"}, {"d_constants", "unsigned char *"},
                                        {"d_arena", "unsigned char *"}};
@@ -678,8 +716,11 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     emitters.push_back(std::make_unique<FunctionEmitter>(func, storage, comms, pipes, arena));
     if (failed(emitters.back()->prepare(bytes)))
       return failure();
-    if (calls)
+    if (calls) {
       callerArenas.push_back({arena, bytes});
+      StageAttr stage = getStage(func);
+      callerArenaStages.push_back(storage.pipeline && stage ? stage.getIndex() : -1);
+    }
     else
       arenaBytes = std::max(arenaBytes, bytes);
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
@@ -726,7 +767,6 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   std::string onnxFile;
   if (auto file = module->getAttrOfType<StringAttr>("ptrain.onnx_file"))
     onnxFile = file.getValue().str();
-  auto cpuCall = [](RuntimeCall c) { return std::string(getRuntimeCallInfo(c).name); };
   auto cudaCall = [](CudaCall c) { return std::string(getCudaCallInfo(c).name); };
 
   std::string out;
@@ -861,13 +901,30 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream) << "(stream));\n";
   SmallVector<std::pair<std::string, std::string>> blocks = {
       {"d_states", "active_state_bytes"}, {"d_constants", "kConstantBytes"}, {"d_io", "kIoBytes"}};
-  for (auto &[name, bytes] : callerArenas)
-    blocks.push_back({name, std::to_string(std::max<int64_t>(bytes, kAlignment))});
+  // A pipeline stage's own arenas (its train and eval steps') are allocated on its ranks only, by
+  // setUpStage (issue 23: a rank allocates its own stage's storage).
+  std::map<int64_t, std::string> stageSetUp; // per stage: its arenas' allocations and file constants' reads
+  for (auto [i, arena] : llvm::enumerate(callerArenas)) {
+    const std::string bytes = std::to_string(std::max<int64_t>(arena.second, kAlignment));
+    if (callerArenaStages[i] < 0) {
+      blocks.push_back({arena.first, bytes});
+      continue;
+    }
+    stageSetUp[callerArenaStages[i]] += "    PTRAIN_STEP_CALL(" + cudaCall(CudaCall::ptrain_cuda_malloc) + "(" + bytes +
+                                        ", &p));\n    " + arena.first + " = static_cast<unsigned char *>(p);\n";
+  }
   for (auto &[block, bytes] : blocks) {
     s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_malloc) << "(" << bytes << ", &p));\n";
     s << "  " << block << " = static_cast<unsigned char *>(p);\n";
   }
   for (auto [i, copy] : llvm::enumerate(storage.constantCopies)) {
+    const std::set<int64_t> &stages = storage.constantStages[i];
+    if (pipeline && storage.constantFromFile[i] && !stages.count(ModuleStorage::kNoStage)) {
+      // Read by setUpStage on the ranks of the stages that use it only (issue 23).
+      for (int64_t stage : stages)
+        stageSetUp[stage] += "    " + llvm::join(llvm::split(storage.constantFills[i], '\n'), "\n  ") + "\n";
+      continue;
+    }
     if (!storage.constantFills[i].empty()) {
       s << "  " << storage.constantFills[i] << "\n";
       continue;
@@ -885,6 +942,21 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   const int64_t worldSize = hasComm ? emitCudaCommunicators(comms, pipes, s) : 1;
   // The host mirrors of this rank's states (its stage's in a pipeline), allocated by ptrain_step_init.
   emitStorageBlocks(s, {"storage_state_bytes"}, StateAllocation::Indexed);
+  if (!stageSetUp.empty()) {
+    // A pipeline rank allocates only its own stage's arenas and reads only its own stage's bytes of the
+    // constant file, as the CPU target's allocateStage<s>Storage (issue 23); a constant of several stages is
+    // read on each of their ranks.
+    s << "bool stage_set_up = false;\n\n"
+         "/// This rank's stage's own device blocks (its steps' arenas) and its constants from the constant file,\n"
+         "/// once.\n"
+         "ptrain_status_t setUpStage() {\n"
+         "  if (stage_set_up)\n    return PTRAIN_OK;\n"
+         "  void *p = nullptr;\n"
+         "  switch (ptrain_stage) {\n";
+    for (auto &[stage, code] : stageSetUp)
+      s << "  case " << stage << ":\n" << code << "    break;\n";
+    s << "  default:\n    break;\n  }\n  (void)p;\n  stage_set_up = true;\n  return PTRAIN_OK;\n}\n\n";
+  }
   s << "/// The host mirrors of this process's states and their device offsets, once.\n"
        "ptrain_status_t allocateMirrors() {\n"
        "  if (storage_stage != -2)\n    return PTRAIN_OK;\n";
@@ -920,28 +992,28 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
        "  if (!out_count)\n    return stepError(\"ptrain_step_cuda_devices: null out_count\");\n"
        "  PTRAIN_STEP_CALL("
     << cudaCall(CudaCall::ptrain_cuda_device_count) << "(out_count));\n  return PTRAIN_OK;\n}\n\n";
-  s << "/// Sets up the device, loads every parameter by key from the ONNX model at `weights_onnx_path` (NULL: "
-    << (onnxFile.empty() ? std::string("none recorded") : onnxFile)
-    << ")\n/// into the host mirrors, zeroes every other state, and copies them to the device.\n";
+  // ptrain_step_init (StateStorage.h, the writer both targets share): this target's parts.
+  target::StepInitEntryPoint init;
+  llvm::raw_string_ostream doc(init.doc), comm(init.communicators), setUp(init.storage);
+  doc << "/// Sets up the device, loads every parameter by key from the ONNX model at `weights_onnx_path` (NULL: "
+      << (onnxFile.empty() ? std::string("none recorded") : onnxFile)
+      << ")\n/// into the host mirrors, zeroes every other state, and copies them to the device.\n";
   if (hasComm)
-    s << "/// First initializes MPI (ptrain_comm_init; the world must have " << worldSize
-      << " ranks, checked before any device is touched), the NCCL\n/// communicators (the unique id exchanged over "
-         "MPI; device LOCAL_RANK or OMPI_COMM_WORLD_LOCAL_RANK) and their groups.\n";
-  s << "extern \"C\" PTRAIN_STEP_API ptrain_status_t ptrain_step_init(const char *weights_onnx_path) {\n"
-       "  const char *path = weights_onnx_path ? weights_onnx_path : "
-    << (onnxFile.empty() ? std::string("nullptr") : stringLiteral(onnxFile)) << ";\n";
+    doc << "/// First initializes MPI (ptrain_comm_init; the world must have " << worldSize
+        << " ranks, checked before any device is touched), the NCCL\n/// communicators (the unique id exchanged over "
+           "MPI; device LOCAL_RANK or OMPI_COMM_WORLD_LOCAL_RANK) and their groups.\n";
+  init.onnxFile = onnxFile;
   if (hasComm)
-    emitCudaCommInit(comms, pipes, pipeline ? stageKeys(storage.stages) : SmallVector<int64_t>(), s);
-  s << "  PTRAIN_STEP_CALL(setUpDevice());\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
-    << "(stream));\n";
-  emitCudaPipeConnect(pipes, s);
-  s << "  PTRAIN_STEP_CALL(allocateMirrors());\n";
-  if (slices.empty())
-    s << "  PTRAIN_STEP_CALL(" << cpuCall(RuntimeCall::ptrain_state_init_onnx)
-      << "(active_states, num_active_states, path));\n";
-  else
-    s << "  PTRAIN_STEP_CALL(initStates(path));\n";
-  s << "  PTRAIN_STEP_CALL(pushStates());\n  return PTRAIN_OK;\n}\n\n";
+    emitCudaCommInit(comms, pipes, pipeline ? stageKeys(storage.stages) : SmallVector<int64_t>(), comm);
+  setUp << "  PTRAIN_STEP_CALL(setUpDevice());\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
+        << "(stream));\n";
+  emitCudaPipeConnect(pipes, setUp);
+  if (!stageSetUp.empty())
+    setUp << "  PTRAIN_STEP_CALL(setUpStage());\n";
+  setUp << "  PTRAIN_STEP_CALL(allocateMirrors());\n";
+  init.tpSlices = !slices.empty();
+  init.last = "  PTRAIN_STEP_CALL(pushStates());\n";
+  target::emitStepInitEntryPoint(s, init);
   if (hasComm) {
     emitCudaCommEntryPoints(comms, pipes, s);
     // Bytes per link from the NCCL communicators' counters (the pipeline channels' sends count on the pp

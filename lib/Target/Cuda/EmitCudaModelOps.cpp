@@ -1,8 +1,8 @@
 //===- EmitCudaModelOps.cpp - Model ops beyond the GPT core in --emit-cuda ===//
 //
 // See EmitCudaModelOps.h. The CPU target's mapping (lib/Target/Cpp/EmitBroadcast.cpp, EmitSelection.cpp,
-// EmitOptimizer.cpp, EmitVocabParallel.cpp) onto the CUDA model kernels, with three differences:
-//   - the learning rate of SGD, like AdamW's, is computed on the device from the device step counter;
+// EmitVocabParallel.cpp) onto the CUDA model kernels, with two differences (the optimizers and clipping are
+// both targets', lib/Target/Common/OptimizerOps.cpp):
 //   - ids and labels are cast to int32 into scratch first (as for ptrain.embedding);
 //   - ptrain.tp_all_gather is ptrain_nccl_all_gather (rank-major) and, when the gathered dimension is not
 //     the outermost, a permute of [parts, outer, inner] to [outer, parts, inner] in 4-byte words; it is
@@ -98,30 +98,6 @@ LogicalResult emitLogSoftmax(LogSoftmaxOp op, CudaCallWriter &w) {
                     {w.valuePtr(op.getInput()), str(outer), str(len), str(inner), w.valuePtr(op.getResult())});
 }
 
-LogicalResult emitSumSquares(SumSquaresOp op, CudaCallWriter &w) {
-  return w.emitCall(CudaCall::ptrain_cuda_sum_squares_f32,
-                    {w.valuePtr(op.getInput()), str(countOf(op.getInput())), w.valuePtr(op.getResult())});
-}
-
-LogicalResult emitClipScale(ClipScaleOp op, CudaCallWriter &w) {
-  return w.emitCall(
-      CudaCall::ptrain_cuda_clip_scale_f32,
-      {w.valuePtr(op.getSumSquares()), doubleLiteral(op.getMaxNorm().convertToDouble()), w.valuePtr(op.getScale())});
-}
-
-LogicalResult emitSGD(SGDOp op, CudaCallWriter &w) {
-  LRScheduleAttr schedule = op.getSchedule();
-  const double peak = schedule.getPeak().getValueAsDouble();
-  Value buf = op.getMomentumBuf();
-  return w.emitCall(
-      CudaCall::ptrain_cuda_sgd_step_f32,
-      {w.valuePtr(op.getParam()), w.valuePtr(op.getGrad()), buf ? w.valuePtr(buf) : "nullptr",
-       str(countOf(op.getParam())), w.valuePtr(op.getStep()), str(schedule.getWarmup()), str(schedule.getTotal()),
-       floatLiteral(peak), floatLiteral(peak * schedule.getMinRatio().getValueAsDouble()),
-       floatLiteral(op.getMomentum().convertToDouble()), floatLiteral(op.getWeightDecay().convertToDouble()),
-       w.valuePtr(op.getNewParam()), buf ? w.valuePtr(op.getNewMomentumBuf()) : "nullptr"});
-}
-
 /// This rank's part of a vocabulary-parallel axis: a C expression and the number of parts.
 struct Part {
   std::string index;
@@ -201,7 +177,7 @@ LogicalResult emitVocabParallel(Operation *op, CudaCallWriter &w) {
 } // namespace
 
 bool mlir::ptrain::cuda::isCudaModelOp(Operation *op) {
-  return isa<ReduceOp, BroadcastToOp, CastOp, GatherOp, LogSoftmaxOp, SumSquaresOp, ClipScaleOp, SGDOp, TPAllGatherOp,
+  return isa<ReduceOp, BroadcastToOp, CastOp, GatherOp, LogSoftmaxOp, TPAllGatherOp,
              VocabParallelEmbeddingOp, VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp,
              VocabParallelCrossEntropyPartsGradOp>(op);
 }
@@ -222,9 +198,6 @@ LogicalResult mlir::ptrain::cuda::emitCudaModelOp(Operation *op, CudaCallWriter 
       .Case<CastOp>([&](CastOp c) { return emitCast(c, w); })
       .Case<GatherOp>([&](GatherOp g) { return emitGather(g, w); })
       .Case<LogSoftmaxOp>([&](LogSoftmaxOp l) { return emitLogSoftmax(l, w); })
-      .Case<SumSquaresOp>([&](SumSquaresOp s) { return emitSumSquares(s, w); })
-      .Case<ClipScaleOp>([&](ClipScaleOp c) { return emitClipScale(c, w); })
-      .Case<SGDOp>([&](SGDOp s) { return emitSGD(s, w); })
       .Case<TPAllGatherOp, VocabParallelEmbeddingOp, VocabParallelEmbeddingGradOp, VocabParallelCrossEntropyPartsOp,
             VocabParallelCrossEntropyPartsGradOp>([&](Operation *o) { return emitVocabParallel(o, w); })
       .Default([](Operation *other) {

@@ -2,9 +2,9 @@
 //
 // The per-op mapping of --emit-cuda for the ops the GPT core step does not
 // have (docs/CodegenCuda.md): reduce / broadcast_to, cast / gather /
-// log_softmax (the BERT exports), global-norm clipping (sum_squares,
-// clip_scale), SGD, and the vocabulary-parallel ops with their tp
-// all-gather over NCCL. EmitCuda.cpp's function emitter implements
+// log_softmax (the BERT exports) and the vocabulary-parallel ops with their
+// tp all-gather over NCCL (clipping and the optimizers are both targets':
+// lib/Target/Common/OptimizerOps.cpp). EmitCuda.cpp's function emitter implements
 // CudaCallWriter; each op becomes calls of RuntimeCallsCuda.def.
 //
 //===----------------------------------------------------------------------===//

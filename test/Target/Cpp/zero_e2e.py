@@ -21,7 +21,7 @@
    checkpoints within 1e-6 relative (plain dp copies replica 0's whole moments).
 6. Clipping: --clip-norm 0.1 at dp 2 with and without --zero 1, 3 steps: the same losses within 1e-6 relative,
    and different from the unclipped ones (clipping is active).
-7. ptrain-compile refuses --zero 1 with --dp 1, --optimizer sgd, --target cuda and auto with dp codecs other than
+7. ptrain-compile refuses --zero 1 with --dp 1, --optimizer sgd and auto with dp codecs other than
    PowerSGD (auto-dp-codecs=bf16), each by name.
 8. The compressed reduce-scatter (docs/DistributedOptimizer.md, "Compression"): --zero 1 --policy mcbench
    --compress-options "dp-codec=quant:bits=8,granularity=block,block-size=256" at dp 2: plan.json lists one
@@ -186,7 +186,6 @@ check(len(a) == 3 and "dp2" in logs and a != logs["dp2"]["train_loss"][:3], "cli
 # 7. The driver's refusals.
 refusals = {("--dp", "1"): "needs --dp > 1 (got --dp 1)",
             ("--dp", "2", "--optimizer", "sgd"): "needs --optimizer adamw (got --optimizer sgd)",
-            ("--dp", "2", "--target", "cuda"): "the CUDA target does not emit the reduce-scatter",
             ("--dp", "2", "--policy", "auto", "--compress-options", "auto-dp-codecs=bf16"):
                 "under ZeRO-1 auto searches PowerSGD only on the data-parallel gradients"}
 for flags, message in refusals.items():

@@ -7,7 +7,9 @@
    without a driver, or no device), no traceback; with a GPU, the "not yet supported" error of the launcher
    (a single-rank step has no ptrain_step_train).
 3. Multi-rank steps over NCCL: ptrain-compile --target cuda of a pp2 (1F1B, 2 micro-batches), a pp2 GPipe and
-   a pp2 interleaved (2 virtual stages; both 4 micro-batches), a dp2 x tp2 plan, and a tp2 plan with every
+   a pp2 interleaved (2 virtual stages; both 4 micro-batches), a dp2 x tp2 plan, a dp2 ZeRO-1 plan (--zero 1:
+   ncclReduceScatter of the gradient buckets and ncclAllGather of the updated shards under their op blocks,
+   AdamW on the shard), and a tp2 plan with every
    option the CUDA target gained since (--vocab-parallel, --clip-norm 1, --optimizer sgd --momentum 0.9: the
    vocabulary-parallel kernels, the tp all-gather of the row maxima, the global-norm all-reduce, sum_squares /
    clip_scale and SGD on the device); nvcc builds each for sm_80 and sm_90; libstep.so exports the pipeline
@@ -124,6 +126,10 @@ MULTIRANK_CALLS = {
     "pp2": ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_comm_split(",
             "ptrain_nccl_wait(comm_grid_pp)", "ptrain_nccl_all_reduce(comm_grid_pp, ", "device_forward_stage0(",
             "case 1:\n    return ptrain_step_stage1_train_step(tokens, out_loss);"),
+    # ZeRO-1 (--zero 1): the gradients' buckets reduce-scattered and the updated shards all-gathered over NCCL
+    # on the dp communicator (issue 23; docs/DistributedOptimizer.md), AdamW on the rank's shard.
+    "dp2zero": ("ptrain_nccl_reduce_scatter(comm_grid_dp, ", "ptrain_nccl_all_gather(comm_grid_dp, ",
+                "ptrain_nccl_wait(comm_grid_dp)", "PTRAIN_REDUCE_AVG", "ptrain_cuda_adamw_step_f32("),
     "dp2tp2": ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_all_reduce(comm_grid_dp, ",
                "ptrain_nccl_all_reduce(comm_grid_tp, ", "ptrain_nccl_wait(comm_grid_dp)", "initStates(path)",
                "PTRAIN_REDUCE_AVG"),
@@ -319,14 +325,15 @@ def check_multirank(name, out, scratch):
             failures.append(f"{name}: step.cu has no {call!r}")
     # Every communication op's block is headed by its IR location and op name, then its NCCL call.
     located = re.findall(r'\n  // ("[^"\n]+"[^\n]*)\n  // (ptrain\.(?:send_start|recv_start|all_reduce_start|tp_all_reduce|'
-                         r'tp_all_gather))\n'
+                         r'tp_all_gather|reduce_scatter_start|all_gather_start))\n'
                          r'(?:  [^\n]*\n)*?    PTRAIN_STEP_CALL\((ptrain_nccl_[a-z_]+)\(', text)
     print(f"{name}: {text.count('PTRAIN_STEP_CALL(ptrain_nccl_')} NCCL calls in step.cu, {len(located)} communication "
           f"ops under their location, e.g. {located[0] if located else None}")
     ops = {op for _, op, _ in located}
     pipeline = name in ("pp2", "gpipe", "interleaved", "pp2occ", "dp2pp2sc", "pp2bf16", "pp2fp16")
     want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if pipeline else \
-        {"dp2tp2": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"},
+        {"dp2zero": {"ptrain.reduce_scatter_start", "ptrain.all_gather_start"},
+         "dp2tp2": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"},
          "tp2vocab": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce", "ptrain.tp_all_gather"}}[name]
     if pipeline:
         failures += check_channels(name, text)
@@ -713,6 +720,7 @@ def main(build, source, scratch):
              "gpipe": ["--pp", "2", "--micro-batches", "4", "--schedule", "gpipe"],
              "interleaved": ["--pp", "2", "--micro-batches", "4", "--schedule", "interleaved", "--virtual-stages", "2"],
              "dp2tp2": ["--dp", "2", "--tp", "2"],
+             "dp2zero": ["--dp", "2", "--zero", "1"],
              "tp2vocab": ["--tp", "2", "--vocab-parallel", "--clip-norm", "1", "--optimizer", "sgd", "--momentum",
                           "0.9"],
              "pp2occ": ["--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"],

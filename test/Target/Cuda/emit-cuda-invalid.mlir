@@ -11,6 +11,7 @@
 // RUN: not ptrain-translate --emit-cuda %t/dropout-axis.mlir -o %t/d.cu 2>&1 | FileCheck %s --check-prefix=DROPAXIS
 // RUN: not test -e %t/d.cu
 // RUN: not ptrain-translate --emit-cuda %t/zero.mlir -o %t/z.cu 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not ptrain-translate --emit-cuda %t/zero-dim.mlir 2>&1 | FileCheck %s --check-prefix=ZERODIM
 // RUN: not ptrain-translate --emit-cuda %t/cast-f16.mlir 2>&1 | FileCheck %s --check-prefix=CAST16
 // RUN: not test -e %t/z.cu
 
@@ -92,15 +93,26 @@ func.func @f(%x: tensor<4x2x8xf32>, %c: tensor<i64>) -> tensor<4x2x8xf32> {
 }
 // DROPAXIS: error: loc("/attn/Dropout"): --emit-cuda: the dropout layout names grid axis 'tp', which no grid has
 
-// ZeRO-1's reduce-scatter (--ptrain-build-training-step zero=1) is refused by name; no output file.
+// ZeRO-1's quantized reduce-scatter (--zero 1 with mcbench's dp-codec) is refused by name; no output file. The
+// plain reduce-scatter and all-gather are NCCL's (emit-cuda-zero.mlir).
 //--- zero.mlir
 ptrain.grid @grid(dp = 2)
-func.func @f(%g: tensor<8xf32>) -> tensor<4xf32> {
-  %r = ptrain.reduce_scatter_start %g on @grid axes [dp] scatter_dim = 0 reduction = avg : tensor<8xf32> -> !ptrain.request<tensor<4xf32>>
-  %s = ptrain.wait %r : !ptrain.request<tensor<4xf32>>
-  return %s : tensor<4xf32>
+func.func @f(%g: tensor<16xf32>) -> tensor<8xf32> {
+  %r = ptrain.compressed_reduce_scatter_start %g on @grid axes [dp] reduction = avg {codec = #ptrain.quant<bits = 8, granularity = tensor>} : tensor<16xf32> -> !ptrain.request<tensor<8xf32>> loc("bucket0")
+  %s = ptrain.wait %r : !ptrain.request<tensor<8xf32>>
+  return %s : tensor<8xf32>
 }
-// ZERO: error: --emit-cuda: 'ptrain.reduce_scatter_start' (ZeRO-1, the distributed optimizer: --ptrain-build-training-step zero=1, ptrain-compile --zero 1) is not supported by the CUDA code generator yet; --target cpu runs it
+// ZERO: error: loc("bucket0"): --emit-cuda: 'ptrain.compressed_reduce_scatter_start' (ZeRO-1's compressed buckets: ptrain-compile --zero 1 with a dp-codec) is not supported by the CUDA code generator; --target cpu runs it
+//
+// A reduce-scatter along another dimension than 0 (the runtimes scatter blocks of dimension 0): named at the op.
+//--- zero-dim.mlir
+ptrain.grid @grid(dp = 2)
+func.func @f(%g: tensor<2x8xf32>) -> tensor<2x4xf32> {
+  %r = ptrain.reduce_scatter_start %g on @grid axes [dp] scatter_dim = 1 reduction = sum : tensor<2x8xf32> -> !ptrain.request<tensor<2x4xf32>> loc("rs1")
+  %s = ptrain.wait %r : !ptrain.request<tensor<2x4xf32>>
+  return %s : tensor<2x4xf32>
+}
+// ZERODIM: error: loc("rs1"): --emit-cuda: only f32 reduce-scatters along dimension 0 are supported
 
 // A mixed-precision cast the CUDA target has no kernel for (f32 <-> bf16 and f32 <-> f16 only).
 //--- cast-f16.mlir
