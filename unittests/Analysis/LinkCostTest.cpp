@@ -217,4 +217,42 @@ TEST(LinkCostTest, CpuOverheadSchemaIsVersioned) {
             "inter_node.cpu_overhead.per_round_s: unknown field");
 }
 
+// The eager limit (`eager_limit_bytes`, schema version 2): a message over it has an eager part, priced as a
+// message of the limit's size; one at or below it moves at once (-1).
+TEST(LinkCostTest, EagerLimitSplitsLargeMessages) {
+  LinkSpec spec{1e9, 1e-5, {}};
+  spec.eagerLimitBytes = 65536;
+  LinkCost link(spec);
+  EXPECT_DOUBLE_EQ(link.eagerSeconds(131072), 1e-5 + 65536 / 1e9);
+  EXPECT_DOUBLE_EQ(link.eagerSeconds(65536), -1);
+  EXPECT_DOUBLE_EQ(link.eagerSeconds(100), -1);
+  // Without the field nothing is split.
+  EXPECT_DOUBLE_EQ(LinkCost(LinkSpec{1e9, 1e-5, {}}).eagerSeconds(1e9), -1);
+
+  auto parseEager = [](const std::string &version, const std::string &field) -> std::string {
+    std::string text = "{" + version + R"("nodes": 2, "gpus_per_node": 1,
+      "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
+      "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
+      "inter_node": {"bandwidth": 1e9, "latency": 1e-5)" + field + "}}";
+    auto value = llvm::json::parse(text);
+    EXPECT_TRUE(static_cast<bool>(value)) << text;
+    auto cluster = parseCluster(*value);
+    if (!cluster)
+      return llvm::toString(cluster.takeError());
+    return "ok " + std::to_string(static_cast<int64_t>(cluster->interNode.eagerLimitBytes)) + " " +
+           std::to_string(static_cast<int64_t>(cluster->intraNode.eagerLimitBytes));
+  };
+  EXPECT_EQ(parseEager(R"("version": 2, )", R"(, "eager_limit_bytes": 65536)"), "ok 65536 0");
+  EXPECT_EQ(parseEager("", ""), "ok 0 0");
+  EXPECT_EQ(parseEager("", R"(, "eager_limit_bytes": 65536)"),
+            "inter_node.eager_limit_bytes: needs \"version\": 2 at the top of the file (the field is new in schema "
+            "version 2; this file is version 1)");
+  EXPECT_EQ(parseEager(R"("version": 2, )", R"(, "eager_limit_bytes": 0)"),
+            "inter_node.eager_limit_bytes: must be an integer >= 1");
+  EXPECT_EQ(parseEager(R"("version": 2, )", R"(, "eager_limit_bytes": 65536.5)"),
+            "inter_node.eager_limit_bytes: must be an integer >= 1");
+  EXPECT_EQ(parseEager(R"("version": 2, )", R"(, "eager_limit_bytes": "64k")"),
+            "inter_node.eager_limit_bytes: must be an integer >= 1");
+}
+
 } // namespace
