@@ -202,7 +202,8 @@ static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value
   TRY(link, reader.get("link", /*optional=*/true));
   if (link) {
     // The ping-pong's medians before the fit and how they were taken: provenance, not read by the model.
-    auto parsed = parseLink(reader, "link", version, {"samples", "duplex_samples", "fit", "round_trips"});
+    auto parsed =
+        parseLink(reader, "link", version, {"samples", "duplex_samples", "fit", "round_trips", "eager_limit_source"});
     if (!parsed)
       return parsed.takeError();
   }
