@@ -262,7 +262,9 @@ def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note, link=N
                        "ptrain-calibrate on core 0 at the pp = 2 plan's shapes (calibration.provenance)",
                        "gpu.efficiency": "calibrated: the model's single-rank step / the measured one",
                        "inter_node": "ptrain-calibrate --link-only: MPI ping-pong over the shaped link at the plan's "
-                                     "message sizes (calibration.link)" if link else
+                                     "message sizes (calibration.link); eager_limit_bytes: the rendezvous stall's "
+                                     "threshold, OpenMPI's btl_tcp_eager_limit (calibration.link.eager_limit_source)"
+                                     if link else
                                      "MPI ping-pong over the shaped link (pingpong.c)"}
     data["gpu"]["efficiency"] = efficiency
     data["inter_node"] = link[0] if link else {"bandwidth": rate_bytes, "latency": latency}

@@ -94,8 +94,9 @@ public:
     return var##OrErr.takeError();                                                                                     \
   auto var = std::move(*var##OrErr);
 
-/// A link object {bandwidth, latency, messages?, duplex_messages?, half_duplex?, cpu_overhead?}; `extra` names
-/// further fields allowed (and not read); `version` is the file's schema version (cpu_overhead needs 2).
+/// A link object {bandwidth, latency, messages?, duplex_messages?, half_duplex?, cpu_overhead?,
+/// eager_limit_bytes?}; `extra` names further fields allowed (and not read); `version` is the file's schema
+/// version (cpu_overhead and eager_limit_bytes need 2).
 static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_t version,
                                     llvm::ArrayRef<StringRef> extra = {}) {
   TRY(reader, parent.object_(name));
@@ -161,13 +162,25 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_
     link.overheadPerMessage = perMessage;
     link.overheadPerByte = perByte;
   }
+  // `eager_limit_bytes`: an integer >= 1 (schema version 2).
+  TRY(eager, reader.get("eager_limit_bytes", /*optional=*/true));
+  if (eager) {
+    if (version < 2)
+      return fieldError(reader.field("eager_limit_bytes"),
+                        "needs \"version\": 2 at the top of the file (the field is new in schema version 2; this "
+                        "file is version " +
+                            std::to_string(version) + ")");
+    TRY(limit, reader.positiveInt("eager_limit_bytes"));
+    link.eagerLimitBytes = static_cast<double>(limit);
+  }
   if (Error e = reader.checkNoUnknown())
     return std::move(e);
   return link;
 }
 
 /// `calibration` (ptrain-calibrate): provenance (free-form object), gemm_flops and memory_bandwidth (> 0), an
-/// optional link {bandwidth, latency, messages?, samples?, fit?, round_trips?}, and codecs [{codec, shape, error_feedback, encode_s, decode_s}].
+/// optional link {bandwidth, latency, messages?, samples?, fit?, round_trips?}, and codecs [{codec, shape,
+/// error_feedback, encode_s, decode_s}].
 static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value &value, int64_t version) {
   const json::Object *o = value.getAsObject();
   if (!o)
@@ -189,7 +202,8 @@ static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value
   TRY(link, reader.get("link", /*optional=*/true));
   if (link) {
     // The ping-pong's medians before the fit and how they were taken: provenance, not read by the model.
-    auto parsed = parseLink(reader, "link", version, {"samples", "duplex_samples", "fit", "round_trips"});
+    auto parsed =
+        parseLink(reader, "link", version, {"samples", "duplex_samples", "fit", "round_trips", "eager_limit_source"});
     if (!parsed)
       return parsed.takeError();
   }

@@ -269,13 +269,20 @@ static llvm::Error addCompressedSends(ModuleTimingModel &model, const Compressio
         t.encodeSeconds = *encode;
         t.decodeSeconds = *decode;
         // One message per code tensor (LowerToRuntime's sendCompressible), each priced by its size.
-        double seconds = 0, overhead = 0;
+        // The eager parts: each code tensor's first eager-limit bytes (all of a smaller one) move at once, the
+        // rest of every larger one waits for the sender's next MPI call; no stall where none is larger.
+        double seconds = 0, overhead = 0, eager = 0;
+        bool stalls = false;
         for (Type code : codec.getCodeTypes(type)) {
-          seconds += pp.message(getTensorBytes(code));
-          overhead += pp.overhead(getTensorBytes(code));
+          double bytes = getTensorBytes(code), part = pp.eagerSeconds(bytes);
+          seconds += pp.message(bytes);
+          overhead += pp.overhead(bytes);
+          stalls |= part >= 0;
+          eager += part >= 0 ? part : pp.message(bytes);
         }
         t.codes = {seconds, work.codeBytes, ppInter};
         t.codes.cpuOverhead = overhead;
+        t.codes.eagerSeconds = stalls ? eager : -1;
         llvm::raw_string_ostream(t.codec) << Attribute(codec);
         (forward ? model.costs.stages[s].compressedForward : model.costs.stages[s].compressedBackward)[i] = t;
       }
@@ -675,11 +682,13 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       double bytes = messageBytes(fwd.getResultTypes()[0]);
       c.sendForward = {ppLink.message(bytes), bytes, ppInter};
       c.sendForward.cpuOverhead = ppLink.overhead(bytes);
+      c.sendForward.eagerSeconds = ppLink.eagerSeconds(bytes);
     }
     if (vs > 0) {
       double bytes = messageBytes(fwd.getArgumentTypes()[0]);
       c.sendBackward = {ppLink.message(bytes), bytes, ppInter};
       c.sendBackward.cpuOverhead = ppLink.overhead(bytes);
+      c.sendBackward.eagerSeconds = ppLink.eagerSeconds(bytes);
     }
     // Per micro-batch in flight: the stage input, and the forward output, whose send is waited at B<i>.
     if (vs == s && fwd.getNumArguments() > 0)

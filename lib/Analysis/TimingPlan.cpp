@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <tuple>
 
 using namespace mlir::ptrain;
 
@@ -53,7 +54,12 @@ struct Simulator {
   std::vector<std::vector<int>> preds;
   std::vector<int> lastOnCompute, lastOnComm;
   std::vector<int> order; // scheduling order
-  using Entry = std::pair<double, int>;
+  /// Per stalled transfer: the sender's compute step its rest waited for (-1: none).
+  std::vector<int> stallPred;
+  /// (earliest start, 0 for compute steps and 1 for the others, step): at equal times compute steps go first,
+  /// so that a transfer sees the sender's step that starts with it (the rendezvous stall). Compute steps share
+  /// no resource with transfers and collectives, so this changes no start time.
+  using Entry = std::tuple<double, int, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
 
   Simulator(const Plan &plan, Timeline &out) : plan(plan), out(out), n(plan.steps.size()) {}
@@ -96,17 +102,30 @@ struct Simulator {
     return t;
   }
 
+  int kindOrder(int id) const { return plan.steps[id].kind == PlanStep::Compute ? 0 : 1; }
+
   void tryQueue(int id) {
     if (done[id] || queued[id] || depsLeft[id] > 0 || !isHead(id))
       return;
     queued[id] = true;
-    queue.push({earliestStart(id), id});
+    queue.push({earliestStart(id), kindOrder(id), id});
   }
 
   void schedule(int id, double start) {
     const PlanStep &s = plan.steps[id];
     out.start[id] = start;
     out.end[id] = start + s.duration;
+    // The rendezvous stall: the sender is computing (a step started at or before `start` ends after it), so
+    // the rest past the eager part moves from that step's end.
+    if (s.kind == PlanStep::Transfer && s.eagerSeconds >= 0) {
+      int sender = s.ranks.front();
+      double eagerEnd = start + std::min(s.eagerSeconds, s.duration);
+      if (computeFree[sender] > eagerEnd) {
+        out.end[id] = computeFree[sender] + (s.duration - std::min(s.eagerSeconds, s.duration));
+        out.stall[id] = computeFree[sender] - eagerEnd;
+        stallPred[id] = lastOnCompute[sender];
+      }
+    }
     done[id] = true;
     order.push_back(id);
     for (int d : s.deps)
@@ -166,9 +185,11 @@ struct Simulator {
     done.assign(n, false);
     queued.assign(n, false);
     preds.assign(n, {});
+    stallPred.assign(n, -1);
     out = Timeline();
     out.start.assign(n, 0);
     out.end.assign(n, 0);
+    out.stall.assign(n, 0);
     for (size_t i = 0; i < n; ++i)
       for (int d : plan.steps[i].deps) {
         ++depsLeft[i];
@@ -177,12 +198,12 @@ struct Simulator {
     for (size_t i = 0; i < n; ++i)
       tryQueue(i);
     while (!queue.empty()) {
-      auto [key, id] = queue.top();
+      auto [key, kind, id] = queue.top();
       queue.pop();
       ++out.events;
       double start = earliestStart(id);
       if (start > key) { // a resource became busy since it was queued
-        queue.push({start, id});
+        queue.push({start, kind, id});
         continue;
       }
       schedule(id, start);
@@ -214,13 +235,19 @@ bool mlir::ptrain::simulate(const Plan &plan, Timeline &out, std::string &error)
     t = std::max(t, out.end[i]);
   out.iterationTime = t;
 
-  // Slack: latest end without delaying the iteration, backwards over the realized predecessor graph.
+  // Slack: latest end without delaying the iteration, backwards over the realized predecessor graph. A
+  // stalled transfer spans its stall too, and the sender's step it waited for must end before its rest.
   std::vector<double> lateEnd(n, t);
+  auto rest = [&](int id) {
+    return plan.steps[id].duration - std::min(plan.steps[id].eagerSeconds, plan.steps[id].duration);
+  };
   for (auto it = sim.order.rbegin(); it != sim.order.rend(); ++it) {
     int id = *it;
-    double lateStart = lateEnd[id] - plan.steps[id].duration;
+    double lateStart = lateEnd[id] - (plan.steps[id].duration + out.stall[id]);
     for (int p : sim.preds[id])
       lateEnd[p] = std::min(lateEnd[p], lateStart);
+    if (int c = sim.stallPred[id]; c >= 0)
+      lateEnd[c] = std::min(lateEnd[c], lateEnd[id] - rest(id));
   }
   double eps = 1e-9 * std::max(t, 1e-12);
   out.slack.resize(n);
@@ -238,6 +265,12 @@ bool mlir::ptrain::simulate(const Plan &plan, Timeline &out, std::string &error)
   while (cur >= 0) {
     out.criticalPath.push_back(cur);
     int next = -1;
+    // A stalled transfer's critical predecessor is the sender's step its rest waited for.
+    if (int c = sim.stallPred[cur];
+        c >= 0 && out.critical[c] && std::abs(out.end[c] - (out.end[cur] - rest(cur))) <= eps) {
+      cur = c;
+      continue;
+    }
     for (int p : sim.preds[cur])
       if (out.critical[p] && std::abs(out.end[p] - out.start[cur]) <= eps && (next < 0 || p < next))
         next = p;
@@ -300,6 +333,9 @@ void mlir::ptrain::printTimeline(const Plan &plan, const Timeline &timeline, llv
       os << " " << r;
     os << " start " << llvm::format("%.3f", timeline.start[i] * 1e6) << " end "
        << llvm::format("%.3f", timeline.end[i] * 1e6) << " slack " << llvm::format("%.3f", timeline.slack[i] * 1e6)
-       << " duration " << llvm::format("%.3f", s.duration * 1e6) << "\n";
+       << " duration " << llvm::format("%.3f", s.duration * 1e6);
+    if (i < timeline.stall.size() && timeline.stall[i] > 0)
+      os << " stall " << llvm::format("%.3f", timeline.stall[i] * 1e6);
+    os << "\n";
   }
 }

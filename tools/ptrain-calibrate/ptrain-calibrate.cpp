@@ -23,7 +23,9 @@
 //    least-squares fit of the one-way times (fitMessageTimes, LinkCost.h), which the timing model
 //    interpolates to price each message by its size; and per size the time a message adds to compute it
 //    overlaps with on each rank (messageOverhead), whose sender's figures fitted as a line (fitCpuOverhead) are
-//    the link's `cpu_overhead` (LogP's o; schema version 2).
+//    the link's `cpu_overhead` (LogP's o; schema version 2); and the MPI's eager limit, read from its
+//    configuration (readEagerLimit: OpenMPI's btl_tcp_eager_limit), as the link's `eager_limit_bytes` (the
+//    rendezvous stall, TimingPlan.h; schema version 2).
 // It writes a cluster file (the schema the timing model reads, docs/TimingModel.md): --base's fields (or a
 // one-node, one-core description), gpu.peak_flops.f32 (and .bf16 / .f16) and gpu.memory_bandwidth set to the
 // measured rates,
@@ -334,6 +336,46 @@ static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vec
     if (line.starts_with("{"))
       return json::parse(line);
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "--hosts " + hosts + ": no result line");
+}
+
+/// The eager limit of the MPI the ping-pong runs (the link's `eager_limit_bytes`, Cluster.h): OpenMPI's TCP BTL
+/// `btl_tcp_eager_limit`, from `--mca btl_tcp_eager_limit N` in --mpirun-args where given, else from
+/// `ompi_info --parsable --param btl tcp --level 9` (which reads OMPI_MCA_* from the environment as mpirun does;
+/// 65536 B by default in OpenMPI 4.1). Read, not measured: the receiver's wait in the overhead sweep jumps past
+/// it (bench/README.md, "The per-message overhead": 0.04 ms at 64 KiB, 0.26 ms at 128 KiB at 1 Gbit/s), but
+/// the sweep has only the plan's sizes, too few to place the jump. Returns {0, why} where neither says (another
+/// MPI, no TCP BTL): the field is then not written.
+static std::pair<int64_t, std::string> readEagerLimit() {
+  llvm::SmallVector<llvm::StringRef> args;
+  llvm::StringRef(mpirunArgs).split(args, ' ', -1, false);
+  for (size_t i = 0; i + 2 < args.size(); ++i) {
+    int64_t bytes = 0;
+    if ((args[i] == "--mca" || args[i] == "-mca") && args[i + 1] == "btl_tcp_eager_limit" &&
+        !args[i + 2].getAsInteger(10, bytes) && bytes >= 1)
+      return {bytes, "--mpirun-args: --mca btl_tcp_eager_limit"};
+  }
+  auto ompiInfo = llvm::sys::findProgramByName("ompi_info");
+  if (!ompiInfo)
+    return {0, "no ompi_info on PATH (not OpenMPI): no eager limit written"};
+  llvm::SmallString<128> out;
+  if (llvm::sys::fs::createTemporaryFile("ptrain-calibrate-ompi-info", "txt", out))
+    return {0, "cannot create a temporary file for ompi_info"};
+  llvm::StringRef refs[] = {*ompiInfo, "--parsable", "--param", "btl", "tcp", "--level", "9"};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out), llvm::StringRef("")};
+  int rc = llvm::sys::ExecuteAndWait(*ompiInfo, refs, std::nullopt, redirects);
+  auto text = llvm::MemoryBuffer::getFile(out);
+  llvm::sys::fs::remove(out);
+  if (rc != 0 || !text)
+    return {0, "ompi_info failed (exit " + std::to_string(rc) + "): no eager limit written"};
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*text)->getBuffer().split(lines, '\n', -1, false);
+  const llvm::StringRef key = "mca:btl:tcp:param:btl_tcp_eager_limit:value:";
+  for (llvm::StringRef line : lines) {
+    int64_t bytes = 0;
+    if (line.consume_front(key) && !line.trim().getAsInteger(10, bytes) && bytes >= 1)
+      return {bytes, "ompi_info --parsable --param btl tcp --level 9: btl_tcp_eager_limit"};
+  }
+  return {0, "ompi_info lists no btl_tcp_eager_limit (no TCP BTL): no eager limit written"};
 }
 
 //===--- Provenance --------------------------------------------------------===//
@@ -740,6 +782,10 @@ int main(int argc, char **argv) {
                                    {"duplex_messages", json::Array(duplexTable)},
                                    {"half_duplex", halfDuplex},
                                    {"cpu_overhead", std::move(cpuOverhead)}};
+    // The rendezvous stall's threshold (schema version 2), read from the MPI's configuration.
+    auto [eagerLimit, eagerSource] = readEagerLimit();
+    if (eagerLimit > 0)
+      (*o.getObject("inter_node"))["eager_limit_bytes"] = eagerLimit;
     calibration["link"] = json::Object{
         {"bandwidth", *rate},
         {"latency", *latency},
@@ -747,6 +793,7 @@ int main(int argc, char **argv) {
         {"duplex_messages", std::move(duplexTable)},
         {"half_duplex", halfDuplex},
         {"cpu_overhead", std::move(cpuOverheadRaw)},
+        {"eager_limit_source", eagerSource},
         {"samples", std::move(raw)},
         {"duplex_samples", std::move(duplexRaw)},
         {"round_trips", pingpongReps.getValue()},

@@ -181,21 +181,32 @@ TEST(LinkCostTest, CpuOverheadIsFittedAndPriced) {
   EXPECT_DOUBLE_EQ(LinkCost(LinkSpec{1e9, 1e-5, {}}).overhead(1e6), 0);
 }
 
+/// A two-node cluster file with `top` (e.g. `"version": 2, `) before its fields and `interNode` (e.g.
+/// `, "cpu_overhead": {...}`) appended to its inter_node link, parsed: `describe` of the cluster, or the error.
+std::string parseWithInterNode(const std::string &top, const std::string &interNode,
+                               llvm::function_ref<std::string(const ClusterSpec &)> describe) {
+  std::string text = "{" + top + R"("nodes": 2, "gpus_per_node": 1,
+    "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
+    "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
+    "inter_node": {"bandwidth": 1e9, "latency": 1e-5)" + interNode + "}}";
+  auto value = llvm::json::parse(text);
+  EXPECT_TRUE(static_cast<bool>(value)) << text;
+  if (!value)
+    return llvm::toString(value.takeError());
+  auto cluster = parseCluster(*value);
+  if (!cluster)
+    return llvm::toString(cluster.takeError());
+  return describe(*cluster);
+}
+
 // The schema: `cpu_overhead` {per_message_s >= 0, per_byte_s >= 0} needs "version": 2; a version above the
 // newest this build reads is an error, as is one that is not an integer >= 1.
 TEST(LinkCostTest, CpuOverheadSchemaIsVersioned) {
-  auto parseVersioned = [](const std::string &version, const std::string &overhead) -> std::string {
-    std::string text = "{" + version + R"("nodes": 2, "gpus_per_node": 1,
-      "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
-      "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
-      "inter_node": {"bandwidth": 1e9, "latency": 1e-5)" + overhead + "}}";
-    auto value = llvm::json::parse(text);
-    EXPECT_TRUE(static_cast<bool>(value)) << text;
-    auto cluster = parseCluster(*value);
-    if (!cluster)
-      return llvm::toString(cluster.takeError());
-    return "ok " + std::to_string(cluster->version) + " " + std::to_string(cluster->interNode.overheadPerMessage) +
-           " " + std::to_string(cluster->interNode.overheadPerByte * 1e9);
+  auto parseVersioned = [](const std::string &version, const std::string &overhead) {
+    return parseWithInterNode(version, overhead, [](const ClusterSpec &cluster) {
+      return "ok " + std::to_string(cluster.version) + " " + std::to_string(cluster.interNode.overheadPerMessage) +
+             " " + std::to_string(cluster.interNode.overheadPerByte * 1e9);
+    });
   };
   const std::string ok = R"(, "cpu_overhead": {"per_message_s": 2e-5, "per_byte_s": 3e-9})";
   EXPECT_EQ(parseVersioned(R"("version": 2, )", ok), "ok 2 0.000020 3.000000");
@@ -215,6 +226,37 @@ TEST(LinkCostTest, CpuOverheadSchemaIsVersioned) {
   EXPECT_EQ(parseVersioned(R"("version": 2, )",
                            R"(, "cpu_overhead": {"per_message_s": 0, "per_byte_s": 0, "per_round_s": 1})"),
             "inter_node.cpu_overhead.per_round_s: unknown field");
+}
+
+// The eager limit (`eager_limit_bytes`, schema version 2): a message over it has an eager part, priced as a
+// message of the limit's size; one at or below it moves at once (-1).
+TEST(LinkCostTest, EagerLimitSplitsLargeMessages) {
+  LinkSpec spec{1e9, 1e-5, {}};
+  spec.eagerLimitBytes = 65536;
+  LinkCost link(spec);
+  EXPECT_DOUBLE_EQ(link.eagerSeconds(131072), 1e-5 + 65536 / 1e9);
+  EXPECT_DOUBLE_EQ(link.eagerSeconds(65536), -1);
+  EXPECT_DOUBLE_EQ(link.eagerSeconds(100), -1);
+  // Without the field nothing is split.
+  EXPECT_DOUBLE_EQ(LinkCost(LinkSpec{1e9, 1e-5, {}}).eagerSeconds(1e9), -1);
+
+  auto parseEager = [](const std::string &version, const std::string &field) {
+    return parseWithInterNode(version, field, [](const ClusterSpec &cluster) {
+      return "ok " + std::to_string(static_cast<int64_t>(cluster.interNode.eagerLimitBytes)) + " " +
+             std::to_string(static_cast<int64_t>(cluster.intraNode.eagerLimitBytes));
+    });
+  };
+  EXPECT_EQ(parseEager(R"("version": 2, )", R"(, "eager_limit_bytes": 65536)"), "ok 65536 0");
+  EXPECT_EQ(parseEager("", ""), "ok 0 0");
+  EXPECT_EQ(parseEager("", R"(, "eager_limit_bytes": 65536)"),
+            "inter_node.eager_limit_bytes: needs \"version\": 2 at the top of the file (the field is new in schema "
+            "version 2; this file is version 1)");
+  EXPECT_EQ(parseEager(R"("version": 2, )", R"(, "eager_limit_bytes": 0)"),
+            "inter_node.eager_limit_bytes: must be an integer >= 1");
+  EXPECT_EQ(parseEager(R"("version": 2, )", R"(, "eager_limit_bytes": 65536.5)"),
+            "inter_node.eager_limit_bytes: must be an integer >= 1");
+  EXPECT_EQ(parseEager(R"("version": 2, )", R"(, "eager_limit_bytes": "64k")"),
+            "inter_node.eager_limit_bytes: must be an integer >= 1");
 }
 
 } // namespace

@@ -11,7 +11,9 @@
 #include "ptrain/Analysis/PipelinePlan.h"
 
 #include "gtest/gtest.h"
+#include "llvm/ADT/StringExtras.h"
 
+#include <algorithm>
 #include <random>
 
 using namespace mlir::ptrain;
@@ -405,6 +407,45 @@ TEST(TimingPlanTest, CpuOverheadLengthensBothEndpoints) {
     EXPECT_DOUBLE_EQ(plan.steps[index.tableSteps[1][0]].duration, 3.0 + 2 * o);
     // The overhead is busy compute, not bubble.
     EXPECT_DOUBLE_EQ(t.computeTime[0], 3.0 + 2 * o);
+  }
+}
+
+TEST(TimingPlanTest, RendezvousRestWaitsForTheSendersComputeStep) {
+  // Two stages, two micro-batches of 1F1B (stage 0: F0 F1 B0 B1, stage 1: FB0 FB1), f = 1, b = 2, every send
+  // 0.5 s on the link; the forward sends are over the eager limit with an eager part of 0.125 s
+  // (PlanStep::eagerSeconds), the backward ones are not. By hand, without the limit: send F0 [1, 1.5], FB0
+  // [1.5, 4.5], send B0 [4.5, 5], send F1 [4.5, 5] (posted by the receiver at FB0's end), FB1 [5, 8], send B1
+  // [8, 8.5], B0 [5, 7], B1 [8.5, 10.5]: 10.5 s. With it: send F0 starts at 1 while rank 0 starts F1 [1, 2], so
+  // its rest (0.375 s) waits for F1's end: it ends at max(1.125, 2) + 0.375 = 2.375, a stall of 0.875 s; FB0
+  // [2.375, 5.375], send B0 [5.375, 5.875]; send F1 starts at 5.375 while rank 0 is idle (waiting for the
+  // gradient inside MPI): no stall, [5.375, 5.875]; FB1 [5.875, 8.875], send B1 [8.875, 9.375], B1
+  // [9.375, 11.375]: 11.375 s.
+  for (bool limit : {false, true}) {
+    PipelineCosts costs = uniformCosts("1f1b", 2, 2, 1.0, 2.0);
+    costs.stages[0].sendForward = {0.5, 131072, true};
+    costs.stages[0].sendForward.eagerSeconds = limit ? 0.125 : -1;
+    costs.stages[1].sendBackward = {0.5, 131072, true};
+    PipelinePlanIndex index;
+    Plan plan = planOrDie(costs, index);
+    Timeline t = simulateOrDie(plan);
+    int sendF0 = index.sendSteps[0][0], sendF1 = index.sendSteps[0][1];
+    ASSERT_EQ(plan.steps[sendF0].name, "send F0 0->1");
+    ASSERT_EQ(plan.steps[sendF1].name, "send F1 0->1");
+    EXPECT_DOUBLE_EQ(t.iterationTime, limit ? 11.375 : 10.5);
+    EXPECT_DOUBLE_EQ(t.start[sendF0], 1.0);
+    EXPECT_DOUBLE_EQ(t.end[sendF0], limit ? 2.375 : 1.5);
+    EXPECT_DOUBLE_EQ(t.stall[sendF0], limit ? 0.875 : 0.0);
+    EXPECT_DOUBLE_EQ(t.start[sendF1], limit ? 5.375 : 4.5);
+    EXPECT_DOUBLE_EQ(t.end[sendF1], limit ? 5.875 : 5.0);
+    EXPECT_DOUBLE_EQ(t.stall[sendF1], 0.0);
+    // With the stall the critical path runs through the sender's F1 into the send's rest.
+    std::vector<std::string> path;
+    for (int id : t.criticalPath)
+      path.push_back(plan.steps[id].name);
+    auto f1 = std::find(path.begin(), path.end(), "F1");
+    EXPECT_EQ(f1 != path.end() && f1 + 1 != path.end() && *(f1 + 1) == "send F0 0->1", limit)
+        << llvm::join(path, ", ");
+    EXPECT_DOUBLE_EQ(t.slack[index.tableSteps[0][1]], limit ? 0.0 : 2.5);
   }
 }
 

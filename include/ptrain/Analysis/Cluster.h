@@ -55,6 +55,15 @@ struct LinkSpec {
   /// a message adds to the sender's compute it overlaps with (docs/TimingModel.md, "The per-message overhead").
   /// 0 and 0 without the field.
   double overheadPerMessage = 0, overheadPerByte = 0;
+  /// `eager_limit_bytes` (optional, schema version 2): an integer >= 1, the largest message the MPI library
+  /// sends at once (eagerly). A larger message moves its first eager_limit_bytes at once and the rest by the
+  /// rendezvous protocol, which progresses only inside MPI calls: without an asynchronous progress thread the
+  /// rest moves once the sender, busy with its next compute step, enters MPI again (TimingPlan.h). Source:
+  /// OpenMPI's `btl_tcp_eager_limit` (65536 B in OpenMPI 4.1, `ompi_info --param btl tcp --level 9`; the ob1 PML
+  /// sends the first fragment with the match header and the rest after the receiver's ACK). NCCL has no such
+  /// stall (its proxy thread progresses every transfer): leave it out for GPU clusters. 0 (none) without the
+  /// field: every message moves at once, as before.
+  double eagerLimitBytes = 0;
 };
 
 /// One codec kernel measured by ptrain-calibrate (docs/TimingModel.md, "Calibration"): the codec attribute
@@ -68,7 +77,8 @@ struct CodecKernelTime {
 };
 
 /// The newest cluster-file schema version this build reads (`version`, docs/TimingModel.md): 1, the schema
-/// before the field existed (files without `version`); 2 adds the links' `cpu_overhead`.
+/// before the field existed (files without `version`); 2 adds the links' `cpu_overhead` and
+/// `eager_limit_bytes`.
 constexpr int64_t kClusterSchemaVersion = 2;
 
 /// A parsed and checked cluster description.

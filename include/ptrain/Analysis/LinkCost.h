@@ -40,6 +40,12 @@ public:
   /// charges it to the sender's producing step and the receiver's consuming step of a pipeline send
   /// (PipelinePlan.h), and twice per round (a send and a receive) to a collective's time.
   double overhead(double bytes) const { return spec.overheadPerMessage + bytes * spec.overheadPerByte; }
+  /// Seconds the first eager_limit_bytes of a message of `bytes` bytes take (message(eager limit)), the part
+  /// that moves at once; -1 where the whole message moves at once (no `eager_limit_bytes`, or bytes at most the
+  /// limit). The rest, message(bytes) minus this, waits for the sender's next MPI call (TimingPlan.h).
+  double eagerSeconds(double bytes) const {
+    return spec.eagerLimitBytes > 0 && bytes > spec.eagerLimitBytes ? message(spec.eagerLimitBytes) : -1;
+  }
   /// Seconds of `messages` rounds of a collective in sequence carrying `sentBytes` bytes together (sentBytes /
   /// messages each; each rank sends one and receives one per round, so duplex, and pays the overhead of both);
   /// `messages` <= 0: the bytes at the bandwidth alone.

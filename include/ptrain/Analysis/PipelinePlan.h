@@ -57,6 +57,9 @@ struct CommCost {
   /// compressed) and the receiver's consuming step (its decode when compressed). Collectives include theirs in
   /// `seconds`.
   double cpuOverhead = 0;
+  /// Point-to-point transfers over the link's eager limit: seconds of the part that moves at once
+  /// (LinkCost::eagerSeconds, PlanStep::eagerSeconds); < 0: the whole message moves at once.
+  double eagerSeconds = -1;
 };
 
 /// A compressed point-to-point message: codec kernels on the sender's and the receiver's compute streams

@@ -9,6 +9,12 @@
 //   sender's producing step and the receiver's step before the consumer, have ended) and every link
 //   resource it uses is free (by default its link direction src -> dst; a plan may name shared resources
 //   instead, such as a node's NIC); transfers ready on one resource go in order of readiness;
+// * a transfer with an eager part (PlanStep::eagerSeconds >= 0, a message over the MPI library's eager limit;
+//   LinkSpec::eagerLimitBytes) moves that part at once and the rest only once the sender is inside MPI: when
+//   the sender's compute stream is running a step at the transfer's start (one starting then included), the
+//   rest starts at the later of the eager part's end and that step's end (the sender's next MPI call), so the
+//   transfer ends at max(start + eagerSeconds, that end) + duration - eagerSeconds (the rendezvous stall,
+//   docs/TimingModel.md); a sender that is idle (waiting inside MPI) moves it all at once;
 // * a collective starts when all members have posted: it is at the head of every member's communication
 //   stream and its dependencies have ended.
 //
@@ -61,6 +67,10 @@ struct PlanStep {
   /// Transfers: the shared link resources (ids >= 0, e.g. a node's NIC egress and the peer node's ingress)
   /// the transfer occupies; empty: its own link direction src -> dst.
   std::vector<int> links;
+  /// Transfers: seconds of the part that moves at once when the message is larger than the link's eager
+  /// limit (LinkCost::eagerSeconds); the rest (duration - eagerSeconds) waits for the sender's next MPI call
+  /// (see the file comment). < 0: the whole message moves at once.
+  double eagerSeconds = -1;
   /// Report data: name ("F3", "send F3 0->1", "dp all-reduce"), bytes moved per rank (communication),
   /// whether the traffic crosses nodes, the schedule position (stage, index in the stage's table row, -1
   /// when the step is not a table entry) and the micro-batch (-1 if none).
@@ -93,6 +103,9 @@ struct Plan {
 /// The result of simulating a plan.
 struct Timeline {
   std::vector<double> start, end, slack;
+  /// Per step: seconds a transfer's rest waited for its sender's compute step beyond its eager part (end -
+  /// start - duration; the rendezvous stall); 0 for every other step.
+  std::vector<double> stall;
   std::vector<bool> critical;
   /// Seconds from the first start (0) to the last end.
   double iterationTime = 0;
@@ -113,8 +126,8 @@ struct Timeline {
 /// start (a dependency cycle through the stream orders), naming the first such step.
 bool simulate(const Plan &plan, Timeline &out, std::string &error);
 
-/// Prints every step: name, ranks, start, end, slack and duration in microseconds, and a `*` for critical
-/// steps.
+/// Prints every step: name, ranks, start, end, slack and duration in microseconds (and a transfer's stall
+/// where it has one), and a `*` for critical steps.
 void printTimeline(const Plan &plan, const Timeline &timeline, llvm::raw_ostream &os);
 
 } // namespace mlir::ptrain
