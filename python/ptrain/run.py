@@ -223,7 +223,8 @@ def main(argv=None):
     except (RunError, OSError) as e:
         # An OSError (a log or checkpoint that cannot be written) is a message naming the file, no traceback.
         message = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename else e
-        print(f"ptrain-run: error: {message}", file=sys.stderr, flush=True)
+        # A worker's message starts on a line of its own: rank 0's progress bar (another process) may be mid-line.
+        print(f"{chr(10) if args.worker else ''}ptrain-run: error: {message}", file=sys.stderr, flush=True)
         # A worker ends every rank (MPI_Abort), also those stalled in compute or a sleep; if that is not
         # possible it leaves without finalizing MPI, and mpirun then ends the other ranks (no hang). Without
         # mpirun (torchrun, --launcher env) there is no MPI job to abort: the launcher ends the other ranks.
