@@ -42,7 +42,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     if (run->ops.front() != op)
       return success();
     if (failed(emitAdamWRun(
-*run, [&](StringAttr state) { return states[state].index; }, *this)))
+            *run, [&](StringAttr state) { return states[state].index; },
+            [&](AdamWOp a) {
+              auto generated = generatedAdamW.find(a);
+              return generated == generatedAdamW.end() ? std::string() : generated->second.kernel;
+            },
+            *this)))
       return failure();
     std::string loc;
     llvm::raw_string_ostream locOs(loc);
@@ -154,6 +159,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               emitFusedChainOp(b, chain->second);
               return success();
             }
+            if (auto update = foldedClipMuls.find(b); update != foldedClipMuls.end()) {
+              line("// the clip scale's mul, computed by " + generatedAdamW[update->second].kernel +
+                   " at its AdamW update (--ptrain-outline-adamw)");
+              line("(void)" + ptr(b.getResult()) + ";");
+              return success();
+            }
             // i64 other than the step counter's add of equal shapes: the broadcasting integer kernel.
             if (!tensorOf(b.getResult()).getElementType().isF32() &&
                 (b.getKind() != BinaryKind::Add || shapeOf(b.getLhs()) != shapeOf(b.getRhs())))
@@ -161,19 +172,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
             return emitSharedOp(b, *this);
           })
           .Case<AdamWOp>([&](AdamWOp a) -> LogicalResult {
-            Value p = a.getParam();
-            std::string bytes = std::to_string(bytesOf(p)), n = std::to_string(countOf(p));
-            if (failed(emitLearningRate(a.getSchedule(), a.getStep(), *this)) ||
-                failed(call(RuntimeCall::ptrain_copy_bytes, {ptr(p), bytes, ptr(a.getNewParam())})) ||
-                failed(call(RuntimeCall::ptrain_copy_bytes, {ptr(a.getM()), bytes, ptr(a.getNewM())})) ||
-                failed(call(RuntimeCall::ptrain_copy_bytes, {ptr(a.getV()), bytes, ptr(a.getNewV())})))
-              return failure();
-            return call(RuntimeCall::ptrain_adamw_step_f32,
-                        {ptr(a.getNewParam()), ptr(a.getGrad()), ptr(a.getNewM()), ptr(a.getNewV()), n, "t", "lr",
-                         floatLiteral(a.getBeta1Attr().getValueAsDouble()),
-                         floatLiteral(a.getBeta2Attr().getValueAsDouble()),
-                         floatLiteral(a.getEpsilonAttr().getValueAsDouble()),
-                         floatLiteral(a.getWeightDecayAttr().getValueAsDouble())});
+            auto generated = generatedAdamW.find(a);
+            return emitAdamW(a, generated == generatedAdamW.end() ? nullptr : &generated->second, *this);
           })
           .Case<SumSquaresOp>([&](SumSquaresOp s) { return emitSumSquares(s, *this); })
           .Case<ClipScaleOp>([&](ClipScaleOp c) { return emitClipScale(c, *this); })
