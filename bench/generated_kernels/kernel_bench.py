@@ -1,4 +1,4 @@
-"""The driver of chain_bench.py and codec_bench.py: compile a module's generated kernels, link a C++ bench with
+"""The driver of chain_bench.py, codec_bench.py and adamw_bench.py: compile a module's generated kernels, link a C++ bench with
 them and the runtime, run it pinned to one core.
 
 ptrain-translate --emit-cpp-kernels writes the kernels of MLIR for --kernels-cpu; the C++ bench (which declares

@@ -9,6 +9,7 @@
 #include "ptrain/Analysis/CodecCosts.h"
 #include "ptrain/Analysis/DeadOps.h"
 #include "ptrain/Analysis/ElementwiseChains.h"
+#include "ptrain/Analysis/FoldedClipScale.h"
 #include "ptrain/Analysis/MemoryPlan.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
@@ -105,6 +106,11 @@ public:
         }
         return WalkResult::advance();
       }
+      // The clip scale's mul an AdamW kernel folds in (FoldedClipScale.h) is no pass of its own: the update's
+      // kernel reads the unscaled gradient and the scale where the runtime's reads the scaled one, the same
+      // bytes, so the mul costs nothing.
+      if (auto mul = dyn_cast<BinaryOp>(op); mul && isFoldedIntoAdamWKernel(mul))
+        return WalkResult::advance();
       OpCost cost = getOpCost(op);
       if (cost.flops == 0 && cost.bytes == 0)
         return WalkResult::advance();

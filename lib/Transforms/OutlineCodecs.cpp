@@ -9,12 +9,10 @@
 
 #include "ptrain/Analysis/ElementwiseChains.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
+#include "ptrain/Transforms/KernelModule.h"
 #include "ptrain/Transforms/QuantArith.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/SymbolTable.h"
-
-#include "llvm/ADT/StringMap.h"
 
 #define DEBUG_TYPE "ptrain-outline-codecs"
 
@@ -33,7 +31,6 @@ struct OutlineCodecsPass : ptrain::impl::OutlineCodecsPassBase<OutlineCodecsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    MLIRContext *ctx = module.getContext();
     SmallVector<std::pair<CompressOp, QuantKernelShape>> sites;
     for (auto func : module.getOps<func::FuncOp>())
       func.walk([&](CompressOp op) {
@@ -42,27 +39,18 @@ struct OutlineCodecsPass : ptrain::impl::OutlineCodecsPassBase<OutlineCodecsPass
       });
     if (sites.empty())
       return;
-    auto kernels = dyn_cast_or_null<ModuleOp>(SymbolTable::lookupSymbolIn(module, kKernelModuleName));
-    if (!kernels) {
-      OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-      kernels = ModuleOp::create(builder, module.getLoc(), StringRef(kKernelModuleName));
-    }
-    OpBuilder inKernels = OpBuilder::atBlockEnd(kernels.getBody());
-    llvm::StringMap<StringAttr> bySignature;
-    int64_t kernelCount = 0;
+    KernelNamer namer(module, "ptrain_codec_kernel_");
     for (auto &[op, shape] : sites) {
-      StringAttr &name = bySignature[shape.signature()];
-      if (!name) {
-        name = StringAttr::get(ctx, "ptrain_codec_kernel_" + std::to_string(kernelCount++));
-        if (SymbolTable::lookupSymbolIn(kernels, name)) {
-          op.emitError("--ptrain-outline-codecs: @")
-              << kKernelModuleName << " already has @" << name.getValue() << "; the pass runs once";
-          return signalPassFailure();
-        }
+      FailureOr<std::pair<SymbolRefAttr, bool>> kernel =
+          namer.kernelFor(op, "--ptrain-outline-codecs", shape.signature());
+      if (failed(kernel))
+        return signalPassFailure();
+      StringAttr name = kernel->first.getLeafReference();
+      if (kernel->second) {
         ++numKernels;
-        buildQuantBlockEncoder(inKernels, op.getLoc(), name, shape);
+        buildQuantBlockEncoder(namer.builder(), op.getLoc(), name, shape);
       }
-      op->setAttr(kCodecKernelAttr, SymbolRefAttr::get(ctx, kKernelModuleName, {FlatSymbolRefAttr::get(name)}));
+      op->setAttr(kCodecKernelAttr, kernel->first);
       ++numSites;
       if (remarks)
         emitRemark(op.getLoc()) << "codec site: " << name.getValue() << ", " << shape.numel << " elements, "

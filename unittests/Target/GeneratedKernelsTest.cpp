@@ -6,7 +6,9 @@
 // runtime's kernels called once per op (ptrain_binary_f32, ptrain_gelu_fwd_f32,
 // ptrain_gelu_bwd_f32; docs/GeneratedKernels.md); GELU on random values over
 // its range and on the special ones (NaN, infinities, zeros, subnormals, the
-// erfc cut-off).
+// erfc cut-off); the quantization sites' encoders against ptrain_quant_encode_f32
+// and the AdamW updates against ptrain_adamw_step_f32 (with the clipping's
+// scale by ptrain_binary_f32).
 // The object is loaded with LLVM's ORC JIT linker, as written, without a
 // shared library around it.
 //
@@ -18,6 +20,7 @@
 #include "ptrain/Target/Cpp/KernelObject.h"
 #include "ptrain/Tools/Registration.h"
 #include "ptrain/Transforms/Passes.h"
+#include "ptrain/Transforms/AdamWArith.h"
 #include "ptrain/Transforms/QuantArith.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -27,6 +30,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -532,6 +536,144 @@ TEST_P(GeneratedKernelsTest, QuantizationKernelsEqualTheRuntimeEncoder) {
     }
   }
   EXPECT_EQ(checked, static_cast<int>(sites.size()) * 3);
+}
+
+/// One AdamW update of the AdamW kernels' test: `ptrain.adamw` of a 1-D tensor, the gradient scaled by a rank-0
+/// clip scale first when `clip`.
+struct AdamWUpdate {
+  int64_t numel;
+  double beta1, beta2, epsilon, weightDecay;
+  bool clip;
+};
+
+std::string adamwUpdateFunction(const AdamWUpdate &u, int index) {
+  const std::string t = "tensor<" + std::to_string(u.numel) + "xf32>";
+  auto f64 = [](double v) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::format("%.17e", v) << " : f64";
+    return text;
+  };
+  std::string text = "func.func @update" + std::to_string(index) + "(%p: " + t + ", %g: " + t + ", %m: " + t +
+                     ", %v: " + t + ", %s: tensor<f32>, %t: tensor<i64>) -> (" + t + ", " + t + ", " + t + ") {\n";
+  std::string grad = "%g";
+  if (u.clip) {
+    text += "  %gs = ptrain.binary mul %g, %s : " + t + ", tensor<f32>\n";
+    grad = "%gs";
+  }
+  text += "  %p1, %m1, %v1 = ptrain.adamw %p, " + grad +
+          ", %m, %v, %t {schedule = #ptrain.lr_schedule<peak = 1.0e-03 : f64, warmup = 1, total = 100, min_ratio "
+          "= 0.1 : f64>, beta1 = " +
+          f64(u.beta1) + ", beta2 = " + f64(u.beta2) + ", epsilon = " + f64(u.epsilon) +
+          ", weight_decay = " + f64(u.weightDecay) + "} : " + t + ", tensor<i64>\n";
+  return text + "  return %p1, %m1, %v1 : " + t + ", " + t + ", " + t + "\n}\n";
+}
+
+/// The AdamW kernels (--ptrain-outline-adamw, AdamWArith.h) against ptrain_adamw_step_f32 (after
+/// ptrain_binary_f32's mul by the clip scale where the kernel folds it in): p, m and v by memcmp after each of
+/// five steps at t = 1, 2, 3, 1000 and 100000 (the bias correction from strong to none) and learning rates
+/// 1e-3 to 1e-6, with weight decay 0 and 0.1, betas (0.9, 0.95) and (0.8, 0.999), epsilon 1e-8 and 1e-6, clip
+/// scales below and at 1; sizes below, at and around the vector width and a long one with a tail; gradients
+/// random with zeros, subnormals, huge values, infinities and NaNs mixed in.
+TEST_P(GeneratedKernelsTest, AdamWKernelsEqualTheRuntimeUpdate) {
+  std::vector<AdamWUpdate> updates;
+  for (int64_t numel : {1, 15, 16, 17, 1000, 4096 * 3 + 7})
+    for (bool clip : {false, true}) {
+      updates.push_back({numel, 0.9, 0.95, 1e-8, 0.1, clip});
+      updates.push_back({numel, 0.8, 0.999, 1e-6, 0.0, clip});
+    }
+  std::string text;
+  for (auto [i, u] : llvm::enumerate(updates))
+    text += adamwUpdateFunction(u, static_cast<int>(i));
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+  ASSERT_TRUE(module);
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  ASSERT_NO_FATAL_FAILURE(outlineAndLoad(*module, createOutlineAdamWPass(), jit));
+
+  const float kAdamWSpecials[] = {0.0f,
+                                  -0.0f,
+                                  std::numeric_limits<float>::denorm_min(),
+                                  -1e-39f,
+                                  std::numeric_limits<float>::min(),
+                                  1e-20f,
+                                  1e30f,
+                                  -std::numeric_limits<float>::max(),
+                                  std::numeric_limits<float>::infinity(),
+                                  std::numeric_limits<float>::quiet_NaN()};
+  const int64_t steps[] = {1, 2, 3, 1000, 100000};
+  const float rates[] = {1e-3f, 3e-4f, 1e-4f, 2.5e-5f, 1e-6f};
+  int checked = 0;
+  for (auto [index, u] : llvm::enumerate(updates)) {
+    SCOPED_TRACE(::testing::Message() << "numel " << u.numel << " betas " << u.beta1 << ", " << u.beta2
+                                      << " wd " << u.weightDecay << " clip " << u.clip << " on " << GetParam());
+    AdamWOp op;
+    module->walk([&](AdamWOp a) {
+      if (a->getParentOfType<func::FuncOp>().getSymName() == "update" + std::to_string(index))
+        op = a;
+    });
+    ASSERT_TRUE(op);
+    auto kernel = op->getAttrOfType<SymbolRefAttr>(kAdamWKernelAttr);
+    ASSERT_TRUE(kernel);
+    auto address = jit->lookup(kernel.getLeafReference().getValue());
+    ASSERT_TRUE(static_cast<bool>(address)) << llvm::toString(address.takeError());
+    std::mt19937 rng(2026 + static_cast<unsigned>(index));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_int_distribution<int> oneIn(0, 63);
+    const size_t n = static_cast<size_t>(u.numel);
+    std::vector<float> p(n), m(n), v(n);
+    for (size_t i = 0; i < n; ++i) {
+      p[i] = normal(rng) * 0.02f;
+      m[i] = normal(rng) * 1e-3f;
+      v[i] = std::fabs(normal(rng)) * 1e-6f;
+    }
+    std::vector<float> wantP = p, wantM = m, wantV = v, gotP = p, gotM = m, gotV = v;
+    for (int s = 0; s < 5; ++s) {
+      std::vector<float> g(n);
+      for (float &x : g) {
+        x = normal(rng) * (oneIn(rng) < 8 ? 1e-6f : 1e-2f);
+        // Specials only in the first step's gradient of the long update: a NaN or an infinity poisons its
+        // element's m and v for the later steps, the rest keep testing ordinary values.
+        if (s == 0 && oneIn(rng) == 0)
+          x = kAdamWSpecials[static_cast<size_t>(oneIn(rng)) % std::size(kAdamWSpecials)];
+      }
+      const float scale = u.clip ? (s % 2 ? 0.37f : 1.0f) : 1.0f;
+      // The runtime: the clipping's mul, then the update.
+      std::vector<float> scaled = g;
+      if (u.clip) {
+        const int64_t dims[1] = {u.numel};
+        ASSERT_EQ(ptrain_binary_f32(PTRAIN_BINARY_MUL, g.data(), 1, dims, &scale, 0, nullptr, 1, dims,
+                                    scaled.data()),
+                  PTRAIN_OK);
+      }
+      ASSERT_EQ(ptrain_adamw_step_f32(wantP.data(), scaled.data(), wantM.data(), wantV.data(), u.numel, steps[s],
+                                      rates[s], static_cast<float>(u.beta1), static_cast<float>(u.beta2),
+                                      static_cast<float>(u.epsilon), static_cast<float>(u.weightDecay)),
+                PTRAIN_OK)
+          << ptrain_last_error();
+      // The kernel, with the runtime's coefficients.
+      float c[3];
+      ASSERT_EQ(ptrain_adamw_coefficients_f32(steps[s], rates[s], static_cast<float>(u.beta1),
+                                              static_cast<float>(u.beta2), static_cast<float>(u.weightDecay), c),
+                PTRAIN_OK);
+      if (u.clip)
+        address->toPtr<void (*)(float *, float *, float *, float *, const float *, float, float, float)>()(
+            gotP.data(), g.data(), gotM.data(), gotV.data(), &scale, c[0], c[1], c[2]);
+      else
+        address->toPtr<void (*)(float *, float *, float *, float *, float, float, float)>()(
+            gotP.data(), g.data(), gotM.data(), gotV.data(), c[0], c[1], c[2]);
+      ASSERT_EQ(firstDifference(gotM, wantM), -1) << "m after step " << steps[s];
+      ASSERT_EQ(firstDifference(gotV, wantV), -1) << "v after step " << steps[s];
+      ASSERT_EQ(firstDifference(gotP, wantP), -1) << "p after step " << steps[s];
+      ++checked;
+    }
+    // The updates moved the parameters (a kernel that did nothing would equal a runtime that did nothing).
+    EXPECT_NE(std::memcmp(gotP.data(), p.data(), n * sizeof(float)), 0);
+  }
+  EXPECT_EQ(checked, static_cast<int>(updates.size()) * 5);
+  // One kernel per (size, betas, epsilon, clip): the weight decay is an argument.
+  auto kernels = dyn_cast<ModuleOp>(SymbolTable::lookupSymbolIn(*module, kKernelModuleName));
+  EXPECT_EQ(std::distance(kernels.getOps<func::FuncOp>().begin(), kernels.getOps<func::FuncOp>().end()),
+            static_cast<std::ptrdiff_t>(updates.size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpus, GeneratedKernelsTest, ::testing::Values("native", "x86-64"));

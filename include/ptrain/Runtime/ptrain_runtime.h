@@ -548,6 +548,18 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   Algorithm 2), in the form of torch.optim.AdamW: step t >= 1 (1-based);
 //   p -= lr * wd * p; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 //   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
+//   Per element, in fp32 and in this order (no FMA: -ffp-contract=off):
+//   m = b1 m + (1 - b1) g; v = b2 v + ((1 - b2) g) g;
+//   p = p decay - (step_size m) / (sqrt(v) inv_sqrt_bc2 + eps), with the
+//   coefficients of ptrain_adamw_coefficients_f32.
+// ptrain_adamw_coefficients_f32(step, lr, beta1, beta2, weight_decay,
+//                               out_coefficients[3])
+//   The per-call factors of ptrain_adamw_step_f32, for a kernel that performs
+//   its element loop elsewhere (the compiler's generated AdamW kernels,
+//   docs/GeneratedKernels.md): out_coefficients = {decay = 1 - lr wd (fp32),
+//   step_size = (float) (lr / bc1), inv_sqrt_bc2 = (float) (1 / sqrt(bc2))},
+//   bc_i = 1 - beta_i^t in fp64 (std::pow). The same checks of step and the
+//   betas as ptrain_adamw_step_f32.
 // ptrain_sgd_step_f32(param[n], grad[n], momentum_buf[n] or NULL, n, lr,
 //                     momentum, weight_decay)
 //   g' = g + wd * p; with momentum_buf: buf = momentum * buf + g', p -= lr * buf

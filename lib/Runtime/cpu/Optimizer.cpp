@@ -14,27 +14,40 @@
 #include <cmath>
 
 extern "C" ptrain_status_t
-ptrain_adamw_step_f32(float *param, const float *grad, float *exp_avg,
-                      float *exp_avg_sq, int64_t n, int64_t step, float lr,
-                      float beta1, float beta2, float eps,
-                      float weight_decay) {
-  PTRAIN_CHECK_SIZE(n);
+ptrain_adamw_coefficients_f32(int64_t step, float lr, float beta1, float beta2,
+                              float weight_decay, float *out_coefficients) {
   PTRAIN_CHECK_ARG(step >= 1, "step is 1-based, got %lld",
                    static_cast<long long>(step));
   PTRAIN_CHECK_ARG(beta1 >= 0.0f && beta1 < 1.0f && beta2 >= 0.0f &&
                        beta2 < 1.0f,
                    "beta1 and beta2 must be in [0, 1), got %g and %g",
                    static_cast<double>(beta1), static_cast<double>(beta2));
+  PTRAIN_CHECK_PTR(out_coefficients);
+  const double t = static_cast<double>(step);
+  const double bc1 = 1.0 - std::pow(static_cast<double>(beta1), t);
+  const double bc2 = 1.0 - std::pow(static_cast<double>(beta2), t);
+  out_coefficients[0] = 1.0f - lr * weight_decay;
+  out_coefficients[1] = static_cast<float>(lr / bc1);
+  out_coefficients[2] = static_cast<float>(1.0 / std::sqrt(bc2));
+  return PTRAIN_OK;
+}
+
+// The element loop is the definition the generated AdamW kernels repeat op for op (AdamWArith.h): fp32, this
+// order, no contraction into FMA (-ffp-contract=off, lib/Runtime/CMakeLists.txt).
+extern "C" ptrain_status_t
+ptrain_adamw_step_f32(float *param, const float *grad, float *exp_avg,
+                      float *exp_avg_sq, int64_t n, int64_t step, float lr,
+                      float beta1, float beta2, float eps,
+                      float weight_decay) {
+  PTRAIN_CHECK_SIZE(n);
   PTRAIN_CHECK_PTR(param);
   PTRAIN_CHECK_PTR(grad);
   PTRAIN_CHECK_PTR(exp_avg);
   PTRAIN_CHECK_PTR(exp_avg_sq);
-  const double t = static_cast<double>(step);
-  const double bc1 = 1.0 - std::pow(static_cast<double>(beta1), t);
-  const double bc2 = 1.0 - std::pow(static_cast<double>(beta2), t);
-  const float decay = 1.0f - lr * weight_decay;
-  const float stepSize = static_cast<float>(lr / bc1);
-  const float invSqrtBc2 = static_cast<float>(1.0 / std::sqrt(bc2));
+  float c[3];
+  PTRAIN_RETURN_IF_ERROR(
+      ptrain_adamw_coefficients_f32(step, lr, beta1, beta2, weight_decay, c));
+  const float decay = c[0], stepSize = c[1], invSqrtBc2 = c[2];
   for (int64_t i = 0; i < n; ++i) {
     const float g = grad[i];
     const float m = beta1 * exp_avg[i] + (1.0f - beta1) * g;

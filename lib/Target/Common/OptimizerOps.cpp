@@ -66,6 +66,8 @@ std::optional<LogicalResult> StepFunction::emitOptimizerOp(Operation *op) {
           if (failed(hostLearningRate(a.getSchedule(), a.getStep())) || failed(copy(p, a.getNewParam())) ||
               failed(copy(a.getM(), a.getNewM())) || failed(copy(a.getV(), a.getNewV())))
             return failure();
+          if (std::optional<LogicalResult> generated = generatedAdamWUpdate(a))
+            return *generated;
           args = {ptr(a.getNewParam()), ptr(a.getGrad()), ptr(a.getNewM()), ptr(a.getNewV()), str(countOf(p)), "t",
                   "lr"};
         } else {

@@ -147,6 +147,10 @@ protected:
   /// generated for the site, docs/GeneratedKernels.md), written instead of the codec kernel's call; none: the
   /// runtime's kernel (codecCall).
   virtual std::optional<LogicalResult> generatedEncoder(CompressOp op) { return std::nullopt; }
+  /// An AdamW update through the kernel the compiler generated for it, where the target has one (the CPU: the
+  /// kernel --ptrain-outline-adamw generated, docs/GeneratedKernels.md "AdamW over a bucket"), written after the
+  /// host's learning rate and the copies of p, m and v instead of the runtime's kernel; none: the runtime's.
+  virtual std::optional<LogicalResult> generatedAdamWUpdate(AdamWOp op) { return std::nullopt; }
   /// One line of C++ in the current op's block (indented, without its newline).
   void blockLine(const std::string &code) { block += "    " + code + "\n"; }
 

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AdamWTable.h"
+#include "GeneratedAdamW.h"
 
 #include "Common/CppTypes.h"
 #include "Common/EmitHelpers.h"
@@ -70,7 +71,7 @@ std::vector<RowRun> rowRuns(ArrayRef<std::array<int64_t, 4>> index, ArrayRef<std
 
 LogicalResult mlir::ptrain::cpp::emitAdamWRun(const AdamWRun &run, llvm::function_ref<int64_t(StringAttr)> stateIndex,
                                              llvm::function_ref<LogicalResult(LRScheduleAttr, Value)> learningRate,
-                                             CallWriter &w) {
+                                             llvm::function_ref<std::string(AdamWOp)> kernelOf, CallWriter &w) {
   AdamWOp first = run.rows.front().op;
   auto param = [](AdamWRow row) { return row.op.getParam(); };
   auto decay = [](AdamWRow row) { return row.op.getWeightDecayAttr().getValueAsDouble(); };
@@ -81,6 +82,12 @@ LogicalResult mlir::ptrain::cpp::emitAdamWRun(const AdamWRun &run, llvm::functio
     rest.push_back(std::to_string(countOf(param(row))) + ", " + floatLiteral(decay(row)) + ", " +
                    (row.zeroGrad ? "true" : "false"));
   }
+  // The generated kernels (--ptrain-outline-adamw), when every row has one: a row's kernel is part of the row.
+  const bool generated =
+      llvm::all_of(run.rows, [&](const AdamWRow &row) { return !kernelOf(row.op).empty(); });
+  if (generated)
+    for (auto [r, row] : llvm::enumerate(run.rows))
+      rest[r] += ", " + kernelOf(row.op);
   // The layers' updates are runs of one layer's rows: the table holds a row per parameter of the run's first
   // period (a layer), and the runs how often each repeats (issue 23 item 3: it grows with a layer's parameters).
   std::vector<RowRun> runs = rowRuns(index, rest);
@@ -88,12 +95,15 @@ LogicalResult mlir::ptrain::cpp::emitAdamWRun(const AdamWRun &run, llvm::functio
   for (const RowRun &r : runs)
     numRows += r.period;
   w.line("// " + std::to_string(run.rows.size()) +
-         " AdamW updates as a table (AdamWTable.h): in place on the states, the gradient reset after each");
+         " AdamW updates as a table (AdamWTable.h): in place on the states, the gradient reset after each" +
+         (generated ? "; each row's generated kernel (--ptrain-outline-adamw)" : ""));
   w.line("struct AdamWRow {");
   w.line("  int64_t param, grad, m, v; // indices in state_f32");
   w.line("  int64_t n;");
   w.line("  float weight_decay;");
   w.line("  bool zero_grad;");
+  if (generated)
+    w.line("  void (*kernel)(float *, float *, float *, float *, float, float, float); // AdamWArith.h");
   w.line("};");
   w.line("static const AdamWRow rows[" + std::to_string(numRows) + "] = {");
   for (const RowRun &r : runs)
@@ -119,13 +129,17 @@ LogicalResult mlir::ptrain::cpp::emitAdamWRun(const AdamWRun &run, llvm::functio
   w.line("    for (int64_t p = 0; p < run[1]; ++p) {");
   w.line("      const AdamWRow &row = rows[run[0] + p];");
   w.line("      float *grad = state_f32[row.grad + c * run[4]];");
-  if (failed(w.call(RuntimeCall::ptrain_adamw_step_f32,
-                    {"state_f32[row.param + c * run[3]]", "grad", "state_f32[row.m + c * run[5]]",
-                     "state_f32[row.v + c * run[6]]", "row.n", "t", "lr",
-                     floatLiteral(first.getBeta1Attr().getValueAsDouble()),
-                     floatLiteral(first.getBeta2Attr().getValueAsDouble()),
-                     floatLiteral(first.getEpsilonAttr().getValueAsDouble()), "row.weight_decay"})))
+  const std::string p = "state_f32[row.param + c * run[3]]", m = "state_f32[row.m + c * run[5]]",
+                    v = "state_f32[row.v + c * run[6]]";
+  if (generated) {
+    if (failed(emitAdamWKernelCall(first, "row.weight_decay", "row.kernel", {p, "grad", m, v}, w)))
+      return failure();
+  } else if (failed(w.call(RuntimeCall::ptrain_adamw_step_f32,
+                           {p, "grad", m, v, "row.n", "t", "lr", floatLiteral(first.getBeta1Attr().getValueAsDouble()),
+                            floatLiteral(first.getBeta2Attr().getValueAsDouble()),
+                            floatLiteral(first.getEpsilonAttr().getValueAsDouble()), "row.weight_decay"}))) {
     return failure();
+  }
   w.line("      if (row.zero_grad)");
   if (failed(w.call(RuntimeCall::ptrain_zero_bytes, {"grad", "row.n * 4"})))
     return failure();

@@ -38,9 +38,13 @@ namespace mlir::ptrain::cpp {
 /// `float *`, assigned by ptrain_step_init). The rows of the run's layers are runs of one layer's rows (the same
 /// counts, decays and resets, the state indices up by the same strides from layer to layer): the table holds one
 /// layer's rows, commented with their parameters' symbols, and each run's period, count and strides.
-/// `learningRate(schedule, step)` writes `t` and `lr` (StepFunction::hostLearningRate).
+/// `learningRate(schedule, step)` writes `t` and `lr` (StepFunction::hostLearningRate). `kernelOf(op)` is the
+/// generated AdamW kernel the step calls for a row's update (AdamWArith.h), or empty: when every row has one,
+/// each row holds its kernel and the loop calls it (with ptrain_adamw_coefficients_f32's coefficients) instead
+/// of ptrain_adamw_step_f32.
 LogicalResult emitAdamWRun(const AdamWRun &run, llvm::function_ref<int64_t(StringAttr)> stateIndex,
-                           llvm::function_ref<LogicalResult(LRScheduleAttr, Value)> learningRate, CallWriter &w);
+                           llvm::function_ref<LogicalResult(LRScheduleAttr, Value)> learningRate,
+                           llvm::function_ref<std::string(AdamWOp)> kernelOf, CallWriter &w);
 
 } // namespace mlir::ptrain::cpp
 

@@ -20,6 +20,7 @@
 #include "Common/CppTypes.h"
 #include "Common/EmitHelpers.h"
 #include "EmitModelOps.h"
+#include "GeneratedAdamW.h"
 #include "EmitTelemetry.h"
 #include "Common/KernelTarget.h"
 #include "Common/NamedStorage.h"
@@ -182,6 +183,14 @@ private:
   /// are all still intact where its last op runs and whose outputs are arena buffers that overlap no input
   /// (or one input exactly, read at the same index); the others stay per-op calls.
   LogicalResult planFusedChains();
+  /// The arena byte range [begin, end) of `v` (through aliases), or nullopt for memory outside the arena
+  /// (states, arguments, literal constants).
+  std::optional<std::pair<int64_t, int64_t>> arenaRangeOf(Value v);
+  /// The AdamW updates --ptrain-outline-adamw marked whose kernel this function calls (EmitKernelCalls.cpp):
+  /// those of an AdamW table (in place on the states), and the others where the clip scale's mul they fold in
+  /// is the op before them (state reads between) and its inputs share no arena bytes with the update's results,
+  /// which the copies of p, m and v write before the kernel runs; the others keep ptrain_adamw_step_f32.
+  LogicalResult planAdamWKernels();
   /// `op`'s part of its fused chain: nothing for all but the last op, the kernel's call for the last.
   void emitFusedChainOp(Operation *op, size_t chain);
   LogicalResult emitConstant(arith::ConstantOp op);
@@ -226,6 +235,7 @@ private:
                                          const target::CompressedAllReduceArgs &args) override;
   void compressTelemetry(CompressOp op) override;
   std::optional<LogicalResult> generatedEncoder(CompressOp op) override;
+  std::optional<LogicalResult> generatedAdamWUpdate(AdamWOp op) override;
 
   llvm::DenseMap<StringAttr, StateInfo> &states;
   CommGroups &comms;
@@ -250,6 +260,8 @@ private:
   };
   std::vector<FusedChain> fusedChains;
   llvm::DenseMap<Operation *, size_t> fusedChainOf; ///< index into fusedChains of each op of a fused chain
+  llvm::DenseMap<Operation *, GeneratedAdamW> generatedAdamW; ///< the AdamW updates calling their kernel
+  llvm::DenseMap<Operation *, Operation *> foldedClipMuls;    ///< a folded clip mul -> its AdamW update
   std::string declaration;
 };
 

@@ -71,8 +71,8 @@ static std::string kernelDeclarations(ModuleOp module, const EmitCppOptions &opt
   if (options.kernelsObject.empty() || !kernels)
     return "";
   std::string text =
-      "// The kernels --ptrain-outline-elementwise and --ptrain-outline-codecs generated, in the object\n"
-      "// ptrain-compile links (docs/GeneratedKernels.md).\n";
+      "// The kernels --ptrain-outline-elementwise, --ptrain-outline-codecs and --ptrain-outline-adamw generated,\n"
+      "// in the object ptrain-compile links (docs/GeneratedKernels.md).\n";
   for (auto kernel : kernels.getOps<func::FuncOp>()) {
     // The outputs are the trailing parameters, the first of them the first one the kernel writes (a
     // linalg.generic's init, or a memref.store's target in a row kernel).
@@ -422,6 +422,7 @@ LogicalResult mlir::ptrain::emitCpp(ModuleOp module, raw_ostream &os, const Emit
     PassManager pm(module.getContext());
     pm.addPass(createOutlineElementwisePass());
     pm.addPass(createOutlineCodecsPass());
+    pm.addPass(createOutlineAdamWPass());
     if (failed(pm.run(module)))
       return failure();
     std::error_code ec;

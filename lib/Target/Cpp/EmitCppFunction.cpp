@@ -241,7 +241,7 @@ LogicalResult FunctionEmitter::planAndEmitBody(int64_t &bytes) {
   planStorage(StorageRules::cpu(), /*place=*/true, "arg", "out_");
   gemms = &liveness->gemms();
   bytes = liveness->arenaBytes();
-  if (useKernels && failed(planFusedChains()))
+  if (useKernels && (failed(planFusedChains()) || failed(planAdamWKernels())))
     return failure();
   for (Operation *op : ops)
     if (failed(emitOp(op)))

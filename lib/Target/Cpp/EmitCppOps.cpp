@@ -43,7 +43,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       return success();
     if (failed(emitAdamWRun(
             *run, [&](StringAttr state) { return states[state].index; },
-            [&](LRScheduleAttr schedule, Value step) { return hostLearningRate(schedule, step); }, *this)))
+            [&](LRScheduleAttr schedule, Value step) { return hostLearningRate(schedule, step); },
+            [&](AdamWOp a) {
+              auto generated = generatedAdamW.find(a);
+              return generated == generatedAdamW.end() ? std::string() : generated->second.kernel;
+            },
+            *this)))
       return failure();
     std::string loc;
     llvm::raw_string_ostream locOs(loc);
@@ -155,6 +160,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
               emitFusedChainOp(b, chain->second);
               return success();
             }
+            if (auto update = foldedClipMuls.find(b); update != foldedClipMuls.end()) {
+              line("// the clip scale's mul, computed by " + generatedAdamW[update->second].kernel +
+                   " at its AdamW update (--ptrain-outline-adamw)");
+              line("(void)" + ptr(b.getResult()) + ";");
+              return success();
+            }
             // i64 other than the step counter's add of equal shapes: the broadcasting integer kernel.
             if (!tensorOf(b.getResult()).getElementType().isF32() &&
                 (b.getKind() != BinaryKind::Add || shapeOf(b.getLhs()) != shapeOf(b.getRhs())))
@@ -263,5 +274,11 @@ void FunctionEmitter::compressTelemetry(CompressOp op) { emitCompressTelemetry(o
 std::optional<LogicalResult> FunctionEmitter::generatedEncoder(CompressOp op) {
   if (auto kernel = op->getAttrOfType<SymbolRefAttr>(kCodecKernelAttr))
     return emitGeneratedEncoder(op, kernel, *this);
+  return std::nullopt;
+}
+
+std::optional<LogicalResult> FunctionEmitter::generatedAdamWUpdate(AdamWOp op) {
+  if (auto generated = generatedAdamW.find(op); generated != generatedAdamW.end())
+    return emitGeneratedAdamW(op, generated->second, *this);
   return std::nullopt;
 }

@@ -35,8 +35,14 @@ std::string mlir::ptrain::kernelDeclaration(func::FuncOp kernel, unsigned numInp
   std::string text =
       std::string("extern \"C\" ") + (type.getNumResults() ? "int64_t " : "void ") + kernel.getSymName().str() + "(";
   for (auto [i, param] : llvm::enumerate(type.getInputs())) {
+    text += i ? ", " : "";
+    // A scalar argument (the AdamW kernels' coefficients) is passed by value.
+    if (!isa<MemRefType>(param)) {
+      text += param.isF32() ? "float" : "int64_t";
+      continue;
+    }
     const bool bytes = cast<MemRefType>(param).getElementType().isInteger(8);
-    text += std::string(i ? ", " : "") + (i < numInputs ? "const " : "") + (bytes ? "uint8_t *" : "float *");
+    text += std::string(i < numInputs ? "const " : "") + (bytes ? "uint8_t *" : "float *");
   }
   return text + ");\n";
 }
@@ -88,6 +94,8 @@ LogicalResult mlir::ptrain::writeKernelObject(ModuleOp kernels, llvm::raw_pwrite
   // vector.load/store/reduction/shuffle/broadcast of the codec kernels (QuantArith.h), before the memrefs they
   // index become LLVM pointers.
   pm.addPass(createConvertVectorToLLVMPass());
+  // math.sqrt of the AdamW kernels (AdamWArith.h): llvm.intr.sqrt, correctly rounded like std::sqrt.
+  pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   ConvertFuncToLLVMPassOptions funcOptions;

@@ -15,6 +15,10 @@
 4. ptrain_step_init checks the instruction-set extensions the kernels use (none for x86-64); on a CPU without
    AVX-512, a step compiled for skylake-avx512 fails at init naming avx512f.
 5. An unknown --kernels-cpu is ptrain-compile's error, naming the CPU.
+7. AdamW (--ptrain-outline-adamw): every fused step calls the generated AdamW kernels and no
+   ptrain_adamw_step_f32 (pp1-on: the AdamW table's rows; clip-on, global-norm clipping: one update at a time,
+   the clip scale's mul folded in; zero-on, ZeRO-1 at dp=2: the update of each bucket's shard), and trains
+   identically to the unfused step (clip-off, zero-off).
 6. qpp2: pp=2 with every pipeline send quantized (4-bit asymmetric blocks of 64 forward, 8-bit symmetric blocks
    of 32 backward, error feedback on both): the fused step calls the generated per-site encoders
    (--ptrain-outline-codecs) and no ptrain_quant_encode_f32, and trains identically to the unfused step.
@@ -45,6 +49,12 @@ configs = {
     # Quantized pipeline sends with error feedback: the generated per-site encoders (--ptrain-outline-codecs).
     "qpp2-off": ["--pp", "2", "--micro-batches", "2", "--fuse-elementwise", "off", *QUANT],
     "qpp2-on": ["--pp", "2", "--micro-batches", "2", "--fuse-elementwise", "on", *QUANT],
+    # Global-norm clipping: the AdamW kernels fold the clip scale's mul in (--ptrain-outline-adamw).
+    "clip-off": ["--pp", "1", "--micro-batches", "2", "--clip-norm", "0.5", "--fuse-elementwise", "off"],
+    "clip-on": ["--pp", "1", "--micro-batches", "2", "--clip-norm", "0.5", "--fuse-elementwise", "on"],
+    # ZeRO-1: AdamW over each bucket's shard.
+    "zero-off": ["--dp", "2", "--zero", "1", "--micro-batches", "2", "--fuse-elementwise", "off"],
+    "zero-on": ["--dp", "2", "--zero", "1", "--micro-batches", "2", "--fuse-elementwise", "on"],
 }
 for name, flags in configs.items():
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *common, *flags, "-o", os.path.join(work, name)])
@@ -62,6 +72,13 @@ for name in configs:
     check("ptrain_kernel_0(" in step, f"{name}: step.cpp calls ptrain_kernel_0")
     symbols = subprocess.run(["nm", kernels], capture_output=True, text=True).stdout
     check(" T ptrain_kernel_0" in symbols, f"{name}: kernels.o defines ptrain_kernel_0")
+    check(" T ptrain_adamw_kernel_0" in symbols and "ptrain_adamw_step_f32(" not in step,
+          f"{name}: the AdamW updates call their generated kernels, not ptrain_adamw_step_f32")
+    if name == "pp1-on":
+        check("row.kernel(" in step, f"{name}: the AdamW table's rows call their kernels")
+    if name == "clip-on":
+        check("the clip scale's mul, computed by ptrain_adamw_kernel_" in step,
+              f"{name}: the clip scale's mul is folded into the AdamW kernels")
     if name.startswith("qpp2"):
         check("ptrain_codec_kernel_0(" in step and "ptrain_quant_encode_f32(" not in step,
               f"{name}: step.cpp calls the generated quantization encoders, not the runtime's")

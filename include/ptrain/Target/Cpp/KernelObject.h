@@ -42,8 +42,9 @@ struct KernelObjectTarget {
   SmallVector<std::string> features;
 };
 
-/// Lowers `kernels` (func.func ops of linalg, memref and arith on static shapes; not modified) to LLVM IR with
-/// bare-pointer arguments (`void name(float *...)`: the kernel's memrefs in order), optimizes it for the target
+/// Lowers `kernels` (func.func ops of linalg, scf, vector, memref, math and arith on static shapes; not modified)
+/// to LLVM IR with bare-pointer arguments (`void name(float *...)`: the kernel's memrefs in order, scalars by
+/// value), optimizes it for the target
 /// and writes an ELF object to `os`. Fails with an error at `kernels` naming the stage that failed (the MLIR
 /// lowering, the LLVM translation, an unknown CPU or target).
 /// `target`, when given, receives what the object was compiled for.
@@ -52,7 +53,8 @@ LogicalResult writeKernelObject(ModuleOp kernels, llvm::raw_pwrite_stream &os, c
 
 /// The C declaration of `kernel` as the step calls it: `extern "C" void name(const float *, ..., float *);`
 /// (`numInputs` read-only pointers, then the outputs; `uint8_t *` for an i8 memref), returning int64_t for a
-/// kernel with an i64 result (a codec kernel: QuantArith.h).
+/// kernel with an i64 result (a codec kernel: QuantArith.h); a scalar argument (f32: float, else int64_t) by value
+/// (the AdamW kernels' coefficients: AdamWArith.h).
 std::string kernelDeclaration(func::FuncOp kernel, unsigned numInputs);
 
 } // namespace mlir::ptrain
