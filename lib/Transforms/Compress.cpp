@@ -19,6 +19,7 @@
 #include "ptrain/Transforms/CompressionConfig.h"
 #include "ptrain/Plan/CompressionPlan.h"
 #include "ptrain/Transforms/GradientClipping.h"
+#include "ptrain/Transforms/LossScaledCodecs.h"
 #include "ptrain/Plan/ScheduleTable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -366,6 +367,11 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
                                  : StringRef("none"),
                              "dp", options.dpCodecs)))
     return failure();
+  // Under fp16's loss scaler the backward and dp candidates carry gradients: those whose encoder refuses inf/NaN
+  // are not candidates (the TP search skips them on backward sites only: CompressAuto.cpp).
+  for (std::vector<CodecAttrInterface> *candidates : {&options.backwardCodecs, &options.dpCodecs})
+    llvm::erase_if(*candidates, [&](CodecAttrInterface codec) { return !canCarryGradientsOf(module, codec); });
+  options.lossScaledGradients = hasLossScaledGradients(module);
   if (!options.tpCodecs.empty() && !tpSitesInModule)
     return error("auto-tp-codecs: the module has no tensor-parallel all-reduce of a row-parallel linear or of f's "
                  "gradient (run --ptrain-raise and --ptrain-shard-tp with tp > 1 before --ptrain-split-stages)"),
@@ -568,6 +574,10 @@ void CompressPass::runOnOperation() {
       return signalPassFailure();
     numOverridden += count;
   }
+  // fp16's loss scaler: no codec that refuses inf/NaN on gradient traffic (docs/MixedPrecision.md, "Codecs on
+  // loss-scaled gradients"); the tensor-parallel sites are checked where they are chosen.
+  if (failed(checkLossScaledGradientCodecs(module, &plan, autoTensorParallel, [&] { return error(""); })))
+    return signalPassFailure();
   for (const auto *rows : {&plan.backwardSends, &plan.forwardSends})
     for (const std::vector<CodecAttrInterface> &row : *rows)
       numCompressedSends += llvm::count_if(row, [](CodecAttrInterface c) { return bool(c); });
@@ -620,7 +630,7 @@ FailureOr<ArrayAttr> CompressPass::tensorParallelSites(ModuleOp module) {
     return failure();
   FailureOr<std::vector<TensorParallelCodec>> codecs =
       planTensorParallelCompression(module, *fwd, *bwd, tpSkipLayers, tpErrorFeedback, [&] { return error(""); });
-  if (failed(codecs))
+  if (failed(codecs) || failed(checkLossScaledGradientCodecs(module, nullptr, *codecs, [&] { return error(""); })))
     return failure();
   numCompressedTPSites += codecs->size();
   return tensorParallelRecord(&getContext(), *codecs);

@@ -56,6 +56,18 @@
 // RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=1" --ptrain-schedule \
 // RUN:   --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json" --ptrain-compress="policy=mcbench dp-codec=bf16" \
 // RUN:   2>&1 | FileCheck %s --check-prefix=DP1
+// Under fp16's loss scaler the dp gradients may be inf/NaN on an overflowing step: quantizing them (the bucket's
+// reduce-scatter, or plain dp's all-reduce) is refused by name (docs/MixedPrecision.md, "Codecs on loss-scaled
+// gradients"); PowerSGD carries the inf to the scaler's check and is accepted. (A cluster with fp16 peaks.)
+// RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1 precision=fp16" --ptrain-schedule \
+// RUN:   --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" \
+// RUN:   --ptrain-compress="policy=mcbench dp-codec=quant:bits=8,granularity=block,block-size=43" 2>&1 | FileCheck %s --check-prefix=FP16ZERO
+// RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 precision=fp16" --ptrain-schedule \
+// RUN:   --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" \
+// RUN:   --ptrain-compress="policy=mcbench dp-codec=quant:bits=8" 2>&1 | FileCheck %s --check-prefix=FP16DP
+// RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1 precision=fp16" --ptrain-schedule \
+// RUN:   --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" \
+// RUN:   --ptrain-compress="policy=optimus-cc sc-all=true sc-rank=2" | FileCheck %s --check-prefix=FP16PSGD
 
 // The record: every gradient has the codec; one residual per bucket, the padded bucket.
 // CHECK: dp_codecs = {"bias/grad" = #ptrain.quant<bits = 8, granularity = block, block_size = 43>, "head/grad" = #ptrain.quant<bits = 8, granularity = block, block_size = 43>, "wte/grad" = #ptrain.quant<bits = 8, granularity = block, block_size = 43>}
@@ -106,6 +118,9 @@
 // AUTODP: error: --ptrain-compress: auto-dp-codecs=bf16: under ZeRO-1 auto searches PowerSGD only on the data-parallel gradients (give auto-dp-codecs=none, or quantize the buckets with policy=mcbench dp-codec=quant:...,granularity=block)
 // CHANNEL: error: --ptrain-lower-to-runtime: a ZeRO-1 bucket is a flat tensor: quantize it with granularity tensor or block (e.g. quant:bits=8,granularity=block,block-size=256), not #ptrain.quant<bits = 8> (channel granularity would keep a scale per element)
 // CAST: error: --ptrain-lower-to-runtime: the ZeRO-1 reduce-scatter compresses a bucket with quantization (#ptrain.quant); #ptrain.cast<bf16> on a ZeRO-1 bucket is not built
+// FP16ZERO: error: --ptrain-compress: the dp gradient reduce-scatter (ZeRO-1 bucket) of '{{.*}}/grad' uses #ptrain.quant<bits = 8, granularity = block, block_size = 43> under precision=fp16, whose encoder refuses a non-finite element
+// FP16DP: error: --ptrain-compress: the dp gradient all-reduce of '{{.*}}/grad' uses #ptrain.quant<bits = 8> under precision=fp16, whose encoder refuses a non-finite element
+// FP16PSGD: ptrain.compression = #ptrain.compression<policy = "optimus-cc"
 // DP1: error: --ptrain-compress: dp-codec=bf16 compresses the data-parallel gradient reductions, but dp = 1
 
 ptrain.state @wte key "wte" kind parameter : tensor<16x8xf32>

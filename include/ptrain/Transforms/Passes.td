@@ -846,6 +846,12 @@ def CompressPass : Pass<"ptrain-compress", "::mlir::ModuleOp"> {
     `overrides=FILE` (JSON, after the policy, any policy) sets the codec of edges named by stage and
     direction, link ("1->0"), schedule step (stage 1, "FB3") or parameter (its dp all-reduce).
 
+    Under fp16's loss scaler (`ptrain.precision` fp16) the gradients are inf/NaN on an overflowing step, which
+    the scaler skips: a codec whose encoder refuses a non-finite element (`quant`, `tahquant`) on a
+    gradient-carrying site (a backward send, a dp codec or ZeRO-1 bucket, a backward TP site), from any policy
+    or override, is an error naming the site and the codec, and auto does not try it there; forward sites are
+    unaffected (docs/MixedPrecision.md, "Codecs on loss-scaled gradients").
+
     The record: `policy`; `backward_sends` and `forward_sends` (per stage s, per micro-batch i, with V
     virtual stages per model chunk k and micro-batch i at k M + i: `false`, `true` for the direction's codec `backward_codec` / `forward_codec`, or a codec attribute of an override);
     `backward_error_feedback`, `forward_error_feedback`; `dp_all_reduce` (per stage), `sc_rank`,
