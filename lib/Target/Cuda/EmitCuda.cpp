@@ -136,6 +136,8 @@ struct ModuleStorage {
   /// beside libstep.so (empty: no file, such a constant is an error).
   std::string constantFile;
   std::string constantFileName;
+  /// The offset in constantFile of each value written there: a constant in two stages' blocks is one copy.
+  llvm::DenseMap<std::pair<Attribute, Type>, int64_t> fileOffsets;
   CodecSites sites;      ///< codec telemetry (Common/CodecTelemetry.h)
   bool pipeline = false; ///< ptrain.pipeline: a rank's d_states holds its stage's states only
   StageStates stages;    ///< pipeline: each stage's states and their offsets in its d_states
@@ -435,7 +437,10 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
              << bytesOf(result) << " bytes is neither small (at most " << kPrintedSplatElements
              << " elements), a splat, a causal mask nor an iota: it is read from a constant file at set-up; pass "
                 "--emit-cuda-constants=FILE (FILE lies beside libstep.so)";
-    const int64_t fileOffset = target::appendToConstantFile(module.constantFile, constantBytes(attr));
+    auto [it, isNew] = module.fileOffsets.try_emplace({attr, result.getType()}, 0);
+    if (isNew)
+      it->second = target::appendToConstantFile(module.constantFile, constantBytes(attr));
+    const int64_t fileOffset = it->second;
     const std::string bytes = std::to_string(bytesOf(result));
     module.constants += "// " + locationComment(op.getLoc()) + ": " + std::to_string(n) + " x " + cType(result) +
                         ", device offset " + std::to_string(offset) + ": bytes [" + std::to_string(fileOffset) +
