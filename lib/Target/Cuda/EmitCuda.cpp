@@ -120,26 +120,38 @@ struct ModuleStorage {
   /// Per constant: empty for a host array copied to the device, else the statement that writes a splat into its
   /// device range at set-up (issue 23: a splat, e.g. the zeros that reset a gradient, is never printed).
   SmallVector<std::string> constantFills;
-  /// Per constant: whether its fill reads the constant file, and the pipeline stages (ptrain.stage) of the
-  /// functions that use it, kNoStage for a function of no stage (issue 23: a rank reads only its own stage's
-  /// bytes of the constant file, as the CPU target's allocateStage<s>Storage does).
-  SmallVector<bool> constantFromFile;
-  SmallVector<std::set<int64_t>> constantStages;
-  llvm::DenseMap<int64_t, size_t> constantIndexAt; ///< a constant's index in the lists above by device offset
+  /// Per constant: the block it lies in (blockOf: its pipeline stage, kNoStage without a pipeline). A pipeline
+  /// rank allocates and sets up only its own stage's block of constants, at offsets within that block, as the
+  /// CPU target's allocateStage<s>Storage does (issue 23); a constant two stages use is in both blocks.
+  SmallVector<int64_t> constantStage;
   static constexpr int64_t kNoStage = -1;
-  int64_t constantBlockBytes = 0;
-  /// The device offset of each constant value already in d_constants, by its (uniqued) attribute and type: the
-  /// same constant of every layer is one copy, so that an outlined layer's row does not carry its offset and
-  /// the constants do not grow with the layers (issue 23). Constants are read-only.
-  llvm::DenseMap<std::pair<Attribute, Type>, int64_t> constantOffsets;
+  /// The bytes of each block of constants (d_constants of the ranks of its stage), by blockOf.
+  std::map<int64_t, int64_t> constantBlockBytes;
+  /// The device offset of each constant value already in its block of d_constants, by block and (uniqued)
+  /// attribute and type: the same constant of every layer is one copy, so that an outlined layer's row does
+  /// not carry its offset and the constants do not grow with the layers (issue 23). Constants are read-only.
+  llvm::DenseMap<std::tuple<int64_t, Attribute, Type>, int64_t> constantOffsets;
   /// The constant file (EmitCudaOptions::constantsFile): the bytes of every large constant that is neither a
   /// splat nor generated, each at a 64-byte offset, read at set-up into its range of d_constants; and its name
   /// beside libstep.so (empty: no file, such a constant is an error).
   std::string constantFile;
   std::string constantFileName;
+  /// The offset in constantFile of each value written there: a constant in two stages' blocks is one copy.
+  llvm::DenseMap<std::pair<Attribute, Type>, int64_t> fileOffsets;
   CodecSites sites;      ///< codec telemetry (Common/CodecTelemetry.h)
   bool pipeline = false; ///< ptrain.pipeline: a rank's d_states holds its stage's states only
   StageStates stages;    ///< pipeline: each stage's states and their offsets in its d_states
+
+  /// The per-rank block of device storage (constants, the shared arena) `func` uses: its pipeline stage (the
+  /// one stage for a function of no stage that runs on it, StageStates::of), kNoStage without a pipeline or
+  /// for a function that runs on no rank.
+  int64_t blockOf(func::FuncOp func) const {
+    if (!pipeline)
+      return kNoStage;
+    if (StageAttr stage = getStage(func))
+      return stage.getIndex();
+    return stages.of(func) ? stages.byStage.begin()->first : kNoStage;
+  }
 };
 
 /// Emits one function on device buffers; the CUDA target of the shared function walk (StepFunction.h) and op
@@ -342,25 +354,19 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
   const int64_t n = countOf(result);
   const int64_t index = module.constantCopies.size();
   const std::string name = "constant_" + std::to_string(index);
-  int64_t offset = module.constantBlockBytes;
-  auto known = module.constantOffsets.find({attr, result.getType()});
+  // Its offset in its block: this function's stage's (issue 23: a pipeline rank holds its stage's constants).
+  const int64_t block = module.blockOf(func);
+  int64_t &blockBytes = module.constantBlockBytes[block];
+  int64_t offset = blockBytes;
+  auto known = module.constantOffsets.find({block, attr, result.getType()});
   const bool written = known != module.constantOffsets.end();
   if (written)
     offset = known->second;
-  else if (!dryRun)
-    module.constantOffsets[{attr, result.getType()}] = offset;
-  const ConstantForm form = n > kPrintedSplatElements ? classifyConstant(attr) : ConstantForm();
-  if (!dryRun) {
-    // Which ranks set it up: the stages of the functions that use it (every rank for a function of no stage).
-    const size_t at = written ? module.constantIndexAt.lookup(offset) : static_cast<size_t>(index);
-    if (!written) {
-      module.constantIndexAt[offset] = at;
-      module.constantStages.emplace_back();
-      module.constantFromFile.push_back(form.kind == ConstantForm::File);
-    }
-    StageAttr stage = getStage(func);
-    module.constantStages[at].insert(stage ? stage.getIndex() : ModuleStorage::kNoStage);
+  else if (!dryRun) {
+    module.constantOffsets[{block, attr, result.getType()}] = offset;
+    module.constantStage.push_back(block);
   }
+  const ConstantForm form = n > kPrintedSplatElements ? classifyConstant(attr) : ConstantForm();
   if (written || dryRun) {
     // Written already (another layer's), or the dry run: nothing to add to the block.
   } else if (form.kind == ConstantForm::CausalMask || form.kind == ConstantForm::Iota) {
@@ -389,7 +395,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
     module.constantCopies.push_back({"", offset});
     module.constantBytes.push_back(bytesOf(result));
     module.constantFills.push_back(std::move(fill));
-    module.constantBlockBytes = alignUp(offset + bytesOf(result));
+    blockBytes = alignUp(offset + bytesOf(result));
   } else if (attr.isSplat() && n > kPrintedSplatElements) {
     // A splat: zeroed (all bits zero) or filled from a host vector of its value when the device is set up.
     const bool mask = isMaskElementType(tensorOf(result).getElementType());
@@ -421,7 +427,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
                    ");\n    PTRAIN_STEP_CALL(" +
                    std::string(getCudaCallInfo(CudaCall::ptrain_cuda_copy_to_device).name) + "(fill.data(), " +
                    bytes + ", " + range + "));\n  }");
-    module.constantBlockBytes = alignUp(offset + bytesOf(result));
+    blockBytes = alignUp(offset + bytesOf(result));
   } else if (n > kPrintedSplatElements) {
     // Anything else large (ConstantForm::File): its bytes go to the constant file beside libstep.so and are read
     // into its device range at set-up, never printed (issue 23; the CPU target's step.consts.bin, at 64-byte
@@ -431,7 +437,10 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
              << bytesOf(result) << " bytes is neither small (at most " << kPrintedSplatElements
              << " elements), a splat, a causal mask nor an iota: it is read from a constant file at set-up; pass "
                 "--emit-cuda-constants=FILE (FILE lies beside libstep.so)";
-    const int64_t fileOffset = target::appendToConstantFile(module.constantFile, constantBytes(attr));
+    auto [it, isNew] = module.fileOffsets.try_emplace({attr, result.getType()}, 0);
+    if (isNew)
+      it->second = target::appendToConstantFile(module.constantFile, constantBytes(attr));
+    const int64_t fileOffset = it->second;
     const std::string bytes = std::to_string(bytesOf(result));
     module.constants += "// " + locationComment(op.getLoc()) + ": " + std::to_string(n) + " x " + cType(result) +
                         ", device offset " + std::to_string(offset) + ": bytes [" + std::to_string(fileOffset) +
@@ -446,7 +455,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
         ", bytes.data()));\n    PTRAIN_STEP_CALL(" +
         std::string(getCudaCallInfo(CudaCall::ptrain_cuda_copy_to_device).name) + "(bytes.data(), " + bytes +
         ", d_constants + " + std::to_string(offset) + "));\n  }");
-    module.constantBlockBytes = alignUp(offset + bytesOf(result));
+    blockBytes = alignUp(offset + bytesOf(result));
   } else {
     std::string values;
     const bool mask = isMaskElementType(tensorOf(result).getElementType()); // uint8_t 0 / 1
@@ -462,7 +471,7 @@ LogicalResult FunctionEmitter::emitConstant(arith::ConstantOp op) {
     module.constantCopies.push_back({name, offset});
     module.constantBytes.push_back(bytesOf(result));
     module.constantFills.push_back("");
-    module.constantBlockBytes = alignUp(offset + bytesOf(result));
+    blockBytes = alignUp(offset + bytesOf(result));
   }
   // The constant's name is not in the declaration: the same constant op of two layers differs only in its
   // offset, a row entry of an outlined block (BlockOutliner.h).
@@ -696,7 +705,10 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   CommGroups comms("--emit-cuda");
   PipeChannels pipes;
   std::string functions, declarations, entries;
-  int64_t arenaBytes = 0, ioBytes = 0;
+  int64_t ioBytes = 0;
+  /// The shared arena d_arena of the callees by block (ModuleStorage::blockOf): a pipeline rank allocates its
+  /// stage's largest (issue 23), else the largest of every function.
+  std::map<int64_t, int64_t> arenaBytes;
   SmallVector<std::string> entryNames;
   SmallVector<std::pair<std::string, int64_t>> callerArenas;
   /// The pipeline stage of each caller arena's function (-1: none; every rank allocates it).
@@ -722,7 +734,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
       callerArenaStages.push_back(storage.pipeline && stage ? stage.getIndex() : -1);
     }
     else
-      arenaBytes = std::max(arenaBytes, bytes);
+      arenaBytes[storage.blockOf(func)] = std::max(arenaBytes[storage.blockOf(func)], bytes);
     entryNames.push_back("ptrain_step_" + func.getSymName().str());
   }
   // Identical layers (and any other repeated run of ops) are written once and called (BlockOutliner.h): the
@@ -836,9 +848,34 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     << (pipeline ? "; ///< every state of the module (a pipeline rank allocates its stage's: active_state_bytes)\n"
                  : ";\n");
   s << "int64_t active_state_bytes = kStateBytes; ///< d_states of this process (its stage's; ptrain_step_init)\n";
-  s << "constexpr int64_t kConstantBytes = " << std::max<int64_t>(storage.constantBlockBytes, kAlignment) << ";\n";
-  s << "constexpr int64_t kArenaBytes = " << std::max<int64_t>(arenaBytes, kAlignment)
-    << "; ///< every intermediate tensor and kernel scratch, offsets planned by liveness\n";
+  // d_constants and d_arena: a pipeline rank's are its own stage's blocks, sized per stage (issue 23: a rank
+  // allocates its own stage's storage, as the CPU target's allocateStage<s>Storage).
+  std::string constantSize = "kConstantBytes", arenaSize = "kArenaBytes", stageSizes;
+  auto sizeOf = [](const std::map<int64_t, int64_t> &blocks, int64_t block) {
+    auto it = blocks.find(block);
+    return std::to_string(std::max<int64_t>(it == blocks.end() ? 0 : it->second, kAlignment));
+  };
+  if (pipeline) {
+    constantSize = "stage_constant_bytes";
+    arenaSize = "stage_arena_bytes";
+    stageSizes = "  int64_t stage_constant_bytes = 0, stage_arena_bytes = 0; // this rank's stage's\n"
+                 "  switch (stage) {\n";
+    for (auto &entry : storage.stages.byStage) {
+      const std::string stage = std::to_string(entry.first);
+      s << "constexpr int64_t kStage" << stage << "ConstantBytes = " << sizeOf(storage.constantBlockBytes, entry.first)
+        << "; ///< stage " << stage << "'s constants (d_constants of its ranks)\n";
+      s << "constexpr int64_t kStage" << stage << "ArenaBytes = " << sizeOf(arenaBytes, entry.first) << "; ///< stage "
+        << stage << "'s intermediate tensors and kernel scratch (d_arena of its ranks), planned by liveness\n";
+      stageSizes += "  case " + stage + ":\n    stage_constant_bytes = kStage" + stage +
+                    "ConstantBytes;\n    stage_arena_bytes = kStage" + stage + "ArenaBytes;\n    break;\n";
+    }
+    stageSizes += "  default:\n    return stepError(\"ptrain_step_init: this rank's pipeline stage %d has no storage\", "
+                  "static_cast<int>(stage));\n  }\n";
+  } else {
+    s << "constexpr int64_t kConstantBytes = " << sizeOf(storage.constantBlockBytes, ModuleStorage::kNoStage) << ";\n";
+    s << "constexpr int64_t kArenaBytes = " << sizeOf(arenaBytes, ModuleStorage::kNoStage)
+      << "; ///< every intermediate tensor and kernel scratch, offsets planned by liveness\n";
+  }
   s << "constexpr int64_t kIoBytes = " << std::max<int64_t>(ioBytes, kAlignment)
     << "; ///< an entry point's arguments and results on the device\n";
   s << "unsigned char *d_states = nullptr;\nunsigned char *d_constants = nullptr;\nunsigned char *d_io = nullptr;\n";
@@ -893,14 +930,18 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
        "}\n\n";
   s << "/// The device, the blocks, the stream and the constants, once. Without a driver or a device: a\n"
        "/// DEVICE error naming cudaGetDeviceCount's error (cudaErrorInsufficientDriver, cudaErrorNoDevice).\n"
-       "ptrain_status_t setUpDevice() {\n"
-       "  if (d_arena)\n    return PTRAIN_OK;\n"
+    << (pipeline ? "/// A pipeline rank's d_constants and d_arena are its `stage`'s (ptrain_stage); setUpStage sets up its\n"
+                   "/// constants.\n"
+                   "ptrain_status_t setUpDevice(int32_t stage) {\n"
+                 : "ptrain_status_t setUpDevice() {\n")
+    << "  if (d_arena)\n    return PTRAIN_OK;\n"
        "  PTRAIN_STEP_CALL(checkDevice());\n"
-       "  void *p = nullptr;\n";
+       "  void *p = nullptr;\n"
+    << stageSizes;
   s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_stream_create) << "(&stream));\n";
   s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream) << "(stream));\n";
   SmallVector<std::pair<std::string, std::string>> blocks = {
-      {"d_states", "active_state_bytes"}, {"d_constants", "kConstantBytes"}, {"d_io", "kIoBytes"}};
+      {"d_states", "active_state_bytes"}, {"d_constants", constantSize}, {"d_io", "kIoBytes"}};
   // A pipeline stage's own arenas (its train and eval steps') are allocated on its ranks only, by
   // setUpStage (issue 23: a rank allocates its own stage's storage).
   std::map<int64_t, std::string> stageSetUp; // per stage: its arenas' allocations and file constants' reads
@@ -918,21 +959,18 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     s << "  " << block << " = static_cast<unsigned char *>(p);\n";
   }
   for (auto [i, copy] : llvm::enumerate(storage.constantCopies)) {
-    const std::set<int64_t> &stages = storage.constantStages[i];
-    if (pipeline && storage.constantFromFile[i] && !stages.count(ModuleStorage::kNoStage)) {
-      // Read by setUpStage on the ranks of the stages that use it only (issue 23).
-      for (int64_t stage : stages)
-        stageSetUp[stage] += "    " + llvm::join(llvm::split(storage.constantFills[i], '\n'), "\n  ") + "\n";
+    std::string fill = storage.constantFills[i];
+    if (fill.empty())
+      fill = "PTRAIN_STEP_CALL(" + cudaCall(CudaCall::ptrain_cuda_copy_to_device) + "(" + copy.first + ", " +
+             std::to_string(storage.constantBytes[i]) + ", d_constants + " + std::to_string(copy.second) + "));";
+    if (pipeline && storage.constantStage[i] != ModuleStorage::kNoStage) {
+      // Set up by setUpStage on its stage's ranks only, in their block (issue 23).
+      stageSetUp[storage.constantStage[i]] += "    " + llvm::join(llvm::split(fill, '\n'), "\n  ") + "\n";
       continue;
     }
-    if (!storage.constantFills[i].empty()) {
-      s << "  " << storage.constantFills[i] << "\n";
-      continue;
-    }
-    s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_copy_to_device) << "(" << copy.first << ", "
-      << storage.constantBytes[i] << ", d_constants + " << copy.second << "));\n";
+    s << "  " << fill << "\n";
   }
-  s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_malloc) << "(kArenaBytes, &p));\n"
+  s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_malloc) << "(" << arenaSize << ", &p));\n"
     << "  d_arena = static_cast<unsigned char *>(p); // set last: the step is ready\n  return PTRAIN_OK;\n}\n\n";
   s << "/// Every entry point's first call: the device is set up and this thread runs on the step's stream.\n"
        "ptrain_status_t enterStep(const char *name) {\n"
@@ -943,12 +981,12 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   // The host mirrors of this rank's states (its stage's in a pipeline), allocated by ptrain_step_init.
   emitStorageBlocks(s, {"storage_state_bytes"}, StateAllocation::Indexed);
   if (!stageSetUp.empty()) {
-    // A pipeline rank allocates only its own stage's arenas and reads only its own stage's bytes of the
-    // constant file, as the CPU target's allocateStage<s>Storage (issue 23); a constant of several stages is
-    // read on each of their ranks.
+    // A pipeline rank allocates only its own stage's arenas and sets up only its own stage's constants (its
+    // block of d_constants, with the stage's bytes of the constant file), as the CPU target's
+    // allocateStage<s>Storage (issue 23); a constant of several stages is in each of their blocks.
     s << "bool stage_set_up = false;\n\n"
-         "/// This rank's stage's own device blocks (its steps' arenas) and its constants from the constant file,\n"
-         "/// once.\n"
+         "/// This rank's stage's own device blocks (its steps' arenas) and its constants (generated, copied or read\n"
+         "/// from the constant file into its block of d_constants), once.\n"
          "ptrain_status_t setUpStage() {\n"
          "  if (stage_set_up)\n    return PTRAIN_OK;\n"
          "  void *p = nullptr;\n"
@@ -1005,7 +1043,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   init.onnxFile = onnxFile;
   if (hasComm)
     emitCudaCommInit(comms, pipes, pipeline ? stageKeys(storage.stages) : SmallVector<int64_t>(), comm);
-  setUp << "  PTRAIN_STEP_CALL(setUpDevice());\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
+  setUp << "  PTRAIN_STEP_CALL(setUpDevice(" << (pipeline ? "ptrain_stage" : "") << "));\n  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream)
         << "(stream));\n";
   emitCudaPipeConnect(pipes, setUp);
   if (!stageSetUp.empty())

@@ -217,7 +217,7 @@ module attributes {ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@stage0_
 // CHECK: active_states = kStage1States;
 // CHECK-NEXT: num_active_states = kNumStage1States;
 // CHECK-NEXT: active_state_bytes = kStage1StateBytes;
-// CHECK: PTRAIN_STEP_CALL(setUpDevice());
+// CHECK: PTRAIN_STEP_CALL(setUpDevice(ptrain_stage));
 // Connected before the first step: one NCCL group of 1-byte transfers over every channel of this rank.
 // CHECK: if (!channels_connected) {
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_nccl_group_start());
