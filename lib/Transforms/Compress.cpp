@@ -29,6 +29,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <tuple>
 
 #define DEBUG_TYPE "ptrain-compress"
 
@@ -352,10 +353,14 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   // with and without a codec, which its flat reduce-scatter cannot run.
   bool zero = false;
   module.walk([&](ReduceScatterStartOp) { zero = true; });
+  // Under fp16 quantized buckets are refused too (LossScaledCodecs.h), so the hint names what remains.
   if (zero && autoDpCodecs != "default" && autoDpCodecs != "none")
     return error("auto-dp-codecs=" + autoDpCodecs.getValue() + ": under ZeRO-1 auto searches PowerSGD only on the "
-                 "data-parallel gradients (give auto-dp-codecs=none, or quantize the buckets with policy=mcbench "
-                 "dp-codec=quant:...,granularity=block)"),
+                 "data-parallel gradients (give auto-dp-codecs=none, or " +
+                 (hasLossScaledGradients(module)
+                      ? std::string("compress the buckets with policy=mcbench dp-codec=powersgd:rank=R; "
+                                    "quantization is refused on fp16 gradients)")
+                      : std::string("quantize the buckets with policy=mcbench dp-codec=quant:...,granularity=block)"))),
            failure();
   if (failed(parseCandidates("auto-backward-codecs", autoBackwardCodecs, "backward", options.backwardCodecs)) ||
       failed(parseCandidates("auto-forward-codecs", autoForwardCodecs, "forward", options.forwardCodecs)) ||
@@ -369,8 +374,23 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
     return failure();
   // Under fp16's loss scaler the backward and dp candidates carry gradients: those whose encoder refuses inf/NaN
   // are not candidates (the TP search skips them on backward sites only: CompressAuto.cpp).
-  for (std::vector<CodecAttrInterface> *candidates : {&options.backwardCodecs, &options.dpCodecs})
-    llvm::erase_if(*candidates, [&](CodecAttrInterface codec) { return !canCarryGradientsOf(module, codec); });
+  // A list the user gave says which of its codecs are left out, as a warning.
+  for (auto [option, given, candidates] :
+       {std::make_tuple("auto-backward-codecs", StringRef(autoBackwardCodecs.getValue()), &options.backwardCodecs),
+        std::make_tuple("auto-dp-codecs", StringRef(autoDpCodecs.getValue()), &options.dpCodecs)}) {
+    std::string dropped;
+    llvm::erase_if(*candidates, [&](CodecAttrInterface codec) {
+      if (canCarryGradientsOf(module, codec))
+        return false;
+      llvm::raw_string_ostream os(dropped);
+      os << (dropped.empty() ? "" : ", ") << Attribute(codec);
+      return true;
+    });
+    if (!dropped.empty() && given != "default")
+      emitWarning(module.getLoc()) << "--ptrain-compress policy=auto: " << option << " under precision=fp16 leaves out "
+                                   << dropped << ": its encoder refuses the inf/NaN of a loss-scaler overflow "
+                                   << "(docs/MixedPrecision.md, \"Codecs on loss-scaled gradients\")";
+  }
   options.lossScaledGradients = hasLossScaledGradients(module);
   if (!options.tpCodecs.empty() && !tpSitesInModule)
     return error("auto-tp-codecs: the module has no tensor-parallel all-reduce of a row-parallel linear or of f's "

@@ -10,6 +10,8 @@
 // RUN: not ptrain-opt %s --split-input-file --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=mcbench tp-fwd-codec=quant:bits=8 tp-bwd-codec=bf16" 2>/dev/null | FileCheck %s --check-prefix=TPFWD
 // RUN: ptrain-opt %s --split-input-file --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
 // RUN: ptrain-opt %s --split-input-file --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto" 2>/dev/null | FileCheck %s --check-prefix=AUTOREC
+// An explicit candidate list is trimmed the same way, with a warning naming what is left out.
+// RUN: ptrain-opt %s --split-input-file --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" --ptrain-compress="policy=auto auto-backward-codecs=quant:bits=4;topk:ratio=0.1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTOLIST
 
 // FREEREC-LABEL: module @pp2
 // FREEREC-SAME: ptrain.compression = #ptrain.compression<policy = "auto", backward_sends = {{\[\[}}false, false], [false, false]], forward_sends = {{\[\[}}false, false], [false, false]]
@@ -30,6 +32,8 @@
 // moves both links to 4-bit quantization (ptrain-compress-auto.mlir); fp16's moves the forward link only and
 // leaves the backward link uncompressed (its other candidates are over the budgets). On tp2 fp32's auto puts
 // 4-bit quantization on both sites; fp16's keeps it on the forward site and casts the backward one to f16.
+// AUTOLIST: warning: --ptrain-compress policy=auto: auto-backward-codecs under precision=fp16 leaves out #ptrain.quant<bits = 4>: its encoder refuses the inf/NaN of a loss-scaler overflow
+// AUTOLIST-NOT: backward sends of link {{.*}} #ptrain.quant
 // AUTO: remark: --ptrain-compress policy=auto: move 1: forward sends of link 0 -> 1 -> #ptrain.quant<bits = 4>
 // AUTO-NOT: backward sends of link
 // AUTO: remark: --ptrain-compress policy=auto: 1 moves

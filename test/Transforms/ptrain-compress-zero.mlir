@@ -68,6 +68,10 @@
 // RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1 precision=fp16" --ptrain-schedule \
 // RUN:   --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" \
 // RUN:   --ptrain-compress="policy=optimus-cc sc-all=true sc-rank=2" | FileCheck %s --check-prefix=FP16PSGD
+// The refusal of another auto-dp-codecs under ZeRO-1 then hints at PowerSGD, not at quantized buckets.
+// RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1 precision=fp16" --ptrain-schedule \
+// RUN:   --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" \
+// RUN:   --ptrain-compress="policy=auto auto-dp-codecs=bf16" 2>&1 | FileCheck %s --check-prefix=FP16AUTODP
 
 // The record: every gradient has the codec; one residual per bucket, the padded bucket.
 // CHECK: dp_codecs = {"bias/grad" = #ptrain.quant<bits = 8, granularity = block, block_size = 43>, "head/grad" = #ptrain.quant<bits = 8, granularity = block, block_size = 43>, "wte/grad" = #ptrain.quant<bits = 8, granularity = block, block_size = 43>}
@@ -120,6 +124,7 @@
 // CAST: error: --ptrain-lower-to-runtime: the ZeRO-1 reduce-scatter compresses a bucket with quantization (#ptrain.quant); #ptrain.cast<bf16> on a ZeRO-1 bucket is not built
 // FP16ZERO: error: --ptrain-compress: the dp gradient reduce-scatter (ZeRO-1 bucket) of '{{.*}}/grad' uses #ptrain.quant<bits = 8, granularity = block, block_size = 43> under precision=fp16, whose encoder refuses a non-finite element
 // FP16DP: error: --ptrain-compress: the dp gradient all-reduce of '{{.*}}/grad' uses #ptrain.quant<bits = 8> under precision=fp16, whose encoder refuses a non-finite element
+// FP16AUTODP: error: --ptrain-compress: auto-dp-codecs=bf16: under ZeRO-1 auto searches PowerSGD only on the data-parallel gradients (give auto-dp-codecs=none, or compress the buckets with policy=mcbench dp-codec=powersgd:rank=R; quantization is refused on fp16 gradients)
 // FP16PSGD: ptrain.compression = #ptrain.compression<policy = "optimus-cc"
 // DP1: error: --ptrain-compress: dp-codec=bf16 compresses the data-parallel gradient reductions, but dp = 1
 
