@@ -259,4 +259,26 @@ TEST(LinkCostTest, EagerLimitSplitsLargeMessages) {
             "inter_node.eager_limit_bytes: must be an integer >= 1");
 }
 
+// Crossing sends (`crossing_slowdown`, schema version 2): a number >= 1, 1 without the field; LinkCost and the
+// pipeline costs pass it on to the simulation (TimingPlanTest's CrossingSendsMoveSlowerWhileBothAreInFlight).
+TEST(LinkCostTest, CrossingSlowdownIsAFactorOfAtLeastOne) {
+  auto parseCrossing = [](const std::string &version, const std::string &field) {
+    return parseWithInterNode(version, field, [](const ClusterSpec &cluster) {
+      return "ok " + std::to_string(LinkCost(cluster.interNode).crossingSlowdown()) + " " +
+             std::to_string(cluster.intraNode.crossingSlowdown);
+    });
+  };
+  EXPECT_EQ(parseCrossing(R"("version": 2, )", R"(, "crossing_slowdown": 1.07)"), "ok 1.070000 1.000000");
+  EXPECT_EQ(parseCrossing(R"("version": 2, )", R"(, "crossing_slowdown": 1)"), "ok 1.000000 1.000000");
+  EXPECT_EQ(parseCrossing("", ""), "ok 1.000000 1.000000");
+  EXPECT_EQ(parseCrossing("", R"(, "crossing_slowdown": 1.07)"),
+            "inter_node.crossing_slowdown: needs \"version\": 2 at the top of the file (the field is new in schema "
+            "version 2; this file is version 1)");
+  EXPECT_EQ(parseCrossing(R"("version": 2, )", R"(, "crossing_slowdown": 0.9)"),
+            "inter_node.crossing_slowdown: must be >= 1 (the factor by which a transfer slows while one crosses it), "
+            "got 0.900000");
+  EXPECT_EQ(parseCrossing(R"("version": 2, )", R"(, "crossing_slowdown": "7%")"),
+            "inter_node.crossing_slowdown: must be a number");
+}
+
 } // namespace
