@@ -218,7 +218,7 @@ static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value
   if (link) {
     // The ping-pong's medians before the fit and how they were taken: provenance, not read by the model.
     auto parsed =
-        parseLink(reader, "link", version, {"samples", "duplex_samples", "fit", "round_trips", "eager_limit_source"});
+        parseLink(reader, "link", version, {"samples", "duplex_samples", "fit", "round_trips", "eager_limit_source", "crossing_source"});
     if (!parsed)
       return parsed.takeError();
   }
