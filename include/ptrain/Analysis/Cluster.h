@@ -70,8 +70,8 @@ struct LinkSpec {
   /// rate-shaped link carries the opposite flow's ACKs behind its own data queue, so two flows crossing share
   /// more than their own direction (the ACK-compression effect, Zhang, Shenker and Clark, "Observations on the
   /// dynamics of a congestion control algorithm: the effects of two-way traffic", SIGCOMM 1991, sec. 4);
-  /// measured on bench/cluster's shaped veth as 6.5-8% at 20 Mbit/s (docs/TimingModel.md, "Crossing sends").
-  /// The pipeline simulation applies it (TimingPlan.h); collectives use `duplex_messages` instead. 1 (no
+  /// ptrain-calibrate --hosts writes both ways at once over one way at the plan's largest pipeline send
+  /// (docs/TimingModel.md, "Crossing sends"). The pipeline simulation applies it (TimingPlan.h); collectives use `duplex_messages` instead. 1 (no
   /// slowdown, as before) without the field.
   double crossingSlowdown = 1;
 };
