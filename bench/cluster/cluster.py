@@ -263,7 +263,9 @@ def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note, link=N
                        "gpu.efficiency": "calibrated: the model's single-rank step / the measured one",
                        "inter_node": "ptrain-calibrate --link-only: MPI ping-pong over the shaped link at the plan's "
                                      "message sizes (calibration.link); eager_limit_bytes: the rendezvous stall's "
-                                     "threshold, OpenMPI's btl_tcp_eager_limit (calibration.link.eager_limit_source)"
+                                     "threshold, OpenMPI's btl_tcp_eager_limit (calibration.link.eager_limit_source); "
+                                     "crossing_slowdown: both ways at once / one way at the plan's largest send "
+                                     "(calibration.link.crossing_source)"
                                      if link else
                                      "MPI ping-pong over the shaped link (pingpong.c)"}
     data["gpu"]["efficiency"] = efficiency

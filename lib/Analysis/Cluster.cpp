@@ -94,9 +94,17 @@ public:
     return var##OrErr.takeError();                                                                                     \
   auto var = std::move(*var##OrErr);
 
+/// An error for a field new in schema version 2 in a file of an older `version`; success otherwise.
+static Error needsVersion2(const std::string &field, int64_t version) {
+  if (version >= 2)
+    return Error::success();
+  return fieldError(field, "needs \"version\": 2 at the top of the file (the field is new in schema version 2; "
+                           "this file is version " + std::to_string(version) + ")");
+}
+
 /// A link object {bandwidth, latency, messages?, duplex_messages?, half_duplex?, cpu_overhead?,
-/// eager_limit_bytes?}; `extra` names further fields allowed (and not read); `version` is the file's schema
-/// version (cpu_overhead and eager_limit_bytes need 2).
+/// eager_limit_bytes?, crossing_slowdown?}; `extra` names further fields allowed (and not read); `version` is
+/// the file's schema version (cpu_overhead, eager_limit_bytes and crossing_slowdown need 2).
 static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_t version,
                                     llvm::ArrayRef<StringRef> extra = {}) {
   TRY(reader, parent.object_(name));
@@ -144,10 +152,8 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_
   // `cpu_overhead`: {per_message_s, per_byte_s}, both >= 0 (schema version 2).
   TRY(overhead, reader.get("cpu_overhead", /*optional=*/true));
   if (overhead) {
-    if (version < 2)
-      return fieldError(reader.field("cpu_overhead"),
-                        "needs \"version\": 2 at the top of the file (the field is new in schema version 2; this "
-                        "file is version " + std::to_string(version) + ")");
+    if (Error err = needsVersion2(reader.field("cpu_overhead"), version))
+      return std::move(err);
     const json::Object *o = overhead->getAsObject();
     if (!o)
       return fieldError(reader.field("cpu_overhead"), "must be an object {per_message_s, per_byte_s}");
@@ -165,13 +171,22 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_
   // `eager_limit_bytes`: an integer >= 1 (schema version 2).
   TRY(eager, reader.get("eager_limit_bytes", /*optional=*/true));
   if (eager) {
-    if (version < 2)
-      return fieldError(reader.field("eager_limit_bytes"),
-                        "needs \"version\": 2 at the top of the file (the field is new in schema version 2; this "
-                        "file is version " +
-                            std::to_string(version) + ")");
+    if (Error err = needsVersion2(reader.field("eager_limit_bytes"), version))
+      return std::move(err);
     TRY(limit, reader.positiveInt("eager_limit_bytes"));
     link.eagerLimitBytes = static_cast<double>(limit);
+  }
+  // `crossing_slowdown`: a number >= 1 (schema version 2).
+  TRY(crossing, reader.get("crossing_slowdown", /*optional=*/true));
+  if (crossing) {
+    if (Error err = needsVersion2(reader.field("crossing_slowdown"), version))
+      return std::move(err);
+    TRY(factor, reader.positive("crossing_slowdown"));
+    if (factor < 1)
+      return fieldError(reader.field("crossing_slowdown"),
+                        "must be >= 1 (the factor by which a transfer slows while one crosses it), got " +
+                            std::to_string(factor));
+    link.crossingSlowdown = factor;
   }
   if (Error e = reader.checkNoUnknown())
     return std::move(e);
@@ -203,7 +218,7 @@ static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value
   if (link) {
     // The ping-pong's medians before the fit and how they were taken: provenance, not read by the model.
     auto parsed =
-        parseLink(reader, "link", version, {"samples", "duplex_samples", "fit", "round_trips", "eager_limit_source"});
+        parseLink(reader, "link", version, {"samples", "duplex_samples", "fit", "round_trips", "eager_limit_source", "crossing_source"});
     if (!parsed)
       return parsed.takeError();
   }

@@ -289,6 +289,7 @@ static llvm::Error addCompressedSends(ModuleTimingModel &model, const Compressio
         t.codes = {seconds, work.codeBytes, ppInter};
         t.codes.cpuOverhead = overhead;
         t.codes.eagerSeconds = stalls ? eager : -1;
+        t.codes.crossingSlowdown = pp.crossingSlowdown();
         llvm::raw_string_ostream(t.codec) << Attribute(codec);
         (forward ? model.costs.stages[s].compressedForward : model.costs.stages[s].compressedBackward)[i] = t;
       }
@@ -689,12 +690,14 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       c.sendForward = {ppLink.message(bytes), bytes, ppInter};
       c.sendForward.cpuOverhead = ppLink.overhead(bytes);
       c.sendForward.eagerSeconds = ppLink.eagerSeconds(bytes);
+      c.sendForward.crossingSlowdown = ppLink.crossingSlowdown();
     }
     if (vs > 0) {
       double bytes = messageBytes(fwd.getArgumentTypes()[0]);
       c.sendBackward = {ppLink.message(bytes), bytes, ppInter};
       c.sendBackward.cpuOverhead = ppLink.overhead(bytes);
       c.sendBackward.eagerSeconds = ppLink.eagerSeconds(bytes);
+      c.sendBackward.crossingSlowdown = ppLink.crossingSlowdown();
     }
     // Per micro-batch in flight: the stage input, and the forward output, whose send is waited at B<i>.
     if (vs == s && fwd.getNumArguments() > 0)

@@ -176,6 +176,7 @@ llvm::Error PipelinePlanBuilder::addTransfers(int64_t from, bool forward) {
     t.links = linksOf(src, dst);
     t.duration = cost.seconds;
     t.eagerSeconds = cost.eagerSeconds;
+    t.crossingSlowdown = cost.crossingSlowdown;
     t.bytes = cost.bytes;
     t.interNode = cost.interNode;
     // Posted by the sender when the producer (its encode) ends, by the receiver when the step before the

@@ -49,6 +49,9 @@ struct Simulator {
   /// Per link direction (src * ranks + dst): when it is free and its last transfer.
   std::vector<double> linkFree;
   std::vector<int> linkLast;
+  /// Per rank pair (src * ranks + dst): the latest end of the transfers src -> dst scheduled so far (crossing
+  /// sends).
+  std::vector<double> pairEnd;
   std::vector<bool> done, queued;
   /// Realized predecessors (dependencies, stream and link predecessors) for the slack pass.
   std::vector<std::vector<int>> preds;
@@ -111,9 +114,22 @@ struct Simulator {
     queue.push({earliestStart(id), kindOrder(id), id});
   }
 
+  /// Seconds a transfer starting at `start` loses to the opposite transfers in flight (TimingPlan.h: it moves
+  /// at 1 / crossingSlowdown of its rate until they end).
+  double crossingSeconds(const PlanStep &s, double start) const {
+    if (s.kind != PlanStep::Transfer || s.crossingSlowdown <= 1)
+      return 0;
+    double k = s.crossingSlowdown, d = s.duration;
+    double overlap = pairEnd[static_cast<size_t>(s.ranks[1]) * plan.numRanks + s.ranks[0]] - start;
+    if (overlap <= 0)
+      return 0;
+    return k * d <= overlap ? (k - 1) * d : overlap * (1 - 1 / k);
+  }
+
   void schedule(int id, double start) {
     const PlanStep &s = plan.steps[id];
     out.start[id] = start;
+    out.crossing[id] = crossingSeconds(s, start);
     out.end[id] = start + s.duration;
     // The rendezvous stall: the sender is computing (a step started at or before `start` ends after it), so
     // the rest past the eager part moves from that step's end.
@@ -126,6 +142,7 @@ struct Simulator {
         stallPred[id] = lastOnCompute[sender];
       }
     }
+    out.end[id] += out.crossing[id];
     done[id] = true;
     order.push_back(id);
     for (int d : s.deps)
@@ -157,6 +174,8 @@ struct Simulator {
         linkLast[l] = id;
         linkFree[l] = out.end[id];
       }
+      double &pair = pairEnd[static_cast<size_t>(s.ranks[0]) * plan.numRanks + s.ranks[1]];
+      pair = std::max(pair, out.end[id]);
     }
     for (int d : dependents[id]) {
       depsEnd[d] = std::max(depsEnd[d], out.end[id]);
@@ -182,6 +201,7 @@ struct Simulator {
         numLinks = std::max(numLinks, static_cast<size_t>(ranks) * ranks + l + 1);
     linkFree.assign(numLinks, 0);
     linkLast.assign(numLinks, -1);
+    pairEnd.assign(static_cast<size_t>(ranks) * ranks, 0);
     done.assign(n, false);
     queued.assign(n, false);
     preds.assign(n, {});
@@ -190,6 +210,7 @@ struct Simulator {
     out.start.assign(n, 0);
     out.end.assign(n, 0);
     out.stall.assign(n, 0);
+    out.crossing.assign(n, 0);
     for (size_t i = 0; i < n; ++i)
       for (int d : plan.steps[i].deps) {
         ++depsLeft[i];
@@ -239,11 +260,12 @@ bool mlir::ptrain::simulate(const Plan &plan, Timeline &out, std::string &error)
   // stalled transfer spans its stall too, and the sender's step it waited for must end before its rest.
   std::vector<double> lateEnd(n, t);
   auto rest = [&](int id) {
-    return plan.steps[id].duration - std::min(plan.steps[id].eagerSeconds, plan.steps[id].duration);
+    return plan.steps[id].duration - std::min(plan.steps[id].eagerSeconds, plan.steps[id].duration) +
+           out.crossing[id];
   };
   for (auto it = sim.order.rbegin(); it != sim.order.rend(); ++it) {
     int id = *it;
-    double lateStart = lateEnd[id] - (plan.steps[id].duration + out.stall[id]);
+    double lateStart = lateEnd[id] - (plan.steps[id].duration + out.stall[id] + out.crossing[id]);
     for (int p : sim.preds[id])
       lateEnd[p] = std::min(lateEnd[p], lateStart);
     if (int c = sim.stallPred[id]; c >= 0)
@@ -336,6 +358,8 @@ void mlir::ptrain::printTimeline(const Plan &plan, const Timeline &timeline, llv
        << " duration " << llvm::format("%.3f", s.duration * 1e6);
     if (i < timeline.stall.size() && timeline.stall[i] > 0)
       os << " stall " << llvm::format("%.3f", timeline.stall[i] * 1e6);
+    if (i < timeline.crossing.size() && timeline.crossing[i] > 0)
+      os << " crossing " << llvm::format("%.3f", timeline.crossing[i] * 1e6);
     os << "\n";
   }
 }

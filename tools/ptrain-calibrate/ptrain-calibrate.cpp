@@ -25,7 +25,9 @@
 //    overlaps with on each rank (messageOverhead), whose sender's figures fitted as a line (fitCpuOverhead) are
 //    the link's `cpu_overhead` (LogP's o; schema version 2); and the MPI's eager limit, read from its
 //    configuration (readEagerLimit: OpenMPI's btl_tcp_eager_limit), as the link's `eager_limit_bytes` (the
-//    rendezvous stall, TimingPlan.h; schema version 2).
+//    rendezvous stall, TimingPlan.h; schema version 2); and the link's `crossing_slowdown` (crossing sends,
+//    TimingPlan.h; schema version 2): the both-ways-at-once time over the one-way time at the largest swept
+//    size up to the plan's largest pipeline send, at least 1 (its samples in calibration.link.crossing_source).
 // It writes a cluster file (the schema the timing model reads, docs/TimingModel.md): --base's fields (or a
 // one-node, one-core description), gpu.peak_flops.f32 (and .bf16 / .f16) and gpu.memory_bandwidth set to the
 // measured rates,
@@ -488,11 +490,16 @@ int main(int argc, char **argv) {
   std::map<std::vector<int64_t>, RankedTensorType> sends, reduces;
   // The message sizes the plan sends (the link sweep): boundary tensors, and the ring messages of all-reduces.
   std::set<int64_t> messageSizes;
+  // The largest pipeline send (the size at which crossing sends are measured, `crossing_slowdown`).
+  int64_t largestSend = 0;
   SymbolTable symbols(*module);
   module->walk([&](Operation *op) {
     if (auto send = dyn_cast<SendStartOp>(op))
       if (auto t = dyn_cast<RankedTensorType>(send.getInput().getType()); t && t.hasStaticShape())
+      {
         messageSizes.insert(static_cast<int64_t>(getTensorBytes(t)));
+        largestSend = std::max(largestSend, static_cast<int64_t>(getTensorBytes(t)));
+      }
     if (auto ar = dyn_cast<AllReduceStartOp>(op)) {
       auto t = dyn_cast<RankedTensorType>(ar.getInput().getType());
       auto grid = symbols.lookup<GridOp>(ar.getGrid());
@@ -782,6 +789,22 @@ int main(int argc, char **argv) {
                                    {"duplex_messages", json::Array(duplexTable)},
                                    {"half_duplex", halfDuplex},
                                    {"cpu_overhead", std::move(cpuOverhead)}};
+    // Crossing sends (schema version 2): both ways at once against one way at the largest swept size up to the
+    // plan's largest pipeline send (the duplex and one-way samples of the sweep), at least 1.
+    json::Value crossingSource = nullptr;
+    for (size_t i = samples.size(); i-- > 1;) {
+      if (largestSend <= 0 || samples[i].bytes > largestSend)
+        continue;
+      double k = std::max(1.0, duplexSamples[i - 1].seconds / samples[i].seconds);
+      (*o.getObject("inter_node"))["crossing_slowdown"] = k;
+      crossingSource = json::Object{
+          {"bytes", static_cast<int64_t>(samples[i].bytes)},
+          {"one_way_s", samples[i].seconds},
+          {"both_ways_s", duplexSamples[i - 1].seconds},
+          {"fit", "both ways at once (the median MPI_Sendrecv) / one way (half the median round trip) at the "
+                  "largest swept size up to the plan's largest pipeline send, at least 1"}};
+      break;
+    }
     // The rendezvous stall's threshold (schema version 2), read from the MPI's configuration.
     auto [eagerLimit, eagerSource] = readEagerLimit();
     if (eagerLimit > 0)
@@ -794,6 +817,7 @@ int main(int argc, char **argv) {
         {"half_duplex", halfDuplex},
         {"cpu_overhead", std::move(cpuOverheadRaw)},
         {"eager_limit_source", eagerSource},
+        {"crossing_source", std::move(crossingSource)},
         {"samples", std::move(raw)},
         {"duplex_samples", std::move(duplexRaw)},
         {"round_trips", pingpongReps.getValue()},

@@ -199,6 +199,12 @@ std::string parseWithInterNode(const std::string &top, const std::string &interN
   return describe(*cluster);
 }
 
+/// The error for a schema-version-2 field `field` in a file without "version".
+std::string needsVersion2(const std::string &field) {
+  return field + ": needs \"version\": 2 at the top of the file (the field is new in schema version 2; this file "
+                 "is version 1)";
+}
+
 // The schema: `cpu_overhead` {per_message_s >= 0, per_byte_s >= 0} needs "version": 2; a version above the
 // newest this build reads is an error, as is one that is not an integer >= 1.
 TEST(LinkCostTest, CpuOverheadSchemaIsVersioned) {
@@ -212,8 +218,7 @@ TEST(LinkCostTest, CpuOverheadSchemaIsVersioned) {
   EXPECT_EQ(parseVersioned(R"("version": 2, )", ok), "ok 2 0.000020 3.000000");
   EXPECT_EQ(parseVersioned("", ""), "ok 1 0.000000 0.000000");
   EXPECT_EQ(parseVersioned(R"("version": 1, )", ""), "ok 1 0.000000 0.000000");
-  EXPECT_EQ(parseVersioned("", ok), "inter_node.cpu_overhead: needs \"version\": 2 at the top of the file (the "
-                                    "field is new in schema version 2; this file is version 1)");
+  EXPECT_EQ(parseVersioned("", ok), needsVersion2("inter_node.cpu_overhead"));
   EXPECT_EQ(parseVersioned(R"("version": 3, )", ""),
             "version: is 3, but this ptrain reads cluster files up to version 2");
   EXPECT_EQ(parseVersioned(R"("version": "2", )", ""), "version: must be an integer >= 1");
@@ -249,14 +254,34 @@ TEST(LinkCostTest, EagerLimitSplitsLargeMessages) {
   EXPECT_EQ(parseEager(R"("version": 2, )", R"(, "eager_limit_bytes": 65536)"), "ok 65536 0");
   EXPECT_EQ(parseEager("", ""), "ok 0 0");
   EXPECT_EQ(parseEager("", R"(, "eager_limit_bytes": 65536)"),
-            "inter_node.eager_limit_bytes: needs \"version\": 2 at the top of the file (the field is new in schema "
-            "version 2; this file is version 1)");
+            needsVersion2("inter_node.eager_limit_bytes"));
   EXPECT_EQ(parseEager(R"("version": 2, )", R"(, "eager_limit_bytes": 0)"),
             "inter_node.eager_limit_bytes: must be an integer >= 1");
   EXPECT_EQ(parseEager(R"("version": 2, )", R"(, "eager_limit_bytes": 65536.5)"),
             "inter_node.eager_limit_bytes: must be an integer >= 1");
   EXPECT_EQ(parseEager(R"("version": 2, )", R"(, "eager_limit_bytes": "64k")"),
             "inter_node.eager_limit_bytes: must be an integer >= 1");
+}
+
+// Crossing sends (`crossing_slowdown`, schema version 2): a number >= 1, 1 without the field; LinkCost and the
+// pipeline costs pass it on to the simulation (TimingPlanTest's CrossingSendsMoveSlowerWhileBothAreInFlight).
+TEST(LinkCostTest, CrossingSlowdownIsAFactorOfAtLeastOne) {
+  auto parseCrossing = [](const std::string &version, const std::string &field) {
+    return parseWithInterNode(version, field, [](const ClusterSpec &cluster) {
+      return "ok " + std::to_string(LinkCost(cluster.interNode).crossingSlowdown()) + " " +
+             std::to_string(cluster.intraNode.crossingSlowdown);
+    });
+  };
+  EXPECT_EQ(parseCrossing(R"("version": 2, )", R"(, "crossing_slowdown": 1.07)"), "ok 1.070000 1.000000");
+  EXPECT_EQ(parseCrossing(R"("version": 2, )", R"(, "crossing_slowdown": 1)"), "ok 1.000000 1.000000");
+  EXPECT_EQ(parseCrossing("", ""), "ok 1.000000 1.000000");
+  EXPECT_EQ(parseCrossing("", R"(, "crossing_slowdown": 1.07)"),
+            needsVersion2("inter_node.crossing_slowdown"));
+  EXPECT_EQ(parseCrossing(R"("version": 2, )", R"(, "crossing_slowdown": 0.9)"),
+            "inter_node.crossing_slowdown: must be >= 1 (the factor by which a transfer slows while one crosses it), "
+            "got 0.900000");
+  EXPECT_EQ(parseCrossing(R"("version": 2, )", R"(, "crossing_slowdown": "7%")"),
+            "inter_node.crossing_slowdown: must be a number");
 }
 
 } // namespace

@@ -388,6 +388,49 @@ TEST(TimingPlanTest, OppositeSendsOverlapOnAFullDuplexLink) {
   }
 }
 
+TEST(TimingPlanTest, CrossingSendsMoveSlowerWhileBothAreInFlight) {
+  // The plan of OppositeSendsOverlapOnAFullDuplexLink (2 stages on 2 nodes, 1F1B over 2 micro-batches, F 1 s,
+  // FB 3 s, B 2 s) with a crossing slowdown k = 2 on every send (PlanStep::crossingSlowdown). By hand, full
+  // duplex: F0 [0, 1], send F0 [1, 5] (nothing crosses it: 4 s), F1 [1, 2], FB0 [5, 8]; send F1 (0 -> 1) and
+  // send B0 (1 -> 0) both start at 8. Send F1 goes first (readiness order, the lower step) and keeps its end
+  // [8, 12]; send B0 moves at 1/2 its rate until 12 (2 of its 4 s) and the rest at full rate: [8, 14], 2 s
+  // lost. FB1 [12, 15], B0 [14, 16], send B1 posted at 16 (B0's end) with nothing in flight from 0 to 1: [16,
+  // 20], B1 [20, 22]: 22 s (21 without the slowdown). With send B0 of 1 s (k d = 2 <= 4 s of overlap): it moves
+  // at half rate all along, [8, 10], 1 s lost; FB1 [12, 15], B0 [10, 12], send B1 [15, 16], B1 [16, 18]: 18 s.
+  // Half duplex: the sends never overlap, so nothing changes (24 s, as without the slowdown).
+  struct Case {
+    bool half;
+    double backwardSeconds, iteration, sendB0End, crossing;
+  };
+  for (Case c : {Case{false, 4, 22, 14, 2}, Case{false, 1, 18, 10, 1}, Case{true, 4, 24, 16, 0}}) {
+    PipelineCosts costs = uniformCosts("1f1b", 2, 2, 1.0, 2.0);
+    costs.rankNodes = {0, 1};
+    costs.halfDuplex = c.half;
+    costs.stages[0].sendForward.seconds = 4;
+    costs.stages[0].sendForward.crossingSlowdown = 2;
+    costs.stages[1].sendBackward.seconds = c.backwardSeconds;
+    costs.stages[1].sendBackward.crossingSlowdown = 2;
+    PipelinePlanIndex index;
+    Plan plan = planOrDie(costs, index);
+    Timeline t = simulateOrDie(plan);
+    std::string what = std::string(c.half ? "half" : "full") + " duplex, send B " +
+                       std::to_string(c.backwardSeconds) + " s";
+    EXPECT_DOUBLE_EQ(t.iterationTime, c.iteration) << what;
+    int sendF0 = index.sendSteps[0][0], sendF1 = index.sendSteps[0][1], sendB0 = index.sendSteps[1][0];
+    ASSERT_EQ(plan.steps[sendB0].name, "send B0 1->0");
+    EXPECT_DOUBLE_EQ(t.end[sendF0], 5) << what;
+    EXPECT_DOUBLE_EQ(t.crossing[sendF0], 0) << what;
+    EXPECT_DOUBLE_EQ(t.end[sendF1], 12) << what;
+    EXPECT_DOUBLE_EQ(t.crossing[sendF1], 0) << what;
+    EXPECT_DOUBLE_EQ(t.end[sendB0], c.sendB0End) << what;
+    EXPECT_DOUBLE_EQ(t.crossing[sendB0], c.crossing) << what;
+    // The slack spans the lost seconds: the slowed send is on the critical path where it decides B0.
+    if (!c.half && c.backwardSeconds == 4) {
+      EXPECT_TRUE(t.critical[sendB0]) << what;
+    }
+  }
+}
+
 TEST(TimingPlanTest, CpuOverheadLengthensBothEndpoints) {
   // Two stages, one micro-batch, each send 0.5 s on the link and 0.0625 s of CPU overhead at each end (LogP's
   // o, CommCost::cpuOverhead). By hand: F0 [0, 1.0625] (1 + the send's o), send F0 [1.0625, 1.5625], FB0 3 +

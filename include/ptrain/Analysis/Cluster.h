@@ -64,6 +64,16 @@ struct LinkSpec {
   /// stall (its proxy thread progresses every transfer): leave it out for GPU clusters. 0 (none) without the
   /// field: every message moves at once, as before.
   double eagerLimitBytes = 0;
+  /// `crossing_slowdown` (optional, schema version 2): a number >= 1, the factor by which a point-to-point
+  /// transfer moves slower while a transfer in the opposite direction between the same two ranks is in flight
+  /// (a transfer's seconds on the link during the overlap count 1 / crossing_slowdown each). Source: TCP over a
+  /// rate-shaped link carries the opposite flow's ACKs behind its own data queue, so two flows crossing share
+  /// more than their own direction (the ACK-compression effect, Zhang, Shenker and Clark, "Observations on the
+  /// dynamics of a congestion control algorithm: the effects of two-way traffic", SIGCOMM 1991, sec. 4);
+  /// ptrain-calibrate --hosts writes both ways at once over one way at the plan's largest pipeline send
+  /// (docs/TimingModel.md, "Crossing sends"). The pipeline simulation applies it (TimingPlan.h); collectives use `duplex_messages` instead. 1 (no
+  /// slowdown, as before) without the field.
+  double crossingSlowdown = 1;
 };
 
 /// One codec kernel measured by ptrain-calibrate (docs/TimingModel.md, "Calibration"): the codec attribute
@@ -77,8 +87,8 @@ struct CodecKernelTime {
 };
 
 /// The newest cluster-file schema version this build reads (`version`, docs/TimingModel.md): 1, the schema
-/// before the field existed (files without `version`); 2 adds the links' `cpu_overhead` and
-/// `eager_limit_bytes`.
+/// before the field existed (files without `version`); 2 adds the links' `cpu_overhead`,
+/// `eager_limit_bytes` and `crossing_slowdown`.
 constexpr int64_t kClusterSchemaVersion = 2;
 
 /// A parsed and checked cluster description.

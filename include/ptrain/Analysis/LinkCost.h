@@ -46,6 +46,9 @@ public:
   double eagerSeconds(double bytes) const {
     return spec.eagerLimitBytes > 0 && bytes > spec.eagerLimitBytes ? message(spec.eagerLimitBytes) : -1;
   }
+  /// The link's `crossing_slowdown` (>= 1; 1 without the field): how much slower a point-to-point transfer
+  /// moves while one crosses it in the opposite direction (TimingPlan.h).
+  double crossingSlowdown() const { return spec.crossingSlowdown; }
   /// Seconds of `messages` rounds of a collective in sequence carrying `sentBytes` bytes together (sentBytes /
   /// messages each; each rank sends one and receives one per round, so duplex, and pays the overhead of both);
   /// `messages` <= 0: the bytes at the bandwidth alone.

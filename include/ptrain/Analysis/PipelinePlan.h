@@ -13,6 +13,8 @@
 //   has finished F<i> and the receiving rank has finished the step before F<i> (it posts its receive then);
 // * B<i> / FB<i> of c < P V - 1 needs the gradient from c + 1 (sent by its B<i> or FB<i>) and the end of its
 //   own F<i> send (the lowering waits on it there);
+// * a transfer's crossing slowdown (CommCost::crossingSlowdown) goes to its plan step: it moves slower while
+//   the opposite send between the same two ranks is in flight (TimingPlan.h);
 // * a transfer's CPU overhead (CommCost::cpuOverhead, LogP's o) lengthens the sender's producing step and the
 //   receiver's consuming step (the encode and the decode of a compressed one);
 // * a compressed send (gradient or activation) has an encode step on the sender's compute stream right after
@@ -60,6 +62,8 @@ struct CommCost {
   /// Point-to-point transfers over the link's eager limit: seconds of the part that moves at once
   /// (LinkCost::eagerSeconds, PlanStep::eagerSeconds); < 0: the whole message moves at once.
   double eagerSeconds = -1;
+  /// Point-to-point transfers: the link's `crossing_slowdown` (PlanStep::crossingSlowdown); 1: none.
+  double crossingSlowdown = 1;
 };
 
 /// A compressed point-to-point message: codec kernels on the sender's and the receiver's compute streams

@@ -15,6 +15,13 @@
 //   rest starts at the later of the eager part's end and that step's end (the sender's next MPI call), so the
 //   transfer ends at max(start + eagerSeconds, that end) + duration - eagerSeconds (the rendezvous stall,
 //   docs/TimingModel.md); a sender that is idle (waiting inside MPI) moves it all at once;
+// * crossing sends (PlanStep::crossingSlowdown = k > 1, the link's `crossing_slowdown`): a transfer src -> dst
+//   that starts at t while transfers dst -> src are in flight until e > t moves at 1/k of its rate over
+//   [t, e): it ends at t + k d when k d <= e - t, else at e + d - (e - t) / k (d: its duration). Then the
+//   rendezvous rule above, on the other part. An approximation, documented in docs/TimingModel.md ("Crossing
+//   sends"): only the transfer that starts second is re-rated (the first one's end is fixed when it starts,
+//   and its dependents may already be scheduled), so two sends of d seconds starting together end at d and
+//   d (2 - 1/k) instead of both at k d: the later end is short by d (k - 1)^2 / k (0.9% of d for k = 1.1);
 // * a collective starts when all members have posted: it is at the head of every member's communication
 //   stream and its dependencies have ended.
 //
@@ -71,6 +78,10 @@ struct PlanStep {
   /// limit (LinkCost::eagerSeconds); the rest (duration - eagerSeconds) waits for the sender's next MPI call
   /// (see the file comment). < 0: the whole message moves at once.
   double eagerSeconds = -1;
+  /// Transfers: the link's crossing slowdown (LinkSpec::crossingSlowdown, >= 1): while a transfer in the
+  /// opposite direction between the same two ranks is in flight, this one's seconds on the link count
+  /// 1 / crossingSlowdown each (see the file comment). 1: no slowdown.
+  double crossingSlowdown = 1;
   /// Report data: name ("F3", "send F3 0->1", "dp all-reduce"), bytes moved per rank (communication),
   /// whether the traffic crosses nodes, the schedule position (stage, index in the stage's table row, -1
   /// when the step is not a table entry) and the micro-batch (-1 if none).
@@ -106,6 +117,8 @@ struct Timeline {
   /// Per step: seconds a transfer's rest waited for its sender's compute step beyond its eager part (end -
   /// start - duration; the rendezvous stall); 0 for every other step.
   std::vector<double> stall;
+  /// Per step: seconds a transfer lost to crossing sends (PlanStep::crossingSlowdown); 0 for every other step.
+  std::vector<double> crossing;
   std::vector<bool> critical;
   /// Seconds from the first start (0) to the last end.
   double iterationTime = 0;
@@ -127,7 +140,7 @@ struct Timeline {
 bool simulate(const Plan &plan, Timeline &out, std::string &error);
 
 /// Prints every step: name, ranks, start, end, slack and duration in microseconds (and a transfer's stall
-/// where it has one), and a `*` for critical steps.
+/// and crossing slowdown where it has them), and a `*` for critical steps.
 void printTimeline(const Plan &plan, const Timeline &timeline, llvm::raw_ostream &os);
 
 } // namespace mlir::ptrain
