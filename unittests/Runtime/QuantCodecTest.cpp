@@ -216,8 +216,8 @@ TEST(QuantCodec, TheBlockEncoderOnEveryIsaPathMatchesTheGenericKernel) {
 /// those of `want` (the generic reference); then the next step's encode of `next` with that residual succeeds
 /// (the residual is finite) and leaves a finite residual.
 void expectEveryIsaPathEqualsTheReference(const std::vector<std::string> &paths, const QuantLayout &l,
-                                          const std::vector<float> &g, const std::vector<float> &e,
-                                          const Encoded &want, const std::vector<float> &next) {
+                                          const std::vector<float> &g, const std::vector<float> &e, const Encoded &want,
+                                          const std::vector<float> &next) {
   const int64_t n = l.numel;
   for (const std::string &isa : paths) {
     SCOPED_TRACE(isa);
@@ -236,8 +236,8 @@ void expectEveryIsaPathEqualsTheReference(const std::vector<std::string> &paths,
     ASSERT_PTRAIN_OK(ptrain_quant_decode_f32(packed.data(), scales.data(), zp, 1, n, l.bits, PTRAIN_QUANT_BLOCK,
                                              l.block, l.symmetric, decoded.data()));
     expectBitEqual(decoded, want.decoded, "decoded");
-    ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(next.data(), residual.data(), 1, n, l.bits, PTRAIN_QUANT_BLOCK,
-                                             l.block, l.symmetric, packed.data(), scales.data(), zp));
+    ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(next.data(), residual.data(), 1, n, l.bits, PTRAIN_QUANT_BLOCK, l.block,
+                                             l.symmetric, packed.data(), scales.data(), zp));
     for (int64_t i = 0; i < n; ++i)
       ASSERT_TRUE(std::isfinite(residual[i])) << "next residual " << i;
   }
@@ -356,8 +356,8 @@ TEST(QuantCodec, SubnormalScalesAreCodedOrConstantWithoutNaN) {
 /// FLT_MAX, [0, FLT_MAX], [-FLT_MAX, 0], [-1e38, 1e38]).
 std::vector<float> hugeRangeBlocks(unsigned seed) {
   const float below103 = std::nextafter(0x1p103f, 0.0f);
-  const float bounds[][2] = {{-FLT_MAX, FLT_MAX}, {-0x1p127f, 0x1p127f}, {-0x1p103f, FLT_MAX}, {0.0f, 0.0f},
-                             {-below103, FLT_MAX}, {0.0f, FLT_MAX},       {-FLT_MAX, 0.0f},    {-1e38f, 1e38f}};
+  const float bounds[][2] = {{-FLT_MAX, FLT_MAX},  {-0x1p127f, 0x1p127f}, {-0x1p103f, FLT_MAX}, {0.0f, 0.0f},
+                             {-below103, FLT_MAX}, {0.0f, FLT_MAX},       {-FLT_MAX, 0.0f},     {-1e38f, 1e38f}};
   const int64_t kinds = sizeof(bounds) / sizeof(bounds[0]);
   std::vector<float> g = ptrain::testing::randomFloats(64 * kinds, seed, -3, 5);
   for (int64_t b = 0; b < kinds; ++b) {
