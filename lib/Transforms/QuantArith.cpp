@@ -171,7 +171,9 @@ void buildBlockCodes(QuantBuilder &q, Value g, Value e, Value packed, Value scal
     minCode = -levels, maxCode = levels, offset = static_cast<float>(1 << (shape.bits - 1));
   } else {
     const float levels = static_cast<float>((1 << shape.bits) - 1);
-    scale = q.div(q.sub(mx, mn), q.f32(levels));
+    // common/QuantScale.h, quantAsymmetricScale: the range clamped to FLT_MAX (it overflows only past it).
+    Value range = q.sub(mx, mn);
+    scale = q.div(q.select(q.lt(q.f32(FLT_MAX), range), q.f32(FLT_MAX), range), q.f32(levels));
     zero = mn;
     minCode = 0.0f, maxCode = levels, offset = 0.0f;
   }

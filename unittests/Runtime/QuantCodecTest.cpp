@@ -211,6 +211,62 @@ TEST(QuantCodec, TheBlockEncoderOnEveryIsaPathMatchesTheGenericKernel) {
         }
 }
 
+/// A one-row block layout `l` with error feedback on every ISA path in `paths` through the C entry points
+/// (encode g with residual e, then decode): codes, scales, zero points, residual and decoded values bit for bit
+/// those of `want` (the generic reference); then the next step's encode of `next` with that residual succeeds
+/// (the residual is finite) and leaves a finite residual.
+void expectEveryIsaPathEqualsTheReference(const std::vector<std::string> &paths, const QuantLayout &l,
+                                          const std::vector<float> &g, const std::vector<float> &e, const Encoded &want,
+                                          const std::vector<float> &next) {
+  const int64_t n = l.numel;
+  for (const std::string &isa : paths) {
+    SCOPED_TRACE(isa);
+    ASSERT_EQ(ptrain_cpu_set_isa(isa.c_str()), PTRAIN_OK);
+    std::vector<uint8_t> packed(l.packedBytes(), 0xAB);
+    std::vector<float> scales(l.numScales(), -1.0f), zeros(l.numScales(), -1.0f), residual = e;
+    float *zp = l.symmetric ? nullptr : zeros.data();
+    ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), residual.data(), 1, n, l.bits, PTRAIN_QUANT_BLOCK, l.block,
+                                             l.symmetric, packed.data(), scales.data(), zp));
+    ASSERT_EQ(packed, want.packed);
+    expectBitEqual(scales, want.scales, "scales");
+    if (!l.symmetric)
+      expectBitEqual(zeros, want.zeros, "zeros");
+    expectBitEqual(residual, want.residual, "residual");
+    std::vector<float> decoded(n, NAN);
+    ASSERT_PTRAIN_OK(ptrain_quant_decode_f32(packed.data(), scales.data(), zp, 1, n, l.bits, PTRAIN_QUANT_BLOCK,
+                                             l.block, l.symmetric, decoded.data()));
+    expectBitEqual(decoded, want.decoded, "decoded");
+    ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(next.data(), residual.data(), 1, n, l.bits, PTRAIN_QUANT_BLOCK, l.block,
+                                             l.symmetric, packed.data(), scales.data(), zp));
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_TRUE(std::isfinite(residual[i])) << "next residual " << i;
+  }
+  ASSERT_EQ(ptrain_cpu_set_isa(nullptr), PTRAIN_OK);
+}
+
+/// A block of 64 values x in [-3, 5) spread over [lo, hi] (x -> lo (1 - t) + hi t, t = (x + 3) / 8, finite even
+/// where hi - lo is not), with lo first and hi last.
+void spreadBlock(float *x, float lo, float hi) {
+  for (int64_t i = 0; i < 64; ++i) {
+    const float t = (x[i] + 3.0f) / 8.0f;
+    x[i] = std::min(hi, std::max(lo, lo * (1.0f - t) + hi * t));
+  }
+  x[0] = lo;
+  x[63] = hi;
+}
+
+/// One row of n elements quantized in blocks.
+QuantLayout oneRowOfBlocks(int64_t n, int bits, int64_t block, bool symmetric) {
+  QuantLayout l;
+  l.numel = n;
+  l.cols = n;
+  l.bits = bits;
+  l.granularity = PTRAIN_QUANT_BLOCK;
+  l.block = block;
+  l.symmetric = symmetric;
+  return l;
+}
+
 /// k units of the smallest subnormal, 2^-149 (exact for k < 2^24 or with trailing zeros).
 float subnormalUnits(int64_t k) { return std::ldexp(static_cast<float>(k), -149); }
 
@@ -240,12 +296,7 @@ std::vector<float> subnormalScaleBlocks(int bits, bool symmetric, unsigned seed)
     const float span = static_cast<float>(range) * subnormalUnits(k); // rounded where not exact
     const bool negative = b >= kinds;
     const float lo = negative ? -span : (symmetric ? -0.5f * span : 0.0f), hi = negative ? 0.0f : span;
-    for (int64_t i = 0; i < 64; ++i) {
-      const float t = (x[i] + 3.0f) / 8.0f; // [0, 1)
-      x[i] = std::min(hi, std::max(lo, lo + t * (hi - lo)));
-    }
-    x[0] = lo;
-    x[63] = hi;
+    spreadBlock(x, lo, hi);
   }
   return g;
 }
@@ -265,13 +316,7 @@ TEST(QuantCodec, SubnormalScalesAreCodedOrConstantWithoutNaN) {
         SCOPED_TRACE(::testing::Message() << "bits " << bits << " symmetric " << symmetric << " block " << block);
         const std::vector<float> g = subnormalScaleBlocks(bits, symmetric, 81 + bits);
         const int64_t n = static_cast<int64_t>(g.size());
-        QuantLayout l;
-        l.numel = n;
-        l.cols = n;
-        l.bits = bits;
-        l.granularity = PTRAIN_QUANT_BLOCK;
-        l.block = block;
-        l.symmetric = symmetric;
+        const QuantLayout l = oneRowOfBlocks(n, bits, block, symmetric);
         const std::vector<float> e(n, -0.0f);
         const Encoded want = runInstance(l, g, &e, true);
         // Soundness of the reference (the paths are compared with it below).
@@ -299,30 +344,89 @@ TEST(QuantCodec, SubnormalScalesAreCodedOrConstantWithoutNaN) {
           ASSERT_FALSE(std::isnan(want.decoded[i])) << "decoded " << i;
           ASSERT_EQ(floatBits(want.residual[i]), floatBits(g[i] - want.decoded[i])) << "e = v - decode(u) at " << i;
         }
-        // Every ISA path: the reference's bits, through the C entry points.
-        for (const std::string &isa : paths) {
-          SCOPED_TRACE(isa);
-          ASSERT_EQ(ptrain_cpu_set_isa(isa.c_str()), PTRAIN_OK);
-          std::vector<uint8_t> packed(l.packedBytes(), 0xAB);
-          std::vector<float> scales(l.numScales(), -1.0f), zeros(l.numScales(), -1.0f), residual = e;
-          float *zp = symmetric ? nullptr : zeros.data();
-          ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), residual.data(), 1, n, bits, PTRAIN_QUANT_BLOCK, block,
-                                                   symmetric, packed.data(), scales.data(), zp));
-          ASSERT_EQ(packed, want.packed);
-          expectBitEqual(scales, want.scales, "scales");
-          if (!symmetric)
-            expectBitEqual(zeros, want.zeros, "zeros");
-          expectBitEqual(residual, want.residual, "residual");
-          std::vector<float> decoded(n, NAN);
-          ASSERT_PTRAIN_OK(ptrain_quant_decode_f32(packed.data(), scales.data(), zp, 1, n, bits, PTRAIN_QUANT_BLOCK,
-                                                   block, symmetric, decoded.data()));
-          expectBitEqual(decoded, want.decoded, "decoded");
-          // The next step's encode of the same site: the residual is finite, so no error.
-          ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), residual.data(), 1, n, bits, PTRAIN_QUANT_BLOCK, block,
-                                                   symmetric, packed.data(), scales.data(), zp));
-        }
-        ASSERT_EQ(ptrain_cpu_set_isa(nullptr), PTRAIN_OK);
+        // Every ISA path: the reference's bits; the next step's encode of the same site.
+        expectEveryIsaPathEqualsTheReference(paths, l, g, e, want, g);
       }
+}
+
+/// Blocks of 64 around the asymmetric range FLT_MAX (common/QuantScale.h, quantAsymmetricScale), extremes first
+/// and last, the middle values spread between them: ranges that overflow fp32 ([-FLT_MAX, FLT_MAX],
+/// [-2^127, 2^127] = 2^128, [-2^103, FLT_MAX] whose exact range 2^128 - 2^103 is the tie that rounds to inf,
+/// random values in [-1.95e38, 3.25e38]) and ranges just inside it ([-(2^103 - 2^79), FLT_MAX] rounding down to
+/// FLT_MAX, [0, FLT_MAX], [-FLT_MAX, 0], [-1e38, 1e38]).
+std::vector<float> hugeRangeBlocks(unsigned seed) {
+  const float below103 = std::nextafter(0x1p103f, 0.0f);
+  const float bounds[][2] = {{-FLT_MAX, FLT_MAX},  {-0x1p127f, 0x1p127f}, {-0x1p103f, FLT_MAX}, {0.0f, 0.0f},
+                             {-below103, FLT_MAX}, {0.0f, FLT_MAX},       {-FLT_MAX, 0.0f},     {-1e38f, 1e38f}};
+  const int64_t kinds = sizeof(bounds) / sizeof(bounds[0]);
+  std::vector<float> g = ptrain::testing::randomFloats(64 * kinds, seed, -3, 5);
+  for (int64_t b = 0; b < kinds; ++b) {
+    float *x = g.data() + 64 * b;
+    const float lo = bounds[b][0], hi = bounds[b][1];
+    if (lo == hi) { // random values whose range is about 5.2e38
+      for (int64_t i = 0; i < 64; ++i)
+        x[i] *= 6.5e37f;
+      continue;
+    }
+    spreadBlock(x, lo, hi);
+  }
+  return g;
+}
+
+// The inf-scale NaN (issue 26): an asymmetric block whose max - min overflows fp32 had scale inf, every code 0
+// and decode 0 * inf + min = NaN, a NaN residual. The range is now clamped to FLT_MAX. On every ISA path the CPU
+// runs and in the generic reference, bits 2, 4 and 8, blocks of 64 (registers), 16 (lanes) and 24 (lanes and
+// tail): the same bits; a clamped block's scale fl(FLT_MAX / (2^bits - 1)) with (2^bits - 1) s = FLT_MAX; every
+// other block's scale the unclamped fl((max - min) / (2^bits - 1)) (ranges up to FLT_MAX unchanged); decode and
+// residual finite, e = v - decode(u) exactly, within half a step (plus rounding) inside [min, min + FLT_MAX] and
+// the top code above it; and the next step's encode of the residual alone (gradient 0) succeeds.
+TEST(QuantCodec, AsymmetricRangesOverFltMaxAreClampedWithoutNaN) {
+  const std::vector<std::string> paths = pathsThisCpuRuns();
+  ASSERT_FALSE(paths.empty());
+  for (int bits : {2, 4, 8})
+    for (int64_t block : {int64_t(64), int64_t(16), int64_t(24)}) {
+      SCOPED_TRACE(::testing::Message() << "bits " << bits << " block " << block);
+      const std::vector<float> g = hugeRangeBlocks(91 + bits);
+      const int64_t n = static_cast<int64_t>(g.size());
+      const float levels = static_cast<float>((1 << bits) - 1);
+      const QuantLayout l = oneRowOfBlocks(n, bits, block, false);
+      const std::vector<float> e(n, -0.0f);
+      const Encoded want = runInstance(l, g, &e, true);
+      // Soundness of the reference (the paths are compared with it below).
+      int clamped = 0, unclampedHuge = 0;
+      for (int64_t s = 0; s < l.numScales(); ++s) {
+        const int64_t begin = s * block, end = std::min(n, (s + 1) * block);
+        const float lo = *std::min_element(g.begin() + begin, g.begin() + end);
+        const float hi = *std::max_element(g.begin() + begin, g.begin() + end);
+        const volatile float range = hi - lo; // volatile: the fp32 subtraction, as the encoder rounds it
+        const float scale = want.scales[s];
+        ASSERT_EQ(floatBits(want.zeros[s]), floatBits(lo)) << "block " << s;
+        if (!(range <= FLT_MAX)) {
+          ++clamped;
+          ASSERT_EQ(floatBits(scale), floatBits(FLT_MAX / levels)) << "block " << s << ": clamped";
+          ASSERT_EQ(floatBits(levels * scale), floatBits(FLT_MAX)) << "block " << s;
+        } else {
+          ASSERT_EQ(floatBits(scale), floatBits(range / levels)) << "block " << s << ": as before the clamp";
+          if (range >= 1e38f)
+            ++unclampedHuge;
+        }
+        for (int64_t i = begin; i < end; ++i) {
+          ASSERT_TRUE(std::isfinite(want.decoded[i])) << "decoded " << i << " of " << g[i];
+          ASSERT_TRUE(std::isfinite(want.residual[i])) << "residual " << i << " of " << g[i];
+          ASSERT_EQ(floatBits(want.residual[i]), floatBits(g[i] - want.decoded[i])) << "e = v - decode(u) at " << i;
+          const double top = static_cast<double>(lo) + static_cast<double>(levels) * scale;
+          const double error = std::fabs(static_cast<double>(g[i]) - want.decoded[i]);
+          if (g[i] <= top)
+            ASSERT_LE(error, (0.5 + 0x1p-12) * scale) << "element " << i << " inside the covered range";
+          else
+            ASSERT_EQ(floatBits(want.decoded[i]), floatBits(levels * scale + lo)) << "element " << i << ": top code";
+        }
+      }
+      EXPECT_GT(clamped, 0);
+      EXPECT_GT(unclampedHuge, 0);
+      // Every ISA path: the reference's bits; the next step with a zero gradient encodes the residual alone.
+      expectEveryIsaPathEqualsTheReference(paths, l, g, e, want, std::vector<float>(n, 0.0f));
+    }
 }
 
 TEST(QuantCodec, DecodedValuesLieOnTheGridWithinHalfAStep) {

@@ -387,7 +387,7 @@ std::string quantSiteFunction(const QuantSite &q, int index) {
 /// Values the quantizer must treat as the runtime does, one kind per block of 64: +-0 only (either sign first), a
 /// min of 0 reached by -0 before +0 and a max of 0 by +0 before -0 (the sign-of-zero rule), values around 1e-39
 /// (scales at or below 2^-128: constant blocks) and around 1e-36 with subnormals, huge ones, ties to even at 4
-/// bits, one value; the rest random over [-3, 5].
+/// bits, one value, a range over FLT_MAX (an asymmetric scale clamped); the rest random over [-3, 5].
 std::vector<float> quantEdgeValues(int64_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uniform(-3.0f, 5.0f);
@@ -434,6 +434,11 @@ std::vector<float> quantEdgeValues(int64_t n, unsigned seed) {
     case 8:
       for (int64_t i = 0; i < len; ++i)
         x[i] = 0.3f;
+      break;
+    case 9: // a range over FLT_MAX (about 5.2e38 and 6e38): asymmetric scales clamped (common/QuantScale.h)
+      for (int64_t i = 0; i < len; ++i)
+        x[i] *= 6.5e37f;
+      x[0] = -3e38f, x[len - 1] = 3e38f;
       break;
     default:
       break;

@@ -15,7 +15,8 @@
 //      loop's), a zero taking the sign of the block's first zero (the runtime's
 //      quantFirstZeroSign: the loop keeps the first element equal to the min);
 //   4. QuantGroup::make: symmetric s = max(|min|, |max|) / (2^(bits-1) - 1),
-//      asymmetric s = (max - min) / (2^bits - 1), z = min; then
+//      asymmetric s = min(max - min, FLT_MAX) / (2^bits - 1), z = min (the
+//      range clamped where it overflows, common/QuantScale.h); then
 //      common/QuantScale.h: s and 1 / s are 0 when 1 / s is not finite;
 //   5. per element t = (x - z) * (1 / s) clamped to the code range, r = (t +
 //      1.5 * 2^23) - 1.5 * 2^23 (round to nearest even), u = r + 2^(bits-1)

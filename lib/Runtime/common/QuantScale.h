@@ -14,8 +14,19 @@
 //     give t = 0 * inf = NaN, a NaN residual, and the next call's error
 //     "element ... is not finite" (issue 26, the subnormal-scale NaN).
 // The scale 2^-128 + 2^-149 (the next subnormal) has 1 / s = 2^128 - 2^107
-// (rounded), finite: coded. A scale of inf (an asymmetric range over
-// FLT_MAX) keeps 1 / s = 0, as before.
+// (rounded), finite: coded.
+//
+// The asymmetric scale is (max - min) / (2^bits - 1) with the range clamped
+// to FLT_MAX (quantAsymmetricScale). A block whose range overflows fp32
+// (max - min rounds to inf: max > 0 > min, e.g. -3e38 and 3e38) had scale
+// inf, 1 / s = 0, every code 0, decode 0 * inf + z = NaN and a NaN residual
+// (issue 26, the inf-scale NaN). Clamped, s = FLT_MAX / (2^bits - 1) and
+// (2^bits - 1) * s rounds to exactly FLT_MAX for bits 2, 4 and 8, so every
+// decode u * s + z (z = min < 0) is finite; the block covers [min, min +
+// FLT_MAX], values above it take the top code and, with error feedback,
+// keep the rest (at most max - (min + FLT_MAX), finite) in the residual.
+// Every range <= FLT_MAX is left as it was (the clamp does not fire), so its
+// scales, codes and residuals are unchanged bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +60,20 @@ PTRAIN_HOST_DEVICE QuantScale quantScaleAndInverse(float scale) {
   if (inv <= FLT_MAX)
     return {scale, inv};
   return {0.0f, 0.0f};
+}
+
+/// The asymmetric scale min(max - min, FLT_MAX) / levels (levels = 2^bits - 1)
+/// of a group with finite minimum lo <= maximum hi (IEEE subtraction and
+/// division, rounded to nearest, on both targets); the clamp fires only where
+/// max - min overflows to inf (see above).
+PTRAIN_HOST_DEVICE float quantAsymmetricScale(float lo, float hi, float levels) {
+#ifdef __CUDA_ARCH__
+  const float range = __fsub_rn(hi, lo);
+  return __fdiv_rn(range <= FLT_MAX ? range : FLT_MAX, levels);
+#else
+  const float range = hi - lo;
+  return (range <= FLT_MAX ? range : FLT_MAX) / levels;
+#endif
 }
 
 } // namespace ptrain::runtime

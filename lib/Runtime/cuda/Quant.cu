@@ -11,7 +11,8 @@
 //              non-finite index (atomicMin);
 //   2. scales: per group, s and the zero point exactly as QuantGroup::make,
 //              and 1 / s (common/QuantScale.h: s and 1 / s are 0 when s = 0
-//              or 1 / s overflows, s <= 2^-128);
+//              or 1 / s overflows, s <= 2^-128; an asymmetric range over
+//              FLT_MAX clamped to it, quantAsymmetricScale);
 //   3. pack:   a thread per output byte codes its 8 / bits elements,
 //              r = rn(clamp((v - z) / s)) (1.5 * 2^23 added and subtracted,
 //              as roundEven), u = r + 2^(bits-1) (symmetric), and with error
@@ -165,7 +166,7 @@ __global__ void __launch_bounds__(kThreads)
       const float q = static_cast<float>((1 << (l.bits - 1)) - 1);
       scale = __fdiv_rn(fmaxf(fabsf(lo), fabsf(hi)), q);
     } else {
-      scale = __fdiv_rn(__fsub_rn(hi, lo), static_cast<float>((1 << l.bits) - 1));
+      scale = ptrain::runtime::quantAsymmetricScale(lo, hi, static_cast<float>((1 << l.bits) - 1));
       zeros[s] = lo;
     }
     const ptrain::runtime::QuantScale stored = ptrain::runtime::quantScaleAndInverse(scale);

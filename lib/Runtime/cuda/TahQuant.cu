@@ -60,7 +60,7 @@ struct Quantizer {
   __device__ Quantizer(int bits, float lo, float hi) {
     maxCode = static_cast<float>((1 << bits) - 1);
     const ptrain::runtime::QuantScale stored =
-        ptrain::runtime::quantScaleAndInverse(__fdiv_rn(__fsub_rn(hi, lo), maxCode));
+        ptrain::runtime::quantScaleAndInverse(ptrain::runtime::quantAsymmetricScale(lo, hi, maxCode));
     scale = stored.scale;
     zero = lo;
     inv = stored.inv;

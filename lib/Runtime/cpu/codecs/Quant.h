@@ -15,7 +15,9 @@
 // where v / s is computed as v * (1 / s) and clamped to the code range before
 // rounding, and s = 0 (a constant group) encodes every value as the zero code;
 // a scale whose reciprocal overflows (s <= 2^-128) is stored as 0, a constant
-// group too (common/QuantScale.h: otherwise 0 * inf = NaN).
+// group too (common/QuantScale.h: otherwise 0 * inf = NaN); an asymmetric
+// range over FLT_MAX is clamped to FLT_MAX (common/QuantScale.h: otherwise
+// s = inf and decode 0 * inf = NaN).
 // With error feedback the encoder quantizes v = g + e and leaves
 // e = v - decode(u).
 //
@@ -102,7 +104,7 @@ struct QuantGroup {
       g.minCode = -q;
       g.offset = static_cast<float>(1 << (bits - 1));
     } else {
-      g.scale = (hi - lo) / static_cast<float>((1 << bits) - 1);
+      g.scale = quantAsymmetricScale(lo, hi, static_cast<float>((1 << bits) - 1));
       g.zero = lo;
       g.maxCode = static_cast<float>((1 << bits) - 1);
       g.minCode = 0.0f;

@@ -15,7 +15,7 @@
 //             Walsh-Hadamard butterflies (a + b, a - b) for h = 1, 2, ...,
 //             G / 2, then a multiply by fl(1 / sqrt(G))          (sec. 3.3)
 //   quantize  asymmetric round-to-nearest-even of y with Quant.h's
-//             QuantGroup: z = min y, s = (max y - min y) / (2^b - 1),
+//             QuantGroup: z = min y, s = min(max y - min y, FLT_MAX) / (2^b - 1),
 //             u = rn(clamp((y - z) (1 / s), 0, 2^b - 1)), decode u s + z
 //                                                                (sec. 3.1)
 //
