@@ -153,6 +153,7 @@ def report(src, counts, args):
     info = sites(src)
     lines = src.split("\n")
     by_call, by_site, calls = collections.Counter(), collections.Counter(), collections.Counter()
+    by_gemm, gemm_calls = collections.Counter(), collections.Counter()
     for row in open(counts):
         line, n, seconds = row.split()
         line, n, seconds = int(line), int(n), float(seconds)
@@ -164,6 +165,10 @@ def report(src, counts, args):
         by_call[name] += seconds
         calls[name] += n
         by_site[(kind, loc, name)] += seconds
+        shape = gemm_shape(lines[line - 1])
+        if shape:
+            by_gemm[shape] += seconds
+            gemm_calls[shape] += n
     total = sum(by_call.values())
     ms = 1e3 / args.steps
     print(f"{args.steps} steps; runtime calls of {' + '.join(TIMED)}: {total * ms:.1f} ms CPU per step")
@@ -173,6 +178,31 @@ def report(src, counts, args):
     print(f"\n| op site (kind, ONNX node) | runtime call | ms/step |\n|---|---|---|")
     for (kind, loc, name), s in by_site.most_common(args.sites):
         print(f"| {kind} {loc} | {name} | {s * ms:.2f} |")
+    if by_gemm:
+        # FLOPs of one call: 2 batch M N K (C = alpha op(A) op(B) + beta C; docs/Runtime.md, ptrain_gemm_f32).
+        print("\n| GEMM: trans_a, trans_b, batch x M x N x K, beta | calls/step | ms/step | share of GEMMs | GFLOP/s |"
+              "\n|---|---|---|---|---|")
+        gemm_total = sum(by_gemm.values())
+        for (ta, tb, batch, m, n, k, beta), s in by_gemm.most_common():
+            flops = 2 * batch * m * n * k * gemm_calls[(ta, tb, batch, m, n, k, beta)]
+            print(f"| {ta}, {tb}, {batch} x {m} x {n} x {k}, {beta} | {gemm_calls[(ta, tb, batch, m, n, k, beta)] // args.steps} "
+                  f"| {s * ms:.2f} | {100 * s / gemm_total:.1f}% | {flops / s / 1e9:.1f} |")
+
+
+GEMM_CALL = re.compile(r"PTRAIN_STEP_CALL\(ptrain_gemm_(?:f32|bf16|f16)\(([^;]*)\)\);")
+
+
+def gemm_shape(line):
+    """(trans_a, trans_b, batch, M, N, K, beta) of a ptrain_gemm_* call line with literal sizes, else None."""
+    m = GEMM_CALL.search(line)
+    if not m:
+        return None
+    args = [a.strip() for a in m.group(1).split(",")]
+    try:
+        ta, tb, batch, rows, cols, k = (int(a) for a in args[:6])
+    except ValueError:
+        return None  # sizes passed as expressions (none in the bundled GPT's step)
+    return ta, tb, batch, rows, cols, k, args[11] if len(args) > 11 else "?"
 
 
 if __name__ == "__main__":
