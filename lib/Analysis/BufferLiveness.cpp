@@ -174,6 +174,7 @@ StorageRules StorageRules::cuda() {
   rules.holdUntilWait = false;
   rules.generateConstants = false;
   rules.adamWRuns = false;
+  rules.accumulateGemmsIntoStates = false;
   rules.alignment = 256;
   return rules;
 }
@@ -229,7 +230,7 @@ void BufferLiveness::run(bool placeBuffers) {
   if (func.isExternal())
     return;
   if (rules.fuseGemms)
-    gemmFusion.emplace(opList);
+    gemmFusion.emplace(opList, rules.accumulateGemmsIntoStates);
   // A compressed all-reduce's new state is written to its state after the wait (the emitters defer it).
   for (Operation *op : opList)
     if (auto start = dyn_cast<CompressedAllReduceStartOp>(op))
@@ -275,6 +276,9 @@ void BufferLiveness::run(bool placeBuffers) {
     return writtenBy[callee.getOperation()] = std::move(written);
   };
   for (Operation *op : opList) {
+    // A GEMM accumulating into a state writes it (a read of it used after the GEMM is a copy).
+    if (StringAttr sym = gemmFusion ? gemmFusion->accumulatedState(op) : StringAttr())
+      writesOf[sym].push_back(opIndex[op]);
     if (auto write = dyn_cast<StateWriteOp>(op))
       writesOf[write.getStateAttr().getAttr()].push_back(opIndex[op]);
     else if (auto call = dyn_cast<func::CallOp>(op); call && module)
@@ -336,6 +340,9 @@ void BufferLiveness::run(bool placeBuffers) {
         s.kind = ValueStorage::Alias;
         s.root = aliasOf(op) ? aliasOf(op) : op->getOperand(0);
         s.isConst = lookup(rootOf(s.root)).isConst;
+      } else if (StringAttr sym = gemmFusion ? gemmFusion->accumulatedState(op) : StringAttr()) {
+        s.kind = ValueStorage::State; // the product in its gradient state (GemmFusion.h)
+        s.state = sym;
       } else if (isa<StateReadOp>(op)) {
         s.kind = ValueStorage::State; // may become Arena below
       } else if (auto send = dyn_cast<SendStartOp>(op)) {
@@ -365,7 +372,7 @@ void BufferLiveness::run(bool placeBuffers) {
   // before the read do not matter: it reads the storage after them.
   for (Operation *op : opList) {
     auto read = dyn_cast<StateReadOp>(op);
-    if (!read)
+    if (!read || isFolded(op)) // folded: the old value a GEMM accumulated into (GemmFusion.h), never read
       continue;
     int64_t firstWrite = INT64_MAX;
     for (int64_t w : writesOf.lookup(read.getStateAttr().getAttr()))

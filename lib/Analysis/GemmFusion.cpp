@@ -7,6 +7,8 @@
 
 #include "ptrain/Analysis/GemmFusion.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -50,7 +52,7 @@ ArrayRef<int64_t> withoutLeadingOnes(ArrayRef<int64_t> shape) {
 }
 } // namespace
 
-GemmFusion::GemmFusion(ArrayRef<Operation *> ops) : deadOps(ops) {
+GemmFusion::GemmFusion(ArrayRef<Operation *> ops, bool accumulateIntoStates) : deadOps(ops) {
   for (Operation *op : llvm::reverse(ops)) {
     if (deadOps.isDead(op))
       continue;
@@ -114,6 +116,69 @@ GemmFusion::GemmFusion(ArrayRef<Operation *> ops) : deadOps(ops) {
       biases[m] = bias;
       aliases[op] = product;
       reads[m].push_back(bias);
+      break;
+    }
+  }
+  if (accumulateIntoStates)
+    findAccumulations(ops);
+}
+
+void GemmFusion::findAccumulations(ArrayRef<Operation *> ops) {
+  llvm::DenseMap<Operation *, int64_t> index;
+  for (auto [i, op] : llvm::enumerate(ops))
+    index[op] = static_cast<int64_t>(i);
+  // The value's only user, or null.
+  auto onlyUser = [](Value v) { return v.hasOneUse() ? *v.getUsers().begin() : nullptr; };
+  for (Operation *op : ops) {
+    auto add = dyn_cast<BinaryOp>(op);
+    if (!add || add.getKind() != BinaryKind::Add || deadOps.isDead(op) || aliases.contains(op) ||
+        !isF32(add.getResult()))
+      continue;
+    auto write = dyn_cast_or_null<StateWriteOp>(onlyUser(add.getResult()));
+    if (!write || deadOps.isDead(write))
+      continue;
+    StringAttr state = write.getStateAttr().getAttr();
+    for (auto [old, grad] : {std::pair(add.getLhs(), add.getRhs()), std::pair(add.getRhs(), add.getLhs())}) {
+      auto read = old.getDefiningOp<StateReadOp>();
+      if (!read || read.getStateAttr().getAttr() != state || !old.hasOneUse() || tensorOf(old) != tensorOf(grad) ||
+          tensorOf(grad) != tensorOf(add.getResult()) || !grad.hasOneUse())
+        continue;
+      // The GEMM that makes the gradient: a batch sum (through the transpose it writes), or a plain f32 matmul
+      // without a bias, each value used once.
+      Value product = grad;
+      if (auto t = product.getDefiningOp<TransposeOp>(); t && aliases.contains(t)) {
+        product = aliases.lookup(t);
+        if (!product.hasOneUse())
+          continue;
+      }
+      Operation *gemm = product.getDefiningOp();
+      auto m = dyn_cast_or_null<MatmulOp>(gemm);
+      auto s = dyn_cast_or_null<SumToOp>(gemm);
+      if (!(s && summed.contains(s)) && !(m && !folded.contains(m) && !biases.contains(m) && !m.getAccumulate()))
+        continue;
+      if (gemm->getBlock() != op->getBlock() || deadOps.isDead(gemm) || !index.count(gemm) || !index.count(read))
+        continue;
+      // Between the first of GEMM and read and the write, nothing else may see or change the state: the GEMM
+      // turns its storage into old + product there, where the add read the old value.
+      const int64_t from = std::min(index[gemm], index[read]), to = index[write];
+      bool clear = true;
+      for (int64_t i = 0; i < to && clear; ++i) {
+        Operation *other = ops[i];
+        if (other == read.getOperation())
+          continue;
+        if (auto r = dyn_cast<StateReadOp>(other))
+          clear = r.getStateAttr().getAttr() != state; // any other read of S before the write
+        else if (auto w = dyn_cast<StateWriteOp>(other))
+          clear = i < from || w.getStateAttr().getAttr() != state;
+        else if (isa<func::CallOp>(other))
+          clear = i < from;
+      }
+      if (!clear)
+        continue;
+      accumulated[gemm] = state;
+      aliases[op] = grad;
+      folded.insert(read);
+      folded.insert(write);
       break;
     }
   }

@@ -107,4 +107,30 @@ TEST(Gemm, LinearLayerBackwardMatchesFiniteDifferences) {
               "dW");
 }
 
+/// A weight gradient accumulated into its state (GemmFusion.h, "accumulated into its state"): the GEMM with C =
+/// the accumulator and beta = 1 gives the bits of the GEMM into a buffer (beta = 0) followed by the fp32 add
+/// acc + dW, when BLAS sums K in one pass: the bundled GPT's weight gradients, dW written transposed as the
+/// emitter calls it (trans_a = 1, K = batch * seq = 256), shapes of its qkv, attention projection and MLP
+/// layers. scripts/test-kernel-paths.sh runs it with OpenBLAS's Haswell (AVX2) and SkylakeX (AVX-512) kernels.
+TEST(Gemm, AccumulatingIntoCEqualsASeparateAddOverTheBundledGptsWeightGradients) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (const Shape &sh : {Shape{384, 128, 256}, Shape{128, 128, 256}, Shape{512, 128, 256}, Shape{128, 512, 256}}) {
+    auto dy = randomFloats(sh.k * sh.m, 11);
+    auto x = randomFloats(sh.k * sh.n, 12);
+    auto acc = randomFloats(sh.m * sh.n, 13);
+    std::vector<float> dw(sh.m * sh.n, NAN), separate(acc), fused(acc);
+    ASSERT_PTRAIN_OK(ptrain_gemm_f32(1, 0, 1, sh.m, sh.n, sh.k, 1.0f, dy.data(), 0, x.data(), 0, 0.0f, dw.data(), 0));
+    for (size_t i = 0; i < separate.size(); ++i)
+      separate[i] += dw[i];
+    ASSERT_PTRAIN_OK(
+        ptrain_gemm_f32(1, 0, 1, sh.m, sh.n, sh.k, 1.0f, dy.data(), 0, x.data(), 0, 1.0f, fused.data(), 0));
+    size_t differ = 0;
+    for (size_t i = 0; i < fused.size(); ++i)
+      differ += bitsOf(fused[i]) != bitsOf(separate[i]);
+    EXPECT_EQ(differ, 0u) << sh.m << " x " << sh.n << " x " << sh.k << ": elements whose bits differ";
+  }
+}
+
 } // namespace

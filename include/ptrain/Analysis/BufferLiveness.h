@@ -9,7 +9,8 @@
 //   - Argument: the caller's buffer;
 //   - State: a ptrain.state_read used in place on the state's storage, unless a
 //     write of that state comes before one of its (alias) uses: then it is a
-//     copy in the arena;
+//     copy in the arena; or a GEMM's product accumulated into a gradient state
+//     (GemmFusion::accumulatedState, StorageRules::accumulateGemmsIntoStates);
 //   - Constant: a literal or a constant read at init (ConstantForm.h), or, when
 //     the target generates none (StorageRules::generateConstants false), any
 //     constant (the CUDA target's device block);
@@ -94,15 +95,19 @@ struct StorageRules {
   bool generateConstants = true;
   /// Runs of AdamW updates are updated in place on the states (AdamWRuns.h): their ops take no buffer.
   bool adamWRuns = true;
+  /// A weight gradient's GEMM accumulates into its gradient state (C = the state, beta = 1) instead of a buffer,
+  /// an add and a copy into the state (GemmFusion.h). Needs fuseGemms.
+  bool accumulateGemmsIntoStates = true;
   /// The scratch of each op's kernels (bytes, in request order); empty: the target adds it (addScratch).
   std::function<void(Operation *, SmallVectorImpl<int64_t> &)> scratch;
   /// Offsets and sizes are multiples of this (bytes).
   int64_t alignment = 64;
 
-  /// The CPU target: host memory, MPI, OpenBLAS GEMMs with fusion, generated constants, AdamW tables,
-  /// cpuKernelScratch, 64-byte alignment.
+  /// The CPU target: host memory, MPI, OpenBLAS GEMMs with fusion (accumulating into gradient states),
+  /// generated constants, AdamW tables, cpuKernelScratch, 64-byte alignment.
   static StorageRules cpu();
-  /// The CUDA target: device memory, NCCL on streams, cuBLAS GEMMs with fusion (as the CPU's), every constant
+  /// The CUDA target: device memory, NCCL on streams, cuBLAS GEMMs with fusion (as the CPU's, but writing each
+  /// gradient into a buffer that is added to its state), every constant
   /// in a device block, scratch added by the emitter, 256-byte alignment (cudaMalloc's).
   static StorageRules cuda();
 };
@@ -111,6 +116,7 @@ struct StorageRules {
 struct ValueStorage {
   enum Kind { Argument, State, Constant, Arena, Alias, Virtual } kind = Arena;
   Value root;           ///< Alias: the value whose memory this is
+  StringAttr state;     ///< State of a value no state_read defines (a GEMM's accumulated product): its state
   int64_t buffer = -1;  ///< Arena: index into buffers()
   bool isConst = false; ///< argument or literal constant (or an alias of one): read-only memory
 };

@@ -26,6 +26,8 @@ bool mlir::ptrain::target::isGemmOp(Operation *op, const GemmFusion &gemms) {
     return static_cast<bool>(gemms.summedMatmul(sum));
   if (isa<TransposeOp>(op))
     return gemms.isFolded(op) || gemms.aliasOf(op);
+  if (isa<StateReadOp, StateWriteOp>(op))
+    return gemms.isFolded(op); // of a gradient a GEMM accumulated into its state
   return isa<BinaryOp>(op) && gemms.aliasOf(op);
 }
 
@@ -41,6 +43,10 @@ LogicalResult mlir::ptrain::target::emitGemmOp(Operation *op, const GemmFusion &
           return success(); // computed by the sum_to of its result
         GemmOperand a = gemms.operand(m, 0), b = gemms.operand(m, 1);
         Value bias = gemms.biasOf(m);
+        // Accumulated into its gradient state: C is the state, beta = 1 (GemmFusion.h).
+        const bool accumulate = static_cast<bool>(gemms.accumulatedState(m));
+        if (accumulate)
+          t.note("accumulated into its gradient state: C = the state, beta = 1 (GemmFusion.h)");
         if (bias) { // C = the bias rows, then C = A B + C (the add of its only user, GemmFusion.h)
           ArrayRef<int64_t> in = shapeOf(bias), out = shapeOf(m.getResult());
           if (failed(t.callKernel(Kernel::broadcast_to,
@@ -52,10 +58,10 @@ LogicalResult mlir::ptrain::target::emitGemmOp(Operation *op, const GemmFusion &
         Kernel gemm = Kernel::gemm_f32;
         if (m.getAccumulate())
           gemm = m.getLhs().getType().getElementType().isBF16() ? Kernel::gemm_bf16 : Kernel::gemm_f16;
-        return t.callKernel(gemm,
-                            {a.transposed ? "1" : "0", b.transposed ? "1" : "0", str(g->batch), str(g->rows),
-                             str(g->cols), str(g->k), "1.0f", ptr(a.source), str(g->strideA), ptr(b.source),
-                             str(g->strideB), bias ? "1.0f" : "0.0f", ptr(m.getResult()), str(g->rows * g->cols)});
+        return t.callKernel(gemm, {a.transposed ? "1" : "0", b.transposed ? "1" : "0", str(g->batch), str(g->rows),
+                                   str(g->cols), str(g->k), "1.0f", ptr(a.source), str(g->strideA), ptr(b.source),
+                                   str(g->strideB), bias || accumulate ? "1.0f" : "0.0f", ptr(m.getResult()),
+                                   str(g->rows * g->cols)});
       })
       .Case<SumToOp>([&](SumToOp s) -> LogicalResult {
         // sum_b A_b B_b as one GEMM over the batch-long contraction (A stored transposed, GemmFusion.h).
@@ -65,10 +71,14 @@ LogicalResult mlir::ptrain::target::emitGemmOp(Operation *op, const GemmFusion &
           return failure();
         Value a = gemms.operand(m, 0).source, b = gemms.operand(m, 1).source;
         const bool transposed = gemms.writesTransposed(s); // its only user transposes it: (A^T B)^T = B^T A
-        return t.callKernel(Kernel::gemm_f32, {"1", "0", "1", str(transposed ? g->cols : g->rows),
-                                               str(transposed ? g->rows : g->cols), str(g->batch * g->k), "1.0f",
-                                               ptr(transposed ? b : a), "0", ptr(transposed ? a : b), "0", "0.0f",
-                                               ptr(s.getResult()), "0"});
+        // A weight gradient accumulated into its state: C is the state, beta = 1 (GemmFusion.h).
+        const bool accumulate = static_cast<bool>(gemms.accumulatedState(s));
+        if (accumulate)
+          t.note("accumulated into its gradient state: C = the state, beta = 1 (GemmFusion.h)");
+        return t.callKernel(Kernel::gemm_f32,
+                            {"1", "0", "1", str(transposed ? g->cols : g->rows), str(transposed ? g->rows : g->cols),
+                             str(g->batch * g->k), "1.0f", ptr(transposed ? b : a), "0", ptr(transposed ? a : b), "0",
+                             accumulate ? "1.0f" : "0.0f", ptr(s.getResult()), "0"});
       })
       .Case<TransposeOp>([&](TransposeOp tr) {
         // Folded: every user reads the input with the BLAS transpose flag. An alias: the GEMM of its input wrote
@@ -77,8 +87,16 @@ LogicalResult mlir::ptrain::target::emitGemmOp(Operation *op, const GemmFusion &
           t.note("an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)");
         return success();
       })
-      .Case<BinaryOp>([&](BinaryOp) {
-        t.note("an alias: the GEMM of its product started from the bias rows (GemmFusion.h)");
+      .Case<BinaryOp>([&](BinaryOp add) {
+        Operation *user = add->hasOneUse() ? *add->user_begin() : nullptr;
+        t.note(user && isa<StateWriteOp>(user) && gemms.isFolded(user)
+                   ? "an alias: the GEMM of its gradient accumulated into the state (GemmFusion.h)"
+                   : "an alias: the GEMM of its product started from the bias rows (GemmFusion.h)");
+        return success();
+      })
+      .Case<StateReadOp>([&](StateReadOp) { return success(); }) // the old value, in the state the GEMM reads
+      .Case<StateWriteOp>([&](StateWriteOp) {
+        t.note("in place: the GEMM of its value accumulated into the state (GemmFusion.h)");
         return success();
       })
       .Default([&](Operation *other) {

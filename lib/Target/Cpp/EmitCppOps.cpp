@@ -87,7 +87,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   }
   target::EmittedChunk chunk;
   chunk.header = "  // " + op->getName().getStringRef().str() + "\n";
-  if (gemms->isFolded(op))
+  if (gemms->isFolded(op) && !isa<StateReadOp, StateWriteOp>(op)) // those: an accumulation's (GemmOps.cpp)
     chunk.header += "  // not materialized: its users read its operands in their GEMMs (GemmFusion.h)\n";
   auto declare = [&](const std::string &name, const std::string &type, const std::string &text) {
     chunk.decls.push_back({name, text});
@@ -110,8 +110,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                   std::to_string(liveness->buffers()[s.buffer].offset) + ");\n");
       break;
     case Storage::State: {
-      auto read = cast<StateReadOp>(op);
-      std::string text = "  " + type + " *" + s.name + " = " + states[read.getStateAttr().getAttr()].var + ";\n";
+      // A state read used in place, or a GEMM's product accumulated into its gradient state (GemmFusion.h).
+      StringAttr sym = s.state ? s.state : cast<StateReadOp>(op).getStateAttr().getAttr();
+      std::string text = "  " + type + " *" + s.name + " = " + states[sym].var + ";\n";
       // A read whose users an import pass dropped (an export's unused pooler) or only dead ops read (DeadOps.h).
       if (llvm::all_of(result.getUsers(), [&](Operation *user) { return gemms->isDead(user); }))
         text += "  (void)" + s.name + ";\n";

@@ -509,8 +509,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     if (s.kind == Storage::Arena)
       text = "  " + type + " *" + s.name + " = " + bufferPtr(s.buffer, type) + ";\n";
     else if (s.kind == Storage::State)
-      text = "  " + type + " *" + s.name + " = " + statePtr(cast<StateReadOp>(op).getStateAttr().getAttr(), result) +
-             ";\n";
+      text = "  " + type + " *" + s.name + " = " +
+             statePtr(s.state ? s.state : cast<StateReadOp>(op).getStateAttr().getAttr(), result) + ";\n";
     else if (s.kind == Storage::Alias)
       text = "  " + type + " *" + s.name + " = const_cast<" + type + " *>(" + ptr(s.root) + ");\n";
     // An arena result nothing reads is still written by its op's call (the dead tail of a stage's last layer,
