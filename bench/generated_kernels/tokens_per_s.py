@@ -17,11 +17,16 @@ OPENBLAS_CORETYPE=Haswell, --kernels-cpu x86-64-v3 (the generated kernels), ATEN
 DNNL_MAX_CPU_ISA=AVX2 (PyTorch's kernels and oneDNN); avx512 the AVX-512 counterparts (avx512, SkylakeX,
 the host CPU, avx512, AVX512_CORE).
 
+With --baseline BUILD the step of another build (e.g. main's: /work/main/build), compiled by its ptrain-compile
+with --fuse-elementwise off and run by its ptrain-run, joins the rounds as "base" (the change's effect measured
+in the same run); its losses are reported beside the others' (equal when the change keeps the bits).
+
     PYTHONPATH=python /usr/bin/python3 bench/generated_kernels/tokens_per_s.py [--build build]
         [--out out/bench-generated-kernels] [--micro-batches 4] [--steps 30] [--warmup 5] [--repeats 1]
-        [--core 1] [--kernels-cpu native] [--pytorch] [--isa cpu|avx2|avx512]
+        [--core 1] [--kernels-cpu native] [--pytorch] [--isa cpu|avx2|avx512] [--baseline BUILD]
 """
 
+import argparse
 import importlib.util
 import json
 import os
@@ -52,6 +57,8 @@ def parser(torch_bench):
     p.add_argument("--pytorch", action="store_true", help="a PyTorch eager step in the same rounds")
     p.add_argument("--isa", choices=sorted(ISA_ENV), default="cpu",
                    help="force one vector path in the runtime, OpenBLAS, the generated kernels and PyTorch")
+    p.add_argument("--baseline", default=None, metavar="BUILD",
+                   help="another build's unfused step in the same rounds, as 'base' (e.g. /work/main/build)")
     return p
 
 
@@ -83,13 +90,20 @@ def main(argv=None):
             plans[fuse] = os.path.join(args.out, f"fuse-{fuse}")
             torch_bench.compile_ptrain(args, plans[fuse],
                                        ["--fuse-elementwise", fuse, "--kernels-cpu", args.kernels_cpu])
+        base_args = None
+        if args.baseline:
+            base_args = argparse.Namespace(**vars(args))
+            base_args.build = os.path.abspath(args.baseline)
+            plans["base"] = os.path.join(args.out, "base")
+            torch_bench.compile_ptrain(base_args, plans["base"], ["--fuse-elementwise", "off"])
         tokens = args.micro_batches * batch_rows * cfg.seq_len
         calls = {fuse: open(os.path.join(plans[fuse], "step.cpp")).read().count("ptrain_binary_f32(")
                  for fuse in plans}
+        base_note = f", base {calls['base']} ({args.baseline})" if args.baseline else ""
         print(f"bundled GPT, {tokens} tokens per step, core {args.core}, one thread, kernels for "
-              f"{args.kernels_cpu}; ptrain_binary_f32 calls in step.cpp: off {calls['off']}, on {calls['on']}; "
+              f"{args.kernels_cpu}; ptrain_binary_f32 calls in step.cpp: off {calls['off']}, on {calls['on']}{base_note}; "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
-        names = ("off", "on") + (("pytorch",) if args.pytorch else ())
+        names = (("base",) if args.baseline else ()) + ("off", "on") + (("pytorch",) if args.pytorch else ())
         if args.pytorch:
             from ptrain.run_data import data_files, read_data
             cfg, batch_rows, weights = torch_bench.read_config(args.model_dir)
@@ -98,7 +112,8 @@ def main(argv=None):
         for r in range(args.repeats):
             for name in names:
                 times, cpu, loss = (torch_bench.pytorch_run(args, cfg, batch_rows, weights, train)
-                                    if name == "pytorch" else torch_bench.ptrain_run(args, plans[name], data))
+                                    if name == "pytorch" else
+                                    torch_bench.ptrain_run(base_args if name == "base" else args, plans[name], data))
                 med, cpu_med = statistics.median(times[args.warmup:]), statistics.median(cpu[args.warmup:])
                 runs[name].append(med)
                 cpu_runs[name].append(cpu_med)
@@ -125,6 +140,11 @@ def main(argv=None):
         ratio, cpu_ratio = best["off"] / best["on"], best_cpu["off"] / best_cpu["on"]
         print(f"\ntokens/s on / off = {ratio:.3f}; per CPU-second {cpu_ratio:.3f}; step losses identical "
               f"({len(losses['on'])} steps)")
+        if args.baseline:
+            print(f"off / base (this build's unfused step against {args.baseline}'s): tokens/s "
+                  f"{best['base'] / best['off']:.3f}, per CPU-second {best_cpu['base'] / best_cpu['off']:.3f}; "
+                  f"losses {'identical' if losses['base'] == losses['off'] else 'DIFFERENT'} "
+                  f"(base last {losses['base'][-1]!r}, off last {losses['off'][-1]!r})")
         with open(os.path.join(args.out, "results.json"), "w") as f:
             json.dump({"tokens_per_step": tokens, "median_s": runs, "median_cpu_s": cpu_runs, "ratio": ratio,
                        "cpu_ratio": cpu_ratio, "kernels_cpu": args.kernels_cpu, "isa": args.isa},

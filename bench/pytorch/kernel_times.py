@@ -5,7 +5,8 @@ Copies a ptrain-compile output folder (--plan), wraps every PTRAIN_STEP_CALL of 
 thread's CPU time, clock_gettime(CLOCK_THREAD_CPUTIME_ID): the wait for the core on a loaded machine is not
 counted), compiles that copy like ptrain-compile does, embeds the plan section (python/ptrain/plan_abi.py), trains
 --steps steps with ptrain-run on one core, and prints the milliseconds per training step of the micro-batch
-step and the optimizer step (stage0_forward_backward, stage0_optimizer_step) by runtime call and by op site
+step and the optimizer step (stage0_forward_backward, stage0_optimizer_step, and the outlined layer blocks
+they call) by runtime call, by op site and by GEMM shape
 (the op kind and ONNX node in the comment above each call, with the block index replaced by N). The timer
 costs ~0.1 us per call (~600 calls per micro-batch).
 
@@ -40,6 +41,11 @@ static double ptrain_kt_now() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
+static int ptrain_kt_depth; // > 0 inside a timed function (and the outlined blocks it calls)
+struct PtrainKtScope {
+  PtrainKtScope() { ++ptrain_kt_depth; }
+  ~PtrainKtScope() { --ptrain_kt_depth; }
+};
 static struct PtrainKtDump {
   ~PtrainKtDump() {
     FILE *f = fopen(OUT, "w");
@@ -53,8 +59,10 @@ static struct PtrainKtDump {
   do {                                                                         \
     const double ptrain_kt_t0 = ptrain_kt_now();                               \
     const ptrain_status_t ptrain_status_ = (call);                             \
-    ptrain_kt_seconds[__LINE__] += ptrain_kt_now() - ptrain_kt_t0;             \
-    ++ptrain_kt_calls[__LINE__];                                               \
+    if (ptrain_kt_depth > 0) {                                                 \
+      ptrain_kt_seconds[__LINE__] += ptrain_kt_now() - ptrain_kt_t0;           \
+      ++ptrain_kt_calls[__LINE__];                                             \
+    }                                                                          \
     if (ptrain_status_ != PTRAIN_OK) {                                         \
       step_error_own = false;                                                  \
       return ptrain_status_;                                                   \
@@ -73,14 +81,22 @@ def instrument(src, out_path):
         raise BenchError("step.cpp has no PTRAIN_STEP_CALL macro to wrap")
     lines = src.count("\n") + TIMER.count("\n") + 16
     timer = TIMER.replace("LINES", str(lines)).replace("OUT", json.dumps(out_path))
-    return src[:start] + timer + src[end + len("} while (0)"):]
+    src = src[:start] + timer + src[end + len("} while (0)"):]
+    # Time the calls inside the timed functions only, the outlined layer blocks they call included (the eval
+    # forward calls the same blocks): a scope at the top of each timed function's definition.
+    for name in TIMED:
+        src, n = re.subn(r'(extern "C" PTRAIN_STEP_API ptrain_status_t ' + name + r'\([^;{]*\) \{\n)',
+                         r"\1  PtrainKtScope ptrain_kt_scope;\n", src)
+        if n != 1:
+            raise BenchError(f"step.cpp: no single definition of {name} to time")
+    return src
 
 
 def sites(src):
     """Per line: (function, op kind, location) of the op block it is in."""
     func, loc, kind, info = None, "?", "?", {}
     for i, line in enumerate(src.split("\n"), 1):
-        m = re.match(r'extern "C" PTRAIN_STEP_API ptrain_status_t (ptrain_step_\w+)\(', line)
+        m = re.match(r'(?:extern "C" PTRAIN_STEP_API )?ptrain_status_t (ptrain_step_\w+|ptrain_block_\d+)\(', line)
         if m:
             func = m.group(1)
         m = re.match(r"\s*// (\".*?\"|unknown location|\S+:\d+:\d+)", line)
@@ -158,7 +174,7 @@ def report(src, counts, args):
         line, n, seconds = row.split()
         line, n, seconds = int(line), int(n), float(seconds)
         func, kind, loc = info[line]
-        if func not in TIMED:
+        if func not in TIMED and not func.startswith("ptrain_block_"):
             continue
         m = re.search(r"PTRAIN_STEP_CALL\((\w+)", lines[line - 1])
         name = m.group(1) if m else "?"

@@ -20,6 +20,11 @@ RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType());
 
 bool isF32(Value v) { return tensorOf(v).getElementType().isF32(); }
 
+/// The longest contraction a GEMM accumulates into a state over (GemmFusion.h): OpenBLAS 0.3.21 (Debian 12) sums
+/// K in one pass up to 320 with its Haswell (AVX2) kernels and up to 448 with its SkylakeX (AVX-512) ones, so
+/// that fl(C + sum) is the separate add's fl(old + fl(sum)) (measured, GemmTest's bundled-GPT shapes at 256).
+constexpr int64_t kAccumulateMaxContraction = 256;
+
 /// A transpose of an f32 tensor that swaps the last two dims and keeps the others.
 bool swapsLastTwo(TransposeOp t) {
   ArrayRef<int64_t> perm = t.getPerm();
@@ -157,6 +162,13 @@ void GemmFusion::findAccumulations(ArrayRef<Operation *> ops) {
       if (!(s && summed.contains(s)) && !(m && !folded.contains(m) && !biases.contains(m) && !m.getAccumulate()))
         continue;
       if (gemm->getBlock() != op->getBlock() || deadOps.isDead(gemm) || !index.count(gemm) || !index.count(read))
+        continue;
+      // The contraction's length: the bits are the separate add's only when BLAS sums it in one pass.
+      MatmulOp mm = s ? summed.lookup(s) : m;
+      int64_t contraction = tensorOf(mm.getLhs()).getShape().back();
+      if (s)
+        contraction *= ShapedType::getNumElements(tensorOf(mm.getResult()).getShape().drop_back(2));
+      if (contraction > kAccumulateMaxContraction)
         continue;
       // Between the first of GEMM and read and the write, nothing else may see or change the state: the GEMM
       // turns its storage into old + product there, where the add read the old value.

@@ -31,10 +31,12 @@
 //     `accumulateIntoStates` (the CPU target) the GEMM runs with C = S's
 //     storage and beta = 1, C = A B + C; the product lives in the state, the
 //     add is an alias of it, and the read and the write are folded (no add,
-//     no copy, no buffer: 6 passes over the gradient become 2). The same bits
-//     as the separate add where BLAS sums K in one pass, as for the bias.
-//     Only where nothing between the GEMM (or the read, if earlier) and the
-//     write reads or writes S or calls a function.
+//     no copy, no buffer: 6 passes over the gradient become 2). Only for a
+//     contraction of at most 256 (batch x k of the sum), which OpenBLAS sums
+//     in one pass on both kernel families: the same bits as the separate add
+//     (a longer one would add the old value to the first partial sum). Only
+//     where nothing between the GEMM (or the read, if earlier) and the write
+//     reads or writes S or calls a function.
 // Dead ops (DeadOps.h) are decided here as well, so that both consumers skip
 // the same ops.
 //

@@ -3,7 +3,8 @@
 
 // A weight gradient accumulated into its gradient state (GemmFusion.h, "accumulated into its state"): the
 // micro-batch step's `state_write @g (add (state_read @g) dW)` becomes the GEMM of dW with C = the state's
-// storage and beta = 1. No buffer for dW, no ptrain_binary_f32, no ptrain_copy_bytes.
+// storage and beta = 1. No buffer for dW, no ptrain_binary_f32, no ptrain_copy_bytes. Each case after the first
+// two keeps the add and the copy for the reason its comment gives.
 module {
   ptrain.state @w key "w" kind parameter : tensor<16x8xf32>
   ptrain.state @w_g key "w/grad" kind gradient : tensor<16x8xf32>
@@ -12,8 +13,9 @@ module {
   ptrain.state @r_g key "r/grad" kind gradient : tensor<16x8xf32>
   ptrain.state @o_g key "o/grad" kind gradient : tensor<16x8xf32>
   ptrain.state @s_g key "s/grad" kind gradient : tensor<16x8xf32>
-  func.func @acc(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x16xf32>, %x2: tensor<4x8xf32>, %dy2: tensor<4x16xf32>)
-      -> (tensor<16x8xf32>, tensor<16x8xf32>) {
+  ptrain.state @l_g key "l/grad" kind gradient : tensor<16x8xf32>
+  func.func @acc(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x16xf32>, %x2: tensor<4x8xf32>, %dy2: tensor<4x16xf32>,
+                 %xl: tensor<2x160x8xf32>, %dyl: tensor<2x160x16xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32>) {
     // The gradient of `x W^T`: the batch sum's GEMM writes dW (transposed) into @w_g, beta = 1.
     %xt = ptrain.transpose %x {perm = array<i64: 0, 2, 1>} : tensor<2x4x8xf32> -> tensor<2x8x4xf32> loc("/lin/xT")
     %p = ptrain.matmul %xt, %dy : tensor<2x8x4xf32>, tensor<2x4x16xf32> loc("/lin/dW")
@@ -50,6 +52,14 @@ module {
     %o = ptrain.state_read @o_g : tensor<16x8xf32> loc("/other/acc/read")
     %o1 = ptrain.binary add %o, %ow : tensor<16x8xf32>, tensor<16x8xf32> loc("/other/acc/add")
     ptrain.state_write %o1 to @s_g : tensor<16x8xf32> loc("/other/acc/write")
+    // Kept: a contraction of 2 x 160 = 320 > 256, which BLAS may sum in more than one pass (other bits).
+    %xlt = ptrain.transpose %xl {perm = array<i64: 0, 2, 1>} : tensor<2x160x8xf32> -> tensor<2x8x160xf32> loc("/long/xT")
+    %lp = ptrain.matmul %xlt, %dyl : tensor<2x8x160xf32>, tensor<2x160x16xf32> loc("/long/dW")
+    %lwt = ptrain.sum_to %lp : tensor<2x8x16xf32> -> tensor<8x16xf32> loc("/long/dW/sum")
+    %lw = ptrain.transpose %lwt {perm = array<i64: 1, 0>} : tensor<8x16xf32> -> tensor<16x8xf32> loc("/long/dWT")
+    %l = ptrain.state_read @l_g : tensor<16x8xf32> loc("/long/acc/read")
+    %l1 = ptrain.binary add %l, %lw : tensor<16x8xf32>, tensor<16x8xf32> loc("/long/acc/add")
+    ptrain.state_write %l1 to @l_g : tensor<16x8xf32> loc("/long/acc/write")
     return %k, %r2 : tensor<16x8xf32>, tensor<16x8xf32>
   }
 }
@@ -94,4 +104,10 @@ module {
 // CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD,
 // CHECK: // "/other/acc/write"
 // CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes(
-// CHECK-LABEL: // func.return
+// CHECK: // "/long/dW/sum"
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 16, 8, 320, 1.0f, arg5, 0, arg4, 0, 0.0f,
+// CHECK: // "/long/acc/add"
+// CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD,
+// CHECK: // "/long/acc/write"
+// CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes(
+// CHECK: // func.return
