@@ -163,6 +163,8 @@ public:
   /// Calls the generated kernel of each chain --ptrain-outline-elementwise marked (docs/GeneratedKernels.md)
   /// instead of the runtime's kernel per op; false (the default) emits every op with the runtime's kernels.
   void setUseKernels(bool use) { useKernels = use; }
+  /// EmitCppOptions::accumulateGemmsIntoStates.
+  void setAccumulateGemms(bool accumulate) { accumulateGemms = accumulate; }
   /// Appends the documented entry point to `code` with `body` (its chunks, repeated blocks replaced by calls;
   /// only its refusal when it runs on no rank).
   LogicalResult writeFunction(std::string &code, const std::string &body);
@@ -253,6 +255,7 @@ private:
   llvm::DenseMap<Operation *, SmallVector<StateWriteOp>> writesAfterWait;
   llvm::DenseSet<Operation *> deferredWrites;
   bool useKernels = false;
+  bool accumulateGemms = true;
   /// A chain whose generated kernel this function calls, and that kernel's symbol.
   struct FusedChain {
     std::string kernel;

@@ -115,6 +115,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     emitters.push_back(std::make_unique<FunctionEmitter>(func, states, comms, sites, constants, numConstants,
                                                          constantFile, globals, arena));
     emitters.back()->setUseKernels(!options.kernelsObject.empty());
+    emitters.back()->setAccumulateGemms(options.accumulateGemmsIntoStates);
     if (failed(emitters.back()->prepare(bytes)))
       return failure();
     std::optional<int64_t> stage;
@@ -485,6 +486,12 @@ void mlir::ptrain::registerEmitCppTranslation() {
       llvm::cl::desc("--emit-cpp: the CPU the generated kernels are compiled for (an LLVM CPU name such as "
                      "x86-64-v3 or skylake-avx512; default native: this host's)"),
       llvm::cl::init("native"));
+  static llvm::cl::opt<bool> accumulateGemms(
+      "emit-cpp-accumulate-gemms",
+      llvm::cl::desc("--emit-cpp: a weight gradient's GEMM accumulates into its gradient state (C = the state, "
+                     "beta = 1; GemmFusion.h, the default); =false writes it to a buffer, adds and copies (the "
+                     "reference of the test codegen-cpu-gemm-accumulate; the memory plan assumes the default)"),
+      llvm::cl::init(true));
   TranslateFromMLIRRegistration reg(
       "emit-cpp", "emit a ptrain training step as C++ calling the ptrain runtime (CPU target)",
       [](Operation *op, raw_ostream &os) -> LogicalResult {
@@ -498,6 +505,7 @@ void mlir::ptrain::registerEmitCppTranslation() {
         options.outlineBlocks = outlineBlocks;
         options.kernelsObject = kernelsObject;
         options.kernelsCpu = kernelsCpu;
+        options.accumulateGemmsIntoStates = accumulateGemms;
         return emitCpp(module, os, options);
       },
       [](DialectRegistry &registry) {

@@ -238,7 +238,9 @@ LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
 
 LogicalResult FunctionEmitter::planAndEmitBody(int64_t &bytes) {
   // The storage of every value (see the file comment).
-  planStorage(StorageRules::cpu(), /*place=*/true, "arg", "out_");
+  StorageRules rules = StorageRules::cpu();
+  rules.accumulateGemmsIntoStates = accumulateGemms;
+  planStorage(std::move(rules), /*place=*/true, "arg", "out_");
   gemms = &liveness->gemms();
   bytes = liveness->arenaBytes();
   if (useKernels && (failed(planFusedChains()) || failed(planAdamWKernels())))

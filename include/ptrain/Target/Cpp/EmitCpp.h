@@ -41,6 +41,11 @@ struct EmitCppOptions {
   /// missing extension, not an illegal instruction).
   std::string kernelsCpuName;
   SmallVector<std::string> kernelsFeatures;
+  /// A weight gradient's GEMM accumulates into its gradient state (StorageRules::accumulateGemmsIntoStates,
+  /// GemmFusion.h; the default); false keeps the buffer, the add and the copy (ptrain-translate
+  /// --emit-cpp-accumulate-gemms=false: the reference the fold is tested against, codegen-cpu-gemm-accumulate).
+  /// The memory plan (--ptrain-memory-plan) assumes the default.
+  bool accumulateGemmsIntoStates = true;
 };
 
 /// Writes the C++ translation unit of `module` to `os` (and options.constantsFile). Fails, with an error
