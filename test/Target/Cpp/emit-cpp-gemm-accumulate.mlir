@@ -14,8 +14,14 @@ module {
   ptrain.state @o_g key "o/grad" kind gradient : tensor<16x8xf32>
   ptrain.state @s_g key "s/grad" kind gradient : tensor<16x8xf32>
   ptrain.state @l_g key "l/grad" kind gradient : tensor<16x8xf32>
+  ptrain.state @c_g key "c/grad" kind gradient : tensor<16x8xf32>
+  ptrain.state @p_g key "p/grad" kind gradient : tensor<8x16xf32>
+  func.func @touch() {
+    return
+  }
   func.func @acc(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x16xf32>, %x2: tensor<4x8xf32>, %dy2: tensor<4x16xf32>,
-                 %xl: tensor<2x160x8xf32>, %dyl: tensor<2x160x16xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32>) {
+                 %xl: tensor<2x160x8xf32>, %dyl: tensor<2x160x16xf32>)
+      -> (tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>) {
     // The gradient of `x W^T`: the batch sum's GEMM writes dW (transposed) into @w_g, beta = 1.
     %xt = ptrain.transpose %x {perm = array<i64: 0, 2, 1>} : tensor<2x4x8xf32> -> tensor<2x8x4xf32> loc("/lin/xT")
     %p = ptrain.matmul %xt, %dy : tensor<2x8x4xf32>, tensor<2x4x16xf32> loc("/lin/dW")
@@ -60,7 +66,20 @@ module {
     %l = ptrain.state_read @l_g : tensor<16x8xf32> loc("/long/acc/read")
     %l1 = ptrain.binary add %l, %lw : tensor<16x8xf32>, tensor<16x8xf32> loc("/long/acc/add")
     ptrain.state_write %l1 to @l_g : tensor<16x8xf32> loc("/long/acc/write")
-    return %k, %r2 : tensor<16x8xf32>, tensor<16x8xf32>
+    // Kept: a call between the GEMM and the write (a function may read or write the state).
+    %cp = ptrain.matmul %xt, %dy : tensor<2x8x4xf32>, tensor<2x4x16xf32> loc("/call/dW")
+    %cwt = ptrain.sum_to %cp : tensor<2x8x16xf32> -> tensor<8x16xf32> loc("/call/dW/sum")
+    %cw = ptrain.transpose %cwt {perm = array<i64: 1, 0>} : tensor<8x16xf32> -> tensor<16x8xf32> loc("/call/dWT")
+    %c = ptrain.state_read @c_g : tensor<16x8xf32> loc("/call/acc/read")
+    %c1 = ptrain.binary add %c, %cw : tensor<16x8xf32>, tensor<16x8xf32> loc("/call/acc/add")
+    func.call @touch() : () -> () loc("/call/touch")
+    ptrain.state_write %c1 to @c_g : tensor<16x8xf32> loc("/call/acc/write")
+    // Kept: the product has a second use (returned), so it must be the product alone.
+    %pp = ptrain.matmul %x2t, %dy2 : tensor<8x4xf32>, tensor<4x16xf32> loc("/twice/dP")
+    %pr = ptrain.state_read @p_g : tensor<8x16xf32> loc("/twice/acc/read")
+    %p1 = ptrain.binary add %pr, %pp : tensor<8x16xf32>, tensor<8x16xf32> loc("/twice/acc/add")
+    ptrain.state_write %p1 to @p_g : tensor<8x16xf32> loc("/twice/acc/write")
+    return %k, %r2, %pp : tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>
   }
 }
 
@@ -109,5 +128,17 @@ module {
 // CHECK: // "/long/acc/add"
 // CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD,
 // CHECK: // "/long/acc/write"
+// CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes(
+// CHECK: // "/call/dW/sum"
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 16, 8, 8, 1.0f, arg1, 0, arg0, 0, 0.0f,
+// CHECK: // "/call/acc/add"
+// CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD,
+// CHECK: // "/call/acc/write"
+// CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes(
+// CHECK: // "/twice/dP"
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 8, 16, 4, 1.0f, arg2, 0, arg3, 0, 0.0f,
+// CHECK: // "/twice/acc/add"
+// CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD,
+// CHECK: // "/twice/acc/write"
 // CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes(
 // CHECK: // func.return
