@@ -152,6 +152,23 @@ def read_checkpoint(path):
     return states
 
 
+def train_logs(bin_dir, work, data, names, steps=3):
+    """{name: ptrain-run's log} of the plans work/<name>, each trained `steps` steps on `data` with seed 3 and one
+    validation batch (a failed run is a recorded check, not in the result)."""
+    import json
+    logs = {}
+    for name in names:
+        log = os.path.join(work, f"{name}.json")
+        rc, out = run([os.path.join(bin_dir, "ptrain-run"), os.path.join(work, name), "--data", data, "--steps",
+                       str(steps), "--val-batches", "1", "--seed", "3", "--log", log, "--timeout", "60",
+                       "--no-tensorboard", "--no-plots"])
+        check(rc == 0, f"ptrain-run {name} {steps} steps" + ("" if rc == 0 else ":\n" + out))
+        if rc == 0:
+            with open(log) as f:
+                logs[name] = json.load(f)
+    return logs
+
+
 def finish():
     print(f"{len(failures)} failure(s)")
     sys.exit(1 if failures else 0)

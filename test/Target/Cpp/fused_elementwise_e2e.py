@@ -29,7 +29,7 @@ import os
 import subprocess
 import sys
 
-from e2e import check, corpus, failures, finish, run, setup
+from e2e import check, corpus, failures, finish, run, setup, train_logs
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 data = corpus(source, work)
@@ -91,15 +91,7 @@ for name in configs:
     plan = json.load(open(os.path.join(work, name, "plan.json")))
     check("generated_kernels" in plan, f"{name}: plan.json records the generated kernels")
 
-logs = {}
-for name in configs:
-    log = os.path.join(work, f"{name}.json")
-    rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, name), "--data", data, "--steps", "3",
-                   "--val-batches", "1", "--seed", "3", "--log", log, "--timeout", "60", "--no-tensorboard",
-                   "--no-plots"])
-    check(rc == 0, f"ptrain-run {name} 3 steps" + ("" if rc == 0 else ":\n" + out))
-    if rc == 0:
-        logs[name] = json.load(open(log))
+logs = train_logs(BIN, work, data, configs)
 for name, log in logs.items():
     print(f"{name}: train {log['train_loss']} val {log['val_loss'][0][1]}")
     ref = logs.get(name.split("-")[0] + "-off")

@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 
-from e2e import check, corpus, failures, finish, run, setup
+from e2e import check, corpus, failures, finish, run, setup, train_logs
 
 build, source, work, BIN, MODEL = setup(sys.argv)
 sys.path.insert(0, os.path.join(source, "python"))
@@ -56,15 +56,7 @@ for name, flags in configs.items():
 if failures:
     finish()
 
-logs = {}
-for name in [n + suffix for n in configs for suffix in ("", "-kept")]:
-    log = os.path.join(work, f"{name}.json")
-    rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, name), "--data", data, "--steps", "3",
-                   "--val-batches", "1", "--seed", "3", "--log", log, "--timeout", "60", "--no-tensorboard",
-                   "--no-plots"])
-    check(rc == 0, f"ptrain-run {name} 3 steps" + ("" if rc == 0 else ":\n" + out))
-    if rc == 0:
-        logs[name] = json.load(open(log))
+logs = train_logs(BIN, work, data, [n + suffix for n in configs for suffix in ("", "-kept")])
 for name in configs:
     if name in logs and name + "-kept" in logs:
         a, b = logs[name], logs[name + "-kept"]
