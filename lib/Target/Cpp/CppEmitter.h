@@ -23,6 +23,7 @@
 #include "GeneratedAdamW.h"
 #include "EmitTelemetry.h"
 #include "Common/KernelTarget.h"
+#include "Common/FusedChains.h"
 #include "Common/NamedStorage.h"
 #include "Common/StepFunction.h"
 #include "Common/RuntimeCallTable.h"
@@ -253,13 +254,7 @@ private:
   llvm::DenseMap<Operation *, SmallVector<StateWriteOp>> writesAfterWait;
   llvm::DenseSet<Operation *> deferredWrites;
   bool useKernels = false;
-  /// A chain whose generated kernel this function calls, and that kernel's symbol.
-  struct FusedChain {
-    std::string kernel;
-    ElementwiseChain chain;
-  };
-  std::vector<FusedChain> fusedChains;
-  llvm::DenseMap<Operation *, size_t> fusedChainOf; ///< index into fusedChains of each op of a fused chain
+  target::FusedChains fused; ///< the chains whose generated kernel this function calls (FusedChains.h)
   llvm::DenseMap<Operation *, GeneratedAdamW> generatedAdamW; ///< the AdamW updates calling their kernel
   llvm::DenseMap<Operation *, Operation *> foldedClipMuls;    ///< a folded clip mul -> its AdamW update
   std::string declaration;

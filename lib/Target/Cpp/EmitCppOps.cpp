@@ -146,7 +146,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
           // The ops a generated kernel may compute (ElementwiseChains.h), besides BinaryOp below.
           .Case<GeluOp, GeluGradOp, SoftmaxOp, SoftmaxGradOp>([&](Operation *o) {
-            if (auto chain = fusedChainOf.find(o); chain != fusedChainOf.end()) {
+            if (auto chain = fused.chainOf.find(o); chain != fused.chainOf.end()) {
               emitFusedChainOp(o, chain->second);
               return success();
             }
@@ -156,7 +156,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                 PadOp, TPSplitOp, TransposeOp, SumToOp, LossScaleOp, GradUnscaleOp, GradScalerUpdateOp>(
               [&](Operation *o) { return emitSharedOp(o, *this); })
           .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
-            if (auto chain = fusedChainOf.find(b); chain != fusedChainOf.end()) {
+            if (auto chain = fused.chainOf.find(b); chain != fused.chainOf.end()) {
               emitFusedChainOp(b, chain->second);
               return success();
             }

@@ -1,0 +1,237 @@
+//===- KernelPtx.cpp - Generated kernels to PTX for the CUDA step ---------===//
+//
+// See include/ptrain/Target/Cuda/KernelPtx.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ptrain/Target/Cuda/KernelPtx.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::ptrain;
+
+namespace {
+
+/// The name of the gpu.module that holds the kernels (and of the gpu.binary that replaces it).
+constexpr llvm::StringLiteral kGpuModuleName = "ptrain_cuda_kernels";
+
+/// The kernel's single linalg.generic when hasGpuKernel holds.
+linalg::GenericOp elementwiseGeneric(Operation *op) {
+  auto kernel = dyn_cast<func::FuncOp>(op);
+  if (!kernel || kernel.isExternal() || kernel.getNumResults() != 0 || !kernel.getBody().hasOneBlock())
+    return {};
+  Block &body = kernel.getBody().front();
+  if (body.getOperations().size() != 2)
+    return {};
+  auto generic = dyn_cast<linalg::GenericOp>(body.front());
+  if (!generic || !isa<func::ReturnOp>(body.back()) || generic.getNumResults() != 0)
+    return {};
+  if (!llvm::all_of(generic.getIteratorTypesArray(),
+                    [](utils::IteratorType t) { return t == utils::IteratorType::parallel; }))
+    return {};
+  for (OpOperand &operand : generic->getOpOperands()) {
+    auto arg = dyn_cast<BlockArgument>(operand.get());
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!arg || arg.getOwner() != &body || !type || !type.hasStaticShape() || !type.getElementType().isF32() ||
+        !type.getLayout().isIdentity())
+      return {};
+    AffineMap map = generic.getMatchingIndexingMap(&operand);
+    if (generic.isDpsInit(&operand) ? !map.isIdentity()
+                                    : !llvm::all_of(map.getResults(), [](AffineExpr e) {
+                                        auto c = dyn_cast<AffineConstantExpr>(e);
+                                        return isa<AffineDimExpr>(e) || (c && c.getValue() == 0);
+                                      }))
+      return {};
+  }
+  return generic;
+}
+
+/// `gpu.func @name(memrefs...) kernel`: thread i = block_id.x * block_dim.x + thread_id.x computes element i of
+/// `generic`'s iteration space when i < its elements (hasGpuKernel's form).
+void buildGpuKernel(OpBuilder &builder, func::FuncOp kernel, linalg::GenericOp generic, int64_t elements) {
+  Location loc = kernel.getLoc();
+  auto gpuFunc = gpu::GPUFuncOp::create(builder, loc, kernel.getSymName(), kernel.getFunctionType());
+  gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
+  Block &entry = gpuFunc.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value blockDim = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
+  Value threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, blockId, blockDim), threadId);
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, linear,
+                                        arith::ConstantIndexOp::create(b, loc, elements));
+  auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+  gpu::ReturnOp::create(b, loc);
+
+  OpBuilder t = guard.getThenBodyBuilder();
+  // Row-major delinearization, the last dimension fastest (neighbouring threads read neighbouring elements).
+  SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+  SmallVector<Value> ivs(ranges.size());
+  Value rest = linear;
+  for (int64_t d = static_cast<int64_t>(ranges.size()) - 1; d >= 0; --d) {
+    Value size = arith::ConstantIndexOp::create(t, loc, ranges[d]);
+    ivs[d] = d ? Value(arith::RemUIOp::create(t, loc, rest, size)) : rest;
+    if (d)
+      rest = arith::DivUIOp::create(t, loc, rest, size);
+  }
+  auto indicesOf = [&](AffineMap map) {
+    SmallVector<Value> indices;
+    for (AffineExpr e : map.getResults())
+      indices.push_back(isa<AffineDimExpr>(e) ? ivs[cast<AffineDimExpr>(e).getPosition()]
+                                              : Value(arith::ConstantIndexOp::create(t, loc, 0)));
+    return indices;
+  };
+  // The body's block arguments: the inputs' elements (and, unused by the chains, the outputs' current ones).
+  IRMapping mapping;
+  Block &body = generic.getRegion().front();
+  for (OpOperand &operand : generic->getOpOperands()) {
+    BlockArgument elem = body.getArgument(operand.getOperandNumber());
+    if (elem.use_empty())
+      continue;
+    Value memref = entry.getArgument(cast<BlockArgument>(operand.get()).getArgNumber());
+    mapping.map(elem, memref::LoadOp::create(t, loc, memref, indicesOf(generic.getMatchingIndexingMap(&operand)))
+                          .getResult());
+  }
+  for (Operation &op : body.without_terminator())
+    t.clone(op, mapping);
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  for (auto [value, init] : llvm::zip_equal(yield.getValues(), generic.getDpsInitsMutable())) {
+    Value memref = entry.getArgument(cast<BlockArgument>(init.get()).getArgNumber());
+    memref::StoreOp::create(t, loc, mapping.lookupOrDefault(value), memref, ivs);
+  }
+}
+
+/// NN of `sm_NN` (NN >= 70, 2 or 3 digits), or none.
+std::optional<int64_t> smVersionOf(StringRef arch) {
+  int64_t version = 0;
+  if (!arch.consume_front("sm_") || arch.size() < 2 || arch.size() > 3 || arch.getAsInteger(10, version) ||
+      version < 70)
+    return std::nullopt;
+  return version;
+}
+
+} // namespace
+
+bool mlir::ptrain::hasGpuKernel(Operation *kernel) { return static_cast<bool>(elementwiseGeneric(kernel)); }
+
+FailureOr<KernelPtx> mlir::ptrain::lowerKernelsToPtx(ModuleOp kernels, const KernelPtxOptions &options) {
+  MLIRContext *ctx = kernels.getContext();
+  KernelPtx result;
+  if (options.archs.empty())
+    return kernels.emitError("--emit-cuda-kernels: no CUDA architecture to compile the generated kernels for");
+  for (const std::string &arch : options.archs)
+    if (!smVersionOf(arch))
+      return kernels.emitError("--emit-cuda-kernels: '")
+             << arch << "' is no CUDA architecture the generated kernels can target (sm_<NN> with NN >= 70, e.g. "
+             << "sm_80 or sm_90)";
+  if (options.threadsPerBlock < 32 || options.threadsPerBlock > 1024 || options.threadsPerBlock % 32)
+    return kernels.emitError("--emit-cuda-kernels: ")
+           << options.threadsPerBlock << " threads per block: must be a multiple of 32 in [32, 1024]";
+
+  DialectRegistry registry;
+  registry.insert<arith::ArithDialect, cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
+                  LLVM::LLVMDialect, memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect>();
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  ctx->appendDialectRegistry(registry);
+  ctx->loadDialect<arith::ArithDialect, cf::ControlFlowDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+                   memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect>();
+
+  OwningOpRef<ModuleOp> host = ModuleOp::create(kernels.getLoc());
+  (*host)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+  OpBuilder builder = OpBuilder::atBlockEnd(host->getBody());
+  SmallVector<Attribute> targets;
+  for (const std::string &arch : options.archs)
+    targets.push_back(NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", arch, options.ptxFeature));
+  auto gpuModule = gpu::GPUModuleOp::create(builder, kernels.getLoc(), kGpuModuleName, builder.getArrayAttr(targets));
+  OpBuilder inModule = OpBuilder::atBlockBegin(gpuModule.getBody());
+  for (auto kernel : kernels.getOps<func::FuncOp>()) {
+    linalg::GenericOp generic = elementwiseGeneric(kernel);
+    if (!generic)
+      continue;
+    int64_t elements = 1;
+    for (int64_t size : generic.getStaticLoopRanges())
+      elements *= size;
+    const int64_t blocks = (elements + options.threadsPerBlock - 1) / options.threadsPerBlock;
+    if (elements < 1 || blocks > std::numeric_limits<int32_t>::max())
+      continue; // nothing to launch, or more blocks than a grid's x dimension holds: the runtime's kernels
+    buildGpuKernel(inModule, kernel, generic, elements);
+    GpuKernelLaunch launch;
+    launch.name = kernel.getSymName().str();
+    launch.elements = elements;
+    launch.threads = options.threadsPerBlock;
+    launch.blocks = blocks;
+    launch.numInputs = generic.getNumDpsInputs();
+    launch.numParams = kernel.getNumArguments();
+    result.kernels[launch.name] = launch;
+  }
+  if (result.kernels.empty())
+    return result;
+
+  // The kernels' lowering, as gpu-lower-to-nvvm-pipeline does for a gpu.module (convert-gpu-to-nvvm with bare
+  // pointers for the kernels' static memrefs), then the PTX of every target (gpu-module-to-binary, format isa:
+  // LLVM's NVPTX back end in this process; no ptxas).
+  PassManager pm(ctx, ModuleOp::getOperationName());
+  OpPassManager &inGpu = pm.nest<gpu::GPUModuleOp>();
+  inGpu.addPass(createSCFToControlFlowPass());
+  ConvertGpuOpsToNVVMOpsOptions nvvmOptions;
+  nvvmOptions.useBarePtrCallConv = true;
+  inGpu.addPass(createConvertGpuOpsToNVVMOps(nvvmOptions));
+  inGpu.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binaryOptions;
+  binaryOptions.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binaryOptions));
+  if (failed(pm.run(*host)))
+    return kernels.emitError("--emit-cuda-kernels: lowering the generated kernels to PTX failed (the GPU lowering "
+                             "or the NVPTX back end; see the error above)");
+  auto binary = dyn_cast_or_null<gpu::BinaryOp>(SymbolTable::lookupSymbolIn(*host, kGpuModuleName));
+  if (!binary)
+    return kernels.emitError("--emit-cuda-kernels: gpu-module-to-binary left no gpu.binary");
+  for (Attribute attr : binary.getObjects()) {
+    auto object = cast<gpu::ObjectAttr>(attr);
+    auto target = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget());
+    if (!target || object.getFormat() != gpu::CompilationTarget::Assembly)
+      return kernels.emitError("--emit-cuda-kernels: an object of the gpu.binary is no NVVM PTX");
+    PtxImage image;
+    image.arch = target.getChip().str();
+    image.smVersion = *smVersionOf(image.arch);
+    // The serializer may end the text with a NUL (for the driver's cuModuleLoadData); the step's literal adds
+    // its own.
+    image.ptx = object.getObject().getValue().str();
+    while (!image.ptx.empty() && image.ptx.back() == '\0')
+      image.ptx.pop_back();
+    result.images.push_back(std::move(image));
+  }
+  return result;
+}

@@ -1,0 +1,148 @@
+"""The generated kernels on a GPU (CTest `codegen-cuda-gpu-fused`; exits 77, a skip, without a usable GPU;
+docs/GeneratedKernels.md, "The CUDA route").
+
+1. test/Target/Cuda/emit-cuda-kernels.mlir built three ways: --emit-cuda with --emit-cuda-kernels=sm_80,sm_90
+   (the PTX kernels), --emit-cuda without (the runtime's kernels), and --emit-cpp with --emit-cpp-kernels (the
+   CPU's object code of the same kernels). Each function on random inputs with infinities, NaNs, subnormals and
+   signed zeros planted: @mlp (bias + GELU + residual, a PTX kernel) bit-equal to the CPU's generated kernel
+   (the same fp64 GELU, operation for operation) and within 1e-6 relative of the CUDA runtime's GELU (which
+   evaluates erf with CUDA's library, not the CPU's polynomial); @bcast (sub, mul and div with broadcasts, an
+   intermediate output) bit-equal to both; @scores (a row softmax: no GPU kernel, the runtime's calls) bit-equal
+   between the fused and the unfused CUDA steps. Where two NaNs meet, which NaN comes out is not promised:
+   NaNs compare by position.
+2. The bundled GPT, --target cuda with and without --fuse-elementwise on, three AdamW steps on
+   models/gpt/test_data_set_0: the losses bit-equal (at pp=1 its chains end in a softmax: the fused step calls
+   the runtime there, and must train exactly as the unfused one).
+
+Usage: gpu_fused_e2e.py <build-dir> <source-dir> <scratch-dir>
+"""
+
+import ctypes
+import os
+import subprocess
+import sys
+import types
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_e2e import SKIP, check, compile_step, f32p, gpu_count, relative  # noqa: E402
+
+GELU_BOUND = 1e-6
+
+
+def build_three(build, source, scratch):
+    """emit-cuda-kernels.mlir as the fused and unfused CUDA libraries and the fused CPU library."""
+    from ptrain.compile import build_cuda_library
+    module = os.path.join(source, "test/Target/Cuda/emit-cuda-kernels.mlir")
+    runtime, include = os.path.join(build, "lib", "Runtime"), os.path.join(source, "include")
+    translate = os.path.join(build, "bin", "ptrain-translate")
+    out = os.path.join(scratch, "kernels")
+    os.makedirs(out, exist_ok=True)
+    libs = {}
+    for name, flags in (("cuda-fused", ["--emit-cuda-kernels=sm_80,sm_90"]), ("cuda", [])):
+        cu = os.path.join(out, f"{name}.cu")
+        subprocess.run([translate, "--emit-cuda", module, "-o", cu, *flags], check=True)
+        build_cuda_library(types.SimpleNamespace(nvcc=None), cu, os.path.join(out, f"lib{name}.so"), runtime, include)
+    cpp, obj = os.path.join(out, "cpu-fused.cpp"), os.path.join(out, "kernels.o")
+    subprocess.run([translate, "--emit-cpp", module, "-o", cpp, f"--emit-cpp-kernels={obj}"], check=True)
+    subprocess.run(["c++", "-std=c++17", "-O2", "-shared", "-fPIC", f"-I{include}", cpp, obj, "-o",
+                    os.path.join(out, "libcpu-fused.so"), f"-L{runtime}", "-lptrain_runtime",
+                    f"-Wl,-rpath,{runtime}"], check=True)
+    onnx_file = os.path.join(source, "models/gpt/gpt.onnx").encode()  # the module has no states
+    for name in ("cuda-fused", "cuda", "cpu-fused"):
+        lib = ctypes.CDLL(os.path.join(out, f"lib{name}.so"))
+        lib.ptrain_step_last_error.restype = ctypes.c_char_p
+        lib.ptrain_step_init.argtypes = [ctypes.c_char_p]
+        check(lib, lib.ptrain_step_init(onnx_file), f"{name} init")
+        libs[name] = lib
+    return libs
+
+
+def planted(rng, shape):
+    """Normal values with an infinity of each sign, a NaN, a subnormal and signed zeros among them."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    flat = x.reshape(-1)
+    specials = [np.inf, -np.inf, np.nan, 1e-40, -0.0, 0.0, 3e38]
+    for k, v in enumerate(specials):
+        if flat.size > 4 * len(specials):
+            flat[(k * 7919) % flat.size] = v
+    return x
+
+
+def same_bits(a, b):
+    """Bit-equal, any NaN for a NaN."""
+    nan_a, nan_b = np.isnan(a), np.isnan(b)
+    return np.array_equal(nan_a, nan_b) and np.array_equal(a[~nan_a].view(np.uint32), b[~nan_b].view(np.uint32))
+
+
+def check_kernels(build, source, scratch):
+    failures = []
+    libs = build_three(build, source, scratch)
+    rng = np.random.default_rng(26)
+    calls = [("mlp", [(4, 16), (16,), (4, 16)], [(4, 16)]),
+             ("bcast", [(7, 11, 15), (15,), (7, 1, 1)], [(7, 11, 15), (7, 11, 15)]),
+             ("scores", [(2, 4, 8, 8), (8, 8)], [(2, 4, 8, 8)])]
+    for func, inputs, results in calls:
+        args = [planted(rng, shape) for shape in inputs]
+        got = {}
+        for name, lib in libs.items():
+            outs = [np.zeros(shape, np.float32) for shape in results]
+            check(lib, getattr(lib, f"ptrain_step_{func}")(*[f32p(v) for v in args + outs]), f"{name} @{func}")
+            got[name] = outs
+        for k, fused in enumerate(got["cuda-fused"]):
+            vs_cpu, vs_unfused = same_bits(fused, got["cpu-fused"][k]), same_bits(fused, got["cuda"][k])
+            finite = np.isfinite(fused) & np.isfinite(got["cuda"][k])
+            err = relative(fused[finite].astype(np.float64), got["cuda"][k][finite].astype(np.float64))
+            print(f"@{func} result {k}: fused CUDA vs the CPU's generated kernel "
+                  f"{'bit-equal' if vs_cpu else 'DIFFERENT'}; vs the unfused CUDA step "
+                  f"{'bit-equal' if vs_unfused else f'max relative {err:.2e}'}")
+            if func != "scores" and not vs_cpu:
+                failures.append(f"@{func} result {k}: the PTX kernel differs from the CPU's generated kernel")
+            if func == "mlp" and not (vs_unfused or (err <= GELU_BOUND and
+                                                     np.array_equal(np.isfinite(fused), np.isfinite(got["cuda"][k])))):
+                failures.append(f"@mlp: the PTX kernel is {err:.2e} relative from the runtime's GELU (> {GELU_BOUND})")
+            if func != "mlp" and not vs_unfused:
+                failures.append(f"@{func} result {k}: the fused CUDA step differs from the unfused one")
+    return failures
+
+
+def check_gpt(build, source, scratch):
+    """Three AdamW steps of the bundled GPT, fused and unfused on CUDA: the same losses, bit for bit."""
+    gpt = os.path.join(source, "models/gpt")
+    tokens = numpy_helper.to_array(onnx.load_tensor(os.path.join(gpt, "test_data_set_0/input_0.pb")))
+    tokens = np.ascontiguousarray(tokens.astype(np.int64))
+    tok_p = tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+    options = ["--optimizer", "adamw", "--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100"]
+    losses = {}
+    for name, extra in (("fused", ["--fuse-elementwise", "on"]), ("unfused", [])):
+        _, lib = compile_step(build, source, os.path.join(scratch, f"gpt-{name}"), "cuda", *options, *extra)
+        check(lib, lib.ptrain_step_init(None), f"gpt {name} init")
+        losses[name] = []
+        for _ in range(3):
+            out = np.zeros((), np.float32)
+            check(lib, lib.ptrain_step_train_step(tok_p, f32p(out)), f"gpt {name} step")
+            losses[name].append(out.copy())
+    print("gpt losses: fused " + " ".join(f"{float(v):.9g}" for v in losses["fused"]) + ", unfused " +
+          " ".join(f"{float(v):.9g}" for v in losses["unfused"]))
+    if not all(same_bits(a, b) for a, b in zip(losses["fused"], losses["unfused"])):
+        return ["gpt: the fused CUDA step's losses differ from the unfused step's"]
+    return []
+
+
+def main(build, source, scratch):
+    if gpu_count(build) < 1:
+        print("SKIP: no usable CUDA device (ptrain_cuda_device_count failed or found none)")
+        return SKIP
+    failures = check_kernels(build, source, scratch) + check_gpt(build, source, scratch)
+    if failures:
+        print("FAIL:\n  " + "\n  ".join(failures))
+        return 1
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))
