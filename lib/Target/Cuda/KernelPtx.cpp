@@ -138,6 +138,41 @@ std::optional<int64_t> smVersionOf(StringRef arch) {
 
 bool mlir::ptrain::hasGpuKernel(Operation *kernel) { return static_cast<bool>(elementwiseGeneric(kernel)); }
 
+OwningOpRef<ModuleOp> mlir::ptrain::buildGpuKernels(ModuleOp kernels, const KernelPtxOptions &options,
+                                                    llvm::StringMap<GpuKernelLaunch> &launches) {
+  MLIRContext *ctx = kernels.getContext();
+  ctx->loadDialect<arith::ArithDialect, gpu::GPUDialect, memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect>();
+  OwningOpRef<ModuleOp> host = ModuleOp::create(kernels.getLoc());
+  (*host)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+  OpBuilder builder = OpBuilder::atBlockEnd(host->getBody());
+  SmallVector<Attribute> targets;
+  for (const std::string &arch : options.archs)
+    targets.push_back(NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", arch, options.ptxFeature));
+  auto gpuModule = gpu::GPUModuleOp::create(builder, kernels.getLoc(), kGpuModuleName, builder.getArrayAttr(targets));
+  OpBuilder inModule = OpBuilder::atBlockBegin(gpuModule.getBody());
+  for (auto kernel : kernels.getOps<func::FuncOp>()) {
+    linalg::GenericOp generic = elementwiseGeneric(kernel);
+    if (!generic)
+      continue;
+    int64_t elements = 1;
+    for (int64_t size : generic.getStaticLoopRanges())
+      elements *= size;
+    const int64_t blocks = (elements + options.threadsPerBlock - 1) / options.threadsPerBlock;
+    if (elements < 1 || blocks > std::numeric_limits<int32_t>::max())
+      continue; // nothing to launch, or more blocks than a grid's x dimension holds: the runtime's kernels
+    buildGpuKernel(inModule, kernel, generic, elements);
+    GpuKernelLaunch launch;
+    launch.name = kernel.getSymName().str();
+    launch.elements = elements;
+    launch.threads = options.threadsPerBlock;
+    launch.blocks = blocks;
+    launch.numInputs = generic.getNumDpsInputs();
+    launch.numParams = kernel.getNumArguments();
+    launches[launch.name] = launch;
+  }
+  return host;
+}
+
 FailureOr<KernelPtx> mlir::ptrain::lowerKernelsToPtx(ModuleOp kernels, const KernelPtxOptions &options) {
   MLIRContext *ctx = kernels.getContext();
   KernelPtx result;
@@ -168,34 +203,7 @@ FailureOr<KernelPtx> mlir::ptrain::lowerKernelsToPtx(ModuleOp kernels, const Ker
   ctx->loadDialect<arith::ArithDialect, cf::ControlFlowDialect, gpu::GPUDialect, LLVM::LLVMDialect,
                    memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect>();
 
-  OwningOpRef<ModuleOp> host = ModuleOp::create(kernels.getLoc());
-  (*host)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
-  OpBuilder builder = OpBuilder::atBlockEnd(host->getBody());
-  SmallVector<Attribute> targets;
-  for (const std::string &arch : options.archs)
-    targets.push_back(NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", arch, options.ptxFeature));
-  auto gpuModule = gpu::GPUModuleOp::create(builder, kernels.getLoc(), kGpuModuleName, builder.getArrayAttr(targets));
-  OpBuilder inModule = OpBuilder::atBlockBegin(gpuModule.getBody());
-  for (auto kernel : kernels.getOps<func::FuncOp>()) {
-    linalg::GenericOp generic = elementwiseGeneric(kernel);
-    if (!generic)
-      continue;
-    int64_t elements = 1;
-    for (int64_t size : generic.getStaticLoopRanges())
-      elements *= size;
-    const int64_t blocks = (elements + options.threadsPerBlock - 1) / options.threadsPerBlock;
-    if (elements < 1 || blocks > std::numeric_limits<int32_t>::max())
-      continue; // nothing to launch, or more blocks than a grid's x dimension holds: the runtime's kernels
-    buildGpuKernel(inModule, kernel, generic, elements);
-    GpuKernelLaunch launch;
-    launch.name = kernel.getSymName().str();
-    launch.elements = elements;
-    launch.threads = options.threadsPerBlock;
-    launch.blocks = blocks;
-    launch.numInputs = generic.getNumDpsInputs();
-    launch.numParams = kernel.getNumArguments();
-    result.kernels[launch.name] = launch;
-  }
+  OwningOpRef<ModuleOp> host = buildGpuKernels(kernels, options, result.kernels);
   if (result.kernels.empty())
     return result;
 

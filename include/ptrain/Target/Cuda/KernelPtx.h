@@ -16,6 +16,7 @@
 #define PTRAIN_TARGET_CUDA_KERNELPTX_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -64,6 +65,13 @@ struct KernelPtx {
 /// row kernels (softmax at a chain's end or its gradient at the start), the codec and the AdamW kernels are
 /// not: the CUDA step computes those ops with the runtime's kernels.
 bool hasGpuKernel(Operation *kernel);
+
+/// The first half of lowerKernelsToPtx: a module (`gpu.container_module`) holding one `gpu.module
+/// @ptrain_cuda_kernels` with one NVVM target per architecture of `options` and a `gpu.func` of the same name
+/// per kernel of `kernels` that hasGpuKernel (the form below), and each one's launch in `launches`. Also what
+/// the unit test runs on the CPU, thread by thread (unittests/Target/GpuKernelsTest.cpp).
+OwningOpRef<ModuleOp> buildGpuKernels(ModuleOp kernels, const KernelPtxOptions &options,
+                                      llvm::StringMap<GpuKernelLaunch> &launches);
 
 /// Lowers every kernel of `kernels` that hasGpuKernel to PTX for each of `options.archs` (`kernels` is not
 /// modified). Each becomes a `gpu.func` of the same name whose thread i < elements computes element i: the
