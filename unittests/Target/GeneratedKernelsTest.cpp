@@ -711,7 +711,8 @@ void callWithPointers(llvm::orc::ExecutorAddr address, std::vector<float *> &a) 
 // buildGpuKernels run on the CPU thread by thread (its body, block_id and thread_id the induction variables of
 // two loops over the grid, 64 threads per block so that the grids have several blocks and a partial last one)
 // computes the same bits as the CPU object's kernel of the same chain: the index delinearization, the
-// broadcasts' index maps, the guard and the outputs. The row kernels (softmax) have no GPU version.
+// broadcasts' index maps, the guard and the outputs; for the softmax chains (row kernels) the rows' (and row
+// groups') mapping onto threads.
 TEST_P(GeneratedKernelsTest, GpuKernelsThreadByThreadEqualTheCpuKernels) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kPatterns, &context);
   ASSERT_TRUE(module);
@@ -725,10 +726,12 @@ TEST_P(GeneratedKernelsTest, GpuKernelsThreadByThreadEqualTheCpuKernels) {
   llvm::StringMap<GpuKernelLaunch> launches;
   OwningOpRef<ModuleOp> gpuKernels = buildGpuKernels(kernels, options, launches);
   int rowKernels = 0;
-  for (auto kernel : kernels.getOps<func::FuncOp>())
-    rowKernels += !hasGpuKernel(kernel);
-  EXPECT_EQ(launches.size(), 8u);
-  EXPECT_EQ(rowKernels, 4);
+  for (auto kernel : kernels.getOps<func::FuncOp>()) {
+    EXPECT_TRUE(hasGpuKernel(kernel)) << kernel.getSymName().str();
+    rowKernels += launches.lookup(kernel.getSymName()).rows;
+  }
+  EXPECT_EQ(launches.size(), 12u);
+  EXPECT_EQ(rowKernels, 4); // the softmax chains: a row (group) per thread
 
   // The emulation, beside the CPU kernels in one object: func.func @<kernel>_threads(the kernel's memrefs).
   OwningOpRef<ModuleOp> both(cast<ModuleOp>(kernels->clone()));
@@ -762,7 +765,7 @@ TEST_P(GeneratedKernelsTest, GpuKernelsThreadByThreadEqualTheCpuKernels) {
     func::ReturnOp::create(fb, loc);
     ++emulated;
   });
-  ASSERT_EQ(emulated, 8);
+  ASSERT_EQ(emulated, 12);
   llvm::SmallString<0> object;
   llvm::raw_svector_ostream os(object);
   KernelObjectOptions objectOptions;

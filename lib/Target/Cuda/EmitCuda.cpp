@@ -602,7 +602,7 @@ LogicalResult FunctionEmitter::emitFusedChainOp(Operation *op, const target::Fus
   for (Value v : llvm::concat<const Value>(chain.chain.inputs, chain.chain.outputs))
     params += (params.empty() ? "" : ", ") + std::string("&") + ptr(v);
   note(std::to_string(chain.chain.ops.size()) + " ops in one generated kernel (--ptrain-outline-elementwise), " +
-       std::to_string(launch.elements) + " elements, one per thread");
+       std::to_string(launch.elements) + (launch.rows ? " rows or row groups" : " elements") + ", one per thread");
   blockLine("void *params[] = {" + params + "};");
   return call(CudaCall::ptrain_cuda_kernel_launch, {generatedKernelHandle(chain.kernel), std::to_string(launch.blocks),
                                                     std::to_string(launch.threads), "params"});
@@ -759,7 +759,7 @@ GeneratedKernelCode generatedKernelCode(const KernelPtx &ptx) {
     const GpuKernelLaunch &launch = ptx.kernels.find(name)->second;
     code.globals += "void *" + generatedKernelHandle(name) + " = nullptr; ///< " + std::to_string(launch.numInputs) +
                     " inputs, " + std::to_string(launch.numParams - launch.numInputs) + " outputs, " +
-                    std::to_string(launch.elements) + " elements\n";
+                    std::to_string(launch.elements) + (launch.rows ? " rows or row groups\n" : " elements\n");
     code.load += "  PTRAIN_STEP_CALL(" + std::string(getCudaCallInfo(CudaCall::ptrain_cuda_kernel_function).name) +
                  "(generated_module, \"" + name.str() + "\", &" + generatedKernelHandle(name) + "));\n";
   }

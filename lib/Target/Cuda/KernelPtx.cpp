@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
@@ -38,6 +39,117 @@ namespace {
 
 /// The name of the gpu.module that holds the kernels (and of the gpu.binary that replaces it).
 constexpr llvm::StringLiteral kGpuModuleName = "ptrain_cuda_kernels";
+
+/// Whether `kernel`'s parameters are all f32 memrefs of static shape and identity layout.
+bool hasF32MemrefParams(func::FuncOp kernel) {
+  return llvm::all_of(kernel.getArgumentTypes(), [](Type t) {
+    auto m = dyn_cast<MemRefType>(t);
+    return m && m.hasStaticShape() && m.getElementType().isF32() && m.getLayout().isIdentity();
+  });
+}
+
+/// The one scf.for of `block` when every other op but the terminator is an arith.constant and the loop carries
+/// nothing and has constant bounds (a level of a row kernel's loops over the leading dimensions), else null.
+scf::ForOp passThroughLoop(Block &block) {
+  scf::ForOp only;
+  for (Operation &op : block) {
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      if (only || loop.getNumResults() || !getConstantIntValue(loop.getLowerBound()) ||
+          !getConstantIntValue(loop.getUpperBound()) || !getConstantIntValue(loop.getStep()))
+        return {};
+      only = loop;
+    } else if (!op.hasTrait<OpTrait::IsTerminator>() && !isa<arith::ConstantOp>(op)) {
+      return {};
+    }
+  }
+  return only;
+}
+
+/// The loops over the leading dimensions of a row kernel (SoftmaxArith.h: a softmax at a chain's end, its
+/// gradient at the start), outermost first: the function's body is constants, one scf.for and the return, and
+/// each loop's body the same down to the innermost, whose body is a row (or a group of rows) of work. Empty for
+/// any other kernel (a codec kernel returns a value; an AdamW kernel takes scalars and uses vectors).
+SmallVector<scf::ForOp> rowLoopNest(Operation *op) {
+  auto kernel = dyn_cast<func::FuncOp>(op);
+  if (!kernel || kernel.isExternal() || kernel.getNumResults() != 0 || !kernel.getBody().hasOneBlock() ||
+      !hasF32MemrefParams(kernel))
+    return {};
+  bool vectors = false;
+  kernel.walk([&](Operation *o) { vectors |= o->getName().getDialectNamespace() == "vector"; });
+  if (vectors)
+    return {};
+  SmallVector<scf::ForOp> nest;
+  for (scf::ForOp loop = passThroughLoop(kernel.getBody().front()); loop; loop = passThroughLoop(*loop.getBody()))
+    nest.push_back(loop);
+  return nest;
+}
+
+/// The iterations of `loop` (constant bounds).
+int64_t tripCount(scf::ForOp loop) {
+  const int64_t lb = *getConstantIntValue(loop.getLowerBound()), ub = *getConstantIntValue(loop.getUpperBound());
+  const int64_t step = *getConstantIntValue(loop.getStep());
+  return ub > lb ? (ub - lb + step - 1) / step : 0;
+}
+
+/// The thread's index over a one-dimensional grid and the guard `index < work`: returns the builder inside the
+/// guard and the index; the gpu.func's return is built after the guard.
+std::pair<OpBuilder, Value> threadIndexAndGuard(OpBuilder &b, Location loc, int64_t work) {
+  Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value blockDim = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
+  Value threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, blockId, blockDim), threadId);
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, linear,
+                                        arith::ConstantIndexOp::create(b, loc, work));
+  auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+  gpu::ReturnOp::create(b, loc);
+  return {guard.getThenBodyBuilder(), linear};
+}
+
+/// Row-major delinearization of `linear` over `sizes` (the last fastest).
+SmallVector<Value> delinearize(OpBuilder &t, Location loc, Value linear, ArrayRef<int64_t> sizes) {
+  SmallVector<Value> ivs(sizes.size());
+  Value rest = linear;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    Value size = arith::ConstantIndexOp::create(t, loc, sizes[d]);
+    ivs[d] = d ? Value(arith::RemUIOp::create(t, loc, rest, size)) : rest;
+    if (d)
+      rest = arith::DivUIOp::create(t, loc, rest, size);
+  }
+  return ivs;
+}
+
+/// `gpu.func @name(memrefs...) kernel` of a row kernel: thread i < rows computes iteration i of `nest`
+/// (delinearized, each loop's induction variable lb + i_d step), the innermost loop's body cloned unchanged
+/// (the row's loops over its columns in their order).
+void buildGpuRowKernel(OpBuilder &builder, func::FuncOp kernel, ArrayRef<scf::ForOp> nest, int64_t rows) {
+  Location loc = kernel.getLoc();
+  auto gpuFunc = gpu::GPUFuncOp::create(builder, loc, kernel.getSymName(), kernel.getFunctionType());
+  gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
+  Block &entry = gpuFunc.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  IRMapping mapping;
+  mapping.map(kernel.getArguments(), entry.getArguments());
+  // The function's constants, then the thread's rows.
+  for (Operation &op : kernel.getBody().front())
+    if (isa<arith::ConstantOp>(op))
+      b.clone(op, mapping);
+  auto guarded = threadIndexAndGuard(b, loc, rows);
+  OpBuilder &t = guarded.first;
+  SmallVector<int64_t> trips;
+  for (scf::ForOp loop : nest)
+    trips.push_back(tripCount(loop));
+  SmallVector<Value> iterations = delinearize(t, loc, guarded.second, trips);
+  for (auto [level, i] : llvm::zip_equal(nest, iterations)) {
+    scf::ForOp loop = level;
+    Value iv = arith::AddIOp::create(
+        t, loc, arith::ConstantIndexOp::create(t, loc, *getConstantIntValue(loop.getLowerBound())),
+        arith::MulIOp::create(t, loc, i, arith::ConstantIndexOp::create(t, loc, *getConstantIntValue(loop.getStep()))));
+    mapping.map(loop.getInductionVar(), iv);
+    for (Operation &op : loop.getBody()->without_terminator())
+      if (loop == nest.back() || isa<arith::ConstantOp>(op))
+        t.clone(op, mapping);
+  }
+}
 
 /// The kernel's single linalg.generic when hasGpuKernel holds.
 linalg::GenericOp elementwiseGeneric(Operation *op) {
@@ -78,26 +190,10 @@ void buildGpuKernel(OpBuilder &builder, func::FuncOp kernel, linalg::GenericOp g
   gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
   Block &entry = gpuFunc.getBody().front();
   OpBuilder b = OpBuilder::atBlockBegin(&entry);
-  Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value blockDim = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
-  Value threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, blockId, blockDim), threadId);
-  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, linear,
-                                        arith::ConstantIndexOp::create(b, loc, elements));
-  auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
-  gpu::ReturnOp::create(b, loc);
-
-  OpBuilder t = guard.getThenBodyBuilder();
+  auto guarded = threadIndexAndGuard(b, loc, elements);
+  OpBuilder &t = guarded.first;
   // Row-major delinearization, the last dimension fastest (neighbouring threads read neighbouring elements).
-  SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
-  SmallVector<Value> ivs(ranges.size());
-  Value rest = linear;
-  for (int64_t d = static_cast<int64_t>(ranges.size()) - 1; d >= 0; --d) {
-    Value size = arith::ConstantIndexOp::create(t, loc, ranges[d]);
-    ivs[d] = d ? Value(arith::RemUIOp::create(t, loc, rest, size)) : rest;
-    if (d)
-      rest = arith::DivUIOp::create(t, loc, rest, size);
-  }
+  SmallVector<Value> ivs = delinearize(t, loc, guarded.second, generic.getStaticLoopRanges());
   auto indicesOf = [&](AffineMap map) {
     SmallVector<Value> indices;
     for (AffineExpr e : map.getResults())
@@ -136,7 +232,9 @@ std::optional<int64_t> smVersionOf(StringRef arch) {
 
 } // namespace
 
-bool mlir::ptrain::hasGpuKernel(Operation *kernel) { return static_cast<bool>(elementwiseGeneric(kernel)); }
+bool mlir::ptrain::hasGpuKernel(Operation *kernel) {
+  return static_cast<bool>(elementwiseGeneric(kernel)) || !rowLoopNest(kernel).empty();
+}
 
 OwningOpRef<ModuleOp> mlir::ptrain::buildGpuKernels(ModuleOp kernels, const KernelPtxOptions &options,
                                                     llvm::StringMap<GpuKernelLaunch> &launches) {
@@ -152,21 +250,35 @@ OwningOpRef<ModuleOp> mlir::ptrain::buildGpuKernels(ModuleOp kernels, const Kern
   OpBuilder inModule = OpBuilder::atBlockBegin(gpuModule.getBody());
   for (auto kernel : kernels.getOps<func::FuncOp>()) {
     linalg::GenericOp generic = elementwiseGeneric(kernel);
-    if (!generic)
+    SmallVector<scf::ForOp> nest = generic ? SmallVector<scf::ForOp>() : rowLoopNest(kernel);
+    if (!generic && nest.empty())
       continue;
-    int64_t elements = 1;
-    for (int64_t size : generic.getStaticLoopRanges())
-      elements *= size;
-    const int64_t blocks = (elements + options.threadsPerBlock - 1) / options.threadsPerBlock;
-    if (elements < 1 || blocks > std::numeric_limits<int32_t>::max())
+    int64_t work = 1;
+    if (generic)
+      for (int64_t size : generic.getStaticLoopRanges())
+        work *= size;
+    for (scf::ForOp loop : nest)
+      work *= tripCount(loop);
+    const int64_t blocks = (work + options.threadsPerBlock - 1) / options.threadsPerBlock;
+    if (work < 1 || blocks > std::numeric_limits<int32_t>::max())
       continue; // nothing to launch, or more blocks than a grid's x dimension holds: the runtime's kernels
-    buildGpuKernel(inModule, kernel, generic, elements);
+    if (generic)
+      buildGpuKernel(inModule, kernel, generic, work);
+    else
+      buildGpuRowKernel(inModule, kernel, nest, work);
     GpuKernelLaunch launch;
     launch.name = kernel.getSymName().str();
-    launch.elements = elements;
+    launch.rows = !generic;
+    launch.elements = work;
     launch.threads = options.threadsPerBlock;
     launch.blocks = blocks;
-    launch.numInputs = generic.getNumDpsInputs();
+    // The inputs come first, then the outputs: the first parameter a store writes (a row kernel's).
+    unsigned firstOutput = kernel.getNumArguments();
+    kernel.walk([&](memref::StoreOp store) {
+      if (auto arg = dyn_cast<BlockArgument>(store.getMemRef()); arg && arg.getOwner()->getParentOp() == kernel)
+        firstOutput = std::min(firstOutput, arg.getArgNumber());
+    });
+    launch.numInputs = generic ? generic.getNumDpsInputs() : firstOutput;
     launch.numParams = kernel.getNumArguments();
     launches[launch.name] = launch;
   }

@@ -8,8 +8,9 @@
 // --emit-cuda-kernels (docs/GeneratedKernels.md, "The CUDA route"): the elementwise chains outlined as for the
 // CPU, lowered in-process to one PTX image per architecture, embedded in the unit, loaded at set-up
 // (ptrain_cuda_kernels_load, a handle per kernel) and launched on the step's stream at the chain's last op, one
-// element per thread; a chain whose kernel has no GPU version (the row softmax at the end of @scores) keeps the
-// runtime's calls. Without the option nothing is generated.
+// element per thread, or one row group per thread for a chain that ends in a softmax (@scores); a chain whose
+// kernel has no GPU version (@vector: a softmax over a 1-D tensor, no loop over rows) keeps the runtime's calls.
+// Without the option nothing is generated.
 
 // The images, the sm_80 one first, and the handles.
 // CHECK: const char kGeneratedPtx_sm_80[] = R"ptx(
@@ -22,6 +23,7 @@
 // CHECK-NEXT: const int32_t kGeneratedPtxSm[] = {80, 90};
 // CHECK-NEXT: void *generated_module = nullptr;
 // CHECK-NEXT: void *generated_[[MLP:ptrain_kernel_[0-9]+]] = nullptr; ///< 3 inputs, 1 outputs, 64 elements
+// CHECK-NEXT: void *generated_[[SCORES:ptrain_kernel_[0-9]+]] = nullptr; ///< 3 inputs, 1 outputs, 16 rows or row groups
 // CHECK-NEXT: void *generated_[[BCAST:ptrain_kernel_[0-9]+]] = nullptr; ///< 4 inputs, 2 outputs, 1155 elements
 // CHECK-NOT: void *generated_
 // Loaded once the stream exists.
@@ -29,6 +31,7 @@
 // CHECK: ptrain_cuda_set_stream(stream)
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_kernels_load(kGeneratedPtx, kGeneratedPtxSm, 2, &generated_module));
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_kernel_function(generated_module, "[[MLP]]", &generated_[[MLP]]));
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_kernel_function(generated_module, "[[SCORES]]", &generated_[[SCORES]]));
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_kernel_function(generated_module, "[[BCAST]]", &generated_[[BCAST]]));
 
 // Bias + GELU + residual: one launch of one block (64 elements), the two first ops nothing.
@@ -41,10 +44,19 @@
 // CHECK-NOT: ptrain_cuda_gelu
 // CHECK: return PTRAIN_OK;
 
-// Scale + mask + softmax: no GPU version of a row kernel, the runtime's three calls.
+// Scale + mask + softmax over 2 x 4 x 8 rows of 8: the CPU kernel's groups of 4 rows, one per thread (16).
 // CHECK-LABEL: @scores on device buffers
+// CHECK: // 3 ops in one generated kernel (--ptrain-outline-elementwise), 16 rows or row groups, one per thread
+// CHECK-NEXT: void *params[] = {&d_arg0, &[[SCALE:v[0-9]+]], &d_arg1, &{{v[0-9]+}}};
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_cuda_kernel_launch(generated_[[SCORES]], 1, 256, params));
+// CHECK-NOT: ptrain_cuda_binary_f32
+// CHECK-NOT: ptrain_cuda_softmax_fwd_f32
+// CHECK: return PTRAIN_OK;
+
+// A softmax over a vector: the CPU's kernel has no loop over rows to map onto threads, the runtime's calls.
+// CHECK-LABEL: @vector on device buffers
 // CHECK-NOT: ptrain_cuda_kernel_launch
-// CHECK-COUNT-2: ptrain_cuda_binary_f32(
+// CHECK: ptrain_cuda_binary_f32(
 // CHECK: ptrain_cuda_softmax_fwd_f32(
 // CHECK: return PTRAIN_OK;
 
@@ -97,6 +109,11 @@ module {
     %1 = ptrain.binary add %0, %mask : tensor<2x4x8x8xf32>, tensor<8x8xf32>
     %2 = ptrain.softmax %1 {axis = -1 : i64} : tensor<2x4x8x8xf32>
     return %2 : tensor<2x4x8x8xf32>
+  }
+  func.func @vector(%x: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {
+    %0 = ptrain.binary add %x, %b : tensor<16xf32>, tensor<16xf32>
+    %1 = ptrain.softmax %0 {axis = -1 : i64} : tensor<16xf32>
+    return %1 : tensor<16xf32>
   }
   func.func @bcast(%x: tensor<7x11x15xf32>, %row: tensor<15xf32>, %col: tensor<7x1x1xf32>) -> (tensor<7x11x15xf32>, tensor<7x11x15xf32>) {
     %c = arith.constant dense<3.0> : tensor<f32>

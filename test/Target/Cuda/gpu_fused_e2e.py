@@ -4,15 +4,18 @@ docs/GeneratedKernels.md, "The CUDA route").
 1. test/Target/Cuda/emit-cuda-kernels.mlir built three ways: --emit-cuda with --emit-cuda-kernels=sm_80,sm_90
    (the PTX kernels), --emit-cuda without (the runtime's kernels), and --emit-cpp with --emit-cpp-kernels (the
    CPU's object code of the same kernels). Each function on random inputs with infinities, NaNs, subnormals and
-   signed zeros planted: @mlp (bias + GELU + residual, a PTX kernel) bit-equal to the CPU's generated kernel
-   (the same fp64 GELU, operation for operation) and within 1e-6 relative of the CUDA runtime's GELU (which
-   evaluates erf with CUDA's library, not the CPU's polynomial); @bcast (sub, mul and div with broadcasts, an
-   intermediate output) bit-equal to both; @scores (a row softmax: no GPU kernel, the runtime's calls) bit-equal
-   between the fused and the unfused CUDA steps. Where two NaNs meet, which NaN comes out is not promised:
-   NaNs compare by position.
+   signed zeros planted. Every PTX kernel (@mlp: bias + GELU + residual; @scores: scale + mask + softmax, a row
+   group per thread; @bcast: sub, mul and div with broadcasts and an intermediate output) is bit-equal to the
+   CPU's generated kernel: the same operations in the same order (@scores on a causal -inf mask, the others
+   with the specials). Against the unfused CUDA step: @bcast
+   bit-equal (add, sub, mul and div round alike), @mlp and @scores within 1e-6 relative on the finite values
+   with the same non-finite positions (the CUDA runtime's GELU evaluates CUDA's erf, its softmax sums a row as a
+   tree); @vector (a 1-D softmax: no GPU kernel, the runtime's calls) bit-equal. Where two NaNs meet, which NaN
+   comes out is not promised: NaNs compare by position.
 2. The bundled GPT, --target cuda with and without --fuse-elementwise on, three AdamW steps on
-   models/gpt/test_data_set_0: the losses bit-equal (at pp=1 its chains end in a softmax: the fused step calls
-   the runtime there, and must train exactly as the unfused one).
+   models/gpt/test_data_set_0: the fused step (its attention scores' scale, mask and softmax and their backward
+   in generated kernels, the CPU's order of the softmax sums) within 1e-4 relative of the unfused one per loss,
+   the tolerance of the CUDA steps against the CPU's (codegen-cuda-gpu).
 
 Usage: gpu_fused_e2e.py <build-dir> <source-dir> <scratch-dir>
 """
@@ -28,9 +31,9 @@ import onnx
 from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_e2e import SKIP, check, compile_step, f32p, gpu_count, relative  # noqa: E402
+from gpu_e2e import SKIP, TOLERANCE, check, compile_step, f32p, gpu_count, relative  # noqa: E402
 
-GELU_BOUND = 1e-6
+BOUND = 1e-6  # the PTX kernels (the CPU's GELU and softmax order) against the CUDA runtime's
 
 
 def build_three(build, source, scratch):
@@ -82,35 +85,40 @@ def check_kernels(build, source, scratch):
     failures = []
     libs = build_three(build, source, scratch)
     rng = np.random.default_rng(26)
-    calls = [("mlp", [(4, 16), (16,), (4, 16)], [(4, 16)]),
-             ("bcast", [(7, 11, 15), (15,), (7, 1, 1)], [(7, 11, 15), (7, 11, 15)]),
-             ("scores", [(2, 4, 8, 8), (8, 8)], [(2, 4, 8, 8)])]
-    for func, inputs, results in calls:
+    calls = [("mlp", [(4, 16), (16,), (4, 16)], [(4, 16)], False),
+             ("scores", [(2, 4, 8, 8), (8, 8)], [(2, 4, 8, 8)], False),
+             ("vector", [(16,), (16,)], [(16,)], True),
+             ("bcast", [(7, 11, 15), (15,), (7, 1, 1)], [(7, 11, 15), (7, 11, 15)], True)]
+    for func, inputs, results, exact in calls:
         args = [planted(rng, shape) for shape in inputs]
+        if func == "scores":  # a causal mask of -inf (rows fully masked but for their first keys), no other special
+            args = [rng.standard_normal(inputs[0]).astype(np.float32),
+                    np.triu(np.full((8, 8), -np.inf, np.float32), 1)]
         got = {}
         for name, lib in libs.items():
             outs = [np.zeros(shape, np.float32) for shape in results]
             check(lib, getattr(lib, f"ptrain_step_{func}")(*[f32p(v) for v in args + outs]), f"{name} @{func}")
             got[name] = outs
         for k, fused in enumerate(got["cuda-fused"]):
-            vs_cpu, vs_unfused = same_bits(fused, got["cpu-fused"][k]), same_bits(fused, got["cuda"][k])
-            finite = np.isfinite(fused) & np.isfinite(got["cuda"][k])
-            err = relative(fused[finite].astype(np.float64), got["cuda"][k][finite].astype(np.float64))
+            unfused = got["cuda"][k]
+            vs_cpu, vs_unfused = same_bits(fused, got["cpu-fused"][k]), same_bits(fused, unfused)
+            finite = np.isfinite(fused) & np.isfinite(unfused)
+            err = relative(fused[finite].astype(np.float64), unfused[finite].astype(np.float64)) if finite.any() else 0
             print(f"@{func} result {k}: fused CUDA vs the CPU's generated kernel "
                   f"{'bit-equal' if vs_cpu else 'DIFFERENT'}; vs the unfused CUDA step "
                   f"{'bit-equal' if vs_unfused else f'max relative {err:.2e}'}")
-            if func != "scores" and not vs_cpu:
+            if func != "vector" and not vs_cpu:
                 failures.append(f"@{func} result {k}: the PTX kernel differs from the CPU's generated kernel")
-            if func == "mlp" and not (vs_unfused or (err <= GELU_BOUND and
-                                                     np.array_equal(np.isfinite(fused), np.isfinite(got["cuda"][k])))):
-                failures.append(f"@mlp: the PTX kernel is {err:.2e} relative from the runtime's GELU (> {GELU_BOUND})")
-            if func != "mlp" and not vs_unfused:
+            if exact and not vs_unfused:
                 failures.append(f"@{func} result {k}: the fused CUDA step differs from the unfused one")
+            if not exact and not vs_unfused and not (
+                    err <= BOUND and np.array_equal(np.isfinite(fused), np.isfinite(unfused))):
+                failures.append(f"@{func} result {k}: {err:.2e} relative from the unfused CUDA step (> {BOUND})")
     return failures
 
 
 def check_gpt(build, source, scratch):
-    """Three AdamW steps of the bundled GPT, fused and unfused on CUDA: the same losses, bit for bit."""
+    """Three AdamW steps of the bundled GPT, fused and unfused on CUDA: each loss within TOLERANCE."""
     gpt = os.path.join(source, "models/gpt")
     tokens = numpy_helper.to_array(onnx.load_tensor(os.path.join(gpt, "test_data_set_0/input_0.pb")))
     tokens = np.ascontiguousarray(tokens.astype(np.int64))
@@ -118,18 +126,23 @@ def check_gpt(build, source, scratch):
     options = ["--optimizer", "adamw", "--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100"]
     losses = {}
     for name, extra in (("fused", ["--fuse-elementwise", "on"]), ("unfused", [])):
-        _, lib = compile_step(build, source, os.path.join(scratch, f"gpt-{name}"), "cuda", *options, *extra)
+        out = os.path.join(scratch, f"gpt-{name}")
+        _, lib = compile_step(build, source, out, "cuda", *options, *extra)
+        if name == "fused" and "ptrain_cuda_kernel_launch(" not in open(os.path.join(out, "step.cu")).read():
+            return ["gpt: the fused CUDA step launches no generated kernel"]
         check(lib, lib.ptrain_step_init(None), f"gpt {name} init")
         losses[name] = []
         for _ in range(3):
-            out = np.zeros((), np.float32)
-            check(lib, lib.ptrain_step_train_step(tok_p, f32p(out)), f"gpt {name} step")
-            losses[name].append(out.copy())
-    print("gpt losses: fused " + " ".join(f"{float(v):.9g}" for v in losses["fused"]) + ", unfused " +
-          " ".join(f"{float(v):.9g}" for v in losses["unfused"]))
-    if not all(same_bits(a, b) for a, b in zip(losses["fused"], losses["unfused"])):
-        return ["gpt: the fused CUDA step's losses differ from the unfused step's"]
-    return []
+            out_loss = np.zeros((), np.float32)
+            check(lib, lib.ptrain_step_train_step(tok_p, f32p(out_loss)), f"gpt {name} step")
+            losses[name].append(float(out_loss))
+    print("gpt losses: fused " + " ".join(f"{v:.9g}" for v in losses["fused"]) + ", unfused " +
+          " ".join(f"{v:.9g}" for v in losses["unfused"]))
+    failures = []
+    for step, (a, b) in enumerate(zip(losses["fused"], losses["unfused"])):
+        if not abs(a - b) <= TOLERANCE * abs(b):
+            failures.append(f"gpt step {step + 1}: the fused CUDA step's loss {a} vs the unfused {b}")
+    return failures
 
 
 def main(build, source, scratch):

@@ -39,7 +39,8 @@ struct KernelPtxOptions {
 /// over a one-dimensional grid, and its parameters (bare device pointers: the inputs, then the outputs).
 struct GpuKernelLaunch {
   std::string name;
-  int64_t elements = 0; ///< the iteration space's elements, one per thread
+  bool rows = false;    ///< a row kernel (a thread per row or row group), not one element per thread
+  int64_t elements = 0; ///< the work items, one per thread: the iteration space's elements, or the rows (groups)
   int64_t blocks = 0;   ///< ceil(elements / threads)
   int64_t threads = 0;  ///< per block
   unsigned numInputs = 0;
@@ -59,11 +60,14 @@ struct KernelPtx {
   SmallVector<PtxImage> images;
 };
 
-/// Whether `kernel` (a func.func of @ptrain_kernels) has a GPU version: one all-parallel linalg.generic on f32
-/// memrefs of static shape (the function's arguments, inputs then outputs) whose input maps read each
-/// dimension or the constant 0 (broadcasting) and whose output maps are the identity, then the return. The
-/// row kernels (softmax at a chain's end or its gradient at the start), the codec and the AdamW kernels are
-/// not: the CUDA step computes those ops with the runtime's kernels.
+/// Whether `kernel` (a func.func of @ptrain_kernels) has a GPU version: either one all-parallel linalg.generic
+/// on f32 memrefs of static shape (the function's arguments, inputs then outputs) whose input maps read each
+/// dimension or the constant 0 (broadcasting) and whose output maps are the identity, then the return (an
+/// elementwise chain: one element per thread); or a row kernel (SoftmaxArith.h: a softmax at a chain's end or
+/// its gradient at the start, rank >= 2): constants and a perfect nest of scf.for loops over the leading
+/// dimensions with constant bounds and no carried values, down to the row's (or row group's) body, f32 memref
+/// parameters, no vector op (one row or row group per thread, its columns in the CPU kernel's order). The codec
+/// and AdamW kernels are not: the CUDA step computes those ops with the runtime's kernels.
 bool hasGpuKernel(Operation *kernel);
 
 /// The first half of lowerKernelsToPtx: a module (`gpu.container_module`) holding one `gpu.module
@@ -74,10 +78,12 @@ OwningOpRef<ModuleOp> buildGpuKernels(ModuleOp kernels, const KernelPtxOptions &
                                       llvm::StringMap<GpuKernelLaunch> &launches);
 
 /// Lowers every kernel of `kernels` that hasGpuKernel to PTX for each of `options.archs` (`kernels` is not
-/// modified). Each becomes a `gpu.func` of the same name whose thread i < elements computes element i: the
-/// index delinearized over the iteration space (row-major), each input loaded through its map, the linalg
-/// body cloned unchanged (so the same arith ops in the same order as the CPU object: no `contract` flag, so
-/// the NVPTX back end emits `.rn` operations ptxas never contracts into FMAs), the outputs stored. Fails with an
+/// modified). Each becomes a `gpu.func` of the same name whose thread i < elements computes work item i: for
+/// an elementwise kernel, element i (the index delinearized over the iteration space, row-major, each input
+/// loaded through its map, the linalg body cloned unchanged, the outputs stored); for a row kernel, iteration i
+/// of its loops over the leading dimensions (delinearized, the row's body cloned unchanged). So the same arith
+/// ops in the same order as the CPU object: no `contract` flag, so the NVPTX back end emits `.rn` operations
+/// ptxas never contracts into FMAs. Fails with an
 /// error at `kernels` naming the stage (an architecture that is no `sm_<NN>`, NN >= 70; the GPU lowering; the
 /// PTX serialization).
 FailureOr<KernelPtx> lowerKernelsToPtx(ModuleOp kernels, const KernelPtxOptions &options);
