@@ -528,6 +528,11 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       continue; // a send's request: nothing on the device
     if (s.kind == Storage::Alias && result.use_empty())
       continue; // e.g. a reshape the lowering left unused: nvcc's "set but never used" ignores a (void) cast
+    // A fused chain's intermediate that nothing after the chain reads: the generated kernel never writes it, so
+    // no pointer (nvcc's "set but never used" again).
+    if (auto chain = fused.chainOf.find(op);
+        chain != fused.chainOf.end() && !llvm::is_contained(fused.chains[chain->second].chain.outputs, result))
+      continue;
     std::string type = cType(result), text;
     if (s.kind == Storage::Arena)
       text = "  " + type + " *" + s.name + " = " + bufferPtr(s.buffer, type) + ";\n";
@@ -594,7 +599,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
 LogicalResult FunctionEmitter::emitFusedChainOp(Operation *op, const target::FusedChain &chain) {
   if (op != chain.chain.ops.back()) {
     note("computed by " + chain.kernel + " at the last op of its chain (docs/GeneratedKernels.md)");
-    blockLine("(void)" + ptr(op->getResult(0)) + ";");
     return success();
   }
   const GpuKernelLaunch &launch = ptx->kernels.find(chain.kernel)->second;
