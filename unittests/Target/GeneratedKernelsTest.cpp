@@ -844,4 +844,34 @@ TEST(GeneratedKernelsObjectTest, UnknownCpuIsAnError) {
   EXPECT_NE(message.find("unknown CPU 'no-such-cpu'"), std::string::npos) << message;
 }
 
+// lowerKernelsToPtx's own checks, which ptrain-translate's option cannot reach (it names archs, never threads).
+TEST(GeneratedKernelsObjectTest, PtxOptionsAreChecked) {
+  MLIRContext context;
+  DialectRegistry registry;
+  registerPTrainDialects(registry);
+  context.appendDialectRegistry(registry);
+  OwningOpRef<ModuleOp> empty = ModuleOp::create(UnknownLoc::get(&context));
+  std::string message;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    message = d.str();
+    return success();
+  });
+  KernelPtxOptions options;
+  options.archs.clear();
+  EXPECT_TRUE(failed(lowerKernelsToPtx(*empty, options)));
+  EXPECT_NE(message.find("no CUDA architecture to compile the generated kernels for"), std::string::npos) << message;
+  options.archs = {"sm_90", "sm_8"};
+  EXPECT_TRUE(failed(lowerKernelsToPtx(*empty, options)));
+  EXPECT_NE(message.find("'sm_8' is no CUDA architecture"), std::string::npos) << message;
+  options.archs = {"sm_90"};
+  options.threadsPerBlock = 100;
+  EXPECT_TRUE(failed(lowerKernelsToPtx(*empty, options)));
+  EXPECT_NE(message.find("100 threads per block: must be a multiple of 32 in [32, 1024]"), std::string::npos)
+      << message;
+  options.threadsPerBlock = 256;
+  FailureOr<KernelPtx> none = lowerKernelsToPtx(*empty, options); // no kernel: no image, no error
+  ASSERT_TRUE(succeeded(none));
+  EXPECT_TRUE(none->kernels.empty() && none->images.empty());
+}
+
 } // namespace
