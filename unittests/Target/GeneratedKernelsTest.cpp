@@ -21,8 +21,8 @@
 #include "ptrain/Target/Cpp/KernelObject.h"
 #include "ptrain/Target/Cuda/KernelPtx.h"
 #include "ptrain/Tools/Registration.h"
-#include "ptrain/Transforms/Passes.h"
 #include "ptrain/Transforms/AdamWArith.h"
+#include "ptrain/Transforms/Passes.h"
 #include "ptrain/Transforms/QuantArith.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -700,8 +700,8 @@ void callWithPointers(llvm::orc::ExecutorAddr address, std::vector<float *> &a) 
   case 5:
     return address.toPtr<void (*)(float *, float *, float *, float *, float *)>()(a[0], a[1], a[2], a[3], a[4]);
   case 6:
-    return address.toPtr<void (*)(float *, float *, float *, float *, float *, float *)>()(a[0], a[1], a[2], a[3],
-                                                                                          a[4], a[5]);
+    return address.toPtr<void (*)(float *, float *, float *, float *, float *, float *)>()(a[0], a[1], a[2], a[3], a[4],
+                                                                                           a[5]);
   default:
     FAIL() << "no test signature for " << a.size() << " pointers";
   }

@@ -27,18 +27,17 @@
 #include "ptrain/Target/Cuda/EmitCuda.h"
 
 #include "Common/CommGroups.h"
+#include "Common/ConstantFile.h"
 #include "Common/CppTypes.h"
 #include "Common/EmitHelpers.h"
 #include "Common/EmitTraffic.h"
+#include "Common/FusedChains.h"
+#include "Common/GemmOps.h"
 #include "Common/NamedStorage.h"
 #include "Common/OpGeometry.h"
 #include "Common/PipelineDriver.h"
 #include "Common/RuntimeCallTable.h"
-#include "Common/ConstantFile.h"
-#include "Common/FusedChains.h"
 #include "Common/StateStorage.h"
-#include "ptrain/Target/Common/StateTable.h"
-#include "Common/GemmOps.h"
 #include "Common/StepFunction.h"
 #include "Common/TensorParallelSlices.h"
 #include "Common/VerifyPlanBeforeEmit.h"
@@ -48,6 +47,7 @@
 #include "EmitCudaModelOps.h"
 #include "EmitCudaTransformerOps.h"
 #include "StageStates.h"
+#include "ptrain/Target/Common/StateTable.h"
 
 #include "ptrain/Analysis/BufferLiveness.h"
 #include "ptrain/Analysis/ConstantForm.h"
@@ -631,9 +631,8 @@ LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
   dryRun = false;
   // The chains with a generated GPU kernel whose memory plan allows one pass (FusedChains.h, as on the CPU):
   // planned on the placed buffers, so the dry run above wrote the runtime's calls.
-  if (ptx && failed(fused.plan(func, ops, storage, *liveness, "--emit-cuda", [&](func::FuncOp kernel) {
-        return ptx->kernels.count(kernel.getSymName()) != 0;
-      })))
+  if (ptx && failed(fused.plan(func, ops, storage, *liveness, "--emit-cuda",
+                               [&](func::FuncOp kernel) { return ptx->kernels.count(kernel.getSymName()) != 0; })))
     return failure();
   chunks.take();
   for (Operation *op : ops)
@@ -741,10 +740,11 @@ GeneratedKernelCode generatedKernelCode(const KernelPtx &ptx) {
   if (ptx.kernels.empty())
     return code;
   std::string images, versions;
-  code.globals = "//===--- Generated kernels (--emit-cuda-kernels; docs/GeneratedKernels.md, \"The CUDA route\") ---===//\n\n"
-                 "// The elementwise chains --ptrain-outline-elementwise outlined, lowered in-process through MLIR's NVVM\n"
-                 "// route to PTX (include/ptrain/Target/Cuda/KernelPtx.h), one image per architecture: the driver\n"
-                 "// JIT-compiles the newest one the device runs at ptrain_step_init.\n";
+  code.globals =
+      "//===--- Generated kernels (--emit-cuda-kernels; docs/GeneratedKernels.md, \"The CUDA route\") ---===//\n\n"
+      "// The elementwise chains --ptrain-outline-elementwise outlined, lowered in-process through MLIR's NVVM\n"
+      "// route to PTX (include/ptrain/Target/Cuda/KernelPtx.h), one image per architecture: the driver\n"
+      "// JIT-compiles the newest one the device runs at ptrain_step_init.\n";
   for (const PtxImage &image : ptx.images) {
     const std::string name = "kGeneratedPtx_" + image.arch;
     code.globals += "const char " + name + "[] = R\"ptx(" + image.ptx + ")ptx\";\n";
@@ -771,8 +771,8 @@ GeneratedKernelCode generatedKernelCode(const KernelPtx &ptx) {
   return code;
 }
 
-LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options,
-                         std::string &constantFile, const KernelPtx *ptx) {
+LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options, std::string &constantFile,
+                         const KernelPtx *ptx) {
   ModuleStorage storage;
   if (!options.constantsFile.empty())
     storage.constantFileName = llvm::sys::path::filename(options.constantsFile).str();

@@ -98,8 +98,8 @@ std::pair<OpBuilder, Value> threadIndexAndGuard(OpBuilder &b, Location loc, int6
   Value blockDim = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
   Value threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value linear = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, blockId, blockDim), threadId);
-  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, linear,
-                                        arith::ConstantIndexOp::create(b, loc, work));
+  Value inRange =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, linear, arith::ConstantIndexOp::create(b, loc, work));
   auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
   gpu::ReturnOp::create(b, loc);
   return {guard.getThenBodyBuilder(), linear};
@@ -172,11 +172,10 @@ linalg::GenericOp elementwiseGeneric(Operation *op) {
         !type.getLayout().isIdentity())
       return {};
     AffineMap map = generic.getMatchingIndexingMap(&operand);
-    if (generic.isDpsInit(&operand) ? !map.isIdentity()
-                                    : !llvm::all_of(map.getResults(), [](AffineExpr e) {
-                                        auto c = dyn_cast<AffineConstantExpr>(e);
-                                        return isa<AffineDimExpr>(e) || (c && c.getValue() == 0);
-                                      }))
+    if (generic.isDpsInit(&operand) ? !map.isIdentity() : !llvm::all_of(map.getResults(), [](AffineExpr e) {
+          auto c = dyn_cast<AffineConstantExpr>(e);
+          return isa<AffineDimExpr>(e) || (c && c.getValue() == 0);
+        }))
       return {};
   }
   return generic;
@@ -209,8 +208,8 @@ void buildGpuKernel(OpBuilder &builder, func::FuncOp kernel, linalg::GenericOp g
     if (elem.use_empty())
       continue;
     Value memref = entry.getArgument(cast<BlockArgument>(operand.get()).getArgNumber());
-    mapping.map(elem, memref::LoadOp::create(t, loc, memref, indicesOf(generic.getMatchingIndexingMap(&operand)))
-                          .getResult());
+    mapping.map(
+        elem, memref::LoadOp::create(t, loc, memref, indicesOf(generic.getMatchingIndexingMap(&operand))).getResult());
   }
   for (Operation &op : body.without_terminator())
     t.clone(op, mapping);
@@ -300,8 +299,8 @@ FailureOr<KernelPtx> mlir::ptrain::lowerKernelsToPtx(ModuleOp kernels, const Ker
            << options.threadsPerBlock << " threads per block: must be a multiple of 32 in [32, 1024]";
 
   DialectRegistry registry;
-  registry.insert<arith::ArithDialect, cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
-                  LLVM::LLVMDialect, memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect>();
+  registry.insert<arith::ArithDialect, cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+                  memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect>();
   arith::registerConvertArithToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);
   registerConvertFuncToLLVMInterface(registry);

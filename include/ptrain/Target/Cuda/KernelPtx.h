@@ -49,9 +49,9 @@ struct GpuKernelLaunch {
 
 /// The PTX of one architecture.
 struct PtxImage {
-  std::string arch; ///< "sm_80"
+  std::string arch;      ///< "sm_80"
   int64_t smVersion = 0; ///< 80
-  std::string ptx; ///< the PTX text, NUL-free
+  std::string ptx;       ///< the PTX text, NUL-free
 };
 
 /// The CUDA side of the generated kernels: which kernels have a GPU version, and the images.
