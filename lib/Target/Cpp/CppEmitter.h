@@ -192,8 +192,8 @@ private:
   /// is the op before them (state reads between) and its inputs share no arena bytes with the update's results,
   /// which the copies of p, m and v write before the kernel runs; the others keep ptrain_adamw_step_f32.
   LogicalResult planAdamWKernels();
-  /// `op`'s part of its fused chain: nothing for all but the last op, the kernel's call for the last.
-  void emitFusedChainOp(Operation *op, size_t chain);
+  /// The call of a fused chain's kernel (StepFunction::emitFusedChainOp at its last op): the object's C function.
+  LogicalResult generatedChainCall(const target::FusedChain &chain) override;
   LogicalResult emitConstant(arith::ConstantOp op);
   /// Writes the generated constant `v` (a large splat, causal mask or iota) into `out` (its arena buffer, or
   /// the state a Virtual splat is written to).
@@ -254,7 +254,6 @@ private:
   llvm::DenseMap<Operation *, SmallVector<StateWriteOp>> writesAfterWait;
   llvm::DenseSet<Operation *> deferredWrites;
   bool useKernels = false;
-  target::FusedChains fused; ///< the chains whose generated kernel this function calls (FusedChains.h)
   llvm::DenseMap<Operation *, GeneratedAdamW> generatedAdamW; ///< the AdamW updates calling their kernel
   llvm::DenseMap<Operation *, Operation *> foldedClipMuls;    ///< a folded clip mul -> its AdamW update
   std::string declaration;

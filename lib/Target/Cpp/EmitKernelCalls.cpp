@@ -28,18 +28,13 @@ std::optional<std::pair<int64_t, int64_t>> FunctionEmitter::arenaRangeOf(Value v
 
 LogicalResult FunctionEmitter::planFusedChains() { return fused.plan(func, ops, storage, *liveness, "--emit-cpp"); }
 
-void FunctionEmitter::emitFusedChainOp(Operation *op, size_t index) {
-  const target::FusedChain &chain = fused.chains[index];
-  if (op != chain.chain.ops.back()) {
-    line("// computed by " + chain.kernel + " at the last op of its chain (docs/GeneratedKernels.md)");
-    line("(void)" + ptr(op->getResult(0)) + ";");
-    return;
-  }
+LogicalResult FunctionEmitter::generatedChainCall(const target::FusedChain &chain) {
   std::string args;
   for (Value v : llvm::concat<const Value>(chain.chain.inputs, chain.chain.outputs))
     args += (args.empty() ? "" : ", ") + ptr(v);
   line("// " + std::to_string(chain.chain.ops.size()) + " ops in one generated kernel (--ptrain-outline-elementwise)");
   line(chain.kernel + "(" + args + ");");
+  return success();
 }
 
 LogicalResult FunctionEmitter::planAdamWKernels() {

@@ -303,11 +303,10 @@ private:
   CommGroups &comms;
   PipeChannels &pipes;
   llvm::DenseMap<Value, std::string> requestComm; ///< a started all-reduce's communicator (for its wait)
-  /// The generated kernels' PTX (--emit-cuda-kernels; null: none) and the chains this function launches them for.
+  /// The generated kernels' PTX (--emit-cuda-kernels; null: none), launched for the chains of `fused`.
   const KernelPtx *ptx;
-  target::FusedChains fused;
-  /// `op`'s part of its fused chain: nothing for all but the last op, the kernel's launch for the last.
-  LogicalResult emitFusedChainOp(Operation *op, const target::FusedChain &chain);
+  /// The launch of a fused chain's kernel (StepFunction::emitFusedChainOp at its last op) on the step's stream.
+  LogicalResult generatedChainCall(const target::FusedChain &chain) override;
   bool dryRun = true; ///< the first walk: the kernels' scratch is added to the analysis, the text discarded
 };
 
@@ -530,8 +529,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       continue; // e.g. a reshape the lowering left unused: nvcc's "set but never used" ignores a (void) cast
     // A fused chain's intermediate that nothing after the chain reads: the generated kernel never writes it, so
     // no pointer (nvcc's "set but never used" again).
-    if (auto chain = fused.chainOf.find(op);
-        chain != fused.chainOf.end() && !llvm::is_contained(fused.chains[chain->second].chain.outputs, result))
+    if (isUnwrittenIntermediate(result))
       continue;
     std::string type = cType(result), text;
     if (s.kind == Storage::Arena)
@@ -554,8 +552,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   // The GEMMs and what their fusion folded or made aliases, then the op families both targets write with one
   // emitter over this target's hooks (StepFunction::emitStepOp: states, calls, the loss, collectives, codecs).
   std::optional<LogicalResult> shared;
-  if (auto chain = fused.chainOf.find(op); chain != fused.chainOf.end())
-    shared = emitFusedChainOp(op, fused.chains[chain->second]);
+  if (fused.chainOf.count(op))
+    shared = emitFusedChainOp(op);
   else if (!target::isGemmOp(op, gemms))
     shared = emitStepOp(op);
   LogicalResult result =
@@ -596,11 +594,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   return success();
 }
 
-LogicalResult FunctionEmitter::emitFusedChainOp(Operation *op, const target::FusedChain &chain) {
-  if (op != chain.chain.ops.back()) {
-    note("computed by " + chain.kernel + " at the last op of its chain (docs/GeneratedKernels.md)");
-    return success();
-  }
+LogicalResult FunctionEmitter::generatedChainCall(const target::FusedChain &chain) {
   const GpuKernelLaunch &launch = ptx->kernels.find(chain.kernel)->second;
   std::string params;
   for (Value v : llvm::concat<const Value>(chain.chain.inputs, chain.chain.outputs))
