@@ -27,11 +27,9 @@ import sys
 import types
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_e2e import SKIP, TOLERANCE, check, compile_step, f32p, gpu_count, relative  # noqa: E402
+from gpu_e2e import SKIP, TOLERANCE, check, compile_step, f32p, gpt_batch, gpu_count, relative  # noqa: E402
 
 BOUND = 1e-6  # the PTX kernels (the CPU's GELU and softmax order) against the CUDA runtime's
 
@@ -119,10 +117,7 @@ def check_kernels(build, source, scratch):
 
 def check_gpt(build, source, scratch):
     """Three AdamW steps of the bundled GPT, fused and unfused on CUDA: each loss within TOLERANCE."""
-    gpt = os.path.join(source, "models/gpt")
-    tokens = numpy_helper.to_array(onnx.load_tensor(os.path.join(gpt, "test_data_set_0/input_0.pb")))
-    tokens = np.ascontiguousarray(tokens.astype(np.int64))
-    tok_p = tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+    _, tok_p = gpt_batch(source)
     options = ["--optimizer", "adamw", "--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100"]
     losses = {}
     for name, extra in (("fused", ["--fuse-elementwise", "on"]), ("unfused", [])):
