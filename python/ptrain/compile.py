@@ -46,7 +46,8 @@ runs, writing every intermediate into out/:
     c++ -std=c++17 -O2 -shared -fPIC step.cpp [kernels.o] -lptrain_runtime -> out/libstep.so
       (plus the build's step_flags.json: -fsanitize=... in a PTRAIN_SANITIZE build, docs/Sanitizers.md)
     with --target cuda (single- and multi-rank steps over NCCL, pipeline codecs; docs/CodegenCuda.md) instead:
-      ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu (--emit-cuda-constants=out/step.consts.bin)
+      ptrain-translate --emit-cuda out/step.mlir         -> out/step.cu (--emit-cuda-constants=out/step.consts.bin;
+      with --fuse-elementwise on, --emit-cuda-kernels=sm_80,sm_90: the elementwise chains' kernels as PTX, in step.cu)
       nvcc -std=c++17 -O2 -shared sm_80 + sm_90 step.cu -lptrain_runtime_cuda -lcublas -lcudart -> out/libstep.so
     out/memory_plan.json (a pipeline step): --ptrain-memory-plan's plan per rank (states, stash, temporaries;
                    with --report also added to the report beside the critical-path model's peak)
@@ -299,8 +300,10 @@ def main(argv=None):
                    help="hold the initializers whose whole name matches REGEX constant: no gradient, no optimizer "
                         "state (ptrain-translate --frozen; wins over --trainable)")
     p.add_argument("--fuse-elementwise", default="off", choices=["off", "on"],
-                   help="CPU target: outline the step's elementwise chains into kernels generated through MLIR and "
-                        "LLVM, linked into libstep.so (docs/GeneratedKernels.md); off: the runtime's kernel per op")
+                   help="outline the step's elementwise chains into kernels generated through MLIR and LLVM: "
+                        "object code linked into libstep.so (--target cpu, with the codec encoders and AdamW), or "
+                        "PTX for sm_80 and sm_90 embedded in the CUDA step and launched on its stream (--target "
+                        "cuda, the elementwise chains; docs/GeneratedKernels.md); off: the runtime's kernel per op")
     p.add_argument("--kernels-cpu", default="native",
                    help="the CPU the generated kernels are compiled for (an LLVM CPU name, e.g. x86-64-v3 or "
                         "skylake-avx512; default native: this machine's)")
@@ -374,9 +377,10 @@ def compile_model(args):
     check_zero_options(args)
     check_schedule_options(args)
     check_linear_ae_options(args)
-    if args.fuse_elementwise == "on" and args.target != "cpu":
-        raise CompileError(f"--fuse-elementwise on: generated kernels exist for --target cpu only, got --target "
-                           f"{args.target} (docs/GeneratedKernels.md)")
+    if args.target == "cuda" and args.kernels_cpu != "native":
+        raise CompileError(f"--kernels-cpu {args.kernels_cpu}: the CPU of --target cpu's generated kernels; --target "
+                           f"cuda's are PTX for {' and '.join('sm_' + a for a in CUDA_ARCHS)} "
+                           "(docs/GeneratedKernels.md)")
     if args.momentum != 0.0 and args.optimizer != "sgd":
         raise CompileError(f"--momentum {args.momentum}: an option of --optimizer sgd (got --optimizer "
                            f"{args.optimizer})")
@@ -656,8 +660,11 @@ def write_outputs(args, out, final_out, pipeline, cluster, bin_dir, runtime_dir,
     if args.target == "cuda":
         source = os.path.join(out, "step.cu")
         # As on the CPU: the large constants that are not generated are read at set-up from step.consts.bin.
+        # --fuse-elementwise=on: the generated kernels' PTX for every architecture, embedded in step.cu (KernelPtx.h).
+        kernel_flags = ([f"--emit-cuda-kernels={','.join('sm_' + a for a in CUDA_ARCHS)}"]
+                        if args.fuse_elementwise == "on" else [])
         run([os.path.join(bin_dir, "ptrain-translate"), "--emit-cuda", "--emit-verify-plan=false", step, "-o", source,
-             f"--emit-cuda-constants={os.path.join(out, 'step.consts.bin')}"], "CUDA emission")
+             f"--emit-cuda-constants={os.path.join(out, 'step.consts.bin')}", *kernel_flags], "CUDA emission")
         build_cuda_library(args, source, lib, runtime_dir, include_dir)
     else:
         # The large constants that are not generated are read at init from step.consts.bin beside libstep.so.
@@ -693,6 +700,8 @@ def write_outputs(args, out, final_out, pipeline, cluster, bin_dir, runtime_dir,
     driver["constants_file"] = "step.consts.bin"
     if args.target == "cuda":
         driver["cuda_archs"] = [f"sm_{a}" for a in CUDA_ARCHS]
+        if args.fuse_elementwise == "on":  # absent when off, so that unfused plans keep their bytes
+            driver["generated_kernels"] = {"cuda": [f"sm_{a}" for a in CUDA_ARCHS]}
     else:
         if args.fuse_elementwise == "on":  # absent when off, so that unfused plans keep their bytes
             driver["generated_kernels"] = {"cpu": args.kernels_cpu}

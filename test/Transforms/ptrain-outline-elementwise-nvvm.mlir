@@ -7,7 +7,8 @@
 // loops, mapped to blocks and threads, outlined into a gpu.module, gpu-lower-to-nvvm-pipeline) to PTX for sm_80
 // and sm_90. The fp64 GELU keeps its rounding: every multiply and add is `.rn` (round to nearest, which ptxas
 // may not contract into an FMA), one correctly rounded division, no fma: the runtime's operations, so the same
-// bits as on the CPU. Not yet wired into the CUDA step generator (docs/GeneratedKernels.md, "Left for later").
+// bits as on the CPU. The CUDA step's own in-process route (one element per thread, KernelPtx.h) is
+// test/Target/Cuda/emit-cuda-kernels.mlir (docs/GeneratedKernels.md, "The CUDA route").
 // PTX: gpu.binary @ptrain_kernel_0_kernel
 // SM80-SAME: .target sm_80
 // SM90-SAME: .target sm_90

@@ -8,7 +8,8 @@
 // its range and on the special ones (NaN, infinities, zeros, subnormals, the
 // erfc cut-off); the quantization sites' encoders against ptrain_quant_encode_f32
 // and the AdamW updates against ptrain_adamw_step_f32 (with the clipping's
-// scale by ptrain_binary_f32).
+// scale by ptrain_binary_f32); the CUDA route's gpu.func kernels run on the CPU
+// thread by thread against the CPU kernels of the same chains.
 // The object is loaded with LLVM's ORC JIT linker, as written, without a
 // shared library around it.
 //
@@ -18,12 +19,17 @@
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Runtime/ptrain_runtime.h"
 #include "ptrain/Target/Cpp/KernelObject.h"
+#include "ptrain/Target/Cuda/KernelPtx.h"
 #include "ptrain/Tools/Registration.h"
-#include "ptrain/Transforms/Passes.h"
 #include "ptrain/Transforms/AdamWArith.h"
+#include "ptrain/Transforms/Passes.h"
 #include "ptrain/Transforms/QuantArith.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -37,6 +43,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -681,6 +688,141 @@ TEST_P(GeneratedKernelsTest, AdamWKernelsEqualTheRuntimeUpdate) {
             static_cast<std::ptrdiff_t>(updates.size()));
 }
 
+/// Calls a kernel of `args.size()` float pointers (2 to 6).
+void callWithPointers(llvm::orc::ExecutorAddr address, std::vector<float *> &a) {
+  switch (a.size()) {
+  case 2:
+    return address.toPtr<void (*)(float *, float *)>()(a[0], a[1]);
+  case 3:
+    return address.toPtr<void (*)(float *, float *, float *)>()(a[0], a[1], a[2]);
+  case 4:
+    return address.toPtr<void (*)(float *, float *, float *, float *)>()(a[0], a[1], a[2], a[3]);
+  case 5:
+    return address.toPtr<void (*)(float *, float *, float *, float *, float *)>()(a[0], a[1], a[2], a[3], a[4]);
+  case 6:
+    return address.toPtr<void (*)(float *, float *, float *, float *, float *, float *)>()(a[0], a[1], a[2], a[3], a[4],
+                                                                                           a[5]);
+  default:
+    FAIL() << "no test signature for " << a.size() << " pointers";
+  }
+}
+
+// The CUDA route (KernelPtx.h, docs/GeneratedKernels.md "The CUDA route") without a GPU: each gpu.func of
+// buildGpuKernels run on the CPU thread by thread (its body, block_id and thread_id the induction variables of
+// two loops over the grid, 64 threads per block so that the grids have several blocks and a partial last one)
+// computes the same bits as the CPU object's kernel of the same chain: the index delinearization, the
+// broadcasts' index maps, the guard and the outputs; for the softmax chains (row kernels) the rows' (and row
+// groups') mapping onto threads.
+TEST_P(GeneratedKernelsTest, GpuKernelsThreadByThreadEqualTheCpuKernels) {
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kPatterns, &context);
+  ASSERT_TRUE(module);
+  PassManager pm(&context);
+  pm.addPass(createOutlineElementwisePass());
+  ASSERT_TRUE(succeeded(pm.run(*module)));
+  auto kernels = dyn_cast_or_null<ModuleOp>(SymbolTable::lookupSymbolIn(*module, kKernelModuleName));
+  ASSERT_TRUE(kernels);
+  KernelPtxOptions options;
+  options.threadsPerBlock = 64;
+  llvm::StringMap<GpuKernelLaunch> launches;
+  OwningOpRef<ModuleOp> gpuKernels = buildGpuKernels(kernels, options, launches);
+  int rowKernels = 0;
+  for (auto kernel : kernels.getOps<func::FuncOp>()) {
+    EXPECT_TRUE(hasGpuKernel(kernel)) << kernel.getSymName().str();
+    rowKernels += launches.lookup(kernel.getSymName()).rows;
+  }
+  EXPECT_EQ(launches.size(), 12u);
+  EXPECT_EQ(rowKernels, 4); // the softmax chains: a row (group) per thread
+
+  // The emulation, beside the CPU kernels in one object: func.func @<kernel>_threads(the kernel's memrefs).
+  OwningOpRef<ModuleOp> both(cast<ModuleOp>(kernels->clone()));
+  OpBuilder b = OpBuilder::atBlockEnd(both->getBody());
+  int emulated = 0;
+  gpuKernels->walk([&](gpu::GPUFuncOp kernel) {
+    const GpuKernelLaunch &launch = launches.find(kernel.getName())->second;
+    Location loc = kernel.getLoc();
+    auto f = func::FuncOp::create(b, loc, (kernel.getName() + "_threads").str(), kernel.getFunctionType());
+    Block *entry = f.addEntryBlock();
+    OpBuilder fb = OpBuilder::atBlockBegin(entry);
+    Value zero = arith::ConstantIndexOp::create(fb, loc, 0), one = arith::ConstantIndexOp::create(fb, loc, 1);
+    Value blocks = arith::ConstantIndexOp::create(fb, loc, launch.blocks);
+    Value threads = arith::ConstantIndexOp::create(fb, loc, launch.threads);
+    auto overBlocks = scf::ForOp::create(fb, loc, zero, blocks, one);
+    OpBuilder ob = OpBuilder::atBlockTerminator(overBlocks.getBody());
+    auto overThreads = scf::ForOp::create(ob, loc, zero, threads, one);
+    OpBuilder tb = OpBuilder::atBlockTerminator(overThreads.getBody());
+    IRMapping mapping;
+    mapping.map(kernel.getArguments(), entry->getArguments());
+    for (Operation &op : kernel.getBody().front()) {
+      if (isa<gpu::BlockIdOp>(op))
+        mapping.map(op.getResult(0), overBlocks.getInductionVar());
+      else if (isa<gpu::ThreadIdOp>(op))
+        mapping.map(op.getResult(0), overThreads.getInductionVar());
+      else if (isa<gpu::BlockDimOp>(op))
+        mapping.map(op.getResult(0), threads);
+      else if (!isa<gpu::ReturnOp>(op))
+        tb.clone(op, mapping);
+    }
+    func::ReturnOp::create(fb, loc);
+    ++emulated;
+  });
+  ASSERT_EQ(emulated, 12);
+  llvm::SmallString<0> object;
+  llvm::raw_svector_ostream os(object);
+  KernelObjectOptions objectOptions;
+  objectOptions.cpu = GetParam();
+  ASSERT_TRUE(succeeded(writeKernelObject(*both, os, objectOptions)));
+  auto created = llvm::orc::LLJITBuilder().create();
+  ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
+  std::unique_ptr<llvm::orc::LLJIT> jit = std::move(*created);
+  ASSERT_FALSE(jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object.str(), "kernels.o")));
+
+  std::mt19937 rng(80);
+  std::uniform_real_distribution<float> wide(-12.0f, 12.0f);
+  std::uniform_int_distribution<size_t> special(0, std::size(kSpecials) * 8 - 1);
+  for (auto &entry : launches) {
+    const GpuKernelLaunch &launch = entry.getValue();
+    auto kernel = cast<func::FuncOp>(SymbolTable::lookupSymbolIn(kernels, launch.name));
+    std::vector<std::vector<float>> inputs, want, got;
+    for (auto [i, type] : llvm::enumerate(kernel.getArgumentTypes())) {
+      const int64_t n = cast<MemRefType>(type).getNumElements();
+      if (i < launch.numInputs) {
+        std::vector<float> data(n);
+        for (float &x : data) {
+          const size_t pick = special(rng);
+          x = pick < std::size(kSpecials) ? kSpecials[pick] : wide(rng);
+        }
+        inputs.push_back(std::move(data));
+        continue;
+      }
+      want.emplace_back(n, std::numeric_limits<float>::quiet_NaN());
+      got.emplace_back(n, std::numeric_limits<float>::quiet_NaN());
+    }
+    // Outputs NaN-filled: an element the emulated grid misses shows.
+    std::vector<float *> cpuArgs, gpuArgs;
+    for (std::vector<float> &in : inputs) {
+      cpuArgs.push_back(in.data());
+      gpuArgs.push_back(in.data());
+    }
+    for (auto [w, g] : llvm::zip(want, got)) {
+      cpuArgs.push_back(w.data());
+      gpuArgs.push_back(g.data());
+    }
+    auto cpu = jit->lookup(launch.name), threads = jit->lookup(launch.name + "_threads");
+    ASSERT_TRUE(static_cast<bool>(cpu)) << llvm::toString(cpu.takeError());
+    ASSERT_TRUE(static_cast<bool>(threads)) << llvm::toString(threads.takeError());
+    ASSERT_NO_FATAL_FAILURE(callWithPointers(*cpu, cpuArgs));
+    ASSERT_NO_FATAL_FAILURE(callWithPointers(*threads, gpuArgs));
+    for (auto [k, pair] : llvm::enumerate(llvm::zip(got, want))) {
+      auto &[g, w] = pair;
+      EXPECT_EQ(firstDifference(g, w), -1)
+          << launch.name << " output " << k << " on " << GetParam() << ": the GPU kernel differs from the CPU's";
+      EXPECT_LT(std::count_if(w.begin(), w.end(), [](float x) { return std::isnan(x); }),
+                static_cast<std::ptrdiff_t>(w.size()))
+          << launch.name << ": every output NaN";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpus, GeneratedKernelsTest, ::testing::Values("native", "x86-64"));
 
 TEST(GeneratedKernelsObjectTest, UnknownCpuIsAnError) {
@@ -700,6 +842,36 @@ TEST(GeneratedKernelsObjectTest, UnknownCpuIsAnError) {
   });
   EXPECT_TRUE(failed(writeKernelObject(*empty, os, options)));
   EXPECT_NE(message.find("unknown CPU 'no-such-cpu'"), std::string::npos) << message;
+}
+
+// lowerKernelsToPtx's own checks, which ptrain-translate's option cannot reach (it names archs, never threads).
+TEST(GeneratedKernelsObjectTest, PtxOptionsAreChecked) {
+  MLIRContext context;
+  DialectRegistry registry;
+  registerPTrainDialects(registry);
+  context.appendDialectRegistry(registry);
+  OwningOpRef<ModuleOp> empty = ModuleOp::create(UnknownLoc::get(&context));
+  std::string message;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    message = d.str();
+    return success();
+  });
+  KernelPtxOptions options;
+  options.archs.clear();
+  EXPECT_TRUE(failed(lowerKernelsToPtx(*empty, options)));
+  EXPECT_NE(message.find("no CUDA architecture to compile the generated kernels for"), std::string::npos) << message;
+  options.archs = {"sm_90", "sm_8"};
+  EXPECT_TRUE(failed(lowerKernelsToPtx(*empty, options)));
+  EXPECT_NE(message.find("'sm_8' is no CUDA architecture"), std::string::npos) << message;
+  options.archs = {"sm_90"};
+  options.threadsPerBlock = 100;
+  EXPECT_TRUE(failed(lowerKernelsToPtx(*empty, options)));
+  EXPECT_NE(message.find("100 threads per block: must be a multiple of 32 in [32, 1024]"), std::string::npos)
+      << message;
+  options.threadsPerBlock = 256;
+  FailureOr<KernelPtx> none = lowerKernelsToPtx(*empty, options); // no kernel: no image, no error
+  ASSERT_TRUE(succeeded(none));
+  EXPECT_TRUE(none->kernels.empty() && none->images.empty());
 }
 
 } // namespace

@@ -125,6 +125,18 @@
 //                                         the stream: host_out is valid
 // ptrain_cuda_copy_bytes(src, num_bytes, out) / ptrain_cuda_zero_bytes(out, n)
 //                                         D2D copy / memset on the stream
+// ptrain_cuda_kernels_load(ptx_images, sm_versions, num_images, out_module)
+//   The generated kernels' PTX (docs/GeneratedKernels.md, "The CUDA route"):
+//   the image of the highest sm_versions[i] <= the device's compute
+//   capability, JIT-compiled by the driver (cuModuleLoadDataEx, the entry
+//   points from cudaGetDriverEntryPointByVersion). Errors (DEVICE): no image
+//   for the device ("compiled for sm_80, sm_90; device 0 is sm_75"), a
+//   driver too old for the PTX ISA version (names both), the JIT's log.
+// ptrain_cuda_kernel_function(module, name, out_function)
+//   cuModuleGetFunction; the error names the kernel and the image's arch.
+// ptrain_cuda_kernel_launch(function, blocks, threads, params)
+//   cuLaunchKernel on the current stream, grid (blocks, 1, 1), block
+//   (threads, 1, 1), params as kernelParams; errors name the kernel and arch.
 // ptrain_cuda_gemm_f32, _binary_f32, _sum_to_f32, _unary_f32, _add_i64,
 // _cast_i64_i32, _gelu{,_tanh}_{fwd,bwd}_f32, _permute_f32, _slice,
 // _insert_slice, _layer_norm_{fwd,bwd}_f32, _softmax_{fwd,bwd}_f32,

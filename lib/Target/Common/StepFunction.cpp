@@ -118,6 +118,20 @@ void StepFunction::finishChunk(Operation *op, EmittedChunk chunk) {
   chunks.push(std::move(chunk));
 }
 
+LogicalResult StepFunction::emitFusedChainOp(Operation *op) {
+  const FusedChain &chain = fused.chains[fused.chainOf.lookup(op)];
+  if (op != chain.chain.ops.back()) {
+    note("computed by " + chain.kernel + " at the last op of its chain (docs/GeneratedKernels.md)");
+    return success();
+  }
+  return generatedChainCall(chain);
+}
+
+bool StepFunction::isUnwrittenIntermediate(Value result) const {
+  auto chain = fused.chainOf.find(result.getDefiningOp());
+  return chain != fused.chainOf.end() && !llvm::is_contained(fused.chains[chain->second].chain.outputs, result);
+}
+
 std::string StepFunction::bufferPtr(int64_t buffer, StringRef type) const {
   if (buffer < 0)
     return "nullptr";

@@ -25,6 +25,7 @@
 #ifndef PTRAIN_TARGET_COMMON_STEPFUNCTION_H
 #define PTRAIN_TARGET_COMMON_STEPFUNCTION_H
 
+#include "Common/FusedChains.h"
 #include "Common/KernelTarget.h"
 #include "Common/NamedStorage.h"
 
@@ -151,6 +152,16 @@ protected:
   /// kernel --ptrain-outline-adamw generated, docs/GeneratedKernels.md "AdamW over a bucket"), written after the
   /// host's learning rate and the copies of p, m and v instead of the runtime's kernel; none: the runtime's.
   virtual std::optional<LogicalResult> generatedAdamWUpdate(AdamWOp op) { return std::nullopt; }
+  /// The op of a fused chain (an op of `fused.chainOf`): a note for all but the chain's last op (nothing else: the
+  /// kernel computes it); at the last op, where every input is still intact, the target's call of the kernel
+  /// (generatedChainCall). Each target's op switch calls it instead of the op's runtime kernel.
+  LogicalResult emitFusedChainOp(Operation *op);
+  /// The call of `chain`'s generated kernel at its last op (the CPU: the object's C function on the pointers;
+  /// CUDA: ptrain_cuda_kernel_launch of its PTX kernel with the pointers' addresses, on the step's stream).
+  virtual LogicalResult generatedChainCall(const FusedChain &chain) = 0;
+  /// Whether `result` is an intermediate of a fused chain that nothing after the chain reads: the kernel never
+  /// writes it, and neither target declares its pointer (an unused variable for the host compilers and nvcc).
+  bool isUnwrittenIntermediate(Value result) const;
   /// One line of C++ in the current op's block (indented, without its newline).
   void blockLine(const std::string &code) { block += "    " + code + "\n"; }
 
@@ -197,6 +208,9 @@ protected:
   int64_t valueCount = 0;
   int64_t arenaBytes = 0;
   bool runsNowhere = false; ///< a pipeline module's function of no stage: its entry point only refuses
+  /// The chains whose generated kernel this function calls (FusedChains.h), planned by the target on its placed
+  /// buffers: the CPU's for every kernel, CUDA's for those with a GPU version (KernelPtx.h).
+  FusedChains fused;
 };
 
 } // namespace mlir::ptrain::target

@@ -19,13 +19,14 @@
 #include "Common/CommGroups.h"
 #include "Common/CppTypes.h"
 #include "Common/EmitHelpers.h"
-#include "EmitModelOps.h"
-#include "GeneratedAdamW.h"
-#include "EmitTelemetry.h"
+#include "Common/FusedChains.h"
 #include "Common/KernelTarget.h"
 #include "Common/NamedStorage.h"
-#include "Common/StepFunction.h"
 #include "Common/RuntimeCallTable.h"
+#include "Common/StepFunction.h"
+#include "EmitModelOps.h"
+#include "EmitTelemetry.h"
+#include "GeneratedAdamW.h"
 
 #include "ptrain/Analysis/BufferLiveness.h"
 #include "ptrain/Analysis/ElementwiseChains.h"
@@ -193,8 +194,8 @@ private:
   /// is the op before them (state reads between) and its inputs share no arena bytes with the update's results,
   /// which the copies of p, m and v write before the kernel runs; the others keep ptrain_adamw_step_f32.
   LogicalResult planAdamWKernels();
-  /// `op`'s part of its fused chain: nothing for all but the last op, the kernel's call for the last.
-  void emitFusedChainOp(Operation *op, size_t chain);
+  /// The call of a fused chain's kernel (StepFunction::emitFusedChainOp at its last op): the object's C function.
+  LogicalResult generatedChainCall(const target::FusedChain &chain) override;
   LogicalResult emitConstant(arith::ConstantOp op);
   /// Writes the generated constant `v` (a large splat, causal mask or iota) into `out` (its arena buffer, or
   /// the state a Virtual splat is written to).
@@ -256,13 +257,6 @@ private:
   llvm::DenseSet<Operation *> deferredWrites;
   bool useKernels = false;
   bool accumulateGemms = true;
-  /// A chain whose generated kernel this function calls, and that kernel's symbol.
-  struct FusedChain {
-    std::string kernel;
-    ElementwiseChain chain;
-  };
-  std::vector<FusedChain> fusedChains;
-  llvm::DenseMap<Operation *, size_t> fusedChainOf; ///< index into fusedChains of each op of a fused chain
   llvm::DenseMap<Operation *, GeneratedAdamW> generatedAdamW; ///< the AdamW updates calling their kernel
   llvm::DenseMap<Operation *, Operation *> foldedClipMuls;    ///< a folded clip mul -> its AdamW update
   std::string declaration;

@@ -105,6 +105,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
     std::string type = cType(result);
     switch (s.kind) {
     case Storage::Arena:
+      if (isUnwrittenIntermediate(result))
+        break; // computed inside a generated kernel, never written (FusedChains.h)
       declare(s.name, type + " *",
               "  " + type + " *" + s.name + " = reinterpret_cast<" + type + " *>(" + arena + " + " +
                   std::to_string(liveness->buffers()[s.buffer].offset) + ");\n");
@@ -147,20 +149,16 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           // The ops both targets emit alike, up to the kernels' names (lib/Target/Common/KernelTarget.h).
           // The ops a generated kernel may compute (ElementwiseChains.h), besides BinaryOp below.
           .Case<GeluOp, GeluGradOp, SoftmaxOp, SoftmaxGradOp>([&](Operation *o) {
-            if (auto chain = fusedChainOf.find(o); chain != fusedChainOf.end()) {
-              emitFusedChainOp(o, chain->second);
-              return success();
-            }
+            if (fused.chainOf.count(o))
+              return emitFusedChainOp(o);
             return emitSharedOp(o, *this);
           })
           .Case<EmbeddingOp, EmbeddingGradOp, UnaryOp, LayerNormOp, LayerNormGradOp, SliceOp, SplitOp, ConcatOp,
                 PadOp, TPSplitOp, TransposeOp, SumToOp, LossScaleOp, GradUnscaleOp, GradScalerUpdateOp>(
               [&](Operation *o) { return emitSharedOp(o, *this); })
           .Case<BinaryOp>([&](BinaryOp b) -> LogicalResult {
-            if (auto chain = fusedChainOf.find(b); chain != fusedChainOf.end()) {
-              emitFusedChainOp(b, chain->second);
-              return success();
-            }
+            if (fused.chainOf.count(b))
+              return emitFusedChainOp(b);
             if (auto update = foldedClipMuls.find(b); update != foldedClipMuls.end()) {
               line("// the clip scale's mul, computed by " + generatedAdamW[update->second].kernel +
                    " at its AdamW update (--ptrain-outline-adamw)");

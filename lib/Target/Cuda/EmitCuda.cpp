@@ -27,17 +27,17 @@
 #include "ptrain/Target/Cuda/EmitCuda.h"
 
 #include "Common/CommGroups.h"
+#include "Common/ConstantFile.h"
 #include "Common/CppTypes.h"
 #include "Common/EmitHelpers.h"
 #include "Common/EmitTraffic.h"
+#include "Common/FusedChains.h"
+#include "Common/GemmOps.h"
 #include "Common/NamedStorage.h"
 #include "Common/OpGeometry.h"
 #include "Common/PipelineDriver.h"
 #include "Common/RuntimeCallTable.h"
-#include "Common/ConstantFile.h"
 #include "Common/StateStorage.h"
-#include "ptrain/Target/Common/StateTable.h"
-#include "Common/GemmOps.h"
 #include "Common/StepFunction.h"
 #include "Common/TensorParallelSlices.h"
 #include "Common/VerifyPlanBeforeEmit.h"
@@ -47,15 +47,23 @@
 #include "EmitCudaModelOps.h"
 #include "EmitCudaTransformerOps.h"
 #include "StageStates.h"
+#include "ptrain/Target/Common/StateTable.h"
 
 #include "ptrain/Analysis/BufferLiveness.h"
 #include "ptrain/Analysis/ConstantForm.h"
+#include "ptrain/Analysis/ElementwiseChains.h"
 #include "ptrain/Analysis/GemmFusion.h"
 #include "ptrain/Target/Common/BlockOutliner.h"
+#include "ptrain/Target/Cuda/KernelPtx.h"
+#include "ptrain/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
@@ -105,6 +113,15 @@ struct StateInfo {
   int64_t index;    ///< in kStates
   std::string dims; ///< its dims in kStateDims ("kStateDims + offset"; empty for a scalar)
 };
+
+/// The step's handle of generated kernel `kernel` (a `void *` at namespace scope, set at set-up).
+std::string generatedKernelHandle(StringRef kernel) { return "generated_" + kernel.str(); }
+
+/// Whether `op` is the nested module of generated kernels (--ptrain-outline-elementwise).
+bool isKernelModule(Operation &op) {
+  auto module = dyn_cast<ModuleOp>(op);
+  return module && module.getSymName() == kKernelModuleName;
+}
 
 /// Where a function's SSA value lives, always on the device (BufferLiveness.h), and its pointer's name.
 using Storage = target::NamedStorage;
@@ -159,8 +176,9 @@ struct ModuleStorage {
 /// (RuntimeCallsCuda.def), NCCL on streams and events.
 class FunctionEmitter : public CudaCallWriter, public target::StepFunction {
 public:
-  FunctionEmitter(func::FuncOp func, ModuleStorage &module, CommGroups &comms, PipeChannels &pipes, std::string arena)
-      : StepFunction(func, std::move(arena)), module(module), comms(comms), pipes(pipes) {}
+  FunctionEmitter(func::FuncOp func, ModuleStorage &module, CommGroups &comms, PipeChannels &pipes, std::string arena,
+                  const KernelPtx *ptx)
+      : StepFunction(func, std::move(arena)), module(module), comms(comms), pipes(pipes), ptx(ptx) {}
   /// Plans the function's storage and emits its chunks (none for a function that runs on no pipeline rank);
   /// `arenaBytes` is its arena's size.
   LogicalResult prepare(int64_t &arenaBytes);
@@ -285,6 +303,10 @@ private:
   CommGroups &comms;
   PipeChannels &pipes;
   llvm::DenseMap<Value, std::string> requestComm; ///< a started all-reduce's communicator (for its wait)
+  /// The generated kernels' PTX (--emit-cuda-kernels; null: none), launched for the chains of `fused`.
+  const KernelPtx *ptx;
+  /// The launch of a fused chain's kernel (StepFunction::emitFusedChainOp at its last op) on the step's stream.
+  LogicalResult generatedChainCall(const target::FusedChain &chain) override;
   bool dryRun = true; ///< the first walk: the kernels' scratch is added to the analysis, the text discarded
 };
 
@@ -505,6 +527,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       continue; // a send's request: nothing on the device
     if (s.kind == Storage::Alias && result.use_empty())
       continue; // e.g. a reshape the lowering left unused: nvcc's "set but never used" ignores a (void) cast
+    // A fused chain's intermediate that nothing after the chain reads: the generated kernel never writes it, so
+    // no pointer (nvcc's "set but never used" again).
+    if (isUnwrittenIntermediate(result))
+      continue;
     std::string type = cType(result), text;
     if (s.kind == Storage::Arena)
       text = "  " + type + " *" + s.name + " = " + bufferPtr(s.buffer, type) + ";\n";
@@ -526,7 +552,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   // The GEMMs and what their fusion folded or made aliases, then the op families both targets write with one
   // emitter over this target's hooks (StepFunction::emitStepOp: states, calls, the loss, collectives, codecs).
   std::optional<LogicalResult> shared;
-  if (!target::isGemmOp(op, gemms))
+  if (fused.chainOf.count(op))
+    shared = emitFusedChainOp(op);
+  else if (!target::isGemmOp(op, gemms))
     shared = emitStepOp(op);
   LogicalResult result =
       target::isGemmOp(op, gemms) ? target::emitGemmOp(op, gemms, *this) :
@@ -566,6 +594,18 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   return success();
 }
 
+LogicalResult FunctionEmitter::generatedChainCall(const target::FusedChain &chain) {
+  const GpuKernelLaunch &launch = ptx->kernels.find(chain.kernel)->second;
+  std::string params;
+  for (Value v : llvm::concat<const Value>(chain.chain.inputs, chain.chain.outputs))
+    params += (params.empty() ? "" : ", ") + std::string("&") + ptr(v);
+  note(std::to_string(chain.chain.ops.size()) + " ops in one generated kernel (--ptrain-outline-elementwise), " +
+       std::to_string(launch.elements) + (launch.rows ? " rows or row groups" : " elements") + ", one per thread");
+  blockLine("void *params[] = {" + params + "};");
+  return call(CudaCall::ptrain_cuda_kernel_launch, {generatedKernelHandle(chain.kernel), std::to_string(launch.blocks),
+                                                    std::to_string(launch.threads), "params"});
+}
+
 LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
   if (failed(checkOps()))
     return failure();
@@ -583,6 +623,11 @@ LogicalResult FunctionEmitter::prepare(int64_t &bytes) {
       return failure();
   arenaBytes = bytes = liveness->place();
   dryRun = false;
+  // The chains with a generated GPU kernel whose memory plan allows one pass (FusedChains.h, as on the CPU):
+  // planned on the placed buffers, so the dry run above wrote the runtime's calls.
+  if (ptx && failed(fused.plan(func, ops, storage, *liveness, "--emit-cuda",
+                               [&](func::FuncOp kernel) { return ptx->kernels.count(kernel.getSymName()) != 0; })))
+    return failure();
   chunks.take();
   for (Operation *op : ops)
     if (failed(emitOp(op)))
@@ -678,13 +723,55 @@ SmallVector<int64_t> stageKeys(const StageStates &stages) {
   return keys;
 }
 
-LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options,
-                         std::string &constantFile) {
+/// The generated kernels' PTX images as C++ raw string literals, their handles, and their loading at set-up.
+struct GeneratedKernelCode {
+  std::string globals; ///< the images, the module and the kernels' handles (namespace scope)
+  std::string load;    ///< the statements of setUpDevice that load them
+};
+
+GeneratedKernelCode generatedKernelCode(const KernelPtx &ptx) {
+  GeneratedKernelCode code;
+  if (ptx.kernels.empty())
+    return code;
+  std::string images, versions;
+  code.globals =
+      "//===--- Generated kernels (--emit-cuda-kernels; docs/GeneratedKernels.md, \"The CUDA route\") ---===//\n\n"
+      "// The elementwise chains --ptrain-outline-elementwise outlined, lowered in-process through MLIR's NVVM\n"
+      "// route to PTX (include/ptrain/Target/Cuda/KernelPtx.h), one image per architecture: the driver\n"
+      "// JIT-compiles the newest one the device runs at ptrain_step_init.\n";
+  for (const PtxImage &image : ptx.images) {
+    const std::string name = "kGeneratedPtx_" + image.arch;
+    code.globals += "const char " + name + "[] = R\"ptx(" + image.ptx + ")ptx\";\n";
+    images += (images.empty() ? "" : ", ") + name;
+    versions += (versions.empty() ? "" : ", ") + std::to_string(image.smVersion);
+  }
+  code.globals += "const char *const kGeneratedPtx[] = {" + images + "};\nconst int32_t kGeneratedPtxSm[] = {" +
+                  versions + "};\nvoid *generated_module = nullptr;\n";
+  SmallVector<StringRef> names;
+  for (auto &entry : ptx.kernels)
+    names.push_back(entry.getKey());
+  llvm::sort(names);
+  code.load = "  PTRAIN_STEP_CALL(" + std::string(getCudaCallInfo(CudaCall::ptrain_cuda_kernels_load).name) +
+              "(kGeneratedPtx, kGeneratedPtxSm, " + std::to_string(ptx.images.size()) + ", &generated_module));\n";
+  for (StringRef name : names) {
+    const GpuKernelLaunch &launch = ptx.kernels.find(name)->second;
+    code.globals += "void *" + generatedKernelHandle(name) + " = nullptr; ///< " + std::to_string(launch.numInputs) +
+                    " inputs, " + std::to_string(launch.numParams - launch.numInputs) + " outputs, " +
+                    std::to_string(launch.elements) + (launch.rows ? " rows or row groups\n" : " elements\n");
+    code.load += "  PTRAIN_STEP_CALL(" + std::string(getCudaCallInfo(CudaCall::ptrain_cuda_kernel_function).name) +
+                 "(generated_module, \"" + name.str() + "\", &" + generatedKernelHandle(name) + "));\n";
+  }
+  code.globals += "\n";
+  return code;
+}
+
+LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions &options, std::string &constantFile,
+                         const KernelPtx *ptx) {
   ModuleStorage storage;
   if (!options.constantsFile.empty())
     storage.constantFileName = llvm::sys::path::filename(options.constantsFile).str();
   for (Operation &op : module.getBody()->getOperations())
-    if (!isa<func::FuncOp, StateOp, GridOp>(op))
+    if (!isa<func::FuncOp, StateOp, GridOp>(op) && !isKernelModule(op))
       return emitError(op.getLoc(), "--emit-cuda: '") << op.getName() << "' at module level is not supported";
   int64_t dimsOffset = 0;
   for (auto state : module.getOps<StateOp>()) {
@@ -716,6 +803,10 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   std::vector<std::unique_ptr<FunctionEmitter>> emitters;
   llvm::StringMap<std::string> globals{{"d_states", "unsigned char *"}, {"d_constants", "unsigned char *"},
                                        {"d_arena", "unsigned char *"}};
+  if (ptx)
+    for (auto &entry : ptx->kernels)
+      globals[generatedKernelHandle(entry.getKey())] = "void *";
+  const GeneratedKernelCode generated = ptx ? generatedKernelCode(*ptx) : GeneratedKernelCode();
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       return emitError(func.getLoc(), "--emit-cuda: function @") << func.getSymName() << " has no body";
@@ -725,7 +816,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
     bool calls = !func.getOps<func::CallOp>().empty();
     std::string arena = calls ? "d_arena_" + identifierFrom(func.getSymName()) : "d_arena";
     globals[arena] = "unsigned char *";
-    emitters.push_back(std::make_unique<FunctionEmitter>(func, storage, comms, pipes, arena));
+    emitters.push_back(std::make_unique<FunctionEmitter>(func, storage, comms, pipes, arena, ptx));
     if (failed(emitters.back()->prepare(bytes)))
       return failure();
     if (calls) {
@@ -882,7 +973,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
   for (auto &[name, bytes] : callerArenas)
     s << "/// The buffers of a function that calls others (its callees use d_arena): " << bytes
       << " bytes.\nunsigned char *" << name << " = nullptr;\n";
-  s << "unsigned char *d_arena = nullptr;\nvoid *stream = nullptr;\n\n";
+  s << "unsigned char *d_arena = nullptr;\nvoid *stream = nullptr;\n\n" << generated.globals;
   s << "/// The offset of each owned state in d_states: the states packed in table order, each at a multiple of " << kAlignment
     << "\n/// bytes, as the code generator laid them out for the device pointers of the functions; an internal error\n"
        "/// when the total is not the compiled one (kStateBytes or the stage's).\n"
@@ -939,7 +1030,7 @@ LogicalResult emitModule(ModuleOp module, raw_ostream &os, const EmitCudaOptions
        "  void *p = nullptr;\n"
     << stageSizes;
   s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_stream_create) << "(&stream));\n";
-  s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream) << "(stream));\n";
+  s << "  PTRAIN_STEP_CALL(" << cudaCall(CudaCall::ptrain_cuda_set_stream) << "(stream));\n" << generated.load;
   SmallVector<std::pair<std::string, std::string>> blocks = {
       {"d_states", "active_state_bytes"}, {"d_constants", constantSize}, {"d_io", "kIoBytes"}};
   // A pipeline stage's own arenas (its train and eval steps') are allocated on its ranks only, by
@@ -1100,7 +1191,25 @@ LogicalResult mlir::ptrain::emitCuda(ModuleOp module, raw_ostream &os, const Emi
   std::string code;
   llvm::raw_string_ostream codeOs(code);
   std::string constantFile;
-  if (failed(emitModule(module, codeOs, options, constantFile)))
+  // The generated kernels (KernelPtx.h): the elementwise chains outlined as for the CPU, those with a GPU version
+  // lowered to PTX; the codec and AdamW kernels of the CPU step have none on CUDA (the runtime's kernels run).
+  std::optional<KernelPtx> ptx;
+  if (!options.kernelArchs.empty()) {
+    PassManager pm(module.getContext());
+    pm.addPass(createOutlineElementwisePass());
+    if (failed(pm.run(module)))
+      return failure();
+    KernelPtxOptions ptxOptions;
+    ptxOptions.archs = options.kernelArchs;
+    ptx.emplace();
+    if (auto kernels = dyn_cast_or_null<ModuleOp>(SymbolTable::lookupSymbolIn(module, kKernelModuleName))) {
+      FailureOr<KernelPtx> lowered = lowerKernelsToPtx(kernels, ptxOptions);
+      if (failed(lowered))
+        return failure();
+      ptx = std::move(*lowered);
+    }
+  }
+  if (failed(emitModule(module, codeOs, options, constantFile, ptx ? &*ptx : nullptr)))
     return failure();
   if (!options.constantsFile.empty() &&
       failed(target::writeConstantFile(module.getLoc(), "--emit-cuda", options.constantsFile, constantFile)))
@@ -1128,6 +1237,11 @@ void mlir::ptrain::registerEmitCudaTranslation() {
       llvm::cl::desc("--emit-cuda: write the large constants that are not generated (ConstantForm.h) to this file, "
                      "which the step reads at set-up from the directory of its libstep.so into device memory"),
       llvm::cl::init(""));
+  static llvm::cl::list<std::string> kernelArchs(
+      "emit-cuda-kernels", llvm::cl::value_desc("sm_NN,..."), llvm::cl::CommaSeparated,
+      llvm::cl::desc("--emit-cuda: outline the step's elementwise chains (--ptrain-outline-elementwise), lower the "
+                     "generated kernels to PTX for these architectures (e.g. sm_80,sm_90), embed them and launch them "
+                     "(docs/GeneratedKernels.md)"));
   static llvm::cl::opt<bool> outlineBlocks(
       "emit-cuda-outline",
       llvm::cl::desc("--emit-cuda: write repeated runs of ops (identical layers) once as functions called per "
@@ -1146,7 +1260,11 @@ void mlir::ptrain::registerEmitCudaTranslation() {
         EmitCudaOptions options;
         options.outlineBlocks = outlineBlocks;
         options.constantsFile = constantsFile;
+        options.kernelArchs.assign(kernelArchs.begin(), kernelArchs.end());
         return emitCuda(module, os, options);
       },
-      [](DialectRegistry &registry) { registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect>(); });
+      [](DialectRegistry &registry) {
+        registry.insert<PTrainDialect, func::FuncDialect, arith::ArithDialect, linalg::LinalgDialect,
+                        memref::MemRefDialect>();
+      });
 }

@@ -57,6 +57,10 @@
    messages (the send blocks carry half the fp32 plan's bytes); fp16 also calls its loss scaler's kernels
    (ptrain_cuda_loss_scale_f32, ptrain_cuda_grad_unscale_f32, one ptrain_cuda_grad_scaler_update_f32 per stage),
    bf16 none; nvcc builds it for sm_80 and sm_90 (with section 3's checks of every multi-rank plan).
+8. The generated kernels (--fuse-elementwise on, docs/GeneratedKernels.md "The CUDA route"): the tp2 step
+   embeds PTX for sm_80 and sm_90, loads it at set-up and launches its bias + residual kernel; nvcc builds it
+   for both architectures, plan.json names them, and ptxas assembles each image for its architecture, with no
+   fma.rn in either.
 (What --target cuda refuses, an ignore_index outside int32, is a lit test:
 test/Target/Cuda/ptrain-compile-cuda-errors.test.)
 
@@ -663,6 +667,48 @@ def check_half(scratch, plan, kind, dtype):
     return failures
 
 
+def check_fused(build, source, scratch):
+    """Section 8: the generated kernels (docs/GeneratedKernels.md, "The CUDA route"). The tp2 GPT with
+    --fuse-elementwise on (its row-parallel bias + residual add is an elementwise chain): step.cu loads the PTX
+    images and launches the kernels, nvcc builds it for sm_80 and sm_90, plan.json names the architectures, and
+    ptxas assembles each embedded PTX image for its architecture (the driver JIT-compiles the same text)."""
+    failures = []
+    out = os.path.join(scratch, "tp2fused")
+    start = time.time()
+    subprocess.run(compile_cmd(build, source, out, "--target", "cuda", "--lr", "1e-3", "--tp", "2",
+                               "--fuse-elementwise", "on"), check=True)
+    print(f"ptrain-compile --target cuda --tp 2 --fuse-elementwise on: {time.time() - start:.1f} s")
+    text = open(os.path.join(out, "step.cu")).read()
+    launches = text.count("ptrain_cuda_kernel_launch(")
+    images = re.findall(r'const char kGeneratedPtx_(sm_\d+)\[\] = R"ptx\((.*?)\)ptx";', text, re.S)
+    print(f"tp2fused: {launches} generated-kernel launches, PTX images for {[a for a, _ in images]}")
+    if launches < 1 or "ptrain_cuda_kernels_load(kGeneratedPtx, kGeneratedPtxSm, 2, &generated_module)" not in text:
+        failures.append("tp2fused: step.cu loads or launches no generated kernel")
+    if sorted(a for a, _ in images) != ["sm_80", "sm_90"]:
+        failures.append(f"tp2fused: PTX images for {[a for a, _ in images]}, not sm_80 and sm_90")
+    archs = fatbin_archs(os.path.join(out, "libstep.so"), os.path.join(scratch, "fatbin-fused.bin"))
+    if not {"sm_80", "sm_90"} <= set(archs):
+        failures.append(f"tp2fused: libstep.so's fat binary has images for {archs}")
+    with open(os.path.join(out, "plan.json")) as f:
+        generated = json.load(f).get("generated_kernels")
+    if generated != {"cuda": ["sm_80", "sm_90"]}:
+        failures.append(f"tp2fused: plan.json generated_kernels is {generated}")
+    ptxas = os.path.join(os.path.dirname(os.path.realpath(shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")), "ptxas")
+    for arch, ptx in images:
+        path = os.path.join(scratch, f"tp2fused-{arch}.ptx")
+        with open(path, "w") as f:
+            f.write(ptx)
+        run = subprocess.run([ptxas, f"-arch={arch}", path, "-o", path + ".cubin"], capture_output=True, text=True)
+        entries = len(re.findall(r"\.entry ptrain_kernel_\d+", ptx))
+        print(f"ptxas -arch={arch}: exit {run.returncode}, {entries} entries, "
+              f"{os.path.getsize(path + '.cubin') if run.returncode == 0 else 0} bytes of cubin")
+        if run.returncode != 0 or entries < 1:
+            failures.append(f"tp2fused: ptxas -arch={arch} failed ({run.stderr.strip()}) or no entry")
+        if "fma.rn" in ptx:
+            failures.append(f"tp2fused: the {arch} PTX contracts a multiply-add (fma.rn)")
+    return failures
+
+
 def main(build, source, scratch):
     global BUILD
     BUILD = build
@@ -764,6 +810,9 @@ def main(build, source, scratch):
     # --- 7. Mixed precision: the bf16 and fp16 pp2 plans of section 3.
     failures += check_half(scratch, "pp2bf16", "bf16", "PTRAIN_DTYPE_BF16")
     failures += check_half(scratch, "pp2fp16", "f16", "PTRAIN_DTYPE_F16")
+
+    # --- 8. The generated kernels: PTX embedded, launched, built by nvcc, assembled by ptxas.
+    failures += check_fused(build, source, scratch)
 
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))

@@ -325,14 +325,18 @@ def compare_three_steps(build, source, scratch, tok_p, name, options, checkpoint
     return failures
 
 
+def gpt_batch(source):
+    """The bundled GPT's test batch (models/gpt/test_data_set_0/input_0.pb) as int64 tokens and their pointer."""
+    tokens = numpy_helper.to_array(onnx.load_tensor(os.path.join(source, "models/gpt/test_data_set_0/input_0.pb")))
+    tokens = np.ascontiguousarray(tokens.astype(np.int64))
+    return tokens, tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+
+
 def main(build, source, scratch):
     if gpu_count(build) < 1:
         print("SKIP: no usable CUDA device (ptrain_cuda_device_count failed or found none)")
         return SKIP
-    gpt = os.path.join(source, "models/gpt")
-    tokens = numpy_helper.to_array(onnx.load_tensor(os.path.join(gpt, "test_data_set_0/input_0.pb")))
-    tokens = np.ascontiguousarray(tokens.astype(np.int64))
-    tok_p = tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+    tokens, tok_p = gpt_batch(source)
     failures = []
 
     # --- 1. optimizer=none: loss and gradients, CUDA against CPU.

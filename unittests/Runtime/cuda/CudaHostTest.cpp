@@ -314,6 +314,30 @@ TEST(CudaArguments, GeneratedConstantsRejectBadArgumentsByName) {
   EXPECT_TRUE(lastErrorHas("'count' must be >= 0, got -1")) << ptrain_last_error();
 }
 
+// The generated kernels' loader (GeneratedKernels.cpp): argument errors by name before any device call, and
+// without a device (or driver) a DEVICE error naming the CUDA call instead of a crash.
+TEST(CudaArguments, GeneratedKernelsRejectBadArgumentsByName) {
+  const char *images[] = {".version 8.0\n.target sm_80\n"};
+  const int32_t versions[] = {80};
+  void *module = &module, *function = nullptr;
+  EXPECT_EQ(ptrain_cuda_kernels_load(nullptr, versions, 1, &module), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_kernels_load: 'ptx_images' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_kernels_load(images, versions, 0, &module), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'num_images' must be > 0, got 0")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_kernels_load(images, versions, 1, nullptr), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("'out_module' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_kernel_function(nullptr, "ptrain_kernel_0", &function), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_kernel_function: 'module' must not be null")) << ptrain_last_error();
+  EXPECT_EQ(ptrain_cuda_kernel_launch(nullptr, 1, 256, nullptr), PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(lastErrorHas("ptrain_cuda_kernel_launch: 'function' must not be null")) << ptrain_last_error();
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    EXPECT_EQ(ptrain_cuda_kernels_load(images, versions, 1, &module), PTRAIN_ERROR_DEVICE);
+    EXPECT_TRUE(lastErrorHas("ptrain_cuda_kernels_load: cuda")) << ptrain_last_error(); // cudaGetDevice(...)
+    EXPECT_EQ(module, nullptr);
+  }
+}
+
 TEST(CudaArguments, NcclCallsRejectBadArgumentsByName) {
   ptrain_nccl_comm_t out = nullptr;
   EXPECT_EQ(ptrain_nccl_comm_init(nullptr, &out), PTRAIN_ERROR_INVALID_ARGUMENT);

@@ -32,6 +32,12 @@ struct EmitCudaOptions {
   /// written there (64-byte offsets, as --emit-cpp-constants), and the step reads each at set-up from the file
   /// of this name beside its libstep.so into its range of d_constants. Empty: such a constant is an error.
   std::string constantsFile;
+  /// The generated kernels (docs/GeneratedKernels.md, "The CUDA route"; ptrain-translate
+  /// --emit-cuda-kernels=sm_80,sm_90): when not empty, --ptrain-outline-elementwise runs first, the kernels
+  /// that have a GPU version (KernelPtx.h) are lowered to PTX for each of these architectures and embedded in
+  /// the unit, loaded at ptrain_step_init and launched on the step's stream where the CPU step calls them; the
+  /// other marked chains keep the runtime's kernels. Empty: every op through the runtime.
+  SmallVector<std::string> kernelArchs;
 };
 
 /// Writes the CUDA translation unit of `module` to `os` (and options.constantsFile). Fails, with an error naming the op and its location
