@@ -26,7 +26,17 @@ only).
 4. Resume across a skip: 3 steps with --checkpoint then --resume to STEPS give the losses and checkpoint files of
    STEPS straight steps byte for byte (the scaler is a checkpointed state).
 5. ZeRO-1 (dp 2, --zero 1) skips exactly where plain dp 2 does and gives its losses within 1e-6 (the executor's).
-About 2 minutes on 2 shared cores.
+6. Quantization on loss-scaled gradients (docs/MixedPrecision.md, "Codecs on loss-scaled gradients"): pp 2 under
+   --policy mcbench with 4-bit block quantization on the backward link and 8-bit on the forward one, both with error
+   feedback (pp2-quant), and dp 2 --zero 1 with 8-bit block-quantized buckets (dp2-zero1-quant), run sections 1-4
+   through the real overflow: the overflowing blocks decode to NaN, the scaler skips, the residuals and weights are
+   bit-unchanged by the skipped steps, mpirun matches the executor, training continues.
+7. A skip after a clean step (pp2-quant; the runs above skip at the start): the checkpoint after the clean step k - 1
+   and after the skipped step k (resumed from it): every parameter and moment bit-equal, `step` one more and
+   `optimizer_step` the same, the scaler Megatron's update with found_inf 1; the backward link's residual (loss-scaled
+   gradient units) equals the kept one times new scale / old scale bit for bit (the back-off's 1/2: "Residuals
+   across a scale change"), the forward link's (activation units) is unchanged.
+About 3 minutes on 2 shared cores.
 """
 
 import filecmp
@@ -50,7 +60,12 @@ common = ["--target", "cpu", "--precision", "fp16", "--initial-loss-scale", str(
           str(WINDOW), "--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100", "--clip-norm", "1.0"]
 configs = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2": ["--dp", "2"],
            "pp2-optimus-cc": ["--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"],
-           "dp2-zero1": ["--dp", "2", "--zero", "1"]}
+           "dp2-zero1": ["--dp", "2", "--zero", "1"],
+           "pp2-quant": ["--pp", "2", "--micro-batches", "2", "--policy", "mcbench", "--compress-options",
+                         "fwd-codec=quant:bits=8,granularity=block,block-size=64 "
+                         "bwd-codec=quant:bits=4,granularity=block,block-size=64 error-feedback=true"],
+           "dp2-zero1-quant": ["--dp", "2", "--zero", "1", "--policy", "mcbench", "--compress-options",
+                               "dp-codec=quant:bits=8,granularity=block,block-size=256"]}
 # Checked on two skipped steps only (section 2): optimus-cc's SC (PowerSGD on stage 0's dp all-reduces, its residuals
 # written inside the optimizer step) besides CB and LEP.
 SKIP_ONLY = {"dp2pp2-optimus-cc": ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"]}
@@ -218,6 +233,45 @@ for name in plans:
             a, c = checkpoint_files(os.path.join(ck, f"{name}-a")), checkpoint_files(os.path.join(ck, f"{name}-c"))
             check(len(a) == len(c) == 2 and all(filecmp.cmp(x, y, shallow=False) for x, y in zip(a, c)),
                   f"{name}: the checkpoint after 3 + {STEPS - 3} steps equals {STEPS} straight steps byte for byte")
+    # 7. A skip after a clean step: the residuals rescaled by the scaler's change, the rest bit-unchanged.
+    if name == "pp2-quant" and straight:
+        pairs = [k for k in range(2, STEPS + 1) if found[k - 2] == 0 and found[k - 1] == 1]
+        backoff = [k for k in pairs if states[k - 1][0] != states[k - 2][0]]
+        check(bool(pairs), f"{name}: a skipped step after a clean one within {STEPS} steps ({found})")
+        if pairs:
+            k = (backoff or pairs)[0]
+            before = os.path.join(ck, f"{name}-before-{k}")
+            ptrain_run(name, "--steps", str(k - 1), "--checkpoint", before)
+            ptrain_run(name, "--steps", str(k), "--resume", before, "--checkpoint", os.path.join(ck, f"{name}-at-{k}"))
+            a, b = checkpoint_files(before), checkpoint_files(os.path.join(ck, f"{name}-at-{k}"))
+            check(len(a) == len(b) == 2, f"{name}: a checkpoint file per stage before and after step {k}")
+            for x, y in zip(a, b):
+                sa, sb = read_checkpoint(x), read_checkpoint(y)
+                tag = f"{name}: {os.path.basename(y)} (step {k - 1} clean, step {k} skipped)"
+                same = [key for key in sa if key in initial or key.endswith(("/adam_m", "/adam_v"))]
+                check(same and all(sa[key] == sb[key] for key in same), f"{tag}: {len(same)} parameters and moments "
+                      "bit-unchanged by the skipped step")
+                counters = [tuple(struct.unpack("<q", st[key])[0] for key in ("step", "optimizer_step")) for st in (sa, sb)]
+                check(counters[1] == (counters[0][0] + 1, counters[0][1]) == (k, found[:k - 1].count(0)),
+                      f"{tag}: (step, optimizer_step) {counters[0]} -> {counters[1]}: the iteration advances, the "
+                      "optimizer's count not")
+                old, new = (struct.unpack("<3f", st["loss_scaler"]) for st in (sa, sb))
+                check(new == megatron_update(old, 1) and new == states[k - 1], f"{tag}: the scaler {old} -> {new}, "
+                      "Megatron's update on an overflow (the executor's)")
+                ratio = np.float32(new[0]) / np.float32(old[0])
+                for key in (key for key in sa if key.endswith("/residual")):
+                    ea, eb = (np.frombuffer(st[key], dtype=np.float32) for st in (sa, sb))
+                    gradient = key.startswith("pp1->0/")  # the backward link: loss-scaled gradient units
+                    want = ea * ratio if gradient else ea
+                    check(np.isfinite(ea).all() and np.abs(ea).max() > 0 and want.tobytes() == eb.tobytes(),
+                          f"{tag}: {key} after the skipped step is the kept one" +
+                          (f" times new / old scale = {ratio}" if gradient else " (activation units)") +
+                          ", bit for bit")
+                check(any(key.startswith("pp1->0/") for key in sa), f"{tag}: the backward link's residual is checked")
+            if backoff:
+                print(f"{name}: step {k} skipped after a clean step and backed off the scale ({states[k - 2][0]} -> "
+                      f"{states[k - 1][0]})")
+            check(bool(backoff), f"{name}: a skip after a clean step backs off the scale within {STEPS} steps")
 # 5. ZeRO-1 under the scaler: each rank unscales its reduce-scattered shards, the flags summed over every rank: the same
 # skips as plain dp (the same scaler states) and the same losses (AdamW is elementwise; the executor's, and the
 # compiled step's above).
