@@ -61,6 +61,28 @@ Encoded runInstance(const QuantLayout &l, const std::vector<float> &g, const std
   return out;
 }
 
+/// ptrain_quant_encode_f32 on the ISA path selected now, of g with residual e (error feedback when e is given),
+/// outputs pre-filled as runInstance's; then ptrain_quant_decode_f32 of the codes.
+Encoded encodeThroughCApi(const QuantLayout &l, const std::vector<float> &g, const std::vector<float> *e) {
+  Encoded out;
+  out.packed.assign(l.packedBytes(), 0xAB);
+  out.scales.assign(l.numScales(), -1.0f);
+  out.zeros.assign(l.numScales(), -1.0f);
+  if (e)
+    out.residual = *e;
+  const int64_t rows = l.numel / l.cols;
+  EXPECT_EQ(ptrain_quant_encode_f32(g.data(), e ? out.residual.data() : nullptr, rows, l.cols, l.bits, l.granularity,
+                                    l.block, l.symmetric, out.packed.data(), out.scales.data(), out.zeros.data()),
+            PTRAIN_OK)
+      << ptrain_last_error();
+  out.decoded.assign(l.numel, -1.0f);
+  EXPECT_EQ(ptrain_quant_decode_f32(out.packed.data(), out.scales.data(), l.symmetric ? nullptr : out.zeros.data(),
+                                    rows, l.cols, l.bits, l.granularity, l.block, l.symmetric, out.decoded.data()),
+            PTRAIN_OK)
+      << ptrain_last_error();
+  return out;
+}
+
 void expectBitEqual(const std::vector<float> &a, const std::vector<float> &b, const char *what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i)
@@ -195,18 +217,13 @@ TEST(QuantCodec, TheBlockEncoderOnEveryIsaPathMatchesTheGenericKernel) {
           for (const std::string &isa : paths) {
             SCOPED_TRACE(isa);
             ASSERT_EQ(ptrain_cpu_set_isa(isa.c_str()), PTRAIN_OK);
-            std::vector<uint8_t> packed(l.packedBytes(), 0xAB);
-            std::vector<float> scales(l.numScales(), -1.0f), zeros(l.numScales(), -1.0f);
-            std::vector<float> residual = e;
-            ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), feedback ? residual.data() : nullptr, rows, cols, bits,
-                                                     PTRAIN_QUANT_BLOCK, block, symmetric, packed.data(),
-                                                     scales.data(), zeros.data()));
-            ASSERT_EQ(packed, want.packed);
-            expectBitEqual(scales, want.scales, "scales");
+            const Encoded got = encodeThroughCApi(l, g, feedback ? &e : nullptr);
+            ASSERT_EQ(got.packed, want.packed);
+            expectBitEqual(got.scales, want.scales, "scales");
             if (!symmetric)
-              expectBitEqual(zeros, want.zeros, "zeros");
+              expectBitEqual(got.zeros, want.zeros, "zeros");
             if (feedback)
-              expectBitEqual(residual, want.residual, "residual");
+              expectBitEqual(got.residual, want.residual, "residual");
           }
           ASSERT_EQ(ptrain_cpu_set_isa(nullptr), PTRAIN_OK);
         }
@@ -600,6 +617,19 @@ TEST(QuantCodec, NonFiniteGroupsDecodeToNaNAndLeaveTheOthersAsTheyWere) {
                 ASSERT_EQ(floatBits(want.residual[i]), floatBits(ref.residual[i])) << "residual " << i;
             }
           }
+          // A path's outputs against the generic kernel's, and its decode NaN exactly on the non-finite groups.
+          auto expectGeneric = [&](const std::vector<uint8_t> &packed, const std::vector<float> &scales,
+                                   const std::vector<float> &zeros, const std::vector<float> &residual,
+                                   const std::vector<float> &decoded) {
+            ASSERT_EQ(packed, want.packed);
+            expectBitEqual(scales, want.scales, "scales");
+            if (!symmetric)
+              expectBitEqual(zeros, want.zeros, "zeros");
+            if (feedback)
+              expectBitEqual(residual, want.residual, "residual");
+            for (int64_t i = 0; i < l.numel; ++i)
+              ASSERT_EQ(std::isnan(decoded[i]), static_cast<bool>(badGroup[l.group(i)])) << "decoded " << i;
+          };
           // Every specialized instance (the block encoder's lanes at each width are the ISA paths below).
           {
             std::vector<uint8_t> packed(l.packedBytes(), 0xAB);
@@ -613,12 +643,6 @@ TEST(QuantCodec, NonFiniteGroupsDecodeToNaNAndLeaveTheOthersAsTheyWere) {
                 : bits == 4 ? quantEncode<4>(l, g.data(), res, packed.data(), scales.data(), z, lo.data(), inv.data())
                             : quantEncode<8>(l, g.data(), res, packed.data(), scales.data(), z, lo.data(), inv.data());
             ASSERT_EQ(at, 100);
-            ASSERT_EQ(packed, want.packed);
-            expectBitEqual(scales, want.scales, "scales");
-            if (!symmetric)
-              expectBitEqual(zeros, want.zeros, "zeros");
-            if (feedback)
-              expectBitEqual(residual, want.residual, "residual");
             std::vector<float> decoded(l.numel);
             if (bits == 2)
               quantDecode<2>(l, packed.data(), scales.data(), z, decoded.data());
@@ -626,30 +650,13 @@ TEST(QuantCodec, NonFiniteGroupsDecodeToNaNAndLeaveTheOthersAsTheyWere) {
               quantDecode<4>(l, packed.data(), scales.data(), z, decoded.data());
             else
               quantDecode<8>(l, packed.data(), scales.data(), z, decoded.data());
-            for (int64_t i = 0; i < l.numel; ++i)
-              ASSERT_EQ(std::isnan(decoded[i]), static_cast<bool>(badGroup[l.group(i)])) << "decoded " << i;
+            ASSERT_NO_FATAL_FAILURE(expectGeneric(packed, scales, zeros, residual, decoded));
           }
           for (const std::string &isa : paths) {
             SCOPED_TRACE(isa);
             ASSERT_EQ(ptrain_cpu_set_isa(isa.c_str()), PTRAIN_OK);
-            std::vector<uint8_t> packed(l.packedBytes(), 0xAB);
-            std::vector<float> scales(l.numScales(), -1.0f), zeros(l.numScales(), -1.0f);
-            std::vector<float> residual = e;
-            ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), feedback ? residual.data() : nullptr, rows, cols, bits,
-                                                     c.granularity, c.block, symmetric, packed.data(), scales.data(),
-                                                     zeros.data()));
-            ASSERT_EQ(packed, want.packed);
-            expectBitEqual(scales, want.scales, "scales");
-            if (!symmetric)
-              expectBitEqual(zeros, want.zeros, "zeros");
-            if (feedback)
-              expectBitEqual(residual, want.residual, "residual");
-            std::vector<float> decoded(l.numel);
-            ASSERT_PTRAIN_OK(ptrain_quant_decode_f32(packed.data(), scales.data(), symmetric ? nullptr : zeros.data(),
-                                                     rows, cols, bits, c.granularity, c.block, symmetric,
-                                                     decoded.data()));
-            for (int64_t i = 0; i < l.numel; ++i)
-              ASSERT_EQ(std::isnan(decoded[i]), static_cast<bool>(badGroup[l.group(i)])) << "decoded " << i;
+            const Encoded got = encodeThroughCApi(l, g, feedback ? &e : nullptr);
+            ASSERT_NO_FATAL_FAILURE(expectGeneric(got.packed, got.scales, got.zeros, got.residual, got.decoded));
           }
           ASSERT_EQ(ptrain_cpu_set_isa(nullptr), PTRAIN_OK);
         }

@@ -117,6 +117,15 @@ std::string describe(const QuantCase &c) {
          (c.feedback ? " +ef" : "");
 }
 
+/// Decoded values with the same bits, or NaN on both: a non-finite group's decode (x86 keeps the operand's NaN
+/// 0x7fc00000, CUDA returns its canonical NaN; common/QuantScale.h).
+void expectSameDecode(const std::vector<float> &cpu, const std::vector<float> &gpu) {
+  ASSERT_EQ(cpu.size(), gpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i)
+    if (!(std::isnan(cpu[i]) && std::isnan(gpu[i])))
+      ASSERT_EQ(std::memcmp(&cpu[i], &gpu[i], sizeof(float)), 0) << "decoded " << i;
+}
+
 void checkQuant(const QuantCase &c) {
   SCOPED_TRACE(describe(c));
   const int64_t numel = c.rows * c.cols;
@@ -161,15 +170,7 @@ void checkQuant(const QuantCase &c) {
                                          c.cols, c.bits, c.granularity, c.block, c.symmetric, dOut.get()),
             PTRAIN_OK)
       << ptrain_last_error();
-  if (!c.nonFinite) {
-    expectSameBits(cpuOut, dOut.download(), "decoded");
-    return;
-  }
-  // A non-finite group decodes to NaN on both (x86 keeps 0x7fc00000, CUDA returns its canonical NaN).
-  const std::vector<float> gpuOut = dOut.download();
-  for (int64_t i = 0; i < numel; ++i)
-    if (!(std::isnan(cpuOut[i]) && std::isnan(gpuOut[i])))
-      ASSERT_EQ(std::memcmp(&cpuOut[i], &gpuOut[i], sizeof(float)), 0) << "decoded " << i;
+  expectSameDecode(cpuOut, dOut.download());
 }
 
 TEST(QuantCodec, EveryWidthGranularityAndSymmetryEqualsTheCpu) {
@@ -259,10 +260,7 @@ TEST(TahQuantCodec, CodesFlagsAndDecodeEqualTheCpu) {
                                                 3, 4, high, dOut.get()),
                 PTRAIN_OK)
           << ptrain_last_error();
-      const std::vector<float> gpuOut = dOut.download();
-      for (int64_t i = 0; i < numel; ++i) // a NaN decode's payload may differ (common/QuantScale.h)
-        if (!(std::isnan(cpuOut[i]) && std::isnan(gpuOut[i])))
-          ASSERT_EQ(std::memcmp(&cpuOut[i], &gpuOut[i], sizeof(float)), 0) << "decoded " << i;
+      expectSameDecode(cpuOut, dOut.download());
     }
 }
 
