@@ -180,18 +180,18 @@ module @cb_fp16 attributes {ptrain.compression = #ptrain.compression<policy = "o
 // CHECK: return
 // CHECK-LABEL: func.func @stage1_train_step(
 // CHECK-NEXT: %[[S0:.*]] = ptrain.state_read @loss_scaler : tensor<3xf32>
-// CHECK-NEXT: %[[OLD:.*]] = ptrain.loss_scale %[[S0]] {initial_scale = 1.342177e+08 : f64} : tensor<3xf32> -> tensor<f32>
+// CHECK-NEXT: %[[OLD:.*]] = ptrain.loss_scale %[[S0]] {initial_scale = 0x41A0000000000000 : f64} : tensor<3xf32> -> tensor<f32>
 // CHECK-NEXT: %[[E0:.*]] = ptrain.state_read @pp1to0_residual : tensor<2x4x8xf32>
 // CHECK: %[[FLAG:.*]] = call @stage1_optimizer_step() : () -> tensor<f32>
 // CHECK: %[[SKIP:.*]] = ptrain.compare gt %[[FLAG]]
 // CHECK-NEXT: %[[S1:.*]] = ptrain.state_read @loss_scaler : tensor<3xf32>
-// CHECK-NEXT: %[[NEW:.*]] = ptrain.loss_scale %[[S1]] {initial_scale = 1.342177e+08 : f64} : tensor<3xf32> -> tensor<f32>
+// CHECK-NEXT: %[[NEW:.*]] = ptrain.loss_scale %[[S1]] {initial_scale = 0x41A0000000000000 : f64} : tensor<3xf32> -> tensor<f32>
 // CHECK-NEXT: %[[RATIO:.*]] = ptrain.binary div %[[NEW]], %[[OLD]] : tensor<f32>, tensor<f32>
 // CHECK-NEXT: %[[E1:.*]] = ptrain.state_read @pp1to0_residual : tensor<2x4x8xf32>
 // CHECK-NEXT: %[[E2:.*]] = ptrain.select %[[SKIP]], %[[E0]], %[[E1]]
 // CHECK-NEXT: %[[E3:.*]] = ptrain.binary mul %[[E2]], %[[RATIO]] : tensor<2x4x8xf32>, tensor<f32>
 // CHECK-NEXT: ptrain.state_write %[[E3]] to @pp1to0_residual
-module @ef_fp16_rescale attributes {ptrain.precision = #ptrain.precision<fp16>, ptrain.compression = #ptrain.compression<policy = "mcbench", backward_sends = [[false, false], [true, true]], backward_codec = #ptrain.quant<bits = 4>, forward_sends = [[true, true], [false, false]], forward_codec = #ptrain.quant<bits = 8>, backward_error_feedback, forward_error_feedback, dp_all_reduce = [false, false]>, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
+module @ef_fp16_rescale attributes {ptrain.precision = #ptrain.precision<fp16>, ptrain.compression = #ptrain.compression<policy = "mcbench", backward_sends = [[false, false], [true, true]], backward_codec = #ptrain.quant<bits = 4>, forward_sends = [[true, true], [false, false]], forward_codec = #ptrain.quant<bits = 8>, forward_error_feedback = true, dp_all_reduce = [false, false]>, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
   ptrain.state @loss_scaler key "loss_scaler" kind step_counter : tensor<3xf32>
   func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {

@@ -245,6 +245,7 @@ for name in plans:
             ptrain_run(name, "--steps", str(k), "--resume", before, "--checkpoint", os.path.join(ck, f"{name}-at-{k}"))
             a, b = checkpoint_files(before), checkpoint_files(os.path.join(ck, f"{name}-at-{k}"))
             check(len(a) == len(b) == 2, f"{name}: a checkpoint file per stage before and after step {k}")
+            residuals = set()
             for x, y in zip(a, b):
                 sa, sb = read_checkpoint(x), read_checkpoint(y)
                 tag = f"{name}: {os.path.basename(y)} (step {k - 1} clean, step {k} skipped)"
@@ -260,6 +261,7 @@ for name in plans:
                       "Megatron's update on an overflow (the executor's)")
                 ratio = np.float32(new[0]) / np.float32(old[0])
                 for key in (key for key in sa if key.endswith("/residual")):
+                    residuals.add(key)
                     ea, eb = (np.frombuffer(st[key], dtype=np.float32) for st in (sa, sb))
                     gradient = key.startswith("pp1->0/")  # the backward link: loss-scaled gradient units
                     want = ea * ratio if gradient else ea
@@ -267,7 +269,8 @@ for name in plans:
                           f"{tag}: {key} after the skipped step is the kept one" +
                           (f" times new / old scale = {ratio}" if gradient else " (activation units)") +
                           ", bit for bit")
-                check(any(key.startswith("pp1->0/") for key in sa), f"{tag}: the backward link's residual is checked")
+            check({"pp1->0/residual", "pp0->1/residual"} <= residuals, f"{name}: both links' residuals are checked "
+                  f"({sorted(residuals)})")
             if backoff:
                 print(f"{name}: step {k} skipped after a clean step and backed off the scale ({states[k - 2][0]} -> "
                       f"{states[k - 1][0]})")
