@@ -594,12 +594,14 @@ TEST(QuantCodec, NonFiniteGroupsDecodeToNaNAndLeaveTheOthersAsTheyWere) {
           for (int64_t s = 0; s < l.numScales(); ++s) {
             if (badGroup[s]) {
               ASSERT_EQ(floatBits(want.scales[s]), kNaN) << "scale of non-finite group " << s;
-              if (!symmetric)
+              if (!symmetric) {
                 ASSERT_EQ(floatBits(want.zeros[s]), kNaN) << "zero point of non-finite group " << s;
+              }
             } else {
               ASSERT_EQ(floatBits(want.scales[s]), floatBits(ref.scales[s])) << "scale of group " << s;
-              if (!symmetric)
+              if (!symmetric) {
                 ASSERT_EQ(floatBits(want.zeros[s]), floatBits(ref.zeros[s])) << "zero point of group " << s;
+              }
             }
           }
           for (int64_t i = 0; i < l.numel; ++i) {
@@ -608,13 +610,15 @@ TEST(QuantCodec, NonFiniteGroupsDecodeToNaNAndLeaveTheOthersAsTheyWere) {
             if (badGroup[l.group(i)]) {
               ASSERT_EQ(code, 0u) << "code " << i;
               ASSERT_TRUE(std::isnan(want.decoded[i])) << "decoded " << i;
-              if (feedback)
+              if (feedback) {
                 ASSERT_EQ(floatBits(want.residual[i]), kNaN) << "residual " << i;
+              }
             } else {
               ASSERT_EQ(code, (ref.packed[bit / 8] >> (bit % 8)) & mask) << "code " << i;
               ASSERT_EQ(floatBits(want.decoded[i]), floatBits(ref.decoded[i])) << "decoded " << i;
-              if (feedback)
+              if (feedback) {
                 ASSERT_EQ(floatBits(want.residual[i]), floatBits(ref.residual[i])) << "residual " << i;
+              }
             }
           }
           // A path's outputs against the generic kernel's, and its decode NaN exactly on the non-finite groups.

@@ -248,8 +248,9 @@ TEST(TahQuantCodec, NonFiniteTilesDecodeToNaNAndLeaveTheOthersAsTheyWere) {
             ASSERT_EQ(c.packed[at + b], 0) << "tile " << t;
           for (int64_t j = 0; j < tile; ++j) {
             ASSERT_TRUE(std::isnan(c.decoded[t * tile + j])) << "tile " << t;
-            if (feedback)
+            if (feedback) {
               ASSERT_EQ(floatBits(residual[t * tile + j]), kNaN) << "tile " << t;
+            }
           }
         } else {
           ASSERT_EQ(floatBits(c.scales[t]), floatBits(ref.scales[t])) << "tile " << t;
@@ -258,8 +259,9 @@ TEST(TahQuantCodec, NonFiniteTilesDecodeToNaNAndLeaveTheOthersAsTheyWere) {
             ASSERT_EQ(c.packed[at + b], ref.packed[at + b]) << "tile " << t;
           for (int64_t j = 0; j < tile; ++j) {
             ASSERT_EQ(floatBits(c.decoded[t * tile + j]), floatBits(ref.decoded[t * tile + j])) << "tile " << t;
-            if (feedback)
+            if (feedback) {
               ASSERT_EQ(floatBits(residual[t * tile + j]), floatBits(cleanResidual[t * tile + j])) << "tile " << t;
+            }
           }
         }
         at += bytes;

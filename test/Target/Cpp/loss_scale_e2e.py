@@ -31,7 +31,9 @@ only).
    feedback (pp2-quant), and dp 2 --zero 1 with 8-bit block-quantized buckets (dp2-zero1-quant), run sections 1-4
    through the real overflow: the overflowing blocks decode to NaN, the scaler skips, the residuals and weights are
    bit-unchanged by the skipped steps, mpirun matches the executor, training continues.
-7. A skip after a clean step (pp2-quant; the runs above skip at the start): the checkpoint after the clean step k - 1
+7. A skip after a clean step (pp2-quant, --hysteresis 1 so that every overflow backs off: the one that follows the
+   scale's growth after the window's clean steps is such a skip; the runs above skip at the start): the checkpoint
+   after the clean step k - 1
    and after the skipped step k (resumed from it): every parameter and moment bit-equal, `step` one more and
    `optimizer_step` the same, the scaler Megatron's update with found_inf 1; the backward link's residual (loss-scaled
    gradient units) equals the kept one times new scale / old scale bit for bit (the back-off's 1/2: "Residuals
@@ -63,7 +65,8 @@ configs = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2": ["--dp", "2"],
            "dp2-zero1": ["--dp", "2", "--zero", "1"],
            "pp2-quant": ["--pp", "2", "--micro-batches", "2", "--policy", "mcbench", "--compress-options",
                          "fwd-codec=quant:bits=8,granularity=block,block-size=64 "
-                         "bwd-codec=quant:bits=4,granularity=block,block-size=64 error-feedback=true"],
+                         "bwd-codec=quant:bits=4,granularity=block,block-size=64 error-feedback=true",
+                         "--hysteresis", "1"],
            "dp2-zero1-quant": ["--dp", "2", "--zero", "1", "--policy", "mcbench", "--compress-options",
                                "dp-codec=quant:bits=8,granularity=block,block-size=256"]}
 # Checked on two skipped steps only (section 2): optimus-cc's SC (PowerSGD on stage 0's dp all-reduces, its residuals
@@ -71,6 +74,9 @@ configs = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2": ["--dp", "2"],
 SKIP_ONLY = {"dp2pp2-optimus-cc": ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"]}
 configs.update(SKIP_ONLY)
 CODEC_STATES = ("/residual", "/warm_start_q")  # error feedback's residuals and PowerSGD's warm start
+# Hysteresis 1 on pp2-quant: every overflow backs off, so the overflow that follows the scale's growth after WINDOW
+# clean steps is a skip after a clean step with a scale change (section 7).
+HYSTERESIS_OF = {"pp2-quant": 1}
 plans = {}
 for name, flags in configs.items():
     rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, "-o", os.path.join(work, name)])
@@ -82,7 +88,7 @@ if failures:
     finish()
 
 
-def megatron_update(state, found_inf):
+def megatron_update(state, found_inf, hysteresis=HYSTERESIS):
     """megatron/core/optimizer/grad_scaler.py DynamicGradScaler.update (growth 2, backoff 0.5, min scale 1)."""
     scale, growth, hyst = state
     if found_inf:
@@ -92,7 +98,7 @@ def megatron_update(state, found_inf):
         return (scale, growth, hyst)
     growth += 1
     if growth == WINDOW:
-        growth, hyst, scale = 0, HYSTERESIS, scale * 2.0
+        growth, hyst, scale = 0, hysteresis, scale * 2.0
     return (scale, growth, hyst)
 
 
@@ -115,11 +121,11 @@ def executor(name):
     return losses, states
 
 
-def skips_of(states):
+def skips_of(states, hysteresis=HYSTERESIS):
     """The found_inf of each step under Megatron's rule, or None where neither transition gives the state."""
-    prev, found = (SCALE, 0, HYSTERESIS), []
+    prev, found = (SCALE, 0, hysteresis), []
     for state in states:
-        options = [f for f in (1, 0) if megatron_update(prev, f) == state]
+        options = [f for f in (1, 0) if megatron_update(prev, f, hysteresis) == state]
         found.append(options[0] if len(options) == 1 else None)
         prev = state
     return found
@@ -178,11 +184,13 @@ for name in plans:
     losses, states = executor(name)
     if len(states) != STEPS:
         continue
-    found = skips_of(states)
+    hyst = HYSTERESIS_OF.get(name, HYSTERESIS)
+    found = skips_of(states, hyst)
     print(f"{name}: executor losses {losses}\n      scaler states {states}\n      found_inf {found}")
     check(None not in found, f"{name}: every scaler state is Megatron's update of the previous one")
-    check(found[:2] == [1, 1] and states[0][0] == SCALE and states[1][0] == SCALE / 2,
-          f"{name}: the first two steps overflow; the first keeps the scale (hysteresis 2), the second halves it")
+    first = (SCALE, SCALE / 2) if hyst == 2 else (SCALE / 2, SCALE / 4)
+    check(found[:2] == [1, 1] and (states[0][0], states[1][0]) == first, f"{name}: the first two steps overflow; "
+          f"hysteresis {hyst}: the scale after them {first}")
     first_clean = found.index(0) if 0 in found else None
     check(first_clean is not None, f"{name}: the scale backs off until a step is clean")
     if name == "pp2":  # dp 2 backs off for 7 steps (smaller replica batches, larger gradients): no growth by STEPS
@@ -257,7 +265,7 @@ for name in plans:
                       f"{tag}: (step, optimizer_step) {counters[0]} -> {counters[1]}: the iteration advances, the "
                       "optimizer's count not")
                 old, new = (struct.unpack("<3f", st["loss_scaler"]) for st in (sa, sb))
-                check(new == megatron_update(old, 1) and new == states[k - 1], f"{tag}: the scaler {old} -> {new}, "
+                check(new == megatron_update(old, 1, hyst) and new == states[k - 1], f"{tag}: the scaler {old} -> {new}, "
                       "Megatron's update on an overflow (the executor's)")
                 ratio = np.float32(new[0]) / np.float32(old[0])
                 for key in (key for key in sa if key.endswith("/residual")):

@@ -122,8 +122,9 @@ std::string describe(const QuantCase &c) {
 void expectSameDecode(const std::vector<float> &cpu, const std::vector<float> &gpu) {
   ASSERT_EQ(cpu.size(), gpu.size());
   for (size_t i = 0; i < cpu.size(); ++i)
-    if (!(std::isnan(cpu[i]) && std::isnan(gpu[i])))
+    if (!(std::isnan(cpu[i]) && std::isnan(gpu[i]))) {
       ASSERT_EQ(std::memcmp(&cpu[i], &gpu[i], sizeof(float)), 0) << "decoded " << i;
+    }
 }
 
 void checkQuant(const QuantCase &c) {
