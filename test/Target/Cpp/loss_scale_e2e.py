@@ -31,13 +31,12 @@ only).
    feedback (pp2-quant), and dp 2 --zero 1 with 8-bit block-quantized buckets (dp2-zero1-quant), run sections 1-4
    through the real overflow: the overflowing blocks decode to NaN, the scaler skips, the residuals and weights are
    bit-unchanged by the skipped steps, mpirun matches the executor, training continues.
-7. A skip after a clean step (pp2-quant, --hysteresis 1 so that every overflow backs off: the one that follows the
-   scale's growth after the window's clean steps is such a skip; the runs above skip at the start): the checkpoint
-   after the clean step k - 1
-   and after the skipped step k (resumed from it): every parameter and moment bit-equal, `step` one more and
-   `optimizer_step` the same, the scaler Megatron's update with found_inf 1; the backward link's residual (loss-scaled
-   gradient units) equals the kept one times new scale / old scale bit for bit (the back-off's 1/2: "Residuals
-   across a scale change"), the forward link's (activation units) is unchanged.
+7. A skip after a clean step (pp2-quant, --hysteresis 1 --loss-scale-window 1: every clean step doubles the scale and
+   every overflow halves it; the runs above skip at the start): from the straight run's checkpoint, one step at a time
+   (--resume) until a step after a clean one overflows; the checkpoints before and after that step k: every parameter
+   and moment bit-equal, `step` one more and `optimizer_step` the same, the scaler Megatron's back-off; the backward
+   link's residual (loss-scaled gradient units) equals the kept one times new scale / old scale (1/2) bit for bit
+   ("Residuals across a scale change"), the forward link's (activation units) is unchanged.
 About 3 minutes on 2 shared cores.
 """
 
@@ -58,8 +57,8 @@ build, source, work, BIN, MODEL = setup(sys.argv)
 STEPS, SEED = 8, 3
 SCALE, WINDOW, HYSTERESIS = 2.0 ** 27, 2, 2
 data = corpus(source, work)
-common = ["--target", "cpu", "--precision", "fp16", "--initial-loss-scale", str(int(SCALE)), "--loss-scale-window",
-          str(WINDOW), "--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100", "--clip-norm", "1.0"]
+common = ["--target", "cpu", "--precision", "fp16", "--initial-loss-scale", str(int(SCALE)), "--lr", "1e-3",
+          "--warmup-steps", "1", "--total-steps", "100", "--clip-norm", "1.0"]
 configs = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2": ["--dp", "2"],
            "pp2-optimus-cc": ["--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"],
            "dp2-zero1": ["--dp", "2", "--zero", "1"],
@@ -74,12 +73,13 @@ configs = {"pp2": ["--pp", "2", "--micro-batches", "2"], "dp2": ["--dp", "2"],
 SKIP_ONLY = {"dp2pp2-optimus-cc": ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--policy", "optimus-cc"]}
 configs.update(SKIP_ONLY)
 CODEC_STATES = ("/residual", "/warm_start_q")  # error feedback's residuals and PowerSGD's warm start
-# Hysteresis 1 on pp2-quant: every overflow backs off, so the overflow that follows the scale's growth after WINDOW
-# clean steps is a skip after a clean step with a scale change (section 7).
-HYSTERESIS_OF = {"pp2-quant": 1}
+# Hysteresis 1 and a window of 1 on pp2-quant: every clean step doubles the scale and every overflow halves it, so
+# the overflow that follows a growth is a skip after a clean step with a scale change (section 7).
+HYSTERESIS_OF, WINDOW_OF = {"pp2-quant": 1}, {"pp2-quant": 1}
 plans = {}
 for name, flags in configs.items():
-    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, "-o", os.path.join(work, name)])
+    window = ["--loss-scale-window", str(WINDOW_OF.get(name, WINDOW))]
+    rc, out = run([os.path.join(BIN, "ptrain-compile"), MODEL, *flags, *common, *window, "-o", os.path.join(work, name)])
     check(rc == 0, f"ptrain-compile {' '.join(flags)}" + ("" if rc == 0 else ":\n" + out))
     check("warning" not in out, f"ptrain-compile {name}: no warning")
     if rc == 0:
@@ -88,7 +88,7 @@ if failures:
     finish()
 
 
-def megatron_update(state, found_inf, hysteresis=HYSTERESIS):
+def megatron_update(state, found_inf, hysteresis=HYSTERESIS, window=WINDOW):
     """megatron/core/optimizer/grad_scaler.py DynamicGradScaler.update (growth 2, backoff 0.5, min scale 1)."""
     scale, growth, hyst = state
     if found_inf:
@@ -97,7 +97,7 @@ def megatron_update(state, found_inf, hysteresis=HYSTERESIS):
             scale = max(scale * 0.5, 1.0)
         return (scale, growth, hyst)
     growth += 1
-    if growth == WINDOW:
+    if growth == window:
         growth, hyst, scale = 0, hysteresis, scale * 2.0
     return (scale, growth, hyst)
 
@@ -121,11 +121,11 @@ def executor(name):
     return losses, states
 
 
-def skips_of(states, hysteresis=HYSTERESIS):
+def skips_of(states, hysteresis=HYSTERESIS, window=WINDOW):
     """The found_inf of each step under Megatron's rule, or None where neither transition gives the state."""
     prev, found = (SCALE, 0, hysteresis), []
     for state in states:
-        options = [f for f in (1, 0) if megatron_update(prev, f, hysteresis) == state]
+        options = [f for f in (1, 0) if megatron_update(prev, f, hysteresis, window) == state]
         found.append(options[0] if len(options) == 1 else None)
         prev = state
     return found
@@ -184,8 +184,8 @@ for name in plans:
     losses, states = executor(name)
     if len(states) != STEPS:
         continue
-    hyst = HYSTERESIS_OF.get(name, HYSTERESIS)
-    found = skips_of(states, hyst)
+    hyst, window = HYSTERESIS_OF.get(name, HYSTERESIS), WINDOW_OF.get(name, WINDOW)
+    found = skips_of(states, hyst, window)
     print(f"{name}: executor losses {losses}\n      scaler states {states}\n      found_inf {found}")
     check(None not in found, f"{name}: every scaler state is Megatron's update of the previous one")
     first = (SCALE, SCALE / 2) if hyst == 2 else (SCALE / 2, SCALE / 4)
@@ -244,17 +244,24 @@ for name in plans:
             a, c = checkpoint_files(os.path.join(ck, f"{name}-a")), checkpoint_files(os.path.join(ck, f"{name}-c"))
             check(len(a) == len(c) == 2 and all(filecmp.cmp(x, y, shallow=False) for x, y in zip(a, c)),
                   f"{name}: the checkpoint after 3 + {STEPS - 3} steps equals {STEPS} straight steps byte for byte")
-    # 7. A skip after a clean step: the residuals rescaled by the scaler's change, the rest bit-unchanged.
+    # 7. A skip after a clean step: the residuals rescaled by the scaler's change, the rest bit-unchanged. From the
+    # straight run's checkpoint after STEPS, one step at a time (--resume) until a step after a clean one overflows.
     if name == "pp2-quant" and straight:
-        pairs = [k for k in range(2, STEPS + 1) if found[k - 2] == 0 and found[k - 1] == 1]
-        backoff = [k for k in pairs if states[k - 1][0] != states[k - 2][0]]
-        check(bool(pairs), f"{name}: a skipped step after a clean one within {STEPS} steps ({found})")
-        if pairs:
-            k = (backoff or pairs)[0]
-            before = os.path.join(ck, f"{name}-before-{k}")
-            ptrain_run(name, "--steps", str(k - 1), "--checkpoint", before)
-            ptrain_run(name, "--steps", str(k), "--resume", before, "--checkpoint", os.path.join(ck, f"{name}-at-{k}"))
-            a, b = checkpoint_files(before), checkpoint_files(os.path.join(ck, f"{name}-at-{k}"))
+        prev, prev_clean, pair = os.path.join(ck, f"{name}-a"), found[-1] == 0, None
+        for k in range(STEPS + 1, STEPS + 9):
+            nxt = os.path.join(ck, f"{name}-chain-{k}")
+            if not ptrain_run(name, "--steps", str(k), "--resume", prev, "--checkpoint", nxt):
+                break
+            old, new = (struct.unpack("<3f", read_checkpoint(checkpoint_files(c)[0])["loss_scaler"]) for c in (prev, nxt))
+            skipped = new == megatron_update(old, 1, hyst, window) != megatron_update(old, 0, hyst, window)
+            if skipped and prev_clean:
+                pair = (prev, nxt, k)
+                break
+            prev, prev_clean = nxt, not skipped
+        check(pair is not None, f"{name}: a step after a clean one overflows within {STEPS + 8} steps")
+        if pair:
+            before, after, k = pair
+            a, b = checkpoint_files(before), checkpoint_files(after)
             check(len(a) == len(b) == 2, f"{name}: a checkpoint file per stage before and after step {k}")
             residuals = set()
             for x, y in zip(a, b):
@@ -264,12 +271,12 @@ for name in plans:
                 check(same and all(sa[key] == sb[key] for key in same), f"{tag}: {len(same)} parameters and moments "
                       "bit-unchanged by the skipped step")
                 counters = [tuple(struct.unpack("<q", st[key])[0] for key in ("step", "optimizer_step")) for st in (sa, sb)]
-                check(counters[1] == (counters[0][0] + 1, counters[0][1]) == (k, found[:k - 1].count(0)),
+                check(counters[1] == (counters[0][0] + 1, counters[0][1]) and counters[1][0] == k,
                       f"{tag}: (step, optimizer_step) {counters[0]} -> {counters[1]}: the iteration advances, the "
                       "optimizer's count not")
                 old, new = (struct.unpack("<3f", st["loss_scaler"]) for st in (sa, sb))
-                check(new == megatron_update(old, 1, hyst) and new == states[k - 1], f"{tag}: the scaler {old} -> {new}, "
-                      "Megatron's update on an overflow (the executor's)")
+                check(new == megatron_update(old, 1, hyst, window) and new[0] == old[0] / 2, f"{tag}: the scaler "
+                      f"{old} -> {new}, Megatron's update on an overflow: backed off")
                 ratio = np.float32(new[0]) / np.float32(old[0])
                 for key in (key for key in sa if key.endswith("/residual")):
                     residuals.add(key)
@@ -282,10 +289,6 @@ for name in plans:
                           ", bit for bit")
             check({"pp1->0/residual", "pp0->1/residual"} <= residuals, f"{name}: both links' residuals are checked "
                   f"({sorted(residuals)})")
-            if backoff:
-                print(f"{name}: step {k} skipped after a clean step and backed off the scale ({states[k - 2][0]} -> "
-                      f"{states[k - 1][0]})")
-            check(bool(backoff), f"{name}: a skip after a clean step backs off the scale within {STEPS} steps")
 # 5. ZeRO-1 under the scaler: each rank unscales its reduce-scattered shards, the flags summed over every rank: the same
 # skips as plain dp (the same scaler states) and the same losses (AdamW is elementwise; the executor's, and the
 # compiled step's above).
