@@ -11,15 +11,15 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
+#include "ptrain/Plan/CompressTensorParallel.h"
+#include "ptrain/Plan/CompressionPlan.h"
+#include "ptrain/Plan/ScheduleTable.h"
 #include "ptrain/Transforms/AutoCandidates.h"
 #include "ptrain/Transforms/CodecErrors.h"
 #include "ptrain/Transforms/CompressAuto.h"
 #include "ptrain/Transforms/CompressDataParallel.h"
-#include "ptrain/Plan/CompressTensorParallel.h"
 #include "ptrain/Transforms/CompressionConfig.h"
-#include "ptrain/Plan/CompressionPlan.h"
 #include "ptrain/Transforms/GradientClipping.h"
-#include "ptrain/Plan/ScheduleTable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -353,7 +353,8 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   bool zero = false;
   module.walk([&](ReduceScatterStartOp) { zero = true; });
   if (zero && autoDpCodecs != "default" && autoDpCodecs != "none")
-    return error("auto-dp-codecs=" + autoDpCodecs.getValue() + ": under ZeRO-1 auto searches PowerSGD only on the "
+    return error("auto-dp-codecs=" + autoDpCodecs.getValue() +
+                 ": under ZeRO-1 auto searches PowerSGD only on the "
                  "data-parallel gradients (give auto-dp-codecs=none, or quantize the buckets with policy=mcbench "
                  "dp-codec=quant:...,granularity=block)"),
            failure();

@@ -277,7 +277,7 @@ func::FuncOp mlir::ptrain::buildQuantBlockEncoder(OpBuilder &builder, Location l
               QuantBuilder xin{xb, l3, shape, q.lanes, q.ints};
               Value first = buildFirstNonFinite(xin, e ? e : g, begin);
               Value noneYet = arith::CmpIOp::create(xb, l3, arith::CmpIPredicate::slt, bad[0],
-                                                 arith::ConstantOp::create(xb, l3, xb.getI64IntegerAttr(0)));
+                                                    arith::ConstantOp::create(xb, l3, xb.getI64IntegerAttr(0)));
               Value firstBad = xin.select(noneYet, first, bad[0]);
               buildNonFiniteBlock(xin, e, packed, scales, zeros, s, begin);
               scf::YieldOp::create(xb, l3, ValueRange{firstBad});

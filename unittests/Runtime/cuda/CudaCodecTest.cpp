@@ -108,7 +108,7 @@ struct QuantCase {
   int64_t block;
   bool symmetric, feedback;
   float magnitude = 1.0f; // g and e are multiplied by it
-  bool nonFinite = false;  // an inf and a NaN in g: non-finite groups (issue 24)
+  bool nonFinite = false; // an inf and a NaN in g: non-finite groups (issue 24)
 };
 
 std::string describe(const QuantCase &c) {
@@ -225,44 +225,44 @@ TEST(TahQuantCodec, CodesFlagsAndDecodeEqualTheCpu) {
   for (int64_t tile : {8, 64})
     for (bool feedback : {false, true})
       for (bool nonFinite : {false, true}) {
-      SCOPED_TRACE("tile " + std::to_string(tile) + (feedback ? " +ef" : "") + (nonFinite ? " inf/NaN" : ""));
-      const int64_t numel = 96 * 128, tiles = numel / tile, high = (tiles * 8 + 5) / 10;
-      std::vector<float> g = randomValues(numel, 5);
-      for (int64_t t = 0; t < tiles; t += 3) // outlier tiles: rotated
-        g[t * tile + t % tile] = 30.0f;
-      if (nonFinite) {
-        g[5 * tile + 1] = INFINITY;
-        g[17 * tile] = NAN;
+        SCOPED_TRACE("tile " + std::to_string(tile) + (feedback ? " +ef" : "") + (nonFinite ? " inf/NaN" : ""));
+        const int64_t numel = 96 * 128, tiles = numel / tile, high = (tiles * 8 + 5) / 10;
+        std::vector<float> g = randomValues(numel, 5);
+        for (int64_t t = 0; t < tiles; t += 3) // outlier tiles: rotated
+          g[t * tile + t % tile] = 30.0f;
+        if (nonFinite) {
+          g[5 * tile + 1] = INFINITY;
+          g[17 * tile] = NAN;
+        }
+        const std::vector<float> e = randomValues(numel, 6, 0.05f);
+        const int64_t bytes = tile * (4 * high + 3 * (tiles - high)) / 8;
+        std::vector<float> cpuE = e, cpuScales(tiles), cpuZeros(tiles), cpuOut(numel);
+        std::vector<uint8_t> cpuPacked(bytes), cpuFlags(tiles);
+        ASSERT_EQ(ptrain_tahquant_encode_f32(g.data(), feedback ? cpuE.data() : nullptr, numel, tile, 3, 4, high,
+                                             cpuPacked.data(), cpuScales.data(), cpuZeros.data(), cpuFlags.data()),
+                  PTRAIN_OK)
+            << ptrain_last_error();
+        DeviceArray<float> dg(g), de(e), dScales(tiles), dZeros(tiles), dOut(numel);
+        DeviceArray<uint8_t> dPacked(bytes), dFlags(tiles);
+        ASSERT_EQ(ptrain_cuda_tahquant_encode_f32(dg.get(), feedback ? de.get() : nullptr, numel, tile, 3, 4, high,
+                                                  dPacked.get(), dScales.get(), dZeros.get(), dFlags.get()),
+                  PTRAIN_OK)
+            << ptrain_last_error();
+        expectEqualArrays(cpuFlags, dFlags.download(), "flags");
+        expectEqualArrays(cpuPacked, dPacked.download(), "packed");
+        expectSameBits(cpuScales, dScales.download(), "scales");
+        expectSameBits(cpuZeros, dZeros.download(), "zero points");
+        if (feedback)
+          expectSameBits(cpuE, de.download(), "residual");
+        ASSERT_EQ(ptrain_tahquant_decode_f32(cpuPacked.data(), cpuScales.data(), cpuZeros.data(), cpuFlags.data(),
+                                             numel, tile, 3, 4, high, cpuOut.data()),
+                  PTRAIN_OK);
+        ASSERT_EQ(ptrain_cuda_tahquant_decode_f32(dPacked.get(), dScales.get(), dZeros.get(), dFlags.get(), numel, tile,
+                                                  3, 4, high, dOut.get()),
+                  PTRAIN_OK)
+            << ptrain_last_error();
+        expectSameDecode(cpuOut, dOut.download());
       }
-      const std::vector<float> e = randomValues(numel, 6, 0.05f);
-      const int64_t bytes = tile * (4 * high + 3 * (tiles - high)) / 8;
-      std::vector<float> cpuE = e, cpuScales(tiles), cpuZeros(tiles), cpuOut(numel);
-      std::vector<uint8_t> cpuPacked(bytes), cpuFlags(tiles);
-      ASSERT_EQ(ptrain_tahquant_encode_f32(g.data(), feedback ? cpuE.data() : nullptr, numel, tile, 3, 4, high,
-                                           cpuPacked.data(), cpuScales.data(), cpuZeros.data(), cpuFlags.data()),
-                PTRAIN_OK)
-          << ptrain_last_error();
-      DeviceArray<float> dg(g), de(e), dScales(tiles), dZeros(tiles), dOut(numel);
-      DeviceArray<uint8_t> dPacked(bytes), dFlags(tiles);
-      ASSERT_EQ(ptrain_cuda_tahquant_encode_f32(dg.get(), feedback ? de.get() : nullptr, numel, tile, 3, 4, high,
-                                                dPacked.get(), dScales.get(), dZeros.get(), dFlags.get()),
-                PTRAIN_OK)
-          << ptrain_last_error();
-      expectEqualArrays(cpuFlags, dFlags.download(), "flags");
-      expectEqualArrays(cpuPacked, dPacked.download(), "packed");
-      expectSameBits(cpuScales, dScales.download(), "scales");
-      expectSameBits(cpuZeros, dZeros.download(), "zero points");
-      if (feedback)
-        expectSameBits(cpuE, de.download(), "residual");
-      ASSERT_EQ(ptrain_tahquant_decode_f32(cpuPacked.data(), cpuScales.data(), cpuZeros.data(), cpuFlags.data(), numel,
-                                           tile, 3, 4, high, cpuOut.data()),
-                PTRAIN_OK);
-      ASSERT_EQ(ptrain_cuda_tahquant_decode_f32(dPacked.get(), dScales.get(), dZeros.get(), dFlags.get(), numel, tile,
-                                                3, 4, high, dOut.get()),
-                PTRAIN_OK)
-          << ptrain_last_error();
-      expectSameDecode(cpuOut, dOut.download());
-    }
 }
 
 // Issue 24: groups with an inf or NaN are non-finite groups (NaN scale and zero point, codes 0, residual NaN)

@@ -657,8 +657,8 @@ PTRAIN_KERNEL_BODY bool quantBlockInRegisters(const float *g, float *residual, i
 /// error feedback): scale and zero point NaN, codes 0 (its whole bytes:
 /// begin is a multiple of 8 / Bits), residual NaN; quantPackGeneric's bits.
 template <int Bits>
-PTRAIN_KERNEL_BODY void quantNonFiniteBlock(int64_t begin, int64_t end, float *residual, uint8_t *packed,
-                                            float *scale, float *zero) {
+PTRAIN_KERNEL_BODY void quantNonFiniteBlock(int64_t begin, int64_t end, float *residual, uint8_t *packed, float *scale,
+                                            float *zero) {
   *scale = quantNonFinite();
   if (zero)
     *zero = quantNonFinite();
