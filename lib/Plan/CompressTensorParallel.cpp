@@ -214,6 +214,8 @@ LogicalResult mlir::ptrain::compressTensorParallelAllReduces(ModuleOp module, Ar
                              StateKind::CodecResidual, type);
       if (failed(s))
         return failure();
+      if (!site.forward) // a gradient's partial sum (forward sites carry no residual)
+        markGradientResidual(module, *s);
       stateOps.push_back(*s);
     }
     auto [stateName, stateKind] = codecStateNameAndKind(entry->codec);

@@ -118,6 +118,11 @@ std::string mlir::ptrain::uniqueSymbolName(ModuleOp module, StringRef base) {
   return name;
 }
 
+void mlir::ptrain::markGradientResidual(ModuleOp module, StateOp residual) {
+  if (getPrecision(module) == Precision::F16)
+    residual->setAttr(kLossScaledResidualAttr, UnitAttr::get(module.getContext()));
+}
+
 FailureOr<StateOp> mlir::ptrain::getOrAddCodecState(ModuleOp module, Operation *anchor, StringRef name, StringRef key,
                                                     StateKind kind, RankedTensorType type) {
   for (auto state : module.getOps<StateOp>()) {

@@ -1065,11 +1065,9 @@ LogicalResult BuildTrainingStepPass::checkLossScaleOptions(ModuleOp module, Prec
   if (lossScaleWindow < 1 || hysteresis < 1)
     return error() << "loss-scale-window and hysteresis must be >= 1, got loss-scale-window = "
                    << lossScaleWindow.getValue() << ", hysteresis = " << hysteresis.getValue();
-  // The unscale reads the dp-reduced gradient states of the optimizer step: deterministic-dp sums in
-  // --ptrain-lower-to-runtime, after that point (ZeRO-1 unscales its reduce-scattered shards instead).
-  if (deterministicDp)
-    return error() << "precision=fp16 (the loss scaler) with deterministic-dp=true is not supported yet "
-                      "(docs/MixedPrecision.md, \"Left for fp16\")";
+  // deterministic-dp: --ptrain-lower-to-runtime writes each accumulator's micro-batch tree root before the
+  // optimizer step, whose dp all-gather and pairwise sum come before the unscale, as the plain all-reduce does
+  // (docs/MixedPrecision.md, "The scaler with deterministic-dp").
   return success();
 }
 

@@ -11,16 +11,15 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
+#include "ptrain/Plan/CompressTensorParallel.h"
+#include "ptrain/Plan/CompressionPlan.h"
+#include "ptrain/Plan/ScheduleTable.h"
 #include "ptrain/Transforms/AutoCandidates.h"
 #include "ptrain/Transforms/CodecErrors.h"
 #include "ptrain/Transforms/CompressAuto.h"
 #include "ptrain/Transforms/CompressDataParallel.h"
-#include "ptrain/Plan/CompressTensorParallel.h"
 #include "ptrain/Transforms/CompressionConfig.h"
-#include "ptrain/Plan/CompressionPlan.h"
 #include "ptrain/Transforms/GradientClipping.h"
-#include "ptrain/Transforms/LossScaledCodecs.h"
-#include "ptrain/Plan/ScheduleTable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -353,14 +352,11 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
   // with and without a codec, which its flat reduce-scatter cannot run.
   bool zero = false;
   module.walk([&](ReduceScatterStartOp) { zero = true; });
-  // Under fp16 quantized buckets are refused too (LossScaledCodecs.h), so the hint names what remains.
   if (zero && autoDpCodecs != "default" && autoDpCodecs != "none")
-    return error("auto-dp-codecs=" + autoDpCodecs.getValue() + ": under ZeRO-1 auto searches PowerSGD only on the "
-                 "data-parallel gradients (give auto-dp-codecs=none, or " +
-                 (hasLossScaledGradients(module)
-                      ? std::string("compress the buckets with policy=mcbench dp-codec=powersgd:rank=R; "
-                                    "quantization is refused on fp16 gradients)")
-                      : std::string("quantize the buckets with policy=mcbench dp-codec=quant:...,granularity=block)"))),
+    return error("auto-dp-codecs=" + autoDpCodecs.getValue() +
+                 ": under ZeRO-1 auto searches PowerSGD only on the "
+                 "data-parallel gradients (give auto-dp-codecs=none, or quantize the buckets with policy=mcbench "
+                 "dp-codec=quant:...,granularity=block)"),
            failure();
   if (failed(parseCandidates("auto-backward-codecs", autoBackwardCodecs, "backward", options.backwardCodecs)) ||
       failed(parseCandidates("auto-forward-codecs", autoForwardCodecs, "forward", options.forwardCodecs)) ||
@@ -372,26 +368,6 @@ LogicalResult CompressPass::autoSearch(ModuleOp module, const CompressionEdges &
                                  : StringRef("none"),
                              "dp", options.dpCodecs)))
     return failure();
-  // Under fp16's loss scaler the backward and dp candidates carry gradients: those whose encoder refuses inf/NaN
-  // are not candidates (the TP search skips them on backward sites only: CompressAuto.cpp).
-  // A list the user gave says which of its codecs are left out, as a warning.
-  for (auto [option, given, candidates] :
-       {std::make_tuple("auto-backward-codecs", StringRef(autoBackwardCodecs.getValue()), &options.backwardCodecs),
-        std::make_tuple("auto-dp-codecs", StringRef(autoDpCodecs.getValue()), &options.dpCodecs)}) {
-    std::string dropped;
-    llvm::erase_if(*candidates, [&](CodecAttrInterface codec) {
-      if (canCarryGradientsOf(module, codec))
-        return false;
-      llvm::raw_string_ostream os(dropped);
-      os << (dropped.empty() ? "" : ", ") << Attribute(codec);
-      return true;
-    });
-    if (!dropped.empty() && given != "default")
-      emitWarning(module.getLoc()) << "--ptrain-compress policy=auto: " << option << " under precision=fp16 leaves out "
-                                   << dropped << ": its encoder refuses the inf/NaN of a loss-scaler overflow "
-                                   << "(docs/MixedPrecision.md, \"Codecs on loss-scaled gradients\")";
-  }
-  options.lossScaledGradients = hasLossScaledGradients(module);
   if (!options.tpCodecs.empty() && !tpSitesInModule)
     return error("auto-tp-codecs: the module has no tensor-parallel all-reduce of a row-parallel linear or of f's "
                  "gradient (run --ptrain-raise and --ptrain-shard-tp with tp > 1 before --ptrain-split-stages)"),
@@ -594,10 +570,6 @@ void CompressPass::runOnOperation() {
       return signalPassFailure();
     numOverridden += count;
   }
-  // fp16's loss scaler: no codec that refuses inf/NaN on gradient traffic (docs/MixedPrecision.md, "Codecs on
-  // loss-scaled gradients"); the tensor-parallel sites are checked where they are chosen.
-  if (failed(checkLossScaledGradientCodecs(module, &plan, autoTensorParallel, [&] { return error(""); })))
-    return signalPassFailure();
   for (const auto *rows : {&plan.backwardSends, &plan.forwardSends})
     for (const std::vector<CodecAttrInterface> &row : *rows)
       numCompressedSends += llvm::count_if(row, [](CodecAttrInterface c) { return bool(c); });
@@ -650,7 +622,7 @@ FailureOr<ArrayAttr> CompressPass::tensorParallelSites(ModuleOp module) {
     return failure();
   FailureOr<std::vector<TensorParallelCodec>> codecs =
       planTensorParallelCompression(module, *fwd, *bwd, tpSkipLayers, tpErrorFeedback, [&] { return error(""); });
-  if (failed(codecs) || failed(checkLossScaledGradientCodecs(module, nullptr, *codecs, [&] { return error(""); })))
+  if (failed(codecs))
     return failure();
   numCompressedTPSites += codecs->size();
   return tensorParallelRecord(&getContext(), *codecs);

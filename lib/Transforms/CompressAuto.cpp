@@ -8,7 +8,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Transforms/CompressAuto.h"
-#include "ptrain/Transforms/LossScaledCodecs.h"
 
 #include "ptrain/Analysis/ModuleCluster.h"
 #include "ptrain/Analysis/ModuleCosts.h"
@@ -425,9 +424,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
       auto type = cast<RankedTensorType>(site.op->getResult(0).getType());
       std::optional<double> error = estimateCodecError(codec, type);
       if (isa<LinearAEAttr>(codec) || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)) ||
-          (site.forward && !forwardSiteRefusal(codec, type).empty()) ||
-          (!site.forward && options.lossScaledGradients && !carriesNonFinite(codec)) || !error ||
-          *error > options.errorBudget)
+          (site.forward && !forwardSiteRefusal(codec, type).empty()) || !error || *error > options.errorBudget)
         continue;
       probeTp.push_back({site.layer, site.role, site.forward, codec, !site.forward && options.tpErrorFeedback});
     }

@@ -90,8 +90,11 @@ FailureOr<Value> startGradientAllReduce(OpBuilder &b, ModuleOp module, func::Fun
     stateOps.push_back(*s);
     return success();
   };
-  if (plan.scErrorFeedback && failed(addState("sc_residual", "residual", StateKind::CodecResidual, type)))
-    return failure();
+  if (plan.scErrorFeedback) {
+    if (failed(addState("sc_residual", "residual", StateKind::CodecResidual, type)))
+      return failure();
+    markGradientResidual(module, stateOps.back());
+  }
   auto [stateName, stateKind] = codecStateNameAndKind(codec);
   for (Type t : codec.getEncoderStateTypes(type))
     if (failed(addState(("sc_" + stateName).str(), stateName, stateKind, cast<RankedTensorType>(t))))
@@ -273,6 +276,7 @@ LogicalResult mlir::ptrain::compressZeroReduceScatters(ModuleOp module, func::Fu
                              StateKind::CodecResidual, type);
       if (failed(s))
         return failure();
+      markGradientResidual(module, *s);
       residual = *s;
       state.push_back(StateReadOp::create(b, loc, type, residual.getSymName()));
     }

@@ -6,6 +6,8 @@
 
 #include "ptrain/Transforms/LossScaling.h"
 
+#include "ptrain/Plan/CompressionPlan.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
@@ -97,11 +99,32 @@ unsigned mlir::ptrain::keepCodecStatesOnSkip(func::FuncOp trainStep, func::CallO
     return 0;
   Value skip = CompareOp::create(after, loc, RankedTensorType::get({}, after.getI1Type()), CompareKind::Gt,
                                  optimizerCall.getResult(0), scalarConstant(after, loc, 0.0));
+  // Gradient residuals are in the units of the scale they were computed at: after the scaler's update (inside
+  // the optimizer step) they are multiplied by new scale / old scale, so that the next step adds them to its
+  // gradients in its own units (exact for Megatron's factors 2 and 1/2: a power-of-two ratio).
+  Value ratio;
+  GradScalerUpdateOp update;
+  module.walk([&](GradScalerUpdateOp op) {
+    update = op;
+    return WalkResult::interrupt();
+  });
+  if (update && llvm::any_of(written, [](StateOp s) { return s->hasAttr(kLossScaledResidualAttr); })) {
+    auto scalar = RankedTensorType::get({}, after.getF32Type());
+    RankedTensorType scalerType = getLossScalerType(after.getContext());
+    Value old = LossScaleOp::create(start, loc, scalar, StateReadOp::create(start, loc, scalerType, kLossScalerState),
+                                    update.getInitialScaleAttr());
+    Value next = LossScaleOp::create(after, loc, scalar, StateReadOp::create(after, loc, scalerType, kLossScalerState),
+                                     update.getInitialScaleAttr());
+    ratio = BinaryOp::create(after, loc, BinaryKind::Div, next, old);
+  }
   for (StateOp state : written) {
     RankedTensorType type = state.getTensorType();
     Value atStart = StateReadOp::create(start, loc, type, state.getSymName());
     Value now = StateReadOp::create(after, loc, type, state.getSymName());
-    StateWriteOp::create(after, loc, keepOnSkip(after, loc, skip, atStart, now), state.getSymName());
+    Value kept = keepOnSkip(after, loc, skip, atStart, now);
+    if (ratio && state->hasAttr(kLossScaledResidualAttr))
+      kept = BinaryOp::create(after, loc, BinaryKind::Mul, kept, ratio);
+    StateWriteOp::create(after, loc, kept, state.getSymName());
   }
   return written.size();
 }

@@ -318,8 +318,10 @@ private:
   /// send), its codes (tags `tag`, `tag` + 2 M V, ...) after a compress with the link's keyed states: the
   /// residual (with `errorFeedback`) and the codec's own state (linkStateKey(from, to, ..., {chunk, toChunk}),
   /// one set per chunk boundary and direction with virtual stages). Appends the requests to `requests`.
+  /// `gradient`: `value` is a gradient (a backward send), whose residual is loss-scaled under fp16
+  /// (markGradientResidual).
   void sendCompressible(Location loc, int64_t from, int64_t to, int64_t chunk, int64_t toChunk, int64_t offset,
-                        int64_t tag, Value value, CodecAttrInterface codec, bool errorFeedback,
+                        int64_t tag, Value value, CodecAttrInterface codec, bool errorFeedback, bool gradient,
                         SmallVectorImpl<Value> &requests) {
     if (!codec) {
       requests.push_back(sendMessage(loc, value, offset, tag));
@@ -327,8 +329,11 @@ private:
     }
     auto type = cast<RankedTensorType>(value.getType());
     SmallVector<StateOp> states;
-    if (errorFeedback)
+    if (errorFeedback) {
       states.push_back(linkState(from, to, chunk, toChunk, "residual", StateKind::CodecResidual, type));
+      if (states.back() && gradient)
+        markGradientResidual(module, states.back());
+    }
     auto [stateName, stateKind] = codecStateNameAndKind(codec);
     for (Type t : codec.getEncoderStateTypes(type))
       states.push_back(linkState(from, to, chunk, toChunk, stateName, stateKind, cast<RankedTensorType>(t)));
@@ -381,7 +386,8 @@ private:
   void sendGradient(Location loc, int64_t s, int64_t c, int64_t i, Value grad, SmallVectorImpl<Value> &requests) {
     CodecAttrInterface codec = plan ? plan->backwardCodecOf(c, i) : CodecAttrInterface();
     sendCompressible(loc, s, s == 0 ? pp - 1 : s - 1, c / pp, (c - 1) / pp, previousOffset(s),
-                     tagOf(i, c - 1, /*gradient=*/true), grad, codec, plan && plan->backwardErrorFeedback, requests);
+                     tagOf(i, c - 1, /*gradient=*/true), grad, codec, plan && plan->backwardErrorFeedback,
+                     /*gradient=*/true, requests);
   }
   /// Receives the gradient of virtual stage c's output (micro-batch i) from offset +1 (the rank of virtual
   /// stage c + 1).
@@ -507,7 +513,7 @@ func::FuncOp Lowering::build(int64_t s, ArrayRef<Step> row, bool train) {
         Value out = call(loc, "forward_stage" + cs, {inputs[k][i]}, nullptr, i);
         sendCompressible(loc, s, s == pp - 1 ? 0 : s + 1, k, (c + 1) / pp, nextOffset(s),
                          tagOf(i, c, /*gradient=*/false), out, plan ? plan->forwardCodecOf(c, i) : CodecAttrInterface(),
-                         plan && plan->forwardErrorFeedback, forwardSends[k][i]);
+                         plan && plan->forwardErrorFeedback, /*gradient=*/false, forwardSends[k][i]);
         pending.append(forwardSends[k][i]);
         break;
       }

@@ -210,6 +210,31 @@ void buildBlockCodes(QuantBuilder &q, Value g, Value e, Value packed, Value scal
                      });
 }
 
+/// Step 2 for a non-finite block: scale (and zero point) NaN, its packed bytes 0, its residual NaN
+/// (common/QuantScale.h, the runtime's quantNonFiniteBlock).
+void buildNonFiniteBlock(QuantBuilder &q, Value e, Value packed, Value scales, Value zeros, Value s, Value begin) {
+  OpBuilder &b = q.b;
+  const QuantKernelShape &shape = q.shape;
+  const float nan = __builtin_bit_cast(float, 0x7fc00000u); // quantNonFinite()
+  memref::StoreOp::create(b, q.loc, q.f32(nan), scales, ValueRange{s});
+  if (zeros)
+    memref::StoreOp::create(b, q.loc, q.f32(nan), zeros, ValueRange{s});
+  const int64_t perByte = 8 / shape.bits;
+  auto bytes = VectorType::get({kQuantKernelLanes / perByte}, b.getI8Type());
+  Value noCodes = arith::ConstantOp::create(b, q.loc, DenseElementsAttr::get(bytes, b.getI8IntegerAttr(0)));
+  Value nanV = q.splatF32(nan);
+  scf::ForOp::create(b, q.loc, q.index(0), q.index(shape.block), q.index(kQuantKernelLanes), ValueRange{},
+                     [&](OpBuilder &nb, Location l, Value k, ValueRange) {
+                       QuantBuilder in{nb, l, shape, q.lanes, q.ints};
+                       Value at = arith::AddIOp::create(nb, l, begin, k);
+                       if (e)
+                         vector::StoreOp::create(nb, l, nanV, e, ValueRange{at});
+                       Value byteAt = arith::DivUIOp::create(nb, l, at, in.index(perByte));
+                       vector::StoreOp::create(nb, l, noCodes, packed, ValueRange{byteAt});
+                       scf::YieldOp::create(nb, l);
+                     });
+}
+
 } // namespace
 
 func::FuncOp mlir::ptrain::buildQuantBlockEncoder(OpBuilder &builder, Location loc, StringRef name,
@@ -237,35 +262,32 @@ func::FuncOp mlir::ptrain::buildQuantBlockEncoder(OpBuilder &builder, Location l
   auto blocks = scf::ForOp::create(
       b, loc, q.index(0), q.index(shape.numBlocks()), q.index(1), ValueRange{none},
       [&](OpBuilder &nb, Location l, Value s, ValueRange bad) {
-        // After a non-finite block the runtime returns: the blocks after it are left alone.
-        Value going = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, bad[0],
-                                            arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(0)));
-        auto ifGoing = scf::IfOp::create(
-            nb, l, going,
-            [&](OpBuilder &tb, Location l2) {
-              QuantBuilder in{tb, l2, shape, q.lanes, q.ints};
-              Value begin = arith::MulIOp::create(tb, l2, s, in.index(shape.block));
-              SmallVector<Value> stats = buildBlockStats(in, g, e, begin);
-              // Whether the sum is NaN does not depend on its order: `reassoc` lets LLVM add the lanes in a tree
-              // instead of one chain of 16 dependent adds per block.
-              Value probe = vector::ReductionOp::create(tb, l2, vector::CombiningKind::ADD, stats[2],
-                                                        arith::FastMathFlags::reassoc);
-              Value broken = arith::CmpFOp::create(tb, l2, arith::CmpFPredicate::UNE, probe, in.f32(0.0f));
-              auto ifBroken = scf::IfOp::create(
-                  tb, l2, broken,
-                  [&](OpBuilder &xb, Location l3) {
-                    QuantBuilder xin{xb, l3, shape, q.lanes, q.ints};
-                    scf::YieldOp::create(xb, l3, ValueRange{buildFirstNonFinite(xin, e ? e : g, begin)});
-                  },
-                  [&](OpBuilder &cb, Location l3) {
-                    QuantBuilder cin{cb, l3, shape, q.lanes, q.ints};
-                    buildBlockCodes(cin, g, e, packed, scales, zeros, s, begin, stats[0], stats[1]);
-                    scf::YieldOp::create(cb, l3, ValueRange{bad[0]});
-                  });
-              scf::YieldOp::create(tb, l2, ifBroken.getResults());
+        QuantBuilder in{nb, l, shape, q.lanes, q.ints};
+        Value begin = arith::MulIOp::create(nb, l, s, in.index(shape.block));
+        SmallVector<Value> stats = buildBlockStats(in, g, e, begin);
+        // Whether the sum is NaN does not depend on its order: `reassoc` lets LLVM add the lanes in a tree
+        // instead of one chain of 16 dependent adds per block.
+        Value probe =
+            vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD, stats[2], arith::FastMathFlags::reassoc);
+        Value broken = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::UNE, probe, in.f32(0.0f));
+        auto ifBroken = scf::IfOp::create(
+            nb, l, broken,
+            [&](OpBuilder &xb, Location l3) {
+              // A non-finite block (every block after it is coded too): the first such element is returned.
+              QuantBuilder xin{xb, l3, shape, q.lanes, q.ints};
+              Value first = buildFirstNonFinite(xin, e ? e : g, begin);
+              Value noneYet = arith::CmpIOp::create(xb, l3, arith::CmpIPredicate::slt, bad[0],
+                                                    arith::ConstantOp::create(xb, l3, xb.getI64IntegerAttr(0)));
+              Value firstBad = xin.select(noneYet, first, bad[0]);
+              buildNonFiniteBlock(xin, e, packed, scales, zeros, s, begin);
+              scf::YieldOp::create(xb, l3, ValueRange{firstBad});
             },
-            [&](OpBuilder &eb, Location l2) { scf::YieldOp::create(eb, l2, ValueRange{bad[0]}); });
-        scf::YieldOp::create(nb, l, ifGoing.getResults());
+            [&](OpBuilder &cb, Location l3) {
+              QuantBuilder cin{cb, l3, shape, q.lanes, q.ints};
+              buildBlockCodes(cin, g, e, packed, scales, zeros, s, begin, stats[0], stats[1]);
+              scf::YieldOp::create(cb, l3, ValueRange{bad[0]});
+            });
+        scf::YieldOp::create(nb, l, ifBroken.getResults());
       });
   func::ReturnOp::create(b, loc, blocks.getResults());
   return func;

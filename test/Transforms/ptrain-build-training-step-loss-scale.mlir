@@ -9,10 +9,10 @@
 // bf16 and fp32 have no scaler (bf16 has fp32's exponent range: Kalamkar et al. 2019).
 // RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 precision=bf16" | FileCheck %s --check-prefix=NONE
 // RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2" | FileCheck %s --check-prefix=NONE
-// Not supported yet, an error naming the option.
 // ZeRO-1: each rank unscales its reduce-scattered shards, the flags over every rank, the skip keeps the shards.
 // RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 zero=1 precision=fp16 clip-norm=1.0" | FileCheck %s --check-prefix=ZERO
-// RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 micro-batches=2 deterministic-dp=true precision=fp16" 2>&1 | FileCheck %s --check-prefix=DET
+// deterministic-dp under the scaler (refused until branch prec8).
+// RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=2 micro-batches=2 deterministic-dp=true precision=fp16" | FileCheck %s --check-prefix=DET
 
 ptrain.state @wte key "wte" kind parameter : tensor<16x8xf32>
 ptrain.state @bias key "bias" kind parameter : tensor<8xf32>
@@ -129,4 +129,13 @@ func.func @forward(%ids: tensor<2x5xi64>) -> tensor<2x5x16xf32> {
 // ZERO-NEXT: ptrain.all_gather_start %[[KP]] on @grid axes [dp] gather_dim = 0
 // ZERO: %[[FLAG:.*]] = ptrain.select %[[SKIP]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<f32>, tensor<f32>
 // ZERO-NEXT: return %[[FLAG]] : tensor<f32>
-// DET: error: --ptrain-build-training-step: precision=fp16 (the loss scaler) with deterministic-dp=true is not supported yet
+// deterministic-dp: the unscale reads the accumulators after their dp all-gather and pairwise sum (the lowering writes
+// each micro-batch tree's root before the optimizer step), as it reads the plain all-reduce's average.
+// DET-LABEL: func.func @stage0_optimizer_step
+// DET: ptrain.all_gather_start %{{.*}} on @grid axes [dp]
+// DET: ptrain.wait
+// DET: ptrain.binary add
+// DET: ptrain.state_write
+// DET-NOT: ptrain.all_gather_start
+// DET: ptrain.grad_unscale
+// DET: ptrain.grad_scaler_update

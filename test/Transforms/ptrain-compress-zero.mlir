@@ -56,22 +56,26 @@
 // RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=1" --ptrain-schedule \
 // RUN:   --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json" --ptrain-compress="policy=mcbench dp-codec=bf16" \
 // RUN:   2>&1 | FileCheck %s --check-prefix=DP1
-// Under fp16's loss scaler the dp gradients may be inf/NaN on an overflowing step: quantizing them (the bucket's
-// reduce-scatter, or plain dp's all-reduce) is refused by name (docs/MixedPrecision.md, "Codecs on loss-scaled
-// gradients"); PowerSGD carries the inf to the scaler's check and is accepted. (A cluster with fp16 peaks.)
-// RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1 precision=fp16" --ptrain-schedule \
+// Under fp16's loss scaler the dp gradients may be inf/NaN on an overflowing step: quantization codes such a block
+// with a NaN scale, so the scaler's check after the reduction sees it (docs/MixedPrecision.md, "Codecs on
+// loss-scaled gradients"); quantized buckets and plain dp's quantized all-reduce compile, the skipped step keeps
+// the bucket's residual through the select on the skip flag, and the kept residual (loss-scaled, marked
+// ptrain.loss_scaled) is multiplied by new scale / old scale ("Residuals across a scale change"). (A cluster with
+// fp16 peaks.)
+// RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1 precision=fp16" --ptrain-schedule \
 // RUN:   --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" \
-// RUN:   --ptrain-compress="policy=mcbench dp-codec=quant:bits=8,granularity=block,block-size=43" 2>&1 | FileCheck %s --check-prefix=FP16ZERO
-// RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 precision=fp16" --ptrain-schedule \
+// RUN:   --ptrain-compress="policy=mcbench dp-codec=quant:bits=8,granularity=block,block-size=43" \
+// RUN:   --ptrain-lower-to-runtime --ptrain-verify-plan | FileCheck %s --check-prefix=FP16ZERO
+// RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 precision=fp16" --ptrain-schedule \
 // RUN:   --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" \
-// RUN:   --ptrain-compress="policy=mcbench dp-codec=quant:bits=8" 2>&1 | FileCheck %s --check-prefix=FP16DP
+// RUN:   --ptrain-compress="policy=mcbench dp-codec=quant:bits=8" | FileCheck %s --check-prefix=FP16DP
 // RUN: ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1 precision=fp16" --ptrain-schedule \
 // RUN:   --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" \
 // RUN:   --ptrain-compress="policy=optimus-cc sc-all=true sc-rank=2" | FileCheck %s --check-prefix=FP16PSGD
-// The refusal of another auto-dp-codecs under ZeRO-1 then hints at PowerSGD, not at quantized buckets.
+// The refusal of another auto-dp-codecs under ZeRO-1 hints at quantized buckets under fp16 too.
 // RUN: not ptrain-opt %s --ptrain-split-stages="pp=1" --ptrain-build-training-step="dp=3 zero=1 precision=fp16" --ptrain-schedule \
 // RUN:   --ptrain-critical-path="cluster=%S/Inputs/h200-slow-link.json" \
-// RUN:   --ptrain-compress="policy=auto auto-dp-codecs=bf16" 2>&1 | FileCheck %s --check-prefix=FP16AUTODP
+// RUN:   --ptrain-compress="policy=auto auto-dp-codecs=bf16" 2>&1 | FileCheck %s --check-prefix=AUTODP
 
 // The record: every gradient has the codec; one residual per bucket, the padded bucket.
 // CHECK: dp_codecs = {"bias/grad" = #ptrain.quant<bits = 8, granularity = block, block_size = 43>, "head/grad" = #ptrain.quant<bits = 8, granularity = block, block_size = 43>, "wte/grad" = #ptrain.quant<bits = 8, granularity = block, block_size = 43>}
@@ -122,9 +126,20 @@
 // AUTODP: error: --ptrain-compress: auto-dp-codecs=bf16: under ZeRO-1 auto searches PowerSGD only on the data-parallel gradients (give auto-dp-codecs=none, or quantize the buckets with policy=mcbench dp-codec=quant:...,granularity=block)
 // CHANNEL: error: --ptrain-lower-to-runtime: a ZeRO-1 bucket is a flat tensor: quantize it with granularity tensor or block (e.g. quant:bits=8,granularity=block,block-size=256), not #ptrain.quant<bits = 8> (channel granularity would keep a scale per element)
 // CAST: error: --ptrain-lower-to-runtime: the ZeRO-1 reduce-scatter compresses a bucket with quantization (#ptrain.quant); #ptrain.cast<bf16> on a ZeRO-1 bucket is not built
-// FP16ZERO: error: --ptrain-compress: the dp gradient reduce-scatter (ZeRO-1 bucket) of '{{.*}}/grad' uses #ptrain.quant<bits = 8, granularity = block, block_size = 43> under precision=fp16, whose encoder refuses a non-finite element
-// FP16DP: error: --ptrain-compress: the dp gradient all-reduce of '{{.*}}/grad' uses #ptrain.quant<bits = 8> under precision=fp16, whose encoder refuses a non-finite element
-// FP16AUTODP: error: --ptrain-compress: auto-dp-codecs=bf16: under ZeRO-1 auto searches PowerSGD only on the data-parallel gradients (give auto-dp-codecs=none, or compress the buckets with policy=mcbench dp-codec=powersgd:rank=R; quantization is refused on fp16 gradients)
+// FP16ZERO: ptrain.state @sc_stage0_zero_bucket0_residual key "sc/stage0.zero_bucket0/residual" kind codec_residual {ptrain.loss_scaled} : tensor<258xf32>
+// FP16ZERO: ptrain.compressed_reduce_scatter_start %{{.*}} state(%{{.*}}) on @grid axes [dp] reduction = avg {codec = #ptrain.quant<bits = 8, granularity = block, block_size = 43>, error_feedback}
+// FP16ZERO-LABEL: func.func @stage0_train_step(
+// FP16ZERO: %[[OLD:.*]] = ptrain.loss_scale
+// FP16ZERO: %[[E0:.*]] = ptrain.state_read @sc_stage0_zero_bucket0_residual : tensor<258xf32>
+// FP16ZERO: %[[FLAG:.*]] = call @stage0_optimizer_step() : () -> tensor<f32>
+// FP16ZERO: %[[SKIP:.*]] = ptrain.compare gt %[[FLAG]], %{{.*}} : tensor<f32>, tensor<f32>
+// FP16ZERO: %[[NEW:.*]] = ptrain.loss_scale
+// FP16ZERO-NEXT: %[[RATIO:.*]] = ptrain.binary div %[[NEW]], %[[OLD]]
+// FP16ZERO: %[[E1:.*]] = ptrain.state_read @sc_stage0_zero_bucket0_residual : tensor<258xf32>
+// FP16ZERO-NEXT: %[[E2:.*]] = ptrain.select %[[SKIP]], %[[E0]], %[[E1]]
+// FP16ZERO-NEXT: %[[E3:.*]] = ptrain.binary mul %[[E2]], %[[RATIO]] : tensor<258xf32>, tensor<f32>
+// FP16ZERO-NEXT: ptrain.state_write %[[E3]] to @sc_stage0_zero_bucket0_residual
+// FP16DP: dp_codecs = {{.*}}"wte/grad" = #ptrain.quant<bits = 8>}
 // FP16PSGD: ptrain.compression = #ptrain.compression<policy = "optimus-cc"
 // DP1: error: --ptrain-compress: dp-codec=bf16 compresses the data-parallel gradient reductions, but dp = 1
 

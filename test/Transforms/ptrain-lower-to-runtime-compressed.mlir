@@ -159,3 +159,72 @@ module @cb_fp16 attributes {ptrain.compression = #ptrain.compression<policy = "o
     return %flag : tensor<f32>
   }
 }
+
+// -----
+
+// Residuals across a scale change (docs/MixedPrecision.md): under precision=fp16 the backward link's residual holds
+// loss-scaled gradient values (marked ptrain.loss_scaled; the forward link's, in activation units, is not). After
+// the optimizer step, which updates the scaler, the kept residual is multiplied by new scale / old scale (the
+// ptrain.loss_scale of the scaler state after the step over the one read at the start), so it is in the next step's
+// units; the forward residual is only kept.
+// CHECK-LABEL: module @ef_fp16_rescale
+// CHECK-DAG: ptrain.state @pp1to0_residual key "{{.*}}" kind codec_residual {ptrain.loss_scaled} : tensor<2x4x8xf32>
+// CHECK-DAG: ptrain.state @pp0to1_residual key "{{.*}}" kind codec_residual : tensor<2x4x8xf32>
+// CHECK-LABEL: func.func @stage0_train_step(
+// CHECK-NOT: ptrain.loss_scale
+// CHECK: %[[F0:.*]] = ptrain.state_read @pp0to1_residual
+// CHECK: call @stage0_optimizer_step() : () -> tensor<f32>
+// CHECK: %[[F1:.*]] = ptrain.state_read @pp0to1_residual
+// CHECK-NEXT: %[[F2:.*]] = ptrain.select %{{.*}}, %[[F0]], %[[F1]]
+// CHECK-NEXT: ptrain.state_write %[[F2]] to @pp0to1_residual
+// CHECK: return
+// CHECK-LABEL: func.func @stage1_train_step(
+// CHECK-NEXT: %[[S0:.*]] = ptrain.state_read @loss_scaler : tensor<3xf32>
+// CHECK-NEXT: %[[OLD:.*]] = ptrain.loss_scale %[[S0]] {initial_scale = 0x41A0000000000000 : f64} : tensor<3xf32> -> tensor<f32>
+// CHECK-NEXT: %[[E0:.*]] = ptrain.state_read @pp1to0_residual : tensor<2x4x8xf32>
+// CHECK: %[[FLAG:.*]] = call @stage1_optimizer_step() : () -> tensor<f32>
+// CHECK: %[[SKIP:.*]] = ptrain.compare gt %[[FLAG]]
+// CHECK-NEXT: %[[S1:.*]] = ptrain.state_read @loss_scaler : tensor<3xf32>
+// CHECK-NEXT: %[[NEW:.*]] = ptrain.loss_scale %[[S1]] {initial_scale = 0x41A0000000000000 : f64} : tensor<3xf32> -> tensor<f32>
+// CHECK-NEXT: %[[RATIO:.*]] = ptrain.binary div %[[NEW]], %[[OLD]] : tensor<f32>, tensor<f32>
+// CHECK-NEXT: %[[E1:.*]] = ptrain.state_read @pp1to0_residual : tensor<2x4x8xf32>
+// CHECK-NEXT: %[[E2:.*]] = ptrain.select %[[SKIP]], %[[E0]], %[[E1]]
+// CHECK-NEXT: %[[E3:.*]] = ptrain.binary mul %[[E2]], %[[RATIO]] : tensor<2x4x8xf32>, tensor<f32>
+// CHECK-NEXT: ptrain.state_write %[[E3]] to @pp1to0_residual
+module @ef_fp16_rescale attributes {ptrain.precision = #ptrain.precision<fp16>, ptrain.compression = #ptrain.compression<policy = "mcbench", backward_sends = [[false, false], [true, true]], backward_codec = #ptrain.quant<bits = 4>, forward_sends = [[true, true], [false, false]], forward_codec = #ptrain.quant<bits = 8>, forward_error_feedback = true, dp_all_reduce = [false, false]>, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
+  ptrain.grid @grid(pp = 2)
+  ptrain.state @loss_scaler key "loss_scaler" kind step_counter : tensor<3xf32>
+  func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
+    %h = arith.constant dense<1.0> : tensor<2x4x8xf32>
+    return %h : tensor<2x4x8xf32>
+  }
+  func.func @stage0_backward(%tokens: tensor<2x4xi64>, %dh: tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<0>} {
+    return
+  }
+  func.func @stage0_optimizer_step() -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<0>} {
+    %s = ptrain.state_read @loss_scaler : tensor<3xf32>
+    %flag = arith.constant dense<0.0> : tensor<f32>
+    %next = ptrain.grad_scaler_update %s, %flag {initial_scale = 134217728.0 : f64, growth_factor = 2.0 : f64,
+        backoff_factor = 0.5 : f64, growth_interval = 2 : i64, hysteresis = 2 : i64, min_scale = 1.0 : f64}
+        : tensor<3xf32>, tensor<f32>
+    ptrain.state_write %next to @loss_scaler : tensor<3xf32>
+    return %flag : tensor<f32>
+  }
+  func.func @forward_stage1(%h: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> attributes {ptrain.stage = #ptrain.stage<1>} {
+    %logits = arith.constant dense<0.0> : tensor<2x4x16xf32>
+    return %logits : tensor<2x4x16xf32>
+  }
+  func.func @stage1_forward_backward(%h: tensor<2x4x8xf32>, %tokens: tensor<2x4xi64>) -> (tensor<f32>, tensor<2x4x8xf32>) attributes {ptrain.stage = #ptrain.stage<1>} {
+    %loss = arith.constant dense<2.0> : tensor<f32>
+    return %loss, %h : tensor<f32>, tensor<2x4x8xf32>
+  }
+  func.func @stage1_optimizer_step() -> tensor<f32> attributes {ptrain.stage = #ptrain.stage<1>} {
+    %s = ptrain.state_read @loss_scaler : tensor<3xf32>
+    %flag = arith.constant dense<0.0> : tensor<f32>
+    %next = ptrain.grad_scaler_update %s, %flag {initial_scale = 134217728.0 : f64, growth_factor = 2.0 : f64,
+        backoff_factor = 0.5 : f64, growth_interval = 2 : i64, hysteresis = 2 : i64, min_scale = 1.0 : f64}
+        : tensor<3xf32>, tensor<f32>
+    ptrain.state_write %next to @loss_scaler : tensor<3xf32>
+    return %flag : tensor<f32>
+  }
+}

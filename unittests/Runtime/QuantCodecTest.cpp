@@ -5,7 +5,8 @@
 // shapes whose blocks and rows do not fill whole bytes; the C entry point's
 // block encoder on every ISA path against it, on values that reach the
 // lanes' sign-of-zero rule and the register, lane and tail paths; the grid
-// itself against an independent reference; errors through the C API.
+// itself against an independent reference; non-finite groups (issue 24) on
+// every path; errors through the C API.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +58,28 @@ Encoded runInstance(const QuantLayout &l, const std::vector<float> &g, const std
     quantDecode<4>(l, out.packed.data(), out.scales.data(), zeros, out.decoded.data());
   else
     quantDecode<8>(l, out.packed.data(), out.scales.data(), zeros, out.decoded.data());
+  return out;
+}
+
+/// ptrain_quant_encode_f32 on the ISA path selected now, of g with residual e (error feedback when e is given),
+/// outputs pre-filled as runInstance's; then ptrain_quant_decode_f32 of the codes.
+Encoded encodeThroughCApi(const QuantLayout &l, const std::vector<float> &g, const std::vector<float> *e) {
+  Encoded out;
+  out.packed.assign(l.packedBytes(), 0xAB);
+  out.scales.assign(l.numScales(), -1.0f);
+  out.zeros.assign(l.numScales(), -1.0f);
+  if (e)
+    out.residual = *e;
+  const int64_t rows = l.numel / l.cols;
+  EXPECT_EQ(ptrain_quant_encode_f32(g.data(), e ? out.residual.data() : nullptr, rows, l.cols, l.bits, l.granularity,
+                                    l.block, l.symmetric, out.packed.data(), out.scales.data(), out.zeros.data()),
+            PTRAIN_OK)
+      << ptrain_last_error();
+  out.decoded.assign(l.numel, -1.0f);
+  EXPECT_EQ(ptrain_quant_decode_f32(out.packed.data(), out.scales.data(), l.symmetric ? nullptr : out.zeros.data(),
+                                    rows, l.cols, l.bits, l.granularity, l.block, l.symmetric, out.decoded.data()),
+            PTRAIN_OK)
+      << ptrain_last_error();
   return out;
 }
 
@@ -194,18 +217,13 @@ TEST(QuantCodec, TheBlockEncoderOnEveryIsaPathMatchesTheGenericKernel) {
           for (const std::string &isa : paths) {
             SCOPED_TRACE(isa);
             ASSERT_EQ(ptrain_cpu_set_isa(isa.c_str()), PTRAIN_OK);
-            std::vector<uint8_t> packed(l.packedBytes(), 0xAB);
-            std::vector<float> scales(l.numScales(), -1.0f), zeros(l.numScales(), -1.0f);
-            std::vector<float> residual = e;
-            ASSERT_PTRAIN_OK(ptrain_quant_encode_f32(g.data(), feedback ? residual.data() : nullptr, rows, cols, bits,
-                                                     PTRAIN_QUANT_BLOCK, block, symmetric, packed.data(),
-                                                     scales.data(), zeros.data()));
-            ASSERT_EQ(packed, want.packed);
-            expectBitEqual(scales, want.scales, "scales");
+            const Encoded got = encodeThroughCApi(l, g, feedback ? &e : nullptr);
+            ASSERT_EQ(got.packed, want.packed);
+            expectBitEqual(got.scales, want.scales, "scales");
             if (!symmetric)
-              expectBitEqual(zeros, want.zeros, "zeros");
+              expectBitEqual(got.zeros, want.zeros, "zeros");
             if (feedback)
-              expectBitEqual(residual, want.residual, "residual");
+              expectBitEqual(got.residual, want.residual, "residual");
           }
           ASSERT_EQ(ptrain_cpu_set_isa(nullptr), PTRAIN_OK);
         }
@@ -482,10 +500,10 @@ TEST(QuantCodec, AsymmetricBlocksHitTheirMinimumAndMaximum) {
   }
 }
 
-TEST(QuantCodec, BadArgumentsAndNonFiniteValuesAreErrors) {
+TEST(QuantCodec, BadArgumentsAreErrors) {
   std::vector<float> g(8, 1.0f);
   std::vector<uint8_t> packed(8);
-  float scales[8], zeros[8];
+  float scales[8];
   EXPECT_EQ(
       ptrain_quant_encode_f32(g.data(), nullptr, 1, 8, 3, PTRAIN_QUANT_TENSOR, 0, 1, packed.data(), scales, nullptr),
       PTRAIN_ERROR_INVALID_ARGUMENT);
@@ -497,21 +515,155 @@ TEST(QuantCodec, BadArgumentsAndNonFiniteValuesAreErrors) {
       ptrain_quant_encode_f32(g.data(), nullptr, 1, 8, 8, PTRAIN_QUANT_TENSOR, 0, 0, packed.data(), scales, nullptr),
       PTRAIN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ptrain_last_error()).find("out_zero_points"), std::string::npos);
-  g[6] = INFINITY;
-  EXPECT_EQ(
-      ptrain_quant_encode_f32(g.data(), nullptr, 2, 4, 8, PTRAIN_QUANT_CHANNEL, 0, 0, packed.data(), scales, zeros),
-      PTRAIN_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(ptrain_last_error()).find("element 6 of the input is not finite"), std::string::npos)
-      << ptrain_last_error();
-  // The one-pass block kernel finds it too, with the residual added.
-  std::vector<float> e(8, 0.0f);
-  g[6] = NAN;
-  EXPECT_EQ(
-      ptrain_quant_encode_f32(g.data(), e.data(), 1, 8, 4, PTRAIN_QUANT_BLOCK, 4, 1, packed.data(), scales, nullptr),
-      PTRAIN_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(ptrain_last_error()).find("element 6 of the input plus residual is not finite"),
-            std::string::npos)
-      << ptrain_last_error();
+}
+
+/// The generic encoder on (g, e) with its return value (runInstance expects -1).
+Encoded encodeGeneric(const QuantLayout &l, const std::vector<float> &g, const std::vector<float> *e, int64_t &bad) {
+  Encoded out;
+  out.packed.assign(l.packedBytes(), 0xAB);
+  out.scales.assign(l.numScales(), -1.0f);
+  out.zeros.assign(l.numScales(), -1.0f);
+  std::vector<float> lo(l.numScales());
+  if (e)
+    out.residual = *e;
+  float *zeros = l.symmetric ? nullptr : out.zeros.data();
+  bad = quantEncodeGeneric(l, g.data(), e ? out.residual.data() : nullptr, out.packed.data(), out.scales.data(), zeros,
+                           lo.data());
+  out.decoded.assign(l.numel, -1.0f);
+  quantDecodeGeneric(l, out.packed.data(), out.scales.data(), zeros, out.decoded.data());
+  return out;
+}
+
+// Issue 24 (fp16's loss scaler): a group whose g + e holds an inf or NaN is a non-finite group, scale and zero
+// point NaN (0x7fc00000), codes 0, residual NaN, so it decodes to NaN and the scaler's check after the reduction
+// sees the overflow; every other group is coded exactly as the same call without the non-finite values codes it.
+// Checked against that independent rule for every granularity (blocks in registers, lanes, tails, and blocks
+// that are not whole bytes: the two-pass path), every width, symmetry and error feedback (a NaN reached through
+// the residual too); every specialized instance and the C entry point on every ISA path give the generic
+// kernel's bits and return the first non-finite element (the C entry point: PTRAIN_OK).
+TEST(QuantCodec, NonFiniteGroupsDecodeToNaNAndLeaveTheOthersAsTheyWere) {
+  const std::vector<std::string> paths = pathsThisCpuRuns();
+  ASSERT_FALSE(paths.empty());
+  const uint32_t kNaN = 0x7fc00000u;
+  struct Case {
+    int32_t granularity;
+    int64_t block;
+  };
+  for (Case c : {Case{PTRAIN_QUANT_BLOCK, 64}, Case{PTRAIN_QUANT_BLOCK, 24}, Case{PTRAIN_QUANT_BLOCK, 8},
+                 Case{PTRAIN_QUANT_BLOCK, 7}, Case{PTRAIN_QUANT_CHANNEL, 0}, Case{PTRAIN_QUANT_TENSOR, 0}})
+    for (int bits : {2, 4, 8})
+      for (bool symmetric : {true, false})
+        for (bool feedback : {false, true}) {
+          const int64_t rows = 23, cols = 60;
+          QuantLayout l;
+          l.numel = rows * cols;
+          l.cols = cols;
+          l.bits = bits;
+          l.granularity = c.granularity;
+          l.block = c.block;
+          l.symmetric = symmetric;
+          SCOPED_TRACE(::testing::Message() << "granularity " << c.granularity << " block " << c.block << " bits "
+                                            << bits << " symmetric " << symmetric << " feedback " << feedback);
+          const std::vector<float> clean = ptrain::testing::randomFloats(l.numel, 71 + bits, -2.0f, 3.0f);
+          std::vector<float> e = ptrain::testing::randomFloats(l.numel, 72, -0.2f, 0.2f);
+          std::vector<float> g = clean;
+          g[100] = INFINITY;
+          g[101] = -INFINITY;
+          g[700] = NAN;
+          g[1379] = INFINITY; // the last element (of a partial last block)
+          if (feedback)
+            e[1000] = INFINITY; // g + e is inf
+          std::vector<bool> bad(l.numel, false);
+          for (int64_t i : {100, 101, 700, 1379})
+            bad[i] = true;
+          if (feedback)
+            bad[1000] = true;
+          std::vector<bool> badGroup(l.numScales(), false);
+          for (int64_t i = 0; i < l.numel; ++i)
+            if (bad[i])
+              badGroup[l.group(i)] = true;
+          int64_t first = -2, cleanFirst = -2;
+          const Encoded want = encodeGeneric(l, g, feedback ? &e : nullptr, first);
+          ASSERT_EQ(first, 100);
+          // The same call without the non-finite values: every finite group is coded from its own values only.
+          std::vector<float> eClean = e;
+          eClean[1000] = 0.0f;
+          const Encoded ref = encodeGeneric(l, clean, feedback ? &eClean : nullptr, cleanFirst);
+          ASSERT_EQ(cleanFirst, -1);
+          const uint32_t mask = (1u << bits) - 1u;
+          for (int64_t s = 0; s < l.numScales(); ++s) {
+            if (badGroup[s]) {
+              ASSERT_EQ(floatBits(want.scales[s]), kNaN) << "scale of non-finite group " << s;
+              if (!symmetric) {
+                ASSERT_EQ(floatBits(want.zeros[s]), kNaN) << "zero point of non-finite group " << s;
+              }
+            } else {
+              ASSERT_EQ(floatBits(want.scales[s]), floatBits(ref.scales[s])) << "scale of group " << s;
+              if (!symmetric) {
+                ASSERT_EQ(floatBits(want.zeros[s]), floatBits(ref.zeros[s])) << "zero point of group " << s;
+              }
+            }
+          }
+          for (int64_t i = 0; i < l.numel; ++i) {
+            const int64_t bit = i * bits;
+            const uint32_t code = (want.packed[bit / 8] >> (bit % 8)) & mask;
+            if (badGroup[l.group(i)]) {
+              ASSERT_EQ(code, 0u) << "code " << i;
+              ASSERT_TRUE(std::isnan(want.decoded[i])) << "decoded " << i;
+              if (feedback) {
+                ASSERT_EQ(floatBits(want.residual[i]), kNaN) << "residual " << i;
+              }
+            } else {
+              ASSERT_EQ(code, (ref.packed[bit / 8] >> (bit % 8)) & mask) << "code " << i;
+              ASSERT_EQ(floatBits(want.decoded[i]), floatBits(ref.decoded[i])) << "decoded " << i;
+              if (feedback) {
+                ASSERT_EQ(floatBits(want.residual[i]), floatBits(ref.residual[i])) << "residual " << i;
+              }
+            }
+          }
+          // A path's outputs against the generic kernel's, and its decode NaN exactly on the non-finite groups.
+          auto expectGeneric = [&](const std::vector<uint8_t> &packed, const std::vector<float> &scales,
+                                   const std::vector<float> &zeros, const std::vector<float> &residual,
+                                   const std::vector<float> &decoded) {
+            ASSERT_EQ(packed, want.packed);
+            expectBitEqual(scales, want.scales, "scales");
+            if (!symmetric)
+              expectBitEqual(zeros, want.zeros, "zeros");
+            if (feedback)
+              expectBitEqual(residual, want.residual, "residual");
+            for (int64_t i = 0; i < l.numel; ++i)
+              ASSERT_EQ(std::isnan(decoded[i]), static_cast<bool>(badGroup[l.group(i)])) << "decoded " << i;
+          };
+          // Every specialized instance (the block encoder's lanes at each width are the ISA paths below).
+          {
+            std::vector<uint8_t> packed(l.packedBytes(), 0xAB);
+            std::vector<float> scales(l.numScales(), -1.0f), zeros(l.numScales(), -1.0f), lo(l.numScales()),
+                inv(l.numScales());
+            std::vector<float> residual = e;
+            float *res = feedback ? residual.data() : nullptr;
+            float *z = symmetric ? nullptr : zeros.data();
+            const int64_t at =
+                bits == 2   ? quantEncode<2>(l, g.data(), res, packed.data(), scales.data(), z, lo.data(), inv.data())
+                : bits == 4 ? quantEncode<4>(l, g.data(), res, packed.data(), scales.data(), z, lo.data(), inv.data())
+                            : quantEncode<8>(l, g.data(), res, packed.data(), scales.data(), z, lo.data(), inv.data());
+            ASSERT_EQ(at, 100);
+            std::vector<float> decoded(l.numel);
+            if (bits == 2)
+              quantDecode<2>(l, packed.data(), scales.data(), z, decoded.data());
+            else if (bits == 4)
+              quantDecode<4>(l, packed.data(), scales.data(), z, decoded.data());
+            else
+              quantDecode<8>(l, packed.data(), scales.data(), z, decoded.data());
+            ASSERT_NO_FATAL_FAILURE(expectGeneric(packed, scales, zeros, residual, decoded));
+          }
+          for (const std::string &isa : paths) {
+            SCOPED_TRACE(isa);
+            ASSERT_EQ(ptrain_cpu_set_isa(isa.c_str()), PTRAIN_OK);
+            const Encoded got = encodeThroughCApi(l, g, feedback ? &e : nullptr);
+            ASSERT_NO_FATAL_FAILURE(expectGeneric(got.packed, got.scales, got.zeros, got.residual, got.decoded));
+          }
+          ASSERT_EQ(ptrain_cpu_set_isa(nullptr), PTRAIN_OK);
+        }
 }
 
 } // namespace

@@ -94,6 +94,16 @@ std::string linkStateKey(int64_t from, int64_t to, llvm::StringRef what,
 /// state (its encoder state; rand-k's decoder keeps the same counter).
 std::pair<llvm::StringRef, StateKind> codecStateNameAndKind(CodecAttrInterface codec);
 
+/// The unit attribute on a `ptrain.state` of kind codec_residual whose residual holds gradient values in the loss
+/// scale's units (precision=fp16: a backward pipeline link's, a dp gradient's or ZeRO-1 bucket's, a backward TP
+/// site's residual; never a forward one). keepCodecStatesOnSkip (LossScaling.h) rescales such a residual by new
+/// scale / old scale when the scaler changes the scale (docs/MixedPrecision.md, "Residuals across a scale change").
+inline constexpr llvm::StringLiteral kLossScaledResidualAttr = "ptrain.loss_scaled";
+
+/// Marks `residual`, the error-feedback residual of gradient traffic, with kLossScaledResidualAttr when `module`'s
+/// step is built with precision=fp16 (its gradients are loss-scaled); leaves it unchanged otherwise.
+void markGradientResidual(ModuleOp module, StateOp residual);
+
 /// `base`, or `base`_1, `base`_2, ... : the first name no symbol of `module` has.
 std::string uniqueSymbolName(ModuleOp module, llvm::StringRef base);
 

@@ -647,8 +647,11 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   point min, u = rn((v - min) / s), decode u s + min (out_zero_points [S],
 //   NULL when symmetric). v / s is v * (1 / s); s = 0 codes a constant group
 //   exactly. Packed LSB first, element i at bit (i bits) % 8 of byte
-//   (i bits) / 8: out_packed has ceil(rows cols bits / 8) bytes. A
-//   non-finite value is an INVALID_ARGUMENT error naming its index.
+//   (i bits) / 8: out_packed has ceil(rows cols bits / 8) bytes. A group
+//   with an inf or NaN (in g + residual) is coded as a non-finite group:
+//   scale and zero point NaN (0x7fc00000), codes 0, residual NaN, so its
+//   decode is NaN (fp16's loss scaler then skips the step; common/
+//   QuantScale.h); the other groups are coded as usual. Not an error.
 // ptrain_quant_decode_f32(packed, scales, zero_points, rows, cols, bits,
 //                         granularity, block_size, symmetric, out)
 // ptrain_tahquant_encode_f32(g[numel], residual, numel, tile_size, low_bits,
@@ -663,8 +666,10 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   asymmetric round-to-nearest-even per tile. Codes: out_packed
 //   [tile_size (high_tiles high_bits + (T - high_tiles) low_bits) / 8],
 //   out_scales [T], out_zero_points [T] (f32), out_flags [T] (bits 0-5
-//   pivot, 6 rotated, 7 high). A non-finite value is an INVALID_ARGUMENT
-//   error naming its index.
+//   pivot, 6 rotated, 7 high). A tile with an inf or NaN (in g + residual)
+//   is a non-finite tile: entropy 0 for the bit allocation, not rotated,
+//   scale and zero point NaN (0x7fc00000), codes 0, residual NaN (its decode
+//   is NaN, as quantization's non-finite group). Not an error.
 // ptrain_tahquant_decode_f32(packed, scales, zero_points, flags, numel,
 //                            tile_size, low_bits, high_bits, high_tiles,
 //                            out[numel])

@@ -56,10 +56,6 @@ struct AutoSearchOptions {
   std::vector<CodecAttrInterface> tpCodecs;
   /// Error feedback on the backward TP sites (a residual per site and rank; its cost is in the timing).
   bool tpErrorFeedback = true;
-  /// The gradients are loss-scaled (fp16; LossScaledCodecs.h): TP codecs that cannot carry inf/NaN
-  /// (carriesNonFinite, LossScaledCodecs.h) are not tried on backward TP sites. The backward and dp candidate
-  /// lists are expected to hold none such already.
-  bool lossScaledGradients = false;
   /// Codecs besides PowerSGD to try on the dp gradient all-reduces: a move sets every gradient of a stage
   /// that the codec serves (within the error budget, not ruled out by the quality model) to it, through
   /// the record's per-gradient `dp_codecs`, with the dp error feedback; empty: PowerSGD only.

@@ -71,7 +71,10 @@ Value keepOnSkip(OpBuilder &b, Location loc, Value skip, Value old, Value update
 /// (transitively) writes is read at the start of `trainStep` and, after `optimizerCall`, written back as
 /// `ptrain.select %flag > 0, %at_start, %now`: a skipped step's codec updates (which saw its loss-scaled and possibly
 /// non-finite gradients) are discarded, as its optimizer writes are. Rand-k's counters advance either way (both
-/// ends alike). Returns the number of states kept.
+/// ends alike). A residual of gradient traffic (kLossScaledResidualAttr, CompressionPlan.h) is then multiplied by
+/// new scale / old scale (`ptrain.loss_scale` of the scaler state after `optimizerCall` over the one read at the
+/// start), so that it is in the next step's units when the scaler backs off or grows (docs/MixedPrecision.md,
+/// "Residuals across a scale change"). Returns the number of states kept.
 unsigned keepCodecStatesOnSkip(func::FuncOp trainStep, func::CallOp optimizerCall);
 
 } // namespace mlir::ptrain

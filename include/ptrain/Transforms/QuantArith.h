@@ -8,9 +8,11 @@
 //   1. x = e + g (stored into e with error feedback), the lanes' min and max by
 //      `x < lo ? x : lo`, `hi < x ? x : hi`, and the probe sum of x * 0 (NaN
 //      exactly when some x is inf or NaN);
-//   2. a non-finite block: the first element with !(|x| <= FLT_MAX) is
-//      returned and the blocks after it are left alone (the runtime's error
-//      path; the step reports it as the runtime does);
+//   2. a non-finite block (issue 24; common/QuantScale.h): scale and zero
+//      point NaN (0x7fc00000), its codes 0 and its residual NaN, the runtime's
+//      quantNonFiniteBlock; the first element with !(|x| <= FLT_MAX) of the
+//      call is returned (not an error: fp16's loss scaler sees the NaN decode
+//      and skips the step), and the blocks after it are coded as usual;
 //   3. the block's min and max from the lanes (the value is the sequential
 //      loop's), a zero taking the sign of the block's first zero (the runtime's
 //      quantFirstZeroSign: the loop keeps the first element equal to the min);
@@ -83,7 +85,8 @@ struct QuantKernelShape {
 /// Builds `func.func @name(g: memref<numel x f32>, [e: memref<numel x f32>,] packed: memref<bytes x i8>,
 /// scales: memref<blocks x f32>[, zeros: memref<blocks x f32>]) -> i64` (e with error feedback, zeros when
 /// asymmetric) at `b`'s insertion point: the five steps of the file comment. It returns -1, or the index of the
-/// first non-finite element of g (+ e). `shape.isSupported()` must hold.
+/// first non-finite element of g (+ e), whose block it codes as a non-finite block (step 2): not an error.
+/// `shape.isSupported()` must hold.
 func::FuncOp buildQuantBlockEncoder(OpBuilder &b, Location loc, StringRef name, const QuantKernelShape &shape);
 
 /// The kernel shape of a codec site, or nullopt when `op` is none: an f32 input of static shape, `#ptrain.quant`

@@ -28,6 +28,18 @@
 // Every range <= FLT_MAX is left as it was (the clamp does not fire), so its
 // scales, codes and residuals are unchanged bit for bit.
 //
+// A group with a non-finite element (inf or NaN in g + e) is coded as a
+// non-finite group (issue 24, fp16's loss scaler): scale and zero point the
+// quiet NaN quantNonFinite() (0x7fc00000), every code 0, and with error
+// feedback every residual element quantNonFinite(). Its decode u * s + z or
+// (u - 2^(bits-1)) * s is NaN, so the overflow reaches the scaler's inf/NaN
+// check after the reduction (docs/MixedPrecision.md, "Codecs on loss-scaled
+// gradients"); the other groups of the call are coded as ever. A finite
+// group never has a NaN scale (the clamp above), so a NaN scale marks the
+// group. The bits are the same on every path (CPU ISA clones, CUDA, TAH-Quant,
+// the generated encoder); the decoded NaN's payload may differ (x86 keeps the
+// operand's, CUDA returns its canonical NaN).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PTRAIN_RUNTIME_COMMON_QUANTSCALE_H
@@ -36,8 +48,32 @@
 #include "common/HostDevice.h"
 
 #include <cfloat>
+#include <cstdint>
+#include <cstring>
 
 namespace ptrain::runtime {
+
+/// The scale, zero point and residual elements of a non-finite group: the
+/// quiet NaN with bits 0x7fc00000 on both targets.
+PTRAIN_HOST_DEVICE float quantNonFinite() {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(0x7fc00000u);
+#else
+  const uint32_t bits = 0x7fc00000u;
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+#endif
+}
+
+/// Whether x is finite (|x| <= FLT_MAX: false for inf and NaN), on both targets.
+PTRAIN_HOST_DEVICE bool quantIsFinite(float x) {
+#ifdef __CUDA_ARCH__
+  return fabsf(x) <= FLT_MAX;
+#else
+  return (x < 0.0f ? -x : x) <= FLT_MAX;
+#endif
+}
 
 /// A group's stored scale and the reciprocal its codes use (both 0 for a
 /// constant group).

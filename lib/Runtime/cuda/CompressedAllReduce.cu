@@ -23,11 +23,11 @@
 // them all and returns; the host never waits for the device or copies from
 // host memory after its first NCCL operation (the decoders used after one do
 // neither). ptrain_nccl_wait is the watchdog, as after ptrain_nccl_all_reduce.
-// The host waits, rand-k's (its counter read, its positions and the advanced
-// counter written) and the one before quantization's encoder (which
-// synchronizes the stream to report a non-finite value), come before
-// anything is posted and are the watchdog's poll themselves (a stalled
-// earlier operation ends at the deadline, not in a hang).
+// The host wait, rand-k's (its counter read, its positions and the advanced
+// counter written), comes before anything is posted and is the watchdog's
+// poll itself (a stalled earlier operation ends at the deadline, not in a
+// hang). Quantization's encoder does not wait: it codes a non-finite group
+// as one (NaN scale, Quant.cu) instead of reporting it.
 // Temporaries come from the stream-ordered allocator (cudaMallocAsync) and
 // are freed in stream order after their last use.
 //
@@ -299,8 +299,6 @@ private:
     auto f32 = [&](char *c, int section) { return reinterpret_cast<float *>(c + layout.offset[section]); };
     if (quant) {
       PTRAIN_CUDA_RETURN_IF_ERROR(temp(numel * 4, &decoded));
-      // The encoder synchronizes the stream to report a non-finite value: earlier operations are polled first.
-      PTRAIN_CUDA_RETURN_IF_ERROR(waitForStream("the operations before the quantization's encoder"));
       PTRAIN_CUDA_RETURN_IF_ERROR(ptrain_cuda_quant_encode_f32(
           input, residual, codec.batch * codec.rows, codec.cols, codec.bits, codec.granularity, codec.block_size,
           codec.symmetric, reinterpret_cast<uint8_t *>(code), f32(code, 1), codec.symmetric ? nullptr : f32(code, 2)));

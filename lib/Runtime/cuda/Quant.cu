@@ -7,8 +7,8 @@
 //   1. stats:  v = g + e (written into e), per group min and max as
 //              order-preserving uint32 keys combined with atomicMin/Max (a
 //              warp per chunk of 1024 elements of a contiguous group, or a
-//              thread per column and row chunk per channel), and the first
-//              non-finite index (atomicMin);
+//              thread per column and row chunk per channel); a non-finite
+//              element sets its group's max key to kNonFiniteKey;
 //   2. scales: per group, s and the zero point exactly as QuantGroup::make,
 //              and 1 / s (common/QuantScale.h: s and 1 / s are 0 when s = 0
 //              or 1 / s overflows, s <= 2^-128; an asymmetric range over
@@ -16,10 +16,12 @@
 //   3. pack:   a thread per output byte codes its 8 / bits elements,
 //              r = rn(clamp((v - z) / s)) (1.5 * 2^23 added and subtracted,
 //              as roundEven), u = r + 2^(bits-1) (symmetric), and with error
-//              feedback e = v - (r s + z).
+//              feedback e = v - (r s + z); a non-finite group (NaN scale)
+//              codes 0 with residual NaN.
 //
-// The non-finite check synchronizes the stream once per encode (the error
-// names the element). Min and max are order-independent, so codes, scales,
+// A group with an inf or NaN is a non-finite group as on the CPU
+// (common/QuantScale.h: NaN scale and zero point, codes 0, residual NaN);
+// the encoder never synchronizes the stream. Min and max are order-independent, so codes, scales,
 // zero points and residuals equal the CPU's bit for bit; the one exception
 // is the sign of a zero group minimum or maximum when a group holds both
 // -0.0 and +0.0 (the CPU keeps whichever its loop met first).
@@ -94,9 +96,14 @@ __device__ __forceinline__ float loadV(const float *g, float *residual, int64_t 
   return x;
 }
 
-__device__ __forceinline__ void noteValue(float x, int64_t i, uint32_t &lo, uint32_t &hi, unsigned long long *bad) {
-  if (!isfinite(x))
-    atomicMin(bad, static_cast<unsigned long long>(i));
+/// The max key of a group with a non-finite element: above every finite value's key (at most 0xff7fffff).
+constexpr uint32_t kNonFiniteKey = 0xffffffffu;
+
+__device__ __forceinline__ void noteValue(float x, uint32_t &lo, uint32_t &hi) {
+  if (!isfinite(x)) {
+    hi = kNonFiniteKey;
+    return;
+  }
   const uint32_t k = orderedKey(x);
   lo = k < lo ? k : lo;
   hi = k > hi ? k : hi;
@@ -108,7 +115,7 @@ constexpr int kWarps = kThreads / 32;
 /// Tensor and block granularity: one warp per (group, chunk of kChunk).
 __global__ void __launch_bounds__(kThreads)
     statsContiguous(const float *__restrict__ g, float *__restrict__ residual, Layout l, int64_t chunks, int64_t items,
-                    uint32_t *__restrict__ loKey, uint32_t *__restrict__ hiKey, unsigned long long *bad) {
+                    uint32_t *__restrict__ loKey, uint32_t *__restrict__ hiKey) {
   const int lane = threadIdx.x & 31;
   const int64_t warpsInGrid = static_cast<int64_t>(gridDim.x) * kWarps;
   for (int64_t item = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; item < items; item += warpsInGrid) {
@@ -119,7 +126,7 @@ __global__ void __launch_bounds__(kThreads)
     end = end < groupEnd ? end : groupEnd;
     uint32_t lo = 0xffffffffu, hi = 0u;
     for (int64_t i = begin + lane; i < end; i += 32)
-      noteValue(loadV(g, residual, i), i, lo, hi, bad);
+      noteValue(loadV(g, residual, i), lo, hi);
     for (int off = 16; off > 0; off >>= 1) {
       const uint32_t olo = __shfl_xor_sync(0xffffffffu, lo, off);
       const uint32_t ohi = __shfl_xor_sync(0xffffffffu, hi, off);
@@ -136,7 +143,7 @@ __global__ void __launch_bounds__(kThreads)
 /// Channel granularity: a thread per column and chunk of rowsPerBlock rows.
 __global__ void __launch_bounds__(kThreads)
     statsChannel(const float *__restrict__ g, float *__restrict__ residual, Layout l, int64_t rowsPerBlock,
-                 uint32_t *__restrict__ loKey, uint32_t *__restrict__ hiKey, unsigned long long *bad) {
+                 uint32_t *__restrict__ loKey, uint32_t *__restrict__ hiKey) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= l.cols)
     return;
@@ -146,7 +153,7 @@ __global__ void __launch_bounds__(kThreads)
   uint32_t lo = 0xffffffffu, hi = 0u;
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t i = r * l.cols + c;
-    noteValue(loadV(g, residual, i), i, lo, hi, bad);
+    noteValue(loadV(g, residual, i), lo, hi);
   }
   if (r0 < r1) {
     atomicMin(&loKey[c], lo);
@@ -154,12 +161,19 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-/// QuantGroup::make per group: scale, zero point and 1 / scale.
+/// QuantGroup::make per group: scale, zero point and 1 / scale; a non-finite group NaN, NaN and 0.
 __global__ void __launch_bounds__(kThreads)
     finishScales(Layout l, const uint32_t *__restrict__ loKey, const uint32_t *__restrict__ hiKey,
                  float *__restrict__ scales, float *__restrict__ zeros, float *__restrict__ inv) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t s = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; s < l.groups; s += stride) {
+    if (hiKey[s] == kNonFiniteKey) {
+      scales[s] = ptrain::runtime::quantNonFinite();
+      if (!l.symmetric)
+        zeros[s] = ptrain::runtime::quantNonFinite();
+      inv[s] = 0.0f;
+      continue;
+    }
     const float lo = keyToFloat(loKey[s]), hi = keyToFloat(hiKey[s]);
     float scale;
     if (l.symmetric) {
@@ -202,6 +216,11 @@ __global__ void __launch_bounds__(kThreads)
         break;
       const int64_t s = l.group(i);
       const float x = v[i];
+      if (isnan(scales[s])) { // a non-finite group: code 0
+        if (residual)
+          residual[i] = ptrain::runtime::quantNonFinite();
+        continue;
+      }
       const float z = Symmetric ? 0.0f : zeros[s];
       float t = __fmul_rn(__fsub_rn(x, z), inv[s]);
       t = t < minCode ? minCode : t;
@@ -265,15 +284,10 @@ extern "C" ptrain_status_t ptrain_cuda_quant_encode_f32(const float *g, float *r
   auto *lo = static_cast<uint32_t *>(deviceScratch(__func__, DeviceSlot::Keys, groupBytes));
   auto *hi = static_cast<uint32_t *>(deviceScratch(__func__, DeviceSlot::Values, groupBytes));
   auto *inv = static_cast<float *>(deviceScratch(__func__, DeviceSlot::SortedKeys, groupBytes));
-  auto *bad = static_cast<unsigned long long *>(deviceScratch(__func__, DeviceSlot::Flag, sizeof(unsigned long long)));
-  auto *badHost = static_cast<unsigned long long *>(hostScratch(__func__, sizeof(unsigned long long)));
-  if (!lo || !hi || !inv || !bad)
+  if (!lo || !hi || !inv)
     return PTRAIN_ERROR_DEVICE;
-  if (!badHost)
-    return PTRAIN_ERROR_OUT_OF_MEMORY;
   PTRAIN_CUDA_TRY(cudaMemsetAsync(lo, 0xff, groupBytes, st));
   PTRAIN_CUDA_TRY(cudaMemsetAsync(hi, 0, groupBytes, st));
-  PTRAIN_CUDA_TRY(cudaMemsetAsync(bad, 0xff, sizeof(unsigned long long), st));
   if (l.granularity == PTRAIN_QUANT_CHANNEL) {
     const int64_t rowsTotal = l.numel / l.cols;
     const int64_t rowsPerBlock = rowsTotal / 65535 + 16;
@@ -282,21 +296,15 @@ extern "C" ptrain_status_t ptrain_cuda_quant_encode_f32(const float *g, float *r
                           static_cast<long long>(l.cols));
     const dim3 grid(static_cast<unsigned>(colBlocks),
                     static_cast<unsigned>((rowsTotal + rowsPerBlock - 1) / rowsPerBlock));
-    statsChannel<<<grid, kThreads, 0, st>>>(g, residual, l, rowsPerBlock, lo, hi, bad);
+    statsChannel<<<grid, kThreads, 0, st>>>(g, residual, l, rowsPerBlock, lo, hi);
   } else {
     const int64_t chunks = (l.span + kChunk - 1) / kChunk;
     const int64_t items = l.groups * chunks;
     const int64_t blocks = (items + kWarps - 1) / kWarps;
     statsContiguous<<<static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks), kThreads, 0, st>>>(
-        g, residual, l, chunks, items, lo, hi, bad);
+        g, residual, l, chunks, items, lo, hi);
   }
   PTRAIN_CUDA_TRY(cudaGetLastError());
-  PTRAIN_CUDA_TRY(cudaMemcpyAsync(badHost, bad, sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
-  PTRAIN_CUDA_TRY(cudaStreamSynchronize(st));
-  if (*badHost != ~0ull)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                "element %lld of the %s is not finite; a quantization scale needs finite values",
-                static_cast<long long>(*badHost), residual ? "input plus residual" : "input");
   float *zeros = l.symmetric ? nullptr : out_zero_points;
   finishScales<<<gridFor(l.groups), kThreads, 0, st>>>(l, lo, hi, out_scales, zeros, inv);
   PTRAIN_CUDA_TRY(cudaGetLastError());

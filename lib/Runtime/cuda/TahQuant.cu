@@ -5,7 +5,7 @@
 // thread per tile:
 //
 //   1. stats:  v = g + e (written into e), the tile entropies (fp64) into
-//              device scratch, the first non-finite index (atomicMin);
+//              device scratch (0 for a non-finite tile);
 //   2. host:   the entropies are copied to the host (8 bytes per tile: 1/32
 //              of the tensor at 64-element tiles), which selects the high
 //              tiles exactly as the CPU (nth_element, ties to the smaller
@@ -15,7 +15,9 @@
 //              asymmetric quantizer (the operations of Quant.h's QuantGroup,
 //              each rounded on its own: the directory builds with
 //              -fmad=false), codes, scale, zero point, flags, and with error
-//              feedback e = v - decode.
+//              feedback e = v - decode; a non-finite tile (an inf or NaN
+//              in v) is coded as TahQuant.h says: NaN scale and zero point,
+//              codes 0, residual NaN, not rotated.
 //
 // Decode copies the flags to the host for the offsets (and checks them as
 // the CPU does), then decodes a tile per thread. The stream synchronizes
@@ -91,16 +93,13 @@ __device__ void decodeTile(const TahQuantLayout &l, const uint8_t *in, uint8_t f
   }
 }
 
-__global__ void stats(const float *g, float *residual, TahQuantLayout l, double *entropy, unsigned long long *bad) {
+__global__ void stats(const float *g, float *residual, TahQuantLayout l, double *entropy) {
   for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < l.tiles();
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float *v = residual ? residual : g;
-    for (int64_t i = t * l.tile; i < (t + 1) * l.tile; ++i) {
-      if (residual)
+    if (residual)
+      for (int64_t i = t * l.tile; i < (t + 1) * l.tile; ++i)
         residual[i] = __fadd_rn(residual[i], g[i]);
-      if (!(fabsf(v[i]) <= FLT_MAX))
-        atomicMin(bad, static_cast<unsigned long long>(i));
-    }
     entropy[t] = ptrain::runtime::tahEntropy(v + t * l.tile, l.tile);
   }
 }
@@ -111,6 +110,18 @@ __global__ void pack(const float *g, float *residual, TahQuantLayout l, const in
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t G = l.tile;
     const float *x = (residual ? residual : g) + t * G;
+    if (!ptrain::runtime::tahTileFinite(x, G)) {
+      // A non-finite tile: its codes 0, NaN scale and zero point, residual NaN; flags as selected.
+      uint8_t *at = packed + offsets[t];
+      for (int64_t b = 0; b < G * (flags[t] & kTahHigh ? l.highBits : l.lowBits) / 8; ++b)
+        at[b] = 0;
+      scales[t] = ptrain::runtime::quantNonFinite();
+      zeros[t] = ptrain::runtime::quantNonFinite();
+      if (residual)
+        for (int64_t j = 0; j < G; ++j)
+          residual[t * G + j] = ptrain::runtime::quantNonFinite();
+      continue;
+    }
     float y[kTahMaxTile];
     for (int64_t j = 0; j < G; ++j)
       y[j] = x[j];
@@ -182,29 +193,21 @@ extern "C" ptrain_status_t ptrain_cuda_tahquant_encode_f32(const float *g, float
   const int64_t tiles = l.tiles();
   auto *entropy = static_cast<double *>(deviceScratch(__func__, DeviceSlot::Keys, tiles * sizeof(double)));
   auto *offsets = static_cast<int64_t *>(deviceScratch(__func__, DeviceSlot::Values, tiles * sizeof(int64_t)));
-  auto *bad = static_cast<unsigned long long *>(deviceScratch(__func__, DeviceSlot::Flag, sizeof(unsigned long long)));
-  // Host: the bad index, the entropies, the tile order, the offsets and the flags.
-  const size_t hostBytes = sizeof(unsigned long long) + tiles * (sizeof(double) + 2 * sizeof(int64_t) + 1);
+  // Host: the entropies, the tile order, the offsets and the flags.
+  const size_t hostBytes = tiles * (sizeof(double) + 2 * sizeof(int64_t) + 1);
   auto *host = static_cast<char *>(hostScratch(__func__, hostBytes));
-  if (!entropy || !offsets || !bad)
+  if (!entropy || !offsets)
     return PTRAIN_ERROR_DEVICE;
   if (!host)
     return PTRAIN_ERROR_OUT_OF_MEMORY;
-  auto *badHost = reinterpret_cast<unsigned long long *>(host);
-  auto *entropyHost = reinterpret_cast<double *>(host + sizeof(unsigned long long));
+  auto *entropyHost = reinterpret_cast<double *>(host);
   auto *order = reinterpret_cast<int64_t *>(entropyHost + tiles);
   int64_t *offsetsHost = order + tiles;
   auto *flagsHost = reinterpret_cast<uint8_t *>(offsetsHost + tiles);
-  PTRAIN_CUDA_TRY(cudaMemsetAsync(bad, 0xff, sizeof(unsigned long long), st));
-  stats<<<gridFor(tiles), kThreads, 0, st>>>(g, residual, l, entropy, bad);
+  stats<<<gridFor(tiles), kThreads, 0, st>>>(g, residual, l, entropy);
   PTRAIN_CUDA_TRY(cudaGetLastError());
-  PTRAIN_CUDA_TRY(cudaMemcpyAsync(badHost, bad, sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
   PTRAIN_CUDA_TRY(cudaMemcpyAsync(entropyHost, entropy, tiles * sizeof(double), cudaMemcpyDeviceToHost, st));
   PTRAIN_CUDA_TRY(cudaStreamSynchronize(st));
-  if (*badHost != ~0ull)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                "element %lld of the %s is not finite; a quantization scale needs finite values",
-                static_cast<long long>(*badHost), residual ? "input plus residual" : "input");
   std::iota(order, order + tiles, int64_t{0});
   auto before = [&](int64_t a, int64_t b) {
     return entropyHost[a] > entropyHost[b] || (entropyHost[a] == entropyHost[b] && a < b);

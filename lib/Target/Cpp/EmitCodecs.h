@@ -44,8 +44,8 @@ RuntimeCall cpuCodecCall(target::CodecKernel kernel);
 
 /// A quantization site --ptrain-outline-codecs gave a kernel (`ptrain.codec_kernel` = `kernel`; QuantArith.h,
 /// docs/GeneratedKernels.md): one call of the generated encoder with the runtime encoder's pointers (g, the
-/// residual, the codes), and for a non-finite element the runtime's error through ptrain_record_error with
-/// ptrain_quant_encode_f32's message. Fails, at the op, when the op is no site of a generated kernel.
+/// residual, the codes); a non-finite block is coded as one (NaN scale), as the runtime's encoder codes it, not
+/// an error. Fails, at the op, when the op is no site of a generated kernel.
 LogicalResult emitGeneratedEncoder(CompressOp op, SymbolRefAttr kernel, CallWriter &w);
 
 /// ptrain.compressed_reduce_scatter_start (ZeRO-1's quantized bucket reduce-scatter) over `comm`: a static

@@ -23,10 +23,15 @@ The bundled GPT (vocabulary 256), AdamW lr 1e-3, on a Megatron indexed dataset o
    on the byte corpus's global batches: dp 1, 2 and 4 print the same losses (9 digits, a float32's round trip),
    and the generated dp 2 step (ptrain-run on the same batches) is within 1e-5 relative of them.
 6. The constraints, named before anything is built: --dp 3, --policy optimus-cc.
+7. fp16's loss scaler (docs/MixedPrecision.md, "The scaler with deterministic-dp"), --initial-loss-scale 2^27
+   --loss-scale-window 2 (a real overflow at the start): dp 1 x 4 and dp 2 x 2 for 6 steps give the same losses and
+   every checkpoint state bit for bit (scaler, both step counters, parameters, moments), some steps skipped and
+   some not; the dp 2 run checkpointed after step 3 and resumed at dp 1 for steps 4..6 equals both.
 """
 
 import json
 import os
+import struct
 import sys
 
 from e2e import (check, corpus, executor_losses, failures, finish, global_batches, read_checkpoint, run, setup,
@@ -211,6 +216,33 @@ if rc == 0 and executor[2]:
     worst = max(abs(x - y) / abs(y) for x, y in zip(generated, executor[2]))
     print(f"generated dp 2 {generated}; worst relative difference to the executor {worst:.3e}")
     check(len(generated) == 2 and worst <= 1e-5, "the generated dp 2 step within 1e-5 relative of the executor")
+
+# 7. fp16's loss scaler under deterministic-dp: the same skips and bits at every dp, resume across dp bit-equal.
+FP16 = ("--precision", "fp16", "--initial-loss-scale", str(2 ** 27), "--loss-scale-window", "2")
+half = {dp: compile_plan(f"fp16-dp{dp}", dp, 1, 4 // dp, extra=FP16) for dp in (1, 2)}
+if not failures:
+    for dp in (1, 2):
+        ptrain_run(half[dp], f"fp16-dp{dp}", 6)
+    ptrain_run(half[2], "fp16-dp2-3", 3)
+if not failures:
+    os.makedirs(os.path.join(work, "fp16-resumed"), exist_ok=True)
+    ptrain_run(half[1], "fp16-resumed", 6, "--resume", ck("fp16-dp2-3"))
+if not failures:
+    fp16_losses = {name: log(name)["train_loss"] for name in ("fp16-dp1", "fp16-dp2", "fp16-resumed")}
+    print(f"fp16 deterministic-dp losses: {fp16_losses}")
+    final = states("fp16-dp1")
+    counters = tuple(struct.unpack("<q", final[k])[0] for k in ("step", "optimizer_step"))
+    scaler = struct.unpack("<3f", final["loss_scaler"])
+    check(counters[0] == 6 and 0 < counters[1] < 6, f"fp16 deterministic-dp: (step, optimizer_step) = {counters}, "
+          f"scaler {scaler}: some of the 6 steps skipped on the overflow, some not")
+    check(fp16_losses["fp16-dp2"] == fp16_losses["fp16-dp1"], "fp16 deterministic-dp: dp 2 x 2 gives dp 1 x 4's 6 "
+          "losses bit for bit")
+    for other in ("fp16-dp2", "fp16-resumed"):
+        equal, n, diff = same_states(other, "fp16-dp1")
+        check(equal and n > 100, f"fp16 deterministic-dp: {other}'s checkpoint after step 6 bit-equal to dp 1's ({n} "
+              "states, the scaler and both counters included" + ("" if equal else f"; first difference: {diff}") + ")")
+    check(fp16_losses["fp16-resumed"] == fp16_losses["fp16-dp1"][3:], "fp16 deterministic-dp: resumed at dp 1 after "
+          "dp 2's step 3, steps 4-6 give the straight run's losses")
 
 # 6. The constraints, named.
 for flags, expect in ((["--dp", "3", "--micro-batches", "2"], "must be powers of two"),

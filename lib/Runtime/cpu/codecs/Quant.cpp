@@ -19,7 +19,7 @@ namespace {
 /// quantEncode<Bits> per ISA path, each with its register width in lanes
 /// (4 floats SSE2, 8 AVX2, 16 AVX-512; Quant.h's QuantFloats): IsaClones'
 /// one body for all paths does not fit. The first non-finite element (or -1)
-/// into *outBadAt.
+/// into *outBadAt (its group is coded as a non-finite group).
 template <int Bits> struct QuantEncodeClones {
   using L = const QuantLayout &;
   static void baseline(L l, const float *g, float *e, uint8_t *p, float *s, float *z, float *lo, float *inv,
@@ -111,11 +111,7 @@ extern "C" ptrain_status_t ptrain_quant_encode_f32(const float *g, float *residu
         QuantEncodeClones<8>::call(__func__, l, g, residual, out_packed, out_scales, zeros, lo, inv, &badAt));
     break;
   }
-  if (badAt >= 0)
-    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                "element %lld of the %s is not finite; a quantization scale "
-                "needs finite values",
-                static_cast<long long>(badAt), residual ? "input plus residual" : "input");
+  // A group with an inf or NaN was coded as a non-finite group (Quant.h): not an error.
   return PTRAIN_OK;
 }
 

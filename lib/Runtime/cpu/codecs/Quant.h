@@ -21,6 +21,15 @@
 // With error feedback the encoder quantizes v = g + e and leaves
 // e = v - decode(u).
 //
+// A group whose v holds an inf or NaN is a non-finite group
+// (common/QuantScale.h): scale and zero point NaN, codes 0, residual NaN, so
+// that its decode is NaN and fp16's loss scaler sees the overflow after the
+// reduction and skips the step (docs/MixedPrecision.md, "Codecs on
+// loss-scaled gradients"). The encoder codes every other group as usual and
+// reports the first non-finite element; it is not an error. A call with a
+// non-finite group runs the generic kernel (block granularity: only the
+// non-finite blocks take quantNonFiniteBlock).
+//
 // Two implementations share these formulas: quantEncodeGeneric /
 // quantDecodeGeneric (bits at run time, one element at a time: the
 // reference), and quantEncode<Bits> / quantDecode<Bits> (whole bytes at a
@@ -187,10 +196,37 @@ inline int64_t quantStats(const QuantLayout &l, const float *g, float *residual,
   return -1;
 }
 
+/// quantStats for a call whose v (= g + e, already in the residual with
+/// error feedback, or g) holds an inf or NaN: every group's min and max in
+/// quantStats' order, and hi = NaN (quantNonFinite) for a group with a
+/// non-finite element.
+inline void quantStatsNonFinite(const QuantLayout &l, const float *v, float *lo, float *hi) {
+  const int64_t groups = l.numScales();
+  for (int64_t s = 0; s < groups; ++s) {
+    lo[s] = FLT_MAX;
+    hi[s] = -FLT_MAX;
+  }
+  for (int64_t i = 0; i < l.numel; ++i) {
+    const int64_t s = l.group(i);
+    if (!quantIsFinite(v[i]))
+      hi[s] = quantNonFinite();
+    else if (!std::isnan(hi[s])) {
+      lo[s] = std::min(lo[s], v[i]);
+      hi[s] = std::max(hi[s], v[i]);
+    }
+  }
+}
+
 /// Turns (lo, hi) into the stored scales and zero points (in place: lo
-/// becomes the zero point, hi the scale).
+/// becomes the zero point, hi the scale); hi = NaN (quantStatsNonFinite)
+/// gives a non-finite group: both NaN.
 inline void quantFinishScales(const QuantLayout &l, float *lo, float *hi) {
   for (int64_t s = 0; s < l.numScales(); ++s) {
+    if (std::isnan(hi[s])) {
+      hi[s] = quantNonFinite();
+      lo[s] = quantNonFinite();
+      continue;
+    }
     const QuantGroup q = QuantGroup::make(l.bits, l.symmetric, lo[s], hi[s]);
     hi[s] = q.scale;
     lo[s] = q.zero;
@@ -224,20 +260,26 @@ inline int64_t quantEncodeGeneric(const QuantLayout &l, const float *g, float *r
   float *lo = zeros ? zeros : loScratch;
   const int64_t badAt = quantStats(l, g, residual, lo, scales);
   if (badAt >= 0)
-    return badAt;
+    quantStatsNonFinite(l, residual ? residual : g, lo, scales);
   quantFinishScales(l, lo, scales);
   quantPackGeneric(l, g, residual, scales, zeros, packed);
-  return -1;
+  return badAt;
 }
 
 /// Quantizes v = g (+ e) with already computed scales / zero points and
-/// packs; with a residual (holding v), writes e = v - decode(u).
+/// packs; with a residual (holding v), writes e = v - decode(u). A group
+/// with a NaN scale (non-finite) gets codes 0 and residual NaN.
 inline void quantPackGeneric(const QuantLayout &l, const float *g, float *residual, const float *scales,
                              const float *zeros, uint8_t *packed) {
   std::memset(packed, 0, static_cast<size_t>(l.packedBytes()));
   const float *v = residual ? residual : g;
   for (int64_t i = 0; i < l.numel; ++i) {
     const int64_t s = l.group(i);
+    if (std::isnan(scales[s])) {
+      if (residual)
+        residual[i] = quantNonFinite();
+      continue;
+    }
     const QuantGroup q = quantGroupFromScale(l, scales[s], zeros ? zeros[s] : 0.0f);
     const uint32_t u = q.encode(v[i]);
     const int64_t bit = i * l.bits;
@@ -611,12 +653,28 @@ PTRAIN_KERNEL_BODY bool quantBlockInRegisters(const float *g, float *residual, i
   return true;
 }
 
+/// A non-finite block [begin, end) (its v already in the residual with
+/// error feedback): scale and zero point NaN, codes 0 (its whole bytes:
+/// begin is a multiple of 8 / Bits), residual NaN; quantPackGeneric's bits.
+template <int Bits>
+PTRAIN_KERNEL_BODY void quantNonFiniteBlock(int64_t begin, int64_t end, float *residual, uint8_t *packed, float *scale,
+                                            float *zero) {
+  *scale = quantNonFinite();
+  if (zero)
+    *zero = quantNonFinite();
+  std::memset(packed + begin * Bits / 8, 0, static_cast<size_t>(((end - begin) * Bits + 7) / 8));
+  if (residual)
+    for (int64_t i = begin; i < end; ++i)
+      residual[i] = quantNonFinite();
+}
+
 /// The one-pass block encoder (block granularity, block a multiple of
 /// 8 / Bits) in N lanes: per block its min and max (quantBlockMinMax), its
 /// quantizer, then its codes and residual (quantGroupCodes) packed while the
 /// block is in L1; blocks of 64 (the codec's usual size) held in registers
 /// (quantBlockInRegisters) where whole. Symmetry and error feedback are
-/// template arguments, chosen once per call rather than per chunk. Returns
+/// template arguments, chosen once per call rather than per chunk. A block
+/// with an inf or NaN is a non-finite block (quantNonFiniteBlock). Returns
 /// the first non-finite element or -1.
 template <int N, int Bits, bool Symmetric, bool Feedback>
 PTRAIN_KERNEL_BODY int64_t quantEncodeBlocks(const QuantLayout &l, const float *g, float *residual, uint8_t *packed,
@@ -624,6 +682,7 @@ PTRAIN_KERNEL_BODY int64_t quantEncodeBlocks(const QuantLayout &l, const float *
   static_assert(64 % N == 0 && N % (8 / Bits) == 0, "N lanes hold whole bytes of codes and divide 64");
   const float *v = Feedback ? residual : g;
   const int64_t blocks = l.numScales();
+  int64_t badAt = -1;
   for (int64_t s = 0; s < blocks; ++s) {
     const int64_t begin = s * l.block;
     const int64_t end = std::min<int64_t>(begin + l.block, l.numel);
@@ -642,12 +701,15 @@ PTRAIN_KERNEL_BODY int64_t quantEncodeBlocks(const QuantLayout &l, const float *
         quantGroupCodes<N, Bits, Symmetric, Feedback>(q, v, residual, begin, end, packed);
       }
     }
-    if (!finite)
-      for (int64_t i = begin; i < end; ++i)
-        if (!(std::fabs(v[i]) <= FLT_MAX))
-          return i;
+    if (finite)
+      continue;
+    if (badAt < 0)
+      for (int64_t i = begin; i < end && badAt < 0; ++i)
+        if (!quantIsFinite(v[i]))
+          badAt = i;
+    quantNonFiniteBlock<Bits>(begin, end, residual, packed, scales + s, zeros ? zeros + s : nullptr);
   }
-  return -1;
+  return badAt;
 }
 
 /// quantEncodeBlocks for the run-time symmetry and error feedback.
@@ -664,7 +726,8 @@ PTRAIN_KERNEL_BODY int64_t quantEncodeBlocksDispatch(const QuantLayout &l, const
 /// Encodes with Bits fixed, the block encoder in Lanes lanes (Quant.cpp
 /// inlines it into each ISA path's clone with that path's width).
 /// `loScratch` and `invScratch` hold numScales() floats. Returns the first
-/// non-finite element or -1 (then outputs are unspecified).
+/// non-finite element or -1; a call with one codes its non-finite groups as
+/// such (the generic kernel's bits).
 template <int Bits, int Lanes = 4>
 PTRAIN_KERNEL_BODY int64_t quantEncode(const QuantLayout &l, const float *g, float *residual, uint8_t *packed,
                                        float *scales, float *zeros, float *loScratch, float *invScratch) {
@@ -676,8 +739,13 @@ PTRAIN_KERNEL_BODY int64_t quantEncode(const QuantLayout &l, const float *g, flo
   // Two passes: statistics of every group, then codes.
   float *lo = zeros ? zeros : loScratch;
   const int64_t badAt = quantStats(l, g, residual, lo, scales);
-  if (badAt >= 0)
+  if (badAt >= 0) {
+    // Only on an overflowing step: the reference kernel, every group's own bits.
+    quantStatsNonFinite(l, v, lo, scales);
+    quantFinishScales(l, lo, scales);
+    quantPackGeneric(l, g, residual, scales, zeros, packed);
     return badAt;
+  }
   quantFinishScales(l, lo, scales);
   if (l.granularity != PTRAIN_QUANT_CHANNEL) {
     for (int64_t s = 0; s < l.numScales(); ++s) {

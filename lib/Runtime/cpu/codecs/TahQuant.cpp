@@ -61,17 +61,12 @@ extern "C" ptrain_status_t ptrain_tahquant_encode_f32(const float *g, float *res
   if (!entropy || !order)
     return fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "cannot allocate the entropies of %lld tiles",
                 static_cast<long long>(tiles));
-  // Pass 1: v = g + e (into the residual), finiteness, the tile entropies.
+  // Pass 1: v = g + e (into the residual), the tile entropies (0 for a non-finite tile).
   const float *v = residual ? residual : g;
   for (int64_t t = 0; t < tiles; ++t) {
-    for (int64_t i = t * G; i < (t + 1) * G; ++i) {
-      if (residual)
+    if (residual)
+      for (int64_t i = t * G; i < (t + 1) * G; ++i)
         residual[i] += g[i];
-      if (!(std::fabs(v[i]) <= FLT_MAX))
-        return fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__,
-                    "element %lld of the %s is not finite; a quantization scale needs finite values",
-                    static_cast<long long>(i), residual ? "input plus residual" : "input");
-    }
     entropy[t] = tahEntropy(v + t * G, G);
   }
   // The high-precision tiles: the high_tiles largest entropies, ties to the smaller index.
@@ -89,6 +84,16 @@ extern "C" ptrain_status_t ptrain_tahquant_encode_f32(const float *g, float *res
   uint32_t u[kTahMaxTile];
   for (int64_t t = 0; t < tiles; ++t) {
     const float *x = v + t * G;
+    const int tileBits = out_flags[t] & kTahHigh ? l.highBits : l.lowBits;
+    if (!tahTileFinite(x, G)) {
+      // A non-finite tile (TahQuant.h): NaN scale and zero point, codes 0 (zeroed above), residual NaN.
+      out_scales[t] = quantNonFinite();
+      out_zero_points[t] = quantNonFinite();
+      if (residual)
+        std::fill(residual + t * G, residual + (t + 1) * G, quantNonFinite());
+      at += G * tileBits / 8;
+      continue;
+    }
     std::memcpy(y, x, static_cast<size_t>(G) * sizeof(float));
     int64_t pivot = 0;
     if (tahPivot(y, G, pivot)) {

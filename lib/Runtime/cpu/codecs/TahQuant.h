@@ -25,11 +25,17 @@
 // is a multiple of 8), LSB first, element j at bit j b of the tile. The flag
 // byte of a tile: bits 0-5 the pivot, bit 6 rotated, bit 7 high precision.
 //
+// A tile with an inf or NaN (in g + e) is a non-finite tile (issue 24, fp16's
+// loss scaler; common/QuantScale.h): entropy 0 (tahEntropy), not rotated,
+// scale and zero point NaN, codes 0 and with error feedback residual NaN, so
+// its decode is NaN and the scaler's check after the reduction sees it.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PTRAIN_RUNTIME_CPU_CODECS_TAHQUANT_H
 #define PTRAIN_RUNTIME_CPU_CODECS_TAHQUANT_H
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -94,12 +100,21 @@ PTRAIN_TAH_HD inline void tahHadamard(float *x, int64_t g) {
     x[j] *= norm;
 }
 
-/// The entropy of the magnitudes of x[g] (sec. 3.2), in fp64.
+/// Whether every element of x[g] is finite (not a non-finite tile).
+PTRAIN_TAH_HD inline bool tahTileFinite(const float *x, int64_t g) {
+  for (int64_t j = 0; j < g; ++j)
+    if (!(fabsf(x[j]) <= FLT_MAX))
+      return false;
+  return true;
+}
+/// The entropy of the magnitudes of x[g] (sec. 3.2), in fp64; 0 for an
+/// all-zero tile and for a non-finite tile (the sum of |x| is inf or NaN
+/// exactly then: 64 finite floats sum to at most 64 FLT_MAX in fp64).
 PTRAIN_TAH_HD inline double tahEntropy(const float *x, int64_t g) {
   double sum = 0;
   for (int64_t j = 0; j < g; ++j)
     sum += fabs(static_cast<double>(x[j]));
-  if (!(sum > 0))
+  if (!(sum > 0 && sum <= DBL_MAX))
     return 0;
   double h = 0;
   for (int64_t j = 0; j < g; ++j) {
