@@ -318,19 +318,16 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
         if (auto read = ar.getInput().getDefiningOp<StateReadOp>())
           tied.insert(read.getState());
     });
+  // A round with its bytes scaled by `scale` (1 / tp for a gradient's TP shard); an all-reduce round (a plain
+  // all-reduce, PowerSGD's P and Q, rand-k's values) is timed by the cluster's algorithm (LinkCost::allReduce:
+  // ring, or binomial on the CPU target) with the ring's traffic in the byte counts.
   auto addRound = [&](CommCost &to, const CodecCollective &c, double scale) {
-    to.seconds += dpLink.messages(c.latencies, scale * c.sentBytes);
+    to.seconds += getCollectiveSeconds(c, dpLink, n, scale);
     to.bytes += scale * c.bytes;
     to.sentBytes = std::max(0.0, to.sentBytes) + scale * c.sentBytes;
     to.interNode = dpInter;
   };
-  // A plain all-reduce of `bytes` per rank: the ring's traffic, timed by the cluster's algorithm
-  // (LinkCost::allReduce: ring, or binomial on the CPU target).
-  auto addAllReduce = [&](CommCost &to, double bytes) {
-    CodecCollective c = ringAllReduce(bytes, n);
-    addRound(to, c, 1);
-    to.seconds += dpLink.allReduce(bytes, n) - dpLink.messages(c.latencies, c.sentBytes);
-  };
+  auto addAllReduce = [&](CommCost &to, double bytes) { addRound(to, ringAllReduce(bytes, n), 1); };
   RankCosts &rc = model.costs.ranks[s];
   CompressedAllReduce ca;
   std::vector<CodecPhase> phases[3];
@@ -358,10 +355,12 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
       if (!work)
         return costError("stage " + llvm::Twine(s) + ", gradient @" + read.getState() + ": " +
                          llvm::toString(work.takeError()));
-      double scale = (powerSGD ? 1 : 1 / tp) *
-                     getCodecCalibration(codec, powerSGD ? tpShard(type, model.tp) : type, plan->scErrorFeedback,
-                                         cluster)
-                         .both;
+      // The kernels scale by the shard and by the codec's calibration (measured / modelled kernel time); the
+      // rounds by the shard only: the calibration is a kernel's, not the link's.
+      const double shard = powerSGD ? 1 : 1 / tp;
+      const double scale =
+          shard *
+          getCodecCalibration(codec, powerSGD ? tpShard(type, model.tp) : type, plan->scErrorFeedback, cluster).both;
       for (auto [to, from] : {std::make_pair(&phases[0], &work->phaseP), std::make_pair(&phases[1], &work->phaseQ),
                               std::make_pair(&phases[2], &work->finish)})
         for (CodecPhase ph : *from) {
@@ -370,9 +369,9 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
           to->push_back(ph);
         }
       for (const CodecCollective &c : work->first)
-        addRound(ca.first, c, scale);
+        addRound(ca.first, c, shard);
       for (const CodecCollective &c : work->second)
-        addRound(ca.second, c, scale);
+        addRound(ca.second, c, shard);
       (work->exact ? ca.exact : ca.compressed) += 1;
       std::string name;
       llvm::raw_string_ostream(name) << Attribute(codec);
@@ -422,7 +421,7 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
       codec = planned->flatCodec;
     }
     if (!codec) {
-      addRound(rc.dataParallel, ringAllReduce(bytes, n), 1);
+      addRound(rc.dataParallel, ringReduceScatterAllGather(bytes, n), 1);
       ++rc.dataParallelBuckets;
       continue;
     }
