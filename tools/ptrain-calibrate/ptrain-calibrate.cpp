@@ -787,13 +787,17 @@ int main(int argc, char **argv) {
     // Half duplex where both ways at once take 1.5x or more the one-way time at the largest size (a full-duplex
     // link: about 1x; one shared rate: 2x).
     const bool halfDuplex = duplexSamples.back().seconds >= 1.5 * samples.back().seconds;
-    // The overhead is fitted over the plan's own sizes (the sweep below --pingpong-bytes) where there are two or
-    // more: the rate measurement's --pingpong-bytes message (1 MiB by default) is larger than anything the plan
-    // sends, and its overhead (a rendezvous transfer that progresses only inside MPI calls) would set the
-    // per-byte slope alone.
+    // The overhead is fitted over the plan's own sizes (the sweep below --pingpong-bytes) up to the MPI's eager
+    // limit where there are two or more: the rate measurement's --pingpong-bytes message (1 MiB by default) is
+    // larger than anything the plan sends, and above the eager limit a send's time inside MPI includes the
+    // rendezvous wait for the link (a transfer that progresses only inside MPI calls), which the timing model
+    // prices as the rendezvous stall (eager_limit_bytes): on a slow link those sizes would set the per-byte
+    // slope alone (20 Mbit/s, tp = 2: 14 ms of "overhead" on a 128 KiB all-reduce message; bench/README.md).
+    const std::pair<int64_t, std::string> eager = readEagerLimit();
+    const int64_t eagerLimit = eager.first;
     std::vector<MessageTime> planSizes;
     for (const MessageTime &m : overheadSamples)
-      if (m.bytes < pingpongBytes)
+      if (m.bytes < pingpongBytes && (eagerLimit <= 0 || m.bytes <= eagerLimit))
         planSizes.push_back(m);
     const CpuOverhead overhead = fitCpuOverhead(planSizes.size() >= 2 ? planSizes : overheadSamples);
     json::Object cpuOverhead{{"per_message_s", overhead.perMessage}, {"per_byte_s", overhead.perByte}};
@@ -826,7 +830,7 @@ int main(int argc, char **argv) {
       break;
     }
     // The rendezvous stall's threshold (schema version 2), read from the MPI's configuration.
-    auto [eagerLimit, eagerSource] = readEagerLimit();
+    const std::string &eagerSource = eager.second;
     if (eagerLimit > 0)
       (*o.getObject("inter_node"))["eager_limit_bytes"] = eagerLimit;
     calibration["link"] = json::Object{
