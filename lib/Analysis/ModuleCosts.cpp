@@ -309,7 +309,8 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
                                    bool dpInter) {
   const LinkCost dpLink = links.get(dpInter);
   const int64_t n = model.dp;
-  const double tp = model.tp;
+  const double tp = model.tpShard;
+  const int64_t shardTp = model.tpShard > 1 ? model.tp : 1; // tpShard's tp for a whole matrix's shard shape
   llvm::StringSet<> tied;
   if (plan && plan->fusedEmbedding)
     opt.walk([&](AllReduceStartOp ar) {
@@ -351,7 +352,7 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
         continue;
       }
       bool powerSGD = isa<PowerSGDAttr>(codec);
-      auto work = getDataParallelCodecWork(codec, powerSGD ? tpShard(type, model.tp) : type, n, plan->scErrorFeedback);
+      auto work = getDataParallelCodecWork(codec, powerSGD ? tpShard(type, shardTp) : type, n, plan->scErrorFeedback);
       if (!work)
         return costError("stage " + llvm::Twine(s) + ", gradient @" + read.getState() + ": " +
                          llvm::toString(work.takeError()));
@@ -360,7 +361,7 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
       const double shard = powerSGD ? 1 : 1 / tp;
       const double scale =
           shard *
-          getCodecCalibration(codec, powerSGD ? tpShard(type, model.tp) : type, plan->scErrorFeedback, cluster).both;
+          getCodecCalibration(codec, powerSGD ? tpShard(type, shardTp) : type, plan->scErrorFeedback, cluster).both;
       for (auto [to, from] : {std::make_pair(&phases[0], &work->phaseP), std::make_pair(&phases[1], &work->phaseQ),
                               std::make_pair(&phases[2], &work->finish)})
         for (CodecPhase ph : *from) {
@@ -533,7 +534,6 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     return placement.takeError();
   model.dp = placement->getAxisSize("dp");
   model.tp = placement->getAxisSize("tp");
-  double tp = model.tp;
 
   // Bandwidth per GPU of each link kind.
   Links links{cluster, std::max<int64_t>(1, placement->getMaxRanksPerNodeWithSame("pp"))};
@@ -567,6 +567,9 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     tpCodecs = readTensorParallelRecord(module);
   if (model.tp > 1)
     tpSites = collectTensorParallelSites(module);
+  // A module sharded by --ptrain-shard-tp has one rank's shapes already; a whole one is divided by tp.
+  model.tpShard = tpSites.empty() ? static_cast<double>(model.tp) : 1.0;
+  const double tp = model.tpShard;
   // Fused embedding sync reduces the tied gradients once over dp x (the stages holding them)
   // (CompressDataParallel.h); without dp over the holders alone.
   const bool fusedEmbedding = plan && plan->fusedEmbedding;
