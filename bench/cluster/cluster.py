@@ -6,13 +6,14 @@ after. For each link rate this driver
   1. shapes both ends of the veth pair with tc tbf and measures the link once with an MPI ping-pong
      (pingpong.c: latency = half the 1-byte round trip, rate = bytes / half the large round trip, medians);
   2. writes a cluster file for it (2 nodes, one "GPU" each = one CPU core): once, ptrain-calibrate on core 0
-     measures the pp = 2 plan's GEMM shapes, the memory bandwidth and every candidate codec kernel on the
+     measures the grid's plan's GEMM shapes, the memory bandwidth and every candidate codec kernel on the
      plan's boundary tensors (docs/TimingModel.md "Calibration"), and the efficiency is calibrated so that the
      model's single-rank step equals the measured single-rank step; the link = the ping-pong's rate and
      latency;
   3. compiles the model with ptrain-compile --pp 2 --micro-batches M for every policy on that cluster file,
      with --report: the timing analysis' predicted iteration time of exactly the compiled plan;
-  4. runs each under ptrain-run with 2 ranks, in R rounds that cycle through the policies (round r starts at
+  4. runs each under ptrain-run with 2 ranks (--grid: pp2, the default, dp2 or tp2: which traffic crosses the
+     link), in R rounds that cycle through the policies (round r starts at
      the r-th policy), so that a slow phase of the machine falls on every policy alike, rank 0 (stage 0) in node0 on core 0, rank 1 (stage 1) in node1
      on core 1 (agent.sh, OpenMPI's rsh agent), MPI over TCP on the veth addresses (--mca btl tcp,self), and
      takes the median step time after the warm-up steps of each run and the runtime's byte counters
@@ -30,7 +31,7 @@ equals the Optimus-CC configuration's (bench/compression/ablation.py's plan; the
 other rates are tc rates (1gbit, 200mbit, ...). Prints one markdown table per rate and writes results.json.
 
     sudo bash bench/cluster/run.sh [--build build] [--out out/bench-cluster] [--model models/gpt/gpt.onnx]
-        [--micro-batches 4] [--precision fp32|bf16|fp16] [--steps 40] [--warmup 5] [--policies none,optimus-cc,mcbench,auto]
+        [--grid pp2|dp2|tp2] [--micro-batches 4] [--precision fp32|bf16|fp16] [--steps 40] [--warmup 5] [--policies none,optimus-cc,mcbench,auto]
         [--rates occ,1gbit,20mbit] [--rounds 3] [--nice N] [--ttt-steps N [--ttt-val-every K]
         [--ttt-val-batches B] [--ttt-max-factor F]]
 """
@@ -50,12 +51,23 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# --ptrain-compress options of each policy (mcbench: the ablation's codecs; with pp = 2 no stage is skipped).
+# The grids: two ranks, one per node, so that one kind of traffic crosses the shaped link (issue 25: "measured
+# errors for dp and TP sites"): pp2 the pipeline sends, dp2 the gradient all-reduces, tp2 the all-reduces of
+# Megatron's f/g pair (docs/Compression.md "The TP site").
+GRIDS = {
+    "pp2": {"pp": 2, "dp": 1, "tp": 1},
+    "dp2": {"pp": 1, "dp": 2, "tp": 1},
+    "tp2": {"pp": 1, "dp": 1, "tp": 2},
+}
+# --ptrain-compress options of each policy per grid. pp2, mcbench: the ablation's codecs (with pp = 2 no stage
+# is skipped). dp2: optimus-cc is SC (PowerSGD on the dp all-reduces), mcbench quantizes them to 8 bits (with
+# the dp error feedback). tp2: mcbench compresses the forward TP sites (the paper's) to 8 bits and the backward
+# ones (with error feedback) too; auto's TP-site candidates are opt-in (auto-tp-codecs).
 POLICIES = {
-    "none": "",
-    "optimus-cc": "",
-    "mcbench": "fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1",
-    "auto": "",
+    "pp2": {"none": "", "optimus-cc": "", "mcbench": "fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.1", "auto": ""},
+    "dp2": {"none": "", "optimus-cc": "", "mcbench": "dp-codec=quant:bits=8", "auto": ""},
+    "tp2": {"none": "", "mcbench": "tp-fwd-codec=quant:bits=8 tp-bwd-codec=quant:bits=8",
+            "auto": "auto-tp-codecs=quant:bits=8;quant:bits=4;bf16"},
 }
 TC_RATE = re.compile(r"^(\d+(?:\.\d+)?)(k|m|g)?bit$")
 
@@ -83,17 +95,22 @@ def parser():
     p.add_argument("--build", default=os.path.join(ROOT, "build"), help="the ptrain build folder (bin/, lib/)")
     p.add_argument("--out", default=os.path.join(ROOT, "out", "bench-cluster"), help="output folder")
     p.add_argument("--model", default=os.path.join(ROOT, "models", "gpt", "gpt.onnx"))
+    p.add_argument("--grid", default="pp2", choices=tuple(GRIDS),
+                   help="the two ranks' grid: pp2 (pipeline sends cross the link), dp2 (gradient all-reduces) or "
+                        "tp2 (tensor-parallel all-reduces); default pp2")
     p.add_argument("--micro-batches", type=int, default=4)
     p.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"),
                    help="ptrain-compile --precision of every plan (docs/MixedPrecision.md; default fp32)")
     p.add_argument("--steps", type=int, default=40, help="training steps per run (warm-up included)")
     p.add_argument("--warmup", type=int, default=5, help="steps left out of the median")
     p.add_argument("--calibration-steps", type=int, default=20, help="steps of the single-rank calibration run")
-    p.add_argument("--policies", default="none,optimus-cc,mcbench,auto",
-                   help="comma-separated, from: " + ", ".join(POLICIES) + " (none first: the speedups' base)")
+    p.add_argument("--policies", default=None,
+                   help="comma-separated (none first: the speedups' base); default every policy of the grid: "
+                        + "; ".join(f"{g}: {','.join(ps)}" for g, ps in POLICIES.items()))
     p.add_argument("--rounds", type=int, default=3,
                    help="rounds of runs per rate, each running every policy once (order rotated per round)")
-    p.add_argument("--rates", default="occ,1gbit,20mbit", help="comma-separated link rates: occ (derived) or tc rates")
+    p.add_argument("--rates", default=None, help="comma-separated link rates: occ (derived, --grid pp2 only) or tc "
+                   "rates; default occ,1gbit,20mbit (pp2), 1gbit,20mbit (dp2, tp2)")
     p.add_argument("--nice", type=int, default=0,
                    help="niceness of the measured runs (ranks, ping-pong, CPU probe) and of their session's "
                         "scheduler autogroup, e.g. -20 on a machine loaded by others (root)")
@@ -109,21 +126,31 @@ def parser():
 
 
 def check_args(args):
+    known = POLICIES[args.grid]
+    if args.policies is None:
+        args.policies = ",".join(known)
     policies = [x.strip() for x in args.policies.split(",") if x.strip()]
-    unknown = [x for x in policies if x not in POLICIES]
+    unknown = [x for x in policies if x not in known]
     if unknown or not policies:
-        raise BenchError(f"--policies {args.policies}: unknown {', '.join(unknown) or '(empty)'}; choose from "
-                         f"{', '.join(POLICIES)}")
+        raise BenchError(f"--policies {args.policies}: unknown {', '.join(unknown) or '(empty)'} with --grid "
+                         f"{args.grid}; choose from {', '.join(known)}")
     if policies[0] != "none":
         raise BenchError(f"--policies {args.policies}: must start with none (the base of the speedups)")
+    if args.rates is None:
+        args.rates = "occ,1gbit,20mbit" if args.grid == "pp2" else "1gbit,20mbit"
     try:
         rates = [parse_rate(x.strip()) for x in args.rates.split(",") if x.strip()]
     except argparse.ArgumentTypeError as e:
         raise BenchError(f"--rates: {e}")
     if not rates:
         raise BenchError("--rates: empty")
-    if args.micro_batches < 2:
+    if "occ" in rates and args.grid != "pp2":
+        raise BenchError(f"--rates occ with --grid {args.grid}: the Optimus-CC ratio is one of stage compute to a "
+                         "pipeline send, so it needs --grid pp2; give tc rates (e.g. 20mbit,1gbit)")
+    if args.micro_batches < 2 and args.grid == "pp2":
         raise BenchError(f"--micro-batches {args.micro_batches}: at least 2 (pp = 2)")
+    if args.micro_batches < 1:
+        raise BenchError(f"--micro-batches {args.micro_batches}: at least 1")
     if args.warmup < 0 or args.steps < args.warmup + 3:
         raise BenchError(f"--steps {args.steps} --warmup {args.warmup}: need warmup >= 0 and at least 3 measured "
                          "steps")
@@ -259,7 +286,7 @@ def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note, link=N
     data["description"] = ("bench/cluster: two network namespaces on one machine, one CPU core per node, a veth "
                            "pair shaped with tc tbf: " + note)
     data["sources"] = {"gpu.peak_flops (f32, and bf16/f16 where the plan has 16-bit GEMMs), gpu.memory_bandwidth, calibration":
-                       "ptrain-calibrate on core 0 at the pp = 2 plan's shapes (calibration.provenance)",
+                       "ptrain-calibrate on core 0 at the benchmarked plan's shapes (--grid; calibration.provenance)",
                        "gpu.efficiency": "calibrated: the model's single-rank step / the measured one",
                        "inter_node": "ptrain-calibrate --link-only: MPI ping-pong over the shaped link at the plan's "
                                      "message sizes (calibration.link); eager_limit_bytes: the rendezvous stall's "
@@ -278,17 +305,21 @@ def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note, link=N
     return path
 
 
-def compile_plan(args, out, pp, policy, cluster_path):
+def compile_plan(args, out, grid, policy, cluster_path):
+    """ptrain-compile of the model on `grid` (a GRIDS entry, or None: one rank) with `policy`; its report."""
+    grid = grid or {"pp": 1, "dp": 1, "tp": 1}
     report = os.path.join(out, "report.json")
-    cmd = [os.path.join(args.build, "bin", "ptrain-compile"), args.model, "--pp", str(pp), "--micro-batches",
+    cmd = [os.path.join(args.build, "bin", "ptrain-compile"), args.model, "--pp", str(grid["pp"]), "--dp",
+           str(grid["dp"]), "--tp", str(grid["tp"]), "--micro-batches",
            str(args.micro_batches), "--schedule", "1f1b", "--lr", "3e-3", "--warmup-steps", "10", "--total-steps",
            str(total_steps(args)), "--target", "cpu", "--cluster", cluster_path,
            "--report", report, "--precision", args.precision, "-o", out]
     if policy != "none":
         cmd += ["--policy", policy]
-        if POLICIES[policy]:
-            cmd += ["--compress-options", POLICIES[policy]]
-    run(cmd, f"ptrain-compile ({policy}, pp={pp})")
+        if POLICIES[args.grid][policy]:
+            cmd += ["--compress-options", POLICIES[args.grid][policy]]
+    shape = "x".join(f"{k}{v}" for k, v in grid.items() if v > 1) or "one rank"
+    run(cmd, f"ptrain-compile ({policy}, {shape})")
     with open(report) as f:
         return json.load(f)
 
@@ -385,11 +416,11 @@ def bench(args, policies, rates):
              "2000000"], "data.py")
     env = cluster.mpi_env()
 
-    # 1. One core, once: ptrain-calibrate on the pp = 2 plan (GEMM shapes, copy bandwidth, codec kernels), then
+    # 1. One core, once: ptrain-calibrate on the grid's plan (GEMM shapes, copy bandwidth, codec kernels), then
     #    the efficiency from a single-rank run.
     draft = cluster_file(os.path.join(args.out, "cluster-draft.json"), None, 1.0, 1e9, 1e-5, "draft")
     shapes = os.path.join(args.out, "calibration-plan")
-    compile_plan(args, shapes, 2, "none", draft)
+    compile_plan(args, shapes, GRIDS[args.grid], "none", draft)
     calibrated = calibrate(args, cluster, shapes, os.path.join(args.out, "calibrated.json"))
     cpu = {"f32_flops": calibrated["calibration"]["gemm_flops"],
            "memory_bandwidth": calibrated["calibration"]["memory_bandwidth"],
@@ -397,7 +428,7 @@ def bench(args, policies, rates):
     say(f"core 0 (ptrain-calibrate): f32 GEMM {cpu['f32_flops'] / 1e9:.2f} GFLOP/s at the plan's shapes, copy "
         f"{cpu['memory_bandwidth'] / 1e9:.2f} GB/s, {cpu['codec_timings']} codec kernel timings")
     pp1 = os.path.join(args.out, "pp1")
-    rep1 = compile_plan(args, pp1, 1, "none",
+    rep1 = compile_plan(args, pp1, None, "none",
                         cluster_file(os.path.join(args.out, "cluster-e1.json"), calibrated, 1.0, 1e9, 1e-5,
                                      "calibrated, efficiency 1"))
     log1 = train(args, cluster, pp1, args.calibration_steps, data, 1)
@@ -414,7 +445,7 @@ def bench(args, policies, rates):
             occ = occ_ratio(args)
             probe = cluster_file(os.path.join(args.out, "cluster-probe.json"), calibrated, efficiency, 1e9, 1e-5,
                                  "probe: 1e9 B/s, 10 us")
-            ours = stage_ratio(compile_plan(args, os.path.join(args.out, "probe"), 2, "none", probe))
+            ours = stage_ratio(compile_plan(args, os.path.join(args.out, "probe"), GRIDS["pp2"], "none", probe))
             boundary = (ours["send_s"] - 1e-5) * 1e9  # bytes of one boundary message, from the model itself
             target_send = ours["compute_s"] / occ["ratio"]
             latency_guess = 1e-4
@@ -461,7 +492,7 @@ def bench(args, policies, rates):
         reports, logs, errors = {}, {p: [] for p in policies}, {}
         for policy in policies:
             try:
-                reports[policy] = compile_plan(args, os.path.join(folder, policy), 2, policy, cpath)
+                reports[policy] = compile_plan(args, os.path.join(folder, policy), GRIDS[args.grid], policy, cpath)
             except BenchError as e:
                 if policy == "none":
                     raise
@@ -502,8 +533,8 @@ def bench(args, policies, rates):
                 f"{', '.join(f'{t * 1e3:.1f}' for t in per_round)}), speedup {rows[-1]['speedup']:.3f} "
                 f"({min(speedups):.3f}-{max(speedups):.3f}), predicted {rep['iteration_time_s'] * 1e3:.2f} ms, "
                 f"{total:,.0f} B/iter")
-        modelled = stage_ratio(reports["none"])
-        entry = {"name": name, "tbf_bits": bits, "link": link, "rows": rows, "modelled_ratio": modelled["ratio"],
+        modelled = stage_ratio(reports["none"])["ratio"] if args.grid == "pp2" else None
+        entry = {"name": name, "tbf_bits": bits, "link": link, "rows": rows, "modelled_ratio": modelled,
                  "target_ratio": target_ratio}
         if args.ttt_steps:
             entry["time_to_target"] = time_to_target(args, cluster, folder, data, [p for p in policies if p not in errors])
@@ -546,13 +577,13 @@ def time_to_target(args, cluster, folder, data, policies):
 
 
 def print_tables(results, args):
-    say(f"\nbundled GPT ({os.path.relpath(args.model, ROOT)}), pp=2, {args.micro_batches} micro-batches, 1F1B, {args.precision}; "
+    say(f"\nbundled GPT ({os.path.relpath(args.model, ROOT)}), {args.grid}, {args.micro_batches} micro-batches, 1F1B, {args.precision}; "
         f"{args.rounds} rounds of {args.steps} steps per policy, median of steps {args.warmup + 1}-{args.steps} "
         f"of each; load average {results['load_start'][0]:.1f} at the "
         f"start, {results['load_end'][0]:.1f} at the end; {results['seconds']:.0f} s")
     for rate in results["rates"]:
         link = rate["link"]
-        ratio = f"; modelled compute : p2p {rate['modelled_ratio']:.2f}" + (
+        ratio = "" if rate["modelled_ratio"] is None else f"; modelled compute : p2p {rate['modelled_ratio']:.2f}" + (
             f" (target, Optimus-CC's: {rate['target_ratio']:.2f})" if rate["target_ratio"] else "")
         say(f"\nrate {rate['name']} (tbf {rate['tbf_bits'] / 1e6:.1f} Mbit/s; ping-pong "
             f"{link['rate_bytes_per_s'] * 8 / 1e6:.1f} Mbit/s, {link['latency_s'] * 1e6:.1f} us{ratio})\n")

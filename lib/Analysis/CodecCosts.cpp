@@ -147,7 +147,19 @@ llvm::Expected<double> mlir::ptrain::getCodecSeconds(llvm::ArrayRef<CodecPhase> 
 CodecCollective mlir::ptrain::ringAllReduce(double bytes, int64_t n) {
   if (n <= 1)
     return {0, 0, bytes};
-  return {2.0 * (n - 1), 2.0 * (n - 1) / n * bytes, bytes};
+  return {2.0 * (n - 1), 2.0 * (n - 1) / n * bytes, bytes, /*allReduce=*/true};
+}
+
+CodecCollective mlir::ptrain::ringReduceScatterAllGather(double bytes, int64_t n) {
+  CodecCollective c = ringAllReduce(bytes, n);
+  c.allReduce = false;
+  return c;
+}
+
+double mlir::ptrain::getCollectiveSeconds(const CodecCollective &c, const LinkCost &link, int64_t n, double scale) {
+  if (c.allReduce)
+    return link.allReduce(scale * c.bytes, n);
+  return link.messages(c.latencies, scale * c.sentBytes);
 }
 
 llvm::Expected<DataParallelCodecWork>
@@ -222,7 +234,7 @@ mlir::ptrain::getCompressedAllReduceCost(CodecAttrInterface codec, RankedTensorT
   cost.seconds = cost.codecSeconds;
   for (const std::vector<CodecCollective> *rounds : {&work->first, &work->second})
     for (const CodecCollective &c : *rounds) {
-      cost.seconds += link.messages(c.latencies, c.sentBytes);
+      cost.seconds += getCollectiveSeconds(c, link, n);
       cost.sentBytes += c.sentBytes;
     }
   return cost;

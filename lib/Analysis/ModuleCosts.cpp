@@ -309,7 +309,8 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
                                    bool dpInter) {
   const LinkCost dpLink = links.get(dpInter);
   const int64_t n = model.dp;
-  const double tp = model.tp;
+  const double tp = model.tpShard;
+  const int64_t shardTp = model.tpShard > 1 ? model.tp : 1; // tpShard's tp for a whole matrix's shard shape
   llvm::StringSet<> tied;
   if (plan && plan->fusedEmbedding)
     opt.walk([&](AllReduceStartOp ar) {
@@ -318,19 +319,16 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
         if (auto read = ar.getInput().getDefiningOp<StateReadOp>())
           tied.insert(read.getState());
     });
+  // A round with its bytes scaled by `scale` (1 / tp for a gradient's TP shard); an all-reduce round (a plain
+  // all-reduce, PowerSGD's P and Q, rand-k's values) is timed by the cluster's algorithm (LinkCost::allReduce:
+  // ring, or binomial on the CPU target) with the ring's traffic in the byte counts.
   auto addRound = [&](CommCost &to, const CodecCollective &c, double scale) {
-    to.seconds += dpLink.messages(c.latencies, scale * c.sentBytes);
+    to.seconds += getCollectiveSeconds(c, dpLink, n, scale);
     to.bytes += scale * c.bytes;
     to.sentBytes = std::max(0.0, to.sentBytes) + scale * c.sentBytes;
     to.interNode = dpInter;
   };
-  // A plain all-reduce of `bytes` per rank: the ring's traffic, timed by the cluster's algorithm
-  // (LinkCost::allReduce: ring, or binomial on the CPU target).
-  auto addAllReduce = [&](CommCost &to, double bytes) {
-    CodecCollective c = ringAllReduce(bytes, n);
-    addRound(to, c, 1);
-    to.seconds += dpLink.allReduce(bytes, n) - dpLink.messages(c.latencies, c.sentBytes);
-  };
+  auto addAllReduce = [&](CommCost &to, double bytes) { addRound(to, ringAllReduce(bytes, n), 1); };
   RankCosts &rc = model.costs.ranks[s];
   CompressedAllReduce ca;
   std::vector<CodecPhase> phases[3];
@@ -354,14 +352,16 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
         continue;
       }
       bool powerSGD = isa<PowerSGDAttr>(codec);
-      auto work = getDataParallelCodecWork(codec, powerSGD ? tpShard(type, model.tp) : type, n, plan->scErrorFeedback);
+      auto work = getDataParallelCodecWork(codec, powerSGD ? tpShard(type, shardTp) : type, n, plan->scErrorFeedback);
       if (!work)
         return costError("stage " + llvm::Twine(s) + ", gradient @" + read.getState() + ": " +
                          llvm::toString(work.takeError()));
-      double scale = (powerSGD ? 1 : 1 / tp) *
-                     getCodecCalibration(codec, powerSGD ? tpShard(type, model.tp) : type, plan->scErrorFeedback,
-                                         cluster)
-                         .both;
+      // The kernels scale by the shard and by the codec's calibration (measured / modelled kernel time); the
+      // rounds by the shard only: the calibration is a kernel's, not the link's.
+      const double shard = powerSGD ? 1 : 1 / tp;
+      const double scale =
+          shard *
+          getCodecCalibration(codec, powerSGD ? tpShard(type, shardTp) : type, plan->scErrorFeedback, cluster).both;
       for (auto [to, from] : {std::make_pair(&phases[0], &work->phaseP), std::make_pair(&phases[1], &work->phaseQ),
                               std::make_pair(&phases[2], &work->finish)})
         for (CodecPhase ph : *from) {
@@ -370,9 +370,9 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
           to->push_back(ph);
         }
       for (const CodecCollective &c : work->first)
-        addRound(ca.first, c, scale);
+        addRound(ca.first, c, shard);
       for (const CodecCollective &c : work->second)
-        addRound(ca.second, c, scale);
+        addRound(ca.second, c, shard);
       (work->exact ? ca.exact : ca.compressed) += 1;
       std::string name;
       llvm::raw_string_ostream(name) << Attribute(codec);
@@ -422,7 +422,7 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
       codec = planned->flatCodec;
     }
     if (!codec) {
-      addRound(rc.dataParallel, ringAllReduce(bytes, n), 1);
+      addRound(rc.dataParallel, ringReduceScatterAllGather(bytes, n), 1);
       ++rc.dataParallelBuckets;
       continue;
     }
@@ -534,7 +534,6 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     return placement.takeError();
   model.dp = placement->getAxisSize("dp");
   model.tp = placement->getAxisSize("tp");
-  double tp = model.tp;
 
   // Bandwidth per GPU of each link kind.
   Links links{cluster, std::max<int64_t>(1, placement->getMaxRanksPerNodeWithSame("pp"))};
@@ -568,6 +567,9 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     tpCodecs = readTensorParallelRecord(module);
   if (model.tp > 1)
     tpSites = collectTensorParallelSites(module);
+  // A module sharded by --ptrain-shard-tp has one rank's shapes already; a whole one is divided by tp.
+  model.tpShard = tpSites.empty() ? static_cast<double>(model.tp) : 1.0;
+  const double tp = model.tpShard;
   // Fused embedding sync reduces the tied gradients once over dp x (the stages holding them)
   // (CompressDataParallel.h); without dp over the holders alone.
   const bool fusedEmbedding = plan && plan->fusedEmbedding;

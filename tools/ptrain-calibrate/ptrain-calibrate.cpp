@@ -11,14 +11,16 @@
 //  - memory bandwidth: bytes read + written per second by a 64 MiB copy, best of --repeats;
 //  - every codec kernel of auto's candidates (AutoCandidates.h: the table's codecs and PowerSGD at the
 //    default ranks) on every distinct tensor the plan sends between stages (ptrain.send_start) or
-//    all-reduces (ptrain.all_reduce_start, the largest --max-reduce-shapes), in fp32 (a 16-bit plan's bf16 /
+//    all-reduces (ptrain.all_reduce_start, the largest --max-reduce-shapes; every tensor-parallel site,
+//    ptrain.tp_all_reduce), in fp32 (a 16-bit plan's bf16 /
 //    f16 messages as the fp32 value a codec on that link compresses): encode (with and without an
 //    error-feedback residual) and decode through the runtime's ptrain_codec_encode / ptrain_codec_decode,
 //    best of --repeats;
 //  - with --hosts A,B: the link between A and B by an MPI ping-pong (this tool under mpirun -np 2 in its
 //    --pingpong mode) over a sweep of message sizes: 1 byte, the sizes the plan sends (every boundary tensor
-//    sent between stages, every candidate codec's code tensors of it, the ring messages (bytes / n) of its
-//    all-reduces) and --pingpong-bytes; one-way time = half the median round trip of each size. latency = the
+//    sent between stages, every candidate codec's code tensors of it, the messages of its all-reduces, dp
+//    and tensor-parallel: the ring's bytes / n and the whole tensor, which OpenMPI's binomial sends) and
+//    --pingpong-bytes; one-way time = half the median round trip of each size. latency = the
 //    1-byte time, rate = --pingpong-bytes / its time, and the message-size table `messages` = the monotone
 //    least-squares fit of the one-way times (fitMessageTimes, LinkCost.h), which the timing model
 //    interpolates to price each message by its size; and per size the time a message adds to compute it
@@ -487,8 +489,11 @@ int main(int argc, char **argv) {
   std::map<std::vector<int64_t>, int64_t> gemms; // {batch, m, n, k} -> count
   // The same shapes with 16-bit operands, per element type: "bf16" / "f16" -> {batch, m, n, k} -> count.
   std::map<std::string, std::map<std::vector<int64_t>, int64_t>> halfGemms;
-  std::map<std::vector<int64_t>, RankedTensorType> sends, reduces;
-  // The message sizes the plan sends (the link sweep): boundary tensors, and the ring messages of all-reduces.
+  // tpSites: the tensors of the tensor-parallel all-reduces (Megatron's g, `ptrain.tp_all_reduce`), where
+  // mcbench's and auto's TP-site codecs run.
+  std::map<std::vector<int64_t>, RankedTensorType> sends, reduces, tpSites;
+  // The message sizes the plan sends (the link sweep): boundary tensors, and the messages of all-reduces (a
+  // ring's bytes / n; OpenMPI's in-place binomial, the CPU target's algorithm, sends the whole buffer).
   std::set<int64_t> messageSizes;
   // The largest pipeline send (the size at which crossing sends are measured, `crossing_slowdown`).
   int64_t largestSend = 0;
@@ -504,8 +509,20 @@ int main(int argc, char **argv) {
       auto t = dyn_cast<RankedTensorType>(ar.getInput().getType());
       auto grid = symbols.lookup<GridOp>(ar.getGrid());
       int64_t n = grid ? grid.getGroupSize(ar.getGridAxes()) : 1;
-      if (t && t.hasStaticShape() && n > 1)
+      if (t && t.hasStaticShape() && n > 1) {
         messageSizes.insert(std::max<int64_t>(1, static_cast<int64_t>(getTensorBytes(t)) / n));
+        messageSizes.insert(static_cast<int64_t>(getTensorBytes(t)));
+      }
+    }
+    if (auto tp = dyn_cast<TPAllReduceOp>(op)) {
+      auto t = dyn_cast<RankedTensorType>(tp.getInput().getType());
+      auto grid = symbols.lookup<GridOp>(tp.getGrid());
+      int64_t n = grid && grid.getAxisIndex(tp.getAxis()) ? grid.getAxisSize(tp.getAxis()) : 1;
+      if (t && t.hasStaticShape() && n > 1 && t.getNumElements() > 1) {
+        messageSizes.insert(std::max<int64_t>(1, static_cast<int64_t>(getTensorBytes(t)) / n));
+        messageSizes.insert(static_cast<int64_t>(getTensorBytes(t)));
+        tpSites[t.getShape().vec()] = RankedTensorType::get(t.getShape(), Float32Type::get(op->getContext()));
+      }
     }
     if (auto mm = dyn_cast<MatmulOp>(op)) {
       auto a = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
@@ -593,10 +610,13 @@ int main(int argc, char **argv) {
     bandwidth = 2.0 * copyBytes / copy;
   }
 
-  // Codec kernels on the plan's sent and all-reduced tensors.
+  // Codec kernels on the plan's sent and all-reduced tensors (pipeline sends, TP sites, the largest dp ones).
   std::vector<RankedTensorType> shapes;
   for (const auto &[s, t] : sends)
     shapes.push_back(t);
+  for (const auto &[s, t] : tpSites)
+    if (!llvm::is_contained(shapes, t))
+      shapes.push_back(t);
   std::vector<RankedTensorType> largest;
   for (const auto &[s, t] : reduces)
     largest.push_back(t);
@@ -767,13 +787,17 @@ int main(int argc, char **argv) {
     // Half duplex where both ways at once take 1.5x or more the one-way time at the largest size (a full-duplex
     // link: about 1x; one shared rate: 2x).
     const bool halfDuplex = duplexSamples.back().seconds >= 1.5 * samples.back().seconds;
-    // The overhead is fitted over the plan's own sizes (the sweep below --pingpong-bytes) where there are two or
-    // more: the rate measurement's --pingpong-bytes message (1 MiB by default) is larger than anything the plan
-    // sends, and its overhead (a rendezvous transfer that progresses only inside MPI calls) would set the
-    // per-byte slope alone.
+    // The overhead is fitted over the plan's own sizes (the sweep below --pingpong-bytes) up to the MPI's eager
+    // limit where there are two or more: the rate measurement's --pingpong-bytes message (1 MiB by default) is
+    // larger than anything the plan sends, and above the eager limit a send's time inside MPI includes the
+    // rendezvous wait for the link (a transfer that progresses only inside MPI calls), which the timing model
+    // prices as the rendezvous stall (eager_limit_bytes): on a slow link those sizes would set the per-byte
+    // slope alone (20 Mbit/s, tp = 2: 14 ms of "overhead" on a 128 KiB all-reduce message; bench/README.md).
+    const std::pair<int64_t, std::string> eager = readEagerLimit();
+    const int64_t eagerLimit = eager.first;
     std::vector<MessageTime> planSizes;
     for (const MessageTime &m : overheadSamples)
-      if (m.bytes < pingpongBytes)
+      if (m.bytes < pingpongBytes && (eagerLimit <= 0 || m.bytes <= eagerLimit))
         planSizes.push_back(m);
     const CpuOverhead overhead = fitCpuOverhead(planSizes.size() >= 2 ? planSizes : overheadSamples);
     json::Object cpuOverhead{{"per_message_s", overhead.perMessage}, {"per_byte_s", overhead.perByte}};
@@ -806,7 +830,7 @@ int main(int argc, char **argv) {
       break;
     }
     // The rendezvous stall's threshold (schema version 2), read from the MPI's configuration.
-    auto [eagerLimit, eagerSource] = readEagerLimit();
+    const std::string &eagerSource = eager.second;
     if (eagerLimit > 0)
       (*o.getObject("inter_node"))["eager_limit_bytes"] = eagerLimit;
     calibration["link"] = json::Object{

@@ -213,4 +213,32 @@ TEST_F(CodecCostsTest, CompressedAllReduceCostOfTheTensorParallelSite) {
   EXPECT_NE(llvm::toString(ae.takeError()).find("linear autoencoder"), std::string::npos);
 }
 
+// The all-reduce rounds of a compressed all-reduce (PowerSGD's P and Q, rand-k's values) are timed by the
+// cluster's all-reduce algorithm, as the plain all-reduce they replace: a ring (NCCL), or on the CPU target
+// OpenMPI's in-place binomial reduce + broadcast (ClusterSpec::binomialAllReduce), two whole-buffer messages at
+// n = 2. A ring reduce-scatter + all-gather (ZeRO-1's plain bucket) is never a binomial all-reduce.
+TEST_F(CodecCostsTest, AllReduceRoundsFollowTheClustersAlgorithm) {
+  auto type = RankedTensorType::get({1024, 256}, Float32Type::get(&context));
+  auto psgd = cast<CodecAttrInterface>(parseAttribute("#ptrain.powersgd<rank = 16>", &context));
+  ClusterSpec cluster;
+  cluster.peakFlops["f32"] = 1e11;
+  cluster.memoryBandwidth = 2e10;
+  cluster.efficiency = 1;
+  const double bw = 1.25e8, lat = 1e-5, p = 4.0 * 1024 * 16, q = 4.0 * 256 * 16;
+  LinkCost ring(LinkSpec{bw, lat, {}}), binomial(LinkSpec{bw, lat, {}}, 1, /*binomial=*/true);
+  auto r = getCompressedAllReduceCost(psgd, type, 2, ring, cluster);
+  auto b = getCompressedAllReduceCost(psgd, type, 2, binomial, cluster);
+  ASSERT_TRUE(r && b);
+  EXPECT_NEAR(r->seconds - r->codecSeconds, 2 * (lat + p / 2 / bw) + 2 * (lat + q / 2 / bw), 1e-12);
+  EXPECT_NEAR(b->seconds - b->codecSeconds, 2 * (lat + p / bw) + 2 * (lat + q / bw), 1e-12);
+  EXPECT_DOUBLE_EQ(r->codecSeconds, b->codecSeconds);
+  EXPECT_DOUBLE_EQ(r->sentBytes, b->sentBytes);
+  CodecCollective all = ringAllReduce(p, 2), rsag = ringReduceScatterAllGather(p, 2);
+  EXPECT_TRUE(all.allReduce);
+  EXPECT_FALSE(rsag.allReduce);
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(all, binomial, 2), binomial.allReduce(p, 2));
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(rsag, binomial, 2), ring.messages(2, p));
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(all, binomial, 2, 0.5), binomial.allReduce(p / 2, 2));
+}
+
 } // namespace

@@ -60,12 +60,21 @@ DataParallelPowerSGDWork getDataParallelPowerSGDWork(int64_t n, int64_t m, int64
 
 /// One collective round of a compressed dp all-reduce over n ranks: it pays `latencies` message latencies and
 /// each rank sends `sentBytes` (time = latencies x latency + sentBytes / bandwidth). `bytes` is the data per
-/// rank it reduces or contributes (for reports).
+/// rank it reduces or contributes (for reports). `allReduce`: the round is an all-reduce of `bytes` per rank
+/// (the runtime's MPI_Iallreduce / ncclAllReduce), so it is timed by the cluster's all-reduce algorithm
+/// (LinkCost::allReduce: ring, or OpenMPI's in-place binomial on the CPU target), not as `latencies` messages.
 struct CodecCollective {
   double latencies = 0, sentBytes = 0, bytes = 0;
+  bool allReduce = false;
 };
-/// A ring all-reduce of `bytes` per rank: 2(n-1) latencies, 2(n-1)/n of the bytes sent.
+/// An all-reduce of `bytes` per rank, with a ring's traffic: 2(n-1) latencies, 2(n-1)/n of the bytes sent.
 CodecCollective ringAllReduce(double bytes, int64_t n);
+/// A ring reduce-scatter then ring all-gather of `bytes` per rank (ZeRO-1's uncompressed bucket): the traffic
+/// of ringAllReduce, timed as its 2(n-1) messages whatever the cluster's all-reduce algorithm.
+CodecCollective ringReduceScatterAllGather(double bytes, int64_t n);
+/// Seconds of round `c` with its bytes scaled by `scale` (a TP shard's 1 / tp) on `link` over n ranks: an
+/// all-reduce round by LinkCost::allReduce, any other as LinkCost::messages(latencies, sentBytes).
+double getCollectiveSeconds(const CodecCollective &c, const LinkCost &link, int64_t n, double scale = 1);
 
 /// The compressed dp all-reduce of one gradient with `codec` over n ranks, as the runtime's
 /// ptrain_compressed_all_reduce_start runs it (lib/Runtime/cpu/CompressedCollectives.cpp): phase P before the

@@ -81,6 +81,10 @@ struct TensorParallelSaving {
 /// The timing model of a scheduled module.
 struct ModuleTimingModel {
   int64_t dp = 1, tp = 1, pp = 1, virtualStages = 1, microBatches = 0;
+  /// What turns a stage function's compute, a state's bytes and a gradient's all-reduce into one TP rank's:
+  /// tp where the module's ops are whole (tensor parallelism priced analytically), 1 where --ptrain-shard-tp
+  /// sharded them (it has `ptrain.tp_all_reduce` sites: its ops and states already have one rank's shapes).
+  double tpShard = 1;
   std::string scheduleKind;
   /// The `ptrain.compression` policy the costs include; empty when uncompressed.
   std::string compressionPolicy;

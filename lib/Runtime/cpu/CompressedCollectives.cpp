@@ -121,7 +121,7 @@ public:
       if (s.exact()) {
         phase = 2;
         phaseName = "all-reduce of the exact code";
-        err = allReduceF32(f32(0), layout.total / 4, &req.mpi);
+        err = allReduceF32(f32(0), s.exactCodeFloats(layout.offset[1] / 4), &req.mpi);
       } else {
         phase = 1;
         phaseName = "all-reduce of P";

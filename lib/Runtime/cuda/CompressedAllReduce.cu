@@ -217,7 +217,7 @@ private:
     PTRAIN_CUDA_RETURN_IF_ERROR(
         gpuPowersgdPhaseP(call, s, input, residual, codec.warm_start ? qState : nullptr, codec.seed, p, q, &mat));
     if (s.exact()) {
-      PTRAIN_CUDA_RETURN_IF_ERROR(allReduceF32(p, layout.total / 4, "all-reduce of the exact code"));
+      PTRAIN_CUDA_RETURN_IF_ERROR(allReduceF32(p, s.exactCodeFloats(layout.offset[1] / 4), "all-reduce of the exact code"));
     } else {
       PTRAIN_CUDA_RETURN_IF_ERROR(allReduceF32(p, s.pCount(), "all-reduce of P"));
       PTRAIN_CUDA_RETURN_IF_ERROR(gpuPowersgdPhaseQ(call, s, mat, p, q));

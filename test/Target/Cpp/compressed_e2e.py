@@ -15,8 +15,9 @@ The bundled GPT, AdamW (lr 1e-3, warm-up 1), the same global batches of 16 x 64 
 3. The runtime's byte counters: forward 0->1 = 4 x 4 x 64 x 128 x 4 bytes per step in both plans; backward 1->0
    = the same uncompressed, and (3 x 4 x 64 x 128 + (256 + 128) x 16) x 4 bytes (5 messages: P and Q) with
    optimus-cc. SC's dp collectives: for every ptrain.compressed_all_reduce_start of step.mlir, (n + m) r x 4
-   bytes (P, then Q), or the exact path's code (n r and m r floats, each padded to 8 bytes, when (n + m) r >= n m),
-   per dp replica and step; the uncompressed all-reduce would send n m x 4.
+   bytes (P, then Q), or, when (n + m) r >= n m, the exact path's floats that carry M (n m of them, with P's
+   section padded to 8 bytes where M continues into Q's: not the code's zero tail), per dp replica and step; the
+   uncompressed all-reduce would send n m x 4.
 4. Checkpoint after 3 steps, resume to 5 (ptrain-run --resume): losses and every stage's final checkpoint
    (parameters, moments, step, the link residual and warm-start Q) bit-identical to a straight 5-step run; the
    codec states are in stage 1's checkpoint and nonzero.
@@ -120,7 +121,10 @@ code = full_sc = 0
 for rank, shape in sc_ops:
     dims = [int(d) for d in shape.split("x")]
     n, m, r = math.prod(dims[:-1]), dims[-1], int(rank)
-    code += -(-n * r * 4 // 8) * 8 + -(-m * r * 4 // 8) * 8 if (n + m) * r >= n * m else (n + m) * r * 4
+    if (n + m) * r >= n * m:  # the exact path: M's n m floats, in P's 8-byte-aligned section first, then Q's
+        code += n * m * 4 if n * m <= n * r else -(-n * r * 4 // 8) * 8 + (n * m - n * r) * 4
+    else:
+        code += (n + m) * r * 4
     full_sc += n * m * 4
 dp_bytes = logs["sc"]["traffic"]["dp collectives"]["bytes"] / 3
 print(f"sc: {len(sc_ops)} compressed all-reduces per replica and step; dp collectives {dp_bytes:,.0f} B per step, "

@@ -30,6 +30,13 @@ struct PowerSgdShape {
   int64_t pCount() const { return batch * n * rank; }
   int64_t qCount() const { return batch * m * rank; }
   int64_t numel() const { return batch * n * m; }
+  /// The exact path's code floats that carry M, for a code whose Q section starts `qOffsetFloats` floats in
+  /// (the layout's offset[1] / 4): M's values fill P first, so numel() where they fit in P, else P's section
+  /// with its alignment padding (zero on every rank) and M's rest in Q. The exact path all-reduces only these,
+  /// not the zero tail of the (n + m) r code (issue 25: the timing model prices n m floats).
+  int64_t exactCodeFloats(int64_t qOffsetFloats) const {
+    return numel() <= pCount() ? numel() : qOffsetFloats + (numel() - pCount());
+  }
 };
 
 /// Checks shapes (rank in [1, min(n, m)], sizes within BLAS's int).
