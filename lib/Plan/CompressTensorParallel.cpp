@@ -78,11 +78,15 @@ std::vector<TensorParallelSite> mlir::ptrain::collectTensorParallelSites(ModuleO
       TensorParallelSite site;
       site.op = op;
       site.stage = stage.getIndex();
-      if (auto linear = linearOf(op.getInput().getDefiningOp()); linear && isForwardRole(linear->second)) {
+      // A 16-bit sum of a lowered bf16 or fp16 step reads the cast of the site's fp32 value (MixedPrecision.h).
+      Value input = op.getInput();
+      if (auto narrow = input.getDefiningOp<CastOp>(); narrow && op.getAccumulate())
+        input = narrow.getInput();
+      if (auto linear = linearOf(input.getDefiningOp()); linear && isForwardRole(linear->second)) {
         site.layer = linear->first;
         site.role = linear->second.str();
         site.forward = true;
-      } else if (auto column = backwardSiteOf(op.getInput())) {
+      } else if (auto column = backwardSiteOf(input)) {
         site.layer = column->first;
         site.role = column->second.str();
         site.forward = false;
