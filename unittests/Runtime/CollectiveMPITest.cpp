@@ -119,8 +119,9 @@ TEST(Collective, HalfAllReduceSumsInFp32InRankOrderAndRoundsOnce) {
                                             : B::encode(B::decode(partial) + B::decode(all[r][i]));
       pairwiseDiffers += partial != want;
     }
-    if (size > 2) // with two ranks one add is one rounding either way
+    if (size > 2) { // with two ranks one add is one rounding either way
       EXPECT_GT(pairwiseDiffers, 0) << "the data should tell the fp32 sum from 16-bit partial sums";
+    }
   }
 }
 
