@@ -780,8 +780,13 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
                            c.getNewState());
   // Megatron's f is the identity forward; its all-reduce is in the backward, as a tp_all_reduce.
   if (auto f = dyn_cast<TPCopyOp>(op)) {
-    if (concrete())
-      frame.values[f.getResult()] = value(f.getInput());
+    if (concrete()) {
+      // Copied before the insertion: operator[] may grow the map and move the input's entry (C++17 evaluates the
+      // right operand of `=` first, so `values[r] = value(in)` would copy from a dangling reference; a bf16 step,
+      // whose cast reads f's result, failed on it).
+      Tensor input = value(f.getInput());
+      frame.values[f.getResult()] = std::move(input);
+    }
     ++frame.it;
     return llvm::Error::success();
   }

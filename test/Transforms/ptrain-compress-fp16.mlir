@@ -31,19 +31,22 @@
 // policy=auto does not consider quantization on gradient-carrying sites under fp16. On the slow link fp32's auto
 // moves both links to 4-bit quantization (ptrain-compress-auto.mlir); fp16's moves the forward link only and
 // leaves the backward link uncompressed (its other candidates are over the budgets). On tp2 fp32's auto puts
-// 4-bit quantization on both sites; fp16's keeps it on the forward site and casts the backward one to f16.
+// 4-bit quantization on both sites; fp16's keeps it on the forward site and leaves the backward one alone: its
+// only candidate, the f16 cast codec (16-bit chunks, fp32 partial sums gathered: 3/4 of fp32's bytes), is slower
+// than the plain all-reduce of a 16-bit step, which already moves 16-bit values (half the bytes; until branch prec9
+// the timing model priced that one in fp32 and auto chose the cast).
 // AUTOLIST: warning: --ptrain-compress policy=auto: auto-backward-codecs under precision=fp16 leaves out #ptrain.quant<bits = 4>: its encoder refuses the inf/NaN of a loss-scaler overflow
 // AUTOLIST-NOT: backward sends of link {{.*}} #ptrain.quant
 // AUTO: remark: --ptrain-compress policy=auto: move 1: forward sends of link 0 -> 1 -> #ptrain.quant<bits = 4>
 // AUTO-NOT: backward sends of link
 // AUTO: remark: --ptrain-compress policy=auto: 1 moves
 // AUTO: remark: --ptrain-compress policy=auto: move 1: forward tp all-reduce attn_out of layer 0 -> #ptrain.quant<bits = 4>
-// AUTO: remark: --ptrain-compress policy=auto: move 2: backward tp all-reduce attn_in of layer 0 -> #ptrain.cast<f16>
-// AUTO: remark: --ptrain-compress policy=auto: 2 moves
+// AUTO: remark: --ptrain-compress policy=auto: backward tp all-reduce attn_in of layer 0: none (the best candidate, #ptrain.cast<f16>, alone: +{{.*}} ms, no saving)
+// AUTO: remark: --ptrain-compress policy=auto: 1 moves
 // AUTOREC-LABEL: module @pp2
 // AUTOREC-SAME: backward_sends = {{\[\[}}false, false], [false, false]], forward_sends = {{\[\[}}#ptrain.quant<bits = 4>, #ptrain.quant<bits = 4>], [false, false]]
 // AUTOREC-LABEL: module @tp2
-// AUTOREC-SAME: tp_all_reduces = [#ptrain.tp_site<layer = 0, role = "attn_out", direction = "forward", codec = #ptrain.quant<bits = 4>>, #ptrain.tp_site<layer = 0, role = "attn_in", direction = "backward", codec = #ptrain.cast<f16>, error_feedback = true>]>
+// AUTOREC-SAME: tp_all_reduces = [#ptrain.tp_site<layer = 0, role = "attn_out", direction = "forward", codec = #ptrain.quant<bits = 4>>]>
 module @pp2 attributes {ptrain.precision = #ptrain.precision<fp16>, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
   ptrain.state @w key "w" kind parameter : tensor<128x128xf32>
