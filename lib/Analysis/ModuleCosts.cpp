@@ -573,6 +573,12 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
   // Fused embedding sync reduces the tied gradients once over dp x (the stages holding them)
   // (CompressDataParallel.h); without dp over the holders alone.
   const bool fusedEmbedding = plan && plan->fusedEmbedding;
+  // The bytes of one member's buffer of a tp all-reduce site as it travels: 2 bytes an element where a bf16 or
+  // fp16 step sums 16-bit values (getTensorParallelWireType, the lowering's rule).
+  auto tpWireBytes = [&](TPAllReduceOp op) {
+    auto type = cast<RankedTensorType>(op.getType());
+    return getTensorBytes(type.clone(getTensorParallelWireType(op, module)));
+  };
 
   SymbolTable symbols(module);
   FunctionCosts costs(symbols, cluster);
@@ -613,8 +619,13 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     fwd.walk([&](Operation *op) {
       if (isa<SoftmaxOp>(op))
         ++layers;
-      if (auto ln = dyn_cast<LayerNormOp>(op); ln && residualBytes == 0)
-        residualBytes = getTensorBytes(ln.getInput().getType());
+      if (auto ln = dyn_cast<LayerNormOp>(op); ln && residualBytes == 0) {
+        // Megatron's activation all-reduces move the residual stream, in 16 bits under precision=bf16 or fp16.
+        auto residual = cast<RankedTensorType>(ln.getInput().getType());
+        if (halfMessages && residual.getElementType().isF32())
+          residual = residual.clone(halfMessages);
+        residualBytes = getTensorBytes(residual);
+      }
     });
     d.layers += layers;
     const LinkCost tpLink = link(tpInter);
@@ -634,7 +645,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
         Operation *fn = site.op->getParentOp();
         if (fn != fwd.getOperation() && fn != bwd.getOperation())
           continue;
-        double bytes = getTensorBytes(site.op->getResult(0).getType());
+        double bytes = tpWireBytes(site.op);
         (fn == fwd.getOperation() ? tpForwardSeconds : tpBackwardSeconds) +=
             tpLink.allReduce(bytes, model.tp);
         (fn == fwd.getOperation() ? tpForwardBytes : tpBackwardBytes) += 2.0 * (model.tp - 1) / model.tp * bytes;
@@ -662,7 +673,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       if (!cost)
         return costError("stage " + llvm::Twine(vs) + ", tp all-reduce " + site.role + " of layer " +
                          llvm::Twine(site.layer) + ": " + llvm::toString(cost.takeError()));
-      double bytes = getTensorBytes(type);
+      double bytes = tpWireBytes(site.op); // the plain all-reduce the codec replaces (16-bit under bf16 / fp16)
       double saved = tpLink.allReduce(bytes, model.tp) - cost->seconds;
       double savedBytes = 2.0 * (model.tp - 1) / model.tp * bytes - cost->sentBytes;
       (inForward ? tpForwardSeconds : tpBackwardSeconds) -= saved;

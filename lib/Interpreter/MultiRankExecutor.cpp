@@ -545,6 +545,21 @@ static bool sameCollective(Operation *a, Operation *b) {
   return collectiveSignature(a) == collectiveSignature(b);
 }
 
+/// The sum of 16-bit `inputs` declared `accumulate = f32` (`ptrain.tp_all_reduce` C3): each element's values
+/// widened exactly, added in fp32 in group-rank order and rounded once to the inputs' type (nearest even), the
+/// runtime's ptrain_all_reduce_half_start bit for bit (docs/MixedPrecision.md, "16-bit TP collectives").
+static Tensor reduceHalfInFp32(llvm::ArrayRef<const Tensor *> inputs) {
+  Tensor out(inputs[0]->getDType(), inputs[0]->getShape());
+  const int64_t n = out.getNumElements();
+  for (int64_t i = 0; i < n; ++i) {
+    float acc = static_cast<float>(inputs[0]->getAsDouble(i));
+    for (const Tensor *t : inputs.drop_front())
+      acc += static_cast<float>(t->getAsDouble(i));
+    out.floats()[i] = roundToFloatDType(out.getDType(), acc);
+  }
+  return out;
+}
+
 /// The elementwise reduction of `inputs` in order, in double, rounded once.
 static Tensor reduce(llvm::ArrayRef<const Tensor *> inputs, ReductionKind kind) {
   Tensor out(inputs[0]->getDType(), inputs[0]->getShape());
@@ -599,8 +614,8 @@ llvm::Error MultiRankExecutor::Impl::complete(Communicator &comm) {
     Operation *op = posts[0]->op;
     const size_t n = posts.size();
     std::vector<Tensor> results(n);
-    if (isa<TPAllReduceOp>(op)) {
-      Tensor reduced = reduce(inputs, ReductionKind::Sum);
+    if (auto g = dyn_cast<TPAllReduceOp>(op)) {
+      Tensor reduced = g.getAccumulate() ? reduceHalfInFp32(inputs) : reduce(inputs, ReductionKind::Sum);
       for (Tensor &r : results)
         r = reduced;
     } else if (auto t = dyn_cast<TPAllGatherOp>(op)) {
@@ -765,8 +780,13 @@ llvm::Error MultiRankExecutor::Impl::step(int64_t rank, Operation *op, bool &blo
                            c.getNewState());
   // Megatron's f is the identity forward; its all-reduce is in the backward, as a tp_all_reduce.
   if (auto f = dyn_cast<TPCopyOp>(op)) {
-    if (concrete())
-      frame.values[f.getResult()] = value(f.getInput());
+    if (concrete()) {
+      // Copied before the insertion: operator[] may grow the map and move the input's entry (C++17 evaluates the
+      // right operand of `=` first, so `values[r] = value(in)` would copy from a dangling reference; a bf16 step,
+      // whose cast reads f's result, failed on it).
+      Tensor input = value(f.getInput());
+      frame.values[f.getResult()] = std::move(input);
+    }
     ++frame.it;
     return llvm::Error::success();
   }

@@ -53,10 +53,17 @@ std::vector<TensorParallelSite> mlir::ptrain::collectTensorParallelSites(ModuleO
     // The weights of the column-parallel linears (their rhs values) of this function's forward. f's
     // gradient is the sum over the linears f feeds of dy W^T (Autodiff: the matmul rule), so the weights
     // behind a tp all-reduce's input name the f it belongs to.
+    // A bf16 or fp16 step's GEMMs read casts of their operands (MixedPrecision.h): the weights are keyed and
+    // traced through them.
+    auto uncast = [](Value v) -> Value {
+      if (auto c = v.getDefiningOp<CastOp>())
+        return c.getInput();
+      return v;
+    };
     llvm::DenseMap<Value, std::pair<int64_t, StringRef>> columnWeights;
     fn.walk([&](MatmulOp mm) {
       if (auto linear = linearOf(mm); linear && !backwardRoleOf(linear->second).empty())
-        columnWeights[mm.getRhs()] = {linear->first, backwardRoleOf(linear->second)};
+        columnWeights[uncast(mm.getRhs())] = {linear->first, backwardRoleOf(linear->second)};
     });
     auto backwardSiteOf = [&](Value input) -> std::optional<std::pair<int64_t, StringRef>> {
       SmallVector<Value> work = {input};
@@ -69,7 +76,7 @@ std::vector<TensorParallelSite> mlir::ptrain::collectTensorParallelSites(ModuleO
           work.append({add.getLhs(), add.getRhs()});
         else if (auto mm = dyn_cast_or_null<MatmulOp>(def))
           work.push_back(mm.getRhs());
-        else if (isa_and_nonnull<TransposeOp, ReshapeOp>(def))
+        else if (isa_and_nonnull<TransposeOp, ReshapeOp, CastOp>(def))
           work.push_back(def->getOperand(0));
       }
       return std::nullopt;
@@ -78,11 +85,15 @@ std::vector<TensorParallelSite> mlir::ptrain::collectTensorParallelSites(ModuleO
       TensorParallelSite site;
       site.op = op;
       site.stage = stage.getIndex();
-      if (auto linear = linearOf(op.getInput().getDefiningOp()); linear && isForwardRole(linear->second)) {
+      // A 16-bit sum of a lowered bf16 or fp16 step reads the cast of the site's fp32 value (MixedPrecision.h).
+      Value input = op.getInput();
+      if (auto narrow = input.getDefiningOp<CastOp>(); narrow && op.getAccumulate())
+        input = narrow.getInput();
+      if (auto linear = linearOf(input.getDefiningOp()); linear && isForwardRole(linear->second)) {
         site.layer = linear->first;
         site.role = linear->second.str();
         site.forward = true;
-      } else if (auto column = backwardSiteOf(op.getInput())) {
+      } else if (auto column = backwardSiteOf(input)) {
         site.layer = column->first;
         site.role = column->second.str();
         site.forward = false;

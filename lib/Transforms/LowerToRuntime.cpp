@@ -642,6 +642,10 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
     // mcbench's TP site: the recorded tp all-reduces of the stage functions become compressed all-reduces.
     if (failed(compressTensorParallelAllReduces(module, readTensorParallelRecord(module))))
       return signalPassFailure();
+    // precision=bf16 or fp16: the other tp all-reduces move 16-bit values with an fp32 sum (docs/MixedPrecision.md,
+    // "16-bit TP collectives").
+    if (FloatType half = getMessageHalfType(module))
+      numHalfTensorParallelSums += placeHalfTensorParallelSums(module, half);
     Lowering lowering(module, grid, pp, v, m, *plan);
     if (failed(lowering.init()))
       return signalPassFailure();

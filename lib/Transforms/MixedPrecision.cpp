@@ -1,7 +1,8 @@
 //===- MixedPrecision.cpp - 16-bit casts of a built training step -------===//
 //
 // placeHalfGemmCasts (include/ptrain/Transforms/MixedPrecision.h): the bf16 or f16 GEMMs with fp32 accumulation
-// of `--ptrain-build-training-step="precision=bf16|fp16"` (docs/MixedPrecision.md).
+// of `--ptrain-build-training-step="precision=bf16|fp16"` (docs/MixedPrecision.md); placeHalfTensorParallelSums:
+// the 16-bit tp all-reduces with an fp32 sum of `--ptrain-lower-to-runtime`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,4 +49,25 @@ int64_t mlir::ptrain::placeHalfGemmCasts(func::FuncOp func, FloatType half) {
     m.erase();
   }
   return static_cast<int64_t>(gemms.size());
+}
+
+int64_t mlir::ptrain::placeHalfTensorParallelSums(ModuleOp module, FloatType half) {
+  SmallVector<TPAllReduceOp> sums;
+  module.walk([&](TPAllReduceOp op) {
+    if (isHalfTensorParallelSum(op))
+      sums.push_back(op);
+  });
+  Type f32 = Float32Type::get(module.getContext());
+  for (TPAllReduceOp op : sums) {
+    OpBuilder b(op);
+    auto type = cast<RankedTensorType>(op.getType());
+    Value narrow = CastOp::create(b, op.getLoc(), type.clone(half), op.getInput());
+    auto sum = TPAllReduceOp::create(b, op.getLoc(), narrow.getType(), narrow, op.getGrid(), op.getAxis(),
+                                     TypeAttr::get(f32));
+    sum->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    Value wide = CastOp::create(b, op.getLoc(), type, sum.getResult());
+    op.getResult().replaceAllUsesWith(wide);
+    op.erase();
+  }
+  return static_cast<int64_t>(sums.size());
 }

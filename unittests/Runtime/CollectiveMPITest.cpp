@@ -75,6 +75,66 @@ TEST(Collective, SixteenBitAllReducesAddInFp32) {
   }
 }
 
+/// The definition of ptrain_all_reduce_half_start: the ranks' values widened, added in fp32 in rank order,
+/// rounded once.
+template <ptrain_dtype_t Dtype> uint16_t halfSumInRankOrder(const std::vector<std::vector<uint16_t>> &all, int64_t i) {
+  using H = ptrain::runtime::Half16<Dtype>;
+  float sum = H::decode(all[0][i]);
+  for (size_t r = 1; r < all.size(); ++r)
+    sum += H::decode(all[r][i]);
+  return H::encode(sum);
+}
+
+TEST(Collective, HalfAllReduceSumsInFp32InRankOrderAndRoundsOnce) {
+  // 1001 elements: not a multiple of 4 or 8 ranks (the last chunk is padded). Random values of mixed magnitude,
+  // so that rounding 16-bit partial sums (ptrain_all_reduce_start's pairwise MPI_Op) would differ somewhere.
+  const int64_t n = 1001;
+  for (ptrain_dtype_t dtype : {PTRAIN_DTYPE_BF16, PTRAIN_DTYPE_F16}) {
+    std::vector<std::vector<uint16_t>> all(size, std::vector<uint16_t>(n));
+    for (int32_t r = 0; r < size; ++r) {
+      std::vector<float> x = inputOf(r, n, 7);
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i] * (i % 3 == 0 ? 1.0f : i % 3 == 1 ? 1.0f / 256 : 64.0f);
+        all[r][i] = dtype == PTRAIN_DTYPE_F16 ? ptrain::runtime::floatToHalf(v) : ptrain::runtime::floatToBf16(v);
+      }
+    }
+    std::vector<uint16_t> out(n, 0xFFFF), inPlace = all[rank];
+    ptrain_request_t req;
+    ASSERT_PTRAIN_OK(ptrain_all_reduce_half_start(world, all[rank].data(), out.data(), n, dtype, &req));
+    waitOk(req);
+    ASSERT_PTRAIN_OK(ptrain_all_reduce_half_start(world, inPlace.data(), inPlace.data(), n, dtype, &req));
+    waitOk(req);
+    int64_t pairwiseDiffers = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t want = dtype == PTRAIN_DTYPE_F16 ? halfSumInRankOrder<PTRAIN_DTYPE_F16>(all, i)
+                                                      : halfSumInRankOrder<PTRAIN_DTYPE_BF16>(all, i);
+      ASSERT_EQ(out[i], want) << "dtype " << dtype << ", element " << i;
+      ASSERT_EQ(inPlace[i], want) << "in place: dtype " << dtype << ", element " << i;
+      // The same values with a 16-bit partial sum after every add.
+      using B = ptrain::runtime::Half16<PTRAIN_DTYPE_BF16>;
+      using F = ptrain::runtime::Half16<PTRAIN_DTYPE_F16>;
+      uint16_t partial = all[0][i];
+      for (int32_t r = 1; r < size; ++r)
+        partial = dtype == PTRAIN_DTYPE_F16 ? F::encode(F::decode(partial) + F::decode(all[r][i]))
+                                            : B::encode(B::decode(partial) + B::decode(all[r][i]));
+      pairwiseDiffers += partial != want;
+    }
+    if (size > 2) { // with two ranks one add is one rounding either way
+      EXPECT_GT(pairwiseDiffers, 0) << "the data should tell the fp32 sum from 16-bit partial sums";
+    }
+  }
+}
+
+TEST(Collective, HalfAllReduceRefusesAnotherDtypeByName) {
+  std::vector<float> x(4);
+  ptrain_request_t req = nullptr;
+  EXPECT_EQ(ptrain_all_reduce_half_start(world, x.data(), x.data(), 4, PTRAIN_DTYPE_F32, &req),
+            PTRAIN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(req, nullptr);
+  EXPECT_NE(std::string(ptrain_last_error()).find("dtype must be bf16 (4) or f16 (3)"), std::string::npos)
+      << ptrain_last_error();
+}
+
 TEST(Collective, SendRecvAroundTheRing) {
   const int64_t n = 100;
   std::vector<float> mine = inputOf(rank, n), got(n);

@@ -846,6 +846,17 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   buffers (uint16_t): OpenMPI has no 16-bit float type, so a user-defined
 //   MPI_Op adds each pair in fp32 and rounds once to nearest even (partial
 //   sums are 16-bit; a sum past the type's range is inf).
+// ptrain_all_reduce_half_start(comm, send_buf, recv_buf, count, dtype, out_request)
+//   The 16-bit all-reduce with an fp32 sum (`ptrain.tp_all_reduce
+//   {accumulate = f32}`, docs/MixedPrecision.md "16-bit TP collectives"):
+//   send_buf and recv_buf hold count bf16 or f16 values (uint16_t; dtype
+//   PTRAIN_DTYPE_BF16 or PTRAIN_DTYPE_F16); recv_buf[i] = the values of ranks
+//   0..n-1 widened, added in fp32 in rank order and rounded once to nearest
+//   even: the same bits on every rank and in the multi-rank executor. An
+//   all-to-all of 16-bit chunks, then an all-gather of the summed chunks
+//   (cpu/HalfAllReduce.cpp): 2 (n - 1) / n of the buffer in 2 bytes an
+//   element. send_buf may equal recv_buf. Errors: INVALID_ARGUMENT for another
+//   dtype, a count outside [0, INT_MAX - n] or null buffers.
 // ptrain_all_gather_start(comm, send_buf, recv_buf, count, dtype, out_request)
 //   recv_buf[size * count] = every rank's send_buf[count] in rank order; any
 //   dtype (moved as bytes).

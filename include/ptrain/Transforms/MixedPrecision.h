@@ -13,6 +13,7 @@
 #ifndef PTRAIN_TRANSFORMS_MIXEDPRECISION_H
 #define PTRAIN_TRANSFORMS_MIXEDPRECISION_H
 
+#include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -48,6 +49,28 @@ inline FloatType getHalfType(MLIRContext *context, Precision precision) {
 /// both read it here.
 inline FloatType getMessageHalfType(ModuleOp module) { return getHalfType(module.getContext(), getPrecision(module)); }
 
+/// Whether `op` is one of the tensor-parallel all-reduces that a module built with precision=bf16 or fp16 moves in
+/// 16 bits (docs/MixedPrecision.md, "16-bit TP collectives"): an fp32 `ptrain.tp_all_reduce` (Megatron's g after a
+/// row-parallel linear, the gradient of f before a column-parallel one, the vocabulary-parallel embedding's sum)
+/// that does not sum loss statistics: the vocabulary-parallel cross-entropy's exp-sums and target logits
+/// (`ptrain.vocab_parallel_cross_entropy_parts`) stay fp32, as the design keeps softmax and loss statistics and as
+/// Megatron-LM's GPT does (`vocab_parallel_cross_entropy(output.float(), labels)` unless --fp16-lm-cross-entropy). A site a codec compresses is no longer a
+/// `tp_all_reduce` once lowered (CompressTensorParallel.h). Inline for the timing model (PTrainAnalysis).
+inline bool isHalfTensorParallelSum(TPAllReduceOp op) {
+  if (op.getAccumulate() || !op.getInput().getType().getElementType().isF32())
+    return false;
+  return !op.getInput().getDefiningOp<VocabParallelCrossEntropyPartsOp>();
+}
+
+/// The element type `op` travels in once `module` is lowered: `getMessageHalfType(module)` where
+/// isHalfTensorParallelSum(op), else its own. `--ptrain-lower-to-runtime` casts around it (placeHalfTensorParallelSums)
+/// and the timing model prices it at 2 bytes an element (ModuleCosts.cpp), so both read it here.
+inline Type getTensorParallelWireType(TPAllReduceOp op, ModuleOp module) {
+  if (FloatType half = getMessageHalfType(module); half && isHalfTensorParallelSum(op))
+    return half;
+  return op.getInput().getType().getElementType();
+}
+
 /// Rewrites every fp32 `ptrain.matmul` of `func` into a 16-bit GEMM with fp32 accumulation: each operand is
 /// cast to `half` (bf16 or f16) once per function (`ptrain.cast`, right after the operand is defined, so a
 /// parameter read once is cast once however many GEMMs read it), the matmul gets `accumulate = f32` and keeps
@@ -59,6 +82,12 @@ int64_t placeHalfGemmCasts(func::FuncOp func, FloatType half);
 /// its block, or a new one right after the definition of `value` (at the start of its block for a block
 /// argument), so that every later reader shares it.
 Value castOnce(Value value, Type elementType, Operation *user);
+
+/// Rewrites every tp all-reduce of `module` that isHalfTensorParallelSum says into `half` traffic:
+/// `ptrain.cast` to `half` (bf16 or f16), `ptrain.tp_all_reduce {accumulate = f32}` on the 16-bit value (its C3),
+/// and a cast back to fp32, so no reader changes. Returns the number rewritten. Called by
+/// `--ptrain-lower-to-runtime` after the compressed sites became compressed all-reduces.
+int64_t placeHalfTensorParallelSums(ModuleOp module, FloatType half);
 
 } // namespace mlir::ptrain
 

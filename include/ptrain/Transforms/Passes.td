@@ -659,6 +659,13 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     step's: a skipped step leaves error feedback's states bit-unchanged (docs/MixedPrecision.md, "Error feedback
     under fp16").
 
+    With `ptrain.precision = #ptrain.precision<bf16>` (or `fp16`; --ptrain-build-training-step precision=bf16 or
+    fp16) the uncompressed pipeline messages travel in 16 bits (a `ptrain.cast` before the send, a 16-bit receive
+    and a cast back), and so does every uncompressed fp32 `ptrain.tp_all_reduce` of the module but the
+    vocabulary-parallel loss statistics: `ptrain.cast` to 16 bits, `ptrain.tp_all_reduce {accumulate = f32}` (the
+    16-bit values summed in fp32 in group-rank order, rounded once) and a cast back (docs/MixedPrecision.md,
+    "16-bit TP collectives"): half the bytes of each.
+
     Fails when the module has no `ptrain.pipeline` or no `ptrain.schedule` (run `--ptrain-schedule`), no
     `ptrain.grid` with an axis `pp`, a stage function is missing, a table step is malformed, or
     `ptrain.compression` is malformed or used with virtual stages.
@@ -686,6 +693,8 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
   ];
   let statistics = [
     Statistic<"numTransfers", "transfers", "Point-to-point transfers started">,
+    Statistic<"numHalfTensorParallelSums", "half-tp-all-reduces",
+              "Tensor-parallel all-reduces moved to 16-bit values with an fp32 sum">,
   ];
 }
 

@@ -69,11 +69,12 @@ LogicalResult StepFunction::checkOps() {
     if (failed(checkOp(op)))
       return failure();
     // Codes (and the transfers and waits that carry them) may have the codecs' element types; so may the mixed
-    // precision casts and the 16-bit GEMMs with fp32 accumulation (docs/MixedPrecision.md; a cast's element types
-    // are checked where it is emitted).
+    // precision casts, the 16-bit GEMMs and the 16-bit tp all-reduces with fp32 accumulation
+    // (docs/MixedPrecision.md; a cast's element types are checked where it is emitted).
     auto matmul = dyn_cast<MatmulOp>(op);
+    auto tpSum = dyn_cast<TPAllReduceOp>(op);
     const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp, CastOp>(op) ||
-                       (matmul && matmul.getAccumulate());
+                       (matmul && matmul.getAccumulate()) || (tpSum && tpSum.getAccumulate());
     const bool masks = allowsMasks(op);
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
       if (failed(checkTensorType(&op, v.getType(), "operand #" + Twine(i), flag(), codes, masks)))

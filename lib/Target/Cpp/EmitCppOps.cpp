@@ -251,6 +251,14 @@ LogicalResult FunctionEmitter::startCollective(target::Collective kind, const st
 LogicalResult FunctionEmitter::tpAllReduce(TPAllReduceOp op, const std::string &comm) {
   // A failing start leaves no request; a failing wait frees it (ptrain_wait).
   line("ptrain_request_t tp_request = nullptr;");
+  if (op.getAccumulate()) { // 16-bit values, fp32 sum in rank order (C3; cpu/HalfAllReduce.cpp)
+    const char *dtype = op.getType().getElementType().isBF16() ? "PTRAIN_DTYPE_BF16" : "PTRAIN_DTYPE_F16";
+    if (failed(call(RuntimeCall::ptrain_all_reduce_half_start, {comm, ptr(op.getInput()), ptr(op.getResult()),
+                                                                std::to_string(countOf(op.getInput())), dtype,
+                                                                "&tp_request"})))
+      return failure();
+    return call(RuntimeCall::ptrain_wait, {"tp_request"});
+  }
   if (failed(call(RuntimeCall::ptrain_all_reduce_start,
                   {comm, ptr(op.getInput()), ptr(op.getResult()), std::to_string(countOf(op.getInput())),
                    "PTRAIN_DTYPE_F32", "PTRAIN_REDUCE_SUM", "&tp_request"})))

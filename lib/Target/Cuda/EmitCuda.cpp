@@ -255,8 +255,14 @@ public:
                 {comm, ptr(in), ptr(request), std::to_string(count), "PTRAIN_DTYPE_F32"});
   }
   LogicalResult tpAllReduce(TPAllReduceOp t, const std::string &comm) override {
+    // A 16-bit sum ({accumulate = f32}, C3) is ncclAllReduce on ncclBfloat16 / ncclHalf: NCCL widens each pair,
+    // adds in fp32 and rounds, so with tp = 2 it is the CPU's sum bit for bit; beyond, NCCL's ring rounds each
+    // hop's partial sum to 16 bits (the CUDA target is compared within a bound; docs/MixedPrecision.md).
+    const char *dtype = "PTRAIN_DTYPE_F32";
+    if (t.getAccumulate())
+      dtype = t.getType().getElementType().isBF16() ? "PTRAIN_DTYPE_BF16" : "PTRAIN_DTYPE_F16";
     if (failed(call(CudaCall::ptrain_nccl_all_reduce, {comm, ptr(t.getInput()), ptr(t.getResult()),
-                                                       std::to_string(countOf(t.getInput())), "PTRAIN_DTYPE_F32",
+                                                       std::to_string(countOf(t.getInput())), dtype,
                                                        "PTRAIN_REDUCE_SUM"})))
       return failure();
     return call(CudaCall::ptrain_nccl_wait, {comm});

@@ -95,3 +95,43 @@ func.func @tp_split_c4_size(%x: tensor<8x3xf32>) {
   %0 = ptrain.tp_split %x on @grid axis tp dim 1 : tensor<8x3xf32> -> tensor<8x1xf32>
   return
 }
+
+// -----
+
+// tp_all_reduce (C3): a bf16 all-reduce declares its accumulation type.
+ptrain.grid @grid(tp = 2)
+func.func @tp_all_reduce_c3(%x: tensor<8xbf16>) {
+  // expected-error@+1 {{a 'bf16' all-reduce must declare its accumulation type: add {accumulate = f32}}}
+  %0 = ptrain.tp_all_reduce %x on @grid axis tp : tensor<8xbf16>
+  return
+}
+
+// -----
+
+// tp_all_reduce (C3): so does an f16 one.
+ptrain.grid @grid(tp = 2)
+func.func @tp_all_reduce_c3_f16(%x: tensor<8xf16>) {
+  // expected-error@+1 {{a 'f16' all-reduce must declare its accumulation type}}
+  %0 = ptrain.tp_all_reduce %x on @grid axis tp : tensor<8xf16>
+  return
+}
+
+// -----
+
+// tp_all_reduce (C4): the accumulation type is f32.
+ptrain.grid @grid(tp = 2)
+func.func @tp_all_reduce_c4(%x: tensor<8xbf16>) {
+  // expected-error@+1 {{accumulate must be f32, got 'f64'}}
+  %0 = ptrain.tp_all_reduce %x on @grid axis tp {accumulate = f64} : tensor<8xbf16>
+  return
+}
+
+// -----
+
+// tp_all_reduce (C4): accumulate is only for 16-bit inputs.
+ptrain.grid @grid(tp = 2)
+func.func @tp_all_reduce_c4_f32(%x: tensor<8xf32>) {
+  // expected-error@+1 {{accumulate = f32 declares how 16-bit values are summed; the input's element type is 'f32', not bf16 or f16}}
+  %0 = ptrain.tp_all_reduce %x on @grid axis tp {accumulate = f32} : tensor<8xf32>
+  return
+}

@@ -20,6 +20,16 @@ func.func @f_and_g(%x: tensor<4x64x128xf32>) -> tensor<4x64x128xf32> {
   return %g : tensor<4x64x128xf32>
 }
 
+// A 16-bit all-reduce declares its fp32 sum (C3); the attribute round-trips.
+// CHECK-LABEL: func.func @g_bf16
+func.func @g_bf16(%x: tensor<4x8xbf16>, %y: tensor<4x8xf16>) -> (tensor<4x8xbf16>, tensor<4x8xf16>) {
+  // CHECK: ptrain.tp_all_reduce %{{.*}} on @grid axis tp {accumulate = f32} : tensor<4x8xbf16>
+  %g = ptrain.tp_all_reduce %x on @grid axis tp {accumulate = f32} : tensor<4x8xbf16>
+  // CHECK: ptrain.tp_all_reduce %{{.*}} on @grid axis tp {accumulate = f32} : tensor<4x8xf16>
+  %h = ptrain.tp_all_reduce %y on @grid axis tp {accumulate = f32} : tensor<4x8xf16>
+  return %g, %h : tensor<4x8xbf16>, tensor<4x8xf16>
+}
+
 // A rank's block of a replicated tensor: no communication, so an unused one is deleted.
 // CHECK-LABEL: func.func @slice
 // KEPT-LABEL: func.func @slice

@@ -84,4 +84,4 @@ func.func @f(%x: tensor<4xi64>) -> tensor<4xi64> {
   %s = ptrain.tp_all_reduce %x on @grid axis tp : tensor<4xi64>
   return %s : tensor<4xi64>
 }
-// I64: error: --emit-cpp: a tensor-parallel all-reduce of a non-f32 tensor is not supported
+// I64: error: --emit-cpp: a tensor-parallel all-reduce of a non-f32 tensor without accumulate = f32 is not supported

@@ -31,10 +31,34 @@ LogicalResult TPAllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable
   return verifyTensorParallelAxis(*this, symbolTable, getGridAttr(), getAxisAttr());
 }
 
-/// f: the parts of the input's gradient that the ranks computed from their columns are summed over the axis.
+LogicalResult TPAllReduceOp::verify() {
+  Type element = getInput().getType().getElementType();
+  const bool half = element.isBF16() || element.isF16();
+  // (C3)
+  if (half && !getAccumulate())
+    return emitOpError() << "a " << element
+                         << " all-reduce must declare its accumulation type: add {accumulate = f32} (16-bit values "
+                            "widened and summed in fp32, rounded once)";
+  // (C4)
+  if (std::optional<Type> acc = getAccumulate()) {
+    if (!acc->isF32())
+      return emitOpError() << "accumulate must be f32, got " << *acc;
+    if (!half)
+      return emitOpError() << "accumulate = f32 declares how 16-bit values are summed; the input's element type is "
+                           << element << ", not bf16 or f16";
+  }
+  return success();
+}
+
+/// f: the parts of the input's gradient that the ranks computed from their columns are summed over the axis
+/// (a 16-bit gradient with the fp32 sum that C3 asks for).
 LogicalResult TPCopyOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(TPAllReduceOp::create(b, getLoc(), resultGrads[0], getGrid(), getAxis()));
+  Type element = cast<RankedTensorType>(resultGrads[0].getType()).getElementType();
+  TypeAttr accumulate =
+      element.isBF16() || element.isF16() ? TypeAttr::get(Float32Type::get(getContext())) : TypeAttr();
+  operandGrads.push_back(TPAllReduceOp::create(b, getLoc(), resultGrads[0].getType(), resultGrads[0], getGrid(),
+                                               getAxis(), accumulate));
   return success();
 }
 

@@ -56,14 +56,37 @@ def PTrain_TPAllReduceOp : PTrain_TensorParallelOp<"tp_all_reduce"> {
     every member gets the same sum). The sum is replicated, so its gradient reaches every rank whole and
     the gradient rule is the identity. NCCL moves 2(n-1)/n of the tensor per rank.
 
-    Constraints: (C1) `grid` names a `ptrain.grid`; (C2) `axis` is one of its axes; the result has the
-    input's type.
+    Mixed precision (docs/MixedPrecision.md, "16-bit TP collectives"): on a 16-bit input (bf16 or f16) the op
+    declares its accumulation type, `accumulate = f32`: every member's values travel in 16 bits (half the bytes
+    of fp32), are widened exactly to fp32, summed in fp32 in group-rank order (r = 0, 1, ..., n - 1) and rounded
+    once to the input's type (nearest even), so every rank gets the same bits on every implementation (the
+    executor, the runtime's `ptrain_all_reduce_half_start`). Micikevicius et al., "Mixed Precision Training"
+    (ICLR 2018), sec. 3.3: 16-bit values, fp32 sums. `--ptrain-lower-to-runtime` places these all-reduces (with
+    a `ptrain.cast` before and after) on the uncompressed fp32 sites of a module built with precision=bf16 or
+    fp16.
+
+    Constraints:
+    * (C1) `grid` names a `ptrain.grid`;
+    * (C2) `axis` is one of its axes;
+    * (C3) a 16-bit input (bf16 or f16) declares `accumulate`: the IR states how the 16-bit values are summed;
+    * (C4) `accumulate`, when given, is f32 and the input is bf16 or f16.
+    The result has the input's type.
 
     ```mlir
     %part = ptrain.matmul %ctx, %wo_local : tensor<4x64x64xf32>, tensor<64x128xf32>
     %out = ptrain.tp_all_reduce %part on @grid axis tp : tensor<4x64x128xf32>
+    %h = ptrain.cast %part : tensor<4x64x128xf32> -> tensor<4x64x128xbf16>
+    %sum = ptrain.tp_all_reduce %h on @grid axis tp {accumulate = f32} : tensor<4x64x128xbf16>
     ```
   }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$grid, StrAttr:$axis,
+                       OptionalAttr<TypeAttr>:$accumulate);
+  let builders = [
+    // The plain sum (no `accumulate`): fp32 (or f64) values summed in their own type.
+    OpBuilder<(ins "::mlir::Value":$input, "::llvm::StringRef":$grid, "::llvm::StringRef":$axis),
+              [{ build($_builder, $_state, input.getType(), input, grid, axis, ::mlir::TypeAttr()); }]>,
+  ];
+  let hasVerifier = 1;
 }
 
 def PTrain_TPSplitOp : PTrain_Op<"tp_split", [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
