@@ -33,6 +33,24 @@ double LinkCost::messages(double count, double sentBytes) const {
 }
 
 double LinkCost::allReduce(double bytes, int64_t n) const {
+  const std::vector<MessageTime> &table = spec.allReduces;
+  if (n <= 1 || table.empty() || n != spec.allReduceRanks)
+    return allReduceFromMessages(bytes, n);
+  const double b = bytes * sharers;
+  if (b <= table.front().bytes)
+    return table.front().seconds;
+  if (b >= table.back().bytes)
+    return table.back().seconds + allReduceFromMessages(b / sharers, n) -
+           allReduceFromMessages(table.back().bytes / sharers, n);
+  for (size_t i = 1; i < table.size(); ++i)
+    if (b <= table[i].bytes) {
+      const MessageTime &lo = table[i - 1], &hi = table[i];
+      return lo.seconds + (hi.seconds - lo.seconds) * (b - lo.bytes) / (hi.bytes - lo.bytes);
+    }
+  return table.back().seconds; // unreachable: b < table.back().bytes
+}
+
+double LinkCost::allReduceFromMessages(double bytes, int64_t n) const {
   if (n <= 1)
     return 0;
   if (binomial)

@@ -114,6 +114,9 @@ static cl::opt<bool> linkOnly("link-only", cl::desc("with --hosts and --base: me
                               cl::init(false), cl::cat(calibrateOptions));
 static cl::opt<std::string> pingpongSizes("pingpong-sizes", cl::desc("(internal) the sweep's sizes, comma-separated"),
                                           cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
+static cl::opt<std::string> allReduceSizes("all-reduce-sizes",
+                                           cl::desc("(internal) the all-reduce sizes (bytes per rank), comma-separated"),
+                                           cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<int> maxReduceShapes("max-reduce-shapes", cl::desc("largest all-reduced tensors measured"),
                                     cl::init(4), cl::cat(calibrateOptions));
 static cl::opt<int> numNodes("nodes", cl::desc("nodes of the output without --base (one core each)"),
@@ -228,6 +231,27 @@ static double messageOverhead(int rank, std::vector<char> &buf, int bytes, doubl
   return overlapped[overlapped.size() / 2] - alone[alone.size() / 2] + (sink == -1.0f ? 1e-30 : 0.0);
 }
 
+/// The median seconds of one all-reduce of `bytes` bytes per rank as the CPU target's runtime runs it
+/// (`ptrain_all_reduce_start` / `ptrain_compressed_all_reduce_start`: MPI_Iallreduce in place on f32 with
+/// MPI_SUM, then MPI_Wait), over `reps` runs each started after a barrier, on rank 0's clock; every rank takes
+/// part. `bytes` is rounded up to whole floats.
+static double medianAllReduce(std::vector<float> &buf, int bytes, int reps) {
+  int count = std::max(1, (bytes + 3) / 4);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    MPI_Request request;
+    MPI_Iallreduce(MPI_IN_PLACE, buf.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    t.push_back(MPI_Wtime() - t0);
+    // Keep the values finite over the repeats (each all-reduce doubles them).
+    std::fill(buf.begin(), buf.begin() + count, 1.0f);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 static int runPingpong() {
   MPI_Init(nullptr, nullptr);
   int rank = 0, size = 0;
@@ -272,6 +296,29 @@ static int runPingpong() {
   std::sort(passes.begin(), passes.end());
   double perIteration = std::max(1e-9, passes[passes.size() / 2]) + (sink == -1.0f ? 1e-30 : 0.0);
   MPI_Bcast(&perIteration, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  // The all-reduces at the plan's sizes (the link's `all_reduces`, Cluster.h).
+  std::vector<int> reduceSizes;
+  parts.clear();
+  llvm::StringRef(allReduceSizes).split(parts, ',', -1, false);
+  for (llvm::StringRef part : parts) {
+    int bytes = 0;
+    if (part.getAsInteger(10, bytes) || bytes < 1) {
+      if (rank == 0)
+        llvm::errs() << "ptrain-calibrate --pingpong: bad --all-reduce-sizes entry '" << part << "'\n";
+      MPI_Finalize();
+      return 1;
+    }
+    reduceSizes.push_back(bytes);
+  }
+  json::Array reduceSamples;
+  {
+    int largestReduce = 4;
+    for (int b : reduceSizes)
+      largestReduce = std::max(largestReduce, b);
+    std::vector<float> reduceBuf((largestReduce + 3) / 4, 1.0f);
+    for (int bytes : reduceSizes)
+      reduceSamples.push_back(json::Object{{"bytes", bytes}, {"seconds", medianAllReduce(reduceBuf, bytes, reps)}});
+  }
   json::Array samples;
   for (int bytes : sizes) {
     double roundTrip = medianExchange(rank, buf, recv, bytes, reps, /*duplex=*/false);
@@ -299,6 +346,7 @@ static int runPingpong() {
     result["large_one_way_s"] = large / 2;
     result["round_trips"] = reps;
     result["samples"] = std::move(samples);
+    result["all_reduce_samples"] = std::move(reduceSamples);
     llvm::outs() << json::Value(std::move(result)) << "\n";
   }
   MPI_Finalize();
@@ -306,7 +354,8 @@ static int runPingpong() {
 }
 
 /// Runs this binary's --pingpong under mpirun on `hosts` over the message sizes `sizes`; the JSON line of rank 0.
-static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vector<int64_t> &sizes) {
+static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vector<int64_t> &sizes,
+                                               const std::set<int64_t> &reduceSizes) {
   std::string self = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&measureLink));
   auto mpirun = llvm::sys::findProgramByName("mpirun");
   if (!mpirun)
@@ -324,6 +373,12 @@ static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vec
   args.insert(args.end(), {self, "--pingpong", "--pingpong-bytes=" + std::to_string(pingpongBytes.getValue()),
                            "--pingpong-reps=" + std::to_string(pingpongReps.getValue()),
                            "--pingpong-sizes=" + sizeList});
+  if (!reduceSizes.empty()) {
+    std::string reduceList;
+    for (int64_t b : reduceSizes)
+      reduceList += (reduceList.empty() ? "" : ",") + std::to_string(b);
+    args.push_back("--all-reduce-sizes=" + reduceList);
+  }
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out), std::nullopt};
   std::string error;
@@ -497,6 +552,9 @@ int main(int argc, char **argv) {
   std::set<int64_t> messageSizes;
   // The largest pipeline send (the size at which crossing sends are measured, `crossing_slowdown`).
   int64_t largestSend = 0;
+  // The bytes per rank of every all-reduce of the plan (dp buckets, tied, loss, TP sites), measured whole as
+  // the link's `all_reduces` (the ping-pong runs 2 ranks, so the table prices all-reduces over 2 ranks).
+  std::set<int64_t> allReduceBytes;
   SymbolTable symbols(*module);
   module->walk([&](Operation *op) {
     if (auto send = dyn_cast<SendStartOp>(op))
@@ -512,6 +570,7 @@ int main(int argc, char **argv) {
       if (t && t.hasStaticShape() && n > 1) {
         messageSizes.insert(std::max<int64_t>(1, static_cast<int64_t>(getTensorBytes(t)) / n));
         messageSizes.insert(static_cast<int64_t>(getTensorBytes(t)));
+        allReduceBytes.insert(std::max<int64_t>(1, static_cast<int64_t>(getTensorBytes(t))));
       }
     }
     if (auto tp = dyn_cast<TPAllReduceOp>(op)) {
@@ -521,6 +580,7 @@ int main(int argc, char **argv) {
       if (t && t.hasStaticShape() && n > 1 && t.getNumElements() > 1) {
         messageSizes.insert(std::max<int64_t>(1, static_cast<int64_t>(getTensorBytes(t)) / n));
         messageSizes.insert(static_cast<int64_t>(getTensorBytes(t)));
+        allReduceBytes.insert(static_cast<int64_t>(getTensorBytes(t)));
         tpSites[t.getShape().vec()] = RankedTensorType::get(t.getShape(), Float32Type::get(op->getContext()));
       }
     }
@@ -691,7 +751,7 @@ int main(int argc, char **argv) {
       if (b > 1 && b < pingpongBytes && (sweep.empty() || b > sweep.back() * 1.05))
         sweep.push_back(b);
     sweep.push_back(pingpongBytes);
-    auto measured = measureLink(argv[0], sweep);
+    auto measured = measureLink(argv[0], sweep, allReduceBytes);
     if (!measured)
       return fail(llvm::toString(measured.takeError()));
     link = std::move(*measured);
@@ -849,6 +909,27 @@ int main(int argc, char **argv) {
                   "largest swept size up to the plan's largest pipeline send, at least 1"}};
       break;
     }
+    // The collective rounds (schema version 3): each all-reduce of the plan timed whole (MPI_Iallreduce + MPI_Wait
+    // at its size over the two ranks), fitted non-decreasing; the timing model prices 2-rank all-reduces from it
+    // instead of messages + cpu_overhead.
+    json::Array reduceRaw;
+    std::vector<MessageTime> reduceSamples;
+    if (const json::Array *r = l->getArray("all_reduce_samples"))
+      for (const json::Value &e : *r) {
+        const json::Object *m = e.getAsObject();
+        auto bytes = m ? m->getNumber("bytes") : std::nullopt;
+        auto secs = m ? m->getNumber("seconds") : std::nullopt;
+        if (!bytes || !secs || *bytes < 1 || *secs <= 0)
+          return fail("--hosts: a bad all-reduce sample");
+        reduceSamples.push_back({*bytes, *secs});
+        reduceRaw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *secs}});
+      }
+    json::Value reduceTable = nullptr;
+    if (!reduceSamples.empty()) {
+      reduceTable = toJson(fitMessageTimes(reduceSamples));
+      (*o.getObject("inter_node"))["all_reduces"] = reduceTable;
+      (*o.getObject("inter_node"))["all_reduce_ranks"] = 2;
+    }
     // The rendezvous stall's threshold (schema version 2), read from the MPI's configuration.
     const std::string &eagerSource = eager.second;
     if (eagerLimit > 0)
@@ -862,16 +943,25 @@ int main(int argc, char **argv) {
         {"cpu_overhead", std::move(cpuOverheadRaw)},
         {"eager_limit_source", eagerSource},
         {"crossing_source", std::move(crossingSource)},
+        {"all_reduce_samples", std::move(reduceRaw)},
+        {"all_reduce_fit", "per all-reduce size of the plan (bytes per rank): the median of MPI_Iallreduce (in place, "
+                           "f32 sum, as the runtime) + MPI_Wait over 2 ranks, each after a barrier; monotone least "
+                           "squares (pool adjacent violators)"},
         {"samples", std::move(raw)},
         {"duplex_samples", std::move(duplexRaw)},
         {"round_trips", pingpongReps.getValue()},
         {"fit", "one-way time = half the median round trip per size (duplex: the median MPI_Sendrecv of that size "
                 "both ways at once); monotone least squares (pool adjacent violators); priced by piecewise-linear "
                 "interpolation, above the largest size at bandwidth"}};
+    if (!reduceSamples.empty()) {
+      json::Object &calibrated = *calibration.getObject("link");
+      calibrated["all_reduces"] = std::move(reduceTable);
+      calibrated["all_reduce_ranks"] = 2;
+    }
   }
   o["calibration"] = std::move(calibration);
-  // cpu_overhead is schema version 2 (Cluster.h kClusterSchemaVersion); a link-less file stays readable as 1
-  // but is written as 2 too, so that a later --link-only on it needs no change of version.
+  // cpu_overhead is schema version 2 and all_reduces 3 (Cluster.h kClusterSchemaVersion); a link-less file stays
+  // readable as 1 but is written as the newest too, so that a later --link-only on it needs no change of version.
   o["version"] = kClusterSchemaVersion;
   // The CPU target's all-reduce is MPI_Iallreduce in place, which OpenMPI's libnbc runs as a binomial reduce +
   // broadcast (ClusterSpec::binomialAllReduce).

@@ -219,8 +219,9 @@ TEST(LinkCostTest, CpuOverheadSchemaIsVersioned) {
   EXPECT_EQ(parseVersioned("", ""), "ok 1 0.000000 0.000000");
   EXPECT_EQ(parseVersioned(R"("version": 1, )", ""), "ok 1 0.000000 0.000000");
   EXPECT_EQ(parseVersioned("", ok), needsVersion2("inter_node.cpu_overhead"));
-  EXPECT_EQ(parseVersioned(R"("version": 3, )", ""),
-            "version: is 3, but this ptrain reads cluster files up to version 2");
+  EXPECT_EQ(parseVersioned(R"("version": 3, )", ok), "ok 3 0.000020 3.000000");
+  EXPECT_EQ(parseVersioned(R"("version": 4, )", ""),
+            "version: is 4, but this ptrain reads cluster files up to version 3");
   EXPECT_EQ(parseVersioned(R"("version": "2", )", ""), "version: must be an integer >= 1");
   EXPECT_EQ(parseVersioned(R"("version": 2, )", R"(, "cpu_overhead": {"per_message_s": -1e-6, "per_byte_s": 0})"),
             "inter_node.cpu_overhead.per_message_s: must be >= 0, got -0.000001");
@@ -282,6 +283,69 @@ TEST(LinkCostTest, CrossingSlowdownIsAFactorOfAtLeastOne) {
             "got 0.900000");
   EXPECT_EQ(parseCrossing(R"("version": 2, )", R"(, "crossing_slowdown": "7%")"),
             "inter_node.crossing_slowdown: must be a number");
+}
+
+
+// The measured collective round (`all_reduces` over `all_reduce_ranks`, schema version 3): an all-reduce over that
+// many ranks is the table's time, interpolated, with no cpu_overhead added (the measurement holds the CPU); other
+// group sizes stay priced from messages. By hand on the 20 Mbit/s table (kTable) with o = 1 ms + 10 ns/B:
+// from messages, binomial over 2 ranks, 10,000 B: 2 x (6 ms + 2 x (1 ms + 0.1 ms)) = 16.4 ms. From the table
+// {(4 B, 1 ms), (10,000 B, 9 ms), (100,000 B, 50 ms)}: 10,000 B 9 ms; 55,000 B halfway, 29.5 ms; 2 B (below
+// the first entry) 1 ms; 200,000 B: 50 ms + what messages add from 100,000 to 200,000 B, 2 x (100,000 B at
+// 2.5 MB/s = 40 ms + 2 x 1 ms of overhead per byte) = 50 + 84 = 134 ms; over 3 ranks: messages (4 x 8.2 ms).
+// Two GPUs sharing the NIC: 5,000 B each price as one 10,000 B all-reduce, 9 ms.
+TEST(LinkCostTest, AllReduceRoundsAreMeasuredWhole) {
+  const std::string table = R"({"version": 3, "nodes": 2, "gpus_per_node": 1,
+    "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
+    "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
+    "inter_node": {"bandwidth": 2.5e6, "latency": 1e-4, "messages": [
+      {"bytes": 1000, "seconds": 2e-3}, {"bytes": 10000, "seconds": 6e-3}, {"bytes": 100000, "seconds": 4.2e-2}],
+      "cpu_overhead": {"per_message_s": 1e-3, "per_byte_s": 1e-8},
+      "all_reduces": [{"bytes": 4, "seconds": 1e-3}, {"bytes": 10000, "seconds": 9e-3},
+                      {"bytes": 100000, "seconds": 5e-2}], "all_reduce_ranks": 2}})";
+  auto value = llvm::json::parse(table);
+  ASSERT_TRUE(static_cast<bool>(value));
+  auto cluster = parseCluster(*value);
+  ASSERT_TRUE(static_cast<bool>(cluster)) << llvm::toString(cluster.takeError());
+  EXPECT_EQ(cluster->interNode.allReduceRanks, 2);
+  LinkCost measured(cluster->interNode, 1, /*binomial=*/true);
+  EXPECT_DOUBLE_EQ(measured.allReduce(10000, 2), 9e-3);
+  EXPECT_DOUBLE_EQ(measured.allReduce(55000, 2), 29.5e-3);
+  EXPECT_DOUBLE_EQ(measured.allReduce(2, 2), 1e-3);
+  EXPECT_NEAR(measured.allReduce(200000, 2), 134e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(measured.allReduce(10000, 1), 0);
+  EXPECT_NEAR(measured.allReduce(10000, 3), 4 * 8.2e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(LinkCost(cluster->interNode, 2, /*binomial=*/true).allReduce(5000, 2), 9e-3);
+  // Without the table, the same link prices the round from its messages and their overhead.
+  LinkSpec plain = cluster->interNode;
+  plain.allReduces.clear();
+  EXPECT_NEAR(LinkCost(plain, 1, /*binomial=*/true).allReduce(10000, 2), 16.4e-3, 1e-12);
+
+  // The schema: version 3, ranks >= 2 and only with the table, the table's form as `messages`.
+  auto parseReduces = [](const std::string &version, const std::string &field) {
+    return parseWithInterNode(version, field, [](const ClusterSpec &cluster) {
+      return "ok " + std::to_string(cluster.interNode.allReduces.size()) + " " +
+             std::to_string(cluster.interNode.allReduceRanks);
+    });
+  };
+  const std::string ok = R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}], "all_reduce_ranks": 2)";
+  EXPECT_EQ(parseReduces(R"("version": 3, )", ok), "ok 1 2");
+  EXPECT_EQ(parseReduces("", ""), "ok 0 0");
+  EXPECT_EQ(parseReduces(R"("version": 2, )", ok),
+            "inter_node.all_reduces: needs \"version\": 3 at the top of the file (the field is new in schema "
+            "version 3; this file is version 2)");
+  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}])"),
+            "inter_node.all_reduces: needs all_reduce_ranks (the number of ranks the all-reduces were measured "
+            "over)");
+  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduce_ranks": 2)"),
+            "inter_node.all_reduce_ranks: given without all_reduces (the table it describes)");
+  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}], "all_reduce_ranks": 1)"),
+            "inter_node.all_reduce_ranks: must be >= 2 (the ranks the all-reduces were measured over), got 1");
+  EXPECT_EQ(parseReduces(R"("version": 3, )",
+                         R"(, "all_reduces": [{"bytes": 8, "seconds": 1e-4}, {"bytes": 4, "seconds": 2e-4}], "all_reduce_ranks": 2)"),
+            "inter_node.all_reduces[1].bytes: must be larger than the previous entry's (8): sizes strictly increasing");
+  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 0}], "all_reduce_ranks": 2)"),
+            "inter_node.all_reduces[0].seconds: must be > 0, got 0.000000");
 }
 
 } // namespace

@@ -74,6 +74,16 @@ struct LinkSpec {
   /// (docs/TimingModel.md, "Crossing sends"). The pipeline simulation applies it (TimingPlan.h); collectives use `duplex_messages` instead. 1 (no
   /// slowdown, as before) without the field.
   double crossingSlowdown = 1;
+  /// `all_reduces` (optional, schema version 3): the measured time of one whole all-reduce by the bytes of each
+  /// rank's buffer, [{bytes, seconds}, ...] (bytes integers >= 1 strictly increasing, seconds > 0), over
+  /// `all_reduce_ranks` ranks (`allReduceRanks`, an integer >= 2, required with the table). An all-reduce over
+  /// that many ranks on this link is priced from the table (LinkCost::allReduce), CPU included: the table is the
+  /// collective round itself, not messages plus `cpu_overhead`. ptrain-calibrate --hosts measures it as the
+  /// median of MPI_Iallreduce (in place, f32 sum, as the CPU target's runtime calls it) + MPI_Wait at the plan's
+  /// all-reduce sizes, fitted non-decreasing (fitMessageTimes); an empty table: every all-reduce priced from
+  /// its messages, as before.
+  std::vector<MessageTime> allReduces;
+  int64_t allReduceRanks = 0;
 };
 
 /// One codec kernel measured by ptrain-calibrate (docs/TimingModel.md, "Calibration"): the codec attribute
@@ -88,8 +98,8 @@ struct CodecKernelTime {
 
 /// The newest cluster-file schema version this build reads (`version`, docs/TimingModel.md): 1, the schema
 /// before the field existed (files without `version`); 2 adds the links' `cpu_overhead`,
-/// `eager_limit_bytes` and `crossing_slowdown`.
-constexpr int64_t kClusterSchemaVersion = 2;
+/// `eager_limit_bytes` and `crossing_slowdown`; 3 adds the links' measured `all_reduces` and `all_reduce_ranks`.
+constexpr int64_t kClusterSchemaVersion = 3;
 
 /// A parsed and checked cluster description.
 struct ClusterSpec {
