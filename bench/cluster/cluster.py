@@ -31,7 +31,7 @@ equals the Optimus-CC configuration's (bench/compression/ablation.py's plan; the
 other rates are tc rates (1gbit, 200mbit, ...). Prints one markdown table per rate and writes results.json.
 
     sudo bash bench/cluster/run.sh [--build build] [--out out/bench-cluster] [--model models/gpt/gpt.onnx]
-        [--grid pp2|dp2|tp2] [--micro-batches 4] [--precision fp32|bf16|fp16] [--steps 40] [--warmup 5] [--policies none,optimus-cc,mcbench,auto]
+        [--data DIR] [--grid pp2|dp2|tp2] [--micro-batches 4] [--precision fp32|bf16|fp16] [--steps 40] [--warmup 5] [--policies none,optimus-cc,mcbench,auto]
         [--rates occ,1gbit,20mbit] [--rounds 3] [--nice N] [--ttt-steps N [--ttt-val-every K]
         [--ttt-val-batches B] [--ttt-max-factor F]]
 """
@@ -94,7 +94,12 @@ def parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--build", default=os.path.join(ROOT, "build"), help="the ptrain build folder (bin/, lib/)")
     p.add_argument("--out", default=os.path.join(ROOT, "out", "bench-cluster"), help="output folder")
-    p.add_argument("--model", default=os.path.join(ROOT, "models", "gpt", "gpt.onnx"))
+    p.add_argument("--model", default=os.path.join(ROOT, "models", "gpt", "gpt.onnx"),
+                   help="the ONNX model (default: the bundled byte-level GPT); a GPT-2-architecture export with a "
+                        "tokenizer's vocabulary needs --data of that tokenizer (bench/cluster/second_model.sh)")
+    p.add_argument("--data", default=None,
+                   help="training data folder every run reads (ptrain-run --data: ptrain-data's output, data.json "
+                        "with vocab_size; docs/Data.md); default: data.py's byte corpus, made once under --out")
     p.add_argument("--grid", default="pp2", choices=tuple(GRIDS),
                    help="the two ranks' grid: pp2 (pipeline sends cross the link), dp2 (gradient all-reduces) or "
                         "tp2 (tensor-parallel all-reduces); default pp2")
@@ -174,10 +179,47 @@ def check_args(args):
         raise BenchError(f"--nice {args.nice}: between -20 and 19")
     if not os.path.isfile(args.model):
         raise BenchError(f"--model {args.model}: no such file")
+    if args.data is not None:
+        check_data(args.data, args.model)
     for tool in ("ptrain-compile", "ptrain-run", "ptrain-calibrate"):
         if not os.path.isfile(os.path.join(args.build, "bin", tool)):
             raise BenchError(f"--build {args.build}: no bin/{tool} (build with bash scripts/build.sh {args.build})")
     return policies, rates
+
+
+def model_vocabulary(model):
+    """The token vocabulary of an ONNX language model: the rows of the initializer a Gather indexes with a graph
+    input (the token embedding); None where onnx is missing or no such Gather exists (ptrain-run checks then)."""
+    try:
+        import onnx
+    except ImportError:
+        return None
+    try:
+        m = onnx.load(model, load_external_data=False)
+    except Exception:  # noqa: BLE001 -- ptrain-compile names a bad file
+        return None
+    inits = {i.name: i for i in m.graph.initializer}
+    inputs = {i.name for i in m.graph.input}
+    for node in m.graph.node:
+        if node.op_type == "Gather" and len(node.input) == 2 and node.input[0] in inits and node.input[1] in inputs:
+            return int(inits[node.input[0]].dims[0])
+    return None
+
+
+def check_data(data, model):
+    """--data: a folder with data.json (docs/Data.md) whose vocabulary fits the model's embedding."""
+    declaration = os.path.join(data, "data.json")
+    if not os.path.isfile(declaration):
+        raise BenchError(f"--data {data}: no data.json there (give a folder written by ptrain-data, docs/Data.md)")
+    try:
+        with open(declaration) as f:
+            vocab = json.load(f).get("vocab_size")
+    except (OSError, ValueError, AttributeError) as e:
+        raise BenchError(f"--data {data}: data.json unreadable: {e}")
+    rows = model_vocabulary(model)
+    if isinstance(vocab, int) and rows is not None and vocab > rows:
+        raise BenchError(f"--data {data}: vocab_size {vocab} in data.json, but --model {model} embeds {rows} ids "
+                         "(export the model with that vocabulary: bench/cluster/second_model.sh)")
 
 
 def run(cmd, what, env=None, nice=0):
@@ -410,8 +452,8 @@ def bench(args, policies, rates):
     say(f"== bench/cluster, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load: {os.getloadavg()}")
     binary = os.path.join(args.out, "pingpong")
     run(["mpicc", "-O2", "-o", binary, os.path.join(HERE, "pingpong.c")], "mpicc pingpong.c")
-    data = os.path.join(args.out, "data")
-    if not os.path.isfile(os.path.join(data, "data.json")):  # data.py's declaration (docs/Data.md)
+    data = args.data or os.path.join(args.out, "data")
+    if args.data is None and not os.path.isfile(os.path.join(data, "data.json")):  # data.py's (docs/Data.md)
         run([sys.executable, os.path.join(ROOT, "python", "ptrain", "data.py"), "--out", data, "--max-bytes",
              "2000000"], "data.py")
     env = cluster.mpi_env()
@@ -464,7 +506,7 @@ def bench(args, policies, rates):
         else:
             want.append((f"{r / 1e6:g}mbit", r, None))
 
-    results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_start": os.getloadavg(),
+    results = {"model": os.path.abspath(args.model), "data": os.path.abspath(data), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_start": os.getloadavg(),
                "cpu": cpu, "efficiency": efficiency, "calibration_s": t1, "precision": args.precision, "rates": []}
     for name, bits, target_ratio in want:
         folder = os.path.join(args.out, f"rate-{name}")
@@ -577,7 +619,7 @@ def time_to_target(args, cluster, folder, data, policies):
 
 
 def print_tables(results, args):
-    say(f"\nbundled GPT ({os.path.relpath(args.model, ROOT)}), {args.grid}, {args.micro_batches} micro-batches, 1F1B, {args.precision}; "
+    say(f"\nmodel {os.path.relpath(args.model, ROOT)}, data {os.path.relpath(args.data, ROOT) if args.data else 'data.py bytes'}, {args.grid}, {args.micro_batches} micro-batches, 1F1B, {args.precision}; "
         f"{args.rounds} rounds of {args.steps} steps per policy, median of steps {args.warmup + 1}-{args.steps} "
         f"of each; load average {results['load_start'][0]:.1f} at the "
         f"start, {results['load_end'][0]:.1f} at the end; {results['seconds']:.0f} s")
