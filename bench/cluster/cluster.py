@@ -334,7 +334,8 @@ def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note, link=N
                                      "message sizes (calibration.link); eager_limit_bytes: the rendezvous stall's "
                                      "threshold, OpenMPI's btl_tcp_eager_limit (calibration.link.eager_limit_source); "
                                      "crossing_slowdown: both ways at once / one way at the plan's largest send "
-                                     "(calibration.link.crossing_source)"
+                                     "(calibration.link.crossing_source); all_reduces: MPI_Iallreduce + MPI_Wait at the plan's all-reduce sizes "
+                                     "(calibration.link.all_reduce_samples)"
                                      if link else
                                      "MPI ping-pong over the shaped link (pingpong.c)"}
     data["gpu"]["efficiency"] = efficiency
