@@ -893,21 +893,27 @@ int main(int argc, char **argv) {
                                    {"duplex_messages", json::Array(duplexTable)},
                                    {"half_duplex", halfDuplex},
                                    {"cpu_overhead", std::move(cpuOverhead)}};
-    // Crossing sends (schema version 2): both ways at once against one way at the largest swept size up to the
-    // plan's largest pipeline send (the duplex and one-way samples of the sweep), at least 1.
+    // Crossing sends (schema version 2): both ways at once against one way at the rate measurement's size
+    // (--pingpong-bytes, the sweep's largest), at least 1. crossing_slowdown is how the link's rate is shared
+    // between its two directions, so it is measured where the link's rate bounds the transfer. At the plan's
+    // sizes it need not: on bench/cluster's 1 Gbit/s link a 128 KiB message fits tbf's burst and takes half its
+    // time at the rate (0.55 ms one way), and both ways at once take 2x (1.09 ms: the two copies on each rank's
+    // core), which the pipeline's sends did not see (the quiet run of 2026-12-07 20:33 predicted the uncompressed
+    // plan +2.1% with k = 1 and +4.6% with that 1.99; bench/README.md "Collective rounds and exact crossing"); at
+    // 1 MiB the same link gave 1.12, and 20 Mbit/s 1.08 at 128 KiB and 1.09 at 1 MiB. (Before: the largest swept
+    // size up to the plan's largest pipeline send.)
     json::Value crossingSource = nullptr;
-    for (size_t i = samples.size(); i-- > 1;) {
-      if (largestSend <= 0 || samples[i].bytes > largestSend)
-        continue;
-      double k = std::max(1.0, duplexSamples[i - 1].seconds / samples[i].seconds);
+    if (largestSend > 0 && samples.size() >= 2 && !duplexSamples.empty()) {
+      const MessageTime &one = samples.back(), &both = duplexSamples.back();
+      double k = std::max(1.0, both.seconds / one.seconds);
       (*o.getObject("inter_node"))["crossing_slowdown"] = k;
       crossingSource = json::Object{
-          {"bytes", static_cast<int64_t>(samples[i].bytes)},
-          {"one_way_s", samples[i].seconds},
-          {"both_ways_s", duplexSamples[i - 1].seconds},
-          {"fit", "both ways at once (the median MPI_Sendrecv) / one way (half the median round trip) at the "
-                  "largest swept size up to the plan's largest pipeline send, at least 1"}};
-      break;
+          {"bytes", static_cast<int64_t>(one.bytes)},
+          {"one_way_s", one.seconds},
+          {"both_ways_s", both.seconds},
+          {"fit", "both ways at once (the median MPI_Sendrecv) / one way (half the median round trip) at "
+                  "--pingpong-bytes (the rate measurement: where the link's rate bounds the transfer), at least 1; "
+                  "written where the plan has pipeline sends"}};
     }
     // The collective rounds (schema version 3): each all-reduce of the plan timed whole (MPI_Iallreduce + MPI_Wait
     // at its size over the two ranks), fitted non-decreasing; the timing model prices 2-rank all-reduces from it
