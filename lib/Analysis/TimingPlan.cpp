@@ -208,9 +208,17 @@ struct Simulator {
     Pair copy = pair;
     std::vector<Flow> finished;
     advance(copy, std::numeric_limits<double>::infinity(), finished);
-    for (const Flow &f : finished) {
+    for (Flow f : finished) {
       int id = f.id;
       const PlanStep &s = plan.steps[id];
+      // A flow that no crossing slows (slowdown 1) moves at rate 1 throughout: its end in closed form, bit for bit
+      // the end of the simulator before crossing sends (the fluid's sums of partial moves round differently).
+      if (f.slowdown <= 1) {
+        double eagerEnd = out.start[id] + f.eager;
+        bool stalled = f.resume > eagerEnd;
+        f.end = stalled ? f.resume + (f.work - f.eager) : out.start[id] + f.work;
+        f.stall = stalled ? f.resume - eagerEnd : 0;
+      }
       out.end[id] = f.end;
       out.stall[id] = f.stall;
       out.crossing[id] = std::max(0.0, f.end - out.start[id] - s.duration - f.stall);
