@@ -252,6 +252,23 @@ static double medianAllReduce(std::vector<float> &buf, int bytes, int reps) {
   return t[t.size() / 2];
 }
 
+/// The byte counts of an internal comma-separated size list (`option` names it in the error rank 0 prints);
+/// false on an entry that is not an integer >= 1.
+static bool parseSizes(llvm::StringRef list, llvm::StringRef option, int rank, std::vector<int> &out) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  list.split(parts, ',', -1, false);
+  for (llvm::StringRef part : parts) {
+    int bytes = 0;
+    if (part.getAsInteger(10, bytes) || bytes < 1) {
+      if (rank == 0)
+        llvm::errs() << "ptrain-calibrate --pingpong: bad " << option << " entry '" << part << "'\n";
+      return false;
+    }
+    out.push_back(bytes);
+  }
+  return true;
+}
+
 static int runPingpong() {
   MPI_Init(nullptr, nullptr);
   int rank = 0, size = 0;
@@ -263,18 +280,11 @@ static int runPingpong() {
     MPI_Finalize();
     return 1;
   }
-  std::vector<int> sizes;
-  llvm::SmallVector<llvm::StringRef> parts;
-  llvm::StringRef(pingpongSizes).split(parts, ',', -1, false);
-  for (llvm::StringRef part : parts) {
-    int bytes = 0;
-    if (part.getAsInteger(10, bytes) || bytes < 1) {
-      if (rank == 0)
-        llvm::errs() << "ptrain-calibrate --pingpong: bad --pingpong-sizes entry '" << part << "'\n";
-      MPI_Finalize();
-      return 1;
-    }
-    sizes.push_back(bytes);
+  std::vector<int> sizes, reduceSizes;
+  if (!parseSizes(pingpongSizes, "--pingpong-sizes", rank, sizes) ||
+      !parseSizes(allReduceSizes, "--all-reduce-sizes", rank, reduceSizes)) {
+    MPI_Finalize();
+    return 1;
   }
   int largest = pingpongBytes;
   for (int b : sizes)
@@ -297,19 +307,6 @@ static int runPingpong() {
   double perIteration = std::max(1e-9, passes[passes.size() / 2]) + (sink == -1.0f ? 1e-30 : 0.0);
   MPI_Bcast(&perIteration, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   // The all-reduces at the plan's sizes (the link's `all_reduces`, Cluster.h).
-  std::vector<int> reduceSizes;
-  parts.clear();
-  llvm::StringRef(allReduceSizes).split(parts, ',', -1, false);
-  for (llvm::StringRef part : parts) {
-    int bytes = 0;
-    if (part.getAsInteger(10, bytes) || bytes < 1) {
-      if (rank == 0)
-        llvm::errs() << "ptrain-calibrate --pingpong: bad --all-reduce-sizes entry '" << part << "'\n";
-      MPI_Finalize();
-      return 1;
-    }
-    reduceSizes.push_back(bytes);
-  }
   json::Array reduceSamples;
   {
     int largestReduce = 4;
