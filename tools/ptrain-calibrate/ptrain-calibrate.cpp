@@ -28,8 +28,12 @@
 //    the link's `cpu_overhead` (LogP's o; schema version 2); and the MPI's eager limit, read from its
 //    configuration (readEagerLimit: OpenMPI's btl_tcp_eager_limit), as the link's `eager_limit_bytes` (the
 //    rendezvous stall, TimingPlan.h; schema version 2); and the link's `crossing_slowdown` (crossing sends,
-//    TimingPlan.h; schema version 2): the both-ways-at-once time over the one-way time at the largest swept
-//    size up to the plan's largest pipeline send, at least 1 (its samples in calibration.link.crossing_source).
+//    TimingPlan.h; schema version 2): the both-ways-at-once time over the one-way time at --pingpong-bytes
+//    (where the link's rate bounds a transfer), at least 1, where the plan has pipeline sends (its samples in
+//    calibration.link.crossing_source); and every all-reduce size of the plan (ptrain.all_reduce_start and
+//    ptrain.tp_all_reduce, bytes per rank) timed whole as the runtime runs it (MPI_Iallreduce in place on f32,
+//    MPI_Wait; the median of --pingpong-reps), fitted monotone into the link's `all_reduces` over
+//    `all_reduce_ranks` = 2 (the collective round measured as itself; schema version 3).
 // It writes a cluster file (the schema the timing model reads, docs/TimingModel.md): --base's fields (or a
 // one-node, one-core description), gpu.peak_flops.f32 (and .bf16 / .f16) and gpu.memory_bandwidth set to the
 // measured rates,
