@@ -105,9 +105,9 @@ static Error needsVersion(const std::string &field, int64_t version, int64_t sin
 static Error needsVersion2(const std::string &field, int64_t version) { return needsVersion(field, version, 2); }
 
 /// A link object {bandwidth, latency, messages?, duplex_messages?, half_duplex?, cpu_overhead?,
-/// eager_limit_bytes?, crossing_slowdown?, all_reduces?, all_reduce_ranks?}; `extra` names further fields allowed
+/// eager_limit_bytes?, crossing_slowdown?, all_reduces?, collective_ranks?}; `extra` names further fields allowed
 /// (and not read); `version` is the file's schema version (cpu_overhead, eager_limit_bytes and crossing_slowdown
-/// need 2, all_reduces and all_reduce_ranks 3).
+/// need 2, all_reduces and collective_ranks 3).
 static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_t version,
                                     llvm::ArrayRef<StringRef> extra = {}) {
   TRY(reader, parent.object_(name));
@@ -130,11 +130,12 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_
   // `all_reduces` (schema version 3): the same form, the time of a whole all-reduce by each rank's bytes.
   for (auto [name, table] : {std::make_pair("messages", &link.messages),
                              std::make_pair("duplex_messages", &link.duplexMessages),
-                             std::make_pair("all_reduces", &link.allReduces)}) {
+                             std::make_pair("all_reduces", &link.allReduces),
+                             std::make_pair("all_gathers", &link.allGathers)}) {
     TRY(messages, reader.get(name, /*optional=*/true));
     if (!messages)
       continue;
-    if (table == &link.allReduces)
+    if (table == &link.allReduces || table == &link.allGathers)
       if (Error err = needsVersion(reader.field(name), version, 3))
         return std::move(err);
     const json::Array *array = messages->getAsArray();
@@ -157,22 +158,23 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_
       table->push_back({static_cast<double>(bytes), seconds});
     }
   }
-  // `all_reduce_ranks` (schema version 3): an integer >= 2, the group size `all_reduces` was measured over;
+  // `collective_ranks` (schema version 3): an integer >= 2, the group size `all_reduces` was measured over;
   // required with the table and only with it.
-  TRY(allReduceRanks, reader.get("all_reduce_ranks", /*optional=*/true));
-  if (allReduceRanks) {
-    if (Error err = needsVersion(reader.field("all_reduce_ranks"), version, 3))
+  TRY(collectiveRanks, reader.get("collective_ranks", /*optional=*/true));
+  if (collectiveRanks) {
+    if (Error err = needsVersion(reader.field("collective_ranks"), version, 3))
       return std::move(err);
-    TRY(ranks, reader.positiveInt("all_reduce_ranks"));
+    TRY(ranks, reader.positiveInt("collective_ranks"));
     if (ranks < 2)
-      return fieldError(reader.field("all_reduce_ranks"),
-                        "must be >= 2 (the ranks the all-reduces were measured over), got " + std::to_string(ranks));
-    if (link.allReduces.empty())
-      return fieldError(reader.field("all_reduce_ranks"), "given without all_reduces (the table it describes)");
-    link.allReduceRanks = ranks;
-  } else if (!link.allReduces.empty()) {
-    return fieldError(reader.field("all_reduces"),
-                      "needs all_reduce_ranks (the number of ranks the all-reduces were measured over)");
+      return fieldError(reader.field("collective_ranks"),
+                        "must be >= 2 (the ranks the collectives were measured over), got " + std::to_string(ranks));
+    if (link.allReduces.empty() && link.allGathers.empty())
+      return fieldError(reader.field("collective_ranks"),
+                        "given without all_reduces or all_gathers (the tables it describes)");
+    link.collectiveRanks = ranks;
+  } else if (!link.allReduces.empty() || !link.allGathers.empty()) {
+    return fieldError(reader.field(link.allReduces.empty() ? "all_gathers" : "all_reduces"),
+                      "needs collective_ranks (the number of ranks the collectives were measured over)");
   }
   // `cpu_overhead`: {per_message_s, per_byte_s}, both >= 0 (schema version 2).
   TRY(overhead, reader.get("cpu_overhead", /*optional=*/true));
@@ -244,7 +246,8 @@ static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value
     // The ping-pong's medians before the fit and how they were taken: provenance, not read by the model.
     auto parsed =
         parseLink(reader, "link", version, {"samples", "duplex_samples", "fit", "round_trips", "eager_limit_source", "crossing_source",
-                                          "all_reduce_samples", "all_reduce_fit"});
+                                          "all_reduce_samples", "all_reduce_fit",
+                                          "all_gather_samples"});
     if (!parsed)
       return parsed.takeError();
   }

@@ -33,7 +33,7 @@
 //    calibration.link.crossing_source); and every all-reduce size of the plan (ptrain.all_reduce_start and
 //    ptrain.tp_all_reduce, bytes per rank) timed whole as the runtime runs it (MPI_Iallreduce in place on f32,
 //    MPI_Wait; the median of --pingpong-reps), fitted monotone into the link's `all_reduces` over
-//    `all_reduce_ranks` = 2 (the collective round measured as itself; schema version 3).
+//    `collective_ranks` = 2 (the collective round measured as itself; schema version 3).
 // It writes a cluster file (the schema the timing model reads, docs/TimingModel.md): --base's fields (or a
 // one-node, one-core description), gpu.peak_flops.f32 (and .bf16 / .f16) and gpu.memory_bandwidth set to the
 // measured rates,
@@ -120,6 +120,9 @@ static cl::opt<std::string> pingpongSizes("pingpong-sizes", cl::desc("(internal)
                                           cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<std::string> allReduceSizes("all-reduce-sizes",
                                            cl::desc("(internal) the all-reduce sizes (bytes per rank), comma-separated"),
+                                           cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
+static cl::opt<std::string> allGatherSizes("all-gather-sizes",
+                                           cl::desc("(internal) the all-gather sizes (bytes per rank), comma-separated"),
                                            cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<int> maxReduceShapes("max-reduce-shapes", cl::desc("largest all-reduced tensors measured"),
                                     cl::init(4), cl::cat(calibrateOptions));
@@ -273,6 +276,23 @@ static bool parseSizes(llvm::StringRef list, llvm::StringRef option, int rank, s
   return true;
 }
 
+/// The median seconds of one all-gather in which each rank contributes `bytes` bytes, as the runtime's
+/// compressed collectives run it (MPI_Iallgather of MPI_BYTE, then MPI_Wait), over `reps` runs each after a
+/// barrier, on rank 0's clock.
+static double medianAllGather(std::vector<char> &buf, std::vector<char> &gathered, int bytes, int reps) {
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    MPI_Request request;
+    MPI_Iallgather(buf.data(), bytes, MPI_BYTE, gathered.data(), bytes, MPI_BYTE, MPI_COMM_WORLD, &request);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    t.push_back(MPI_Wtime() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 static int runPingpong() {
   MPI_Init(nullptr, nullptr);
   int rank = 0, size = 0;
@@ -284,9 +304,10 @@ static int runPingpong() {
     MPI_Finalize();
     return 1;
   }
-  std::vector<int> sizes, reduceSizes;
+  std::vector<int> sizes, reduceSizes, gatherSizes;
   if (!parseSizes(pingpongSizes, "--pingpong-sizes", rank, sizes) ||
-      !parseSizes(allReduceSizes, "--all-reduce-sizes", rank, reduceSizes)) {
+      !parseSizes(allReduceSizes, "--all-reduce-sizes", rank, reduceSizes) ||
+      !parseSizes(allGatherSizes, "--all-gather-sizes", rank, gatherSizes)) {
     MPI_Finalize();
     return 1;
   }
@@ -320,6 +341,17 @@ static int runPingpong() {
     for (int bytes : reduceSizes)
       reduceSamples.push_back(json::Object{{"bytes", bytes}, {"seconds", medianAllReduce(reduceBuf, bytes, reps)}});
   }
+  // The all-gathers of the compressed collectives' codes at the plan's sizes (the link's `all_gathers`).
+  json::Array gatherSamples;
+  {
+    int largestGather = 1;
+    for (int b : gatherSizes)
+      largestGather = std::max(largestGather, b);
+    std::vector<char> gatherBuf(largestGather, 1), gathered(2 * static_cast<size_t>(largestGather), 0);
+    for (int bytes : gatherSizes)
+      gatherSamples.push_back(
+          json::Object{{"bytes", bytes}, {"seconds", medianAllGather(gatherBuf, gathered, bytes, reps)}});
+  }
   json::Array samples;
   for (int bytes : sizes) {
     double roundTrip = medianExchange(rank, buf, recv, bytes, reps, /*duplex=*/false);
@@ -348,6 +380,7 @@ static int runPingpong() {
     result["round_trips"] = reps;
     result["samples"] = std::move(samples);
     result["all_reduce_samples"] = std::move(reduceSamples);
+    result["all_gather_samples"] = std::move(gatherSamples);
     llvm::outs() << json::Value(std::move(result)) << "\n";
   }
   MPI_Finalize();
@@ -356,7 +389,8 @@ static int runPingpong() {
 
 /// Runs this binary's --pingpong under mpirun on `hosts` over the message sizes `sizes`; the JSON line of rank 0.
 static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vector<int64_t> &sizes,
-                                               const std::set<int64_t> &reduceSizes) {
+                                               const std::set<int64_t> &reduceSizes,
+                                               const std::set<int64_t> &gatherSizes) {
   std::string self = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&measureLink));
   auto mpirun = llvm::sys::findProgramByName("mpirun");
   if (!mpirun)
@@ -379,6 +413,12 @@ static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vec
     for (int64_t b : reduceSizes)
       reduceList += (reduceList.empty() ? "" : ",") + std::to_string(b);
     args.push_back("--all-reduce-sizes=" + reduceList);
+  }
+  if (!gatherSizes.empty()) {
+    std::string gatherList;
+    for (int64_t b : gatherSizes)
+      gatherList += (gatherList.empty() ? "" : ",") + std::to_string(b);
+    args.push_back("--all-gather-sizes=" + gatherList);
   }
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out), std::nullopt};
@@ -692,6 +732,32 @@ int main(int argc, char **argv) {
       return 1;
     codecs.push_back(*codec);
   }
+  // The all-gathers of the compressed collectives over 2 ranks (CodecCosts.h getDataParallelCodecWork: top-k's,
+  // quantization's and TAH-Quant's codes gathered whole; casts' fp32 chunks of 4 N / 2 bytes), for every
+  // candidate codec on every TP site and all-reduced tensor: the link's `all_gathers` (schema version 3).
+  std::set<int64_t> allGatherBytes;
+  {
+    std::vector<RankedTensorType> collectiveTypes;
+    for (const auto &[s, t] : tpSites)
+      collectiveTypes.push_back(t);
+    for (const auto &[s, t] : reduces)
+      if (!llvm::is_contained(collectiveTypes, t))
+        collectiveTypes.push_back(t);
+    for (RankedTensorType type : collectiveTypes)
+      for (CodecAttrInterface codec : codecs) {
+        if (isa<PowerSGDAttr, RandKAttr, LinearAEAttr>(codec) ||
+            failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
+          continue;
+        if (isa<CastAttr>(codec)) {
+          allGatherBytes.insert(std::max<int64_t>(1, 4 * type.getNumElements() / 2));
+          continue;
+        }
+        int64_t bytes = 0;
+        for (Type code : codec.getCodeTypes(type))
+          bytes += static_cast<int64_t>(getTensorBytes(code));
+        allGatherBytes.insert(std::max<int64_t>(1, bytes));
+      }
+  }
   json::Array codecTimes;
   for (RankedTensorType type : shapes) {
     std::vector<CodecAttrInterface> here = codecs;
@@ -752,7 +818,7 @@ int main(int argc, char **argv) {
       if (b > 1 && b < pingpongBytes && (sweep.empty() || b > sweep.back() * 1.05))
         sweep.push_back(b);
     sweep.push_back(pingpongBytes);
-    auto measured = measureLink(argv[0], sweep, allReduceBytes);
+    auto measured = measureLink(argv[0], sweep, allReduceBytes, allGatherBytes);
     if (!measured)
       return fail(llvm::toString(measured.takeError()));
     link = std::move(*measured);
@@ -931,12 +997,30 @@ int main(int argc, char **argv) {
         reduceSamples.push_back({*bytes, *secs});
         reduceRaw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *secs}});
       }
+    json::Array gatherRaw;
+    std::vector<MessageTime> gatherSamples;
+    if (const json::Array *r = l->getArray("all_gather_samples"))
+      for (const json::Value &e : *r) {
+        const json::Object *m = e.getAsObject();
+        auto bytes = m ? m->getNumber("bytes") : std::nullopt;
+        auto secs = m ? m->getNumber("seconds") : std::nullopt;
+        if (!bytes || !secs || *bytes < 1 || *secs <= 0)
+          return fail("--hosts: a bad all-gather sample");
+        gatherSamples.push_back({*bytes, *secs});
+        gatherRaw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *secs}});
+      }
+    json::Value gatherTable = nullptr;
+    if (!gatherSamples.empty())
+      gatherTable = toJson(fitMessageTimes(gatherSamples));
     json::Value reduceTable = nullptr;
     if (!reduceSamples.empty()) {
       reduceTable = toJson(fitMessageTimes(reduceSamples));
       (*o.getObject("inter_node"))["all_reduces"] = reduceTable;
-      (*o.getObject("inter_node"))["all_reduce_ranks"] = 2;
     }
+    if (!gatherSamples.empty())
+      (*o.getObject("inter_node"))["all_gathers"] = gatherTable;
+    if (!reduceSamples.empty() || !gatherSamples.empty())
+      (*o.getObject("inter_node"))["collective_ranks"] = 2;
     // The rendezvous stall's threshold (schema version 2), read from the MPI's configuration.
     const std::string &eagerSource = eager.second;
     if (eagerLimit > 0)
@@ -951,20 +1035,24 @@ int main(int argc, char **argv) {
         {"eager_limit_source", eagerSource},
         {"crossing_source", std::move(crossingSource)},
         {"all_reduce_samples", std::move(reduceRaw)},
+        {"all_gather_samples", std::move(gatherRaw)},
         {"all_reduce_fit", "per all-reduce size of the plan (bytes per rank): the median of MPI_Iallreduce (in place, "
                            "f32 sum, as the runtime) + MPI_Wait over 2 ranks, each after a barrier; monotone least "
-                           "squares (pool adjacent violators)"},
+                           "squares (pool adjacent violators); all_gathers the same of MPI_Iallgather at the sizes the "
+                           "compressed collectives gather (top-k, quantization codes; casts' fp32 chunks)"},
         {"samples", std::move(raw)},
         {"duplex_samples", std::move(duplexRaw)},
         {"round_trips", pingpongReps.getValue()},
         {"fit", "one-way time = half the median round trip per size (duplex: the median MPI_Sendrecv of that size "
                 "both ways at once); monotone least squares (pool adjacent violators); priced by piecewise-linear "
                 "interpolation, above the largest size at bandwidth"}};
-    if (!reduceSamples.empty()) {
-      json::Object &calibrated = *calibration.getObject("link");
+    json::Object &calibrated = *calibration.getObject("link");
+    if (!reduceSamples.empty())
       calibrated["all_reduces"] = std::move(reduceTable);
-      calibrated["all_reduce_ranks"] = 2;
-    }
+    if (!gatherSamples.empty())
+      calibrated["all_gathers"] = std::move(gatherTable);
+    if (!reduceSamples.empty() || !gatherSamples.empty())
+      calibrated["collective_ranks"] = 2;
   }
   o["calibration"] = std::move(calibration);
   // cpu_overhead is schema version 2 and all_reduces 3 (Cluster.h kClusterSchemaVersion); a link-less file stays

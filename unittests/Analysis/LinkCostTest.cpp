@@ -286,7 +286,7 @@ TEST(LinkCostTest, CrossingSlowdownIsAFactorOfAtLeastOne) {
 }
 
 
-// The measured collective round (`all_reduces` over `all_reduce_ranks`, schema version 3): an all-reduce over that
+// The measured collective round (`all_reduces` over `collective_ranks`, schema version 3): an all-reduce over that
 // many ranks is the table's time, interpolated, with no cpu_overhead added (the measurement holds the CPU); other
 // group sizes stay priced from messages. By hand on the 20 Mbit/s table (kTable) with o = 1 ms + 10 ns/B:
 // from messages, binomial over 2 ranks, 10,000 B: 2 x (6 ms + 2 x (1 ms + 0.1 ms)) = 16.4 ms. From the table
@@ -302,12 +302,12 @@ TEST(LinkCostTest, AllReduceRoundsAreMeasuredWhole) {
       {"bytes": 1000, "seconds": 2e-3}, {"bytes": 10000, "seconds": 6e-3}, {"bytes": 100000, "seconds": 4.2e-2}],
       "cpu_overhead": {"per_message_s": 1e-3, "per_byte_s": 1e-8},
       "all_reduces": [{"bytes": 4, "seconds": 1e-3}, {"bytes": 10000, "seconds": 9e-3},
-                      {"bytes": 100000, "seconds": 5e-2}], "all_reduce_ranks": 2}})";
+                      {"bytes": 100000, "seconds": 5e-2}], "collective_ranks": 2}})";
   auto value = llvm::json::parse(table);
   ASSERT_TRUE(static_cast<bool>(value));
   auto cluster = parseCluster(*value);
   ASSERT_TRUE(static_cast<bool>(cluster)) << llvm::toString(cluster.takeError());
-  EXPECT_EQ(cluster->interNode.allReduceRanks, 2);
+  EXPECT_EQ(cluster->interNode.collectiveRanks, 2);
   LinkCost measured(cluster->interNode, 1, /*binomial=*/true);
   EXPECT_DOUBLE_EQ(measured.allReduce(10000, 2), 9e-3);
   EXPECT_DOUBLE_EQ(measured.allReduce(55000, 2), 29.5e-3);
@@ -325,27 +325,65 @@ TEST(LinkCostTest, AllReduceRoundsAreMeasuredWhole) {
   auto parseReduces = [](const std::string &version, const std::string &field) {
     return parseWithInterNode(version, field, [](const ClusterSpec &cluster) {
       return "ok " + std::to_string(cluster.interNode.allReduces.size()) + " " +
-             std::to_string(cluster.interNode.allReduceRanks);
+             std::to_string(cluster.interNode.collectiveRanks);
     });
   };
-  const std::string ok = R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}], "all_reduce_ranks": 2)";
+  const std::string ok = R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 2)";
   EXPECT_EQ(parseReduces(R"("version": 3, )", ok), "ok 1 2");
   EXPECT_EQ(parseReduces("", ""), "ok 0 0");
   EXPECT_EQ(parseReduces(R"("version": 2, )", ok),
             "inter_node.all_reduces: needs \"version\": 3 at the top of the file (the field is new in schema "
             "version 3; this file is version 2)");
   EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}])"),
-            "inter_node.all_reduces: needs all_reduce_ranks (the number of ranks the all-reduces were measured "
+            "inter_node.all_reduces: needs collective_ranks (the number of ranks the collectives were measured "
             "over)");
-  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduce_ranks": 2)"),
-            "inter_node.all_reduce_ranks: given without all_reduces (the table it describes)");
-  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}], "all_reduce_ranks": 1)"),
-            "inter_node.all_reduce_ranks: must be >= 2 (the ranks the all-reduces were measured over), got 1");
+  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_gathers": [{"bytes": 4, "seconds": 1e-4}])"),
+            "inter_node.all_gathers: needs collective_ranks (the number of ranks the collectives were measured "
+            "over)");
+  EXPECT_EQ(parseReduces(R"("version": 2, )", R"(, "all_gathers": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 2)"),
+            "inter_node.all_gathers: needs \"version\": 3 at the top of the file (the field is new in schema "
+            "version 3; this file is version 2)");
+  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_gathers": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 2)"),
+            "ok 0 2");
+  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "collective_ranks": 2)"),
+            "inter_node.collective_ranks: given without all_reduces or all_gathers (the tables it describes)");
+  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 1)"),
+            "inter_node.collective_ranks: must be >= 2 (the ranks the collectives were measured over), got 1");
   EXPECT_EQ(parseReduces(R"("version": 3, )",
-                         R"(, "all_reduces": [{"bytes": 8, "seconds": 1e-4}, {"bytes": 4, "seconds": 2e-4}], "all_reduce_ranks": 2)"),
+                         R"(, "all_reduces": [{"bytes": 8, "seconds": 1e-4}, {"bytes": 4, "seconds": 2e-4}], "collective_ranks": 2)"),
             "inter_node.all_reduces[1].bytes: must be larger than the previous entry's (8): sizes strictly increasing");
-  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 0}], "all_reduce_ranks": 2)"),
+  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 0}], "collective_ranks": 2)"),
             "inter_node.all_reduces[0].seconds: must be > 0, got 0.000000");
+}
+
+// The measured all-gather (`all_gathers` over `collective_ranks`): priced from the table over that many ranks,
+// with no cpu_overhead, from messages otherwise. By hand on kTable's messages with o = 1 ms + 10 ns/B and the
+// table {(100 B, 0.5 ms), (20,000 B, 4.5 ms)}: 10,000 B per rank, 0.5 ms + 4 ms x 9,900 / 19,900; 50 B (below the
+// first entry) 0.5 ms; 40,000 B, 4.5 ms plus what one message adds from 20,000 to 40,000 B (its link time and
+// 2 x 20,000 x 10 ns of overhead); over 3 ranks (no table) 2 messages of 10,000 B, each 6 ms + 2 x 1.1 ms.
+TEST(LinkCostTest, AllGatherRoundsAreMeasuredWhole) {
+  const std::string table = R"({"version": 3, "nodes": 2, "gpus_per_node": 1,
+    "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
+    "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
+    "inter_node": {"bandwidth": 2.5e6, "latency": 1e-4, "messages": [
+      {"bytes": 1000, "seconds": 2e-3}, {"bytes": 10000, "seconds": 6e-3}, {"bytes": 100000, "seconds": 4.2e-2}],
+      "cpu_overhead": {"per_message_s": 1e-3, "per_byte_s": 1e-8},
+      "all_gathers": [{"bytes": 100, "seconds": 5e-4}, {"bytes": 20000, "seconds": 4.5e-3}], "collective_ranks": 2}})";
+  auto value = llvm::json::parse(table);
+  ASSERT_TRUE(static_cast<bool>(value));
+  auto cluster = parseCluster(*value);
+  ASSERT_TRUE(static_cast<bool>(cluster)) << llvm::toString(cluster.takeError());
+  LinkCost link(cluster->interNode, 1, /*binomial=*/true);
+  EXPECT_TRUE(link.hasAllGatherTable(2));
+  EXPECT_FALSE(link.hasAllGatherTable(3));
+  EXPECT_NEAR(link.allGather(10000, 2), 5e-4 + 4e-3 * 9900 / 19900, 1e-15);
+  EXPECT_DOUBLE_EQ(link.allGather(50, 2), 5e-4);
+  EXPECT_NEAR(link.allGather(40000, 2),
+              4.5e-3 + (link.message(40000) - link.message(20000)) + 2 * (20000 * 1e-8), 1e-12);
+  // No table over 3 ranks: 2 messages of 10,000 B with their overhead, as messages(2, 20,000).
+  EXPECT_NEAR(link.allGather(10000, 3), 2 * 8.2e-3, 1e-12);
+  // The all-reduces have no table here: from messages, as before.
+  EXPECT_NEAR(link.allReduce(10000, 2), 16.4e-3, 1e-12);
 }
 
 } // namespace

@@ -61,6 +61,13 @@ public:
   /// above the last the last time plus what the message rule above adds from the last size to b): the measured
   /// round already holds its CPU time, so no `cpu_overhead` is added.
   double allReduce(double bytes, int64_t n) const;
+  /// An all-gather in which each of n ranks contributes `bytes`: where the link has a measured all-gather table
+  /// (`all_gathers`) over n ranks, its time of sharers x bytes, interpolated as allReduce() interpolates its
+  /// table (no `cpu_overhead` added); else n-1 messages of `bytes` (each with its overhead), as
+  /// messages(n - 1, (n - 1) bytes). 0 when n <= 1.
+  double allGather(double bytes, int64_t n) const;
+  /// Whether allGather() over n ranks is priced from the measured table.
+  bool hasAllGatherTable(int64_t n) const { return n > 1 && !spec.allGathers.empty() && n == spec.collectiveRanks; }
   /// Ring reduce-scatter or all-gather: n-1 messages of bytes / n; 0 when n <= 1.
   double reduceScatter(double bytes, int64_t n) const;
   /// Bytes per second one GPU gets at large sizes (bandwidth / sharers).
