@@ -104,7 +104,8 @@ struct CodecKernelTime {
 
 /// The newest cluster-file schema version this build reads (`version`, docs/TimingModel.md): 1, the schema
 /// before the field existed (files without `version`); 2 adds the links' `cpu_overhead`,
-/// `eager_limit_bytes` and `crossing_slowdown`; 3 adds the links' measured `all_reduces` and `collective_ranks`.
+/// `eager_limit_bytes` and `crossing_slowdown`; 3 adds the links' measured `all_reduces`, `all_gathers` and
+/// `collective_ranks`.
 constexpr int64_t kClusterSchemaVersion = 3;
 
 /// A parsed and checked cluster description.
