@@ -438,6 +438,25 @@ static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vec
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "--hosts " + hosts + ": no result line");
 }
 
+/// The collective samples `key` ([{bytes, seconds}], bytes >= 1, seconds > 0) of the ping-pong's result into
+/// `samples` (for the fit) and `raw` (kept in calibration.link); false on a bad entry; none: true, nothing added.
+static bool readCollectiveSamples(const json::Object &result, llvm::StringRef key, std::vector<MessageTime> &samples,
+                                  json::Array &raw) {
+  const json::Array *entries = result.getArray(key);
+  if (!entries)
+    return true;
+  for (const json::Value &e : *entries) {
+    const json::Object *m = e.getAsObject();
+    auto bytes = m ? m->getNumber("bytes") : std::nullopt;
+    auto secs = m ? m->getNumber("seconds") : std::nullopt;
+    if (!bytes || !secs || *bytes < 1 || *secs <= 0)
+      return false;
+    samples.push_back({*bytes, *secs});
+    raw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *secs}});
+  }
+  return true;
+}
+
 /// The eager limit of the MPI the ping-pong runs (the link's `eager_limit_bytes`, Cluster.h): OpenMPI's TCP BTL
 /// `btl_tcp_eager_limit`, from `--mca btl_tcp_eager_limit N` in --mpirun-args where given, else from
 /// `ompi_info --parsable --param btl tcp --level 9` (which reads OMPI_MCA_* from the environment as mpirun does;
@@ -712,12 +731,15 @@ int main(int argc, char **argv) {
   }
 
   // Codec kernels on the plan's sent and all-reduced tensors (pipeline sends, TP sites, the largest dp ones).
+  // Appends the tensor types of a shape -> type map that `to` does not hold yet.
+  auto addTypes = [](std::vector<RankedTensorType> &to, const std::map<std::vector<int64_t>, RankedTensorType> &from) {
+    for (const auto &[shape, type] : from)
+      if (!llvm::is_contained(to, type))
+        to.push_back(type);
+  };
   std::vector<RankedTensorType> shapes;
-  for (const auto &[s, t] : sends)
-    shapes.push_back(t);
-  for (const auto &[s, t] : tpSites)
-    if (!llvm::is_contained(shapes, t))
-      shapes.push_back(t);
+  addTypes(shapes, sends);
+  addTypes(shapes, tpSites);
   std::vector<RankedTensorType> largest;
   for (const auto &[s, t] : reduces)
     largest.push_back(t);
@@ -738,11 +760,8 @@ int main(int argc, char **argv) {
   std::set<int64_t> allGatherBytes;
   {
     std::vector<RankedTensorType> collectiveTypes;
-    for (const auto &[s, t] : tpSites)
-      collectiveTypes.push_back(t);
-    for (const auto &[s, t] : reduces)
-      if (!llvm::is_contained(collectiveTypes, t))
-        collectiveTypes.push_back(t);
+    addTypes(collectiveTypes, tpSites);
+    addTypes(collectiveTypes, reduces);
     for (RankedTensorType type : collectiveTypes)
       for (CodecAttrInterface codec : codecs) {
         if (isa<PowerSGDAttr, RandKAttr, LinearAEAttr>(codec) ||
@@ -985,30 +1004,12 @@ int main(int argc, char **argv) {
     // The collective rounds (schema version 3): each all-reduce of the plan timed whole (MPI_Iallreduce + MPI_Wait
     // at its size over the two ranks), fitted non-decreasing; the timing model prices 2-rank all-reduces from it
     // instead of messages + cpu_overhead.
-    json::Array reduceRaw;
-    std::vector<MessageTime> reduceSamples;
-    if (const json::Array *r = l->getArray("all_reduce_samples"))
-      for (const json::Value &e : *r) {
-        const json::Object *m = e.getAsObject();
-        auto bytes = m ? m->getNumber("bytes") : std::nullopt;
-        auto secs = m ? m->getNumber("seconds") : std::nullopt;
-        if (!bytes || !secs || *bytes < 1 || *secs <= 0)
-          return fail("--hosts: a bad all-reduce sample");
-        reduceSamples.push_back({*bytes, *secs});
-        reduceRaw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *secs}});
-      }
-    json::Array gatherRaw;
-    std::vector<MessageTime> gatherSamples;
-    if (const json::Array *r = l->getArray("all_gather_samples"))
-      for (const json::Value &e : *r) {
-        const json::Object *m = e.getAsObject();
-        auto bytes = m ? m->getNumber("bytes") : std::nullopt;
-        auto secs = m ? m->getNumber("seconds") : std::nullopt;
-        if (!bytes || !secs || *bytes < 1 || *secs <= 0)
-          return fail("--hosts: a bad all-gather sample");
-        gatherSamples.push_back({*bytes, *secs});
-        gatherRaw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *secs}});
-      }
+    json::Array reduceRaw, gatherRaw;
+    std::vector<MessageTime> reduceSamples, gatherSamples;
+    if (!readCollectiveSamples(*l, "all_reduce_samples", reduceSamples, reduceRaw))
+      return fail("--hosts: a bad all-reduce sample");
+    if (!readCollectiveSamples(*l, "all_gather_samples", gatherSamples, gatherRaw))
+      return fail("--hosts: a bad all-gather sample");
     json::Value gatherTable = nullptr;
     if (!gatherSamples.empty())
       gatherTable = toJson(fitMessageTimes(gatherSamples));

@@ -4,6 +4,8 @@
 
 #include "gtest/gtest.h"
 
+#include <optional>
+
 using namespace mlir::ptrain;
 
 namespace {
@@ -294,19 +296,32 @@ TEST(LinkCostTest, CrossingSlowdownIsAFactorOfAtLeastOne) {
 // the first entry) 1 ms; 200,000 B: 50 ms + what messages add from 100,000 to 200,000 B, 2 x (100,000 B at
 // 2.5 MB/s = 40 ms + 2 x 1 ms of overhead per byte) = 50 + 84 = 134 ms; over 3 ranks: messages (4 x 8.2 ms).
 // Two GPUs sharing the NIC: 5,000 B each price as one 10,000 B all-reduce, 9 ms.
-TEST(LinkCostTest, AllReduceRoundsAreMeasuredWhole) {
-  const std::string table = R"({"version": 3, "nodes": 2, "gpus_per_node": 1,
+/// A version-3 two-node cluster whose inter_node link is kTable's messages with cpu_overhead 1 ms + 10 ns/B and
+/// `tables` (e.g. `"all_reduces": [...], "collective_ranks": 2`) appended, parsed (the test fails on an error).
+ClusterSpec parseMeasured(const std::string &tables) {
+  const std::string text = R"({"version": 3, "nodes": 2, "gpus_per_node": 1,
     "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
     "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
     "inter_node": {"bandwidth": 2.5e6, "latency": 1e-4, "messages": [
       {"bytes": 1000, "seconds": 2e-3}, {"bytes": 10000, "seconds": 6e-3}, {"bytes": 100000, "seconds": 4.2e-2}],
-      "cpu_overhead": {"per_message_s": 1e-3, "per_byte_s": 1e-8},
-      "all_reduces": [{"bytes": 4, "seconds": 1e-3}, {"bytes": 10000, "seconds": 9e-3},
-                      {"bytes": 100000, "seconds": 5e-2}], "collective_ranks": 2}})";
-  auto value = llvm::json::parse(table);
-  ASSERT_TRUE(static_cast<bool>(value));
+      "cpu_overhead": {"per_message_s": 1e-3, "per_byte_s": 1e-8}, )" + tables + "}}";
+  auto value = llvm::json::parse(text);
+  EXPECT_TRUE(static_cast<bool>(value)) << text;
+  if (!value) {
+    llvm::consumeError(value.takeError());
+    return {};
+  }
   auto cluster = parseCluster(*value);
-  ASSERT_TRUE(static_cast<bool>(cluster)) << llvm::toString(cluster.takeError());
+  if (!cluster) {
+    ADD_FAILURE() << llvm::toString(cluster.takeError());
+    return {};
+  }
+  return *cluster;
+}
+
+TEST(LinkCostTest, AllReduceRoundsAreMeasuredWhole) {
+  auto cluster = std::optional<ClusterSpec>(parseMeasured(R"("all_reduces": [{"bytes": 4, "seconds": 1e-3},
+    {"bytes": 10000, "seconds": 9e-3}, {"bytes": 100000, "seconds": 5e-2}], "collective_ranks": 2)"));
   EXPECT_EQ(cluster->interNode.collectiveRanks, 2);
   LinkCost measured(cluster->interNode, 1, /*binomial=*/true);
   EXPECT_DOUBLE_EQ(measured.allReduce(10000, 2), 9e-3);
@@ -362,17 +377,8 @@ TEST(LinkCostTest, AllReduceRoundsAreMeasuredWhole) {
 // first entry) 0.5 ms; 40,000 B, 4.5 ms plus what one message adds from 20,000 to 40,000 B (its link time and
 // 2 x 20,000 x 10 ns of overhead); over 3 ranks (no table) 2 messages of 10,000 B, each 6 ms + 2 x 1.1 ms.
 TEST(LinkCostTest, AllGatherRoundsAreMeasuredWhole) {
-  const std::string table = R"({"version": 3, "nodes": 2, "gpus_per_node": 1,
-    "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
-    "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
-    "inter_node": {"bandwidth": 2.5e6, "latency": 1e-4, "messages": [
-      {"bytes": 1000, "seconds": 2e-3}, {"bytes": 10000, "seconds": 6e-3}, {"bytes": 100000, "seconds": 4.2e-2}],
-      "cpu_overhead": {"per_message_s": 1e-3, "per_byte_s": 1e-8},
-      "all_gathers": [{"bytes": 100, "seconds": 5e-4}, {"bytes": 20000, "seconds": 4.5e-3}], "collective_ranks": 2}})";
-  auto value = llvm::json::parse(table);
-  ASSERT_TRUE(static_cast<bool>(value));
-  auto cluster = parseCluster(*value);
-  ASSERT_TRUE(static_cast<bool>(cluster)) << llvm::toString(cluster.takeError());
+  auto cluster = std::optional<ClusterSpec>(parseMeasured(
+      R"("all_gathers": [{"bytes": 100, "seconds": 5e-4}, {"bytes": 20000, "seconds": 4.5e-3}], "collective_ranks": 2)"));
   LinkCost link(cluster->interNode, 1, /*binomial=*/true);
   EXPECT_TRUE(link.hasAllGatherTable(2));
   EXPECT_FALSE(link.hasAllGatherTable(3));
