@@ -128,10 +128,9 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_
   // `messages`, `duplex_messages`: [{bytes, seconds}, ...], bytes integers >= 1 strictly increasing, seconds > 0
   // (one way).
   // `all_reduces` (schema version 3): the same form, the time of a whole all-reduce by each rank's bytes.
-  for (auto [name, table] : {std::make_pair("messages", &link.messages),
-                             std::make_pair("duplex_messages", &link.duplexMessages),
-                             std::make_pair("all_reduces", &link.allReduces),
-                             std::make_pair("all_gathers", &link.allGathers)}) {
+  for (auto [name, table] :
+       {std::make_pair("messages", &link.messages), std::make_pair("duplex_messages", &link.duplexMessages),
+        std::make_pair("all_reduces", &link.allReduces), std::make_pair("all_gathers", &link.allGathers)}) {
     TRY(messages, reader.get(name, /*optional=*/true));
     if (!messages)
       continue;
@@ -244,10 +243,9 @@ static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value
   TRY(link, reader.get("link", /*optional=*/true));
   if (link) {
     // The ping-pong's medians before the fit and how they were taken: provenance, not read by the model.
-    auto parsed =
-        parseLink(reader, "link", version, {"samples", "duplex_samples", "fit", "round_trips", "eager_limit_source", "crossing_source",
-                                          "all_reduce_samples", "all_reduce_fit",
-                                          "all_gather_samples"});
+    auto parsed = parseLink(reader, "link", version,
+                            {"samples", "duplex_samples", "fit", "round_trips", "eager_limit_source", "crossing_source",
+                             "all_reduce_samples", "all_reduce_fit", "all_gather_samples"});
     if (!parsed)
       return parsed.takeError();
   }

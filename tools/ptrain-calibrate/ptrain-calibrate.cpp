@@ -118,12 +118,12 @@ static cl::opt<bool> linkOnly("link-only", cl::desc("with --hosts and --base: me
                               cl::init(false), cl::cat(calibrateOptions));
 static cl::opt<std::string> pingpongSizes("pingpong-sizes", cl::desc("(internal) the sweep's sizes, comma-separated"),
                                           cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
-static cl::opt<std::string> allReduceSizes("all-reduce-sizes",
-                                           cl::desc("(internal) the all-reduce sizes (bytes per rank), comma-separated"),
-                                           cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
-static cl::opt<std::string> allGatherSizes("all-gather-sizes",
-                                           cl::desc("(internal) the all-gather sizes (bytes per rank), comma-separated"),
-                                           cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
+static cl::opt<std::string>
+    allReduceSizes("all-reduce-sizes", cl::desc("(internal) the all-reduce sizes (bytes per rank), comma-separated"),
+                   cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
+static cl::opt<std::string>
+    allGatherSizes("all-gather-sizes", cl::desc("(internal) the all-gather sizes (bytes per rank), comma-separated"),
+                   cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<int> maxReduceShapes("max-reduce-shapes", cl::desc("largest all-reduced tensors measured"),
                                     cl::init(4), cl::cat(calibrateOptions));
 static cl::opt<int> numNodes("nodes", cl::desc("nodes of the output without --base (one core each)"),

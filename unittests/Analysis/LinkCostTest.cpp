@@ -287,7 +287,6 @@ TEST(LinkCostTest, CrossingSlowdownIsAFactorOfAtLeastOne) {
             "inter_node.crossing_slowdown: must be a number");
 }
 
-
 // The measured collective round (`all_reduces` over `collective_ranks`, schema version 3): an all-reduce over that
 // many ranks is the table's time, interpolated, with no cpu_overhead added (the measurement holds the CPU); other
 // group sizes stay priced from messages. By hand on the 20 Mbit/s table (kTable) with o = 1 ms + 10 ns/B:
@@ -304,7 +303,8 @@ ClusterSpec parseMeasured(const std::string &tables) {
     "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
     "inter_node": {"bandwidth": 2.5e6, "latency": 1e-4, "messages": [
       {"bytes": 1000, "seconds": 2e-3}, {"bytes": 10000, "seconds": 6e-3}, {"bytes": 100000, "seconds": 4.2e-2}],
-      "cpu_overhead": {"per_message_s": 1e-3, "per_byte_s": 1e-8}, )" + tables + "}}";
+      "cpu_overhead": {"per_message_s": 1e-3, "per_byte_s": 1e-8}, )" +
+                           tables + "}}";
   auto value = llvm::json::parse(text);
   EXPECT_TRUE(static_cast<bool>(value)) << text;
   if (!value) {
@@ -355,20 +355,26 @@ TEST(LinkCostTest, AllReduceRoundsAreMeasuredWhole) {
   EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_gathers": [{"bytes": 4, "seconds": 1e-4}])"),
             "inter_node.all_gathers: needs collective_ranks (the number of ranks the collectives were measured "
             "over)");
-  EXPECT_EQ(parseReduces(R"("version": 2, )", R"(, "all_gathers": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 2)"),
-            "inter_node.all_gathers: needs \"version\": 3 at the top of the file (the field is new in schema "
-            "version 3; this file is version 2)");
-  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_gathers": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 2)"),
-            "ok 0 2");
+  EXPECT_EQ(
+      parseReduces(R"("version": 2, )", R"(, "all_gathers": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 2)"),
+      "inter_node.all_gathers: needs \"version\": 3 at the top of the file (the field is new in schema "
+      "version 3; this file is version 2)");
+  EXPECT_EQ(
+      parseReduces(R"("version": 3, )", R"(, "all_gathers": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 2)"),
+      "ok 0 2");
   EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "collective_ranks": 2)"),
             "inter_node.collective_ranks: given without all_reduces or all_gathers (the tables it describes)");
-  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 1)"),
-            "inter_node.collective_ranks: must be >= 2 (the ranks the collectives were measured over), got 1");
-  EXPECT_EQ(parseReduces(R"("version": 3, )",
-                         R"(, "all_reduces": [{"bytes": 8, "seconds": 1e-4}, {"bytes": 4, "seconds": 2e-4}], "collective_ranks": 2)"),
-            "inter_node.all_reduces[1].bytes: must be larger than the previous entry's (8): sizes strictly increasing");
-  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 0}], "collective_ranks": 2)"),
-            "inter_node.all_reduces[0].seconds: must be > 0, got 0.000000");
+  EXPECT_EQ(
+      parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 1)"),
+      "inter_node.collective_ranks: must be >= 2 (the ranks the collectives were measured over), got 1");
+  EXPECT_EQ(
+      parseReduces(
+          R"("version": 3, )",
+          R"(, "all_reduces": [{"bytes": 8, "seconds": 1e-4}, {"bytes": 4, "seconds": 2e-4}], "collective_ranks": 2)"),
+      "inter_node.all_reduces[1].bytes: must be larger than the previous entry's (8): sizes strictly increasing");
+  EXPECT_EQ(
+      parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 0}], "collective_ranks": 2)"),
+      "inter_node.all_reduces[0].seconds: must be > 0, got 0.000000");
 }
 
 // The measured all-gather (`all_gathers` over `collective_ranks`): priced from the table over that many ranks,
@@ -384,8 +390,8 @@ TEST(LinkCostTest, AllGatherRoundsAreMeasuredWhole) {
   EXPECT_FALSE(link.hasAllGatherTable(3));
   EXPECT_NEAR(link.allGather(10000, 2), 5e-4 + 4e-3 * 9900 / 19900, 1e-15);
   EXPECT_DOUBLE_EQ(link.allGather(50, 2), 5e-4);
-  EXPECT_NEAR(link.allGather(40000, 2),
-              4.5e-3 + (link.message(40000) - link.message(20000)) + 2 * (20000 * 1e-8), 1e-12);
+  EXPECT_NEAR(link.allGather(40000, 2), 4.5e-3 + (link.message(40000) - link.message(20000)) + 2 * (20000 * 1e-8),
+              1e-12);
   // No table over 3 ranks: 2 messages of 10,000 B with their overhead, as messages(2, 20,000).
   EXPECT_NEAR(link.allGather(10000, 3), 2 * 8.2e-3, 1e-12);
   // The all-reduces have no table here: from messages, as before.

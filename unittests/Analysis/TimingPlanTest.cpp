@@ -403,8 +403,7 @@ TEST(TimingPlanTest, CrossingSendsMoveSlowerWhileBothAreInFlight) {
     bool half;
     double backwardSeconds, iteration, sendF1End, sendF1Crossing, sendB0End, sendB0Crossing;
   };
-  for (Case c : {Case{false, 4, 25, 16, 4, 16, 4}, Case{false, 1, 19, 13, 1, 10, 1},
-                 Case{true, 4, 24, 12, 0, 16, 0}}) {
+  for (Case c : {Case{false, 4, 25, 16, 4, 16, 4}, Case{false, 1, 19, 13, 1, 10, 1}, Case{true, 4, 24, 12, 0, 16, 0}}) {
     PipelineCosts costs = uniformCosts("1f1b", 2, 2, 1.0, 2.0);
     costs.rankNodes = {0, 1};
     costs.halfDuplex = c.half;
