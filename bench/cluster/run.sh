@@ -5,7 +5,8 @@
 # This script checks the machine, creates the namespaces, removes them on exit (also on error or Ctrl-C), and
 # runs the driver bench/cluster/cluster.py with its arguments:
 #
-#   sudo bash bench/cluster/run.sh [--build build] [--out out/bench-cluster] [--precision fp32] [--steps 40] [--warmup 5]
+#   sudo bash bench/cluster/run.sh [--build build] [--out out/bench-cluster] [--model M.onnx --data DIR] [--grid pp2|dp2|tp2]
+#                                  [--precision fp32] [--steps 40] [--warmup 5]
 #                                  [--policies none,optimus-cc,mcbench,auto] [--rates occ,1gbit,20mbit] [--rounds 3] [--nice N]
 #                                  [--ttt-steps N [--ttt-val-every K] [--ttt-val-batches B] [--ttt-max-factor F]]
 #   bash bench/cluster/run.sh --help

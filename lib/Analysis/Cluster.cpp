@@ -94,17 +94,20 @@ public:
     return var##OrErr.takeError();                                                                                     \
   auto var = std::move(*var##OrErr);
 
-/// An error for a field new in schema version 2 in a file of an older `version`; success otherwise.
-static Error needsVersion2(const std::string &field, int64_t version) {
-  if (version >= 2)
+/// An error for a field new in schema version `since` in a file of an older `version`; success otherwise.
+static Error needsVersion(const std::string &field, int64_t version, int64_t since) {
+  if (version >= since)
     return Error::success();
-  return fieldError(field, "needs \"version\": 2 at the top of the file (the field is new in schema version 2; "
-                           "this file is version " + std::to_string(version) + ")");
+  return fieldError(field, "needs \"version\": " + std::to_string(since) +
+                               " at the top of the file (the field is new in schema version " + std::to_string(since) +
+                               "; this file is version " + std::to_string(version) + ")");
 }
+static Error needsVersion2(const std::string &field, int64_t version) { return needsVersion(field, version, 2); }
 
 /// A link object {bandwidth, latency, messages?, duplex_messages?, half_duplex?, cpu_overhead?,
-/// eager_limit_bytes?, crossing_slowdown?}; `extra` names further fields allowed (and not read); `version` is
-/// the file's schema version (cpu_overhead, eager_limit_bytes and crossing_slowdown need 2).
+/// eager_limit_bytes?, crossing_slowdown?, all_reduces?, collective_ranks?}; `extra` names further fields allowed
+/// (and not read); `version` is the file's schema version (cpu_overhead, eager_limit_bytes and crossing_slowdown
+/// need 2, all_reduces and collective_ranks 3).
 static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_t version,
                                     llvm::ArrayRef<StringRef> extra = {}) {
   TRY(reader, parent.object_(name));
@@ -124,11 +127,16 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_
   }
   // `messages`, `duplex_messages`: [{bytes, seconds}, ...], bytes integers >= 1 strictly increasing, seconds > 0
   // (one way).
-  for (auto [name, table] : {std::make_pair("messages", &link.messages),
-                             std::make_pair("duplex_messages", &link.duplexMessages)}) {
+  // `all_reduces` (schema version 3): the same form, the time of a whole all-reduce by each rank's bytes.
+  for (auto [name, table] :
+       {std::make_pair("messages", &link.messages), std::make_pair("duplex_messages", &link.duplexMessages),
+        std::make_pair("all_reduces", &link.allReduces), std::make_pair("all_gathers", &link.allGathers)}) {
     TRY(messages, reader.get(name, /*optional=*/true));
     if (!messages)
       continue;
+    if (table == &link.allReduces || table == &link.allGathers)
+      if (Error err = needsVersion(reader.field(name), version, 3))
+        return std::move(err);
     const json::Array *array = messages->getAsArray();
     if (!array || array->empty())
       return fieldError(reader.field(name), "must be a non-empty array of {bytes, seconds}");
@@ -148,6 +156,24 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_
         return std::move(err);
       table->push_back({static_cast<double>(bytes), seconds});
     }
+  }
+  // `collective_ranks` (schema version 3): an integer >= 2, the group size `all_reduces` was measured over;
+  // required with the table and only with it.
+  TRY(collectiveRanks, reader.get("collective_ranks", /*optional=*/true));
+  if (collectiveRanks) {
+    if (Error err = needsVersion(reader.field("collective_ranks"), version, 3))
+      return std::move(err);
+    TRY(ranks, reader.positiveInt("collective_ranks"));
+    if (ranks < 2)
+      return fieldError(reader.field("collective_ranks"),
+                        "must be >= 2 (the ranks the collectives were measured over), got " + std::to_string(ranks));
+    if (link.allReduces.empty() && link.allGathers.empty())
+      return fieldError(reader.field("collective_ranks"),
+                        "given without all_reduces or all_gathers (the tables it describes)");
+    link.collectiveRanks = ranks;
+  } else if (!link.allReduces.empty() || !link.allGathers.empty()) {
+    return fieldError(reader.field(link.allReduces.empty() ? "all_gathers" : "all_reduces"),
+                      "needs collective_ranks (the number of ranks the collectives were measured over)");
   }
   // `cpu_overhead`: {per_message_s, per_byte_s}, both >= 0 (schema version 2).
   TRY(overhead, reader.get("cpu_overhead", /*optional=*/true));
@@ -217,8 +243,9 @@ static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value
   TRY(link, reader.get("link", /*optional=*/true));
   if (link) {
     // The ping-pong's medians before the fit and how they were taken: provenance, not read by the model.
-    auto parsed =
-        parseLink(reader, "link", version, {"samples", "duplex_samples", "fit", "round_trips", "eager_limit_source", "crossing_source"});
+    auto parsed = parseLink(reader, "link", version,
+                            {"samples", "duplex_samples", "fit", "round_trips", "eager_limit_source", "crossing_source",
+                             "all_reduce_samples", "all_reduce_fit", "all_gather_samples"});
     if (!parsed)
       return parsed.takeError();
   }
@@ -274,7 +301,8 @@ Expected<ClusterSpec> mlir::ptrain::parseCluster(const json::Value &value) {
   reader.used.insert("sources");
   TRY(name, reader.string("name", /*optional=*/true, "cluster"));
   c.name = name;
-  // `version` (optional): the schema version, 1 (the default: every file written before the field) or 2.
+  // `version` (optional): the schema version, 1 (the default: every file written before the field) to
+  // kClusterSchemaVersion.
   TRY(version, reader.get("version", /*optional=*/true));
   if (version) {
     std::optional<int64_t> v = version->getAsInteger();

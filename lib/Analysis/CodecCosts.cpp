@@ -159,6 +159,8 @@ CodecCollective mlir::ptrain::ringReduceScatterAllGather(double bytes, int64_t n
 double mlir::ptrain::getCollectiveSeconds(const CodecCollective &c, const LinkCost &link, int64_t n, double scale) {
   if (c.allReduce)
     return link.allReduce(scale * c.bytes, n);
+  if (c.allGather && link.hasAllGatherTable(n))
+    return link.allGather(scale * c.bytes, n);
   return link.messages(c.latencies, scale * c.sentBytes);
 }
 
@@ -167,7 +169,11 @@ mlir::ptrain::getDataParallelCodecWork(CodecAttrInterface codec, RankedTensorTyp
   DataParallelCodecWork work;
   double numel = type.getNumElements(), size = std::max<int64_t>(n, 1);
   // (n-1) latencies and (n-1) x `each` bytes: an all-gather in which every rank contributes `each` bytes.
-  auto allGather = [&](double each) { return CodecCollective{size - 1, (size - 1) * each, each}; };
+  auto allGather = [&](double each) {
+    CodecCollective c{size - 1, (size - 1) * each, each};
+    c.allGather = true;
+    return c;
+  };
   if (auto powerSGD = dyn_cast<PowerSGDAttr>(codec)) {
     auto [rows, cols] = *MatrixViewAttr::getMatrixShape(powerSGD.getView(), type, nullptr);
     int64_t r = std::min({static_cast<int64_t>(powerSGD.getRank()), rows, cols});

@@ -32,7 +32,38 @@ double LinkCost::messages(double count, double sentBytes) const {
   return count * (message(sentBytes / count, /*duplex=*/true) + 2 * overhead(sentBytes / count));
 }
 
+/// The time of a measured collective of b bytes (already times the sharers) from its table: the first entry's
+/// time below it, the interpolation between entries, and above the last entry its time plus what `model` (the
+/// price from messages, of bytes per GPU) adds from the last size to b.
+template <typename Model>
+static double measuredCollective(const std::vector<MessageTime> &table, double b, double sharers, Model model) {
+  if (b <= table.front().bytes)
+    return table.front().seconds;
+  if (b >= table.back().bytes)
+    return table.back().seconds + model(b / sharers) - model(table.back().bytes / sharers);
+  for (size_t i = 1; i < table.size(); ++i)
+    if (b <= table[i].bytes) {
+      const MessageTime &lo = table[i - 1], &hi = table[i];
+      return lo.seconds + (hi.seconds - lo.seconds) * (b - lo.bytes) / (hi.bytes - lo.bytes);
+    }
+  return table.back().seconds; // unreachable: b < table.back().bytes
+}
+
 double LinkCost::allReduce(double bytes, int64_t n) const {
+  if (n <= 1 || spec.allReduces.empty() || n != spec.collectiveRanks)
+    return allReduceFromMessages(bytes, n);
+  return measuredCollective(spec.allReduces, bytes * sharers, sharers,
+                            [&](double b) { return allReduceFromMessages(b, n); });
+}
+
+double LinkCost::allGather(double bytes, int64_t n) const {
+  auto fromMessages = [&](double b) { return n <= 1 ? 0.0 : messages(n - 1.0, (n - 1.0) * b); };
+  if (n <= 1 || spec.allGathers.empty() || n != spec.collectiveRanks)
+    return fromMessages(bytes);
+  return measuredCollective(spec.allGathers, bytes * sharers, sharers, fromMessages);
+}
+
+double LinkCost::allReduceFromMessages(double bytes, int64_t n) const {
   if (n <= 1)
     return 0;
   if (binomial)

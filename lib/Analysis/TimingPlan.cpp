@@ -10,6 +10,7 @@
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
+#include <limits>
 #include <queue>
 #include <tuple>
 
@@ -49,16 +50,38 @@ struct Simulator {
   /// Per link direction (src * ranks + dst): when it is free and its last transfer.
   std::vector<double> linkFree;
   std::vector<int> linkLast;
-  /// Per rank pair (src * ranks + dst): the latest end of the transfers src -> dst scheduled so far (crossing
-  /// sends).
-  std::vector<double> pairEnd;
+  /// A transfer in flight between two ranks, as a fluid flow (crossing sends and the rendezvous stall).
+  struct Flow {
+    int id;
+    /// Seconds of the link at full rate: the whole transfer, its eager part (min(eagerSeconds, duration); the
+    /// whole when it has none) and the part moved so far.
+    double work, eager, moved = 0;
+    /// When the rest past the eager part may move (the end of the sender's compute step running at the
+    /// transfer's start; -inf when the sender was idle or there is no eager limit) and that step.
+    double resume;
+    int resumeStep;
+    /// 1 / the transfer's rate while the opposite direction moves (PlanStep::crossingSlowdown).
+    double slowdown;
+    bool forward; // src < dst
+    /// Seconds spent paused at the end of the eager part (the stall); the end, once the flow finished.
+    double stall = 0, end = -1;
+  };
+  /// Per unordered rank pair (min * ranks + max): the transfers in flight between the two ranks, in both
+  /// directions, and the time their state is advanced to.
+  struct Pair {
+    double now = 0;
+    std::vector<Flow> flows;
+  };
+  std::vector<Pair> pairs;
   std::vector<bool> done, queued;
   /// Realized predecessors (dependencies, stream and link predecessors) for the slack pass.
   std::vector<std::vector<int>> preds;
   std::vector<int> lastOnCompute, lastOnComm;
   std::vector<int> order; // scheduling order
-  /// Per stalled transfer: the sender's compute step its rest waited for (-1: none).
+  /// Per stalled transfer: the sender's compute step its rest waited for (-1: none) and that step's end, when
+  /// the rest resumed (-1: none).
   std::vector<int> stallPred;
+  std::vector<double> resumeAt;
   /// (earliest start, 0 for compute steps and 1 for the others, step): at equal times compute steps go first,
   /// so that a transfer sees the sender's step that starts with it (the rendezvous stall). Compute steps share
   /// no resource with transfers and collectives, so this changes no start time.
@@ -114,35 +137,133 @@ struct Simulator {
     queue.push({earliestStart(id), kindOrder(id), id});
   }
 
-  /// Seconds a transfer starting at `start` loses to the opposite transfers in flight (TimingPlan.h: it moves
-  /// at 1 / crossingSlowdown of its rate until they end).
-  double crossingSeconds(const PlanStep &s, double start) const {
-    if (s.kind != PlanStep::Transfer || s.crossingSlowdown <= 1)
-      return 0;
-    double k = s.crossingSlowdown, d = s.duration;
-    double overlap = pairEnd[static_cast<size_t>(s.ranks[1]) * plan.numRanks + s.ranks[0]] - start;
-    if (overlap <= 0)
-      return 0;
-    return k * d <= overlap ? (k - 1) * d : overlap * (1 - 1 / k);
+  /// Moves the flows of `pair` forward to `limit` (or until all have ended when limit is +inf), by processor
+  /// sharing of the link between its two directions (TimingPlan.h, "crossing sends"): a flow moves at rate 1,
+  /// or 1 / its slowdown while a flow of the opposite direction moves; a flow whose eager part is done before
+  /// its `resume` pauses until then (it moves no data, so it slows nothing). Rates change only at a flow's
+  /// finish, pause or resume, so the loop steps from one such event to the next. Flows that end are removed
+  /// (their `end` set) and returned in `finished`.
+  static void advance(Pair &pair, double limit, std::vector<Flow> &finished) {
+    double &now = pair.now;
+    while (!pair.flows.empty() && now < limit) {
+      auto paused = [&](const Flow &f) { return f.moved >= f.eager && f.moved < f.work && now < f.resume; };
+      bool movingForward = false, movingBackward = false;
+      for (const Flow &f : pair.flows)
+        if (!paused(f))
+          (f.forward ? movingForward : movingBackward) = true;
+      // Each flow's rate and the time to its next event.
+      llvm::SmallVector<double, 4> rate, next;
+      double dt = limit - now;
+      for (const Flow &f : pair.flows) {
+        double r = (f.forward ? movingBackward : movingForward) ? 1 / f.slowdown : 1;
+        double e;
+        if (paused(f)) {
+          r = 0;
+          e = f.resume - now;
+        } else if (f.moved < f.eager && f.eager < f.work && f.resume > now) {
+          e = (f.eager - f.moved) / r; // reaches the eager part's end (it may pause there)
+        } else {
+          e = (f.work - f.moved) / r;
+        }
+        rate.push_back(r);
+        next.push_back(e);
+        dt = std::min(dt, e);
+      }
+      // Advance; a flow whose event is at the step's end snaps to it exactly (no drift from the division).
+      for (size_t i = 0; i < pair.flows.size(); ++i) {
+        Flow &f = pair.flows[i];
+        if (rate[i] == 0) {
+          f.stall += dt;
+          continue;
+        }
+        bool atEvent = next[i] <= dt;
+        if (atEvent && f.moved < f.eager && f.eager < f.work && f.resume > now)
+          f.moved = f.eager;
+        else if (atEvent)
+          f.moved = f.work;
+        else
+          f.moved = std::min(f.moved + rate[i] * dt, f.work);
+      }
+      now = dt >= limit - now ? limit : now + dt;
+      for (size_t i = 0; i < pair.flows.size();) {
+        if (pair.flows[i].moved >= pair.flows[i].work) {
+          pair.flows[i].end = now;
+          finished.push_back(pair.flows[i]);
+          pair.flows.erase(pair.flows.begin() + i);
+        } else {
+          ++i;
+        }
+      }
+    }
+    if (now < limit)
+      now = limit; // no flow left: the pair idles until `limit`
+  }
+
+  /// Re-predicts the end of every flow of `pair` (no later transfer assumed) and writes it into the timeline:
+  /// the end, stall and crossing seconds of each, the link it frees and the dependency time of its dependents.
+  /// A transfer's end only grows from one prediction to the next (a new opposite flow only lowers rates), and
+  /// its dependents' queue entries carry an earliest start at or after the old end, later than every event
+  /// processed so far, so none of them has started: they are re-queued by the start check of run().
+  void predict(Pair &pair) {
+    Pair copy = pair;
+    std::vector<Flow> finished;
+    advance(copy, std::numeric_limits<double>::infinity(), finished);
+    for (Flow f : finished) {
+      int id = f.id;
+      const PlanStep &s = plan.steps[id];
+      // A flow that no crossing slows (slowdown 1) moves at rate 1 throughout: its end in closed form, bit for bit
+      // the end of the simulator before crossing sends (the fluid's sums of partial moves round differently).
+      if (f.slowdown <= 1) {
+        double eagerEnd = out.start[id] + f.eager;
+        bool stalled = f.resume > eagerEnd;
+        f.end = stalled ? f.resume + (f.work - f.eager) : out.start[id] + f.work;
+        f.stall = stalled ? f.resume - eagerEnd : 0;
+      }
+      out.end[id] = f.end;
+      out.stall[id] = f.stall;
+      out.crossing[id] = std::max(0.0, f.end - out.start[id] - s.duration - f.stall);
+      stallPred[id] = f.stall > 0 ? f.resumeStep : -1;
+      resumeAt[id] = f.stall > 0 ? f.resume : -1;
+      for (size_t l : links(s))
+        if (linkLast[l] == id)
+          linkFree[l] = f.end;
+      if (done[id])
+        for (int d : dependents[id])
+          depsEnd[d] = std::max(depsEnd[d], f.end);
+    }
+  }
+
+  /// Starts transfer `id` at `start`: a flow of its pair, and every flow of the pair re-predicted.
+  void startTransfer(int id, double start) {
+    const PlanStep &s = plan.steps[id];
+    int a = s.ranks[0], b = s.ranks[1];
+    Pair &pair = pairs[static_cast<size_t>(std::min(a, b)) * plan.numRanks + std::max(a, b)];
+    std::vector<Flow> finished;
+    advance(pair, start, finished);
+    Flow f;
+    f.id = id;
+    f.work = s.duration;
+    f.eager = s.eagerSeconds >= 0 ? std::min(s.eagerSeconds, s.duration) : s.duration;
+    // The rendezvous stall: the sender is computing (a step started at or before `start` ends after it), so
+    // the rest past the eager part moves from that step's end.
+    f.resume = -std::numeric_limits<double>::infinity();
+    f.resumeStep = -1;
+    if (s.eagerSeconds >= 0 && computeFree[a] > start) {
+      f.resume = computeFree[a];
+      f.resumeStep = lastOnCompute[a];
+    }
+    f.slowdown = std::max(1.0, s.crossingSlowdown);
+    f.forward = a < b;
+    pair.flows.push_back(f);
+    predict(pair);
   }
 
   void schedule(int id, double start) {
     const PlanStep &s = plan.steps[id];
     out.start[id] = start;
-    out.crossing[id] = crossingSeconds(s, start);
     out.end[id] = start + s.duration;
-    // The rendezvous stall: the sender is computing (a step started at or before `start` ends after it), so
-    // the rest past the eager part moves from that step's end.
-    if (s.kind == PlanStep::Transfer && s.eagerSeconds >= 0) {
-      int sender = s.ranks.front();
-      double eagerEnd = start + std::min(s.eagerSeconds, s.duration);
-      if (computeFree[sender] > eagerEnd) {
-        out.end[id] = computeFree[sender] + (s.duration - std::min(s.eagerSeconds, s.duration));
-        out.stall[id] = computeFree[sender] - eagerEnd;
-        stallPred[id] = lastOnCompute[sender];
-      }
-    }
-    out.end[id] += out.crossing[id];
+    if (s.kind == PlanStep::Transfer)
+      startTransfer(id, start);
     done[id] = true;
     order.push_back(id);
     for (int d : s.deps)
@@ -174,8 +295,6 @@ struct Simulator {
         linkLast[l] = id;
         linkFree[l] = out.end[id];
       }
-      double &pair = pairEnd[static_cast<size_t>(s.ranks[0]) * plan.numRanks + s.ranks[1]];
-      pair = std::max(pair, out.end[id]);
     }
     for (int d : dependents[id]) {
       depsEnd[d] = std::max(depsEnd[d], out.end[id]);
@@ -201,11 +320,12 @@ struct Simulator {
         numLinks = std::max(numLinks, static_cast<size_t>(ranks) * ranks + l + 1);
     linkFree.assign(numLinks, 0);
     linkLast.assign(numLinks, -1);
-    pairEnd.assign(static_cast<size_t>(ranks) * ranks, 0);
+    pairs.assign(static_cast<size_t>(ranks) * ranks, Pair());
     done.assign(n, false);
     queued.assign(n, false);
     preds.assign(n, {});
     stallPred.assign(n, -1);
+    resumeAt.assign(n, -1);
     out = Timeline();
     out.start.assign(n, 0);
     out.end.assign(n, 0);
@@ -259,10 +379,8 @@ bool mlir::ptrain::simulate(const Plan &plan, Timeline &out, std::string &error)
   // Slack: latest end without delaying the iteration, backwards over the realized predecessor graph. A
   // stalled transfer spans its stall too, and the sender's step it waited for must end before its rest.
   std::vector<double> lateEnd(n, t);
-  auto rest = [&](int id) {
-    return plan.steps[id].duration - std::min(plan.steps[id].eagerSeconds, plan.steps[id].duration) +
-           out.crossing[id];
-  };
+  // A stalled transfer's seconds from its resume (the sender's step end) to its end.
+  auto rest = [&](int id) { return out.end[id] - sim.resumeAt[id]; };
   for (auto it = sim.order.rbegin(); it != sim.order.rend(); ++it) {
     int id = *it;
     double lateStart = lateEnd[id] - (plan.steps[id].duration + out.stall[id] + out.crossing[id]);

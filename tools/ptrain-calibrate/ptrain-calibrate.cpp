@@ -28,8 +28,12 @@
 //    the link's `cpu_overhead` (LogP's o; schema version 2); and the MPI's eager limit, read from its
 //    configuration (readEagerLimit: OpenMPI's btl_tcp_eager_limit), as the link's `eager_limit_bytes` (the
 //    rendezvous stall, TimingPlan.h; schema version 2); and the link's `crossing_slowdown` (crossing sends,
-//    TimingPlan.h; schema version 2): the both-ways-at-once time over the one-way time at the largest swept
-//    size up to the plan's largest pipeline send, at least 1 (its samples in calibration.link.crossing_source).
+//    TimingPlan.h; schema version 2): the both-ways-at-once time over the one-way time at --pingpong-bytes
+//    (where the link's rate bounds a transfer), at least 1, where the plan has pipeline sends (its samples in
+//    calibration.link.crossing_source); and every all-reduce size of the plan (ptrain.all_reduce_start and
+//    ptrain.tp_all_reduce, bytes per rank) timed whole as the runtime runs it (MPI_Iallreduce in place on f32,
+//    MPI_Wait; the median of --pingpong-reps), fitted monotone into the link's `all_reduces` over
+//    `collective_ranks` = 2 (the collective round measured as itself; schema version 3).
 // It writes a cluster file (the schema the timing model reads, docs/TimingModel.md): --base's fields (or a
 // one-node, one-core description), gpu.peak_flops.f32 (and .bf16 / .f16) and gpu.memory_bandwidth set to the
 // measured rates,
@@ -114,6 +118,12 @@ static cl::opt<bool> linkOnly("link-only", cl::desc("with --hosts and --base: me
                               cl::init(false), cl::cat(calibrateOptions));
 static cl::opt<std::string> pingpongSizes("pingpong-sizes", cl::desc("(internal) the sweep's sizes, comma-separated"),
                                           cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
+static cl::opt<std::string>
+    allReduceSizes("all-reduce-sizes", cl::desc("(internal) the all-reduce sizes (bytes per rank), comma-separated"),
+                   cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
+static cl::opt<std::string>
+    allGatherSizes("all-gather-sizes", cl::desc("(internal) the all-gather sizes (bytes per rank), comma-separated"),
+                   cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<int> maxReduceShapes("max-reduce-shapes", cl::desc("largest all-reduced tensors measured"),
                                     cl::init(4), cl::cat(calibrateOptions));
 static cl::opt<int> numNodes("nodes", cl::desc("nodes of the output without --base (one core each)"),
@@ -228,6 +238,61 @@ static double messageOverhead(int rank, std::vector<char> &buf, int bytes, doubl
   return overlapped[overlapped.size() / 2] - alone[alone.size() / 2] + (sink == -1.0f ? 1e-30 : 0.0);
 }
 
+/// The median seconds of one all-reduce of `bytes` bytes per rank as the CPU target's runtime runs it
+/// (`ptrain_all_reduce_start` / `ptrain_compressed_all_reduce_start`: MPI_Iallreduce in place on f32 with
+/// MPI_SUM, then MPI_Wait), over `reps` runs each started after a barrier, on rank 0's clock; every rank takes
+/// part. `bytes` is rounded up to whole floats.
+static double medianAllReduce(std::vector<float> &buf, int bytes, int reps) {
+  int count = std::max(1, (bytes + 3) / 4);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    MPI_Request request;
+    MPI_Iallreduce(MPI_IN_PLACE, buf.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    t.push_back(MPI_Wtime() - t0);
+    // Keep the values finite over the repeats (each all-reduce doubles them).
+    std::fill(buf.begin(), buf.begin() + count, 1.0f);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// The byte counts of an internal comma-separated size list (`option` names it in the error rank 0 prints);
+/// false on an entry that is not an integer >= 1.
+static bool parseSizes(llvm::StringRef list, llvm::StringRef option, int rank, std::vector<int> &out) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  list.split(parts, ',', -1, false);
+  for (llvm::StringRef part : parts) {
+    int bytes = 0;
+    if (part.getAsInteger(10, bytes) || bytes < 1) {
+      if (rank == 0)
+        llvm::errs() << "ptrain-calibrate --pingpong: bad " << option << " entry '" << part << "'\n";
+      return false;
+    }
+    out.push_back(bytes);
+  }
+  return true;
+}
+
+/// The median seconds of one all-gather in which each rank contributes `bytes` bytes, as the runtime's
+/// compressed collectives run it (MPI_Iallgather of MPI_BYTE, then MPI_Wait), over `reps` runs each after a
+/// barrier, on rank 0's clock.
+static double medianAllGather(std::vector<char> &buf, std::vector<char> &gathered, int bytes, int reps) {
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    MPI_Request request;
+    MPI_Iallgather(buf.data(), bytes, MPI_BYTE, gathered.data(), bytes, MPI_BYTE, MPI_COMM_WORLD, &request);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    t.push_back(MPI_Wtime() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 static int runPingpong() {
   MPI_Init(nullptr, nullptr);
   int rank = 0, size = 0;
@@ -239,18 +304,12 @@ static int runPingpong() {
     MPI_Finalize();
     return 1;
   }
-  std::vector<int> sizes;
-  llvm::SmallVector<llvm::StringRef> parts;
-  llvm::StringRef(pingpongSizes).split(parts, ',', -1, false);
-  for (llvm::StringRef part : parts) {
-    int bytes = 0;
-    if (part.getAsInteger(10, bytes) || bytes < 1) {
-      if (rank == 0)
-        llvm::errs() << "ptrain-calibrate --pingpong: bad --pingpong-sizes entry '" << part << "'\n";
-      MPI_Finalize();
-      return 1;
-    }
-    sizes.push_back(bytes);
+  std::vector<int> sizes, reduceSizes, gatherSizes;
+  if (!parseSizes(pingpongSizes, "--pingpong-sizes", rank, sizes) ||
+      !parseSizes(allReduceSizes, "--all-reduce-sizes", rank, reduceSizes) ||
+      !parseSizes(allGatherSizes, "--all-gather-sizes", rank, gatherSizes)) {
+    MPI_Finalize();
+    return 1;
   }
   int largest = pingpongBytes;
   for (int b : sizes)
@@ -272,6 +331,27 @@ static int runPingpong() {
   std::sort(passes.begin(), passes.end());
   double perIteration = std::max(1e-9, passes[passes.size() / 2]) + (sink == -1.0f ? 1e-30 : 0.0);
   MPI_Bcast(&perIteration, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  // The all-reduces at the plan's sizes (the link's `all_reduces`, Cluster.h).
+  json::Array reduceSamples;
+  {
+    int largestReduce = 4;
+    for (int b : reduceSizes)
+      largestReduce = std::max(largestReduce, b);
+    std::vector<float> reduceBuf((largestReduce + 3) / 4, 1.0f);
+    for (int bytes : reduceSizes)
+      reduceSamples.push_back(json::Object{{"bytes", bytes}, {"seconds", medianAllReduce(reduceBuf, bytes, reps)}});
+  }
+  // The all-gathers of the compressed collectives' codes at the plan's sizes (the link's `all_gathers`).
+  json::Array gatherSamples;
+  {
+    int largestGather = 1;
+    for (int b : gatherSizes)
+      largestGather = std::max(largestGather, b);
+    std::vector<char> gatherBuf(largestGather, 1), gathered(2 * static_cast<size_t>(largestGather), 0);
+    for (int bytes : gatherSizes)
+      gatherSamples.push_back(
+          json::Object{{"bytes", bytes}, {"seconds", medianAllGather(gatherBuf, gathered, bytes, reps)}});
+  }
   json::Array samples;
   for (int bytes : sizes) {
     double roundTrip = medianExchange(rank, buf, recv, bytes, reps, /*duplex=*/false);
@@ -299,6 +379,8 @@ static int runPingpong() {
     result["large_one_way_s"] = large / 2;
     result["round_trips"] = reps;
     result["samples"] = std::move(samples);
+    result["all_reduce_samples"] = std::move(reduceSamples);
+    result["all_gather_samples"] = std::move(gatherSamples);
     llvm::outs() << json::Value(std::move(result)) << "\n";
   }
   MPI_Finalize();
@@ -306,7 +388,9 @@ static int runPingpong() {
 }
 
 /// Runs this binary's --pingpong under mpirun on `hosts` over the message sizes `sizes`; the JSON line of rank 0.
-static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vector<int64_t> &sizes) {
+static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vector<int64_t> &sizes,
+                                               const std::set<int64_t> &reduceSizes,
+                                               const std::set<int64_t> &gatherSizes) {
   std::string self = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&measureLink));
   auto mpirun = llvm::sys::findProgramByName("mpirun");
   if (!mpirun)
@@ -324,6 +408,18 @@ static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vec
   args.insert(args.end(), {self, "--pingpong", "--pingpong-bytes=" + std::to_string(pingpongBytes.getValue()),
                            "--pingpong-reps=" + std::to_string(pingpongReps.getValue()),
                            "--pingpong-sizes=" + sizeList});
+  if (!reduceSizes.empty()) {
+    std::string reduceList;
+    for (int64_t b : reduceSizes)
+      reduceList += (reduceList.empty() ? "" : ",") + std::to_string(b);
+    args.push_back("--all-reduce-sizes=" + reduceList);
+  }
+  if (!gatherSizes.empty()) {
+    std::string gatherList;
+    for (int64_t b : gatherSizes)
+      gatherList += (gatherList.empty() ? "" : ",") + std::to_string(b);
+    args.push_back("--all-gather-sizes=" + gatherList);
+  }
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out), std::nullopt};
   std::string error;
@@ -340,6 +436,25 @@ static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vec
     if (line.starts_with("{"))
       return json::parse(line);
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "--hosts " + hosts + ": no result line");
+}
+
+/// The collective samples `key` ([{bytes, seconds}], bytes >= 1, seconds > 0) of the ping-pong's result into
+/// `samples` (for the fit) and `raw` (kept in calibration.link); false on a bad entry; none: true, nothing added.
+static bool readCollectiveSamples(const json::Object &result, llvm::StringRef key, std::vector<MessageTime> &samples,
+                                  json::Array &raw) {
+  const json::Array *entries = result.getArray(key);
+  if (!entries)
+    return true;
+  for (const json::Value &e : *entries) {
+    const json::Object *m = e.getAsObject();
+    auto bytes = m ? m->getNumber("bytes") : std::nullopt;
+    auto secs = m ? m->getNumber("seconds") : std::nullopt;
+    if (!bytes || !secs || *bytes < 1 || *secs <= 0)
+      return false;
+    samples.push_back({*bytes, *secs});
+    raw.push_back(json::Object{{"bytes", static_cast<int64_t>(*bytes)}, {"seconds", *secs}});
+  }
+  return true;
 }
 
 /// The eager limit of the MPI the ping-pong runs (the link's `eager_limit_bytes`, Cluster.h): OpenMPI's TCP BTL
@@ -497,6 +612,9 @@ int main(int argc, char **argv) {
   std::set<int64_t> messageSizes;
   // The largest pipeline send (the size at which crossing sends are measured, `crossing_slowdown`).
   int64_t largestSend = 0;
+  // The bytes per rank of every all-reduce of the plan (dp buckets, tied, loss, TP sites), measured whole as
+  // the link's `all_reduces` (the ping-pong runs 2 ranks, so the table prices all-reduces over 2 ranks).
+  std::set<int64_t> allReduceBytes;
   SymbolTable symbols(*module);
   module->walk([&](Operation *op) {
     if (auto send = dyn_cast<SendStartOp>(op))
@@ -512,6 +630,7 @@ int main(int argc, char **argv) {
       if (t && t.hasStaticShape() && n > 1) {
         messageSizes.insert(std::max<int64_t>(1, static_cast<int64_t>(getTensorBytes(t)) / n));
         messageSizes.insert(static_cast<int64_t>(getTensorBytes(t)));
+        allReduceBytes.insert(std::max<int64_t>(1, static_cast<int64_t>(getTensorBytes(t))));
       }
     }
     if (auto tp = dyn_cast<TPAllReduceOp>(op)) {
@@ -521,6 +640,7 @@ int main(int argc, char **argv) {
       if (t && t.hasStaticShape() && n > 1 && t.getNumElements() > 1) {
         messageSizes.insert(std::max<int64_t>(1, static_cast<int64_t>(getTensorBytes(t)) / n));
         messageSizes.insert(static_cast<int64_t>(getTensorBytes(t)));
+        allReduceBytes.insert(static_cast<int64_t>(getTensorBytes(t)));
         tpSites[t.getShape().vec()] = RankedTensorType::get(t.getShape(), Float32Type::get(op->getContext()));
       }
     }
@@ -611,12 +731,15 @@ int main(int argc, char **argv) {
   }
 
   // Codec kernels on the plan's sent and all-reduced tensors (pipeline sends, TP sites, the largest dp ones).
+  // Appends the tensor types of a shape -> type map that `to` does not hold yet.
+  auto addTypes = [](std::vector<RankedTensorType> &to, const std::map<std::vector<int64_t>, RankedTensorType> &from) {
+    for (const auto &[shape, type] : from)
+      if (!llvm::is_contained(to, type))
+        to.push_back(type);
+  };
   std::vector<RankedTensorType> shapes;
-  for (const auto &[s, t] : sends)
-    shapes.push_back(t);
-  for (const auto &[s, t] : tpSites)
-    if (!llvm::is_contained(shapes, t))
-      shapes.push_back(t);
+  addTypes(shapes, sends);
+  addTypes(shapes, tpSites);
   std::vector<RankedTensorType> largest;
   for (const auto &[s, t] : reduces)
     largest.push_back(t);
@@ -630,6 +753,29 @@ int main(int argc, char **argv) {
     if (failed(codec))
       return 1;
     codecs.push_back(*codec);
+  }
+  // The all-gathers of the compressed collectives over 2 ranks (CodecCosts.h getDataParallelCodecWork: top-k's,
+  // quantization's and TAH-Quant's codes gathered whole; casts' fp32 chunks of 4 N / 2 bytes), for every
+  // candidate codec on every TP site and all-reduced tensor: the link's `all_gathers` (schema version 3).
+  std::set<int64_t> allGatherBytes;
+  {
+    std::vector<RankedTensorType> collectiveTypes;
+    addTypes(collectiveTypes, tpSites);
+    addTypes(collectiveTypes, reduces);
+    for (RankedTensorType type : collectiveTypes)
+      for (CodecAttrInterface codec : codecs) {
+        if (isa<PowerSGDAttr, RandKAttr, LinearAEAttr>(codec) ||
+            failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
+          continue;
+        if (isa<CastAttr>(codec)) {
+          allGatherBytes.insert(std::max<int64_t>(1, 4 * type.getNumElements() / 2));
+          continue;
+        }
+        int64_t bytes = 0;
+        for (Type code : codec.getCodeTypes(type))
+          bytes += static_cast<int64_t>(getTensorBytes(code));
+        allGatherBytes.insert(std::max<int64_t>(1, bytes));
+      }
   }
   json::Array codecTimes;
   for (RankedTensorType type : shapes) {
@@ -691,7 +837,7 @@ int main(int argc, char **argv) {
       if (b > 1 && b < pingpongBytes && (sweep.empty() || b > sweep.back() * 1.05))
         sweep.push_back(b);
     sweep.push_back(pingpongBytes);
-    auto measured = measureLink(argv[0], sweep);
+    auto measured = measureLink(argv[0], sweep, allReduceBytes, allGatherBytes);
     if (!measured)
       return fail(llvm::toString(measured.takeError()));
     link = std::move(*measured);
@@ -833,22 +979,49 @@ int main(int argc, char **argv) {
                                    {"duplex_messages", json::Array(duplexTable)},
                                    {"half_duplex", halfDuplex},
                                    {"cpu_overhead", std::move(cpuOverhead)}};
-    // Crossing sends (schema version 2): both ways at once against one way at the largest swept size up to the
-    // plan's largest pipeline send (the duplex and one-way samples of the sweep), at least 1.
+    // Crossing sends (schema version 2): both ways at once against one way at the rate measurement's size
+    // (--pingpong-bytes, the sweep's largest), at least 1. crossing_slowdown is how the link's rate is shared
+    // between its two directions, so it is measured where the link's rate bounds the transfer. At the plan's
+    // sizes it need not: on bench/cluster's 1 Gbit/s link a 128 KiB message fits tbf's burst and takes half its
+    // time at the rate (0.55 ms one way), and both ways at once take 2x (1.09 ms: the two copies on each rank's
+    // core), which the pipeline's sends did not see (the quiet run of 2026-12-07 20:33 predicted the uncompressed
+    // plan +2.1% with k = 1 and +4.6% with that 1.99; bench/README.md "Collective rounds and exact crossing"); at
+    // 1 MiB the same link gave 1.12, and 20 Mbit/s 1.08 at 128 KiB and 1.09 at 1 MiB. (Before: the largest swept
+    // size up to the plan's largest pipeline send.)
     json::Value crossingSource = nullptr;
-    for (size_t i = samples.size(); i-- > 1;) {
-      if (largestSend <= 0 || samples[i].bytes > largestSend)
-        continue;
-      double k = std::max(1.0, duplexSamples[i - 1].seconds / samples[i].seconds);
+    if (largestSend > 0 && samples.size() >= 2 && !duplexSamples.empty()) {
+      const MessageTime &one = samples.back(), &both = duplexSamples.back();
+      double k = std::max(1.0, both.seconds / one.seconds);
       (*o.getObject("inter_node"))["crossing_slowdown"] = k;
       crossingSource = json::Object{
-          {"bytes", static_cast<int64_t>(samples[i].bytes)},
-          {"one_way_s", samples[i].seconds},
-          {"both_ways_s", duplexSamples[i - 1].seconds},
-          {"fit", "both ways at once (the median MPI_Sendrecv) / one way (half the median round trip) at the "
-                  "largest swept size up to the plan's largest pipeline send, at least 1"}};
-      break;
+          {"bytes", static_cast<int64_t>(one.bytes)},
+          {"one_way_s", one.seconds},
+          {"both_ways_s", both.seconds},
+          {"fit", "both ways at once (the median MPI_Sendrecv) / one way (half the median round trip) at "
+                  "--pingpong-bytes (the rate measurement: where the link's rate bounds the transfer), at least 1; "
+                  "written where the plan has pipeline sends"}};
     }
+    // The collective rounds (schema version 3): each all-reduce of the plan timed whole (MPI_Iallreduce + MPI_Wait
+    // at its size over the two ranks), fitted non-decreasing; the timing model prices 2-rank all-reduces from it
+    // instead of messages + cpu_overhead.
+    json::Array reduceRaw, gatherRaw;
+    std::vector<MessageTime> reduceSamples, gatherSamples;
+    if (!readCollectiveSamples(*l, "all_reduce_samples", reduceSamples, reduceRaw))
+      return fail("--hosts: a bad all-reduce sample");
+    if (!readCollectiveSamples(*l, "all_gather_samples", gatherSamples, gatherRaw))
+      return fail("--hosts: a bad all-gather sample");
+    json::Value gatherTable = nullptr;
+    if (!gatherSamples.empty())
+      gatherTable = toJson(fitMessageTimes(gatherSamples));
+    json::Value reduceTable = nullptr;
+    if (!reduceSamples.empty()) {
+      reduceTable = toJson(fitMessageTimes(reduceSamples));
+      (*o.getObject("inter_node"))["all_reduces"] = reduceTable;
+    }
+    if (!gatherSamples.empty())
+      (*o.getObject("inter_node"))["all_gathers"] = gatherTable;
+    if (!reduceSamples.empty() || !gatherSamples.empty())
+      (*o.getObject("inter_node"))["collective_ranks"] = 2;
     // The rendezvous stall's threshold (schema version 2), read from the MPI's configuration.
     const std::string &eagerSource = eager.second;
     if (eagerLimit > 0)
@@ -862,16 +1035,29 @@ int main(int argc, char **argv) {
         {"cpu_overhead", std::move(cpuOverheadRaw)},
         {"eager_limit_source", eagerSource},
         {"crossing_source", std::move(crossingSource)},
+        {"all_reduce_samples", std::move(reduceRaw)},
+        {"all_gather_samples", std::move(gatherRaw)},
+        {"all_reduce_fit", "per all-reduce size of the plan (bytes per rank): the median of MPI_Iallreduce (in place, "
+                           "f32 sum, as the runtime) + MPI_Wait over 2 ranks, each after a barrier; monotone least "
+                           "squares (pool adjacent violators); all_gathers the same of MPI_Iallgather at the sizes the "
+                           "compressed collectives gather (top-k, quantization codes; casts' fp32 chunks)"},
         {"samples", std::move(raw)},
         {"duplex_samples", std::move(duplexRaw)},
         {"round_trips", pingpongReps.getValue()},
         {"fit", "one-way time = half the median round trip per size (duplex: the median MPI_Sendrecv of that size "
                 "both ways at once); monotone least squares (pool adjacent violators); priced by piecewise-linear "
                 "interpolation, above the largest size at bandwidth"}};
+    json::Object &calibrated = *calibration.getObject("link");
+    if (!reduceSamples.empty())
+      calibrated["all_reduces"] = std::move(reduceTable);
+    if (!gatherSamples.empty())
+      calibrated["all_gathers"] = std::move(gatherTable);
+    if (!reduceSamples.empty() || !gatherSamples.empty())
+      calibrated["collective_ranks"] = 2;
   }
   o["calibration"] = std::move(calibration);
-  // cpu_overhead is schema version 2 (Cluster.h kClusterSchemaVersion); a link-less file stays readable as 1
-  // but is written as 2 too, so that a later --link-only on it needs no change of version.
+  // cpu_overhead is schema version 2 and all_reduces 3 (Cluster.h kClusterSchemaVersion); a link-less file stays
+  // readable as 1 but is written as the newest too, so that a later --link-only on it needs no change of version.
   o["version"] = kClusterSchemaVersion;
   // The CPU target's all-reduce is MPI_Iallreduce in place, which OpenMPI's libnbc runs as a binomial reduce +
   // broadcast (ClusterSpec::binomialAllReduce).

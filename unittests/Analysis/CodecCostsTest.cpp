@@ -241,4 +241,33 @@ TEST_F(CodecCostsTest, AllReduceRoundsFollowTheClustersAlgorithm) {
   EXPECT_DOUBLE_EQ(getCollectiveSeconds(all, binomial, 2, 0.5), binomial.allReduce(p / 2, 2));
 }
 
+// A compressed collective's all-gather round (8-bit quantization over 2 ranks: the runtime's MPI_Iallgather of
+// the codes) is priced from the link's measured all-gather table where it has one over 2 ranks
+// (LinkCost::allGather), and from messages (n - 1 of the codes, each with its overhead) where not.
+TEST_F(CodecCostsTest, AllGatherRoundsUseTheMeasuredTable) {
+  auto type = RankedTensorType::get({64, 64}, Float32Type::get(&context));
+  auto quant = cast<CodecAttrInterface>(parseAttribute("#ptrain.quant<bits = 8>", &context));
+  auto work = getDataParallelCodecWork(quant, type, 2, /*errorFeedback=*/false);
+  ASSERT_TRUE(static_cast<bool>(work)) << llvm::toString(work.takeError());
+  ASSERT_EQ(work->first.size(), 1u);
+  const CodecCollective &gather = work->first.front();
+  EXPECT_TRUE(gather.allGather);
+  EXPECT_FALSE(gather.allReduce);
+  LinkSpec spec{1.25e8, 1e-5, {}};
+  spec.overheadPerMessage = 1e-4;
+  LinkCost plain(spec, 1, /*binomial=*/true);
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(gather, plain, 2), plain.messages(1, gather.bytes));
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(gather, plain, 2), 1e-5 + gather.bytes / 1.25e8 + 2e-4);
+  spec.allGathers = {{1, 2e-5}, {1 << 20, 3e-3}};
+  spec.collectiveRanks = 2;
+  LinkCost measured(spec, 1, /*binomial=*/true);
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(gather, measured, 2),
+                   2e-5 + (3e-3 - 2e-5) * (gather.bytes - 1) / ((1 << 20) - 1));
+  // Over 3 ranks the 2-rank table does not apply.
+  auto three = getDataParallelCodecWork(quant, type, 3, /*errorFeedback=*/false);
+  ASSERT_TRUE(static_cast<bool>(three));
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(three->first.front(), measured, 3),
+                   measured.messages(2, 2 * three->first.front().bytes));
+}
+
 } // namespace

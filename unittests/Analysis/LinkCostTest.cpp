@@ -4,6 +4,8 @@
 
 #include "gtest/gtest.h"
 
+#include <optional>
+
 using namespace mlir::ptrain;
 
 namespace {
@@ -219,8 +221,9 @@ TEST(LinkCostTest, CpuOverheadSchemaIsVersioned) {
   EXPECT_EQ(parseVersioned("", ""), "ok 1 0.000000 0.000000");
   EXPECT_EQ(parseVersioned(R"("version": 1, )", ""), "ok 1 0.000000 0.000000");
   EXPECT_EQ(parseVersioned("", ok), needsVersion2("inter_node.cpu_overhead"));
-  EXPECT_EQ(parseVersioned(R"("version": 3, )", ""),
-            "version: is 3, but this ptrain reads cluster files up to version 2");
+  EXPECT_EQ(parseVersioned(R"("version": 3, )", ok), "ok 3 0.000020 3.000000");
+  EXPECT_EQ(parseVersioned(R"("version": 4, )", ""),
+            "version: is 4, but this ptrain reads cluster files up to version 3");
   EXPECT_EQ(parseVersioned(R"("version": "2", )", ""), "version: must be an integer >= 1");
   EXPECT_EQ(parseVersioned(R"("version": 2, )", R"(, "cpu_overhead": {"per_message_s": -1e-6, "per_byte_s": 0})"),
             "inter_node.cpu_overhead.per_message_s: must be >= 0, got -0.000001");
@@ -282,6 +285,117 @@ TEST(LinkCostTest, CrossingSlowdownIsAFactorOfAtLeastOne) {
             "got 0.900000");
   EXPECT_EQ(parseCrossing(R"("version": 2, )", R"(, "crossing_slowdown": "7%")"),
             "inter_node.crossing_slowdown: must be a number");
+}
+
+// The measured collective round (`all_reduces` over `collective_ranks`, schema version 3): an all-reduce over that
+// many ranks is the table's time, interpolated, with no cpu_overhead added (the measurement holds the CPU); other
+// group sizes stay priced from messages. By hand on the 20 Mbit/s table (kTable) with o = 1 ms + 10 ns/B:
+// from messages, binomial over 2 ranks, 10,000 B: 2 x (6 ms + 2 x (1 ms + 0.1 ms)) = 16.4 ms. From the table
+// {(4 B, 1 ms), (10,000 B, 9 ms), (100,000 B, 50 ms)}: 10,000 B 9 ms; 55,000 B halfway, 29.5 ms; 2 B (below
+// the first entry) 1 ms; 200,000 B: 50 ms + what messages add from 100,000 to 200,000 B, 2 x (100,000 B at
+// 2.5 MB/s = 40 ms + 2 x 1 ms of overhead per byte) = 50 + 84 = 134 ms; over 3 ranks: messages (4 x 8.2 ms).
+// Two GPUs sharing the NIC: 5,000 B each price as one 10,000 B all-reduce, 9 ms.
+/// A version-3 two-node cluster whose inter_node link is kTable's messages with cpu_overhead 1 ms + 10 ns/B and
+/// `tables` (e.g. `"all_reduces": [...], "collective_ranks": 2`) appended, parsed (the test fails on an error).
+ClusterSpec parseMeasured(const std::string &tables) {
+  const std::string text = R"({"version": 3, "nodes": 2, "gpus_per_node": 1,
+    "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
+    "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
+    "inter_node": {"bandwidth": 2.5e6, "latency": 1e-4, "messages": [
+      {"bytes": 1000, "seconds": 2e-3}, {"bytes": 10000, "seconds": 6e-3}, {"bytes": 100000, "seconds": 4.2e-2}],
+      "cpu_overhead": {"per_message_s": 1e-3, "per_byte_s": 1e-8}, )" +
+                           tables + "}}";
+  auto value = llvm::json::parse(text);
+  EXPECT_TRUE(static_cast<bool>(value)) << text;
+  if (!value) {
+    llvm::consumeError(value.takeError());
+    return {};
+  }
+  auto cluster = parseCluster(*value);
+  if (!cluster) {
+    ADD_FAILURE() << llvm::toString(cluster.takeError());
+    return {};
+  }
+  return *cluster;
+}
+
+TEST(LinkCostTest, AllReduceRoundsAreMeasuredWhole) {
+  auto cluster = std::optional<ClusterSpec>(parseMeasured(R"("all_reduces": [{"bytes": 4, "seconds": 1e-3},
+    {"bytes": 10000, "seconds": 9e-3}, {"bytes": 100000, "seconds": 5e-2}], "collective_ranks": 2)"));
+  EXPECT_EQ(cluster->interNode.collectiveRanks, 2);
+  LinkCost measured(cluster->interNode, 1, /*binomial=*/true);
+  EXPECT_DOUBLE_EQ(measured.allReduce(10000, 2), 9e-3);
+  EXPECT_DOUBLE_EQ(measured.allReduce(55000, 2), 29.5e-3);
+  EXPECT_DOUBLE_EQ(measured.allReduce(2, 2), 1e-3);
+  EXPECT_NEAR(measured.allReduce(200000, 2), 134e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(measured.allReduce(10000, 1), 0);
+  EXPECT_NEAR(measured.allReduce(10000, 3), 4 * 8.2e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(LinkCost(cluster->interNode, 2, /*binomial=*/true).allReduce(5000, 2), 9e-3);
+  // Without the table, the same link prices the round from its messages and their overhead.
+  LinkSpec plain = cluster->interNode;
+  plain.allReduces.clear();
+  EXPECT_NEAR(LinkCost(plain, 1, /*binomial=*/true).allReduce(10000, 2), 16.4e-3, 1e-12);
+
+  // The schema: version 3, ranks >= 2 and only with the table, the table's form as `messages`.
+  auto parseReduces = [](const std::string &version, const std::string &field) {
+    return parseWithInterNode(version, field, [](const ClusterSpec &cluster) {
+      return "ok " + std::to_string(cluster.interNode.allReduces.size()) + " " +
+             std::to_string(cluster.interNode.collectiveRanks);
+    });
+  };
+  const std::string ok = R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 2)";
+  EXPECT_EQ(parseReduces(R"("version": 3, )", ok), "ok 1 2");
+  EXPECT_EQ(parseReduces("", ""), "ok 0 0");
+  EXPECT_EQ(parseReduces(R"("version": 2, )", ok),
+            "inter_node.all_reduces: needs \"version\": 3 at the top of the file (the field is new in schema "
+            "version 3; this file is version 2)");
+  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}])"),
+            "inter_node.all_reduces: needs collective_ranks (the number of ranks the collectives were measured "
+            "over)");
+  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "all_gathers": [{"bytes": 4, "seconds": 1e-4}])"),
+            "inter_node.all_gathers: needs collective_ranks (the number of ranks the collectives were measured "
+            "over)");
+  EXPECT_EQ(
+      parseReduces(R"("version": 2, )", R"(, "all_gathers": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 2)"),
+      "inter_node.all_gathers: needs \"version\": 3 at the top of the file (the field is new in schema "
+      "version 3; this file is version 2)");
+  EXPECT_EQ(
+      parseReduces(R"("version": 3, )", R"(, "all_gathers": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 2)"),
+      "ok 0 2");
+  EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "collective_ranks": 2)"),
+            "inter_node.collective_ranks: given without all_reduces or all_gathers (the tables it describes)");
+  EXPECT_EQ(
+      parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 1)"),
+      "inter_node.collective_ranks: must be >= 2 (the ranks the collectives were measured over), got 1");
+  EXPECT_EQ(
+      parseReduces(
+          R"("version": 3, )",
+          R"(, "all_reduces": [{"bytes": 8, "seconds": 1e-4}, {"bytes": 4, "seconds": 2e-4}], "collective_ranks": 2)"),
+      "inter_node.all_reduces[1].bytes: must be larger than the previous entry's (8): sizes strictly increasing");
+  EXPECT_EQ(
+      parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 0}], "collective_ranks": 2)"),
+      "inter_node.all_reduces[0].seconds: must be > 0, got 0.000000");
+}
+
+// The measured all-gather (`all_gathers` over `collective_ranks`): priced from the table over that many ranks,
+// with no cpu_overhead, from messages otherwise. By hand on kTable's messages with o = 1 ms + 10 ns/B and the
+// table {(100 B, 0.5 ms), (20,000 B, 4.5 ms)}: 10,000 B per rank, 0.5 ms + 4 ms x 9,900 / 19,900; 50 B (below the
+// first entry) 0.5 ms; 40,000 B, 4.5 ms plus what one message adds from 20,000 to 40,000 B (its link time and
+// 2 x 20,000 x 10 ns of overhead); over 3 ranks (no table) 2 messages of 10,000 B, each 6 ms + 2 x 1.1 ms.
+TEST(LinkCostTest, AllGatherRoundsAreMeasuredWhole) {
+  auto cluster = std::optional<ClusterSpec>(parseMeasured(
+      R"("all_gathers": [{"bytes": 100, "seconds": 5e-4}, {"bytes": 20000, "seconds": 4.5e-3}], "collective_ranks": 2)"));
+  LinkCost link(cluster->interNode, 1, /*binomial=*/true);
+  EXPECT_TRUE(link.hasAllGatherTable(2));
+  EXPECT_FALSE(link.hasAllGatherTable(3));
+  EXPECT_NEAR(link.allGather(10000, 2), 5e-4 + 4e-3 * 9900 / 19900, 1e-15);
+  EXPECT_DOUBLE_EQ(link.allGather(50, 2), 5e-4);
+  EXPECT_NEAR(link.allGather(40000, 2), 4.5e-3 + (link.message(40000) - link.message(20000)) + 2 * (20000 * 1e-8),
+              1e-12);
+  // No table over 3 ranks: 2 messages of 10,000 B with their overhead, as messages(2, 20,000).
+  EXPECT_NEAR(link.allGather(10000, 3), 2 * 8.2e-3, 1e-12);
+  // The all-reduces have no table here: from messages, as before.
+  EXPECT_NEAR(link.allReduce(10000, 2), 16.4e-3, 1e-12);
 }
 
 } // namespace

@@ -390,19 +390,20 @@ TEST(TimingPlanTest, OppositeSendsOverlapOnAFullDuplexLink) {
 
 TEST(TimingPlanTest, CrossingSendsMoveSlowerWhileBothAreInFlight) {
   // The plan of OppositeSendsOverlapOnAFullDuplexLink (2 stages on 2 nodes, 1F1B over 2 micro-batches, F 1 s,
-  // FB 3 s, B 2 s) with a crossing slowdown k = 2 on every send (PlanStep::crossingSlowdown). By hand, full
-  // duplex: F0 [0, 1], send F0 [1, 5] (nothing crosses it: 4 s), F1 [1, 2], FB0 [5, 8]; send F1 (0 -> 1) and
-  // send B0 (1 -> 0) both start at 8. Send F1 goes first (readiness order, the lower step) and keeps its end
-  // [8, 12]; send B0 moves at 1/2 its rate until 12 (2 of its 4 s) and the rest at full rate: [8, 14], 2 s
-  // lost. FB1 [12, 15], B0 [14, 16], send B1 posted at 16 (B0's end) with nothing in flight from 0 to 1: [16,
-  // 20], B1 [20, 22]: 22 s (21 without the slowdown). With send B0 of 1 s (k d = 2 <= 4 s of overlap): it moves
-  // at half rate all along, [8, 10], 1 s lost; FB1 [12, 15], B0 [10, 12], send B1 [15, 16], B1 [16, 18]: 18 s.
-  // Half duplex: the sends never overlap, so nothing changes (24 s, as without the slowdown).
+  // FB 3 s, B 2 s) with a crossing slowdown k = 2 on every send (PlanStep::crossingSlowdown), both crossing
+  // sends re-rated (processor sharing of the link between its directions). By hand, full duplex: F0 [0, 1],
+  // send F0 [1, 5] (nothing crosses it: 4 s), F1 [1, 2], FB0 [5, 8]; send F1 (0 -> 1) and send B0 (1 -> 0)
+  // both start at 8 and move at half rate while both move: each 4 s of work takes 8 s, [8, 16], 4 s lost each.
+  // FB1 [16, 19], B0 [16, 18], send B1 posted at 19 (FB1's end) with nothing in flight from 0 to 1: [19, 23],
+  // B1 [23, 25]: 25 s (21 without the slowdown; 22 when only the send starting second was slowed). With send B0
+  // of 1 s: both at half rate until B0 has moved its 1 s, [8, 10] (1 s lost); send F1 has moved 1 s of its 4 by
+  // then and moves the other 3 at full rate: [8, 13], 1 s lost. FB1 [13, 16], B0 [10, 12], send B1 [16, 17], B1
+  // [17, 19]: 19 s. Half duplex: the sends never overlap, so nothing changes (24 s, as without the slowdown).
   struct Case {
     bool half;
-    double backwardSeconds, iteration, sendB0End, crossing;
+    double backwardSeconds, iteration, sendF1End, sendF1Crossing, sendB0End, sendB0Crossing;
   };
-  for (Case c : {Case{false, 4, 22, 14, 2}, Case{false, 1, 18, 10, 1}, Case{true, 4, 24, 16, 0}}) {
+  for (Case c : {Case{false, 4, 25, 16, 4, 16, 4}, Case{false, 1, 19, 13, 1, 10, 1}, Case{true, 4, 24, 12, 0, 16, 0}}) {
     PipelineCosts costs = uniformCosts("1f1b", 2, 2, 1.0, 2.0);
     costs.rankNodes = {0, 1};
     costs.halfDuplex = c.half;
@@ -420,14 +421,110 @@ TEST(TimingPlanTest, CrossingSendsMoveSlowerWhileBothAreInFlight) {
     ASSERT_EQ(plan.steps[sendB0].name, "send B0 1->0");
     EXPECT_DOUBLE_EQ(t.end[sendF0], 5) << what;
     EXPECT_DOUBLE_EQ(t.crossing[sendF0], 0) << what;
-    EXPECT_DOUBLE_EQ(t.end[sendF1], 12) << what;
-    EXPECT_DOUBLE_EQ(t.crossing[sendF1], 0) << what;
+    EXPECT_DOUBLE_EQ(t.start[sendF1], 8) << what;
+    EXPECT_DOUBLE_EQ(t.end[sendF1], c.sendF1End) << what;
+    EXPECT_DOUBLE_EQ(t.crossing[sendF1], c.sendF1Crossing) << what;
     EXPECT_DOUBLE_EQ(t.end[sendB0], c.sendB0End) << what;
-    EXPECT_DOUBLE_EQ(t.crossing[sendB0], c.crossing) << what;
-    // The slack spans the lost seconds: the slowed send is on the critical path where it decides B0.
-    if (!c.half && c.backwardSeconds == 4) {
-      EXPECT_TRUE(t.critical[sendB0]) << what;
+    EXPECT_DOUBLE_EQ(t.crossing[sendB0], c.sendB0Crossing) << what;
+    // The slack spans the lost seconds: send F1, re-rated after it started, decides FB1 and is critical; its
+    // dependents started at its re-rated end, not at the end predicted when it started (12).
+    if (!c.half) {
+      EXPECT_TRUE(t.critical[sendF1]) << what;
+      for (auto [id, step] : llvm::enumerate(plan.steps))
+        if (step.name == "FB1") {
+          EXPECT_DOUBLE_EQ(t.start[id], c.sendF1End) << what << ": FB1 waits for send F1";
+        }
     }
+  }
+}
+
+TEST(TimingPlanTest, CrossingReRatesTheTransferInFlight) {
+  // Processor sharing on a synthetic plan, k = 2 on both directions. A: 0 -> 1, 4 s, starts at 0; B: 1 -> 0,
+  // 2 s, after a 1 s compute step on rank 1; C: 1 s of compute on rank 1 after A. By hand: A alone moves 1 s of
+  // its work over [0, 1]; from 1 both move at half rate; B's 2 s take 4 s, [1, 5]; A moves 2 s meanwhile and
+  // its last 1 s alone: [0, 6]. Each loses 2 s. C starts at A's re-rated end, 6 (at 4, the end A had when it
+  // started, before B re-rated it), and ends at 7. Without the slowdown: A [0, 4], B [1, 3], C [4, 5].
+  for (double k : {1.0, 2.0}) {
+    Plan plan;
+    PlanStep a;
+    a.kind = PlanStep::Transfer;
+    a.ranks = {0, 1};
+    a.duration = 4;
+    a.crossingSlowdown = k;
+    a.name = "A";
+    int idA = plan.add(a);
+    PlanStep w;
+    w.ranks = {1};
+    w.duration = 1;
+    w.name = "W";
+    int idW = plan.add(w);
+    PlanStep b = a;
+    b.ranks = {1, 0};
+    b.duration = 2;
+    b.deps = {idW};
+    b.name = "B";
+    int idB = plan.add(b);
+    PlanStep c;
+    c.ranks = {1};
+    c.duration = 1;
+    c.deps = {idA};
+    c.name = "C";
+    int idC = plan.add(c);
+    Timeline t = simulateOrDie(plan);
+    std::string what = "k = " + std::to_string(k);
+    EXPECT_DOUBLE_EQ(t.start[idB], 1) << what;
+    EXPECT_DOUBLE_EQ(t.end[idA], k == 2 ? 6 : 4) << what;
+    EXPECT_DOUBLE_EQ(t.crossing[idA], k == 2 ? 2 : 0) << what;
+    EXPECT_DOUBLE_EQ(t.end[idB], k == 2 ? 5 : 3) << what;
+    EXPECT_DOUBLE_EQ(t.crossing[idB], k == 2 ? 2 : 0) << what;
+    EXPECT_DOUBLE_EQ(t.start[idC], k == 2 ? 6 : 4) << what;
+    EXPECT_DOUBLE_EQ(t.iterationTime, k == 2 ? 7 : 5) << what;
+    // C waits for A, which decides the iteration: A, C critical; B (ends at 5, nothing after it) is not.
+    EXPECT_TRUE(t.critical[idA]) << what;
+    EXPECT_TRUE(t.critical[idC]) << what;
+    EXPECT_FALSE(t.critical[idB]) << what;
+  }
+}
+
+TEST(TimingPlanTest, CrossingMeetsTheRendezvousStall) {
+  // A: 0 -> 1, 4 s with an eager part of 1 s, starting at 0 while its sender runs S [0, 3] (the rendezvous
+  // stall: the rest waits for S's end); B: 1 -> 0, 2 s from 0; k = 2. By hand: both move at half rate over
+  // [0, 2], when A has moved its eager 1 s and pauses until 3, moving nothing; B has moved 1 s and moves its
+  // last 1 s alone over [2, 3]; A moves its rest of 3 s alone over [3, 6]. A: stall 1 s (paused [2, 3]), 1 s
+  // lost to crossing (6 - 0 - 4 - 1); B: [0, 3], 1 s lost. Without the slowdown: A's eager part ends at 1, the
+  // stall is [1, 3] and A ends at 6; B [0, 2].
+  for (double k : {1.0, 2.0}) {
+    Plan plan;
+    PlanStep sender;
+    sender.ranks = {0};
+    sender.duration = 3;
+    sender.name = "S";
+    int idS = plan.add(sender);
+    PlanStep a;
+    a.kind = PlanStep::Transfer;
+    a.ranks = {0, 1};
+    a.duration = 4;
+    a.eagerSeconds = 1;
+    a.crossingSlowdown = k;
+    a.name = "A";
+    int idA = plan.add(a);
+    PlanStep b = a;
+    b.ranks = {1, 0};
+    b.duration = 2;
+    b.eagerSeconds = -1;
+    b.name = "B";
+    int idB = plan.add(b);
+    Timeline t = simulateOrDie(plan);
+    std::string what = "k = " + std::to_string(k);
+    EXPECT_DOUBLE_EQ(t.end[idS], 3) << what;
+    EXPECT_DOUBLE_EQ(t.end[idA], 6) << what;
+    EXPECT_DOUBLE_EQ(t.stall[idA], k == 2 ? 1 : 2) << what;
+    EXPECT_DOUBLE_EQ(t.crossing[idA], k == 2 ? 1 : 0) << what;
+    EXPECT_DOUBLE_EQ(t.end[idB], k == 2 ? 3 : 2) << what;
+    EXPECT_DOUBLE_EQ(t.crossing[idB], k == 2 ? 1 : 0) << what;
+    // A's rest waited for S: S is its critical predecessor.
+    EXPECT_TRUE(t.critical[idS]) << what;
+    EXPECT_TRUE(t.critical[idA]) << what;
   }
 }
 

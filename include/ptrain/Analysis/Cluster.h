@@ -74,6 +74,22 @@ struct LinkSpec {
   /// (docs/TimingModel.md, "Crossing sends"). The pipeline simulation applies it (TimingPlan.h); collectives use `duplex_messages` instead. 1 (no
   /// slowdown, as before) without the field.
   double crossingSlowdown = 1;
+  /// `all_reduces` (optional, schema version 3): the measured time of one whole all-reduce by the bytes of each
+  /// rank's buffer, [{bytes, seconds}, ...] (bytes integers >= 1 strictly increasing, seconds > 0), over
+  /// `collective_ranks` ranks (`collectiveRanks`, an integer >= 2, required with the table). An all-reduce over
+  /// that many ranks on this link is priced from the table (LinkCost::allReduce), CPU included: the table is the
+  /// collective round itself, not messages plus `cpu_overhead`. ptrain-calibrate --hosts measures it as the
+  /// median of MPI_Iallreduce (in place, f32 sum, as the CPU target's runtime calls it) + MPI_Wait at the plan's
+  /// all-reduce sizes, fitted non-decreasing (fitMessageTimes); an empty table: every all-reduce priced from
+  /// its messages, as before.
+  std::vector<MessageTime> allReduces;
+  /// `all_gathers` (optional, schema version 3): the same form for one whole all-gather by the bytes each rank
+  /// contributes, over `collective_ranks` ranks (ptrain-calibrate: MPI_Iallgather + MPI_Wait at the sizes the
+  /// compressed collectives gather: top-k's and quantization's codes, casts' fp32 chunks); prices those rounds
+  /// (LinkCost::allGather) instead of messages + `cpu_overhead`.
+  std::vector<MessageTime> allGathers;
+  /// `collective_ranks` (schema version 3, required with either table): the ranks the tables were measured over.
+  int64_t collectiveRanks = 0;
 };
 
 /// One codec kernel measured by ptrain-calibrate (docs/TimingModel.md, "Calibration"): the codec attribute
@@ -88,8 +104,9 @@ struct CodecKernelTime {
 
 /// The newest cluster-file schema version this build reads (`version`, docs/TimingModel.md): 1, the schema
 /// before the field existed (files without `version`); 2 adds the links' `cpu_overhead`,
-/// `eager_limit_bytes` and `crossing_slowdown`.
-constexpr int64_t kClusterSchemaVersion = 2;
+/// `eager_limit_bytes` and `crossing_slowdown`; 3 adds the links' measured `all_reduces`, `all_gathers` and
+/// `collective_ranks`.
+constexpr int64_t kClusterSchemaVersion = 3;
 
 /// A parsed and checked cluster description.
 struct ClusterSpec {

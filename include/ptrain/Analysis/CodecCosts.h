@@ -66,6 +66,9 @@ DataParallelPowerSGDWork getDataParallelPowerSGDWork(int64_t n, int64_t m, int64
 struct CodecCollective {
   double latencies = 0, sentBytes = 0, bytes = 0;
   bool allReduce = false;
+  /// An all-gather in which every rank contributes `bytes` ((n-1) latencies, (n-1) `bytes` sent), timed by
+  /// LinkCost::allGather (the link's measured `all_gathers` where it has them).
+  bool allGather = false;
 };
 /// An all-reduce of `bytes` per rank, with a ring's traffic: 2(n-1) latencies, 2(n-1)/n of the bytes sent.
 CodecCollective ringAllReduce(double bytes, int64_t n);
@@ -73,7 +76,8 @@ CodecCollective ringAllReduce(double bytes, int64_t n);
 /// of ringAllReduce, timed as its 2(n-1) messages whatever the cluster's all-reduce algorithm.
 CodecCollective ringReduceScatterAllGather(double bytes, int64_t n);
 /// Seconds of round `c` with its bytes scaled by `scale` (a TP shard's 1 / tp) on `link` over n ranks: an
-/// all-reduce round by LinkCost::allReduce, any other as LinkCost::messages(latencies, sentBytes).
+/// all-reduce round by LinkCost::allReduce, an all-gather round by LinkCost::allGather, any other as
+/// LinkCost::messages(latencies, sentBytes).
 double getCollectiveSeconds(const CodecCollective &c, const LinkCost &link, int64_t n, double scale = 1);
 
 /// The compressed dp all-reduce of one gradient with `codec` over n ranks, as the runtime's

@@ -56,8 +56,18 @@ public:
   /// NCCL ring all-reduce of `bytes` per rank over n ranks: 2(n-1) messages of bytes / n (2(n-1)/n of the
   /// bytes sent; nccl-tests doc/PERFORMANCE.md); binomial: 2 ceil(log2 n) lone messages of all the bytes, one
   /// after the other (reduce up the tree, broadcast down), each with the sender's and the receiver's overhead;
-  /// 0 when n <= 1.
+  /// 0 when n <= 1. Where the link has a measured all-reduce table (`all_reduces`) over n ranks: for b =
+  /// sharers x bytes, the table's time of b (piecewise-linear between entries; below the first entry its time;
+  /// above the last the last time plus what the message rule above adds from the last size to b): the measured
+  /// round already holds its CPU time, so no `cpu_overhead` is added.
   double allReduce(double bytes, int64_t n) const;
+  /// An all-gather in which each of n ranks contributes `bytes`: where the link has a measured all-gather table
+  /// (`all_gathers`) over n ranks, its time of sharers x bytes, interpolated as allReduce() interpolates its
+  /// table (no `cpu_overhead` added); else n-1 messages of `bytes` (each with its overhead), as
+  /// messages(n - 1, (n - 1) bytes). 0 when n <= 1.
+  double allGather(double bytes, int64_t n) const;
+  /// Whether allGather() over n ranks is priced from the measured table.
+  bool hasAllGatherTable(int64_t n) const { return n > 1 && !spec.allGathers.empty() && n == spec.collectiveRanks; }
   /// Ring reduce-scatter or all-gather: n-1 messages of bytes / n; 0 when n <= 1.
   double reduceScatter(double bytes, int64_t n) const;
   /// Bytes per second one GPU gets at large sizes (bandwidth / sharers).
@@ -65,6 +75,9 @@ public:
   bool isSizeDependent() const { return !spec.messages.empty() || !spec.duplexMessages.empty(); }
 
 private:
+  /// allReduce() from messages (and their overhead), without the measured table.
+  double allReduceFromMessages(double bytes, int64_t n) const;
+
   LinkSpec spec;
   double sharers = 1;
   bool binomial = false;

@@ -15,13 +15,16 @@
 //   rest starts at the later of the eager part's end and that step's end (the sender's next MPI call), so the
 //   transfer ends at max(start + eagerSeconds, that end) + duration - eagerSeconds (the rendezvous stall,
 //   docs/TimingModel.md); a sender that is idle (waiting inside MPI) moves it all at once;
-// * crossing sends (PlanStep::crossingSlowdown = k > 1, the link's `crossing_slowdown`): a transfer src -> dst
-//   that starts at t while transfers dst -> src are in flight until e > t moves at 1/k of its rate over
-//   [t, e): it ends at t + k d when k d <= e - t, else at e + d - (e - t) / k (d: its duration). Then the
-//   rendezvous rule above, on the other part. An approximation, documented in docs/TimingModel.md ("Crossing
-//   sends"): only the transfer that starts second is re-rated (the first one's end is fixed when it starts,
-//   and its dependents may already be scheduled), so two sends of d seconds starting together end at d and
-//   d (2 - 1/k) instead of both at k d: the later end is short by d (k - 1)^2 / k (0.9% of d for k = 1.1);
+// * crossing sends (PlanStep::crossingSlowdown = k > 1, the link's `crossing_slowdown`): the transfers in
+//   flight between two ranks share the link by processor sharing between its two directions. A transfer moves
+//   at rate 1 (its duration d is seconds at full rate), or 1/k while a transfer in the opposite direction
+//   between the same two ranks moves; both directions are re-rated, the one in flight included: every
+//   transfer's end is re-predicted when one starts (a finish at the end of its fluid work, its dependents and
+//   link released at that end). Two sends of d seconds starting together both end at k d; a send of d_1
+//   starting at 0, crossed from t < d_1 by one of d_2 that ends first (d_2 <= (d_1 - t)), ends at
+//   d_1 + (k - 1) d_2, and the crossing one at t + k d_2 (docs/TimingModel.md, "Crossing sends"). A transfer
+//   paused by the rendezvous stall moves no data, so it slows nothing meanwhile; the stall's eager part is
+//   the moved seconds, slowed or not;
 // * a collective starts when all members have posted: it is at the head of every member's communication
 //   stream and its dependencies have ended.
 //
