@@ -175,6 +175,7 @@ StorageRules StorageRules::cuda() {
   rules.generateConstants = false;
   rules.adamWRuns = false;
   rules.accumulateGemmsIntoStates = false;
+  rules.foldHeadPermutes = false;
   rules.alignment = 256;
   return rules;
 }
@@ -230,7 +231,7 @@ void BufferLiveness::run(bool placeBuffers) {
   if (func.isExternal())
     return;
   if (rules.fuseGemms)
-    gemmFusion.emplace(opList, rules.accumulateGemmsIntoStates);
+    gemmFusion.emplace(opList, rules.gemmFusionOptions());
   // A compressed all-reduce's new state is written to its state after the wait (the emitters defer it).
   for (Operation *op : opList)
     if (auto start = dyn_cast<CompressedAllReduceStartOp>(op))

@@ -98,16 +98,22 @@ struct StorageRules {
   /// A weight gradient's GEMM accumulates into its gradient state (C = the state, beta = 1) instead of a buffer,
   /// an add and a copy into the state (GemmFusion.h). Needs fuseGemms.
   bool accumulateGemmsIntoStates = true;
+  /// The attention's head split and merge are read and written in place by strided GEMMs, not materialized
+  /// (GemmFusion.h, head permutes; ptrain_gemm_strided_f32). Needs fuseGemms.
+  bool foldHeadPermutes = true;
+  /// The GemmFusion options of these rules.
+  GemmFusionOptions gemmFusionOptions() const { return {accumulateGemmsIntoStates, foldHeadPermutes}; }
   /// The scratch of each op's kernels (bytes, in request order); empty: the target adds it (addScratch).
   std::function<void(Operation *, SmallVectorImpl<int64_t> &)> scratch;
   /// Offsets and sizes are multiples of this (bytes).
   int64_t alignment = 64;
 
-  /// The CPU target: host memory, MPI, OpenBLAS GEMMs with fusion (accumulating into gradient states),
+  /// The CPU target: host memory, MPI, OpenBLAS GEMMs with fusion (accumulating into gradient states, head
+  /// permutes read and written in place),
   /// generated constants, AdamW tables, cpuKernelScratch, 64-byte alignment.
   static StorageRules cpu();
   /// The CUDA target: device memory, NCCL on streams, cuBLAS GEMMs with fusion (as the CPU's, but writing each
-  /// gradient into a buffer that is added to its state), every constant
+  /// gradient into a buffer that is added to its state and materializing the head permutes), every constant
   /// in a device block, scratch added by the emitter, 256-byte alignment (cudaMalloc's).
   static StorageRules cuda();
 };

@@ -46,6 +46,11 @@ struct EmitCppOptions {
   /// --emit-cpp-accumulate-gemms=false: the reference the fold is tested against, codegen-cpu-gemm-accumulate).
   /// The memory plan (--ptrain-memory-plan) assumes the default.
   bool accumulateGemmsIntoStates = true;
+  /// The attention's head split and merge are read and written in place by ptrain_gemm_strided_f32
+  /// (StorageRules::foldHeadPermutes, GemmFusion.h; the default); false materializes each with
+  /// ptrain_permute_f32 (ptrain-translate --emit-cpp-fold-head-permutes=false: the reference the fold is tested
+  /// against, codegen-cpu-gemm-heads). The memory plan (--ptrain-memory-plan) assumes the default.
+  bool foldHeadPermutes = true;
 };
 
 /// Writes the C++ translation unit of `module` to `os` (and options.constantsFile). Fails, with an error
