@@ -200,33 +200,6 @@ TEST(GemmStrided, HeadPermutesReadAndWrittenInPlaceGiveThePermutedGemmsBits) {
         }
 }
 
-/// A product whose only use is its (0, 3, 1, 2) permute ([B, H, m, n] -> [B, n, H, m], the gradient of K^T
-/// merged back into [B, T, H, D]) is written as the transposed product, C^T = op(B)^T op(A)^T, with the
-/// operands swapped: the same products summed over the same k in the same order, the same bits (GemmFusion.h).
-TEST(GemmStrided, TransposedProductWrittenInPlaceGivesThePermutedGemmsBits) {
-  const int64_t B = 4, H = 4, T = 64, D = 32;
-  struct Shape {
-    int64_t m, n, k;
-  };
-  for (const Shape &sh : {Shape{D, T, T}, Shape{T, D, T}, Shape{T, T, D}})
-    for (int ta = 0; ta < 2; ++ta)
-      for (int tb = 0; tb < 2; ++tb) {
-        HeadsOperand a = makeOperand(true, B, H, ta ? sh.k : sh.m, ta ? sh.m : sh.k, 31);
-        HeadsOperand b = makeOperand(false, B, H, tb ? sh.n : sh.k, tb ? sh.k : sh.n, 32);
-        std::vector<float> ref(B * H * sh.m * sh.n, NAN), want(ref.size(), NAN), got(ref.size(), NAN);
-        ASSERT_PTRAIN_OK(ptrain_gemm_f32(ta, tb, B * H, sh.m, sh.n, sh.k, 1.0f, a.dense.data(), sh.m * sh.k,
-                                         b.dense.data(), sh.k * sh.n, 0.0f, ref.data(), sh.m * sh.n));
-        const int64_t dims[4] = {B, H, sh.m, sh.n};
-        const int32_t perm[4] = {0, 3, 1, 2};
-        ASSERT_PTRAIN_OK(ptrain_permute_f32(ref.data(), 4, dims, perm, want.data()));
-        const int64_t cLayout[3] = {H * sh.m, sh.n * H * sh.m, sh.m};
-        ASSERT_PTRAIN_OK(ptrain_gemm_strided_f32(!tb, !ta, B, H, sh.n, sh.m, sh.k, 1.0f, b.stored.data(), b.layout,
-                                                 a.stored.data(), a.layout, 0.0f, got.data(), cLayout));
-        EXPECT_EQ(differingBits(got, want), 0u)
-            << "trans " << ta << tb << ", " << sh.m << " x " << sh.n << " x " << sh.k;
-      }
-}
-
 TEST(GemmStrided, BadLayoutsAreRejected) {
   std::vector<float> a(64, 1.0f), b(64, 1.0f), c(64, 0.0f);
   const int64_t dense[3] = {4, 16, 0}, shortRow[3] = {3, 16, 0}, overlap[3] = {4, 8, 0}, negative[3] = {4, -16, 0};

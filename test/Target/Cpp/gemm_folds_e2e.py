@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-"""CTest codegen-cpu-gemm-accumulate: weight gradients accumulated by their GEMMs train like the add and copy.
+"""CTests codegen-cpu-gemm-accumulate and codegen-cpu-gemm-heads: a GEMM fold trains like the ops it replaces.
 
-    gemm_accumulate_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR
+    gemm_folds_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR [accumulate|heads]
 
+The folds (GemmFusion.h, docs/CodegenCpu.md "GEMM operands"):
+  accumulate (the default): weight gradients accumulated by their GEMMs (C = the gradient state, beta = 1) against
+    a buffer, an add and a copy per weight gradient (--emit-cpp-accumulate-gemms=false);
+  heads: the attention's head split and merge read and written in place by ptrain_gemm_strided_f32 against
+    ptrain_permute_f32 materializing each (--emit-cpp-fold-head-permutes=false).
 1. ptrain-compile the bundled GPT (pp = 1, 4 micro-batches of 4 x 64 tokens: a contraction of 256, and
-   pp = 2 with 2 micro-batches): the default step, whose weight-gradient GEMMs accumulate into their gradient
-   states (GemmFusion.h, docs/CodegenCpu.md "GEMM operands"); step.cpp says so and has no add for them.
-2. The same step.mlir translated again with --emit-cpp-accumulate-gemms=false (a buffer, an add and a copy per
-   weight gradient) and linked like ptrain-compile links it (its step flags, the plan section embedded).
+   pp = 2 with 2 micro-batches): the default step, which makes the fold; step.cpp says so.
+2. The same step.mlir translated again without the fold and linked like ptrain-compile links it (its step
+   flags, the plan section embedded).
 3. ptrain-run both for 3 steps on the same data and seed: the validation loss and the three step losses are
-   identical (OpenBLAS sums K = 256 in one pass: fl(C + sum) = fl(old + fl(sum)); scripts/test-kernel-paths.sh
-   runs this under the Haswell and SkylakeX kernels).
+   identical (accumulate: OpenBLAS sums K = 256 in one pass, fl(C + sum) = fl(old + fl(sum)); heads: BLAS packs
+   its operands, the leading dimension changes no sum; scripts/test-kernel-paths.sh runs both under the Haswell
+   and SkylakeX kernels).
 """
 
 import json
@@ -28,7 +33,13 @@ from ptrain.compile import step_flags  # noqa: E402
 data = corpus(source, work)
 common = ["--lr", "1e-3", "--warmup-steps", "1", "--total-steps", "100", "--target", "cpu"]
 configs = {"pp1": ["--pp", "1", "--micro-batches", "4"], "pp2": ["--pp", "2", "--micro-batches", "2"]}
-NOTE = "accumulated into its gradient state: C = the state, beta = 1"
+FOLDS = {  # fold: (the ptrain-translate flag that turns it off, what step.cpp says where it is made)
+    "accumulate": ("--emit-cpp-accumulate-gemms=false", "accumulated into its gradient state: C = the state, beta = 1"),
+    "heads": ("--emit-cpp-fold-head-permutes=false", "the heads read and written in place"),
+}
+FOLD = sys.argv[4] if len(sys.argv) > 4 else "accumulate"
+check(FOLD in FOLDS, f"the fold '{FOLD}' is one of {sorted(FOLDS)}")
+OFF, NOTE = FOLDS.get(FOLD, FOLDS["accumulate"])
 runtime = os.path.join(build, "lib", "Runtime")
 for name, flags in configs.items():
     folded, kept = os.path.join(work, name), os.path.join(work, name + "-kept")
@@ -36,14 +47,14 @@ for name, flags in configs.items():
     check(rc == 0, f"ptrain-compile {name}" + ("" if rc == 0 else ":\n" + out))
     if rc:
         continue
-    check(NOTE in open(os.path.join(folded, "step.cpp")).read(), f"{name}: the weight gradients' GEMMs accumulate")
+    check(NOTE in open(os.path.join(folded, "step.cpp")).read(), f"{name}: step.cpp makes the fold ({NOTE})")
     shutil.copytree(folded, kept)
     cpp, lib = os.path.join(kept, "step.cpp"), os.path.join(kept, "libstep.so")
-    rc, out = run([os.path.join(BIN, "ptrain-translate"), "--emit-cpp", "--emit-cpp-accumulate-gemms=false",
+    rc, out = run([os.path.join(BIN, "ptrain-translate"), "--emit-cpp", OFF,
                    os.path.join(kept, "step.mlir"), "-o", cpp,
                    "--emit-cpp-constants=" + os.path.join(kept, "step.consts.bin")])
-    check(rc == 0, f"{name}: ptrain-translate --emit-cpp-accumulate-gemms=false" + ("" if rc == 0 else ":\n" + out))
-    check(rc == 0 and NOTE not in open(cpp).read(), f"{name}-kept: no GEMM accumulates into a state")
+    check(rc == 0, f"{name}: ptrain-translate {OFF}" + ("" if rc == 0 else ":\n" + out))
+    check(rc == 0 and NOTE not in open(cpp).read(), f"{name}-kept: no fold ({OFF})")
     rc, out = run([os.environ.get("CXX", "c++"), "-std=c++17", "-O2", "-shared", "-fPIC", "-Wall", "-Werror",
                    *step_flags(runtime), "-I" + os.path.join(source, "include"), cpp, "-o", lib, "-L" + runtime,
                    "-lptrain_runtime", "-Wl,-rpath," + runtime])
@@ -61,6 +72,6 @@ for name in configs:
     if name in logs and name + "-kept" in logs:
         a, b = logs[name], logs[name + "-kept"]
         print(f"{name}: train {a['train_loss']} val {a['val_loss'][0][1]}; kept: train {b['train_loss']}")
-        check(a["val_loss"] == b["val_loss"], f"{name}: validation losses identical to the add and copy's")
-        check(a["train_loss"] == b["train_loss"], f"{name}: the 3 step losses identical to the add and copy's")
+        check(a["val_loss"] == b["val_loss"], f"{name}: validation losses identical to the unfolded step's")
+        check(a["train_loss"] == b["train_loss"], f"{name}: the 3 step losses identical to the unfolded step's")
 finish()
