@@ -99,7 +99,16 @@ LogicalResult mlir::ptrain::target::emitSharedOp(Operation *op, KernelTarget &t)
       })
       .Case<LayerNormGradOp>([&](LayerNormGradOp g) -> LogicalResult {
         auto [rows, cols] = rowsCols(shapeOf(g.getInput()), g.getAxisAttr().getInt());
-        // Mean and rstd are recomputed by a forward into scratch (the op recomputes them by definition).
+        // The mean and rstd the forward saved (BufferLiveness::savedStatsOf: the same kernel on the same input,
+        // the same bits), else recomputed by a forward into scratch (the op recomputes them by definition).
+        if (auto stats = t.savedLayerNormStats(g)) {
+          t.note("the mean and rstd its forward saved (BufferLiveness::savedStatsOf)");
+          std::string dbeta = g.getBiasGrad() ? ptr(g.getBiasGrad()) : t.scratchPtr(4 * cols, "float");
+          return t.callKernel(Kernel::layer_norm_bwd_f32,
+                              {ptr(g.getGrad()), ptr(g.getInput()), ptr(g.getScale()), stats->first, stats->second,
+                               std::to_string(rows), std::to_string(cols), ptr(g.getInputGrad()),
+                               ptr(g.getScaleGrad()), dbeta});
+        }
         std::string zeros = t.scratchPtr(4 * cols, "float");
         std::string y = t.scratchPtr(4 * rows * cols, "float");
         std::string mean = t.scratchPtr(4 * rows, "float"), rstd = t.scratchPtr(4 * rows, "float");

@@ -168,6 +168,8 @@ public:
   void setAccumulateGemms(bool accumulate) { accumulateGemms = accumulate; }
   /// EmitCppOptions::foldHeadPermutes.
   void setFoldHeadPermutes(bool fold) { foldHeadPermutes = fold; }
+  /// EmitCppOptions::layerNormSavedStats.
+  void setLayerNormSavedStats(bool saved) { layerNormSavedStats = saved; }
   /// Appends the documented entry point to `code` with `body` (its chunks, repeated blocks replaced by calls;
   /// only its refusal when it runs on no rank).
   LogicalResult writeFunction(std::string &code, const std::string &body);
@@ -213,6 +215,13 @@ private:
   StringRef flag() const override { return "--emit-cpp"; }
   LogicalResult callKernel(target::Kernel kernel, ArrayRef<std::string> args) override {
     return call(cpuKernel(kernel), args);
+  }
+  std::optional<std::pair<std::string, std::string>> savedLayerNormStats(Operation *op) override {
+    Operation *fwd = liveness->savedStatsOf(op);
+    if (!fwd)
+      return std::nullopt;
+    ArrayRef<int64_t> s = liveness->scratchOf(fwd);
+    return std::pair(bufferPtr(s[s.size() - 2], "float"), bufferPtr(s.back(), "float"));
   }
   LogicalResult callStridedGemm(ArrayRef<std::string> args) override {
     return call(RuntimeCall::ptrain_gemm_strided_f32, args);
@@ -263,6 +272,7 @@ private:
   bool useKernels = false;
   bool accumulateGemms = true;
   bool foldHeadPermutes = true;
+  bool layerNormSavedStats = true;
   llvm::DenseMap<Operation *, GeneratedAdamW> generatedAdamW; ///< the AdamW updates calling their kernel
   llvm::DenseMap<Operation *, Operation *> foldedClipMuls;    ///< a folded clip mul -> its AdamW update
   std::string declaration;

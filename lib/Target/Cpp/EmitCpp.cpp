@@ -117,6 +117,7 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
     emitters.back()->setUseKernels(!options.kernelsObject.empty());
     emitters.back()->setAccumulateGemms(options.accumulateGemmsIntoStates);
     emitters.back()->setFoldHeadPermutes(options.foldHeadPermutes);
+    emitters.back()->setLayerNormSavedStats(options.layerNormSavedStats);
     if (failed(emitters.back()->prepare(bytes)))
       return failure();
     std::optional<int64_t> stage;
@@ -500,6 +501,12 @@ void mlir::ptrain::registerEmitCppTranslation() {
                      "them with ptrain_permute_f32 (the reference of the test codegen-cpu-gemm-heads; the memory "
                      "plan assumes the default)"),
       llvm::cl::init(true));
+  static llvm::cl::opt<bool> layerNormSavedStats(
+      "emit-cpp-layer-norm-saved-stats",
+      llvm::cl::desc("--emit-cpp: a layer norm's gradient reads the mean and rstd its forward saved (the default); "
+                     "=false recomputes them by a forward into scratch (the reference of the test "
+                     "codegen-cpu-layer-norm-stats)"),
+      llvm::cl::init(true));
   TranslateFromMLIRRegistration reg(
       "emit-cpp", "emit a ptrain training step as C++ calling the ptrain runtime (CPU target)",
       [](Operation *op, raw_ostream &os) -> LogicalResult {
@@ -515,6 +522,7 @@ void mlir::ptrain::registerEmitCppTranslation() {
         options.kernelsCpu = kernelsCpu;
         options.accumulateGemmsIntoStates = accumulateGemms;
         options.foldHeadPermutes = foldHeadPermutes;
+        options.layerNormSavedStats = layerNormSavedStats;
         return emitCpp(module, os, options);
       },
       [](DialectRegistry &registry) {

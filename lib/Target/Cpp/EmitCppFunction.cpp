@@ -241,6 +241,7 @@ LogicalResult FunctionEmitter::planAndEmitBody(int64_t &bytes) {
   StorageRules rules = StorageRules::cpu();
   rules.accumulateGemmsIntoStates = accumulateGemms;
   rules.foldHeadPermutes = foldHeadPermutes;
+  rules.layerNormSavedStats = layerNormSavedStats;
   planStorage(std::move(rules), /*place=*/true, "arg", "out_");
   gemms = &liveness->gemms();
   bytes = liveness->arenaBytes();

@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
-"""CTests codegen-cpu-gemm-accumulate and codegen-cpu-gemm-heads: a GEMM fold trains like the ops it replaces.
+"""CTests codegen-cpu-gemm-accumulate, -gemm-heads, -layer-norm-stats: an --emit-cpp fold trains like what it replaces.
 
-    gemm_folds_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR [accumulate|heads]
+    emitter_folds_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR [accumulate|heads|layer-norm-stats]
 
-The folds (GemmFusion.h, docs/CodegenCpu.md "GEMM operands"):
+The folds (GemmFusion.h and BufferLiveness.h, docs/CodegenCpu.md "GEMM operands" and "Layer norm"):
   accumulate (the default): weight gradients accumulated by their GEMMs (C = the gradient state, beta = 1) against
     a buffer, an add and a copy per weight gradient (--emit-cpp-accumulate-gemms=false);
   heads: the attention's head split and merge read and written in place by ptrain_gemm_strided_f32 against
-    ptrain_permute_f32 materializing each (--emit-cpp-fold-head-permutes=false).
+    ptrain_permute_f32 materializing each (--emit-cpp-fold-head-permutes=false);
+  layer-norm-stats: a layer norm's gradient reading the mean and rstd its forward saved against recomputing them
+    by a forward into scratch (--emit-cpp-layer-norm-saved-stats=false).
 1. ptrain-compile the bundled GPT (pp = 1, 4 micro-batches of 4 x 64 tokens: a contraction of 256, and
    pp = 2 with 2 micro-batches): the default step, which makes the fold; step.cpp says so.
 2. The same step.mlir translated again without the fold and linked like ptrain-compile links it (its step
    flags, the plan section embedded).
 3. ptrain-run both for 3 steps on the same data and seed: the validation loss and the three step losses are
    identical (accumulate: OpenBLAS sums K = 256 in one pass, fl(C + sum) = fl(old + fl(sum)); heads: BLAS packs
-   its operands, the leading dimension changes no sum; scripts/test-kernel-paths.sh runs both under the Haswell
-   and SkylakeX kernels).
+   its operands, the leading dimension changes no sum; layer-norm-stats: the same kernel on the same input;
+   scripts/test-kernel-paths.sh runs them under the Haswell and SkylakeX kernels).
 """
 
 import json
@@ -36,6 +38,7 @@ configs = {"pp1": ["--pp", "1", "--micro-batches", "4"], "pp2": ["--pp", "2", "-
 FOLDS = {  # fold: (the ptrain-translate flag that turns it off, what step.cpp says where it is made)
     "accumulate": ("--emit-cpp-accumulate-gemms=false", "accumulated into its gradient state: C = the state, beta = 1"),
     "heads": ("--emit-cpp-fold-head-permutes=false", "the heads read and written in place"),
+    "layer-norm-stats": ("--emit-cpp-layer-norm-saved-stats=false", "the mean and rstd its forward saved"),
 }
 FOLD = sys.argv[4] if len(sys.argv) > 4 else "accumulate"
 check(FOLD in FOLDS, f"the fold '{FOLD}' is one of {sorted(FOLDS)}")
