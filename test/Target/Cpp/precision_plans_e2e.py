@@ -13,7 +13,13 @@ docs/*.md (the user's path: plan.json, libstep.so, run.jsonl). Requires of each 
   operand; over the first steps the two agree to about 1e-3, docs/MixedPrecision.md), and finite;
 * its pipeline traffic: an uncompressed link carries exactly half of fp32's bytes (the lowering sends bf16); a
   link whose messages a codec encodes carries the codec's codes, at most fp32's bytes; fp16 sends as many bytes as
-  bf16.
+  bf16;
+* codecs on 16-bit traffic (issue 24 item 2, docs/Compression.md "Codecs on 16-bit traffic"): the codec reads the
+  16-bit message, so MCBench's backward link, every send of it top-k coded (25% of the values with their int32
+  indices), carries exactly 3/4 of fp32's bytes (6 bytes a kept value, not 8; the forward link's 8-bit codes and
+  Optimus-CC's PowerSGD factors are the same bytes as in fp32: f32 scales and factors); and the compiled bf16 steps
+  of both policies equal the multi-rank executor (ptrain-interpret --multi-rank on the same step.mlir and batches)
+  within EXECUTOR_BOUND at step 1 and EXECUTOR_DRIFT_BOUND over the STEPS steps.
 Plans: 1F1B (pp 2, 4 micro-batches), GPipe, interleaved 1F1B (2 virtual stages), dp 2 x pp 2, tp 2 x pp 2,
 Optimus-CC (CB's PowerSGD on the backward sends, LEP, the fused embedding sync), MCBench (8-bit forward
 quantization, top-k 25% backward with error feedback; interleaved), and auto. About 5 minutes on 2 cores.
@@ -26,12 +32,21 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e import executor_losses, failures as e2e_failures, global_batches  # noqa: E402
+
 build, source, work = sys.argv[1:4]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 
 STEPS = 8
 BOUND = 0.01  # bf16 vs fp32 training loss, relative, at every one of the first STEPS steps
+# Compiled bf16 vs the multi-rank executor, relative (precision_tp_e2e.py's bounds, 1e-4 at step 1 for the quantized
+# and top-k plans as loss_scale_e2e.py's: a code's rounding boundary turns a last-bit GEMM difference into a step).
+EXECUTOR_BOUND, EXECUTOR_DRIFT_BOUND = 1e-4, 1e-3
+EXECUTOR = {"mcbench", "optimus-cc"}
+# The links whose every send a codec with 16-bit values codes: bf16 bytes / fp32 bytes, exactly.
+CODED_RATIO = {("mcbench", "pp backward"): 0.75}
 PLANS = {
     "1f1b": ["--pp", "2", "--micro-batches", "4"],
     "gpipe": ["--pp", "2", "--micro-batches", "4", "--schedule", "gpipe"],
@@ -55,6 +70,7 @@ failures = []
 # The compressed plans' uncompressed counterparts (same schedule, same micro-batches), trained first.
 REFERENCE = {"optimus-cc": "1f1b", "auto": "1f1b", "mcbench": "interleaved"}
 traffic_of = {}
+train_runs = {}
 
 
 def run(cmd, what):
@@ -76,15 +92,16 @@ def train(name, precision, options):
     losses = [r["train_loss"] for r in records if r.get("record") == "step" and "train_loss" in r]
     traffic = [r for r in records if r.get("record") == "end"][0]["traffic"]
     plan = json.load(open(os.path.join(out, "plan.json")))
-    return losses, traffic, plan
+    return losses, traffic, plan, out
 
 
 for name, options in PLANS.items():
-    l32, t32, plan = train(name, "fp32", options)
+    l32, t32, plan, _ = train(name, "fp32", options)
     uncompressed = traffic_of.get(REFERENCE.get(name, name), t32)
     half_bytes = {}
     for half in ("bf16", "fp16"):
-        l16, t16, _ = train(name, half, options)
+        l16, t16, plan16, out16 = train(name, half, options)
+        train_runs[(name, half)] = (l16, t16, plan16, out16)
         worst = max(abs(a - b) / abs(a) for a, b in zip(l32, l16))
         print(f"{name}: {len(l16)} steps, loss at step {STEPS}: fp32 {l32[-1]:.6f}, {half} {l16[-1]:.6f}; worst "
               f"relative difference {worst:.2e}")
@@ -101,9 +118,30 @@ for name, options in PLANS.items():
             print(f"  {link}: fp32 {b32:,} B, {half} {b16:,} B ({b16 / b32:.4f}){' (codec codes)' if coded else ''}")
             if not coded and 2 * b16 != b32:
                 failures.append(f"{name}: {link} carries {b16} bytes in {half}, not half of fp32's {b32}")
+            ratio = next((r for (plan_name, prefix), r in CODED_RATIO.items()
+                          if plan_name == name and link.startswith(prefix)), None)
+            if ratio is not None and b16 != b32 * ratio:
+                failures.append(f"{name}: {link} carries {b16:,} bytes in {half}, not {ratio} of fp32's {b32:,} "
+                                f"(the codec's 16-bit values)")
             if coded and b16 > b32:
                 failures.append(f"{name}: {link} carries {b16} bytes in {half}, more than fp32's {b32}")
             half_bytes.setdefault(link, []).append(b16)
+    if name in EXECUTOR:
+        # The bf16 step against the oracle on the same step.mlir and the batches ptrain-run drew (seed 0).
+        tokens = global_batches(source, corpus, os.path.join(work, f"{name}-bf16-tokens.bin"), STEPS, 0,
+                                rows=plan["global_batch"], seq=plan["seq"])
+        _, _, _, out16 = train_runs[(name, "bf16")]
+        executor = executor_losses(os.path.join(build, "bin"), os.path.join(source, "models", "gpt", "gpt.onnx"),
+                                   out16, tokens, STEPS)
+        failures.extend(e2e_failures)
+        e2e_failures.clear()
+        if executor:
+            lb = train_runs[(name, "bf16")][0]
+            gaps = [abs(a - b) / abs(b) for a, b in zip(lb, executor)]
+            print(f"{name}: bf16 executor losses {executor}: relative differences " + ", ".join(f"{g:.2e}" for g in gaps))
+            if len(executor) != STEPS or gaps[0] > EXECUTOR_BOUND or max(gaps) > EXECUTOR_DRIFT_BOUND:
+                failures.append(f"{name}: the compiled bf16 step differs from the executor by {gaps} relative "
+                                f"(bounds {EXECUTOR_BOUND} at step 1, {EXECUTOR_DRIFT_BOUND} over {STEPS} steps)")
     for link, sent in half_bytes.items():
         if len(sent) == 2 and sent[0] != sent[1]:
             bf16, fp16 = sent
