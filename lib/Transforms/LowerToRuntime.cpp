@@ -341,6 +341,7 @@ private:
     // A 16-bit plan codes the 16-bit message (docs/Compression.md, "Codecs on 16-bit traffic"): the codec reads
     // the bf16 / f16 value; its residual (keyed by `type`, f32) and PowerSGD's factors stay f32.
     const RankedTensorType wire = halfWireType(type);
+    SmallVector<StateOp> states;
     if (errorFeedback) {
       states.push_back(linkState(from, to, chunk, toChunk, "residual", StateKind::CodecResidual, type));
       if (states.back() && gradient)

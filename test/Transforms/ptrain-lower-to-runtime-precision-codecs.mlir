@@ -6,8 +6,8 @@
 // ptrain.compress on the 16-bit tensor with an f32 residual (and PowerSGD's f32 factors and warm start), the codes
 // sent, ptrain.decompress back to the 16-bit type and the receiver's cast to f32. A cast codec there sends the
 // plain 16-bit message. The stub stages of ptrain-lower-to-runtime-compressed.mlir: pp = 2, 1F1B, 2
-// micro-batches of 2 x 4 tokens, hidden size 8. WIDE: the same after --ptrain-widen-half-codecs, the form the
-// kernels run.
+// micro-batches of 2 x 4 tokens, hidden size 8. The WIDE prefix checks the same after --ptrain-widen-half-codecs,
+// the form the kernels run.
 
 // bf16, backward top-k with error feedback (k = 16 of 64: 16 bf16 values and 16 int32 indices, 96 bytes per
 // send instead of 128 for f32 values) and forward PowerSGD rank 2 with its warm start (f32 factors).
@@ -85,12 +85,12 @@ module @bf16_links attributes {ptrain.precision = #ptrain.precision<bf16>, ptrai
 
 // bf16, a cast codec on both links: the plain bf16 messages, no compress (the cast codec's C3).
 // CHECK-LABEL: module @bf16_cast_codec
-// CHECK-NOT: ptrain.compress
-// CHECK-NOT: ptrain.decompress
+// CHECK-NOT: = ptrain.compress
+// CHECK-NOT: = ptrain.decompress
 // CHECK-LABEL: func.func @stage1_train_step(
 // CHECK: %[[H:.*]] = ptrain.cast %{{.*}} : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
 // CHECK-NEXT: ptrain.send_start %[[H]] to @grid axis pp offset -1 {{.*}} : tensor<2x4x8xbf16>
-// CHECK-NOT: ptrain.compress
+// CHECK-NOT: = ptrain.compress
 module @bf16_cast_codec attributes {ptrain.precision = #ptrain.precision<bf16>, ptrain.compression = #ptrain.compression<policy = "mcbench", backward_sends = [[false, false], [true, true]], backward_codec = #ptrain.cast<bf16>, forward_sends = [[true, true], [false, false]], forward_codec = #ptrain.cast<f16>, dp_all_reduce = [false, false]>, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
   func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {
@@ -166,9 +166,10 @@ module @fp16_randk attributes {ptrain.precision = #ptrain.precision<fp16>, ptrai
 
 // fp32: the codec reads the f32 message as before; nothing to widen.
 // CHECK-LABEL: module @fp32_topk
-// CHECK: ptrain.compress %{{.*}} {codec = #ptrain.topk<k = 16>} : tensor<2x4x8xf32> -> (tensor<16xf32>, tensor<16xi32>)
+// CHECK: ptrain.compress %{{.*}} state(%{{.*}}) {codec = #ptrain.topk<k = 16>, error_feedback} : tensor<2x4x8xf32> state(tensor<2x4x8xf32>) -> (tensor<16xf32>, tensor<16xi32>)
 // WIDE-LABEL: module @fp32_topk
 // WIDE-NOT: ptrain.cast
+// WIDE-NOT: ptrain.binary sub
 module @fp32_topk attributes {ptrain.compression = #ptrain.compression<policy = "mcbench", backward_sends = [[false, false], [true, true]], backward_codec = #ptrain.topk<k = 16>, forward_sends = [[false, false], [false, false]], dp_all_reduce = [false, false]>, ptrain.pipeline = #ptrain.pipeline<pp = 2, stages = [@forward_stage0, @forward_stage1], micro_batches = 2>, ptrain.schedule = #ptrain.schedule<kind = "1f1b", micro_batches = 2, table = [["F0", "F1", "B0", "B1", "O"], ["FB0", "FB1", "O"]]>} {
   ptrain.grid @grid(pp = 2)
   func.func @forward_stage0(%tokens: tensor<2x4xi64>) -> tensor<2x4x8xf32> attributes {ptrain.stage = #ptrain.stage<0>} {

@@ -2,7 +2,9 @@
 """CTest codegen-cpu-precision-plans: --precision bf16 and fp16 under every policy and schedule (issue 24's "16-bit plans work
 under every policy and every schedule"; docs/MixedPrecision.md).
 
-    precision_plans_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR
+    precision_plans_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR [PLAN,PLAN,...]
+
+(the optional list runs those plans and their uncompressed references only, e.g. `mcbench,optimus-cc`).
 
 For each plan below, the bundled GPT (models/gpt) is compiled with `ptrain-compile --precision fp32`, `bf16` and
 `fp16` (with its dynamic loss scaler from PyTorch GradScaler's initial scale 2^16, which this model's gradients do
@@ -69,6 +71,13 @@ with open(corpus, "wb") as f:
 failures = []
 # The compressed plans' uncompressed counterparts (same schedule, same micro-batches), trained first.
 REFERENCE = {"optimus-cc": "1f1b", "auto": "1f1b", "mcbench": "interleaved"}
+if len(sys.argv) > 4:
+    chosen = set(sys.argv[4].split(","))
+    unknown = chosen - set(PLANS)
+    if unknown:
+        raise SystemExit(f"unknown plans {sorted(unknown)}; the plans are {sorted(PLANS)}")
+    chosen |= {REFERENCE[n] for n in chosen if n in REFERENCE}
+    PLANS = {n: o for n, o in PLANS.items() if n in chosen}
 traffic_of = {}
 train_runs = {}
 
