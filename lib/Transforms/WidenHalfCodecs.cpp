@@ -36,14 +36,22 @@ Value castTo(PatternRewriter &rewriter, Location loc, Value value, Type type) {
   return CastOp::create(rewriter, loc, type, value);
 }
 
+/// Matches a codec op whose tensor (`type`: the compress's input, the decompress's result) is bf16 or f16 and that
+/// has no parameters (the linear autoencoder's, which the verifier refuses on 16-bit tensors anyway).
+LogicalResult matchHalfCodecOp(PatternRewriter &rewriter, Operation *op, Type type, ValueRange params) {
+  if (!isHalfTensor(type))
+    return rewriter.notifyMatchFailure(op, "the codec's tensor is not bf16 or f16");
+  if (!params.empty())
+    return rewriter.notifyMatchFailure(op, "a codec with parameters (the linear autoencoder) codes f32 only");
+  return success();
+}
+
 struct WidenCompress : OpRewritePattern<CompressOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CompressOp op, PatternRewriter &rewriter) const override {
     auto type = op.getInput().getType();
-    if (!isHalfTensor(type))
-      return rewriter.notifyMatchFailure(op, "the input is not bf16 or f16");
-    if (!op.getParams().empty())
-      return rewriter.notifyMatchFailure(op, "a codec with parameters (the linear autoencoder) codes f32 only");
+    if (failed(matchHalfCodecOp(rewriter, op, type, op.getParams())))
+      return failure();
     CodecAttrInterface codec = op.getCodec();
     const RankedTensorType wide = getCodecComputeType(type);
     SmallVector<Type> wideCodes = codec.getCodeTypes(wide);
@@ -90,10 +98,8 @@ struct WidenDecompress : OpRewritePattern<DecompressOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(DecompressOp op, PatternRewriter &rewriter) const override {
     auto type = op.getResult().getType();
-    if (!isHalfTensor(type))
-      return rewriter.notifyMatchFailure(op, "the result is not bf16 or f16");
-    if (!op.getParams().empty())
-      return rewriter.notifyMatchFailure(op, "a codec with parameters (the linear autoencoder) codes f32 only");
+    if (failed(matchHalfCodecOp(rewriter, op, type, op.getParams())))
+      return failure();
     const RankedTensorType wide = getCodecComputeType(cast<RankedTensorType>(type));
     Location loc = op.getLoc();
     SmallVector<Value> codes;
@@ -113,10 +119,8 @@ struct WidenCompressedAllReduce : OpRewritePattern<CompressedAllReduceStartOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CompressedAllReduceStartOp op, PatternRewriter &rewriter) const override {
     auto type = op.getInput().getType();
-    if (!isHalfTensor(type))
-      return rewriter.notifyMatchFailure(op, "the input is not bf16 or f16");
-    if (!op.getParams().empty())
-      return rewriter.notifyMatchFailure(op, "a codec with parameters (the linear autoencoder) codes f32 only");
+    if (failed(matchHalfCodecOp(rewriter, op, type, op.getParams())))
+      return failure();
     SmallVector<WaitOp> waits;
     for (Operation *user : op.getRequest().getUsers()) {
       auto wait = dyn_cast<WaitOp>(user);
