@@ -62,6 +62,20 @@ module {
 
 // -----
 
+// TAH-Quant on a bf16 activation (its entropy-guided bits, rotation and f32 scales from the widened tile values):
+// the f32 encoder's four codes as they are, nothing rounded.
+// CHECK-LABEL: func.func @tahquant(
+// CHECK-NEXT: %[[X:.*]] = ptrain.cast %{{.*}} : tensor<4x64x128xbf16> -> tensor<4x64x128xf32>
+// CHECK-NEXT: %[[C:.*]]:4 = ptrain.compress %[[X]] {codec = #ptrain.tahquant<>} : tensor<4x64x128xf32> -> (tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>)
+// CHECK-NEXT: return %[[C]]#0, %[[C]]#1, %[[C]]#2, %[[C]]#3
+func.func @tahquant(%g: tensor<4x64x128xbf16>) -> (tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>) {
+  %p, %s, %z, %f = ptrain.compress %g {codec = #ptrain.tahquant<tile_size = 64>}
+      : tensor<4x64x128xbf16> -> (tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>)
+  return %p, %s, %z, %f : tensor<15568xi8>, tensor<512xf32>, tensor<512xf32>, tensor<512xi8>
+}
+
+// -----
+
 // f32 codec ops are left as they are.
 // CHECK-LABEL: func.func @f32(
 // CHECK-NOT: ptrain.cast
