@@ -108,6 +108,23 @@ CodecWork mlir::ptrain::getCodecWork(CodecAttrInterface codec, RankedTensorType 
         work.encode.push_back(pass(2 * numel, encodeBytes));
         work.decode.push_back(pass(numel, decodeBytes));
       });
+  if (isHalfFloat(type.getElementType())) {
+    // A 16-bit input (--ptrain-widen-half-codecs): the exact widen before the f32 kernel (2 bytes read, 4
+    // written per element) and the rounding of its result after the decode; the values the codec keeps 16-bit
+    // (top-k, rand-k) are rounded after the encode and widened before the decode, and with error feedback the
+    // residual gets their rounding back (a difference, a scatter and an add over the tensor).
+    work.encode.insert(work.encode.begin(), pass(0, 6 * numel));
+    work.decode.push_back(pass(numel, 6 * numel));
+    for (auto [narrow, wide] : llvm::zip(codec.getCodeTypes(type), codec.getCodeTypes(getCodecComputeType(type)))) {
+      if (narrow == wide)
+        continue;
+      double n = cast<RankedTensorType>(narrow).getNumElements();
+      work.encode.push_back(pass(n, 6 * n));
+      work.decode.insert(work.decode.begin(), pass(0, 6 * n));
+      if (errorFeedback)
+        work.encode.push_back(pass(2 * n + numel, 14 * n + 3 * kF32 * numel));
+    }
+  }
   return work;
 }
 

@@ -242,18 +242,25 @@ struct Links {
 /// to c - 1) and compressedForward (the activation c sends to c + 1), each send with its own codec (the
 /// policy's or an override's); the lowering compresses activations in training steps only, which is what the
 /// model times. Without virtual stages c is the stage.
+///
+/// In a bf16 or fp16 step (`halfMessages`) the codec reads the 16-bit message (docs/Compression.md, "Codecs on
+/// 16-bit traffic"): its codes are those of the 16-bit type (top-k's and rand-k's values 2 bytes) and its
+/// kernels include the widen (getCodecWork); a cast codec there sends the plain 16-bit message (the lowering's
+/// rule), priced as the uncompressed send.
 static llvm::Error addCompressedSends(ModuleTimingModel &model, const CompressionPlan &plan, SymbolTable &symbols,
                                       ArrayRef<FlatSymbolRefAttr> stageRefs, const ClusterSpec &cluster,
-                                      const Links &links, bool ppInter) {
+                                      const Links &links, bool ppInter, FloatType halfMessages) {
   const LinkCost pp = links.get(ppInter);
   const int64_t chunks = stageRefs.size();
   for (bool forward : {false, true})
     for (int64_t s = forward ? 0 : 1; s < (forward ? chunks - 1 : chunks); ++s) {
       auto fwd = symbols.lookup<func::FuncOp>(stageRefs[s].getValue());
       auto type = dyn_cast<RankedTensorType>(forward ? fwd.getResultTypes()[0] : fwd.getArgumentTypes()[0]);
+      if (type && halfMessages && type.getElementType().isF32())
+        type = type.clone(halfMessages);
       for (int64_t i = 0; i < model.microBatches; ++i) {
         CodecAttrInterface codec = forward ? plan.forwardCodecOf(s, i) : plan.backwardCodecOf(s, i);
-        if (!codec)
+        if (!codec || (type && isHalfFloat(type.getElementType()) && isa<CastAttr>(codec)))
           continue;
         if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
           return costError("ptrain.compression: the " + llvm::Twine(forward ? "forward" : "backward") +
@@ -668,6 +675,10 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       });
       if ((!inForward && !inBackward) || codec == tpCodecs.end() || model.tp < 2)
         continue;
+      // A cast codec on a 16-bit step's site leaves the 16-bit all-reduce (CompressTensorParallel.cpp).
+      if (halfMessages && isa<CastAttr>(codec->codec))
+        continue;
+      // A 16-bit site codes its widened value: the codes of the f32 type (CompressedAllReduceStartOp).
       auto type = cast<RankedTensorType>(site.op->getResult(0).getType());
       auto cost = getCompressedAllReduceCost(codec->codec, type, model.tp, tpLink, cluster, codec->errorFeedback);
       if (!cost)
@@ -814,7 +825,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
   }
 
   if (plan)
-    if (llvm::Error e = addCompressedSends(model, *plan, symbols, stageRefs, cluster, links, ppInter))
+    if (llvm::Error e = addCompressedSends(model, *plan, symbols, stageRefs, cluster, links, ppInter, halfMessages))
       return std::move(e);
   return model;
 }

@@ -130,7 +130,10 @@ llvm::Expected<ptrain_codec_t> descriptorOf(CodecAttrInterface codec, RankedTens
   if (error)
     return std::move(error);
   if (!type.getElementType().isF32())
-    return makeError("the codec kernels take f32 tensors");
+    return makeError(isHalfFloat(type.getElementType())
+                         ? "the codec kernels take f32 tensors: run --ptrain-widen-half-codecs on a 16-bit plan's codec "
+                           "ops first (--ptrain-pipeline does)"
+                         : "the codec kernels take f32 tensors");
   return d;
 }
 

@@ -127,6 +127,9 @@ LogicalResult mlir::ptrain::buildTrainingPipeline(OpPassManager &pm, const Train
     pm.addPass(createReportPass(report));
   }
   pm.addPass(createLowerToRuntimePass());
+  // A 16-bit plan's codec ops on bf16 / f16 messages onto the f32 kernels behind an exact widen (a no-op in
+  // fp32; docs/Compression.md, "Codecs on 16-bit traffic").
+  pm.addPass(createWidenHalfCodecsPass());
   // Each rank's memory over its schedule (states, stash, temporaries; docs/TrainingStep.md).
   if (!o.memoryPlan.empty()) {
     MemoryPlanPassOptions memory;

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Plan/CompressTensorParallel.h"
+#include "ptrain/Transforms/MixedPrecision.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 #include "ptrain/Plan/CompressionPlan.h"
@@ -216,6 +217,13 @@ LogicalResult mlir::ptrain::compressTensorParallelAllReduces(ModuleOp module, Ar
     matched.insert(tensorParallelStateKey(entry->layer, entry->role, ""));
     TPAllReduceOp op = site.op;
     auto type = cast<RankedTensorType>(op.getType());
+    // A bf16 / fp16 step codes the 16-bit value (docs/Compression.md, "Codecs on 16-bit traffic"); a cast codec
+    // there is the 16-bit all-reduce itself: the site stays a tp_all_reduce, which placeHalfTensorParallelSums
+    // then moves in 16 bits.
+    const FloatType half = getMessageHalfType(module);
+    const RankedTensorType wire = half && type.getElementType().isF32() ? type.clone(half) : type;
+    if (wire != type && isa<CastAttr>(entry->codec))
+      continue;
     auto fn = op->getParentOfType<func::FuncOp>();
     SmallVector<StateOp> stateOps;
     if (entry->errorFeedback) {
@@ -230,7 +238,7 @@ LogicalResult mlir::ptrain::compressTensorParallelAllReduces(ModuleOp module, Ar
       stateOps.push_back(*s);
     }
     auto [stateName, stateKind] = codecStateNameAndKind(entry->codec);
-    for (Type t : entry->codec.getEncoderStateTypes(type)) {
+    for (Type t : entry->codec.getEncoderStateTypes(wire)) {
       FailureOr<StateOp> s = getOrAddCodecState(module, fn, ("tp_" + stateName).str(),
                                                 tensorParallelStateKey(site.layer, site.role, stateName), stateKind,
                                                 cast<RankedTensorType>(t));
@@ -243,12 +251,16 @@ LogicalResult mlir::ptrain::compressTensorParallelAllReduces(ModuleOp module, Ar
     SmallVector<Value> state;
     for (StateOp s : stateOps)
       state.push_back(StateReadOp::create(b, loc, s.getTensorType(), s.getSymName()));
-    auto start =
-        CompressedAllReduceStartOp::create(b, loc, op.getInput(), state, ValueRange(), op.getGrid(), {op.getAxis()},
-                                           ReductionKind::Sum, entry->codec, entry->errorFeedback);
+    Value input = op.getInput();
+    if (wire != type)
+      input = CastOp::create(b, loc, wire, input);
+    auto start = CompressedAllReduceStartOp::create(b, loc, input, state, ValueRange(), op.getGrid(), {op.getAxis()},
+                                                    ReductionKind::Sum, entry->codec, entry->errorFeedback);
     for (auto [s, value] : llvm::zip(stateOps, start.getNewState()))
       StateWriteOp::create(b, loc, value, s.getSymName());
     Value reduced = WaitOp::create(b, loc, start.getRequest()).getResult();
+    if (wire != type)
+      reduced = CastOp::create(b, loc, type, reduced);
     op.getResult().replaceAllUsesWith(reduced);
     op.erase();
     if (numCompressed)

@@ -13,6 +13,7 @@
 #include "ptrain/Analysis/ModuleCosts.h"
 #include "ptrain/Analysis/PipelinePlan.h"
 #include "ptrain/Transforms/CodecErrors.h"
+#include "ptrain/Transforms/MixedPrecision.h"
 #include "ptrain/Transforms/QualityModel.h"
 
 #include "llvm/Support/Format.h"
@@ -383,12 +384,18 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
   // Forward probes: per codec of `forwardCodecs`, every forward send it can encode within the error budget.
   std::vector<std::vector<std::vector<ForwardOption>>> forwardOptions(chunks,
                                                                       std::vector<std::vector<ForwardOption>>(m));
+  // In a bf16 or fp16 plan the codec reads the 16-bit message (docs/Compression.md, "Codecs on 16-bit traffic"):
+  // a candidate must accept the 16-bit type, so a cast codec (its C3) is never offered there.
+  const FloatType half = getMessageHalfType(module);
+  auto wireType = [&](RankedTensorType type) {
+    return type && half && type.getElementType().isF32() ? type.clone(half) : type;
+  };
   for (auto [j, codec] : llvm::enumerate(options.forwardCodecs)) {
     CompressionPlan probe = emptyProbe();
     bool any = false;
     for (int64_t s = 0; s + 1 < chunks; ++s) {
       RankedTensorType type = edges.forwardTypes[s];
-      if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)))
+      if (!type || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, wireType(type))))
         continue;
       std::optional<double> error = estimateCodecError(codec, type);
       if (!error || *error > options.errorBudget || std::isinf(sendQuality(codec, type, true, s, false)))
@@ -423,7 +430,7 @@ LogicalResult mlir::ptrain::searchAutoCompression(ModuleOp module, const Compres
     for (const TensorParallelSite &site : tpSites) {
       auto type = cast<RankedTensorType>(site.op->getResult(0).getType());
       std::optional<double> error = estimateCodecError(codec, type);
-      if (isa<LinearAEAttr>(codec) || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, type)) ||
+      if (isa<LinearAEAttr>(codec) || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, wireType(type))) ||
           (site.forward && !forwardSiteRefusal(codec, type).empty()) || !error || *error > options.errorBudget)
         continue;
       probeTp.push_back({site.layer, site.role, site.forward, codec, !site.forward && options.tpErrorFeedback});

@@ -307,6 +307,16 @@ private:
       value = CastOp::create(b, loc, tensor.clone(halfMessages), value);
     return send(loc, value, offset, tag);
   }
+  /// The type a compressed message of fp32 `type` is coded in: `type` in the 16-bit type of a bf16 or fp16
+  /// step, else `type` (getMessageHalfType).
+  RankedTensorType halfWireType(RankedTensorType type) const {
+    return halfMessages && type.getElementType().isF32() ? type.clone(halfMessages) : type;
+  }
+  /// Whether a message of `type` with `codec` travels uncompressed in 16 bits: a cast codec in a bf16 or fp16
+  /// step, whose codes would be the 16-bit message itself (the cast codec's C3 refuses a 16-bit input).
+  bool isHalfCastCodec(CodecAttrInterface codec, Type type) const {
+    return isa<CastAttr>(codec) && halfWireType(cast<RankedTensorType>(type)) != type;
+  }
   Value send(Location loc, Value value, int64_t offset, int64_t tag) {
     auto send = SendStartOp::create(b, loc, RequestType::get(b.getContext()), value, grid.getSymName(), "pp", offset);
     send->setAttr("ptrain.tag", b.getI64IntegerAttr(tag));
@@ -323,11 +333,14 @@ private:
   void sendCompressible(Location loc, int64_t from, int64_t to, int64_t chunk, int64_t toChunk, int64_t offset,
                         int64_t tag, Value value, CodecAttrInterface codec, bool errorFeedback, bool gradient,
                         SmallVectorImpl<Value> &requests) {
-    if (!codec) {
+    if (!codec || isHalfCastCodec(codec, value.getType())) {
       requests.push_back(sendMessage(loc, value, offset, tag));
       return;
     }
     auto type = cast<RankedTensorType>(value.getType());
+    // A 16-bit plan codes the 16-bit message (docs/Compression.md, "Codecs on 16-bit traffic"): the codec reads
+    // the bf16 / f16 value; its residual (keyed by `type`, f32) and PowerSGD's factors stay f32.
+    const RankedTensorType wire = halfWireType(type);
     SmallVector<StateOp> states;
     if (errorFeedback) {
       states.push_back(linkState(from, to, chunk, toChunk, "residual", StateKind::CodecResidual, type));
@@ -335,7 +348,7 @@ private:
         markGradientResidual(module, states.back());
     }
     auto [stateName, stateKind] = codecStateNameAndKind(codec);
-    for (Type t : codec.getEncoderStateTypes(type))
+    for (Type t : codec.getEncoderStateTypes(wire))
       states.push_back(linkState(from, to, chunk, toChunk, stateName, stateKind, cast<RankedTensorType>(t)));
     if (llvm::is_contained(states, StateOp())) {
       requests.push_back(sendMessage(loc, value, offset, tag));
@@ -347,7 +360,9 @@ private:
       stateValues.push_back(StateReadOp::create(b, loc, state.getTensorType(), state.getSymName()));
       stateTypes.push_back(state.getTensorType());
     }
-    auto compress = CompressOp::create(b, loc, codec.getCodeTypes(type), stateTypes, value, stateValues, ValueRange(),
+    if (wire != type)
+      value = CastOp::create(b, loc, wire, value);
+    auto compress = CompressOp::create(b, loc, codec.getCodeTypes(wire), stateTypes, value, stateValues, ValueRange(),
                                        codec, errorFeedback);
     for (auto [state, newValue] : llvm::zip(states, compress.getNewState()))
       StateWriteOp::create(b, loc, newValue, state.getSymName());
@@ -359,15 +374,16 @@ private:
   /// side of the link, e.g. rand-k's counter).
   Value receiveCompressible(Location loc, int64_t from, int64_t to, int64_t chunk, int64_t toChunk, int64_t offset,
                             int64_t tag, Type type, CodecAttrInterface codec) {
-    if (!codec)
+    if (!codec || isHalfCastCodec(codec, type))
       return receiveMessage(loc, type, offset, tag);
     auto tensorType = cast<RankedTensorType>(type);
+    const RankedTensorType wire = halfWireType(tensorType);
     SmallVector<Value> codes;
-    for (auto [j, codeType] : llvm::enumerate(codec.getCodeTypes(tensorType)))
+    for (auto [j, codeType] : llvm::enumerate(codec.getCodeTypes(wire)))
       codes.push_back(receive(loc, codeType, offset, tag + static_cast<int64_t>(j) * 2 * m * v));
     SmallVector<StateOp> states;
     auto [stateName, stateKind] = codecStateNameAndKind(codec);
-    for (Type t : codec.getDecoderStateTypes(tensorType))
+    for (Type t : codec.getDecoderStateTypes(wire))
       states.push_back(linkState(from, to, chunk, toChunk, stateName, stateKind, cast<RankedTensorType>(t)));
     SmallVector<Value> stateValues;
     for (StateOp state : states)
@@ -376,9 +392,11 @@ private:
     if (llvm::is_contained(stateValues, Value()))
       return receiveMessage(loc, type, offset, tag);
     auto decompress =
-        DecompressOp::create(b, loc, type, ValueRange(stateValues).getTypes(), codes, stateValues, ValueRange(), codec);
+        DecompressOp::create(b, loc, wire, ValueRange(stateValues).getTypes(), codes, stateValues, ValueRange(), codec);
     for (auto [state, newValue] : llvm::zip(states, decompress.getNewState()))
       StateWriteOp::create(b, loc, newValue, state.getSymName());
+    if (wire != tensorType)
+      return CastOp::create(b, loc, type, decompress.getResult());
     return decompress.getResult();
   }
   /// Sends the gradient of virtual stage c's input (micro-batch i, on rank s) to offset -1 (the rank of

@@ -24,6 +24,7 @@ runs, writing every intermediate into out/:
         --ptrain-critical-path="cluster=FILE" (default clusters/h200-node.json) --ptrain-compress="policy=P OPTIONS"
         --ptrain-lower-to-runtime (per-stage @stage<s>_train_step / _eval_step with explicit sends and receives;
           compress/decompress and compressed all-reduces with keyed codec states where the policy put them)
+        --ptrain-widen-half-codecs (a bf16 / fp16 plan's codec ops on 16-bit messages onto the f32 kernels)
         --ptrain-verify-plan (abstract execution of every rank: no deadlock, no mismatched communication)
       with --report FILE (a pipeline or parallel step): --ptrain-report="json=FILE" before the lowering, the timing
         analysis' prediction of this plan on the cluster (docs/TimingModel.md); with --policy none it runs

@@ -106,6 +106,34 @@ TEST_F(CodecCostsTest, ElementwiseCodecsAreMemoryPasses) {
   EXPECT_DOUBLE_EQ(t.encode[0].cost.bytes, 4 * numel + 8 * k + 8 * numel);
 }
 
+// A bf16 input (docs/Compression.md, "Codecs on 16-bit traffic"; --ptrain-widen-half-codecs): top-k's values are
+// 2 bytes; the encode starts with the widen (2 bytes read, 4 written an element) and ends with the values' rounding
+// and, with error feedback, the residual's fix-up (difference, scatter, add); the decode widens the values first and
+// rounds the result last. The f32 kernel's own phases are those of the f32 tensor.
+TEST_F(CodecCostsTest, SixteenBitInputsPayForTheWidenAndSendTwoByteValues) {
+  auto f32 = RankedTensorType::get({1024, 256}, Float32Type::get(&context));
+  auto bf16 = RankedTensorType::get({1024, 256}, BFloat16Type::get(&context));
+  double numel = 1024 * 256;
+  auto topk = cast<CodecAttrInterface>(TopKAttr::get(&context, 0, FloatAttr::get(Float64Type::get(&context), 0.01)));
+  double k = std::ceil(0.01 * numel);
+  CodecWork wide = getCodecWork(topk, f32, true), half = getCodecWork(topk, bf16, true);
+  EXPECT_DOUBLE_EQ(half.codeBytes, 6 * k);
+  EXPECT_DOUBLE_EQ(half.tensorBytes, 2 * numel);
+  ASSERT_EQ(half.encode.size(), wide.encode.size() + 3);
+  EXPECT_DOUBLE_EQ(half.encode[0].cost.bytes, 6 * numel);                                // the widen
+  EXPECT_DOUBLE_EQ(half.encode[2].cost.bytes, 6 * k);                                    // the rounding
+  EXPECT_DOUBLE_EQ(half.encode[3].cost.bytes, 14 * k + 12 * numel);                      // the fix-up
+  ASSERT_EQ(half.decode.size(), wide.decode.size() + 2);
+  EXPECT_DOUBLE_EQ(half.decode.front().cost.bytes, 6 * k);                               // the values widened
+  EXPECT_DOUBLE_EQ(half.decode.back().cost.bytes, 6 * numel);                            // the result rounded
+  // Quantization: the same codes, the widen and the rounding only.
+  auto quant = cast<CodecAttrInterface>(QuantAttr::get(&context, 8, QuantGranularity::Tensor, 0, nullptr, nullptr));
+  CodecWork q32 = getCodecWork(quant, f32, true), q16 = getCodecWork(quant, bf16, true);
+  EXPECT_DOUBLE_EQ(q16.codeBytes, q32.codeBytes);
+  EXPECT_EQ(q16.encode.size(), q32.encode.size() + 1);
+  EXPECT_EQ(q16.decode.size(), q32.decode.size() + 1);
+}
+
 // TAH-Quant's wire bytes are exact: 4 x 64 x 128 at 64-element tiles is T = 512 tiles, H = round(0.8 T) = 410 at 4
 // bits and 102 at 3: 64 (410 x 4 + 102 x 3) / 8 = 15568 packed bytes + 512 x (4 + 4 + 1) = 20176 bytes. The
 // kernel time coefficients are those of docs/TimingModel.md: 8 + (log2 64 + 8) FLOPs per element to encode,

@@ -132,6 +132,44 @@ TEST_F(CodecAttrTest, CastHalvesBytesAndLinearAEHasParams) {
   EXPECT_EQ(ae.getDecoderParamTypes(type).front(), f32({50, 128}));
 }
 
+// Codecs on 16-bit traffic (docs/Compression.md, "Codecs on 16-bit traffic"): what each codec gives for a bf16
+// input of a 4 x 64 x 128 message, against the same message in f32.
+TEST_F(CodecAttrTest, SixteenBitInputsKeepF32FactorsScalesAndResiduals) {
+  auto wide = f32({4, 64, 128});
+  auto bf16 = RankedTensorType::get({4, 64, 128}, BFloat16Type::get(&ctx));
+  // The residual and the compute type are f32; an f32 tensor is its own.
+  EXPECT_EQ(getCodecComputeType(bf16), wide);
+  EXPECT_EQ(getCodecComputeType(wide), wide);
+  // PowerSGD: P, Q and the warm start stay f32.
+  auto powersgd = PowerSGDAttr::get(&ctx, 4, nullptr, nullptr);
+  EXPECT_EQ(powersgd.getCodeTypes(bf16), powersgd.getCodeTypes(wide));
+  EXPECT_EQ(powersgd.getEncoderStateTypes(bf16), powersgd.getEncoderStateTypes(wide));
+  // Top-k: 2-byte values and int32 indices, 6 bytes a kept value instead of 8; rand-k: 2 instead of 4.
+  auto topk = TopKAttr::get(&ctx, 0, FloatAttr::get(Float64Type::get(&ctx), 0.25));
+  EXPECT_EQ(codeBytes(topk, bf16), 8192 * 6);
+  EXPECT_EQ(codeBytes(topk, wide), 8192 * 8);
+  auto randk = RandKAttr::get(&ctx, 82, nullptr, 42);
+  EXPECT_EQ(codeBytes(randk, bf16), 82 * 2);
+  // Quantization and TAH-Quant: the same codes as the widened tensor.
+  auto quant = QuantAttr::get(&ctx, 8, QuantGranularity::Block, 64, nullptr, nullptr);
+  EXPECT_EQ(quant.getCodeTypes(bf16), quant.getCodeTypes(wide));
+  auto tah = TahQuantAttr::get(&ctx, 64, 3, 4, nullptr);
+  EXPECT_EQ(tah.getCodeTypes(bf16), tah.getCodeTypes(wide));
+  // The cast codec and the linear autoencoder refuse a 16-bit input, by name.
+  std::string message;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    message = diag.str();
+    return success();
+  });
+  auto emit = [&] { return emitError(UnknownLoc::get(&ctx)); };
+  auto cast16 = CastAttr::get(&ctx, BFloat16Type::get(&ctx));
+  EXPECT_TRUE(succeeded(cast16.verifyForType(emit, wide)));
+  EXPECT_TRUE(failed(cast16.verifyForType(emit, bf16)));
+  EXPECT_EQ(message, "cast codec 'bf16' on the 16-bit input 'tensor<4x64x128xbf16>' saves no bytes: a bf16 or f16 "
+                     "tensor travels uncompressed instead");
+  EXPECT_TRUE(failed(LinearAEAttr::get(&ctx, 50, nullptr).verifyForType(emit, bf16)));
+}
+
 TEST_F(CodecAttrTest, AttributeVerifiersRejectBadParameters) {
   // getChecked reports through the diagnostic handler and returns null instead of building a bad codec.
   std::string message;

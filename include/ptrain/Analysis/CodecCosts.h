@@ -44,7 +44,10 @@ struct CodecWork {
   double codeBytes = 0, tensorBytes = 0;
 };
 
-/// The work of `codec` on a tensor of `type` (the codec must accept the type: verifyForType).
+/// The work of `codec` on a tensor of `type` (the codec must accept the type: verifyForType). A bf16 or f16
+/// `type` (a 16-bit plan's message, docs/Compression.md "Codecs on 16-bit traffic") adds the widen before the
+/// encode, the rounding after the decode and the 16-bit values' rounding and residual fix-up
+/// (--ptrain-widen-half-codecs); its code bytes are those of the 16-bit type (top-k's values 2 bytes each).
 CodecWork getCodecWork(CodecAttrInterface codec, RankedTensorType type, bool errorFeedback);
 
 /// Data-parallel PowerSGD of one n x m gradient at rank r (the runtime's compressed all-reduce, Optimus-CC

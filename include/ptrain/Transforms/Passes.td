@@ -1149,6 +1149,46 @@ def OutlineElementwisePass : Pass<"ptrain-outline-elementwise", "::mlir::ModuleO
   ];
 }
 
+def WidenHalfCodecsPass : Pass<"ptrain-widen-half-codecs", "::mlir::ModuleOp"> {
+  let summary = "Rewrites codec ops on bf16 / f16 tensors into the f32 codec behind an exact widen.";
+  let description = [{
+    Issue 24 item 2 (docs/Compression.md, "Codecs on 16-bit traffic"). In a 16-bit plan
+    `--ptrain-lower-to-runtime` codes the 16-bit message: `ptrain.compress` on a bf16 or f16 tensor with an f32
+    residual, `ptrain.decompress` back to the 16-bit type, `ptrain.compressed_all_reduce_start` on a 16-bit TP
+    site. The runtime's codec kernels (CPU and CUDA) and the interpreter's take f32 tensors; this pass, run
+    right after the lowering by `--ptrain-pipeline` (so `ptrain-compile`'s step.mlir, the executor, the CPU
+    and the CUDA emitters all see it), rewrites each such op into the f32 op on the exactly widened tensor:
+    the codes are those of the f32 kernel on the widened input (quantization, TAH-Quant, PowerSGD); the codes
+    the codec keeps 16-bit (top-k's and rand-k's values) are rounded to nearest even after the f32 encode,
+    and with error feedback the residual gets what that rounding lost, `decode(v - widen(round(v)))`, so that
+    e' = g + e - decode(the codes sent) still holds; a decode is rounded once to the 16-bit type; a compressed
+    all-reduce is run in f32 and its wait rounded (include/ptrain/Transforms/WidenHalfCodecs.h). Every codec a
+    16-bit tensor may carry has an f32 kernel: the verifier refuses the other two (`#ptrain.cast` C3,
+    `#ptrain.linear_ae` C3).
+
+    ```mlir
+    // ptrain-opt --ptrain-widen-half-codecs
+    %v, %i, %e1 = ptrain.compress %g state(%e) {codec = #ptrain.topk<k = 64>, error_feedback}
+        : tensor<8x128xbf16> state(tensor<8x128xf32>) -> (tensor<64xbf16>, tensor<64xi32>) state(tensor<8x128xf32>)
+    // becomes
+    %x = ptrain.cast %g : tensor<8x128xbf16> -> tensor<8x128xf32>
+    %v32, %i, %e0 = ptrain.compress %x state(%e) {codec = #ptrain.topk<k = 64>, error_feedback} : ...
+    %v = ptrain.cast %v32 : tensor<64xf32> -> tensor<64xbf16>
+    %w = ptrain.cast %v : tensor<64xbf16> -> tensor<64xf32>
+    %d = ptrain.binary sub %v32, %w : tensor<64xf32>, tensor<64xf32>
+    %s = ptrain.decompress %d, %i {codec = #ptrain.topk<k = 64>} : (tensor<64xf32>, tensor<64xi32>) -> tensor<8x128xf32>
+    %e1 = ptrain.binary add %e0, %s : tensor<8x128xf32>, tensor<8x128xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::ptrain::PTrainDialect"];
+  let statistics = [
+    Statistic<"numCompresses", "half-compresses", "ptrain.compress ops on bf16 / f16 inputs widened">,
+    Statistic<"numDecompresses", "half-decompresses", "ptrain.decompress ops with bf16 / f16 results widened">,
+    Statistic<"numAllReduces", "half-compressed-all-reduces",
+              "ptrain.compressed_all_reduce_start ops on bf16 / f16 inputs widened">,
+  ];
+}
+
 def OutlineCodecsPass : Pass<"ptrain-outline-codecs", "::mlir::ModuleOp"> {
   let summary = "Generates the encoder + error-feedback kernel of each quantization site, specialized to its "
                 "sizes, bits, block and error feedback.";

@@ -102,6 +102,33 @@ func.func @cast_c2(%g: tensor<4x8xi32>) {
 
 // -----
 
+// Cast (C3): no cast codec on a bf16 input (the codes would be the input's size).
+func.func @cast_c3(%g: tensor<4x8xbf16>) {
+  // expected-error@+1 {{cast codec 'bf16' on the 16-bit input 'tensor<4x8xbf16>' saves no bytes: a bf16 or f16 tensor travels uncompressed instead}}
+  %c = ptrain.compress %g {codec = #ptrain.cast<bf16>} : tensor<4x8xbf16> -> (tensor<4x8xbf16>)
+  return
+}
+
+// -----
+
+// Cast (C3): nor to the other 16-bit type on an f16 input, and not on the receiving side either.
+func.func @cast_c3_f16(%c: tensor<4x8xbf16>) {
+  // expected-error@+1 {{cast codec 'bf16' on the 16-bit input 'tensor<4x8xf16>' saves no bytes}}
+  %d = ptrain.decompress %c {codec = #ptrain.cast<bf16>} : (tensor<4x8xbf16>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+// LinearAE (C3): f32 tensors only (W_e, W_d are fp32 model parameters).
+func.func @linear_ae_c3(%g: tensor<8x16xbf16>, %we: tensor<16x4xbf16>) {
+  // expected-error@+1 {{linear autoencoder codes f32 tensors (its weights are fp32 model parameters), got 'tensor<8x16xbf16>'}}
+  %c = ptrain.compress %g params(%we) {codec = #ptrain.linear_ae<dim = 4>} : tensor<8x16xbf16> params(tensor<16x4xbf16>) -> (tensor<8x4xbf16>)
+  return
+}
+
+// -----
+
 // LinearAE (C2): dim <= m of the matrix view.
 func.func @linear_ae_c2(%g: tensor<8x16xf32>, %we: tensor<16x32xf32>) {
   // expected-error@+1 {{linear autoencoder dim 32 exceeds m = 16 of the matrix view of 'tensor<8x16xf32>'}}
@@ -115,6 +142,63 @@ func.func @linear_ae_c2(%g: tensor<8x16xf32>, %we: tensor<16x32xf32>) {
 func.func @compress_c2(%g: tensor<8x16xf32>, %e: tensor<8x16xf16>) {
   // expected-error@+1 {{residual type 'tensor<8x16xf16>' must equal the input type 'tensor<8x16xf32>'}}
   %c, %e1 = ptrain.compress %g state(%e) {codec = #ptrain.cast<bf16>, error_feedback} : tensor<8x16xf32> state(tensor<8x16xf16>) -> (tensor<8x16xbf16>) state(tensor<8x16xf16>)
+  return
+}
+
+// -----
+
+// Compress (C2): a bf16 input keeps an f32 residual, not a bf16 one.
+func.func @compress_c2_half(%g: tensor<8x16xbf16>, %e: tensor<8x16xbf16>) {
+  // expected-error@+1 {{residual type 'tensor<8x16xbf16>' must be 'tensor<8x16xf32>': the residual of the 16-bit input 'tensor<8x16xbf16>' stays f32}}
+  %v, %i, %e1 = ptrain.compress %g state(%e) {codec = #ptrain.topk<k = 4>, error_feedback} : tensor<8x16xbf16> state(tensor<8x16xbf16>) -> (tensor<4xbf16>, tensor<4xi32>) state(tensor<8x16xbf16>)
+  return
+}
+
+// -----
+
+// Compress (C2): the same for an f16 input on a compressed all-reduce (a TP site of an fp16 plan).
+module {
+  ptrain.grid @grid(tp = 2)
+  func.func @compressed_all_reduce_c2_half(%g: tensor<8x16xf16>, %e: tensor<8x16xf16>) {
+    // expected-error@+1 {{residual type 'tensor<8x16xf16>' must be 'tensor<8x16xf32>': the residual of the 16-bit input 'tensor<8x16xf16>' stays f32}}
+    %r, %e1 = ptrain.compressed_all_reduce_start %g state(%e) on @grid axes [tp] reduction = sum {codec = #ptrain.quant<bits = 8>, error_feedback} : tensor<8x16xf16> state(tensor<8x16xf16>) -> state(tensor<8x16xf16>)
+    return
+  }
+}
+
+// -----
+
+// Compress (C6): a bf16 input's PowerSGD factors are f32, not bf16.
+func.func @compress_c6_half_powersgd(%g: tensor<8x16xbf16>) {
+  // expected-error@+1 {{codes must have types ('tensor<8x2xf32>', 'tensor<16x2xf32>') for codec #ptrain.powersgd<rank = 2, warm_start = false>, got ('tensor<8x2xbf16>', 'tensor<16x2xbf16>')}}
+  %p, %q = ptrain.compress %g {codec = #ptrain.powersgd<rank = 2, warm_start = false>} : tensor<8x16xbf16> -> (tensor<8x2xbf16>, tensor<16x2xbf16>)
+  return
+}
+
+// -----
+
+// Compress (C6): a bf16 input's top-k values are bf16 (2 bytes), not f32.
+func.func @compress_c6_half_topk(%g: tensor<8x16xbf16>) {
+  // expected-error@+1 {{codes must have types ('tensor<4xbf16>', 'tensor<4xi32>') for codec #ptrain.topk<k = 4>, got ('tensor<4xf32>', 'tensor<4xi32>')}}
+  %v, %i = ptrain.compress %g {codec = #ptrain.topk<k = 4>} : tensor<8x16xbf16> -> (tensor<4xf32>, tensor<4xi32>)
+  return
+}
+
+// -----
+
+// Compress (C3): a bf16 input's PowerSGD warm start is f32.
+func.func @compress_c3_half_warm_start(%g: tensor<8x16xbf16>, %q: tensor<16x2xbf16>) {
+  // expected-error@+1 {{state must have types ('tensor<16x2xf32>') for codec #ptrain.powersgd<rank = 2>, got ('tensor<16x2xbf16>')}}
+  %p, %q1, %q2 = ptrain.compress %g state(%q) {codec = #ptrain.powersgd<rank = 2>} : tensor<8x16xbf16> state(tensor<16x2xbf16>) -> (tensor<8x2xf32>, tensor<16x2xf32>) state(tensor<16x2xbf16>)
+  return
+}
+
+// -----
+
+// Decompress (C2): the codes of a bf16 result are those of a bf16 input (rand-k: bf16 values).
+func.func @decompress_c2_half(%v: tensor<4xf32>, %n: tensor<i64>) {
+  // expected-error@+1 {{codes must have types ('tensor<4xbf16>') for codec #ptrain.randk<k = 4, seed = 1>, got ('tensor<4xf32>')}}
+  %d, %n1 = ptrain.decompress %v state(%n) {codec = #ptrain.randk<k = 4, seed = 1>} : (tensor<4xf32>) state(tensor<i64>) -> tensor<8x16xbf16> state(tensor<i64>)
   return
 }
 

@@ -146,3 +146,26 @@ func.func @compressed_reduce_scatter(%g: tensor<256xf32>, %e: tensor<256xf32>) -
   %s = ptrain.wait %r : !ptrain.request<tensor<64xf32>>
   return %s, %e1 : tensor<64xf32>, tensor<256xf32>
 }
+
+// A bf16 plan's link (docs/Compression.md, "Codecs on 16-bit traffic"): PowerSGD on a bf16 input has f32
+// factors, warm start and residual; top-k and rand-k keep bf16 values; quantization has f32 scales.
+// CHECK-LABEL: func.func @half_inputs
+func.func @half_inputs(%g: tensor<4x64x128xbf16>, %e: tensor<4x64x128xf32>, %q: tensor<128x4xf32>, %n: tensor<i64>,
+                       %h: tensor<4x64x128xf16>) {
+  // CHECK: ptrain.compress %{{.*}} state(%{{.*}}, %{{.*}}) {codec = #ptrain.powersgd<rank = 4>, error_feedback} : tensor<4x64x128xbf16> state(tensor<4x64x128xf32>, tensor<128x4xf32>) -> (tensor<256x4xf32>, tensor<128x4xf32>) state(tensor<4x64x128xf32>, tensor<128x4xf32>)
+  %p, %qq, %e1, %q1 = ptrain.compress %g state(%e, %q) {codec = #ptrain.powersgd<rank = 4>, error_feedback}
+      : tensor<4x64x128xbf16> state(tensor<4x64x128xf32>, tensor<128x4xf32>)
+      -> (tensor<256x4xf32>, tensor<128x4xf32>) state(tensor<4x64x128xf32>, tensor<128x4xf32>)
+  // CHECK: ptrain.decompress %{{.*}}, %{{.*}} {codec = #ptrain.powersgd<rank = 4>} : (tensor<256x4xf32>, tensor<128x4xf32>) -> tensor<4x64x128xbf16>
+  %d = ptrain.decompress %p, %qq {codec = #ptrain.powersgd<rank = 4>} : (tensor<256x4xf32>, tensor<128x4xf32>) -> tensor<4x64x128xbf16>
+  // CHECK: {codec = #ptrain.topk<k = 1024>, error_feedback} : tensor<4x64x128xbf16> state(tensor<4x64x128xf32>) -> (tensor<1024xbf16>, tensor<1024xi32>)
+  %v, %i, %e2 = ptrain.compress %g state(%e) {codec = #ptrain.topk<k = 1024>, error_feedback}
+      : tensor<4x64x128xbf16> state(tensor<4x64x128xf32>) -> (tensor<1024xbf16>, tensor<1024xi32>) state(tensor<4x64x128xf32>)
+  // CHECK: {codec = #ptrain.randk<k = 64, seed = 3>} : tensor<4x64x128xf16> state(tensor<i64>) -> (tensor<64xf16>)
+  %r, %n1 = ptrain.compress %h state(%n) {codec = #ptrain.randk<k = 64, seed = 3>}
+      : tensor<4x64x128xf16> state(tensor<i64>) -> (tensor<64xf16>) state(tensor<i64>)
+  // CHECK: {codec = #ptrain.quant<bits = 8, granularity = block, block_size = 64>} : tensor<4x64x128xbf16> -> (tensor<32768xi8>, tensor<512xf32>)
+  %c, %s = ptrain.compress %g {codec = #ptrain.quant<bits = 8, granularity = block, block_size = 64>}
+      : tensor<4x64x128xbf16> -> (tensor<32768xi8>, tensor<512xf32>)
+  return
+}

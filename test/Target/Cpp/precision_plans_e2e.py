@@ -2,7 +2,9 @@
 """CTest codegen-cpu-precision-plans: --precision bf16 and fp16 under every policy and schedule (issue 24's "16-bit plans work
 under every policy and every schedule"; docs/MixedPrecision.md).
 
-    precision_plans_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR
+    precision_plans_e2e.py BUILD_DIR SOURCE_DIR WORK_DIR [PLAN,PLAN,...]
+
+(the optional list runs those plans and their uncompressed references only, e.g. `mcbench,optimus-cc`).
 
 For each plan below, the bundled GPT (models/gpt) is compiled with `ptrain-compile --precision fp32`, `bf16` and
 `fp16` (with its dynamic loss scaler from PyTorch GradScaler's initial scale 2^16, which this model's gradients do
@@ -13,10 +15,16 @@ docs/*.md (the user's path: plan.json, libstep.so, run.jsonl). Requires of each 
   operand; over the first steps the two agree to about 1e-3, docs/MixedPrecision.md), and finite;
 * its pipeline traffic: an uncompressed link carries exactly half of fp32's bytes (the lowering sends bf16); a
   link whose messages a codec encodes carries the codec's codes, at most fp32's bytes; fp16 sends as many bytes as
-  bf16.
+  bf16;
+* codecs on 16-bit traffic (issue 24 item 2, docs/Compression.md "Codecs on 16-bit traffic"): the codec reads the
+  16-bit message, so MCBench's backward link under 1F1B, every send of it top-k coded (25% of the values with
+  their int32 indices), carries exactly 3/4 of fp32's bytes (6 bytes a kept value, not 8; the forward link's 8-bit codes and
+  Optimus-CC's PowerSGD factors are the same bytes as in fp32: f32 scales and factors); and the compiled bf16 steps
+  of both policies equal the multi-rank executor (ptrain-interpret --multi-rank on the same step.mlir and batches)
+  within EXECUTOR_BOUND at step 1 and EXECUTOR_DRIFT_BOUND over the STEPS steps.
 Plans: 1F1B (pp 2, 4 micro-batches), GPipe, interleaved 1F1B (2 virtual stages), dp 2 x pp 2, tp 2 x pp 2,
 Optimus-CC (CB's PowerSGD on the backward sends, LEP, the fused embedding sync), MCBench (8-bit forward
-quantization, top-k 25% backward with error feedback; interleaved), and auto. About 5 minutes on 2 cores.
+quantization, top-k 25% backward with error feedback; interleaved, and under 1F1B), and auto. About 5 minutes on 2 cores.
 """
 
 import json
@@ -26,12 +34,23 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e import executor_losses, failures as e2e_failures, global_batches  # noqa: E402
+
 build, source, work = sys.argv[1:4]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 
 STEPS = 8
 BOUND = 0.01  # bf16 vs fp32 training loss, relative, at every one of the first STEPS steps
+# Compiled bf16 vs the multi-rank executor, relative: precision_tp_e2e.py's 1e-5 at step 1 (the same step.mlir, the
+# same codec kernels); over the 8 steps 2e-4, twice its 1e-4, since a code's rounding boundary (quantization, a
+# top-k tie) turns a last-bit GEMM difference into a different code (loss_scale_e2e.py's 1e-4 for quantized plans).
+# Measured 2026-12-07 (AMD EPYC, AVX-512): optimus-cc 2.7e-10 at step 1, 7.6e-6 over 8 steps; mcbench 1.8e-10, 5.8e-5.
+EXECUTOR_BOUND, EXECUTOR_DRIFT_BOUND = 1e-5, 2e-4
+EXECUTOR = {"mcbench", "optimus-cc"}
+# The links whose every send a codec with 16-bit values codes: bf16 bytes / fp32 bytes, exactly.
+CODED_RATIO = {("mcbench-1f1b", "pp backward"): 0.75}
 PLANS = {
     "1f1b": ["--pp", "2", "--micro-batches", "4"],
     "gpipe": ["--pp", "2", "--micro-batches", "4", "--schedule", "gpipe"],
@@ -43,6 +62,10 @@ PLANS = {
                 "--policy", "mcbench", "--compress-options",
                 "fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.25 error-feedback=true"],
     "auto": ["--pp", "2", "--micro-batches", "4", "--policy", "auto"],
+    # MCBench's codecs under 1F1B: the backward link 1 -> 0 carries only the top-k codes (the interleaved plan's
+    # links also carry the other direction's sends between model chunks and the evaluation's messages).
+    "mcbench-1f1b": ["--pp", "2", "--micro-batches", "4", "--policy", "mcbench", "--compress-options",
+                     "fwd-codec=quant:bits=8 bwd-codec=topk:ratio=0.25 error-feedback=true"],
 }
 
 corpus = os.path.join(work, "corpus.txt")
@@ -53,8 +76,16 @@ with open(corpus, "wb") as f:
 
 failures = []
 # The compressed plans' uncompressed counterparts (same schedule, same micro-batches), trained first.
-REFERENCE = {"optimus-cc": "1f1b", "auto": "1f1b", "mcbench": "interleaved"}
+REFERENCE = {"optimus-cc": "1f1b", "auto": "1f1b", "mcbench": "interleaved", "mcbench-1f1b": "1f1b"}
+if len(sys.argv) > 4:
+    chosen = set(sys.argv[4].split(","))
+    unknown = chosen - set(PLANS)
+    if unknown:
+        raise SystemExit(f"unknown plans {sorted(unknown)}; the plans are {sorted(PLANS)}")
+    chosen |= {REFERENCE[n] for n in chosen if n in REFERENCE}
+    PLANS = {n: o for n, o in PLANS.items() if n in chosen}
 traffic_of = {}
+train_runs = {}
 
 
 def run(cmd, what):
@@ -76,15 +107,16 @@ def train(name, precision, options):
     losses = [r["train_loss"] for r in records if r.get("record") == "step" and "train_loss" in r]
     traffic = [r for r in records if r.get("record") == "end"][0]["traffic"]
     plan = json.load(open(os.path.join(out, "plan.json")))
-    return losses, traffic, plan
+    return losses, traffic, plan, out
 
 
 for name, options in PLANS.items():
-    l32, t32, plan = train(name, "fp32", options)
+    l32, t32, plan, _ = train(name, "fp32", options)
     uncompressed = traffic_of.get(REFERENCE.get(name, name), t32)
     half_bytes = {}
     for half in ("bf16", "fp16"):
-        l16, t16, _ = train(name, half, options)
+        l16, t16, plan16, out16 = train(name, half, options)
+        train_runs[(name, half)] = (l16, t16, plan16, out16)
         worst = max(abs(a - b) / abs(a) for a, b in zip(l32, l16))
         print(f"{name}: {len(l16)} steps, loss at step {STEPS}: fp32 {l32[-1]:.6f}, {half} {l16[-1]:.6f}; worst "
               f"relative difference {worst:.2e}")
@@ -101,9 +133,30 @@ for name, options in PLANS.items():
             print(f"  {link}: fp32 {b32:,} B, {half} {b16:,} B ({b16 / b32:.4f}){' (codec codes)' if coded else ''}")
             if not coded and 2 * b16 != b32:
                 failures.append(f"{name}: {link} carries {b16} bytes in {half}, not half of fp32's {b32}")
+            ratio = next((r for (plan_name, prefix), r in CODED_RATIO.items()
+                          if plan_name == name and link.startswith(prefix)), None)
+            if ratio is not None and b16 != b32 * ratio:
+                failures.append(f"{name}: {link} carries {b16:,} bytes in {half}, not {ratio} of fp32's {b32:,} "
+                                f"(the codec's 16-bit values)")
             if coded and b16 > b32:
                 failures.append(f"{name}: {link} carries {b16} bytes in {half}, more than fp32's {b32}")
             half_bytes.setdefault(link, []).append(b16)
+    if name in EXECUTOR:
+        # The bf16 step against the oracle on the same step.mlir and the batches ptrain-run drew (seed 0).
+        tokens = global_batches(source, corpus, os.path.join(work, f"{name}-bf16-tokens.bin"), STEPS, 0,
+                                rows=plan["global_batch"], seq=plan["seq"])
+        _, _, _, out16 = train_runs[(name, "bf16")]
+        executor = executor_losses(os.path.join(build, "bin"), os.path.join(source, "models", "gpt", "gpt.onnx"),
+                                   out16, tokens, STEPS)
+        failures.extend(e2e_failures)
+        e2e_failures.clear()
+        if executor:
+            lb = train_runs[(name, "bf16")][0]
+            gaps = [abs(a - b) / abs(b) for a, b in zip(lb, executor)]
+            print(f"{name}: bf16 executor losses {executor}: relative differences " + ", ".join(f"{g:.2e}" for g in gaps))
+            if len(executor) != STEPS or gaps[0] > EXECUTOR_BOUND or max(gaps) > EXECUTOR_DRIFT_BOUND:
+                failures.append(f"{name}: the compiled bf16 step differs from the executor by {gaps} relative "
+                                f"(bounds {EXECUTOR_BOUND} at step 1, {EXECUTOR_DRIFT_BOUND} over {STEPS} steps)")
     for link, sent in half_bytes.items():
         if len(sent) == 2 and sent[0] != sent[1]:
             bf16, fp16 = sent

@@ -56,7 +56,10 @@
    _F16), and sends 16-bit pipeline
    messages (the send blocks carry half the fp32 plan's bytes); fp16 also calls its loss scaler's kernels
    (ptrain_cuda_loss_scale_f32, ptrain_cuda_grad_unscale_f32, one ptrain_cuda_grad_scaler_update_f32 per stage),
-   bf16 none; nvcc builds it for sm_80 and sm_90 (with section 3's checks of every multi-rank plan).
+   bf16 none; nvcc builds it for sm_80 and sm_90 (with section 3's checks of every multi-rank plan). Codecs on
+   16-bit traffic (docs/Compression.md): the bf16 pp2 plan with MCBench's 4-bit forward and top-k 25% backward
+   codecs runs the f32 codec kernels behind the casts: its top-k values are rounded to bf16 and sent as 16,384
+   bytes a send (32,768 in fp32), the bf16 message is widened before the quantization encoder; nvcc builds it.
 8. The generated kernels (--fuse-elementwise on, docs/GeneratedKernels.md "The CUDA route"): the tp2 step
    embeds PTX for sm_80 and sm_90, loads it at set-up and launches its bias + residual kernel; nvcc builds it
    for both architectures, plan.json names them, and ptxas assembles each image for its architecture, with no
@@ -153,6 +156,9 @@ MULTIRANK_CALLS = {
 # The bf16 pp2 plan (section 7): the pp2 plan's calls, its GEMMs in bf16 on cuBLAS.
 MULTIRANK_CALLS["pp2bf16"] = MULTIRANK_CALLS["pp2"] + ("ptrain_cuda_gemm_bf16(",)
 MULTIRANK_CALLS["pp2fp16"] = MULTIRANK_CALLS["pp2"] + ("ptrain_cuda_gemm_f16(",)
+# The bf16 pp2 plan with MCBench's codecs on its 16-bit messages (section 7): the f32 codec kernels behind the casts.
+MULTIRANK_CALLS["pp2bf16mcb"] = MULTIRANK_CALLS["pp2bf16"] + ("ptrain_cuda_quant_encode_f32(", "ptrain_cuda_topk_encode_f32(",
+                                                              "ptrain_cuda_topk_decode_f32(")
 TELEMETRY_ENTRY_POINTS = ("ptrain_step_num_codec_sites", "ptrain_step_codec_site_name", "ptrain_step_set_telemetry",
                           "ptrain_step_codec_telemetry")
 
@@ -249,7 +255,7 @@ PIPELINE_CALLS = (
     "ptrain_cuda_malloc(active_state_bytes, &p)", "active_state_bytes = kStage1StateBytes;")
 for plan in ("gpipe", "interleaved"):
     MULTIRANK_CALLS[plan] = MULTIRANK_CALLS["pp2"] + PIPELINE_CALLS
-for plan in ("pp2", "pp2occ", "dp2pp2sc", "pp2bf16", "pp2fp16"):
+for plan in ("pp2", "pp2occ", "dp2pp2sc", "pp2bf16", "pp2fp16", "pp2bf16mcb"):
     MULTIRANK_CALLS[plan] = MULTIRANK_CALLS[plan] + PIPELINE_CALLS
 
 # A send or receive's block: the compute stream's event at the start op, the channel's stream waits on it,
@@ -334,7 +340,7 @@ def check_multirank(name, out, scratch):
     print(f"{name}: {text.count('PTRAIN_STEP_CALL(ptrain_nccl_')} NCCL calls in step.cu, {len(located)} communication "
           f"ops under their location, e.g. {located[0] if located else None}")
     ops = {op for _, op, _ in located}
-    pipeline = name in ("pp2", "gpipe", "interleaved", "pp2occ", "dp2pp2sc", "pp2bf16", "pp2fp16")
+    pipeline = name in ("pp2", "gpipe", "interleaved", "pp2occ", "dp2pp2sc", "pp2bf16", "pp2fp16", "pp2bf16mcb")
     want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if pipeline else \
         {"dp2zero": {"ptrain.reduce_scatter_start", "ptrain.all_gather_start"},
          "dp2tp2": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"},
@@ -667,6 +673,24 @@ def check_half(scratch, plan, kind, dtype):
     return failures
 
 
+def check_half_codecs(scratch):
+    """Section 7: codecs on 16-bit traffic (docs/Compression.md): the bf16 pp2 plan with MCBench's top-k 25% backward
+    codec sends its 8,192 kept values as bf16 (16,384 bytes a send, 32,768 in fp32) rounded by the cast kernel after
+    the f32 top-k encoder, and widens the bf16 message before the f32 quantization encoder."""
+    failures = []
+    text = inline_step_text(os.path.join(scratch, "pp2bf16mcb"))
+    rounded = len(re.findall(r"ptrain_cuda_cast_encode_f32\([^;]*, nullptr, 8192, PTRAIN_DTYPE_BF16,", text))
+    value_sends = len(re.findall(r"PTRAIN_STEP_CALL\(ptrain_nccl_send\(comm_pp_1_to_0, [^,]+, 16384,", text))
+    widened = len(re.findall(r"ptrain_cuda_cast_decode_f32\([^;]*, 32768, PTRAIN_DTYPE_BF16, [^;]*\)\);\n(?:[^\n]*\n)*?"
+                             r"[^\n]*ptrain_cuda_quant_encode_f32\(", text))
+    print(f"pp2bf16mcb: {rounded} top-k value roundings to bf16, {value_sends} sends of 16,384 bytes on 1 -> 0, "
+          f"{widened} widened quantization inputs")
+    if rounded < 2 or value_sends < 2 or widened < 1:
+        failures.append(f"pp2bf16mcb: {rounded} roundings, {value_sends} bf16 value sends, {widened} widened "
+                        "quantization inputs; expected the codecs on the bf16 messages (2 micro-batches)")
+    return failures
+
+
 def check_fused(build, source, scratch):
     """Section 8: the generated kernels (docs/GeneratedKernels.md, "The CUDA route"). The tp2 GPT with
     --fuse-elementwise on (its row-parallel bias + residual add is an elementwise chain): step.cu loads the PTX
@@ -773,7 +797,10 @@ def main(build, source, scratch):
              "dp2pp2sc": ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--bucket-bytes", "1000000", "--policy",
                           "optimus-cc", "--compress-options", "sc-all=true sc-rank=8"],
              "pp2bf16": ["--pp", "2", "--micro-batches", "2", "--precision", "bf16"],
-             "pp2fp16": ["--pp", "2", "--micro-batches", "2", "--precision", "fp16"]}
+             "pp2fp16": ["--pp", "2", "--micro-batches", "2", "--precision", "fp16"],
+             "pp2bf16mcb": ["--pp", "2", "--micro-batches", "2", "--precision", "bf16", "--policy", "mcbench",
+                            "--compress-options", "fwd-codec=quant:bits=4,granularity=block,block-size=64 "
+                            "bwd-codec=topk:ratio=0.25 error-feedback=true"]}
     for name, options in plans.items():
         out = os.path.join(scratch, name)
         start = time.time()
@@ -810,6 +837,7 @@ def main(build, source, scratch):
     # --- 7. Mixed precision: the bf16 and fp16 pp2 plans of section 3.
     failures += check_half(scratch, "pp2bf16", "bf16", "PTRAIN_DTYPE_BF16")
     failures += check_half(scratch, "pp2fp16", "f16", "PTRAIN_DTYPE_F16")
+    failures += check_half_codecs(scratch)
 
     # --- 8. The generated kernels: PTX embedded, launched, built by nvcc, assembled by ptxas.
     failures += check_fused(build, source, scratch)

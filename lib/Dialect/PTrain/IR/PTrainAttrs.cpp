@@ -182,7 +182,8 @@ LogicalResult PowerSGDAttr::verifyForType(EmitErrorFn emitError, RankedTensorTyp
 
 SmallVector<Type> PowerSGDAttr::getCodeTypes(RankedTensorType type) const {
   auto [n, m] = *MatrixViewAttr::getMatrixShape(getView(), type, nullptr);
-  Type elt = type.getElementType();
+  // A bf16 / f16 input gives f32 factors: they are computed from the widened input (C3).
+  Type elt = getCodecComputeType(type).getElementType();
   return {RankedTensorType::get({n, getRank()}, elt), RankedTensorType::get({m, getRank()}, elt)};
 }
 
@@ -191,7 +192,7 @@ SmallVector<Type> PowerSGDAttr::getEncoderStateTypes(RankedTensorType type) cons
     return {};
   auto [n, m] = *MatrixViewAttr::getMatrixShape(getView(), type, nullptr);
   (void)n;
-  return {RankedTensorType::get({m, getRank()}, type.getElementType())};
+  return {RankedTensorType::get({m, getRank()}, getCodecComputeType(type).getElementType())};
 }
 
 bool PowerSGDAttr::isSummable() const { return true; }
@@ -371,7 +372,13 @@ LogicalResult CastAttr::verify(EmitErrorFn emitError, Type type) {
 
 LogicalResult CastAttr::verifyForType(EmitErrorFn emitError, RankedTensorType type) const {
   // (C2)
-  return verifyCodecInput(emitError, type, "cast", /*needFloat=*/true);
+  if (failed(verifyCodecInput(emitError, type, "cast", /*needFloat=*/true)))
+    return failure();
+  // (C3) a 16-bit input: the codes would be as large as the input (a bf16 link's message already is 16-bit).
+  if (isHalfFloat(type.getElementType()))
+    return emitError() << "cast codec " << getType() << " on the 16-bit input " << type
+                       << " saves no bytes: a bf16 or f16 tensor travels uncompressed instead";
+  return success();
 }
 
 SmallVector<Type> CastAttr::getCodeTypes(RankedTensorType type) const { return {type.clone(getType())}; }
@@ -392,6 +399,10 @@ LogicalResult LinearAEAttr::verify(EmitErrorFn emitError, int64_t dim, MatrixVie
 LogicalResult LinearAEAttr::verifyForType(EmitErrorFn emitError, RankedTensorType type) const {
   if (failed(verifyCodecInput(emitError, type, "linear autoencoder", /*needFloat=*/true)))
     return failure();
+  // (C3) the encoder and decoder are fp32 model parameters (--ptrain-insert-linear-ae).
+  if (isHalfFloat(type.getElementType()))
+    return emitError() << "linear autoencoder codes f32 tensors (its weights are fp32 model parameters), got "
+                       << type;
   auto nm = MatrixViewAttr::getMatrixShape(getView(), type, emitError);
   if (failed(nm))
     return failure();

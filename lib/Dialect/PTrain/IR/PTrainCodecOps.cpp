@@ -34,9 +34,15 @@ static LogicalResult verifyEncoder(Operation *op, CodecAttrInterface codec, Rank
     // (C2)
     if (state.empty())
       return op->emitOpError("with error_feedback the first state operand is the residual, but there is none");
-    if (state.front() != type)
+    // A bf16 / f16 input keeps an f32 residual: g + e is formed in fp32 from the widened input.
+    RankedTensorType residual = getCodecComputeType(type);
+    if (state.front() != residual) {
+      if (residual != type)
+        return op->emitOpError() << "residual type " << state.front() << " must be " << residual
+                                 << ": the residual of the 16-bit input " << type << " stays f32";
       return op->emitOpError() << "residual type " << state.front() << " must equal the input type " << type;
-    expectedState.push_back(type);
+    }
+    expectedState.push_back(residual);
   }
   llvm::append_range(expectedState, codec.getEncoderStateTypes(type));
   // (C3), (C4), (C5)

@@ -14,4 +14,18 @@
 #define GET_ATTRDEF_CLASSES
 #include "ptrain/Dialect/PTrain/IR/PTrainAttrs.h.inc"
 
+namespace mlir::ptrain {
+
+/// Whether `type` is one of the 16-bit float types of a mixed-precision step's traffic (bf16, f16).
+inline bool isHalfFloat(Type type) { return type.isBF16() || type.isF16(); }
+
+/// The type a codec computes in and keeps its error-feedback residual in for an input of `type`
+/// (docs/Compression.md, "Codecs on 16-bit traffic"): `type` with f32 elements for a bf16 or f16 input (the
+/// input is widened exactly; issue 24 item 2: residuals and PowerSGD's factors stay fp32), else `type` itself.
+inline RankedTensorType getCodecComputeType(RankedTensorType type) {
+  return isHalfFloat(type.getElementType()) ? type.clone(Float32Type::get(type.getContext())) : type;
+}
+
+} // namespace mlir::ptrain
+
 #endif // PTRAIN_DIALECT_PTRAIN_IR_PTRAINATTRS_H

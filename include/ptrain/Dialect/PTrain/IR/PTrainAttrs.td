@@ -104,12 +104,13 @@ def PTrain_PowerSGDAttr : PTrain_CodecAttr<"PowerSGD", "powersgd", ["getEncoderS
     P and then Q.
 
     Codes: P `tensor<n x r x T>`, Q `tensor<m x r x T>`. Encoder state when `warm_start`: the previous Q,
-    `tensor<m x r x T>`.
+    `tensor<m x r x T>`. For a bf16 or f16 input T is f32: the factors and the warm start are computed in fp32
+    from the input widened exactly (issue 24 item 2; docs/Compression.md, "Codecs on 16-bit traffic").
 
     Constraints:
     * (C1) `rank` >= 1;
     * (C2) with a tensor: `rank` <= min(n, m) of the matrix view (the compression pass clamps, DESIGN 4);
-    * (C3) with a tensor: the element type is a float type.
+    * (C3) with a tensor: the element type is a float type (f32, or bf16 / f16 with f32 codes and state).
 
     ```mlir
     #ptrain.powersgd<rank = 16>
@@ -133,7 +134,9 @@ def PTrain_TopKAttr : PTrain_CodecAttr<"TopK", "topk"> {
     receiver scatters the values into a zero tensor. Give either `k` or `ratio` (k = ceil(ratio * numel)).
     Not summable: on a collective, codes are gathered, decoded and summed.
 
-    Codes: values `tensor<k x T>`, indices `tensor<k x i32>`.
+    Codes: values `tensor<k x T>`, indices `tensor<k x i32>`. The values keep the input's element type: a bf16
+    or f16 input sends 2-byte values (6 bytes per kept element instead of 8); with error feedback the selection
+    runs on g + e in fp32 and the residual keeps what rounding the kept values to 16 bits lost.
 
     Constraints:
     * (C1) exactly one of `k` >= 1 and `ratio` in (0, 1] is given;
@@ -163,7 +166,8 @@ def PTrain_RandKAttr : PTrain_CodecAttr<"RandK", "randk",
     shared seed no indices are sent). Because every rank keeps the same positions, the code is summable and
     rides an all-reduce of k values. Give either `k` or `ratio`.
 
-    Codes: values `tensor<k x T>`. State on both sides: the call counter `tensor<i64>`.
+    Codes: values `tensor<k x T>` (2-byte values for a bf16 or f16 input, as top-k's). State on both sides: the
+    call counter `tensor<i64>`.
 
     Constraints:
     * (C1) exactly one of `k` >= 1 and `ratio` in (0, 1] is given;
@@ -199,7 +203,8 @@ def PTrain_QuantAttr : PTrain_CodecAttr<"Quant", "quant"> {
     Constraints:
     * (C1) `bits` is 2, 4 or 8;
     * (C2) `block_size` >= 1 is given exactly when the granularity is `block`;
-    * (C3) with a tensor: the element type is a float type and the view (for `channel`) covers it.
+    * (C3) with a tensor: the element type is a float type and the view (for `channel`) covers it. A bf16 or
+      f16 input is widened exactly first: the same codes and f32 scales as its f32 widening.
 
     ```mlir
     #ptrain.quant<bits = 4>
@@ -254,7 +259,8 @@ def PTrain_TahQuantAttr : PTrain_CodecAttr<"TahQuant", "tahquant"> {
     * (C2) 1 <= `low_bits` <= `high_bits` <= 8;
     * (C3) `high_ratio` is in [0, 1];
     * (C4) with a tensor: the element type is a float type and the last dimension is a multiple of
-      `tile_size`.
+      `tile_size`. A bf16 or f16 input is widened exactly first: the same codes and f32 scales, zero points and
+      entropies as its f32 widening.
 
     ```mlir
     #ptrain.tahquant<tile_size = 64>
@@ -286,7 +292,9 @@ def PTrain_CastAttr : PTrain_CodecAttr<"Cast", "cast"> {
 
     Constraints:
     * (C1) the target type is `f16` or `bf16`;
-    * (C2) with a tensor: the element type is a float type.
+    * (C2) with a tensor: the element type is a float type;
+    * (C3) with a tensor: the element type is not bf16 or f16 (the codes would be the input's size: a 16-bit
+      plan's link or TP site with a cast codec travels uncompressed in 16 bits instead).
 
     ```mlir
     #ptrain.cast<bf16>
@@ -309,7 +317,8 @@ def PTrain_LinearAEAttr : PTrain_CodecAttr<"LinearAE", "linear_ae",
 
     Constraints:
     * (C1) `dim` >= 1;
-    * (C2) with a tensor: `dim` <= m of the matrix view, and the element type is a float type.
+    * (C2) with a tensor: `dim` <= m of the matrix view, and the element type is a float type;
+    * (C3) with a tensor: the element type is not bf16 or f16 (W_e and W_d are fp32 model parameters).
 
     ```mlir
     #ptrain.linear_ae<dim = 50>

@@ -23,16 +23,22 @@ def PTrain_CompressOp : PTrain_Op<"compress", [Pure, AttrSizedOperandSegments, A
   let summary = "Encodes a tensor with a codec, optionally with error feedback.";
   let description = [{
     Encodes `input` into the code tensors of `codec`. With `error_feedback`, the first `state` operand is the
-    residual e (same type as the input) and the op encodes g + e and returns e' = g + e - decode(code) as the
-    first new state (Karimireddy et al., "Error Feedback Fixes SignSGD", ICML 2019; Optimus-CC's lazy error
+    residual e (the input's shape, f32 for a bf16 or f16 input, else the input type) and the op encodes g + e
+    and returns e' = g + e - decode(code) as the first new state (Karimireddy et al., "Error Feedback Fixes SignSGD", ICML 2019; Optimus-CC's lazy error
     propagation, section 4.2, keys e by link). The remaining `state` operands are the codec's own encoder
     state (e.g. PowerSGD's warm-start Q), updated in `new_state`; `params` are trainable codec parameters
     (the linear autoencoder's W_e). Pure: all state is SSA.
 
+    A bf16 or f16 input (a 16-bit plan's pipeline message, docs/MixedPrecision.md) is widened exactly to f32
+    and g + e is formed in fp32; the codec attribute says which codes keep 16 bits (top-k's and rand-k's
+    values) and which are f32 (PowerSGD's factors, quantization scales). `--ptrain-widen-half-codecs` rewrites
+    such an op into the f32 codec behind the widen for the runtime kernels.
+
     Constraints:
     * (C1) the codec accepts the input type (the codec attribute's own constraints, e.g. PowerSGD rank
-      <= min(n, m), k <= number of elements);
-    * (C2) with `error_feedback`, the residual type equals the input type;
+      <= min(n, m), k <= number of elements, no cast codec on a 16-bit input);
+    * (C2) with `error_feedback`, the residual type is the input type, with f32 elements for a bf16 or f16
+      input (residuals stay fp32);
     * (C3) the state operands are the residual (with `error_feedback`) followed by the codec's encoder state,
       with those types;
     * (C4) `new_state` has the types of `state`;
@@ -59,7 +65,8 @@ def PTrain_CompressOp : PTrain_Op<"compress", [Pure, AttrSizedOperandSegments, A
 def PTrain_DecompressOp : PTrain_Op<"decompress", [Pure, AttrSizedOperandSegments]> {
   let summary = "Decodes code tensors produced by `compress` with the same codec.";
   let description = [{
-    The receiving side of a compressed transfer: rebuilds a tensor of the result type from `codes`.
+    The receiving side of a compressed transfer: rebuilds a tensor of the result type from `codes`. A bf16 or
+    f16 result is decoded in fp32 and rounded once to nearest even.
     `state` is the codec's decoder state (rand-k's call counter), updated in `new_state`; `params` are the
     codec's decoder parameters (the linear autoencoder's W_d).
 
@@ -97,6 +104,9 @@ def PTrain_CompressedAllReduceStartOp : PTrain_CollectiveStartOp<"compressed_all
     executor run it as its phases. For a summable codec the codes are all-reduced in compressed form
     (PowerSGD: all-reduce P, orthogonalize, Q = M^T P, all-reduce Q; Optimus-CC section 4.4); otherwise they
     are all-gathered, decoded and summed. The wait yields the decoded reduction. `state` and `params` are as for `ptrain.compress`.
+    A bf16 or f16 input (a 16-bit plan's TP site) is widened exactly and coded as its f32 widening (the
+    codes of the f32 type, top-k and rand-k values included), reduced in fp32 and rounded once to the input
+    type; the residual is f32.
 
     Constraints: (C1)-(C3) of every collective, and
     * (C4) the reduction is `sum` or `avg`;
