@@ -18,6 +18,7 @@
 #include "ptrain/Transforms/DropoutRows.h"
 #include "ptrain/Transforms/LossScaling.h"
 #include "ptrain/Transforms/MixedPrecision.h"
+#include "ptrain/Plan/ParameterCasts.h"
 #include "ptrain/Plan/ScheduleTable.h"
 #include "ptrain/Transforms/StepLoss.h"
 
@@ -605,6 +606,11 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (parameterCasts != "once" && parameterCasts != "per-call") {
+      emitError(module.getLoc(), "--ptrain-lower-to-runtime: parameter-casts must be once or per-call, got '")
+          << parameterCasts << "'";
+      return signalPassFailure();
+    }
     PipelineAttr pipeline = getPipeline(module);
     if (!pipeline) {
       emitError(module.getLoc(), "--ptrain-lower-to-runtime: no ptrain.pipeline attribute; run --ptrain-split-stages, "
@@ -670,6 +676,14 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
     if (lowering.stateError)
       return signalPassFailure();
     numTransfers += lowering.numTransfers;
+    // precision=bf16 or fp16: each parameter is cast to 16 bits once per step, at the start of the training and
+    // eval steps, rather than in every stage call (docs/MixedPrecision.md, "The once-per-step parameter cast").
+    if (getMessageHalfType(module) && parameterCasts == "once") {
+      FailureOr<int64_t> hoisted = hoistParameterCasts(module);
+      if (failed(hoisted))
+        return signalPassFailure();
+      numParameterCasts += *hoisted;
+    }
   }
 };
 
