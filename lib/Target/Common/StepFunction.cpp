@@ -60,12 +60,13 @@ LogicalResult StepFunction::checkOps() {
     return mlir::emitError(func.getLoc(), flag())
            << ": function @" << func.getSymName() << " has control flow (more than one block)";
   // A stage function called by the step may take 16-bit parameter copies, cast once per step by its caller
-  // (docs/MixedPrecision.md, "The once-per-step parameter cast"); an entry function's arguments come from the
-  // driver and stay f32 and i64.
-  const bool entry = func->hasAttr("ptrain.entry");
+  // (docs/MixedPrecision.md, "The once-per-step parameter cast"); the arguments of a function no function calls
+  // (the entry points the driver calls) stay f32 and i64.
+  auto module = func->getParentOfType<ModuleOp>();
+  const bool called = module && !func->hasAttr("ptrain.entry") && !SymbolTable::symbolKnownUseEmpty(func, module);
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
     auto tensor = dyn_cast<RankedTensorType>(type);
-    const bool half = !entry && tensor && isa<BFloat16Type, Float16Type>(tensor.getElementType());
+    const bool half = called && tensor && isa<BFloat16Type, Float16Type>(tensor.getElementType());
     if (failed(checkTensorType(func, type, "argument #" + Twine(i), flag(), half)))
       return failure();
   }
