@@ -7,6 +7,7 @@
 
 #include "ptrain/Analysis/MemoryPlan.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
+#include "ptrain/Plan/ParameterCasts.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/SymbolTable.h"
@@ -119,7 +120,8 @@ int64_t maxStashedOf(func::FuncOp step) {
   step.walk([&](func::CallOp call) {
     ++i;
     StringRef callee = call.getCallee();
-    if (call.getNumOperands() == 1 && callee.starts_with("forward_stage"))
+    // (A stage function's later operands are the step's 16-bit parameter copies, ParameterCasts.h.)
+    if (call.getNumOperands() >= 1 && callee.starts_with("forward_stage"))
       forwardAt[call.getOperand(0)] = i;
     else if (callee.ends_with("_forward_backward")) // the last stage: its micro-batch, for the call only
       intervals.push_back({i, i});
@@ -228,6 +230,9 @@ FailureOr<std::vector<RankMemoryPlan>> mlir::ptrain::buildMemoryPlan(ModuleOp mo
       }
     }
     plan.stashBytes = planOf(step).arenaBytes;
+    for (auto cast : step.getBody().getOps<CastOp>())
+      if (isParameterCast(cast, symbols))
+        plan.parameterCopyBytes += bytesOfType(cast.getType());
     plan.evalBytes = eval ? planOf(eval).arenaBytes : 0;
     plan.maxStashed = maxStashedOf(step);
     plan.allocatedBytes = allocatedBytesOf(module, pipeline ? stage : -1, symbols, planOf);
