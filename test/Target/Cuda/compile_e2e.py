@@ -56,7 +56,10 @@
    _F16), and sends 16-bit pipeline
    messages (the send blocks carry half the fp32 plan's bytes); fp16 also calls its loss scaler's kernels
    (ptrain_cuda_loss_scale_f32, ptrain_cuda_grad_unscale_f32, one ptrain_cuda_grad_scaler_update_f32 per stage),
-   bf16 none; nvcc builds it for sm_80 and sm_90 (with section 3's checks of every multi-rank plan).
+   bf16 none; nvcc builds it for sm_80 and sm_90 (with section 3's checks of every multi-rank plan). The tp 2
+   plans in bf16 and fp16, built by nvcc for sm_80 and sm_90 in section 3: every GEMM in 16 bits, every tp
+   all-reduce of 16-bit values over NCCL (PTRAIN_DTYPE_BF16 / _F16, none of fp32), and the stage function takes
+   the 16-bit parameter copies its step casts once (docs/MixedPrecision.md).
 8. The generated kernels (--fuse-elementwise on, docs/GeneratedKernels.md "The CUDA route"): the tp2 step
    embeds PTX for sm_80 and sm_90, loads it at set-up and launches its bias + residual kernel; nvcc builds it
    for both architectures, plan.json names them, and ptxas assembles each image for its architecture, with no
@@ -153,6 +156,11 @@ MULTIRANK_CALLS = {
 # The bf16 pp2 plan (section 7): the pp2 plan's calls, its GEMMs in bf16 on cuBLAS.
 MULTIRANK_CALLS["pp2bf16"] = MULTIRANK_CALLS["pp2"] + ("ptrain_cuda_gemm_bf16(",)
 MULTIRANK_CALLS["pp2fp16"] = MULTIRANK_CALLS["pp2"] + ("ptrain_cuda_gemm_f16(",)
+# The tp 2 plans in 16 bits (section 7): the tp all-reduces of 16-bit values over NCCL, the GEMMs on cuBLAS.
+MULTIRANK_CALLS["tp2bf16"] = ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_all_reduce(comm_grid_tp, ",
+                              "PTRAIN_DTYPE_BF16, PTRAIN_REDUCE_SUM", "ptrain_cuda_gemm_bf16(")
+MULTIRANK_CALLS["tp2fp16"] = ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_all_reduce(comm_grid_tp, ",
+                              "PTRAIN_DTYPE_F16, PTRAIN_REDUCE_SUM", "ptrain_cuda_gemm_f16(")
 TELEMETRY_ENTRY_POINTS = ("ptrain_step_num_codec_sites", "ptrain_step_codec_site_name", "ptrain_step_set_telemetry",
                           "ptrain_step_codec_telemetry")
 
@@ -337,6 +345,7 @@ def check_multirank(name, out, scratch):
     pipeline = name in ("pp2", "gpipe", "interleaved", "pp2occ", "dp2pp2sc", "pp2bf16", "pp2fp16")
     want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if pipeline else \
         {"dp2zero": {"ptrain.reduce_scatter_start", "ptrain.all_gather_start"},
+         "tp2bf16": {"ptrain.tp_all_reduce"}, "tp2fp16": {"ptrain.tp_all_reduce"},
          "dp2tp2": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"},
          "tp2vocab": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce", "ptrain.tp_all_gather"}}[name]
     if pipeline:
@@ -667,6 +676,27 @@ def check_half(scratch, plan, kind, dtype):
     return failures
 
 
+def check_half_tp(scratch, plan, kind, dtype):
+    """Section 7: the tp 2 plan `plan` in 16-bit (`kind` bf16 or f16, NCCL dtype `dtype`), built by nvcc for sm_80 and
+    sm_90 in section 3 (docs/MixedPrecision.md, "16-bit TP collectives"): every GEMM on cuBLAS in `kind`, every tp
+    all-reduce of 16-bit values (ncclBfloat16 / ncclHalf) and none of fp32 values, and the stage functions take the
+    16-bit parameter copies the step casts once ("The once-per-step parameter cast")."""
+    failures = []
+    text = inline_step_text(os.path.join(scratch, plan))
+    gemms = {k: len(re.findall(rf"PTRAIN_STEP_CALL\(ptrain_cuda_gemm_{k}\(", text)) for k in ("bf16", "f16", "f32")}
+    tp = re.findall(r"PTRAIN_STEP_CALL\(ptrain_nccl_all_reduce\(comm_grid_tp, [^;]*?(PTRAIN_DTYPE_\w+), ", text)
+    print(f"{plan}: GEMMs {gemms}, tp all-reduces by dtype {sorted((d, tp.count(d)) for d in set(tp))}")
+    if gemms[kind] == 0 or sum(gemms.values()) != gemms[kind]:
+        failures.append(f"{plan}: GEMMs {gemms}, expected every GEMM in {kind}")
+    if not tp or set(tp) != {dtype}:
+        failures.append(f"{plan}: tp all-reduces of {sorted(set(tp))}, expected only {dtype}")
+    signature = re.search(r"device_forward_stage0\(([^)]*)\)", text)
+    if not signature or "uint16_t" not in signature.group(1):
+        failures.append(f"{plan}: device_forward_stage0 takes no 16-bit parameter copy: "
+                        f"{signature.group(0) if signature else 'not found'}")
+    return failures
+
+
 def check_fused(build, source, scratch):
     """Section 8: the generated kernels (docs/GeneratedKernels.md, "The CUDA route"). The tp2 GPT with
     --fuse-elementwise on (its row-parallel bias + residual add is an elementwise chain): step.cu loads the PTX
@@ -773,7 +803,9 @@ def main(build, source, scratch):
              "dp2pp2sc": ["--dp", "2", "--pp", "2", "--micro-batches", "2", "--bucket-bytes", "1000000", "--policy",
                           "optimus-cc", "--compress-options", "sc-all=true sc-rank=8"],
              "pp2bf16": ["--pp", "2", "--micro-batches", "2", "--precision", "bf16"],
-             "pp2fp16": ["--pp", "2", "--micro-batches", "2", "--precision", "fp16"]}
+             "pp2fp16": ["--pp", "2", "--micro-batches", "2", "--precision", "fp16"],
+             "tp2bf16": ["--tp", "2", "--precision", "bf16"],
+             "tp2fp16": ["--tp", "2", "--precision", "fp16"]}
     for name, options in plans.items():
         out = os.path.join(scratch, name)
         start = time.time()
@@ -810,6 +842,8 @@ def main(build, source, scratch):
     # --- 7. Mixed precision: the bf16 and fp16 pp2 plans of section 3.
     failures += check_half(scratch, "pp2bf16", "bf16", "PTRAIN_DTYPE_BF16")
     failures += check_half(scratch, "pp2fp16", "f16", "PTRAIN_DTYPE_F16")
+    failures += check_half_tp(scratch, "tp2bf16", "bf16", "PTRAIN_DTYPE_BF16")
+    failures += check_half_tp(scratch, "tp2fp16", "f16", "PTRAIN_DTYPE_F16")
 
     # --- 8. The generated kernels: PTX embedded, launched, built by nvcc, assembled by ptxas.
     failures += check_fused(build, source, scratch)
