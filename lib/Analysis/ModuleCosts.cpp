@@ -84,6 +84,10 @@ public:
       for (Operation *op : hoistedOps(fn)) {
         if (!seen.insert(getParameterCastKey(op->getResult(0))).second)
           continue;
+        // (W^T)^T: the lowering reads W (hoistParameterCasts), no transpose.
+        if (auto outer = dyn_cast<TransposeOp>(op))
+          if (auto inner = outer.getInput().getDefiningOp<TransposeOp>(); inner && isInverseTranspose(outer, inner))
+            continue;
         OpCost cost = getOpCost(op);
         seconds += cost.bytes / cluster.memoryBandwidth / cluster.efficiency;
       }

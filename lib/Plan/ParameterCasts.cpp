@@ -43,6 +43,16 @@ bool mlir::ptrain::isParameterCast(CastOp cast, SymbolTable &symbols) {
   return isParameterDerived(cast.getInput(), symbols);
 }
 
+bool mlir::ptrain::isInverseTranspose(TransposeOp outer, TransposeOp inner) {
+  ArrayRef<int64_t> p = outer.getPerm(), q = inner.getPerm();
+  if (p.size() != q.size())
+    return false;
+  for (size_t i = 0; i < p.size(); ++i)
+    if (q[p[i]] != static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
 llvm::SetVector<Operation *> mlir::ptrain::getParameterCastSlice(CastOp cast) {
   SmallVector<Operation *> chain;
   for (Operation *op = cast; op; op = op->getNumOperands() ? op->getOperand(0).getDefiningOp() : nullptr)
@@ -188,6 +198,16 @@ FailureOr<int64_t> mlir::ptrain::hoistParameterCasts(ModuleOp module) {
               mapping.map(sliceOp->getResult(0), known->second);
               continue;
             }
+            // (W^T)^T is W: the backward's operand reads the weight itself, so the forward's fp32 W^T is not kept
+            // live at the step's start until the backward's copy is cast (the same elements in the same order).
+            if (auto outer = dyn_cast<TransposeOp>(sliceOp))
+              if (auto inner = mapping.lookupOrDefault(outer.getInput()).getDefiningOp<TransposeOp>()) {
+                if (isInverseTranspose(outer, inner)) {
+                  mapping.map(outer.getResult(), inner.getInput());
+                  valueOfKey[sub] = inner.getInput();
+                  continue;
+                }
+              }
             Value cloned = b.clone(*sliceOp, mapping)->getResult(0);
             if (sub == key)
               copy = cloned;

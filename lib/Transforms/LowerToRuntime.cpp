@@ -47,6 +47,35 @@ namespace {
 
 using Step = ScheduleStep;
 
+/// The pipeline stash in 16 bits (docs/MixedPrecision.md, "Slice 1: the pipeline stash in 16 bits"): a received
+/// 16-bit message that the step casts back to fp32 once and reads in several calls (F<i>'s input, stashed until
+/// B<i>) is cast back right before each reader instead, so the 16-bit buffer is what stays live between them. The
+/// same fp32 values reach every call (the widening is exact). Returns the number of receives rewritten.
+int64_t keepStashHalf(ModuleOp module) {
+  int64_t rewritten = 0;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (!fn->hasAttr("ptrain.entry") || fn.isExternal())
+      continue;
+    SmallVector<CastOp> casts;
+    for (auto op : fn.getBody().getOps<CastOp>()) {
+      Type in = cast<RankedTensorType>(op.getInput().getType()).getElementType();
+      Type out = cast<RankedTensorType>(op.getType()).getElementType();
+      if (op.getInput().getDefiningOp<WaitOp>() && isa<BFloat16Type, Float16Type>(in) && out.isF32() &&
+          !op->hasOneUse() && !op->use_empty())
+        casts.push_back(op);
+    }
+    for (CastOp cast : casts) {
+      for (OpOperand &use : llvm::make_early_inc_range(cast->getUses())) {
+        OpBuilder b(use.getOwner());
+        use.set(CastOp::create(b, cast.getLoc(), cast.getType(), cast.getInput()));
+      }
+      cast.erase();
+      ++rewritten;
+    }
+  }
+  return rewritten;
+}
+
 /// The schedule rows, checked: every micro-batch forward and backward exactly once per stage (F before B), or
 /// FB once on the last stage, and "O" last.
 FailureOr<SmallVector<SmallVector<Step>>> readSchedule(ModuleOp module, int64_t pp, int64_t v, int64_t m) {
@@ -684,6 +713,8 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
         return signalPassFailure();
       numParameterCasts += *hoisted;
     }
+    if (getMessageHalfType(module))
+      numHalfStashes += keepStashHalf(module);
   }
 };
 

@@ -36,6 +36,10 @@ namespace mlir::ptrain {
 /// is the same in every call of the function within a step, as long as no parameter is written in between.
 bool isParameterCast(CastOp cast, SymbolTable &symbols);
 
+/// Whether `outer` undoes the transpose `inner` (their permutations compose to the identity): (W^T)^T is W, which
+/// the once-per-step cast reads instead of transposing twice.
+bool isInverseTranspose(TransposeOp outer, TransposeOp inner);
+
 /// The ops `cast` is computed from (state reads, transposes, reshapes) and `cast` itself, defs before uses. Only
 /// for a cast isParameterCast accepts.
 llvm::SetVector<Operation *> getParameterCastSlice(CastOp cast);

@@ -669,7 +669,9 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     once per step: the casts move out of the stage functions, which take the copies as trailing arguments, into
     the start of every training and eval step, one per distinct value (hoistParameterCasts,
     include/ptrain/Plan/ParameterCasts.h; docs/MixedPrecision.md, "The once-per-step parameter cast"). The
-    losses are bit-equal to casting per call.
+    losses are bit-equal to casting per call. A received 16-bit activation read by several calls (F<i>'s
+    input, stashed until B<i>) stays 16-bit between them and is cast back right before each call
+    (docs/MixedPrecision.md, "Slice 1: the pipeline stash in 16 bits").
 
     Fails when the module has no `ptrain.pipeline` or no `ptrain.schedule` (run `--ptrain-schedule`), no
     `ptrain.grid` with an axis `pp`, a stage function is missing, a table step is malformed, or
@@ -704,6 +706,8 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     Statistic<"numTransfers", "transfers", "Point-to-point transfers started">,
     Statistic<"numHalfTensorParallelSums", "half-tp-all-reduces",
               "Tensor-parallel all-reduces moved to 16-bit values with an fp32 sum">,
+    Statistic<"numHalfStashes", "half-stashes",
+              "Received 16-bit activations kept in 16 bits until their last reader (cast back per call)">,
     Statistic<"numParameterCasts", "parameter-casts",
               "16-bit parameter copies cast once per training or eval step (one per value and step function)">,
   ];
