@@ -102,7 +102,8 @@ FailureOr<int64_t> mlir::ptrain::hoistParameterCasts(ModuleOp module) {
   };
 
   // The callees whose parameter casts move out: called only from entry functions and calling nothing (a
-  // backward writes its gradient accumulators, not the parameters it casts). Each gets one trailing argument per distinct cast key, in the order of first appearance.
+  // backward writes its gradient accumulators, not the parameters it casts). Each gets one trailing argument per
+  // distinct cast key, in the order of first appearance.
   struct Callee {
     func::FuncOp fn;
     std::vector<std::string> keys;                    // one per new argument

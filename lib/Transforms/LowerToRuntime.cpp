@@ -11,15 +11,15 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
-#include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Plan/CompressTensorParallel.h"
 #include "ptrain/Plan/CompressionPlan.h"
+#include "ptrain/Plan/ParameterCasts.h"
+#include "ptrain/Plan/ScheduleTable.h"
+#include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Transforms/DeterministicSum.h"
 #include "ptrain/Transforms/DropoutRows.h"
 #include "ptrain/Transforms/LossScaling.h"
 #include "ptrain/Transforms/MixedPrecision.h"
-#include "ptrain/Plan/ParameterCasts.h"
-#include "ptrain/Plan/ScheduleTable.h"
 #include "ptrain/Transforms/StepLoss.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
