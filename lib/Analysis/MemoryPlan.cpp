@@ -7,6 +7,7 @@
 
 #include "ptrain/Analysis/MemoryPlan.h"
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
+#include "ptrain/Plan/ParameterCasts.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/SymbolTable.h"
@@ -113,18 +114,25 @@ void addStates(func::FuncOp fn, SymbolTable &symbols, llvm::SmallPtrSetImpl<Oper
 /// The most micro-batches whose stash is live at once: each forward call's input, from the call to the
 /// backward call that takes the same input (the lowering passes the stashed input to the backward).
 int64_t maxStashedOf(func::FuncOp step) {
+  // A 16-bit stash is cast back right before each reader (LowerToRuntime's keepStashHalf): the stash is the
+  // cast's input.
+  auto stashOf = [](Value v) {
+    auto cast = v.getDefiningOp<CastOp>();
+    return cast && cast.getInput().getDefiningOp<WaitOp>() ? cast.getInput() : v;
+  };
   llvm::DenseMap<Value, int64_t> forwardAt;
   std::vector<std::pair<int64_t, int64_t>> intervals;
   int64_t i = 0;
   step.walk([&](func::CallOp call) {
     ++i;
     StringRef callee = call.getCallee();
-    if (call.getNumOperands() == 1 && callee.starts_with("forward_stage"))
-      forwardAt[call.getOperand(0)] = i;
+    // (A stage function's later operands are the step's 16-bit parameter copies, ParameterCasts.h.)
+    if (call.getNumOperands() >= 1 && callee.starts_with("forward_stage"))
+      forwardAt[stashOf(call.getOperand(0))] = i;
     else if (callee.ends_with("_forward_backward")) // the last stage: its micro-batch, for the call only
       intervals.push_back({i, i});
     else if (callee.ends_with("_backward") && !callee.ends_with("_forward_backward") && call.getNumOperands() > 0)
-      if (auto it = forwardAt.find(call.getOperand(0)); it != forwardAt.end())
+      if (auto it = forwardAt.find(stashOf(call.getOperand(0))); it != forwardAt.end())
         intervals.push_back({it->second, i});
   });
   int64_t peak = 0;
@@ -228,6 +236,9 @@ FailureOr<std::vector<RankMemoryPlan>> mlir::ptrain::buildMemoryPlan(ModuleOp mo
       }
     }
     plan.stashBytes = planOf(step).arenaBytes;
+    for (auto cast : step.getBody().getOps<CastOp>())
+      if (isParameterCast(cast, symbols))
+        plan.parameterCopyBytes += bytesOfType(cast.getType());
     plan.evalBytes = eval ? planOf(eval).arenaBytes : 0;
     plan.maxStashed = maxStashedOf(step);
     plan.allocatedBytes = allocatedBytesOf(module, pipeline ? stage : -1, symbols, planOf);

@@ -17,6 +17,7 @@
 #include "ptrain/Plan/CompressTensorParallel.h"
 #include "ptrain/Plan/CompressionPlan.h"
 #include "ptrain/Plan/DataParallelBuckets.h"
+#include "ptrain/Plan/ParameterCasts.h"
 #include "ptrain/Transforms/GradientClipping.h"
 #include "ptrain/Transforms/MixedPrecision.h"
 
@@ -45,7 +46,53 @@ namespace {
 /// Time and FLOPs of functions on one device of the cluster (before the division by tp).
 class FunctionCosts {
 public:
-  FunctionCosts(SymbolTable &symbols, const ClusterSpec &cluster) : symbols(symbols), cluster(cluster) {}
+  /// `parameterCastsOnce`: a bf16 or fp16 pipeline, whose lowering casts each parameter once per step
+  /// (hoistParameterCasts, ParameterCasts.h): the stage functions' parameter casts (and the weight transposes only
+  /// they read) cost nothing per call; perStepParameterCasts prices them once.
+  FunctionCosts(SymbolTable &symbols, const ClusterSpec &cluster, bool parameterCastsOnce = false)
+      : symbols(symbols), cluster(cluster), parameterCastsOnce(parameterCastsOnce) {}
+
+  /// The ops of `fn` that the once-per-step cast moves out: each parameter cast's slice, less the reads and
+  /// transposes that something else of `fn` reads too.
+  llvm::DenseSet<Operation *> hoistedOps(func::FuncOp fn) {
+    llvm::DenseSet<Operation *> hoisted;
+    if (!parameterCastsOnce)
+      return hoisted;
+    fn.walk([&](CastOp cast) {
+      if (isParameterCast(cast, symbols))
+        for (Operation *op : getParameterCastSlice(cast))
+          hoisted.insert(op);
+    });
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Operation *op : llvm::to_vector(hoisted))
+        if (llvm::any_of(op->getUsers(), [&](Operation *user) { return !hoisted.contains(user); }) &&
+            !isa<CastOp>(op)) {
+          hoisted.erase(op);
+          changed = true;
+        }
+    }
+    return hoisted;
+  }
+
+  /// Seconds of the once-per-step parameter casts of the stage functions `fns` (one per getParameterCastKey, as
+  /// the lowering shares them), 0 unless parameterCastsOnce.
+  double perStepParameterCasts(ArrayRef<func::FuncOp> fns) {
+    double seconds = 0;
+    llvm::StringSet<> seen;
+    for (func::FuncOp fn : fns)
+      for (Operation *op : hoistedOps(fn)) {
+        if (!seen.insert(getParameterCastKey(op->getResult(0))).second)
+          continue;
+        // (W^T)^T: the lowering reads W (hoistParameterCasts), no transpose.
+        if (auto outer = dyn_cast<TransposeOp>(op))
+          if (auto inner = outer.getInput().getDefiningOp<TransposeOp>(); inner && isInverseTranspose(outer, inner))
+            continue;
+        OpCost cost = getOpCost(op);
+        seconds += cost.bytes / cluster.memoryBandwidth / cluster.efficiency;
+      }
+    return seconds;
+  }
 
   struct Cost {
     double seconds = 0, flops = 0;
@@ -61,6 +108,7 @@ public:
     // ops' FLOPs; their other ops cost nothing.
     llvm::DenseMap<Operation *, ElementwiseChain> chainAt;
     llvm::DenseSet<Operation *> inChain;
+    const llvm::DenseSet<Operation *> hoisted = hoistedOps(fn);
     if (!fn.isExternal() && fn.getBody().hasOneBlock()) {
       SmallVector<Operation *> body;
       for (Operation &op : fn.getBody().front())
@@ -111,6 +159,8 @@ public:
       // bytes, so the mul costs nothing.
       if (auto mul = dyn_cast<BinaryOp>(op); mul && isFoldedIntoAdamWKernel(mul))
         return WalkResult::advance();
+      if (hoisted.contains(op)) // priced once per step (perStepParameterCasts)
+        return WalkResult::advance();
       OpCost cost = getOpCost(op);
       if (cost.flops == 0 && cost.bytes == 0)
         return WalkResult::advance();
@@ -155,6 +205,7 @@ private:
 
   SymbolTable &symbols;
   const ClusterSpec &cluster;
+  bool parameterCastsOnce;
   llvm::DenseMap<Operation *, Cost> cache;
 };
 } // namespace
@@ -588,7 +639,7 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
   };
 
   SymbolTable symbols(module);
-  FunctionCosts costs(symbols, cluster);
+  FunctionCosts costs(symbols, cluster, /*parameterCastsOnce=*/static_cast<bool>(halfMessages));
   model.costs.memoryCapacity = cluster.memoryCapacity;
   model.costs.stages.resize(p * v);
   model.costs.ranks.resize(p);
@@ -747,6 +798,14 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
     if (!oc)
       return oc.takeError();
     rc.optimizer = oc->seconds / tp;
+    // The 16-bit parameter copies of the rank's stage functions, cast once at the step's start (bf16, fp16).
+    SmallVector<func::FuncOp> stageFunctions;
+    for (int64_t vs = s; vs < p * v; vs += p) {
+      stageFunctions.push_back(symbols.lookup<func::FuncOp>(stageRefs[vs].getValue()));
+      stageFunctions.push_back(symbols.lookup<func::FuncOp>("stage" + std::to_string(vs) +
+                                                            (vs == p * v - 1 ? "_forward_backward" : "_backward")));
+    }
+    rc.optimizer += costs.perStepParameterCasts(stageFunctions) / tp;
 
     // Data parallelism: the stage's parameter gradients (its TP shard), one all-reduce per bucket.
     d.parameterBytes = bytesOf(params[s]) / tp;

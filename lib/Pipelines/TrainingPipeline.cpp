@@ -19,6 +19,8 @@ std::string mlir::ptrain::checkTrainingPipelineOptions(const TrainingPipelineOpt
   if (o.dp < 1 || o.tp < 1 || o.pp < 1 || o.microBatches < 1)
     os << "dp = " << o.dp << ", tp = " << o.tp << ", pp = " << o.pp << ", micro-batches = " << o.microBatches
        << ": each must be at least 1";
+  else if (o.parameterCasts != "once" && o.parameterCasts != "per-call")
+    os << "parameter-casts must be once or per-call, got '" << o.parameterCasts << "'";
   else if (o.vocabParallel && o.tp < 2)
     os << "vocab-parallel needs tp > 1 (got tp = " << o.tp << ")";
   else if (o.isParallel() && o.optimizer == "none")
@@ -126,7 +128,9 @@ LogicalResult mlir::ptrain::buildTrainingPipeline(OpPassManager &pm, const Train
     report.json = o.report;
     pm.addPass(createReportPass(report));
   }
-  pm.addPass(createLowerToRuntimePass());
+  LowerToRuntimePassOptions lower;
+  lower.parameterCasts = o.parameterCasts;
+  pm.addPass(createLowerToRuntimePass(lower));
   // A 16-bit plan's codec ops on bf16 / f16 messages onto the f32 kernels behind an exact widen (a no-op in
   // fp32; docs/Compression.md, "Codecs on 16-bit traffic").
   pm.addPass(createWidenHalfCodecsPass());

@@ -11,14 +11,15 @@
 
 #include "ptrain/Dialect/PTrain/IR/PTrainPlanAttrs.h"
 
-#include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Plan/CompressTensorParallel.h"
 #include "ptrain/Plan/CompressionPlan.h"
+#include "ptrain/Plan/ParameterCasts.h"
+#include "ptrain/Plan/ScheduleTable.h"
+#include "ptrain/Transforms/CompressDataParallel.h"
 #include "ptrain/Transforms/DeterministicSum.h"
 #include "ptrain/Transforms/DropoutRows.h"
 #include "ptrain/Transforms/LossScaling.h"
 #include "ptrain/Transforms/MixedPrecision.h"
-#include "ptrain/Plan/ScheduleTable.h"
 #include "ptrain/Transforms/StepLoss.h"
 
 #include "ptrain/Dialect/PTrain/IR/PTrainOps.h"
@@ -45,6 +46,35 @@ using namespace mlir::ptrain;
 namespace {
 
 using Step = ScheduleStep;
+
+/// The pipeline stash in 16 bits (docs/MixedPrecision.md, "Slice 1: the pipeline stash in 16 bits"): a received
+/// 16-bit message that the step casts back to fp32 once and reads in several calls (F<i>'s input, stashed until
+/// B<i>) is cast back right before each reader instead, so the 16-bit buffer is what stays live between them. The
+/// same fp32 values reach every call (the widening is exact). Returns the number of receives rewritten.
+int64_t keepStashHalf(ModuleOp module) {
+  int64_t rewritten = 0;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (!fn->hasAttr("ptrain.entry") || fn.isExternal())
+      continue;
+    SmallVector<CastOp> casts;
+    for (auto op : fn.getBody().getOps<CastOp>()) {
+      Type in = cast<RankedTensorType>(op.getInput().getType()).getElementType();
+      Type out = cast<RankedTensorType>(op.getType()).getElementType();
+      if (op.getInput().getDefiningOp<WaitOp>() && isa<BFloat16Type, Float16Type>(in) && out.isF32() &&
+          !op->hasOneUse() && !op->use_empty())
+        casts.push_back(op);
+    }
+    for (CastOp cast : casts) {
+      for (OpOperand &use : llvm::make_early_inc_range(cast->getUses())) {
+        OpBuilder b(use.getOwner());
+        use.set(CastOp::create(b, cast.getLoc(), cast.getType(), cast.getInput()));
+      }
+      cast.erase();
+      ++rewritten;
+    }
+  }
+  return rewritten;
+}
 
 /// The schedule rows, checked: every micro-batch forward and backward exactly once per stage (F before B), or
 /// FB once on the last stage, and "O" last.
@@ -623,6 +653,11 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (parameterCasts != "once" && parameterCasts != "per-call") {
+      emitError(module.getLoc(), "--ptrain-lower-to-runtime: parameter-casts must be once or per-call, got '")
+          << parameterCasts << "'";
+      return signalPassFailure();
+    }
     PipelineAttr pipeline = getPipeline(module);
     if (!pipeline) {
       emitError(module.getLoc(), "--ptrain-lower-to-runtime: no ptrain.pipeline attribute; run --ptrain-split-stages, "
@@ -688,6 +723,16 @@ struct LowerToRuntimePass : ptrain::impl::LowerToRuntimePassBase<LowerToRuntimeP
     if (lowering.stateError)
       return signalPassFailure();
     numTransfers += lowering.numTransfers;
+    // precision=bf16 or fp16: each parameter is cast to 16 bits once per step, at the start of the training and
+    // eval steps, rather than in every stage call (docs/MixedPrecision.md, "The once-per-step parameter cast").
+    if (getMessageHalfType(module) && parameterCasts == "once") {
+      FailureOr<int64_t> hoisted = hoistParameterCasts(module);
+      if (failed(hoisted))
+        return signalPassFailure();
+      numParameterCasts += *hoisted;
+    }
+    if (getMessageHalfType(module))
+      numHalfStashes += keepStashHalf(module);
   }
 };
 

@@ -44,18 +44,22 @@ std::string humanBytes(double bytes) {
 
 /// The plan's fields, by name, in the order of the attribute and the JSON.
 SmallVector<std::pair<StringRef, int64_t>> fieldsOf(const RankMemoryPlan &p) {
-  return {{"peak_bytes", p.peakBytes()},
-          {"state_bytes", p.stateBytes()},
-          {"parameter_bytes", p.parameterBytes},
-          {"gradient_bytes", p.gradientBytes},
-          {"optimizer_bytes", p.optimizerBytes},
-          {"codec_bytes", p.codecBytes},
-          {"other_state_bytes", p.otherStateBytes},
-          {"stash_bytes", p.stashBytes},
-          {"max_stashed", p.maxStashed},
-          {"temporaries_bytes", p.temporariesBytes},
-          {"eval_bytes", p.evalBytes},
-          {"allocated_bytes", p.allocatedBytes}};
+  SmallVector<std::pair<StringRef, int64_t>> fields{{"peak_bytes", p.peakBytes()},
+                                                    {"state_bytes", p.stateBytes()},
+                                                    {"parameter_bytes", p.parameterBytes},
+                                                    {"gradient_bytes", p.gradientBytes},
+                                                    {"optimizer_bytes", p.optimizerBytes},
+                                                    {"codec_bytes", p.codecBytes},
+                                                    {"other_state_bytes", p.otherStateBytes},
+                                                    {"stash_bytes", p.stashBytes},
+                                                    {"max_stashed", p.maxStashed},
+                                                    {"temporaries_bytes", p.temporariesBytes},
+                                                    {"eval_bytes", p.evalBytes},
+                                                    {"allocated_bytes", p.allocatedBytes}};
+  // Only in 16-bit pipelines: fp32 plans keep their fields.
+  if (p.parameterCopyBytes)
+    fields.push_back({"parameter_copy_bytes", p.parameterCopyBytes});
+  return fields;
 }
 
 struct MemoryPlanPass : ptrain::impl::MemoryPlanPassBase<MemoryPlanPass> {

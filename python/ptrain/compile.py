@@ -233,6 +233,11 @@ def main(argv=None):
                         "ptrain_gemm_bf16 / ptrain_gemm_f16); fp32 master weights, moments, checkpoint, norms, "
                         "softmax, loss and gradient sums; pipeline messages in the 16-bit type "
                         "(docs/MixedPrecision.md); on CUDA cuBLAS 16-bit GEMMs with fp32 compute")
+    p.add_argument("--parameter-casts", default="once", choices=["once", "per-call"],
+                   help="bf16 / fp16 pipelines: cast each parameter to 16 bits once per step, at its start, and "
+                        "pass the copies to the stage functions (once, Megatron-LM's 16-bit model copy), or in "
+                        "every stage call (per-call: no 16-bit copy held across the step); the same losses bit for "
+                        "bit (docs/MixedPrecision.md, \"The once-per-step parameter cast\")")
     p.add_argument("--initial-loss-scale", type=float, default=None,
                    help="fp16's dynamic loss scaler (Megatron-LM's DynamicGradScaler, in the step: the loss "
                         "gradient times the scale, gradients unscaled and checked, a step with an inf/NaN skipped): "
@@ -639,6 +644,8 @@ def write_outputs(args, out, final_out, pipeline, cluster, bin_dir, runtime_dir,
             options += " deterministic-dp=true"
         if args.zero:
             options += f" zero={args.zero}"
+        if args.parameter_casts != "once":
+            options += f" parameter-casts={args.parameter_casts}"
         if args.vocab_parallel:
             options += " vocab-parallel=true" + (f" vocab-multiple={args.vocab_multiple}" if args.vocab_multiple else "")
         if args.linear_ae is not None:

@@ -55,6 +55,10 @@ struct RankMemoryPlan {
   int64_t parameterBytes = 0, gradientBytes = 0, optimizerBytes = 0, codecBytes = 0, otherStateBytes = 0;
   /// The arena of @stage<s>_train_step: the activation stash and the step's own buffers.
   int64_t stashBytes = 0;
+  /// Of stashBytes: the 16-bit parameter copies the step casts once at its start and its stage functions read
+  /// (bf16 and fp16 pipelines, ParameterCasts.h): live for the whole step, 2 bytes an element of every weight a GEMM
+  /// reads, per orientation it is read in. 0 in fp32 and with parameter-casts=per-call.
+  int64_t parameterCopyBytes = 0;
   /// The most micro-batches (of any chunk) whose stash is live at once: F<i> done, B<i> not yet.
   int64_t maxStashed = 0;
   /// The largest arena of a function the train step calls (its temporaries), and that function.

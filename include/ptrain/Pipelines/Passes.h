@@ -44,6 +44,11 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                        llvm::cl::desc("ZeRO stage of the dp optimizer: 0 all-reduces the gradient buckets, 1 "
                                       "reduce-scatters them and shards AdamW over dp (docs/DistributedOptimizer.md)."),
                        llvm::cl::init(0)};
+  Option<std::string> parameterCasts{
+      *this, "parameter-casts",
+      llvm::cl::desc("once (cast each parameter to 16 bits once per step) or per-call (in every stage call) "
+                     "under precision=bf16 or fp16 (--ptrain-lower-to-runtime parameter-casts)."),
+      llvm::cl::init("once")};
   Option<bool> vocabParallel{*this, "vocab-parallel", llvm::cl::desc("Split the vocabulary over tp."),
                              llvm::cl::init(false)};
   Option<int64_t> vocabMultiple{*this, "vocab-multiple", llvm::cl::desc("Pad the vocabulary to tp x this."),

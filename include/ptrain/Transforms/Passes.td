@@ -664,7 +664,14 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
     and a cast back), and so does every uncompressed fp32 `ptrain.tp_all_reduce` of the module but the
     vocabulary-parallel loss statistics: `ptrain.cast` to 16 bits, `ptrain.tp_all_reduce {accumulate = f32}` (the
     16-bit values summed in fp32 in group-rank order, rounded once) and a cast back (docs/MixedPrecision.md,
-    "16-bit TP collectives"): half the bytes of each.
+    "16-bit TP collectives"): half the bytes of each. Each 16-bit copy of a parameter (the casts
+    `--ptrain-build-training-step` put in the stage functions, after any transposes of the weight) is then cast
+    once per step: the casts move out of the stage functions, which take the copies as trailing arguments, into
+    the start of every training and eval step, one per distinct value (hoistParameterCasts,
+    include/ptrain/Plan/ParameterCasts.h; docs/MixedPrecision.md, "The once-per-step parameter cast"). The
+    losses are bit-equal to casting per call. A received 16-bit activation read by several calls (F<i>'s
+    input, stashed until B<i>) stays 16-bit between them and is cast back right before each call
+    (docs/MixedPrecision.md, "Slice 1: the pipeline stash in 16 bits").
 
     Fails when the module has no `ptrain.pipeline` or no `ptrain.schedule` (run `--ptrain-schedule`), no
     `ptrain.grid` with an axis `pp`, a stage function is missing, a table step is malformed, or
@@ -690,11 +697,19 @@ def LowerToRuntimePass : Pass<"ptrain-lower-to-runtime", "::mlir::ModuleOp"> {
                            "::mlir::ptrain::PTrainDialect"];
   let options = [
     Option<"eval", "eval", "bool", /*default=*/"true", "Also build @stage<s>_eval_step (forward and loss).">,
+    Option<"parameterCasts", "parameter-casts", "std::string", /*default=*/"\"once\"",
+           "once: under precision=bf16 or fp16 cast each parameter to 16 bits once per step, at the start of "
+           "the training and eval steps (Megatron-LM's 16-bit model copy); per-call: in every stage call, no "
+           "copy held across the step. The losses are the same bit for bit.">,
   ];
   let statistics = [
     Statistic<"numTransfers", "transfers", "Point-to-point transfers started">,
     Statistic<"numHalfTensorParallelSums", "half-tp-all-reduces",
               "Tensor-parallel all-reduces moved to 16-bit values with an fp32 sum">,
+    Statistic<"numHalfStashes", "half-stashes",
+              "Received 16-bit activations kept in 16 bits until their last reader (cast back per call)">,
+    Statistic<"numParameterCasts", "parameter-casts",
+              "16-bit parameter copies cast once per training or eval step (one per value and step function)">,
   ];
 }
 

@@ -59,9 +59,17 @@ LogicalResult StepFunction::checkOps() {
   if (!func.getBody().hasOneBlock())
     return mlir::emitError(func.getLoc(), flag())
            << ": function @" << func.getSymName() << " has control flow (more than one block)";
-  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
-    if (failed(checkTensorType(func, type, "argument #" + Twine(i), flag())))
+  // A stage function called by the step may take 16-bit parameter copies, cast once per step by its caller
+  // (docs/MixedPrecision.md, "The once-per-step parameter cast"); the arguments of a function no function calls
+  // (the entry points the driver calls) stay f32 and i64.
+  auto module = func->getParentOfType<ModuleOp>();
+  const bool called = module && !func->hasAttr("ptrain.entry") && !SymbolTable::symbolKnownUseEmpty(func, module);
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    const bool half = called && tensor && isa<BFloat16Type, Float16Type>(tensor.getElementType());
+    if (failed(checkTensorType(func, type, "argument #" + Twine(i), flag(), half)))
       return failure();
+  }
   for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
     if (failed(checkTensorType(func, type, "result #" + Twine(i), flag())))
       return failure();
@@ -69,11 +77,12 @@ LogicalResult StepFunction::checkOps() {
     if (failed(checkOp(op)))
       return failure();
     // Codes (and the transfers and waits that carry them) may have the codecs' element types; so may the mixed
-    // precision casts, the 16-bit GEMMs and the 16-bit tp all-reduces with fp32 accumulation
-    // (docs/MixedPrecision.md; a cast's element types are checked where it is emitted).
+    // precision casts, the 16-bit GEMMs, the 16-bit tp all-reduces with fp32 accumulation and the calls that pass
+    // the once-per-step 16-bit parameter copies (docs/MixedPrecision.md; a cast's element types are checked where
+    // it is emitted, a callee's arguments by the callee).
     auto matmul = dyn_cast<MatmulOp>(op);
     auto tpSum = dyn_cast<TPAllReduceOp>(op);
-    const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp, CastOp>(op) ||
+    const bool codes = isa<CompressOp, DecompressOp, SendStartOp, RecvStartOp, WaitOp, CastOp, func::CallOp>(op) ||
                        (matmul && matmul.getAccumulate()) || (tpSum && tpSum.getAccumulate());
     const bool masks = allowsMasks(op);
     for (auto [i, v] : llvm::enumerate(op.getOperands()))

@@ -60,6 +60,10 @@
    16-bit traffic (docs/Compression.md): the bf16 pp2 plan with MCBench's 4-bit forward and top-k 25% backward
    codecs runs the f32 codec kernels behind the casts: its top-k values are rounded to bf16 and sent as 16,384
    bytes a send (32,768 in fp32), the bf16 message is widened before the quantization encoder; nvcc builds it.
+   The tp 2 plans in bf16 and fp16, built by nvcc for sm_80 and sm_90 in section 3: every GEMM of the steps in 16 bits
+   (the unsplit @forward, which no step calls, stays fp32), every tp all-reduce of 16-bit values over NCCL
+   (PTRAIN_DTYPE_BF16 / _F16; fp16's one-element overflow count of the loss scaler in fp32), and the stage
+   function takes the 16-bit parameter copies its step casts once (docs/MixedPrecision.md).
 8. The generated kernels (--fuse-elementwise on, docs/GeneratedKernels.md "The CUDA route"): the tp2 step
    embeds PTX for sm_80 and sm_90, loads it at set-up and launches its bias + residual kernel; nvcc builds it
    for both architectures, plan.json names them, and ptxas assembles each image for its architecture, with no
@@ -159,6 +163,11 @@ MULTIRANK_CALLS["pp2fp16"] = MULTIRANK_CALLS["pp2"] + ("ptrain_cuda_gemm_f16(",)
 # The bf16 pp2 plan with MCBench's codecs on its 16-bit messages (section 7): the f32 codec kernels behind the casts.
 MULTIRANK_CALLS["pp2bf16mcb"] = MULTIRANK_CALLS["pp2bf16"] + ("ptrain_cuda_quant_encode_f32(", "ptrain_cuda_topk_encode_f32(",
                                                               "ptrain_cuda_topk_decode_f32(")
+# The tp 2 plans in 16 bits (section 7): the tp all-reduces of 16-bit values over NCCL, the GEMMs on cuBLAS.
+MULTIRANK_CALLS["tp2bf16"] = ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_all_reduce(comm_grid_tp, ",
+                              "PTRAIN_DTYPE_BF16, PTRAIN_REDUCE_SUM", "ptrain_cuda_gemm_bf16(")
+MULTIRANK_CALLS["tp2fp16"] = ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)", "ptrain_nccl_all_reduce(comm_grid_tp, ",
+                              "PTRAIN_DTYPE_F16, PTRAIN_REDUCE_SUM", "ptrain_cuda_gemm_f16(")
 TELEMETRY_ENTRY_POINTS = ("ptrain_step_num_codec_sites", "ptrain_step_codec_site_name", "ptrain_step_set_telemetry",
                           "ptrain_step_codec_telemetry")
 
@@ -343,6 +352,7 @@ def check_multirank(name, out, scratch):
     pipeline = name in ("pp2", "gpipe", "interleaved", "pp2occ", "dp2pp2sc", "pp2bf16", "pp2fp16", "pp2bf16mcb")
     want = {"ptrain.send_start", "ptrain.recv_start", "ptrain.all_reduce_start"} if pipeline else \
         {"dp2zero": {"ptrain.reduce_scatter_start", "ptrain.all_gather_start"},
+         "tp2bf16": {"ptrain.tp_all_reduce"}, "tp2fp16": {"ptrain.tp_all_reduce"},
          "dp2tp2": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce"},
          "tp2vocab": {"ptrain.all_reduce_start", "ptrain.tp_all_reduce", "ptrain.tp_all_gather"}}[name]
     if pipeline:
@@ -691,6 +701,38 @@ def check_half_codecs(scratch):
     return failures
 
 
+def check_half_tp(scratch, plan, kind, dtype):
+    """Section 7: the tp 2 plan `plan` in 16-bit (`kind` bf16 or f16, NCCL dtype `dtype`), built by nvcc for sm_80 and
+    sm_90 in section 3 (docs/MixedPrecision.md, "16-bit TP collectives"): every GEMM on cuBLAS in `kind`, every tp
+    all-reduce of 16-bit values (ncclBfloat16 / ncclHalf) and none of fp32 values, and the stage functions take the
+    16-bit parameter copies the step casts once ("The once-per-step parameter cast")."""
+    failures = []
+    text = inline_step_text(os.path.join(scratch, plan))
+    gemms = {k: len(re.findall(rf"PTRAIN_STEP_CALL\(ptrain_cuda_gemm_{k}\(", text)) for k in ("bf16", "f16", "f32")}
+    tp = re.findall(r"PTRAIN_STEP_CALL\(ptrain_nccl_all_reduce\(comm_grid_tp, [^;]*?(PTRAIN_DTYPE_\w+), ", text)
+    print(f"{plan}: GEMMs {gemms}, tp all-reduces by dtype {sorted((d, tp.count(d)) for d in set(tp))}")
+    # The unsplit model @forward (no step calls it) stays fp32, as in every 16-bit plan (docs/MixedPrecision.md,
+    # "Where the casts go"): its GEMMs are the only fp32 ones.
+    mlir = open(os.path.join(scratch, plan, "step.mlir")).read()
+    forward = re.search(r"func\.func @forward\(.*?\n  \}[^\n]*\n", mlir, re.S)
+    unsplit = len(re.findall(r"= ptrain\.matmul ", forward.group(0))) if forward else 0
+    if gemms[kind] == 0 or gemms["f32"] != unsplit or sum(gemms.values()) != gemms[kind] + gemms["f32"]:
+        failures.append(f"{plan}: GEMMs {gemms}, expected every GEMM in {kind} but the {unsplit} of the unsplit "
+                        f"@forward")
+    # fp16's loss scaler sums its one-element overflow count over tp in fp32 (docs/MixedPrecision.md, "The loss
+    # scaler in the step"); every other tp all-reduce moves 16-bit values.
+    scaler = len(re.findall(r"ptrain_nccl_all_reduce\(comm_grid_tp, \w+, \w+, 1, PTRAIN_DTYPE_F32,", text))
+    if not tp or set(tp) - {"PTRAIN_DTYPE_F32"} != {dtype} or tp.count("PTRAIN_DTYPE_F32") != scaler or \
+            scaler != (1 if kind == "f16" else 0):
+        failures.append(f"{plan}: tp all-reduces of {sorted(set(tp))}, expected only {dtype} (and fp16's one "
+                        f"fp32 overflow count)")
+    signature = re.search(r"device_forward_stage0\(([^)]*)\)", text)
+    if not signature or "uint16_t" not in signature.group(1):
+        failures.append(f"{plan}: device_forward_stage0 takes no 16-bit parameter copy: "
+                        f"{signature.group(0) if signature else 'not found'}")
+    return failures
+
+
 def check_fused(build, source, scratch):
     """Section 8: the generated kernels (docs/GeneratedKernels.md, "The CUDA route"). The tp2 GPT with
     --fuse-elementwise on (its row-parallel bias + residual add is an elementwise chain): step.cu loads the PTX
@@ -800,7 +842,9 @@ def main(build, source, scratch):
              "pp2fp16": ["--pp", "2", "--micro-batches", "2", "--precision", "fp16"],
              "pp2bf16mcb": ["--pp", "2", "--micro-batches", "2", "--precision", "bf16", "--policy", "mcbench",
                             "--compress-options", "fwd-codec=quant:bits=4,granularity=block,block-size=64 "
-                            "bwd-codec=topk:ratio=0.25 error-feedback=true"]}
+                            "bwd-codec=topk:ratio=0.25 error-feedback=true"],
+             "tp2bf16": ["--tp", "2", "--precision", "bf16"],
+             "tp2fp16": ["--tp", "2", "--precision", "fp16"]}
     for name, options in plans.items():
         out = os.path.join(scratch, name)
         start = time.time()
@@ -838,6 +882,8 @@ def main(build, source, scratch):
     failures += check_half(scratch, "pp2bf16", "bf16", "PTRAIN_DTYPE_BF16")
     failures += check_half(scratch, "pp2fp16", "f16", "PTRAIN_DTYPE_F16")
     failures += check_half_codecs(scratch)
+    failures += check_half_tp(scratch, "tp2bf16", "bf16", "PTRAIN_DTYPE_BF16")
+    failures += check_half_tp(scratch, "tp2fp16", "f16", "PTRAIN_DTYPE_F16")
 
     # --- 8. The generated kernels: PTX embedded, launched, built by nvcc, assembled by ptxas.
     failures += check_fused(build, source, scratch)
