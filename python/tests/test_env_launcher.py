@@ -175,7 +175,10 @@ def wait_for_pids(proc, n, timeout_s=60):
 def test_ctrl_c_is_forwarded():
     body = """
         def on_int(signum, frame):
-            print("got SIGINT", flush=True)
+            # os.write, not print: the SIGINT may land while the pid line's print still holds stdout's buffer
+            # (it has written the line, so the test has sent the signal), and print inside that print raises
+            # "reentrant call" (seen once on a loaded machine: rank 1 ended with status 1 and a traceback).
+            os.write(1, b"got SIGINT\\n")
             sys.exit(130)
         signal.signal(signal.SIGINT, on_int)
         print(f"pid {os.getpid()}", flush=True)
