@@ -556,7 +556,7 @@ static llvm::Error addDataParallel(ModuleTimingModel &model, int64_t s, func::Fu
 }
 
 llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp module, const ClusterSpec &cluster,
-                                                                       bool applyCompression) {
+                                                                       bool applyCompression, bool parameterCastsOnce) {
   ModuleTimingModel model;
   PipelineAttr pipeline = getPipeline(module);
   if (!pipeline)
@@ -639,7 +639,8 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
   };
 
   SymbolTable symbols(module);
-  FunctionCosts costs(symbols, cluster, /*parameterCastsOnce=*/static_cast<bool>(halfMessages));
+  // The once-per-step parameter cast exists only in a 16-bit pipeline lowered with parameter-casts=once.
+  FunctionCosts costs(symbols, cluster, /*parameterCastsOnce=*/halfMessages && parameterCastsOnce);
   model.costs.memoryCapacity = cluster.memoryCapacity;
   model.costs.stages.resize(p * v);
   model.costs.ranks.resize(p);

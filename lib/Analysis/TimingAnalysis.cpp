@@ -12,9 +12,10 @@ using namespace mlir;
 using namespace mlir::ptrain;
 
 /// Builds the model, the plan and its timeline.
-static llvm::Error analyze(ModuleOp module, const ClusterSpec &cluster, bool applyCompression, ModuleTimingModel &model,
-                           Plan &plan, PipelinePlanIndex &index, Timeline &timeline) {
-  auto built = buildModuleTimingModel(module, cluster, applyCompression);
+static llvm::Error analyze(ModuleOp module, const ClusterSpec &cluster, bool applyCompression,
+                           bool parameterCastsOnce, ModuleTimingModel &model, Plan &plan, PipelinePlanIndex &index,
+                           Timeline &timeline) {
+  auto built = buildModuleTimingModel(module, cluster, applyCompression, parameterCastsOnce);
   if (!built)
     return built.takeError();
   model = std::move(*built);
@@ -29,13 +30,13 @@ static llvm::Error analyze(ModuleOp module, const ClusterSpec &cluster, bool app
 }
 
 llvm::Error TimingAnalysis::run() {
-  if (llvm::Error e = analyze(module, cluster, /*applyCompression=*/true, model, plan, index, timeline))
+  if (llvm::Error e = analyze(module, cluster, /*applyCompression=*/true, parameterCastsOnce, model, plan, index, timeline))
     return e;
   baseline.reset();
   if (model.compressionPolicy.empty())
     return llvm::Error::success();
   baseline = std::make_shared<Baseline>();
-  return analyze(module, cluster, /*applyCompression=*/false, baseline->model, baseline->plan, baseline->index,
+  return analyze(module, cluster, /*applyCompression=*/false, parameterCastsOnce, baseline->model, baseline->plan, baseline->index,
                  baseline->timeline);
 }
 
@@ -64,11 +65,15 @@ std::optional<StepTiming> TimingAnalysis::lookupDataParallel(int64_t stage) cons
 
 void TimingAnalysis::print(llvm::raw_ostream &os) const { printTimeline(plan, timeline, os); }
 
-llvm::Expected<TimingAnalysis> mlir::ptrain::analyzeModule(ModuleOp module, StringRef clusterPath) {
+llvm::Expected<TimingAnalysis> mlir::ptrain::analyzeModule(ModuleOp module, StringRef clusterPath,
+                                                          StringRef parameterCasts) {
+  if (parameterCasts != "once" && parameterCasts != "per-call")
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "parameter-casts must be once or per-call, got '" + parameterCasts + "'");
   auto cluster = getModuleCluster(module, clusterPath);
   if (!cluster)
     return cluster.takeError();
-  TimingAnalysis analysis(module, std::move(*cluster));
+  TimingAnalysis analysis(module, std::move(*cluster), /*parameterCastsOnce=*/parameterCasts == "once");
   if (llvm::Error e = analysis.run())
     return std::move(e);
   return analysis;

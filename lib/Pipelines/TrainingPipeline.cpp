@@ -56,6 +56,7 @@ static BuildTrainingStepPassOptions trainingStepOptions(const TrainingPipelineOp
   step.momentum = o.momentum;
   step.clipNorm = o.clipNorm;
   step.precision = o.precision;
+  step.halfActivations = o.halfActivations;
   step.initialLossScale = o.initialLossScale;
   step.minLossScale = o.minLossScale;
   step.lossScaleWindow = o.lossScaleWindow;
@@ -108,6 +109,7 @@ LogicalResult mlir::ptrain::buildTrainingPipeline(OpPassManager &pm, const Train
   if (o.policy != "none" || !o.report.empty()) {
     CriticalPathPassOptions criticalPath;
     criticalPath.cluster = o.cluster;
+    criticalPath.parameterCasts = o.parameterCasts;
     pm.addPass(createCriticalPathPass(criticalPath));
   }
   if (o.policy != "none") {
@@ -126,6 +128,7 @@ LogicalResult mlir::ptrain::buildTrainingPipeline(OpPassManager &pm, const Train
   if (!o.report.empty()) {
     ReportPassOptions report;
     report.json = o.report;
+    report.parameterCasts = o.parameterCasts;
     pm.addPass(createReportPass(report));
   }
   LowerToRuntimePassOptions lower;

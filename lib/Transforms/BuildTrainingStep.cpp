@@ -48,11 +48,15 @@ struct BuildTrainingStepPass : public ptrain::impl::BuildTrainingStepPassBase<Bu
   void build();
 
 private:
+  /// The forward ops that cloneBody cloned into the functions this pass builds (the recomputed forward of each
+  /// backward, the single-stage step's forward): where placeHalfActivationCasts rounds activations, never in the
+  /// gradient ops that follow.
+  llvm::SmallPtrSet<Operation *, 32> forwardOps;
   /// Checks `@entry(%tokens: B x S x int [, %labels: B x S x int]) -> B x S x V x float`, the labels marked
   /// `ptrain.role = "labels"` (the importer's --signature).
   LogicalResult checkForward(func::FuncOp forward);
   /// Clones `from`'s body (without its return) into `b`'s block, with `args` for its arguments; returns the
-  /// clones of the returned values.
+  /// clones of the returned values. The clones are recorded in `forwardOps`.
   SmallVector<Value> cloneBody(OpBuilder &b, func::FuncOp from, ValueRange args);
   /// The next-token cross-entropy of `logits` [B, S, V] against `tokens` [B, S] (reduction "sum" with `sum`).
   Value buildNextTokenLoss(OpBuilder &b, Location loc, Value logits, Value tokens, bool sum = false);
@@ -227,7 +231,7 @@ SmallVector<Value> BuildTrainingStepPass::cloneBody(OpBuilder &b, func::FuncOp f
   for (Operation &op : from.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op))
       return llvm::to_vector(llvm::map_range(ret.getOperands(), [&](Value v) { return mapping.lookup(v); }));
-    b.clone(op, mapping);
+    forwardOps.insert(b.clone(op, mapping));
   }
   return {};
 }
@@ -1033,6 +1037,17 @@ void BuildTrainingStepPass::runOnOperation() {
       for (FlatSymbolRefAttr stage : pipeline.getStages())
         if (auto f = module.lookupSymbol<func::FuncOp>(stage.getAttr()))
           stageForwards.insert(f);
+    // The 16-bit activations (slice 2 of docs/MixedPrecision.md, "16-bit activations") first, in the stage
+    // forwards and in the forwards this pass cloned, so that the GEMMs then read the 16-bit values themselves.
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (!halfActivations)
+        break;
+      if (stageForwards.contains(f))
+        numHalfActivations += placeHalfActivationCasts(f, half, [](Operation *) { return true; });
+      else if (!before.contains(f))
+        numHalfActivations +=
+            placeHalfActivationCasts(f, half, [&](Operation *op) { return forwardOps.contains(op); });
+    }
     for (auto f : module.getOps<func::FuncOp>())
       if (!before.contains(f) || stageForwards.contains(f))
         numHalfGemms += placeHalfGemmCasts(f, half);
@@ -1046,6 +1061,10 @@ LogicalResult BuildTrainingStepPass::checkLossScaleOptions(ModuleOp module, Prec
   const BuildTrainingStepPassOptions defaults;
   const bool changed = initialLossScale != defaults.initialLossScale || minLossScale != defaults.minLossScale ||
                        lossScaleWindow != defaults.lossScaleWindow || hysteresis != defaults.hysteresis;
+  if (parsed == Precision::F32 && !halfActivations)
+    return error() << "half-activations=false keeps a 16-bit step's activations fp32 and needs precision=bf16 or "
+                      "fp16, got precision="
+                   << precision;
   if (parsed != Precision::F16) {
     if (changed)
       return error() << "initial-loss-scale, min-loss-scale, loss-scale-window and hysteresis configure fp16's loss "

@@ -31,7 +31,7 @@ struct CriticalPathPass : public ptrain::impl::CriticalPathPassBase<CriticalPath
 
 void CriticalPathPass::runOnOperation() {
   ModuleOp module = getOperation();
-  auto analysis = analyzeModule(module, cluster);
+  auto analysis = analyzeModule(module, cluster, parameterCasts);
   if (!analysis) {
     emitError(module.getLoc()) << "--ptrain-critical-path: " << llvm::toString(analysis.takeError());
     return signalPassFailure();

@@ -43,7 +43,7 @@ static bool writeJSON(ModuleOp module, StringRef path, StringRef what, const llv
 
 void ReportPass::runOnOperation() {
   ModuleOp module = getOperation();
-  auto analysis = analyzeModule(module, cluster);
+  auto analysis = analyzeModule(module, cluster, parameterCasts);
   if (!analysis) {
     emitError(module.getLoc()) << "--ptrain-report: " << llvm::toString(analysis.takeError());
     return signalPassFailure();

@@ -233,6 +233,11 @@ def main(argv=None):
                         "ptrain_gemm_bf16 / ptrain_gemm_f16); fp32 master weights, moments, checkpoint, norms, "
                         "softmax, loss and gradient sums; pipeline messages in the 16-bit type "
                         "(docs/MixedPrecision.md); on CUDA cuBLAS 16-bit GEMMs with fp32 compute")
+    p.add_argument("--fp32-activations", action="store_true",
+                   help="bf16 / fp16: keep the activations between the non-GEMM ops (layer norm, softmax, GELU "
+                        "and residual-add outputs) fp32 instead of storing them in the 16-bit type; only the GEMM "
+                        "operands and messages are 16-bit (the step before slice 2 of docs/MixedPrecision.md, "
+                        "\"16-bit activations\")")
     p.add_argument("--parameter-casts", default="once", choices=["once", "per-call"],
                    help="bf16 / fp16 pipelines: cast each parameter to 16 bits once per step, at its start, and "
                         "pass the copies to the stage functions (once, Megatron-LM's 16-bit model copy), or in "
@@ -626,6 +631,8 @@ def write_outputs(args, out, final_out, pipeline, cluster, bin_dir, runtime_dir,
         options += f" clip-norm={args.clip_norm!r}"
     if args.precision != "fp32":
         options += f" precision={args.precision}"
+    if args.fp32_activations:
+        options += " half-activations=false"  # the pass rejects it with precision=fp32
     # fp16's loss scaler: the pass validates them (and rejects them without --precision fp16).
     for flag in ("initial_loss_scale", "min_loss_scale", "loss_scale_window", "hysteresis"):
         if getattr(args, flag) is not None:

@@ -100,8 +100,12 @@ struct ModuleTimingModel {
 /// FLOP/s the ops need is missing from the cluster.
 /// With `applyCompression` false, `ptrain.compression` is ignored (the uncompressed baseline); a malformed
 /// `ptrain.compression` is an error otherwise.
+/// `parameterCastsOnce`: the placement of a bf16 or fp16 pipeline's parameter casts that the lowering will be
+/// given (--ptrain-lower-to-runtime parameter-casts; docs/MixedPrecision.md, "The once-per-step parameter cast"):
+/// true (`once`) prices each distinct 16-bit parameter copy once per step with the optimizer step O and nothing
+/// per F/B call; false (`per-call`) prices the casts in every stage call, where that lowering leaves them.
 llvm::Expected<ModuleTimingModel> buildModuleTimingModel(ModuleOp module, const ClusterSpec &cluster,
-                                                         bool applyCompression = true);
+                                                         bool applyCompression = true, bool parameterCastsOnce = true);
 
 /// Seconds of an all-reduce of `bytes` per rank over `n` ranks on a link (NCCL ring: 2(n-1) latencies and
 /// 2(n-1)/n of the bytes at `bandwidth`); 0 when n <= 1.

@@ -28,7 +28,9 @@ struct StepTiming {
 
 class TimingAnalysis {
 public:
-  TimingAnalysis(ModuleOp module, ClusterSpec cluster) : module(module), cluster(std::move(cluster)) {}
+  /// `parameterCastsOnce`: buildModuleTimingModel's (the lowering's parameter-casts is `once`).
+  TimingAnalysis(ModuleOp module, ClusterSpec cluster, bool parameterCastsOnce = true)
+      : module(module), cluster(std::move(cluster)), parameterCastsOnce(parameterCastsOnce) {}
 
   /// Builds and simulates the plan. Errors name what is missing in the module or the cluster.
   llvm::Error run();
@@ -73,6 +75,7 @@ private:
 
   ModuleOp module;
   ClusterSpec cluster;
+  bool parameterCastsOnce;
   ModuleTimingModel model;
   Plan plan;
   PipelinePlanIndex index;
@@ -81,8 +84,10 @@ private:
 };
 
 /// The passes' entry point: the cluster from `clusterPath` (attached to the module) or from the module's
-/// `ptrain.cluster` (ModuleCluster.h), then TimingAnalysis::run(). Errors as there.
-llvm::Expected<TimingAnalysis> analyzeModule(ModuleOp module, llvm::StringRef clusterPath);
+/// `ptrain.cluster` (ModuleCluster.h), then TimingAnalysis::run(). Errors as there. `parameterCasts` is the
+/// lowering's option (`once` or `per-call`; parseParameterCasts), which the model prices.
+llvm::Expected<TimingAnalysis> analyzeModule(ModuleOp module, llvm::StringRef clusterPath,
+                                             llvm::StringRef parameterCasts = "once");
 
 } // namespace mlir::ptrain
 

@@ -74,6 +74,11 @@ struct TrainingPipelineOptions : public PassPipelineOptions<TrainingPipelineOpti
                                 llvm::cl::desc("fp32, bf16 or fp16 (16-bit GEMM operands, fp32 master weights and "
                                                "sums, 16-bit pipeline messages; docs/MixedPrecision.md)."),
                                 llvm::cl::init("fp32")};
+  Option<bool> halfActivations{*this, "half-activations",
+                                llvm::cl::desc("precision=bf16 or fp16: activations between the non-GEMM ops in 16 "
+                                               "bits (default); false keeps them fp32 "
+                                               "(--ptrain-build-training-step half-activations)."),
+                                llvm::cl::init(true)};
   // fp16's dynamic loss scaler (--ptrain-build-training-step's options of the same names; Megatron's defaults).
   Option<double> initialLossScale{*this, "initial-loss-scale", llvm::cl::desc("fp16: the first loss scale."),
                                   llvm::cl::init(4294967296.0)};

@@ -20,6 +20,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Value.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 
 namespace mlir::ptrain {
@@ -78,9 +79,33 @@ inline Type getTensorParallelWireType(TPAllReduceOp op, ModuleOp module) {
 /// are. Returns the number of GEMMs rewritten.
 int64_t placeHalfGemmCasts(func::FuncOp func, FloatType half);
 
-/// `value` cast to `elementType` for `user`: an existing `ptrain.cast` of `value` to that type before `user` in
-/// its block, or a new one right after the definition of `value` (at the start of its block for a block
-/// argument), so that every later reader shares it.
+/// Whether `op`, an op of a forward (a stage forward, or the forward that a built step or backward clones and
+/// differentiates), produces an activation that precision=bf16|fp16 stores in 16 bits (docs/MixedPrecision.md,
+/// "16-bit activations: the design", slice 2): the output of a `ptrain.layer_norm`, a `ptrain.rms_norm`, a `ptrain.softmax` (the
+/// attention probabilities) or a `ptrain.gelu`; the bias add a GELU reads (Megatron-LM's bias-GELU fusion saves
+/// it for the backward); and a residual-stream add, a `ptrain.binary add` of two activations (the embedding sum,
+/// each block's residual add), where an operand that is a constant or a parameter read (through views only:
+/// a bias, the attention mask) makes it a bias add, not a residual one. The attention scores (softmax's input),
+/// the GEMM outputs, the logits and the loss stay fp32 (the design's table). Only f32 results qualify.
+bool isHalfActivation(Operation *op);
+
+/// Stores the 16-bit activations of `func` (isHalfActivation, restricted to the ops `inForward` accepts) in
+/// `half` (bf16 or f16), by the design's rule op16(x) = round(op32(widen(x))): right after each such op an fp32
+/// result `v` is rounded once (`ptrain.cast` to `half`, nearest even) and every reader of `v` reads a widening
+/// of the 16-bit value (`ptrain.cast` back to f32, exact) placed right before it, one per reader. So the value
+/// live between the forward op and a late reader (the backward's layer_norm_grad, softmax_grad, gelu_grad, the
+/// next residual add) is the 16-bit one, each op still computes in fp32 (its statistics included: softmax's max
+/// and sum, layer norm's mean and variance), and a GEMM reading the value reads the 16-bit value itself
+/// (castOnce looks through the widening). Gradients are not rounded: a reader in the backward reads the rounded
+/// forward value, and the cast pair's gradient is the identity (straight-through, as autocast's). Returns the
+/// number of activations rounded.
+int64_t placeHalfActivationCasts(func::FuncOp func, FloatType half, llvm::function_ref<bool(Operation *)> inForward);
+
+/// `value` cast to `elementType` for `user`: the 16-bit value `value` widens (`value` is an exact `ptrain.cast`
+/// of an `elementType` value to a wider float: placeHalfActivationCasts' widening, so the round trip is the
+/// identity), an existing `ptrain.cast` of `value` to that type before `user` in its block, or a new one right
+/// after the definition of `value` (at the start of its block for a block argument), so that every later reader
+/// shares it.
 Value castOnce(Value value, Type elementType, Operation *user);
 
 /// Rewrites every tp all-reduce of `module` that isHalfTensorParallelSum says into `half` traffic:

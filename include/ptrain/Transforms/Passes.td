@@ -194,14 +194,21 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
     Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
            "fp32 (default), bf16 or fp16: every GEMM of the built step (forward and backward) reads 16-bit "
            "operands (bf16, or IEEE binary16 for fp16; ptrain.cast, one per value) and accumulates in fp32 "
-           "(ptrain.matmul {accumulate = f32}); parameters, moments, checkpoint, norms, softmax, the loss, "
-           "gradient sums and the dp reduction stay fp32, and pipeline messages are sent in the 16-bit type "
-           "(docs/MixedPrecision.md). fp16 (with an optimizer) adds Megatron-LM's dynamic loss scaler: a "
+           "(ptrain.matmul {accumulate = f32}); the outputs of the layer norms, softmaxes, GELUs (and the bias "
+           "add a GELU reads) and residual adds are rounded to the 16-bit type once and read back widened "
+           "(op16(x) = round(op32(widen(x))): statistics in fp32); parameters, moments, checkpoint, the "
+           "loss, gradients, their sums and the dp reduction stay fp32, and pipeline messages are sent in the "
+           "16-bit type (docs/MixedPrecision.md). fp16 (with an optimizer) adds Megatron-LM's dynamic loss scaler: a "
            "tensor<3xf32> state `loss_scaler`, the loss gradient seeded times the scale, every gradient unscaled "
            "and checked after the dp reduction (zero=1: each rank's reduce-scattered shards), a step with an "
            "inf/NaN on any rank skipped (the optimizer reads the optimizer-only counter `optimizer_step`, which a "
            "skipped step holds back); each `@stage<s>_optimizer_step` then returns the skip flag, tensor<f32> 1 "
            "or 0.">,
+    Option<"halfActivations", "half-activations", "bool", /*default=*/"true",
+           "precision=bf16 or fp16: store the activations between the non-GEMM ops in the 16-bit type (the "
+           "outputs of the layer norms, softmaxes, GELUs and residual adds; docs/MixedPrecision.md, \"16-bit "
+           "activations\", slice 2). false keeps them fp32 (only the GEMM operands are rounded: the step before "
+           "slice 2, for comparison); an error with precision=fp32.">,
     Option<"initialLossScale", "initial-loss-scale", "double", /*default=*/"4294967296.0",
            "fp16's dynamic loss scaler: the first loss scale (Megatron-LM's --initial-loss-scale, default 2^32); "
            "finite, > 0, >= min-loss-scale and an fp32 value.">,
@@ -217,6 +224,8 @@ def BuildTrainingStepPass : Pass<"ptrain-build-training-step", "::mlir::ModuleOp
   ];
   let statistics = [
     Statistic<"numHalfGemms", "half-gemms", "GEMMs given 16-bit operands (precision=bf16 or fp16)">,
+    Statistic<"numHalfActivations", "half-activations",
+              "Activations stored in 16 bits (precision=bf16 or fp16: layer norm, softmax, GELU and its bias add, residual adds)">,
     Statistic<"numBuckets", "dp-buckets", "Data-parallel gradient all-reduce buckets">,
     Statistic<"numParameters", "parameters", "Parameters differentiated">,
     Statistic<"numBackwardOps", "backward-ops", "Ops built by gradient rules">,
@@ -796,6 +805,10 @@ def CriticalPathPass : Pass<"ptrain-critical-path", "::mlir::ModuleOp"> {
   let options = [
     Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
            "Cluster description (JSON, docs/TimingModel.md); empty: the module's ptrain.cluster.">,
+    Option<"parameterCasts", "parameter-casts", "std::string", /*default=*/"\"once\"",
+           "The placement of a bf16 or fp16 pipeline's parameter casts that --ptrain-lower-to-runtime will be "
+           "given (its option of the same name), which the timing model prices: once (each distinct 16-bit copy "
+           "once per step, with O) or per-call (in every F/B call). --ptrain-pipeline passes its own.">,
   ];
 }
 
@@ -1092,6 +1105,10 @@ def ReportPass : Pass<"ptrain-report", "::mlir::ModuleOp"> {
            "Cluster description (JSON); empty: the module's ptrain.cluster.">,
     Option<"json", "json", "std::string", /*default=*/"\"\"", "Write the report as JSON to this file.">,
     Option<"trace", "trace", "std::string", /*default=*/"\"\"", "Write the Chrome trace (Perfetto) to this file.">,
+    Option<"parameterCasts", "parameter-casts", "std::string", /*default=*/"\"once\"",
+           "The placement of a bf16 or fp16 pipeline's parameter casts that --ptrain-lower-to-runtime will be "
+           "given (its option of the same name), which the timing model prices: once (each distinct 16-bit copy "
+           "once per step, with O) or per-call (in every F/B call). --ptrain-pipeline passes its own.">,
   ];
 }
 

@@ -20,7 +20,7 @@ docs/*.md (the user's path: plan.json, libstep.so, run.jsonl). Requires of each 
   16-bit message, so MCBench's backward link under 1F1B, every send of it top-k coded (25% of the values with
   their int32 indices), carries exactly 3/4 of fp32's bytes (6 bytes a kept value, not 8; the forward link's 8-bit codes and
   Optimus-CC's PowerSGD factors are the same bytes as in fp32: f32 scales and factors); and the compiled bf16 steps
-  of both policies equal the multi-rank executor (ptrain-interpret --multi-rank on the same step.mlir and batches)
+  of both policies (and the plain 1F1B plan's bf16 and fp16 steps, with their 16-bit activations) equal the multi-rank executor (ptrain-interpret --multi-rank on the same step.mlir and batches)
   within EXECUTOR_BOUND at step 1 and EXECUTOR_DRIFT_BOUND over the STEPS steps.
 Plans: 1F1B (pp 2, 4 micro-batches), GPipe, interleaved 1F1B (2 virtual stages), dp 2 x pp 2, tp 2 x pp 2,
 Optimus-CC (CB's PowerSGD on the backward sends, LEP, the fused embedding sync), MCBench (8-bit forward
@@ -48,7 +48,10 @@ BOUND = 0.01  # bf16 vs fp32 training loss, relative, at every one of the first 
 # top-k tie) turns a last-bit GEMM difference into a different code (loss_scale_e2e.py's 1e-4 for quantized plans).
 # Measured 2026-12-07 (AMD EPYC, AVX-512): optimus-cc 2.7e-10 at step 1, 7.6e-6 over 8 steps; mcbench 1.8e-10, 5.8e-5.
 EXECUTOR_BOUND, EXECUTOR_DRIFT_BOUND = 1e-5, 2e-4
-EXECUTOR = {"mcbench", "optimus-cc"}
+# The plans (and precisions) whose compiled steps are checked against the executor: the compressed ones in bf16,
+# and the plain pp 2 plan in both 16-bit precisions (with the 16-bit activations of docs/MixedPrecision.md,
+# "16-bit activations", slice 2, in the stage functions the F and B steps call).
+EXECUTOR = {"mcbench": ("bf16",), "optimus-cc": ("bf16",), "1f1b": ("bf16", "fp16")}
 # The links whose every send a codec with 16-bit values codes: bf16 bytes / fp32 bytes, exactly.
 CODED_RATIO = {("mcbench-1f1b", "pp backward"): 0.75}
 PLANS = {
@@ -141,21 +144,21 @@ for name, options in PLANS.items():
             if coded and b16 > b32:
                 failures.append(f"{name}: {link} carries {b16} bytes in {half}, more than fp32's {b32}")
             half_bytes.setdefault(link, []).append(b16)
-    if name in EXECUTOR:
-        # The bf16 step against the oracle on the same step.mlir and the batches ptrain-run drew (seed 0).
-        tokens = global_batches(source, corpus, os.path.join(work, f"{name}-bf16-tokens.bin"), STEPS, 0,
+    for half in EXECUTOR.get(name, ()):
+        # The 16-bit step against the oracle on the same step.mlir and the batches ptrain-run drew (seed 0).
+        tokens = global_batches(source, corpus, os.path.join(work, f"{name}-{half}-tokens.bin"), STEPS, 0,
                                 rows=plan["global_batch"], seq=plan["seq"])
-        _, _, _, out16 = train_runs[(name, "bf16")]
+        _, _, _, out16 = train_runs[(name, half)]
         executor = executor_losses(os.path.join(build, "bin"), os.path.join(source, "models", "gpt", "gpt.onnx"),
                                    out16, tokens, STEPS)
         failures.extend(e2e_failures)
         e2e_failures.clear()
         if executor:
-            lb = train_runs[(name, "bf16")][0]
-            gaps = [abs(a - b) / abs(b) for a, b in zip(lb, executor)]
-            print(f"{name}: bf16 executor losses {executor}: relative differences " + ", ".join(f"{g:.2e}" for g in gaps))
+            lh = train_runs[(name, half)][0]
+            gaps = [abs(a - b) / abs(b) for a, b in zip(lh, executor)]
+            print(f"{name}: {half} executor losses {executor}: relative differences " + ", ".join(f"{g:.2e}" for g in gaps))
             if len(executor) != STEPS or gaps[0] > EXECUTOR_BOUND or max(gaps) > EXECUTOR_DRIFT_BOUND:
-                failures.append(f"{name}: the compiled bf16 step differs from the executor by {gaps} relative "
+                failures.append(f"{name}: the compiled {half} step differs from the executor by {gaps} relative "
                                 f"(bounds {EXECUTOR_BOUND} at step 1, {EXECUTOR_DRIFT_BOUND} over {STEPS} steps)")
     for link, sent in half_bytes.items():
         if len(sent) == 2 and sent[0] != sent[1]:
