@@ -52,8 +52,9 @@ bool mlir::ptrain::isHalfActivation(Operation *op) {
 int64_t mlir::ptrain::placeHalfActivationCasts(func::FuncOp func, FloatType half,
                                                llvm::function_ref<bool(Operation *)> inForward) {
   SmallVector<Operation *> ops;
+  // A value nothing reads (the recomputed stage output in a backward: only differentiated) is not stored.
   func.walk([&](Operation *op) {
-    if (inForward(op) && isHalfActivation(op))
+    if (inForward(op) && isHalfActivation(op) && !op->use_empty())
       ops.push_back(op);
   });
   for (Operation *op : ops) {
