@@ -40,7 +40,11 @@ from onnx import numpy_helper
 # fp16 (one ulp 2^-11 relative) agrees closer: loss measured 3.4e-7 relative, while fp16 and fp32 losses differ by
 # only 1.1e-6, too close to tell apart by the loss: a 16-bit step must instead move some gradient by more than
 # TOL_DISTINCT (as max|a-b|/max|b| against the compiled fp32 step; a step that ran in fp32 moves none).
-TOL_ORACLE = 1e-6
+# With the 16-bit activations (docs/MixedPrecision.md, "Slice 2: the values between the ops in 16 bits") the
+# layer-norm, softmax, GELU and residual-add outputs are rounded too, so more fp32 values that the two compute a few
+# ulps apart (the interpreter's fp64 statistics) straddle a 16-bit rounding boundary: measured 2026-12-08 bf16
+# 7.6e-10, fp16 1.12e-6 (without them 3.4e-7), hence 3e-6. Not bit for bit: the fp32 ops themselves differ.
+TOL_ORACLE = 3e-6
 TOL_GRAD = 4e-3
 TOL_DISTINCT = 1e-5
 STEPS = int(os.environ.get("PTRAIN_PRECISION_STEPS", "200"))
