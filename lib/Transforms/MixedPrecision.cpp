@@ -29,7 +29,7 @@ static bool isParameterOrConstant(Value value) {
       return false;
     value = def->getOperand(0);
   }
-  return false; // a block argument: the stage input, a token batch, a 16-bit parameter copy's caller value
+  return false; // a block argument: the stage input (an activation) or a token batch
 }
 
 bool mlir::ptrain::isHalfActivation(Operation *op) {
