@@ -1,4 +1,7 @@
 // RUN: ptrain-opt %s --split-input-file --verify-diagnostics --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json"
+// The lowering's parameter-casts, which the timing model prices: once or per-call (checked before the module).
+// RUN: not ptrain-opt %s --split-input-file --ptrain-critical-path="cluster=%S/Inputs/toy-cluster.json parameter-casts=never" 2>&1 | FileCheck %s --check-prefix=CASTS
+// CASTS: --ptrain-critical-path: parameter-casts must be once or per-call, got 'never'
 
 // The schedule is timed per pipeline stage: the module needs the pipeline of --ptrain-split-stages.
 // expected-error@+1 {{--ptrain-critical-path: the module has no ptrain.pipeline (run --ptrain-split-stages and --ptrain-build-training-step)}}
