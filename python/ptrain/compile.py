@@ -230,8 +230,10 @@ def main(argv=None):
                    help="global-norm gradient clipping (Megatron-LM clip_grad); 0: off")
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
                    help="bf16 / fp16: GEMMs read 16-bit operands and accumulate in fp32 (the runtime's "
-                        "ptrain_gemm_bf16 / ptrain_gemm_f16); fp32 master weights, moments, checkpoint, norms, "
-                        "softmax, loss and gradient sums; pipeline messages in the 16-bit type "
+                        "ptrain_gemm_bf16 / ptrain_gemm_f16); the layer-norm, softmax, GELU and residual-add outputs "
+                        "stored in the 16-bit type (statistics in fp32; --fp32-activations keeps them fp32); fp32 "
+                        "master weights, moments, checkpoint, loss, gradients and their sums; pipeline messages in "
+                        "the 16-bit type "
                         "(docs/MixedPrecision.md); on CUDA cuBLAS 16-bit GEMMs with fp32 compute")
     p.add_argument("--fp32-activations", action="store_true",
                    help="bf16 / fp16: keep the activations between the non-GEMM ops (layer norm, softmax, GELU "
