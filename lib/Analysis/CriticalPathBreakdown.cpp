@@ -59,8 +59,10 @@ CriticalPathBreakdown mlir::ptrain::breakDownCriticalPath(const Plan &plan, cons
     } else if (s.kind == PlanStep::Transfer) {
       CriticalPathBreakdown::Link &l =
           entry(out.links, std::to_string(s.ranks.front()) + "->" + std::to_string(s.ranks.back()));
-      const double crossing =
+      double crossing =
           id < static_cast<int>(timeline.crossing.size()) ? std::min(seconds, timeline.crossing[id]) : 0.0;
+      if (crossing <= 1e-9 * seconds) // the fluid's rounding (TimingPlan.cpp), not a crossing
+        crossing = 0;
       ++l.transfers;
       l.crossing += crossing;
       l.seconds += seconds - crossing;

@@ -107,7 +107,7 @@ std::string fmtBytes(double bytes) {
 }
 /// The critical path by kind (CriticalPathBreakdown.h): ms and share of the iteration per part.
 void printBreakdown(const CriticalPathBreakdown &b, double iteration, llvm::raw_ostream &os) {
-  os << "critical path by kind (ms, share of the iteration)\n";
+  os << "\ncritical path by kind (ms, share of the iteration)\n";
   auto row = [&](const std::string &what, double seconds) {
     os << "  " << llvm::format("%-34s", what.c_str()) << llvm::format("%10.3f", seconds * 1e3)
        << llvm::format("%8.1f%%", iteration > 0 ? 100 * seconds / iteration : 0.0) << "\n";
@@ -117,7 +117,7 @@ void printBreakdown(const CriticalPathBreakdown &b, double iteration, llvm::raw_
   row("cpu overhead of sends", b.cpuOverhead);
   for (const CriticalPathBreakdown::Link &l : b.links) {
     row("sends " + l.name + " (" + std::to_string(l.transfers) + ")", l.seconds);
-    if (l.crossing > 0)
+    if (l.crossing > 1e-9 * iteration)
       row("sends " + l.name + ": crossing", l.crossing);
   }
   for (const CriticalPathBreakdown::Collective &c : b.collectives)
@@ -192,7 +192,6 @@ void TimingAnalysis::printReport(llvm::raw_ostream &os) const {
       any = true;
     }
   os << (any ? "" : " none") << "\n";
-  printBreakdown(breakDownCriticalPath(plan, t), t.iterationTime, os);
   for (int64_t s = 0; s < model.pp; ++s) {
     int id = index.dataParallelSteps[s];
     if (id < 0)
@@ -205,6 +204,7 @@ void TimingAnalysis::printReport(llvm::raw_ostream &os) const {
        << ": " << llvm::format("%.3f", seconds * 1e3) << " ms, slack " << llvm::format("%.3f", t.slack[id] * 1e3)
        << " ms\n";
   }
+  printBreakdown(breakDownCriticalPath(plan, t), t.iterationTime, os);
 
   os << "\nmemory per device (capacity " << fmtBytes(cluster.memoryCapacity) << ")\n";
   os << "stage            states       activations           working              peak\n";
