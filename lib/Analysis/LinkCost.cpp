@@ -137,3 +137,15 @@ CpuOverhead mlir::ptrain::fitCpuOverhead(const std::vector<MessageTime> &samples
   fit.perByte = std::max(0.0, fit.perByte);
   return fit;
 }
+
+std::vector<MessageTime> mlir::ptrain::eagerOverheadSamples(const std::vector<MessageTime> &samples,
+                                                            double pingpongBytes, double eagerLimitBytes) {
+  LinkSpec spec;
+  spec.eagerLimitBytes = eagerLimitBytes;
+  const LinkCost link(spec);
+  std::vector<MessageTime> out;
+  for (const MessageTime &m : samples)
+    if (m.bytes < pingpongBytes && !link.isRendezvous(m.bytes))
+      out.push_back(m);
+  return out;
+}

@@ -941,10 +941,8 @@ int main(int argc, char **argv) {
     // slope alone (20 Mbit/s, tp = 2: 14 ms of "overhead" on a 128 KiB all-reduce message; bench/README.md).
     const std::pair<int64_t, std::string> eager = readEagerLimit();
     const int64_t eagerLimit = eager.first;
-    std::vector<MessageTime> planSizes;
-    for (const MessageTime &m : overheadSamples)
-      if (m.bytes < pingpongBytes && (eagerLimit <= 0 || m.bytes <= eagerLimit))
-        planSizes.push_back(m);
+    std::vector<MessageTime> planSizes =
+        eagerOverheadSamples(overheadSamples, pingpongBytes, eagerLimit > 0 ? eagerLimit : 0);
     // A slope needs sizes a few KiB apart: fitted to a 2- and a 4-byte sample (a dp plan's loss and counters,
     // all else above the eager limit) 0.15 ms of noise became 34 us per byte, 115 s for a 3.3 MB bucket. Sizes
     // closer than kOverheadSpanBytes give the mean as a per-message constant.
@@ -971,7 +969,7 @@ int main(int argc, char **argv) {
     cpuOverheadRaw["fit"] = "per size: the median of (MPI_Isend or MPI_Irecv, compute of about twice the one-way "
                             "time, MPI_Wait) minus the median of the compute alone, interleaved; the sender's "
                             "(the receiver's send_s / recv_s kept for people); least-squares line over the plan's sizes below --pingpong-bytes "
-                            "and up to the eager limit (their mean where they span under 4 KiB), "
+                            "and below the eager limit, header included (their mean where they span under 4 KiB), "
                             "clamped >= 0 (fitCpuOverhead, LinkCost.h)";
     o["inter_node"] = json::Object{{"bandwidth", *rate},
                                    {"latency", *latency},

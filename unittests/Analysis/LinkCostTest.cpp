@@ -167,6 +167,20 @@ TEST(LinkCostTest, CpuOverheadIsFittedAndPriced) {
   EXPECT_DOUBLE_EQ(negative.perMessage, 0);
   EXPECT_DOUBLE_EQ(negative.perByte, 0);
 
+  // The samples fitted: the plan's sizes below --pingpong-bytes and below the eager limit. bench/cluster's
+  // quiet run at 401.7 Mbit/s (2026-12-07 23:24): every eager size within 0.03 ms of 0, the 65,536 B
+  // (rendezvous under OpenMPI's 64 KiB limit, header included) 0.98 ms; with it the fit was 6.97 ns/B.
+  std::vector<MessageTime> quiet = {{8192, 2.3666e-5},  {13108, 1.38e-5},    {16384, 3.0785e-5},
+                                    {32768, -3.386e-5}, {39324, -3.15368e-4}, {65536, 9.83839e-4},
+                                    {131072, 1.018782e-3}, {1048576, -1.016007e-3}};
+  std::vector<MessageTime> eager = eagerOverheadSamples(quiet, 1048576, 65536);
+  ASSERT_EQ(eager.size(), 5u);
+  EXPECT_EQ(eager.back().bytes, 39324);
+  EXPECT_DOUBLE_EQ(fitCpuOverhead(eager).perByte, 0); // falling: noise around 0, not a slope
+  EXPECT_NEAR(fitCpuOverhead(eagerOverheadSamples(quiet, 1048576, 65537)).perByte, 6.97e-9, 0.5e-9)
+      << "the 65,536 B rendezvous sample sets the slope";
+  EXPECT_EQ(eagerOverheadSamples(quiet, 1048576, 0).size(), 7u); // no limit known: all below --pingpong-bytes
+
   LinkSpec spec{1e9, 1e-5, {}};
   spec.overheadPerMessage = 1e-5;
   spec.overheadPerByte = 2e-8;
@@ -243,7 +257,12 @@ TEST(LinkCostTest, EagerLimitSplitsLargeMessages) {
   spec.eagerLimitBytes = 65536;
   LinkCost link(spec);
   EXPECT_DOUBLE_EQ(link.eagerSeconds(131072), 1e-5 + 65536 / 1e9);
-  EXPECT_DOUBLE_EQ(link.eagerSeconds(65536), -1);
+  // The limit counts MPI's header: a message of exactly its size is a rendezvous one (all of it but the
+  // header's bytes in the eager part), one byte less moves at once.
+  EXPECT_TRUE(link.isRendezvous(65536));
+  EXPECT_DOUBLE_EQ(link.eagerSeconds(65536), 1e-5 + 65536 / 1e9);
+  EXPECT_FALSE(link.isRendezvous(65535));
+  EXPECT_DOUBLE_EQ(link.eagerSeconds(65535), -1);
   EXPECT_DOUBLE_EQ(link.eagerSeconds(100), -1);
   // Without the field nothing is split.
   EXPECT_DOUBLE_EQ(LinkCost(LinkSpec{1e9, 1e-5, {}}).eagerSeconds(1e9), -1);
