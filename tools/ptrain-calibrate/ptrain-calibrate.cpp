@@ -238,10 +238,23 @@ static double messageOverhead(int rank, std::vector<char> &buf, int bytes, doubl
   return overlapped[overlapped.size() / 2] - alone[alone.size() / 2] + (sink == -1.0f ? 1e-30 : 0.0);
 }
 
+/// The seconds from the barrier `t0` (this rank's MPI_Wtime right after it) to the end of a collective on the
+/// slowest rank: each rank's own time, the largest of them (MPI_Allreduce MAX, after the timed call). A
+/// collective ends when every member has its result, which is what the timing model prices (a collective step
+/// of TimingPlan.h); rank 0's clock alone missed the broadcast half of OpenMPI's 2-rank in-place
+/// MPI_Iallreduce: at 20 Mbit/s on bench/cluster's link rank 0's wait ended one 128 KiB message before rank 1's
+/// (88 against 141 ms, loaded, 2026-12-08), so the quiet run's `all_reduces` priced the tied all-reduce at
+/// 58.2 ms instead of about 115 and every plan of it came out 50 ms too fast (bench/README.md, issue 25).
+static double slowestRankSeconds(double t0) {
+  double mine = MPI_Wtime() - t0, slowest = mine;
+  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
 /// The median seconds of one all-reduce of `bytes` bytes per rank as the CPU target's runtime runs it
 /// (`ptrain_all_reduce_start` / `ptrain_compressed_all_reduce_start`: MPI_Iallreduce in place on f32 with
-/// MPI_SUM, then MPI_Wait), over `reps` runs each started after a barrier, on rank 0's clock; every rank takes
-/// part. `bytes` is rounded up to whole floats.
+/// MPI_SUM, then MPI_Wait), over `reps` runs each started after a barrier, until it has ended on every rank
+/// (slowestRankSeconds); every rank takes part. `bytes` is rounded up to whole floats.
 static double medianAllReduce(std::vector<float> &buf, int bytes, int reps) {
   int count = std::max(1, (bytes + 3) / 4);
   std::vector<double> t;
@@ -251,7 +264,7 @@ static double medianAllReduce(std::vector<float> &buf, int bytes, int reps) {
     MPI_Request request;
     MPI_Iallreduce(MPI_IN_PLACE, buf.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request);
     MPI_Wait(&request, MPI_STATUS_IGNORE);
-    t.push_back(MPI_Wtime() - t0);
+    t.push_back(slowestRankSeconds(t0));
     // Keep the values finite over the repeats (each all-reduce doubles them).
     std::fill(buf.begin(), buf.begin() + count, 1.0f);
   }
@@ -278,7 +291,7 @@ static bool parseSizes(llvm::StringRef list, llvm::StringRef option, int rank, s
 
 /// The median seconds of one all-gather in which each rank contributes `bytes` bytes, as the runtime's
 /// compressed collectives run it (MPI_Iallgather of MPI_BYTE, then MPI_Wait), over `reps` runs each after a
-/// barrier, on rank 0's clock.
+/// barrier, until it has ended on every rank (slowestRankSeconds).
 static double medianAllGather(std::vector<char> &buf, std::vector<char> &gathered, int bytes, int reps) {
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
@@ -287,7 +300,7 @@ static double medianAllGather(std::vector<char> &buf, std::vector<char> &gathere
     MPI_Request request;
     MPI_Iallgather(buf.data(), bytes, MPI_BYTE, gathered.data(), bytes, MPI_BYTE, MPI_COMM_WORLD, &request);
     MPI_Wait(&request, MPI_STATUS_IGNORE);
-    t.push_back(MPI_Wtime() - t0);
+    t.push_back(slowestRankSeconds(t0));
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -1036,7 +1049,8 @@ int main(int argc, char **argv) {
         {"all_reduce_samples", std::move(reduceRaw)},
         {"all_gather_samples", std::move(gatherRaw)},
         {"all_reduce_fit", "per all-reduce size of the plan (bytes per rank): the median of MPI_Iallreduce (in place, "
-                           "f32 sum, as the runtime) + MPI_Wait over 2 ranks, each after a barrier; monotone least "
+                           "f32 sum, as the runtime) + MPI_Wait over 2 ranks, each after a barrier, to its end on the "
+                           "slowest rank (the largest of the ranks' own times); monotone least "
                            "squares (pool adjacent violators); all_gathers the same of MPI_Iallgather at the sizes the "
                            "compressed collectives gather (top-k, quantization codes; casts' fp32 chunks)"},
         {"samples", std::move(raw)},

@@ -80,11 +80,13 @@ struct LinkSpec {
   /// that many ranks on this link is priced from the table (LinkCost::allReduce), CPU included: the table is the
   /// collective round itself, not messages plus `cpu_overhead`. ptrain-calibrate --hosts measures it as the
   /// median of MPI_Iallreduce (in place, f32 sum, as the CPU target's runtime calls it) + MPI_Wait at the plan's
-  /// all-reduce sizes, fitted non-decreasing (fitMessageTimes); an empty table: every all-reduce priced from
-  /// its messages, as before.
+  /// all-reduce sizes, to its end on the slowest rank (until branch clu11 on rank 0's clock, which missed the
+  /// broadcast half of a 2-rank all-reduce), fitted non-decreasing (fitMessageTimes); an empty table: every
+  /// all-reduce priced from its messages, as before.
   std::vector<MessageTime> allReduces;
   /// `all_gathers` (optional, schema version 3): the same form for one whole all-gather by the bytes each rank
-  /// contributes, over `collective_ranks` ranks (ptrain-calibrate: MPI_Iallgather + MPI_Wait at the sizes the
+  /// contributes, over `collective_ranks` ranks (ptrain-calibrate: MPI_Iallgather + MPI_Wait, to the slowest
+  /// rank's end, at the sizes the
   /// compressed collectives gather: top-k's and quantization's codes, casts' fp32 chunks); prices those rounds
   /// (LinkCost::allGather) instead of messages + `cpu_overhead`.
   std::vector<MessageTime> allGathers;
