@@ -8,13 +8,15 @@ after. For each link rate this driver
   2. writes a cluster file for it (2 nodes, one "GPU" each = one CPU core): once, ptrain-calibrate on core 0
      measures the grid's plan's GEMM shapes, the memory bandwidth and every candidate codec kernel on the
      plan's boundary tensors (docs/TimingModel.md "Calibration"), and the efficiency is calibrated so that the
-     model's single-rank step equals the measured single-rank step; the link = the ping-pong's rate and
-     latency;
+     model's single-rank step equals the measured single-rank step, both measured again (up to 3 times) while
+     that run is unsteady or faster than the model at efficiency 1 (calibrate_core); the link = the ping-pong's
+     rate and latency;
   3. compiles the model with ptrain-compile --pp 2 --micro-batches M for every policy on that cluster file,
      with --report: the timing analysis' predicted iteration time of exactly the compiled plan;
   4. runs each under ptrain-run with 2 ranks (--grid: pp2, the default, dp2 or tp2: which traffic crosses the
      link), in R rounds that cycle through the policies (round r starts at
-     the r-th policy), so that a slow phase of the machine falls on every policy alike, rank 0 (stage 0) in node0 on core 0, rank 1 (stage 1) in node1
+     the r-th policy), so that a slow phase of the machine falls on every policy alike, each round ending with
+     the single-rank plan again (its drift against the calibration is reported), rank 0 (stage 0) in node0 on core 0, rank 1 (stage 1) in node1
      on core 1 (agent.sh, OpenMPI's rsh agent), MPI over TCP on the veth addresses (--mca btl tcp,self), and
      takes the median step time after the warm-up steps of each run and the runtime's byte counters
      (ptrain-run --log); a policy's measured time is the median over all its rounds' steps, its measured
@@ -347,7 +349,7 @@ def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note, link=N
                                      "message sizes (calibration.link); eager_limit_bytes: the rendezvous stall's "
                                      "threshold, OpenMPI's btl_tcp_eager_limit (calibration.link.eager_limit_source); "
                                      "crossing_slowdown: both ways at once / one way at the plan's largest send "
-                                     "(calibration.link.crossing_source); all_reduces: MPI_Iallreduce + MPI_Wait at the plan's all-reduce sizes "
+                                     "(calibration.link.crossing_source); all_reduces: MPI_Iallreduce + MPI_Wait at the plan's all-reduce sizes, to the slowest rank's end "
                                      "(calibration.link.all_reduce_samples)"
                                      if link else
                                      "MPI ping-pong over the shaped link (pingpong.c)"}
