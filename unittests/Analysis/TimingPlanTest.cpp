@@ -599,6 +599,17 @@ CriticalPathBreakdown::Link linkOf(const CriticalPathBreakdown &b, const std::st
   return {};
 }
 
+/// The critical path breakdown of `costs`' plan, with a failed expectation unless its parts sum to the
+/// iteration time.
+CriticalPathBreakdown breakdownOf(const PipelineCosts &costs) {
+  PipelinePlanIndex index;
+  Plan plan = planOrDie(costs, index);
+  Timeline t = simulateOrDie(plan);
+  CriticalPathBreakdown b = breakDownCriticalPath(plan, t);
+  EXPECT_DOUBLE_EQ(b.total(), t.iterationTime);
+  return b;
+}
+
 TEST(TimingPlanTest, CriticalPathBreakdownSplitsTheIterationByKind) {
   // The parts telescope to the iteration time; each case's path and parts by hand.
   // (1) CpuOverheadLengthensBothEndpoints' plan, o = 0.0625: F0 [0, 1.0625], send F0 [.., 1.5625], FB0 3.125,
@@ -609,16 +620,12 @@ TEST(TimingPlanTest, CriticalPathBreakdownSplitsTheIterationByKind) {
     costs.stages[0].sendForward.cpuOverhead = 0.0625;
     costs.stages[1].sendBackward = {0.5, 1000, true};
     costs.stages[1].sendBackward.cpuOverhead = 0.0625;
-    PipelinePlanIndex index;
-    Plan plan = planOrDie(costs, index);
-    Timeline t = simulateOrDie(plan);
-    CriticalPathBreakdown b = breakDownCriticalPath(plan, t);
+    CriticalPathBreakdown b = breakdownOf(costs);
     EXPECT_DOUBLE_EQ(b.compute, 6.0);
     EXPECT_DOUBLE_EQ(b.cpuOverhead, 0.25);
     EXPECT_DOUBLE_EQ(b.codecKernels, 0.0);
     EXPECT_DOUBLE_EQ(linkOf(b, "0->1").seconds, 0.5);
     EXPECT_DOUBLE_EQ(linkOf(b, "1->0").seconds, 0.5);
-    EXPECT_DOUBLE_EQ(b.total(), t.iterationTime);
     EXPECT_DOUBLE_EQ(b.total(), 7.25);
   }
   // (2) CrossingSendsMoveSlowerWhileBothAreInFlight's plan, k = 2, 4 s sends: F0 [0, 1], send F0 [1, 5],
@@ -631,10 +638,7 @@ TEST(TimingPlanTest, CriticalPathBreakdownSplitsTheIterationByKind) {
     costs.stages[0].sendForward.crossingSlowdown = 2;
     costs.stages[1].sendBackward.seconds = 4;
     costs.stages[1].sendBackward.crossingSlowdown = 2;
-    PipelinePlanIndex index;
-    Plan plan = planOrDie(costs, index);
-    Timeline t = simulateOrDie(plan);
-    CriticalPathBreakdown b = breakDownCriticalPath(plan, t);
+    CriticalPathBreakdown b = breakdownOf(costs);
     EXPECT_DOUBLE_EQ(b.compute, 9.0);
     EXPECT_DOUBLE_EQ(b.cpuOverhead, 0.0);
     CriticalPathBreakdown::Link forward = linkOf(b, "0->1"), backward = linkOf(b, "1->0");
@@ -655,10 +659,7 @@ TEST(TimingPlanTest, CriticalPathBreakdownSplitsTheIterationByKind) {
     costs.stages[0].sendForward = {0.5, 131072, true};
     costs.stages[0].sendForward.eagerSeconds = 0.125;
     costs.stages[1].sendBackward = {0.5, 131072, true};
-    PipelinePlanIndex index;
-    Plan plan = planOrDie(costs, index);
-    Timeline t = simulateOrDie(plan);
-    CriticalPathBreakdown b = breakDownCriticalPath(plan, t);
+    CriticalPathBreakdown b = breakdownOf(costs);
     EXPECT_DOUBLE_EQ(b.compute, 10.0);
     EXPECT_EQ(linkOf(b, "0->1").transfers, 2);
     EXPECT_DOUBLE_EQ(linkOf(b, "0->1").seconds, 0.875);
