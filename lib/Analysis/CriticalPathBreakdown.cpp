@@ -21,8 +21,7 @@ double CriticalPathBreakdown::total() const {
 
 namespace {
 /// The entry named `name` of `entries`, appended where missing.
-template <typename T>
-T &entry(std::vector<T> &entries, const std::string &name) {
+template <typename T> T &entry(std::vector<T> &entries, const std::string &name) {
   for (T &e : entries)
     if (e.name == name)
       return e;
@@ -53,8 +52,8 @@ CriticalPathBreakdown mlir::ptrain::breakDownCriticalPath(const Plan &plan, cons
     if (s.kind == PlanStep::Compute) {
       const double overhead = std::min(seconds, std::max(0.0, s.cpuOverhead));
       out.cpuOverhead += overhead;
-      const bool codec = s.category == PlanStep::Encode || s.category == PlanStep::Decode ||
-                         s.category == PlanStep::DataParallelCodec;
+      const bool codec =
+          s.category == PlanStep::Encode || s.category == PlanStep::Decode || s.category == PlanStep::DataParallelCodec;
       (codec ? out.codecKernels : out.compute) += seconds - overhead;
     } else if (s.kind == PlanStep::Transfer) {
       CriticalPathBreakdown::Link &l =

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ptrain/Analysis/TimingAnalysis.h"
 #include "ptrain/Analysis/CriticalPathBreakdown.h"
+#include "ptrain/Analysis/TimingAnalysis.h"
 
 #include "llvm/Support/Format.h"
 
@@ -127,8 +127,8 @@ void printBreakdown(const CriticalPathBreakdown &b, double iteration, llvm::raw_
 json::Value breakdownToJSON(const CriticalPathBreakdown &b) {
   json::Array links, collectives;
   for (const CriticalPathBreakdown::Link &l : b.links)
-    links.push_back(json::Object{
-        {"link", l.name}, {"transfers", l.transfers}, {"seconds", l.seconds}, {"crossing_s", l.crossing}});
+    links.push_back(
+        json::Object{{"link", l.name}, {"transfers", l.transfers}, {"seconds", l.seconds}, {"crossing_s", l.crossing}});
   for (const CriticalPathBreakdown::Collective &c : b.collectives)
     collectives.push_back(json::Object{{"name", c.name}, {"count", c.count}, {"seconds", c.seconds}});
   return json::Object{{"compute_s", b.compute},

@@ -981,7 +981,8 @@ int main(int argc, char **argv) {
     cpuOverheadRaw["samples"] = std::move(overheadRaw);
     cpuOverheadRaw["fit"] = "per size: the median of (MPI_Isend or MPI_Irecv, compute of about twice the one-way "
                             "time, MPI_Wait) minus the median of the compute alone, interleaved; the sender's "
-                            "(the receiver's send_s / recv_s kept for people); least-squares line over the plan's sizes below --pingpong-bytes "
+                            "(the receiver's send_s / recv_s kept for people); least-squares line over the plan's "
+                            "sizes below --pingpong-bytes "
                             "and below the eager limit, header included (their mean where they span under 4 KiB), "
                             "clamped >= 0 (fitCpuOverhead, LinkCost.h)";
     o["inter_node"] = json::Object{{"bandwidth", *rate},

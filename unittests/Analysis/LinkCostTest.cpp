@@ -170,8 +170,8 @@ TEST(LinkCostTest, CpuOverheadIsFittedAndPriced) {
   // The samples fitted: the plan's sizes below --pingpong-bytes and below the eager limit. bench/cluster's
   // quiet run at 401.7 Mbit/s (2026-12-07 23:24): every eager size within 0.03 ms of 0, the 65,536 B
   // (rendezvous under OpenMPI's 64 KiB limit, header included) 0.98 ms; with it the fit was 6.97 ns/B.
-  std::vector<MessageTime> quiet = {{8192, 2.3666e-5},  {13108, 1.38e-5},    {16384, 3.0785e-5},
-                                    {32768, -3.386e-5}, {39324, -3.15368e-4}, {65536, 9.83839e-4},
+  std::vector<MessageTime> quiet = {{8192, 2.3666e-5},     {13108, 1.38e-5},       {16384, 3.0785e-5},
+                                    {32768, -3.386e-5},    {39324, -3.15368e-4},   {65536, 9.83839e-4},
                                     {131072, 1.018782e-3}, {1048576, -1.016007e-3}};
   std::vector<MessageTime> eager = eagerOverheadSamples(quiet, 1048576, 65536);
   ASSERT_EQ(eager.size(), 5u);
