@@ -63,6 +63,13 @@ double LinkCost::allGather(double bytes, int64_t n) const {
   return measuredCollective(spec.allGathers, bytes * sharers, sharers, fromMessages);
 }
 
+double LinkCost::allToAll(double bytes, int64_t n) const {
+  auto fromMessages = [&](double b) { return n <= 1 ? 0.0 : messages(n - 1.0, (n - 1.0) / n * b); };
+  if (!hasAllToAllTable(n))
+    return fromMessages(bytes);
+  return measuredCollective(spec.allToAlls, bytes * sharers, sharers, fromMessages);
+}
+
 double LinkCost::allReduceFromMessages(double bytes, int64_t n) const {
   if (n <= 1)
     return 0;

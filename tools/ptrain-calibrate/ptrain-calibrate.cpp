@@ -124,6 +124,9 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     allGatherSizes("all-gather-sizes", cl::desc("(internal) the all-gather sizes (bytes per rank), comma-separated"),
                    cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
+static cl::opt<std::string>
+    allToAllSizes("all-to-all-sizes", cl::desc("(internal) the all-to-all sizes (bytes each rank sends), comma-separated"),
+                  cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<int> maxReduceShapes("max-reduce-shapes", cl::desc("largest all-reduced tensors measured"),
                                     cl::init(4), cl::cat(calibrateOptions));
 static cl::opt<int> numNodes("nodes", cl::desc("nodes of the output without --base (one core each)"),
@@ -272,6 +275,25 @@ static double medianAllReduce(std::vector<float> &buf, int bytes, int reps) {
   return t[t.size() / 2];
 }
 
+/// The median seconds of one all-to-all in which each of the 2 ranks sends `bytes` bytes in all (bytes / 2 to each
+/// rank, itself included), as the runtime's cast codec runs its first round (MPI_Ialltoall of MPI_BYTE, then
+/// MPI_Wait), over `reps` runs each after a barrier, until it has ended on every rank (slowestRankSeconds). `bytes`
+/// is rounded up to an even count.
+static double medianAllToAll(std::vector<char> &buf, std::vector<char> &received, int bytes, int reps) {
+  int each = std::max(1, (bytes + 1) / 2);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    MPI_Request request;
+    MPI_Ialltoall(buf.data(), each, MPI_BYTE, received.data(), each, MPI_BYTE, MPI_COMM_WORLD, &request);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    t.push_back(slowestRankSeconds(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 /// The byte counts of an internal comma-separated size list (`option` names it in the error rank 0 prints);
 /// false on an entry that is not an integer >= 1.
 static bool parseSizes(llvm::StringRef list, llvm::StringRef option, int rank, std::vector<int> &out) {
@@ -317,10 +339,11 @@ static int runPingpong() {
     MPI_Finalize();
     return 1;
   }
-  std::vector<int> sizes, reduceSizes, gatherSizes;
+  std::vector<int> sizes, reduceSizes, gatherSizes, toAllSizes;
   if (!parseSizes(pingpongSizes, "--pingpong-sizes", rank, sizes) ||
       !parseSizes(allReduceSizes, "--all-reduce-sizes", rank, reduceSizes) ||
-      !parseSizes(allGatherSizes, "--all-gather-sizes", rank, gatherSizes)) {
+      !parseSizes(allGatherSizes, "--all-gather-sizes", rank, gatherSizes) ||
+      !parseSizes(allToAllSizes, "--all-to-all-sizes", rank, toAllSizes)) {
     MPI_Finalize();
     return 1;
   }
@@ -365,6 +388,17 @@ static int runPingpong() {
       gatherSamples.push_back(
           json::Object{{"bytes", bytes}, {"seconds", medianAllGather(gatherBuf, gathered, bytes, reps)}});
   }
+  // The all-to-alls of the cast codec's first round at the plan's sizes (the link's `all_to_alls`).
+  json::Array toAllSamples;
+  {
+    int largestToAll = 2;
+    for (int b : toAllSizes)
+      largestToAll = std::max(largestToAll, b + 1);
+    std::vector<char> toAllBuf(largestToAll, 1), received(largestToAll, 0);
+    for (int bytes : toAllSizes)
+      toAllSamples.push_back(
+          json::Object{{"bytes", bytes}, {"seconds", medianAllToAll(toAllBuf, received, bytes, reps)}});
+  }
   json::Array samples;
   for (int bytes : sizes) {
     double roundTrip = medianExchange(rank, buf, recv, bytes, reps, /*duplex=*/false);
@@ -394,6 +428,7 @@ static int runPingpong() {
     result["samples"] = std::move(samples);
     result["all_reduce_samples"] = std::move(reduceSamples);
     result["all_gather_samples"] = std::move(gatherSamples);
+    result["all_to_all_samples"] = std::move(toAllSamples);
     llvm::outs() << json::Value(std::move(result)) << "\n";
   }
   MPI_Finalize();
@@ -403,7 +438,8 @@ static int runPingpong() {
 /// Runs this binary's --pingpong under mpirun on `hosts` over the message sizes `sizes`; the JSON line of rank 0.
 static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vector<int64_t> &sizes,
                                                const std::set<int64_t> &reduceSizes,
-                                               const std::set<int64_t> &gatherSizes) {
+                                               const std::set<int64_t> &gatherSizes,
+                                               const std::set<int64_t> &toAllSizes) {
   std::string self = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&measureLink));
   auto mpirun = llvm::sys::findProgramByName("mpirun");
   if (!mpirun)
@@ -432,6 +468,12 @@ static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vec
     for (int64_t b : gatherSizes)
       gatherList += (gatherList.empty() ? "" : ",") + std::to_string(b);
     args.push_back("--all-gather-sizes=" + gatherList);
+  }
+  if (!toAllSizes.empty()) {
+    std::string toAllList;
+    for (int64_t b : toAllSizes)
+      toAllList += (toAllList.empty() ? "" : ",") + std::to_string(b);
+    args.push_back("--all-to-all-sizes=" + toAllList);
   }
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out), std::nullopt};
@@ -771,6 +813,9 @@ int main(int argc, char **argv) {
   // quantization's and TAH-Quant's codes gathered whole; casts' fp32 chunks of 4 N / 2 bytes), for every
   // candidate codec on every TP site and all-reduced tensor: the link's `all_gathers` (schema version 3).
   std::set<int64_t> allGatherBytes;
+  // The casts' first round, an all-to-all of their 16-bit codes (each rank sends all of them, half to the other):
+  // the link's `all_to_alls` (schema version 4).
+  std::set<int64_t> allToAllBytes;
   {
     std::vector<RankedTensorType> collectiveTypes;
     addTypes(collectiveTypes, tpSites);
@@ -782,6 +827,10 @@ int main(int argc, char **argv) {
           continue;
         if (isa<CastAttr>(codec)) {
           allGatherBytes.insert(std::max<int64_t>(1, 4 * type.getNumElements() / 2));
+          int64_t codes = 0;
+          for (Type code : codec.getCodeTypes(type))
+            codes += static_cast<int64_t>(getTensorBytes(code));
+          allToAllBytes.insert(std::max<int64_t>(2, codes));
           continue;
         }
         int64_t bytes = 0;
@@ -850,7 +899,7 @@ int main(int argc, char **argv) {
       if (b > 1 && b < pingpongBytes && (sweep.empty() || b > sweep.back() * 1.05))
         sweep.push_back(b);
     sweep.push_back(pingpongBytes);
-    auto measured = measureLink(argv[0], sweep, allReduceBytes, allGatherBytes);
+    auto measured = measureLink(argv[0], sweep, allReduceBytes, allGatherBytes, allToAllBytes);
     if (!measured)
       return fail(llvm::toString(measured.takeError()));
     link = std::move(*measured);
@@ -1016,12 +1065,17 @@ int main(int argc, char **argv) {
     // The collective rounds (schema version 3): each all-reduce of the plan timed whole (MPI_Iallreduce + MPI_Wait
     // at its size over the two ranks), fitted non-decreasing; the timing model prices 2-rank all-reduces from it
     // instead of messages + cpu_overhead.
-    json::Array reduceRaw, gatherRaw;
-    std::vector<MessageTime> reduceSamples, gatherSamples;
+    json::Array reduceRaw, gatherRaw, toAllRaw;
+    std::vector<MessageTime> reduceSamples, gatherSamples, toAllSamples;
     if (!readCollectiveSamples(*l, "all_reduce_samples", reduceSamples, reduceRaw))
       return fail("--hosts: a bad all-reduce sample");
     if (!readCollectiveSamples(*l, "all_gather_samples", gatherSamples, gatherRaw))
       return fail("--hosts: a bad all-gather sample");
+    if (!readCollectiveSamples(*l, "all_to_all_samples", toAllSamples, toAllRaw))
+      return fail("--hosts: a bad all-to-all sample");
+    json::Value toAllTable = nullptr;
+    if (!toAllSamples.empty())
+      toAllTable = toJson(fitMessageTimes(toAllSamples));
     json::Value gatherTable = nullptr;
     if (!gatherSamples.empty())
       gatherTable = toJson(fitMessageTimes(gatherSamples));
@@ -1032,7 +1086,10 @@ int main(int argc, char **argv) {
     }
     if (!gatherSamples.empty())
       (*o.getObject("inter_node"))["all_gathers"] = gatherTable;
-    if (!reduceSamples.empty() || !gatherSamples.empty())
+    if (!toAllSamples.empty())
+      (*o.getObject("inter_node"))["all_to_alls"] = toAllTable;
+    const bool anyTable = !reduceSamples.empty() || !gatherSamples.empty() || !toAllSamples.empty();
+    if (anyTable)
       (*o.getObject("inter_node"))["collective_ranks"] = 2;
     // The rendezvous stall's threshold (schema version 2), read from the MPI's configuration.
     const std::string &eagerSource = eager.second;
@@ -1049,11 +1106,13 @@ int main(int argc, char **argv) {
         {"crossing_source", std::move(crossingSource)},
         {"all_reduce_samples", std::move(reduceRaw)},
         {"all_gather_samples", std::move(gatherRaw)},
+        {"all_to_all_samples", std::move(toAllRaw)},
         {"all_reduce_fit", "per all-reduce size of the plan (bytes per rank): the median of MPI_Iallreduce (in place, "
                            "f32 sum, as the runtime) + MPI_Wait over 2 ranks, each after a barrier, to its end on the "
                            "slowest rank (the largest of the ranks' own times); monotone least "
                            "squares (pool adjacent violators); all_gathers the same of MPI_Iallgather at the sizes the "
-                           "compressed collectives gather (top-k, quantization codes; casts' fp32 chunks)"},
+                           "compressed collectives gather (top-k, quantization codes; casts' fp32 chunks); "
+                           "all_to_alls the same of MPI_Ialltoall at the casts' 16-bit codes (bytes each rank sends)"},
         {"samples", std::move(raw)},
         {"duplex_samples", std::move(duplexRaw)},
         {"round_trips", pingpongReps.getValue()},
@@ -1065,11 +1124,13 @@ int main(int argc, char **argv) {
       calibrated["all_reduces"] = std::move(reduceTable);
     if (!gatherSamples.empty())
       calibrated["all_gathers"] = std::move(gatherTable);
-    if (!reduceSamples.empty() || !gatherSamples.empty())
+    if (!toAllSamples.empty())
+      calibrated["all_to_alls"] = std::move(toAllTable);
+    if (anyTable)
       calibrated["collective_ranks"] = 2;
   }
   o["calibration"] = std::move(calibration);
-  // cpu_overhead is schema version 2 and all_reduces 3 (Cluster.h kClusterSchemaVersion); a link-less file stays
+  // cpu_overhead is schema version 2, all_reduces 3 and all_to_alls 4 (Cluster.h kClusterSchemaVersion); a link-less file stays
   // readable as 1 but is written as the newest too, so that a later --link-only on it needs no change of version.
   o["version"] = kClusterSchemaVersion;
   // The CPU target's all-reduce is MPI_Iallreduce in place, which OpenMPI's libnbc runs as a binomial reduce +

@@ -72,6 +72,14 @@ public:
   /// table (no `cpu_overhead` added); else n-1 messages of `bytes` (each with its overhead), as
   /// messages(n - 1, (n - 1) bytes). 0 when n <= 1.
   double allGather(double bytes, int64_t n) const;
+  /// An all-to-all in which each of n ranks sends `bytes` in all (bytes / n to each rank, MPI_Ialltoall's
+  /// sendcount x n): where the link has a measured all-to-all table (`all_to_alls`, schema version 4) over n
+  /// ranks, its time of sharers x bytes, interpolated as allReduce() interpolates its table (no `cpu_overhead`
+  /// added); else n-1 messages of bytes / n (each with its overhead), as messages(n - 1, (n - 1) / n bytes).
+  /// 0 when n <= 1.
+  double allToAll(double bytes, int64_t n) const;
+  /// Whether allToAll() over n ranks is priced from the measured table.
+  bool hasAllToAllTable(int64_t n) const { return n > 1 && !spec.allToAlls.empty() && n == spec.collectiveRanks; }
   /// Whether allGather() over n ranks is priced from the measured table.
   bool hasAllGatherTable(int64_t n) const { return n > 1 && !spec.allGathers.empty() && n == spec.collectiveRanks; }
   /// Ring reduce-scatter or all-gather: n-1 messages of bytes / n; 0 when n <= 1.
