@@ -66,6 +66,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -254,25 +255,38 @@ static double slowestRankSeconds(double t0) {
   return slowest;
 }
 
+/// The median over `reps` runs of one collective that `start` posts (its request) and MPI_Wait completes, each
+/// run after a barrier and timed until the collective has ended on every rank (slowestRankSeconds); `after` runs
+/// after each (untimed).
+static double medianCollective(int reps, llvm::function_ref<void(MPI_Request *)> start,
+                               llvm::function_ref<void()> after = [] {}) {
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    MPI_Request request;
+    start(&request);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    t.push_back(slowestRankSeconds(t0));
+    after();
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 /// The median seconds of one all-reduce of `bytes` bytes per rank as the CPU target's runtime runs it
 /// (`ptrain_all_reduce_start` / `ptrain_compressed_all_reduce_start`: MPI_Iallreduce in place on f32 with
 /// MPI_SUM, then MPI_Wait), over `reps` runs each started after a barrier, until it has ended on every rank
 /// (slowestRankSeconds); every rank takes part. `bytes` is rounded up to whole floats.
 static double medianAllReduce(std::vector<float> &buf, int bytes, int reps) {
   int count = std::max(1, (bytes + 3) / 4);
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    MPI_Request request;
-    MPI_Iallreduce(MPI_IN_PLACE, buf.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request);
-    MPI_Wait(&request, MPI_STATUS_IGNORE);
-    t.push_back(slowestRankSeconds(t0));
-    // Keep the values finite over the repeats (each all-reduce doubles them).
-    std::fill(buf.begin(), buf.begin() + count, 1.0f);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return medianCollective(
+      reps,
+      [&](MPI_Request *request) {
+        MPI_Iallreduce(MPI_IN_PLACE, buf.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, request);
+      },
+      // Keep the values finite over the repeats (each all-reduce doubles them).
+      [&] { std::fill(buf.begin(), buf.begin() + count, 1.0f); });
 }
 
 /// The median seconds of one all-to-all in which each of the 2 ranks sends `bytes` bytes in all (bytes / 2 to each
@@ -281,17 +295,18 @@ static double medianAllReduce(std::vector<float> &buf, int bytes, int reps) {
 /// is rounded up to an even count.
 static double medianAllToAll(std::vector<char> &buf, std::vector<char> &received, int bytes, int reps) {
   int each = std::max(1, (bytes + 1) / 2);
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    MPI_Request request;
-    MPI_Ialltoall(buf.data(), each, MPI_BYTE, received.data(), each, MPI_BYTE, MPI_COMM_WORLD, &request);
-    MPI_Wait(&request, MPI_STATUS_IGNORE);
-    t.push_back(slowestRankSeconds(t0));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return medianCollective(reps, [&](MPI_Request *request) {
+    MPI_Ialltoall(buf.data(), each, MPI_BYTE, received.data(), each, MPI_BYTE, MPI_COMM_WORLD, request);
+  });
+}
+
+/// The median seconds of one all-gather in which each rank contributes `bytes` bytes, as the runtime's
+/// compressed collectives run it (MPI_Iallgather of MPI_BYTE, then MPI_Wait), over `reps` runs each after a
+/// barrier, until it has ended on every rank (slowestRankSeconds).
+static double medianAllGather(std::vector<char> &buf, std::vector<char> &gathered, int bytes, int reps) {
+  return medianCollective(reps, [&](MPI_Request *request) {
+    MPI_Iallgather(buf.data(), bytes, MPI_BYTE, gathered.data(), bytes, MPI_BYTE, MPI_COMM_WORLD, request);
+  });
 }
 
 /// The byte counts of an internal comma-separated size list (`option` names it in the error rank 0 prints);
@@ -309,23 +324,6 @@ static bool parseSizes(llvm::StringRef list, llvm::StringRef option, int rank, s
     out.push_back(bytes);
   }
   return true;
-}
-
-/// The median seconds of one all-gather in which each rank contributes `bytes` bytes, as the runtime's
-/// compressed collectives run it (MPI_Iallgather of MPI_BYTE, then MPI_Wait), over `reps` runs each after a
-/// barrier, until it has ended on every rank (slowestRankSeconds).
-static double medianAllGather(std::vector<char> &buf, std::vector<char> &gathered, int bytes, int reps) {
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    MPI_Request request;
-    MPI_Iallgather(buf.data(), bytes, MPI_BYTE, gathered.data(), bytes, MPI_BYTE, MPI_COMM_WORLD, &request);
-    MPI_Wait(&request, MPI_STATUS_IGNORE);
-    t.push_back(slowestRankSeconds(t0));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 static int runPingpong() {
