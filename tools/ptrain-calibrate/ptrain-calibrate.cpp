@@ -126,8 +126,9 @@ static cl::opt<std::string>
     allGatherSizes("all-gather-sizes", cl::desc("(internal) the all-gather sizes (bytes per rank), comma-separated"),
                    cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<std::string>
-    allToAllSizes("all-to-all-sizes", cl::desc("(internal) the all-to-all sizes (bytes each rank sends), comma-separated"),
-                  cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
+    allToAllSizes("all-to-all-sizes",
+                  cl::desc("(internal) the all-to-all sizes (bytes each rank sends), comma-separated"), cl::Hidden,
+                  cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<int> maxReduceShapes("max-reduce-shapes", cl::desc("largest all-reduced tensors measured"),
                                     cl::init(4), cl::cat(calibrateOptions));
 static cl::opt<int> numNodes("nodes", cl::desc("nodes of the output without --base (one core each)"),
@@ -258,8 +259,8 @@ static double slowestRankSeconds(double t0) {
 /// The median over `reps` runs of one collective that `start` posts (its request) and MPI_Wait completes, each
 /// run after a barrier and timed until the collective has ended on every rank (slowestRankSeconds); `after` runs
 /// after each (untimed).
-static double medianCollective(int reps, llvm::function_ref<void(MPI_Request *)> start,
-                               llvm::function_ref<void()> after = [] {}) {
+static double medianCollective(
+    int reps, llvm::function_ref<void(MPI_Request *)> start, llvm::function_ref<void()> after = [] {}) {
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -1128,8 +1129,9 @@ int main(int argc, char **argv) {
       calibrated["collective_ranks"] = 2;
   }
   o["calibration"] = std::move(calibration);
-  // cpu_overhead is schema version 2, all_reduces 3 and all_to_alls 4 (Cluster.h kClusterSchemaVersion); a link-less file stays
-  // readable as 1 but is written as the newest too, so that a later --link-only on it needs no change of version.
+  // cpu_overhead is schema version 2, all_reduces 3 and all_to_alls 4 (Cluster.h kClusterSchemaVersion); a link-less
+  // file stays readable as 1 but is written as the newest too, so that a later --link-only on it needs no change of
+  // version.
   o["version"] = kClusterSchemaVersion;
   // The CPU target's all-reduce is MPI_Iallreduce in place, which OpenMPI's libnbc runs as a binomial reduce +
   // broadcast (ClusterSpec::binomialAllReduce).

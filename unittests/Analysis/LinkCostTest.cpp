@@ -427,7 +427,8 @@ TEST(LinkCostTest, AllToAllRoundsAreMeasuredWhole) {
   auto old = llvm::json::parse(R"({"version": 3, "nodes": 2, "gpus_per_node": 1,
     "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
     "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
-    "inter_node": {"bandwidth": 2.5e6, "latency": 1e-4, )" + table + "}}");
+    "inter_node": {"bandwidth": 2.5e6, "latency": 1e-4, )" +
+                               table + "}}");
   ASSERT_TRUE(static_cast<bool>(old));
   auto refused = parseCluster(*old);
   ASSERT_FALSE(static_cast<bool>(refused));
@@ -437,7 +438,8 @@ TEST(LinkCostTest, AllToAllRoundsAreMeasuredWhole) {
     "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
     "inter_node": {"bandwidth": 2.5e6, "latency": 1e-4, "messages": [
       {"bytes": 1000, "seconds": 2e-3}, {"bytes": 10000, "seconds": 6e-3}, {"bytes": 100000, "seconds": 4.2e-2}],
-      "cpu_overhead": {"per_message_s": 1e-3, "per_byte_s": 1e-8}, )" + table + "}}");
+      "cpu_overhead": {"per_message_s": 1e-3, "per_byte_s": 1e-8}, )" +
+                                table + "}}");
   ASSERT_TRUE(static_cast<bool>(text));
   auto cluster = parseCluster(*text);
   ASSERT_TRUE(static_cast<bool>(cluster)) << llvm::toString(cluster.takeError());
