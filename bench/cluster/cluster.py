@@ -344,13 +344,15 @@ def cluster_file(path, calibrated, efficiency, rate_bytes, latency, note, link=N
                            "pair shaped with tc tbf: " + note)
     data["sources"] = {"gpu.peak_flops (f32, and bf16/f16 where the plan has 16-bit GEMMs), gpu.memory_bandwidth, calibration":
                        "ptrain-calibrate on core 0 at the benchmarked plan's shapes (--grid; calibration.provenance)",
-                       "gpu.efficiency": "calibrated: the model's single-rank step / the measured one",
+                       "gpu.efficiency": "calibrated: the model's single-rank step / the measured one, repeated with "
+                                         "ptrain-calibrate until steady (calibrate_core; results.json calibration_tries)",
                        "inter_node": "ptrain-calibrate --link-only: MPI ping-pong over the shaped link at the plan's "
                                      "message sizes (calibration.link); eager_limit_bytes: the rendezvous stall's "
                                      "threshold, OpenMPI's btl_tcp_eager_limit (calibration.link.eager_limit_source); "
-                                     "crossing_slowdown: both ways at once / one way at the plan's largest send "
-                                     "(calibration.link.crossing_source); all_reduces: MPI_Iallreduce + MPI_Wait at the plan's all-reduce sizes, to the slowest rank's end "
-                                     "(calibration.link.all_reduce_samples)"
+                                     "crossing_slowdown: both ways at once / one way at --pingpong-bytes (1 MiB) "
+                                     "(calibration.link.crossing_source); all_reduces, all_gathers, all_to_alls: "
+                                     "MPI_Iallreduce, MPI_Iallgather, MPI_Ialltoall + MPI_Wait at the plan's sizes, to "
+                                     "the slowest rank's end (calibration.link.all_reduce_samples, ...)"
                                      if link else
                                      "MPI ping-pong over the shaped link (pingpong.c)"}
     data["gpu"]["efficiency"] = efficiency
