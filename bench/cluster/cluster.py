@@ -676,9 +676,11 @@ def bench(args, policies, rates):
         say(f"  single-rank check over the rounds: {statistics.median(single) * 1e3:.2f} ms/step, {drift:+.1%} "
             "against the calibration run" + (" (WARNING: the machine's speed moved; the predictions assume the "
                                             "calibration's)" if abs(drift) > STEADY_SPREAD else ""))
+        rounds_efficiency = min(1.0, calibration_tries[-1]["modelled_s"] / statistics.median(single))
+        reprice_at_rounds_speed(args, folder, cpath, rounds_efficiency, rows, reports)
         entry = {"name": name, "tbf_bits": bits, "link": link, "rows": rows, "modelled_ratio": modelled,
                  "target_ratio": target_ratio, "occ_tries": tries, "single_rank_s": single,
-                 "single_rank_drift": drift}
+                 "single_rank_drift": drift, "rounds_efficiency": rounds_efficiency}
         if args.ttt_steps:
             entry["time_to_target"] = time_to_target(args, cluster, folder, data, [p for p in policies if p not in errors])
         results["rates"].append(entry)
@@ -687,6 +689,39 @@ def bench(args, policies, rates):
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     print_tables(results, args)
+
+
+def compression_choices(report):
+    """The compressed edges of a plan report and their codecs (what auto chose), for comparing two plans."""
+    return sorted((d.get("edge"), d.get("codec")) for d in report.get("compression", {}).get("decisions", []))
+
+
+def reprice_at_rounds_speed(args, folder, cpath, efficiency, rows, reports):
+    """Each measured policy's prediction again, on the rate's cluster file with the efficiency of the single-rank
+    checks in its rounds (the machine's speed while the policies ran) instead of the calibration's: the plans are
+    compiled again into FOLDER/rounds/POLICY; a row gets `predicted_rounds_s`, and auto's `rounds_plan_differs`
+    where it chose other codecs at that speed (its prediction is then of another plan than the measured one)."""
+    with open(cpath) as f:
+        data = json.load(f)
+    data["gpu"]["efficiency"] = efficiency
+    data["sources"]["gpu.efficiency"] = "the single-rank checks of the rate's rounds (bench/cluster, re-priced)"
+    path = os.path.join(folder, "cluster-rounds.json")
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+    for row in rows:
+        if "error" in row:
+            continue
+        policy = row["policy"]
+        try:
+            rep = compile_plan(args, os.path.join(folder, "rounds", policy), GRIDS[args.grid], policy, path)
+        except BenchError as e:
+            say(f"  {policy}: re-pricing at the rounds' speed failed: {str(e).splitlines()[0]}")
+            continue
+        row["predicted_rounds_s"] = rep["iteration_time_s"]
+        row["rounds_plan_differs"] = compression_choices(rep) != compression_choices(reports[policy])
+        say(f"  {policy}: predicted {rep['iteration_time_s'] * 1e3:.2f} ms at the rounds' speed (efficiency "
+            f"{efficiency:.4f})" + (" for another plan (auto chose other codecs)" if row["rounds_plan_differs"] else ""))
 
 
 def first_at_or_below(log, target):
@@ -732,16 +767,20 @@ def print_tables(results, args):
         say(f"\nrate {rate['name']} (tbf {rate['tbf_bits'] / 1e6:.1f} Mbit/s; ping-pong "
             f"{link['rate_bytes_per_s'] * 8 / 1e6:.1f} Mbit/s, {link['latency_s'] * 1e6:.1f} us{ratio}{drift})\n")
         say("| policy | measured s/iter | predicted s/iter | measured speedup (range over rounds) | predicted "
-            "speedup | inter-node bytes/iter |")
-        say("|---|---|---|---|---|---|")
+            "speedup | at the rounds' speed: predicted s/iter (speedup) | inter-node bytes/iter |")
+        say("|---|---|---|---|---|---|---|")
         base = rate["rows"][0]
         for r in rate["rows"]:
             if "error" in r:
-                say(f"| {r['policy']} | failed: {r['error']} | | | | |")
+                say(f"| {r['policy']} | failed: {r['error']} | | | | | |")
                 continue
+            rounds = ""
+            if "predicted_rounds_s" in r and "predicted_rounds_s" in base:
+                rounds = (f"{r['predicted_rounds_s']:.4f} ({base['predicted_rounds_s'] / r['predicted_rounds_s']:.3f})"
+                          + (" another plan" if r.get("rounds_plan_differs") else ""))
             say(f"| {r['policy']} | {r['measured_s']:.4f} | {r['predicted_s']:.4f} | "
                 f"{r['speedup']:.3f} ({r['speedup_range'][0]:.3f}-{r['speedup_range'][1]:.3f}) | "
-                f"{base['predicted_s'] / r['predicted_s']:.3f} | {r['bytes']:,.0f} |")
+                f"{base['predicted_s'] / r['predicted_s']:.3f} | {rounds} | {r['bytes']:,.0f} |")
         ttt = rate.get("time_to_target")
         if ttt:
             say(f"\ntime to target, rate {rate['name']}: the uncompressed run's validation loss at step {ttt['steps']} "
