@@ -238,7 +238,10 @@ DataParallelCodecWork mlir::ptrain::getZeroReduceScatterCodecWork(CodecAttrInter
     append(work.phaseP, w.encode);
     append(work.finish, w.decode);
   }
-  work.first.push_back({size - 1, (size - 1) * w.codeBytes, size * w.codeBytes});
+  // The runtime's MPI_Ialltoall of every chunk's codes: each rank sends size x codeBytes in all.
+  CodecCollective toAll{size - 1, (size - 1) * w.codeBytes, size * w.codeBytes};
+  toAll.allToAll = true;
+  work.first.push_back(toAll);
   return work;
 }
 

@@ -669,6 +669,7 @@ int main(int argc, char **argv) {
   // The bytes per rank of every all-reduce of the plan (dp buckets, tied, loss, TP sites), measured whole as
   // the link's `all_reduces` (the ping-pong runs 2 ranks, so the table prices all-reduces over 2 ranks).
   std::set<int64_t> allReduceBytes;
+  std::map<int64_t, RankedTensorType> zeroChunks; // ZeRO-1 reduce-scatter chunks over 2 ranks, by elements
   SymbolTable symbols(*module);
   module->walk([&](Operation *op) {
     if (auto send = dyn_cast<SendStartOp>(op))
@@ -686,6 +687,15 @@ int main(int argc, char **argv) {
         messageSizes.insert(static_cast<int64_t>(getTensorBytes(t)));
         allReduceBytes.insert(std::max<int64_t>(1, static_cast<int64_t>(getTensorBytes(t))));
       }
+    }
+    // ZeRO-1's reduce-scatter over 2 ranks: compressed, an all-to-all of each chunk's codes (CodecCosts.h
+    // getZeroReduceScatterCodecWork), timed for the link's `all_to_alls` below.
+    if (auto rs = dyn_cast<ReduceScatterStartOp>(op)) {
+      auto t = dyn_cast<RankedTensorType>(rs.getInput().getType());
+      auto grid = symbols.lookup<GridOp>(rs.getGrid());
+      int64_t n = grid ? grid.getGroupSize(rs.getGridAxes()) : 1;
+      if (t && t.hasStaticShape() && n == 2 && t.getNumElements() >= 2 * n)
+        zeroChunks[t.getNumElements() / n] = RankedTensorType::get({t.getNumElements() / n}, Float32Type::get(op->getContext()));
     }
     if (auto tp = dyn_cast<TPAllReduceOp>(op)) {
       auto t = dyn_cast<RankedTensorType>(tp.getInput().getType());
@@ -836,6 +846,16 @@ int main(int argc, char **argv) {
         for (Type code : codec.getCodeTypes(type))
           bytes += static_cast<int64_t>(getTensorBytes(code));
         allGatherBytes.insert(std::max<int64_t>(1, bytes));
+      }
+    // ZeRO-1's compressed reduce-scatter: each rank sends both chunks' codes (2 x the chunk's code bytes).
+    for (const auto &[numel, chunk] : zeroChunks)
+      for (CodecAttrInterface codec : codecs) {
+        if (isa<PowerSGDAttr, LinearAEAttr>(codec) || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, chunk)))
+          continue;
+        int64_t bytes = 0;
+        for (Type code : codec.getCodeTypes(chunk))
+          bytes += static_cast<int64_t>(getTensorBytes(code));
+        allToAllBytes.insert(std::max<int64_t>(2, 2 * bytes));
       }
   }
   json::Array codecTimes;

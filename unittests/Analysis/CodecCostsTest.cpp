@@ -327,6 +327,19 @@ TEST_F(CodecCostsTest, CastAllToAllUsesTheMeasuredTable) {
   auto three = getDataParallelCodecWork(bf16, type, 3, /*errorFeedback=*/false);
   ASSERT_TRUE(static_cast<bool>(three));
   EXPECT_DOUBLE_EQ(getCollectiveSeconds(three->first.front(), measured, 3), measured.messages(2, 2.0 / 3 * 8192));
+  // ZeRO-1's compressed reduce-scatter is an all-to-all of every chunk's codes too (the runtime's MPI_Ialltoall):
+  // over 2 ranks each rank sends both chunks' codes (2 x an 8-bit quantized chunk's code bytes), priced from the
+  // same table; without it, one message of half of them.
+  auto chunk = RankedTensorType::get({2048}, Float32Type::get(&context));
+  auto quant = cast<CodecAttrInterface>(parseAttribute("#ptrain.quant<bits = 8>", &context));
+  DataParallelCodecWork zero = getZeroReduceScatterCodecWork(quant, chunk, 2, /*errorFeedback=*/true);
+  ASSERT_EQ(zero.first.size(), 1u);
+  const CodecCollective &scatter = zero.first.front();
+  EXPECT_TRUE(scatter.allToAll);
+  EXPECT_DOUBLE_EQ(scatter.bytes, 2 * getCodecWork(quant, chunk, true).codeBytes);
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(scatter, measured, 2), measured.allToAll(scatter.bytes, 2));
+  EXPECT_NE(getCollectiveSeconds(scatter, measured, 2), plain.messages(1, scatter.bytes / 2));
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(scatter, plain, 2), plain.messages(1, scatter.bytes / 2));
 }
 
 } // namespace

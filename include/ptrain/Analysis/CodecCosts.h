@@ -72,8 +72,8 @@ struct CodecCollective {
   /// An all-gather in which every rank contributes `bytes` ((n-1) latencies, (n-1) `bytes` sent), timed by
   /// LinkCost::allGather (the link's measured `all_gathers` where it has them).
   bool allGather = false;
-  /// An all-to-all in which every rank sends `bytes` in all ((n-1) latencies, (n-1)/n `bytes` sent; the cast
-  /// codec's first round, MPI_Ialltoall), timed by LinkCost::allToAll (the link's measured `all_to_alls` where it
+  /// An all-to-all in which every rank sends `bytes` in all (the cast codec's first round and ZeRO-1's compressed
+  /// reduce-scatter, both MPI_Ialltoall), timed by LinkCost::allToAll (the link's measured `all_to_alls` where it
   /// has them).
   bool allToAll = false;
 };
