@@ -695,7 +695,8 @@ int main(int argc, char **argv) {
       auto grid = symbols.lookup<GridOp>(rs.getGrid());
       int64_t n = grid ? grid.getGroupSize(rs.getGridAxes()) : 1;
       if (t && t.hasStaticShape() && n == 2 && t.getNumElements() >= 2 * n)
-        zeroChunks[t.getNumElements() / n] = RankedTensorType::get({t.getNumElements() / n}, Float32Type::get(op->getContext()));
+        zeroChunks[t.getNumElements() / n] =
+            RankedTensorType::get({t.getNumElements() / n}, Float32Type::get(op->getContext()));
     }
     if (auto tp = dyn_cast<TPAllReduceOp>(op)) {
       auto t = dyn_cast<RankedTensorType>(tp.getInput().getType());
@@ -850,7 +851,8 @@ int main(int argc, char **argv) {
     // ZeRO-1's compressed reduce-scatter: each rank sends both chunks' codes (2 x the chunk's code bytes).
     for (const auto &[numel, chunk] : zeroChunks)
       for (CodecAttrInterface codec : codecs) {
-        if (isa<PowerSGDAttr, LinearAEAttr>(codec) || failed(codec.verifyForType([] { return InFlightDiagnostic(); }, chunk)))
+        if (isa<PowerSGDAttr, LinearAEAttr>(codec) ||
+            failed(codec.verifyForType([] { return InFlightDiagnostic(); }, chunk)))
           continue;
         int64_t bytes = 0;
         for (Type code : codec.getCodeTypes(chunk))
