@@ -130,12 +130,13 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_
   // `all_reduces` (schema version 3): the same form, the time of a whole all-reduce by each rank's bytes.
   for (auto [name, table] :
        {std::make_pair("messages", &link.messages), std::make_pair("duplex_messages", &link.duplexMessages),
-        std::make_pair("all_reduces", &link.allReduces), std::make_pair("all_gathers", &link.allGathers)}) {
+        std::make_pair("all_reduces", &link.allReduces), std::make_pair("all_gathers", &link.allGathers),
+        std::make_pair("all_to_alls", &link.allToAlls)}) {
     TRY(messages, reader.get(name, /*optional=*/true));
     if (!messages)
       continue;
-    if (table == &link.allReduces || table == &link.allGathers)
-      if (Error err = needsVersion(reader.field(name), version, 3))
+    if (table == &link.allReduces || table == &link.allGathers || table == &link.allToAlls)
+      if (Error err = needsVersion(reader.field(name), version, table == &link.allToAlls ? 4 : 3))
         return std::move(err);
     const json::Array *array = messages->getAsArray();
     if (!array || array->empty())
@@ -167,12 +168,14 @@ static Expected<LinkSpec> parseLink(ObjectReader &parent, StringRef name, int64_
     if (ranks < 2)
       return fieldError(reader.field("collective_ranks"),
                         "must be >= 2 (the ranks the collectives were measured over), got " + std::to_string(ranks));
-    if (link.allReduces.empty() && link.allGathers.empty())
+    if (link.allReduces.empty() && link.allGathers.empty() && link.allToAlls.empty())
       return fieldError(reader.field("collective_ranks"),
-                        "given without all_reduces or all_gathers (the tables it describes)");
+                        "given without all_reduces, all_gathers or all_to_alls (the tables it describes)");
     link.collectiveRanks = ranks;
-  } else if (!link.allReduces.empty() || !link.allGathers.empty()) {
-    return fieldError(reader.field(link.allReduces.empty() ? "all_gathers" : "all_reduces"),
+  } else if (!link.allReduces.empty() || !link.allGathers.empty() || !link.allToAlls.empty()) {
+    return fieldError(reader.field(!link.allReduces.empty()   ? "all_reduces"
+                                   : !link.allGathers.empty() ? "all_gathers"
+                                                              : "all_to_alls"),
                       "needs collective_ranks (the number of ranks the collectives were measured over)");
   }
   // `cpu_overhead`: {per_message_s, per_byte_s}, both >= 0 (schema version 2).
@@ -245,7 +248,7 @@ static Expected<std::vector<CodecKernelTime>> parseCalibration(const json::Value
     // The ping-pong's medians before the fit and how they were taken: provenance, not read by the model.
     auto parsed = parseLink(reader, "link", version,
                             {"samples", "duplex_samples", "fit", "round_trips", "eager_limit_source", "crossing_source",
-                             "all_reduce_samples", "all_reduce_fit", "all_gather_samples"});
+                             "all_reduce_samples", "all_reduce_fit", "all_gather_samples", "all_to_all_samples"});
     if (!parsed)
       return parsed.takeError();
   }

@@ -178,6 +178,8 @@ double mlir::ptrain::getCollectiveSeconds(const CodecCollective &c, const LinkCo
     return link.allReduce(scale * c.bytes, n);
   if (c.allGather && link.hasAllGatherTable(n))
     return link.allGather(scale * c.bytes, n);
+  if (c.allToAll && link.hasAllToAllTable(n))
+    return link.allToAll(scale * c.bytes, n);
   return link.messages(c.latencies, scale * c.sentBytes);
 }
 
@@ -213,7 +215,9 @@ mlir::ptrain::getDataParallelCodecWork(CodecAttrInterface codec, RankedTensorTyp
     work.first.push_back(ringAllReduce(w.codeBytes, n));
     work.finish = w.decode;
   } else if (isa<CastAttr>(codec)) {
-    work.first.push_back({size - 1, (size - 1) / size * w.codeBytes, w.codeBytes});
+    CodecCollective toAll{size - 1, (size - 1) / size * w.codeBytes, w.codeBytes};
+    toAll.allToAll = true;
+    work.first.push_back(toAll);
     work.phaseQ.push_back(pass(numel, w.codeBytes + kF32 * numel / size));
     work.second.push_back(allGather(kF32 * numel / size));
     work.finish.push_back(pass(0, 2 * kF32 * numel));
@@ -234,7 +238,10 @@ DataParallelCodecWork mlir::ptrain::getZeroReduceScatterCodecWork(CodecAttrInter
     append(work.phaseP, w.encode);
     append(work.finish, w.decode);
   }
-  work.first.push_back({size - 1, (size - 1) * w.codeBytes, size * w.codeBytes});
+  // The runtime's MPI_Ialltoall of every chunk's codes: each rank sends size x codeBytes in all.
+  CodecCollective toAll{size - 1, (size - 1) * w.codeBytes, size * w.codeBytes};
+  toAll.allToAll = true;
+  work.first.push_back(toAll);
   return work;
 }
 

@@ -63,6 +63,13 @@ double LinkCost::allGather(double bytes, int64_t n) const {
   return measuredCollective(spec.allGathers, bytes * sharers, sharers, fromMessages);
 }
 
+double LinkCost::allToAll(double bytes, int64_t n) const {
+  auto fromMessages = [&](double b) { return n <= 1 ? 0.0 : messages(n - 1.0, (n - 1.0) / n * b); };
+  if (!hasAllToAllTable(n))
+    return fromMessages(bytes);
+  return measuredCollective(spec.allToAlls, bytes * sharers, sharers, fromMessages);
+}
+
 double LinkCost::allReduceFromMessages(double bytes, int64_t n) const {
   if (n <= 1)
     return 0;
@@ -136,4 +143,16 @@ CpuOverhead mlir::ptrain::fitCpuOverhead(const std::vector<MessageTime> &samples
   fit.perMessage = std::max(0.0, fit.perMessage);
   fit.perByte = std::max(0.0, fit.perByte);
   return fit;
+}
+
+std::vector<MessageTime> mlir::ptrain::eagerOverheadSamples(const std::vector<MessageTime> &samples,
+                                                            double pingpongBytes, double eagerLimitBytes) {
+  LinkSpec spec;
+  spec.eagerLimitBytes = eagerLimitBytes;
+  const LinkCost link(spec);
+  std::vector<MessageTime> out;
+  for (const MessageTime &m : samples)
+    if (m.bytes < pingpongBytes && !link.isRendezvous(m.bytes))
+      out.push_back(m);
+  return out;
 }

@@ -193,8 +193,10 @@ llvm::Error PipelinePlanBuilder::addTransfers(int64_t from, bool forward) {
     int id = plan.add(t);
     int receiver = compressed ? decode[!forward][dstStage].at(mb) : consumer->second;
     // LogP's o on both endpoints' compute streams.
-    plan.steps[t.deps[0]].duration += cost.cpuOverhead;
-    plan.steps[receiver].duration += cost.cpuOverhead;
+    for (int endpoint : {t.deps[0], receiver}) {
+      plan.steps[endpoint].duration += cost.cpuOverhead;
+      plan.steps[endpoint].cpuOverhead += cost.cpuOverhead;
+    }
     plan.steps[receiver].deps.push_back(id);
     index.sendSteps[src][plan.steps[producer].tableIndex] = id;
     sends[src].push_back(id);

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ptrain/Analysis/CriticalPathBreakdown.h"
 #include "ptrain/Analysis/TimingAnalysis.h"
 
 #include "llvm/Support/Format.h"
@@ -104,6 +105,38 @@ std::string fmtBytes(double bytes) {
   llvm::raw_string_ostream(s) << llvm::format("%.2f %s", bytes, units[u]);
   return s;
 }
+/// The critical path by kind (CriticalPathBreakdown.h): ms and share of the iteration per part.
+void printBreakdown(const CriticalPathBreakdown &b, double iteration, llvm::raw_ostream &os) {
+  os << "\ncritical path by kind (ms, share of the iteration)\n";
+  auto row = [&](const std::string &what, double seconds) {
+    os << "  " << llvm::format("%-34s", what.c_str()) << llvm::format("%10.3f", seconds * 1e3)
+       << llvm::format("%8.1f%%", iteration > 0 ? 100 * seconds / iteration : 0.0) << "\n";
+  };
+  row("compute", b.compute);
+  row("codec kernels", b.codecKernels);
+  row("cpu overhead of sends", b.cpuOverhead);
+  for (const CriticalPathBreakdown::Link &l : b.links) {
+    row("sends " + l.name + " (" + std::to_string(l.transfers) + ")", l.seconds);
+    if (l.crossing > 1e-9 * iteration)
+      row("sends " + l.name + ": crossing", l.crossing);
+  }
+  for (const CriticalPathBreakdown::Collective &c : b.collectives)
+    row(c.name + " (" + std::to_string(c.count) + ")", c.seconds);
+}
+
+json::Value breakdownToJSON(const CriticalPathBreakdown &b) {
+  json::Array links, collectives;
+  for (const CriticalPathBreakdown::Link &l : b.links)
+    links.push_back(
+        json::Object{{"link", l.name}, {"transfers", l.transfers}, {"seconds", l.seconds}, {"crossing_s", l.crossing}});
+  for (const CriticalPathBreakdown::Collective &c : b.collectives)
+    collectives.push_back(json::Object{{"name", c.name}, {"count", c.count}, {"seconds", c.seconds}});
+  return json::Object{{"compute_s", b.compute},
+                      {"codec_kernels_s", b.codecKernels},
+                      {"cpu_overhead_s", b.cpuOverhead},
+                      {"sends", std::move(links)},
+                      {"collectives", std::move(collectives)}};
+}
 } // namespace
 
 void TimingAnalysis::printReport(llvm::raw_ostream &os) const {
@@ -171,6 +204,7 @@ void TimingAnalysis::printReport(llvm::raw_ostream &os) const {
        << ": " << llvm::format("%.3f", seconds * 1e3) << " ms, slack " << llvm::format("%.3f", t.slack[id] * 1e3)
        << " ms\n";
   }
+  printBreakdown(breakDownCriticalPath(plan, t), t.iterationTime, os);
 
   os << "\nmemory per device (capacity " << fmtBytes(cluster.memoryCapacity) << ")\n";
   os << "stage            states       activations           working              peak\n";
@@ -246,6 +280,7 @@ json::Value TimingAnalysis::toJSON() const {
                       {"bubble", t.bubble},
                       {"stages", std::move(stages)},
                       {"critical_path", std::move(path)},
+                      {"critical_path_breakdown", breakdownToJSON(breakDownCriticalPath(plan, t))},
                       {"critical_backward_sends", std::move(sends)},
                       {"critical_dp_all_reduces", std::move(dpCritical)},
                       {"steps", std::move(steps)}};

@@ -19,12 +19,39 @@
 // CHECK-LABEL: critical path (10 steps): F0@0 send F0 0->1 FB0@1 send F1 0->1 FB1@1 send B1 1->0 B1@0 dp all-reduce stage 0 O@0 loss all-reduce
 // CHECK-NEXT: critical backward sends: [send B1 1->0]
 // CHECK-NEXT: critical dp all-reduces (stages): 0
-// CHECK-LABEL: memory per device (capacity 953.67 MiB)
+// The critical path by kind: F0 + FB0 + FB1 + B1 = 9.216 us of compute, two 0.256 us sends 0 -> 1, one back,
+// the dp all-reduce of stage 0 and the loss all-reduce; the parts sum to the iteration.
+// CHECK-LABEL: critical path by kind (ms, share of the iteration)
+// CHECK-NEXT: compute 0.009 89.9%
+// CHECK-NEXT: codec kernels 0.000 0.0%
+// CHECK-NEXT: cpu overhead of sends 0.000 0.0%
+// CHECK-NEXT: sends 0->1 (2) 0.001 5.0%
+// CHECK-NEXT: sends 1->0 (1) 0.000 2.5%
+// CHECK-NEXT: dp all-reduce stage 0 (1) 0.000 2.5%
+// CHECK-NEXT: loss all-reduce (1) 0.000 0.1%
+// CHECK-EMPTY:
+// CHECK-NEXT: memory per device (capacity 953.67 MiB)
 
 // JSON: "bubble": 0.625,
 // JSON: "cluster": "toy",
 // JSON: "critical_dp_all_reduces": [
 // JSON-NEXT: 0
+// JSON: "critical_path_breakdown": {
+// JSON-NEXT: "codec_kernels_s": 0,
+// JSON-NEXT: "collectives": [
+// JSON-NEXT: {
+// JSON-NEXT: "count": 1,
+// JSON-NEXT: "name": "dp all-reduce stage 0",
+// JSON-NEXT: "seconds": 2.56{{[0-9]*}}e-07
+// JSON: "name": "loss all-reduce",
+// JSON: "compute_s": 9.216{{[0-9]*}}e-06,
+// JSON-NEXT: "cpu_overhead_s": 0,
+// JSON-NEXT: "sends": [
+// JSON-NEXT: {
+// JSON-NEXT: "crossing_s": 0,
+// JSON-NEXT: "link": "0->1",
+// JSON-NEXT: "seconds": 5.1{{[0-9]*}}e-07,
+// JSON-NEXT: "transfers": 2
 // JSON: "iteration_time_s": 1.024{{[0-9]*}}e-05,
 // JSON: "stages": [
 // JSON: "dp_all_reduce": {

@@ -66,6 +66,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -124,6 +125,10 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     allGatherSizes("all-gather-sizes", cl::desc("(internal) the all-gather sizes (bytes per rank), comma-separated"),
                    cl::Hidden, cl::init(""), cl::cat(calibrateOptions));
+static cl::opt<std::string>
+    allToAllSizes("all-to-all-sizes",
+                  cl::desc("(internal) the all-to-all sizes (bytes each rank sends), comma-separated"), cl::Hidden,
+                  cl::init(""), cl::cat(calibrateOptions));
 static cl::opt<int> maxReduceShapes("max-reduce-shapes", cl::desc("largest all-reduced tensors measured"),
                                     cl::init(4), cl::cat(calibrateOptions));
 static cl::opt<int> numNodes("nodes", cl::desc("nodes of the output without --base (one core each)"),
@@ -238,25 +243,71 @@ static double messageOverhead(int rank, std::vector<char> &buf, int bytes, doubl
   return overlapped[overlapped.size() / 2] - alone[alone.size() / 2] + (sink == -1.0f ? 1e-30 : 0.0);
 }
 
-/// The median seconds of one all-reduce of `bytes` bytes per rank as the CPU target's runtime runs it
-/// (`ptrain_all_reduce_start` / `ptrain_compressed_all_reduce_start`: MPI_Iallreduce in place on f32 with
-/// MPI_SUM, then MPI_Wait), over `reps` runs each started after a barrier, on rank 0's clock; every rank takes
-/// part. `bytes` is rounded up to whole floats.
-static double medianAllReduce(std::vector<float> &buf, int bytes, int reps) {
-  int count = std::max(1, (bytes + 3) / 4);
+/// The seconds from the barrier `t0` (this rank's MPI_Wtime right after it) to the end of a collective on the
+/// slowest rank: each rank's own time, the largest of them (MPI_Allreduce MAX, after the timed call). A
+/// collective ends when every member has its result, which is what the timing model prices (a collective step
+/// of TimingPlan.h); rank 0's clock alone missed the broadcast half of OpenMPI's 2-rank in-place
+/// MPI_Iallreduce: at 20 Mbit/s on bench/cluster's link rank 0's wait ended one 128 KiB message before rank 1's
+/// (88 against 141 ms, loaded, 2026-12-08), so the quiet run's `all_reduces` priced the tied all-reduce at
+/// 58.2 ms instead of about 115 and every plan of it came out 50 ms too fast (bench/README.md, issue 25).
+static double slowestRankSeconds(double t0) {
+  double mine = MPI_Wtime() - t0, slowest = mine;
+  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+/// The median over `reps` runs of one collective that `start` posts (its request) and MPI_Wait completes, each
+/// run after a barrier and timed until the collective has ended on every rank (slowestRankSeconds); `after` runs
+/// after each (untimed).
+static double medianCollective(
+    int reps, llvm::function_ref<void(MPI_Request *)> start, llvm::function_ref<void()> after = [] {}) {
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     MPI_Request request;
-    MPI_Iallreduce(MPI_IN_PLACE, buf.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request);
+    start(&request);
     MPI_Wait(&request, MPI_STATUS_IGNORE);
-    t.push_back(MPI_Wtime() - t0);
-    // Keep the values finite over the repeats (each all-reduce doubles them).
-    std::fill(buf.begin(), buf.begin() + count, 1.0f);
+    t.push_back(slowestRankSeconds(t0));
+    after();
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+/// The median seconds of one all-reduce of `bytes` bytes per rank as the CPU target's runtime runs it
+/// (`ptrain_all_reduce_start` / `ptrain_compressed_all_reduce_start`: MPI_Iallreduce in place on f32 with
+/// MPI_SUM, then MPI_Wait), over `reps` runs each started after a barrier, until it has ended on every rank
+/// (slowestRankSeconds); every rank takes part. `bytes` is rounded up to whole floats.
+static double medianAllReduce(std::vector<float> &buf, int bytes, int reps) {
+  int count = std::max(1, (bytes + 3) / 4);
+  return medianCollective(
+      reps,
+      [&](MPI_Request *request) {
+        MPI_Iallreduce(MPI_IN_PLACE, buf.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, request);
+      },
+      // Keep the values finite over the repeats (each all-reduce doubles them).
+      [&] { std::fill(buf.begin(), buf.begin() + count, 1.0f); });
+}
+
+/// The median seconds of one all-to-all in which each of the 2 ranks sends `bytes` bytes in all (bytes / 2 to each
+/// rank, itself included), as the runtime's cast codec runs its first round (MPI_Ialltoall of MPI_BYTE, then
+/// MPI_Wait), over `reps` runs each after a barrier, until it has ended on every rank (slowestRankSeconds). `bytes`
+/// is rounded up to an even count.
+static double medianAllToAll(std::vector<char> &buf, std::vector<char> &received, int bytes, int reps) {
+  int each = std::max(1, (bytes + 1) / 2);
+  return medianCollective(reps, [&](MPI_Request *request) {
+    MPI_Ialltoall(buf.data(), each, MPI_BYTE, received.data(), each, MPI_BYTE, MPI_COMM_WORLD, request);
+  });
+}
+
+/// The median seconds of one all-gather in which each rank contributes `bytes` bytes, as the runtime's
+/// compressed collectives run it (MPI_Iallgather of MPI_BYTE, then MPI_Wait), over `reps` runs each after a
+/// barrier, until it has ended on every rank (slowestRankSeconds).
+static double medianAllGather(std::vector<char> &buf, std::vector<char> &gathered, int bytes, int reps) {
+  return medianCollective(reps, [&](MPI_Request *request) {
+    MPI_Iallgather(buf.data(), bytes, MPI_BYTE, gathered.data(), bytes, MPI_BYTE, MPI_COMM_WORLD, request);
+  });
 }
 
 /// The byte counts of an internal comma-separated size list (`option` names it in the error rank 0 prints);
@@ -276,23 +327,6 @@ static bool parseSizes(llvm::StringRef list, llvm::StringRef option, int rank, s
   return true;
 }
 
-/// The median seconds of one all-gather in which each rank contributes `bytes` bytes, as the runtime's
-/// compressed collectives run it (MPI_Iallgather of MPI_BYTE, then MPI_Wait), over `reps` runs each after a
-/// barrier, on rank 0's clock.
-static double medianAllGather(std::vector<char> &buf, std::vector<char> &gathered, int bytes, int reps) {
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    MPI_Request request;
-    MPI_Iallgather(buf.data(), bytes, MPI_BYTE, gathered.data(), bytes, MPI_BYTE, MPI_COMM_WORLD, &request);
-    MPI_Wait(&request, MPI_STATUS_IGNORE);
-    t.push_back(MPI_Wtime() - t0);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 static int runPingpong() {
   MPI_Init(nullptr, nullptr);
   int rank = 0, size = 0;
@@ -304,10 +338,11 @@ static int runPingpong() {
     MPI_Finalize();
     return 1;
   }
-  std::vector<int> sizes, reduceSizes, gatherSizes;
+  std::vector<int> sizes, reduceSizes, gatherSizes, toAllSizes;
   if (!parseSizes(pingpongSizes, "--pingpong-sizes", rank, sizes) ||
       !parseSizes(allReduceSizes, "--all-reduce-sizes", rank, reduceSizes) ||
-      !parseSizes(allGatherSizes, "--all-gather-sizes", rank, gatherSizes)) {
+      !parseSizes(allGatherSizes, "--all-gather-sizes", rank, gatherSizes) ||
+      !parseSizes(allToAllSizes, "--all-to-all-sizes", rank, toAllSizes)) {
     MPI_Finalize();
     return 1;
   }
@@ -352,6 +387,17 @@ static int runPingpong() {
       gatherSamples.push_back(
           json::Object{{"bytes", bytes}, {"seconds", medianAllGather(gatherBuf, gathered, bytes, reps)}});
   }
+  // The all-to-alls of the cast codec's first round at the plan's sizes (the link's `all_to_alls`).
+  json::Array toAllSamples;
+  {
+    int largestToAll = 2;
+    for (int b : toAllSizes)
+      largestToAll = std::max(largestToAll, b + 1);
+    std::vector<char> toAllBuf(largestToAll, 1), received(largestToAll, 0);
+    for (int bytes : toAllSizes)
+      toAllSamples.push_back(
+          json::Object{{"bytes", bytes}, {"seconds", medianAllToAll(toAllBuf, received, bytes, reps)}});
+  }
   json::Array samples;
   for (int bytes : sizes) {
     double roundTrip = medianExchange(rank, buf, recv, bytes, reps, /*duplex=*/false);
@@ -381,6 +427,7 @@ static int runPingpong() {
     result["samples"] = std::move(samples);
     result["all_reduce_samples"] = std::move(reduceSamples);
     result["all_gather_samples"] = std::move(gatherSamples);
+    result["all_to_all_samples"] = std::move(toAllSamples);
     llvm::outs() << json::Value(std::move(result)) << "\n";
   }
   MPI_Finalize();
@@ -390,7 +437,8 @@ static int runPingpong() {
 /// Runs this binary's --pingpong under mpirun on `hosts` over the message sizes `sizes`; the JSON line of rank 0.
 static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vector<int64_t> &sizes,
                                                const std::set<int64_t> &reduceSizes,
-                                               const std::set<int64_t> &gatherSizes) {
+                                               const std::set<int64_t> &gatherSizes,
+                                               const std::set<int64_t> &toAllSizes) {
   std::string self = llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&measureLink));
   auto mpirun = llvm::sys::findProgramByName("mpirun");
   if (!mpirun)
@@ -419,6 +467,12 @@ static llvm::Expected<json::Value> measureLink(const char *argv0, const std::vec
     for (int64_t b : gatherSizes)
       gatherList += (gatherList.empty() ? "" : ",") + std::to_string(b);
     args.push_back("--all-gather-sizes=" + gatherList);
+  }
+  if (!toAllSizes.empty()) {
+    std::string toAllList;
+    for (int64_t b : toAllSizes)
+      toAllList += (toAllList.empty() ? "" : ",") + std::to_string(b);
+    args.push_back("--all-to-all-sizes=" + toAllList);
   }
   std::vector<llvm::StringRef> refs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out), std::nullopt};
@@ -615,6 +669,7 @@ int main(int argc, char **argv) {
   // The bytes per rank of every all-reduce of the plan (dp buckets, tied, loss, TP sites), measured whole as
   // the link's `all_reduces` (the ping-pong runs 2 ranks, so the table prices all-reduces over 2 ranks).
   std::set<int64_t> allReduceBytes;
+  std::map<int64_t, RankedTensorType> zeroChunks; // ZeRO-1 reduce-scatter chunks over 2 ranks, by elements
   SymbolTable symbols(*module);
   module->walk([&](Operation *op) {
     if (auto send = dyn_cast<SendStartOp>(op))
@@ -632,6 +687,16 @@ int main(int argc, char **argv) {
         messageSizes.insert(static_cast<int64_t>(getTensorBytes(t)));
         allReduceBytes.insert(std::max<int64_t>(1, static_cast<int64_t>(getTensorBytes(t))));
       }
+    }
+    // ZeRO-1's reduce-scatter over 2 ranks: compressed, an all-to-all of each chunk's codes (CodecCosts.h
+    // getZeroReduceScatterCodecWork), timed for the link's `all_to_alls` below.
+    if (auto rs = dyn_cast<ReduceScatterStartOp>(op)) {
+      auto t = dyn_cast<RankedTensorType>(rs.getInput().getType());
+      auto grid = symbols.lookup<GridOp>(rs.getGrid());
+      int64_t n = grid ? grid.getGroupSize(rs.getGridAxes()) : 1;
+      if (t && t.hasStaticShape() && n == 2 && t.getNumElements() >= 2 * n)
+        zeroChunks[t.getNumElements() / n] =
+            RankedTensorType::get({t.getNumElements() / n}, Float32Type::get(op->getContext()));
     }
     if (auto tp = dyn_cast<TPAllReduceOp>(op)) {
       auto t = dyn_cast<RankedTensorType>(tp.getInput().getType());
@@ -758,6 +823,9 @@ int main(int argc, char **argv) {
   // quantization's and TAH-Quant's codes gathered whole; casts' fp32 chunks of 4 N / 2 bytes), for every
   // candidate codec on every TP site and all-reduced tensor: the link's `all_gathers` (schema version 3).
   std::set<int64_t> allGatherBytes;
+  // The casts' first round, an all-to-all of their 16-bit codes (each rank sends all of them, half to the other):
+  // the link's `all_to_alls` (schema version 4).
+  std::set<int64_t> allToAllBytes;
   {
     std::vector<RankedTensorType> collectiveTypes;
     addTypes(collectiveTypes, tpSites);
@@ -769,12 +837,27 @@ int main(int argc, char **argv) {
           continue;
         if (isa<CastAttr>(codec)) {
           allGatherBytes.insert(std::max<int64_t>(1, 4 * type.getNumElements() / 2));
+          int64_t codes = 0;
+          for (Type code : codec.getCodeTypes(type))
+            codes += static_cast<int64_t>(getTensorBytes(code));
+          allToAllBytes.insert(std::max<int64_t>(2, codes));
           continue;
         }
         int64_t bytes = 0;
         for (Type code : codec.getCodeTypes(type))
           bytes += static_cast<int64_t>(getTensorBytes(code));
         allGatherBytes.insert(std::max<int64_t>(1, bytes));
+      }
+    // ZeRO-1's compressed reduce-scatter: each rank sends both chunks' codes (2 x the chunk's code bytes).
+    for (const auto &[numel, chunk] : zeroChunks)
+      for (CodecAttrInterface codec : codecs) {
+        if (isa<PowerSGDAttr, LinearAEAttr>(codec) ||
+            failed(codec.verifyForType([] { return InFlightDiagnostic(); }, chunk)))
+          continue;
+        int64_t bytes = 0;
+        for (Type code : codec.getCodeTypes(chunk))
+          bytes += static_cast<int64_t>(getTensorBytes(code));
+        allToAllBytes.insert(std::max<int64_t>(2, 2 * bytes));
       }
   }
   json::Array codecTimes;
@@ -837,7 +920,7 @@ int main(int argc, char **argv) {
       if (b > 1 && b < pingpongBytes && (sweep.empty() || b > sweep.back() * 1.05))
         sweep.push_back(b);
     sweep.push_back(pingpongBytes);
-    auto measured = measureLink(argv[0], sweep, allReduceBytes, allGatherBytes);
+    auto measured = measureLink(argv[0], sweep, allReduceBytes, allGatherBytes, allToAllBytes);
     if (!measured)
       return fail(llvm::toString(measured.takeError()));
     link = std::move(*measured);
@@ -941,10 +1024,8 @@ int main(int argc, char **argv) {
     // slope alone (20 Mbit/s, tp = 2: 14 ms of "overhead" on a 128 KiB all-reduce message; bench/README.md).
     const std::pair<int64_t, std::string> eager = readEagerLimit();
     const int64_t eagerLimit = eager.first;
-    std::vector<MessageTime> planSizes;
-    for (const MessageTime &m : overheadSamples)
-      if (m.bytes < pingpongBytes && (eagerLimit <= 0 || m.bytes <= eagerLimit))
-        planSizes.push_back(m);
+    std::vector<MessageTime> planSizes =
+        eagerOverheadSamples(overheadSamples, pingpongBytes, eagerLimit > 0 ? eagerLimit : 0);
     // A slope needs sizes a few KiB apart: fitted to a 2- and a 4-byte sample (a dp plan's loss and counters,
     // all else above the eager limit) 0.15 ms of noise became 34 us per byte, 115 s for a 3.3 MB bucket. Sizes
     // closer than kOverheadSpanBytes give the mean as a per-message constant.
@@ -970,8 +1051,9 @@ int main(int argc, char **argv) {
     cpuOverheadRaw["samples"] = std::move(overheadRaw);
     cpuOverheadRaw["fit"] = "per size: the median of (MPI_Isend or MPI_Irecv, compute of about twice the one-way "
                             "time, MPI_Wait) minus the median of the compute alone, interleaved; the sender's "
-                            "(the receiver's send_s / recv_s kept for people); least-squares line over the plan's sizes below --pingpong-bytes "
-                            "and up to the eager limit (their mean where they span under 4 KiB), "
+                            "(the receiver's send_s / recv_s kept for people); least-squares line over the plan's "
+                            "sizes below --pingpong-bytes "
+                            "and below the eager limit, header included (their mean where they span under 4 KiB), "
                             "clamped >= 0 (fitCpuOverhead, LinkCost.h)";
     o["inter_node"] = json::Object{{"bandwidth", *rate},
                                    {"latency", *latency},
@@ -1004,12 +1086,17 @@ int main(int argc, char **argv) {
     // The collective rounds (schema version 3): each all-reduce of the plan timed whole (MPI_Iallreduce + MPI_Wait
     // at its size over the two ranks), fitted non-decreasing; the timing model prices 2-rank all-reduces from it
     // instead of messages + cpu_overhead.
-    json::Array reduceRaw, gatherRaw;
-    std::vector<MessageTime> reduceSamples, gatherSamples;
+    json::Array reduceRaw, gatherRaw, toAllRaw;
+    std::vector<MessageTime> reduceSamples, gatherSamples, toAllSamples;
     if (!readCollectiveSamples(*l, "all_reduce_samples", reduceSamples, reduceRaw))
       return fail("--hosts: a bad all-reduce sample");
     if (!readCollectiveSamples(*l, "all_gather_samples", gatherSamples, gatherRaw))
       return fail("--hosts: a bad all-gather sample");
+    if (!readCollectiveSamples(*l, "all_to_all_samples", toAllSamples, toAllRaw))
+      return fail("--hosts: a bad all-to-all sample");
+    json::Value toAllTable = nullptr;
+    if (!toAllSamples.empty())
+      toAllTable = toJson(fitMessageTimes(toAllSamples));
     json::Value gatherTable = nullptr;
     if (!gatherSamples.empty())
       gatherTable = toJson(fitMessageTimes(gatherSamples));
@@ -1020,7 +1107,10 @@ int main(int argc, char **argv) {
     }
     if (!gatherSamples.empty())
       (*o.getObject("inter_node"))["all_gathers"] = gatherTable;
-    if (!reduceSamples.empty() || !gatherSamples.empty())
+    if (!toAllSamples.empty())
+      (*o.getObject("inter_node"))["all_to_alls"] = toAllTable;
+    const bool anyTable = !reduceSamples.empty() || !gatherSamples.empty() || !toAllSamples.empty();
+    if (anyTable)
       (*o.getObject("inter_node"))["collective_ranks"] = 2;
     // The rendezvous stall's threshold (schema version 2), read from the MPI's configuration.
     const std::string &eagerSource = eager.second;
@@ -1037,10 +1127,13 @@ int main(int argc, char **argv) {
         {"crossing_source", std::move(crossingSource)},
         {"all_reduce_samples", std::move(reduceRaw)},
         {"all_gather_samples", std::move(gatherRaw)},
+        {"all_to_all_samples", std::move(toAllRaw)},
         {"all_reduce_fit", "per all-reduce size of the plan (bytes per rank): the median of MPI_Iallreduce (in place, "
-                           "f32 sum, as the runtime) + MPI_Wait over 2 ranks, each after a barrier; monotone least "
+                           "f32 sum, as the runtime) + MPI_Wait over 2 ranks, each after a barrier, to its end on the "
+                           "slowest rank (the largest of the ranks' own times); monotone least "
                            "squares (pool adjacent violators); all_gathers the same of MPI_Iallgather at the sizes the "
-                           "compressed collectives gather (top-k, quantization codes; casts' fp32 chunks)"},
+                           "compressed collectives gather (top-k, quantization codes; casts' fp32 chunks); "
+                           "all_to_alls the same of MPI_Ialltoall at the casts' 16-bit codes (bytes each rank sends)"},
         {"samples", std::move(raw)},
         {"duplex_samples", std::move(duplexRaw)},
         {"round_trips", pingpongReps.getValue()},
@@ -1052,12 +1145,15 @@ int main(int argc, char **argv) {
       calibrated["all_reduces"] = std::move(reduceTable);
     if (!gatherSamples.empty())
       calibrated["all_gathers"] = std::move(gatherTable);
-    if (!reduceSamples.empty() || !gatherSamples.empty())
+    if (!toAllSamples.empty())
+      calibrated["all_to_alls"] = std::move(toAllTable);
+    if (anyTable)
       calibrated["collective_ranks"] = 2;
   }
   o["calibration"] = std::move(calibration);
-  // cpu_overhead is schema version 2 and all_reduces 3 (Cluster.h kClusterSchemaVersion); a link-less file stays
-  // readable as 1 but is written as the newest too, so that a later --link-only on it needs no change of version.
+  // cpu_overhead is schema version 2, all_reduces 3 and all_to_alls 4 (Cluster.h kClusterSchemaVersion); a link-less
+  // file stays readable as 1 but is written as the newest too, so that a later --link-only on it needs no change of
+  // version.
   o["version"] = kClusterSchemaVersion;
   // The CPU target's all-reduce is MPI_Iallreduce in place, which OpenMPI's libnbc runs as a binomial reduce +
   // broadcast (ClusterSpec::binomialAllReduce).

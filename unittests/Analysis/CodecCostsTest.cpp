@@ -298,4 +298,48 @@ TEST_F(CodecCostsTest, AllGatherRoundsUseTheMeasuredTable) {
                    measured.messages(2, 2 * three->first.front().bytes));
 }
 
+TEST_F(CodecCostsTest, CastAllToAllUsesTheMeasuredTable) {
+  // The cast codec's compressed all-reduce: an all-to-all of its 16-bit codes (MPI_Ialltoall: each rank sends
+  // half of its 64 x 64 x 2 = 8,192 B to the other), then an all-gather of fp32 chunks. Without a table: one
+  // message of 4,096 B with its overhead; with the link's `all_to_alls` (schema version 4): the table's time
+  // of the 8,192 B each rank sends; the all-gather keeps its own rule.
+  auto type = RankedTensorType::get({64, 64}, Float32Type::get(&context));
+  auto bf16 = cast<CodecAttrInterface>(parseAttribute("#ptrain.cast<bf16>", &context));
+  auto work = getDataParallelCodecWork(bf16, type, 2, /*errorFeedback=*/false);
+  ASSERT_TRUE(static_cast<bool>(work)) << llvm::toString(work.takeError());
+  ASSERT_EQ(work->first.size(), 1u);
+  const CodecCollective &toAll = work->first.front();
+  EXPECT_TRUE(toAll.allToAll);
+  EXPECT_FALSE(toAll.allGather || toAll.allReduce);
+  EXPECT_DOUBLE_EQ(toAll.bytes, 8192);
+  LinkSpec spec{1.25e8, 1e-5, {}};
+  spec.overheadPerMessage = 1e-4;
+  LinkCost plain(spec, 1, /*binomial=*/true);
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(toAll, plain, 2), 1e-5 + 4096 / 1.25e8 + 2e-4);
+  spec.allToAlls = {{1024, 2e-5}, {16384, 1e-4}};
+  spec.collectiveRanks = 2;
+  LinkCost measured(spec, 1, /*binomial=*/true);
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(toAll, measured, 2), 2e-5 + 8e-5 * (8192 - 1024) / (16384 - 1024));
+  // The all-gather round has no table here: from messages, as before.
+  ASSERT_EQ(work->second.size(), 1u);
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(work->second.front(), measured, 2), plain.messages(1, 8192));
+  // Over 3 ranks the 2-rank table does not apply: 2 messages of a third of the codes each.
+  auto three = getDataParallelCodecWork(bf16, type, 3, /*errorFeedback=*/false);
+  ASSERT_TRUE(static_cast<bool>(three));
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(three->first.front(), measured, 3), measured.messages(2, 2.0 / 3 * 8192));
+  // ZeRO-1's compressed reduce-scatter is an all-to-all of every chunk's codes too (the runtime's MPI_Ialltoall):
+  // over 2 ranks each rank sends both chunks' codes (2 x an 8-bit quantized chunk's code bytes), priced from the
+  // same table; without it, one message of half of them.
+  auto chunk = RankedTensorType::get({2048}, Float32Type::get(&context));
+  auto quant = cast<CodecAttrInterface>(parseAttribute("#ptrain.quant<bits = 8>", &context));
+  DataParallelCodecWork zero = getZeroReduceScatterCodecWork(quant, chunk, 2, /*errorFeedback=*/true);
+  ASSERT_EQ(zero.first.size(), 1u);
+  const CodecCollective &scatter = zero.first.front();
+  EXPECT_TRUE(scatter.allToAll);
+  EXPECT_DOUBLE_EQ(scatter.bytes, 2 * getCodecWork(quant, chunk, true).codeBytes);
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(scatter, measured, 2), measured.allToAll(scatter.bytes, 2));
+  EXPECT_NE(getCollectiveSeconds(scatter, measured, 2), plain.messages(1, scatter.bytes / 2));
+  EXPECT_DOUBLE_EQ(getCollectiveSeconds(scatter, plain, 2), plain.messages(1, scatter.bytes / 2));
+}
+
 } // namespace

@@ -167,6 +167,20 @@ TEST(LinkCostTest, CpuOverheadIsFittedAndPriced) {
   EXPECT_DOUBLE_EQ(negative.perMessage, 0);
   EXPECT_DOUBLE_EQ(negative.perByte, 0);
 
+  // The samples fitted: the plan's sizes below --pingpong-bytes and below the eager limit. bench/cluster's
+  // quiet run at 401.7 Mbit/s (2026-12-07 23:24): every eager size within 0.03 ms of 0, the 65,536 B
+  // (rendezvous under OpenMPI's 64 KiB limit, header included) 0.98 ms; with it the fit was 6.97 ns/B.
+  std::vector<MessageTime> quiet = {{8192, 2.3666e-5},     {13108, 1.38e-5},       {16384, 3.0785e-5},
+                                    {32768, -3.386e-5},    {39324, -3.15368e-4},   {65536, 9.83839e-4},
+                                    {131072, 1.018782e-3}, {1048576, -1.016007e-3}};
+  std::vector<MessageTime> eager = eagerOverheadSamples(quiet, 1048576, 65536);
+  ASSERT_EQ(eager.size(), 5u);
+  EXPECT_EQ(eager.back().bytes, 39324);
+  EXPECT_DOUBLE_EQ(fitCpuOverhead(eager).perByte, 0); // falling: noise around 0, not a slope
+  EXPECT_NEAR(fitCpuOverhead(eagerOverheadSamples(quiet, 1048576, 65537)).perByte, 6.97e-9, 0.5e-9)
+      << "the 65,536 B rendezvous sample sets the slope";
+  EXPECT_EQ(eagerOverheadSamples(quiet, 1048576, 0).size(), 7u); // no limit known: all below --pingpong-bytes
+
   LinkSpec spec{1e9, 1e-5, {}};
   spec.overheadPerMessage = 1e-5;
   spec.overheadPerByte = 2e-8;
@@ -222,8 +236,9 @@ TEST(LinkCostTest, CpuOverheadSchemaIsVersioned) {
   EXPECT_EQ(parseVersioned(R"("version": 1, )", ""), "ok 1 0.000000 0.000000");
   EXPECT_EQ(parseVersioned("", ok), needsVersion2("inter_node.cpu_overhead"));
   EXPECT_EQ(parseVersioned(R"("version": 3, )", ok), "ok 3 0.000020 3.000000");
-  EXPECT_EQ(parseVersioned(R"("version": 4, )", ""),
-            "version: is 4, but this ptrain reads cluster files up to version 3");
+  EXPECT_EQ(parseVersioned(R"("version": 4, )", ok), "ok 4 0.000020 3.000000");
+  EXPECT_EQ(parseVersioned(R"("version": 5, )", ""),
+            "version: is 5, but this ptrain reads cluster files up to version 4");
   EXPECT_EQ(parseVersioned(R"("version": "2", )", ""), "version: must be an integer >= 1");
   EXPECT_EQ(parseVersioned(R"("version": 2, )", R"(, "cpu_overhead": {"per_message_s": -1e-6, "per_byte_s": 0})"),
             "inter_node.cpu_overhead.per_message_s: must be >= 0, got -0.000001");
@@ -243,7 +258,12 @@ TEST(LinkCostTest, EagerLimitSplitsLargeMessages) {
   spec.eagerLimitBytes = 65536;
   LinkCost link(spec);
   EXPECT_DOUBLE_EQ(link.eagerSeconds(131072), 1e-5 + 65536 / 1e9);
-  EXPECT_DOUBLE_EQ(link.eagerSeconds(65536), -1);
+  // The limit counts MPI's header: a message of exactly its size is a rendezvous one (all of it but the
+  // header's bytes in the eager part), one byte less moves at once.
+  EXPECT_TRUE(link.isRendezvous(65536));
+  EXPECT_DOUBLE_EQ(link.eagerSeconds(65536), 1e-5 + 65536 / 1e9);
+  EXPECT_FALSE(link.isRendezvous(65535));
+  EXPECT_DOUBLE_EQ(link.eagerSeconds(65535), -1);
   EXPECT_DOUBLE_EQ(link.eagerSeconds(100), -1);
   // Without the field nothing is split.
   EXPECT_DOUBLE_EQ(LinkCost(LinkSpec{1e9, 1e-5, {}}).eagerSeconds(1e9), -1);
@@ -363,7 +383,8 @@ TEST(LinkCostTest, AllReduceRoundsAreMeasuredWhole) {
       parseReduces(R"("version": 3, )", R"(, "all_gathers": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 2)"),
       "ok 0 2");
   EXPECT_EQ(parseReduces(R"("version": 3, )", R"(, "collective_ranks": 2)"),
-            "inter_node.collective_ranks: given without all_reduces or all_gathers (the tables it describes)");
+            "inter_node.collective_ranks: given without all_reduces, all_gathers or all_to_alls (the tables it "
+            "describes)");
   EXPECT_EQ(
       parseReduces(R"("version": 3, )", R"(, "all_reduces": [{"bytes": 4, "seconds": 1e-4}], "collective_ranks": 1)"),
       "inter_node.collective_ranks: must be >= 2 (the ranks the collectives were measured over), got 1");
@@ -396,6 +417,44 @@ TEST(LinkCostTest, AllGatherRoundsAreMeasuredWhole) {
   EXPECT_NEAR(link.allGather(10000, 3), 2 * 8.2e-3, 1e-12);
   // The all-reduces have no table here: from messages, as before.
   EXPECT_NEAR(link.allReduce(10000, 2), 16.4e-3, 1e-12);
+}
+
+// `all_to_alls` (schema version 4): the whole all-to-all by each rank's send buffer, over collective_ranks.
+TEST(LinkCostTest, AllToAllRoundsAreMeasuredWhole) {
+  std::string table = R"("all_to_alls": [{"bytes": 100, "seconds": 5e-4}, {"bytes": 20000, "seconds": 4.5e-3}],
+    "collective_ranks": 2)";
+  // A version-3 file may not have it (parseMeasured writes version 3).
+  auto old = llvm::json::parse(R"({"version": 3, "nodes": 2, "gpus_per_node": 1,
+    "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
+    "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
+    "inter_node": {"bandwidth": 2.5e6, "latency": 1e-4, )" +
+                               table + "}}");
+  ASSERT_TRUE(static_cast<bool>(old));
+  auto refused = parseCluster(*old);
+  ASSERT_FALSE(static_cast<bool>(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("inter_node.all_to_alls"), std::string::npos);
+  auto text = llvm::json::parse(R"({"version": 4, "nodes": 2, "gpus_per_node": 1,
+    "gpu": {"peak_flops": {"f32": 1e10}, "memory_bandwidth": 1e10, "memory_capacity": 1e9, "efficiency": 1},
+    "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
+    "inter_node": {"bandwidth": 2.5e6, "latency": 1e-4, "messages": [
+      {"bytes": 1000, "seconds": 2e-3}, {"bytes": 10000, "seconds": 6e-3}, {"bytes": 100000, "seconds": 4.2e-2}],
+      "cpu_overhead": {"per_message_s": 1e-3, "per_byte_s": 1e-8}, )" +
+                                table + "}}");
+  ASSERT_TRUE(static_cast<bool>(text));
+  auto cluster = parseCluster(*text);
+  ASSERT_TRUE(static_cast<bool>(cluster)) << llvm::toString(cluster.takeError());
+  LinkCost link(cluster->interNode, 1, /*binomial=*/true);
+  EXPECT_TRUE(link.hasAllToAllTable(2));
+  EXPECT_FALSE(link.hasAllToAllTable(3));
+  EXPECT_FALSE(link.hasAllGatherTable(2));
+  EXPECT_NEAR(link.allToAll(10000, 2), 5e-4 + 4e-3 * 9900 / 19900, 1e-15);
+  EXPECT_DOUBLE_EQ(link.allToAll(50, 2), 5e-4);
+  // Above the last entry: its time plus what the message rule adds (one message of half the bytes each).
+  EXPECT_NEAR(link.allToAll(40000, 2),
+              4.5e-3 + (link.message(20000) - link.message(10000)) + (20000 - 10000) * 1e-8 * 2, 1e-12);
+  // No table over 3 ranks: 2 messages of 10,000 B with their overhead, as messages(2, 2/3 x 30,000).
+  EXPECT_NEAR(link.allToAll(30000, 3), 2 * (6e-3 + 2 * (1e-3 + 1e-4)), 1e-12);
+  EXPECT_DOUBLE_EQ(link.allToAll(30000, 1), 0);
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ptrain/Analysis/TimingPlan.h"
+#include "ptrain/Analysis/CriticalPathBreakdown.h"
 #include "ptrain/Analysis/ModuleCosts.h"
 #include "ptrain/Analysis/PipelinePlan.h"
 
@@ -586,6 +587,84 @@ TEST(TimingPlanTest, RendezvousRestWaitsForTheSendersComputeStep) {
     EXPECT_EQ(f1 != path.end() && f1 + 1 != path.end() && *(f1 + 1) == "send F0 0->1", limit)
         << llvm::join(path, ", ");
     EXPECT_DOUBLE_EQ(t.slack[index.tableSteps[0][1]], limit ? 0.0 : 2.5);
+  }
+}
+
+/// The link entry `name` of a breakdown ("0->1"); a failed expectation and an empty entry where missing.
+CriticalPathBreakdown::Link linkOf(const CriticalPathBreakdown &b, const std::string &name) {
+  for (const CriticalPathBreakdown::Link &l : b.links)
+    if (l.name == name)
+      return l;
+  ADD_FAILURE() << "no link " << name << " on the critical path";
+  return {};
+}
+
+/// The critical path breakdown of `costs`' plan, with a failed expectation unless its parts sum to the
+/// iteration time.
+CriticalPathBreakdown breakdownOf(const PipelineCosts &costs) {
+  PipelinePlanIndex index;
+  Plan plan = planOrDie(costs, index);
+  Timeline t = simulateOrDie(plan);
+  CriticalPathBreakdown b = breakDownCriticalPath(plan, t);
+  EXPECT_DOUBLE_EQ(b.total(), t.iterationTime);
+  return b;
+}
+
+TEST(TimingPlanTest, CriticalPathBreakdownSplitsTheIterationByKind) {
+  // The parts telescope to the iteration time; each case's path and parts by hand.
+  // (1) CpuOverheadLengthensBothEndpoints' plan, o = 0.0625: F0 [0, 1.0625], send F0 [.., 1.5625], FB0 3.125,
+  // send B0 0.5, B0 2.0625: compute 1 + 3 + 2 = 6, overhead 4 o = 0.25, one 0.5 s send each way: 7.25.
+  {
+    PipelineCosts costs = uniformCosts("1f1b", 2, 1, 1.0, 2.0);
+    costs.stages[0].sendForward = {0.5, 1000, true};
+    costs.stages[0].sendForward.cpuOverhead = 0.0625;
+    costs.stages[1].sendBackward = {0.5, 1000, true};
+    costs.stages[1].sendBackward.cpuOverhead = 0.0625;
+    CriticalPathBreakdown b = breakdownOf(costs);
+    EXPECT_DOUBLE_EQ(b.compute, 6.0);
+    EXPECT_DOUBLE_EQ(b.cpuOverhead, 0.25);
+    EXPECT_DOUBLE_EQ(b.codecKernels, 0.0);
+    EXPECT_DOUBLE_EQ(linkOf(b, "0->1").seconds, 0.5);
+    EXPECT_DOUBLE_EQ(linkOf(b, "1->0").seconds, 0.5);
+    EXPECT_DOUBLE_EQ(b.total(), 7.25);
+  }
+  // (2) CrossingSendsMoveSlowerWhileBothAreInFlight's plan, k = 2, 4 s sends: F0 [0, 1], send F0 [1, 5],
+  // FB0 [5, 8], send F1 [8, 16] (4 s of link, 4 s lost to send B0 crossing it), FB1 [16, 19], send B1
+  // [19, 23], B1 [23, 25]: compute 9; 0->1 two sends, 8 s of link + 4 s crossing; 1->0 one send, 4 s.
+  {
+    PipelineCosts costs = uniformCosts("1f1b", 2, 2, 1.0, 2.0);
+    costs.rankNodes = {0, 1};
+    costs.stages[0].sendForward.seconds = 4;
+    costs.stages[0].sendForward.crossingSlowdown = 2;
+    costs.stages[1].sendBackward.seconds = 4;
+    costs.stages[1].sendBackward.crossingSlowdown = 2;
+    CriticalPathBreakdown b = breakdownOf(costs);
+    EXPECT_DOUBLE_EQ(b.compute, 9.0);
+    EXPECT_DOUBLE_EQ(b.cpuOverhead, 0.0);
+    CriticalPathBreakdown::Link forward = linkOf(b, "0->1"), backward = linkOf(b, "1->0");
+    EXPECT_EQ(forward.transfers, 2);
+    EXPECT_DOUBLE_EQ(forward.seconds, 8.0);
+    EXPECT_DOUBLE_EQ(forward.crossing, 4.0);
+    EXPECT_EQ(backward.transfers, 1);
+    EXPECT_DOUBLE_EQ(backward.seconds, 4.0);
+    EXPECT_DOUBLE_EQ(backward.crossing, 0.0);
+    EXPECT_DOUBLE_EQ(b.total(), 25.0);
+  }
+  // (3) RendezvousRestWaitsForTheSendersComputeStep's plan with the limit: F0 [0, 1], F1 [1, 2], the rest of
+  // send F0 after F1 [2, 2.375] (its stall is F1's time, counted as compute), FB0 [2.375, 5.375], send F1
+  // [5.375, 5.875], FB1 [5.875, 8.875], send B1 [8.875, 9.375], B1 [9.375, 11.375]: compute 1 + 1 + 3 + 3 + 2
+  // = 10, 0->1 0.375 + 0.5, 1->0 0.5.
+  {
+    PipelineCosts costs = uniformCosts("1f1b", 2, 2, 1.0, 2.0);
+    costs.stages[0].sendForward = {0.5, 131072, true};
+    costs.stages[0].sendForward.eagerSeconds = 0.125;
+    costs.stages[1].sendBackward = {0.5, 131072, true};
+    CriticalPathBreakdown b = breakdownOf(costs);
+    EXPECT_DOUBLE_EQ(b.compute, 10.0);
+    EXPECT_EQ(linkOf(b, "0->1").transfers, 2);
+    EXPECT_DOUBLE_EQ(linkOf(b, "0->1").seconds, 0.875);
+    EXPECT_DOUBLE_EQ(linkOf(b, "1->0").seconds, 0.5);
+    EXPECT_DOUBLE_EQ(b.total(), 11.375);
   }
 }
 

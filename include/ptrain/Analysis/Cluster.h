@@ -80,15 +80,24 @@ struct LinkSpec {
   /// that many ranks on this link is priced from the table (LinkCost::allReduce), CPU included: the table is the
   /// collective round itself, not messages plus `cpu_overhead`. ptrain-calibrate --hosts measures it as the
   /// median of MPI_Iallreduce (in place, f32 sum, as the CPU target's runtime calls it) + MPI_Wait at the plan's
-  /// all-reduce sizes, fitted non-decreasing (fitMessageTimes); an empty table: every all-reduce priced from
-  /// its messages, as before.
+  /// all-reduce sizes, to its end on the slowest rank (until branch clu11 on rank 0's clock, which missed the
+  /// broadcast half of a 2-rank all-reduce), fitted non-decreasing (fitMessageTimes); an empty table: every
+  /// all-reduce priced from its messages, as before.
   std::vector<MessageTime> allReduces;
   /// `all_gathers` (optional, schema version 3): the same form for one whole all-gather by the bytes each rank
-  /// contributes, over `collective_ranks` ranks (ptrain-calibrate: MPI_Iallgather + MPI_Wait at the sizes the
+  /// contributes, over `collective_ranks` ranks (ptrain-calibrate: MPI_Iallgather + MPI_Wait, to the slowest
+  /// rank's end, at the sizes the
   /// compressed collectives gather: top-k's and quantization's codes, casts' fp32 chunks); prices those rounds
   /// (LinkCost::allGather) instead of messages + `cpu_overhead`.
   std::vector<MessageTime> allGathers;
-  /// `collective_ranks` (schema version 3, required with either table): the ranks the tables were measured over.
+  /// `all_to_alls` (optional, schema version 4): the same form for one whole all-to-all by the bytes of each
+  /// rank's send buffer (bytes / n to each rank), over `collective_ranks` ranks (ptrain-calibrate: MPI_Ialltoall
+  /// of MPI_BYTE + MPI_Wait, to the slowest rank's end, at the sizes the cast codec's first round sends: the
+  /// 16-bit codes of the all-reduced tensors and TP sites); prices those rounds (LinkCost::allToAll) instead of
+  /// messages + `cpu_overhead`.
+  std::vector<MessageTime> allToAlls;
+  /// `collective_ranks` (schema version 3, required with any of the tables): the ranks the tables were measured
+  /// over.
   int64_t collectiveRanks = 0;
 };
 
@@ -105,8 +114,8 @@ struct CodecKernelTime {
 /// The newest cluster-file schema version this build reads (`version`, docs/TimingModel.md): 1, the schema
 /// before the field existed (files without `version`); 2 adds the links' `cpu_overhead`,
 /// `eager_limit_bytes` and `crossing_slowdown`; 3 adds the links' measured `all_reduces`, `all_gathers` and
-/// `collective_ranks`.
-constexpr int64_t kClusterSchemaVersion = 3;
+/// `collective_ranks`; 4 adds the links' measured `all_to_alls`.
+constexpr int64_t kClusterSchemaVersion = 4;
 
 /// A parsed and checked cluster description.
 struct ClusterSpec {

@@ -72,6 +72,10 @@ struct CodecCollective {
   /// An all-gather in which every rank contributes `bytes` ((n-1) latencies, (n-1) `bytes` sent), timed by
   /// LinkCost::allGather (the link's measured `all_gathers` where it has them).
   bool allGather = false;
+  /// An all-to-all in which every rank sends `bytes` in all (the cast codec's first round and ZeRO-1's compressed
+  /// reduce-scatter, both MPI_Ialltoall), timed by LinkCost::allToAll (the link's measured `all_to_alls` where it
+  /// has them).
+  bool allToAll = false;
 };
 /// An all-reduce of `bytes` per rank, with a ring's traffic: 2(n-1) latencies, 2(n-1)/n of the bytes sent.
 CodecCollective ringAllReduce(double bytes, int64_t n);
@@ -79,7 +83,8 @@ CodecCollective ringAllReduce(double bytes, int64_t n);
 /// of ringAllReduce, timed as its 2(n-1) messages whatever the cluster's all-reduce algorithm.
 CodecCollective ringReduceScatterAllGather(double bytes, int64_t n);
 /// Seconds of round `c` with its bytes scaled by `scale` (a TP shard's 1 / tp) on `link` over n ranks: an
-/// all-reduce round by LinkCost::allReduce, an all-gather round by LinkCost::allGather, any other as
+/// all-reduce round by LinkCost::allReduce, an all-gather round by LinkCost::allGather where the link has its
+/// table, an all-to-all round by LinkCost::allToAll where the link has its table, any other as
 /// LinkCost::messages(latencies, sentBytes).
 double getCollectiveSeconds(const CodecCollective &c, const LinkCost &link, int64_t n, double scale = 1);
 

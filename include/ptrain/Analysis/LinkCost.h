@@ -40,12 +40,18 @@ public:
   /// charges it to the sender's producing step and the receiver's consuming step of a pipeline send
   /// (PipelinePlan.h), and twice per round (a send and a receive) to a collective's time.
   double overhead(double bytes) const { return spec.overheadPerMessage + bytes * spec.overheadPerByte; }
+  /// Whether a message of `bytes` bytes goes by MPI's rendezvous protocol: the link has `eager_limit_bytes` and
+  /// the message is at least that large. The limit counts the MPI's own header (OpenMPI: "Maximum size (in
+  /// bytes, including header) of 'short' messages", `ompi_info --param btl tcp --level 9`; ob1 sends eagerly
+  /// only `size <= btl_eager_limit - sizeof(mca_pml_ob1_hdr_t)`, `mca_pml_ob1_send_request_start_btl` in
+  /// pml_ob1_sendreq.h), so a message of exactly the limit's size is a rendezvous one. (The few dozen sizes
+  /// just under the limit that the header also pushes over it are rare and taken as eager.)
+  bool isRendezvous(double bytes) const { return spec.eagerLimitBytes > 0 && bytes >= spec.eagerLimitBytes; }
   /// Seconds the first eager_limit_bytes of a message of `bytes` bytes take (message(eager limit)), the part
-  /// that moves at once; -1 where the whole message moves at once (no `eager_limit_bytes`, or bytes at most the
-  /// limit). The rest, message(bytes) minus this, waits for the sender's next MPI call (TimingPlan.h).
-  double eagerSeconds(double bytes) const {
-    return spec.eagerLimitBytes > 0 && bytes > spec.eagerLimitBytes ? message(spec.eagerLimitBytes) : -1;
-  }
+  /// that moves at once; -1 where the whole message moves at once (no `eager_limit_bytes`, or !isRendezvous).
+  /// The rest, message(bytes) minus this (nothing but the header's few bytes for a message of the limit's
+  /// size), waits for the sender's next MPI call (TimingPlan.h).
+  double eagerSeconds(double bytes) const { return isRendezvous(bytes) ? message(spec.eagerLimitBytes) : -1; }
   /// The link's `crossing_slowdown` (>= 1; 1 without the field): how much slower a point-to-point transfer
   /// moves while one crosses it in the opposite direction (TimingPlan.h).
   double crossingSlowdown() const { return spec.crossingSlowdown; }
@@ -66,6 +72,14 @@ public:
   /// table (no `cpu_overhead` added); else n-1 messages of `bytes` (each with its overhead), as
   /// messages(n - 1, (n - 1) bytes). 0 when n <= 1.
   double allGather(double bytes, int64_t n) const;
+  /// An all-to-all in which each of n ranks sends `bytes` in all (bytes / n to each rank, MPI_Ialltoall's
+  /// sendcount x n): where the link has a measured all-to-all table (`all_to_alls`, schema version 4) over n
+  /// ranks, its time of sharers x bytes, interpolated as allReduce() interpolates its table (no `cpu_overhead`
+  /// added); else n-1 messages of bytes / n (each with its overhead), as messages(n - 1, (n - 1) / n bytes).
+  /// 0 when n <= 1.
+  double allToAll(double bytes, int64_t n) const;
+  /// Whether allToAll() over n ranks is priced from the measured table.
+  bool hasAllToAllTable(int64_t n) const { return n > 1 && !spec.allToAlls.empty() && n == spec.collectiveRanks; }
   /// Whether allGather() over n ranks is priced from the measured table.
   bool hasAllGatherTable(int64_t n) const { return n > 1 && !spec.allGathers.empty() && n == spec.collectiveRanks; }
   /// Ring reduce-scatter or all-gather: n-1 messages of bytes / n; 0 when n <= 1.
@@ -99,6 +113,16 @@ struct CpuOverhead {
   double perMessage = 0, perByte = 0;
 };
 CpuOverhead fitCpuOverhead(const std::vector<MessageTime> &samples);
+
+/// The overhead samples fitCpuOverhead is given (ptrain-calibrate): those of the plan's sizes, below
+/// `pingpongBytes` (the rate measurement's size, larger than anything the plan sends), that MPI sends eagerly,
+/// below `eagerLimitBytes` (LinkCost::isRendezvous; 0: no limit known, all of them). Above it a sender's
+/// MPI_Wait also waits for the receiver's clear-to-send, link time the timing model prices as the rendezvous
+/// stall: the 65,536 B sample of bench/cluster's quiet run at 401.7 Mbit/s (2026-12-07 23:24, OpenMPI's 64 KiB
+/// limit, header included) waited 0.98 ms, set the fitted slope alone (6.97 ns/B, 10 ms of the uncompressed
+/// plan's 114.5 ms prediction) while every eager size's sample was within 0.03 ms of 0.
+std::vector<MessageTime> eagerOverheadSamples(const std::vector<MessageTime> &samples, double pingpongBytes,
+                                              double eagerLimitBytes);
 
 } // namespace mlir::ptrain
 

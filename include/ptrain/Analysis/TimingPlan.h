@@ -94,6 +94,9 @@ struct PlanStep {
   /// (n-1) x its per-rank part); < 0: not given (reports use 2(n-1)/n of `bytes` with n = dp or pp).
   double sentBytes = -1;
   bool interNode = false;
+  /// Compute steps: seconds of `duration` that are the per-message CPU overhead of adjacent pipeline sends
+  /// (CommCost::cpuOverhead, LogP's o, added by PipelinePlan.cpp); report data (CriticalPathBreakdown.h).
+  double cpuOverhead = 0;
   int stage = -1;
   int tableIndex = -1;
   int microBatch = -1;
