@@ -89,6 +89,33 @@ module {
     return %out : tensor<8x16xf32>
   }
 
+  // The widened form of a bf16 TP site (value_type = bf16, C8): the descriptor's version-2 field value_dtype, so the
+  // runtime sends 2-byte top-k values; an f32 site's initializer above stays version 1's 15 fields.
+  // CHECK-LABEL: ptrain_status_t device_topk_bf16_values({{.*}}) {
+  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_TOPK, 0, 0, 0, 0, PTRAIN_DTYPE_F32, 1, 8, 16, 0, 12, 0, 0ULL, 0, 0, PTRAIN_DTYPE_BF16};
+  // CHECK-NEXT: ptrain_cuda_copy_bytes({{v[0-9]+}}, 512, [[E:v[0-9]+]])
+  // CHECK-NEXT: ptrain_nccl_compressed_all_reduce(comm_grid_tp, &codec, d_arg0, [[E]], nullptr, {{v[0-9]+}}, PTRAIN_REDUCE_SUM)
+  func.func @topk_bf16_values(%g: tensor<8x16xf32>) -> tensor<8x16xf32> {
+    %e = ptrain.state_read @ec : tensor<8x16xf32>
+    %r, %e1 = ptrain.compressed_all_reduce_start %g state(%e) on @grid axes [tp] reduction = sum
+        {codec = #ptrain.topk<k = 12>, error_feedback, value_type = bf16} : tensor<8x16xf32> state(tensor<8x16xf32>) -> state(tensor<8x16xf32>)
+    ptrain.state_write %e1 to @ec : tensor<8x16xf32>
+    %out = ptrain.wait %r : !ptrain.request<tensor<8x16xf32>>
+    return %out : tensor<8x16xf32>
+  }
+
+  // Rand-k with f16 values.
+  // CHECK-LABEL: ptrain_status_t device_randk_f16_values({{.*}}) {
+  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_RANDK, 0, 0, 0, 0, PTRAIN_DTYPE_F32, 1, 8, 16, 0, 32, 0, 7ULL, 0, 0, PTRAIN_DTYPE_F16};
+  func.func @randk_f16_values(%g: tensor<8x16xf32>) -> tensor<8x16xf32> {
+    %c = ptrain.state_read @n : tensor<i64>
+    %r, %c1 = ptrain.compressed_all_reduce_start %g state(%c) on @grid axes [tp] reduction = sum
+        {codec = #ptrain.randk<k = 32, seed = 7>, value_type = f16} : tensor<8x16xf32> state(tensor<i64>) -> state(tensor<i64>)
+    ptrain.state_write %c1 to @n : tensor<i64>
+    %out = ptrain.wait %r : !ptrain.request<tensor<8x16xf32>>
+    return %out : tensor<8x16xf32>
+  }
+
   // 4-bit asymmetric block quantization (gathered), stateless.
   // CHECK-LABEL: ptrain_status_t device_quant({{.*}}) {
   // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_QUANT, 4, PTRAIN_QUANT_BLOCK, 0, 0, PTRAIN_DTYPE_F32, 1, 8, 16, 0, 0, 32, 0ULL, 0, 0};
