@@ -16,11 +16,11 @@
 //
 // A compressed all-reduce takes a ptrain_codec_t {kind, bits, granularity,
 // symmetric, warm_start, cast_dtype, batch, rows, cols, rank, k, block_size,
-// seed, low_bits, tile_size[, value_dtype]} of the same parameters
+// seed, low_bits, tile_size, value_dtype} of the same parameters
 // (tahquant: bits the high width, k the high tiles) (batch 1, the matrix
-// view's rows and cols; value_dtype only for the op's value_type, 16-bit
-// top-k and rand-k values: descriptor version 2), then (input, residual,
-// state, ..., reduction) on both runtimes.
+// view's rows and cols; value_dtype F32 unless the op's value_type makes
+// top-k's and rand-k's values 16-bit: descriptor version 2), then (input,
+// residual, state, ..., reduction) on both runtimes.
 //
 // PowerSGD draws its initial Q from seed 0, as the interpreter does
 // (lib/Interpreter/Codecs.cpp), so compiled and interpreted plans encode
@@ -236,11 +236,11 @@ std::string mlir::ptrain::target::codecInitializer(CodecAttrInterface codec, Ran
       });
   if (kind.empty())
     return "";
-  // Descriptor version 1's fields, then version 2's value_dtype only where it is not f32 (the zero C fills in),
-  // so an f32 plan's initializer is the same text as before.
-  std::string values;
-  if (valueType)
-    values = valueType.isF16() ? ", PTRAIN_DTYPE_F16" : ", PTRAIN_DTYPE_BF16";
+  // Every field of descriptor version 2, value_dtype last (a shorter initializer would mean the same, but
+  // -Wmissing-field-initializers, part of -Wextra, warns about it).
+  std::string values = !valueType         ? ", PTRAIN_DTYPE_F32"
+                       : valueType.isF16() ? ", PTRAIN_DTYPE_F16"
+                                           : ", PTRAIN_DTYPE_BF16";
   return "{" + kind + ", " + bits + ", " + gran + ", " + sym + ", " + warm + ", " + dtype + ", 1, " + str(n) + ", " +
          str(m) + ", " + rank + ", " + k + ", " + block + ", " + seed + ", " + lowBits + ", " + tile + values + "}";
 }

@@ -377,7 +377,7 @@ func.func @compressed_all_reduce_c7(%g: tensor<8x16xf32>) {
 // Compressed all-reduce (C8): value_type is a 16-bit float.
 ptrain.grid @grid(tp = 2)
 func.func @compressed_all_reduce_c8_type(%g: tensor<8x16xf32>) {
-  // expected-error@+1 {{value_type must be bf16 or f16 (the 16-bit values a top-k or rand-k site sends), got f64}}
+  // expected-error@+1 {{value_type must be bf16 or f16 (the 16-bit values a top-k or rand-k site sends), got 'f64'}}
   %r = ptrain.compressed_all_reduce_start %g on @grid axes [tp] reduction = sum {codec = #ptrain.topk<k = 8>, value_type = f64} : tensor<8x16xf32>
   return
 }
@@ -398,7 +398,7 @@ func.func @compressed_all_reduce_c8_codec(%g: tensor<8x16xf32>) {
 ptrain.grid @grid(tp = 2)
 func.func @compressed_all_reduce_c8_input(%g: tensor<8x16xbf16>) {
   // expected-error@+1 {{value_type needs an f32 input (the widened form of a 16-bit site); a 'tensor<8x16xbf16>' input's values already have its type}}
-  %r = ptrain.compressed_all_reduce_start %g on @grid axes [tp] reduction = sum {codec = #ptrain.randk<k = 8, seed = 1>, value_type = bf16} : tensor<8x16xbf16>
+  %r = ptrain.compressed_all_reduce_start %g on @grid axes [tp] reduction = sum {codec = #ptrain.topk<k = 8>, value_type = bf16} : tensor<8x16xbf16>
   return
 }
 

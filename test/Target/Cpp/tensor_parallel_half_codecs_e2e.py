@@ -58,13 +58,13 @@ for name in configs:
 check(sites["bf16"] and all("value_type = bf16" in l for l in sites["bf16"]),
       "bf16: every compressed TP all-reduce sends bf16 values (value_type = bf16)")
 check(sites["fp32"] and not any("value_type" in l for l in sites["fp32"]), "fp32: no value_type")
-# The CPU emitter's descriptors: version 2's value_dtype on the bf16 plan's sites, version 1's 15 fields on fp32's.
+# The CPU emitter's descriptors: value_dtype (version 2's last field) bf16 on the bf16 plan's sites, f32 on fp32's.
 descriptors = {name: [l.strip() for l in open(os.path.join(work, name, "step.cpp")).read().splitlines()
                       if "static const ptrain_codec_t codec = {PTRAIN_CODEC_" in l] for name in configs}
 check(descriptors["bf16"] and all(l.endswith(", PTRAIN_DTYPE_BF16};") for l in descriptors["bf16"]),
       f"bf16: every codec descriptor in step.cpp has value_dtype PTRAIN_DTYPE_BF16 ({len(descriptors['bf16'])})")
-check(descriptors["fp32"] and not any("PTRAIN_DTYPE_BF16" in l for l in descriptors["fp32"]),
-      "fp32: no descriptor names a 16-bit value type")
+check(descriptors["fp32"] and all(l.endswith(", PTRAIN_DTYPE_F32};") for l in descriptors["fp32"]),
+      "fp32: every descriptor's value_dtype is PTRAIN_DTYPE_F32")
 
 
 def train(name):
