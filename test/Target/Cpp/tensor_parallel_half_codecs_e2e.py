@@ -25,7 +25,8 @@ import json
 import os
 import sys
 
-from e2e import check, compile_plans, corpus, executor_losses, failures, finish, global_batches, print_losses, run, setup
+from e2e import (check, compile_plans, corpus, executor_losses, failures, finish, global_batches, print_losses,
+                 setup, train_logs)
 
 LOSS_TOL = 1e-2   # relative, the bf16 plan's step losses vs the fp32 plan's (issue 24: bf16 within 1%)
 # Relative, MPI step losses vs the executor. The executor computes model ops in f64 and rounds once, the generated
@@ -67,17 +68,8 @@ check(descriptors["fp32"] and all(l.endswith(", PTRAIN_DTYPE_F32};") for l in de
       "fp32: every descriptor's value_dtype is PTRAIN_DTYPE_F32")
 
 
-def train(name):
-    log = os.path.join(work, f"{name}.json")
-    rc, out = run([os.path.join(BIN, "ptrain-run"), os.path.join(work, name), "--data", data, "--steps", str(STEPS),
-                   "--val-batches", "1", "--seed", str(SEED), "--log", log, "--timeout", "120", "--no-plots"],
-                  timeout=900)
-    check(rc == 0, f"ptrain-run {name} {STEPS} steps" + ("" if rc == 0 else ":\n" + out[-3000:]))
-    return json.load(open(log)) if rc == 0 else None
-
-
-logs = {name: train(name) for name in configs}
-if any(v is None for v in logs.values()):
+logs = train_logs(BIN, work, data, configs, steps=STEPS, seed=SEED, timeout=120)
+if len(logs) != len(configs):
     finish()
 print_losses(logs, base="fp32")
 
