@@ -211,9 +211,16 @@ mlir::ptrain::getDataParallelCodecWork(CodecAttrInterface codec, RankedTensorTyp
                                    "the linear autoencoder has no compressed all-reduce (dp codec)");
   CodecWork w = getCodecWork(codec, type, errorFeedback);
   work.phaseP = w.encode;
-  if (isa<RandKAttr>(codec)) {
+  if (isa<RandKAttr>(codec) && !isHalfFloat(type.getElementType())) {
     work.first.push_back(ringAllReduce(w.codeBytes, n));
     work.finish = w.decode;
+  } else if (isa<RandKAttr>(codec)) {
+    // 16-bit values (a 16-bit TP site, value_type): all-gathered (MPI has no 16-bit sum), each rank's k values
+    // widened and added in fp32 in rank order, then decoded once (cpu/CompressedCollectives.cpp).
+    const double k = cast<RankedTensorType>(codec.getCodeTypes(type).front()).getNumElements();
+    work.first.push_back(allGather(w.codeBytes));
+    work.finish.push_back(pass((size - 1) * k, size * w.codeBytes + kF32 * k));
+    append(work.finish, w.decode);
   } else if (isa<CastAttr>(codec)) {
     CodecCollective toAll{size - 1, (size - 1) / size * w.codeBytes, w.codeBytes};
     toAll.allToAll = true;

@@ -730,8 +730,11 @@ llvm::Expected<ModuleTimingModel> mlir::ptrain::buildModuleTimingModel(ModuleOp 
       // A cast codec on a 16-bit step's site leaves the 16-bit all-reduce (CompressTensorParallel.cpp).
       if (halfMessages && isa<CastAttr>(codec->codec))
         continue;
-      // A 16-bit site codes its widened value: the codes of the f32 type (CompressedAllReduceStartOp).
+      // A 16-bit site codes its widened value: the codes of the f32 type, except top-k's and rand-k's values,
+      // which it sends as 16 bits (CompressedAllReduceStartOp C8, value_type): priced on the 16-bit type.
       auto type = cast<RankedTensorType>(site.op->getResult(0).getType());
+      if (halfMessages && isa<TopKAttr, RandKAttr>(codec->codec))
+        type = type.clone(halfMessages);
       auto cost = getCompressedAllReduceCost(codec->codec, type, model.tp, tpLink, cluster, codec->errorFeedback);
       if (!cost)
         return costError("stage " + llvm::Twine(vs) + ", tp all-reduce " + site.role + " of layer " +

@@ -437,7 +437,14 @@ mlir::ptrain::interp::evalCompressedAllReduce(CompressedAllReduceStartOp op, llv
   const size_t size = inputs.size(), numel = static_cast<size_t>(type.getNumElements());
   const bool ef = op.getErrorFeedback();
   const float alpha = op.getReduction() == ReductionKind::Avg ? 1.0f / static_cast<float>(size) : 1.0f;
-  SmallVector<Type> codeTypes = op.getCodec().getCodeTypes(type);
+  // (C8) value_type: top-k's and rand-k's values are sent as 16 bits (the runtime's value_dtype rounds them and
+  // keeps the rounding in the residual); their code types are those of the 16-bit tensor.
+  RankedTensorType codeTensor = type;
+  if (std::optional<Type> values = op.getValueType()) {
+    d->value_dtype = values->isF16() ? PTRAIN_DTYPE_F16 : PTRAIN_DTYPE_BF16;
+    codeTensor = type.clone(*values);
+  }
+  SmallVector<Type> codeTypes = op.getCodec().getCodeTypes(codeTensor);
   SmallVector<Type> ownTypes = op.getCodec().getEncoderStateTypes(type);
   // Every member encodes its input (error feedback and codec state are local).
   std::vector<std::vector<float>> residuals(size);
@@ -458,7 +465,8 @@ mlir::ptrain::interp::evalCompressedAllReduce(CompressedAllReduceStartOp op, llv
   std::vector<float> out(numel, 0.0f);
   switch (d->kind) {
   case PTRAIN_CODEC_RANDK: {
-    // All-reduce of the k values (same positions everywhere), scaled, then decoded.
+    // All-reduce of the k values (same positions everywhere), scaled, then decoded. 16-bit values are summed in
+    // fp32 in member order (the runtime's all-gather and sum), as f32 ones.
     std::vector<float> values(static_cast<size_t>(d->k), 0.0f);
     for (size_t i = 0; i < size; ++i)
       for (size_t j = 0; j < values.size(); ++j)
@@ -470,7 +478,9 @@ mlir::ptrain::interp::evalCompressedAllReduce(CompressedAllReduceStartOp op, llv
     CodecState at;
     at.present = true;
     at.counter = counter;
-    auto decoded = decode(*d, {&reduced}, at);
+    ptrain_codec_t sum = *d;
+    sum.value_dtype = PTRAIN_DTYPE_F32; // the fp32 sum of the values
+    auto decoded = decode(sum, {&reduced}, at);
     if (!decoded)
       return decoded.takeError();
     out = std::move(*decoded);

@@ -134,7 +134,10 @@ struct WidenCompressedAllReduce : OpRewritePattern<CompressedAllReduceStartOp> {
     auto start = CompressedAllReduceStartOp::create(
         rewriter, loc, RequestType::get(rewriter.getContext(), wide), op.getNewState().getTypes(), x, op.getState(),
         op.getParams(), op.getGridAttr(), op.getGridAxesAttr(), op.getReductionAttr(), op.getCodec(),
-        op.getErrorFeedbackAttr());
+        op.getErrorFeedbackAttr(),
+        // Top-k and rand-k send the 16-bit values the 16-bit op sends (C8; the runtimes' value_dtype).
+        isa<TopKAttr, RandKAttr>(op.getCodec()) ? TypeAttr::get(cast<RankedTensorType>(type).getElementType())
+                                                : TypeAttr());
     start->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     for (WaitOp wait : waits) {
       rewriter.setInsertionPoint(wait);

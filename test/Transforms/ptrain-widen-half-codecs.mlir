@@ -62,6 +62,29 @@ module {
 
 // -----
 
+// A 16-bit top-k / rand-k TP site: the f32 compressed all-reduce with value_type, so the runtimes and the executor send
+// the kept values as 16 bits (and keep their rounding in the residual); quantization's codes stay f32 (no value_type).
+// CHECK-LABEL: func.func @tp_site_sparse(
+// CHECK-NEXT: %[[X:.*]] = ptrain.cast %{{.*}} : tensor<4x8x64xbf16> -> tensor<4x8x64xf32>
+// CHECK-NEXT: %[[R:.*]], %[[E1:.*]] = ptrain.compressed_all_reduce_start %[[X]] state(%{{.*}}) on @grid axes [tp] reduction = sum {codec = #ptrain.topk<k = 64>, error_feedback, value_type = bf16} : tensor<4x8x64xf32>
+// CHECK: %[[Y:.*]] = ptrain.cast %{{.*}} : tensor<4x8x64xf16> -> tensor<4x8x64xf32>
+// CHECK-NEXT: ptrain.compressed_all_reduce_start %[[Y]] state(%{{.*}}) on @grid axes [tp] reduction = sum {codec = #ptrain.randk<k = 32, seed = 3>, value_type = f16} : tensor<4x8x64xf32> state(tensor<i64>)
+module {
+  ptrain.grid @grid(tp = 2)
+  func.func @tp_site_sparse(%g: tensor<4x8x64xbf16>, %e: tensor<4x8x64xf32>, %h: tensor<4x8x64xf16>, %n: tensor<i64>)
+      -> (tensor<4x8x64xbf16>, tensor<4x8x64xf32>, tensor<4x8x64xf16>, tensor<i64>) {
+    %r, %e1 = ptrain.compressed_all_reduce_start %g state(%e) on @grid axes [tp] reduction = sum
+        {codec = #ptrain.topk<k = 64>, error_feedback} : tensor<4x8x64xbf16> state(tensor<4x8x64xf32>) -> state(tensor<4x8x64xf32>)
+    %s = ptrain.wait %r : !ptrain.request<tensor<4x8x64xbf16>>
+    %q, %n1 = ptrain.compressed_all_reduce_start %h state(%n) on @grid axes [tp] reduction = sum
+        {codec = #ptrain.randk<k = 32, seed = 3>} : tensor<4x8x64xf16> state(tensor<i64>) -> state(tensor<i64>)
+    %t = ptrain.wait %q : !ptrain.request<tensor<4x8x64xf16>>
+    return %s, %e1, %t, %n1 : tensor<4x8x64xbf16>, tensor<4x8x64xf32>, tensor<4x8x64xf16>, tensor<i64>
+  }
+}
+
+// -----
+
 // TAH-Quant on a bf16 activation (its entropy-guided bits, rotation and f32 scales from the widened tile values):
 // the f32 encoder's four codes as they are, nothing rounded.
 // CHECK-LABEL: func.func @tahquant(

@@ -177,6 +177,17 @@ TEST_F(CodecCostsTest, DataParallelCodecsFollowTheRuntimesRounds) {
   EXPECT_TRUE(randk->second.empty());
   EXPECT_EQ(randk->phaseP.size(), 1u);
   EXPECT_EQ(randk->finish.size(), 1u);
+  // rand-k with bf16 values (a 16-bit TP site, value_type = bf16): all-gathered like the runtime (3 latencies,
+  // 3 x the 2 k code bytes), the 4 ranks' values added in fp32, then one decode.
+  auto randk16 = getDataParallelCodecWork(codec("#ptrain.randk<k = 1000, seed = 1>"),
+                                          RankedTensorType::get({1024, 256}, BFloat16Type::get(&context)), 4, true);
+  ASSERT_TRUE(static_cast<bool>(randk16));
+  ASSERT_EQ(randk16->first.size(), 1u);
+  EXPECT_TRUE(randk16->first[0].allGather);
+  EXPECT_DOUBLE_EQ(randk16->first[0].latencies, 3);
+  EXPECT_DOUBLE_EQ(randk16->first[0].sentBytes, 3 * 2000);
+  ASSERT_FALSE(randk16->finish.empty());
+  EXPECT_DOUBLE_EQ(randk16->finish[0].cost.bytes, 4 * 2000 + 4 * 1000);
   // bf16 cast over 4 ranks: all-to-all of the 2-byte codes (3 latencies, 3/4 of 2 N), the fp32 sum of this
   // rank's chunk, all-gather of the 4 N / 4 fp32 chunks (3 latencies, 3 x N bytes), a copy of 4 N.
   auto cast16 = getDataParallelCodecWork(codec("#ptrain.cast<bf16>"), type, 4, false);

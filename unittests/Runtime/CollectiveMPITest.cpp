@@ -267,6 +267,79 @@ TEST(CompressedCollective, RandKReducesTheSharedPositions) {
   EXPECT_EQ(out, want);
 }
 
+/// Rank r's code of a sparse codec `c` (with 16-bit values) on its input: the values widened and their positions.
+void halfCode(const ptrain_codec_t &c, int32_t r, int64_t n, int64_t counter, std::vector<float> &values,
+              std::vector<int32_t> &positions) {
+  int64_t bytes = 0;
+  ASSERT_PTRAIN_OK(ptrain_codec_code_bytes(&c, &bytes));
+  std::vector<char> code(bytes);
+  int64_t at = counter;
+  ASSERT_PTRAIN_OK(ptrain_codec_encode(&c, inputOf(r, n).data(), nullptr, &at, code.data()));
+  values.resize(c.k);
+  positions.resize(c.k);
+  const auto *v = reinterpret_cast<const uint16_t *>(code.data());
+  for (int64_t j = 0; j < c.k; ++j)
+    values[j] = c.value_dtype == PTRAIN_DTYPE_F16 ? ptrain::runtime::halfToFloat(v[j]) : ptrain::runtime::bf16ToFloat(v[j]);
+  if (c.kind == PTRAIN_CODEC_TOPK)
+    std::memcpy(positions.data(), code.data() + (bytes - (c.k * 4 + 7) / 8 * 8), c.k * 4);
+  else
+    ASSERT_PTRAIN_OK(ptrain_randk_indices(c.seed, counter, n, c.k, positions.data()));
+}
+
+// A 16-bit TP site's top-k and rand-k (value_dtype bf16 / f16): every rank hands MPI its code with 2-byte values,
+// and the result is the rank-order fp32 sum of every rank's widened values, bit for bit, on every rank.
+TEST(CompressedCollective, SparseCodecsWithHalfValuesGatherTwoByteValuesAndSumInFp32) {
+  const int64_t n = 500, k = 21;
+  for (ptrain_dtype_t dtype : {PTRAIN_DTYPE_BF16, PTRAIN_DTYPE_F16})
+    for (ptrain_codec_kind_t kind : {PTRAIN_CODEC_TOPK, PTRAIN_CODEC_RANDK}) {
+      ptrain_codec_t c = codecOf(kind, 20, 25);
+      c.k = k;
+      c.seed = 9;
+      c.value_dtype = dtype;
+      int64_t bytes = 0;
+      ASSERT_PTRAIN_OK(ptrain_codec_code_bytes(&c, &bytes));
+      EXPECT_EQ(bytes, kind == PTRAIN_CODEC_TOPK ? 48 + 88 : 48); // 21 2-byte values (and int32 indices), padded to 8
+      int64_t before = 0, after = 0, ops = 0;
+      ASSERT_PTRAIN_OK(ptrain_comm_collective_traffic(world, &before, &ops));
+      std::vector<float> e(n, 0.0f), out(n);
+      int64_t counter = 3;
+      ptrain_request_t req;
+      ASSERT_PTRAIN_OK(ptrain_compressed_all_reduce_start(world, &c, inputOf(rank, n).data(), e.data(), &counter,
+                                                          out.data(), PTRAIN_REDUCE_AVG, &req));
+      waitOk(req);
+      ASSERT_PTRAIN_OK(ptrain_comm_collective_traffic(world, &after, &ops));
+      EXPECT_EQ(after - before, bytes) << "the all-gather's send count";
+      std::vector<float> want(n, 0.0f), wantValues(k, 0.0f), values;
+      std::vector<int32_t> positions;
+      for (int32_t r = 0; r < size; ++r) {
+        halfCode(c, r, n, 3, values, positions);
+        for (int64_t j = 0; j < k; ++j)
+          if (kind == PTRAIN_CODEC_TOPK)
+            want[positions[j]] += values[j];
+          else
+            wantValues[j] += values[j];
+      }
+      if (kind == PTRAIN_CODEC_RANDK)
+        for (int64_t j = 0; j < k; ++j)
+          want[positions[j]] = wantValues[j] * (1.0f / size);
+      else
+        for (float &w : want)
+          w *= 1.0f / size;
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(out[i], want[i]) << "kind " << kind << " dtype " << dtype << " at " << i;
+      // Error feedback: e' = g - widen(this rank's code), exactly (the rounding's loss included).
+      halfCode(c, rank, n, 3, values, positions);
+      std::vector<float> sent(n, 0.0f), g = inputOf(rank, n);
+      for (int64_t j = 0; j < k; ++j)
+        sent[positions[j]] = values[j];
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(e[i], g[i] - sent[i]) << "kind " << kind << " dtype " << dtype << " at " << i;
+      if (kind == PTRAIN_CODEC_RANDK) {
+        EXPECT_EQ(counter, 4);
+      }
+    }
+}
+
 TEST(CompressedCollective, PowerSGDReducesPThenQ) {
   const int64_t n = 24, m = 16, r = 2;
   ptrain_codec_t c = codecOf(PTRAIN_CODEC_POWERSGD, n, m);

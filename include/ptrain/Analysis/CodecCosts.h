@@ -93,7 +93,10 @@ double getCollectiveSeconds(const CodecCollective &c, const LinkCost &link, int6
 /// first round, phase Q between the rounds, finish after the last round.
 /// * PowerSGD (rank clamped to min(rank, n_rows, m)): getDataParallelPowerSGDWork; rounds: all-reduce of P
 ///   (the exact path: of M), all-reduce of Q.
-/// * rand-k: encode; all-reduce of the k values; decode.
+/// * rand-k: encode; all-reduce of the k values; decode. On a bf16 / f16 `type` (a 16-bit TP site: its values
+///   are sent as 16 bits, `ptrain.compressed_all_reduce_start` C8) the values are all-gathered instead ((n-1)
+///   latencies, (n-1) x the code bytes), added in fp32 (n k reads) and decoded once; top-k's codes are those
+///   of the 16-bit type (2-byte values).
 /// * casts: encode; all-to-all of the 16-bit chunks ((n-1) latencies, (n-1)/n of the codes); the fp32 sum
 ///   of this rank's chunk (reads the n chunks, writes 4 N / n bytes); all-gather of the fp32 chunks ((n-1)
 ///   latencies, (n-1) x 4 N / n bytes); a copy into the output.

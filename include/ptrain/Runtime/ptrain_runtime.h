@@ -173,10 +173,22 @@ enum {
   PTRAIN_QUANT_BLOCK = 2,
 };
 
+/// The version of ptrain_codec_t this header declares. The descriptor only
+/// grows at its end, and a new field's zero means what the previous version
+/// did, so a version-N initializer (C fills the missing fields with zeros)
+/// describes the same codec under every later version (docs/Runtime.md,
+/// "The codec descriptor"):
+///   1  kind ... tile_size (15 fields)
+///   2  + value_dtype: the element type of the values top-k and rand-k send
+///      (0 = PTRAIN_DTYPE_F32, version 1's 4-byte values)
+#define PTRAIN_CODEC_DESCRIPTOR_VERSION 2
+
 /// One codec instance: the parameters of its #ptrain.<codec> attribute and
 /// the tensor it encodes, seen as `batch` matrices of `rows` x `cols` (the
 /// attribute's matrix view; numel = batch * rows * cols). Fields a codec does
-/// not use are ignored. See "Codecs" in the call reference below.
+/// not use are ignored, except value_dtype, which must be 0 (f32) for the
+/// codecs that send no top-k or rand-k values. See "Codecs" in the call
+/// reference below.
 typedef struct ptrain_codec {
   ptrain_codec_kind_t kind;
   int32_t bits;              /* quant: 2, 4 or 8 */
@@ -191,6 +203,9 @@ typedef struct ptrain_codec {
   uint64_t seed;             /* randk: positions; powersgd: initial Q */
   int32_t low_bits;          /* tahquant: the low width (bits: the high one; k: the high tiles) */
   int64_t tile_size;         /* tahquant: 8, 16, 32 or 64 */
+  /* version 2 */
+  ptrain_dtype_t value_dtype; /* topk, randk: the sent values' type: PTRAIN_DTYPE_F32 (0), _BF16 or _F16
+                                 (a 16-bit TP site, docs/Compression.md); every other codec: F32 */
 } ptrain_codec_t;
 
 /// Telemetry of one encode at a codec site (ptrain_codec_metrics_f32; docs/Runtime.md, "Codec telemetry").
@@ -684,13 +699,17 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 // --- Any codec through a descriptor (cpu/codecs/Codec.cpp) ---
 // A ptrain_codec_t names a codec instance; its codes are serialized back to
 // back into one byte buffer, each section 8-byte aligned: powersgd P then
-// Q; topk values then int32 indices; randk values; quant packed bytes,
+// Q; topk values then int32 indices; randk values (topk and randk values are
+// value_dtype: 4 bytes each for f32, 2 for bf16 and f16); quant packed bytes,
 // scales, zero points (asymmetric); cast the 16-bit codes; tahquant packed
 // bytes, scales, zero points, flags (bits = high_bits, k = high_tiles). `state` is the
 // PowerSGD warm-start Q (float [batch, cols, rank]; required when
 // warm_start) or the rand-k counter (int64_t *); NULL for the others.
 // Summable codes (powersgd, randk, cast) are reduced in compressed form by
-// ptrain_compressed_all_reduce_start; topk and quant are gathered.
+// ptrain_compressed_all_reduce_start; topk and quant are gathered. randk
+// with 16-bit values is gathered too (OpenMPI has no 16-bit sum): every
+// rank's values are widened and added in rank order in fp32, the same sum
+// on every rank, 2 k bytes handed to MPI per rank instead of 4 k.
 // ptrain_compressed_reduce_scatter_start(comm, codec, input[size numel],
 //                                        residual[size numel], out[numel], op,
 //                                        out_request)
@@ -706,7 +725,13 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 // ptrain_codec_decode(codec, code, state, out)
 //   The per-codec calls above on the descriptor's tensor (numel = batch
 //   rows cols); an invalid descriptor is an INVALID_ARGUMENT error naming
-//   the field.
+//   the field. With value_dtype bf16 or f16 (topk, randk) the encode selects
+//   on the fp32 input (g + e with error feedback) as with f32 values, then
+//   rounds each kept value to nearest even; the residual gets what the
+//   rounding lost (e'[i] = v[i] - widen(round(v[i])) at the kept positions,
+//   exact in fp32), so e' = g + e - decode(code) as for f32 values. The
+//   decode widens the values exactly. Any other value_dtype, or a 16-bit one
+//   on another codec, is an INVALID_ARGUMENT error naming value_dtype.
 //
 // --- Codec telemetry (cpu/codecs/Metrics.cpp) ---
 // ptrain_codec_metrics_f32(g[n], residual[n], new_residual[n], decoded[n],

@@ -1194,7 +1194,9 @@ def WidenHalfCodecsPass : Pass<"ptrain-widen-half-codecs", "::mlir::ModuleOp"> {
     the codec keeps 16-bit (top-k's and rand-k's values) are rounded to nearest even after the f32 encode,
     and with error feedback the residual gets what that rounding lost, `decode(v - widen(round(v)))`, so that
     e' = g + e - decode(the codes sent) still holds; a decode is rounded once to the 16-bit type; a compressed
-    all-reduce is run in f32 and its wait rounded (include/ptrain/Transforms/WidenHalfCodecs.h). Every codec a
+    all-reduce is run in f32 and its wait rounded, and a top-k or rand-k one gets `value_type` (the 16-bit
+    type: its values are sent rounded to 16 bits by the runtimes and the executor, which keep the rounding in
+    the residual; `ptrain.compressed_all_reduce_start` C8) (include/ptrain/Transforms/WidenHalfCodecs.h). Every codec a
     16-bit tensor may carry has an f32 kernel: the verifier refuses the other two (`#ptrain.cast` C3,
     `#ptrain.linear_ae` C3).
 

@@ -11,7 +11,10 @@
 //                                      rounding the residual keeps: Karimireddy et al., ICML 2019, e' = g + e -
 //                                      decode(code) with the code that is sent)
 //   decompress -> r16               ->  the 16-bit value codes widened, the f32 decompress, its result rounded
-//   compressed all-reduce of x16    ->  the f32 compressed all-reduce of the widened x, its wait rounded
+//   compressed all-reduce of x16    ->  the f32 compressed all-reduce of the widened x, its wait rounded; top-k
+//                                      and rand-k get value_type = the 16-bit type (their values are sent as
+//                                      16 bits by the runtimes' codec descriptor, value_dtype, and the executor,
+//                                      which add the rounding to the residual as above)
 //
 // Exact by construction: a 16-bit value widens to f32 without rounding, so the codes equal those of the f32
 // kernel on the widened input (quantization, TAH-Quant, PowerSGD: issue 24 item 2, "same codes as encoding the

@@ -11,12 +11,16 @@
 //             Optimus-CC section 5); e = M - P Q^T / N and the warm-start Q
 //             is Q / N, as in PyTorch's powerSGD_hook. Exact path: one
 //             all-reduce of the carried M.
-//   randk     all-reduce of the k values (same positions on every rank).
+//   randk     all-reduce of the k values (same positions on every rank);
+//             16-bit values (value_dtype bf16 / f16): all-gather of the
+//             2-byte values, fp32 sums in rank order (OpenMPI 4.1 has no
+//             16-bit sum; the same sum on every rank).
 //   cast      all-to-all of 16-bit chunks, fp32 sums of each chunk in rank
 //             order, all-gather of the fp32 chunks: the sum is exact in
 //             fp32 (no 16-bit partial sums), 25% fewer bytes than an fp32
 //             ring all-reduce, the same result on every rank.
-//   topk      all-gather of (values, indices), scatter-add in rank order.
+//   topk      all-gather of (values, indices), scatter-add in rank order
+//             (16-bit values widened exactly first).
 //   quant     all-gather of the packed codes and scales, decode and add in
 //             rank order.
 //
@@ -131,6 +135,8 @@ public:
     }
     case PTRAIN_CODEC_RANDK: {
       PTRAIN_CHECK_ARG(state != nullptr, "randk needs its counter state");
+      if (ptrain::runtime::isHalfValues(codec))
+        return startGather(call, input, req);
       if (!(code = zalloc(layout.total)))
         return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "code buffer");
       counter = *static_cast<int64_t *>(state);
@@ -160,24 +166,35 @@ public:
                           comm->mpi, &req.mpi);
       break;
     }
-    default: { // topk, quant, tahquant: gather the codes
-      PTRAIN_CHECK_ARG(layout.total <= INT_MAX / size, "%lld code bytes per rank exceed MPI's int counts",
-                       static_cast<long long>(layout.total));
-      code = zalloc(layout.total);
-      gathered = zalloc(layout.total * size);
-      if (codec.kind == PTRAIN_CODEC_QUANT || codec.kind == PTRAIN_CODEC_TAHQUANT)
-        reduced = reinterpret_cast<float *>(zalloc(layout.numel * 4));
-      if (!code || !gathered || ((codec.kind == PTRAIN_CODEC_QUANT || codec.kind == PTRAIN_CODEC_TAHQUANT) && !reduced))
-        return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "code buffers");
-      PTRAIN_RETURN_IF_ERROR(ptrain_codec_encode(&codec, input, residual, state, code));
-      phase = 2;
-      phaseName = "all-gather of the codes";
-      ptrain::runtime::countCollective(comm, layout.total, false);
-      err = MPI_Iallgather(code, static_cast<int>(layout.total), MPI_BYTE, gathered, static_cast<int>(layout.total),
-                           MPI_BYTE, comm->mpi, &req.mpi);
-      break;
+    default: // topk, quant, tahquant: gather the codes
+      return startGather(call, input, req);
     }
-    }
+    if (err != MPI_SUCCESS)
+      return ptrain::runtime::failMpi(call, err, phaseName);
+    return PTRAIN_OK;
+  }
+
+  /// Encodes and all-gathers the serialized codes (top-k, quantization, TAH-Quant, and rand-k with 16-bit values).
+  ptrain_status_t startGather(const char *call, const float *input, ptrain_request &req) {
+    const int size = comm->size;
+    PTRAIN_CHECK_ARG(layout.total <= INT_MAX / size, "%lld code bytes per rank exceed MPI's int counts",
+                     static_cast<long long>(layout.total));
+    code = zalloc(layout.total);
+    gathered = zalloc(layout.total * size);
+    // The decode's scratch: a rank's decoded tensor (quantization), or k widened values (16-bit top-k, rand-k).
+    const bool quant = codec.kind == PTRAIN_CODEC_QUANT || codec.kind == PTRAIN_CODEC_TAHQUANT;
+    if (quant || ptrain::runtime::isHalfValues(codec))
+      reduced = reinterpret_cast<float *>(zalloc((quant ? layout.numel : codec.k) * 4));
+    if (!code || !gathered || ((quant || ptrain::runtime::isHalfValues(codec)) && !reduced))
+      return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "code buffers");
+    if (codec.kind == PTRAIN_CODEC_RANDK)
+      counter = *static_cast<int64_t *>(state);
+    PTRAIN_RETURN_IF_ERROR(ptrain_codec_encode(&codec, input, residual, state, code));
+    phase = 2;
+    phaseName = "all-gather of the codes";
+    ptrain::runtime::countCollective(comm, layout.total, false);
+    int err = MPI_Iallgather(code, static_cast<int>(layout.total), MPI_BYTE, gathered, static_cast<int>(layout.total),
+                             MPI_BYTE, comm->mpi, &req.mpi);
     if (err != MPI_SUCCESS)
       return ptrain::runtime::failMpi(call, err, phaseName);
     return PTRAIN_OK;
@@ -229,6 +246,17 @@ public:
     }
     case PTRAIN_CODEC_RANDK: {
       float *values = f32(0);
+      if (ptrain::runtime::isHalfValues(codec)) { // every rank's 16-bit values, widened and added in rank order
+        values = reduced;
+        std::memset(values, 0, static_cast<size_t>(codec.k) * 4);
+        float *wide = out; // numel >= k floats, overwritten by the decode below
+        for (int r = 0; r < size; ++r) {
+          ptrain::runtime::widenCodecValues(
+              codec, reinterpret_cast<const uint16_t *>(gathered + r * layout.total + layout.offset[0]), codec.k, wide);
+          for (int64_t j = 0; j < codec.k; ++j)
+            values[j] += wide[j];
+        }
+      }
       for (int64_t j = 0; j < codec.k; ++j)
         values[j] *= a;
       int64_t c = counter;
@@ -241,7 +269,13 @@ public:
       std::memset(out, 0, static_cast<size_t>(numel) * 4);
       for (int r = 0; r < size; ++r) {
         const char *c = gathered + r * layout.total;
-        PTRAIN_RETURN_IF_ERROR(ptrain::runtime::topkScatter(call, reinterpret_cast<const float *>(c + layout.offset[0]),
+        const float *values = reinterpret_cast<const float *>(c + layout.offset[0]);
+        if (ptrain::runtime::isHalfValues(codec)) {
+          ptrain::runtime::widenCodecValues(codec, reinterpret_cast<const uint16_t *>(c + layout.offset[0]), codec.k,
+                                            reduced);
+          values = reduced;
+        }
+        PTRAIN_RETURN_IF_ERROR(ptrain::runtime::topkScatter(call, values,
                                                             reinterpret_cast<const int32_t *>(c + layout.offset[1]),
                                                             codec.k, numel, out, /*accumulate=*/true));
       }
@@ -422,7 +456,7 @@ extern "C" ptrain_status_t ptrain_compressed_all_reduce_start(ptrain_comm_t comm
     st = fail(PTRAIN_ERROR_INVALID_ARGUMENT, __func__, "'out' must not alias 'residual'");
   if (st == PTRAIN_OK)
     st = ptrain::runtime::checkCollectiveFingerprint(__func__, comm, "compressed_all_reduce", cont->layout.numel,
-                                                     PTRAIN_DTYPE_F32, codec->kind);
+                                                     codec->value_dtype, codec->kind);
   if (st == PTRAIN_OK) {
     cont->residual = residual;
     cont->state = state;

@@ -11,11 +11,16 @@
 //             warm-start Q = Q / N (cuBLAS; PowerSGD.h). Exact path: one
 //             all-reduce of the carried M.
 //   randk     all-reduce of the k values (positions from the shared seed
-//             and the counter, drawn on the host before anything is posted).
+//             and the counter, drawn on the host before anything is posted);
+//             16-bit values (value_dtype bf16 / f16): ncclAllGather of the
+//             2-byte values, fp32 sums in rank order, as the CPU.
 //   cast      all-to-all of the 16-bit chunks (grouped ncclSend/ncclRecv),
 //             fp32 sums of each chunk in rank order, ncclAllGather of the
 //             fp32 chunks: exact fp32 sums of the 16-bit values.
 //   topk      ncclAllGather of (values, indices), scatter-add in rank order.
+//   16-bit top-k / rand-k values: the f32 encode, then each kept value rounded
+//   to nearest even (cuda/HalfBits.h, the CPU's bits) and, with error
+//   feedback, the rounding added back into the residual at its position.
 //   quant     ncclAllGather of the packed codes and scales, decode and add
 //             in rank order (the quantization decoder of Quant.cu).
 //
@@ -36,6 +41,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cuda/HalfBits.h"
 #include "cuda/NcclComm.h"
 #include "cuda/PowerSGD.h"
 
@@ -50,6 +56,13 @@ using namespace ptrain::cuda;
 namespace {
 
 int64_t align8(int64_t bytes) { return (bytes + 7) / 8 * 8; }
+
+/// Whether a descriptor's top-k / rand-k values are 16-bit (cpu/codecs/Codec.h's isHalfValues).
+bool halfValues(const ptrain_codec_t &c) {
+  return (c.kind == PTRAIN_CODEC_TOPK || c.kind == PTRAIN_CODEC_RANDK) &&
+         (c.value_dtype == PTRAIN_DTYPE_BF16 || c.value_dtype == PTRAIN_DTYPE_F16);
+}
+int64_t valueBytes(const ptrain_codec_t &c) { return halfValues(c) ? 2 : 4; }
 
 /// The serialized code's sections (cpu/codecs/Codec.cpp's layout: 8-byte aligned, back to back).
 struct Sections {
@@ -69,7 +82,7 @@ ptrain_status_t sections(const char *call, const ptrain_codec_t &c, Sections &ou
     out.offset[1] = align8(c.batch * c.rows * c.rank * 4);
     break;
   case PTRAIN_CODEC_TOPK:
-    out.offset[1] = align8(c.k * 4);
+    out.offset[1] = align8(c.k * valueBytes(c));
     break;
   case PTRAIN_CODEC_QUANT: {
     const int64_t scales = c.granularity == PTRAIN_QUANT_TENSOR    ? 1
@@ -91,6 +104,48 @@ ptrain_status_t sections(const char *call, const ptrain_codec_t &c, Sections &ou
 }
 
 const char *kNames[] = {"powersgd", "topk", "randk", "quant", "cast"};
+
+__device__ __forceinline__ float widenValue(uint16_t c, bool f16) { return f16 ? halfToFloat(c) : bf16ToFloat(c); }
+
+/// out[j] = round(values[j]) to 16 bits; with a residual, residual[kept[j]] += values[j] - widen(out[j]) (the
+/// rounding the 16-bit value lost; the f32 encode left 0 there).
+__global__ void __launch_bounds__(kThreads)
+    roundValues(const float *__restrict__ values, int64_t k, bool f16, uint16_t *__restrict__ out,
+                const int32_t *__restrict__ kept, float *__restrict__ residual) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < k; j += stride) {
+    const uint16_t c = f16 ? floatToHalf(values[j]) : floatToBf16(values[j]);
+    out[j] = c;
+    if (residual)
+      residual[kept[j]] = __fadd_rn(residual[kept[j]], __fsub_rn(values[j], widenValue(c, f16)));
+  }
+}
+
+/// out[j] = sum over ranks r (in order) of the 16-bit value j of rank r's code (codes `stride` bytes apart), in fp32.
+__global__ void __launch_bounds__(kThreads)
+    sumHalfValues(const char *__restrict__ codes, int64_t stride, int size, int64_t k, bool f16,
+                  float *__restrict__ out) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < k; j += step) {
+    float sum = 0.0f;
+    for (int r = 0; r < size; ++r)
+      sum = __fadd_rn(sum, widenValue(reinterpret_cast<const uint16_t *>(codes + r * stride)[j], f16));
+    out[j] = sum;
+  }
+}
+
+/// out[indices[j]] += widen(values[j]) for one rank's top-k code with 16-bit values (indices outside [0, n)
+/// skipped, as scatterAdd).
+__global__ void __launch_bounds__(kThreads)
+    scatterAddHalf(const uint16_t *__restrict__ values, const int32_t *__restrict__ indices, int64_t k, int64_t n,
+                   bool f16, float *__restrict__ out) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < k; j += stride) {
+    const int32_t i = indices[j];
+    if (i >= 0 && i < n)
+      out[i] = __fadd_rn(out[i], widenValue(values[j], f16));
+  }
+}
 
 /// out[j] = a * sum over ranks r (in order) of the 16-bit code codes[r * chunk + j], in fp32.
 __global__ void __launch_bounds__(kThreads)
@@ -167,7 +222,7 @@ private:
   Sections layout;
   float alpha;
   cudaStream_t stream;
-  void *temps[4] = {};
+  void *temps[6] = {};
   int numTemps = 0;
 
   /// `bytes` (zeroed) from the stream-ordered allocator, freed when the call returns.
@@ -238,9 +293,10 @@ private:
     PTRAIN_CUDA_RETURN_IF_ERROR(waitForStream("the read of the rand-k counter"));
     std::vector<int32_t> positions(static_cast<size_t>(codec.k));
     PTRAIN_CUDA_RETURN_IF_ERROR(ptrain_randk_indices(codec.seed, counter, layout.numel, codec.k, positions.data()));
+    const bool half = halfValues(codec);
     float *values = nullptr;
     int32_t *kept = nullptr;
-    PTRAIN_CUDA_RETURN_IF_ERROR(temp(layout.total, &values));
+    PTRAIN_CUDA_RETURN_IF_ERROR(temp(half ? codec.k * 4 : layout.total, &values));
     PTRAIN_CUDA_RETURN_IF_ERROR(temp(codec.k * 4, &kept));
     PTRAIN_CUDA_RETURN_IF_ERROR(check(
         call, cudaMemcpyAsync(kept, positions.data(), codec.k * 4, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync"));
@@ -250,7 +306,20 @@ private:
     PTRAIN_CUDA_RETURN_IF_ERROR(
         check(call, cudaMemcpyAsync(counterState, &next, 8, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync"));
     PTRAIN_CUDA_RETURN_IF_ERROR(waitForStream("the rand-k positions and counter"));
-    PTRAIN_CUDA_RETURN_IF_ERROR(allReduceF32(values, codec.k, "all-reduce of the rand-k values"));
+    if (half) { // the 2-byte values gathered and summed in fp32 in rank order (the CPU's all-gather)
+      const bool f16 = codec.value_dtype == PTRAIN_DTYPE_F16;
+      char *code = nullptr, *all = nullptr;
+      PTRAIN_CUDA_RETURN_IF_ERROR(temp(layout.total, &code));
+      PTRAIN_CUDA_RETURN_IF_ERROR(temp(layout.total * comm->size, &all));
+      roundValues<<<gridFor(codec.k), kThreads, 0, stream>>>(values, codec.k, f16, reinterpret_cast<uint16_t *>(code),
+                                                             kept, residual);
+      PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaGetLastError(), "roundValues"));
+      PTRAIN_CUDA_RETURN_IF_ERROR(allGatherBytes(code, all, layout.total, "all-gather of the 16-bit rand-k values"));
+      sumHalfValues<<<gridFor(codec.k), kThreads, 0, stream>>>(all, layout.total, comm->size, codec.k, f16, values);
+      PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaGetLastError(), "sumHalfValues"));
+    } else {
+      PTRAIN_CUDA_RETURN_IF_ERROR(allReduceF32(values, codec.k, "all-reduce of the rand-k values"));
+    }
     // Decode: out = 0, out[position j] = alpha * value j (the CPU scales the values, then scatters them).
     PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaMemsetAsync(out, 0, layout.numel * 4, stream), "cudaMemsetAsync"));
     scatterScaled<<<gridFor(codec.k), kThreads, 0, stream>>>(values, kept, codec.k, alpha, out);
@@ -302,6 +371,14 @@ private:
       PTRAIN_CUDA_RETURN_IF_ERROR(ptrain_cuda_quant_encode_f32(
           input, residual, codec.batch * codec.rows, codec.cols, codec.bits, codec.granularity, codec.block_size,
           codec.symmetric, reinterpret_cast<uint8_t *>(code), f32(code, 1), codec.symmetric ? nullptr : f32(code, 2)));
+    } else if (halfValues(codec)) { // the f32 values rounded into the code, indices as they are
+      float *values = nullptr;
+      PTRAIN_CUDA_RETURN_IF_ERROR(temp(codec.k * 4, &values));
+      auto *indices = reinterpret_cast<int32_t *>(f32(code, 1));
+      PTRAIN_CUDA_RETURN_IF_ERROR(ptrain_cuda_topk_encode_f32(input, residual, numel, codec.k, values, indices));
+      roundValues<<<gridFor(codec.k), kThreads, 0, stream>>>(values, codec.k, codec.value_dtype == PTRAIN_DTYPE_F16,
+                                                             reinterpret_cast<uint16_t *>(code), indices, residual);
+      PTRAIN_CUDA_RETURN_IF_ERROR(check(call, cudaGetLastError(), "roundValues"));
     } else {
       PTRAIN_CUDA_RETURN_IF_ERROR(ptrain_cuda_topk_encode_f32(input, residual, numel, codec.k, f32(code, 0),
                                                               reinterpret_cast<int32_t *>(f32(code, 1))));
@@ -316,6 +393,10 @@ private:
                                          codec.symmetric ? nullptr : f32(c, 2), codec.batch * codec.rows, codec.cols,
                                          codec.bits, codec.granularity, codec.block_size, codec.symmetric, decoded));
         addTo<<<gridFor(numel), kThreads, 0, stream>>>(decoded, numel, out);
+      } else if (halfValues(codec)) {
+        scatterAddHalf<<<gridFor(codec.k), kThreads, 0, stream>>>(
+            reinterpret_cast<const uint16_t *>(c), reinterpret_cast<const int32_t *>(f32(c, 1)), codec.k, numel,
+            codec.value_dtype == PTRAIN_DTYPE_F16, out);
       } else {
         scatterAdd<<<gridFor(codec.k), kThreads, 0, stream>>>(f32(c, 0), reinterpret_cast<const int32_t *>(f32(c, 1)),
                                                               codec.k, numel, out);

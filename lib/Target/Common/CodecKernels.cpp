@@ -16,9 +16,11 @@
 //
 // A compressed all-reduce takes a ptrain_codec_t {kind, bits, granularity,
 // symmetric, warm_start, cast_dtype, batch, rows, cols, rank, k, block_size,
-// seed, low_bits, tile_size} of the same parameters (tahquant: bits the high
-// width, k the high tiles) (batch 1, the matrix view's rows and cols),
-// then (input, residual, state, ..., reduction) on both runtimes.
+// seed, low_bits, tile_size, value_dtype} of the same parameters
+// (tahquant: bits the high width, k the high tiles) (batch 1, the matrix
+// view's rows and cols; value_dtype F32 unless the op's value_type makes
+// top-k's and rand-k's values 16-bit: descriptor version 2), then (input,
+// residual, state, ..., reduction) on both runtimes.
 //
 // PowerSGD draws its initial Q from seed 0, as the interpreter does
 // (lib/Interpreter/Codecs.cpp), so compiled and interpreted plans encode
@@ -194,7 +196,8 @@ CodecKernelCall mlir::ptrain::target::decompressKernelCall(DecompressOp op, llvm
       });
 }
 
-std::string mlir::ptrain::target::codecInitializer(CodecAttrInterface codec, RankedTensorType type) {
+std::string mlir::ptrain::target::codecInitializer(CodecAttrInterface codec, RankedTensorType type,
+                                                   Type valueType) {
   const auto [n, m] = codecMatrix(codec, type);
   std::string kind, bits = "0", gran = "0", sym = "0", warm = "0", dtype = "PTRAIN_DTYPE_F32", rank = "0", k = "0",
                     block = "0", seed = "0ULL", lowBits = "0", tile = "0";
@@ -233,8 +236,13 @@ std::string mlir::ptrain::target::codecInitializer(CodecAttrInterface codec, Ran
       });
   if (kind.empty())
     return "";
+  // Every field of descriptor version 2, value_dtype last (a shorter initializer would mean the same, but
+  // -Wmissing-field-initializers, part of -Wextra, warns about it).
+  std::string values = !valueType         ? ", PTRAIN_DTYPE_F32"
+                       : valueType.isF16() ? ", PTRAIN_DTYPE_F16"
+                                           : ", PTRAIN_DTYPE_BF16";
   return "{" + kind + ", " + bits + ", " + gran + ", " + sym + ", " + warm + ", " + dtype + ", 1, " + str(n) + ", " +
-         str(m) + ", " + rank + ", " + k + ", " + block + ", " + seed + ", " + lowBits + ", " + tile + "}";
+         str(m) + ", " + rank + ", " + k + ", " + block + ", " + seed + ", " + lowBits + ", " + tile + values + "}";
 }
 
 FailureOr<CompressedAllReduceArgs>
@@ -242,7 +250,7 @@ mlir::ptrain::target::compressedAllReduceArgs(CompressedAllReduceStartOp op, llv
                                            StringRef flag) {
   auto type = cast<RankedTensorType>(op.getInput().getType());
   CodecAttrInterface codec = op.getCodec();
-  std::string initializer = codecInitializer(codec, type);
+  std::string initializer = codecInitializer(codec, type, op.getValueType().value_or(Type()));
   if (initializer.empty())
     return op.emitError(flag) << ": the codec " << codec << " has no compressed all-reduce";
   if (isa<TahQuantAttr>(codec) && flag == "--emit-cuda")

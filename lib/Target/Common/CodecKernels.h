@@ -77,8 +77,9 @@ struct CompressedAllReduceArgs {
 };
 
 /// The ptrain_codec_t of `codec` on `type` as a C initializer ("{PTRAIN_CODEC_QUANT, 8, ...}"); empty for a codec
-/// without a runtime descriptor (the linear autoencoder).
-std::string codecInitializer(CodecAttrInterface codec, RankedTensorType type);
+/// without a runtime descriptor (the linear autoencoder). `valueType` (bf16 / f16; null: f32) is the type of the
+/// values top-k and rand-k send (`ptrain.compressed_all_reduce_start`'s value_type; the descriptor's value_dtype).
+std::string codecInitializer(CodecAttrInterface codec, RankedTensorType type, Type valueType = Type());
 
 /// The arguments of `op`, whose new states must already hold copies of the old ones (the runtime updates them in
 /// place); fails at the op, naming `flag`, for a reduction other than sum and avg.

@@ -374,6 +374,36 @@ func.func @compressed_all_reduce_c7(%g: tensor<8x16xf32>) {
 
 // -----
 
+// Compressed all-reduce (C8): value_type is a 16-bit float.
+ptrain.grid @grid(tp = 2)
+func.func @compressed_all_reduce_c8_type(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{value_type must be bf16 or f16 (the 16-bit values a top-k or rand-k site sends), got 'f64'}}
+  %r = ptrain.compressed_all_reduce_start %g on @grid axes [tp] reduction = sum {codec = #ptrain.topk<k = 8>, value_type = f64} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Compressed all-reduce (C8): only top-k and rand-k send values.
+ptrain.grid @grid(tp = 2)
+func.func @compressed_all_reduce_c8_codec(%g: tensor<8x16xf32>) {
+  // expected-error@+1 {{value_type is the type of the values top-k and rand-k send; the codec #ptrain.quant<bits = 8, granularity = tensor> sends none}}
+  %r = ptrain.compressed_all_reduce_start %g on @grid axes [tp] reduction = sum {codec = #ptrain.quant<bits = 8, granularity = tensor>, value_type = bf16} : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// Compressed all-reduce (C8): value_type marks the widened f32 form of a 16-bit site, not a 16-bit input.
+ptrain.grid @grid(tp = 2)
+func.func @compressed_all_reduce_c8_input(%g: tensor<8x16xbf16>) {
+  // expected-error@+1 {{value_type needs an f32 input (the widened form of a 16-bit site); a 'tensor<8x16xbf16>' input's values already have its type}}
+  %r = ptrain.compressed_all_reduce_start %g on @grid axes [tp] reduction = sum {codec = #ptrain.topk<k = 8>, value_type = bf16} : tensor<8x16xbf16>
+  return
+}
+
+// -----
+
 // powersgd_phase_p (C1): a PowerSGD codec (the attribute's type).
 func.func @phase_p_c1(%g: tensor<4x4xf32>) {
   // expected-error@+1 {{'ptrain.powersgd_phase_p' op attribute 'codec' failed to satisfy constraint: PowerSGD low-rank compression}}

@@ -169,3 +169,14 @@ func.func @half_inputs(%g: tensor<4x64x128xbf16>, %e: tensor<4x64x128xf32>, %q: 
       : tensor<4x64x128xbf16> -> (tensor<32768xi8>, tensor<512xf32>)
   return
 }
+
+// The widened form of a 16-bit TP site: an f32 compressed all-reduce whose top-k values are sent as bf16.
+// CHECK-LABEL: func.func @half_values
+func.func @half_values(%x: tensor<4x64x128xf32>, %e: tensor<4x64x128xf32>) -> tensor<4x64x128xf32> {
+  // CHECK: ptrain.compressed_all_reduce_start %{{.*}} state(%{{.*}}) on @grid axes [dp] reduction = sum {codec = #ptrain.topk<k = 1024>, error_feedback, value_type = bf16}
+  %r, %e1 = ptrain.compressed_all_reduce_start %x state(%e) on @grid axes [dp] reduction = sum
+      {codec = #ptrain.topk<k = 1024>, error_feedback, value_type = bf16}
+      : tensor<4x64x128xf32> state(tensor<4x64x128xf32>) -> state(tensor<4x64x128xf32>)
+  %s = ptrain.wait %r : !ptrain.request<tensor<4x64x128xf32>>
+  return %s : tensor<4x64x128xf32>
+}

@@ -152,16 +152,17 @@ def read_checkpoint(path):
     return states
 
 
-def train_logs(bin_dir, work, data, names, steps=3):
-    """{name: ptrain-run's log} of the plans work/<name>, each trained `steps` steps on `data` with seed 3 and one
-    validation batch (a failed run is a recorded check, not in the result)."""
+def train_logs(bin_dir, work, data, names, steps=3, seed=3, timeout=60):
+    """{name: ptrain-run's log} of the plans work/<name>, each trained `steps` steps on `data` with `seed` and one
+    validation batch, `timeout` ptrain-run's deadline in seconds (a failed run is a recorded check, not in the
+    result)."""
     import json
     logs = {}
     for name in names:
         log = os.path.join(work, f"{name}.json")
         rc, out = run([os.path.join(bin_dir, "ptrain-run"), os.path.join(work, name), "--data", data, "--steps",
-                       str(steps), "--val-batches", "1", "--seed", "3", "--log", log, "--timeout", "60",
-                       "--no-tensorboard", "--no-plots"])
+                       str(steps), "--val-batches", "1", "--seed", str(seed), "--log", log, "--timeout", str(timeout),
+                       "--no-tensorboard", "--no-plots"], timeout=900)
         check(rc == 0, f"ptrain-run {name} {steps} steps" + ("" if rc == 0 else ":\n" + out))
         if rc == 0:
             with open(log) as f:

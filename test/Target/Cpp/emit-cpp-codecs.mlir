@@ -134,7 +134,7 @@ module {
   // Data-parallel PowerSGD: a static descriptor {kind, bits, granularity, symmetric, warm_start, cast_dtype,
   // batch, rows, cols, rank, k, block_size, seed}; the state writes follow the wait that completes them.
   // CHECK-LABEL: ptrain_step_dp(
-  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 64, 32, 4, 0, 0, 0ULL, 0, 0};
+  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 64, 32, 4, 0, 0, 0ULL, 0, 0, PTRAIN_DTYPE_F32};
   // CHECK: ptrain_copy_bytes({{v[0-9]+}}, 8192, [[E:v[0-9]+]])
   // CHECK: ptrain_copy_bytes({{v[0-9]+}}, 512, [[Q:v[0-9]+]])
   // CHECK: ptrain_compressed_all_reduce_start(comm_grid_dp, &codec, arg0, [[E]], [[Q]], [[R:v[0-9]+]], PTRAIN_REDUCE_AVG, &[[R]]_request)

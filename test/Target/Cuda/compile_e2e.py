@@ -220,8 +220,8 @@ def check_codecs(name, text):
 MULTIRANK_CALLS["dp2pp2sc"] = ("ptrain_nccl_comm_init(ptrain_world, &nccl_world)",
                                "ptrain_nccl_compressed_all_reduce(comm_grid_dp, &codec, ",
                                "ptrain_nccl_wait(comm_grid_dp)",
-                               "{PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 128, 512, 8, 0, 0, 0ULL, 0, 0}",
-                               "{PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 1, 128, 1, 0, 0, 0ULL, 0, 0}")
+                               "{PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 128, 512, 8, 0, 0, 0ULL, 0, 0, PTRAIN_DTYPE_F32}",
+                               "{PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 1, 128, 1, 0, 0, 0ULL, 0, 0, PTRAIN_DTYPE_F32}")
 
 
 def check_selective_compression(name, text, plan):

@@ -20,7 +20,7 @@ module {
   // PowerSGD rank 4 with error feedback and a warm-started Q, averaged over dp.
   // CHECK-LABEL: ptrain_status_t device_powersgd({{.*}}) {
   // CHECK: // ptrain.compressed_all_reduce_start
-  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 64, 32, 4, 0, 0, 0ULL, 0, 0};
+  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_POWERSGD, 0, 0, 0, 1, PTRAIN_DTYPE_F32, 1, 64, 32, 4, 0, 0, 0ULL, 0, 0, PTRAIN_DTYPE_F32};
   // CHECK-NEXT: ptrain_cuda_copy_bytes({{v[0-9]+}}, 8192, [[E:v[0-9]+]])
   // CHECK-NEXT: ptrain_cuda_copy_bytes({{v[0-9]+}}, 512, [[Q:v[0-9]+]])
   // CHECK-NEXT: ptrain_nccl_compressed_all_reduce(comm_grid_dp, &codec, d_arg0, [[E]], [[Q]], [[R:v[0-9]+]], PTRAIN_REDUCE_AVG)
@@ -45,7 +45,7 @@ module {
 
   // A 1-D gradient: PowerSGD's exact path (the code carries the 8 values), summed, no warm start.
   // CHECK-LABEL: ptrain_status_t device_exact({{.*}}) {
-  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_POWERSGD, 0, 0, 0, 0, PTRAIN_DTYPE_F32, 1, 1, 8, 1, 0, 0, 0ULL, 0, 0};
+  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_POWERSGD, 0, 0, 0, 0, PTRAIN_DTYPE_F32, 1, 1, 8, 1, 0, 0, 0ULL, 0, 0, PTRAIN_DTYPE_F32};
   // CHECK-NEXT: ptrain_cuda_copy_bytes({{v[0-9]+}}, 32, [[E:v[0-9]+]])
   // CHECK-NEXT: ptrain_nccl_compressed_all_reduce(comm_grid_dp, &codec, d_arg0, [[E]], nullptr, {{v[0-9]+}}, PTRAIN_REDUCE_SUM)
   func.func @exact(%g: tensor<8xf32>) -> tensor<8xf32> {
@@ -60,7 +60,7 @@ module {
 
   // Top-k (gathered), averaged, with error feedback.
   // CHECK-LABEL: ptrain_status_t device_topk({{.*}}) {
-  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_TOPK, 0, 0, 0, 0, PTRAIN_DTYPE_F32, 1, 8, 16, 0, 12, 0, 0ULL, 0, 0};
+  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_TOPK, 0, 0, 0, 0, PTRAIN_DTYPE_F32, 1, 8, 16, 0, 12, 0, 0ULL, 0, 0, PTRAIN_DTYPE_F32};
   // CHECK-NEXT: ptrain_cuda_copy_bytes({{v[0-9]+}}, 512, [[E:v[0-9]+]])
   // CHECK-NEXT: ptrain_nccl_compressed_all_reduce(comm_grid_dp, &codec, d_arg0, [[E]], nullptr, {{v[0-9]+}}, PTRAIN_REDUCE_AVG)
   // CHECK: ptrain_nccl_wait(comm_grid_dp)
@@ -75,7 +75,7 @@ module {
 
   // Rand-k: its counter is a device state (the runtime reads and advances it through the host).
   // CHECK-LABEL: ptrain_status_t device_randk({{.*}}) {
-  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_RANDK, 0, 0, 0, 0, PTRAIN_DTYPE_F32, 1, 8, 16, 0, 32, 0, 7ULL, 0, 0};
+  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_RANDK, 0, 0, 0, 0, PTRAIN_DTYPE_F32, 1, 8, 16, 0, 32, 0, 7ULL, 0, 0, PTRAIN_DTYPE_F32};
   // CHECK-NEXT: ptrain_cuda_copy_bytes({{v[0-9]+}}, 8, [[C:v[0-9]+]])
   // CHECK-NEXT: ptrain_nccl_compressed_all_reduce(comm_grid_dp, &codec, d_arg0, nullptr, [[C]], {{v[0-9]+}}, PTRAIN_REDUCE_SUM)
   // CHECK-NOT: &counter
@@ -89,9 +89,36 @@ module {
     return %out : tensor<8x16xf32>
   }
 
+  // The widened form of a bf16 TP site (value_type = bf16, C8): the descriptor's version-2 field value_dtype is bf16
+  // (f32 on the sites above), so the runtime sends 2-byte top-k values.
+  // CHECK-LABEL: ptrain_status_t device_topk_bf16_values({{.*}}) {
+  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_TOPK, 0, 0, 0, 0, PTRAIN_DTYPE_F32, 1, 8, 16, 0, 12, 0, 0ULL, 0, 0, PTRAIN_DTYPE_BF16};
+  // CHECK-NEXT: ptrain_cuda_copy_bytes({{v[0-9]+}}, 512, [[E:v[0-9]+]])
+  // CHECK-NEXT: ptrain_nccl_compressed_all_reduce(comm_grid_tp, &codec, d_arg0, [[E]], nullptr, {{v[0-9]+}}, PTRAIN_REDUCE_SUM)
+  func.func @topk_bf16_values(%g: tensor<8x16xf32>) -> tensor<8x16xf32> {
+    %e = ptrain.state_read @ec : tensor<8x16xf32>
+    %r, %e1 = ptrain.compressed_all_reduce_start %g state(%e) on @grid axes [tp] reduction = sum
+        {codec = #ptrain.topk<k = 12>, error_feedback, value_type = bf16} : tensor<8x16xf32> state(tensor<8x16xf32>) -> state(tensor<8x16xf32>)
+    ptrain.state_write %e1 to @ec : tensor<8x16xf32>
+    %out = ptrain.wait %r : !ptrain.request<tensor<8x16xf32>>
+    return %out : tensor<8x16xf32>
+  }
+
+  // Rand-k with f16 values.
+  // CHECK-LABEL: ptrain_status_t device_randk_f16_values({{.*}}) {
+  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_RANDK, 0, 0, 0, 0, PTRAIN_DTYPE_F32, 1, 8, 16, 0, 32, 0, 7ULL, 0, 0, PTRAIN_DTYPE_F16};
+  func.func @randk_f16_values(%g: tensor<8x16xf32>) -> tensor<8x16xf32> {
+    %c = ptrain.state_read @n : tensor<i64>
+    %r, %c1 = ptrain.compressed_all_reduce_start %g state(%c) on @grid axes [tp] reduction = sum
+        {codec = #ptrain.randk<k = 32, seed = 7>, value_type = f16} : tensor<8x16xf32> state(tensor<i64>) -> state(tensor<i64>)
+    ptrain.state_write %c1 to @n : tensor<i64>
+    %out = ptrain.wait %r : !ptrain.request<tensor<8x16xf32>>
+    return %out : tensor<8x16xf32>
+  }
+
   // 4-bit asymmetric block quantization (gathered), stateless.
   // CHECK-LABEL: ptrain_status_t device_quant({{.*}}) {
-  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_QUANT, 4, PTRAIN_QUANT_BLOCK, 0, 0, PTRAIN_DTYPE_F32, 1, 8, 16, 0, 0, 32, 0ULL, 0, 0};
+  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_QUANT, 4, PTRAIN_QUANT_BLOCK, 0, 0, PTRAIN_DTYPE_F32, 1, 8, 16, 0, 0, 32, 0ULL, 0, 0, PTRAIN_DTYPE_F32};
   // CHECK-NEXT: ptrain_nccl_compressed_all_reduce(comm_grid_dp, &codec, d_arg0, nullptr, nullptr, {{v[0-9]+}}, PTRAIN_REDUCE_SUM)
   func.func @quant(%g: tensor<8x16xf32>) -> tensor<8x16xf32> {
     %r = ptrain.compressed_all_reduce_start %g on @grid axes [dp] reduction = sum
@@ -102,7 +129,7 @@ module {
 
   // A bf16 cast with error feedback over tp (MCBench's TP site).
   // CHECK-LABEL: ptrain_status_t device_cast({{.*}}) {
-  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_CAST, 0, 0, 0, 0, PTRAIN_DTYPE_BF16, 1, 8, 16, 0, 0, 0, 0ULL, 0, 0};
+  // CHECK: static const ptrain_codec_t codec = {PTRAIN_CODEC_CAST, 0, 0, 0, 0, PTRAIN_DTYPE_BF16, 1, 8, 16, 0, 0, 0, 0ULL, 0, 0, PTRAIN_DTYPE_F32};
   // CHECK-NEXT: ptrain_cuda_copy_bytes({{v[0-9]+}}, 512, [[E:v[0-9]+]])
   // CHECK-NEXT: ptrain_nccl_compressed_all_reduce(comm_grid_tp, &codec, d_arg0, [[E]], nullptr, {{v[0-9]+}}, PTRAIN_REDUCE_SUM)
   // CHECK: ptrain_nccl_wait(comm_grid_tp)

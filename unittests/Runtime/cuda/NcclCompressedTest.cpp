@@ -33,8 +33,8 @@ struct Case {
 };
 
 // ptrain_codec_t {kind, bits, granularity, symmetric, warm_start, cast_dtype, batch, rows, cols, rank, k,
-// block_size, seed}: the matrices 64 x 32 (PowerSGD) and 16 x 33 (odd sizes: partial quantization blocks,
-// padded cast chunks), the exact path on 1 x 37.
+// block_size, seed[, low_bits, tile_size, value_dtype]}: the matrices 64 x 32 (PowerSGD) and 16 x 33 (odd sizes:
+// partial quantization blocks, padded cast chunks), the exact path on 1 x 37.
 std::vector<Case> cases() {
   constexpr ptrain_dtype_t F32 = PTRAIN_DTYPE_F32;
   return {
@@ -48,6 +48,19 @@ std::vector<Case> cases() {
        PTRAIN_REDUCE_SUM},
       {"topk k 50, EF, avg", {PTRAIN_CODEC_TOPK, 0, 0, 0, 0, F32, 1, 16, 33, 0, 50, 0, 0}, true, PTRAIN_REDUCE_AVG},
       {"randk k 77, EF, sum", {PTRAIN_CODEC_RANDK, 0, 0, 0, 0, F32, 1, 16, 33, 0, 77, 0, 11}, true, PTRAIN_REDUCE_SUM},
+      // Descriptor version 2: 16-bit top-k / rand-k values (a 16-bit TP site), rounded, the loss in the residual.
+      {"topk k 50 bf16 values, EF, avg",
+       {PTRAIN_CODEC_TOPK, 0, 0, 0, 0, F32, 1, 16, 33, 0, 50, 0, 0, 0, 0, PTRAIN_DTYPE_BF16},
+       true,
+       PTRAIN_REDUCE_AVG},
+      {"randk k 77 f16 values, EF, sum",
+       {PTRAIN_CODEC_RANDK, 0, 0, 0, 0, F32, 1, 16, 33, 0, 77, 0, 11, 0, 0, PTRAIN_DTYPE_F16},
+       true,
+       PTRAIN_REDUCE_SUM},
+      {"randk k 77 bf16 values, avg",
+       {PTRAIN_CODEC_RANDK, 0, 0, 0, 0, F32, 1, 16, 33, 0, 77, 0, 11, 0, 0, PTRAIN_DTYPE_BF16},
+       false,
+       PTRAIN_REDUCE_AVG},
       {"quant 4-bit block 64 asymmetric, EF, avg",
        {PTRAIN_CODEC_QUANT, 4, PTRAIN_QUANT_BLOCK, 0, 0, F32, 1, 16, 33, 0, 0, 64, 0},
        true,

@@ -110,7 +110,7 @@ void CompressedAllReduceStartOp::build(OpBuilder &builder, OperationState &state
   build(builder, state, requestType, codecState.getTypes(), input, codecState, params,
         FlatSymbolRefAttr::get(builder.getContext(), grid), builder.getStrArrayAttr(gridAxes),
         ReductionKindAttr::get(builder.getContext(), reduction), codec,
-        errorFeedback ? builder.getUnitAttr() : UnitAttr());
+        errorFeedback ? builder.getUnitAttr() : UnitAttr(), /*value_type=*/TypeAttr());
 }
 
 LogicalResult CompressedAllReduceStartOp::verify() {
@@ -129,6 +129,18 @@ LogicalResult CompressedAllReduceStartOp::verify() {
   if (getRequest().getType().getValueType() != type)
     return emitOpError() << "request must yield the input type " << type << ", got "
                          << getRequest().getType();
+  // (C8)
+  if (std::optional<Type> values = getValueType()) {
+    if (!isHalfFloat(*values))
+      return emitOpError() << "value_type must be bf16 or f16 (the 16-bit values a top-k or rand-k site sends), got "
+                           << *values;
+    if (!isa<TopKAttr, RandKAttr>(getCodec()))
+      return emitOpError() << "value_type is the type of the values top-k and rand-k send; the codec "
+                           << Attribute(getCodec()) << " sends none";
+    if (!cast<RankedTensorType>(type).getElementType().isF32())
+      return emitOpError() << "value_type needs an f32 input (the widened form of a 16-bit site); a " << type
+                           << " input's values already have its type";
+  }
   return success();
 }
 

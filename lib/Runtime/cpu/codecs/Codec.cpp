@@ -6,10 +6,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "cpu/codecs/Codec.h"
+#include "cpu/codecs/Cast.h"
 #include "cpu/codecs/Quant.h"
 #include "cpu/codecs/TahQuant.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 
 using ptrain::runtime::CodeLayout;
 using ptrain::runtime::fail;
@@ -40,7 +43,10 @@ void describeCodec(const ptrain_codec_t &c, char *buf, size_t size) {
     break;
   case PTRAIN_CODEC_TOPK:
   case PTRAIN_CODEC_RANDK:
-    std::snprintf(param, sizeof(param), " k %lld", static_cast<long long>(c.k));
+    std::snprintf(param, sizeof(param), " k %lld%s", static_cast<long long>(c.k),
+                  c.value_dtype == PTRAIN_DTYPE_BF16  ? " bf16 values"
+                  : c.value_dtype == PTRAIN_DTYPE_F16 ? " f16 values"
+                                                      : "");
     break;
   case PTRAIN_CODEC_QUANT:
     std::snprintf(param, sizeof(param), " %d-bit", c.bits);
@@ -70,6 +76,12 @@ ptrain_status_t codecLayout(const char *call, const ptrain_codec_t *codec, CodeL
                 static_cast<long long>(c.batch), static_cast<long long>(c.rows), static_cast<long long>(c.cols));
   out = CodeLayout();
   out.numel = c.batch * c.rows * c.cols;
+  const bool sparse = c.kind == PTRAIN_CODEC_TOPK || c.kind == PTRAIN_CODEC_RANDK;
+  if (sparse ? c.value_dtype != PTRAIN_DTYPE_F32 && !isHalfValues(c) : c.value_dtype != PTRAIN_DTYPE_F32)
+    return fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                sparse ? "%s: value_dtype must be f32 (0), f16 (3) or bf16 (4), got %d"
+                       : "%s: value_dtype must be f32 (0): only topk and randk send 16-bit values, got %d",
+                c.kind >= 0 && c.kind <= PTRAIN_CODEC_TAHQUANT ? kCodecNames[c.kind] : "unknown codec", c.value_dtype);
   switch (c.kind) {
   case PTRAIN_CODEC_POWERSGD: {
     const int64_t minNM = c.rows < c.cols ? c.rows : c.cols;
@@ -87,7 +99,7 @@ ptrain_status_t codecLayout(const char *call, const ptrain_codec_t *codec, CodeL
                   "%s: k = %lld must be in [1, numel = %lld] and numel must "
                   "fit int32 indices",
                   kCodecNames[c.kind], static_cast<long long>(c.k), static_cast<long long>(out.numel));
-    out.offset[1] = align8(c.k * 4);
+    out.offset[1] = align8(c.k * codecValueBytes(c));
     out.total = c.kind == PTRAIN_CODEC_TOPK ? out.offset[1] + align8(c.k * 4) : out.offset[1];
     return PTRAIN_OK;
   case PTRAIN_CODEC_QUANT: {
@@ -147,7 +159,80 @@ ptrain_status_t codecLayout(const char *call, const ptrain_codec_t *codec, CodeL
   }
 }
 
+void roundCodecValues(const ptrain_codec_t &codec, const float *values, int64_t k, uint16_t *out) {
+  if (codec.value_dtype == PTRAIN_DTYPE_F16)
+    for (int64_t j = 0; j < k; ++j)
+      out[j] = floatToHalf(values[j]);
+  else
+    for (int64_t j = 0; j < k; ++j)
+      out[j] = floatToBf16(values[j]);
+}
+
+void widenCodecValues(const ptrain_codec_t &codec, const uint16_t *values, int64_t k, float *out) {
+  if (codec.value_dtype == PTRAIN_DTYPE_F16)
+    for (int64_t j = 0; j < k; ++j)
+      out[j] = halfToFloat(values[j]);
+  else
+    for (int64_t j = 0; j < k; ++j)
+      out[j] = bf16ToFloat(values[j]);
+}
+
 } // namespace ptrain::runtime
+
+namespace {
+using namespace ptrain::runtime;
+
+/// Top-k / rand-k with 16-bit values: the f32 encode into k floats, then each kept value rounded into the code;
+/// with error feedback the residual at the kept positions gets v - widen(round(v)) (it was 0 there: the f32 encode
+/// sent v exactly), so e' = g + e - decode(the codes sent). `state` is checked by the caller (rand-k's counter).
+ptrain_status_t encodeHalfValues(const char *call, const ptrain_codec_t &c, const CodeLayout &l, const float *input,
+                                 float *residual, void *state, char *code) {
+  const int64_t k = c.k;
+  // The f32 values, then (with error feedback) their widened rounding and rand-k's positions.
+  std::unique_ptr<float[], FreeDeleter> wide(static_cast<float *>(std::malloc(static_cast<size_t>(k) * 8)));
+  std::unique_ptr<int32_t[], FreeDeleter> positions(
+      c.kind == PTRAIN_CODEC_RANDK && residual ? static_cast<int32_t *>(std::malloc(static_cast<size_t>(k) * 4))
+                                               : nullptr);
+  if (!wide || (c.kind == PTRAIN_CODEC_RANDK && residual && !positions))
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "the %lld f32 values before their rounding to 16 bits",
+                static_cast<long long>(k));
+  const int32_t *kept = nullptr;
+  if (c.kind == PTRAIN_CODEC_TOPK) {
+    int32_t *indices = reinterpret_cast<int32_t *>(code + l.offset[1]);
+    PTRAIN_RETURN_IF_ERROR(ptrain_topk_encode_f32(input, residual, l.numel, k, wide.get(), indices));
+    kept = indices;
+  } else {
+    if (positions) // the positions the encode is about to draw (its counter before the call)
+      PTRAIN_RETURN_IF_ERROR(
+          ptrain_randk_indices(c.seed, *static_cast<int64_t *>(state), l.numel, k, positions.get()));
+    PTRAIN_RETURN_IF_ERROR(
+        ptrain_randk_encode_f32(input, residual, l.numel, k, c.seed, static_cast<int64_t *>(state), wide.get()));
+    kept = positions.get();
+  }
+  uint16_t *narrow = reinterpret_cast<uint16_t *>(code + l.offset[0]);
+  roundCodecValues(c, wide.get(), k, narrow);
+  if (residual) {
+    float *back = wide.get() + k;
+    widenCodecValues(c, narrow, k, back);
+    for (int64_t j = 0; j < k; ++j)
+      residual[kept[j]] += wide[j] - back[j];
+  }
+  return PTRAIN_OK;
+}
+
+/// Decodes top-k / rand-k codes with 16-bit values: widened exactly, then the f32 decode.
+ptrain_status_t decodeHalfValues(const char *call, const ptrain_codec_t &c, const CodeLayout &l, const char *code,
+                                 void *state, float *out) {
+  std::unique_ptr<float[], FreeDeleter> wide(static_cast<float *>(std::malloc(static_cast<size_t>(c.k) * 4)));
+  if (!wide)
+    return fail(PTRAIN_ERROR_OUT_OF_MEMORY, call, "the %lld widened values", static_cast<long long>(c.k));
+  widenCodecValues(c, reinterpret_cast<const uint16_t *>(code + l.offset[0]), c.k, wide.get());
+  if (c.kind == PTRAIN_CODEC_TOPK)
+    return ptrain_topk_decode_f32(wide.get(), reinterpret_cast<const int32_t *>(code + l.offset[1]), c.k, l.numel,
+                                  out);
+  return ptrain_randk_decode_f32(wide.get(), l.numel, c.k, c.seed, static_cast<int64_t *>(state), out);
+}
+} // namespace
 
 extern "C" ptrain_status_t ptrain_codec_code_bytes(const ptrain_codec_t *codec, int64_t *out_bytes) {
   PTRAIN_CHECK_PTR(out_bytes);
@@ -165,6 +250,11 @@ extern "C" ptrain_status_t ptrain_codec_encode(const ptrain_codec_t *codec, cons
   PTRAIN_CHECK_PTR(out_code);
   const ptrain_codec_t &c = *codec;
   char *code = static_cast<char *>(out_code);
+  if (ptrain::runtime::isHalfValues(c))
+  {
+    PTRAIN_CHECK_ARG(c.kind != PTRAIN_CODEC_RANDK || state != nullptr, "randk needs its counter state");
+    return encodeHalfValues(__func__, c, l, input, residual, state, code);
+  }
   auto f32 = [&](int section) { return reinterpret_cast<float *>(code + l.offset[section]); };
   switch (c.kind) {
   case PTRAIN_CODEC_POWERSGD:
@@ -197,6 +287,10 @@ extern "C" ptrain_status_t ptrain_codec_decode(const ptrain_codec_t *codec, cons
   PTRAIN_CHECK_PTR(out);
   const ptrain_codec_t &c = *codec;
   const char *code = static_cast<const char *>(code_bytes);
+  if (ptrain::runtime::isHalfValues(c)) {
+    PTRAIN_CHECK_ARG(c.kind != PTRAIN_CODEC_RANDK || state != nullptr, "randk needs its counter state");
+    return decodeHalfValues(__func__, c, l, code, state, out);
+  }
   auto f32 = [&](int section) { return reinterpret_cast<const float *>(code + l.offset[section]); };
   switch (c.kind) {
   case PTRAIN_CODEC_POWERSGD:

@@ -104,28 +104,38 @@ def PTrain_CompressedAllReduceStartOp : PTrain_CollectiveStartOp<"compressed_all
     executor run it as its phases. For a summable codec the codes are all-reduced in compressed form
     (PowerSGD: all-reduce P, orthogonalize, Q = M^T P, all-reduce Q; Optimus-CC section 4.4); otherwise they
     are all-gathered, decoded and summed. The wait yields the decoded reduction. `state` and `params` are as for `ptrain.compress`.
-    A bf16 or f16 input (a 16-bit plan's TP site) is widened exactly and coded as its f32 widening (the
-    codes of the f32 type, top-k and rand-k values included), reduced in fp32 and rounded once to the input
-    type; the residual is f32.
+    A bf16 or f16 input (a 16-bit plan's TP site) is widened exactly and coded as its f32 widening, reduced
+    in fp32 and rounded once to the input type; the residual is f32. Top-k and rand-k send their kept values
+    as the input's 16-bit type (rounded to nearest even after the selection on the fp32 g + e; int32
+    indices), as on a 16-bit pipeline link, and the residual keeps what the rounding lost; the other codes
+    are those of the f32 type. `--ptrain-widen-half-codecs` rewrites such an op into the f32 op with
+    `value_type` set to the 16-bit type: the form the runtimes take (the codec descriptor's `value_dtype`,
+    docs/Compression.md "Codecs on 16-bit traffic").
 
     Constraints: (C1)-(C3) of every collective, and
     * (C4) the reduction is `sum` or `avg`;
     * (C5) the codec accepts the input type;
     * (C6) state, new state and params have the types `ptrain.compress` requires;
-    * (C7) the request yields the input type.
+    * (C7) the request yields the input type;
+    * (C8) `value_type`, when present, is bf16 or f16, the codec is top-k or rand-k, and the input is f32
+      (on a 16-bit input the values already take the input's type).
 
     ```mlir
     %r, %e1, %q1 = ptrain.compressed_all_reduce_start %g state(%e, %q) on @grid axes [dp] reduction = avg
         {codec = #ptrain.powersgd<rank = 8>, error_feedback}
         : tensor<512x128xf32> state(tensor<512x128xf32>, tensor<128x8xf32>)
         -> state(tensor<512x128xf32>, tensor<128x8xf32>)
+    // A widened bf16 TP site: top-k's kept values are sent as bf16.
+    %t, %e2 = ptrain.compressed_all_reduce_start %x state(%e) on @grid axes [tp] reduction = sum
+        {codec = #ptrain.topk<ratio = 0.25>, error_feedback, value_type = bf16}
+        : tensor<4x64x128xf32> state(tensor<4x64x128xf32>) -> state(tensor<4x64x128xf32>)
     ```
   }];
   let arguments = !con((ins AnyRankedTensor:$input, Variadic<AnyRankedTensor>:$state,
                             Variadic<AnyRankedTensor>:$params),
                        gridArgs,
                        (ins PTrain_ReductionKindAttr:$reduction, PTrain_CodecAttr:$codec,
-                            UnitAttr:$error_feedback));
+                            UnitAttr:$error_feedback, OptionalAttr<TypeAttr>:$value_type));
   let results = (outs PTrain_ValueRequestType:$request, Variadic<AnyRankedTensor>:$new_state);
   let assemblyFormat = [{
     $input (`state` `(` $state^ `)`)? (`params` `(` $params^ `)`)? `on` $grid `axes` custom<GridAxes>($grid_axes)
