@@ -3,12 +3,15 @@
 // C_p = alpha op(A_p) op(B_p) + beta C_p for each batch entry p, one
 // cblas_sgemm per entry (row-major), or one for the whole batch when it
 // shares B and A, C are contiguous. See ptrain_runtime.h for the layout.
+// ptrain_gemm_strided_f32: the same over a two-level batch with leading
+// dimensions, the attention's head split and merge read and written in place.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cpu/GemmArgs.h"
 
 #include <cblas.h>
+#include <algorithm>
 #include <climits>
 
 extern "C" ptrain_status_t
@@ -55,5 +58,74 @@ ptrain_gemm_f32(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
                 static_cast<int>(n), static_cast<int>(k), alpha,
                 a + p * stride_a, lda, b + p * stride_b, ldb, beta, cp, ldc);
   }
+  return PTRAIN_OK;
+}
+
+namespace {
+/// Whether the batch entries of C, X_pq = c + p*layout[1] + q*layout[2] with m rows of n elements ld = layout[0]
+/// apart, can share an element. A sufficient test for the two layouts a strided GEMM writes: entries side by
+/// side within each row (the attention's heads of [batch, seq, heads, head_dim]), or one after another.
+bool entriesOverlap(int64_t outer, int64_t inner, int64_t m, int64_t n, const int64_t *layout) {
+  const int64_t ld = layout[0], so = layout[1], si = layout[2];
+  const int64_t extent = (m - 1) * ld + n; // the elements one entry spans
+  if (inner > 1 && !(si >= n && (inner - 1) * si + n <= ld) && si < extent)
+    return true; // the inner entries neither side by side within the rows nor one after another
+  return outer > 1 && so < (inner - 1) * si + extent; // the outer entries one after another
+}
+} // namespace
+
+extern "C" ptrain_status_t
+ptrain_gemm_strided_f32(int32_t trans_a, int32_t trans_b, int64_t batch_outer, int64_t batch_inner, int64_t m,
+                        int64_t n, int64_t k, float alpha, const float *a, const int64_t *a_layout,
+                        const float *b, const int64_t *b_layout, float beta, float *c, const int64_t *c_layout) {
+  const char *call = __func__;
+  PTRAIN_CHECK_ARG(a_layout && b_layout && c_layout, "the layouts must not be null");
+  PTRAIN_CHECK_ARG(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "m, n, k must fit CBLAS's int, got %lld x %lld x %lld",
+                   static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k));
+  const char *names[] = {"batch_outer", "batch_inner", "m", "n", "k"};
+  const int64_t sizes[] = {batch_outer, batch_inner, m, n, k};
+  for (int i = 0; i < 5; ++i)
+    if (sizes[i] < 0)
+      return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'%s' must be >= 0, got %lld", names[i],
+                                   static_cast<long long>(sizes[i]));
+  if (batch_outer == 0 || batch_inner == 0 || m == 0 || n == 0)
+    return PTRAIN_OK;
+  // The stored matrices' row lengths: op(A) [m, k] is stored [k, m] when transposed, op(B) [k, n] as [n, k].
+  const char *which[] = {"a", "b", "c"};
+  const int64_t *layouts[] = {a_layout, b_layout, c_layout};
+  const int64_t cols[] = {trans_a ? m : k, trans_b ? k : n, n};
+  for (int i = 0; i < 3; ++i) {
+    if (layouts[i][1] < 0 || layouts[i][2] < 0)
+      return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "%s_layout's batch strides must be >= 0",
+                                   which[i]);
+    if (layouts[i][0] < std::max<int64_t>(cols[i], 1) || layouts[i][0] > INT_MAX)
+      return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                                   "%s_layout's leading dimension (%lld) must be in [%lld, INT_MAX]", which[i],
+                                   static_cast<long long>(layouts[i][0]), static_cast<long long>(cols[i]));
+  }
+  if (!c)
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'c' must not be null");
+  if (k > 0 && (!a || !b))
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call, "'%s' must not be null", a ? "b" : "a");
+  if (entriesOverlap(batch_outer, batch_inner, m, n, c_layout))
+    return ptrain::runtime::fail(PTRAIN_ERROR_INVALID_ARGUMENT, call,
+                                 "c_layout {%lld, %lld, %lld} makes batch entries of C overlap", (long long)c_layout[0],
+                                 (long long)c_layout[1], (long long)c_layout[2]);
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  for (int64_t p = 0; p < batch_outer; ++p)
+    for (int64_t q = 0; q < batch_inner; ++q) {
+      float *cp = c + p * c_layout[1] + q * c_layout[2];
+      if (k == 0) { // BLAS leaves C * beta; beta = 0 ignores NaNs, as ptrain_gemm_f32
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            cp[i * c_layout[0] + j] = beta == 0.0f ? 0.0f : beta * cp[i * c_layout[0] + j];
+        continue;
+      }
+      cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha,
+                  a + p * a_layout[1] + q * a_layout[2], static_cast<int>(a_layout[0]),
+                  b + p * b_layout[1] + q * b_layout[2], static_cast<int>(b_layout[0]), beta, cp,
+                  static_cast<int>(c_layout[0]));
+    }
   return PTRAIN_OK;
 }
