@@ -15,10 +15,13 @@
 //     summation order (fp32 over n k terms instead of n fp32 partial products
 //     summed in fp64), within fp32 rounding;
 //   - the transpose of such a batch sum, its only use (the weight gradient of
-//     `x W^T`: autodiff sums dW^T = x^T dy and transposes it), is the same
-//     GEMM with its operands swapped, (A^T B)^T = B^T A, written straight
-//     into the sum's buffer; the transpose is an alias of that buffer (the
-//     same products summed in the same order: the same bits).
+//     `x W^T`: autodiff sums dW^T = x^T dy and transposes it), is written
+//     straight into the sum's buffer by the sum's GEMM; the transpose is an
+//     alias of that buffer. The CPU target runs the GEMM in its own operand
+//     roles into scratch and transposes it (ptrain_gemm_transposed_f32: the
+//     same bits as the unfolded GEMM and transpose on every kernel path); the
+//     CUDA target swaps the operands, (A^T B)^T = B^T A, which on OpenBLAS's
+//     Haswell kernels gives other last bits (GemmTest, kern11).
 //   - a bias added to a GEMM's product, `x W^T + b` with b of the product's
 //     last dim (its only use): C starts as b broadcast over the rows and the
 //     GEMM runs with beta = 1, C = A B + C; the add is an alias of the

@@ -374,6 +374,15 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   batch_inner H (docs/CodegenCpu.md, "GEMM operands"). INVALID_ARGUMENT for negative sizes or strides, a
 //   leading dimension below the row's length or above INT_MAX, null pointers, or a c_layout whose entries could
 //   overlap (they must lie side by side within the rows or one after another).
+// ptrain_gemm_transposed_f32(trans_a, trans_b, m, n, k, alpha, a, b, beta, c)
+//   C^T = alpha * (op(A) op(B))^T + beta * C^T: c is the [n, m] transpose of the [m, n] product, A, B and op as
+//   ptrain_gemm_f32 (batch 1). Computed as ptrain_gemm_f32 of the product into a per-thread scratch (the same
+//   cblas_sgemm, operands in the same roles) and a transposing pass c[j, i] = p[i, j] (beta = 0) or
+//   c[j, i] = beta * c[j, i] + p[i, j]: the bits of the GEMM, a transpose and (beta = 1) an fp32 add, on every
+//   BLAS kernel family. The product written transposed by swapping the operands, (A^T B)^T = B^T A, is not
+//   those bits on OpenBLAS's Haswell kernels (about 10% of the elements of the bundled GPT's weight gradients
+//   differ in the last bits; GemmTest, kern11). The weight gradient of `x W^T` (GemmFusion.h, writesTransposed).
+//   INVALID_ARGUMENT as ptrain_gemm_f32; OUT_OF_MEMORY when the scratch cannot grow.
 //
 // --- bf16 GEMM with fp32 accumulation, bf16 casts (cpu/GemmBf16.cpp; docs/Runtime.md, "bf16 GEMM") ---
 // ptrain_gemm_bf16(trans_a, trans_b, batch, m, n, k, alpha, a, stride_a, b,

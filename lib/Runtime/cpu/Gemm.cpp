@@ -5,6 +5,8 @@
 // shares B and A, C are contiguous. See ptrain_runtime.h for the layout.
 // ptrain_gemm_strided_f32: the same over a two-level batch with leading
 // dimensions, the attention's head split and merge read and written in place.
+// ptrain_gemm_transposed_f32: the product written transposed, through scratch
+// (the swapped-operand GEMM gives other bits on OpenBLAS's Haswell kernels).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 #include <cblas.h>
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 
 extern "C" ptrain_status_t
 ptrain_gemm_f32(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
@@ -126,6 +129,43 @@ ptrain_gemm_strided_f32(int32_t trans_a, int32_t trans_b, int64_t batch_outer, i
                   a + p * a_layout[1] + q * a_layout[2], static_cast<int>(a_layout[0]),
                   b + p * b_layout[1] + q * b_layout[2], static_cast<int>(b_layout[0]), beta, cp,
                   static_cast<int>(c_layout[0]));
+    }
+  return PTRAIN_OK;
+}
+
+extern "C" ptrain_status_t ptrain_gemm_transposed_f32(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                                                      int64_t k, float alpha, const float *a, const float *b,
+                                                      float beta, float *c) {
+  PTRAIN_CHECK_ARG(m >= 0 && n >= 0 && m <= INT_MAX && n <= INT_MAX, "m and n must be in [0, INT_MAX], got %lld x %lld",
+                   static_cast<long long>(m), static_cast<long long>(n));
+  PTRAIN_CHECK_ARG(c != nullptr || m * n == 0, "c must not be null");
+  // The product in the roles the unfolded GEMM has (the same cblas_sgemm call: the same bits), then transposed.
+  // Kept per thread between calls (a step's weight gradients reuse it); freed at the thread's exit.
+  struct Scratch {
+    float *data = nullptr;
+    int64_t size = 0;
+    ~Scratch() { std::free(data); }
+  };
+  thread_local Scratch scratch;
+  if (scratch.size < m * n) {
+    float *grown = ptrain::runtime::allocArray<float>(m * n);
+    if (!grown)
+      return ptrain::runtime::fail(PTRAIN_ERROR_OUT_OF_MEMORY, __func__, "no scratch for a %lld x %lld product",
+                                   static_cast<long long>(m), static_cast<long long>(n));
+    std::free(scratch.data);
+    scratch.data = grown;
+    scratch.size = m * n;
+  }
+  float *p = scratch.data;
+  PTRAIN_RETURN_IF_ERROR(ptrain_gemm_f32(trans_a, trans_b, 1, m, n, k, alpha, a, 0, b, 0, 0.0f, p, 0));
+  // c[j, i] = p[i, j] (+ beta c[j, i]) in 32 x 32 tiles: both matrices read and written in cache lines.
+  constexpr int64_t kTile = 32;
+  for (int64_t i0 = 0; i0 < m; i0 += kTile)
+    for (int64_t j0 = 0; j0 < n; j0 += kTile) {
+      const int64_t i1 = std::min(m, i0 + kTile), j1 = std::min(n, j0 + kTile);
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t i = i0; i < i1; ++i)
+          c[j * m + i] = beta == 0.0f ? p[i * n + j] : beta * c[j * m + i] + p[i * n + j];
     }
   return PTRAIN_OK;
 }

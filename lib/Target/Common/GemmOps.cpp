@@ -114,6 +114,14 @@ LogicalResult mlir::ptrain::target::emitGemmOp(Operation *op, const GemmFusion &
         const bool accumulate = static_cast<bool>(gemms.accumulatedState(s));
         if (accumulate)
           t.note("accumulated into its gradient state: C = the state, beta = 1 (GemmFusion.h)");
+        // Written transposed: on the CPU through scratch in the unfolded GEMM's operand roles, whose bits the
+        // swapped-operand GEMM does not give on OpenBLAS's Haswell kernels (ptrain_gemm_transposed_f32, GemmTest).
+        if (transposed && t.hasTransposedGemm()) {
+          t.note("the transpose of the product: the GEMM in its own operand roles, transposed through scratch "
+                 "(GemmFusion.h)");
+          return t.callTransposedGemm({"1", "0", str(g->rows), str(g->cols), str(g->batch * g->k), "1.0f", ptr(a),
+                                       ptr(b), accumulate ? "1.0f" : "0.0f", ptr(s.getResult())});
+        }
         return t.callKernel(Kernel::gemm_f32,
                             {"1", "0", "1", str(transposed ? g->cols : g->rows), str(transposed ? g->rows : g->cols),
                              str(g->batch * g->k), "1.0f", ptr(transposed ? b : a), "0", ptr(transposed ? a : b), "0",

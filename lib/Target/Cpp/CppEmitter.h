@@ -226,6 +226,10 @@ private:
   LogicalResult callStridedGemm(ArrayRef<std::string> args) override {
     return call(RuntimeCall::ptrain_gemm_strided_f32, args);
   }
+  bool hasTransposedGemm() const override { return true; }
+  LogicalResult callTransposedGemm(ArrayRef<std::string> args) override {
+    return call(RuntimeCall::ptrain_gemm_transposed_f32, args);
+  }
   std::string scratchPtr(int64_t bytes, StringRef type) override { return bufferPtr(scratch(bytes), type); }
   FailureOr<std::string> rankOffsetsArray(TPSplitOp op, StringRef name) override {
     return writeTpSplitOffsets(op, comms, name, block);
