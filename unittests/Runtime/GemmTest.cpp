@@ -141,7 +141,9 @@ TEST(Gemm, AccumulatingIntoCEqualsASeparateAddOverTheBundledGptsWeightGradients)
 /// transposed copy, the fp32 add. ptrain_gemm_transposed_f32, which the CPU emitter calls, must give its bits on
 /// every kernel path, beta 0 and 1. The GEMM with its operands swapped, (A^T B)^T = B^T A (kern10's fold), does
 /// not on OpenBLAS's Haswell kernels (1,662 to 5,335 elements of 16 K to 65 K differ at the GPT's shapes, kern11;
-/// the SkylakeX kernels gave equal bits): the count is recorded (`swapped_differ`), not asserted. Shapes: the
+/// the SkylakeX kernels gave equal bits): the count is recorded (`swapped_differ`), not asserted. On SkylakeX the
+/// runtime takes the swapped GEMM where it keeps the bits (beta 0, or K <= 256): this test checks that route there
+/// and the scratch route on Haswell (K past 256 with beta 1: the scratch route on both). Shapes: the
 /// bundled GPT's linear layers (d = 128: qkv, projection, MLP; K = 4 x 64 = 256), the scale test's (d = 64;
 /// K = 4 x 32 = 128), K past OpenBLAS's one-pass 256 (1024, 2048) and an odd one. scripts/test-kernel-paths.sh
 /// runs it with OpenBLAS's Haswell (AVX2) and SkylakeX (AVX-512) kernels.

@@ -381,7 +381,9 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   c[j, i] = beta * c[j, i] + p[i, j]: the bits of the GEMM, a transpose and (beta = 1) an fp32 add, on every
 //   BLAS kernel family. The product written transposed by swapping the operands, (A^T B)^T = B^T A, is not
 //   those bits on OpenBLAS's Haswell kernels (about 10% of the elements of the bundled GPT's weight gradients
-//   differ in the last bits; GemmTest, kern11). The weight gradient of `x W^T` (GemmFusion.h, writesTransposed).
+//   differ in the last bits; GemmTest, kern11). Where it is (OpenBLAS's SkylakeX kernels, found by
+//   openblas_get_corename at run time, with beta = 0 or k <= 256, one pass over K) the swapped GEMM writes C^T in
+//   place and the scratch is skipped. The weight gradient of `x W^T` (GemmFusion.h, writesTransposed).
 //   INVALID_ARGUMENT as ptrain_gemm_f32; OUT_OF_MEMORY when the scratch cannot grow.
 //
 // --- bf16 GEMM with fp32 accumulation, bf16 casts (cpu/GemmBf16.cpp; docs/Runtime.md, "bf16 GEMM") ---

@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
 
 extern "C" ptrain_status_t
 ptrain_gemm_f32(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
@@ -133,12 +135,35 @@ ptrain_gemm_strided_f32(int32_t trans_a, int32_t trans_b, int64_t batch_outer, i
   return PTRAIN_OK;
 }
 
+namespace {
+/// Whether the loaded BLAS gives the GEMM with its operands swapped, (A^T B)^T = B^T A written as C^T, the bits of
+/// the product's transpose: OpenBLAS's SkylakeX kernels (GemmTest's BatchSumWrittenTransposedGivesTheTransposedSumsBits,
+/// kern11: every element of the GPT's and the scale test's weight-gradient shapes), not its Haswell kernels. Any
+/// other BLAS or core: no (the scratch route). Looked up by name, so the runtime links against any CBLAS.
+/// The longest contraction OpenBLAS sums in one pass on both kernel families (GemmFusion.h; GemmTest).
+constexpr int64_t kOnePassK = 256;
+
+bool swappedGemmKeepsBits() {
+  static const bool keeps = [] {
+    using CoreName = char *(*)();
+    auto name = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+    const char *core = name ? name() : nullptr;
+    return core && std::strcmp(core, "SkylakeX") == 0;
+  }();
+  return keeps;
+}
+} // namespace
+
 extern "C" ptrain_status_t ptrain_gemm_transposed_f32(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
                                                       int64_t k, float alpha, const float *a, const float *b,
                                                       float beta, float *c) {
   PTRAIN_CHECK_ARG(m >= 0 && n >= 0 && m <= INT_MAX && n <= INT_MAX, "m and n must be in [0, INT_MAX], got %lld x %lld",
                    static_cast<long long>(m), static_cast<long long>(n));
   PTRAIN_CHECK_ARG(c != nullptr || m * n == 0, "c must not be null");
+  // C^T = op(B)^T op(A)^T in place, no scratch: the same bits on these kernels where the GEMM sums K in one pass
+  // or ignores C (beta = 1 past K = 256 adds C to the first partial sum, not the last: GemmFusion.h).
+  if (swappedGemmKeepsBits() && (beta == 0.0f || k <= kOnePassK))
+    return ptrain_gemm_f32(!trans_b, !trans_a, 1, n, m, k, alpha, b, 0, a, 0, beta, c, 0);
   // The product in the roles the unfolded GEMM has (the same cblas_sgemm call: the same bits), then transposed.
   // Kept per thread between calls (a step's weight gradients reuse it); freed at the thread's exit.
   struct Scratch {
