@@ -24,13 +24,12 @@
 
 #include "ptrain/Runtime/ptrain_runtime.h"
 
+#include "common/CpuTime.h"
 #include "common/Random.h"
 
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <ctime>
 #include <utility>
 #include <vector>
 
@@ -44,12 +43,6 @@ struct Grad {
   int64_t in, out;
   std::vector<float> x, dy, state;
 };
-
-double cpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 std::vector<Grad> layer() {
   std::vector<Grad> grads;
@@ -72,16 +65,11 @@ void scratch(std::vector<Grad> &grads) {
     ptrain_gemm_transposed_f32(1, 0, g.in, g.out, K, 1.0f, g.x.data(), g.dy.data(), 1.0f, g.state.data());
 }
 
+/// The swapped sequence's best thread CPU time over 5 passes (after one to warm the caches), in seconds.
 double swappedSeconds() {
   std::vector<Grad> grads = layer();
   swapped(grads);
-  double best = 1e30;
-  for (int pass = 0; pass < 5; ++pass) {
-    const double t0 = cpuSeconds();
-    swapped(grads);
-    best = std::min(best, cpuSeconds() - t0);
-  }
-  return best;
+  return 1e-3 * ptrain::bench::bestMs(5, [&] { swapped(grads); });
 }
 
 void BM_WeightGradsSwapped(benchmark::State &state) {
