@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
-REGEX=${2:-'^(CpuIsa|CastBf16|Gelu|Softmax|CrossEntropy|Gemm|Attention|LayerNorm|Optimizer|ModelOps)|^codegen-cpu-(gpt|tensor-parallel|export-tp|vocab-parallel|data-parallel|pipeline|loss-options|ort-forward|model-ops|clip-sgd|gemm-accumulate)$'}
+REGEX=${2:-'^(CpuIsa|CastBf16|Gelu|Softmax|CrossEntropy|Gemm|Attention|LayerNorm|Optimizer|ModelOps)|^codegen-cpu-(gpt|tensor-parallel|export-tp|vocab-parallel|data-parallel|pipeline|loss-options|ort-forward|model-ops|clip-sgd|gemm-accumulate|gemm-heads|layer-norm-stats)$'}
 LOGS="$BUILD_DIR/kernel-paths"
 mkdir -p "$LOGS"
 

@@ -175,6 +175,8 @@ StorageRules StorageRules::cuda() {
   rules.generateConstants = false;
   rules.adamWRuns = false;
   rules.accumulateGemmsIntoStates = false;
+  rules.foldHeadPermutes = false;
+  rules.layerNormSavedStats = false;
   rules.alignment = 256;
   return rules;
 }
@@ -213,6 +215,25 @@ std::optional<int64_t> BufferLiveness::fillIndexOf(Value v) const {
   return it == fillIndex.end() ? std::nullopt : std::optional<int64_t>(it->second);
 }
 
+Operation *BufferLiveness::findSavedStats(LayerNormGradOp g) const {
+  const int64_t at = opIndex.lookup(g.getOperation());
+  auto [rows, cols] = rowsCols(tensorOf(g.getInput()).getShape(), g.getAxisAttr().getInt());
+  for (int64_t i = at - 1; i >= 0; --i) {
+    auto ln = dyn_cast<LayerNormOp>(opList[i]);
+    if (!ln || ln.getInput() != g.getInput() || ln.getScale() != g.getScale() ||
+        ln.getEpsilonAttr() != g.getEpsilonAttr() || !scratch.count(ln))
+      continue;
+    // The same rows: the statistics are per row of the same [rows, cols] view.
+    if (rowsCols(tensorOf(ln.getInput()).getShape(), ln.getNormalizedAxis()) != std::pair(rows, cols))
+      continue;
+    ArrayRef<int64_t> fwdScratch = scratch.find(ln)->second;
+    if (fwdScratch.size() < 2 || bufferList[fwdScratch.back()].bytes != 4 * rows)
+      continue;
+    return ln;
+  }
+  return nullptr;
+}
+
 int64_t BufferLiveness::addScratch(Operation *op, int64_t bytes) {
   int64_t i = opIndex.lookup(op);
   bufferList.push_back({i, i, bytes});
@@ -230,7 +251,7 @@ void BufferLiveness::run(bool placeBuffers) {
   if (func.isExternal())
     return;
   if (rules.fuseGemms)
-    gemmFusion.emplace(opList, rules.accumulateGemmsIntoStates);
+    gemmFusion.emplace(opList, rules.gemmFusionOptions());
   // A compressed all-reduce's new state is written to its state after the wait (the emitters defer it).
   for (Operation *op : opList)
     if (auto start = dyn_cast<CompressedAllReduceStartOp>(op))
@@ -402,6 +423,19 @@ void BufferLiveness::run(bool placeBuffers) {
     for (Operation *op : opList) {
       if (isFolded(op) || isDead(op) || runOf.count(op))
         continue;
+      // A layer norm's gradient reading its forward's saved statistics: only its unused bias gradient as scratch,
+      // and the forward's mean and rstd live until here.
+      if (auto g = dyn_cast<LayerNormGradOp>(op); g && rules.layerNormSavedStats) {
+        if (Operation *fwd = findSavedStats(g)) {
+          savedStats[op] = fwd;
+          ArrayRef<int64_t> fwdScratch = scratch[fwd];
+          for (int64_t b : fwdScratch.take_back(2))
+            bufferList[b].last = std::max(bufferList[b].last, opIndex[op]);
+          if (!g.getBiasGrad())
+            addScratch(op, 4 * rowsCols(tensorOf(g.getInput()).getShape(), g.getAxisAttr().getInt()).second);
+          continue;
+        }
+      }
       bytes.clear();
       rules.scratch(op, bytes);
       for (int64_t b : bytes)

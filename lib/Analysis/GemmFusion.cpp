@@ -37,14 +37,30 @@ bool swapsLastTwo(TransposeOp t) {
   return perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
 }
 
-/// `v` through the chain of last-two-dims transposes that made it.
-GemmOperand resolve(Value v) {
+/// A head permute of an f32 [B, T, H, D] tensor (GemmFusion.h): 1 for {0, 2, 1, 3} (the heads split, [B, H, T, D]),
+/// 2 for {0, 2, 3, 1} (split and transposed, [B, H, D, T]), 0 for any other transpose.
+int headPermute(TransposeOp t) {
+  ArrayRef<int64_t> perm = t.getPerm();
+  if (perm.size() != 4 || !isF32(t.getInput()) || perm[0] != 0 || perm[1] != 2)
+    return 0;
+  return perm[2] == 1 && perm[3] == 3 ? 1 : perm[2] == 3 && perm[3] == 1 ? 2 : 0;
+}
+
+/// `v` through the chain of last-two-dims transposes that made it and, with `heads`, the head permute above them.
+GemmOperand resolve(Value v, bool heads) {
   GemmOperand g{v, false};
   while (auto t = g.source.getDefiningOp<TransposeOp>()) {
-    if (!swapsLastTwo(t))
-      break;
-    g.source = t.getInput();
-    g.transposed = !g.transposed;
+    if (swapsLastTwo(t)) {
+      g.source = t.getInput();
+      g.transposed = !g.transposed;
+      continue;
+    }
+    if (int kind = heads ? headPermute(t) : 0) {
+      g.source = t.getInput();
+      g.transposed = kind == 2 ? !g.transposed : g.transposed;
+      g.heads = true;
+    }
+    break;
   }
   return g;
 }
@@ -57,7 +73,20 @@ ArrayRef<int64_t> withoutLeadingOnes(ArrayRef<int64_t> shape) {
 }
 } // namespace
 
-GemmFusion::GemmFusion(ArrayRef<Operation *> ops, bool accumulateIntoStates) : deadOps(ops) {
+GemmFusion::GemmFusion(ArrayRef<Operation *> ops, GemmFusionOptions options) : options(options), deadOps(ops) {
+  // Every user of `v` reads it in place through a head permute: a matmul that takes heads, or a folded
+  // last-two-dims transpose whose users are such matmuls.
+  auto readInPlace = [&](Value v) {
+    auto headsMatmul = [&](Operation *user) {
+      auto m = dyn_cast<MatmulOp>(user);
+      return m && takesHeads(m);
+    };
+    return llvm::all_of(v.getUsers(), [&](Operation *user) {
+      auto t = dyn_cast<TransposeOp>(user);
+      return headsMatmul(user) || (t && swapsLastTwo(t) && folded.contains(user) &&
+                                   llvm::all_of(t.getResult().getUsers(), headsMatmul));
+    });
+  };
   for (Operation *op : llvm::reverse(ops)) {
     if (deadOps.isDead(op))
       continue;
@@ -76,7 +105,7 @@ GemmFusion::GemmFusion(ArrayRef<Operation *> ops, bool accumulateIntoStates) : d
       ArrayRef<int64_t> batch = product.drop_back(2);
       GemmOperand a = operand(m, 0), b = operand(m, 1);
       if (ShapedType::getNumElements(batch) < 2 || tensorOf(m.getLhs()).getShape().drop_back(2) != batch ||
-          tensorOf(m.getRhs()).getShape().drop_back(2) != batch || !a.transposed || b.transposed ||
+          tensorOf(m.getRhs()).getShape().drop_back(2) != batch || !a.transposed || b.transposed || a.heads || b.heads ||
           withoutLeadingOnes(tensorOf(s.getResult()).getShape()) != product.take_back(2))
         continue;
       summed[op] = m;
@@ -85,13 +114,33 @@ GemmFusion::GemmFusion(ArrayRef<Operation *> ops, bool accumulateIntoStates) : d
       continue;
     }
     // A transpose is not needed when every user reads through it: a matmul (any operand resolves through
-    // every last-two-dims transpose above it) or a transpose that is not needed either.
+    // every last-two-dims transpose above it) or a last-two-dims transpose that is not needed either.
     auto t = dyn_cast<TransposeOp>(op);
-    if (!t || !swapsLastTwo(t) || t.getResult().use_empty())
+    if (!t || t.getResult().use_empty())
       continue;
-    if (llvm::all_of(t.getResult().getUsers(),
-                     [&](Operation *user) { return isa<MatmulOp>(user) || folded.contains(user); }))
+    if (headPermute(t)) { // read in place by strided GEMMs (GemmFusion.h, head permutes)
+      if (options.headPermutes && readInPlace(t.getResult()))
+        folded.insert(op);
+      continue;
+    }
+    if (!swapsLastTwo(t))
+      continue;
+    if (llvm::all_of(t.getResult().getUsers(), [&](Operation *user) {
+          auto u = dyn_cast<TransposeOp>(user);
+          return isa<MatmulOp>(user) || (u && swapsLastTwo(u) && folded.contains(user));
+        }))
       folded.insert(op);
+  }
+  // The heads merged back: a product whose only use is its {0, 2, 1, 3} transpose is written in that layout.
+  for (Operation *op : ops) {
+    auto m = dyn_cast<MatmulOp>(op);
+    if (!m || deadOps.isDead(op) || folded.contains(op) || !takesHeads(m) || !m.getResult().hasOneUse())
+      continue;
+    auto t = dyn_cast<TransposeOp>(*m.getResult().getUsers().begin());
+    if (!t || headPermute(t) != 1 || deadOps.isDead(t) || folded.contains(t))
+      continue;
+    headsResults.insert(op);
+    aliases[t] = m.getResult();
   }
   // A weight gradient's transpose: the batch sum's GEMM writes the transposed matrix instead.
   for (Operation *op : ops) {
@@ -124,7 +173,7 @@ GemmFusion::GemmFusion(ArrayRef<Operation *> ops, bool accumulateIntoStates) : d
       break;
     }
   }
-  if (accumulateIntoStates)
+  if (options.accumulateIntoStates)
     findAccumulations(ops);
 }
 
@@ -197,7 +246,21 @@ void GemmFusion::findAccumulations(ArrayRef<Operation *> ops) {
 }
 
 GemmOperand GemmFusion::operand(MatmulOp m, unsigned index) const {
-  return resolve(index == 0 ? m.getLhs() : m.getRhs());
+  return resolve(index == 0 ? m.getLhs() : m.getRhs(), takesHeads(m));
+}
+
+bool GemmFusion::takesHeads(MatmulOp m) const {
+  if (!options.headPermutes || m.getAccumulate() || !isF32(m.getResult()) || !isF32(m.getLhs()) ||
+      !isF32(m.getRhs()))
+    return false;
+  ArrayRef<int64_t> product = tensorOf(m.getResult()).getShape();
+  return product.size() == 4 && tensorOf(m.getLhs()).getShape().take_front(2) == product.take_front(2) &&
+         tensorOf(m.getRhs()).getShape().take_front(2) == product.take_front(2) &&
+         tensorOf(m.getLhs()).getRank() == 4 && tensorOf(m.getRhs()).getRank() == 4;
+}
+
+bool GemmFusion::isStrided(MatmulOp m) const {
+  return takesHeads(m) && (operand(m, 0).heads || operand(m, 1).heads || writesHeads(m));
 }
 
 ArrayRef<Value> GemmFusion::extraReads(Operation *op) const {

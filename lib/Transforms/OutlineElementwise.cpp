@@ -171,7 +171,7 @@ struct OutlineElementwisePass : ptrain::impl::OutlineElementwisePassBase<Outline
       SmallVector<Operation *> ops;
       for (Operation &op : func.getBody().front())
         ops.push_back(&op);
-      GemmFusion gemms(ops, StorageRules::cpu().accumulateGemmsIntoStates); // the CPU target's folds
+      GemmFusion gemms(ops, StorageRules::cpu().gemmFusionOptions()); // the CPU target's folds
       SmallVector<ElementwiseChain> chains = findElementwiseChains(
           ops, [&](Operation *op) { return gemms.isFolded(op) || gemms.aliasOf(op); },
           [&](Operation *op) { return gemms.isDead(op); });

@@ -103,6 +103,47 @@ TEST_F(BufferLivenessTest, CpuScratchIsDeclared) {
   EXPECT_EQ(cuda.place(), 2 * 256);
 }
 
+// A layer norm's gradient on the CPU reads the mean and rstd its forward saved (savedStatsOf): the forward's last
+// two scratch buffers live until the gradient, which declares only its unused bias gradient's scratch. Another
+// epsilon, or the CUDA rules, recompute.
+TEST_F(BufferLivenessTest, LayerNormGradientReadsTheForwardsSavedStatistics) {
+  func::FuncOp f = parse(R"mlir(
+    func.func @f(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) {
+      %h = ptrain.layer_norm %x, %g {axis = -1 : i64, epsilon = 1.0e-05 : f64} : tensor<4x8xf32>, tensor<8xf32>
+      %e = ptrain.binary add %h, %h : tensor<4x8xf32>, tensor<4x8xf32>
+      %dx, %dg = ptrain.layer_norm_grad %dy, %x, %g {axis = -1 : i64, epsilon = 1.0e-05 : f64} : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>, tensor<8xf32>
+      %dx2, %dg2 = ptrain.layer_norm_grad %dy, %x, %g {axis = -1 : i64, epsilon = 1.0e-06 : f64} : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>, tensor<8xf32>
+      return %e, %dx, %dg, %dx2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>
+    })mlir");
+  ASSERT_TRUE(f);
+  auto it = f.getBody().front().begin();
+  Operation *ln = &*it, *grad = &*std::next(it, 2), *other = &*std::next(it, 3);
+  BufferLiveness cpu(f, StorageRules::cpu());
+  cpu.run();
+  EXPECT_EQ(cpu.savedStatsOf(grad), ln);
+  EXPECT_EQ(cpu.savedStatsOf(other), nullptr); // another epsilon
+  ArrayRef<int64_t> fwd = cpu.scratchOf(ln);
+  ASSERT_EQ(fwd.size(), 3u);
+  EXPECT_EQ(cpu.buffers()[fwd[0]].last, 0); // the zero bias: the forward's only
+  EXPECT_EQ(cpu.buffers()[fwd[1]].last, 2); // mean and rstd: until the gradient
+  EXPECT_EQ(cpu.buffers()[fwd[2]].last, 2);
+  ASSERT_EQ(cpu.scratchOf(grad).size(), 1u); // the unused bias gradient (8 floats)
+  EXPECT_EQ(cpu.buffers()[cpu.scratchOf(grad)[0]].bytes, 32);
+  EXPECT_EQ(cpu.scratchOf(other).size(), 5u); // zero bias, y, mean, rstd, bias gradient
+
+  StorageRules off = StorageRules::cpu();
+  off.layerNormSavedStats = false;
+  BufferLiveness recompute(f, off);
+  recompute.run();
+  EXPECT_EQ(recompute.savedStatsOf(grad), nullptr);
+  EXPECT_EQ(recompute.scratchOf(grad).size(), 5u);
+  EXPECT_EQ(recompute.buffers()[recompute.scratchOf(ln)[1]].last, 0);
+
+  BufferLiveness cuda(f, StorageRules::cuda());
+  cuda.run(/*place=*/false);
+  EXPECT_EQ(cuda.savedStatsOf(grad), nullptr);
+}
+
 // A zero splat only written to states is filled by the writes on the CPU (no buffer); a large mask several ops
 // read is generated where it is defined. On CUDA both are constants of the device block.
 TEST_F(BufferLivenessTest, GeneratedConstants) {

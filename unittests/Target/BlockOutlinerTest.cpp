@@ -170,6 +170,51 @@ TEST(BlockOutlinerTest, AliasesOfArgumentsPassTheArgument) {
   EXPECT_EQ(r.bodies[0].find("(void)v40"), std::string::npos) << r.bodies[0];
 }
 
+TEST(BlockOutlinerTest, AliasesOfArenaPointersGoThroughTheRow) {
+  // Every layer reads an alias (a reshape used in place) of a buffer an earlier chunk wrote (as a layer's
+  // backward reads its forward's saved layer-norm statistics): the alias is that arena pointer, computed in the
+  // block from an offset in its row, so no call passes it (a call costs the same whatever the block reads).
+  EmittedFunction f;
+  f.types["arg0"] = "const float *";
+  EmittedChunk saved;
+  saved.location = "forward";
+  saved.header = "  // ptrain.layer_norm\n";
+  for (int l = 0; l < 4; ++l) {
+    const std::string root = "v" + std::to_string(500 + l), alias = "v" + std::to_string(400 + l);
+    saved.decls.push_back({root, "  float *" + root + " = reinterpret_cast<float *>(ptrain_arena + " +
+                                     std::to_string(65536 + 1024 * l) + ");\n"});
+    saved.decls.push_back({alias, "  float *" + alias + " = " + root + ";\n  (void)" + alias + ";\n"});
+    saved.code += "  PTRAIN_STEP_CALL(ptrain_fill_f32(arg0, 32, " + root + "));\n";
+    f.types[root] = f.types[alias] = "float *";
+  }
+  f.chunks.push_back(saved);
+  for (int l = 0; l < 4; ++l)
+    addLayer(f, l, "v" + std::to_string(400 + l), 300 + l, 8192 * l);
+  addReturn(f);
+  OutlineOptions opt = options();
+  opt.globalType = globalType;
+  opt.tableEntry = [](llvm::StringRef name) -> std::pair<std::string, int64_t> {
+    if (!name.starts_with("state_"))
+      return {"", -1};
+    return {"static_cast<float *>(kStates[#].data)", 10 + (name[6] - '0')};
+  };
+  OutlineResult r = outlineRepeatedBlocks({f}, opt);
+  EXPECT_EQ(r.numBlocks, 1);
+  EXPECT_EQ(r.numOccurrences, 4);
+  for (int l = 0; l < 4; ++l)
+    EXPECT_NE(r.bodies[0].find("ptrain_block_0(kptrain_block_0_rows[" + std::to_string(l) + "]));"),
+              std::string::npos)
+        << r.bodies[0];
+  // The offsets are the aliased buffers': in the rows, read in the block's prologue.
+  EXPECT_NE(r.definitions.find("65536"), std::string::npos) << r.definitions;
+  EXPECT_NE(r.definitions.find("68608"), std::string::npos) << r.definitions;
+  EXPECT_NE(r.definitions.find("reinterpret_cast<float *>(ptrain_arena + row["), std::string::npos)
+      << r.definitions;
+  EXPECT_EQ(r.definitions.find("(const int64_t *row, "), std::string::npos) << r.definitions;
+  // Nothing reads the aliases or the saved buffers' pointers after the calls: not declared in the caller.
+  EXPECT_EQ(r.bodies[0].find("float *v400 ="), std::string::npos) << r.bodies[0];
+}
+
 TEST(BlockOutlinerTest, TableEntriesReplaceGlobalParameters) {
   EmittedFunction f;
   f.types["arg0"] = "const float *";

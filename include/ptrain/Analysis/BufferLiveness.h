@@ -98,16 +98,27 @@ struct StorageRules {
   /// A weight gradient's GEMM accumulates into its gradient state (C = the state, beta = 1) instead of a buffer,
   /// an add and a copy into the state (GemmFusion.h). Needs fuseGemms.
   bool accumulateGemmsIntoStates = true;
+  /// The attention's head split and merge are read and written in place by strided GEMMs, not materialized
+  /// (GemmFusion.h, head permutes; ptrain_gemm_strided_f32). Needs fuseGemms.
+  bool foldHeadPermutes = true;
+  /// A layer norm's gradient reads the mean and rstd its forward wrote (the forward's scratch, kept live until
+  /// the gradient) instead of recomputing the forward into scratch, where the forward is in the same function on
+  /// the same input, scale, epsilon and axis (savedStatsOf). The same kernel on the same input: the same bits.
+  bool layerNormSavedStats = true;
+  /// The GemmFusion options of these rules.
+  GemmFusionOptions gemmFusionOptions() const { return {accumulateGemmsIntoStates, foldHeadPermutes}; }
   /// The scratch of each op's kernels (bytes, in request order); empty: the target adds it (addScratch).
   std::function<void(Operation *, SmallVectorImpl<int64_t> &)> scratch;
   /// Offsets and sizes are multiples of this (bytes).
   int64_t alignment = 64;
 
-  /// The CPU target: host memory, MPI, OpenBLAS GEMMs with fusion (accumulating into gradient states),
+  /// The CPU target: host memory, MPI, OpenBLAS GEMMs with fusion (accumulating into gradient states, head
+  /// permutes read and written in place),
   /// generated constants, AdamW tables, cpuKernelScratch, 64-byte alignment.
   static StorageRules cpu();
   /// The CUDA target: device memory, NCCL on streams, cuBLAS GEMMs with fusion (as the CPU's, but writing each
-  /// gradient into a buffer that is added to its state), every constant
+  /// gradient into a buffer that is added to its state and materializing the head permutes), layer-norm
+  /// gradients recomputing their statistics, every constant
   /// in a device block, scratch added by the emitter, 256-byte alignment (cudaMalloc's).
   static StorageRules cuda();
 };
@@ -143,6 +154,9 @@ public:
   const ValueStorage &lookup(Value v) const;
   /// The scratch buffers of `op`, in request order.
   ArrayRef<int64_t> scratchOf(Operation *op) const;
+  /// With layerNormSavedStats: the ptrain.layer_norm whose mean and rstd (its last two scratch buffers, live
+  /// until `grad`) the ptrain.layer_norm_grad `grad` reads, or null (it recomputes them).
+  Operation *savedStatsOf(Operation *grad) const { return savedStats.lookup(grad); }
   const std::vector<ArenaBuffer> &buffers() const { return bufferList; }
   /// The value each buffer holds (null for scratch).
   ArrayRef<Value> bufferValues() const { return valueOfBuffer; }
@@ -173,6 +187,10 @@ public:
   void print(llvm::raw_ostream &os) const;
 
 private:
+  /// The ptrain.layer_norm before `g` in the body on the same input, scale, epsilon and rows whose scratch is
+  /// declared, or null.
+  Operation *findSavedStats(LayerNormGradOp g) const;
+
   func::FuncOp func;
   StorageRules rules;
   SmallVector<Operation *> opList;
@@ -187,6 +205,7 @@ private:
   std::vector<ArenaBuffer> bufferList;
   std::vector<Value> valueOfBuffer;
   llvm::DenseMap<Operation *, SmallVector<int64_t>> scratch;
+  llvm::DenseMap<Operation *, Operation *> savedStats;
   int64_t arena = 0;
   int64_t fileBytes = 0;
 };

@@ -378,6 +378,28 @@ typedef struct ptrain_rendezvous *ptrain_rendezvous_t;
 //   A linear layer y = x W^T + b with W [out, in] is
 //   gemm(0, 1, 1, rows, out, in, 1, x, 0, W, 0, 0, y, 0) then bias_add;
 //   its backward is dx = dy W (gemm(0,0,...)), dW = dy^T x (gemm(1,0,...)).
+// ptrain_gemm_strided_f32(trans_a, trans_b, batch_outer, batch_inner, m, n, k, alpha, a, a_layout, b, b_layout,
+//                         beta, c, c_layout)
+//   For p in [0, batch_outer), q in [0, batch_inner): C_pq = alpha * op(A_pq) * op(B_pq) + beta * C_pq with
+//   X_pq = x + p*x_layout[1] + q*x_layout[2] a row-major matrix whose rows are x_layout[0] elements apart (its
+//   leading dimension: at least the stored row's length, k or m for A, n or k for B, n for C); op, shapes and
+//   beta as ptrain_gemm_f32. One cblas_sgemm per entry with those leading dimensions: the same products summed in
+//   the same order as ptrain_gemm_f32 on a dense copy (BLAS packs the operands first), so the same bits. The
+//   attention's heads: Q of [B, T, H, D] read as [B, H, T, D] is layout {H*D, T*H*D, D} with batch_outer B and
+//   batch_inner H (docs/CodegenCpu.md, "GEMM operands"). INVALID_ARGUMENT for negative sizes or strides, a
+//   leading dimension below the row's length or above INT_MAX, null pointers, or a c_layout whose entries could
+//   overlap (they must lie side by side within the rows or one after another).
+// ptrain_gemm_transposed_f32(trans_a, trans_b, m, n, k, alpha, a, b, beta, c)
+//   C^T = alpha * (op(A) op(B))^T + beta * C^T: c is the [n, m] transpose of the [m, n] product, A, B and op as
+//   ptrain_gemm_f32 (batch 1). Computed as ptrain_gemm_f32 of the product into a per-thread scratch (the same
+//   cblas_sgemm, operands in the same roles) and a transposing pass c[j, i] = p[i, j] (beta = 0) or
+//   c[j, i] = beta * c[j, i] + p[i, j]: the bits of the GEMM, a transpose and (beta = 1) an fp32 add, on every
+//   BLAS kernel family. The product written transposed by swapping the operands, (A^T B)^T = B^T A, is not
+//   those bits on OpenBLAS's Haswell kernels (about 10% of the elements of the bundled GPT's weight gradients
+//   differ in the last bits; GemmTest, kern11). Where it is (OpenBLAS's SkylakeX kernels, found by
+//   openblas_get_corename at run time, with beta = 0 or k <= 256, one pass over K) the swapped GEMM writes C^T in
+//   place and the scratch is skipped. The weight gradient of `x W^T` (GemmFusion.h, writesTransposed).
+//   INVALID_ARGUMENT as ptrain_gemm_f32; OUT_OF_MEMORY when the scratch cannot grow.
 //
 // --- bf16 GEMM with fp32 accumulation, bf16 casts (cpu/GemmBf16.cpp; docs/Runtime.md, "bf16 GEMM") ---
 // ptrain_gemm_bf16(trans_a, trans_b, batch, m, n, k, alpha, a, stride_a, b,

@@ -157,6 +157,29 @@ std::string withoutConst(StringRef type) {
 /// `type` with a leading `const ` (`float *` -> `const float *`).
 std::string withConst(StringRef type) { return type.starts_with("const ") ? type.str() : "const " + type.str(); }
 
+/// `  T *NAME = ROOT;\n  (void)NAME;\n`: an alias (a reshape used in place) of the value or argument ROOT.
+bool parseAliasDecl(StringRef text, std::string &root) {
+  static const llvm::Regex pattern("^  [A-Za-z0-9_ ]+ \\*(v[0-9]+) = ([A-Za-z_][A-Za-z0-9_]*);\n  \\(void\\)(v[0-9]+);\n$");
+  SmallVector<StringRef, 4> groups;
+  if (!pattern.match(text, &groups) || groups[1] != groups[3])
+    return false;
+  root = groups[2].str();
+  return true;
+}
+
+/// The value an alias chain of `name` in function `fn` ends at (parseAliasDecl): the first value whose declaration
+/// is not an alias of another declared value, or `name` itself.
+std::string rootOf(const Module &m, int64_t fn, const std::string &name) {
+  std::string current = name, root;
+  for (int depth = 0; depth < 64 && parseAliasDecl(m.declText[fn].lookup(current), root); ++depth) {
+    bool request = false;
+    if (!isValueName(root, request) || request || !m.declText[fn].count(root))
+      break;
+    current = root;
+  }
+  return current;
+}
+
 Occurrence canonicalize(const Module &m, int64_t fn, int64_t start, int64_t length) {
   Occurrence o;
   o.fn = fn;
@@ -233,7 +256,10 @@ Occurrence canonicalize(const Module &m, int64_t fn, int64_t start, int64_t leng
     if (request || type == m.functions[fn].types.end())
       return o;
     std::string base, offset, state;
-    const std::string decl = m.declText[fn].lookup(name);
+    // An alias (a reshape used in place) of a pointer into an arena or of a state is that pointer: a per-layer
+    // buffer read through its alias goes through the row table like any other (saved statistics, the
+    // attention's heads), not as a call argument.
+    const std::string decl = m.declText[fn].lookup(rootOf(m, fn, name));
     if (parseArenaDecl(decl, base, offset) && isGlobal(m.options, base)) {
       o.arenaBase[i] = base;
       o.arenaOffset[i] = offset;
@@ -315,16 +341,6 @@ std::vector<std::string> rowOf(const Occurrence &o, const BlockShape &s) {
     if (s.computed[i] && s.offsetVaries[i])
       row.push_back(o.arenaOffset[i]);
   return row;
-}
-
-/// `  T *NAME = ROOT;\n  (void)NAME;\n`: an alias (a reshape used in place) of the value or argument ROOT.
-bool parseAliasDecl(StringRef text, std::string &root) {
-  static const llvm::Regex pattern("^  [A-Za-z0-9_ ]+ \\*(v[0-9]+) = ([A-Za-z_][A-Za-z0-9_]*);\n  \\(void\\)(v[0-9]+);\n$");
-  SmallVector<StringRef, 4> groups;
-  if (!pattern.match(text, &groups) || groups[1] != groups[3])
-    return false;
-  root = groups[2].str();
-  return true;
 }
 
 /// The argument for the live-in `name` of a call in function `fn`: a pointer into an arena or a global (a state

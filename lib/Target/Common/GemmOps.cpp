@@ -19,6 +19,43 @@ using namespace mlir;
 using namespace mlir::ptrain;
 using namespace mlir::ptrain::target;
 
+namespace {
+/// {leading dimension, outer batch stride, inner batch stride} (elements) of a GEMM operand or product over a
+/// [B, H] batch: `v` stored as [B, H, rows, cols], or with `heads` as [B, rows, H, cols] (its {0, 2, 1, 3}
+/// permute read or written in place).
+SmallVector<int64_t, 3> headsLayout(Value v, bool heads) {
+  ArrayRef<int64_t> s = shapeOf(v);
+  if (heads) // [B, rows, H, cols]
+    return {s[2] * s[3], s[1] * s[2] * s[3], s[3]};
+  return {s[3], s[1] * s[2] * s[3], s[2] * s[3]};
+}
+
+/// ptrain_gemm_strided_f32 for `m` (GemmFusion::isStrided): C = op(A) op(B) + (beta = 1 ? C : 0) over the
+/// product's [B, H] batch, each operand read and the product written in the layout the analysis chose.
+LogicalResult emitStridedGemm(MatmulOp m, const GemmFusion &gemms, bool addToC, KernelTarget &t) {
+  FailureOr<GemmGeometry> g = gemmGeometry(m, t.flag());
+  if (failed(g))
+    return failure();
+  GemmOperand a = gemms.operand(m, 0), b = gemms.operand(m, 1);
+  ArrayRef<int64_t> product = shapeOf(m.getResult());
+  const bool headsOut = gemms.writesHeads(m);
+  // The product written in place as its {0, 2, 1, 3} transpose: [B, rows, H, cols].
+  SmallVector<int64_t, 3> c = headsOut ? SmallVector<int64_t, 3>{product[1] * product[3],
+                                                                 product[1] * product[2] * product[3], product[3]}
+                                       : headsLayout(m.getResult(), false);
+  t.note(std::string("the heads read") + (headsOut ? " and written" : "") +
+         " in place: leading dimensions and a [B, H] batch (GemmFusion.h, head permutes)");
+  auto str = [](int64_t v) { return std::to_string(v); };
+  if (failed(t.callStridedGemm(
+          {a.transposed ? "1" : "0", b.transposed ? "1" : "0", str(product[0]), str(product[1]), str(g->rows),
+           str(g->cols), str(g->k), "1.0f", t.valuePtr(a.source), t.hostArray(headsLayout(a.source, a.heads), "a_layout"),
+           t.valuePtr(b.source), t.hostArray(headsLayout(b.source, b.heads), "b_layout"), addToC ? "1.0f" : "0.0f",
+           t.valuePtr(m.getResult()), t.hostArray(c, "c_layout")})))
+    return m.emitError(t.flag()) << " internal error: a strided GEMM on a target without ptrain_gemm_strided_f32";
+  return success();
+}
+} // namespace
+
 bool mlir::ptrain::target::isGemmOp(Operation *op, const GemmFusion &gemms) {
   if (isa<MatmulOp>(op))
     return true;
@@ -54,6 +91,8 @@ LogicalResult mlir::ptrain::target::emitGemmOp(Operation *op, const GemmFusion &
                                    t.hostArray(out, "out_dims"), ptr(m.getResult())})))
             return failure();
         }
+        if (gemms.isStrided(m)) // the attention's heads read or written in place (GemmFusion.h, head permutes)
+          return emitStridedGemm(m, gemms, bias || accumulate, t);
         // bf16 or f16 operands, fp32 accumulation and result (docs/MixedPrecision.md): the same arguments.
         Kernel gemm = Kernel::gemm_f32;
         if (m.getAccumulate())
@@ -75,6 +114,14 @@ LogicalResult mlir::ptrain::target::emitGemmOp(Operation *op, const GemmFusion &
         const bool accumulate = static_cast<bool>(gemms.accumulatedState(s));
         if (accumulate)
           t.note("accumulated into its gradient state: C = the state, beta = 1 (GemmFusion.h)");
+        // Written transposed: on the CPU through scratch in the unfolded GEMM's operand roles, whose bits the
+        // swapped-operand GEMM does not give on OpenBLAS's Haswell kernels (ptrain_gemm_transposed_f32, GemmTest).
+        if (transposed && t.hasTransposedGemm()) {
+          t.note("the transpose of the product: the GEMM in its own operand roles, transposed through scratch "
+                 "(GemmFusion.h)");
+          return t.callTransposedGemm({"1", "0", str(g->rows), str(g->cols), str(g->batch * g->k), "1.0f", ptr(a),
+                                       ptr(b), accumulate ? "1.0f" : "0.0f", ptr(s.getResult())});
+        }
         return t.callKernel(Kernel::gemm_f32,
                             {"1", "0", "1", str(transposed ? g->cols : g->rows), str(transposed ? g->rows : g->cols),
                              str(g->batch * g->k), "1.0f", ptr(transposed ? b : a), "0", ptr(transposed ? a : b), "0",
@@ -83,8 +130,12 @@ LogicalResult mlir::ptrain::target::emitGemmOp(Operation *op, const GemmFusion &
       .Case<TransposeOp>([&](TransposeOp tr) {
         // Folded: every user reads the input with the BLAS transpose flag. An alias: the GEMM of its input wrote
         // the transposed matrix (GemmFusion.h). No code either way (a target may declare it where it is read).
-        if (!gemms.isFolded(tr))
-          t.note("an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)");
+        if (gemms.isFolded(tr))
+          return success();
+        auto m = tr.getInput().getDefiningOp<MatmulOp>();
+        t.note(m && gemms.writesHeads(m)
+                   ? "an alias: the GEMM of its input wrote the heads merged in place (GemmFusion.h)"
+                   : "an alias: the GEMM of its input wrote the transposed matrix (GemmFusion.h)");
         return success();
       })
       .Case<BinaryOp>([&](BinaryOp add) {

@@ -18,6 +18,7 @@
 #include "mlir/Support/LLVM.h"
 
 #include <optional>
+#include <utility>
 #include <string>
 
 namespace mlir::ptrain {
@@ -42,6 +43,19 @@ public:
   virtual std::string valuePtr(Value v) const = 0;
   /// One checked call of the target's `kernel` in the current op's block.
   virtual LogicalResult callKernel(Kernel kernel, ArrayRef<std::string> args) = 0;
+  /// One checked call of the CPU runtime's ptrain_gemm_strided_f32 (a GEMM over a [B, H] batch reading or writing
+  /// the attention's head permutes in place, GemmFusion.h). Only targets whose StorageRules fold head permutes
+  /// get such GEMMs; the others keep this default, which fails.
+  virtual LogicalResult callStridedGemm(ArrayRef<std::string> args) { return failure(); }
+  /// Whether the target writes a batch sum's transposed product (GemmFusion::writesTransposed) through
+  /// callTransposedGemm (the CPU runtime's ptrain_gemm_transposed_f32: the unfolded GEMM's bits), rather than by
+  /// the GEMM with its operands swapped, (A^T B)^T = B^T A (the default: cuBLAS).
+  virtual bool hasTransposedGemm() const { return false; }
+  /// One checked call of ptrain_gemm_transposed_f32 (only where hasTransposedGemm).
+  virtual LogicalResult callTransposedGemm(ArrayRef<std::string> args) { return failure(); }
+  /// The mean and rstd the forward of the layer-norm gradient `op` saved (`float *` expressions), or nullopt when
+  /// the gradient recomputes them (BufferLiveness::savedStatsOf; the default).
+  virtual std::optional<std::pair<std::string, std::string>> savedLayerNormStats(Operation *op) { return std::nullopt; }
   /// `bytes` of the current op's arena scratch, as a `type *` expression.
   virtual std::string scratchPtr(int64_t bytes, StringRef type) = 0;
   /// A `static const type name[] = {values}` host array in the current op's block; its name, or "nullptr" when

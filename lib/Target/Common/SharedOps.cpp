@@ -17,6 +17,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <tuple>
 #include <type_traits>
 
 using namespace mlir;
@@ -99,17 +100,24 @@ LogicalResult mlir::ptrain::target::emitSharedOp(Operation *op, KernelTarget &t)
       })
       .Case<LayerNormGradOp>([&](LayerNormGradOp g) -> LogicalResult {
         auto [rows, cols] = rowsCols(shapeOf(g.getInput()), g.getAxisAttr().getInt());
-        // Mean and rstd are recomputed by a forward into scratch (the op recomputes them by definition).
-        std::string zeros = t.scratchPtr(4 * cols, "float");
-        std::string y = t.scratchPtr(4 * rows * cols, "float");
-        std::string mean = t.scratchPtr(4 * rows, "float"), rstd = t.scratchPtr(4 * rows, "float");
+        // The mean and rstd the forward saved (BufferLiveness::savedStatsOf: the same kernel on the same input,
+        // the same bits), else recomputed by a forward into scratch (the op recomputes them by definition).
+        std::string mean, rstd;
+        if (auto stats = t.savedLayerNormStats(g)) {
+          t.note("the mean and rstd its forward saved (BufferLiveness::savedStatsOf)");
+          std::tie(mean, rstd) = *stats;
+        } else {
+          std::string zeros = t.scratchPtr(4 * cols, "float");
+          std::string y = t.scratchPtr(4 * rows * cols, "float");
+          mean = t.scratchPtr(4 * rows, "float"), rstd = t.scratchPtr(4 * rows, "float");
+          if (failed(t.callKernel(Kernel::zero_bytes, {zeros, std::to_string(4 * cols)})) ||
+              failed(t.callKernel(Kernel::layer_norm_fwd_f32,
+                                  {ptr(g.getInput()), ptr(g.getScale()), zeros, std::to_string(rows),
+                                   std::to_string(cols), floatLiteral(g.getEpsilonAttr().getValueAsDouble()), y,
+                                   mean, rstd})))
+            return failure();
+        }
         std::string dbeta = g.getBiasGrad() ? ptr(g.getBiasGrad()) : t.scratchPtr(4 * cols, "float");
-        if (failed(t.callKernel(Kernel::zero_bytes, {zeros, std::to_string(4 * cols)})) ||
-            failed(t.callKernel(Kernel::layer_norm_fwd_f32,
-                                {ptr(g.getInput()), ptr(g.getScale()), zeros, std::to_string(rows),
-                                 std::to_string(cols), floatLiteral(g.getEpsilonAttr().getValueAsDouble()), y, mean,
-                                 rstd})))
-          return failure();
         return t.callKernel(Kernel::layer_norm_bwd_f32,
                             {ptr(g.getGrad()), ptr(g.getInput()), ptr(g.getScale()), mean, rstd, std::to_string(rows),
                              std::to_string(cols), ptr(g.getInputGrad()), ptr(g.getScaleGrad()), dbeta});

@@ -166,6 +166,10 @@ public:
   void setUseKernels(bool use) { useKernels = use; }
   /// EmitCppOptions::accumulateGemmsIntoStates.
   void setAccumulateGemms(bool accumulate) { accumulateGemms = accumulate; }
+  /// EmitCppOptions::foldHeadPermutes.
+  void setFoldHeadPermutes(bool fold) { foldHeadPermutes = fold; }
+  /// EmitCppOptions::layerNormSavedStats.
+  void setLayerNormSavedStats(bool saved) { layerNormSavedStats = saved; }
   /// Appends the documented entry point to `code` with `body` (its chunks, repeated blocks replaced by calls;
   /// only its refusal when it runs on no rank).
   LogicalResult writeFunction(std::string &code, const std::string &body);
@@ -212,6 +216,20 @@ private:
   LogicalResult callKernel(target::Kernel kernel, ArrayRef<std::string> args) override {
     return call(cpuKernel(kernel), args);
   }
+  std::optional<std::pair<std::string, std::string>> savedLayerNormStats(Operation *op) override {
+    Operation *fwd = liveness->savedStatsOf(op);
+    if (!fwd)
+      return std::nullopt;
+    ArrayRef<int64_t> s = liveness->scratchOf(fwd);
+    return std::pair(bufferPtr(s[s.size() - 2], "float"), bufferPtr(s.back(), "float"));
+  }
+  LogicalResult callStridedGemm(ArrayRef<std::string> args) override {
+    return call(RuntimeCall::ptrain_gemm_strided_f32, args);
+  }
+  bool hasTransposedGemm() const override { return true; }
+  LogicalResult callTransposedGemm(ArrayRef<std::string> args) override {
+    return call(RuntimeCall::ptrain_gemm_transposed_f32, args);
+  }
   std::string scratchPtr(int64_t bytes, StringRef type) override { return bufferPtr(scratch(bytes), type); }
   FailureOr<std::string> rankOffsetsArray(TPSplitOp op, StringRef name) override {
     return writeTpSplitOffsets(op, comms, name, block);
@@ -257,6 +275,8 @@ private:
   llvm::DenseSet<Operation *> deferredWrites;
   bool useKernels = false;
   bool accumulateGemms = true;
+  bool foldHeadPermutes = true;
+  bool layerNormSavedStats = true;
   llvm::DenseMap<Operation *, GeneratedAdamW> generatedAdamW; ///< the AdamW updates calling their kernel
   llvm::DenseMap<Operation *, Operation *> foldedClipMuls;    ///< a folded clip mul -> its AdamW update
   std::string declaration;

@@ -116,6 +116,8 @@ LogicalResult CppEmitter::emit(raw_ostream &os) {
                                                          constantFile, globals, arena));
     emitters.back()->setUseKernels(!options.kernelsObject.empty());
     emitters.back()->setAccumulateGemms(options.accumulateGemmsIntoStates);
+    emitters.back()->setFoldHeadPermutes(options.foldHeadPermutes);
+    emitters.back()->setLayerNormSavedStats(options.layerNormSavedStats);
     if (failed(emitters.back()->prepare(bytes)))
       return failure();
     std::optional<int64_t> stage;
@@ -492,6 +494,19 @@ void mlir::ptrain::registerEmitCppTranslation() {
                      "beta = 1; GemmFusion.h, the default); =false writes it to a buffer, adds and copies (the "
                      "reference of the test codegen-cpu-gemm-accumulate; the memory plan assumes the default)"),
       llvm::cl::init(true));
+  static llvm::cl::opt<bool> foldHeadPermutes(
+      "emit-cpp-fold-head-permutes",
+      llvm::cl::desc("--emit-cpp: the attention's [B, T, H, D] <-> [B, H, T, D] permutes are read and written in "
+                     "place by the GEMMs (ptrain_gemm_strided_f32; GemmFusion.h, the default); =false materializes "
+                     "them with ptrain_permute_f32 (the reference of the test codegen-cpu-gemm-heads; the memory "
+                     "plan assumes the default)"),
+      llvm::cl::init(true));
+  static llvm::cl::opt<bool> layerNormSavedStats(
+      "emit-cpp-layer-norm-saved-stats",
+      llvm::cl::desc("--emit-cpp: a layer norm's gradient reads the mean and rstd its forward saved (the default); "
+                     "=false recomputes them by a forward into scratch (the reference of the test "
+                     "codegen-cpu-layer-norm-stats)"),
+      llvm::cl::init(true));
   TranslateFromMLIRRegistration reg(
       "emit-cpp", "emit a ptrain training step as C++ calling the ptrain runtime (CPU target)",
       [](Operation *op, raw_ostream &os) -> LogicalResult {
@@ -506,6 +521,8 @@ void mlir::ptrain::registerEmitCppTranslation() {
         options.kernelsObject = kernelsObject;
         options.kernelsCpu = kernelsCpu;
         options.accumulateGemmsIntoStates = accumulateGemms;
+        options.foldHeadPermutes = foldHeadPermutes;
+        options.layerNormSavedStats = layerNormSavedStats;
         return emitCpp(module, os, options);
       },
       [](DialectRegistry &registry) {

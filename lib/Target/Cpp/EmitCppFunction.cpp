@@ -240,6 +240,8 @@ LogicalResult FunctionEmitter::planAndEmitBody(int64_t &bytes) {
   // The storage of every value (see the file comment).
   StorageRules rules = StorageRules::cpu();
   rules.accumulateGemmsIntoStates = accumulateGemms;
+  rules.foldHeadPermutes = foldHeadPermutes;
+  rules.layerNormSavedStats = layerNormSavedStats;
   planStorage(std::move(rules), /*place=*/true, "arg", "out_");
   gemms = &liveness->gemms();
   bytes = liveness->arenaBytes();

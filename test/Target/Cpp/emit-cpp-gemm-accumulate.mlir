@@ -89,7 +89,8 @@ module {
 // CHECK-NEXT: float *[[DW:v[0-9]+]] = state_{{[0-9]+}}_w_grad;
 // CHECK-NEXT: {
 // CHECK-NEXT: // accumulated into its gradient state: C = the state, beta = 1 (GemmFusion.h)
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 16, 8, 8, 1.0f, arg1, 0, arg0, 0, 1.0f, [[DW]], 0));
+// CHECK-NEXT: // the transpose of the product: the GEMM in its own operand roles, transposed through scratch (GemmFusion.h)
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_gemm_transposed_f32(1, 0, 8, 16, 8, 1.0f, arg0, arg1, 1.0f, [[DW]]));
 // CHECK-NOT: "/lin/acc/read"
 // CHECK: // "/lin/acc/add"
 // CHECK-NEXT: // ptrain.binary
@@ -106,31 +107,31 @@ module {
 // CHECK: // "/mm/acc/write"
 // CHECK: // in place: the GEMM of its value accumulated into the state (GemmFusion.h)
 // CHECK: // "/kept/dW/sum"
-// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 16, 8, 8, 1.0f, arg1, 0, arg0, 0, 0.0f,
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_transposed_f32(1, 0, 8, 16, 8, 1.0f, arg0, arg1, 0.0f,
 // CHECK: // "/kept/acc/add"
 // CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD,
 // CHECK: // "/kept/acc/write"
 // CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes(
 // CHECK: // "/reread/dW/sum"
-// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 16, 8, 8, 1.0f, arg1, 0, arg0, 0, 0.0f,
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_transposed_f32(1, 0, 8, 16, 8, 1.0f, arg0, arg1, 0.0f,
 // CHECK: // "/reread/acc/add"
 // CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD,
 // CHECK: // "/reread/acc/write"
 // CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes(
 // CHECK: // "/other/dW/sum"
-// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 16, 8, 8, 1.0f, arg1, 0, arg0, 0, 0.0f,
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_transposed_f32(1, 0, 8, 16, 8, 1.0f, arg0, arg1, 0.0f,
 // CHECK: // "/other/acc/add"
 // CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD,
 // CHECK: // "/other/acc/write"
 // CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes(
 // CHECK: // "/long/dW/sum"
-// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 16, 8, 320, 1.0f, arg5, 0, arg4, 0, 0.0f,
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_transposed_f32(1, 0, 8, 16, 320, 1.0f, arg4, arg5, 0.0f,
 // CHECK: // "/long/acc/add"
 // CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD,
 // CHECK: // "/long/acc/write"
 // CHECK: PTRAIN_STEP_CALL(ptrain_copy_bytes(
 // CHECK: // "/call/dW/sum"
-// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 16, 8, 8, 1.0f, arg1, 0, arg0, 0, 0.0f,
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_transposed_f32(1, 0, 8, 16, 8, 1.0f, arg0, arg1, 0.0f,
 // CHECK: // "/call/acc/add"
 // CHECK: PTRAIN_STEP_CALL(ptrain_binary_f32(PTRAIN_BINARY_ADD,
 // CHECK: // "/call/acc/write"

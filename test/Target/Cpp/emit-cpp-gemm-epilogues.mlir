@@ -2,8 +2,8 @@
 // RUN: ptrain-translate --emit-cpp %s -o %t.cpp && c++ -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I %ptrain_include %t.cpp
 
 // A weight gradient's transpose written by its batch-sum GEMM, a bias started in a GEMM's C, and dead ops (GemmFusion.h, DeadOps.h): autodiff of
-// `x W^T` sums dW^T = sum_b x_b^T dy_b and transposes it; the GEMM computes (A^T B)^T = B^T A into the sum's
-// buffer and the transpose is an alias of it. The gradient of a constant scale (`dy * x` summed to a scalar)
+// `x W^T` sums dW^T = sum_b x_b^T dy_b and transposes it; ptrain_gemm_transposed_f32 computes the GEMM in its own
+// operand roles and writes its transpose into the sum's buffer, and the transpose is an alias of it. The gradient of a constant scale (`dy * x` summed to a scalar)
 // is computed by no op that anything reads: neither is emitted.
 module {
   func.func @grad(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x16xf32>, %c: tensor<f32>) -> (tensor<16x8xf32>, tensor<2x4x16xf32>) {
@@ -38,7 +38,8 @@ module {
 // CHECK-NEXT: // ptrain.sum_to
 // CHECK-NEXT: float *[[DWT:v[0-9]+]] =
 // CHECK-NEXT: {
-// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 16, 8, 8, 1.0f, arg1, 0, arg0, 0, 0.0f, [[DWT]], 0));
+// CHECK-NEXT: // the transpose of the product: the GEMM in its own operand roles, transposed through scratch (GemmFusion.h)
+// CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_gemm_transposed_f32(1, 0, 8, 16, 8, 1.0f, arg0, arg1, 0.0f, [[DWT]]));
 // The transpose is an alias of the GEMM's result, no code: declared where it is read (the return).
 // CHECK-NOT: "/lin/grad/dWT"
 // CHECK-NOT: ptrain_permute_f32

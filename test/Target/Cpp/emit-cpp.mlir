@@ -105,8 +105,8 @@ module attributes {ptrain.onnx_file = "model.onnx"} {
 // CHECK: PTRAIN_STEP_CALL(ptrain_zero_bytes([[DL:v[0-9]+]], 512));
 // CHECK-NEXT: PTRAIN_STEP_CALL(ptrain_insert_slice({{v[0-9]+}}, 4, 3, x_dims, offsets, out_dims, [[DL]]));
 // The weight gradient x^T dlogits summed over the batch: one GEMM over batch * seq, which writes its transpose
-// dlogits^T x (the transpose is an alias of it, GemmFusion.h).
-// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(1, 0, 1, 16, 8, 8, 1.0f, [[DL]], 0, [[X]], 0, 0.0f, [[DWT:v[0-9]+]], 0));
+// through scratch (ptrain_gemm_transposed_f32; the transpose is an alias of it, GemmFusion.h).
+// CHECK: PTRAIN_STEP_CALL(ptrain_gemm_transposed_f32(1, 0, 8, 16, 8, 1.0f, [[X]], [[DL]], 0.0f, [[DWT:v[0-9]+]]));
 // CHECK-NOT: ptrain_permute_f32
 // (W^T)^T is W itself.
 // CHECK: PTRAIN_STEP_CALL(ptrain_gemm_f32(0, 0, 2, 4, 8, 16, 1.0f, [[DL]], 64, [[W]], 0, 0.0f, {{v[0-9]+}}, 32));

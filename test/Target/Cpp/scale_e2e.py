@@ -25,7 +25,10 @@ Exports three GPTs of the same width that differ only in depth (bench/scale/expo
     the state table as runs, the moments and updates in parameter order (BuildTrainingStep.cpp) and the AdamW
     runs 2,628 and 3,205 lines (1.220), .text 22,227 and 27,219 (1.225); with the dead tail computed and the
     weight gradients' transpose aliases declared where read (no alias-only block) 2,486 and 2,666 lines
-    (1.072), .text 21,651 and 23,459 bytes (1.084) (bench/README.md, issue 23);
+    (1.072), .text 21,651 and 23,459 bytes (1.084) (bench/README.md, issue 23); with kern10's saved layer-norm
+    statistics and strided head GEMMs passed as call arguments 2,437 and 2,619 lines, .text 20,323 and 22,387
+    (1.102, failed); with every per-layer buffer (aliases of arena pointers included) read through the row table
+    (kern11) 2,442 and 2,624 lines (1.075), .text 20,307 and 21,987 (1.083);
 * no literal over 64 elements in step.cpp (issue 23 item 2; lib/Target/Cpp/ConstantForm.cpp): every numeric
   array initializer `T name[N] = {...}` of the constants has N <= 64 and at most 64 values; the other numeric
   arrays are the state tables' data (kStateDims and a stage's kStage<s>StateIndices, filled at load; the runs

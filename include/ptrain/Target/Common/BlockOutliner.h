@@ -14,7 +14,11 @@
 // same layers), writes one C++ function per run, taking the run's live-in
 // pointers, the globals that differ and a row of the integers that differ,
 // and replaces every occurrence by a call with its own row (a table: data,
-// not code). The calls are the same runtime calls with the same pointers in
+// not code). A live-in that is a pointer into an arena (directly or through
+// an alias chain: a reshape used in place) or a state in a table is computed
+// inside the function from its row whenever every occurrence's is, so a call
+// costs the same however many per-layer buffers its block reads (a backward
+// reading its forward's saved statistics). The calls are the same runtime calls with the same pointers in
 // the same order as the inline text, so the generated step computes bit for
 // bit what it computed before.
 //

@@ -46,6 +46,15 @@ struct EmitCppOptions {
   /// --emit-cpp-accumulate-gemms=false: the reference the fold is tested against, codegen-cpu-gemm-accumulate).
   /// The memory plan (--ptrain-memory-plan) assumes the default.
   bool accumulateGemmsIntoStates = true;
+  /// The attention's head split and merge are read and written in place by ptrain_gemm_strided_f32
+  /// (StorageRules::foldHeadPermutes, GemmFusion.h; the default); false materializes each with
+  /// ptrain_permute_f32 (ptrain-translate --emit-cpp-fold-head-permutes=false: the reference the fold is tested
+  /// against, codegen-cpu-gemm-heads). The memory plan (--ptrain-memory-plan) assumes the default.
+  bool foldHeadPermutes = true;
+  /// A layer norm's gradient reads the mean and rstd its forward saved (StorageRules::layerNormSavedStats; the
+  /// default); false recomputes them by a forward into scratch (ptrain-translate
+  /// --emit-cpp-layer-norm-saved-stats=false: the reference of the test codegen-cpu-layer-norm-stats).
+  bool layerNormSavedStats = true;
 };
 
 /// Writes the C++ translation unit of `module` to `os` (and options.constantsFile). Fails, with an error
